@@ -1,0 +1,35 @@
+//! # hsa-core
+//!
+//! The no_std core of hsa-rt, an embeddable HSA runtime for AMD GPUs. It knows the HSA/AMD
+//! ABI (AQL packets, `amd_queue_t`, `amd_signal_t`, kernel descriptors, code objects) and the
+//! runtime's logic; everything OS- or hardware-specific goes through [`platform::Platform`].
+//!
+//! Layers, lowest first: [`abi`] (layouts the hardware reads) ← [`packet`] (header
+//! encode/decode, builders, checked view) ← [`queue`], [`signal`], [`memory`] ←
+//! [`processor`], [`loader`] ← [`runtime`].
+#![no_std]
+#![deny(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs)]
+
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
+#[cfg(test)]
+extern crate std;
+
+pub mod abi;
+pub mod addr;
+pub mod loader;
+pub mod memory;
+pub mod packet;
+pub mod platform;
+pub mod processor;
+pub mod queue;
+pub mod runtime;
+pub mod signal;
+pub mod status;
+pub mod sync;
+
+pub use addr::{DoorbellIndex, EventId, GpuVa, NodeId, PacketIndex, PhysAddr, QueueId};
+pub use status::{Error, Result, Status, UnknownStatus};

@@ -1,0 +1,1 @@
+//! packet (being built).

@@ -1,0 +1,534 @@
+//! The one trait through which the core reaches hardware and the OS.
+//!
+//! The shape follows virtio-drivers' `Hal`: every method says what the implementer guarantees
+//! (`# Implementation safety`) and, where the caller has obligations, what the caller guarantees
+//! (`# Safety`). Methods take `&self` so that two devices (two fakes in one test) never need
+//! global state. Verbs use ROCR/amdkfd names (`allocate_memory`, `create_queue`,
+//! `ring_doorbell`, `create_event`, `wait_event`).
+//!
+//! Topology is read by index (`node(i)`, `memory_bank(node, i)`, ...) so that it needs no
+//! allocator: a no_std host can answer from static tables.
+#![allow(unsafe_code)] // an unsafe trait with unsafe methods; no unsafe blocks here
+
+use core::fmt;
+use core::ptr::NonNull;
+
+use crate::addr::{EventId, GpuVa, NodeId, QueueId};
+use crate::status::{Error, Status};
+
+/// Capacity, in bytes, of a node's name and marketing name.
+pub const NAME_CAPACITY: usize = 64;
+
+/// What a platform error maps to in the core: a [`Status`] and a message naming the cause.
+///
+/// Platforms keep their own detailed error type (an errno and the ioctl's name, a host fault)
+/// and convert at the boundary, as embedded-hal's `ErrorType`/`ErrorKind` do.
+pub trait PlatformError: fmt::Display + fmt::Debug {
+    /// The status the core reports for this error.
+    fn status(&self) -> Status;
+
+    /// The error as a core [`Error`], its message the error's `Display`.
+    fn to_error(&self) -> Error {
+        crate::error!(self.status(), "{self}")
+    }
+}
+
+impl PlatformError for Error {
+    fn status(&self) -> Status {
+        Error::status(self)
+    }
+    fn to_error(&self) -> Error {
+        self.clone()
+    }
+}
+
+/// The kind of device a topology node is.
+///
+/// Ref: `hsa_device_type_t` (HSA Runtime 1.2 §2.3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum DeviceType {
+    /// A CPU (`HSA_DEVICE_TYPE_CPU`, 0): the node has `cpu_cores_count > 0` and no SIMDs.
+    Cpu = 0,
+    /// A GPU (`HSA_DEVICE_TYPE_GPU`, 1): the node has SIMDs.
+    Gpu = 1,
+    /// A DSP (`HSA_DEVICE_TYPE_DSP`, 2).
+    Dsp = 2,
+}
+
+/// One topology node's properties: the fields of amdkfd's
+/// `/sys/devices/virtual/kfd/kfd/topology/nodes/N/properties` (names kept), plus `name` and
+/// `gpu_id` from the files of the same name, and what the platform derived.
+///
+/// Ref: linux `drivers/gpu/drm/amd/amdkfd/kfd_topology.c` (`node_show`), `kfd_sysfs.h`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct NodeProperties {
+    /// The node's id (`nodes/N`).
+    pub node_id: u32,
+    /// `gpu_id`: the driver's handle for the GPU (0 for a CPU node).
+    pub gpu_id: u32,
+    /// `name`: the ISA-ish name the kernel reports ("gfx90a", or a CPU's model); may be empty.
+    pub name: heapless::String<NAME_CAPACITY>,
+    /// Marketing name (e.g. "AMD Instinct MI210"); empty when the platform does not know it.
+    pub marketing_name: heapless::String<NAME_CAPACITY>,
+    /// `cpu_cores_count`.
+    pub cpu_cores_count: u32,
+    /// `simd_count`: SIMDs on the node (0 for a CPU).
+    pub simd_count: u32,
+    /// `mem_banks_count`.
+    pub mem_banks_count: u32,
+    /// `caches_count`.
+    pub caches_count: u32,
+    /// `io_links_count`.
+    pub io_links_count: u32,
+    /// `p2p_links_count`.
+    pub p2p_links_count: u32,
+    /// `cpu_core_id_base`.
+    pub cpu_core_id_base: u32,
+    /// `simd_id_base`.
+    pub simd_id_base: u32,
+    /// `max_waves_per_simd`.
+    pub max_waves_per_simd: u32,
+    /// `lds_size_in_kb`: group segment (LDS) per work-group, KiB.
+    pub lds_size_in_kb: u32,
+    /// `gds_size_in_kb`.
+    pub gds_size_in_kb: u32,
+    /// `num_gws`.
+    pub num_gws: u32,
+    /// `wave_front_size`: lanes per wavefront (32 or 64).
+    pub wave_front_size: u32,
+    /// `array_count`: shader arrays on the node.
+    pub array_count: u32,
+    /// `simd_arrays_per_engine`.
+    pub simd_arrays_per_engine: u32,
+    /// `cu_per_simd_array`.
+    pub cu_per_simd_array: u32,
+    /// `simd_per_cu`.
+    pub simd_per_cu: u32,
+    /// `max_slots_scratch_cu`.
+    pub max_slots_scratch_cu: u32,
+    /// `gfx_target_version` (e.g. 90010 for gfx90a); 0 where the kernel did not report it and
+    /// the platform could not derive it.
+    pub gfx_target_version: u32,
+    /// `vendor_id` (PCI, 0x1002 = AMD).
+    pub vendor_id: u32,
+    /// `device_id` (PCI device id: HSA's chip id).
+    pub device_id: u32,
+    /// `location_id`: PCI bus/device/function (BDFID).
+    pub location_id: u32,
+    /// `domain`: PCI domain.
+    pub domain: u32,
+    /// `drm_render_minor`: N of `/dev/dri/renderD<N>`.
+    pub drm_render_minor: i32,
+    /// `hive_id`: XGMI hive (0 when none).
+    pub hive_id: u64,
+    /// `unique_id`: the GPU's unique id (0 when unknown).
+    pub unique_id: u64,
+    /// `num_sdma_engines`.
+    pub num_sdma_engines: u32,
+    /// `num_sdma_xgmi_engines`.
+    pub num_sdma_xgmi_engines: u32,
+    /// `num_sdma_queues_per_engine`.
+    pub num_sdma_queues_per_engine: u32,
+    /// `num_cp_queues`.
+    pub num_cp_queues: u32,
+    /// `max_engine_clk_fcompute`: GPU max clock, MHz.
+    pub max_engine_clk_fcompute: u32,
+    /// `max_engine_clk_ccompute`: CPU max clock, MHz.
+    pub max_engine_clk_ccompute: u32,
+    /// `local_mem_size`: bytes of local memory the kernel reports here (often 0; see banks).
+    pub local_mem_size: u64,
+    /// `fw_version`: the MEC firmware version.
+    pub fw_version: u32,
+    /// `capability`: HSA_CAP_* bits of `kfd_sysfs.h`.
+    pub capability: u32,
+    /// `debug_prop`.
+    pub debug_prop: u32,
+    /// `sdma_fw_version`.
+    pub sdma_fw_version: u32,
+    /// `num_xcc`: accelerated compute complexes in this partition (1 before gfx940).
+    pub num_xcc: u32,
+    /// Revision (ASIC revision) when the platform knows it, else 0.
+    pub asic_revision: u32,
+}
+
+impl NodeProperties {
+    /// CPU, GPU or DSP, from the SIMD and CPU-core counts (as ROCR decides).
+    pub fn device_type(&self) -> DeviceType {
+        if self.simd_count > 0 {
+            DeviceType::Gpu
+        } else {
+            DeviceType::Cpu
+        }
+    }
+
+    /// Compute units: `simd_count / simd_per_cu` for a GPU, CPU cores for a CPU.
+    pub fn compute_unit_count(&self) -> u32 {
+        match self.device_type() {
+            DeviceType::Gpu if self.simd_per_cu > 0 => self.simd_count / self.simd_per_cu,
+            DeviceType::Gpu => 0,
+            _ => self.cpu_cores_count,
+        }
+    }
+}
+
+/// Heap type of a memory bank (`heap_type` in `mem_banks/N/properties`).
+///
+/// Ref: `HSA_MEM_HEAP_TYPE_*` in ROCR's `hsakmttypes.h`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum HeapType {
+    /// System memory (0).
+    System,
+    /// Frame buffer visible to the host (1: `FB_PUBLIC`).
+    FrameBufferPublic,
+    /// Frame buffer the host cannot see (2: `FB_PRIVATE`).
+    FrameBufferPrivate,
+    /// GPU global data share (3).
+    GpuGds,
+    /// GPU LDS (4).
+    GpuLds,
+    /// GPU scratch (5).
+    GpuScratch,
+    /// A value this version does not know.
+    Other(u32),
+}
+
+impl HeapType {
+    /// From the raw `heap_type` value.
+    pub fn from_raw(raw: u32) -> HeapType {
+        match raw {
+            0 => HeapType::System,
+            1 => HeapType::FrameBufferPublic,
+            2 => HeapType::FrameBufferPrivate,
+            3 => HeapType::GpuGds,
+            4 => HeapType::GpuLds,
+            5 => HeapType::GpuScratch,
+            n => HeapType::Other(n),
+        }
+    }
+}
+
+/// One memory bank of a node (`nodes/N/mem_banks/M/properties`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryBank {
+    /// `heap_type`.
+    pub heap_type: HeapType,
+    /// `size_in_bytes`.
+    pub size_bytes: u64,
+    /// `flags` (`HSA_MEM_FLAGS_*`).
+    pub flags: u32,
+    /// `width`: bus width, bits.
+    pub width_bits: u32,
+    /// `mem_clk_max`: MHz.
+    pub mem_clk_max_mhz: u32,
+}
+
+/// One cache of a node (`nodes/N/caches/M/properties`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cache {
+    /// `processor_id_low`.
+    pub processor_id_low: u32,
+    /// `level` (1, 2, 3...).
+    pub level: u32,
+    /// `size`: KiB.
+    pub size_kib: u32,
+    /// `cache_line_size`: bytes.
+    pub cache_line_size_bytes: u32,
+    /// `type` (`HSA_CACHE_TYPE_*` bits: data 1, instruction 2, CPU 4, HSACU 8).
+    pub cache_type: u32,
+}
+
+/// One IO link or P2P link of a node (`nodes/N/io_links/M/properties`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoLink {
+    /// `type` (`HSA_IOLINKTYPE_*`: 2 PCIe, 11 XGMI, ...).
+    pub link_type: u32,
+    /// `node_from`.
+    pub node_from: u32,
+    /// `node_to`.
+    pub node_to: u32,
+    /// `weight`: relative distance.
+    pub weight: u32,
+    /// `min_bandwidth`, MB/s.
+    pub min_bandwidth: u32,
+    /// `max_bandwidth`, MB/s.
+    pub max_bandwidth: u32,
+    /// `flags`.
+    pub flags: u32,
+    /// Whether this came from `p2p_links` rather than `io_links`.
+    pub p2p: bool,
+}
+
+bitflags::bitflags! {
+    /// How a chunk of backing memory is to be allocated.
+    ///
+    /// Ref: `KFD_IOC_ALLOC_MEM_FLAGS_*` in `kfd_ioctl.h`.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct MemoryFlags: u32 {
+        /// The host must be able to read and write it (a host pointer is returned).
+        const HOST_ACCESS = 1 << 0;
+        /// Fine-grained: coherent between host and agents while both use it.
+        const FINE_GRAINED = 1 << 1;
+        /// Uncached on the device (signals, queue rings).
+        const UNCACHED = 1 << 2;
+        /// The device may execute from it (code objects).
+        const EXECUTABLE = 1 << 3;
+        /// Read-only for the device.
+        const READ_ONLY = 1 << 4;
+    }
+}
+
+/// Where a chunk of backing memory lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MemoryKind {
+    /// System memory (KFD GTT / USERPTR), reachable by the host.
+    System,
+    /// The node's device-local memory (KFD VRAM); the host may not be able to touch it.
+    DeviceLocal,
+}
+
+/// A request for one chunk of backing memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryRequest {
+    /// The node whose memory (or whose view of system memory) it is.
+    pub node: NodeId,
+    /// System or device-local.
+    pub kind: MemoryKind,
+    /// Size, bytes: a multiple of 4096.
+    pub size_bytes: u64,
+    /// Alignment of the device address, bytes: a power of two, at least 4096.
+    pub align_bytes: u64,
+    /// Access and caching flags.
+    pub flags: MemoryFlags,
+}
+
+/// A chunk of backing memory handed to the core by the platform.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryChunk {
+    /// The device address of the first byte.
+    pub gpu_va: GpuVa,
+    /// The host's pointer to the first byte, when the host can touch the memory.
+    pub host_ptr: Option<NonNull<u8>>,
+    /// Size, bytes.
+    pub size_bytes: u64,
+    /// The platform's handle for the chunk (KFD `handle`); opaque to the core.
+    pub handle: u64,
+}
+
+// SAFETY: a MemoryChunk is a description (addresses and a handle), not access; whoever turns
+// `host_ptr` into a reference upholds aliasing rules on its own.
+unsafe impl Send for MemoryChunk {}
+// SAFETY: as for Send: sharing the description gives no access by itself.
+unsafe impl Sync for MemoryChunk {}
+
+/// The type of hardware queue to create.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueueKind {
+    /// A compute queue that consumes AQL packets (KFD `KFD_IOC_QUEUE_TYPE_COMPUTE_AQL`).
+    ComputeAql,
+}
+
+/// A function the platform calls when the packet processor stops a queue with an error,
+/// with the user data given at creation. C-shaped so it needs no allocator.
+///
+/// Ref: the `callback` parameter of `hsa_queue_create` (HSA Runtime 1.2 §2.6.2).
+#[derive(Clone, Copy, Debug)]
+pub struct QueueErrorCallback {
+    /// Called once with the error and the queue's id.
+    pub func: fn(error: &Error, queue: QueueId, data: usize),
+    /// Passed back as `data`.
+    pub data: usize,
+}
+
+/// A request to create a hardware queue over memory the core has prepared.
+#[derive(Clone, Copy, Debug)]
+pub struct QueueRequest {
+    /// The GPU node to run it.
+    pub node: NodeId,
+    /// What kind of queue.
+    pub kind: QueueKind,
+    /// Device address of the ring of 64-byte AQL packets.
+    pub ring: GpuVa,
+    /// Host pointer to the same ring.
+    pub ring_host: NonNull<u8>,
+    /// Ring size, bytes (`size_packets * 64`, a power of two).
+    pub ring_size_bytes: u64,
+    /// Device address of the `amd_queue_t` (its first 40 bytes are the `hsa_queue_t`).
+    pub amd_queue: GpuVa,
+    /// Host pointer to the same `amd_queue_t`.
+    pub amd_queue_host: NonNull<u8>,
+    /// Device address of `amd_queue_t.read_dispatch_id` (the CP's read pointer report).
+    pub read_pointer: GpuVa,
+    /// Device address of `amd_queue_t.write_dispatch_id` (the CP's write pointer poll).
+    pub write_pointer: GpuVa,
+    /// Called when the processor stops the queue with an error.
+    pub on_error: Option<QueueErrorCallback>,
+}
+
+/// A hardware queue the platform created.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HwQueue {
+    /// The platform's queue id.
+    pub id: QueueId,
+    /// The doorbell signal value the core writes into `hsa_queue_t.doorbell_signal`: for
+    /// hardware queues the address of the queue's doorbell (ROCR stores the doorbell's
+    /// address in the signal's `hardware_doorbell_ptr`).
+    pub doorbell_address: u64,
+}
+
+/// A platform event: what an interrupt-capable signal blocks on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// The event id: whoever changes the signal writes it to the mailbox.
+    pub id: EventId,
+    /// Device (and host) address of the 64-bit event mailbox slot (KFD `event_slot_index`
+    /// slot in the event page); 0 when the platform has no mailbox.
+    pub mailbox: GpuVa,
+}
+
+/// What a wait on a platform event ended with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// The event was signaled (or the wait may have been spurious: callers re-check).
+    Signaled,
+    /// The timeout passed.
+    TimedOut,
+}
+
+/// What the core needs from a host: topology, backing memory, hardware queues, events, time.
+///
+/// # Implementation safety
+/// An implementer guarantees, for every method: memory chunks it returns are valid for their
+/// whole size at `host_ptr` (when given) and `gpu_va` until freed, zeroed, aligned as asked, and
+/// never overlap another live chunk; queues it creates read only the ring and `amd_queue_t`
+/// named in the request; every method may be called from any thread at once (`Sync`).
+pub unsafe trait Platform: Send + Sync {
+    /// The platform's detailed error.
+    type Error: PlatformError;
+
+    /// A short name of the device kind, for messages: `"kfd"`, `"emulated"`, `"baremetal"`,
+    /// `"fake"`.
+    fn device_name(&self) -> &str;
+
+    // ---- topology ----
+
+    /// Number of topology nodes (CPU and GPU agents). Never blocks.
+    fn node_count(&self) -> usize;
+
+    /// Properties of node `index` (0-based, `< node_count()`).
+    ///
+    /// # Errors
+    /// The platform's error with `Status::InvalidIndex` for an index out of range.
+    fn node(&self, index: usize) -> Result<NodeProperties, Self::Error>;
+
+    /// Memory bank `bank` of node `index`; `Ok(None)` past the last bank.
+    ///
+    /// # Errors
+    /// `Status::InvalidIndex` for a node out of range.
+    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>, Self::Error>;
+
+    /// Cache `cache` of node `index`; `Ok(None)` past the last cache.
+    ///
+    /// # Errors
+    /// `Status::InvalidIndex` for a node out of range.
+    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>, Self::Error>;
+
+    /// IO or P2P link `link` of node `index` (IO links first, then P2P links); `Ok(None)` past
+    /// the last.
+    ///
+    /// # Errors
+    /// `Status::InvalidIndex` for a node out of range.
+    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>, Self::Error>;
+
+    // ---- memory ----
+
+    /// Allocates one zeroed chunk of backing memory. May block (a syscall); never calls back
+    /// into the core.
+    ///
+    /// # Errors
+    /// `Status::OutOfResources` when there is no room; `Status::InvalidArgument` for a size or
+    /// alignment that is not a multiple of 4096 / a power of two, or an unknown node.
+    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Self::Error>;
+
+    /// Gives a chunk back.
+    ///
+    /// # Safety
+    /// The caller guarantees that `chunk` was returned by this platform's `allocate_memory`,
+    /// has not been freed, and that nothing (host or queue) uses it any more.
+    ///
+    /// # Errors
+    /// `Status::ResourceFree` when the platform could not release it (the chunk is then lost,
+    /// never reused).
+    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Self::Error>;
+
+    /// Makes `chunk` accessible to the agents of `nodes` (KFD MAP_MEMORY_TO_GPU).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an unknown node; `Status::OutOfResources` when the
+    /// mapping could not be made.
+    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Self::Error>;
+
+    // ---- queues ----
+
+    /// Creates a hardware queue over the ring and `amd_queue_t` of `request`, which the core
+    /// has initialised (headers INVALID, indices 0). May block.
+    ///
+    /// # Safety
+    /// The caller guarantees the ring and `amd_queue_t` stay valid and are not freed until
+    /// `destroy_queue` has returned for this queue.
+    ///
+    /// # Errors
+    /// `Status::OutOfResources` when the node has no free hardware queue slot;
+    /// `Status::InvalidQueueCreation` for a request the hardware cannot serve.
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue, Self::Error>;
+
+    /// Tells the packet processor that packets up to and including `write_index` may be
+    /// valid: on hardware a 64-bit store of the index to the queue's doorbell (after a store
+    /// fence), emulated a wake-up. Never blocks; never fails for a live queue.
+    fn ring_doorbell(&self, queue: QueueId, write_index: u64);
+
+    /// Stops and destroys a queue. After it returns the processor never touches the ring
+    /// again. May block until the processor has stopped.
+    ///
+    /// # Errors
+    /// `Status::InvalidQueue` for an unknown id.
+    fn destroy_queue(&self, queue: QueueId) -> Result<(), Self::Error>;
+
+    // ---- events ----
+
+    /// Creates an event that interrupt-capable signals can block on. May block.
+    ///
+    /// # Errors
+    /// `Status::OutOfResources` when the platform has no more events.
+    fn create_event(&self) -> Result<Event, Self::Error>;
+
+    /// Destroys an event. Waiters are woken.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an unknown id.
+    fn destroy_event(&self, event: EventId) -> Result<(), Self::Error>;
+
+    /// Blocks the calling thread until `event` is signaled or `timeout_ns` passes
+    /// (`u64::MAX` = no timeout). Spurious returns are allowed; callers re-check their
+    /// condition. A signal raised after the caller armed (read its condition) and before this
+    /// call must not be lost: the event stays signaled until a wait consumes it.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an unknown event.
+    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome, Self::Error>;
+
+    /// Signals `event`, waking its waiters. Never blocks; callable from a packet processor.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an unknown event.
+    fn signal_event(&self, event: EventId) -> Result<(), Self::Error>;
+
+    // ---- time ----
+
+    /// The current value of the system timestamp, ticks of `timestamp_frequency_hz()`;
+    /// monotonic. Ref: `HSA_SYSTEM_INFO_TIMESTAMP`.
+    fn timestamp_ticks(&self) -> u64;
+
+    /// Ticks per second of `timestamp_ticks` (1 GHz on Linux, where a tick is 1 ns).
+    fn timestamp_frequency_hz(&self) -> u64;
+}

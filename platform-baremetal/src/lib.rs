@@ -1,0 +1,5 @@
+//! # hsa-baremetal
+//!
+//! The bare-metal backend of hsa-rt (being built).
+#![no_std]
+#![deny(unsafe_code)]

@@ -1,0 +1,4 @@
+//! # hsa-linux
+//!
+//! The Linux backend of hsa-rt (being built).
+#![deny(unsafe_code)]
