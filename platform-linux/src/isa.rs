@@ -101,13 +101,19 @@ const MARKETING_NAMES: &[(u32, &str)] = &[
 /// The marketing name of a GPU by PCI device id ("AMD Instinct MI210" for 0x740f); `None` when
 /// unknown (rocminfo then prints an empty name, as for the Ryzen 5600G's gfx90c).
 pub fn marketing_name_from_device_id(device_id: u32) -> Option<&'static str> {
-    MARKETING_NAMES.iter().find(|(id, _)| *id == device_id).map(|&(_, n)| n)
+    MARKETING_NAMES
+        .iter()
+        .find(|(id, _)| *id == device_id)
+        .map(|&(_, n)| n)
 }
 
 /// Whether the target supports the `sramecc` feature (AMDGPUUsage "Processors" table:
 /// gfx906, gfx908, gfx90a, gfx940, gfx941, gfx942, gfx950).
 pub fn supports_sramecc(gfx_target_version: u32) -> bool {
-    matches!(gfx_target_version, 90006 | 90008 | 90010 | 90400 | 90401 | 90402 | 90500)
+    matches!(
+        gfx_target_version,
+        90006 | 90008 | 90010 | 90400 | 90401 | 90402 | 90500
+    )
 }
 
 /// Whether the target supports the `xnack` feature (AMDGPUUsage "Processors" table: gfx8
@@ -136,7 +142,11 @@ pub const HSA_CAP_SRAM_EDCSUPPORTED: u32 = 0x0400_0000;
 ///   the rocminfo outputs of the test data show (MI210, MI250X, gfx90c).
 ///
 /// Returns `None` when `gfx_target_version` has no name.
-pub fn full_isa_name(gfx_target_version: u32, capability: u32, xnack: Option<bool>) -> Option<String> {
+pub fn full_isa_name(
+    gfx_target_version: u32,
+    capability: u32,
+    xnack: Option<bool>,
+) -> Option<String> {
     let base = isa_name_from_gfx_target_version(gfx_target_version)?;
     let mut s = format!("amdgcn-amd-amdhsa--{base}");
     if supports_sramecc(gfx_target_version) {
@@ -144,7 +154,11 @@ pub fn full_isa_name(gfx_target_version: u32, capability: u32, xnack: Option<boo
         let _ = write!(s, ":sramecc{}", if on { '+' } else { '-' });
     }
     if supports_xnack(gfx_target_version) {
-        let _ = write!(s, ":xnack{}", if xnack.unwrap_or(false) { '+' } else { '-' });
+        let _ = write!(
+            s,
+            ":xnack{}",
+            if xnack.unwrap_or(false) { '+' } else { '-' }
+        );
     }
     Some(s)
 }
@@ -170,7 +184,11 @@ mod tests {
             (120001, "gfx1201"),
         ];
         for (v, name) in cases {
-            assert_eq!(isa_name_from_gfx_target_version(v).as_deref(), Some(name), "{v}");
+            assert_eq!(
+                isa_name_from_gfx_target_version(v).as_deref(),
+                Some(name),
+                "{v}"
+            );
         }
         assert_eq!(isa_name_from_gfx_target_version(0), None);
         assert_eq!(isa_name_from_gfx_target_version(91600), None); // minor 16
@@ -186,10 +204,19 @@ mod tests {
             full_isa_name(90010, 746037888, None).as_deref(),
             Some("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-")
         );
-        assert_eq!(full_isa_name(90012, 0, None).as_deref(), Some("amdgcn-amd-amdhsa--gfx90c:xnack-"));
-        assert_eq!(full_isa_name(110000, 0, None).as_deref(), Some("amdgcn-amd-amdhsa--gfx1100"));
+        assert_eq!(
+            full_isa_name(90012, 0, None).as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx90c:xnack-")
+        );
+        assert_eq!(
+            full_isa_name(110000, 0, None).as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx1100")
+        );
         // MI25 capability 0x2280: gfx900 has no sramecc feature at all.
-        assert_eq!(full_isa_name(90000, 0x2280, Some(true)).as_deref(), Some("amdgcn-amd-amdhsa--gfx900:xnack+"));
+        assert_eq!(
+            full_isa_name(90000, 0x2280, Some(true)).as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx900:xnack+")
+        );
         assert_eq!(
             full_isa_name(90402, 0, Some(false)).as_deref(),
             Some("amdgcn-amd-amdhsa--gfx942:sramecc-:xnack-")
@@ -204,8 +231,14 @@ mod tests {
         assert_eq!(gfx_target_version_from_device_id(0x74a2), Some(90402));
         assert_eq!(gfx_target_version_from_device_id(0x744c), Some(110000));
         assert_eq!(gfx_target_version_from_device_id(0), None);
-        assert_eq!(marketing_name_from_device_id(0x740f), Some("AMD Instinct MI210"));
-        assert_eq!(marketing_name_from_device_id(0x744c), Some("Radeon RX 7900 XTX"));
+        assert_eq!(
+            marketing_name_from_device_id(0x740f),
+            Some("AMD Instinct MI210")
+        );
+        assert_eq!(
+            marketing_name_from_device_id(0x744c),
+            Some("Radeon RX 7900 XTX")
+        );
         assert_eq!(marketing_name_from_device_id(0x1638), None);
     }
 }

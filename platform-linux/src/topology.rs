@@ -29,6 +29,9 @@
 //!
 //! Nodes are ordered by their numeric directory name (`nodes/10` after `nodes/9`).
 
+// hsa_core::Error carries its message inline (no allocator in core) by design, so it is large.
+#![allow(clippy::result_large_err)]
+
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::Read;
@@ -104,10 +107,17 @@ pub fn parse_properties<'a>(text: &'a str, file: &str) -> Result<Vec<Property<'a
             }
         };
         if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(error!(Status::Error, "{file}:{line}: malformed key '{}'", shorten(key)));
+            return Err(error!(
+                Status::Error,
+                "{file}:{line}: malformed key '{}'",
+                shorten(key)
+            ));
         }
         if !seen.insert(key) {
-            return Err(error!(Status::Error, "{file}:{line}: duplicate key '{key}'"));
+            return Err(error!(
+                Status::Error,
+                "{file}:{line}: duplicate key '{key}'"
+            ));
         }
         out.push(Property { key, value, line });
     }
@@ -136,7 +146,10 @@ impl<'a> Properties<'a> {
     /// # Errors
     /// As [`parse_properties`].
     pub fn parse(text: &'a str, file: &str) -> Result<Properties<'a>, Error> {
-        Ok(Properties { file: file.to_owned(), entries: parse_properties(text, file)? })
+        Ok(Properties {
+            file: file.to_owned(),
+            entries: parse_properties(text, file)?,
+        })
     }
 
     /// All entries, in file order (unknown keys included).
@@ -154,7 +167,9 @@ impl<'a> Properties<'a> {
     /// # Errors
     /// [`Status::Error`], `"<file>:<line>: <key> value '<v>' is not a decimal number"`.
     pub fn u64(&self, key: &str) -> Result<Option<u64>, Error> {
-        let Some(p) = self.entries.iter().find(|p| p.key == key) else { return Ok(None) };
+        let Some(p) = self.entries.iter().find(|p| p.key == key) else {
+            return Ok(None);
+        };
         match p.value.parse::<u64>() {
             Ok(v) if p.value.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(v)),
             _ => Err(error!(
@@ -173,10 +188,19 @@ impl<'a> Properties<'a> {
     /// [`Status::Error`] when not a decimal number (see [`Properties::u64`]) or above
     /// `u32::MAX` (`"... out of range for u32"`).
     pub fn u32_or_0(&self, key: &str) -> Result<u32, Error> {
-        let Some(v) = self.u64(key)? else { return Ok(0) };
+        let Some(v) = self.u64(key)? else {
+            return Ok(0);
+        };
         u32::try_from(v).map_err(|_| {
-            let line = self.entries.iter().find(|p| p.key == key).map_or(0, |p| p.line);
-            error!(Status::Error, "{}:{line}: {key} value {v} out of range for u32", self.file)
+            let line = self
+                .entries
+                .iter()
+                .find(|p| p.key == key)
+                .map_or(0, |p| p.line);
+            error!(
+                Status::Error,
+                "{}:{line}: {key} value {v} out of range for u32", self.file
+            )
         })
     }
 
@@ -193,7 +217,9 @@ impl<'a> Properties<'a> {
     /// # Errors
     /// [`Status::Error`] when not a decimal number or outside `i32`.
     pub fn i32_or_0(&self, key: &str) -> Result<i32, Error> {
-        let Some(p) = self.entries.iter().find(|p| p.key == key) else { return Ok(0) };
+        let Some(p) = self.entries.iter().find(|p| p.key == key) else {
+            return Ok(0);
+        };
         let digits = p.value.strip_prefix('-').unwrap_or(p.value);
         match p.value.parse::<i32>() {
             Ok(v) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => Ok(v),
@@ -251,7 +277,12 @@ impl TopologyNode {
     pub fn local_memory_bytes(&self) -> u64 {
         self.memory_banks
             .iter()
-            .filter(|b| matches!(b.heap_type, HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate))
+            .filter(|b| {
+                matches!(
+                    b.heap_type,
+                    HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+                )
+            })
             .fold(0u64, |a, b| a.saturating_add(b.size_bytes))
     }
 }
@@ -306,12 +337,19 @@ impl Topology {
         for (id, dir) in ids {
             nodes.push(read_node(id, &dir)?);
         }
-        Ok(Topology { generation_id, system, nodes })
+        Ok(Topology {
+            generation_id,
+            system,
+            nodes,
+        })
     }
 
     /// Number of GPU nodes (nodes with SIMDs).
     pub fn gpu_count(&self) -> usize {
-        self.nodes.iter().filter(|n| n.properties.simd_count > 0).count()
+        self.nodes
+            .iter()
+            .filter(|n| n.properties.simd_count > 0)
+            .count()
     }
 
     /// Number of CPU nodes (nodes with CPU cores and no SIMDs).
@@ -327,7 +365,10 @@ impl Topology {
         let mut hives: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
         for n in &self.nodes {
             if n.properties.hive_id != 0 {
-                hives.entry(n.properties.hive_id).or_default().push(n.properties.node_id);
+                hives
+                    .entry(n.properties.hive_id)
+                    .or_default()
+                    .push(n.properties.node_id);
             }
         }
         hives
@@ -336,15 +377,27 @@ impl Topology {
 
 /// Reads a file of at most [`MAX_FILE_BYTES`] as UTF-8.
 fn read_capped(path: &Path) -> Result<String, Error> {
-    let file = fs::File::open(path).map_err(|e| error!(Status::Error, "{}: cannot open: {e}", path.display()))?;
+    let file = fs::File::open(path)
+        .map_err(|e| error!(Status::Error, "{}: cannot open: {e}", path.display()))?;
     let mut buf = Vec::new();
     file.take(MAX_FILE_BYTES as u64 + 1)
         .read_to_end(&mut buf)
         .map_err(|e| error!(Status::Error, "{}: cannot read: {e}", path.display()))?;
     if buf.len() > MAX_FILE_BYTES {
-        return Err(error!(Status::Error, "{}: file larger than {MAX_FILE_BYTES} bytes", path.display()));
+        return Err(error!(
+            Status::Error,
+            "{}: file larger than {MAX_FILE_BYTES} bytes",
+            path.display()
+        ));
     }
-    String::from_utf8(buf).map_err(|e| error!(Status::Error, "{}: not UTF-8 at byte {}", path.display(), e.utf8_error().valid_up_to()))
+    String::from_utf8(buf).map_err(|e| {
+        error!(
+            Status::Error,
+            "{}: not UTF-8 at byte {}",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
 }
 
 /// Like [`read_capped`] but `None` when the file does not exist.
@@ -359,10 +412,21 @@ fn read_optional(path: &Path) -> Result<Option<String>, Error> {
 fn parse_single_number(text: &str, path: &Path) -> Result<u64, Error> {
     let t = text.trim();
     if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(error!(Status::Error, "{}:1: '{}' is not a decimal number", path.display(), shorten(t)));
+        return Err(error!(
+            Status::Error,
+            "{}:1: '{}' is not a decimal number",
+            path.display(),
+            shorten(t)
+        ));
     }
-    t.parse::<u64>()
-        .map_err(|_| error!(Status::Error, "{}:1: '{}' does not fit 64 bits", path.display(), shorten(t)))
+    t.parse::<u64>().map_err(|_| {
+        error!(
+            Status::Error,
+            "{}:1: '{}' does not fit 64 bits",
+            path.display(),
+            shorten(t)
+        )
+    })
 }
 
 /// The numerically named subdirectories of `dir`, sorted by number. Other names are skipped.
@@ -375,14 +439,22 @@ fn numbered_entries(dir: &Path, cap: usize, required: bool) -> Result<Vec<(u32, 
     };
     let mut out = Vec::new();
     for entry in rd {
-        let entry = entry.map_err(|e| error!(Status::Error, "{}: cannot list: {e}", dir.display()))?;
+        let entry =
+            entry.map_err(|e| error!(Status::Error, "{}: cannot list: {e}", dir.display()))?;
         let name = entry.file_name();
-        let Some(n) = name.to_str().filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())) else {
+        let Some(n) = name
+            .to_str()
+            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        else {
             continue;
         };
         let Ok(n) = n.parse::<u32>() else { continue };
         if out.len() == cap {
-            return Err(error!(Status::Error, "{}: more than {cap} entries", dir.display()));
+            return Err(error!(
+                Status::Error,
+                "{}: more than {cap} entries",
+                dir.display()
+            ));
         }
         out.push((n, entry.path()));
     }
@@ -453,7 +525,8 @@ fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
     props.asic_revision = (props.capability & 0x03c0_0000) >> 22;
     let is_gpu = props.simd_count > 0;
     if is_gpu && props.gfx_target_version == 0 {
-        props.gfx_target_version = isa::gfx_target_version_from_device_id(props.device_id).unwrap_or(0);
+        props.gfx_target_version =
+            isa::gfx_target_version_from_device_id(props.device_id).unwrap_or(0);
     }
     if is_gpu && props.num_xcc == 0 {
         // Kernels before num_xcc (linux 6.5) had one XCC per node.
@@ -462,8 +535,13 @@ fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
     let gpu_id_path = dir.join("gpu_id");
     if let Some(text) = read_optional(&gpu_id_path)? {
         let v = parse_single_number(&text, &gpu_id_path)?;
-        props.gpu_id = u32::try_from(v)
-            .map_err(|_| error!(Status::Error, "{}:1: gpu_id {v} out of range for u32", gpu_id_path.display()))?;
+        props.gpu_id = u32::try_from(v).map_err(|_| {
+            error!(
+                Status::Error,
+                "{}:1: gpu_id {v} out of range for u32",
+                gpu_id_path.display()
+            )
+        })?;
     }
     let name = read_optional(&dir.join("name"))?.unwrap_or_default();
     let name = name.trim();
@@ -520,5 +598,10 @@ fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
             });
         }
     }
-    Ok(TopologyNode { properties: props, memory_banks, caches, io_links })
+    Ok(TopologyNode {
+        properties: props,
+        memory_banks,
+        caches,
+        io_links,
+    })
 }

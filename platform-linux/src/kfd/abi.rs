@@ -30,7 +30,10 @@ pub const IOC_READ: u32 = 2;
 /// `_IOC(dir, type, nr, size)`: bits 0..8 `nr`, 8..16 `type`, 16..30 `size` (bytes), 30..32 `dir`.
 /// A `size` above the 14-bit field is a compile error where used in a const.
 pub const fn ioc(dir: u32, ty: u8, nr: u8, size: usize) -> u32 {
-    assert!(size < (1 << 14), "ioctl argument size does not fit _IOC_SIZEBITS");
+    assert!(
+        size < (1 << 14),
+        "ioctl argument size does not fit _IOC_SIZEBITS"
+    );
     (dir << 30) | ((size as u32) << 16) | ((ty as u32) << 8) | nr as u32
 }
 
@@ -343,7 +346,9 @@ impl EventData {
 
     /// The union read as hardware exception data (its first 16 bytes).
     pub fn hw_exception(&self) -> HsaHwExceptionData {
-        HsaHwExceptionData::read_from_prefix(&self.union_data[..]).map(|(d, _)| d).unwrap_or_default()
+        HsaHwExceptionData::read_from_prefix(&self.union_data[..])
+            .map(|(d, _)| d)
+            .unwrap_or_default()
     }
 }
 
@@ -604,7 +609,8 @@ pub const KFD_MMAP_TYPE_MMIO: u64 = 0x0 << KFD_MMAP_TYPE_SHIFT;
 /// Shift of the gpu id field (bits 61:46).
 pub const KFD_MMAP_GPU_ID_SHIFT: u32 = 46;
 /// Mask of the gpu id field.
-pub const KFD_MMAP_GPU_ID_MASK: u64 = ((1u64 << KFD_GPU_ID_HASH_WIDTH) - 1) << KFD_MMAP_GPU_ID_SHIFT;
+pub const KFD_MMAP_GPU_ID_MASK: u64 =
+    ((1u64 << KFD_GPU_ID_HASH_WIDTH) - 1) << KFD_MMAP_GPU_ID_SHIFT;
 
 /// `KFD_MMAP_GPU_ID(gpu_id)`: the gpu id placed in its mmap-offset field (extra bits dropped).
 pub const fn kfd_mmap_gpu_id(gpu_id: u32) -> u64 {
@@ -642,7 +648,10 @@ mod tests {
 
     #[test]
     fn mmap_offsets() {
-        assert_eq!(kfd_mmap_doorbell_offset(0x1234), 0xc000_0000_0000_0000 | (0x1234u64 << 46));
+        assert_eq!(
+            kfd_mmap_doorbell_offset(0x1234),
+            0xc000_0000_0000_0000 | (0x1234u64 << 46)
+        );
         assert_eq!(kfd_mmap_get_gpu_id(kfd_mmap_doorbell_offset(24248)), 24248);
         assert_eq!(kfd_mmap_gpu_id(0x1_0001), 1u64 << 46); // only 16 bits kept
         assert_eq!(KFD_MMAP_EVENTS_OFFSET, 0x8000_0000_0000_0000);
