@@ -2,3 +2,7 @@
 //!
 //! The Linux backend of hsa-rt (being built).
 #![deny(unsafe_code)]
+
+pub mod isa;
+pub mod kfd;
+pub mod topology;

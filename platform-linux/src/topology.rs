@@ -1,0 +1,607 @@
+//! The KFD sysfs topology: `/sys/devices/virtual/kfd/kfd/topology` or a captured copy of it.
+//!
+//! Layout (linux `drivers/gpu/drm/amd/amdkfd/kfd_topology.c`, `kfd_sysfs.h`):
+//!
+//! ```text
+//! <root>/generation_id                      one decimal number
+//! <root>/system_properties                  "platform_oem N", "platform_id N", "platform_rev N"
+//! <root>/nodes/N/{name,gpu_id,properties}   name: one line (may be empty); gpu_id: a number
+//! <root>/nodes/N/mem_banks/M/properties
+//! <root>/nodes/N/caches/M/properties
+//! <root>/nodes/N/io_links/M/properties
+//! <root>/nodes/N/p2p_links/M/properties
+//! ```
+//!
+//! A properties file is lines of `<key> <value>`. [`parse_properties`] splits them (pure, no I/O);
+//! [`Topology::read`] walks a root and fills [`NodeProperties`] and friends.
+//!
+//! # Tolerance and errors
+//! - Unknown keys are kept by [`parse_properties`] and ignored by the reader; missing keys read as
+//!   0. Optional files may be missing: `generation_id`, `system_properties`, `name`, `gpu_id`,
+//!   and the `mem_banks`, `caches`, `io_links`, `p2p_links` directories (dumps often omit them,
+//!   and counts such as `caches_count` need not match what is present). Only a node's
+//!   `properties` file is required.
+//! - Every parse error is [`Status::Error`] with a message starting `"<path>:<line>: "` (or
+//!   `"<path>: "` for whole-file problems), so the bad file and line can be found.
+//! - Limits keep hostile input from exhausting memory: files above [`MAX_FILE_BYTES`], lines
+//!   above [`MAX_LINE_BYTES`], more than [`MAX_NODES`] nodes or [`MAX_ENTRIES`] banks/caches/links
+//!   per node are errors, never a panic.
+//!
+//! Nodes are ordered by their numeric directory name (`nodes/10` after `nodes/9`).
+
+// hsa_core::Error carries its message inline (no allocator in core) by design, so it is large.
+#![allow(clippy::result_large_err)]
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use hsa_core::platform::{Cache, HeapType, IoLink, MemoryBank, NodeProperties};
+use hsa_core::{error, Error, Status};
+
+use crate::isa;
+
+/// The topology root on a live Linux system.
+pub const DEFAULT_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
+
+/// Largest file the reader accepts, bytes. Real properties files are under 2 KiB; a CPU cache's
+/// `sibling_map` on a large machine is the longest line, a few KiB.
+pub const MAX_FILE_BYTES: usize = 64 * 1024;
+
+/// Longest line [`parse_properties`] accepts, bytes.
+pub const MAX_LINE_BYTES: usize = 16 * 1024;
+
+/// Most nodes a topology may have (real systems: up to ~130 with MI300 CPX partitions).
+pub const MAX_NODES: usize = 1024;
+
+/// Most memory banks, caches, IO links or P2P links a node may have (MI210: 217 caches).
+pub const MAX_ENTRIES: usize = 4096;
+
+/// One `<key> <value>` line of a properties file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Property<'a> {
+    /// The key: ASCII letters, digits and `_`.
+    pub key: &'a str,
+    /// The value with surrounding whitespace removed (never empty); usually a decimal number,
+    /// but not always (`sibling_map 1,0,0,...`).
+    pub value: &'a str,
+    /// 1-based line number in the file.
+    pub line: usize,
+}
+
+/// Splits the text of a sysfs properties file into `<key> <value>` pairs, in file order.
+/// `file` names the file in error messages. Blank lines are skipped; values are kept as text
+/// (see [`Properties`] for typed lookups).
+///
+/// # Errors
+/// [`Status::Error`], message `"<file>:<line>: ..."`, when a line:
+/// - is longer than [`MAX_LINE_BYTES`] (`"line longer than ..."`),
+/// - has a key but no value (`"malformed line ... expected '<key> <value>'"`),
+/// - has a key with a character other than ASCII letters, digits or `_` (`"malformed key"`),
+/// - repeats a key seen earlier in the file (`"duplicate key"`).
+pub fn parse_properties<'a>(text: &'a str, file: &str) -> Result<Vec<Property<'a>>, Error> {
+    let mut out = Vec::new();
+    let mut seen = HashSet::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = i + 1;
+        if raw.len() > MAX_LINE_BYTES {
+            return Err(error!(
+                Status::Error,
+                "{file}:{line}: line longer than {MAX_LINE_BYTES} bytes ({})",
+                raw.len()
+            ));
+        }
+        let trimmed = raw.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        let (key, value) = match trimmed.split_once(|c: char| c.is_ascii_whitespace()) {
+            Some((k, v)) if !v.trim().is_empty() => (k, v.trim()),
+            _ => {
+                return Err(error!(
+                    Status::Error,
+                    "{file}:{line}: malformed line '{}': expected '<key> <value>'",
+                    shorten(trimmed)
+                ))
+            }
+        };
+        if !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return Err(error!(
+                Status::Error,
+                "{file}:{line}: malformed key '{}'",
+                shorten(key)
+            ));
+        }
+        if !seen.insert(key) {
+            return Err(error!(
+                Status::Error,
+                "{file}:{line}: duplicate key '{key}'"
+            ));
+        }
+        out.push(Property { key, value, line });
+    }
+    Ok(out)
+}
+
+/// At most 32 bytes of `s` (on a char boundary), for messages.
+fn shorten(s: &str) -> &str {
+    let mut end = s.len().min(32);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// A parsed properties file with typed lookups that name the file and line on error.
+#[derive(Clone, Debug)]
+pub struct Properties<'a> {
+    file: String,
+    entries: Vec<Property<'a>>,
+}
+
+impl<'a> Properties<'a> {
+    /// Parses `text` (see [`parse_properties`]); `file` names it in messages.
+    ///
+    /// # Errors
+    /// As [`parse_properties`].
+    pub fn parse(text: &'a str, file: &str) -> Result<Properties<'a>, Error> {
+        Ok(Properties {
+            file: file.to_owned(),
+            entries: parse_properties(text, file)?,
+        })
+    }
+
+    /// All entries, in file order (unknown keys included).
+    pub fn entries(&self) -> &[Property<'a>] {
+        &self.entries
+    }
+
+    /// The raw value of `key`, if present.
+    pub fn get(&self, key: &str) -> Option<&'a str> {
+        self.entries.iter().find(|p| p.key == key).map(|p| p.value)
+    }
+
+    /// `key` as an unsigned decimal 64-bit number; `None` when absent.
+    ///
+    /// # Errors
+    /// [`Status::Error`], `"<file>:<line>: <key> value '<v>' is not a decimal number"`.
+    pub fn u64(&self, key: &str) -> Result<Option<u64>, Error> {
+        let Some(p) = self.entries.iter().find(|p| p.key == key) else {
+            return Ok(None);
+        };
+        match p.value.parse::<u64>() {
+            Ok(v) if p.value.bytes().all(|b| b.is_ascii_digit()) => Ok(Some(v)),
+            _ => Err(error!(
+                Status::Error,
+                "{}:{}: {key} value '{}' is not a decimal number",
+                self.file,
+                p.line,
+                shorten(p.value)
+            )),
+        }
+    }
+
+    /// `key` as an unsigned 32-bit number; 0 when absent.
+    ///
+    /// # Errors
+    /// [`Status::Error`] when not a decimal number (see [`Properties::u64`]) or above
+    /// `u32::MAX` (`"... out of range for u32"`).
+    pub fn u32_or_0(&self, key: &str) -> Result<u32, Error> {
+        let Some(v) = self.u64(key)? else {
+            return Ok(0);
+        };
+        u32::try_from(v).map_err(|_| {
+            let line = self
+                .entries
+                .iter()
+                .find(|p| p.key == key)
+                .map_or(0, |p| p.line);
+            error!(
+                Status::Error,
+                "{}:{line}: {key} value {v} out of range for u32", self.file
+            )
+        })
+    }
+
+    /// `key` as an unsigned 64-bit number; 0 when absent.
+    ///
+    /// # Errors
+    /// As [`Properties::u64`].
+    pub fn u64_or_0(&self, key: &str) -> Result<u64, Error> {
+        Ok(self.u64(key)?.unwrap_or(0))
+    }
+
+    /// `key` as a signed 32-bit number (`drm_render_minor`); 0 when absent.
+    ///
+    /// # Errors
+    /// [`Status::Error`] when not a decimal number or outside `i32`.
+    pub fn i32_or_0(&self, key: &str) -> Result<i32, Error> {
+        let Some(p) = self.entries.iter().find(|p| p.key == key) else {
+            return Ok(0);
+        };
+        let digits = p.value.strip_prefix('-').unwrap_or(p.value);
+        match p.value.parse::<i32>() {
+            Ok(v) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => Ok(v),
+            _ => Err(error!(
+                Status::Error,
+                "{}:{}: {key} value '{}' is not an i32",
+                self.file,
+                p.line,
+                shorten(p.value)
+            )),
+        }
+    }
+}
+
+/// `system_properties`: the platform's ACPI OEM ids (all 0 when the file is absent).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SystemProperties {
+    /// `platform_oem`: the ACPI OEM id, as a number.
+    pub platform_oem: u64,
+    /// `platform_id`: the ACPI OEM table id, as a number.
+    pub platform_id: u64,
+    /// `platform_rev`: the ACPI OEM revision.
+    pub platform_rev: u64,
+}
+
+/// One topology node with everything under `nodes/N`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TopologyNode {
+    /// `properties`, `name` and `gpu_id`, plus what was derived (ISA, marketing name).
+    pub properties: NodeProperties,
+    /// `mem_banks/M`, in numeric order of M (empty when the dump has none).
+    pub memory_banks: Vec<MemoryBank>,
+    /// `caches/M`, in numeric order of M.
+    pub caches: Vec<Cache>,
+    /// `io_links/M` then `p2p_links/M` (the latter with `p2p == true`), each in numeric order.
+    pub io_links: Vec<IoLink>,
+}
+
+impl TopologyNode {
+    /// The LLVM processor name ("gfx90a") from `gfx_target_version`, or `None` for a CPU or an
+    /// unknown GPU.
+    pub fn isa_name(&self) -> Option<String> {
+        isa::isa_name_from_gfx_target_version(self.properties.gfx_target_version)
+    }
+
+    /// ROCR's full ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`) with XNACK off; see
+    /// [`isa::full_isa_name`].
+    pub fn full_isa_name(&self) -> Option<String> {
+        let p = &self.properties;
+        isa::full_isa_name(p.gfx_target_version, p.capability, None)
+    }
+
+    /// Bytes of frame-buffer memory (public + private heaps) in `mem_banks`; 0 when the dump
+    /// has no banks.
+    pub fn local_memory_bytes(&self) -> u64 {
+        self.memory_banks
+            .iter()
+            .filter(|b| {
+                matches!(
+                    b.heap_type,
+                    HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+                )
+            })
+            .fold(0u64, |a, b| a.saturating_add(b.size_bytes))
+    }
+}
+
+/// A whole KFD topology.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Topology {
+    /// `generation_id`: bumped by the kernel on every topology change; `None` when absent.
+    pub generation_id: Option<u64>,
+    /// `system_properties` (zeros when absent).
+    pub system: SystemProperties,
+    /// The nodes in numeric order of N.
+    pub nodes: Vec<TopologyNode>,
+}
+
+impl Topology {
+    /// Reads the live topology at [`DEFAULT_ROOT`].
+    ///
+    /// # Errors
+    /// As [`Topology::read`].
+    pub fn read_default() -> Result<Topology, Error> {
+        Topology::read(Path::new(DEFAULT_ROOT))
+    }
+
+    /// Reads a topology root (the live one or a captured copy).
+    ///
+    /// # Errors
+    /// [`Status::Error`] naming the path when: `<root>/nodes` cannot be listed; a node has no
+    /// readable `properties`; a file is larger than [`MAX_FILE_BYTES`] or not UTF-8; there are
+    /// more than [`MAX_NODES`] nodes or [`MAX_ENTRIES`] entries under one directory; any file
+    /// fails to parse (see [`parse_properties`], [`Properties::u64`]).
+    pub fn read(root: &Path) -> Result<Topology, Error> {
+        let generation_id = match read_optional(&root.join("generation_id"))? {
+            Some(text) => Some(parse_single_number(&text, &root.join("generation_id"))?),
+            None => None,
+        };
+        let system = match read_optional(&root.join("system_properties"))? {
+            Some(text) => {
+                let path = root.join("system_properties");
+                let p = Properties::parse(&text, &path.display().to_string())?;
+                SystemProperties {
+                    platform_oem: p.u64_or_0("platform_oem")?,
+                    platform_id: p.u64_or_0("platform_id")?,
+                    platform_rev: p.u64_or_0("platform_rev")?,
+                }
+            }
+            None => SystemProperties::default(),
+        };
+        let nodes_dir = root.join("nodes");
+        let ids = numbered_entries(&nodes_dir, MAX_NODES, true)?;
+        let mut nodes = Vec::with_capacity(ids.len());
+        for (id, dir) in ids {
+            nodes.push(read_node(id, &dir)?);
+        }
+        Ok(Topology {
+            generation_id,
+            system,
+            nodes,
+        })
+    }
+
+    /// Number of GPU nodes (nodes with SIMDs).
+    pub fn gpu_count(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| n.properties.simd_count > 0)
+            .count()
+    }
+
+    /// Number of CPU nodes (nodes with CPU cores and no SIMDs).
+    pub fn cpu_count(&self) -> usize {
+        self.nodes
+            .iter()
+            .filter(|n| n.properties.simd_count == 0 && n.properties.cpu_cores_count > 0)
+            .count()
+    }
+
+    /// XGMI hives: `hive_id` (non-zero) to the node ids in it, ascending.
+    pub fn xgmi_hives(&self) -> BTreeMap<u64, Vec<u32>> {
+        let mut hives: BTreeMap<u64, Vec<u32>> = BTreeMap::new();
+        for n in &self.nodes {
+            if n.properties.hive_id != 0 {
+                hives
+                    .entry(n.properties.hive_id)
+                    .or_default()
+                    .push(n.properties.node_id);
+            }
+        }
+        hives
+    }
+}
+
+/// Reads a file of at most [`MAX_FILE_BYTES`] as UTF-8.
+fn read_capped(path: &Path) -> Result<String, Error> {
+    let file = fs::File::open(path)
+        .map_err(|e| error!(Status::Error, "{}: cannot open: {e}", path.display()))?;
+    let mut buf = Vec::new();
+    file.take(MAX_FILE_BYTES as u64 + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| error!(Status::Error, "{}: cannot read: {e}", path.display()))?;
+    if buf.len() > MAX_FILE_BYTES {
+        return Err(error!(
+            Status::Error,
+            "{}: file larger than {MAX_FILE_BYTES} bytes",
+            path.display()
+        ));
+    }
+    String::from_utf8(buf).map_err(|e| {
+        error!(
+            Status::Error,
+            "{}: not UTF-8 at byte {}",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Like [`read_capped`] but `None` when the file does not exist.
+fn read_optional(path: &Path) -> Result<Option<String>, Error> {
+    match fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        _ => read_capped(path).map(Some),
+    }
+}
+
+/// A file holding one decimal number (`generation_id`, `gpu_id`).
+fn parse_single_number(text: &str, path: &Path) -> Result<u64, Error> {
+    let t = text.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(error!(
+            Status::Error,
+            "{}:1: '{}' is not a decimal number",
+            path.display(),
+            shorten(t)
+        ));
+    }
+    t.parse::<u64>().map_err(|_| {
+        error!(
+            Status::Error,
+            "{}:1: '{}' does not fit 64 bits",
+            path.display(),
+            shorten(t)
+        )
+    })
+}
+
+/// The numerically named subdirectories of `dir`, sorted by number. Other names are skipped.
+/// A missing `dir` is an error when `required`, else empty.
+fn numbered_entries(dir: &Path, cap: usize, required: bool) -> Result<Vec<(u32, PathBuf)>, Error> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(error!(Status::Error, "{}: cannot list: {e}", dir.display())),
+    };
+    let mut out = Vec::new();
+    for entry in rd {
+        let entry =
+            entry.map_err(|e| error!(Status::Error, "{}: cannot list: {e}", dir.display()))?;
+        let name = entry.file_name();
+        let Some(n) = name
+            .to_str()
+            .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(n) = n.parse::<u32>() else { continue };
+        if out.len() == cap {
+            return Err(error!(
+                Status::Error,
+                "{}: more than {cap} entries",
+                dir.display()
+            ));
+        }
+        out.push((n, entry.path()));
+    }
+    out.sort_by_key(|(n, _)| *n);
+    Ok(out)
+}
+
+/// Copies a `&str` into a fixed-capacity name (`heapless::String`), cutting at a char boundary
+/// when it does not fit. A macro so that this crate names no `heapless` type.
+macro_rules! set_name {
+    ($dst:expr, $s:expr) => {{
+        $dst.clear();
+        for c in $s.chars() {
+            if $dst.push(c).is_err() {
+                break;
+            }
+        }
+    }};
+}
+
+fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
+    let path = dir.join("properties");
+    let text = read_capped(&path)?;
+    let p = Properties::parse(&text, &path.display().to_string())?;
+    let mut props = NodeProperties {
+        node_id: id,
+        cpu_cores_count: p.u32_or_0("cpu_cores_count")?,
+        simd_count: p.u32_or_0("simd_count")?,
+        mem_banks_count: p.u32_or_0("mem_banks_count")?,
+        caches_count: p.u32_or_0("caches_count")?,
+        io_links_count: p.u32_or_0("io_links_count")?,
+        p2p_links_count: p.u32_or_0("p2p_links_count")?,
+        cpu_core_id_base: p.u32_or_0("cpu_core_id_base")?,
+        simd_id_base: p.u32_or_0("simd_id_base")?,
+        max_waves_per_simd: p.u32_or_0("max_waves_per_simd")?,
+        lds_size_in_kb: p.u32_or_0("lds_size_in_kb")?,
+        gds_size_in_kb: p.u32_or_0("gds_size_in_kb")?,
+        num_gws: p.u32_or_0("num_gws")?,
+        wave_front_size: p.u32_or_0("wave_front_size")?,
+        array_count: p.u32_or_0("array_count")?,
+        simd_arrays_per_engine: p.u32_or_0("simd_arrays_per_engine")?,
+        cu_per_simd_array: p.u32_or_0("cu_per_simd_array")?,
+        simd_per_cu: p.u32_or_0("simd_per_cu")?,
+        max_slots_scratch_cu: p.u32_or_0("max_slots_scratch_cu")?,
+        gfx_target_version: p.u32_or_0("gfx_target_version")?,
+        vendor_id: p.u32_or_0("vendor_id")?,
+        device_id: p.u32_or_0("device_id")?,
+        location_id: p.u32_or_0("location_id")?,
+        domain: p.u32_or_0("domain")?,
+        drm_render_minor: p.i32_or_0("drm_render_minor")?,
+        hive_id: p.u64_or_0("hive_id")?,
+        unique_id: p.u64_or_0("unique_id")?,
+        num_sdma_engines: p.u32_or_0("num_sdma_engines")?,
+        num_sdma_xgmi_engines: p.u32_or_0("num_sdma_xgmi_engines")?,
+        num_sdma_queues_per_engine: p.u32_or_0("num_sdma_queues_per_engine")?,
+        num_cp_queues: p.u32_or_0("num_cp_queues")?,
+        max_engine_clk_fcompute: p.u32_or_0("max_engine_clk_fcompute")?,
+        max_engine_clk_ccompute: p.u32_or_0("max_engine_clk_ccompute")?,
+        local_mem_size: p.u64_or_0("local_mem_size")?,
+        fw_version: p.u32_or_0("fw_version")?,
+        capability: p.u32_or_0("capability")?,
+        debug_prop: p.u32_or_0("debug_prop")?,
+        sdma_fw_version: p.u32_or_0("sdma_fw_version")?,
+        num_xcc: p.u32_or_0("num_xcc")?,
+        ..NodeProperties::default()
+    };
+    // HSA_CAP_ASIC_REVISION_MASK / _SHIFT of kfd_sysfs.h.
+    props.asic_revision = (props.capability & 0x03c0_0000) >> 22;
+    let is_gpu = props.simd_count > 0;
+    if is_gpu && props.gfx_target_version == 0 {
+        props.gfx_target_version =
+            isa::gfx_target_version_from_device_id(props.device_id).unwrap_or(0);
+    }
+    if is_gpu && props.num_xcc == 0 {
+        // Kernels before num_xcc (linux 6.5) had one XCC per node.
+        props.num_xcc = 1;
+    }
+    let gpu_id_path = dir.join("gpu_id");
+    if let Some(text) = read_optional(&gpu_id_path)? {
+        let v = parse_single_number(&text, &gpu_id_path)?;
+        props.gpu_id = u32::try_from(v).map_err(|_| {
+            error!(
+                Status::Error,
+                "{}:1: gpu_id {v} out of range for u32",
+                gpu_id_path.display()
+            )
+        })?;
+    }
+    let name = read_optional(&dir.join("name"))?.unwrap_or_default();
+    let name = name.trim();
+    set_name!(props.name, name);
+    if is_gpu {
+        if let Some(m) = isa::marketing_name_from_device_id(props.device_id) {
+            set_name!(props.marketing_name, m);
+        }
+    } else {
+        set_name!(props.marketing_name, name);
+    }
+
+    let mut memory_banks = Vec::new();
+    for (_, d) in numbered_entries(&dir.join("mem_banks"), MAX_ENTRIES, false)? {
+        let path = d.join("properties");
+        let text = read_capped(&path)?;
+        let q = Properties::parse(&text, &path.display().to_string())?;
+        memory_banks.push(MemoryBank {
+            heap_type: HeapType::from_raw(q.u32_or_0("heap_type")?),
+            size_bytes: q.u64_or_0("size_in_bytes")?,
+            flags: q.u32_or_0("flags")?,
+            width_bits: q.u32_or_0("width")?,
+            mem_clk_max_mhz: q.u32_or_0("mem_clk_max")?,
+        });
+    }
+    let mut caches = Vec::new();
+    for (_, d) in numbered_entries(&dir.join("caches"), MAX_ENTRIES, false)? {
+        let path = d.join("properties");
+        let text = read_capped(&path)?;
+        let q = Properties::parse(&text, &path.display().to_string())?;
+        caches.push(Cache {
+            processor_id_low: q.u32_or_0("processor_id_low")?,
+            level: q.u32_or_0("level")?,
+            size_kib: q.u32_or_0("size")?,
+            cache_line_size_bytes: q.u32_or_0("cache_line_size")?,
+            cache_type: q.u32_or_0("type")?,
+        });
+    }
+    let mut io_links = Vec::new();
+    for (sub, p2p) in [("io_links", false), ("p2p_links", true)] {
+        for (_, d) in numbered_entries(&dir.join(sub), MAX_ENTRIES, false)? {
+            let path = d.join("properties");
+            let text = read_capped(&path)?;
+            let q = Properties::parse(&text, &path.display().to_string())?;
+            io_links.push(IoLink {
+                link_type: q.u32_or_0("type")?,
+                node_from: q.u32_or_0("node_from")?,
+                node_to: q.u32_or_0("node_to")?,
+                weight: q.u32_or_0("weight")?,
+                min_bandwidth: q.u32_or_0("min_bandwidth")?,
+                max_bandwidth: q.u32_or_0("max_bandwidth")?,
+                flags: q.u32_or_0("flags")?,
+                p2p,
+            });
+        }
+    }
+    Ok(TopologyNode {
+        properties: props,
+        memory_banks,
+        caches,
+        io_links,
+    })
+}

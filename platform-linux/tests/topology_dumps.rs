@@ -1,0 +1,422 @@
+//! The topology reader against real KFD sysfs dumps (read in place from the shared test data)
+//! and against malformed input.
+//!
+//! Expected numbers were read from the dump files themselves (`cat .../properties`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use hsa_core::platform::{DeviceType, HeapType};
+use hsa_core::Status;
+use hsa_linux::topology::{parse_properties, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES};
+
+/// `$HSA_RT_SHARED/testdata/kfd-topology/<case>/topology`, else `<workspace>/../shared/...`;
+/// `None` (and a printed note) when absent.
+fn dump(case: &str) -> Option<PathBuf> {
+    let shared = std::env::var_os("HSA_RT_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let root = shared
+        .join("testdata/kfd-topology")
+        .join(case)
+        .join("topology");
+    if root.is_dir() {
+        Some(root)
+    } else {
+        println!(
+            "skipped: topology dump {} not found (set HSA_RT_SHARED)",
+            root.display()
+        );
+        None
+    }
+}
+
+#[test]
+fn mi25_2018_dump_without_gfx_target_version() {
+    let Some(root) = dump("mi25-gfx900-2018-topology") else {
+        return;
+    };
+    let t = Topology::read(&root).unwrap();
+    assert_eq!(t.generation_id, Some(2));
+    assert_eq!(t.system.platform_oem, 4777524452235890003);
+    assert_eq!(t.system.platform_id, 85015745549651);
+    assert_eq!(t.system.platform_rev, 2);
+    assert_eq!(t.nodes.len(), 3);
+    assert_eq!(t.cpu_count(), 1);
+    assert_eq!(t.gpu_count(), 2); // node 2 is a copy of node 1
+
+    let cpu = &t.nodes[0];
+    assert_eq!(cpu.properties.device_type(), DeviceType::Cpu);
+    assert_eq!(cpu.properties.cpu_cores_count, 20);
+    assert_eq!(cpu.properties.compute_unit_count(), 20);
+    assert_eq!(cpu.properties.max_engine_clk_ccompute, 3200);
+    assert_eq!(cpu.memory_banks.len(), 1);
+    assert_eq!(cpu.memory_banks[0].heap_type, HeapType::System);
+    assert_eq!(cpu.memory_banks[0].size_bytes, 67155521536);
+    assert_eq!(cpu.memory_banks[0].mem_clk_max_mhz, 2666);
+    assert_eq!(cpu.isa_name(), None);
+
+    let gpu = &t.nodes[1];
+    let p = &gpu.properties;
+    assert_eq!(p.node_id, 1);
+    assert_eq!(p.gpu_id, 13261);
+    assert_eq!(p.name.as_str(), "");
+    assert_eq!(p.device_id, 0x6860);
+    assert_eq!(p.gfx_target_version, 90000, "derived from device id 0x6860");
+    assert_eq!(gpu.isa_name().as_deref(), Some("gfx900"));
+    assert_eq!(
+        gpu.full_isa_name().as_deref(),
+        Some("amdgcn-amd-amdhsa--gfx900:xnack-")
+    );
+    assert_eq!(p.marketing_name.as_str(), "AMD Radeon Instinct MI25");
+    assert_eq!(p.compute_unit_count(), 64);
+    assert_eq!(p.wave_front_size, 64);
+    assert_eq!(p.max_waves_per_simd, 10);
+    assert_eq!(p.lds_size_in_kb, 64);
+    assert_eq!(p.local_mem_size, 17163091968);
+    assert_eq!(p.capability, 8832);
+    assert_eq!(p.num_xcc, 1);
+    assert_eq!(p.unique_id, 1000000000000000101);
+    assert_eq!(p.hive_id, 0);
+    assert_eq!(gpu.local_memory_bytes(), 17163091968);
+    assert_eq!(gpu.memory_banks[0].width_bits, 2048);
+    assert_eq!(gpu.caches.len(), 96);
+    // caches/0: level 1, 16 KiB, type 9 (data | HSACU).
+    assert_eq!(
+        (
+            gpu.caches[0].level,
+            gpu.caches[0].size_kib,
+            gpu.caches[0].cache_type
+        ),
+        (1, 16, 9)
+    );
+    assert_eq!(gpu.io_links.len(), 1);
+    assert!(t.xgmi_hives().is_empty());
+    assert_eq!(t.nodes[2].properties.device_id, 0x6860);
+    assert_eq!(t.nodes[2].properties.node_id, 2);
+}
+
+#[test]
+fn mi210_eight_gpus_two_hives() {
+    let Some(root) = dump("mi210-8gpu-xgmi-pcie-topology") else {
+        return;
+    };
+    let t = Topology::read(&root).unwrap();
+    assert_eq!(t.generation_id, None, "this dump has no generation_id");
+    assert_eq!(t.system.platform_oem, 0);
+    assert_eq!(t.nodes.len(), 10);
+    assert_eq!(t.cpu_count(), 2);
+    assert_eq!(t.gpu_count(), 8);
+    for n in &t.nodes[2..] {
+        let p = &n.properties;
+        assert_eq!(n.isa_name().as_deref(), Some("gfx90a"));
+        assert_eq!(
+            n.full_isa_name().as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-")
+        );
+        assert_eq!(p.compute_unit_count(), 104);
+        assert_eq!(p.wave_front_size, 64);
+        assert_eq!(p.marketing_name.as_str(), "AMD Instinct MI210");
+        assert_eq!(p.max_engine_clk_fcompute, 1700);
+        assert!(n.memory_banks.is_empty());
+    }
+    let hives = t.xgmi_hives();
+    assert_eq!(hives.len(), 2);
+    assert_eq!(hives[&2000000000000000401], vec![2, 3, 4, 5]);
+    assert_eq!(hives[&2000000000000000402], vec![6, 7, 8, 9]);
+
+    let n2 = &t.nodes[2];
+    assert_eq!(n2.properties.drm_render_minor, 128);
+    assert_eq!(n2.properties.location_id, 25344);
+    assert_eq!(n2.properties.num_sdma_xgmi_engines, 3);
+    assert_eq!(n2.properties.debug_prop, 470);
+    assert_eq!(n2.properties.asic_revision, (746037888 >> 22) & 0xf);
+    // io_links: PCIe to CPU 0, XGMI to 3, 4, 5; then p2p_links: PCIe to 1, 6, 7, 8, 9.
+    let links: Vec<(u32, u32, bool)> = n2
+        .io_links
+        .iter()
+        .map(|l| (l.link_type, l.node_to, l.p2p))
+        .collect();
+    assert_eq!(
+        links,
+        vec![
+            (2, 0, false),
+            (11, 3, false),
+            (11, 4, false),
+            (11, 5, false),
+            (2, 1, true),
+            (2, 6, true),
+            (2, 7, true),
+            (2, 8, true),
+            (2, 9, true)
+        ]
+    );
+    assert_eq!(
+        (n2.io_links[0].weight, n2.io_links[0].max_bandwidth),
+        (20, 32000)
+    );
+    let cpu = &t.nodes[0].properties;
+    assert_eq!(
+        (cpu.cpu_cores_count, cpu.gpu_id, cpu.simd_count),
+        (64, 0, 0)
+    );
+}
+
+#[test]
+fn mi300x_65_nodes_in_numeric_order() {
+    let Some(root) = dump("mi300x-cpx-64part-topology") else {
+        return;
+    };
+    let t = Topology::read(&root).unwrap();
+    assert_eq!(t.generation_id, Some(80));
+    assert_eq!(t.nodes.len(), 65);
+    let ids: Vec<u32> = t.nodes.iter().map(|n| n.properties.node_id).collect();
+    assert_eq!(ids, (0..65).collect::<Vec<u32>>());
+    assert_eq!(t.cpu_count(), 2);
+    assert_eq!(t.gpu_count(), 63);
+    for n in &t.nodes[2..] {
+        assert_eq!(n.isa_name().as_deref(), Some("gfx942"));
+        assert_eq!(
+            n.full_isa_name().as_deref(),
+            Some("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-")
+        );
+        assert_eq!(n.properties.compute_unit_count(), 38);
+        assert_eq!(n.properties.marketing_name.as_str(), "AMD Instinct MI300X");
+        assert_eq!(n.io_links.len(), 63);
+    }
+    let hives = t.xgmi_hives();
+    assert_eq!(hives.len(), 1);
+    assert_eq!(hives[&2000000000000000301].len(), 63);
+    let xgmi = t
+        .nodes
+        .iter()
+        .flat_map(|n| &n.io_links)
+        .filter(|l| l.link_type == 11)
+        .count();
+    let pcie = t
+        .nodes
+        .iter()
+        .flat_map(|n| &n.io_links)
+        .filter(|l| l.link_type == 2)
+        .count();
+    let ht = t
+        .nodes
+        .iter()
+        .flat_map(|n| &n.io_links)
+        .filter(|l| l.link_type == 1)
+        .count();
+    assert_eq!((xgmi, pcie, ht), (3906, 126, 2));
+    assert_eq!(t.nodes[0].properties.cpu_cores_count, 96);
+}
+
+#[test]
+fn mi308x_partitions_with_memory_banks() {
+    let Some(root) = dump("mi308x-cpx-topology") else {
+        return;
+    };
+    let t = Topology::read(&root).unwrap();
+    assert_eq!(t.generation_id, Some(33));
+    assert_eq!(t.system.platform_oem, 35498446626881);
+    assert_eq!(t.nodes.len(), 34);
+    assert_eq!(t.cpu_count(), 2);
+    assert_eq!(t.gpu_count(), 32);
+    let n2 = &t.nodes[2];
+    assert_eq!(n2.properties.gpu_id, 24248);
+    assert_eq!(n2.properties.name.as_str(), "ip discovery");
+    assert_eq!(n2.properties.marketing_name.as_str(), "AMD Instinct MI308X");
+    assert_eq!(n2.isa_name().as_deref(), Some("gfx942"));
+    assert_eq!(n2.properties.compute_unit_count(), 20);
+    assert_eq!(n2.memory_banks.len(), 1);
+    assert_eq!(n2.memory_banks[0].heap_type, HeapType::FrameBufferPublic);
+    assert_eq!(n2.local_memory_bytes(), 51539607552);
+    assert_eq!(n2.caches.len(), 46);
+    assert_eq!(n2.caches[0].size_kib, 32);
+    // 24 partitions report 48 GiB, 8 report 51522830336 bytes.
+    let sizes: Vec<u64> = t.nodes[2..]
+        .iter()
+        .map(|n| n.local_memory_bytes())
+        .collect();
+    assert_eq!(sizes.iter().filter(|&&s| s == 51539607552).count(), 24);
+    assert_eq!(sizes.iter().filter(|&&s| s == 51522830336).count(), 8);
+    assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 1081864880128);
+    assert_eq!(t.nodes[1].memory_banks[0].size_bytes, 1082256592896);
+    assert_eq!(t.nodes[0].properties.cpu_cores_count, 112);
+    let hives = t.xgmi_hives();
+    assert_eq!(hives.len(), 1);
+    assert_eq!(hives[&2000000000000000201], (2..34).collect::<Vec<u32>>());
+    let count = |ty: u32| {
+        t.nodes
+            .iter()
+            .flat_map(|n| &n.io_links)
+            .filter(|l| !l.p2p && l.link_type == ty)
+            .count()
+    };
+    // CPU-to-CPU links are type 5 (QPI 1.1) here.
+    assert_eq!((count(11), count(2), count(5), count(1)), (992, 64, 2, 0));
+}
+
+// ---- malformed input ----
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("hsa-topo-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn node(root: &Path, n: u32, props: &str) {
+    let d = root.join("nodes").join(n.to_string());
+    fs::create_dir_all(&d).unwrap();
+    fs::write(d.join("properties"), props).unwrap();
+}
+
+#[test]
+fn line_without_value_names_file_and_line() {
+    let e = parse_properties("simd_count 4\ncpu_cores_count\n", "p").unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert_eq!(
+        e.detail(),
+        "p:2: malformed line 'cpu_cores_count': expected '<key> <value>'"
+    );
+}
+
+#[test]
+fn non_number_is_an_error_with_path_and_line() {
+    let root = tempdir("nan");
+    node(&root, 0, "cpu_cores_count 4\nsimd_count 12x\n");
+    let e = Topology::read(&root).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    let want = format!(
+        "{}:2: simd_count value '12x' is not a decimal number",
+        root.join("nodes/0/properties").display()
+    );
+    assert_eq!(e.detail(), want);
+    // An unknown key with a non-number value is ignored.
+    node(&root, 0, "cpu_cores_count 4\nsibling_map 1,0,1\n");
+    assert_eq!(
+        Topology::read(&root).unwrap().nodes[0]
+            .properties
+            .cpu_cores_count,
+        4
+    );
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn out_of_range_and_duplicates_and_bad_keys() {
+    let root = tempdir("range");
+    node(&root, 0, "simd_count 4294967296\n");
+    let e = Topology::read(&root).unwrap_err();
+    assert!(
+        e.detail()
+            .ends_with(":1: simd_count value 4294967296 out of range for u32"),
+        "{}",
+        e.detail()
+    );
+    let e = parse_properties("a 1\na 2\n", "f").unwrap_err();
+    assert_eq!(e.detail(), "f:2: duplicate key 'a'");
+    let e = parse_properties("a-b 1\n", "f").unwrap_err();
+    assert_eq!(e.detail(), "f:1: malformed key 'a-b'");
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn huge_file_and_long_line_are_rejected() {
+    let root = tempdir("huge");
+    let big = "x 1\n".repeat(MAX_FILE_BYTES / 4 + 1);
+    node(&root, 0, &big);
+    let e = Topology::read(&root).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert!(
+        e.detail()
+            .ends_with(&format!("file larger than {MAX_FILE_BYTES} bytes")),
+        "{}",
+        e.detail()
+    );
+    let long = format!("k {}\n", "1".repeat(MAX_LINE_BYTES));
+    let e = parse_properties(&long, "f").unwrap_err();
+    assert_eq!(
+        e.detail(),
+        format!(
+            "f:1: line longer than {MAX_LINE_BYTES} bytes ({})",
+            MAX_LINE_BYTES + 2
+        )
+    );
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn missing_pieces() {
+    let root = tempdir("missing");
+    let e = Topology::read(&root).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert!(e.detail().contains("nodes: cannot list"), "{}", e.detail());
+    // Node directory without properties.
+    fs::create_dir_all(root.join("nodes/0")).unwrap();
+    let e = Topology::read(&root).unwrap_err();
+    assert!(
+        e.detail().contains("nodes/0/properties: cannot open"),
+        "{}",
+        e.detail()
+    );
+    // Numeric order, non-numeric entries skipped, bad generation_id reported.
+    for n in [10, 9, 2] {
+        node(&root, n, "simd_count 8\nsimd_per_cu 4\n");
+    }
+    node(&root, 0, "cpu_cores_count 2\n");
+    fs::create_dir_all(root.join("nodes/readme")).unwrap();
+    let t = Topology::read(&root).unwrap();
+    let ids: Vec<u32> = t.nodes.iter().map(|n| n.properties.node_id).collect();
+    assert_eq!(ids, vec![0, 2, 9, 10]);
+    assert_eq!(t.nodes[1].properties.gfx_target_version, 0);
+    assert_eq!(t.nodes[1].properties.compute_unit_count(), 2);
+    fs::write(root.join("generation_id"), "-3\n").unwrap();
+    let e = Topology::read(&root).unwrap_err();
+    assert!(
+        e.detail()
+            .ends_with("generation_id:1: '-3' is not a decimal number"),
+        "{}",
+        e.detail()
+    );
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn garbage_never_panics() {
+    // A deterministic xorshift generator over bytes that favour the parser's separators.
+    let alphabet = b"ab_1 0\n\t\r9-,\xc3\xa9 ";
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    for len in 0..2000usize {
+        let mut bytes = Vec::with_capacity(len % 300);
+        for _ in 0..len % 300 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            bytes.push(alphabet[(x % alphabet.len() as u64) as usize]);
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        if let Ok(props) = parse_properties(&text, "g") {
+            for p in &props {
+                assert!(!p.key.is_empty() && !p.value.is_empty());
+            }
+        }
+    }
+}
+
+proptest::proptest! {
+    #[test]
+    fn parse_properties_any_string(s in "\\PC{0,400}") {
+        let _ = parse_properties(&s, "prop");
+    }
+
+    #[test]
+    fn well_formed_lines_round_trip(pairs in proptest::collection::btree_map("[a-z_]{1,12}", 0u64..u64::MAX, 0..20)) {
+        let text: String = pairs.iter().map(|(k, v)| format!("{k} {v}\n")).collect();
+        let parsed = parse_properties(&text, "rt").unwrap();
+        proptest::prop_assert_eq!(parsed.len(), pairs.len());
+        for (p, (k, v)) in parsed.iter().zip(&pairs) {
+            proptest::prop_assert_eq!(p.key, k.as_str());
+            proptest::prop_assert_eq!(p.value, v.to_string());
+        }
+    }
+}
