@@ -34,7 +34,7 @@ pub struct Allocation {
 impl Allocation {
     /// An opaque 64-bit handle: carve-out index in bits [63:56], page number in [55:0].
     pub fn handle(&self) -> u64 {
-        (self.carve_out as u64) << 56 | self.offset / PAGE_BYTES
+        ((self.carve_out as u64) << 56) | (self.offset / PAGE_BYTES)
     }
 }
 
@@ -85,7 +85,10 @@ impl CarveOutAllocator {
                 );
             }
         }
-        Ok(CarveOutAllocator { carve_outs: cs, arenas: spin::Mutex::new(arenas) })
+        Ok(CarveOutAllocator {
+            carve_outs: cs,
+            arenas: spin::Mutex::new(arenas),
+        })
     }
 
     /// The carve-outs managed.
@@ -106,21 +109,31 @@ impl CarveOutAllocator {
         let size = request.size_bytes;
         let align = request.align_bytes;
         if size == 0 || size % PAGE_BYTES != 0 {
-            hsa_core::bail!(Status::InvalidArgument, "size_bytes {size:#x} is not a non-zero multiple of 4096");
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "size_bytes {size:#x} is not a non-zero multiple of 4096"
+            );
         }
         if !align.is_power_of_two() || align < PAGE_BYTES {
-            hsa_core::bail!(Status::InvalidArgument, "align_bytes {align:#x} is not a power of two >= 4096");
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "align_bytes {align:#x} is not a power of two >= 4096"
+            );
         }
         let host = request.flags.contains(MemoryFlags::HOST_ACCESS);
         let order: &[CarveOutKind] = match (request.kind, host) {
             (MemoryKind::System, _) => &[CarveOutKind::SystemMemory],
             (MemoryKind::DeviceLocal, true) => &[CarveOutKind::HostVisibleVram],
-            (MemoryKind::DeviceLocal, false) => &[CarveOutKind::PrivateVram, CarveOutKind::HostVisibleVram],
+            (MemoryKind::DeviceLocal, false) => {
+                &[CarveOutKind::PrivateVram, CarveOutKind::HostVisibleVram]
+            }
         };
         let mut arenas = self.arenas.lock();
         for kind in order {
             for (i, c) in self.carve_outs.iter().enumerate() {
-                if c.kind != *kind || (c.kind != CarveOutKind::SystemMemory && c.node != request.node) {
+                if c.kind != *kind
+                    || (c.kind != CarveOutKind::SystemMemory && c.node != request.node)
+                {
                     continue;
                 }
                 if let Some(off) = take(&mut arenas[i], c.gpu_va.get(), size, align) {
@@ -152,7 +165,10 @@ impl CarveOutAllocator {
         let offset = (handle & ((1 << 56) - 1)).wrapping_mul(PAGE_BYTES);
         let mut arenas = self.arenas.lock();
         let Some(arena) = arenas.get_mut(carve) else {
-            hsa_core::bail!(Status::InvalidArgument, "handle {handle:#x} names no carve-out");
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "handle {handle:#x} names no carve-out"
+            );
         };
         let Some(pos) = arena.live.iter().position(|&r| r == (offset, size_bytes)) else {
             hsa_core::bail!(
@@ -174,12 +190,18 @@ impl CarveOutAllocator {
 
     /// Bytes free in carve-out `index` (0 for an unknown index).
     pub fn free_bytes(&self, index: usize) -> u64 {
-        self.arenas.lock().get(index).map_or(0, |a| a.free.iter().map(|r| r.1).sum())
+        self.arenas
+            .lock()
+            .get(index)
+            .map_or(0, |a| a.free.iter().map(|r| r.1).sum())
     }
 
     /// The system-memory carve-outs' node, for callers that need "some" node.
     pub fn any_system_node(&self) -> Option<NodeId> {
-        self.carve_outs.iter().find(|c| c.kind == CarveOutKind::SystemMemory).map(|c| c.node)
+        self.carve_outs
+            .iter()
+            .find(|c| c.kind == CarveOutKind::SystemMemory)
+            .map(|c| c.node)
     }
 }
 
@@ -221,7 +243,11 @@ fn take(a: &mut Arena, gpu_base: u64, size: u64, align: u64) -> Option<u64> {
 
 /// Returns `[off, off + size)` to the sorted free list, merging neighbours.
 fn give_back(a: &mut Arena, off: u64, size: u64) {
-    let i = a.free.iter().position(|r| r.0 > off).unwrap_or(a.free.len());
+    let i = a
+        .free
+        .iter()
+        .position(|r| r.0 > off)
+        .unwrap_or(a.free.len());
     let merge_prev = i > 0 && a.free[i - 1].0 + a.free[i - 1].1 == off;
     let merge_next = i < a.free.len() && off + size == a.free[i].0;
     match (merge_prev, merge_next) {
@@ -245,56 +271,164 @@ mod tests {
     use hsa_core::PhysAddr;
 
     fn carve(kind: CarveOutKind, node: u32, gpu: u64, size: u64, virt: Option<usize>) -> CarveOut {
-        CarveOut { node: NodeId(node), kind, phys_base: PhysAddr(gpu), virt_base: virt, gpu_va: GpuVa(gpu), size_bytes: size }
+        CarveOut {
+            node: NodeId(node),
+            kind,
+            phys_base: PhysAddr(gpu),
+            virt_base: virt,
+            gpu_va: GpuVa(gpu),
+            size_bytes: size,
+        }
     }
 
-    fn req(kind: MemoryKind, node: u32, size: u64, align: u64, flags: MemoryFlags) -> MemoryRequest {
-        MemoryRequest { node: NodeId(node), kind, size_bytes: size, align_bytes: align, flags }
+    fn req(
+        kind: MemoryKind,
+        node: u32,
+        size: u64,
+        align: u64,
+        flags: MemoryFlags,
+    ) -> MemoryRequest {
+        MemoryRequest {
+            node: NodeId(node),
+            kind,
+            size_bytes: size,
+            align_bytes: align,
+            flags,
+        }
     }
 
     #[test]
     fn allocates_by_kind_aligns_frees_and_merges() {
         let a = CarveOutAllocator::new(&[
-            carve(CarveOutKind::SystemMemory, 0, 0x10_0000, 0x10_0000, Some(0x7000_0000)),
+            carve(
+                CarveOutKind::SystemMemory,
+                0,
+                0x10_0000,
+                0x10_0000,
+                Some(0x7000_0000),
+            ),
             carve(CarveOutKind::PrivateVram, 1, 0x8000_0000, 0x4_0000, None),
-            carve(CarveOutKind::HostVisibleVram, 1, 0x9000_0000, 0x4_0000, Some(0x6000_0000)),
+            carve(
+                CarveOutKind::HostVisibleVram,
+                1,
+                0x9000_0000,
+                0x4_0000,
+                Some(0x6000_0000),
+            ),
         ])
         .unwrap();
-        let s = a.allocate(&req(MemoryKind::System, 1, 0x2000, 0x1000, MemoryFlags::HOST_ACCESS)).unwrap();
-        assert_eq!((s.carve_out, s.offset, s.gpu_va, s.virt), (0, 0, GpuVa(0x10_0000), Some(0x7000_0000)));
+        let s = a
+            .allocate(&req(
+                MemoryKind::System,
+                1,
+                0x2000,
+                0x1000,
+                MemoryFlags::HOST_ACCESS,
+            ))
+            .unwrap();
+        assert_eq!(
+            (s.carve_out, s.offset, s.gpu_va, s.virt),
+            (0, 0, GpuVa(0x10_0000), Some(0x7000_0000))
+        );
         // 64 KiB alignment: 0x10_2000 rounds up to 0x11_0000
-        let b = a.allocate(&req(MemoryKind::System, 0, 0x1000, 0x1_0000, MemoryFlags::empty())).unwrap();
+        let b = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x1000,
+                0x1_0000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
         assert_eq!(b.gpu_va, GpuVa(0x11_0000));
         assert_eq!(b.virt, Some(0x7001_0000));
-        let v = a.allocate(&req(MemoryKind::DeviceLocal, 1, 0x1000, 0x1000, MemoryFlags::empty())).unwrap();
+        let v = a
+            .allocate(&req(
+                MemoryKind::DeviceLocal,
+                1,
+                0x1000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
         assert_eq!((v.carve_out, v.virt), (1, None));
-        let h = a.allocate(&req(MemoryKind::DeviceLocal, 1, 0x1000, 0x1000, MemoryFlags::HOST_ACCESS)).unwrap();
+        let h = a
+            .allocate(&req(
+                MemoryKind::DeviceLocal,
+                1,
+                0x1000,
+                0x1000,
+                MemoryFlags::HOST_ACCESS,
+            ))
+            .unwrap();
         assert_eq!((h.carve_out, h.virt), (2, Some(0x6000_0000)));
-        let e = a.allocate(&req(MemoryKind::DeviceLocal, 2, 0x1000, 0x1000, MemoryFlags::empty())).unwrap_err();
+        let e = a
+            .allocate(&req(
+                MemoryKind::DeviceLocal,
+                2,
+                0x1000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
         assert_eq!(e.status(), Status::OutOfResources);
-        let e = a.allocate(&req(MemoryKind::System, 0, 0x1001, 0x1000, MemoryFlags::empty())).unwrap_err();
+        let e = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x1001,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(e.detail().contains("0x1001"));
-        let e = a.allocate(&req(MemoryKind::System, 0, 0x1000, 0x3000, MemoryFlags::empty())).unwrap_err();
+        let e = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x1000,
+                0x3000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
         assert!(e.detail().contains("align_bytes 0x3000"));
         assert_eq!(a.free_bytes(0), 0x10_0000 - 0x3000);
         a.free(s.handle(), s.size_bytes).unwrap();
         a.free(b.handle(), b.size_bytes).unwrap();
         assert_eq!(a.free_bytes(0), 0x10_0000);
         // everything merged back into one range: a whole-carve-out allocation fits again
-        let all = a.allocate(&req(MemoryKind::System, 0, 0x10_0000, 0x1000, MemoryFlags::empty())).unwrap();
+        let all = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x10_0000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
         assert_eq!(all.offset, 0);
         let e = a.free(b.handle(), b.size_bytes).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(a.free(all.handle(), 0x1000).is_err());
         assert!(a.free(9 << 56, 0x1000).is_err());
-        let e = a.allocate(&req(MemoryKind::DeviceLocal, 1, 0x8_0000, 0x1000, MemoryFlags::empty())).unwrap_err();
+        let e = a
+            .allocate(&req(
+                MemoryKind::DeviceLocal,
+                1,
+                0x8_0000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
         assert_eq!(e.status(), Status::OutOfResources);
     }
 
     #[test]
     fn bad_carve_outs_are_rejected() {
-        let e = CarveOutAllocator::new(&[carve(CarveOutKind::SystemMemory, 0, 0x1800, 0x1000, None)]).unwrap_err();
+        let e =
+            CarveOutAllocator::new(&[carve(CarveOutKind::SystemMemory, 0, 0x1800, 0x1000, None)])
+                .unwrap_err();
         assert!(e.detail().contains("gpu_va 0x1800"), "{e:?}");
     }
 }

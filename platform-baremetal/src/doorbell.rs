@@ -36,7 +36,11 @@ impl Doorbells {
                 aperture.size_bytes()
             );
         }
-        Ok(Doorbells { aperture, first: first.get(), count })
+        Ok(Doorbells {
+            aperture,
+            first: first.get(),
+            count,
+        })
     }
 
     /// The first granted index.
@@ -51,7 +55,10 @@ impl Doorbells {
 
     /// Whether `index` was granted.
     pub fn contains(&self, index: DoorbellIndex) -> bool {
-        index.get().checked_sub(self.first).is_some_and(|i| i < self.count)
+        index
+            .get()
+            .checked_sub(self.first)
+            .is_some_and(|i| i < self.count)
     }
 
     /// CPU virtual address of doorbell `index` (what ROCR keeps in
@@ -60,7 +67,8 @@ impl Doorbells {
     /// # Errors
     /// `Status::InvalidArgument` for an index outside the grant.
     pub fn address(&self, index: DoorbellIndex) -> Result<u64, Error> {
-        self.offset(index).map(|o| (self.aperture.base_addr() + o) as u64)
+        self.offset(index)
+            .map(|o| (self.aperture.base_addr() + o) as u64)
     }
 
     fn offset(&self, index: DoorbellIndex) -> Result<usize, Error> {
@@ -103,7 +111,10 @@ mod tests {
         let db = Doorbells::new(ap, DoorbellIndex(4), 8).unwrap();
         db.ring(DoorbellIndex(5), 0x1234_5678_9abc_def0).unwrap();
         db.ring(DoorbellIndex(11), 7).unwrap();
-        assert_eq!(db.address(DoorbellIndex(5)).unwrap(), ap.base_addr() as u64 + 40);
+        assert_eq!(
+            db.address(DoorbellIndex(5)).unwrap(),
+            ap.base_addr() as u64 + 40
+        );
         let e = db.ring(DoorbellIndex(3), 1).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(e.detail().contains("doorbell index 3"), "{e:?}");

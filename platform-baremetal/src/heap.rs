@@ -16,9 +16,20 @@ use crate::host::Host;
 use crate::BaremetalPlatform;
 
 /// The heap. Starts empty (every allocation fails) until [`BaremetalPlatform::init_heap`].
-#[derive(Debug)]
 pub struct CarveOutHeap {
     heap: spin::Mutex<Heap>,
+}
+
+impl core::fmt::Debug for CarveOutHeap {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let h = self.heap.lock();
+        write!(
+            f,
+            "CarveOutHeap({:#x} of {:#x} bytes used)",
+            h.used(),
+            h.size()
+        )
+    }
 }
 
 impl Default for CarveOutHeap {
@@ -30,7 +41,9 @@ impl Default for CarveOutHeap {
 impl CarveOutHeap {
     /// An empty heap, for a `static`.
     pub const fn empty() -> CarveOutHeap {
-        CarveOutHeap { heap: spin::Mutex::new(Heap::empty()) }
+        CarveOutHeap {
+            heap: spin::Mutex::new(Heap::empty()),
+        }
     }
 
     /// Bytes in use.
@@ -49,7 +62,10 @@ impl CarveOutHeap {
 // and that the host keeps valid for the 'static platform's life.
 unsafe impl GlobalAlloc for CarveOutHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        self.heap.lock().allocate_first_fit(layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+        self.heap
+            .lock()
+            .allocate_first_fit(layout)
+            .map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -68,13 +84,24 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
     /// # Errors
     /// `Status::InvalidArgument` when `heap` already has memory or `size_bytes` is 0;
     /// `Status::OutOfResources` when system memory has no room or the CPU cannot touch it.
-    pub fn init_heap(&'static self, heap: &'static CarveOutHeap, size_bytes: usize) -> Result<(), Error> {
+    pub fn init_heap(
+        &'static self,
+        heap: &'static CarveOutHeap,
+        size_bytes: usize,
+    ) -> Result<(), Error> {
         let mut h = heap.heap.lock();
         if h.size() != 0 || size_bytes == 0 {
-            hsa_core::bail!(Status::InvalidArgument, "heap has {:#x} bytes; size_bytes {size_bytes:#x}", h.size());
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "heap has {:#x} bytes; size_bytes {size_bytes:#x}",
+                h.size()
+            );
         }
         let Some(node) = self.memory.any_system_node() else {
-            hsa_core::bail!(Status::OutOfResources, "no system-memory carve-out for the heap");
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "no system-memory carve-out for the heap"
+            );
         };
         let size = (size_bytes as u64).next_multiple_of(crate::carveout::PAGE_BYTES);
         let a = self.memory.allocate(&MemoryRequest {
@@ -86,7 +113,11 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
         })?;
         let Some(virt) = a.virt else {
             let _ = self.memory.free(a.handle(), a.size_bytes);
-            hsa_core::bail!(Status::OutOfResources, "system carve-out {} has no CPU mapping", a.carve_out);
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "system carve-out {} has no CPU mapping",
+                a.carve_out
+            );
         };
         // SAFETY: `[virt, virt + size)` is a chunk of a CPU-mapped system-memory carve-out that
         // the allocator gave out exclusively and that is never freed; the host keeps it valid

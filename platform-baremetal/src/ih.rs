@@ -61,9 +61,14 @@ impl fmt::Display for IhError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             IhError::ReservedBits { dword, value } => {
-                write!(f, "IH entry dword {dword} = {value:#010x} has reserved bits set")
+                write!(
+                    f,
+                    "IH entry dword {dword} = {value:#010x} has reserved bits set"
+                )
             }
-            IhError::MisalignedWptr(w) => write!(f, "IH write pointer {w:#x} is not a multiple of 32"),
+            IhError::MisalignedWptr(w) => {
+                write!(f, "IH write pointer {w:#x} is not a multiple of 32")
+            }
             IhError::Mmio(e) => write!(f, "IH ring access: {e}"),
         }
     }
@@ -198,18 +203,33 @@ impl IhRing {
         rptr_offset: usize,
     ) -> Result<IhRing, IhError> {
         let size = ring.size_bytes();
-        if !size.is_power_of_two() || size < IH_ENTRY_BYTES as usize || u32::try_from(size).is_err() {
-            return Err(IhError::Mmio(MmioError::Misaligned { offset: size, width: 32 }));
+        if !size.is_power_of_two() || size < IH_ENTRY_BYTES as usize || u32::try_from(size).is_err()
+        {
+            return Err(IhError::Mmio(MmioError::Misaligned {
+                offset: size,
+                width: 32,
+            }));
         }
         wptr.read32(0)?;
-        if rptr_offset % 4 != 0 || rptr_offset.checked_add(4).is_none_or(|e| e > rptr_reg.size_bytes()) {
+        if rptr_offset % 4 != 0
+            || rptr_offset
+                .checked_add(4)
+                .is_none_or(|e| e > rptr_reg.size_bytes())
+        {
             return Err(IhError::Mmio(MmioError::OutOfBounds {
                 offset: rptr_offset,
                 width: 4,
                 size_bytes: rptr_reg.size_bytes(),
             }));
         }
-        Ok(IhRing { ring, wptr, rptr_reg, rptr_offset, ptr_mask: size as u32 - 1, rptr: 0 })
+        Ok(IhRing {
+            ring,
+            wptr,
+            rptr_reg,
+            rptr_offset,
+            ptr_mask: size as u32 - 1,
+            rptr: 0,
+        })
     }
 
     /// The current read pointer, bytes.
@@ -248,7 +268,10 @@ impl IhRing {
         while self.rptr != wptr && budget > 0 {
             budget -= 1;
             stats.entries += 1;
-            let r = self.ring.read_bytes::<32>(self.rptr as usize).map_err(IhError::from);
+            let r = self
+                .ring
+                .read_bytes::<32>(self.rptr as usize)
+                .map_err(IhError::from);
             let r = r.and_then(|b| IhEntry::decode(&b));
             if r.is_err() {
                 stats.malformed += 1;
@@ -297,15 +320,38 @@ mod tests {
 
     #[test]
     fn reserved_bits_are_errors_naming_the_dword() {
-        let mut b = IhEntry { client_id: 0x14, source_id: 181, ..Default::default() }.encode();
+        let mut b = IhEntry {
+            client_id: 0x14,
+            source_id: 181,
+            ..Default::default()
+        }
+        .encode();
         b[3] |= 0x10; // dword 0 bit 28
-        assert_eq!(IhEntry::decode(&b), Err(IhError::ReservedBits { dword: 0, value: 0x1000_b514 }));
+        assert_eq!(
+            IhEntry::decode(&b),
+            Err(IhError::ReservedBits {
+                dword: 0,
+                value: 0x1000_b514
+            })
+        );
         let mut b = IhEntry::default().encode();
         b[10] = 1; // dword 2 bit 16
-        assert_eq!(IhEntry::decode(&b), Err(IhError::ReservedBits { dword: 2, value: 0x0001_0000 }));
+        assert_eq!(
+            IhEntry::decode(&b),
+            Err(IhError::ReservedBits {
+                dword: 2,
+                value: 0x0001_0000
+            })
+        );
         let mut b = IhEntry::default().encode();
         b[15] = 0x80; // dword 3 bit 31
-        assert_eq!(IhEntry::decode(&b), Err(IhError::ReservedBits { dword: 3, value: 0x8000_0000 }));
+        assert_eq!(
+            IhEntry::decode(&b),
+            Err(IhError::ReservedBits {
+                dword: 3,
+                value: 0x8000_0000
+            })
+        );
     }
 
     #[test]
@@ -315,9 +361,18 @@ mod tests {
         let (rp, _) = crate::mmio::leaked_region(1);
         let mut ih = IhRing::new(r, w, rp, 4).unwrap();
         let put = |slot: usize, data: u32| {
-            let e = IhEntry { client_id: 0x14, source_id: 181, src_data: [data, 0, 0, 0], ..Default::default() };
+            let e = IhEntry {
+                client_id: 0x14,
+                source_id: 181,
+                src_data: [data, 0, 0, 0],
+                ..Default::default()
+            };
             for (i, c) in e.encode().chunks_exact(4).enumerate() {
-                r.write32(slot * 32 + i * 4, u32::from_le_bytes([c[0], c[1], c[2], c[3]])).unwrap();
+                r.write32(
+                    slot * 32 + i * 4,
+                    u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                )
+                .unwrap();
             }
         };
         let mut seen = [0u32; 8];

@@ -38,7 +38,8 @@ pub enum IhAction {
 
 /// Maps a decoded entry to an action (pure; see the module doc for the rules).
 pub fn classify(e: &IhEntry) -> IhAction {
-    let cp_client = e.client_id == CLIENT_GRBM_CP || (CLIENT_SE0SH..=CLIENT_SE3SH).contains(&e.client_id);
+    let cp_client =
+        e.client_id == CLIENT_GRBM_CP || (CLIENT_SE0SH..=CLIENT_SE3SH).contains(&e.client_id);
     if !cp_client {
         return IhAction::Unknown;
     }
@@ -46,7 +47,9 @@ pub fn classify(e: &IhEntry) -> IhAction {
         SOURCE_CP_END_OF_PIPE => IhAction::Signal(EventId(e.src_data[0])),
         SOURCE_SQ_INTERRUPT_MSG => {
             let (c0, c1) = (e.src_data[0], e.src_data[1]);
-            IhAction::Signal(EventId((c0 & 0xfff) | ((c0 >> 16) & 0xf000) | ((c1 << 16) & 0xff_0000)))
+            IhAction::Signal(EventId(
+                (c0 & 0xfff) | ((c0 >> 16) & 0xf000) | ((c1 << 16) & 0xff_0000),
+            ))
         }
         _ => IhAction::Unknown,
     }
@@ -89,7 +92,12 @@ impl<const WORDS: usize> EventTable<WORDS> {
             let mut cur = word.load(Ordering::Relaxed);
             while cur != u64::MAX {
                 let bit = (!cur).trailing_zeros();
-                match word.compare_exchange_weak(cur, cur | 1 << bit, Ordering::AcqRel, Ordering::Relaxed) {
+                match word.compare_exchange_weak(
+                    cur,
+                    cur | 1 << bit,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                ) {
                     Ok(_) => {
                         self.pending[w].fetch_and(!(1 << bit), Ordering::AcqRel);
                         return Some(EventId((w * 64) as u32 + bit));
@@ -103,7 +111,9 @@ impl<const WORDS: usize> EventTable<WORDS> {
 
     /// Frees `id`; returns whether it was allocated.
     pub fn free(&self, id: EventId) -> bool {
-        let Some((w, m)) = Self::slot(id) else { return false };
+        let Some((w, m)) = Self::slot(id) else {
+            return false;
+        };
         self.allocated[w].fetch_and(!m, Ordering::AcqRel) & m != 0
     }
 
@@ -116,7 +126,9 @@ impl<const WORDS: usize> EventTable<WORDS> {
     /// allocated. Release: pairs with the Acquire in [`take`](Self::take), so a waiter that
     /// consumes the bit sees the memory (signal value) written before the interrupt.
     pub fn set_pending(&self, id: EventId) -> bool {
-        let Some((w, m)) = Self::slot(id) else { return false };
+        let Some((w, m)) = Self::slot(id) else {
+            return false;
+        };
         if self.allocated[w].load(Ordering::Acquire) & m == 0 {
             return false;
         }
@@ -132,7 +144,8 @@ impl<const WORDS: usize> EventTable<WORDS> {
     /// Consumes `id`'s pending mark; returns whether it was pending. Acquire: pairs with
     /// [`set_pending`](Self::set_pending).
     pub fn take(&self, id: EventId) -> bool {
-        Self::slot(id).is_some_and(|(w, m)| self.pending[w].fetch_and(!m, Ordering::AcqRel) & m != 0)
+        Self::slot(id)
+            .is_some_and(|(w, m)| self.pending[w].fetch_and(!m, Ordering::AcqRel) & m != 0)
     }
 }
 
@@ -201,7 +214,11 @@ pub struct InterruptHandler {
 impl InterruptHandler {
     /// A handler draining `ring`.
     pub fn new(ring: IhRing) -> InterruptHandler {
-        InterruptHandler { ring: spin::Mutex::new(ring), again: AtomicBool::new(false), counters: IrqCounters::default() }
+        InterruptHandler {
+            ring: spin::Mutex::new(ring),
+            again: AtomicBool::new(false),
+            counters: IrqCounters::default(),
+        }
     }
 
     /// The counters.
@@ -214,11 +231,17 @@ impl InterruptHandler {
     ///
     /// Never blocks: if another CPU is draining, this call asks it to make one more pass
     /// (so no entry written before this call is left behind) and returns 0.
-    pub fn on_interrupt<const W: usize>(&self, events: &EventTable<W>, on_overflow: &dyn Fn()) -> u64 {
+    pub fn on_interrupt<const W: usize>(
+        &self,
+        events: &EventTable<W>,
+        on_overflow: &dyn Fn(),
+    ) -> u64 {
         self.again.store(true, Ordering::Release);
         let mut signaled = 0;
         loop {
-            let Some(mut ring) = self.ring.try_lock() else { return signaled };
+            let Some(mut ring) = self.ring.try_lock() else {
+                return signaled;
+            };
             // Acquire pairs with the Release above (ours or another caller's).
             while self.again.swap(false, Ordering::AcqRel) {
                 self.counters.interrupts.fetch_add(1, Ordering::Relaxed);
@@ -239,8 +262,12 @@ impl InterruptHandler {
                         }
                     },
                 });
-                c.entries.fetch_add(u64::from(stats.entries), Ordering::Relaxed);
-                c.malformed.fetch_add(u64::from(stats.malformed) + u64::from(stats.bad_wptr), Ordering::Relaxed);
+                c.entries
+                    .fetch_add(u64::from(stats.entries), Ordering::Relaxed);
+                c.malformed.fetch_add(
+                    u64::from(stats.malformed) + u64::from(stats.bad_wptr),
+                    Ordering::Relaxed,
+                );
                 if stats.overflow {
                     c.overflows.fetch_add(1, Ordering::Relaxed);
                     on_overflow();
@@ -261,18 +288,38 @@ mod tests {
     use super::*;
 
     fn entry(client: u8, source: u8, d0: u32, d1: u32) -> IhEntry {
-        IhEntry { client_id: client, source_id: source, src_data: [d0, d1, 0, 0], ..Default::default() }
+        IhEntry {
+            client_id: client,
+            source_id: source,
+            src_data: [d0, d1, 0, 0],
+            ..Default::default()
+        }
     }
 
     #[test]
     fn classify_follows_kfd_v9() {
-        assert_eq!(classify(&entry(0x14, 181, 7, 0)), IhAction::Signal(EventId(7)));
-        assert_eq!(classify(&entry(0x0a, 181, 0xdead_beef, 0)), IhAction::Signal(EventId(0xdead_beef)));
-        assert_eq!(classify(&entry(0x0d, 181, 1, 0)), IhAction::Signal(EventId(1)));
+        assert_eq!(
+            classify(&entry(0x14, 181, 7, 0)),
+            IhAction::Signal(EventId(7))
+        );
+        assert_eq!(
+            classify(&entry(0x0a, 181, 0xdead_beef, 0)),
+            IhAction::Signal(EventId(0xdead_beef))
+        );
+        assert_eq!(
+            classify(&entry(0x0d, 181, 1, 0)),
+            IhAction::Signal(EventId(1))
+        );
         // SQ: ctx0 = 0x0123_4567 -> 0x567 | (0x0123 & 0xf000 = 0) ; ctx1 = 0xab -> 0xab0000
-        assert_eq!(classify(&entry(0x14, 239, 0x0123_4567, 0xab)), IhAction::Signal(EventId(0xab_0567)));
+        assert_eq!(
+            classify(&entry(0x14, 239, 0x0123_4567, 0xab)),
+            IhAction::Signal(EventId(0xab_0567))
+        );
         // ctx0 bits [31:28] land in [15:12]: 0xf000_0000 >> 16 = 0xf000
-        assert_eq!(classify(&entry(0x14, 239, 0xf000_0001, 0)), IhAction::Signal(EventId(0xf001)));
+        assert_eq!(
+            classify(&entry(0x14, 239, 0xf000_0001, 0)),
+            IhAction::Signal(EventId(0xf001))
+        );
         assert_eq!(classify(&entry(0x14, 183, 7, 0)), IhAction::Unknown); // CP bad opcode
         assert_eq!(classify(&entry(0x12, 181, 7, 0)), IhAction::Unknown); // VMC
         assert_eq!(classify(&entry(0x0e, 181, 7, 0)), IhAction::Unknown);

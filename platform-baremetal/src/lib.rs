@@ -17,7 +17,14 @@
 //! over a system-memory chunk, installable as `#[global_allocator]`.
 #![no_std]
 #![deny(unsafe_code)]
-#![deny(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks, missing_docs)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    missing_docs
+)]
+// hsa_core::Error keeps its message inline (~200 bytes) so that errors need no allocator, by
+// design; boxing it is not an option in no_std without `alloc`.
+#![allow(clippy::result_large_err)]
 
 #[cfg(test)]
 extern crate std;
@@ -41,7 +48,9 @@ use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, Status};
 
 pub use crate::carveout::{Allocation, CarveOutAllocator};
 pub use crate::doorbell::Doorbells;
-pub use crate::host::{CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping, RegisterLocation};
+pub use crate::host::{
+    CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping, RegisterLocation,
+};
 pub use crate::ih::{IhEntry, IhError, IhRing};
 pub use crate::irq::{EventTable, InterruptHandler, IrqStats};
 pub use crate::mqd::{ComputeMqd, MqdParams};
@@ -105,10 +114,18 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
         let d = host.doorbells();
         let doorbells = Doorbells::new(mmio::host_doorbell_aperture(&host)?, d.first, d.count)?;
         let (ring, wptr, rptr_block) = mmio::host_ih_regions(&host)?;
-        let ih = IhRing::new(ring, wptr, rptr_block, host.ih_ring().rptr_register.offset_bytes)
-            .map_err(|e| hsa_core::error!(Status::InvalidArgument, "{e}"))?;
+        let ih = IhRing::new(
+            ring,
+            wptr,
+            rptr_block,
+            host.ih_ring().rptr_register.offset_bytes,
+        )
+        .map_err(|e| hsa_core::error!(Status::InvalidArgument, "{e}"))?;
         let Some(node) = memory.any_system_node() else {
-            hsa_core::bail!(Status::OutOfResources, "no system-memory carve-out for the event page");
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "no system-memory carve-out for the event page"
+            );
         };
         let page_bytes = (8 * Self::EVENT_CAPACITY as u64).next_multiple_of(carveout::PAGE_BYTES);
         let event_page = memory.allocate(&MemoryRequest {
@@ -118,7 +135,8 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             align_bytes: carveout::PAGE_BYTES,
             flags: MemoryFlags::HOST_ACCESS | MemoryFlags::UNCACHED,
         })?;
-        mmio::host_carve_out_window(&host, event_page.carve_out, event_page.offset, page_bytes)?.fill_zero();
+        mmio::host_carve_out_window(&host, event_page.carve_out, event_page.offset, page_bytes)?
+            .fill_zero();
         Ok(BaremetalPlatform {
             host,
             memory,
@@ -156,7 +174,9 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     /// reported overflow calls [`Host::ih_overflow_clear`]. Returns the number of events
     /// signaled. Never blocks, never allocates.
     pub fn on_interrupt(&self) -> u64 {
-        let n = self.irq.on_interrupt(&self.events, &|| self.host.ih_overflow_clear());
+        let n = self
+            .irq
+            .on_interrupt(&self.events, &|| self.host.ih_overflow_clear());
         if n > 0 {
             self.host.wake_waiters();
         }
@@ -174,16 +194,27 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     /// `Status::InvalidArgument` for an id out of range.
     pub fn event_mailbox(&self, id: EventId) -> Result<GpuVa, Error> {
         if id.get() as usize >= Self::EVENT_CAPACITY {
-            hsa_core::bail!(Status::InvalidArgument, "event id {} >= capacity {}", id.get(), Self::EVENT_CAPACITY);
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "event id {} >= capacity {}",
+                id.get(),
+                Self::EVENT_CAPACITY
+            );
         }
-        Ok(GpuVa(self.event_page.gpu_va.get() + 8 * u64::from(id.get())))
+        Ok(GpuVa(
+            self.event_page.gpu_va.get() + 8 * u64::from(id.get()),
+        ))
     }
 
     fn check_node(&self, node: NodeId) -> Result<(), Error> {
         if self.host.nodes().iter().any(|n| n.node_id == node.get()) {
             Ok(())
         } else {
-            hsa_core::bail!(Status::InvalidArgument, "node {} is unknown to the host", node.get())
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "node {} is unknown to the host",
+                node.get()
+            )
         }
     }
 
@@ -192,7 +223,8 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     fn zero(&self, a: &Allocation) -> Result<(), Error> {
         match a.virt {
             Some(_) => {
-                mmio::host_carve_out_window(&self.host, a.carve_out, a.offset, a.size_bytes)?.fill_zero();
+                mmio::host_carve_out_window(&self.host, a.carve_out, a.offset, a.size_bytes)?
+                    .fill_zero();
                 Ok(())
             }
             None => self.host.clear_device_memory(a.gpu_va, a.size_bytes),
@@ -257,13 +289,22 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
 
     fn wait(&self, id: EventId, timeout_ns: u64) -> Result<WaitOutcome, Error> {
         if !self.events.is_allocated(id) {
-            hsa_core::bail!(Status::InvalidArgument, "event {} is not allocated", id.get());
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "event {} is not allocated",
+                id.get()
+            );
         }
         let freq = self.host.timestamp_frequency_hz().max(1);
         let start = self.host.timestamp_ticks();
-        let deadline =
-            if timeout_ns == u64::MAX { u64::MAX } else { start.saturating_add(ns_to_ticks(timeout_ns, freq)) };
-        let spin_until = start.saturating_add(ns_to_ticks(SPIN_NS, freq)).min(deadline);
+        let deadline = if timeout_ns == u64::MAX {
+            u64::MAX
+        } else {
+            start.saturating_add(ns_to_ticks(timeout_ns, freq))
+        };
+        let spin_until = start
+            .saturating_add(ns_to_ticks(SPIN_NS, freq))
+            .min(deadline);
         loop {
             // A destroyed event wakes its waiters (a spurious return: callers re-check).
             if self.events.take(id) || !self.events.is_allocated(id) {

@@ -81,7 +81,12 @@ unsafe impl Sync for MmioRegion {}
 
 impl fmt::Debug for MmioRegion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "MmioRegion({:#x}, {:#x} bytes)", self.base.as_ptr() as usize, self.size_bytes)
+        write!(
+            f,
+            "MmioRegion({:#x}, {:#x} bytes)",
+            self.base.as_ptr() as usize,
+            self.size_bytes
+        )
     }
 }
 
@@ -130,11 +135,18 @@ impl MmioRegion {
 
     fn check(&self, offset: usize, width: usize, align: usize) -> Result<(), MmioError> {
         if offset % align != 0 {
-            return Err(MmioError::Misaligned { offset, width: align });
+            return Err(MmioError::Misaligned {
+                offset,
+                width: align,
+            });
         }
         match offset.checked_add(width) {
             Some(end) if end <= self.size_bytes => Ok(()),
-            _ => Err(MmioError::OutOfBounds { offset, width, size_bytes: self.size_bytes }),
+            _ => Err(MmioError::OutOfBounds {
+                offset,
+                width,
+                size_bytes: self.size_bytes,
+            }),
         }
     }
 
@@ -196,7 +208,10 @@ impl MmioRegion {
     /// not a multiple of 4.
     pub fn read_bytes<const N: usize>(&self, offset: usize) -> Result<[u8; N], MmioError> {
         if N % 4 != 0 {
-            return Err(MmioError::Misaligned { offset: N, width: 4 });
+            return Err(MmioError::Misaligned {
+                offset: N,
+                width: 4,
+            });
         }
         self.check(offset, N, 4)?;
         let mut out = [0u8; N];
@@ -237,7 +252,9 @@ pub fn host_doorbell_aperture<H: Host + ?Sized>(host: &H) -> Result<MmioRegion, 
 ///
 /// # Errors
 /// `Status::InvalidArgument` when a base is null or not 8-byte aligned.
-pub fn host_ih_regions<H: Host + ?Sized>(host: &H) -> Result<(MmioRegion, MmioRegion, MmioRegion), Error> {
+pub fn host_ih_regions<H: Host + ?Sized>(
+    host: &H,
+) -> Result<(MmioRegion, MmioRegion, MmioRegion), Error> {
     let c = host.ih_ring();
     // SAFETY: the `Host` implementer guarantees the ring, the write-back and the register
     // block are mapped and valid for the host's whole life, and only this runtime reads them.
@@ -245,7 +262,10 @@ pub fn host_ih_regions<H: Host + ?Sized>(host: &H) -> Result<(MmioRegion, MmioRe
         Ok((
             MmioRegion::new(c.ring_virt_base, c.ring_size_bytes as usize)?,
             MmioRegion::new(c.wptr_virt, 4)?,
-            MmioRegion::new(c.rptr_register.block_virt_base, c.rptr_register.block_size_bytes)?,
+            MmioRegion::new(
+                c.rptr_register.block_virt_base,
+                c.rptr_register.block_size_bytes,
+            )?,
         ))
     }
 }
@@ -262,13 +282,22 @@ pub fn host_carve_out_window<H: Host + ?Sized>(
     size_bytes: u64,
 ) -> Result<MmioRegion, Error> {
     let Some(c) = host.carve_outs().get(index) else {
-        hsa_core::bail!(Status::InvalidArgument, "carve-out index {index} is unknown");
+        hsa_core::bail!(
+            Status::InvalidArgument,
+            "carve-out index {index} is unknown"
+        );
     };
     let Some(virt) = c.virt_base else {
-        hsa_core::bail!(Status::InvalidArgument, "carve-out {index} has no CPU mapping");
+        hsa_core::bail!(
+            Status::InvalidArgument,
+            "carve-out {index} has no CPU mapping"
+        );
     };
-    let end = offset.checked_add(size_bytes).filter(|&e| e <= c.size_bytes);
-    let (Some(_), Ok(off), Ok(size)) = (end, usize::try_from(offset), usize::try_from(size_bytes)) else {
+    let end = offset
+        .checked_add(size_bytes)
+        .filter(|&e| e <= c.size_bytes);
+    let (Some(_), Ok(off), Ok(size)) = (end, usize::try_from(offset), usize::try_from(size_bytes))
+    else {
         hsa_core::bail!(
             Status::InvalidArgument,
             "range {offset:#x}+{size_bytes:#x} is past carve-out {index}'s {:#x} bytes",
@@ -282,10 +311,14 @@ pub fn host_carve_out_window<H: Host + ?Sized>(
 
 /// Test helper: a region over leaked ordinary memory (`words.len() * 8` bytes).
 #[cfg(test)]
-pub(crate) fn leaked_region(words: usize) -> (MmioRegion, &'static [core::sync::atomic::AtomicU64]) {
+pub(crate) fn leaked_region(
+    words: usize,
+) -> (MmioRegion, &'static [core::sync::atomic::AtomicU64]) {
     extern crate alloc;
     let mem: &'static [core::sync::atomic::AtomicU64] = alloc::vec::Vec::leak(
-        (0..words).map(|_| core::sync::atomic::AtomicU64::new(0)).collect(),
+        (0..words)
+            .map(|_| core::sync::atomic::AtomicU64::new(0))
+            .collect(),
     );
     // SAFETY: leaked, so valid forever; plain memory, accessed only through volatile and
     // atomic operations, never through references to non-atomic data.
@@ -308,15 +341,32 @@ mod tests {
         assert_eq!(r.read64(8).unwrap(), 0x1122_3344_5566_7788);
         assert_eq!(r.read32(8).unwrap(), 0x5566_7788);
         assert_eq!(r.read32(12).unwrap(), 0x1122_3344);
-        assert_eq!(r.read_bytes::<8>(16).unwrap(), [0xef, 0xbe, 0xad, 0xde, 0, 0, 0, 0]);
+        assert_eq!(
+            r.read_bytes::<8>(16).unwrap(),
+            [0xef, 0xbe, 0xad, 0xde, 0, 0, 0, 0]
+        );
         assert_eq!(
             r.write64(32, 1),
-            Err(MmioError::OutOfBounds { offset: 32, width: 8, size_bytes: 32 })
+            Err(MmioError::OutOfBounds {
+                offset: 32,
+                width: 8,
+                size_bytes: 32
+            })
         );
-        assert_eq!(r.read64(4), Err(MmioError::Misaligned { offset: 4, width: 8 }));
+        assert_eq!(
+            r.read64(4),
+            Err(MmioError::Misaligned {
+                offset: 4,
+                width: 8
+            })
+        );
         assert_eq!(
             r.read32(usize::MAX - 3),
-            Err(MmioError::OutOfBounds { offset: usize::MAX - 3, width: 4, size_bytes: 32 })
+            Err(MmioError::OutOfBounds {
+                offset: usize::MAX - 3,
+                width: 4,
+                size_bytes: 32
+            })
         );
         let sub = r.subregion(8, 16).unwrap();
         assert_eq!(sub.read64(0).unwrap(), 0x1122_3344_5566_7788);
@@ -325,9 +375,11 @@ mod tests {
         assert_eq!(r.read64(8).unwrap(), 0);
         let _ = r;
         assert_eq!(mem, [0, 0, 0, 0]);
-        // SAFETY: never used.
-        assert_eq!(unsafe { MmioRegion::new(0, 8) }.unwrap_err(), MmioError::BadBase(0));
-        // SAFETY: never used.
-        assert_eq!(unsafe { MmioRegion::new(4, 8) }.unwrap_err(), MmioError::BadBase(4));
+        // SAFETY: refused before any access; never used.
+        let null = unsafe { MmioRegion::new(0, 8) };
+        assert_eq!(null.unwrap_err(), MmioError::BadBase(0));
+        // SAFETY: refused before any access; never used.
+        let odd = unsafe { MmioRegion::new(4, 8) };
+        assert_eq!(odd.unwrap_err(), MmioError::BadBase(4));
     }
 }

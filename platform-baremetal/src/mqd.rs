@@ -100,28 +100,55 @@ impl ComputeMqd {
     pub fn new(p: &MqdParams) -> Result<ComputeMqd, Error> {
         let bad = Status::InvalidQueueCreation;
         if !p.ring.is_aligned(256) || p.ring.is_null() {
-            hsa_core::bail!(bad, "ring address {:#x} is null or not 256-byte aligned", p.ring.get());
+            hsa_core::bail!(
+                bad,
+                "ring address {:#x} is null or not 256-byte aligned",
+                p.ring.get()
+            );
         }
         let s = p.ring_size_bytes;
         if !s.is_power_of_two() || !(256..=1 << 34).contains(&s) {
-            hsa_core::bail!(bad, "ring_size_bytes {s:#x} is not a power of two in 256..=2^34");
+            hsa_core::bail!(
+                bad,
+                "ring_size_bytes {s:#x} is not a power of two in 256..=2^34"
+            );
         }
         if !p.eop.is_aligned(256) || p.eop.is_null() {
-            hsa_core::bail!(bad, "EOP address {:#x} is null or not 256-byte aligned", p.eop.get());
+            hsa_core::bail!(
+                bad,
+                "EOP address {:#x} is null or not 256-byte aligned",
+                p.eop.get()
+            );
         }
         let e = p.eop_size_bytes;
         if !e.is_power_of_two() || e < 16 {
             hsa_core::bail!(bad, "eop_size_bytes {e:#x} is not a power of two >= 16");
         }
         if !p.rptr_report.is_aligned(8) || p.rptr_report.is_null() {
-            hsa_core::bail!(bad, "read pointer address {:#x} is null or not 8-byte aligned", p.rptr_report.get());
+            hsa_core::bail!(
+                bad,
+                "read pointer address {:#x} is null or not 8-byte aligned",
+                p.rptr_report.get()
+            );
         }
         if !p.wptr_poll.is_aligned(8) || p.wptr_poll.is_null() {
-            hsa_core::bail!(bad, "write pointer address {:#x} is null or not 8-byte aligned", p.wptr_poll.get());
+            hsa_core::bail!(
+                bad,
+                "write pointer address {:#x} is null or not 8-byte aligned",
+                p.wptr_poll.get()
+            );
         }
-        let dw_offset = p.doorbell.get().checked_mul(2).filter(|&o| o <= DOORBELL_OFFSET_MAX);
+        let dw_offset = p
+            .doorbell
+            .get()
+            .checked_mul(2)
+            .filter(|&o| o <= DOORBELL_OFFSET_MAX);
         let Some(dw_offset) = dw_offset else {
-            hsa_core::bail!(bad, "doorbell index {} does not fit DOORBELL_OFFSET", p.doorbell.get());
+            hsa_core::bail!(
+                bad,
+                "doorbell index {} does not fit DOORBELL_OFFSET",
+                p.doorbell.get()
+            );
         };
         let log2_dwords = (s / 4).trailing_zeros();
         let eop_field = ((e / 4).trailing_zeros() - 1).min(EOP_SIZE_MAX_FIELD);
@@ -212,13 +239,25 @@ mod tests {
             assert_eq!(e.status(), Status::InvalidQueueCreation);
             assert!(e.detail().contains(needle), "{e:?} lacks {needle}");
         };
-        check(&|p| p.ring = GpuVa(0x1_2345_6780), "ring address 0x123456780");
+        check(
+            &|p| p.ring = GpuVa(0x1_2345_6780),
+            "ring address 0x123456780",
+        );
         check(&|p| p.ring_size_bytes = 3000, "ring_size_bytes 0xbb8");
         check(&|p| p.ring_size_bytes = 128, "ring_size_bytes 0x80");
         check(&|p| p.eop = GpuVa(0), "EOP address 0x0");
         check(&|p| p.eop_size_bytes = 8, "eop_size_bytes 0x8");
-        check(&|p| p.rptr_report = GpuVa(0x1004), "read pointer address 0x1004");
-        check(&|p| p.wptr_poll = GpuVa(0x1002), "write pointer address 0x1002");
-        check(&|p| p.doorbell = DoorbellIndex(0x0200_0000), "doorbell index 33554432");
+        check(
+            &|p| p.rptr_report = GpuVa(0x1004),
+            "read pointer address 0x1004",
+        );
+        check(
+            &|p| p.wptr_poll = GpuVa(0x1002),
+            "write pointer address 0x1002",
+        );
+        check(
+            &|p| p.doorbell = DoorbellIndex(0x0200_0000),
+            "doorbell index 33554432",
+        );
     }
 }

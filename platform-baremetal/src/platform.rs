@@ -4,8 +4,8 @@
 use core::sync::atomic::Ordering;
 
 use hsa_core::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties, Platform, QueueKind,
-    QueueRequest, WaitOutcome,
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
+    Platform, QueueKind, QueueRequest, WaitOutcome,
 };
 use hsa_core::{Error, EventId, NodeId, QueueId, Status};
 
@@ -18,7 +18,11 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
         if index < self.host.nodes().len() {
             Ok(())
         } else {
-            hsa_core::bail!(Status::InvalidIndex, "node index {index} >= node count {}", self.host.nodes().len())
+            hsa_core::bail!(
+                Status::InvalidIndex,
+                "node index {index} >= node count {}",
+                self.host.nodes().len()
+            )
         }
     }
 }
@@ -78,10 +82,18 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         let QueueKind::ComputeAql = request.kind;
         let mut slots = self.queues.lock();
         let Some(slot) = slots.iter().position(Option::is_none) else {
-            hsa_core::bail!(Status::OutOfResources, "all {} queue slots are in use", slots.len());
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "all {} queue slots are in use",
+                slots.len()
+            );
         };
         let Some(doorbell) = self.pick_doorbell(&slots[..]) else {
-            hsa_core::bail!(Status::OutOfResources, "all {} granted doorbells are in use", self.doorbells.count());
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "all {} granted doorbells are in use",
+                self.doorbells.count()
+            );
         };
         let eop = self.allocate_eop(request.node)?;
         let built = ComputeMqd::new(&MqdParams {
@@ -126,21 +138,32 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         slots[slot] = Some(QueueSlot { mapping, eop });
         // Release: pairs with the Acquire load in ring_doorbell.
         self.queue_doorbells[slot].store(doorbell.get() + 1, Ordering::Release);
-        Ok(HwQueue { id: QueueId(slot as u32), doorbell_address })
+        Ok(HwQueue {
+            id: QueueId(slot as u32),
+            doorbell_address,
+        })
     }
 
     fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
-        let Some(d) = self.queue_doorbells.get(queue.get() as usize) else { return };
+        let Some(d) = self.queue_doorbells.get(queue.get() as usize) else {
+            return;
+        };
         let d = d.load(Ordering::Acquire);
         if d != 0 {
-            let _ = self.doorbells.ring(hsa_core::DoorbellIndex(d - 1), write_index);
+            let _ = self
+                .doorbells
+                .ring(hsa_core::DoorbellIndex(d - 1), write_index);
         }
     }
 
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
         let mut slots = self.queues.lock();
         let Some(entry) = slots.get_mut(queue.get() as usize) else {
-            hsa_core::bail!(Status::InvalidQueue, "queue id {} is out of range", queue.get());
+            hsa_core::bail!(
+                Status::InvalidQueue,
+                "queue id {} is out of range",
+                queue.get()
+            );
         };
         let Some(q) = entry.as_ref() else {
             hsa_core::bail!(Status::InvalidQueue, "queue id {} is not live", queue.get());
@@ -156,17 +179,26 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
 
     fn create_event(&self) -> Result<Event, Error> {
         let Some(id) = self.events.allocate() else {
-            hsa_core::bail!(Status::OutOfResources, "all {} events are in use", Self::EVENT_CAPACITY);
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "all {} events are in use",
+                Self::EVENT_CAPACITY
+            );
         };
         let mailbox = self.event_mailbox(id)?;
         let off = self.event_page.offset + 8 * u64::from(id.get());
-        crate::mmio::host_carve_out_window(&self.host, self.event_page.carve_out, off, 8)?.fill_zero();
+        crate::mmio::host_carve_out_window(&self.host, self.event_page.carve_out, off, 8)?
+            .fill_zero();
         Ok(Event { id, mailbox })
     }
 
     fn destroy_event(&self, event: EventId) -> Result<(), Error> {
         if !self.events.free(event) {
-            hsa_core::bail!(Status::InvalidArgument, "event {} is not allocated", event.get());
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "event {} is not allocated",
+                event.get()
+            );
         }
         self.host.wake_waiters();
         Ok(())
@@ -178,7 +210,11 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
 
     fn signal_event(&self, event: EventId) -> Result<(), Error> {
         if !self.events.set_pending(event) {
-            hsa_core::bail!(Status::InvalidArgument, "event {} is not allocated", event.get());
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "event {} is not allocated",
+                event.get()
+            );
         }
         self.host.wake_waiters();
         Ok(())

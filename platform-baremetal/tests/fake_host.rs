@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 
 use hsa_baremetal::ih::IhEntry;
 use hsa_baremetal::{
-    BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping, RegisterLocation,
+    BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping,
+    RegisterLocation,
 };
 use hsa_core::platform::{
-    MemoryFlags, MemoryKind, MemoryRequest, NodeProperties, Platform, QueueKind, QueueRequest, WaitOutcome,
+    MemoryFlags, MemoryKind, MemoryRequest, NodeProperties, Platform, QueueKind, QueueRequest,
+    WaitOutcome,
 };
 use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, PhysAddr, Status};
 
@@ -63,8 +65,18 @@ impl FakeHost {
                 size_bytes: 1 << 24,
             },
         ];
-        let cpu = NodeProperties { node_id: 0, cpu_cores_count: 4, ..Default::default() };
-        let gpu = NodeProperties { node_id: 1, simd_count: 8, simd_per_cu: 4, gfx_target_version: 90010, ..Default::default() };
+        let cpu = NodeProperties {
+            node_id: 0,
+            cpu_cores_count: 4,
+            ..Default::default()
+        };
+        let gpu = NodeProperties {
+            node_id: 1,
+            simd_count: 8,
+            simd_per_cu: 4,
+            gfx_target_version: 90010,
+            ..Default::default()
+        };
         FakeHost {
             sys,
             doorbell_bar: words(64 * 8),
@@ -88,7 +100,8 @@ impl FakeHost {
     /// Writes `entry` at slot `slot` of the IH ring (as the IH block would).
     fn put_raw(&self, slot: usize, bytes: [u8; 32]) {
         for (i, c) in bytes.chunks_exact(8).enumerate() {
-            self.ih[slot * 4 + i].store(u64::from_le_bytes(c.try_into().unwrap()), Ordering::SeqCst);
+            self.ih[slot * 4 + i]
+                .store(u64::from_le_bytes(c.try_into().unwrap()), Ordering::SeqCst);
         }
     }
 
@@ -159,7 +172,10 @@ unsafe impl Host for FakeHost {
             return;
         }
         // No cap: a lost wake-up makes the waiter sleep to its deadline and the test fail.
-        let _ = self.cv.wait_timeout(g, Duration::from_nanos(deadline_ticks - now)).unwrap();
+        let _ = self
+            .cv
+            .wait_timeout(g, Duration::from_nanos(deadline_ticks - now))
+            .unwrap();
     }
     fn wake_waiters(&self) {
         let _g = self.lock.lock().unwrap();
@@ -181,7 +197,13 @@ fn platform() -> Arc<BaremetalPlatform<FakeHost>> {
 }
 
 fn eop(event: u32) -> [u8; 32] {
-    IhEntry { client_id: 0x14, source_id: 181, src_data: [event, 0, 0, 0], ..Default::default() }.encode()
+    IhEntry {
+        client_id: 0x14,
+        source_id: 181,
+        src_data: [event, 0, 0, 0],
+        ..Default::default()
+    }
+    .encode()
 }
 
 #[test]
@@ -212,15 +234,25 @@ fn doorbell_store_lands_at_aperture_plus_index_times_8() {
     let q = unsafe { p.create_queue(&req) }.unwrap();
     let m = p.host().mapped.lock().unwrap()[0];
     assert_eq!(m.doorbell, DoorbellIndex(FIRST_DOORBELL));
-    assert_eq!(q.doorbell_address, p.host().doorbell_bar.as_ptr() as u64 + 8 * u64::from(FIRST_DOORBELL));
+    assert_eq!(
+        q.doorbell_address,
+        p.host().doorbell_bar.as_ptr() as u64 + 8 * u64::from(FIRST_DOORBELL)
+    );
     // doorbell 4 -> dword 8 -> 8 << 2 = 0x20, | DOORBELL_EN
     assert_eq!(m.mqd.cp_hqd_pq_doorbell_control, 0x4000_0020);
     assert_eq!(m.mqd.cp_hqd_pq_control, 0x0800_0509);
-    assert_eq!(u64::from(m.mqd.cp_hqd_pq_rptr_report_addr_lo), (aq.gpu_va.get() + 128) & 0xffff_ffff);
+    assert_eq!(
+        u64::from(m.mqd.cp_hqd_pq_rptr_report_addr_lo),
+        (aq.gpu_va.get() + 128) & 0xffff_ffff
+    );
     assert_eq!(m.eop_size_bytes, 4096);
     assert_eq!(m.eop.get() & 0xff, 0);
     // EOP came from node 1's private VRAM
-    assert!((0x8000_0000..0x8100_0000).contains(&m.eop.get()), "{:#x}", m.eop.get());
+    assert!(
+        (0x8000_0000..0x8100_0000).contains(&m.eop.get()),
+        "{:#x}",
+        m.eop.get()
+    );
 
     p.ring_doorbell(q.id, 41);
     assert_eq!(p.host().doorbell(FIRST_DOORBELL), 41);
@@ -236,16 +268,25 @@ fn doorbell_store_lands_at_aperture_plus_index_times_8() {
     assert_eq!(p.host().doorbell(FIRST_DOORBELL + 1), 7);
 
     p.destroy_queue(q.id).unwrap();
-    assert_eq!(*p.host().unmapped.lock().unwrap(), [DoorbellIndex(FIRST_DOORBELL)]);
+    assert_eq!(
+        *p.host().unmapped.lock().unwrap(),
+        [DoorbellIndex(FIRST_DOORBELL)]
+    );
     p.ring_doorbell(q.id, 99); // dead queue: ignored
     assert_eq!(p.host().doorbell(FIRST_DOORBELL), 0x1_0000_0002);
-    assert_eq!(p.destroy_queue(q.id).unwrap_err().status(), Status::InvalidQueue);
+    assert_eq!(
+        p.destroy_queue(q.id).unwrap_err().status(),
+        Status::InvalidQueue
+    );
     p.destroy_queue(q2.id).unwrap();
     // SAFETY: the queues that used them are destroyed.
     unsafe {
         p.free_memory(&ring).unwrap();
         p.free_memory(&aq).unwrap();
-        assert_eq!(p.free_memory(&aq).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(
+            p.free_memory(&aq).unwrap_err().status(),
+            Status::InvalidArgument
+        );
     }
 }
 
@@ -259,9 +300,26 @@ fn ih_entries_mark_events_and_count_errors() {
     assert_eq!(e1.mailbox.get(), e0.mailbox.get() + 8);
     let h = p.host();
     h.put_raw(0, eop(0)); // EOP -> event 0
-    // SQ message, 24-bit data 0x000001 in ctx0[11:0] -> event 1
-    h.put_raw(1, IhEntry { client_id: 0x14, source_id: 239, src_data: [1, 0, 0, 0], ..Default::default() }.encode());
-    h.put_raw(2, IhEntry { client_id: 0x12, source_id: 0, ..Default::default() }.encode()); // VMC: unknown
+                          // SQ message, 24-bit data 0x000001 in ctx0[11:0] -> event 1
+    h.put_raw(
+        1,
+        IhEntry {
+            client_id: 0x14,
+            source_id: 239,
+            src_data: [1, 0, 0, 0],
+            ..Default::default()
+        }
+        .encode(),
+    );
+    h.put_raw(
+        2,
+        IhEntry {
+            client_id: 0x12,
+            source_id: 0,
+            ..Default::default()
+        }
+        .encode(),
+    ); // VMC: unknown
     let mut bad = eop(2);
     bad[3] = 0x40; // dword 0 bit 30: reserved
     h.put_raw(3, bad);
@@ -269,13 +327,31 @@ fn ih_entries_mark_events_and_count_errors() {
     h.set_wptr(5 * 32);
     assert_eq!(p.on_interrupt(), 2);
     let s = p.irq_stats();
-    assert_eq!((s.interrupts, s.entries, s.signaled, s.unknown, s.malformed, s.bad_event, s.overflows), (1, 5, 2, 1, 1, 1, 0));
+    assert_eq!(
+        (
+            s.interrupts,
+            s.entries,
+            s.signaled,
+            s.unknown,
+            s.malformed,
+            s.bad_event,
+            s.overflows
+        ),
+        (1, 5, 2, 1, 1, 1, 0)
+    );
     assert_eq!(h.rptr_register(), 160);
     assert_eq!(p.wait_event(e0.id, 0).unwrap(), WaitOutcome::Signaled);
-    assert_eq!(p.wait_event(e0.id, 0).unwrap(), WaitOutcome::TimedOut, "consumed");
+    assert_eq!(
+        p.wait_event(e0.id, 0).unwrap(),
+        WaitOutcome::TimedOut,
+        "consumed"
+    );
     assert_eq!(p.wait_event(e1.id, 1_000).unwrap(), WaitOutcome::Signaled);
     assert_eq!(p.wait_event(e2.id, 100_000).unwrap(), WaitOutcome::TimedOut);
-    assert_eq!(p.wait_event(EventId(9), 0).unwrap_err().status(), Status::InvalidArgument);
+    assert_eq!(
+        p.wait_event(EventId(9), 0).unwrap_err().status(),
+        Status::InvalidArgument
+    );
 
     // nothing new: no counts move except the pass
     assert_eq!(p.on_interrupt(), 0);
@@ -293,9 +369,15 @@ fn ih_entries_mark_events_and_count_errors() {
     // software signal; unknown ids are errors
     p.signal_event(e2.id).unwrap();
     assert_eq!(p.wait_event(e2.id, 0).unwrap(), WaitOutcome::Signaled);
-    assert_eq!(p.signal_event(EventId(100)).unwrap_err().status(), Status::InvalidArgument);
+    assert_eq!(
+        p.signal_event(EventId(100)).unwrap_err().status(),
+        Status::InvalidArgument
+    );
     p.destroy_event(e2.id).unwrap();
-    assert_eq!(p.destroy_event(e2.id).unwrap_err().status(), Status::InvalidArgument);
+    assert_eq!(
+        p.destroy_event(e2.id).unwrap_err().status(),
+        Status::InvalidArgument
+    );
 }
 
 #[test]
@@ -317,7 +399,10 @@ fn waiter_is_woken_by_another_threads_interrupt() {
     let (r, waited) = waiter.join().unwrap();
     assert_eq!(r, WaitOutcome::Signaled);
     assert!(waited < Duration::from_secs(4), "woken late: {waited:?}");
-    assert!(waited >= Duration::from_millis(40), "returned before the interrupt: {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(40),
+        "returned before the interrupt: {waited:?}"
+    );
 
     // many rounds, racing the waiter's arming against the interrupt
     for round in 0..50u32 {
@@ -339,7 +424,10 @@ fn memory_and_topology() {
     assert_eq!(p.node_count(), 2);
     assert_eq!(p.node(1).unwrap().gfx_target_version, 90010);
     assert_eq!(p.node(2).unwrap_err().status(), Status::InvalidIndex);
-    assert_eq!(p.memory_bank(3, 0).unwrap_err().status(), Status::InvalidIndex);
+    assert_eq!(
+        p.memory_bank(3, 0).unwrap_err().status(),
+        Status::InvalidIndex
+    );
     assert_eq!(p.memory_bank(0, 0).unwrap(), None);
     let req = MemoryRequest {
         node: NodeId(0),
@@ -352,9 +440,20 @@ fn memory_and_topology() {
     assert!(c.gpu_va.is_aligned(8192));
     let virt = c.host_ptr.unwrap().as_ptr() as usize;
     assert_eq!(p.host().sys_word_at(virt), 0);
-    let bad = MemoryRequest { node: NodeId(7), ..req };
-    assert_eq!(p.allocate_memory(&bad).unwrap_err().status(), Status::InvalidArgument);
-    let vram = MemoryRequest { node: NodeId(1), kind: MemoryKind::DeviceLocal, flags: MemoryFlags::empty(), ..req };
+    let bad = MemoryRequest {
+        node: NodeId(7),
+        ..req
+    };
+    assert_eq!(
+        p.allocate_memory(&bad).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    let vram = MemoryRequest {
+        node: NodeId(1),
+        kind: MemoryKind::DeviceLocal,
+        flags: MemoryFlags::empty(),
+        ..req
+    };
     let v = p.allocate_memory(&vram).unwrap();
     assert!(v.host_ptr.is_none());
     p.map_memory(&v, &[NodeId(1)]).unwrap();
@@ -366,4 +465,34 @@ fn memory_and_topology() {
     }
     assert_eq!(p.timestamp_frequency_hz(), 1_000_000_000);
     assert_eq!(p.device_name(), "baremetal");
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn heap_over_a_system_chunk_allocates_and_frees() {
+    use std::alloc::{GlobalAlloc, Layout};
+
+    use hsa_baremetal::heap::CarveOutHeap;
+
+    let p: &'static BaremetalPlatform<FakeHost> =
+        Box::leak(Box::new(BaremetalPlatform::new(FakeHost::new()).unwrap()));
+    let heap: &'static CarveOutHeap = Box::leak(Box::new(CarveOutHeap::empty()));
+    let layout = Layout::from_size_align(256, 64).unwrap();
+    // SAFETY: a valid non-zero layout; an empty heap returns null.
+    assert!(unsafe { heap.alloc(layout) }.is_null());
+    p.init_heap(heap, 10_000).unwrap();
+    assert_eq!(heap.size_bytes(), 12288);
+    assert_eq!(
+        p.init_heap(heap, 4096).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    // SAFETY: valid layout; the pointer is freed with the same layout.
+    unsafe {
+        let a = heap.alloc(layout);
+        assert!(!a.is_null());
+        assert_eq!(a as usize % 64, 0);
+        assert!(heap.used_bytes() >= 256);
+        heap.dealloc(a, layout);
+    }
+    assert_eq!(heap.used_bytes(), 0);
 }
