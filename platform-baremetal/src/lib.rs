@@ -1,5 +1,341 @@
 //! # hsa-baremetal
 //!
-//! The bare-metal backend of hsa-rt (being built).
+//! The bare-metal backend of hsa-rt: no OS, the host (firmware, a unikernel, a hypervisor)
+//! hands in memory carve-outs, the doorbell aperture, the soc15 IH ring and a
+//! wait-for-interrupt hook through [`Host`], and [`BaremetalPlatform`] implements
+//! `hsa_core::platform::Platform` over them.
+//!
+//! Layers: [`mmio`] (the only `unsafe`: bounded volatile register access) ← [`doorbell`]
+//! (64-bit doorbell stores), [`ih`] (IH entry decode, ring reader), [`mqd`] (gfx9 MQD
+//! fields), [`carveout`] (chunk allocator with out-of-band bookkeeping) ← [`irq`] (the ISR
+//! path, event table) ← [`BaremetalPlatform`].
+//!
+//! The host's ISR calls [`BaremetalPlatform::on_interrupt`]; threads blocked in
+//! `Platform::wait_event` spin briefly, then sleep in [`Host::wait_for_interrupt`].
+//!
+//! With feature `alloc`, [`heap::CarveOutHeap`] is a spin-locked `linked_list_allocator` heap
+//! over a system-memory chunk, installable as `#[global_allocator]`.
 #![no_std]
 #![deny(unsafe_code)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks,
+    missing_docs
+)]
+// hsa_core::Error keeps its message inline (~200 bytes) so that errors need no allocator, by
+// design; boxing it is not an option in no_std without `alloc`.
+#![allow(clippy::result_large_err)]
+
+#[cfg(test)]
+extern crate std;
+
+pub mod carveout;
+pub mod doorbell;
+#[cfg(feature = "alloc")]
+pub mod heap;
+pub mod host;
+pub mod ih;
+pub mod irq;
+pub mod mmio;
+pub mod mqd;
+mod platform;
+
+use core::ptr::NonNull;
+use core::sync::atomic::AtomicU32;
+
+use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, WaitOutcome};
+use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, Status};
+
+pub use crate::carveout::{Allocation, CarveOutAllocator};
+pub use crate::doorbell::Doorbells;
+pub use crate::host::{
+    CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping, RegisterLocation,
+};
+pub use crate::ih::{IhEntry, IhError, IhRing};
+pub use crate::irq::{EventTable, InterruptHandler, IrqStats};
+pub use crate::mqd::{ComputeMqd, MqdParams};
+
+/// Most hardware queues one platform serves at once.
+pub const MAX_QUEUES: usize = 32;
+/// EOP buffer size per queue, bytes (one page; `EOP_SIZE` field 9).
+pub const EOP_BYTES: u64 = 4096;
+/// How long `wait_event` spins before sleeping in the host's hook, ns.
+pub const SPIN_NS: u64 = 20_000;
+
+struct QueueSlot {
+    mapping: QueueMapping,
+    eop: Allocation,
+}
+
+/// The bare-metal platform: a [`Host`], the carve-out allocator, the granted doorbells, the IH
+/// ring's interrupt handler, and an event table of `64 * EVENT_WORDS` events whose 8-byte
+/// mailboxes live in one event page carved from system memory.
+pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
+    host: H,
+    memory: CarveOutAllocator,
+    doorbells: Doorbells,
+    irq: InterruptHandler,
+    events: EventTable<EVENT_WORDS>,
+    event_page: Allocation,
+    queues: spin::Mutex<[Option<QueueSlot>; MAX_QUEUES]>,
+    /// Doorbell index + 1 of each live queue slot, 0 = free: read lock-free by
+    /// `ring_doorbell`. Release on create pairs with the Acquire there.
+    queue_doorbells: [AtomicU32; MAX_QUEUES],
+}
+
+impl<H: Host, const EVENT_WORDS: usize> core::fmt::Debug for BaremetalPlatform<H, EVENT_WORDS> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("BaremetalPlatform")
+            .field("doorbells", &self.doorbells)
+            .field("event_page", &self.event_page)
+            .field("irq", &self.irq.counters().snapshot())
+            .finish_non_exhaustive()
+    }
+}
+
+fn ns_to_ticks(ns: u64, freq_hz: u64) -> u64 {
+    u64::try_from(u128::from(ns) * u128::from(freq_hz) / 1_000_000_000).unwrap_or(u64::MAX)
+}
+
+impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
+    /// Number of events (`64 * EVENT_WORDS`).
+    pub const EVENT_CAPACITY: usize = 64 * EVENT_WORDS;
+
+    /// Builds the platform over `host`: checks the carve-outs, doorbells and IH ring it
+    /// describes, and carves the event page (`8 * EVENT_CAPACITY` bytes, page-rounded) out of
+    /// system memory.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for carve-outs, a doorbell grant or an IH ring the host
+    /// described inconsistently (the message names which); `Status::OutOfResources` when no
+    /// system-memory carve-out can hold the event page.
+    pub fn new(host: H) -> Result<Self, Error> {
+        let memory = CarveOutAllocator::new(host.carve_outs())?;
+        let d = host.doorbells();
+        let doorbells = Doorbells::new(mmio::host_doorbell_aperture(&host)?, d.first, d.count)?;
+        let (ring, wptr, rptr_block) = mmio::host_ih_regions(&host)?;
+        let ih = IhRing::new(
+            ring,
+            wptr,
+            rptr_block,
+            host.ih_ring().rptr_register.offset_bytes,
+        )
+        .map_err(|e| hsa_core::error!(Status::InvalidArgument, "{e}"))?;
+        let Some(node) = memory.any_system_node() else {
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "no system-memory carve-out for the event page"
+            );
+        };
+        let page_bytes = (8 * Self::EVENT_CAPACITY as u64).next_multiple_of(carveout::PAGE_BYTES);
+        let event_page = memory.allocate(&MemoryRequest {
+            node,
+            kind: MemoryKind::System,
+            size_bytes: page_bytes,
+            align_bytes: carveout::PAGE_BYTES,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::UNCACHED,
+        })?;
+        mmio::host_carve_out_window(&host, event_page.carve_out, event_page.offset, page_bytes)?
+            .fill_zero();
+        Ok(BaremetalPlatform {
+            host,
+            memory,
+            doorbells,
+            irq: InterruptHandler::new(ih),
+            events: EventTable::new(),
+            event_page,
+            queues: spin::Mutex::new([const { None }; MAX_QUEUES]),
+            queue_doorbells: [const { AtomicU32::new(0) }; MAX_QUEUES],
+        })
+    }
+
+    /// The host.
+    pub fn host(&self) -> &H {
+        &self.host
+    }
+
+    /// The granted doorbells.
+    pub fn doorbells(&self) -> &Doorbells {
+        &self.doorbells
+    }
+
+    /// The carve-out allocator.
+    pub fn memory(&self) -> &CarveOutAllocator {
+        &self.memory
+    }
+
+    /// The event table (pending marks).
+    pub fn events(&self) -> &EventTable<EVENT_WORDS> {
+        &self.events
+    }
+
+    /// Call from the host's ISR for the IH interrupt: drains the IH ring, marks events
+    /// pending, writes the read pointer back, counts unknown and malformed entries, and on a
+    /// reported overflow calls [`Host::ih_overflow_clear`]. Returns the number of events
+    /// signaled. Never blocks, never allocates.
+    pub fn on_interrupt(&self) -> u64 {
+        let n = self
+            .irq
+            .on_interrupt(&self.events, &|| self.host.ih_overflow_clear());
+        if n > 0 {
+            self.host.wake_waiters();
+        }
+        n
+    }
+
+    /// The interrupt counters now.
+    pub fn irq_stats(&self) -> IrqStats {
+        self.irq.counters().snapshot()
+    }
+
+    /// Device (and host) address of event `id`'s 8-byte mailbox slot in the event page.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an id out of range.
+    pub fn event_mailbox(&self, id: EventId) -> Result<GpuVa, Error> {
+        if id.get() as usize >= Self::EVENT_CAPACITY {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "event id {} >= capacity {}",
+                id.get(),
+                Self::EVENT_CAPACITY
+            );
+        }
+        Ok(GpuVa(
+            self.event_page.gpu_va.get() + 8 * u64::from(id.get()),
+        ))
+    }
+
+    fn check_node(&self, node: NodeId) -> Result<(), Error> {
+        if self.host.nodes().iter().any(|n| n.node_id == node.get()) {
+            Ok(())
+        } else {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "node {} is unknown to the host",
+                node.get()
+            )
+        }
+    }
+
+    /// Zeroes a freshly allocated chunk (volatile stores through its CPU mapping, or the
+    /// host's device clear).
+    fn zero(&self, a: &Allocation) -> Result<(), Error> {
+        match a.virt {
+            Some(_) => {
+                mmio::host_carve_out_window(&self.host, a.carve_out, a.offset, a.size_bytes)?
+                    .fill_zero();
+                Ok(())
+            }
+            None => self.host.clear_device_memory(a.gpu_va, a.size_bytes),
+        }
+    }
+
+    fn allocate_zeroed(&self, request: &MemoryRequest) -> Result<Allocation, Error> {
+        let a = self.memory.allocate(request)?;
+        if let Err(e) = self.zero(&a) {
+            let _ = self.memory.free(a.handle(), a.size_bytes);
+            return Err(e);
+        }
+        Ok(a)
+    }
+
+    fn allocate_chunk(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
+        self.check_node(request.node)?;
+        let a = self.allocate_zeroed(request)?;
+        Ok(MemoryChunk {
+            gpu_va: a.gpu_va,
+            host_ptr: a.virt.and_then(|v| NonNull::new(v as *mut u8)),
+            size_bytes: a.size_bytes,
+            handle: a.handle(),
+        })
+    }
+
+    fn free_chunk(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        let a = self.memory.free(chunk.handle, chunk.size_bytes)?;
+        if a.gpu_va != chunk.gpu_va {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "chunk gpu_va {:#x} does not match handle {:#x} ({:#x})",
+                chunk.gpu_va.get(),
+                chunk.handle,
+                a.gpu_va.get()
+            );
+        }
+        Ok(())
+    }
+
+    fn pick_doorbell(&self, slots: &[Option<QueueSlot>]) -> Option<DoorbellIndex> {
+        let first = self.doorbells.first().get();
+        (first..first.saturating_add(self.doorbells.count()))
+            .map(DoorbellIndex)
+            .find(|d| !slots.iter().flatten().any(|s| s.mapping.doorbell == *d))
+    }
+
+    /// Allocates an EOP buffer: device-local memory of the node, else system memory.
+    fn allocate_eop(&self, node: NodeId) -> Result<Allocation, Error> {
+        let mut req = MemoryRequest {
+            node,
+            kind: MemoryKind::DeviceLocal,
+            size_bytes: EOP_BYTES,
+            align_bytes: carveout::PAGE_BYTES,
+            flags: MemoryFlags::empty(),
+        };
+        self.allocate_zeroed(&req).or_else(|_| {
+            req.kind = MemoryKind::System;
+            self.allocate_zeroed(&req)
+        })
+    }
+
+    fn wait(&self, id: EventId, timeout_ns: u64) -> Result<WaitOutcome, Error> {
+        if !self.events.is_allocated(id) {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "event {} is not allocated",
+                id.get()
+            );
+        }
+        let freq = self.host.timestamp_frequency_hz().max(1);
+        let start = self.host.timestamp_ticks();
+        let deadline = if timeout_ns == u64::MAX {
+            u64::MAX
+        } else {
+            start.saturating_add(ns_to_ticks(timeout_ns, freq))
+        };
+        let spin_until = start
+            .saturating_add(ns_to_ticks(SPIN_NS, freq))
+            .min(deadline);
+        loop {
+            // A destroyed event wakes its waiters (a spurious return: callers re-check).
+            if self.events.take(id) || !self.events.is_allocated(id) {
+                return Ok(WaitOutcome::Signaled);
+            }
+            let now = self.host.timestamp_ticks();
+            if now >= deadline {
+                return Ok(WaitOutcome::TimedOut);
+            }
+            if now < spin_until {
+                core::hint::spin_loop();
+                continue;
+            }
+            // Check after arming: the host re-evaluates this with interrupts masked and sleeps
+            // only if the event is still not pending.
+            self.host.wait_for_interrupt(deadline, &|| {
+                !self.events.is_pending(id) && self.events.is_allocated(id)
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ns_to_ticks_saturates_and_scales() {
+        assert_eq!(ns_to_ticks(1_000, 1_000_000_000), 1_000);
+        assert_eq!(ns_to_ticks(1_000_000, 100_000_000), 100_000);
+        assert_eq!(ns_to_ticks(u64::MAX, 2_000_000_000), u64::MAX);
+        assert_eq!(ns_to_ticks(999, 1_000_000), 0);
+    }
+}

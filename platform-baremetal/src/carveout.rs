@@ -1,0 +1,434 @@
+//! A first-fit allocator over the host's carve-outs, with its bookkeeping outside the managed
+//! memory (fixed-capacity `heapless` lists), so it works for VRAM the CPU cannot touch.
+//!
+//! It hands out large chunks (pages and up); the core's memory pools sub-allocate inside them.
+//! O(n) in the number of live chunks and free ranges per carve-out, which stay small.
+
+use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest};
+use hsa_core::{Error, GpuVa, NodeId, Status};
+
+use crate::host::{CarveOut, CarveOutKind};
+
+/// Most carve-outs one allocator manages.
+pub const MAX_CARVE_OUTS: usize = 8;
+/// Most free ranges and most live chunks per carve-out.
+pub const MAX_RANGES: usize = 64;
+/// The allocation granule, bytes.
+pub const PAGE_BYTES: u64 = 4096;
+
+/// A chunk handed out: which carve-out, where, how big.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Allocation {
+    /// Index of the carve-out in the host's list.
+    pub carve_out: usize,
+    /// Byte offset inside the carve-out.
+    pub offset: u64,
+    /// Size, bytes.
+    pub size_bytes: u64,
+    /// GPU address of the first byte.
+    pub gpu_va: GpuVa,
+    /// CPU virtual address of the first byte, when the CPU can touch it.
+    pub virt: Option<usize>,
+}
+
+impl Allocation {
+    /// An opaque 64-bit handle: carve-out index in bits [63:56], page number in [55:0].
+    pub fn handle(&self) -> u64 {
+        ((self.carve_out as u64) << 56) | (self.offset / PAGE_BYTES)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Arena {
+    free: heapless::Vec<(u64, u64), MAX_RANGES>,
+    live: heapless::Vec<(u64, u64), MAX_RANGES>,
+}
+
+/// The allocator: one arena per carve-out, behind a spin lock (allocation is not on an
+/// interrupt path).
+#[derive(Debug)]
+pub struct CarveOutAllocator {
+    carve_outs: heapless::Vec<CarveOut, MAX_CARVE_OUTS>,
+    arenas: spin::Mutex<heapless::Vec<Arena, MAX_CARVE_OUTS>>,
+}
+
+impl CarveOutAllocator {
+    /// An allocator over `carve_outs`, all free.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for more than [`MAX_CARVE_OUTS`] carve-outs, or one whose
+    /// size, GPU address or physical address is not a multiple of 4096, or whose size is 0.
+    pub fn new(carve_outs: &[CarveOut]) -> Result<CarveOutAllocator, Error> {
+        let mut cs = heapless::Vec::new();
+        let mut arenas = heapless::Vec::new();
+        for (i, c) in carve_outs.iter().enumerate() {
+            if c.size_bytes == 0
+                || c.size_bytes % PAGE_BYTES != 0
+                || !c.gpu_va.is_aligned(PAGE_BYTES)
+                || c.phys_base.get() % PAGE_BYTES != 0
+            {
+                hsa_core::bail!(
+                    Status::InvalidArgument,
+                    "carve-out {i}: size {:#x}, gpu_va {:#x}, phys {:#x} must be non-zero multiples of 4096",
+                    c.size_bytes,
+                    c.gpu_va.get(),
+                    c.phys_base.get()
+                );
+            }
+            let mut a = Arena::default();
+            let _ = a.free.push((0, c.size_bytes));
+            if cs.push(*c).is_err() || arenas.push(a).is_err() {
+                hsa_core::bail!(
+                    Status::InvalidArgument,
+                    "{} carve-outs; at most {MAX_CARVE_OUTS}",
+                    carve_outs.len()
+                );
+            }
+        }
+        Ok(CarveOutAllocator {
+            carve_outs: cs,
+            arenas: spin::Mutex::new(arenas),
+        })
+    }
+
+    /// The carve-outs managed.
+    pub fn carve_outs(&self) -> &[CarveOut] {
+        &self.carve_outs
+    }
+
+    /// Allocates a chunk for `request`, trying in order: for `System`, system-memory
+    /// carve-outs; for `DeviceLocal`, host-visible VRAM first when `HOST_ACCESS` is asked,
+    /// else private VRAM first then host-visible VRAM. Only carve-outs of `request.node`
+    /// (system memory: any node) are used. The memory is not zeroed here.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a size of 0 or not a multiple of 4096, or an alignment
+    /// not a power of two >= 4096; `Status::OutOfResources` when no carve-out has room (or
+    /// the bookkeeping is full).
+    pub fn allocate(&self, request: &MemoryRequest) -> Result<Allocation, Error> {
+        let size = request.size_bytes;
+        let align = request.align_bytes;
+        if size == 0 || size % PAGE_BYTES != 0 {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "size_bytes {size:#x} is not a non-zero multiple of 4096"
+            );
+        }
+        if !align.is_power_of_two() || align < PAGE_BYTES {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "align_bytes {align:#x} is not a power of two >= 4096"
+            );
+        }
+        let host = request.flags.contains(MemoryFlags::HOST_ACCESS);
+        let order: &[CarveOutKind] = match (request.kind, host) {
+            (MemoryKind::System, _) => &[CarveOutKind::SystemMemory],
+            (MemoryKind::DeviceLocal, true) => &[CarveOutKind::HostVisibleVram],
+            (MemoryKind::DeviceLocal, false) => {
+                &[CarveOutKind::PrivateVram, CarveOutKind::HostVisibleVram]
+            }
+        };
+        let mut arenas = self.arenas.lock();
+        for kind in order {
+            for (i, c) in self.carve_outs.iter().enumerate() {
+                if c.kind != *kind
+                    || (c.kind != CarveOutKind::SystemMemory && c.node != request.node)
+                {
+                    continue;
+                }
+                if let Some(off) = take(&mut arenas[i], c.gpu_va.get(), size, align) {
+                    return Ok(Allocation {
+                        carve_out: i,
+                        offset: off,
+                        size_bytes: size,
+                        gpu_va: GpuVa(c.gpu_va.get() + off),
+                        virt: c.virt_base.map(|v| v + off as usize),
+                    });
+                }
+            }
+        }
+        hsa_core::bail!(
+            Status::OutOfResources,
+            "no {:?} carve-out of node {} has {size:#x} free bytes aligned to {align:#x}",
+            request.kind,
+            request.node.get()
+        )
+    }
+
+    /// Frees the chunk with `handle` and `size_bytes` (as [`Allocation::handle`] gave).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when the handle and size do not name a live chunk (never
+    /// given, already freed, wrong size).
+    pub fn free(&self, handle: u64, size_bytes: u64) -> Result<Allocation, Error> {
+        let carve = (handle >> 56) as usize;
+        let offset = (handle & ((1 << 56) - 1)).wrapping_mul(PAGE_BYTES);
+        let mut arenas = self.arenas.lock();
+        let Some(arena) = arenas.get_mut(carve) else {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "handle {handle:#x} names no carve-out"
+            );
+        };
+        let Some(pos) = arena.live.iter().position(|&r| r == (offset, size_bytes)) else {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "handle {handle:#x} size {size_bytes:#x} is not a live chunk"
+            );
+        };
+        arena.live.swap_remove(pos);
+        give_back(arena, offset, size_bytes);
+        let c = &self.carve_outs[carve];
+        Ok(Allocation {
+            carve_out: carve,
+            offset,
+            size_bytes,
+            gpu_va: GpuVa(c.gpu_va.get() + offset),
+            virt: c.virt_base.map(|v| v + offset as usize),
+        })
+    }
+
+    /// Bytes free in carve-out `index` (0 for an unknown index).
+    pub fn free_bytes(&self, index: usize) -> u64 {
+        self.arenas
+            .lock()
+            .get(index)
+            .map_or(0, |a| a.free.iter().map(|r| r.1).sum())
+    }
+
+    /// The system-memory carve-outs' node, for callers that need "some" node.
+    pub fn any_system_node(&self) -> Option<NodeId> {
+        self.carve_outs
+            .iter()
+            .find(|c| c.kind == CarveOutKind::SystemMemory)
+            .map(|c| c.node)
+    }
+}
+
+/// First fit: the first free range holding `size` bytes at a GPU address aligned to `align`.
+fn take(a: &mut Arena, gpu_base: u64, size: u64, align: u64) -> Option<u64> {
+    if a.live.is_full() {
+        return None;
+    }
+    for i in 0..a.free.len() {
+        let (start, len) = a.free[i];
+        let addr = gpu_base.checked_add(start)?;
+        let aligned = addr.checked_add(align - 1)? & !(align - 1);
+        let pad = aligned - addr;
+        if pad.checked_add(size)? > len {
+            continue;
+        }
+        let tail = len - pad - size;
+        // Splitting into two pieces needs one more slot.
+        if pad > 0 && tail > 0 && a.free.is_full() {
+            continue;
+        }
+        let off = start + pad;
+        match (pad > 0, tail > 0) {
+            (false, false) => {
+                a.free.remove(i);
+            }
+            (true, false) => a.free[i] = (start, pad),
+            (false, true) => a.free[i] = (off + size, tail),
+            (true, true) => {
+                a.free[i] = (start, pad);
+                let _ = a.free.insert(i + 1, (off + size, tail));
+            }
+        }
+        let _ = a.live.push((off, size));
+        return Some(off);
+    }
+    None
+}
+
+/// Returns `[off, off + size)` to the sorted free list, merging neighbours.
+fn give_back(a: &mut Arena, off: u64, size: u64) {
+    let i = a
+        .free
+        .iter()
+        .position(|r| r.0 > off)
+        .unwrap_or(a.free.len());
+    let merge_prev = i > 0 && a.free[i - 1].0 + a.free[i - 1].1 == off;
+    let merge_next = i < a.free.len() && off + size == a.free[i].0;
+    match (merge_prev, merge_next) {
+        (true, true) => {
+            a.free[i - 1].1 += size + a.free[i].1;
+            a.free.remove(i);
+        }
+        (true, false) => a.free[i - 1].1 += size,
+        (false, true) => a.free[i] = (off, size + a.free[i].1),
+        (false, false) => {
+            // When the free list is full the range is dropped (leaked, never reused) rather
+            // than corrupting the list.
+            let _ = a.free.insert(i, (off, size));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsa_core::PhysAddr;
+
+    fn carve(kind: CarveOutKind, node: u32, gpu: u64, size: u64, virt: Option<usize>) -> CarveOut {
+        CarveOut {
+            node: NodeId(node),
+            kind,
+            phys_base: PhysAddr(gpu),
+            virt_base: virt,
+            gpu_va: GpuVa(gpu),
+            size_bytes: size,
+        }
+    }
+
+    fn req(
+        kind: MemoryKind,
+        node: u32,
+        size: u64,
+        align: u64,
+        flags: MemoryFlags,
+    ) -> MemoryRequest {
+        MemoryRequest {
+            node: NodeId(node),
+            kind,
+            size_bytes: size,
+            align_bytes: align,
+            flags,
+        }
+    }
+
+    #[test]
+    fn allocates_by_kind_aligns_frees_and_merges() {
+        let a = CarveOutAllocator::new(&[
+            carve(
+                CarveOutKind::SystemMemory,
+                0,
+                0x10_0000,
+                0x10_0000,
+                Some(0x7000_0000),
+            ),
+            carve(CarveOutKind::PrivateVram, 1, 0x8000_0000, 0x4_0000, None),
+            carve(
+                CarveOutKind::HostVisibleVram,
+                1,
+                0x9000_0000,
+                0x4_0000,
+                Some(0x6000_0000),
+            ),
+        ])
+        .unwrap();
+        let s = a
+            .allocate(&req(
+                MemoryKind::System,
+                1,
+                0x2000,
+                0x1000,
+                MemoryFlags::HOST_ACCESS,
+            ))
+            .unwrap();
+        assert_eq!(
+            (s.carve_out, s.offset, s.gpu_va, s.virt),
+            (0, 0, GpuVa(0x10_0000), Some(0x7000_0000))
+        );
+        // 64 KiB alignment: 0x10_2000 rounds up to 0x11_0000
+        let b = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x1000,
+                0x1_0000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
+        assert_eq!(b.gpu_va, GpuVa(0x11_0000));
+        assert_eq!(b.virt, Some(0x7001_0000));
+        let v = a
+            .allocate(&req(
+                MemoryKind::DeviceLocal,
+                1,
+                0x1000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
+        assert_eq!((v.carve_out, v.virt), (1, None));
+        let h = a
+            .allocate(&req(
+                MemoryKind::DeviceLocal,
+                1,
+                0x1000,
+                0x1000,
+                MemoryFlags::HOST_ACCESS,
+            ))
+            .unwrap();
+        assert_eq!((h.carve_out, h.virt), (2, Some(0x6000_0000)));
+        let e = a
+            .allocate(&req(
+                MemoryKind::DeviceLocal,
+                2,
+                0x1000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        let e = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x1001,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().contains("0x1001"));
+        let e = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x1000,
+                0x3000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
+        assert!(e.detail().contains("align_bytes 0x3000"));
+        assert_eq!(a.free_bytes(0), 0x10_0000 - 0x3000);
+        a.free(s.handle(), s.size_bytes).unwrap();
+        a.free(b.handle(), b.size_bytes).unwrap();
+        assert_eq!(a.free_bytes(0), 0x10_0000);
+        // everything merged back into one range: a whole-carve-out allocation fits again
+        let all = a
+            .allocate(&req(
+                MemoryKind::System,
+                0,
+                0x10_0000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap();
+        assert_eq!(all.offset, 0);
+        let e = a.free(b.handle(), b.size_bytes).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(a.free(all.handle(), 0x1000).is_err());
+        assert!(a.free(9 << 56, 0x1000).is_err());
+        let e = a
+            .allocate(&req(
+                MemoryKind::DeviceLocal,
+                1,
+                0x8_0000,
+                0x1000,
+                MemoryFlags::empty(),
+            ))
+            .unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+    }
+
+    #[test]
+    fn bad_carve_outs_are_rejected() {
+        let e =
+            CarveOutAllocator::new(&[carve(CarveOutKind::SystemMemory, 0, 0x1800, 0x1000, None)])
+                .unwrap_err();
+        assert!(e.detail().contains("gpu_va 0x1800"), "{e:?}");
+    }
+}

@@ -1,0 +1,349 @@
+//! The interrupt path: [`InterruptHandler::on_interrupt`], which the host's ISR calls. It
+//! drains the IH ring, maps CP end-of-pipe and SQ message entries to event ids, marks those
+//! events pending in a lock-free [`EventTable`], writes the read pointer back and counts what
+//! it could not use. Never blocks, never allocates.
+//!
+//! Mapping (amdkfd `kfd_int_process_v9.c`, `event_interrupt_wq_v9`): entries from client
+//! `GRBM_CP` (0x14) or `SE0SH..SE3SH` (0x0a..0x0d) with source
+//! `SOC15_INTSRC_CP_END_OF_PIPE` (181) carry the event id in `context_id0` = `src_data[0]`
+//! (32 valid bits); with source `SOC15_INTSRC_SQ_INTERRUPT_MSG` (239, `s_sendmsg` from a
+//! wave) the id is the 24-bit `KFD_CONTEXT_ID_GET_SQ_INT_DATA(ctx0, ctx1)` =
+//! `(ctx0 & 0xfff) | ((ctx0 >> 16) & 0xf000) | ((ctx1 << 16) & 0xff0000)`.
+
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use hsa_core::EventId;
+
+use crate::ih::{IhEntry, IhRing};
+
+/// `SOC15_IH_CLIENTID_SE0SH` (soc15_ih_clientid.h).
+pub const CLIENT_SE0SH: u8 = 0x0a;
+/// `SOC15_IH_CLIENTID_SE3SH`.
+pub const CLIENT_SE3SH: u8 = 0x0d;
+/// `SOC15_IH_CLIENTID_GRBM_CP`.
+pub const CLIENT_GRBM_CP: u8 = 0x14;
+/// `SOC15_INTSRC_CP_END_OF_PIPE` = `GFX_9_0__SRCID__CP_EOP_INTERRUPT` (soc15_int.h).
+pub const SOURCE_CP_END_OF_PIPE: u8 = 181;
+/// `SOC15_INTSRC_SQ_INTERRUPT_MSG` (soc15_int.h).
+pub const SOURCE_SQ_INTERRUPT_MSG: u8 = 239;
+
+/// What an IH entry means to this runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IhAction {
+    /// Signal this event.
+    Signal(EventId),
+    /// Not a source this runtime handles.
+    Unknown,
+}
+
+/// Maps a decoded entry to an action (pure; see the module doc for the rules).
+pub fn classify(e: &IhEntry) -> IhAction {
+    let cp_client =
+        e.client_id == CLIENT_GRBM_CP || (CLIENT_SE0SH..=CLIENT_SE3SH).contains(&e.client_id);
+    if !cp_client {
+        return IhAction::Unknown;
+    }
+    match e.source_id {
+        SOURCE_CP_END_OF_PIPE => IhAction::Signal(EventId(e.src_data[0])),
+        SOURCE_SQ_INTERRUPT_MSG => {
+            let (c0, c1) = (e.src_data[0], e.src_data[1]);
+            IhAction::Signal(EventId(
+                (c0 & 0xfff) | ((c0 >> 16) & 0xf000) | ((c1 << 16) & 0xff_0000),
+            ))
+        }
+        _ => IhAction::Unknown,
+    }
+}
+
+/// A fixed-capacity table of `64 * WORDS` events: which ids are allocated and which are
+/// pending (signaled, not yet consumed by a wait). Lock-free: one `AtomicU64` bit per event.
+#[derive(Debug)]
+pub struct EventTable<const WORDS: usize> {
+    allocated: [AtomicU64; WORDS],
+    pending: [AtomicU64; WORDS],
+}
+
+impl<const WORDS: usize> Default for EventTable<WORDS> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<const WORDS: usize> EventTable<WORDS> {
+    /// Number of event ids (0 .. CAPACITY).
+    pub const CAPACITY: usize = 64 * WORDS;
+
+    /// An empty table.
+    pub const fn new() -> Self {
+        EventTable {
+            allocated: [const { AtomicU64::new(0) }; WORDS],
+            pending: [const { AtomicU64::new(0) }; WORDS],
+        }
+    }
+
+    fn slot(id: EventId) -> Option<(usize, u64)> {
+        let i = id.get() as usize;
+        (i < Self::CAPACITY).then(|| (i / 64, 1u64 << (i % 64)))
+    }
+
+    /// Allocates the lowest free id, not pending. `None` when all are taken.
+    pub fn allocate(&self) -> Option<EventId> {
+        for (w, word) in self.allocated.iter().enumerate() {
+            let mut cur = word.load(Ordering::Relaxed);
+            while cur != u64::MAX {
+                let bit = (!cur).trailing_zeros();
+                match word.compare_exchange_weak(
+                    cur,
+                    cur | 1 << bit,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        self.pending[w].fetch_and(!(1 << bit), Ordering::AcqRel);
+                        return Some(EventId((w * 64) as u32 + bit));
+                    }
+                    Err(now) => cur = now,
+                }
+            }
+        }
+        None
+    }
+
+    /// Frees `id`; returns whether it was allocated.
+    pub fn free(&self, id: EventId) -> bool {
+        let Some((w, m)) = Self::slot(id) else {
+            return false;
+        };
+        self.allocated[w].fetch_and(!m, Ordering::AcqRel) & m != 0
+    }
+
+    /// Whether `id` is allocated.
+    pub fn is_allocated(&self, id: EventId) -> bool {
+        Self::slot(id).is_some_and(|(w, m)| self.allocated[w].load(Ordering::Acquire) & m != 0)
+    }
+
+    /// Marks `id` pending; returns `false` (and marks nothing) when `id` is out of range or not
+    /// allocated. Release: pairs with the Acquire in [`take`](Self::take), so a waiter that
+    /// consumes the bit sees the memory (signal value) written before the interrupt.
+    pub fn set_pending(&self, id: EventId) -> bool {
+        let Some((w, m)) = Self::slot(id) else {
+            return false;
+        };
+        if self.allocated[w].load(Ordering::Acquire) & m == 0 {
+            return false;
+        }
+        self.pending[w].fetch_or(m, Ordering::Release);
+        true
+    }
+
+    /// Whether `id` is pending (without consuming it).
+    pub fn is_pending(&self, id: EventId) -> bool {
+        Self::slot(id).is_some_and(|(w, m)| self.pending[w].load(Ordering::Acquire) & m != 0)
+    }
+
+    /// Consumes `id`'s pending mark; returns whether it was pending. Acquire: pairs with
+    /// [`set_pending`](Self::set_pending).
+    pub fn take(&self, id: EventId) -> bool {
+        Self::slot(id)
+            .is_some_and(|(w, m)| self.pending[w].fetch_and(!m, Ordering::AcqRel) & m != 0)
+    }
+}
+
+/// Counters the host can read at any time (relaxed loads).
+#[derive(Debug, Default)]
+pub struct IrqCounters {
+    /// Times `on_interrupt` drained the ring.
+    pub interrupts: AtomicU64,
+    /// Entries read.
+    pub entries: AtomicU64,
+    /// Entries that signaled an event.
+    pub signaled: AtomicU64,
+    /// Entries from a client/source this runtime does not handle.
+    pub unknown: AtomicU64,
+    /// Entries (or write pointers) that failed to decode.
+    pub malformed: AtomicU64,
+    /// Entries naming an event id that is out of range or not allocated.
+    pub bad_event: AtomicU64,
+    /// Ring overflows reported by the write pointer.
+    pub overflows: AtomicU64,
+}
+
+/// A copy of [`IrqCounters`] at one moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IrqStats {
+    /// See [`IrqCounters::interrupts`].
+    pub interrupts: u64,
+    /// See [`IrqCounters::entries`].
+    pub entries: u64,
+    /// See [`IrqCounters::signaled`].
+    pub signaled: u64,
+    /// See [`IrqCounters::unknown`].
+    pub unknown: u64,
+    /// See [`IrqCounters::malformed`].
+    pub malformed: u64,
+    /// See [`IrqCounters::bad_event`].
+    pub bad_event: u64,
+    /// See [`IrqCounters::overflows`].
+    pub overflows: u64,
+}
+
+impl IrqCounters {
+    /// A snapshot (each counter read relaxed).
+    pub fn snapshot(&self) -> IrqStats {
+        let r = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        IrqStats {
+            interrupts: r(&self.interrupts),
+            entries: r(&self.entries),
+            signaled: r(&self.signaled),
+            unknown: r(&self.unknown),
+            malformed: r(&self.malformed),
+            bad_event: r(&self.bad_event),
+            overflows: r(&self.overflows),
+        }
+    }
+}
+
+/// The IH ring reader plus its counters. One per IH ring.
+#[derive(Debug)]
+pub struct InterruptHandler {
+    ring: spin::Mutex<IhRing>,
+    again: AtomicBool,
+    counters: IrqCounters,
+}
+
+impl InterruptHandler {
+    /// A handler draining `ring`.
+    pub fn new(ring: IhRing) -> InterruptHandler {
+        InterruptHandler {
+            ring: spin::Mutex::new(ring),
+            again: AtomicBool::new(false),
+            counters: IrqCounters::default(),
+        }
+    }
+
+    /// The counters.
+    pub fn counters(&self) -> &IrqCounters {
+        &self.counters
+    }
+
+    /// Drains the ring into `events`; `on_overflow` runs when the write pointer reported an
+    /// overflow. Returns the number of events signaled by this call.
+    ///
+    /// Never blocks: if another CPU is draining, this call asks it to make one more pass
+    /// (so no entry written before this call is left behind) and returns 0.
+    pub fn on_interrupt<const W: usize>(
+        &self,
+        events: &EventTable<W>,
+        on_overflow: &dyn Fn(),
+    ) -> u64 {
+        self.again.store(true, Ordering::Release);
+        let mut signaled = 0;
+        loop {
+            let Some(mut ring) = self.ring.try_lock() else {
+                return signaled;
+            };
+            // Acquire pairs with the Release above (ours or another caller's).
+            while self.again.swap(false, Ordering::AcqRel) {
+                self.counters.interrupts.fetch_add(1, Ordering::Relaxed);
+                let c = &self.counters;
+                let stats = ring.drain(|r| match r {
+                    Err(_) => {}
+                    Ok(e) => match classify(&e) {
+                        IhAction::Signal(id) => {
+                            if events.set_pending(id) {
+                                c.signaled.fetch_add(1, Ordering::Relaxed);
+                                signaled += 1;
+                            } else {
+                                c.bad_event.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        IhAction::Unknown => {
+                            c.unknown.fetch_add(1, Ordering::Relaxed);
+                        }
+                    },
+                });
+                c.entries
+                    .fetch_add(u64::from(stats.entries), Ordering::Relaxed);
+                c.malformed.fetch_add(
+                    u64::from(stats.malformed) + u64::from(stats.bad_wptr),
+                    Ordering::Relaxed,
+                );
+                if stats.overflow {
+                    c.overflows.fetch_add(1, Ordering::Relaxed);
+                    on_overflow();
+                }
+            }
+            drop(ring);
+            // A caller that set `again` after our last swap but failed try_lock before we
+            // unlocked would be lost: look once more.
+            if !self.again.load(Ordering::Acquire) {
+                return signaled;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(client: u8, source: u8, d0: u32, d1: u32) -> IhEntry {
+        IhEntry {
+            client_id: client,
+            source_id: source,
+            src_data: [d0, d1, 0, 0],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn classify_follows_kfd_v9() {
+        assert_eq!(
+            classify(&entry(0x14, 181, 7, 0)),
+            IhAction::Signal(EventId(7))
+        );
+        assert_eq!(
+            classify(&entry(0x0a, 181, 0xdead_beef, 0)),
+            IhAction::Signal(EventId(0xdead_beef))
+        );
+        assert_eq!(
+            classify(&entry(0x0d, 181, 1, 0)),
+            IhAction::Signal(EventId(1))
+        );
+        // SQ: ctx0 = 0x0123_4567 -> 0x567 | (0x0123 & 0xf000 = 0) ; ctx1 = 0xab -> 0xab0000
+        assert_eq!(
+            classify(&entry(0x14, 239, 0x0123_4567, 0xab)),
+            IhAction::Signal(EventId(0xab_0567))
+        );
+        // ctx0 bits [31:28] land in [15:12]: 0xf000_0000 >> 16 = 0xf000
+        assert_eq!(
+            classify(&entry(0x14, 239, 0xf000_0001, 0)),
+            IhAction::Signal(EventId(0xf001))
+        );
+        assert_eq!(classify(&entry(0x14, 183, 7, 0)), IhAction::Unknown); // CP bad opcode
+        assert_eq!(classify(&entry(0x12, 181, 7, 0)), IhAction::Unknown); // VMC
+        assert_eq!(classify(&entry(0x0e, 181, 7, 0)), IhAction::Unknown);
+    }
+
+    #[test]
+    fn event_table_allocates_marks_and_consumes() {
+        let t = EventTable::<2>::new();
+        assert_eq!(EventTable::<2>::CAPACITY, 128);
+        let ids: [EventId; 3] = core::array::from_fn(|_| t.allocate().unwrap());
+        assert_eq!(ids, [EventId(0), EventId(1), EventId(2)]);
+        assert!(!t.set_pending(EventId(5)), "not allocated");
+        assert!(!t.set_pending(EventId(128)), "out of range");
+        assert!(t.set_pending(EventId(1)));
+        assert!(t.is_pending(EventId(1)));
+        assert!(t.take(EventId(1)));
+        assert!(!t.take(EventId(1)));
+        assert!(t.free(EventId(0)));
+        assert!(!t.free(EventId(0)));
+        assert_eq!(t.allocate(), Some(EventId(0)));
+        for _ in 3..128 {
+            assert!(t.allocate().is_some());
+        }
+        assert_eq!(t.allocate(), None);
+        assert!(t.is_allocated(EventId(127)));
+    }
+}

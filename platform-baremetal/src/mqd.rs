@@ -1,0 +1,263 @@
+//! The gfx9 memory queue descriptor (MQD) fields an AQL compute queue needs, computed from the
+//! queue's addresses and sizes.
+//!
+//! Ref: linux `drivers/gpu/drm/amd/include/v9_structs.h` (`struct v9_mqd`, field names kept),
+//! `amdkfd/kfd_mqd_manager_v9.c` (`update_mqd`), `amdgpu/gfx_v9_0.c` (`gfx_v9_0_mqd_init`);
+//! bit positions from `amdkfd/cik_regs.h` (`RPTR_BLOCK_SIZE(x) = x << 8`, `NO_UPDATE_RPTR =
+//! 1 << 27`, `DOORBELL_OFFSET(x) = x << 2`, `DOORBELL_EN = 1 << 30`, `AQL_ENABLE = 1`), which
+//! gfx9's `gc_9_0_sh_mask.h` keeps.
+//!
+//! Only the fields listed here are computed; the rest of `v9_mqd` (static thread management,
+//! quantum, persistent state, CWSR) is the host's to fill when it loads the MQD.
+
+use hsa_core::{DoorbellIndex, Error, GpuVa, Status};
+
+/// `CP_HQD_PQ_CONTROL.QUEUE_SIZE`, bits [5:0]: log2(ring size in dwords) - 1.
+pub const PQ_CONTROL_QUEUE_SIZE_MASK: u32 = 0x3f;
+/// `CP_HQD_PQ_CONTROL.RPTR_BLOCK_SIZE` shift (bits [13:8]).
+pub const PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT: u32 = 8;
+/// The RPTR_BLOCK_SIZE value amdkfd programs: 5 (`DEFAULT_RPTR_BLOCK_SIZE` in cik_regs.h,
+/// `5 << CP_HQD_PQ_CONTROL__RPTR_BLOCK_SIZE__SHIFT` in kfd_mqd_manager_v9.c).
+pub const RPTR_BLOCK_SIZE: u32 = 5;
+/// `CP_HQD_PQ_CONTROL.NO_UPDATE_RPTR` (bit 27): set for AQL queues, whose read index the CP
+/// maintains in `amd_queue_t`.
+pub const PQ_CONTROL_NO_UPDATE_RPTR: u32 = 1 << 27;
+/// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET` shift (bits [27:2], unit: dwords).
+pub const DOORBELL_OFFSET_SHIFT: u32 = 2;
+/// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET` largest value (26 bits).
+pub const DOORBELL_OFFSET_MAX: u32 = 0x03ff_ffff;
+/// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_EN` (bit 30).
+pub const DOORBELL_EN: u32 = 1 << 30;
+/// `CP_HQD_AQL_CONTROL.CONTROL0 = 1`: the queue holds AQL packets.
+pub const AQL_CONTROL_CONTROL0: u32 = 1;
+/// The largest `CP_HQD_EOP_CONTROL.EOP_SIZE` amdkfd programs (0xA: 2048 dwords), because the
+/// per-SE EOP-done count is 8 bits (kfd_mqd_manager_v9.c comment).
+pub const EOP_SIZE_MAX_FIELD: u32 = 0xA;
+
+/// Inputs of [`ComputeMqd::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MqdParams {
+    /// GPU address of the ring: 256-byte aligned.
+    pub ring: GpuVa,
+    /// Ring size, bytes: a power of two from 256 to 2^34 (`QUEUE_SIZE` holds log2(dwords)-1).
+    pub ring_size_bytes: u64,
+    /// Where the CP reports the read pointer: 8-byte aligned.
+    pub rptr_report: GpuVa,
+    /// Where the CP polls the write pointer: 8-byte aligned.
+    pub wptr_poll: GpuVa,
+    /// The queue's 64-bit doorbell (slot `i` is dword offset `2 * i`).
+    pub doorbell: DoorbellIndex,
+    /// GPU address of the EOP buffer: 256-byte aligned.
+    pub eop: GpuVa,
+    /// EOP buffer size, bytes: a power of two, at least 16.
+    pub eop_size_bytes: u64,
+}
+
+/// The gfx9 MQD register images of an AQL compute queue (`struct v9_mqd` field names).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ComputeMqd {
+    /// `cp_hqd_pq_base_lo`: ring address >> 8, low 32 bits.
+    pub cp_hqd_pq_base_lo: u32,
+    /// `cp_hqd_pq_base_hi`: ring address >> 8, high 32 bits.
+    pub cp_hqd_pq_base_hi: u32,
+    /// `cp_hqd_pq_control`: QUEUE_SIZE | RPTR_BLOCK_SIZE << 8 | NO_UPDATE_RPTR.
+    pub cp_hqd_pq_control: u32,
+    /// `cp_hqd_pq_rptr_report_addr_lo`.
+    pub cp_hqd_pq_rptr_report_addr_lo: u32,
+    /// `cp_hqd_pq_rptr_report_addr_hi`.
+    pub cp_hqd_pq_rptr_report_addr_hi: u32,
+    /// `cp_hqd_pq_wptr_poll_addr_lo`.
+    pub cp_hqd_pq_wptr_poll_addr_lo: u32,
+    /// `cp_hqd_pq_wptr_poll_addr_hi`.
+    pub cp_hqd_pq_wptr_poll_addr_hi: u32,
+    /// `cp_hqd_pq_doorbell_control`: dword offset << 2 | DOORBELL_EN.
+    pub cp_hqd_pq_doorbell_control: u32,
+    /// `cp_hqd_aql_control`: CONTROL0 = 1.
+    pub cp_hqd_aql_control: u32,
+    /// `cp_hqd_eop_base_addr_lo`: EOP address >> 8, low 32 bits.
+    pub cp_hqd_eop_base_addr_lo: u32,
+    /// `cp_hqd_eop_base_addr_hi`: EOP address >> 8, high 32 bits.
+    pub cp_hqd_eop_base_addr_hi: u32,
+    /// `cp_hqd_eop_control`: EOP_SIZE = min(0xA, log2(size in dwords) - 1).
+    pub cp_hqd_eop_control: u32,
+}
+
+fn lo(v: u64) -> u32 {
+    v as u32
+}
+fn hi(v: u64) -> u32 {
+    (v >> 32) as u32
+}
+
+impl ComputeMqd {
+    /// Computes the MQD fields for `p`.
+    ///
+    /// # Errors
+    /// `Status::InvalidQueueCreation` naming the field and value for: a ring or EOP address
+    /// not 256-byte aligned, a ring size that is not a power of two in 256..=2^34 bytes, an
+    /// EOP size that is not a power of two >= 16 bytes, a read/write pointer address not
+    /// 8-byte aligned, a doorbell whose dword offset does not fit 26 bits.
+    pub fn new(p: &MqdParams) -> Result<ComputeMqd, Error> {
+        let bad = Status::InvalidQueueCreation;
+        if !p.ring.is_aligned(256) || p.ring.is_null() {
+            hsa_core::bail!(
+                bad,
+                "ring address {:#x} is null or not 256-byte aligned",
+                p.ring.get()
+            );
+        }
+        let s = p.ring_size_bytes;
+        if !s.is_power_of_two() || !(256..=1 << 34).contains(&s) {
+            hsa_core::bail!(
+                bad,
+                "ring_size_bytes {s:#x} is not a power of two in 256..=2^34"
+            );
+        }
+        if !p.eop.is_aligned(256) || p.eop.is_null() {
+            hsa_core::bail!(
+                bad,
+                "EOP address {:#x} is null or not 256-byte aligned",
+                p.eop.get()
+            );
+        }
+        let e = p.eop_size_bytes;
+        if !e.is_power_of_two() || e < 16 {
+            hsa_core::bail!(bad, "eop_size_bytes {e:#x} is not a power of two >= 16");
+        }
+        if !p.rptr_report.is_aligned(8) || p.rptr_report.is_null() {
+            hsa_core::bail!(
+                bad,
+                "read pointer address {:#x} is null or not 8-byte aligned",
+                p.rptr_report.get()
+            );
+        }
+        if !p.wptr_poll.is_aligned(8) || p.wptr_poll.is_null() {
+            hsa_core::bail!(
+                bad,
+                "write pointer address {:#x} is null or not 8-byte aligned",
+                p.wptr_poll.get()
+            );
+        }
+        let dw_offset = p
+            .doorbell
+            .get()
+            .checked_mul(2)
+            .filter(|&o| o <= DOORBELL_OFFSET_MAX);
+        let Some(dw_offset) = dw_offset else {
+            hsa_core::bail!(
+                bad,
+                "doorbell index {} does not fit DOORBELL_OFFSET",
+                p.doorbell.get()
+            );
+        };
+        let log2_dwords = (s / 4).trailing_zeros();
+        let eop_field = ((e / 4).trailing_zeros() - 1).min(EOP_SIZE_MAX_FIELD);
+        Ok(ComputeMqd {
+            cp_hqd_pq_base_lo: lo(p.ring.get() >> 8),
+            cp_hqd_pq_base_hi: hi(p.ring.get() >> 8),
+            cp_hqd_pq_control: ((log2_dwords - 1) & PQ_CONTROL_QUEUE_SIZE_MASK)
+                | RPTR_BLOCK_SIZE << PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT
+                | PQ_CONTROL_NO_UPDATE_RPTR,
+            cp_hqd_pq_rptr_report_addr_lo: lo(p.rptr_report.get()),
+            cp_hqd_pq_rptr_report_addr_hi: hi(p.rptr_report.get()),
+            cp_hqd_pq_wptr_poll_addr_lo: lo(p.wptr_poll.get()),
+            cp_hqd_pq_wptr_poll_addr_hi: hi(p.wptr_poll.get()),
+            cp_hqd_pq_doorbell_control: dw_offset << DOORBELL_OFFSET_SHIFT | DOORBELL_EN,
+            cp_hqd_aql_control: AQL_CONTROL_CONTROL0,
+            cp_hqd_eop_base_addr_lo: lo(p.eop.get() >> 8),
+            cp_hqd_eop_base_addr_hi: hi(p.eop.get() >> 8),
+            cp_hqd_eop_control: eop_field,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params() -> MqdParams {
+        MqdParams {
+            ring: GpuVa(0x1_2345_6700),
+            ring_size_bytes: 4096, // 64 packets, 1024 dwords
+            rptr_report: GpuVa(0x7_0000_0080),
+            wptr_poll: GpuVa(0x7_0000_0038),
+            doorbell: DoorbellIndex(3),
+            eop: GpuVa(0x7_8000_0000),
+            eop_size_bytes: 4096,
+        }
+    }
+
+    #[test]
+    fn fields_match_hand_computed_values() {
+        let m = ComputeMqd::new(&params()).unwrap();
+        // 0x1_2345_6700 >> 8 = 0x0123_4567
+        assert_eq!(m.cp_hqd_pq_base_lo, 0x0123_4567);
+        assert_eq!(m.cp_hqd_pq_base_hi, 0);
+        // log2(1024) - 1 = 9; | 5 << 8 = 0x500; | 1 << 27 = 0x0800_0000
+        assert_eq!(m.cp_hqd_pq_control, 0x0800_0509);
+        assert_eq!(m.cp_hqd_pq_rptr_report_addr_lo, 0x0000_0080);
+        assert_eq!(m.cp_hqd_pq_rptr_report_addr_hi, 0x7);
+        assert_eq!(m.cp_hqd_pq_wptr_poll_addr_lo, 0x0000_0038);
+        assert_eq!(m.cp_hqd_pq_wptr_poll_addr_hi, 0x7);
+        // doorbell 3 -> dword offset 6 -> 6 << 2 = 0x18; | 1 << 30
+        assert_eq!(m.cp_hqd_pq_doorbell_control, 0x4000_0018);
+        assert_eq!(m.cp_hqd_aql_control, 1);
+        // 0x7_8000_0000 >> 8 = 0x0780_0000
+        assert_eq!(m.cp_hqd_eop_base_addr_lo, 0x0780_0000);
+        assert_eq!(m.cp_hqd_eop_base_addr_hi, 0);
+        // 4096 bytes = 1024 dwords -> 10 - 1 = 9
+        assert_eq!(m.cp_hqd_eop_control, 9);
+    }
+
+    #[test]
+    fn large_sizes_and_high_addresses() {
+        let mut p = params();
+        p.ring = GpuVa(0xffff_8000_0000_0000);
+        p.ring_size_bytes = 1 << 20; // 2^18 dwords -> 17 = 0x11
+        p.eop_size_bytes = 32 * 1024; // 8192 dwords -> 12, clamped to 0xA
+        p.doorbell = DoorbellIndex(0x1000); // dword 0x2000 -> 0x8000
+        let m = ComputeMqd::new(&p).unwrap();
+        // 0xffff_8000_0000_0000 >> 8 = 0x00ff_ff80_0000_0000
+        assert_eq!(m.cp_hqd_pq_base_lo, 0);
+        assert_eq!(m.cp_hqd_pq_base_hi, 0x00ff_ff80);
+        assert_eq!(m.cp_hqd_pq_control, 0x0800_0511);
+        assert_eq!(m.cp_hqd_eop_control, 0xA);
+        assert_eq!(m.cp_hqd_pq_doorbell_control, 0x4000_8000);
+        p.ring_size_bytes = 256; // 64 dwords -> 5
+        p.eop_size_bytes = 16; // 4 dwords -> 1
+        let m = ComputeMqd::new(&p).unwrap();
+        assert_eq!(m.cp_hqd_pq_control & PQ_CONTROL_QUEUE_SIZE_MASK, 5);
+        assert_eq!(m.cp_hqd_eop_control, 1);
+    }
+
+    #[test]
+    fn bad_inputs_name_the_field() {
+        let check = |f: &dyn Fn(&mut MqdParams), needle: &str| {
+            let mut p = params();
+            f(&mut p);
+            let e = ComputeMqd::new(&p).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidQueueCreation);
+            assert!(e.detail().contains(needle), "{e:?} lacks {needle}");
+        };
+        check(
+            &|p| p.ring = GpuVa(0x1_2345_6780),
+            "ring address 0x123456780",
+        );
+        check(&|p| p.ring_size_bytes = 3000, "ring_size_bytes 0xbb8");
+        check(&|p| p.ring_size_bytes = 128, "ring_size_bytes 0x80");
+        check(&|p| p.eop = GpuVa(0), "EOP address 0x0");
+        check(&|p| p.eop_size_bytes = 8, "eop_size_bytes 0x8");
+        check(
+            &|p| p.rptr_report = GpuVa(0x1004),
+            "read pointer address 0x1004",
+        );
+        check(
+            &|p| p.wptr_poll = GpuVa(0x1002),
+            "write pointer address 0x1002",
+        );
+        check(
+            &|p| p.doorbell = DoorbellIndex(0x0200_0000),
+            "doorbell index 33554432",
+        );
+    }
+}

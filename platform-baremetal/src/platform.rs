@@ -1,0 +1,230 @@
+//! `hsa_core::platform::Platform` for [`BaremetalPlatform`].
+#![allow(unsafe_code)] // the unsafe impl and the trait's unsafe fns; one unsafe call (map_queue)
+
+use core::sync::atomic::Ordering;
+
+use hsa_core::platform::{
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
+    Platform, QueueKind, QueueRequest, WaitOutcome,
+};
+use hsa_core::{Error, EventId, NodeId, QueueId, Status};
+
+use crate::host::{Host, QueueMapping};
+use crate::mqd::{ComputeMqd, MqdParams};
+use crate::{BaremetalPlatform, QueueSlot, EOP_BYTES};
+
+impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
+    fn node_index(&self, index: usize) -> Result<(), Error> {
+        if index < self.host.nodes().len() {
+            Ok(())
+        } else {
+            hsa_core::bail!(
+                Status::InvalidIndex,
+                "node index {index} >= node count {}",
+                self.host.nodes().len()
+            )
+        }
+    }
+}
+
+// SAFETY: chunks come from the carve-out allocator, which never hands out overlapping ranges
+// of carve-outs the host guaranteed valid and exclusive; they are zeroed before being returned
+// and aligned as asked; queues are mapped with exactly the request's ring and amd_queue_t; all
+// state is behind atomics or spin locks, so every method may be called from any thread.
+unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
+    type Error = Error;
+
+    fn device_name(&self) -> &str {
+        "baremetal"
+    }
+
+    fn node_count(&self) -> usize {
+        self.host.nodes().len()
+    }
+
+    fn node(&self, index: usize) -> Result<NodeProperties, Error> {
+        self.node_index(index)?;
+        Ok(self.host.nodes()[index].clone())
+    }
+
+    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>, Error> {
+        self.node_index(index)?;
+        Ok(self.host.memory_bank(index, bank))
+    }
+
+    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>, Error> {
+        self.node_index(index)?;
+        Ok(self.host.cache(index, cache))
+    }
+
+    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>, Error> {
+        self.node_index(index)?;
+        Ok(self.host.io_link(index, link))
+    }
+
+    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
+        self.allocate_chunk(request)
+    }
+
+    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        self.free_chunk(chunk)
+    }
+
+    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {
+        for n in nodes {
+            self.check_node(*n)?;
+        }
+        self.host.map_memory(chunk.gpu_va, chunk.size_bytes, nodes)
+    }
+
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue, Error> {
+        self.check_node(request.node)?;
+        let QueueKind::ComputeAql = request.kind;
+        let mut slots = self.queues.lock();
+        let Some(slot) = slots.iter().position(Option::is_none) else {
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "all {} queue slots are in use",
+                slots.len()
+            );
+        };
+        let Some(doorbell) = self.pick_doorbell(&slots[..]) else {
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "all {} granted doorbells are in use",
+                self.doorbells.count()
+            );
+        };
+        let eop = self.allocate_eop(request.node)?;
+        let built = ComputeMqd::new(&MqdParams {
+            ring: request.ring,
+            ring_size_bytes: request.ring_size_bytes,
+            rptr_report: request.read_pointer,
+            wptr_poll: request.write_pointer,
+            doorbell,
+            eop: eop.gpu_va,
+            eop_size_bytes: EOP_BYTES,
+        })
+        .and_then(|mqd| {
+            let address = self.doorbells.address(doorbell)?;
+            Ok((mqd, address))
+        });
+        let (mqd, doorbell_address) = match built {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = self.memory.free(eop.handle(), eop.size_bytes);
+                return Err(e);
+            }
+        };
+        let mapping = QueueMapping {
+            node: request.node,
+            ring: request.ring,
+            ring_size_bytes: request.ring_size_bytes,
+            doorbell,
+            read_pointer: request.read_pointer,
+            write_pointer: request.write_pointer,
+            amd_queue: request.amd_queue,
+            eop: eop.gpu_va,
+            eop_size_bytes: EOP_BYTES,
+            mqd,
+        };
+        // SAFETY: our caller guaranteed (Platform::create_queue) that the ring and amd_queue_t
+        // stay valid until destroy_queue returns, which calls unmap_queue first; the EOP
+        // buffer is freed only after unmap_queue.
+        if let Err(e) = unsafe { self.host.map_queue(&mapping) } {
+            let _ = self.memory.free(eop.handle(), eop.size_bytes);
+            return Err(e);
+        }
+        slots[slot] = Some(QueueSlot { mapping, eop });
+        // Release: pairs with the Acquire load in ring_doorbell.
+        self.queue_doorbells[slot].store(doorbell.get() + 1, Ordering::Release);
+        Ok(HwQueue {
+            id: QueueId(slot as u32),
+            doorbell_address,
+        })
+    }
+
+    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
+        let Some(d) = self.queue_doorbells.get(queue.get() as usize) else {
+            return;
+        };
+        let d = d.load(Ordering::Acquire);
+        if d != 0 {
+            let _ = self
+                .doorbells
+                .ring(hsa_core::DoorbellIndex(d - 1), write_index);
+        }
+    }
+
+    fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
+        let mut slots = self.queues.lock();
+        let Some(entry) = slots.get_mut(queue.get() as usize) else {
+            hsa_core::bail!(
+                Status::InvalidQueue,
+                "queue id {} is out of range",
+                queue.get()
+            );
+        };
+        let Some(q) = entry.as_ref() else {
+            hsa_core::bail!(Status::InvalidQueue, "queue id {} is not live", queue.get());
+        };
+        self.host.unmap_queue(&q.mapping)?;
+        let eop = q.eop;
+        *entry = None;
+        self.queue_doorbells[queue.get() as usize].store(0, Ordering::Release);
+        drop(slots);
+        self.memory.free(eop.handle(), eop.size_bytes)?;
+        Ok(())
+    }
+
+    fn create_event(&self) -> Result<Event, Error> {
+        let Some(id) = self.events.allocate() else {
+            hsa_core::bail!(
+                Status::OutOfResources,
+                "all {} events are in use",
+                Self::EVENT_CAPACITY
+            );
+        };
+        let mailbox = self.event_mailbox(id)?;
+        let off = self.event_page.offset + 8 * u64::from(id.get());
+        crate::mmio::host_carve_out_window(&self.host, self.event_page.carve_out, off, 8)?
+            .fill_zero();
+        Ok(Event { id, mailbox })
+    }
+
+    fn destroy_event(&self, event: EventId) -> Result<(), Error> {
+        if !self.events.free(event) {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "event {} is not allocated",
+                event.get()
+            );
+        }
+        self.host.wake_waiters();
+        Ok(())
+    }
+
+    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome, Error> {
+        self.wait(event, timeout_ns)
+    }
+
+    fn signal_event(&self, event: EventId) -> Result<(), Error> {
+        if !self.events.set_pending(event) {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "event {} is not allocated",
+                event.get()
+            );
+        }
+        self.host.wake_waiters();
+        Ok(())
+    }
+
+    fn timestamp_ticks(&self) -> u64 {
+        self.host.timestamp_ticks()
+    }
+
+    fn timestamp_frequency_hz(&self) -> u64 {
+        self.host.timestamp_frequency_hz().max(1)
+    }
+}
