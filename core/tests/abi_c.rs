@@ -553,6 +553,27 @@ fn abi_matches_c_headers() {
             ));
         }
     }
+    // And the reverse for statuses: every `HSA_STATUS_*` enumerator of hsa.h and
+    // hsa_ext_amd.h is in `Status::ALL`.
+    let mut enumerators = 0;
+    for header in ["hsa/hsa.h", "hsa/hsa_ext_amd.h"] {
+        let text = std::fs::read_to_string(include_root().join(header)).unwrap();
+        for line in text.lines().map(str::trim_start) {
+            let name = line.split_whitespace().next().unwrap_or("");
+            if name.starts_with("HSA_STATUS_") && line.contains('=') {
+                enumerators += 1;
+                if !Status::ALL.iter().any(|s| s.c_name() == name) {
+                    failures.push(format!("{header}: {name} has no Status"));
+                }
+            }
+        }
+    }
+    if enumerators != Status::ALL.len() {
+        failures.push(format!(
+            "headers define {enumerators} HSA_STATUS_* enumerators, Status::ALL has {}",
+            Status::ALL.len()
+        ));
+    }
     assert!(
         failures.is_empty(),
         "{} mismatches:\n{}",

@@ -109,34 +109,39 @@ impl KernelDispatch {
                 Rule::InRange(1, 3),
             ));
         }
-        for i in 0..3 {
+        let axes = WORKGROUP_NAMES.iter().zip(self.workgroup_size);
+        for (i, (&name, wg)) in axes.enumerate() {
             let used = i < usize::from(dims);
-            let wg = u64::from(self.workgroup_size[i]);
+            let wg = u64::from(wg);
             if wg == 0 {
-                return Err(Violation::new(WORKGROUP_NAMES[i], 0, Rule::AtLeast(1)));
+                return Err(Violation::new(name, 0, Rule::AtLeast(1)));
             }
             if !used && wg != 1 {
                 let rule = Rule::OneWhenUnused { dimensions: dims };
-                return Err(Violation::new(WORKGROUP_NAMES[i], wg, rule));
+                return Err(Violation::new(name, wg, rule));
             }
         }
-        for i in 0..3 {
+        let axes = GRID_NAMES
+            .iter()
+            .zip(self.grid_size)
+            .zip(WORKGROUP_NAMES.iter().zip(self.workgroup_size));
+        for (i, ((&name, grid), (&wg_name, wg))) in axes.enumerate() {
             let used = i < usize::from(dims);
-            let grid = u64::from(self.grid_size[i]);
+            let grid = u64::from(grid);
             if grid == 0 {
-                return Err(Violation::new(GRID_NAMES[i], 0, Rule::AtLeast(1)));
+                return Err(Violation::new(name, 0, Rule::AtLeast(1)));
             }
             if !used && grid != 1 {
                 let rule = Rule::OneWhenUnused { dimensions: dims };
-                return Err(Violation::new(GRID_NAMES[i], grid, rule));
+                return Err(Violation::new(name, grid, rule));
             }
-            let wg = u64::from(self.workgroup_size[i]);
+            let wg = u64::from(wg);
             if grid < wg {
                 let rule = Rule::NotBelow {
-                    other: WORKGROUP_NAMES[i],
+                    other: wg_name,
                     other_value: wg,
                 };
-                return Err(Violation::new(GRID_NAMES[i], grid, rule));
+                return Err(Violation::new(name, grid, rule));
             }
         }
         check_address(
@@ -628,7 +633,8 @@ mod tests {
 
     #[test]
     fn kernel_dispatch_errors_name_field_and_value() {
-        let cases: [(fn(&mut KernelDispatch), &str); 11] = [
+        type Case = (fn(&mut KernelDispatch), &'static str);
+        let cases: [Case; 11] = [
             (|k| k.dimensions = 0, "dimensions is 0; must be in 1..=3"),
             (|k| k.dimensions = 4, "dimensions is 4; must be in 1..=3"),
             (

@@ -3,7 +3,7 @@
 //! # No-panic contract
 //! No method of [`AqlPacket`] panics, whatever the 64 bytes hold: [`AqlPacket::new_checked`]
 //! rejects a buffer that is not exactly 64 bytes, the getters read fixed offsets of a fixed
-//! 64-byte array, and [`AqlPacket::parse`] reports every malformed field as an [`Error`] with
+//! 64-byte array, and [`AqlPacket::parse`] reports every malformed field as an [`Error`](crate::Error) with
 //! [`Status::InvalidPacketFormat`] naming the field and value. (Should a buffer's `AsRef`
 //! later return a shorter slice, getters read zeroes and setters do nothing.)
 //!
