@@ -413,6 +413,13 @@ impl FakePlatform {
         Some(u64::from_le_bytes(out))
     }
 
+    /// The value in `event`'s mailbox slot (the last event id written there, Acquire); `None`
+    /// for an id outside the event page.
+    pub fn mailbox_value(&self, event: EventId) -> Option<u64> {
+        let slot = self.mailboxes.get(event.0 as usize)?;
+        Some(slot.load(Ordering::Acquire))
+    }
+
     /// The error that stopped queue `queue`, if it stopped.
     pub fn queue_error(&self, queue: QueueId) -> Option<Error> {
         let q = lock(&self.queues).get(&queue.0).cloned()?;
