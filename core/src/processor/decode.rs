@@ -402,7 +402,8 @@ mod tests {
 
     #[test]
     fn kernel_dispatch_rejects_each_bad_field_by_name() {
-        let cases: [(fn(&mut KernelDispatchPacket), &str); 7] = [
+        type Case = (fn(&mut KernelDispatchPacket), &'static str);
+        let cases: [Case; 7] = [
             (|p| p.setup = 0, "setup.dimensions is 0"),
             (|p| p.workgroup_size_y = 0, "workgroup_size_y is 0"),
             (|p| p.workgroup_size_z = 2, "workgroup_size_z is 2"),

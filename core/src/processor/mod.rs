@@ -120,6 +120,8 @@ pub trait ProcessorHost {
 }
 
 /// What one call of [`PacketProcessor::process`] achieved.
+// Errors carry an inline message (no allocator), as `result_large_err` is allowed workspace-wide.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Progress {
     /// No packet was processed: the slot at the read index holds no valid packet. Wait for
