@@ -1,1 +1,2 @@
 //! abi (being built).
+pub mod kernel_descriptor;
