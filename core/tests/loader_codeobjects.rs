@@ -12,8 +12,8 @@ use std::sync::Mutex;
 
 use hsa_core::loader::{CodeObject, Executable, FeatureSetting, SymbolKind, TargetId};
 use hsa_core::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryKind, MemoryRequest, NodeProperties, Platform,
-    QueueRequest, WaitOutcome,
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryKind, MemoryRequest,
+    NodeProperties, Platform, QueueRequest, WaitOutcome,
 };
 use hsa_core::{Error, EventId, GpuVa, NodeId, QueueId, Status};
 
@@ -239,7 +239,10 @@ impl HostPlatform {
 }
 
 fn unsupported() -> Error {
-    Error::new(Status::Error, "the loader test platform has no queues, events or topology")
+    Error::new(
+        Status::Error,
+        "the loader test platform has no queues, events or topology",
+    )
 }
 
 // SAFETY: chunks are fresh zeroed allocations of the requested size and alignment, valid
@@ -266,16 +269,30 @@ unsafe impl Platform for HostPlatform {
         Err(unsupported())
     }
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
-        if request.size_bytes == 0 || request.size_bytes % 4096 != 0 || request.size_bytes > 1 << 26 {
-            return Err(hsa_core::error!(Status::OutOfResources, "size {}", request.size_bytes));
+        if request.size_bytes == 0 || request.size_bytes % 4096 != 0 || request.size_bytes > 1 << 26
+        {
+            return Err(hsa_core::error!(
+                Status::OutOfResources,
+                "size {}",
+                request.size_bytes
+            ));
         }
-        let layout = Layout::from_size_align(request.size_bytes as usize, request.align_bytes as usize)
-            .map_err(|_| hsa_core::error!(Status::InvalidArgument, "align {}", request.align_bytes))?;
+        let layout =
+            Layout::from_size_align(request.size_bytes as usize, request.align_bytes as usize)
+                .map_err(|_| {
+                    hsa_core::error!(Status::InvalidArgument, "align {}", request.align_bytes)
+                })?;
         // SAFETY: the layout has a non-zero size (checked above).
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) }).ok_or_else(|| Error::from(Status::OutOfResources))?;
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })
+            .ok_or_else(|| Error::from(Status::OutOfResources))?;
         let addr = ptr.as_ptr() as u64;
         self.live.lock().unwrap().insert(addr, layout);
-        Ok(MemoryChunk { gpu_va: GpuVa(addr), host_ptr: Some(ptr), size_bytes: request.size_bytes, handle: addr })
+        Ok(MemoryChunk {
+            gpu_va: GpuVa(addr),
+            host_ptr: Some(ptr),
+            size_bytes: request.size_bytes,
+            handle: addr,
+        })
     }
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
         let layout = self
@@ -283,14 +300,19 @@ unsafe impl Platform for HostPlatform {
             .lock()
             .unwrap()
             .remove(&chunk.handle)
-            .ok_or_else(|| hsa_core::error!(Status::ResourceFree, "unknown chunk {:#x}", chunk.handle))?;
+            .ok_or_else(|| {
+                hsa_core::error!(Status::ResourceFree, "unknown chunk {:#x}", chunk.handle)
+            })?;
         // SAFETY: the handle is the address alloc_zeroed returned with this layout, and it was
         // live (removed from the table exactly once just now).
         unsafe { dealloc(chunk.handle as *mut u8, layout) };
         Ok(())
     }
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {
-        self.maps.lock().unwrap().push((chunk.handle, nodes.to_vec()));
+        self.maps
+            .lock()
+            .unwrap()
+            .push((chunk.handle, nodes.to_vec()));
         Ok(())
     }
     unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue, Error> {
@@ -324,7 +346,11 @@ unsafe impl Platform for HostPlatform {
 /// XNACK off and SRAMECC on where supported.
 fn agent_for(co: &CodeObject<'_>) -> TargetId {
     let t = co.target();
-    let name = if t.processor.is_generic() { "gfx900" } else { t.processor.name() };
+    let name = if t.processor.is_generic() {
+        "gfx900"
+    } else {
+        t.processor.name()
+    };
     let mut agent = TargetId::parse(name).unwrap();
     if agent.processor.supports_xnack() {
         agent.xnack = FeatureSetting::Off;
@@ -383,7 +409,11 @@ fn reader_matches_llvm_readelf() {
             let args: Vec<_> = m.args().map(|a| a.unwrap()).collect();
             assert_eq!(args.len() as u32, e.args, "{ctx}");
             // The first argument is always `int* in`/`a` at offset 0, 8 bytes, a global buffer.
-            assert_eq!((args[0].offset, args[0].size, args[0].value_kind), (0, 8, "global_buffer"), "{ctx}");
+            assert_eq!(
+                (args[0].offset, args[0].size, args[0].value_kind),
+                (0, 8, "global_buffer"),
+                "{ctx}"
+            );
             assert_eq!(args[0].address_space, Some("global"), "{ctx}");
             assert_eq!(args[0].type_name, Some("int*"), "{ctx}");
             assert_eq!(args[1].offset, 8, "{ctx}");
@@ -399,14 +429,20 @@ fn reader_matches_llvm_readelf() {
 /// symbol values with what the reader finds.
 #[test]
 fn reader_matches_live_llvm_readelf() {
-    let probe = std::process::Command::new("llvm-readelf-19").arg("--version").output();
+    let probe = std::process::Command::new("llvm-readelf-19")
+        .arg("--version")
+        .output();
     if probe.map(|o| !o.status.success()).unwrap_or(true) {
         eprintln!("llvm-readelf-19 not on PATH; live comparison skipped");
         return;
     }
     for f in FILES {
         let path = codeobjects_dir().join(f.file);
-        let out = std::process::Command::new("llvm-readelf-19").args(["--notes", "--dyn-syms"]).arg(&path).output().unwrap();
+        let out = std::process::Command::new("llvm-readelf-19")
+            .args(["--notes", "--dyn-syms"])
+            .arg(&path)
+            .output()
+            .unwrap();
         let text = String::from_utf8(out.stdout).unwrap();
         let field = |key: &str| -> Vec<u64> {
             text.lines()
@@ -417,14 +453,38 @@ fn reader_matches_live_llvm_readelf() {
         let bytes = read(f.file);
         let co = CodeObject::parse(&bytes).unwrap();
         let kernels: Vec<_> = co.kernels().map(|k| k.unwrap()).collect();
-        let ours = |g: &dyn Fn(&hsa_core::loader::Kernel<'_>) -> u64| kernels.iter().map(g).collect::<Vec<_>>();
-        assert_eq!(field(".kernarg_segment_size:"), ours(&|k| k.metadata.kernarg_segment_size.into()), "{}", f.file);
-        assert_eq!(field(".wavefront_size:"), ours(&|k| k.metadata.wavefront_size.into()), "{}", f.file);
-        assert_eq!(field(".group_segment_fixed_size:"), ours(&|k| k.metadata.group_segment_fixed_size.into()), "{}", f.file);
+        let ours = |g: &dyn Fn(&hsa_core::loader::Kernel<'_>) -> u64| {
+            kernels.iter().map(g).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            field(".kernarg_segment_size:"),
+            ours(&|k| k.metadata.kernarg_segment_size.into()),
+            "{}",
+            f.file
+        );
+        assert_eq!(
+            field(".wavefront_size:"),
+            ours(&|k| k.metadata.wavefront_size.into()),
+            "{}",
+            f.file
+        );
+        assert_eq!(
+            field(".group_segment_fixed_size:"),
+            ours(&|k| k.metadata.group_segment_fixed_size.into()),
+            "{}",
+            f.file
+        );
         for k in &kernels {
-            let line = text.lines().find(|l| l.trim_end().ends_with(&format!(" {}", k.metadata.symbol))).unwrap();
+            let line = text
+                .lines()
+                .find(|l| l.trim_end().ends_with(&format!(" {}", k.metadata.symbol)))
+                .unwrap();
             let value = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
-            assert_eq!(value, k.descriptor_vaddr, "{} {}", f.file, k.metadata.symbol);
+            assert_eq!(
+                value, k.descriptor_vaddr,
+                "{} {}",
+                f.file, k.metadata.symbol
+            );
         }
     }
 }
@@ -437,19 +497,33 @@ fn load_places_kernel_objects_at_base_plus_kd() {
         let co = CodeObject::parse(&bytes).unwrap();
         let agent = agent_for(&co);
         let mut exe = Executable::new(&platform);
-        let index = exe.load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System).unwrap();
+        let index = exe
+            .load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
+            .unwrap();
         assert_eq!(index, 0);
         exe.freeze().unwrap();
         exe.validate().unwrap();
         let loaded = &exe.loaded_code_objects()[0];
         let base = loaded.load_base.get();
-        assert_eq!(base, loaded.chunk.gpu_va.get(), "image starts at vaddr 0 in these files");
+        assert_eq!(
+            base,
+            loaded.chunk.gpu_va.get(),
+            "image starts at vaddr 0 in these files"
+        );
         assert_eq!(base % 4096, 0);
         for e in &f.kernels {
-            let sym = exe.symbol_by_name(&format!("{}.kd", e.name), Some(NodeId(1))).unwrap();
+            let sym = exe
+                .symbol_by_name(&format!("{}.kd", e.name), Some(NodeId(1)))
+                .unwrap();
             assert_eq!(sym.kind, SymbolKind::Kernel);
             let info = sym.kernel.as_ref().unwrap();
-            assert_eq!(info.kernel_object.get(), base + e.kd, "{} {}", f.file, e.name);
+            assert_eq!(
+                info.kernel_object.get(),
+                base + e.kd,
+                "{} {}",
+                f.file,
+                e.name
+            );
             assert_eq!(info.kernel_object.get() % 64, 0);
             assert_eq!(info.kernarg_segment_size, e.kernarg);
             assert_eq!(info.kernarg_segment_align, 8);
@@ -462,14 +536,20 @@ fn load_places_kernel_objects_at_base_plus_kd() {
             // The loaded descriptor bytes equal the file's.
             // SAFETY: the chunk is live host memory of the executable (GPU VA = host address
             // in this platform) and 64 bytes at the kernel object lie inside it (validate()).
-            let loaded_kd = unsafe { std::slice::from_raw_parts(info.kernel_object.get() as *const u8, 64) };
+            let loaded_kd =
+                unsafe { std::slice::from_raw_parts(info.kernel_object.get() as *const u8, 64) };
             let k = co.kernel(e.name).unwrap();
             assert_eq!(loaded_kd, zerocopy::IntoBytes::as_bytes(&k.descriptor));
         }
         assert_eq!(exe.symbols().count(), 3);
-        assert_eq!(exe.symbol_by_name("nope", None).unwrap_err().status(), Status::InvalidSymbolName);
         assert_eq!(
-            exe.load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System).unwrap_err().status(),
+            exe.symbol_by_name("nope", None).unwrap_err().status(),
+            Status::InvalidSymbolName
+        );
+        assert_eq!(
+            exe.load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
+                .unwrap_err()
+                .status(),
             Status::FrozenExecutable
         );
         assert_eq!(platform.live_chunks(), 1);
@@ -477,7 +557,12 @@ fn load_places_kernel_objects_at_base_plus_kd() {
         assert_eq!(platform.live_chunks(), 0);
     }
     assert_eq!(platform.maps.lock().unwrap().len(), FILES.len());
-    assert!(platform.maps.lock().unwrap().iter().all(|(_, nodes)| nodes == &[NodeId(1)]));
+    assert!(platform
+        .maps
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|(_, nodes)| nodes == &[NodeId(1)]));
 }
 
 #[test]
@@ -486,16 +571,22 @@ fn loaded_image_is_the_file_segments_and_zero_fill() {
     let bytes = read("kernels_ocl-gfx90a-v5.hsaco");
     let co = CodeObject::parse(&bytes).unwrap();
     let mut exe = Executable::new(&platform);
-    exe.load_code_object(NodeId(2), &agent_for(&co), &bytes, MemoryKind::DeviceLocal).unwrap();
+    exe.load_code_object(NodeId(2), &agent_for(&co), &bytes, MemoryKind::DeviceLocal)
+        .unwrap();
     let chunk = exe.loaded_code_objects()[0].chunk;
     // llvm-readelf-19 -l: LOAD 0x0/0x0 filesz 0x1304; LOAD 0x1400/0x2400 filesz 0x6c0;
     // LOAD 0x1ac0/0x3ac0 filesz 0x70 memsz 0x540.
     assert_eq!(co.image_size(), 0x3ac0 + 0x540);
     assert_eq!(chunk.size_bytes, 0x4000);
     // SAFETY: live host memory of `chunk_size` bytes owned by the executable.
-    let image = unsafe { std::slice::from_raw_parts(chunk.host_ptr.unwrap().as_ptr(), chunk.size_bytes as usize) };
+    let image = unsafe {
+        std::slice::from_raw_parts(chunk.host_ptr.unwrap().as_ptr(), chunk.size_bytes as usize)
+    };
     assert_eq!(&image[..0x1304], &bytes[..0x1304]);
-    assert_eq!(&image[0x2400..0x2400 + 0x6c0], &bytes[0x1400..0x1400 + 0x6c0]);
+    assert_eq!(
+        &image[0x2400..0x2400 + 0x6c0],
+        &bytes[0x1400..0x1400 + 0x6c0]
+    );
     assert_eq!(&image[0x3ac0..0x3ac0 + 0x70], &bytes[0x1ac0..0x1ac0 + 0x70]);
     assert!(image[0x3ac0 + 0x70..0x3ac0 + 0x540].iter().all(|&b| b == 0));
     drop(exe);
@@ -508,20 +599,36 @@ fn wrong_isa_for_agent_is_incompatible() {
     let bytes = read("kernels-gfx90a-v5.hsaco");
     let mut exe = Executable::new(&platform);
     let agent = TargetId::parse("gfx942:sramecc+:xnack-").unwrap();
-    let e = exe.load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System).unwrap_err();
+    let e = exe
+        .load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
+        .unwrap_err();
     assert_eq!(e.status(), Status::IncompatibleArguments);
     assert!(e.detail().contains("amdgcn-amd-amdhsa--gfx90a"), "{e}");
-    assert!(e.detail().contains("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"), "{e}");
+    assert!(
+        e.detail()
+            .contains("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"),
+        "{e}"
+    );
     assert_eq!(platform.live_chunks(), 0);
     // gfx9-generic runs on gfx900/gfx906 but not gfx90a.
     let generic = read("kernels-gfx9-generic-v6.hsaco");
     let e = exe
-        .load_code_object(NodeId(1), &TargetId::parse("gfx90a:xnack-").unwrap(), &generic, MemoryKind::System)
+        .load_code_object(
+            NodeId(1),
+            &TargetId::parse("gfx90a:xnack-").unwrap(),
+            &generic,
+            MemoryKind::System,
+        )
         .unwrap_err();
     assert_eq!(e.status(), Status::IncompatibleArguments);
     assert!(e.detail().contains("gfx9-generic"), "{e}");
-    exe.load_code_object(NodeId(1), &TargetId::parse("gfx906:sramecc-:xnack+").unwrap(), &generic, MemoryKind::System)
-        .unwrap();
+    exe.load_code_object(
+        NodeId(1),
+        &TargetId::parse("gfx906:sramecc-:xnack+").unwrap(),
+        &generic,
+        MemoryKind::System,
+    )
+    .unwrap();
 }
 
 fn patched(file: &str, at: usize, value: &[u8]) -> Vec<u8> {
@@ -560,13 +667,29 @@ fn metadata_descriptor_disagreement_names_kernel_and_field() {
     // group segment of local_reverse.kd (0xb00).
     let bytes = patched("kernels-gfx900-v5.hsaco", 0xb00, &512u32.to_le_bytes());
     let e = CodeObject::parse(&bytes).unwrap_err();
-    assert!(e.detail().contains("\"local_reverse\": group_segment_fixed_size is 1024"), "{e}");
+    assert!(
+        e.detail()
+            .contains("\"local_reverse\": group_segment_fixed_size is 1024"),
+        "{e}"
+    );
     // Set wave32 in a wave64 kernel (code properties at +56, bit 10).
-    let bytes = patched("kernels-gfx900-v5.hsaco", 0xac0 + 57, &[0x04 | read("kernels-gfx900-v5.hsaco")[0xac0 + 57]]);
+    let bytes = patched(
+        "kernels-gfx900-v5.hsaco",
+        0xac0 + 57,
+        &[0x04 | read("kernels-gfx900-v5.hsaco")[0xac0 + 57]],
+    );
     let e = CodeObject::parse(&bytes).unwrap_err();
-    assert!(e.detail().contains("\"vector_add\": wavefront_size is 64 in metadata but 32"), "{e}");
+    assert!(
+        e.detail()
+            .contains("\"vector_add\": wavefront_size is 64 in metadata but 32"),
+        "{e}"
+    );
     // Dynamic stack bit (bit 11) in a v5 object.
-    let bytes = patched("kernels-gfx900-v5.hsaco", 0xa80 + 57, &[0x08 | read("kernels-gfx900-v5.hsaco")[0xa80 + 57]]);
+    let bytes = patched(
+        "kernels-gfx900-v5.hsaco",
+        0xa80 + 57,
+        &[0x08 | read("kernels-gfx900-v5.hsaco")[0xa80 + 57]],
+    );
     let e = CodeObject::parse(&bytes).unwrap_err();
     assert!(e.detail().contains("uses_dynamic_stack"), "{e}");
 }

@@ -2,3 +2,5 @@
 //!
 //! The Linux backend of hsa-rt (being built).
 #![deny(unsafe_code)]
+
+pub mod report;

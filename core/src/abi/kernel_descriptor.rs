@@ -16,7 +16,9 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 /// 32-63 private segment, 64-95 kernarg size, 128-191 entry offset, 352-383 rsrc3, 384-415
 /// rsrc1, 416-447 rsrc2, 448-463 kernel code properties, 464-479 kernarg preload.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
 pub struct KernelDescriptor {
     /// `GROUP_SEGMENT_FIXED_SIZE`: bytes of group (LDS) memory the kernel needs, not counting
     /// dynamically allocated group memory.

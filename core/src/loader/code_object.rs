@@ -126,18 +126,32 @@ impl<'a> CodeObject<'a> {
     /// the file, missing or malformed metadata, a kernel whose descriptor is missing,
     /// misaligned or disagrees with its metadata.
     pub fn parse(data: &'a [u8]) -> Result<CodeObject<'a>> {
-        let ident = data.get(..16).ok_or_else(|| bad!("file is {} bytes, shorter than an ELF identification", data.len()))?;
+        let ident = data.get(..16).ok_or_else(|| {
+            bad!(
+                "file is {} bytes, shorter than an ELF identification",
+                data.len()
+            )
+        })?;
         if ident[..4] != elf::ELFMAG {
             return Err(bad!("not an ELF file (magic {:02x?})", &ident[..4]));
         }
         if ident[EI_CLASS] != elf::ELFCLASS64 {
-            return Err(bad!("EI_CLASS is {}, expected ELFCLASS64 (2)", ident[EI_CLASS]));
+            return Err(bad!(
+                "EI_CLASS is {}, expected ELFCLASS64 (2)",
+                ident[EI_CLASS]
+            ));
         }
         if ident[EI_DATA] != elf::ELFDATA2LSB {
-            return Err(bad!("EI_DATA is {}, expected little-endian (1)", ident[EI_DATA]));
+            return Err(bad!(
+                "EI_DATA is {}, expected little-endian (1)",
+                ident[EI_DATA]
+            ));
         }
         if ident[EI_OSABI] != ELFOSABI_AMDGPU_HSA {
-            return Err(bad!("EI_OSABI is {}, expected ELFOSABI_AMDGPU_HSA (64)", ident[EI_OSABI]));
+            return Err(bad!(
+                "EI_OSABI is {}, expected ELFOSABI_AMDGPU_HSA (64)",
+                ident[EI_OSABI]
+            ));
         }
         let abi_version = ident[EI_ABIVERSION];
         let version = match abi_version {
@@ -157,11 +171,16 @@ impl<'a> CodeObject<'a> {
             return Err(bad!("e_machine is {machine}, expected EM_AMDGPU (224)"));
         }
         let e_flags = header.e_flags(endian);
-        let target = TargetId::from_e_flags(e_flags).map_err(|e| Error::new(Status::InvalidCodeObject, e.detail()))?;
+        let target = TargetId::from_e_flags(e_flags)
+            .map_err(|e| Error::new(Status::InvalidCodeObject, e.detail()))?;
         if version < 6 && target.generic_version != 0 {
-            return Err(bad!("e_flags {e_flags:#x}: generic version in a code object v{version}"));
+            return Err(bad!(
+                "e_flags {e_flags:#x}: generic version in a code object v{version}"
+            ));
         }
-        let phdrs = header.program_headers(endian, data).map_err(|e| bad!("program headers: {e}"))?;
+        let phdrs = header
+            .program_headers(endian, data)
+            .map_err(|e| bad!("program headers: {e}"))?;
 
         // Segments: inside the file, sane sizes, bounded image.
         let (mut start, mut end, mut align) = (u64::MAX, 0u64, 4096u64);
@@ -179,13 +198,19 @@ impl<'a> CodeObject<'a> {
         }
         let image_start = start & !(align - 1);
         if end - image_start > MAX_IMAGE_BYTES {
-            return Err(bad!("loaded image spans {:#x} bytes, more than {MAX_IMAGE_BYTES:#x}", end - image_start));
+            return Err(bad!(
+                "loaded image spans {:#x} bytes, more than {MAX_IMAGE_BYTES:#x}",
+                end - image_start
+            ));
         }
 
         // Metadata note.
         let mut desc = None;
         for ph in phdrs {
-            let Some(mut notes) = ph.notes(endian, data).map_err(|e| bad!("note segment: {e}"))? else {
+            let Some(mut notes) = ph
+                .notes(endian, data)
+                .map_err(|e| bad!("note segment: {e}"))?
+            else {
                 continue;
             };
             while let Some(note) = notes.next().map_err(|e| bad!("note: {e}"))? {
@@ -194,11 +219,16 @@ impl<'a> CodeObject<'a> {
                 }
             }
         }
-        let desc = desc.ok_or_else(|| bad!("no NT_AMDGPU_METADATA note (name \"AMDGPU\", type 32)"))?;
+        let desc =
+            desc.ok_or_else(|| bad!("no NT_AMDGPU_METADATA note (name \"AMDGPU\", type 32)"))?;
         let metadata = Metadata::parse(desc)?;
 
-        let sections = header.sections(endian, data).map_err(|e| bad!("section headers: {e}"))?;
-        let dynsym = sections.symbols(endian, data, elf::SHT_DYNSYM).map_err(|e| bad!(".dynsym: {e}"))?;
+        let sections = header
+            .sections(endian, data)
+            .map_err(|e| bad!("section headers: {e}"))?;
+        let dynsym = sections
+            .symbols(endian, data, elf::SHT_DYNSYM)
+            .map_err(|e| bad!(".dynsym: {e}"))?;
 
         let co = CodeObject {
             data,
@@ -267,7 +297,11 @@ impl<'a> CodeObject<'a> {
 
     /// The `PT_LOAD` segments, in file order (each already checked by `parse`).
     pub fn load_segments(&self) -> impl Iterator<Item = LoadSegment<'a>> + '_ {
-        self.phdrs.iter().enumerate().filter(|(_, ph)| ph.p_type(LE) == elf::PT_LOAD).filter_map(|(i, ph)| checked_segment(self.data, ph, i).ok())
+        self.phdrs
+            .iter()
+            .enumerate()
+            .filter(|(_, ph)| ph.p_type(LE) == elf::PT_LOAD)
+            .filter_map(|(i, ph)| checked_segment(self.data, ph, i).ok())
     }
 
     /// The file bytes backing `[vaddr, vaddr + len)`, when one `PT_LOAD` holds them all in its
@@ -276,13 +310,16 @@ impl<'a> CodeObject<'a> {
         self.load_segments().find_map(|s| {
             let off = vaddr.checked_sub(s.vaddr)?;
             let end = off.checked_add(len)?;
-            s.file_bytes.get(usize::try_from(off).ok()?..usize::try_from(end).ok()?)
+            s.file_bytes
+                .get(usize::try_from(off).ok()?..usize::try_from(end).ok()?)
         })
     }
 
     /// The kernels of the metadata, each joined with its descriptor and cross-checked.
     pub fn kernels(&self) -> impl Iterator<Item = Result<Kernel<'a>>> + '_ {
-        self.metadata.kernels().map(move |m| m.and_then(|m| self.join_kernel(m)))
+        self.metadata
+            .kernels()
+            .map(move |m| m.and_then(|m| self.join_kernel(m)))
     }
 
     /// The kernel whose `.name` or `.symbol` is `name`.
@@ -297,14 +334,18 @@ impl<'a> CodeObject<'a> {
                 return Ok(k);
             }
         }
-        Err(crate::error!(Status::InvalidSymbolName, "no kernel named {name:?}"))
+        Err(crate::error!(
+            Status::InvalidSymbolName,
+            "no kernel named {name:?}"
+        ))
     }
 
     /// Finds a defined `.dynsym` symbol by name: `(st_value, st_size)`.
     pub fn dynamic_symbol(&self, name: &str) -> Option<(u64, u64)> {
         self.dynsym.iter().find_map(|sym| {
             let n = self.dynsym.symbol_name(LE, sym).ok()?;
-            (n == name.as_bytes() && sym.st_shndx(LE) != elf::SHN_UNDEF).then(|| (sym.st_value(LE), sym.st_size(LE)))
+            (n == name.as_bytes() && sym.st_shndx(LE) != elf::SHN_UNDEF)
+                .then(|| (sym.st_value(LE), sym.st_size(LE)))
         })
     }
 
@@ -316,9 +357,18 @@ impl<'a> CodeObject<'a> {
         let sym = self
             .dynsym
             .symbol(object::SymbolIndex(index as usize))
-            .map_err(|_| bad!("symbol index {index} is past .dynsym ({} entries)", self.dynsym.len()))?;
-        let name = self.dynsym.symbol_name(LE, sym).map_err(|_| bad!(".dynsym entry {index}: bad name offset"))?;
-        let name = core::str::from_utf8(name).map_err(|_| bad!(".dynsym entry {index}: name is not UTF-8"))?;
+            .map_err(|_| {
+                bad!(
+                    "symbol index {index} is past .dynsym ({} entries)",
+                    self.dynsym.len()
+                )
+            })?;
+        let name = self
+            .dynsym
+            .symbol_name(LE, sym)
+            .map_err(|_| bad!(".dynsym entry {index}: bad name offset"))?;
+        let name = core::str::from_utf8(name)
+            .map_err(|_| bad!(".dynsym entry {index}: name is not UTF-8"))?;
         Ok((name, sym.st_value(LE), sym.st_shndx(LE) != elf::SHN_UNDEF))
     }
 
@@ -333,17 +383,24 @@ impl<'a> CodeObject<'a> {
             }
             let name = match self.dynsym.symbol_name(LE, sym).map(core::str::from_utf8) {
                 Ok(Ok(n)) => n,
-                _ => return Some(Err(bad!(".dynsym: a symbol name is not valid UTF-8 or out of range"))),
+                _ => {
+                    return Some(Err(bad!(
+                        ".dynsym: a symbol name is not valid UTF-8 or out of range"
+                    )))
+                }
             };
             if name.ends_with(".kd") {
                 return None;
             }
             let (vaddr, size) = (sym.st_value(LE), sym.st_size(LE));
-            let inside = vaddr >= self.image_start && vaddr.checked_add(size).is_some_and(|e| e <= self.image_end);
+            let inside = vaddr >= self.image_start
+                && vaddr.checked_add(size).is_some_and(|e| e <= self.image_end);
             Some(if inside {
                 Ok(Variable { name, vaddr, size })
             } else {
-                Err(bad!("variable {name:?} at {vaddr:#x} size {size} lies outside the loaded image"))
+                Err(bad!(
+                    "variable {name:?} at {vaddr:#x} size {size} lies outside the loaded image"
+                ))
             })
         })
     }
@@ -358,7 +415,10 @@ impl<'a> CodeObject<'a> {
     pub fn dynamic_relocations(&self) -> Result<impl Iterator<Item = Result<DynRelocation>> + '_> {
         let (mut rela, mut relasz, mut relaent) = (None, 0u64, RELA_SIZE);
         for ph in self.phdrs {
-            let Some(dynamic) = ph.dynamic(LE, self.data).map_err(|e| bad!("PT_DYNAMIC: {e}"))? else {
+            let Some(dynamic) = ph
+                .dynamic(LE, self.data)
+                .map_err(|e| bad!("PT_DYNAMIC: {e}"))?
+            else {
                 continue;
             };
             for d in dynamic {
@@ -369,7 +429,9 @@ impl<'a> CodeObject<'a> {
                     Ok(elf::DT_RELASZ) => relasz = val,
                     Ok(elf::DT_RELAENT) => relaent = val,
                     Ok(elf::DT_REL) | Ok(DT_RELR) => {
-                        return Err(bad!("dynamic tag {tag} (DT_REL/DT_RELR) is not used by AMDGPU code objects"))
+                        return Err(bad!(
+                            "dynamic tag {tag} (DT_REL/DT_RELR) is not used by AMDGPU code objects"
+                        ))
                     }
                     _ => {}
                 }
@@ -381,9 +443,9 @@ impl<'a> CodeObject<'a> {
         let table: &'a [u8] = match rela {
             None | Some(_) if relasz == 0 => &[],
             None => return Err(bad!("DT_RELASZ is {relasz} without DT_RELA")),
-            Some(addr) => self
-                .bytes_at_vaddr(addr, relasz)
-                .ok_or_else(|| bad!("DT_RELA {addr:#x} size {relasz} is not inside a PT_LOAD's file bytes"))?,
+            Some(addr) => self.bytes_at_vaddr(addr, relasz).ok_or_else(|| {
+                bad!("DT_RELA {addr:#x} size {relasz} is not inside a PT_LOAD's file bytes")
+            })?,
         };
         if table.len() as u64 % RELA_SIZE != 0 {
             return Err(bad!("DT_RELASZ {relasz} is not a multiple of 24"));
@@ -407,20 +469,24 @@ impl<'a> CodeObject<'a> {
     fn join_kernel(&self, metadata: KernelMetadata<'a>) -> Result<Kernel<'a>> {
         let name = metadata.name;
         let symbol = metadata.symbol;
-        let (vaddr, size) = self
-            .dynamic_symbol(symbol)
-            .ok_or_else(|| bad!("kernel {name:?}: descriptor symbol {symbol:?} is not defined in .dynsym"))?;
+        let (vaddr, size) = self.dynamic_symbol(symbol).ok_or_else(|| {
+            bad!("kernel {name:?}: descriptor symbol {symbol:?} is not defined in .dynsym")
+        })?;
         if size != KERNEL_DESCRIPTOR_SIZE as u64 {
-            return Err(bad!("kernel {name:?}: descriptor symbol {symbol:?} has size {size}, expected 64"));
+            return Err(bad!(
+                "kernel {name:?}: descriptor symbol {symbol:?} has size {size}, expected 64"
+            ));
         }
         if vaddr % 64 != 0 {
-            return Err(bad!("kernel {name:?}: descriptor at {vaddr:#x} is not 64-byte aligned"));
+            return Err(bad!(
+                "kernel {name:?}: descriptor at {vaddr:#x} is not 64-byte aligned"
+            ));
         }
-        let bytes = self
-            .bytes_at_vaddr(vaddr, 64)
-            .ok_or_else(|| bad!("kernel {name:?}: descriptor at {vaddr:#x} is not inside a PT_LOAD's file bytes"))?;
-        let descriptor =
-            KernelDescriptor::read_from_bytes(bytes).map_err(|_| bad!("kernel {name:?}: descriptor is not 64 bytes"))?;
+        let bytes = self.bytes_at_vaddr(vaddr, 64).ok_or_else(|| {
+            bad!("kernel {name:?}: descriptor at {vaddr:#x} is not inside a PT_LOAD's file bytes")
+        })?;
+        let descriptor = KernelDescriptor::read_from_bytes(bytes)
+            .map_err(|_| bad!("kernel {name:?}: descriptor is not 64 bytes"))?;
         let m = &metadata;
         let d = &descriptor;
         let check = |field: &str, md: u64, kd: u64| {
@@ -430,43 +496,89 @@ impl<'a> CodeObject<'a> {
                 Err(bad!("kernel {name:?}: {field} is {md} in metadata but {kd} in the kernel descriptor"))
             }
         };
-        check("group_segment_fixed_size", m.group_segment_fixed_size.into(), d.group_segment_fixed_size.into())?;
-        check("private_segment_fixed_size", m.private_segment_fixed_size.into(), d.private_segment_fixed_size.into())?;
-        check("kernarg_segment_size", m.kernarg_segment_size.into(), d.kernarg_size.into())?;
-        check("wavefront_size", m.wavefront_size.into(), d.wavefront_size().into())?;
+        check(
+            "group_segment_fixed_size",
+            m.group_segment_fixed_size.into(),
+            d.group_segment_fixed_size.into(),
+        )?;
+        check(
+            "private_segment_fixed_size",
+            m.private_segment_fixed_size.into(),
+            d.private_segment_fixed_size.into(),
+        )?;
+        check(
+            "kernarg_segment_size",
+            m.kernarg_segment_size.into(),
+            d.kernarg_size.into(),
+        )?;
+        check(
+            "wavefront_size",
+            m.wavefront_size.into(),
+            d.wavefront_size().into(),
+        )?;
         if self.version >= 5 {
-            check("uses_dynamic_stack", m.uses_dynamic_stack.into(), d.uses_dynamic_stack().into())?;
+            check(
+                "uses_dynamic_stack",
+                m.uses_dynamic_stack.into(),
+                d.uses_dynamic_stack().into(),
+            )?;
         }
         let entry = (vaddr as i64).checked_add(d.kernel_code_entry_byte_offset);
-        let entry_ok = entry.is_some_and(|e| e >= self.image_start as i64 && (e as u64) < self.image_end);
+        let entry_ok =
+            entry.is_some_and(|e| e >= self.image_start as i64 && (e as u64) < self.image_end);
         if !entry_ok {
             return Err(bad!(
                 "kernel {name:?}: kernel_code_entry_byte_offset {} points outside the loaded image",
                 d.kernel_code_entry_byte_offset
             ));
         }
-        Ok(Kernel { metadata, descriptor, descriptor_vaddr: vaddr })
+        Ok(Kernel {
+            metadata,
+            descriptor,
+            descriptor_vaddr: vaddr,
+        })
     }
 }
 
-fn checked_segment<'a>(data: &'a [u8], ph: &ProgramHeader64<LE>, index: usize) -> Result<LoadSegment<'a>> {
-    let (off, filesz, memsz, vaddr, align) =
-        (ph.p_offset(LE), ph.p_filesz(LE), ph.p_memsz(LE), ph.p_vaddr(LE), ph.p_align(LE));
+fn checked_segment<'a>(
+    data: &'a [u8],
+    ph: &ProgramHeader64<LE>,
+    index: usize,
+) -> Result<LoadSegment<'a>> {
+    let (off, filesz, memsz, vaddr, align) = (
+        ph.p_offset(LE),
+        ph.p_filesz(LE),
+        ph.p_memsz(LE),
+        ph.p_vaddr(LE),
+        ph.p_align(LE),
+    );
     if filesz > memsz {
-        return Err(bad!("PT_LOAD {index}: p_filesz {filesz:#x} > p_memsz {memsz:#x}"));
+        return Err(bad!(
+            "PT_LOAD {index}: p_filesz {filesz:#x} > p_memsz {memsz:#x}"
+        ));
     }
     let file_bytes = off
         .checked_add(filesz)
         .and_then(|end| data.get(usize::try_from(off).ok()?..usize::try_from(end).ok()?))
         .ok_or_else(|| bad!("PT_LOAD {index}: p_offset {off:#x} + p_filesz {filesz:#x} is past the file ({} bytes)", data.len()))?;
     if vaddr.checked_add(memsz).is_none_or(|e| e > MAX_IMAGE_BYTES) {
-        return Err(bad!("PT_LOAD {index}: p_vaddr {vaddr:#x} + p_memsz {memsz:#x} is past {MAX_IMAGE_BYTES:#x}"));
+        return Err(bad!(
+            "PT_LOAD {index}: p_vaddr {vaddr:#x} + p_memsz {memsz:#x} is past {MAX_IMAGE_BYTES:#x}"
+        ));
     }
     if align > 1 && (!align.is_power_of_two() || align > MAX_SEGMENT_ALIGN) {
-        return Err(bad!("PT_LOAD {index}: p_align {align:#x} is not a power of two <= {MAX_SEGMENT_ALIGN:#x}"));
+        return Err(bad!(
+            "PT_LOAD {index}: p_align {align:#x} is not a power of two <= {MAX_SEGMENT_ALIGN:#x}"
+        ));
     }
     if align > 1 && vaddr % align != off % align {
         return Err(bad!("PT_LOAD {index}: p_vaddr {vaddr:#x} and p_offset {off:#x} disagree modulo p_align {align:#x}"));
     }
-    Ok(LoadSegment { vaddr, mem_size: memsz, file_bytes, align: align.max(1), flags: ph.p_flags(LE) })
+    Ok(LoadSegment {
+        vaddr,
+        mem_size: memsz,
+        file_bytes,
+        align: align.max(1),
+        flags: ph.p_flags(LE),
+    })
 }

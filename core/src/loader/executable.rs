@@ -13,7 +13,9 @@ use super::image::OwnedChunk;
 use super::reloc::apply_relocation;
 use super::target::TargetId;
 use crate::addr::{GpuVa, NodeId};
-use crate::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError};
+use crate::platform::{
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError,
+};
 use crate::status::{Error, Result, Status};
 
 /// Page size used to round code object allocations, bytes.
@@ -106,7 +108,13 @@ impl<P: Platform> core::fmt::Debug for Executable<'_, P> {
 impl<'p, P: Platform> Executable<'p, P> {
     /// An empty, unfrozen executable (`hsa_executable_create_alt`).
     pub fn new(platform: &'p P) -> Self {
-        Executable { platform, frozen: false, loaded: Vec::new(), chunks: Vec::new(), symbols: Vec::new() }
+        Executable {
+            platform,
+            frozen: false,
+            loaded: Vec::new(),
+            chunks: Vec::new(),
+            symbols: Vec::new(),
+        }
     }
 
     /// Loads a code object for the agent `node` whose ISA is `agent_isa`
@@ -121,10 +129,9 @@ impl<'p, P: Platform> Executable<'p, P> {
     /// - `Status::InvalidCodeObject` for a malformed code object (see [`CodeObject::parse`]) or
     ///   a bad relocation.
     /// - `Status::IncompatibleArguments` when the code object's ISA does not run on
-    ///   `agent_isa` (the message names both ISAs). ROCR answers
-    ///   `HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS` here too: hsa.h documents it for
-    ///   `hsa_executable_load_agent_code_object` as "the code object ... is not compatible
-    ///   with the agent".
+    ///   `agent_isa` (the message names both ISAs). This is the code `hsa.h` documents for
+    ///   `hsa_executable_load_agent_code_object` when "the agent does not support the
+    ///   instruction set architecture of the code object".
     /// - `Status::VariableUndefined` for a relocation against an undefined symbol.
     /// - `Status::InvalidAllocation` when the platform's memory has no host pointer.
     /// - The platform's status when allocating or mapping fails (e.g. `OutOfResources`).
@@ -136,7 +143,10 @@ impl<'p, P: Platform> Executable<'p, P> {
         memory: MemoryKind,
     ) -> Result<usize> {
         if self.frozen {
-            crate::bail!(Status::FrozenExecutable, "cannot load a code object into a frozen executable");
+            crate::bail!(
+                Status::FrozenExecutable,
+                "cannot load a code object into a frozen executable"
+            );
         }
         let co = CodeObject::parse(code_object)?;
         co.target().check_runs_on(agent_isa)?;
@@ -154,13 +164,23 @@ impl<'p, P: Platform> Executable<'p, P> {
         let symbols = self.fill_and_register(&co, node, &mut owned)?;
         let chunk = *owned.chunk();
         let load_base = GpuVa(chunk.gpu_va.get().wrapping_sub(co.image_start()));
-        self.loaded.push(LoadedCodeObject { node, target: co.target(), load_base, chunk });
+        self.loaded.push(LoadedCodeObject {
+            node,
+            target: co.target(),
+            load_base,
+            chunk,
+        });
         self.chunks.push(owned);
         self.symbols.extend(symbols);
         Ok(self.loaded.len() - 1)
     }
 
-    fn fill_and_register(&self, co: &CodeObject<'_>, node: NodeId, owned: &mut OwnedChunk<'p, P>) -> Result<Vec<Symbol>> {
+    fn fill_and_register(
+        &self,
+        co: &CodeObject<'_>,
+        node: NodeId,
+        owned: &mut OwnedChunk<'p, P>,
+    ) -> Result<Vec<Symbol>> {
         let chunk: MemoryChunk = *owned.chunk();
         if chunk.size_bytes < co.image_size() || chunk.gpu_va.get() % co.image_align() != 0 {
             crate::bail!(
@@ -173,18 +193,26 @@ impl<'p, P: Platform> Executable<'p, P> {
             );
         }
         let start = co.image_start();
-        let load_base = chunk
-            .gpu_va
-            .get()
-            .checked_sub(start)
-            .ok_or_else(|| crate::error!(Status::InvalidAllocation, "chunk at {} is below the image start {start:#x}", chunk.gpu_va))?;
+        let load_base = chunk.gpu_va.get().checked_sub(start).ok_or_else(|| {
+            crate::error!(
+                Status::InvalidAllocation,
+                "chunk at {} is below the image start {start:#x}",
+                chunk.gpu_va
+            )
+        })?;
         owned.with_host_bytes(|image| -> Result<()> {
             for seg in co.load_segments() {
                 // parse() checked vaddr >= image_start and vaddr + memsz <= image end.
-                let at = usize::try_from(seg.vaddr - start).map_err(|_| Error::from(Status::InvalidCodeObject))?;
-                let mem = usize::try_from(seg.mem_size).map_err(|_| Error::from(Status::InvalidCodeObject))?;
+                let at = usize::try_from(seg.vaddr - start)
+                    .map_err(|_| Error::from(Status::InvalidCodeObject))?;
+                let mem = usize::try_from(seg.mem_size)
+                    .map_err(|_| Error::from(Status::InvalidCodeObject))?;
                 let dst = image.get_mut(at..at + mem).ok_or_else(|| {
-                    crate::error!(Status::InvalidCodeObject, "segment at {:#x} does not fit the image", seg.vaddr)
+                    crate::error!(
+                        Status::InvalidCodeObject,
+                        "segment at {:#x} does not fit the image",
+                        seg.vaddr
+                    )
                 })?;
                 let (file_part, bss) = dst.split_at_mut(seg.file_bytes.len());
                 file_part.copy_from_slice(seg.file_bytes);
@@ -197,7 +225,11 @@ impl<'p, P: Platform> Executable<'p, P> {
                 } else {
                     let (name, value, defined) = co.dynamic_symbol_by_index(r.symbol)?;
                     if !defined {
-                        crate::bail!(Status::VariableUndefined, "relocation at {:#x} refers to undefined symbol {name:?}", r.offset);
+                        crate::bail!(
+                            Status::VariableUndefined,
+                            "relocation at {:#x} refers to undefined symbol {name:?}",
+                            r.offset
+                        );
                     }
                     load_base.wrapping_add(value)
                 };
@@ -205,14 +237,20 @@ impl<'p, P: Platform> Executable<'p, P> {
             }
             Ok(())
         })??;
-        self.platform.map_memory(&chunk, &[node]).map_err(|e| e.to_error().context("mapping code object memory"))?;
+        self.platform
+            .map_memory(&chunk, &[node])
+            .map_err(|e| e.to_error().context("mapping code object memory"))?;
 
         let mut symbols = Vec::new();
         for k in co.kernels() {
             let k = k?;
             let kernel_object = GpuVa(load_base.wrapping_add(k.descriptor_vaddr));
             if kernel_object.get() % 64 != 0 {
-                crate::bail!(Status::InvalidCodeObject, "kernel {:?}: kernel object {kernel_object} is not 64-byte aligned", k.metadata.name);
+                crate::bail!(
+                    Status::InvalidCodeObject,
+                    "kernel {:?}: kernel object {kernel_object} is not 64-byte aligned",
+                    k.metadata.name
+                );
             }
             let m = &k.metadata;
             symbols.push(Symbol {
@@ -275,13 +313,26 @@ impl<'p, P: Platform> Executable<'p, P> {
             let inside = self.loaded.iter().any(|l| {
                 l.node == s.node
                     && s.address.get() >= l.chunk.gpu_va.get()
-                    && s.address.get().checked_add(s.size_bytes).is_some_and(|e| e <= l.chunk.gpu_va.get() + l.chunk.size_bytes)
+                    && s.address
+                        .get()
+                        .checked_add(s.size_bytes)
+                        .is_some_and(|e| e <= l.chunk.gpu_va.get() + l.chunk.size_bytes)
             });
             if !inside {
-                crate::bail!(Status::InvalidExecutable, "symbol {:?} at {} lies outside its code object's memory", s.name, s.address);
+                crate::bail!(
+                    Status::InvalidExecutable,
+                    "symbol {:?} at {} lies outside its code object's memory",
+                    s.name,
+                    s.address
+                );
             }
             if s.kind == SymbolKind::Kernel && s.address.get() % 64 != 0 {
-                crate::bail!(Status::InvalidExecutable, "kernel {:?}: kernel object {} is not 64-byte aligned", s.name, s.address);
+                crate::bail!(
+                    Status::InvalidExecutable,
+                    "kernel {:?}: kernel object {} is not 64-byte aligned",
+                    s.name,
+                    s.address
+                );
             }
         }
         Ok(())
@@ -315,7 +366,12 @@ impl<'p, P: Platform> Executable<'p, P> {
                     .filter(agent_ok)
                     .find(|s| s.kernel.as_ref().is_some_and(|k| k.kernel_name == name))
             })
-            .ok_or_else(|| crate::error!(Status::InvalidSymbolName, "no symbol named {name:?} in the executable"))
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidSymbolName,
+                    "no symbol named {name:?} in the executable"
+                )
+            })
     }
 
     /// Destroys the executable (`hsa_executable_destroy`), freeing the memory of every

@@ -19,8 +19,14 @@ impl<'p, P: Platform> OwnedChunk<'p, P> {
     /// # Errors
     /// The platform's error as a core error, with context.
     pub(super) fn allocate(platform: &'p P, request: &MemoryRequest) -> Result<Self> {
-        let chunk = platform.allocate_memory(request).map_err(|e| e.to_error().context("code object memory"))?;
-        Ok(OwnedChunk { platform, chunk, freed: false })
+        let chunk = platform
+            .allocate_memory(request)
+            .map_err(|e| e.to_error().context("code object memory"))?;
+        Ok(OwnedChunk {
+            platform,
+            chunk,
+            freed: false,
+        })
     }
 
     /// The chunk's description.
@@ -36,12 +42,22 @@ impl<'p, P: Platform> OwnedChunk<'p, P> {
     pub(super) fn with_host_bytes<R>(&mut self, f: impl FnOnce(&mut [u8]) -> R) -> Result<R> {
         let chunk = &self.chunk;
         let ptr = chunk.host_ptr.ok_or_else(|| {
-            crate::error!(Status::InvalidAllocation, "code object memory at {} has no host mapping to copy through", chunk.gpu_va)
+            crate::error!(
+                Status::InvalidAllocation,
+                "code object memory at {} has no host mapping to copy through",
+                chunk.gpu_va
+            )
         })?;
         let len = usize::try_from(chunk.size_bytes)
             .ok()
             .filter(|&l| l <= isize::MAX as usize)
-            .ok_or_else(|| crate::error!(Status::InvalidAllocation, "chunk of {} bytes does not fit the host", chunk.size_bytes))?;
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidAllocation,
+                    "chunk of {} bytes does not fit the host",
+                    chunk.size_bytes
+                )
+            })?;
         // SAFETY: by the `Platform` implementation-safety contract, `host_ptr` is valid for
         // reads and writes of `size_bytes` bytes until the chunk is freed (it is not: `self`
         // is alive and `freed` only becomes true in `free`/drop), and it overlaps no other
@@ -69,7 +85,8 @@ impl<'p, P: Platform> OwnedChunk<'p, P> {
         // reference into it (slices never escape `with_host_bytes`). That no kernel still
         // runs from it is the application's duty, as for `hsa_executable_destroy`; a late
         // GPU access faults on the device, not in this process.
-        unsafe { self.platform.free_memory(&self.chunk) }.map_err(|e| e.to_error().context("freeing code object memory"))
+        unsafe { self.platform.free_memory(&self.chunk) }
+            .map_err(|e| e.to_error().context("freeing code object memory"))
     }
 }
 

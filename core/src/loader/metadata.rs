@@ -24,7 +24,10 @@ fn bad(field: &str, what: &str) -> Error {
 }
 
 fn kbad(kernel: &str, field: &str, what: &str) -> Error {
-    crate::error!(Status::InvalidCodeObject, "metadata of kernel {kernel:?}: {field} {what}")
+    crate::error!(
+        Status::InvalidCodeObject,
+        "metadata of kernel {kernel:?}: {field} {what}"
+    )
 }
 
 impl<'a> Metadata<'a> {
@@ -37,8 +40,12 @@ impl<'a> Metadata<'a> {
     pub fn parse(desc: &'a [u8]) -> Result<Metadata<'a>> {
         let (value, _rest) = msgpack::decode(desc)?;
         let map = value.as_map().ok_or_else(|| bad("root", "is not a map"))?;
-        let version = map.get("amdhsa.version")?.ok_or_else(|| bad("amdhsa.version", "is missing"))?;
-        let version = version.as_array().ok_or_else(|| bad("amdhsa.version", "is not an array"))?;
+        let version = map
+            .get("amdhsa.version")?
+            .ok_or_else(|| bad("amdhsa.version", "is missing"))?;
+        let version = version
+            .as_array()
+            .ok_or_else(|| bad("amdhsa.version", "is not an array"))?;
         let mut v = [0u64; 2];
         if version.len() != 2 {
             return Err(crate::error!(
@@ -48,17 +55,29 @@ impl<'a> Metadata<'a> {
             ));
         }
         for (slot, item) in v.iter_mut().zip(version.iter()) {
-            *slot = item?.as_u64().ok_or_else(|| bad("amdhsa.version", "element is not an unsigned integer"))?;
+            *slot = item?
+                .as_u64()
+                .ok_or_else(|| bad("amdhsa.version", "element is not an unsigned integer"))?;
         }
         let target = match map.get("amdhsa.target")? {
             None => None,
-            Some(t) => Some(t.as_str().ok_or_else(|| bad("amdhsa.target", "is not a string"))?),
+            Some(t) => Some(
+                t.as_str()
+                    .ok_or_else(|| bad("amdhsa.target", "is not a string"))?,
+            ),
         };
         let kernels = match map.get("amdhsa.kernels")? {
             None => None,
-            Some(k) => Some(k.as_array().ok_or_else(|| bad("amdhsa.kernels", "is not an array"))?),
+            Some(k) => Some(
+                k.as_array()
+                    .ok_or_else(|| bad("amdhsa.kernels", "is not an array"))?,
+            ),
         };
-        Ok(Metadata { version: v, target, kernels })
+        Ok(Metadata {
+            version: v,
+            target,
+            kernels,
+        })
     }
 
     /// Number of entries of `amdhsa.kernels`.
@@ -68,7 +87,9 @@ impl<'a> Metadata<'a> {
 
     /// The kernels, decoded one by one.
     pub fn kernels(&self) -> KernelIter<'a> {
-        KernelIter { inner: self.kernels.map(|a| a.iter()) }
+        KernelIter {
+            inner: self.kernels.map(|a| a.iter()),
+        }
     }
 }
 
@@ -116,35 +137,60 @@ pub struct KernelMetadata<'a> {
 }
 
 fn req_u32(map: &Map<'_>, kernel: &str, key: &str) -> Result<u32> {
-    let v = map.get(key)?.ok_or_else(|| kbad(kernel, key, "is missing"))?;
+    let v = map
+        .get(key)?
+        .ok_or_else(|| kbad(kernel, key, "is missing"))?;
     opt_u32_value(&v, kernel, key)
 }
 
 fn opt_u32_value(v: &Value<'_>, kernel: &str, key: &str) -> Result<u32> {
-    let n = v.as_u64().ok_or_else(|| kbad(kernel, key, "is not an unsigned integer"))?;
-    u32::try_from(n).map_err(|_| crate::error!(Status::InvalidCodeObject, "metadata of kernel {kernel:?}: {key} is {n}, too large"))
+    let n = v
+        .as_u64()
+        .ok_or_else(|| kbad(kernel, key, "is not an unsigned integer"))?;
+    u32::try_from(n).map_err(|_| {
+        crate::error!(
+            Status::InvalidCodeObject,
+            "metadata of kernel {kernel:?}: {key} is {n}, too large"
+        )
+    })
 }
 
 fn opt_u32(map: &Map<'_>, kernel: &str, key: &str) -> Result<Option<u32>> {
-    map.get(key)?.map(|v| opt_u32_value(&v, kernel, key)).transpose()
+    map.get(key)?
+        .map(|v| opt_u32_value(&v, kernel, key))
+        .transpose()
 }
 
 fn opt_str<'a>(map: &Map<'a>, kernel: &str, key: &str) -> Result<Option<&'a str>> {
-    map.get(key)?.map(|v| v.as_str().ok_or_else(|| kbad(kernel, key, "is not a string"))).transpose()
+    map.get(key)?
+        .map(|v| {
+            v.as_str()
+                .ok_or_else(|| kbad(kernel, key, "is not a string"))
+        })
+        .transpose()
 }
 
 impl<'a> KernelMetadata<'a> {
     fn from_value(v: &Value<'a>) -> Result<KernelMetadata<'a>> {
-        let map = v.as_map().ok_or_else(|| bad("amdhsa.kernels", "entry is not a map"))?;
-        let name = opt_str(&map, "?", ".name")?.ok_or_else(|| bad("amdhsa.kernels", "entry without .name"))?;
-        let symbol = opt_str(&map, name, ".symbol")?.ok_or_else(|| kbad(name, ".symbol", "is missing"))?;
+        let map = v
+            .as_map()
+            .ok_or_else(|| bad("amdhsa.kernels", "entry is not a map"))?;
+        let name = opt_str(&map, "?", ".name")?
+            .ok_or_else(|| bad("amdhsa.kernels", "entry without .name"))?;
+        let symbol =
+            opt_str(&map, name, ".symbol")?.ok_or_else(|| kbad(name, ".symbol", "is missing"))?;
         let uses_dynamic_stack = match map.get(".uses_dynamic_stack")? {
             None => false,
-            Some(v) => v.as_bool().ok_or_else(|| kbad(name, ".uses_dynamic_stack", "is not a boolean"))?,
+            Some(v) => v
+                .as_bool()
+                .ok_or_else(|| kbad(name, ".uses_dynamic_stack", "is not a boolean"))?,
         };
         let args = match map.get(".args")? {
             None => None,
-            Some(v) => Some(v.as_array().ok_or_else(|| kbad(name, ".args", "is not an array"))?),
+            Some(v) => Some(
+                v.as_array()
+                    .ok_or_else(|| kbad(name, ".args", "is not an array"))?,
+            ),
         };
         let kernarg_segment_align = req_u32(&map, name, ".kernarg_segment_align")?;
         if !kernarg_segment_align.is_power_of_two() {
@@ -183,7 +229,10 @@ impl<'a> KernelMetadata<'a> {
 
     /// The kernel's arguments in order, hidden arguments included.
     pub fn args(&self) -> ArgIter<'a> {
-        ArgIter { kernel: self.name, inner: self.args.map(|a| a.iter()) }
+        ArgIter {
+            kernel: self.name,
+            inner: self.args.map(|a| a.iter()),
+        }
     }
 }
 
@@ -225,13 +274,16 @@ pub struct KernelArg<'a> {
 
 impl<'a> KernelArg<'a> {
     fn from_value(v: &Value<'a>, kernel: &str) -> Result<KernelArg<'a>> {
-        let map = v.as_map().ok_or_else(|| kbad(kernel, ".args", "entry is not a map"))?;
+        let map = v
+            .as_map()
+            .ok_or_else(|| kbad(kernel, ".args", "entry is not a map"))?;
         Ok(KernelArg {
             name: opt_str(&map, kernel, ".name")?,
             type_name: opt_str(&map, kernel, ".type_name")?,
             offset: req_u32(&map, kernel, ".offset")?,
             size: req_u32(&map, kernel, ".size")?,
-            value_kind: opt_str(&map, kernel, ".value_kind")?.ok_or_else(|| kbad(kernel, ".args .value_kind", "is missing"))?,
+            value_kind: opt_str(&map, kernel, ".value_kind")?
+                .ok_or_else(|| kbad(kernel, ".args .value_kind", "is missing"))?,
             address_space: opt_str(&map, kernel, ".address_space")?,
             access: opt_str(&map, kernel, ".access")?,
         })

@@ -10,6 +10,10 @@
 //! Ref: LLVM AMDGPUUsage ("ELF Code Object", "Code Object Metadata", "Kernel Descriptor",
 //! "Relocation Records"); HSA Runtime 1.2 §2.9.
 
+// `Error` keeps its message inline (no allocator, by design of `status`), so every
+// `Result<_, Error>` is large; that is the crate's chosen trade-off, not a loader accident.
+#![allow(clippy::result_large_err)]
+
 pub mod code_object;
 #[cfg(feature = "alloc")]
 pub mod executable;

@@ -67,7 +67,10 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn new(bytes: &'a [u8]) -> Self {
-        Cursor { rd: Bytes::new(bytes), base: 0 }
+        Cursor {
+            rd: Bytes::new(bytes),
+            base: 0,
+        }
     }
     fn pos(&self) -> u64 {
         self.base + self.rd.position()
@@ -78,7 +81,10 @@ impl<'a> Cursor<'a> {
 }
 
 fn malformed(what: &str, at: u64) -> Error {
-    crate::error!(Status::InvalidCodeObject, "metadata msgpack: {what} at byte {at}")
+    crate::error!(
+        Status::InvalidCodeObject,
+        "metadata msgpack: {what} at byte {at}"
+    )
 }
 
 /// Decodes one value from the front of `input` and returns it with the rest of the input.
@@ -94,10 +100,16 @@ pub fn decode(input: &[u8]) -> Result<(Value<'_>, &[u8])> {
 
 fn take<'a>(rd: &mut Cursor<'a>, n: u64) -> Result<&'a [u8]> {
     let rest = rd.rest();
-    let n = usize::try_from(n).ok().filter(|&n| n <= rest.len()).ok_or_else(|| malformed("length past the end", rd.pos()))?;
+    let n = usize::try_from(n)
+        .ok()
+        .filter(|&n| n <= rest.len())
+        .ok_or_else(|| malformed("length past the end", rd.pos()))?;
     let (head, tail) = rest.split_at(n);
     let base = rd.pos() + n as u64;
-    *rd = Cursor { rd: Bytes::new(tail), base };
+    *rd = Cursor {
+        rd: Bytes::new(tail),
+        base,
+    };
     Ok(head)
 }
 
@@ -132,26 +144,93 @@ fn decode_at<'a>(rd: &mut Cursor<'a>, depth: u32) -> Result<Value<'a>> {
         Marker::F32 => Value::F32(rd.rd.read_data_f32().map_err(trunc)?),
         Marker::F64 => Value::F64(rd.rd.read_data_f64().map_err(trunc)?),
         Marker::FixStr(n) => string(take(rd, u64::from(n))?, at)?,
-        Marker::Str8 => { let n = read_len(rd, 1)?; string(take(rd, u64::from(n))?, at)? }
-        Marker::Str16 => { let n = read_len(rd, 2)?; string(take(rd, u64::from(n))?, at)? }
-        Marker::Str32 => { let n = read_len(rd, 4)?; string(take(rd, u64::from(n))?, at)? }
-        Marker::Bin8 => { let n = read_len(rd, 1)?; Value::Bin(take(rd, u64::from(n))?) }
-        Marker::Bin16 => { let n = read_len(rd, 2)?; Value::Bin(take(rd, u64::from(n))?) }
-        Marker::Bin32 => { let n = read_len(rd, 4)?; Value::Bin(take(rd, u64::from(n))?) }
+        Marker::Str8 => {
+            let n = read_len(rd, 1)?;
+            string(take(rd, u64::from(n))?, at)?
+        }
+        Marker::Str16 => {
+            let n = read_len(rd, 2)?;
+            string(take(rd, u64::from(n))?, at)?
+        }
+        Marker::Str32 => {
+            let n = read_len(rd, 4)?;
+            string(take(rd, u64::from(n))?, at)?
+        }
+        Marker::Bin8 => {
+            let n = read_len(rd, 1)?;
+            Value::Bin(take(rd, u64::from(n))?)
+        }
+        Marker::Bin16 => {
+            let n = read_len(rd, 2)?;
+            Value::Bin(take(rd, u64::from(n))?)
+        }
+        Marker::Bin32 => {
+            let n = read_len(rd, 4)?;
+            Value::Bin(take(rd, u64::from(n))?)
+        }
         Marker::FixExt1 => ext(rd, 1, at)?,
         Marker::FixExt2 => ext(rd, 2, at)?,
         Marker::FixExt4 => ext(rd, 4, at)?,
         Marker::FixExt8 => ext(rd, 8, at)?,
         Marker::FixExt16 => ext(rd, 16, at)?,
-        Marker::Ext8 => { let n = read_len(rd, 1)?; ext(rd, n, at)? }
-        Marker::Ext16 => { let n = read_len(rd, 2)?; ext(rd, n, at)? }
-        Marker::Ext32 => { let n = read_len(rd, 4)?; ext(rd, n, at)? }
-        Marker::FixArray(n) => Value::Array(container(rd, u32::from(n), 1, depth, at).map(|(len, bytes)| Array { len, bytes, depth: depth + 1 })?),
-        Marker::Array16 => { let n = read_len(rd, 2)?; Value::Array(container(rd, n, 1, depth, at).map(|(len, bytes)| Array { len, bytes, depth: depth + 1 })?) }
-        Marker::Array32 => { let n = read_len(rd, 4)?; Value::Array(container(rd, n, 1, depth, at).map(|(len, bytes)| Array { len, bytes, depth: depth + 1 })?) }
-        Marker::FixMap(n) => Value::Map(container(rd, u32::from(n), 2, depth, at).map(|(len, bytes)| Map { len, bytes, depth: depth + 1 })?),
-        Marker::Map16 => { let n = read_len(rd, 2)?; Value::Map(container(rd, n, 2, depth, at).map(|(len, bytes)| Map { len, bytes, depth: depth + 1 })?) }
-        Marker::Map32 => { let n = read_len(rd, 4)?; Value::Map(container(rd, n, 2, depth, at).map(|(len, bytes)| Map { len, bytes, depth: depth + 1 })?) }
+        Marker::Ext8 => {
+            let n = read_len(rd, 1)?;
+            ext(rd, n, at)?
+        }
+        Marker::Ext16 => {
+            let n = read_len(rd, 2)?;
+            ext(rd, n, at)?
+        }
+        Marker::Ext32 => {
+            let n = read_len(rd, 4)?;
+            ext(rd, n, at)?
+        }
+        Marker::FixArray(n) => Value::Array(container(rd, u32::from(n), 1, depth, at).map(
+            |(len, bytes)| Array {
+                len,
+                bytes,
+                depth: depth + 1,
+            },
+        )?),
+        Marker::Array16 => {
+            let n = read_len(rd, 2)?;
+            Value::Array(container(rd, n, 1, depth, at).map(|(len, bytes)| Array {
+                len,
+                bytes,
+                depth: depth + 1,
+            })?)
+        }
+        Marker::Array32 => {
+            let n = read_len(rd, 4)?;
+            Value::Array(container(rd, n, 1, depth, at).map(|(len, bytes)| Array {
+                len,
+                bytes,
+                depth: depth + 1,
+            })?)
+        }
+        Marker::FixMap(n) => Value::Map(container(rd, u32::from(n), 2, depth, at).map(
+            |(len, bytes)| Map {
+                len,
+                bytes,
+                depth: depth + 1,
+            },
+        )?),
+        Marker::Map16 => {
+            let n = read_len(rd, 2)?;
+            Value::Map(container(rd, n, 2, depth, at).map(|(len, bytes)| Map {
+                len,
+                bytes,
+                depth: depth + 1,
+            })?)
+        }
+        Marker::Map32 => {
+            let n = read_len(rd, 4)?;
+            Value::Map(container(rd, n, 2, depth, at).map(|(len, bytes)| Map {
+                len,
+                bytes,
+                depth: depth + 1,
+            })?)
+        }
         Marker::Reserved => return Err(malformed("reserved marker 0xc1", at)),
     })
 }
@@ -165,17 +244,28 @@ fn int(v: i64) -> Value<'static> {
 }
 
 fn string(bytes: &[u8], at: u64) -> Result<Value<'_>> {
-    core::str::from_utf8(bytes).map(Value::Str).map_err(|_| malformed("string is not UTF-8", at))
+    core::str::from_utf8(bytes)
+        .map(Value::Str)
+        .map_err(|_| malformed("string is not UTF-8", at))
 }
 
 fn ext<'a>(rd: &mut Cursor<'a>, n: u32, at: u64) -> Result<Value<'a>> {
-    let ty = rd.rd.read_data_i8().map_err(|_| malformed("truncated ext", at))?;
+    let ty = rd
+        .rd
+        .read_data_i8()
+        .map_err(|_| malformed("truncated ext", at))?;
     Ok(Value::Ext(ty, take(rd, u64::from(n))?))
 }
 
 /// Skips `count * per` values after a container header, returning the count and the exact
 /// bytes they occupy.
-fn container<'a>(rd: &mut Cursor<'a>, count: u32, per: u32, depth: u32, at: u64) -> Result<(u32, &'a [u8])> {
+fn container<'a>(
+    rd: &mut Cursor<'a>,
+    count: u32,
+    per: u32,
+    depth: u32,
+    at: u64,
+) -> Result<(u32, &'a [u8])> {
     if depth >= MAX_DEPTH {
         return Err(malformed("nesting deeper than 32", at));
     }
@@ -242,7 +332,11 @@ impl<'a> Array<'a> {
     /// The elements in order. Each was decoded once already when the array was read, so the
     /// iterator yields `Ok` for every element of a well-formed array.
     pub fn iter(&self) -> ArrayIter<'a> {
-        ArrayIter { rd: Cursor::new(self.bytes), left: self.len, depth: self.depth }
+        ArrayIter {
+            rd: Cursor::new(self.bytes),
+            left: self.len,
+            depth: self.depth,
+        }
     }
 }
 
@@ -280,7 +374,11 @@ impl<'a> Map<'a> {
     }
     /// The pairs in order.
     pub fn iter(&self) -> MapIter<'a> {
-        MapIter { rd: Cursor::new(self.bytes), left: self.len, depth: self.depth }
+        MapIter {
+            rd: Cursor::new(self.bytes),
+            left: self.len,
+            depth: self.depth,
+        }
     }
     /// The value of the first pair whose key is the string `key`.
     ///
@@ -312,7 +410,8 @@ impl<'a> Iterator for MapIter<'a> {
             return None;
         }
         self.left -= 1;
-        let pair = decode_at(&mut self.rd, self.depth).and_then(|k| Ok((k, decode_at(&mut self.rd, self.depth)?)));
+        let pair = decode_at(&mut self.rd, self.depth)
+            .and_then(|k| Ok((k, decode_at(&mut self.rd, self.depth)?)));
         if pair.is_err() {
             self.left = 0;
         }
@@ -328,8 +427,8 @@ mod tests {
     fn decodes_scalars_and_containers() {
         // {"a": [1, -2, "xy", true, nil], "b": {"c": 300}}
         let bytes = [
-            0x82, 0xa1, b'a', 0x95, 0x01, 0xfe, 0xa2, b'x', b'y', 0xc3, 0xc0, 0xa1, b'b', 0x81, 0xa1, b'c', 0xcd, 0x01,
-            0x2c,
+            0x82, 0xa1, b'a', 0x95, 0x01, 0xfe, 0xa2, b'x', b'y', 0xc3, 0xc0, 0xa1, b'b', 0x81,
+            0xa1, b'c', 0xcd, 0x01, 0x2c,
         ];
         let (v, rest) = decode(&bytes).unwrap();
         assert!(rest.is_empty());
@@ -337,8 +436,25 @@ mod tests {
         assert_eq!(m.len(), 2);
         let a = m.get("a").unwrap().unwrap().as_array().unwrap();
         let items: std::vec::Vec<_> = a.iter().map(|v| v.unwrap()).collect();
-        assert_eq!(items, [Value::Uint(1), Value::Int(-2), Value::Str("xy"), Value::Bool(true), Value::Nil]);
-        let c = m.get("b").unwrap().unwrap().as_map().unwrap().get("c").unwrap().unwrap();
+        assert_eq!(
+            items,
+            [
+                Value::Uint(1),
+                Value::Int(-2),
+                Value::Str("xy"),
+                Value::Bool(true),
+                Value::Nil
+            ]
+        );
+        let c = m
+            .get("b")
+            .unwrap()
+            .unwrap()
+            .as_map()
+            .unwrap()
+            .get("c")
+            .unwrap()
+            .unwrap();
         assert_eq!(c.as_u64(), Some(300));
         assert_eq!(m.get("zz").unwrap(), None);
     }
@@ -347,8 +463,14 @@ mod tests {
     fn rejects_truncation_depth_and_bad_utf8() {
         let e = decode(&[0x92, 0x01]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidCodeObject);
-        assert!(decode(&[0xdd, 0xff, 0xff, 0xff, 0xff]).unwrap_err().detail().contains("past the end"));
-        assert!(decode(&[0xa2, 0xff, 0xfe]).unwrap_err().detail().contains("UTF-8"));
+        assert!(decode(&[0xdd, 0xff, 0xff, 0xff, 0xff])
+            .unwrap_err()
+            .detail()
+            .contains("past the end"));
+        assert!(decode(&[0xa2, 0xff, 0xfe])
+            .unwrap_err()
+            .detail()
+            .contains("UTF-8"));
         assert!(decode(&[0xc1]).unwrap_err().detail().contains("reserved"));
         let deep = [0x91u8; 100];
         assert!(decode(&deep).unwrap_err().detail().contains("nesting"));

@@ -131,7 +131,12 @@ mod tests {
     use super::*;
 
     fn rel(offset: u64, r_type: u32, addend: i64) -> DynRelocation {
-        DynRelocation { offset, r_type, symbol: 1, addend }
+        DynRelocation {
+            offset,
+            r_type,
+            symbol: 1,
+            addend,
+        }
     }
 
     #[test]
@@ -146,21 +151,63 @@ mod tests {
         };
         apply_relocation(&mut img, 0x1000, base, &rel(0x1000, R_AMDGPU_ABS64, 8), s).unwrap();
         assert_eq!(read(&img, 0, 8), base + 0x2008);
-        apply_relocation(&mut img, 0x1000, base, &rel(0x1008, R_AMDGPU_ABS32_LO, 8), s).unwrap();
+        apply_relocation(
+            &mut img,
+            0x1000,
+            base,
+            &rel(0x1008, R_AMDGPU_ABS32_LO, 8),
+            s,
+        )
+        .unwrap();
         assert_eq!(read(&img, 8, 4), (base + 0x2008) & 0xffff_ffff);
-        apply_relocation(&mut img, 0x1000, base, &rel(0x100c, R_AMDGPU_ABS32_HI, 8), s).unwrap();
+        apply_relocation(
+            &mut img,
+            0x1000,
+            base,
+            &rel(0x100c, R_AMDGPU_ABS32_HI, 8),
+            s,
+        )
+        .unwrap();
         assert_eq!(read(&img, 12, 4), (base + 0x2008) >> 32);
         apply_relocation(&mut img, 0x1000, base, &rel(0x1010, R_AMDGPU_REL64, 0), s).unwrap();
         assert_eq!(read(&img, 16, 8), 0x2000 - 0x1010);
         apply_relocation(&mut img, 0x1000, base, &rel(0x1018, R_AMDGPU_REL32, 4), s).unwrap();
         assert_eq!(read(&img, 24, 4), 0x2004 - 0x1018);
-        apply_relocation(&mut img, 0x1000, base, &rel(0x101c, R_AMDGPU_REL32_LO, 0), base).unwrap();
+        apply_relocation(
+            &mut img,
+            0x1000,
+            base,
+            &rel(0x101c, R_AMDGPU_REL32_LO, 0),
+            base,
+        )
+        .unwrap();
         assert_eq!(read(&img, 28, 4), (-0x101ci64 as u64) & 0xffff_ffff);
-        apply_relocation(&mut img, 0x1000, base, &rel(0x1020, R_AMDGPU_REL32_HI, 0), base).unwrap();
+        apply_relocation(
+            &mut img,
+            0x1000,
+            base,
+            &rel(0x1020, R_AMDGPU_REL32_HI, 0),
+            base,
+        )
+        .unwrap();
         assert_eq!(read(&img, 32, 4), 0xffff_ffff);
-        apply_relocation(&mut img, 0x1000, base, &rel(0x1024, R_AMDGPU_ABS32, 0), 0x1234_5678).unwrap();
+        apply_relocation(
+            &mut img,
+            0x1000,
+            base,
+            &rel(0x1024, R_AMDGPU_ABS32, 0),
+            0x1234_5678,
+        )
+        .unwrap();
         assert_eq!(read(&img, 36, 4), 0x1234_5678);
-        apply_relocation(&mut img, 0x1000, base, &rel(0x1028, R_AMDGPU_RELATIVE64, 0x3000), 0).unwrap();
+        apply_relocation(
+            &mut img,
+            0x1000,
+            base,
+            &rel(0x1028, R_AMDGPU_RELATIVE64, 0x3000),
+            0,
+        )
+        .unwrap();
         assert_eq!(read(&img, 40, 8), base + 0x3000);
         // REL16: branch from P to S+A: ((S + A - P) - 4) / 4 = (0x2000 - 0x1030 - 4) / 4.
         apply_relocation(&mut img, 0x1000, base, &rel(0x1030, R_AMDGPU_REL16, 0), s).unwrap();

@@ -51,11 +51,37 @@ struct ProcessorInfo {
     is_generic: bool,
 }
 
-const fn p(mach: u8, name: &'static str, xnack: bool, sramecc: bool, family: Generic) -> ProcessorInfo {
-    ProcessorInfo { mach, name, xnack, sramecc, family, is_generic: false }
+const fn p(
+    mach: u8,
+    name: &'static str,
+    xnack: bool,
+    sramecc: bool,
+    family: Generic,
+) -> ProcessorInfo {
+    ProcessorInfo {
+        mach,
+        name,
+        xnack,
+        sramecc,
+        family,
+        is_generic: false,
+    }
 }
-const fn g(mach: u8, name: &'static str, xnack: bool, sramecc: bool, family: Generic) -> ProcessorInfo {
-    ProcessorInfo { mach, name, xnack, sramecc, family, is_generic: true }
+const fn g(
+    mach: u8,
+    name: &'static str,
+    xnack: bool,
+    sramecc: bool,
+    family: Generic,
+) -> ProcessorInfo {
+    ProcessorInfo {
+        mach,
+        name,
+        xnack,
+        sramecc,
+        family,
+        is_generic: true,
+    }
 }
 
 /// `EF_AMDGPU_MACH_AMDGCN_*` values with the processor name, its XNACK and SRAMECC support,
@@ -130,7 +156,12 @@ impl Processor {
             .iter()
             .find(|p| u32::from(p.mach) == mach)
             .map(Processor)
-            .ok_or_else(|| crate::error!(Status::InvalidIsa, "EF_AMDGPU_MACH {mach:#x} is not a known AMDGCN processor"))
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidIsa,
+                    "EF_AMDGPU_MACH {mach:#x} is not a known AMDGCN processor"
+                )
+            })
     }
 
     /// The processor named `name` (`"gfx942"`, `"gfx11-generic"`).
@@ -142,7 +173,12 @@ impl Processor {
             .iter()
             .find(|p| p.name == name)
             .map(Processor)
-            .ok_or_else(|| crate::error!(Status::InvalidIsaName, "processor {name:?} is not a known AMDGCN processor"))
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidIsaName,
+                    "processor {name:?} is not a known AMDGCN processor"
+                )
+            })
     }
 
     /// The processor's name, as in ISA names.
@@ -262,8 +298,16 @@ impl TargetId {
     pub fn new(processor: Processor) -> TargetId {
         TargetId {
             processor,
-            xnack: if processor.supports_xnack() { FeatureSetting::Any } else { FeatureSetting::Unsupported },
-            sramecc: if processor.supports_sramecc() { FeatureSetting::Any } else { FeatureSetting::Unsupported },
+            xnack: if processor.supports_xnack() {
+                FeatureSetting::Any
+            } else {
+                FeatureSetting::Unsupported
+            },
+            sramecc: if processor.supports_sramecc() {
+                FeatureSetting::Any
+            } else {
+                FeatureSetting::Unsupported
+            },
             generic_version: 0,
         }
     }
@@ -278,7 +322,8 @@ impl TargetId {
         let processor = Processor::from_mach(e_flags & EF_AMDGPU_MACH)?;
         let xnack = FeatureSetting::from_bits((e_flags & EF_AMDGPU_FEATURE_XNACK_V4) >> 8);
         let sramecc = FeatureSetting::from_bits((e_flags & EF_AMDGPU_FEATURE_SRAMECC_V4) >> 10);
-        let generic_version = (e_flags & EF_AMDGPU_GENERIC_VERSION) >> EF_AMDGPU_GENERIC_VERSION_OFFSET;
+        let generic_version =
+            (e_flags & EF_AMDGPU_GENERIC_VERSION) >> EF_AMDGPU_GENERIC_VERSION_OFFSET;
         if !processor.supports_xnack() && xnack != FeatureSetting::Unsupported {
             crate::bail!(
                 Status::InvalidCodeObject,
@@ -292,9 +337,17 @@ impl TargetId {
             );
         }
         if processor.is_generic() && generic_version == 0 {
-            crate::bail!(Status::InvalidCodeObject, "e_flags {e_flags:#x}: generic target {processor} with generic version 0");
+            crate::bail!(
+                Status::InvalidCodeObject,
+                "e_flags {e_flags:#x}: generic target {processor} with generic version 0"
+            );
         }
-        Ok(TargetId { processor, xnack, sramecc, generic_version })
+        Ok(TargetId {
+            processor,
+            xnack,
+            sramecc,
+            generic_version,
+        })
     }
 
     /// Parses a target id (`gfx90a:sramecc+:xnack-`) or a full ISA name
@@ -317,18 +370,31 @@ impl TargetId {
             } else if let Some(f) = feature.strip_suffix('-') {
                 (f, FeatureSetting::Off)
             } else {
-                crate::bail!(Status::InvalidIsaName, "{s:?}: feature {feature:?} lacks '+' or '-'");
+                crate::bail!(
+                    Status::InvalidIsaName,
+                    "{s:?}: feature {feature:?} lacks '+' or '-'"
+                );
             };
             let (seen, supported, slot) = match fname {
                 "xnack" => (&mut seen_xnack, t.processor.supports_xnack(), &mut t.xnack),
-                "sramecc" => (&mut seen_sramecc, t.processor.supports_sramecc(), &mut t.sramecc),
+                "sramecc" => (
+                    &mut seen_sramecc,
+                    t.processor.supports_sramecc(),
+                    &mut t.sramecc,
+                ),
                 _ => crate::bail!(Status::InvalidIsaName, "{s:?}: unknown feature {fname:?}"),
             };
             if *seen {
-                crate::bail!(Status::InvalidIsaName, "{s:?}: feature {fname:?} given twice");
+                crate::bail!(
+                    Status::InvalidIsaName,
+                    "{s:?}: feature {fname:?} given twice"
+                );
             }
             if !supported {
-                crate::bail!(Status::InvalidIsaName, "{s:?}: {name} does not support {fname}");
+                crate::bail!(
+                    Status::InvalidIsaName,
+                    "{s:?}: {name} does not support {fname}"
+                );
             }
             *seen = true;
             *slot = setting;
@@ -452,33 +518,60 @@ mod tests {
         // e_flags from testdata/codeobjects/README.md (llvm-readelf-19 -h).
         let t = TargetId::from_e_flags(0x53f).unwrap();
         assert_eq!(t.processor.name(), "gfx90a");
-        assert_eq!((t.xnack, t.sramecc), (FeatureSetting::Any, FeatureSetting::Any));
+        assert_eq!(
+            (t.xnack, t.sramecc),
+            (FeatureSetting::Any, FeatureSetting::Any)
+        );
         assert_eq!(t.to_string(), "gfx90a");
         let t = TargetId::from_e_flags(0x12c).unwrap();
-        assert_eq!((t.xnack, t.sramecc), (FeatureSetting::Any, FeatureSetting::Unsupported));
+        assert_eq!(
+            (t.xnack, t.sramecc),
+            (FeatureSetting::Any, FeatureSetting::Unsupported)
+        );
         let t = TargetId::from_e_flags(0x36).unwrap();
-        assert_eq!((t.xnack, t.sramecc), (FeatureSetting::Unsupported, FeatureSetting::Unsupported));
+        assert_eq!(
+            (t.xnack, t.sramecc),
+            (FeatureSetting::Unsupported, FeatureSetting::Unsupported)
+        );
         let t = TargetId::from_e_flags(0x0100_0151).unwrap();
         assert_eq!(t.processor.name(), "gfx9-generic");
         assert_eq!(t.generic_version, 1);
         let t = TargetId::from_e_flags(0xe3f).unwrap();
         assert_eq!(t.to_string(), "gfx90a:sramecc+:xnack-");
-        assert_eq!(t.isa_name().to_string(), "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+        assert_eq!(
+            t.isa_name().to_string(),
+            "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
+        );
         // Generic without a version, and a feature the processor lacks.
-        assert_eq!(TargetId::from_e_flags(0x151).unwrap_err().status(), Status::InvalidCodeObject);
+        assert_eq!(
+            TargetId::from_e_flags(0x151).unwrap_err().status(),
+            Status::InvalidCodeObject
+        );
         let e = TargetId::from_e_flags(0x336).unwrap_err();
         assert!(e.detail().contains("XNACK"), "{e}");
     }
 
     #[test]
     fn parse_and_display_round_trip() {
-        for s in ["gfx90a:sramecc+:xnack-", "gfx942:xnack+", "gfx1030", "gfx900:xnack-", "gfx9-generic"] {
+        for s in [
+            "gfx90a:sramecc+:xnack-",
+            "gfx942:xnack+",
+            "gfx1030",
+            "gfx900:xnack-",
+            "gfx9-generic",
+        ] {
             assert_eq!(TargetId::parse(s).unwrap().to_string(), s);
         }
         let t = TargetId::parse("amdgcn-amd-amdhsa--gfx90a:xnack-:sramecc+").unwrap();
         assert_eq!(t.to_string(), "gfx90a:sramecc+:xnack-");
-        assert_eq!(TargetId::parse("gfx90a").unwrap().xnack, FeatureSetting::Any);
-        assert_eq!(TargetId::parse("gfx1100").unwrap().xnack, FeatureSetting::Unsupported);
+        assert_eq!(
+            TargetId::parse("gfx90a").unwrap().xnack,
+            FeatureSetting::Any
+        );
+        assert_eq!(
+            TargetId::parse("gfx1100").unwrap().xnack,
+            FeatureSetting::Unsupported
+        );
         for (bad, frag) in [
             ("gfx9000", "gfx9000"),
             ("gfx90a:xnack", "lacks"),
@@ -497,12 +590,25 @@ mod tests {
     fn compatibility() {
         let co = |s: &str| TargetId::parse(s).unwrap();
         // "any" runs on on and off.
-        co("gfx90a").check_runs_on(&co("gfx90a:sramecc+:xnack-")).unwrap();
-        co("gfx90a:xnack-").check_runs_on(&co("gfx90a:sramecc+:xnack-")).unwrap();
-        let e = co("gfx90a:xnack+").check_runs_on(&co("gfx90a:sramecc+:xnack-")).unwrap_err();
+        co("gfx90a")
+            .check_runs_on(&co("gfx90a:sramecc+:xnack-"))
+            .unwrap();
+        co("gfx90a:xnack-")
+            .check_runs_on(&co("gfx90a:sramecc+:xnack-"))
+            .unwrap();
+        let e = co("gfx90a:xnack+")
+            .check_runs_on(&co("gfx90a:sramecc+:xnack-"))
+            .unwrap_err();
         assert_eq!(e.status(), Status::IncompatibleArguments);
-        assert!(e.detail().contains("amdgcn-amd-amdhsa--gfx90a:xnack+"), "{e}");
-        assert!(e.detail().contains("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"), "{e}");
+        assert!(
+            e.detail().contains("amdgcn-amd-amdhsa--gfx90a:xnack+"),
+            "{e}"
+        );
+        assert!(
+            e.detail()
+                .contains("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"),
+            "{e}"
+        );
         assert!(e.detail().contains("xnack differs"), "{e}");
         let e = co("gfx942").check_runs_on(&co("gfx90a")).unwrap_err();
         assert!(e.detail().contains("processor differs"), "{e}");
