@@ -631,6 +631,30 @@ fn wrong_isa_for_agent_is_incompatible() {
     .unwrap();
 }
 
+#[test]
+fn misaligned_bytes_are_copied_before_loading() {
+    let platform = HostPlatform::default();
+    let bytes = read("kernels-gfx1100-v5.hsaco");
+    let mut shifted = vec![0u8; bytes.len() + 1];
+    shifted[1..].copy_from_slice(&bytes);
+    let agent = TargetId::parse("gfx1100").unwrap();
+    assert_eq!(
+        CodeObject::parse(&shifted[1..]).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    let mut exe = Executable::new(&platform);
+    exe.load_code_object(NodeId(3), &agent, &shifted[1..], MemoryKind::System)
+        .unwrap();
+    let base = exe.loaded_code_objects()[0].load_base.get();
+    let k = exe
+        .symbol_by_name("local_reverse", Some(NodeId(3)))
+        .unwrap();
+    assert_eq!(k.address.get(), base + 0xb40);
+    assert!(exe
+        .symbol_by_name("local_reverse", Some(NodeId(4)))
+        .is_err());
+}
+
 fn patched(file: &str, at: usize, value: &[u8]) -> Vec<u8> {
     let mut b = read(file);
     b[at..at + value.len()].copy_from_slice(value);

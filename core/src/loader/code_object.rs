@@ -24,6 +24,9 @@ pub const EM_AMDGPU: u16 = 224;
 pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
 /// `NT_AMDGPU_METADATA`: the note type of the MessagePack metadata (code object v3+).
 pub const NT_AMDGPU_METADATA: u32 = 32;
+/// Alignment, bytes, that the code object's bytes must start at: the ELF headers, symbols and
+/// notes are read in place as 64-bit structures.
+pub const CODE_OBJECT_ALIGN: usize = 8;
 /// Largest loaded image accepted (span of all `PT_LOAD` segments), bytes.
 pub const MAX_IMAGE_BYTES: u64 = 1 << 32;
 /// Largest `PT_LOAD` alignment accepted, bytes.
@@ -45,6 +48,35 @@ fn invalid(args: core::fmt::Arguments<'_>) -> Error {
 
 macro_rules! bad {
     ($($arg:tt)*) => { invalid(format_args!($($arg)*)) };
+}
+
+/// An owned, 8-byte aligned copy of a code object's bytes, for input whose address is not
+/// [`CODE_OBJECT_ALIGN`]-aligned (a slice of a larger buffer, a `static` byte string).
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlignedBytes {
+    words: alloc::vec::Vec<u64>,
+    len: usize,
+}
+
+#[cfg(feature = "alloc")]
+impl AlignedBytes {
+    /// Copies `bytes` into aligned storage.
+    pub fn new(bytes: &[u8]) -> AlignedBytes {
+        use zerocopy::IntoBytes;
+        let mut words = alloc::vec![0u64; bytes.len().div_ceil(8)];
+        words.as_mut_bytes()[..bytes.len()].copy_from_slice(bytes);
+        AlignedBytes {
+            words,
+            len: bytes.len(),
+        }
+    }
+
+    /// The copied bytes, starting at an 8-byte aligned address.
+    pub fn as_bytes(&self) -> &[u8] {
+        use zerocopy::IntoBytes;
+        &self.words.as_bytes()[..self.len]
+    }
 }
 
 /// One loadable segment (`PT_LOAD`), checked: its file bytes lie inside the file and
@@ -124,8 +156,17 @@ impl<'a> CodeObject<'a> {
     /// `Status::InvalidCodeObject` with a message naming the field and value: not ELF, wrong
     /// class/data/machine/OS ABI/ABI version, unknown processor, a segment or note outside
     /// the file, missing or malformed metadata, a kernel whose descriptor is missing,
-    /// misaligned or disagrees with its metadata.
+    /// misaligned or disagrees with its metadata. `Status::InvalidArgument` when `data` does
+    /// not start at a [`CODE_OBJECT_ALIGN`]-byte aligned address (a `Vec<u8>` or file buffer
+    /// from the system allocator always does).
     pub fn parse(data: &'a [u8]) -> Result<CodeObject<'a>> {
+        if data.as_ptr() as usize % CODE_OBJECT_ALIGN != 0 {
+            return Err(crate::error!(
+                Status::InvalidArgument,
+                "code object bytes at {:p} are not {CODE_OBJECT_ALIGN}-byte aligned (the ELF structures are read in place)",
+                data.as_ptr()
+            ));
+        }
         let ident = data.get(..16).ok_or_else(|| {
             bad!(
                 "file is {} bytes, shorter than an ELF identification",
@@ -581,4 +622,44 @@ fn checked_segment<'a>(
         align: align.max(1),
         flags: ph.p_flags(LE),
     })
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+
+    const FILE: &[u8] = include_bytes!("../../../testdata/codeobjects/kernels-gfx900-v4.hsaco");
+
+    #[test]
+    fn layout_of_a_real_file() {
+        // llvm-readelf-19 -l --dyn-syms kernels-gfx900-v4.hsaco: PT_LOADs at vaddr 0, 0x1b00
+        // and 0x2d90 (memsz 0x270); vector_copy FUNC at 0x1b00 (96 bytes), .kd at 0x9c0.
+        assert_eq!(AlignedBytes::new(FILE).as_bytes(), FILE);
+        let aligned = AlignedBytes::new(FILE);
+        let co = CodeObject::parse(aligned.as_bytes()).unwrap();
+        assert_eq!(co.version(), 4);
+        assert_eq!(co.image_start(), 0);
+        assert_eq!(co.image_align(), 0x1000);
+        assert_eq!(co.load_segments().count(), 3);
+        assert_eq!(co.dynamic_symbol("vector_copy.kd"), Some((0x9c0, 64)));
+        assert_eq!(co.image_size(), 0x2d90 + 0x270);
+        assert_eq!(co.dynamic_symbol("vector_copy"), Some((0x1b00, 96)));
+        assert_eq!(co.dynamic_relocations().unwrap().count(), 0);
+        assert_eq!(co.variables().count(), 0);
+        let kd = co.bytes_at_vaddr(0x9c0, 64).unwrap();
+        assert_eq!(
+            &kd[8..12],
+            &16u32.to_le_bytes(),
+            "kernarg_size of vector_copy"
+        );
+        assert!(co.bytes_at_vaddr(u64::MAX - 10, 64).is_none());
+        assert_eq!(
+            co.kernel("vector_add.kd").unwrap().metadata.name,
+            "vector_add"
+        );
+        assert_eq!(
+            co.kernel("nope").unwrap_err().status(),
+            Status::InvalidSymbolName
+        );
+    }
 }

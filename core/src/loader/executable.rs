@@ -8,7 +8,7 @@
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::code_object::CodeObject;
+use super::code_object::{AlignedBytes, CodeObject, CODE_OBJECT_ALIGN};
 use super::image::OwnedChunk;
 use super::reloc::apply_relocation;
 use super::target::TargetId;
@@ -148,6 +148,14 @@ impl<'p, P: Platform> Executable<'p, P> {
                 "cannot load a code object into a frozen executable"
             );
         }
+        // The reader needs 8-byte aligned bytes; copy a misaligned input once.
+        let aligned_copy: AlignedBytes;
+        let code_object = if code_object.as_ptr() as usize % CODE_OBJECT_ALIGN == 0 {
+            code_object
+        } else {
+            aligned_copy = AlignedBytes::new(code_object);
+            aligned_copy.as_bytes()
+        };
         let co = CodeObject::parse(code_object)?;
         co.target().check_runs_on(agent_isa)?;
 

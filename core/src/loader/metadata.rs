@@ -294,3 +294,61 @@ impl<'a> KernelArg<'a> {
         self.value_kind.starts_with("hidden_")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// msgpack of `{"amdhsa.version": [1, 2], "amdhsa.kernels": [{".name": "k", <extra>}]}`.
+    fn note(extra: &[u8], extra_pairs: u8) -> std::vec::Vec<u8> {
+        let mut v = std::vec![0x82];
+        v.push(0xae);
+        v.extend_from_slice(b"amdhsa.version");
+        v.extend_from_slice(&[0x92, 0x01, 0x02]);
+        v.push(0xae);
+        v.extend_from_slice(b"amdhsa.kernels");
+        v.extend_from_slice(&[0x91, 0x80 | (1 + extra_pairs), 0xa5]);
+        v.extend_from_slice(b".name");
+        v.extend_from_slice(&[0xa1, b'k']);
+        v.extend_from_slice(extra);
+        v
+    }
+
+    #[test]
+    fn missing_fields_name_kernel_and_key() {
+        let n = note(&[], 0);
+        let md = Metadata::parse(&n).unwrap();
+        assert_eq!(md.version, [1, 2]);
+        assert_eq!(md.target, None);
+        assert_eq!(md.kernel_count(), 1);
+        let e = md.kernels().next().unwrap().unwrap_err();
+        assert_eq!(e.status(), Status::InvalidCodeObject);
+        assert_eq!(e.detail(), "metadata of kernel \"k\": .symbol is missing");
+        // A .symbol but no sizes: the first required size is named.
+        let mut extra = std::vec![0xa7];
+        extra.extend_from_slice(b".symbol");
+        extra.extend_from_slice(&[0xa4]);
+        extra.extend_from_slice(b"k.kd");
+        let n = note(&extra, 1);
+        let e = Metadata::parse(&n)
+            .unwrap()
+            .kernels()
+            .next()
+            .unwrap()
+            .unwrap_err();
+        assert_eq!(
+            e.detail(),
+            "metadata of kernel \"k\": .kernarg_segment_align is missing"
+        );
+    }
+
+    #[test]
+    fn bad_root_and_version() {
+        assert!(Metadata::parse(&[0x90])
+            .unwrap_err()
+            .detail()
+            .contains("root: is not a map"));
+        let e = Metadata::parse(&[0x80]).unwrap_err();
+        assert_eq!(e.detail(), "metadata amdhsa.version: is missing");
+    }
+}

@@ -24,6 +24,8 @@ pub mod msgpack;
 pub mod reloc;
 pub mod target;
 
+#[cfg(feature = "alloc")]
+pub use code_object::AlignedBytes;
 pub use code_object::{CodeObject, DynRelocation, Kernel, LoadSegment, Variable};
 #[cfg(feature = "alloc")]
 pub use executable::{Executable, KernelInfo, LoadedCodeObject, Symbol, SymbolKind};

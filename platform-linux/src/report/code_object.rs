@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use hsa_core::loader::CodeObject;
+use hsa_core::loader::{AlignedBytes, CodeObject};
 use hsa_core::Result;
 
 /// Width of the label column, characters (labels are left-aligned and padded to it).
@@ -33,7 +33,9 @@ fn line(out: &mut String, indent: usize, label: &str, value: impl std::fmt::Disp
 /// wrong when `bytes` is not a valid code object.
 #[allow(clippy::result_large_err)] // hsa_core::Error is inline by design (no allocator)
 pub fn code_object_report(bytes: &[u8]) -> Result<String> {
-    let co = CodeObject::parse(bytes)?;
+    // The reader needs 8-byte aligned input; copy once when the caller's slice is not.
+    let aligned = AlignedBytes::new(bytes);
+    let co = CodeObject::parse(aligned.as_bytes())?;
     let target = co.target();
     let mut out = String::new();
     line(&mut out, 0, "Code Object Version:", co.version());
