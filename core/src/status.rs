@@ -142,10 +142,7 @@ impl Status {
 
     /// Whether the code is an error (not `SUCCESS`, `INFO_BREAK` or `CU_MASK_REDUCED`).
     pub const fn is_error(self) -> bool {
-        !matches!(
-            self,
-            Status::Success | Status::InfoBreak | Status::CuMaskReduced
-        )
+        !matches!(self, Status::Success | Status::InfoBreak | Status::CuMaskReduced)
     }
 }
 
@@ -197,10 +194,7 @@ impl Error {
     /// An error whose message is formatted; a message longer than [`DETAIL_CAPACITY`] is cut
     /// and ends in `...`. Prefer the [`error!`](crate::error!) macro.
     pub fn fmt(status: Status, args: fmt::Arguments<'_>) -> Error {
-        let mut w = Truncating {
-            s: heapless::String::new(),
-            cut: false,
-        };
+        let mut w = Truncating { s: heapless::String::new(), cut: false };
         let _ = fmt::write(&mut w, args);
         let mut detail = w.s;
         if w.cut {
@@ -242,12 +236,7 @@ impl fmt::Display for Error {
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Error({}: {:?})",
-            self.status.c_name(),
-            self.detail.as_str()
-        )
+        write!(f, "Error({}: {:?})", self.status.c_name(), self.detail.as_str())
     }
 }
 
