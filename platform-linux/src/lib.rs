@@ -5,4 +5,5 @@
 
 pub mod isa;
 pub mod kfd;
+pub mod report;
 pub mod topology;

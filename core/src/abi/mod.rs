@@ -6,6 +6,7 @@
 //! `libhsa-runtime-dev` (ROCR 5.2: `hsa.h`, `hsa_ext_amd.h`, `amd_hsa_queue.h`,
 //! `amd_hsa_signal.h`). This module holds no logic and no `unsafe`.
 
+pub mod kernel_descriptor;
 pub mod packet;
 pub mod queue;
 pub mod signal;

@@ -1,0 +1,665 @@
+//! The code object reader: a checked, borrowed view of an AMDGPU HSA code object (ELF64,
+//! code object v4, v5 or v6), with its metadata note and kernel descriptors.
+//!
+//! No-panic contract: every offset, size and count read from the file is checked against the
+//! file before use; any input gives `Ok` or an `Error`, never a panic.
+//!
+//! Ref: LLVM AMDGPUUsage, "ELF Code Object" (header, `EI_OSABI` = `ELFOSABI_AMDGPU_HSA`,
+//! `EI_ABIVERSION`, `e_flags`), "Note Records" (`NT_AMDGPU_METADATA` = 32, name `AMDGPU`),
+//! "Symbols" (`<name>.kd`), "Kernel Descriptor".
+
+use object::elf::{self, FileHeader64, ProgramHeader64};
+use object::read::elf::{FileHeader as _, ProgramHeader as _, Sym as _, SymbolTable};
+use object::LittleEndian as LE;
+use zerocopy::FromBytes;
+
+use super::metadata::{KernelMetadata, Metadata};
+use super::target::TargetId;
+use crate::abi::kernel_descriptor::{KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
+use crate::status::{Error, Result, Status};
+
+/// `EM_AMDGPU`: the ELF machine of AMD GPUs.
+pub const EM_AMDGPU: u16 = 224;
+/// `ELFOSABI_AMDGPU_HSA`: the OS ABI of HSA code objects.
+pub const ELFOSABI_AMDGPU_HSA: u8 = 64;
+/// `NT_AMDGPU_METADATA`: the note type of the MessagePack metadata (code object v3+).
+pub const NT_AMDGPU_METADATA: u32 = 32;
+/// Alignment, bytes, that the code object's bytes must start at: the ELF headers, symbols and
+/// notes are read in place as 64-bit structures.
+pub const CODE_OBJECT_ALIGN: usize = 8;
+/// Largest loaded image accepted (span of all `PT_LOAD` segments), bytes.
+pub const MAX_IMAGE_BYTES: u64 = 1 << 32;
+/// Largest `PT_LOAD` alignment accepted, bytes.
+pub const MAX_SEGMENT_ALIGN: u64 = 1 << 21;
+
+const EI_CLASS: usize = 4;
+const EI_DATA: usize = 5;
+const EI_OSABI: usize = 7;
+const EI_ABIVERSION: usize = 8;
+/// `DT_RELR` (packed relative relocations), which AMDGPU code objects do not use.
+const DT_RELR: u32 = 36;
+
+/// Bytes of one `Elf64_Rela`.
+const RELA_SIZE: u64 = 24;
+
+fn invalid(args: core::fmt::Arguments<'_>) -> Error {
+    Error::fmt(Status::InvalidCodeObject, args)
+}
+
+macro_rules! bad {
+    ($($arg:tt)*) => { invalid(format_args!($($arg)*)) };
+}
+
+/// An owned, 8-byte aligned copy of a code object's bytes, for input whose address is not
+/// [`CODE_OBJECT_ALIGN`]-aligned (a slice of a larger buffer, a `static` byte string).
+#[cfg(feature = "alloc")]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AlignedBytes {
+    words: alloc::vec::Vec<u64>,
+    len: usize,
+}
+
+#[cfg(feature = "alloc")]
+impl AlignedBytes {
+    /// Copies `bytes` into aligned storage.
+    pub fn new(bytes: &[u8]) -> AlignedBytes {
+        use zerocopy::IntoBytes;
+        let mut words = alloc::vec![0u64; bytes.len().div_ceil(8)];
+        words.as_mut_bytes()[..bytes.len()].copy_from_slice(bytes);
+        AlignedBytes {
+            words,
+            len: bytes.len(),
+        }
+    }
+
+    /// The copied bytes, starting at an 8-byte aligned address.
+    pub fn as_bytes(&self) -> &[u8] {
+        use zerocopy::IntoBytes;
+        &self.words.as_bytes()[..self.len]
+    }
+}
+
+/// One loadable segment (`PT_LOAD`), checked: its file bytes lie inside the file and
+/// `filesz <= memsz`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LoadSegment<'a> {
+    /// `p_vaddr`: where it goes, relative to the load base, bytes.
+    pub vaddr: u64,
+    /// `p_memsz`: its size in memory, bytes (the part past the file bytes is zero).
+    pub mem_size: u64,
+    /// The `p_filesz` bytes from the file.
+    pub file_bytes: &'a [u8],
+    /// `p_align` (0 or a power of two), bytes.
+    pub align: u64,
+    /// `p_flags` (`PF_X` 1, `PF_W` 2, `PF_R` 4).
+    pub flags: u32,
+}
+
+/// One dynamic relocation (`Elf64_Rela` of `DT_RELA`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DynRelocation {
+    /// `r_offset`: the address (relative to the load base) to patch, bytes.
+    pub offset: u64,
+    /// `ELF64_R_TYPE(r_info)`: an `R_AMDGPU_*` type.
+    pub r_type: u32,
+    /// `ELF64_R_SYM(r_info)`: index into `.dynsym` (0 = none).
+    pub symbol: u32,
+    /// `r_addend`.
+    pub addend: i64,
+}
+
+/// A kernel: its metadata joined with its kernel descriptor, cross-checked.
+#[derive(Clone, Copy, Debug)]
+pub struct Kernel<'a> {
+    /// The kernel's entry of `amdhsa.kernels`.
+    pub metadata: KernelMetadata<'a>,
+    /// Its 64-byte descriptor, as in the file.
+    pub descriptor: KernelDescriptor,
+    /// The descriptor's address relative to the load base (`st_value` of `<name>.kd`), bytes.
+    pub descriptor_vaddr: u64,
+}
+
+/// A global variable exported by the code object (a defined `STT_OBJECT` of `.dynsym` that
+/// is not a kernel descriptor).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Variable<'a> {
+    /// Symbol name.
+    pub name: &'a str,
+    /// Address relative to the load base, bytes.
+    pub vaddr: u64,
+    /// `st_size`, bytes.
+    pub size: u64,
+}
+
+/// A parsed and checked code object, borrowing the file's bytes.
+#[derive(Debug)]
+pub struct CodeObject<'a> {
+    data: &'a [u8],
+    version: u32,
+    e_flags: u32,
+    target: TargetId,
+    phdrs: &'a [ProgramHeader64<LE>],
+    dynsym: SymbolTable<'a, FileHeader64<LE>>,
+    metadata: Metadata<'a>,
+    image_start: u64,
+    image_end: u64,
+    image_align: u64,
+}
+
+impl<'a> CodeObject<'a> {
+    /// Parses and checks a code object: ELF64 little-endian, `e_machine` `EM_AMDGPU`, OS ABI
+    /// `ELFOSABI_AMDGPU_HSA`, ABI version 2/3/4 (code object v4/v5/v6), a known processor in
+    /// `e_flags`, sane `PT_LOAD` segments, a metadata note, and every kernel's descriptor
+    /// present and agreeing with its metadata.
+    ///
+    /// # Errors
+    /// `Status::InvalidCodeObject` with a message naming the field and value: not ELF, wrong
+    /// class/data/machine/OS ABI/ABI version, unknown processor, a segment or note outside
+    /// the file, missing or malformed metadata, a kernel whose descriptor is missing,
+    /// misaligned or disagrees with its metadata. `Status::InvalidArgument` when `data` does
+    /// not start at a [`CODE_OBJECT_ALIGN`]-byte aligned address (a `Vec<u8>` or file buffer
+    /// from the system allocator always does).
+    pub fn parse(data: &'a [u8]) -> Result<CodeObject<'a>> {
+        if data.as_ptr() as usize % CODE_OBJECT_ALIGN != 0 {
+            return Err(crate::error!(
+                Status::InvalidArgument,
+                "code object bytes at {:p} are not {CODE_OBJECT_ALIGN}-byte aligned (the ELF structures are read in place)",
+                data.as_ptr()
+            ));
+        }
+        let ident = data.get(..16).ok_or_else(|| {
+            bad!(
+                "file is {} bytes, shorter than an ELF identification",
+                data.len()
+            )
+        })?;
+        if ident[..4] != elf::ELFMAG {
+            return Err(bad!("not an ELF file (magic {:02x?})", &ident[..4]));
+        }
+        if ident[EI_CLASS] != elf::ELFCLASS64 {
+            return Err(bad!(
+                "EI_CLASS is {}, expected ELFCLASS64 (2)",
+                ident[EI_CLASS]
+            ));
+        }
+        if ident[EI_DATA] != elf::ELFDATA2LSB {
+            return Err(bad!(
+                "EI_DATA is {}, expected little-endian (1)",
+                ident[EI_DATA]
+            ));
+        }
+        if ident[EI_OSABI] != ELFOSABI_AMDGPU_HSA {
+            return Err(bad!(
+                "EI_OSABI is {}, expected ELFOSABI_AMDGPU_HSA (64)",
+                ident[EI_OSABI]
+            ));
+        }
+        let abi_version = ident[EI_ABIVERSION];
+        let version = match abi_version {
+            2 => 4,
+            3 => 5,
+            4 => 6,
+            v => {
+                return Err(bad!(
+                    "EI_ABIVERSION is {v}; only 2, 3, 4 (code object v4, v5, v6) are supported"
+                ))
+            }
+        };
+        let header = FileHeader64::<LE>::parse(data).map_err(|e| bad!("ELF header: {e}"))?;
+        let endian = LE;
+        let machine = header.e_machine(endian);
+        if machine != EM_AMDGPU {
+            return Err(bad!("e_machine is {machine}, expected EM_AMDGPU (224)"));
+        }
+        let e_flags = header.e_flags(endian);
+        let target = TargetId::from_e_flags(e_flags)
+            .map_err(|e| Error::new(Status::InvalidCodeObject, e.detail()))?;
+        if version < 6 && target.generic_version != 0 {
+            return Err(bad!(
+                "e_flags {e_flags:#x}: generic version in a code object v{version}"
+            ));
+        }
+        let phdrs = header
+            .program_headers(endian, data)
+            .map_err(|e| bad!("program headers: {e}"))?;
+
+        // Segments: inside the file, sane sizes, bounded image.
+        let (mut start, mut end, mut align) = (u64::MAX, 0u64, 4096u64);
+        for (i, ph) in phdrs.iter().enumerate() {
+            if ph.p_type(endian) != elf::PT_LOAD {
+                continue;
+            }
+            let seg = checked_segment(data, ph, i)?;
+            start = start.min(seg.vaddr);
+            end = end.max(seg.vaddr + seg.mem_size); // checked in checked_segment
+            align = align.max(seg.align);
+        }
+        if end == 0 {
+            return Err(bad!("no PT_LOAD segment"));
+        }
+        let image_start = start & !(align - 1);
+        if end - image_start > MAX_IMAGE_BYTES {
+            return Err(bad!(
+                "loaded image spans {:#x} bytes, more than {MAX_IMAGE_BYTES:#x}",
+                end - image_start
+            ));
+        }
+
+        // Metadata note.
+        let mut desc = None;
+        for ph in phdrs {
+            let Some(mut notes) = ph
+                .notes(endian, data)
+                .map_err(|e| bad!("note segment: {e}"))?
+            else {
+                continue;
+            };
+            while let Some(note) = notes.next().map_err(|e| bad!("note: {e}"))? {
+                if note.name() == b"AMDGPU" && note.n_type(endian) == NT_AMDGPU_METADATA {
+                    desc = Some(note.desc());
+                }
+            }
+        }
+        let desc =
+            desc.ok_or_else(|| bad!("no NT_AMDGPU_METADATA note (name \"AMDGPU\", type 32)"))?;
+        let metadata = Metadata::parse(desc)?;
+
+        let sections = header
+            .sections(endian, data)
+            .map_err(|e| bad!("section headers: {e}"))?;
+        let dynsym = sections
+            .symbols(endian, data, elf::SHT_DYNSYM)
+            .map_err(|e| bad!(".dynsym: {e}"))?;
+
+        let co = CodeObject {
+            data,
+            version,
+            e_flags,
+            target,
+            phdrs,
+            dynsym,
+            metadata,
+            image_start,
+            image_end: end,
+            image_align: align,
+        };
+        for kernel in co.kernels() {
+            kernel?;
+        }
+        for reloc in co.dynamic_relocations()? {
+            reloc?;
+        }
+        for var in co.variables() {
+            var?;
+        }
+        Ok(co)
+    }
+
+    /// The file's bytes.
+    pub fn bytes(&self) -> &'a [u8] {
+        self.data
+    }
+
+    /// Code object version: 4, 5 or 6 (from `EI_ABIVERSION` 2, 3, 4).
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    /// The raw `e_flags`.
+    pub fn e_flags(&self) -> u32 {
+        self.e_flags
+    }
+
+    /// The target the code was built for (from `e_flags`).
+    pub fn target(&self) -> TargetId {
+        self.target
+    }
+
+    /// The metadata note.
+    pub fn metadata(&self) -> &Metadata<'a> {
+        &self.metadata
+    }
+
+    /// Start of the loaded image relative to the vaddrs of the file (the lowest `PT_LOAD`
+    /// vaddr rounded down to [`CodeObject::image_align`]), bytes.
+    pub fn image_start(&self) -> u64 {
+        self.image_start
+    }
+
+    /// Bytes from [`CodeObject::image_start`] to the end of the last `PT_LOAD` in memory.
+    pub fn image_size(&self) -> u64 {
+        self.image_end - self.image_start
+    }
+
+    /// Alignment the image needs: the largest `p_align`, at least 4096, bytes.
+    pub fn image_align(&self) -> u64 {
+        self.image_align
+    }
+
+    /// The `PT_LOAD` segments, in file order (each already checked by `parse`).
+    pub fn load_segments(&self) -> impl Iterator<Item = LoadSegment<'a>> + '_ {
+        self.phdrs
+            .iter()
+            .enumerate()
+            .filter(|(_, ph)| ph.p_type(LE) == elf::PT_LOAD)
+            .filter_map(|(i, ph)| checked_segment(self.data, ph, i).ok())
+    }
+
+    /// The file bytes backing `[vaddr, vaddr + len)`, when one `PT_LOAD` holds them all in its
+    /// file part.
+    pub fn bytes_at_vaddr(&self, vaddr: u64, len: u64) -> Option<&'a [u8]> {
+        self.load_segments().find_map(|s| {
+            let off = vaddr.checked_sub(s.vaddr)?;
+            let end = off.checked_add(len)?;
+            s.file_bytes
+                .get(usize::try_from(off).ok()?..usize::try_from(end).ok()?)
+        })
+    }
+
+    /// The kernels of the metadata, each joined with its descriptor and cross-checked.
+    pub fn kernels(&self) -> impl Iterator<Item = Result<Kernel<'a>>> + '_ {
+        self.metadata
+            .kernels()
+            .map(move |m| m.and_then(|m| self.join_kernel(m)))
+    }
+
+    /// The kernel whose `.name` or `.symbol` is `name`.
+    ///
+    /// # Errors
+    /// `Status::InvalidSymbolName` when there is none; `Status::InvalidCodeObject` for a
+    /// malformed entry met on the way (not possible after a successful `parse`).
+    pub fn kernel(&self, name: &str) -> Result<Kernel<'a>> {
+        for k in self.kernels() {
+            let k = k?;
+            if k.metadata.name == name || k.metadata.symbol == name {
+                return Ok(k);
+            }
+        }
+        Err(crate::error!(
+            Status::InvalidSymbolName,
+            "no kernel named {name:?}"
+        ))
+    }
+
+    /// Finds a defined `.dynsym` symbol by name: `(st_value, st_size)`.
+    pub fn dynamic_symbol(&self, name: &str) -> Option<(u64, u64)> {
+        self.dynsym.iter().find_map(|sym| {
+            let n = self.dynsym.symbol_name(LE, sym).ok()?;
+            (n == name.as_bytes() && sym.st_shndx(LE) != elf::SHN_UNDEF)
+                .then(|| (sym.st_value(LE), sym.st_size(LE)))
+        })
+    }
+
+    /// `.dynsym` entry `index`: `(name, st_value, defined)`.
+    ///
+    /// # Errors
+    /// `Status::InvalidCodeObject` for an index past the table or a bad name offset.
+    pub fn dynamic_symbol_by_index(&self, index: u32) -> Result<(&'a str, u64, bool)> {
+        let sym = self
+            .dynsym
+            .symbol(object::SymbolIndex(index as usize))
+            .map_err(|_| {
+                bad!(
+                    "symbol index {index} is past .dynsym ({} entries)",
+                    self.dynsym.len()
+                )
+            })?;
+        let name = self
+            .dynsym
+            .symbol_name(LE, sym)
+            .map_err(|_| bad!(".dynsym entry {index}: bad name offset"))?;
+        let name = core::str::from_utf8(name)
+            .map_err(|_| bad!(".dynsym entry {index}: name is not UTF-8"))?;
+        Ok((name, sym.st_value(LE), sym.st_shndx(LE) != elf::SHN_UNDEF))
+    }
+
+    /// Exported global variables.
+    pub fn variables(&self) -> impl Iterator<Item = Result<Variable<'a>>> + '_ {
+        self.dynsym.iter().filter_map(move |sym| {
+            if sym.st_type() != elf::STT_OBJECT
+                || sym.st_shndx(LE) == elf::SHN_UNDEF
+                || !matches!(sym.st_bind(), elf::STB_GLOBAL | elf::STB_WEAK)
+            {
+                return None;
+            }
+            let name = match self.dynsym.symbol_name(LE, sym).map(core::str::from_utf8) {
+                Ok(Ok(n)) => n,
+                _ => {
+                    return Some(Err(bad!(
+                        ".dynsym: a symbol name is not valid UTF-8 or out of range"
+                    )))
+                }
+            };
+            if name.ends_with(".kd") {
+                return None;
+            }
+            let (vaddr, size) = (sym.st_value(LE), sym.st_size(LE));
+            let inside = vaddr >= self.image_start
+                && vaddr.checked_add(size).is_some_and(|e| e <= self.image_end);
+            Some(if inside {
+                Ok(Variable { name, vaddr, size })
+            } else {
+                Err(bad!(
+                    "variable {name:?} at {vaddr:#x} size {size} lies outside the loaded image"
+                ))
+            })
+        })
+    }
+
+    /// The dynamic relocations (`DT_RELA`/`DT_RELASZ` of `PT_DYNAMIC`); empty when there is
+    /// no dynamic segment or no `DT_RELA`.
+    ///
+    /// # Errors
+    /// `Status::InvalidCodeObject` for a malformed dynamic section, `DT_REL` (AMDGPU uses
+    /// RELA only), a `DT_RELAENT` other than 24, or a table outside the file. Each item is an
+    /// error for a relocation whose patch address lies outside the loaded image.
+    pub fn dynamic_relocations(&self) -> Result<impl Iterator<Item = Result<DynRelocation>> + '_> {
+        let (mut rela, mut relasz, mut relaent) = (None, 0u64, RELA_SIZE);
+        for ph in self.phdrs {
+            let Some(dynamic) = ph
+                .dynamic(LE, self.data)
+                .map_err(|e| bad!("PT_DYNAMIC: {e}"))?
+            else {
+                continue;
+            };
+            for d in dynamic {
+                let (tag, val) = (d.d_tag.get(LE), d.d_val.get(LE));
+                match u32::try_from(tag) {
+                    Ok(elf::DT_NULL) => break,
+                    Ok(elf::DT_RELA) => rela = Some(val),
+                    Ok(elf::DT_RELASZ) => relasz = val,
+                    Ok(elf::DT_RELAENT) => relaent = val,
+                    Ok(elf::DT_REL) | Ok(DT_RELR) => {
+                        return Err(bad!(
+                            "dynamic tag {tag} (DT_REL/DT_RELR) is not used by AMDGPU code objects"
+                        ))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if relaent != RELA_SIZE {
+            return Err(bad!("DT_RELAENT is {relaent}, expected 24"));
+        }
+        let table: &'a [u8] = match rela {
+            None | Some(_) if relasz == 0 => &[],
+            None => return Err(bad!("DT_RELASZ is {relasz} without DT_RELA")),
+            Some(addr) => self.bytes_at_vaddr(addr, relasz).ok_or_else(|| {
+                bad!("DT_RELA {addr:#x} size {relasz} is not inside a PT_LOAD's file bytes")
+            })?,
+        };
+        if table.len() as u64 % RELA_SIZE != 0 {
+            return Err(bad!("DT_RELASZ {relasz} is not a multiple of 24"));
+        }
+        let (start, end) = (self.image_start, self.image_end);
+        Ok(table.chunks_exact(RELA_SIZE as usize).map(move |c| {
+            let word = |i: usize| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(&c[i * 8..i * 8 + 8]);
+                u64::from_le_bytes(b)
+            };
+            let (offset, info, addend) = (word(0), word(1), word(2) as i64);
+            let r = DynRelocation { offset, r_type: info as u32, symbol: (info >> 32) as u32, addend };
+            if offset < start || offset >= end {
+                return Err(bad!("relocation at {offset:#x} lies outside the loaded image [{start:#x}, {end:#x})"));
+            }
+            Ok(r)
+        }))
+    }
+
+    fn join_kernel(&self, metadata: KernelMetadata<'a>) -> Result<Kernel<'a>> {
+        let name = metadata.name;
+        let symbol = metadata.symbol;
+        let (vaddr, size) = self.dynamic_symbol(symbol).ok_or_else(|| {
+            bad!("kernel {name:?}: descriptor symbol {symbol:?} is not defined in .dynsym")
+        })?;
+        if size != KERNEL_DESCRIPTOR_SIZE as u64 {
+            return Err(bad!(
+                "kernel {name:?}: descriptor symbol {symbol:?} has size {size}, expected 64"
+            ));
+        }
+        if vaddr % 64 != 0 {
+            return Err(bad!(
+                "kernel {name:?}: descriptor at {vaddr:#x} is not 64-byte aligned"
+            ));
+        }
+        let bytes = self.bytes_at_vaddr(vaddr, 64).ok_or_else(|| {
+            bad!("kernel {name:?}: descriptor at {vaddr:#x} is not inside a PT_LOAD's file bytes")
+        })?;
+        let descriptor = KernelDescriptor::read_from_bytes(bytes)
+            .map_err(|_| bad!("kernel {name:?}: descriptor is not 64 bytes"))?;
+        let m = &metadata;
+        let d = &descriptor;
+        let check = |field: &str, md: u64, kd: u64| {
+            if md == kd {
+                Ok(())
+            } else {
+                Err(bad!("kernel {name:?}: {field} is {md} in metadata but {kd} in the kernel descriptor"))
+            }
+        };
+        check(
+            "group_segment_fixed_size",
+            m.group_segment_fixed_size.into(),
+            d.group_segment_fixed_size.into(),
+        )?;
+        check(
+            "private_segment_fixed_size",
+            m.private_segment_fixed_size.into(),
+            d.private_segment_fixed_size.into(),
+        )?;
+        check(
+            "kernarg_segment_size",
+            m.kernarg_segment_size.into(),
+            d.kernarg_size.into(),
+        )?;
+        check(
+            "wavefront_size",
+            m.wavefront_size.into(),
+            d.wavefront_size().into(),
+        )?;
+        if self.version >= 5 {
+            check(
+                "uses_dynamic_stack",
+                m.uses_dynamic_stack.into(),
+                d.uses_dynamic_stack().into(),
+            )?;
+        }
+        let entry = (vaddr as i64).checked_add(d.kernel_code_entry_byte_offset);
+        let entry_ok =
+            entry.is_some_and(|e| e >= self.image_start as i64 && (e as u64) < self.image_end);
+        if !entry_ok {
+            return Err(bad!(
+                "kernel {name:?}: kernel_code_entry_byte_offset {} points outside the loaded image",
+                d.kernel_code_entry_byte_offset
+            ));
+        }
+        Ok(Kernel {
+            metadata,
+            descriptor,
+            descriptor_vaddr: vaddr,
+        })
+    }
+}
+
+fn checked_segment<'a>(
+    data: &'a [u8],
+    ph: &ProgramHeader64<LE>,
+    index: usize,
+) -> Result<LoadSegment<'a>> {
+    let (off, filesz, memsz, vaddr, align) = (
+        ph.p_offset(LE),
+        ph.p_filesz(LE),
+        ph.p_memsz(LE),
+        ph.p_vaddr(LE),
+        ph.p_align(LE),
+    );
+    if filesz > memsz {
+        return Err(bad!(
+            "PT_LOAD {index}: p_filesz {filesz:#x} > p_memsz {memsz:#x}"
+        ));
+    }
+    let file_bytes = off
+        .checked_add(filesz)
+        .and_then(|end| data.get(usize::try_from(off).ok()?..usize::try_from(end).ok()?))
+        .ok_or_else(|| bad!("PT_LOAD {index}: p_offset {off:#x} + p_filesz {filesz:#x} is past the file ({} bytes)", data.len()))?;
+    if vaddr.checked_add(memsz).is_none_or(|e| e > MAX_IMAGE_BYTES) {
+        return Err(bad!(
+            "PT_LOAD {index}: p_vaddr {vaddr:#x} + p_memsz {memsz:#x} is past {MAX_IMAGE_BYTES:#x}"
+        ));
+    }
+    if align > 1 && (!align.is_power_of_two() || align > MAX_SEGMENT_ALIGN) {
+        return Err(bad!(
+            "PT_LOAD {index}: p_align {align:#x} is not a power of two <= {MAX_SEGMENT_ALIGN:#x}"
+        ));
+    }
+    if align > 1 && vaddr % align != off % align {
+        return Err(bad!("PT_LOAD {index}: p_vaddr {vaddr:#x} and p_offset {off:#x} disagree modulo p_align {align:#x}"));
+    }
+    Ok(LoadSegment {
+        vaddr,
+        mem_size: memsz,
+        file_bytes,
+        align: align.max(1),
+        flags: ph.p_flags(LE),
+    })
+}
+
+#[cfg(all(test, feature = "alloc"))]
+mod tests {
+    use super::*;
+
+    const FILE: &[u8] = include_bytes!("../../../testdata/codeobjects/kernels-gfx900-v4.hsaco");
+
+    #[test]
+    fn layout_of_a_real_file() {
+        // llvm-readelf-19 -l --dyn-syms kernels-gfx900-v4.hsaco: PT_LOADs at vaddr 0, 0x1b00
+        // and 0x2d90 (memsz 0x270); vector_copy FUNC at 0x1b00 (96 bytes), .kd at 0x9c0.
+        assert_eq!(AlignedBytes::new(FILE).as_bytes(), FILE);
+        let aligned = AlignedBytes::new(FILE);
+        let co = CodeObject::parse(aligned.as_bytes()).unwrap();
+        assert_eq!(co.version(), 4);
+        assert_eq!(co.image_start(), 0);
+        assert_eq!(co.image_align(), 0x1000);
+        assert_eq!(co.load_segments().count(), 3);
+        assert_eq!(co.dynamic_symbol("vector_copy.kd"), Some((0x9c0, 64)));
+        assert_eq!(co.image_size(), 0x2d90 + 0x270);
+        assert_eq!(co.dynamic_symbol("vector_copy"), Some((0x1b00, 96)));
+        assert_eq!(co.dynamic_relocations().unwrap().count(), 0);
+        assert_eq!(co.variables().count(), 0);
+        let kd = co.bytes_at_vaddr(0x9c0, 64).unwrap();
+        assert_eq!(
+            &kd[8..12],
+            &16u32.to_le_bytes(),
+            "kernarg_size of vector_copy"
+        );
+        assert!(co.bytes_at_vaddr(u64::MAX - 10, 64).is_none());
+        assert_eq!(
+            co.kernel("vector_add.kd").unwrap().metadata.name,
+            "vector_add"
+        );
+        assert_eq!(
+            co.kernel("nope").unwrap_err().status(),
+            Status::InvalidSymbolName
+        );
+    }
+}

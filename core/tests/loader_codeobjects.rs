@@ -1,0 +1,765 @@
+//! Code objects of `testdata/codeobjects/` through the reader and the executable loader.
+//!
+//! Expected values were taken from `llvm-readelf-19 -h --dyn-syms --notes` on each file (and
+//! agree with `testdata/codeobjects/README.md`); where `llvm-readelf-19` is on PATH the tests
+//! also run it and compare.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::sync::Mutex;
+
+use hsa_core::loader::{CodeObject, Executable, FeatureSetting, SymbolKind, TargetId};
+use hsa_core::platform::{
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryKind, MemoryRequest,
+    NodeProperties, Platform, QueueRequest, WaitOutcome,
+};
+use hsa_core::{Error, EventId, GpuVa, NodeId, QueueId, Status};
+
+struct K {
+    name: &'static str,
+    kd: u64,
+    kernarg: u32,
+    group: u32,
+    private: u32,
+    wave: u32,
+    sgpr: u32,
+    vgpr: u32,
+    args: u32,
+}
+
+struct F {
+    file: &'static str,
+    abi_version: u8,
+    e_flags: u32,
+    target: &'static str,
+    kernels: [K; 3],
+}
+
+#[rustfmt::skip]
+const FILES: &[F] = &[
+    F {
+        file: "kernels-gfx1030-v4.hsaco",
+        abi_version: 2,
+        e_flags: 0x36,
+        target: "amdgcn-amd-amdhsa--gfx1030",
+        kernels: [
+            K { name: "vector_copy", kd: 0x9c0, kernarg: 16, group: 0, private: 0, wave: 32, sgpr: 11, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xa00, kernarg: 24, group: 0, private: 0, wave: 32, sgpr: 11, vgpr: 6, args: 3 },
+            K { name: "local_reverse", kd: 0xa40, kernarg: 16, group: 1024, private: 0, wave: 32, sgpr: 11, vgpr: 5, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx1030-v5.hsaco",
+        abi_version: 3,
+        e_flags: 0x36,
+        target: "amdgcn-amd-amdhsa--gfx1030",
+        kernels: [
+            K { name: "vector_copy", kd: 0xac0, kernarg: 16, group: 0, private: 0, wave: 32, sgpr: 11, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xb00, kernarg: 24, group: 0, private: 0, wave: 32, sgpr: 11, vgpr: 6, args: 3 },
+            K { name: "local_reverse", kd: 0xb40, kernarg: 16, group: 1024, private: 0, wave: 32, sgpr: 11, vgpr: 5, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx1100-v4.hsaco",
+        abi_version: 2,
+        e_flags: 0x41,
+        target: "amdgcn-amd-amdhsa--gfx1100",
+        kernels: [
+            K { name: "vector_copy", kd: 0x9c0, kernarg: 16, group: 0, private: 0, wave: 32, sgpr: 18, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xa00, kernarg: 24, group: 0, private: 0, wave: 32, sgpr: 18, vgpr: 6, args: 3 },
+            K { name: "local_reverse", kd: 0xa40, kernarg: 16, group: 1024, private: 0, wave: 32, sgpr: 18, vgpr: 5, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx1100-v5.hsaco",
+        abi_version: 3,
+        e_flags: 0x41,
+        target: "amdgcn-amd-amdhsa--gfx1100",
+        kernels: [
+            K { name: "vector_copy", kd: 0xac0, kernarg: 16, group: 0, private: 0, wave: 32, sgpr: 18, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xb00, kernarg: 24, group: 0, private: 0, wave: 32, sgpr: 18, vgpr: 6, args: 3 },
+            K { name: "local_reverse", kd: 0xb40, kernarg: 16, group: 1024, private: 0, wave: 32, sgpr: 18, vgpr: 5, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx1200-v5.hsaco",
+        abi_version: 3,
+        e_flags: 0x48,
+        target: "amdgcn-amd-amdhsa--gfx1200",
+        kernels: [
+            K { name: "vector_copy", kd: 0xac0, kernarg: 16, group: 0, private: 0, wave: 32, sgpr: 7, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xb00, kernarg: 24, group: 0, private: 0, wave: 32, sgpr: 10, vgpr: 6, args: 3 },
+            K { name: "local_reverse", kd: 0xb40, kernarg: 16, group: 1024, private: 0, wave: 32, sgpr: 7, vgpr: 5, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx9-generic-v6.hsaco",
+        abi_version: 4,
+        e_flags: 0x1000151,
+        target: "amdgcn-amd-amdhsa--gfx9-generic",
+        kernels: [
+            K { name: "vector_copy", kd: 0xa80, kernarg: 16, group: 0, private: 0, wave: 64, sgpr: 14, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xac0, kernarg: 24, group: 0, private: 0, wave: 64, sgpr: 16, vgpr: 5, args: 3 },
+            K { name: "local_reverse", kd: 0xb00, kernarg: 16, group: 1024, private: 0, wave: 64, sgpr: 14, vgpr: 5, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx900-v4.hsaco",
+        abi_version: 2,
+        e_flags: 0x12c,
+        target: "amdgcn-amd-amdhsa--gfx900",
+        kernels: [
+            K { name: "vector_copy", kd: 0x9c0, kernarg: 16, group: 0, private: 0, wave: 64, sgpr: 14, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xa00, kernarg: 24, group: 0, private: 0, wave: 64, sgpr: 16, vgpr: 5, args: 3 },
+            K { name: "local_reverse", kd: 0xa40, kernarg: 16, group: 1024, private: 0, wave: 64, sgpr: 14, vgpr: 5, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx900-v5.hsaco",
+        abi_version: 3,
+        e_flags: 0x12c,
+        target: "amdgcn-amd-amdhsa--gfx900",
+        kernels: [
+            K { name: "vector_copy", kd: 0xa80, kernarg: 16, group: 0, private: 0, wave: 64, sgpr: 14, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xac0, kernarg: 24, group: 0, private: 0, wave: 64, sgpr: 16, vgpr: 5, args: 3 },
+            K { name: "local_reverse", kd: 0xb00, kernarg: 16, group: 1024, private: 0, wave: 64, sgpr: 14, vgpr: 5, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx90a-v4.hsaco",
+        abi_version: 2,
+        e_flags: 0x53f,
+        target: "amdgcn-amd-amdhsa--gfx90a",
+        kernels: [
+            K { name: "vector_copy", kd: 0xa00, kernarg: 16, group: 0, private: 0, wave: 64, sgpr: 14, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xa40, kernarg: 24, group: 0, private: 0, wave: 64, sgpr: 16, vgpr: 5, args: 3 },
+            K { name: "local_reverse", kd: 0xa80, kernarg: 16, group: 1024, private: 0, wave: 64, sgpr: 14, vgpr: 6, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx90a-v5.hsaco",
+        abi_version: 3,
+        e_flags: 0x53f,
+        target: "amdgcn-amd-amdhsa--gfx90a",
+        kernels: [
+            K { name: "vector_copy", kd: 0xa80, kernarg: 16, group: 0, private: 0, wave: 64, sgpr: 14, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xac0, kernarg: 24, group: 0, private: 0, wave: 64, sgpr: 16, vgpr: 5, args: 3 },
+            K { name: "local_reverse", kd: 0xb00, kernarg: 16, group: 1024, private: 0, wave: 64, sgpr: 14, vgpr: 6, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx942-v4.hsaco",
+        abi_version: 2,
+        e_flags: 0x54c,
+        target: "amdgcn-amd-amdhsa--gfx942",
+        kernels: [
+            K { name: "vector_copy", kd: 0xa00, kernarg: 16, group: 0, private: 0, wave: 64, sgpr: 18, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xa40, kernarg: 24, group: 0, private: 0, wave: 64, sgpr: 18, vgpr: 5, args: 3 },
+            K { name: "local_reverse", kd: 0xa80, kernarg: 16, group: 1024, private: 0, wave: 64, sgpr: 18, vgpr: 6, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels-gfx942-v5.hsaco",
+        abi_version: 3,
+        e_flags: 0x54c,
+        target: "amdgcn-amd-amdhsa--gfx942",
+        kernels: [
+            K { name: "vector_copy", kd: 0xa80, kernarg: 16, group: 0, private: 0, wave: 64, sgpr: 18, vgpr: 4, args: 2 },
+            K { name: "vector_add", kd: 0xac0, kernarg: 24, group: 0, private: 0, wave: 64, sgpr: 18, vgpr: 5, args: 3 },
+            K { name: "local_reverse", kd: 0xb00, kernarg: 16, group: 1024, private: 0, wave: 64, sgpr: 18, vgpr: 6, args: 2 },
+        ],
+    },
+    F {
+        file: "kernels_ocl-gfx1030-v4.hsaco",
+        abi_version: 2,
+        e_flags: 0x36,
+        target: "amdgcn-amd-amdhsa--gfx1030",
+        kernels: [
+            K { name: "vector_copy", kd: 0xd80, kernarg: 72, group: 0, private: 0, wave: 32, sgpr: 11, vgpr: 4, args: 9 },
+            K { name: "vector_add", kd: 0xdc0, kernarg: 80, group: 0, private: 0, wave: 32, sgpr: 12, vgpr: 6, args: 10 },
+            K { name: "local_reverse", kd: 0xe00, kernarg: 72, group: 1024, private: 0, wave: 32, sgpr: 12, vgpr: 5, args: 9 },
+        ],
+    },
+    F {
+        file: "kernels_ocl-gfx1030-v5.hsaco",
+        abi_version: 3,
+        e_flags: 0x36,
+        target: "amdgcn-amd-amdhsa--gfx1030",
+        kernels: [
+            K { name: "vector_copy", kd: 0x1240, kernarg: 272, group: 0, private: 0, wave: 32, sgpr: 12, vgpr: 4, args: 15 },
+            K { name: "vector_add", kd: 0x1280, kernarg: 280, group: 0, private: 0, wave: 32, sgpr: 12, vgpr: 6, args: 16 },
+            K { name: "local_reverse", kd: 0x12c0, kernarg: 272, group: 1024, private: 0, wave: 32, sgpr: 12, vgpr: 5, args: 15 },
+        ],
+    },
+    F {
+        file: "kernels_ocl-gfx90a-v4.hsaco",
+        abi_version: 2,
+        e_flags: 0x53f,
+        target: "amdgcn-amd-amdhsa--gfx90a",
+        kernels: [
+            K { name: "vector_copy", kd: 0xdc0, kernarg: 72, group: 0, private: 0, wave: 64, sgpr: 16, vgpr: 4, args: 9 },
+            K { name: "vector_add", kd: 0xe00, kernarg: 80, group: 0, private: 0, wave: 64, sgpr: 24, vgpr: 5, args: 10 },
+            K { name: "local_reverse", kd: 0xe40, kernarg: 72, group: 1024, private: 0, wave: 64, sgpr: 16, vgpr: 6, args: 9 },
+        ],
+    },
+    F {
+        file: "kernels_ocl-gfx90a-v5.hsaco",
+        abi_version: 3,
+        e_flags: 0x53f,
+        target: "amdgcn-amd-amdhsa--gfx90a",
+        kernels: [
+            K { name: "vector_copy", kd: 0x1240, kernarg: 272, group: 0, private: 0, wave: 64, sgpr: 14, vgpr: 4, args: 15 },
+            K { name: "vector_add", kd: 0x1280, kernarg: 280, group: 0, private: 0, wave: 64, sgpr: 16, vgpr: 5, args: 16 },
+            K { name: "local_reverse", kd: 0x12c0, kernarg: 272, group: 1024, private: 0, wave: 64, sgpr: 14, vgpr: 6, args: 15 },
+        ],
+    },
+];
+
+fn codeobjects_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects")
+}
+
+fn read(file: &str) -> Vec<u8> {
+    std::fs::read(codeobjects_dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
+}
+
+/// A minimal platform: memory is host memory and the GPU address is the host address.
+#[derive(Default)]
+struct HostPlatform {
+    live: Mutex<HashMap<u64, Layout>>,
+    maps: Mutex<Vec<(u64, Vec<NodeId>)>>,
+}
+
+impl HostPlatform {
+    fn live_chunks(&self) -> usize {
+        self.live.lock().unwrap().len()
+    }
+}
+
+fn unsupported() -> Error {
+    Error::new(
+        Status::Error,
+        "the loader test platform has no queues, events or topology",
+    )
+}
+
+// SAFETY: chunks are fresh zeroed allocations of the requested size and alignment, valid
+// until freed, never overlapping (the global allocator guarantees it); all state is behind a
+// Mutex, so every method may be called from any thread.
+unsafe impl Platform for HostPlatform {
+    type Error = Error;
+    fn device_name(&self) -> &str {
+        "loader-test"
+    }
+    fn node_count(&self) -> usize {
+        0
+    }
+    fn node(&self, _index: usize) -> Result<NodeProperties, Error> {
+        Err(unsupported())
+    }
+    fn memory_bank(&self, _: usize, _: usize) -> Result<Option<MemoryBank>, Error> {
+        Err(unsupported())
+    }
+    fn cache(&self, _: usize, _: usize) -> Result<Option<Cache>, Error> {
+        Err(unsupported())
+    }
+    fn io_link(&self, _: usize, _: usize) -> Result<Option<IoLink>, Error> {
+        Err(unsupported())
+    }
+    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
+        if request.size_bytes == 0 || request.size_bytes % 4096 != 0 || request.size_bytes > 1 << 26
+        {
+            return Err(hsa_core::error!(
+                Status::OutOfResources,
+                "size {}",
+                request.size_bytes
+            ));
+        }
+        let layout =
+            Layout::from_size_align(request.size_bytes as usize, request.align_bytes as usize)
+                .map_err(|_| {
+                    hsa_core::error!(Status::InvalidArgument, "align {}", request.align_bytes)
+                })?;
+        // SAFETY: the layout has a non-zero size (checked above).
+        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })
+            .ok_or_else(|| Error::from(Status::OutOfResources))?;
+        let addr = ptr.as_ptr() as u64;
+        self.live.lock().unwrap().insert(addr, layout);
+        Ok(MemoryChunk {
+            gpu_va: GpuVa(addr),
+            host_ptr: Some(ptr),
+            size_bytes: request.size_bytes,
+            handle: addr,
+        })
+    }
+    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        let layout = self
+            .live
+            .lock()
+            .unwrap()
+            .remove(&chunk.handle)
+            .ok_or_else(|| {
+                hsa_core::error!(Status::ResourceFree, "unknown chunk {:#x}", chunk.handle)
+            })?;
+        // SAFETY: the handle is the address alloc_zeroed returned with this layout, and it was
+        // live (removed from the table exactly once just now).
+        unsafe { dealloc(chunk.handle as *mut u8, layout) };
+        Ok(())
+    }
+    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {
+        self.maps
+            .lock()
+            .unwrap()
+            .push((chunk.handle, nodes.to_vec()));
+        Ok(())
+    }
+    unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue, Error> {
+        Err(unsupported())
+    }
+    fn ring_doorbell(&self, _: QueueId, _: u64) {}
+    fn destroy_queue(&self, _: QueueId) -> Result<(), Error> {
+        Err(unsupported())
+    }
+    fn create_event(&self) -> Result<Event, Error> {
+        Err(unsupported())
+    }
+    fn destroy_event(&self, _: EventId) -> Result<(), Error> {
+        Err(unsupported())
+    }
+    fn wait_event(&self, _: EventId, _: u64) -> Result<WaitOutcome, Error> {
+        Err(unsupported())
+    }
+    fn signal_event(&self, _: EventId) -> Result<(), Error> {
+        Err(unsupported())
+    }
+    fn timestamp_ticks(&self) -> u64 {
+        0
+    }
+    fn timestamp_frequency_hz(&self) -> u64 {
+        1_000_000_000
+    }
+}
+
+/// An agent ISA that the code object runs on: the processor (gfx900 for gfx9-generic) with
+/// XNACK off and SRAMECC on where supported.
+fn agent_for(co: &CodeObject<'_>) -> TargetId {
+    let t = co.target();
+    let name = if t.processor.is_generic() {
+        "gfx900"
+    } else {
+        t.processor.name()
+    };
+    let mut agent = TargetId::parse(name).unwrap();
+    if agent.processor.supports_xnack() {
+        agent.xnack = FeatureSetting::Off;
+    }
+    if agent.processor.supports_sramecc() {
+        agent.sramecc = FeatureSetting::On;
+    }
+    agent
+}
+
+#[test]
+fn table_covers_every_file() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(codeobjects_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".hsaco"))
+        .collect();
+    on_disk.sort();
+    let mut in_table: Vec<String> = FILES.iter().map(|f| f.file.to_string()).collect();
+    in_table.sort();
+    assert_eq!(on_disk, in_table);
+}
+
+#[test]
+fn reader_matches_llvm_readelf() {
+    for f in FILES {
+        let bytes = read(f.file);
+        let co = CodeObject::parse(&bytes).unwrap_or_else(|e| panic!("{}: {e}", f.file));
+        assert_eq!(co.version(), u32::from(f.abi_version) + 2, "{}", f.file);
+        assert_eq!(co.e_flags(), f.e_flags, "{}", f.file);
+        assert_eq!(co.target().isa_name().to_string(), f.target, "{}", f.file);
+        assert_eq!(co.metadata().target, Some(f.target), "{}", f.file);
+        let expected_version = if f.abi_version == 2 { [1, 1] } else { [1, 2] };
+        assert_eq!(co.metadata().version, expected_version, "{}", f.file);
+        let kernels: Vec<_> = co.kernels().map(|k| k.unwrap()).collect();
+        assert_eq!(kernels.len(), 3, "{}", f.file);
+        for (k, e) in kernels.iter().zip(&f.kernels) {
+            let m = &k.metadata;
+            let ctx = format!("{} {}", f.file, e.name);
+            assert_eq!(m.name, e.name, "{ctx}");
+            assert_eq!(m.symbol, format!("{}.kd", e.name), "{ctx}");
+            assert_eq!(k.descriptor_vaddr, e.kd, "{ctx}");
+            assert_eq!(m.kernarg_segment_size, e.kernarg, "{ctx}");
+            assert_eq!(k.descriptor.kernarg_size, e.kernarg, "{ctx}");
+            assert_eq!(m.kernarg_segment_align, 8, "{ctx}");
+            assert_eq!(m.group_segment_fixed_size, e.group, "{ctx}");
+            assert_eq!(k.descriptor.group_segment_fixed_size, e.group, "{ctx}");
+            assert_eq!(m.private_segment_fixed_size, e.private, "{ctx}");
+            assert_eq!(m.wavefront_size, e.wave, "{ctx}");
+            assert_eq!(k.descriptor.wavefront_size(), e.wave, "{ctx}");
+            assert_eq!(m.sgpr_count, e.sgpr, "{ctx}");
+            assert_eq!(m.vgpr_count, e.vgpr, "{ctx}");
+            assert_eq!(m.max_flat_workgroup_size, Some(256), "{ctx}");
+            assert!(!m.uses_dynamic_stack, "{ctx}");
+            assert_eq!(m.arg_count(), e.args, "{ctx}");
+            let args: Vec<_> = m.args().map(|a| a.unwrap()).collect();
+            assert_eq!(args.len() as u32, e.args, "{ctx}");
+            // The first argument is always `int* in`/`a` at offset 0, 8 bytes, a global buffer.
+            assert_eq!(
+                (args[0].offset, args[0].size, args[0].value_kind),
+                (0, 8, "global_buffer"),
+                "{ctx}"
+            );
+            assert_eq!(args[0].address_space, Some("global"), "{ctx}");
+            assert_eq!(args[0].type_name, Some("int*"), "{ctx}");
+            assert_eq!(args[1].offset, 8, "{ctx}");
+            assert!(args.iter().take(2).all(|a| !a.is_hidden()), "{ctx}");
+            // The descriptor's user SGPRs include the dispatch pointer (README: kernels use it).
+            assert!(k.descriptor.enable_sgpr_kernarg_segment_ptr(), "{ctx}");
+            assert!(k.descriptor.rsrc2().enable_sgpr_workgroup_id_x(), "{ctx}");
+        }
+    }
+}
+
+/// Runs llvm-readelf-19 when available and compares kernarg sizes, wavefront sizes and `.kd`
+/// symbol values with what the reader finds.
+#[test]
+fn reader_matches_live_llvm_readelf() {
+    let probe = std::process::Command::new("llvm-readelf-19")
+        .arg("--version")
+        .output();
+    if probe.map(|o| !o.status.success()).unwrap_or(true) {
+        eprintln!("llvm-readelf-19 not on PATH; live comparison skipped");
+        return;
+    }
+    for f in FILES {
+        let path = codeobjects_dir().join(f.file);
+        let out = std::process::Command::new("llvm-readelf-19")
+            .args(["--notes", "--dyn-syms"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let field = |key: &str| -> Vec<u64> {
+            text.lines()
+                .filter_map(|l| l.trim().strip_prefix(key))
+                .map(|v| v.trim().parse().unwrap())
+                .collect()
+        };
+        let bytes = read(f.file);
+        let co = CodeObject::parse(&bytes).unwrap();
+        let kernels: Vec<_> = co.kernels().map(|k| k.unwrap()).collect();
+        let ours = |g: &dyn Fn(&hsa_core::loader::Kernel<'_>) -> u64| {
+            kernels.iter().map(g).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            field(".kernarg_segment_size:"),
+            ours(&|k| k.metadata.kernarg_segment_size.into()),
+            "{}",
+            f.file
+        );
+        assert_eq!(
+            field(".wavefront_size:"),
+            ours(&|k| k.metadata.wavefront_size.into()),
+            "{}",
+            f.file
+        );
+        assert_eq!(
+            field(".group_segment_fixed_size:"),
+            ours(&|k| k.metadata.group_segment_fixed_size.into()),
+            "{}",
+            f.file
+        );
+        for k in &kernels {
+            let line = text
+                .lines()
+                .find(|l| l.trim_end().ends_with(&format!(" {}", k.metadata.symbol)))
+                .unwrap();
+            let value = u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap();
+            assert_eq!(
+                value, k.descriptor_vaddr,
+                "{} {}",
+                f.file, k.metadata.symbol
+            );
+        }
+    }
+}
+
+#[test]
+fn load_places_kernel_objects_at_base_plus_kd() {
+    let platform = HostPlatform::default();
+    for f in FILES {
+        let bytes = read(f.file);
+        let co = CodeObject::parse(&bytes).unwrap();
+        let agent = agent_for(&co);
+        let mut exe = Executable::new(&platform);
+        let index = exe
+            .load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
+            .unwrap();
+        assert_eq!(index, 0);
+        exe.freeze().unwrap();
+        exe.validate().unwrap();
+        let loaded = &exe.loaded_code_objects()[0];
+        let base = loaded.load_base.get();
+        assert_eq!(
+            base,
+            loaded.chunk.gpu_va.get(),
+            "image starts at vaddr 0 in these files"
+        );
+        assert_eq!(base % 4096, 0);
+        for e in &f.kernels {
+            let sym = exe
+                .symbol_by_name(&format!("{}.kd", e.name), Some(NodeId(1)))
+                .unwrap();
+            assert_eq!(sym.kind, SymbolKind::Kernel);
+            let info = sym.kernel.as_ref().unwrap();
+            assert_eq!(
+                info.kernel_object.get(),
+                base + e.kd,
+                "{} {}",
+                f.file,
+                e.name
+            );
+            assert_eq!(info.kernel_object.get() % 64, 0);
+            assert_eq!(info.kernarg_segment_size, e.kernarg);
+            assert_eq!(info.kernarg_segment_align, 8);
+            assert_eq!(info.group_segment_size, e.group);
+            assert_eq!(info.private_segment_size, e.private);
+            assert_eq!(info.wavefront_size, e.wave);
+            assert!(!info.dynamic_callstack);
+            // Lookup by source name finds the same symbol.
+            assert_eq!(exe.symbol_by_name(e.name, None).unwrap(), sym);
+            // The loaded descriptor bytes equal the file's.
+            // SAFETY: the chunk is live host memory of the executable (GPU VA = host address
+            // in this platform) and 64 bytes at the kernel object lie inside it (validate()).
+            let loaded_kd =
+                unsafe { std::slice::from_raw_parts(info.kernel_object.get() as *const u8, 64) };
+            let k = co.kernel(e.name).unwrap();
+            assert_eq!(loaded_kd, zerocopy::IntoBytes::as_bytes(&k.descriptor));
+        }
+        assert_eq!(exe.symbols().count(), 3);
+        assert_eq!(
+            exe.symbol_by_name("nope", None).unwrap_err().status(),
+            Status::InvalidSymbolName
+        );
+        assert_eq!(
+            exe.load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
+                .unwrap_err()
+                .status(),
+            Status::FrozenExecutable
+        );
+        assert_eq!(platform.live_chunks(), 1);
+        exe.destroy().unwrap();
+        assert_eq!(platform.live_chunks(), 0);
+    }
+    assert_eq!(platform.maps.lock().unwrap().len(), FILES.len());
+    assert!(platform
+        .maps
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|(_, nodes)| nodes == &[NodeId(1)]));
+}
+
+#[test]
+fn loaded_image_is_the_file_segments_and_zero_fill() {
+    let platform = HostPlatform::default();
+    let bytes = read("kernels_ocl-gfx90a-v5.hsaco");
+    let co = CodeObject::parse(&bytes).unwrap();
+    let mut exe = Executable::new(&platform);
+    exe.load_code_object(NodeId(2), &agent_for(&co), &bytes, MemoryKind::DeviceLocal)
+        .unwrap();
+    let chunk = exe.loaded_code_objects()[0].chunk;
+    // llvm-readelf-19 -l: LOAD 0x0/0x0 filesz 0x1304; LOAD 0x1400/0x2400 filesz 0x6c0;
+    // LOAD 0x1ac0/0x3ac0 filesz 0x70 memsz 0x540.
+    assert_eq!(co.image_size(), 0x3ac0 + 0x540);
+    assert_eq!(chunk.size_bytes, 0x4000);
+    // SAFETY: live host memory of `chunk_size` bytes owned by the executable.
+    let image = unsafe {
+        std::slice::from_raw_parts(chunk.host_ptr.unwrap().as_ptr(), chunk.size_bytes as usize)
+    };
+    assert_eq!(&image[..0x1304], &bytes[..0x1304]);
+    assert_eq!(
+        &image[0x2400..0x2400 + 0x6c0],
+        &bytes[0x1400..0x1400 + 0x6c0]
+    );
+    assert_eq!(&image[0x3ac0..0x3ac0 + 0x70], &bytes[0x1ac0..0x1ac0 + 0x70]);
+    assert!(image[0x3ac0 + 0x70..0x3ac0 + 0x540].iter().all(|&b| b == 0));
+    drop(exe);
+    assert_eq!(platform.live_chunks(), 0, "drop frees the memory");
+}
+
+#[test]
+fn wrong_isa_for_agent_is_incompatible() {
+    let platform = HostPlatform::default();
+    let bytes = read("kernels-gfx90a-v5.hsaco");
+    let mut exe = Executable::new(&platform);
+    let agent = TargetId::parse("gfx942:sramecc+:xnack-").unwrap();
+    let e = exe
+        .load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
+        .unwrap_err();
+    assert_eq!(e.status(), Status::IncompatibleArguments);
+    assert!(e.detail().contains("amdgcn-amd-amdhsa--gfx90a"), "{e}");
+    assert!(
+        e.detail()
+            .contains("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"),
+        "{e}"
+    );
+    assert_eq!(platform.live_chunks(), 0);
+    // gfx9-generic runs on gfx900/gfx906 but not gfx90a.
+    let generic = read("kernels-gfx9-generic-v6.hsaco");
+    let e = exe
+        .load_code_object(
+            NodeId(1),
+            &TargetId::parse("gfx90a:xnack-").unwrap(),
+            &generic,
+            MemoryKind::System,
+        )
+        .unwrap_err();
+    assert_eq!(e.status(), Status::IncompatibleArguments);
+    assert!(e.detail().contains("gfx9-generic"), "{e}");
+    exe.load_code_object(
+        NodeId(1),
+        &TargetId::parse("gfx906:sramecc-:xnack+").unwrap(),
+        &generic,
+        MemoryKind::System,
+    )
+    .unwrap();
+}
+
+#[test]
+fn misaligned_bytes_are_copied_before_loading() {
+    let platform = HostPlatform::default();
+    let bytes = read("kernels-gfx1100-v5.hsaco");
+    let mut shifted = vec![0u8; bytes.len() + 1];
+    shifted[1..].copy_from_slice(&bytes);
+    let agent = TargetId::parse("gfx1100").unwrap();
+    assert_eq!(
+        CodeObject::parse(&shifted[1..]).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    let mut exe = Executable::new(&platform);
+    exe.load_code_object(NodeId(3), &agent, &shifted[1..], MemoryKind::System)
+        .unwrap();
+    let base = exe.loaded_code_objects()[0].load_base.get();
+    let k = exe
+        .symbol_by_name("local_reverse", Some(NodeId(3)))
+        .unwrap();
+    assert_eq!(k.address.get(), base + 0xb40);
+    assert!(exe
+        .symbol_by_name("local_reverse", Some(NodeId(4)))
+        .is_err());
+}
+
+fn patched(file: &str, at: usize, value: &[u8]) -> Vec<u8> {
+    let mut b = read(file);
+    b[at..at + value.len()].copy_from_slice(value);
+    b
+}
+
+#[test]
+fn bad_headers_give_exact_errors() {
+    let file = "kernels-gfx900-v5.hsaco";
+    for (bytes, frag) in [
+        (patched(file, 18, &62u16.to_le_bytes()), "e_machine is 62"),
+        (patched(file, 8, &[1]), "EI_ABIVERSION is 1"),
+        (patched(file, 8, &[5]), "EI_ABIVERSION is 5"),
+        (patched(file, 7, &[0]), "EI_OSABI is 0"),
+        (patched(file, 4, &[1]), "EI_CLASS is 1"),
+        (patched(file, 5, &[2]), "EI_DATA is 2"),
+        (patched(file, 0, b"\x7fELG"), "not an ELF file"),
+        (patched(file, 0x30, &[0x27]), "EF_AMDGPU_MACH 0x27"),
+    ] {
+        let e = CodeObject::parse(&bytes).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidCodeObject, "{frag}");
+        assert!(e.detail().contains(frag), "{frag}: {e}");
+    }
+}
+
+#[test]
+fn metadata_descriptor_disagreement_names_kernel_and_field() {
+    // vector_copy.kd of kernels-gfx900-v5.hsaco is at vaddr = file offset 0xa80 (PT_LOAD 0
+    // maps offset 0 at vaddr 0); kernarg_size is at +8.
+    let bytes = patched("kernels-gfx900-v5.hsaco", 0xa80 + 8, &99u32.to_le_bytes());
+    let e = CodeObject::parse(&bytes).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidCodeObject);
+    assert_eq!(e.detail(), "kernel \"vector_copy\": kernarg_segment_size is 16 in metadata but 99 in the kernel descriptor");
+    // group segment of local_reverse.kd (0xb00).
+    let bytes = patched("kernels-gfx900-v5.hsaco", 0xb00, &512u32.to_le_bytes());
+    let e = CodeObject::parse(&bytes).unwrap_err();
+    assert!(
+        e.detail()
+            .contains("\"local_reverse\": group_segment_fixed_size is 1024"),
+        "{e}"
+    );
+    // Set wave32 in a wave64 kernel (code properties at +56, bit 10).
+    let bytes = patched(
+        "kernels-gfx900-v5.hsaco",
+        0xac0 + 57,
+        &[0x04 | read("kernels-gfx900-v5.hsaco")[0xac0 + 57]],
+    );
+    let e = CodeObject::parse(&bytes).unwrap_err();
+    assert!(
+        e.detail()
+            .contains("\"vector_add\": wavefront_size is 64 in metadata but 32"),
+        "{e}"
+    );
+    // Dynamic stack bit (bit 11) in a v5 object.
+    let bytes = patched(
+        "kernels-gfx900-v5.hsaco",
+        0xa80 + 57,
+        &[0x08 | read("kernels-gfx900-v5.hsaco")[0xa80 + 57]],
+    );
+    let e = CodeObject::parse(&bytes).unwrap_err();
+    assert!(e.detail().contains("uses_dynamic_stack"), "{e}");
+}
+
+#[test]
+fn every_prefix_is_an_error_never_a_panic() {
+    for file in ["kernels-gfx900-v4.hsaco", "kernels_ocl-gfx90a-v5.hsaco"] {
+        let bytes = read(file);
+        for len in 0..bytes.len() {
+            let r = CodeObject::parse(&bytes[..len]);
+            assert!(r.is_err(), "{file}: prefix of {len} bytes parsed");
+        }
+        assert!(CodeObject::parse(&bytes).is_ok());
+    }
+}
+
+mod flips {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+        #[test]
+        fn byte_flips_never_panic(flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+                                  file in 0usize..FILES.len()) {
+            let mut bytes = read(FILES[file].file);
+            for (at, x) in flips {
+                let i = at % bytes.len();
+                bytes[i] ^= x | 1;
+            }
+            if let Ok(co) = CodeObject::parse(&bytes) {
+                // Whatever parses must also load (or fail cleanly) without panicking.
+                let platform = HostPlatform::default();
+                let mut exe = Executable::new(&platform);
+                let _ = exe.load_code_object(NodeId(1), &agent_for(&co), &bytes, MemoryKind::System);
+                drop(exe);
+                prop_assert_eq!(platform.live_chunks(), 0);
+            }
+        }
+
+        #[test]
+        fn header_and_metadata_flips_never_panic(at in 0usize..0x1000, x in 1u8..) {
+            // Concentrate on the ELF header, program headers and the note.
+            let mut bytes = read("kernels_ocl-gfx1030-v5.hsaco");
+            bytes[at] ^= x;
+            let _ = CodeObject::parse(&bytes);
+        }
+    }
+}
