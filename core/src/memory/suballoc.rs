@@ -838,10 +838,12 @@ mod tests {
 
     #[test]
     fn exact_class_fallback_uses_a_block_good_fit_skips() {
-        // A 0x1100-byte free block sits in class (12, 0) with 0x1000; good fit for 0x1080
-        // looks in (12, 1) and above and finds nothing; the fallback scan must find it.
+        // A 0x1080-byte free block sits in class (9, 0) with 0x1000; good fit for 0x1080
+        // looks in (9, 1) and above and finds nothing; the fallback scan must find it.
+        assert_eq!(mapping_insert(0x1080), (9, 0));
+        assert_eq!(mapping_search(0x1080), Some((9, 1)));
         let mut sa = Sa::new(16).unwrap();
-        sa.add_range(0, 0x1100).unwrap();
+        sa.add_range(0, 0x1080).unwrap();
         let g = sa.allocate(0x1080, 16, 0).unwrap();
         assert_eq!(g.addr, 0);
         sa.check_invariants();
@@ -849,12 +851,12 @@ mod tests {
 
     #[test]
     fn fallback_finds_an_aligned_fit_below_the_good_fit_class() {
-        // One free block of 0x1800 at 0x1000 (class (12, 8)). A 0x1000 request aligned to
-        // 0x1000 searches good fit for 0x1ff0 (class (13, 0)) and finds nothing; the request's
-        // own class is (12, 0). Only the scan of the classes in between finds the block, which
+        // One free block of 0x1800 at 0x1000 (class (9, 8)). A 0x1000 request aligned to
+        // 0x1000 searches good fit for 0x1ff0 (class (10, 0)) and finds nothing; the request's
+        // own class is (9, 0). Only the scan of the classes in between finds the block, which
         // is aligned already.
-        assert_eq!(mapping_insert(0x1800), (12, 8));
-        assert_eq!(mapping_search(0x1ff0), Some((13, 0)));
+        assert_eq!(mapping_insert(0x1800), (9, 8));
+        assert_eq!(mapping_search(0x1ff0), Some((10, 0)));
         let mut sa = Sa::new(16).unwrap();
         sa.add_range(0x1000, 0x1800).unwrap();
         let g = sa.allocate(0x1000, 0x1000, 0).unwrap();
