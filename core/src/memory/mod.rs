@@ -13,6 +13,10 @@
 //!
 //! Ref: HSA Runtime 1.2 §2.8 (regions, `hsa_memory_*`); `hsa_ext_amd.h` memory pools.
 
+// `Error` carries its message inline (no allocator), so it is large by design; boxing it is
+// not an option in no_std without `alloc`.
+#![allow(clippy::result_large_err)]
+
 pub mod pool;
 pub mod raw;
 pub mod region;
@@ -21,7 +25,9 @@ pub mod suballoc;
 #[cfg(test)]
 mod test_platform;
 
-pub use pool::{Allocation, Buffer, MemoryPool, PointerInfo, PoolStats, DEFAULT_CHUNK_BYTES, MAX_ACCESS_NODE};
+pub use pool::{
+    Allocation, Buffer, MemoryPool, PointerInfo, PoolStats, DEFAULT_CHUNK_BYTES, MAX_ACCESS_NODE,
+};
 pub use raw::copy;
 pub use region::{AccessPermission, AgentAccess, GlobalFlags, PoolInfo, Segment, MAX_AGENTS};
 pub use suballoc::{SubAllocError, SubAllocStats, SubAllocator, DEFAULT_CAPACITY, RANGE_CAPACITY};

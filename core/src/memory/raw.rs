@@ -57,9 +57,17 @@ where
     let s = src_pool.host_span(src, size_bytes)?;
     let (da, sa) = (d.as_ptr().addr() as u64, s.as_ptr().addr() as u64);
     if da < sa + size_bytes && sa < da + size_bytes {
-        crate::bail!(Status::InvalidArgument, "copy of {size_bytes} bytes from {src} to {dst}: the ranges overlap");
+        crate::bail!(
+            Status::InvalidArgument,
+            "copy of {size_bytes} bytes from {src} to {dst}: the ranges overlap"
+        );
     }
-    let len = usize::try_from(size_bytes).map_err(|_| crate::error!(Status::InvalidArgument, "size_bytes {size_bytes} exceeds usize"))?;
+    let len = usize::try_from(size_bytes).map_err(|_| {
+        crate::error!(
+            Status::InvalidArgument,
+            "size_bytes {size_bytes} exceeds usize"
+        )
+    })?;
     // SAFETY: `host_span` checked that both ranges lie inside live host-accessible allocations
     // (the platform guarantees chunk host pointers valid for their size); they do not overlap
     // (checked above); the caller guarantees no concurrent access or free.

@@ -63,7 +63,10 @@ impl Segment {
             2 => Segment::Private,
             3 => Segment::Group,
             4 => Segment::Kernarg,
-            other => crate::bail!(Status::InvalidArgument, "segment is {other}; hsa_region_segment_t is 0..=4"),
+            other => crate::bail!(
+                Status::InvalidArgument,
+                "segment is {other}; hsa_region_segment_t is 0..=4"
+            ),
         })
     }
 }
@@ -137,7 +140,10 @@ impl AccessPermission {
             1 => AccessPermission::ReadOnly,
             2 => AccessPermission::WriteOnly,
             3 => AccessPermission::ReadWrite,
-            other => crate::bail!(Status::InvalidArgument, "access is {other}; hsa_access_permission_t is 1..=3"),
+            other => crate::bail!(
+                Status::InvalidArgument,
+                "access is {other}; hsa_access_permission_t is 1..=3"
+            ),
         })
     }
 }
@@ -194,7 +200,9 @@ impl PoolInfo {
     /// system memory with host access, no other agents listed.
     pub fn new(owner: NodeId, global_flags: GlobalFlags, size_bytes: u64) -> PoolInfo {
         let mut chunk_flags = MemoryFlags::HOST_ACCESS;
-        if global_flags.intersects(GlobalFlags::FINE_GRAINED | GlobalFlags::EXTENDED_SCOPE_FINE_GRAINED) {
+        if global_flags
+            .intersects(GlobalFlags::FINE_GRAINED | GlobalFlags::EXTENDED_SCOPE_FINE_GRAINED)
+        {
             chunk_flags |= MemoryFlags::FINE_GRAINED;
         }
         PoolInfo {
@@ -263,7 +271,11 @@ impl PoolInfo {
             return Ok(());
         }
         self.access.push((node, access)).map_err(|_| {
-            crate::error!(Status::OutOfResources, "pool lists {MAX_AGENTS} agents already; cannot add node {}", node.get())
+            crate::error!(
+                Status::OutOfResources,
+                "pool lists {MAX_AGENTS} agents already; cannot add node {}",
+                node.get()
+            )
         })
     }
 
@@ -277,10 +289,18 @@ impl PoolInfo {
     /// private segment (`hsa.h`: always false there).
     pub fn validate(&self) -> Result<()> {
         if !self.alloc_granule_bytes.is_power_of_two() {
-            crate::bail!(Status::InvalidArgument, "alloc_granule_bytes is {}; must be a power of two", self.alloc_granule_bytes);
+            crate::bail!(
+                Status::InvalidArgument,
+                "alloc_granule_bytes is {}; must be a power of two",
+                self.alloc_granule_bytes
+            );
         }
         if !self.alloc_alignment_bytes.is_power_of_two() {
-            crate::bail!(Status::InvalidArgument, "alloc_alignment_bytes is {}; must be a power of two", self.alloc_alignment_bytes);
+            crate::bail!(
+                Status::InvalidArgument,
+                "alloc_alignment_bytes is {}; must be a power of two",
+                self.alloc_alignment_bytes
+            );
         }
         if self.alloc_max_size_bytes > self.size_bytes {
             crate::bail!(
@@ -291,7 +311,9 @@ impl PoolInfo {
             );
         }
         let fine = GlobalFlags::FINE_GRAINED | GlobalFlags::EXTENDED_SCOPE_FINE_GRAINED;
-        if self.global_flags.contains(GlobalFlags::COARSE_GRAINED) && self.global_flags.intersects(fine) {
+        if self.global_flags.contains(GlobalFlags::COARSE_GRAINED)
+            && self.global_flags.intersects(fine)
+        {
             crate::bail!(
                 Status::InvalidArgument,
                 "global_flags is {:#x}; fine- and coarse-grained exclude each other",
@@ -341,8 +363,14 @@ mod tests {
         assert_eq!(AgentAccess::AllowedByDefault.raw(), 1);
         assert_eq!(AgentAccess::DisallowedByDefault.raw(), 2);
         // hsa_access_permission_t
-        assert_eq!(AccessPermission::from_raw(3), Ok(AccessPermission::ReadWrite));
-        assert_eq!(AccessPermission::from_raw(0).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(
+            AccessPermission::from_raw(3),
+            Ok(AccessPermission::ReadWrite)
+        );
+        assert_eq!(
+            AccessPermission::from_raw(0).unwrap_err().status(),
+            Status::InvalidArgument
+        );
         assert_eq!(Segment::from_region_raw(4), Ok(Segment::Kernarg));
         let e = Segment::from_region_raw(5).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
@@ -356,10 +384,18 @@ mod tests {
 
         let mut p = ok.clone();
         p.alloc_granule_bytes = 3000;
-        assert!(p.validate().unwrap_err().detail().contains("alloc_granule_bytes is 3000"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .detail()
+            .contains("alloc_granule_bytes is 3000"));
         let mut p = ok.clone();
         p.alloc_alignment_bytes = 0;
-        assert!(p.validate().unwrap_err().detail().contains("alloc_alignment_bytes is 0"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .detail()
+            .contains("alloc_alignment_bytes is 0"));
         let mut p = ok.clone();
         p.alloc_max_size_bytes = (1 << 20) + 1;
         assert_eq!(p.validate().unwrap_err().status(), Status::InvalidArgument);
@@ -367,7 +403,11 @@ mod tests {
         p.global_flags |= GlobalFlags::FINE_GRAINED;
         assert!(p.validate().unwrap_err().detail().contains("0x6"));
         let p = PoolInfo::new(NodeId(0), GlobalFlags::KERNARG, 4096);
-        assert!(p.validate().unwrap_err().detail().contains("KERNARG requires FINE_GRAINED"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .detail()
+            .contains("KERNARG requires FINE_GRAINED"));
         let mut p = ok.clone();
         p.segment = Segment::Group;
         assert_eq!(p.validate().unwrap_err().status(), Status::InvalidArgument);
@@ -377,22 +417,34 @@ mod tests {
 
     #[test]
     fn access_rules_and_kernarg_alignment() {
-        let mut p = PoolInfo::new(NodeId(1), GlobalFlags::KERNARG | GlobalFlags::FINE_GRAINED, 1 << 20);
+        let mut p = PoolInfo::new(
+            NodeId(1),
+            GlobalFlags::KERNARG | GlobalFlags::FINE_GRAINED,
+            1 << 20,
+        );
         p.alloc_alignment_bytes = 4;
         assert_eq!(p.effective_alignment_bytes(), 16);
         assert!(p.chunk_flags.contains(MemoryFlags::FINE_GRAINED));
         assert_eq!(p.access_of(NodeId(1)), AgentAccess::AllowedByDefault);
         assert_eq!(p.access_of(NodeId(2)), AgentAccess::NeverAllowed);
-        p.set_access(NodeId(2), AgentAccess::DisallowedByDefault).unwrap();
+        p.set_access(NodeId(2), AgentAccess::DisallowedByDefault)
+            .unwrap();
         assert_eq!(p.access_of(NodeId(2)), AgentAccess::DisallowedByDefault);
-        p.set_access(NodeId(2), AgentAccess::AllowedByDefault).unwrap();
+        p.set_access(NodeId(2), AgentAccess::AllowedByDefault)
+            .unwrap();
         assert_eq!(p.access_of(NodeId(2)), AgentAccess::AllowedByDefault);
         assert_eq!(p.access.len(), 1);
         p.accessible_by_all = true;
         assert_eq!(p.access_of(NodeId(7)), AgentAccess::DisallowedByDefault);
         for n in 10..(10 + MAX_AGENTS as u32 - 1) {
-            p.set_access(NodeId(n), AgentAccess::AllowedByDefault).unwrap();
+            p.set_access(NodeId(n), AgentAccess::AllowedByDefault)
+                .unwrap();
         }
-        assert_eq!(p.set_access(NodeId(999), AgentAccess::AllowedByDefault).unwrap_err().status(), Status::OutOfResources);
+        assert_eq!(
+            p.set_access(NodeId(999), AgentAccess::AllowedByDefault)
+                .unwrap_err()
+                .status(),
+            Status::OutOfResources
+        );
     }
 }

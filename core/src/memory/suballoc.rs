@@ -282,7 +282,9 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         #[cfg(feature = "alloc")]
         self.blocks.push(block);
         #[cfg(not(feature = "alloc"))]
-        self.blocks.push(block).map_err(|_| SubAllocError::NoRecords)?;
+        self.blocks
+            .push(block)
+            .map_err(|_| SubAllocError::NoRecords)?;
         Ok(idx)
     }
 
@@ -375,7 +377,12 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             return Err(SubAllocError::BadArgument);
         }
         let end = base.checked_add(size).ok_or(SubAllocError::BadArgument)?;
-        if self.ranges.iter().flatten().any(|r| base < r.base + r.size && r.base < end) {
+        if self
+            .ranges
+            .iter()
+            .flatten()
+            .any(|r| base < r.base + r.size && r.base < end)
+        {
             return Err(SubAllocError::Overlap);
         }
         let slot = self.ranges.iter().position(Option::is_none);
@@ -400,7 +407,11 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             range: range_u32,
             state: State::Free,
         })?;
-        let rec = Some(Range { base, size, first: idx });
+        let rec = Some(Range {
+            base,
+            size,
+            first: idx,
+        });
         match slot {
             Some(i) => self.ranges[i] = rec,
             None => {
@@ -470,7 +481,9 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         }
         let size = round_up(size, self.unit).ok_or(SubAllocError::BadArgument)?;
         let align = align.max(self.unit);
-        let needed = size.checked_add(align - self.unit).ok_or(SubAllocError::BadArgument)?;
+        let needed = size
+            .checked_add(align - self.unit)
+            .ok_or(SubAllocError::BadArgument)?;
         if !self.records_available(2) || self.index_full() {
             return Err(SubAllocError::NoRecords);
         }
@@ -529,15 +542,23 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         self.blocks[used as usize].state = State::Used(data);
         self.index_insert(aligned, used)?;
         self.in_use_bytes += size;
-        Ok(Grant { addr: aligned, size, range: RangeId(ub.range) })
+        Ok(Grant {
+            addr: aligned,
+            size,
+            range: RangeId(ub.range),
+        })
     }
 
     /// The fallback search: a block in the classes between the request's own class and the
     /// good-fit class (whose blocks may or may not fit) that happens to fit.
     fn scan_exact_class(&self, size: u64, needed: u64, align: u64) -> Option<u32> {
         let (fl0, sl0) = mapping_insert(size);
-        let (fl1, sl1) = mapping_search(needed).unwrap_or((FIRST_LEVEL_CLASSES - 1, SECOND_LEVEL_LISTS - 1));
-        let (start, end) = (fl0 * SECOND_LEVEL_LISTS + sl0, fl1 * SECOND_LEVEL_LISTS + sl1);
+        let (fl1, sl1) =
+            mapping_search(needed).unwrap_or((FIRST_LEVEL_CLASSES - 1, SECOND_LEVEL_LISTS - 1));
+        let (start, end) = (
+            fl0 * SECOND_LEVEL_LISTS + sl0,
+            fl1 * SECOND_LEVEL_LISTS + sl1,
+        );
         for k in start..=end.min(FIRST_LEVEL_CLASSES * SECOND_LEVEL_LISTS - 1) {
             let (fl, sl) = (k / SECOND_LEVEL_LISTS, k % SECOND_LEVEL_LISTS);
             if self.sl_bitmap[fl] & (1 << sl) == 0 {
@@ -594,7 +615,12 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         }
         self.insert_free(cur);
         let range = RangeId(b.range);
-        Ok(Freed { size: b.size, range, range_empty: self.range_is_empty(range), data })
+        Ok(Freed {
+            size: b.size,
+            range,
+            range_empty: self.range_is_empty(range),
+            data,
+        })
     }
 
     /// The live allocation whose first byte is `addr` (O(1) / O(log n)).
@@ -636,7 +662,12 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
     fn found(&self, idx: u32) -> Option<Found<T>> {
         let b = &self.blocks[idx as usize];
         match b.state {
-            State::Used(data) => Some(Found { addr: b.addr, size: b.size, range: RangeId(b.range), data }),
+            State::Used(data) => Some(Found {
+                addr: b.addr,
+                size: b.size,
+                range: RangeId(b.range),
+                data,
+            }),
             _ => None,
         }
     }
@@ -664,7 +695,13 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
 
     /// Every live allocation as (address, size, range), in no particular order.
     pub fn allocations(&self) -> impl Iterator<Item = (u64, u64, RangeId)> + '_ {
-        self.index.iter().map(|(&a, &i)| (a, self.blocks[i as usize].size, RangeId(self.blocks[i as usize].range)))
+        self.index.iter().map(|(&a, &i)| {
+            (
+                a,
+                self.blocks[i as usize].size,
+                RangeId(self.blocks[i as usize].range),
+            )
+        })
     }
 
     // ---- address index ----
@@ -684,7 +721,9 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         #[cfg(feature = "alloc")]
         self.index.insert(addr, idx);
         #[cfg(not(feature = "alloc"))]
-        self.index.insert(addr, idx).map_err(|_| SubAllocError::NoRecords)?;
+        self.index
+            .insert(addr, idx)
+            .map_err(|_| SubAllocError::NoRecords)?;
         Ok(())
     }
 
@@ -726,7 +765,11 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
                     State::Used(_) => {
                         prev_free = false;
                         used += b.size;
-                        assert_eq!(self.index_get(b.addr), Some(cur), "used block missing from index");
+                        assert_eq!(
+                            self.index_get(b.addr),
+                            Some(cur),
+                            "used block missing from index"
+                        );
                     }
                     State::Vacant(_) => panic!("vacant record linked into range {ri}"),
                 }
@@ -741,7 +784,11 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             assert_eq!(self.fl_bitmap & (1 << fl) != 0, self.sl_bitmap[fl] != 0);
             for sl in 0..SECOND_LEVEL_LISTS {
                 let mut cur = self.heads[fl][sl];
-                assert_eq!(cur != NIL, self.sl_bitmap[fl] & (1 << sl) != 0, "bitmap disagrees with list");
+                assert_eq!(
+                    cur != NIL,
+                    self.sl_bitmap[fl] & (1 << sl) != 0,
+                    "bitmap disagrees with list"
+                );
                 let mut prev = NIL;
                 while cur != NIL {
                     let b = &self.blocks[cur as usize];
@@ -789,7 +836,14 @@ mod tests {
         let mut sa = Sa::new(16).unwrap();
         let r = sa.add_range(0x1000, 0x1000).unwrap();
         let a = sa.allocate(100, 16, 1).unwrap();
-        assert_eq!(a, Grant { addr: 0x1000, size: 112, range: r });
+        assert_eq!(
+            a,
+            Grant {
+                addr: 0x1000,
+                size: 112,
+                range: r
+            }
+        );
         let b = sa.allocate(16, 256, 2).unwrap();
         assert_eq!(b.addr, 0x1100);
         sa.check_invariants();
@@ -817,18 +871,27 @@ mod tests {
         assert_eq!(Sa::new(24).unwrap_err(), SubAllocError::BadArgument);
         assert_eq!(sa.add_range(8, 16), Err(SubAllocError::BadArgument));
         assert_eq!(sa.add_range(0, 0), Err(SubAllocError::BadArgument));
-        assert_eq!(sa.add_range(u64::MAX - 15, 32), Err(SubAllocError::BadArgument));
+        assert_eq!(
+            sa.add_range(u64::MAX - 15, 32),
+            Err(SubAllocError::BadArgument)
+        );
         let r = sa.add_range(0, 256).unwrap();
         assert_eq!(sa.add_range(128, 256), Err(SubAllocError::Overlap));
         assert_eq!(sa.allocate(0, 16, 0), Err(SubAllocError::BadArgument));
         assert_eq!(sa.allocate(16, 3, 0), Err(SubAllocError::BadArgument));
-        assert_eq!(sa.allocate(u64::MAX, 16, 0), Err(SubAllocError::BadArgument));
+        assert_eq!(
+            sa.allocate(u64::MAX, 16, 0),
+            Err(SubAllocError::BadArgument)
+        );
         assert_eq!(sa.allocate(512, 16, 0), Err(SubAllocError::NoRoom));
         let a = sa.allocate(32, 16, 7).unwrap();
         assert_eq!(sa.remove_range(r), Err(SubAllocError::RangeBusy));
         assert_eq!(sa.remove_range(RangeId(9)), Err(SubAllocError::RangeBusy));
         assert_eq!(sa.free(a.addr + 16), Err(SubAllocError::NotAllocated));
-        assert_eq!(sa.set_data(a.addr + 16, 1), Err(SubAllocError::NotAllocated));
+        assert_eq!(
+            sa.set_data(a.addr + 16, 1),
+            Err(SubAllocError::NotAllocated)
+        );
         let before = sa.stats();
         sa.free(a.addr).unwrap();
         assert_eq!(sa.free(a.addr), Err(SubAllocError::NotAllocated));
@@ -877,7 +940,11 @@ mod tests {
                 let a: u64 = live.swap_remove(i % live.len());
                 sa.free(a).unwrap();
             } else {
-                live.push(sa.allocate(4096 * (1 + i as u64 % 5), 4096, 0).unwrap().addr);
+                live.push(
+                    sa.allocate(4096 * (1 + i as u64 % 5), 4096, 0)
+                        .unwrap()
+                        .addr,
+                );
             }
         }
         sa.check_invariants();
@@ -897,7 +964,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 32 }, ..ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: if cfg!(miri) { 2 } else { 32 }, failure_persistence: None, ..ProptestConfig::default() })]
         #[test]
         fn random_ops_keep_blocks_disjoint_aligned_and_accounted(
             ops in proptest::collection::vec(op(), 1..if cfg!(miri) { 40 } else { 600 })

@@ -10,8 +10,8 @@ use std::vec::Vec;
 
 use crate::addr::{EventId, GpuVa, NodeId, QueueId};
 use crate::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties, Platform, QueueRequest,
-    WaitOutcome,
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
+    Platform, QueueRequest, WaitOutcome,
 };
 use crate::status::{Error, Status};
 
@@ -46,12 +46,21 @@ impl TestPlatform {
         TestPlatform {
             backing,
             limit_bytes,
-            state: Mutex::new(State { next_unmapped: UNMAPPED_BASE, ..State::default() }),
+            state: Mutex::new(State {
+                next_unmapped: UNMAPPED_BASE,
+                ..State::default()
+            }),
         }
     }
 
     pub(crate) fn live_chunks(&self) -> Vec<MemoryChunk> {
-        self.state.lock().unwrap().live.iter().map(|l| l.0).collect()
+        self.state
+            .lock()
+            .unwrap()
+            .live
+            .iter()
+            .map(|l| l.0)
+            .collect()
     }
 
     pub(crate) fn chunk_allocations(&self) -> usize {
@@ -95,7 +104,10 @@ unsafe impl Platform for TestPlatform {
         if index >= 2 {
             crate::bail!(Status::InvalidIndex, "node {index}");
         }
-        Ok(NodeProperties { node_id: index as u32, ..NodeProperties::default() })
+        Ok(NodeProperties {
+            node_id: index as u32,
+            ..NodeProperties::default()
+        })
     }
     fn memory_bank(&self, _: usize, _: usize) -> Result<Option<MemoryBank>, Error> {
         Ok(None)
@@ -112,25 +124,51 @@ unsafe impl Platform for TestPlatform {
         if core::mem::take(&mut st.fail_next) {
             crate::bail!(Status::OutOfResources, "injected failure");
         }
-        if request.size_bytes % 4096 != 0 || !request.align_bytes.is_power_of_two() || request.align_bytes < 4096 {
-            crate::bail!(Status::InvalidArgument, "size {} align {}", request.size_bytes, request.align_bytes);
+        if request.size_bytes % 4096 != 0
+            || !request.align_bytes.is_power_of_two()
+            || request.align_bytes < 4096
+        {
+            crate::bail!(
+                Status::InvalidArgument,
+                "size {} align {}",
+                request.size_bytes,
+                request.align_bytes
+            );
         }
         let held: u64 = st.live.iter().map(|l| l.0.size_bytes).sum();
         if held + request.size_bytes > self.limit_bytes {
-            crate::bail!(Status::OutOfResources, "test platform limit {} bytes", self.limit_bytes);
+            crate::bail!(
+                Status::OutOfResources,
+                "test platform limit {} bytes",
+                self.limit_bytes
+            );
         }
         let chunk = match self.backing {
             Backing::Host => {
-                let layout = Layout::from_size_align(request.size_bytes as usize, request.align_bytes as usize).unwrap();
+                let layout = Layout::from_size_align(
+                    request.size_bytes as usize,
+                    request.align_bytes as usize,
+                )
+                .unwrap();
                 // SAFETY: layout has non-zero size (a multiple of 4096 that passed the pool's checks).
                 let p = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
                     .ok_or_else(|| crate::error!(Status::OutOfResources, "host heap"))?;
-                MemoryChunk { gpu_va: GpuVa(p.as_ptr().addr() as u64), host_ptr: Some(p), size_bytes: request.size_bytes, handle: 0 }
+                MemoryChunk {
+                    gpu_va: GpuVa(p.as_ptr().addr() as u64),
+                    host_ptr: Some(p),
+                    size_bytes: request.size_bytes,
+                    handle: 0,
+                }
             }
             Backing::Unmapped => {
                 let base = st.next_unmapped.next_multiple_of(request.align_bytes);
                 st.next_unmapped = base + request.size_bytes + 4096; // a gap between chunks
-                MemoryChunk { gpu_va: GpuVa(base), host_ptr: None, size_bytes: request.size_bytes, handle: base }
+                MemoryChunk {
+                    gpu_va: GpuVa(base),
+                    host_ptr: None,
+                    size_bytes: request.size_bytes,
+                    handle: base,
+                }
             }
         };
         st.live.push((chunk, request.align_bytes as usize));
@@ -140,11 +178,9 @@ unsafe impl Platform for TestPlatform {
 
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
         let mut st = self.state.lock().unwrap();
-        let i = st
-            .live
-            .iter()
-            .position(|l| l.0 == *chunk)
-            .ok_or_else(|| crate::error!(Status::ResourceFree, "chunk at {} not live", chunk.gpu_va))?;
+        let i = st.live.iter().position(|l| l.0 == *chunk).ok_or_else(|| {
+            crate::error!(Status::ResourceFree, "chunk at {} not live", chunk.gpu_va)
+        })?;
         let (c, align) = st.live.swap_remove(i);
         if let Some(p) = c.host_ptr {
             let layout = Layout::from_size_align(c.size_bytes as usize, align).unwrap();
@@ -158,21 +194,31 @@ unsafe impl Platform for TestPlatform {
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {
         let mut st = self.state.lock().unwrap();
         if !st.live.iter().any(|l| l.0 == *chunk) {
-            crate::bail!(Status::InvalidArgument, "chunk at {} not live", chunk.gpu_va);
+            crate::bail!(
+                Status::InvalidArgument,
+                "chunk at {} not live",
+                chunk.gpu_va
+            );
         }
         st.maps.push((chunk.gpu_va, nodes.to_vec()));
         Ok(())
     }
 
     unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue, Error> {
-        crate::bail!(Status::InvalidQueueCreation, "the memory test platform has no queues")
+        crate::bail!(
+            Status::InvalidQueueCreation,
+            "the memory test platform has no queues"
+        )
     }
     fn ring_doorbell(&self, _: QueueId, _: u64) {}
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
         crate::bail!(Status::InvalidQueue, "queue {queue}")
     }
     fn create_event(&self) -> Result<Event, Error> {
-        crate::bail!(Status::OutOfResources, "the memory test platform has no events")
+        crate::bail!(
+            Status::OutOfResources,
+            "the memory test platform has no events"
+        )
     }
     fn destroy_event(&self, event: EventId) -> Result<(), Error> {
         crate::bail!(Status::InvalidArgument, "event {event}")
