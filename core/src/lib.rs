@@ -27,6 +27,7 @@ pub mod packet;
 pub mod platform;
 pub mod processor;
 pub mod queue;
+#[cfg(feature = "alloc")]
 pub mod runtime;
 pub mod signal;
 pub mod status;

@@ -9,10 +9,15 @@
 //! information".
 
 pub mod agent;
+pub mod pools;
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
 
 use crate::platform::{Platform, PlatformError};
 use crate::status::{Error, Result, Status};
 pub use agent::{Agent, AgentHandle};
+pub use pools::{PoolHandle, RuntimePool};
 
 /// Most agents (topology nodes) a runtime holds; an MI300X in CPX mode has 65 nodes.
 pub const MAX_AGENTS: usize = 128;
@@ -49,10 +54,12 @@ pub struct SystemInfo {
     pub extensions: [u8; 128],
 }
 
-/// A running runtime: the platform and the agents found on it.
+/// A running runtime: the platform, the agents found on it and their memory pools.
 pub struct Runtime<P: Platform> {
-    platform: P,
-    agents: heapless::Vec<Agent, MAX_AGENTS>,
+    // Field order is drop order: pools give their chunks back before the platform goes.
+    pools: Vec<RuntimePool<P>>,
+    agents: Vec<Agent>,
+    platform: Arc<P>,
 }
 
 fn platform_error<E: PlatformError>(e: E) -> Error {
@@ -67,7 +74,8 @@ impl<P: Platform> Runtime<P> {
     /// The platform's topology errors; `Status::OutOfResources` for more than [`MAX_AGENTS`]
     /// nodes.
     pub fn new(platform: P) -> Result<Runtime<P>> {
-        let mut agents = heapless::Vec::new();
+        let platform = Arc::new(platform);
+        let mut agents = Vec::new();
         for index in 0..platform.node_count() {
             let node = platform.node(index).map_err(platform_error)?;
             let mut banks = (0..).map_while(|b| platform.memory_bank(index, b).ok().flatten());
@@ -78,18 +86,29 @@ impl<P: Platform> Runtime<P> {
             }
             let caches = (0..).map_while(|c| platform.cache(index, c).ok().flatten());
             let agent = Agent::new(AgentHandle::from_index(index), node, caches, width, clock);
-            agents.push(agent).map_err(|_| {
-                crate::error!(
+            if agents.len() == MAX_AGENTS {
+                crate::bail!(
                     Status::OutOfResources,
                     "the topology has more than {MAX_AGENTS} nodes"
-                )
-            })?;
+                );
+            }
+            agents.push(agent);
         }
-        Ok(Runtime { platform, agents })
+        let pools = pools::build_pools(&platform, &agents)?;
+        Ok(Runtime {
+            pools,
+            agents,
+            platform,
+        })
     }
 
     /// The platform.
     pub fn platform(&self) -> &P {
+        &self.platform
+    }
+
+    /// A shared handle to the platform (queues, signals and executables keep one).
+    pub fn platform_arc(&self) -> &Arc<P> {
         &self.platform
     }
 

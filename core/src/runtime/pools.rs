@@ -1,0 +1,352 @@
+//! The memory pools (and HSA regions) each agent offers, built from the topology's memory
+//! banks the way ROCR lays them out:
+//!
+//! - every CPU agent: system memory as a fine-grained pool, a kernarg (+ fine-grained) pool
+//!   and a coarse-grained pool; 4 KiB granule and alignment; accessible by all agents;
+//! - every GPU agent with local memory (a frame-buffer bank): VRAM as a coarse-grained pool,
+//!   an extended-scope fine-grained pool and a fine-grained pool; 4 KiB granule, 2 MiB
+//!   recommended granule; not accessible by other agents by default;
+//! - every GPU agent: its group segment (LDS) as a pool that cannot be allocated from.
+//!
+//! A CPU node whose capture has no memory bank (some sysfs dumps have none) gets
+//! [`NOMINAL_SYSTEM_MEMORY_BYTES`], so that kernarg and fine-grained memory exist.
+//!
+//! Ref: `hsa_amd_memory_pool_info_t` (`hsa_ext_amd.h`); rocminfo's pool list.
+
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+
+use crate::addr::{GpuVa, NodeId};
+use crate::memory::{
+    AgentAccess, Allocation, GlobalFlags, MemoryPool, PointerInfo, PoolInfo, Segment,
+};
+use crate::platform::{HeapType, MemoryFlags, MemoryKind, Platform};
+use crate::status::{Result, Status};
+
+use super::{Agent, AgentHandle, Runtime};
+
+/// Size given to a CPU node's system memory when the topology reports no bank for it, bytes.
+pub const NOMINAL_SYSTEM_MEMORY_BYTES: u64 = 16 << 30;
+
+/// Recommended allocation granule of GPU local memory (`..._RUNTIME_ALLOC_REC_GRANULE`), bytes.
+pub const GPU_REC_GRANULE_BYTES: u64 = 2 << 20;
+
+/// An `hsa_amd_memory_pool_t` / `hsa_region_t` handle: opaque, never 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
+pub struct PoolHandle(pub u64);
+
+const POOL_HANDLE_BASE: u64 = 0x4853_5000_0000_0000;
+
+impl PoolHandle {
+    /// The handle of the pool at `index` in the runtime's pool list.
+    pub const fn from_index(index: usize) -> PoolHandle {
+        PoolHandle(POOL_HANDLE_BASE | index as u64)
+    }
+
+    /// The pool list index of this handle, if it has the shape of one.
+    pub const fn index(self) -> Option<usize> {
+        if self.0 & !0xffff_ffff == POOL_HANDLE_BASE {
+            Some((self.0 & 0xffff_ffff) as usize)
+        } else {
+            None
+        }
+    }
+}
+
+/// One pool of one agent.
+pub struct RuntimePool<P: Platform> {
+    handle: PoolHandle,
+    agent: AgentHandle,
+    info: PoolInfo,
+    /// `None` for pools nothing can be allocated from (group segment).
+    pool: Option<MemoryPool<Arc<P>>>,
+}
+
+impl<P: Platform> RuntimePool<P> {
+    /// The pool's handle.
+    pub fn handle(&self) -> PoolHandle {
+        self.handle
+    }
+
+    /// The agent that owns it.
+    pub fn agent(&self) -> AgentHandle {
+        self.agent
+    }
+
+    /// What it is: segment, flags, size, granules, access.
+    pub fn info(&self) -> &PoolInfo {
+        &self.info
+    }
+
+    /// The allocator behind it, when runtime allocation is allowed.
+    pub fn memory_pool(&self) -> Option<&MemoryPool<Arc<P>>> {
+        self.pool.as_ref()
+    }
+}
+
+fn system_bytes<P: Platform>(platform: &P, index: usize) -> u64 {
+    let total: u64 = (0..)
+        .map_while(|b| platform.memory_bank(index, b).ok().flatten())
+        .filter(|b| b.heap_type == HeapType::System)
+        .map(|b| b.size_bytes)
+        .sum();
+    if total == 0 {
+        NOMINAL_SYSTEM_MEMORY_BYTES
+    } else {
+        total
+    }
+}
+
+fn local_bytes<P: Platform>(platform: &P, index: usize, agent: &Agent) -> u64 {
+    let banks: u64 = (0..)
+        .map_while(|b| platform.memory_bank(index, b).ok().flatten())
+        .filter(|b| {
+            matches!(
+                b.heap_type,
+                HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+            )
+        })
+        .map(|b| b.size_bytes)
+        .sum();
+    if banks == 0 {
+        agent.node_properties().local_mem_size
+    } else {
+        banks
+    }
+}
+
+fn host_visible_vram<P: Platform>(platform: &P, index: usize) -> bool {
+    (0..)
+        .map_while(|b| platform.memory_bank(index, b).ok().flatten())
+        .any(|b| b.heap_type == HeapType::FrameBufferPublic)
+}
+
+pub(super) fn build_pools<P: Platform>(
+    platform: &Arc<P>,
+    agents: &[Agent],
+) -> Result<Vec<RuntimePool<P>>> {
+    let mut out = Vec::new();
+    let gpus: Vec<NodeId> = agents
+        .iter()
+        .filter(|a| a.is_gpu())
+        .map(|a| NodeId(a.node()))
+        .collect();
+    let mut push = |agent: &Agent, info: PoolInfo| -> Result<()> {
+        let pool = if info.runtime_alloc_allowed {
+            Some(MemoryPool::new(platform.clone(), info.clone())?)
+        } else {
+            None
+        };
+        out.push(RuntimePool {
+            handle: PoolHandle::from_index(out.len()),
+            agent: agent.handle(),
+            info,
+            pool,
+        });
+        Ok(())
+    };
+    for (index, agent) in agents.iter().enumerate() {
+        let owner = NodeId(agent.node());
+        if !agent.is_gpu() {
+            let size = system_bytes(&**platform, index);
+            for flags in [
+                GlobalFlags::FINE_GRAINED,
+                GlobalFlags::KERNARG | GlobalFlags::FINE_GRAINED,
+                GlobalFlags::COARSE_GRAINED,
+            ] {
+                let mut info = PoolInfo::new(owner, flags, size);
+                info.accessible_by_all = true;
+                info.memory_kind = MemoryKind::System;
+                if flags.contains(GlobalFlags::KERNARG) {
+                    // Kernarg segments are read by the packet processor and kernels right after
+                    // the host writes them: uncached, as ROCR's kernarg pool.
+                    info.chunk_flags |= MemoryFlags::UNCACHED;
+                }
+                for gpu in &gpus {
+                    info.set_access(*gpu, AgentAccess::AllowedByDefault)?;
+                }
+                push(agent, info)?;
+            }
+            continue;
+        }
+        let size = local_bytes(&**platform, index, agent);
+        if size > 0 {
+            let host_access = host_visible_vram(&**platform, index);
+            for flags in [
+                GlobalFlags::COARSE_GRAINED,
+                GlobalFlags::EXTENDED_SCOPE_FINE_GRAINED,
+                GlobalFlags::FINE_GRAINED,
+            ] {
+                let mut info = PoolInfo::new(owner, flags, size);
+                info.memory_kind = MemoryKind::DeviceLocal;
+                info.alloc_rec_granule_bytes = GPU_REC_GRANULE_BYTES;
+                if !host_access {
+                    info.chunk_flags.remove(MemoryFlags::HOST_ACCESS);
+                }
+                push(agent, info)?;
+            }
+        }
+        let mut group = PoolInfo::new(
+            owner,
+            GlobalFlags::empty(),
+            u64::from(agent.node_properties().lds_size_in_kb) * 1024,
+        );
+        group.segment = Segment::Group;
+        group.runtime_alloc_allowed = false;
+        group.alloc_granule_bytes = 0;
+        group.alloc_rec_granule_bytes = 0;
+        group.alloc_alignment_bytes = 0;
+        group.alloc_max_size_bytes = 0;
+        group.chunk_flags = MemoryFlags::empty();
+        push(agent, group)?;
+    }
+    Ok(out)
+}
+
+impl<P: Platform> Runtime<P> {
+    /// Every pool, in agent order.
+    pub fn pools(&self) -> &[RuntimePool<P>] {
+        &self.pools
+    }
+
+    /// The pools of one agent (`hsa_amd_agent_iterate_memory_pools`), in rocminfo's order.
+    pub fn agent_pools(&self, agent: AgentHandle) -> impl Iterator<Item = &RuntimePool<P>> {
+        self.pools.iter().filter(move |p| p.agent == agent)
+    }
+
+    /// The pool behind a handle.
+    ///
+    /// # Errors
+    /// `Status::InvalidMemoryPool` for a handle this runtime did not give out.
+    pub fn pool(&self, handle: PoolHandle) -> Result<&RuntimePool<P>> {
+        handle
+            .index()
+            .and_then(|i| self.pools.get(i))
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidMemoryPool,
+                    "pool handle {:#x} is not a pool of this runtime",
+                    handle.0
+                )
+            })
+    }
+
+    /// The first pool of `agent` whose flags contain `flags` (e.g. the kernarg pool of the CPU
+    /// agent, or a fine-grained pool).
+    pub fn find_pool(&self, agent: AgentHandle, flags: GlobalFlags) -> Option<&RuntimePool<P>> {
+        self.agent_pools(agent).find(|p| {
+            p.info.segment == Segment::Global
+                && p.info.runtime_alloc_allowed
+                && p.info.global_flags.contains(flags)
+        })
+    }
+
+    /// `hsa_amd_memory_pool_allocate`: `size_bytes` from pool `handle`, aligned to the pool's
+    /// alignment (kernarg: at least 16 bytes).
+    ///
+    /// # Errors
+    /// `Status::InvalidMemoryPool` for an unknown handle; `Status::InvalidAllocation` for a
+    /// pool that does not allow runtime allocation or a size beyond its maximum;
+    /// `Status::InvalidArgument` for size 0; `Status::OutOfResources` when there is no room.
+    pub fn allocate(&self, handle: PoolHandle, size_bytes: u64) -> Result<Allocation> {
+        let pool = self.pool(handle)?;
+        match &pool.pool {
+            Some(p) => p.allocate(size_bytes),
+            None => crate::bail!(
+                Status::InvalidAllocation,
+                "pool {:#x} ({:?} segment) does not allow runtime allocation",
+                handle.0,
+                pool.info.segment
+            ),
+        }
+    }
+
+    fn pool_of(&self, va: GpuVa) -> Result<(&MemoryPool<Arc<P>>, PointerInfo)> {
+        for p in self.pools.iter().filter_map(|p| p.pool.as_ref()) {
+            if let Ok(info) = p.pointer_info(va) {
+                return Ok((p, info));
+            }
+        }
+        crate::bail!(
+            Status::InvalidArgument,
+            "address {:#x} was not allocated from any memory pool of this runtime",
+            va.0
+        )
+    }
+
+    /// `hsa_amd_memory_pool_free`: gives back the allocation that starts at `va`.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when `va` is not the start of a live allocation of any pool
+    /// (never allocated, already freed, or an interior address); nothing changes then.
+    pub fn free(&self, va: GpuVa) -> Result<()> {
+        let (pool, _) = self.pool_of(va)?;
+        pool.free(va)
+    }
+
+    /// `hsa_amd_pointer_info`: the allocation containing `va` and its pool.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when no pool gave out memory containing `va`.
+    pub fn pointer_info(&self, va: GpuVa) -> Result<PointerInfo> {
+        self.pool_of(va).map(|(_, info)| info)
+    }
+
+    /// `hsa_amd_agents_allow_access`: makes the allocation at `va` accessible to `agents`.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an unknown address or an empty agent list;
+    /// `Status::InvalidAgent` for an unknown agent; the platform's mapping errors.
+    pub fn allow_access(&self, agents: &[AgentHandle], va: GpuVa) -> Result<()> {
+        let mut nodes: heapless::Vec<NodeId, { super::MAX_AGENTS }> = heapless::Vec::new();
+        for a in agents {
+            let _ = nodes.push(NodeId(self.agent(*a)?.node()));
+        }
+        let (pool, _) = self.pool_of(va)?;
+        pool.allow_access(va, &nodes)
+    }
+}
+
+#[cfg(all(test, feature = "fake"))]
+mod tests {
+    use super::*;
+    use crate::platform::fake::FakePlatform;
+
+    #[test]
+    fn fake_mi210_has_rocminfo_pool_layout() {
+        let rt = Runtime::new(FakePlatform::new()).unwrap();
+        let cpu = rt.first_cpu().unwrap().handle();
+        let gpu = rt.first_gpu().unwrap().handle();
+        let cpu_flags: Vec<_> = rt.agent_pools(cpu).map(|p| p.info().global_flags).collect();
+        assert_eq!(
+            cpu_flags,
+            [
+                GlobalFlags::FINE_GRAINED,
+                GlobalFlags::KERNARG | GlobalFlags::FINE_GRAINED,
+                GlobalFlags::COARSE_GRAINED
+            ]
+        );
+        let gpu_pools: Vec<_> = rt
+            .agent_pools(gpu)
+            .map(|p| (p.info().segment, p.info().runtime_alloc_allowed))
+            .collect();
+        assert_eq!(gpu_pools.last(), Some(&(Segment::Group, false)));
+        let group = rt.agent_pools(gpu).last().unwrap();
+        assert_eq!(group.info().size_bytes, 64 * 1024);
+        assert_eq!(
+            rt.allocate(group.handle(), 64).unwrap_err().status(),
+            Status::InvalidAllocation
+        );
+        let kernarg = rt.find_pool(cpu, GlobalFlags::KERNARG).unwrap();
+        let a = rt.allocate(kernarg.handle(), 100).unwrap();
+        assert_eq!(a.va.0 % 16, 0);
+        assert_eq!(rt.pointer_info(a.va).unwrap().allocation.va, a.va);
+        rt.free(a.va).unwrap();
+        assert_eq!(rt.free(a.va).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(
+            rt.pool(PoolHandle(5)).err().unwrap().status(),
+            Status::InvalidMemoryPool
+        );
+    }
+}
