@@ -2,10 +2,14 @@
 //! `cfg(loom)` so the queue and signal protocols can be model-checked.
 
 #[cfg(not(loom))]
-pub use core::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub use core::sync::atomic::{
+    fence, AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 #[cfg(loom)]
-pub use loom::sync::atomic::{fence, AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+pub use loom::sync::atomic::{
+    fence, AtomicBool, AtomicI64, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 /// Pads and aligns `T` to 128 bytes (two cache lines, against adjacent-line prefetch) so that
 /// host-side hot indices of different owners never share a line.

@@ -1,1 +1,3 @@
-//! queue (being built).
+//! AQL user-mode queues: the producer side.
+
+pub mod ring;

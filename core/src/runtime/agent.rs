@@ -1,0 +1,577 @@
+//! Agents: one per topology node, with every attribute of `hsa_agent_info_t` and the AMD
+//! attributes rocminfo shows.
+//!
+//! Ref: HSA Runtime 1.2 §2.3 "System and agent information" (`hsa_agent_info_t`);
+//! `hsa_ext_amd.h` (`hsa_amd_agent_info_t`); ROCR's values for the fixed limits (workgroup
+//! 1024, grid 2^32 - 1, 32 fbarriers, queue sizes 64..131072 packets).
+
+use core::fmt::Write;
+
+use crate::isa::{self, AgentIsa};
+use crate::platform::{Cache, DeviceType, NodeProperties};
+
+/// Capacity, bytes, of an agent's UUID string (`GPU-` and 16 hex digits).
+pub const UUID_CAPACITY: usize = 24;
+
+/// An `hsa_agent_t` handle: opaque, never 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(transparent)]
+pub struct AgentHandle(pub u64);
+
+/// Base of agent handles (so a stray small integer is never a valid handle).
+const AGENT_HANDLE_BASE: u64 = 0x4853_4100_0000_0000;
+
+impl AgentHandle {
+    /// The handle of the agent at `index` in the runtime's agent list.
+    pub const fn from_index(index: usize) -> AgentHandle {
+        AgentHandle(AGENT_HANDLE_BASE | index as u64)
+    }
+
+    /// The agent list index of this handle, if it has the shape of one.
+    pub const fn index(self) -> Option<usize> {
+        if self.0 & !0xffff_ffff == AGENT_HANDLE_BASE {
+            Some((self.0 & 0xffff_ffff) as usize)
+        } else {
+            None
+        }
+    }
+}
+
+bitflags::bitflags! {
+    /// `hsa_agent_feature_t`: which packet kinds the agent's queues accept.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct AgentFeature: u32 {
+        /// `HSA_AGENT_FEATURE_KERNEL_DISPATCH` (1).
+        const KERNEL_DISPATCH = 1;
+        /// `HSA_AGENT_FEATURE_AGENT_DISPATCH` (2).
+        const AGENT_DISPATCH = 2;
+    }
+}
+
+/// `hsa_profile_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum Profile {
+    /// `HSA_PROFILE_BASE` (0).
+    Base = 0,
+    /// `HSA_PROFILE_FULL` (1).
+    Full = 1,
+}
+
+/// `hsa_machine_model_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum MachineModel {
+    /// `HSA_MACHINE_MODEL_SMALL` (0): 32-bit addresses.
+    Small = 0,
+    /// `HSA_MACHINE_MODEL_LARGE` (1): 64-bit addresses.
+    Large = 1,
+}
+
+/// `hsa_default_float_rounding_mode_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u32)]
+pub enum FloatRoundingMode {
+    /// `HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT` (0).
+    Default = 0,
+    /// `HSA_DEFAULT_FLOAT_ROUNDING_MODE_ZERO` (1).
+    Zero = 1,
+    /// `HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR` (2).
+    Near = 2,
+}
+
+/// Largest work-group, work-items (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE` on AMD GPUs).
+pub const WORKGROUP_MAX_SIZE: u32 = 1024;
+/// Largest grid dimension, work-items (`HSA_AGENT_INFO_GRID_MAX_DIM`).
+pub const GRID_MAX_DIM: u32 = u32::MAX;
+/// Largest grid, work-items (`HSA_AGENT_INFO_GRID_MAX_SIZE`).
+pub const GRID_MAX_SIZE: u32 = u32::MAX;
+/// Fbarriers per work-group (`HSA_AGENT_INFO_FBARRIER_MAX_SIZE`).
+pub const FBARRIER_MAX_SIZE: u32 = 32;
+/// Most queues one GPU agent may have (`HSA_AGENT_INFO_QUEUES_MAX`), as ROCR reports.
+pub const GPU_QUEUES_MAX: u32 = 128;
+/// Smallest AQL queue, packets (`HSA_AGENT_INFO_QUEUE_MIN_SIZE`).
+pub const GPU_QUEUE_MIN_SIZE_PACKETS: u32 = 64;
+/// Largest AQL queue, packets (`HSA_AGENT_INFO_QUEUE_MAX_SIZE`).
+pub const GPU_QUEUE_MAX_SIZE_PACKETS: u32 = 131_072;
+
+/// `HSA_CAP_SRAM_EDCSUPPORTED` of `kfd_sysfs.h`.
+pub const HSA_CAP_SRAM_EDCSUPPORTED: u32 = 0x0400_0000;
+/// `HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED` of `kfd_sysfs.h` (older kernels' SRAM ECC bit).
+pub const HSA_CAP_OLD_SRAM_EDCSUPPORTED: u32 = 0x0008_0000;
+/// `HSA_CAP_ASIC_REVISION_MASK` of `kfd_sysfs.h` (shift 22).
+pub const HSA_CAP_ASIC_REVISION_MASK: u32 = 0x03c0_0000;
+/// `HSA_CAP_FLAGS_COHERENTHOSTACCESS` of `kfd_sysfs.h`.
+pub const HSA_CAP_FLAGS_COHERENTHOSTACCESS: u32 = 0x1000_0000;
+
+/// One agent: a topology node seen through HSA's attributes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agent {
+    handle: AgentHandle,
+    node: NodeProperties,
+    isa: Option<AgentIsa>,
+    cache_sizes_bytes: [u32; 4],
+    memory_width_bits: u32,
+    memory_clock_mhz: u32,
+}
+
+impl Agent {
+    /// Builds the agent for `node`, with the node's caches and memory banks as the platform
+    /// reported them.
+    pub fn new(
+        handle: AgentHandle,
+        node: NodeProperties,
+        caches: impl Iterator<Item = Cache>,
+        memory_width_bits: u32,
+        memory_clock_mhz: u32,
+    ) -> Agent {
+        let mut cache_sizes_bytes = [0u32; 4];
+        for cache in caches {
+            // HSA_CACHE_TYPE_DATA (1): the data (or unified) cache of each level, first one.
+            let level = cache.level as usize;
+            if (1..=4).contains(&level)
+                && cache.cache_type & 1 != 0
+                && cache_sizes_bytes[level - 1] == 0
+            {
+                cache_sizes_bytes[level - 1] = cache.size_kib.saturating_mul(1024);
+            }
+        }
+        let isa = match node.device_type() {
+            DeviceType::Gpu => {
+                isa::processor_from_gfx_target_version(node.gfx_target_version).map(|p| {
+                    // kfd_sysfs.h: HSA_CAP_SRAM_EDCSUPPORTED (before Linux 5.x the bit now
+                    // named HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED) says ECC is on. XNACK is on
+                    // only when the process enabled it (HSA_XNACK), which this runtime does not.
+                    let ecc = HSA_CAP_SRAM_EDCSUPPORTED | HSA_CAP_OLD_SRAM_EDCSUPPORTED;
+                    AgentIsa::new(p, node.capability & ecc != 0, false)
+                })
+            }
+            _ => None,
+        };
+        Agent {
+            handle,
+            node,
+            isa,
+            cache_sizes_bytes,
+            memory_width_bits,
+            memory_clock_mhz,
+        }
+    }
+
+    /// The agent's handle.
+    pub fn handle(&self) -> AgentHandle {
+        self.handle
+    }
+
+    /// The topology node the agent is.
+    pub fn node_properties(&self) -> &NodeProperties {
+        &self.node
+    }
+
+    /// `HSA_AGENT_INFO_DEVICE`.
+    pub fn device_type(&self) -> DeviceType {
+        self.node.device_type()
+    }
+
+    /// Whether this is a GPU agent.
+    pub fn is_gpu(&self) -> bool {
+        self.device_type() == DeviceType::Gpu
+    }
+
+    /// `HSA_AGENT_INFO_NAME`: the processor (`gfx90a`) for a GPU, the CPU's model name for a
+    /// CPU (the node's `name`, else its marketing name).
+    pub fn name(&self) -> &str {
+        match &self.isa {
+            Some(isa) => &isa.processor,
+            None if !self.node.name.is_empty() => &self.node.name,
+            None => &self.node.marketing_name,
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_PRODUCT_NAME`: the marketing name (e.g. `AMD Instinct MI210`);
+    /// empty when unknown.
+    pub fn marketing_name(&self) -> &str {
+        if self.node.marketing_name.is_empty() && !self.is_gpu() {
+            return &self.node.name;
+        }
+        &self.node.marketing_name
+    }
+
+    /// `HSA_AGENT_INFO_VENDOR_NAME`: `AMD` for a GPU, `CPU` for a CPU (as ROCR reports).
+    pub fn vendor_name(&self) -> &'static str {
+        if self.is_gpu() {
+            "AMD"
+        } else {
+            "CPU"
+        }
+    }
+
+    /// `HSA_AGENT_INFO_FEATURE`: kernel dispatch for a GPU; none for a CPU agent.
+    pub fn feature(&self) -> AgentFeature {
+        if self.is_gpu() {
+            AgentFeature::KERNEL_DISPATCH
+        } else {
+            AgentFeature::empty()
+        }
+    }
+
+    /// `HSA_AGENT_INFO_MACHINE_MODEL`: always large (64-bit).
+    pub fn machine_model(&self) -> MachineModel {
+        MachineModel::Large
+    }
+
+    /// `HSA_AGENT_INFO_PROFILE`: base for a discrete GPU, full for a CPU (and an APU GPU, whose
+    /// `HSA_CAP` says it shares host memory coherently: no local memory bank of its own).
+    pub fn profile(&self) -> Profile {
+        if self.is_gpu() {
+            Profile::Base
+        } else {
+            Profile::Full
+        }
+    }
+
+    /// `HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE`: round to nearest.
+    pub fn default_float_rounding_mode(&self) -> FloatRoundingMode {
+        FloatRoundingMode::Near
+    }
+
+    /// `HSA_AGENT_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES`: zero and near (bit mask
+    /// of `1 << mode`).
+    pub fn base_profile_default_float_rounding_modes(&self) -> u32 {
+        (1 << FloatRoundingMode::Zero as u32) | (1 << FloatRoundingMode::Near as u32)
+    }
+
+    /// `HSA_AGENT_INFO_FAST_F16_OPERATION`.
+    pub fn fast_f16(&self) -> bool {
+        self.is_gpu()
+    }
+
+    /// `HSA_AGENT_INFO_WAVEFRONT_SIZE`: lanes (64 or 32; 0 for a CPU).
+    pub fn wavefront_size(&self) -> u32 {
+        self.node.wave_front_size
+    }
+
+    /// `HSA_AGENT_INFO_WORKGROUP_MAX_DIM`: work-items per dimension.
+    pub fn workgroup_max_dim(&self) -> [u16; 3] {
+        if self.is_gpu() {
+            [WORKGROUP_MAX_SIZE as u16; 3]
+        } else {
+            [0; 3]
+        }
+    }
+
+    /// `HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`: work-items.
+    pub fn workgroup_max_size(&self) -> u32 {
+        if self.is_gpu() {
+            WORKGROUP_MAX_SIZE
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AGENT_INFO_GRID_MAX_DIM`: work-items per dimension.
+    pub fn grid_max_dim(&self) -> [u32; 3] {
+        if self.is_gpu() {
+            [GRID_MAX_DIM; 3]
+        } else {
+            [0; 3]
+        }
+    }
+
+    /// `HSA_AGENT_INFO_GRID_MAX_SIZE`: work-items.
+    pub fn grid_max_size(&self) -> u32 {
+        if self.is_gpu() {
+            GRID_MAX_SIZE
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AGENT_INFO_FBARRIER_MAX_SIZE`.
+    pub fn fbarrier_max_size(&self) -> u32 {
+        if self.is_gpu() {
+            FBARRIER_MAX_SIZE
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AGENT_INFO_QUEUES_MAX`.
+    pub fn queues_max(&self) -> u32 {
+        if self.is_gpu() {
+            GPU_QUEUES_MAX
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AGENT_INFO_QUEUE_MIN_SIZE`: packets.
+    pub fn queue_min_size(&self) -> u32 {
+        if self.is_gpu() {
+            GPU_QUEUE_MIN_SIZE_PACKETS
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AGENT_INFO_QUEUE_MAX_SIZE`: packets.
+    pub fn queue_max_size(&self) -> u32 {
+        if self.is_gpu() {
+            GPU_QUEUE_MAX_SIZE_PACKETS
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AGENT_INFO_QUEUE_TYPE`: multi-producer.
+    pub fn queue_type(&self) -> crate::abi::queue::QueueType {
+        crate::abi::queue::QueueType::Multi
+    }
+
+    /// `HSA_AGENT_INFO_NODE`: the topology node id.
+    pub fn node(&self) -> u32 {
+        self.node.node_id
+    }
+
+    /// `HSA_AGENT_INFO_CACHE_SIZE`: bytes of the L1..L4 data caches (0 where absent).
+    pub fn cache_sizes_bytes(&self) -> [u32; 4] {
+        self.cache_sizes_bytes
+    }
+
+    /// The agent's ISA (`HSA_AGENT_INFO_ISA`); `None` for a CPU or a GPU whose processor is
+    /// unknown.
+    pub fn isa(&self) -> Option<&AgentIsa> {
+        self.isa.as_ref()
+    }
+
+    /// `HSA_AGENT_INFO_VERSION_MAJOR` / `_MINOR`: HSA 1.1.
+    pub fn version(&self) -> (u16, u16) {
+        (1, 1)
+    }
+
+    /// `HSA_AMD_AGENT_INFO_CHIP_ID`: the PCI device id.
+    pub fn chip_id(&self) -> u32 {
+        self.node.device_id
+    }
+
+    /// `HSA_AMD_AGENT_INFO_ASIC_REVISION`: the platform's value, else the `capability` bits
+    /// `HSA_CAP_ASIC_REVISION_MASK`.
+    pub fn asic_revision(&self) -> u32 {
+        if self.node.asic_revision != 0 {
+            self.node.asic_revision
+        } else {
+            (self.node.capability & HSA_CAP_ASIC_REVISION_MASK) >> 22
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_CACHELINE_SIZE`: bytes (128 on AMD GPUs, 64 on x86 CPUs).
+    pub fn cacheline_size(&self) -> u32 {
+        if self.is_gpu() {
+            128
+        } else {
+            64
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT`.
+    pub fn compute_unit_count(&self) -> u32 {
+        self.node.compute_unit_count()
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU`.
+    pub fn simds_per_cu(&self) -> u32 {
+        self.node.simd_per_cu
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_SHADER_ENGINES`: `array_count / simd_arrays_per_engine`.
+    pub fn shader_engines(&self) -> u32 {
+        self.node
+            .array_count
+            .checked_div(self.node.simd_arrays_per_engine)
+            .unwrap_or(0)
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_SHADER_ARRAYS_PER_SE`.
+    pub fn shader_arrays_per_engine(&self) -> u32 {
+        self.node.simd_arrays_per_engine
+    }
+
+    /// `HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU`: `max_waves_per_simd * simd_per_cu`.
+    pub fn max_waves_per_cu(&self) -> u32 {
+        self.node
+            .max_waves_per_simd
+            .saturating_mul(self.node.simd_per_cu)
+    }
+
+    /// Work-items per CU (rocminfo's "Max Work-item Per CU"): waves per CU times lanes.
+    pub fn max_work_items_per_cu(&self) -> u32 {
+        self.max_waves_per_cu()
+            .saturating_mul(self.wavefront_size())
+    }
+
+    /// `HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY`: MHz.
+    pub fn max_clock_mhz(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.max_engine_clk_fcompute
+        } else {
+            self.node.max_engine_clk_ccompute
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_BDFID`: PCI bus/device/function.
+    pub fn bdfid(&self) -> u32 {
+        self.node.location_id
+    }
+
+    /// `HSA_AMD_AGENT_INFO_DRIVER_NODE_ID`.
+    pub fn driver_node_id(&self) -> u32 {
+        self.node.node_id
+    }
+
+    /// `HSA_AMD_AGENT_INFO_UUID`: `GPU-` and the unique id in 16 hex digits, `GPU-XX` when the
+    /// GPU has none, `CPU-XX` for a CPU.
+    pub fn uuid(&self) -> heapless::String<UUID_CAPACITY> {
+        let mut s = heapless::String::new();
+        match (self.is_gpu(), self.node.unique_id) {
+            (true, 0) => {
+                let _ = s.push_str("GPU-XX");
+            }
+            (true, id) => {
+                let _ = write!(s, "GPU-{id:016x}");
+            }
+            (false, _) => {
+                let _ = s.push_str("CPU-XX");
+            }
+        }
+        s
+    }
+
+    /// `HSA_AMD_AGENT_INFO_MEMORY_WIDTH`: bits of the widest local memory bank.
+    pub fn memory_width_bits(&self) -> u32 {
+        self.memory_width_bits
+    }
+
+    /// `HSA_AMD_AGENT_INFO_MEMORY_MAX_FREQUENCY`: MHz.
+    pub fn memory_clock_mhz(&self) -> u32 {
+        self.memory_clock_mhz
+    }
+
+    /// Whether the host may access the GPU's memory coherently (rocminfo's "Coherent Host
+    /// Access"): `HSA_CAP_FLAGS_COHERENTHOSTACCESS` in the node's capability.
+    pub fn coherent_host_access(&self) -> bool {
+        self.node.capability & HSA_CAP_FLAGS_COHERENTHOSTACCESS != 0
+    }
+
+    /// The packet processor (MEC) firmware version (`fw_version`).
+    pub fn packet_processor_ucode(&self) -> u32 {
+        self.node.fw_version
+    }
+
+    /// The SDMA firmware version (`sdma_fw_version`).
+    pub fn sdma_ucode(&self) -> u32 {
+        self.node.sdma_fw_version
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mi210() -> NodeProperties {
+        // Values of nodes/2/properties in the 8xMI210 topology dump.
+        NodeProperties {
+            node_id: 2,
+            simd_count: 416,
+            max_waves_per_simd: 8,
+            lds_size_in_kb: 64,
+            wave_front_size: 64,
+            array_count: 8,
+            simd_arrays_per_engine: 1,
+            cu_per_simd_array: 14,
+            simd_per_cu: 4,
+            gfx_target_version: 90010,
+            vendor_id: 4098,
+            device_id: 29711,
+            location_id: 25344,
+            max_engine_clk_fcompute: 1700,
+            capability: 746_037_888,
+            unique_id: 0x1000_0000_0000_0401,
+            ..NodeProperties::default()
+        }
+    }
+
+    #[test]
+    fn mi210_attributes_match_rocminfo() {
+        let a = Agent::new(
+            AgentHandle::from_index(1),
+            mi210(),
+            core::iter::empty(),
+            0,
+            0,
+        );
+        assert_eq!(a.name(), "gfx90a");
+        assert_eq!(
+            a.isa().unwrap().name(),
+            "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
+        );
+        assert_eq!(a.compute_unit_count(), 104);
+        assert_eq!(a.shader_engines(), 8);
+        assert_eq!(a.max_waves_per_cu(), 32);
+        assert_eq!(a.max_work_items_per_cu(), 2048);
+        assert_eq!(a.chip_id(), 0x740f);
+        assert_eq!(a.feature(), AgentFeature::KERNEL_DISPATCH);
+        assert_eq!(a.uuid(), "GPU-1000000000000401");
+        assert_eq!(a.queue_max_size(), 131_072);
+        assert_eq!(a.asic_revision(), 1);
+        assert!(!a.coherent_host_access());
+    }
+
+    #[test]
+    fn handles_round_trip_and_reject_junk() {
+        assert_eq!(AgentHandle::from_index(7).index(), Some(7));
+        assert_eq!(AgentHandle(7).index(), None);
+        assert_eq!(AgentHandle(0).index(), None);
+    }
+
+    #[test]
+    fn first_data_cache_of_each_level_counts() {
+        let caches = [
+            Cache {
+                processor_id_low: 0,
+                level: 1,
+                size_kib: 64,
+                cache_line_size_bytes: 64,
+                cache_type: 2,
+            },
+            Cache {
+                processor_id_low: 0,
+                level: 1,
+                size_kib: 16,
+                cache_line_size_bytes: 64,
+                cache_type: 9,
+            },
+            Cache {
+                processor_id_low: 0,
+                level: 2,
+                size_kib: 8192,
+                cache_line_size_bytes: 128,
+                cache_type: 9,
+            },
+            Cache {
+                processor_id_low: 1,
+                level: 2,
+                size_kib: 4096,
+                cache_line_size_bytes: 128,
+                cache_type: 9,
+            },
+        ];
+        let a = Agent::new(
+            AgentHandle::from_index(1),
+            mi210(),
+            caches.into_iter(),
+            0,
+            0,
+        );
+        assert_eq!(a.cache_sizes_bytes(), [16 * 1024, 8192 * 1024, 0, 0]);
+    }
+}

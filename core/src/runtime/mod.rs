@@ -1,0 +1,287 @@
+//! The runtime: one instance per host, reference-counted init and shut-down, agents and system
+//! information.
+//!
+//! There is no global: a [`RuntimeCell`] is a value (a `static` in a C ABI, a field in a
+//! hypervisor), and `init`/`shut_down` count exactly as HSA says: n successful inits make one
+//! instance; the n-th shut-down ends it; afterwards every call is `NOT_INITIALIZED`.
+//!
+//! Ref: HSA Runtime 1.2 §2.1 "Initialization and shut down", §2.3 "System and agent
+//! information".
+
+pub mod agent;
+
+use crate::platform::{Platform, PlatformError};
+use crate::status::{Error, Result, Status};
+pub use agent::{Agent, AgentHandle};
+
+/// Most agents (topology nodes) a runtime holds; an MI300X in CPX mode has 65 nodes.
+pub const MAX_AGENTS: usize = 128;
+
+/// `HSA_SYSTEM_INFO_VERSION_MAJOR`/`_MINOR`: the HSA runtime specification this implements.
+pub const VERSION: (u16, u16) = (1, 1);
+
+/// `hsa_endianness_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Endianness {
+    /// `HSA_ENDIANNESS_LITTLE` (0).
+    Little = 0,
+    /// `HSA_ENDIANNESS_BIG` (1).
+    Big = 1,
+}
+
+/// The system attributes of `hsa_system_info_t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SystemInfo {
+    /// `HSA_SYSTEM_INFO_VERSION_MAJOR`/`_MINOR`.
+    pub version: (u16, u16),
+    /// `HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY`: Hz.
+    pub timestamp_frequency_hz: u64,
+    /// `HSA_SYSTEM_INFO_SIGNAL_MAX_WAIT`: the longest a signal wait may block, ticks
+    /// (`u64::MAX`: no limit).
+    pub signal_max_wait_ticks: u64,
+    /// `HSA_SYSTEM_INFO_ENDIANNESS`.
+    pub endianness: Endianness,
+    /// `HSA_SYSTEM_INFO_MACHINE_MODEL`.
+    pub machine_model: agent::MachineModel,
+    /// `HSA_SYSTEM_INFO_EXTENSIONS`: bit mask of `hsa_extension_t` (bit `1 << 0x200` range:
+    /// AMD extensions are reported through `hsa_system_extension_supported`); 0 here.
+    pub extensions: [u8; 128],
+}
+
+/// A running runtime: the platform and the agents found on it.
+pub struct Runtime<P: Platform> {
+    platform: P,
+    agents: heapless::Vec<Agent, MAX_AGENTS>,
+}
+
+fn platform_error<E: PlatformError>(e: E) -> Error {
+    e.to_error()
+}
+
+impl<P: Platform> Runtime<P> {
+    /// Builds a runtime over `platform`: reads the topology and makes one agent per node, in
+    /// node order (CPU and GPU agents).
+    ///
+    /// # Errors
+    /// The platform's topology errors; `Status::OutOfResources` for more than [`MAX_AGENTS`]
+    /// nodes.
+    pub fn new(platform: P) -> Result<Runtime<P>> {
+        let mut agents = heapless::Vec::new();
+        for index in 0..platform.node_count() {
+            let node = platform.node(index).map_err(platform_error)?;
+            let mut banks = (0..).map_while(|b| platform.memory_bank(index, b).ok().flatten());
+            let (mut width, mut clock) = (0, 0);
+            for bank in banks.by_ref() {
+                width = width.max(bank.width_bits);
+                clock = clock.max(bank.mem_clk_max_mhz);
+            }
+            let caches = (0..).map_while(|c| platform.cache(index, c).ok().flatten());
+            let agent = Agent::new(AgentHandle::from_index(index), node, caches, width, clock);
+            agents.push(agent).map_err(|_| {
+                crate::error!(
+                    Status::OutOfResources,
+                    "the topology has more than {MAX_AGENTS} nodes"
+                )
+            })?;
+        }
+        Ok(Runtime { platform, agents })
+    }
+
+    /// The platform.
+    pub fn platform(&self) -> &P {
+        &self.platform
+    }
+
+    /// The system attributes.
+    pub fn system_info(&self) -> SystemInfo {
+        SystemInfo {
+            version: VERSION,
+            timestamp_frequency_hz: self.platform.timestamp_frequency_hz(),
+            signal_max_wait_ticks: u64::MAX,
+            endianness: if cfg!(target_endian = "little") {
+                Endianness::Little
+            } else {
+                Endianness::Big
+            },
+            machine_model: agent::MachineModel::Large,
+            extensions: [0; 128],
+        }
+    }
+
+    /// `HSA_SYSTEM_INFO_TIMESTAMP`: the current system timestamp, ticks.
+    pub fn timestamp_ticks(&self) -> u64 {
+        self.platform.timestamp_ticks()
+    }
+
+    /// All agents, in node order.
+    pub fn agents(&self) -> &[Agent] {
+        &self.agents
+    }
+
+    /// Calls `f` for each agent in order until it returns something other than
+    /// `Status::Success`; `Status::InfoBreak` stops the iteration and is returned as success
+    /// (`Ok(Status::InfoBreak)`), as `hsa_iterate_agents` does.
+    ///
+    /// # Errors
+    /// The first error status `f` returns, as is.
+    pub fn iterate_agents(&self, mut f: impl FnMut(&Agent) -> Status) -> Result<Status> {
+        for agent in self.agents.iter() {
+            match f(agent) {
+                Status::Success => {}
+                Status::InfoBreak => return Ok(Status::InfoBreak),
+                other => return Err(Error::from(other)),
+            }
+        }
+        Ok(Status::Success)
+    }
+
+    /// The agent behind a handle.
+    ///
+    /// # Errors
+    /// `Status::InvalidAgent` for a handle this runtime did not give out.
+    pub fn agent(&self, handle: AgentHandle) -> Result<&Agent> {
+        handle
+            .index()
+            .and_then(|i| self.agents.get(i))
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidAgent,
+                    "agent handle {:#x} is not an agent of this runtime",
+                    handle.0
+                )
+            })
+    }
+
+    /// The first GPU agent, if any.
+    pub fn first_gpu(&self) -> Option<&Agent> {
+        self.agents.iter().find(|a| a.is_gpu())
+    }
+
+    /// The first CPU agent, if any.
+    pub fn first_cpu(&self) -> Option<&Agent> {
+        self.agents.iter().find(|a| !a.is_gpu())
+    }
+}
+
+/// Holds at most one [`Runtime`] and counts `init`/`shut_down` calls.
+pub struct RuntimeCell<P: Platform> {
+    state: spin::RwLock<CellState<P>>,
+    max_refcount: u32,
+}
+
+struct CellState<P: Platform> {
+    refcount: u32,
+    runtime: Option<Runtime<P>>,
+}
+
+/// Shared access to the runtime in a [`RuntimeCell`]; shut-down waits until every guard is
+/// dropped.
+pub struct RuntimeGuard<'a, P: Platform> {
+    guard: spin::RwLockReadGuard<'a, CellState<P>>,
+}
+
+impl<P: Platform> core::ops::Deref for RuntimeGuard<'_, P> {
+    type Target = Runtime<P>;
+    fn deref(&self) -> &Runtime<P> {
+        // A guard is only handed out while the runtime exists (see `RuntimeCell::get`).
+        match &self.guard.runtime {
+            Some(rt) => rt,
+            None => unreachable_runtime(),
+        }
+    }
+}
+
+#[cold]
+fn unreachable_runtime() -> ! {
+    // `RuntimeCell::get` checks `runtime.is_some()` under the same read lock that the guard
+    // keeps, and shut-down needs the write lock: this cannot be reached.
+    panic!("hsa-rt: runtime guard without a runtime")
+}
+
+impl<P: Platform> Default for RuntimeCell<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: Platform> RuntimeCell<P> {
+    /// An empty cell (no runtime; every access is `NOT_INITIALIZED`).
+    pub const fn new() -> RuntimeCell<P> {
+        Self::with_max_refcount(u32::MAX)
+    }
+
+    /// An empty cell whose reference count stops at `max_refcount` (tests use a small one to
+    /// reach `REFCOUNT_OVERFLOW`).
+    pub const fn with_max_refcount(max_refcount: u32) -> RuntimeCell<P> {
+        RuntimeCell {
+            state: spin::RwLock::new(CellState {
+                refcount: 0,
+                runtime: None,
+            }),
+            max_refcount,
+        }
+    }
+
+    /// `hsa_init`: the first call builds the runtime from `make_platform()`; later calls only
+    /// count.
+    ///
+    /// # Errors
+    /// `Status::RefcountOverflow` when the count is at its maximum; the platform's or
+    /// [`Runtime::new`]'s error when the first init fails (the count stays 0).
+    pub fn init(&self, make_platform: impl FnOnce() -> Result<P>) -> Result<()> {
+        let mut state = self.state.write();
+        if state.refcount >= self.max_refcount {
+            crate::bail!(
+                Status::RefcountOverflow,
+                "hsa_init called {} times without hsa_shut_down",
+                state.refcount
+            );
+        }
+        if state.refcount == 0 {
+            state.runtime = Some(Runtime::new(make_platform()?)?);
+        }
+        state.refcount += 1;
+        Ok(())
+    }
+
+    /// `hsa_shut_down`: counts down; the call that reaches 0 drops the runtime (and with it
+    /// the platform).
+    ///
+    /// # Errors
+    /// `Status::NotInitialized` when the count is already 0.
+    pub fn shut_down(&self) -> Result<()> {
+        let mut state = self.state.write();
+        if state.refcount == 0 {
+            crate::bail!(
+                Status::NotInitialized,
+                "hsa_shut_down called more often than hsa_init"
+            );
+        }
+        state.refcount -= 1;
+        if state.refcount == 0 {
+            state.runtime = None;
+        }
+        Ok(())
+    }
+
+    /// Shared access to the runtime.
+    ///
+    /// # Errors
+    /// `Status::NotInitialized` when no runtime exists.
+    pub fn get(&self) -> Result<RuntimeGuard<'_, P>> {
+        let guard = self.state.read();
+        if guard.runtime.is_none() {
+            crate::bail!(
+                Status::NotInitialized,
+                "the runtime is not initialized (call hsa_init first)"
+            );
+        }
+        Ok(RuntimeGuard { guard })
+    }
+
+    /// The current reference count.
+    pub fn refcount(&self) -> u32 {
+        self.state.read().refcount
+    }
+}
