@@ -6,6 +6,7 @@ use hsa_core::{error, Error, Status};
 use rustix::io::Errno;
 
 pub mod abi;
+pub mod driver;
 
 const ENOMEM: i32 = Errno::NOMEM.raw_os_error();
 const ENOSPC: i32 = Errno::NOSPC.raw_os_error();

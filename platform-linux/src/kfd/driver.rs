@@ -1,0 +1,46 @@
+//! The seam between the Linux backend and amdkfd: every ioctl and mmap the backend makes goes
+//! through a [`KfdDriver`]. The real driver ([`super::ioctl`]) makes the system calls on
+//! `/dev/kfd` and the render node; the emulated device (`crate::emulated`) answers them with
+//! the kernel's semantics. Everything above this trait — building argument structs, choosing
+//! flags, reading results — is the same code in both cases.
+
+use std::ptr::NonNull;
+
+use rustix::io::Errno;
+
+/// Which file an mmap offset refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum MapTarget {
+    /// `/dev/kfd` (doorbell pages, the event page).
+    Kfd,
+    /// The render node `/dev/dri/renderD<minor>` of the GPU with this `gpu_id` (buffer
+    /// objects at their `mmap_offset`).
+    RenderNode(u32),
+}
+
+/// amdkfd as the backend sees it.
+///
+/// Implementations must be usable from any thread at once (`ioctl` may block: WAIT_EVENTS).
+pub trait KfdDriver: Send + Sync + 'static {
+    /// A short name for messages: `"kfd"` or `"emulated"`.
+    fn name(&self) -> &str;
+
+    /// Issues ioctl `request` (an `AMDKFD_IOC_*` number) on `/dev/kfd` with `arg` as the
+    /// argument buffer. `arg.len()` must equal the size encoded in `request`.
+    ///
+    /// # Errors
+    /// The errno the kernel (or the emulation) returned.
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno>;
+
+    /// Maps `len` bytes (a multiple of the page size) of `target` at `offset`, shared, read and
+    /// write; at exactly `addr` (`MAP_FIXED`, replacing a reservation) when given.
+    ///
+    /// # Errors
+    /// The errno of mmap (EINVAL for an offset that names nothing).
+    fn mmap(&self, target: MapTarget, offset: u64, len: usize, addr: Option<NonNull<u8>>) -> Result<NonNull<u8>, Errno>;
+
+    /// Called after the backend stored a new write index to a queue's doorbell. Hardware needs
+    /// nothing more (the MMIO store is the doorbell); the emulated device wakes its packet
+    /// processor. Never blocks.
+    fn doorbell_rung(&self, _queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {}
+}
