@@ -37,10 +37,34 @@ pub trait KfdDriver: Send + Sync + 'static {
     ///
     /// # Errors
     /// The errno of mmap (EINVAL for an offset that names nothing).
-    fn mmap(&self, target: MapTarget, offset: u64, len: usize, addr: Option<NonNull<u8>>) -> Result<NonNull<u8>, Errno>;
+    fn mmap(
+        &self,
+        target: MapTarget,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno>;
 
     /// Called after the backend stored a new write index to a queue's doorbell. Hardware needs
     /// nothing more (the MMIO store is the doorbell); the emulated device wakes its packet
     /// processor. Never blocks.
     fn doorbell_rung(&self, _queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {}
+
+    /// The file descriptor number of the render node `/dev/dri/renderD<minor>` of the GPU with
+    /// this `gpu_id`, for `AMDKFD_IOC_ACQUIRE_VM.drm_fd` (the real driver opens it on first
+    /// use and keeps it open). A driver without DRM files (the emulated device) keeps this
+    /// default, `-1`, and accepts it in ACQUIRE_VM.
+    ///
+    /// # Errors
+    /// The errno of opening the render node (`EACCES`: not in the `render` group; `ENOENT`:
+    /// no such node; `ENODEV`: unknown `gpu_id`).
+    fn render_node_fd(&self, _gpu_id: u32) -> Result<i32, Errno> {
+        Ok(-1)
+    }
+
+    /// Told by the backend for every kernel the loader loads: its kernel object (the device
+    /// address of its kernel descriptor) and its symbol name, as ROCR reports loaded code
+    /// objects to tools. Hardware needs nothing; the emulated device uses it to find the host
+    /// implementation of a kernel. Never fails.
+    fn register_kernel_symbol(&self, _kernel_object: u64, _name: &str) {}
 }
