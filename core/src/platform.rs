@@ -534,4 +534,12 @@ pub unsafe trait Platform: Send + Sync {
 
     /// Ticks per second of `timestamp_ticks` (1 GHz on Linux, where a tick is 1 ns).
     fn timestamp_frequency_hz(&self) -> u64;
+
+    // ---- tools ----
+
+    /// Called by the loader for every kernel it loads, with the kernel object (device address
+    /// of its 64-byte kernel descriptor) and the kernel's symbol name, as ROCR reports loaded
+    /// code objects to tools. Hardware platforms ignore it (the default); the emulated device
+    /// uses it to find the host implementation registered for that name. Never blocks.
+    fn register_kernel_symbol(&self, _kernel_object: GpuVa, _name: &str) {}
 }

@@ -1,11 +1,14 @@
 //! amdkfd (`/dev/kfd`): the ioctl ABI ([`abi`]) and the mapping of its errors to [`Status`].
 //!
-//! This module makes no system calls; the ioctl wrappers live elsewhere and use these pieces.
+//! [`ioctl`] holds the system calls (the real [`driver::KfdDriver`], `DevKfd`) and the typed
+//! [`ioctl::call`] helper; the rest makes no system calls.
 
 use hsa_core::{error, Error, Status};
 use rustix::io::Errno;
 
 pub mod abi;
+pub mod driver;
+pub mod ioctl;
 
 const ENOMEM: i32 = Errno::NOMEM.raw_os_error();
 const ENOSPC: i32 = Errno::NOSPC.raw_os_error();

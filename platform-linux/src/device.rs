@@ -1,0 +1,590 @@
+//! [`LinuxPlatform`]: the core's [`Platform`] over amdkfd — a [`KfdDriver`] (the real
+//! `/dev/kfd` or the emulated device) and the KFD [`Topology`].
+//!
+//! What each platform call becomes (ROCR's `amd_memory_region.cpp`, `amd_aql_queue.cpp`,
+//! libhsakmt's `fmm.c`, `queues.c`, `events.c` are the references for the facts):
+//!
+//! | call | amdkfd |
+//! |---|---|
+//! | `new` | `GET_VERSION` (major 1), `ACQUIRE_VM` per GPU, `GET_PROCESS_APERTURES_NEW` |
+//! | `allocate_memory` System | host pages at a carved VA, `ALLOC_MEMORY_OF_GPU(USERPTR)`, `MAP_MEMORY_TO_GPU` (all GPUs) |
+//! | `allocate_memory` DeviceLocal | `ALLOC_MEMORY_OF_GPU(VRAM)` at a carved VA, render-node mmap when host-visible, `MAP_MEMORY_TO_GPU` (its GPU) |
+//! | `free_memory` | `UNMAP_MEMORY_FROM_GPU`, `FREE_MEMORY_OF_GPU`, VA back to the reservation |
+//! | `create_queue` | EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap |
+//! | `ring_doorbell` | release fence + 64-bit volatile store to the doorbell |
+//! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the first one hands KFD the event page |
+//! | `wait_event` / `signal_event` / `destroy_event` | `WAIT_EVENTS` / `SET_EVENT` / `DESTROY_EVENT` |
+//!
+//! Every chunk's device address is its host address (amdkfd SVM): all chunks are carved from
+//! one reserved range ([`VaSpace`]) of [`VA_RESERVATION_BYTES`].
+
+mod cwsr;
+mod platform_impl;
+mod select;
+pub mod va;
+
+pub use cwsr::{
+    context_save_area_header, queue_buffer_sizes, vgpr_bytes_per_cu, ContextSaveAreaHeader,
+    QueueBufferSizes,
+};
+pub use select::{choose_device, open_with, DeviceChoice, DEVICE_ENV, SYSFS_ENV};
+
+use std::collections::{HashMap, HashSet};
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
+use hsa_core::platform::{
+    DeviceType, MemoryChunk, MemoryFlags, MemoryKind, NodeProperties, Platform,
+};
+use hsa_core::{bail, error, Error, Status};
+use rustix::io::Errno;
+
+use crate::kfd::abi::*;
+use crate::kfd::driver::{KfdDriver, MapTarget};
+use crate::kfd::ioctl::{call, Backing, VaSpace};
+use crate::topology::{Topology, TopologyNode};
+
+/// Address space reserved per platform for all chunks, bytes (64 GiB; `MAP_NORESERVE`, so it
+/// costs no memory until used).
+pub const VA_RESERVATION_BYTES: u64 = 64 << 30;
+
+/// Chunks of at least this size are placed at multiples of it, so the GPU can use 2 MiB pages
+/// (libhsakmt's `GPU_HUGE_PAGE_SIZE`), bytes.
+pub const HUGE_PAGE_BYTES: u64 = 2 << 20;
+
+/// Size of a SOC15 (gfx9+) process doorbell page: 1024 doorbells of 8 bytes (libhsakmt
+/// `DOORBELLS_PAGE_SIZE(DOORBELL_SIZE(gfxv))`), bytes. CREATE_QUEUE's `doorbell_offset` is the
+/// page's mmap offset plus the queue's doorbell offset within it, so
+/// `offset & !(DOORBELL_PAGE_BYTES - 1)` is mapped (once per GPU) and
+/// `offset & (DOORBELL_PAGE_BYTES - 1)` locates the doorbell.
+pub const DOORBELL_PAGE_BYTES: u64 = 1024 * 8;
+
+/// Size of the event page: `KFD_SIGNAL_EVENT_LIMIT` 64-bit slots, bytes.
+pub const EVENT_PAGE_BYTES: u64 = KFD_SIGNAL_EVENT_LIMIT as u64 * 8;
+
+/// `queue_priority` of every queue: ROCR's normal priority (libhsakmt `priority_map[3]`).
+pub const QUEUE_PRIORITY_NORMAL: u32 = 7;
+
+/// One GPU the platform drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GpuInfo {
+    /// Topology node id.
+    pub node_id: u32,
+    /// KFD `gpu_id`.
+    pub gpu_id: u32,
+    /// `gfx_target_version` (90010 = gfx90a).
+    pub gfx_target_version: u32,
+    /// GPUVM aperture base from `GET_PROCESS_APERTURES_NEW` (0 when not reported).
+    pub gpuvm_base: u64,
+    /// GPUVM aperture limit (inclusive; 0 when not reported).
+    pub gpuvm_limit: u64,
+}
+
+#[derive(Debug)]
+struct ChunkRecord {
+    size: u64,
+    /// KFD handle; `None` for host memory of a machine without GPUs.
+    handle: Option<u64>,
+    mapped_to: Vec<u32>,
+}
+
+#[derive(Debug)]
+struct QueueRecord {
+    doorbell: u64,
+    eop: Option<MemoryChunk>,
+    cwsr: Option<MemoryChunk>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    chunks: HashMap<u64, ChunkRecord>,
+    queues: HashMap<u32, QueueRecord>,
+    events: HashSet<u32>,
+    /// (gpu_id, mmap offset) → VA of the mapped doorbell page.
+    doorbell_pages: HashMap<(u32, u64), u64>,
+}
+
+/// The mapped event page: a chunk handed to KFD (dGPU path) or KFD's own page.
+#[derive(Clone, Copy, Debug)]
+struct EventPage {
+    va: u64,
+}
+
+/// The Linux platform: amdkfd through a [`KfdDriver`], topology from sysfs (or a capture).
+///
+/// Drop destroys every queue and event and frees every chunk still live, then releases the
+/// address reservation.
+pub struct LinuxPlatform {
+    driver: Arc<dyn KfdDriver>,
+    topology: Topology,
+    version: (u32, u32),
+    gpus: Vec<GpuInfo>,
+    va: VaSpace,
+    state: Mutex<State>,
+    /// Held across the first CREATE_EVENT, which hands KFD the page.
+    event_page: Mutex<Option<EventPage>>,
+}
+
+impl std::fmt::Debug for LinuxPlatform {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LinuxPlatform")
+            .field("driver", &self.driver.name())
+            .field("version", &self.version)
+            .field("gpus", &self.gpus)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn va_error(what: &str, e: Errno) -> Error {
+    let status = if e == Errno::NOMEM {
+        Status::OutOfResources
+    } else {
+        Status::Error
+    };
+    error!(status, "{what}: {e} (errno {})", e.raw_os_error())
+}
+
+/// `timeout_ns` as WAIT_EVENTS wants it: milliseconds rounded up; `u64::MAX` (and anything
+/// at or beyond `0xffffffff` ms) is `0xffffffff`, KFD's "forever".
+pub fn wait_timeout_ms(timeout_ns: u64) -> u32 {
+    if timeout_ns == u64::MAX {
+        return u32::MAX;
+    }
+    u32::try_from(timeout_ns.div_ceil(1_000_000)).unwrap_or(u32::MAX)
+}
+
+/// The `KFD_IOC_ALLOC_MEM_FLAGS_*` for a request: memory type (USERPTR for system memory, VRAM
+/// for device-local), WRITABLE unless READ_ONLY, EXECUTABLE, COHERENT for fine-grained,
+/// UNCACHED, PUBLIC for host-visible VRAM, and always NO_SUBSTITUTE.
+pub fn kfd_alloc_flags(kind: MemoryKind, flags: MemoryFlags) -> u32 {
+    let mut f = KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
+    f |= match kind {
+        MemoryKind::System => KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+        MemoryKind::DeviceLocal => KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
+    };
+    if !flags.contains(MemoryFlags::READ_ONLY) {
+        f |= KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+    }
+    if flags.contains(MemoryFlags::EXECUTABLE) {
+        f |= KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE;
+    }
+    if flags.contains(MemoryFlags::FINE_GRAINED) {
+        f |= KFD_IOC_ALLOC_MEM_FLAGS_COHERENT;
+    }
+    if flags.contains(MemoryFlags::UNCACHED) {
+        f |= KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED;
+    }
+    if kind == MemoryKind::DeviceLocal && flags.contains(MemoryFlags::HOST_ACCESS) {
+        f |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
+    }
+    f
+}
+
+impl LinuxPlatform {
+    /// Opens the platform on `driver` for the machine `topology` describes: checks the KFD
+    /// interface version, acquires each GPU's VM from its render node, reads the GPUVM
+    /// apertures and reserves [`VA_RESERVATION_BYTES`] of address space.
+    ///
+    /// # Errors
+    /// - [`Status::Error`] `"kfd version X.Y unsupported (need 1.x)"` when the major version is
+    ///   not 1.
+    /// - The ioctl's error (named, see [`crate::kfd::ioctl_error`]) when `GET_VERSION`,
+    ///   `ACQUIRE_VM` or `GET_PROCESS_APERTURES_NEW` fails.
+    /// - [`Status::Error`] naming `/dev/dri/renderD<minor>` when a render node cannot be
+    ///   opened (`"permission denied on ...: join the render group"` for `EACCES`).
+    /// - [`Status::OutOfResources`] when the address space cannot be reserved or does not lie
+    ///   inside a GPU's GPUVM aperture.
+    pub fn new(driver: Arc<dyn KfdDriver>, topology: Topology) -> Result<LinuxPlatform, Error> {
+        let drv = &*driver;
+        let mut v = GetVersionArgs::default();
+        call(
+            drv,
+            AMDKFD_IOC_GET_VERSION,
+            "AMDKFD_IOC_GET_VERSION",
+            &mut v,
+        )?;
+        if v.major_version != KFD_IOCTL_MAJOR_VERSION {
+            bail!(
+                Status::Error,
+                "kfd version {}.{} unsupported (need {KFD_IOCTL_MAJOR_VERSION}.x)",
+                v.major_version,
+                v.minor_version
+            );
+        }
+        let mut gpus: Vec<GpuInfo> = topology
+            .nodes
+            .iter()
+            .map(|n| &n.properties)
+            .filter(|p| p.device_type() == DeviceType::Gpu && p.gpu_id != 0)
+            .map(|p| GpuInfo {
+                node_id: p.node_id,
+                gpu_id: p.gpu_id,
+                gfx_target_version: p.gfx_target_version,
+                gpuvm_base: 0,
+                gpuvm_limit: 0,
+            })
+            .collect();
+        let va = VaSpace::reserve(VA_RESERVATION_BYTES)
+            .map_err(|e| va_error("reserving the GPU address range", e))?;
+
+        for gpu in &gpus {
+            let minor = topology
+                .nodes
+                .iter()
+                .find(|n| n.properties.node_id == gpu.node_id)
+                .map_or(0, |n| n.properties.drm_render_minor);
+            let fd = drv.render_node_fd(gpu.gpu_id).map_err(|e| match e {
+                Errno::ACCESS | Errno::PERM => error!(
+                    Status::Error,
+                    "permission denied on /dev/dri/renderD{minor}: join the render group"
+                ),
+                e => error!(
+                    Status::Error,
+                    "open /dev/dri/renderD{minor} (gpu_id {}): {e}", gpu.gpu_id
+                ),
+            })?;
+            let mut a = AcquireVmArgs {
+                drm_fd: fd as u32,
+                gpu_id: gpu.gpu_id,
+            };
+            call(drv, AMDKFD_IOC_ACQUIRE_VM, "AMDKFD_IOC_ACQUIRE_VM", &mut a)?;
+        }
+
+        if !gpus.is_empty() {
+            let mut apertures = vec![ProcessDeviceApertures::default(); gpus.len()];
+            let mut a = GetProcessAperturesNewArgs {
+                kfd_process_device_apertures_ptr: apertures.as_mut_ptr() as u64,
+                num_of_nodes: gpus.len() as u32,
+                pad: 0,
+            };
+            call(
+                drv,
+                AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
+                "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW",
+                &mut a,
+            )?;
+            let filled = (a.num_of_nodes as usize).min(apertures.len());
+            for ap in &apertures[..filled] {
+                if let Some(g) = gpus.iter_mut().find(|g| g.gpu_id == ap.gpu_id) {
+                    g.gpuvm_base = ap.gpuvm_base;
+                    g.gpuvm_limit = ap.gpuvm_limit;
+                }
+            }
+            let (lo, hi) = (va.base(), va.base() + va.len_bytes() - 1);
+            for g in &gpus {
+                if g.gpuvm_limit != 0 && (lo < g.gpuvm_base || hi > g.gpuvm_limit) {
+                    bail!(
+                        Status::OutOfResources,
+                        "address reservation {lo:#x}..={hi:#x} is outside the GPUVM aperture \
+                         {:#x}..={:#x} of gpu_id {}",
+                        g.gpuvm_base,
+                        g.gpuvm_limit,
+                        g.gpu_id
+                    );
+                }
+            }
+        }
+
+        Ok(LinuxPlatform {
+            driver,
+            topology,
+            version: (v.major_version, v.minor_version),
+            gpus,
+            va,
+            state: Mutex::new(State::default()),
+            event_page: Mutex::new(None),
+        })
+    }
+
+    /// The KFD interface version (major, minor) the driver reported.
+    pub fn kfd_version(&self) -> (u32, u32) {
+        self.version
+    }
+
+    /// The GPUs, in topology order, with their apertures.
+    pub fn gpus(&self) -> &[GpuInfo] {
+        &self.gpus
+    }
+
+    /// The topology the platform answers from.
+    pub fn topology(&self) -> &Topology {
+        &self.topology
+    }
+
+    /// The driver underneath.
+    pub fn driver(&self) -> &Arc<dyn KfdDriver> {
+        &self.driver
+    }
+
+    fn topo_node(&self, index: usize) -> Result<&TopologyNode, Error> {
+        self.topology.nodes.get(index).ok_or_else(|| {
+            error!(
+                Status::InvalidIndex,
+                "node index {index} out of range (0..{})",
+                self.topology.nodes.len()
+            )
+        })
+    }
+
+    fn node_by_id(&self, node: NodeId) -> Option<&NodeProperties> {
+        self.topology
+            .nodes
+            .iter()
+            .map(|n| &n.properties)
+            .find(|p| p.node_id == node.0)
+    }
+
+    fn gpu_by_node(&self, node: NodeId) -> Option<&GpuInfo> {
+        self.gpus.iter().find(|g| g.node_id == node.0)
+    }
+
+    fn all_gpu_ids(&self) -> Vec<u32> {
+        self.gpus.iter().map(|g| g.gpu_id).collect()
+    }
+
+    /// Allocates a chunk: carve VA, back it, ALLOC + MAP to `map_to`.
+    fn alloc_chunk(
+        &self,
+        alloc_gpu: Option<u32>,
+        kind: MemoryKind,
+        size: u64,
+        align: u64,
+        flags: MemoryFlags,
+        map_to: &[u32],
+    ) -> Result<MemoryChunk, Error> {
+        let page = self.va.page_bytes();
+        if size == 0 || size % page != 0 {
+            bail!(
+                Status::InvalidArgument,
+                "size_bytes {size} is not a positive multiple of the page size {page}"
+            );
+        }
+        if !align.is_power_of_two() || align < 4096 {
+            bail!(
+                Status::InvalidArgument,
+                "align_bytes {align} is not a power of two >= 4096"
+            );
+        }
+        let align = if size >= HUGE_PAGE_BYTES {
+            align.max(HUGE_PAGE_BYTES)
+        } else {
+            align
+        };
+        let va = self.va.carve(size, align).ok_or_else(|| {
+            error!(
+                Status::OutOfResources,
+                "no address space left for {size} bytes aligned to {align} ({} of {} bytes free)",
+                self.va.free_bytes(),
+                self.va.len_bytes()
+            )
+        })?;
+        match self.alloc_at(va, alloc_gpu, kind, size, flags, map_to) {
+            Ok(c) => Ok(c),
+            Err(e) => {
+                let _ = self.va.release(va);
+                Err(e)
+            }
+        }
+    }
+
+    fn alloc_at(
+        &self,
+        va: u64,
+        alloc_gpu: Option<u32>,
+        kind: MemoryKind,
+        size: u64,
+        flags: MemoryFlags,
+        map_to: &[u32],
+    ) -> Result<MemoryChunk, Error> {
+        let drv = &*self.driver;
+        if kind == MemoryKind::System {
+            self.va
+                .back_with_host_memory(va)
+                .map_err(|e| va_error("mapping host memory", e))?;
+        }
+        let Some(gpu_id) = alloc_gpu else {
+            // No GPU at all: plain host memory, nothing for KFD to know.
+            self.record(va, size, None, Vec::new());
+            return Ok(self.chunk(va, size, 0));
+        };
+        let mut a = AllocMemoryOfGpuArgs {
+            va_addr: va,
+            size,
+            handle: 0,
+            mmap_offset: if kind == MemoryKind::System { va } else { 0 },
+            gpu_id,
+            flags: kfd_alloc_flags(kind, flags),
+        };
+        call(
+            drv,
+            AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
+            "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
+            &mut a,
+        )?;
+        let handle = a.handle;
+        let undo = |e: Error| {
+            let mut f = FreeMemoryOfGpuArgs { handle };
+            let _ = call(
+                drv,
+                AMDKFD_IOC_FREE_MEMORY_OF_GPU,
+                "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
+                &mut f,
+            );
+            e
+        };
+        if kind == MemoryKind::DeviceLocal && flags.contains(MemoryFlags::HOST_ACCESS) {
+            self.va
+                .map_from_driver(va, drv, MapTarget::RenderNode(gpu_id), a.mmap_offset)
+                .map_err(|e| undo(va_error("mapping device memory for the host", e)))?;
+        }
+        if self.va.range(va).is_some_and(|r| r.1 != Backing::Reserved) {
+            self.va.zero(va);
+        }
+        if !map_to.is_empty() {
+            self.map_handle(handle, map_to).map_err(undo)?;
+        }
+        self.record(va, size, Some(handle), map_to.to_vec());
+        Ok(self.chunk(va, size, handle))
+    }
+
+    fn chunk(&self, va: u64, size: u64, handle: u64) -> MemoryChunk {
+        let host = self
+            .va
+            .range(va)
+            .is_some_and(|(_, b)| b != Backing::Reserved);
+        MemoryChunk {
+            gpu_va: GpuVa(va),
+            host_ptr: if host {
+                NonNull::new(va as *mut u8)
+            } else {
+                None
+            },
+            size_bytes: size,
+            handle,
+        }
+    }
+
+    fn record(&self, va: u64, size: u64, handle: Option<u64>, mapped_to: Vec<u32>) {
+        lock(&self.state).chunks.insert(
+            va,
+            ChunkRecord {
+                size,
+                handle,
+                mapped_to,
+            },
+        );
+    }
+
+    fn map_handle(&self, handle: u64, gpu_ids: &[u32]) -> Result<(), Error> {
+        let mut ids = gpu_ids.to_vec();
+        let mut a = MapMemoryToGpuArgs {
+            handle,
+            device_ids_array_ptr: ids.as_mut_ptr() as u64,
+            n_devices: ids.len() as u32,
+            n_success: 0,
+        };
+        call(
+            &*self.driver,
+            AMDKFD_IOC_MAP_MEMORY_TO_GPU,
+            "AMDKFD_IOC_MAP_MEMORY_TO_GPU",
+            &mut a,
+        )
+    }
+
+    fn free_chunk(&self, va: u64) -> Result<(), Error> {
+        let rec = lock(&self.state)
+            .chunks
+            .remove(&va)
+            .ok_or_else(|| error!(Status::InvalidArgument, "no live chunk at gpu_va {va:#x}"))?;
+        let drv = &*self.driver;
+        if let Some(handle) = rec.handle {
+            if !rec.mapped_to.is_empty() {
+                let mut ids = rec.mapped_to.clone();
+                let mut u = UnmapMemoryFromGpuArgs {
+                    handle,
+                    device_ids_array_ptr: ids.as_mut_ptr() as u64,
+                    n_devices: ids.len() as u32,
+                    n_success: 0,
+                };
+                // A failed unmap still lets FREE release the buffer (as libhsakmt does).
+                let _ = call(
+                    drv,
+                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
+                    "AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU",
+                    &mut u,
+                );
+            }
+            let mut f = FreeMemoryOfGpuArgs { handle };
+            call(
+                drv,
+                AMDKFD_IOC_FREE_MEMORY_OF_GPU,
+                "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
+                &mut f,
+            )
+            .map_err(|e| error!(Status::ResourceFree, "{}", e.detail()))?;
+        }
+        self.va.release(va).map_err(|e| {
+            error!(
+                Status::ResourceFree,
+                "returning {} bytes at {va:#x} to the reservation: {e}", rec.size
+            )
+        })
+    }
+
+    /// Maps the doorbell page at `mmap_offset` of `gpu_id` once; its VA.
+    fn doorbell_page(&self, gpu_id: u32, mmap_offset: u64) -> Result<u64, Error> {
+        let mut st = lock(&self.state);
+        if let Some(&va) = st.doorbell_pages.get(&(gpu_id, mmap_offset)) {
+            return Ok(va);
+        }
+        let len = DOORBELL_PAGE_BYTES.max(self.va.page_bytes());
+        let va = self.va.carve(len, len).ok_or_else(|| {
+            error!(
+                Status::OutOfResources,
+                "no address space left for a doorbell page"
+            )
+        })?;
+        if let Err(e) = self
+            .va
+            .map_from_driver(va, &*self.driver, MapTarget::Kfd, mmap_offset)
+        {
+            let _ = self.va.release(va);
+            return Err(va_error(
+                &format!("mapping the doorbell page (offset {mmap_offset:#x}) of gpu_id {gpu_id}"),
+                e,
+            ));
+        }
+        st.doorbell_pages.insert((gpu_id, mmap_offset), va);
+        Ok(va)
+    }
+
+    fn free_queue_buffers(&self, rec: &QueueRecord) {
+        for c in [rec.eop, rec.cwsr].into_iter().flatten() {
+            let _ = self.free_chunk(c.gpu_va.0);
+        }
+    }
+}
+
+impl Drop for LinuxPlatform {
+    fn drop(&mut self) {
+        let queues: Vec<u32> = lock(&self.state).queues.keys().copied().collect();
+        for q in queues {
+            let _ = self.destroy_queue(QueueId(q));
+        }
+        let events: Vec<u32> = lock(&self.state).events.iter().copied().collect();
+        for e in events {
+            let _ = self.destroy_event(EventId(e));
+        }
+        // The event page chunk (if any) is one of the chunks.
+        let chunks: Vec<u64> = lock(&self.state).chunks.keys().copied().collect();
+        for va in chunks {
+            let _ = self.free_chunk(va);
+        }
+        // Doorbell and KFD event pages go with the reservation (VaSpace::drop).
+    }
+}

@@ -1,0 +1,476 @@
+//! The `unsafe impl` of [`Platform`] for [`LinuxPlatform`]: the trait is unsafe (its
+//! implementer vouches for the memory and queue guarantees), so the impl lives in this module,
+//! the one place of `device` allowed to write `unsafe`. It contains no unsafe blocks.
+#![allow(unsafe_code)]
+
+use std::ptr::NonNull;
+
+use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
+use hsa_core::platform::{
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
+    NodeProperties, Platform, QueueKind, QueueRequest, WaitOutcome,
+};
+use hsa_core::{bail, error, Error, Status};
+use zerocopy::IntoBytes;
+
+use super::*;
+use crate::kfd::abi::*;
+use crate::kfd::driver::MapTarget;
+use crate::kfd::ioctl::call;
+
+// SAFETY: chunks are carved from one reservation and never overlap while live; they are zeroed
+// (host-visible ones written with zeros; device-only VRAM is wiped by amdgpu on release) and
+// aligned as asked; queues are created over the caller's ring and amd_queue_t only; all state is
+// behind mutexes and the driver is Send + Sync, so every method may run from any thread.
+unsafe impl Platform for LinuxPlatform {
+    type Error = Error;
+
+    fn device_name(&self) -> &str {
+        self.driver.name()
+    }
+
+    fn node_count(&self) -> usize {
+        self.topology.nodes.len()
+    }
+
+    fn node(&self, index: usize) -> Result<NodeProperties, Error> {
+        Ok(self.topo_node(index)?.properties.clone())
+    }
+
+    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>, Error> {
+        Ok(self.topo_node(index)?.memory_banks.get(bank).copied())
+    }
+
+    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>, Error> {
+        Ok(self.topo_node(index)?.caches.get(cache).copied())
+    }
+
+    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>, Error> {
+        Ok(self.topo_node(index)?.io_links.get(link).copied())
+    }
+
+    /// System memory is host pages registered with KFD as USERPTR on the node's GPU (the
+    /// first GPU for a CPU node, as ROCR does) and mapped to every GPU; device-local memory is
+    /// VRAM of the node's GPU, mapped to it (and into the host at the same address when
+    /// `HOST_ACCESS`). Chunks of 2 MiB or more are 2 MiB aligned.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for a size that is not a positive multiple of the page
+    /// size, an alignment that is not a power of two ≥ 4096, an unknown node, or device-local
+    /// memory of a CPU node; [`Status::OutOfResources`] when the reservation or KFD has no
+    /// room; the failing ioctl's error otherwise.
+    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
+        if self.node_by_id(request.node).is_none() {
+            bail!(
+                Status::InvalidArgument,
+                "node {} does not exist",
+                request.node.0
+            );
+        }
+        let own_gpu = self.gpu_by_node(request.node).map(|g| g.gpu_id);
+        match request.kind {
+            MemoryKind::System => {
+                let alloc_gpu = own_gpu.or_else(|| self.gpus.first().map(|g| g.gpu_id));
+                let map_to = self.all_gpu_ids();
+                self.alloc_chunk(
+                    alloc_gpu,
+                    MemoryKind::System,
+                    request.size_bytes,
+                    request.align_bytes,
+                    request.flags,
+                    &map_to,
+                )
+            }
+            MemoryKind::DeviceLocal => {
+                let Some(gpu_id) = own_gpu else {
+                    bail!(
+                        Status::InvalidArgument,
+                        "node {} is not a GPU: it has no device-local memory",
+                        request.node.0
+                    );
+                };
+                self.alloc_chunk(
+                    Some(gpu_id),
+                    MemoryKind::DeviceLocal,
+                    request.size_bytes,
+                    request.align_bytes,
+                    request.flags,
+                    &[gpu_id],
+                )
+            }
+        }
+    }
+
+    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        self.free_chunk(chunk.gpu_va.0)
+    }
+
+    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {
+        let mut ids = Vec::new();
+        for &n in nodes {
+            if self.node_by_id(n).is_none() {
+                bail!(Status::InvalidArgument, "node {} does not exist", n.0);
+            }
+            if let Some(g) = self.gpu_by_node(n) {
+                if !ids.contains(&g.gpu_id) {
+                    ids.push(g.gpu_id);
+                }
+            }
+        }
+        let va = chunk.gpu_va.0;
+        let handle = {
+            let st = lock(&self.state);
+            let rec = st.chunks.get(&va).ok_or_else(|| {
+                error!(Status::InvalidArgument, "no live chunk at gpu_va {va:#x}")
+            })?;
+            rec.handle
+        };
+        let (Some(handle), false) = (handle, ids.is_empty()) else {
+            return Ok(()); // CPU nodes only: the host already has access
+        };
+        self.map_handle(handle, &ids)?;
+        if let Some(rec) = lock(&self.state).chunks.get_mut(&va) {
+            for id in ids {
+                if !rec.mapped_to.contains(&id) {
+                    rec.mapped_to.push(id);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Allocates the queue's EOP buffer (VRAM) and CWSR area (host memory, headers written),
+    /// sized as amdkfd computes them from the topology ([`queue_buffer_sizes`]), creates an
+    /// AQL queue at normal priority (7) and 100 %, and maps the GPU's doorbell page once.
+    ///
+    /// # Errors
+    /// [`Status::InvalidAgent`] for an unknown node; [`Status::InvalidQueueCreation`] for a CPU
+    /// node, a GPU before gfx9 (32-bit doorbells), a ring size that is not a power of two in
+    /// `1024..=2^31` bytes, or a node whose CU counts are missing; the failing ioctl's or
+    /// allocation's error.
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue, Error> {
+        let QueueKind::ComputeAql = request.kind;
+        let Some(props) = self.node_by_id(request.node) else {
+            bail!(
+                Status::InvalidAgent,
+                "node {} does not exist",
+                request.node.0
+            );
+        };
+        let Some(gpu) = self.gpu_by_node(request.node).copied() else {
+            bail!(
+                Status::InvalidQueueCreation,
+                "node {} is not a GPU",
+                request.node.0
+            );
+        };
+        let ring = request.ring_size_bytes;
+        if !ring.is_power_of_two() || ring < u64::from(KFD_MIN_QUEUE_RING_SIZE) || ring > 1 << 31 {
+            bail!(
+                Status::InvalidQueueCreation,
+                "ring_size_bytes {ring} is not a power of two in {KFD_MIN_QUEUE_RING_SIZE}..=2^31"
+            );
+        }
+        if gpu.gfx_target_version < 90000 {
+            bail!(
+                Status::InvalidQueueCreation,
+                "node {}: gfx_target_version {} is before gfx9 (32-bit doorbells are not supported)",
+                request.node.0,
+                gpu.gfx_target_version
+            );
+        }
+        let page = self.va.page_bytes();
+        let Some(sizes) = queue_buffer_sizes(props, page) else {
+            bail!(
+                Status::InvalidQueueCreation,
+                "node {}: simd_count {} / simd_per_cu {} give no compute units",
+                request.node.0,
+                props.simd_count,
+                props.simd_per_cu
+            );
+        };
+
+        let eop = if sizes.eop_buffer_bytes > 0 {
+            Some(self.alloc_chunk(
+                Some(gpu.gpu_id),
+                MemoryKind::DeviceLocal,
+                sizes.eop_buffer_bytes.div_ceil(page) * page,
+                4096,
+                MemoryFlags::EXECUTABLE,
+                &[gpu.gpu_id],
+            )?)
+        } else {
+            None
+        };
+        let cwsr = match self.alloc_chunk(
+            Some(gpu.gpu_id),
+            MemoryKind::System,
+            sizes.cwsr_total_bytes,
+            4096,
+            MemoryFlags::HOST_ACCESS | MemoryFlags::EXECUTABLE,
+            &[gpu.gpu_id],
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                if let Some(c) = eop {
+                    let _ = self.free_chunk(c.gpu_va.0);
+                }
+                return Err(e);
+            }
+        };
+        for xcc in 0..sizes.num_xcc {
+            let h = context_save_area_header(&sizes, xcc);
+            let at = cwsr.gpu_va.0 + u64::from(xcc) * u64::from(sizes.ctx_save_restore_bytes);
+            self.va.write(at, h.as_bytes());
+        }
+        let mut rec = QueueRecord {
+            doorbell: 0,
+            eop,
+            cwsr: Some(cwsr),
+        };
+
+        let mut a = CreateQueueArgs {
+            ring_base_address: request.ring.0,
+            write_pointer_address: request.write_pointer.0,
+            read_pointer_address: request.read_pointer.0,
+            doorbell_offset: 0,
+            ring_size: ring as u32,
+            gpu_id: gpu.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: QUEUE_PRIORITY_NORMAL,
+            queue_id: 0,
+            eop_buffer_address: eop.map_or(0, |c| c.gpu_va.0),
+            eop_buffer_size: if eop.is_some() {
+                sizes.eop_buffer_bytes
+            } else {
+                0
+            },
+            ctx_save_restore_address: cwsr.gpu_va.0,
+            ctx_save_restore_size: sizes.ctx_save_restore_bytes,
+            ctl_stack_size: sizes.ctl_stack_bytes,
+        };
+        if let Err(e) = call(
+            &*self.driver,
+            AMDKFD_IOC_CREATE_QUEUE,
+            "AMDKFD_IOC_CREATE_QUEUE",
+            &mut a,
+        ) {
+            self.free_queue_buffers(&rec);
+            return Err(e);
+        }
+        let mask = DOORBELL_PAGE_BYTES - 1;
+        let within = a.doorbell_offset & mask;
+        let page_va = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
+            Ok(va) if within % 8 == 0 => va,
+            r => {
+                let mut d = DestroyQueueArgs {
+                    queue_id: a.queue_id,
+                    pad: 0,
+                };
+                let _ = call(
+                    &*self.driver,
+                    AMDKFD_IOC_DESTROY_QUEUE,
+                    "AMDKFD_IOC_DESTROY_QUEUE",
+                    &mut d,
+                );
+                self.free_queue_buffers(&rec);
+                return Err(r.err().unwrap_or_else(|| {
+                    error!(
+                        Status::Error,
+                        "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned",
+                        a.doorbell_offset
+                    )
+                }));
+            }
+        };
+        rec.doorbell = page_va + within;
+        let doorbell = rec.doorbell;
+        lock(&self.state).queues.insert(a.queue_id, rec);
+        Ok(HwQueue {
+            id: QueueId(a.queue_id),
+            doorbell_address: doorbell,
+        })
+    }
+
+    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
+        let Some(doorbell) = lock(&self.state).queues.get(&queue.0).map(|q| q.doorbell) else {
+            return;
+        };
+        if self.va.store_u64_release(doorbell, write_index) {
+            if let Some(p) = NonNull::new(doorbell as *mut u64) {
+                self.driver.doorbell_rung(queue.0, p, write_index);
+            }
+        }
+    }
+
+    fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
+        let rec = lock(&self.state)
+            .queues
+            .remove(&queue.0)
+            .ok_or_else(|| error!(Status::InvalidQueue, "no queue with id {}", queue.0))?;
+        let mut d = DestroyQueueArgs {
+            queue_id: queue.0,
+            pad: 0,
+        };
+        // If DESTROY fails the queue may still run: keep its buffers (leaked) rather than
+        // free memory the CP may write.
+        call(
+            &*self.driver,
+            AMDKFD_IOC_DESTROY_QUEUE,
+            "AMDKFD_IOC_DESTROY_QUEUE",
+            &mut d,
+        )?;
+        self.free_queue_buffers(&rec);
+        Ok(())
+    }
+
+    /// A KFD signal event, auto-reset. The first event hands KFD the event page: a 32 KiB
+    /// uncached host chunk mapped to every GPU (so the GPU can write mailboxes), its handle in
+    /// `event_page_offset` (libhsakmt's dGPU path); without GPUs, KFD's own page is mapped
+    /// from `/dev/kfd` at the returned offset.
+    ///
+    /// # Errors
+    /// [`Status::OutOfResources`] when KFD has no more events (`ENOSPC`... mapped by
+    /// [`crate::kfd::status_for_errno`]) or the page cannot be allocated.
+    fn create_event(&self) -> Result<Event, Error> {
+        let mut page = lock(&self.event_page);
+        let mut new_chunk = None;
+        let mut a = CreateEventArgs {
+            event_type: KFD_IOC_EVENT_SIGNAL,
+            auto_reset: 1,
+            ..CreateEventArgs::default()
+        };
+        if page.is_none() && !self.gpus.is_empty() {
+            let c = self.alloc_chunk(
+                Some(self.gpus[0].gpu_id),
+                MemoryKind::System,
+                EVENT_PAGE_BYTES,
+                4096,
+                MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,
+                &self.all_gpu_ids(),
+            )?;
+            a.event_page_offset = c.handle;
+            new_chunk = Some(c);
+        }
+        if let Err(e) = call(
+            &*self.driver,
+            AMDKFD_IOC_CREATE_EVENT,
+            "AMDKFD_IOC_CREATE_EVENT",
+            &mut a,
+        ) {
+            if let Some(c) = new_chunk {
+                let _ = self.free_chunk(c.gpu_va.0);
+            }
+            return Err(e);
+        }
+        if let Some(c) = new_chunk {
+            *page = Some(EventPage { va: c.gpu_va.0 });
+        } else if page.is_none() && a.event_page_offset != 0 {
+            let len = EVENT_PAGE_BYTES.max(self.va.page_bytes());
+            if let Some(va) = self.va.carve(len, self.va.page_bytes()) {
+                match self.va.map_from_driver(
+                    va,
+                    &*self.driver,
+                    MapTarget::Kfd,
+                    a.event_page_offset,
+                ) {
+                    Ok(()) => *page = Some(EventPage { va }),
+                    Err(_) => {
+                        let _ = self.va.release(va);
+                    }
+                }
+            }
+        }
+        let mailbox = match *page {
+            Some(p) if a.event_slot_index < KFD_SIGNAL_EVENT_LIMIT => {
+                p.va + u64::from(a.event_slot_index) * 8
+            }
+            _ => 0,
+        };
+        lock(&self.state).events.insert(a.event_id);
+        Ok(Event {
+            id: EventId(a.event_id),
+            mailbox: GpuVa(mailbox),
+        })
+    }
+
+    fn destroy_event(&self, event: EventId) -> Result<(), Error> {
+        if !lock(&self.state).events.remove(&event.0) {
+            bail!(Status::InvalidArgument, "no event with id {}", event.0);
+        }
+        let mut d = DestroyEventArgs {
+            event_id: event.0,
+            pad: 0,
+        };
+        call(
+            &*self.driver,
+            AMDKFD_IOC_DESTROY_EVENT,
+            "AMDKFD_IOC_DESTROY_EVENT",
+            &mut d,
+        )
+    }
+
+    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome, Error> {
+        if !lock(&self.state).events.contains(&event.0) {
+            bail!(Status::InvalidArgument, "no event with id {}", event.0);
+        }
+        let mut data = [EventData {
+            event_id: event.0,
+            ..EventData::default()
+        }];
+        let mut a = WaitEventsArgs {
+            events_ptr: data.as_mut_ptr() as u64,
+            num_events: 1,
+            wait_for_all: 1,
+            timeout: wait_timeout_ms(timeout_ns),
+            wait_result: 0,
+        };
+        call(
+            &*self.driver,
+            AMDKFD_IOC_WAIT_EVENTS,
+            "AMDKFD_IOC_WAIT_EVENTS",
+            &mut a,
+        )?;
+        match a.wait_result {
+            KFD_IOC_WAIT_RESULT_COMPLETE => Ok(WaitOutcome::Signaled),
+            KFD_IOC_WAIT_RESULT_TIMEOUT => Ok(WaitOutcome::TimedOut),
+            r => Err(error!(
+                Status::Error,
+                "AMDKFD_IOC_WAIT_EVENTS on event {}: wait_result {r} (KFD_IOC_WAIT_RESULT_FAIL is 2)",
+                event.0
+            )),
+        }
+    }
+
+    fn signal_event(&self, event: EventId) -> Result<(), Error> {
+        if !lock(&self.state).events.contains(&event.0) {
+            bail!(Status::InvalidArgument, "no event with id {}", event.0);
+        }
+        let mut s = SetEventArgs {
+            event_id: event.0,
+            pad: 0,
+        };
+        call(
+            &*self.driver,
+            AMDKFD_IOC_SET_EVENT,
+            "AMDKFD_IOC_SET_EVENT",
+            &mut s,
+        )
+    }
+
+    fn timestamp_ticks(&self) -> u64 {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        (t.tv_sec as u64)
+            .wrapping_mul(1_000_000_000)
+            .wrapping_add(t.tv_nsec as u64)
+    }
+
+    fn timestamp_frequency_hz(&self) -> u64 {
+        1_000_000_000
+    }
+
+    fn register_kernel_symbol(&self, kernel_object: GpuVa, name: &str) {
+        self.driver.register_kernel_symbol(kernel_object.0, name);
+    }
+}

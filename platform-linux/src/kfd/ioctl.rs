@@ -1,0 +1,627 @@
+//! The system calls of the Linux backend, and the only `unsafe` code of its device layer:
+//!
+//! - [`DevKfd`]: the real [`KfdDriver`] — `/dev/kfd` and the render nodes
+//!   `/dev/dri/renderD<drm_render_minor>`, ioctl through `rustix::ioctl`, mmap through
+//!   `rustix::mm`.
+//! - [`call`]: the typed, safe way everything above issues an ioctl on a driver.
+//! - [`VaSpace`]: the process's reserved GPU/CPU virtual address range (an anonymous
+//!   `PROT_NONE` mapping) carved into chunks, each backed by anonymous host memory or by a
+//!   driver mapping; the checked host stores (doorbells, zeroing, headers) go through it so
+//!   that no store reaches memory the backend does not own.
+//!
+//! Ref: linux `include/uapi/linux/kfd_ioctl.h`; `mmap(2)`; ROCT-Thunk-Interface `fmm.c`
+//! (one reserved SVM range carved into GPU allocations at the same CPU address).
+#![allow(unsafe_code)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::ffi::c_void;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::path::Path;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{fence, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use hsa_core::{bail, error, Error, Status};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
+use rustix::mm::{MapFlags, ProtFlags};
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use super::driver::{KfdDriver, MapTarget};
+use super::ioctl_error;
+use crate::device::va::FreeList;
+use crate::topology::Topology;
+
+/// Path of the amdkfd character device.
+pub const KFD_PATH: &str = "/dev/kfd";
+
+/// The argument size, bytes, encoded in an ioctl request number (`_IOC_SIZE`: bits 16..30).
+pub const fn ioctl_arg_size(request: u32) -> usize {
+    ((request >> 16) & 0x3fff) as usize
+}
+
+/// Issues `request` on `drv` with `args` as its argument struct — the one way the backend
+/// makes an amdkfd call.
+///
+/// # Errors
+/// - [`Status::InvalidArgument`] when `size_of::<T>()` differs from the size encoded in
+///   `request` (a programming error; nothing is sent).
+/// - The driver's errno mapped by [`ioctl_error`]`(name, errno)`: e.g. `ENOMEM` →
+///   [`Status::OutOfResources`], message `"<name>: Cannot allocate memory (errno 12)"`.
+pub fn call<T: IntoBytes + FromBytes + Immutable + KnownLayout>(
+    drv: &dyn KfdDriver,
+    request: u32,
+    name: &str,
+    args: &mut T,
+) -> Result<(), Error> {
+    let want = ioctl_arg_size(request);
+    if size_of::<T>() != want {
+        bail!(
+            Status::InvalidArgument,
+            "{name}: argument struct is {} bytes but request {request:#x} encodes {want}",
+            size_of::<T>()
+        );
+    }
+    drv.ioctl(request, args.as_mut_bytes())
+        .map_err(|e| ioctl_error(name, e.raw_os_error()))
+}
+
+/// An ioctl argument as rustix wants it: the request number and a byte buffer of exactly the
+/// size the number encodes.
+struct RawArg<'a> {
+    opcode: Opcode,
+    arg: &'a mut [u8],
+}
+
+// SAFETY: `opcode` is an amdkfd request whose encoded argument size equals `arg.len()` (checked
+// by `DevKfd::ioctl` before constructing this), so the kernel reads and writes only within
+// `arg`, which is exclusively borrowed for the call. IS_MUTATING is true: amdkfd writes results
+// back. The output is the unit value; nothing is read from the returned pointer.
+unsafe impl Ioctl for RawArg<'_> {
+    type Output = ();
+    const IS_MUTATING: bool = true;
+
+    fn opcode(&self) -> Opcode {
+        self.opcode
+    }
+
+    fn as_ptr(&mut self) -> *mut c_void {
+        self.arg.as_mut_ptr().cast()
+    }
+
+    unsafe fn output_from_ptr(
+        _out: IoctlOutput,
+        _extract_output: *mut c_void,
+    ) -> rustix::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The real amdkfd: `/dev/kfd` plus each GPU's render node, opened on first use.
+///
+/// Argument structs that carry user pointers (`WAIT_EVENTS.events_ptr`,
+/// `MAP_MEMORY_TO_GPU.device_ids_array_ptr`, `GET_PROCESS_APERTURES_NEW`'s array) are passed
+/// to the kernel as they are: the caller must point them at live buffers of the right size (the
+/// kernel's `copy_{from,to}_user` then stays within them), and `mmap` with an address replaces
+/// whatever is mapped there (`MAP_FIXED`): callers pass only ranges they own
+/// ([`VaSpace`]). The [`KfdDriver`] seam keeps these methods safe to share one shape with the
+/// emulated device; the backend is their only caller.
+#[derive(Debug)]
+pub struct DevKfd {
+    kfd: OwnedFd,
+    /// `gpu_id` → `drm_render_minor`, from the topology.
+    render_minors: HashMap<u32, i32>,
+    /// Render nodes opened so far; never closed before `self` drops (their numbers were
+    /// given to ACQUIRE_VM and mappings refer to them).
+    render_fds: Mutex<HashMap<u32, Arc<OwnedFd>>>,
+}
+
+impl DevKfd {
+    /// Opens `/dev/kfd` (`O_RDWR | O_CLOEXEC`) for the GPUs of `topology`.
+    ///
+    /// # Errors
+    /// [`Status::Error`]: `"no AMD GPU driver: /dev/kfd missing"` when the file does not
+    /// exist; `"permission denied on /dev/kfd: join the render group"` on `EACCES`/`EPERM`;
+    /// `"open /dev/kfd: <errno>"` otherwise.
+    pub fn open(topology: &Topology) -> Result<DevKfd, Error> {
+        DevKfd::open_path(Path::new(KFD_PATH), topology)
+    }
+
+    /// As [`DevKfd::open`] with another path for the device file (messages name `path`).
+    ///
+    /// # Errors
+    /// As [`DevKfd::open`].
+    pub fn open_path(path: &Path, topology: &Topology) -> Result<DevKfd, Error> {
+        let shown = path.display();
+        let kfd =
+            rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| {
+                match e {
+                    Errno::NOENT | Errno::NODEV | Errno::NXIO => {
+                        error!(Status::Error, "no AMD GPU driver: {shown} missing")
+                    }
+                    Errno::ACCESS | Errno::PERM => error!(
+                        Status::Error,
+                        "permission denied on {shown}: join the render group"
+                    ),
+                    e => error!(Status::Error, "open {shown}: {e}"),
+                }
+            })?;
+        let render_minors = topology
+            .nodes
+            .iter()
+            .filter(|n| n.properties.gpu_id != 0)
+            .map(|n| (n.properties.gpu_id, n.properties.drm_render_minor))
+            .collect();
+        Ok(DevKfd {
+            kfd,
+            render_minors,
+            render_fds: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The render node of `gpu_id`, opened on first use.
+    fn render_fd(&self, gpu_id: u32) -> Result<Arc<OwnedFd>, Errno> {
+        let mut fds = lock(&self.render_fds);
+        if let Some(fd) = fds.get(&gpu_id) {
+            return Ok(fd.clone());
+        }
+        let minor = *self.render_minors.get(&gpu_id).ok_or(Errno::NODEV)?;
+        if minor <= 0 {
+            return Err(Errno::NODEV);
+        }
+        let path = format!("/dev/dri/renderD{minor}");
+        let fd = Arc::new(rustix::fs::open(
+            path.as_str(),
+            OFlags::RDWR | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?);
+        fds.insert(gpu_id, fd.clone());
+        Ok(fd)
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl KfdDriver for DevKfd {
+    fn name(&self) -> &str {
+        "kfd"
+    }
+
+    #[allow(clippy::unnecessary_cast)] // Opcode is u32 or c_ulong depending on the backend
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        if arg.len() != ioctl_arg_size(request) {
+            return Err(Errno::INVAL);
+        }
+        loop {
+            let raw = RawArg {
+                opcode: request as Opcode,
+                arg: &mut *arg,
+            };
+            // SAFETY: `raw` satisfies the `Ioctl` contract (see its impl): the buffer is exactly
+            // the size the request encodes and exclusively borrowed; `self.kfd` is an open file.
+            match unsafe { rustix::ioctl::ioctl(&self.kfd, raw) } {
+                // libhsakmt's kmtIoctl retries these: a signal or a transient eviction.
+                Err(Errno::INTR) | Err(Errno::AGAIN) => continue,
+                r => return r,
+            }
+        }
+    }
+
+    fn mmap(
+        &self,
+        target: MapTarget,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno> {
+        if len == 0 || len % rustix::param::page_size() != 0 {
+            return Err(Errno::INVAL);
+        }
+        let render;
+        let fd = match target {
+            MapTarget::Kfd => self.kfd.as_fd(),
+            MapTarget::RenderNode(gpu_id) => {
+                render = self.render_fd(gpu_id)?;
+                render.as_fd()
+            }
+        };
+        let mut flags = MapFlags::SHARED;
+        if addr.is_some() {
+            flags |= MapFlags::FIXED;
+        }
+        let at = addr.map_or(ptr::null_mut(), |a| a.as_ptr().cast::<c_void>());
+        // SAFETY: with `addr` the caller owns `[addr, addr + len)` (a carved VaSpace range, see
+        // the type docs) and has no references into it, so replacing its mapping invalidates
+        // nothing; without `addr` the kernel picks unused addresses.
+        let p = unsafe {
+            rustix::mm::mmap(
+                at,
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                flags,
+                fd,
+                offset,
+            )?
+        };
+        NonNull::new(p.cast::<u8>()).ok_or(Errno::INVAL)
+    }
+
+    fn render_node_fd(&self, gpu_id: u32) -> Result<i32, Errno> {
+        Ok(self.render_fd(gpu_id)?.as_raw_fd())
+    }
+}
+
+/// What backs a carved range of a [`VaSpace`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backing {
+    /// Still the `PROT_NONE` reservation: no host access.
+    Reserved,
+    /// Anonymous private read-write host memory (zeroed by the kernel).
+    Host,
+    /// A driver mapping (`/dev/kfd` page or render-node buffer object), read-write.
+    Driver,
+}
+
+#[derive(Debug)]
+struct VaInner {
+    free: FreeList,
+    /// Carved ranges by start: (length, backing).
+    live: BTreeMap<u64, (u64, Backing)>,
+}
+
+/// The process's reserved address range: one anonymous `PROT_NONE`, `MAP_NORESERVE` mapping
+/// carved into page-aligned ranges. A carved range has the same address for the host and the
+/// GPUs (amdkfd SVM), starts out inaccessible, and is then backed by host memory or a driver
+/// mapping; releasing it restores the reservation. Dropping the space unmaps everything.
+#[derive(Debug)]
+pub struct VaSpace {
+    base: u64,
+    len: u64,
+    page: u64,
+    inner: Mutex<VaInner>,
+}
+
+impl VaSpace {
+    /// Reserves `len_bytes` (rounded up to pages) of address space, inaccessible and
+    /// uncommitted.
+    ///
+    /// # Errors
+    /// The errno of `mmap` (`ENOMEM` when the address space is exhausted).
+    pub fn reserve(len_bytes: u64) -> Result<VaSpace, Errno> {
+        let page = rustix::param::page_size() as u64;
+        let len = len_bytes.div_ceil(page) * page;
+        let len_usize = usize::try_from(len).map_err(|_| Errno::NOMEM)?;
+        // SAFETY: a fresh anonymous mapping at an address the kernel picks replaces nothing.
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(
+                ptr::null_mut(),
+                len_usize,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::NORESERVE,
+            )?
+        };
+        let base = p as u64;
+        Ok(VaSpace {
+            base,
+            len,
+            page,
+            inner: Mutex::new(VaInner {
+                free: FreeList::new(base, len),
+                live: BTreeMap::new(),
+            }),
+        })
+    }
+
+    /// First address of the reservation.
+    pub fn base(&self) -> u64 {
+        self.base
+    }
+
+    /// Size of the reservation, bytes.
+    pub fn len_bytes(&self) -> u64 {
+        self.len
+    }
+
+    /// The system page size, bytes.
+    pub fn page_bytes(&self) -> u64 {
+        self.page
+    }
+
+    /// Free bytes left.
+    pub fn free_bytes(&self) -> u64 {
+        lock(&self.inner).free.free_bytes()
+    }
+
+    /// Carves `size_bytes` (a positive multiple of the page size) at a multiple of
+    /// `align_bytes` (a power of two); the range is [`Backing::Reserved`]. `None` when no free
+    /// range fits or the arguments are invalid.
+    pub fn carve(&self, size_bytes: u64, align_bytes: u64) -> Option<u64> {
+        if size_bytes == 0 || size_bytes % self.page != 0 {
+            return None;
+        }
+        let mut inner = lock(&self.inner);
+        let va = inner
+            .free
+            .allocate(size_bytes, align_bytes.max(self.page))?;
+        inner.live.insert(va, (size_bytes, Backing::Reserved));
+        Some(va)
+    }
+
+    /// Length and backing of the carved range starting at `va`.
+    pub fn range(&self, va: u64) -> Option<(u64, Backing)> {
+        lock(&self.inner).live.get(&va).copied()
+    }
+
+    fn set_backing(&self, va: u64, from: Backing, to: Backing) -> Result<u64, Errno> {
+        let mut inner = lock(&self.inner);
+        match inner.live.get_mut(&va) {
+            Some((len, b)) if *b == from => {
+                *b = to;
+                Ok(*len)
+            }
+            _ => Err(Errno::INVAL),
+        }
+    }
+
+    /// Backs the reserved range at `va` with zeroed anonymous read-write host memory
+    /// (`MAP_PRIVATE`, as libhsakmt allocates userptr memory).
+    ///
+    /// # Errors
+    /// `EINVAL` when `va` is not a carved, still reserved range; the errno of `mmap`.
+    pub fn back_with_host_memory(&self, va: u64) -> Result<(), Errno> {
+        let len = self.set_backing(va, Backing::Reserved, Backing::Host)?;
+        // SAFETY: `[va, va + len)` is a carved range of this reservation that was still
+        // PROT_NONE (checked above), so no reference into it exists and replacing it affects
+        // only memory this space owns.
+        let r = unsafe {
+            rustix::mm::mmap_anonymous(
+                va as *mut c_void,
+                len as usize,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::PRIVATE | MapFlags::FIXED,
+            )
+        };
+        if let Err(e) = r {
+            let _ = self.set_backing(va, Backing::Host, Backing::Reserved);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Maps `target` at `offset` over the whole reserved range at `va` through `driver`
+    /// (`MAP_FIXED`).
+    ///
+    /// # Errors
+    /// `EINVAL` when `va` is not a carved, still reserved range, or the driver mapped
+    /// elsewhere; the driver's errno.
+    pub fn map_from_driver(
+        &self,
+        va: u64,
+        driver: &dyn KfdDriver,
+        target: MapTarget,
+        offset: u64,
+    ) -> Result<(), Errno> {
+        let len = self.set_backing(va, Backing::Reserved, Backing::Driver)?;
+        let at = NonNull::new(va as *mut u8).ok_or(Errno::INVAL)?;
+        match driver.mmap(target, offset, len as usize, Some(at)) {
+            Ok(p) if p == at => Ok(()),
+            r => {
+                // Put the reservation back over whatever is (or is not) there.
+                let _ = self.restore_reserved(va, len);
+                let _ = self.set_backing(va, Backing::Driver, Backing::Reserved);
+                Err(r.err().unwrap_or(Errno::INVAL))
+            }
+        }
+    }
+
+    fn restore_reserved(&self, va: u64, len: u64) -> Result<(), Errno> {
+        // SAFETY: `[va, va + len)` is a carved range of this reservation whose user has given
+        // it back (release) or which was never handed out (a failed map); replacing it with
+        // PROT_NONE touches nothing else.
+        unsafe {
+            rustix::mm::mmap_anonymous(
+                va as *mut c_void,
+                len as usize,
+                ProtFlags::empty(),
+                MapFlags::PRIVATE | MapFlags::FIXED | MapFlags::NORESERVE,
+            )
+        }
+        .map(|_| ())
+    }
+
+    /// The live host-accessible range containing `[addr, addr + len)`.
+    fn accessible(inner: &VaInner, addr: u64, len: u64) -> bool {
+        let Some((&start, &(rlen, backing))) = inner.live.range(..=addr).next_back() else {
+            return false;
+        };
+        backing != Backing::Reserved && addr.checked_add(len).is_some_and(|end| end <= start + rlen)
+    }
+
+    /// Fills the host-accessible range at `va` with zeros; `false` (nothing written) when `va`
+    /// does not start a carved, backed range.
+    pub fn zero(&self, va: u64) -> bool {
+        let inner = lock(&self.inner);
+        let Some(&(len, backing)) = inner.live.get(&va) else {
+            return false;
+        };
+        if backing == Backing::Reserved {
+            return false;
+        }
+        // SAFETY: `[va, va + len)` is a live range of this space mapped read-write (backing is
+        // Host or Driver); the lock is held, so it is not released meanwhile. The platform
+        // zeroes a chunk before handing it out, when no other reference to it exists.
+        unsafe { ptr::write_bytes(va as *mut u8, 0, len as usize) };
+        true
+    }
+
+    /// Copies `bytes` to `addr`; `false` (nothing written) unless the whole destination lies
+    /// in one carved, backed range.
+    pub fn write(&self, addr: u64, bytes: &[u8]) -> bool {
+        let inner = lock(&self.inner);
+        if !VaSpace::accessible(&inner, addr, bytes.len() as u64) {
+            return false;
+        }
+        // SAFETY: the destination lies in a live read-write range of this space (checked with
+        // the lock held, so it is not released meanwhile) that no Rust reference covers;
+        // `copy` (memmove) keeps even an overlapping `bytes` defined.
+        unsafe { ptr::copy(bytes.as_ptr(), addr as *mut u8, bytes.len()) };
+        true
+    }
+
+    /// Rings a doorbell: a release fence, then one 64-bit volatile store of `value` to `addr`
+    /// (an 8-byte aligned address in a backed range, e.g. a doorbell page). `false` (no store)
+    /// when `addr` is not such an address.
+    pub fn store_u64_release(&self, addr: u64, value: u64) -> bool {
+        if addr % 8 != 0 {
+            return false;
+        }
+        let inner = lock(&self.inner);
+        if !VaSpace::accessible(&inner, addr, 8) {
+            return false;
+        }
+        // Pairs with the packet processor's read of the packet after it sees the doorbell:
+        // the packet's header store (release, in the core) and everything before it are
+        // visible before the doorbell write.
+        fence(Ordering::Release);
+        // SAFETY: `addr` is 8-aligned inside a live read-write mapping of this space (checked
+        // under the lock); a doorbell is device memory, so the store is volatile and no
+        // reference to it is ever made.
+        unsafe { ptr::write_volatile(addr as *mut u64, value) };
+        true
+    }
+
+    /// Gives the carved range at `va` back: its host or driver mapping is replaced by the
+    /// `PROT_NONE` reservation and the addresses become free for the next carve.
+    ///
+    /// # Errors
+    /// `EINVAL` when `va` is not a carved range; the errno of `mmap` (the range then stays
+    /// carved and is never reused).
+    pub fn release(&self, va: u64) -> Result<(), Errno> {
+        let mut inner = lock(&self.inner);
+        let &(len, backing) = inner.live.get(&va).ok_or(Errno::INVAL)?;
+        if backing != Backing::Reserved {
+            self.restore_reserved(va, len)?;
+        }
+        inner.live.remove(&va);
+        inner.free.free(va, len);
+        Ok(())
+    }
+}
+
+impl Drop for VaSpace {
+    fn drop(&mut self) {
+        // SAFETY: `[base, base + len)` is the reservation this space made; every mapping the
+        // backend placed in it is inside it, and the space is being dropped, so nothing refers
+        // to it any more.
+        let _ = unsafe { rustix::mm::munmap(self.base as *mut c_void, self.len as usize) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kfd::abi::*;
+
+    struct SizeOnly;
+    impl KfdDriver for SizeOnly {
+        fn name(&self) -> &str {
+            "size-only"
+        }
+        fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+            assert_eq!(arg.len(), ioctl_arg_size(request));
+            if request == AMDKFD_IOC_GET_VERSION {
+                arg[..4].copy_from_slice(&1u32.to_ne_bytes());
+                arg[4..8].copy_from_slice(&14u32.to_ne_bytes());
+                Ok(())
+            } else {
+                Err(Errno::NOMEM)
+            }
+        }
+        fn mmap(
+            &self,
+            _: MapTarget,
+            _: u64,
+            _: usize,
+            _: Option<NonNull<u8>>,
+        ) -> Result<NonNull<u8>, Errno> {
+            Err(Errno::NODEV)
+        }
+    }
+
+    #[test]
+    fn call_checks_size_and_maps_errno() {
+        assert_eq!(ioctl_arg_size(AMDKFD_IOC_CREATE_QUEUE), 88);
+        let mut v = GetVersionArgs::default();
+        call(
+            &SizeOnly,
+            AMDKFD_IOC_GET_VERSION,
+            "AMDKFD_IOC_GET_VERSION",
+            &mut v,
+        )
+        .unwrap();
+        assert_eq!((v.major_version, v.minor_version), (1, 14));
+        let e = call(
+            &SizeOnly,
+            AMDKFD_IOC_CREATE_QUEUE,
+            "AMDKFD_IOC_CREATE_QUEUE",
+            &mut v,
+        )
+        .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(
+            e.detail().contains("8 bytes") && e.detail().contains("88"),
+            "{}",
+            e.detail()
+        );
+        let mut f = FreeMemoryOfGpuArgs::default();
+        let e = call(
+            &SizeOnly,
+            AMDKFD_IOC_FREE_MEMORY_OF_GPU,
+            "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
+            &mut f,
+        )
+        .unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert!(e.detail().starts_with("AMDKFD_IOC_FREE_MEMORY_OF_GPU: "));
+    }
+
+    #[test]
+    fn open_missing_device_names_the_cause() {
+        let topo = Topology {
+            generation_id: None,
+            system: Default::default(),
+            nodes: vec![],
+        };
+        let e = DevKfd::open_path(Path::new("/nonexistent/kfd"), &topo).unwrap_err();
+        assert_eq!(e.detail(), "no AMD GPU driver: /nonexistent/kfd missing");
+    }
+
+    #[test]
+    fn va_space_backing_and_checked_stores() {
+        let va = VaSpace::reserve(64 << 20).unwrap();
+        let page = va.page_bytes();
+        let a = va.carve(2 * page, 2 << 20).unwrap();
+        assert_eq!(a % (2 << 20), 0);
+        assert!(
+            !va.store_u64_release(a, 1),
+            "reserved range is not writable"
+        );
+        va.back_with_host_memory(a).unwrap();
+        assert_eq!(va.back_with_host_memory(a), Err(Errno::INVAL));
+        assert!(va.store_u64_release(a + 8, 0xdead_beef));
+        assert!(!va.store_u64_release(a + 4, 1), "unaligned");
+        assert!(
+            !va.store_u64_release(a + 2 * page - 4, 1),
+            "crosses the end"
+        );
+        assert!(va.write(a + 16, &[1, 2, 3]));
+        assert!(va.zero(a));
+        va.release(a).unwrap();
+        assert_eq!(va.release(a), Err(Errno::INVAL));
+        assert_eq!(va.free_bytes(), va.len_bytes());
+        assert_eq!(va.carve(100, 4096), None);
+    }
+}

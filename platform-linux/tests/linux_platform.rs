@@ -1,0 +1,953 @@
+//! `LinuxPlatform` against a recording fake `KfdDriver`: the exact argument structs it sends
+//! for each Platform call (flags, gpu ids, addresses, sizes), what it does with the replies,
+//! and its errors. No hardware: the fake answers like amdkfd and backs mmaps with anonymous
+//! memory at the requested address.
+
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::sync::{Arc, Mutex};
+
+use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
+use hsa_core::platform::{
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, NodeProperties, Platform, QueueKind,
+    QueueRequest, WaitOutcome,
+};
+use hsa_core::Status;
+use hsa_linux::device::{
+    queue_buffer_sizes, wait_timeout_ms, ContextSaveAreaHeader, LinuxPlatform, DOORBELL_PAGE_BYTES,
+    EVENT_PAGE_BYTES,
+};
+use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
+use hsa_linux::topology::{Topology, TopologyNode};
+use rustix::io::Errno;
+use rustix::mm::{MapFlags, ProtFlags};
+use zerocopy::FromBytes;
+
+const GPU_ID: u32 = 0xa1b2;
+const GPU_NODE: NodeId = NodeId(1);
+const CPU_NODE: NodeId = NodeId(0);
+
+#[derive(Default)]
+struct Log {
+    /// Every ioctl: request and the argument bytes as sent.
+    calls: Vec<(u32, Vec<u8>)>,
+    /// Every successful ioctl: request and the argument bytes after the reply.
+    replies: Vec<(u32, Vec<u8>)>,
+    /// gpu ids read from each MAP_MEMORY_TO_GPU / UNMAP array, in order.
+    map_ids: Vec<(u32, u64, Vec<u32>)>,
+    mmaps: Vec<(MapTarget, u64, usize, Option<usize>)>,
+    rung: Vec<(u32, u64)>,
+    symbols: Vec<(u64, String)>,
+}
+
+struct Fake {
+    version: (u32, u32),
+    fail: Mutex<HashMap<u32, Errno>>,
+    wait_result: Mutex<u32>,
+    log: Mutex<Log>,
+    next: Mutex<u32>,
+}
+
+impl Fake {
+    fn new(version: (u32, u32)) -> Arc<Fake> {
+        Arc::new(Fake {
+            version,
+            fail: Mutex::new(HashMap::new()),
+            wait_result: Mutex::new(KFD_IOC_WAIT_RESULT_COMPLETE),
+            log: Mutex::new(Log::default()),
+            next: Mutex::new(1),
+        })
+    }
+
+    fn next(&self) -> u32 {
+        let mut n = self.next.lock().unwrap();
+        *n += 1;
+        *n
+    }
+
+    fn calls<T: FromBytes>(&self, request: u32) -> Vec<T> {
+        self.log
+            .lock()
+            .unwrap()
+            .calls
+            .iter()
+            .filter(|c| c.0 == request)
+            .map(|c| T::read_from_bytes(&c.1).unwrap())
+            .collect()
+    }
+
+    fn replies<T: FromBytes>(&self, request: u32) -> Vec<T> {
+        self.log
+            .lock()
+            .unwrap()
+            .replies
+            .iter()
+            .filter(|c| c.0 == request)
+            .map(|c| T::read_from_bytes(&c.1).unwrap())
+            .collect()
+    }
+
+    fn last<T: FromBytes>(&self, request: u32) -> T {
+        self.calls::<T>(request).pop().expect("no such call")
+    }
+
+    fn count(&self, request: u32) -> usize {
+        self.log
+            .lock()
+            .unwrap()
+            .calls
+            .iter()
+            .filter(|c| c.0 == request)
+            .count()
+    }
+
+    fn read_ids(ptr: u64, n: u32) -> Vec<u32> {
+        (0..n as u64)
+            .map(|i| {
+                // SAFETY: the platform passes a pointer to a live array of `n` u32 gpu ids for
+                // the duration of the ioctl (the contract of MAP/UNMAP_MEMORY_TO_GPU).
+                unsafe { std::ptr::read((ptr + 4 * i) as *const u32) }
+            })
+            .collect()
+    }
+}
+
+fn reply<T: zerocopy::IntoBytes + zerocopy::Immutable>(arg: &mut [u8], v: &T) {
+    arg.copy_from_slice(v.as_bytes());
+}
+
+impl KfdDriver for Fake {
+    fn name(&self) -> &str {
+        "fake"
+    }
+
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        self.log.lock().unwrap().calls.push((request, arg.to_vec()));
+        if let Some(&e) = self.fail.lock().unwrap().get(&request) {
+            return Err(e);
+        }
+        match request {
+            AMDKFD_IOC_GET_VERSION => reply(
+                arg,
+                &GetVersionArgs {
+                    major_version: self.version.0,
+                    minor_version: self.version.1,
+                },
+            ),
+            AMDKFD_IOC_GET_PROCESS_APERTURES_NEW => {
+                let mut a = GetProcessAperturesNewArgs::read_from_bytes(arg).unwrap();
+                let ap = ProcessDeviceApertures {
+                    gpuvm_base: 0x20_0000,
+                    gpuvm_limit: 0x7fff_ffff_ffff,
+                    gpu_id: GPU_ID,
+                    ..Default::default()
+                };
+                assert!(a.num_of_nodes >= 1);
+                // SAFETY: the platform points kfd_process_device_apertures_ptr at a live array
+                // of num_of_nodes entries for the duration of the ioctl.
+                unsafe {
+                    std::ptr::write(
+                        a.kfd_process_device_apertures_ptr as *mut ProcessDeviceApertures,
+                        ap,
+                    )
+                };
+                a.num_of_nodes = 1;
+                reply(arg, &a);
+            }
+            AMDKFD_IOC_ALLOC_MEMORY_OF_GPU => {
+                let mut a = AllocMemoryOfGpuArgs::read_from_bytes(arg).unwrap();
+                a.handle = 0x100 + u64::from(self.next());
+                if a.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 {
+                    a.mmap_offset = a.handle << 20;
+                }
+                reply(arg, &a);
+            }
+            AMDKFD_IOC_MAP_MEMORY_TO_GPU | AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU => {
+                let mut a = MapMemoryToGpuArgs::read_from_bytes(arg).unwrap();
+                let ids = Fake::read_ids(a.device_ids_array_ptr, a.n_devices);
+                self.log
+                    .lock()
+                    .unwrap()
+                    .map_ids
+                    .push((request, a.handle, ids));
+                a.n_success = a.n_devices;
+                reply(arg, &a);
+            }
+            AMDKFD_IOC_CREATE_QUEUE => {
+                let mut a = CreateQueueArgs::read_from_bytes(arg).unwrap();
+                a.queue_id = self.next();
+                // SOC15: page offset | the doorbell's byte offset within the 8 KiB page.
+                a.doorbell_offset =
+                    kfd_mmap_doorbell_offset(a.gpu_id) | (8 * u64::from(a.queue_id));
+                reply(arg, &a);
+            }
+            AMDKFD_IOC_CREATE_EVENT => {
+                let mut a = CreateEventArgs::read_from_bytes(arg).unwrap();
+                a.event_id = self.next();
+                a.event_slot_index = a.event_id;
+                a.event_page_offset = KFD_MMAP_EVENTS_OFFSET;
+                reply(arg, &a);
+            }
+            AMDKFD_IOC_WAIT_EVENTS => {
+                let mut a = WaitEventsArgs::read_from_bytes(arg).unwrap();
+                a.wait_result = *self.wait_result.lock().unwrap();
+                reply(arg, &a);
+            }
+            _ => {}
+        }
+        self.log
+            .lock()
+            .unwrap()
+            .replies
+            .push((request, arg.to_vec()));
+        Ok(())
+    }
+
+    fn mmap(
+        &self,
+        target: MapTarget,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno> {
+        self.log.lock().unwrap().mmaps.push((
+            target,
+            offset,
+            len,
+            addr.map(|a| a.as_ptr() as usize),
+        ));
+        let at = addr.ok_or(Errno::INVAL)?;
+        // SAFETY: the platform passes only ranges of its own reservation, which it gives up
+        // for this mapping; anonymous shared memory stands in for the device's.
+        let p = unsafe {
+            rustix::mm::mmap_anonymous(
+                at.as_ptr().cast(),
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED | MapFlags::FIXED,
+            )?
+        };
+        NonNull::new(p.cast()).ok_or(Errno::INVAL)
+    }
+
+    fn doorbell_rung(&self, queue_id: u32, _doorbell: NonNull<u64>, value: u64) {
+        self.log.lock().unwrap().rung.push((queue_id, value));
+    }
+
+    fn register_kernel_symbol(&self, kernel_object: u64, name: &str) {
+        self.log
+            .lock()
+            .unwrap()
+            .symbols
+            .push((kernel_object, name.to_owned()));
+    }
+}
+
+fn node(props: NodeProperties) -> TopologyNode {
+    TopologyNode {
+        properties: props,
+        memory_banks: vec![],
+        caches: vec![],
+        io_links: vec![],
+    }
+}
+
+/// A CPU and an MI210 (numbers from the MI210 dump's nodes/2/properties).
+fn topology() -> Topology {
+    let cpu = NodeProperties {
+        node_id: 0,
+        cpu_cores_count: 16,
+        ..Default::default()
+    };
+    let gpu = NodeProperties {
+        node_id: 1,
+        gpu_id: GPU_ID,
+        simd_count: 416,
+        simd_per_cu: 4,
+        array_count: 8,
+        simd_arrays_per_engine: 1,
+        lds_size_in_kb: 64,
+        max_waves_per_simd: 8,
+        gfx_target_version: 90010,
+        num_xcc: 1,
+        drm_render_minor: 128,
+        ..Default::default()
+    };
+    Topology {
+        generation_id: Some(1),
+        system: Default::default(),
+        nodes: vec![node(cpu), node(gpu)],
+    }
+}
+
+fn open() -> (Arc<Fake>, LinuxPlatform) {
+    let fake = Fake::new((1, 14));
+    let p = LinuxPlatform::new(fake.clone(), topology()).unwrap();
+    (fake, p)
+}
+
+fn req(node: NodeId, kind: MemoryKind, size: u64, flags: MemoryFlags) -> MemoryRequest {
+    MemoryRequest {
+        node,
+        kind,
+        size_bytes: size,
+        align_bytes: 4096,
+        flags,
+    }
+}
+
+#[test]
+fn open_sequence() {
+    let (fake, p) = open();
+    assert_eq!(p.kfd_version(), (1, 14));
+    assert_eq!(p.device_name(), "fake");
+    let log = fake.log.lock().unwrap();
+    let order: Vec<u32> = log.calls.iter().map(|c| c.0).collect();
+    assert_eq!(
+        order,
+        [
+            AMDKFD_IOC_GET_VERSION,
+            AMDKFD_IOC_ACQUIRE_VM,
+            AMDKFD_IOC_GET_PROCESS_APERTURES_NEW
+        ]
+    );
+    drop(log);
+    let vm: AcquireVmArgs = fake.last(AMDKFD_IOC_ACQUIRE_VM);
+    assert_eq!(vm.gpu_id, GPU_ID);
+    assert_eq!(vm.drm_fd, u32::MAX, "the default render_node_fd is -1");
+    let ap: GetProcessAperturesNewArgs = fake.last(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW);
+    assert_eq!(ap.num_of_nodes, 1);
+    assert_eq!(p.gpus()[0].gpuvm_base, 0x20_0000);
+    assert_eq!(p.gpus()[0].gpuvm_limit, 0x7fff_ffff_ffff);
+}
+
+#[test]
+fn version_2_is_refused() {
+    let fake = Fake::new((2, 0));
+    let e = LinuxPlatform::new(fake, topology()).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert!(e.detail().contains("kfd version 2.0"), "{}", e.detail());
+}
+
+#[test]
+fn topology_answers_and_bad_index() {
+    let (_f, p) = open();
+    assert_eq!(p.node_count(), 2);
+    assert_eq!(p.node(1).unwrap().gpu_id, GPU_ID);
+    assert_eq!(p.node(2).unwrap_err().status(), Status::InvalidIndex);
+    assert_eq!(p.memory_bank(0, 0).unwrap(), None);
+    assert_eq!(p.cache(5, 0).unwrap_err().status(), Status::InvalidIndex);
+    assert_eq!(p.io_link(9, 0).unwrap_err().status(), Status::InvalidIndex);
+}
+
+#[test]
+fn system_memory_is_userptr_mapped_to_all_gpus() {
+    let (fake, p) = open();
+    let c = p
+        .allocate_memory(&req(
+            CPU_NODE,
+            MemoryKind::System,
+            8192,
+            MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
+        ))
+        .unwrap();
+    let a: AllocMemoryOfGpuArgs = fake.last(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(
+        a.flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+            | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+            | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT
+            | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
+    );
+    assert_eq!(
+        a.gpu_id, GPU_ID,
+        "a CPU node's memory is registered on the first GPU"
+    );
+    assert_eq!(a.size, 8192);
+    assert_eq!(a.va_addr, c.gpu_va.0);
+    assert_eq!(
+        a.mmap_offset, c.gpu_va.0,
+        "userptr: mmap_offset is the host address"
+    );
+    assert_eq!(c.gpu_va.0 % 4096, 0);
+    assert_eq!(c.host_ptr.map(|h| h.as_ptr() as u64), Some(c.gpu_va.0));
+    let replied = fake.replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(c.handle, replied.last().unwrap().handle);
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps,
+        vec![(AMDKFD_IOC_MAP_MEMORY_TO_GPU, c.handle, vec![GPU_ID])]
+    );
+    // Host memory is really there, zeroed, and writable.
+    let host = c.host_ptr.unwrap().as_ptr();
+    // SAFETY: the chunk is 8192 bytes of live host memory at `host`, used only here.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(host, 8192) };
+    assert!(bytes.iter().all(|&b| b == 0));
+    bytes[8191] = 7;
+    // SAFETY: nothing uses the chunk any more.
+    unsafe { p.free_memory(&c) }.unwrap();
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps[1],
+        (AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, c.handle, vec![GPU_ID])
+    );
+    assert_eq!(
+        fake.last::<FreeMemoryOfGpuArgs>(AMDKFD_IOC_FREE_MEMORY_OF_GPU)
+            .handle,
+        c.handle
+    );
+    // SAFETY: deliberately freeing a chunk twice: the platform must refuse, not touch it.
+    let e = unsafe { p.free_memory(&c) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+}
+
+#[test]
+fn device_local_flags_alignment_and_host_mapping() {
+    let (fake, p) = open();
+    let size = 4 << 20;
+    let c = p
+        .allocate_memory(&req(
+            GPU_NODE,
+            MemoryKind::DeviceLocal,
+            size,
+            MemoryFlags::HOST_ACCESS,
+        ))
+        .unwrap();
+    let a: AllocMemoryOfGpuArgs = fake.last(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(
+        a.flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+            | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+            | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC
+            | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
+    );
+    assert_eq!(a.gpu_id, GPU_ID);
+    assert_eq!(a.va_addr, c.gpu_va.0);
+    assert_eq!(
+        a.va_addr % (2 << 20),
+        0,
+        "chunks >= 2 MiB are 2 MiB aligned"
+    );
+    let mm = fake.log.lock().unwrap().mmaps.clone();
+    assert_eq!(
+        mm,
+        vec![(
+            MapTarget::RenderNode(GPU_ID),
+            c.handle << 20,
+            size as usize,
+            Some(c.gpu_va.0 as usize)
+        )]
+    );
+    assert_eq!(c.host_ptr.map(|h| h.as_ptr() as u64), Some(c.gpu_va.0));
+
+    // Device-only VRAM: no host mapping, no host pointer.
+    let d = p
+        .allocate_memory(&req(
+            GPU_NODE,
+            MemoryKind::DeviceLocal,
+            4096,
+            MemoryFlags::empty(),
+        ))
+        .unwrap();
+    assert_eq!(d.host_ptr, None);
+    assert_eq!(fake.log.lock().unwrap().mmaps.len(), 1);
+    let a: AllocMemoryOfGpuArgs = fake.last(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(a.flags & KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC, 0);
+
+    // Read-only, executable, uncached system memory on the GPU node.
+    p.allocate_memory(&req(
+        GPU_NODE,
+        MemoryKind::System,
+        4096,
+        MemoryFlags::READ_ONLY | MemoryFlags::EXECUTABLE | MemoryFlags::UNCACHED,
+    ))
+    .unwrap();
+    let a: AllocMemoryOfGpuArgs = fake.last(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(
+        a.flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+            | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE
+            | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED
+            | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
+    );
+
+    // A larger request alignment is honoured.
+    let mut r = req(
+        GPU_NODE,
+        MemoryKind::DeviceLocal,
+        4096,
+        MemoryFlags::empty(),
+    );
+    r.align_bytes = 1 << 24;
+    let e = p.allocate_memory(&r).unwrap();
+    assert_eq!(e.gpu_va.0 % (1 << 24), 0);
+}
+
+#[test]
+fn invalid_requests() {
+    let (fake, p) = open();
+    let bad = |r: MemoryRequest| p.allocate_memory(&r).unwrap_err();
+    let e = bad(req(
+        CPU_NODE,
+        MemoryKind::System,
+        1000,
+        MemoryFlags::empty(),
+    ));
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(e.detail().contains("1000"), "{}", e.detail());
+    let mut r = req(CPU_NODE, MemoryKind::System, 4096, MemoryFlags::empty());
+    r.align_bytes = 3;
+    assert_eq!(bad(r).status(), Status::InvalidArgument);
+    let e = bad(req(
+        CPU_NODE,
+        MemoryKind::DeviceLocal,
+        4096,
+        MemoryFlags::empty(),
+    ));
+    assert_eq!(e.status(), Status::InvalidArgument);
+    let e = bad(req(
+        NodeId(7),
+        MemoryKind::System,
+        4096,
+        MemoryFlags::empty(),
+    ));
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(e.detail().contains("node 7"), "{}", e.detail());
+    let e = bad(req(
+        CPU_NODE,
+        MemoryKind::System,
+        1 << 40,
+        MemoryFlags::empty(),
+    ));
+    assert_eq!(e.status(), Status::OutOfResources);
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU), 0);
+}
+
+#[test]
+fn ioctl_failure_is_named_and_releases_everything() {
+    let (fake, p) = open();
+    fake.fail
+        .lock()
+        .unwrap()
+        .insert(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, Errno::NOMEM);
+    let e = p
+        .allocate_memory(&req(
+            GPU_NODE,
+            MemoryKind::DeviceLocal,
+            4096,
+            MemoryFlags::empty(),
+        ))
+        .unwrap_err();
+    assert_eq!(e.status(), Status::OutOfResources);
+    assert!(
+        e.detail().contains("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU"),
+        "{}",
+        e.detail()
+    );
+    let failed_va = fake
+        .last::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)
+        .va_addr;
+    fake.fail.lock().unwrap().clear();
+
+    // MAP failing frees the buffer it allocated.
+    fake.fail
+        .lock()
+        .unwrap()
+        .insert(AMDKFD_IOC_MAP_MEMORY_TO_GPU, Errno::INVAL);
+    let e = p
+        .allocate_memory(&req(
+            GPU_NODE,
+            MemoryKind::DeviceLocal,
+            4096,
+            MemoryFlags::empty(),
+        ))
+        .unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    let handle = fake
+        .replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)
+        .last()
+        .unwrap()
+        .handle;
+    assert_eq!(
+        fake.last::<FreeMemoryOfGpuArgs>(AMDKFD_IOC_FREE_MEMORY_OF_GPU)
+            .handle,
+        handle
+    );
+    fake.fail.lock().unwrap().clear();
+
+    // The address space of the failed attempts was given back.
+    let c = p
+        .allocate_memory(&req(
+            GPU_NODE,
+            MemoryKind::DeviceLocal,
+            4096,
+            MemoryFlags::empty(),
+        ))
+        .unwrap();
+    assert_eq!(c.gpu_va.0, failed_va);
+}
+
+#[test]
+fn map_memory_to_nodes() {
+    let (fake, p) = open();
+    let c = p
+        .allocate_memory(&req(
+            GPU_NODE,
+            MemoryKind::DeviceLocal,
+            4096,
+            MemoryFlags::empty(),
+        ))
+        .unwrap();
+    p.map_memory(&c, &[CPU_NODE, GPU_NODE]).unwrap();
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps.last().unwrap(),
+        &(AMDKFD_IOC_MAP_MEMORY_TO_GPU, c.handle, vec![GPU_ID])
+    );
+    assert_eq!(
+        p.map_memory(&c, &[NodeId(9)]).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    let ghost = MemoryChunk {
+        gpu_va: GpuVa(0x1000),
+        ..c
+    };
+    assert_eq!(
+        p.map_memory(&ghost, &[GPU_NODE]).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+}
+
+fn queue_memory(p: &LinuxPlatform) -> (MemoryChunk, MemoryChunk) {
+    let ring = p
+        .allocate_memory(&req(
+            CPU_NODE,
+            MemoryKind::System,
+            64 * 1024,
+            MemoryFlags::HOST_ACCESS | MemoryFlags::UNCACHED,
+        ))
+        .unwrap();
+    let amdq = p
+        .allocate_memory(&req(
+            CPU_NODE,
+            MemoryKind::System,
+            4096,
+            MemoryFlags::HOST_ACCESS,
+        ))
+        .unwrap();
+    (ring, amdq)
+}
+
+fn queue_request(ring: &MemoryChunk, amdq: &MemoryChunk) -> QueueRequest {
+    QueueRequest {
+        node: GPU_NODE,
+        kind: QueueKind::ComputeAql,
+        ring: ring.gpu_va,
+        ring_host: ring.host_ptr.unwrap(),
+        ring_size_bytes: 64 * 1024,
+        amd_queue: amdq.gpu_va,
+        amd_queue_host: amdq.host_ptr.unwrap(),
+        read_pointer: GpuVa(amdq.gpu_va.0 + 128),
+        write_pointer: GpuVa(amdq.gpu_va.0 + 56),
+        on_error: None,
+    }
+}
+
+#[test]
+fn create_ring_destroy_queue() {
+    let (fake, p) = open();
+    let (ring, amdq) = queue_memory(&p);
+    let r = queue_request(&ring, &amdq);
+    // SAFETY: ring and amd_queue_t chunks outlive the queue (destroyed below).
+    let q = unsafe { p.create_queue(&r) }.unwrap();
+    let a: CreateQueueArgs = *fake.replies(AMDKFD_IOC_CREATE_QUEUE).last().unwrap();
+    assert_eq!(a.ring_base_address, ring.gpu_va.0);
+    assert_eq!(a.ring_size, 64 * 1024);
+    assert_eq!(a.read_pointer_address, amdq.gpu_va.0 + 128);
+    assert_eq!(a.write_pointer_address, amdq.gpu_va.0 + 56);
+    assert_eq!(a.queue_type, KFD_IOC_QUEUE_TYPE_COMPUTE_AQL);
+    assert_eq!(a.queue_percentage, 100);
+    assert_eq!(a.queue_priority, 7);
+    assert_eq!(a.gpu_id, GPU_ID);
+    assert_eq!(q.id, QueueId(a.queue_id));
+
+    // EOP: 4 KiB of VRAM; CWSR: host memory of the kernel's size, headers written.
+    let sizes = queue_buffer_sizes(&p.node(1).unwrap(), 4096).unwrap();
+    assert_eq!(a.eop_buffer_size, 4096);
+    assert_eq!(a.ctx_save_restore_size, 0x9000 + 0x3c8_8000);
+    assert_eq!(a.ctl_stack_size, 0x9000);
+    let allocs: Vec<AllocMemoryOfGpuArgs> = fake.calls(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    let eop = allocs
+        .iter()
+        .find(|x| x.va_addr == a.eop_buffer_address)
+        .unwrap();
+    assert_eq!(eop.size, 4096);
+    assert_ne!(eop.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM, 0);
+    let cwsr = allocs
+        .iter()
+        .find(|x| x.va_addr == a.ctx_save_restore_address)
+        .unwrap();
+    assert_eq!(cwsr.size, sizes.cwsr_total_bytes);
+    assert_ne!(cwsr.flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR, 0);
+    // SAFETY: the CWSR area is live host memory of the platform; read its 40-byte header.
+    let hdr = unsafe { std::ptr::read(a.ctx_save_restore_address as *const ContextSaveAreaHeader) };
+    assert_eq!(hdr.debug_offset, a.ctx_save_restore_size);
+    assert_eq!(hdr.debug_size, 4096 * 32);
+
+    // Doorbell: page = offset & !0x1fff mapped from /dev/kfd, doorbell at offset & 0x1fff.
+    let mm = fake.log.lock().unwrap().mmaps.clone();
+    let db: Vec<_> = mm.iter().filter(|m| m.0 == MapTarget::Kfd).collect();
+    assert_eq!(db.len(), 1);
+    assert_eq!(db[0].1, kfd_mmap_doorbell_offset(GPU_ID));
+    assert_eq!(db[0].2 as u64, DOORBELL_PAGE_BYTES);
+    let page = db[0].3.unwrap() as u64;
+    assert_eq!(q.doorbell_address, page + 8 * u64::from(a.queue_id));
+
+    p.ring_doorbell(q.id, 41);
+    // SAFETY: the doorbell is an 8-byte slot of the fake's mapped doorbell page.
+    let v = unsafe { std::ptr::read_volatile(q.doorbell_address as *const u64) };
+    assert_eq!(v, 41);
+    assert_eq!(fake.log.lock().unwrap().rung, vec![(a.queue_id, 41)]);
+    p.ring_doorbell(QueueId(9999), 1); // unknown: ignored
+    assert_eq!(fake.log.lock().unwrap().rung.len(), 1);
+
+    // A second queue reuses the doorbell page.
+    // SAFETY: as above.
+    let q2 = unsafe { p.create_queue(&r) }.unwrap();
+    let kfd_maps = fake
+        .log
+        .lock()
+        .unwrap()
+        .mmaps
+        .iter()
+        .filter(|m| m.0 == MapTarget::Kfd)
+        .count();
+    assert_eq!(kfd_maps, 1);
+    assert_eq!(q2.doorbell_address, page + 8 * u64::from(q2.id.0));
+
+    let frees_before = fake.count(AMDKFD_IOC_FREE_MEMORY_OF_GPU);
+    p.destroy_queue(q.id).unwrap();
+    let d: DestroyQueueArgs = fake.last(AMDKFD_IOC_DESTROY_QUEUE);
+    assert_eq!(d.queue_id, q.id.0);
+    let freed: Vec<u64> = fake.calls::<FreeMemoryOfGpuArgs>(AMDKFD_IOC_FREE_MEMORY_OF_GPU)
+        [frees_before..]
+        .iter()
+        .map(|f| f.handle)
+        .collect();
+    assert_eq!(freed.len(), 2, "EOP and CWSR are freed");
+    assert_eq!(
+        p.destroy_queue(q.id).unwrap_err().status(),
+        Status::InvalidQueue
+    );
+}
+
+#[test]
+fn invalid_queue_requests() {
+    let (fake, p) = open();
+    let (ring, amdq) = queue_memory(&p);
+    let mut r = queue_request(&ring, &amdq);
+    r.ring_size_bytes = 1000;
+    // SAFETY: rejected before anything uses the memory.
+    let e = unsafe { p.create_queue(&r) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidQueueCreation);
+    assert!(e.detail().contains("1000"), "{}", e.detail());
+    let mut r = queue_request(&ring, &amdq);
+    r.node = CPU_NODE;
+    // SAFETY: as above.
+    let e = unsafe { p.create_queue(&r) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidQueueCreation);
+    r.node = NodeId(5);
+    // SAFETY: as above.
+    let e = unsafe { p.create_queue(&r) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidAgent);
+
+    // CREATE_QUEUE failing frees the EOP and CWSR buffers.
+    fake.fail
+        .lock()
+        .unwrap()
+        .insert(AMDKFD_IOC_CREATE_QUEUE, Errno::NOSPC);
+    let allocs = fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    let frees = fake.count(AMDKFD_IOC_FREE_MEMORY_OF_GPU);
+    // SAFETY: as above.
+    let e = unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap_err();
+    assert_eq!(e.status(), Status::OutOfResources);
+    assert!(
+        e.detail().starts_with("AMDKFD_IOC_CREATE_QUEUE"),
+        "{}",
+        e.detail()
+    );
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU) - allocs, 2);
+    assert_eq!(fake.count(AMDKFD_IOC_FREE_MEMORY_OF_GPU) - frees, 2);
+}
+
+#[test]
+fn events_page_mailbox_wait_signal() {
+    let (fake, p) = open();
+    let e1 = p.create_event().unwrap();
+    let first: CreateEventArgs = fake.last(AMDKFD_IOC_CREATE_EVENT);
+    assert_eq!(fake.count(AMDKFD_IOC_CREATE_EVENT), 1);
+    assert_eq!(first.event_type, KFD_IOC_EVENT_SIGNAL);
+    assert_eq!(first.auto_reset, 1);
+    // The event page: a 32 KiB uncached, coherent userptr chunk whose handle goes to KFD.
+    let page: AllocMemoryOfGpuArgs = fake.last(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(page.size, EVENT_PAGE_BYTES);
+    assert_eq!(page.size, 32768);
+    assert_eq!(
+        page.flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+            | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+            | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT
+            | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED
+            | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
+    );
+    let page_handle = fake
+        .replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)
+        .last()
+        .unwrap()
+        .handle;
+    assert_eq!(first.event_page_offset, page_handle);
+    assert_eq!(e1.mailbox.0, page.va_addr + 8 * u64::from(e1.id.0));
+
+    let e2 = p.create_event().unwrap();
+    let second: CreateEventArgs = fake.last(AMDKFD_IOC_CREATE_EVENT);
+    assert_eq!(second.event_page_offset, 0, "the page is handed over once");
+    assert_eq!(e2.mailbox.0, page.va_addr + 8 * u64::from(e2.id.0));
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU), 1);
+
+    assert_eq!(
+        p.wait_event(e1.id, 1_500_000).unwrap(),
+        WaitOutcome::Signaled
+    );
+    let w: WaitEventsArgs = fake.last(AMDKFD_IOC_WAIT_EVENTS);
+    assert_eq!((w.num_events, w.wait_for_all, w.timeout), (1, 1, 2));
+    *fake.wait_result.lock().unwrap() = KFD_IOC_WAIT_RESULT_TIMEOUT;
+    assert_eq!(
+        p.wait_event(e1.id, u64::MAX).unwrap(),
+        WaitOutcome::TimedOut
+    );
+    assert_eq!(
+        fake.last::<WaitEventsArgs>(AMDKFD_IOC_WAIT_EVENTS).timeout,
+        0xffff_ffff
+    );
+    *fake.wait_result.lock().unwrap() = KFD_IOC_WAIT_RESULT_FAIL;
+    assert_eq!(p.wait_event(e1.id, 0).unwrap_err().status(), Status::Error);
+
+    p.signal_event(e2.id).unwrap();
+    assert_eq!(
+        fake.last::<SetEventArgs>(AMDKFD_IOC_SET_EVENT).event_id,
+        e2.id.0
+    );
+    p.destroy_event(e2.id).unwrap();
+    assert_eq!(
+        fake.last::<DestroyEventArgs>(AMDKFD_IOC_DESTROY_EVENT)
+            .event_id,
+        e2.id.0
+    );
+    assert_eq!(
+        p.destroy_event(e2.id).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    assert_eq!(
+        p.wait_event(EventId(999), 0).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+    assert_eq!(
+        p.signal_event(EventId(999)).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+}
+
+#[test]
+fn wait_timeout_conversion() {
+    assert_eq!(wait_timeout_ms(0), 0);
+    assert_eq!(wait_timeout_ms(1), 1);
+    assert_eq!(wait_timeout_ms(1_000_000), 1);
+    assert_eq!(wait_timeout_ms(1_000_001), 2);
+    assert_eq!(wait_timeout_ms(u64::MAX), 0xffff_ffff);
+    assert_eq!(wait_timeout_ms(u64::MAX - 1), 0xffff_ffff);
+}
+
+#[test]
+fn drop_releases_everything() {
+    let fake = Fake::new((1, 14));
+    {
+        let p = LinuxPlatform::new(fake.clone(), topology()).unwrap();
+        let (ring, amdq) = queue_memory(&p);
+        // SAFETY: the chunks stay live until the platform drops, after the queue.
+        unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
+        p.create_event().unwrap();
+        p.allocate_memory(&req(
+            GPU_NODE,
+            MemoryKind::DeviceLocal,
+            4096,
+            MemoryFlags::empty(),
+        ))
+        .unwrap();
+        p.register_kernel_symbol(GpuVa(0x1234_0000), "vector_add.kd");
+    }
+    assert_eq!(fake.count(AMDKFD_IOC_DESTROY_QUEUE), 1);
+    assert_eq!(fake.count(AMDKFD_IOC_DESTROY_EVENT), 1);
+    let allocs: Vec<u64> = fake
+        .replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)
+        .iter()
+        .map(|a| a.handle)
+        .collect();
+    let mut frees: Vec<u64> = fake
+        .calls::<FreeMemoryOfGpuArgs>(AMDKFD_IOC_FREE_MEMORY_OF_GPU)
+        .iter()
+        .map(|a| a.handle)
+        .collect();
+    frees.sort();
+    assert_eq!(
+        allocs.len(),
+        6,
+        "ring, amd_queue, EOP, CWSR, event page, VRAM"
+    );
+    assert_eq!(frees, allocs);
+    assert_eq!(
+        fake.log.lock().unwrap().symbols,
+        vec![(0x1234_0000, "vector_add.kd".to_owned())]
+    );
+}
+
+#[test]
+fn machine_without_gpus_gets_plain_host_memory() {
+    let fake = Fake::new((1, 14));
+    let mut t = topology();
+    t.nodes.truncate(1);
+    let p = LinuxPlatform::new(fake.clone(), t).unwrap();
+    let c = p
+        .allocate_memory(&req(
+            CPU_NODE,
+            MemoryKind::System,
+            4096,
+            MemoryFlags::HOST_ACCESS,
+        ))
+        .unwrap();
+    assert_eq!(c.handle, 0);
+    assert!(c.host_ptr.is_some());
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU), 0);
+    assert_eq!(fake.count(AMDKFD_IOC_ACQUIRE_VM), 0);
+    // SAFETY: nothing uses the chunk.
+    unsafe { p.free_memory(&c) }.unwrap();
+    // Events fall back to KFD's own page, mapped from /dev/kfd.
+    let e = p.create_event().unwrap();
+    let mm = fake.log.lock().unwrap().mmaps.clone();
+    assert_eq!(mm.len(), 1);
+    assert_eq!(
+        (mm[0].0, mm[0].1, mm[0].2 as u64),
+        (MapTarget::Kfd, KFD_MMAP_EVENTS_OFFSET, EVENT_PAGE_BYTES)
+    );
+    assert_eq!(e.mailbox.0, mm[0].3.unwrap() as u64 + 8 * u64::from(e.id.0));
+}
+
+#[test]
+fn timestamps_are_monotonic_ns() {
+    let (_f, p) = open();
+    assert_eq!(p.timestamp_frequency_hz(), 1_000_000_000);
+    let a = p.timestamp_ticks();
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let b = p.timestamp_ticks();
+    assert!(b - a >= 2_000_000, "{a} {b}");
+}
