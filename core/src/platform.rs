@@ -10,6 +10,9 @@
 //! allocator: a no_std host can answer from static tables.
 #![allow(unsafe_code)] // an unsafe trait with unsafe methods; no unsafe blocks here
 
+#[cfg(feature = "fake")]
+pub mod fake;
+
 use core::fmt;
 use core::ptr::NonNull;
 

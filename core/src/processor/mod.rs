@@ -1,1 +1,332 @@
-//! processor (being built).
+//! The software packet processor: the consumer side of an AQL queue.
+//!
+//! A [`PacketProcessor`] takes packets off a [`Ring`] in write-index order and runs each to
+//! completion, doing what the GPU's command processor does for a hardware queue: it is what
+//! serves the emulated device's compute queues, the [`FakePlatform`](crate::platform::fake)
+//! and soft queues. Whoever hosts it (a thread on Linux, a core or an interrupt handler on bare
+//! metal) calls [`PacketProcessor::process`] when the doorbell rings or a signal event fires,
+//! and supplies a [`ProcessorHost`]: kernel execution, the agent-dispatch table, signal-handle
+//! validation, mailboxes, events, time and error reporting.
+//!
+//! # Protocol (consumer)
+//! For the packet at the read index (Ref: HSA PSA 1.2 §2.9 "Architected Queuing Language"):
+//! 1. Acquire-load the slot's first 32 bits; INVALID means no packet yet ([`Progress::Idle`]).
+//!    The load pairs with the producer's Release store in [`Ring::publish`].
+//! 2. Decode and validate the packet, and resolve its completion signal through the host:
+//!    packets are untrusted, so a bad field or an unknown signal handle stops the queue before
+//!    anything of the packet runs.
+//! 3. Barrier bit: this processor runs packets strictly in order and each to completion, so
+//!    when a packet launches every earlier packet has completed and the bit is always
+//!    satisfied. Acquire fence: for agent or system scope a `fence(Acquire)`.
+//! 4. Run: a kernel through [`ProcessorHost::execute_kernel`], an agent function through
+//!    [`ProcessorHost::agent_dispatch`], barriers by reading their dependency signals (a
+//!    barrier not yet satisfied leaves the packet in place: [`Progress::Blocked`]).
+//! 5. Complete: for agent or system release scope a `fence(Release)`; with profiling on
+//!    (`AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`) store start and end timestamps into the
+//!    completion signal; decrement its value by 1 (Release); if it has an event mailbox, write
+//!    the event id there (through the host, which checks the address) and wake the event;
+//!    store INVALID into the slot's header (Release); advance `read_dispatch_id` (Release,
+//!    pairing with the producer's Acquire load of the read index in back-pressure).
+//!
+//! # Barriers
+//! - Barrier-AND (PSA §2.9.8): satisfied when every dependency's value is 0; null handles are
+//!   satisfied dependencies (`hsa.h`), so an all-null barrier-AND completes at once.
+//! - Barrier-OR (PSA §2.9.9): satisfied when any dependency's value is 0; null handles are
+//!   dependencies never satisfied (`hsa.h`), so an all-null barrier-OR blocks the queue for
+//!   good, as on hardware.
+//! - A dependency with a negative value is a failed dependency: the barrier completes with an
+//!   error and the queue stops with `Status::Error` (the PSA's barrier error rule, as this
+//!   module reads it).
+//! - AMD barrier-value (`hsa_ext_amd.h`): satisfied when `(value & mask) cond compare`.
+//!
+//! # Errors
+//! A malformed packet (undefined type, reserved fence scope, bad dimensions, zero sizes,
+//! null kernel object, misaligned kernarg), an unknown signal handle, or a host error from
+//! the kernel executor or agent handler stops the queue: the error is reported once through
+//! [`ProcessorHost::report_error`], [`PacketProcessor::process`] returns
+//! [`Progress::Stopped`] now and forever, the bad packet's header stays as it is and the read
+//! index is not advanced past it. Packet errors carry `INVALID_PACKET_FORMAT`, unknown signals
+//! the host's status (`INVALID_SIGNAL`), host errors their own status.
+//!
+//! # Soft queues
+//! `hsa_soft_queue_create` makes a queue whose packet processor is the user's own code (CPU
+//! agents, agent dispatch). That is a [`PacketProcessor`] over the soft queue's ring with a
+//! host whose `execute_kernel` returns an error and whose `agent_dispatch` looks the function
+//! up in the user's table: no separate type is needed.
+
+mod decode;
+mod slot;
+
+pub use decode::{
+    parse_header, AgentDispatch, BarrierValue, Command, Condition, Header, KernelDispatch,
+};
+pub use slot::RingConsumer;
+
+use crate::abi::packet::FenceScope;
+use crate::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
+use crate::abi::SignalHandle;
+use crate::addr::GpuVa;
+use crate::queue::ring::Ring;
+use crate::signal::raw::RawSignal;
+use crate::status::{Error, Result, Status};
+use crate::sync::{fence, Ordering};
+
+/// What a packet processor needs from whoever hosts it.
+///
+/// Every method may be called from the thread (or interrupt context) that calls
+/// [`PacketProcessor::process`]; none may call back into the same processor.
+pub trait ProcessorHost {
+    /// The kernel executor: runs one validated kernel dispatch to completion (grid and
+    /// work-group sizes, kernarg address, group and private segment sizes, kernel object).
+    ///
+    /// # Errors
+    /// Any error stops the queue with its status, e.g. `Status::InvalidPacketFormat` for a
+    /// kernel object the host does not know, `Status::MemoryFault` for a kernarg address it
+    /// cannot reach.
+    fn execute_kernel(&self, dispatch: &KernelDispatch) -> Result<()>;
+
+    /// Runs the agent function registered for `dispatch.function` (the packet's `type`). The
+    /// processor does nothing with `return_address`; the handler stores its result there.
+    ///
+    /// # Errors
+    /// Any error stops the queue with its status, e.g. `Status::InvalidPacketFormat` for an
+    /// unregistered function id.
+    fn agent_dispatch(&self, dispatch: &AgentDispatch) -> Result<()>;
+
+    /// Turns a signal handle from a packet (never null) into a live signal. The host must
+    /// check that the handle names a signal it knows, so that an untrusted packet can never
+    /// make the processor write through a wild pointer.
+    ///
+    /// # Errors
+    /// `Status::InvalidSignal` for a handle that is not a live signal.
+    fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal>;
+
+    /// Stores `event_id` (zero-extended) into the 64-bit event mailbox slot at `mailbox` with
+    /// Release, after checking that `mailbox` is a slot the host made (the signal's
+    /// `event_mailbox_ptr` is user-writable memory).
+    ///
+    /// # Errors
+    /// `Status::InvalidSignal` when `mailbox` is not a live mailbox slot.
+    fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<()>;
+
+    /// Wakes the waiters of event `event_id` (an interrupt signal changed). Never blocks.
+    fn signal_event(&self, event_id: u32);
+
+    /// The current timestamp, in the ticks of `HSA_SYSTEM_INFO_TIMESTAMP`; monotonic.
+    fn timestamp_ticks(&self) -> u64;
+
+    /// The queue stopped with `error`: call the queue's error callback. Called once per queue.
+    fn report_error(&self, error: &Error);
+}
+
+/// What one call of [`PacketProcessor::process`] achieved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Progress {
+    /// No packet was processed: the slot at the read index holds no valid packet. Wait for
+    /// the doorbell.
+    Idle,
+    /// No packet was processed: the packet at the read index is a barrier whose condition
+    /// does not hold yet. Poll again later or when a signal event fires.
+    Blocked,
+    /// This many packets completed (at least 1); call again to continue.
+    Processed(u32),
+    /// The queue is stopped after this error; the processor never processes again.
+    Stopped(Error),
+}
+
+/// The consumer of one AQL queue: takes packets at the read index, runs them in order, each
+/// to completion.
+#[derive(Debug)]
+pub struct PacketProcessor {
+    consumer: RingConsumer,
+    profiling: bool,
+    stopped: Option<Error>,
+    /// Start timestamp of the packet at `read_index` when it was first seen blocked.
+    started: Option<(u64, u64)>,
+}
+
+enum Step {
+    Idle,
+    Blocked,
+    Done,
+}
+
+impl PacketProcessor {
+    /// A processor over a ring's consumer role. Profiling follows the
+    /// `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING` bit of the ring's `queue_properties`, read once
+    /// here.
+    pub fn new(consumer: RingConsumer) -> PacketProcessor {
+        PacketProcessor {
+            profiling: consumer.ring().queue_properties() & AMD_QUEUE_PROPERTIES_ENABLE_PROFILING
+                != 0,
+            consumer,
+            stopped: None,
+            started: None,
+        }
+    }
+
+    /// The ring it consumes.
+    pub fn ring(&self) -> &Ring {
+        self.consumer.ring()
+    }
+
+    /// The index, in packets, of the next packet to process.
+    pub fn read_index(&self) -> u64 {
+        self.consumer.read_index()
+    }
+
+    /// Whether timestamps are written into completion signals.
+    pub fn profiling(&self) -> bool {
+        self.profiling
+    }
+
+    /// The error that stopped the queue, if it is stopped.
+    pub fn stopped(&self) -> Option<&Error> {
+        self.stopped.as_ref()
+    }
+
+    /// Processes up to `max_packets` packets.
+    ///
+    /// Returns [`Progress::Processed`] when at least one packet completed (the caller loops
+    /// until `Idle` or `Blocked`), and [`Progress::Stopped`] when a packet failed (now or
+    /// earlier); see the module docs for what stops a queue.
+    pub fn process<H: ProcessorHost + ?Sized>(&mut self, host: &H, max_packets: u32) -> Progress {
+        if let Some(e) = &self.stopped {
+            return Progress::Stopped(e.clone());
+        }
+        let mut done = 0;
+        while done < max_packets {
+            match self.step(host) {
+                Ok(Step::Done) => done += 1,
+                Ok(Step::Idle) if done == 0 => return Progress::Idle,
+                Ok(Step::Blocked) if done == 0 => return Progress::Blocked,
+                Ok(_) => break,
+                Err(e) => {
+                    let e = e.context_index(self.consumer.read_index());
+                    host.report_error(&e);
+                    self.stopped = Some(e.clone());
+                    return Progress::Stopped(e);
+                }
+            }
+        }
+        if done == 0 {
+            Progress::Idle
+        } else {
+            Progress::Processed(done)
+        }
+    }
+
+    fn resolve<H: ProcessorHost + ?Sized>(
+        host: &H,
+        handle: SignalHandle,
+    ) -> Result<Option<RawSignal>> {
+        if handle.is_null() {
+            Ok(None)
+        } else {
+            host.resolve_signal(handle).map(Some)
+        }
+    }
+
+    fn step<H: ProcessorHost + ?Sized>(&mut self, host: &H) -> Result<Step> {
+        let index = self.consumer.read_index();
+        let Some(bytes) = self.consumer.peek() else {
+            return Ok(Step::Idle);
+        };
+        let (header, command) = decode::decode(&bytes)?;
+        let completion = Self::resolve(host, command.completion_signal())?;
+        if header.acquire != FenceScope::None {
+            fence(Ordering::Acquire);
+        }
+        let start_ts = match self.started {
+            Some((i, ts)) if i == index => ts,
+            _ if self.profiling => host.timestamp_ticks(),
+            _ => 0,
+        };
+        let satisfied = match &command {
+            Command::Kernel(k) => host.execute_kernel(k).map(|()| true)?,
+            Command::Agent(a) => host.agent_dispatch(a).map(|()| true)?,
+            Command::BarrierAnd { deps, .. } => {
+                let mut all = true;
+                for (i, &d) in deps.iter().enumerate() {
+                    if let Some(v) = Self::dep_value(host, i, d)? {
+                        all &= v == 0;
+                    }
+                }
+                all
+            }
+            Command::BarrierOr { deps, .. } => {
+                let mut any = false;
+                for (i, &d) in deps.iter().enumerate() {
+                    if let Some(v) = Self::dep_value(host, i, d)? {
+                        any |= v == 0;
+                    }
+                }
+                any
+            }
+            Command::BarrierValue(b) => {
+                let sig = host.resolve_signal(b.signal)?;
+                let v = sig.value().load(Ordering::Acquire);
+                b.cond.holds(v & b.mask, b.value)
+            }
+        };
+        if !satisfied {
+            self.started = Some((index, start_ts));
+            return Ok(Step::Blocked);
+        }
+        if header.release != FenceScope::None {
+            fence(Ordering::Release);
+        }
+        let mut notify = Ok(());
+        if let Some(sig) = completion {
+            if self.profiling {
+                sig.start_ts().store(start_ts, Ordering::Relaxed);
+                sig.end_ts()
+                    .store(host.timestamp_ticks().max(start_ts), Ordering::Relaxed);
+            }
+            // Release pairs with the waiter's Acquire load of the value: everything the
+            // packet wrote (and the timestamps) is visible once the waiter sees the decrement.
+            sig.value().fetch_sub(1, Ordering::Release);
+            let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
+            if mailbox != 0 {
+                let id = sig.event_id();
+                notify = host.write_mailbox(GpuVa(mailbox), id);
+                if notify.is_ok() {
+                    host.signal_event(id);
+                }
+            }
+        }
+        self.consumer.release();
+        self.started = None;
+        notify.map(|()| Step::Done)
+    }
+
+    /// The value of dependency `i`, `None` for a null handle.
+    fn dep_value<H: ProcessorHost + ?Sized>(
+        host: &H,
+        i: usize,
+        handle: SignalHandle,
+    ) -> Result<Option<i64>> {
+        let Some(sig) = Self::resolve(host, handle)? else {
+            return Ok(None);
+        };
+        let v = sig.value().load(Ordering::Acquire);
+        if v < 0 {
+            crate::bail!(
+                Status::Error,
+                "dep_signal[{i}] ({:#x}) has negative value {v}: the dependency failed",
+                handle.0
+            );
+        }
+        Ok(Some(v))
+    }
+}
+
+trait ContextIndex {
+    fn context_index(self, index: u64) -> Error;
+}
+
+impl ContextIndex for Error {
+    fn context_index(self, index: u64) -> Error {
+        crate::error!(self.status(), "packet {index}: {}", self.detail())
+    }
+}

@@ -1,0 +1,1079 @@
+//! `FakePlatform`: a [`Platform`] in host memory for core's own tests and doc examples, whose
+//! queues are served by the software [`PacketProcessor`]; and [`FaultInjector`], a wrapper that
+//! makes the n-th call of a chosen method fail (smoltcp's `FaultInjector` idea).
+//!
+//! - Topology: configurable ([`FakeTopology`]); by default one CPU node and one gfx90a GPU node
+//!   with the properties amdkfd reports for an AMD Instinct MI210.
+//! - Memory: zeroed host allocations; the device address is the host address. Live chunks are
+//!   tracked, so freeing an unknown chunk is an error and signal handles and kernarg addresses
+//!   in packets can be checked against them.
+//! - Events: a `Mutex` + `Condvar`; a signaled event stays signaled until a wait consumes it.
+//!   Each event has a 64-bit mailbox slot in the fake's event page.
+//! - Time: nanoseconds since the platform was made (1 GHz).
+//! - Queues: processed synchronously, on the calling thread, inside
+//!   [`Platform::ring_doorbell`] (until Idle, Blocked or Stopped) and again after every
+//!   [`Platform::signal_event`] (so barriers waiting on interrupt signals resolve). This keeps
+//!   tests deterministic: when `ring_doorbell` returns, everything runnable has run. A barrier
+//!   waiting on a signal the host changed without an event resolves on the next doorbell,
+//!   event or [`FakePlatform::poll_queues`]. Doorbells rung from inside a kernel (or from
+//!   another thread while the queue runs) are not lost: the running call picks them up.
+//! - Kernels: there is no GPU, so [`FakePlatform::register_kernel`] maps a kernel object to a
+//!   host function that gets a [`DispatchContext`]; agent functions are registered by their
+//!   `type` with [`FakePlatform::register_agent_function`].
+#![allow(unsafe_code)]
+
+use std::alloc::Layout;
+use std::boxed::Box;
+use std::collections::{BTreeMap, HashMap};
+use std::ptr::NonNull;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use std::time::{Duration, Instant};
+use std::vec::Vec;
+
+use crate::abi::SignalHandle;
+use crate::addr::{EventId, GpuVa, NodeId, QueueId};
+use crate::platform::{
+    Cache, Event, HeapType, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest,
+    NodeProperties, Platform, QueueErrorCallback, QueueRequest, WaitOutcome,
+};
+use crate::processor::{
+    AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress, RingConsumer,
+};
+use crate::queue::ring::Ring;
+use crate::signal::raw::RawSignal;
+use crate::status::{Error, Result, Status};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+/// Number of events (and mailbox slots) a fake platform has.
+pub const EVENT_CAPACITY: usize = 256;
+
+/// One node of a fake topology: its properties, memory banks, caches and links.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeNode {
+    /// The node's properties (`*_count` fields should match the vectors).
+    pub properties: NodeProperties,
+    /// Memory banks.
+    pub banks: Vec<MemoryBank>,
+    /// Caches.
+    pub caches: Vec<Cache>,
+    /// IO and P2P links.
+    pub links: Vec<IoLink>,
+}
+
+/// The topology a [`FakePlatform`] reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FakeTopology {
+    /// Nodes, index = node id.
+    pub nodes: Vec<FakeNode>,
+}
+
+fn name<const N: usize>(s: &str) -> heapless::String<N> {
+    let mut out = heapless::String::new();
+    for c in s.chars() {
+        if out.push(c).is_err() {
+            break;
+        }
+    }
+    out
+}
+
+impl FakeTopology {
+    /// One 64-core CPU node (node 0, 256 GiB of system memory) and one AMD Instinct MI210
+    /// (node 1, gfx90a): the GPU's properties are those amdkfd reports for an MI210 in
+    /// `shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology` (node 2 there) — 416 SIMDs,
+    /// 4 per CU (104 CUs), wave 64, 64 KiB LDS, `gfx_target_version` 90010, device id 0x740f —
+    /// except that it is alone (no XGMI hive, one PCIe link to the CPU); 64 GiB of VRAM and an
+    /// 8 MiB L2 with 128-byte lines.
+    pub fn mi210() -> FakeTopology {
+        let cpu = NodeProperties {
+            node_id: 0,
+            name: name("AMD EPYC (fake)"),
+            marketing_name: name("AMD EPYC (fake)"),
+            cpu_cores_count: 64,
+            mem_banks_count: 1,
+            io_links_count: 1,
+            max_engine_clk_ccompute: 2450,
+            vendor_id: 0x1002,
+            num_xcc: 1,
+            ..NodeProperties::default()
+        };
+        let gpu = NodeProperties {
+            node_id: 1,
+            gpu_id: 0x4a2b,
+            name: name("gfx90a"),
+            marketing_name: name("AMD Instinct MI210"),
+            simd_count: 416,
+            mem_banks_count: 1,
+            caches_count: 1,
+            io_links_count: 1,
+            simd_id_base: 2_147_487_744,
+            max_waves_per_simd: 8,
+            lds_size_in_kb: 64,
+            num_gws: 64,
+            wave_front_size: 64,
+            array_count: 8,
+            simd_arrays_per_engine: 1,
+            cu_per_simd_array: 14,
+            simd_per_cu: 4,
+            max_slots_scratch_cu: 32,
+            gfx_target_version: 90010,
+            vendor_id: 0x1002,
+            device_id: 0x740f,
+            location_id: 25344,
+            drm_render_minor: 128,
+            num_sdma_engines: 2,
+            num_sdma_xgmi_engines: 3,
+            num_sdma_queues_per_engine: 8,
+            num_cp_queues: 24,
+            max_engine_clk_fcompute: 1700,
+            max_engine_clk_ccompute: 2450,
+            fw_version: 92,
+            capability: 746_037_888,
+            debug_prop: 470,
+            sdma_fw_version: 9,
+            num_xcc: 1,
+            ..NodeProperties::default()
+        };
+        let link = |from: u32, to: u32| IoLink {
+            link_type: 2, // HSA_IOLINKTYPE_PCIEXPRESS
+            node_from: from,
+            node_to: to,
+            weight: 20,
+            min_bandwidth: 0,
+            max_bandwidth: 0,
+            flags: 0,
+            p2p: false,
+        };
+        FakeTopology {
+            nodes: std::vec![
+                FakeNode {
+                    properties: cpu,
+                    banks: std::vec![MemoryBank {
+                        heap_type: HeapType::System,
+                        size_bytes: 256 << 30,
+                        flags: 0,
+                        width_bits: 64,
+                        mem_clk_max_mhz: 3200,
+                    }],
+                    caches: Vec::new(),
+                    links: std::vec![link(0, 1)],
+                },
+                FakeNode {
+                    properties: gpu,
+                    banks: std::vec![MemoryBank {
+                        heap_type: HeapType::FrameBufferPrivate,
+                        size_bytes: 64 << 30,
+                        flags: 0,
+                        width_bits: 4096,
+                        mem_clk_max_mhz: 1600,
+                    }],
+                    caches: std::vec![Cache {
+                        processor_id_low: 2_147_487_744,
+                        level: 2,
+                        size_kib: 8192,
+                        cache_line_size_bytes: 128,
+                        cache_type: 1 | 8, // data | HSACU
+                    }],
+                    links: std::vec![link(1, 0)],
+                },
+            ],
+        }
+    }
+}
+
+impl Default for FakeTopology {
+    fn default() -> FakeTopology {
+        FakeTopology::mi210()
+    }
+}
+
+/// What a registered kernel function sees of its dispatch.
+pub struct DispatchContext<'a> {
+    dispatch: &'a KernelDispatch,
+    platform: &'a FakePlatform,
+}
+
+impl DispatchContext<'_> {
+    /// The validated dispatch (all packet fields).
+    pub fn dispatch(&self) -> &KernelDispatch {
+        self.dispatch
+    }
+
+    /// Grid dimensions, 1..=3.
+    pub fn dimensions(&self) -> u8 {
+        self.dispatch.dimensions
+    }
+
+    /// Grid size (x, y, z), work-items.
+    pub fn grid_size(&self) -> [u32; 3] {
+        self.dispatch.grid_size
+    }
+
+    /// Work-group size (x, y, z), work-items.
+    pub fn workgroup_size(&self) -> [u16; 3] {
+        self.dispatch.workgroup_size
+    }
+
+    /// Group segment bytes per work-group.
+    pub fn group_segment_size_bytes(&self) -> u32 {
+        self.dispatch.group_segment_size_bytes
+    }
+
+    /// Private segment bytes per work-item.
+    pub fn private_segment_size_bytes(&self) -> u32 {
+        self.dispatch.private_segment_size_bytes
+    }
+
+    /// The kernel object the packet named.
+    pub fn kernel_object(&self) -> GpuVa {
+        self.dispatch.kernel_object
+    }
+
+    /// Device address of the kernarg segment (null when the packet had none).
+    pub fn kernarg_address(&self) -> GpuVa {
+        self.dispatch.kernarg_address
+    }
+
+    /// Host pointer to `len_bytes` of kernarg segment, `None` when the packet had none or the
+    /// range is not inside a live chunk.
+    pub fn kernarg_ptr(&self, len_bytes: u64) -> Option<NonNull<u8>> {
+        self.platform
+            .host_ptr(self.dispatch.kernarg_address, len_bytes)
+    }
+
+    /// Reads the little-endian 64-bit kernel argument at byte `offset` of the kernarg
+    /// segment; `None` when it is outside live memory.
+    pub fn kernarg_u64(&self, offset: u64) -> Option<u64> {
+        let va = self.dispatch.kernarg_address.checked_add(offset)?;
+        self.platform.read_u64(va)
+    }
+
+    /// Host pointer for `len_bytes` at device address `va` (e.g. a buffer passed as a kernel
+    /// argument); `None` when the range is not inside a live chunk.
+    pub fn host_ptr(&self, va: GpuVa, len_bytes: u64) -> Option<NonNull<u8>> {
+        self.platform.host_ptr(va, len_bytes)
+    }
+
+    /// The platform (to signal events or read memory).
+    pub fn platform(&self) -> &FakePlatform {
+        self.platform
+    }
+}
+
+type KernelFn = dyn Fn(&DispatchContext<'_>) + Send + Sync;
+type AgentFn = dyn Fn(&AgentDispatch, &FakePlatform) + Send + Sync;
+
+struct Chunk {
+    base: NonNull<u8>,
+    size_bytes: u64,
+    layout: Layout,
+    handle: u64,
+}
+
+// SAFETY: a Chunk owns its allocation; it is only reached through the platform's Mutex and
+// pointers derived from it are handed out under the Platform contract.
+unsafe impl Send for Chunk {}
+
+struct FakeQueue {
+    id: QueueId,
+    ring_base: u64,
+    processor: Mutex<PacketProcessor>,
+    pending: AtomicBool,
+    on_error: Option<QueueErrorCallback>,
+    error: Mutex<Option<Error>>,
+}
+
+struct EventState {
+    live: bool,
+    signaled: bool,
+}
+
+/// A [`Platform`] in host memory whose queues are served by the software packet processor.
+/// See the module docs.
+pub struct FakePlatform {
+    topology: FakeTopology,
+    epoch: Instant,
+    memory_limit_bytes: u64,
+    chunks: Mutex<BTreeMap<u64, Chunk>>,
+    allocated_bytes: AtomicU64,
+    next_handle: AtomicU64,
+    queues: Mutex<BTreeMap<u32, Arc<FakeQueue>>>,
+    next_queue: AtomicU32,
+    events: Mutex<Vec<EventState>>,
+    event_cv: Condvar,
+    mailboxes: Box<[AtomicU64]>,
+    kernels: Mutex<HashMap<u64, Arc<KernelFn>>>,
+    agents: Mutex<HashMap<u16, Arc<AgentFn>>>,
+}
+
+impl core::fmt::Debug for FakePlatform {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("FakePlatform")
+            .field("nodes", &self.topology.nodes.len())
+            .field(
+                "allocated_bytes",
+                &self.allocated_bytes.load(Ordering::Relaxed),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panicking kernel function poisons nothing the fake cannot go on with.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Default for FakePlatform {
+    fn default() -> FakePlatform {
+        FakePlatform::new()
+    }
+}
+
+impl FakePlatform {
+    /// A fake with the default topology ([`FakeTopology::mi210`]) and 1 GiB of memory.
+    pub fn new() -> FakePlatform {
+        FakePlatform::with_topology(FakeTopology::mi210())
+    }
+
+    /// A fake with `topology` and 1 GiB of memory.
+    pub fn with_topology(topology: FakeTopology) -> FakePlatform {
+        FakePlatform {
+            topology,
+            epoch: Instant::now(),
+            memory_limit_bytes: 1 << 30,
+            chunks: Mutex::new(BTreeMap::new()),
+            allocated_bytes: AtomicU64::new(0),
+            next_handle: AtomicU64::new(1),
+            queues: Mutex::new(BTreeMap::new()),
+            next_queue: AtomicU32::new(1),
+            events: Mutex::new(Vec::new()),
+            event_cv: Condvar::new(),
+            mailboxes: (0..EVENT_CAPACITY).map(|_| AtomicU64::new(0)).collect(),
+            kernels: Mutex::new(HashMap::new()),
+            agents: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Sets the total bytes of live chunks beyond which `allocate_memory` fails with
+    /// `OUT_OF_RESOURCES`.
+    pub fn set_memory_limit_bytes(&mut self, limit_bytes: u64) {
+        self.memory_limit_bytes = limit_bytes;
+    }
+
+    /// Registers the host function run for dispatches of `kernel_object` (replacing any
+    /// earlier one).
+    pub fn register_kernel(
+        &self,
+        kernel_object: u64,
+        f: impl Fn(&DispatchContext<'_>) + Send + Sync + 'static,
+    ) {
+        lock(&self.kernels).insert(kernel_object, Arc::new(f));
+    }
+
+    /// Registers the host function run for agent dispatches whose `type` is `function`.
+    pub fn register_agent_function(
+        &self,
+        function: u16,
+        f: impl Fn(&AgentDispatch, &FakePlatform) + Send + Sync + 'static,
+    ) {
+        lock(&self.agents).insert(function, Arc::new(f));
+    }
+
+    /// Bytes of live chunks.
+    pub fn allocated_bytes(&self) -> u64 {
+        self.allocated_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Host pointer for `len_bytes` at device address `va`, derived from the live chunk that
+    /// holds the whole range; `None` for a null address or a range outside every live chunk.
+    pub fn host_ptr(&self, va: GpuVa, len_bytes: u64) -> Option<NonNull<u8>> {
+        if va.is_null() {
+            return None;
+        }
+        let chunks = lock(&self.chunks);
+        let (&start, chunk) = chunks.range(..=va.0).next_back()?;
+        let offset = va.0 - start;
+        if offset.checked_add(len_bytes)? > chunk.size_bytes {
+            return None;
+        }
+        // In bounds of the chunk's allocation (checked above), so the pointer keeps the
+        // chunk's provenance.
+        NonNull::new(chunk.base.as_ptr().wrapping_add(offset as usize))
+    }
+
+    /// Reads the 64-bit little-endian value at `va` (any alignment); `None` outside live
+    /// memory.
+    pub fn read_u64(&self, va: GpuVa) -> Option<u64> {
+        let p = self.host_ptr(va, 8)?;
+        let mut out = [0u8; 8];
+        // SAFETY: `host_ptr` checked that 8 bytes at `p` lie in a live chunk; the chunk is
+        // plain host memory, and a racing write is the user's own data race on their buffer,
+        // which the HSA memory model leaves to them, as on hardware.
+        unsafe { core::ptr::copy_nonoverlapping(p.as_ptr(), out.as_mut_ptr(), 8) };
+        Some(u64::from_le_bytes(out))
+    }
+
+    /// The error that stopped queue `queue`, if it stopped.
+    pub fn queue_error(&self, queue: QueueId) -> Option<Error> {
+        let q = lock(&self.queues).get(&queue.0).cloned()?;
+        let e = lock(&q.error).clone();
+        e
+    }
+
+    /// Runs every queue until it is Idle, Blocked or Stopped (a barrier's dependency may have
+    /// changed without an event).
+    pub fn poll_queues(&self) {
+        let queues: Vec<Arc<FakeQueue>> = lock(&self.queues).values().cloned().collect();
+        for q in queues {
+            self.drive(&q);
+        }
+    }
+
+    fn drive(&self, q: &FakeQueue) {
+        // Release pairs with the AcqRel swap of whoever holds the processor, so it re-runs.
+        q.pending.store(true, Ordering::Release);
+        loop {
+            let mut proc = match q.processor.try_lock() {
+                Ok(g) => g,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                // Whoever holds it sees `pending` before it lets go (checked below).
+                Err(TryLockError::WouldBlock) => return,
+            };
+            let host = QueueHost {
+                platform: self,
+                queue: q,
+            };
+            while q.pending.swap(false, Ordering::AcqRel) {
+                while let Progress::Processed(_) = proc.process(&host, 64) {}
+            }
+            drop(proc);
+            if !q.pending.load(Ordering::Acquire) {
+                return;
+            }
+        }
+    }
+
+    fn event_index(&self, event: EventId) -> Result<usize> {
+        let i = event.0 as usize;
+        let events = lock(&self.events);
+        match events.get(i) {
+            Some(e) if e.live && i != 0 => Ok(i),
+            _ => crate::bail!(
+                Status::InvalidArgument,
+                "event id {} is not a live event",
+                event.0
+            ),
+        }
+    }
+
+    fn mailbox_address(&self, index: usize) -> u64 {
+        core::ptr::from_ref(&self.mailboxes[index]) as usize as u64
+    }
+}
+
+impl Drop for FakePlatform {
+    fn drop(&mut self) {
+        lock(&self.queues).clear();
+        let chunks = core::mem::take(&mut *lock(&self.chunks));
+        for (_, c) in chunks {
+            // SAFETY: the chunk came from `alloc_zeroed` with this layout and was not freed
+            // (it was still in the table); no queue is left to use it.
+            unsafe { std::alloc::dealloc(c.base.as_ptr(), c.layout) };
+        }
+    }
+}
+
+struct QueueHost<'a> {
+    platform: &'a FakePlatform,
+    queue: &'a FakeQueue,
+}
+
+impl ProcessorHost for QueueHost<'_> {
+    fn execute_kernel(&self, dispatch: &KernelDispatch) -> Result<()> {
+        let f = lock(&self.platform.kernels)
+            .get(&dispatch.kernel_object.0)
+            .cloned()
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidPacketFormat,
+                    "kernel_object {:#x} is not a registered kernel",
+                    dispatch.kernel_object.0
+                )
+            })?;
+        if !dispatch.kernarg_address.is_null()
+            && self
+                .platform
+                .host_ptr(dispatch.kernarg_address, 1)
+                .is_none()
+        {
+            crate::bail!(
+                Status::MemoryFault,
+                "kernarg_address {:#x} is not in any live allocation",
+                dispatch.kernarg_address.0
+            );
+        }
+        f(&DispatchContext {
+            dispatch,
+            platform: self.platform,
+        });
+        Ok(())
+    }
+
+    fn agent_dispatch(&self, dispatch: &AgentDispatch) -> Result<()> {
+        let f = lock(&self.platform.agents)
+            .get(&dispatch.function)
+            .cloned()
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidPacketFormat,
+                    "agent dispatch type {} has no registered function",
+                    dispatch.function
+                )
+            })?;
+        f(dispatch, self.platform);
+        Ok(())
+    }
+
+    fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal> {
+        if handle.0 % 64 != 0 {
+            crate::bail!(
+                Status::InvalidSignal,
+                "signal handle {:#x} is not 64-byte aligned",
+                handle.0
+            );
+        }
+        let ptr = self.platform.host_ptr(GpuVa(handle.0), 64).ok_or_else(|| {
+            crate::error!(
+                Status::InvalidSignal,
+                "signal handle {:#x} is not in any live allocation",
+                handle.0
+            )
+        })?;
+        // SAFETY: `host_ptr` found 64 bytes at the handle inside a live, zero-initialised
+        // chunk, 64-byte aligned (checked above); the chunk outlives the queue by
+        // `free_memory`'s contract, and signal values are only accessed atomically.
+        Ok(unsafe { RawSignal::from_ptr(ptr.cast()) })
+    }
+
+    fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<()> {
+        let base = self.platform.mailbox_address(0);
+        let offset = mailbox.0.wrapping_sub(base);
+        let index = (offset / 8) as usize;
+        if mailbox.0 < base || offset % 8 != 0 || index >= EVENT_CAPACITY {
+            crate::bail!(
+                Status::InvalidSignal,
+                "event_mailbox_ptr {:#x} is not a mailbox of this platform",
+                mailbox.0
+            );
+        }
+        // Release pairs with the waiter's Acquire load of the mailbox.
+        self.platform.mailboxes[index].store(u64::from(event_id), Ordering::Release);
+        Ok(())
+    }
+
+    fn signal_event(&self, event_id: u32) {
+        // An unknown id (a user-written event_id) wakes nobody.
+        let _ = self.platform.signal_event(EventId(event_id));
+    }
+
+    fn timestamp_ticks(&self) -> u64 {
+        self.platform.timestamp_ticks()
+    }
+
+    fn report_error(&self, error: &Error) {
+        *lock(&self.queue.error) = Some(error.clone());
+        if let Some(cb) = self.queue.on_error {
+            (cb.func)(error, self.queue.id, cb.data);
+        }
+    }
+}
+
+fn node_index(p: &FakePlatform, index: usize) -> Result<&FakeNode> {
+    p.topology.nodes.get(index).ok_or_else(|| {
+        crate::error!(
+            Status::InvalidIndex,
+            "node index {index} is out of range (the fake has {} nodes)",
+            p.topology.nodes.len()
+        )
+    })
+}
+
+// SAFETY: chunks come from `alloc_zeroed` with the asked size and alignment, are tracked until
+// freed and never overlap (the allocator's guarantee); the device address is the host address.
+// Queues read only the ring and amd_queue_t of their request (the processor touches nothing
+// else but signals and mailboxes it checked). Every method synchronises through Mutexes or
+// atomics, so the platform is Sync.
+unsafe impl Platform for FakePlatform {
+    type Error = Error;
+
+    fn device_name(&self) -> &str {
+        "fake"
+    }
+
+    fn node_count(&self) -> usize {
+        self.topology.nodes.len()
+    }
+
+    fn node(&self, index: usize) -> Result<NodeProperties> {
+        Ok(node_index(self, index)?.properties.clone())
+    }
+
+    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>> {
+        Ok(node_index(self, index)?.banks.get(bank).copied())
+    }
+
+    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>> {
+        Ok(node_index(self, index)?.caches.get(cache).copied())
+    }
+
+    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>> {
+        Ok(node_index(self, index)?.links.get(link).copied())
+    }
+
+    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
+        node_index(self, request.node.0 as usize)
+            .map_err(|e| crate::error!(Status::InvalidArgument, "{}", e.detail()))?;
+        if request.size_bytes == 0 || request.size_bytes % 4096 != 0 {
+            crate::bail!(
+                Status::InvalidArgument,
+                "size_bytes {} is not a non-zero multiple of 4096",
+                request.size_bytes
+            );
+        }
+        if !request.align_bytes.is_power_of_two() || request.align_bytes < 4096 {
+            crate::bail!(
+                Status::InvalidArgument,
+                "align_bytes {} is not a power of two >= 4096",
+                request.align_bytes
+            );
+        }
+        let used = self.allocated_bytes.load(Ordering::Relaxed);
+        if used.saturating_add(request.size_bytes) > self.memory_limit_bytes {
+            crate::bail!(
+                Status::OutOfResources,
+                "{} bytes requested with {used} of {} bytes in use",
+                request.size_bytes,
+                self.memory_limit_bytes
+            );
+        }
+        let layout = usize::try_from(request.size_bytes)
+            .ok()
+            .zip(usize::try_from(request.align_bytes).ok())
+            .and_then(|(s, a)| Layout::from_size_align(s, a).ok())
+            .ok_or_else(|| {
+                crate::error!(
+                    Status::InvalidArgument,
+                    "size {} / align {} is not a valid host layout",
+                    request.size_bytes,
+                    request.align_bytes
+                )
+            })?;
+        // SAFETY: the layout has a non-zero size (checked above).
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let base = NonNull::new(raw).ok_or_else(|| {
+            crate::error!(
+                Status::OutOfResources,
+                "host allocation of {} bytes failed",
+                request.size_bytes
+            )
+        })?;
+        let va = raw as usize as u64;
+        let handle = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        self.allocated_bytes
+            .fetch_add(request.size_bytes, Ordering::Relaxed);
+        lock(&self.chunks).insert(
+            va,
+            Chunk {
+                base,
+                size_bytes: request.size_bytes,
+                layout,
+                handle,
+            },
+        );
+        Ok(MemoryChunk {
+            gpu_va: GpuVa(va),
+            host_ptr: Some(base),
+            size_bytes: request.size_bytes,
+            handle,
+        })
+    }
+
+    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()> {
+        let mut chunks = lock(&self.chunks);
+        match chunks.get(&chunk.gpu_va.0) {
+            Some(c) if c.handle == chunk.handle && c.size_bytes == chunk.size_bytes => {}
+            _ => crate::bail!(
+                Status::InvalidArgument,
+                "chunk at {:#x} (handle {}, {} bytes) is not a live chunk of this platform",
+                chunk.gpu_va.0,
+                chunk.handle,
+                chunk.size_bytes
+            ),
+        }
+        let Some(c) = chunks.remove(&chunk.gpu_va.0) else {
+            return Ok(());
+        };
+        drop(chunks);
+        self.allocated_bytes
+            .fetch_sub(c.size_bytes, Ordering::Relaxed);
+        // SAFETY: the chunk came from `alloc_zeroed` with this layout and was live (in the
+        // table); the caller guarantees nothing uses it any more.
+        unsafe { std::alloc::dealloc(c.base.as_ptr(), c.layout) };
+        Ok(())
+    }
+
+    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()> {
+        for n in nodes {
+            node_index(self, n.0 as usize)
+                .map_err(|e| crate::error!(Status::InvalidArgument, "{}", e.detail()))?;
+        }
+        if self.host_ptr(chunk.gpu_va, chunk.size_bytes).is_none() {
+            crate::bail!(
+                Status::InvalidArgument,
+                "chunk at {:#x} ({} bytes) is not live",
+                chunk.gpu_va.0,
+                chunk.size_bytes
+            );
+        }
+        Ok(())
+    }
+
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue> {
+        node_index(self, request.node.0 as usize)
+            .map_err(|e| crate::error!(Status::InvalidQueueCreation, "{}", e.detail()))?;
+        let size_packets = request.ring_size_bytes / 64;
+        if request.ring_size_bytes % 64 != 0
+            || !size_packets.is_power_of_two()
+            || size_packets > u64::from(u32::MAX / 2)
+        {
+            crate::bail!(
+                Status::InvalidQueueCreation,
+                "ring_size_bytes {} is not 64 times a power of two",
+                request.ring_size_bytes
+            );
+        }
+        let ring_ok = self
+            .host_ptr(request.ring, request.ring_size_bytes)
+            .is_some_and(|p| p == request.ring_host);
+        let queue_ok = self
+            .host_ptr(request.amd_queue, 256)
+            .is_some_and(|p| p == request.amd_queue_host);
+        if !ring_ok || !queue_ok || request.ring.0 % 64 != 0 || request.amd_queue.0 % 64 != 0 {
+            crate::bail!(
+                Status::InvalidQueueCreation,
+                "ring {:#x} or amd_queue {:#x} is not 64-byte aligned memory of a live chunk",
+                request.ring.0,
+                request.amd_queue.0
+            );
+        }
+        let mut queues = lock(&self.queues);
+        if queues.values().any(|q| q.ring_base == request.ring.0) {
+            crate::bail!(
+                Status::InvalidQueueCreation,
+                "ring {:#x} already has a queue",
+                request.ring.0
+            );
+        }
+        // SAFETY: the ring and amd_queue_t lie in live chunks (checked), 64-aligned, the size
+        // is a power of two, and the caller keeps them valid until destroy_queue.
+        let ring = unsafe {
+            Ring::new(
+                request.ring_host,
+                size_packets as u32,
+                request.amd_queue_host.cast(),
+            )
+        };
+        // SAFETY: one queue per ring (checked above under the queue lock), so this processor
+        // is the ring's only consumer.
+        let consumer = unsafe { RingConsumer::new(ring) };
+        let id = QueueId(self.next_queue.fetch_add(1, Ordering::Relaxed));
+        queues.insert(
+            id.0,
+            Arc::new(FakeQueue {
+                id,
+                ring_base: request.ring.0,
+                processor: Mutex::new(PacketProcessor::new(consumer)),
+                pending: AtomicBool::new(false),
+                on_error: request.on_error,
+                error: Mutex::new(None),
+            }),
+        );
+        Ok(HwQueue {
+            id,
+            doorbell_address: 0,
+        })
+    }
+
+    fn ring_doorbell(&self, queue: QueueId, _write_index: u64) {
+        let q = lock(&self.queues).get(&queue.0).cloned();
+        if let Some(q) = q {
+            self.drive(&q);
+        }
+    }
+
+    fn destroy_queue(&self, queue: QueueId) -> Result<()> {
+        let q = lock(&self.queues).remove(&queue.0).ok_or_else(|| {
+            crate::error!(
+                Status::InvalidQueue,
+                "queue id {} is not a live queue",
+                queue.0
+            )
+        })?;
+        // Wait until a running `drive` lets go: afterwards nothing touches the ring.
+        drop(lock(&q.processor));
+        Ok(())
+    }
+
+    fn create_event(&self) -> Result<Event> {
+        let mut events = lock(&self.events);
+        if events.is_empty() {
+            // Id 0 is never handed out (it reads as "no event").
+            events.push(EventState {
+                live: false,
+                signaled: false,
+            });
+        }
+        let index = match events.iter().skip(1).position(|e| !e.live) {
+            Some(i) => i + 1,
+            None if events.len() < EVENT_CAPACITY => {
+                events.push(EventState {
+                    live: false,
+                    signaled: false,
+                });
+                events.len() - 1
+            }
+            None => crate::bail!(
+                Status::OutOfResources,
+                "all {} fake events are in use",
+                EVENT_CAPACITY - 1
+            ),
+        };
+        events[index] = EventState {
+            live: true,
+            signaled: false,
+        };
+        self.mailboxes[index].store(0, Ordering::Relaxed);
+        Ok(Event {
+            id: EventId(index as u32),
+            mailbox: GpuVa(self.mailbox_address(index)),
+        })
+    }
+
+    fn destroy_event(&self, event: EventId) -> Result<()> {
+        let i = self.event_index(event)?;
+        lock(&self.events)[i].live = false;
+        self.event_cv.notify_all();
+        Ok(())
+    }
+
+    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome> {
+        let i = self.event_index(event)?;
+        let deadline = Instant::now().checked_add(Duration::from_nanos(timeout_ns));
+        let mut events = lock(&self.events);
+        loop {
+            let e = &mut events[i];
+            if e.signaled {
+                e.signaled = false;
+                return Ok(WaitOutcome::Signaled);
+            }
+            if !e.live {
+                return Ok(WaitOutcome::Signaled);
+            }
+            events = match deadline {
+                None => self
+                    .event_cv
+                    .wait(events)
+                    .unwrap_or_else(|p| p.into_inner()),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Ok(WaitOutcome::TimedOut);
+                    }
+                    self.event_cv
+                        .wait_timeout(events, d - now)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+    }
+
+    fn signal_event(&self, event: EventId) -> Result<()> {
+        let i = self.event_index(event)?;
+        lock(&self.events)[i].signaled = true;
+        self.event_cv.notify_all();
+        // A barrier may wait on the signal behind this event.
+        self.poll_queues();
+        Ok(())
+    }
+
+    fn timestamp_ticks(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn timestamp_frequency_hz(&self) -> u64 {
+        1_000_000_000
+    }
+}
+
+/// A [`Platform`] method that a [`FaultInjector`] can make fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FaultMethod {
+    /// [`Platform::node`].
+    Node,
+    /// [`Platform::memory_bank`].
+    MemoryBank,
+    /// [`Platform::cache`].
+    Cache,
+    /// [`Platform::io_link`].
+    IoLink,
+    /// [`Platform::allocate_memory`].
+    AllocateMemory,
+    /// [`Platform::free_memory`] (the chunk then stays allocated in the inner platform).
+    FreeMemory,
+    /// [`Platform::map_memory`].
+    MapMemory,
+    /// [`Platform::create_queue`].
+    CreateQueue,
+    /// [`Platform::destroy_queue`].
+    DestroyQueue,
+    /// [`Platform::create_event`].
+    CreateEvent,
+    /// [`Platform::destroy_event`].
+    DestroyEvent,
+    /// [`Platform::wait_event`].
+    WaitEvent,
+    /// [`Platform::signal_event`].
+    SignalEvent,
+}
+
+/// Wraps a [`Platform`] and makes the n-th call of a chosen method fail with a chosen status
+/// (without calling the inner platform); all other calls pass through.
+#[derive(Debug)]
+pub struct FaultInjector<P> {
+    inner: P,
+    plan: Mutex<Vec<(FaultMethod, u32, Status)>>,
+    calls: Mutex<HashMap<FaultMethod, u32>>,
+}
+
+impl<P: Platform> FaultInjector<P> {
+    /// Wraps `inner` with no faults planned.
+    pub fn new(inner: P) -> FaultInjector<P> {
+        FaultInjector {
+            inner,
+            plan: Mutex::new(Vec::new()),
+            calls: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Makes call number `nth` (1-based, counted from the wrapper's creation) of `method`
+    /// fail with `status`.
+    pub fn fail_nth(&self, method: FaultMethod, nth: u32, status: Status) {
+        lock(&self.plan).push((method, nth, status));
+    }
+
+    /// How many times `method` was called (failed calls included).
+    pub fn calls(&self, method: FaultMethod) -> u32 {
+        lock(&self.calls).get(&method).copied().unwrap_or(0)
+    }
+
+    /// The wrapped platform.
+    pub fn inner(&self) -> &P {
+        &self.inner
+    }
+
+    fn check(&self, method: FaultMethod) -> Result<()> {
+        let n = {
+            let mut calls = lock(&self.calls);
+            let c = calls.entry(method).or_insert(0);
+            *c += 1;
+            *c
+        };
+        let mut plan = lock(&self.plan);
+        if let Some(i) = plan.iter().position(|&(m, k, _)| m == method && k == n) {
+            let (_, _, status) = plan.remove(i);
+            crate::bail!(status, "injected fault: call {n} of {method:?}");
+        }
+        Ok(())
+    }
+}
+
+fn conv<T, E: crate::platform::PlatformError>(r: core::result::Result<T, E>) -> Result<T> {
+    r.map_err(|e| e.to_error())
+}
+
+// SAFETY: every method either fails before touching anything or delegates to `inner`, whose
+// implementation guarantees carry over unchanged.
+unsafe impl<P: Platform> Platform for FaultInjector<P> {
+    type Error = Error;
+
+    fn device_name(&self) -> &str {
+        self.inner.device_name()
+    }
+    fn node_count(&self) -> usize {
+        self.inner.node_count()
+    }
+    fn node(&self, index: usize) -> Result<NodeProperties> {
+        self.check(FaultMethod::Node)?;
+        conv(self.inner.node(index))
+    }
+    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>> {
+        self.check(FaultMethod::MemoryBank)?;
+        conv(self.inner.memory_bank(index, bank))
+    }
+    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>> {
+        self.check(FaultMethod::Cache)?;
+        conv(self.inner.cache(index, cache))
+    }
+    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>> {
+        self.check(FaultMethod::IoLink)?;
+        conv(self.inner.io_link(index, link))
+    }
+    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
+        self.check(FaultMethod::AllocateMemory)?;
+        conv(self.inner.allocate_memory(request))
+    }
+    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()> {
+        self.check(FaultMethod::FreeMemory)?;
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        conv(unsafe { self.inner.free_memory(chunk) })
+    }
+    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()> {
+        self.check(FaultMethod::MapMemory)?;
+        conv(self.inner.map_memory(chunk, nodes))
+    }
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue> {
+        self.check(FaultMethod::CreateQueue)?;
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        conv(unsafe { self.inner.create_queue(request) })
+    }
+    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
+        self.inner.ring_doorbell(queue, write_index)
+    }
+    fn destroy_queue(&self, queue: QueueId) -> Result<()> {
+        self.check(FaultMethod::DestroyQueue)?;
+        conv(self.inner.destroy_queue(queue))
+    }
+    fn create_event(&self) -> Result<Event> {
+        self.check(FaultMethod::CreateEvent)?;
+        conv(self.inner.create_event())
+    }
+    fn destroy_event(&self, event: EventId) -> Result<()> {
+        self.check(FaultMethod::DestroyEvent)?;
+        conv(self.inner.destroy_event(event))
+    }
+    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome> {
+        self.check(FaultMethod::WaitEvent)?;
+        conv(self.inner.wait_event(event, timeout_ns))
+    }
+    fn signal_event(&self, event: EventId) -> Result<()> {
+        self.check(FaultMethod::SignalEvent)?;
+        conv(self.inner.signal_event(event))
+    }
+    fn timestamp_ticks(&self) -> u64 {
+        self.inner.timestamp_ticks()
+    }
+    fn timestamp_frequency_hz(&self) -> u64 {
+        self.inner.timestamp_frequency_hz()
+    }
+}
