@@ -147,12 +147,17 @@ impl<'a> DispatchContext<'a> {
     /// [`Status::MemoryFault`] when `kernarg_address + offset .. + len` is not inside one live
     /// allocation mapped to the GPU (the message names the address).
     pub fn kernarg_bytes(&self, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
-        let va = self.dispatch.kernarg_address.0.checked_add(offset).ok_or_else(|| {
-            error!(
-                Status::MemoryFault,
-                "kernarg offset {offset:#x} overflows the address space"
-            )
-        })?;
+        let va = self
+            .dispatch
+            .kernarg_address
+            .0
+            .checked_add(offset)
+            .ok_or_else(|| {
+                error!(
+                    Status::MemoryFault,
+                    "kernarg offset {offset:#x} overflows the address space"
+                )
+            })?;
         let r = self
             .allocs
             .device_region_or_fault(self.gpu_id, va, len as u64, "kernarg read")?;
@@ -218,7 +223,11 @@ impl<'a> DispatchContext<'a> {
     ///
     /// # Errors
     /// As [`DispatchContext::read`], for the whole range.
-    pub fn read_slice<T: FromBytes + IntoBytes + Clone>(&self, addr: u64, count: usize) -> Result<Vec<T>, Error> {
+    pub fn read_slice<T: FromBytes + IntoBytes + Clone>(
+        &self,
+        addr: u64,
+        count: usize,
+    ) -> Result<Vec<T>, Error> {
         let r = self.region(addr, count, size_of::<T>(), "read")?;
         let mut v = vec![T::new_zeroed(); count];
         r.read_into(v.as_mut_slice().as_mut_bytes());
@@ -229,7 +238,11 @@ impl<'a> DispatchContext<'a> {
     ///
     /// # Errors
     /// As [`DispatchContext::read`], for the whole range.
-    pub fn write_slice<T: IntoBytes + Immutable>(&self, addr: u64, values: &[T]) -> Result<(), Error> {
+    pub fn write_slice<T: IntoBytes + Immutable>(
+        &self,
+        addr: u64,
+        values: &[T],
+    ) -> Result<(), Error> {
         let r = self.region(addr, values.len(), size_of::<T>(), "write")?;
         r.write_from(values.as_bytes());
         Ok(())
@@ -242,10 +255,17 @@ impl<'a> DispatchContext<'a> {
     /// # Errors
     /// [`Status::MemoryFault`] naming the address when the range is not inside one live
     /// allocation mapped to the GPU or `addr` is not aligned for `T`.
-    pub fn memory_slice<T: FromBytes + IntoBytes>(&mut self, addr: u64, count: usize) -> Result<&mut [T], Error> {
+    pub fn memory_slice<T: FromBytes + IntoBytes>(
+        &mut self,
+        addr: u64,
+        count: usize,
+    ) -> Result<&mut [T], Error> {
         let r = self.region(addr, count, size_of::<T>(), "access")?;
         self.borrowed = Some(r);
-        let slot = self.borrowed.as_mut().ok_or_else(|| error!(Status::Error, "unreachable"))?;
+        let slot = self
+            .borrowed
+            .as_mut()
+            .ok_or_else(|| error!(Status::Error, "unreachable"))?;
         slot.as_mut_slice::<T>(count).ok_or_else(|| {
             error!(
                 Status::MemoryFault,
@@ -270,7 +290,14 @@ fn workgroup_count(d: &KernelDispatch) -> [u32; 3] {
 /// # Errors
 /// [`Status::InvalidPacketFormat`] when the group segment exceeds the LDS; the first error of
 /// `f`.
-pub(crate) fn run(f: &KernelFn, name: &str, dispatch: &KernelDispatch, allocs: &Allocs, gpu_id: u32, lds_bytes: u32) -> Result<(), Error> {
+pub(crate) fn run(
+    f: &KernelFn,
+    name: &str,
+    dispatch: &KernelDispatch,
+    allocs: &Allocs,
+    gpu_id: u32,
+    lds_bytes: u32,
+) -> Result<(), Error> {
     if dispatch.group_segment_size_bytes > lds_bytes {
         return Err(error!(
             Status::InvalidPacketFormat,

@@ -99,14 +99,21 @@ impl Backing {
     /// # Errors
     /// `EINVAL` for a zero length, a length beyond the backing or a misaligned `addr`; the
     /// errno of mmap.
-    pub(crate) fn map_at(&self, addr: Option<NonNull<u8>>, len: usize) -> Result<NonNull<u8>, Errno> {
+    pub(crate) fn map_at(
+        &self,
+        addr: Option<NonNull<u8>>,
+        len: usize,
+    ) -> Result<NonNull<u8>, Errno> {
         let len = round_up_page(len as u64).ok_or(Errno::INVAL)? as usize;
         if len == 0 || len > self.len {
             return Err(Errno::INVAL);
         }
         let (hint, flags) = match addr {
             Some(a) if (a.as_ptr() as u64) % PAGE_BYTES != 0 => return Err(Errno::INVAL),
-            Some(a) => (a.as_ptr().cast::<c_void>(), MapFlags::SHARED | MapFlags::FIXED),
+            Some(a) => (
+                a.as_ptr().cast::<c_void>(),
+                MapFlags::SHARED | MapFlags::FIXED,
+            ),
             None => (std::ptr::null_mut(), MapFlags::SHARED),
         };
         // SAFETY: with MAP_FIXED this replaces whatever the caller has at `addr..addr+len`:
@@ -137,7 +144,8 @@ impl Drop for Backing {
 
 /// `len` rounded up to whole pages; `None` on overflow.
 pub(crate) fn round_up_page(len: u64) -> Option<u64> {
-    len.checked_add(PAGE_BYTES - 1).map(|v| v & !(PAGE_BYTES - 1))
+    len.checked_add(PAGE_BYTES - 1)
+        .map(|v| v & !(PAGE_BYTES - 1))
 }
 
 /// A byte range of live device-visible memory, as the device's own (host) address.
@@ -194,7 +202,10 @@ impl Region {
 
     /// The region as `count` values of `T`, mutably; `None` when it is too small or misaligned.
     /// The borrow of `self` bounds the slice's life.
-    pub(crate) fn as_mut_slice<T: FromBytes + IntoBytes>(&mut self, count: usize) -> Option<&mut [T]> {
+    pub(crate) fn as_mut_slice<T: FromBytes + IntoBytes>(
+        &mut self,
+        count: usize,
+    ) -> Option<&mut [T]> {
         let bytes = count.checked_mul(size_of::<T>())?;
         if bytes > self.len || self.base % align_of::<T>() != 0 {
             return None;
@@ -222,7 +233,11 @@ impl Region {
 ///
 /// The queue's creator pins both allocations (they cannot be freed while the queue lives) and
 /// this consumer is the only one (one processor thread per queue).
-pub(crate) fn ring_consumer(ring: Region, size_packets: u32, queue: Region) -> Option<RingConsumer> {
+pub(crate) fn ring_consumer(
+    ring: Region,
+    size_packets: u32,
+    queue: Region,
+) -> Option<RingConsumer> {
     if !size_packets.is_power_of_two()
         || ring.len < size_packets as usize * 64
         || ring.base % 64 != 0
@@ -267,7 +282,11 @@ impl UserMemory {
     /// # Errors
     /// `EFAULT` for a null address or when any byte is not mapped readable.
     pub(crate) fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), Errno> {
-        if addr == 0 || addr.checked_add(out.len() as u64).is_none_or(|e| e > i64::MAX as u64) {
+        if addr == 0
+            || addr
+                .checked_add(out.len() as u64)
+                .is_none_or(|e| e > i64::MAX as u64)
+        {
             return Err(Errno::FAULT);
         }
         let mut done = 0;
@@ -285,7 +304,11 @@ impl UserMemory {
     /// # Errors
     /// `EFAULT` for a null address or when any byte is not mapped.
     pub(crate) fn write(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
-        if addr == 0 || addr.checked_add(data.len() as u64).is_none_or(|e| e > i64::MAX as u64) {
+        if addr == 0
+            || addr
+                .checked_add(data.len() as u64)
+                .is_none_or(|e| e > i64::MAX as u64)
+        {
             return Err(Errno::FAULT);
         }
         let mut done = 0;

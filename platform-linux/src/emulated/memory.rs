@@ -154,8 +154,16 @@ impl Allocs {
     }
 
     /// The allocation containing `va..va+len` if it is mapped to `gpu_id`.
-    pub(crate) fn mapped_containing_mut(&mut self, gpu_id: u32, va: u64, len: u64) -> Option<&mut Alloc> {
-        let key = self.containing(va, len).filter(|a| a.mapped.contains(&gpu_id))?.va;
+    pub(crate) fn mapped_containing_mut(
+        &mut self,
+        gpu_id: u32,
+        va: u64,
+        len: u64,
+    ) -> Option<&mut Alloc> {
+        let key = self
+            .containing(va, len)
+            .filter(|a| a.mapped.contains(&gpu_id))?
+            .va;
         self.by_va.get_mut(&key)
     }
 
@@ -174,7 +182,13 @@ impl Allocs {
     /// # Errors
     /// [`Status::MemoryFault`] when the range is not inside one live allocation mapped to
     /// `gpu_id`.
-    pub(crate) fn device_region_or_fault(&self, gpu_id: u32, va: u64, len: u64, what: &str) -> Result<Region, Error> {
+    pub(crate) fn device_region_or_fault(
+        &self,
+        gpu_id: u32,
+        va: u64,
+        len: u64,
+        what: &str,
+    ) -> Result<Region, Error> {
         self.device_region(gpu_id, va, len).ok_or_else(|| {
             let why = match self.containing(va, len) {
                 Some(_) => "the allocation is not mapped to this GPU",

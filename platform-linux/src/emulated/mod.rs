@@ -180,8 +180,7 @@ impl EmulatedKfd {
             if gpus.iter().any(|g| g.gpu_id == p.gpu_id) {
                 return Err(error!(
                     Status::InvalidArgument,
-                    "topology: gpu_id {:#x} appears on two nodes",
-                    p.gpu_id
+                    "topology: gpu_id {:#x} appears on two nodes", p.gpu_id
                 ));
             }
             let doorbells = Backing::new("hsa-emulated-doorbells", DOORBELL_PAGE_BYTES)
@@ -236,7 +235,11 @@ impl EmulatedKfd {
     pub fn live_handles(&self) -> LiveHandles {
         let d = &self.device;
         LiveHandles {
-            memory: d.allocs.read().unwrap_or_else(PoisonError::into_inner).len(),
+            memory: d
+                .allocs
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len(),
             queues: lock(&d.queues).len(),
             events: lock(&d.events).table.len(),
         }
@@ -290,7 +293,11 @@ impl EmulatedKfd {
     ///
     /// # Errors
     /// [`Status::InvalidQueue`] for an unknown queue id.
-    pub fn set_queue_error_callback(&self, queue_id: u32, cb: QueueErrorCallback) -> Result<(), Error> {
+    pub fn set_queue_error_callback(
+        &self,
+        queue_id: u32,
+        cb: QueueErrorCallback,
+    ) -> Result<(), Error> {
         let ctl = lock(&self.device.queues)
             .get(&queue_id)
             .map(|q| q.ctl.clone())
@@ -322,10 +329,13 @@ impl EmulatedKfd {
                 Ok(())
             }),
             0x02 => with_args(request, arg, |a| self.create_queue(a)),
-            0x03 => with_args(request, arg, |a: &mut DestroyQueueArgs| self.destroy_queue(a.queue_id)),
+            0x03 => with_args(request, arg, |a: &mut DestroyQueueArgs| {
+                self.destroy_queue(a.queue_id)
+            }),
             0x04 => with_args(request, arg, |a: &mut SetMemoryPolicyArgs| {
                 self.gpu(a.gpu_id)?;
-                let ok = |p| p == KFD_IOC_CACHE_POLICY_COHERENT || p == KFD_IOC_CACHE_POLICY_NONCOHERENT;
+                let ok =
+                    |p| p == KFD_IOC_CACHE_POLICY_COHERENT || p == KFD_IOC_CACHE_POLICY_NONCOHERENT;
                 if !ok(a.default_policy) || !ok(a.alternate_policy) {
                     return Err(Errno::INVAL);
                 }
@@ -342,7 +352,9 @@ impl EmulatedKfd {
             }),
             0x07 => with_args(request, arg, |a| self.update_queue(a)),
             0x08 => with_args(request, arg, |a| self.create_event(a)),
-            0x09 => with_args(request, arg, |a: &mut DestroyEventArgs| self.destroy_event(a.event_id)),
+            0x09 => with_args(request, arg, |a: &mut DestroyEventArgs| {
+                self.destroy_event(a.event_id)
+            }),
             0x0A => with_args(request, arg, |a: &mut SetEventArgs| {
                 let mut ev = lock(&self.device.events);
                 match ev.table.get(&a.event_id) {
@@ -360,25 +372,47 @@ impl EmulatedKfd {
                 Ok(())
             }),
             0x0C => with_args(request, arg, |a| self.wait_events(a)),
-            0x11 => with_args(request, arg, |a: &mut SetScratchBackingVaArgs| self.gpu(a.gpu_id).map(|_| ())),
+            0x11 => with_args(request, arg, |a: &mut SetScratchBackingVaArgs| {
+                self.gpu(a.gpu_id).map(|_| ())
+            }),
             0x14 => with_args(request, arg, |a| self.apertures(a)),
-            0x15 => with_args(request, arg, |a: &mut AcquireVmArgs| self.gpu(a.gpu_id).map(|_| ())),
+            0x15 => with_args(request, arg, |a: &mut AcquireVmArgs| {
+                self.gpu(a.gpu_id).map(|_| ())
+            }),
             0x16 => with_args(request, arg, |a| self.alloc(a)),
             0x17 => with_args(request, arg, |a: &mut FreeMemoryOfGpuArgs| {
-                let mut allocs = self.device.allocs.write().unwrap_or_else(PoisonError::into_inner);
+                let mut allocs = self
+                    .device
+                    .allocs
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner);
                 allocs.remove(a.handle).map(|_| ())
             }),
             0x18 => with_args(request, arg, |a: &mut MapMemoryToGpuArgs| {
-                self.map(a.handle, a.device_ids_array_ptr, a.n_devices, &mut a.n_success, true)
+                self.map(
+                    a.handle,
+                    a.device_ids_array_ptr,
+                    a.n_devices,
+                    &mut a.n_success,
+                    true,
+                )
             }),
             0x19 => with_args(request, arg, |a: &mut UnmapMemoryFromGpuArgs| {
-                self.map(a.handle, a.device_ids_array_ptr, a.n_devices, &mut a.n_success, false)
+                self.map(
+                    a.handle,
+                    a.device_ids_array_ptr,
+                    a.n_devices,
+                    &mut a.n_success,
+                    false,
+                )
             }),
             0x1A => with_args(request, arg, |a| self.set_cu_mask(a)),
             0x21 => with_args(request, arg, |a: &mut SetXnackModeArgs| {
                 if a.xnack_enabled >= 0 {
                     let want = i32::from(a.xnack_enabled != 0);
-                    if want != self.device.xnack.load(Ordering::SeqCst) && !lock(&self.device.queues).is_empty() {
+                    if want != self.device.xnack.load(Ordering::SeqCst)
+                        && !lock(&self.device.queues).is_empty()
+                    {
                         return Err(Errno::BUSY);
                     }
                     self.device.xnack.store(want, Ordering::SeqCst);
@@ -388,7 +422,12 @@ impl EmulatedKfd {
             }),
             0x23 => with_args(request, arg, |a: &mut GetAvailableMemoryArgs| {
                 let g = self.gpu(a.gpu_id)?;
-                let used = self.device.allocs.read().unwrap_or_else(PoisonError::into_inner).vram_used(g.gpu_id);
+                let used = self
+                    .device
+                    .allocs
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .vram_used(g.gpu_id);
                 a.available = g.vram_bytes.saturating_sub(used);
                 Ok(())
             }),
@@ -422,9 +461,10 @@ impl EmulatedKfd {
                 pad: 0,
             })
             .collect();
-        self.device
-            .user
-            .write(a.kfd_process_device_apertures_ptr, entries.as_slice().as_bytes())?;
+        self.device.user.write(
+            a.kfd_process_device_apertures_ptr,
+            entries.as_slice().as_bytes(),
+        )?;
         a.num_of_nodes = n as u32;
         Ok(())
     }
@@ -452,7 +492,11 @@ impl EmulatedKfd {
         if a.va_addr.checked_add(size).is_none() {
             return Err(Errno::INVAL);
         }
-        let mut allocs = self.device.allocs.write().unwrap_or_else(PoisonError::into_inner);
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         if allocs.overlaps(a.va_addr, size) {
             return Err(Errno::INVAL);
         }
@@ -460,7 +504,9 @@ impl EmulatedKfd {
             Kind::Vram if allocs.vram_used(gpu.gpu_id).saturating_add(size) > gpu.vram_bytes => {
                 return Err(Errno::NOMEM)
             }
-            Kind::Gtt | Kind::Userptr if allocs.system_used().saturating_add(size) > self.device.system_bytes => {
+            Kind::Gtt | Kind::Userptr
+                if allocs.system_used().saturating_add(size) > self.device.system_bytes =>
+            {
                 return Err(Errno::NOMEM)
             }
             Kind::Doorbell if size != DOORBELL_PAGE_BYTES => return Err(Errno::INVAL),
@@ -506,7 +552,14 @@ impl EmulatedKfd {
         Ok(())
     }
 
-    fn map(&self, handle: u64, ids_ptr: u64, n_devices: u32, n_success: &mut u32, map: bool) -> Result<(), Errno> {
+    fn map(
+        &self,
+        handle: u64,
+        ids_ptr: u64,
+        n_devices: u32,
+        n_success: &mut u32,
+        map: bool,
+    ) -> Result<(), Errno> {
         if n_devices == 0 || n_devices > MAX_MAP_DEVICES || *n_success > n_devices {
             return Err(Errno::INVAL);
         }
@@ -516,7 +569,11 @@ impl EmulatedKfd {
             .chunks_exact(4)
             .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
             .collect();
-        let mut allocs = self.device.allocs.write().unwrap_or_else(PoisonError::into_inner);
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         if allocs.by_handle(handle).is_none() {
             return Err(Errno::INVAL);
         }
@@ -536,10 +593,19 @@ impl EmulatedKfd {
     fn create_event(&self, a: &mut CreateEventArgs) -> Result<(), Errno> {
         let mut allocs_guard = None;
         let mut ev = lock(&self.device.events);
-        let is_signal = a.event_type == KFD_IOC_EVENT_SIGNAL || a.event_type == KFD_IOC_EVENT_DEBUG_EVENT;
+        let is_signal =
+            a.event_type == KFD_IOC_EVENT_SIGNAL || a.event_type == KFD_IOC_EVENT_DEBUG_EVENT;
         if !is_signal {
             let id = ev.next_other_id()?;
-            ev.table.insert(id, Event { event_type: a.event_type, auto_reset: a.auto_reset != 0, signaled: false, slot: None });
+            ev.table.insert(
+                id,
+                Event {
+                    event_type: a.event_type,
+                    auto_reset: a.auto_reset != 0,
+                    signaled: false,
+                    slot: None,
+                },
+            );
             a.event_id = id;
             a.event_trigger_data = id;
             return Ok(());
@@ -548,19 +614,34 @@ impl EmulatedKfd {
             if a.event_page_offset != 0 {
                 // A user buffer object as the event page (ROCT on dGPUs passes its handle).
                 drop(ev);
-                let allocs = allocs_guard.insert(self.device.allocs.write().unwrap_or_else(PoisonError::into_inner));
+                let allocs = allocs_guard.insert(
+                    self.device
+                        .allocs
+                        .write()
+                        .unwrap_or_else(PoisonError::into_inner),
+                );
                 ev = lock(&self.device.events);
                 if ev.page.is_none() {
-                    let alloc = allocs.by_handle_mut(a.event_page_offset).ok_or(Errno::INVAL)?;
+                    let alloc = allocs
+                        .by_handle_mut(a.event_page_offset)
+                        .ok_or(Errno::INVAL)?;
                     if alloc.size < EVENT_PAGE_BYTES || alloc.kind == Kind::Doorbell {
                         return Err(Errno::INVAL);
                     }
                     alloc.pins += 1;
-                    ev.page = Some(EventPage { region: alloc.region, own: None, user_bases: vec![alloc.va] });
+                    ev.page = Some(EventPage {
+                        region: alloc.region,
+                        own: None,
+                        user_bases: vec![alloc.va],
+                    });
                 }
             } else {
                 let own = Backing::new("hsa-emulated-events", EVENT_PAGE_BYTES)?;
-                ev.page = Some(EventPage { region: own.region(), own: Some(own), user_bases: Vec::new() });
+                ev.page = Some(EventPage {
+                    region: own.region(),
+                    own: Some(own),
+                    user_bases: Vec::new(),
+                });
             }
             // Fill every slot with UNSIGNALED_EVENT_SLOT.
             for s in 0..KFD_SIGNAL_EVENT_LIMIT {
@@ -569,7 +650,15 @@ impl EmulatedKfd {
         }
         let slot = ev.free_slot().ok_or(Errno::NOSPC)?;
         ev.clear_slot(slot);
-        ev.table.insert(slot, Event { event_type: a.event_type, auto_reset: a.auto_reset != 0, signaled: false, slot: Some(slot) });
+        ev.table.insert(
+            slot,
+            Event {
+                event_type: a.event_type,
+                auto_reset: a.auto_reset != 0,
+                signaled: false,
+                slot: Some(slot),
+            },
+        );
         a.event_id = slot;
         a.event_slot_index = slot;
         a.event_trigger_data = slot;
@@ -600,9 +689,14 @@ impl EmulatedKfd {
         }
         let ids: Vec<u32> = raw
             .chunks_exact(size_of::<EventData>())
-            .map(|c| EventData::read_from_bytes(c).map(|d| d.event_id).unwrap_or(u32::MAX))
+            .map(|c| {
+                EventData::read_from_bytes(c)
+                    .map(|d| d.event_id)
+                    .unwrap_or(u32::MAX)
+            })
             .collect();
-        let deadline = (a.timeout != u32::MAX).then(|| Instant::now() + Duration::from_millis(u64::from(a.timeout)));
+        let deadline = (a.timeout != u32::MAX)
+            .then(|| Instant::now() + Duration::from_millis(u64::from(a.timeout)));
         let mut ev = lock(&self.device.events);
         loop {
             let mut fired = 0;
@@ -615,7 +709,11 @@ impl EmulatedKfd {
                     fired += 1;
                 }
             }
-            let done = if a.wait_for_all != 0 { fired == ids.len() && !ids.is_empty() } else { fired > 0 };
+            let done = if a.wait_for_all != 0 {
+                fired == ids.len() && !ids.is_empty()
+            } else {
+                fired > 0
+            };
             if done {
                 for &id in &ids {
                     if let Some(e) = ev.table.get_mut(&id) {
@@ -667,16 +765,27 @@ impl EmulatedKfd {
         if a.read_pointer_address.wrapping_sub(128) != amd_queue || amd_queue % 64 != 0 {
             return Err(Errno::INVAL);
         }
-        let mut allocs = self.device.allocs.write().unwrap_or_else(PoisonError::into_inner);
-        let ring_region = allocs.device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size)).ok_or(Errno::INVAL)?;
-        let queue_region = allocs.device_region(gpu.gpu_id, amd_queue, 256).ok_or(Errno::FAULT)?;
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let ring_region = allocs
+            .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
+            .ok_or(Errno::INVAL)?;
+        let queue_region = allocs
+            .device_region(gpu.gpu_id, amd_queue, 256)
+            .ok_or(Errno::FAULT)?;
         let mut queues = lock(&self.device.queues);
         let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
         if on_gpu >= gpu.num_cp_queues {
             return Err(Errno::NOSPC);
         }
-        let qid = (0..MAX_QUEUES_PER_PROCESS).find(|i| !queues.contains_key(i)).ok_or(Errno::NOSPC)?;
-        let consumer = mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
+        let qid = (0..MAX_QUEUES_PER_PROCESS)
+            .find(|i| !queues.contains_key(i))
+            .ok_or(Errno::NOSPC)?;
+        let consumer =
+            mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
         let ctl = Arc::new(QueueCtl::default());
         let cp = CpThread {
             device: self.device.clone(),
@@ -697,14 +806,17 @@ impl EmulatedKfd {
                 pinned.push(al.handle);
             }
         }
-        queues.insert(qid, QueueEntry {
-            gpu_id: gpu.gpu_id,
-            ring_va: a.ring_base_address,
-            ring_size: a.ring_size,
-            pinned,
-            ctl,
-            thread: Some(thread),
-        });
+        queues.insert(
+            qid,
+            QueueEntry {
+                gpu_id: gpu.gpu_id,
+                ring_va: a.ring_base_address,
+                ring_size: a.ring_size,
+                pinned,
+                ctl,
+                thread: Some(thread),
+            },
+        );
         a.queue_id = qid;
         a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
         Ok(())
@@ -717,7 +829,11 @@ impl EmulatedKfd {
         if let Some(t) = q.thread.take() {
             let _ = t.join();
         }
-        let mut allocs = self.device.allocs.write().unwrap_or_else(PoisonError::into_inner);
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         for h in q.pinned {
             if let Some(a) = allocs.by_handle_mut(h) {
                 a.pins = a.pins.saturating_sub(1);
@@ -729,7 +845,9 @@ impl EmulatedKfd {
     fn update_queue(&self, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
         let queues = lock(&self.device.queues);
         let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
-        if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE || a.queue_priority > KFD_MAX_QUEUE_PRIORITY {
+        if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
+            || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+        {
             return Err(Errno::INVAL);
         }
         if a.ring_base_address != q.ring_va || a.ring_size != q.ring_size {
@@ -751,7 +869,12 @@ impl EmulatedKfd {
         self.device.user.read(a.cu_mask_ptr, &mut raw)
     }
 
-    fn mmap_kfd(&self, offset: u64, len: usize, addr: Option<NonNull<u8>>) -> Result<NonNull<u8>, Errno> {
+    fn mmap_kfd(
+        &self,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno> {
         match offset & KFD_MMAP_TYPE_MASK {
             KFD_MMAP_TYPE_DOORBELL => {
                 let hash = kfd_mmap_get_gpu_id(offset);
@@ -761,7 +884,9 @@ impl EmulatedKfd {
                     .iter()
                     .find(|g| g.gpu_id & 0xffff == hash)
                     .ok_or(Errno::INVAL)?;
-                if offset & !(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK) != 0 || len as u64 != DOORBELL_PAGE_BYTES {
+                if offset & !(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK) != 0
+                    || len as u64 != DOORBELL_PAGE_BYTES
+                {
                     return Err(Errno::INVAL);
                 }
                 gpu.doorbells.map_at(addr, len)
@@ -781,9 +906,19 @@ impl EmulatedKfd {
         }
     }
 
-    fn mmap_render(&self, gpu_id: u32, offset: u64, len: usize, addr: Option<NonNull<u8>>) -> Result<NonNull<u8>, Errno> {
+    fn mmap_render(
+        &self,
+        gpu_id: u32,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno> {
         self.gpu(gpu_id)?;
-        let allocs = self.device.allocs.read().unwrap_or_else(PoisonError::into_inner);
+        let allocs = self
+            .device
+            .allocs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
         let a = allocs.by_mmap_offset(offset).ok_or(Errno::INVAL)?;
         if a.gpu_id != gpu_id || len as u64 > a.size {
             return Err(Errno::INVAL);
@@ -809,7 +944,13 @@ impl KfdDriver for EmulatedKfd {
         self.dispatch(request, arg)
     }
 
-    fn mmap(&self, target: MapTarget, offset: u64, len: usize, addr: Option<NonNull<u8>>) -> Result<NonNull<u8>, Errno> {
+    fn mmap(
+        &self,
+        target: MapTarget,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno> {
         if len == 0 {
             return Err(Errno::INVAL);
         }
@@ -820,7 +961,9 @@ impl KfdDriver for EmulatedKfd {
     }
 
     fn doorbell_rung(&self, queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {
-        let ctl = lock(&self.device.queues).get(&queue_id).map(|q| q.ctl.clone());
+        let ctl = lock(&self.device.queues)
+            .get(&queue_id)
+            .map(|q| q.ctl.clone());
         if let Some(ctl) = ctl {
             ctl.kick();
         }
@@ -851,10 +994,19 @@ mod tests {
         d.ioctl(AMDKFD_IOC_GET_VERSION, v.as_mut_bytes()).unwrap();
         assert_eq!((v.major_version, v.minor_version), (1, 11));
         let mut short = [0u8; 4];
-        assert_eq!(d.ioctl(AMDKFD_IOC_GET_VERSION, &mut short), Err(Errno::INVAL));
+        assert_eq!(
+            d.ioctl(AMDKFD_IOC_GET_VERSION, &mut short),
+            Err(Errno::INVAL)
+        );
         let mut x = [0u8; 8];
-        assert_eq!(d.ioctl(ioc(IOC_READ, b'K', 0x7f, 8), &mut x), Err(Errno::NOTTY));
-        assert_eq!(d.ioctl(ioc(IOC_READ, b'Q', 0x01, 8), &mut x), Err(Errno::NOTTY));
+        assert_eq!(
+            d.ioctl(ioc(IOC_READ, b'K', 0x7f, 8), &mut x),
+            Err(Errno::NOTTY)
+        );
+        assert_eq!(
+            d.ioctl(ioc(IOC_READ, b'Q', 0x01, 8), &mut x),
+            Err(Errno::NOTTY)
+        );
         assert_eq!(d.ioctl_count(), 4);
     }
 
@@ -862,24 +1014,32 @@ mod tests {
     fn topology_without_gpu_is_rejected() {
         let mut t = builtin_topology();
         t.nodes.truncate(1);
-        assert_eq!(EmulatedKfd::new(t).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(
+            EmulatedKfd::new(t).unwrap_err().status(),
+            Status::InvalidArgument
+        );
     }
 
     #[test]
     fn apertures_count_then_fill() {
         let d = dev();
         let mut a = GetProcessAperturesNewArgs::default();
-        d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()).unwrap();
+        d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes())
+            .unwrap();
         assert_eq!(a.num_of_nodes, 1);
         let mut out = [ProcessDeviceApertures::default(); 2];
         a.kfd_process_device_apertures_ptr = out.as_mut_ptr() as u64;
         a.num_of_nodes = 2;
-        d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()).unwrap();
+        d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes())
+            .unwrap();
         assert_eq!(a.num_of_nodes, 1);
         let got = std::hint::black_box(&out)[0];
         assert_eq!(got.gpu_id, BUILTIN_GPU_ID);
         assert!(got.gpuvm_base < got.gpuvm_limit);
         a.kfd_process_device_apertures_ptr = 16;
-        assert_eq!(d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()), Err(Errno::FAULT));
+        assert_eq!(
+            d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()),
+            Err(Errno::FAULT)
+        );
     }
 }

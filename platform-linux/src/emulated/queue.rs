@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::platform::QueueErrorCallback;
-use hsa_core::processor::{AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress};
+use hsa_core::processor::{
+    AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress,
+};
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::{error, Error, GpuVa, QueueId, Status};
 
@@ -106,7 +108,11 @@ impl CpThread {
                 continue;
             }
             let progress = {
-                let allocs = self.device.allocs.read().unwrap_or_else(PoisonError::into_inner);
+                let allocs = self
+                    .device
+                    .allocs
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner);
                 let host = CpHost {
                     device: &self.device,
                     allocs: &allocs,
@@ -147,7 +153,14 @@ impl ProcessorHost for CpHost<'_> {
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .lookup(dispatch.kernel_object)?;
-        kernel::run(&f, &name, dispatch, self.allocs, self.gpu_id, self.lds_bytes)
+        kernel::run(
+            &f,
+            &name,
+            dispatch,
+            self.allocs,
+            self.gpu_id,
+            self.lds_bytes,
+        )
     }
 
     fn agent_dispatch(&self, dispatch: &AgentDispatch) -> hsa_core::Result<()> {
@@ -175,11 +188,15 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> hsa_core::Result<()> {
-        let events = self.device.events.lock().unwrap_or_else(PoisonError::into_inner);
-        let word = events
-            .page
-            .as_ref()
-            .and_then(|p| p.slot_offset(mailbox.0).and_then(|off| p.region.atomic_u64(off)));
+        let events = self
+            .device
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let word = events.page.as_ref().and_then(|p| {
+            p.slot_offset(mailbox.0)
+                .and_then(|off| p.region.atomic_u64(off))
+        });
         match word {
             Some(w) => {
                 // Release pairs with the Acquire load in Events::poll_slot (and a waiter's).
@@ -188,14 +205,17 @@ impl ProcessorHost for CpHost<'_> {
             }
             None => Err(error!(
                 Status::InvalidSignal,
-                "event mailbox {:#x} is not a slot of the event page",
-                mailbox.0
+                "event mailbox {:#x} is not a slot of the event page", mailbox.0
             )),
         }
     }
 
     fn signal_event(&self, event_id: u32) {
-        let mut events = self.device.events.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut events = self
+            .device
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if events.poll_slot(event_id) {
             self.device.events_cv.notify_all();
         }
