@@ -16,6 +16,7 @@
 #![deny(unsafe_code)]
 
 pub mod device;
+pub mod emulated;
 pub mod isa;
 pub mod kfd;
 pub mod report;

@@ -1,0 +1,328 @@
+//! Kernel execution on the emulated device: host implementations registered by symbol name,
+//! run once per work-group with a [`DispatchContext`] whose every memory access is checked.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use hsa_core::processor::KernelDispatch;
+use hsa_core::{error, Error, GpuVa, Status};
+use zerocopy::{FromBytes, Immutable, IntoBytes};
+
+use super::mem::Region;
+use super::memory::Allocs;
+
+/// A host implementation of a kernel: called once per work-group of a dispatch.
+pub(crate) type KernelFn = Arc<dyn Fn(&mut DispatchContext<'_>) -> Result<(), Error> + Send + Sync>;
+
+/// Registered kernels and the kernel objects the loader reported.
+#[derive(Default)]
+pub(crate) struct Kernels {
+    pub(crate) by_name: HashMap<String, KernelFn>,
+    pub(crate) objects: HashMap<u64, String>,
+}
+
+impl Kernels {
+    /// The implementation for `kernel_object`.
+    ///
+    /// # Errors
+    /// [`Status::InvalidPacketFormat`] naming the object (and its symbol, when known) and the
+    /// registered names when there is no implementation.
+    pub(crate) fn lookup(&self, kernel_object: GpuVa) -> Result<(String, KernelFn), Error> {
+        let mut known: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
+        known.sort_unstable();
+        let known = known.join(", ");
+        let Some(name) = self.objects.get(&kernel_object.0) else {
+            return Err(error!(
+                Status::InvalidPacketFormat,
+                "kernel object {:#x} is not a loaded kernel the emulated device knows (no \
+                 symbol was reported for it; host implementations: {known})",
+                kernel_object.0
+            ));
+        };
+        match self.by_name.get(name) {
+            Some(f) => Ok((name.clone(), f.clone())),
+            None => Err(error!(
+                Status::InvalidPacketFormat,
+                "kernel object {:#x} ({name}) has no host implementation on the emulated device \
+                 (known: {known})",
+                kernel_object.0
+            )),
+        }
+    }
+}
+
+/// What a host kernel implementation sees of one work-group of a dispatch: the packet's sizes,
+/// the kernarg segment and device memory, each access checked against the live allocations
+/// mapped to the GPU (a bad pointer is a [`Status::MemoryFault`] error, never a crash).
+///
+/// Work-groups of a dispatch run one after another in x, then y, then z order on the queue's
+/// processor thread. Sizes are in work-items; addresses are GPU virtual addresses.
+pub struct DispatchContext<'a> {
+    dispatch: &'a KernelDispatch,
+    allocs: &'a Allocs,
+    gpu_id: u32,
+    workgroup_id: [u32; 3],
+    group_segment: Vec<u8>,
+    borrowed: Option<Region>,
+}
+
+impl std::fmt::Debug for DispatchContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DispatchContext")
+            .field("dispatch", self.dispatch)
+            .field("gpu_id", &self.gpu_id)
+            .field("workgroup_id", &self.workgroup_id)
+            .finish()
+    }
+}
+
+impl<'a> DispatchContext<'a> {
+    /// Grid dimensions, 1 to 3 (the packet's `setup`).
+    pub fn dimensions(&self) -> u8 {
+        self.dispatch.dimensions
+    }
+
+    /// Grid size in work-items, x/y/z (unused dimensions are 1).
+    pub fn grid_size(&self) -> [u32; 3] {
+        self.dispatch.grid_size
+    }
+
+    /// Work-group size in work-items, x/y/z, as in the packet.
+    pub fn workgroup_size(&self) -> [u16; 3] {
+        self.dispatch.workgroup_size
+    }
+
+    /// Number of work-groups in each dimension: `ceil(grid / workgroup)` (the last group of a
+    /// dimension may be partial, HSA PSA §2.4).
+    pub fn workgroup_count(&self) -> [u32; 3] {
+        workgroup_count(self.dispatch)
+    }
+
+    /// This work-group's id, x/y/z.
+    pub fn workgroup_id(&self) -> [u32; 3] {
+        self.workgroup_id
+    }
+
+    /// The global ids (x, y, z) of this work-group's work-items, x fastest; partial groups at
+    /// the grid's edge yield only the work-items inside the grid.
+    pub fn work_items(&self) -> impl Iterator<Item = [u32; 3]> {
+        let wg = self.dispatch.workgroup_size.map(u32::from);
+        let grid = self.dispatch.grid_size;
+        let base: [u32; 3] = std::array::from_fn(|i| self.workgroup_id[i].saturating_mul(wg[i]));
+        let end: [u32; 3] = std::array::from_fn(|i| base[i].saturating_add(wg[i]).min(grid[i]));
+        (base[2]..end[2]).flat_map(move |z| {
+            (base[1]..end[1]).flat_map(move |y| (base[0]..end[0]).map(move |x| [x, y, z]))
+        })
+    }
+
+    /// Group segment (LDS) size of the dispatch, bytes.
+    pub fn group_segment_size_bytes(&self) -> u32 {
+        self.dispatch.group_segment_size_bytes
+    }
+
+    /// Private segment size per work-item, bytes.
+    pub fn private_segment_size_bytes(&self) -> u32 {
+        self.dispatch.private_segment_size_bytes
+    }
+
+    /// This work-group's group segment: `group_segment_size_bytes` zeroed bytes, fresh for
+    /// every work-group.
+    pub fn group_segment(&mut self) -> &mut [u8] {
+        &mut self.group_segment
+    }
+
+    /// The kernel object (address of the kernel descriptor).
+    pub fn kernel_object(&self) -> GpuVa {
+        self.dispatch.kernel_object
+    }
+
+    /// The kernarg segment's address.
+    pub fn kernarg_address(&self) -> GpuVa {
+        self.dispatch.kernarg_address
+    }
+
+    /// `len` bytes of the kernarg segment from byte `offset`.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] when `kernarg_address + offset .. + len` is not inside one live
+    /// allocation mapped to the GPU (the message names the address).
+    pub fn kernarg_bytes(&self, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
+        let va = self
+            .dispatch
+            .kernarg_address
+            .0
+            .checked_add(offset)
+            .ok_or_else(|| {
+                error!(
+                    Status::MemoryFault,
+                    "kernarg offset {offset:#x} overflows the address space"
+                )
+            })?;
+        let r = self
+            .allocs
+            .device_region_or_fault(self.gpu_id, va, len as u64, "kernarg read")?;
+        let mut out = vec![0u8; len];
+        r.read_into(&mut out);
+        Ok(out)
+    }
+
+    /// The little-endian u32 at byte `offset` of the kernarg segment.
+    ///
+    /// # Errors
+    /// As [`DispatchContext::kernarg_bytes`].
+    pub fn kernarg_u32(&self, offset: u64) -> Result<u32, Error> {
+        let b = self.kernarg_bytes(offset, 4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    /// The little-endian u64 at byte `offset` of the kernarg segment (a pointer argument).
+    ///
+    /// # Errors
+    /// As [`DispatchContext::kernarg_bytes`].
+    pub fn kernarg_u64(&self, offset: u64) -> Result<u64, Error> {
+        let b = self.kernarg_bytes(offset, 8)?;
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&b);
+        Ok(u64::from_le_bytes(w))
+    }
+
+    fn region(&self, addr: u64, count: usize, size: usize, what: &str) -> Result<Region, Error> {
+        let bytes = (count as u64).checked_mul(size as u64).ok_or_else(|| {
+            error!(
+                Status::MemoryFault,
+                "{what} of {count} elements at {addr:#x} overflows"
+            )
+        })?;
+        self.allocs
+            .device_region_or_fault(self.gpu_id, addr, bytes, what)
+    }
+
+    /// Reads one `T` at device address `addr`.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the address when `addr .. + size_of::<T>()` is not inside
+    /// one live allocation mapped to the GPU.
+    pub fn read<T: FromBytes + IntoBytes>(&self, addr: u64) -> Result<T, Error> {
+        let r = self.region(addr, 1, size_of::<T>(), "read")?;
+        let mut v = T::new_zeroed();
+        r.read_into(v.as_mut_bytes());
+        Ok(v)
+    }
+
+    /// Writes one `T` at device address `addr`.
+    ///
+    /// # Errors
+    /// As [`DispatchContext::read`].
+    pub fn write<T: IntoBytes + Immutable>(&self, addr: u64, value: T) -> Result<(), Error> {
+        let r = self.region(addr, 1, size_of::<T>(), "write")?;
+        r.write_from(value.as_bytes());
+        Ok(())
+    }
+
+    /// Reads `count` consecutive `T` at `addr`.
+    ///
+    /// # Errors
+    /// As [`DispatchContext::read`], for the whole range.
+    pub fn read_slice<T: FromBytes + IntoBytes + Clone>(
+        &self,
+        addr: u64,
+        count: usize,
+    ) -> Result<Vec<T>, Error> {
+        let r = self.region(addr, count, size_of::<T>(), "read")?;
+        let mut v = vec![T::new_zeroed(); count];
+        r.read_into(v.as_mut_slice().as_mut_bytes());
+        Ok(v)
+    }
+
+    /// Writes `values` consecutively at `addr`.
+    ///
+    /// # Errors
+    /// As [`DispatchContext::read`], for the whole range.
+    pub fn write_slice<T: IntoBytes + Immutable>(
+        &self,
+        addr: u64,
+        values: &[T],
+    ) -> Result<(), Error> {
+        let r = self.region(addr, values.len(), size_of::<T>(), "write")?;
+        r.write_from(values.as_bytes());
+        Ok(())
+    }
+
+    /// `count` values of `T` at `addr` as a mutable slice into device memory (one borrow at a
+    /// time: the slice borrows the context). Other agents and the host may access the same
+    /// memory concurrently, as on hardware; use it for memory the dispatch owns.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the address when the range is not inside one live
+    /// allocation mapped to the GPU or `addr` is not aligned for `T`.
+    pub fn memory_slice<T: FromBytes + IntoBytes>(
+        &mut self,
+        addr: u64,
+        count: usize,
+    ) -> Result<&mut [T], Error> {
+        let r = self.region(addr, count, size_of::<T>(), "access")?;
+        self.borrowed = Some(r);
+        let slot = self
+            .borrowed
+            .as_mut()
+            .ok_or_else(|| error!(Status::Error, "unreachable"))?;
+        slot.as_mut_slice::<T>(count).ok_or_else(|| {
+            error!(
+                Status::MemoryFault,
+                "memory fault: access at {addr:#x} is not aligned to {} bytes",
+                align_of::<T>()
+            )
+        })
+    }
+}
+
+/// `ceil(grid / workgroup)` per dimension (workgroup sizes are validated non-zero by the
+/// processor; a zero is treated as 1).
+fn workgroup_count(d: &KernelDispatch) -> [u32; 3] {
+    std::array::from_fn(|i| {
+        let wg = u32::from(d.workgroup_size[i].max(1));
+        d.grid_size[i].div_ceil(wg)
+    })
+}
+
+/// Runs `f` for every work-group of `dispatch` on GPU `gpu_id` with `lds_bytes` of LDS.
+///
+/// # Errors
+/// [`Status::InvalidPacketFormat`] when the group segment exceeds the LDS; the first error of
+/// `f`.
+pub(crate) fn run(
+    f: &KernelFn,
+    name: &str,
+    dispatch: &KernelDispatch,
+    allocs: &Allocs,
+    gpu_id: u32,
+    lds_bytes: u32,
+) -> Result<(), Error> {
+    if dispatch.group_segment_size_bytes > lds_bytes {
+        return Err(error!(
+            Status::InvalidPacketFormat,
+            "kernel {name}: group_segment_size {} exceeds the GPU's LDS of {lds_bytes} bytes",
+            dispatch.group_segment_size_bytes
+        ));
+    }
+    let counts = workgroup_count(dispatch);
+    let mut ctx = DispatchContext {
+        dispatch,
+        allocs,
+        gpu_id,
+        workgroup_id: [0; 3],
+        group_segment: vec![0; dispatch.group_segment_size_bytes as usize],
+        borrowed: None,
+    };
+    for z in 0..counts[2] {
+        for y in 0..counts[1] {
+            for x in 0..counts[0] {
+                ctx.workgroup_id = [x, y, z];
+                ctx.group_segment.fill(0);
+                ctx.borrowed = None;
+                f(&mut ctx).map_err(|e| error!(e.status(), "kernel {name}: {}", e.detail()))?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,392 @@
+//! The emulated device's only `unsafe`: backing memory (memfd pages mapped for the device's own
+//! view and at the user's addresses), raw access to regions of live allocations, and the
+//! construction of the core's [`Ring`], [`RingConsumer`] and [`RawSignal`] over them.
+//!
+//! # The invariant everything here rests on
+//! A [`Region`] is only made by this module, from
+//! - a [`Backing`] this module mapped (in bounds of that mapping), or
+//! - user memory (`USERPTR` allocations) whose every page was probed readable through
+//!   `/proc/self/mem` when it was registered; the `KfdDriver` contract (as the kernel's page
+//!   pinning) is that the caller keeps such memory mapped until `FREE_MEMORY_OF_GPU`.
+//!
+//! The owner of a region's allocation (the allocation table in `super`) keeps the memory alive
+//! while anyone uses the region: device access happens under the table's read lock, and
+//! memory behind a live queue or the event page cannot be freed (`EBUSY`). Device and host may
+//! access the same bytes concurrently, as GPU and CPU do on hardware; shared words used for
+//! synchronisation (signals, indices, mailboxes, headers) are only touched atomically.
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+use std::os::fd::OwnedFd;
+use std::ptr::NonNull;
+use std::sync::atomic::AtomicU64;
+
+use hsa_core::abi::queue::AmdQueue;
+use hsa_core::abi::signal::AmdSignal;
+use hsa_core::processor::RingConsumer;
+use hsa_core::queue::ring::Ring;
+use hsa_core::signal::raw::RawSignal;
+use rustix::fs::{MemfdFlags, OFlags};
+use rustix::io::Errno;
+use rustix::mm::{MapFlags, ProtFlags};
+use zerocopy::{FromBytes, IntoBytes};
+
+/// Page size the emulation uses for rounding and alignment checks, bytes.
+pub(crate) const PAGE_BYTES: u64 = 4096;
+
+/// Zeroed, shareable backing memory: a memfd of `len` bytes, mapped once for the device's own
+/// view. [`Backing::map_at`] maps the same pages again where the user asks (what mmap of a
+/// render-node offset or `/dev/kfd` does on hardware).
+#[derive(Debug)]
+pub(crate) struct Backing {
+    fd: OwnedFd,
+    view: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: a Backing owns its fd and its view mapping; the view is only reached through
+// Regions, whose access is atomic or raw copies (no references held across threads by this
+// type itself).
+unsafe impl Send for Backing {}
+// SAFETY: as for Send.
+unsafe impl Sync for Backing {}
+
+impl Backing {
+    /// Creates `len` bytes (rounded up to whole pages) of zeroed memfd memory and maps it.
+    ///
+    /// # Errors
+    /// `ENOMEM` for a zero or unrepresentable size; the errno of memfd_create, ftruncate or mmap.
+    pub(crate) fn new(name: &str, len: u64) -> Result<Backing, Errno> {
+        let len = round_up_page(len).ok_or(Errno::NOMEM)?;
+        let len_usize = usize::try_from(len).map_err(|_| Errno::NOMEM)?;
+        if len_usize == 0 {
+            return Err(Errno::NOMEM);
+        }
+        let fd = rustix::fs::memfd_create(name, MemfdFlags::CLOEXEC)?;
+        rustix::fs::ftruncate(&fd, len)?;
+        // SAFETY: a fresh shared mapping of our own memfd at an address the kernel picks: it
+        // replaces nothing and aliases no Rust object.
+        let ptr = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len_usize,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                &fd,
+                0,
+            )?
+        };
+        let view = NonNull::new(ptr.cast::<u8>()).ok_or(Errno::NOMEM)?;
+        Ok(Backing {
+            fd,
+            view,
+            len: len_usize,
+        })
+    }
+
+    /// The region of the whole view.
+    pub(crate) fn region(&self) -> Region {
+        Region {
+            base: self.view.as_ptr() as usize,
+            len: self.len,
+        }
+    }
+
+    /// Maps the first `len` bytes (rounded up to pages) again, shared and read-write: at exactly
+    /// `addr` (`MAP_FIXED`) when given, else where the kernel picks. The mapping belongs to the
+    /// caller (the user unmaps it, as with a real device file).
+    ///
+    /// # Errors
+    /// `EINVAL` for a zero length, a length beyond the backing or a misaligned `addr`; the
+    /// errno of mmap.
+    pub(crate) fn map_at(
+        &self,
+        addr: Option<NonNull<u8>>,
+        len: usize,
+    ) -> Result<NonNull<u8>, Errno> {
+        let len = round_up_page(len as u64).ok_or(Errno::INVAL)? as usize;
+        if len == 0 || len > self.len {
+            return Err(Errno::INVAL);
+        }
+        let (hint, flags) = match addr {
+            Some(a) if (a.as_ptr() as u64) % PAGE_BYTES != 0 => return Err(Errno::INVAL),
+            Some(a) => (
+                a.as_ptr().cast::<c_void>(),
+                MapFlags::SHARED | MapFlags::FIXED,
+            ),
+            None => (std::ptr::null_mut(), MapFlags::SHARED),
+        };
+        // SAFETY: with MAP_FIXED this replaces whatever the caller has at `addr..addr+len`:
+        // the KfdDriver::mmap contract is that the caller owns that range (a reservation it
+        // made for exactly this), as with mmap(2) on the real device file. Without an address
+        // the kernel picks free space. Either way no Rust object of ours is affected.
+        let ptr = unsafe {
+            rustix::mm::mmap(
+                hint,
+                len,
+                ProtFlags::READ | ProtFlags::WRITE,
+                flags,
+                &self.fd,
+                0,
+            )?
+        };
+        NonNull::new(ptr.cast::<u8>()).ok_or(Errno::NOMEM)
+    }
+}
+
+impl Drop for Backing {
+    fn drop(&mut self) {
+        // SAFETY: `view..view+len` is the mapping `new` made and nothing else unmapped it; all
+        // Regions over it are dead (the owner's lifetime rules, see module docs).
+        let _ = unsafe { rustix::mm::munmap(self.view.as_ptr().cast(), self.len) };
+    }
+}
+
+/// `len` rounded up to whole pages; `None` on overflow.
+pub(crate) fn round_up_page(len: u64) -> Option<u64> {
+    len.checked_add(PAGE_BYTES - 1)
+        .map(|v| v & !(PAGE_BYTES - 1))
+}
+
+/// A byte range of live device-visible memory, as the device's own (host) address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Region {
+    base: usize,
+    len: usize,
+}
+
+impl Region {
+    /// The host address of the first byte.
+    pub(crate) fn addr(&self) -> u64 {
+        self.base as u64
+    }
+
+    /// The sub-range `offset..offset + len`, or `None` when it does not fit.
+    pub(crate) fn sub(&self, offset: u64, len: u64) -> Option<Region> {
+        let end = offset.checked_add(len)?;
+        if end > self.len as u64 {
+            return None;
+        }
+        Some(Region {
+            base: self.base + offset as usize,
+            len: len as usize,
+        })
+    }
+
+    /// Copies the region's bytes into `out` (whose length must equal the region's).
+    pub(crate) fn read_into(&self, out: &mut [u8]) {
+        let n = out.len().min(self.len);
+        // SAFETY: the module invariant: `base..base+len` is live mapped memory; `n <= len`;
+        // `out` is a distinct Rust buffer (device memory never aliases our heap).
+        unsafe { std::ptr::copy(self.base as *const u8, out.as_mut_ptr(), n) };
+    }
+
+    /// Copies `data` into the region (at most the region's length).
+    pub(crate) fn write_from(&self, data: &[u8]) {
+        let n = data.len().min(self.len);
+        // SAFETY: as for read_into; the memory is writable (mapped read-write or user memory
+        // registered as GPU-writable).
+        unsafe { std::ptr::copy(data.as_ptr(), self.base as *mut u8, n) };
+    }
+
+    /// The 64-bit word at `offset` as an atomic; `None` when out of bounds or misaligned.
+    pub(crate) fn atomic_u64(&self, offset: u64) -> Option<&AtomicU64> {
+        let r = self.sub(offset, 8)?;
+        if r.base % 8 != 0 {
+            return None;
+        }
+        // SAFETY: in bounds, 8-aligned, live (module invariant); AtomicU64 has u64's layout
+        // and shared words are only accessed atomically.
+        Some(unsafe { &*(r.base as *const AtomicU64) })
+    }
+
+    /// The region as `count` values of `T`, mutably; `None` when it is too small or misaligned.
+    /// The borrow of `self` bounds the slice's life.
+    pub(crate) fn as_mut_slice<T: FromBytes + IntoBytes>(
+        &mut self,
+        count: usize,
+    ) -> Option<&mut [T]> {
+        let bytes = count.checked_mul(size_of::<T>())?;
+        if bytes > self.len || self.base % align_of::<T>() != 0 {
+            return None;
+        }
+        // SAFETY: in bounds, aligned, live (module invariant); every bit pattern is a valid T
+        // (FromBytes) and any T may be stored (IntoBytes). The slice lives as long as the
+        // `&mut self` borrow of this Region, which its owner keeps unique.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.base as *mut T, count) })
+    }
+
+    /// A [`RawSignal`] over this region (64 bytes, 64-aligned); `None` otherwise.
+    pub(crate) fn raw_signal(&self) -> Option<RawSignal> {
+        if self.len < size_of::<AmdSignal>() || self.base % 64 != 0 {
+            return None;
+        }
+        let ptr = NonNull::new(self.base as *mut AmdSignal)?;
+        // SAFETY: a live, 64-aligned amd_signal_t-sized region (module invariant); the caller
+        // uses the RawSignal only while it holds the allocation table's read lock.
+        Some(unsafe { RawSignal::from_ptr(ptr) })
+    }
+}
+
+/// Makes the consumer of an AQL ring: `ring` holds `size_packets` 64-byte slots (64-aligned),
+/// `queue` is the `amd_queue_t` (256 bytes, 64-aligned); `None` otherwise.
+///
+/// The queue's creator pins both allocations (they cannot be freed while the queue lives) and
+/// this consumer is the only one (one processor thread per queue).
+pub(crate) fn ring_consumer(
+    ring: Region,
+    size_packets: u32,
+    queue: Region,
+) -> Option<RingConsumer> {
+    if !size_packets.is_power_of_two()
+        || ring.len < size_packets as usize * 64
+        || ring.base % 64 != 0
+        || queue.len < size_of::<AmdQueue>()
+        || queue.base % 64 != 0
+    {
+        return None;
+    }
+    let base = NonNull::new(ring.base as *mut u8)?;
+    let q = NonNull::new(queue.base as *mut AmdQueue)?;
+    // SAFETY: both regions are live and pinned for the queue's life (see above), sized and
+    // aligned as Ring::new requires; slot headers and dispatch ids are accessed atomically by
+    // the producer (the user) and this consumer.
+    let ring = unsafe { Ring::new(base, size_packets, q) };
+    // SAFETY: the emulated device makes exactly one consumer per queue.
+    Some(unsafe { RingConsumer::new(ring) })
+}
+
+/// Copies to and from arbitrary user addresses the way `copy_from_user`/`copy_to_user` do:
+/// through `/proc/self/mem`, so an unmapped address is an `EFAULT`, never a crash.
+#[derive(Debug)]
+pub(crate) struct UserMemory {
+    fd: OwnedFd,
+}
+
+impl UserMemory {
+    /// Opens `/proc/self/mem`.
+    ///
+    /// # Errors
+    /// The errno of open.
+    pub(crate) fn open() -> Result<UserMemory, Errno> {
+        let fd = rustix::fs::open(
+            "/proc/self/mem",
+            OFlags::RDWR | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )?;
+        Ok(UserMemory { fd })
+    }
+
+    /// Reads `out.len()` bytes at user address `addr`.
+    ///
+    /// # Errors
+    /// `EFAULT` for a null address or when any byte is not mapped readable.
+    pub(crate) fn read(&self, addr: u64, out: &mut [u8]) -> Result<(), Errno> {
+        if addr == 0
+            || addr
+                .checked_add(out.len() as u64)
+                .is_none_or(|e| e > i64::MAX as u64)
+        {
+            return Err(Errno::FAULT);
+        }
+        let mut done = 0;
+        while done < out.len() {
+            match rustix::io::pread(&self.fd, &mut out[done..], addr + done as u64) {
+                Ok(0) | Err(_) => return Err(Errno::FAULT),
+                Ok(n) => done += n,
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `data` at user address `addr`.
+    ///
+    /// # Errors
+    /// `EFAULT` for a null address or when any byte is not mapped.
+    pub(crate) fn write(&self, addr: u64, data: &[u8]) -> Result<(), Errno> {
+        if addr == 0
+            || addr
+                .checked_add(data.len() as u64)
+                .is_none_or(|e| e > i64::MAX as u64)
+        {
+            return Err(Errno::FAULT);
+        }
+        let mut done = 0;
+        while done < data.len() {
+            match rustix::io::pwrite(&self.fd, &data[done..], addr + done as u64) {
+                Ok(0) | Err(_) => return Err(Errno::FAULT),
+                Ok(n) => done += n,
+            }
+        }
+        Ok(())
+    }
+
+    /// Registers `len` bytes of user memory at `addr` (a `USERPTR` allocation) after probing
+    /// one byte of every page.
+    ///
+    /// # Errors
+    /// `EFAULT` when a page is not mapped readable; `EINVAL` for a zero or unrepresentable size.
+    pub(crate) fn user_region(&self, addr: u64, len: u64) -> Result<Region, Errno> {
+        let end = addr.checked_add(len).ok_or(Errno::INVAL)?;
+        if len == 0 || usize::try_from(end).is_err() {
+            return Err(Errno::INVAL);
+        }
+        let mut page = addr & !(PAGE_BYTES - 1);
+        let mut byte = [0u8; 1];
+        while page < end {
+            self.read(page.max(addr), &mut byte)?;
+            page += PAGE_BYTES;
+        }
+        Ok(Region {
+            base: addr as usize,
+            len: len as usize,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backing_is_zeroed_and_shared_between_mappings() {
+        let b = Backing::new("t", 5000).unwrap();
+        let r = b.region();
+        assert!(r.sub(8191, 1).is_some() && r.sub(8192, 1).is_none());
+        let mut buf = [1u8; 16];
+        r.read_into(&mut buf);
+        assert_eq!(buf, [0u8; 16]);
+        let second = b.map_at(None, 4096).unwrap();
+        r.write_from(&[7, 8, 9]);
+        let um = UserMemory::open().unwrap();
+        let mut got = [0u8; 3];
+        um.read(second.as_ptr() as u64, &mut got).unwrap();
+        assert_eq!(got, [7, 8, 9]);
+        assert_eq!(b.map_at(None, 3 * 4096), Err(Errno::INVAL));
+    }
+
+    #[test]
+    fn user_memory_faults_instead_of_crashing() {
+        let um = UserMemory::open().unwrap();
+        let mut b = [0u8; 8];
+        assert_eq!(um.read(0, &mut b), Err(Errno::FAULT));
+        assert_eq!(um.read(8, &mut b), Err(Errno::FAULT)); // page 0 is never mapped
+        let v = 0x1122_3344_5566_7788u64;
+        um.read(&v as *const u64 as u64, &mut b).unwrap();
+        assert_eq!(u64::from_ne_bytes(b), v);
+        assert_eq!(um.user_region(16, 8), Err(Errno::FAULT));
+    }
+
+    #[test]
+    fn region_bounds() {
+        let b = Backing::new("t", 4096).unwrap();
+        let r = b.region();
+        assert!(r.sub(4090, 6).is_some());
+        assert!(r.sub(4090, 7).is_none());
+        assert!(r.sub(u64::MAX, 2).is_none());
+        assert!(r.atomic_u64(4).is_none());
+        assert!(r.atomic_u64(4088).is_some());
+        assert!(r.sub(64, 64).unwrap().raw_signal().is_some());
+        assert!(r.sub(8, 64).unwrap().raw_signal().is_none());
+    }
+}

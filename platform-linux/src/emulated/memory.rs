@@ -1,0 +1,203 @@
+//! The emulated device's buffer objects: `ALLOC/FREE_MEMORY_OF_GPU`, `MAP/UNMAP_MEMORY_TO_GPU`
+//! bookkeeping, and the translation of device addresses to live memory.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use hsa_core::{error, Error, Status};
+use rustix::io::Errno;
+
+use super::mem::{Backing, Region};
+
+/// What backs an allocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// `KFD_IOC_ALLOC_MEM_FLAGS_VRAM`: counts against the GPU's frame-buffer banks.
+    Vram,
+    /// `..._GTT`: counts against system memory.
+    Gtt,
+    /// `..._USERPTR`: the caller's own memory; counts against system memory.
+    Userptr,
+    /// `..._DOORBELL`: the GPU's doorbell page.
+    Doorbell,
+    /// `..._MMIO_REMAP`: one page standing in for the HDP flush registers.
+    MmioRemap,
+}
+
+/// One live buffer object.
+#[derive(Debug)]
+pub(crate) struct Alloc {
+    /// GPU virtual address of the first byte.
+    pub(crate) va: u64,
+    /// Size, bytes (rounded up to pages).
+    pub(crate) size: u64,
+    /// The GPU it was allocated on.
+    pub(crate) gpu_id: u32,
+    /// The KFD handle.
+    pub(crate) handle: u64,
+    /// The render-node mmap offset (0 for USERPTR).
+    pub(crate) mmap_offset: u64,
+    pub(crate) kind: Kind,
+    /// The memory the device sees (its own view of `backing`, or the user's pages).
+    pub(crate) region: Region,
+    pub(crate) backing: Option<Arc<Backing>>,
+    /// GPUs it is mapped to (`MAP_MEMORY_TO_GPU`).
+    pub(crate) mapped: BTreeSet<u32>,
+    /// Users that must end before it may be freed (queues, the event page).
+    pub(crate) pins: u32,
+}
+
+/// All live allocations of the process.
+#[derive(Debug, Default)]
+pub(crate) struct Allocs {
+    by_va: BTreeMap<u64, Alloc>,
+    handles: HashMap<u64, u64>,
+    offsets: HashMap<u64, u64>,
+    next_id: u32,
+    vram_used: HashMap<u32, u64>,
+    system_used: u64,
+}
+
+impl Allocs {
+    /// Number of live allocations.
+    pub(crate) fn len(&self) -> usize {
+        self.by_va.len()
+    }
+
+    /// VRAM bytes in use on `gpu_id`.
+    pub(crate) fn vram_used(&self, gpu_id: u32) -> u64 {
+        self.vram_used.get(&gpu_id).copied().unwrap_or(0)
+    }
+
+    /// System bytes in use (GTT and USERPTR).
+    pub(crate) fn system_used(&self) -> u64 {
+        self.system_used
+    }
+
+    /// Whether `va..va+size` overlaps a live allocation.
+    pub(crate) fn overlaps(&self, va: u64, size: u64) -> bool {
+        let end = va.saturating_add(size);
+        if let Some((_, a)) = self.by_va.range(..end).next_back() {
+            return a.va + a.size > va;
+        }
+        false
+    }
+
+    /// A fresh id for a handle (low 32 bits) and mmap offset.
+    pub(crate) fn next_id(&mut self) -> u32 {
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.next_id
+    }
+
+    /// Inserts a new allocation (the caller checked overlap and limits).
+    pub(crate) fn insert(&mut self, a: Alloc) {
+        match a.kind {
+            Kind::Vram => *self.vram_used.entry(a.gpu_id).or_insert(0) += a.size,
+            Kind::Gtt | Kind::Userptr => self.system_used += a.size,
+            Kind::Doorbell | Kind::MmioRemap => {}
+        }
+        self.handles.insert(a.handle, a.va);
+        if a.mmap_offset != 0 {
+            self.offsets.insert(a.mmap_offset, a.handle);
+        }
+        self.by_va.insert(a.va, a);
+    }
+
+    /// The allocation with KFD handle `handle`.
+    pub(crate) fn by_handle(&self, handle: u64) -> Option<&Alloc> {
+        self.handles.get(&handle).and_then(|va| self.by_va.get(va))
+    }
+
+    /// The allocation with KFD handle `handle`, mutably.
+    pub(crate) fn by_handle_mut(&mut self, handle: u64) -> Option<&mut Alloc> {
+        let va = *self.handles.get(&handle)?;
+        self.by_va.get_mut(&va)
+    }
+
+    /// The allocation whose render-node mmap offset is `offset`.
+    pub(crate) fn by_mmap_offset(&self, offset: u64) -> Option<&Alloc> {
+        self.offsets.get(&offset).and_then(|h| self.by_handle(*h))
+    }
+
+    /// Removes the allocation with `handle`.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown handle; `EBUSY` while a queue or the event page uses it.
+    pub(crate) fn remove(&mut self, handle: u64) -> Result<Alloc, Errno> {
+        let a = self.by_handle(handle).ok_or(Errno::INVAL)?;
+        if a.pins > 0 {
+            return Err(Errno::BUSY);
+        }
+        let va = a.va;
+        let a = self.by_va.remove(&va).ok_or(Errno::INVAL)?;
+        self.handles.remove(&a.handle);
+        if a.mmap_offset != 0 {
+            self.offsets.remove(&a.mmap_offset);
+        }
+        match a.kind {
+            Kind::Vram => {
+                if let Some(u) = self.vram_used.get_mut(&a.gpu_id) {
+                    *u -= a.size;
+                }
+            }
+            Kind::Gtt | Kind::Userptr => self.system_used -= a.size,
+            Kind::Doorbell | Kind::MmioRemap => {}
+        }
+        Ok(a)
+    }
+
+    /// The live allocation holding all of `va..va+len` (any mapping state).
+    pub(crate) fn containing(&self, va: u64, len: u64) -> Option<&Alloc> {
+        let (_, a) = self.by_va.range(..=va).next_back()?;
+        let end = va.checked_add(len)?;
+        (end <= a.va + a.size).then_some(a)
+    }
+
+    /// The allocation containing `va..va+len` if it is mapped to `gpu_id`.
+    pub(crate) fn mapped_containing_mut(
+        &mut self,
+        gpu_id: u32,
+        va: u64,
+        len: u64,
+    ) -> Option<&mut Alloc> {
+        let key = self
+            .containing(va, len)
+            .filter(|a| a.mapped.contains(&gpu_id))?
+            .va;
+        self.by_va.get_mut(&key)
+    }
+
+    /// Translates the device access `va..va+len` of GPU `gpu_id` to live memory: the range must
+    /// lie inside one live allocation mapped to that GPU.
+    pub(crate) fn device_region(&self, gpu_id: u32, va: u64, len: u64) -> Option<Region> {
+        let a = self.containing(va, len)?;
+        if !a.mapped.contains(&gpu_id) {
+            return None;
+        }
+        a.region.sub(va - a.va, len)
+    }
+
+    /// As [`Allocs::device_region`], with a [`Status::MemoryFault`] error naming the access.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] when the range is not inside one live allocation mapped to
+    /// `gpu_id`.
+    pub(crate) fn device_region_or_fault(
+        &self,
+        gpu_id: u32,
+        va: u64,
+        len: u64,
+        what: &str,
+    ) -> Result<Region, Error> {
+        self.device_region(gpu_id, va, len).ok_or_else(|| {
+            let why = match self.containing(va, len) {
+                Some(_) => "the allocation is not mapped to this GPU",
+                None => "not inside one live allocation",
+            };
+            error!(
+                Status::MemoryFault,
+                "memory fault on GPU {gpu_id:#x}: {what} at {va:#x} ({len} bytes): {why}"
+            )
+        })
+    }
+}

@@ -1,0 +1,161 @@
+//! The emulated device's built-in topology profile.
+//!
+//! **A built-in profile, not a capture**: the GPU node's numbers are those of an AMD Instinct
+//! MI210 (gfx90a) as amdkfd reports them in `nodes/N/properties` of a real MI210 machine (the
+//! dump in `shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology`, node 3), reduced to one
+//! GPU without XGMI; the memory banks, caches, links and the CPU node are made up to look like
+//! a small host. To emulate a real machine, read a captured dump with
+//! [`Topology::read`](crate::topology::Topology::read) and pass it to
+//! [`EmulatedKfd::new`](super::EmulatedKfd::new) instead.
+
+use hsa_core::platform::{Cache, HeapType, IoLink, MemoryBank, NodeProperties};
+
+use crate::topology::{SystemProperties, Topology, TopologyNode};
+
+/// `gpu_id` of the built-in GPU (amdkfd derives it from a hash of the PCI location; any
+/// non-zero value will do).
+pub const BUILTIN_GPU_ID: u32 = 0x1234;
+
+/// Bytes of VRAM of the built-in GPU (64 GiB, an MI210's HBM2e).
+pub const BUILTIN_VRAM_BYTES: u64 = 64 << 30;
+
+/// Bytes of system memory of the built-in CPU node (16 GiB).
+pub const BUILTIN_SYSTEM_BYTES: u64 = 16 << 30;
+
+/// `HSA_IOLINKTYPE_PCIEXPRESS` (`hsakmttypes.h`).
+const IOLINK_TYPE_PCIE: u32 = 2;
+
+/// `HSA_CACHE_TYPE_DATA | HSA_CACHE_TYPE_HSACU` (`hsakmttypes.h`: data 1, HSACU 8).
+const CACHE_TYPE_GPU_DATA: u32 = 1 | 8;
+
+/// The built-in profile: node 0 a CPU (2 cores, one 16 GiB system bank), node 1 a gfx90a GPU
+/// like an MI210 (104 CUs: 416 SIMDs at 4 a CU, 64 KiB LDS, wave64, 24 CP queues, 64 GiB
+/// `FB_PUBLIC` VRAM, 16 KiB L1 and 8 MiB L2), linked by PCIe.
+pub fn builtin_topology() -> Topology {
+    let mut cpu = NodeProperties {
+        node_id: 0,
+        cpu_cores_count: 2,
+        mem_banks_count: 1,
+        io_links_count: 1,
+        max_engine_clk_ccompute: 2450,
+        ..NodeProperties::default()
+    };
+    let _ = cpu.name.push_str("Emulated host CPU");
+    let _ = cpu.marketing_name.push_str("Emulated host CPU");
+
+    let mut gpu = NodeProperties {
+        node_id: 1,
+        gpu_id: BUILTIN_GPU_ID,
+        simd_count: 416,
+        mem_banks_count: 1,
+        caches_count: 2,
+        io_links_count: 1,
+        simd_id_base: 2_147_487_744,
+        max_waves_per_simd: 8,
+        lds_size_in_kb: 64,
+        num_gws: 64,
+        wave_front_size: 64,
+        array_count: 8,
+        simd_arrays_per_engine: 1,
+        cu_per_simd_array: 14,
+        simd_per_cu: 4,
+        max_slots_scratch_cu: 32,
+        gfx_target_version: 90010,
+        vendor_id: 4098,
+        device_id: 29711,
+        location_id: 0x4300,
+        drm_render_minor: 128,
+        num_sdma_engines: 2,
+        num_sdma_queues_per_engine: 8,
+        num_cp_queues: 24,
+        max_engine_clk_fcompute: 1700,
+        max_engine_clk_ccompute: 2450,
+        fw_version: 92,
+        capability: 0x2c77_a280,
+        debug_prop: 470,
+        sdma_fw_version: 9,
+        num_xcc: 1,
+        ..NodeProperties::default()
+    };
+    let _ = gpu.name.push_str("gfx90a");
+    let _ = gpu.marketing_name.push_str("AMD Instinct MI210 (emulated)");
+
+    Topology {
+        generation_id: Some(1),
+        system: SystemProperties::default(),
+        nodes: vec![
+            TopologyNode {
+                properties: cpu,
+                memory_banks: vec![MemoryBank {
+                    heap_type: HeapType::System,
+                    size_bytes: BUILTIN_SYSTEM_BYTES,
+                    flags: 0,
+                    width_bits: 64,
+                    mem_clk_max_mhz: 3200,
+                }],
+                caches: Vec::new(),
+                io_links: vec![pcie_link(0, 1)],
+            },
+            TopologyNode {
+                properties: gpu,
+                memory_banks: vec![MemoryBank {
+                    heap_type: HeapType::FrameBufferPublic,
+                    size_bytes: BUILTIN_VRAM_BYTES,
+                    flags: 0,
+                    width_bits: 4096,
+                    mem_clk_max_mhz: 1600,
+                }],
+                caches: vec![
+                    Cache {
+                        processor_id_low: 2_147_487_744,
+                        level: 1,
+                        size_kib: 16,
+                        cache_line_size_bytes: 64,
+                        cache_type: CACHE_TYPE_GPU_DATA,
+                    },
+                    Cache {
+                        processor_id_low: 2_147_487_744,
+                        level: 2,
+                        size_kib: 8192,
+                        cache_line_size_bytes: 128,
+                        cache_type: CACHE_TYPE_GPU_DATA,
+                    },
+                ],
+                io_links: vec![pcie_link(1, 0)],
+            },
+        ],
+    }
+}
+
+fn pcie_link(from: u32, to: u32) -> IoLink {
+    IoLink {
+        link_type: IOLINK_TYPE_PCIE,
+        node_from: from,
+        node_to: to,
+        weight: 20,
+        min_bandwidth: 312,
+        max_bandwidth: 64_000,
+        flags: 1,
+        p2p: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_profile_is_an_mi210_like_gfx90a() {
+        let t = builtin_topology();
+        assert_eq!(t.cpu_count(), 1);
+        assert_eq!(t.gpu_count(), 1);
+        let g = &t.nodes[1];
+        assert_eq!(g.properties.compute_unit_count(), 104);
+        assert_eq!(g.isa_name().as_deref(), Some("gfx90a"));
+        assert_eq!(g.local_memory_bytes(), 64 << 30);
+        assert_eq!(g.properties.device_id, 0x740f);
+        assert_eq!(g.properties.capability, 746_037_888); // the real MI210 dump's value
+        assert_eq!(t.nodes[0].properties.gpu_id, 0);
+        assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
+    }
+}
