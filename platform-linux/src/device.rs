@@ -124,6 +124,8 @@ pub struct LinuxPlatform {
     state: Mutex<State>,
     /// Held across the first CREATE_EVENT, which hands KFD the page.
     event_page: Mutex<Option<EventPage>>,
+    /// The emulated device when `driver` is one (to register host kernels on it).
+    emulated: Option<Arc<crate::emulated::EmulatedKfd>>,
 }
 
 impl std::fmt::Debug for LinuxPlatform {
@@ -298,7 +300,51 @@ impl LinuxPlatform {
             va,
             state: Mutex::new(State::default()),
             event_page: Mutex::new(None),
+            emulated: None,
         })
+    }
+
+    /// A platform over the emulated device `emulated` with its topology.
+    ///
+    /// # Errors
+    /// As [`LinuxPlatform::new`].
+    pub fn new_emulated(
+        emulated: Arc<crate::emulated::EmulatedKfd>,
+    ) -> Result<LinuxPlatform, Error> {
+        let topology = emulated.topology().clone();
+        let mut platform = LinuxPlatform::new(emulated.clone(), topology)?;
+        platform.emulated = Some(emulated);
+        Ok(platform)
+    }
+
+    /// The default device: `/dev/kfd` when present, else the emulated device (said once on
+    /// stderr); `HSA_RT_DEVICE=kfd|emulated` forces one and `HSA_RT_SYSFS=DIR` gives the
+    /// emulated device a captured topology.
+    ///
+    /// # Errors
+    /// `"no AMD GPU driver: /dev/kfd missing"` when `kfd` is forced without the driver; the
+    /// errors of opening `/dev/kfd` (permission: join the render group), of reading the
+    /// topology (file and line), and of [`LinuxPlatform::new`].
+    pub fn open_default() -> Result<LinuxPlatform, Error> {
+        let mut made = None;
+        let mut platform = select::open_with(crate::emulated::builtin_topology, |topology| {
+            let emulated = crate::emulated::EmulatedKfd::new(topology)?;
+            made = Some(emulated.clone());
+            Ok(emulated as Arc<dyn KfdDriver>)
+        })?;
+        platform.emulated = made;
+        Ok(platform)
+    }
+
+    /// The emulated device below this platform, if that is what it runs on (to register host
+    /// implementations of kernels with [`crate::emulated::EmulatedKfd::register_kernel`]).
+    pub fn emulated(&self) -> Option<&Arc<crate::emulated::EmulatedKfd>> {
+        self.emulated.as_ref()
+    }
+
+    /// `"kfd"` or `"emulated"`.
+    pub fn device_kind(&self) -> &str {
+        self.driver.name()
     }
 
     /// The KFD interface version (major, minor) the driver reported.

@@ -287,6 +287,9 @@ unsafe impl Platform for LinuxPlatform {
         rec.doorbell = page_va + within;
         let doorbell = rec.doorbell;
         lock(&self.state).queues.insert(a.queue_id, rec);
+        if let Some(callback) = request.on_error {
+            self.driver.set_queue_error_callback(a.queue_id, callback);
+        }
         Ok(HwQueue {
             id: QueueId(a.queue_id),
             doorbell_address: doorbell,

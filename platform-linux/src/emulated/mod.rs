@@ -960,6 +960,16 @@ impl KfdDriver for EmulatedKfd {
         }
     }
 
+    fn register_kernel_symbol(&self, kernel_object: u64, name: &str) {
+        self.note_kernel_symbol(GpuVa(kernel_object), name);
+    }
+
+    fn set_queue_error_callback(&self, queue_id: u32, callback: QueueErrorCallback) {
+        // The queue was just created by this driver, so the id is known; an unknown id can
+        // only mean it was destroyed meanwhile, when there is nothing left to report.
+        let _ = EmulatedKfd::set_queue_error_callback(self, queue_id, callback);
+    }
+
     fn doorbell_rung(&self, queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {
         let ctl = lock(&self.device.queues)
             .get(&queue_id)

@@ -67,4 +67,15 @@ pub trait KfdDriver: Send + Sync + 'static {
     /// objects to tools. Hardware needs nothing; the emulated device uses it to find the host
     /// implementation of a kernel. Never fails.
     fn register_kernel_symbol(&self, _kernel_object: u64, _name: &str) {}
+
+    /// Told by the backend right after CREATE_QUEUE succeeded: the callback to call once when
+    /// the queue's packet processor stops with an error. On hardware the error arrives as a
+    /// KFD hardware-exception event instead (not wired yet); the emulated device calls it from
+    /// its packet processor. Never fails.
+    fn set_queue_error_callback(
+        &self,
+        _queue_id: u32,
+        _callback: hsa_core::platform::QueueErrorCallback,
+    ) {
+    }
 }
