@@ -90,10 +90,11 @@ pub fn open_with(
             LinuxPlatform::new(driver, topology)
         }
         DeviceChoice::Emulated { announce } => {
-            let topology = match std::env::var_os(SYSFS_ENV) {
+            let mut topology = match std::env::var_os(SYSFS_ENV) {
                 Some(dir) => Topology::read(Path::new(&dir))?,
                 None => builtin_topology(),
             };
+            crate::emulated::complete_capture(&mut topology);
             if announce && !ANNOUNCED.swap(true, Ordering::Relaxed) {
                 eprintln!("{}", emulated_notice(&topology));
             }

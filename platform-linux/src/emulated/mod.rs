@@ -55,7 +55,9 @@ mod queue;
 
 pub use events::{EVENT_PAGE_BYTES, FIRST_NONSIGNAL_EVENT_ID, UNSIGNALED_EVENT_SLOT};
 pub use kernel::DispatchContext;
-pub use profile::{builtin_topology, BUILTIN_GPU_ID, BUILTIN_SYSTEM_BYTES, BUILTIN_VRAM_BYTES};
+pub use profile::{
+    builtin_topology, complete_capture, BUILTIN_GPU_ID, BUILTIN_SYSTEM_BYTES, BUILTIN_VRAM_BYTES,
+};
 
 use events::{Event, EventPage, Events};
 use mem::{round_up_page, Backing, UserMemory, PAGE_BYTES};
@@ -162,7 +164,8 @@ where
 }
 
 impl EmulatedKfd {
-    /// Makes an emulated device for `topology` (e.g. [`builtin_topology`] or a captured dump).
+    /// Makes an emulated device for `topology` (e.g. [`builtin_topology`] or a captured dump),
+    /// first completed by [`complete_capture`].
     /// Every node with SIMDs and a non-zero `gpu_id` becomes an emulated GPU with its VRAM
     /// banks' size, `num_cp_queues` (at least 1) and `lds_size_in_kb`.
     ///
@@ -170,7 +173,8 @@ impl EmulatedKfd {
     /// [`Status::InvalidArgument`] when the topology has no GPU node or two GPUs share a
     /// `gpu_id`; [`Status::OutOfResources`] when doorbell pages cannot be allocated;
     /// [`Status::Error`] when `/proc/self/mem` cannot be opened.
-    pub fn new(topology: Topology) -> Result<Arc<EmulatedKfd>, Error> {
+    pub fn new(mut topology: Topology) -> Result<Arc<EmulatedKfd>, Error> {
+        complete_capture(&mut topology);
         let mut gpus: Vec<Gpu> = Vec::new();
         for n in &topology.nodes {
             let p = &n.properties;

@@ -159,3 +159,75 @@ mod tests {
         assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
     }
 }
+
+/// Fills in what a captured topology lacks for the emulated device to run it, and returns a
+/// note for each change:
+/// - a GPU node (SIMDs > 0) without a `gpu_id`, or with the `gpu_id` of an earlier node (the
+///   2018 MI25 capture's node 2 is a copy of node 1), gets a synthetic `gpu_id`
+///   (`0xe000 + node id`, or the next free value);
+/// - a CPU node without a system memory bank gets one of
+///   [`hsa_core::runtime::pools::NOMINAL_SYSTEM_MEMORY_BYTES`] (16 GiB), so that kernarg and
+///   fine-grained memory exist (the runtime gives such nodes the same nominal size).
+///
+/// GPU nodes without frame-buffer banks keep none: they get no local-memory pools.
+/// Idempotent: a completed topology is returned unchanged.
+pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut seen: Vec<u32> = Vec::new();
+    for n in &mut topology.nodes {
+        let p = &mut n.properties;
+        if p.simd_count > 0 {
+            if p.gpu_id == 0 || seen.contains(&p.gpu_id) {
+                let mut id = 0xe000 + p.node_id;
+                while seen.contains(&id) {
+                    id += 1;
+                }
+                notes.push(format!(
+                    "node {}: gpu_id {:#x} replaced by synthetic {id:#x}",
+                    p.node_id, p.gpu_id
+                ));
+                p.gpu_id = id;
+            }
+            seen.push(p.gpu_id);
+        } else if !n
+            .memory_banks
+            .iter()
+            .any(|b| b.heap_type == HeapType::System)
+        {
+            n.memory_banks.push(MemoryBank {
+                heap_type: HeapType::System,
+                size_bytes: hsa_core::runtime::pools::NOMINAL_SYSTEM_MEMORY_BYTES,
+                flags: 0,
+                width_bits: 0,
+                mem_clk_max_mhz: 0,
+            });
+            p.mem_banks_count = n.memory_banks.len() as u32;
+            notes.push(format!(
+                "node {}: no system memory bank; nominal 16 GiB",
+                p.node_id
+            ));
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod capture_tests {
+    use super::*;
+
+    #[test]
+    fn completes_missing_and_duplicate_gpu_ids_once() {
+        let mut t = builtin_topology();
+        t.nodes[0].memory_banks.clear();
+        let mut copy = t.nodes[1].clone();
+        copy.properties.node_id = 2;
+        t.nodes.push(copy);
+        t.nodes[1].properties.gpu_id = 0;
+        let notes = complete_capture(&mut t);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(t.nodes[1].properties.gpu_id, 0xe001);
+        assert_eq!(t.nodes[2].properties.gpu_id, BUILTIN_GPU_ID);
+        assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
+        assert!(complete_capture(&mut t).is_empty());
+    }
+}
