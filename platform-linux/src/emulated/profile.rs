@@ -221,12 +221,16 @@ mod capture_tests {
         t.nodes[0].memory_banks.clear();
         let mut copy = t.nodes[1].clone();
         copy.properties.node_id = 2;
+        let mut copy3 = copy.clone();
+        copy3.properties.node_id = 3;
         t.nodes.push(copy);
+        t.nodes.push(copy3);
         t.nodes[1].properties.gpu_id = 0;
         let notes = complete_capture(&mut t);
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert_eq!(t.nodes[1].properties.gpu_id, 0xe001);
         assert_eq!(t.nodes[2].properties.gpu_id, BUILTIN_GPU_ID);
+        assert_eq!(t.nodes[3].properties.gpu_id, 0xe003);
         assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
         assert!(complete_capture(&mut t).is_empty());
     }
