@@ -47,6 +47,7 @@ use crate::kfd::driver::{KfdDriver, MapTarget};
 use crate::topology::Topology;
 
 mod events;
+pub mod host_kernels;
 mod kernel;
 mod mem;
 mod memory;
