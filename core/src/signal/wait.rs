@@ -132,7 +132,12 @@ impl Backoff {
     }
 
     pub(crate) fn spin(&mut self) {
-        for _ in 0..(1u32 << self.0) {
+        // Under loom every hint is a yield that the model explores: one a round.
+        #[cfg(loom)]
+        let rounds = 1;
+        #[cfg(not(loom))]
+        let rounds = 1u32 << self.0;
+        for _ in 0..rounds {
             spin_hint();
         }
         if self.0 < 10 {
