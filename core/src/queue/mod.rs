@@ -1,3 +1,715 @@
 //! AQL user-mode queues: the producer side.
+//!
+//! [`AqlQueue`] owns a ring of 64-byte packets and its `amd_queue_t` in platform memory, the
+//! queue's doorbell signal and queue-inactive signal, and the platform's hardware queue. Packets
+//! go in with [`AqlQueue::reserve`] (or [`AqlQueue::try_reserve`]), [`Reservation::write`] and
+//! [`AqlQueue::ring_doorbell`]; the protocol itself is [`Producer`] over [`ring::Ring`].
+//!
+//! Ref: HSA Runtime 1.2 §2.6 "Queues" (`hsa_queue_create`, `hsa_queue_*_write_index_*`,
+//! `hsa_queue_load_read_index_*`); `amd_hsa_queue.h`.
 
+mod producer;
 pub mod ring;
+#[cfg(not(loom))]
+mod storage;
+
+pub use producer::{Producer, Reservation};
+
+#[cfg(not(loom))]
+pub use aql::{AqlQueue, QueueConfig};
+
+#[cfg(not(loom))]
+mod aql {
+    use core::fmt;
+
+    use super::producer::{Producer, Reservation};
+    use super::ring::Ring;
+    use super::storage::{QueueMemory, DOORBELL_SIGNAL_OFFSET, INACTIVE_SIGNAL_OFFSET};
+    use crate::abi::packet::PACKET_SIZE_BYTES;
+    use crate::abi::queue::{
+        AmdQueue, HsaQueue, QueueType, AMD_QUEUE_PROPERTIES_ENABLE_PROFILING,
+        AMD_QUEUE_PROPERTIES_IS_PTR64, QUEUE_FEATURE_AGENT_DISPATCH,
+        QUEUE_FEATURE_KERNEL_DISPATCH,
+    };
+    use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_DOORBELL, AMD_SIGNAL_KIND_USER};
+    use crate::abi::SignalHandle;
+    use crate::addr::{GpuVa, NodeId, QueueId};
+    use crate::platform::{HwQueue, Platform, QueueErrorCallback, QueueKind, QueueRequest};
+    use crate::signal::{DoorbellSignal, LoadOrder, MemoryOrder, Signal, StoreOrder};
+    use crate::status::{Result, Status};
+    use crate::sync::Ordering;
+
+    /// Queue ids (`hsa_queue_t.id`), unique over the process's lifetime as HSA requires;
+    /// platform ids (KFD `queue_id`) are reused. A plain core atomic: not part of any
+    /// protocol, so not switched to loom.
+    static NEXT_QUEUE_ID: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(1);
+
+    /// What to create: `hsa_queue_create`'s parameters plus the agent properties it checks them
+    /// against.
+    #[derive(Clone, Copy, Debug)]
+    pub struct QueueConfig {
+        /// The agent's node.
+        pub node: NodeId,
+        /// Requested size, packets: a power of two, `1..=max_size_packets`; the queue gets
+        /// `max(size_packets, min_size_packets)`.
+        pub size_packets: u32,
+        /// `HSA_AGENT_INFO_QUEUE_MIN_SIZE` of the agent, packets (a power of two).
+        pub min_size_packets: u32,
+        /// `HSA_AGENT_INFO_QUEUE_MAX_SIZE` of the agent, packets (a power of two).
+        pub max_size_packets: u32,
+        /// `HSA_AGENT_INFO_QUEUE_TYPE` of the agent: `Single` allows only single-producer
+        /// queues.
+        pub agent_queue_type: QueueType,
+        /// The requested `hsa_queue_type32_t` (raw, as an application passes it).
+        pub queue_type: u32,
+        /// `HSA_QUEUE_FEATURE_*` bits for `hsa_queue_t.features`.
+        pub features: u32,
+        /// Set `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING` (`hsa_amd_profiling_set_profiler_enabled`).
+        pub profiling: bool,
+        /// Called by the platform when the processor stops the queue with an error.
+        pub on_error: Option<QueueErrorCallback>,
+    }
+
+    impl QueueConfig {
+        /// A config with HSA's usual agent values for a GPU (ROCR: min 4096 bytes = 64
+        /// packets, max 2^17 packets... here the caller's), a kernel-dispatch multi-producer
+        /// queue, no profiling, no callback.
+        pub fn new(node: NodeId, size_packets: u32, min_size_packets: u32, max_size_packets: u32) -> Self {
+            QueueConfig {
+                node,
+                size_packets,
+                min_size_packets,
+                max_size_packets,
+                agent_queue_type: QueueType::Multi,
+                queue_type: QueueType::Multi as u32,
+                features: QUEUE_FEATURE_KERNEL_DISPATCH,
+                profiling: false,
+                on_error: None,
+            }
+        }
+
+        /// Checks the config as `hsa_queue_create` does; returns the queue type and the size.
+        fn validate(&self) -> Result<(QueueType, u32)> {
+            for (name, v) in [
+                ("min_size_packets", self.min_size_packets),
+                ("max_size_packets", self.max_size_packets),
+            ] {
+                if !v.is_power_of_two() {
+                    crate::bail!(Status::InvalidArgument, "agent {name} {v} is not a power of two");
+                }
+            }
+            if self.min_size_packets > self.max_size_packets {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "agent min_size_packets {} exceeds max_size_packets {}",
+                    self.min_size_packets,
+                    self.max_size_packets
+                );
+            }
+            if !self.size_packets.is_power_of_two() {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "queue size_packets {} is 0 or not a power of two",
+                    self.size_packets
+                );
+            }
+            if self.size_packets > self.max_size_packets {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "queue size_packets {} exceeds the agent's max {}",
+                    self.size_packets,
+                    self.max_size_packets
+                );
+            }
+            let Some(queue_type) = QueueType::from_raw(self.queue_type) else {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "queue_type {} is not MULTI 0, SINGLE 1 or COOPERATIVE 2",
+                    self.queue_type
+                );
+            };
+            let known = QUEUE_FEATURE_KERNEL_DISPATCH | QUEUE_FEATURE_AGENT_DISPATCH;
+            if self.features & !known != 0 || self.features == 0 {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "queue features {:#x} are empty or hold bits other than KERNEL_DISPATCH 1 and \
+                     AGENT_DISPATCH 2",
+                    self.features
+                );
+            }
+            if self.agent_queue_type == QueueType::Single && queue_type != QueueType::Single {
+                crate::bail!(
+                    Status::InvalidQueueCreation,
+                    "agent supports only SINGLE queues; queue_type {:?} requested",
+                    queue_type
+                );
+            }
+            Ok((queue_type, self.size_packets.max(self.min_size_packets)))
+        }
+    }
+
+    /// An AQL queue: ring, `amd_queue_t`, doorbell and inactive signals, hardware queue.
+    ///
+    /// Dropping it destroys the hardware queue and frees the memory; [`destroy`] does the same
+    /// and reports errors. Ref: HSA Runtime 1.2 §2.6.2 `hsa_queue_create`,
+    /// `hsa_queue_destroy`, `hsa_queue_inactivate`.
+    ///
+    /// [`destroy`]: AqlQueue::destroy
+    pub struct AqlQueue<'p, P: Platform> {
+        platform: &'p P,
+        producer: Producer,
+        memory: QueueMemory,
+        hw: HwQueue,
+        id: u64,
+        queue_type: QueueType,
+        doorbell: DoorbellSignal<'p, P>,
+        inactive: Signal<'p, P>,
+        /// Last doorbell value + 1 (0: never rung). A lock so that the platform sees doorbell
+        /// values in increasing order even with several producers (as ROCR's legacy doorbell
+        /// lock); not on the packet path itself.
+        last_doorbell: spin::Mutex<u64>,
+        active: bool,
+    }
+
+    impl<P: Platform> fmt::Debug for AqlQueue<'_, P> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.debug_struct("AqlQueue")
+                .field("id", &self.id)
+                .field("hw", &self.hw)
+                .field("type", &self.queue_type)
+                .field("size_packets", &self.size_packets())
+                .finish()
+        }
+    }
+
+    impl<'p, P: Platform> AqlQueue<'p, P> {
+        /// Creates a queue (`hsa_queue_create`): allocates the ring (aligned to its size) and
+        /// the descriptor, initialises `hsa_queue_t`/`amd_queue_t` (type, features, base
+        /// address, doorbell signal, size, id; `read_dispatch_id_field_base_byte_offset` 128;
+        /// `IS_PTR64` (+ `ENABLE_PROFILING`); the queue-inactive signal), marks every header
+        /// INVALID with both indices 0, then asks the platform for the hardware queue and stores
+        /// its doorbell address into the doorbell signal.
+        ///
+        /// # Errors
+        /// `Status::InvalidArgument` when `size_packets` is 0, not a power of two or above
+        /// `max_size_packets`, when `queue_type` is not a `hsa_queue_type_t`, when `features`
+        /// is empty or unknown, or when the agent's min/max are not powers of two or min > max;
+        /// `Status::InvalidQueueCreation` when the agent supports only single-producer queues
+        /// and another type is asked for; the platform's status (`Status::OutOfResources`,
+        /// `Status::InvalidQueueCreation`, ...) when memory or the hardware queue could not be
+        /// had; `Status::InvalidAllocation` when the platform returned unusable memory.
+        pub fn create(platform: &'p P, config: &QueueConfig) -> Result<Self> {
+            let (queue_type, size_packets) = config.validate()?;
+            let mut memory = QueueMemory::allocate(platform, config.node, size_packets)?;
+            let id = NEXT_QUEUE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
+            let amd_va = memory.amd_queue_va();
+            let doorbell_va = memory.signal_va(DOORBELL_SIGNAL_OFFSET);
+            let inactive_va = memory.signal_va(INACTIVE_SIGNAL_OFFSET);
+            let mut amd = AmdQueue {
+                hsa_queue: HsaQueue {
+                    type_: queue_type as u32,
+                    features: config.features,
+                    base_address: memory.ring.chunk.gpu_va.get(),
+                    doorbell_signal: SignalHandle(doorbell_va.get()),
+                    size: size_packets,
+                    reserved1: 0,
+                    id,
+                },
+                ..AmdQueue::default()
+            };
+            amd.read_dispatch_id_field_base_byte_offset = 128;
+            amd.queue_properties = AMD_QUEUE_PROPERTIES_IS_PTR64
+                | if config.profiling {
+                    AMD_QUEUE_PROPERTIES_ENABLE_PROFILING
+                } else {
+                    0
+                };
+            amd.queue_inactive_signal = SignalHandle(inactive_va.get());
+            let doorbell_init = AmdSignal {
+                kind: AMD_SIGNAL_KIND_DOORBELL,
+                queue_ptr: amd_va.get(),
+                ..AmdSignal::default()
+            };
+            let inactive_init = AmdSignal {
+                kind: AMD_SIGNAL_KIND_USER,
+                ..AmdSignal::default()
+            };
+            let (ring, db_raw, inactive_raw) =
+                memory.init(size_packets, &amd, &doorbell_init, &inactive_init);
+            let request = QueueRequest {
+                node: config.node,
+                kind: QueueKind::ComputeAql,
+                ring: memory.ring.chunk.gpu_va,
+                ring_host: memory.ring.host,
+                ring_size_bytes: u64::from(size_packets) * PACKET_SIZE_BYTES as u64,
+                amd_queue: amd_va,
+                amd_queue_host: memory.desc.host,
+                read_pointer: GpuVa(amd_va.get() + 128),
+                write_pointer: GpuVa(amd_va.get() + 56),
+                on_error: config.on_error,
+            };
+            let hw = memory.create_queue(platform, &request)?;
+            // The doorbell signal's value is the doorbell address (ROCR's hardware_doorbell_ptr).
+            db_raw
+                .value()
+                .store(hw.doorbell_address as i64, Ordering::Release);
+            Ok(AqlQueue {
+                platform,
+                producer: Producer::new(ring, queue_type != QueueType::Single),
+                memory,
+                hw,
+                id,
+                queue_type,
+                doorbell: DoorbellSignal::new(db_raw, platform, hw.id),
+                inactive: Signal::from_parts(inactive_raw, platform, None, None),
+                last_doorbell: spin::Mutex::new(0),
+                active: true,
+            })
+        }
+
+        /// `hsa_queue_t.id`: unique over the process's lifetime.
+        pub fn id(&self) -> u64 {
+            self.id
+        }
+
+        /// The platform's hardware queue (id and doorbell address).
+        pub fn hw_queue(&self) -> HwQueue {
+            self.hw
+        }
+
+        /// The platform's queue id.
+        pub fn hw_id(&self) -> QueueId {
+            self.hw.id
+        }
+
+        /// Single, multi or cooperative.
+        pub fn queue_type(&self) -> QueueType {
+            self.queue_type
+        }
+
+        /// Size, packets.
+        pub fn size_packets(&self) -> u32 {
+            self.producer.ring().size_packets()
+        }
+
+        /// Device address of the `amd_queue_t` (its first 40 bytes are the `hsa_queue_t` an
+        /// application's `hsa_queue_t*` points to).
+        pub fn amd_queue_address(&self) -> GpuVa {
+            self.memory.amd_queue_va()
+        }
+
+        /// Device address of the ring (`hsa_queue_t.base_address`).
+        pub fn ring_address(&self) -> GpuVa {
+            self.memory.ring.chunk.gpu_va
+        }
+
+        /// The ring view, for a packet processor (consumer side) or tools.
+        ///
+        /// # Safety
+        /// The caller guarantees it stops using the returned `Ring` (and its copies) before
+        /// the queue is destroyed or dropped: the ring memory is freed then.
+        #[allow(unsafe_code)] // an unsafe accessor; no unsafe block
+        pub unsafe fn ring(&self) -> Ring {
+            *self.producer.ring()
+        }
+
+        /// The doorbell signal (`hsa_queue_t.doorbell_signal`).
+        pub fn doorbell_signal(&self) -> &DoorbellSignal<'p, P> {
+            &self.doorbell
+        }
+
+        /// The queue-inactive signal (`amd_queue_t.queue_inactive_signal`): a user signal the
+        /// packet processor sets when it stops the queue with an error.
+        pub fn inactive_signal(&self) -> &Signal<'p, P> {
+            &self.inactive
+        }
+
+        /// Whether the hardware queue still exists (not inactivated or destroyed).
+        pub fn is_active(&self) -> bool {
+            self.active
+        }
+
+        /// Loads the write index (`hsa_queue_load_write_index_scacquire` / `_relaxed`).
+        pub fn load_write_index(&self, order: LoadOrder) -> u64 {
+            self.producer.ring().write_index().load(order.ordering())
+        }
+
+        /// Stores the write index (`hsa_queue_store_write_index_relaxed` / `_screlease`).
+        /// Moving it back under outstanding reservations garbles packets (never memory
+        /// safety: bodies are written atomically).
+        pub fn store_write_index(&self, value: u64, order: StoreOrder) {
+            self.producer
+                .ring()
+                .write_index()
+                .store(value, order.ordering())
+        }
+
+        /// Compare-and-swap on the write index; returns the value observed
+        /// (`hsa_queue_cas_write_index_*`).
+        pub fn cas_write_index(&self, expected: u64, value: u64, order: MemoryOrder) -> u64 {
+            match self.producer.ring().write_index().compare_exchange(
+                expected,
+                value,
+                order.ordering(),
+                order.failure_ordering(),
+            ) {
+                Ok(v) | Err(v) => v,
+            }
+        }
+
+        /// Adds to the write index, returns the previous value (`hsa_queue_add_write_index_*`).
+        /// This reserves without back-pressure; prefer [`reserve`](Self::reserve).
+        pub fn add_write_index(&self, value: u64, order: MemoryOrder) -> u64 {
+            self.producer
+                .ring()
+                .write_index()
+                .fetch_add(value, order.ordering())
+        }
+
+        /// Loads the read index (`hsa_queue_load_read_index_scacquire` / `_relaxed`).
+        pub fn load_read_index(&self, order: LoadOrder) -> u64 {
+            self.producer.ring().read_index().load(order.ordering())
+        }
+
+        /// Reserves `count` slots, waiting while the queue is full; see
+        /// [`Producer::reserve`].
+        ///
+        /// # Errors
+        /// `Status::InvalidArgument` when `count` is 0 or larger than the queue.
+        pub fn reserve(&self, count: u32) -> Result<Reservation<'_>> {
+            self.producer.reserve(count)
+        }
+
+        /// Reserves `count` slots if free now; see [`Producer::try_reserve`].
+        ///
+        /// # Errors
+        /// `Status::InvalidArgument` when `count` is 0 or larger than the queue;
+        /// `Status::OutOfResources` when the queue is too full.
+        pub fn try_reserve(&self, count: u32) -> Result<Reservation<'_>> {
+            self.producer.try_reserve(count)
+        }
+
+        /// Rings the doorbell for packets up to and including `last_index` (once per batch):
+        /// stores it into the doorbell signal, which calls [`Platform::ring_doorbell`]. A
+        /// multi-producer queue rings with the largest value rung so far, so the platform sees
+        /// a non-decreasing sequence; a single-producer queue rejects a value lower than the
+        /// last.
+        ///
+        /// # Errors
+        /// `Status::InvalidArgument` when `last_index` is not below the write index (nothing
+        /// reserved there), or, on a single-producer queue, lower than the last doorbell
+        /// value; `Status::InvalidQueue` after [`inactivate`](Self::inactivate).
+        pub fn ring_doorbell(&self, last_index: u64) -> Result<()> {
+            if !self.active {
+                crate::bail!(Status::InvalidQueue, "queue {} is inactive", self.id);
+            }
+            let write = self.load_write_index(LoadOrder::Acquire);
+            if last_index >= write {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "doorbell value {last_index} is not below the write index {write}"
+                );
+            }
+            let mut last = self.last_doorbell.lock();
+            let value = if *last > last_index + 1 {
+                if self.queue_type == QueueType::Single {
+                    crate::bail!(
+                        Status::InvalidArgument,
+                        "doorbell value {last_index} is lower than the last one {} on a \
+                         single-producer queue",
+                        *last - 1
+                    );
+                }
+                *last - 1
+            } else {
+                *last = last_index + 1;
+                last_index
+            };
+            self.doorbell.store(value, StoreOrder::Release);
+            Ok(())
+        }
+
+        /// Stops the hardware queue but keeps its memory (`hsa_queue_inactivate`): the
+        /// processor consumes no more packets; the queue can still be destroyed.
+        ///
+        /// # Errors
+        /// The platform's status (e.g. `Status::InvalidQueue`) from `destroy_queue`; the
+        /// queue then stays active.
+        pub fn inactivate(&mut self) -> Result<()> {
+            self.memory.destroy_queue(self.platform)?;
+            self.active = false;
+            Ok(())
+        }
+
+        /// Destroys the queue (`hsa_queue_destroy`): the hardware queue, then the memory.
+        ///
+        /// # Errors
+        /// The platform's status from `destroy_queue` (the memory is then leaked, since the
+        /// processor may still use it) or from `free_memory` (`Status::ResourceFree`).
+        pub fn destroy(mut self) -> Result<()> {
+            self.teardown()
+        }
+
+        fn teardown(&mut self) -> Result<()> {
+            self.active = false;
+            self.memory.release(self.platform)
+        }
+    }
+
+    impl<P: Platform> Drop for AqlQueue<'_, P> {
+        fn drop(&mut self) {
+            // Errors are reported by `destroy`; a drop can only release what it safely can.
+            let _ = self.teardown();
+        }
+    }
+
+    #[cfg(test)]
+    #[allow(unsafe_code)] // the tests play the packet processor through `AqlQueue::ring`
+    mod tests {
+        use super::*;
+        use crate::abi::queue::QUEUE_FEATURE_AGENT_DISPATCH;
+        use crate::packet::EncodedPacket;
+        use crate::queue::ring::INVALID_HEADER_WORD;
+        use crate::signal::test_platform::TestPlatform;
+
+        fn config(size: u32) -> QueueConfig {
+            QueueConfig::new(NodeId(1), size, 64, 1 << 17)
+        }
+
+        fn packet(seq: u32) -> EncodedPacket {
+            let mut bytes = [0u8; 64];
+            bytes[0] = 1; // INVALID header
+            bytes[8..12].copy_from_slice(&seq.to_le_bytes());
+            bytes[63] = 0xab;
+            EncodedPacket {
+                bytes,
+                header_word: 0x0001_1402, // KERNEL_DISPATCH, barrier, system scopes; setup 1
+            }
+        }
+
+        /// Consumes every published packet as a packet processor would; returns the seqs.
+        fn consume(ring: &Ring) -> std::vec::Vec<u32> {
+            let mut out = std::vec::Vec::new();
+            let mut r = ring.read_index().load(Ordering::Acquire);
+            loop {
+                let h = ring.header_word(r).load(Ordering::Acquire);
+                if h == INVALID_HEADER_WORD {
+                    return out;
+                }
+                // SAFETY: consumer of a slot whose valid header was Acquire-loaded.
+                let p = unsafe { ring.read_packet(r, h) };
+                assert_eq!(p[63], 0xab);
+                out.push(u32::from_le_bytes([p[8], p[9], p[10], p[11]]));
+                ring.header_word(r).store(INVALID_HEADER_WORD, Ordering::Release);
+                r += 1;
+                ring.read_index().store(r, Ordering::Release);
+            }
+        }
+
+        #[test]
+        fn create_fills_hsa_queue_and_amd_queue() {
+            let plat = TestPlatform::new();
+            let mut cfg = config(256);
+            cfg.profiling = true;
+            cfg.features = QUEUE_FEATURE_KERNEL_DISPATCH | QUEUE_FEATURE_AGENT_DISPATCH;
+            fn on_error(_: &crate::status::Error, _: QueueId, _: usize) {}
+            cfg.on_error = Some(QueueErrorCallback {
+                func: on_error,
+                data: 42,
+            });
+            let q = AqlQueue::create(&plat, &cfg).unwrap();
+            let d = q.memory.descriptor_snapshot();
+            assert_eq!(d.hsa_queue.type_, 0);
+            assert_eq!(d.hsa_queue.features, 3);
+            assert_eq!(d.hsa_queue.size, 256);
+            assert_eq!(d.hsa_queue.id, q.id());
+            assert_eq!(d.hsa_queue.base_address, q.ring_address().get());
+            assert_eq!(q.ring_address().get() % (256 * 64), 0, "ring aligned to its size");
+            assert_eq!(d.hsa_queue.doorbell_signal, q.doorbell_signal().handle());
+            assert_eq!(d.write_dispatch_id, 0);
+            assert_eq!(d.read_dispatch_id, 0);
+            assert_eq!(d.read_dispatch_id_field_base_byte_offset, 128);
+            assert_eq!(d.queue_properties, (1 << 1) | (1 << 3)); // IS_PTR64 | ENABLE_PROFILING
+            assert_eq!(d.queue_inactive_signal, q.inactive_signal().handle());
+            let db = q.memory.signal_snapshot(DOORBELL_SIGNAL_OFFSET);
+            assert_eq!(db.kind, -1); // AMD_SIGNAL_KIND_DOORBELL
+            assert_eq!(db.value as u64, q.hw_queue().doorbell_address);
+            assert_eq!(q.doorbell_signal().doorbell_address(), q.hw_queue().doorbell_address);
+            assert_eq!(db.queue_ptr, q.amd_queue_address().get());
+            let ia = q.memory.signal_snapshot(INACTIVE_SIGNAL_OFFSET);
+            assert_eq!(ia.kind, 1);
+            assert_eq!(q.inactive_signal().load(LoadOrder::Acquire), 0);
+            // SAFETY: used only while q lives.
+            let ring = unsafe { q.ring() };
+            for i in 0..256 {
+                assert_eq!(ring.header_word(i).load(Ordering::Relaxed), INVALID_HEADER_WORD);
+            }
+            let req = plat.queue_request(q.hw_id()).unwrap();
+            assert_eq!(req.ring, q.ring_address());
+            assert_eq!(req.ring_size_bytes, 256 * 64);
+            assert_eq!(req.amd_queue, q.amd_queue_address());
+            assert_eq!(req.read_pointer.get(), q.amd_queue_address().get() + 128);
+            assert_eq!(req.write_pointer.get(), q.amd_queue_address().get() + 56);
+            assert_eq!(req.node, NodeId(1));
+            assert_eq!(req.ring_host as u64, q.ring_address().get());
+            assert_eq!(req.on_error.unwrap().data, 42, "callback registered at creation");
+            let q2 = AqlQueue::create(&plat, &config(64)).unwrap();
+            assert_ne!(q2.id(), q.id());
+            assert_eq!(q2.memory.descriptor_snapshot().queue_properties, 1 << 1);
+            q.destroy().unwrap();
+            drop(q2);
+            assert_eq!(plat.live_queues(), 0);
+            assert_eq!(plat.live_chunks(), 0);
+        }
+
+        #[test]
+        fn size_below_min_is_raised_to_min() {
+            let plat = TestPlatform::new();
+            let q = AqlQueue::create(&plat, &config(4)).unwrap();
+            assert_eq!(q.size_packets(), 64);
+            assert_eq!(q.memory.descriptor_snapshot().hsa_queue.size, 64);
+        }
+
+        #[test]
+        fn create_errors_follow_hsa_queue_create() {
+            let plat = TestPlatform::new();
+            let status = |c: QueueConfig| AqlQueue::create(&plat, &c).unwrap_err().status();
+            assert_eq!(status(config(0)), Status::InvalidArgument);
+            assert_eq!(status(config(96)), Status::InvalidArgument);
+            assert_eq!(status(config(1 << 18)), Status::InvalidArgument);
+            let e = AqlQueue::create(&plat, &config(96)).unwrap_err();
+            assert!(e.detail().contains("96"), "{e}");
+            let mut c = config(64);
+            c.queue_type = 3;
+            assert_eq!(status(c), Status::InvalidArgument);
+            let mut c = config(64);
+            c.features = 4;
+            assert_eq!(status(c), Status::InvalidArgument);
+            let mut c = config(64);
+            c.agent_queue_type = QueueType::Single;
+            assert_eq!(status(c), Status::InvalidQueueCreation);
+            c.queue_type = QueueType::Single as u32;
+            assert!(AqlQueue::create(&plat, &c).is_ok());
+            let mut c = config(64);
+            c.min_size_packets = 1 << 18;
+            assert_eq!(status(c), Status::InvalidArgument);
+            let mut c = config(64);
+            c.max_size_packets = 1000;
+            assert_eq!(status(c), Status::InvalidArgument);
+            plat.fail_next_queue();
+            assert_eq!(status(config(64)), Status::OutOfResources);
+            plat.fail_next_allocation();
+            assert_eq!(status(config(64)), Status::OutOfResources);
+            plat.no_host_ptr_next_allocation();
+            assert_eq!(status(config(64)), Status::InvalidAllocation);
+            assert_eq!(plat.live_chunks(), 0, "failed creations give memory back");
+            assert_eq!(plat.live_queues(), 0);
+        }
+
+        #[test]
+        fn reserve_write_publish_and_back_pressure() {
+            let plat = TestPlatform::new();
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            // SAFETY: used only while q lives.
+            let ring = unsafe { q.ring() };
+            let mut r = q.reserve(60).unwrap();
+            assert_eq!((r.start_index(), r.last_index(), r.count()), (0, 59, 60));
+            for i in 0..60 {
+                assert_eq!(r.write(i, &packet(i)).unwrap(), u64::from(i));
+            }
+            assert_eq!(ring.header_word(0).load(Ordering::Acquire), 0x0001_1402);
+            assert_eq!(q.load_write_index(LoadOrder::Acquire), 60);
+            // 4 slots left: 5 do not fit; the write index does not move.
+            let e = q.try_reserve(5).unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert_eq!(q.load_write_index(LoadOrder::Relaxed), 60);
+            let mut r = q.try_reserve(4).unwrap();
+            while r.written() < 4 {
+                let n = 60 + r.written();
+                r.write_next(&packet(n)).unwrap();
+            }
+            assert_eq!(q.try_reserve(1).unwrap_err().status(), Status::OutOfResources);
+            assert_eq!(consume(&ring), (0..64).collect::<std::vec::Vec<_>>());
+            assert_eq!(q.load_read_index(LoadOrder::Acquire), 64);
+            // Wrapped: slot 0 again, index 64.
+            let mut r = q.reserve(1).unwrap();
+            assert_eq!(r.write(0, &packet(64)).unwrap(), 64);
+            assert_eq!(consume(&ring), [64]);
+        }
+
+        #[test]
+        fn reservation_errors() {
+            let plat = TestPlatform::new();
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            assert_eq!(q.reserve(0).unwrap_err().status(), Status::InvalidArgument);
+            assert_eq!(q.reserve(65).unwrap_err().status(), Status::InvalidArgument);
+            assert_eq!(q.try_reserve(0).unwrap_err().status(), Status::InvalidArgument);
+            let mut r = q.reserve(2).unwrap();
+            let e = r.write(1, &packet(1)).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidArgument);
+            assert!(e.detail().contains("next unwritten slot is 0"), "{e}");
+            let mut bad = packet(0);
+            bad.header_word = 0x0000_0001;
+            assert_eq!(r.write(0, &bad).unwrap_err().status(), Status::InvalidPacketFormat);
+            r.write(0, &packet(0)).unwrap();
+            r.write(1, &packet(1)).unwrap();
+            assert_eq!(r.write_next(&packet(2)).unwrap_err().status(), Status::InvalidArgument);
+        }
+
+        #[test]
+        fn index_operations_in_every_order() {
+            let plat = TestPlatform::new();
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            q.store_write_index(5, StoreOrder::Relaxed);
+            assert_eq!(q.load_write_index(LoadOrder::Relaxed), 5);
+            assert_eq!(q.add_write_index(3, MemoryOrder::AcqRel), 5);
+            assert_eq!(q.cas_write_index(7, 100, MemoryOrder::Acquire), 8);
+            assert_eq!(q.cas_write_index(8, 10, MemoryOrder::Release), 8);
+            assert_eq!(q.load_write_index(LoadOrder::Acquire), 10);
+            assert_eq!(q.load_read_index(LoadOrder::Relaxed), 0);
+        }
+
+        #[test]
+        fn doorbell_rules() {
+            let plat = TestPlatform::new();
+            let mut c = config(64);
+            c.queue_type = QueueType::Single as u32;
+            let s = AqlQueue::create(&plat, &c).unwrap();
+            let e = s.ring_doorbell(0).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidArgument, "nothing reserved yet");
+            s.add_write_index(4, MemoryOrder::Relaxed);
+            s.ring_doorbell(3).unwrap();
+            s.ring_doorbell(3).unwrap();
+            let e = s.ring_doorbell(1).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidArgument);
+            assert!(e.detail().contains("lower than the last one 3"), "{e}");
+            let m = AqlQueue::create(&plat, &config(64)).unwrap();
+            m.add_write_index(8, MemoryOrder::Relaxed);
+            m.ring_doorbell(6).unwrap();
+            m.ring_doorbell(2).unwrap(); // multi: the max (6) is rung again
+            m.ring_doorbell(7).unwrap();
+            let rung: std::vec::Vec<_> = plat.doorbell_writes();
+            assert_eq!(
+                rung,
+                [(s.hw_id(), 3), (s.hw_id(), 3), (m.hw_id(), 6), (m.hw_id(), 6), (m.hw_id(), 7)]
+            );
+            let mut m = m;
+            m.inactivate().unwrap();
+            assert!(!m.is_active());
+            assert_eq!(plat.live_queues(), 1);
+            assert_eq!(m.ring_doorbell(7).unwrap_err().status(), Status::InvalidQueue);
+            m.destroy().unwrap();
+            assert_eq!(plat.live_queues(), 1);
+        }
+
+        #[test]
+        fn destroy_reports_platform_error_and_abandons_memory() {
+            let plat = TestPlatform::new();
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            plat.destroy_queue(q.hw_id()).unwrap(); // someone else destroyed it
+            let e = q.destroy().unwrap_err();
+            assert_eq!(e.status(), Status::InvalidQueue);
+            assert_eq!(plat.live_chunks(), 2, "memory the processor may use is not freed");
+        }
+    }
+}

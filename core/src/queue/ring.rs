@@ -5,11 +5,17 @@
 //! first 32 bits (header | setup) with Release. Consumer: Acquire-load the first 32 bits; once
 //! the type is not INVALID the body is visible; after the packet is done, store an INVALID
 //! header with Release, then advance `read_dispatch_id` with Release.
+//!
+//! Under `cfg(loom)` the same `Ring` runs over a [`ModelRing`] on the heap: each slot is a loom
+//! `AtomicU32` header plus a loom `UnsafeCell` body (so loom reports any access to a body that
+//! is not ordered by the protocol), and the two indices are loom atomics. Raw ring memory cannot
+//! hold loom atomics, which carry model state.
 #![allow(unsafe_code)]
 
 use core::ptr::NonNull;
 
 use crate::abi::packet::{PacketType, PACKET_SIZE_BYTES};
+#[cfg(not(loom))]
 use crate::abi::queue::AmdQueue;
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
@@ -19,9 +25,15 @@ pub const INVALID_HEADER_WORD: u32 = PacketType::Invalid as u32;
 /// A ring of 64-byte AQL packets and its `amd_queue_t`, by pointer.
 #[derive(Clone, Copy, Debug)]
 pub struct Ring {
+    #[cfg(not(loom))]
     base: NonNull<u8>,
+    #[cfg(loom)]
+    base: NonNull<ModelSlot>,
     size_packets: u32,
+    #[cfg(not(loom))]
     queue: NonNull<AmdQueue>,
+    #[cfg(loom)]
+    queue: NonNull<ModelIndices>,
 }
 
 // SAFETY: all shared access to ring slots' first 32 bits and to the indices is atomic; bodies
@@ -31,6 +43,7 @@ unsafe impl Send for Ring {}
 // SAFETY: as for Send.
 unsafe impl Sync for Ring {}
 
+#[cfg(not(loom))]
 impl Ring {
     /// Makes a ring view.
     ///
@@ -46,11 +59,6 @@ impl Ring {
             size_packets,
             queue,
         }
-    }
-
-    /// Ring size, packets.
-    pub fn size_packets(&self) -> u32 {
-        self.size_packets
     }
 
     /// Pointer to the `amd_queue_t`.
@@ -95,11 +103,29 @@ impl Ring {
         };
     }
 
-    /// Publishes the slot of `index`: stores its header word with Release. Pairs with the
-    /// consumer's Acquire load in [`Ring::header_word`] users (`processor`).
-    pub fn publish(&self, index: u64, header_word: u32) {
-        self.header_word(index)
-            .store(header_word, Ordering::Release);
+    /// Writes bytes 4..64 of `packet` into the slot of `index` with relaxed atomic stores
+    /// (one 32-bit, seven 64-bit), leaving the header word alone.
+    ///
+    /// Safe where [`Ring::write_body`] is not: a misbehaving second producer (two threads on a
+    /// single-producer queue, or a write index moved back by hand) yields a garbled packet,
+    /// never a data race. On x86_64 and AArch64 relaxed stores are plain stores. The
+    /// [`Ring::publish`] Release store that follows orders them before the header.
+    pub fn store_body(&self, index: u64, packet: &[u8; PACKET_SIZE_BYTES]) {
+        let dst = self.slot_ptr(index);
+        // SAFETY: `new`'s contract: the slot is live and 64-aligned; bytes 4..8 and 8..64 lie
+        // inside it (4- and 8-aligned) and are here accessed atomically only.
+        let word = unsafe { &*dst.add(4).cast::<AtomicU32>() };
+        word.store(
+            u32::from_le_bytes([packet[4], packet[5], packet[6], packet[7]]),
+            Ordering::Relaxed,
+        );
+        for (i, chunk) in packet[8..].chunks_exact(8).enumerate() {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            // SAFETY: as above; 8 + 8 * i < 64 for i < 7, 8-aligned.
+            let q = unsafe { &*dst.add(8 + 8 * i).cast::<AtomicU64>() };
+            q.store(u64::from_le_bytes(b), Ordering::Relaxed);
+        }
     }
 
     /// Copies the whole 64-byte packet of `index` out of the ring (the header word as
@@ -155,5 +181,132 @@ impl Ring {
                 .cast::<AtomicU32>())
             .load(Ordering::Relaxed)
         }
+    }
+}
+
+impl Ring {
+    /// Ring size, packets.
+    pub fn size_packets(&self) -> u32 {
+        self.size_packets
+    }
+
+    /// Publishes the slot of `index`: stores its header word with Release. Pairs with the
+    /// consumer's Acquire load in [`Ring::header_word`] users (`processor`).
+    pub fn publish(&self, index: u64, header_word: u32) {
+        self.header_word(index)
+            .store(header_word, Ordering::Release);
+    }
+}
+
+/// One ring slot of a [`ModelRing`] (loom only).
+#[cfg(loom)]
+#[derive(Debug)]
+pub struct ModelSlot {
+    header: AtomicU32,
+    body: loom::cell::UnsafeCell<[u8; PACKET_SIZE_BYTES - 4]>,
+}
+
+/// The two dispatch ids of a [`ModelRing`] (loom only).
+#[cfg(loom)]
+#[derive(Debug)]
+pub struct ModelIndices {
+    write: AtomicU64,
+    read: AtomicU64,
+}
+
+/// Heap storage for a ring under loom: slots (INVALID headers) and indices (0). Keep it alive
+/// (e.g. in an `Arc`) while any [`Ring`] from [`ModelRing::ring`] is used.
+#[cfg(loom)]
+#[derive(Debug)]
+pub struct ModelRing {
+    slots: alloc::boxed::Box<[ModelSlot]>,
+    indices: alloc::boxed::Box<ModelIndices>,
+}
+
+#[cfg(loom)]
+impl ModelRing {
+    /// A ring of `size_packets` (a power of two) slots.
+    pub fn new(size_packets: u32) -> ModelRing {
+        assert!(size_packets.is_power_of_two());
+        let slots = (0..size_packets)
+            .map(|_| ModelSlot {
+                header: AtomicU32::new(INVALID_HEADER_WORD),
+                body: loom::cell::UnsafeCell::new([0; PACKET_SIZE_BYTES - 4]),
+            })
+            .collect();
+        ModelRing {
+            slots,
+            indices: alloc::boxed::Box::new(ModelIndices {
+                write: AtomicU64::new(0),
+                read: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// A `Ring` over this storage.
+    pub fn ring(&self) -> Ring {
+        Ring {
+            base: NonNull::from(&self.slots[0]),
+            size_packets: self.slots.len() as u32,
+            queue: NonNull::from(&*self.indices),
+        }
+    }
+}
+
+#[cfg(loom)]
+impl Ring {
+    fn slot(&self, index: u64) -> &ModelSlot {
+        let slot = (index & u64::from(self.size_packets - 1)) as usize;
+        // SAFETY: `ModelRing::ring`: base points to size_packets live slots, kept alive by the
+        // caller's ModelRing.
+        unsafe { &*self.base.as_ptr().add(slot) }
+    }
+
+    /// The atomic first 32 bits (header | setup) of the slot of `index`.
+    pub fn header_word(&self, index: u64) -> &AtomicU32 {
+        &self.slot(index).header
+    }
+
+    /// Writes bytes 4..64 of `packet` into the slot of `index` (loom: a tracked cell write).
+    ///
+    /// # Safety
+    /// As in the non-loom build.
+    pub unsafe fn write_body(&self, index: u64, packet: &[u8; PACKET_SIZE_BYTES]) {
+        self.store_body(index, packet)
+    }
+
+    /// Writes bytes 4..64 of `packet` into the slot of `index`. Under loom this is a tracked
+    /// non-atomic write, so loom flags any producer/consumer overlap the protocol allows.
+    pub fn store_body(&self, index: u64, packet: &[u8; PACKET_SIZE_BYTES]) {
+        self.slot(index).body.with_mut(|p| {
+            // SAFETY: loom checks this access against every other access to the cell.
+            unsafe { (*p).copy_from_slice(&packet[4..]) }
+        });
+    }
+
+    /// Copies the packet of `index` out (loom: a tracked cell read).
+    ///
+    /// # Safety
+    /// As in the non-loom build.
+    pub unsafe fn read_packet(&self, index: u64, header_word: u32) -> [u8; PACKET_SIZE_BYTES] {
+        let mut out = [0u8; PACKET_SIZE_BYTES];
+        self.slot(index).body.with(|p| {
+            // SAFETY: loom checks this access against every other access to the cell.
+            out[4..].copy_from_slice(unsafe { &*p })
+        });
+        out[..4].copy_from_slice(&header_word.to_le_bytes());
+        out
+    }
+
+    /// The write index.
+    pub fn write_index(&self) -> &AtomicU64 {
+        // SAFETY: `ModelRing::ring`: live indices kept alive by the caller's ModelRing.
+        unsafe { &(*self.queue.as_ptr()).write }
+    }
+
+    /// The read index.
+    pub fn read_index(&self) -> &AtomicU64 {
+        // SAFETY: as for write_index.
+        unsafe { &(*self.queue.as_ptr()).read }
     }
 }

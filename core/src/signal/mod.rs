@@ -1,3 +1,398 @@
 //! Signals: `amd_signal_t` values with HSA's memory orders, waits, and kinds.
+//!
+//! A [`Signal`] owns a 64-byte `amd_signal_t` slot that a [`SignalPool`] carved out of
+//! host- and device-visible platform memory; its handle is the slot's address, as in ROCR,
+//! so a packet processor (hardware or [`processor`](crate::processor)) can decrement it by
+//! handle. Value operations are single atomic instructions on that memory: lock-free and
+//! allocation-free. An *interrupt* signal also has a platform event: every non-silent store or
+//! read-modify-write writes the event id to the event mailbox and calls
+//! [`Platform::signal_event`], and waits block on [`Platform::wait_event`] after a short spin.
+//! A *doorbell* signal ([`DoorbellSignal`]) belongs to a queue; storing to it rings the queue's
+//! doorbell.
+//!
+//! Ref: HSA Runtime 1.2 §2.4 "Signals"; `amd_hsa_signal.h`; `hsa_ext_amd.h`
+//! (`hsa_amd_signal_wait_any`).
 
+mod doorbell;
+mod group;
+pub mod order;
+mod pool;
 pub mod raw;
+pub mod wait;
+
+#[cfg(test)]
+pub(crate) mod test_platform;
+
+pub use doorbell::DoorbellSignal;
+pub use group::{wait_any, SignalGroup};
+pub use order::{LoadOrder, MemoryOrder, StoreOrder};
+pub use pool::{SignalPool, SLAB_BYTES, SLOTS_PER_SLAB};
+#[cfg(not(feature = "alloc"))]
+pub use pool::FIXED_MAX_SLABS;
+pub use wait::{wait_value, SignalCondition, WaitState, SPIN_NS};
+
+use core::fmt;
+
+use crate::abi::SignalHandle;
+use crate::addr::EventId;
+use crate::platform::{Platform, PlatformError};
+use crate::status::Result;
+
+use raw::{Mailbox, RawSignal};
+
+/// What a signal does besides holding its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SignalKind {
+    /// A user signal (`AMD_SIGNAL_KIND_USER`) without an event: waits poll.
+    User,
+    /// A user signal with a platform event: changes raise the event, waits block on it.
+    Interrupt,
+}
+
+/// The event side of an interrupt signal.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SignalEvent {
+    pub(crate) id: EventId,
+    pub(crate) mailbox: Option<Mailbox>,
+}
+
+/// A signal: an `amd_signal_t` in platform memory that this value owns.
+///
+/// Dropping it destroys its event (if any) and gives the slot back to its pool; [`destroy`]
+/// does the same and reports the platform's error. Ref: HSA Runtime 1.2 §2.4.1
+/// (`hsa_signal_create`, `hsa_signal_destroy`).
+///
+/// [`destroy`]: Signal::destroy
+pub struct Signal<'p, P: Platform> {
+    raw: RawSignal,
+    platform: &'p P,
+    event: Option<SignalEvent>,
+    pool: Option<&'p SignalPool<'p, P>>,
+}
+
+impl<P: Platform> fmt::Debug for Signal<'_, P> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Signal")
+            .field("handle", &self.raw.handle())
+            .field("kind", &self.kind())
+            .field("event", &self.event.map(|e| e.id))
+            .finish()
+    }
+}
+
+impl<'p, P: Platform> Signal<'p, P> {
+    /// Wraps an initialised slot. `pool` is the pool to give the slot back to on drop (`None`
+    /// for slots another owner, e.g. a queue's descriptor memory, frees).
+    pub(crate) fn from_parts(
+        raw: RawSignal,
+        platform: &'p P,
+        event: Option<SignalEvent>,
+        pool: Option<&'p SignalPool<'p, P>>,
+    ) -> Self {
+        Signal {
+            raw,
+            platform,
+            event,
+            pool,
+        }
+    }
+
+    /// The handle (`hsa_signal_t`): the host address of the `amd_signal_t`, which on this
+    /// runtime's platforms is also its device address.
+    pub fn handle(&self) -> SignalHandle {
+        self.raw.handle()
+    }
+
+    /// The raw view, for code that works by handle (packet processors).
+    pub fn raw(&self) -> RawSignal {
+        self.raw
+    }
+
+    /// User or interrupt.
+    pub fn kind(&self) -> SignalKind {
+        if self.event.is_some() {
+            SignalKind::Interrupt
+        } else {
+            SignalKind::User
+        }
+    }
+
+    /// The platform event of an interrupt signal.
+    pub fn event(&self) -> Option<EventId> {
+        self.event.map(|e| e.id)
+    }
+
+    /// Raises the event of an interrupt signal: id into the mailbox, then
+    /// [`Platform::signal_event`]. Called after every non-silent change, after the value is
+    /// stored (see [`wait`](wait) for why the order matters).
+    fn notify(&self) {
+        if let Some(ev) = self.event {
+            if let Some(mailbox) = ev.mailbox {
+                mailbox.post(ev.id.get());
+            }
+            // The event is alive while this signal is (destroyed only in drop/destroy), so
+            // the platform's only documented error (unknown event) cannot occur.
+            let _ = self.platform.signal_event(ev.id);
+        }
+    }
+
+    /// Loads the value (`hsa_signal_load_scacquire` / `_relaxed`).
+    pub fn load(&self, order: LoadOrder) -> i64 {
+        self.raw.value().load(order.ordering())
+    }
+
+    /// Stores `value` and raises the event of an interrupt signal (`hsa_signal_store_relaxed`
+    /// / `_screlease`). A Release store pairs with a waiter's Acquire load.
+    pub fn store(&self, value: i64, order: StoreOrder) {
+        self.raw.value().store(value, order.ordering());
+        self.notify();
+    }
+
+    /// Stores `value` without raising any event (`hsa_signal_silent_store_relaxed` /
+    /// `_screlease`): waiters blocked on the event are not woken.
+    pub fn silent_store(&self, value: i64, order: StoreOrder) {
+        self.raw.value().store(value, order.ordering());
+    }
+
+    /// Replaces the value, returns the previous one (`hsa_signal_exchange_*`).
+    pub fn exchange(&self, value: i64, order: MemoryOrder) -> i64 {
+        let old = self.raw.value().swap(value, order.ordering());
+        self.notify();
+        old
+    }
+
+    /// Stores `new` if the value is `expected`; returns the value observed before
+    /// (`hsa_signal_cas_*`: equal to `expected` on success). Raises the event only when the
+    /// value was replaced.
+    pub fn compare_exchange(&self, expected: i64, new: i64, order: MemoryOrder) -> i64 {
+        match self.raw.value().compare_exchange(
+            expected,
+            new,
+            order.ordering(),
+            order.failure_ordering(),
+        ) {
+            Ok(old) => {
+                self.notify();
+                old
+            }
+            Err(observed) => observed,
+        }
+    }
+
+    /// Adds `value` (wrapping), returns the previous value (`hsa_signal_add_*`).
+    pub fn add(&self, value: i64, order: MemoryOrder) -> i64 {
+        let old = self.raw.value().fetch_add(value, order.ordering());
+        self.notify();
+        old
+    }
+
+    /// Subtracts `value` (wrapping), returns the previous value (`hsa_signal_subtract_*`).
+    pub fn subtract(&self, value: i64, order: MemoryOrder) -> i64 {
+        let old = self.raw.value().fetch_sub(value, order.ordering());
+        self.notify();
+        old
+    }
+
+    /// Bitwise AND, returns the previous value (`hsa_signal_and_*`).
+    pub fn and(&self, value: i64, order: MemoryOrder) -> i64 {
+        let old = self.raw.value().fetch_and(value, order.ordering());
+        self.notify();
+        old
+    }
+
+    /// Bitwise OR, returns the previous value (`hsa_signal_or_*`).
+    pub fn or(&self, value: i64, order: MemoryOrder) -> i64 {
+        let old = self.raw.value().fetch_or(value, order.ordering());
+        self.notify();
+        old
+    }
+
+    /// Bitwise XOR, returns the previous value (`hsa_signal_xor_*`).
+    pub fn xor(&self, value: i64, order: MemoryOrder) -> i64 {
+        let old = self.raw.value().fetch_xor(value, order.ordering());
+        self.notify();
+        old
+    }
+
+    /// Waits until the value satisfies `condition` against `compare` or about `timeout_ns`
+    /// passes (`u64::MAX`: no timeout), and returns the value last observed
+    /// (`hsa_signal_wait_scacquire` / `_relaxed`). The caller checks the condition on the
+    /// returned value to tell success from timeout.
+    ///
+    /// Blocked state: spins [`SPIN_NS`], then blocks on the event of an interrupt signal, or
+    /// polls with backoff for a user signal. Active state: polls. See [`wait_value`].
+    pub fn wait(
+        &self,
+        condition: SignalCondition,
+        compare: i64,
+        timeout_ns: u64,
+        state: WaitState,
+        order: LoadOrder,
+    ) -> i64 {
+        wait_value(
+            self.platform,
+            self.raw.value(),
+            self.event(),
+            condition,
+            compare,
+            timeout_ns,
+            state,
+            order,
+        )
+    }
+
+    /// Destroys the signal: its event, then its slot (`hsa_signal_destroy`).
+    ///
+    /// # Errors
+    /// The platform's status (e.g. `Status::InvalidArgument`) when destroying the event
+    /// failed; the slot is given back all the same.
+    pub fn destroy(mut self) -> Result<()> {
+        self.release()
+    }
+
+    fn release(&mut self) -> Result<()> {
+        let mut result = Ok(());
+        if let Some(ev) = self.event.take() {
+            result = self
+                .platform
+                .destroy_event(ev.id)
+                .map_err(|e| e.to_error());
+        }
+        if let Some(pool) = self.pool.take() {
+            pool.release(self.raw);
+        }
+        result
+    }
+}
+
+impl<P: Platform> Drop for Signal<'_, P> {
+    fn drop(&mut self) {
+        // Errors are reported by `destroy`; a drop can only give the resources back.
+        let _ = self.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_platform::TestPlatform;
+    use super::*;
+    use crate::abi::signal::{AMD_SIGNAL_KIND_USER, AmdSignal};
+    use crate::addr::NodeId;
+    use crate::status::Status;
+
+    #[test]
+    fn value_ops_follow_hsa_semantics() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create(10).unwrap();
+        assert_eq!(s.kind(), SignalKind::User);
+        assert_eq!(s.load(LoadOrder::Acquire), 10);
+        s.store(7, StoreOrder::Release);
+        assert_eq!(s.load(LoadOrder::Relaxed), 7);
+        assert_eq!(s.exchange(3, MemoryOrder::AcqRel), 7);
+        assert_eq!(s.compare_exchange(4, 9, MemoryOrder::Acquire), 3);
+        assert_eq!(s.load(LoadOrder::Relaxed), 3);
+        assert_eq!(s.compare_exchange(3, 9, MemoryOrder::Release), 3);
+        assert_eq!(s.add(2, MemoryOrder::Relaxed), 9);
+        assert_eq!(s.subtract(12, MemoryOrder::AcqRel), 11);
+        assert_eq!(s.load(LoadOrder::Relaxed), -1);
+        s.silent_store(0b1100, StoreOrder::Relaxed);
+        assert_eq!(s.and(0b1010, MemoryOrder::Relaxed), 0b1100);
+        assert_eq!(s.or(0b0001, MemoryOrder::Relaxed), 0b1000);
+        assert_eq!(s.xor(0b1111, MemoryOrder::Relaxed), 0b1001);
+        assert_eq!(s.load(LoadOrder::Acquire), 0b0110);
+        // The memory really is an amd_signal_t: kind USER at 0, value at 8.
+        let raw = s.raw();
+        assert_eq!(raw.kind().load(crate::sync::Ordering::Relaxed), AMD_SIGNAL_KIND_USER);
+        assert_eq!(s.handle().0 % 64, 0);
+        assert_eq!(core::mem::size_of::<AmdSignal>(), 64);
+        // No event: nothing was signaled.
+        assert_eq!(plat.signal_count(), 0);
+    }
+
+    #[test]
+    fn interrupt_signal_notifies_on_every_non_silent_change() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create_interrupt(1).unwrap();
+        assert_eq!(s.kind(), SignalKind::Interrupt);
+        let ev = s.event().unwrap();
+        // The amd_signal_t carries the event id and mailbox address.
+        assert_eq!(s.raw().event_id(), ev.get());
+        let mailbox = s.raw().event_mailbox_ptr().load(crate::sync::Ordering::Relaxed);
+        assert_eq!(mailbox, plat.mailbox_address(ev));
+        s.silent_store(5, StoreOrder::Relaxed);
+        assert_eq!(plat.signal_count(), 0);
+        s.store(4, StoreOrder::Release);
+        assert_eq!(plat.signal_count(), 1);
+        assert_eq!(plat.mailbox_value(ev), u64::from(ev.get()));
+        s.subtract(1, MemoryOrder::AcqRel);
+        s.add(1, MemoryOrder::AcqRel);
+        s.exchange(1, MemoryOrder::AcqRel);
+        s.and(1, MemoryOrder::AcqRel);
+        s.or(1, MemoryOrder::AcqRel);
+        s.xor(1, MemoryOrder::AcqRel);
+        assert_eq!(plat.signal_count(), 7);
+        s.compare_exchange(100, 2, MemoryOrder::AcqRel); // fails: no change, no event
+        assert_eq!(plat.signal_count(), 7);
+        s.compare_exchange(0, 2, MemoryOrder::AcqRel);
+        assert_eq!(plat.signal_count(), 8);
+        s.destroy().unwrap();
+        assert_eq!(plat.live_events(), 0);
+    }
+
+    #[test]
+    fn wait_returns_at_once_when_met_and_times_out_otherwise() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create(3).unwrap();
+        let v = s.wait(SignalCondition::Gte, 3, 0, WaitState::Active, LoadOrder::Acquire);
+        assert_eq!(v, 3);
+        // Not met: the timeout (1 ms) passes and the value last seen comes back.
+        let v = s.wait(SignalCondition::Eq, 0, 1_000_000, WaitState::Blocked, LoadOrder::Acquire);
+        assert_eq!(v, 3);
+        let i = pool.create_interrupt(3).unwrap();
+        let v = i.wait(SignalCondition::Lt, 3, 200_000, WaitState::Blocked, LoadOrder::Relaxed);
+        assert_eq!(v, 3);
+        assert!(plat.wait_count() >= 1, "an interrupt wait past the spin blocks");
+    }
+
+    #[test]
+    fn wait_wakes_on_store_from_another_thread() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        for interrupt in [false, true] {
+            let s = if interrupt {
+                pool.create_interrupt(1).unwrap()
+            } else {
+                pool.create(1).unwrap()
+            };
+            std::thread::scope(|sc| {
+                sc.spawn(|| {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                    s.subtract(1, MemoryOrder::Release);
+                });
+                let v = s.wait(
+                    SignalCondition::Eq,
+                    0,
+                    u64::MAX,
+                    WaitState::Blocked,
+                    LoadOrder::Acquire,
+                );
+                assert_eq!(v, 0);
+            });
+        }
+    }
+
+    #[test]
+    fn destroy_reports_event_error_and_frees_slot() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create_interrupt(0).unwrap();
+        let ev = s.event().unwrap();
+        plat.destroy_event(ev).unwrap(); // someone destroyed it under us
+        let e = s.destroy().unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(pool.live_signals(), 0);
+    }
+}

@@ -149,3 +149,58 @@ impl RawSignal {
         Some(id)
     }
 }
+
+/// An event mailbox: the 64-bit slot (KFD event page) that a signal's changer writes the event
+/// id into before it raises the event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mailbox(NonNull<AtomicU64>);
+
+// SAFETY: the slot is only ever accessed atomically; `from_address`'s caller guarantees its
+// lifetime.
+unsafe impl Send for Mailbox {}
+// SAFETY: as for Send.
+unsafe impl Sync for Mailbox {}
+
+impl Mailbox {
+    /// The mailbox at `address`; `None` for 0 (the platform has no mailbox for the event).
+    ///
+    /// # Safety
+    /// The caller guarantees a non-zero `address` is the host address of a live 64-bit slot,
+    /// accessed only atomically, valid while the `Mailbox` is used: the `mailbox` of an
+    /// [`Event`](crate::platform::Event) the platform created, until the event is destroyed.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an address that is not 8-byte aligned.
+    pub unsafe fn from_address(address: u64) -> Result<Option<Mailbox>> {
+        if address == 0 {
+            return Ok(None);
+        }
+        if address % 8 != 0 {
+            crate::bail!(
+                Status::InvalidArgument,
+                "event mailbox address {address:#x} is not 8-byte aligned"
+            );
+        }
+        Ok(NonNull::new(address as usize as *mut AtomicU64).map(Mailbox))
+    }
+
+    /// The mailbox's address.
+    pub fn address(self) -> u64 {
+        self.0.as_ptr() as usize as u64
+    }
+
+    /// Writes `event_id` into the slot with Release (pairs with the interrupt handler's or
+    /// waiter's Acquire read of the mailbox).
+    pub fn post(&self, event_id: u32) {
+        // SAFETY: from_address's contract: a live, aligned slot accessed only atomically.
+        let slot = unsafe { self.0.as_ref() };
+        slot.store(u64::from(event_id), crate::sync::Ordering::Release);
+    }
+
+    /// The slot's current value (Acquire).
+    pub fn load(&self) -> u64 {
+        // SAFETY: as for post.
+        let slot = unsafe { self.0.as_ref() };
+        slot.load(crate::sync::Ordering::Acquire)
+    }
+}

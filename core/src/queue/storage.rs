@@ -1,0 +1,246 @@
+//! The memory of one AQL queue: a ring chunk (aligned to its size) and a descriptor chunk that
+//! holds the `amd_queue_t` (offset 0), the doorbell signal (offset 256) and the queue-inactive
+//! signal (offset 320). Both are System memory, host-accessible, fine-grained, uncached.
+//!
+//! Ref: ROCR `AqlQueue` allocates the ring and `amd_queue_t` in fine-grained system memory;
+//! `amd_hsa_queue.h`, `amd_hsa_signal.h` layouts.
+#![allow(unsafe_code)]
+
+use core::ptr::NonNull;
+
+use crate::abi::packet::PACKET_SIZE_BYTES;
+use crate::abi::queue::AmdQueue;
+use crate::abi::signal::AmdSignal;
+use crate::addr::{GpuVa, NodeId, QueueId};
+use crate::platform::{
+    HwQueue, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError,
+    QueueRequest,
+};
+use crate::signal::raw::RawSignal;
+use crate::status::{Result, Status};
+use crate::sync::Ordering;
+
+use super::ring::{Ring, INVALID_HEADER_WORD};
+
+/// Bytes of the descriptor chunk.
+pub(super) const DESCRIPTOR_BYTES: u64 = 4096;
+/// Offset of the doorbell `amd_signal_t` in the descriptor chunk.
+pub(super) const DOORBELL_SIGNAL_OFFSET: u64 = 256;
+/// Offset of the queue-inactive `amd_signal_t` in the descriptor chunk.
+pub(super) const INACTIVE_SIGNAL_OFFSET: u64 = 320;
+
+/// One chunk with its checked host pointer.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Chunk {
+    pub(super) chunk: MemoryChunk,
+    pub(super) host: NonNull<u8>,
+}
+
+// SAFETY: a description of memory the queue owns; access goes through Ring/RawSignal atomics.
+unsafe impl Send for Chunk {}
+// SAFETY: as for Send.
+unsafe impl Sync for Chunk {}
+
+/// The ring and descriptor chunks of a queue. Not freed on drop: the queue frees them after the
+/// platform has stopped using them ([`QueueMemory::free`]).
+#[derive(Debug)]
+pub(super) struct QueueMemory {
+    pub(super) ring: Chunk,
+    pub(super) desc: Chunk,
+    /// The hardware queue over this memory, while it exists.
+    hw: Option<QueueId>,
+    /// Whether the chunks were given back (or abandoned).
+    released: bool,
+}
+
+fn allocate<P: Platform>(platform: &P, node: NodeId, size_bytes: u64) -> Result<Chunk> {
+    let request = MemoryRequest {
+        node,
+        kind: MemoryKind::System,
+        size_bytes,
+        align_bytes: size_bytes,
+        flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,
+    };
+    let chunk = platform
+        .allocate_memory(&request)
+        .map_err(|e| e.to_error())?;
+    match chunk.host_ptr {
+        Some(host)
+            if chunk.size_bytes >= size_bytes
+                && (host.as_ptr() as usize) % (size_bytes as usize) == 0
+                && chunk.gpu_va.is_aligned(size_bytes) =>
+        {
+            Ok(Chunk { chunk, host })
+        }
+        _ => {
+            // SAFETY: just allocated by this platform, never shared.
+            let _ = unsafe { platform.free_memory(&chunk) };
+            crate::bail!(
+                Status::InvalidAllocation,
+                "platform chunk at {} (host_ptr {:?}, size_bytes {}) is not a host-visible, \
+                 {size_bytes}-aligned chunk of {size_bytes} bytes",
+                chunk.gpu_va,
+                chunk.host_ptr,
+                chunk.size_bytes
+            );
+        }
+    }
+}
+
+impl QueueMemory {
+    /// Allocates a ring of `size_packets` (a power of two; at least 4096 bytes are taken) and
+    /// the descriptor chunk.
+    pub(super) fn allocate<P: Platform>(
+        platform: &P,
+        node: NodeId,
+        size_packets: u32,
+    ) -> Result<QueueMemory> {
+        let ring_bytes = (u64::from(size_packets) * PACKET_SIZE_BYTES as u64).max(4096);
+        let ring = allocate(platform, node, ring_bytes)?;
+        let desc = match allocate(platform, node, DESCRIPTOR_BYTES) {
+            Ok(d) => d,
+            Err(e) => {
+                // SAFETY: just allocated, never shared.
+                let _ = unsafe { platform.free_memory(&ring.chunk) };
+                return Err(e);
+            }
+        };
+        Ok(QueueMemory {
+            ring,
+            desc,
+            hw: None,
+            released: false,
+        })
+    }
+
+    /// Device address of the `amd_queue_t`.
+    pub(super) fn amd_queue_va(&self) -> GpuVa {
+        self.desc.chunk.gpu_va
+    }
+
+    /// Device address of a signal slot in the descriptor chunk.
+    pub(super) fn signal_va(&self, offset: u64) -> GpuVa {
+        GpuVa(self.desc.chunk.gpu_va.get() + offset)
+    }
+
+    /// Writes the descriptor and the two signals, marks every ring header INVALID, and returns
+    /// the ring view and the two signals. `&mut self`: nothing else sees the memory yet.
+    pub(super) fn init(
+        &mut self,
+        size_packets: u32,
+        amd_queue: &AmdQueue,
+        doorbell: &AmdSignal,
+        inactive: &AmdSignal,
+    ) -> (Ring, RawSignal, RawSignal) {
+        let base = self.desc.host.as_ptr();
+        let q = base.cast::<AmdQueue>();
+        let db = base.wrapping_add(DOORBELL_SIGNAL_OFFSET as usize).cast::<AmdSignal>();
+        let ia = base.wrapping_add(INACTIVE_SIGNAL_OFFSET as usize).cast::<AmdSignal>();
+        // SAFETY: the descriptor chunk is 4096 bytes, 4096-aligned, owned by this value and not
+        // yet shared (no queue created); the three objects lie inside it at 64-aligned
+        // offsets and do not overlap (0..256, 256..320, 320..384).
+        unsafe {
+            q.write(*amd_queue);
+            db.write(*doorbell);
+            ia.write(*inactive);
+        }
+        // SAFETY: ring chunk: size_packets * 64 bytes (or more), aligned to its size (so
+        // 64-aligned), size_packets a power of two (checked by the caller); the amd_queue_t was
+        // just written; both stay valid until `free`, which the queue calls only after the
+        // platform stopped using them and no Ring copy is used any more.
+        let ring = unsafe { Ring::new(self.ring.host, size_packets, NonNull::new_unchecked(q)) };
+        for i in 0..u64::from(size_packets) {
+            ring.header_word(i)
+                .store(INVALID_HEADER_WORD, Ordering::Relaxed);
+        }
+        // SAFETY: live, 64-aligned amd_signal_t objects written above, valid until `free`;
+        // accessed atomically from now on.
+        let (db, ia) = unsafe {
+            (
+                RawSignal::from_ptr(NonNull::new_unchecked(db)),
+                RawSignal::from_ptr(NonNull::new_unchecked(ia)),
+            )
+        };
+        (ring, db, ia)
+    }
+
+    /// Asks the platform for a hardware queue over this memory (`request` must name it). On
+    /// failure the memory is released at once.
+    ///
+    /// # Errors
+    /// The platform's status from `create_queue`.
+    pub(super) fn create_queue<P: Platform>(
+        &mut self,
+        platform: &P,
+        request: &QueueRequest,
+    ) -> Result<HwQueue> {
+        // SAFETY: the ring and amd_queue_t are freed only in `release`, which destroys the
+        // hardware queue (and waits for destroy_queue to return) first.
+        match unsafe { platform.create_queue(request) } {
+            Ok(hw) => {
+                self.hw = Some(hw.id);
+                Ok(hw)
+            }
+            Err(e) => {
+                let _ = self.release(platform);
+                Err(e.to_error())
+            }
+        }
+    }
+
+    /// Destroys the hardware queue, if there is one (`hsa_queue_inactivate`).
+    ///
+    /// # Errors
+    /// The platform's status from `destroy_queue`; the queue is then still considered live.
+    pub(super) fn destroy_queue<P: Platform>(&mut self, platform: &P) -> Result<()> {
+        if let Some(id) = self.hw {
+            platform.destroy_queue(id).map_err(|e| e.to_error())?;
+            self.hw = None;
+        }
+        Ok(())
+    }
+
+    /// Destroys the hardware queue, then gives both chunks back; idempotent. The owner
+    /// (`AqlQueue`) calls it only from its teardown, after which it uses no `Ring` or
+    /// `RawSignal` over this memory (the queue never hands out a `Ring` except through an
+    /// `unsafe` accessor whose caller promises the same).
+    ///
+    /// # Errors
+    /// The platform's status from `destroy_queue` (the memory is then abandoned, never freed,
+    /// because the processor may still use it), or from `free_memory`.
+    pub(super) fn release<P: Platform>(&mut self, platform: &P) -> Result<()> {
+        if self.released {
+            return Ok(());
+        }
+        self.released = true;
+        self.destroy_queue(platform)?;
+        // SAFETY: no hardware queue uses the memory (destroy_queue returned or none was
+        // created); the owner uses no view of it any more (see above).
+        let a = unsafe { platform.free_memory(&self.ring.chunk) };
+        // SAFETY: as above.
+        let b = unsafe { platform.free_memory(&self.desc.chunk) };
+        a.and(b).map_err(|e| e.to_error())
+    }
+
+    /// A copy of the `amd_queue_t` (tests only: reads while nothing else writes).
+    #[cfg(test)]
+    pub(super) fn descriptor_snapshot(&self) -> AmdQueue {
+        // SAFETY: test-only; the test platform never runs the queue, so nothing writes the
+        // descriptor concurrently; the chunk is live (not released).
+        unsafe { self.desc.host.as_ptr().cast::<AmdQueue>().read() }
+    }
+
+    /// A copy of a signal slot of the descriptor chunk (tests only).
+    #[cfg(test)]
+    pub(super) fn signal_snapshot(&self, offset: u64) -> AmdSignal {
+        // SAFETY: as for descriptor_snapshot; offset is 256 or 320.
+        unsafe {
+            self.desc
+                .host
+                .as_ptr()
+                .add(offset as usize)
+                .cast::<AmdSignal>()
+                .read()
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! Waiting on any of several signals, each with its own condition and compare value.
+//!
+//! Ref: `hsa_amd_signal_wait_any` (`hsa_ext_amd.h`); HSA Runtime 1.2 §2.4.2
+//! `hsa_signal_group_create`, `hsa_signal_group_wait_any_scacquire`.
+
+use crate::platform::{Platform, WaitOutcome};
+use crate::status::{Result, Status};
+
+use super::order::LoadOrder;
+use super::wait::{Backoff, Clock, SignalCondition, WaitState, MULTI_EVENT_SLICE_NS, SPIN_NS};
+use super::Signal;
+
+/// Waits until any `signals[i]` satisfies `conditions[i]` against `values[i]`, or about
+/// `timeout_ns` passes (`u64::MAX`: no timeout). Returns `Some((i, value))` for the first
+/// satisfied signal in index order, `None` on timeout (`hsa_amd_signal_wait_any` returns
+/// `UINT32_MAX` there). Values are loaded with Acquire (stronger than the relaxed semantics
+/// the AMD extension promises).
+///
+/// Blocked state: spins [`SPIN_NS`]; then, when some signals are interrupt signals, blocks on
+/// their events. The platform waits on one event at a time, so with more than one distinct
+/// event the waits take turns of at most [`MULTI_EVENT_SLICE_NS`]; a change to a signal whose
+/// event is not being waited on is then seen within one turn. Without events: polls with
+/// backoff.
+///
+/// # Errors
+/// `Status::InvalidArgument` when `signals` is empty or `conditions`/`values` differ in
+/// length from `signals`.
+pub fn wait_any<P: Platform>(
+    signals: &[&Signal<'_, P>],
+    conditions: &[SignalCondition],
+    values: &[i64],
+    timeout_ns: u64,
+    state: WaitState,
+) -> Result<Option<(usize, i64)>> {
+    if signals.is_empty() {
+        crate::bail!(Status::InvalidArgument, "wait_any: signal_count is 0");
+    }
+    if conditions.len() != signals.len() || values.len() != signals.len() {
+        crate::bail!(
+            Status::InvalidArgument,
+            "wait_any: {} signals but {} conditions and {} values",
+            signals.len(),
+            conditions.len(),
+            values.len()
+        );
+    }
+    let platform = signals[0].platform;
+    let clock = Clock::start(platform);
+    let mut backoff = Backoff::new();
+    let mut events: heapless::Vec<(usize, crate::addr::EventId), 64> = heapless::Vec::new();
+    let mut distinct = 0usize;
+    for (i, s) in signals.iter().enumerate() {
+        if let Some(ev) = s.event() {
+            if !events.iter().any(|(_, e)| *e == ev) {
+                distinct += 1;
+                // More than 64 distinct events: the rest are polled between turns.
+                let _ = events.push((i, ev));
+            }
+        }
+    }
+    let mut turn = 0usize;
+    loop {
+        for (i, s) in signals.iter().enumerate() {
+            let v = s.load(LoadOrder::Acquire);
+            if conditions[i].holds(v, values[i]) {
+                return Ok(Some((i, v)));
+            }
+        }
+        let elapsed = clock.elapsed_ns();
+        if elapsed >= timeout_ns {
+            return Ok(None);
+        }
+        if state == WaitState::Blocked && elapsed >= SPIN_NS && !events.is_empty() {
+            let remaining = if timeout_ns == u64::MAX {
+                u64::MAX
+            } else {
+                timeout_ns - elapsed
+            };
+            let slice = if distinct == 1 {
+                remaining
+            } else {
+                remaining.min(MULTI_EVENT_SLICE_NS)
+            };
+            let (owner, ev) = events[turn % events.len()];
+            turn = turn.wrapping_add(1);
+            // Armed: every value was read above; a later change leaves its event signaled.
+            match signals[owner].platform.wait_event(ev, slice) {
+                Ok(WaitOutcome::Signaled) | Ok(WaitOutcome::TimedOut) => {}
+                Err(_) => {
+                    // The event is gone: poll that signal from now on.
+                    events.retain(|(_, e)| *e != ev);
+                }
+            }
+        } else {
+            backoff.spin();
+        }
+    }
+}
+
+/// A fixed set of distinct signals waited on together (`hsa_signal_group_t`).
+pub struct SignalGroup<'s, 'p, P: Platform> {
+    signals: &'s [&'s Signal<'p, P>],
+}
+
+impl<P: Platform> core::fmt::Debug for SignalGroup<'_, '_, P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_list()
+            .entries(self.signals.iter().map(|s| s.handle()))
+            .finish()
+    }
+}
+
+impl<'s, 'p, P: Platform> SignalGroup<'s, 'p, P> {
+    /// A group over `signals` (`hsa_signal_group_create`).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when `signals` is empty or holds the same signal twice.
+    pub fn new(signals: &'s [&'s Signal<'p, P>]) -> Result<Self> {
+        if signals.is_empty() {
+            crate::bail!(Status::InvalidArgument, "signal group: num_signals is 0");
+        }
+        for (i, a) in signals.iter().enumerate() {
+            if let Some(j) = signals[..i].iter().position(|b| b.handle() == a.handle()) {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "signal group: signals[{i}] and signals[{j}] are the same signal {:#x}",
+                    a.handle().0
+                );
+            }
+        }
+        Ok(SignalGroup { signals })
+    }
+
+    /// The signals, in group order.
+    pub fn signals(&self) -> &'s [&'s Signal<'p, P>] {
+        self.signals
+    }
+
+    /// Waits until any member satisfies its condition (`hsa_signal_group_wait_any_scacquire`
+    /// with a timeout hint added); see [`wait_any`].
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when `conditions` or `values` differ in length from the
+    /// group.
+    pub fn wait_any(
+        &self,
+        conditions: &[SignalCondition],
+        values: &[i64],
+        timeout_ns: u64,
+        state: WaitState,
+    ) -> Result<Option<(usize, i64)>> {
+        wait_any(self.signals, conditions, values, timeout_ns, state)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_platform::TestPlatform;
+    use super::super::{MemoryOrder, SignalPool, StoreOrder};
+    use super::*;
+    use crate::addr::NodeId;
+
+    #[test]
+    fn wait_any_reports_first_satisfied_index_and_value() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let a = pool.create(5).unwrap();
+        let b = pool.create_interrupt(1).unwrap();
+        let c = pool.create_interrupt(9).unwrap();
+        let conds = [SignalCondition::Eq, SignalCondition::Lt, SignalCondition::Gte];
+        let r = wait_any(&[&a, &b, &c], &conds, &[0, 1, 9], 0, WaitState::Active).unwrap();
+        assert_eq!(r, Some((2, 9)));
+        // Nothing satisfied: timeout.
+        let r = wait_any(&[&a, &b], &conds[..2], &[0, 1], 300_000, WaitState::Blocked).unwrap();
+        assert_eq!(r, None);
+        // Woken by another thread.
+        std::thread::scope(|sc| {
+            sc.spawn(|| {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                b.subtract(1, MemoryOrder::Release);
+            });
+            let r = wait_any(&[&a, &b], &conds[..2], &[0, 1], u64::MAX, WaitState::Blocked);
+            assert_eq!(r.unwrap(), Some((1, 0)));
+        });
+        a.store(0, StoreOrder::Release);
+        let members = [&a, &b, &c];
+        let g = SignalGroup::new(&members).unwrap();
+        assert_eq!(g.signals().len(), 3);
+        let r = g.wait_any(&conds, &[0, 100, 100], 0, WaitState::Active).unwrap();
+        assert_eq!(r, Some((0, 0)));
+    }
+
+    #[test]
+    fn wait_any_and_group_errors() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let a = pool.create(0).unwrap();
+        let e = wait_any::<TestPlatform>(&[], &[], &[], 0, WaitState::Active).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        let e = wait_any(&[&a], &[], &[0], 0, WaitState::Active).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().contains("1 signals but 0 conditions"), "{e}");
+        let e = SignalGroup::<TestPlatform>::new(&[]).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        let e = SignalGroup::new(&[&a, &a][..]).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().contains("signals[1] and signals[0]"), "{e}");
+        let one = [&a];
+        let g = SignalGroup::new(&one).unwrap();
+        let e = g.wait_any(&[SignalCondition::Eq; 2], &[0], 0, WaitState::Active);
+        assert_eq!(e.unwrap_err().status(), Status::InvalidArgument);
+    }
+}

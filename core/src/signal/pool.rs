@@ -1,0 +1,322 @@
+//! `SignalPool`: a slab that carves 64-byte `amd_signal_t` slots out of 4096-byte platform
+//! chunks (System memory, host-accessible, fine-grained, uncached), 64 slots a chunk, with the
+//! free set a bitmap per chunk kept outside the signal memory.
+//!
+//! Without `alloc` the pool holds at most [`FIXED_MAX_SLABS`] chunks (heapless); with `alloc`
+//! it grows without bound (or up to [`SignalPool::with_max_slabs`]). Creating and destroying
+//! signals takes a spin lock (not the hot path); value operations never touch the pool.
+#![allow(unsafe_code)]
+
+use core::ptr::NonNull;
+
+use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_INVALID, AMD_SIGNAL_KIND_USER};
+use crate::addr::NodeId;
+use crate::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError};
+use crate::status::{Result, Status};
+use crate::sync::Ordering;
+
+use super::raw::{Mailbox, RawSignal};
+use super::{Signal, SignalEvent};
+
+/// Bytes of one slab chunk requested from the platform.
+pub const SLAB_BYTES: u64 = 4096;
+/// `amd_signal_t` slots in one slab (4096 / 64).
+pub const SLOTS_PER_SLAB: usize = 64;
+/// Most slabs a pool can hold without `alloc` (1024 signals).
+#[cfg(not(feature = "alloc"))]
+pub const FIXED_MAX_SLABS: usize = 16;
+
+struct Slab {
+    chunk: MemoryChunk,
+    host: NonNull<u8>,
+    /// Bit i set: slot i is free.
+    free: u64,
+}
+
+// SAFETY: a Slab describes memory the pool owns; the host pointer is only dereferenced by the
+// pool (under its lock) and through RawSignals whose accesses are atomic.
+unsafe impl Send for Slab {}
+
+#[cfg(feature = "alloc")]
+type Slabs = alloc::vec::Vec<Slab>;
+#[cfg(not(feature = "alloc"))]
+type Slabs = heapless::Vec<Slab, FIXED_MAX_SLABS>;
+
+/// A pool of `amd_signal_t` slots in platform memory, from which signals are created.
+///
+/// Ref: ROCR allocates signals from a fine-grained system-memory slab
+/// (`core::SharedSignal`); HSA Runtime 1.2 §2.4.1 `hsa_signal_create`.
+pub struct SignalPool<'p, P: Platform> {
+    platform: &'p P,
+    node: NodeId,
+    max_slabs: usize,
+    slabs: spin::Mutex<Slabs>,
+}
+
+impl<'p, P: Platform> SignalPool<'p, P> {
+    /// An empty pool whose chunks are allocated for `node` as signals are created.
+    pub fn new(platform: &'p P, node: NodeId) -> Self {
+        #[cfg(feature = "alloc")]
+        let max = usize::MAX;
+        #[cfg(not(feature = "alloc"))]
+        let max = FIXED_MAX_SLABS;
+        Self::with_max_slabs(platform, node, max)
+    }
+
+    /// An empty pool that holds at most `max_slabs` chunks (64 signals each); without `alloc`
+    /// the limit is also capped at [`FIXED_MAX_SLABS`].
+    pub fn with_max_slabs(platform: &'p P, node: NodeId, max_slabs: usize) -> Self {
+        #[cfg(not(feature = "alloc"))]
+        let max_slabs = max_slabs.min(FIXED_MAX_SLABS);
+        SignalPool {
+            platform,
+            node,
+            max_slabs,
+            slabs: spin::Mutex::new(Slabs::new()),
+        }
+    }
+
+    /// The platform the pool allocates from.
+    pub fn platform(&self) -> &'p P {
+        self.platform
+    }
+
+    /// Signals alive now.
+    pub fn live_signals(&self) -> usize {
+        self.slabs
+            .lock()
+            .iter()
+            .map(|s| SLOTS_PER_SLAB - s.free.count_ones() as usize)
+            .sum()
+    }
+
+    /// Chunks held now.
+    pub fn slab_count(&self) -> usize {
+        self.slabs.lock().len()
+    }
+
+    /// Creates a user signal with value `initial` (`hsa_signal_create` with no consumers
+    /// that need interrupts).
+    ///
+    /// # Errors
+    /// `Status::OutOfResources` when the pool is at its slab limit, or the platform's status
+    /// when allocating a chunk failed; `Status::InvalidAllocation` when the platform returned
+    /// a chunk without a host pointer or smaller than [`SLAB_BYTES`].
+    pub fn create(&self, initial: i64) -> Result<Signal<'_, P>> {
+        let raw = self.allocate_slot(AmdSignal {
+            kind: AMD_SIGNAL_KIND_USER,
+            value: initial,
+            ..AmdSignal::default()
+        })?;
+        Ok(Signal::from_parts(raw, self.platform, None, Some(self)))
+    }
+
+    /// Creates an interrupt signal with value `initial`: a user signal with a platform event
+    /// (`Platform::create_event`) whose mailbox and id go into the `amd_signal_t`
+    /// (`hsa_amd_signal_create` with interrupt support).
+    ///
+    /// # Errors
+    /// As for [`create`](Self::create); also the platform's status (e.g.
+    /// `Status::OutOfResources`) when it has no more events, and `Status::InvalidArgument`
+    /// when the platform's mailbox address is not 8-byte aligned.
+    pub fn create_interrupt(&self, initial: i64) -> Result<Signal<'_, P>> {
+        let event = self.platform.create_event().map_err(|e| e.to_error())?;
+        // SAFETY: the platform made the mailbox with the event; it stays valid until
+        // destroy_event, which Signal::release calls only after the signal's last use.
+        let mailbox = match unsafe { Mailbox::from_address(event.mailbox.get()) } {
+            Ok(m) => m,
+            Err(e) => {
+                let _ = self.platform.destroy_event(event.id);
+                return Err(e);
+            }
+        };
+        let raw = match self.allocate_slot(AmdSignal {
+            kind: AMD_SIGNAL_KIND_USER,
+            value: initial,
+            event_mailbox_ptr: event.mailbox.get(),
+            event_id: event.id.get(),
+            ..AmdSignal::default()
+        }) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = self.platform.destroy_event(event.id);
+                return Err(e);
+            }
+        };
+        let ev = SignalEvent {
+            id: event.id,
+            mailbox,
+        };
+        Ok(Signal::from_parts(raw, self.platform, Some(ev), Some(self)))
+    }
+
+    fn allocate_slot(&self, init: AmdSignal) -> Result<RawSignal> {
+        let mut slabs = self.slabs.lock();
+        let index = match slabs.iter().position(|s| s.free != 0) {
+            Some(i) => i,
+            None => {
+                if slabs.len() >= self.max_slabs {
+                    crate::bail!(
+                        Status::OutOfResources,
+                        "signal pool is full: {} slabs of {} signals (max_slabs {})",
+                        slabs.len(),
+                        SLOTS_PER_SLAB,
+                        self.max_slabs
+                    );
+                }
+                let slab = self.allocate_slab()?;
+                #[cfg(feature = "alloc")]
+                slabs.push(slab);
+                #[cfg(not(feature = "alloc"))]
+                if let Err(slab) = slabs.push(slab) {
+                    // Unreachable given max_slabs <= FIXED_MAX_SLABS, but never leak.
+                    // SAFETY: the chunk was just allocated and never shared.
+                    let _ = unsafe { self.platform.free_memory(&slab.chunk) };
+                    crate::bail!(Status::OutOfResources, "signal pool is full");
+                }
+                slabs.len() - 1
+            }
+        };
+        let slab = &mut slabs[index];
+        let bit = slab.free.trailing_zeros() as usize;
+        slab.free &= !(1u64 << bit);
+        let ptr = slab.host.as_ptr().wrapping_add(bit * 64).cast::<AmdSignal>();
+        // SAFETY: the slot lies inside the slab's chunk (bit < 64, 64 * 64 = SLAB_BYTES), is
+        // 64-aligned (chunk aligned to 4096) and free, so no one else accesses it; the write
+        // happens before the handle is shared (the pool lock, then the Signal's creation).
+        unsafe { ptr.write(init) };
+        // SAFETY: the slot is live until `release`, which only the owning Signal calls after
+        // its last use; after the write above all access is atomic.
+        Ok(unsafe { RawSignal::from_ptr(NonNull::new_unchecked(ptr)) })
+    }
+
+    fn allocate_slab(&self) -> Result<Slab> {
+        let request = MemoryRequest {
+            node: self.node,
+            kind: MemoryKind::System,
+            size_bytes: SLAB_BYTES,
+            align_bytes: SLAB_BYTES,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,
+        };
+        let chunk = self
+            .platform
+            .allocate_memory(&request)
+            .map_err(|e| e.to_error())?;
+        let host = match chunk.host_ptr {
+            Some(h) if chunk.size_bytes >= SLAB_BYTES && (h.as_ptr() as usize) % 64 == 0 => h,
+            _ => {
+                // SAFETY: the chunk was just allocated by this platform and never shared.
+                let _ = unsafe { self.platform.free_memory(&chunk) };
+                crate::bail!(
+                    Status::InvalidAllocation,
+                    "platform chunk for signals at {} has host_ptr {:?} and size_bytes {}; \
+                     need a 64-aligned host pointer and {} bytes",
+                    chunk.gpu_va,
+                    chunk.host_ptr,
+                    chunk.size_bytes,
+                    SLAB_BYTES
+                );
+            }
+        };
+        Ok(Slab {
+            chunk,
+            host,
+            free: u64::MAX,
+        })
+    }
+
+    /// Gives a slot back (from `Signal`'s drop/destroy).
+    pub(super) fn release(&self, raw: RawSignal) {
+        // Mark the slot INVALID so a stale handle is recognisable.
+        raw.kind().store(AMD_SIGNAL_KIND_INVALID, Ordering::Release);
+        let addr = raw.as_ptr() as usize;
+        let mut slabs = self.slabs.lock();
+        for slab in slabs.iter_mut() {
+            let base = slab.host.as_ptr() as usize;
+            if addr >= base && addr < base + SLAB_BYTES as usize {
+                slab.free |= 1u64 << ((addr - base) / 64);
+                return;
+            }
+        }
+    }
+}
+
+impl<P: Platform> Drop for SignalPool<'_, P> {
+    fn drop(&mut self) {
+        for slab in self.slabs.get_mut().iter() {
+            // SAFETY: every Signal borrows the pool, so none is alive: nothing uses the chunk.
+            // A failure loses the chunk (the platform never reuses it).
+            let _ = unsafe { self.platform.free_memory(&slab.chunk) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_platform::TestPlatform;
+    use super::*;
+
+    #[test]
+    fn slots_are_carved_64_per_chunk_and_reused() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let mut v = std::vec::Vec::new();
+        for i in 0..65 {
+            v.push(pool.create(i).unwrap());
+        }
+        assert_eq!(pool.slab_count(), 2);
+        assert_eq!(pool.live_signals(), 65);
+        let h0 = v[0].handle();
+        assert_eq!(v[1].handle().0 - h0.0, 64);
+        let req = plat.last_request().unwrap();
+        assert_eq!(req.size_bytes, 4096);
+        assert_eq!(req.kind, MemoryKind::System);
+        assert_eq!(
+            req.flags,
+            MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED
+        );
+        v.remove(0);
+        assert_eq!(pool.live_signals(), 64);
+        let again = pool.create(5).unwrap();
+        assert_eq!(again.handle(), h0, "the freed slot is reused");
+        assert_eq!(again.load(super::super::LoadOrder::Relaxed), 5);
+        drop(v);
+        drop(again);
+        assert_eq!(pool.live_signals(), 0);
+        drop(pool);
+        assert_eq!(plat.live_chunks(), 0);
+    }
+
+    #[test]
+    fn full_pool_is_out_of_resources() {
+        let plat = TestPlatform::new();
+        let pool = SignalPool::with_max_slabs(&plat, NodeId(0), 1);
+        let v: std::vec::Vec<_> = (0..64).map(|_| pool.create(0).unwrap()).collect();
+        let e = pool.create(0).unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert!(e.detail().contains("max_slabs 1"), "{e}");
+        drop(v);
+    }
+
+    #[test]
+    fn platform_errors_pass_through() {
+        let plat = TestPlatform::new();
+        plat.fail_next_allocation();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        assert_eq!(pool.create(0).unwrap_err().status(), Status::OutOfResources);
+        plat.fail_next_event();
+        assert_eq!(
+            pool.create_interrupt(0).unwrap_err().status(),
+            Status::OutOfResources
+        );
+        plat.misalign_next_mailbox();
+        let e = pool.create_interrupt(0).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().contains("mailbox"), "{e}");
+        assert_eq!(plat.live_events(), 0, "the event was given back");
+        plat.no_host_ptr_next_allocation();
+        let e = pool.create(0).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidAllocation);
+        assert_eq!(plat.live_chunks(), 0, "the chunk was given back");
+    }
+}
