@@ -15,6 +15,7 @@
 //!   (`HSA_RT_DEVICE`, `HSA_RT_SYSFS`).
 #![deny(unsafe_code)]
 
+pub mod demo;
 pub mod device;
 pub mod emulated;
 pub mod isa;

@@ -160,6 +160,10 @@ mod tests {
     }
 }
 
+/// Size of the nominal frame-buffer bank [`complete_capture`] gives a GPU node whose capture
+/// has none and no `local_mem_size`, bytes.
+pub const NOMINAL_VRAM_BYTES: u64 = 16 << 30;
+
 /// Fills in what a captured topology lacks for the emulated device to run it, and returns a
 /// note for each change:
 /// - a GPU node (SIMDs > 0) without a `gpu_id`, or with the `gpu_id` of an earlier node (the
@@ -169,7 +173,10 @@ mod tests {
 ///   [`hsa_core::runtime::pools::NOMINAL_SYSTEM_MEMORY_BYTES`] (16 GiB), so that kernarg and
 ///   fine-grained memory exist (the runtime gives such nodes the same nominal size).
 ///
-/// GPU nodes without frame-buffer banks keep none: they get no local-memory pools.
+/// - a GPU node without a frame-buffer bank gets one of its `local_mem_size`, or
+///   [`NOMINAL_VRAM_BYTES`] (16 GiB) when that is 0 too, so that queue buffers (EOP,
+///   context save area) and device-local pools exist.
+///
 /// Idempotent: a completed topology is returned unchanged.
 pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
     let mut notes = Vec::new();
@@ -189,6 +196,31 @@ pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
                 p.gpu_id = id;
             }
             seen.push(p.gpu_id);
+            let has_vram = n.memory_banks.iter().any(|b| {
+                matches!(
+                    b.heap_type,
+                    HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+                )
+            });
+            if !has_vram {
+                let size = if p.local_mem_size > 0 {
+                    p.local_mem_size
+                } else {
+                    NOMINAL_VRAM_BYTES
+                };
+                n.memory_banks.push(MemoryBank {
+                    heap_type: HeapType::FrameBufferPublic,
+                    size_bytes: size,
+                    flags: 0,
+                    width_bits: 0,
+                    mem_clk_max_mhz: 0,
+                });
+                p.mem_banks_count = n.memory_banks.len() as u32;
+                notes.push(format!(
+                    "node {}: no frame-buffer bank; {size} bytes",
+                    p.node_id
+                ));
+            }
         } else if !n
             .memory_banks
             .iter()
@@ -228,6 +260,9 @@ mod capture_tests {
         t.nodes[1].properties.gpu_id = 0;
         let notes = complete_capture(&mut t);
         assert_eq!(notes.len(), 3, "{notes:?}");
+        t.nodes[2].memory_banks.clear();
+        assert_eq!(complete_capture(&mut t).len(), 1);
+        assert_eq!(t.nodes[2].memory_banks[0].size_bytes, NOMINAL_VRAM_BYTES);
         assert_eq!(t.nodes[1].properties.gpu_id, 0xe001);
         assert_eq!(t.nodes[2].properties.gpu_id, BUILTIN_GPU_ID);
         assert_eq!(t.nodes[3].properties.gpu_id, 0xe003);

@@ -55,7 +55,9 @@ pub fn status_for_errno(errno: i32) -> Status {
 /// `"<what>: <errno description> (errno <n>)"`, e.g. `"AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: Cannot
 /// allocate memory (errno 12)"`.
 pub fn ioctl_error(what: &str, errno: i32) -> Error {
-    let desc = Errno::from_raw_os_error(errno);
+    // rustix's Display appends " (os error N)"; the message names the errno once.
+    let desc = std::io::Error::from_raw_os_error(errno).to_string();
+    let desc = desc.split(" (os error").next().unwrap_or(&desc);
     error!(status_for_errno(errno), "{what}: {desc} (errno {errno})")
 }
 

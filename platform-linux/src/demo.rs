@@ -1,0 +1,446 @@
+//! The main job: the canonical HSA flow (vector_copy and friends) end to end, as the
+//! `vector_copy` example runs it and the end-to-end tests check it.
+//!
+//! init → find a GPU agent → find the kernarg pool and a fine-grained pool → create a queue
+//! → load the real AMDGPU code object built for the agent's ISA → get the kernel object and
+//! kernarg size → allocate and fill the buffers → build the dispatch packet, publish it, ring
+//! the doorbell → wait on the completion signal → verify every element.
+//!
+//! On the emulated device the kernels run as host implementations of their OpenCL C source
+//! ([`crate::emulated::host_kernels`]) over the real kernarg segment and packet.
+//!
+//! The `unsafe` here is what every HSA application does: reading and writing fine-grained
+//! and kernarg memory through the host pointers the pools return.
+#![allow(unsafe_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use hsa_core::abi::SignalHandle;
+use hsa_core::loader::executable::Executable;
+use hsa_core::loader::target::TargetId;
+use hsa_core::loader::CodeObject;
+use hsa_core::memory::{Allocation, GlobalFlags};
+use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
+use hsa_core::platform::{MemoryKind, QueueErrorCallback};
+use hsa_core::queue::{AqlQueue, QueueConfig};
+use hsa_core::runtime::Runtime;
+use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
+use hsa_core::{bail, error, Error, NodeId, QueueId, Status};
+
+use crate::LinuxPlatform;
+
+/// Which kernel of `kernels.cl` to run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DemoKernel {
+    /// `out[i] = in[i]`.
+    VectorCopy,
+    /// `c[i] = a[i] + b[i]`.
+    VectorAdd,
+    /// Each work-group's chunk reversed through LDS (group segment, barrier).
+    LocalReverse,
+}
+
+impl DemoKernel {
+    /// The kernel's symbol name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DemoKernel::VectorCopy => "vector_copy",
+            DemoKernel::VectorAdd => "vector_add",
+            DemoKernel::LocalReverse => "local_reverse",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct DemoConfig {
+    /// The kernel.
+    pub kernel: DemoKernel,
+    /// Elements (32-bit ints) per buffer; the grid size, work-items.
+    pub elements: u32,
+    /// Work-group size, work-items (1..=256 for local_reverse).
+    pub workgroup_size: u16,
+    /// Dispatches in a chain, each after a barrier-AND packet on the previous one's
+    /// completion signal (1 = a single dispatch).
+    pub chain: u32,
+    /// The code object; `None` picks the one built for the agent's ISA from
+    /// [`default_code_object_dir`].
+    pub code_object: Option<PathBuf>,
+}
+
+impl Default for DemoConfig {
+    fn default() -> Self {
+        DemoConfig {
+            kernel: DemoKernel::VectorCopy,
+            elements: 1 << 20,
+            workgroup_size: 256,
+            chain: 1,
+            code_object: None,
+        }
+    }
+}
+
+/// What a run did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DemoOutcome {
+    /// The GPU agent's name (e.g. `gfx90a`).
+    pub agent: String,
+    /// `kfd` or `emulated`.
+    pub device: String,
+    /// The code object loaded.
+    pub code_object: PathBuf,
+    /// Kernel dispatches completed.
+    pub dispatches: u32,
+    /// Elements checked against the host reference.
+    pub elements_verified: u64,
+}
+
+/// The project's test code objects (`testdata/codeobjects`).
+pub fn default_code_object_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects")
+}
+
+/// The code object in `dir` for an agent: the `kernels-*.hsaco` files (not `kernels_ocl`,
+/// which need hidden arguments) whose target runs on `agent`, the exact processor before a
+/// generic target, the newest code object version first.
+///
+/// # Errors
+/// `Status::InvalidIsa` naming the agent's ISA and the targets found when none matches;
+/// `Status::InvalidFile` when `dir` cannot be read.
+pub fn find_code_object(dir: &Path, agent: &TargetId) -> Result<PathBuf, Error> {
+    let entries = std::fs::read_dir(dir).map_err(|e| {
+        error!(
+            Status::InvalidFile,
+            "code object directory {}: {e}",
+            dir.display()
+        )
+    })?;
+    let mut found = Vec::new();
+    let mut seen = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if !(name.starts_with("kernels-") && name.ends_with(".hsaco")) {
+            continue;
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let aligned = hsa_core::loader::code_object::AlignedBytes::new(&bytes);
+        let Ok(co) = CodeObject::parse(aligned.as_bytes()) else {
+            continue;
+        };
+        let target = co.target();
+        seen.push(target.to_string());
+        if target.check_runs_on(agent).is_ok() {
+            found.push((
+                target.processor != agent.processor,
+                std::cmp::Reverse(co.version()),
+                path,
+            ));
+        }
+    }
+    found.sort();
+    match found.into_iter().next() {
+        Some((_, _, path)) => Ok(path),
+        None => {
+            seen.sort();
+            bail!(
+                Status::InvalidIsa,
+                "no code object in {} runs on {agent} (found: {})",
+                dir.display(),
+                seen.join(", ")
+            )
+        }
+    }
+}
+
+static QUEUE_ERRORS: Mutex<Vec<(QueueId, Error)>> = Mutex::new(Vec::new());
+
+fn record_queue_error(error: &Error, queue: QueueId, _data: usize) {
+    QUEUE_ERRORS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((queue, error.clone()));
+}
+
+fn queue_error(queue: QueueId) -> Option<Error> {
+    let errors = QUEUE_ERRORS.lock().unwrap_or_else(|p| p.into_inner());
+    errors
+        .iter()
+        .find(|(q, _)| *q == queue)
+        .map(|(_, e)| e.clone())
+}
+
+fn write_u64s(a: &Allocation, values: &[u64]) -> Result<(), Error> {
+    let host = a.host_ptr.ok_or_else(|| {
+        error!(
+            Status::InvalidAllocation,
+            "kernarg memory has no host pointer"
+        )
+    })?;
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    if bytes.len() as u64 > a.size_bytes {
+        bail!(
+            Status::InvalidArgument,
+            "kernarg segment of {} bytes cannot hold {} bytes",
+            a.size_bytes,
+            bytes.len()
+        );
+    }
+    // SAFETY: `host` points to the allocation's `size_bytes` bytes, just allocated and owned
+    // here; the length was checked above; nothing else uses the memory yet.
+    unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), host.as_ptr(), bytes.len()) };
+    Ok(())
+}
+
+/// A host-visible buffer of `i32`s.
+struct IntBuffer {
+    allocation: Allocation,
+    len: usize,
+}
+
+impl IntBuffer {
+    fn as_slice(&self) -> &[i32] {
+        let ptr = self
+            .allocation
+            .host_ptr
+            .map_or(std::ptr::NonNull::dangling(), |p| p.cast::<i32>());
+        // SAFETY: the allocation holds `len * 4` bytes at `ptr` (checked at creation), 4-byte
+        // aligned (pool alignment 4096), alive as long as the runtime; the device writes it
+        // only while a dispatch runs, and this is read after its completion signal.
+        unsafe { std::slice::from_raw_parts(ptr.as_ptr(), self.len) }
+    }
+
+    fn fill(&self, f: impl Fn(usize) -> i32) {
+        let Some(ptr) = self.allocation.host_ptr else {
+            return;
+        };
+        for i in 0..self.len {
+            // SAFETY: as in `as_slice`; no dispatch uses the buffer yet.
+            unsafe { ptr.cast::<i32>().as_ptr().add(i).write(f(i)) };
+        }
+    }
+}
+
+/// Runs the flow on `platform` (registering the host implementations of the test kernels
+/// when it is the emulated device) and verifies every element.
+///
+/// # Errors
+/// Whatever step fails, with its status: no GPU (`InvalidAgent`), no matching code object
+/// (`InvalidIsa`), a queue error reported through the queue's callback, a timeout
+/// (`Status::Error` after 60 s), or a mismatch (`Status::Error` naming the first wrong
+/// element, its value and the expected one).
+pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, Error> {
+    if config.elements == 0 || config.workgroup_size == 0 || config.chain == 0 {
+        bail!(
+            Status::InvalidArgument,
+            "elements, workgroup size and chain must be >= 1"
+        );
+    }
+    if let Some(emulated) = platform.emulated() {
+        crate::emulated::host_kernels::register_test_kernels(emulated);
+    }
+    let device = platform.device_kind().to_string();
+    let rt = Runtime::new(platform)?;
+    let gpu = rt
+        .first_gpu()
+        .ok_or_else(|| error!(Status::InvalidAgent, "no GPU agent"))?;
+    let cpu = rt
+        .first_cpu()
+        .ok_or_else(|| error!(Status::InvalidAgent, "no CPU agent"))?;
+    let isa = gpu.isa().ok_or_else(|| {
+        error!(
+            Status::InvalidIsa,
+            "GPU agent {} has no known ISA",
+            gpu.name()
+        )
+    })?;
+    let target = TargetId::parse(&isa.target_id())?;
+    let kernarg_pool = rt
+        .find_pool(cpu.handle(), GlobalFlags::KERNARG)
+        .ok_or_else(|| {
+            error!(
+                Status::InvalidMemoryPool,
+                "no kernarg pool on the CPU agent"
+            )
+        })?
+        .handle();
+    let fine_pool = rt
+        .find_pool(cpu.handle(), GlobalFlags::FINE_GRAINED)
+        .ok_or_else(|| {
+            error!(
+                Status::InvalidMemoryPool,
+                "no fine-grained pool on the CPU agent"
+            )
+        })?
+        .handle();
+
+    let gpu_node = NodeId(gpu.node());
+    let mut queue_config =
+        QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
+    queue_config.on_error = Some(QueueErrorCallback {
+        func: record_queue_error,
+        data: 0,
+    });
+    let queue = AqlQueue::create(rt.platform(), &queue_config)?;
+
+    let path = match &config.code_object {
+        Some(p) => p.clone(),
+        None => find_code_object(&default_code_object_dir(), &target)?,
+    };
+    let bytes =
+        std::fs::read(&path).map_err(|e| error!(Status::InvalidFile, "{}: {e}", path.display()))?;
+    let mut executable = Executable::new(rt.platform());
+    executable.load_code_object(gpu_node, &target, &bytes, MemoryKind::System)?;
+    executable.freeze()?;
+    let kernel = executable
+        .symbol_by_name(config.kernel.name(), Some(gpu_node))?
+        .kernel
+        .clone()
+        .ok_or_else(|| {
+            error!(
+                Status::InvalidSymbolName,
+                "{} is not a kernel",
+                config.kernel.name()
+            )
+        })?;
+
+    let n = config.elements as usize;
+    let buffer = |fill: &dyn Fn(usize) -> i32| -> Result<IntBuffer, Error> {
+        let allocation = rt.allocate(fine_pool, u64::from(config.elements) * 4)?;
+        let b = IntBuffer { allocation, len: n };
+        b.fill(fill);
+        Ok(b)
+    };
+    let a = buffer(&|i| (i as i32).wrapping_mul(7).wrapping_sub(3))?;
+    let b = buffer(&|i| (i as i32) ^ 0x5a5a)?;
+    let c = buffer(&|_| 0)?;
+
+    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
+    let mut completions = Vec::new();
+    for _ in 0..config.chain {
+        completions.push(signals.create_interrupt(1)?);
+    }
+    let kernarg_bytes = kernel.kernarg_segment_size.max(24);
+    let mut kernargs = Vec::new();
+    for k in 0..config.chain {
+        let ka = rt.allocate(kernarg_pool, u64::from(kernarg_bytes))?;
+        // Ping-pong for chains: even dispatches read a/write c, odd ones read c/write a.
+        let (src, dst) = if k % 2 == 0 { (&a, &c) } else { (&c, &a) };
+        let args: Vec<u64> = match config.kernel {
+            DemoKernel::VectorAdd => vec![a.allocation.va.0, b.allocation.va.0, c.allocation.va.0],
+            _ => vec![src.allocation.va.0, dst.allocation.va.0],
+        };
+        write_u64s(&ka, &args)?;
+        kernargs.push(ka);
+    }
+    let expected_a: Vec<i32> = a.as_slice().to_vec();
+    let expected_b: Vec<i32> = b.as_slice().to_vec();
+
+    for k in 0..config.chain as usize {
+        let mut reservation = queue.reserve(if k == 0 { 1 } else { 2 })?;
+        if k > 0 {
+            let barrier = BarrierAnd::new(
+                HeaderFlags::SYSTEM,
+                &[completions[k - 1].handle()],
+                SignalHandle::NULL,
+            )?;
+            reservation.write_next(&barrier.emit()?)?;
+        }
+        let dispatch = KernelDispatch {
+            flags: HeaderFlags {
+                barrier: true,
+                ..HeaderFlags::SYSTEM
+            },
+            dimensions: 1,
+            workgroup_size: [config.workgroup_size, 1, 1],
+            grid_size: [config.elements, 1, 1],
+            private_segment_size_bytes: kernel.private_segment_size,
+            group_segment_size_bytes: kernel.group_segment_size,
+            kernel_object: kernel.kernel_object,
+            kernarg_address: kernargs[k].va,
+            completion_signal: completions[k].handle(),
+        };
+        let last = reservation.write_next(&dispatch.emit()?)?;
+        queue.ring_doorbell(last)?;
+    }
+
+    let last = completions
+        .last()
+        .ok_or_else(|| error!(Status::Error, "no dispatch"))?;
+    let started = std::time::Instant::now();
+    loop {
+        let v = last.wait(
+            SignalCondition::Lt,
+            1,
+            100_000_000,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        if v < 1 {
+            break;
+        }
+        if let Some(e) = queue_error(queue.hw_id()) {
+            return Err(e.context("queue error"));
+        }
+        if started.elapsed().as_secs() >= 60 {
+            bail!(
+                Status::Error,
+                "timed out after 60 s waiting for dispatch {} (signal value {v})",
+                config.chain
+            );
+        }
+    }
+
+    // The chain ends in c after an odd number of dispatches, in a after an even number.
+    let result = if config.chain % 2 == 1 || config.kernel == DemoKernel::VectorAdd {
+        &c
+    } else {
+        &a
+    };
+    let wg = usize::from(config.workgroup_size);
+    let reversals = if config.kernel == DemoKernel::LocalReverse {
+        config.chain % 2
+    } else {
+        0
+    };
+    let mut verified = 0u64;
+    for (i, got) in result.as_slice().iter().enumerate() {
+        let want = match config.kernel {
+            DemoKernel::VectorAdd => expected_a[i].wrapping_add(expected_b[i]),
+            DemoKernel::VectorCopy => expected_a[i],
+            DemoKernel::LocalReverse if reversals == 1 => {
+                let base = i / wg * wg;
+                expected_a[base + (wg - 1 - (i - base))]
+            }
+            DemoKernel::LocalReverse => expected_a[i],
+        };
+        if *got != want {
+            bail!(
+                Status::Error,
+                "{}: element {i} is {got}, expected {want}",
+                config.kernel.name()
+            );
+        }
+        verified += 1;
+    }
+
+    for ka in &kernargs {
+        rt.free(ka.va)?;
+    }
+    for buf in [&a, &b, &c] {
+        rt.free(buf.allocation.va)?;
+    }
+    drop(completions);
+    queue.destroy()?;
+    executable.destroy()?;
+    Ok(DemoOutcome {
+        agent: gpu.name().to_string(),
+        device,
+        code_object: path,
+        dispatches: config.chain,
+        elements_verified: verified,
+    })
+}
