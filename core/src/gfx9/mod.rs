@@ -14,7 +14,11 @@
 
 pub mod decode;
 mod disasm;
+#[cfg(feature = "alloc")]
+pub mod exec;
 mod opcodes;
+#[cfg(feature = "alloc")]
+pub mod wave;
 
 pub use decode::{decode, Encoding, Instruction, Modifiers, OpInfo, Operand};
 
