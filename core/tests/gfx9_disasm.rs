@@ -54,12 +54,17 @@ fn objdump(path: &PathBuf, mcpu: &str) -> Option<Vec<(String, Vec<String>)>> {
 
 #[test]
 fn disassembly_matches_llvm_objdump() {
-    if Command::new("llvm-objdump-19").arg("--version").output().is_err() {
+    if Command::new("llvm-objdump-19")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
         println!("SKIP: llvm-objdump-19 not installed");
         return;
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(codeobjects())
-        .unwrap()
+    let mut files: Vec<PathBuf> = [codeobjects(), codeobjects().join("more")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap())
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "hsaco"))
         .collect();

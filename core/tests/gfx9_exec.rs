@@ -18,7 +18,9 @@ struct TestMemory {
 
 impl TestMemory {
     fn new() -> TestMemory {
-        TestMemory { allocs: RefCell::new(Vec::new()) }
+        TestMemory {
+            allocs: RefCell::new(Vec::new()),
+        }
     }
     fn add(&self, addr: u64, bytes: Vec<u8>) {
         self.allocs.borrow_mut().push((addr, bytes));
@@ -39,7 +41,11 @@ impl DeviceMemory for TestMemory {
                 return Ok(());
             }
         }
-        Err(hsa_core::error!(Status::MemoryFault, "read of {} bytes at {addr:#x}", buf.len()))
+        Err(hsa_core::error!(
+            Status::MemoryFault,
+            "read of {} bytes at {addr:#x}",
+            buf.len()
+        ))
     }
     fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
         for (base, bytes) in self.allocs.borrow_mut().iter_mut() {
@@ -49,7 +55,11 @@ impl DeviceMemory for TestMemory {
                 return Ok(());
             }
         }
-        Err(hsa_core::error!(Status::MemoryFault, "write of {} bytes at {addr:#x}", data.len()))
+        Err(hsa_core::error!(
+            Status::MemoryFault,
+            "write of {} bytes at {addr:#x}",
+            data.len()
+        ))
     }
 }
 
@@ -59,7 +69,9 @@ const KERNARG: u64 = 0x2000;
 const BUF: [u64; 3] = [0x10_0000, 0x20_0000, 0x30_0000];
 
 fn file(name: &str) -> Vec<u8> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects").join(name);
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/codeobjects")
+        .join(name);
     std::fs::read(p).unwrap()
 }
 
@@ -91,8 +103,13 @@ fn dispatch(
     let elf = object::File::parse(&*data).unwrap();
     let text = elf.section_by_name(".text").unwrap();
     let text_bytes = text.data().unwrap();
-    let entry = (LOAD_BASE + k.descriptor_vaddr).wrapping_add(k.descriptor.kernel_code_entry_byte_offset as u64);
-    let code = KernelCode { base_address: LOAD_BASE + text.address(), bytes: text_bytes, entry_address: entry };
+    let entry = (LOAD_BASE + k.descriptor_vaddr)
+        .wrapping_add(k.descriptor.kernel_code_entry_byte_offset as u64);
+    let code = KernelCode {
+        base_address: LOAD_BASE + text.address(),
+        bytes: text_bytes,
+        entry_address: entry,
+    };
     let pkt = KernelDispatch::one_dimensional(
         GpuVa::new(LOAD_BASE + k.descriptor_vaddr),
         GpuVa::new(KERNARG),
@@ -115,7 +132,9 @@ fn words(v: &[u32]) -> Vec<u8> {
 }
 
 fn as_u32(b: &[u8]) -> Vec<u32> {
-    b.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 const FILES: [&str; 5] = [
@@ -129,7 +148,9 @@ const FILES: [&str; 5] = [
 const N: u32 = 1000; // 4 groups of 256, the last one partial (232 work-items).
 
 fn input(n: u32, seed: u32) -> Vec<u32> {
-    (0..n).map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 3).collect()
+    (0..n)
+        .map(|i| i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 3)
+        .collect()
 }
 
 #[test]
@@ -141,7 +162,11 @@ fn vector_copy_and_add_match_host() {
         mem.add(BUF[0], words(&a));
         mem.add(BUF[1], vec![0; N as usize * 4]);
         dispatch(f, "vector_copy", &ptrs(&BUF[..2]), N, 256, 256, &mem).unwrap();
-        assert_eq!(as_u32(&mem.get(BUF[1], N as usize * 4)), a, "{f} vector_copy");
+        assert_eq!(
+            as_u32(&mem.get(BUF[1], N as usize * 4)),
+            a,
+            "{f} vector_copy"
+        );
 
         let mem = TestMemory::new();
         mem.add(BUF[0], words(&a));
@@ -149,7 +174,11 @@ fn vector_copy_and_add_match_host() {
         mem.add(BUF[2], vec![0; N as usize * 4]);
         dispatch(f, "vector_add", &ptrs(&BUF), N, 256, 256, &mem).unwrap();
         let want: Vec<u32> = a.iter().zip(&b).map(|(x, y)| x.wrapping_add(*y)).collect();
-        assert_eq!(as_u32(&mem.get(BUF[2], N as usize * 4)), want, "{f} vector_add");
+        assert_eq!(
+            as_u32(&mem.get(BUF[2], N as usize * 4)),
+            want,
+            "{f} vector_add"
+        );
     }
 }
 
@@ -175,7 +204,11 @@ fn local_reverse_uses_lds_and_barrier() {
         mem.add(BUF[0], words(&a));
         mem.add(BUF[1], vec![0; n as usize * 4]);
         dispatch(f, "local_reverse", &ptrs(&BUF[..2]), n, 256, 256, &mem).unwrap();
-        assert_eq!(as_u32(&mem.get(BUF[1], n as usize * 4)), reverse_ref(&a, 256), "{f}");
+        assert_eq!(
+            as_u32(&mem.get(BUF[1], n as usize * 4)),
+            reverse_ref(&a, 256),
+            "{f}"
+        );
     }
 }
 
@@ -187,7 +220,16 @@ fn wrong_workgroup_size_in_packet_gives_wrong_result() {
     mem.add(BUF[0], words(&a));
     mem.add(BUF[1], vec![0; n as usize * 4]);
     // The kernel computes global ids from the packet's workgroup_size_x (128, wrong).
-    dispatch("kernels-gfx90a-v5.hsaco", "local_reverse", &ptrs(&BUF[..2]), n, 256, 128, &mem).unwrap();
+    dispatch(
+        "kernels-gfx90a-v5.hsaco",
+        "local_reverse",
+        &ptrs(&BUF[..2]),
+        n,
+        256,
+        128,
+        &mem,
+    )
+    .unwrap();
     let got = as_u32(&mem.get(BUF[1], n as usize * 4));
     assert_ne!(got, reverse_ref(&a, 256));
 }
@@ -198,7 +240,16 @@ fn out_of_bounds_kernarg_pointer_is_memory_fault() {
         let mem = TestMemory::new();
         mem.add(BUF[0], vec![0; 4096]);
         mem.add(BUF[1], vec![0; 4096]);
-        let e = dispatch(f, "vector_copy", &ptrs(&[0xDEAD_0000, BUF[1]]), 1024, 256, 256, &mem).unwrap_err();
+        let e = dispatch(
+            f,
+            "vector_copy",
+            &ptrs(&[0xDEAD_0000, BUF[1]]),
+            1024,
+            256,
+            256,
+            &mem,
+        )
+        .unwrap_err();
         assert_eq!(e.status(), Status::MemoryFault, "{f}: {e}");
         assert!(e.detail().contains("0xdead0000"), "{e}");
     }
@@ -210,20 +261,27 @@ fn illegal_instruction_names_encoding_and_offset() {
     mem.add(BUF[0], vec![0; 16]);
     // MUBUF buffer_load_dword, then s_endpgm.
     let code_bytes = words(&[0xE0500000, 0x80000000, 0xBF810000]);
-    let code = KernelCode { base_address: 0x4000, bytes: &code_bytes, entry_address: 0x4000 };
+    let code = KernelCode {
+        base_address: 0x4000,
+        bytes: &code_bytes,
+        entry_address: 0x4000,
+    };
     let kd = hsa_core::abi::kernel_descriptor::KernelDescriptor::default();
     let st = DispatchState::one_dimensional(64, 64, 0, 0);
     let e = run_dispatch(&code, &kd, Gfx9Target::Gfx900, &st, &mem).unwrap_err();
     assert_eq!(e.status(), Status::IllegalInstruction);
-    assert!(e.detail().contains("MUBUF") && e.detail().contains("0x0"), "{e}");
+    assert!(
+        e.detail().contains("MUBUF") && e.detail().contains("0x0"),
+        "{e}"
+    );
 }
 
 // --- kernels_more.cl ---
 
 const MORE: [&str; 3] = [
-    "kernels_more-gfx900-v5.hsaco",
-    "kernels_more-gfx90a-v5.hsaco",
-    "kernels_more-gfx942-v5.hsaco",
+    "more/kernels_more-gfx900-v5.hsaco",
+    "more/kernels_more-gfx90a-v5.hsaco",
+    "more/kernels_more-gfx942-v5.hsaco",
 ];
 
 #[test]
@@ -242,7 +300,13 @@ fn branchy_and_loop_sum_match_host() {
         let got = as_u32(&mem.get(BUF[1], grid as usize * 4));
         for i in 0..grid as usize {
             let v = a[i] as i32;
-            let want = if i as u32 >= n { 0xEEEE_EEEE } else if v > 1000 { (v * 3) as u32 } else { (1000 - v) as u32 };
+            let want = if i as u32 >= n {
+                0xEEEE_EEEE
+            } else if v > 1000 {
+                (v * 3) as u32
+            } else {
+                (1000 - v) as u32
+            };
             assert_eq!(got[i], want, "{f} branchy[{i}]");
         }
 
@@ -313,7 +377,8 @@ fn saxpy_clamp_and_mixed_args_match_host() {
         for i in 0..grid as usize {
             let g = i64::from_le_bytes(got[i * 8..i * 8 + 8].try_into().unwrap());
             let want = if (i as u32) < n {
-                a.wrapping_mul(i as i64) + (b >> (i & 7)) as i64 + c as i64 - d as i64 + (fl * 4.0) as i64
+                a.wrapping_mul(i as i64) + (b >> (i & 7)) as i64 + c as i64 - d as i64
+                    + (fl * 4.0) as i64
             } else {
                 0
             };
@@ -334,7 +399,10 @@ fn group_sum_reduces_with_barriers() {
         let got = as_u32(&mem.get(BUF[1], 16));
         // A partial last group: lanes >= 232 never write part[], lsz is the full 256, so the
         // sum covers part[0..256] where the unwritten slots hold 0.
-        let want: Vec<u32> = a.chunks(256).map(|c| c.iter().fold(0u32, |s, v| s.wrapping_add(*v))).collect();
+        let want: Vec<u32> = a
+            .chunks(256)
+            .map(|c| c.iter().fold(0u32, |s, v| s.wrapping_add(*v)))
+            .collect();
         assert_eq!(got, want, "{f}");
     }
 }

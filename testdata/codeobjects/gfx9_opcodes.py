@@ -248,7 +248,7 @@ def main():
     out.write("//! Do not edit by hand.\n\n")
     out.write("use super::decode::{\n    Encoding, OpInfo, F_ATOMIC, F_B, F_CI, F_CND, F_CO, F_NONAME, F_SDST, T_ALL, T_GFX900, T_GFX90A,\n    T_GFX942,\n};\n\n")
     out.write("/// Supported instructions: encoding, opcode, targets, mnemonic, operand widths, flags.\n")
-    out.write("pub(crate) static OPCODES: &[OpInfo] = &[\n")
+    out.write("#[rustfmt::skip]\npub(crate) static OPCODES: &[OpInfo] = &[\n")
     bits = {"gfx900": "T_GFX900", "gfx90a": "T_GFX90A", "gfx942": "T_GFX942"}
     for (e, n, w, f), s in zip(ROWS, samples):
         groups = {}

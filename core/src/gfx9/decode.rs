@@ -128,7 +128,11 @@ impl OpInfo {
 }
 
 /// Looks up an opcode of an encoding for a target.
-pub(crate) fn lookup(encoding: Encoding, opcode: u16, target: Gfx9Target) -> Option<&'static OpInfo> {
+pub(crate) fn lookup(
+    encoding: Encoding,
+    opcode: u16,
+    target: Gfx9Target,
+) -> Option<&'static OpInfo> {
     let bit = target.bit();
     OPCODES
         .iter()
@@ -234,7 +238,10 @@ fn illegal(enc: &str, words: &[u32], why: &str) -> Error {
     match words {
         [a] => crate::error!(Status::IllegalInstruction, "{enc} {a:#010x}: {why}"),
         [a, b, ..] => {
-            crate::error!(Status::IllegalInstruction, "{enc} {a:#010x} {b:#010x}: {why}")
+            crate::error!(
+                Status::IllegalInstruction,
+                "{enc} {a:#010x} {b:#010x}: {why}"
+            )
         }
         [] => crate::error!(Status::IllegalInstruction, "{enc}: {why}"),
     }
@@ -298,8 +305,14 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.info = info;
             inst.encoding = Encoding::Sopc;
             inst.src[0] = scalar_src(info.widths[1], w0 & 0xFF, w1, &mut inst.size, "SOPC", w0)?;
-            inst.src[1] =
-                scalar_src(info.widths[2], w0 >> 8 & 0xFF, w1, &mut inst.size, "SOPC", w0)?;
+            inst.src[1] = scalar_src(
+                info.widths[2],
+                w0 >> 8 & 0xFF,
+                w1,
+                &mut inst.size,
+                "SOPC",
+                w0,
+            )?;
         } else if top9 == 0x17F {
             let info = find(Encoding::Sopp, (w0 >> 16) & 0x7F, &[w0])?;
             inst.info = info;
@@ -317,8 +330,14 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.encoding = Encoding::Sop2;
             inst.dst = sreg_operand(info.widths[0], w0 >> 16 & 0x7F, "SOP2", w0)?;
             inst.src[0] = scalar_src(info.widths[1], w0 & 0xFF, w1, &mut inst.size, "SOP2", w0)?;
-            inst.src[1] =
-                scalar_src(info.widths[2], w0 >> 8 & 0xFF, w1, &mut inst.size, "SOP2", w0)?;
+            inst.src[1] = scalar_src(
+                info.widths[2],
+                w0 >> 8 & 0xFF,
+                w1,
+                &mut inst.size,
+                "SOP2",
+                w0,
+            )?;
         }
         return Ok(inst);
     }
@@ -384,7 +403,11 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.encoding = Encoding::Smem;
             inst.size = 8;
             if w0 >> 14 & 1 != 0 {
-                return Err(illegal("SMEM", &[w0, w1], "soe (SGPR offset plus immediate) unsupported"));
+                return Err(illegal(
+                    "SMEM",
+                    &[w0, w1],
+                    "soe (SGPR offset plus immediate) unsupported",
+                ));
             }
             inst.dst = sreg_operand(info.widths[0], w0 >> 6 & 0x7F, "SMEM", w0)?;
             inst.src[0] = Operand::Sreg {
@@ -498,7 +521,13 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             let want = match seg {
                 0 => "flat_",
                 2 => "global_",
-                _ => return Err(illegal("FLAT", &[w0, w1], "scratch/reserved segment unsupported")),
+                _ => {
+                    return Err(illegal(
+                        "FLAT",
+                        &[w0, w1],
+                        "scratch/reserved segment unsupported",
+                    ))
+                }
             };
             // flat_ and global_ share opcode numbers: pick the row with the segment's prefix.
             let info = OPCODES

@@ -296,9 +296,18 @@ mod tests {
         assert_eq!(text(&[0x7E020280], t), "v_mov_b32_e32 v1, 0");
         assert_eq!(text(&[0xBF8CC07F], t), "s_waitcnt lgkmcnt(0)");
         assert_eq!(text(&[0x32040000], t), "v_add_co_u32_e32 v2, vcc, s0, v0");
-        assert_eq!(text(&[0x38060303], t), "v_addc_co_u32_e32 v3, vcc, v3, v1, vcc");
-        assert_eq!(text(&[0xD28F0000, 0x00020082], t), "v_lshlrev_b64 v[0:1], 2, v[0:1]");
-        assert_eq!(text(&[0xDC708000, 0x007F0200], t), "global_store_dword v[0:1], v2, off");
+        assert_eq!(
+            text(&[0x38060303], t),
+            "v_addc_co_u32_e32 v3, vcc, v3, v1, vcc"
+        );
+        assert_eq!(
+            text(&[0xD28F0000, 0x00020082], t),
+            "v_lshlrev_b64 v[0:1], 2, v[0:1]"
+        );
+        assert_eq!(
+            text(&[0xDC708000, 0x007F0200], t),
+            "global_store_dword v[0:1], v2, off"
+        );
         assert_eq!(text(&[0xD81A0000, 0x00000304], t), "ds_write_b32 v4, v3");
         assert_eq!(
             text(&[0xD1050103, 0x00000D02], t),

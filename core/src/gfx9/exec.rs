@@ -133,13 +133,24 @@ pub fn run_dispatch(
     }
     let wg_items: u32 = dispatch.workgroup_size.iter().map(|&s| s as u32).product();
     if wg_items > 1024 {
-        bail!(Status::InvalidArgument, "workgroup_size {:?}: {wg_items} > 1024 work-items", dispatch.workgroup_size);
+        bail!(
+            Status::InvalidArgument,
+            "workgroup_size {:?}: {wg_items} > 1024 work-items",
+            dispatch.workgroup_size
+        );
     }
     if dispatch.group_segment_size > MAX_LDS_BYTES {
-        bail!(Status::InvalidArgument, "group_segment_size {} > {MAX_LDS_BYTES}", dispatch.group_segment_size);
+        bail!(
+            Status::InvalidArgument,
+            "group_segment_size {} > {MAX_LDS_BYTES}",
+            dispatch.group_segment_size
+        );
     }
     if descriptor.wavefront_size32() {
-        bail!(Status::InvalidArgument, "kernel descriptor enables wave32; GFX9 runs wave64");
+        bail!(
+            Status::InvalidArgument,
+            "kernel descriptor enables wave32; GFX9 runs wave64"
+        );
     }
     if descriptor.private_segment_fixed_size != 0 || dispatch.private_segment_size != 0 {
         bail!(
@@ -150,9 +161,8 @@ pub fn run_dispatch(
         );
     }
     let mut lds = vec![0u8; dispatch.group_segment_size as usize];
-    let groups: [u32; 3] = core::array::from_fn(|d| {
-        dispatch.grid_size[d].div_ceil(dispatch.workgroup_size[d] as u32)
-    });
+    let groups: [u32; 3] =
+        core::array::from_fn(|d| dispatch.grid_size[d].div_ceil(dispatch.workgroup_size[d] as u32));
     let mut waves: Vec<Wave> = Vec::new();
     let mut ctx = Ctx {
         code,
@@ -355,9 +365,8 @@ fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
             )
         })?;
     let kernel_off = w.pc.wrapping_sub(code.entry_address);
-    let inst = decode(&bytes[..bytes.len().min(8)], ctx.target).map_err(|e| {
-        error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail())
-    })?;
+    let inst = decode(&bytes[..bytes.len().min(8)], ctx.target)
+        .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))?;
     w.executed += 1;
     if w.executed > limit {
         bail!(
@@ -367,7 +376,12 @@ fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
     }
     let next = w.pc + inst.size as u64;
     let flow = execute(ctx, w, &inst, next).map_err(|e| {
-        error!(e.status(), "{} at kernel offset {kernel_off:#x}: {}", inst.name(), e.detail())
+        error!(
+            e.status(),
+            "{} at kernel offset {kernel_off:#x}: {}",
+            inst.name(),
+            e.detail()
+        )
     })?;
     match flow {
         Flow::Next => w.pc = next,
@@ -391,8 +405,15 @@ fn not_implemented(inst: &Instruction) -> crate::Error {
 }
 
 const F32_CONST: [u32; 9] = [
-    0x3F00_0000, 0xBF00_0000, 0x3F80_0000, 0xBF80_0000, 0x4000_0000, 0xC000_0000, 0x4080_0000,
-    0xC080_0000, 0x3E22_F983,
+    0x3F00_0000,
+    0xBF00_0000,
+    0x3F80_0000,
+    0xBF80_0000,
+    0x4000_0000,
+    0xC000_0000,
+    0x4080_0000,
+    0xC080_0000,
+    0x3E22_F983,
 ];
 const F64_CONST: [u64; 9] = [
     0x3FE0_0000_0000_0000,
@@ -560,7 +581,11 @@ fn sopp(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
         "s_cbranch_execnz" => w.exec() != 0,
         _ => return Err(not_implemented(inst)),
     };
-    Ok(if taken { Flow::Jump(target) } else { Flow::Next })
+    Ok(if taken {
+        Flow::Jump(target)
+    } else {
+        Flow::Next
+    })
 }
 
 fn bfe(v: u64, off: u32, width: u32, signed: bool, bits: u32) -> u64 {
@@ -670,17 +695,49 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                 "s_brev_b32" => a32.reverse_bits() as u64,
                 "s_brev_b64" => a.reverse_bits(),
                 "s_bcnt0_i32_b32" | "s_bcnt1_i32_b32" | "s_bcnt0_i32_b64" | "s_bcnt1_i32_b64" => {
-                    let ones = if wd[1] == 2 { a.count_ones() } else { a32.count_ones() };
+                    let ones = if wd[1] == 2 {
+                        a.count_ones()
+                    } else {
+                        a32.count_ones()
+                    };
                     let bits = if wd[1] == 2 { 64 } else { 32 };
-                    let r = if name.starts_with("s_bcnt0") { bits - ones } else { ones } as u64;
+                    let r = if name.starts_with("s_bcnt0") {
+                        bits - ones
+                    } else {
+                        ones
+                    } as u64;
                     new_scc = nz(r);
                     r
                 }
-                "s_ff1_i32_b32" => (if a32 == 0 { u32::MAX } else { a32.trailing_zeros() }) as u64,
-                "s_ff0_i32_b32" => (if a32 == u32::MAX { u32::MAX } else { a32.trailing_ones() }) as u64,
+                "s_ff1_i32_b32" => {
+                    (if a32 == 0 {
+                        u32::MAX
+                    } else {
+                        a32.trailing_zeros()
+                    }) as u64
+                }
+                "s_ff0_i32_b32" => {
+                    (if a32 == u32::MAX {
+                        u32::MAX
+                    } else {
+                        a32.trailing_ones()
+                    }) as u64
+                }
                 "s_ff1_i32_b64" => (if a == 0 { u32::MAX } else { a.trailing_zeros() }) as u64,
-                "s_ff0_i32_b64" => (if a == u64::MAX { u32::MAX } else { a.trailing_ones() }) as u64,
-                "s_flbit_i32_b32" => (if a32 == 0 { u32::MAX } else { a32.leading_zeros() }) as u64,
+                "s_ff0_i32_b64" => {
+                    (if a == u64::MAX {
+                        u32::MAX
+                    } else {
+                        a.trailing_ones()
+                    }) as u64
+                }
+                "s_flbit_i32_b32" => {
+                    (if a32 == 0 {
+                        u32::MAX
+                    } else {
+                        a32.leading_zeros()
+                    }) as u64
+                }
                 "s_flbit_i32_b64" => (if a == 0 { u32::MAX } else { a.leading_zeros() }) as u64,
                 "s_flbit_i32" => {
                     let v = a32 as i32;
@@ -705,9 +762,15 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                     set_sdst(w, &inst.dst, next);
                     return Ok(Flow::Jump(a));
                 }
-                "s_and_saveexec_b64" | "s_or_saveexec_b64" | "s_xor_saveexec_b64"
-                | "s_andn2_saveexec_b64" | "s_orn2_saveexec_b64" | "s_nand_saveexec_b64"
-                | "s_nor_saveexec_b64" | "s_xnor_saveexec_b64" | "s_andn1_saveexec_b64"
+                "s_and_saveexec_b64"
+                | "s_or_saveexec_b64"
+                | "s_xor_saveexec_b64"
+                | "s_andn2_saveexec_b64"
+                | "s_orn2_saveexec_b64"
+                | "s_nand_saveexec_b64"
+                | "s_nor_saveexec_b64"
+                | "s_xnor_saveexec_b64"
+                | "s_andn1_saveexec_b64"
                 | "s_orn1_saveexec_b64" => {
                     let (e, s) = saveexec(match name {
                         "s_and_saveexec_b64" => a & exec,
@@ -726,7 +789,11 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                     exec
                 }
                 "s_andn1_wrexec_b64" | "s_andn2_wrexec_b64" => {
-                    let e = if name == "s_andn1_wrexec_b64" { !a & exec } else { a & !exec };
+                    let e = if name == "s_andn1_wrexec_b64" {
+                        !a & exec
+                    } else {
+                        a & !exec
+                    };
                     w.set_exec(e);
                     new_scc = e != 0;
                     e
@@ -781,10 +848,18 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                     };
                     if name.starts_with("s_min") {
                         new_scc = lt;
-                        if lt { a } else { b }
+                        if lt {
+                            a
+                        } else {
+                            b
+                        }
                     } else {
                         new_scc = gt;
-                        if gt { a } else { b }
+                        if gt {
+                            a
+                        } else {
+                            b
+                        }
                     }
                 }
                 "s_cselect_b32" | "s_cselect_b64" => {
@@ -814,7 +889,9 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                 "s_mul_hi_u32" => (a32 as u64 * b32 as u64) >> 32,
                 "s_mul_hi_i32" => ((a32 as i32 as i64 * b32 as i32 as i64) >> 32) as u32 as u64,
                 "s_bfe_u32" => bfe(a32 as u64, b32 & 31, b32 >> 16 & 0x7F, false, 32) as u32 as u64,
-                "s_bfe_i32" => bfe(a32 as u64, b32 & 31, (b32 >> 16 & 0x7F).min(32), true, 32) as u32 as u64,
+                "s_bfe_i32" => {
+                    bfe(a32 as u64, b32 & 31, (b32 >> 16 & 0x7F).min(32), true, 32) as u32 as u64
+                }
                 "s_bfe_u64" => bfe(a, b32 & 63, b32 >> 16 & 0x7F, false, 64),
                 "s_bfe_i64" => bfe(a, b32 & 63, (b32 >> 16 & 0x7F).min(64), true, 64),
                 "s_absdiff_i32" => (a32 as i32).wrapping_sub(b32 as i32).unsigned_abs() as u64,
@@ -887,9 +964,7 @@ fn rndne32(x: f32) -> f32 {
     let d = x - f;
     let r = if d > 0.5 {
         f + 1.0
-    } else if d < 0.5 {
-        f
-    } else if (f as i64) % 2 == 0 {
+    } else if d < 0.5 || (f as i64) % 2 == 0 {
         f
     } else {
         f + 1.0
@@ -920,23 +995,24 @@ fn float_input(name: &str) -> (bool, bool) {
 }
 
 fn fcmp(cond: &str, a: f64, b: f64) -> Option<bool> {
-    let un = a.is_nan() || b.is_nan();
+    use core::cmp::Ordering::{Equal, Greater, Less};
+    let o = a.partial_cmp(&b);
     Some(match cond {
         "f" => false,
-        "lt" => a < b,
-        "eq" => a == b,
-        "le" => a <= b,
-        "gt" => a > b,
-        "lg" => a < b || a > b,
-        "ge" => a >= b,
-        "o" => !un,
-        "u" => un,
-        "nge" => !(a >= b),
-        "nlg" => !(a < b || a > b),
-        "ngt" => !(a > b),
-        "nle" => !(a <= b),
-        "neq" => a != b,
-        "nlt" => !(a < b),
+        "lt" => o == Some(Less),
+        "eq" => o == Some(Equal),
+        "le" => matches!(o, Some(Less | Equal)),
+        "gt" => o == Some(Greater),
+        "lg" => matches!(o, Some(Less | Greater)),
+        "ge" => matches!(o, Some(Greater | Equal)),
+        "o" => o.is_some(),
+        "u" => o.is_none(),
+        "nge" => !matches!(o, Some(Greater | Equal)),
+        "nlg" => !matches!(o, Some(Less | Greater)),
+        "ngt" => o != Some(Greater),
+        "nle" => !matches!(o, Some(Less | Equal)),
+        "neq" => o != Some(Equal),
+        "nlt" => o != Some(Less),
         "tru" => true,
         _ => return None,
     })
@@ -963,11 +1039,18 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let exec = w.exec();
     let mods = inst.mods;
     if mods.op_sel != 0 {
-        return Err(error!(Status::IllegalInstruction, "{name}: op_sel not implemented"));
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{name}: op_sel not implemented"
+        ));
     }
     let (f32_in, f64_in) = float_input(name);
     let read = |w: &Wave, i: usize, lane: usize| -> u64 {
-        let width = if i == 2 && info.has(F_CI | F_CND) { 2 } else { wd[i + 1] };
+        let width = if i == 2 && info.has(F_CI | F_CND) {
+            2
+        } else {
+            wd[i + 1]
+        };
         let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
         if f32_in && width == 1 {
             if mods.abs[i] {
@@ -990,7 +1073,11 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
     match name {
         "v_nop" => return Ok(()),
         "v_readfirstlane_b32" => {
-            let lane = if exec == 0 { 0 } else { exec.trailing_zeros() as usize };
+            let lane = if exec == 0 {
+                0
+            } else {
+                exec.trailing_zeros() as usize
+            };
             let v = read(w, 0, lane);
             set_sdst(w, &inst.dst, v);
             return Ok(());
@@ -1024,13 +1111,29 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     let f = f32::from_bits(a as u32);
                     let neg = f.is_sign_negative();
                     let class = if f.is_nan() {
-                        if a as u32 & 0x0040_0000 != 0 { 1 } else { 0 }
+                        if a as u32 & 0x0040_0000 != 0 {
+                            1
+                        } else {
+                            0
+                        }
                     } else if f.is_infinite() {
-                        if neg { 2 } else { 9 }
+                        if neg {
+                            2
+                        } else {
+                            9
+                        }
                     } else if f == 0.0 {
-                        if neg { 5 } else { 6 }
+                        if neg {
+                            5
+                        } else {
+                            6
+                        }
                     } else if f.is_subnormal() {
-                        if neg { 4 } else { 7 }
+                        if neg {
+                            4
+                        } else {
+                            7
+                        }
                     } else if neg {
                         3
                     } else {
@@ -1038,7 +1141,11 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     };
                     Some(b >> class & 1 != 0)
                 }
-                "f32" => fcmp(cond, f32::from_bits(a as u32) as f64, f32::from_bits(b as u32) as f64),
+                "f32" => fcmp(
+                    cond,
+                    f32::from_bits(a as u32) as f64,
+                    f32::from_bits(b as u32) as f64,
+                ),
                 "f64" => fcmp(cond, f64::from_bits(a), f64::from_bits(b)),
                 "i32" => icmp(cond, a as u32 as i32, b as u32 as i32),
                 "u32" => icmp(cond, a as u32, b as u32),
@@ -1069,10 +1176,18 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
         let a = read(w, 0, lane);
         let b = if wd[2] > 0 { read(w, 1, lane) } else { 0 };
-        let c = if wd[3] > 0 && carry_mask.is_none() { read(w, 2, lane) } else { 0 };
+        let c = if wd[3] > 0 && carry_mask.is_none() {
+            read(w, 2, lane)
+        } else {
+            0
+        };
         let ci = carry_mask.map(|m| m >> lane & 1).unwrap_or(0);
         let (a32, b32, c32) = (a as u32, b as u32, c as u32);
-        let (fa, fb, fc) = (f32::from_bits(a32), f32::from_bits(b32), f32::from_bits(c32));
+        let (fa, fb, fc) = (
+            f32::from_bits(a32),
+            f32::from_bits(b32),
+            f32::from_bits(c32),
+        );
         let (da, db) = (f64::from_bits(a), f64::from_bits(b));
         let d_old = match inst.dst {
             Operand::Vgpr { index, .. } => w.v(index as usize, lane),
@@ -1100,7 +1215,11 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
             "v_cvt_u32_f64" => da as u32 as u64,
             "v_fract_f32" => {
                 let f = fa - floor32(fa);
-                fr(if f >= 1.0 { f32::from_bits(0x3F7F_FFFF) } else { f })
+                fr(if f >= 1.0 {
+                    f32::from_bits(0x3F7F_FFFF)
+                } else {
+                    f
+                })
             }
             "v_trunc_f32" => fr(trunc32(fa)),
             "v_ceil_f32" => fr(ceil32(fa)),
@@ -1108,8 +1227,20 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
             "v_floor_f32" => fr(floor32(fa)),
             "v_not_b32" => !a32 as u64,
             "v_bfrev_b32" => a32.reverse_bits() as u64,
-            "v_ffbh_u32" => (if a32 == 0 { u32::MAX } else { a32.leading_zeros() }) as u64,
-            "v_ffbl_b32" => (if a32 == 0 { u32::MAX } else { a32.trailing_zeros() }) as u64,
+            "v_ffbh_u32" => {
+                (if a32 == 0 {
+                    u32::MAX
+                } else {
+                    a32.leading_zeros()
+                }) as u64
+            }
+            "v_ffbl_b32" => {
+                (if a32 == 0 {
+                    u32::MAX
+                } else {
+                    a32.trailing_zeros()
+                }) as u64
+            }
             "v_ffbh_i32" => {
                 let v = a32 as i32;
                 if v == 0 || v == -1 {
@@ -1140,7 +1271,11 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
             "v_mul_u32_u24" => ((a32 & 0xFF_FFFF) as u64 * (b32 & 0xFF_FFFF) as u64) as u32 as u64,
             "v_mul_hi_u32_u24" => ((a32 & 0xFF_FFFF) as u64 * (b32 & 0xFF_FFFF) as u64) >> 32,
             "v_mad_i32_i24" => (sext24(a32) * sext24(b32) + c32 as i32 as i64) as u32 as u64,
-            "v_mad_u32_u24" => ((a32 & 0xFF_FFFF).wrapping_mul(b32 & 0xFF_FFFF).wrapping_add(c32)) as u64,
+            "v_mad_u32_u24" => {
+                ((a32 & 0xFF_FFFF)
+                    .wrapping_mul(b32 & 0xFF_FFFF)
+                    .wrapping_add(c32)) as u64
+            }
             "v_min_i32" => (a32 as i32).min(b32 as i32) as u32 as u64,
             "v_max_i32" => (a32 as i32).max(b32 as i32) as u32 as u64,
             "v_min_u32" => a32.min(b32) as u64,
@@ -1217,7 +1352,9 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
             "v_bfe_i32" => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32) as u32 as u64,
             "v_bfi_b32" => ((a32 & b32) | (!a32 & c32)) as u64,
             "v_alignbit_b32" => ((((a32 as u64) << 32) | b32 as u64) >> (c32 & 31)) as u32 as u64,
-            "v_alignbyte_b32" => ((((a32 as u64) << 32) | b32 as u64) >> (8 * (c32 & 3))) as u32 as u64,
+            "v_alignbyte_b32" => {
+                ((((a32 as u64) << 32) | b32 as u64) >> (8 * (c32 & 3))) as u32 as u64
+            }
             "v_add3_u32" => a32.wrapping_add(b32).wrapping_add(c32) as u64,
             "v_lshl_add_u32" => (a32 << (b32 & 31)).wrapping_add(c32) as u64,
             "v_add_lshl_u32" => (a32.wrapping_add(b32) << (c32 & 31)) as u64,
@@ -1232,12 +1369,19 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
                 ((a32 as u64 & below).count_ones()).wrapping_add(b32) as u64
             }
             "v_mbcnt_hi_u32_b32" => {
-                let below = if lane <= 32 { 0 } else { (1u64 << (lane - 32)) - 1 };
+                let below = if lane <= 32 {
+                    0
+                } else {
+                    (1u64 << (lane - 32)) - 1
+                };
                 ((a32 as u64 & below).count_ones()).wrapping_add(b32) as u64
             }
             _ => return Err(not_implemented(inst)),
         };
-        let r = if f32_in || name.ends_with("_f32") && !name.starts_with("v_cvt_") || name.starts_with("v_cvt_f32") {
+        let r = if f32_in
+            || name.ends_with("_f32") && !name.starts_with("v_cvt_")
+            || name.starts_with("v_cvt_f32")
+        {
             let mut x = f32::from_bits(r as u32);
             if name.starts_with("v_cvt_") && !name.starts_with("v_cvt_f32") {
                 r
@@ -1249,7 +1393,7 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     _ => {}
                 }
                 if mods.clamp {
-                    x = x.max(0.0).min(1.0);
+                    x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
                 }
                 if mods.omod != 0 || mods.clamp {
                     x.to_bits() as u64
@@ -1271,7 +1415,10 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
 
 fn lds_read(lds: &[u8], addr: u64, buf: &mut [u8]) {
     let n = buf.len();
-    match usize::try_from(addr).ok().and_then(|a| lds.get(a..a.checked_add(n)?)) {
+    match usize::try_from(addr)
+        .ok()
+        .and_then(|a| lds.get(a..a.checked_add(n)?))
+    {
         Some(src) => buf.copy_from_slice(src),
         None => buf.fill(0),
     }
@@ -1289,7 +1436,11 @@ fn lds_write(lds: &mut [u8], addr: u64, data: &[u8]) {
 
 fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     if inst.mods.gds {
-        return Err(error!(Status::IllegalInstruction, "{}: GDS not implemented", inst.name()));
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{}: GDS not implemented",
+            inst.name()
+        ));
     }
     let name = inst.name();
     let exec = w.exec();
@@ -1319,13 +1470,17 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             }
             "ds_write2_b32" | "ds_write2st64_b32" | "ds_write2_b64" | "ds_write2st64_b64" => {
                 let size = if name.ends_with("b64") { 8 } else { 4 };
-                let scale = if name.contains("st64") { size * 64 } else { size };
+                let scale = if name.contains("st64") {
+                    size * 64
+                } else {
+                    size
+                };
                 let (v0, v1) = (d0.to_le_bytes(), d1.to_le_bytes());
                 lds_write(ctx.lds, base + o0 * scale, &v0[..size as usize]);
                 lds_write(ctx.lds, base + o1 * scale, &v1[..size as usize]);
             }
-            "ds_read_b32" | "ds_read_u8" | "ds_read_i8" | "ds_read_u16" | "ds_read_i16" | "ds_read_b64"
-            | "ds_read_b128" => {
+            "ds_read_b32" | "ds_read_u8" | "ds_read_i8" | "ds_read_u16" | "ds_read_i16"
+            | "ds_read_b64" | "ds_read_b128" => {
                 let n = match name {
                     "ds_read_u8" | "ds_read_i8" => 1,
                     "ds_read_u16" | "ds_read_i16" => 2,
@@ -1351,20 +1506,29 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             }
             "ds_read2_b32" | "ds_read2st64_b32" | "ds_read2_b64" | "ds_read2st64_b64" => {
                 let size = if name.ends_with("b64") { 8usize } else { 4 };
-                let scale = if name.contains("st64") { size as u64 * 64 } else { size as u64 };
+                let scale = if name.contains("st64") {
+                    size as u64 * 64
+                } else {
+                    size as u64
+                };
                 lds_read(ctx.lds, base + o0 * scale, &mut b[..size]);
                 let (lo, hi) = b.split_at_mut(size);
                 lds_read(ctx.lds, base + o1 * scale, &mut hi[..size]);
                 let _ = lo;
                 if let Operand::Vgpr { index, .. } = inst.dst {
                     for k in 0..(2 * size / 4) {
-                        let v = u32::from_le_bytes([b[k * 4], b[k * 4 + 1], b[k * 4 + 2], b[k * 4 + 3]]);
+                        let v = u32::from_le_bytes([
+                            b[k * 4],
+                            b[k * 4 + 1],
+                            b[k * 4 + 2],
+                            b[k * 4 + 3],
+                        ]);
                         w.set_v(index as usize + k, lane, v);
                     }
                 }
             }
-            "ds_add_u32" | "ds_sub_u32" | "ds_min_u32" | "ds_max_u32" | "ds_and_b32" | "ds_or_b32"
-            | "ds_xor_b32" | "ds_add_rtn_u32" => {
+            "ds_add_u32" | "ds_sub_u32" | "ds_min_u32" | "ds_max_u32" | "ds_and_b32"
+            | "ds_or_b32" | "ds_xor_b32" | "ds_add_rtn_u32" => {
                 let addr = base + offset;
                 lds_read(ctx.lds, addr, &mut b[..4]);
                 let old = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
@@ -1422,10 +1586,19 @@ fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
                 "ubyte" => w.set_v(base, lane, b[0] as u32),
                 "sbyte" => w.set_v(base, lane, b[0] as i8 as i32 as u32),
                 "ushort" => w.set_v(base, lane, u16::from_le_bytes([b[0], b[1]]) as u32),
-                "sshort" => w.set_v(base, lane, u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32),
+                "sshort" => w.set_v(
+                    base,
+                    lane,
+                    u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32,
+                ),
                 _ => {
                     for k in 0..n / 4 {
-                        let v = u32::from_le_bytes([b[k * 4], b[k * 4 + 1], b[k * 4 + 2], b[k * 4 + 3]]);
+                        let v = u32::from_le_bytes([
+                            b[k * 4],
+                            b[k * 4 + 1],
+                            b[k * 4 + 2],
+                            b[k * 4 + 3],
+                        ]);
                         w.set_v(base + k, lane, v);
                     }
                 }

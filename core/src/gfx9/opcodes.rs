@@ -3,11 +3,12 @@
 //! Do not edit by hand.
 
 use super::decode::{
-    Encoding, OpInfo, F_ATOMIC, F_B, F_CI, F_CND, F_CO, F_NONAME, F_SDST, T_ALL, T_GFX900, T_GFX90A,
-    T_GFX942,
+    Encoding, OpInfo, F_ATOMIC, F_B, F_CI, F_CND, F_CO, F_NONAME, F_SDST, T_ALL, T_GFX900,
+    T_GFX90A, T_GFX942,
 };
 
 /// Supported instructions: encoding, opcode, targets, mnemonic, operand widths, flags.
+#[rustfmt::skip]
 pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Sop2, 0, T_ALL, "s_add_u32", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Sop2, 1, T_ALL, "s_sub_u32", [1, 1, 1, 0], 0),
