@@ -20,6 +20,7 @@ extern crate std;
 
 pub mod abi;
 pub mod addr;
+pub mod gfx9;
 pub mod isa;
 pub mod loader;
 pub mod memory;
