@@ -1,0 +1,118 @@
+//! The main job end to end on the emulated device: vector_copy, vector_add, local_reverse and
+//! a barrier-AND chain through the whole runtime (pools, queue, code object, kernarg segment,
+//! dispatch packet, doorbell, completion signal), on the built-in profile and on a captured
+//! MI210 topology.
+
+use std::path::{Path, PathBuf};
+
+use hsa_core::Status;
+use hsa_linux::demo::{self, DemoConfig, DemoKernel};
+use hsa_linux::emulated::{builtin_topology, EmulatedKfd};
+use hsa_linux::topology::Topology;
+use hsa_linux::LinuxPlatform;
+
+fn builtin() -> LinuxPlatform {
+    LinuxPlatform::new_emulated(EmulatedKfd::new(builtin_topology()).unwrap()).unwrap()
+}
+
+fn mi210() -> Option<LinuxPlatform> {
+    let shared = std::env::var_os("HSA_RT_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let root = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
+    if !root.is_dir() {
+        eprintln!("skipped: {} is absent (set HSA_RT_SHARED)", root.display());
+        return None;
+    }
+    let t = Topology::read(&root).unwrap();
+    Some(LinuxPlatform::new_emulated(EmulatedKfd::new(t).unwrap()).unwrap())
+}
+
+fn config(kernel: DemoKernel, chain: u32) -> DemoConfig {
+    DemoConfig {
+        kernel,
+        elements: 64 * 1024,
+        chain,
+        ..DemoConfig::default()
+    }
+}
+
+#[test]
+fn vector_copy_builtin_profile() {
+    let o = demo::run(builtin(), &config(DemoKernel::VectorCopy, 1)).unwrap();
+    assert_eq!(o.agent, "gfx90a");
+    assert_eq!(o.device, "emulated");
+    assert_eq!(o.elements_verified, 64 * 1024);
+    assert_eq!(
+        o.code_object.file_name().unwrap(),
+        "kernels-gfx90a-v5.hsaco"
+    );
+}
+
+#[test]
+fn vector_add_and_local_reverse_builtin_profile() {
+    for kernel in [DemoKernel::VectorAdd, DemoKernel::LocalReverse] {
+        let o = demo::run(builtin(), &config(kernel, 1)).unwrap();
+        assert_eq!(o.elements_verified, 64 * 1024, "{kernel:?}");
+    }
+}
+
+#[test]
+fn barrier_and_chains_builtin_profile() {
+    for (kernel, chain) in [(DemoKernel::VectorCopy, 4), (DemoKernel::LocalReverse, 3)] {
+        let o = demo::run(builtin(), &config(kernel, chain)).unwrap();
+        assert_eq!(o.dispatches, chain);
+        assert_eq!(o.elements_verified, 64 * 1024);
+    }
+}
+
+#[test]
+fn all_kernels_on_the_captured_mi210_topology() {
+    for kernel in [
+        DemoKernel::VectorCopy,
+        DemoKernel::VectorAdd,
+        DemoKernel::LocalReverse,
+    ] {
+        let Some(platform) = mi210() else { return };
+        let o = demo::run(platform, &config(kernel, 2)).unwrap();
+        assert_eq!(o.agent, "gfx90a");
+        assert_eq!(o.elements_verified, 64 * 1024);
+    }
+}
+
+#[test]
+fn a_code_object_for_another_isa_is_refused_naming_both() {
+    let mut c = config(DemoKernel::VectorCopy, 1);
+    c.code_object = Some(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/codeobjects/kernels-gfx1100-v5.hsaco"),
+    );
+    let e = demo::run(builtin(), &c).unwrap_err();
+    assert_eq!(e.status(), Status::IncompatibleArguments);
+    assert!(
+        e.detail().contains("gfx1100") && e.detail().contains("gfx90a"),
+        "{}",
+        e.detail()
+    );
+}
+
+#[test]
+fn no_code_object_for_the_agent_is_a_clear_error() {
+    let dir = std::env::temp_dir().join(format!("hsa-rt-no-co-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/codeobjects/kernels-gfx1030-v5.hsaco"),
+        dir.join("kernels-gfx1030-v5.hsaco"),
+    )
+    .unwrap();
+    let target = hsa_core::loader::target::TargetId::parse("gfx90a:sramecc+:xnack-").unwrap();
+    let e = demo::find_code_object(&dir, &target).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidIsa);
+    assert!(
+        e.detail().contains("gfx1030") && e.detail().contains("gfx90a"),
+        "{}",
+        e.detail()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
