@@ -28,8 +28,7 @@ mod aql {
     use crate::abi::packet::PACKET_SIZE_BYTES;
     use crate::abi::queue::{
         AmdQueue, HsaQueue, QueueType, AMD_QUEUE_PROPERTIES_ENABLE_PROFILING,
-        AMD_QUEUE_PROPERTIES_IS_PTR64, QUEUE_FEATURE_AGENT_DISPATCH,
-        QUEUE_FEATURE_KERNEL_DISPATCH,
+        AMD_QUEUE_PROPERTIES_IS_PTR64, QUEUE_FEATURE_AGENT_DISPATCH, QUEUE_FEATURE_KERNEL_DISPATCH,
     };
     use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_DOORBELL, AMD_SIGNAL_KIND_USER};
     use crate::abi::SignalHandle;
@@ -74,7 +73,12 @@ mod aql {
         /// A config with HSA's usual agent values for a GPU (ROCR: min 4096 bytes = 64
         /// packets, max 2^17 packets... here the caller's), a kernel-dispatch multi-producer
         /// queue, no profiling, no callback.
-        pub fn new(node: NodeId, size_packets: u32, min_size_packets: u32, max_size_packets: u32) -> Self {
+        pub fn new(
+            node: NodeId,
+            size_packets: u32,
+            min_size_packets: u32,
+            max_size_packets: u32,
+        ) -> Self {
             QueueConfig {
                 node,
                 size_packets,
@@ -95,7 +99,10 @@ mod aql {
                 ("max_size_packets", self.max_size_packets),
             ] {
                 if !v.is_power_of_two() {
-                    crate::bail!(Status::InvalidArgument, "agent {name} {v} is not a power of two");
+                    crate::bail!(
+                        Status::InvalidArgument,
+                        "agent {name} {v} is not a power of two"
+                    );
                 }
             }
             if self.min_size_packets > self.max_size_packets {
@@ -500,7 +507,8 @@ mod aql {
                 let p = unsafe { ring.read_packet(r, h) };
                 assert_eq!(p[63], 0xab);
                 out.push(u32::from_le_bytes([p[8], p[9], p[10], p[11]]));
-                ring.header_word(r).store(INVALID_HEADER_WORD, Ordering::Release);
+                ring.header_word(r)
+                    .store(INVALID_HEADER_WORD, Ordering::Release);
                 r += 1;
                 ring.read_index().store(r, Ordering::Release);
             }
@@ -524,7 +532,11 @@ mod aql {
             assert_eq!(d.hsa_queue.size, 256);
             assert_eq!(d.hsa_queue.id, q.id());
             assert_eq!(d.hsa_queue.base_address, q.ring_address().get());
-            assert_eq!(q.ring_address().get() % (256 * 64), 0, "ring aligned to its size");
+            assert_eq!(
+                q.ring_address().get() % (256 * 64),
+                0,
+                "ring aligned to its size"
+            );
             assert_eq!(d.hsa_queue.doorbell_signal, q.doorbell_signal().handle());
             assert_eq!(d.write_dispatch_id, 0);
             assert_eq!(d.read_dispatch_id, 0);
@@ -534,7 +546,10 @@ mod aql {
             let db = q.memory.signal_snapshot(DOORBELL_SIGNAL_OFFSET);
             assert_eq!(db.kind, -1); // AMD_SIGNAL_KIND_DOORBELL
             assert_eq!(db.value as u64, q.hw_queue().doorbell_address);
-            assert_eq!(q.doorbell_signal().doorbell_address(), q.hw_queue().doorbell_address);
+            assert_eq!(
+                q.doorbell_signal().doorbell_address(),
+                q.hw_queue().doorbell_address
+            );
             assert_eq!(db.queue_ptr, q.amd_queue_address().get());
             let ia = q.memory.signal_snapshot(INACTIVE_SIGNAL_OFFSET);
             assert_eq!(ia.kind, 1);
@@ -542,7 +557,10 @@ mod aql {
             // SAFETY: used only while q lives.
             let ring = unsafe { q.ring() };
             for i in 0..256 {
-                assert_eq!(ring.header_word(i).load(Ordering::Relaxed), INVALID_HEADER_WORD);
+                assert_eq!(
+                    ring.header_word(i).load(Ordering::Relaxed),
+                    INVALID_HEADER_WORD
+                );
             }
             let req = plat.queue_request(q.hw_id()).unwrap();
             assert_eq!(req.ring, q.ring_address());
@@ -552,7 +570,11 @@ mod aql {
             assert_eq!(req.write_pointer.get(), q.amd_queue_address().get() + 56);
             assert_eq!(req.node, NodeId(1));
             assert_eq!(req.ring_host as u64, q.ring_address().get());
-            assert_eq!(req.on_error.unwrap().data, 42, "callback registered at creation");
+            assert_eq!(
+                req.on_error.unwrap().data,
+                42,
+                "callback registered at creation"
+            );
             let q2 = AqlQueue::create(&plat, &config(64)).unwrap();
             assert_ne!(q2.id(), q.id());
             assert_eq!(q2.memory.descriptor_snapshot().queue_properties, 1 << 1);
@@ -628,7 +650,10 @@ mod aql {
                 let n = 60 + r.written();
                 r.write_next(&packet(n)).unwrap();
             }
-            assert_eq!(q.try_reserve(1).unwrap_err().status(), Status::OutOfResources);
+            assert_eq!(
+                q.try_reserve(1).unwrap_err().status(),
+                Status::OutOfResources
+            );
             assert_eq!(consume(&ring), (0..64).collect::<std::vec::Vec<_>>());
             assert_eq!(q.load_read_index(LoadOrder::Acquire), 64);
             // Wrapped: slot 0 again, index 64.
@@ -643,17 +668,26 @@ mod aql {
             let q = AqlQueue::create(&plat, &config(64)).unwrap();
             assert_eq!(q.reserve(0).unwrap_err().status(), Status::InvalidArgument);
             assert_eq!(q.reserve(65).unwrap_err().status(), Status::InvalidArgument);
-            assert_eq!(q.try_reserve(0).unwrap_err().status(), Status::InvalidArgument);
+            assert_eq!(
+                q.try_reserve(0).unwrap_err().status(),
+                Status::InvalidArgument
+            );
             let mut r = q.reserve(2).unwrap();
             let e = r.write(1, &packet(1)).unwrap_err();
             assert_eq!(e.status(), Status::InvalidArgument);
             assert!(e.detail().contains("next unwritten slot is 0"), "{e}");
             let mut bad = packet(0);
             bad.header_word = 0x0000_0001;
-            assert_eq!(r.write(0, &bad).unwrap_err().status(), Status::InvalidPacketFormat);
+            assert_eq!(
+                r.write(0, &bad).unwrap_err().status(),
+                Status::InvalidPacketFormat
+            );
             r.write(0, &packet(0)).unwrap();
             r.write(1, &packet(1)).unwrap();
-            assert_eq!(r.write_next(&packet(2)).unwrap_err().status(), Status::InvalidArgument);
+            assert_eq!(
+                r.write_next(&packet(2)).unwrap_err().status(),
+                Status::InvalidArgument
+            );
         }
 
         #[test]
@@ -691,13 +725,22 @@ mod aql {
             let rung: std::vec::Vec<_> = plat.doorbell_writes();
             assert_eq!(
                 rung,
-                [(s.hw_id(), 3), (s.hw_id(), 3), (m.hw_id(), 6), (m.hw_id(), 6), (m.hw_id(), 7)]
+                [
+                    (s.hw_id(), 3),
+                    (s.hw_id(), 3),
+                    (m.hw_id(), 6),
+                    (m.hw_id(), 6),
+                    (m.hw_id(), 7)
+                ]
             );
             let mut m = m;
             m.inactivate().unwrap();
             assert!(!m.is_active());
             assert_eq!(plat.live_queues(), 1);
-            assert_eq!(m.ring_doorbell(7).unwrap_err().status(), Status::InvalidQueue);
+            assert_eq!(
+                m.ring_doorbell(7).unwrap_err().status(),
+                Status::InvalidQueue
+            );
             m.destroy().unwrap();
             assert_eq!(plat.live_queues(), 1);
         }
@@ -709,7 +752,11 @@ mod aql {
             plat.destroy_queue(q.hw_id()).unwrap(); // someone else destroyed it
             let e = q.destroy().unwrap_err();
             assert_eq!(e.status(), Status::InvalidQueue);
-            assert_eq!(plat.live_chunks(), 2, "memory the processor may use is not freed");
+            assert_eq!(
+                plat.live_chunks(),
+                2,
+                "memory the processor may use is not freed"
+            );
         }
     }
 }

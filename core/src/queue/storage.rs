@@ -134,8 +134,12 @@ impl QueueMemory {
     ) -> (Ring, RawSignal, RawSignal) {
         let base = self.desc.host.as_ptr();
         let q = base.cast::<AmdQueue>();
-        let db = base.wrapping_add(DOORBELL_SIGNAL_OFFSET as usize).cast::<AmdSignal>();
-        let ia = base.wrapping_add(INACTIVE_SIGNAL_OFFSET as usize).cast::<AmdSignal>();
+        let db = base
+            .wrapping_add(DOORBELL_SIGNAL_OFFSET as usize)
+            .cast::<AmdSignal>();
+        let ia = base
+            .wrapping_add(INACTIVE_SIGNAL_OFFSET as usize)
+            .cast::<AmdSignal>();
         // SAFETY: the descriptor chunk is 4096 bytes, 4096-aligned, owned by this value and not
         // yet shared (no queue created); the three objects lie inside it at 64-aligned
         // offsets and do not overlap (0..256, 256..320, 320..384).

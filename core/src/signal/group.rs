@@ -167,7 +167,11 @@ mod tests {
         let a = pool.create(5).unwrap();
         let b = pool.create_interrupt(1).unwrap();
         let c = pool.create_interrupt(9).unwrap();
-        let conds = [SignalCondition::Eq, SignalCondition::Lt, SignalCondition::Gte];
+        let conds = [
+            SignalCondition::Eq,
+            SignalCondition::Lt,
+            SignalCondition::Gte,
+        ];
         let r = wait_any(&[&a, &b, &c], &conds, &[0, 1, 9], 0, WaitState::Active).unwrap();
         assert_eq!(r, Some((2, 9)));
         // Nothing satisfied: timeout.
@@ -179,14 +183,22 @@ mod tests {
                 std::thread::sleep(std::time::Duration::from_millis(2));
                 b.subtract(1, MemoryOrder::Release);
             });
-            let r = wait_any(&[&a, &b], &conds[..2], &[0, 1], u64::MAX, WaitState::Blocked);
+            let r = wait_any(
+                &[&a, &b],
+                &conds[..2],
+                &[0, 1],
+                u64::MAX,
+                WaitState::Blocked,
+            );
             assert_eq!(r.unwrap(), Some((1, 0)));
         });
         a.store(0, StoreOrder::Release);
         let members = [&a, &b, &c];
         let g = SignalGroup::new(&members).unwrap();
         assert_eq!(g.signals().len(), 3);
-        let r = g.wait_any(&conds, &[0, 100, 100], 0, WaitState::Active).unwrap();
+        let r = g
+            .wait_any(&conds, &[0, 100, 100], 0, WaitState::Active)
+            .unwrap();
         assert_eq!(r, Some((0, 0)));
     }
 

@@ -26,9 +26,9 @@ pub(crate) mod test_platform;
 pub use doorbell::DoorbellSignal;
 pub use group::{wait_any, SignalGroup};
 pub use order::{LoadOrder, MemoryOrder, StoreOrder};
-pub use pool::{SignalPool, SLAB_BYTES, SLOTS_PER_SLAB};
 #[cfg(not(feature = "alloc"))]
 pub use pool::FIXED_MAX_SLABS;
+pub use pool::{SignalPool, SLAB_BYTES, SLOTS_PER_SLAB};
 pub use wait::{wait_value, SignalCondition, WaitState, SPIN_NS};
 
 use core::fmt;
@@ -253,10 +253,7 @@ impl<'p, P: Platform> Signal<'p, P> {
     fn release(&mut self) -> Result<()> {
         let mut result = Ok(());
         if let Some(ev) = self.event.take() {
-            result = self
-                .platform
-                .destroy_event(ev.id)
-                .map_err(|e| e.to_error());
+            result = self.platform.destroy_event(ev.id).map_err(|e| e.to_error());
         }
         if let Some(pool) = self.pool.take() {
             pool.release(self.raw);
@@ -276,7 +273,7 @@ impl<P: Platform> Drop for Signal<'_, P> {
 mod tests {
     use super::test_platform::TestPlatform;
     use super::*;
-    use crate::abi::signal::{AMD_SIGNAL_KIND_USER, AmdSignal};
+    use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_USER};
     use crate::addr::NodeId;
     use crate::status::Status;
 
@@ -303,7 +300,10 @@ mod tests {
         assert_eq!(s.load(LoadOrder::Acquire), 0b0110);
         // The memory really is an amd_signal_t: kind USER at 0, value at 8.
         let raw = s.raw();
-        assert_eq!(raw.kind().load(crate::sync::Ordering::Relaxed), AMD_SIGNAL_KIND_USER);
+        assert_eq!(
+            raw.kind().load(crate::sync::Ordering::Relaxed),
+            AMD_SIGNAL_KIND_USER
+        );
         assert_eq!(s.handle().0 % 64, 0);
         assert_eq!(core::mem::size_of::<AmdSignal>(), 64);
         // No event: nothing was signaled.
@@ -319,7 +319,10 @@ mod tests {
         let ev = s.event().unwrap();
         // The amd_signal_t carries the event id and mailbox address.
         assert_eq!(s.raw().event_id(), ev.get());
-        let mailbox = s.raw().event_mailbox_ptr().load(crate::sync::Ordering::Relaxed);
+        let mailbox = s
+            .raw()
+            .event_mailbox_ptr()
+            .load(crate::sync::Ordering::Relaxed);
         assert_eq!(mailbox, plat.mailbox_address(ev));
         s.silent_store(5, StoreOrder::Relaxed);
         assert_eq!(plat.signal_count(), 0);
@@ -346,15 +349,36 @@ mod tests {
         let plat = TestPlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let s = pool.create(3).unwrap();
-        let v = s.wait(SignalCondition::Gte, 3, 0, WaitState::Active, LoadOrder::Acquire);
+        let v = s.wait(
+            SignalCondition::Gte,
+            3,
+            0,
+            WaitState::Active,
+            LoadOrder::Acquire,
+        );
         assert_eq!(v, 3);
         // Not met: the timeout (1 ms) passes and the value last seen comes back.
-        let v = s.wait(SignalCondition::Eq, 0, 1_000_000, WaitState::Blocked, LoadOrder::Acquire);
+        let v = s.wait(
+            SignalCondition::Eq,
+            0,
+            1_000_000,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
         assert_eq!(v, 3);
         let i = pool.create_interrupt(3).unwrap();
-        let v = i.wait(SignalCondition::Lt, 3, 200_000, WaitState::Blocked, LoadOrder::Relaxed);
+        let v = i.wait(
+            SignalCondition::Lt,
+            3,
+            200_000,
+            WaitState::Blocked,
+            LoadOrder::Relaxed,
+        );
         assert_eq!(v, 3);
-        assert!(plat.wait_count() >= 1, "an interrupt wait past the spin blocks");
+        assert!(
+            plat.wait_count() >= 1,
+            "an interrupt wait past the spin blocks"
+        );
     }
 
     #[test]

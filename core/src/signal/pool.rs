@@ -11,7 +11,9 @@ use core::ptr::NonNull;
 
 use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_INVALID, AMD_SIGNAL_KIND_USER};
 use crate::addr::NodeId;
-use crate::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError};
+use crate::platform::{
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError,
+};
 use crate::status::{Result, Status};
 use crate::sync::Ordering;
 
@@ -180,7 +182,11 @@ impl<'p, P: Platform> SignalPool<'p, P> {
         let slab = &mut slabs[index];
         let bit = slab.free.trailing_zeros() as usize;
         slab.free &= !(1u64 << bit);
-        let ptr = slab.host.as_ptr().wrapping_add(bit * 64).cast::<AmdSignal>();
+        let ptr = slab
+            .host
+            .as_ptr()
+            .wrapping_add(bit * 64)
+            .cast::<AmdSignal>();
         // SAFETY: the slot lies inside the slab's chunk (bit < 64, 64 * 64 = SLAB_BYTES), is
         // 64-aligned (chunk aligned to 4096) and free, so no one else accesses it; the write
         // happens before the handle is shared (the pool lock, then the Signal's creation).

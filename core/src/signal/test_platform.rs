@@ -98,7 +98,12 @@ impl TestPlatform {
         self.waits.load(Ordering::SeqCst)
     }
     pub(crate) fn live_events(&self) -> usize {
-        self.events.lock().unwrap().iter().filter(|e| e.is_some()).count()
+        self.events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|e| e.is_some())
+            .count()
     }
     pub(crate) fn live_chunks(&self) -> usize {
         self.chunks.lock().unwrap().len()
@@ -107,7 +112,12 @@ impl TestPlatform {
         self.queues.lock().unwrap().len()
     }
     pub(crate) fn queue_request(&self, id: QueueId) -> Option<RecordedQueue> {
-        self.queues.lock().unwrap().iter().find(|q| q.0 == id).map(|q| q.1)
+        self.queues
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|q| q.0 == id)
+            .map(|q| q.1)
     }
     pub(crate) fn last_request(&self) -> Option<MemoryRequest> {
         *self.last_request.lock().unwrap()
@@ -168,13 +178,17 @@ unsafe impl Platform for TestPlatform {
         if self.fail_alloc.swap(false, Ordering::SeqCst) {
             return Err(err(Status::OutOfResources, "injected allocation failure"));
         }
-        let layout = Layout::from_size_align(request.size_bytes as usize, request.align_bytes as usize)
-            .map_err(|_| err(Status::InvalidArgument, "layout"))?;
+        let layout =
+            Layout::from_size_align(request.size_bytes as usize, request.align_bytes as usize)
+                .map_err(|_| err(Status::InvalidArgument, "layout"))?;
         // SAFETY: size is non-zero (callers ask for >= 4096).
         let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
         let host = NonNull::new(ptr).ok_or_else(|| err(Status::OutOfResources, "oom"))?;
         let handle = self.next_handle.fetch_add(1, Ordering::SeqCst);
-        self.chunks.lock().unwrap().insert(handle, (ptr as usize, layout));
+        self.chunks
+            .lock()
+            .unwrap()
+            .insert(handle, (ptr as usize, layout));
         let no_host = self.no_host_ptr.swap(false, Ordering::SeqCst);
         Ok(MemoryChunk {
             gpu_va: GpuVa(ptr as usize as u64),
@@ -199,7 +213,10 @@ unsafe impl Platform for TestPlatform {
     }
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue, Error> {
         if self.fail_queue.swap(false, Ordering::SeqCst) {
-            return Err(err(Status::OutOfResources, "injected: no free hardware queue"));
+            return Err(err(
+                Status::OutOfResources,
+                "injected: no free hardware queue",
+            ));
         }
         let id = QueueId(self.next_queue.fetch_add(1, Ordering::SeqCst) as u32);
         self.queues.lock().unwrap().push((
@@ -271,8 +288,7 @@ unsafe impl Platform for TestPlatform {
     }
     fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome, Error> {
         self.waits.fetch_add(1, Ordering::SeqCst);
-        let deadline = Instant::now()
-            .checked_add(std::time::Duration::from_nanos(timeout_ns));
+        let deadline = Instant::now().checked_add(std::time::Duration::from_nanos(timeout_ns));
         let mut events = self.events.lock().unwrap();
         loop {
             match events.get_mut(event.get() as usize) {
