@@ -370,7 +370,7 @@ mod tests {
         let v = i.wait(
             SignalCondition::Lt,
             3,
-            200_000,
+            5_000_000,
             WaitState::Blocked,
             LoadOrder::Relaxed,
         );

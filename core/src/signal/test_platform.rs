@@ -18,6 +18,11 @@ use crate::status::{Error, Status};
 
 const MAILBOXES: usize = 64;
 
+/// A chunk's pointer kept with its provenance (miri's strict provenance).
+struct SendPtr(*mut u8);
+// SAFETY: only the platform dereferences it (to free), under its mutex.
+unsafe impl Send for SendPtr {}
+
 /// What `create_queue` was asked for (the Send parts of a `QueueRequest`).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RecordedQueue {
@@ -34,7 +39,7 @@ pub(crate) struct RecordedQueue {
 /// See the module doc.
 pub(crate) struct TestPlatform {
     start: Instant,
-    chunks: Mutex<HashMap<u64, (usize, Layout)>>,
+    chunks: Mutex<HashMap<u64, (SendPtr, Layout)>>,
     next_handle: AtomicU64,
     last_request: Mutex<Option<MemoryRequest>>,
     events: Mutex<Vec<Option<bool>>>,
@@ -138,7 +143,7 @@ impl Drop for TestPlatform {
     fn drop(&mut self) {
         for (_, (ptr, layout)) in self.chunks.get_mut().unwrap().drain() {
             // SAFETY: allocated in allocate_memory with this layout and not freed.
-            unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
+            unsafe { std::alloc::dealloc(ptr.0, layout) };
         }
     }
 }
@@ -188,7 +193,7 @@ unsafe impl Platform for TestPlatform {
         self.chunks
             .lock()
             .unwrap()
-            .insert(handle, (ptr as usize, layout));
+            .insert(handle, (SendPtr(ptr), layout));
         let no_host = self.no_host_ptr.swap(false, Ordering::SeqCst);
         Ok(MemoryChunk {
             gpu_va: GpuVa(ptr as usize as u64),
@@ -205,7 +210,7 @@ unsafe impl Platform for TestPlatform {
             .remove(&chunk.handle)
             .ok_or_else(|| err(Status::ResourceFree, "unknown chunk"))?;
         // SAFETY: allocated in allocate_memory with this layout; removed from the table once.
-        unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
+        unsafe { std::alloc::dealloc(ptr.0, layout) };
         Ok(())
     }
     fn map_memory(&self, _: &MemoryChunk, _: &[crate::addr::NodeId]) -> Result<(), Error> {
