@@ -13,7 +13,7 @@
 //!
 //! # Handles
 //! Agents, pools/regions: the core's handles. ISAs, executables, readers, loaded code objects,
-//! symbols and signal groups: a tagged `u64` (a base in the top 16 bits, never 0), always
+//! symbols and signal groups: a tagged `u64` (a base in the top 24 bits, never 0), always
 //! looked up, never dereferenced. Signals: the `amd_signal_t` address (as ROCR), also looked
 //! up. Queues: the `hsa_queue_t` (= `amd_queue_t`) address, looked up.
 #![allow(unsafe_code)]
@@ -53,7 +53,7 @@ pub(crate) const INDEX_BITS: u32 = 20;
 
 /// Splits a tagged handle into its id, when the tag matches.
 pub(crate) fn untag(handle: u64, base: u64) -> Option<u64> {
-    (handle & 0xffff_0000_0000_0000 == base).then_some(handle & 0x0000_ffff_ffff_ffff)
+    (handle & 0xffff_ff00_0000_0000 == base).then_some(handle & 0x0000_00ff_ffff_ffff)
 }
 
 /// A queue made through the C API.
