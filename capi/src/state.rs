@@ -57,6 +57,8 @@ pub(crate) fn untag(handle: u64, base: u64) -> Option<u64> {
 }
 
 /// A queue made through the C API.
+// One per queue, behind an Arc: the size difference of the variants does not matter.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum QueueImpl {
     /// `hsa_queue_create`: an AQL queue the platform's packet processor consumes. `None` once
     /// destroyed (a racing call then sees no queue).

@@ -116,7 +116,7 @@ pub unsafe extern "C" fn hsa_agent_get_info(
         let a = agent_of(&st, agent)?;
         non_null(value, "value")?;
         let gpu = a.is_gpu();
-        // SAFETY (all arms): `value` is non-NULL and, per the caller's contract, as large as
+        // SAFETY: (all arms) `value` is non-NULL and, per the caller's contract, as large as
         // the attribute's documented type.
         unsafe {
             match attribute {
@@ -220,7 +220,7 @@ pub unsafe extern "C" fn hsa_isa_get_info_alt(
         let a = isa_agent(&st, isa)?;
         non_null(value, "value")?;
         let name = a.isa().map(|i| i.name()).unwrap_or_default();
-        // SAFETY (all arms): `value` is non-NULL and as large as the attribute's type.
+        // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
         unsafe {
             match attribute {
                 HSA_ISA_INFO_NAME_LENGTH => put::<u32>(value, name.len() as u32),

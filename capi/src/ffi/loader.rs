@@ -424,7 +424,7 @@ pub unsafe extern "C" fn hsa_executable_symbol_get_info(
                 )
             })
         };
-        // SAFETY (all arms): `value` is non-NULL and as large as the attribute's type.
+        // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
         unsafe {
             match attribute {
                 HSA_EXECUTABLE_SYMBOL_INFO_TYPE => put::<u32>(value, if is_var { 0 } else { 1 }),

@@ -122,7 +122,7 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_get_info(
         let st = state::state()?;
         let info = pool_of(&st, memory_pool)?.info();
         non_null(value, "value")?;
-        // SAFETY (all arms): `value` is non-NULL and as large as the attribute's type.
+        // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
         unsafe {
             match attribute {
                 HSA_AMD_MEMORY_POOL_INFO_SEGMENT => {
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn hsa_region_get_info(
         let info = pool.info();
         non_null(value, "value")?;
         let agent = st.rt().agent(pool.agent())?;
-        // SAFETY (all arms): `value` is non-NULL and as large as the attribute's type.
+        // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
         unsafe {
             match attribute {
                 HSA_REGION_INFO_SEGMENT => put::<u32>(value, info.segment.region_raw()),

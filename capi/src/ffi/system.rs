@@ -65,7 +65,7 @@ pub unsafe extern "C" fn hsa_system_get_info(attribute: u32, value: *mut c_void)
         let st = state::state()?;
         non_null(value, "value")?;
         let info = st.rt().system_info();
-        // SAFETY (all arms): `value` is non-NULL and, per the caller's contract, as large as
+        // SAFETY: (all arms) `value` is non-NULL and, per the caller's contract, as large as
         // the attribute's type.
         unsafe {
             match attribute {
