@@ -241,3 +241,43 @@ fn c_vector_copy_runs_on_the_emulated_device() {
         "{stderr}"
     );
 }
+
+/// `c/api_check.c`: every signal operation and wait, wait-any, signal groups, soft and AQL
+/// queue indices, regions, `hsa_memory_*`, `hsa_amd_pointer_info`, symbol iteration and info,
+/// and the error statuses of bad handles and arguments, with values checked in C.
+#[test]
+fn c_api_check_passes() {
+    if !have_headers() {
+        return;
+    }
+    let libdir = common::library_dir("api_check");
+    let exe = libdir.join("api_check");
+    let crate_dir = common::crate_dir();
+    gcc(&[
+        "-std=gnu11",
+        "-Wall",
+        "-Werror",
+        "-I",
+        crate_dir.join("include").to_str().unwrap(),
+        "-o",
+        exe.to_str().unwrap(),
+        crate_dir.join("c/api_check.c").to_str().unwrap(),
+        "-L",
+        libdir.to_str().unwrap(),
+        "-l:libhsa-runtime64.so.1",
+    ]);
+    let out = Command::new(&exe)
+        .arg(crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .output()
+        .expect("run api_check");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "api_check failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "api_check: ok\n");
+}
