@@ -1,0 +1,259 @@
+//! Agents and ISAs (HSA Runtime 1.2 §2.3, §2.9.1; `hsa_amd_agent_info_t`).
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+
+use hsa_core::runtime::{Agent, AgentHandle};
+use hsa_core::{bail, Error, Status};
+
+use super::{bad_attribute, guard, non_null, put, put_str, HsaStatus};
+use crate::abi::*;
+use crate::state::{self, untag, State, ISA_BASE};
+
+/// A C callback taking a handle and the user's data.
+pub type HandleCallback = unsafe extern "C" fn(u64, *mut c_void) -> u32;
+
+/// What an iteration does after a C callback returned `raw`: SUCCESS continues (`None`);
+/// anything else stops and is returned as is (INFO_BREAK included, as the `hsa_iterate_*`
+/// functions document).
+pub(crate) fn callback_result(raw: u32) -> Option<Result<Status, Error>> {
+    match Status::from_raw(raw) {
+        Ok(Status::Success) => None,
+        Ok(s) if !s.is_error() => Some(Ok(s)),
+        Ok(s) => Some(Err(Error::from(s))),
+        Err(_) => Some(Err(hsa_core::error!(
+            Status::Error,
+            "callback returned {raw:#x}, not an hsa_status_t"
+        ))),
+    }
+}
+
+/// Runs `callback` over `handles` (copied first, so the callback may call the API).
+pub(crate) fn iterate(
+    handles: &[u64],
+    callback: Option<HandleCallback>,
+    data: *mut c_void,
+) -> Result<Status, Error> {
+    let Some(callback) = callback else {
+        bail!(Status::InvalidArgument, "callback is NULL");
+    };
+    for h in handles {
+        // SAFETY: the application's callback, called as its C signature says with the data
+        // it passed; no runtime lock is held (the handles were copied out first).
+        let raw = unsafe { callback(*h, data) };
+        if let Some(r) = callback_result(raw) {
+            return r;
+        }
+    }
+    Ok(Status::Success)
+}
+
+/// The agent behind a C handle.
+///
+/// # Errors
+/// `Status::InvalidAgent` for an unknown handle.
+pub(crate) fn agent_of(st: &State, handle: u64) -> Result<&Agent, Error> {
+    st.rt().agent(AgentHandle(handle))
+}
+
+/// The agent of an ISA handle (ISAs are the GPU agents' ISAs, one each).
+///
+/// # Errors
+/// `Status::InvalidIsa` for an unknown handle or an agent without an ISA.
+pub(crate) fn isa_agent(st: &State, handle: u64) -> Result<&Agent, Error> {
+    let agent = untag(handle, ISA_BASE)
+        .and_then(|i| st.rt().agents().get(i as usize))
+        .filter(|a| a.isa().is_some());
+    match agent {
+        Some(a) => Ok(a),
+        None => bail!(Status::InvalidIsa, "ISA handle {handle:#x} is not an ISA"),
+    }
+}
+
+/// The ISA handle of an agent (0 when it has no ISA).
+pub(crate) fn isa_handle(agent: &Agent) -> u64 {
+    match (agent.isa(), agent.handle().index()) {
+        (Some(_), Some(i)) => ISA_BASE | i as u64,
+        _ => 0,
+    }
+}
+
+/// `hsa_iterate_agents`: calls `callback(agent, data)` for every agent in node order.
+///
+/// # Safety
+/// `callback` is a valid function of the documented signature or NULL.
+pub unsafe extern "C" fn hsa_iterate_agents(
+    callback: Option<HandleCallback>,
+    data: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_iterate_agents", || {
+        let st = state::state()?;
+        let handles: Vec<u64> = st.rt().agents().iter().map(|a| a.handle().0).collect();
+        iterate(&handles, callback, data)
+    })
+}
+
+/// `HSA_AMD_AGENT_INFO_MAX_ADDRESS_WATCH_POINTS`: 2^`WatchPointsTotalBits` of the node's
+/// capability (`kfd_sysfs.h` `HSA_CAP_WATCH_POINTS_TOTALBITS_MASK` 0xf00, shift 8), as ROCR.
+fn watch_points(agent: &Agent) -> u32 {
+    1u32 << ((agent.node_properties().capability >> 8) & 0xf)
+}
+
+/// `hsa_agent_get_info`: every `hsa_agent_info_t` attribute and the `hsa_amd_agent_info_t`
+/// attributes of ROCR 5.2 except `HDP_FLUSH` (no HDP registers are mapped:
+/// `INVALID_ARGUMENT`). Output sizes as `hsa.h` documents (`NAME`: char[64], `UUID`: char[21],
+/// `CACHE_SIZE`: uint32_t[4], ...).
+///
+/// # Safety
+/// `value` is NULL or points to memory of the attribute's documented size.
+pub unsafe extern "C" fn hsa_agent_get_info(
+    agent: u64,
+    attribute: u32,
+    value: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_agent_get_info", || {
+        let st = state::state()?;
+        let a = agent_of(&st, agent)?;
+        non_null(value, "value")?;
+        let gpu = a.is_gpu();
+        // SAFETY: (all arms) `value` is non-NULL and, per the caller's contract, as large as
+        // the attribute's documented type.
+        unsafe {
+            match attribute {
+                HSA_AGENT_INFO_NAME => put_str::<64>(value, a.name()),
+                HSA_AGENT_INFO_VENDOR_NAME => put_str::<64>(value, a.vendor_name()),
+                HSA_AGENT_INFO_FEATURE => put::<u32>(value, a.feature().bits()),
+                HSA_AGENT_INFO_MACHINE_MODEL => put::<u32>(value, a.machine_model() as u32),
+                HSA_AGENT_INFO_PROFILE => put::<u32>(value, a.profile() as u32),
+                HSA_AGENT_INFO_DEFAULT_FLOAT_ROUNDING_MODE => {
+                    put::<u32>(value, a.default_float_rounding_mode() as u32)
+                }
+                HSA_AGENT_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES => {
+                    put::<u32>(value, a.base_profile_default_float_rounding_modes())
+                }
+                HSA_AGENT_INFO_FAST_F16_OPERATION => put::<bool>(value, a.fast_f16()),
+                HSA_AGENT_INFO_WAVEFRONT_SIZE => put::<u32>(value, a.wavefront_size()),
+                HSA_AGENT_INFO_WORKGROUP_MAX_DIM => put::<[u16; 3]>(value, a.workgroup_max_dim()),
+                HSA_AGENT_INFO_WORKGROUP_MAX_SIZE => put::<u32>(value, a.workgroup_max_size()),
+                HSA_AGENT_INFO_GRID_MAX_DIM => put::<[u32; 3]>(value, a.grid_max_dim()),
+                HSA_AGENT_INFO_GRID_MAX_SIZE => put::<u32>(value, a.grid_max_size()),
+                HSA_AGENT_INFO_FBARRIER_MAX_SIZE => put::<u32>(value, a.fbarrier_max_size()),
+                HSA_AGENT_INFO_QUEUES_MAX => put::<u32>(value, a.queues_max()),
+                HSA_AGENT_INFO_QUEUE_MIN_SIZE => put::<u32>(value, a.queue_min_size()),
+                HSA_AGENT_INFO_QUEUE_MAX_SIZE => put::<u32>(value, a.queue_max_size()),
+                HSA_AGENT_INFO_QUEUE_TYPE => put::<u32>(value, a.queue_type() as u32),
+                HSA_AGENT_INFO_NODE => put::<u32>(value, a.node()),
+                HSA_AGENT_INFO_DEVICE => put::<u32>(value, a.device_type() as u32),
+                HSA_AGENT_INFO_CACHE_SIZE => put::<[u32; 4]>(value, a.cache_sizes_bytes()),
+                HSA_AGENT_INFO_ISA => put::<u64>(value, isa_handle(a)),
+                HSA_AGENT_INFO_EXTENSIONS => put::<[u8; 128]>(value, [0; 128]),
+                HSA_AGENT_INFO_VERSION_MAJOR => put::<u16>(value, a.version().0),
+                HSA_AGENT_INFO_VERSION_MINOR => put::<u16>(value, a.version().1),
+                HSA_AMD_AGENT_INFO_CHIP_ID => put::<u32>(value, a.chip_id()),
+                HSA_AMD_AGENT_INFO_CACHELINE_SIZE => put::<u32>(value, a.cacheline_size()),
+                HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT => put::<u32>(value, a.compute_unit_count()),
+                HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY => put::<u32>(value, a.max_clock_mhz()),
+                HSA_AMD_AGENT_INFO_DRIVER_NODE_ID => put::<u32>(value, a.driver_node_id()),
+                HSA_AMD_AGENT_INFO_MAX_ADDRESS_WATCH_POINTS => put::<u32>(value, watch_points(a)),
+                HSA_AMD_AGENT_INFO_BDFID => put::<u32>(value, a.bdfid()),
+                HSA_AMD_AGENT_INFO_MEMORY_WIDTH => put::<u32>(value, a.memory_width_bits()),
+                HSA_AMD_AGENT_INFO_MEMORY_MAX_FREQUENCY => put::<u32>(value, a.memory_clock_mhz()),
+                HSA_AMD_AGENT_INFO_PRODUCT_NAME => put_str::<64>(value, a.marketing_name()),
+                HSA_AMD_AGENT_INFO_MAX_WAVES_PER_CU => put::<u32>(value, a.max_waves_per_cu()),
+                HSA_AMD_AGENT_INFO_NUM_SIMDS_PER_CU => put::<u32>(value, a.simds_per_cu()),
+                HSA_AMD_AGENT_INFO_NUM_SHADER_ENGINES => put::<u32>(value, a.shader_engines()),
+                HSA_AMD_AGENT_INFO_NUM_SHADER_ARRAYS_PER_SE => {
+                    put::<u32>(value, a.shader_arrays_per_engine())
+                }
+                HSA_AMD_AGENT_INFO_DOMAIN => put::<u32>(value, a.node_properties().domain),
+                HSA_AMD_AGENT_INFO_COOPERATIVE_QUEUES => put::<bool>(value, false),
+                HSA_AMD_AGENT_INFO_UUID => put_str::<21>(value, &a.uuid()),
+                HSA_AMD_AGENT_INFO_ASIC_REVISION => put::<u32>(value, a.asic_revision()),
+                HSA_AMD_AGENT_INFO_SVM_DIRECT_HOST_ACCESS => {
+                    put::<bool>(value, gpu && a.coherent_host_access())
+                }
+                HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT => {
+                    put::<u32>(value, a.compute_unit_count())
+                }
+                other => return Err(bad_attribute("agent", other)),
+            }
+        }
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_agent_iterate_isas`: the agent's one ISA (none for a CPU agent).
+///
+/// # Safety
+/// `callback` is a valid function of the documented signature or NULL.
+pub unsafe extern "C" fn hsa_agent_iterate_isas(
+    agent: u64,
+    callback: Option<HandleCallback>,
+    data: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_agent_iterate_isas", || {
+        let st = state::state()?;
+        let a = agent_of(&st, agent)?;
+        let handles: Vec<u64> = Some(isa_handle(a))
+            .filter(|h| *h != 0)
+            .into_iter()
+            .collect();
+        iterate(&handles, callback, data)
+    })
+}
+
+/// `hsa_isa_get_info_alt`: `hsa_isa_info_t` attributes (`NAME` is the full ISA name, e.g.
+/// `amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`, written with its NUL; `NAME_LENGTH` excludes
+/// the NUL). The deprecated call-convention attributes are `INVALID_ARGUMENT` (they belong to
+/// `hsa_isa_get_info`).
+///
+/// # Safety
+/// `value` is NULL or points to memory of the attribute's documented size (`NAME`:
+/// `NAME_LENGTH + 1` bytes).
+pub unsafe extern "C" fn hsa_isa_get_info_alt(
+    isa: u64,
+    attribute: u32,
+    value: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_isa_get_info_alt", || {
+        let st = state::state()?;
+        let a = isa_agent(&st, isa)?;
+        non_null(value, "value")?;
+        let name = a.isa().map(|i| i.name()).unwrap_or_default();
+        // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
+        unsafe {
+            match attribute {
+                HSA_ISA_INFO_NAME_LENGTH => put::<u32>(value, name.len() as u32),
+                HSA_ISA_INFO_NAME => {
+                    let out = value.cast::<u8>();
+                    std::ptr::copy_nonoverlapping(name.as_ptr(), out, name.len());
+                    out.add(name.len()).write(0);
+                }
+                // bool[2] indexed by hsa_machine_model_t: large only.
+                HSA_ISA_INFO_MACHINE_MODELS => put::<[bool; 2]>(value, [false, true]),
+                // bool[2] indexed by hsa_profile_t: base only.
+                HSA_ISA_INFO_PROFILES => put::<[bool; 2]>(value, [true, false]),
+                // bool[3] indexed by hsa_default_float_rounding_mode_t: near.
+                HSA_ISA_INFO_DEFAULT_FLOAT_ROUNDING_MODES
+                | HSA_ISA_INFO_BASE_PROFILE_DEFAULT_FLOAT_ROUNDING_MODES => {
+                    put::<[bool; 3]>(value, [false, false, true])
+                }
+                HSA_ISA_INFO_FAST_F16_OPERATION => put::<bool>(value, a.fast_f16()),
+                HSA_ISA_INFO_WORKGROUP_MAX_DIM => put::<[u16; 3]>(value, a.workgroup_max_dim()),
+                HSA_ISA_INFO_WORKGROUP_MAX_SIZE => put::<u32>(value, a.workgroup_max_size()),
+                HSA_ISA_INFO_GRID_MAX_DIM => put::<[u32; 3]>(value, a.grid_max_dim()),
+                HSA_ISA_INFO_GRID_MAX_SIZE => put::<u64>(value, u64::from(a.grid_max_size())),
+                HSA_ISA_INFO_FBARRIER_MAX_SIZE => put::<u32>(value, a.fbarrier_max_size()),
+                other => return Err(bad_attribute("ISA", other)),
+            }
+        }
+        Ok(Status::Success)
+    })
+}
+
+export!(
+    hsa_iterate_agents,
+    hsa_agent_get_info,
+    hsa_agent_iterate_isas,
+    hsa_isa_get_info_alt,
+);

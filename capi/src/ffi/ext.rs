@@ -1,0 +1,126 @@
+//! hsa-rt's extension (`include/hsa_rt_ext.h`): host implementations of kernels on the
+//! emulated device, registered from C.
+#![allow(unsafe_code)]
+
+use std::ffi::{c_char, c_void, CStr};
+
+use hsa_core::{bail, Status};
+use hsa_linux::emulated::DispatchContext;
+
+use super::{guard, non_null, HsaStatus};
+use crate::state;
+
+/// `hsa_rt_dispatch_t`: what a host kernel sees of one work-group (sizes in work-items,
+/// addresses are device addresses, which on the emulated device are host addresses too).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaRtDispatch {
+    /// Grid dimensions, 1..=3.
+    pub dimensions: u32,
+    /// Grid size x/y/z, work-items.
+    pub grid_size: [u32; 3],
+    /// Work-group size x/y/z, work-items.
+    pub workgroup_size: [u16; 3],
+    /// Padding.
+    pub reserved0: u16,
+    /// Work-groups per dimension.
+    pub workgroup_count: [u32; 3],
+    /// This work-group's id x/y/z.
+    pub workgroup_id: [u32; 3],
+    /// Group segment bytes of the dispatch.
+    pub group_segment_size: u32,
+    /// Private segment bytes per work-item.
+    pub private_segment_size: u32,
+    /// The kernel object (kernel descriptor address).
+    pub kernel_object: u64,
+    /// The kernarg segment.
+    pub kernarg_address: *mut c_void,
+    /// This work-group's group segment (LDS): `group_segment_size` zeroed bytes, valid
+    /// during the call.
+    pub group_segment: *mut c_void,
+}
+
+const _: () = assert!(std::mem::size_of::<HsaRtDispatch>() == 80);
+const _: () = assert!(std::mem::offset_of!(HsaRtDispatch, workgroup_count) == 24);
+const _: () = assert!(std::mem::offset_of!(HsaRtDispatch, kernel_object) == 56);
+const _: () = assert!(std::mem::offset_of!(HsaRtDispatch, group_segment) == 72);
+
+/// `hsa_rt_host_kernel_fn`: called once per work-group; a status other than SUCCESS stops the
+/// queue with that error.
+pub type HostKernelFn = unsafe extern "C" fn(*const HsaRtDispatch, *mut c_void) -> u32;
+
+struct CKernel {
+    func: HostKernelFn,
+    user: usize,
+}
+
+impl CKernel {
+    fn run(&self, ctx: &mut DispatchContext<'_>) -> Result<(), hsa_core::Error> {
+        let mut d = HsaRtDispatch {
+            dimensions: u32::from(ctx.dimensions()),
+            grid_size: ctx.grid_size(),
+            workgroup_size: ctx.workgroup_size(),
+            reserved0: 0,
+            workgroup_count: ctx.workgroup_count(),
+            workgroup_id: ctx.workgroup_id(),
+            group_segment_size: ctx.group_segment_size_bytes(),
+            private_segment_size: ctx.private_segment_size_bytes(),
+            kernel_object: ctx.kernel_object().0,
+            kernarg_address: ctx.kernarg_address().0 as *mut c_void,
+            group_segment: std::ptr::null_mut(),
+        };
+        d.group_segment = ctx.group_segment().as_mut_ptr().cast();
+        // SAFETY: the application's function with the signature hsa_rt_ext.h declares; `d`
+        // and the group segment it points to live across the call.
+        let raw = unsafe { (self.func)(&d, self.user as *mut c_void) };
+        match Status::from_raw(raw) {
+            Ok(Status::Success) => Ok(()),
+            Ok(s) => bail!(s, "host kernel returned {}", s.c_name()),
+            Err(_) => bail!(Status::Error, "host kernel returned {raw:#x}"),
+        }
+    }
+}
+
+/// `hsa_rt_emulated_register_kernel`: registers `fn` (with `user`) as the implementation of
+/// the kernel whose symbol is `name` (`vector_copy` or `vector_copy.kd`) on the emulated
+/// device; replaces an earlier registration.
+///
+/// # Errors
+/// `NOT_INITIALIZED` before `hsa_init`; `INVALID_ARGUMENT` for a NULL or non-UTF-8 `name` or
+/// a NULL `fn`; `INVALID_AGENT` when the runtime is not on the emulated device.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated; `fn` is NULL or a valid function, callable from another
+/// thread with `user` until the runtime shuts down.
+pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
+    name: *const c_char,
+    func: Option<HostKernelFn>,
+    user: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_rt_emulated_register_kernel", || {
+        let st = state::state()?;
+        non_null(name, "name")?;
+        let Some(func) = func else {
+            bail!(Status::InvalidArgument, "fn is NULL");
+        };
+        // SAFETY: non-NULL and NUL-terminated per the caller's contract.
+        let name = unsafe { CStr::from_ptr(name) }
+            .to_str()
+            .map_err(|_| hsa_core::error!(Status::InvalidArgument, "name is not UTF-8"))?;
+        let Some(emulated) = st.rt().platform().emulated() else {
+            bail!(
+                Status::InvalidAgent,
+                "the runtime runs on {}, not on the emulated device",
+                st.rt().platform().device_kind()
+            );
+        };
+        let kernel = CKernel {
+            func,
+            user: user as usize,
+        };
+        emulated.register_kernel(name, move |ctx| kernel.run(ctx));
+        Ok(Status::Success)
+    })
+}
+
+export!(hsa_rt_emulated_register_kernel,);

@@ -1,0 +1,497 @@
+//! Regions and memory pools: iteration, attributes, allocation, copies, access
+//! (HSA Runtime 1.2 §2.7; `hsa_ext_amd.h` memory pools, `hsa_amd_pointer_info`).
+//!
+//! Regions and pools are the same objects with the same handles (the core's `PoolHandle`s),
+//! as in ROCR. Allocations are returned as their device address, which on this runtime's
+//! platforms is also the host address of host-accessible memory (one shared virtual address
+//! space, as ROCR's).
+#![allow(unsafe_code)]
+
+use std::ffi::c_void;
+
+use hsa_core::memory::{AccessPermission, AgentAccess};
+use hsa_core::runtime::{AgentHandle, PoolHandle, RuntimePool};
+use hsa_core::{bail, Error, GpuVa, NodeId, Status};
+
+use super::agent::{agent_of, iterate, HandleCallback};
+use super::{bad_attribute, guard, non_null, put, HsaStatus};
+use crate::abi::*;
+use crate::state::{self, Plat, State};
+
+/// `hsa_amd_pointer_info_t` (`hsa_ext_amd.h`, ROCR 5.2): 56 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaAmdPointerInfo {
+    /// Size of the structure, bytes: set by the caller, reduced to what was filled.
+    pub size: u32,
+    /// `hsa_amd_pointer_type_t`.
+    pub type_: u32,
+    /// Base address of the allocation for agents.
+    pub agent_base_address: *mut c_void,
+    /// Base address of the allocation for the host.
+    pub host_base_address: *mut c_void,
+    /// Size of the allocation, bytes.
+    pub size_in_bytes: usize,
+    /// Application data (none: NULL).
+    pub user_data: *mut c_void,
+    /// The agent owning the allocation's pool.
+    pub agent_owner: u64,
+    /// The pool's `hsa_amd_memory_pool_global_flag_t` bits.
+    pub global_flags: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<HsaAmdPointerInfo>() == 56);
+const _: () = assert!(std::mem::offset_of!(HsaAmdPointerInfo, agent_owner) == 40);
+const _: () = assert!(std::mem::offset_of!(HsaAmdPointerInfo, global_flags) == 48);
+
+/// `HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE` (ROCm 6 `hsa_ext_amd.h`; not in the
+/// installed 5.2 header).
+pub const HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE: u32 = 18;
+
+/// `HSA_EXT_POINTER_TYPE_UNKNOWN`.
+pub const HSA_EXT_POINTER_TYPE_UNKNOWN: u32 = 0;
+/// `HSA_EXT_POINTER_TYPE_HSA`.
+pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
+
+fn pool_of(st: &State, handle: u64) -> Result<&RuntimePool<Plat>, Error> {
+    st.rt().pool(PoolHandle(handle))
+}
+
+fn agent_pools(st: &State, agent: u64) -> Result<Vec<u64>, Error> {
+    let a = agent_of(st, agent)?;
+    Ok(st
+        .rt()
+        .agent_pools(a.handle())
+        .map(|p| p.handle().0)
+        .collect())
+}
+
+/// The agent handle of a node.
+fn agent_of_node(st: &State, node: NodeId) -> u64 {
+    st.rt()
+        .agents()
+        .iter()
+        .find(|a| a.node() == node.0)
+        .map_or(0, |a| a.handle().0)
+}
+
+/// `hsa_amd_agent_iterate_memory_pools`: the agent's pools in ROCR's order.
+///
+/// # Safety
+/// `callback` is a valid function of the documented signature or NULL.
+pub unsafe extern "C" fn hsa_amd_agent_iterate_memory_pools(
+    agent: u64,
+    callback: Option<HandleCallback>,
+    data: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_amd_agent_iterate_memory_pools", || {
+        let st = state::state()?;
+        let handles = agent_pools(&st, agent)?;
+        iterate(&handles, callback, data)
+    })
+}
+
+/// `hsa_agent_iterate_regions`: the agent's regions (its pools).
+///
+/// # Safety
+/// `callback` is a valid function of the documented signature or NULL.
+pub unsafe extern "C" fn hsa_agent_iterate_regions(
+    agent: u64,
+    callback: Option<HandleCallback>,
+    data: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_agent_iterate_regions", || {
+        let st = state::state()?;
+        let handles = agent_pools(&st, agent)?;
+        iterate(&handles, callback, data)
+    })
+}
+
+/// `hsa_amd_memory_pool_get_info`: `SEGMENT` (`hsa_amd_segment_t`), `GLOBAL_FLAGS`, `SIZE`,
+/// `RUNTIME_ALLOC_ALLOWED`, `RUNTIME_ALLOC_GRANULE`, `RUNTIME_ALLOC_ALIGNMENT`,
+/// `ACCESSIBLE_BY_ALL`, `ALLOC_MAX_SIZE`, and `RUNTIME_ALLOC_REC_GRANULE` (18, ROCm 6).
+///
+/// # Safety
+/// `value` is NULL or points to memory of the attribute's documented size.
+pub unsafe extern "C" fn hsa_amd_memory_pool_get_info(
+    memory_pool: u64,
+    attribute: u32,
+    value: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_amd_memory_pool_get_info", || {
+        let st = state::state()?;
+        let info = pool_of(&st, memory_pool)?.info();
+        non_null(value, "value")?;
+        // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
+        unsafe {
+            match attribute {
+                HSA_AMD_MEMORY_POOL_INFO_SEGMENT => {
+                    // Kernarg memory is a global pool with the KERNARG flag in hsa_amd_segment_t.
+                    put::<u32>(value, info.segment.amd_raw().unwrap_or(0))
+                }
+                HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS => {
+                    put::<u32>(value, info.global_flags.bits())
+                }
+                HSA_AMD_MEMORY_POOL_INFO_SIZE => put::<usize>(value, info.size_bytes as usize),
+                HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED => {
+                    put::<bool>(value, info.runtime_alloc_allowed)
+                }
+                HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_GRANULE => {
+                    put::<usize>(value, info.alloc_granule_bytes as usize)
+                }
+                HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALIGNMENT => {
+                    put::<usize>(value, info.alloc_alignment_bytes as usize)
+                }
+                HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL => {
+                    put::<bool>(value, info.accessible_by_all)
+                }
+                HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE => {
+                    put::<usize>(value, info.alloc_max_size_bytes as usize)
+                }
+                HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE => {
+                    put::<usize>(value, info.alloc_rec_granule_bytes as usize)
+                }
+                other => return Err(bad_attribute("memory pool", other)),
+            }
+        }
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_region_get_info`: the `hsa_region_info_t` attributes and the AMD ones
+/// `HOST_ACCESSIBLE`, `BUS_WIDTH`, `MAX_CLOCK_FREQUENCY` (of the owning agent's memory).
+/// `ALLOC_MAX_PRIVATE_WORKGROUP_SIZE` (private segment only) and `AMD BASE` are
+/// `INVALID_ARGUMENT`: no region is a private segment, and bases are not reported.
+///
+/// # Safety
+/// `value` is NULL or points to memory of the attribute's documented size.
+pub unsafe extern "C" fn hsa_region_get_info(
+    region: u64,
+    attribute: u32,
+    value: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_region_get_info", || {
+        let st = state::state()?;
+        let pool = pool_of(&st, region)?;
+        let info = pool.info();
+        non_null(value, "value")?;
+        let agent = st.rt().agent(pool.agent())?;
+        // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
+        unsafe {
+            match attribute {
+                HSA_REGION_INFO_SEGMENT => put::<u32>(value, info.segment.region_raw()),
+                HSA_REGION_INFO_GLOBAL_FLAGS => put::<u32>(value, info.global_flags.bits()),
+                HSA_REGION_INFO_SIZE => put::<usize>(value, info.size_bytes as usize),
+                HSA_REGION_INFO_ALLOC_MAX_SIZE => {
+                    put::<usize>(value, info.alloc_max_size_bytes as usize)
+                }
+                HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED => {
+                    put::<bool>(value, info.runtime_alloc_allowed)
+                }
+                HSA_REGION_INFO_RUNTIME_ALLOC_GRANULE => {
+                    put::<usize>(value, info.alloc_granule_bytes as usize)
+                }
+                HSA_REGION_INFO_RUNTIME_ALLOC_ALIGNMENT => {
+                    put::<usize>(value, info.alloc_alignment_bytes as usize)
+                }
+                HSA_AMD_REGION_INFO_HOST_ACCESSIBLE => put::<bool>(value, info.host_accessible()),
+                HSA_AMD_REGION_INFO_BUS_WIDTH => put::<u32>(value, agent.memory_width_bits()),
+                HSA_AMD_REGION_INFO_MAX_CLOCK_FREQUENCY => {
+                    put::<u32>(value, agent.memory_clock_mhz())
+                }
+                other => return Err(bad_attribute("region", other)),
+            }
+        }
+        Ok(Status::Success)
+    })
+}
+
+fn allocate_into(st: &State, pool: u64, size: usize, ptr: *mut *mut c_void) -> Result<(), Error> {
+    non_null(ptr, "ptr")?;
+    let a = st.rt().allocate(PoolHandle(pool), size as u64)?;
+    // SAFETY: `ptr` is non-NULL: the caller's `void*` slot.
+    unsafe { ptr.write(a.va.0 as *mut c_void) };
+    Ok(())
+}
+
+/// `hsa_memory_allocate`: `size` bytes from `region`; `*ptr` is the address.
+///
+/// # Safety
+/// `ptr` is NULL or a writable `void*`.
+pub unsafe extern "C" fn hsa_memory_allocate(
+    region: u64,
+    size: usize,
+    ptr: *mut *mut c_void,
+) -> HsaStatus {
+    guard("hsa_memory_allocate", || {
+        let st = state::state()?;
+        allocate_into(&st, region, size, ptr)?;
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_amd_memory_pool_allocate`: `size` bytes from `memory_pool`; `flags` must be 0 (no
+/// allocation flags are supported: `INVALID_ARGUMENT` otherwise).
+///
+/// # Safety
+/// `ptr` is NULL or a writable `void*`.
+pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
+    memory_pool: u64,
+    size: usize,
+    flags: u32,
+    ptr: *mut *mut c_void,
+) -> HsaStatus {
+    guard("hsa_amd_memory_pool_allocate", || {
+        let st = state::state()?;
+        if flags != 0 {
+            bail!(
+                Status::InvalidArgument,
+                "flags {flags:#x}: no allocation flags are supported"
+            );
+        }
+        allocate_into(&st, memory_pool, size, ptr)?;
+        Ok(Status::Success)
+    })
+}
+
+fn free(ptr: *mut c_void) -> Result<Status, Error> {
+    let st = state::state()?;
+    if ptr.is_null() {
+        return Ok(Status::Success);
+    }
+    st.rt().free(GpuVa(ptr as u64))?;
+    Ok(Status::Success)
+}
+
+/// `hsa_memory_free`: frees an allocation of `hsa_memory_allocate` (NULL: nothing).
+pub extern "C" fn hsa_memory_free(ptr: *mut c_void) -> HsaStatus {
+    guard("hsa_memory_free", || free(ptr))
+}
+
+/// `hsa_amd_memory_pool_free`: frees an allocation of a pool (NULL: nothing).
+pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
+    guard("hsa_amd_memory_pool_free", || free(ptr))
+}
+
+/// The host address of `len` bytes at `ptr`: inside a pool allocation, its host mapping
+/// (checked to hold `len` bytes); outside every pool, `ptr` itself (host memory of the
+/// application, e.g. malloc).
+fn host_range(st: &State, ptr: *const c_void, len: usize, what: &str) -> Result<*mut u8, Error> {
+    let va = ptr as u64;
+    let Ok(info) = st.rt().pointer_info(GpuVa(va)) else {
+        return Ok(ptr as *mut u8);
+    };
+    let a = info.allocation;
+    let offset = va - a.va.0;
+    if offset
+        .checked_add(len as u64)
+        .is_none_or(|end| end > a.size_bytes)
+    {
+        bail!(
+            Status::InvalidArgument,
+            "{what} {va:#x} + {len} bytes runs past its allocation ({:#x}, {} bytes)",
+            a.va.0,
+            a.size_bytes
+        );
+    }
+    match a.host_ptr {
+        // SAFETY: offset + len <= size_bytes (checked above): inside the host mapping.
+        Some(h) => Ok(unsafe { h.as_ptr().add(offset as usize) }),
+        None => bail!(
+            Status::InvalidArgument,
+            "{what} {va:#x} is device memory the host cannot reach (no copy engine here)"
+        ),
+    }
+}
+
+/// `hsa_memory_copy`: copies `size` bytes from `src` to `dst` with the host (both must be
+/// host-accessible: pool memory with a host mapping, or the application's own memory).
+///
+/// # Safety
+/// Outside pool memory, `dst` and `src` must be valid for `size` bytes, as in C `memcpy`.
+pub unsafe extern "C" fn hsa_memory_copy(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+) -> HsaStatus {
+    guard("hsa_memory_copy", || {
+        let st = state::state()?;
+        non_null(dst, "dst")?;
+        non_null(src, "src")?;
+        let d = host_range(&st, dst, size, "dst")?;
+        let s = host_range(&st, src, size, "src")?;
+        // SAFETY: both ranges hold `size` bytes (pool ranges checked by host_range, others by
+        // the caller's contract); `copy` allows overlap.
+        unsafe { std::ptr::copy(s, d, size) };
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_memory_assign_agent`: makes `agent` the owner of the coarse-grained buffer at `ptr`
+/// with `access` (`hsa_access_permission_t` 1..=3); fine-grained buffers: no-op.
+pub extern "C" fn hsa_memory_assign_agent(ptr: *mut c_void, agent: u64, access: u32) -> HsaStatus {
+    guard("hsa_memory_assign_agent", || {
+        let st = state::state()?;
+        non_null(ptr, "ptr")?;
+        let node = NodeId(agent_of(&st, agent)?.node());
+        let access = AccessPermission::from_raw(access)?;
+        let va = GpuVa(ptr as u64);
+        for p in st.rt().pools().iter().filter_map(|p| p.memory_pool()) {
+            if p.pointer_info(va).is_ok() {
+                p.assign_agent(va, node, access)?;
+                return Ok(Status::Success);
+            }
+        }
+        bail!(
+            Status::InvalidArgument,
+            "ptr {:#x} was not allocated by this runtime",
+            va.0
+        )
+    })
+}
+
+/// `hsa_amd_agents_allow_access`: gives `agents` access to the allocation at `ptr`; `flags`
+/// must be NULL (reserved).
+///
+/// # Safety
+/// `agents` is NULL or points to `num_agents` handles.
+pub unsafe extern "C" fn hsa_amd_agents_allow_access(
+    num_agents: u32,
+    agents: *const u64,
+    flags: *const u32,
+    ptr: *const c_void,
+) -> HsaStatus {
+    guard("hsa_amd_agents_allow_access", || {
+        let st = state::state()?;
+        non_null(agents, "agents")?;
+        non_null(ptr, "ptr")?;
+        if num_agents == 0 {
+            bail!(Status::InvalidArgument, "num_agents is 0");
+        }
+        if !flags.is_null() {
+            bail!(
+                Status::InvalidArgument,
+                "flags is reserved and must be NULL"
+            );
+        }
+        // SAFETY: non-NULL, `num_agents` handles per the caller's contract.
+        let list = unsafe { std::slice::from_raw_parts(agents, num_agents as usize) };
+        let handles: Vec<AgentHandle> = list.iter().map(|h| AgentHandle(*h)).collect();
+        st.rt().allow_access(&handles, GpuVa(ptr as u64))?;
+        Ok(Status::Success)
+    })
+}
+
+/// The allocation callback of `hsa_amd_pointer_info`.
+pub type AllocFn = unsafe extern "C" fn(usize) -> *mut c_void;
+
+/// `hsa_amd_pointer_info`: what `ptr` is. Memory not from this runtime is
+/// `HSA_EXT_POINTER_TYPE_UNKNOWN` (success, as ROCR). When `accessible` is given, `alloc`
+/// makes the array of agents that can reach the allocation (owner, agents allowed by default,
+/// agents given access), and `*num_agents_accessible` is its length.
+///
+/// # Safety
+/// `info` is NULL or points to an `hsa_amd_pointer_info_t` whose `size` the caller set;
+/// `num_agents_accessible`/`accessible` are NULL or writable; `alloc` is a valid allocator
+/// or NULL.
+pub unsafe extern "C" fn hsa_amd_pointer_info(
+    ptr: *const c_void,
+    info: *mut HsaAmdPointerInfo,
+    alloc: Option<AllocFn>,
+    num_agents_accessible: *mut u32,
+    accessible: *mut *mut u64,
+) -> HsaStatus {
+    guard("hsa_amd_pointer_info", || {
+        let st = state::state()?;
+        non_null(info, "info")?;
+        // SAFETY: non-NULL; the caller set `size` (the first field).
+        let caller_size = unsafe { info.cast::<u32>().read_unaligned() };
+        let mut out = HsaAmdPointerInfo {
+            size: (caller_size as usize).min(std::mem::size_of::<HsaAmdPointerInfo>()) as u32,
+            type_: HSA_EXT_POINTER_TYPE_UNKNOWN,
+            agent_base_address: std::ptr::null_mut(),
+            host_base_address: std::ptr::null_mut(),
+            size_in_bytes: 0,
+            user_data: std::ptr::null_mut(),
+            agent_owner: 0,
+            global_flags: 0,
+        };
+        let mut agents = Vec::new();
+        if let Ok(p) = st.rt().pointer_info(GpuVa(ptr as u64)) {
+            out.type_ = HSA_EXT_POINTER_TYPE_HSA;
+            out.agent_base_address = p.allocation.va.0 as *mut c_void;
+            out.host_base_address = p
+                .allocation
+                .host_ptr
+                .map_or(std::ptr::null_mut(), |h| h.as_ptr().cast());
+            out.size_in_bytes = p.allocation.size_bytes as usize;
+            out.agent_owner = agent_of_node(&st, p.pool_owner);
+            out.global_flags = p.global_flags.bits();
+            let pool_info = st
+                .rt()
+                .pools()
+                .iter()
+                .find(|pool| {
+                    pool.memory_pool()
+                        .is_some_and(|m| m.pointer_info(p.allocation.va).is_ok())
+                })
+                .map(|pool| pool.info().clone());
+            for a in st.rt().agents() {
+                let node = NodeId(a.node());
+                let by_default = pool_info
+                    .as_ref()
+                    .is_some_and(|i| i.access_of(node) == AgentAccess::AllowedByDefault);
+                let given = a.node() < 64 && p.allowed_nodes & (1u64 << a.node()) != 0;
+                if node == p.pool_owner || by_default || given {
+                    agents.push(a.handle().0);
+                }
+            }
+        }
+        let n = (out.size as usize).min(std::mem::size_of::<HsaAmdPointerInfo>());
+        // SAFETY: `info` holds at least `caller_size` >= n bytes (the caller's contract); a
+        // byte copy of the first n bytes of `out`.
+        unsafe {
+            std::ptr::copy_nonoverlapping((&raw const out).cast::<u8>(), info.cast::<u8>(), n)
+        };
+        if !accessible.is_null() {
+            non_null(num_agents_accessible, "num_agents_accessible")?;
+            let Some(alloc) = alloc else {
+                bail!(
+                    Status::InvalidArgument,
+                    "alloc is NULL but accessible is not"
+                );
+            };
+            // SAFETY: the application's allocator, called with a byte count.
+            let array = unsafe { alloc(agents.len() * 8) }.cast::<u64>();
+            if array.is_null() && !agents.is_empty() {
+                bail!(Status::OutOfResources, "alloc returned NULL");
+            }
+            // SAFETY: `array` holds agents.len() u64s (just allocated by the caller's
+            // allocator for that size); the output slots are non-NULL and writable.
+            unsafe {
+                std::ptr::copy_nonoverlapping(agents.as_ptr(), array, agents.len());
+                accessible.write(array);
+                num_agents_accessible.write(agents.len() as u32);
+            }
+        } else if !num_agents_accessible.is_null() {
+            // SAFETY: non-NULL, writable per the caller's contract.
+            unsafe { num_agents_accessible.write(agents.len() as u32) };
+        }
+        Ok(Status::Success)
+    })
+}
+
+export!(
+    hsa_amd_agent_iterate_memory_pools,
+    hsa_agent_iterate_regions,
+    hsa_amd_memory_pool_get_info,
+    hsa_region_get_info,
+    hsa_memory_allocate,
+    hsa_amd_memory_pool_allocate,
+    hsa_memory_free,
+    hsa_amd_memory_pool_free,
+    hsa_memory_copy,
+    hsa_memory_assign_agent,
+    hsa_amd_agents_allow_access,
+    hsa_amd_pointer_info,
+);

@@ -1,0 +1,100 @@
+//! Init, shut-down, status strings, system attributes (HSA Runtime 1.2 §2.1–2.3).
+#![allow(unsafe_code)]
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::OnceLock;
+
+use hsa_core::{bail, Status};
+
+use super::{guard, non_null, put, HsaStatus};
+use crate::abi::*;
+use crate::state;
+
+fn status_strings() -> &'static [(Status, CString)] {
+    static STRINGS: OnceLock<Vec<(Status, CString)>> = OnceLock::new();
+    STRINGS.get_or_init(|| {
+        Status::ALL
+            .iter()
+            .map(|s| {
+                let text = format!("{}: {}", s.c_name(), s.description());
+                (*s, CString::new(text).unwrap_or_default())
+            })
+            .collect()
+    })
+}
+
+/// `hsa_status_string`: a static NUL-terminated description of `status`.
+///
+/// # Safety
+/// `string` is NULL or a writable `const char*`.
+pub unsafe extern "C" fn hsa_status_string(status: u32, string: *mut *const c_char) -> HsaStatus {
+    guard("hsa_status_string", || {
+        non_null(string, "string")?;
+        let Some((_, text)) = status_strings().iter().find(|(s, _)| s.raw() == status) else {
+            bail!(
+                Status::InvalidArgument,
+                "status {status:#x} is not an hsa_status_t"
+            );
+        };
+        // SAFETY: non-NULL, the caller's `const char*` slot; the string is static.
+        unsafe { string.write(text.as_ptr()) };
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_init`: see [`state::init`].
+pub extern "C" fn hsa_init() -> HsaStatus {
+    guard("hsa_init", || state::init().map(|()| Status::Success))
+}
+
+/// `hsa_shut_down`: see [`state::shut_down`].
+pub extern "C" fn hsa_shut_down() -> HsaStatus {
+    guard("hsa_shut_down", || {
+        state::shut_down().map(|()| Status::Success)
+    })
+}
+
+/// `hsa_system_get_info`: the `hsa_system_info_t` attributes (and the AMD ones of ROCR 5.2:
+/// `BUILD_VERSION` as a static `const char*`, `SVM_SUPPORTED` and
+/// `SVM_ACCESSIBLE_BY_DEFAULT`, both false here).
+///
+/// # Safety
+/// `value` is NULL or points to memory of the attribute's documented size.
+pub unsafe extern "C" fn hsa_system_get_info(attribute: u32, value: *mut c_void) -> HsaStatus {
+    guard("hsa_system_get_info", || {
+        let st = state::state()?;
+        non_null(value, "value")?;
+        let info = st.rt().system_info();
+        // SAFETY: (all arms) `value` is non-NULL and, per the caller's contract, as large as
+        // the attribute's type.
+        unsafe {
+            match attribute {
+                HSA_SYSTEM_INFO_VERSION_MAJOR => put::<u16>(value, info.version.0),
+                HSA_SYSTEM_INFO_VERSION_MINOR => put::<u16>(value, info.version.1),
+                HSA_SYSTEM_INFO_TIMESTAMP => put::<u64>(value, st.rt().timestamp_ticks()),
+                HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY => {
+                    put::<u64>(value, info.timestamp_frequency_hz)
+                }
+                HSA_SYSTEM_INFO_SIGNAL_MAX_WAIT => put::<u64>(value, info.signal_max_wait_ticks),
+                HSA_SYSTEM_INFO_ENDIANNESS => put::<u32>(value, info.endianness as u32),
+                HSA_SYSTEM_INFO_MACHINE_MODEL => put::<u32>(value, info.machine_model as u32),
+                HSA_SYSTEM_INFO_EXTENSIONS => put::<[u8; 128]>(value, info.extensions),
+                HSA_AMD_SYSTEM_INFO_BUILD_VERSION => {
+                    static BUILD: &std::ffi::CStr = c"hsa-rt 0.1.0";
+                    put::<*const c_char>(value, BUILD.as_ptr())
+                }
+                HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED
+                | HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT => put::<bool>(value, false),
+                other => return Err(super::bad_attribute("system", other)),
+            }
+        }
+        Ok(Status::Success)
+    })
+}
+
+export!(
+    hsa_status_string,
+    hsa_init,
+    hsa_shut_down,
+    hsa_system_get_info,
+);
