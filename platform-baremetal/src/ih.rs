@@ -373,9 +373,9 @@ mod tests {
 
     #[test]
     fn ring_drains_wraps_and_handles_overflow() {
-        let (r, _) = crate::mmio::leaked_region(16); // 128 bytes = 4 entries
-        let (w, _) = crate::mmio::leaked_region(1);
-        let (rp, _) = crate::mmio::leaked_region(1);
+        let (r, _ring) = crate::mmio::test_region(16); // 128 bytes = 4 entries
+        let (w, _wptr) = crate::mmio::test_region(1);
+        let (rp, _rptr) = crate::mmio::test_region(1);
         let mut ih = IhRing::new(r, w, rp, 4).unwrap();
         let put = |slot: usize, data: u32| {
             let e = IhEntry {

@@ -29,7 +29,8 @@
 #![allow(dead_code)]
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -200,6 +201,12 @@ impl KernelCtx<'_> {
             .map(|a| a.load(Ordering::Relaxed))
     }
 
+    /// Loads the aligned 32-bit word at GPU address `va`; `None` outside CPU-visible memory.
+    pub fn load_u32(&self, va: u64) -> Option<u32> {
+        self.atomic::<AtomicU32>(va)
+            .map(|a| a.load(Ordering::Relaxed))
+    }
+
     /// Stores the aligned 32-bit `value` at GPU address `va`; `false` outside CPU-visible
     /// memory (nothing stored).
     pub fn store_u32(&self, va: u64, value: u32) -> bool {
@@ -272,6 +279,8 @@ pub struct SimDevice<'a, H: SimHost> {
     kernels: Mutex<HashMap<u64, Arc<KernelFn<'a>>>>,
     queues: Mutex<HashMap<u32, SimQueue>>,
     errors: Mutex<Vec<(u32, Error)>>,
+    /// Generations of mappings already seen (attached or found attached): attach once.
+    attached: Mutex<HashSet<u64>>,
     packets: AtomicU64,
     eop_interrupts: AtomicU64,
 }
@@ -310,6 +319,7 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
             kernels: Mutex::new(HashMap::new()),
             queues: Mutex::new(HashMap::new()),
             errors: Mutex::new(Vec::new()),
+            attached: Mutex::new(HashSet::new()),
             packets: AtomicU64::new(0),
             eop_interrupts: AtomicU64::new(0),
         }
@@ -360,7 +370,7 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
         lock(&self.errors).clone()
     }
 
-    /// Processor for a newly seen mapping, or an error naming what is unusable.
+    /// Processor for a newly seen mapping, or an error naming what is attached.
     fn attach(&self, mapping: &QueueMapping, generation: u64, hqd: u8) -> Result<SimQueue, Error> {
         let size_packets = mapping.ring_size_bytes / 64;
         if !size_packets.is_power_of_two() || size_packets > u64::from(u32::MAX) {
@@ -425,19 +435,20 @@ impl<'a, H: SimHost> SimDevice<'a, H> {
             .filter_map(|(i, h)| h.map(|h| (i, h)))
         {
             let db = mapping.doorbell.get();
-            if !queues.contains_key(&db) {
-                match self.attach(&mapping, generation, hqd as u8) {
-                    Ok(q) => {
-                        queues.insert(db, q);
+            let q = match queues.entry(db) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(v) => {
+                    if !lock(&self.attached).insert(generation) {
+                        continue; // reported once already
                     }
-                    Err(e) => {
-                        lock(&self.errors).push((db, e));
-                        continue;
+                    match self.attach(&mapping, generation, hqd as u8) {
+                        Ok(q) => v.insert(q),
+                        Err(e) => {
+                            lock(&self.errors).push((db, e));
+                            continue;
+                        }
                     }
                 }
-            }
-            let Some(q) = queues.get_mut(&db) else {
-                continue;
             };
             if q.processor.stopped().is_some()
                 || (!q.blocked && q.processor.read_index() > self.doorbell_value(db))
