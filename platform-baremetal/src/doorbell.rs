@@ -106,7 +106,7 @@ mod tests {
 
     #[test]
     fn ring_stores_at_index_times_8_and_checks_the_grant() {
-        let (ap, bar) = crate::mmio::leaked_region(16);
+        let (ap, bar) = crate::mmio::test_region(16);
         let bar = |i: usize| bar[i].load(core::sync::atomic::Ordering::SeqCst);
         let db = Doorbells::new(ap, DoorbellIndex(4), 8).unwrap();
         db.ring(DoorbellIndex(5), 0x1234_5678_9abc_def0).unwrap();

@@ -37,7 +37,10 @@ pub struct CarveOut {
     pub phys_base: PhysAddr,
     /// CPU virtual address of the first byte; `None` when the CPU cannot touch it.
     pub virt_base: Option<usize>,
-    /// Address of the first byte in the GPU's virtual address space.
+    /// Address of the first byte in the GPU's virtual address space. For
+    /// [`CarveOutKind::SystemMemory`] it must equal `virt_base`: HSA hands host pointers
+    /// (signal handles, event mailboxes, kernarg and queue addresses) to the GPU unchanged,
+    /// so the host maps system memory at the same address for the GPU as for the CPU.
     pub gpu_va: GpuVa,
     /// Size, bytes (a multiple of 4096).
     pub size_bytes: u64,

@@ -23,6 +23,7 @@
 //! pointer values; bad input becomes an [`IhError`].
 
 use core::fmt;
+use core::sync::atomic::{fence, Ordering};
 
 use crate::mmio::{MmioError, MmioRegion};
 
@@ -186,6 +187,9 @@ pub struct IhRing {
     rptr_offset: usize,
     ptr_mask: u32,
     rptr: u32,
+    /// The raw write pointer (overflow bit set) whose overflow was already handled, so that a
+    /// second drain before the IH writes again does not restart and re-read the ring.
+    overflow_handled: Option<u32>,
 }
 
 impl IhRing {
@@ -229,6 +233,7 @@ impl IhRing {
             rptr_offset,
             ptr_mask: size as u32 - 1,
             rptr: 0,
+            overflow_handled: None,
         })
     }
 
@@ -245,17 +250,29 @@ impl IhRing {
     /// Reads every entry from the read pointer up to the write pointer, calling `f` with each
     /// decode result, then writes the read pointer back to the register. Handles wrap-around;
     /// on overflow (`RB_OVERFLOW`) restarts at `wptr + 32`, the oldest entry not overwritten,
-    /// as Linux does. Never blocks, never allocates.
+    /// as Linux does — once per overflowed write-pointer value: a drain that finds the same
+    /// overflowed value again (a spurious or repeated interrupt before the IH wrote anew) does
+    /// not restart, so no entry is read twice. Never blocks, never allocates.
+    ///
+    /// Ordering: an Acquire fence after the write-pointer load orders it before the entry
+    /// loads (Linux `amdgpu_ih_process`: `rmb()` "Order reading of wptr vs. reading of IH ring
+    /// data"), pairing with the writer's Release between entry and write-pointer stores.
     pub fn drain(&mut self, mut f: impl FnMut(Result<IhEntry, IhError>)) -> DrainStats {
         let mut stats = DrainStats::default();
         let raw = match self.wptr.read32(0) {
             Ok(w) => w,
             Err(_) => return stats,
         };
+        fence(Ordering::Acquire);
         let wptr = raw & !WPTR_OVERFLOW & self.ptr_mask;
         if raw & WPTR_OVERFLOW != 0 {
-            stats.overflow = true;
-            self.rptr = (wptr + IH_ENTRY_BYTES) & self.ptr_mask;
+            if self.overflow_handled != Some(raw) {
+                stats.overflow = true;
+                self.overflow_handled = Some(raw);
+                self.rptr = (wptr + IH_ENTRY_BYTES) & self.ptr_mask;
+            }
+        } else {
+            self.overflow_handled = None;
         }
         if wptr % IH_ENTRY_BYTES != 0 {
             stats.bad_wptr = true;
@@ -356,9 +373,9 @@ mod tests {
 
     #[test]
     fn ring_drains_wraps_and_handles_overflow() {
-        let (r, _) = crate::mmio::leaked_region(16); // 128 bytes = 4 entries
-        let (w, _) = crate::mmio::leaked_region(1);
-        let (rp, _) = crate::mmio::leaked_region(1);
+        let (r, _ring) = crate::mmio::test_region(16); // 128 bytes = 4 entries
+        let (w, _wptr) = crate::mmio::test_region(1);
+        let (rp, _rptr) = crate::mmio::test_region(1);
         let mut ih = IhRing::new(r, w, rp, 4).unwrap();
         let put = |slot: usize, data: u32| {
             let e = IhEntry {
@@ -412,6 +429,10 @@ mod tests {
         assert_eq!(s.entries, 3);
         assert_eq!(&seen[5..8], &[23, 20, 21]);
         assert_eq!(rp.read32(4).unwrap(), 64);
+        // the same overflowed write pointer again (a repeated interrupt): nothing is re-read
+        let s = ih.drain(|_| panic!("no entry may be read twice"));
+        assert_eq!((s.entries, s.overflow), (0, false));
+        assert_eq!(ih.rptr(), 64);
         // a misaligned write pointer is reported, and nothing is read past it
         w.write32(0, 70).unwrap();
         let mut errs = 0;

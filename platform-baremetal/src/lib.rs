@@ -93,6 +93,28 @@ impl<H: Host, const EVENT_WORDS: usize> core::fmt::Debug for BaremetalPlatform<H
     }
 }
 
+/// HSA hands host pointers to the GPU unchanged (signal handles are `amd_signal_t` host
+/// addresses, `Event::mailbox` is one address for both sides, kernarg and queue pointers are
+/// shared), so system memory must sit at the same address in the CPU's and the GPU's address
+/// spaces (ROCR gets this from KFD's SVM mapping; a bare-metal host sets its GPU page tables
+/// so). VRAM carve-outs may differ.
+fn check_system_identity(carve_outs: &[CarveOut]) -> Result<(), Error> {
+    for (i, c) in carve_outs.iter().enumerate() {
+        if c.kind == CarveOutKind::SystemMemory
+            && c.virt_base.map(|v| v as u64) != Some(c.gpu_va.get())
+        {
+            hsa_core::bail!(
+                Status::InvalidArgument,
+                "carve-out {i}: system memory at gpu_va {:#x} has virt_base {:?}; HSA shares \
+                 host pointers with the GPU, so gpu_va must equal virt_base",
+                c.gpu_va.get(),
+                c.virt_base
+            );
+        }
+    }
+    Ok(())
+}
+
 fn ns_to_ticks(ns: u64, freq_hz: u64) -> u64 {
     u64::try_from(u128::from(ns) * u128::from(freq_hz) / 1_000_000_000).unwrap_or(u64::MAX)
 }
@@ -107,10 +129,12 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     ///
     /// # Errors
     /// `Status::InvalidArgument` for carve-outs, a doorbell grant or an IH ring the host
-    /// described inconsistently (the message names which); `Status::OutOfResources` when no
-    /// system-memory carve-out can hold the event page.
+    /// described inconsistently (the message names which), including a system-memory
+    /// carve-out whose `gpu_va` is not its `virt_base` (see [`CarveOut::gpu_va`]);
+    /// `Status::OutOfResources` when no system-memory carve-out can hold the event page.
     pub fn new(host: H) -> Result<Self, Error> {
         let memory = CarveOutAllocator::new(host.carve_outs())?;
+        check_system_identity(host.carve_outs())?;
         let d = host.doorbells();
         let doorbells = Doorbells::new(mmio::host_doorbell_aperture(&host)?, d.first, d.count)?;
         let (ring, wptr, rptr_block) = mmio::host_ih_regions(&host)?;
@@ -330,6 +354,41 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn carve(kind: CarveOutKind, virt: Option<usize>, gpu: u64) -> CarveOut {
+        CarveOut {
+            node: NodeId(0),
+            kind,
+            phys_base: hsa_core::PhysAddr(0x1000_0000),
+            virt_base: virt,
+            gpu_va: GpuVa(gpu),
+            size_bytes: 0x10_0000,
+        }
+    }
+
+    #[test]
+    fn system_memory_must_be_identity_mapped() {
+        let ok = [
+            carve(CarveOutKind::SystemMemory, Some(0x7000_0000), 0x7000_0000),
+            carve(
+                CarveOutKind::HostVisibleVram,
+                Some(0x9000_0000),
+                0x1_0000_0000,
+            ),
+            carve(CarveOutKind::PrivateVram, None, 0x2_0000_0000),
+        ];
+        assert!(check_system_identity(&ok).is_ok());
+        let moved = [
+            ok[1],
+            carve(CarveOutKind::SystemMemory, Some(0x7000_0000), 0x8000),
+        ];
+        let e = check_system_identity(&moved).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().contains("carve-out 1"), "{e}");
+        assert!(e.detail().contains("gpu_va 0x8000"), "{e}");
+        let unmapped = [carve(CarveOutKind::SystemMemory, None, 0x8000)];
+        assert!(check_system_identity(&unmapped).is_err());
+    }
 
     #[test]
     fn ns_to_ticks_saturates_and_scales() {

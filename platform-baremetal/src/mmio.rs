@@ -9,6 +9,9 @@
 //! and never an access.
 #![allow(unsafe_code)]
 
+#[cfg(test)]
+extern crate alloc;
+
 use core::fmt;
 use core::ptr::NonNull;
 
@@ -309,19 +312,20 @@ pub fn host_carve_out_window<H: Host + ?Sized>(
     Ok(unsafe { MmioRegion::new(virt + off, size) }?)
 }
 
-/// Test helper: a region over leaked ordinary memory (`words.len() * 8` bytes).
+/// Test helper: a region over `words.len() * 8` bytes of ordinary zeroed memory, and the
+/// memory itself, which must outlive every use of the region (moving the `Vec` is fine: the
+/// heap block stays put, and unlike a `Box` a moved `Vec` does not re-assert uniqueness over
+/// it under Stacked Borrows).
 #[cfg(test)]
-pub(crate) fn leaked_region(
+pub(crate) fn test_region(
     words: usize,
-) -> (MmioRegion, &'static [core::sync::atomic::AtomicU64]) {
-    extern crate alloc;
-    let mem: &'static [core::sync::atomic::AtomicU64] = alloc::vec::Vec::leak(
-        (0..words)
-            .map(|_| core::sync::atomic::AtomicU64::new(0))
-            .collect(),
-    );
-    // SAFETY: leaked, so valid forever; plain memory, accessed only through volatile and
-    // atomic operations, never through references to non-atomic data.
+) -> (MmioRegion, alloc::vec::Vec<core::sync::atomic::AtomicU64>) {
+    let mem: alloc::vec::Vec<core::sync::atomic::AtomicU64> = (0..words)
+        .map(|_| core::sync::atomic::AtomicU64::new(0))
+        .collect();
+    // SAFETY: the caller keeps `mem` alive while it uses the region; plain memory, accessed
+    // only through volatile and atomic operations, never through references to non-atomic
+    // data.
     let r = unsafe { MmioRegion::new(mem.as_ptr() as usize, words * 8) }.expect("aligned");
     (r, mem)
 }

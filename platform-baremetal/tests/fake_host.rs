@@ -53,7 +53,7 @@ impl FakeHost {
                 kind: CarveOutKind::SystemMemory,
                 phys_base: PhysAddr(0x10_0000_0000),
                 virt_base: Some(virt),
-                gpu_va: GpuVa(0x7f00_0000_0000),
+                gpu_va: GpuVa(virt as u64), // identity: HSA shares host pointers with the GPU
                 size_bytes: size,
             },
             CarveOut {

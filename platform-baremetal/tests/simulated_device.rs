@@ -1,0 +1,568 @@
+//! The bare-metal backend end to end against a simulated GPU (`sim`): the core's `AqlQueue`
+//! and `SignalPool` over `BaremetalPlatform`, a device thread that watches the doorbells, runs
+//! the rings through the core's `PacketProcessor` and reports completions of interrupt signals
+//! as soc15 IH entries, and waiters that sleep in the host's wait-for-interrupt hook until the
+//! platform's interrupt path wakes them.
+
+mod sim;
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hsa_baremetal::ih::IhEntry;
+use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_END_OF_PIPE};
+use hsa_baremetal::{
+    BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, IrqStats,
+    QueueMapping, RegisterLocation,
+};
+use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
+use hsa_core::platform::Platform;
+use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, NodeProperties};
+use hsa_core::queue::{AqlQueue, QueueConfig};
+use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
+use hsa_core::{DoorbellIndex, Error, GpuVa, NodeId, PhysAddr, Status};
+use sim::{DeviceLink, SimDevice, SimHost};
+
+const SYS_BYTES: usize = 2 << 20;
+const IH_BYTES: usize = 4096; // 128 entries
+const FIRST_DOORBELL: u32 = 16;
+const RPTR_OFFSET: usize = 12;
+const KERNEL: GpuVa = GpuVa(0x10_0000);
+const TIMEOUT_NS: u64 = 10_000_000_000;
+
+fn words(bytes: usize) -> Box<[AtomicU64]> {
+    (0..bytes / 8).map(|_| AtomicU64::new(0)).collect()
+}
+
+/// A host over ordinary memory: a big buffer for system memory (identity-mapped for the
+/// "GPU"), a doorbell "BAR", an IH ring with its write-pointer word and a register block with
+/// the read-pointer register, and a Condvar-based wait-for-interrupt that counts how it slept
+/// and why it woke.
+struct TestHost {
+    /// Backs the system-memory carve-out (only reached through its addresses).
+    _sys: Box<[AtomicU64]>,
+    doorbell_bar: Box<[AtomicU64]>,
+    ih: Box<[AtomicU64]>,
+    ih_wptr: Box<[AtomicU64]>,
+    ih_regs: Box<[AtomicU64]>,
+    carve: Vec<CarveOut>,
+    nodes: Vec<NodeProperties>,
+    link: DeviceLink,
+    lock: Mutex<u64>,
+    cv: Condvar,
+    /// Times a waiter actually went to sleep (still waiting after arming).
+    sleeps: AtomicU64,
+    /// Sleeps ended by `wake_waiters` (not by the deadline or spuriously).
+    woken: AtomicU64,
+    overflow_clears: AtomicU64,
+    start: Instant,
+}
+
+impl TestHost {
+    fn new() -> TestHost {
+        let sys = words(SYS_BYTES);
+        let sys_addr = sys.as_ptr() as usize;
+        let virt = sys_addr.next_multiple_of(4096);
+        let size = (SYS_BYTES - (virt - sys_addr)) as u64 & !4095;
+        let carve = vec![
+            CarveOut {
+                node: NodeId(0),
+                kind: CarveOutKind::SystemMemory,
+                phys_base: PhysAddr(0x10_0000_0000),
+                virt_base: Some(virt),
+                gpu_va: GpuVa(virt as u64),
+                size_bytes: size,
+            },
+            CarveOut {
+                node: NodeId(1),
+                kind: CarveOutKind::PrivateVram,
+                phys_base: PhysAddr(0x8000_0000),
+                virt_base: None,
+                gpu_va: GpuVa(0x8000_0000),
+                size_bytes: 1 << 24,
+            },
+        ];
+        let cpu = NodeProperties {
+            node_id: 0,
+            cpu_cores_count: 2,
+            ..Default::default()
+        };
+        let gpu = NodeProperties {
+            node_id: 1,
+            simd_count: 8,
+            simd_per_cu: 4,
+            gfx_target_version: 90010,
+            ..Default::default()
+        };
+        TestHost {
+            _sys: sys,
+            doorbell_bar: words(4096),
+            ih: words(IH_BYTES),
+            ih_wptr: words(8),
+            ih_regs: words(32),
+            carve,
+            nodes: vec![cpu, gpu],
+            link: DeviceLink::new(),
+            lock: Mutex::new(0),
+            cv: Condvar::new(),
+            sleeps: AtomicU64::new(0),
+            woken: AtomicU64::new(0),
+            overflow_clears: AtomicU64::new(0),
+            start: Instant::now(),
+        }
+    }
+
+    fn rptr_register(&self) -> u32 {
+        (self.ih_regs[RPTR_OFFSET / 8].load(Ordering::SeqCst) >> 32) as u32
+    }
+
+    fn ns(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+}
+
+// SAFETY: every address handed out points into boxes this value owns for its whole life; the
+// system carve-out is identity-mapped and inside `sys`; carve-outs do not overlap; the
+// doorbell grant 16..48 fits the 4096-byte BAR; only the platform reads the IH ring.
+unsafe impl Host for TestHost {
+    fn carve_outs(&self) -> &[CarveOut] {
+        &self.carve
+    }
+    fn clear_device_memory(&self, _gpu_va: GpuVa, _size_bytes: u64) -> Result<(), Error> {
+        Ok(())
+    }
+    fn doorbells(&self) -> DoorbellAperture {
+        DoorbellAperture {
+            virt_base: self.doorbell_bar.as_ptr() as usize,
+            size_bytes: self.doorbell_bar.len() * 8,
+            first: DoorbellIndex(FIRST_DOORBELL),
+            count: 32,
+        }
+    }
+    unsafe fn map_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
+        self.link.map(mapping)
+    }
+    fn unmap_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
+        self.link.unmap(mapping)
+    }
+    fn ih_ring(&self) -> IhRingConfig {
+        IhRingConfig {
+            ring_virt_base: self.ih.as_ptr() as usize,
+            ring_size_bytes: IH_BYTES as u32,
+            wptr_virt: self.ih_wptr.as_ptr() as usize,
+            rptr_register: RegisterLocation {
+                block_virt_base: self.ih_regs.as_ptr() as usize,
+                block_size_bytes: 256,
+                offset_bytes: RPTR_OFFSET,
+            },
+        }
+    }
+    fn ih_overflow_clear(&self) {
+        self.overflow_clears.fetch_add(1, Ordering::SeqCst);
+        self.link.request_overflow_clear();
+    }
+    fn wait_for_interrupt(&self, deadline_ticks: u64, still_waiting: &dyn Fn() -> bool) {
+        // The lock is the "interrupts masked" of a real host: wake_waiters takes it too.
+        let mut wakes = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        if !still_waiting() {
+            return;
+        }
+        self.sleeps.fetch_add(1, Ordering::SeqCst);
+        let seen = *wakes;
+        loop {
+            let now = self.ns();
+            if now >= deadline_ticks {
+                return;
+            }
+            wakes = self
+                .cv
+                .wait_timeout(wakes, Duration::from_nanos(deadline_ticks - now))
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+            if *wakes != seen {
+                self.woken.fetch_add(1, Ordering::SeqCst);
+                return;
+            }
+        }
+    }
+    fn wake_waiters(&self) {
+        let mut wakes = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
+        *wakes += 1;
+        self.cv.notify_all();
+    }
+    fn timestamp_ticks(&self) -> u64 {
+        self.ns()
+    }
+    fn timestamp_frequency_hz(&self) -> u64 {
+        1_000_000_000
+    }
+    fn nodes(&self) -> &[NodeProperties] {
+        &self.nodes
+    }
+}
+
+impl SimHost for TestHost {
+    fn link(&self) -> &DeviceLink {
+        &self.link
+    }
+}
+
+type Plat = BaremetalPlatform<TestHost>;
+
+fn platform() -> Plat {
+    BaremetalPlatform::new(TestHost::new()).unwrap()
+}
+
+fn system_chunk(p: &Plat) -> MemoryChunk {
+    p.allocate_memory(&MemoryRequest {
+        node: NodeId(0),
+        kind: MemoryKind::System,
+        size_bytes: 4096,
+        align_bytes: 4096,
+        flags: MemoryFlags::HOST_ACCESS,
+    })
+    .unwrap()
+}
+
+/// The 32-bit word `i` of a host-visible chunk.
+fn word(chunk: &MemoryChunk, i: usize) -> &AtomicU32 {
+    assert!(4 * i + 4 <= chunk.size_bytes as usize);
+    // SAFETY: in bounds (asserted), 4-aligned, inside a live chunk of the identity-mapped
+    // system carve-out; the device accesses it atomically too.
+    unsafe { AtomicU32::from_ptr(chunk.host_ptr.unwrap().as_ptr().cast::<u32>().add(i)) }
+}
+
+fn set_kernarg_u64(chunk: &MemoryChunk, value: u64) {
+    word(chunk, 0).store(value as u32, Ordering::Relaxed);
+    word(chunk, 1).store((value >> 32) as u32, Ordering::Relaxed);
+}
+
+/// Polls `cond` every 100 µs for up to 20 s.
+fn wait_until(what: &str, cond: impl Fn() -> bool) {
+    let t = Instant::now();
+    while !cond() {
+        assert!(t.elapsed() < Duration::from_secs(20), "timed out: {what}");
+        thread::sleep(Duration::from_micros(100));
+    }
+}
+
+fn unknown_entry() -> [u8; 32] {
+    // VMC (0x12) page fault: not a source this runtime handles.
+    IhEntry {
+        client_id: 0x12,
+        source_id: 0,
+        ..Default::default()
+    }
+    .encode()
+}
+
+fn eop_entry(event: u32) -> [u8; 32] {
+    IhEntry {
+        client_id: CLIENT_GRBM_CP,
+        source_id: SOURCE_CP_END_OF_PIPE,
+        src_data: [event, 0, 0, 0],
+        ..Default::default()
+    }
+    .encode()
+}
+
+fn counts(s: IrqStats) -> [u64; 6] {
+    [
+        s.entries,
+        s.signaled,
+        s.unknown,
+        s.malformed,
+        s.bad_event,
+        s.overflows,
+    ]
+}
+
+fn gpu_queue(p: &Plat) -> AqlQueue<'_, Plat> {
+    AqlQueue::create(p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap()
+}
+
+#[test]
+fn barrier_and_dispatch_complete_and_wake_blocked_waiters_through_the_ih_ring() {
+    let p = platform();
+    let h = p.host();
+    let out = system_chunk(&p);
+    let kernarg = system_chunk(&p);
+    set_kernarg_u64(&kernarg, out.gpu_va.get());
+    let kernel_started = AtomicBool::new(false);
+    let kernel_go = AtomicBool::new(false);
+    let dev = SimDevice::new(&p);
+    dev.register_kernel(KERNEL, |ctx| {
+        kernel_started.store(true, Ordering::SeqCst);
+        let t = Instant::now();
+        while !kernel_go.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(20) {
+            thread::sleep(Duration::from_micros(100));
+        }
+        let dst = ctx.kernarg_u64(0).unwrap();
+        for i in 0..ctx.dispatch.grid_size[0] {
+            assert!(ctx.store_u32(dst + 4 * u64::from(i), i * i + 7));
+        }
+    });
+    let pool = SignalPool::new(&p, NodeId(0));
+    let gate = pool.create(1).unwrap();
+    let barrier_done = pool.create_interrupt(1).unwrap();
+    let kernel_done = pool.create_interrupt(1).unwrap();
+    let (be, ke) = (barrier_done.event().unwrap(), kernel_done.event().unwrap());
+    let queue = gpu_queue(&p);
+    assert_eq!(h.link.mapped(), 1);
+    let doorbell = FIRST_DOORBELL; // the first queue takes the first granted doorbell
+    assert_eq!(
+        queue.hw_queue().doorbell_address,
+        h.doorbell_bar.as_ptr() as u64 + 8 * u64::from(doorbell)
+    );
+
+    let stop = AtomicBool::new(false);
+    let waited = thread::scope(|s| {
+        s.spawn(|| dev.run(&stop));
+        // The controller: junk entries while the waiter sleeps, then open the gate; junk again
+        // while the kernel runs and the waiter sleeps on its signal, then let the kernel end.
+        s.spawn(|| {
+            wait_until("waiter asleep on the barrier", || {
+                h.sleeps.load(Ordering::SeqCst) >= 1
+            });
+            dev.inject(&unknown_entry());
+            let mut bad = eop_entry(be.get());
+            bad[3] |= 0x40; // dword 0 bit 30: reserved -> malformed, must not signal
+            dev.inject(&bad);
+            assert_eq!(dev.raise(), 0, "junk signals nothing");
+            assert_eq!(h.woken.load(Ordering::SeqCst), 0, "junk wakes nobody");
+            gate.store(0, StoreOrder::Release);
+            wait_until("kernel running, waiter asleep on it", || {
+                kernel_started.load(Ordering::SeqCst) && h.sleeps.load(Ordering::SeqCst) >= 2
+            });
+            dev.inject(&eop_entry(200)); // not an allocated event
+            let mut cp_bad_opcode = IhEntry::decode(&eop_entry(0)).unwrap();
+            cp_bad_opcode.source_id = 183;
+            dev.inject(&cp_bad_opcode.encode());
+            assert_eq!(dev.raise(), 0);
+            kernel_go.store(true, Ordering::SeqCst);
+        });
+
+        let mut r = queue.reserve(2).unwrap();
+        let barrier = BarrierAnd::new(
+            HeaderFlags {
+                barrier: true,
+                ..HeaderFlags::SYSTEM
+            },
+            &[gate.handle()],
+            barrier_done.handle(),
+        )
+        .unwrap();
+        r.write_next(&barrier.emit().unwrap()).unwrap();
+        let dispatch = KernelDispatch {
+            completion_signal: kernel_done.handle(),
+            ..KernelDispatch::one_dimensional(KERNEL, kernarg.gpu_va, 64, 256)
+        };
+        r.write_next(&dispatch.emit().unwrap()).unwrap();
+        let last = r.last_index();
+        queue.ring_doorbell(last).unwrap();
+        assert_eq!(last, 1);
+
+        let t = Instant::now();
+        let v = barrier_done.wait(
+            SignalCondition::Eq,
+            0,
+            TIMEOUT_NS,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(v, 0, "barrier-AND completed");
+        let t1 = t.elapsed();
+        let v = kernel_done.wait(
+            SignalCondition::Lt,
+            1,
+            TIMEOUT_NS,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(v, 0, "dispatch completed");
+        stop.store(true, Ordering::Release);
+        (t1, t.elapsed())
+    });
+    assert!(waited.1 < Duration::from_secs(15), "woken late: {waited:?}");
+
+    // The kernel ran once with the packet's grid and wrote through the kernarg pointer.
+    for i in [0u32, 1, 63, 255] {
+        assert_eq!(word(&out, i as usize).load(Ordering::Relaxed), i * i + 7);
+    }
+    assert_eq!(word(&out, 256).load(Ordering::Relaxed), 0, "grid is 256");
+    assert_eq!(dev.packets(), 2);
+    assert_eq!(queue.load_read_index(LoadOrder::Acquire), 2);
+    assert_eq!(
+        dev.doorbell_value(doorbell),
+        1,
+        "doorbell holds the last index"
+    );
+    assert!(dev.errors().is_empty(), "{:?}", dev.errors());
+
+    // Both waiters slept in the host hook and were woken by the interrupt path.
+    assert_eq!(h.sleeps.load(Ordering::SeqCst), 2);
+    assert_eq!(h.woken.load(Ordering::SeqCst), 2);
+    assert_eq!(dev.eop_interrupts(), 2);
+    // 2 junk + barrier EOP + 2 junk + kernel EOP, in that order in the ring.
+    let s = p.irq_stats();
+    assert_eq!(counts(s), [6, 2, 2, 1, 1, 0], "{s:?}");
+    assert!((2..=4).contains(&s.interrupts), "{s:?}");
+    assert_eq!(h.rptr_register(), 6 * 32);
+    // The processor wrote each event id into its mailbox.
+    for ev in [be, ke] {
+        let mb = p.event_mailbox(ev).unwrap().get() as *const u64;
+        // SAFETY: the mailbox slot of a live event, in the identity-mapped event page.
+        let got = unsafe { AtomicU64::from_ptr(mb.cast_mut()) }.load(Ordering::Acquire);
+        assert_eq!(got, u64::from(ev.get()));
+    }
+
+    queue.destroy().unwrap();
+    assert_eq!(h.link.mapped(), 0);
+    // SAFETY: no queue or kernel uses the chunks any more.
+    unsafe {
+        p.free_memory(&out).unwrap();
+        p.free_memory(&kernarg).unwrap();
+    }
+}
+
+#[test]
+fn many_dispatches_wrap_the_ring_and_every_completion_wakes_the_waiter() {
+    const ROUNDS: u32 = 150; // > 2 laps of the 64-packet ring and > 1 lap of the IH ring
+    let p = platform();
+    let kernarg = system_chunk(&p);
+    let runs = AtomicU32::new(0);
+    let dev = SimDevice::new(&p);
+    dev.register_kernel(KERNEL, |ctx| {
+        assert_eq!(ctx.dispatch.grid_size, [64, 1, 1]);
+        runs.fetch_add(1, Ordering::SeqCst);
+    });
+    let pool = SignalPool::new(&p, NodeId(0));
+    let done = pool.create_interrupt(1).unwrap();
+    let queue = gpu_queue(&p);
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| dev.run(&stop));
+        for round in 0..ROUNDS {
+            done.silent_store(1, StoreOrder::Relaxed);
+            let mut r = queue.reserve(1).unwrap();
+            let k = KernelDispatch {
+                completion_signal: done.handle(),
+                ..KernelDispatch::one_dimensional(KERNEL, kernarg.gpu_va, 64, 64)
+            };
+            let index = r.write_next(&k.emit().unwrap()).unwrap();
+            assert_eq!(index, u64::from(round));
+            queue.ring_doorbell(index).unwrap();
+            let v = done.wait(
+                SignalCondition::Eq,
+                0,
+                TIMEOUT_NS,
+                WaitState::Blocked,
+                LoadOrder::Acquire,
+            );
+            assert_eq!(v, 0, "round {round}");
+        }
+        stop.store(true, Ordering::Release);
+    });
+    assert_eq!(runs.load(Ordering::SeqCst), ROUNDS);
+    assert_eq!(queue.load_read_index(LoadOrder::Acquire), u64::from(ROUNDS));
+    let s = p.irq_stats();
+    assert_eq!(counts(s), [150, 150, 0, 0, 0, 0], "{s:?}");
+    assert_eq!(p.host().rptr_register(), (150 % 128) * 32);
+    assert!(dev.errors().is_empty());
+    queue.destroy().unwrap();
+    // SAFETY: no queue or kernel uses the chunk any more.
+    unsafe { p.free_memory(&kernarg) }.unwrap();
+}
+
+#[test]
+fn overflowed_ih_ring_is_recovered_once_and_later_interrupts_still_arrive() {
+    let p = platform();
+    let h = p.host();
+    let dev = SimDevice::new(&p);
+    // 130 entries into a 128-entry ring without an interrupt: the IH overflows.
+    for _ in 0..130 {
+        dev.inject(&unknown_entry());
+    }
+    assert_eq!(dev.raise(), 0);
+    let s = p.irq_stats();
+    // Restart at wptr + 32: the 127 entries not overwritten.
+    assert_eq!(counts(s), [127, 0, 127, 0, 0, 1], "{s:?}");
+    assert_eq!(h.overflow_clears.load(Ordering::SeqCst), 1);
+    // A repeated interrupt before the IH writes again re-reads nothing.
+    assert_eq!(dev.raise(), 0);
+    assert_eq!(counts(p.irq_stats()), [127, 0, 127, 0, 0, 1]);
+
+    // A real completion after the overflow: the next write clears RB_OVERFLOW.
+    let kernarg = system_chunk(&p);
+    dev.register_kernel(KERNEL, |_| {});
+    let pool = SignalPool::new(&p, NodeId(0));
+    let done = pool.create_interrupt(1).unwrap();
+    let queue = gpu_queue(&p);
+    let stop = AtomicBool::new(false);
+    thread::scope(|s| {
+        s.spawn(|| dev.run(&stop));
+        let mut r = queue.reserve(1).unwrap();
+        let k = KernelDispatch {
+            completion_signal: done.handle(),
+            ..KernelDispatch::one_dimensional(KERNEL, kernarg.gpu_va, 1, 1)
+        };
+        let i = r.write_next(&k.emit().unwrap()).unwrap();
+        queue.ring_doorbell(i).unwrap();
+        let v = done.wait(
+            SignalCondition::Eq,
+            0,
+            TIMEOUT_NS,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(v, 0);
+        stop.store(true, Ordering::Release);
+    });
+    assert_eq!(counts(p.irq_stats()), [128, 1, 127, 0, 0, 1]);
+    assert_eq!(
+        h.ih_wptr[0].load(Ordering::SeqCst) & 1,
+        0,
+        "overflow cleared"
+    );
+    queue.destroy().unwrap();
+    // SAFETY: nothing uses the chunk any more.
+    unsafe { p.free_memory(&kernarg) }.unwrap();
+}
+
+#[test]
+fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
+    let p = platform();
+    let dev = SimDevice::new(&p);
+    let pool = SignalPool::new(&p, NodeId(0));
+    let done = pool.create(1).unwrap();
+    let kernarg = system_chunk(&p);
+    let queue = gpu_queue(&p);
+    // A kernel object nobody registered.
+    let k = KernelDispatch {
+        completion_signal: done.handle(),
+        ..KernelDispatch::one_dimensional(GpuVa(0xbad_0000), kernarg.gpu_va, 1, 1)
+    };
+    let mut r = queue.reserve(1).unwrap();
+    let i = r.write_next(&k.emit().unwrap()).unwrap();
+    queue.ring_doorbell(i).unwrap();
+    assert_eq!(dev.poll(), 0);
+    let errors = dev.errors();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].0, FIRST_DOORBELL);
+    assert_eq!(errors[0].1.status(), Status::InvalidPacketFormat);
+    assert!(
+        errors[0].1.detail().contains("0xbad0000"),
+        "{}",
+        errors[0].1
+    );
+    assert_eq!(done.load(LoadOrder::Acquire), 1, "not completed");
+    assert_eq!(queue.load_read_index(LoadOrder::Acquire), 0);
+    // Stopped for good: reported once.
+    assert_eq!(dev.poll(), 0);
+    assert_eq!(dev.errors().len(), 1);
+    queue.destroy().unwrap();
+    // SAFETY: nothing uses the chunk any more.
+    unsafe { p.free_memory(&kernarg) }.unwrap();
+}
