@@ -43,6 +43,7 @@ use hsa_core::packet::{
     AgentDispatch, BarrierAnd, BarrierValue, EncodedPacket, HeaderFlags, KernelDispatch,
     PacketHeader, MAX_BARRIER_VALUE_CONDITION,
 };
+use hsa_core::signal::{SignalCondition, WaitState};
 use hsa_core::{GpuVa, Status};
 
 /// One compared value: the key both sides print, the C expression, the Rust value.
@@ -259,6 +260,20 @@ fn enums() -> Vec<Entry> {
         ("HSA_QUEUE_TYPE_COOPERATIVE", QueueType::Cooperative),
     ] {
         v.push(named(c, t as i64));
+    }
+    for (c, cond) in [
+        ("HSA_SIGNAL_CONDITION_EQ", SignalCondition::Eq),
+        ("HSA_SIGNAL_CONDITION_NE", SignalCondition::Ne),
+        ("HSA_SIGNAL_CONDITION_LT", SignalCondition::Lt),
+        ("HSA_SIGNAL_CONDITION_GTE", SignalCondition::Gte),
+    ] {
+        v.push(named(c, cond as i64));
+    }
+    for (c, w) in [
+        ("HSA_WAIT_STATE_BLOCKED", WaitState::Blocked),
+        ("HSA_WAIT_STATE_ACTIVE", WaitState::Active),
+    ] {
+        v.push(named(c, w as i64));
     }
     for (c, k) in [
         ("AMD_SIGNAL_KIND_INVALID", AMD_SIGNAL_KIND_INVALID),
