@@ -125,7 +125,7 @@ impl DeviceMemory for GpuMemory<'_> {
     }
 }
 
-/// Why the interpreter did not run a dispatch, for the caller's fallback decision.
+/// How an interpreted dispatch ended, for the caller's fallback decision.
 pub(crate) enum Outcome {
     /// It ran to completion.
     Ran(ExecStats),
