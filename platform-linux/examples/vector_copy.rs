@@ -7,8 +7,10 @@
 //! cargo run --release --example vector_copy -- --sysfs ../shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology
 //! ```
 //!
-//! Prints one line naming the agent, the device and the elements verified; exits non-zero on
-//! any error or mismatch.
+//! Prints one line naming the agent, the device, what ran the kernel (the GPU, or on the
+//! emulated device the gfx9 interpreter with its speed, or a host implementation) and the
+//! elements verified; exits non-zero on any error or mismatch. `HSA_RT_EMULATION=host` makes
+//! the emulated device run host implementations only.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -69,11 +71,20 @@ fn main() -> ExitCode {
     };
     match platform.and_then(|p| demo::run(p, &config)) {
         Ok(o) => {
+            let speed = match o.execution {
+                Some(s) if s.interpreter_ns > 0 => format!(
+                    ", {:.1} M lane-instructions/s",
+                    s.lane_instructions as f64 * 1e3 / s.interpreter_ns as f64
+                ),
+                _ => String::new(),
+            };
             println!(
-                "{}: agent {} on the {} device, {} dispatch(es), {} elements verified ({})",
+                "{}: agent {} on the {} device, run by the {}{speed}, {} dispatch(es), {} \
+                 elements verified ({})",
                 config.kernel.name(),
                 o.agent,
                 o.device,
+                o.executor,
                 o.dispatches,
                 o.elements_verified,
                 o.code_object

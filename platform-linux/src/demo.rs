@@ -6,14 +6,17 @@
 //! kernarg size → allocate and fill the buffers → build the dispatch packet, publish it, ring
 //! the doorbell → wait on the completion signal → verify every element.
 //!
-//! On the emulated device the kernels run as host implementations of their OpenCL C source
-//! ([`crate::emulated::host_kernels`]) over the real kernarg segment and packet.
+//! On the emulated device the kernels' real machine code runs in the GFX9 interpreter (gfx900,
+//! gfx90a, gfx942 agents); the host implementations of their OpenCL C source
+//! ([`crate::emulated::host_kernels`]) are registered as the fallback for other ISAs and for
+//! `HSA_RT_EMULATION=host`. [`DemoOutcome::executor`] says which ran.
 //!
 //! The `unsafe` here is what every HSA application does: reading and writing fine-grained
 //! and kernarg memory through the host pointers the pools return.
 #![allow(unsafe_code)]
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use hsa_core::abi::SignalHandle;
@@ -28,6 +31,7 @@ use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
 use hsa_core::{bail, error, Error, NodeId, QueueId, Status};
 
+use crate::emulated::ExecutionStats;
 use crate::LinuxPlatform;
 
 /// Which kernel of `kernels.cl` to run.
@@ -94,6 +98,29 @@ pub struct DemoOutcome {
     pub dispatches: u32,
     /// Elements checked against the host reference.
     pub elements_verified: u64,
+    /// What ran the kernels: `"gfx9 interpreter"` or `"host implementation"` on the emulated
+    /// device (`"gfx9 interpreter and host implementation"` if both did), `"GPU"` on
+    /// `/dev/kfd`.
+    pub executor: String,
+    /// On the emulated device, what its executors did during this run (instruction counts and
+    /// interpreter time, for speed measurements).
+    pub execution: Option<ExecutionStats>,
+}
+
+/// Deliberate corruptions of the flow, for tests that show a wrong kernarg layout, a wrong
+/// packet or a bad pointer is caught (by verification or by the queue's error callback).
+/// The default corrupts nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DemoFaults {
+    /// Write the pointer arguments this many bytes into the kernarg segment instead of at 0
+    /// (a multiple of 8); the bytes before them hold the address of buffer `b`, a valid buffer
+    /// of the right size, so the kernel reads real but wrong arguments.
+    pub kernarg_shift_bytes: u32,
+    /// The work-group size the dispatch packet says, instead of the configuration's (the
+    /// verification still expects the configuration's).
+    pub packet_workgroup_size: Option<u16>,
+    /// Replace the first pointer argument by this address.
+    pub first_argument: Option<u64>,
 }
 
 /// The project's test code objects (`testdata/codeobjects`).
@@ -156,21 +183,26 @@ pub fn find_code_object(dir: &Path, agent: &TargetId) -> Result<PathBuf, Error> 
     }
 }
 
-static QUEUE_ERRORS: Mutex<Vec<(QueueId, Error)>> = Mutex::new(Vec::new());
+/// Errors reported through queue error callbacks, by the run token in the callback's `data`
+/// (queue ids repeat across devices, and several runs may share a process).
+static QUEUE_ERRORS: Mutex<Vec<(usize, QueueId, Error)>> = Mutex::new(Vec::new());
 
-fn record_queue_error(error: &Error, queue: QueueId, _data: usize) {
+/// The next run's token.
+static NEXT_RUN: AtomicUsize = AtomicUsize::new(1);
+
+fn record_queue_error(error: &Error, queue: QueueId, run: usize) {
     QUEUE_ERRORS
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .push((queue, error.clone()));
+        .push((run, queue, error.clone()));
 }
 
-fn queue_error(queue: QueueId) -> Option<Error> {
+fn queue_error(run: usize) -> Option<Error> {
     let errors = QUEUE_ERRORS.lock().unwrap_or_else(|p| p.into_inner());
     errors
         .iter()
-        .find(|(q, _)| *q == queue)
-        .map(|(_, e)| e.clone())
+        .find(|(r, _, _)| *r == run)
+        .map(|(_, q, e)| e.clone().context(&format!("queue {}", q.0)))
 }
 
 fn write_u64s(a: &Allocation, values: &[u64]) -> Result<(), Error> {
@@ -225,7 +257,8 @@ impl IntBuffer {
 }
 
 /// Runs the flow on `platform` (registering the host implementations of the test kernels
-/// when it is the emulated device) and verifies every element.
+/// when it is the emulated device, the fallback of its interpreter) and verifies every
+/// element.
 ///
 /// # Errors
 /// Whatever step fails, with its status: no GPU (`InvalidAgent`), no matching code object
@@ -233,15 +266,37 @@ impl IntBuffer {
 /// (`Status::Error` after 60 s), or a mismatch (`Status::Error` naming the first wrong
 /// element, its value and the expected one).
 pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, Error> {
+    run_with_faults(platform, config, &DemoFaults::default())
+}
+
+/// [`run`] with deliberate corruptions (see [`DemoFaults`]).
+///
+/// # Errors
+/// As [`run`]; `Status::InvalidArgument` for a `kernarg_shift_bytes` that is not a multiple
+/// of 8 or above 64.
+pub fn run_with_faults(
+    platform: LinuxPlatform,
+    config: &DemoConfig,
+    faults: &DemoFaults,
+) -> Result<DemoOutcome, Error> {
     if config.elements == 0 || config.workgroup_size == 0 || config.chain == 0 {
         bail!(
             Status::InvalidArgument,
             "elements, workgroup size and chain must be >= 1"
         );
     }
-    if let Some(emulated) = platform.emulated() {
+    if faults.kernarg_shift_bytes % 8 != 0 || faults.kernarg_shift_bytes > 64 {
+        bail!(
+            Status::InvalidArgument,
+            "kernarg_shift_bytes {} must be a multiple of 8 up to 64",
+            faults.kernarg_shift_bytes
+        );
+    }
+    let emulated = platform.emulated().cloned();
+    if let Some(emulated) = &emulated {
         crate::emulated::host_kernels::register_test_kernels(emulated);
     }
+    let stats_before = emulated.as_ref().map(|e| e.execution_stats());
     let device = platform.device_kind().to_string();
     let rt = Runtime::new(platform)?;
     let gpu = rt
@@ -278,11 +333,12 @@ pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, 
         .handle();
 
     let gpu_node = NodeId(gpu.node());
+    let run_token = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
     let mut queue_config =
         QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
     queue_config.on_error = Some(QueueErrorCallback {
         func: record_queue_error,
-        data: 0,
+        data: run_token,
     });
     let queue = AqlQueue::create(rt.platform(), &queue_config)?;
 
@@ -323,16 +379,23 @@ pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, 
     for _ in 0..config.chain {
         completions.push(signals.create_interrupt(1)?);
     }
-    let kernarg_bytes = kernel.kernarg_segment_size.max(24);
+    let kernarg_bytes = kernel
+        .kernarg_segment_size
+        .max(24 + faults.kernarg_shift_bytes);
     let mut kernargs = Vec::new();
     for k in 0..config.chain {
         let ka = rt.allocate(kernarg_pool, u64::from(kernarg_bytes))?;
         // Ping-pong for chains: even dispatches read a/write c, odd ones read c/write a.
         let (src, dst) = if k % 2 == 0 { (&a, &c) } else { (&c, &a) };
-        let args: Vec<u64> = match config.kernel {
+        let mut args: Vec<u64> = match config.kernel {
             DemoKernel::VectorAdd => vec![a.allocation.va.0, b.allocation.va.0, c.allocation.va.0],
             _ => vec![src.allocation.va.0, dst.allocation.va.0],
         };
+        if let Some(p) = faults.first_argument {
+            args[0] = p;
+        }
+        let filler = (faults.kernarg_shift_bytes / 8) as usize;
+        args.splice(0..0, std::iter::repeat_n(b.allocation.va.0, filler));
         write_u64s(&ka, &args)?;
         kernargs.push(ka);
     }
@@ -355,7 +418,13 @@ pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, 
                 ..HeaderFlags::SYSTEM
             },
             dimensions: 1,
-            workgroup_size: [config.workgroup_size, 1, 1],
+            workgroup_size: [
+                faults
+                    .packet_workgroup_size
+                    .unwrap_or(config.workgroup_size),
+                1,
+                1,
+            ],
             grid_size: [config.elements, 1, 1],
             private_segment_size_bytes: kernel.private_segment_size,
             group_segment_size_bytes: kernel.group_segment_size,
@@ -382,8 +451,8 @@ pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, 
         if v < 1 {
             break;
         }
-        if let Some(e) = queue_error(queue.hw_id()) {
-            return Err(e.context("queue error"));
+        if let Some(e) = queue_error(run_token) {
+            return Err(e);
         }
         if started.elapsed().as_secs() >= 60 {
             bail!(
@@ -436,11 +505,34 @@ pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, 
     drop(completions);
     queue.destroy()?;
     executable.destroy()?;
+    let execution = emulated.as_ref().zip(stats_before).map(|(e, before)| {
+        let now = e.execution_stats();
+        ExecutionStats {
+            interpreted_dispatches: now.interpreted_dispatches - before.interpreted_dispatches,
+            host_dispatches: now.host_dispatches - before.host_dispatches,
+            workgroups: now.workgroups - before.workgroups,
+            instructions: now.instructions - before.instructions,
+            lane_instructions: now.lane_instructions - before.lane_instructions,
+            interpreter_ns: now.interpreter_ns - before.interpreter_ns,
+        }
+    });
+    let executor = match execution {
+        None => "GPU",
+        Some(s) => match (s.interpreted_dispatches > 0, s.host_dispatches > 0) {
+            (true, false) => "gfx9 interpreter",
+            (false, true) => "host implementation",
+            (true, true) => "gfx9 interpreter and host implementation",
+            (false, false) => "nothing",
+        },
+    }
+    .to_string();
     Ok(DemoOutcome {
         agent: gpu.name().to_string(),
         device,
         code_object: path,
         dispatches: config.chain,
         elements_verified: verified,
+        executor,
+        execution,
     })
 }

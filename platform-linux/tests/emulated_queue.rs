@@ -13,7 +13,9 @@ use hsa_core::abi::SignalHandle;
 use hsa_core::platform::QueueErrorCallback;
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::{Error, GpuVa, QueueId, Status};
-use hsa_linux::emulated::{builtin_topology, EmulatedKfd, BUILTIN_GPU_ID, EVENT_PAGE_BYTES};
+use hsa_linux::emulated::{
+    builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
+};
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
 use rustix::io::Errno;
@@ -67,6 +69,9 @@ fn on_error(e: &Error, q: QueueId, data: usize) {
 
 fn setup(tag: usize) -> Setup {
     let d = EmulatedKfd::new(builtin_topology()).unwrap();
+    // These tests are about the CP and host implementations: the kernel object is not a
+    // real kernel descriptor.
+    d.set_execution_mode(ExecutionMode::HostOnly);
     let arena = Arena::new();
     let base = arena.base();
     let mut a = AllocMemoryOfGpuArgs {

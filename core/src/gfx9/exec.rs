@@ -1,4 +1,5 @@
-//! The GFX9 wave interpreter: runs a kernel dispatch's work-groups (sequentially), each
+//! The GFX9 wave interpreter: runs a kernel dispatch's work-groups (sequentially, or a range
+//! of them per call with [`run_workgroups`] so a host can spread them over threads), each
 //! work-group's waves interleaved at `s_barrier`, over a [`DeviceMemory`].
 //!
 //! Launch state follows AMDGPUUsage "Initial Kernel Execution State": enabled user SGPRs in
@@ -39,6 +40,22 @@ pub trait DeviceMemory {
     /// # Errors
     /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation.
     fn write(&self, addr: u64, data: &[u8]) -> Result<()>;
+
+    /// Atomically replaces the little-endian u32 at `addr` by `op(old)` and returns `old`
+    /// (global atomics). The provided implementation reads, then writes: atomic only when
+    /// nothing else accesses the memory meanwhile. Memories shared with other threads (work-
+    /// groups run in parallel, the host) override it with a real atomic operation.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation
+    /// (or, for implementations with real atomics, `addr` is not 4-byte aligned).
+    fn atomic_rmw_u32(&self, addr: u64, op: &mut dyn FnMut(u32) -> u32) -> Result<u32> {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b)?;
+        let old = u32::from_le_bytes(b);
+        self.write(addr, &op(old).to_le_bytes())?;
+        Ok(old)
+    }
 }
 
 /// A kernel's machine code: the bytes of (at least) its code, where they live on the device,
@@ -103,24 +120,55 @@ impl DispatchState {
 /// Maximum LDS per work-group, bytes (64 KiB on GFX9).
 pub const MAX_LDS_BYTES: u32 = 64 * 1024;
 
-/// Runs every work-group of a dispatch to completion.
+/// What the interpreter executed: counts for speed measurements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecStats {
+    /// Work-groups run to completion.
+    pub workgroups: u64,
+    /// Waves launched.
+    pub waves: u64,
+    /// Instructions executed, counted once per wave (wave-instructions).
+    pub instructions: u64,
+    /// Sum over executed instructions of the active lanes (EXEC bits set when the instruction
+    /// issued): lane-instructions, the work-item view of the work done.
+    pub lane_instructions: u64,
+}
+
+impl ExecStats {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &ExecStats) {
+        self.workgroups += other.workgroups;
+        self.waves += other.waves;
+        self.instructions += other.instructions;
+        self.lane_instructions += other.lane_instructions;
+    }
+}
+
+/// Number of work-groups per dimension: `ceil(grid_size / workgroup_size)` (HSA PSA §2.9.6;
+/// partial work-groups counted). A zero work-group size counts as 1 (rejected by
+/// [`check_dispatch`]).
+pub fn workgroup_counts(dispatch: &DispatchState) -> [u32; 3] {
+    core::array::from_fn(|d| {
+        dispatch.grid_size[d].div_ceil(u32::from(dispatch.workgroup_size[d].max(1)))
+    })
+}
+
+/// Total number of work-groups of a dispatch (the product of [`workgroup_counts`]); the flat
+/// work-group index of id (x, y, z) is `x + cx * (y + cy * z)`.
+pub fn workgroup_total(dispatch: &DispatchState) -> u64 {
+    workgroup_counts(dispatch)
+        .iter()
+        .map(|&c| u64::from(c))
+        .product()
+}
+
+/// Checks that a dispatch can run: what [`run_dispatch`] checks before any work-group runs.
 ///
 /// # Errors
-/// - [`Status::InvalidArgument`]: a zero grid or work-group dimension, a work-group of more
-///   than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a descriptor or
-///   dispatch that needs scratch (private segment).
-/// - [`Status::IllegalInstruction`]: an instruction that does not decode or that the
-///   interpreter does not implement (message: encoding, dword(s), kernel offset), or a PC
-///   outside `code`.
-/// - [`Status::MemoryFault`]: from `memory`, for an access outside every allocation.
-/// - [`Status::Exception`]: a wave exceeded `max_instructions_per_wave`.
-pub fn run_dispatch(
-    code: &KernelCode<'_>,
-    descriptor: &KernelDescriptor,
-    target: Gfx9Target,
-    dispatch: &DispatchState,
-    memory: &dyn DeviceMemory,
-) -> Result<()> {
+/// [`Status::InvalidArgument`]: a zero grid or work-group dimension, a work-group of more
+/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a descriptor or
+/// dispatch that needs scratch (private segment).
+pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> Result<()> {
     for d in 0..3 {
         if dispatch.grid_size[d] == 0 || dispatch.workgroup_size[d] == 0 {
             bail!(
@@ -160,25 +208,102 @@ pub fn run_dispatch(
             dispatch.private_segment_size
         );
     }
+    Ok(())
+}
+
+/// Runs every work-group of a dispatch to completion, in flat work-group order.
+///
+/// # Errors
+/// - [`Status::InvalidArgument`]: as [`check_dispatch`].
+/// - [`Status::IllegalInstruction`]: an instruction that does not decode or that the
+///   interpreter does not implement (message: encoding, dword(s), kernel offset), or a PC
+///   outside `code`.
+/// - [`Status::MemoryFault`]: from `memory`, for an access outside every allocation.
+/// - [`Status::Exception`]: a wave exceeded `max_instructions_per_wave`.
+pub fn run_dispatch(
+    code: &KernelCode<'_>,
+    descriptor: &KernelDescriptor,
+    target: Gfx9Target,
+    dispatch: &DispatchState,
+    memory: &dyn DeviceMemory,
+) -> Result<()> {
+    check_dispatch(descriptor, dispatch)?;
+    let mut stats = ExecStats::default();
+    run_workgroups(
+        code,
+        descriptor,
+        target,
+        dispatch,
+        memory,
+        0..workgroup_total(dispatch),
+        &mut stats,
+    )
+}
+
+/// Runs the work-groups whose flat indices (see [`workgroup_total`]) are in `groups`, one
+/// after another, each to completion; indices past the last work-group are ignored. Several
+/// calls over disjoint ranges may run concurrently on different threads (each has its own
+/// LDS and waves), which is how a host spreads a dispatch over its cores: work-groups of one
+/// dispatch are independent except through global memory, as on hardware. `stats`
+/// accumulates what ran, also when an error stops the range.
+///
+/// Callers run [`check_dispatch`] first (once per dispatch); this function repeats only the
+/// checks it needs to stay memory-safe.
+///
+/// # Errors
+/// As [`run_dispatch`]; the first error stops the range.
+pub fn run_workgroups(
+    code: &KernelCode<'_>,
+    descriptor: &KernelDescriptor,
+    target: Gfx9Target,
+    dispatch: &DispatchState,
+    memory: &dyn DeviceMemory,
+    groups: core::ops::Range<u64>,
+    stats: &mut ExecStats,
+) -> Result<()> {
+    check_dispatch(descriptor, dispatch)?;
     let mut lds = vec![0u8; dispatch.group_segment_size as usize];
-    let groups: [u32; 3] =
-        core::array::from_fn(|d| dispatch.grid_size[d].div_ceil(dispatch.workgroup_size[d] as u32));
+    let counts = workgroup_counts(dispatch);
+    let end = groups.end.min(workgroup_total(dispatch));
     let mut waves: Vec<Wave> = Vec::new();
     let mut ctx = Ctx {
         code,
         target,
         memory,
         lds: &mut lds,
+        instructions: 0,
+        lane_instructions: 0,
     };
-    for gz in 0..groups[2] {
-        for gy in 0..groups[1] {
-            for gx in 0..groups[0] {
-                ctx.lds.fill(0);
-                run_group(&mut ctx, descriptor, dispatch, [gx, gy, gz], &mut waves)?;
-            }
+    let (cx, cy) = (u64::from(counts[0]), u64::from(counts[1]));
+    let mut result = Ok(());
+    for flat in groups.start..end {
+        let group = [
+            (flat % cx) as u32,
+            ((flat / cx) % cy) as u32,
+            (flat / (cx * cy)) as u32,
+        ];
+        ctx.lds.fill(0);
+        stats.waves += waves_in_group(dispatch, group) as u64;
+        result = run_group(&mut ctx, descriptor, dispatch, group, &mut waves);
+        if result.is_err() {
+            break;
         }
+        stats.workgroups += 1;
     }
-    Ok(())
+    stats.instructions += ctx.instructions;
+    stats.lane_instructions += ctx.lane_instructions;
+    result
+}
+
+/// Waves of work-group `group` (partial groups at the grid's edge have fewer work-items).
+fn waves_in_group(dispatch: &DispatchState, group: [u32; 3]) -> usize {
+    let items: u32 = (0..3)
+        .map(|d| {
+            let wg = dispatch.workgroup_size[d] as u32;
+            (dispatch.grid_size[d] - group[d] * wg).min(wg)
+        })
+        .product();
+    (items as usize).div_ceil(WAVE_SIZE)
 }
 
 struct Ctx<'a, 'c> {
@@ -186,6 +311,8 @@ struct Ctx<'a, 'c> {
     target: Gfx9Target,
     memory: &'a dyn DeviceMemory,
     lds: &'a mut [u8],
+    instructions: u64,
+    lane_instructions: u64,
 }
 
 fn run_group(
@@ -368,6 +495,8 @@ fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
     let inst = decode(&bytes[..bytes.len().min(8)], ctx.target)
         .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))?;
     w.executed += 1;
+    ctx.instructions += 1;
+    ctx.lane_instructions += u64::from(w.exec().count_ones());
     if w.executed > limit {
         bail!(
             Status::Exception,
@@ -1618,17 +1747,18 @@ fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             };
             ctx.memory.write(addr, &b[..n]).map_err(fault)?;
         } else if let Some(ty) = op.strip_prefix("atomic_") {
-            ctx.memory.read(addr, &mut b[..4]).map_err(fault)?;
-            let old = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
             let v = vsrc(w, &inst.src[1], lane, false, false) as u32;
-            let new = match ty {
-                "add" => old.wrapping_add(v),
-                "swap" => v,
-                "umax" => old.max(v),
-                "umin" => old.min(v),
+            let f: fn(u32, u32) -> u32 = match ty {
+                "add" => u32::wrapping_add,
+                "swap" => |_, v| v,
+                "umax" => u32::max,
+                "umin" => u32::min,
                 _ => return Err(not_implemented(inst)),
             };
-            ctx.memory.write(addr, &new.to_le_bytes()).map_err(fault)?;
+            let old = ctx
+                .memory
+                .atomic_rmw_u32(addr, &mut |old| f(old, v))
+                .map_err(fault)?;
             set_vdst(w, &inst.dst, lane, old as u64, 1);
         } else {
             return Err(not_implemented(inst));
@@ -1650,6 +1780,83 @@ mod tests {
         assert_eq!(rndne32(2.5), 2.0);
         assert_eq!(rndne32(3.5), 4.0);
         assert_eq!(rndne32(-0.4).to_bits(), 0x8000_0000);
+    }
+
+    struct NoMemory;
+
+    impl DeviceMemory for NoMemory {
+        fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<()> {
+            bail!(Status::MemoryFault, "read at {addr:#x}")
+        }
+        fn write(&self, addr: u64, _data: &[u8]) -> Result<()> {
+            bail!(Status::MemoryFault, "write at {addr:#x}")
+        }
+    }
+
+    /// `s_endpgm` alone over a 200-item grid of 64-item groups: 4 groups (the last of 8
+    /// items), 4 waves, 4 instructions, 200 lane-instructions; split ranges add up to the
+    /// whole dispatch, and a range past the end runs nothing.
+    #[test]
+    fn workgroup_ranges_partition_the_dispatch_and_count() {
+        let bytes = 0xBF81_0000u32.to_le_bytes();
+        let code = KernelCode {
+            base_address: 0x1000,
+            bytes: &bytes,
+            entry_address: 0x1000,
+        };
+        let kd = KernelDescriptor::default();
+        let st = DispatchState::one_dimensional(200, 64, 0, 0);
+        assert_eq!(workgroup_counts(&st), [4, 1, 1]);
+        assert_eq!(workgroup_total(&st), 4);
+        let mut all = ExecStats::default();
+        run_workgroups(
+            &code,
+            &kd,
+            Gfx9Target::Gfx900,
+            &st,
+            &NoMemory,
+            0..4,
+            &mut all,
+        )
+        .unwrap();
+        assert_eq!(
+            all,
+            ExecStats {
+                workgroups: 4,
+                waves: 4,
+                instructions: 4,
+                lane_instructions: 200
+            }
+        );
+        let mut parts = ExecStats::default();
+        for r in [0..1, 1..3, 3..9, 9..12] {
+            run_workgroups(
+                &code,
+                &kd,
+                Gfx9Target::Gfx90a,
+                &st,
+                &NoMemory,
+                r,
+                &mut parts,
+            )
+            .unwrap();
+        }
+        assert_eq!(parts, all);
+        let bad = KernelCode {
+            entry_address: 0x2000,
+            ..code
+        };
+        let mut s = ExecStats::default();
+        let e = run_workgroups(&bad, &kd, Gfx9Target::Gfx900, &st, &NoMemory, 0..4, &mut s)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction);
+        assert_eq!((s.workgroups, s.waves), (0, 1));
+        let mut zero = st;
+        zero.workgroup_size = [0, 1, 1];
+        assert_eq!(
+            check_dispatch(&kd, &zero).unwrap_err().status(),
+            Status::InvalidArgument
+        );
     }
 
     #[test]

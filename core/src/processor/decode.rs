@@ -87,6 +87,16 @@ pub struct KernelDispatch {
     pub kernarg_address: GpuVa,
     /// Decremented at completion; null for none.
     pub completion_signal: SignalHandle,
+    /// Device address of the packet's 64-byte slot in the ring: what the kernel's dispatch
+    /// pointer SGPRs hold (AMDGPUUsage "Initial Kernel Execution State", `dispatch_ptr`).
+    /// [`decode`] leaves it 0; [`PacketProcessor`](super::PacketProcessor) fills it in.
+    pub packet_address: GpuVa,
+    /// Device address of the queue's `amd_queue_t` (the `queue_ptr` SGPRs). [`decode`]
+    /// leaves it 0; the processor fills it in.
+    pub queue_address: GpuVa,
+    /// The dispatch id: the packet's index in the queue, packets (the `dispatch_id` SGPRs).
+    /// [`decode`] leaves it 0; the processor fills it in.
+    pub dispatch_id: u64,
 }
 
 impl KernelDispatch {
@@ -261,6 +271,9 @@ fn kernel(p: &KernelDispatchPacket) -> Result<KernelDispatch> {
         kernel_object: GpuVa(p.kernel_object),
         kernarg_address: GpuVa(p.kernarg_address),
         completion_signal: p.completion_signal,
+        packet_address: GpuVa(0),
+        queue_address: GpuVa(0),
+        dispatch_id: 0,
     })
 }
 

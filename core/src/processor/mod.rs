@@ -62,7 +62,7 @@ pub use decode::{
 };
 pub use slot::RingConsumer;
 
-use crate::abi::packet::FenceScope;
+use crate::abi::packet::{FenceScope, PACKET_SIZE_BYTES};
 use crate::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
 use crate::abi::SignalHandle;
 use crate::addr::GpuVa;
@@ -145,6 +145,10 @@ pub struct PacketProcessor {
     stopped: Option<Error>,
     /// Start timestamp of the packet at `read_index` when it was first seen blocked.
     started: Option<(u64, u64)>,
+    /// Device address of slot 0 of the ring.
+    ring_address: GpuVa,
+    /// Device address of the `amd_queue_t`.
+    queue_address: GpuVa,
 }
 
 enum Step {
@@ -161,10 +165,34 @@ impl PacketProcessor {
         PacketProcessor {
             profiling: consumer.ring().queue_properties() & AMD_QUEUE_PROPERTIES_ENABLE_PROFILING
                 != 0,
+            ring_address: host_addresses(consumer.ring()).0,
+            queue_address: host_addresses(consumer.ring()).1,
             consumer,
             stopped: None,
             started: None,
         }
+    }
+
+    /// Sets the device addresses of the ring's first slot and of the `amd_queue_t`, which
+    /// [`KernelDispatch::packet_address`] and [`KernelDispatch::queue_address`] are computed
+    /// from. By default they are the host addresses the [`Ring`] was made with, which is right
+    /// wherever the device sees memory at the CPU's addresses (KFD maps system and VRAM
+    /// allocations at one shared virtual address); a host that reaches the ring through a
+    /// different mapping (the emulated device's own view) gives the device addresses here.
+    pub fn set_device_addresses(&mut self, ring_address: GpuVa, queue_address: GpuVa) {
+        self.ring_address = ring_address;
+        self.queue_address = queue_address;
+    }
+
+    /// The device address of the slot of packet `index`:
+    /// `ring_address + (index mod size_packets) * 64`.
+    pub fn packet_address(&self, index: u64) -> GpuVa {
+        let slot = index & u64::from(self.ring().size_packets().wrapping_sub(1));
+        GpuVa(
+            self.ring_address
+                .0
+                .wrapping_add(slot * PACKET_SIZE_BYTES as u64),
+        )
     }
 
     /// The ring it consumes.
@@ -234,7 +262,12 @@ impl PacketProcessor {
         let Some(bytes) = self.consumer.peek() else {
             return Ok(Step::Idle);
         };
-        let (header, command) = decode::decode(&bytes)?;
+        let (header, mut command) = decode::decode(&bytes)?;
+        if let Command::Kernel(k) = &mut command {
+            k.packet_address = self.packet_address(index);
+            k.queue_address = self.queue_address;
+            k.dispatch_id = index;
+        }
         let completion = Self::resolve(host, command.completion_signal())?;
         if header.acquire != FenceScope::None {
             fence(Ordering::Acquire);
@@ -321,6 +354,22 @@ impl PacketProcessor {
         }
         Ok(Some(v))
     }
+}
+
+/// The host addresses a ring was made with (ring slot 0, `amd_queue_t`), the default device
+/// addresses of a [`PacketProcessor`].
+#[cfg(not(loom))]
+fn host_addresses(ring: &Ring) -> (GpuVa, GpuVa) {
+    (
+        GpuVa(ring.base().as_ptr() as u64),
+        GpuVa(ring.amd_queue().as_ptr() as u64),
+    )
+}
+
+/// Under loom a ring is a model without device addresses.
+#[cfg(loom)]
+fn host_addresses(_ring: &Ring) -> (GpuVa, GpuVa) {
+    (GpuVa(0), GpuVa(0))
 }
 
 trait ContextIndex {

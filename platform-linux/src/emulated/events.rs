@@ -35,6 +35,9 @@ pub(crate) struct EventPage {
     pub(crate) own: Option<Backing>,
     /// Addresses at which the user sees the page (mmaps of it, or the BO's VA).
     pub(crate) user_bases: Vec<u64>,
+    /// The KFD handle of the user buffer object holding the page (pinned while it is the
+    /// page), when it is one.
+    pub(crate) user_handle: Option<u64>,
 }
 
 impl EventPage {

@@ -1,5 +1,6 @@
 //! Host implementations of the project's test kernels (`testdata/codeobjects/kernels.cl`),
-//! for the emulated device, which cannot run AMDGPU machine code.
+//! for the emulated device: what runs in [`ExecutionMode::HostOnly`](super::ExecutionMode),
+//! and the fallback of the GFX9 interpreter on GPUs whose ISA it does not run (gfx10+).
 //!
 //! Each follows its OpenCL C source exactly: the global id is
 //! `workgroup_id_x * workgroup_size_x + workitem_id_x`, the work-group size comes from the

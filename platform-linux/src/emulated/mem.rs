@@ -19,7 +19,7 @@
 use std::ffi::c_void;
 use std::os::fd::OwnedFd;
 use std::ptr::NonNull;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
@@ -198,6 +198,18 @@ impl Region {
         // SAFETY: in bounds, 8-aligned, live (module invariant); AtomicU64 has u64's layout
         // and shared words are only accessed atomically.
         Some(unsafe { &*(r.base as *const AtomicU64) })
+    }
+
+    /// The 32-bit word at `offset` as an atomic; `None` when out of bounds or misaligned.
+    pub(crate) fn atomic_u32(&self, offset: u64) -> Option<&AtomicU32> {
+        let r = self.sub(offset, 4)?;
+        if r.base % 4 != 0 {
+            return None;
+        }
+        // SAFETY: in bounds, 4-aligned, live (module invariant); AtomicU32 has u32's layout.
+        // Other accesses to the word may be plain copies (device and host share memory, as on
+        // hardware); atomicity holds between the atomic operations.
+        Some(unsafe { &*(r.base as *const AtomicU32) })
     }
 
     /// The region as `count` values of `T`, mutably; `None` when it is too small or misaligned.
@@ -386,6 +398,13 @@ mod tests {
         assert!(r.sub(u64::MAX, 2).is_none());
         assert!(r.atomic_u64(4).is_none());
         assert!(r.atomic_u64(4088).is_some());
+        assert!(r.atomic_u32(4094).is_none());
+        assert!(r.atomic_u32(2).is_none());
+        let w = r.atomic_u32(4092).unwrap();
+        w.store(0x0102_0304, std::sync::atomic::Ordering::Relaxed);
+        let mut got = [0u8; 4];
+        r.sub(4092, 4).unwrap().read_into(&mut got);
+        assert_eq!(u32::from_ne_bytes(got), 0x0102_0304);
         assert!(r.sub(64, 64).unwrap().raw_signal().is_some());
         assert!(r.sub(8, 64).unwrap().raw_signal().is_none());
     }

@@ -20,8 +20,16 @@
 //!   after `MAP_MEMORY_TO_GPU` for that GPU (as GPUVM mappings work). Freeing memory a live
 //!   queue uses (ring, `amd_queue_t`) or the event page is `EBUSY`.
 //! - Queues: AQL compute only; each served by a thread running the core's packet processor
-//!   ([`hsa_core::processor`]), woken through [`KfdDriver::doorbell_rung`]. Kernel dispatches run
-//!   host implementations registered by symbol name ([`EmulatedKfd::register_kernel`]).
+//!   ([`hsa_core::processor`]), woken through [`KfdDriver::doorbell_rung`].
+//! - Kernel dispatches ([`ExecutionMode`]): by default the kernel's real machine code runs in
+//!   the core's GFX9 wave interpreter ([`hsa_core::gfx9::exec`]) when the GPU's ISA is gfx900,
+//!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
+//!   from GPU memory, the dispatch and queue pointers are the packet's and `amd_queue_t`'s
+//!   device addresses, and the work-groups run on several host threads. Otherwise (another
+//!   ISA, or an encoding the interpreter does not implement) the host implementation
+//!   registered for the kernel's symbol name ([`EmulatedKfd::register_kernel`]) runs instead,
+//!   when there is one. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
+//!   host implementations only.
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
 //!
@@ -31,11 +39,12 @@
 
 use std::collections::BTreeMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use hsa_core::gfx9::Gfx9Target;
 use hsa_core::platform::{HeapType, QueueErrorCallback};
 use hsa_core::processor::PacketProcessor;
 use hsa_core::{error, Error, GpuVa, Status};
@@ -48,6 +57,7 @@ use crate::topology::Topology;
 
 mod events;
 pub mod host_kernels;
+mod interp;
 mod kernel;
 mod mem;
 mod memory;
@@ -57,7 +67,8 @@ mod queue;
 pub use events::{EVENT_PAGE_BYTES, FIRST_NONSIGNAL_EVENT_ID, UNSIGNALED_EVENT_SLOT};
 pub use kernel::DispatchContext;
 pub use profile::{
-    builtin_topology, complete_capture, BUILTIN_GPU_ID, BUILTIN_SYSTEM_BYTES, BUILTIN_VRAM_BYTES,
+    builtin_topology, builtin_topology_for, complete_capture, BUILTIN_GPU_ID, BUILTIN_SYSTEM_BYTES,
+    BUILTIN_VRAM_BYTES,
 };
 
 use events::{Event, EventPage, Events};
@@ -86,6 +97,86 @@ pub struct LiveHandles {
     pub events: usize,
 }
 
+/// How the emulated device runs kernel dispatches.
+///
+/// Selected per device with [`EmulatedKfd::set_execution_mode`]; the initial mode comes from
+/// the environment variable `HSA_RT_EMULATION`: `interpret` (or unset/empty) for
+/// [`ExecutionMode::Interpret`], `host` for [`ExecutionMode::HostOnly`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExecutionMode {
+    /// Run the kernel's machine code in the GFX9 interpreter. When the GPU's ISA is not one
+    /// the interpreter runs (gfx900, gfx90a, gfx942), or the interpreter stops at an encoding
+    /// it does not implement (`IllegalInstruction`), and a host implementation is registered
+    /// for the kernel's symbol name, the host implementation runs the whole dispatch instead,
+    /// silently (memory the interpreted part wrote stays written). Any other interpreter
+    /// error stops the queue.
+    #[default]
+    Interpret,
+    /// Run only host implementations registered by symbol name (a kernel without one stops
+    /// the queue with `INVALID_PACKET_FORMAT`).
+    HostOnly,
+}
+
+impl ExecutionMode {
+    /// The mode named by `HSA_RT_EMULATION`'s value: `interpret` or empty → Interpret,
+    /// `host` → HostOnly.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] naming the value for anything else.
+    pub fn parse(value: &str) -> Result<ExecutionMode, Error> {
+        match value {
+            "" | "interpret" => Ok(ExecutionMode::Interpret),
+            "host" => Ok(ExecutionMode::HostOnly),
+            other => Err(error!(
+                Status::InvalidArgument,
+                "HSA_RT_EMULATION is {other:?}; expected \"interpret\" or \"host\""
+            )),
+        }
+    }
+
+    /// The mode from the environment variable `HSA_RT_EMULATION` (unset: Interpret).
+    ///
+    /// # Errors
+    /// As [`ExecutionMode::parse`]; a value that is not UTF-8 is [`Status::InvalidArgument`].
+    pub fn from_env() -> Result<ExecutionMode, Error> {
+        match std::env::var("HSA_RT_EMULATION") {
+            Ok(v) => ExecutionMode::parse(&v),
+            Err(std::env::VarError::NotPresent) => Ok(ExecutionMode::Interpret),
+            Err(std::env::VarError::NotUnicode(v)) => Err(error!(
+                Status::InvalidArgument,
+                "HSA_RT_EMULATION is not UTF-8: {v:?}"
+            )),
+        }
+    }
+}
+
+/// What the device's kernel executors did since it was made (all queues).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecutionStats {
+    /// Dispatches the GFX9 interpreter ran to completion.
+    pub interpreted_dispatches: u64,
+    /// Dispatches a host implementation ran (in HostOnly mode or as a fallback).
+    pub host_dispatches: u64,
+    /// Work-groups the interpreter completed.
+    pub workgroups: u64,
+    /// Wave-instructions the interpreter executed (one per instruction per wave).
+    pub instructions: u64,
+    /// Lane-instructions: the sum over executed instructions of the active lanes.
+    pub lane_instructions: u64,
+    /// Wall time spent in interpreted dispatches, ns.
+    pub interpreter_ns: u64,
+}
+
+#[derive(Default)]
+struct StatCounters {
+    interpreted: AtomicU64,
+    host: AtomicU64,
+    workgroups: AtomicU64,
+    instructions: AtomicU64,
+    lane_instructions: AtomicU64,
+    interpreter_ns: AtomicU64,
+}
+
 /// One emulated GPU.
 #[derive(Debug)]
 struct Gpu {
@@ -94,6 +185,10 @@ struct Gpu {
     num_cp_queues: u32,
     lds_bytes: u32,
     doorbells: Arc<Backing>,
+    /// The ISA the interpreter runs for it; `None` when it is not gfx900/gfx90a/gfx942.
+    target: Option<Gfx9Target>,
+    /// The ISA's name (`gfx90a`), or `gfx_target_version N` when it has none.
+    isa: String,
 }
 
 struct QueueEntry {
@@ -119,6 +214,25 @@ pub(crate) struct Device {
     ioctls: AtomicU64,
     faults: Mutex<Vec<(u64, Errno)>>,
     xnack: AtomicI32,
+    /// 0 = Interpret, 1 = HostOnly.
+    mode: AtomicU8,
+    /// Host threads per interpreted dispatch.
+    threads: AtomicUsize,
+    stats: StatCounters,
+}
+
+impl Device {
+    pub(crate) fn mode(&self) -> ExecutionMode {
+        if self.mode.load(Ordering::Relaxed) == 1 {
+            ExecutionMode::HostOnly
+        } else {
+            ExecutionMode::Interpret
+        }
+    }
+
+    fn gpu(&self, gpu_id: u32) -> Option<&Gpu> {
+        self.gpus.iter().find(|g| g.gpu_id == gpu_id)
+    }
 }
 
 /// The emulated `/dev/kfd` (driver name `"emulated"`). See the module docs for semantics.
@@ -133,6 +247,11 @@ impl std::fmt::Debug for EmulatedKfd {
             .field("live", &self.live_handles())
             .finish()
     }
+}
+
+/// The machine's `available_parallelism` (1 when unknown).
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
 /// CLOCK_MONOTONIC, ns.
@@ -171,8 +290,8 @@ impl EmulatedKfd {
     /// banks' size, `num_cp_queues` (at least 1) and `lds_size_in_kb`.
     ///
     /// # Errors
-    /// [`Status::InvalidArgument`] when the topology has no GPU node or two GPUs share a
-    /// `gpu_id`; [`Status::OutOfResources`] when doorbell pages cannot be allocated;
+    /// [`Status::InvalidArgument`] when the topology has no GPU node, two GPUs share a
+    /// `gpu_id`, or `HSA_RT_EMULATION` is set to something other than `interpret` or `host`; [`Status::OutOfResources`] when doorbell pages cannot be allocated;
     /// [`Status::Error`] when `/proc/self/mem` cannot be opened.
     pub fn new(mut topology: Topology) -> Result<Arc<EmulatedKfd>, Error> {
         complete_capture(&mut topology);
@@ -190,12 +309,15 @@ impl EmulatedKfd {
             }
             let doorbells = Backing::new("hsa-emulated-doorbells", DOORBELL_PAGE_BYTES)
                 .map_err(|e| error!(Status::OutOfResources, "doorbell page: {e}"))?;
+            let isa = n.isa_name();
             gpus.push(Gpu {
                 gpu_id: p.gpu_id,
                 vram_bytes: n.local_memory_bytes(),
                 num_cp_queues: p.num_cp_queues.max(1),
                 lds_bytes: p.lds_size_in_kb.saturating_mul(1024),
                 doorbells: Arc::new(doorbells),
+                target: isa.as_deref().and_then(Gfx9Target::from_processor),
+                isa: isa.unwrap_or_else(|| format!("gfx_target_version {}", p.gfx_target_version)),
             });
         }
         if gpus.is_empty() {
@@ -211,6 +333,7 @@ impl EmulatedKfd {
             .flat_map(|n| n.memory_banks.iter())
             .filter(|b| b.heap_type == HeapType::System)
             .fold(0u64, |a, b| a.saturating_add(b.size_bytes));
+        let mode = ExecutionMode::from_env()?;
         let user = UserMemory::open()
             .map_err(|e| error!(Status::Error, "emulated device: open /proc/self/mem: {e}"))?;
         Ok(Arc::new(EmulatedKfd {
@@ -227,6 +350,9 @@ impl EmulatedKfd {
                 ioctls: AtomicU64::new(0),
                 faults: Mutex::new(Vec::new()),
                 xnack: AtomicI32::new(0),
+                mode: AtomicU8::new(u8::from(mode == ExecutionMode::HostOnly)),
+                threads: AtomicUsize::new(default_threads()),
+                stats: StatCounters::default(),
             }),
         }))
     }
@@ -260,6 +386,49 @@ impl EmulatedKfd {
     pub fn fail_nth_ioctl(&self, n: u64, errno: Errno) {
         let at = self.device.ioctls.load(Ordering::SeqCst).saturating_add(n);
         lock(&self.device.faults).push((at, errno));
+    }
+
+    /// How kernel dispatches run from now on (dispatches already running finish as they
+    /// started).
+    pub fn set_execution_mode(&self, mode: ExecutionMode) {
+        self.device
+            .mode
+            .store(u8::from(mode == ExecutionMode::HostOnly), Ordering::Relaxed);
+    }
+
+    /// How kernel dispatches run: `HSA_RT_EMULATION`'s mode, or the last
+    /// [`EmulatedKfd::set_execution_mode`].
+    pub fn execution_mode(&self) -> ExecutionMode {
+        self.device.mode()
+    }
+
+    /// Host threads the interpreter spreads one dispatch's work-groups over; `0` means the
+    /// machine's `available_parallelism` (the default).
+    pub fn set_interpreter_threads(&self, threads: usize) {
+        let n = if threads == 0 {
+            default_threads()
+        } else {
+            threads
+        };
+        self.device.threads.store(n, Ordering::Relaxed);
+    }
+
+    /// Host threads per interpreted dispatch.
+    pub fn interpreter_threads(&self) -> usize {
+        self.device.threads.load(Ordering::Relaxed)
+    }
+
+    /// What the kernel executors did so far, on all queues.
+    pub fn execution_stats(&self) -> ExecutionStats {
+        let c = &self.device.stats;
+        ExecutionStats {
+            interpreted_dispatches: c.interpreted.load(Ordering::SeqCst),
+            host_dispatches: c.host.load(Ordering::SeqCst),
+            workgroups: c.workgroups.load(Ordering::SeqCst),
+            instructions: c.instructions.load(Ordering::SeqCst),
+            lane_instructions: c.lane_instructions.load(Ordering::SeqCst),
+            interpreter_ns: c.interpreter_ns.load(Ordering::SeqCst),
+        }
     }
 
     /// Registers the host implementation of the kernel whose symbol is `symbol_name` (as the
@@ -638,6 +807,7 @@ impl EmulatedKfd {
                         region: alloc.region,
                         own: None,
                         user_bases: vec![alloc.va],
+                        user_handle: Some(alloc.handle),
                     });
                 }
             } else {
@@ -646,6 +816,7 @@ impl EmulatedKfd {
                     region: own.region(),
                     own: Some(own),
                     user_bases: Vec::new(),
+                    user_handle: None,
                 });
             }
             // Fill every slot with UNSIGNALED_EVENT_SLOT.
@@ -674,10 +845,30 @@ impl EmulatedKfd {
     }
 
     fn destroy_event(&self, id: u32) -> Result<(), Errno> {
+        // Lock order as in create_event: allocations, then events.
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
         let mut ev = lock(&self.device.events);
         let e = ev.table.remove(&id).ok_or(Errno::INVAL)?;
         if let Some(s) = e.slot {
             ev.clear_slot(s);
+        }
+        // The last signal event gone, a user buffer object stops being the event page: it is
+        // unpinned (so the user can free it) and the next CREATE_EVENT may name a new one.
+        // (amdkfd keeps the page for the process's life, holding a reference to the BO; the
+        // emulation cannot keep a USERPTR page's memory alive once the user unmaps it, so it
+        // lets go of it instead.)
+        let signal_events_left = ev.table.values().any(|e| e.slot.is_some());
+        if !signal_events_left {
+            if let Some(h) = ev.page.as_ref().and_then(|p| p.user_handle) {
+                ev.page = None;
+                if let Some(a) = allocs.by_handle_mut(h) {
+                    a.pins = a.pins.saturating_sub(1);
+                }
+            }
         }
         ev.seq = ev.seq.wrapping_add(1);
         self.device.events_cv.notify_all();
@@ -792,10 +983,14 @@ impl EmulatedKfd {
         let consumer =
             mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
         let ctl = Arc::new(QueueCtl::default());
+        let mut processor = PacketProcessor::new(consumer);
+        // The kernel's dispatch and queue pointers are device addresses, not the device's
+        // own view of the memory the consumer reads through.
+        processor.set_device_addresses(GpuVa(a.ring_base_address), GpuVa(amd_queue));
         let cp = CpThread {
             device: self.device.clone(),
             ctl: ctl.clone(),
-            processor: PacketProcessor::new(consumer),
+            processor,
             queue_id: qid,
             gpu_id: gpu.gpu_id,
             lds_bytes: gpu.lds_bytes,

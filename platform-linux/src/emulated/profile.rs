@@ -127,6 +127,50 @@ pub fn builtin_topology() -> Topology {
     }
 }
 
+/// PCI device ids [`builtin_topology_for`] gives a GPU of each `gfx_target_version`: a real
+/// product of that ISA (linux `amdgpu_drv.c` `pciidlist`; the device ids of our test data).
+const DEVICE_IDS: [(u32, u32); 5] = [
+    (90000, 0x6860),  // gfx900: Radeon Instinct MI25
+    (90010, 0x740f),  // gfx90a: AMD Instinct MI210
+    (90402, 0x74a1),  // gfx942: AMD Instinct MI300X
+    (100300, 0x73bf), // gfx1030: Radeon RX 6800/6900 (Navi 21)
+    (110000, 0x744c), // gfx1100: Radeon RX 7900 XTX
+];
+
+/// The built-in profile with its GPU's ISA changed to `gfx_target_version` (e.g. 90000 for
+/// gfx900, 90402 for gfx942): the node's `gfx_target_version`, `device_id` (a product of that
+/// ISA, see `DEVICE_IDS`), `name` (the ISA name) and `marketing_name` change; everything else
+/// stays the MI210-like profile (to test code for several targets on one shape of machine).
+///
+/// # Errors
+/// [`Status::InvalidArgument`](hsa_core::Status) naming the value when it is not one of
+/// 90000, 90010, 90402, 100300, 110000.
+pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_core::Error> {
+    let device_id = DEVICE_IDS
+        .iter()
+        .find(|(v, _)| *v == gfx_target_version)
+        .map(|&(_, id)| id)
+        .ok_or_else(|| {
+            hsa_core::error!(
+                hsa_core::Status::InvalidArgument,
+                "gfx_target_version {gfx_target_version}: the built-in profile knows 90000, \
+                 90010, 90402, 100300 and 110000"
+            )
+        })?;
+    let mut t = builtin_topology();
+    let gpu = &mut t.nodes[1].properties;
+    gpu.gfx_target_version = gfx_target_version;
+    gpu.device_id = device_id;
+    let name = crate::isa::isa_name_from_gfx_target_version(gfx_target_version).unwrap_or_default();
+    gpu.name.clear();
+    let _ = gpu.name.push_str(&name);
+    gpu.marketing_name.clear();
+    let marketing = crate::isa::marketing_name_from_device_id(device_id).unwrap_or("AMD GPU");
+    let _ = gpu.marketing_name.push_str(marketing);
+    let _ = gpu.marketing_name.push_str(" (emulated)");
+    Ok(t)
+}
+
 fn pcie_link(from: u32, to: u32) -> IoLink {
     IoLink {
         link_type: IOLINK_TYPE_PCIE,
@@ -157,6 +201,40 @@ mod tests {
         assert_eq!(g.properties.capability, 746_037_888); // the real MI210 dump's value
         assert_eq!(t.nodes[0].properties.gpu_id, 0);
         assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
+    }
+
+    #[test]
+    fn builtin_profile_for_other_targets() {
+        let t = builtin_topology_for(90000).unwrap();
+        let g = &t.nodes[1];
+        assert_eq!(g.isa_name().as_deref(), Some("gfx900"));
+        assert_eq!(g.properties.device_id, 0x6860);
+        assert_eq!(g.properties.name.as_str(), "gfx900");
+        let t = builtin_topology_for(90402).unwrap();
+        assert_eq!(t.nodes[1].isa_name().as_deref(), Some("gfx942"));
+        assert_eq!(t.nodes[1].properties.device_id, 0x74a1);
+        assert!(t.nodes[1]
+            .properties
+            .marketing_name
+            .as_str()
+            .starts_with("AMD Instinct MI300X"));
+        assert_eq!(
+            builtin_topology_for(90010).unwrap(),
+            builtin_topology_with_name()
+        );
+        let e = builtin_topology_for(90006).unwrap_err();
+        assert!(e.detail().contains("90006"), "{}", e.detail());
+    }
+
+    /// The built-in profile with the marketing name builtin_topology_for gives it.
+    fn builtin_topology_with_name() -> Topology {
+        let mut t = builtin_topology();
+        t.nodes[1].properties.marketing_name.clear();
+        let _ = t.nodes[1]
+            .properties
+            .marketing_name
+            .push_str("AMD Instinct MI210 (emulated)");
+        t
     }
 }
 

@@ -1,5 +1,6 @@
 //! The emulated command processor: one thread per compute queue running the core's
-//! [`PacketProcessor`] against the queue's ring, woken by the doorbell.
+//! [`PacketProcessor`] against the queue's ring, woken by the doorbell. Kernel dispatches run
+//! in the GFX9 interpreter or a host implementation, as [`ExecutionMode`] says.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
@@ -13,9 +14,9 @@ use hsa_core::processor::{
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::{error, Error, GpuVa, QueueId, Status};
 
-use super::kernel;
 use super::memory::Allocs;
-use super::Device;
+use super::{interp, kernel, Device, ExecutionMode};
+use hsa_core::gfx9::Gfx9Target;
 
 /// How long an idle processor sleeps before looking at its ring again without a doorbell.
 const IDLE_POLL: Duration = Duration::from_millis(20);
@@ -113,11 +114,14 @@ impl CpThread {
                     .allocs
                     .read()
                     .unwrap_or_else(PoisonError::into_inner);
+                let gpu = self.device.gpu(self.gpu_id);
                 let host = CpHost {
                     device: &self.device,
                     allocs: &allocs,
                     gpu_id: self.gpu_id,
                     lds_bytes: self.lds_bytes,
+                    target: gpu.and_then(|g| g.target),
+                    isa: gpu.map_or("unknown", |g| g.isa.as_str()),
                 };
                 self.processor.process(&host, 64)
             };
@@ -143,10 +147,13 @@ struct CpHost<'a> {
     allocs: &'a Allocs,
     gpu_id: u32,
     lds_bytes: u32,
+    target: Option<Gfx9Target>,
+    isa: &'a str,
 }
 
-impl ProcessorHost for CpHost<'_> {
-    fn execute_kernel(&self, dispatch: &KernelDispatch) -> hsa_core::Result<()> {
+impl CpHost<'_> {
+    /// Runs the host implementation registered for the kernel.
+    fn run_host(&self, dispatch: &KernelDispatch) -> hsa_core::Result<()> {
         let (name, f) = self
             .device
             .kernels
@@ -160,7 +167,78 @@ impl ProcessorHost for CpHost<'_> {
             self.allocs,
             self.gpu_id,
             self.lds_bytes,
-        )
+        )?;
+        self.device.stats.host.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// The kernel's symbol name when the loader reported one, and whether a host
+    /// implementation is registered for it.
+    fn symbol(&self, dispatch: &KernelDispatch) -> (Option<String>, bool) {
+        let kernels = self
+            .device
+            .kernels
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let name = kernels.objects.get(&dispatch.kernel_object.0).cloned();
+        let host = name
+            .as_ref()
+            .is_some_and(|n| kernels.by_name.contains_key(n));
+        (name, host)
+    }
+}
+
+impl ProcessorHost for CpHost<'_> {
+    fn execute_kernel(&self, dispatch: &KernelDispatch) -> hsa_core::Result<()> {
+        if self.device.mode() == ExecutionMode::HostOnly {
+            return self.run_host(dispatch);
+        }
+        let (name, has_host) = self.symbol(dispatch);
+        let label = match &name {
+            Some(n) => format!("kernel {n}"),
+            None => format!("kernel object {:#x}", dispatch.kernel_object.0),
+        };
+        let Some(target) = self.target else {
+            if has_host {
+                return self.run_host(dispatch);
+            }
+            return Err(error!(
+                Status::InvalidIsa,
+                "{label}: the GPU's ISA {} is not one the emulated device's interpreter runs                  (gfx900, gfx90a, gfx942) and no host implementation is registered for it",
+                self.isa
+            ));
+        };
+        let threads = self.device.threads.load(Ordering::Relaxed);
+        let started = std::time::Instant::now();
+        match interp::run(
+            dispatch,
+            target,
+            self.allocs,
+            self.gpu_id,
+            self.lds_bytes,
+            threads,
+        ) {
+            interp::Outcome::Ran(s) => {
+                let c = &self.device.stats;
+                c.interpreter_ns
+                    .fetch_add(started.elapsed().as_nanos() as u64, Ordering::SeqCst);
+                c.workgroups.fetch_add(s.workgroups, Ordering::SeqCst);
+                c.instructions.fetch_add(s.instructions, Ordering::SeqCst);
+                c.lane_instructions
+                    .fetch_add(s.lane_instructions, Ordering::SeqCst);
+                c.interpreted.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            }
+            interp::Outcome::Failed(e) if e.status() == Status::IllegalInstruction && has_host => {
+                self.run_host(dispatch)
+            }
+            interp::Outcome::Failed(e) => Err(error!(
+                e.status(),
+                "{label} on {}: {}",
+                target.name(),
+                e.detail()
+            )),
+        }
     }
 
     fn agent_dispatch(&self, dispatch: &AgentDispatch) -> hsa_core::Result<()> {
