@@ -147,6 +147,14 @@ unsafe impl Platform for MmioPlatform {
     }
 }
 
+/// Pins the calling thread to `cpu` (the bench thread to 0, its peer to 1), so two threads
+/// that wait for each other never share a core's time slices. Ignored where not allowed.
+fn pin(cpu: usize) {
+    let mut set = rustix::thread::CpuSet::new();
+    set.set(cpu % rustix::thread::CpuSet::MAX_CPU);
+    let _ = rustix::thread::sched_setaffinity(None, &set);
+}
+
 /// A kernel-dispatch packet (barrier bit, system scopes, 1 dimension) with a marker byte.
 fn packet() -> EncodedPacket {
     let mut bytes = [0u8; 64];
@@ -175,6 +183,7 @@ where
     let stop = AtomicBool::new(false);
     thread::scope(|s| {
         s.spawn(|| {
+            pin(1);
             while !stop.load(Ordering::Relaxed) {
                 if !consume() {
                     spin_loop();
@@ -228,6 +237,7 @@ fn config() -> Criterion {
 }
 
 fn b1_submit_spsc(c: &mut Criterion) {
+    pin(0);
     let plat = MmioPlatform::new();
     let queue = AqlQueue::create(&plat, &queue_config(QueueType::Single)).expect("queue");
     let pkt = packet();
@@ -315,6 +325,7 @@ fn b3_signal_ping_pong(c: &mut Criterion) {
     let mut g = c.benchmark_group("B3_signal_ping_pong_active");
     thread::scope(|s| {
         s.spawn(|| {
+            pin(1);
             let mut last = 0;
             loop {
                 let v = ping.wait(
@@ -352,6 +363,7 @@ fn b3_signal_ping_pong(c: &mut Criterion) {
     let pong = CachePadded::new(AtomicI64::new(0));
     thread::scope(|s| {
         s.spawn(|| {
+            pin(1);
             let mut last = 0;
             loop {
                 let v = loop {
