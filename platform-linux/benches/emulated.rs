@@ -165,7 +165,13 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
 
 /// Times B6's one-way wake-up: `store(i)` wakes the waiter, which records when its wait
 /// returned in `woke` and the value in `seen`. Returns the summed latencies.
-fn wake_latencies(iters: u64, next: &mut i64, store: impl Fn(i64), seen: &AtomicI64, woke: &AtomicU64) -> Duration {
+fn wake_latencies(
+    iters: u64,
+    next: &mut i64,
+    store: impl Fn(i64),
+    seen: &AtomicI64,
+    woke: &AtomicU64,
+) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
         *next += 1;
