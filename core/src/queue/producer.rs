@@ -7,7 +7,7 @@
 use crate::abi::packet::PacketType;
 use crate::packet::EncodedPacket;
 use crate::status::{Result, Status};
-use crate::sync::Ordering;
+use crate::sync::{AtomicU64, Ordering};
 
 use super::ring::Ring;
 
@@ -16,13 +16,26 @@ use super::ring::Ring;
 pub struct Producer {
     ring: Ring,
     multi: bool,
+    /// The read index as last loaded from the ring, packets. It only grows, so a stale value
+    /// is conservative (it shows less free space); the shared `read_dispatch_id` line, which
+    /// the consumer writes after every packet, is loaded only when this value says "full".
+    /// Stored with Release after an Acquire load of the ring's read index and loaded with
+    /// Acquire, so a producer that trusts it is ordered after the consumer's reads of the slot
+    /// just as if it had loaded the read index itself.
+    cached_read: AtomicU64,
 }
 
 impl Producer {
     /// A producer over `ring`; `multi` selects the multi-producer reservation (atomic add on
     /// the write index) over the single-producer one (load, then store).
     pub fn new(ring: Ring, multi: bool) -> Producer {
-        Producer { ring, multi }
+        // Acquire pairs with the consumer's Release store of the read index, as in `fits`.
+        let read = ring.read_index().load(Ordering::Acquire);
+        Producer {
+            ring,
+            multi,
+            cached_read: AtomicU64::new(read),
+        }
     }
 
     /// The ring.
@@ -44,10 +57,19 @@ impl Producer {
     /// Whether the slots up to `end` (exclusive) are free, given the read index: the consumer
     /// has released every packet `end - size` places back.
     fn fits(&self, end: u64) -> bool {
+        let size = u64::from(self.ring.size_packets());
+        // Fast path: the cached read index (see `cached_read`) already shows room. Acquire
+        // pairs with the Release store below (by this or another producer).
+        if end.wrapping_sub(self.cached_read.load(Ordering::Acquire)) <= size {
+            return true;
+        }
         // Acquire pairs with the consumer's Release store of the read index, made after it
         // stored the INVALID header: the slot is free and the consumer's reads of it are done.
         let read = self.ring.read_index().load(Ordering::Acquire);
-        end.wrapping_sub(read) <= u64::from(self.ring.size_packets())
+        // Release: whoever trusts the cached value is ordered after the Acquire load above.
+        // fetch_max so that a slower producer never moves the cache back.
+        self.cached_read.fetch_max(read, Ordering::AcqRel);
+        end.wrapping_sub(read) <= size
     }
 
     /// Reserves `count` consecutive packet slots, waiting (spinning) until the packet

@@ -152,7 +152,8 @@ impl Backoff {
 /// Blocked state: spins for [`SPIN_NS`], then, when `event` is given, blocks on
 /// [`Platform::wait_event`] for the remaining time and re-checks after every return (wake-ups
 /// may be spurious or stale); without an event it keeps polling with exponential backoff.
-/// Active state: polls the whole time. A failing `wait_event` (unknown event: the signal's
+/// Active state: polls the whole time, one spin hint per poll, and reads the clock only when
+/// a timeout is given (an active wait's latency is one poll). A failing `wait_event` (unknown event: the signal's
 /// owner destroyed it) degrades to polling.
 ///
 /// This is the whole of [`Signal::wait`](super::Signal::wait); it takes the atomic and the
@@ -168,22 +169,38 @@ pub fn wait_value<P: Platform>(
     state: WaitState,
     order: LoadOrder,
 ) -> i64 {
+    // Acquire (scacquire waits) pairs with the Release of the store or RMW that changed
+    // the value (Signal::store / the packet processor's completion decrement).
+    let observed = value.load(order.ordering());
+    if condition.holds(observed, compare) || timeout_ns == 0 {
+        return observed;
+    }
+    // An active wait without a timeout never needs the clock: it polls as fast as the core
+    // allows, so the latency it adds to a change is one poll, not a backoff round.
+    let timed = state == WaitState::Blocked || timeout_ns != u64::MAX;
     let clock = Clock::start(platform);
     let mut backoff = Backoff::new();
     let mut event = event;
     loop {
-        // Acquire (scacquire waits) pairs with the Release of the store or RMW that changed
-        // the value (Signal::store / the packet processor's completion decrement).
         let observed = value.load(order.ordering());
         if condition.holds(observed, compare) {
             return observed;
+        }
+        if state == WaitState::Active {
+            // Busy-wait: one spin hint per poll (no exponential backoff, which would add up
+            // to its longest round, ~1024 hints, to the wake-up latency).
+            spin_hint();
+            if timed && clock.elapsed_ns() >= timeout_ns {
+                return value.load(order.ordering());
+            }
+            continue;
         }
         let elapsed = clock.elapsed_ns();
         if elapsed >= timeout_ns {
             return observed;
         }
-        match (state, event) {
-            (WaitState::Blocked, Some(ev)) if elapsed >= SPIN_NS => {
+        match event {
+            Some(ev) if elapsed >= SPIN_NS => {
                 // Armed: `observed` was read before this call; a later store leaves the event
                 // signaled and this returns at once.
                 let remaining = if timeout_ns == u64::MAX {

@@ -20,6 +20,10 @@ use hsa_core::gfx9::Gfx9Target;
 
 /// How long an idle processor sleeps before looking at its ring again without a doorbell.
 const IDLE_POLL: Duration = Duration::from_millis(20);
+/// How long a processor that ran out of packets keeps polling its ring before it sleeps, as
+/// a hardware CP polls: a doorbell rung meanwhile costs no wake-up (no futex syscall on
+/// either side, no scheduler latency). Burns at most this much CPU after each batch.
+const IDLE_SPIN: Duration = Duration::from_micros(50);
 /// How long a processor blocked on a barrier waits before re-checking the dependencies.
 const BLOCKED_POLL: Duration = Duration::from_micros(100);
 
@@ -102,6 +106,8 @@ impl CpThread {
     /// The thread body: process until stopped.
     pub(crate) fn run(mut self) {
         let mut stopped = false;
+        // When the ring last went idle after processing (the spin phase's start).
+        let mut idle_since: Option<std::time::Instant> = None;
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
             if stopped {
@@ -126,8 +132,16 @@ impl CpThread {
                 self.processor.process(&host, 64)
             };
             match progress {
-                Progress::Processed(_) => {}
-                Progress::Idle => self.ctl.sleep(seen, IDLE_POLL),
+                Progress::Processed(_) => idle_since = Some(std::time::Instant::now()),
+                Progress::Idle if idle_since.is_some_and(|t| t.elapsed() < IDLE_SPIN) => {
+                    for _ in 0..32 {
+                        std::hint::spin_loop();
+                    }
+                }
+                Progress::Idle => {
+                    idle_since = None;
+                    self.ctl.sleep(seen, IDLE_POLL);
+                }
                 Progress::Blocked => self.ctl.sleep(seen, BLOCKED_POLL),
                 Progress::Stopped(e) => {
                     stopped = true;

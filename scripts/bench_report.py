@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Regenerates BENCHMARKS.md from criterion's output (issue 10).
+
+Usage (from the workspace root):
+    python3 scripts/bench_report.py --run   # run both benches, then write BENCHMARKS.md
+    python3 scripts/bench_report.py         # only re-read criterion's output
+
+Reads <target>/criterion/<group>/<bench>/new/estimates.json (median point estimate and its
+95% interval, ns), where <target> is $CARGO_TARGET_DIR or ./target. With --run it first runs
+the two criterion benches (niced to -20 when root, so that other load on a shared machine
+takes less from the spinning threads) and records the load average before and after. It also
+builds hsa-core + hsa-baremetal for x86_64-unknown-none at opt-level "s" to measure their
+.text, and runs scripts/static_memory to get the static memory of a no-alloc runtime with one
+queue and 64 signals. Nothing in BENCHMARKS.md is typed by hand.
+"""
+
+import argparse
+import glob
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CORE_CMD = "cargo bench -p hsa-core --features fake --bench hot_paths"
+LINUX_CMD = "cargo bench -p hsa-linux --bench emulated"
+
+# id, what, criterion group, ours, [(baseline, goal kind, goal ratio)], unit, command
+BENCHES = [
+    ("B1", "submit one packet, single-producer AQL queue (reserve, write, publish, doorbell; consumer on the other core)",
+     "B1_submit_spsc", "hsa_aql_queue", [("crossbeam_array_queue", "<=", 1.2)], "per packet", CORE_CMD + " -- B1"),
+    ("B2", "submit one packet, 2 producers on a multi-producer AQL queue",
+     "B2_submit_2_producers", "hsa_aql_queue", [("crossbeam_array_queue", "<=", 1.5)], "per packet", CORE_CMD + " -- B2"),
+    ("B3", "signal ping-pong between two threads, active wait",
+     "B3_signal_ping_pong_active", "hsa_signal", [("atomic_i64_spin", "<=", 1.3)], "per round trip", CORE_CMD + " -- B3"),
+    ("B4", "empty-kernel dispatch round trip on the emulated device (submit, CP runs it, completion signal, wait returns)",
+     "B4_dispatch_round_trip", "hsa_emulated_dispatch", [("crossbeam_channel", "<=", 2.0)], "per round trip", LINUX_CMD + " -- B4"),
+    ("B5", "pool free + allocate, 10,000 live blocks of 64..=4160 bytes, 64-byte aligned (seeded ChaCha8)",
+     "B5_free_allocate_10k_live", "hsa_memory_pool",
+     [("system_allocator", "<=", 1.0), ("linked_list_allocator", "<=", 0.01)], "per free + allocate", CORE_CMD + " -- B5"),
+    ("B6", "blocked wait wake-up latency through the futex path (store to wait return; waiter blocked)",
+     "B6_blocked_wake_latency", "hsa_interrupt_signal", [("raw_futex", "<=", 1.3)], "per wake-up", LINUX_CMD + " -- B6"),
+]
+
+# What bounds a bench when its goal is missed (shown only then).
+BOUNDS = {
+    "B1": "(not profiled apart; what differs from the baseline) the AQL publish protocol: per packet the "
+          "consumer writes the INVALID header back into the slot and then the read index, so the slot line "
+          "crosses the cores twice (ArrayQueue writes one stamp), and the doorbell takes a spin lock and "
+          "stores. On this machine B1's ratio varied between about 1x and 2x from run to run under the "
+          "same load, so one run does not settle it.",
+    "B2": "the shared write index (fetch_add) and the doorbell lock, both contended by the two producers, on "
+          "top of B1's slot traffic; with 3 busy threads on 2 cores the consumer also loses time slices.",
+    "B3": "a Signal wait is an atomic load loop like the baseline; what is left is the call overhead and the "
+          "Release/Acquire pairs through the 64-byte amd_signal_t slots.",
+    "B4": "the emulated CP thread: per dispatch it takes the allocation table's read lock, decodes and "
+          "validates the packet, resolves the kernel by object address under a lock and runs the host kernel "
+          "for one work-group; a channel round trip does none of that. If the CP went to sleep (idle longer "
+          "than its 50 us spin), the doorbell costs a futex wake.",
+    "B5": "the pool's spin lock and B-tree address index (O(log n) lookups on free) against glibc's per-size "
+          "bins.",
+    "B6": "the emulated event path: the waiter's AMDKFD_IOC_WAIT_EVENTS copies its event array in and out "
+          "through /proc/self/mem (syscalls) and re-takes the event-table mutex after the condvar wake; the "
+          "store side takes the platform state lock and the event mutex before the futex wake. Those live in "
+          "platform-linux/src/emulated/mod.rs (the emulated kernel), not in the core's wait.",
+}
+
+
+def target_dir():
+    return Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
+
+
+def estimate(group, bench):
+    path = target_dir() / "criterion" / group / bench / "new" / "estimates.json"
+    try:
+        with open(path) as f:
+            e = json.load(f)["median"]
+    except (OSError, KeyError, ValueError):
+        return None
+    ci = e["confidence_interval"]
+    return e["point_estimate"], ci["lower_bound"], ci["upper_bound"]
+
+
+def fmt_ns(ns):
+    if ns >= 1e6:
+        return f"{ns / 1e6:.3g} ms"
+    if ns >= 1e3:
+        return f"{ns / 1e3:.3g} µs"
+    return f"{ns:.3g} ns"
+
+
+def machine():
+    model = "unknown"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return os.cpu_count(), model
+
+
+def loadavg():
+    try:
+        return open("/proc/loadavg").read().split()[:3]
+    except OSError:
+        return ["?", "?", "?"]
+
+
+def run(cmd, env=None):
+    print("+", " ".join(cmd), file=sys.stderr)
+    subprocess.run(cmd, cwd=ROOT, check=True, env=env)
+
+
+def run_benches():
+    nice = ["nice", "-n", "-20"] if os.geteuid() == 0 else []
+    before = loadavg()
+    run(nice + CORE_CMD.split())
+    run(nice + LINUX_CMD.split())
+    after = loadavg()
+    info = {"loadavg_before": before, "loadavg_after": after, "niced": bool(nice)}
+    out = target_dir() / "criterion" / "hsa_run_info.json"
+    out.write_text(json.dumps(info))
+
+
+def run_info():
+    try:
+        return json.loads((target_dir() / "criterion" / "hsa_run_info.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def text_bytes(rlib, size_tool):
+    """Sum of the .text* sections of an rlib's object files."""
+    with tempfile.TemporaryDirectory() as d:
+        subprocess.run(["ar", "x", str(rlib)], cwd=d, check=True)
+        objs = [str(p) for p in Path(d).iterdir() if p.suffix == ".o"]
+        if not objs:
+            return 0
+        out = subprocess.run([size_tool, "-A"] + objs, capture_output=True, text=True, check=True).stdout
+    total = 0
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0].startswith(".text") and parts[1].isdigit():
+            total += int(parts[1])
+    return total
+
+
+SIZE_CMD = ("CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 "
+            "CARGO_PROFILE_RELEASE_DEBUG=0 cargo build --release -p hsa-baremetal "
+            "--target x86_64-unknown-none{features}")
+
+
+def code_sizes():
+    size_tool = shutil.which("llvm-size-19") or shutil.which("llvm-size") or shutil.which("size")
+    rows = []
+    for label, features in (("no `alloc`", ""), ("`alloc` (+ linked_list_allocator heap)", " --features alloc")):
+        tdir = Path(tempfile.gettempdir()) / "tgt-bench-size"
+        env = dict(os.environ, CARGO_TARGET_DIR=str(tdir), CARGO_PROFILE_RELEASE_OPT_LEVEL="s",
+                   CARGO_PROFILE_RELEASE_CODEGEN_UNITS="1", CARGO_PROFILE_RELEASE_DEBUG="0")
+        # Separate builds would share the rlib names' directory: clean the two crates first.
+        deps = tdir / "x86_64-unknown-none" / "release" / "deps"
+        for old in glob.glob(str(deps / "libhsa_*.rlib")):
+            os.remove(old)
+        cmd = ["cargo", "build", "-q", "--release", "-p", "hsa-baremetal", "--target", "x86_64-unknown-none"]
+        if features:
+            cmd += features.split()
+        run(cmd, env=env)
+        sizes = {}
+        for crate in ("hsa_core", "hsa_baremetal"):
+            rlibs = sorted(deps.glob(f"lib{crate}-*.rlib"), key=lambda p: p.stat().st_mtime)
+            sizes[crate] = text_bytes(rlibs[-1], size_tool) if rlibs else 0
+        rows.append((label, sizes, SIZE_CMD.format(features=features)))
+    return rows, os.path.basename(size_tool or "size")
+
+
+def static_memory():
+    env = dict(os.environ, CARGO_TARGET_DIR=str(Path(tempfile.gettempdir()) / "tgt-bench-static"))
+    out = subprocess.run(["cargo", "run", "-q", "--release"], cwd=ROOT / "scripts" / "static_memory",
+                         capture_output=True, text=True, check=True, env=env).stdout
+    return json.loads(out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run", action="store_true", help="run the benches first")
+    ap.add_argument("--no-sizes", action="store_true", help="skip the code-size and static-memory builds")
+    ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    args = ap.parse_args()
+    if args.run:
+        run_benches()
+
+    cores, model = machine()
+    info = run_info()
+    lines = ["# Benchmarks", "",
+             "Generated by `scripts/bench_report.py` from criterion's output "
+             "(`target/criterion/**/new/estimates.json`); do not edit by hand.", "",
+             f"- Machine: {cores} cores, {model} ({platform.machine()}, Linux {platform.release()})."]
+    if info:
+        lines.append(f"- Load average (1/5/15 min) before the run: {' / '.join(info['loadavg_before'])}; after: "
+                     f"{' / '.join(info['loadavg_after'])}. Benches ran with `nice -n -20`: {info['niced']}.")
+    lines += [
+        "- Each bench and its baseline run back to back in the same process; the bench thread is pinned to "
+        "CPU 0 and its peer (consumer, responder, CP thread) to CPU 1. Criterion: 30 samples over ~3 s "
+        "(B5's linked_list_allocator 10 samples; B6 see below).",
+        "- Times are criterion's median (95% interval in brackets). Ratio = ours / baseline. On this shared "
+        "2-core machine absolute figures move a lot between runs (other builds compete for the cores); the "
+        "goals are ratios for that reason.",
+        "- Reproduce everything: `python3 scripts/bench_report.py --run` (as root it runs the benches under "
+        "`nice -n -20`), or one bench with the command in its row.",
+        "",
+        "| id | what | ours | baseline | ratio | goal | met | command |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    missed = []
+    for bid, what, group, ours, baselines, unit, cmd in BENCHES:
+        o = estimate(group, ours)
+        for base, kind, goal in baselines:
+            b = estimate(group, base)
+            if o is None or b is None:
+                lines.append(f"| {bid} | {what} | not run | not run | – | {kind} {goal}x | – | `{cmd}` |")
+                continue
+            ratio = o[0] / b[0]
+            met = ratio <= goal
+            if base == "linked_list_allocator":
+                goal_txt = ">= 100x faster than linked_list_allocator (ratio <= 0.01)"
+            else:
+                goal_txt = f"<= {goal}x {base}"
+            if not met:
+                missed.append(bid)
+            lines.append(
+                f"| {bid} | {what}, {unit} | `{ours}` {fmt_ns(o[0])} [{fmt_ns(o[1])}, {fmt_ns(o[2])}] | "
+                f"`{base}` {fmt_ns(b[0])} [{fmt_ns(b[1])}, {fmt_ns(b[2])}] | {ratio:.3g}x"
+                f"{f' ({b[0] / o[0]:.0f}x faster)' if ratio < 0.1 else ''} | {goal_txt} | "
+                f"{'yes' if met else '**no**'} | `{cmd}` |")
+    lines += ["", "## Goals missed", ""]
+    if missed:
+        for bid in dict.fromkeys(missed):
+            lines.append(f"- **{bid}** — bounded by {BOUNDS[bid]}")
+    else:
+        lines.append("None in this run.")
+    lines += [
+        "", "## How each bench measures", "",
+        "- B1/B2: the queues run on a platform whose `ring_doorbell` is one Release store to a doorbell word "
+        "(as an MMIO doorbell is: no syscall); the consumer is a `RingConsumer` on another thread that copies "
+        "each packet out and frees the slot. Ring and ArrayQueue both hold 256 64-byte items. B2's second "
+        "producer is a thread started per sample; the time is per packet over both producers.",
+        "- B3: two user signals (no event) from a `SignalPool`; the responder waits `NE last` and stores the value "
+        "back; the bench thread stores `i` and waits `EQ i`, both `WaitState::Active`. The baseline does the same "
+        "on two cache-padded `AtomicI64`s with `spin_loop` hints.",
+        "- B4: `LinuxPlatform::open_default()` on the emulated device, the `vector_copy` code object loaded and "
+        "its kernel replaced by an empty host kernel; one work-item dispatch with a user completion signal, "
+        "active wait. The baseline sends a `u64` over a bounded crossbeam channel and receives it back.",
+        "- B5: the same seeded sequence for all three allocators: 10,000 live blocks, then per iteration free a "
+        "random live block and allocate a new random size in its place. `MemoryPool` with a 64-byte granule and "
+        "alignment over the fake platform; `std::alloc` with `Layout(size, 64)`; `linked_list_allocator::Heap` "
+        "(first fit) over a 96 MiB arena.",
+        "- B6: one-way wake-up latency: the waiter blocks (`WaitState::Blocked` on an interrupt signal: its "
+        "20 µs spin phase is over, it sleeps in the device's event wait); the bench thread sleeps 300 µs, "
+        "takes CLOCK_MONOTONIC, stores; the waiter takes CLOCK_MONOTONIC when its wait returns. The baseline "
+        "does the same with `rustix::thread::futex::{wait, wake}` on an `AtomicU32`. Only the latencies are "
+        "timed (criterion measurement time 150 ms of latency, 20 samples).",
+    ]
+    if not args.no_sizes:
+        rows, tool = code_sizes()
+        lines += ["", "## Code size (`x86_64-unknown-none`, `opt-level = \"s\"`)", "",
+                  f"Sum of the `.text*` sections ({tool} -A) of the object files in each crate's rlib: all "
+                  "non-generic code of the crate plus the generic code it instantiates itself; generic code that "
+                  "only a user instantiates (e.g. `AqlQueue<P>` for a platform `P`) lands in the user's object "
+                  "and is not counted. codegen-units = 1, no debug info.", "",
+                  "| features | hsa-core .text | hsa-baremetal .text | total | command |", "|---|---|---|---|---|"]
+        for label, sizes, cmd in rows:
+            total = sizes["hsa_core"] + sizes["hsa_baremetal"]
+            lines.append(f"| {label} | {sizes['hsa_core']:,} B | {sizes['hsa_baremetal']:,} B | {total:,} B | `{cmd}` |")
+        sm = static_memory()
+        lines += ["", "## Static memory of a no-alloc runtime with one queue and 64 signals", "",
+                  "`size_of` with hsa-core built without `alloc` (`scripts/static_memory`, run by this script), "
+                  "plus the platform memory those structures own:", "",
+                  "| item | bytes |", "|---|---|",
+                  f"| `AqlQueue` | {sm['aql_queue_bytes']} |",
+                  f"| `SignalPool` (fixed slab table) | {sm['signal_pool_bytes']} |",
+                  f"| {sm['signals']} x `Signal` ({sm['signal_bytes']} each) | {sm['signals'] * sm['signal_bytes']} |",
+                  f"| **host structures** | **{sm['host_structs_bytes']:,}** |",
+                  f"| ring (64 packets x 64 B, the amdkfd minimum) | {sm['ring_bytes']:,} |",
+                  f"| queue descriptor chunk (`amd_queue_t` + doorbell and inactive signals) | {sm['queue_descriptor_bytes']:,} |",
+                  f"| signal slab(s) (64 `amd_signal_t` slots each) | {sm['signal_slab_bytes']:,} |",
+                  f"| **platform memory** | **{sm['platform_memory_bytes']:,}** |",
+                  f"| **total** | **{sm['host_structs_bytes'] + sm['platform_memory_bytes']:,}** |"]
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print(f"wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
