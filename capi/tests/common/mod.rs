@@ -4,21 +4,37 @@
 
 use std::path::{Path, PathBuf};
 
-/// The cdylib `cargo test -p hsa-capi` built with the test: the test binary is
-/// `<target>/<profile>/deps/<name>-<hash>`, the library `<target>/<profile>/libhsa_runtime64.so`
-/// (independent of `CARGO_TARGET_DIR`).
+/// The cdylib, built on first use: `cargo test` links its tests against the rlib and does not
+/// produce the cdylib, so this runs `cargo build -p hsa-capi --lib` (the `CARGO` that runs the
+/// tests, the same profile) into `<target>/capi-cdylib` — its own target directory, so it
+/// never waits for the lock of the build that runs the tests. The test binary is
+/// `<target>/<profile>/deps/<name>-<hash>`; the library ends up in
+/// `<target>/capi-cdylib/<profile>/libhsa_runtime64.so`.
 pub fn built_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_library).clone()
+}
+
+fn build_library() -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let profile_dir = exe
         .parent()
         .and_then(Path::parent)
         .expect("test binary is in <target>/<profile>/deps");
-    let lib = profile_dir.join("libhsa_runtime64.so");
-    assert!(
-        lib.exists(),
-        "{} missing: build the cdylib (cargo test -p hsa-capi builds it)",
-        lib.display()
-    );
+    let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+    let target_dir = profile_dir.parent().expect("<target>").join("capi-cdylib");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "-p", "hsa-capi", "--lib", "--target-dir"])
+        .arg(&target_dir)
+        .current_dir(crate_dir());
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build for the cdylib");
+    assert!(status.success(), "cargo build -p hsa-capi --lib failed: {status}");
+    let lib = target_dir.join(profile).join("libhsa_runtime64.so");
+    assert!(lib.exists(), "{} missing after cargo build", lib.display());
     lib
 }
 
