@@ -4,18 +4,12 @@
 //! agree with `testdata/codeobjects/README.md`); where `llvm-readelf-19` is on PATH the tests
 //! also run it and compare.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::ptr::NonNull;
-use std::sync::Mutex;
 
 use hsa_core::loader::{CodeObject, Executable, FeatureSetting, SymbolKind, TargetId};
-use hsa_core::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryKind, MemoryRequest,
-    NodeProperties, Platform, QueueRequest, WaitOutcome,
-};
-use hsa_core::{Error, EventId, GpuVa, NodeId, QueueId, Status};
+use hsa_core::platform::fake::{FakePlatform, FakeTopology};
+use hsa_core::platform::MemoryKind;
+use hsa_core::{NodeId, Status};
 
 struct K {
     name: &'static str,
@@ -225,121 +219,19 @@ fn read(file: &str) -> Vec<u8> {
     std::fs::read(codeobjects_dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"))
 }
 
-/// A minimal platform: memory is host memory and the GPU address is the host address.
-#[derive(Default)]
-struct HostPlatform {
-    live: Mutex<HashMap<u64, Layout>>,
-    maps: Mutex<Vec<(u64, Vec<NodeId>)>>,
-}
-
-impl HostPlatform {
-    fn live_chunks(&self) -> usize {
-        self.live.lock().unwrap().len()
+/// The fake (host memory, GPU address = host address) with four nodes — the CPU and three
+/// copies of its MI210, as the tests load onto agents 1 to 3 — and at most 64 MiB of chunks
+/// live, so an image a flipped header makes huge fails with `OUT_OF_RESOURCES`.
+fn platform() -> FakePlatform {
+    let mut topology = FakeTopology::mi210();
+    for id in 2..4 {
+        let mut gpu = topology.nodes[1].clone();
+        gpu.properties.node_id = id;
+        topology.nodes.push(gpu);
     }
-}
-
-fn unsupported() -> Error {
-    Error::new(
-        Status::Error,
-        "the loader test platform has no queues, events or topology",
-    )
-}
-
-// SAFETY: chunks are fresh zeroed allocations of the requested size and alignment, valid
-// until freed, never overlapping (the global allocator guarantees it); all state is behind a
-// Mutex, so every method may be called from any thread.
-unsafe impl Platform for HostPlatform {
-    type Error = Error;
-    fn device_name(&self) -> &str {
-        "loader-test"
-    }
-    fn node_count(&self) -> usize {
-        0
-    }
-    fn node(&self, _index: usize) -> Result<NodeProperties, Error> {
-        Err(unsupported())
-    }
-    fn memory_bank(&self, _: usize, _: usize) -> Result<Option<MemoryBank>, Error> {
-        Err(unsupported())
-    }
-    fn cache(&self, _: usize, _: usize) -> Result<Option<Cache>, Error> {
-        Err(unsupported())
-    }
-    fn io_link(&self, _: usize, _: usize) -> Result<Option<IoLink>, Error> {
-        Err(unsupported())
-    }
-    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
-        if request.size_bytes == 0 || request.size_bytes % 4096 != 0 || request.size_bytes > 1 << 26
-        {
-            return Err(hsa_core::error!(
-                Status::OutOfResources,
-                "size {}",
-                request.size_bytes
-            ));
-        }
-        let layout =
-            Layout::from_size_align(request.size_bytes as usize, request.align_bytes as usize)
-                .map_err(|_| {
-                    hsa_core::error!(Status::InvalidArgument, "align {}", request.align_bytes)
-                })?;
-        // SAFETY: the layout has a non-zero size (checked above).
-        let ptr = NonNull::new(unsafe { alloc_zeroed(layout) })
-            .ok_or_else(|| Error::from(Status::OutOfResources))?;
-        let addr = ptr.as_ptr() as u64;
-        self.live.lock().unwrap().insert(addr, layout);
-        Ok(MemoryChunk {
-            gpu_va: GpuVa(addr),
-            host_ptr: Some(ptr),
-            size_bytes: request.size_bytes,
-            handle: addr,
-        })
-    }
-    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
-        let layout = self
-            .live
-            .lock()
-            .unwrap()
-            .remove(&chunk.handle)
-            .ok_or_else(|| {
-                hsa_core::error!(Status::ResourceFree, "unknown chunk {:#x}", chunk.handle)
-            })?;
-        // SAFETY: the handle is the address alloc_zeroed returned with this layout, and it was
-        // live (removed from the table exactly once just now).
-        unsafe { dealloc(chunk.handle as *mut u8, layout) };
-        Ok(())
-    }
-    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {
-        self.maps
-            .lock()
-            .unwrap()
-            .push((chunk.handle, nodes.to_vec()));
-        Ok(())
-    }
-    unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue, Error> {
-        Err(unsupported())
-    }
-    fn ring_doorbell(&self, _: QueueId, _: u64) {}
-    fn destroy_queue(&self, _: QueueId) -> Result<(), Error> {
-        Err(unsupported())
-    }
-    fn create_event(&self) -> Result<Event, Error> {
-        Err(unsupported())
-    }
-    fn destroy_event(&self, _: EventId) -> Result<(), Error> {
-        Err(unsupported())
-    }
-    fn wait_event(&self, _: EventId, _: u64) -> Result<WaitOutcome, Error> {
-        Err(unsupported())
-    }
-    fn signal_event(&self, _: EventId) -> Result<(), Error> {
-        Err(unsupported())
-    }
-    fn timestamp_ticks(&self) -> u64 {
-        0
-    }
-    fn timestamp_frequency_hz(&self) -> u64 {
-        1_000_000_000
-    }
+    let mut p = FakePlatform::with_topology(topology);
+    p.set_memory_limit_bytes(1 << 26);
+    p
 }
 
 /// An agent ISA that the code object runs on: the processor (gfx900 for gfx9-generic) with
@@ -491,7 +383,7 @@ fn reader_matches_live_llvm_readelf() {
 
 #[test]
 fn load_places_kernel_objects_at_base_plus_kd() {
-    let platform = HostPlatform::default();
+    let platform = platform();
     for f in FILES {
         let bytes = read(f.file);
         let co = CodeObject::parse(&bytes).unwrap();
@@ -552,22 +444,20 @@ fn load_places_kernel_objects_at_base_plus_kd() {
                 .status(),
             Status::FrozenExecutable
         );
-        assert_eq!(platform.live_chunks(), 1);
+        assert_eq!(platform.live_chunks().len(), 1);
         exe.destroy().unwrap();
-        assert_eq!(platform.live_chunks(), 0);
+        assert_eq!(platform.live_chunks().len(), 0);
     }
-    assert_eq!(platform.maps.lock().unwrap().len(), FILES.len());
+    assert_eq!(platform.map_calls().len(), FILES.len());
     assert!(platform
-        .maps
-        .lock()
-        .unwrap()
+        .map_calls()
         .iter()
         .all(|(_, nodes)| nodes == &[NodeId(1)]));
 }
 
 #[test]
 fn loaded_image_is_the_file_segments_and_zero_fill() {
-    let platform = HostPlatform::default();
+    let platform = platform();
     let bytes = read("kernels_ocl-gfx90a-v5.hsaco");
     let co = CodeObject::parse(&bytes).unwrap();
     let mut exe = Executable::new(&platform);
@@ -590,12 +480,12 @@ fn loaded_image_is_the_file_segments_and_zero_fill() {
     assert_eq!(&image[0x3ac0..0x3ac0 + 0x70], &bytes[0x1ac0..0x1ac0 + 0x70]);
     assert!(image[0x3ac0 + 0x70..0x3ac0 + 0x540].iter().all(|&b| b == 0));
     drop(exe);
-    assert_eq!(platform.live_chunks(), 0, "drop frees the memory");
+    assert_eq!(platform.live_chunks().len(), 0, "drop frees the memory");
 }
 
 #[test]
 fn wrong_isa_for_agent_is_incompatible() {
-    let platform = HostPlatform::default();
+    let platform = platform();
     let bytes = read("kernels-gfx90a-v5.hsaco");
     let mut exe = Executable::new(&platform);
     let agent = TargetId::parse("gfx942:sramecc+:xnack-").unwrap();
@@ -609,7 +499,7 @@ fn wrong_isa_for_agent_is_incompatible() {
             .contains("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"),
         "{e}"
     );
-    assert_eq!(platform.live_chunks(), 0);
+    assert_eq!(platform.live_chunks().len(), 0);
     // gfx9-generic runs on gfx900/gfx906 but not gfx90a.
     let generic = read("kernels-gfx9-generic-v6.hsaco");
     let e = exe
@@ -633,7 +523,7 @@ fn wrong_isa_for_agent_is_incompatible() {
 
 #[test]
 fn misaligned_bytes_are_copied_before_loading() {
-    let platform = HostPlatform::default();
+    let platform = platform();
     let bytes = read("kernels-gfx1100-v5.hsaco");
     let mut shifted = vec![0u8; bytes.len() + 1];
     shifted[1..].copy_from_slice(&bytes);
@@ -746,11 +636,11 @@ mod flips {
             }
             if let Ok(co) = CodeObject::parse(&bytes) {
                 // Whatever parses must also load (or fail cleanly) without panicking.
-                let platform = HostPlatform::default();
+                let platform = platform();
                 let mut exe = Executable::new(&platform);
                 let _ = exe.load_code_object(NodeId(1), &agent_for(&co), &bytes, MemoryKind::System);
                 drop(exe);
-                prop_assert_eq!(platform.live_chunks(), 0);
+                prop_assert_eq!(platform.live_chunks().len(), 0);
             }
         }
 

@@ -5,17 +5,13 @@
 //! 10^6 packets per producer in release builds; 10^5 in debug builds (unoptimised atomics and
 //! bounds checks make 10^6 take minutes), 10^3 under miri.
 
-use std::alloc::Layout;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::Instant;
+use std::sync::atomic::Ordering;
 
 use hsa_core::packet::EncodedPacket;
-use hsa_core::platform::*;
+use hsa_core::platform::fake::FakePlatform;
 use hsa_core::queue::ring::INVALID_HEADER_WORD;
 use hsa_core::queue::{AqlQueue, QueueConfig};
-use hsa_core::{Error, EventId, GpuVa, NodeId, QueueId, Status};
+use hsa_core::{NodeId, Status};
 
 const PACKETS_PER_PRODUCER: u64 = if cfg!(miri) {
     1_000
@@ -25,107 +21,11 @@ const PACKETS_PER_PRODUCER: u64 = if cfg!(miri) {
     1_000_000
 };
 
-/// Host memory (GPU VA = host address), queues recorded, nothing else.
-struct StressPlatform {
-    start: Instant,
-    chunks: Mutex<Vec<(u64, usize, Layout)>>,
-    next: AtomicU64,
-}
-
-fn unsupported() -> Error {
-    Error::new(Status::Error, "not supported by the stress platform")
-}
-
-// SAFETY: chunks are zeroed, aligned as asked, unique, valid until freed; thread-safe.
-unsafe impl Platform for StressPlatform {
-    type Error = Error;
-    fn device_name(&self) -> &str {
-        "stress"
-    }
-    fn node_count(&self) -> usize {
-        1
-    }
-    fn node(&self, _: usize) -> Result<NodeProperties, Error> {
-        Ok(NodeProperties::default())
-    }
-    fn memory_bank(&self, _: usize, _: usize) -> Result<Option<MemoryBank>, Error> {
-        Ok(None)
-    }
-    fn cache(&self, _: usize, _: usize) -> Result<Option<Cache>, Error> {
-        Ok(None)
-    }
-    fn io_link(&self, _: usize, _: usize) -> Result<Option<IoLink>, Error> {
-        Ok(None)
-    }
-    fn allocate_memory(&self, r: &MemoryRequest) -> Result<MemoryChunk, Error> {
-        let layout = Layout::from_size_align(r.size_bytes as usize, r.align_bytes as usize)
-            .map_err(|_| Error::new(Status::InvalidArgument, "layout"))?;
-        // SAFETY: non-zero size (>= 4096).
-        let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
-        let host = NonNull::new(ptr).ok_or_else(|| Error::new(Status::OutOfResources, "oom"))?;
-        let handle = self.next.fetch_add(1, Ordering::Relaxed);
-        self.chunks
-            .lock()
-            .unwrap()
-            .push((handle, ptr as usize, layout));
-        Ok(MemoryChunk {
-            gpu_va: GpuVa(ptr as usize as u64),
-            host_ptr: Some(host),
-            size_bytes: r.size_bytes,
-            handle,
-        })
-    }
-    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
-        let mut chunks = self.chunks.lock().unwrap();
-        let i = chunks
-            .iter()
-            .position(|c| c.0 == chunk.handle)
-            .ok_or_else(|| Error::new(Status::ResourceFree, "unknown chunk"))?;
-        let (_, ptr, layout) = chunks.remove(i);
-        // SAFETY: allocated above with this layout, removed from the table once.
-        unsafe { std::alloc::dealloc(ptr as *mut u8, layout) };
-        Ok(())
-    }
-    fn map_memory(&self, _: &MemoryChunk, _: &[NodeId]) -> Result<(), Error> {
-        Ok(())
-    }
-    unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue, Error> {
-        Ok(HwQueue {
-            id: QueueId(1),
-            doorbell_address: 0x1000,
-        })
-    }
-    fn ring_doorbell(&self, _: QueueId, _: u64) {}
-    fn destroy_queue(&self, _: QueueId) -> Result<(), Error> {
-        Ok(())
-    }
-    fn create_event(&self) -> Result<Event, Error> {
-        Err(unsupported())
-    }
-    fn destroy_event(&self, _: EventId) -> Result<(), Error> {
-        Err(unsupported())
-    }
-    fn wait_event(&self, _: EventId, _: u64) -> Result<WaitOutcome, Error> {
-        Err(unsupported())
-    }
-    fn signal_event(&self, _: EventId) -> Result<(), Error> {
-        Err(unsupported())
-    }
-    fn timestamp_ticks(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
-    }
-    fn timestamp_frequency_hz(&self) -> u64 {
-        1_000_000_000
-    }
-}
-
 #[test]
 fn two_producers_one_consumer_64_slots() {
-    let platform = StressPlatform {
-        start: Instant::now(),
-        chunks: Mutex::new(Vec::new()),
-        next: AtomicU64::new(1),
-    };
+    // Queues only recorded: the consumer thread below plays the packet processor.
+    let mut platform = FakePlatform::new();
+    platform.set_process_queues(false);
     let queue = AqlQueue::create(&platform, &QueueConfig::new(NodeId(0), 64, 64, 1 << 17)).unwrap();
     // SAFETY: the ring is used only inside the scope below, while `queue` lives.
     let ring = unsafe { queue.ring() };
@@ -202,5 +102,5 @@ fn two_producers_one_consumer_64_slots() {
         total
     );
     queue.destroy().unwrap();
-    assert!(platform.chunks.lock().unwrap().is_empty());
+    assert!(platform.live_chunks().is_empty());
 }

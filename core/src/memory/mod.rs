@@ -22,9 +22,6 @@ pub mod raw;
 pub mod region;
 pub mod suballoc;
 
-#[cfg(test)]
-mod test_platform;
-
 pub use pool::{
     Allocation, Buffer, MemoryPool, PointerInfo, PoolStats, DEFAULT_CHUNK_BYTES, MAX_ACCESS_NODE,
 };

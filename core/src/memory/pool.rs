@@ -760,7 +760,9 @@ impl From<SubAllocError> for Error {
 mod tests {
     use super::*;
     use crate::memory::region::Segment;
-    use crate::memory::test_platform::{Backing, TestPlatform, UNMAPPED_BASE};
+    use crate::platform::fake::{
+        FakeMemory, FakePlatform, FaultInjector, FaultMethod, UNMAPPED_BASE,
+    };
     use crate::platform::{MemoryFlags, MemoryKind};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
@@ -772,7 +774,15 @@ mod tests {
     /// Record capacity for the tests: only matters without `alloc`, where the records live
     /// inline in the pool (kept small enough for a test thread's stack in debug builds).
     const CAP: usize = if cfg!(feature = "alloc") { 8192 } else { 2048 };
-    type TestPool<'a> = MemoryPool<&'a TestPlatform, CAP>;
+    type TestPool<'a, P = FakePlatform> = MemoryPool<&'a P, CAP>;
+
+    /// The fake with chunks from `memory` and at most `limit_bytes` of them live.
+    fn platform(memory: FakeMemory, limit_bytes: u64) -> FakePlatform {
+        let mut p = FakePlatform::new();
+        p.set_memory(memory);
+        p.set_memory_limit_bytes(limit_bytes);
+        p
+    }
 
     fn fine(size: u64) -> PoolInfo {
         PoolInfo::new(NodeId(0), GlobalFlags::FINE_GRAINED, size)
@@ -802,7 +812,7 @@ mod tests {
 
     #[test]
     fn allocate_rounds_aligns_and_accounts() {
-        let p = TestPlatform::new(Backing::Host, 64 * MIB);
+        let p = platform(FakeMemory::Host, 64 * MIB);
         let pool: TestPool<'_> = MemoryPool::new(&p, fine(16 * MIB)).unwrap();
         let a = pool.allocate(100).unwrap();
         assert_eq!(a.size_bytes, 4096);
@@ -840,7 +850,7 @@ mod tests {
 
     #[test]
     fn kernarg_allocations_are_16_byte_aligned() {
-        let p = TestPlatform::new(Backing::Host, 64 * MIB);
+        let p = platform(FakeMemory::Host, 64 * MIB);
         let pool: TestPool<'_> = MemoryPool::new(&p, kernarg(4 * MIB)).unwrap();
         let mut vas = StdVec::new();
         for size in [1u64, 8, 9, 24, 40, 3] {
@@ -857,7 +867,7 @@ mod tests {
 
     #[test]
     fn bad_input_gets_the_statuses_of_hsa_h() {
-        let p = TestPlatform::new(Backing::Host, 64 * MIB);
+        let p = platform(FakeMemory::Host, 64 * MIB);
         let pool: TestPool<'_> = MemoryPool::new(&p, fine(8 * MIB)).unwrap();
         // hsa_amd_memory_pool_allocate / hsa_memory_allocate: size 0 -> INVALID_ARGUMENT.
         let e = pool.allocate(0).unwrap_err();
@@ -926,8 +936,9 @@ mod tests {
 
     #[test]
     fn no_room_is_out_of_resources_and_frees_bring_room_back() {
-        let p = TestPlatform::new(Backing::Host, 64 * MIB);
-        let pool: TestPool<'_> = MemoryPool::new(&p, fine(4 * MIB)).unwrap();
+        let p = FaultInjector::new(platform(FakeMemory::Host, 64 * MIB));
+        let pool: TestPool<'_, FaultInjector<FakePlatform>> =
+            MemoryPool::new(&p, fine(4 * MIB)).unwrap();
         let a = pool.allocate(3 * MIB).unwrap();
         let b = pool.allocate(MIB).unwrap();
         assert_eq!(pool.stats().reserved_bytes, 4 * MIB);
@@ -942,8 +953,9 @@ mod tests {
         pool.check_invariants();
 
         // The platform's own failure comes through with its status.
-        let pool2: TestPool<'_> = MemoryPool::new(&p, fine(4 * MIB)).unwrap();
-        p.fail_next_allocation();
+        let pool2: TestPool<'_, FaultInjector<FakePlatform>> =
+            MemoryPool::new(&p, fine(4 * MIB)).unwrap();
+        p.fail_next(FaultMethod::AllocateMemory, Status::OutOfResources);
         assert_eq!(
             pool2.allocate(16).unwrap_err().status(),
             Status::OutOfResources
@@ -954,7 +966,7 @@ mod tests {
 
     #[test]
     fn grows_by_chunks_and_gives_empty_ones_back_keeping_one() {
-        let p = TestPlatform::new(Backing::Host, 64 * MIB);
+        let p = platform(FakeMemory::Host, 64 * MIB);
         let pool: TestPool<'_> = MemoryPool::new(&p, fine(32 * MIB)).unwrap();
         let big: StdVec<_> = (0..3).map(|_| pool.allocate(2 * MIB).unwrap()).collect();
         assert_eq!(pool.stats().chunks, 3);
@@ -968,9 +980,9 @@ mod tests {
         assert_eq!(p.live_chunks().len(), 2);
         assert_eq!(pool.stats().chunks, 2);
         // Reusing the cached chunk does not call the platform.
-        let n = p.chunk_allocations();
+        let n = p.allocation_count();
         let again = pool.allocate(4096).unwrap();
-        assert_eq!(p.chunk_allocations(), n);
+        assert_eq!(p.allocation_count(), n);
         pool.free(again.va).unwrap();
         pool.free(large.va).unwrap();
         assert_eq!(p.live_chunks().len(), 1);
@@ -979,7 +991,7 @@ mod tests {
 
     #[test]
     fn allow_access_and_assign_agent_map_through_the_platform() {
-        let p = TestPlatform::new(Backing::Unmapped, 64 * MIB);
+        let p = platform(FakeMemory::Unmapped, 64 * MIB);
         let pool: TestPool<'_> = MemoryPool::new(&p, coarse_device(16 * MIB)).unwrap();
         let a = pool.allocate(8192).unwrap();
         assert_eq!(a.host_ptr, None);
@@ -992,12 +1004,12 @@ mod tests {
             .unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(e.detail().contains("node 2"));
-        assert!(p.maps().is_empty());
+        assert!(p.map_calls().is_empty());
         pool.allow_access(GpuVa(a.va.get() + 100), &[NodeId(0)])
             .unwrap();
         let mut chunk_va = GpuVa::NULL;
         pool.for_each_chunk(|c| chunk_va = c.gpu_va);
-        assert_eq!(p.maps(), vec![(chunk_va, vec![NodeId(0)])]);
+        assert_eq!(p.map_calls(), vec![(chunk_va, vec![NodeId(0)])]);
         assert_eq!(pool.pointer_info(a.va).unwrap().allowed_nodes, 0b1);
 
         assert_eq!(
@@ -1011,7 +1023,7 @@ mod tests {
             .unwrap();
         pool.assign_agent(a.va, NodeId(1), AccessPermission::ReadWrite)
             .unwrap();
-        assert_eq!(p.maps().len(), 1);
+        assert_eq!(p.map_calls().len(), 1);
         let info = pool.pointer_info(a.va).unwrap();
         assert_eq!(
             info.assigned,
@@ -1026,7 +1038,7 @@ mod tests {
         );
 
         // Fine-grained: assign_agent is a no-op that succeeds.
-        let hp = TestPlatform::new(Backing::Host, 8 * MIB);
+        let hp = platform(FakeMemory::Host, 8 * MIB);
         let fpool: TestPool<'_> = MemoryPool::new(&hp, fine(4 * MIB)).unwrap();
         let f = fpool.allocate(1).unwrap();
         fpool
@@ -1037,7 +1049,7 @@ mod tests {
 
     #[test]
     fn copy_between_host_pools_checks_bounds_and_overlap() {
-        let p = TestPlatform::new(Backing::Host, 64 * MIB);
+        let p = platform(FakeMemory::Host, 64 * MIB);
         let a_pool: TestPool<'_> = MemoryPool::new(&p, fine(4 * MIB)).unwrap();
         let k_pool: TestPool<'_> = MemoryPool::new(&p, kernarg(4 * MIB)).unwrap();
         let src = a_pool.allocate(4096).unwrap();
@@ -1073,7 +1085,7 @@ mod tests {
     fn unmapped_device_memory_survives_thousands_of_operations() {
         // Chunks at 0xdead_0000_0000 with no host pointer: any touch of managed memory would
         // fault. The pool only does arithmetic on addresses.
-        let p = TestPlatform::new(Backing::Unmapped, 1 << 40);
+        let p = platform(FakeMemory::Unmapped, 1 << 40);
         let pool: TestPool<'_> = MemoryPool::new(&p, coarse_device(256 * MIB)).unwrap();
         let mut rng = Rng(0x5eed);
         let mut live = StdVec::new();
@@ -1097,8 +1109,8 @@ mod tests {
 
     #[test]
     fn concurrent_allocate_and_free() {
-        let p = Arc::new(TestPlatform::new(Backing::Host, 256 * MIB));
-        let pool: Arc<MemoryPool<Arc<TestPlatform>, CAP>> =
+        let p = Arc::new(platform(FakeMemory::Host, 256 * MIB));
+        let pool: Arc<MemoryPool<Arc<FakePlatform>, CAP>> =
             Arc::new(MemoryPool::new(p.clone(), kernarg(64 * MIB)).unwrap());
         let rounds = if cfg!(miri) {
             20
@@ -1156,13 +1168,13 @@ mod tests {
     /// Runs `ops` random allocate/free operations on a pool of `info` and checks after each
     /// that live blocks are disjoint, inside their chunk, aligned, and that totals add up.
     fn random_ops(
-        backing: Backing,
+        backing: FakeMemory,
         info: PoolInfo,
         seed: u64,
         ops: usize,
         max_size: u64,
     ) -> core::result::Result<(), TestCaseError> {
-        let p = TestPlatform::new(backing, 1 << 40);
+        let p = platform(backing, 1 << 40);
         let align = info.effective_alignment_bytes();
         let granule = info.alloc_granule_bytes;
         let pool_size = info.size_bytes;
@@ -1223,17 +1235,17 @@ mod tests {
 
         #[test]
         fn random_ops_kernarg_pool(seed in any::<u64>()) {
-            random_ops(Backing::Host, kernarg(8 * MIB), seed, OPS, 512)?;
+            random_ops(FakeMemory::Host, kernarg(8 * MIB), seed, OPS, 512)?;
         }
 
         #[test]
         fn random_ops_fine_grained_system_pool(seed in any::<u64>()) {
-            random_ops(Backing::Host, fine(64 * MIB), seed, OPS, 256 * 1024)?;
+            random_ops(FakeMemory::Host, fine(64 * MIB), seed, OPS, 256 * 1024)?;
         }
 
         #[test]
         fn random_ops_coarse_grained_unmapped_device_pool(seed in any::<u64>()) {
-            random_ops(Backing::Unmapped, coarse_device(48 * MIB), seed, OPS, 1 << 20)?;
+            random_ops(FakeMemory::Unmapped, coarse_device(48 * MIB), seed, OPS, 1 << 20)?;
         }
     }
 }

@@ -6,7 +6,9 @@
 //!   with the properties amdkfd reports for an AMD Instinct MI210.
 //! - Memory: zeroed host allocations; the device address is the host address. Live chunks are
 //!   tracked, so freeing an unknown chunk is an error and signal handles and kernarg addresses
-//!   in packets can be checked against them.
+//!   in packets can be checked against them. With [`FakeMemory::Unmapped`] chunks are instead
+//!   made-up device addresses from [`UNMAPPED_BASE`] up with no host pointer, to prove that code
+//!   never touches memory it only manages.
 //! - Events: a `Mutex` + `Condvar`; a signaled event stays signaled until a wait consumes it.
 //!   Each event has a 64-bit mailbox slot in the fake's event page.
 //! - Time: nanoseconds since the platform was made (1 GHz).
@@ -17,6 +19,11 @@
 //!   waiting on a signal the host changed without an event resolves on the next doorbell,
 //!   event or [`FakePlatform::poll_queues`]. Doorbells rung from inside a kernel (or from
 //!   another thread while the queue runs) are not lost: the running call picks them up.
+//!   [`FakePlatform::set_process_queues`]`(false)` turns this off for tests that play the
+//!   packet processor themselves: queues are then only checked and recorded.
+//! - Records: what tests assert on — successful allocations, the last [`MemoryRequest`],
+//!   `map_memory` calls, doorbell writes, each live queue's [`QueueRecord`], and counts of
+//!   `signal_event`/`wait_event` calls.
 //! - Kernels: there is no GPU, so [`FakePlatform::register_kernel`] maps a kernel object to a
 //!   host function that gets a [`DispatchContext`]; agent functions are registered by their
 //!   `type` with [`FakePlatform::register_agent_function`].
@@ -34,7 +41,7 @@ use crate::abi::SignalHandle;
 use crate::addr::{EventId, GpuVa, NodeId, QueueId};
 use crate::platform::{
     Cache, Event, HeapType, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest,
-    NodeProperties, Platform, QueueErrorCallback, QueueRequest, WaitOutcome,
+    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, WaitOutcome,
 };
 use crate::processor::{
     AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress, RingConsumer,
@@ -46,6 +53,47 @@ use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Number of events (and mailbox slots) a fake platform has.
 pub const EVENT_CAPACITY: usize = 256;
+
+/// First device address of [`FakeMemory::Unmapped`] chunks (nothing is mapped there).
+pub const UNMAPPED_BASE: u64 = 0xdead_0000_0000;
+
+/// The doorbell address the fake reports for queue id 0; queue `id` gets `+ 8 * id`. Nothing
+/// is mapped there: the fake's doorbell is [`Platform::ring_doorbell`].
+pub const FAKE_DOORBELL_BASE: u64 = 0xd00b_e000;
+
+/// Where a [`FakePlatform`]'s chunks come from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FakeMemory {
+    /// Zeroed host heap memory: `gpu_va` is the host address, `host_ptr` is set.
+    #[default]
+    Host,
+    /// Device addresses from [`UNMAPPED_BASE`] up, aligned as asked, with a 4096-byte gap
+    /// between chunks; `host_ptr` is `None` and no memory backs them.
+    Unmapped,
+}
+
+/// What a live fake queue was created with: the `Send` parts of its [`QueueRequest`].
+#[derive(Clone, Copy, Debug)]
+pub struct QueueRecord {
+    /// The node asked for.
+    pub node: NodeId,
+    /// The kind asked for.
+    pub kind: QueueKind,
+    /// Device address of the ring.
+    pub ring: GpuVa,
+    /// Address of the ring's host pointer (`ring_host` as an integer).
+    pub ring_host_addr: u64,
+    /// Ring size, bytes.
+    pub ring_size_bytes: u64,
+    /// Device address of the `amd_queue_t`.
+    pub amd_queue: GpuVa,
+    /// Device address of `amd_queue_t.read_dispatch_id`.
+    pub read_pointer: GpuVa,
+    /// Device address of `amd_queue_t.write_dispatch_id`.
+    pub write_pointer: GpuVa,
+    /// The error callback registered at creation.
+    pub on_error: Option<QueueErrorCallback>,
+}
 
 /// One node of a fake topology: its properties, memory banks, caches and links.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -264,9 +312,9 @@ type KernelFn = dyn Fn(&DispatchContext<'_>) + Send + Sync;
 type AgentFn = dyn Fn(&AgentDispatch, &FakePlatform) + Send + Sync;
 
 struct Chunk {
-    base: NonNull<u8>,
+    /// The host allocation and its layout; `None` for an unmapped chunk.
+    host: Option<(NonNull<u8>, Layout)>,
     size_bytes: u64,
-    layout: Layout,
     handle: u64,
 }
 
@@ -274,10 +322,23 @@ struct Chunk {
 // pointers derived from it are handed out under the Platform contract.
 unsafe impl Send for Chunk {}
 
+impl Chunk {
+    fn to_memory_chunk(&self, va: u64) -> MemoryChunk {
+        MemoryChunk {
+            gpu_va: GpuVa(va),
+            host_ptr: self.host.map(|(p, _)| p),
+            size_bytes: self.size_bytes,
+            handle: self.handle,
+        }
+    }
+}
+
 struct FakeQueue {
     id: QueueId,
     ring_base: u64,
-    processor: Mutex<PacketProcessor>,
+    record: QueueRecord,
+    /// `None` when the queue was created with queue processing off.
+    processor: Option<Mutex<PacketProcessor>>,
     pending: AtomicBool,
     on_error: Option<QueueErrorCallback>,
     error: Mutex<Option<Error>>,
@@ -294,13 +355,23 @@ pub struct FakePlatform {
     topology: FakeTopology,
     epoch: Instant,
     memory_limit_bytes: u64,
+    memory: FakeMemory,
+    process_queues: bool,
     chunks: Mutex<BTreeMap<u64, Chunk>>,
     allocated_bytes: AtomicU64,
     next_handle: AtomicU64,
+    /// Next free unmapped address (only changed under the `chunks` lock).
+    next_unmapped: AtomicU64,
+    allocations: AtomicU64,
+    last_request: Mutex<Option<MemoryRequest>>,
+    maps: Mutex<Vec<(GpuVa, Vec<NodeId>)>>,
     queues: Mutex<BTreeMap<u32, Arc<FakeQueue>>>,
     next_queue: AtomicU32,
+    doorbells: Mutex<Vec<(QueueId, u64)>>,
     events: Mutex<Vec<EventState>>,
     event_cv: Condvar,
+    event_signals: AtomicU64,
+    event_waits: AtomicU64,
     mailboxes: Box<[AtomicU64]>,
     kernels: Mutex<HashMap<u64, Arc<KernelFn>>>,
     agents: Mutex<HashMap<u16, Arc<AgentFn>>>,
@@ -341,13 +412,22 @@ impl FakePlatform {
             topology,
             epoch: Instant::now(),
             memory_limit_bytes: 1 << 30,
+            memory: FakeMemory::Host,
+            process_queues: true,
             chunks: Mutex::new(BTreeMap::new()),
             allocated_bytes: AtomicU64::new(0),
             next_handle: AtomicU64::new(1),
+            next_unmapped: AtomicU64::new(UNMAPPED_BASE),
+            allocations: AtomicU64::new(0),
+            last_request: Mutex::new(None),
+            maps: Mutex::new(Vec::new()),
             queues: Mutex::new(BTreeMap::new()),
             next_queue: AtomicU32::new(1),
+            doorbells: Mutex::new(Vec::new()),
             events: Mutex::new(Vec::new()),
             event_cv: Condvar::new(),
+            event_signals: AtomicU64::new(0),
+            event_waits: AtomicU64::new(0),
             mailboxes: (0..EVENT_CAPACITY).map(|_| AtomicU64::new(0)).collect(),
             kernels: Mutex::new(HashMap::new()),
             agents: Mutex::new(HashMap::new()),
@@ -358,6 +438,79 @@ impl FakePlatform {
     /// `OUT_OF_RESOURCES`.
     pub fn set_memory_limit_bytes(&mut self, limit_bytes: u64) {
         self.memory_limit_bytes = limit_bytes;
+    }
+
+    /// Sets where later chunks come from ([`FakeMemory::Host`] by default).
+    pub fn set_memory(&mut self, memory: FakeMemory) {
+        self.memory = memory;
+    }
+
+    /// Whether queues created from now on are run by the software packet processor (the
+    /// default) or only checked and recorded, for a test that consumes the ring itself.
+    pub fn set_process_queues(&mut self, process: bool) {
+        self.process_queues = process;
+    }
+
+    /// The live chunks, in device-address order.
+    pub fn live_chunks(&self) -> Vec<MemoryChunk> {
+        lock(&self.chunks)
+            .iter()
+            .map(|(&va, c)| c.to_memory_chunk(va))
+            .collect()
+    }
+
+    /// How many `allocate_memory` calls succeeded.
+    pub fn allocation_count(&self) -> u64 {
+        self.allocations.load(Ordering::Relaxed)
+    }
+
+    /// The request of the last `allocate_memory` call (failed ones included).
+    pub fn last_memory_request(&self) -> Option<MemoryRequest> {
+        *lock(&self.last_request)
+    }
+
+    /// Every successful `map_memory` call: the chunk's device address and the nodes, in call
+    /// order.
+    pub fn map_calls(&self) -> Vec<(GpuVa, Vec<NodeId>)> {
+        lock(&self.maps).clone()
+    }
+
+    /// Every `ring_doorbell` call (queue, write index), in call order.
+    pub fn doorbell_writes(&self) -> Vec<(QueueId, u64)> {
+        lock(&self.doorbells).clone()
+    }
+
+    /// What live queue `queue` was created with; `None` for an unknown or destroyed queue.
+    pub fn queue_request(&self, queue: QueueId) -> Option<QueueRecord> {
+        lock(&self.queues).get(&queue.0).map(|q| q.record)
+    }
+
+    /// Number of live queues.
+    pub fn live_queue_count(&self) -> usize {
+        lock(&self.queues).len()
+    }
+
+    /// Number of live events.
+    pub fn live_event_count(&self) -> usize {
+        lock(&self.events).iter().filter(|e| e.live).count()
+    }
+
+    /// How many times [`Platform::signal_event`] was called (failed calls and the packet
+    /// processor's calls included).
+    pub fn signal_event_count(&self) -> u64 {
+        self.event_signals.load(Ordering::Relaxed)
+    }
+
+    /// How many times [`Platform::wait_event`] was called (failed calls included).
+    pub fn wait_event_count(&self) -> u64 {
+        self.event_waits.load(Ordering::Relaxed)
+    }
+
+    /// Device (and host) address of `event`'s mailbox slot; `None` for an id outside the
+    /// event page.
+    pub fn mailbox_address(&self, event: EventId) -> Option<GpuVa> {
+        let index = event.0 as usize;
+        (index < EVENT_CAPACITY).then(|| GpuVa(self.slot_address(index)))
     }
 
     /// Registers the host function run for dispatches of `kernel_object` (replacing any
@@ -392,13 +545,14 @@ impl FakePlatform {
         }
         let chunks = lock(&self.chunks);
         let (&start, chunk) = chunks.range(..=va.0).next_back()?;
+        let (base, _) = chunk.host?;
         let offset = va.0 - start;
         if offset.checked_add(len_bytes)? > chunk.size_bytes {
             return None;
         }
         // In bounds of the chunk's allocation (checked above), so the pointer keeps the
         // chunk's provenance.
-        NonNull::new(chunk.base.as_ptr().wrapping_add(offset as usize))
+        NonNull::new(base.as_ptr().wrapping_add(offset as usize))
     }
 
     /// Reads the 64-bit little-endian value at `va` (any alignment); `None` outside live
@@ -437,10 +591,13 @@ impl FakePlatform {
     }
 
     fn drive(&self, q: &FakeQueue) {
+        let Some(processor) = &q.processor else {
+            return;
+        };
         // Release pairs with the AcqRel swap of whoever holds the processor, so it re-runs.
         q.pending.store(true, Ordering::Release);
         loop {
-            let mut proc = match q.processor.try_lock() {
+            let mut proc = match processor.try_lock() {
                 Ok(g) => g,
                 Err(TryLockError::Poisoned(p)) => p.into_inner(),
                 // Whoever holds it sees `pending` before it lets go (checked below).
@@ -473,8 +630,15 @@ impl FakePlatform {
         }
     }
 
-    fn mailbox_address(&self, index: usize) -> u64 {
+    fn slot_address(&self, index: usize) -> u64 {
         core::ptr::from_ref(&self.mailboxes[index]) as usize as u64
+    }
+
+    /// Whether `chunk` is a live chunk of this platform (same address, handle and size).
+    fn is_live(&self, chunk: &MemoryChunk) -> bool {
+        lock(&self.chunks)
+            .get(&chunk.gpu_va.0)
+            .is_some_and(|c| c.handle == chunk.handle && c.size_bytes == chunk.size_bytes)
     }
 }
 
@@ -483,9 +647,11 @@ impl Drop for FakePlatform {
         lock(&self.queues).clear();
         let chunks = core::mem::take(&mut *lock(&self.chunks));
         for (_, c) in chunks {
-            // SAFETY: the chunk came from `alloc_zeroed` with this layout and was not freed
-            // (it was still in the table); no queue is left to use it.
-            unsafe { std::alloc::dealloc(c.base.as_ptr(), c.layout) };
+            if let Some((base, layout)) = c.host {
+                // SAFETY: the chunk came from `alloc_zeroed` with this layout and was not
+                // freed (it was still in the table); no queue is left to use it.
+                unsafe { std::alloc::dealloc(base.as_ptr(), layout) };
+            }
         }
     }
 }
@@ -563,7 +729,7 @@ impl ProcessorHost for QueueHost<'_> {
     }
 
     fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<()> {
-        let base = self.platform.mailbox_address(0);
+        let base = self.platform.slot_address(0);
         let offset = mailbox.0.wrapping_sub(base);
         let index = (offset / 8) as usize;
         if mailbox.0 < base || offset % 8 != 0 || index >= EVENT_CAPACITY {
@@ -638,6 +804,7 @@ unsafe impl Platform for FakePlatform {
     }
 
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
+        *lock(&self.last_request) = Some(*request);
         node_index(self, request.node.0 as usize)
             .map_err(|e| crate::error!(Status::InvalidArgument, "{}", e.detail()))?;
         if request.size_bytes == 0 || request.size_bytes % 4096 != 0 {
@@ -662,6 +829,27 @@ unsafe impl Platform for FakePlatform {
                 request.size_bytes,
                 self.memory_limit_bytes
             );
+        }
+        if self.memory == FakeMemory::Unmapped {
+            let mut chunks = lock(&self.chunks);
+            let va = self
+                .next_unmapped
+                .load(Ordering::Relaxed)
+                .next_multiple_of(request.align_bytes);
+            // A gap between chunks, so that running off the end of one is not inside the next.
+            self.next_unmapped
+                .store(va + request.size_bytes + 4096, Ordering::Relaxed);
+            let chunk = Chunk {
+                host: None,
+                size_bytes: request.size_bytes,
+                handle: self.next_handle.fetch_add(1, Ordering::Relaxed),
+            };
+            let out = chunk.to_memory_chunk(va);
+            chunks.insert(va, chunk);
+            self.allocated_bytes
+                .fetch_add(request.size_bytes, Ordering::Relaxed);
+            self.allocations.fetch_add(1, Ordering::Relaxed);
+            return Ok(out);
         }
         let layout = usize::try_from(request.size_bytes)
             .ok()
@@ -691,12 +879,12 @@ unsafe impl Platform for FakePlatform {
         lock(&self.chunks).insert(
             va,
             Chunk {
-                base,
+                host: Some((base, layout)),
                 size_bytes: request.size_bytes,
-                layout,
                 handle,
             },
         );
+        self.allocations.fetch_add(1, Ordering::Relaxed);
         Ok(MemoryChunk {
             gpu_va: GpuVa(va),
             host_ptr: Some(base),
@@ -723,9 +911,11 @@ unsafe impl Platform for FakePlatform {
         drop(chunks);
         self.allocated_bytes
             .fetch_sub(c.size_bytes, Ordering::Relaxed);
-        // SAFETY: the chunk came from `alloc_zeroed` with this layout and was live (in the
-        // table); the caller guarantees nothing uses it any more.
-        unsafe { std::alloc::dealloc(c.base.as_ptr(), c.layout) };
+        if let Some((base, layout)) = c.host {
+            // SAFETY: the chunk came from `alloc_zeroed` with this layout and was live (in the
+            // table); the caller guarantees nothing uses it any more.
+            unsafe { std::alloc::dealloc(base.as_ptr(), layout) };
+        }
         Ok(())
     }
 
@@ -734,14 +924,16 @@ unsafe impl Platform for FakePlatform {
             node_index(self, n.0 as usize)
                 .map_err(|e| crate::error!(Status::InvalidArgument, "{}", e.detail()))?;
         }
-        if self.host_ptr(chunk.gpu_va, chunk.size_bytes).is_none() {
+        if !self.is_live(chunk) {
             crate::bail!(
                 Status::InvalidArgument,
-                "chunk at {:#x} ({} bytes) is not live",
+                "chunk at {:#x} (handle {}, {} bytes) is not live",
                 chunk.gpu_va.0,
+                chunk.handle,
                 chunk.size_bytes
             );
         }
+        lock(&self.maps).push((chunk.gpu_va, nodes.to_vec()));
         Ok(())
     }
 
@@ -781,25 +973,42 @@ unsafe impl Platform for FakePlatform {
                 request.ring.0
             );
         }
-        // SAFETY: the ring and amd_queue_t lie in live chunks (checked), 64-aligned, the size
-        // is a power of two, and the caller keeps them valid until destroy_queue.
-        let ring = unsafe {
-            Ring::new(
-                request.ring_host,
-                size_packets as u32,
-                request.amd_queue_host.cast(),
-            )
+        let processor = if self.process_queues {
+            // SAFETY: the ring and amd_queue_t lie in live chunks (checked), 64-aligned, the
+            // size is a power of two, and the caller keeps them valid until destroy_queue.
+            let ring = unsafe {
+                Ring::new(
+                    request.ring_host,
+                    size_packets as u32,
+                    request.amd_queue_host.cast(),
+                )
+            };
+            // SAFETY: one queue per ring (checked above under the queue lock), so this
+            // processor is the ring's only consumer.
+            let consumer = unsafe { RingConsumer::new(ring) };
+            Some(Mutex::new(PacketProcessor::new(consumer)))
+        } else {
+            None
         };
-        // SAFETY: one queue per ring (checked above under the queue lock), so this processor
-        // is the ring's only consumer.
-        let consumer = unsafe { RingConsumer::new(ring) };
         let id = QueueId(self.next_queue.fetch_add(1, Ordering::Relaxed));
+        let record = QueueRecord {
+            node: request.node,
+            kind: request.kind,
+            ring: request.ring,
+            ring_host_addr: request.ring_host.as_ptr().addr() as u64,
+            ring_size_bytes: request.ring_size_bytes,
+            amd_queue: request.amd_queue,
+            read_pointer: request.read_pointer,
+            write_pointer: request.write_pointer,
+            on_error: request.on_error,
+        };
         queues.insert(
             id.0,
             Arc::new(FakeQueue {
                 id,
                 ring_base: request.ring.0,
-                processor: Mutex::new(PacketProcessor::new(consumer)),
+                record,
+                processor,
                 pending: AtomicBool::new(false),
                 on_error: request.on_error,
                 error: Mutex::new(None),
@@ -807,11 +1016,12 @@ unsafe impl Platform for FakePlatform {
         );
         Ok(HwQueue {
             id,
-            doorbell_address: 0,
+            doorbell_address: FAKE_DOORBELL_BASE + 8 * u64::from(id.0),
         })
     }
 
-    fn ring_doorbell(&self, queue: QueueId, _write_index: u64) {
+    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
+        lock(&self.doorbells).push((queue, write_index));
         let q = lock(&self.queues).get(&queue.0).cloned();
         if let Some(q) = q {
             self.drive(&q);
@@ -827,7 +1037,9 @@ unsafe impl Platform for FakePlatform {
             )
         })?;
         // Wait until a running `drive` lets go: afterwards nothing touches the ring.
-        drop(lock(&q.processor));
+        if let Some(processor) = &q.processor {
+            drop(lock(processor));
+        }
         Ok(())
     }
 
@@ -862,7 +1074,7 @@ unsafe impl Platform for FakePlatform {
         self.mailboxes[index].store(0, Ordering::Relaxed);
         Ok(Event {
             id: EventId(index as u32),
-            mailbox: GpuVa(self.mailbox_address(index)),
+            mailbox: GpuVa(self.slot_address(index)),
         })
     }
 
@@ -874,6 +1086,7 @@ unsafe impl Platform for FakePlatform {
     }
 
     fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome> {
+        self.event_waits.fetch_add(1, Ordering::Relaxed);
         let i = self.event_index(event)?;
         let deadline = Instant::now().checked_add(Duration::from_nanos(timeout_ns));
         let mut events = lock(&self.events);
@@ -906,6 +1119,7 @@ unsafe impl Platform for FakePlatform {
     }
 
     fn signal_event(&self, event: EventId) -> Result<()> {
+        self.event_signals.fetch_add(1, Ordering::Relaxed);
         let i = self.event_index(event)?;
         lock(&self.events)[i].signaled = true;
         self.event_cv.notify_all();
@@ -954,13 +1168,27 @@ pub enum FaultMethod {
     SignalEvent,
 }
 
+/// A wrong-but-successful answer a [`FaultInjector`] can give once, to test how core copes
+/// with a platform that breaks its promises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Tamper {
+    /// The next successful [`Platform::allocate_memory`] returns its chunk with `host_ptr`
+    /// `None` (the memory stays allocated in the inner platform until freed).
+    HideHostPtr,
+    /// The next successful [`Platform::create_event`] returns a mailbox address 4 bytes past
+    /// the real one (not 8-byte aligned).
+    MisalignMailbox,
+}
+
 /// Wraps a [`Platform`] and makes the n-th call of a chosen method fail with a chosen status
-/// (without calling the inner platform); all other calls pass through.
+/// (without calling the inner platform), or tampers with the next result of a call
+/// ([`Tamper`]); all other calls pass through.
 #[derive(Debug)]
 pub struct FaultInjector<P> {
     inner: P,
     plan: Mutex<Vec<(FaultMethod, u32, Status)>>,
     calls: Mutex<HashMap<FaultMethod, u32>>,
+    tampers: Mutex<Vec<Tamper>>,
 }
 
 impl<P: Platform> FaultInjector<P> {
@@ -970,6 +1198,30 @@ impl<P: Platform> FaultInjector<P> {
             inner,
             plan: Mutex::new(Vec::new()),
             calls: Mutex::new(HashMap::new()),
+            tampers: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Makes the next call of `method` fail with `status` (the next after those counted by
+    /// [`calls`](Self::calls) so far).
+    pub fn fail_next(&self, method: FaultMethod, status: Status) {
+        self.fail_nth(method, self.calls(method) + 1, status);
+    }
+
+    /// Tampers with the next successful result that `tamper` names.
+    pub fn tamper_next(&self, tamper: Tamper) {
+        lock(&self.tampers).push(tamper);
+    }
+
+    /// Takes a pending `tamper`; true when there was one.
+    fn take_tamper(&self, tamper: Tamper) -> bool {
+        let mut tampers = lock(&self.tampers);
+        match tampers.iter().position(|&t| t == tamper) {
+            Some(i) => {
+                tampers.remove(i);
+                true
+            }
+            None => false,
         }
     }
 
@@ -1010,7 +1262,9 @@ fn conv<T, E: crate::platform::PlatformError>(r: core::result::Result<T, E>) -> 
 }
 
 // SAFETY: every method either fails before touching anything or delegates to `inner`, whose
-// implementation guarantees carry over unchanged.
+// implementation guarantees carry over unchanged, except where a test asked for a `Tamper`:
+// a hidden host pointer only withholds access, and a misaligned mailbox is an address core
+// must check before it uses it (which is what the tamper tests).
 unsafe impl<P: Platform> Platform for FaultInjector<P> {
     type Error = Error;
 
@@ -1038,7 +1292,11 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     }
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
         self.check(FaultMethod::AllocateMemory)?;
-        conv(self.inner.allocate_memory(request))
+        let mut chunk = conv(self.inner.allocate_memory(request))?;
+        if self.take_tamper(Tamper::HideHostPtr) {
+            chunk.host_ptr = None;
+        }
+        Ok(chunk)
     }
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()> {
         self.check(FaultMethod::FreeMemory)?;
@@ -1063,7 +1321,11 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     }
     fn create_event(&self) -> Result<Event> {
         self.check(FaultMethod::CreateEvent)?;
-        conv(self.inner.create_event())
+        let mut event = conv(self.inner.create_event())?;
+        if self.take_tamper(Tamper::MisalignMailbox) {
+            event.mailbox = GpuVa(event.mailbox.0 + 4);
+        }
+        Ok(event)
     }
     fn destroy_event(&self, event: EventId) -> Result<()> {
         self.check(FaultMethod::DestroyEvent)?;
@@ -1082,5 +1344,145 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     }
     fn timestamp_frequency_hz(&self) -> u64 {
         self.inner.timestamp_frequency_hz()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::{MemoryFlags, MemoryKind};
+
+    fn request(node: u32, size_bytes: u64, align_bytes: u64) -> MemoryRequest {
+        MemoryRequest {
+            node: NodeId(node),
+            kind: MemoryKind::DeviceLocal,
+            size_bytes,
+            align_bytes,
+            flags: MemoryFlags::empty(),
+        }
+    }
+
+    #[test]
+    fn unmapped_chunks_are_aligned_spaced_and_have_no_host_memory() {
+        let mut p = FakePlatform::new();
+        p.set_memory(FakeMemory::Unmapped);
+        let a = p.allocate_memory(&request(1, 8192, 4096)).unwrap();
+        assert_eq!(a.gpu_va, GpuVa(UNMAPPED_BASE));
+        assert_eq!(a.host_ptr, None);
+        let b = p.allocate_memory(&request(1, 4096, 1 << 16)).unwrap();
+        // After a's end plus the 4096-byte gap, rounded up to 64 KiB.
+        assert_eq!(b.gpu_va, GpuVa(UNMAPPED_BASE + 0x1_0000));
+        assert_eq!(p.host_ptr(a.gpu_va, 1), None);
+        assert_eq!(p.allocated_bytes(), 12288);
+        assert_eq!(p.allocation_count(), 2);
+        assert_eq!(p.last_memory_request(), Some(request(1, 4096, 1 << 16)));
+        assert_eq!(p.live_chunks(), [a, b]);
+        p.map_memory(&b, &[NodeId(0), NodeId(1)]).unwrap();
+        assert_eq!(p.map_calls(), [(b.gpu_va, std::vec![NodeId(0), NodeId(1)])]);
+        let e = p.map_memory(&b, &[NodeId(2)]).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        // SAFETY: nothing uses the chunk.
+        unsafe { p.free_memory(&a).unwrap() };
+        let e = p.map_memory(&a, &[NodeId(0)]).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().contains("not live"), "{e}");
+        assert_eq!(p.map_calls().len(), 1, "failed maps are not recorded");
+        assert_eq!(p.live_chunks(), [b]);
+        assert_eq!(p.allocated_bytes(), 4096);
+    }
+
+    #[test]
+    fn unprocessed_queues_are_recorded_and_their_rings_left_alone() {
+        let mut p = FakePlatform::new();
+        p.set_process_queues(false);
+        let ring = p.allocate_memory(&request(1, 4096, 4096)).unwrap();
+        let amdq = p.allocate_memory(&request(1, 4096, 4096)).unwrap();
+        // A KERNEL_DISPATCH header word in slot 0: a running processor would consume it (and
+        // fail: no kernel is registered).
+        let header = ring.host_ptr.unwrap().cast::<u32>();
+        // SAFETY: the ring chunk is live, zeroed host memory, 4-aligned, owned by this test.
+        unsafe { header.write(0x0001_1402) };
+        let req = QueueRequest {
+            node: NodeId(1),
+            kind: QueueKind::ComputeAql,
+            ring: ring.gpu_va,
+            ring_host: ring.host_ptr.unwrap(),
+            ring_size_bytes: 4096,
+            amd_queue: amdq.gpu_va,
+            amd_queue_host: amdq.host_ptr.unwrap(),
+            read_pointer: GpuVa(amdq.gpu_va.0 + 128),
+            write_pointer: GpuVa(amdq.gpu_va.0 + 56),
+            on_error: None,
+        };
+        // SAFETY: ring and amd_queue memory stay live until the queue is destroyed below.
+        let q = unsafe { p.create_queue(&req).unwrap() };
+        assert_eq!(
+            q.doorbell_address,
+            FAKE_DOORBELL_BASE + 8 * u64::from(q.id.0)
+        );
+        p.ring_doorbell(q.id, 0);
+        p.poll_queues();
+        // SAFETY: as above.
+        assert_eq!(unsafe { header.read() }, 0x0001_1402, "slot 0 not consumed");
+        assert_eq!(p.queue_error(q.id), None);
+        assert_eq!(p.doorbell_writes(), [(q.id, 0)]);
+        let rec = p.queue_request(q.id).unwrap();
+        assert_eq!(rec.ring, ring.gpu_va);
+        assert_eq!(rec.ring_host_addr, ring.gpu_va.0);
+        assert_eq!(rec.read_pointer, GpuVa(amdq.gpu_va.0 + 128));
+        assert_eq!(rec.kind, QueueKind::ComputeAql);
+        assert_eq!(p.live_queue_count(), 1);
+        p.destroy_queue(q.id).unwrap();
+        assert_eq!(p.live_queue_count(), 0);
+        assert!(p.queue_request(q.id).is_none());
+    }
+
+    #[test]
+    fn events_count_signals_and_waits() {
+        let p = FakePlatform::new();
+        let e = p.create_event().unwrap();
+        assert_eq!(p.mailbox_address(e.id), Some(e.mailbox));
+        assert_eq!(e.mailbox.0 % 8, 0);
+        assert_eq!(p.mailbox_address(EventId(EVENT_CAPACITY as u32)), None);
+        assert_eq!(p.live_event_count(), 1);
+        p.signal_event(e.id).unwrap();
+        assert_eq!(p.wait_event(e.id, 0).unwrap(), WaitOutcome::Signaled);
+        assert_eq!(p.wait_event(e.id, 1000).unwrap(), WaitOutcome::TimedOut);
+        p.destroy_event(e.id).unwrap();
+        assert_eq!(
+            p.signal_event(e.id).unwrap_err().status(),
+            Status::InvalidArgument
+        );
+        assert_eq!((p.signal_event_count(), p.wait_event_count()), (2, 2));
+        assert_eq!(p.live_event_count(), 0);
+    }
+
+    #[test]
+    fn fault_injector_fails_next_and_tampers_once() {
+        let f = FaultInjector::new(FakePlatform::new());
+        let ok = f.allocate_memory(&request(0, 4096, 4096)).unwrap();
+        f.fail_next(FaultMethod::AllocateMemory, Status::OutOfResources);
+        let e = f.allocate_memory(&request(0, 4096, 4096)).unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert!(e.detail().contains("call 2 of AllocateMemory"), "{e}");
+        f.tamper_next(Tamper::HideHostPtr);
+        let hidden = f.allocate_memory(&request(0, 4096, 4096)).unwrap();
+        assert_eq!(hidden.host_ptr, None);
+        assert!(f.inner().host_ptr(hidden.gpu_va, 4096).is_some());
+        assert!(f
+            .allocate_memory(&request(0, 4096, 4096))
+            .unwrap()
+            .host_ptr
+            .is_some());
+        // SAFETY: nothing uses the chunks.
+        unsafe {
+            f.free_memory(&hidden).unwrap();
+            f.free_memory(&ok).unwrap();
+        }
+        assert_eq!(f.inner().live_chunks().len(), 1);
+        f.tamper_next(Tamper::MisalignMailbox);
+        let e = f.create_event().unwrap();
+        assert_eq!(e.mailbox.0, f.inner().mailbox_address(e.id).unwrap().0 + 4);
+        assert_eq!(f.create_event().unwrap().mailbox.0 % 8, 0);
     }
 }

@@ -476,8 +476,15 @@ mod aql {
         use super::*;
         use crate::abi::queue::QUEUE_FEATURE_AGENT_DISPATCH;
         use crate::packet::EncodedPacket;
+        use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
         use crate::queue::ring::INVALID_HEADER_WORD;
-        use crate::signal::test_platform::TestPlatform;
+
+        /// The fake with queues only recorded: these tests play the packet processor.
+        fn platform() -> FakePlatform {
+            let mut p = FakePlatform::new();
+            p.set_process_queues(false);
+            p
+        }
 
         fn config(size: u32) -> QueueConfig {
             QueueConfig::new(NodeId(1), size, 64, 1 << 17)
@@ -516,7 +523,7 @@ mod aql {
 
         #[test]
         fn create_fills_hsa_queue_and_amd_queue() {
-            let plat = TestPlatform::new();
+            let plat = platform();
             let mut cfg = config(256);
             cfg.profiling = true;
             cfg.features = QUEUE_FEATURE_KERNEL_DISPATCH | QUEUE_FEATURE_AGENT_DISPATCH;
@@ -569,7 +576,7 @@ mod aql {
             assert_eq!(req.read_pointer.get(), q.amd_queue_address().get() + 128);
             assert_eq!(req.write_pointer.get(), q.amd_queue_address().get() + 56);
             assert_eq!(req.node, NodeId(1));
-            assert_eq!(req.ring_host as u64, q.ring_address().get());
+            assert_eq!(req.ring_host_addr, q.ring_address().get());
             assert_eq!(
                 req.on_error.unwrap().data,
                 42,
@@ -580,13 +587,13 @@ mod aql {
             assert_eq!(q2.memory.descriptor_snapshot().queue_properties, 1 << 1);
             q.destroy().unwrap();
             drop(q2);
-            assert_eq!(plat.live_queues(), 0);
-            assert_eq!(plat.live_chunks(), 0);
+            assert_eq!(plat.live_queue_count(), 0);
+            assert_eq!(plat.live_chunks().len(), 0);
         }
 
         #[test]
         fn size_below_min_is_raised_to_min() {
-            let plat = TestPlatform::new();
+            let plat = platform();
             let q = AqlQueue::create(&plat, &config(4)).unwrap();
             assert_eq!(q.size_packets(), 64);
             assert_eq!(q.memory.descriptor_snapshot().hsa_queue.size, 64);
@@ -594,7 +601,7 @@ mod aql {
 
         #[test]
         fn create_errors_follow_hsa_queue_create() {
-            let plat = TestPlatform::new();
+            let plat = FaultInjector::new(platform());
             let status = |c: QueueConfig| AqlQueue::create(&plat, &c).unwrap_err().status();
             assert_eq!(status(config(0)), Status::InvalidArgument);
             assert_eq!(status(config(96)), Status::InvalidArgument);
@@ -618,19 +625,23 @@ mod aql {
             let mut c = config(64);
             c.max_size_packets = 1000;
             assert_eq!(status(c), Status::InvalidArgument);
-            plat.fail_next_queue();
+            plat.fail_next(FaultMethod::CreateQueue, Status::OutOfResources);
             assert_eq!(status(config(64)), Status::OutOfResources);
-            plat.fail_next_allocation();
+            plat.fail_next(FaultMethod::AllocateMemory, Status::OutOfResources);
             assert_eq!(status(config(64)), Status::OutOfResources);
-            plat.no_host_ptr_next_allocation();
+            plat.tamper_next(Tamper::HideHostPtr);
             assert_eq!(status(config(64)), Status::InvalidAllocation);
-            assert_eq!(plat.live_chunks(), 0, "failed creations give memory back");
-            assert_eq!(plat.live_queues(), 0);
+            assert_eq!(
+                plat.inner().live_chunks().len(),
+                0,
+                "failed creations give memory back"
+            );
+            assert_eq!(plat.inner().live_queue_count(), 0);
         }
 
         #[test]
         fn reserve_write_publish_and_back_pressure() {
-            let plat = TestPlatform::new();
+            let plat = platform();
             let q = AqlQueue::create(&plat, &config(64)).unwrap();
             // SAFETY: used only while q lives.
             let ring = unsafe { q.ring() };
@@ -664,7 +675,7 @@ mod aql {
 
         #[test]
         fn reservation_errors() {
-            let plat = TestPlatform::new();
+            let plat = platform();
             let q = AqlQueue::create(&plat, &config(64)).unwrap();
             assert_eq!(q.reserve(0).unwrap_err().status(), Status::InvalidArgument);
             assert_eq!(q.reserve(65).unwrap_err().status(), Status::InvalidArgument);
@@ -692,7 +703,7 @@ mod aql {
 
         #[test]
         fn index_operations_in_every_order() {
-            let plat = TestPlatform::new();
+            let plat = platform();
             let q = AqlQueue::create(&plat, &config(64)).unwrap();
             q.store_write_index(5, StoreOrder::Relaxed);
             assert_eq!(q.load_write_index(LoadOrder::Relaxed), 5);
@@ -705,7 +716,7 @@ mod aql {
 
         #[test]
         fn doorbell_rules() {
-            let plat = TestPlatform::new();
+            let plat = platform();
             let mut c = config(64);
             c.queue_type = QueueType::Single as u32;
             let s = AqlQueue::create(&plat, &c).unwrap();
@@ -736,24 +747,24 @@ mod aql {
             let mut m = m;
             m.inactivate().unwrap();
             assert!(!m.is_active());
-            assert_eq!(plat.live_queues(), 1);
+            assert_eq!(plat.live_queue_count(), 1);
             assert_eq!(
                 m.ring_doorbell(7).unwrap_err().status(),
                 Status::InvalidQueue
             );
             m.destroy().unwrap();
-            assert_eq!(plat.live_queues(), 1);
+            assert_eq!(plat.live_queue_count(), 1);
         }
 
         #[test]
         fn destroy_reports_platform_error_and_abandons_memory() {
-            let plat = TestPlatform::new();
+            let plat = platform();
             let q = AqlQueue::create(&plat, &config(64)).unwrap();
             plat.destroy_queue(q.hw_id()).unwrap(); // someone else destroyed it
             let e = q.destroy().unwrap_err();
             assert_eq!(e.status(), Status::InvalidQueue);
             assert_eq!(
-                plat.live_chunks(),
+                plat.live_chunks().len(),
                 2,
                 "memory the processor may use is not freed"
             );

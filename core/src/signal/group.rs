@@ -155,14 +155,14 @@ impl<'s, 'p, P: Platform> SignalGroup<'s, 'p, P> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_platform::TestPlatform;
     use super::super::{MemoryOrder, SignalPool, StoreOrder};
     use super::*;
     use crate::addr::NodeId;
+    use crate::platform::fake::FakePlatform;
 
     #[test]
     fn wait_any_reports_first_satisfied_index_and_value() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let a = pool.create(5).unwrap();
         let b = pool.create_interrupt(1).unwrap();
@@ -204,15 +204,15 @@ mod tests {
 
     #[test]
     fn wait_any_and_group_errors() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let a = pool.create(0).unwrap();
-        let e = wait_any::<TestPlatform>(&[], &[], &[], 0, WaitState::Active).unwrap_err();
+        let e = wait_any::<FakePlatform>(&[], &[], &[], 0, WaitState::Active).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = wait_any(&[&a], &[], &[0], 0, WaitState::Active).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(e.detail().contains("1 signals but 0 conditions"), "{e}");
-        let e = SignalGroup::<TestPlatform>::new(&[]).unwrap_err();
+        let e = SignalGroup::<FakePlatform>::new(&[]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = SignalGroup::new(&[&a, &a][..]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);

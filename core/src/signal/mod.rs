@@ -20,9 +20,6 @@ mod pool;
 pub mod raw;
 pub mod wait;
 
-#[cfg(test)]
-pub(crate) mod test_platform;
-
 pub use doorbell::DoorbellSignal;
 pub use group::{wait_any, SignalGroup};
 pub use order::{LoadOrder, MemoryOrder, StoreOrder};
@@ -271,15 +268,15 @@ impl<P: Platform> Drop for Signal<'_, P> {
 
 #[cfg(test)]
 mod tests {
-    use super::test_platform::TestPlatform;
     use super::*;
     use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_USER};
     use crate::addr::NodeId;
+    use crate::platform::fake::FakePlatform;
     use crate::status::Status;
 
     #[test]
     fn value_ops_follow_hsa_semantics() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let s = pool.create(10).unwrap();
         assert_eq!(s.kind(), SignalKind::User);
@@ -307,12 +304,12 @@ mod tests {
         assert_eq!(s.handle().0 % 64, 0);
         assert_eq!(core::mem::size_of::<AmdSignal>(), 64);
         // No event: nothing was signaled.
-        assert_eq!(plat.signal_count(), 0);
+        assert_eq!(plat.signal_event_count(), 0);
     }
 
     #[test]
     fn interrupt_signal_notifies_on_every_non_silent_change() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let s = pool.create_interrupt(1).unwrap();
         assert_eq!(s.kind(), SignalKind::Interrupt);
@@ -323,30 +320,30 @@ mod tests {
             .raw()
             .event_mailbox_ptr()
             .load(crate::sync::Ordering::Relaxed);
-        assert_eq!(mailbox, plat.mailbox_address(ev));
+        assert_eq!(mailbox, plat.mailbox_address(ev).unwrap().get());
         s.silent_store(5, StoreOrder::Relaxed);
-        assert_eq!(plat.signal_count(), 0);
+        assert_eq!(plat.signal_event_count(), 0);
         s.store(4, StoreOrder::Release);
-        assert_eq!(plat.signal_count(), 1);
-        assert_eq!(plat.mailbox_value(ev), u64::from(ev.get()));
+        assert_eq!(plat.signal_event_count(), 1);
+        assert_eq!(plat.mailbox_value(ev), Some(u64::from(ev.get())));
         s.subtract(1, MemoryOrder::AcqRel);
         s.add(1, MemoryOrder::AcqRel);
         s.exchange(1, MemoryOrder::AcqRel);
         s.and(1, MemoryOrder::AcqRel);
         s.or(1, MemoryOrder::AcqRel);
         s.xor(1, MemoryOrder::AcqRel);
-        assert_eq!(plat.signal_count(), 7);
+        assert_eq!(plat.signal_event_count(), 7);
         s.compare_exchange(100, 2, MemoryOrder::AcqRel); // fails: no change, no event
-        assert_eq!(plat.signal_count(), 7);
+        assert_eq!(plat.signal_event_count(), 7);
         s.compare_exchange(0, 2, MemoryOrder::AcqRel);
-        assert_eq!(plat.signal_count(), 8);
+        assert_eq!(plat.signal_event_count(), 8);
         s.destroy().unwrap();
-        assert_eq!(plat.live_events(), 0);
+        assert_eq!(plat.live_event_count(), 0);
     }
 
     #[test]
     fn wait_returns_at_once_when_met_and_times_out_otherwise() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let s = pool.create(3).unwrap();
         let v = s.wait(
@@ -376,14 +373,14 @@ mod tests {
         );
         assert_eq!(v, 3);
         assert!(
-            plat.wait_count() >= 1,
+            plat.wait_event_count() >= 1,
             "an interrupt wait past the spin blocks"
         );
     }
 
     #[test]
     fn wait_wakes_on_store_from_another_thread() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         for interrupt in [false, true] {
             let s = if interrupt {
@@ -410,7 +407,7 @@ mod tests {
 
     #[test]
     fn destroy_reports_event_error_and_frees_slot() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let s = pool.create_interrupt(0).unwrap();
         let ev = s.event().unwrap();

@@ -259,12 +259,12 @@ impl<P: Platform> Drop for SignalPool<'_, P> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_platform::TestPlatform;
     use super::*;
+    use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
 
     #[test]
     fn slots_are_carved_64_per_chunk_and_reused() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let mut v = std::vec::Vec::new();
         for i in 0..65 {
@@ -274,7 +274,7 @@ mod tests {
         assert_eq!(pool.live_signals(), 65);
         let h0 = v[0].handle();
         assert_eq!(v[1].handle().0 - h0.0, 64);
-        let req = plat.last_request().unwrap();
+        let req = plat.last_memory_request().unwrap();
         assert_eq!(req.size_bytes, 4096);
         assert_eq!(req.kind, MemoryKind::System);
         assert_eq!(
@@ -290,12 +290,12 @@ mod tests {
         drop(again);
         assert_eq!(pool.live_signals(), 0);
         drop(pool);
-        assert_eq!(plat.live_chunks(), 0);
+        assert_eq!(plat.live_chunks().len(), 0);
     }
 
     #[test]
     fn full_pool_is_out_of_resources() {
-        let plat = TestPlatform::new();
+        let plat = FakePlatform::new();
         let pool = SignalPool::with_max_slabs(&plat, NodeId(0), 1);
         let v: std::vec::Vec<_> = (0..64).map(|_| pool.create(0).unwrap()).collect();
         let e = pool.create(0).unwrap_err();
@@ -306,23 +306,31 @@ mod tests {
 
     #[test]
     fn platform_errors_pass_through() {
-        let plat = TestPlatform::new();
-        plat.fail_next_allocation();
+        let plat = FaultInjector::new(FakePlatform::new());
+        plat.fail_next(FaultMethod::AllocateMemory, Status::OutOfResources);
         let pool = SignalPool::new(&plat, NodeId(0));
         assert_eq!(pool.create(0).unwrap_err().status(), Status::OutOfResources);
-        plat.fail_next_event();
+        plat.fail_next(FaultMethod::CreateEvent, Status::OutOfResources);
         assert_eq!(
             pool.create_interrupt(0).unwrap_err().status(),
             Status::OutOfResources
         );
-        plat.misalign_next_mailbox();
+        plat.tamper_next(Tamper::MisalignMailbox);
         let e = pool.create_interrupt(0).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(e.detail().contains("mailbox"), "{e}");
-        assert_eq!(plat.live_events(), 0, "the event was given back");
-        plat.no_host_ptr_next_allocation();
+        assert_eq!(
+            plat.inner().live_event_count(),
+            0,
+            "the event was given back"
+        );
+        plat.tamper_next(Tamper::HideHostPtr);
         let e = pool.create(0).unwrap_err();
         assert_eq!(e.status(), Status::InvalidAllocation);
-        assert_eq!(plat.live_chunks(), 0, "the chunk was given back");
+        assert_eq!(
+            plat.inner().live_chunks().len(),
+            0,
+            "the chunk was given back"
+        );
     }
 }
