@@ -21,7 +21,10 @@ fn build_library() -> PathBuf {
         .parent()
         .and_then(Path::parent)
         .expect("test binary is in <target>/<profile>/deps");
-    let profile = profile_dir.file_name().and_then(|n| n.to_str()).unwrap_or("debug");
+    let profile = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("debug");
     let target_dir = profile_dir.parent().expect("<target>").join("capi-cdylib");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
@@ -32,7 +35,10 @@ fn build_library() -> PathBuf {
         cmd.arg("--release");
     }
     let status = cmd.status().expect("run cargo build for the cdylib");
-    assert!(status.success(), "cargo build -p hsa-capi --lib failed: {status}");
+    assert!(
+        status.success(),
+        "cargo build -p hsa-capi --lib failed: {status}"
+    );
     let lib = target_dir.join(profile).join("libhsa_runtime64.so");
     assert!(lib.exists(), "{} missing after cargo build", lib.display());
     lib

@@ -267,6 +267,11 @@ impl Ring {
         &self.slot(index).header
     }
 
+    /// `amd_queue_t.queue_properties`: a model ring has none (no profiling).
+    pub fn queue_properties(&self) -> u32 {
+        0
+    }
+
     /// Writes bytes 4..64 of `packet` into the slot of `index` (loom: a tracked cell write).
     ///
     /// # Safety
