@@ -304,3 +304,85 @@ impl<P: Platform> RuntimeCell<P> {
         self.state.read().refcount
     }
 }
+
+#[cfg(all(test, feature = "fake"))]
+mod tests {
+    use super::*;
+    use crate::platform::fake::FakePlatform;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    #[test]
+    fn n_inits_make_one_runtime_and_the_nth_shut_down_ends_it() {
+        static MADE: AtomicU32 = AtomicU32::new(0);
+        let cell: RuntimeCell<FakePlatform> = RuntimeCell::new();
+        assert_eq!(cell.get().err().unwrap().status(), Status::NotInitialized);
+        std::thread::scope(|s| {
+            for _ in 0..8 {
+                s.spawn(|| {
+                    cell.init(|| {
+                        MADE.fetch_add(1, Ordering::SeqCst);
+                        Ok(FakePlatform::new())
+                    })
+                    .unwrap()
+                });
+            }
+        });
+        assert_eq!(
+            MADE.load(Ordering::SeqCst),
+            1,
+            "one platform for eight inits"
+        );
+        assert_eq!(cell.refcount(), 8);
+        assert_eq!(cell.get().unwrap().agents().len(), 2);
+        std::thread::scope(|s| {
+            for _ in 0..7 {
+                s.spawn(|| cell.shut_down().unwrap());
+            }
+        });
+        assert_eq!(cell.get().unwrap().first_gpu().unwrap().name(), "gfx90a");
+        cell.shut_down().unwrap();
+        assert_eq!(cell.get().err().unwrap().status(), Status::NotInitialized);
+        assert_eq!(
+            cell.shut_down().unwrap_err().status(),
+            Status::NotInitialized
+        );
+    }
+
+    #[test]
+    fn refcount_overflow_and_failed_first_init() {
+        let cell: RuntimeCell<FakePlatform> = RuntimeCell::with_max_refcount(2);
+        let failed = cell.init(|| Err(Error::new(Status::OutOfResources, "no device")));
+        assert_eq!(failed.unwrap_err().status(), Status::OutOfResources);
+        assert_eq!(cell.refcount(), 0);
+        cell.init(|| Ok(FakePlatform::new())).unwrap();
+        cell.init(|| Ok(FakePlatform::new())).unwrap();
+        let e = cell.init(|| Ok(FakePlatform::new())).unwrap_err();
+        assert_eq!(e.status(), Status::RefcountOverflow);
+        assert_eq!(cell.refcount(), 2);
+    }
+
+    #[test]
+    fn iterate_agents_follows_info_break() {
+        let rt = Runtime::new(FakePlatform::new()).unwrap();
+        let mut seen = 0;
+        assert_eq!(
+            rt.iterate_agents(|_| {
+                seen += 1;
+                Status::InfoBreak
+            })
+            .unwrap(),
+            Status::InfoBreak
+        );
+        assert_eq!(seen, 1);
+        assert_eq!(
+            rt.iterate_agents(|_| Status::Success).unwrap(),
+            Status::Success
+        );
+        let e = rt.iterate_agents(|_| Status::InvalidAgent).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidAgent);
+        assert_eq!(
+            rt.agent(AgentHandle(1)).err().unwrap().status(),
+            Status::InvalidAgent
+        );
+    }
+}
