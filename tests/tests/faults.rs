@@ -32,7 +32,15 @@ fn every_failed_ioctl_of_a_vector_copy_run_is_an_error_and_leaks_nothing() {
     assert_eq!(outcome.elements_verified, 256);
     let total = clean.ioctl_count();
     assert!(total > 10, "a vector_copy run makes more than 10 ioctls, saw {total}");
-    assert_eq!(clean.live_handles(), LiveHandles::default());
+    // What a clean run leaves: the KFD event page. amdkfd keeps the signal BO for the life
+    // of the process (FREE_MEMORY_OF_GPU on it fails) and releases it when /dev/kfd is closed;
+    // for the emulated device that is when the `EmulatedKfd` is dropped. Everything else
+    // must be gone.
+    let event_page_only = LiveHandles {
+        memory: 1,
+        ..LiveHandles::default()
+    };
+    assert_eq!(clean.live_handles(), event_page_only);
     drop(clean);
 
     let errnos = [Errno::NOMEM, Errno::INVAL, Errno::FAULT, Errno::BUSY];
@@ -62,7 +70,7 @@ fn every_failed_ioctl_of_a_vector_copy_run_is_an_error_and_leaks_nothing() {
         if took.as_secs() >= 30 {
             failures.push(format!("ioctl #{n} ({errno:?}): run took {took:?}"));
         }
-        if live != LiveHandles::default() {
+        if live != LiveHandles::default() && live != event_page_only {
             failures.push(format!("ioctl #{n} ({errno:?}): leaked {live:?}"));
         }
     }
