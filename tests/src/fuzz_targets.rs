@@ -55,10 +55,8 @@ pub fn code_object(data: &[u8]) {
             let _ = arg;
         }
     }
-    for k in co.kernels() {
-        if let Ok(k) = k {
-            let _ = co.kernel(k.metadata.name);
-        }
+    for k in co.kernels().flatten() {
+        let _ = co.kernel(k.metadata.name);
     }
     for v in co.variables() {
         let _ = v;
@@ -98,7 +96,13 @@ pub fn topology(data: &[u8]) {
             assert!(e.detail().starts_with("fuzz:"), "{e}");
         }
         if let Ok(p) = Properties::parse(text, "fuzz") {
-            for key in ["simd_count", "gpu_id", "size_in_bytes", "cpu_cores_count", "x"] {
+            for key in [
+                "simd_count",
+                "gpu_id",
+                "size_in_bytes",
+                "cpu_cores_count",
+                "x",
+            ] {
                 let _ = p.get(key);
                 let _ = p.u64(key);
                 let _ = p.u32_or_0(key);
@@ -188,7 +192,12 @@ pub fn packet(data: &[u8]) {
     let n = data.len().min(64);
     bytes[..n].copy_from_slice(&data[..n]);
     let view = AqlPacket::new_checked(&bytes[..]).expect("64 bytes are a packet");
-    let _ = (view.header(), view.packet_type(), view.args(), view.dep_signals());
+    let _ = (
+        view.header(),
+        view.packet_type(),
+        view.args(),
+        view.dep_signals(),
+    );
     match view.parse() {
         Ok(hsa_core::packet::Packet::KernelDispatch(k)) => {
             let dims = usize::from(k.dimensions);
@@ -316,8 +325,8 @@ pub fn kfd_ioctl(data: &[u8]) {
         macro_rules! run {
             ($req:expr, $ty:ty, |$a:ident| $fix:block) => {{
                 let raw = take(&mut rest, size_of::<$ty>());
-                let mut $a = <$ty as zerocopy::FromBytes>::read_from_bytes(&raw[..])
-                    .expect("sized buffer");
+                let mut $a =
+                    <$ty as zerocopy::FromBytes>::read_from_bytes(&raw[..]).expect("sized buffer");
                 $fix;
                 let _ = dev.ioctl($req, zerocopy::IntoBytes::as_mut_bytes(&mut $a));
             }};
@@ -347,14 +356,19 @@ pub fn kfd_ioctl(data: &[u8]) {
                 a.events_ptr = ptr;
                 a.timeout = a.timeout.min(KFD_FUZZ_MAX_WAIT_MS);
             }),
-            11 => run!(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, GetProcessAperturesNewArgs, |a| {
-                a.kfd_process_device_apertures_ptr = ptr;
-                // Keep the copy-out inside the scratch area.
-                a.num_of_nodes = a.num_of_nodes.min(1);
-                if ptr >= sbase && ptr + 64 > sbase + slen as u64 {
-                    a.kfd_process_device_apertures_ptr = sbase;
+            11 => run!(
+                AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
+                GetProcessAperturesNewArgs,
+                |a| {
+                    a.kfd_process_device_apertures_ptr = ptr;
+                    // Keep the copy-out inside the scratch area.
+                    a.num_of_nodes = a.num_of_nodes.min(1);
+                    if (sbase..sbase + slen as u64).contains(&ptr) && ptr + 64 > sbase + slen as u64
+                    {
+                        a.kfd_process_device_apertures_ptr = sbase;
+                    }
                 }
-            }),
+            ),
             12 => run!(AMDKFD_IOC_ACQUIRE_VM, AcquireVmArgs, |a| {
                 if fix_gpu {
                     a.gpu_id = BUILTIN_GPU_ID;
@@ -371,8 +385,8 @@ pub fn kfd_ioctl(data: &[u8]) {
                     // The device may read and write USERPTR memory until it is freed: only
                     // the scratch area (alive forever) or addresses that fault.
                     a.mmap_offset = page_ptr;
-                    if page_ptr >= sbase {
-                        let end = sbase + slen as u64;
+                    let end = sbase + slen as u64;
+                    if (sbase..end).contains(&page_ptr) {
                         a.size = a.size.min(end - page_ptr);
                     }
                 }
@@ -381,9 +395,13 @@ pub fn kfd_ioctl(data: &[u8]) {
             19 | 20 => run!(AMDKFD_IOC_MAP_MEMORY_TO_GPU, MapMemoryToGpuArgs, |a| {
                 a.device_ids_array_ptr = ptr;
             }),
-            21 => run!(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, UnmapMemoryFromGpuArgs, |a| {
-                a.device_ids_array_ptr = ptr;
-            }),
+            21 => run!(
+                AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
+                UnmapMemoryFromGpuArgs,
+                |a| {
+                    a.device_ids_array_ptr = ptr;
+                }
+            ),
             22 => run!(AMDKFD_IOC_SET_CU_MASK, SetCuMaskArgs, |a| {
                 a.cu_mask_ptr = ptr;
             }),
@@ -394,7 +412,11 @@ pub fn kfd_ioctl(data: &[u8]) {
                 }
             }),
             25 => run!(AMDKFD_IOC_RUNTIME_ENABLE, RuntimeEnableArgs, |a| {}),
-            26 => run!(AMDKFD_IOC_SET_SCRATCH_BACKING_VA, SetScratchBackingVaArgs, |a| {}),
+            26 => run!(
+                AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+                SetScratchBackingVaArgs,
+                |a| {}
+            ),
             27 => {
                 // Copy input bytes into scratch (device-id and event arrays read from there).
                 let raw = take(&mut rest, usize::from(lo));
@@ -412,7 +434,11 @@ pub fn kfd_ioctl(data: &[u8]) {
                     continue;
                 }
                 let size = ((raw_req >> 16) & 0x3fff) as usize;
-                let len = if lo & 1 == 0 { size.min(512) } else { usize::from(lo) };
+                let len = if lo & 1 == 0 {
+                    size.min(512)
+                } else {
+                    usize::from(lo)
+                };
                 let mut arg = take(&mut rest, len);
                 let _ = dev.ioctl(raw_req, &mut arg);
             }

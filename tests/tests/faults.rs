@@ -31,7 +31,10 @@ fn every_failed_ioctl_of_a_vector_copy_run_is_an_error_and_leaks_nothing() {
     let outcome = run_once(&clean).unwrap();
     assert_eq!(outcome.elements_verified, 256);
     let total = clean.ioctl_count();
-    assert!(total > 10, "a vector_copy run makes more than 10 ioctls, saw {total}");
+    assert!(
+        total > 10,
+        "a vector_copy run makes more than 10 ioctls, saw {total}"
+    );
     // What a clean run leaves: the KFD event page. amdkfd keeps the signal BO for the life
     // of the process (FREE_MEMORY_OF_GPU on it fails) and releases it when /dev/kfd is closed;
     // for the emulated device that is when the `EmulatedKfd` is dropped. Everything else
@@ -50,8 +53,7 @@ fn every_failed_ioctl_of_a_vector_copy_run_is_an_error_and_leaks_nothing() {
         let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
         emulated.fail_nth_ioctl(n, errno);
         let started = Instant::now();
-        let result =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_once(&emulated)));
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_once(&emulated)));
         let took = started.elapsed();
         let live = emulated.live_handles();
         match result {

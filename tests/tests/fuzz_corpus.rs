@@ -39,7 +39,10 @@ fn corpus_seeds_and_artifacts_replay_cleanly() {
         let artifacts = replay("artifacts", target, run);
         println!("{target}: {corpus} corpus, {seeds} seeds, {artifacts} artifacts");
         // Every target has a checked-in corpus or seeds: a replay of nothing tests nothing.
-        assert!(corpus + seeds > 0, "no corpus or seeds for fuzz target {target}");
+        assert!(
+            corpus + seeds > 0,
+            "no corpus or seeds for fuzz target {target}"
+        );
     }
 }
 
