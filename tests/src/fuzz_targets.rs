@@ -21,9 +21,12 @@ use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::KfdDriver;
 use hsa_linux::topology::{parse_properties, Properties, Topology};
 
+/// A fuzz target's body: takes arbitrary bytes, fails only by panicking.
+pub type Harness = fn(&[u8]);
+
 /// The fuzz targets, by name (the names of `fuzz/fuzz_targets/*.rs` and of the corpus
 /// directories).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Harness)] = &[
     ("code_object", code_object),
     ("topology", topology),
     ("packet", packet),
