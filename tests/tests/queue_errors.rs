@@ -85,6 +85,13 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     let (status, msg) = LAST.lock().unwrap().clone().unwrap();
     assert_eq!(status, Status::InvalidPacketFormat);
     assert!(msg.contains("packet 0: packet type is 6"), "{msg}");
+    // amd_queue_t.queue_inactive_signal: set by the packet processor when it stops the queue.
+    let inactive = bad.inactive_signal().load(LoadOrder::Acquire);
+    assert_eq!(
+        inactive,
+        i64::from(Status::InvalidPacketFormat.raw()),
+        "queue_inactive_signal after the error"
+    );
     // The stopped queue consumed nothing more: a valid packet after it stays unprocessed and
     // a second report never comes.
     let after = signals.create_interrupt(1).unwrap();
@@ -187,4 +194,19 @@ fn signal_waits_time_out_on_time_on_the_fake_platform() {
             timed_wait(|t| s.wait(SignalCondition::Lt, 1, t, state, LoadOrder::Relaxed));
         }
     }
+}
+
+#[test]
+fn malformed_packet_sets_the_inactive_signal_on_the_fake_platform() {
+    let p = FakePlatform::new();
+    let q = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap();
+    assert_eq!(q.inactive_signal().load(LoadOrder::Acquire), 0);
+    submit(&q, &malformed());
+    assert_eq!(
+        q.inactive_signal().load(LoadOrder::Acquire),
+        i64::from(Status::InvalidPacketFormat.raw())
+    );
+    let e = p.queue_error(q.hw_id()).expect("error recorded");
+    assert_eq!(e.status(), Status::InvalidPacketFormat);
+    q.destroy().unwrap();
 }
