@@ -133,9 +133,17 @@ pub fn topology(data: &[u8]) {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// Where the topology target builds its trees (a per-user temporary directory).
+/// Where the topology target builds its trees: `/dev/shm` when it exists (tmpfs: a disk
+/// backed temporary directory made the target ~30 executions per second), else the
+/// temporary directory.
 fn fuzz_dir() -> PathBuf {
-    std::env::temp_dir().join("hsa-rt-fuzz")
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    base.join("hsa-rt-fuzz")
 }
 
 /// Builds a sysfs topology tree under `root` from fuzz bytes. Chunks (split at NUL):
