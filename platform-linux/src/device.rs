@@ -549,6 +549,7 @@ impl LinuxPlatform {
             .ok_or_else(|| error!(Status::InvalidArgument, "no live chunk at gpu_va {va:#x}"))?;
         let drv = &*self.driver;
         if let Some(handle) = rec.handle {
+            let mut unmapped = false;
             if !rec.mapped_to.is_empty() {
                 let mut ids = rec.mapped_to.clone();
                 let mut u = UnmapMemoryFromGpuArgs {
@@ -558,21 +559,27 @@ impl LinuxPlatform {
                     n_success: 0,
                 };
                 // A failed unmap still lets FREE release the buffer (as libhsakmt does).
-                let _ = call(
+                unmapped = call(
                     drv,
                     AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
                     "AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU",
                     &mut u,
-                );
+                )
+                .is_ok();
             }
             let mut f = FreeMemoryOfGpuArgs { handle };
-            call(
+            if let Err(e) = call(
                 drv,
                 AMDKFD_IOC_FREE_MEMORY_OF_GPU,
                 "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
                 &mut f,
-            )
-            .map_err(|e| error!(Status::ResourceFree, "{}", e.detail()))?;
+            ) {
+                // The buffer is still alive in KFD: keep the chunk recorded (so the platform's
+                // drop frees it) instead of forgetting a live handle.
+                let mapped_to = if unmapped { Vec::new() } else { rec.mapped_to };
+                self.record(va, rec.size, Some(handle), mapped_to);
+                return Err(error!(Status::ResourceFree, "{}", e.detail()));
+            }
         }
         self.va.release(va).map_err(|e| {
             error!(

@@ -46,7 +46,10 @@
 //! [`ProcessorHost::report_error`], [`PacketProcessor::process`] returns
 //! [`Progress::Stopped`] now and forever, the bad packet's header stays as it is and the read
 //! index is not advanced past it. Packet errors carry `INVALID_PACKET_FORMAT`, unknown signals
-//! the host's status (`INVALID_SIGNAL`), host errors their own status.
+//! the host's status (`INVALID_SIGNAL`), host errors their own status. Before the report, the
+//! queue's `amd_queue_t.queue_inactive_signal` (if the host knows the handle) is set to the
+//! error's `hsa_status_t` code and its event is signaled, so that waiters on it wake (ROCR
+//! watches this signal for CP-reported queue errors).
 //!
 //! # Soft queues
 //! `hsa_soft_queue_create` makes a queue whose packet processor is the user's own code (CPU
@@ -233,6 +236,7 @@ impl PacketProcessor {
                 Ok(_) => break,
                 Err(e) => {
                     let e = e.context_index(self.consumer.read_index());
+                    Self::mark_inactive(host, self.consumer.ring().queue_inactive_signal(), &e);
                     host.report_error(&e);
                     self.stopped = Some(e.clone());
                     return Progress::Stopped(e);
@@ -333,6 +337,26 @@ impl PacketProcessor {
         self.consumer.release();
         self.started = None;
         notify.map(|()| Step::Done)
+    }
+
+    /// Sets the queue's `queue_inactive_signal` (when there is one the host knows) to the
+    /// error's `hsa_status_t` code, as the CP does when it stops a queue, and wakes its
+    /// waiters through its event. Best effort: a bad handle or mailbox is ignored (the error
+    /// callback still reports the stop).
+    fn mark_inactive<H: ProcessorHost + ?Sized>(host: &H, handle: SignalHandle, error: &Error) {
+        let Ok(Some(sig)) = Self::resolve(host, handle) else {
+            return;
+        };
+        // Release pairs with the Acquire load of a waiter on the inactive signal.
+        sig.value()
+            .store(i64::from(error.status().raw()), Ordering::Release);
+        let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
+        if mailbox != 0 {
+            let id = sig.event_id();
+            if host.write_mailbox(GpuVa(mailbox), id).is_ok() {
+                host.signal_event(id);
+            }
+        }
     }
 
     /// The value of dependency `i`, `None` for a null handle.

@@ -168,6 +168,23 @@ impl Ring {
         }
     }
 
+    /// `amd_queue_t.queue_inactive_signal` (offset 192): the handle of the signal the packet
+    /// processor sets when it stops the queue with an error (null for none).
+    pub fn queue_inactive_signal(&self) -> crate::abi::SignalHandle {
+        // SAFETY: as for write_index; offset 192 is 8-aligned; written before the queue is
+        // shared and then only read.
+        let raw = unsafe {
+            (*self
+                .queue
+                .as_ptr()
+                .cast::<u8>()
+                .add(192)
+                .cast::<AtomicU64>())
+            .load(Ordering::Relaxed)
+        };
+        crate::abi::SignalHandle(raw)
+    }
+
     /// `amd_queue_t.queue_properties` (offset 180), read once.
     pub fn queue_properties(&self) -> u32 {
         // SAFETY: as for write_index; offset 180 is 4-aligned; written before the queue is

@@ -316,14 +316,17 @@ unsafe impl Platform for LinuxPlatform {
             queue_id: queue.0,
             pad: 0,
         };
-        // If DESTROY fails the queue may still run: keep its buffers (leaked) rather than
-        // free memory the CP may write.
-        call(
+        // If DESTROY fails the queue may still run: keep its record and buffers (the CP may
+        // write them) so that a later destroy, at the latest the platform's drop, retries.
+        if let Err(e) = call(
             &*self.driver,
             AMDKFD_IOC_DESTROY_QUEUE,
             "AMDKFD_IOC_DESTROY_QUEUE",
             &mut d,
-        )?;
+        ) {
+            lock(&self.state).queues.insert(queue.0, rec);
+            return Err(e);
+        }
         self.free_queue_buffers(&rec);
         Ok(())
     }
@@ -406,12 +409,17 @@ unsafe impl Platform for LinuxPlatform {
             event_id: event.0,
             pad: 0,
         };
+        // A failed DESTROY leaves the event alive in KFD: keep it recorded so that a later
+        // destroy, at the latest the platform's drop, retries.
         call(
             &*self.driver,
             AMDKFD_IOC_DESTROY_EVENT,
             "AMDKFD_IOC_DESTROY_EVENT",
             &mut d,
         )
+        .inspect_err(|_| {
+            lock(&self.state).events.insert(event.0);
+        })
     }
 
     fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome, Error> {

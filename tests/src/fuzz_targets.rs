@@ -1,0 +1,481 @@
+//! The bodies of the fuzz targets in `fuzz/fuzz_targets/` (one function per target, named as
+//! the target). Each takes arbitrary bytes and drives one parser of outside input; a target
+//! fails only by panicking (or hanging), which is exactly what the parsers promise never to do
+//! on bad input. `tests/tests/fuzz_corpus.rs` replays `fuzz/corpus/<target>/` and
+//! `fuzz/artifacts/<target>/` through these functions in a normal `cargo test`.
+//!
+//! Besides "no panic", each target checks a property the parser documents (round trips,
+//! error statuses), so a wrong answer is a failure too.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use hsa_baremetal::ih::IhEntry;
+use hsa_core::gfx9::{self, Gfx9Target};
+use hsa_core::loader::code_object::AlignedBytes;
+use hsa_core::loader::CodeObject;
+use hsa_core::packet::AqlPacket;
+use hsa_core::Status;
+use hsa_linux::emulated::{builtin_topology, complete_capture, EmulatedKfd, BUILTIN_GPU_ID};
+use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::driver::KfdDriver;
+use hsa_linux::topology::{parse_properties, Properties, Topology};
+
+/// A fuzz target's body: takes arbitrary bytes, fails only by panicking.
+pub type Harness = fn(&[u8]);
+
+/// The fuzz targets, by name (the names of `fuzz/fuzz_targets/*.rs` and of the corpus
+/// directories).
+pub const TARGETS: &[(&str, Harness)] = &[
+    ("code_object", code_object),
+    ("topology", topology),
+    ("packet", packet),
+    ("ih_entry", ih_entry),
+    ("gfx9_decode", gfx9_decode),
+    ("kfd_ioctl", kfd_ioctl),
+];
+
+/// Code-object reader: [`CodeObject::parse`] on the bytes (copied to aligned storage), then
+/// everything a loader reads from an accepted object: metadata kernels and their arguments,
+/// kernels with descriptors, variables, dynamic relocations, segments.
+///
+/// Property: any error is `InvalidCodeObject` (the bytes are aligned, so never
+/// `InvalidArgument`).
+pub fn code_object(data: &[u8]) {
+    let aligned = AlignedBytes::new(data);
+    let co = match CodeObject::parse(aligned.as_bytes()) {
+        Ok(co) => co,
+        Err(e) => {
+            assert_eq!(e.status(), Status::InvalidCodeObject, "{e}");
+            return;
+        }
+    };
+    let _ = co.target();
+    let md = co.metadata();
+    assert!(md.kernels().count() <= md.kernel_count() as usize);
+    for k in md.kernels().flatten() {
+        for arg in k.args() {
+            let _ = arg;
+        }
+    }
+    for k in co.kernels().flatten() {
+        let _ = co.kernel(k.metadata.name);
+    }
+    for v in co.variables() {
+        let _ = v;
+    }
+    if let Ok(relocs) = co.dynamic_relocations() {
+        for r in relocs.take(4096) {
+            let _ = r;
+        }
+    }
+    for seg in co.load_segments() {
+        let _ = seg;
+    }
+    let _ = co.bytes_at_vaddr(co.image_start(), co.image_size());
+    for i in 0..4 {
+        let _ = co.dynamic_symbol_by_index(i);
+    }
+}
+
+/// Topology parser, pure part and tree: the bytes are split at NUL bytes into chunks; each
+/// chunk goes through [`parse_properties`] and the typed [`Properties`] lookups, and the
+/// chunks also become files of a sysfs tree (see [`write_topology_tree`]) that
+/// [`Topology::read`] walks. An accepted topology is then completed as the emulated device
+/// completes captures.
+///
+/// Property: every error is `Status::Error` and names a file.
+pub fn topology(data: &[u8]) {
+    for chunk in data.split(|&b| b == 0) {
+        let Ok(text) = std::str::from_utf8(chunk) else {
+            continue;
+        };
+        if let Ok(props) = parse_properties(text, "fuzz") {
+            for p in &props {
+                assert!(!p.key.is_empty() && !p.value.is_empty() && p.line >= 1);
+            }
+        } else if let Err(e) = parse_properties(text, "fuzz") {
+            assert_eq!(e.status(), Status::Error);
+            assert!(e.detail().starts_with("fuzz:"), "{e}");
+        }
+        if let Ok(p) = Properties::parse(text, "fuzz") {
+            for key in [
+                "simd_count",
+                "gpu_id",
+                "size_in_bytes",
+                "cpu_cores_count",
+                "x",
+            ] {
+                let _ = p.get(key);
+                let _ = p.u64(key);
+                let _ = p.u32_or_0(key);
+                let _ = p.i32_or_0(key);
+                let _ = p.u64_or_0(key);
+            }
+        }
+    }
+    let root = fuzz_dir().join(format!("topology-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    write_topology_tree(&root, data);
+    match Topology::read(&root) {
+        Ok(mut t) => {
+            let _ = (t.gpu_count(), t.cpu_count(), t.xgmi_hives());
+            for n in &t.nodes {
+                let _ = (n.isa_name(), n.full_isa_name(), n.local_memory_bytes());
+            }
+            complete_capture(&mut t);
+        }
+        Err(e) => {
+            assert_eq!(e.status(), Status::Error, "{e}");
+            assert!(e.detail().contains(root.to_str().unwrap_or("")), "{e}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Where the topology target builds its trees: `/dev/shm` when it exists (tmpfs: a disk
+/// backed temporary directory made the target ~30 executions per second), else the
+/// temporary directory.
+fn fuzz_dir() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    let base = if shm.is_dir() {
+        shm.to_path_buf()
+    } else {
+        std::env::temp_dir()
+    };
+    base.join("hsa-rt-fuzz")
+}
+
+/// Builds a sysfs topology tree under `root` from fuzz bytes. Chunks (split at NUL):
+/// chunk 0 is `generation_id`, chunk 1 `system_properties`; every later chunk starts with a
+/// selector byte `s` and the rest is the file's content: node `s & 3`, file by `(s >> 2) & 7`:
+/// 0 `properties`, 1 `name`, 2 `gpu_id`, 3 `mem_banks/<k>/properties`, 4
+/// `caches/<k>/properties`, 5 `io_links/<k>/properties`, 6 `p2p_links/<k>/properties`, 7 a
+/// stray directory `nodes/x<k>` (not a number); `k = s >> 5`. Every node directory named by
+/// any chunk exists (possibly without `properties`).
+pub fn write_topology_tree(root: &Path, data: &[u8]) {
+    let nodes = root.join("nodes");
+    let _ = std::fs::create_dir_all(&nodes);
+    for (i, chunk) in data.split(|&b| b == 0).enumerate().take(64) {
+        let path = match i {
+            0 => root.join("generation_id"),
+            1 => root.join("system_properties"),
+            _ => {
+                let Some((&s, _)) = chunk.split_first() else {
+                    continue;
+                };
+                let node = nodes.join(format!("{}", s & 3));
+                let k = s >> 5;
+                match (s >> 2) & 7 {
+                    0 => node.join("properties"),
+                    1 => node.join("name"),
+                    2 => node.join("gpu_id"),
+                    3 => node.join(format!("mem_banks/{k}/properties")),
+                    4 => node.join(format!("caches/{k}/properties")),
+                    5 => node.join(format!("io_links/{k}/properties")),
+                    6 => node.join(format!("p2p_links/{k}/properties")),
+                    _ => {
+                        let _ = std::fs::create_dir_all(nodes.join(format!("x{k}")));
+                        continue;
+                    }
+                }
+            }
+        };
+        let content = if i < 2 { chunk } else { &chunk[1..] };
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let _ = std::fs::write(&path, content);
+    }
+}
+
+/// Packet view: the first 64 bytes (zero-padded) through [`AqlPacket::new_checked`] and
+/// `parse`; the whole input through `new_checked` (which must reject a short buffer).
+///
+/// Property: an error from `parse` is `InvalidPacketFormat`; a parsed kernel dispatch has
+/// 1..=3 dimensions and no zero work-group or grid size in a used dimension.
+pub fn packet(data: &[u8]) {
+    let short = AqlPacket::new_checked(data);
+    if data.len() < 64 {
+        assert!(short.is_err());
+    }
+    let mut bytes = [0u8; 64];
+    let n = data.len().min(64);
+    bytes[..n].copy_from_slice(&data[..n]);
+    let view = AqlPacket::new_checked(&bytes[..]).expect("64 bytes are a packet");
+    let _ = (
+        view.header(),
+        view.packet_type(),
+        view.args(),
+        view.dep_signals(),
+    );
+    match view.parse() {
+        Ok(hsa_core::packet::Packet::KernelDispatch(k)) => {
+            let dims = usize::from(k.dimensions);
+            assert!((1..=3).contains(&dims), "dimensions {dims}");
+            for d in 0..dims {
+                assert!(k.workgroup_size[d] != 0 && k.grid_size[d] != 0, "{k:?}");
+            }
+        }
+        Ok(_) => {}
+        Err(e) => assert_eq!(e.status(), Status::InvalidPacketFormat, "{e}"),
+    }
+}
+
+/// IH entry decoder: the first 32 bytes (zero-padded) through [`IhEntry::decode`].
+///
+/// Property: an accepted entry encodes back to the same bytes (decode rejects every reserved
+/// bit, so nothing is lost).
+pub fn ih_entry(data: &[u8]) {
+    let mut bytes = [0u8; 32];
+    let n = data.len().min(32);
+    bytes[..n].copy_from_slice(&data[..n]);
+    if let Ok(e) = IhEntry::decode(&bytes) {
+        assert_eq!(e.encode(), bytes, "{e:?}");
+    }
+}
+
+/// GFX9 decoder: byte 0 picks the target (gfx900, gfx90a, gfx942), the rest is decoded as
+/// an instruction stream until the first error, as the disassembler walks a code section.
+///
+/// Property: an error is `IllegalInstruction`; a decoded instruction is 4 or 8 bytes (as
+/// `Instruction::size` documents) and never longer than what was left.
+pub fn gfx9_decode(data: &[u8]) {
+    let Some((&sel, mut rest)) = data.split_first() else {
+        return;
+    };
+    let target = match sel % 3 {
+        0 => Gfx9Target::Gfx900,
+        1 => Gfx9Target::Gfx90a,
+        _ => Gfx9Target::Gfx942,
+    };
+    for _ in 0..1024 {
+        if rest.is_empty() {
+            break;
+        }
+        match gfx9::decode(rest, target) {
+            Ok(inst) => {
+                let _ = inst.name();
+                let _ = format!("{inst:?}");
+                let len = usize::from(inst.size);
+                assert!(matches!(len, 4 | 8), "size {len}");
+                assert!(len <= rest.len(), "size {len} > {} left", rest.len());
+                rest = &rest[len..];
+            }
+            Err(e) => {
+                assert_eq!(e.status(), Status::IllegalInstruction, "{e}");
+                break;
+            }
+        }
+    }
+}
+
+/// Scratch memory for user pointers in [`kfd_ioctl`]: 16 pages, page-aligned, alive for the
+/// whole process (a USERPTR allocation made by one input may be touched by the device until
+/// that input's device is dropped; the memory stays valid forever).
+fn scratch() -> (u64, usize) {
+    const LEN: usize = 16 * 4096;
+    static SCRATCH: OnceLock<usize> = OnceLock::new();
+    let base = *SCRATCH.get_or_init(|| {
+        let v: &'static mut [u64] = Vec::leak(vec![0u64; (LEN + 4096) / 8]);
+        let p = v.as_mut_ptr() as usize;
+        (p + 4095) & !4095
+    });
+    (base as u64, LEN)
+}
+
+/// Largest VRAM/GTT allocation the ioctl target lets through at its requested size, bytes;
+/// bigger requests below 1 TiB are cut to this (to keep memfd sizes small), larger ones stay
+/// (they fail with ENOMEM or EINVAL without touching memory).
+const KFD_FUZZ_MAX_ALLOC_BYTES: u64 = 16 << 20;
+
+/// Longest WAIT_EVENTS timeout the ioctl target lets through, ms (an infinite wait would
+/// hang the fuzzer: nothing else signals).
+const KFD_FUZZ_MAX_WAIT_MS: u32 = 2;
+
+/// The emulated KFD's ioctl dispatcher: a fresh [`EmulatedKfd`] (built-in profile) per input,
+/// then a sequence of ioctls, each `[selector, pointer mode, lo, hi, args...]`: the selector
+/// picks one of the implemented requests (or, for selectors >= 32, a raw request number from
+/// the next 4 bytes with a size of `lo` bytes); the argument struct is filled from the input
+/// and zero-padded. Harness rules, so the device only touches memory the harness owns:
+/// - every user pointer field (aperture array, device-id array, event array, CU mask,
+///   USERPTR address) is replaced by: null, an unmapped low address (0x10), a kernel address,
+///   or an address in [`scratch`] chosen by `lo`/`hi` — by the pointer mode byte;
+/// - `gpu_id` fields are the built-in GPU's when the pointer mode's bit 7 is set;
+/// - allocation sizes between 16 MiB and 1 TiB are cut to 16 MiB;
+/// - WAIT_EVENTS timeouts are at most 2 ms.
+///
+/// Property: no panic, no hang, and after dropping the device every queue thread is gone
+/// (checked by `EmulatedKfd`'s drop joining them).
+pub fn kfd_ioctl(data: &[u8]) {
+    let Ok(dev) = EmulatedKfd::new(builtin_topology()) else {
+        return;
+    };
+    let (sbase, slen) = scratch();
+    let mut rest = data;
+    let mut ops = 0;
+    while rest.len() >= 4 && ops < 64 {
+        ops += 1;
+        let (sel, mode, lo, hi) = (rest[0], rest[1], rest[2], rest[3]);
+        rest = &rest[4..];
+        let ptr = match mode & 3 {
+            0 => 0u64,
+            1 => 0x10,
+            2 => 0xffff_8000_0000_1000,
+            _ => sbase + (u64::from(u16::from_le_bytes([lo, hi])) % slen as u64),
+        };
+        let page_ptr = ptr & !4095;
+        let fix_gpu = mode & 0x80 != 0;
+        let take = |rest: &mut &[u8], n: usize| -> Vec<u8> {
+            let k = n.min(rest.len());
+            let mut v = rest[..k].to_vec();
+            v.resize(n, 0);
+            *rest = &rest[k..];
+            v
+        };
+        macro_rules! run {
+            ($req:expr, $ty:ty, |$a:ident| $fix:block) => {{
+                let raw = take(&mut rest, size_of::<$ty>());
+                let mut $a =
+                    <$ty as zerocopy::FromBytes>::read_from_bytes(&raw[..]).expect("sized buffer");
+                $fix;
+                let _ = dev.ioctl($req, zerocopy::IntoBytes::as_mut_bytes(&mut $a));
+            }};
+        }
+        match sel % 40 {
+            0 => run!(AMDKFD_IOC_GET_VERSION, GetVersionArgs, |a| {}),
+            1 => run!(AMDKFD_IOC_CREATE_QUEUE, CreateQueueArgs, |a| {
+                if fix_gpu {
+                    a.gpu_id = BUILTIN_GPU_ID;
+                }
+            }),
+            2 => run!(AMDKFD_IOC_DESTROY_QUEUE, DestroyQueueArgs, |a| {
+                a.queue_id %= 4;
+            }),
+            3 => run!(AMDKFD_IOC_SET_MEMORY_POLICY, SetMemoryPolicyArgs, |a| {
+                if fix_gpu {
+                    a.gpu_id = BUILTIN_GPU_ID;
+                }
+            }),
+            4 => run!(AMDKFD_IOC_GET_CLOCK_COUNTERS, GetClockCountersArgs, |a| {}),
+            5 => run!(AMDKFD_IOC_UPDATE_QUEUE, UpdateQueueArgs, |a| {}),
+            6 => run!(AMDKFD_IOC_CREATE_EVENT, CreateEventArgs, |a| {}),
+            7 => run!(AMDKFD_IOC_DESTROY_EVENT, DestroyEventArgs, |a| {}),
+            8 => run!(AMDKFD_IOC_SET_EVENT, SetEventArgs, |a| {}),
+            9 => run!(AMDKFD_IOC_RESET_EVENT, ResetEventArgs, |a| {}),
+            10 => run!(AMDKFD_IOC_WAIT_EVENTS, WaitEventsArgs, |a| {
+                a.events_ptr = ptr;
+                a.timeout = a.timeout.min(KFD_FUZZ_MAX_WAIT_MS);
+            }),
+            11 => run!(
+                AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
+                GetProcessAperturesNewArgs,
+                |a| {
+                    a.kfd_process_device_apertures_ptr = ptr;
+                    // Keep the copy-out inside the scratch area.
+                    a.num_of_nodes = a.num_of_nodes.min(1);
+                    if (sbase..sbase + slen as u64).contains(&ptr) && ptr + 64 > sbase + slen as u64
+                    {
+                        a.kfd_process_device_apertures_ptr = sbase;
+                    }
+                }
+            ),
+            12 => run!(AMDKFD_IOC_ACQUIRE_VM, AcquireVmArgs, |a| {
+                if fix_gpu {
+                    a.gpu_id = BUILTIN_GPU_ID;
+                }
+            }),
+            13..=17 => run!(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AllocMemoryOfGpuArgs, |a| {
+                if fix_gpu {
+                    a.gpu_id = BUILTIN_GPU_ID;
+                }
+                if a.size > KFD_FUZZ_MAX_ALLOC_BYTES && a.size < 1 << 40 {
+                    a.size = KFD_FUZZ_MAX_ALLOC_BYTES;
+                }
+                if a.flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR != 0 {
+                    // The device may read and write USERPTR memory until it is freed: only
+                    // the scratch area (alive forever) or addresses that fault.
+                    a.mmap_offset = page_ptr;
+                    let end = sbase + slen as u64;
+                    if (sbase..end).contains(&page_ptr) {
+                        a.size = a.size.min(end - page_ptr);
+                    }
+                }
+            }),
+            18 => run!(AMDKFD_IOC_FREE_MEMORY_OF_GPU, FreeMemoryOfGpuArgs, |a| {}),
+            19 | 20 => run!(AMDKFD_IOC_MAP_MEMORY_TO_GPU, MapMemoryToGpuArgs, |a| {
+                a.device_ids_array_ptr = ptr;
+            }),
+            21 => run!(
+                AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
+                UnmapMemoryFromGpuArgs,
+                |a| {
+                    a.device_ids_array_ptr = ptr;
+                }
+            ),
+            22 => run!(AMDKFD_IOC_SET_CU_MASK, SetCuMaskArgs, |a| {
+                a.cu_mask_ptr = ptr;
+            }),
+            23 => run!(AMDKFD_IOC_SET_XNACK_MODE, SetXnackModeArgs, |a| {}),
+            24 => run!(AMDKFD_IOC_AVAILABLE_MEMORY, GetAvailableMemoryArgs, |a| {
+                if fix_gpu {
+                    a.gpu_id = BUILTIN_GPU_ID;
+                }
+            }),
+            25 => run!(AMDKFD_IOC_RUNTIME_ENABLE, RuntimeEnableArgs, |a| {}),
+            26 => run!(
+                AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+                SetScratchBackingVaArgs,
+                |a| {}
+            ),
+            27 => {
+                // Copy input bytes into scratch (device-id and event arrays read from there).
+                let raw = take(&mut rest, usize::from(lo));
+                let off = (usize::from(hi) * 64).min(slen - raw.len());
+                write_scratch(sbase + off as u64, &raw);
+            }
+            _ => {
+                // A raw request number. Numbers that carry user pointers (or that may block)
+                // keep the harness's rules by being sent as their typed request above.
+                let raw_req = u32::from_le_bytes(take(&mut rest, 4).try_into().unwrap_or([0; 4]));
+                let nr = raw_req & 0xff;
+                if matches!(nr, 0x0C | 0x14 | 0x16 | 0x18 | 0x19 | 0x1A)
+                    && (raw_req >> 8) & 0xff == u32::from(b'K')
+                {
+                    continue;
+                }
+                let size = ((raw_req >> 16) & 0x3fff) as usize;
+                let len = if lo & 1 == 0 {
+                    size.min(512)
+                } else {
+                    usize::from(lo)
+                };
+                let mut arg = take(&mut rest, len);
+                let _ = dev.ioctl(raw_req, &mut arg);
+            }
+        }
+    }
+    let live = dev.live_handles();
+    assert!(live.queues <= hsa_linux::emulated::MAX_QUEUES_PER_PROCESS as usize);
+    drop(dev);
+}
+
+/// Copies `bytes` into the scratch area at `addr` (inside [`scratch`]).
+fn write_scratch(addr: u64, bytes: &[u8]) {
+    let (base, len) = scratch();
+    assert!(addr >= base && addr + bytes.len() as u64 <= base + len as u64);
+    // Through /proc/self/mem-free plain copies: the scratch area is ordinary heap memory
+    // the harness owns; the emulated device may touch it concurrently only through USERPTR
+    // allocations, with the same raw copies.
+    let dst = addr as usize as *mut u8;
+    for (i, b) in bytes.iter().enumerate() {
+        // The scratch area is raw memory shared with the device; volatile byte stores keep
+        // the compiler from assuming it owns it exclusively.
+        #[allow(unsafe_code)]
+        // SAFETY: dst..dst+len is inside the leaked, never-freed scratch allocation (checked
+        // above); u8 has no alignment or validity requirement.
+        unsafe {
+            dst.add(i).write_volatile(*b)
+        };
+    }
+}

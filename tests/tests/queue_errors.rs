@@ -1,0 +1,212 @@
+//! Queue errors and waits on the emulated device: a malformed packet stops its queue and is
+//! reported once through the queue's callback, while other queues keep running; signal waits
+//! with timeouts return on time when nothing comes.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use hsa_core::abi::SignalHandle;
+use hsa_core::packet::{BarrierAnd, EncodedPacket, HeaderFlags};
+use hsa_core::platform::fake::FakePlatform;
+use hsa_core::platform::{Platform, QueueErrorCallback};
+use hsa_core::queue::{AqlQueue, QueueConfig};
+use hsa_core::runtime::Runtime;
+use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
+use hsa_core::{Error, NodeId, QueueId, Status};
+use hsa_linux::emulated::{builtin_topology, EmulatedKfd};
+use hsa_linux::LinuxPlatform;
+
+/// Callback counters and the last error, per callback slot.
+static CALLS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
+static LAST: Mutex<Option<(Status, String)>> = Mutex::new(None);
+
+fn on_error(e: &Error, _q: QueueId, slot: usize) {
+    CALLS[slot].fetch_add(1, Ordering::SeqCst);
+    *LAST.lock().unwrap() = Some((e.status(), e.detail().to_string()));
+}
+
+/// A packet whose header says type 6 (undefined), with a valid-looking body.
+fn malformed() -> EncodedPacket {
+    let mut bytes = [0u8; 64];
+    let header_word = 6 | 2 << 9 | 2 << 11;
+    bytes[..4].copy_from_slice(&1u32.to_le_bytes()); // INVALID while the body is written
+    EncodedPacket { bytes, header_word }
+}
+
+fn submit<P: Platform>(q: &AqlQueue<'_, P>, packet: &EncodedPacket) {
+    let mut r = q.reserve(1).unwrap();
+    let last = r.write_next(packet).unwrap();
+    q.ring_doorbell(last).unwrap();
+}
+
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !f() {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "timed out: {what}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated.clone()).unwrap()).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let config = |slot| {
+        let mut c = QueueConfig::new(
+            NodeId(gpu.node()),
+            1024,
+            gpu.queue_min_size(),
+            gpu.queue_max_size(),
+        );
+        c.on_error = Some(QueueErrorCallback {
+            func: on_error,
+            data: slot,
+        });
+        c
+    };
+    let bad = AqlQueue::create(rt.platform(), &config(0)).unwrap();
+    let good = AqlQueue::create(rt.platform(), &config(1)).unwrap();
+    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
+    let barrier = |s: SignalHandle| {
+        BarrierAnd::new(HeaderFlags::SYSTEM, &[], s)
+            .unwrap()
+            .emit()
+            .unwrap()
+    };
+
+    submit(&bad, &malformed());
+    wait_until("error callback", || CALLS[0].load(Ordering::SeqCst) == 1);
+    let (status, msg) = LAST.lock().unwrap().clone().unwrap();
+    assert_eq!(status, Status::InvalidPacketFormat);
+    assert!(msg.contains("packet 0: packet type is 6"), "{msg}");
+    // amd_queue_t.queue_inactive_signal: set by the packet processor when it stops the queue.
+    let inactive = bad.inactive_signal().load(LoadOrder::Acquire);
+    assert_eq!(
+        inactive,
+        i64::from(Status::InvalidPacketFormat.raw()),
+        "queue_inactive_signal after the error"
+    );
+    // The stopped queue consumed nothing more: a valid packet after it stays unprocessed and
+    // a second report never comes.
+    let after = signals.create_interrupt(1).unwrap();
+    submit(&bad, &barrier(after.handle()));
+    let v = after.wait(
+        SignalCondition::Eq,
+        0,
+        100_000_000,
+        WaitState::Blocked,
+        LoadOrder::Acquire,
+    );
+    assert_eq!(v, 1, "a stopped queue ran a packet");
+    assert_eq!(
+        CALLS[0].load(Ordering::SeqCst),
+        1,
+        "reported more than once"
+    );
+    assert_eq!(
+        bad.load_read_index(LoadOrder::Acquire),
+        0,
+        "the bad packet was consumed"
+    );
+
+    // The other queue runs, before and after the bad one is destroyed.
+    let done = signals.create_interrupt(1).unwrap();
+    submit(&good, &barrier(done.handle()));
+    let v = done.wait(
+        SignalCondition::Eq,
+        0,
+        5_000_000_000,
+        WaitState::Blocked,
+        LoadOrder::Acquire,
+    );
+    assert_eq!(v, 0);
+    bad.destroy().unwrap();
+    let done2 = signals.create_interrupt(1).unwrap();
+    submit(&good, &barrier(done2.handle()));
+    let v = done2.wait(
+        SignalCondition::Eq,
+        0,
+        5_000_000_000,
+        WaitState::Blocked,
+        LoadOrder::Acquire,
+    );
+    assert_eq!(v, 0);
+    assert_eq!(
+        CALLS[1].load(Ordering::SeqCst),
+        0,
+        "the good queue reported an error"
+    );
+    assert_eq!(emulated.live_handles().queues, 1);
+    drop((after, done, done2));
+    good.destroy().unwrap();
+    assert_eq!(emulated.live_handles().queues, 0);
+}
+
+/// Waits for a value that never comes, on `signal`, and checks the time it took.
+fn timed_wait(wait: impl Fn(u64) -> i64) {
+    for timeout_ms in [1u64, 20, 100] {
+        let started = Instant::now();
+        let v = wait(timeout_ms * 1_000_000);
+        let took = started.elapsed();
+        assert_eq!(v, 1, "value changed?");
+        assert!(
+            took >= Duration::from_millis(timeout_ms),
+            "returned early: {took:?} for {timeout_ms} ms"
+        );
+        assert!(
+            took < Duration::from_millis(timeout_ms * 10 + 200),
+            "returned late: {took:?} for {timeout_ms} ms"
+        );
+    }
+}
+
+#[test]
+fn signal_waits_time_out_on_time_on_the_emulated_device() {
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated).unwrap()).unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
+    for s in [
+        signals.create_interrupt(1).unwrap(),
+        signals.create(1).unwrap(),
+    ] {
+        for state in [WaitState::Blocked, WaitState::Active] {
+            timed_wait(|t| s.wait(SignalCondition::Eq, 0, t, state, LoadOrder::Acquire));
+        }
+    }
+}
+
+#[test]
+fn signal_waits_time_out_on_time_on_the_fake_platform() {
+    let p = FakePlatform::new();
+    let signals = SignalPool::new(&p, NodeId(0));
+    for s in [
+        signals.create_interrupt(1).unwrap(),
+        signals.create(1).unwrap(),
+    ] {
+        for state in [WaitState::Blocked, WaitState::Active] {
+            timed_wait(|t| s.wait(SignalCondition::Lt, 1, t, state, LoadOrder::Relaxed));
+        }
+    }
+}
+
+#[test]
+fn malformed_packet_sets_the_inactive_signal_on_the_fake_platform() {
+    let p = FakePlatform::new();
+    let q = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap();
+    assert_eq!(q.inactive_signal().load(LoadOrder::Acquire), 0);
+    submit(&q, &malformed());
+    assert_eq!(
+        q.inactive_signal().load(LoadOrder::Acquire),
+        i64::from(Status::InvalidPacketFormat.raw())
+    );
+    let e = p.queue_error(q.hw_id()).expect("error recorded");
+    assert_eq!(e.status(), Status::InvalidPacketFormat);
+    q.destroy().unwrap();
+}
