@@ -79,7 +79,7 @@ pub struct KernelDispatch {
     /// Device address of the kernel descriptor; non-null and 64-byte aligned.
     pub kernel_object: GpuVa,
     /// Device address of the kernarg segment; 16-byte aligned. `hsa.h` allows NULL for
-    /// kernels without arguments and [`AqlPacket::parse`] accepts it, but the builder
+    /// kernels without arguments and [`AqlPacket::parse`](super::AqlPacket::parse) accepts it, but the builder
     /// requires a non-null address (module docs: builders are stricter than the wire format).
     pub kernarg_address: GpuVa,
     /// Signal decremented at completion; [`SignalHandle::NULL`] for none.
@@ -132,7 +132,7 @@ impl KernelDispatch {
         Ok(())
     }
 
-    /// What every kernel dispatch on the wire must satisfy, the checks [`AqlPacket::parse`]
+    /// What every kernel dispatch on the wire must satisfy, the checks `AqlPacket::parse`
     /// applies: as [`KernelDispatch::check`] but a null kernarg address is allowed (`hsa.h`:
     /// "May be NULL").
     pub(crate) fn check_wire(&self) -> core::result::Result<(), Violation> {

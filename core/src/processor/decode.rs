@@ -35,13 +35,13 @@ pub struct KernelDispatch {
     pub packet: packet::KernelDispatch,
     /// Device address of the packet's 64-byte slot in the ring: what the kernel's dispatch
     /// pointer SGPRs hold (AMDGPUUsage "Initial Kernel Execution State", `dispatch_ptr`).
-    /// [`decode`] leaves it 0; [`PacketProcessor`](super::PacketProcessor) fills it in.
+    /// Decoding leaves it 0; [`PacketProcessor`](super::PacketProcessor) fills it in.
     pub packet_address: GpuVa,
-    /// Device address of the queue's `amd_queue_t` (the `queue_ptr` SGPRs). [`decode`]
+    /// Device address of the queue's `amd_queue_t` (the `queue_ptr` SGPRs). Decoding
     /// leaves it 0; the processor fills it in.
     pub queue_address: GpuVa,
     /// The dispatch id: the packet's index in the queue, packets (the `dispatch_id` SGPRs).
-    /// [`decode`] leaves it 0; the processor fills it in.
+    /// Decoding leaves it 0; the processor fills it in.
     pub dispatch_id: u64,
 }
 
