@@ -408,26 +408,26 @@ fn unknown_signal_kernel_and_negative_dep_stop_with_precise_status() {
     assert!(log.lock().unwrap().is_empty(), "the kernel did not run");
     assert_eq!(q.read_index(), 0);
 
-    // A well-formed kernel object the host does not know: the host's error.
-    let mut q = TestQueue::new(&p, false, Some(1));
-    q.submit(&kernel(0x9980, N));
-    let e = p.queue_error(q.id).unwrap();
-    assert_eq!(e.status(), Status::InvalidPacketFormat);
-    assert_eq!(
-        e.detail(),
-        "packet 0: kernel_object 0x9980 is not a registered kernel"
-    );
-
-    // A kernel object that is not 64-byte aligned (AMDGPUUsage "Kernel Descriptor"): the
-    // packet parser's error, before the host is asked.
-    let mut q = TestQueue::new(&p, false, Some(1));
-    q.submit(&kernel(0x9999, N));
-    let e = p.queue_error(q.id).unwrap();
-    assert_eq!(e.status(), Status::InvalidPacketFormat);
-    assert_eq!(
-        e.detail(),
-        "packet 0: kernel_object is 0x9999; must be 64-byte aligned"
-    );
+    let bad_objects = [
+        // A well-formed kernel object the host does not know: the host's error.
+        (
+            0x9980,
+            "packet 0: kernel_object 0x9980 is not a registered kernel",
+        ),
+        // Not 64-byte aligned (AMDGPUUsage "Kernel Descriptor"): the packet parser's error,
+        // before the host is asked.
+        (
+            0x9999,
+            "packet 0: kernel_object is 0x9999; must be 64-byte aligned",
+        ),
+    ];
+    for (object, want) in bad_objects {
+        let mut q = TestQueue::new(&p, false, Some(1));
+        q.submit(&kernel(object, N));
+        let e = p.queue_error(q.id).unwrap();
+        assert_eq!(e.status(), Status::InvalidPacketFormat);
+        assert_eq!(e.detail(), want);
+    }
 
     let mut q = TestQueue::new(&p, false, Some(1));
     let failed = q.signal(0, -1);

@@ -190,6 +190,23 @@ mod tests {
         p
     }
 
+    /// A mutation of a good packet and the exact message decoding it must give.
+    type Case<T> = (fn(&mut T), &'static str);
+
+    /// Decodes `good()` changed by each case's mutation and checks the exact message.
+    fn assert_each_rejected<T: IntoBytes + zerocopy::Immutable>(
+        good: fn() -> T,
+        cases: &[Case<T>],
+    ) {
+        for &(mutate, want) in cases {
+            let mut p = good();
+            mutate(&mut p);
+            let e = decode(&bytes_of(&p)).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidPacketFormat, "{want}");
+            assert_eq!(e.detail(), want);
+        }
+    }
+
     #[test]
     fn header_flags_follow_hsa_packet_header_t() {
         // 0x1502 is the header ROCR's samples use for a kernel dispatch with barrier and
@@ -264,8 +281,7 @@ mod tests {
 
     #[test]
     fn kernel_dispatch_rejects_each_bad_field_by_name() {
-        type Case = (fn(&mut KernelDispatchPacket), &'static str);
-        let cases: [Case; 9] = [
+        let cases: [Case<KernelDispatchPacket>; 9] = [
             (|p| p.setup = 0, "dimensions is 0; must be in 1..=3"),
             (
                 |p| p.workgroup_size_y = 0,
@@ -297,13 +313,7 @@ mod tests {
                 "kernarg_address is 0x1008; must be 16-byte aligned",
             ),
         ];
-        for (mutate, want) in cases {
-            let mut p = dispatch();
-            mutate(&mut p);
-            let e = decode(&bytes_of(&p)).unwrap_err();
-            assert_eq!(e.status(), Status::InvalidPacketFormat, "{want}");
-            assert_eq!(e.detail(), want);
-        }
+        assert_each_rejected(dispatch, &cases);
     }
 
     #[test]
@@ -315,8 +325,7 @@ mod tests {
         };
         assert_eq!(cond, SignalCondition::Gte);
         assert_eq!((b.signal, b.mask, b.condition), (SignalHandle(0x80), -1, 3));
-        type Case = (fn(&mut BarrierValuePacket), &'static str);
-        let cases: [Case; 3] = [
+        let cases: [Case<BarrierValuePacket>; 3] = [
             (|p| p.cond = 4, "condition is 4; must be in 0..=3"),
             (
                 |p| p.signal = SignalHandle::NULL,
@@ -327,13 +336,7 @@ mod tests {
                 "AmdFormat (vendor packet byte 2) is 1; must be in 2..=2",
             ),
         ];
-        for (mutate, want) in cases {
-            let mut p = barrier_value();
-            mutate(&mut p);
-            let e = decode(&bytes_of(&p)).unwrap_err();
-            assert_eq!(e.status(), Status::InvalidPacketFormat, "{want}");
-            assert_eq!(e.detail(), want);
-        }
+        assert_each_rejected(barrier_value, &cases);
     }
 
     #[test]
