@@ -1,6 +1,8 @@
 //! Property tests of the AQL packet wire layer: the view never panics on any 64 bytes, every
 //! valid builder input survives emit → publish → parse unchanged, and the builders and the
-//! parser apply the same checks (same message; `INVALID_ARGUMENT` vs `INVALID_PACKET_FORMAT`).
+//! parser apply the same checks (same message; `INVALID_ARGUMENT` vs `INVALID_PACKET_FORMAT`)
+//! but one: a kernel dispatch with a null kernarg address, which `hsa.h` allows and the parser
+//! accepts, while the builder rejects it.
 
 use hsa_core::abi::packet::{FenceScope, PacketType};
 use hsa_core::abi::SignalHandle;
@@ -219,9 +221,17 @@ proptest! {
         match v.parse() {
             Ok(p) => {
                 prop_assert_eq!(p.packet_type() as u8, bytes[0]);
-                // What parses re-emits (reserved fields cleared) and parses the same.
-                let again = published(&p.emit().unwrap());
-                prop_assert_eq!(AqlPacket::from_array(again).parse().unwrap(), p);
+                // What parses re-emits (reserved fields cleared) and parses the same, but a
+                // kernel dispatch without kernarg segment, which only the builder refuses.
+                match (p, p.emit()) {
+                    (Packet::KernelDispatch(k), Err(e)) if k.kernarg_address.is_null() => {
+                        prop_assert_eq!(e.status(), Status::InvalidArgument);
+                    }
+                    (_, e) => {
+                        let again = published(&e.unwrap());
+                        prop_assert_eq!(AqlPacket::from_array(again).parse().unwrap(), p);
+                    }
+                }
             }
             Err(e) => {
                 prop_assert_eq!(e.status(), Status::InvalidPacketFormat);
@@ -303,8 +313,25 @@ proptest! {
                 prop_assert_eq!(q.status(), Status::InvalidPacketFormat);
                 prop_assert_eq!(b.detail(), q.detail());
             }
+            // The one rule only the builder has: the kernarg address is null and nothing else
+            // is wrong.
+            (Err(b), Ok(q)) if k.kernarg_address.is_null() => {
+                prop_assert_eq!(b.status(), Status::InvalidArgument);
+                prop_assert_eq!(b.detail(), "kernarg_address is null (0x0); must be non-null");
+                prop_assert_eq!(q, Packet::KernelDispatch(k));
+            }
             (b, q) => prop_assert!(false, "builder {:?} but parser {:?}", b, q),
         }
+    }
+
+    #[test]
+    fn null_kernarg_is_the_only_builder_parser_difference(k in valid_kernel_dispatch()) {
+        let k = KernelDispatch { kernarg_address: GpuVa(0), ..k };
+        let e = k.emit().unwrap_err();
+        prop_assert_eq!(e.status(), Status::InvalidArgument);
+        prop_assert_eq!(e.detail(), "kernarg_address is null (0x0); must be non-null");
+        let parsed = AqlPacket::from_array(raw_kernel_dispatch(&k)).parse().unwrap();
+        prop_assert_eq!(parsed, Packet::KernelDispatch(k));
     }
 
     #[test]

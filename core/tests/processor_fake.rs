@@ -172,6 +172,9 @@ fn kernel(object: u64, completion: SignalHandle) -> KernelDispatchPacket {
         grid_size_y: 1,
         grid_size_z: 1,
         kernel_object: object,
+        // A kernel without arguments: `hsa.h` allows a null kernarg address and the processor
+        // accepts it (the builders would not).
+        kernarg_address: 0,
         completion_signal: completion,
         ..Default::default()
     }
@@ -405,11 +408,26 @@ fn unknown_signal_kernel_and_negative_dep_stop_with_precise_status() {
     assert!(log.lock().unwrap().is_empty(), "the kernel did not run");
     assert_eq!(q.read_index(), 0);
 
-    let mut q = TestQueue::new(&p, false, Some(1));
-    q.submit(&kernel(0x9999, N));
-    let e = p.queue_error(q.id).unwrap();
-    assert_eq!(e.status(), Status::InvalidPacketFormat);
-    assert!(e.detail().contains("0x9999"), "{}", e.detail());
+    let bad_objects = [
+        // A well-formed kernel object the host does not know: the host's error.
+        (
+            0x9980,
+            "packet 0: kernel_object 0x9980 is not a registered kernel",
+        ),
+        // Not 64-byte aligned (AMDGPUUsage "Kernel Descriptor"): the packet parser's error,
+        // before the host is asked.
+        (
+            0x9999,
+            "packet 0: kernel_object is 0x9999; must be 64-byte aligned",
+        ),
+    ];
+    for (object, want) in bad_objects {
+        let mut q = TestQueue::new(&p, false, Some(1));
+        q.submit(&kernel(object, N));
+        let e = p.queue_error(q.id).unwrap();
+        assert_eq!(e.status(), Status::InvalidPacketFormat);
+        assert_eq!(e.detail(), want);
+    }
 
     let mut q = TestQueue::new(&p, false, Some(1));
     let failed = q.signal(0, -1);
@@ -417,7 +435,7 @@ fn unknown_signal_kernel_and_negative_dep_stop_with_precise_status() {
     let e = p.queue_error(q.id).unwrap();
     assert_eq!(e.status(), Status::Error);
     assert!(e.detail().contains("dep_signal[2]"), "{}", e.detail());
-    assert_eq!(ERRORS[1].load(Ordering::SeqCst), 3);
+    assert_eq!(ERRORS[1].load(Ordering::SeqCst), 4);
 }
 
 #[test]

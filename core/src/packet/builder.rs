@@ -1,6 +1,14 @@
 //! Typed packets (smoltcp `Repr` style): a plain struct of fields per packet kind, validated by
 //! `emit`, which writes the 64 bytes of [`EncodedPacket`]. [`AqlPacket::parse`] returns the same
-//! structs and applies exactly the same checks, so `parse(emit(p)) == p` for every valid `p`.
+//! structs and applies the same checks, so `parse(emit(p)) == p` for every valid `p`.
+//!
+//! # Builders are stricter than the wire format in one rule
+//! `hsa.h` says a kernel dispatch's `kernarg_address` "May be NULL" (a kernel without
+//! arguments), and the command processor runs such a packet. The builders still reject a null
+//! kernarg address, because hsa-rt always passes a kernarg segment (the AMDGPU ABI places the
+//! hidden arguments there) and a null one from our own code is a bug; [`AqlPacket::parse`], the
+//! consumer of packets anyone may have written, accepts it. Every other rule is the same on
+//! both paths.
 //!
 //! Validation failures from the builders are [`Status::InvalidArgument`]; the same rule broken
 //! by a packet read from a queue is [`Status::InvalidPacketFormat`]. Either way the message
@@ -70,9 +78,9 @@ pub struct KernelDispatch {
     pub group_segment_size_bytes: u32,
     /// Device address of the kernel descriptor; non-null and 64-byte aligned.
     pub kernel_object: GpuVa,
-    /// Device address of the kernarg segment; non-null and 16-byte aligned. `hsa.h` allows
-    /// NULL for kernels without arguments, but hsa-rt always passes a kernarg segment (the
-    /// AMDGPU ABI also places hidden arguments there), so NULL here is an error.
+    /// Device address of the kernarg segment; 16-byte aligned. `hsa.h` allows NULL for
+    /// kernels without arguments and [`AqlPacket::parse`](super::AqlPacket::parse) accepts it, but the builder
+    /// requires a non-null address (module docs: builders are stricter than the wire format).
     pub kernarg_address: GpuVa,
     /// Signal decremented at completion; [`SignalHandle::NULL`] for none.
     pub completion_signal: SignalHandle,
@@ -100,7 +108,34 @@ impl KernelDispatch {
         }
     }
 
+    /// Number of work-groups in each dimension, partial work-groups counted:
+    /// `ceil(grid_size / workgroup_size)` (HSA PSA 1.2 §2.9.6). A work-group size of 0 (only in
+    /// an unvalidated value) counts as 1, so this never divides by zero.
+    pub fn workgroup_count(&self) -> [u32; 3] {
+        let mut out = [0; 3];
+        for (o, (grid, wg)) in out
+            .iter_mut()
+            .zip(self.grid_size.iter().zip(self.workgroup_size))
+        {
+            *o = grid.div_ceil(u32::from(wg.max(1)));
+        }
+        out
+    }
+
+    /// The builder's checks: the wire format's ([`KernelDispatch::check_wire`]) and a non-null
+    /// kernarg address.
     pub(crate) fn check(&self) -> core::result::Result<(), Violation> {
+        self.check_wire()?;
+        if self.kernarg_address.is_null() {
+            return Err(Violation::new("kernarg_address", 0, Rule::NonNull));
+        }
+        Ok(())
+    }
+
+    /// What every kernel dispatch on the wire must satisfy, the checks `AqlPacket::parse`
+    /// applies: as [`KernelDispatch::check`] but a null kernarg address is allowed (`hsa.h`:
+    /// "May be NULL").
+    pub(crate) fn check_wire(&self) -> core::result::Result<(), Violation> {
         let dims = self.dimensions;
         if !(1..=3).contains(&dims) {
             return Err(Violation::new(
@@ -149,6 +184,9 @@ impl KernelDispatch {
             self.kernel_object,
             KERNEL_OBJECT_ALIGN_BYTES,
         )?;
+        if self.kernarg_address.is_null() {
+            return Ok(());
+        }
         check_address("kernarg_address", self.kernarg_address, KERNARG_ALIGN_BYTES)
     }
 
@@ -488,10 +526,12 @@ impl Packet {
         }
     }
 
-    pub(crate) fn check(&self) -> core::result::Result<(), Violation> {
+    /// The checks [`AqlPacket::parse`](super::AqlPacket::parse) applies: each kind's builder
+    /// checks, except that a kernel dispatch may have a null kernarg address.
+    pub(crate) fn check_wire(&self) -> core::result::Result<(), Violation> {
         match self {
             Packet::Invalid => Ok(()),
-            Packet::KernelDispatch(p) => p.check(),
+            Packet::KernelDispatch(p) => p.check_wire(),
             Packet::BarrierAnd(p) => p.check(),
             Packet::BarrierOr(p) => p.check(),
             Packet::AgentDispatch(p) => p.check(),
@@ -705,6 +745,43 @@ mod tests {
         let e = p.emit().unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert_eq!(e.detail(), "condition is 4; must be in 0..=3");
+    }
+
+    #[test]
+    fn workgroup_count_counts_partial_workgroups() {
+        // grid 1024 x 4 x 3 in work-groups of 64 x 2 x 1: 16 x 2 x 3.
+        assert_eq!(kd().workgroup_count(), [16, 2, 3]);
+        let k = KernelDispatch::one_dimensional(GpuVa(0x40), GpuVa(0x10), 64, 1000);
+        // ceil(1000 / 64) = 16: the last work-group is partial.
+        assert_eq!(k.workgroup_count(), [16, 1, 1]);
+        // An unvalidated 0 work-group size counts as 1 instead of dividing by zero.
+        let k = KernelDispatch {
+            workgroup_size: [0, 1, 1],
+            ..k
+        };
+        assert_eq!(k.workgroup_count(), [1000, 1, 1]);
+    }
+
+    #[test]
+    fn null_kernarg_passes_the_wire_checks_only() {
+        let k = KernelDispatch {
+            kernarg_address: GpuVa(0),
+            ..kd()
+        };
+        assert_eq!(k.check_wire(), Ok(()));
+        assert_eq!(
+            k.check(),
+            Err(Violation::new("kernarg_address", 0, Rule::NonNull))
+        );
+        assert_eq!(Packet::KernelDispatch(k).check_wire(), Ok(()));
+        // A misaligned one fails both.
+        let k = KernelDispatch {
+            kernarg_address: GpuVa(0x18),
+            ..kd()
+        };
+        let want = Err(Violation::new("kernarg_address", 0x18, Rule::Aligned(16)));
+        assert_eq!(k.check_wire(), want);
+        assert_eq!(k.check(), want);
     }
 
     #[test]

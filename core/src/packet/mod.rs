@@ -6,7 +6,7 @@
 //!   [`BarrierOr`], [`AgentDispatch`], [`BarrierValue`]) and [`Packet`]; `emit` validates and
 //!   encodes into an [`EncodedPacket`].
 //! - [`view`]: [`AqlPacket`], a checked view whose `parse` never panics and applies the
-//!   builders' checks.
+//!   builders' checks, except that it accepts a null kernarg address as `hsa.h` does.
 //!
 //! Fields are little-endian; hsa-rt supports only little-endian hosts (as every AMD GPU is).
 

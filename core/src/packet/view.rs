@@ -8,7 +8,9 @@
 //! later return a shorter slice, getters read zeroes and setters do nothing.)
 //!
 //! [`AqlPacket::parse`] allocates nothing and formats nothing unless it fails: it is what the
-//! software packet processor runs on every packet.
+//! software packet processor runs on every packet. It applies the builders' checks except
+//! that it accepts a kernel dispatch with a null kernarg address, as `hsa.h` and the hardware
+//! do (see [`builder`](super::builder)).
 //!
 //! # Reserved fields
 //! Reserved header bits (13..16), reserved `setup` bits (2..16), the AMD vendor header's
@@ -254,14 +256,18 @@ impl<T: AsRef<[u8]>> AqlPacket<T> {
     }
 
     /// Decodes and validates the packet into its typed form, with the same checks as the
-    /// builders' `validate` (see [`KernelDispatch::validate`], [`BarrierValue::validate`]).
-    /// Reserved fields are ignored (module docs). Allocation-free; formats only on failure.
+    /// builders' `validate` (see [`KernelDispatch::validate`], [`BarrierValue::validate`]) but
+    /// one: a kernel dispatch's null `kernarg_address` is accepted, as `hsa.h` allows ("May be
+    /// NULL") and the command processor does; the builders are stricter there (see
+    /// [`builder`](super::builder)). Reserved fields are ignored (module docs).
+    /// Allocation-free; formats only on failure: the software packet processor parses every
+    /// packet with it.
     ///
     /// # Errors
     /// [`Status::InvalidPacketFormat`] naming the field and value when: the header's type is
     /// undefined (6..=255) or a fence scope is 3; a vendor-specific packet's `AmdFormat` is not
-    /// `HSA_AMD_PACKET_TYPE_BARRIER_VALUE` (2); or any check of the kind's builder fails
-    /// (dimensions, work-group and grid sizes, kernel object and kernarg address for kernel
+    /// `HSA_AMD_PACKET_TYPE_BARRIER_VALUE` (2); or a check of the kind's builder fails
+    /// (dimensions, work-group and grid sizes, kernel object, kernarg alignment for kernel
     /// dispatch; signal and condition for barrier-value).
     pub fn parse(&self) -> Result<Packet> {
         self.parse_checked()
@@ -336,7 +342,7 @@ impl<T: AsRef<[u8]>> AqlPacket<T> {
                 })
             }
         };
-        packet.check()?;
+        packet.check_wire()?;
         Ok(packet)
     }
 }
@@ -573,6 +579,30 @@ mod tests {
         assert_eq!(
             v.parse().unwrap_err().detail(),
             "packet type (header bits 0..8) is 7; must be in 0..=5"
+        );
+    }
+
+    #[test]
+    fn null_kernarg_address_parses_though_the_builder_refuses_it() {
+        // `hsa.h`: kernarg_address "May be NULL" (a kernel without arguments).
+        let mut v = AqlPacket::from_array(published(kernel().emit().unwrap()));
+        v.set_kernarg_address(GpuVa(0));
+        let want = KernelDispatch {
+            kernarg_address: GpuVa(0),
+            ..kernel()
+        };
+        assert_eq!(v.parse().unwrap(), Packet::KernelDispatch(want));
+        assert_eq!(
+            want.emit().unwrap_err().detail(),
+            "kernarg_address is null (0x0); must be non-null"
+        );
+        // Alignment still applies to a non-null one.
+        v.set_kernarg_address(GpuVa(0x2_0008));
+        let e = v.parse().unwrap_err();
+        assert_eq!(e.status(), Status::InvalidPacketFormat);
+        assert_eq!(
+            e.detail(),
+            "kernarg_address is 0x20008; must be 16-byte aligned"
         );
     }
 

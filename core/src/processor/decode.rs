@@ -1,118 +1,62 @@
-//! Decoding and validating one 64-byte packet the processor took off the ring.
+//! What the processor makes of one 64-byte packet it took off the ring.
 //!
-//! Packets are untrusted user input: every field the processor acts on is checked here and a
-//! bad one becomes an `Error` naming the field and its value, never a panic. Decoding reads the
-//! abi structs with zerocopy (`FromBytes::read_from_bytes`), so no `unsafe`.
+//! Parsing and validation belong to the shared wire layer: [`decode`] runs
+//! [`AqlPacket::parse`] (header codec, the builders' field checks, allocation-free and without
+//! formatting on success), so a bad packet is an `Error` with `Status::InvalidPacketFormat`
+//! naming the field and its value, never a panic. Like the hardware, and unlike the builders,
+//! `parse` accepts a kernel dispatch with a null kernarg address (`hsa.h`: "May be NULL").
 //!
-//! This is the processor's private stand-in for the shared checked view in `crate::packet`
-//! (header codec and `AqlPacket<T>` view); once that lands, [`decode`] should parse through it
-//! and keep only the processor-specific rules (kernarg alignment, barrier-value conditions).
+//! What stays here is what only the processor needs: a packet slot that is INVALID is an error
+//! (the consumer only decodes slots it saw published), a kernel dispatch carries where it sits
+//! in the queue ([`KernelDispatch`]), and a barrier-value condition becomes the runtime's
+//! [`SignalCondition`].
 
-use zerocopy::FromBytes;
+use core::ops::Deref;
 
-use crate::abi::packet::{
-    AgentDispatchPacket, BarrierPacket, BarrierValuePacket, FenceScope, KernelDispatchPacket,
-    PacketType, AMD_PACKET_TYPE_BARRIER_VALUE, HEADER_ACQUIRE_FENCE_SCOPE_SHIFT,
-    HEADER_BARRIER_SHIFT, HEADER_RELEASE_FENCE_SCOPE_SHIFT, PACKET_SIZE_BYTES,
-};
+use crate::abi::packet::PACKET_SIZE_BYTES;
 use crate::abi::SignalHandle;
 use crate::addr::GpuVa;
+use crate::packet::{self, AqlPacket, HeaderFlags, Packet};
+use crate::signal::SignalCondition;
 use crate::status::{Result, Status};
 
-/// The fields of the 16-bit AQL header the processor obeys.
+/// A validated kernel dispatch and where it sits in its queue: what a
+/// [`ProcessorHost::execute_kernel`](super::ProcessorHost::execute_kernel) receives.
 ///
-/// Ref: HSA PSA 1.2 §2.9.1 "Packet header" (`hsa_packet_header_t`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Header {
-    /// The packet type.
-    pub packet_type: PacketType,
-    /// The barrier bit: the packet may not launch before all earlier packets completed.
-    pub barrier: bool,
-    /// Scope of the acquire fence applied at launch.
-    pub acquire: FenceScope,
-    /// Scope of the release fence applied at completion.
-    pub release: FenceScope,
-}
-
-/// Splits the 16-bit header.
-///
-/// # Errors
-/// `Status::InvalidPacketFormat` for a type `hsa.h` does not define or a reserved fence scope
-/// (3).
-pub fn parse_header(header: u16) -> Result<Header> {
-    let raw_type = (header & 0xff) as u8;
-    let packet_type = PacketType::from_raw(raw_type).ok_or_else(|| {
-        crate::error!(
-            Status::InvalidPacketFormat,
-            "packet type is {raw_type}; hsa_packet_type_t defines 0..=5"
-        )
-    })?;
-    let scope = |shift: u32, name: &str| {
-        let raw = ((header >> shift) & 0b11) as u8;
-        FenceScope::from_raw(raw).ok_or_else(|| {
-            crate::error!(
-                Status::InvalidPacketFormat,
-                "{name} fence scope is {raw} (reserved); must be 0, 1 or 2"
-            )
-        })
-    };
-    Ok(Header {
-        packet_type,
-        barrier: (header >> HEADER_BARRIER_SHIFT) & 1 == 1,
-        acquire: scope(HEADER_ACQUIRE_FENCE_SCOPE_SHIFT, "acquire")?,
-        release: scope(HEADER_RELEASE_FENCE_SCOPE_SHIFT, "release")?,
-    })
-}
-
-/// A validated kernel dispatch: what a [`KernelExecutor`](super::ProcessorHost::execute_kernel)
-/// receives.
+/// The packet's fields (grid and work-group sizes, segment sizes, kernel object, kernarg
+/// address, completion signal, [`workgroup_count`](packet::KernelDispatch::workgroup_count))
+/// are reached through `Deref` to the parsed [`packet::KernelDispatch`]; its `kernarg_address`
+/// may be null (a kernel without arguments).
 ///
 /// Ref: HSA PSA 1.2 §2.9.6 "Kernel dispatch packet" (`hsa_kernel_dispatch_packet_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KernelDispatch {
-    /// Grid dimensions: 1, 2 or 3.
-    pub dimensions: u8,
-    /// Work-group size (x, y, z), work-items; each >= 1, unused dimensions 1.
-    pub workgroup_size: [u16; 3],
-    /// Grid size (x, y, z), work-items; each >= 1, unused dimensions 1.
-    pub grid_size: [u32; 3],
-    /// Private segment bytes per work-item.
-    pub private_segment_size_bytes: u32,
-    /// Group segment (LDS) bytes per work-group.
-    pub group_segment_size_bytes: u32,
-    /// The kernel object: device address of the kernel descriptor; never null.
-    pub kernel_object: GpuVa,
-    /// Device address of the kernarg segment: 16-byte aligned, or null for a kernel without
-    /// arguments.
-    pub kernarg_address: GpuVa,
-    /// Decremented at completion; null for none.
-    pub completion_signal: SignalHandle,
+    /// The packet as [`AqlPacket::parse`] validated it.
+    pub packet: packet::KernelDispatch,
     /// Device address of the packet's 64-byte slot in the ring: what the kernel's dispatch
     /// pointer SGPRs hold (AMDGPUUsage "Initial Kernel Execution State", `dispatch_ptr`).
-    /// [`decode`] leaves it 0; [`PacketProcessor`](super::PacketProcessor) fills it in.
+    /// Decoding leaves it 0; [`PacketProcessor`](super::PacketProcessor) fills it in.
     pub packet_address: GpuVa,
-    /// Device address of the queue's `amd_queue_t` (the `queue_ptr` SGPRs). [`decode`]
+    /// Device address of the queue's `amd_queue_t` (the `queue_ptr` SGPRs). Decoding
     /// leaves it 0; the processor fills it in.
     pub queue_address: GpuVa,
     /// The dispatch id: the packet's index in the queue, packets (the `dispatch_id` SGPRs).
-    /// [`decode`] leaves it 0; the processor fills it in.
+    /// Decoding leaves it 0; the processor fills it in.
     pub dispatch_id: u64,
 }
 
-impl KernelDispatch {
-    /// Number of work-groups in each dimension (partial work-groups counted), per HSA PSA
-    /// §2.9.6: `ceil(grid_size / workgroup_size)`.
-    pub fn workgroup_count(&self) -> [u32; 3] {
-        let mut out = [0; 3];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = self.grid_size[i].div_ceil(u32::from(self.workgroup_size[i]));
-        }
-        out
+impl Deref for KernelDispatch {
+    type Target = packet::KernelDispatch;
+
+    fn deref(&self) -> &packet::KernelDispatch {
+        &self.packet
     }
 }
 
-/// A validated agent dispatch. The processor does not touch `return_address`: the handler
-/// writes its result there if the function has one.
+/// A validated agent dispatch, as a
+/// [`ProcessorHost::agent_dispatch`](super::ProcessorHost::agent_dispatch) receives it. The
+/// processor does not touch `return_address`: the handler writes its result there if the
+/// function has one.
 ///
 /// Ref: HSA PSA 1.2 §2.9.7 "Agent dispatch packet" (`hsa_agent_dispatch_packet_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,73 +71,31 @@ pub struct AgentDispatch {
     pub completion_signal: SignalHandle,
 }
 
-/// `hsa_signal_condition_t` as used by AMD's barrier-value packet.
-///
-/// Ref: `hsa.h` (`HSA_SIGNAL_CONDITION_EQ` 0, `NE` 1, `LT` 2, `GTE` 3).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Condition {
-    /// `(value & mask) == compare`.
-    Eq,
-    /// `(value & mask) != compare`.
-    Ne,
-    /// `(value & mask) < compare`.
-    Lt,
-    /// `(value & mask) >= compare`.
-    Gte,
-}
-
-impl Condition {
-    /// Whether `lhs cond rhs` holds.
-    pub fn holds(self, lhs: i64, rhs: i64) -> bool {
-        match self {
-            Condition::Eq => lhs == rhs,
-            Condition::Ne => lhs != rhs,
-            Condition::Lt => lhs < rhs,
-            Condition::Gte => lhs >= rhs,
+impl From<&packet::AgentDispatch> for AgentDispatch {
+    fn from(p: &packet::AgentDispatch) -> AgentDispatch {
+        AgentDispatch {
+            function: p.function_type,
+            return_address: p.return_address,
+            args: p.args,
+            completion_signal: p.completion_signal,
         }
     }
 }
 
-/// A validated barrier-value packet.
-///
-/// Ref: `hsa_amd_barrier_value_packet_t` (`hsa_ext_amd.h`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct BarrierValue {
-    /// The signal compared; never null.
-    pub signal: SignalHandle,
-    /// The compare value.
-    pub value: i64,
-    /// ANDed with the signal value first.
-    pub mask: i64,
-    /// The comparison.
-    pub cond: Condition,
-    /// Decremented at completion; null for none.
-    pub completion_signal: SignalHandle,
-}
-
-/// What a packet asks for, validated.
+/// What a packet asks the processor to do, validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
     /// Run a kernel.
     Kernel(KernelDispatch),
     /// Run an agent function.
     Agent(AgentDispatch),
-    /// Wait for all non-null dependencies to reach 0.
-    BarrierAnd {
-        /// Dependencies (null = satisfied).
-        deps: [SignalHandle; 5],
-        /// Decremented at completion; null for none.
-        completion_signal: SignalHandle,
-    },
-    /// Wait for any non-null dependency to reach 0.
-    BarrierOr {
-        /// Dependencies (null = never satisfies).
-        deps: [SignalHandle; 5],
-        /// Decremented at completion; null for none.
-        completion_signal: SignalHandle,
-    },
-    /// AMD barrier-value.
-    BarrierValue(BarrierValue),
+    /// Wait for all non-null dependencies to reach 0 (null = satisfied).
+    BarrierAnd(packet::BarrierAnd),
+    /// Wait for any non-null dependency to reach 0 (null = never satisfies).
+    BarrierOr(packet::BarrierOr),
+    /// AMD barrier-value: wait until `(signal value & mask) cond value`, with the packet's
+    /// raw `condition` as a [`SignalCondition`].
+    BarrierValue(packet::BarrierValue, SignalCondition),
 }
 
 impl Command {
@@ -202,157 +104,56 @@ impl Command {
         match self {
             Command::Kernel(k) => k.completion_signal,
             Command::Agent(a) => a.completion_signal,
-            Command::BarrierAnd {
-                completion_signal, ..
-            }
-            | Command::BarrierOr {
-                completion_signal, ..
-            } => *completion_signal,
-            Command::BarrierValue(b) => b.completion_signal,
+            Command::BarrierAnd(b) => b.completion_signal,
+            Command::BarrierOr(b) => b.completion_signal,
+            Command::BarrierValue(b, _) => b.completion_signal,
         }
     }
 }
 
-fn read<T: FromBytes>(bytes: &[u8; PACKET_SIZE_BYTES]) -> T {
-    // The abi packet structs are exactly 64 bytes (asserted in abi::packet), so this cannot
-    // fail; the fallback keeps the no-panic contract without an unwrap.
-    T::read_from_bytes(bytes.as_slice()).unwrap_or_else(|_| T::new_zeroed())
-}
-
-/// Validates a kernel dispatch packet.
-fn kernel(p: &KernelDispatchPacket) -> Result<KernelDispatch> {
-    let dimensions = (p.setup & 0b11) as u8;
-    if !(1..=3).contains(&dimensions) {
-        crate::bail!(
-            Status::InvalidPacketFormat,
-            "kernel dispatch setup.dimensions is {dimensions}; must be 1, 2 or 3"
-        );
-    }
-    let wg = [p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z];
-    let grid = [p.grid_size_x, p.grid_size_y, p.grid_size_z];
-    const AXES: [&str; 3] = ["x", "y", "z"];
-    for i in 0..3 {
-        let used = i < usize::from(dimensions);
-        if wg[i] == 0 || (!used && wg[i] != 1) {
-            crate::bail!(
-                Status::InvalidPacketFormat,
-                "workgroup_size_{} is {} with {dimensions} dimension(s); must be {}",
-                AXES[i],
-                wg[i],
-                if used { ">= 1" } else { "1 (unused)" }
-            );
-        }
-        if grid[i] == 0 || (!used && grid[i] != 1) {
-            crate::bail!(
-                Status::InvalidPacketFormat,
-                "grid_size_{} is {} with {dimensions} dimension(s); must be {}",
-                AXES[i],
-                grid[i],
-                if used { ">= 1" } else { "1 (unused)" }
-            );
-        }
-    }
-    if p.kernel_object == 0 {
-        crate::bail!(Status::InvalidPacketFormat, "kernel_object is null");
-    }
-    if p.kernarg_address % 16 != 0 {
-        crate::bail!(
-            Status::InvalidPacketFormat,
-            "kernarg_address {:#x} is not 16-byte aligned",
-            p.kernarg_address
-        );
-    }
-    Ok(KernelDispatch {
-        dimensions,
-        workgroup_size: wg,
-        grid_size: grid,
-        private_segment_size_bytes: p.private_segment_size,
-        group_segment_size_bytes: p.group_segment_size,
-        kernel_object: GpuVa(p.kernel_object),
-        kernarg_address: GpuVa(p.kernarg_address),
-        completion_signal: p.completion_signal,
-        packet_address: GpuVa(0),
-        queue_address: GpuVa(0),
-        dispatch_id: 0,
-    })
-}
-
-/// Decodes and validates a whole packet (header included) into a [`Command`].
+/// Parses and validates a whole packet (header included) through [`AqlPacket::parse`] into
+/// its header flags and a [`Command`]. Allocation-free; formats only on failure.
 ///
 /// # Errors
-/// `Status::InvalidPacketFormat` naming the field for: an undefined packet type, a reserved
-/// fence scope, the INVALID type, a vendor packet that is not AMD barrier-value, a barrier-value
-/// with a null signal or a condition > 3, a kernel dispatch with dimensions outside 1..=3, a
-/// zero work-group or grid size, an unused dimension not 1, a null kernel object or a kernarg
-/// address not 16-byte aligned.
-pub fn decode(bytes: &[u8; PACKET_SIZE_BYTES]) -> Result<(Header, Command)> {
-    let header = parse_header(u16::from_le_bytes([bytes[0], bytes[1]]))?;
-    let command = match header.packet_type {
-        PacketType::Invalid => {
+/// `Status::InvalidPacketFormat` naming the field and value: every error of
+/// [`AqlPacket::parse`] (undefined packet type, reserved fence scope, vendor packet that is not
+/// AMD barrier-value, barrier-value with a null signal or a condition > 3, kernel dispatch with
+/// dimensions outside 1..=3, a zero work-group or grid size, an unused dimension not 1, a grid
+/// size below its work-group size, a kernel object null or not 64-byte aligned, a kernarg
+/// address not 16-byte aligned), and the INVALID packet type (1).
+pub fn decode(bytes: &[u8; PACKET_SIZE_BYTES]) -> Result<(HeaderFlags, Command)> {
+    let packet = AqlPacket::from_array(*bytes).parse()?;
+    let command = match packet {
+        Packet::Invalid => {
             crate::bail!(Status::InvalidPacketFormat, "packet type is INVALID (1)")
         }
-        PacketType::KernelDispatch => Command::Kernel(kernel(&read(bytes))?),
-        PacketType::AgentDispatch => {
-            let p: AgentDispatchPacket = read(bytes);
-            Command::Agent(AgentDispatch {
-                function: p.type_,
-                return_address: GpuVa(p.return_address),
-                args: p.arg,
-                completion_signal: p.completion_signal,
-            })
-        }
-        PacketType::BarrierAnd => {
-            let p: BarrierPacket = read(bytes);
-            Command::BarrierAnd {
-                deps: p.dep_signal,
-                completion_signal: p.completion_signal,
-            }
-        }
-        PacketType::BarrierOr => {
-            let p: BarrierPacket = read(bytes);
-            Command::BarrierOr {
-                deps: p.dep_signal,
-                completion_signal: p.completion_signal,
-            }
-        }
-        PacketType::VendorSpecific => {
-            let p: BarrierValuePacket = read(bytes);
-            if p.header.amd_format != AMD_PACKET_TYPE_BARRIER_VALUE {
-                crate::bail!(
-                    Status::InvalidPacketFormat,
-                    "vendor packet AmdFormat is {}; only barrier-value ({}) is supported",
-                    p.header.amd_format,
-                    AMD_PACKET_TYPE_BARRIER_VALUE
-                );
-            }
-            if p.signal.is_null() {
-                crate::bail!(Status::InvalidPacketFormat, "barrier-value signal is null");
-            }
-            let cond = match p.cond {
-                0 => Condition::Eq,
-                1 => Condition::Ne,
-                2 => Condition::Lt,
-                3 => Condition::Gte,
-                c => crate::bail!(
-                    Status::InvalidPacketFormat,
-                    "barrier-value cond is {c}; hsa_signal_condition_t defines 0..=3"
-                ),
-            };
-            Command::BarrierValue(BarrierValue {
-                signal: p.signal,
-                value: p.value,
-                mask: p.mask,
-                cond,
-                completion_signal: p.completion_signal,
-            })
+        Packet::KernelDispatch(k) => Command::Kernel(KernelDispatch {
+            packet: k,
+            packet_address: GpuVa(0),
+            queue_address: GpuVa(0),
+            dispatch_id: 0,
+        }),
+        Packet::AgentDispatch(a) => Command::Agent(AgentDispatch::from(&a)),
+        Packet::BarrierAnd(b) => Command::BarrierAnd(b),
+        Packet::BarrierOr(b) => Command::BarrierOr(b),
+        Packet::BarrierValue(b) => {
+            // `parse` checked condition <= 3, so this conversion succeeds; an error would
+            // still be a packet error, not a panic.
+            let cond = SignalCondition::from_raw(b.condition).map_err(|e| {
+                crate::error!(Status::InvalidPacketFormat, "barrier-value {}", e.detail())
+            })?;
+            Command::BarrierValue(b, cond)
         }
     };
-    Ok((header, command))
+    Ok((packet.flags(), command))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::abi::packet::{
+        BarrierValuePacket, FenceScope, KernelDispatchPacket, AMD_PACKET_TYPE_BARRIER_VALUE,
+    };
     use zerocopy::IntoBytes;
 
     fn bytes_of<T: IntoBytes + zerocopy::Immutable>(p: &T) -> [u8; 64] {
@@ -379,101 +180,197 @@ mod tests {
         }
     }
 
-    #[test]
-    fn header_fields_follow_hsa_packet_header_t() {
-        // 0x1502 is the header ROCR's samples use for a kernel dispatch with barrier and
-        // system-scope fences: type 2 | 1<<8 | 2<<9 | 2<<11.
-        let h = parse_header(0x1502).unwrap();
-        assert_eq!(h.packet_type, PacketType::KernelDispatch);
-        assert!(h.barrier);
-        assert_eq!(h.acquire, FenceScope::System);
-        assert_eq!(h.release, FenceScope::System);
-        let e = parse_header(0x0006).unwrap_err();
-        assert_eq!(e.status(), Status::InvalidPacketFormat);
-        assert!(e.detail().contains("6"), "{}", e.detail());
-        let e = parse_header(2 | 3 << 9).unwrap_err();
-        assert!(
-            e.detail().contains("acquire fence scope is 3"),
-            "{}",
-            e.detail()
-        );
-    }
-
-    #[test]
-    fn kernel_dispatch_decodes_and_counts_partial_workgroups() {
-        let (h, c) = decode(&bytes_of(&dispatch())).unwrap();
-        assert!(h.barrier);
-        let Command::Kernel(k) = c else {
-            panic!("not a kernel: {c:?}")
-        };
-        assert_eq!(k.dimensions, 2);
-        assert_eq!(k.workgroup_size, [64, 4, 1]);
-        assert_eq!(k.grid_size, [1000, 8, 1]);
-        assert_eq!(k.workgroup_count(), [16, 2, 1]);
-        assert_eq!(k.kernarg_address, GpuVa(0x7f00_0000_2010));
-    }
-
-    #[test]
-    fn kernel_dispatch_rejects_each_bad_field_by_name() {
-        type Case = (fn(&mut KernelDispatchPacket), &'static str);
-        let cases: [Case; 7] = [
-            (|p| p.setup = 0, "setup.dimensions is 0"),
-            (|p| p.workgroup_size_y = 0, "workgroup_size_y is 0"),
-            (|p| p.workgroup_size_z = 2, "workgroup_size_z is 2"),
-            (|p| p.grid_size_x = 0, "grid_size_x is 0"),
-            (|p| p.grid_size_z = 5, "grid_size_z is 5"),
-            (|p| p.kernel_object = 0, "kernel_object is null"),
-            (|p| p.kernarg_address = 0x1008, "kernarg_address 0x1008"),
-        ];
-        for (mutate, expect) in cases {
-            let mut p = dispatch();
-            mutate(&mut p);
-            let e = decode(&bytes_of(&p)).unwrap_err();
-            assert_eq!(e.status(), Status::InvalidPacketFormat);
-            assert!(e.detail().contains(expect), "{expect}: {}", e.detail());
-        }
-    }
-
-    #[test]
-    fn barrier_value_checks_format_signal_and_condition() {
+    fn barrier_value() -> BarrierValuePacket {
         let mut p = BarrierValuePacket::default();
         p.header.header = 0;
         p.header.amd_format = AMD_PACKET_TYPE_BARRIER_VALUE;
         p.signal = SignalHandle(0x80);
         p.cond = 3;
         p.mask = -1;
-        let (_, c) = decode(&bytes_of(&p)).unwrap();
-        assert!(matches!(
-            c,
-            Command::BarrierValue(BarrierValue {
-                cond: Condition::Gte,
-                ..
-            })
-        ));
-        p.cond = 4;
-        assert!(decode(&bytes_of(&p))
-            .unwrap_err()
-            .detail()
-            .contains("cond is 4"));
-        p.cond = 0;
-        p.signal = SignalHandle::NULL;
-        assert!(decode(&bytes_of(&p))
-            .unwrap_err()
-            .detail()
-            .contains("signal is null"));
-        p.signal = SignalHandle(0x80);
-        p.header.amd_format = 1;
-        assert!(decode(&bytes_of(&p))
-            .unwrap_err()
-            .detail()
-            .contains("AmdFormat is 1"));
+        p
+    }
+
+    /// A mutation of a good packet and the exact message decoding it must give.
+    type Case<T> = (fn(&mut T), &'static str);
+
+    /// Decodes `good()` changed by each case's mutation and checks the exact message.
+    fn assert_each_rejected<T: IntoBytes + zerocopy::Immutable>(
+        good: fn() -> T,
+        cases: &[Case<T>],
+    ) {
+        for &(mutate, want) in cases {
+            let mut p = good();
+            mutate(&mut p);
+            let e = decode(&bytes_of(&p)).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidPacketFormat, "{want}");
+            assert_eq!(e.detail(), want);
+        }
     }
 
     #[test]
-    fn conditions_compare_signed() {
-        assert!(Condition::Lt.holds(-1, 0));
-        assert!(!Condition::Gte.holds(-1, 0));
-        assert!(Condition::Ne.holds(3, 4));
-        assert!(Condition::Eq.holds(0, 0));
+    fn header_flags_follow_hsa_packet_header_t() {
+        // 0x1502 is the header ROCR's samples use for a kernel dispatch with barrier and
+        // system-scope fences: type 2 | 1<<8 | 2<<9 | 2<<11.
+        let (flags, _) = decode(&bytes_of(&dispatch())).unwrap();
+        assert_eq!(
+            flags,
+            HeaderFlags {
+                barrier: true,
+                acquire_fence_scope: FenceScope::System,
+                release_fence_scope: FenceScope::System,
+            }
+        );
+        let cases: [(u16, &str); 3] = [
+            (
+                0x0006,
+                "packet type (header bits 0..8) is 6; must be in 0..=5",
+            ),
+            (
+                2 | 3 << 9,
+                "acquire fence scope (header bits 9..11) is 3; must be in 0..=2",
+            ),
+            (
+                2 | 3 << 11,
+                "release fence scope (header bits 11..13) is 3; must be in 0..=2",
+            ),
+        ];
+        for (header, want) in cases {
+            let mut p = dispatch();
+            p.header = header;
+            let e = decode(&bytes_of(&p)).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidPacketFormat);
+            assert_eq!(e.detail(), want);
+        }
+    }
+
+    #[test]
+    fn kernel_dispatch_decodes_and_counts_partial_workgroups() {
+        let (_, c) = decode(&bytes_of(&dispatch())).unwrap();
+        let Command::Kernel(k) = c else {
+            panic!("not a kernel: {c:?}")
+        };
+        assert_eq!(k.dimensions, 2);
+        assert_eq!(k.workgroup_size, [64, 4, 1]);
+        assert_eq!(k.grid_size, [1000, 8, 1]);
+        // ceil(1000 / 64) = 16, 8 / 4 = 2.
+        assert_eq!(k.workgroup_count(), [16, 2, 1]);
+        assert_eq!(k.kernel_object, GpuVa(0x7f00_0000_1000));
+        assert_eq!(k.kernarg_address, GpuVa(0x7f00_0000_2010));
+        assert_eq!(k.completion_signal, SignalHandle(0x40));
+        assert_eq!((k.packet_address, k.queue_address), (GpuVa(0), GpuVa(0)));
+        assert_eq!(k.dispatch_id, 0);
+    }
+
+    #[test]
+    fn null_kernarg_address_is_accepted_as_hsa_h_allows() {
+        let mut p = dispatch();
+        p.kernarg_address = 0;
+        let (_, c) = decode(&bytes_of(&p)).unwrap();
+        let Command::Kernel(k) = c else {
+            panic!("not a kernel: {c:?}")
+        };
+        assert!(k.kernarg_address.is_null());
+        // The builder of the same packet is stricter.
+        let e = k.packet.validate().unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(
+            e.detail(),
+            "kernarg_address is null (0x0); must be non-null"
+        );
+    }
+
+    #[test]
+    fn kernel_dispatch_rejects_each_bad_field_by_name() {
+        let cases: [Case<KernelDispatchPacket>; 9] = [
+            (|p| p.setup = 0, "dimensions is 0; must be in 1..=3"),
+            (
+                |p| p.workgroup_size_y = 0,
+                "workgroup_size_y is 0; must be >= 1",
+            ),
+            (
+                |p| p.workgroup_size_z = 2,
+                "workgroup_size_z is 2; must be 1 when dimensions is 2",
+            ),
+            (|p| p.grid_size_x = 0, "grid_size_x is 0; must be >= 1"),
+            (
+                |p| p.grid_size_z = 5,
+                "grid_size_z is 5; must be 1 when dimensions is 2",
+            ),
+            (
+                |p| p.grid_size_y = 3,
+                "grid_size_y is 3; must be >= workgroup_size_y (4)",
+            ),
+            (
+                |p| p.kernel_object = 0,
+                "kernel_object is null (0x0); must be non-null",
+            ),
+            (
+                |p| p.kernel_object = 0x7f00_0000_1020,
+                "kernel_object is 0x7f0000001020; must be 64-byte aligned",
+            ),
+            (
+                |p| p.kernarg_address = 0x1008,
+                "kernarg_address is 0x1008; must be 16-byte aligned",
+            ),
+        ];
+        assert_each_rejected(dispatch, &cases);
+    }
+
+    #[test]
+    fn barrier_value_checks_format_signal_and_condition() {
+        let p = barrier_value();
+        let (_, c) = decode(&bytes_of(&p)).unwrap();
+        let Command::BarrierValue(b, cond) = c else {
+            panic!("not a barrier-value: {c:?}")
+        };
+        assert_eq!(cond, SignalCondition::Gte);
+        assert_eq!((b.signal, b.mask, b.condition), (SignalHandle(0x80), -1, 3));
+        let cases: [Case<BarrierValuePacket>; 3] = [
+            (|p| p.cond = 4, "condition is 4; must be in 0..=3"),
+            (
+                |p| p.signal = SignalHandle::NULL,
+                "signal is null (0x0); must be non-null",
+            ),
+            (
+                |p| p.header.amd_format = 1,
+                "AmdFormat (vendor packet byte 2) is 1; must be in 2..=2",
+            ),
+        ];
+        assert_each_rejected(barrier_value, &cases);
+    }
+
+    #[test]
+    fn barrier_value_conditions_map_to_signal_condition() {
+        // hsa.h: HSA_SIGNAL_CONDITION_EQ 0, NE 1, LT 2, GTE 3.
+        let want = [
+            SignalCondition::Eq,
+            SignalCondition::Ne,
+            SignalCondition::Lt,
+            SignalCondition::Gte,
+        ];
+        for (raw, want) in (0u32..).zip(want) {
+            let mut p = barrier_value();
+            p.cond = raw;
+            let (_, c) = decode(&bytes_of(&p)).unwrap();
+            assert!(
+                matches!(c, Command::BarrierValue(_, got) if got == want),
+                "{c:?}"
+            );
+        }
+        // The processor compares `value & mask` signed.
+        assert!(SignalCondition::Lt.holds(-1, 0));
+        assert!(!SignalCondition::Gte.holds(-1, 0));
+    }
+
+    #[test]
+    fn invalid_type_with_other_header_bits_is_an_error() {
+        // A slot whose type byte is INVALID never reaches decode from the ring (peek stops
+        // there), but decode on its own still refuses it.
+        let mut b = [0u8; 64];
+        b[0] = 1;
+        b[1] = 0x01; // barrier bit
+        let e = decode(&b).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidPacketFormat);
+        assert_eq!(e.detail(), "packet type is INVALID (1)");
     }
 }

@@ -60,9 +60,7 @@
 mod decode;
 mod slot;
 
-pub use decode::{
-    parse_header, AgentDispatch, BarrierValue, Command, Condition, Header, KernelDispatch,
-};
+pub use decode::{AgentDispatch, Command, KernelDispatch};
 pub use slot::RingConsumer;
 
 use crate::abi::packet::{FenceScope, PACKET_SIZE_BYTES};
@@ -273,7 +271,7 @@ impl PacketProcessor {
             k.dispatch_id = index;
         }
         let completion = Self::resolve(host, command.completion_signal())?;
-        if header.acquire != FenceScope::None {
+        if header.acquire_fence_scope != FenceScope::None {
             fence(Ordering::Acquire);
         }
         let start_ts = match self.started {
@@ -284,35 +282,35 @@ impl PacketProcessor {
         let satisfied = match &command {
             Command::Kernel(k) => host.execute_kernel(k).map(|()| true)?,
             Command::Agent(a) => host.agent_dispatch(a).map(|()| true)?,
-            Command::BarrierAnd { deps, .. } => {
+            Command::BarrierAnd(b) => {
                 let mut all = true;
-                for (i, &d) in deps.iter().enumerate() {
+                for (i, &d) in b.dep_signals.iter().enumerate() {
                     if let Some(v) = Self::dep_value(host, i, d)? {
                         all &= v == 0;
                     }
                 }
                 all
             }
-            Command::BarrierOr { deps, .. } => {
+            Command::BarrierOr(b) => {
                 let mut any = false;
-                for (i, &d) in deps.iter().enumerate() {
+                for (i, &d) in b.dep_signals.iter().enumerate() {
                     if let Some(v) = Self::dep_value(host, i, d)? {
                         any |= v == 0;
                     }
                 }
                 any
             }
-            Command::BarrierValue(b) => {
+            Command::BarrierValue(b, cond) => {
                 let sig = host.resolve_signal(b.signal)?;
                 let v = sig.value().load(Ordering::Acquire);
-                b.cond.holds(v & b.mask, b.value)
+                cond.holds(v & b.mask, b.value)
             }
         };
         if !satisfied {
             self.started = Some((index, start_ts));
             return Ok(Step::Blocked);
         }
-        if header.release != FenceScope::None {
+        if header.release_fence_scope != FenceScope::None {
             fence(Ordering::Release);
         }
         let mut notify = Ok(());
