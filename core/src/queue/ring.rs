@@ -289,6 +289,11 @@ impl Ring {
         0
     }
 
+    /// `amd_queue_t.queue_inactive_signal`: a model ring has none.
+    pub fn queue_inactive_signal(&self) -> crate::abi::SignalHandle {
+        crate::abi::SignalHandle::NULL
+    }
+
     /// Writes bytes 4..64 of `packet` into the slot of `index` (loom: a tracked cell write).
     ///
     /// # Safety
