@@ -181,9 +181,10 @@ fn exports_are_declared_api_under_rocr_1() {
 }
 
 /// `c/vector_copy.c`, built against the headers and linked against the library as
-/// `libhsa-runtime64.so.1`, runs the real `kernels-gfx90a-v5.hsaco` on the emulated MI210 with
-/// its host implementation registered through `hsa_rt_emulated_register_kernel`; without the
-/// registration the queue reports `INVALID_PACKET_FORMAT` through the queue callback.
+/// `libhsa-runtime64.so.1`, runs the real `kernels-gfx90a-v5.hsaco` on the emulated MI210:
+/// by default its machine code runs in the gfx9 interpreter; with `HSA_RT_EMULATION=host` the
+/// host implementation registered through `hsa_rt_emulated_register_kernel` runs, and without
+/// that registration the queue reports `INVALID_PACKET_FORMAT` through the queue callback.
 #[test]
 fn c_vector_copy_runs_on_the_emulated_device() {
     if !have_headers() {
@@ -206,17 +207,44 @@ fn c_vector_copy_runs_on_the_emulated_device() {
         "-l:libhsa-runtime64.so.1",
     ]);
     let code_object = crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco");
-    let run = |mode: &str| {
+    let run = |mode: &str, emulation: &str| {
         Command::new(&exe)
             .arg(&code_object)
             .arg(mode)
             .env("LD_LIBRARY_PATH", &libdir)
             .env("HSA_RT_DEVICE", "emulated")
+            .env("HSA_RT_EMULATION", emulation)
             .env_remove("HSA_RT_SYSFS")
             .output()
             .expect("run vector_copy")
     };
-    let out = run("register");
+    for emulation in ["interpret", "host"] {
+        let out = run("register", emulation);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "vector_copy ({emulation}) failed:\n{stdout}\n{stderr}"
+        );
+        assert!(
+            stdout.contains("vector_copy: verified 65536 elements\n"),
+            "{stdout}"
+        );
+    }
+    // The real machine code, no host implementation at all.
+    let out = run("noregister", "interpret");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("vector_copy: verified 65536 elements\n"),
+        "{stdout}"
+    );
+
+    let out = run("register", "host");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -233,7 +261,7 @@ fn c_vector_copy_runs_on_the_emulated_device() {
         "{stdout}"
     );
 
-    let out = run("noregister");
+    let out = run("noregister", "host");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(3), "{stderr}");
     assert!(
