@@ -84,7 +84,10 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     wait_until("error callback", || CALLS[0].load(Ordering::SeqCst) == 1);
     let (status, msg) = LAST.lock().unwrap().clone().unwrap();
     assert_eq!(status, Status::InvalidPacketFormat);
-    assert!(msg.contains("packet 0: packet type (header bits 0..8) is 6"), "{msg}");
+    assert!(
+        msg.contains("packet 0: packet type (header bits 0..8) is 6"),
+        "{msg}"
+    );
     // amd_queue_t.queue_inactive_signal: set by the packet processor when it stops the queue.
     let inactive = bad.inactive_signal().load(LoadOrder::Acquire);
     assert_eq!(
