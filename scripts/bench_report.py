@@ -187,6 +187,34 @@ def static_memory():
     return json.loads(out)
 
 
+def interpreter_speed():
+    """vector_add (1,048,576 elements) through the main job, 3 runs each: the gfx9 interpreter's
+    lane-instructions per second as the example prints them, and the wall time of the whole
+    run next to the same run with the host implementation (HSA_RT_EMULATION=host)."""
+    import re
+    import statistics
+    import time
+    subprocess.run(["cargo", "build", "-q", "--release", "--example", "vector_copy"], cwd=ROOT, check=True)
+    exe = Path(target_dir()) / "release" / "examples" / "vector_copy"
+    result = {}
+    for mode in ("interpret", "host"):
+        speeds, walls = [], []
+        for _ in range(3):
+            env = dict(os.environ, HSA_RT_DEVICE="emulated", HSA_RT_EMULATION=mode)
+            t0 = time.monotonic()
+            out = subprocess.run([str(exe), "--kernel", "vector-add"], capture_output=True, text=True,
+                                 check=True, env=env).stdout
+            walls.append(time.monotonic() - t0)
+            m = re.search(r"([0-9.]+) M lane-instructions/s", out)
+            if m:
+                speeds.append(float(m.group(1)))
+        result[mode] = {"wall_s": statistics.median(walls),
+                        "mlips": statistics.median(speeds) if speeds else None}
+    (Path(target_dir()) / "criterion").mkdir(parents=True, exist_ok=True)
+    (Path(target_dir()) / "criterion" / "interpreter.json").write_text(json.dumps(result))
+    return result
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", action="store_true", help="run the benches first")
@@ -195,6 +223,7 @@ def main():
     args = ap.parse_args()
     if args.run:
         run_benches()
+        interpreter_speed()
 
     cores, model = machine()
     info = run_info()
@@ -292,6 +321,19 @@ def main():
                   f"| signal slab(s) (64 `amd_signal_t` slots each) | {sm['signal_slab_bytes']:,} |",
                   f"| **platform memory** | **{sm['platform_memory_bytes']:,}** |",
                   f"| **total** | **{sm['host_structs_bytes'] + sm['platform_memory_bytes']:,}** |"]
+    interp_file = Path(target_dir()) / "criterion" / "interpreter.json"
+    if interp_file.exists():
+        it = json.loads(interp_file.read_text())
+        lines += ["", "## The gfx9 interpreter (emulated device)", "",
+                  "vector_add over 1,048,576 elements (grid 1,048,576, work-group 256, gfx90a profile) run by the main job: "
+                  "lane-instructions are the active lanes (EXEC) summed over every instruction executed, per second of "
+                  "interpretation, as the example prints them (median of 3 runs). The baseline is the same run with the "
+                  "kernel's host implementation (`HSA_RT_EMULATION=host`), whole-process wall time.", "",
+                  "| what | interpreter | host implementation | ratio | command |", "|---|---|---|---|---|",
+                  f"| lane-instructions per second | {it['interpret']['mlips']} M | - | - | "
+                  "`cargo run --release --example vector_copy -- --kernel vector-add` |",
+                  f"| wall time of the run | {it['interpret']['wall_s']:.2f} s | {it['host']['wall_s']:.2f} s | "
+                  f"{it['interpret']['wall_s'] / it['host']['wall_s']:.2f}x | same, with `HSA_RT_EMULATION=interpret` / `host` |"]
     Path(args.out).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.out}", file=sys.stderr)
 
