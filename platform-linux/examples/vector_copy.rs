@@ -34,13 +34,14 @@ struct Args {
     #[arg(long, value_enum, default_value = "vector-copy")]
     kernel: Kernel,
     /// Elements (32-bit ints) per buffer: the grid size.
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u32).range(1..))]
     elements: u32,
     /// Work-group size, work-items.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
     workgroup_size: u16,
-    /// Number of dispatches, chained by barrier-AND packets.
-    #[arg(long, default_value_t = 1)]
+    /// Number of dispatches, chained by barrier-AND packets (at most 4000: one completion
+    /// signal each).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(demo::MAX_CHAIN)))]
     chain: u32,
     /// The code object to load (default: the one built for the agent's ISA).
     #[arg(long, value_name = "FILE")]

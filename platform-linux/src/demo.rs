@@ -183,6 +183,70 @@ pub fn find_code_object(dir: &Path, agent: &TargetId) -> Result<PathBuf, Error> 
     }
 }
 
+/// Largest `--chain` (dispatches in a chain) accepted, dispatches. Each dispatch of a chain
+/// has its own completion signal, an interrupt signal backed by a KFD event; amdkfd allows
+/// 4096 signal events per process (`KFD_SIGNAL_EVENT_LIMIT`, kfd_priv.h), and a longer chain
+/// fails in `AMDKFD_IOC_CREATE_EVENT` with `ENOSPC`. 96 events are left for the runtime's own
+/// signals (queue error and interrupt signals) and the application's.
+pub const MAX_CHAIN: u32 = 4000;
+
+/// Checks a configuration before anything is allocated, naming the command-line option
+/// (`--elements`, `--workgroup-size`, `--chain`) of a bad value.
+///
+/// # Errors
+/// `Status::InvalidArgument` when `elements`, `workgroup_size` or `chain` is 0, when `chain`
+/// is above [`MAX_CHAIN`], when `elements` is smaller than `workgroup_size` (the grid must
+/// hold at least one work-group), and for `local_reverse` when `elements` is not a multiple
+/// of `workgroup_size` (each work-group reverses a full tile: `tile[lsz-1-lid]`).
+pub fn validate_config(config: &DemoConfig) -> Result<(), Error> {
+    if config.elements == 0 {
+        bail!(
+            Status::InvalidArgument,
+            "--elements 0: the grid needs at least 1 element"
+        );
+    }
+    if config.workgroup_size == 0 {
+        bail!(
+            Status::InvalidArgument,
+            "--workgroup-size 0: a work-group needs at least 1 work-item"
+        );
+    }
+    if config.chain == 0 {
+        bail!(
+            Status::InvalidArgument,
+            "--chain 0: a chain needs at least 1 dispatch"
+        );
+    }
+    if config.chain > MAX_CHAIN {
+        bail!(
+            Status::InvalidArgument,
+            "--chain {} is above the limit of {MAX_CHAIN} dispatches (one completion signal \
+             each; amdkfd allows 4096 signal events per process)",
+            config.chain
+        );
+    }
+    if config.elements < u32::from(config.workgroup_size) {
+        bail!(
+            Status::InvalidArgument,
+            "--elements {} is smaller than --workgroup-size {}",
+            config.elements,
+            config.workgroup_size
+        );
+    }
+    if config.kernel == DemoKernel::LocalReverse
+        && config.elements % u32::from(config.workgroup_size) != 0
+    {
+        bail!(
+            Status::InvalidArgument,
+            "local_reverse needs full work-groups: --elements {} is not a multiple of \
+             --workgroup-size {}",
+            config.elements,
+            config.workgroup_size
+        );
+    }
+    Ok(())
+}
+
 /// Errors reported through queue error callbacks, by the run token in the callback's `data`
 /// (queue ids repeat across devices, and several runs may share a process).
 static QUEUE_ERRORS: Mutex<Vec<(usize, QueueId, Error)>> = Mutex::new(Vec::new());
@@ -279,12 +343,7 @@ pub fn run_with_faults(
     config: &DemoConfig,
     faults: &DemoFaults,
 ) -> Result<DemoOutcome, Error> {
-    if config.elements == 0 || config.workgroup_size == 0 || config.chain == 0 {
-        bail!(
-            Status::InvalidArgument,
-            "elements, workgroup size and chain must be >= 1"
-        );
-    }
+    validate_config(config)?;
     if faults.kernarg_shift_bytes % 8 != 0 || faults.kernarg_shift_bytes > 64 {
         bail!(
             Status::InvalidArgument,
@@ -478,13 +537,28 @@ pub fn run_with_faults(
     let mut verified = 0u64;
     for (i, got) in result.as_slice().iter().enumerate() {
         let want = match config.kernel {
-            DemoKernel::VectorAdd => expected_a[i].wrapping_add(expected_b[i]),
-            DemoKernel::VectorCopy => expected_a[i],
+            DemoKernel::VectorAdd => expected_a
+                .get(i)
+                .zip(expected_b.get(i))
+                .map(|(x, y)| x.wrapping_add(*y)),
+            DemoKernel::VectorCopy => expected_a.get(i).copied(),
             DemoKernel::LocalReverse if reversals == 1 => {
                 let base = i / wg * wg;
-                expected_a[base + (wg - 1 - (i - base))]
+                // Full work-groups are checked up front; a partial last one has no mirror.
+                (base + wg)
+                    .checked_sub(1 + (i - base))
+                    .and_then(|j| expected_a.get(j).copied())
             }
-            DemoKernel::LocalReverse => expected_a[i],
+            DemoKernel::LocalReverse => expected_a.get(i).copied(),
+        };
+        let Some(want) = want else {
+            bail!(
+                Status::Error,
+                "{}: element {i} has no expected value (work-group of {wg} past the {} \
+                 elements)",
+                config.kernel.name(),
+                expected_a.len()
+            );
         };
         if *got != want {
             bail!(

@@ -116,3 +116,83 @@ fn no_code_object_for_the_agent_is_a_clear_error() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn expect_err(c: &DemoConfig, status: Status, fragments: &[&str]) {
+    let e = demo::run(builtin(), c).unwrap_err();
+    assert_eq!(e.status(), status, "{e}");
+    for f in fragments {
+        assert!(e.detail().contains(f), "{f:?} not in {:?}", e.detail());
+    }
+}
+
+#[test]
+fn local_reverse_needs_full_workgroups() {
+    let c = DemoConfig {
+        kernel: DemoKernel::LocalReverse,
+        elements: 1000,
+        workgroup_size: 64,
+        ..DemoConfig::default()
+    };
+    expect_err(
+        &c,
+        Status::InvalidArgument,
+        &["--elements 1000", "--workgroup-size 64", "multiple"],
+    );
+    // vector_copy has no such constraint: 1000 = 15 full groups of 64 and one of 40.
+    let c = DemoConfig {
+        kernel: DemoKernel::VectorCopy,
+        ..c
+    };
+    assert_eq!(demo::run(builtin(), &c).unwrap().elements_verified, 1000);
+}
+
+#[test]
+fn options_are_validated_naming_the_option() {
+    let base = DemoConfig::default();
+    expect_err(
+        &DemoConfig {
+            elements: 10,
+            ..base.clone()
+        },
+        Status::InvalidArgument,
+        &["--elements 10 is smaller than --workgroup-size 256"],
+    );
+    expect_err(
+        &DemoConfig {
+            elements: 0,
+            ..base.clone()
+        },
+        Status::InvalidArgument,
+        &["--elements 0"],
+    );
+    expect_err(
+        &DemoConfig {
+            workgroup_size: 0,
+            ..base.clone()
+        },
+        Status::InvalidArgument,
+        &["--workgroup-size 0"],
+    );
+    expect_err(
+        &DemoConfig {
+            chain: 0,
+            ..base.clone()
+        },
+        Status::InvalidArgument,
+        &["--chain 0"],
+    );
+}
+
+#[test]
+fn chain_is_limited_by_the_event_limit() {
+    assert_eq!(demo::MAX_CHAIN, 4000);
+    let c = DemoConfig {
+        chain: 5000,
+        ..DemoConfig::default()
+    };
+    expect_err(
+        &c,
+        Status::InvalidArgument,
+        &["--chain 5000", "4000", "4096"],
+    );
+}
