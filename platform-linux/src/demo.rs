@@ -151,7 +151,7 @@ pub fn find_code_object(dir: &Path, agent: &TargetId) -> Result<PathBuf, Error> 
         if !(name.starts_with("kernels-") && name.ends_with(".hsaco")) {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Ok(bytes) = crate::report::code_object::read_code_object_file(&path) else {
             continue;
         };
         let aligned = hsa_core::loader::code_object::AlignedBytes::new(&bytes);
@@ -405,10 +405,11 @@ pub fn run_with_faults(
         Some(p) => p.clone(),
         None => find_code_object(&default_code_object_dir(), &target)?,
     };
-    let bytes =
-        std::fs::read(&path).map_err(|e| error!(Status::InvalidFile, "{}: {e}", path.display()))?;
+    let bytes = crate::report::code_object::read_code_object_file(&path)?;
     let mut executable = Executable::new(rt.platform());
-    executable.load_code_object(gpu_node, &target, &bytes, MemoryKind::System)?;
+    executable
+        .load_code_object(gpu_node, &target, &bytes, MemoryKind::System)
+        .map_err(|e| e.context(&path.display().to_string()))?;
     executable.freeze()?;
     let kernel = executable
         .symbol_by_name(config.kernel.name(), Some(gpu_node))?

@@ -196,3 +196,30 @@ fn chain_is_limited_by_the_event_limit() {
         &["--chain 5000", "4000", "4096"],
     );
 }
+
+#[test]
+fn code_object_errors_name_the_file() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects");
+    let mut c = config(DemoKernel::VectorCopy, 1);
+    c.code_object = Some(dir.join("README.md"));
+    expect_err(
+        &c,
+        Status::InvalidCodeObject,
+        &["README.md: not an ELF file"],
+    );
+    c.code_object = Some("/dev/zero".into());
+    expect_err(
+        &c,
+        Status::InvalidCodeObject,
+        &["/dev/zero: not an ELF file"],
+    );
+    // A parse error past the magic names the file too.
+    let bad = std::env::temp_dir().join(format!("hsa-rt-trunc-{}.hsaco", std::process::id()));
+    let bytes = std::fs::read(dir.join("kernels-gfx90a-v5.hsaco")).unwrap();
+    std::fs::write(&bad, &bytes[..100]).unwrap();
+    c.code_object = Some(bad.clone());
+    let e = demo::run(builtin(), &c).unwrap_err();
+    std::fs::remove_file(&bad).unwrap();
+    assert_eq!(e.status(), Status::InvalidCodeObject, "{e}");
+    assert!(e.detail().contains("hsa-rt-trunc-"), "{e}");
+}

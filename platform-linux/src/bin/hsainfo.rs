@@ -55,10 +55,10 @@ fn agents(sysfs: Option<&std::path::Path>) -> ExitCode {
 }
 
 fn code_object(path: &std::path::Path) -> ExitCode {
-    let bytes = match std::fs::read(path) {
+    let bytes = match hsa_linux::report::code_object::read_code_object_file(path) {
         Ok(b) => b,
         Err(e) => {
-            eprintln!("hsainfo: {}: {e}", path.display());
+            eprintln!("hsainfo: {e}");
             return ExitCode::FAILURE;
         }
     };
