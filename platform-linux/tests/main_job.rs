@@ -223,3 +223,108 @@ fn code_object_errors_name_the_file() {
     assert_eq!(e.status(), Status::InvalidCodeObject, "{e}");
     assert!(e.detail().contains("hsa-rt-trunc-"), "{e}");
 }
+
+#[test]
+fn buffers_larger_than_the_pool_are_refused_before_allocating() {
+    let c = DemoConfig {
+        elements: 4_000_000_000,
+        ..DemoConfig::default()
+    };
+    let started = std::time::Instant::now();
+    expect_err(
+        &c,
+        Status::OutOfResources,
+        &[
+            "--elements 4000000000 needs 48000004096 bytes (3 buffers of 16000000000 + 4096 of \
+             kernargs); fine-grained pool: 17179869184 bytes, 17179869184 per allocation",
+        ],
+    );
+    // Nothing was allocated or filled (filling 16 GB takes many seconds).
+    assert!(started.elapsed().as_secs() < 5);
+}
+
+#[test]
+fn workgroup_size_above_the_kernel_limit_is_refused() {
+    for kernel in [DemoKernel::LocalReverse, DemoKernel::VectorCopy] {
+        let c = DemoConfig {
+            kernel,
+            elements: 4096,
+            workgroup_size: 512,
+            ..DemoConfig::default()
+        };
+        expect_err(
+            &c,
+            Status::InvalidArgument,
+            &[
+                "--workgroup-size 512",
+                ".max_flat_workgroup_size 256",
+                "work-group max size is 1024",
+            ],
+        );
+    }
+}
+
+/// The OpenCL-built kernels have hidden arguments (v4: global offsets and `hidden_none`; v5:
+/// block counts, group sizes, remainders, global offsets, grid dims); the demo fills them
+/// from the metadata and the interpreter runs the real code, which reads them.
+#[test]
+fn ocl_kernels_with_hidden_arguments_run_and_verify() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects");
+    for file in ["kernels_ocl-gfx90a-v5.hsaco", "kernels_ocl-gfx90a-v4.hsaco"] {
+        for kernel in [
+            DemoKernel::VectorCopy,
+            DemoKernel::VectorAdd,
+            DemoKernel::LocalReverse,
+        ] {
+            // 4 work-groups of 64; vector_copy/add also with a partial last group.
+            let elements = if kernel == DemoKernel::LocalReverse {
+                256
+            } else {
+                1000
+            };
+            let c = DemoConfig {
+                kernel,
+                elements,
+                workgroup_size: 64,
+                chain: 1,
+                code_object: Some(dir.join(file)),
+            };
+            let o = demo::run(builtin(), &c).unwrap_or_else(|e| panic!("{file} {kernel:?}: {e}"));
+            assert_eq!(
+                o.elements_verified,
+                u64::from(elements),
+                "{file} {kernel:?}"
+            );
+            assert_eq!(o.executor, "gfx9 interpreter", "{file} {kernel:?}");
+        }
+    }
+}
+
+#[test]
+fn hidden_argument_values() {
+    assert_eq!(
+        demo::hidden_argument("hidden_block_count_x", 1000, 64),
+        Some(15)
+    );
+    assert_eq!(
+        demo::hidden_argument("hidden_remainder_x", 1000, 64),
+        Some(40)
+    );
+    assert_eq!(
+        demo::hidden_argument("hidden_group_size_x", 1000, 64),
+        Some(64)
+    );
+    assert_eq!(
+        demo::hidden_argument("hidden_group_size_y", 1000, 64),
+        Some(1)
+    );
+    assert_eq!(demo::hidden_argument("hidden_grid_dims", 1000, 64), Some(1));
+    assert_eq!(
+        demo::hidden_argument("hidden_global_offset_x", 1000, 64),
+        Some(0)
+    );
+    assert_eq!(
+        demo::hidden_argument("hidden_printf_buffer", 1000, 64),
+        None
+    );
+}
