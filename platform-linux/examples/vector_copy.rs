@@ -10,7 +10,8 @@
 //! Prints one line naming the agent, the device, what ran the kernel (the GPU, or on the
 //! emulated device the gfx9 interpreter with its speed, or a host implementation) and the
 //! elements verified; exits non-zero on any error or mismatch. `HSA_RT_EMULATION=host` makes
-//! the emulated device run host implementations only.
+//! the emulated device run host implementations only. A closed stdout pipe is not an error; any
+//! other write error is reported with exit code 1.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -79,9 +80,9 @@ fn main() -> ExitCode {
                 ),
                 _ => String::new(),
             };
-            println!(
+            let line = format!(
                 "{}: agent {} on the {} device, run by the {}{speed}, {} dispatch(es), {} \
-                 elements verified ({})",
+                 elements verified ({})\n",
                 config.kernel.name(),
                 o.agent,
                 o.device,
@@ -93,11 +94,8 @@ fn main() -> ExitCode {
                     .and_then(|n| n.to_str())
                     .unwrap_or("?")
             );
-            ExitCode::SUCCESS
+            hsa_linux::report::print("vector_copy", &line)
         }
-        Err(e) => {
-            eprintln!("vector_copy: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => hsa_linux::report::fail("vector_copy", e),
     }
 }

@@ -328,3 +328,41 @@ fn hidden_argument_values() {
         None
     );
 }
+
+/// `hsainfo > /dev/full` reports the write error and exits 1; `hsainfo | head -0` (the
+/// reader gone before the first write) exits 0 quietly; neither panics.
+#[test]
+fn hsainfo_output_errors_do_not_panic() {
+    use std::process::{Command, Stdio};
+    let co = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/codeobjects/kernels_ocl-gfx90a-v5.hsaco");
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_hsainfo"))
+        .arg("--code-object")
+        .arg(&co)
+        .stdout(Stdio::from(full))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("hsainfo: cannot write output: No space left on device"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_hsainfo"))
+        .arg("--code-object")
+        .arg(&co)
+        .stdout(Stdio::from(writer))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(stderr, "");
+}
