@@ -10,7 +10,8 @@
 //! Prints one line naming the agent, the device, what ran the kernel (the GPU, or on the
 //! emulated device the gfx9 interpreter with its speed, or a host implementation) and the
 //! elements verified; exits non-zero on any error or mismatch. `HSA_RT_EMULATION=host` makes
-//! the emulated device run host implementations only.
+//! the emulated device run host implementations only. A closed stdout pipe is not an error; any
+//! other write error is reported with exit code 1.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -34,13 +35,14 @@ struct Args {
     #[arg(long, value_enum, default_value = "vector-copy")]
     kernel: Kernel,
     /// Elements (32-bit ints) per buffer: the grid size.
-    #[arg(long, default_value_t = 1 << 20)]
+    #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u32).range(1..))]
     elements: u32,
     /// Work-group size, work-items.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
     workgroup_size: u16,
-    /// Number of dispatches, chained by barrier-AND packets.
-    #[arg(long, default_value_t = 1)]
+    /// Number of dispatches, chained by barrier-AND packets (at most 4000: one completion
+    /// signal each).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(demo::MAX_CHAIN)))]
     chain: u32,
     /// The code object to load (default: the one built for the agent's ISA).
     #[arg(long, value_name = "FILE")]
@@ -78,9 +80,9 @@ fn main() -> ExitCode {
                 ),
                 _ => String::new(),
             };
-            println!(
+            let line = format!(
                 "{}: agent {} on the {} device, run by the {}{speed}, {} dispatch(es), {} \
-                 elements verified ({})",
+                 elements verified ({})\n",
                 config.kernel.name(),
                 o.agent,
                 o.device,
@@ -92,11 +94,8 @@ fn main() -> ExitCode {
                     .and_then(|n| n.to_str())
                     .unwrap_or("?")
             );
-            ExitCode::SUCCESS
+            hsa_linux::report::print("vector_copy", &line)
         }
-        Err(e) => {
-            eprintln!("vector_copy: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => hsa_linux::report::fail("vector_copy", e),
     }
 }

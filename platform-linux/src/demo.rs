@@ -129,7 +129,7 @@ pub fn default_code_object_dir() -> PathBuf {
 }
 
 /// The code object in `dir` for an agent: the `kernels-*.hsaco` files (not `kernels_ocl`,
-/// which need hidden arguments) whose target runs on `agent`, the exact processor before a
+/// the OpenCL builds with hidden arguments, which run only with `--code-object`) whose target runs on `agent`, the exact processor before a
 /// generic target, the newest code object version first.
 ///
 /// # Errors
@@ -151,7 +151,7 @@ pub fn find_code_object(dir: &Path, agent: &TargetId) -> Result<PathBuf, Error> 
         if !(name.starts_with("kernels-") && name.ends_with(".hsaco")) {
             continue;
         }
-        let Ok(bytes) = std::fs::read(&path) else {
+        let Ok(bytes) = crate::report::code_object::read_code_object_file(&path) else {
             continue;
         };
         let aligned = hsa_core::loader::code_object::AlignedBytes::new(&bytes);
@@ -183,6 +183,70 @@ pub fn find_code_object(dir: &Path, agent: &TargetId) -> Result<PathBuf, Error> 
     }
 }
 
+/// Largest `--chain` (dispatches in a chain) accepted, dispatches. Each dispatch of a chain
+/// has its own completion signal, an interrupt signal backed by a KFD event; amdkfd allows
+/// 4096 signal events per process (`KFD_SIGNAL_EVENT_LIMIT`, kfd_priv.h), and a longer chain
+/// fails in `AMDKFD_IOC_CREATE_EVENT` with `ENOSPC`. 96 events are left for the runtime's own
+/// signals (queue error and interrupt signals) and the application's.
+pub const MAX_CHAIN: u32 = 4000;
+
+/// Checks a configuration before anything is allocated, naming the command-line option
+/// (`--elements`, `--workgroup-size`, `--chain`) of a bad value.
+///
+/// # Errors
+/// `Status::InvalidArgument` when `elements`, `workgroup_size` or `chain` is 0, when `chain`
+/// is above [`MAX_CHAIN`], when `elements` is smaller than `workgroup_size` (the grid must
+/// hold at least one work-group), and for `local_reverse` when `elements` is not a multiple
+/// of `workgroup_size` (each work-group reverses a full tile: `tile[lsz-1-lid]`).
+pub fn validate_config(config: &DemoConfig) -> Result<(), Error> {
+    if config.elements == 0 {
+        bail!(
+            Status::InvalidArgument,
+            "--elements 0: the grid needs at least 1 element"
+        );
+    }
+    if config.workgroup_size == 0 {
+        bail!(
+            Status::InvalidArgument,
+            "--workgroup-size 0: a work-group needs at least 1 work-item"
+        );
+    }
+    if config.chain == 0 {
+        bail!(
+            Status::InvalidArgument,
+            "--chain 0: a chain needs at least 1 dispatch"
+        );
+    }
+    if config.chain > MAX_CHAIN {
+        bail!(
+            Status::InvalidArgument,
+            "--chain {} is above the limit of {MAX_CHAIN} dispatches (one completion signal \
+             each; amdkfd allows 4096 signal events per process)",
+            config.chain
+        );
+    }
+    if config.elements < u32::from(config.workgroup_size) {
+        bail!(
+            Status::InvalidArgument,
+            "--elements {} is smaller than --workgroup-size {}",
+            config.elements,
+            config.workgroup_size
+        );
+    }
+    if config.kernel == DemoKernel::LocalReverse
+        && config.elements % u32::from(config.workgroup_size) != 0
+    {
+        bail!(
+            Status::InvalidArgument,
+            "local_reverse needs full work-groups: --elements {} is not a multiple of \
+             --workgroup-size {}",
+            config.elements,
+            config.workgroup_size
+        );
+    }
+    Ok(())
+}
+
 /// Errors reported through queue error callbacks, by the run token in the callback's `data`
 /// (queue ids repeat across devices, and several runs may share a process).
 static QUEUE_ERRORS: Mutex<Vec<(usize, QueueId, Error)>> = Mutex::new(Vec::new());
@@ -205,14 +269,149 @@ fn queue_error(run: usize) -> Option<Error> {
         .map(|(_, q, e)| e.clone().context(&format!("queue {}", q.0)))
 }
 
-fn write_u64s(a: &Allocation, values: &[u64]) -> Result<(), Error> {
+/// Checks the work-group size against the kernel's `.max_flat_workgroup_size` (AMDGPUUsage
+/// code object metadata; the code is compiled for at most that many work-items) and the
+/// agent's `HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`.
+///
+/// # Errors
+/// `Status::InvalidArgument` naming `--workgroup-size` and both limits when it is above either.
+pub fn check_workgroup_size(
+    config: &DemoConfig,
+    kernel_max: Option<u32>,
+    agent_max: u32,
+) -> Result<(), Error> {
+    let wg = u32::from(config.workgroup_size);
+    let kernel_limit = kernel_max.unwrap_or(agent_max);
+    if wg > kernel_limit || wg > agent_max {
+        bail!(
+            Status::InvalidArgument,
+            "--workgroup-size {wg} is above the limit of {}: kernel {} has \
+             .max_flat_workgroup_size {}, the agent's work-group max size is {agent_max}",
+            kernel_limit.min(agent_max),
+            config.kernel.name(),
+            kernel_max.map_or("(not given)".to_string(), |m| m.to_string()),
+        );
+    }
+    Ok(())
+}
+
+/// Checks that the three buffers (`elements` × 4 bytes each) and the chain's kernarg
+/// segments fit the pools, before any is allocated: each buffer against the fine-grained
+/// pool's `alloc_max_size_bytes`, the buffers (plus the kernargs when both come from one pool)
+/// against its `size_bytes`, the kernargs against the kernarg pool's.
+///
+/// # Errors
+/// `Status::OutOfResources` naming `--elements` (or `--chain`), the bytes needed and the
+/// pool's size.
+pub fn check_memory(
+    config: &DemoConfig,
+    kernarg_bytes: u32,
+    fine: &hsa_core::memory::PoolInfo,
+    kernarg: &hsa_core::memory::PoolInfo,
+) -> Result<(), Error> {
+    let buffer = u64::from(config.elements) * 4;
+    // Allocations are rounded to the pool's granule; kernarg segments to 4 KiB pages at most.
+    let kernargs = u64::from(config.chain) * u64::from(kernarg_bytes).next_multiple_of(4096);
+    let same_pool = fine.owner == kernarg.owner && fine.size_bytes == kernarg.size_bytes;
+    let buffers = 3 * buffer;
+    let total = buffers + if same_pool { kernargs } else { 0 };
+    if buffer > fine.alloc_max_size_bytes || total > fine.size_bytes {
+        bail!(
+            Status::OutOfResources,
+            "--elements {} needs {total} bytes (3 buffers of {buffer}{}); fine-grained pool: \
+             {} bytes, {} per allocation",
+            config.elements,
+            if same_pool {
+                format!(" + {kernargs} of kernargs")
+            } else {
+                String::new()
+            },
+            fine.size_bytes,
+            fine.alloc_max_size_bytes
+        );
+    }
+    if !same_pool && kernargs > kernarg.size_bytes {
+        bail!(
+            Status::OutOfResources,
+            "--chain {} needs {kernargs} bytes of kernargs; the kernarg pool holds {} bytes",
+            config.chain,
+            kernarg.size_bytes
+        );
+    }
+    Ok(())
+}
+
+/// The value of a hidden kernel argument (`.value_kind` `hidden_*`, AMDGPUUsage "Code Object
+/// V4 Metadata" and "Code Object V5 Metadata") for a 1-D dispatch of `grid` work-items in
+/// work-groups of `wg`, or `None` for a kind this demo does not fill (left 0).
+///
+/// Filled: `hidden_block_count_{x,y,z}` (u32, full work-groups per dimension: `grid / wg`, 1,
+/// 1), `hidden_group_size_{x,y,z}` (u16: `wg`, 1, 1), `hidden_remainder_{x,y,z}` (u16,
+/// work-items of the partial last work-group: `grid % wg`, 0, 0),
+/// `hidden_global_offset_{x,y,z}` (u64, 0: no offset), `hidden_grid_dims` (u16, 1),
+/// `hidden_dynamic_lds_size` (u32, 0: no dynamic LDS) and `hidden_none` (0).
+///
+/// Left 0 (the demo's kernels do not use them; a kernel that did would need runtime
+/// services this flow does not set up): `hidden_printf_buffer`, `hidden_hostcall_buffer`,
+/// `hidden_default_queue`, `hidden_completion_action`, `hidden_multigrid_sync_arg`,
+/// `hidden_heap_v1`, `hidden_private_base`, `hidden_shared_base`, `hidden_queue_ptr`.
+pub fn hidden_argument(kind: &str, grid: u32, wg: u16) -> Option<u64> {
+    let wg32 = u32::from(wg);
+    Some(match kind {
+        "hidden_block_count_x" => u64::from(grid / wg32),
+        "hidden_block_count_y" | "hidden_block_count_z" => 1,
+        "hidden_group_size_x" => u64::from(wg),
+        "hidden_group_size_y" | "hidden_group_size_z" => 1,
+        "hidden_remainder_x" => u64::from(grid % wg32),
+        "hidden_remainder_y" | "hidden_remainder_z" => 0,
+        "hidden_global_offset_x" | "hidden_global_offset_y" | "hidden_global_offset_z" => 0,
+        "hidden_grid_dims" => 1,
+        "hidden_dynamic_lds_size" | "hidden_none" => 0,
+        _ => return None,
+    })
+}
+
+/// The kernarg segment of one dispatch: `size` bytes, the explicit arguments as consecutive
+/// u64s from offset 0, each hidden argument of `args` at its `.offset` (little-endian, its
+/// `.size` bytes; see [`hidden_argument`]), everything else 0.
+fn kernarg_segment(
+    size: u32,
+    explicit: &[u64],
+    args: &[hsa_core::loader::metadata::KernelArg<'_>],
+    config: &DemoConfig,
+) -> Result<Vec<u8>, Error> {
+    let mut segment = vec![0u8; size as usize];
+    let too_small = |end: usize| {
+        error!(
+            Status::InvalidCodeObject,
+            "kernarg segment of {size} bytes cannot hold {end} bytes of arguments"
+        )
+    };
+    let explicit_bytes: Vec<u8> = explicit.iter().flat_map(|v| v.to_le_bytes()).collect();
+    segment
+        .get_mut(..explicit_bytes.len())
+        .ok_or_else(|| too_small(explicit_bytes.len()))?
+        .copy_from_slice(&explicit_bytes);
+    for arg in args.iter().filter(|a| a.is_hidden()) {
+        let value = hidden_argument(arg.value_kind, config.elements, config.workgroup_size)
+            .unwrap_or(0)
+            .to_le_bytes();
+        let start = arg.offset as usize;
+        let end = start + arg.size as usize;
+        let dst = segment.get_mut(start..end).ok_or_else(|| too_small(end))?;
+        let n = dst.len().min(value.len());
+        dst[..n].copy_from_slice(&value[..n]);
+    }
+    Ok(segment)
+}
+
+fn write_bytes(a: &Allocation, bytes: &[u8]) -> Result<(), Error> {
     let host = a.host_ptr.ok_or_else(|| {
         error!(
             Status::InvalidAllocation,
             "kernarg memory has no host pointer"
         )
     })?;
-    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
     if bytes.len() as u64 > a.size_bytes {
         bail!(
             Status::InvalidArgument,
@@ -260,8 +459,15 @@ impl IntBuffer {
 /// when it is the emulated device, the fallback of its interpreter) and verifies every
 /// element.
 ///
+/// The options are checked before anything is allocated ([`validate_config`]), then the
+/// work-group size against the kernel's metadata and the agent ([`check_workgroup_size`]) and
+/// the buffers against the pools ([`check_memory`]). The kernarg segment is the kernel's
+/// `.kernarg_segment_size` bytes with its hidden arguments filled ([`hidden_argument`]).
+///
 /// # Errors
-/// Whatever step fails, with its status: no GPU (`InvalidAgent`), no matching code object
+/// `InvalidArgument` / `OutOfResources` from the checks above, naming the option;
+/// `InvalidFile` / `InvalidCodeObject` naming the code-object file;
+/// whatever step fails, with its status: no GPU (`InvalidAgent`), no matching code object
 /// (`InvalidIsa`), a queue error reported through the queue's callback, a timeout
 /// (`Status::Error` after 60 s), or a mismatch (`Status::Error` naming the first wrong
 /// element, its value and the expected one).
@@ -279,12 +485,7 @@ pub fn run_with_faults(
     config: &DemoConfig,
     faults: &DemoFaults,
 ) -> Result<DemoOutcome, Error> {
-    if config.elements == 0 || config.workgroup_size == 0 || config.chain == 0 {
-        bail!(
-            Status::InvalidArgument,
-            "elements, workgroup size and chain must be >= 1"
-        );
-    }
+    validate_config(config)?;
     if faults.kernarg_shift_bytes % 8 != 0 || faults.kernarg_shift_bytes > 64 {
         bail!(
             Status::InvalidArgument,
@@ -320,8 +521,8 @@ pub fn run_with_faults(
                 Status::InvalidMemoryPool,
                 "no kernarg pool on the CPU agent"
             )
-        })?
-        .handle();
+        })?;
+    let (kernarg_pool, kernarg_info) = (kernarg_pool.handle(), kernarg_pool.info().clone());
     let fine_pool = rt
         .find_pool(cpu.handle(), GlobalFlags::FINE_GRAINED)
         .ok_or_else(|| {
@@ -329,8 +530,33 @@ pub fn run_with_faults(
                 Status::InvalidMemoryPool,
                 "no fine-grained pool on the CPU agent"
             )
-        })?
-        .handle();
+        })?;
+    let (fine_pool, fine_info) = (fine_pool.handle(), fine_pool.info().clone());
+
+    // The code object's metadata, read before anything is allocated: the kernel's work-group
+    // limit and kernarg layout (hidden arguments included).
+    let path = match &config.code_object {
+        Some(p) => p.clone(),
+        None => find_code_object(&default_code_object_dir(), &target)?,
+    };
+    let in_file = |e: Error| e.context(&path.display().to_string());
+    let bytes = crate::report::code_object::read_code_object_file(&path)?;
+    let aligned = hsa_core::loader::code_object::AlignedBytes::new(&bytes);
+    let co = CodeObject::parse(aligned.as_bytes()).map_err(in_file)?;
+    let metadata = co.kernel(config.kernel.name()).map_err(in_file)?.metadata;
+    let args = metadata
+        .args()
+        .collect::<Result<Vec<_>, Error>>()
+        .map_err(in_file)?;
+    check_workgroup_size(
+        config,
+        metadata.max_flat_workgroup_size,
+        gpu.workgroup_max_size(),
+    )?;
+    let kernarg_bytes = metadata
+        .kernarg_segment_size
+        .max(24 + faults.kernarg_shift_bytes);
+    check_memory(config, kernarg_bytes, &fine_info, &kernarg_info)?;
 
     let gpu_node = NodeId(gpu.node());
     let run_token = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
@@ -342,14 +568,10 @@ pub fn run_with_faults(
     });
     let queue = AqlQueue::create(rt.platform(), &queue_config)?;
 
-    let path = match &config.code_object {
-        Some(p) => p.clone(),
-        None => find_code_object(&default_code_object_dir(), &target)?,
-    };
-    let bytes =
-        std::fs::read(&path).map_err(|e| error!(Status::InvalidFile, "{}: {e}", path.display()))?;
     let mut executable = Executable::new(rt.platform());
-    executable.load_code_object(gpu_node, &target, &bytes, MemoryKind::System)?;
+    executable
+        .load_code_object(gpu_node, &target, &bytes, MemoryKind::System)
+        .map_err(in_file)?;
     executable.freeze()?;
     let kernel = executable
         .symbol_by_name(config.kernel.name(), Some(gpu_node))?
@@ -379,24 +601,22 @@ pub fn run_with_faults(
     for _ in 0..config.chain {
         completions.push(signals.create_interrupt(1)?);
     }
-    let kernarg_bytes = kernel
-        .kernarg_segment_size
-        .max(24 + faults.kernarg_shift_bytes);
     let mut kernargs = Vec::new();
     for k in 0..config.chain {
         let ka = rt.allocate(kernarg_pool, u64::from(kernarg_bytes))?;
         // Ping-pong for chains: even dispatches read a/write c, odd ones read c/write a.
         let (src, dst) = if k % 2 == 0 { (&a, &c) } else { (&c, &a) };
-        let mut args: Vec<u64> = match config.kernel {
+        let mut explicit: Vec<u64> = match config.kernel {
             DemoKernel::VectorAdd => vec![a.allocation.va.0, b.allocation.va.0, c.allocation.va.0],
             _ => vec![src.allocation.va.0, dst.allocation.va.0],
         };
         if let Some(p) = faults.first_argument {
-            args[0] = p;
+            explicit[0] = p;
         }
         let filler = (faults.kernarg_shift_bytes / 8) as usize;
-        args.splice(0..0, std::iter::repeat_n(b.allocation.va.0, filler));
-        write_u64s(&ka, &args)?;
+        explicit.splice(0..0, std::iter::repeat_n(b.allocation.va.0, filler));
+        let segment = kernarg_segment(kernarg_bytes, &explicit, &args, config)?;
+        write_bytes(&ka, &segment)?;
         kernargs.push(ka);
     }
     let expected_a: Vec<i32> = a.as_slice().to_vec();
@@ -478,13 +698,28 @@ pub fn run_with_faults(
     let mut verified = 0u64;
     for (i, got) in result.as_slice().iter().enumerate() {
         let want = match config.kernel {
-            DemoKernel::VectorAdd => expected_a[i].wrapping_add(expected_b[i]),
-            DemoKernel::VectorCopy => expected_a[i],
+            DemoKernel::VectorAdd => expected_a
+                .get(i)
+                .zip(expected_b.get(i))
+                .map(|(x, y)| x.wrapping_add(*y)),
+            DemoKernel::VectorCopy => expected_a.get(i).copied(),
             DemoKernel::LocalReverse if reversals == 1 => {
                 let base = i / wg * wg;
-                expected_a[base + (wg - 1 - (i - base))]
+                // Full work-groups are checked up front; a partial last one has no mirror.
+                (base + wg)
+                    .checked_sub(1 + (i - base))
+                    .and_then(|j| expected_a.get(j).copied())
             }
-            DemoKernel::LocalReverse => expected_a[i],
+            DemoKernel::LocalReverse => expected_a.get(i).copied(),
+        };
+        let Some(want) = want else {
+            bail!(
+                Status::Error,
+                "{}: element {i} has no expected value (work-group of {wg} past the {} \
+                 elements)",
+                config.kernel.name(),
+                expected_a.len()
+            );
         };
         if *got != want {
             bail!(

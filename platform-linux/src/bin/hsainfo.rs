@@ -4,11 +4,15 @@
 //! runtime's public API, on the default device (`/dev/kfd`, else the emulated device);
 //! `hsainfo --sysfs DIR` runs it on a captured KFD topology through the emulated device;
 //! `hsainfo --code-object FILE` prints a code object's target and kernels.
+//!
+//! Output is written without panicking: a closed pipe (`hsainfo | head -2`) ends it quietly
+//! with success; another write error (`> /dev/full`) prints a message and exits with 1.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use hsa_linux::report::{fail, print};
 
 /// Command line of hsainfo.
 #[derive(Debug, Parser)]
@@ -43,33 +47,18 @@ fn agents(sysfs: Option<&std::path::Path>) -> ExitCode {
     };
     let runtime = platform.and_then(hsa_core::runtime::Runtime::new);
     match runtime {
-        Ok(rt) => {
-            print!("{}", hsa_linux::report::agents::report(&rt));
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("hsainfo: {e}");
-            ExitCode::FAILURE
-        }
+        Ok(rt) => print("hsainfo", &hsa_linux::report::agents::report(&rt)),
+        Err(e) => fail("hsainfo", e),
     }
 }
 
 fn code_object(path: &std::path::Path) -> ExitCode {
-    let bytes = match std::fs::read(path) {
+    let bytes = match hsa_linux::report::code_object::read_code_object_file(path) {
         Ok(b) => b,
-        Err(e) => {
-            eprintln!("hsainfo: {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fail("hsainfo", e),
     };
     match hsa_linux::report::code_object::code_object_report(&bytes) {
-        Ok(report) => {
-            print!("{report}");
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("hsainfo: {}: {e}", path.display());
-            ExitCode::FAILURE
-        }
+        Ok(report) => print("hsainfo", &report),
+        Err(e) => fail("hsainfo", format_args!("{}: {e}", path.display())),
     }
 }

@@ -4,9 +4,10 @@
 //! come from [`hsa_core::loader::CodeObject`].
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use hsa_core::loader::{AlignedBytes, CodeObject};
-use hsa_core::Result;
+use hsa_core::{bail, error, Result, Status};
 
 /// Width of the label column, characters (labels are left-aligned and padded to it).
 const LABEL_WIDTH: usize = 28;
@@ -20,6 +21,64 @@ fn line(out: &mut String, indent: usize, label: &str, value: impl std::fmt::Disp
         value,
         indent = indent
     );
+}
+
+/// Largest code-object file read, bytes (256 MiB). Real single-target code objects are far
+/// smaller (the test kernels are a few KiB, large math libraries tens of MiB per target);
+/// [`hsa_core::loader::code_object::MAX_IMAGE_BYTES`] (4 GiB) bounds the *loaded image's*
+/// span and is far too much to read into memory for a file that turns out to be wrong.
+pub const MAX_CODE_OBJECT_FILE_BYTES: u64 = 256 << 20;
+
+/// The ELF magic, `\x7fELF` (`ELFMAG`, elf.h): the first 4 bytes of every code object.
+const ELF_MAGIC: [u8; 4] = *b"\x7fELF";
+
+/// Reads a code-object file for `hsainfo --code-object` and the demo: checks the ELF magic
+/// from the first 4 bytes before reading further, then reads at most
+/// [`MAX_CODE_OBJECT_FILE_BYTES`] (`Read::take(cap + 1)`, so an endless file such as
+/// `/dev/zero` or a huge one costs at most the cap). Every error message names the file.
+///
+/// # Errors
+/// `Status::InvalidFile` when the file cannot be opened or read, or is larger than
+/// [`MAX_CODE_OBJECT_FILE_BYTES`] (naming the cap); `Status::InvalidCodeObject` when it is
+/// shorter than 4 bytes or does not start with the ELF magic (naming the bytes found).
+#[allow(clippy::result_large_err)] // hsa_core::Error is inline by design (no allocator)
+pub fn read_code_object_file(path: &Path) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let file = std::fs::File::open(path)
+        .map_err(|e| error!(Status::InvalidFile, "{}: {e}", path.display()))?;
+    let mut limited = file.take(MAX_CODE_OBJECT_FILE_BYTES + 1);
+    let mut magic = [0u8; 4];
+    let mut got = 0;
+    while got < magic.len() {
+        match limited.read(&mut magic[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => bail!(Status::InvalidFile, "{}: {e}", path.display()),
+        }
+    }
+    if got < magic.len() || magic != ELF_MAGIC {
+        bail!(
+            Status::InvalidCodeObject,
+            "{}: not an ELF file (starts with {:02x?}, expected {:02x?})",
+            path.display(),
+            &magic[..got],
+            ELF_MAGIC
+        );
+    }
+    let mut bytes = magic.to_vec();
+    limited
+        .read_to_end(&mut bytes)
+        .map_err(|e| error!(Status::InvalidFile, "{}: {e}", path.display()))?;
+    if bytes.len() as u64 > MAX_CODE_OBJECT_FILE_BYTES {
+        bail!(
+            Status::InvalidFile,
+            "{}: larger than {MAX_CODE_OBJECT_FILE_BYTES} bytes, the largest code-object file \
+             read",
+            path.display()
+        );
+    }
+    Ok(bytes)
 }
 
 /// Reports a code object's target and kernels. One block per kernel: `Kernel Name:`,
@@ -85,7 +144,6 @@ pub fn code_object_report(bytes: &[u8]) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use hsa_core::Status;
 
     fn testdata(file: &str) -> Vec<u8> {
         std::fs::read(format!(
@@ -144,5 +202,36 @@ mod tests {
         let e = code_object_report(b"not an elf file at all, just text").unwrap_err();
         assert_eq!(e.status(), Status::InvalidCodeObject);
         assert!(e.detail().contains("not an ELF file"), "{e}");
+    }
+
+    #[test]
+    fn reading_checks_magic_first_and_caps_the_size() {
+        // /dev/zero is endless: the magic check stops after 4 bytes.
+        let e = read_code_object_file(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidCodeObject);
+        assert!(e.detail().starts_with("/dev/zero: not an ELF file"), "{e}");
+        let readme =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects/README.md");
+        let e = read_code_object_file(&readme).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidCodeObject);
+        assert!(e.detail().contains("README.md: not an ELF file"), "{e}");
+        let e = read_code_object_file(Path::new("/nonexistent/x.hsaco")).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidFile);
+        assert!(e.detail().contains("/nonexistent/x.hsaco"), "{e}");
+        // A sparse file with the ELF magic, one byte past the cap.
+        let big = std::env::temp_dir().join(format!("hsa-rt-big-{}.hsaco", std::process::id()));
+        let f = std::fs::File::create(&big).unwrap();
+        std::io::Write::write_all(&mut &f, b"\x7fELF").unwrap();
+        f.set_len(MAX_CODE_OBJECT_FILE_BYTES + 1).unwrap();
+        let e = read_code_object_file(&big).unwrap_err();
+        std::fs::remove_file(&big).unwrap();
+        assert_eq!(e.status(), Status::InvalidFile);
+        assert!(e.detail().contains("larger than 268435456 bytes"), "{e}");
+        let ok = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco");
+        assert_eq!(
+            read_code_object_file(&ok).unwrap(),
+            std::fs::read(&ok).unwrap()
+        );
     }
 }
