@@ -7,7 +7,7 @@
 use core::fmt;
 
 /// Capacity, in bytes, of an [`Error`]'s detail message. Longer messages are cut and end in `...`.
-pub const DETAIL_CAPACITY: usize = 192;
+pub const DETAIL_CAPACITY: usize = 256;
 
 macro_rules! statuses {
     ($( $(#[$doc:meta])* $name:ident = $value:expr, $c:literal, $text:literal; )*) => {
