@@ -12,17 +12,16 @@
 //! Checked in every interleaving: the barrier completes (its completion signal goes 1 -> 0),
 //! its slot's header goes back to INVALID and the read index advances to 1.
 //!
-//! Signals are model `amd_signal_t`s: 64-byte aligned, every 8-byte field a loom atomic at the
-//! field's `amd_hsa_signal.h` offset, so `RawSignal`'s field views land on loom atomics.
+//! Signals are model `amd_signal_t`s (`loom_model::ModelSignal`): 64-byte aligned, every 8-byte
+//! field a loom atomic at the field's `amd_hsa_signal.h` offset, so `RawSignal`'s field views
+//! land on loom atomics.
 //!
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p hsa-core --release --test loom_barrier`
 #![cfg(loom)]
 #![allow(unsafe_code)]
 
-use core::mem::{offset_of, size_of};
-use core::ptr::NonNull;
+mod loom_model;
 
-use hsa_core::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_USER};
 use hsa_core::abi::SignalHandle;
 use hsa_core::addr::GpuVa;
 use hsa_core::packet::{BarrierAnd, BarrierOr, EncodedPacket, HeaderFlags};
@@ -31,57 +30,10 @@ use hsa_core::processor::{
 };
 use hsa_core::queue::ring::{ModelRing, Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
-use hsa_core::sync::{AtomicI64, AtomicU64, Ordering};
+use hsa_core::sync::Ordering;
 use hsa_core::{Error, Result, Status};
 use loom::sync::{Arc, Condvar, Mutex};
-
-/// An `amd_signal_t` made of loom atomics (`amd_hsa_signal.h` offsets: kind 0, value 8,
-/// event_mailbox_ptr 16, event_id 24, start_ts 32, end_ts 40, queue_ptr 48).
-#[repr(C, align(64))]
-struct ModelSignal {
-    kind: AtomicI64,
-    value: AtomicI64,
-    event_mailbox_ptr: AtomicU64,
-    event_id: AtomicU64,
-    start_ts: AtomicU64,
-    end_ts: AtomicU64,
-    queue_ptr: AtomicU64,
-    reserved3: AtomicU64,
-}
-
-const _: () = assert!(size_of::<AtomicI64>() == 8 && size_of::<AtomicU64>() == 8);
-const _: () = assert!(size_of::<ModelSignal>() == size_of::<AmdSignal>());
-const _: () = assert!(core::mem::align_of::<ModelSignal>() == 64);
-const _: () = assert!(offset_of!(ModelSignal, kind) == offset_of!(AmdSignal, kind));
-const _: () = assert!(offset_of!(ModelSignal, value) == offset_of!(AmdSignal, value));
-const _: () =
-    assert!(offset_of!(ModelSignal, event_mailbox_ptr) == offset_of!(AmdSignal, event_mailbox_ptr));
-const _: () = assert!(offset_of!(ModelSignal, event_id) == offset_of!(AmdSignal, event_id));
-const _: () = assert!(offset_of!(ModelSignal, start_ts) == offset_of!(AmdSignal, start_ts));
-const _: () = assert!(offset_of!(ModelSignal, end_ts) == offset_of!(AmdSignal, end_ts));
-const _: () = assert!(offset_of!(ModelSignal, queue_ptr) == offset_of!(AmdSignal, queue_ptr));
-const _: () = assert!(offset_of!(ModelSignal, reserved3) == offset_of!(AmdSignal, reserved3));
-
-impl ModelSignal {
-    /// A user signal (no event mailbox) with `value`.
-    fn new(value: i64) -> ModelSignal {
-        ModelSignal {
-            kind: AtomicI64::new(AMD_SIGNAL_KIND_USER),
-            value: AtomicI64::new(value),
-            event_mailbox_ptr: AtomicU64::new(0),
-            event_id: AtomicU64::new(0),
-            start_ts: AtomicU64::new(0),
-            end_ts: AtomicU64::new(0),
-            queue_ptr: AtomicU64::new(0),
-            reserved3: AtomicU64::new(0),
-        }
-    }
-
-    /// The handle: the signal's address.
-    fn handle(&self) -> SignalHandle {
-        SignalHandle(self as *const ModelSignal as usize as u64)
-    }
-}
+use loom_model::{expect_deadlock, ModelSignal};
 
 /// A sticky wake event: set until a wait consumes it (as `Platform::wait_event` requires), or,
 /// with `sticky: false`, a bare condvar pulse that is lost when nobody is waiting.
@@ -143,10 +95,8 @@ impl ProcessorHost for Host {
             .iter()
             .find(|s| s.handle() == handle)
             .ok_or_else(|| Error::new(Status::InvalidSignal, "unknown signal handle"))?;
-        // SAFETY: a live ModelSignal (kept alive by `signals` for the whole model run), 64-byte
-        // aligned, laid out as amd_signal_t with a loom atomic on every 8-byte field, accessed
-        // only through those atomics.
-        Ok(unsafe { RawSignal::from_ptr(NonNull::from(&**s).cast::<AmdSignal>()) })
+        // SAFETY: `signals` keeps the ModelSignal alive for the whole model run.
+        Ok(unsafe { s.raw() })
     }
     fn write_mailbox(&self, _: GpuVa, _: u32) -> Result<()> {
         Err(Error::new(Status::InvalidSignal, "no mailboxes"))
@@ -178,8 +128,10 @@ fn run(
 ) {
     let storage = Arc::new(ModelRing::new(2));
     let ring = storage.ring();
-    let dep_signals: Vec<_> = (0..deps).map(|_| Arc::new(ModelSignal::new(1))).collect();
-    let completion = Arc::new(ModelSignal::new(1));
+    let dep_signals: Vec<_> = (0..deps)
+        .map(|_| Arc::new(ModelSignal::new(1, 0)))
+        .collect();
+    let completion = Arc::new(ModelSignal::new(1, 0));
     let handles: Vec<_> = dep_signals.iter().map(|s| s.handle()).collect();
     publish(&ring, &packet_of(&handles, completion.handle()));
     let wake = Arc::new(WakeEvent::new(sticky));
@@ -280,19 +232,5 @@ fn pulse_event_model() {
 /// report and a failed exit.
 #[test]
 fn pulse_event_loses_the_wakeup() {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "pulse_event_model",
-            "--test-threads",
-            "1",
-            "--nocapture",
-        ])
-        .env(NEGATIVE_ENV, "1")
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap();
-    let output = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the pulse model passed: {output}");
-    assert!(output.contains("deadlock"), "no deadlock report: {output}");
+    expect_deadlock("pulse_event_model", NEGATIVE_ENV);
 }

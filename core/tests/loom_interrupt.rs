@@ -15,10 +15,8 @@
 #![cfg(loom)]
 #![allow(unsafe_code)]
 
-use core::mem::{offset_of, size_of};
-use core::ptr::NonNull;
+mod loom_model;
 
-use hsa_core::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_USER};
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet::{BarrierAnd, HeaderFlags};
 use hsa_core::platform::*;
@@ -28,49 +26,16 @@ use hsa_core::processor::{
 use hsa_core::queue::ring::ModelRing;
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::signal::{wait_value, LoadOrder, SignalCondition, WaitState};
-use hsa_core::sync::{AtomicI64, AtomicU64, Ordering};
+use hsa_core::sync::{AtomicU64, Ordering};
 use hsa_core::{Error, EventId, GpuVa, NodeId, QueueId, Result, Status};
 use loom::sync::{Arc, Condvar, Mutex};
+use loom_model::{expect_deadlock, ModelSignal};
 
 /// The event id of the model's one interrupt event.
 const EVENT: u32 = 7;
 
 /// A mailbox slot nobody has written (`UNSIGNALED_EVENT_SLOT` in `kfd_events.c`).
 const UNSIGNALED: u64 = u64::MAX;
-
-/// An `amd_signal_t` made of loom atomics (`amd_hsa_signal.h` offsets: kind 0, value 8,
-/// event_mailbox_ptr 16, event_id 24, start_ts 32, end_ts 40, queue_ptr 48).
-#[repr(C, align(64))]
-struct ModelSignal {
-    kind: AtomicI64,
-    value: AtomicI64,
-    event_mailbox_ptr: AtomicU64,
-    event_id: AtomicU64,
-    start_ts: AtomicU64,
-    end_ts: AtomicU64,
-    queue_ptr: AtomicU64,
-    reserved3: AtomicU64,
-}
-
-const _: () = assert!(size_of::<AtomicI64>() == 8 && size_of::<AtomicU64>() == 8);
-const _: () = assert!(size_of::<ModelSignal>() == size_of::<AmdSignal>());
-const _: () = assert!(core::mem::align_of::<ModelSignal>() == 64);
-const _: () = assert!(offset_of!(ModelSignal, kind) == offset_of!(AmdSignal, kind));
-const _: () = assert!(offset_of!(ModelSignal, value) == offset_of!(AmdSignal, value));
-const _: () =
-    assert!(offset_of!(ModelSignal, event_mailbox_ptr) == offset_of!(AmdSignal, event_mailbox_ptr));
-const _: () = assert!(offset_of!(ModelSignal, event_id) == offset_of!(AmdSignal, event_id));
-const _: () = assert!(offset_of!(ModelSignal, start_ts) == offset_of!(AmdSignal, start_ts));
-const _: () = assert!(offset_of!(ModelSignal, end_ts) == offset_of!(AmdSignal, end_ts));
-const _: () = assert!(offset_of!(ModelSignal, queue_ptr) == offset_of!(AmdSignal, queue_ptr));
-const _: () = assert!(offset_of!(ModelSignal, reserved3) == offset_of!(AmdSignal, reserved3));
-
-impl ModelSignal {
-    /// The handle: the signal's address.
-    fn handle(&self) -> SignalHandle {
-        SignalHandle(self as *const ModelSignal as usize as u64)
-    }
-}
 
 /// The model platform and processor host: one interrupt signal, its mailbox slot and event.
 struct Model {
@@ -89,16 +54,7 @@ impl Model {
     /// An interrupt signal with `value`, whose mailbox and event are the model's.
     fn new(value: i64) -> Arc<Model> {
         let model = Arc::new(Model {
-            signal: ModelSignal {
-                kind: AtomicI64::new(AMD_SIGNAL_KIND_USER),
-                value: AtomicI64::new(value),
-                event_mailbox_ptr: AtomicU64::new(0),
-                event_id: AtomicU64::new(u64::from(EVENT)),
-                start_ts: AtomicU64::new(0),
-                end_ts: AtomicU64::new(0),
-                queue_ptr: AtomicU64::new(0),
-                reserved3: AtomicU64::new(0),
-            },
+            signal: ModelSignal::new(value, u64::from(EVENT)),
             mailbox: AtomicU64::new(UNSIGNALED),
             signaled: Mutex::new(false),
             cv: Condvar::new(),
@@ -222,10 +178,8 @@ impl ProcessorHost for Model {
         if handle != self.signal.handle() {
             return Err(Error::new(Status::InvalidSignal, "unknown signal handle"));
         }
-        // SAFETY: a live ModelSignal (kept alive by the model's Arc for the whole run), 64-byte
-        // aligned, laid out as amd_signal_t with a loom atomic on every 8-byte field, accessed
-        // only through those atomics.
-        Ok(unsafe { RawSignal::from_ptr(NonNull::from(&self.signal).cast::<AmdSignal>()) })
+        // SAFETY: the model's Arc keeps its ModelSignal alive for the whole run.
+        Ok(unsafe { self.signal.raw() })
     }
     fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<()> {
         if mailbox.0 != self.mailbox_address() {
@@ -350,19 +304,5 @@ fn reversed_order_model() {
 /// deadlock report and a failed exit.
 #[test]
 fn event_before_store_loses_the_wakeup() {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "reversed_order_model",
-            "--test-threads",
-            "1",
-            "--nocapture",
-        ])
-        .env(NEGATIVE_ENV, "1")
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap();
-    let output = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the reversed model passed: {output}");
-    assert!(output.contains("deadlock"), "no deadlock report: {output}");
+    expect_deadlock("reversed_order_model", NEGATIVE_ENV);
 }
