@@ -182,34 +182,10 @@ fn catalogue() -> Vec<Row> {
         row("barrier-value with null signal", Status::InvalidPacketFormat, "signal is null (0x0)", || parse(dispatch_bytes(|b| { *b = [0; 64]; put_u16(b, 0, 2 << 9 | 2 << 11); b[2] = 2; }))),
         row("short packet buffer", Status::InvalidArgument, "AQL packet buffer is 63 bytes; must be 64", || AqlPacket::new_checked(&[0u8; 63][..]).map(|_| ())),
         row("builder: dispatch with grid 0", Status::InvalidArgument, "grid_size_x is 0; must be >= 1", || {
-            KernelDispatch {
-                flags: HeaderFlags::SYSTEM,
-                dimensions: 1,
-                workgroup_size: [1, 1, 1],
-                grid_size: [0, 1, 1],
-                private_segment_size_bytes: 0,
-                group_segment_size_bytes: 0,
-                kernel_object: GpuVa(0x1000),
-                kernarg_address: GpuVa(0x2000),
-                completion_signal: hsa_core::abi::SignalHandle::NULL,
-            }
-            .emit()
-            .map(|_| ())
+            KernelDispatch::one_dimensional(GpuVa(0x1000), GpuVa(0x2000), 1, 0).emit().map(|_| ())
         }),
         row("builder: dispatch with null kernarg", Status::InvalidArgument, "kernarg_address is null", || {
-            KernelDispatch {
-                flags: HeaderFlags::SYSTEM,
-                dimensions: 1,
-                workgroup_size: [1, 1, 1],
-                grid_size: [1, 1, 1],
-                private_segment_size_bytes: 0,
-                group_segment_size_bytes: 0,
-                kernel_object: GpuVa(0x1000),
-                kernarg_address: GpuVa(0),
-                completion_signal: hsa_core::abi::SignalHandle::NULL,
-            }
-            .emit()
-            .map(|_| ())
+            KernelDispatch::one_dimensional(GpuVa(0x1000), GpuVa(0), 1, 1).emit().map(|_| ())
         }),
         // Memory.
         row("allocate 0 bytes", Status::InvalidArgument, "size_bytes is 0; must be at least 1", || {
