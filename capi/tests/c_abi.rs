@@ -190,22 +190,8 @@ fn c_vector_copy_runs_on_the_emulated_device() {
     if !have_headers() {
         return;
     }
-    let libdir = common::library_dir("vector_copy");
-    let exe = libdir.join("vector_copy");
+    let (libdir, exe) = build_c_program("vector_copy");
     let crate_dir = common::crate_dir();
-    gcc(&[
-        "-std=gnu11",
-        "-Wall",
-        "-Werror",
-        "-I",
-        crate_dir.join("include").to_str().unwrap(),
-        "-o",
-        exe.to_str().unwrap(),
-        crate_dir.join("c/vector_copy.c").to_str().unwrap(),
-        "-L",
-        libdir.to_str().unwrap(),
-        "-l:libhsa-runtime64.so.1",
-    ]);
     let code_object = crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco");
     let run = |mode: &str, emulation: &str| {
         Command::new(&exe)
@@ -270,16 +256,11 @@ fn c_vector_copy_runs_on_the_emulated_device() {
     );
 }
 
-/// `c/api_check.c`: every signal operation and wait, wait-any, signal groups, soft and AQL
-/// queue indices, regions, `hsa_memory_*`, `hsa_amd_pointer_info`, symbol iteration and info,
-/// and the error statuses of bad handles and arguments, with values checked in C.
-#[test]
-fn c_api_check_passes() {
-    if !have_headers() {
-        return;
-    }
-    let libdir = common::library_dir("api_check");
-    let exe = libdir.join("api_check");
+/// Compiles `c/<name>.c` with gcc against the headers, linked against the library as
+/// `libhsa-runtime64.so.1`; returns the directory holding both and the executable.
+fn build_c_program(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let libdir = common::library_dir(name);
+    let exe = libdir.join(name);
     let crate_dir = common::crate_dir();
     gcc(&[
         "-std=gnu11",
@@ -289,11 +270,24 @@ fn c_api_check_passes() {
         crate_dir.join("include").to_str().unwrap(),
         "-o",
         exe.to_str().unwrap(),
-        crate_dir.join("c/api_check.c").to_str().unwrap(),
+        crate_dir.join(format!("c/{name}.c")).to_str().unwrap(),
         "-L",
         libdir.to_str().unwrap(),
         "-l:libhsa-runtime64.so.1",
     ]);
+    (libdir, exe)
+}
+
+/// `c/api_check.c`: every signal operation and wait, wait-any, signal groups, soft and AQL
+/// queue indices, regions, `hsa_memory_*`, `hsa_amd_pointer_info`, symbol iteration and info,
+/// and the error statuses of bad handles and arguments, with values checked in C.
+#[test]
+fn c_api_check_passes() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("api_check");
+    let crate_dir = common::crate_dir();
     let out = Command::new(&exe)
         .arg(crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
         .env("LD_LIBRARY_PATH", &libdir)
