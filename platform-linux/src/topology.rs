@@ -32,9 +32,10 @@
 // hsa_core::Error carries its message inline (no allocator in core) by design, so it is large.
 #![allow(clippy::result_large_err)]
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::ffi::OsString;
 use std::fs;
-use std::io::Read;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use hsa_core::platform::{Cache, HeapType, IoLink, MemoryBank, NodeProperties};
@@ -315,11 +316,20 @@ impl Topology {
     /// more than [`MAX_NODES`] nodes or [`MAX_ENTRIES`] entries under one directory; any file
     /// fails to parse (see [`parse_properties`], [`Properties::u64`]).
     pub fn read(root: &Path) -> Result<Topology, Error> {
-        let generation_id = match read_optional(&root.join("generation_id"))? {
+        Topology::read_from(&Filesystem, root)
+    }
+
+    /// Reads a topology root from `tree` (the file system, or a [`MemoryTree`] built in
+    /// memory); [`Topology::read`] is this over [`Filesystem`].
+    ///
+    /// # Errors
+    /// As [`Topology::read`]; errors of `tree` are reported with the path that failed.
+    pub fn read_from(tree: &dyn SysfsTree, root: &Path) -> Result<Topology, Error> {
+        let generation_id = match read_optional(tree, &root.join("generation_id"))? {
             Some(text) => Some(parse_single_number(&text, &root.join("generation_id"))?),
             None => None,
         };
-        let system = match read_optional(&root.join("system_properties"))? {
+        let system = match read_optional(tree, &root.join("system_properties"))? {
             Some(text) => {
                 let path = root.join("system_properties");
                 let p = Properties::parse(&text, &path.display().to_string())?;
@@ -332,10 +342,10 @@ impl Topology {
             None => SystemProperties::default(),
         };
         let nodes_dir = root.join("nodes");
-        let ids = numbered_entries(&nodes_dir, MAX_NODES, true)?;
+        let ids = numbered_entries(tree, &nodes_dir, MAX_NODES, true)?;
         let mut nodes = Vec::with_capacity(ids.len());
         for (id, dir) in ids {
-            nodes.push(read_node(id, &dir)?);
+            nodes.push(read_node(tree, id, &dir)?);
         }
         Ok(Topology {
             generation_id,
@@ -375,14 +385,164 @@ impl Topology {
     }
 }
 
+/// The file-system operations [`Topology::read_from`] needs: reading a small file and listing
+/// a directory. [`Filesystem`] is the real one; [`MemoryTree`] holds a tree in memory (tests,
+/// fuzzing, and embedders that receive a topology as data rather than as files).
+pub trait SysfsTree {
+    /// At most `limit` bytes of the file at `path` (a longer file may be returned cut at
+    /// `limit`, or whole; the reader rejects anything above [`MAX_FILE_BYTES`]).
+    ///
+    /// # Errors
+    /// An [`io::Error`] of kind [`io::ErrorKind::NotFound`] when nothing is at `path`; any
+    /// other error when `path` is a directory or cannot be read.
+    fn read_file(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>>;
+
+    /// The names of the entries directly inside the directory `dir`, in any order.
+    ///
+    /// # Errors
+    /// An [`io::Error`] of kind [`io::ErrorKind::NotFound`] when nothing is at `dir`; any
+    /// other error when `dir` is not a directory or cannot be listed.
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>>;
+}
+
+/// The real file system ([`std::fs`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Filesystem;
+
+impl SysfsTree for Filesystem {
+    fn read_file(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        fs::File::open(path)?
+            .take(limit as u64)
+            .read_to_end(&mut buf)?;
+        Ok(buf)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        fs::read_dir(dir)?
+            .map(|entry| entry.map(|e| e.file_name()))
+            .collect()
+    }
+}
+
+/// A sysfs tree held in memory: files by path, with every ancestor directory of a file (and
+/// any directory added with [`MemoryTree::add_dir`]) present. Paths are compared as given, so
+/// build them from the same root that is passed to [`Topology::read_from`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemoryTree {
+    files: BTreeMap<PathBuf, Vec<u8>>,
+    dirs: BTreeSet<PathBuf>,
+}
+
+impl MemoryTree {
+    /// An empty tree (no directories, so reading any root fails with "cannot list").
+    pub fn new() -> MemoryTree {
+        MemoryTree::default()
+    }
+
+    /// Adds the directory `dir` and its ancestors.
+    pub fn add_dir(&mut self, dir: impl AsRef<Path>) {
+        for a in dir.as_ref().ancestors() {
+            if a.as_os_str().is_empty() || !self.dirs.insert(a.to_path_buf()) {
+                break;
+            }
+        }
+    }
+
+    /// Adds (or replaces) the file at `path` with `bytes`, and its parent directories.
+    pub fn add_file(&mut self, path: impl AsRef<Path>, bytes: impl Into<Vec<u8>>) {
+        let path = path.as_ref();
+        if let Some(parent) = path.parent() {
+            self.add_dir(parent);
+        }
+        self.files.insert(path.to_path_buf(), bytes.into());
+    }
+
+    /// Copies every regular file under `root` on the file system into a new tree, under the
+    /// same paths (symbolic links are not followed).
+    ///
+    /// # Errors
+    /// [`Status::Error`] naming the path that could not be listed or read.
+    pub fn capture(root: &Path) -> Result<MemoryTree, Error> {
+        let mut tree = MemoryTree::new();
+        tree.add_dir(root);
+        let mut pending = vec![root.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            let rd = fs::read_dir(&dir)
+                .map_err(|e| error!(Status::Error, "{}: cannot list: {e}", dir.display()))?;
+            for entry in rd {
+                let entry = entry
+                    .map_err(|e| error!(Status::Error, "{}: cannot list: {e}", dir.display()))?;
+                let path = entry.path();
+                let kind = entry
+                    .file_type()
+                    .map_err(|e| error!(Status::Error, "{}: cannot stat: {e}", path.display()))?;
+                if kind.is_dir() {
+                    tree.add_dir(&path);
+                    pending.push(path);
+                } else if kind.is_file() {
+                    let bytes = fs::read(&path).map_err(|e| {
+                        error!(Status::Error, "{}: cannot read: {e}", path.display())
+                    })?;
+                    tree.add_file(path, bytes);
+                }
+            }
+        }
+        Ok(tree)
+    }
+}
+
+impl SysfsTree for MemoryTree {
+    fn read_file(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+        match self.files.get(path) {
+            Some(bytes) => Ok(bytes[..bytes.len().min(limit)].to_vec()),
+            None if self.dirs.contains(path) => Err(io::Error::other("is a directory")),
+            None => Err(io::ErrorKind::NotFound.into()),
+        }
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<OsString>> {
+        if !self.dirs.contains(dir) {
+            return Err(if self.files.contains_key(dir) {
+                io::Error::other("not a directory")
+            } else {
+                io::ErrorKind::NotFound.into()
+            });
+        }
+        // Path order is by components, so everything under `dir` follows it contiguously.
+        let under = |p: &&PathBuf| p.starts_with(dir);
+        let subdirs = self.dirs.range(dir.to_path_buf()..).take_while(under);
+        let files = self.files.range(dir.to_path_buf()..).map(|(p, _)| p);
+        let files = files.take_while(under);
+        let children = subdirs
+            .chain(files)
+            .filter(|p| p.parent() == Some(dir))
+            .filter_map(|p| p.file_name().map(|n| n.to_os_string()));
+        Ok(children.collect())
+    }
+}
+
 /// Reads a file of at most [`MAX_FILE_BYTES`] as UTF-8.
-fn read_capped(path: &Path) -> Result<String, Error> {
-    let file = fs::File::open(path)
-        .map_err(|e| error!(Status::Error, "{}: cannot open: {e}", path.display()))?;
-    let mut buf = Vec::new();
-    file.take(MAX_FILE_BYTES as u64 + 1)
-        .read_to_end(&mut buf)
-        .map_err(|e| error!(Status::Error, "{}: cannot read: {e}", path.display()))?;
+fn read_capped(tree: &dyn SysfsTree, path: &Path) -> Result<String, Error> {
+    read_optional(tree, path)?.ok_or_else(|| {
+        let e = io::Error::from(io::ErrorKind::NotFound);
+        error!(Status::Error, "{}: cannot open: {e}", path.display())
+    })
+}
+
+/// Like [`read_capped`] but `None` when the file does not exist.
+fn read_optional(tree: &dyn SysfsTree, path: &Path) -> Result<Option<String>, Error> {
+    let buf = match tree.read_file(path, MAX_FILE_BYTES + 1) {
+        Ok(buf) => buf,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(error!(
+                Status::Error,
+                "{}: cannot read: {e}",
+                path.display()
+            ))
+        }
+    };
     if buf.len() > MAX_FILE_BYTES {
         return Err(error!(
             Status::Error,
@@ -390,7 +550,7 @@ fn read_capped(path: &Path) -> Result<String, Error> {
             path.display()
         ));
     }
-    String::from_utf8(buf).map_err(|e| {
+    String::from_utf8(buf).map(Some).map_err(|e| {
         error!(
             Status::Error,
             "{}: not UTF-8 at byte {}",
@@ -398,14 +558,6 @@ fn read_capped(path: &Path) -> Result<String, Error> {
             e.utf8_error().valid_up_to()
         )
     })
-}
-
-/// Like [`read_capped`] but `None` when the file does not exist.
-fn read_optional(path: &Path) -> Result<Option<String>, Error> {
-    match fs::metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        _ => read_capped(path).map(Some),
-    }
 }
 
 /// A file holding one decimal number (`generation_id`, `gpu_id`).
@@ -431,17 +583,19 @@ fn parse_single_number(text: &str, path: &Path) -> Result<u64, Error> {
 
 /// The numerically named subdirectories of `dir`, sorted by number. Other names are skipped.
 /// A missing `dir` is an error when `required`, else empty.
-fn numbered_entries(dir: &Path, cap: usize, required: bool) -> Result<Vec<(u32, PathBuf)>, Error> {
-    let rd = match fs::read_dir(dir) {
-        Ok(rd) => rd,
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+fn numbered_entries(
+    tree: &dyn SysfsTree,
+    dir: &Path,
+    cap: usize,
+    required: bool,
+) -> Result<Vec<(u32, PathBuf)>, Error> {
+    let names = match tree.list_dir(dir) {
+        Ok(names) => names,
+        Err(e) if !required && e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(error!(Status::Error, "{}: cannot list: {e}", dir.display())),
     };
     let mut out = Vec::new();
-    for entry in rd {
-        let entry =
-            entry.map_err(|e| error!(Status::Error, "{}: cannot list: {e}", dir.display()))?;
-        let name = entry.file_name();
+    for name in names {
         let Some(n) = name
             .to_str()
             .filter(|s| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
@@ -456,7 +610,7 @@ fn numbered_entries(dir: &Path, cap: usize, required: bool) -> Result<Vec<(u32, 
                 dir.display()
             ));
         }
-        out.push((n, entry.path()));
+        out.push((n, dir.join(&name)));
     }
     out.sort_by_key(|(n, _)| *n);
     Ok(out)
@@ -475,9 +629,9 @@ macro_rules! set_name {
     }};
 }
 
-fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
+fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, Error> {
     let path = dir.join("properties");
-    let text = read_capped(&path)?;
+    let text = read_capped(tree, &path)?;
     let p = Properties::parse(&text, &path.display().to_string())?;
     let mut props = NodeProperties {
         node_id: id,
@@ -533,7 +687,7 @@ fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
         props.num_xcc = 1;
     }
     let gpu_id_path = dir.join("gpu_id");
-    if let Some(text) = read_optional(&gpu_id_path)? {
+    if let Some(text) = read_optional(tree, &gpu_id_path)? {
         let v = parse_single_number(&text, &gpu_id_path)?;
         props.gpu_id = u32::try_from(v).map_err(|_| {
             error!(
@@ -543,7 +697,7 @@ fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
             )
         })?;
     }
-    let name = read_optional(&dir.join("name"))?.unwrap_or_default();
+    let name = read_optional(tree, &dir.join("name"))?.unwrap_or_default();
     let name = name.trim();
     set_name!(props.name, name);
     if is_gpu {
@@ -555,9 +709,9 @@ fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
     }
 
     let mut memory_banks = Vec::new();
-    for (_, d) in numbered_entries(&dir.join("mem_banks"), MAX_ENTRIES, false)? {
+    for (_, d) in numbered_entries(tree, &dir.join("mem_banks"), MAX_ENTRIES, false)? {
         let path = d.join("properties");
-        let text = read_capped(&path)?;
+        let text = read_capped(tree, &path)?;
         let q = Properties::parse(&text, &path.display().to_string())?;
         memory_banks.push(MemoryBank {
             heap_type: HeapType::from_raw(q.u32_or_0("heap_type")?),
@@ -568,9 +722,9 @@ fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
         });
     }
     let mut caches = Vec::new();
-    for (_, d) in numbered_entries(&dir.join("caches"), MAX_ENTRIES, false)? {
+    for (_, d) in numbered_entries(tree, &dir.join("caches"), MAX_ENTRIES, false)? {
         let path = d.join("properties");
-        let text = read_capped(&path)?;
+        let text = read_capped(tree, &path)?;
         let q = Properties::parse(&text, &path.display().to_string())?;
         caches.push(Cache {
             processor_id_low: q.u32_or_0("processor_id_low")?,
@@ -582,9 +736,9 @@ fn read_node(id: u32, dir: &Path) -> Result<TopologyNode, Error> {
     }
     let mut io_links = Vec::new();
     for (sub, p2p) in [("io_links", false), ("p2p_links", true)] {
-        for (_, d) in numbered_entries(&dir.join(sub), MAX_ENTRIES, false)? {
+        for (_, d) in numbered_entries(tree, &dir.join(sub), MAX_ENTRIES, false)? {
             let path = d.join("properties");
-            let text = read_capped(&path)?;
+            let text = read_capped(tree, &path)?;
             let q = Properties::parse(&text, &path.display().to_string())?;
             io_links.push(IoLink {
                 link_type: q.u32_or_0("type")?,

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use hsa_core::platform::{DeviceType, HeapType};
 use hsa_core::Status;
-use hsa_linux::topology::{parse_properties, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES};
+use hsa_linux::topology::{
+    parse_properties, MemoryTree, SysfsTree, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES,
+};
 
 /// `$HSA_RT_SHARED/testdata/kfd-topology/<case>/topology`, else `<workspace>/../shared/...`;
 /// `None` (and a printed note) when absent.
@@ -379,6 +381,75 @@ fn missing_pieces() {
         e.detail()
     );
     fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn memory_tree_reads_every_dump_as_the_file_system_does() {
+    for case in [
+        "mi210-8gpu-xgmi-pcie-topology",
+        "mi25-gfx900-2018-topology",
+        "mi300x-cpx-64part-topology",
+        "mi308x-cpx-topology",
+    ] {
+        let Some(root) = dump(case) else { continue };
+        let on_disk = Topology::read(&root).unwrap();
+        let tree = MemoryTree::capture(&root).unwrap();
+        let in_memory = Topology::read_from(&tree, &root).unwrap();
+        assert!(!in_memory.nodes.is_empty(), "{case}");
+        assert_eq!(in_memory, on_disk, "{case}");
+    }
+}
+
+#[test]
+fn memory_tree_errors_match_the_file_system() {
+    let mut tree = MemoryTree::new();
+    let root = Path::new("/t");
+    let e = Topology::read_from(&tree, root).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert!(
+        e.detail().starts_with("/t/nodes: cannot list"),
+        "{}",
+        e.detail()
+    );
+    tree.add_dir("/t/nodes/0");
+    let e = Topology::read_from(&tree, root).unwrap_err();
+    assert!(
+        e.detail().starts_with("/t/nodes/0/properties: cannot open"),
+        "{}",
+        e.detail()
+    );
+    // `properties` is a directory: an error, not "missing".
+    tree.add_dir("/t/nodes/0/properties");
+    let e = Topology::read_from(&tree, root).unwrap_err();
+    assert!(
+        e.detail().starts_with("/t/nodes/0/properties: cannot read"),
+        "{}",
+        e.detail()
+    );
+    let mut tree = MemoryTree::new();
+    tree.add_file("/t/nodes/1/properties", "simd_count 4\nsimd_per_cu 4\n");
+    tree.add_file("/t/nodes/0/properties", "cpu_cores_count 8\n");
+    tree.add_file("/t/nodes/0/io_links/0/properties", "type 2\nnode_to 1\n");
+    tree.add_file("/t/nodes/0/caches/3/properties", "level 2\n");
+    tree.add_file("/t/nodes/0/caches/10/properties", "level 3\n");
+    tree.add_dir("/t/nodes/0/caches/stray");
+    tree.add_file("/t/nodes10/0/properties", "simd_count 1\n");
+    tree.add_file("/t/generation_id", "7\n");
+    let mut names = tree.list_dir(Path::new("/t/nodes/0")).unwrap();
+    names.sort();
+    assert_eq!(names, ["caches", "io_links", "properties"]);
+    let t = Topology::read_from(&tree, root).unwrap();
+    assert_eq!(t.generation_id, Some(7));
+    assert_eq!((t.cpu_count(), t.gpu_count()), (1, 1));
+    let levels: Vec<u32> = t.nodes[0].caches.iter().map(|c| c.level).collect();
+    assert_eq!(levels, [2, 3]);
+    assert_eq!(t.nodes[0].io_links[0].node_to, 1);
+    tree.add_file("/t/nodes/1/gpu_id", vec![b'1'; MAX_FILE_BYTES + 1]);
+    let e = Topology::read_from(&tree, root).unwrap_err();
+    assert_eq!(
+        e.detail(),
+        format!("/t/nodes/1/gpu_id: file larger than {MAX_FILE_BYTES} bytes")
+    );
 }
 
 #[test]

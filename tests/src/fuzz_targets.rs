@@ -7,7 +7,7 @@
 //! Besides "no panic", each target checks a property the parser documents (round trips,
 //! error statuses), so a wrong answer is a failure too.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::OnceLock;
 
 use hsa_baremetal::ih::IhEntry;
@@ -19,7 +19,7 @@ use hsa_core::Status;
 use hsa_linux::emulated::{builtin_topology, complete_capture, EmulatedKfd, BUILTIN_GPU_ID};
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::KfdDriver;
-use hsa_linux::topology::{parse_properties, Properties, Topology};
+use hsa_linux::topology::{MemoryTree, Properties, Topology};
 
 /// A fuzz target's body: takes arbitrary bytes, fails only by panicking.
 pub type Harness = fn(&[u8]);
@@ -79,9 +79,9 @@ pub fn code_object(data: &[u8]) {
 }
 
 /// Topology parser, pure part and tree: the bytes are split at NUL bytes into chunks; each
-/// chunk goes through [`parse_properties`] and the typed [`Properties`] lookups, and the
-/// chunks also become files of a sysfs tree (see [`write_topology_tree`]) that
-/// [`Topology::read`] walks. An accepted topology is then completed as the emulated device
+/// chunk goes through [`Properties::parse`] (so [`hsa_linux::topology::parse_properties`]) and its typed lookups, and the
+/// chunks also become files of an in-memory sysfs tree (see [`topology_tree`]) that
+/// [`Topology::read_from`] walks. An accepted topology is then completed as the emulated device
 /// completes captures.
 ///
 /// Property: every error is `Status::Error` and names a file.
@@ -90,34 +90,27 @@ pub fn topology(data: &[u8]) {
         let Ok(text) = std::str::from_utf8(chunk) else {
             continue;
         };
-        if let Ok(props) = parse_properties(text, "fuzz") {
-            for p in &props {
-                assert!(!p.key.is_empty() && !p.value.is_empty() && p.line >= 1);
+        match Properties::parse(text, "fuzz") {
+            Ok(p) => {
+                for e in p.entries() {
+                    assert!(!e.key.is_empty() && !e.value.is_empty() && e.line >= 1);
+                }
+                for key in ["simd_count", "gpu_id", "size_in_bytes", "x"] {
+                    let _ = p.get(key);
+                    let _ = p.u64(key);
+                    let _ = p.u32_or_0(key);
+                    let _ = p.i32_or_0(key);
+                }
             }
-        } else if let Err(e) = parse_properties(text, "fuzz") {
-            assert_eq!(e.status(), Status::Error);
-            assert!(e.detail().starts_with("fuzz:"), "{e}");
-        }
-        if let Ok(p) = Properties::parse(text, "fuzz") {
-            for key in [
-                "simd_count",
-                "gpu_id",
-                "size_in_bytes",
-                "cpu_cores_count",
-                "x",
-            ] {
-                let _ = p.get(key);
-                let _ = p.u64(key);
-                let _ = p.u32_or_0(key);
-                let _ = p.i32_or_0(key);
-                let _ = p.u64_or_0(key);
+            Err(e) => {
+                assert_eq!(e.status(), Status::Error);
+                assert!(e.detail().starts_with("fuzz:"), "{e}");
             }
         }
     }
-    let root = fuzz_dir().join(format!("topology-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    write_topology_tree(&root, data);
-    match Topology::read(&root) {
+    let root = Path::new("/fuzz/topology");
+    let tree = topology_tree(root, data);
+    match Topology::read_from(&tree, root) {
         Ok(mut t) => {
             let _ = (t.gpu_count(), t.cpu_count(), t.xgmi_hives());
             for n in &t.nodes {
@@ -127,43 +120,36 @@ pub fn topology(data: &[u8]) {
         }
         Err(e) => {
             assert_eq!(e.status(), Status::Error, "{e}");
-            assert!(e.detail().contains(root.to_str().unwrap_or("")), "{e}");
+            assert!(e.detail().starts_with("/fuzz/topology"), "{e}");
         }
     }
-    let _ = std::fs::remove_dir_all(&root);
 }
 
-/// Where the topology target builds its trees: `/dev/shm` when it exists (tmpfs: a disk
-/// backed temporary directory made the target ~30 executions per second), else the
-/// temporary directory.
-fn fuzz_dir() -> PathBuf {
-    let shm = Path::new("/dev/shm");
-    let base = if shm.is_dir() {
-        shm.to_path_buf()
-    } else {
-        std::env::temp_dir()
-    };
-    base.join("hsa-rt-fuzz")
-}
-
-/// Builds a sysfs topology tree under `root` from fuzz bytes. Chunks (split at NUL):
-/// chunk 0 is `generation_id`, chunk 1 `system_properties`; every later chunk starts with a
-/// selector byte `s` and the rest is the file's content: node `s & 3`, file by `(s >> 2) & 7`:
-/// 0 `properties`, 1 `name`, 2 `gpu_id`, 3 `mem_banks/<k>/properties`, 4
-/// `caches/<k>/properties`, 5 `io_links/<k>/properties`, 6 `p2p_links/<k>/properties`, 7 a
-/// stray directory `nodes/x<k>` (not a number); `k = s >> 5`. Every node directory named by
-/// any chunk exists (possibly without `properties`).
-pub fn write_topology_tree(root: &Path, data: &[u8]) {
+/// Builds a sysfs topology tree under `root`, in memory, from fuzz bytes. Chunks (split at
+/// NUL): chunk 0 is `generation_id`, chunk 1 `system_properties` (each absent when its chunk
+/// is empty); every later chunk starts
+/// with a selector byte `b` and the rest is the file's content. With `s = b - 1` (wrapping;
+/// the minus one keeps selector 0, node 0's `properties`, from being a NUL): node `s & 3`,
+/// file by `(s >> 2) & 7`: 0 `properties`, 1 `name`, 2 `gpu_id`, 3
+/// `mem_banks/<k>/properties`, 4 `caches/<k>/properties`, 5 `io_links/<k>/properties`, 6
+/// `p2p_links/<k>/properties`, 7 a stray directory `nodes/x<k>` (not a number); `k = s >>
+/// 5`. At most 64 chunks are used. Every node directory named by any chunk exists (possibly
+/// without `properties`), and `nodes/` always does. [`topology_seed`] is the inverse for a
+/// real capture.
+pub fn topology_tree(root: &Path, data: &[u8]) -> MemoryTree {
+    let mut tree = MemoryTree::new();
     let nodes = root.join("nodes");
-    let _ = std::fs::create_dir_all(&nodes);
+    tree.add_dir(&nodes);
     for (i, chunk) in data.split(|&b| b == 0).enumerate().take(64) {
         let path = match i {
+            0 | 1 if chunk.is_empty() => continue,
             0 => root.join("generation_id"),
             1 => root.join("system_properties"),
             _ => {
-                let Some((&s, _)) = chunk.split_first() else {
+                let Some((&b, _)) = chunk.split_first() else {
                     continue;
                 };
+                let s = b.wrapping_sub(1);
                 let node = nodes.join(format!("{}", s & 3));
                 let k = s >> 5;
                 match (s >> 2) & 7 {
@@ -175,18 +161,66 @@ pub fn write_topology_tree(root: &Path, data: &[u8]) {
                     5 => node.join(format!("io_links/{k}/properties")),
                     6 => node.join(format!("p2p_links/{k}/properties")),
                     _ => {
-                        let _ = std::fs::create_dir_all(nodes.join(format!("x{k}")));
+                        tree.add_dir(nodes.join(format!("x{k}")));
                         continue;
                     }
                 }
             }
         };
         let content = if i < 2 { chunk } else { &chunk[1..] };
-        if let Some(parent) = path.parent() {
-            let _ = std::fs::create_dir_all(parent);
-        }
-        let _ = std::fs::write(&path, content);
+        tree.add_file(path, content);
     }
+    tree
+}
+
+/// Encodes the first four nodes of a topology root on disk (a captured dump) as
+/// [`topology_tree`] input: `generation_id`, `system_properties`, and per node
+/// `properties`, `name`, `gpu_id` and the first memory banks, caches, IO and P2P links, as
+/// many as fit in 64 chunks (node by node, so the first nodes are complete). Files holding a
+/// NUL byte are skipped. This makes the checked-in seeds in `fuzz/seeds/topology/`.
+///
+/// # Panics
+/// When a file under `root` that exists cannot be read (a test-data problem).
+pub fn topology_seed(root: &Path) -> Vec<u8> {
+    let read = |p: &Path| -> Vec<u8> {
+        match std::fs::read(p) {
+            Ok(b) if !b.contains(&0) => b,
+            Ok(_) => Vec::new(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => panic!("{}: {e}", p.display()),
+        }
+    };
+    let mut chunks: Vec<Vec<u8>> = vec![
+        read(&root.join("generation_id")),
+        read(&root.join("system_properties")),
+    ];
+    let add = |s: u8, path: &Path, chunks: &mut Vec<Vec<u8>>| {
+        if chunks.len() < 64 && path.is_file() {
+            let mut c = vec![s.wrapping_add(1)];
+            c.extend(read(path));
+            chunks.push(c);
+        }
+    };
+    for node in 0u8..4 {
+        let dir = root.join(format!("nodes/{node}"));
+        for (file, name) in [(0u8, "properties"), (1, "name"), (2, "gpu_id")] {
+            add(node | file << 2, &dir.join(name), &mut chunks);
+        }
+    }
+    for k in 0u8..8 {
+        for node in 0u8..4 {
+            let dir = root.join(format!("nodes/{node}"));
+            for (file, sub) in [(3u8, "mem_banks"), (5, "io_links"), (6, "p2p_links")] {
+                let path = dir.join(format!("{sub}/{k}/properties"));
+                add(node | file << 2 | k << 5, &path, &mut chunks);
+            }
+            if k < 2 {
+                let path = dir.join(format!("caches/{k}/properties"));
+                add(node | 4 << 2 | k << 5, &path, &mut chunks);
+            }
+        }
+    }
+    chunks.join(&0u8)
 }
 
 /// Packet view: the first 64 bytes (zero-padded) through [`AqlPacket::new_checked`] and

@@ -58,3 +58,53 @@ fn every_target_has_a_fuzz_binary() {
         );
     }
 }
+
+/// The topology seeds are [`topology_seed`] of the four captured dumps (checked when the
+/// shared test data is present; `HSA_RT_WRITE_SEEDS=1` rewrites them), and each builds a tree
+/// whose first nodes read back exactly as the dump's own.
+#[test]
+fn topology_seeds_encode_the_captured_dumps() {
+    use hsa_linux::topology::Topology;
+    use hsa_tests::fuzz_targets::{topology_seed, topology_tree};
+    let shared = std::env::var_os("HSA_RT_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let dir = fuzz_dir().join("seeds/topology");
+    let mut n = 0;
+    for case in [
+        "mi210-8gpu-xgmi-pcie-topology",
+        "mi25-gfx900-2018-topology",
+        "mi300x-cpx-64part-topology",
+        "mi308x-cpx-topology",
+    ] {
+        let seed_path = dir.join(case);
+        let dump = shared
+            .join("testdata/kfd-topology")
+            .join(case)
+            .join("topology");
+        if dump.is_dir() {
+            let fresh = topology_seed(&dump);
+            if std::env::var_os("HSA_RT_WRITE_SEEDS").is_some() {
+                std::fs::write(&seed_path, &fresh).unwrap();
+            }
+            let seed = std::fs::read(&seed_path).unwrap();
+            assert!(
+                seed == fresh,
+                "{case}: seed is stale (HSA_RT_WRITE_SEEDS=1)"
+            );
+            let root = std::path::Path::new("/seed");
+            let t = Topology::read_from(&topology_tree(root, &seed), root)
+                .unwrap_or_else(|e| panic!("{case}: {e}"));
+            let whole = Topology::read(&dump).unwrap();
+            assert_eq!(t.nodes.len(), whole.nodes.len().min(4), "{case}");
+            assert_eq!(t.generation_id, whole.generation_id, "{case}");
+            assert_eq!(t.system, whole.system, "{case}");
+            for (a, b) in t.nodes.iter().zip(&whole.nodes) {
+                assert_eq!(a.properties, b.properties, "{case}");
+            }
+            assert!(t.gpu_count() >= 1, "{case}");
+            n += 1;
+        }
+    }
+    assert!(n == 0 || n == 4, "{n} of the four dumps found");
+}

@@ -252,7 +252,7 @@ pub const NOMINAL_VRAM_BYTES: u64 = 16 << 30;
 ///   fine-grained memory exist (the runtime gives such nodes the same nominal size).
 ///
 /// - a GPU node without a frame-buffer bank gets one of its `local_mem_size`, or
-///   [`NOMINAL_VRAM_BYTES`] (16 GiB) when that is 0 too, so that queue buffers (EOP,
+///   16 GiB (`NOMINAL_VRAM_BYTES`) when that is 0 too, so that queue buffers (EOP,
 ///   context save area) and device-local pools exist.
 ///
 /// Idempotent: a completed topology is returned unchanged.
