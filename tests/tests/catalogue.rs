@@ -51,6 +51,17 @@ fn queue(size: u32, min: u32, max: u32) -> Outcome {
     q.destroy()
 }
 
+/// A full queue (nothing consumes it: the fake's processor is off) that was closed, then
+/// `reserve` on it: the wait for room must end with an error.
+fn reserve_on_closed_full_queue() -> Outcome {
+    let mut p = FakePlatform::new();
+    p.set_process_queues(false);
+    let q = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17))?;
+    q.add_write_index(64, hsa_core::signal::MemoryOrder::Relaxed);
+    q.close()?;
+    q.reserve(1).map(|_| ())
+}
+
 // ---- packets ------------------------------------------------------------------------------
 
 /// A valid 1-D kernel dispatch packet's bytes (header: type 2, system scopes), then `edit`.
@@ -155,6 +166,7 @@ fn catalogue() -> Vec<Row> {
         row("queue above the agent's max", Status::InvalidArgument, "exceeds the agent's max", || queue(1 << 18, 64, 1 << 17)),
         row("agent min not a power of two", Status::InvalidArgument, "min_size_packets 65 is not a power of two", || queue(128, 65, 1 << 17)),
         row("agent min above max", Status::InvalidArgument, "exceeds max_size_packets", || queue(128, 1 << 18, 1 << 17)),
+        row("reserve on a full, closed queue", Status::InvalidQueue, "was destroyed", reserve_on_closed_full_queue),
         // Packets (checked view, what the packet processor runs).
         row("the valid dispatch itself is accepted (control)", Status::Error, "control row", || {
             parse(dispatch_bytes(|_| {}))?;

@@ -1,6 +1,7 @@
 //! Queue errors and waits on the emulated device: a malformed packet stops its queue and is
 //! reported once through the queue's callback, while other queues keep running; signal waits
-//! with timeouts return on time when nothing comes.
+//! with timeouts return on time when nothing comes; a closed or failed queue ends the waits of
+//! the threads using it with an error instead of leaving them blocked.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
@@ -212,4 +213,160 @@ fn malformed_packet_sets_the_inactive_signal_on_the_fake_platform() {
     let e = p.queue_error(q.hw_id()).expect("error recorded");
     assert_eq!(e.status(), Status::InvalidPacketFormat);
     q.destroy().unwrap();
+}
+
+/// Runs `f` on a scoped thread and returns what it returned, or ends the whole test process
+/// when it has not returned within 10 s of `release` (a waiter the queue failed to wake would
+/// otherwise hang the scope's join forever).
+fn returns_after<'s, T: Send + 's>(
+    scope: &'s std::thread::Scope<'s, '_>,
+    what: &'static str,
+    f: impl FnOnce() -> T + Send + 's,
+) -> impl FnOnce() -> T + 's {
+    let (tx, rx) = std::sync::mpsc::channel();
+    scope.spawn(move || {
+        let _ = tx.send(f());
+    });
+    move || match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(v) => v,
+        Err(_) => {
+            eprintln!("{what}: still blocked 10 s after the queue stopped");
+            std::process::exit(1);
+        }
+    }
+}
+
+#[test]
+fn closing_a_queue_wakes_its_waiters_with_an_error() {
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated.clone()).unwrap()).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let size = gpu.queue_min_size();
+    let config = QueueConfig::new(NodeId(gpu.node()), size, size, gpu.queue_max_size());
+    let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
+    // A barrier-AND on a dependency that never completes holds the processor at packet 0;
+    // the rest of the ring fills up behind it.
+    let never = signals.create_interrupt(1).unwrap();
+    let done = signals.create_interrupt(1).unwrap();
+    let barrier = |deps: &[SignalHandle], s: SignalHandle| {
+        BarrierAnd::new(HeaderFlags::SYSTEM, deps, s)
+            .unwrap()
+            .emit()
+            .unwrap()
+    };
+    submit(&q, &barrier(&[never.handle()], SignalHandle::NULL));
+    for _ in 1..size - 1 {
+        submit(&q, &barrier(&[], SignalHandle::NULL));
+    }
+    submit(&q, &barrier(&[], done.handle()));
+    assert!(q.try_reserve(1).is_err(), "the queue is full");
+    // A bounded wait returns on time with the value it saw.
+    let v = q
+        .wait_completion(
+            &done,
+            SignalCondition::Eq,
+            0,
+            20_000_000,
+            WaitState::Blocked,
+        )
+        .unwrap();
+    assert_eq!(v, 1);
+
+    std::thread::scope(|scope| {
+        let reserve = returns_after(scope, "reserve", || q.reserve(1).map(|_| ()));
+        let wait = returns_after(scope, "wait_completion", || {
+            q.wait_completion(&done, SignalCondition::Eq, 0, u64::MAX, WaitState::Blocked)
+        });
+        let active = returns_after(scope, "active wait", || {
+            q.wait_completion(&done, SignalCondition::Lt, 1, u64::MAX, WaitState::Active)
+        });
+        // Let them block (not needed for the outcome, which is the same either way).
+        std::thread::sleep(Duration::from_millis(50));
+        q.close().unwrap();
+        let expected = format!("queue {} was destroyed", q.id());
+        for (what, e) in [
+            ("reserve", reserve().unwrap_err()),
+            ("blocked wait", wait().unwrap_err()),
+            ("active wait", active().unwrap_err()),
+        ] {
+            assert_eq!(e.status(), Status::InvalidQueue, "{what}: {e}");
+            assert_eq!(e.detail(), expected, "{what}");
+        }
+    });
+    assert_eq!(
+        q.inactive_signal().load(LoadOrder::Acquire),
+        hsa_core::queue::QUEUE_DESTROYED
+    );
+    assert_eq!(
+        done.load(LoadOrder::Acquire),
+        1,
+        "nothing ran after packet 0"
+    );
+    assert_eq!(
+        emulated.live_handles().queues,
+        0,
+        "hardware queue destroyed"
+    );
+    drop((never, done));
+    q.destroy().unwrap();
+}
+
+#[test]
+fn a_failed_queue_ends_completion_waits_with_its_status() {
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated.clone()).unwrap()).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let config = QueueConfig::new(
+        NodeId(gpu.node()),
+        gpu.queue_min_size(),
+        gpu.queue_min_size(),
+        gpu.queue_max_size(),
+    );
+    let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
+    let ok = signals.create_interrupt(1).unwrap();
+    let after = signals.create_interrupt(1).unwrap();
+    let barrier = |s: SignalHandle| {
+        BarrierAnd::new(HeaderFlags::SYSTEM, &[], s)
+            .unwrap()
+            .emit()
+            .unwrap()
+    };
+    submit(&q, &barrier(ok.handle()));
+    let v = q
+        .wait_completion(&ok, SignalCondition::Eq, 0, u64::MAX, WaitState::Blocked)
+        .unwrap();
+    assert_eq!(v, 0, "a completed packet's wait succeeds");
+    std::thread::scope(|scope| {
+        let wait = returns_after(scope, "wait_completion", || {
+            q.wait_completion(&after, SignalCondition::Eq, 0, u64::MAX, WaitState::Blocked)
+        });
+        submit(&q, &malformed());
+        submit(&q, &barrier(after.handle()));
+        let e = wait().unwrap_err();
+        assert_eq!(e.status(), Status::InvalidPacketFormat, "{e}");
+        assert_eq!(
+            e.detail(),
+            format!(
+                "queue {} was stopped by its packet processor: \
+                 HSA_STATUS_ERROR_INVALID_PACKET_FORMAT",
+                q.id()
+            )
+        );
+    });
+    assert_eq!(
+        q.state(),
+        hsa_core::queue::QueueState::Stopped(Status::InvalidPacketFormat)
+    );
+    // The completed packet's wait still succeeds on the stopped queue.
+    let v = q
+        .wait_completion(&ok, SignalCondition::Eq, 0, u64::MAX, WaitState::Blocked)
+        .unwrap();
+    assert_eq!(v, 0);
+    drop((ok, after));
+    q.destroy().unwrap();
+    assert_eq!(emulated.live_handles().queues, 0);
 }

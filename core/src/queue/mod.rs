@@ -16,7 +16,7 @@ mod storage;
 pub use producer::{Producer, Reservation};
 
 #[cfg(not(loom))]
-pub use aql::{AqlQueue, QueueConfig};
+pub use aql::{AqlQueue, QueueConfig, QueueState, QUEUE_DESTROYED};
 
 #[cfg(not(loom))]
 mod aql {
@@ -34,9 +34,39 @@ mod aql {
     use crate::abi::SignalHandle;
     use crate::addr::{GpuVa, NodeId, QueueId};
     use crate::platform::{HwQueue, Platform, QueueErrorCallback, QueueKind, QueueRequest};
-    use crate::signal::{DoorbellSignal, LoadOrder, MemoryOrder, Signal, StoreOrder};
-    use crate::status::{Result, Status};
+    use crate::signal::{
+        wait_any, DoorbellSignal, LoadOrder, MemoryOrder, Signal, SignalCondition, StoreOrder,
+        WaitState,
+    };
+    use crate::status::{Error, Result, Status};
     use crate::sync::Ordering;
+
+    /// The value [`AqlQueue::close`] stores into `amd_queue_t.queue_inactive_signal`:
+    /// `0x8000_0000_0000_0000` as an `hsa_signal_value_t`, the value ROCR's queue destructor
+    /// stores there to wake the threads watching the queue. The packet processor stores a
+    /// positive `hsa_status_t` there instead when it stops the queue with an error, so any
+    /// non-zero value means "this queue takes no more packets".
+    pub const QUEUE_DESTROYED: i64 = i64::MIN;
+
+    /// Whether a queue still consumes packets, and if not, why ([`AqlQueue::state`]).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub enum QueueState {
+        /// The packet processor consumes packets.
+        Active,
+        /// [`AqlQueue::inactivate`] stopped the hardware queue (`hsa_queue_inactivate`).
+        Inactive,
+        /// The packet processor stopped the queue with this status (a malformed packet, a
+        /// memory fault...), as stored in `queue_inactive_signal` and reported once through
+        /// the queue's error callback.
+        Stopped(Status),
+        /// [`AqlQueue::close`] or [`AqlQueue::destroy`] has begun.
+        Destroyed,
+    }
+
+    /// [`AqlQueue`] lifecycle values (`lifecycle` field).
+    const LIFE_ACTIVE: u8 = 0;
+    const LIFE_INACTIVE: u8 = 1;
+    const LIFE_DESTROYED: u8 = 2;
 
     /// Queue ids (`hsa_queue_t.id`), unique over the process's lifetime as HSA requires;
     /// platform ids (KFD `queue_id`) are reused. A plain core atomic: not part of any
@@ -175,7 +205,9 @@ mod aql {
         /// values in increasing order even with several producers (as ROCR's legacy doorbell
         /// lock); not on the packet path itself.
         last_doorbell: spin::Mutex<u64>,
-        active: bool,
+        /// `LIFE_*`: changed by `inactivate` and `close`, read by every waiter (a plain core
+        /// atomic: the queue type is not part of the loom models).
+        lifecycle: core::sync::atomic::AtomicU8,
     }
 
     impl<P: Platform> fmt::Debug for AqlQueue<'_, P> {
@@ -270,7 +302,7 @@ mod aql {
                 doorbell: DoorbellSignal::new(db_raw, platform, hw.id),
                 inactive: Signal::from_parts(inactive_raw, platform, None, None),
                 last_doorbell: spin::Mutex::new(0),
-                active: true,
+                lifecycle: core::sync::atomic::AtomicU8::new(LIFE_ACTIVE),
             })
         }
 
@@ -325,15 +357,101 @@ mod aql {
             &self.doorbell
         }
 
-        /// The queue-inactive signal (`amd_queue_t.queue_inactive_signal`): a user signal the
-        /// packet processor sets when it stops the queue with an error.
+        /// The queue-inactive signal (`amd_queue_t.queue_inactive_signal`): a user signal, 0
+        /// while the queue runs; the packet processor stores its error status there when it
+        /// stops the queue, and [`close`](Self::close) stores [`QUEUE_DESTROYED`].
         pub fn inactive_signal(&self) -> &Signal<'p, P> {
             &self.inactive
         }
 
-        /// Whether the hardware queue still exists (not inactivated or destroyed).
+        /// Whether the hardware queue still exists (neither inactivated nor closed). A queue
+        /// its processor stopped with an error is still active in this sense: see
+        /// [`state`](Self::state).
         pub fn is_active(&self) -> bool {
-            self.active
+            self.lifecycle.load(core::sync::atomic::Ordering::Acquire) == LIFE_ACTIVE
+        }
+
+        /// Whether the queue still consumes packets, and if not, why. A closed queue reports
+        /// [`QueueState::Destroyed`] even when its processor had stopped it first.
+        pub fn state(&self) -> QueueState {
+            match self.lifecycle.load(core::sync::atomic::Ordering::Acquire) {
+                LIFE_DESTROYED => return QueueState::Destroyed,
+                LIFE_INACTIVE => return QueueState::Inactive,
+                _ => {}
+            }
+            // Acquire pairs with the processor's Release store of its status.
+            match self.inactive.load(LoadOrder::Acquire) {
+                0 => QueueState::Active,
+                QUEUE_DESTROYED => QueueState::Destroyed,
+                v => QueueState::Stopped(
+                    u32::try_from(v)
+                        .ok()
+                        .and_then(|raw| Status::from_raw(raw).ok())
+                        .unwrap_or(Status::Error),
+                ),
+            }
+        }
+
+        /// The error a waiter on this queue gets when the queue no longer consumes packets;
+        /// `None` while it does.
+        fn stop_error(&self) -> Option<Error> {
+            let id = self.id;
+            Some(match self.state() {
+                QueueState::Active => return None,
+                QueueState::Inactive => {
+                    crate::error!(Status::InvalidQueue, "queue {id} is inactive")
+                }
+                QueueState::Destroyed => {
+                    crate::error!(Status::InvalidQueue, "queue {id} was destroyed")
+                }
+                QueueState::Stopped(status) => crate::error!(
+                    status,
+                    "queue {id} was stopped by its packet processor: {}",
+                    status.c_name()
+                ),
+            })
+        }
+
+        /// Waits until `signal` satisfies `condition` against `compare`, as
+        /// [`Signal::wait`] (Acquire), but gives up as soon as this queue stops consuming
+        /// packets: the wait for a completion signal of a packet on this queue, which would
+        /// otherwise never return once the queue is destroyed or has failed.
+        ///
+        /// Returns the value last observed: it satisfies the condition unless `timeout_ns`
+        /// (a hint; `u64::MAX`: none) passed first. The stop is noticed within
+        /// [`MULTI_EVENT_SLICE_NS`](crate::signal::wait::MULTI_EVENT_SLICE_NS) when `signal`
+        /// is an interrupt signal, within one backoff round otherwise.
+        ///
+        /// # Errors
+        /// When the queue stopped before the condition held: `Status::InvalidQueue` ("queue N
+        /// was destroyed" after [`close`](Self::close), "queue N is inactive" after
+        /// [`inactivate`](Self::inactivate)), or the status the packet processor stopped it
+        /// with (e.g. `Status::InvalidPacketFormat`).
+        pub fn wait_completion(
+            &self,
+            signal: &Signal<'p, P>,
+            condition: SignalCondition,
+            compare: i64,
+            timeout_ns: u64,
+            state: WaitState,
+        ) -> Result<i64> {
+            let signals = [signal, &self.inactive];
+            loop {
+                let v = signal.load(LoadOrder::Acquire);
+                if condition.holds(v, compare) {
+                    return Ok(v);
+                }
+                if let Some(e) = self.stop_error() {
+                    return Err(e);
+                }
+                let conditions = [condition, SignalCondition::Ne];
+                match wait_any(&signals, &conditions, &[compare, 0], timeout_ns, state)? {
+                    Some((0, v)) => return Ok(v),
+                    // The inactive signal changed: the loop re-checks the condition first.
+                    Some(_) => continue,
+                    None => return Ok(signal.load(LoadOrder::Acquire)),
+                }
+            }
         }
 
         /// Loads the write index (`hsa_queue_load_write_index_scacquire` / `_relaxed`).
@@ -379,12 +497,16 @@ mod aql {
         }
 
         /// Reserves `count` slots, waiting while the queue is full; see
-        /// [`Producer::reserve`].
+        /// [`Producer::reserve`]. A queue that stops consuming packets while (or before) this
+        /// waits ends the wait with an error instead of leaving it spinning.
         ///
         /// # Errors
-        /// `Status::InvalidArgument` when `count` is 0 or larger than the queue.
+        /// `Status::InvalidArgument` when `count` is 0 or larger than the queue; when the
+        /// queue is full and no longer consumes packets, the error
+        /// [`wait_completion`](Self::wait_completion) documents (`Status::InvalidQueue` for a
+        /// closed or inactive queue, the processor's status for a failed one).
         pub fn reserve(&self, count: u32) -> Result<Reservation<'_>> {
-            self.producer.reserve(count)
+            self.producer.reserve_unless(count, || self.stop_error())
         }
 
         /// Reserves `count` slots if free now; see [`Producer::try_reserve`].
@@ -405,10 +527,15 @@ mod aql {
         /// # Errors
         /// `Status::InvalidArgument` when `last_index` is not below the write index (nothing
         /// reserved there), or, on a single-producer queue, lower than the last doorbell
-        /// value; `Status::InvalidQueue` after [`inactivate`](Self::inactivate).
+        /// value; `Status::InvalidQueue` after [`inactivate`](Self::inactivate) or
+        /// [`close`](Self::close).
         pub fn ring_doorbell(&self, last_index: u64) -> Result<()> {
-            if !self.active {
-                crate::bail!(Status::InvalidQueue, "queue {} is inactive", self.id);
+            match self.lifecycle.load(core::sync::atomic::Ordering::Acquire) {
+                LIFE_ACTIVE => {}
+                LIFE_INACTIVE => {
+                    crate::bail!(Status::InvalidQueue, "queue {} is inactive", self.id)
+                }
+                _ => crate::bail!(Status::InvalidQueue, "queue {} was destroyed", self.id),
             }
             let write = self.load_write_index(LoadOrder::Acquire);
             if last_index >= write {
@@ -444,11 +571,40 @@ mod aql {
         /// queue then stays active.
         pub fn inactivate(&mut self) -> Result<()> {
             self.memory.destroy_queue(self.platform)?;
-            self.active = false;
+            // Only from ACTIVE: a closed queue stays closed.
+            let _ = self.lifecycle.compare_exchange(
+                LIFE_ACTIVE,
+                LIFE_INACTIVE,
+                core::sync::atomic::Ordering::AcqRel,
+                core::sync::atomic::Ordering::Acquire,
+            );
             Ok(())
         }
 
-        /// Destroys the queue (`hsa_queue_destroy`): the hardware queue, then the memory.
+        /// Begins destroying the queue through a shared reference, for when other threads
+        /// still use it: marks it destroyed, stores [`QUEUE_DESTROYED`] into the inactive
+        /// signal (waking whoever waits on it, as ROCR's queue destructor does), and destroys
+        /// the hardware queue. Every thread waiting on the queue then returns
+        /// `Status::InvalidQueue`: [`reserve`](Self::reserve) on a full queue,
+        /// [`wait_completion`](Self::wait_completion), and [`ring_doorbell`](Self::ring_doorbell)
+        /// from then on. The memory stays valid until [`destroy`](Self::destroy) or drop, which
+        /// the borrow rules hold off until every such thread has let go. Idempotent.
+        ///
+        /// # Errors
+        /// The platform's status from `destroy_queue` (the queue is marked destroyed all the
+        /// same; [`destroy`](Self::destroy) tries the hardware queue again).
+        pub fn close(&self) -> Result<()> {
+            let was = self
+                .lifecycle
+                .swap(LIFE_DESTROYED, core::sync::atomic::Ordering::AcqRel);
+            if was != LIFE_DESTROYED {
+                // Release pairs with the Acquire loads of waiters (state, wait_any).
+                self.inactive.store(QUEUE_DESTROYED, StoreOrder::Release);
+            }
+            self.memory.destroy_queue(self.platform)
+        }
+
+        /// Destroys the queue (`hsa_queue_destroy`): [`close`](Self::close), then the memory.
         ///
         /// # Errors
         /// The platform's status from `destroy_queue` (the memory is then leaked, since the
@@ -458,7 +614,7 @@ mod aql {
         }
 
         fn teardown(&mut self) -> Result<()> {
-            self.active = false;
+            let _ = self.close();
             self.memory.release(self.platform)
         }
     }
@@ -754,6 +910,83 @@ mod aql {
             );
             m.destroy().unwrap();
             assert_eq!(plat.live_queue_count(), 1);
+        }
+
+        #[test]
+        fn close_ends_waits_and_refuses_more_work() {
+            let plat = platform();
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            assert_eq!(q.state(), QueueState::Active);
+            let signals = crate::signal::SignalPool::new(&plat, NodeId(0));
+            let done = signals.create(1).unwrap();
+            // Nothing consumes packets here: fill the queue.
+            let mut r = q.reserve(64).unwrap();
+            while r.written() < 64 {
+                r.write_next(&packet(r.written())).unwrap();
+            }
+            let wait = |q: &AqlQueue<'_, FakePlatform>, t| {
+                q.wait_completion(&done, SignalCondition::Eq, 0, t, WaitState::Blocked)
+            };
+            assert_eq!(wait(&q, 1_000_000).unwrap(), 1, "timeout: the last value");
+            q.close().unwrap();
+            assert_eq!(q.state(), QueueState::Destroyed);
+            assert!(!q.is_active());
+            assert_eq!(plat.live_queue_count(), 0, "hardware queue destroyed");
+            assert_eq!(
+                q.inactive_signal().load(LoadOrder::Acquire),
+                QUEUE_DESTROYED
+            );
+            assert_eq!(QUEUE_DESTROYED as u64, 0x8000_0000_0000_0000);
+            let id = q.id();
+            for e in [
+                q.reserve(1).unwrap_err(),
+                wait(&q, u64::MAX).unwrap_err(),
+                q.ring_doorbell(63).unwrap_err(),
+            ] {
+                assert_eq!(e.status(), Status::InvalidQueue);
+                assert_eq!(e.detail(), std::format!("queue {id} was destroyed"));
+            }
+            // A condition that already holds is still reported as met.
+            done.store(0, StoreOrder::Release);
+            assert_eq!(wait(&q, u64::MAX).unwrap(), 0);
+            q.close().unwrap();
+            drop(done);
+            drop(signals);
+            q.destroy().unwrap();
+            assert!(plat.live_chunks().is_empty());
+        }
+
+        #[test]
+        fn a_stopped_queue_ends_waits_with_the_processor_status() {
+            let plat = platform();
+            let mut q = AqlQueue::create(&plat, &config(64)).unwrap();
+            let mut r = q.reserve(64).unwrap();
+            while r.written() < 64 {
+                r.write_next(&packet(r.written())).unwrap();
+            }
+            // What the packet processor does when a packet is malformed.
+            let code = i64::from(Status::InvalidPacketFormat.raw());
+            q.inactive_signal().store(code, StoreOrder::Release);
+            assert_eq!(q.state(), QueueState::Stopped(Status::InvalidPacketFormat));
+            let e = q.reserve(1).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidPacketFormat);
+            assert_eq!(
+                e.detail(),
+                std::format!(
+                    "queue {} was stopped by its packet processor: \
+                     HSA_STATUS_ERROR_INVALID_PACKET_FORMAT",
+                    q.id()
+                )
+            );
+            // A raw value that is no hsa_status_t still reads as stopped.
+            q.inactive_signal().store(7, StoreOrder::Release);
+            assert_eq!(q.state(), QueueState::Stopped(Status::Error));
+            q.inactivate().unwrap();
+            assert_eq!(q.state(), QueueState::Inactive);
+            let e = q.reserve(1).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidQueue);
+            assert!(e.detail().ends_with("is inactive"), "{e}");
+            q.destroy().unwrap();
         }
 
         #[test]

@@ -83,6 +83,22 @@ impl Producer {
     /// # Errors
     /// `Status::InvalidArgument` when `count` is 0 or larger than the queue.
     pub fn reserve(&self, count: u32) -> Result<Reservation<'_>> {
+        self.reserve_unless(count, || None)
+    }
+
+    /// [`reserve`](Self::reserve), except that while it waits for room it asks `stopped`
+    /// (once per backoff round) whether the queue can still make progress, and returns that
+    /// error when it cannot. A multi-producer reservation has then already taken its write
+    /// indices; they stay unwritten, which only matters to a queue that runs again.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when `count` is 0 or larger than the queue; the error
+    /// `stopped` returned.
+    pub fn reserve_unless(
+        &self,
+        count: u32,
+        stopped: impl Fn() -> Option<crate::Error>,
+    ) -> Result<Reservation<'_>> {
         self.check_count(count)?;
         let wi = self.ring.write_index();
         let n = u64::from(count);
@@ -93,6 +109,9 @@ impl Producer {
         };
         let mut backoff = crate::signal::wait::Backoff::new();
         while !self.fits(start.wrapping_add(n)) {
+            if let Some(e) = stopped() {
+                return Err(e);
+            }
             backoff.spin();
         }
         if !self.multi {

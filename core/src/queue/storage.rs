@@ -47,8 +47,9 @@ unsafe impl Sync for Chunk {}
 pub(super) struct QueueMemory {
     pub(super) ring: Chunk,
     pub(super) desc: Chunk,
-    /// The hardware queue over this memory, while it exists.
-    hw: Option<QueueId>,
+    /// The hardware queue over this memory, while it exists; a lock so that [`QueueMemory::destroy_queue`] can
+    /// run through a shared reference (`AqlQueue::close`) exactly once.
+    hw: spin::Mutex<Option<QueueId>>,
     /// Whether the chunks were given back (or abandoned).
     released: bool,
 }
@@ -108,7 +109,7 @@ impl QueueMemory {
         Ok(QueueMemory {
             ring,
             desc,
-            hw: None,
+            hw: spin::Mutex::new(None),
             released: false,
         })
     }
@@ -182,7 +183,7 @@ impl QueueMemory {
         // hardware queue (and waits for destroy_queue to return) first.
         match unsafe { platform.create_queue(request) } {
             Ok(hw) => {
-                self.hw = Some(hw.id);
+                *self.hw.lock() = Some(hw.id);
                 Ok(hw)
             }
             Err(e) => {
@@ -196,10 +197,11 @@ impl QueueMemory {
     ///
     /// # Errors
     /// The platform's status from `destroy_queue`; the queue is then still considered live.
-    pub(super) fn destroy_queue<P: Platform>(&mut self, platform: &P) -> Result<()> {
-        if let Some(id) = self.hw {
+    pub(super) fn destroy_queue<P: Platform>(&self, platform: &P) -> Result<()> {
+        let mut hw = self.hw.lock();
+        if let Some(id) = *hw {
             platform.destroy_queue(id).map_err(|e| e.to_error())?;
-            self.hw = None;
+            *hw = None;
         }
         Ok(())
     }

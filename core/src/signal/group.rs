@@ -18,8 +18,9 @@ use super::Signal;
 ///
 /// Blocked state: spins [`SPIN_NS`]; then, when some signals are interrupt signals, blocks on
 /// their events. The platform waits on one event at a time, so with more than one distinct
-/// event the waits take turns of at most [`MULTI_EVENT_SLICE_NS`]; a change to a signal whose
-/// event is not being waited on is then seen within one turn. Without events: polls with
+/// event, or when some signals have no event, the waits take turns of at most
+/// [`MULTI_EVENT_SLICE_NS`]; a change to a signal whose event is not being waited on (or that
+/// has none) is then seen within one turn. Without events: polls with
 /// backoff.
 ///
 /// # Errors
@@ -58,6 +59,7 @@ pub fn wait_any<P: Platform>(
             }
         }
     }
+    let all_evented = signals.iter().all(|s| s.event().is_some());
     let mut turn = 0usize;
     loop {
         for (i, s) in signals.iter().enumerate() {
@@ -76,7 +78,10 @@ pub fn wait_any<P: Platform>(
             } else {
                 timeout_ns - elapsed
             };
-            let slice = if distinct == 1 {
+            // One event covers every signal only when all of them carry it; otherwise a
+            // polled signal (a user signal, or an event past the 64 tracked) must be re-read
+            // every slice.
+            let slice = if distinct == 1 && all_evented {
                 remaining
             } else {
                 remaining.min(MULTI_EVENT_SLICE_NS)
