@@ -32,7 +32,7 @@ pub struct Allocation {
 }
 
 impl Allocation {
-    /// An opaque 64-bit handle: carve-out index in bits [63:56], page number in [55:0].
+    /// An opaque 64-bit handle: carve-out index in bits \[63:56\], page number in \[55:0\].
     pub fn handle(&self) -> u64 {
         ((self.carve_out as u64) << 56) | (self.offset / PAGE_BYTES)
     }

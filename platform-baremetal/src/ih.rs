@@ -4,16 +4,16 @@
 //!
 //! | dword | bits | field |
 //! |---|---|---|
-//! | 0 | [7:0] | `client_id` (`soc15_ih_clientid`) |
-//! | 0 | [15:8] | `source_id` |
-//! | 0 | [23:16] | `ring_id` |
-//! | 0 | [27:24] | `vmid` |
-//! | 0 | [31] | `vmid_type` (`vmid_src`: 0 GFX hub, 1 MM hub) |
-//! | 1 | [31:0] | timestamp [31:0] |
-//! | 2 | [15:0] | timestamp [47:32] |
-//! | 2 | [31] | `timestamp_src` |
-//! | 3 | [15:0] | `pasid` |
-//! | 3 | [23:16] | `node_id` |
+//! | 0 | \[7:0\] | `client_id` (`soc15_ih_clientid`) |
+//! | 0 | \[15:8\] | `source_id` |
+//! | 0 | \[23:16\] | `ring_id` |
+//! | 0 | \[27:24\] | `vmid` |
+//! | 0 | \[31\] | `vmid_type` (`vmid_src`: 0 GFX hub, 1 MM hub) |
+//! | 1 | \[31:0\] | timestamp \[31:0\] |
+//! | 2 | \[15:0\] | timestamp \[47:32\] |
+//! | 2 | \[31\] | `timestamp_src` |
+//! | 3 | \[15:0\] | `pasid` |
+//! | 3 | \[23:16\] | `node_id` |
 //! | 4..7 | | `src_data[0..4]` (KFD's `context_id0..3`) |
 //!
 //! Ref: linux `amdgpu/amdgpu_ih.c` (`amdgpu_ih_decode_iv_helper`), `amdkfd/soc15_int.h`
@@ -34,11 +34,11 @@ pub const IH_ENTRY_BYTES: u32 = 32;
 /// Ref: `vega10_ih_get_wptr` (`REG_GET_FIELD(wptr, IH_RB_WPTR, RB_OVERFLOW)`).
 pub const WPTR_OVERFLOW: u32 = 1;
 
-/// dword 0 bits [30:28], which no soc15 field uses.
+/// dword 0 bits \[30:28\], which no soc15 field uses.
 const DW0_RESERVED: u32 = 0x7000_0000;
-/// dword 2 bits [30:16], which no soc15 field uses.
+/// dword 2 bits \[30:16\], which no soc15 field uses.
 const DW2_RESERVED: u32 = 0x7fff_0000;
-/// dword 3 bits [31:24], which no soc15 field uses.
+/// dword 3 bits \[31:24\], which no soc15 field uses.
 const DW3_RESERVED: u32 = 0xff00_0000;
 
 /// What was wrong with an entry or with the ring pointers.
@@ -110,8 +110,8 @@ impl IhEntry {
     /// Decodes a 32-byte entry.
     ///
     /// # Errors
-    /// [`IhError::ReservedBits`] when dword 0 bits [30:28], dword 2 bits [30:16] or dword 3
-    /// bits [31:24] are non-zero.
+    /// [`IhError::ReservedBits`] when dword 0 bits \[30:28\], dword 2 bits \[30:16\] or dword 3
+    /// bits \[31:24\] are non-zero.
     pub fn decode(bytes: &[u8; 32]) -> Result<IhEntry, IhError> {
         let mut dw = [0u32; 8];
         for (d, c) in dw.iter_mut().zip(bytes.chunks_exact(4)) {

@@ -13,7 +13,7 @@
 //! The host's ISR calls [`BaremetalPlatform::on_interrupt`]; threads blocked in
 //! `Platform::wait_event` spin briefly, then sleep in [`Host::wait_for_interrupt`].
 //!
-//! With feature `alloc`, [`heap::CarveOutHeap`] is a spin-locked `linked_list_allocator` heap
+//! With feature `alloc`, `heap::CarveOutHeap` is a spin-locked `linked_list_allocator` heap
 //! over a system-memory chunk, installable as `#[global_allocator]`.
 #![no_std]
 #![deny(unsafe_code)]

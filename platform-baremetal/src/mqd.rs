@@ -12,9 +12,9 @@
 
 use hsa_core::{DoorbellIndex, Error, GpuVa, Status};
 
-/// `CP_HQD_PQ_CONTROL.QUEUE_SIZE`, bits [5:0]: log2(ring size in dwords) - 1.
+/// `CP_HQD_PQ_CONTROL.QUEUE_SIZE`, bits \[5:0\]: log2(ring size in dwords) - 1.
 pub const PQ_CONTROL_QUEUE_SIZE_MASK: u32 = 0x3f;
-/// `CP_HQD_PQ_CONTROL.RPTR_BLOCK_SIZE` shift (bits [13:8]).
+/// `CP_HQD_PQ_CONTROL.RPTR_BLOCK_SIZE` shift (bits \[13:8\]).
 pub const PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT: u32 = 8;
 /// The RPTR_BLOCK_SIZE value amdkfd programs: 5 (`DEFAULT_RPTR_BLOCK_SIZE` in cik_regs.h,
 /// `5 << CP_HQD_PQ_CONTROL__RPTR_BLOCK_SIZE__SHIFT` in kfd_mqd_manager_v9.c).
@@ -22,7 +22,7 @@ pub const RPTR_BLOCK_SIZE: u32 = 5;
 /// `CP_HQD_PQ_CONTROL.NO_UPDATE_RPTR` (bit 27): set for AQL queues, whose read index the CP
 /// maintains in `amd_queue_t`.
 pub const PQ_CONTROL_NO_UPDATE_RPTR: u32 = 1 << 27;
-/// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET` shift (bits [27:2], unit: dwords).
+/// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET` shift (bits \[27:2\], unit: dwords).
 pub const DOORBELL_OFFSET_SHIFT: u32 = 2;
 /// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET` largest value (26 bits).
 pub const DOORBELL_OFFSET_MAX: u32 = 0x03ff_ffff;

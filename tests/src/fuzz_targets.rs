@@ -334,7 +334,7 @@ const KFD_FUZZ_MAX_WAIT_MS: u32 = 2;
 /// and zero-padded. Harness rules, so the device only touches memory the harness owns:
 /// - every user pointer field (aperture array, device-id array, event array, CU mask,
 ///   USERPTR address) is replaced by: null, an unmapped low address (0x10), a kernel address,
-///   or an address in [`scratch`] chosen by `lo`/`hi` — by the pointer mode byte;
+///   or an address in the scratch area chosen by `lo`/`hi` — by the pointer mode byte;
 /// - `gpu_id` fields are the built-in GPU's when the pointer mode's bit 7 is set;
 /// - allocation sizes between 16 MiB and 1 TiB are cut to 16 MiB;
 /// - WAIT_EVENTS timeouts are at most 2 ms.

@@ -101,8 +101,8 @@ fn watch_points(agent: &Agent) -> u32 {
 
 /// `hsa_agent_get_info`: every `hsa_agent_info_t` attribute and the `hsa_amd_agent_info_t`
 /// attributes of ROCR 5.2 except `HDP_FLUSH` (no HDP registers are mapped:
-/// `INVALID_ARGUMENT`). Output sizes as `hsa.h` documents (`NAME`: char[64], `UUID`: char[21],
-/// `CACHE_SIZE`: uint32_t[4], ...).
+/// `INVALID_ARGUMENT`). Output sizes as `hsa.h` documents (`NAME`: `char[64]`, `UUID`: `char[21]`,
+/// `CACHE_SIZE`: `uint32_t[4]`, ...).
 ///
 /// # Safety
 /// `value` is NULL or points to memory of the attribute's documented size.

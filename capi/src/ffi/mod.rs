@@ -1,6 +1,6 @@
 //! The exported C functions (`hsa.h`, `hsa_ext_amd.h` of ROCR 5.2, and `hsa_rt_ext.h`).
 //!
-//! Every function body runs inside [`guard`]: errors cross the boundary as `hsa_status_t`, a
+//! Every function body runs inside `guard`: errors cross the boundary as `hsa_status_t`, a
 //! panic as `HSA_STATUS_ERROR`. Every pointer argument is checked for NULL
 //! (`HSA_STATUS_ERROR_INVALID_ARGUMENT`); handles are looked up, never dereferenced.
 //! Set `HSA_RT_LOG=1` to print each failing call's error message on stderr.

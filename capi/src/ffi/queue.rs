@@ -231,6 +231,12 @@ pub extern "C" fn hsa_queue_destroy(queue: *mut c_void) -> HsaStatus {
         };
         match &*q {
             QueueImpl::Aql(lock) => {
+                // Close under the read lock first: a call still using the queue (it holds
+                // the read lock) sees it destroyed and returns, so the write lock below
+                // cannot wait on a thread that waits for this queue.
+                if let Some(aql) = read(lock).as_ref() {
+                    let _ = aql.close();
+                }
                 if let Some(aql) = write(lock).take() {
                     aql.destroy()?;
                 }

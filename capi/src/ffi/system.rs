@@ -42,12 +42,12 @@ pub unsafe extern "C" fn hsa_status_string(status: u32, string: *mut *const c_ch
     })
 }
 
-/// `hsa_init`: see [`state::init`].
+/// `hsa_init`: see `state::init`.
 pub extern "C" fn hsa_init() -> HsaStatus {
     guard("hsa_init", || state::init().map(|()| Status::Success))
 }
 
-/// `hsa_shut_down`: see [`state::shut_down`].
+/// `hsa_shut_down`: see `state::shut_down`.
 pub extern "C" fn hsa_shut_down() -> HsaStatus {
     guard("hsa_shut_down", || {
         state::shut_down().map(|()| Status::Success)

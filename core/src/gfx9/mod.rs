@@ -1,7 +1,7 @@
 //! GFX9 (wave64) machine code: decoder, disassembler text and a wave interpreter, so the
 //! emulated device can run the real kernels of gfx900, gfx90a and gfx942 code objects.
 //!
-//! - [`decode`]: bytes → [`Instruction`] (SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC,
+//! - [`decode()`]: bytes → [`Instruction`] (SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC,
 //!   VOP3a/b, DS, FLAT/GLOBAL); unknown encodings are [`Status::IllegalInstruction`](crate::Status)
 //!   errors, never panics.
 //! - `Display` for [`Instruction`]: text in `llvm-objdump`'s syntax.

@@ -6,7 +6,7 @@
 //! the type is not INVALID the body is visible; after the packet is done, store an INVALID
 //! header with Release, then advance `read_dispatch_id` with Release.
 //!
-//! Under `cfg(loom)` the same `Ring` runs over a [`ModelRing`] on the heap: each slot is a loom
+//! Under `cfg(loom)` the same `Ring` runs over a `ModelRing` on the heap: each slot is a loom
 //! `AtomicU32` header plus a loom `UnsafeCell` body (so loom reports any access to a body that
 //! is not ordered by the protocol), and the two indices are loom atomics. Raw ring memory cannot
 //! hold loom atomics, which carry model state.

@@ -66,7 +66,7 @@ impl<'p, P: Platform> SignalPool<'p, P> {
     }
 
     /// An empty pool that holds at most `max_slabs` chunks (64 signals each); without `alloc`
-    /// the limit is also capped at [`FIXED_MAX_SLABS`].
+    /// the limit is also capped at `FIXED_MAX_SLABS` (16).
     pub fn with_max_slabs(platform: &'p P, node: NodeId, max_slabs: usize) -> Self {
         #[cfg(not(feature = "alloc"))]
         let max_slabs = max_slabs.min(FIXED_MAX_SLABS);
