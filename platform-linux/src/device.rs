@@ -160,14 +160,47 @@ pub fn wait_timeout_ms(timeout_ns: u64) -> u32 {
     u32::try_from(timeout_ns.div_ceil(1_000_000)).unwrap_or(u32::MAX)
 }
 
-/// The `KFD_IOC_ALLOC_MEM_FLAGS_*` for a request: memory type (USERPTR for system memory, VRAM
-/// for device-local), WRITABLE unless READ_ONLY, EXECUTABLE, COHERENT for fine-grained,
-/// UNCACHED, PUBLIC for host-visible VRAM, and always NO_SUBSTITUTE.
+/// How amdkfd backs a chunk (`KFD_IOC_ALLOC_MEM_FLAGS_USERPTR` / `_GTT` / `_VRAM` of
+/// `kfd_ioctl.h`), which decides how the host maps it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KfdPlacement {
+    /// Host pages the runtime maps itself and registers with KFD: system memory
+    /// ([`MemoryKind::System`]).
+    UserPtr,
+    /// A system-memory buffer object KFD allocates; the host maps it from the render node at
+    /// its `mmap_offset`. amdkfd maps the event page into the kernel, which it can do only for
+    /// a GTT buffer object (`amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel` refuses USERPTR with
+    /// `EINVAL`), so the event page is one.
+    Gtt,
+    /// Device-local memory ([`MemoryKind::DeviceLocal`]); PUBLIC and mapped from the render
+    /// node when the host needs access.
+    Vram,
+}
+
+impl From<MemoryKind> for KfdPlacement {
+    fn from(kind: MemoryKind) -> KfdPlacement {
+        match kind {
+            MemoryKind::System => KfdPlacement::UserPtr,
+            MemoryKind::DeviceLocal => KfdPlacement::Vram,
+        }
+    }
+}
+
+/// The `KFD_IOC_ALLOC_MEM_FLAGS_*` for a request: [`kfd_alloc_flags_for`] with system memory
+/// as USERPTR and device-local memory as VRAM.
 pub fn kfd_alloc_flags(kind: MemoryKind, flags: MemoryFlags) -> u32 {
+    kfd_alloc_flags_for(kind.into(), flags)
+}
+
+/// The `KFD_IOC_ALLOC_MEM_FLAGS_*` for a chunk placed as `placement`: the memory type,
+/// WRITABLE unless READ_ONLY, EXECUTABLE, COHERENT for fine-grained, UNCACHED, PUBLIC for
+/// host-visible VRAM, and always NO_SUBSTITUTE.
+pub fn kfd_alloc_flags_for(placement: KfdPlacement, flags: MemoryFlags) -> u32 {
     let mut f = KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
-    f |= match kind {
-        MemoryKind::System => KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
-        MemoryKind::DeviceLocal => KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
+    f |= match placement {
+        KfdPlacement::UserPtr => KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+        KfdPlacement::Gtt => KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+        KfdPlacement::Vram => KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
     };
     if !flags.contains(MemoryFlags::READ_ONLY) {
         f |= KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
@@ -181,7 +214,7 @@ pub fn kfd_alloc_flags(kind: MemoryKind, flags: MemoryFlags) -> u32 {
     if flags.contains(MemoryFlags::UNCACHED) {
         f |= KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED;
     }
-    if kind == MemoryKind::DeviceLocal && flags.contains(MemoryFlags::HOST_ACCESS) {
+    if placement == KfdPlacement::Vram && flags.contains(MemoryFlags::HOST_ACCESS) {
         f |= KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC;
     }
     f
@@ -397,7 +430,7 @@ impl LinuxPlatform {
     fn alloc_chunk(
         &self,
         alloc_gpu: Option<u32>,
-        kind: MemoryKind,
+        placement: KfdPlacement,
         size: u64,
         align: u64,
         flags: MemoryFlags,
@@ -429,7 +462,7 @@ impl LinuxPlatform {
                 self.va.len_bytes()
             )
         })?;
-        match self.alloc_at(va, alloc_gpu, kind, size, flags, map_to) {
+        match self.alloc_at(va, alloc_gpu, placement, size, flags, map_to) {
             Ok(c) => Ok(c),
             Err(e) => {
                 let _ = self.va.release(va);
@@ -442,13 +475,13 @@ impl LinuxPlatform {
         &self,
         va: u64,
         alloc_gpu: Option<u32>,
-        kind: MemoryKind,
+        placement: KfdPlacement,
         size: u64,
         flags: MemoryFlags,
         map_to: &[u32],
     ) -> Result<MemoryChunk, Error> {
         let drv = &*self.driver;
-        if kind == MemoryKind::System {
+        if placement == KfdPlacement::UserPtr || alloc_gpu.is_none() {
             self.va
                 .back_with_host_memory(va)
                 .map_err(|e| va_error("mapping host memory", e))?;
@@ -462,9 +495,14 @@ impl LinuxPlatform {
             va_addr: va,
             size,
             handle: 0,
-            mmap_offset: if kind == MemoryKind::System { va } else { 0 },
+            // USERPTR: the user address goes in mmap_offset (kfd_ioctl.h).
+            mmap_offset: if placement == KfdPlacement::UserPtr {
+                va
+            } else {
+                0
+            },
             gpu_id,
-            flags: kfd_alloc_flags(kind, flags),
+            flags: kfd_alloc_flags_for(placement, flags),
         };
         call(
             drv,
@@ -483,10 +521,15 @@ impl LinuxPlatform {
             );
             e
         };
-        if kind == MemoryKind::DeviceLocal && flags.contains(MemoryFlags::HOST_ACCESS) {
+        let host_mapped = match placement {
+            KfdPlacement::UserPtr => false,
+            KfdPlacement::Gtt => true,
+            KfdPlacement::Vram => flags.contains(MemoryFlags::HOST_ACCESS),
+        };
+        if host_mapped {
             self.va
                 .map_from_driver(va, drv, MapTarget::RenderNode(gpu_id), a.mmap_offset)
-                .map_err(|e| undo(va_error("mapping device memory for the host", e)))?;
+                .map_err(|e| undo(va_error("mapping a buffer object for the host", e)))?;
         }
         if self.va.range(va).is_some_and(|r| r.1 != Backing::Reserved) {
             self.va.zero(va);

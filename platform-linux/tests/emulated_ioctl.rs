@@ -497,3 +497,60 @@ fn mmap_offsets_are_checked() {
     );
     free(&d, a.handle).unwrap();
 }
+
+#[test]
+fn the_event_page_must_be_a_gtt_buffer_object() {
+    // amdkfd maps the event page into the kernel: amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel
+    // refuses USERPTR memory with EINVAL, and a VRAM BO cannot be pinned in GTT.
+    let d = dev();
+    let create = |handle: u64| {
+        let mut c = CreateEventArgs {
+            event_type: KFD_IOC_EVENT_SIGNAL,
+            auto_reset: 1,
+            event_page_offset: handle,
+            ..Default::default()
+        };
+        d.ioctl(AMDKFD_IOC_CREATE_EVENT, c.as_mut_bytes())
+            .map(|()| c)
+    };
+    let size = EVENT_PAGE_BYTES;
+    let layout = std::alloc::Layout::from_size_align(size as usize, 4096).unwrap();
+    // SAFETY: a non-zero-size layout; the pages stay allocated until the end of the test.
+    let host = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!host.is_null());
+    let userptr = alloc(
+        &d,
+        host as u64,
+        size,
+        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        host as u64,
+    )
+    .unwrap();
+    assert_eq!(create(userptr.handle).unwrap_err(), Errno::INVAL);
+    let vram = alloc(&d, 0x7f00_0000_0000, size, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, 0).unwrap();
+    assert_eq!(create(vram.handle).unwrap_err(), Errno::INVAL);
+    let small = alloc(&d, 0x7f00_0010_0000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0).unwrap();
+    assert_eq!(
+        create(small.handle).unwrap_err(),
+        Errno::INVAL,
+        "under 32 KiB"
+    );
+    let gtt = alloc(&d, 0x7f00_0020_0000, size, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0).unwrap();
+    let e = create(gtt.handle).unwrap();
+    assert_eq!(e.event_slot_index, e.event_id);
+    assert_eq!(
+        e.event_page_offset, gtt.handle,
+        "a user page: no KFD page offset back"
+    );
+    let mut destroy = DestroyEventArgs {
+        event_id: e.event_id,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_DESTROY_EVENT, destroy.as_mut_bytes())
+        .unwrap();
+    for h in [userptr.handle, vram.handle, small.handle, gtt.handle] {
+        free(&d, h).unwrap();
+    }
+    // SAFETY: allocated above with this layout; KFD no longer knows the pages.
+    unsafe { std::alloc::dealloc(host, layout) };
+}

@@ -158,7 +158,7 @@ impl KfdDriver for Fake {
             AMDKFD_IOC_ALLOC_MEMORY_OF_GPU => {
                 let mut a = AllocMemoryOfGpuArgs::read_from_bytes(arg).unwrap();
                 a.handle = 0x100 + u64::from(self.next());
-                if a.flags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM != 0 {
+                if a.flags & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_GTT) != 0 {
                     a.mmap_offset = a.handle << 20;
                 }
                 reply(arg, &a);
@@ -789,13 +789,16 @@ fn events_page_mailbox_wait_signal() {
     assert_eq!(fake.count(AMDKFD_IOC_CREATE_EVENT), 1);
     assert_eq!(first.event_type, KFD_IOC_EVENT_SIGNAL);
     assert_eq!(first.auto_reset, 1);
-    // The event page: a 32 KiB uncached, coherent userptr chunk whose handle goes to KFD.
+    // The event page: a 32 KiB uncached, coherent GTT buffer object whose handle goes to KFD
+    // (amdkfd maps it into the kernel, which it refuses for USERPTR memory), mapped for the
+    // host from the render node at its mmap_offset.
     let page: AllocMemoryOfGpuArgs = fake.last(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
     assert_eq!(page.size, EVENT_PAGE_BYTES);
     assert_eq!(page.size, 32768);
+    assert_eq!(page.mmap_offset, 0, "GTT: KFD chooses the mmap offset");
     assert_eq!(
         page.flags,
-        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT
             | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
             | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT
             | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED
@@ -808,6 +811,17 @@ fn events_page_mailbox_wait_signal() {
         .handle;
     assert_eq!(first.event_page_offset, page_handle);
     assert_eq!(e1.mailbox.0, page.va_addr + 8 * u64::from(e1.id.0));
+    let mm = fake.log.lock().unwrap().mmaps.clone();
+    assert_eq!(
+        mm.last(),
+        Some(&(
+            MapTarget::RenderNode(GPU_ID),
+            page_handle << 20,
+            EVENT_PAGE_BYTES as usize,
+            Some(page.va_addr as usize)
+        )),
+        "the event page is mapped from the render node"
+    );
 
     let e2 = p.create_event().unwrap();
     let second: CreateEventArgs = fake.last(AMDKFD_IOC_CREATE_EVENT);

@@ -74,7 +74,7 @@ unsafe impl Platform for LinuxPlatform {
                 let map_to = self.all_gpu_ids();
                 self.alloc_chunk(
                     alloc_gpu,
-                    MemoryKind::System,
+                    KfdPlacement::UserPtr,
                     request.size_bytes,
                     request.align_bytes,
                     request.flags,
@@ -91,7 +91,7 @@ unsafe impl Platform for LinuxPlatform {
                 };
                 self.alloc_chunk(
                     Some(gpu_id),
-                    MemoryKind::DeviceLocal,
+                    KfdPlacement::Vram,
                     request.size_bytes,
                     request.align_bytes,
                     request.flags,
@@ -193,7 +193,7 @@ unsafe impl Platform for LinuxPlatform {
         let eop = if sizes.eop_buffer_bytes > 0 {
             Some(self.alloc_chunk(
                 Some(gpu.gpu_id),
-                MemoryKind::DeviceLocal,
+                KfdPlacement::Vram,
                 sizes.eop_buffer_bytes.div_ceil(page) * page,
                 4096,
                 MemoryFlags::EXECUTABLE,
@@ -204,7 +204,7 @@ unsafe impl Platform for LinuxPlatform {
         };
         let cwsr = match self.alloc_chunk(
             Some(gpu.gpu_id),
-            MemoryKind::System,
+            KfdPlacement::UserPtr,
             sizes.cwsr_total_bytes,
             4096,
             MemoryFlags::HOST_ACCESS | MemoryFlags::EXECUTABLE,
@@ -332,9 +332,10 @@ unsafe impl Platform for LinuxPlatform {
     }
 
     /// A KFD signal event, auto-reset. The first event hands KFD the event page: a 32 KiB
-    /// uncached host chunk mapped to every GPU (so the GPU can write mailboxes), its handle in
-    /// `event_page_offset` (libhsakmt's dGPU path); without GPUs, KFD's own page is mapped
-    /// from `/dev/kfd` at the returned offset.
+    /// uncached GTT buffer object (amdkfd maps it into the kernel, which it refuses for
+    /// USERPTR memory), mapped for the host from the render node and to every GPU (so the GPU
+    /// can write mailboxes), its handle in `event_page_offset` (libhsakmt's dGPU path);
+    /// without GPUs, KFD's own page is mapped from `/dev/kfd` at the returned offset.
     ///
     /// # Errors
     /// [`Status::OutOfResources`] when KFD has no more events (`ENOSPC`... mapped by
@@ -350,7 +351,7 @@ unsafe impl Platform for LinuxPlatform {
         if page.is_none() && !self.gpus.is_empty() {
             let c = self.alloc_chunk(
                 Some(self.gpus[0].gpu_id),
-                MemoryKind::System,
+                KfdPlacement::Gtt,
                 EVENT_PAGE_BYTES,
                 4096,
                 MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,

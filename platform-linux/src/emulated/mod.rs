@@ -799,7 +799,10 @@ impl EmulatedKfd {
                     let alloc = allocs
                         .by_handle_mut(a.event_page_offset)
                         .ok_or(Errno::INVAL)?;
-                    if alloc.size < EVENT_PAGE_BYTES || alloc.kind == Kind::Doorbell {
+                    // amdkfd maps the page into the kernel, which only a GTT buffer object
+                    // allows (amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel: EINVAL for USERPTR,
+                    // and a VRAM BO cannot be pinned in GTT).
+                    if alloc.size < EVENT_PAGE_BYTES || alloc.kind != Kind::Gtt {
                         return Err(Errno::INVAL);
                     }
                     alloc.pins += 1;
@@ -859,8 +862,8 @@ impl EmulatedKfd {
         // The last signal event gone, a user buffer object stops being the event page: it is
         // unpinned (so the user can free it) and the next CREATE_EVENT may name a new one.
         // (amdkfd keeps the page for the process's life, holding a reference to the BO; the
-        // emulation cannot keep a USERPTR page's memory alive once the user unmaps it, so it
-        // lets go of it instead.)
+        // emulation lets go of it instead, so that a runtime that frees its event page after
+        // its last event shows no leaked allocation.)
         let signal_events_left = ev.table.values().any(|e| e.slot.is_some());
         if !signal_events_left {
             if let Some(h) = ev.page.as_ref().and_then(|p| p.user_handle) {
