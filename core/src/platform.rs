@@ -535,6 +535,15 @@ pub unsafe trait Platform: Send + Sync {
     /// Ticks per second of `timestamp_ticks` (1 GHz on Linux, where a tick is 1 ns).
     fn timestamp_frequency_hz(&self) -> u64;
 
+    /// Whether this process runs with XNACK on (recoverable GPU page faults; KFD's per-process
+    /// mode, `AMDKFD_IOC_SET_XNACK_MODE`). It decides the `xnack` feature of every GPU agent's
+    /// ISA (`gfx90a:sramecc+:xnack+` or `...:xnack-`), and so which code objects load
+    /// (AMDGPUUsage "Target Features"). The default, and every platform without recoverable
+    /// faults, is off.
+    fn xnack_enabled(&self) -> bool {
+        false
+    }
+
     // ---- tools ----
 
     /// Called by the loader for every kernel it loads, with the kernel object (device address

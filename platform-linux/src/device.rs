@@ -126,6 +126,8 @@ pub struct LinuxPlatform {
     event_page: Mutex<Option<EventPage>>,
     /// The emulated device when `driver` is one (to register host kernels on it).
     emulated: Option<Arc<crate::emulated::EmulatedKfd>>,
+    /// The process's XNACK mode, as KFD reported it at open.
+    xnack: bool,
 }
 
 impl std::fmt::Debug for LinuxPlatform {
@@ -220,6 +222,24 @@ pub fn kfd_alloc_flags_for(placement: KfdPlacement, flags: MemoryFlags) -> u32 {
     f
 }
 
+/// Sets the process's XNACK mode when `request` says so, then returns the mode KFD reports.
+fn xnack_mode(drv: &dyn KfdDriver, request: Option<bool>) -> Result<bool, Error> {
+    let name = "AMDKFD_IOC_SET_XNACK_MODE";
+    if let Some(on) = request {
+        let mut a = SetXnackModeArgs {
+            xnack_enabled: i32::from(on),
+        };
+        call(drv, AMDKFD_IOC_SET_XNACK_MODE, name, &mut a)
+            .map_err(|e| error!(e.status(), "HSA_XNACK={}: {}", u8::from(on), e.detail()))?;
+    }
+    let mut a = SetXnackModeArgs { xnack_enabled: -1 };
+    match call(drv, AMDKFD_IOC_SET_XNACK_MODE, name, &mut a) {
+        Ok(()) => Ok(a.xnack_enabled > 0),
+        // Before KFD 1.5 there is no per-process mode: XNACK is off.
+        Err(_) => Ok(false),
+    }
+}
+
 impl LinuxPlatform {
     /// Opens the platform on `driver` for the machine `topology` describes: checks the KFD
     /// interface version, acquires each GPU's VM from its render node, reads the GPUVM
@@ -235,6 +255,22 @@ impl LinuxPlatform {
     /// - [`Status::OutOfResources`] when the address space cannot be reserved or does not lie
     ///   inside a GPU's GPUVM aperture.
     pub fn new(driver: Arc<dyn KfdDriver>, topology: Topology) -> Result<LinuxPlatform, Error> {
+        LinuxPlatform::with_xnack(driver, topology, None)
+    }
+
+    /// [`LinuxPlatform::new`], and the process's XNACK mode set to `xnack` when it is given
+    /// (`AMDKFD_IOC_SET_XNACK_MODE`, as ROCR does for `HSA_XNACK`); the mode is then queried
+    /// either way and decides the agents' ISA ([`Platform::xnack_enabled`]). A kernel without
+    /// the ioctl (before KFD 1.5) reads as XNACK off when nothing is asked.
+    ///
+    /// # Errors
+    /// As [`LinuxPlatform::new`]; when `xnack` is given and KFD refuses it, the ioctl's
+    /// error prefixed with `"HSA_XNACK=<0|1>: "` (`EPERM`: a GPU cannot run in that mode).
+    pub fn with_xnack(
+        driver: Arc<dyn KfdDriver>,
+        topology: Topology,
+        xnack: Option<bool>,
+    ) -> Result<LinuxPlatform, Error> {
         let drv = &*driver;
         let mut v = GetVersionArgs::default();
         call(
@@ -289,6 +325,11 @@ impl LinuxPlatform {
             };
             call(drv, AMDKFD_IOC_ACQUIRE_VM, "AMDKFD_IOC_ACQUIRE_VM", &mut a)?;
         }
+        let xnack = if gpus.is_empty() {
+            false
+        } else {
+            xnack_mode(drv, xnack)?
+        };
 
         if !gpus.is_empty() {
             let mut apertures = vec![ProcessDeviceApertures::default(); gpus.len()];
@@ -334,6 +375,7 @@ impl LinuxPlatform {
             state: Mutex::new(State::default()),
             event_page: Mutex::new(None),
             emulated: None,
+            xnack,
         })
     }
 

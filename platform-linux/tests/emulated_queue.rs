@@ -447,3 +447,61 @@ fn create_queue_checks_its_arguments() {
     );
     assert_eq!(s.d.live_handles().queues, 1);
 }
+
+/// `HSA_XNACK` (here through `LinuxPlatform::with_xnack`) sets the process's XNACK mode with
+/// `SET_XNACK_MODE`; the agents' ISA follows it, and KFD refuses a change while queues exist.
+#[test]
+fn xnack_mode_follows_the_request_and_names_the_isa() {
+    use hsa_core::platform::Platform;
+    use hsa_core::runtime::Runtime;
+    use hsa_linux::kfd::abi::{SetXnackModeArgs, AMDKFD_IOC_SET_XNACK_MODE};
+    use hsa_linux::LinuxPlatform;
+    use zerocopy::IntoBytes;
+
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let topology = emulated.topology().clone();
+    let query = || {
+        let mut a = SetXnackModeArgs { xnack_enabled: -1 };
+        emulated
+            .ioctl(AMDKFD_IOC_SET_XNACK_MODE, a.as_mut_bytes())
+            .unwrap();
+        a.xnack_enabled
+    };
+    assert_eq!(query(), 0, "the kernel default: off");
+    let off = LinuxPlatform::with_xnack(emulated.clone(), topology.clone(), None).unwrap();
+    assert!(!off.xnack_enabled());
+    let rt = Runtime::new(off).unwrap();
+    let isa = rt.first_gpu().unwrap().isa().unwrap().name();
+    assert_eq!(isa, "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+    drop(rt);
+
+    let on = LinuxPlatform::with_xnack(emulated.clone(), topology.clone(), Some(true)).unwrap();
+    assert!(on.xnack_enabled());
+    assert_eq!(query(), 1);
+    let rt = Runtime::new(on).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    assert_eq!(
+        gpu.isa().unwrap().name(),
+        "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack+"
+    );
+    // With a queue alive the mode cannot change: the open fails and names why.
+    let config = hsa_core::queue::QueueConfig::new(
+        hsa_core::NodeId(gpu.node()),
+        gpu.queue_min_size(),
+        gpu.queue_min_size(),
+        gpu.queue_max_size(),
+    );
+    let q = hsa_core::queue::AqlQueue::create(rt.platform(), &config).unwrap();
+    let e = LinuxPlatform::with_xnack(emulated.clone(), topology, Some(false)).unwrap_err();
+    assert!(
+        e.detail()
+            .starts_with("HSA_XNACK=0: AMDKFD_IOC_SET_XNACK_MODE"),
+        "{e}"
+    );
+    assert!(
+        e.detail().contains("EBUSY") || e.detail().contains("busy"),
+        "{e}"
+    );
+    assert_eq!(query(), 1, "unchanged");
+    q.destroy().unwrap();
+}

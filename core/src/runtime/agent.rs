@@ -117,13 +117,15 @@ pub struct Agent {
 
 impl Agent {
     /// Builds the agent for `node`, with the node's caches and memory banks as the platform
-    /// reported them.
+    /// reported them; `xnack_on` is the process's XNACK mode
+    /// ([`Platform::xnack_enabled`](crate::platform::Platform::xnack_enabled)).
     pub fn new(
         handle: AgentHandle,
         node: NodeProperties,
         caches: impl Iterator<Item = Cache>,
         memory_width_bits: u32,
         memory_clock_mhz: u32,
+        xnack_on: bool,
     ) -> Agent {
         let mut cache_sizes_bytes = [0u32; 4];
         for cache in caches {
@@ -140,10 +142,10 @@ impl Agent {
             DeviceType::Gpu => {
                 isa::processor_from_gfx_target_version(node.gfx_target_version).map(|p| {
                     // kfd_sysfs.h: HSA_CAP_SRAM_EDCSUPPORTED (before Linux 5.x the bit now
-                    // named HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED) says ECC is on. XNACK is on
-                    // only when the process enabled it (HSA_XNACK), which this runtime does not.
+                    // named HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED) says ECC is on. XNACK is
+                    // the process's mode (Platform::xnack_enabled), not the node's.
                     let ecc = HSA_CAP_SRAM_EDCSUPPORTED | HSA_CAP_OLD_SRAM_EDCSUPPORTED;
-                    AgentIsa::new(p, node.capability & ecc != 0, false)
+                    AgentIsa::new(p, node.capability & ecc != 0, xnack_on)
                 })
             }
             _ => None,
@@ -508,11 +510,25 @@ mod tests {
             core::iter::empty(),
             0,
             0,
+            false,
         );
         assert_eq!(a.name(), "gfx90a");
         assert_eq!(
             a.isa().unwrap().name(),
             "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
+        );
+        // XNACK is the process's mode: the same node with it on.
+        let on = Agent::new(
+            AgentHandle::from_index(1),
+            mi210(),
+            core::iter::empty(),
+            0,
+            0,
+            true,
+        );
+        assert_eq!(
+            on.isa().unwrap().name(),
+            "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack+"
         );
         assert_eq!(a.compute_unit_count(), 104);
         assert_eq!(a.shader_engines(), 8);
@@ -571,6 +587,7 @@ mod tests {
             caches.into_iter(),
             0,
             0,
+            false,
         );
         assert_eq!(a.cache_sizes_bytes(), [16 * 1024, 8192 * 1024, 0, 0]);
     }

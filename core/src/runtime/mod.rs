@@ -76,6 +76,7 @@ impl<P: Platform> Runtime<P> {
     pub fn new(platform: P) -> Result<Runtime<P>> {
         let platform = Arc::new(platform);
         let mut agents = Vec::new();
+        let xnack = platform.xnack_enabled();
         for index in 0..platform.node_count() {
             let node = platform.node(index).map_err(platform_error)?;
             let mut banks = (0..).map_while(|b| platform.memory_bank(index, b).ok().flatten());
@@ -85,7 +86,8 @@ impl<P: Platform> Runtime<P> {
                 clock = clock.max(bank.mem_clk_max_mhz);
             }
             let caches = (0..).map_while(|c| platform.cache(index, c).ok().flatten());
-            let agent = Agent::new(AgentHandle::from_index(index), node, caches, width, clock);
+            let handle = AgentHandle::from_index(index);
+            let agent = Agent::new(handle, node, caches, width, clock, xnack);
             if agents.len() == MAX_AGENTS {
                 crate::bail!(
                     Status::OutOfResources,

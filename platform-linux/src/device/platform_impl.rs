@@ -482,6 +482,11 @@ unsafe impl Platform for LinuxPlatform {
         1_000_000_000
     }
 
+    /// The mode KFD reported at open (see [`LinuxPlatform::with_xnack`]).
+    fn xnack_enabled(&self) -> bool {
+        self.xnack
+    }
+
     fn register_kernel_symbol(&self, kernel_object: GpuVa, name: &str) {
         self.driver.register_kernel_symbol(kernel_object.0, name);
     }

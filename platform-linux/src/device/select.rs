@@ -2,7 +2,8 @@
 //!
 //! `HSA_RT_DEVICE=kfd|emulated` forces one; otherwise `/dev/kfd` when it exists, else the
 //! emulated device, announced once on stderr. `HSA_RT_SYSFS=DIR` gives the emulated device a
-//! captured KFD topology instead of its built-in profile.
+//! captured KFD topology instead of its built-in profile. `HSA_XNACK=0|1` sets the process's
+//! XNACK mode on either.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,6 +20,27 @@ use crate::topology::Topology;
 pub const DEVICE_ENV: &str = "HSA_RT_DEVICE";
 /// Environment variable naming a captured topology root for the emulated device.
 pub const SYSFS_ENV: &str = "HSA_RT_SYSFS";
+/// Environment variable asking for the process's XNACK mode, as ROCR reads it: `1` on, `0`
+/// off; unset leaves the kernel's default.
+pub const XNACK_ENV: &str = "HSA_XNACK";
+
+/// The XNACK mode a value of `HSA_XNACK` asks for: `Some(true)` for `1`, `Some(false)` for
+/// `0`, `None` when unset.
+///
+/// # Errors
+/// [`Status::InvalidArgument`] `"HSA_XNACK value 'x': expected '0' or '1'"` for any other
+/// value.
+pub fn xnack_request(value: Option<&str>) -> Result<Option<bool>, Error> {
+    match value.map(str::trim) {
+        None => Ok(None),
+        Some("1") => Ok(Some(true)),
+        Some("0") => Ok(Some(false)),
+        Some(other) => bail!(
+            Status::InvalidArgument,
+            "{XNACK_ENV} value '{other}': expected '0' or '1'"
+        ),
+    }
+}
 
 /// The device [`choose_device`] picked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -75,19 +97,20 @@ static ANNOUNCED: AtomicBool = AtomicBool::new(false);
 /// `open_with(emulated::builtin_topology, |t| Ok(emulated::EmulatedKfd::new(t)? as _))`.
 ///
 /// # Errors
-/// As [`choose_device`]; the errors of [`Topology::read`] (sysfs or `HSA_RT_SYSFS`),
-/// [`DevKfd::open`], `make_emulated` and [`LinuxPlatform::new`].
+/// As [`choose_device`] and [`xnack_request`]; the errors of [`Topology::read`] (sysfs or
+/// `HSA_RT_SYSFS`), [`DevKfd::open`], `make_emulated` and [`LinuxPlatform::with_xnack`].
 pub fn open_with(
     builtin_topology: impl FnOnce() -> Topology,
     make_emulated: impl FnOnce(Topology) -> Result<Arc<dyn KfdDriver>, Error>,
 ) -> Result<LinuxPlatform, Error> {
     let forced = std::env::var(DEVICE_ENV).ok();
+    let xnack = xnack_request(std::env::var(XNACK_ENV).ok().as_deref())?;
     let kfd_present = Path::new(KFD_PATH).exists();
     match choose_device(forced.as_deref(), kfd_present)? {
         DeviceChoice::Kfd => {
             let topology = Topology::read_default()?;
             let driver: Arc<dyn KfdDriver> = Arc::new(DevKfd::open(&topology)?);
-            LinuxPlatform::new(driver, topology)
+            LinuxPlatform::with_xnack(driver, topology, xnack)
         }
         DeviceChoice::Emulated { announce } => {
             let mut topology = match std::env::var_os(SYSFS_ENV) {
@@ -99,7 +122,7 @@ pub fn open_with(
                 eprintln!("{}", emulated_notice(&topology));
             }
             let driver = make_emulated(topology.clone())?;
-            LinuxPlatform::new(driver, topology)
+            LinuxPlatform::with_xnack(driver, topology, xnack)
         }
     }
 }
@@ -107,6 +130,16 @@ pub fn open_with(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hsa_xnack_values() {
+        assert_eq!(xnack_request(None).unwrap(), None);
+        assert_eq!(xnack_request(Some("1")).unwrap(), Some(true));
+        assert_eq!(xnack_request(Some("0\n")).unwrap(), Some(false));
+        let e = xnack_request(Some("yes")).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(e.detail(), "HSA_XNACK value 'yes': expected '0' or '1'");
+    }
 
     #[test]
     fn choice_table() {
