@@ -43,6 +43,19 @@ use hsa_core::{error, Error, Status};
 
 use crate::isa;
 
+/// Copies a `&str` into a fixed-capacity name (`heapless::String`), cutting at a char boundary
+/// when it does not fit. A macro so that this crate names no `heapless` type.
+macro_rules! set_name {
+    ($dst:expr, $s:expr) => {{
+        $dst.clear();
+        for c in $s.chars() {
+            if $dst.push(c).is_err() {
+                break;
+            }
+        }
+    }};
+}
+
 /// The topology root on a live Linux system.
 pub const DEFAULT_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
 
@@ -305,7 +318,41 @@ impl Topology {
     /// # Errors
     /// As [`Topology::read`].
     pub fn read_default() -> Result<Topology, Error> {
-        Topology::read(Path::new(DEFAULT_ROOT))
+        let mut t = Topology::read(Path::new(DEFAULT_ROOT))?;
+        // KFD leaves CPU nodes unnamed; ROCR's names come from /proc/cpuinfo. A missing or
+        // unreadable file leaves the names empty (they are informational).
+        let mut cpuinfo = String::new();
+        if let Ok(f) = fs::File::open("/proc/cpuinfo") {
+            let _ = f.take(MAX_CPUINFO_BYTES).read_to_string(&mut cpuinfo);
+        }
+        t.name_cpus_from_cpuinfo(&cpuinfo);
+        Ok(t)
+    }
+
+    /// Names every CPU node that has no name after the `model name` of the logical CPU in
+    /// `cpuinfo` (the text of `/proc/cpuinfo`) whose `apicid` is the node's
+    /// `cpu_core_id_base`, as libhsakmt does; failing that, after the first `model name`.
+    /// Both `name` and `marketing_name` are set (rocminfo prints both); nodes with a name
+    /// and GPU nodes are left alone. Text without any `model name` changes nothing.
+    pub fn name_cpus_from_cpuinfo(&mut self, cpuinfo: &str) {
+        let names = cpu_model_names(cpuinfo);
+        let Some(first) = names.first() else {
+            return;
+        };
+        for n in &mut self.nodes {
+            let p = &mut n.properties;
+            if p.simd_count != 0 || p.cpu_cores_count == 0 || !p.name.is_empty() {
+                continue;
+            }
+            let name = names
+                .iter()
+                .find(|(apicid, _)| *apicid == Some(p.cpu_core_id_base))
+                .unwrap_or(first)
+                .1
+                .as_str();
+            set_name!(p.name, name);
+            set_name!(p.marketing_name, name);
+        }
     }
 
     /// Reads a topology root (the live one or a captured copy).
@@ -522,6 +569,33 @@ impl SysfsTree for MemoryTree {
     }
 }
 
+/// Most bytes of `/proc/cpuinfo` read (a 512-thread machine has ~1 MiB).
+const MAX_CPUINFO_BYTES: u64 = 16 << 20;
+
+/// The `(apicid, model name)` of every logical CPU in the text of `/proc/cpuinfo`, in file
+/// order; `apicid` is `None` where the block has none (non-x86 machines).
+pub fn cpu_model_names(cpuinfo: &str) -> Vec<(Option<u32>, String)> {
+    let mut out = Vec::new();
+    for block in cpuinfo.split("\n\n") {
+        let mut model = None;
+        let mut apicid = None;
+        for line in block.lines() {
+            let Some((key, value)) = line.split_once(':') else {
+                continue;
+            };
+            match key.trim() {
+                "model name" => model = Some(value.trim()),
+                "apicid" => apicid = value.trim().parse::<u32>().ok(),
+                _ => {}
+            }
+        }
+        if let Some(m) = model.filter(|m| !m.is_empty()) {
+            out.push((apicid, m.to_owned()));
+        }
+    }
+    out
+}
+
 /// Reads a file of at most [`MAX_FILE_BYTES`] as UTF-8.
 fn read_capped(tree: &dyn SysfsTree, path: &Path) -> Result<String, Error> {
     read_optional(tree, path)?.ok_or_else(|| {
@@ -614,19 +688,6 @@ fn numbered_entries(
     }
     out.sort_by_key(|(n, _)| *n);
     Ok(out)
-}
-
-/// Copies a `&str` into a fixed-capacity name (`heapless::String`), cutting at a char boundary
-/// when it does not fit. A macro so that this crate names no `heapless` type.
-macro_rules! set_name {
-    ($dst:expr, $s:expr) => {{
-        $dst.clear();
-        for c in $s.chars() {
-            if $dst.push(c).is_err() {
-                break;
-            }
-        }
-    }};
 }
 
 fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, Error> {

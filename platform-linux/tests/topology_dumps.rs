@@ -491,3 +491,49 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn cpu_nodes_are_named_from_cpuinfo_by_apicid() {
+    use hsa_linux::topology::cpu_model_names;
+    let Some(root) = dump("mi210-8gpu-xgmi-pcie-topology") else {
+        return;
+    };
+    let mut t = Topology::read(&root).unwrap();
+    assert!(
+        t.nodes[0].properties.name.is_empty(),
+        "the dump's CPUs are unnamed"
+    );
+    // Two sockets: apicid 0.. on the first, 64.. on the second (cpu_core_id_base 0 and 64).
+    let cpuinfo = "processor\t: 0\nmodel name\t: AMD EPYC 7763 64-Core Processor\napicid\t\t: 0\n\n\
+                   processor\t: 1\nmodel name\t: AMD EPYC 7763 64-Core Processor\napicid\t\t: 2\n\n\
+                   processor\t: 64\nmodel name\t: AMD EPYC 7713 64-Core Processor\napicid\t\t: 64\n";
+    assert_eq!(
+        cpu_model_names(cpuinfo),
+        [
+            (Some(0), "AMD EPYC 7763 64-Core Processor".to_owned()),
+            (Some(2), "AMD EPYC 7763 64-Core Processor".to_owned()),
+            (Some(64), "AMD EPYC 7713 64-Core Processor".to_owned()),
+        ]
+    );
+    t.name_cpus_from_cpuinfo(cpuinfo);
+    assert_eq!(
+        t.nodes[0].properties.name.as_str(),
+        "AMD EPYC 7763 64-Core Processor"
+    );
+    assert_eq!(
+        t.nodes[1].properties.name.as_str(),
+        "AMD EPYC 7713 64-Core Processor"
+    );
+    assert_eq!(
+        t.nodes[1].properties.marketing_name.as_str(),
+        "AMD EPYC 7713 64-Core Processor"
+    );
+    // GPU nodes keep their names; text without model names changes nothing.
+    let gpu_name = t.nodes[2].properties.name.clone();
+    t.name_cpus_from_cpuinfo("processor : 0\nBogoMIPS : 100\n");
+    assert_eq!(t.nodes[2].properties.name, gpu_name);
+    // An apicid no node starts at: the first model name.
+    let mut t = Topology::read(&root).unwrap();
+    t.name_cpus_from_cpuinfo("model name : Only One\napicid : 999\n");
+    assert_eq!(t.nodes[1].properties.name.as_str(), "Only One");
+}
