@@ -7,212 +7,38 @@
 mod sim;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use hsa_baremetal::ih::IhEntry;
 use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_END_OF_PIPE};
-use hsa_baremetal::{
-    BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, IrqStats,
-    QueueMapping, RegisterLocation,
-};
+use hsa_baremetal::{BaremetalPlatform, IrqStats};
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
 use hsa_core::platform::Platform;
-use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, NodeProperties};
+use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest};
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
-use hsa_core::{DoorbellIndex, Error, GpuVa, NodeId, PhysAddr, Status};
-use sim::{DeviceLink, SimDevice, SimHost};
+use hsa_core::{GpuVa, NodeId, Status};
+use sim::host::{HostConfig, TestHost};
+use sim::SimDevice;
 
-const SYS_BYTES: usize = 2 << 20;
-const IH_BYTES: usize = 4096; // 128 entries
 const FIRST_DOORBELL: u32 = 16;
-const RPTR_OFFSET: usize = 12;
+const HOST: HostConfig = HostConfig {
+    sys_bytes: 2 << 20,
+    ih_bytes: 4096, // 128 entries
+    first_doorbell: FIRST_DOORBELL,
+    doorbell_bar_bytes: 4096 * 8, // 4096 doorbell slots
+    rptr_offset: 12,
+    cpu_cores: 2,
+    forward_to_link: true,
+};
 const KERNEL: GpuVa = GpuVa(0x10_0000);
 const TIMEOUT_NS: u64 = 10_000_000_000;
-
-fn words(bytes: usize) -> Box<[AtomicU64]> {
-    (0..bytes / 8).map(|_| AtomicU64::new(0)).collect()
-}
-
-/// A host over ordinary memory: a big buffer for system memory (identity-mapped for the
-/// "GPU"), a doorbell "BAR", an IH ring with its write-pointer word and a register block with
-/// the read-pointer register, and a Condvar-based wait-for-interrupt that counts how it slept
-/// and why it woke.
-struct TestHost {
-    /// Backs the system-memory carve-out (only reached through its addresses).
-    _sys: Box<[AtomicU64]>,
-    doorbell_bar: Box<[AtomicU64]>,
-    ih: Box<[AtomicU64]>,
-    ih_wptr: Box<[AtomicU64]>,
-    ih_regs: Box<[AtomicU64]>,
-    carve: Vec<CarveOut>,
-    nodes: Vec<NodeProperties>,
-    link: DeviceLink,
-    lock: Mutex<u64>,
-    cv: Condvar,
-    /// Times a waiter actually went to sleep (still waiting after arming).
-    sleeps: AtomicU64,
-    /// Sleeps ended by `wake_waiters` (not by the deadline or spuriously).
-    woken: AtomicU64,
-    overflow_clears: AtomicU64,
-    start: Instant,
-}
-
-impl TestHost {
-    fn new() -> TestHost {
-        let sys = words(SYS_BYTES);
-        let sys_addr = sys.as_ptr() as usize;
-        let virt = sys_addr.next_multiple_of(4096);
-        let size = (SYS_BYTES - (virt - sys_addr)) as u64 & !4095;
-        let carve = vec![
-            CarveOut {
-                node: NodeId(0),
-                kind: CarveOutKind::SystemMemory,
-                phys_base: PhysAddr(0x10_0000_0000),
-                virt_base: Some(virt),
-                gpu_va: GpuVa(virt as u64),
-                size_bytes: size,
-            },
-            CarveOut {
-                node: NodeId(1),
-                kind: CarveOutKind::PrivateVram,
-                phys_base: PhysAddr(0x8000_0000),
-                virt_base: None,
-                gpu_va: GpuVa(0x8000_0000),
-                size_bytes: 1 << 24,
-            },
-        ];
-        let cpu = NodeProperties {
-            node_id: 0,
-            cpu_cores_count: 2,
-            ..Default::default()
-        };
-        let gpu = NodeProperties {
-            node_id: 1,
-            simd_count: 8,
-            simd_per_cu: 4,
-            gfx_target_version: 90010,
-            ..Default::default()
-        };
-        TestHost {
-            _sys: sys,
-            doorbell_bar: words(4096),
-            ih: words(IH_BYTES),
-            ih_wptr: words(8),
-            ih_regs: words(32),
-            carve,
-            nodes: vec![cpu, gpu],
-            link: DeviceLink::new(),
-            lock: Mutex::new(0),
-            cv: Condvar::new(),
-            sleeps: AtomicU64::new(0),
-            woken: AtomicU64::new(0),
-            overflow_clears: AtomicU64::new(0),
-            start: Instant::now(),
-        }
-    }
-
-    fn rptr_register(&self) -> u32 {
-        (self.ih_regs[RPTR_OFFSET / 8].load(Ordering::SeqCst) >> 32) as u32
-    }
-
-    fn ns(&self) -> u64 {
-        self.start.elapsed().as_nanos() as u64
-    }
-}
-
-// SAFETY: every address handed out points into boxes this value owns for its whole life; the
-// system carve-out is identity-mapped and inside `sys`; carve-outs do not overlap; the
-// doorbell grant 16..48 fits the 4096-byte BAR; only the platform reads the IH ring.
-unsafe impl Host for TestHost {
-    fn carve_outs(&self) -> &[CarveOut] {
-        &self.carve
-    }
-    fn clear_device_memory(&self, _gpu_va: GpuVa, _size_bytes: u64) -> Result<(), Error> {
-        Ok(())
-    }
-    fn doorbells(&self) -> DoorbellAperture {
-        DoorbellAperture {
-            virt_base: self.doorbell_bar.as_ptr() as usize,
-            size_bytes: self.doorbell_bar.len() * 8,
-            first: DoorbellIndex(FIRST_DOORBELL),
-            count: 32,
-        }
-    }
-    unsafe fn map_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
-        self.link.map(mapping)
-    }
-    fn unmap_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
-        self.link.unmap(mapping)
-    }
-    fn ih_ring(&self) -> IhRingConfig {
-        IhRingConfig {
-            ring_virt_base: self.ih.as_ptr() as usize,
-            ring_size_bytes: IH_BYTES as u32,
-            wptr_virt: self.ih_wptr.as_ptr() as usize,
-            rptr_register: RegisterLocation {
-                block_virt_base: self.ih_regs.as_ptr() as usize,
-                block_size_bytes: 256,
-                offset_bytes: RPTR_OFFSET,
-            },
-        }
-    }
-    fn ih_overflow_clear(&self) {
-        self.overflow_clears.fetch_add(1, Ordering::SeqCst);
-        self.link.request_overflow_clear();
-    }
-    fn wait_for_interrupt(&self, deadline_ticks: u64, still_waiting: &dyn Fn() -> bool) {
-        // The lock is the "interrupts masked" of a real host: wake_waiters takes it too.
-        let mut wakes = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        if !still_waiting() {
-            return;
-        }
-        self.sleeps.fetch_add(1, Ordering::SeqCst);
-        let seen = *wakes;
-        loop {
-            let now = self.ns();
-            if now >= deadline_ticks {
-                return;
-            }
-            wakes = self
-                .cv
-                .wait_timeout(wakes, Duration::from_nanos(deadline_ticks - now))
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-            if *wakes != seen {
-                self.woken.fetch_add(1, Ordering::SeqCst);
-                return;
-            }
-        }
-    }
-    fn wake_waiters(&self) {
-        let mut wakes = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        *wakes += 1;
-        self.cv.notify_all();
-    }
-    fn timestamp_ticks(&self) -> u64 {
-        self.ns()
-    }
-    fn timestamp_frequency_hz(&self) -> u64 {
-        1_000_000_000
-    }
-    fn nodes(&self) -> &[NodeProperties] {
-        &self.nodes
-    }
-}
-
-impl SimHost for TestHost {
-    fn link(&self) -> &DeviceLink {
-        &self.link
-    }
-}
 
 type Plat = BaremetalPlatform<TestHost>;
 
 fn platform() -> Plat {
-    BaremetalPlatform::new(TestHost::new()).unwrap()
+    BaremetalPlatform::new(TestHost::new(HOST)).unwrap()
 }
 
 fn system_chunk(p: &Plat) -> MemoryChunk {

@@ -1,5 +1,6 @@
 //! A simulated GPU for the bare-metal backend, shared by `tests/simulated_device.rs` and
-//! `examples/firmware.rs` (which includes this file with `#[path]`).
+//! `examples/firmware.rs` (which includes this file with `#[path]`), and the tests' host over
+//! ordinary memory ([`host`], shared by `tests/simulated_device.rs` and `tests/fake_host.rs`).
 //!
 //! It plays the parts of the hardware that [`BaremetalPlatform`] talks to, over ordinary
 //! memory the host describes through [`Host`]:
@@ -25,7 +26,8 @@
 //!
 //! Device-side memory access is atomic (the platform's side is volatile, as for real MMIO and
 //! DMA; aligned 4- and 8-byte accesses are single-copy atomic on the targets we run on).
-// Each includer uses a different subset of the helpers.
+// Each includer uses a different subset of the helpers (fake_host.rs none of the device's),
+// and this allow also covers `host`: unavoidable for a module `mod`-included by several crates.
 #![allow(dead_code)]
 #![allow(unsafe_code)]
 
@@ -49,6 +51,11 @@ use hsa_core::processor::{
 use hsa_core::queue::ring::Ring;
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::{Error, EventId, GpuVa, Status};
+
+// Test crates only (integration tests build with cfg(test)): the firmware example brings its
+// own static host.
+#[cfg(test)]
+pub mod host;
 
 /// Hardware queue descriptors (HQDs) the simulated device has.
 pub const MAX_HQDS: usize = 8;
