@@ -490,6 +490,10 @@ fn parse_output(out: &str) -> BTreeMap<String, i64> {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "compiles and runs a C program, which miri cannot spawn"
+)]
 fn abi_matches_c_headers() {
     let hsa_h = include_root().join("hsa/hsa.h");
     if !hsa_h.exists() {

@@ -205,7 +205,7 @@ fn round_trip(p: Packet) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(2000))]
+    #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 16 } else { 2000 }))]
 
     #[test]
     fn view_never_panics_and_parse_is_stable(bytes in packet_bytes()) {

@@ -309,7 +309,10 @@ mod tests {
     #[test]
     fn decodes_every_valid_header_and_round_trips() {
         let mut valid = 0;
-        for raw in 0..=u16::MAX {
+        // Under miri (~10^4 times slower) only the 256 headers with a type below 8 and the
+        // reserved bits 13..16 clear: every type, barrier and scope pattern.
+        let all = (0..=u16::MAX).filter(|raw| cfg!(not(miri)) || raw & 0xe0f8 == 0);
+        for raw in all {
             if let Ok(h) = PacketHeader::decode(raw) {
                 valid += 1;
                 assert_eq!(h.raw(), raw & 0x1fff);
@@ -318,8 +321,9 @@ mod tests {
                 assert_eq!(h.barrier(), raw & 0x100 != 0);
             }
         }
-        // 6 types * 2 barrier * 3 * 3 scopes * 8 reserved-bit patterns.
-        assert_eq!(valid, 6 * 2 * 3 * 3 * 8);
+        // 6 types * 2 barrier * 3 * 3 scopes * 8 reserved-bit patterns (1 under miri).
+        let reserved_patterns = if cfg!(miri) { 1 } else { 8 };
+        assert_eq!(valid, 6 * 2 * 3 * 3 * reserved_patterns);
     }
 
     #[test]
