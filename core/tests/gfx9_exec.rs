@@ -145,7 +145,18 @@ const FILES: [&str; 5] = [
     "kernels-gfx9-generic-v6.hsaco",
 ];
 
-const N: u32 = 1000; // 4 groups of 256, the last one partial (232 work-items).
+/// `native` work-items, or `under_miri` under miri (where a wave64 instruction costs
+/// milliseconds); both leave the last work-group partial where the test needs that.
+const fn size(native: u32, under_miri: u32) -> u32 {
+    if cfg!(miri) {
+        under_miri
+    } else {
+        native
+    }
+}
+
+// 4 groups of 256, the last one partial (232 work-items); under miri 2, the last of 44.
+const N: u32 = size(1000, 300);
 
 /// The code objects a test runs: all of them, or under miri (~10^4 times slower than a native
 /// run) only the first.
@@ -208,7 +219,7 @@ fn reverse_ref(a: &[u32], wg: usize) -> Vec<u32> {
 #[test]
 fn local_reverse_uses_lds_and_barrier() {
     for &f in under_test(&FILES) {
-        let n = 1024;
+        let n = size(1024, 256);
         let a = input(n, 3);
         let mem = TestMemory::new();
         mem.add(BUF[0], words(&a));
@@ -224,7 +235,7 @@ fn local_reverse_uses_lds_and_barrier() {
 
 #[test]
 fn wrong_workgroup_size_in_packet_gives_wrong_result() {
-    let n = 1024;
+    let n = size(1024, 256);
     let a = input(n, 3);
     let mem = TestMemory::new();
     mem.add(BUF[0], words(&a));
@@ -296,8 +307,8 @@ const MORE: [&str; 3] = [
 
 #[test]
 fn branchy_and_loop_sum_match_host() {
-    let n = 1000u32;
-    let grid = 1024;
+    let n = size(1000, 200);
+    let grid = size(1024, 256);
     let a: Vec<u32> = input(grid, 5).iter().map(|v| v % 2000).collect();
     for &f in under_test(&MORE) {
         let mem = TestMemory::new();
@@ -341,8 +352,8 @@ fn branchy_and_loop_sum_match_host() {
 
 #[test]
 fn saxpy_clamp_and_mixed_args_match_host() {
-    let n = 900u32;
-    let grid = 1024u32;
+    let n = size(900, 200);
+    let grid = size(1024, 256);
     let x: Vec<f32> = (0..grid).map(|i| (i as f32) * 0.25 - 100.0).collect();
     let y: Vec<f32> = (0..grid).map(|i| 50.0 - (i as f32) * 0.125).collect();
     for &f in under_test(&MORE) {
@@ -399,7 +410,7 @@ fn saxpy_clamp_and_mixed_args_match_host() {
 
 #[test]
 fn group_sum_reduces_with_barriers() {
-    let grid = 1000u32; // last group partial
+    let grid = size(1000, 300); // last group partial
     let a: Vec<u32> = input(grid, 11).iter().map(|v| v & 0xFFFF).collect();
     for &f in under_test(&MORE) {
         let mem = TestMemory::new();
@@ -413,6 +424,8 @@ fn group_sum_reduces_with_barriers() {
             .chunks(256)
             .map(|c| c.iter().fold(0u32, |s, v| s.wrapping_add(*v)))
             .collect();
-        assert_eq!(got, want, "{f}");
+        // One sum per group; the buffer holds 4 (fewer groups under miri leave zeros).
+        assert_eq!(got[..want.len()], want[..], "{f}");
+        assert!(got[want.len()..].iter().all(|&v| v == 0), "{f}: {got:?}");
     }
 }

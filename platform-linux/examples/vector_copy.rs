@@ -55,9 +55,7 @@ struct Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     let platform = match &args.sysfs {
-        Some(dir) => hsa_linux::topology::Topology::read(dir)
-            .and_then(hsa_linux::emulated::EmulatedKfd::new)
-            .and_then(LinuxPlatform::new_emulated),
+        Some(dir) => hsa_linux::LinuxPlatform::open_capture(dir),
         None => LinuxPlatform::open_default(),
     };
     let config = DemoConfig {

@@ -27,7 +27,9 @@ pub use cwsr::{
     context_save_area_header, queue_buffer_sizes, vgpr_bytes_per_cu, ContextSaveAreaHeader,
     QueueBufferSizes,
 };
-pub use select::{choose_device, open_with, DeviceChoice, DEVICE_ENV, SYSFS_ENV};
+pub use select::{
+    choose_device, open_with, xnack_request, DeviceChoice, DEVICE_ENV, SYSFS_ENV, XNACK_ENV,
+};
 
 use std::collections::{HashMap, HashSet};
 use std::ptr::NonNull;
@@ -390,6 +392,18 @@ impl LinuxPlatform {
         let mut platform = LinuxPlatform::new(emulated.clone(), topology)?;
         platform.emulated = Some(emulated);
         Ok(platform)
+    }
+
+    /// The emulated device over the captured KFD topology at `dir` (the directory holding
+    /// `nodes/`), honouring `HSA_XNACK` and `HSA_RT_EMULATION` as
+    /// [`open_default`](Self::open_default) does; `HSA_RT_DEVICE` must be unset or `emulated`.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for `HSA_RT_DEVICE=kfd` (or an unknown value) and a bad
+    /// `HSA_XNACK`; the errors of [`Topology::read`] (file and line), of the emulated
+    /// device's creation and of [`LinuxPlatform::with_xnack`].
+    pub fn open_capture(dir: &std::path::Path) -> Result<LinuxPlatform, Error> {
+        select::open_capture(dir)
     }
 
     /// The default device: `/dev/kfd` when present, else the emulated device (said once on

@@ -360,8 +360,9 @@ impl Topology {
     /// # Errors
     /// [`Status::Error`] naming the path when: `<root>/nodes` cannot be listed; a node has no
     /// readable `properties`; a file is larger than [`MAX_FILE_BYTES`] or not UTF-8; there are
-    /// more than [`MAX_NODES`] nodes or [`MAX_ENTRIES`] entries under one directory; any file
-    /// fails to parse (see [`parse_properties`], [`Properties::u64`]).
+    /// more than [`MAX_NODES`] nodes or [`MAX_ENTRIES`] entries under one directory; the node
+    /// numbers have a gap (`"node 1 is missing"`); a file is not a regular file (a FIFO, a
+    /// device); any file fails to parse (see [`parse_properties`], [`Properties::u64`]).
     pub fn read(root: &Path) -> Result<Topology, Error> {
         Topology::read_from(&Filesystem, root)
     }
@@ -390,6 +391,20 @@ impl Topology {
         };
         let nodes_dir = root.join("nodes");
         let ids = numbered_entries(tree, &nodes_dir, MAX_NODES, true)?;
+        // KFD numbers its nodes 0..N: a gap is a partial capture, not a smaller machine.
+        if let Some((i, (id, _))) = ids
+            .iter()
+            .enumerate()
+            .find(|(i, (id, _))| *id as usize != *i)
+        {
+            return Err(error!(
+                Status::Error,
+                "{}: node {i} is missing (found node {id} after {} node(s); KFD numbers nodes \
+                 from 0 without gaps)",
+                nodes_dir.display(),
+                i
+            ));
+        }
         let mut nodes = Vec::with_capacity(ids.len());
         for (id, dir) in ids {
             nodes.push(read_node(tree, id, &dir)?);
@@ -458,6 +473,11 @@ pub struct Filesystem;
 
 impl SysfsTree for Filesystem {
     fn read_file(&self, path: &Path, limit: usize) -> io::Result<Vec<u8>> {
+        // sysfs attributes are regular files; opening a FIFO would block, a device could
+        // stream forever.
+        if !fs::metadata(path)?.is_file() {
+            return Err(io::Error::other("not a regular file"));
+        }
         let mut buf = Vec::new();
         fs::File::open(path)?
             .take(limit as u64)

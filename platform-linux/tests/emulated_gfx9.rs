@@ -107,6 +107,25 @@ fn host_implementations_run_in_host_mode_and_for_other_isas() {
     .unwrap();
     assert_eq!(o.agent, "gfx1030");
     assert_eq!(o.executor, "host implementation");
+    // HSA_RT_EMULATION=interpret asks for the machine code and nothing else: on gfx1030 the
+    // dispatch fails instead of falling back.
+    let d = device(100300, ExecutionMode::InterpretOnly);
+    let e = run(
+        &d,
+        &config(DemoKernel::VectorAdd, 64),
+        &DemoFaults::default(),
+    )
+    .unwrap_err();
+    assert_eq!(e.status(), Status::InvalidIsa, "{e}");
+    assert!(
+        e.detail()
+            .contains("HSA_RT_EMULATION=interpret, but the GPU's ISA"),
+        "{e}"
+    );
+    assert_eq!(
+        ExecutionMode::parse("interpret").unwrap(),
+        ExecutionMode::InterpretOnly
+    );
     assert_eq!(
         ExecutionMode::parse("host").unwrap(),
         ExecutionMode::HostOnly

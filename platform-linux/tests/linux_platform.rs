@@ -309,10 +309,15 @@ fn open_sequence() {
         [
             AMDKFD_IOC_GET_VERSION,
             AMDKFD_IOC_ACQUIRE_VM,
+            AMDKFD_IOC_SET_XNACK_MODE,
             AMDKFD_IOC_GET_PROCESS_APERTURES_NEW
         ]
     );
     drop(log);
+    // XNACK: only queried (-1) when nothing is asked; the fake leaves -1, which reads as off.
+    let x: SetXnackModeArgs = fake.last(AMDKFD_IOC_SET_XNACK_MODE);
+    assert_eq!(x.xnack_enabled, -1);
+    assert!(!p.xnack_enabled());
     let vm: AcquireVmArgs = fake.last(AMDKFD_IOC_ACQUIRE_VM);
     assert_eq!(vm.gpu_id, GPU_ID);
     assert_eq!(vm.drm_fd, u32::MAX, "the default render_node_fd is -1");

@@ -362,14 +362,18 @@ fn missing_pieces() {
         e.detail()
     );
     // Numeric order, non-numeric entries skipped, bad generation_id reported.
-    for n in [10, 9, 2] {
+    for n in (1..=10).rev() {
         node(&root, n, "simd_count 8\nsimd_per_cu 4\n");
     }
     node(&root, 0, "cpu_cores_count 2\n");
     fs::create_dir_all(root.join("nodes/readme")).unwrap();
     let t = Topology::read(&root).unwrap();
     let ids: Vec<u32> = t.nodes.iter().map(|n| n.properties.node_id).collect();
-    assert_eq!(ids, vec![0, 2, 9, 10]);
+    assert_eq!(
+        ids,
+        (0..=10).collect::<Vec<u32>>(),
+        "10 after 9, not after 1"
+    );
     assert_eq!(t.nodes[1].properties.gfx_target_version, 0);
     assert_eq!(t.nodes[1].properties.compute_unit_count(), 2);
     fs::write(root.join("generation_id"), "-3\n").unwrap();
@@ -380,6 +384,30 @@ fn missing_pieces() {
         "{}",
         e.detail()
     );
+    fs::remove_file(root.join("generation_id")).unwrap();
+    // A gap in the node numbers is a partial capture.
+    fs::remove_dir_all(root.join("nodes/5")).unwrap();
+    let e = Topology::read(&root).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert!(
+        e.detail()
+            .contains("nodes: node 5 is missing (found node 6 after 5 node(s)"),
+        "{}",
+        e.detail()
+    );
+    // A FIFO (or a device) where a file should be: refused without opening it.
+    node(&root, 5, "simd_count 8\n");
+    let fifo = root.join("nodes/5/gpu_id");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let e = Topology::read(&root).unwrap_err();
+        assert!(
+            e.detail()
+                .ends_with("nodes/5/gpu_id: cannot read: not a regular file"),
+            "{}",
+            e.detail()
+        );
+    }
     fs::remove_dir_all(&root).unwrap();
 }
 

@@ -40,9 +40,7 @@ fn main() -> ExitCode {
 
 fn agents(sysfs: Option<&std::path::Path>) -> ExitCode {
     let platform = match sysfs {
-        Some(dir) => hsa_linux::topology::Topology::read(dir)
-            .and_then(hsa_linux::emulated::EmulatedKfd::new)
-            .and_then(hsa_linux::LinuxPlatform::new_emulated),
+        Some(dir) => hsa_linux::LinuxPlatform::open_capture(dir),
         None => hsa_linux::LinuxPlatform::open_default(),
     };
     let runtime = platform.and_then(hsa_core::runtime::Runtime::new);

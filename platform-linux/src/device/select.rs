@@ -114,7 +114,9 @@ pub fn open_with(
         }
         DeviceChoice::Emulated { announce } => {
             let mut topology = match std::env::var_os(SYSFS_ENV) {
-                Some(dir) => Topology::read(Path::new(&dir))?,
+                Some(dir) => Topology::read(Path::new(&dir)).map_err(|e| {
+                    hsa_core::error!(e.status(), "{SYSFS_ENV}={dir:?}: {}", e.detail())
+                })?,
                 None => builtin_topology(),
             };
             crate::emulated::complete_capture(&mut topology);
@@ -125,6 +127,35 @@ pub fn open_with(
             LinuxPlatform::with_xnack(driver, topology, xnack)
         }
     }
+}
+
+/// The emulated device over the captured topology at `dir` (`--sysfs` of hsainfo and the
+/// vector_copy example), honouring the environment as [`open_with`] does: `HSA_XNACK`, and
+/// `HSA_RT_DEVICE`, which must be unset or `emulated` (a capture has no driver behind it).
+///
+/// # Errors
+/// [`Status::InvalidArgument`] for `HSA_RT_DEVICE=kfd` or any other value [`choose_device`]
+/// refuses, and for a bad `HSA_XNACK`; the errors of [`Topology::read`],
+/// [`EmulatedKfd::new`](crate::emulated::EmulatedKfd::new) and
+/// [`LinuxPlatform::with_xnack`].
+pub fn open_capture(dir: &Path) -> Result<LinuxPlatform, Error> {
+    match std::env::var(DEVICE_ENV).ok().as_deref() {
+        None | Some("emulated") => {}
+        Some("kfd") => bail!(
+            Status::InvalidArgument,
+            "{DEVICE_ENV}=kfd asks for {KFD_PATH}, but a captured topology runs on the \
+             emulated device"
+        ),
+        Some(other) => {
+            choose_device(Some(other), false)?;
+        }
+    }
+    let xnack = xnack_request(std::env::var(XNACK_ENV).ok().as_deref())?;
+    let emulated = crate::emulated::EmulatedKfd::new(Topology::read(dir)?)?;
+    let topology = emulated.topology().clone();
+    let mut platform = LinuxPlatform::with_xnack(emulated.clone(), topology, xnack)?;
+    platform.emulated = Some(emulated);
+    Ok(platform)
 }
 
 #[cfg(test)]

@@ -100,8 +100,9 @@ pub struct LiveHandles {
 /// How the emulated device runs kernel dispatches.
 ///
 /// Selected per device with [`EmulatedKfd::set_execution_mode`]; the initial mode comes from
-/// the environment variable `HSA_RT_EMULATION`: `interpret` (or unset/empty) for
-/// [`ExecutionMode::Interpret`], `host` for [`ExecutionMode::HostOnly`].
+/// the environment variable `HSA_RT_EMULATION`: unset or empty for
+/// [`ExecutionMode::Interpret`], `interpret` for [`ExecutionMode::InterpretOnly`], `host` for
+/// [`ExecutionMode::HostOnly`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ExecutionMode {
     /// Run the kernel's machine code in the GFX9 interpreter. When the GPU's ISA is not one
@@ -109,23 +110,39 @@ pub enum ExecutionMode {
     /// it does not implement (`IllegalInstruction`), and a host implementation is registered
     /// for the kernel's symbol name, the host implementation runs the whole dispatch instead,
     /// silently (memory the interpreted part wrote stays written). Any other interpreter
-    /// error stops the queue.
+    /// error stops the queue. The first such fallback to a host implementation because of
+    /// the ISA is said once on stderr.
     #[default]
     Interpret,
+    /// Run the kernel's machine code in the GFX9 interpreter and nothing else: on a GPU whose
+    /// ISA the interpreter does not run, or at an encoding it does not implement, the
+    /// dispatch stops the queue (`INVALID_ISA` / `ILLEGAL_INSTRUCTION`) instead of falling
+    /// back to a host implementation. What `HSA_RT_EMULATION=interpret` asks for.
+    InterpretOnly,
     /// Run only host implementations registered by symbol name (a kernel without one stops
     /// the queue with `INVALID_PACKET_FORMAT`).
     HostOnly,
 }
 
+/// [`ExecutionMode`] as stored in `Device::mode`.
+fn mode_code(mode: ExecutionMode) -> u8 {
+    match mode {
+        ExecutionMode::Interpret => 0,
+        ExecutionMode::HostOnly => 1,
+        ExecutionMode::InterpretOnly => 2,
+    }
+}
+
 impl ExecutionMode {
-    /// The mode named by `HSA_RT_EMULATION`'s value: `interpret` or empty → Interpret,
-    /// `host` → HostOnly.
+    /// The mode named by `HSA_RT_EMULATION`'s value: empty → Interpret, `interpret` →
+    /// InterpretOnly, `host` → HostOnly.
     ///
     /// # Errors
     /// [`Status::InvalidArgument`] naming the value for anything else.
     pub fn parse(value: &str) -> Result<ExecutionMode, Error> {
         match value {
-            "" | "interpret" => Ok(ExecutionMode::Interpret),
+            "" => Ok(ExecutionMode::Interpret),
+            "interpret" => Ok(ExecutionMode::InterpretOnly),
             "host" => Ok(ExecutionMode::HostOnly),
             other => Err(error!(
                 Status::InvalidArgument,
@@ -223,10 +240,10 @@ pub(crate) struct Device {
 
 impl Device {
     pub(crate) fn mode(&self) -> ExecutionMode {
-        if self.mode.load(Ordering::Relaxed) == 1 {
-            ExecutionMode::HostOnly
-        } else {
-            ExecutionMode::Interpret
+        match self.mode.load(Ordering::Relaxed) {
+            1 => ExecutionMode::HostOnly,
+            2 => ExecutionMode::InterpretOnly,
+            _ => ExecutionMode::Interpret,
         }
     }
 
@@ -350,7 +367,7 @@ impl EmulatedKfd {
                 ioctls: AtomicU64::new(0),
                 faults: Mutex::new(Vec::new()),
                 xnack: AtomicI32::new(0),
-                mode: AtomicU8::new(u8::from(mode == ExecutionMode::HostOnly)),
+                mode: AtomicU8::new(mode_code(mode)),
                 threads: AtomicUsize::new(default_threads()),
                 stats: StatCounters::default(),
             }),
@@ -391,9 +408,7 @@ impl EmulatedKfd {
     /// How kernel dispatches run from now on (dispatches already running finish as they
     /// started).
     pub fn set_execution_mode(&self, mode: ExecutionMode) {
-        self.device
-            .mode
-            .store(u8::from(mode == ExecutionMode::HostOnly), Ordering::Relaxed);
+        self.device.mode.store(mode_code(mode), Ordering::Relaxed);
     }
 
     /// How kernel dispatches run: `HSA_RT_EMULATION`'s mode, or the last

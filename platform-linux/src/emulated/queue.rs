@@ -213,7 +213,24 @@ impl ProcessorHost for CpHost<'_> {
             None => format!("kernel object {:#x}", dispatch.kernel_object.0),
         };
         let Some(target) = self.target else {
+            if self.device.mode() == ExecutionMode::InterpretOnly {
+                return Err(error!(
+                    Status::InvalidIsa,
+                    "{label}: HSA_RT_EMULATION=interpret, but the GPU's ISA {} is not one the \
+                     emulated device's interpreter runs (gfx900, gfx90a, gfx942)",
+                    self.isa
+                ));
+            }
             if has_host {
+                static SAID: std::sync::atomic::AtomicBool =
+                    std::sync::atomic::AtomicBool::new(false);
+                if !SAID.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "hsa-rt: the emulated device interprets gfx9 machine code only; {} \
+                         kernels run their host implementations",
+                        self.isa
+                    );
+                }
                 return self.run_host(dispatch);
             }
             return Err(error!(
@@ -243,7 +260,11 @@ impl ProcessorHost for CpHost<'_> {
                 c.interpreted.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }
-            interp::Outcome::Failed(e) if e.status() == Status::IllegalInstruction && has_host => {
+            interp::Outcome::Failed(e)
+                if e.status() == Status::IllegalInstruction
+                    && has_host
+                    && self.device.mode() != ExecutionMode::InterpretOnly =>
+            {
                 self.run_host(dispatch)
             }
             interp::Outcome::Failed(e) => Err(error!(
