@@ -6,6 +6,7 @@
 
 use std::path::PathBuf;
 
+use hsa_core::loader::code_object::AlignedBytes;
 use hsa_core::loader::{CodeObject, Executable, FeatureSetting, SymbolKind, TargetId};
 use hsa_core::platform::fake::{FakePlatform, FakeTopology};
 use hsa_core::platform::MemoryKind;
@@ -218,34 +219,10 @@ fn codeobjects_dir() -> PathBuf {
 /// A code object's bytes in 8-byte-aligned storage: the reader reads the ELF structures in
 /// place and refuses misaligned bytes, and a `Vec<u8>` promises no alignment (under miri it
 /// has none).
-#[derive(Clone)]
-struct CodeBytes {
-    words: Vec<u64>,
-    len: usize,
-}
-
-impl std::ops::Deref for CodeBytes {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &zerocopy::IntoBytes::as_bytes(&self.words[..])[..self.len]
-    }
-}
-
-impl std::ops::DerefMut for CodeBytes {
-    fn deref_mut(&mut self) -> &mut [u8] {
-        &mut zerocopy::IntoBytes::as_mut_bytes(&mut self.words[..])[..self.len]
-    }
-}
-
-fn read(file: &str) -> CodeBytes {
+fn read(file: &str) -> AlignedBytes {
     let data =
         std::fs::read(codeobjects_dir().join(file)).unwrap_or_else(|e| panic!("{file}: {e}"));
-    let mut bytes = CodeBytes {
-        words: vec![0; data.len().div_ceil(8)],
-        len: data.len(),
-    };
-    bytes.copy_from_slice(&data);
-    bytes
+    AlignedBytes::new(&data)
 }
 
 /// The fake (host memory, GPU address = host address) with four nodes — the CPU and three
@@ -575,7 +552,7 @@ fn misaligned_bytes_are_copied_before_loading() {
         .is_err());
 }
 
-fn patched(file: &str, at: usize, value: &[u8]) -> CodeBytes {
+fn patched(file: &str, at: usize, value: &[u8]) -> AlignedBytes {
     let mut b = read(file);
     b[at..at + value.len()].copy_from_slice(value);
     b

@@ -77,6 +77,29 @@ impl AlignedBytes {
         use zerocopy::IntoBytes;
         &self.words.as_bytes()[..self.len]
     }
+
+    /// The copied bytes, mutable (to patch a code object in place), still 8-byte aligned.
+    pub fn as_mut_bytes(&mut self) -> &mut [u8] {
+        use zerocopy::IntoBytes;
+        &mut self.words.as_mut_bytes()[..self.len]
+    }
+}
+
+/// The bytes, as [`AlignedBytes::as_bytes`].
+#[cfg(feature = "alloc")]
+impl core::ops::Deref for AlignedBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+/// The bytes, as [`AlignedBytes::as_mut_bytes`].
+#[cfg(feature = "alloc")]
+impl core::ops::DerefMut for AlignedBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.as_mut_bytes()
+    }
 }
 
 /// One loadable segment (`PT_LOAD`), checked: its file bytes lie inside the file and
