@@ -41,6 +41,14 @@ fn submit<P: Platform>(q: &AqlQueue<'_, P>, packet: &EncodedPacket) {
     q.ring_doorbell(last).unwrap();
 }
 
+/// A barrier-AND packet on `deps` with completion signal `completion`, system scopes.
+fn barrier(deps: &[SignalHandle], completion: SignalHandle) -> EncodedPacket {
+    BarrierAnd::new(HeaderFlags::SYSTEM, deps, completion)
+        .unwrap()
+        .emit()
+        .unwrap()
+}
+
 fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     let started = Instant::now();
     while !f() {
@@ -74,12 +82,6 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     let bad = AqlQueue::create(rt.platform(), &config(0)).unwrap();
     let good = AqlQueue::create(rt.platform(), &config(1)).unwrap();
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
-    let barrier = |s: SignalHandle| {
-        BarrierAnd::new(HeaderFlags::SYSTEM, &[], s)
-            .unwrap()
-            .emit()
-            .unwrap()
-    };
 
     submit(&bad, &malformed());
     wait_until("error callback", || CALLS[0].load(Ordering::SeqCst) == 1);
@@ -99,7 +101,7 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     // The stopped queue consumed nothing more: a valid packet after it stays unprocessed and
     // a second report never comes.
     let after = signals.create_interrupt(1).unwrap();
-    submit(&bad, &barrier(after.handle()));
+    submit(&bad, &barrier(&[], after.handle()));
     let v = after.wait(
         SignalCondition::Eq,
         0,
@@ -121,7 +123,7 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
 
     // The other queue runs, before and after the bad one is destroyed.
     let done = signals.create_interrupt(1).unwrap();
-    submit(&good, &barrier(done.handle()));
+    submit(&good, &barrier(&[], done.handle()));
     let v = done.wait(
         SignalCondition::Eq,
         0,
@@ -132,7 +134,7 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     assert_eq!(v, 0);
     bad.destroy().unwrap();
     let done2 = signals.create_interrupt(1).unwrap();
-    submit(&good, &barrier(done2.handle()));
+    submit(&good, &barrier(&[], done2.handle()));
     let v = done2.wait(
         SignalCondition::Eq,
         0,
@@ -250,12 +252,6 @@ fn closing_a_queue_wakes_its_waiters_with_an_error() {
     // the rest of the ring fills up behind it.
     let never = signals.create_interrupt(1).unwrap();
     let done = signals.create_interrupt(1).unwrap();
-    let barrier = |deps: &[SignalHandle], s: SignalHandle| {
-        BarrierAnd::new(HeaderFlags::SYSTEM, deps, s)
-            .unwrap()
-            .emit()
-            .unwrap()
-    };
     submit(&q, &barrier(&[never.handle()], SignalHandle::NULL));
     for _ in 1..size - 1 {
         submit(&q, &barrier(&[], SignalHandle::NULL));
@@ -329,13 +325,7 @@ fn a_failed_queue_ends_completion_waits_with_its_status() {
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let ok = signals.create_interrupt(1).unwrap();
     let after = signals.create_interrupt(1).unwrap();
-    let barrier = |s: SignalHandle| {
-        BarrierAnd::new(HeaderFlags::SYSTEM, &[], s)
-            .unwrap()
-            .emit()
-            .unwrap()
-    };
-    submit(&q, &barrier(ok.handle()));
+    submit(&q, &barrier(&[], ok.handle()));
     let v = q
         .wait_completion(&ok, SignalCondition::Eq, 0, u64::MAX, WaitState::Blocked)
         .unwrap();
@@ -345,7 +335,7 @@ fn a_failed_queue_ends_completion_waits_with_its_status() {
             q.wait_completion(&after, SignalCondition::Eq, 0, u64::MAX, WaitState::Blocked)
         });
         submit(&q, &malformed());
-        submit(&q, &barrier(after.handle()));
+        submit(&q, &barrier(&[], after.handle()));
         let e = wait().unwrap_err();
         assert_eq!(e.status(), Status::InvalidPacketFormat, "{e}");
         assert_eq!(
