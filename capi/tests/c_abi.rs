@@ -303,3 +303,48 @@ fn c_api_check_passes() {
     );
     assert_eq!(stdout, "api_check: ok\n");
 }
+
+/// `c/dispatch_loop.c`: the per-dispatch pattern of ROCR's samples (kernarg buffer of a
+/// random size, a new completion signal, dispatch with the barrier bit, wait, free both),
+/// 10,000 times with a new queue every 97 dispatches, on the emulated gfx90a and (with the
+/// shared test data) gfx942. Every later dispatch used to stop its queue with
+/// `INVALID_SIGNAL` once the first signal was destroyed (the emulated KFD dropped the event
+/// page with its last event).
+#[test]
+fn c_dispatch_loop_creates_and_destroys_a_signal_per_dispatch() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("dispatch_loop");
+    let crate_dir = common::crate_dir();
+    let mi308x = crate_dir.join("../../shared/testdata/kfd-topology/mi308x-cpx-topology/topology");
+    let mut cases = vec![("kernels-gfx90a-v5.hsaco", None)];
+    if mi308x.exists() {
+        cases.push(("kernels-gfx942-v5.hsaco", Some(mi308x)));
+    } else {
+        println!("skipped: gfx942 case, {} not found", mi308x.display());
+    }
+    for (code_object, sysfs) in cases {
+        let mut cmd = Command::new(&exe);
+        cmd.arg(crate_dir.join("../testdata/codeobjects").join(code_object))
+            .arg("10000")
+            .env("LD_LIBRARY_PATH", &libdir)
+            .env("HSA_RT_DEVICE", "emulated")
+            .env_remove("HSA_RT_EMULATION")
+            .env_remove("HSA_RT_SYSFS");
+        if let Some(dir) = sysfs {
+            cmd.env("HSA_RT_SYSFS", dir);
+        }
+        let out = cmd.output().expect("run dispatch_loop");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "dispatch_loop ({code_object}) failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            stdout, "dispatch_loop: 10000 dispatches verified on 104 queues\n",
+            "{code_object}"
+        );
+    }
+}

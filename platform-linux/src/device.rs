@@ -732,10 +732,15 @@ impl Drop for LinuxPlatform {
         for e in events {
             let _ = self.destroy_event(EventId(e));
         }
-        // The event page chunk (if any) is one of the chunks.
+        // The event page handed to KFD is not freed: amdkfd refuses (EPERM, "Free signal BO
+        // is not allowed") and releases it when the process closes /dev/kfd. Its host
+        // mapping goes with the reservation.
+        let event_page = lock(&self.event_page).map(|p| p.va);
         let chunks: Vec<u64> = lock(&self.state).chunks.keys().copied().collect();
         for va in chunks {
-            let _ = self.free_chunk(va);
+            if Some(va) != event_page {
+                let _ = self.free_chunk(va);
+            }
         }
         // Doorbell and KFD event pages go with the reservation (VaSpace::drop).
     }

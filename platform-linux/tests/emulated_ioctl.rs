@@ -538,19 +538,64 @@ fn the_event_page_must_be_a_gtt_buffer_object() {
     let gtt = alloc(&d, 0x7f00_0020_0000, size, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0).unwrap();
     let e = create(gtt.handle).unwrap();
     assert_eq!(e.event_slot_index, e.event_id);
-    assert_eq!(
-        e.event_page_offset, gtt.handle,
-        "a user page: no KFD page offset back"
-    );
+    // kfd_event_create answers every signal event with the events mmap offset.
+    assert_eq!(e.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
     let mut destroy = DestroyEventArgs {
         event_id: e.event_id,
         ..Default::default()
     };
     d.ioctl(AMDKFD_IOC_DESTROY_EVENT, destroy.as_mut_bytes())
         .unwrap();
-    for h in [userptr.handle, vram.handle, small.handle, gtt.handle] {
+    for h in [userptr.handle, vram.handle, small.handle] {
         free(&d, h).unwrap();
     }
+    // The page is the process's for its whole life: with no event left it still cannot be
+    // freed (kfd_ioctl_free_memory_of_gpu: EPERM) nor replaced ("Event page is already set").
+    assert_eq!(free(&d, gtt.handle).unwrap_err(), Errno::PERM);
+    let other = alloc(&d, 0x7f00_0030_0000, size, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0).unwrap();
+    assert_eq!(create(other.handle).unwrap_err(), Errno::INVAL);
+    free(&d, other.handle).unwrap();
+    // A later signal event gets a slot in the same page.
+    let again = create(0).unwrap();
+    assert_eq!(again.event_id, e.event_id, "the freed slot is reused");
+    assert_eq!(again.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
+    assert_eq!(d.live_handles().memory, 1, "only the event page is left");
     // SAFETY: allocated above with this layout; KFD no longer knows the pages.
     unsafe { std::alloc::dealloc(host, layout) };
+}
+
+#[test]
+fn the_event_page_can_come_with_any_event_type() {
+    // kfd_ioctl_create_event takes the page from `event_page_offset` before it looks at the
+    // type: ROCR's first event is a memory event, and its signal events then use that page.
+    let d = dev();
+    let page = alloc(
+        &d,
+        0x7f00_0040_0000,
+        EVENT_PAGE_BYTES,
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+        0,
+    )
+    .unwrap();
+    let mut memory = CreateEventArgs {
+        event_type: KFD_IOC_EVENT_MEMORY,
+        auto_reset: 1,
+        event_page_offset: page.handle,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_CREATE_EVENT, memory.as_mut_bytes())
+        .unwrap();
+    let mut signal = CreateEventArgs {
+        event_type: KFD_IOC_EVENT_SIGNAL,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_CREATE_EVENT, signal.as_mut_bytes())
+        .unwrap();
+    assert_eq!(signal.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
+    assert_eq!(
+        free(&d, page.handle).unwrap_err(),
+        Errno::PERM,
+        "the memory event's page is the event page"
+    );
 }

@@ -575,6 +575,15 @@ impl EmulatedKfd {
                     .allocs
                     .write()
                     .unwrap_or_else(PoisonError::into_inner);
+                // kfd_ioctl_free_memory_of_gpu: the process's event page is freed only at
+                // process termination ("Free signal BO is not allowed").
+                let is_event_page = lock(&self.device.events)
+                    .page
+                    .as_ref()
+                    .is_some_and(|p| p.user_handle == Some(a.handle));
+                if is_event_page {
+                    return Err(Errno::PERM);
+                }
                 allocs.remove(a.handle).map(|_| ())
             }),
             0x18 => with_args(request, arg, |a: &mut MapMemoryToGpuArgs| {
@@ -779,9 +788,51 @@ impl EmulatedKfd {
         Ok(())
     }
 
+    /// CREATE_EVENT as `kfd_ioctl_create_event` does it:
+    /// - a non-zero `event_page_offset` names the user's buffer object that becomes the
+    ///   process's event page, whatever the event's type (ROCR's first event is a memory
+    ///   event); it must be a GTT BO of at least [`EVENT_PAGE_BYTES`] (amdkfd maps it into the
+    ///   kernel), and a process has one event page for its whole life: naming another once one
+    ///   is set is `EINVAL` ("Event page is already set");
+    /// - the first signal event of a process that named none gets a page of the device's own,
+    ///   which the user maps from `/dev/kfd`;
+    /// - a signal event always returns `event_page_offset = KFD_MMAP_TYPE_EVENTS`
+    ///   (`kfd_event_create`), its slot index and trigger data.
     fn create_event(&self, a: &mut CreateEventArgs) -> Result<(), Errno> {
-        let mut allocs_guard = None;
         let mut ev = lock(&self.device.events);
+        if a.event_page_offset != 0 {
+            // Lock order: allocations, then events.
+            drop(ev);
+            let mut allocs = self
+                .device
+                .allocs
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            ev = lock(&self.device.events);
+            if ev.page.is_some() {
+                return Err(Errno::INVAL);
+            }
+            let alloc = allocs
+                .by_handle_mut(a.event_page_offset)
+                .ok_or(Errno::INVAL)?;
+            // amdkfd maps the page into the kernel, which only a GTT buffer object allows
+            // (amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel: EINVAL for USERPTR, and a VRAM BO
+            // cannot be pinned in GTT).
+            if alloc.size < EVENT_PAGE_BYTES || alloc.kind != Kind::Gtt {
+                return Err(Errno::INVAL);
+            }
+            // Pinned for the process's life: FREE of it is EPERM (kfd_ioctl_free_memory_of_gpu).
+            alloc.pins += 1;
+            ev.page = Some(EventPage {
+                region: alloc.region,
+                own: None,
+                user_bases: vec![alloc.va],
+                user_handle: Some(alloc.handle),
+            });
+            for s in 0..KFD_SIGNAL_EVENT_LIMIT {
+                ev.clear_slot(s);
+            }
+        }
         let is_signal =
             a.event_type == KFD_IOC_EVENT_SIGNAL || a.event_type == KFD_IOC_EVENT_DEBUG_EVENT;
         if !is_signal {
@@ -800,43 +851,13 @@ impl EmulatedKfd {
             return Ok(());
         }
         if ev.page.is_none() {
-            if a.event_page_offset != 0 {
-                // A user buffer object as the event page (ROCT on dGPUs passes its handle).
-                drop(ev);
-                let allocs = allocs_guard.insert(
-                    self.device
-                        .allocs
-                        .write()
-                        .unwrap_or_else(PoisonError::into_inner),
-                );
-                ev = lock(&self.device.events);
-                if ev.page.is_none() {
-                    let alloc = allocs
-                        .by_handle_mut(a.event_page_offset)
-                        .ok_or(Errno::INVAL)?;
-                    // amdkfd maps the page into the kernel, which only a GTT buffer object
-                    // allows (amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel: EINVAL for USERPTR,
-                    // and a VRAM BO cannot be pinned in GTT).
-                    if alloc.size < EVENT_PAGE_BYTES || alloc.kind != Kind::Gtt {
-                        return Err(Errno::INVAL);
-                    }
-                    alloc.pins += 1;
-                    ev.page = Some(EventPage {
-                        region: alloc.region,
-                        own: None,
-                        user_bases: vec![alloc.va],
-                        user_handle: Some(alloc.handle),
-                    });
-                }
-            } else {
-                let own = Backing::new("hsa-emulated-events", EVENT_PAGE_BYTES)?;
-                ev.page = Some(EventPage {
-                    region: own.region(),
-                    own: Some(own),
-                    user_bases: Vec::new(),
-                    user_handle: None,
-                });
-            }
+            let own = Backing::new("hsa-emulated-events", EVENT_PAGE_BYTES)?;
+            ev.page = Some(EventPage {
+                region: own.region(),
+                own: Some(own),
+                user_bases: Vec::new(),
+                user_handle: None,
+            });
             // Fill every slot with UNSIGNALED_EVENT_SLOT.
             for s in 0..KFD_SIGNAL_EVENT_LIMIT {
                 ev.clear_slot(s);
@@ -856,37 +877,17 @@ impl EmulatedKfd {
         a.event_id = slot;
         a.event_slot_index = slot;
         a.event_trigger_data = slot;
-        if ev.page.as_ref().is_some_and(|p| p.own.is_some()) {
-            a.event_page_offset = KFD_MMAP_EVENTS_OFFSET;
-        }
+        a.event_page_offset = KFD_MMAP_EVENTS_OFFSET;
         Ok(())
     }
 
+    /// DESTROY_EVENT. The event page stays: amdkfd keeps it (and the user's buffer object
+    /// behind it) until the process closes `/dev/kfd`, so later events keep their mailboxes.
     fn destroy_event(&self, id: u32) -> Result<(), Errno> {
-        // Lock order as in create_event: allocations, then events.
-        let mut allocs = self
-            .device
-            .allocs
-            .write()
-            .unwrap_or_else(PoisonError::into_inner);
         let mut ev = lock(&self.device.events);
         let e = ev.table.remove(&id).ok_or(Errno::INVAL)?;
         if let Some(s) = e.slot {
             ev.clear_slot(s);
-        }
-        // The last signal event gone, a user buffer object stops being the event page: it is
-        // unpinned (so the user can free it) and the next CREATE_EVENT may name a new one.
-        // (amdkfd keeps the page for the process's life, holding a reference to the BO; the
-        // emulation lets go of it instead, so that a runtime that frees its event page after
-        // its last event shows no leaked allocation.)
-        let signal_events_left = ev.table.values().any(|e| e.slot.is_some());
-        if !signal_events_left {
-            if let Some(h) = ev.page.as_ref().and_then(|p| p.user_handle) {
-                ev.page = None;
-                if let Some(a) = allocs.by_handle_mut(h) {
-                    a.pins = a.pins.saturating_sub(1);
-                }
-            }
         }
         ev.seq = ev.seq.wrapping_add(1);
         self.device.events_cv.notify_all();
