@@ -20,6 +20,7 @@
 
 mod cwsr;
 mod platform_impl;
+mod process;
 mod select;
 pub mod va;
 
@@ -107,12 +108,6 @@ struct State {
     doorbell_pages: HashMap<(u32, u64), u64>,
 }
 
-/// The mapped event page: a chunk handed to KFD (dGPU path) or KFD's own page.
-#[derive(Clone, Copy, Debug)]
-struct EventPage {
-    va: u64,
-}
-
 /// The Linux platform: amdkfd through a [`KfdDriver`], topology from sysfs (or a capture).
 ///
 /// Drop destroys every queue and event and frees every chunk still live, then releases the
@@ -122,10 +117,9 @@ pub struct LinuxPlatform {
     topology: Topology,
     version: (u32, u32),
     gpus: Vec<GpuInfo>,
-    va: VaSpace,
+    /// The per-process state shared with other platforms on the same driver.
+    process: Arc<process::KfdProcess>,
     state: Mutex<State>,
-    /// Held across the first CREATE_EVENT, which hands KFD the page.
-    event_page: Mutex<Option<EventPage>>,
     /// The emulated device when `driver` is one (to register host kernels on it).
     emulated: Option<Arc<crate::emulated::EmulatedKfd>>,
     /// The process's XNACK mode, as KFD reported it at open.
@@ -302,8 +296,11 @@ impl LinuxPlatform {
                 gpuvm_limit: 0,
             })
             .collect();
-        let va = VaSpace::reserve(VA_RESERVATION_BYTES)
-            .map_err(|e| va_error("reserving the GPU address range", e))?;
+        let process = process::process_of(&driver, || {
+            VaSpace::reserve(VA_RESERVATION_BYTES)
+                .map_err(|e| va_error("reserving the GPU address range", e))
+        })?;
+        let va = &process.va;
 
         for gpu in &gpus {
             let minor = topology
@@ -373,9 +370,8 @@ impl LinuxPlatform {
             topology,
             version: (v.major_version, v.minor_version),
             gpus,
-            va,
+            process,
             state: Mutex::new(State::default()),
-            event_page: Mutex::new(None),
             emulated: None,
             xnack,
         })
@@ -492,7 +488,7 @@ impl LinuxPlatform {
         flags: MemoryFlags,
         map_to: &[u32],
     ) -> Result<MemoryChunk, Error> {
-        let page = self.va.page_bytes();
+        let page = self.process.va.page_bytes();
         if size == 0 || size % page != 0 {
             bail!(
                 Status::InvalidArgument,
@@ -510,18 +506,18 @@ impl LinuxPlatform {
         } else {
             align
         };
-        let va = self.va.carve(size, align).ok_or_else(|| {
+        let va = self.process.va.carve(size, align).ok_or_else(|| {
             error!(
                 Status::OutOfResources,
                 "no address space left for {size} bytes aligned to {align} ({} of {} bytes free)",
-                self.va.free_bytes(),
-                self.va.len_bytes()
+                self.process.va.free_bytes(),
+                self.process.va.len_bytes()
             )
         })?;
         match self.alloc_at(va, alloc_gpu, placement, size, flags, map_to) {
             Ok(c) => Ok(c),
             Err(e) => {
-                let _ = self.va.release(va);
+                let _ = self.process.va.release(va);
                 Err(e)
             }
         }
@@ -538,7 +534,8 @@ impl LinuxPlatform {
     ) -> Result<MemoryChunk, Error> {
         let drv = &*self.driver;
         if placement == KfdPlacement::UserPtr || alloc_gpu.is_none() {
-            self.va
+            self.process
+                .va
                 .back_with_host_memory(va)
                 .map_err(|e| va_error("mapping host memory", e))?;
         }
@@ -583,12 +580,18 @@ impl LinuxPlatform {
             KfdPlacement::Vram => flags.contains(MemoryFlags::HOST_ACCESS),
         };
         if host_mapped {
-            self.va
+            self.process
+                .va
                 .map_from_driver(va, drv, MapTarget::RenderNode(gpu_id), a.mmap_offset)
                 .map_err(|e| undo(va_error("mapping a buffer object for the host", e)))?;
         }
-        if self.va.range(va).is_some_and(|r| r.1 != Backing::Reserved) {
-            self.va.zero(va);
+        if self
+            .process
+            .va
+            .range(va)
+            .is_some_and(|r| r.1 != Backing::Reserved)
+        {
+            self.process.va.zero(va);
         }
         if !map_to.is_empty() {
             self.map_handle(handle, map_to).map_err(undo)?;
@@ -599,6 +602,7 @@ impl LinuxPlatform {
 
     fn chunk(&self, va: u64, size: u64, handle: u64) -> MemoryChunk {
         let host = self
+            .process
             .va
             .range(va)
             .is_some_and(|(_, b)| b != Backing::Reserved);
@@ -680,7 +684,7 @@ impl LinuxPlatform {
                 return Err(error!(Status::ResourceFree, "{}", e.detail()));
             }
         }
-        self.va.release(va).map_err(|e| {
+        self.process.va.release(va).map_err(|e| {
             error!(
                 Status::ResourceFree,
                 "returning {} bytes at {va:#x} to the reservation: {e}", rec.size
@@ -694,18 +698,19 @@ impl LinuxPlatform {
         if let Some(&va) = st.doorbell_pages.get(&(gpu_id, mmap_offset)) {
             return Ok(va);
         }
-        let len = DOORBELL_PAGE_BYTES.max(self.va.page_bytes());
-        let va = self.va.carve(len, len).ok_or_else(|| {
+        let len = DOORBELL_PAGE_BYTES.max(self.process.va.page_bytes());
+        let va = self.process.va.carve(len, len).ok_or_else(|| {
             error!(
                 Status::OutOfResources,
                 "no address space left for a doorbell page"
             )
         })?;
-        if let Err(e) = self
-            .va
-            .map_from_driver(va, &*self.driver, MapTarget::Kfd, mmap_offset)
+        if let Err(e) =
+            self.process
+                .va
+                .map_from_driver(va, &*self.driver, MapTarget::Kfd, mmap_offset)
         {
-            let _ = self.va.release(va);
+            let _ = self.process.va.release(va);
             return Err(va_error(
                 &format!("mapping the doorbell page (offset {mmap_offset:#x}) of gpu_id {gpu_id}"),
                 e,
@@ -735,13 +740,19 @@ impl Drop for LinuxPlatform {
         // The event page handed to KFD is not freed: amdkfd refuses (EPERM, "Free signal BO
         // is not allowed") and releases it when the process closes /dev/kfd. Its host
         // mapping goes with the reservation.
-        let event_page = lock(&self.event_page).map(|p| p.va);
+        let event_page = lock(&self.process.event_page).map(|p| p.va);
         let chunks: Vec<u64> = lock(&self.state).chunks.keys().copied().collect();
         for va in chunks {
             if Some(va) != event_page {
                 let _ = self.free_chunk(va);
             }
         }
-        // Doorbell and KFD event pages go with the reservation (VaSpace::drop).
+        // The doorbell pages this platform mapped; the event page stays with the process
+        // (shared with other platforms on the same driver, see `process`).
+        let doorbell_pages: Vec<u64> = lock(&self.state).doorbell_pages.values().copied().collect();
+        for va in doorbell_pages {
+            let _ = self.process.va.release(va);
+        }
+        process::release(&self.driver);
     }
 }

@@ -200,3 +200,45 @@ fn bad_pointer_is_a_memory_fault_through_the_error_callback() {
     .unwrap();
     assert_eq!(o.executor, "gfx9 interpreter");
 }
+
+#[test]
+fn machine_code_that_fails_fails_even_with_a_host_implementation() {
+    // vector_copy for gfx90a with its third instruction (`v_mov_b32_e32 v1, 0`) replaced by
+    // 0xffffffff, an invalid encoding (llvm-mc-19 --disassemble: "invalid instruction
+    // encoding"). The demo registers a host implementation of vector_copy; the default mode
+    // must still stop the queue with the interpreter's error instead of running it.
+    let original = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/codeobjects/kernels-gfx90a-v5.hsaco"
+    ))
+    .unwrap();
+    // s_load_dword s9, s[4:5], 0x4; s_load_dwordx4 s[0:3], s[6:7], 0x0; v_mov_b32_e32 v1, 0
+    let prologue: Vec<u8> = [0xC002_0242u32, 4, 0xC00A_0003, 0, 0x7E02_0280]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    let at: Vec<usize> = original
+        .windows(prologue.len())
+        .enumerate()
+        .filter(|(_, w)| *w == prologue.as_slice())
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(at.len(), 1, "vector_copy's prologue occurs once");
+    let mut patched = original.clone();
+    patched[at[0] + 16..at[0] + 20].copy_from_slice(&[0xff; 4]);
+    let dir = std::env::temp_dir().join(format!("hsa-illegal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("kernels-gfx90a-v5.hsaco");
+    std::fs::write(&file, &patched).unwrap();
+
+    let d = device(90010, ExecutionMode::Interpret);
+    let mut c = config(DemoKernel::VectorCopy, 64);
+    c.code_object = Some(file);
+    let e = run(&d, &c, &DemoFaults::default()).unwrap_err();
+    assert_eq!(e.status(), Status::IllegalInstruction, "{e}");
+    assert!(e.detail().contains("vector_copy"), "{e}");
+    assert!(e.detail().contains("0xffffffff"), "{e}");
+    let s = d.execution_stats();
+    assert_eq!(s.host_dispatches, 0, "no host implementation ran");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -315,12 +315,18 @@ fn a_failed_queue_ends_completion_waits_with_its_status() {
     let rt = Runtime::new(LinuxPlatform::new_emulated(emulated.clone()).unwrap()).unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
-    let config = QueueConfig::new(
+    let mut config = QueueConfig::new(
         NodeId(gpu.node()),
         gpu.queue_min_size(),
         gpu.queue_min_size(),
         gpu.queue_max_size(),
     );
+    // A callback, so that the error does not abort the process (the default).
+    fn ignore(_: &Error, _: QueueId, _: usize) {}
+    config.on_error = Some(QueueErrorCallback {
+        func: ignore,
+        data: 0,
+    });
     let q = AqlQueue::create(rt.platform(), &config).unwrap();
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let ok = signals.create_interrupt(1).unwrap();
@@ -359,4 +365,105 @@ fn a_failed_queue_ends_completion_waits_with_its_status() {
     drop((ok, after));
     q.destroy().unwrap();
     assert_eq!(emulated.live_handles().queues, 0);
+}
+
+/// In a child process (`HSA_RT_TEST_CHILD` names the case): a malformed packet on a queue
+/// created with a callback (`"callback"`) or without one (`"none"`); the child then waits
+/// for the packet after it, which never completes.
+#[test]
+fn queue_error_child() {
+    let Ok(case) = std::env::var("HSA_RT_TEST_CHILD") else {
+        return; // only as a child of the tests below
+    };
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated).unwrap()).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let mut config = QueueConfig::new(NodeId(gpu.node()), 64, 64, gpu.queue_max_size());
+    fn report(e: &Error, q: QueueId, _: usize) {
+        println!("callback: queue {} {}", q.0, e.status().c_name());
+    }
+    if case == "callback" {
+        config.on_error = Some(QueueErrorCallback {
+            func: report,
+            data: 0,
+        });
+    }
+    let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
+    let after = signals.create_interrupt(1).unwrap();
+    submit(&q, &malformed());
+    submit(&q, &barrier(&[], after.handle()));
+    let v = after.wait(
+        SignalCondition::Eq,
+        0,
+        2_000_000_000,
+        WaitState::Blocked,
+        LoadOrder::Acquire,
+    );
+    println!("child: wait returned {v}");
+}
+
+fn run_child(case: &str, log: Option<&str>) -> std::process::Output {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "--exact",
+        "queue_error_child",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env("HSA_RT_TEST_CHILD", case)
+    .env_remove("HSA_RT_LOG");
+    if let Some(v) = log {
+        cmd.env("HSA_RT_LOG", v);
+    }
+    cmd.output().unwrap()
+}
+
+#[test]
+fn a_queue_error_without_a_callback_is_printed_and_aborts_the_process() {
+    use std::os::unix::process::ExitStatusExt;
+    let out = run_child("none", None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.signal(),
+        Some(6),
+        "SIGABRT expected: {:?}\n{stdout}\n{stderr}",
+        out.status
+    );
+    assert!(
+        stderr.contains(
+            "stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: packet 0: packet type \
+             (header bits 0..8) is 6"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("no error callback; aborting"), "{stderr}");
+    assert!(!stdout.contains("child: wait returned"), "{stdout}");
+}
+
+#[test]
+fn hsa_rt_log_prints_every_queue_error_with_its_detail() {
+    for (log, printed) in [
+        (Some("1"), true),
+        (Some("0"), false),
+        (Some(""), false),
+        (None, false),
+    ] {
+        let out = run_child("callback", log);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{log:?}: {stdout}\n{stderr}");
+        assert!(
+            stdout.contains("HSA_STATUS_ERROR_INVALID_PACKET_FORMAT"),
+            "the callback ran: {stdout}"
+        );
+        assert!(stdout.contains("child: wait returned 1"), "{stdout}");
+        let logged = stderr.contains(
+            "hsa-rt: queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: packet 0: \
+             packet type (header bits 0..8) is 6",
+        );
+        assert_eq!(logged, printed, "HSA_RT_LOG={log:?}: {stderr}");
+    }
 }

@@ -52,8 +52,9 @@ fn trampoline(error: &Error, _queue: QueueId, key: usize) {
     }
 }
 
-/// `hsa_queue_create`: an AQL queue of `size` packets on a GPU agent. `callback` (may be
-/// NULL) is called with the error status when the packet processor stops the queue.
+/// `hsa_queue_create`: an AQL queue of `size` packets on a GPU agent. `callback` is called
+/// with the error status when the packet processor stops the queue; when it is NULL the error
+/// is printed on stderr with its full detail and the process aborts, as ROCR does.
 /// `private_segment_size`/`group_segment_size` hints are accepted and not used (segment sizes
 /// come from each dispatch packet).
 ///

@@ -95,7 +95,10 @@ mod aql {
         pub features: u32,
         /// Set `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING` (`hsa_amd_profiling_set_profiler_enabled`).
         pub profiling: bool,
-        /// Called by the platform when the processor stops the queue with an error.
+        /// Called by the platform when the processor stops the queue with an error. `None`
+        /// leaves the error to the platform's policy: the Linux backend prints it with its
+        /// full detail and aborts the process, as ROCR does for a queue created without a
+        /// callback; the waits of [`AqlQueue::wait_completion`] end with the error either way.
         pub on_error: Option<QueueErrorCallback>,
     }
 

@@ -8,7 +8,7 @@ use std::ptr::NonNull;
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
-    NodeProperties, Platform, QueueKind, QueueRequest, WaitOutcome,
+    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
 use zerocopy::IntoBytes;
@@ -179,7 +179,7 @@ unsafe impl Platform for LinuxPlatform {
                 gpu.gfx_target_version
             );
         }
-        let page = self.va.page_bytes();
+        let page = self.process.va.page_bytes();
         let Some(sizes) = queue_buffer_sizes(props, page) else {
             bail!(
                 Status::InvalidQueueCreation,
@@ -221,7 +221,7 @@ unsafe impl Platform for LinuxPlatform {
         for xcc in 0..sizes.num_xcc {
             let h = context_save_area_header(&sizes, xcc);
             let at = cwsr.gpu_va.0 + u64::from(xcc) * u64::from(sizes.ctx_save_restore_bytes);
-            self.va.write(at, h.as_bytes());
+            self.process.va.write(at, h.as_bytes());
         }
         let mut rec = QueueRecord {
             doorbell: 0,
@@ -287,9 +287,12 @@ unsafe impl Platform for LinuxPlatform {
         rec.doorbell = page_va + within;
         let doorbell = rec.doorbell;
         lock(&self.state).queues.insert(a.queue_id, rec);
-        if let Some(callback) = request.on_error {
-            self.driver.set_queue_error_callback(a.queue_id, callback);
-        }
+        // Without a callback the error is printed and the process aborts, as ROCR does.
+        let callback = request.on_error.unwrap_or(QueueErrorCallback {
+            func: abort_on_queue_error,
+            data: 0,
+        });
+        self.driver.set_queue_error_callback(a.queue_id, callback);
         Ok(HwQueue {
             id: QueueId(a.queue_id),
             doorbell_address: doorbell,
@@ -300,7 +303,7 @@ unsafe impl Platform for LinuxPlatform {
         let Some(doorbell) = lock(&self.state).queues.get(&queue.0).map(|q| q.doorbell) else {
             return;
         };
-        if self.va.store_u64_release(doorbell, write_index) {
+        if self.process.va.store_u64_release(doorbell, write_index) {
             if let Some(p) = NonNull::new(doorbell as *mut u64) {
                 self.driver.doorbell_rung(queue.0, p, write_index);
             }
@@ -341,7 +344,7 @@ unsafe impl Platform for LinuxPlatform {
     /// [`Status::OutOfResources`] when KFD has no more events (`ENOSPC`... mapped by
     /// [`crate::kfd::status_for_errno`]) or the page cannot be allocated.
     fn create_event(&self) -> Result<Event, Error> {
-        let mut page = lock(&self.event_page);
+        let mut page = lock(&self.process.event_page);
         let mut new_chunk = None;
         let mut a = CreateEventArgs {
             event_type: KFD_IOC_EVENT_SIGNAL,
@@ -372,19 +375,19 @@ unsafe impl Platform for LinuxPlatform {
             return Err(e);
         }
         if let Some(c) = new_chunk {
-            *page = Some(EventPage { va: c.gpu_va.0 });
+            *page = Some(super::process::EventPage { va: c.gpu_va.0 });
         } else if page.is_none() && a.event_page_offset != 0 {
-            let len = EVENT_PAGE_BYTES.max(self.va.page_bytes());
-            if let Some(va) = self.va.carve(len, self.va.page_bytes()) {
-                match self.va.map_from_driver(
+            let len = EVENT_PAGE_BYTES.max(self.process.va.page_bytes());
+            if let Some(va) = self.process.va.carve(len, self.process.va.page_bytes()) {
+                match self.process.va.map_from_driver(
                     va,
                     &*self.driver,
                     MapTarget::Kfd,
                     a.event_page_offset,
                 ) {
-                    Ok(()) => *page = Some(EventPage { va }),
+                    Ok(()) => *page = Some(super::process::EventPage { va }),
                     Err(_) => {
-                        let _ = self.va.release(va);
+                        let _ = self.process.va.release(va);
                     }
                 }
             }
@@ -490,4 +493,18 @@ unsafe impl Platform for LinuxPlatform {
     fn register_kernel_symbol(&self, kernel_object: GpuVa, name: &str) {
         self.driver.register_kernel_symbol(kernel_object.0, name);
     }
+}
+
+/// The error policy of a queue created without an error callback: the error is printed on
+/// stderr with its full detail and the process aborts, as ROCR does for a queue error nobody
+/// listens to (a waiter on the queue's signals would otherwise wait forever).
+fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
+    eprintln!(
+        "hsa-rt: queue {} stopped with {}: {}\nhsa-rt: the queue has no error callback; \
+         aborting, as ROCR does",
+        queue.0,
+        error.status().c_name(),
+        error.detail()
+    );
+    std::process::abort();
 }

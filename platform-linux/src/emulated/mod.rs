@@ -105,19 +105,17 @@ pub struct LiveHandles {
 /// [`ExecutionMode::HostOnly`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum ExecutionMode {
-    /// Run the kernel's machine code in the GFX9 interpreter. When the GPU's ISA is not one
-    /// the interpreter runs (gfx900, gfx90a, gfx942), or the interpreter stops at an encoding
-    /// it does not implement (`IllegalInstruction`), and a host implementation is registered
-    /// for the kernel's symbol name, the host implementation runs the whole dispatch instead,
-    /// silently (memory the interpreted part wrote stays written). Any other interpreter
-    /// error stops the queue. The first such fallback to a host implementation because of
-    /// the ISA is said once on stderr.
+    /// Run the kernel's machine code in the GFX9 interpreter; machine code that fails (an
+    /// encoding the interpreter does not implement, a memory fault) stops the queue with the
+    /// interpreter's error, never a host implementation. Only on a GPU whose ISA the
+    /// interpreter does not run (gfx900, gfx90a, gfx942) does a host implementation
+    /// registered for the kernel's symbol name run instead, and each such dispatch says so on
+    /// stderr; without one the dispatch stops the queue with `INVALID_ISA`.
     #[default]
     Interpret,
-    /// Run the kernel's machine code in the GFX9 interpreter and nothing else: on a GPU whose
-    /// ISA the interpreter does not run, or at an encoding it does not implement, the
-    /// dispatch stops the queue (`INVALID_ISA` / `ILLEGAL_INSTRUCTION`) instead of falling
-    /// back to a host implementation. What `HSA_RT_EMULATION=interpret` asks for.
+    /// As [`ExecutionMode::Interpret`], without the fallback: on a GPU whose ISA the
+    /// interpreter does not run the dispatch stops the queue with `INVALID_ISA` even when a
+    /// host implementation is registered. What `HSA_RT_EMULATION=interpret` asks for.
     InterpretOnly,
     /// Run only host implementations registered by symbol name (a kernel without one stops
     /// the queue with `INVALID_PACKET_FORMAT`).

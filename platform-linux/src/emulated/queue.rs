@@ -78,6 +78,13 @@ impl QueueCtl {
     }
 
     fn deliver(&self, queue_id: u32, e: Error) {
+        if log_enabled() {
+            eprintln!(
+                "hsa-rt: queue {queue_id} stopped with {}: {}",
+                e.status().c_name(),
+                e.detail()
+            );
+        }
         let cb = {
             let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             match s.callback {
@@ -90,6 +97,12 @@ impl QueueCtl {
         };
         (cb.func)(&e, QueueId(queue_id), cb.data);
     }
+}
+
+/// Whether `HSA_RT_LOG` asks for log output: set, and neither empty nor `0`.
+fn log_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("HSA_RT_LOG").is_some_and(|v| !v.is_empty() && v != "0"))
 }
 
 /// What the processor thread of one queue needs.
@@ -222,20 +235,18 @@ impl ProcessorHost for CpHost<'_> {
                 ));
             }
             if has_host {
-                static SAID: std::sync::atomic::AtomicBool =
-                    std::sync::atomic::AtomicBool::new(false);
-                if !SAID.swap(true, Ordering::Relaxed) {
-                    eprintln!(
-                        "hsa-rt: the emulated device interprets gfx9 machine code only; {} \
-                         kernels run their host implementations",
-                        self.isa
-                    );
-                }
+                // Said every time: the machine code did not run.
+                eprintln!(
+                    "hsa-rt: {label}: the emulated device interprets gfx9 machine code only \
+                     and the GPU's ISA is {}; running the kernel's host implementation",
+                    self.isa
+                );
                 return self.run_host(dispatch);
             }
             return Err(error!(
                 Status::InvalidIsa,
-                "{label}: the GPU's ISA {} is not one the emulated device's interpreter runs                  (gfx900, gfx90a, gfx942) and no host implementation is registered for it",
+                "{label}: the GPU's ISA {} is not one the emulated device's interpreter runs \
+                 (gfx900, gfx90a, gfx942) and no host implementation is registered for it",
                 self.isa
             ));
         };
@@ -259,13 +270,6 @@ impl ProcessorHost for CpHost<'_> {
                     .fetch_add(s.lane_instructions, Ordering::SeqCst);
                 c.interpreted.fetch_add(1, Ordering::SeqCst);
                 Ok(())
-            }
-            interp::Outcome::Failed(e)
-                if e.status() == Status::IllegalInstruction
-                    && has_host
-                    && self.device.mode() != ExecutionMode::InterpretOnly =>
-            {
-                self.run_host(dispatch)
             }
             interp::Outcome::Failed(e) => Err(error!(
                 e.status(),
