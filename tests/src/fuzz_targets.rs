@@ -37,10 +37,13 @@ pub const TARGETS: &[(&str, Harness)] = &[
 
 /// Code-object reader: [`CodeObject::parse`] on the bytes (copied to aligned storage), then
 /// everything a loader reads from an accepted object: metadata kernels and their arguments,
-/// kernels with descriptors, variables, dynamic relocations, segments.
+/// kernels with descriptors, variables, dynamic relocations, segments; then what
+/// `hsainfo --disassemble` reads: `.text`, its symbols, each kernel's code range, and the
+/// whole disassembly report.
 ///
 /// Property: any error is `InvalidCodeObject` (the bytes are aligned, so never
-/// `InvalidArgument`).
+/// `InvalidArgument`), or `InvalidIsa` from the disassembler for a processor it does not
+/// know; a kernel's code lies inside `.text`.
 pub fn code_object(data: &[u8]) {
     let aligned = AlignedBytes::new(data);
     let co = match CodeObject::parse(aligned.as_bytes()) {
@@ -75,6 +78,29 @@ pub fn code_object(data: &[u8]) {
     let _ = co.bytes_at_vaddr(co.image_start(), co.image_size());
     for i in 0..4 {
         let _ = co.dynamic_symbol_by_index(i);
+    }
+    let text = co.text_section();
+    if let Ok(symbols) = co.text_symbols() {
+        for s in symbols.take(4096) {
+            let _ = s;
+        }
+    }
+    for k in co.kernels().flatten() {
+        match (co.kernel_code(&k), &text) {
+            (Ok(code), Ok(text)) => assert!(
+                code.vaddr >= text.vaddr
+                    && code.vaddr + code.code.len() as u64 <= text.end()
+                    && !code.code.is_empty()
+            ),
+            (Ok(_), Err(e)) => panic!("kernel code without .text: {e}"),
+            (Err(e), _) => assert_eq!(e.status(), Status::InvalidCodeObject, "{e}"),
+        }
+    }
+    if let Err(e) = hsa_linux::report::disassembly::disassembly_report(data, "fuzz") {
+        assert!(
+            matches!(e.status(), Status::InvalidCodeObject | Status::InvalidIsa),
+            "{e}"
+        );
     }
 }
 

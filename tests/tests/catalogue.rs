@@ -128,6 +128,10 @@ fn parse_code_object(bytes: &[u8]) -> Outcome {
     CodeObject::parse(aligned.as_bytes()).map(|_| ())
 }
 
+fn disassemble(bytes: &[u8]) -> Outcome {
+    hsa_linux::report::disassembly::disassembly_report(bytes, "f").map(|_| ())
+}
+
 fn load_for(agent_isa: &str, file: &str) -> Outcome {
     let p = FakePlatform::new();
     let mut exe = Executable::new(&p);
@@ -253,6 +257,19 @@ fn catalogue() -> Vec<Row> {
             let aligned = AlignedBytes::new(&[&[0u8][..], &f[..]].concat());
             CodeObject::parse(&aligned.as_bytes()[1..]).map(|_| ())
         }),
+        // hsainfo --code-object FILE --disassemble.
+        row("disassembly: kernel symbol past the end of .text", Status::InvalidCodeObject, "kernel \"vector_copy\": symbol \"vector_copy\" at 0x1c00 size 4096 lies outside .text [0x1c00, 0x22c0)", || {
+            let mut f = code_object_file("kernels-gfx90a-v5.hsaco");
+            // .dynsym at file offset 0x900; entry 1 (vector_copy): st_size at +16.
+            f[0x900 + 24 + 16..0x900 + 24 + 24].copy_from_slice(&0x1000u64.to_le_bytes());
+            disassemble(&f)
+        }),
+        row("disassembly: kernel symbol of size 0", Status::InvalidCodeObject, "symbol \"vector_copy\" has size 0, so its code range is unknown", || {
+            let mut f = code_object_file("kernels-gfx90a-v5.hsaco");
+            f[0x900 + 24 + 16..0x900 + 24 + 24].copy_from_slice(&0u64.to_le_bytes());
+            disassemble(&f)
+        }),
+        row("disassembly: gfx1030 code", Status::InvalidIsa, "cannot disassemble gfx1030 code: the disassembler knows only gfx9", || disassemble(&code_object_file("kernels-gfx1030-v5.hsaco"))),
         // Malformed sysfs properties.
         row("properties: key without value", Status::Error, "props:2: malformed line 'simd_count': expected '<key> <value>'", || parse_properties("cpu_cores_count 4\nsimd_count\n", "props").map(|_| ())),
         row("properties: bad key", Status::Error, "props:1: malformed key 'simd-count'", || parse_properties("simd-count 4\n", "props").map(|_| ())),

@@ -232,6 +232,23 @@ impl Instruction {
     pub fn name(&self) -> &'static str {
         self.info.name
     }
+
+    /// Where a branch at byte address `address` goes: for `s_branch` and the `s_cbranch_*`
+    /// instructions, `address + 4 + simm16 * 4` (wrapping); `None` for every other
+    /// instruction.
+    ///
+    /// Ref: Vega ISA §4.4 "Branching" and the SOPP table (`S_BRANCH`:
+    /// `PC = PC + signext(SIMM16 * 4) + 4`).
+    pub fn branch_target(&self, address: u64) -> Option<u64> {
+        let name = self.info.name;
+        let branch = self.encoding == Encoding::Sopp
+            && (name == "s_branch" || name.starts_with("s_cbranch_"));
+        branch.then(|| {
+            address
+                .wrapping_add(4)
+                .wrapping_add((i64::from(self.imm) * 4) as u64)
+        })
+    }
 }
 
 fn illegal(enc: &str, words: &[u32], why: &str) -> Error {
@@ -698,6 +715,27 @@ mod tests {
         assert_eq!(e.status(), Status::IllegalInstruction);
         assert!(e.detail().contains("VOP3"), "{}", e.detail());
         assert!(e.detail().contains("0xd2080002"), "{}", e.detail());
+    }
+
+    #[test]
+    fn branch_targets() {
+        // llvm-objdump-19 -d kernels_more-gfx900-v5.hsaco: at 0x24b8
+        // `s_cbranch_execnz 65526 // BF89FFF6 <loop_sum+0x94>` (0x2494), at 0x232c
+        // `s_cbranch_execz 25 // BF880019 <branchy+0x94>` (0x2394).
+        let t = Gfx9Target::Gfx900;
+        assert_eq!(
+            dec(&[0xBF89FFF6], t).unwrap().branch_target(0x24b8),
+            Some(0x2494)
+        );
+        assert_eq!(
+            dec(&[0xBF880019], t).unwrap().branch_target(0x232c),
+            Some(0x2394)
+        );
+        assert_eq!(dec(&[0xBF820000], t).unwrap().branch_target(8), Some(12));
+        // s_waitcnt and s_nop are SOPP but not branches; s_movk_i32 has a simm16 too.
+        assert_eq!(dec(&[0xBF8CC07F], t).unwrap().branch_target(0), None);
+        assert_eq!(dec(&[0xBF800000], t).unwrap().branch_target(0), None);
+        assert_eq!(dec(&[0xB0000010], t).unwrap().branch_target(0), None);
     }
 
     #[test]

@@ -9,7 +9,9 @@
 //! "Symbols" (`<name>.kd`), "Kernel Descriptor".
 
 use object::elf::{self, FileHeader64, ProgramHeader64};
-use object::read::elf::{FileHeader as _, ProgramHeader as _, Sym as _, SymbolTable};
+use object::read::elf::{
+    FileHeader as _, ProgramHeader as _, SectionHeader as _, SectionTable, Sym as _, SymbolTable,
+};
 use object::LittleEndian as LE;
 use zerocopy::FromBytes;
 
@@ -154,6 +156,39 @@ pub struct Variable<'a> {
     pub size: u64,
 }
 
+/// The `.text` section: where the machine code of the kernels lies, checked against the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TextSection<'a> {
+    /// Its index in the section header table (`st_shndx` of the symbols defined in it).
+    pub index: usize,
+    /// `sh_addr`: its address relative to the load base, bytes.
+    pub vaddr: u64,
+    /// Its `sh_size` bytes from the file (`sh_offset` onwards).
+    pub bytes: &'a [u8],
+}
+
+impl TextSection<'_> {
+    /// The address just past its last byte (`sh_addr + sh_size`), bytes. Cannot overflow for
+    /// a `TextSection` from [`CodeObject::text_section`] (checked there); saturates for one
+    /// built by hand.
+    pub fn end(&self) -> u64 {
+        self.vaddr.saturating_add(self.bytes.len() as u64)
+    }
+}
+
+/// The machine code of one kernel: the bytes of its function symbol (`STT_FUNC` named as its
+/// descriptor symbol without `.kd`), checked to lie inside `.text` and to start at the
+/// descriptor's entry point.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KernelCode<'a> {
+    /// The function symbol's name, e.g. `vector_copy` (mangled for C++ kernels).
+    pub symbol: &'a str,
+    /// `st_value`: the address of the first instruction relative to the load base, bytes.
+    pub vaddr: u64,
+    /// The `st_size` bytes of code.
+    pub code: &'a [u8],
+}
+
 /// A parsed and checked code object, borrowing the file's bytes.
 #[derive(Debug)]
 pub struct CodeObject<'a> {
@@ -162,6 +197,7 @@ pub struct CodeObject<'a> {
     e_flags: u32,
     target: TargetId,
     phdrs: &'a [ProgramHeader64<LE>],
+    sections: SectionTable<'a, FileHeader64<LE>>,
     dynsym: SymbolTable<'a, FileHeader64<LE>>,
     metadata: Metadata<'a>,
     image_start: u64,
@@ -300,6 +336,7 @@ impl<'a> CodeObject<'a> {
             e_flags,
             target,
             phdrs,
+            sections,
             dynsym,
             metadata,
             image_start,
@@ -530,6 +567,155 @@ impl<'a> CodeObject<'a> {
         }))
     }
 
+    /// The `.text` section (the first section named `.text`).
+    ///
+    /// # Errors
+    /// `Status::InvalidCodeObject` naming the field and value when there is no `.text`, it is
+    /// not `SHT_PROGBITS` with `SHF_EXECINSTR`, its `sh_offset + sh_size` is past the file,
+    /// or `sh_addr + sh_size` overflows.
+    pub fn text_section(&self) -> Result<TextSection<'a>> {
+        let (index, header) = self
+            .sections
+            .section_by_name(LE, b".text")
+            .ok_or_else(|| bad!("no .text section"))?;
+        let (kind, flags) = (header.sh_type(LE), header.sh_flags(LE));
+        if kind != elf::SHT_PROGBITS || flags & u64::from(elf::SHF_EXECINSTR) == 0 {
+            return Err(bad!(
+                ".text has sh_type {kind} and sh_flags {flags:#x}, expected SHT_PROGBITS (1) with SHF_EXECINSTR (0x4)"
+            ));
+        }
+        let (offset, size, vaddr) = (header.sh_offset(LE), header.sh_size(LE), header.sh_addr(LE));
+        let bytes = header.data(LE, self.data).map_err(|_| {
+            bad!(
+                ".text: sh_offset {offset:#x} + sh_size {size:#x} is past the file ({} bytes)",
+                self.data.len()
+            )
+        })?;
+        if vaddr.checked_add(size).is_none() {
+            return Err(bad!(
+                ".text: sh_addr {vaddr:#x} + sh_size {size:#x} overflows"
+            ));
+        }
+        Ok(TextSection {
+            index: index.0,
+            vaddr,
+            bytes,
+        })
+    }
+
+    /// The machine code of `kernel`: its function symbol in `.dynsym` (the descriptor
+    /// symbol's name without `.kd`, AMDGPUUsage "Symbols"), with the symbol's size never
+    /// trusted: the range must lie inside `.text`.
+    ///
+    /// # Errors
+    /// `Status::InvalidCodeObject` naming the kernel, symbol and value when: the descriptor
+    /// symbol does not end in `.kd`; the function symbol is not defined in `.dynsym`, is not
+    /// `STT_FUNC`, is not in `.text` (`st_shndx`), has size 0, or its range
+    /// `[st_value, st_value + st_size)` is not inside `.text`; `st_value` is not the kernel
+    /// descriptor's entry (`<name>.kd` + `kernel_code_entry_byte_offset`). Errors of
+    /// [`CodeObject::text_section`].
+    pub fn kernel_code(&self, kernel: &Kernel<'a>) -> Result<KernelCode<'a>> {
+        let text = self.text_section()?;
+        let name = kernel.metadata.name;
+        let kd = kernel.metadata.symbol;
+        let symbol = kd.strip_suffix(".kd").ok_or_else(|| {
+            bad!("kernel {name:?}: descriptor symbol {kd:?} does not end in \".kd\"")
+        })?;
+        let sym = self
+            .dynsym
+            .iter()
+            .find(|s| {
+                s.st_shndx(LE) != elf::SHN_UNDEF
+                    && self.dynsym.symbol_name(LE, s).ok() == Some(symbol.as_bytes())
+            })
+            .ok_or_else(|| {
+                bad!("kernel {name:?}: function symbol {symbol:?} is not defined in .dynsym")
+            })?;
+        if sym.st_type() != elf::STT_FUNC {
+            return Err(bad!(
+                "kernel {name:?}: symbol {symbol:?} has type {}, expected STT_FUNC (2)",
+                sym.st_type()
+            ));
+        }
+        let shndx = usize::from(sym.st_shndx(LE));
+        if shndx != text.index {
+            return Err(bad!(
+                "kernel {name:?}: symbol {symbol:?} is in section {shndx}, not .text (section {})",
+                text.index
+            ));
+        }
+        let (vaddr, size) = (sym.st_value(LE), sym.st_size(LE));
+        if size == 0 {
+            return Err(bad!(
+                "kernel {name:?}: symbol {symbol:?} has size 0, so its code range is unknown"
+            ));
+        }
+        let end = vaddr.checked_add(size);
+        let code = end
+            .filter(|&e| vaddr >= text.vaddr && e <= text.end())
+            .and_then(|e| {
+                let from = usize::try_from(vaddr - text.vaddr).ok()?;
+                let to = usize::try_from(e - text.vaddr).ok()?;
+                text.bytes.get(from..to)
+            })
+            .ok_or_else(|| {
+                bad!(
+                    "kernel {name:?}: symbol {symbol:?} at {vaddr:#x} size {size} lies outside .text [{:#x}, {:#x})",
+                    text.vaddr,
+                    text.end()
+                )
+            })?;
+        let offset = kernel.descriptor.kernel_code_entry_byte_offset;
+        match (kernel.descriptor_vaddr as i64).checked_add(offset) {
+            Some(entry) if entry as u64 == vaddr => {}
+            Some(entry) => {
+                return Err(bad!(
+                    "kernel {name:?}: symbol {symbol:?} is at {vaddr:#x} but the descriptor {kd:?} enters the kernel at {:#x}",
+                    entry as u64
+                ))
+            }
+            None => {
+                return Err(bad!(
+                    "kernel {name:?}: descriptor {kd:?} at {:#x} has kernel_code_entry_byte_offset {offset}, which overflows",
+                    kernel.descriptor_vaddr
+                ))
+            }
+        }
+        Ok(KernelCode {
+            symbol,
+            vaddr,
+            code,
+        })
+    }
+
+    /// The defined symbols of `.dynsym` that lie in `.text` (`st_shndx`), as `(name,
+    /// st_value)` in table order: the labels of code addresses (branch targets).
+    ///
+    /// # Errors
+    /// Errors of [`CodeObject::text_section`]. Each item is a `Status::InvalidCodeObject`
+    /// error for a symbol whose name offset is out of range or whose name is not UTF-8
+    /// (naming its `.dynsym` index).
+    pub fn text_symbols(&self) -> Result<impl Iterator<Item = Result<(&'a str, u64)>> + '_> {
+        let text = self.text_section()?;
+        Ok(self
+            .dynsym
+            .iter()
+            .enumerate()
+            .filter(move |(_, s)| {
+                usize::from(s.st_shndx(LE)) == text.index
+                    && !matches!(s.st_type(), elf::STT_SECTION | elf::STT_FILE)
+            })
+            .map(move |(i, s)| {
+                let name = self
+                    .dynsym
+                    .symbol_name(LE, s)
+                    .map_err(|_| bad!(".dynsym entry {i}: bad name offset"))?;
+                let name = core::str::from_utf8(name)
+                    .map_err(|_| bad!(".dynsym entry {i}: name is not UTF-8"))?;
+                Ok((name, s.st_value(LE)))
+            }))
+    }
+
     fn join_kernel(&self, metadata: KernelMetadata<'a>) -> Result<Kernel<'a>> {
         let name = metadata.name;
         let symbol = metadata.symbol;
@@ -683,6 +869,49 @@ mod tests {
         assert_eq!(
             co.kernel("nope").unwrap_err().status(),
             Status::InvalidSymbolName
+        );
+    }
+
+    #[test]
+    fn text_and_kernel_code_of_a_real_file() {
+        // llvm-readelf-19 -S --dyn-syms kernels-gfx900-v4.hsaco: .text is section 7 at 0x1b00
+        // (file offset 0xb00), 0x28c bytes; vector_copy 96 bytes at 0x1b00, vector_add 128
+        // at 0x1c00, local_reverse 140 at 0x1d00; the code starts with `s_load_dword s9,
+        // s[4:5], 0x4` (C0020242 00000004).
+        let aligned = AlignedBytes::new(FILE);
+        let co = CodeObject::parse(aligned.as_bytes()).unwrap();
+        let text = co.text_section().unwrap();
+        assert_eq!((text.index, text.vaddr, text.end()), (7, 0x1b00, 0x1d8c));
+        assert_eq!(text.bytes, &FILE[0xb00..0xd8c]);
+        let mut codes: alloc::vec::Vec<_> = co
+            .kernels()
+            .map(|k| co.kernel_code(&k.unwrap()).unwrap())
+            .map(|c| (c.symbol, c.vaddr, c.code.len()))
+            .collect();
+        codes.sort();
+        assert_eq!(
+            codes,
+            [
+                ("local_reverse", 0x1d00, 140),
+                ("vector_add", 0x1c00, 128),
+                ("vector_copy", 0x1b00, 96)
+            ]
+        );
+        let k = co.kernel("vector_copy").unwrap();
+        assert_eq!(
+            &co.kernel_code(&k).unwrap().code[..8],
+            &[0x42, 0x02, 0x02, 0xC0, 4, 0, 0, 0]
+        );
+        let mut labels: alloc::vec::Vec<_> =
+            co.text_symbols().unwrap().map(|s| s.unwrap()).collect();
+        labels.sort();
+        assert_eq!(
+            labels,
+            [
+                ("local_reverse", 0x1d00),
+                ("vector_add", 0x1c00),
+                ("vector_copy", 0x1b00)
+            ]
         );
     }
 }

@@ -26,7 +26,9 @@ pub mod target;
 
 #[cfg(feature = "alloc")]
 pub use code_object::AlignedBytes;
-pub use code_object::{CodeObject, DynRelocation, Kernel, LoadSegment, Variable};
+pub use code_object::{
+    CodeObject, DynRelocation, Kernel, KernelCode, LoadSegment, TextSection, Variable,
+};
 #[cfg(feature = "alloc")]
 pub use executable::{Executable, KernelInfo, LoadedCodeObject, Symbol, SymbolKind};
 pub use metadata::{KernelArg, KernelMetadata, Metadata};

@@ -1,8 +1,10 @@
 //! Human-readable reports printed by `hsainfo`, each built as a `String` so tests can check
-//! it: rocminfo's `Label: value` style, one item per line.
+//! it: rocminfo's `Label: value` style, one item per line ([`agents`], [`code_object`]), and
+//! llvm-objdump's disassembly text ([`disassembly`]).
 
 pub mod agents;
 pub mod code_object;
+pub mod disassembly;
 
 use std::io::Write;
 use std::process::ExitCode;
