@@ -338,8 +338,8 @@ def report(info, no_sizes):
         "2-core machine absolute figures move a lot between runs (other builds compete for the cores); the "
         "goals are ratios for that reason. The machine is a KVM guest: what a cache line costs to move between "
         "its two vCPUs depends on where the host runs them, which can change between runs and even between a "
-        "bench and its baseline (B2's ArrayQueue measured 13 ns and 30 ns per packet in two short runs a minute "
-        "apart), so the benches that cross cores (B1, B2, B3, B4) are best compared over several runs.",
+        "bench and its baseline, so the benches that cross cores (B1, B2, B3, B4) are best compared over "
+        "several runs.",
         "- Reproduce everything: `python3 scripts/bench_report.py --run` (as root it runs the benches under "
         "`nice -n -20`), or one bench with the command in its row (the report then refuses to mix it with the "
         "rest: every row comes from one run).",
@@ -384,7 +384,7 @@ def report(info, no_sizes):
         "producers then time-shared one core beside a spinning consumer, never contended, and whenever the "
         "scheduler preempted a producer between taking a slot and publishing it (or holding the doorbell "
         "lock) the ring stalled for a time slice (milliseconds), so each sample's figure depended on how many "
-        "such preemptions it caught (107 ns to 1 µs). Now only two threads spin, one per core, and a batch "
+        "such preemptions it caught (issue 17: an interval from 107 ns to 1 µs). Now only two threads spin, one per core, and a batch "
         "(a few to some tens of microseconds) that another process preempts moves a sample only if more than half of the "
         "sample's batches were preempted.",
         "- B3: two user signals (no event) from a `SignalPool`; the responder waits `NE last` and stores the value "
