@@ -2,16 +2,22 @@
 """Regenerates BENCHMARKS.md from criterion's output (issue 10).
 
 Usage (from the workspace root):
-    python3 scripts/bench_report.py --run   # run both benches, then write BENCHMARKS.md
-    python3 scripts/bench_report.py         # only re-read criterion's output
+    python3 scripts/bench_report.py --run           # run every bench, then write BENCHMARKS.md
+    python3 scripts/bench_report.py                 # re-read the output of the last --run
+    python3 scripts/bench_report.py --run --quick   # a short run to check that all of this works
+                                                    # (writes target/BENCHMARKS-quick.md)
 
 Reads <target>/criterion/<group>/<bench>/new/estimates.json (median point estimate and its
 95% interval, ns), where <target> is $CARGO_TARGET_DIR or ./target. With --run it first runs
 the two criterion benches (niced to -20 when root, so that other load on a shared machine
-takes less from the spinning threads) and records the load average before and after. It also
-builds hsa-core + hsa-baremetal for x86_64-unknown-none at opt-level "s" to measure their
-.text, and runs scripts/static_memory to get the static memory of a no-alloc runtime with one
-queue and 64 signals. Nothing in BENCHMARKS.md is typed by hand.
+takes less from the spinning threads) and the main job for the gfx9 interpreter's figures,
+and records in <target>/criterion/hsa_run_info.json when the run started and ended, the load
+average before and after and the interpreter's figures. Every row (B1..B6 and each baseline,
+and the interpreter's) must come from that one run: a missing estimate, or one written before
+the run started or after it ended (a bench re-run alone since), is an error naming it, and
+nothing is written. It also builds hsa-core + hsa-baremetal for x86_64-unknown-none at
+opt-level "s" to measure their .text, and runs scripts/static_memory to get the static memory
+of a no-alloc runtime with one queue and 64 signals. Nothing in BENCHMARKS.md is typed by hand.
 """
 
 import argparse
@@ -23,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,8 +61,10 @@ BOUNDS = {
           "crosses the cores twice (ArrayQueue writes one stamp), and the doorbell takes a spin lock and "
           "stores. On this machine B1's ratio varied between about 1x and 2x from run to run under the "
           "same load, so one run does not settle it.",
-    "B2": "the shared write index (fetch_add) and the doorbell lock, both contended by the two producers, on "
-          "top of B1's slot traffic; with 3 busy threads on 2 cores the consumer also loses time slices.",
+    "B2": "(not profiled apart; what differs from the baseline) the cache lines the two producers share per "
+          "packet: the write index (fetch_add, then the doorbell's Acquire load of it), the doorbell's spin lock "
+          "(lock and unlock), the doorbell word and the slot, against ArrayQueue's tail (one compare-and-swap) and "
+          "the slot.",
     "B3": "a Signal wait is an atomic load loop like the baseline; what is left is the call overhead and the "
           "Release/Acquire pairs through the 64-byte amd_signal_t slots.",
     "B4": "the emulated CP thread: per dispatch it takes the allocation table's read lock, decodes and "
@@ -75,15 +84,33 @@ def target_dir():
     return Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
 
 
-def estimate(group, bench):
+class ReportError(Exception):
+    """What makes the report impossible to write from one run; the message names it."""
+
+
+def estimate(group, bench, window):
+    """criterion's median estimate of `group/bench` (point, lower, upper; ns), which must have
+    been written during the recorded run (`window` = (started, finished), seconds since the
+    epoch)."""
     path = target_dir() / "criterion" / group / bench / "new" / "estimates.json"
     try:
+        mtime = path.stat().st_mtime
         with open(path) as f:
             e = json.load(f)["median"]
-    except (OSError, KeyError, ValueError):
-        return None
-    ci = e["confidence_interval"]
-    return e["point_estimate"], ci["lower_bound"], ci["upper_bound"]
+        ci = e["confidence_interval"]
+        point, lower, upper = e["point_estimate"], ci["lower_bound"], ci["upper_bound"]
+    except OSError as err:
+        raise ReportError(f"{group}/{bench}: no criterion estimate ({path}: {err.strerror})")
+    except (KeyError, TypeError, ValueError) as err:
+        raise ReportError(f"{group}/{bench}: {path} has no median estimate ({err!r})")
+    started, finished = window
+    # One second of slack: file times and time.time() may be rounded differently.
+    if not started - 1 <= mtime <= finished + 1:
+        when = "before" if mtime < started else "after"
+        raise ReportError(f"{group}/{bench}: {path} was written {when} the recorded run "
+                          f"({time.ctime(mtime)}; the run: {time.ctime(started)} to "
+                          f"{time.ctime(finished)}); run everything again with --run")
+    return point, lower, upper
 
 
 def fmt_ns(ns):
@@ -118,22 +145,46 @@ def run(cmd, env=None):
     subprocess.run(cmd, cwd=ROOT, check=True, env=env)
 
 
-def run_benches():
+# criterion's command-line options for --quick: shorter warm-up and measurement (groups that
+# set their own, B6, keep theirs).
+QUICK_ARGS = ["--warm-up-time", "0.2", "--measurement-time", "0.5"]
+
+
+def run_info_path():
+    return target_dir() / "criterion" / "hsa_run_info.json"
+
+
+def run_benches(quick):
+    """Runs both benches and the interpreter's job; records the run in hsa_run_info.json."""
     nice = ["nice", "-n", "-20"] if os.geteuid() == 0 else []
+    extra = QUICK_ARGS if quick else []
+    # A failed run must not leave the record of an earlier one next to its partial output.
+    run_info_path().unlink(missing_ok=True)
     before = loadavg()
-    run(nice + CORE_CMD.split())
-    run(nice + LINUX_CMD.split())
+    started = time.time()
+    for cmd in (CORE_CMD, LINUX_CMD):
+        run(nice + cmd.split() + ["--"] + extra)
+    interp = interpreter_speed(runs=1 if quick else 3)
+    finished = time.time()
     after = loadavg()
-    info = {"loadavg_before": before, "loadavg_after": after, "niced": bool(nice)}
-    out = target_dir() / "criterion" / "hsa_run_info.json"
-    out.write_text(json.dumps(info))
+    info = {"loadavg_before": before, "loadavg_after": after, "niced": bool(nice),
+            "started": started, "finished": finished, "quick": quick,
+            "criterion_args": extra, "interpreter": interp}
+    run_info_path().parent.mkdir(parents=True, exist_ok=True)
+    run_info_path().write_text(json.dumps(info))
 
 
 def run_info():
+    """The record of the last --run."""
+    path = run_info_path()
     try:
-        return json.loads((target_dir() / "criterion" / "hsa_run_info.json").read_text())
-    except (OSError, ValueError):
-        return None
+        info = json.loads(path.read_text())
+        info["started"], info["finished"], info["interpreter"]
+    except OSError:
+        raise ReportError(f"no record of a run ({path}): run the benches with --run")
+    except (KeyError, TypeError, ValueError) as err:
+        raise ReportError(f"{path} is not a record of a complete --run ({err!r}): run again with --run")
+    return info
 
 
 def text_bytes(rlib, size_tool):
@@ -187,19 +238,19 @@ def static_memory():
     return json.loads(out)
 
 
-def interpreter_speed():
-    """vector_add (1,048,576 elements) through the main job, 3 runs each: the gfx9 interpreter's
-    lane-instructions per second as the example prints them, and the wall time of the whole
-    run next to the same run with the host implementation (HSA_RT_EMULATION=host)."""
+def interpreter_speed(runs):
+    """vector_add (1,048,576 elements) through the main job, `runs` runs each: the gfx9
+    interpreter's lane-instructions per second as the example prints them, and the wall time
+    of the whole run next to the same run with the host implementation
+    (HSA_RT_EMULATION=host)."""
     import re
     import statistics
-    import time
-    subprocess.run(["cargo", "build", "-q", "--release", "--example", "vector_copy"], cwd=ROOT, check=True)
+    run(["cargo", "build", "-q", "--release", "--example", "vector_copy"])
     exe = Path(target_dir()) / "release" / "examples" / "vector_copy"
     result = {}
     for mode in ("interpret", "host"):
         speeds, walls = [], []
-        for _ in range(3):
+        for _ in range(runs):
             env = dict(os.environ, HSA_RT_DEVICE="emulated", HSA_RT_EMULATION=mode)
             t0 = time.monotonic()
             out = subprocess.run([str(exe), "--kernel", "vector-add"], capture_output=True, text=True,
@@ -208,66 +259,109 @@ def interpreter_speed():
             m = re.search(r"([0-9.]+) M lane-instructions/s", out)
             if m:
                 speeds.append(float(m.group(1)))
+            elif mode == "interpret":
+                raise ReportError("vector_copy --kernel vector-add (HSA_RT_EMULATION=interpret) printed no "
+                                  f"'M lane-instructions/s' figure; its output: {out.strip()!r}")
         result[mode] = {"wall_s": statistics.median(walls),
                         "mlips": statistics.median(speeds) if speeds else None}
-    (Path(target_dir()) / "criterion").mkdir(parents=True, exist_ok=True)
-    (Path(target_dir()) / "criterion" / "interpreter.json").write_text(json.dumps(result))
     return result
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", action="store_true", help="run the benches first")
+    ap.add_argument("--quick", action="store_true",
+                    help="with --run: criterion " + " ".join(QUICK_ARGS) + " and one interpreter run; "
+                         "writes target/BENCHMARKS-quick.md unless --out is given (a check that the "
+                         "whole report works, not figures to publish)")
     ap.add_argument("--no-sizes", action="store_true", help="skip the code-size and static-memory builds")
-    ap.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
+    ap.add_argument("--out", help="where to write the report (default: BENCHMARKS.md)")
     args = ap.parse_args()
-    if args.run:
-        run_benches()
-        interpreter_speed()
+    if args.quick and not args.run:
+        ap.error("--quick only applies to --run")
+    try:
+        if args.run:
+            run_benches(args.quick)
+        info = run_info()
+        lines = report(info, args.no_sizes)
+    except ReportError as err:
+        sys.exit(f"bench_report: {err}")
+    except subprocess.CalledProcessError as err:
+        sys.exit(f"bench_report: `{' '.join(map(str, err.cmd))}` failed (exit status {err.returncode}); "
+                 "nothing written")
+    out = args.out or str(target_dir() / "BENCHMARKS-quick.md" if info.get("quick") else ROOT / "BENCHMARKS.md")
+    Path(out).write_text("\n".join(lines) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def report(info, no_sizes):
+    """The lines of BENCHMARKS.md from the recorded run `info`.
+
+    Raises ReportError naming every estimate that is missing or not from that run."""
+    window = (info["started"], info["finished"])
+    rows, errors = [], []
+    for bid, what, group, ours, baselines, unit, cmd in BENCHES:
+        for base, kind, goal in baselines:
+            try:
+                o = estimate(group, ours, window)
+                b = estimate(group, base, window)
+            except ReportError as err:
+                errors.append(f"{bid}: {err}")
+                continue
+            rows.append((bid, what, ours, base, goal, unit, cmd, o, b))
+    it = info["interpreter"]
+    for mode in ("interpret", "host"):
+        if not isinstance(it.get(mode), dict) or not it[mode].get("wall_s"):
+            errors.append(f"gfx9 interpreter: no {mode} wall time in the recorded run")
+    if isinstance(it.get("interpret"), dict) and it["interpret"].get("mlips") is None:
+        errors.append("gfx9 interpreter: no lane-instructions/s figure in the recorded run")
+    if errors:
+        raise ReportError("rows missing, nothing written:\n  " + "\n  ".join(dict.fromkeys(errors)))
 
     cores, model = machine()
-    info = run_info()
     lines = ["# Benchmarks", "",
              "Generated by `scripts/bench_report.py` from criterion's output "
              "(`target/criterion/**/new/estimates.json`); do not edit by hand.", "",
-             f"- Machine: {cores} cores, {model} ({platform.machine()}, Linux {platform.release()})."]
-    if info:
-        lines.append(f"- Load average (1/5/15 min) before the run: {' / '.join(info['loadavg_before'])}; after: "
-                     f"{' / '.join(info['loadavg_after'])}. Benches ran with `nice -n -20`: {info['niced']}.")
+             f"- Machine: {cores} cores, {model} ({platform.machine()}, Linux {platform.release()}).",
+             f"- One run, {time.strftime('%Y-%m-%d %H:%M', time.localtime(info['started']))} to "
+             f"{time.strftime('%H:%M', time.localtime(info['finished']))}. Load average (1/5/15 min) before: "
+             f"{' / '.join(info['loadavg_before'])}; after: {' / '.join(info['loadavg_after'])}. Benches ran "
+             f"with `nice -n -20`: {info['niced']}."]
+    if info.get("quick"):
+        lines.append(f"- **Quick run** (criterion `{' '.join(info['criterion_args'])}`, one interpreter run): "
+                     "a check that the report works, not figures to publish.")
     lines += [
         "- Each bench and its baseline run back to back in the same process; the bench thread is pinned to "
-        "CPU 0 and its peer (consumer, responder, CP thread) to CPU 1. Criterion: 30 samples over ~3 s "
-        "(B5's linked_list_allocator 10 samples; B6 see below).",
+        "CPU 0 and its peer (consumer, second producer, responder, CP thread) to CPU 1. Criterion: 30 samples "
+        f"over ~{'0.5' if info.get('quick') else '3'} s (B5's linked_list_allocator 10 samples; B6 see below).",
         "- Times are criterion's median (95% interval in brackets). Ratio = ours / baseline. On this shared "
         "2-core machine absolute figures move a lot between runs (other builds compete for the cores); the "
-        "goals are ratios for that reason.",
+        "goals are ratios for that reason. The machine is a KVM guest: what a cache line costs to move between "
+        "its two vCPUs depends on where the host runs them, which can change between runs and even between a "
+        "bench and its baseline, so the benches that cross cores (B1, B2, B3, B4) are best compared over "
+        "several runs.",
         "- Reproduce everything: `python3 scripts/bench_report.py --run` (as root it runs the benches under "
-        "`nice -n -20`), or one bench with the command in its row.",
+        "`nice -n -20`), or one bench with the command in its row (the report then refuses to mix it with the "
+        "rest: every row comes from one run).",
         "",
         "| id | what | ours | baseline | ratio | goal | met | command |",
         "|---|---|---|---|---|---|---|---|",
     ]
     missed = []
-    for bid, what, group, ours, baselines, unit, cmd in BENCHES:
-        o = estimate(group, ours)
-        for base, kind, goal in baselines:
-            b = estimate(group, base)
-            if o is None or b is None:
-                lines.append(f"| {bid} | {what} | not run | not run | – | {kind} {goal}x | – | `{cmd}` |")
-                continue
-            ratio = o[0] / b[0]
-            met = ratio <= goal
-            if base == "linked_list_allocator":
-                goal_txt = ">= 100x faster than linked_list_allocator (ratio <= 0.01)"
-            else:
-                goal_txt = f"<= {goal}x {base}"
-            if not met:
-                missed.append(bid)
-            lines.append(
-                f"| {bid} | {what}, {unit} | `{ours}` {fmt_ns(o[0])} [{fmt_ns(o[1])}, {fmt_ns(o[2])}] | "
-                f"`{base}` {fmt_ns(b[0])} [{fmt_ns(b[1])}, {fmt_ns(b[2])}] | {ratio:.3g}x"
-                f"{f' ({b[0] / o[0]:.0f}x faster)' if ratio < 0.1 else ''} | {goal_txt} | "
-                f"{'yes' if met else '**no**'} | `{cmd}` |")
+    for bid, what, ours, base, goal, unit, cmd, o, b in rows:
+        ratio = o[0] / b[0]
+        met = ratio <= goal
+        if base == "linked_list_allocator":
+            goal_txt = ">= 100x faster than linked_list_allocator (ratio <= 0.01)"
+        else:
+            goal_txt = f"<= {goal}x {base}"
+        if not met:
+            missed.append(bid)
+        lines.append(
+            f"| {bid} | {what}, {unit} | `{ours}` {fmt_ns(o[0])} [{fmt_ns(o[1])}, {fmt_ns(o[2])}] | "
+            f"`{base}` {fmt_ns(b[0])} [{fmt_ns(b[1])}, {fmt_ns(b[2])}] | {ratio:.3g}x"
+            f"{f' ({b[0] / o[0]:.0f}x faster)' if ratio < 0.1 else ''} | {goal_txt} | "
+            f"{'yes' if met else '**no**'} | `{cmd}` |")
     lines += ["", "## Goals missed", ""]
     if missed:
         for bid in dict.fromkeys(missed):
@@ -277,15 +371,30 @@ def main():
     lines += [
         "", "## How each bench measures", "",
         "- B1/B2: the queues run on a platform whose `ring_doorbell` is one Release store to a doorbell word "
-        "(as an MMIO doorbell is: no syscall); the consumer is a `RingConsumer` on another thread that copies "
-        "each packet out and frees the slot. Ring and ArrayQueue both hold 256 64-byte items. B2's second "
-        "producer is a thread started per sample; the time is per packet over both producers.",
+        "(as an MMIO doorbell is: no syscall); the consumer is a `RingConsumer` that copies each packet out and "
+        "frees the slot. Ring and ArrayQueue both hold 256 64-byte items. B1: the consumer runs on the other "
+        "core the whole time.",
+        "- B2 measures what two producers on two cores cost each other: the bench thread (CPU 0) and a second "
+        "producer thread (CPU 1, started once) each submit 128 packets per batch (reserve, write, publish, "
+        "doorbell per packet), started together through a shared start word; a batch is timed from the start "
+        "until both are done, then the bench thread drains the 256 packets as the consumer, not timed, so no "
+        "producer ever waits for room. A sample's time is its median batch, per packet. The consumer's traffic "
+        "during submission is B1's subject, not B2's. Why the spread is bounded: the bench used to start the "
+        "second producer per sample from the bench thread, so it inherited its pinning to CPU 0; both "
+        "producers then time-shared one core beside a spinning consumer, never contended, and whenever the "
+        "scheduler preempted a producer between taking a slot and publishing it (or holding the doorbell "
+        "lock) the ring stalled for a time slice (milliseconds), so each sample's figure depended on how many "
+        "such preemptions it caught (issue 17: an interval from 107 ns to 1 µs). Now only two threads spin, one per core, and a batch "
+        "(a few to some tens of microseconds) that another process preempts moves a sample only if more than half of the "
+        "sample's batches were preempted.",
         "- B3: two user signals (no event) from a `SignalPool`; the responder waits `NE last` and stores the value "
         "back; the bench thread stores `i` and waits `EQ i`, both `WaitState::Active`. The baseline does the same "
         "on two cache-padded `AtomicI64`s with `spin_loop` hints.",
         "- B4: `LinuxPlatform::open_default()` on the emulated device, the `vector_copy` code object loaded and "
-        "its kernel replaced by an empty host kernel; one work-item dispatch with a user completion signal, "
-        "active wait. The baseline sends a `u64` over a bounded crossbeam channel and receives it back.",
+        "its kernel replaced by an empty host kernel (`ExecutionMode::HostOnly`: by default the device would "
+        "interpret the kernel's machine code); one work-item dispatch with a user completion signal, active "
+        "wait (`AqlQueue::wait_completion`, so a queue the CP stopped fails the bench with its error). The "
+        "baseline sends a `u64` over a bounded crossbeam channel and receives it back.",
         "- B5: the same seeded sequence for all three allocators: 10,000 live blocks, then per iteration free a "
         "random live block and allocate a new random size in its place. `MemoryPool` with a 64-byte granule and "
         "alignment over the fake platform; `std::alloc` with `Layout(size, 64)`; `linked_list_allocator::Heap` "
@@ -296,7 +405,7 @@ def main():
         "does the same with `rustix::thread::futex::{wait, wake}` on an `AtomicU32`. Only the latencies are "
         "timed (criterion measurement time 150 ms of latency, 20 samples).",
     ]
-    if not args.no_sizes:
+    if not no_sizes:
         rows, tool = code_sizes()
         lines += ["", "## Code size (`x86_64-unknown-none`, `opt-level = \"s\"`)", "",
                   f"Sum of the `.text*` sections ({tool} -A) of the object files in each crate's rlib: all "
@@ -321,21 +430,19 @@ def main():
                   f"| signal slab(s) (64 `amd_signal_t` slots each) | {sm['signal_slab_bytes']:,} |",
                   f"| **platform memory** | **{sm['platform_memory_bytes']:,}** |",
                   f"| **total** | **{sm['host_structs_bytes'] + sm['platform_memory_bytes']:,}** |"]
-    interp_file = Path(target_dir()) / "criterion" / "interpreter.json"
-    if interp_file.exists():
-        it = json.loads(interp_file.read_text())
-        lines += ["", "## The gfx9 interpreter (emulated device)", "",
-                  "vector_add over 1,048,576 elements (grid 1,048,576, work-group 256, gfx90a profile) run by the main job: "
-                  "lane-instructions are the active lanes (EXEC) summed over every instruction executed, per second of "
-                  "interpretation, as the example prints them (median of 3 runs). The baseline is the same run with the "
-                  "kernel's host implementation (`HSA_RT_EMULATION=host`), whole-process wall time.", "",
-                  "| what | interpreter | host implementation | ratio | command |", "|---|---|---|---|---|",
-                  f"| lane-instructions per second | {it['interpret']['mlips']} M | - | - | "
-                  "`cargo run --release --example vector_copy -- --kernel vector-add` |",
-                  f"| wall time of the run | {it['interpret']['wall_s']:.2f} s | {it['host']['wall_s']:.2f} s | "
-                  f"{it['interpret']['wall_s'] / it['host']['wall_s']:.2f}x | same, with `HSA_RT_EMULATION=interpret` / `host` |"]
-    Path(args.out).write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.out}", file=sys.stderr)
+    runs = 1 if info.get("quick") else 3
+    lines += ["", "## The gfx9 interpreter (emulated device)", "",
+              "vector_add over 1,048,576 elements (grid 1,048,576, work-group 256, gfx90a profile) run by the main job: "
+              "lane-instructions are the active lanes (EXEC) summed over every instruction executed, per second of "
+              f"interpretation, as the example prints them (median of {runs} run{'s' if runs > 1 else ''}). The "
+              "baseline is the same run with the kernel's host implementation (`HSA_RT_EMULATION=host`), "
+              "whole-process wall time.", "",
+              "| what | interpreter | host implementation | ratio | command |", "|---|---|---|---|---|",
+              f"| lane-instructions per second | {it['interpret']['mlips']} M | - | - | "
+              "`cargo run --release --example vector_copy -- --kernel vector-add` |",
+              f"| wall time of the run | {it['interpret']['wall_s']:.2f} s | {it['host']['wall_s']:.2f} s | "
+              f"{it['interpret']['wall_s'] / it['host']['wall_s']:.2f}x | same, with `HSA_RT_EMULATION=interpret` / `host` |"]
+    return lines
 
 
 if __name__ == "__main__":

@@ -2,7 +2,12 @@
 //!
 //! - B4: empty-kernel dispatch round trip: publish a kernel dispatch packet, ring the doorbell,
 //!   the emulated CP thread runs it, decrements the completion signal, the active wait
-//!   returns. Baseline: a `crossbeam` channel round trip between the same two threads.
+//!   returns. Baseline: a `crossbeam` channel round trip between the same two threads. The
+//!   kernel is an empty host implementation registered for `vector_copy`, run because the
+//!   device is put in [`ExecutionMode::HostOnly`]: by default it would interpret
+//!   `vector_copy`'s real machine code, which faults on the bench's zeroed kernargs. The wait
+//!   is the queue's `wait_completion`, so a queue the CP stopped fails the bench at once with
+//!   the CP's error instead of a timeout.
 //! - B6: blocked-wait wake-up latency through the futex path: a waiter blocks on an interrupt
 //!   signal (spin phase over, blocked in the device's event wait), the other thread stores;
 //!   the time from the store to the wait's return. Baseline: the same with a raw futex
@@ -15,9 +20,10 @@
 #![allow(unsafe_code)] // writing the kernarg segment through its host pointer
 
 use std::hint::spin_loop;
-use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use crossbeam::channel;
@@ -27,18 +33,26 @@ use hsa_core::loader::executable::Executable;
 use hsa_core::loader::target::TargetId;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{HeaderFlags, KernelDispatch};
-use hsa_core::platform::MemoryKind;
+use hsa_core::platform::{MemoryKind, QueueErrorCallback};
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
-use hsa_core::NodeId;
+use hsa_core::{Error, NodeId, QueueId};
 use hsa_linux::demo::{default_code_object_dir, find_code_object};
+use hsa_linux::emulated::ExecutionMode;
 use hsa_linux::LinuxPlatform;
 use rustix::thread::futex;
 
 /// How long B6 sleeps before each store, so the waiter is past its spin phase
 /// ([`hsa_core::signal::SPIN_NS`]) and blocked.
 const B6_SLEEP: Duration = Duration::from_micros(300);
+/// How long B6's waiters block before they look at their stop flag (and block again): a bound
+/// so that a bench that failed can end its waiter thread. A wait that times out just before a
+/// store costs that iteration its blocked state; at one in `B6_WAIT_SLICE / B6_SLEEP` (~3000)
+/// iterations the median does not see it.
+const B6_WAIT_SLICE: Duration = Duration::from_secs(1);
+/// How long B6 waits for a wake-up before it fails (a lost wake-up, not a slow one).
+const B6_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Pins the calling thread to `cpu` (bench thread 0, its peer 1). Ignored where not allowed.
 fn pin(cpu: usize) {
@@ -53,13 +67,39 @@ fn now_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
+/// The error the emulated CP stopped B4's queue with (its full detail; the queue's waiter
+/// only sees the status).
+static QUEUE_ERROR: Mutex<Option<String>> = Mutex::new(None);
+
+fn record_queue_error(error: &Error, queue: QueueId, _data: usize) {
+    *QUEUE_ERROR.lock().unwrap_or_else(|p| p.into_inner()) =
+        Some(format!("queue {queue:?}: {error}"));
+}
+
+/// The CP's report of why it stopped B4's queue: it stores the queue's status first (which
+/// ends the wait) and calls the error callback after, so wait for it a little.
+fn cp_error() -> String {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    loop {
+        if let Some(e) = QUEUE_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return format!("the CP reported: {e}");
+        }
+        if Instant::now() > deadline {
+            return "the CP reported nothing within 1 s".into();
+        }
+        thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn open_emulated() -> LinuxPlatform {
     // Before any thread exists: the bench always runs on the emulated device.
     std::env::set_var("HSA_RT_DEVICE", "emulated");
     let platform = LinuxPlatform::open_default().expect("emulated device");
     let emulated = platform.emulated().expect("HSA_RT_DEVICE=emulated").clone();
-    // The empty kernel: the dispatch's one work-group does nothing.
+    // The empty kernel: the dispatch's one work-group does nothing. Host implementations
+    // only: the default mode would interpret vector_copy's machine code instead.
     emulated.register_kernel("vector_copy", |_ctx| Ok(()));
+    emulated.set_execution_mode(ExecutionMode::HostOnly);
     platform
 }
 
@@ -76,7 +116,11 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
         .expect("kernarg pool")
         .handle();
     let gpu_node = NodeId(gpu.node());
-    let config = QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
+    let mut config = QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
+    config.on_error = Some(QueueErrorCallback {
+        func: record_queue_error,
+        data: 0,
+    });
     let queue = AqlQueue::create(rt.platform(), &config).expect("queue");
     pin(0);
     let path = find_code_object(&default_code_object_dir(), &target).expect("code object");
@@ -126,14 +170,19 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
             let mut r = queue.reserve(1).expect("reserve");
             let last = r.write_next(&packet).expect("write");
             queue.ring_doorbell(last).expect("doorbell");
-            let v = completion.wait(
-                SignalCondition::Lt,
-                1,
-                10_000_000_000,
-                WaitState::Active,
-                LoadOrder::Acquire,
+            let v = queue
+                .wait_completion(
+                    &completion,
+                    SignalCondition::Lt,
+                    1,
+                    10_000_000_000,
+                    WaitState::Active,
+                )
+                .unwrap_or_else(|e| panic!("dispatch failed: {e}; {}", cp_error()));
+            assert_eq!(
+                v, 0,
+                "dispatch did not complete in 10 s (queue still active)"
             );
-            assert_eq!(v, 0, "dispatch did not complete in 10 s");
         })
     });
 
@@ -165,12 +214,17 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
 
 /// Times B6's one-way wake-up: `store(i)` wakes the waiter, which records when its wait
 /// returned in `woke` and the value in `seen`. Returns the summed latencies.
+///
+/// # Panics
+/// When the waiter did not see a store within [`B6_DEADLINE`] (a lost wake-up); `stop` is set
+/// first so the waiter ends and the panic is not held up by the thread scope.
 fn wake_latencies(
     iters: u64,
     next: &mut i64,
     store: impl Fn(i64),
     seen: &AtomicI64,
     woke: &AtomicU64,
+    stop: &AtomicBool,
 ) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
@@ -178,7 +232,16 @@ fn wake_latencies(
         thread::sleep(B6_SLEEP);
         let t0 = now_ns();
         store(*next);
+        let deadline = Instant::now() + B6_DEADLINE;
         while seen.load(Ordering::Acquire) != *next {
+            if Instant::now() > deadline {
+                stop.store(true, Ordering::Release);
+                panic!(
+                    "B6: the waiter did not wake within {B6_DEADLINE:?} of store({next}); it last \
+                     saw {}",
+                    seen.load(Ordering::Acquire)
+                );
+            }
             spin_loop();
         }
         total += Duration::from_nanos(woke.load(Ordering::Relaxed).saturating_sub(t0));
@@ -194,6 +257,7 @@ fn b6_blocked_wake(c: &mut Criterion) {
     let signal = signals.create_interrupt(0).expect("interrupt signal");
     let seen = AtomicI64::new(0);
     let woke = AtomicU64::new(0);
+    let stop = AtomicBool::new(false);
 
     let mut g = c.benchmark_group("B6_blocked_wake_latency");
     // Criterion sees only the latencies (~10 us) while each iteration also sleeps 300 us:
@@ -209,10 +273,17 @@ fn b6_blocked_wake(c: &mut Criterion) {
                 let v = signal.wait(
                     SignalCondition::Ne,
                     last,
-                    u64::MAX,
+                    B6_WAIT_SLICE.as_nanos() as u64,
                     WaitState::Blocked,
                     LoadOrder::Acquire,
                 );
+                if v == last {
+                    // Timed out: no store in B6_WAIT_SLICE.
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    continue;
+                }
                 woke.store(now_ns(), Ordering::Relaxed);
                 seen.store(v, Ordering::Release);
                 if v < 0 {
@@ -230,6 +301,7 @@ fn b6_blocked_wake(c: &mut Criterion) {
                     |v| signal.store(v, StoreOrder::Release),
                     &seen,
                     &woke,
+                    &stop,
                 )
             })
         });
@@ -238,14 +310,22 @@ fn b6_blocked_wake(c: &mut Criterion) {
 
     let word = AtomicU32::new(0);
     let seen = AtomicI64::new(0);
+    let stop = AtomicBool::new(false);
     thread::scope(|s| {
         s.spawn(|| {
             pin(1);
             let mut last = 0u32;
             loop {
                 let mut v = word.load(Ordering::Acquire);
+                let slice = rustix::time::Timespec {
+                    tv_sec: B6_WAIT_SLICE.as_secs() as i64,
+                    tv_nsec: 0,
+                };
                 while v == last {
-                    let _ = futex::wait(&word, futex::Flags::PRIVATE, last, None);
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    let _ = futex::wait(&word, futex::Flags::PRIVATE, last, Some(&slice));
                     v = word.load(Ordering::Acquire);
                 }
                 woke.store(now_ns(), Ordering::Relaxed);
@@ -269,6 +349,7 @@ fn b6_blocked_wake(c: &mut Criterion) {
                     },
                     &seen,
                     &woke,
+                    &stop,
                 )
             })
         });
