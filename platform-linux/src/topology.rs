@@ -66,8 +66,11 @@ pub const MAX_FILE_BYTES: usize = 64 * 1024;
 /// Longest line [`parse_properties`] accepts, bytes.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
 
-/// Most nodes a topology may have (real systems: up to ~130 with MI300 CPX partitions).
-pub const MAX_NODES: usize = 1024;
+/// Most nodes a topology may have: the runtime's limit on agents,
+/// [`hsa_core::addr::MAX_AGENTS`] (128), so that every topology the reader accepts fits every
+/// per-agent table of the runtime (the largest capture of the test data, an MI300X system in CPX
+/// mode, has 65 nodes).
+pub const MAX_NODES: usize = hsa_core::addr::MAX_AGENTS;
 
 /// Most memory banks, caches, IO links or P2P links a node may have (MI210: 217 caches).
 pub const MAX_ENTRIES: usize = 4096;
@@ -390,7 +393,12 @@ impl Topology {
             None => SystemProperties::default(),
         };
         let nodes_dir = root.join("nodes");
-        let ids = numbered_entries(tree, &nodes_dir, MAX_NODES, true)?;
+        let ids = numbered_entries(
+            tree,
+            &nodes_dir,
+            (MAX_NODES, "MAX_NODES, the runtime's MAX_AGENTS"),
+            true,
+        )?;
         // KFD numbers its nodes 0..N: a gap is a partial capture, not a smaller machine.
         if let Some((i, (id, _))) = ids
             .iter()
@@ -677,10 +685,11 @@ fn parse_single_number(text: &str, path: &Path) -> Result<u64, Error> {
 
 /// The numerically named subdirectories of `dir`, sorted by number. Other names are skipped.
 /// A missing `dir` is an error when `required`, else empty.
+/// `cap_name` names the limit `cap` in the error for too many entries.
 fn numbered_entries(
     tree: &dyn SysfsTree,
     dir: &Path,
-    cap: usize,
+    (cap, cap_name): (usize, &str),
     required: bool,
 ) -> Result<Vec<(u32, PathBuf)>, Error> {
     let names = match tree.list_dir(dir) {
@@ -700,7 +709,7 @@ fn numbered_entries(
         if out.len() == cap {
             return Err(error!(
                 Status::Error,
-                "{}: more than {cap} entries",
+                "{}: more than {cap} entries ({cap_name})",
                 dir.display()
             ));
         }
@@ -790,7 +799,12 @@ fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, 
     }
 
     let mut memory_banks = Vec::new();
-    for (_, d) in numbered_entries(tree, &dir.join("mem_banks"), MAX_ENTRIES, false)? {
+    for (_, d) in numbered_entries(
+        tree,
+        &dir.join("mem_banks"),
+        (MAX_ENTRIES, "MAX_ENTRIES"),
+        false,
+    )? {
         let path = d.join("properties");
         let text = read_capped(tree, &path)?;
         let q = Properties::parse(&text, &path.display().to_string())?;
@@ -803,7 +817,12 @@ fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, 
         });
     }
     let mut caches = Vec::new();
-    for (_, d) in numbered_entries(tree, &dir.join("caches"), MAX_ENTRIES, false)? {
+    for (_, d) in numbered_entries(
+        tree,
+        &dir.join("caches"),
+        (MAX_ENTRIES, "MAX_ENTRIES"),
+        false,
+    )? {
         let path = d.join("properties");
         let text = read_capped(tree, &path)?;
         let q = Properties::parse(&text, &path.display().to_string())?;
@@ -817,7 +836,7 @@ fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, 
     }
     let mut io_links = Vec::new();
     for (sub, p2p) in [("io_links", false), ("p2p_links", true)] {
-        for (_, d) in numbered_entries(tree, &dir.join(sub), MAX_ENTRIES, false)? {
+        for (_, d) in numbered_entries(tree, &dir.join(sub), (MAX_ENTRIES, "MAX_ENTRIES"), false)? {
             let path = d.join("properties");
             let text = read_capped(tree, &path)?;
             let q = Properties::parse(&text, &path.display().to_string())?;

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use hsa_core::platform::{DeviceType, HeapType};
 use hsa_core::Status;
 use hsa_linux::topology::{
-    parse_properties, MemoryTree, SysfsTree, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES,
+    parse_properties, MemoryTree, SysfsTree, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_NODES,
 };
 
 /// `$HSA_RT_SHARED/testdata/kfd-topology/<case>/topology`, else `<workspace>/../shared/...`;
@@ -564,4 +564,29 @@ fn cpu_nodes_are_named_from_cpuinfo_by_apicid() {
     let mut t = Topology::read(&root).unwrap();
     t.name_cpus_from_cpuinfo("model name : Only One\napicid : 999\n");
     assert_eq!(t.nodes[1].properties.name.as_str(), "Only One");
+}
+
+/// The reader accepts as many nodes as the runtime holds agents, and no more.
+#[test]
+fn node_count_is_limited_to_the_runtimes_agents() {
+    assert_eq!(MAX_NODES, hsa_core::addr::MAX_AGENTS);
+    let root = Path::new("/t");
+    let mut tree = MemoryTree::new();
+    for n in 0..MAX_NODES {
+        tree.add_file(format!("/t/nodes/{n}/properties"), "cpu_cores_count 1\n");
+    }
+    assert_eq!(
+        Topology::read_from(&tree, root).unwrap().nodes.len(),
+        MAX_NODES
+    );
+    tree.add_file(
+        format!("/t/nodes/{MAX_NODES}/properties"),
+        "cpu_cores_count 1\n",
+    );
+    let e = Topology::read_from(&tree, root).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert_eq!(
+        e.detail(),
+        "/t/nodes: more than 128 entries (MAX_NODES, the runtime's MAX_AGENTS)"
+    );
 }
