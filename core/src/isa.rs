@@ -64,6 +64,26 @@ pub fn supports_xnack(processor: &str) -> bool {
     ) || (processor.starts_with("gfx9") && processor.len() == 6)
 }
 
+/// The wavefront sizes, in work-items (lanes), a processor can run, by `gfx_target_version`:
+/// `[64]` for GFX6 to GFX9 (GCN and CDNA: gfx900, gfx90a, gfx942, gfx950, ...), `[32, 64]` for
+/// GFX10, GFX11 and GFX12 up to gfx1201 (wave32 by default, wave64 with the `wavefrontsize64`
+/// target feature), `[32]` for GFX12.5 (gfx1250 refuses `wavefrontsize64`); `None` for 0 and
+/// for majors this table does not know.
+///
+/// Ref: LLVM AMDGPUUsage, "Target Features" (`wavefrontsize64`: GFX10 and later) and the GFX6-GFX9
+/// generations' `FeatureWavefrontSize64` in `AMDGPU.td`; LLVM `TargetParser.cpp`
+/// (`isWave32Capable`, gfx1250 wave32 only).
+pub fn wavefront_sizes(gfx_target_version: u32) -> Option<&'static [u32]> {
+    let major = gfx_target_version / 10_000;
+    let minor = (gfx_target_version / 100) % 100;
+    match (major, minor) {
+        (6..=9, _) => Some(&[64]),
+        (12, 5..) => Some(&[32]),
+        (10..=12, _) => Some(&[32, 64]),
+        _ => None,
+    }
+}
+
 /// A target feature's setting in an agent's ISA (an agent is always on or off; "any" exists
 /// only in code objects).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -160,6 +180,20 @@ mod tests {
         }
         assert_eq!(gfx_target_version_from_processor("gfx"), None);
         assert_eq!(gfx_target_version_from_processor("sm_90"), None);
+    }
+
+    #[test]
+    fn wavefront_sizes_per_generation() {
+        for v in [60000, 70002, 80003, 90000, 90010, 90402, 90500] {
+            assert_eq!(wavefront_sizes(v), Some(&[64][..]), "{v}");
+        }
+        for v in [100100, 100300, 110000, 110501, 120001] {
+            assert_eq!(wavefront_sizes(v), Some(&[32, 64][..]), "{v}");
+        }
+        assert_eq!(wavefront_sizes(120500), Some(&[32][..]));
+        assert_eq!(wavefront_sizes(0), None);
+        assert_eq!(wavefront_sizes(50000), None);
+        assert_eq!(wavefront_sizes(130000), None);
     }
 
     #[test]

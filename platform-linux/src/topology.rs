@@ -26,6 +26,14 @@
 //! - Limits keep hostile input from exhausting memory: files above [`MAX_FILE_BYTES`], lines
 //!   above [`MAX_LINE_BYTES`], more than [`MAX_NODES`] nodes or [`MAX_ENTRIES`] banks/caches/links
 //!   per node are errors, never a panic.
+//! - Values amdkfd cannot report are errors naming the file, line, node, field and value, so
+//!   that every consumer (hsainfo, queue creation, the emulated device) sees the same refusal
+//!   instead of each deriving its own answer: an empty properties file; on a GPU node
+//!   (`simd_count > 0`), `simd_count` above [`MAX_SIMD_COUNT`], `simd_per_cu` outside
+//!   `1..=simd_count` (no compute unit), a `wave_front_size` the node's ISA cannot run
+//!   ([`hsa_core::isa::wavefront_sizes`]); an IO or P2P link whose `node_to` is not a node of
+//!   the topology. `node_from` is not checked: the 2018 MI25 dump has a link whose `node_from`
+//!   (1) is not its own node (2).
 //!
 //! Nodes are ordered by their numeric directory name (`nodes/10` after `nodes/9`).
 
@@ -66,8 +74,11 @@ pub const MAX_FILE_BYTES: usize = 64 * 1024;
 /// Longest line [`parse_properties`] accepts, bytes.
 pub const MAX_LINE_BYTES: usize = 16 * 1024;
 
-/// Most nodes a topology may have (real systems: up to ~130 with MI300 CPX partitions).
-pub const MAX_NODES: usize = 1024;
+/// Most nodes a topology may have: the runtime's limit on agents,
+/// [`hsa_core::addr::MAX_AGENTS`] (128), so that every topology the reader accepts fits every
+/// per-agent table of the runtime (the largest capture of the test data, an MI300X system in CPX
+/// mode, has 65 nodes).
+pub const MAX_NODES: usize = hsa_core::addr::MAX_AGENTS;
 
 /// Most memory banks, caches, IO links or P2P links a node may have (MI210: 217 caches).
 pub const MAX_ENTRIES: usize = 4096;
@@ -174,6 +185,14 @@ impl<'a> Properties<'a> {
     /// The raw value of `key`, if present.
     pub fn get(&self, key: &str) -> Option<&'a str> {
         self.entries.iter().find(|p| p.key == key).map(|p| p.value)
+    }
+
+    /// `"<file>:<line>"` of `key`, or `"<file>"` when the key is absent (for messages).
+    pub fn location(&self, key: &str) -> String {
+        match self.entries.iter().find(|p| p.key == key) {
+            Some(p) => format!("{}:{}", self.file, p.line),
+            None => self.file.clone(),
+        }
     }
 
     /// `key` as an unsigned decimal 64-bit number; `None` when absent.
@@ -362,7 +381,10 @@ impl Topology {
     /// readable `properties`; a file is larger than [`MAX_FILE_BYTES`] or not UTF-8; there are
     /// more than [`MAX_NODES`] nodes or [`MAX_ENTRIES`] entries under one directory; the node
     /// numbers have a gap (`"node 1 is missing"`); a file is not a regular file (a FIFO, a
-    /// device); any file fails to parse (see [`parse_properties`], [`Properties::u64`]).
+    /// device); any file fails to parse (see [`parse_properties`], [`Properties::u64`]); a
+    /// properties file is empty, a GPU node's `simd_count`, `simd_per_cu` or
+    /// `wave_front_size` is a value amdkfd cannot report, or a link's `node_to` is not a node
+    /// (see the module doc, "Tolerance and errors").
     pub fn read(root: &Path) -> Result<Topology, Error> {
         Topology::read_from(&Filesystem, root)
     }
@@ -390,7 +412,12 @@ impl Topology {
             None => SystemProperties::default(),
         };
         let nodes_dir = root.join("nodes");
-        let ids = numbered_entries(tree, &nodes_dir, MAX_NODES, true)?;
+        let ids = numbered_entries(
+            tree,
+            &nodes_dir,
+            (MAX_NODES, "MAX_NODES, the runtime's MAX_AGENTS"),
+            true,
+        )?;
         // KFD numbers its nodes 0..N: a gap is a partial capture, not a smaller machine.
         if let Some((i, (id, _))) = ids
             .iter()
@@ -405,9 +432,10 @@ impl Topology {
                 i
             ));
         }
-        let mut nodes = Vec::with_capacity(ids.len());
+        let node_count = ids.len();
+        let mut nodes = Vec::with_capacity(node_count);
         for (id, dir) in ids {
-            nodes.push(read_node(tree, id, &dir)?);
+            nodes.push(read_node(tree, id, &dir, node_count)?);
         }
         Ok(Topology {
             generation_id,
@@ -677,10 +705,11 @@ fn parse_single_number(text: &str, path: &Path) -> Result<u64, Error> {
 
 /// The numerically named subdirectories of `dir`, sorted by number. Other names are skipped.
 /// A missing `dir` is an error when `required`, else empty.
+/// `cap_name` names the limit `cap` in the error for too many entries.
 fn numbered_entries(
     tree: &dyn SysfsTree,
     dir: &Path,
-    cap: usize,
+    (cap, cap_name): (usize, &str),
     required: bool,
 ) -> Result<Vec<(u32, PathBuf)>, Error> {
     let names = match tree.list_dir(dir) {
@@ -700,7 +729,7 @@ fn numbered_entries(
         if out.len() == cap {
             return Err(error!(
                 Status::Error,
-                "{}: more than {cap} entries",
+                "{}: more than {cap} entries ({cap_name})",
                 dir.display()
             ));
         }
@@ -710,10 +739,106 @@ fn numbered_entries(
     Ok(out)
 }
 
-fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, Error> {
+/// Reads and parses the properties file at `path` of node `id` into `text`'s buffer.
+///
+/// # Errors
+/// As [`read_capped`] and [`Properties::parse`]; [`Status::Error`] when the file holds no
+/// `<key> <value>` line (amdkfd never writes an empty properties file: `kfd_topology.c` prints
+/// every field of a node, bank, cache and link).
+fn read_properties<'a>(
+    tree: &dyn SysfsTree,
+    id: u32,
+    path: &Path,
+    text: &'a mut String,
+) -> Result<Properties<'a>, Error> {
+    *text = read_capped(tree, path)?;
+    let p = Properties::parse(text, &path.display().to_string())?;
+    if p.entries().is_empty() {
+        return Err(error!(
+            Status::Error,
+            "{}: node {id}: the properties file is empty (no '<key> <value>' line; amdkfd \
+             always writes the fields)",
+            path.display()
+        ));
+    }
+    Ok(p)
+}
+
+/// Most SIMDs a node can report: amdkfd copies `simd_count` from the 16-bit `num_simd_cores`
+/// of the CRAT compute-unit affinity structure (linux `kfd_crat.h`,
+/// `struct crat_subtype_computeunit`; `kfd_topology.c`, `kfd_populated_cu_info_gpu`).
+pub const MAX_SIMD_COUNT: u32 = u16::MAX as u32;
+
+/// Checks what a GPU node's compute fields must satisfy for the runtime to use them, after
+/// `gfx_target_version` was filled in: `simd_count` fits the CRAT field ([`MAX_SIMD_COUNT`]),
+/// `simd_per_cu` gives at least one compute unit (`1..=simd_count`), and `wave_front_size` is
+/// a wavefront size of the node's ISA ([`hsa_core::isa::wavefront_sizes`]; 32 or 64 when the
+/// ISA is unknown). A CPU node (`simd_count` 0) passes.
+///
+/// # Errors
+/// [`Status::Error`], `"<file>:<line>: node <id>: <field> <value> ..."` (`"<file>: ..."` when
+/// the field is absent and read as 0).
+fn check_gpu_fields(p: &Properties<'_>, props: &NodeProperties) -> Result<(), Error> {
+    let id = props.node_id;
+    let simds = props.simd_count;
+    if simds == 0 {
+        return Ok(());
+    }
+    if simds > MAX_SIMD_COUNT {
+        return Err(error!(
+            Status::Error,
+            "{}: node {id}: simd_count {simds} is out of range: amdkfd reports at most \
+             {MAX_SIMD_COUNT} (a 16-bit CRAT field)",
+            p.location("simd_count")
+        ));
+    }
+    let per_cu = props.simd_per_cu;
+    if per_cu == 0 || per_cu > simds {
+        return Err(error!(
+            Status::Error,
+            "{}: node {id}: simd_per_cu {per_cu} with simd_count {simds} gives no compute \
+             unit: a GPU node has 1..={simds} SIMDs per CU",
+            p.location("simd_per_cu")
+        ));
+    }
+    let wave = props.wave_front_size;
+    let gfxv = props.gfx_target_version;
+    match hsa_core::isa::wavefront_sizes(gfxv) {
+        Some(sizes) if !sizes.contains(&wave) => {
+            let isa = match isa::isa_name_from_gfx_target_version(gfxv) {
+                Some(name) => format!("{name} (gfx_target_version {gfxv})"),
+                None => format!("gfx_target_version {gfxv}"),
+            };
+            let legal = match sizes {
+                [one] => format!("{one} only"),
+                _ => "32 or 64".to_owned(),
+            };
+            Err(error!(
+                Status::Error,
+                "{}: node {id}: wave_front_size {wave} is not a wavefront size of {isa}: \
+                 {legal}",
+                p.location("wave_front_size")
+            ))
+        }
+        None if wave != 32 && wave != 64 => Err(error!(
+            Status::Error,
+            "{}: node {id}: wave_front_size {wave} is not a wavefront size of an AMD GPU \
+             (32 or 64)",
+            p.location("wave_front_size")
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn read_node(
+    tree: &dyn SysfsTree,
+    id: u32,
+    dir: &Path,
+    node_count: usize,
+) -> Result<TopologyNode, Error> {
     let path = dir.join("properties");
-    let text = read_capped(tree, &path)?;
-    let p = Properties::parse(&text, &path.display().to_string())?;
+    let mut text = String::new();
+    let p = read_properties(tree, id, &path, &mut text)?;
     let mut props = NodeProperties {
         node_id: id,
         cpu_cores_count: p.u32_or_0("cpu_cores_count")?,
@@ -767,6 +892,7 @@ fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, 
         // Kernels before num_xcc (linux 6.5) had one XCC per node.
         props.num_xcc = 1;
     }
+    check_gpu_fields(&p, &props)?;
     let gpu_id_path = dir.join("gpu_id");
     if let Some(text) = read_optional(tree, &gpu_id_path)? {
         let v = parse_single_number(&text, &gpu_id_path)?;
@@ -790,10 +916,15 @@ fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, 
     }
 
     let mut memory_banks = Vec::new();
-    for (_, d) in numbered_entries(tree, &dir.join("mem_banks"), MAX_ENTRIES, false)? {
+    for (_, d) in numbered_entries(
+        tree,
+        &dir.join("mem_banks"),
+        (MAX_ENTRIES, "MAX_ENTRIES"),
+        false,
+    )? {
         let path = d.join("properties");
-        let text = read_capped(tree, &path)?;
-        let q = Properties::parse(&text, &path.display().to_string())?;
+        let mut text = String::new();
+        let q = read_properties(tree, id, &path, &mut text)?;
         memory_banks.push(MemoryBank {
             heap_type: HeapType::from_raw(q.u32_or_0("heap_type")?),
             size_bytes: q.u64_or_0("size_in_bytes")?,
@@ -803,10 +934,15 @@ fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, 
         });
     }
     let mut caches = Vec::new();
-    for (_, d) in numbered_entries(tree, &dir.join("caches"), MAX_ENTRIES, false)? {
+    for (_, d) in numbered_entries(
+        tree,
+        &dir.join("caches"),
+        (MAX_ENTRIES, "MAX_ENTRIES"),
+        false,
+    )? {
         let path = d.join("properties");
-        let text = read_capped(tree, &path)?;
-        let q = Properties::parse(&text, &path.display().to_string())?;
+        let mut text = String::new();
+        let q = read_properties(tree, id, &path, &mut text)?;
         caches.push(Cache {
             processor_id_low: q.u32_or_0("processor_id_low")?,
             level: q.u32_or_0("level")?,
@@ -817,14 +953,26 @@ fn read_node(tree: &dyn SysfsTree, id: u32, dir: &Path) -> Result<TopologyNode, 
     }
     let mut io_links = Vec::new();
     for (sub, p2p) in [("io_links", false), ("p2p_links", true)] {
-        for (_, d) in numbered_entries(tree, &dir.join(sub), MAX_ENTRIES, false)? {
+        for (_, d) in numbered_entries(tree, &dir.join(sub), (MAX_ENTRIES, "MAX_ENTRIES"), false)? {
             let path = d.join("properties");
-            let text = read_capped(tree, &path)?;
-            let q = Properties::parse(&text, &path.display().to_string())?;
+            let mut text = String::new();
+            let q = read_properties(tree, id, &path, &mut text)?;
+            let node_to = q.u32_or_0("node_to")?;
+            // KFD links only nodes of its own list (`kfd_topology.c`); a link elsewhere is a
+            // damaged or partial capture.
+            if node_to as usize >= node_count {
+                return Err(error!(
+                    Status::Error,
+                    "{}: node {id}: node_to {node_to} names no node (the topology has nodes \
+                     0..={})",
+                    q.location("node_to"),
+                    node_count - 1
+                ));
+            }
             io_links.push(IoLink {
                 link_type: q.u32_or_0("type")?,
                 node_from: q.u32_or_0("node_from")?,
-                node_to: q.u32_or_0("node_to")?,
+                node_to,
                 weight: q.u32_or_0("weight")?,
                 min_bandwidth: q.u32_or_0("min_bandwidth")?,
                 max_bandwidth: q.u32_or_0("max_bandwidth")?,

@@ -786,6 +786,26 @@ fn invalid_queue_requests() {
     assert_eq!(fake.count(AMDKFD_IOC_FREE_MEMORY_OF_GPU) - frees, 2);
 }
 
+/// A GPU whose compute units are too many for the 32-bit save-area sizes of CREATE_QUEUE (the
+/// largest `simd_count` amdkfd can report, one SIMD per CU) is refused with that reason, not as
+/// a GPU without compute units.
+#[test]
+fn queue_save_area_beyond_32_bits_is_named_as_such() {
+    let mut t = topology();
+    t.nodes[1].properties.simd_count = 65535;
+    t.nodes[1].properties.simd_per_cu = 1;
+    let p = LinuxPlatform::new(Fake::new((1, 14)), t).unwrap();
+    let (ring, amdq) = queue_memory(&p);
+    // SAFETY: rejected before anything uses the memory.
+    let e = unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidQueueCreation);
+    assert_eq!(
+        e.detail(),
+        "node 1: the context save area of 65535 compute units (simd_count 65535 / simd_per_cu \
+         1, 1 XCCs) does not fit the 32-bit sizes of CREATE_QUEUE"
+    );
+}
+
 #[test]
 fn events_page_mailbox_wait_signal() {
     let (fake, p) = open();

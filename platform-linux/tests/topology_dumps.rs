@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use hsa_core::platform::{DeviceType, HeapType};
 use hsa_core::Status;
 use hsa_linux::topology::{
-    parse_properties, MemoryTree, SysfsTree, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES,
+    parse_properties, MemoryTree, SysfsTree, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_NODES,
 };
 
 /// `$HSA_RT_SHARED/testdata/kfd-topology/<case>/topology`, else `<workspace>/../shared/...`;
@@ -363,7 +363,11 @@ fn missing_pieces() {
     );
     // Numeric order, non-numeric entries skipped, bad generation_id reported.
     for n in (1..=10).rev() {
-        node(&root, n, "simd_count 8\nsimd_per_cu 4\n");
+        node(
+            &root,
+            n,
+            "simd_count 8\nsimd_per_cu 4\nwave_front_size 64\n",
+        );
     }
     node(&root, 0, "cpu_cores_count 2\n");
     fs::create_dir_all(root.join("nodes/readme")).unwrap();
@@ -396,7 +400,11 @@ fn missing_pieces() {
         e.detail()
     );
     // A FIFO (or a device) where a file should be: refused without opening it.
-    node(&root, 5, "simd_count 8\n");
+    node(
+        &root,
+        5,
+        "simd_count 8\nsimd_per_cu 4\nwave_front_size 64\n",
+    );
     let fifo = root.join("nodes/5/gpu_id");
     let made = std::process::Command::new("mkfifo").arg(&fifo).status();
     if made.is_ok_and(|s| s.success()) {
@@ -455,7 +463,10 @@ fn memory_tree_errors_match_the_file_system() {
         e.detail()
     );
     let mut tree = MemoryTree::new();
-    tree.add_file("/t/nodes/1/properties", "simd_count 4\nsimd_per_cu 4\n");
+    tree.add_file(
+        "/t/nodes/1/properties",
+        "simd_count 4\nsimd_per_cu 4\nwave_front_size 64\n",
+    );
     tree.add_file("/t/nodes/0/properties", "cpu_cores_count 8\n");
     tree.add_file("/t/nodes/0/io_links/0/properties", "type 2\nnode_to 1\n");
     tree.add_file("/t/nodes/0/caches/3/properties", "level 2\n");
@@ -564,4 +575,251 @@ fn cpu_nodes_are_named_from_cpuinfo_by_apicid() {
     let mut t = Topology::read(&root).unwrap();
     t.name_cpus_from_cpuinfo("model name : Only One\napicid : 999\n");
     assert_eq!(t.nodes[1].properties.name.as_str(), "Only One");
+}
+
+/// The reader accepts as many nodes as the runtime holds agents, and no more.
+#[test]
+fn node_count_is_limited_to_the_runtimes_agents() {
+    assert_eq!(MAX_NODES, hsa_core::addr::MAX_AGENTS);
+    let root = Path::new("/t");
+    let mut tree = MemoryTree::new();
+    for n in 0..MAX_NODES {
+        tree.add_file(format!("/t/nodes/{n}/properties"), "cpu_cores_count 1\n");
+    }
+    assert_eq!(
+        Topology::read_from(&tree, root).unwrap().nodes.len(),
+        MAX_NODES
+    );
+    tree.add_file(
+        format!("/t/nodes/{MAX_NODES}/properties"),
+        "cpu_cores_count 1\n",
+    );
+    let e = Topology::read_from(&tree, root).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert_eq!(
+        e.detail(),
+        "/t/nodes: more than 128 entries (MAX_NODES, the runtime's MAX_AGENTS)"
+    );
+}
+
+// ---- fields a real topology cannot have ----
+
+/// The dump `case` held in memory with the file `rel` (under the topology root) replaced by
+/// `edit` of its text; `None` when the dump is absent.
+fn dump_with(
+    case: &str,
+    rel: &str,
+    edit: impl FnOnce(&str) -> String,
+) -> Option<(PathBuf, MemoryTree)> {
+    let root = dump(case)?;
+    let mut tree = MemoryTree::capture(&root).unwrap();
+    let path = root.join(rel);
+    let text = fs::read_to_string(&path).unwrap();
+    tree.add_file(&path, edit(&text));
+    Some((root, tree))
+}
+
+/// `line` of `text` replaced by `with` (the line must be there).
+fn replace_line(text: &str, line: &str, with: &str) -> String {
+    assert!(text.lines().any(|l| l == line), "no line '{line}'");
+    text.lines()
+        .map(|l| if l == line { with } else { l })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `"<root>/<rel>:<n>"` where `n` is the 1-based line of `text` starting with `key `.
+fn at(root: &Path, rel: &str, text: &str, key: &str) -> String {
+    let n = text
+        .lines()
+        .position(|l| l.starts_with(&format!("{key} ")))
+        .unwrap()
+        + 1;
+    format!("{}:{n}", root.join(rel).display())
+}
+
+fn read_error(root: &Path, tree: &MemoryTree) -> hsa_core::Error {
+    let e = Topology::read_from(tree, root).unwrap_err();
+    assert_eq!(e.status(), Status::Error, "{e}");
+    e
+}
+
+#[test]
+fn gpu_node_without_simds_per_cu_is_an_error() {
+    let rel = "nodes/2/properties";
+    let edit = |t: &str| replace_line(t, "simd_per_cu 4", "simd_per_cu 0");
+    let Some((root, tree)) = dump_with("mi210-8gpu-xgmi-pcie-topology", rel, edit) else {
+        return;
+    };
+    let text = fs::read_to_string(root.join(rel)).unwrap();
+    assert_eq!(
+        read_error(&root, &tree).detail(),
+        format!(
+            "{}: node 2: simd_per_cu 0 with simd_count 416 gives no compute unit: a GPU node \
+             has 1..=416 SIMDs per CU",
+            at(&root, rel, &text, "simd_per_cu")
+        )
+    );
+    // Absent is 0 too: the message names the file.
+    let mut tree = MemoryTree::new();
+    tree.add_file(
+        "/t/nodes/0/properties",
+        "simd_count 8\nwave_front_size 64\n",
+    );
+    assert_eq!(
+        read_error(Path::new("/t"), &tree).detail(),
+        "/t/nodes/0/properties: node 0: simd_per_cu 0 with simd_count 8 gives no compute unit: \
+         a GPU node has 1..=8 SIMDs per CU"
+    );
+    // More SIMDs per CU than SIMDs: no whole compute unit either.
+    tree.add_file(
+        "/t/nodes/0/properties",
+        "simd_count 2\nsimd_per_cu 4\nwave_front_size 64\n",
+    );
+    assert_eq!(
+        read_error(Path::new("/t"), &tree).detail(),
+        "/t/nodes/0/properties:2: node 0: simd_per_cu 4 with simd_count 2 gives no compute \
+         unit: a GPU node has 1..=2 SIMDs per CU"
+    );
+}
+
+#[test]
+fn simd_count_beyond_the_crat_field_is_an_error() {
+    let rel = "nodes/2/properties";
+    let edit = |t: &str| replace_line(t, "simd_count 416", "simd_count 4294967295");
+    let Some((root, tree)) = dump_with("mi210-8gpu-xgmi-pcie-topology", rel, edit) else {
+        return;
+    };
+    let text = fs::read_to_string(root.join(rel)).unwrap();
+    assert_eq!(
+        read_error(&root, &tree).detail(),
+        format!(
+            "{}: node 2: simd_count 4294967295 is out of range: amdkfd reports at most 65535 \
+             (a 16-bit CRAT field)",
+            at(&root, rel, &text, "simd_count")
+        )
+    );
+    // The largest value the field holds is accepted; one more is not.
+    let mut tree = MemoryTree::new();
+    let props = |n: u32| format!("simd_count {n}\nsimd_per_cu 4\nwave_front_size 64\n");
+    tree.add_file("/t/nodes/0/properties", props(65535));
+    let t = Topology::read_from(&tree, Path::new("/t")).unwrap();
+    assert_eq!(t.nodes[0].properties.compute_unit_count(), 16383);
+    tree.add_file("/t/nodes/0/properties", props(65536));
+    assert!(read_error(Path::new("/t"), &tree)
+        .detail()
+        .starts_with("/t/nodes/0/properties:1: node 0: simd_count 65536 is out of range"));
+}
+
+#[test]
+fn wave_front_size_the_isa_cannot_have_is_an_error() {
+    // gfx90a (CDNA2) runs wave64 only.
+    let rel = "nodes/2/properties";
+    let edit = |t: &str| replace_line(t, "wave_front_size 64", "wave_front_size 32");
+    let Some((root, tree)) = dump_with("mi210-8gpu-xgmi-pcie-topology", rel, edit) else {
+        return;
+    };
+    let text = fs::read_to_string(root.join(rel)).unwrap();
+    assert_eq!(
+        read_error(&root, &tree).detail(),
+        format!(
+            "{}: node 2: wave_front_size 32 is not a wavefront size of gfx90a \
+             (gfx_target_version 90010): 64 only",
+            at(&root, rel, &text, "wave_front_size")
+        )
+    );
+    // The 2018 MI25 dump has no gfx_target_version: the ISA derived from its device id
+    // (gfx900) is the one checked.
+    let rel = "nodes/1/properties";
+    let edit = |t: &str| replace_line(t, "wave_front_size 64", "wave_front_size 32");
+    let (root, tree) = dump_with("mi25-gfx900-2018-topology", rel, edit).unwrap();
+    let text = fs::read_to_string(root.join(rel)).unwrap();
+    assert_eq!(
+        read_error(&root, &tree).detail(),
+        format!(
+            "{}: node 1: wave_front_size 32 is not a wavefront size of gfx900 \
+             (gfx_target_version 90000): 64 only",
+            at(&root, rel, &text, "wave_front_size")
+        )
+    );
+    // gfx1100 (RDNA3) has wave32 and wave64, nothing else; an unknown ISA, 32 or 64.
+    let mut tree = MemoryTree::new();
+    let root = Path::new("/t");
+    let props = |wave: u32, gfxv: u32| {
+        format!(
+            "simd_count 192\nsimd_per_cu 2\nwave_front_size {wave}\ngfx_target_version {gfxv}\n"
+        )
+    };
+    for wave in [32, 64] {
+        tree.add_file("/t/nodes/0/properties", props(wave, 110000));
+        let t = Topology::read_from(&tree, root).unwrap();
+        assert_eq!(t.nodes[0].properties.wave_front_size, wave);
+    }
+    tree.add_file("/t/nodes/0/properties", props(16, 110000));
+    assert_eq!(
+        read_error(root, &tree).detail(),
+        "/t/nodes/0/properties:3: node 0: wave_front_size 16 is not a wavefront size of gfx1100 \
+         (gfx_target_version 110000): 32 or 64"
+    );
+    tree.add_file("/t/nodes/0/properties", props(0, 0));
+    assert_eq!(
+        read_error(root, &tree).detail(),
+        "/t/nodes/0/properties:3: node 0: wave_front_size 0 is not a wavefront size of an AMD \
+         GPU (32 or 64)"
+    );
+}
+
+#[test]
+fn link_to_a_node_that_does_not_exist_is_an_error() {
+    // The MI210 dump has nodes 0..=9.
+    for rel in [
+        "nodes/2/io_links/0/properties",
+        "nodes/2/p2p_links/0/properties",
+    ] {
+        let edit = |t: &str| {
+            let to = t.lines().find(|l| l.starts_with("node_to ")).unwrap();
+            replace_line(t, to, "node_to 10")
+        };
+        let Some((root, tree)) = dump_with("mi210-8gpu-xgmi-pcie-topology", rel, edit) else {
+            return;
+        };
+        let text = fs::read_to_string(root.join(rel)).unwrap();
+        assert_eq!(
+            read_error(&root, &tree).detail(),
+            format!(
+                "{}: node 2: node_to 10 names no node (the topology has nodes 0..=9)",
+                at(&root, rel, &text, "node_to")
+            )
+        );
+    }
+}
+
+#[test]
+fn empty_properties_file_is_an_error() {
+    let rel = "nodes/3/properties";
+    for empty in ["", "\n \n\t\n"] {
+        let Some((root, tree)) = dump_with("mi210-8gpu-xgmi-pcie-topology", rel, |_| empty.into())
+        else {
+            return;
+        };
+        assert_eq!(
+            read_error(&root, &tree).detail(),
+            format!(
+                "{}: node 3: the properties file is empty (no '<key> <value>' line; amdkfd \
+                 always writes the fields)",
+                root.join(rel).display()
+            )
+        );
+    }
+    // The same for a memory bank's, a cache's or a link's properties.
+    let rel = "nodes/2/mem_banks/0/properties";
+    let (root, tree) = dump_with("mi308x-cpx-topology", rel, |_| String::new()).unwrap();
+    assert_eq!(
+        read_error(&root, &tree).detail(),
+        format!(
+            "{}: node 2: the properties file is empty (no '<key> <value>' line; amdkfd always \
+             writes the fields)",
+            root.join(rel).display()
+        )
+    );
 }

@@ -203,7 +203,8 @@ pub fn topology_tree(root: &Path, data: &[u8]) -> MemoryTree {
 /// [`topology_tree`] input: `generation_id`, `system_properties`, and per node
 /// `properties`, `name`, `gpu_id` and the first memory banks, caches, IO and P2P links, as
 /// many as fit in 64 chunks (node by node, so the first nodes are complete). Files holding a
-/// NUL byte are skipped. This makes the checked-in seeds in `fuzz/seeds/topology/`.
+/// NUL byte are skipped, and so are links to a node beyond the four (the reader refuses a link
+/// to a node the topology lacks). This makes the checked-in seeds in `fuzz/seeds/topology/`.
 ///
 /// # Panics
 /// When a file under `root` that exists cannot be read (a test-data problem).
@@ -238,7 +239,14 @@ pub fn topology_seed(root: &Path) -> Vec<u8> {
             let dir = root.join(format!("nodes/{node}"));
             for (file, sub) in [(3u8, "mem_banks"), (5, "io_links"), (6, "p2p_links")] {
                 let path = dir.join(format!("{sub}/{k}/properties"));
-                add(node | file << 2 | k << 5, &path, &mut chunks);
+                let text = String::from_utf8(read(&path)).unwrap_or_default();
+                let beyond = text
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("node_to "))
+                    .any(|to| to.trim().parse::<u32>().map_or(true, |to| to >= 4));
+                if !beyond {
+                    add(node | file << 2 | k << 5, &path, &mut chunks);
+                }
             }
             if k < 2 {
                 let path = dir.join(format!("caches/{k}/properties"));

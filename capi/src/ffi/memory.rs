@@ -441,7 +441,7 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                 let by_default = pool_info
                     .as_ref()
                     .is_some_and(|i| i.access_of(node) == AgentAccess::AllowedByDefault);
-                let given = a.node() < 64 && p.allowed_nodes & (1u64 << a.node()) != 0;
+                let given = p.allowed_nodes.contains(node);
                 if node == p.pool_owner || by_default || given {
                     agents.push(a.handle().0);
                 }

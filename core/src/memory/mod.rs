@@ -22,9 +22,8 @@ pub mod raw;
 pub mod region;
 pub mod suballoc;
 
-pub use pool::{
-    Allocation, Buffer, MemoryPool, PointerInfo, PoolStats, DEFAULT_CHUNK_BYTES, MAX_ACCESS_NODE,
-};
+pub use crate::addr::{NodeMask, MAX_AGENTS};
+pub use pool::{Allocation, Buffer, MemoryPool, PointerInfo, PoolStats, DEFAULT_CHUNK_BYTES};
 pub use raw::copy;
-pub use region::{AccessPermission, AgentAccess, GlobalFlags, PoolInfo, Segment, MAX_AGENTS};
+pub use region::{AccessPermission, AgentAccess, GlobalFlags, PoolInfo, Segment};
 pub use suballoc::{SubAllocError, SubAllocStats, SubAllocator, DEFAULT_CAPACITY, RANGE_CAPACITY};

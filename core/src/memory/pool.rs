@@ -23,7 +23,7 @@ use core::ptr::NonNull;
 #[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 
-use crate::addr::{GpuVa, NodeId};
+use crate::addr::{GpuVa, NodeId, NodeMask};
 use crate::memory::region::{AccessPermission, AgentAccess, GlobalFlags, PoolInfo};
 #[cfg(not(feature = "alloc"))]
 use crate::memory::suballoc::RANGE_CAPACITY;
@@ -36,9 +36,6 @@ pub const DEFAULT_CHUNK_BYTES: u64 = 2 << 20;
 
 /// Page size the platform works in, bytes (`MemoryRequest` sizes and alignments).
 const PAGE_BYTES: u64 = 4096;
-
-/// Node ids an allocation's access mask can record (`0..MAX_ACCESS_NODE`).
-pub const MAX_ACCESS_NODE: u32 = 64;
 
 /// One allocation: its device address, host pointer when the pool is host-accessible, and
 /// size. A plain description: freeing goes through [`MemoryPool::free`] (or use [`Buffer`]).
@@ -69,9 +66,9 @@ pub struct PointerInfo {
     pub assigned: Option<(NodeId, AccessPermission)>,
     /// The pool's global flags (`global_flags`).
     pub global_flags: GlobalFlags,
-    /// Bit `n` set: node `n` was given access with [`MemoryPool::allow_access`] or
+    /// The nodes given access with [`MemoryPool::allow_access`] or
     /// [`MemoryPool::assign_agent`].
-    pub allowed_nodes: u64,
+    pub allowed_nodes: NodeMask,
 }
 
 /// A pool's byte totals.
@@ -93,7 +90,7 @@ pub struct PoolStats {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Meta {
     assigned: Option<(NodeId, AccessPermission)>,
-    allowed_nodes: u64,
+    allowed_nodes: NodeMask,
 }
 
 #[derive(Debug)]
@@ -482,14 +479,14 @@ where
             .ok_or_else(|| crate::error!(Status::Error, "host pointer of {va} wrapped to null"))
     }
 
-    fn check_nodes(&self, nodes: &[NodeId]) -> Result<u64> {
+    fn check_nodes(&self, nodes: &[NodeId]) -> Result<NodeMask> {
         if nodes.is_empty() {
             crate::bail!(
                 Status::InvalidArgument,
                 "num_agents is 0; list at least one agent"
             );
         }
-        let mut mask = 0u64;
+        let mut mask = NodeMask::EMPTY;
         for &n in nodes {
             if self.info.access_of(n) == AgentAccess::NeverAllowed {
                 crate::bail!(
@@ -498,14 +495,7 @@ where
                     n.get()
                 );
             }
-            if n.get() >= MAX_ACCESS_NODE {
-                crate::bail!(
-                    Status::InvalidArgument,
-                    "node {} is >= {MAX_ACCESS_NODE}, beyond the access mask",
-                    n.get()
-                );
-            }
-            mask |= 1 << n.get();
+            mask.insert(n)?;
         }
         Ok(mask)
     }
@@ -515,7 +505,8 @@ where
     ///
     /// # Errors
     /// `Status::InvalidArgument` when `nodes` is empty, a node is
-    /// [`AgentAccess::NeverAllowed`] for this pool or `>= MAX_ACCESS_NODE`, or `va` is not
+    /// [`AgentAccess::NeverAllowed`] for this pool or its id is [`MAX_AGENTS`](crate::addr::MAX_AGENTS) or more (see
+    /// [`NodeMask::insert`]), or `va` is not
     /// inside a live allocation; the platform's status when mapping fails.
     pub fn allow_access(&self, va: GpuVa, nodes: &[NodeId]) -> Result<()> {
         let mask = self.check_nodes(nodes)?;
@@ -523,7 +514,7 @@ where
         self.platform
             .map_memory(&chunk, nodes)
             .map_err(|e| e.to_error().context("allow_access"))?;
-        self.update_meta(base, |m| m.allowed_nodes |= mask)
+        self.update_meta(base, |m| m.allowed_nodes = m.allowed_nodes.union(mask))
     }
 
     /// Makes `node` the owner of the coarse-grained buffer at `va` with `access`; a no-op for
@@ -532,7 +523,7 @@ where
     ///
     /// # Errors
     /// `Status::InvalidArgument` when `va` is not the start of a live allocation (as
-    /// `hsa_memory_assign_agent` requires), or `node >= MAX_ACCESS_NODE`;
+    /// `hsa_memory_assign_agent` requires), or the id of `node` is [`MAX_AGENTS`](crate::addr::MAX_AGENTS) or more;
     /// `Status::InvalidAgent` when `node` can never access the pool; the platform's status
     /// when mapping fails.
     pub fn assign_agent(&self, va: GpuVa, node: NodeId, access: AccessPermission) -> Result<()> {
@@ -562,22 +553,16 @@ where
                 node.get()
             );
         }
-        if node.get() >= MAX_ACCESS_NODE {
-            crate::bail!(
-                Status::InvalidArgument,
-                "node {} is >= {MAX_ACCESS_NODE}, beyond the access mask",
-                node.get()
-            );
-        }
-        let bit = 1u64 << node.get();
-        if rule != AgentAccess::AllowedByDefault && meta.allowed_nodes & bit == 0 {
+        let mut allowed = meta.allowed_nodes;
+        allowed.insert(node)?;
+        if rule != AgentAccess::AllowedByDefault && !meta.allowed_nodes.contains(node) {
             self.platform
                 .map_memory(&chunk, &[node])
                 .map_err(|e| e.to_error().context("assign_agent"))?;
         }
         self.update_meta(va.get(), |m| {
             m.assigned = Some((node, access));
-            m.allowed_nodes |= bit;
+            m.allowed_nodes = m.allowed_nodes.union(allowed);
         })
     }
 
@@ -1010,7 +995,8 @@ mod tests {
         let mut chunk_va = GpuVa::NULL;
         pool.for_each_chunk(|c| chunk_va = c.gpu_va);
         assert_eq!(p.map_calls(), vec![(chunk_va, vec![NodeId(0)])]);
-        assert_eq!(pool.pointer_info(a.va).unwrap().allowed_nodes, 0b1);
+        let allowed = pool.pointer_info(a.va).unwrap().allowed_nodes;
+        assert_eq!(allowed.iter().collect::<StdVec<_>>(), [NodeId(0)]);
 
         assert_eq!(
             pool.assign_agent(a.va, NodeId(2), AccessPermission::ReadWrite)
@@ -1029,7 +1015,8 @@ mod tests {
             info.assigned,
             Some((NodeId(1), AccessPermission::ReadWrite))
         );
-        assert_eq!(info.allowed_nodes, 0b11);
+        let allowed: StdVec<NodeId> = info.allowed_nodes.iter().collect();
+        assert_eq!(allowed, [NodeId(0), NodeId(1)]);
         assert_eq!(info.pool_owner, NodeId(1));
         // host access is refused for device memory
         assert_eq!(

@@ -10,11 +10,9 @@
 //! `hsa_amd_memory_pool_info_t`, `hsa_amd_memory_pool_access_t` in `hsa_ext_amd.h`.
 
 use crate::addr::NodeId;
+pub use crate::addr::MAX_AGENTS;
 use crate::platform::{MemoryFlags, MemoryKind};
 use crate::status::{Result, Status};
-
-/// How many agents a [`PoolInfo`] can list access rules for.
-pub const MAX_AGENTS: usize = 64;
 
 /// The segment a region or pool belongs to.
 ///

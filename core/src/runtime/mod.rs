@@ -19,8 +19,7 @@ use crate::status::{Error, Result, Status};
 pub use agent::{Agent, AgentHandle};
 pub use pools::{PoolHandle, RuntimePool};
 
-/// Most agents (topology nodes) a runtime holds; an MI300X in CPX mode has 65 nodes.
-pub const MAX_AGENTS: usize = 128;
+pub use crate::addr::MAX_AGENTS;
 
 /// `HSA_SYSTEM_INFO_VERSION_MAJOR`/`_MINOR`: the HSA runtime specification this implements.
 pub const VERSION: (u16, u16) = (1, 1);
@@ -72,13 +71,27 @@ impl<P: Platform> Runtime<P> {
     ///
     /// # Errors
     /// The platform's topology errors; `Status::OutOfResources` for more than [`MAX_AGENTS`]
-    /// nodes.
+    /// nodes or a node whose id is `MAX_AGENTS` or more (access masks hold ids below it).
     pub fn new(platform: P) -> Result<Runtime<P>> {
         let platform = Arc::new(platform);
         let mut agents = Vec::new();
         let xnack = platform.xnack_enabled();
+        if platform.node_count() > MAX_AGENTS {
+            crate::bail!(
+                Status::OutOfResources,
+                "the topology has {} nodes, more than MAX_AGENTS ({MAX_AGENTS})",
+                platform.node_count()
+            );
+        }
         for index in 0..platform.node_count() {
             let node = platform.node(index).map_err(platform_error)?;
+            if node.node_id as usize >= MAX_AGENTS {
+                crate::bail!(
+                    Status::OutOfResources,
+                    "node {} (index {index}): node ids must be below MAX_AGENTS ({MAX_AGENTS})",
+                    node.node_id
+                );
+            }
             let mut banks = (0..).map_while(|b| platform.memory_bank(index, b).ok().flatten());
             let (mut width, mut clock) = (0, 0);
             for bank in banks.by_ref() {
@@ -88,12 +101,6 @@ impl<P: Platform> Runtime<P> {
             let caches = (0..).map_while(|c| platform.cache(index, c).ok().flatten());
             let handle = AgentHandle::from_index(index);
             let agent = Agent::new(handle, node, caches, width, clock, xnack);
-            if agents.len() == MAX_AGENTS {
-                crate::bail!(
-                    Status::OutOfResources,
-                    "the topology has more than {MAX_AGENTS} nodes"
-                );
-            }
             agents.push(agent);
         }
         let pools = pools::build_pools(&platform, &agents)?;

@@ -16,7 +16,7 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use crate::addr::{GpuVa, NodeId};
+use crate::addr::{GpuVa, NodeId, MAX_AGENTS};
 use crate::memory::{
     AgentAccess, Allocation, GlobalFlags, MemoryPool, PointerInfo, PoolInfo, Segment,
 };
@@ -293,15 +293,30 @@ impl<P: Platform> Runtime<P> {
         self.pool_of(va).map(|(_, info)| info)
     }
 
-    /// `hsa_amd_agents_allow_access`: makes the allocation at `va` accessible to `agents`.
+    /// `hsa_amd_agents_allow_access`: makes the allocation at `va` accessible to `agents`
+    /// (an agent listed twice counts once).
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown address or an empty agent list;
-    /// `Status::InvalidAgent` for an unknown agent; the platform's mapping errors.
+    /// `Status::InvalidAgent` for an unknown agent; `Status::OutOfResources` naming
+    /// [`MAX_AGENTS`] for more distinct agents than that (which a runtime never holds); the
+    /// platform's mapping errors.
     pub fn allow_access(&self, agents: &[AgentHandle], va: GpuVa) -> Result<()> {
-        let mut nodes: heapless::Vec<NodeId, { super::MAX_AGENTS }> = heapless::Vec::new();
+        let mut nodes: heapless::Vec<NodeId, MAX_AGENTS> = heapless::Vec::new();
         for a in agents {
-            let _ = nodes.push(NodeId(self.agent(*a)?.node()));
+            let node = NodeId(self.agent(*a)?.node());
+            if nodes.contains(&node) {
+                continue;
+            }
+            // Cannot fail: the runtime has at most MAX_AGENTS agents, one node each.
+            nodes.push(node).map_err(|node| {
+                crate::error!(
+                    Status::OutOfResources,
+                    "allow_access: more than MAX_AGENTS ({MAX_AGENTS}) distinct agents; \
+                     cannot add node {}",
+                    node.get()
+                )
+            })?;
         }
         let (pool, _) = self.pool_of(va)?;
         pool.allow_access(va, &nodes)
@@ -347,6 +362,61 @@ mod tests {
         assert_eq!(
             rt.pool(PoolHandle(5)).err().unwrap().status(),
             Status::InvalidMemoryPool
+        );
+    }
+}
+
+#[cfg(all(test, feature = "fake"))]
+mod agent_limit_tests {
+    use super::*;
+    use crate::platform::fake::{FakePlatform, FakeTopology};
+
+    /// The fake's CPU followed by `gpus` copies of its MI210, nodes numbered 0..=gpus.
+    fn topology(gpus: u32) -> FakeTopology {
+        let mut t = FakeTopology::mi210();
+        let gpu = t.nodes.pop().unwrap();
+        for i in 1..=gpus {
+            let mut g = gpu.clone();
+            g.properties.node_id = i;
+            g.properties.gpu_id = 0x4a2b + i;
+            t.nodes.push(g);
+        }
+        t
+    }
+
+    #[test]
+    fn every_one_of_max_agents_can_be_allowed_and_one_more_is_refused() {
+        let rt =
+            Runtime::new(FakePlatform::with_topology(topology(MAX_AGENTS as u32 - 1))).unwrap();
+        assert_eq!(rt.agents().len(), MAX_AGENTS);
+        let cpu = rt.first_cpu().unwrap().handle();
+        let pool = rt.find_pool(cpu, GlobalFlags::FINE_GRAINED).unwrap();
+        let a = rt.allocate(pool.handle(), 4096).unwrap();
+        // Every agent, the last ones twice: duplicates count once, none is dropped.
+        let mut handles: Vec<AgentHandle> = rt.agents().iter().map(|a| a.handle()).collect();
+        handles.extend(rt.agents()[64..].iter().map(|a| a.handle()));
+        rt.allow_access(&handles, a.va).unwrap();
+        let allowed = rt.pointer_info(a.va).unwrap().allowed_nodes;
+        assert_eq!(allowed.len(), MAX_AGENTS);
+        for agent in rt.agents() {
+            assert!(allowed.contains(NodeId(agent.node())), "{}", agent.node());
+        }
+
+        let e = Runtime::new(FakePlatform::with_topology(topology(MAX_AGENTS as u32)))
+            .err()
+            .unwrap();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert_eq!(
+            e.detail(),
+            "the topology has 129 nodes, more than MAX_AGENTS (128)"
+        );
+        let mut t = topology(1);
+        t.nodes[1].properties.node_id = MAX_AGENTS as u32;
+        let e = Runtime::new(FakePlatform::with_topology(t)).err().unwrap();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert_eq!(
+            e.detail(),
+            "node 128 (index 1): node ids must be below MAX_AGENTS (128)"
         );
     }
 }

@@ -181,12 +181,24 @@ unsafe impl Platform for LinuxPlatform {
         }
         let page = self.process.va.page_bytes();
         let Some(sizes) = queue_buffer_sizes(props, page) else {
+            let cus = props.compute_unit_count();
+            if cus == 0 {
+                bail!(
+                    Status::InvalidQueueCreation,
+                    "node {}: simd_count {} / simd_per_cu {} give no compute units",
+                    request.node.0,
+                    props.simd_count,
+                    props.simd_per_cu
+                );
+            }
             bail!(
                 Status::InvalidQueueCreation,
-                "node {}: simd_count {} / simd_per_cu {} give no compute units",
+                "node {}: the context save area of {cus} compute units (simd_count {} / \
+                 simd_per_cu {}, {} XCCs) does not fit the 32-bit sizes of CREATE_QUEUE",
                 request.node.0,
                 props.simd_count,
-                props.simd_per_cu
+                props.simd_per_cu,
+                props.num_xcc.max(1)
             );
         };
 
