@@ -539,13 +539,10 @@ pub fn run_with_faults(
         Some(p) => p.clone(),
         None => find_code_object(&default_code_object_dir(), &target)?,
     };
-    // The file name, not the whole path: messages are at most DETAIL_CAPACITY bytes, and the
-    // ISA names after it must fit.
-    let file_name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let in_file = |e: Error| e.context(&file_name);
+    // The whole path: a message longer than DETAIL_CAPACITY keeps its start and its end (the
+    // cause), eliding the middle of a long path.
+    let shown = path.display().to_string();
+    let in_file = |e: Error| e.context(&shown);
     let bytes = crate::report::code_object::read_code_object_file(&path)?;
     let aligned = hsa_core::loader::code_object::AlignedBytes::new(&bytes);
     let co = CodeObject::parse(aligned.as_bytes()).map_err(in_file)?;

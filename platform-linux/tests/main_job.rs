@@ -224,6 +224,47 @@ fn code_object_errors_name_the_file() {
     assert!(e.detail().contains("hsa-rt-trunc-"), "{e}");
 }
 
+/// A `--code-object` path of about 400 bytes (longer than an error message's 256) that does
+/// not exist, or is not an ELF file: the message keeps the start of the path, the file's name
+/// and the reason, with the middle of the path elided (`…`).
+#[test]
+fn a_long_code_object_path_keeps_the_reason() {
+    let root = std::env::temp_dir().join(format!("hsa-rt-long-{}", std::process::id()));
+    let mut dir = root.clone();
+    for i in 0..4 {
+        dir = dir.join(format!("{i}{}", "d".repeat(90)));
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.hsaco");
+    let not_elf = dir.join("text.hsaco");
+    std::fs::write(&not_elf, "#!/bin/sh\n").unwrap();
+    assert!(missing.as_os_str().len() > 380, "{}", missing.display());
+    let mut c = config(DemoKernel::VectorCopy, 1);
+    c.code_object = Some(missing.clone());
+    let e = demo::run(builtin(), &c).unwrap_err();
+    c.code_object = Some(not_elf.clone());
+    let e2 = demo::run(builtin(), &c).unwrap_err();
+    std::fs::remove_dir_all(&root).unwrap();
+    assert_eq!(e.status(), Status::InvalidFile, "{e}");
+    let d = e.detail();
+    assert!(d.starts_with(&*root.to_string_lossy()), "{d}");
+    assert!(d.contains('…'), "{d}");
+    assert!(
+        d.ends_with("/missing.hsaco: No such file or directory (os error 2)"),
+        "{d}"
+    );
+    assert_eq!(e2.status(), Status::InvalidCodeObject, "{e2}");
+    let d = e2.detail();
+    assert!(d.starts_with(&*root.to_string_lossy()), "{d}");
+    assert!(
+        d.ends_with(
+            "/text.hsaco: not an ELF file (starts with [23, 21, 2f, 62], expected [7f, 45, \
+             4c, 46])"
+        ),
+        "{d}"
+    );
+}
+
 #[test]
 fn buffers_larger_than_the_pool_are_refused_before_allocating() {
     let c = DemoConfig {
