@@ -210,8 +210,8 @@ fn code_object_errors_name_the_file() {
     c.code_object = Some("/dev/zero".into());
     expect_err(
         &c,
-        Status::InvalidCodeObject,
-        &["/dev/zero: not an ELF file"],
+        Status::InvalidFile,
+        &["/dev/zero: not a regular file but a character device"],
     );
     // A parse error past the magic names the file too.
     let bad = std::env::temp_dir().join(format!("hsa-rt-trunc-{}.hsaco", std::process::id()));
@@ -222,6 +222,72 @@ fn code_object_errors_name_the_file() {
     std::fs::remove_file(&bad).unwrap();
     assert_eq!(e.status(), Status::InvalidCodeObject, "{e}");
     assert!(e.detail().contains("hsa-rt-trunc-"), "{e}");
+}
+
+/// `hsainfo --code-object` (the binary) and the demo's `--code-object` on a FIFO and on a
+/// sparse 3 GiB file that starts with the ELF magic: both refused at once, naming the file
+/// and the reason, instead of blocking until a writer comes or reading 256 MiB first.
+#[test]
+fn code_object_fifo_and_huge_files_are_refused_at_once() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("hsa-rt-co-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.hsaco");
+    let status = Command::new("mkfifo").arg(&fifo).status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("skipped: mkfifo is not available ({status:?})");
+        return;
+    }
+    let big = dir.join("big.hsaco");
+    let f = std::fs::File::create(&big).unwrap();
+    std::io::Write::write_all(&mut &f, b"\x7fELF").unwrap();
+    f.set_len(3 << 30).unwrap();
+    drop(f);
+    let fifo_reason = "fifo.hsaco: not a regular file but a FIFO";
+    let big_reason = "big.hsaco: 3221225472 bytes, larger than 268435456 bytes (256 MiB)";
+    let mut failures = Vec::new();
+    for (file, reason) in [(&fifo, fifo_reason), (&big, big_reason)] {
+        // hsainfo, with a deadline: a blocked child is killed and the test fails.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hsainfo"))
+            .arg("--code-object")
+            .arg(file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            failures.push(format!("hsainfo --code-object {} did not return", file.display()));
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(1) || !stderr.contains(reason) {
+            failures.push(format!("hsainfo: {:?} {stderr}", out.status));
+        }
+        // The demo, on a thread with a deadline; a blocked open is released by a writer.
+        let mut c = config(DemoKernel::VectorCopy, 1);
+        c.code_object = Some(file.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let run = std::thread::spawn(move || {
+            let _ = tx.send(demo::run(builtin(), &c));
+        });
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Err(e)) if e.status() == Status::InvalidFile && e.detail().contains(reason) => {}
+            Ok(r) => failures.push(format!("demo: {r:?}")),
+            Err(_) => {
+                let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+                failures.push(format!("demo --code-object {} did not return", file.display()));
+            }
+        }
+        run.join().unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(failures.is_empty(), "{failures:#?}");
 }
 
 /// A `--code-object` path of about 400 bytes (longer than an error message's 256) that does
