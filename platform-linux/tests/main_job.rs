@@ -125,6 +125,10 @@ fn expect_err(c: &DemoConfig, status: Status, fragments: &[&str]) {
     }
 }
 
+/// local_reverse reads `tile[lsz - 1 - lid]` with `lsz` the packet's work-group size: a
+/// partial last group would read LDS it never wrote, so a grid that is not a whole number
+/// of work-groups (also one smaller than a work-group) is refused, naming the kernel, the
+/// options and why.
 #[test]
 fn local_reverse_needs_full_workgroups() {
     let c = DemoConfig {
@@ -136,27 +140,81 @@ fn local_reverse_needs_full_workgroups() {
     expect_err(
         &c,
         Status::InvalidArgument,
-        &["--elements 1000", "--workgroup-size 64", "multiple"],
+        &[
+            "local_reverse needs full work-groups: --elements 1000 is not a multiple of \
+             --workgroup-size 64",
+            "last work-group of 40 work-items",
+            "tile[40..64]",
+        ],
     );
-    // vector_copy has no such constraint: 1000 = 15 full groups of 64 and one of 40.
     let c = DemoConfig {
-        kernel: DemoKernel::VectorCopy,
+        elements: 1000,
+        workgroup_size: 256,
         ..c
     };
-    assert_eq!(demo::run(builtin(), &c).unwrap().elements_verified, 1000);
+    expect_err(
+        &c,
+        Status::InvalidArgument,
+        &[
+            "local_reverse needs full work-groups: --elements 1000",
+            "last work-group of 232 work-items",
+            "tile[232..256]",
+        ],
+    );
+    // A grid smaller than one work-group is one work-group of all its work-items (hsa.h: a
+    // grid is not smaller than its work-group): reversed whole.
+    let c = DemoConfig {
+        elements: 10,
+        workgroup_size: 256,
+        ..c
+    };
+    let o = demo::run(builtin(), &c).unwrap();
+    assert_eq!((o.elements_verified, o.workgroup_size), (10, 10));
+}
+
+/// HSA allows a grid that is not a whole number of work-groups (the last one is partial);
+/// one smaller than `--workgroup-size` runs as one work-group of all its work-items (hsa.h
+/// forbids a grid smaller than its work-group). vector_copy and vector_add run so through the
+/// GFX9 interpreter (the default), every element verifies, and the buffers' elements past
+/// the grid (each buffer is padded to whole work-groups) keep the values they had: no
+/// work-item beyond the grid ran.
+#[test]
+fn partial_workgroups_verify_and_leave_past_the_grid_untouched() {
+    for kernel in [DemoKernel::VectorCopy, DemoKernel::VectorAdd] {
+        for (elements, workgroup_size, chain, dispatched, past) in [
+            (10, 256, 1, 10, 0),
+            (1000, 64, 1, 64, 24),
+            (1000, 64, 3, 64, 24),
+            (200, 256, 2, 200, 0),
+            (70000, 256, 1, 256, 144),
+            (1, 1, 1, 1, 0),
+        ] {
+            let c = DemoConfig {
+                kernel,
+                elements,
+                workgroup_size,
+                chain,
+                code_object: None,
+            };
+            let o = demo::run(builtin(), &c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+            assert_eq!(o.executor, "gfx9 interpreter", "{c:?}");
+            assert_eq!(o.elements_verified, u64::from(elements), "{c:?}");
+            assert_eq!(o.workgroup_size, dispatched, "{c:?}");
+            // Three buffers, each padded to whole work-groups.
+            assert_eq!(o.elements_past_grid_verified, 3 * past, "{c:?}");
+            let s = o.execution.unwrap();
+            assert_eq!(
+                s.workgroups,
+                u64::from(chain * elements.div_ceil(u32::from(dispatched))),
+                "{c:?}"
+            );
+        }
+    }
 }
 
 #[test]
 fn options_are_validated_naming_the_option() {
     let base = DemoConfig::default();
-    expect_err(
-        &DemoConfig {
-            elements: 10,
-            ..base.clone()
-        },
-        Status::InvalidArgument,
-        &["--elements 10 is smaller than --workgroup-size 256"],
-    );
     expect_err(
         &DemoConfig {
             elements: 0,
@@ -262,7 +320,10 @@ fn code_object_fifo_and_huge_files_are_refused_at_once() {
         }
         if child.try_wait().unwrap().is_none() {
             child.kill().unwrap();
-            failures.push(format!("hsainfo --code-object {} did not return", file.display()));
+            failures.push(format!(
+                "hsainfo --code-object {} did not return",
+                file.display()
+            ));
         }
         let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -281,7 +342,10 @@ fn code_object_fifo_and_huge_files_are_refused_at_once() {
             Ok(r) => failures.push(format!("demo: {r:?}")),
             Err(_) => {
                 let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
-                failures.push(format!("demo --code-object {} did not return", file.display()));
+                failures.push(format!(
+                    "demo --code-object {} did not return",
+                    file.display()
+                ));
             }
         }
         run.join().unwrap();

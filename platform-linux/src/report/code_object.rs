@@ -262,7 +262,10 @@ mod tests {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects");
         let e = read_code_object_file(&dir).unwrap_err();
         assert_eq!(e.status(), Status::InvalidFile);
-        assert!(e.detail().contains("not a regular file but a directory"), "{e}");
+        assert!(
+            e.detail().contains("not a regular file but a directory"),
+            "{e}"
+        );
         let e = read_code_object_file(&dir.join("README.md")).unwrap_err();
         assert_eq!(e.status(), Status::InvalidCodeObject);
         assert!(e.detail().contains("README.md: not an ELF file"), "{e}");
@@ -318,7 +321,10 @@ mod tests {
                 big.display()
             )
         );
-        assert!(e2.detail().contains(": 268435457 bytes, larger than"), "{e2}");
+        assert!(
+            e2.detail().contains(": 268435457 bytes, larger than"),
+            "{e2}"
+        );
         if let (Some(b), Some(a)) = (before, after) {
             assert!(a - b < 64 << 10, "read {} bytes", a - b);
         }
