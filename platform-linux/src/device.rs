@@ -28,7 +28,8 @@ pub use cwsr::{
     QueueBufferSizes,
 };
 pub use select::{
-    choose_device, open_with, xnack_request, DeviceChoice, DEVICE_ENV, SYSFS_ENV, XNACK_ENV,
+    choose_device, device_request, open_with, xnack_request, DeviceChoice, DeviceRequest,
+    DEVICE_ENV, SYSFS_ENV, XNACK_ENV,
 };
 
 use std::collections::{HashMap, HashSet};

@@ -3,7 +3,7 @@
 //! dispatch packet, doorbell, completion signal), on the built-in profile and on a captured
 //! MI210 topology.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hsa_core::Status;
 use hsa_linux::demo::{self, DemoConfig, DemoKernel};
@@ -16,8 +16,7 @@ fn builtin() -> LinuxPlatform {
 }
 
 fn mi210() -> Option<LinuxPlatform> {
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
+    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
     let root = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
     if !root.is_dir() {
