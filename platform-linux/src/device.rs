@@ -153,7 +153,11 @@ fn va_error(what: &str, e: Errno) -> Error {
     } else {
         Status::Error
     };
-    error!(status, "{what}: {e} (errno {})", e.raw_os_error())
+    error!(
+        status,
+        "{what}: {}",
+        crate::kfd::errno_text(e.raw_os_error())
+    )
 }
 
 /// `timeout_ns` as WAIT_EVENTS wants it: milliseconds rounded up; `u64::MAX` (and anything
@@ -739,5 +743,28 @@ impl Drop for LinuxPlatform {
             let _ = self.free_chunk(va);
         }
         // Doorbell and KFD event pages go with the reservation (VaSpace::drop).
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed mapping names the errno once: its description and number, not also the
+    /// `(os error N)` of rustix's Display.
+    #[test]
+    fn va_errors_name_the_errno_once() {
+        let e = va_error("mapping host memory", Errno::NOMEM);
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert_eq!(
+            e.detail(),
+            "mapping host memory: Cannot allocate memory (errno 12)"
+        );
+        let e = va_error("reserving the GPU address range", Errno::INVAL);
+        assert_eq!(e.status(), Status::Error);
+        assert_eq!(
+            e.detail(),
+            "reserving the GPU address range: Invalid argument (errno 22)"
+        );
     }
 }
