@@ -304,13 +304,15 @@ impl Drop for State {
 /// The global runtime: reference count and state.
 static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
 
-/// `hsa_init`: the first call opens the default platform (`LinuxPlatform::open_default`:
-/// `/dev/kfd`, else the emulated device; `HSA_RT_DEVICE`, `HSA_RT_SYSFS`) and builds the
-/// runtime; later calls count.
+/// `hsa_init`: the first call checks `HSA_RT_LOG`, opens the default platform
+/// (`LinuxPlatform::open_default`: `/dev/kfd`, else the emulated device; `HSA_RT_DEVICE`,
+/// `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`) and builds the runtime; later calls
+/// count.
 ///
 /// # Errors
-/// `Status::RefcountOverflow` at `u32::MAX` inits; the platform's and runtime's errors on the
-/// first init.
+/// `Status::RefcountOverflow` at `u32::MAX` inits; on the first init,
+/// `Status::InvalidArgument` naming `HSA_RT_LOG` and the accepted values when it is not a
+/// switch value (`hsa_linux::env::switch`), and the platform's and runtime's errors.
 pub(crate) fn init() -> Result<(), Error> {
     let mut g = lock(&GLOBAL);
     if g.0 == u32::MAX {
@@ -321,6 +323,7 @@ pub(crate) fn init() -> Result<(), Error> {
         );
     }
     if g.0 == 0 {
+        hsa_linux::env::switch(hsa_linux::env::LOG_ENV)?;
         let platform = LinuxPlatform::open_default()?;
         g.1 = Some(Arc::new(State::new(platform)?));
     }

@@ -105,8 +105,7 @@ fn rocminfo_lists_the_emulated_device() {
 }
 
 fn mi210_topology() -> Option<PathBuf> {
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
+    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
         .unwrap_or_else(|| common::crate_dir().join("../../shared"));
     let dir = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
     if dir.exists() {

@@ -6,8 +6,21 @@
 
 use core::fmt;
 
-/// Capacity, in bytes, of an [`Error`]'s detail message. Longer messages are cut and end in `...`.
+/// Capacity, in bytes, of an [`Error`]'s detail message. A longer message keeps its first
+/// [`DETAIL_HEAD_BYTES`] and its last bytes with [`ELISION`] between them (see [`Error::fmt`]).
 pub const DETAIL_CAPACITY: usize = 256;
+
+/// Bytes kept from the start of a message longer than [`DETAIL_CAPACITY`] (fewer when that
+/// would split a character): the operation or context, which comes first.
+pub const DETAIL_HEAD_BYTES: usize = 96;
+
+/// What stands for the elided middle of a message longer than [`DETAIL_CAPACITY`]: `…`
+/// (U+2026, 3 bytes).
+pub const ELISION: &str = "\u{2026}";
+
+/// Bytes kept from the end of a message longer than [`DETAIL_CAPACITY`] (fewer when that
+/// would split a character): the cause, which comes last.
+const DETAIL_TAIL_BYTES: usize = DETAIL_CAPACITY - DETAIL_HEAD_BYTES - ELISION.len();
 
 macro_rules! statuses {
     ($( $(#[$doc:meta])* $name:ident = $value:expr, $c:literal, $text:literal; )*) => {
@@ -194,22 +207,24 @@ impl Error {
         Error::fmt(status, format_args!("{detail}"))
     }
 
-    /// An error whose message is formatted; a message longer than [`DETAIL_CAPACITY`] is cut
-    /// and ends in `...`. Prefer the [`error!`](crate::error!) macro.
+    /// An error whose message is formatted. Prefer the [`error!`](crate::error!) macro.
+    ///
+    /// A message longer than [`DETAIL_CAPACITY`] bytes keeps its start (at most
+    /// [`DETAIL_HEAD_BYTES`]) and its end (the rest of the capacity), joined by [`ELISION`],
+    /// each cut at a character boundary: messages name the operation first and the cause
+    /// last (`"<file>: not an ELF file"`, and [`Error::context`] prepends), so a long value in
+    /// the middle, such as a path, is what gets elided. Formatting streams through a fixed
+    /// buffer: no allocation, whatever the message's length.
     pub fn fmt(status: Status, args: fmt::Arguments<'_>) -> Error {
-        let mut w = Truncating {
-            s: heapless::String::new(),
-            cut: false,
+        let mut w = HeadTail {
+            buf: [0; DETAIL_CAPACITY],
+            written: 0,
         };
         let _ = fmt::write(&mut w, args);
-        let mut detail = w.s;
-        if w.cut {
-            while detail.len() > DETAIL_CAPACITY - 3 {
-                detail.pop();
-            }
-            let _ = detail.push_str("...");
+        Error {
+            status,
+            detail: w.finish(),
         }
-        Error { status, detail }
     }
 
     /// The status code.
@@ -253,20 +268,67 @@ impl fmt::Debug for Error {
 
 impl core::error::Error for Error {}
 
-struct Truncating {
-    s: heapless::String<DETAIL_CAPACITY>,
-    cut: bool,
+/// The writer behind [`Error::fmt`]: the first [`DETAIL_CAPACITY`] bytes of the message
+/// stream go to `buf` in order; after that `buf[..DETAIL_HEAD_BYTES]` keeps the start and
+/// `buf[DETAIL_HEAD_BYTES..]` is a ring holding the latest bytes: stream byte `n >=
+/// DETAIL_HEAD_BYTES` lives at `DETAIL_HEAD_BYTES + (n - DETAIL_HEAD_BYTES) % RING`.
+struct HeadTail {
+    buf: [u8; DETAIL_CAPACITY],
+    /// Bytes of the message written so far.
+    written: usize,
 }
 
-impl fmt::Write for Truncating {
+/// Size of [`HeadTail`]'s ring, bytes (at least [`DETAIL_TAIL_BYTES`]).
+const RING: usize = DETAIL_CAPACITY - DETAIL_HEAD_BYTES;
+
+impl fmt::Write for HeadTail {
     fn write_str(&mut self, part: &str) -> fmt::Result {
-        for c in part.chars() {
-            if self.s.push(c).is_err() {
-                self.cut = true;
-                return Ok(());
-            }
+        for &b in part.as_bytes() {
+            let n = self.written;
+            let at = if n < DETAIL_HEAD_BYTES {
+                n
+            } else {
+                DETAIL_HEAD_BYTES + (n - DETAIL_HEAD_BYTES) % RING
+            };
+            self.buf[at] = b;
+            self.written = n.saturating_add(1);
         }
         Ok(())
+    }
+}
+
+impl HeadTail {
+    /// The message, or its head, [`ELISION`] and its tail when it did not fit.
+    fn finish(&self) -> heapless::String<DETAIL_CAPACITY> {
+        let mut out = heapless::String::new();
+        if self.written <= DETAIL_CAPACITY {
+            // Whole `&str`s were written in order: valid UTF-8.
+            let _ = out.push_str(core::str::from_utf8(&self.buf[..self.written]).unwrap_or(""));
+            return out;
+        }
+        // The head ends before an incomplete last character (the stream is valid UTF-8, so
+        // that is the only way the prefix can be invalid).
+        let head = &self.buf[..DETAIL_HEAD_BYTES];
+        let head = match core::str::from_utf8(head) {
+            Ok(h) => h,
+            Err(e) => core::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
+        };
+        // The last DETAIL_TAIL_BYTES of the stream, in order, from the ring.
+        let mut tail = [0u8; DETAIL_TAIL_BYTES];
+        let first = self.written - DETAIL_TAIL_BYTES;
+        for (i, slot) in tail.iter_mut().enumerate() {
+            *slot = self.buf[DETAIL_HEAD_BYTES + (first + i - DETAIL_HEAD_BYTES) % RING];
+        }
+        // Skip the continuation bytes (0b10xx_xxxx) of a character cut at its start.
+        let start = tail
+            .iter()
+            .position(|&b| b & 0xc0 != 0x80)
+            .unwrap_or(tail.len());
+        let tail = core::str::from_utf8(&tail[start..]).unwrap_or("");
+        let _ = out.push_str(head);
+        let _ = out.push_str(ELISION);
+        let _ = out.push_str(tail);
+        out
     }
 }
 
@@ -292,6 +354,7 @@ macro_rules! bail {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use alloc::format;
 
     #[test]
     fn raw_values_match_hsa_h() {
@@ -324,8 +387,48 @@ mod tests {
         assert_eq!(e.status(), Status::InvalidArgument);
         let long = crate::error!(Status::Error, "{:0>500}", 1);
         assert_eq!(long.detail().len(), DETAIL_CAPACITY);
-        assert!(long.detail().ends_with("..."));
+        assert!(long.detail().ends_with("0001"), "{}", long.detail());
         let c = e.context("hsa_queue_create");
         assert_eq!(c.detail(), "hsa_queue_create: grid_size_x is 0");
+    }
+
+    /// A message with a 1000-byte path before its cause keeps its start and its end (the
+    /// cause), marking the elided middle with `…`, within [`DETAIL_CAPACITY`] bytes.
+    #[test]
+    fn a_long_message_keeps_its_cause() {
+        let path = format!("/{}", "d".repeat(999));
+        let e = crate::error!(
+            Status::InvalidFile,
+            "code object {path}: No such file or directory (os error 2)"
+        );
+        let d = e.detail();
+        assert!(d.len() <= DETAIL_CAPACITY, "{} bytes", d.len());
+        assert!(d.starts_with("code object /ddd"), "{d}");
+        assert!(
+            d.ends_with("ddd: No such file or directory (os error 2)"),
+            "{d}"
+        );
+        assert_eq!(d.matches('…').count(), 1, "{d}");
+        // Nothing past the capacity: exactly full, head and tail around the mark.
+        assert_eq!(d.len(), DETAIL_CAPACITY);
+    }
+
+    /// The cut never splits a character: multi-byte text on both sides of the elision stays
+    /// valid UTF-8 and a message that fits is untouched.
+    #[test]
+    fn the_cut_respects_character_boundaries() {
+        let fits = "é".repeat(DETAIL_CAPACITY / 2);
+        assert_eq!(crate::error!(Status::Error, "{fits}").detail(), fits);
+        for n in 0..4 {
+            let msg = format!("{}{}: the cause", "x".repeat(n), "é€😀".repeat(60));
+            let e = crate::error!(Status::Error, "{msg}");
+            let d = e.detail();
+            assert!(d.len() <= DETAIL_CAPACITY);
+            assert!(d.ends_with("😀: the cause"), "{d}");
+            assert!(d.contains('…'), "{d}");
+            let (head, tail) = d.split_once('…').unwrap();
+            assert!(msg.starts_with(head), "{head}");
+            assert!(msg.ends_with(tail), "{tail}");
+        }
     }
 }

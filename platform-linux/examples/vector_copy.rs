@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example vector_copy
-//! cargo run --release --example vector_copy -- --kernel local_reverse --chain 4
+//! cargo run --release --example vector_copy -- --kernel local-reverse --chain 4
 //! cargo run --release --example vector_copy -- --sysfs ../shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology
 //! ```
 //!
@@ -34,7 +34,8 @@ struct Args {
     /// The kernel to run.
     #[arg(long, value_enum, default_value = "vector-copy")]
     kernel: Kernel,
-    /// Elements (32-bit ints) per buffer: the grid size.
+    /// Elements (32-bit ints) per buffer: the grid size (any size; the last work-group may be
+    /// partial, except for local-reverse).
     #[arg(long, default_value_t = 1 << 20, value_parser = clap::value_parser!(u32).range(1..))]
     elements: u32,
     /// Work-group size, work-items.
@@ -78,9 +79,18 @@ fn main() -> ExitCode {
                 ),
                 _ => String::new(),
             };
+            let past_grid = match o.elements_past_grid_verified {
+                0 => String::new(),
+                k => format!(" (and {k} past the grid untouched)"),
+            };
+            let workgroup = if o.workgroup_size == config.workgroup_size {
+                String::new()
+            } else {
+                format!(" in one work-group of {}", o.workgroup_size)
+            };
             let line = format!(
-                "{}: agent {} on the {} device, run by the {}{speed}, {} dispatch(es), {} \
-                 elements verified ({})\n",
+                "{}: agent {} on the {} device, run by the {}{speed}, {} dispatch(es){workgroup}, \
+                 {} elements verified{past_grid} ({})\n",
                 config.kernel.name(),
                 o.agent,
                 o.device,

@@ -61,9 +61,16 @@ impl DemoKernel {
 pub struct DemoConfig {
     /// The kernel.
     pub kernel: DemoKernel,
-    /// Elements (32-bit ints) per buffer; the grid size, work-items.
+    /// Elements (32-bit ints) per buffer; the grid size, work-items. Need not be a multiple of
+    /// `workgroup_size`: the last work-group is then partial, and work-items beyond the grid
+    /// do not run (HSA Programmer's Reference Manual, "Work-groups": partial work-groups; the
+    /// AQL dispatch packet's `grid_size_x` need not be a multiple of `workgroup_size_x`).
+    /// `local_reverse` needs full work-groups ([`validate_config`]). A grid smaller than one
+    /// work-group is dispatched as one work-group of `elements` work-items
+    /// ([`dispatch_workgroup_size`]).
     pub elements: u32,
-    /// Work-group size, work-items (1..=256 for local_reverse).
+    /// Work-group size asked for, work-items (1..=256 for local_reverse); see
+    /// [`dispatch_workgroup_size`] for the size dispatched.
     pub workgroup_size: u16,
     /// Dispatches in a chain, each after a barrier-AND packet on the previous one's
     /// completion signal (1 = a single dispatch).
@@ -96,8 +103,15 @@ pub struct DemoOutcome {
     pub code_object: PathBuf,
     /// Kernel dispatches completed.
     pub dispatches: u32,
+    /// The work-group size dispatched, work-items ([`dispatch_workgroup_size`]): the
+    /// configuration's, or `elements` when the grid is smaller than that.
+    pub workgroup_size: u16,
     /// Elements checked against the host reference.
     pub elements_verified: u64,
+    /// Elements past the grid checked to be untouched: each of the three buffers is padded to
+    /// a whole number of work-groups with [`PAST_GRID_VALUES`], which no work-item may change
+    /// (0 when `elements` is a multiple of the work-group size).
+    pub elements_past_grid_verified: u64,
     /// What ran the kernels: `"gfx9 interpreter"` or `"host implementation"` on the emulated
     /// device (`"gfx9 interpreter and host implementation"` if both did), `"GPU"` on
     /// `/dev/kfd`.
@@ -121,7 +135,16 @@ pub struct DemoFaults {
     pub packet_workgroup_size: Option<u16>,
     /// Replace the first pointer argument by this address.
     pub first_argument: Option<u64>,
+    /// The grid size the dispatch packet says, instead of the configuration's `elements` (the
+    /// verification still expects the configuration's; a larger grid runs work-items past
+    /// it, which the check of the padding catches).
+    pub packet_grid_size: Option<u32>,
 }
+
+/// What the elements past the grid hold in buffers `a`, `b` and `c` (each buffer is padded
+/// to a whole number of work-groups): three distinct values, none of which a copy or a sum
+/// of the others gives, so a work-item that ran beyond the grid and wrote there is seen.
+pub const PAST_GRID_VALUES: [i32; 3] = [0x5ea1_a000, 0x5ea1_b000, 0x5ea1_c000];
 
 /// The project's test code objects (`testdata/codeobjects`).
 pub fn default_code_object_dir() -> PathBuf {
@@ -193,12 +216,51 @@ pub const MAX_CHAIN: u32 = 4000;
 /// Checks a configuration before anything is allocated, naming the command-line option
 /// (`--elements`, `--workgroup-size`, `--chain`) of a bad value.
 ///
+/// A grid that is not a whole number of work-groups is valid (HSA runs a partial last
+/// work-group; a grid smaller than one work-group is one smaller work-group,
+/// [`dispatch_workgroup_size`]) except for `local_reverse`: its source (`kernels.cl`, and
+/// `kernels_ocl.cl` built as OpenCL C 1.2, whose `get_local_size` is then the enqueued size)
+/// writes `tile[lid]` and reads `tile[lsz - 1 - lid]` with `lsz` the dispatch's work-group
+/// size, so the `r` work-items of a partial group read `tile[r..lsz]`, LDS no work-item of
+/// that group wrote: an undefined result, not one to verify.
+///
 /// # Errors
 /// `Status::InvalidArgument` when `elements`, `workgroup_size` or `chain` is 0, when `chain`
-/// is above [`MAX_CHAIN`], when `elements` is smaller than `workgroup_size` (the grid must
-/// hold at least one work-group), and for `local_reverse` when `elements` is not a multiple
-/// of `workgroup_size` (each work-group reverses a full tile: `tile[lsz-1-lid]`).
+/// is above [`MAX_CHAIN`], and for `local_reverse` when `elements` is not a multiple of
+/// `workgroup_size` (naming the kernel, both options and the LDS the partial group would
+/// read unwritten).
 pub fn validate_config(config: &DemoConfig) -> Result<(), Error> {
+    validate_options(config)?;
+    let wg = u32::from(dispatch_workgroup_size(config));
+    let partial = config.elements % wg;
+    if config.kernel == DemoKernel::LocalReverse && partial != 0 {
+        bail!(
+            Status::InvalidArgument,
+            "local_reverse needs full work-groups: --elements {} is not a multiple of \
+             --workgroup-size {wg}; its last work-group of {partial} work-items would read \
+             tile[lsz-1-lid] with lsz = {wg}, LDS it never wrote (tile[{partial}..{wg}]): an \
+             undefined result",
+            config.elements,
+        );
+    }
+    Ok(())
+}
+
+/// The work-group size dispatched, work-items: `workgroup_size`, or `elements` when the grid
+/// is smaller than one work-group. A dispatch packet's `grid_size_x` "must not be smaller
+/// than `workgroup_size_x`" (`hsa.h`, `hsa_kernel_dispatch_packet_t`; the packet builder and
+/// the packet processor refuse it), so such a grid is one work-group of all its work-items,
+/// as OpenCL runtimes clamp a local size larger than the global one. 0 stays 0 (refused by
+/// [`validate_config`]).
+pub fn dispatch_workgroup_size(config: &DemoConfig) -> u16 {
+    match u16::try_from(config.elements) {
+        Ok(e) if e < config.workgroup_size => e,
+        _ => config.workgroup_size,
+    }
+}
+
+/// The checks of [`validate_config`] that do not depend on the kernel.
+fn validate_options(config: &DemoConfig) -> Result<(), Error> {
     if config.elements == 0 {
         bail!(
             Status::InvalidArgument,
@@ -223,25 +285,6 @@ pub fn validate_config(config: &DemoConfig) -> Result<(), Error> {
             "--chain {} is above the limit of {MAX_CHAIN} dispatches (one completion signal \
              each; amdkfd allows 4096 signal events per process)",
             config.chain
-        );
-    }
-    if config.elements < u32::from(config.workgroup_size) {
-        bail!(
-            Status::InvalidArgument,
-            "--elements {} is smaller than --workgroup-size {}",
-            config.elements,
-            config.workgroup_size
-        );
-    }
-    if config.kernel == DemoKernel::LocalReverse
-        && config.elements % u32::from(config.workgroup_size) != 0
-    {
-        bail!(
-            Status::InvalidArgument,
-            "local_reverse needs full work-groups: --elements {} is not a multiple of \
-             --workgroup-size {}",
-            config.elements,
-            config.workgroup_size
         );
     }
     Ok(())
@@ -295,7 +338,14 @@ pub fn check_workgroup_size(
     Ok(())
 }
 
-/// Checks that the three buffers (`elements` × 4 bytes each) and the chain's kernarg
+/// Elements per buffer: `elements` rounded up to a whole number of work-groups, so that a
+/// work-item running past the grid would write inside the buffer, where the verification
+/// sees it, instead of past its end.
+pub fn padded_elements(config: &DemoConfig) -> u64 {
+    u64::from(config.elements).next_multiple_of(u64::from(dispatch_workgroup_size(config).max(1)))
+}
+
+/// Checks that the three buffers ([`padded_elements`] × 4 bytes each) and the chain's kernarg
 /// segments fit the pools, before any is allocated: each buffer against the fine-grained
 /// pool's `alloc_max_size_bytes`, the buffers (plus the kernargs when both come from one pool)
 /// against its `size_bytes`, the kernargs against the kernarg pool's.
@@ -309,7 +359,7 @@ pub fn check_memory(
     fine: &hsa_core::memory::PoolInfo,
     kernarg: &hsa_core::memory::PoolInfo,
 ) -> Result<(), Error> {
-    let buffer = u64::from(config.elements) * 4;
+    let buffer = padded_elements(config) * 4;
     // Allocations are rounded to the pool's granule; kernarg segments to 4 KiB pages at most.
     let kernargs = u64::from(config.chain) * u64::from(kernarg_bytes).next_multiple_of(4096);
     let same_pool = fine.owner == kernarg.owner && fine.size_bytes == kernarg.size_bytes;
@@ -393,7 +443,8 @@ fn kernarg_segment(
         .ok_or_else(|| too_small(explicit_bytes.len()))?
         .copy_from_slice(&explicit_bytes);
     for arg in args.iter().filter(|a| a.is_hidden()) {
-        let value = hidden_argument(arg.value_kind, config.elements, config.workgroup_size)
+        let wg = dispatch_workgroup_size(config);
+        let value = hidden_argument(arg.value_kind, config.elements, wg)
             .unwrap_or(0)
             .to_le_bytes();
         let start = arg.offset as usize;
@@ -457,7 +508,8 @@ impl IntBuffer {
 
 /// Runs the flow on `platform` (registering the host implementations of the test kernels
 /// when it is the emulated device, the fallback of its interpreter) and verifies every
-/// element.
+/// element, and that the elements past the grid (the padding of each buffer to whole
+/// work-groups, [`padded_elements`]) still hold [`PAST_GRID_VALUES`].
 ///
 /// The options are checked before anything is allocated ([`validate_config`]), then the
 /// work-group size against the kernel's metadata and the agent ([`check_workgroup_size`]) and
@@ -469,8 +521,9 @@ impl IntBuffer {
 /// `InvalidFile` / `InvalidCodeObject` naming the code-object file;
 /// whatever step fails, with its status: no GPU (`InvalidAgent`), no matching code object
 /// (`InvalidIsa`), a queue error reported through the queue's callback, a timeout
-/// (`Status::Error` after 60 s), or a mismatch (`Status::Error` naming the first wrong
-/// element, its value and the expected one).
+/// (`Status::Error` after 60 s), a mismatch (`Status::Error` naming the first wrong
+/// element, its value and the expected one), or an element past the grid changed
+/// (`Status::Error` naming the buffer, the element and its value).
 pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, Error> {
     run_with_faults(platform, config, &DemoFaults::default())
 }
@@ -539,13 +592,10 @@ pub fn run_with_faults(
         Some(p) => p.clone(),
         None => find_code_object(&default_code_object_dir(), &target)?,
     };
-    // The file name, not the whole path: messages are at most DETAIL_CAPACITY bytes, and the
-    // ISA names after it must fit.
-    let file_name = path.file_name().map_or_else(
-        || path.display().to_string(),
-        |n| n.to_string_lossy().into_owned(),
-    );
-    let in_file = |e: Error| e.context(&file_name);
+    // The whole path: a message longer than DETAIL_CAPACITY keeps its start and its end (the
+    // cause), eliding the middle of a long path.
+    let shown = path.display().to_string();
+    let in_file = |e: Error| e.context(&shown);
     let bytes = crate::report::code_object::read_code_object_file(&path)?;
     let aligned = hsa_core::loader::code_object::AlignedBytes::new(&bytes);
     let co = CodeObject::parse(aligned.as_bytes()).map_err(in_file)?;
@@ -592,15 +642,20 @@ pub fn run_with_faults(
         })?;
 
     let n = config.elements as usize;
-    let buffer = |fill: &dyn Fn(usize) -> i32| -> Result<IntBuffer, Error> {
-        let allocation = rt.allocate(fine_pool, u64::from(config.elements) * 4)?;
-        let b = IntBuffer { allocation, len: n };
-        b.fill(fill);
+    let padded = padded_elements(config) as usize;
+    let buffer = |past_grid: i32, fill: &dyn Fn(usize) -> i32| -> Result<IntBuffer, Error> {
+        let allocation = rt.allocate(fine_pool, padded as u64 * 4)?;
+        let b = IntBuffer {
+            allocation,
+            len: padded,
+        };
+        b.fill(|i| if i < n { fill(i) } else { past_grid });
         Ok(b)
     };
-    let a = buffer(&|i| (i as i32).wrapping_mul(7).wrapping_sub(3))?;
-    let b = buffer(&|i| (i as i32) ^ 0x5a5a)?;
-    let c = buffer(&|_| 0)?;
+    let [past_a, past_b, past_c] = PAST_GRID_VALUES;
+    let a = buffer(past_a, &|i| (i as i32).wrapping_mul(7).wrapping_sub(3))?;
+    let b = buffer(past_b, &|i| (i as i32) ^ 0x5a5a)?;
+    let c = buffer(past_c, &|_| 0)?;
 
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let mut completions = Vec::new();
@@ -625,8 +680,8 @@ pub fn run_with_faults(
         write_bytes(&ka, &segment)?;
         kernargs.push(ka);
     }
-    let expected_a: Vec<i32> = a.as_slice().to_vec();
-    let expected_b: Vec<i32> = b.as_slice().to_vec();
+    let expected_a: Vec<i32> = a.as_slice()[..n].to_vec();
+    let expected_b: Vec<i32> = b.as_slice()[..n].to_vec();
 
     for k in 0..config.chain as usize {
         let mut reservation = queue.reserve(if k == 0 { 1 } else { 2 })?;
@@ -647,11 +702,11 @@ pub fn run_with_faults(
             workgroup_size: [
                 faults
                     .packet_workgroup_size
-                    .unwrap_or(config.workgroup_size),
+                    .unwrap_or(dispatch_workgroup_size(config)),
                 1,
                 1,
             ],
-            grid_size: [config.elements, 1, 1],
+            grid_size: [faults.packet_grid_size.unwrap_or(config.elements), 1, 1],
             private_segment_size_bytes: kernel.private_segment_size,
             group_segment_size_bytes: kernel.group_segment_size,
             kernel_object: kernel.kernel_object,
@@ -695,14 +750,14 @@ pub fn run_with_faults(
     } else {
         &a
     };
-    let wg = usize::from(config.workgroup_size);
+    let wg = usize::from(dispatch_workgroup_size(config));
     let reversals = if config.kernel == DemoKernel::LocalReverse {
         config.chain % 2
     } else {
         0
     };
     let mut verified = 0u64;
-    for (i, got) in result.as_slice().iter().enumerate() {
+    for (i, got) in result.as_slice()[..n].iter().enumerate() {
         let want = match config.kernel {
             DemoKernel::VectorAdd => expected_a
                 .get(i)
@@ -711,7 +766,8 @@ pub fn run_with_faults(
             DemoKernel::VectorCopy => expected_a.get(i).copied(),
             DemoKernel::LocalReverse if reversals == 1 => {
                 let base = i / wg * wg;
-                // Full work-groups are checked up front; a partial last one has no mirror.
+                // validate_config refuses a partial work-group for local_reverse: every
+                // element has its mirror in its group.
                 (base + wg)
                     .checked_sub(1 + (i - base))
                     .and_then(|j| expected_a.get(j).copied())
@@ -735,6 +791,20 @@ pub fn run_with_faults(
             );
         }
         verified += 1;
+    }
+    let mut past_grid_verified = 0u64;
+    for (name, buf, want) in [("a", &a, past_a), ("b", &b, past_b), ("c", &c, past_c)] {
+        for (i, got) in buf.as_slice().iter().enumerate().skip(n) {
+            if *got != want {
+                bail!(
+                    Status::Error,
+                    "{}: element {i} of buffer {name}, past the grid of {n} work-items, is \
+                     {got}, expected it untouched ({want}): a work-item beyond the grid ran",
+                    config.kernel.name()
+                );
+            }
+            past_grid_verified += 1;
+        }
     }
 
     for ka in &kernargs {
@@ -772,7 +842,9 @@ pub fn run_with_faults(
         device,
         code_object: path,
         dispatches: config.chain,
+        workgroup_size: dispatch_workgroup_size(config),
         elements_verified: verified,
+        elements_past_grid_verified: past_grid_verified,
         executor,
         execution,
     })

@@ -29,7 +29,8 @@ pub use cwsr::{
     QueueBufferSizes,
 };
 pub use select::{
-    choose_device, open_with, xnack_request, DeviceChoice, DEVICE_ENV, SYSFS_ENV, XNACK_ENV,
+    choose_device, device_request, open_with, xnack_request, DeviceChoice, DeviceRequest,
+    DEVICE_ENV, SYSFS_ENV, XNACK_ENV,
 };
 
 use std::collections::{HashMap, HashSet};
@@ -146,7 +147,11 @@ fn va_error(what: &str, e: Errno) -> Error {
     } else {
         Status::Error
     };
-    error!(status, "{what}: {e} (errno {})", e.raw_os_error())
+    error!(
+        status,
+        "{what}: {}",
+        crate::kfd::errno_text(e.raw_os_error())
+    )
 }
 
 /// `timeout_ns` as WAIT_EVENTS wants it: milliseconds rounded up; `u64::MAX` (and anything
@@ -754,5 +759,28 @@ impl Drop for LinuxPlatform {
             let _ = self.process.va.release(va);
         }
         process::release(&self.driver);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A failed mapping names the errno once: its description and number, not also the
+    /// `(os error N)` of rustix's Display.
+    #[test]
+    fn va_errors_name_the_errno_once() {
+        let e = va_error("mapping host memory", Errno::NOMEM);
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert_eq!(
+            e.detail(),
+            "mapping host memory: Cannot allocate memory (errno 12)"
+        );
+        let e = va_error("reserving the GPU address range", Errno::INVAL);
+        assert_eq!(e.status(), Status::Error);
+        assert_eq!(
+            e.detail(),
+            "reserving the GPU address range: Invalid argument (errno 22)"
+        );
     }
 }

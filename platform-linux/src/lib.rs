@@ -13,11 +13,14 @@
 //! - [`device::LinuxPlatform`]: `hsa_core::platform::Platform` over a driver and a topology;
 //!   [`device::open_with`] picks `/dev/kfd` or the emulated device from the environment
 //!   (`HSA_RT_DEVICE`, `HSA_RT_SYSFS`).
+//! - [`env`](mod@env): the environment variables the runtime reads, and how each kind of value
+//!   (switch, choice, path) is parsed.
 #![deny(unsafe_code)]
 
 pub mod demo;
 pub mod device;
 pub mod emulated;
+pub mod env;
 pub mod isa;
 pub mod kfd;
 pub mod report;

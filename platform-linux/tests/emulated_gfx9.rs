@@ -133,7 +133,11 @@ fn host_implementations_run_in_host_mode_and_for_other_isas() {
     assert_eq!(ExecutionMode::parse("").unwrap(), ExecutionMode::Interpret);
     let e = ExecutionMode::parse("gpu").unwrap_err();
     assert_eq!(e.status(), Status::InvalidArgument);
-    assert!(e.detail().contains("\"gpu\""), "{}", e.detail());
+    assert!(
+        e.detail().contains("HSA_RT_EMULATION value 'gpu'"),
+        "{}",
+        e.detail()
+    );
 }
 
 #[test]
@@ -171,6 +175,49 @@ fn wrong_kernarg_offset_and_wrong_packet_workgroup_size_fail_verification() {
         &DemoFaults::default(),
     )
     .unwrap();
+}
+
+/// The demo's check of the elements past the grid catches work-items that run beyond it: a
+/// packet whose grid covers the padding (`packet_grid_size`) makes vector_copy write there,
+/// and the run fails naming the first such element; on both executors (the interpreter and
+/// the host implementations), which run a partial last work-group correctly otherwise.
+#[test]
+fn work_items_past_the_grid_are_caught_and_partial_groups_run_on_both_executors() {
+    for mode in [ExecutionMode::Interpret, ExecutionMode::HostOnly] {
+        let d = device(90010, mode);
+        let mut c = config(DemoKernel::VectorCopy, 64);
+        c.elements = 1000;
+        let o = run(&d, &c, &DemoFaults::default()).unwrap();
+        assert_eq!(o.elements_verified, 1000, "{mode:?}");
+        assert_eq!(o.elements_past_grid_verified, 3 * 24, "{mode:?}");
+        let vector_add = DemoConfig {
+            kernel: DemoKernel::VectorAdd,
+            elements: 10,
+            ..c.clone()
+        };
+        let o = run(&d, &vector_add, &DemoFaults::default()).unwrap();
+        assert_eq!(
+            (o.elements_verified, o.workgroup_size),
+            (10, 10),
+            "{mode:?}"
+        );
+        let wide = DemoFaults {
+            packet_grid_size: Some(1024),
+            ..DemoFaults::default()
+        };
+        let e = run(&d, &c, &wide).unwrap_err();
+        assert_eq!(e.status(), Status::Error, "{mode:?} {e}");
+        assert_eq!(
+            e.detail(),
+            format!(
+                "vector_copy: element 1000 of buffer c, past the grid of 1000 work-items, is \
+                 {}, expected it untouched ({}): a work-item beyond the grid ran",
+                demo::PAST_GRID_VALUES[0],
+                demo::PAST_GRID_VALUES[2]
+            ),
+            "{mode:?}"
+        );
+    }
 }
 
 #[test]

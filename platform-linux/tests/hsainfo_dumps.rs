@@ -13,8 +13,7 @@ use hsa_linux::topology::Topology;
 use hsa_linux::LinuxPlatform;
 
 fn shared() -> Option<PathBuf> {
-    let dir = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
+    let dir = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
     if dir.join("testdata").is_dir() {
         Some(dir.join("testdata"))

@@ -3,7 +3,7 @@
 //! dispatch packet, doorbell, completion signal), on the built-in profile and on a captured
 //! MI210 topology.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use hsa_core::Status;
 use hsa_linux::demo::{self, DemoConfig, DemoKernel};
@@ -16,8 +16,7 @@ fn builtin() -> LinuxPlatform {
 }
 
 fn mi210() -> Option<LinuxPlatform> {
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
+    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
     let root = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
     if !root.is_dir() {
@@ -125,6 +124,10 @@ fn expect_err(c: &DemoConfig, status: Status, fragments: &[&str]) {
     }
 }
 
+/// local_reverse reads `tile[lsz - 1 - lid]` with `lsz` the packet's work-group size: a
+/// partial last group would read LDS it never wrote, so a grid that is not a whole number
+/// of work-groups (also one smaller than a work-group) is refused, naming the kernel, the
+/// options and why.
 #[test]
 fn local_reverse_needs_full_workgroups() {
     let c = DemoConfig {
@@ -136,27 +139,81 @@ fn local_reverse_needs_full_workgroups() {
     expect_err(
         &c,
         Status::InvalidArgument,
-        &["--elements 1000", "--workgroup-size 64", "multiple"],
+        &[
+            "local_reverse needs full work-groups: --elements 1000 is not a multiple of \
+             --workgroup-size 64",
+            "last work-group of 40 work-items",
+            "tile[40..64]",
+        ],
     );
-    // vector_copy has no such constraint: 1000 = 15 full groups of 64 and one of 40.
     let c = DemoConfig {
-        kernel: DemoKernel::VectorCopy,
+        elements: 1000,
+        workgroup_size: 256,
         ..c
     };
-    assert_eq!(demo::run(builtin(), &c).unwrap().elements_verified, 1000);
+    expect_err(
+        &c,
+        Status::InvalidArgument,
+        &[
+            "local_reverse needs full work-groups: --elements 1000",
+            "last work-group of 232 work-items",
+            "tile[232..256]",
+        ],
+    );
+    // A grid smaller than one work-group is one work-group of all its work-items (hsa.h: a
+    // grid is not smaller than its work-group): reversed whole.
+    let c = DemoConfig {
+        elements: 10,
+        workgroup_size: 256,
+        ..c
+    };
+    let o = demo::run(builtin(), &c).unwrap();
+    assert_eq!((o.elements_verified, o.workgroup_size), (10, 10));
+}
+
+/// HSA allows a grid that is not a whole number of work-groups (the last one is partial);
+/// one smaller than `--workgroup-size` runs as one work-group of all its work-items (hsa.h
+/// forbids a grid smaller than its work-group). vector_copy and vector_add run so through the
+/// GFX9 interpreter (the default), every element verifies, and the buffers' elements past
+/// the grid (each buffer is padded to whole work-groups) keep the values they had: no
+/// work-item beyond the grid ran.
+#[test]
+fn partial_workgroups_verify_and_leave_past_the_grid_untouched() {
+    for kernel in [DemoKernel::VectorCopy, DemoKernel::VectorAdd] {
+        for (elements, workgroup_size, chain, dispatched, past) in [
+            (10, 256, 1, 10, 0),
+            (1000, 64, 1, 64, 24),
+            (1000, 64, 3, 64, 24),
+            (200, 256, 2, 200, 0),
+            (70000, 256, 1, 256, 144),
+            (1, 1, 1, 1, 0),
+        ] {
+            let c = DemoConfig {
+                kernel,
+                elements,
+                workgroup_size,
+                chain,
+                code_object: None,
+            };
+            let o = demo::run(builtin(), &c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
+            assert_eq!(o.executor, "gfx9 interpreter", "{c:?}");
+            assert_eq!(o.elements_verified, u64::from(elements), "{c:?}");
+            assert_eq!(o.workgroup_size, dispatched, "{c:?}");
+            // Three buffers, each padded to whole work-groups.
+            assert_eq!(o.elements_past_grid_verified, 3 * past, "{c:?}");
+            let s = o.execution.unwrap();
+            assert_eq!(
+                s.workgroups,
+                u64::from(chain * elements.div_ceil(u32::from(dispatched))),
+                "{c:?}"
+            );
+        }
+    }
 }
 
 #[test]
 fn options_are_validated_naming_the_option() {
     let base = DemoConfig::default();
-    expect_err(
-        &DemoConfig {
-            elements: 10,
-            ..base.clone()
-        },
-        Status::InvalidArgument,
-        &["--elements 10 is smaller than --workgroup-size 256"],
-    );
     expect_err(
         &DemoConfig {
             elements: 0,
@@ -210,8 +267,8 @@ fn code_object_errors_name_the_file() {
     c.code_object = Some("/dev/zero".into());
     expect_err(
         &c,
-        Status::InvalidCodeObject,
-        &["/dev/zero: not an ELF file"],
+        Status::InvalidFile,
+        &["/dev/zero: not a regular file but a character device"],
     );
     // A parse error past the magic names the file too.
     let bad = std::env::temp_dir().join(format!("hsa-rt-trunc-{}.hsaco", std::process::id()));
@@ -222,6 +279,119 @@ fn code_object_errors_name_the_file() {
     std::fs::remove_file(&bad).unwrap();
     assert_eq!(e.status(), Status::InvalidCodeObject, "{e}");
     assert!(e.detail().contains("hsa-rt-trunc-"), "{e}");
+}
+
+/// `hsainfo --code-object` (the binary) and the demo's `--code-object` on a FIFO and on a
+/// sparse 3 GiB file that starts with the ELF magic: both refused at once, naming the file
+/// and the reason, instead of blocking until a writer comes or reading 256 MiB first.
+#[test]
+fn code_object_fifo_and_huge_files_are_refused_at_once() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("hsa-rt-co-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.hsaco");
+    let status = Command::new("mkfifo").arg(&fifo).status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("skipped: mkfifo is not available ({status:?})");
+        return;
+    }
+    let big = dir.join("big.hsaco");
+    let f = std::fs::File::create(&big).unwrap();
+    std::io::Write::write_all(&mut &f, b"\x7fELF").unwrap();
+    f.set_len(3 << 30).unwrap();
+    drop(f);
+    let fifo_reason = "fifo.hsaco: not a regular file but a FIFO";
+    let big_reason = "big.hsaco: 3221225472 bytes, larger than 268435456 bytes (256 MiB)";
+    let mut failures = Vec::new();
+    for (file, reason) in [(&fifo, fifo_reason), (&big, big_reason)] {
+        // hsainfo, with a deadline: a blocked child is killed and the test fails.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_hsainfo"))
+            .arg("--code-object")
+            .arg(file)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if child.try_wait().unwrap().is_none() {
+            child.kill().unwrap();
+            failures.push(format!(
+                "hsainfo --code-object {} did not return",
+                file.display()
+            ));
+        }
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.status.code() != Some(1) || !stderr.contains(reason) {
+            failures.push(format!("hsainfo: {:?} {stderr}", out.status));
+        }
+        // The demo, on a thread with a deadline; a blocked open is released by a writer.
+        let mut c = config(DemoKernel::VectorCopy, 1);
+        c.code_object = Some(file.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        let run = std::thread::spawn(move || {
+            let _ = tx.send(demo::run(builtin(), &c));
+        });
+        match rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Err(e)) if e.status() == Status::InvalidFile && e.detail().contains(reason) => {}
+            Ok(r) => failures.push(format!("demo: {r:?}")),
+            Err(_) => {
+                let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+                failures.push(format!(
+                    "demo --code-object {} did not return",
+                    file.display()
+                ));
+            }
+        }
+        run.join().unwrap();
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A `--code-object` path of about 400 bytes (longer than an error message's 256) that does
+/// not exist, or is not an ELF file: the message keeps the start of the path, the file's name
+/// and the reason, with the middle of the path elided (`…`).
+#[test]
+fn a_long_code_object_path_keeps_the_reason() {
+    let root = std::env::temp_dir().join(format!("hsa-rt-long-{}", std::process::id()));
+    let mut dir = root.clone();
+    for i in 0..4 {
+        dir = dir.join(format!("{i}{}", "d".repeat(90)));
+    }
+    std::fs::create_dir_all(&dir).unwrap();
+    let missing = dir.join("missing.hsaco");
+    let not_elf = dir.join("text.hsaco");
+    std::fs::write(&not_elf, "#!/bin/sh\n").unwrap();
+    assert!(missing.as_os_str().len() > 380, "{}", missing.display());
+    let mut c = config(DemoKernel::VectorCopy, 1);
+    c.code_object = Some(missing.clone());
+    let e = demo::run(builtin(), &c).unwrap_err();
+    c.code_object = Some(not_elf.clone());
+    let e2 = demo::run(builtin(), &c).unwrap_err();
+    std::fs::remove_dir_all(&root).unwrap();
+    assert_eq!(e.status(), Status::InvalidFile, "{e}");
+    let d = e.detail();
+    assert!(d.starts_with(&*root.to_string_lossy()), "{d}");
+    assert!(d.contains('…'), "{d}");
+    assert!(
+        d.ends_with("/missing.hsaco: No such file or directory (os error 2)"),
+        "{d}"
+    );
+    assert_eq!(e2.status(), Status::InvalidCodeObject, "{e2}");
+    let d = e2.detail();
+    assert!(d.starts_with(&*root.to_string_lossy()), "{d}");
+    assert!(
+        d.ends_with(
+            "/text.hsaco: not an ELF file (starts with [23, 21, 2f, 62], expected [7f, 45, \
+             4c, 46])"
+        ),
+        "{d}"
+    );
 }
 
 #[test]

@@ -15,8 +15,7 @@ use hsa_linux::topology::{
 /// `$HSA_RT_SHARED/testdata/kfd-topology/<case>/topology`, else `<workspace>/../shared/...`;
 /// `None` (and a printed note) when absent.
 fn dump(case: &str) -> Option<PathBuf> {
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
+    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
     let root = shared
         .join("testdata/kfd-topology")

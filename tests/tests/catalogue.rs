@@ -62,6 +62,22 @@ fn reserve_on_closed_full_queue() -> Outcome {
     q.reserve(1).map(|_| ())
 }
 
+/// `reserve` on a full queue whose packet processor stopped it (a malformed packet: the
+/// processor stores the status into the queue's inactive signal, as the CP does): the wait
+/// for room ends with that status.
+fn reserve_on_stopped_queue() -> Outcome {
+    let mut p = FakePlatform::new();
+    p.set_process_queues(false);
+    let q = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17))?;
+    q.add_write_index(64, hsa_core::signal::MemoryOrder::Relaxed);
+    let code = i64::from(Status::InvalidPacketFormat.raw());
+    q.inactive_signal()
+        .store(code, hsa_core::signal::StoreOrder::Release);
+    let r = q.reserve(1).map(|_| ());
+    q.destroy()?;
+    r
+}
+
 // ---- packets ------------------------------------------------------------------------------
 
 /// A valid 1-D kernel dispatch packet's bytes (header: type 2, system scopes), then `edit`.
@@ -171,6 +187,7 @@ fn catalogue() -> Vec<Row> {
         row("agent min not a power of two", Status::InvalidArgument, "min_size_packets 65 is not a power of two", || queue(128, 65, 1 << 17)),
         row("agent min above max", Status::InvalidArgument, "exceeds max_size_packets", || queue(128, 1 << 18, 1 << 17)),
         row("reserve on a full, closed queue", Status::InvalidQueue, "was destroyed", reserve_on_closed_full_queue),
+        row("reserve on a queue its processor stopped", Status::InvalidPacketFormat, "was stopped by its packet processor", reserve_on_stopped_queue),
         // Packets (checked view, what the packet processor runs).
         row("the valid dispatch itself is accepted (control)", Status::Error, "control row", || {
             parse(dispatch_bytes(|_| {}))?;
@@ -309,6 +326,18 @@ fn catalogue() -> Vec<Row> {
     ]
 }
 
+/// How often `text` names the status `c_name` (`HSA_STATUS_ERROR` is not counted inside
+/// `HSA_STATUS_ERROR_INVALID_ARGUMENT`).
+fn names_of(text: &str, c_name: &str) -> usize {
+    text.match_indices(c_name)
+        .filter(|(i, _)| {
+            !text[i + c_name.len()..].starts_with(|c: char| c == '_' || c.is_ascii_alphanumeric())
+        })
+        .count()
+}
+
+/// Every row's error, as displayed (message, then status name), names its status once: a
+/// message does not repeat the status the error already carries.
 #[test]
 fn every_bad_input_gives_its_status_and_message() {
     let mut failures = Vec::new();
@@ -321,6 +350,15 @@ fn every_bad_input_gives_its_status_and_message() {
             Ok(Ok(())) if r.status == Status::Success => {}
             Ok(Ok(())) => failures.push(format!("{}: accepted", r.what)),
             Ok(Err(e)) => {
+                let shown = e.to_string();
+                if names_of(&shown, e.status().c_name()) != 1
+                    || (shown.contains("(os error") && shown.contains("(errno"))
+                {
+                    failures.push(format!(
+                        "{}: \"{shown}\" does not name its status (or errno) once",
+                        r.what
+                    ));
+                }
                 if e.status() != r.status || !e.detail().contains(r.fragment) {
                     failures.push(format!(
                         "{}: got {:?} \"{}\", want {:?} containing \"{}\"",

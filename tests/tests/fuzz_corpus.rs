@@ -66,8 +66,7 @@ fn every_target_has_a_fuzz_binary() {
 fn topology_seeds_encode_the_captured_dumps() {
     use hsa_linux::topology::Topology;
     use hsa_tests::fuzz_targets::{topology_seed, topology_tree};
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
+    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
     let dir = fuzz_dir().join("seeds/topology");
     let mut n = 0;
@@ -84,7 +83,8 @@ fn topology_seeds_encode_the_captured_dumps() {
             .join("topology");
         if dump.is_dir() {
             let fresh = topology_seed(&dump);
-            if std::env::var_os("HSA_RT_WRITE_SEEDS").is_some() {
+            // A switch (hsa_linux::env): `HSA_RT_WRITE_SEEDS=0` or empty does not write.
+            if hsa_linux::env::switch("HSA_RT_WRITE_SEEDS").unwrap() {
                 std::fs::write(&seed_path, &fresh).unwrap();
             }
             let seed = std::fs::read(&seed_path).unwrap();

@@ -347,8 +347,7 @@ fn a_failed_queue_ends_completion_waits_with_its_status() {
         assert_eq!(
             e.detail(),
             format!(
-                "queue {} was stopped by its packet processor: \
-                 HSA_STATUS_ERROR_INVALID_PACKET_FORMAT",
+                "queue {} was stopped by its packet processor: malformed AQL packet",
                 q.id()
             )
         );

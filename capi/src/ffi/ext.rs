@@ -75,7 +75,8 @@ impl CKernel {
         let raw = unsafe { (self.func)(&d, self.user as *mut c_void) };
         match Status::from_raw(raw) {
             Ok(Status::Success) => Ok(()),
-            Ok(s) => bail!(s, "host kernel returned {}", s.c_name()),
+            // The error carries the status; its Display names it.
+            Ok(s) => bail!(s, "host kernel returned an error: {s}"),
             Err(_) => bail!(Status::Error, "host kernel returned {raw:#x}"),
         }
     }

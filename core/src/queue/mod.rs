@@ -407,10 +407,11 @@ mod aql {
                 QueueState::Destroyed => {
                     crate::error!(Status::InvalidQueue, "queue {id} was destroyed")
                 }
+                // The error carries the status (its Display names it): the message says it
+                // in words.
                 QueueState::Stopped(status) => crate::error!(
                     status,
-                    "queue {id} was stopped by its packet processor: {}",
-                    status.c_name()
+                    "queue {id} was stopped by its packet processor: {status}"
                 ),
             })
         }
@@ -976,10 +977,17 @@ mod aql {
             assert_eq!(
                 e.detail(),
                 std::format!(
-                    "queue {} was stopped by its packet processor: \
-                     HSA_STATUS_ERROR_INVALID_PACKET_FORMAT",
+                    "queue {} was stopped by its packet processor: malformed AQL packet",
                     q.id()
                 )
+            );
+            // The status is named once, by Display.
+            assert_eq!(
+                std::format!("{e}")
+                    .matches("HSA_STATUS_ERROR_INVALID_PACKET_FORMAT")
+                    .count(),
+                1,
+                "{e}"
             );
             // A raw value that is no hsa_status_t still reads as stopped.
             q.inactive_signal().store(7, StoreOrder::Release);

@@ -3,8 +3,9 @@
 //! `HSA_RT_DEVICE=kfd|emulated` forces one; otherwise `/dev/kfd` when it exists, else the
 //! emulated device, announced once on stderr. `HSA_RT_SYSFS=DIR` gives the emulated device a
 //! captured KFD topology instead of its built-in profile. `HSA_XNACK=0|1` sets the process's
-//! XNACK mode on either.
+//! XNACK mode on either. Values are read as [`crate::env`] says (empty means unset).
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -16,30 +17,43 @@ use crate::kfd::driver::KfdDriver;
 use crate::kfd::ioctl::{DevKfd, KFD_PATH};
 use crate::topology::Topology;
 
-/// Environment variable forcing the device: `kfd` or `emulated`.
-pub const DEVICE_ENV: &str = "HSA_RT_DEVICE";
-/// Environment variable naming a captured topology root for the emulated device.
-pub const SYSFS_ENV: &str = "HSA_RT_SYSFS";
-/// Environment variable asking for the process's XNACK mode, as ROCR reads it: `1` on, `0`
-/// off; unset leaves the kernel's default.
-pub const XNACK_ENV: &str = "HSA_XNACK";
+pub use crate::env::{DEVICE_ENV, SYSFS_ENV, XNACK_ENV};
 
-/// The XNACK mode a value of `HSA_XNACK` asks for: `Some(true)` for `1`, `Some(false)` for
-/// `0`, `None` when unset.
+/// The XNACK mode a value of `HSA_XNACK` (a choice, [`crate::env::parse_choice`]) asks for:
+/// `Some(true)` for `1`, `Some(false)` for `0`, `None` (the kernel's mode) when unset or
+/// empty.
 ///
 /// # Errors
-/// [`Status::InvalidArgument`] `"HSA_XNACK value 'x': expected '0' or '1'"` for any other
-/// value.
-pub fn xnack_request(value: Option<&str>) -> Result<Option<bool>, Error> {
-    match value.map(str::trim) {
-        None => Ok(None),
-        Some("1") => Ok(Some(true)),
-        Some("0") => Ok(Some(false)),
-        Some(other) => bail!(
-            Status::InvalidArgument,
-            "{XNACK_ENV} value '{other}': expected '0' or '1'"
-        ),
-    }
+/// [`Status::InvalidArgument`] `"HSA_XNACK value 'x': expected '0' or '1' (empty or unset:
+/// the default)"` for any other value.
+pub fn xnack_request(value: Option<&OsStr>) -> Result<Option<bool>, Error> {
+    crate::env::parse_choice(XNACK_ENV, value, &[("0", false), ("1", true)])
+}
+
+/// The device `HSA_RT_DEVICE` forces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeviceRequest {
+    /// `kfd`: amdkfd through `/dev/kfd`.
+    Kfd,
+    /// `emulated`: the emulated device.
+    Emulated,
+}
+
+/// The device a value of `HSA_RT_DEVICE` (a choice, [`crate::env::parse_choice`]) forces:
+/// `None` when unset or empty.
+///
+/// # Errors
+/// [`Status::InvalidArgument`] `"HSA_RT_DEVICE value 'x': expected 'kfd' or 'emulated'
+/// (empty or unset: the default)"` for any other value.
+pub fn device_request(value: Option<&OsStr>) -> Result<Option<DeviceRequest>, Error> {
+    crate::env::parse_choice(
+        DEVICE_ENV,
+        value,
+        &[
+            ("kfd", DeviceRequest::Kfd),
+            ("emulated", DeviceRequest::Emulated),
+        ],
+    )
 }
 
 /// The device [`choose_device`] picked.
@@ -55,23 +69,22 @@ pub enum DeviceChoice {
     },
 }
 
-/// Picks the device from the value of `HSA_RT_DEVICE` (`forced`) and whether `/dev/kfd`
-/// exists.
+/// Picks the device from what `HSA_RT_DEVICE` forces ([`device_request`]) and whether
+/// `/dev/kfd` exists.
 ///
 /// # Errors
-/// - [`Status::InvalidArgument`] for a `forced` value other than `kfd` or `emulated`
-///   (`"HSA_RT_DEVICE value 'x': expected 'kfd' or 'emulated'"`).
-/// - [`Status::Error`] `"no AMD GPU driver: /dev/kfd missing"` when `kfd` is forced and
-///   `/dev/kfd` does not exist.
-pub fn choose_device(forced: Option<&str>, kfd_present: bool) -> Result<DeviceChoice, Error> {
+/// [`Status::Error`] `"no AMD GPU driver: /dev/kfd missing"` when `kfd` is forced and
+/// `/dev/kfd` does not exist.
+pub fn choose_device(
+    forced: Option<DeviceRequest>,
+    kfd_present: bool,
+) -> Result<DeviceChoice, Error> {
     match forced {
-        Some("kfd") if kfd_present => Ok(DeviceChoice::Kfd),
-        Some("kfd") => bail!(Status::Error, "no AMD GPU driver: {KFD_PATH} missing"),
-        Some("emulated") => Ok(DeviceChoice::Emulated { announce: false }),
-        Some(other) => bail!(
-            Status::InvalidArgument,
-            "{DEVICE_ENV} value '{other}': expected 'kfd' or 'emulated'"
-        ),
+        Some(DeviceRequest::Kfd) if kfd_present => Ok(DeviceChoice::Kfd),
+        Some(DeviceRequest::Kfd) => {
+            bail!(Status::Error, "no AMD GPU driver: {KFD_PATH} missing")
+        }
+        Some(DeviceRequest::Emulated) => Ok(DeviceChoice::Emulated { announce: false }),
         None if kfd_present => Ok(DeviceChoice::Kfd),
         None => Ok(DeviceChoice::Emulated { announce: true }),
     }
@@ -97,24 +110,25 @@ static ANNOUNCED: AtomicBool = AtomicBool::new(false);
 /// `open_with(emulated::builtin_topology, |t| Ok(emulated::EmulatedKfd::new(t)? as _))`.
 ///
 /// # Errors
-/// As [`choose_device`] and [`xnack_request`]; the errors of [`Topology::read`] (sysfs or
-/// `HSA_RT_SYSFS`), [`DevKfd::open`], `make_emulated` and [`LinuxPlatform::with_xnack`].
+/// As [`device_request`], [`choose_device`] and [`xnack_request`]; the errors of
+/// [`Topology::read`] (sysfs or `HSA_RT_SYSFS`), [`DevKfd::open`], `make_emulated` and
+/// [`LinuxPlatform::with_xnack`].
 pub fn open_with(
     builtin_topology: impl FnOnce() -> Topology,
     make_emulated: impl FnOnce(Topology) -> Result<Arc<dyn KfdDriver>, Error>,
 ) -> Result<LinuxPlatform, Error> {
-    let forced = std::env::var(DEVICE_ENV).ok();
-    let xnack = xnack_request(std::env::var(XNACK_ENV).ok().as_deref())?;
+    let forced = device_request(std::env::var_os(DEVICE_ENV).as_deref())?;
+    let xnack = xnack_request(std::env::var_os(XNACK_ENV).as_deref())?;
     let kfd_present = Path::new(KFD_PATH).exists();
-    match choose_device(forced.as_deref(), kfd_present)? {
+    match choose_device(forced, kfd_present)? {
         DeviceChoice::Kfd => {
             let topology = Topology::read_default()?;
             let driver: Arc<dyn KfdDriver> = Arc::new(DevKfd::open(&topology)?);
             LinuxPlatform::with_xnack(driver, topology, xnack)
         }
         DeviceChoice::Emulated { announce } => {
-            let mut topology = match std::env::var_os(SYSFS_ENV) {
-                Some(dir) => Topology::read(Path::new(&dir)).map_err(|e| {
+            let mut topology = match crate::env::path(SYSFS_ENV) {
+                Some(dir) => Topology::read(&dir).map_err(|e| {
                     hsa_core::error!(e.status(), "{SYSFS_ENV}={dir:?}: {}", e.detail())
                 })?,
                 None => builtin_topology(),
@@ -134,23 +148,20 @@ pub fn open_with(
 /// `HSA_RT_DEVICE`, which must be unset or `emulated` (a capture has no driver behind it).
 ///
 /// # Errors
-/// [`Status::InvalidArgument`] for `HSA_RT_DEVICE=kfd` or any other value [`choose_device`]
+/// [`Status::InvalidArgument`] for `HSA_RT_DEVICE=kfd` or any other value [`device_request`]
 /// refuses, and for a bad `HSA_XNACK`; the errors of [`Topology::read`],
 /// [`EmulatedKfd::new`](crate::emulated::EmulatedKfd::new) and
 /// [`LinuxPlatform::with_xnack`].
 pub fn open_capture(dir: &Path) -> Result<LinuxPlatform, Error> {
-    match std::env::var(DEVICE_ENV).ok().as_deref() {
-        None | Some("emulated") => {}
-        Some("kfd") => bail!(
+    match device_request(std::env::var_os(DEVICE_ENV).as_deref())? {
+        None | Some(DeviceRequest::Emulated) => {}
+        Some(DeviceRequest::Kfd) => bail!(
             Status::InvalidArgument,
             "{DEVICE_ENV}=kfd asks for {KFD_PATH}, but a captured topology runs on the \
              emulated device"
         ),
-        Some(other) => {
-            choose_device(Some(other), false)?;
-        }
     }
-    let xnack = xnack_request(std::env::var(XNACK_ENV).ok().as_deref())?;
+    let xnack = xnack_request(std::env::var_os(XNACK_ENV).as_deref())?;
     let emulated = crate::emulated::EmulatedKfd::new(Topology::read(dir)?)?;
     let topology = emulated.topology().clone();
     let mut platform = LinuxPlatform::with_xnack(emulated.clone(), topology, xnack)?;
@@ -162,33 +173,56 @@ pub fn open_capture(dir: &Path) -> Result<LinuxPlatform, Error> {
 mod tests {
     use super::*;
 
+    fn os(s: &str) -> Option<&OsStr> {
+        Some(OsStr::new(s))
+    }
+
+    /// `HSA_XNACK` is a choice: unset and empty leave the kernel's mode, `0` is not the same.
     #[test]
     fn hsa_xnack_values() {
         assert_eq!(xnack_request(None).unwrap(), None);
-        assert_eq!(xnack_request(Some("1")).unwrap(), Some(true));
-        assert_eq!(xnack_request(Some("0\n")).unwrap(), Some(false));
-        let e = xnack_request(Some("yes")).unwrap_err();
+        assert_eq!(xnack_request(os("")).unwrap(), None);
+        assert_eq!(xnack_request(os("1")).unwrap(), Some(true));
+        assert_eq!(xnack_request(os("0\n")).unwrap(), Some(false));
+        let e = xnack_request(os("yes")).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert_eq!(e.detail(), "HSA_XNACK value 'yes': expected '0' or '1'");
+        assert_eq!(
+            e.detail(),
+            "HSA_XNACK value 'yes': expected '0' or '1' (empty or unset: the default)"
+        );
     }
 
     #[test]
     fn choice_table() {
+        assert_eq!(device_request(None).unwrap(), None);
+        assert_eq!(device_request(os("")).unwrap(), None);
+        assert_eq!(device_request(os("kfd")).unwrap(), Some(DeviceRequest::Kfd));
+        assert_eq!(
+            device_request(os("emulated")).unwrap(),
+            Some(DeviceRequest::Emulated)
+        );
+        let e = device_request(os("cuda")).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(
+            e.detail(),
+            "HSA_RT_DEVICE value 'cuda': expected 'kfd' or 'emulated' (empty or unset: the \
+             default)"
+        );
         assert_eq!(choose_device(None, true).unwrap(), DeviceChoice::Kfd);
         assert_eq!(
             choose_device(None, false).unwrap(),
             DeviceChoice::Emulated { announce: true }
         );
         assert_eq!(
-            choose_device(Some("emulated"), true).unwrap(),
+            choose_device(Some(DeviceRequest::Emulated), true).unwrap(),
             DeviceChoice::Emulated { announce: false }
         );
-        assert_eq!(choose_device(Some("kfd"), true).unwrap(), DeviceChoice::Kfd);
-        let e = choose_device(Some("kfd"), false).unwrap_err();
+        assert_eq!(
+            choose_device(Some(DeviceRequest::Kfd), true).unwrap(),
+            DeviceChoice::Kfd
+        );
+        let e = choose_device(Some(DeviceRequest::Kfd), false).unwrap_err();
         assert_eq!(e.detail(), "no AMD GPU driver: /dev/kfd missing");
-        let e = choose_device(Some("cuda"), true).unwrap_err();
-        assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("'cuda'"), "{}", e.detail());
     }
 
     #[test]

@@ -132,36 +132,36 @@ fn mode_code(mode: ExecutionMode) -> u8 {
 }
 
 impl ExecutionMode {
-    /// The mode named by `HSA_RT_EMULATION`'s value: empty → Interpret, `interpret` →
+    /// The mode named by a value of `HSA_RT_EMULATION` (a choice,
+    /// [`crate::env::parse_choice`]): unset or empty → Interpret, `interpret` →
     /// InterpretOnly, `host` → HostOnly.
     ///
     /// # Errors
-    /// [`Status::InvalidArgument`] naming the value for anything else.
-    pub fn parse(value: &str) -> Result<ExecutionMode, Error> {
-        match value {
-            "" => Ok(ExecutionMode::Interpret),
-            "interpret" => Ok(ExecutionMode::InterpretOnly),
-            "host" => Ok(ExecutionMode::HostOnly),
-            other => Err(error!(
-                Status::InvalidArgument,
-                "HSA_RT_EMULATION is {other:?}; expected \"interpret\" or \"host\""
-            )),
-        }
+    /// [`Status::InvalidArgument`] naming the variable, the value and the accepted values for
+    /// anything else (a value that is not UTF-8 too).
+    pub fn parse_env(value: Option<&std::ffi::OsStr>) -> Result<ExecutionMode, Error> {
+        let modes = [
+            ("interpret", ExecutionMode::InterpretOnly),
+            ("host", ExecutionMode::HostOnly),
+        ];
+        Ok(crate::env::parse_choice(crate::env::EMULATION_ENV, value, &modes)?.unwrap_or_default())
     }
 
-    /// The mode from the environment variable `HSA_RT_EMULATION` (unset: Interpret).
+    /// [`ExecutionMode::parse_env`] of a set value.
     ///
     /// # Errors
-    /// As [`ExecutionMode::parse`]; a value that is not UTF-8 is [`Status::InvalidArgument`].
+    /// As [`ExecutionMode::parse_env`].
+    pub fn parse(value: &str) -> Result<ExecutionMode, Error> {
+        ExecutionMode::parse_env(Some(std::ffi::OsStr::new(value)))
+    }
+
+    /// The mode from the environment variable `HSA_RT_EMULATION`
+    /// ([`ExecutionMode::parse_env`]).
+    ///
+    /// # Errors
+    /// As [`ExecutionMode::parse_env`].
     pub fn from_env() -> Result<ExecutionMode, Error> {
-        match std::env::var("HSA_RT_EMULATION") {
-            Ok(v) => ExecutionMode::parse(&v),
-            Err(std::env::VarError::NotPresent) => Ok(ExecutionMode::Interpret),
-            Err(std::env::VarError::NotUnicode(v)) => Err(error!(
-                Status::InvalidArgument,
-                "HSA_RT_EMULATION is not UTF-8: {v:?}"
-            )),
-        }
+        ExecutionMode::parse_env(std::env::var_os(crate::env::EMULATION_ENV).as_deref())
     }
 }
 

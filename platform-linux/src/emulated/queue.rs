@@ -99,10 +99,11 @@ impl QueueCtl {
     }
 }
 
-/// Whether `HSA_RT_LOG` asks for log output: set, and neither empty nor `0`.
+/// Whether `HSA_RT_LOG` asks for log output ([`crate::env::switch`]; a bad value, which
+/// `hsa_init` and the tools report, reads as off here).
 fn log_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("HSA_RT_LOG").is_some_and(|v| !v.is_empty() && v != "0"))
+    *ON.get_or_init(|| crate::env::switch(crate::env::LOG_ENV).unwrap_or(false))
 }
 
 /// What the processor thread of one queue needs.

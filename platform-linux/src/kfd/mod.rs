@@ -51,14 +51,20 @@ pub fn status_for_errno(errno: i32) -> Status {
     }
 }
 
-/// An [`Error`] for a failed ioctl: `status_for_errno(errno)` and the message
-/// `"<what>: <errno description> (errno <n>)"`, e.g. `"AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: Cannot
-/// allocate memory (errno 12)"`.
-pub fn ioctl_error(what: &str, errno: i32) -> Error {
-    // rustix's Display appends " (os error N)"; the message names the errno once.
+/// An errno as messages name it, once: `"<description> (errno <n>)"`, e.g. `"Cannot allocate
+/// memory (errno 12)"` (the C library's `strerror` text without the `" (os error N)"` that
+/// `std::io::Error`'s and rustix's `Display` append).
+pub fn errno_text(errno: i32) -> String {
     let desc = std::io::Error::from_raw_os_error(errno).to_string();
     let desc = desc.split(" (os error").next().unwrap_or(&desc);
-    error!(status_for_errno(errno), "{what}: {desc} (errno {errno})")
+    format!("{desc} (errno {errno})")
+}
+
+/// An [`Error`] for a failed ioctl: `status_for_errno(errno)` and the message
+/// `"<what>: <errno_text>"`, e.g. `"AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: Cannot allocate memory
+/// (errno 12)"`.
+pub fn ioctl_error(what: &str, errno: i32) -> Error {
+    error!(status_for_errno(errno), "{what}: {}", errno_text(errno))
 }
 
 #[cfg(test)]
