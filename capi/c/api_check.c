@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static int failures;
 #define EXPECT(cond)                                                  \
@@ -215,6 +218,32 @@ int main(int argc, char** argv) {
     OK(hsa_executable_destroy(e));
     EXPECT(hsa_executable_destroy(e) == HSA_STATUS_ERROR_INVALID_EXECUTABLE);
     OK(hsa_code_object_reader_destroy(r));
+
+    /* From a file descriptor: the whole file from offset 0, whatever the descriptor's offset. */
+    int fd = open(argv[1], O_RDONLY);
+    EXPECT(fd >= 0);
+    EXPECT(lseek(fd, 100, SEEK_SET) == 100);
+    OK(hsa_code_object_reader_create_from_file(fd, &r));
+    OK(hsa_code_object_reader_destroy(r));
+    EXPECT(lseek(fd, 0, SEEK_CUR) == 100);
+    close(fd);
+    EXPECT(hsa_code_object_reader_create_from_file(-1, &r) == HSA_STATUS_ERROR_INVALID_FILE);
+    /* A FIFO nobody writes is refused at once (it used to block forever), and so is a sparse
+     * 2 GiB file (above the 1 GiB limit) without being read. */
+    char fifo[64], big[64];
+    snprintf(fifo, sizeof fifo, "/tmp/hsa-api-check-fifo-%d", (int)getpid());
+    snprintf(big, sizeof big, "/tmp/hsa-api-check-big-%d", (int)getpid());
+    EXPECT(mkfifo(fifo, 0600) == 0);
+    fd = open(fifo, O_RDONLY | O_NONBLOCK);
+    EXPECT(fd >= 0);
+    EXPECT(hsa_code_object_reader_create_from_file(fd, &r) == HSA_STATUS_ERROR_INVALID_FILE);
+    close(fd);
+    unlink(fifo);
+    fd = open(big, O_RDWR | O_CREAT | O_TRUNC, 0600);
+    EXPECT(fd >= 0 && ftruncate(fd, 2ll << 30) == 0);
+    EXPECT(hsa_code_object_reader_create_from_file(fd, &r) == HSA_STATUS_ERROR_INVALID_FILE);
+    close(fd);
+    unlink(big);
   }
 
   OK(hsa_signal_destroy(t));

@@ -69,18 +69,59 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_file(
     guard("hsa_code_object_reader_create_from_file", || {
         let st = state::state()?;
         non_null(code_object_reader, "code_object_reader")?;
-        let path = format!("/proc/self/fd/{file}");
-        let bytes = std::fs::read(&path)
-            .map_err(|e| hsa_core::error!(Status::InvalidFile, "file descriptor {file}: {e}"))?;
-        if bytes.is_empty() || bytes.len() > MAX_CODE_OBJECT_BYTES {
-            bail!(
-                Status::InvalidFile,
-                "file descriptor {file}: {} bytes",
-                bytes.len()
-            );
-        }
+        let bytes = read_code_object_fd(file)?;
         new_reader(&st, bytes, code_object_reader)
     })
+}
+
+/// The whole regular file behind the caller's descriptor `file`, read with `pread` from
+/// offset 0 (the descriptor's own offset is left alone). Its type and size are checked with
+/// `fstat` before anything is read, so a FIFO or device never blocks the call and an
+/// oversized file is refused without being read.
+///
+/// # Errors
+/// `Status::InvalidFile` naming the descriptor: not an open descriptor, not a regular file,
+/// empty, larger than `MAX_CODE_OBJECT_BYTES`, or a read error (shorter than its size).
+fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
+    use hsa_core::error;
+    use rustix::fs::FileType;
+    if file < 0 {
+        bail!(Status::InvalidFile, "file descriptor {file} is negative");
+    }
+    // SAFETY: the fd is only borrowed for the fstat and preads below, during this call, while
+    // the caller keeps it open (hsa.h: the application owns `file`); an fd that is not open
+    // makes fstat fail with EBADF, nothing else.
+    let fd = unsafe { rustix::fd::BorrowedFd::borrow_raw(file) };
+    let stat = rustix::fs::fstat(fd)
+        .map_err(|e| error!(Status::InvalidFile, "file descriptor {file}: fstat: {e}"))?;
+    let kind = FileType::from_raw_mode(stat.st_mode);
+    if kind != FileType::RegularFile {
+        bail!(
+            Status::InvalidFile,
+            "file descriptor {file} is not a regular file but a {kind:?}"
+        );
+    }
+    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    if size == 0 || size > MAX_CODE_OBJECT_BYTES as u64 {
+        bail!(
+            Status::InvalidFile,
+            "file descriptor {file}: {size} bytes (a code object is 1 to {MAX_CODE_OBJECT_BYTES} bytes)"
+        );
+    }
+    let mut bytes = vec![0u8; size as usize];
+    let mut done = 0usize;
+    while done < bytes.len() {
+        match rustix::io::pread(fd, &mut bytes[done..], done as u64) {
+            Ok(0) => bail!(
+                Status::InvalidFile,
+                "file descriptor {file}: ended after {done} of {size} bytes"
+            ),
+            Ok(n) => done += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => bail!(Status::InvalidFile, "file descriptor {file}: read: {e}"),
+        }
+    }
+    Ok(bytes)
 }
 
 /// `hsa_code_object_reader_destroy`.
