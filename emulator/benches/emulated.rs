@@ -14,7 +14,7 @@
 //!   wait/wake (`rustix`). Each iteration first sleeps 300 µs so the waiter is surely blocked;
 //!   only the latency is timed.
 //!
-//! Run: `cargo bench -p hsa-linux --bench emulated` (the device is always the emulated one
+//! Run: `cargo bench -p hsa-emu --bench emulated` (the device is always the emulated one
 //! here); `BENCHMARKS.md` is made from criterion's output by `scripts/bench_report.py`.
 #![allow(missing_docs)] // criterion_group! makes an undocumented pub fn
 #![allow(unsafe_code)] // writing the kernarg segment through its host pointer
@@ -38,9 +38,9 @@ use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
 use hsa_core::{Error, NodeId, QueueId};
-use hsa_linux::demo::{default_code_object_dir, find_code_object};
-use hsa_linux::emulated::ExecutionMode;
+use hsa_emu::ExecutionMode;
 use hsa_linux::LinuxPlatform;
+use hsa_tools::demo::{default_code_object_dir, find_code_object};
 use rustix::thread::futex;
 
 /// How long B6 sleeps before each store, so the waiter is past its spin phase
@@ -94,8 +94,9 @@ fn cp_error() -> String {
 fn open_emulated() -> LinuxPlatform {
     // Before any thread exists: the bench always runs on the emulated device.
     std::env::set_var("HSA_RT_DEVICE", "emulated");
-    let platform = LinuxPlatform::open_default().expect("emulated device");
-    let emulated = platform.emulated().expect("HSA_RT_DEVICE=emulated").clone();
+    let device = hsa_emu::open_default().expect("emulated device");
+    let (platform, emulated) = (device.platform, device.emulated);
+    let emulated = emulated.expect("HSA_RT_DEVICE=emulated");
     // The empty kernel: the dispatch's one work-group does nothing. Host implementations
     // only: the default mode would interpret vector_copy's machine code instead.
     emulated.register_kernel("vector_copy", |_ctx| Ok(()));

@@ -1,4 +1,6 @@
-//! Which device backs the platform: `/dev/kfd` or the emulated device.
+//! Which device backs the platform: `/dev/kfd` or the emulated device. This choice lives
+//! above both: hsa-linux is the real KFD backend only, and the emulated device is one more
+//! [`KfdDriver`] handed to [`LinuxPlatform::with_xnack`].
 //!
 //! `HSA_RT_DEVICE=kfd|emulated` forces one; otherwise `/dev/kfd` when it exists, else the
 //! emulated device, announced once on stderr. `HSA_RT_SYSFS=DIR` gives the emulated device a
@@ -10,11 +12,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use hsa_core::{bail, Error, Status};
+use hsa_linux::kfd::driver::KfdDriver;
+use hsa_linux::kfd::ioctl::{DevKfd, KFD_PATH};
+use hsa_linux::topology::Topology;
+use hsa_linux::LinuxPlatform;
 
-use super::LinuxPlatform;
-use crate::kfd::driver::KfdDriver;
-use crate::kfd::ioctl::{DevKfd, KFD_PATH};
-use crate::topology::Topology;
+use crate::device::EmulatedKfd;
 
 /// Environment variable forcing the device: `kfd` or `emulated`.
 pub const DEVICE_ENV: &str = "HSA_RT_DEVICE";
@@ -39,6 +42,41 @@ pub fn xnack_request(value: Option<&str>) -> Result<Option<bool>, Error> {
             Status::InvalidArgument,
             "{XNACK_ENV} value '{other}': expected '0' or '1'"
         ),
+    }
+}
+
+/// What [`open_default`] and [`open_capture`] opened: the platform, and the emulated device
+/// below it when that is what it runs on (to register host implementations of kernels with
+/// [`EmulatedKfd::register_kernel`], or read its execution statistics).
+pub struct SelectedDevice {
+    /// The platform, over `/dev/kfd` or the emulated device.
+    pub platform: LinuxPlatform,
+    /// The emulated device under [`SelectedDevice::platform`]; `None` on `/dev/kfd`.
+    pub emulated: Option<Arc<EmulatedKfd>>,
+}
+
+impl SelectedDevice {
+    /// The platform over `emulated` with its topology (`LinuxPlatform::new(emulated,
+    /// emulated.topology().clone())`), keeping the handle.
+    ///
+    /// # Errors
+    /// As [`LinuxPlatform::new`].
+    pub fn emulated(emulated: Arc<EmulatedKfd>) -> Result<SelectedDevice, Error> {
+        let topology = emulated.topology().clone();
+        let platform = LinuxPlatform::new(emulated.clone(), topology)?;
+        Ok(SelectedDevice {
+            platform,
+            emulated: Some(emulated),
+        })
+    }
+}
+
+impl std::fmt::Debug for SelectedDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SelectedDevice")
+            .field("platform", &self.platform)
+            .field("emulated", &self.emulated.is_some())
+            .finish()
     }
 }
 
@@ -94,7 +132,8 @@ static ANNOUNCED: AtomicBool = AtomicBool::new(false);
 /// Opens the platform the environment asks for (see the module docs). The emulated device is
 /// built by the caller's constructors: `builtin_topology` (its built-in profile, used when
 /// `HSA_RT_SYSFS` is unset) and `make_emulated` (its driver over a topology), e.g.
-/// `open_with(emulated::builtin_topology, |t| Ok(emulated::EmulatedKfd::new(t)? as _))`.
+/// `open_with(device::builtin_topology, |t| Ok(device::EmulatedKfd::new(t)? as _))`;
+/// [`open_default`] is that, keeping the emulated device's handle.
 ///
 /// # Errors
 /// As [`choose_device`] and [`xnack_request`]; the errors of [`Topology::read`] (sysfs or
@@ -119,7 +158,7 @@ pub fn open_with(
                 })?,
                 None => builtin_topology(),
             };
-            crate::emulated::complete_capture(&mut topology);
+            crate::device::complete_capture(&mut topology);
             if announce && !ANNOUNCED.swap(true, Ordering::Relaxed) {
                 eprintln!("{}", emulated_notice(&topology));
             }
@@ -136,9 +175,8 @@ pub fn open_with(
 /// # Errors
 /// [`Status::InvalidArgument`] for `HSA_RT_DEVICE=kfd` or any other value [`choose_device`]
 /// refuses, and for a bad `HSA_XNACK`; the errors of [`Topology::read`],
-/// [`EmulatedKfd::new`](crate::emulated::EmulatedKfd::new) and
-/// [`LinuxPlatform::with_xnack`].
-pub fn open_capture(dir: &Path) -> Result<LinuxPlatform, Error> {
+/// [`EmulatedKfd::new`] and [`LinuxPlatform::with_xnack`].
+pub fn open_capture(dir: &Path) -> Result<SelectedDevice, Error> {
     match std::env::var(DEVICE_ENV).ok().as_deref() {
         None | Some("emulated") => {}
         Some("kfd") => bail!(
@@ -151,11 +189,35 @@ pub fn open_capture(dir: &Path) -> Result<LinuxPlatform, Error> {
         }
     }
     let xnack = xnack_request(std::env::var(XNACK_ENV).ok().as_deref())?;
-    let emulated = crate::emulated::EmulatedKfd::new(Topology::read(dir)?)?;
+    let emulated = EmulatedKfd::new(Topology::read(dir)?)?;
     let topology = emulated.topology().clone();
-    let mut platform = LinuxPlatform::with_xnack(emulated.clone(), topology, xnack)?;
-    platform.emulated = Some(emulated);
-    Ok(platform)
+    let platform = LinuxPlatform::with_xnack(emulated.clone(), topology, xnack)?;
+    Ok(SelectedDevice {
+        platform,
+        emulated: Some(emulated),
+    })
+}
+
+/// The default device: `/dev/kfd` when present, else the emulated device over its built-in
+/// profile (said once on stderr); `HSA_RT_DEVICE=kfd|emulated` forces one and
+/// `HSA_RT_SYSFS=DIR` gives the emulated device a captured topology (see the module docs).
+///
+/// # Errors
+/// `"no AMD GPU driver: /dev/kfd missing"` when `kfd` is forced without the driver; the
+/// errors of opening `/dev/kfd` (permission: join the render group), of reading the
+/// topology (file and line), of the emulated device's creation and of
+/// [`LinuxPlatform::with_xnack`] (as [`open_with`]).
+pub fn open_default() -> Result<SelectedDevice, Error> {
+    let mut made = None;
+    let platform = open_with(crate::device::builtin_topology, |topology| {
+        let emulated = EmulatedKfd::new(topology)?;
+        made = Some(emulated.clone());
+        Ok(emulated as Arc<dyn KfdDriver>)
+    })?;
+    Ok(SelectedDevice {
+        platform,
+        emulated: made,
+    })
 }
 
 #[cfg(test)]
@@ -193,7 +255,7 @@ mod tests {
 
     #[test]
     fn notice_names_the_first_gpu_isa() {
-        let mut node = crate::topology::TopologyNode {
+        let mut node = hsa_linux::topology::TopologyNode {
             properties: Default::default(),
             memory_banks: vec![],
             caches: vec![],
@@ -202,7 +264,7 @@ mod tests {
         node.properties.gpu_id = 1234;
         node.properties.simd_count = 416;
         node.properties.gfx_target_version = 90010;
-        let cpu = crate::topology::TopologyNode {
+        let cpu = hsa_linux::topology::TopologyNode {
             properties: Default::default(),
             ..node.clone()
         };

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hsa_linux::emulated::{
+use hsa_emu::device::{
     builtin_topology, EmulatedKfd, LiveHandles, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
     UNSIGNALED_EVENT_SLOT,
 };

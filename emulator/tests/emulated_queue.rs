@@ -13,7 +13,7 @@ use hsa_core::abi::SignalHandle;
 use hsa_core::platform::QueueErrorCallback;
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::{Error, GpuVa, QueueId, Status};
-use hsa_linux::emulated::{
+use hsa_emu::device::{
     builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
 };
 use hsa_linux::kfd::abi::*;

@@ -1,11 +1,11 @@
 //! Disassembles every kernel of the gfx9 code objects in `testdata/codeobjects/` with
-//! `hsa_core::gfx9` and compares each instruction's text with `llvm-objdump-19 -d`, run at
+//! `hsa_emu::gfx9` and compares each instruction's text with `llvm-objdump-19 -d`, run at
 //! test time (skipped with a message when llvm-objdump-19 is not installed).
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use hsa_core::gfx9::{decode, Gfx9Target};
+use hsa_emu::gfx9::{decode, Gfx9Target};
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
 fn codeobjects() -> PathBuf {

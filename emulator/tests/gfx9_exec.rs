@@ -4,11 +4,11 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
-use hsa_core::gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
-use hsa_core::gfx9::Gfx9Target;
 use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
 use hsa_core::packet::KernelDispatch;
 use hsa_core::{GpuVa, Result, Status};
+use hsa_emu::gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
+use hsa_emu::gfx9::Gfx9Target;
 use object::{Object, ObjectSection};
 
 /// A flat device address space made of a few allocations.

@@ -17,8 +17,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
-use hsa_linux::demo::{self, DemoConfig, DemoKernel};
-use hsa_linux::LinuxPlatform;
+use hsa_tools::demo::{self, DemoConfig, DemoKernel};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Kernel {
@@ -55,8 +54,8 @@ struct Args {
 fn main() -> ExitCode {
     let args = Args::parse();
     let platform = match &args.sysfs {
-        Some(dir) => hsa_linux::LinuxPlatform::open_capture(dir),
-        None => LinuxPlatform::open_default(),
+        Some(dir) => hsa_emu::open_capture(dir),
+        None => hsa_emu::open_default(),
     };
     let config = DemoConfig {
         kernel: match args.kernel {
@@ -69,7 +68,7 @@ fn main() -> ExitCode {
         chain: args.chain,
         code_object: args.code_object,
     };
-    match platform.and_then(|p| demo::run(p, &config)) {
+    match platform.and_then(|d| demo::run(d, &config)) {
         Ok(o) => {
             let speed = match o.execution {
                 Some(s) if s.interpreter_ns > 0 => format!(
@@ -92,8 +91,8 @@ fn main() -> ExitCode {
                     .and_then(|n| n.to_str())
                     .unwrap_or("?")
             );
-            hsa_linux::report::print("vector_copy", &line)
+            hsa_tools::report::print("vector_copy", &line)
         }
-        Err(e) => hsa_linux::report::fail("vector_copy", e),
+        Err(e) => hsa_tools::report::fail("vector_copy", e),
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! On the emulated device the kernels' real machine code runs in the GFX9 interpreter (gfx900,
 //! gfx90a, gfx942 agents); the host implementations of their OpenCL C source
-//! ([`crate::emulated::host_kernels`]) are registered as the fallback for other ISAs and for
+//! ([`hsa_emu::device::host_kernels`]) are registered as the fallback for other ISAs and for
 //! `HSA_RT_EMULATION=host`. [`DemoOutcome::executor`] says which ran.
 //!
 //! The `unsafe` here is what every HSA application does: reading and writing fine-grained
@@ -31,8 +31,7 @@ use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
 use hsa_core::{bail, error, Error, NodeId, QueueId, Status};
 
-use crate::emulated::ExecutionStats;
-use crate::LinuxPlatform;
+use hsa_emu::{ExecutionStats, SelectedDevice};
 
 /// Which kernel of `kernels.cl` to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -455,7 +454,7 @@ impl IntBuffer {
     }
 }
 
-/// Runs the flow on `platform` (registering the host implementations of the test kernels
+/// Runs the flow on `device` (registering the host implementations of the test kernels
 /// when it is the emulated device, the fallback of its interpreter) and verifies every
 /// element.
 ///
@@ -471,8 +470,8 @@ impl IntBuffer {
 /// (`InvalidIsa`), a queue error reported through the queue's callback, a timeout
 /// (`Status::Error` after 60 s), or a mismatch (`Status::Error` naming the first wrong
 /// element, its value and the expected one).
-pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, Error> {
-    run_with_faults(platform, config, &DemoFaults::default())
+pub fn run(device: SelectedDevice, config: &DemoConfig) -> Result<DemoOutcome, Error> {
+    run_with_faults(device, config, &DemoFaults::default())
 }
 
 /// [`run`] with deliberate corruptions (see [`DemoFaults`]).
@@ -481,7 +480,7 @@ pub fn run(platform: LinuxPlatform, config: &DemoConfig) -> Result<DemoOutcome, 
 /// As [`run`]; `Status::InvalidArgument` for a `kernarg_shift_bytes` that is not a multiple
 /// of 8 or above 64.
 pub fn run_with_faults(
-    platform: LinuxPlatform,
+    device: SelectedDevice,
     config: &DemoConfig,
     faults: &DemoFaults,
 ) -> Result<DemoOutcome, Error> {
@@ -493,9 +492,9 @@ pub fn run_with_faults(
             faults.kernarg_shift_bytes
         );
     }
-    let emulated = platform.emulated().cloned();
+    let SelectedDevice { platform, emulated } = device;
     if let Some(emulated) = &emulated {
-        crate::emulated::host_kernels::register_test_kernels(emulated);
+        hsa_emu::device::host_kernels::register_test_kernels(emulated);
     }
     let stats_before = emulated.as_ref().map(|e| e.execution_stats());
     let device = platform.device_kind().to_string();

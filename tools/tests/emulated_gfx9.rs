@@ -7,9 +7,9 @@
 use std::sync::Arc;
 
 use hsa_core::Status;
-use hsa_linux::demo::{self, DemoConfig, DemoFaults, DemoKernel, DemoOutcome};
-use hsa_linux::emulated::{builtin_topology_for, EmulatedKfd, ExecutionMode};
-use hsa_linux::LinuxPlatform;
+use hsa_emu::device::{builtin_topology_for, EmulatedKfd, ExecutionMode};
+use hsa_emu::SelectedDevice;
+use hsa_tools::demo::{self, DemoConfig, DemoFaults, DemoKernel, DemoOutcome};
 
 const KERNELS: [DemoKernel; 3] = [
     DemoKernel::VectorCopy,
@@ -39,7 +39,7 @@ fn run(
     config: &DemoConfig,
     faults: &DemoFaults,
 ) -> Result<DemoOutcome, hsa_core::Error> {
-    demo::run_with_faults(LinuxPlatform::new_emulated(d.clone())?, config, faults)
+    demo::run_with_faults(SelectedDevice::emulated(d.clone())?, config, faults)
 }
 
 #[test]

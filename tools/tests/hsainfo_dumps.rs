@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hsa_core::runtime::Runtime;
-use hsa_linux::emulated::EmulatedKfd;
-use hsa_linux::report::agents::report;
+use hsa_emu::{EmulatedKfd, SelectedDevice};
 use hsa_linux::topology::Topology;
-use hsa_linux::LinuxPlatform;
+use hsa_tools::report::agents::report;
 
 fn shared() -> Option<PathBuf> {
     let dir = std::env::var_os("HSA_RT_SHARED")
@@ -29,8 +28,9 @@ fn shared() -> Option<PathBuf> {
 
 fn hsainfo(root: &Path) -> String {
     let topology = Topology::read(root).expect("topology");
-    let platform = LinuxPlatform::new_emulated(EmulatedKfd::new(topology).expect("emulated"))
-        .expect("platform");
+    let platform = SelectedDevice::emulated(EmulatedKfd::new(topology).expect("emulated"))
+        .expect("platform")
+        .platform;
     report(&Runtime::new(platform).expect("runtime"))
 }
 

@@ -6,16 +6,15 @@
 use std::path::{Path, PathBuf};
 
 use hsa_core::Status;
-use hsa_linux::demo::{self, DemoConfig, DemoKernel};
-use hsa_linux::emulated::{builtin_topology, EmulatedKfd};
+use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 use hsa_linux::topology::Topology;
-use hsa_linux::LinuxPlatform;
+use hsa_tools::demo::{self, DemoConfig, DemoKernel};
 
-fn builtin() -> LinuxPlatform {
-    LinuxPlatform::new_emulated(EmulatedKfd::new(builtin_topology()).unwrap()).unwrap()
+fn builtin() -> SelectedDevice {
+    SelectedDevice::emulated(EmulatedKfd::new(builtin_topology()).unwrap()).unwrap()
 }
 
-fn mi210() -> Option<LinuxPlatform> {
+fn mi210() -> Option<SelectedDevice> {
     let shared = std::env::var_os("HSA_RT_SHARED")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
@@ -25,7 +24,7 @@ fn mi210() -> Option<LinuxPlatform> {
         return None;
     }
     let t = Topology::read(&root).unwrap();
-    Some(LinuxPlatform::new_emulated(EmulatedKfd::new(t).unwrap()).unwrap())
+    Some(SelectedDevice::emulated(EmulatedKfd::new(t).unwrap()).unwrap())
 }
 
 fn config(kernel: DemoKernel, chain: u32) -> DemoConfig {

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 
 use rustix::io::Errno;
 
-use crate::kfd::abi::KFD_SIGNAL_EVENT_LIMIT;
+use hsa_linux::kfd::abi::KFD_SIGNAL_EVENT_LIMIT;
 
 use super::mem::{Backing, Region};
 

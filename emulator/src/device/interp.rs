@@ -1,6 +1,6 @@
 //! Kernel dispatches as real GFX9 machine code: the emulated device reads the kernel
-//! descriptor and the code from the GPU's memory and runs them with the core's wave
-//! interpreter ([`hsa_core::gfx9::exec`]), spreading the work-groups of one dispatch over host
+//! descriptor and the code from the GPU's memory and runs them with the wave
+//! interpreter ([`crate::gfx9::exec`]), spreading the work-groups of one dispatch over host
 //! threads.
 //!
 //! Every access of the interpreter (descriptor, code, dispatch packet, kernarg segment,
@@ -11,12 +11,12 @@ use std::cell::Cell;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use hsa_core::abi::kernel_descriptor::KernelDescriptor;
-use hsa_core::gfx9::exec::{
+use crate::gfx9::exec::{
     check_dispatch, run_workgroups, workgroup_total, DeviceMemory, DispatchState, ExecStats,
     KernelCode,
 };
-use hsa_core::gfx9::Gfx9Target;
+use crate::gfx9::Gfx9Target;
+use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::processor::KernelDispatch;
 use hsa_core::{error, Error, Status};
 use zerocopy::FromBytes;

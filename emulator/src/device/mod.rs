@@ -2,7 +2,7 @@
 //! an AMD GPU.
 //!
 //! [`EmulatedKfd`] implements [`KfdDriver`], so the Linux backend drives it exactly as it drives
-//! the real `/dev/kfd`: ioctl argument structs of [`crate::kfd::abi`] in, errno out. Semantics
+//! the real `/dev/kfd`: ioctl argument structs of [`hsa_linux::kfd::abi`] in, errno out. Semantics
 //! follow linux `drivers/gpu/drm/amd/amdkfd/kfd_chardev.c` (`kfd_ioctl` and the per-ioctl
 //! handlers), `kfd_events.c` and `kfd_process_queue_manager.c`:
 //!
@@ -22,7 +22,7 @@
 //! - Queues: AQL compute only; each served by a thread running the core's packet processor
 //!   ([`hsa_core::processor`]), woken through [`KfdDriver::doorbell_rung`].
 //! - Kernel dispatches ([`ExecutionMode`]): by default the kernel's real machine code runs in
-//!   the core's GFX9 wave interpreter ([`hsa_core::gfx9::exec`]) when the GPU's ISA is gfx900,
+//!   the GFX9 wave interpreter of [`crate::gfx9::exec`] when the GPU's ISA is gfx900,
 //!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
 //!   from GPU memory, the dispatch and queue pointers are the packet's and `amd_queue_t`'s
 //!   device addresses, and the work-groups run on several host threads. Otherwise (another
@@ -44,16 +44,16 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use hsa_core::gfx9::Gfx9Target;
+use crate::gfx9::Gfx9Target;
 use hsa_core::platform::{HeapType, QueueErrorCallback};
 use hsa_core::processor::PacketProcessor;
 use hsa_core::{error, Error, GpuVa, Status};
 use rustix::io::Errno;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
-use crate::kfd::abi::*;
-use crate::kfd::driver::{KfdDriver, MapTarget};
-use crate::topology::Topology;
+use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
+use hsa_linux::topology::Topology;
 
 mod events;
 pub mod host_kernels;

@@ -5,12 +5,12 @@
 //! dump in `shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology`, node 3), reduced to one
 //! GPU without XGMI; the memory banks, caches, links and the CPU node are made up to look like
 //! a small host. To emulate a real machine, read a captured dump with
-//! [`Topology::read`](crate::topology::Topology::read) and pass it to
+//! [`Topology::read`](hsa_linux::topology::Topology::read) and pass it to
 //! [`EmulatedKfd::new`](super::EmulatedKfd::new) instead.
 
 use hsa_core::platform::{Cache, HeapType, IoLink, MemoryBank, NodeProperties};
 
-use crate::topology::{SystemProperties, Topology, TopologyNode};
+use hsa_linux::topology::{SystemProperties, Topology, TopologyNode};
 
 /// `gpu_id` of the built-in GPU (amdkfd derives it from a hash of the PCI location; any
 /// non-zero value will do).
@@ -161,11 +161,12 @@ pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_cor
     let gpu = &mut t.nodes[1].properties;
     gpu.gfx_target_version = gfx_target_version;
     gpu.device_id = device_id;
-    let name = crate::isa::isa_name_from_gfx_target_version(gfx_target_version).unwrap_or_default();
+    let name =
+        hsa_linux::isa::isa_name_from_gfx_target_version(gfx_target_version).unwrap_or_default();
     gpu.name.clear();
     let _ = gpu.name.push_str(&name);
     gpu.marketing_name.clear();
-    let marketing = crate::isa::marketing_name_from_device_id(device_id).unwrap_or("AMD GPU");
+    let marketing = hsa_linux::isa::marketing_name_from_device_id(device_id).unwrap_or("AMD GPU");
     let _ = gpu.marketing_name.push_str(marketing);
     let _ = gpu.marketing_name.push_str(" (emulated)");
     Ok(t)

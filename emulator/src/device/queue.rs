@@ -16,7 +16,7 @@ use hsa_core::{error, Error, GpuVa, QueueId, Status};
 
 use super::memory::Allocs;
 use super::{interp, kernel, Device, ExecutionMode};
-use hsa_core::gfx9::Gfx9Target;
+use crate::gfx9::Gfx9Target;
 
 /// How long an idle processor sleeps before looking at its ring again without a doorbell.
 const IDLE_POLL: Duration = Duration::from_millis(20);

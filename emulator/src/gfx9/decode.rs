@@ -12,7 +12,7 @@
 
 use super::opcodes::OPCODES;
 use super::Gfx9Target;
-use crate::{Error, Result, Status};
+use hsa_core::{Error, Result, Status};
 
 /// A microcode format (encoding) of GFX9.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -253,14 +253,14 @@ impl Instruction {
 
 fn illegal(enc: &str, words: &[u32], why: &str) -> Error {
     match words {
-        [a] => crate::error!(Status::IllegalInstruction, "{enc} {a:#010x}: {why}"),
+        [a] => hsa_core::error!(Status::IllegalInstruction, "{enc} {a:#010x}: {why}"),
         [a, b, ..] => {
-            crate::error!(
+            hsa_core::error!(
                 Status::IllegalInstruction,
                 "{enc} {a:#010x} {b:#010x}: {why}"
             )
         }
-        [] => crate::error!(Status::IllegalInstruction, "{enc}: {why}"),
+        [] => hsa_core::error!(Status::IllegalInstruction, "{enc}: {why}"),
     }
 }
 
@@ -277,7 +277,7 @@ fn word(bytes: &[u8], i: usize) -> Option<u32> {
 /// EXP, VOP3P, VINTRP, SDWA, DPP), or the opcode is not in the table for `target`.
 pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     let Some(w0) = word(bytes, 0) else {
-        return Err(crate::error!(
+        return Err(hsa_core::error!(
             Status::IllegalInstruction,
             "truncated instruction: {} bytes left",
             bytes.len()

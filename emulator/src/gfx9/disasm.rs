@@ -275,7 +275,7 @@ impl fmt::Display for Instruction {
     }
 }
 
-#[cfg(all(test, feature = "alloc"))]
+#[cfg(test)]
 mod tests {
     use alloc::string::ToString;
 

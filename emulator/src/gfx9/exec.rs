@@ -22,8 +22,8 @@ use alloc::vec::Vec;
 use super::decode::{decode, Encoding, Instruction, Operand, F_CI, F_CND, F_CO};
 use super::wave::{Wave, WaveState, M0, WAVE_SIZE};
 use super::Gfx9Target;
-use crate::abi::kernel_descriptor::KernelDescriptor;
-use crate::{bail, error, Result, Status};
+use hsa_core::abi::kernel_descriptor::KernelDescriptor;
+use hsa_core::{bail, error, Result, Status};
 
 /// Device memory as the interpreter sees it: one flat 64-bit address space.
 ///
@@ -524,7 +524,7 @@ fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
     Ok(())
 }
 
-fn not_implemented(inst: &Instruction) -> crate::Error {
+fn not_implemented(inst: &Instruction) -> hsa_core::Error {
     error!(
         Status::IllegalInstruction,
         "{} ({}) not implemented by the interpreter",
@@ -1695,7 +1695,7 @@ fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             None => vsrc(w, &inst.src[0], lane, true, false),
         }
         .wrapping_add(inst.imm as i64 as u64);
-        let fault = |e: crate::Error| error!(e.status(), "lane {lane}: {}", e.detail());
+        let fault = |e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
         let mut b = [0u8; 16];
         if let Some(ty) = op.strip_prefix("load_") {
             let n = match ty {

@@ -2,10 +2,10 @@
 //! emulated device can run the real kernels of gfx900, gfx90a and gfx942 code objects.
 //!
 //! - [`decode()`]: bytes → [`Instruction`] (SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC,
-//!   VOP3a/b, DS, FLAT/GLOBAL); unknown encodings are [`Status::IllegalInstruction`](crate::Status)
+//!   VOP3a/b, DS, FLAT/GLOBAL); unknown encodings are [`Status::IllegalInstruction`](hsa_core::Status)
 //!   errors, never panics.
 //! - `Display` for [`Instruction`]: text in `llvm-objdump`'s syntax.
-//! - [`exec`] (feature `alloc`): [`exec::run_dispatch`] runs every work-group of a dispatch over
+//! - [`exec`]: [`exec::run_dispatch`] runs every work-group of a dispatch over
 //!   a [`exec::DeviceMemory`], with the launch state of AMDGPUUsage "Initial Kernel Execution
 //!   State".
 //!
@@ -14,10 +14,8 @@
 
 pub mod decode;
 mod disasm;
-#[cfg(feature = "alloc")]
 pub mod exec;
 mod opcodes;
-#[cfg(feature = "alloc")]
 pub mod wave;
 
 pub use decode::{decode, Encoding, Instruction, Modifiers, OpInfo, Operand};

@@ -5,7 +5,7 @@
 //! `hsainfo --sysfs DIR` runs it on a captured KFD topology through the emulated device;
 //! `hsainfo --code-object FILE` prints a code object's target and kernels;
 //! `hsainfo --code-object FILE --disassemble` prints each kernel's gfx9 machine code in
-//! `llvm-objdump-19 -d` text ([`hsa_linux::report::disassembly`]).
+//! `llvm-objdump-19 -d` text ([`hsa_tools::report::disassembly`]).
 //!
 //! Output is written without panicking: a closed pipe (`hsainfo | head -2`) ends it quietly
 //! with success; another write error (`> /dev/full`) prints a message and exits with 1.
@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
-use hsa_linux::report::{fail, print};
+use hsa_tools::report::{fail, print};
 
 /// Command line of hsainfo.
 #[derive(Debug, Parser)]
@@ -61,26 +61,26 @@ fn main() -> ExitCode {
 
 fn agents(sysfs: Option<&std::path::Path>) -> ExitCode {
     let platform = match sysfs {
-        Some(dir) => hsa_linux::LinuxPlatform::open_capture(dir),
-        None => hsa_linux::LinuxPlatform::open_default(),
+        Some(dir) => hsa_emu::open_capture(dir),
+        None => hsa_emu::open_default(),
     };
-    let runtime = platform.and_then(hsa_core::runtime::Runtime::new);
+    let runtime = platform.and_then(|d| hsa_core::runtime::Runtime::new(d.platform));
     match runtime {
-        Ok(rt) => print("hsainfo", &hsa_linux::report::agents::report(&rt)),
+        Ok(rt) => print("hsainfo", &hsa_tools::report::agents::report(&rt)),
         Err(e) => fail("hsainfo", e),
     }
 }
 
 fn code_object(path: &std::path::Path, disassemble: bool) -> ExitCode {
-    let bytes = match hsa_linux::report::code_object::read_code_object_file(path) {
+    let bytes = match hsa_tools::report::code_object::read_code_object_file(path) {
         Ok(b) => b,
         Err(e) => return fail("hsainfo", e),
     };
     let report = if disassemble {
         let name = path.display().to_string();
-        hsa_linux::report::disassembly::disassembly_report(&bytes, &name)
+        hsa_tools::report::disassembly::disassembly_report(&bytes, &name)
     } else {
-        hsa_linux::report::code_object::code_object_report(&bytes)
+        hsa_tools::report::code_object::code_object_report(&bytes)
     };
     match report {
         Ok(report) => print("hsainfo", &report),
