@@ -15,8 +15,9 @@ and records in <target>/criterion/hsa_run_info.json when the run started and end
 average before and after and the interpreter's figures. Every row (B1..B6 and each baseline,
 and the interpreter's) must come from that one run: a missing estimate, or one written before
 the run started or after it ended (a bench re-run alone since), is an error naming it, and
-nothing is written. It also builds hsa-core + hsa-baremetal for x86_64-unknown-none at
-opt-level "s" to measure their .text, and runs scripts/static_memory to get the static memory
+nothing is written. It also builds hsa-core (here and at CORE_BEFORE_REV, the last commit
+with the gfx9 code in it) and hsa-baremetal for x86_64-unknown-none at opt-level "s" to
+measure their .text, and runs scripts/static_memory to get the static memory
 of a no-alloc runtime with one queue and 64 signals. Nothing in BENCHMARKS.md is typed by hand.
 """
 
@@ -35,7 +36,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 CORE_CMD = "cargo bench -p hsa-core --features fake --bench hot_paths"
-LINUX_CMD = "cargo bench -p hsa-linux --bench emulated"
+EMU_CMD = "cargo bench -p hsa-emu --bench emulated"
 
 # id, what, criterion group, ours, [(baseline, goal kind, goal ratio)], unit, command
 BENCHES = [
@@ -46,12 +47,12 @@ BENCHES = [
     ("B3", "signal ping-pong between two threads, active wait",
      "B3_signal_ping_pong_active", "hsa_signal", [("atomic_i64_spin", "<=", 1.3)], "per round trip", CORE_CMD + " -- B3"),
     ("B4", "empty-kernel dispatch round trip on the emulated device (submit, CP runs it, completion signal, wait returns)",
-     "B4_dispatch_round_trip", "hsa_emulated_dispatch", [("crossbeam_channel", "<=", 2.0)], "per round trip", LINUX_CMD + " -- B4"),
+     "B4_dispatch_round_trip", "hsa_emulated_dispatch", [("crossbeam_channel", "<=", 2.0)], "per round trip", EMU_CMD + " -- B4"),
     ("B5", "pool free + allocate, 10,000 live blocks of 64..=4160 bytes, 64-byte aligned (seeded ChaCha8)",
      "B5_free_allocate_10k_live", "hsa_memory_pool",
      [("system_allocator", "<=", 1.0), ("linked_list_allocator", "<=", 0.01)], "per free + allocate", CORE_CMD + " -- B5"),
     ("B6", "blocked wait wake-up latency through the futex path (store to wait return; waiter blocked)",
-     "B6_blocked_wake_latency", "hsa_interrupt_signal", [("raw_futex", "<=", 1.3)], "per wake-up", LINUX_CMD + " -- B6"),
+     "B6_blocked_wake_latency", "hsa_interrupt_signal", [("raw_futex", "<=", 1.3)], "per wake-up", EMU_CMD + " -- B6"),
 ]
 
 # What bounds a bench when its goal is missed (shown only then).
@@ -76,7 +77,7 @@ BOUNDS = {
     "B6": "the emulated event path: the waiter's AMDKFD_IOC_WAIT_EVENTS copies its event array in and out "
           "through /proc/self/mem (syscalls) and re-takes the event-table mutex after the condvar wake; the "
           "store side takes the platform state lock and the event mutex before the futex wake. Those live in "
-          "platform-linux/src/emulated/mod.rs (the emulated kernel), not in the core's wait.",
+          "emulator/src/device/mod.rs (the emulated kernel), not in the core's wait.",
 }
 
 
@@ -140,9 +141,9 @@ def loadavg():
         return ["?", "?", "?"]
 
 
-def run(cmd, env=None):
+def run(cmd, env=None, cwd=ROOT):
     print("+", " ".join(cmd), file=sys.stderr)
-    subprocess.run(cmd, cwd=ROOT, check=True, env=env)
+    subprocess.run(cmd, cwd=cwd, check=True, env=env)
 
 
 # criterion's command-line options for --quick: shorter warm-up and measurement (groups that
@@ -162,7 +163,7 @@ def run_benches(quick):
     run_info_path().unlink(missing_ok=True)
     before = loadavg()
     started = time.time()
-    for cmd in (CORE_CMD, LINUX_CMD):
+    for cmd in (CORE_CMD, EMU_CMD):
         run(nice + cmd.split() + ["--"] + extra)
     interp = interpreter_speed(runs=1 if quick else 3)
     finished = time.time()
@@ -203,32 +204,78 @@ def text_bytes(rlib, size_tool):
     return total
 
 
-SIZE_CMD = ("CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 "
-            "CARGO_PROFILE_RELEASE_DEBUG=0 cargo build --release -p hsa-baremetal "
-            "--target x86_64-unknown-none{features}")
+SIZE_ENV = ("CARGO_PROFILE_RELEASE_OPT_LEVEL=s CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 "
+            "CARGO_PROFILE_RELEASE_DEBUG=0")
+SIZE_CMD = SIZE_ENV + " cargo build --release -p {crate} --target x86_64-unknown-none {features}"
+
+# The last commit whose hsa-core held the gfx9 decoder, disassembler and interpreter (issue 18
+# moved them to hsa-emu): hsa-core's .text is measured in a `git archive` of it as well, with
+# the same command, so the report shows the size before and after.
+CORE_BEFORE_REV = "cb6fc0728309205cade13123f09c090ade21ae6e"
+
+# Feature sets measured: (label, cargo flags for hsa-core, cargo flags for hsa-baremetal).
+SIZE_FEATURES = (
+    ("no `alloc`", "--no-default-features", ""),
+    ("`alloc` (hsa-baremetal: + linked_list_allocator heap)", "--features alloc", "--features alloc"),
+)
+
+
+def crate_text(tree, tdir, crate, features, size_tool):
+    """.text bytes of `crate`'s rlib built in `tree` (a checkout) for x86_64-unknown-none with
+    SIZE_ENV and `features`, target directory `tdir`."""
+    env = dict(os.environ, CARGO_TARGET_DIR=str(tdir), CARGO_PROFILE_RELEASE_OPT_LEVEL="s",
+               CARGO_PROFILE_RELEASE_CODEGEN_UNITS="1", CARGO_PROFILE_RELEASE_DEBUG="0")
+    lib = crate.replace("-", "_")
+    # Builds with other features leave rlibs of the same name: remove them first.
+    deps = tdir / "x86_64-unknown-none" / "release" / "deps"
+    for old in glob.glob(str(deps / "libhsa_*.rlib")):
+        os.remove(old)
+    cmd = ["cargo", "build", "-q", "--release", "-p", crate, "--target", "x86_64-unknown-none"]
+    run(cmd + features.split(), env=env, cwd=tree)
+    rlibs = sorted(deps.glob(f"lib{lib}-*.rlib"), key=lambda p: p.stat().st_mtime)
+    if not rlibs:
+        raise ReportError(f"code size: `{' '.join(cmd + features.split())}` in {tree} left no lib{lib} rlib")
+    return text_bytes(rlibs[-1], size_tool)
 
 
 def code_sizes():
+    """Per feature set: hsa-core's .text at CORE_BEFORE_REV and now, hsa-baremetal's now."""
     size_tool = shutil.which("llvm-size-19") or shutil.which("llvm-size") or shutil.which("size")
+    tmp = Path(tempfile.gettempdir())
     rows = []
-    for label, features in (("no `alloc`", ""), ("`alloc` (+ linked_list_allocator heap)", " --features alloc")):
-        tdir = Path(tempfile.gettempdir()) / "tgt-bench-size"
-        env = dict(os.environ, CARGO_TARGET_DIR=str(tdir), CARGO_PROFILE_RELEASE_OPT_LEVEL="s",
-                   CARGO_PROFILE_RELEASE_CODEGEN_UNITS="1", CARGO_PROFILE_RELEASE_DEBUG="0")
-        # Separate builds would share the rlib names' directory: clean the two crates first.
-        deps = tdir / "x86_64-unknown-none" / "release" / "deps"
-        for old in glob.glob(str(deps / "libhsa_*.rlib")):
-            os.remove(old)
-        cmd = ["cargo", "build", "-q", "--release", "-p", "hsa-baremetal", "--target", "x86_64-unknown-none"]
-        if features:
-            cmd += features.split()
-        run(cmd, env=env)
-        sizes = {}
-        for crate in ("hsa_core", "hsa_baremetal"):
-            rlibs = sorted(deps.glob(f"lib{crate}-*.rlib"), key=lambda p: p.stat().st_mtime)
-            sizes[crate] = text_bytes(rlibs[-1], size_tool) if rlibs else 0
-        rows.append((label, sizes, SIZE_CMD.format(features=features)))
+    with tempfile.TemporaryDirectory() as before_tree:
+        archive = subprocess.run(["git", "archive", CORE_BEFORE_REV], cwd=ROOT, capture_output=True,
+                                 check=True).stdout
+        subprocess.run(["tar", "-x", "-C", before_tree], input=archive, check=True)
+        for label, core_features, baremetal_features in SIZE_FEATURES:
+            before = crate_text(Path(before_tree), tmp / "tgt-bench-size-before", "hsa-core",
+                                core_features, size_tool)
+            now = crate_text(ROOT, tmp / "tgt-bench-size", "hsa-core", core_features, size_tool)
+            baremetal = crate_text(ROOT, tmp / "tgt-bench-size", "hsa-baremetal", baremetal_features,
+                                   size_tool)
+            cmds = (SIZE_CMD.format(crate="hsa-core", features=core_features).strip(),
+                    SIZE_CMD.format(crate="hsa-baremetal", features=baremetal_features).strip())
+            rows.append((label, before, now, baremetal, cmds))
     return rows, os.path.basename(size_tool or "size")
+
+
+def code_size_lines(rows, tool):
+    """The "Code size" section of BENCHMARKS.md from what code_sizes() measured."""
+    lines = ["", "## Code size (`x86_64-unknown-none`, `opt-level = \"s\"`)", "",
+             f"Sum of the `.text*` sections ({tool} -A) of the object files in each crate's rlib (`ar x`): "
+             "all non-generic code of the crate plus the generic code it instantiates itself; generic code "
+             "that only a user instantiates (e.g. `AqlQueue<P>` for a platform `P`) lands in the user's "
+             "object and is not counted. codegen-units = 1, no debug info. \"Before\" is hsa-core at "
+             f"`{CORE_BEFORE_REV[:7]}`, the last commit that held the gfx9 decoder, disassembler and "
+             "interpreter (issue 18 moved them to hsa-emu), built from a `git archive` of it with the same "
+             "command.", "",
+             f"| features | hsa-core .text before (`{CORE_BEFORE_REV[:7]}`) | hsa-core .text now | change "
+             "| hsa-baremetal .text now | commands |", "|---|---|---|---|---|---|"]
+    for label, before, now, baremetal, cmds in rows:
+        change = f"{now - before:+,} B ({(now - before) / before:+.0%})" if before else "-"
+        lines.append(f"| {label} | {before:,} B | {now:,} B | {change} | {baremetal:,} B | "
+                    + "; ".join(f"`{c}`" for c in cmds) + " |")
+    return lines
 
 
 def static_memory():
@@ -390,7 +437,7 @@ def report(info, no_sizes):
         "- B3: two user signals (no event) from a `SignalPool`; the responder waits `NE last` and stores the value "
         "back; the bench thread stores `i` and waits `EQ i`, both `WaitState::Active`. The baseline does the same "
         "on two cache-padded `AtomicI64`s with `spin_loop` hints.",
-        "- B4: `LinuxPlatform::open_default()` on the emulated device, the `vector_copy` code object loaded and "
+        "- B4: `hsa_emu::open_default()` on the emulated device, the `vector_copy` code object loaded and "
         "its kernel replaced by an empty host kernel (`ExecutionMode::HostOnly`: by default the device would "
         "interpret the kernel's machine code); one work-item dispatch with a user completion signal, active "
         "wait (`AqlQueue::wait_completion`, so a queue the CP stopped fails the bench with its error). The "
@@ -406,16 +453,7 @@ def report(info, no_sizes):
         "timed (criterion measurement time 150 ms of latency, 20 samples).",
     ]
     if not no_sizes:
-        rows, tool = code_sizes()
-        lines += ["", "## Code size (`x86_64-unknown-none`, `opt-level = \"s\"`)", "",
-                  f"Sum of the `.text*` sections ({tool} -A) of the object files in each crate's rlib: all "
-                  "non-generic code of the crate plus the generic code it instantiates itself; generic code that "
-                  "only a user instantiates (e.g. `AqlQueue<P>` for a platform `P`) lands in the user's object "
-                  "and is not counted. codegen-units = 1, no debug info.", "",
-                  "| features | hsa-core .text | hsa-baremetal .text | total | command |", "|---|---|---|---|---|"]
-        for label, sizes, cmd in rows:
-            total = sizes["hsa_core"] + sizes["hsa_baremetal"]
-            lines.append(f"| {label} | {sizes['hsa_core']:,} B | {sizes['hsa_baremetal']:,} B | {total:,} B | `{cmd}` |")
+        lines += code_size_lines(*code_sizes())
         sm = static_memory()
         lines += ["", "## Static memory of a no-alloc runtime with one queue and 64 signals", "",
                   "`size_of` with hsa-core built without `alloc` (`scripts/static_memory`, run by this script), "

@@ -29,6 +29,7 @@ use hsa_core::queue::AqlQueue;
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{Signal, SignalPool};
 use hsa_core::{bail, Error, NodeId, Status};
+use hsa_emu::{EmulatedKfd, SelectedDevice};
 use hsa_linux::LinuxPlatform;
 
 /// The platform under the C API.
@@ -137,10 +138,14 @@ pub(crate) struct State {
     signal_pool: NonNull<SignalPool<'static, Plat>>,
     /// Leaked `Box<Runtime>`, freed in `drop` last.
     runtime: NonNull<Runtime<Plat>>,
+    /// The emulated device under the platform, when that is what it runs on (for
+    /// `hsa_rt_emulated_register_kernel`).
+    emulated: Option<Arc<EmulatedKfd>>,
 }
 
 // SAFETY: the two pointers are owned boxes of `Sync` types (Runtime<LinuxPlatform> and
-// SignalPool, whose state is behind locks and atomics); everything else is behind locks. The
+// SignalPool, whose state is behind locks and atomics); everything else is behind locks or is
+// `Send + Sync` itself (the `Arc<EmulatedKfd>`, a `KfdDriver`). The
 // signals, queues and executables are used from any thread as the core allows (their
 // operations are atomics on shared memory or take `&self` behind the registry locks).
 unsafe impl Send for State {}
@@ -148,7 +153,8 @@ unsafe impl Send for State {}
 unsafe impl Sync for State {}
 
 impl State {
-    fn new(platform: Plat) -> Result<State, Error> {
+    fn new(device: SelectedDevice) -> Result<State, Error> {
+        let SelectedDevice { platform, emulated } = device;
         let runtime = Runtime::new(platform)?;
         let cpu_node = runtime.first_cpu().map_or(0, |a| a.node());
         let runtime = NonNull::from(Box::leak(Box::new(runtime)));
@@ -166,7 +172,13 @@ impl State {
             next_id: AtomicU64::new(1),
             signal_pool,
             runtime,
+            emulated,
         })
+    }
+
+    /// The emulated device under the platform; `None` on `/dev/kfd`.
+    pub(crate) fn emulated(&self) -> Option<&Arc<EmulatedKfd>> {
+        self.emulated.as_ref()
     }
 
     /// The runtime.
@@ -304,8 +316,8 @@ impl Drop for State {
 /// The global runtime: reference count and state.
 static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
 
-/// `hsa_init`: the first call checks `HSA_RT_LOG`, opens the default platform
-/// (`LinuxPlatform::open_default`: `/dev/kfd`, else the emulated device; `HSA_RT_DEVICE`,
+/// `hsa_init`: the first call checks `HSA_RT_LOG`, opens the default device
+/// (`hsa_emu::open_default`: `/dev/kfd`, else the emulated device; `HSA_RT_DEVICE`,
 /// `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`) and builds the runtime; later calls
 /// count.
 ///
@@ -324,8 +336,8 @@ pub(crate) fn init() -> Result<(), Error> {
     }
     if g.0 == 0 {
         hsa_linux::env::switch(hsa_linux::env::LOG_ENV)?;
-        let platform = LinuxPlatform::open_default()?;
-        g.1 = Some(Arc::new(State::new(platform)?));
+        let device = hsa_emu::open_default()?;
+        g.1 = Some(Arc::new(State::new(device)?));
     }
     g.0 += 1;
     Ok(())

@@ -20,7 +20,6 @@ extern crate std;
 
 pub mod abi;
 pub mod addr;
-pub mod gfx9;
 pub mod isa;
 pub mod loader;
 pub mod memory;

@@ -1,5 +1,5 @@
 //! [`LinuxPlatform`]: the core's [`Platform`] over amdkfd — a [`KfdDriver`] (the real
-//! `/dev/kfd` or the emulated device) and the KFD [`Topology`].
+//! `/dev/kfd`, or any driver with its semantics) and the KFD [`Topology`].
 //!
 //! What each platform call becomes (ROCR's `amd_memory_region.cpp`, `amd_aql_queue.cpp`,
 //! libhsakmt's `fmm.c`, `queues.c`, `events.c` are the references for the facts):
@@ -21,16 +21,11 @@
 mod cwsr;
 mod platform_impl;
 mod process;
-mod select;
 pub mod va;
 
 pub use cwsr::{
     context_save_area_header, queue_buffer_sizes, vgpr_bytes_per_cu, ContextSaveAreaHeader,
     QueueBufferSizes,
-};
-pub use select::{
-    choose_device, device_request, open_with, xnack_request, DeviceChoice, DeviceRequest,
-    DEVICE_ENV, SYSFS_ENV, XNACK_ENV,
 };
 
 use std::collections::{HashMap, HashSet};
@@ -121,8 +116,6 @@ pub struct LinuxPlatform {
     /// The per-process state shared with other platforms on the same driver.
     process: Arc<process::KfdProcess>,
     state: Mutex<State>,
-    /// The emulated device when `driver` is one (to register host kernels on it).
-    emulated: Option<Arc<crate::emulated::EmulatedKfd>>,
     /// The process's XNACK mode, as KFD reported it at open.
     xnack: bool,
 }
@@ -377,62 +370,11 @@ impl LinuxPlatform {
             gpus,
             process,
             state: Mutex::new(State::default()),
-            emulated: None,
             xnack,
         })
     }
 
-    /// A platform over the emulated device `emulated` with its topology.
-    ///
-    /// # Errors
-    /// As [`LinuxPlatform::new`].
-    pub fn new_emulated(
-        emulated: Arc<crate::emulated::EmulatedKfd>,
-    ) -> Result<LinuxPlatform, Error> {
-        let topology = emulated.topology().clone();
-        let mut platform = LinuxPlatform::new(emulated.clone(), topology)?;
-        platform.emulated = Some(emulated);
-        Ok(platform)
-    }
-
-    /// The emulated device over the captured KFD topology at `dir` (the directory holding
-    /// `nodes/`), honouring `HSA_XNACK` and `HSA_RT_EMULATION` as
-    /// [`open_default`](Self::open_default) does; `HSA_RT_DEVICE` must be unset or `emulated`.
-    ///
-    /// # Errors
-    /// [`Status::InvalidArgument`] for `HSA_RT_DEVICE=kfd` (or an unknown value) and a bad
-    /// `HSA_XNACK`; the errors of [`Topology::read`] (file and line), of the emulated
-    /// device's creation and of [`LinuxPlatform::with_xnack`].
-    pub fn open_capture(dir: &std::path::Path) -> Result<LinuxPlatform, Error> {
-        select::open_capture(dir)
-    }
-
-    /// The default device: `/dev/kfd` when present, else the emulated device (said once on
-    /// stderr); `HSA_RT_DEVICE=kfd|emulated` forces one and `HSA_RT_SYSFS=DIR` gives the
-    /// emulated device a captured topology.
-    ///
-    /// # Errors
-    /// `"no AMD GPU driver: /dev/kfd missing"` when `kfd` is forced without the driver; the
-    /// errors of opening `/dev/kfd` (permission: join the render group), of reading the
-    /// topology (file and line), and of [`LinuxPlatform::new`].
-    pub fn open_default() -> Result<LinuxPlatform, Error> {
-        let mut made = None;
-        let mut platform = select::open_with(crate::emulated::builtin_topology, |topology| {
-            let emulated = crate::emulated::EmulatedKfd::new(topology)?;
-            made = Some(emulated.clone());
-            Ok(emulated as Arc<dyn KfdDriver>)
-        })?;
-        platform.emulated = made;
-        Ok(platform)
-    }
-
-    /// The emulated device below this platform, if that is what it runs on (to register host
-    /// implementations of kernels with [`crate::emulated::EmulatedKfd::register_kernel`]).
-    pub fn emulated(&self) -> Option<&Arc<crate::emulated::EmulatedKfd>> {
-        self.emulated.as_ref()
-    }
-
-    /// `"kfd"` or `"emulated"`.
+    /// The driver's short name ([`KfdDriver::name`]): `"kfd"` for the real `/dev/kfd`.
     pub fn device_kind(&self) -> &str {
         self.driver.name()
     }

@@ -11,12 +11,12 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use hsa_baremetal::ih::IhEntry;
-use hsa_core::gfx9::{self, Gfx9Target};
 use hsa_core::loader::code_object::AlignedBytes;
 use hsa_core::loader::CodeObject;
 use hsa_core::packet::AqlPacket;
 use hsa_core::Status;
-use hsa_linux::emulated::{builtin_topology, complete_capture, EmulatedKfd, BUILTIN_GPU_ID};
+use hsa_emu::device::{builtin_topology, complete_capture, EmulatedKfd, BUILTIN_GPU_ID};
+use hsa_emu::gfx9::{self, Gfx9Target};
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::KfdDriver;
 use hsa_linux::topology::{MemoryTree, Properties, Topology};
@@ -96,7 +96,7 @@ pub fn code_object(data: &[u8]) {
             (Err(e), _) => assert_eq!(e.status(), Status::InvalidCodeObject, "{e}"),
         }
     }
-    if let Err(e) = hsa_linux::report::disassembly::disassembly_report(data, "fuzz") {
+    if let Err(e) = hsa_tools::report::disassembly::disassembly_report(data, "fuzz") {
         assert!(
             matches!(e.status(), Status::InvalidCodeObject | Status::InvalidIsa),
             "{e}"
@@ -524,7 +524,7 @@ pub fn kfd_ioctl(data: &[u8]) {
         }
     }
     let live = dev.live_handles();
-    assert!(live.queues <= hsa_linux::emulated::MAX_QUEUES_PER_PROCESS as usize);
+    assert!(live.queues <= hsa_emu::device::MAX_QUEUES_PER_PROCESS as usize);
     drop(dev);
 }
 

@@ -15,7 +15,7 @@ use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform};
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::{Error, GpuVa, NodeId, Status};
-use hsa_linux::emulated::{builtin_topology, EmulatedKfd};
+use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 use hsa_linux::topology::{parse_properties, Properties};
 use hsa_linux::LinuxPlatform;
 use rustix::io::Errno;
@@ -145,7 +145,7 @@ fn parse_code_object(bytes: &[u8]) -> Outcome {
 }
 
 fn disassemble(bytes: &[u8]) -> Outcome {
-    hsa_linux::report::disassembly::disassembly_report(bytes, "f").map(|_| ())
+    hsa_tools::report::disassembly::disassembly_report(bytes, "f").map(|_| ())
 }
 
 fn load_for(agent_isa: &str, file: &str) -> Outcome {
@@ -160,7 +160,7 @@ fn load_for(agent_isa: &str, file: &str) -> Outcome {
 
 fn with_failing_ioctl(errno: Errno, f: fn(&LinuxPlatform) -> Outcome) -> Outcome {
     let emulated = EmulatedKfd::new(builtin_topology())?;
-    let platform = LinuxPlatform::new_emulated(emulated.clone())?;
+    let platform = SelectedDevice::emulated(emulated.clone())?.platform;
     emulated.fail_nth_ioctl(0, errno);
     f(&platform)
 }
@@ -309,7 +309,7 @@ fn catalogue() -> Vec<Row> {
         row("ALLOC_MEMORY_OF_GPU fails with EPERM", Status::Error, "Operation not permitted (errno 1)", || with_failing_ioctl(Errno::PERM, allocate_vram)),
         row("CREATE_QUEUE fails with ENOSPC", Status::OutOfResources, "AMDKFD_IOC_CREATE_QUEUE: No space left on device (errno 28)", || {
             let emulated = EmulatedKfd::new(builtin_topology())?;
-            let rt = Runtime::new(LinuxPlatform::new_emulated(emulated.clone())?)?;
+            let rt = Runtime::new(SelectedDevice::emulated(emulated.clone())?.platform)?;
             let gpu = rt.first_gpu().expect("gpu");
             let config = QueueConfig::new(NodeId(gpu.node()), 1024, gpu.queue_min_size(), gpu.queue_max_size());
             // The queue's ring and amd_queue_t are allocated first; fail the next CREATE_QUEUE.

@@ -23,7 +23,7 @@ use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{SignalCondition, SignalPool, WaitState};
 use hsa_core::{Error, NodeId, QueueId};
-use hsa_linux::emulated::{builtin_topology, EmulatedKfd};
+use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 use hsa_linux::topology::Topology;
 use hsa_linux::LinuxPlatform;
 
@@ -58,7 +58,7 @@ fn code_object(name: &str) -> Vec<u8> {
 }
 
 fn run_loop(emulated: std::sync::Arc<EmulatedKfd>, code_object_file: &str, iterations: u32) {
-    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated).unwrap()).unwrap();
+    let rt = Runtime::new(SelectedDevice::emulated(emulated).unwrap().platform).unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let target = TargetId::parse(&gpu.isa().unwrap().target_id()).unwrap();

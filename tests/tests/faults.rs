@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use hsa_linux::demo::{self, DemoConfig, DemoKernel};
-use hsa_linux::emulated::{builtin_topology, EmulatedKfd, LiveHandles};
-use hsa_linux::LinuxPlatform;
+use hsa_emu::device::{builtin_topology, EmulatedKfd, LiveHandles};
+use hsa_emu::SelectedDevice;
+use hsa_tools::demo::{self, DemoConfig, DemoKernel};
 use rustix::io::Errno;
 
 fn config() -> DemoConfig {
@@ -21,8 +21,8 @@ fn config() -> DemoConfig {
 }
 
 fn run_once(emulated: &Arc<EmulatedKfd>) -> Result<demo::DemoOutcome, hsa_core::Error> {
-    let platform = LinuxPlatform::new_emulated(emulated.clone())?;
-    demo::run(platform, &config())
+    let device = SelectedDevice::emulated(emulated.clone())?;
+    demo::run(device, &config())
 }
 
 #[test]

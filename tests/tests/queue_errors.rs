@@ -15,8 +15,7 @@ use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
 use hsa_core::{Error, NodeId, QueueId, Status};
-use hsa_linux::emulated::{builtin_topology, EmulatedKfd};
-use hsa_linux::LinuxPlatform;
+use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 
 /// Callback counters and the last error, per callback slot.
 static CALLS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
@@ -63,7 +62,7 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 #[test]
 fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated.clone()).unwrap()).unwrap();
+    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let config = |slot| {
@@ -175,7 +174,7 @@ fn timed_wait(wait: impl Fn(u64) -> i64) {
 #[test]
 fn signal_waits_time_out_on_time_on_the_emulated_device() {
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated).unwrap()).unwrap();
+    let rt = Runtime::new(SelectedDevice::emulated(emulated).unwrap().platform).unwrap();
     let cpu = rt.first_cpu().unwrap();
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     for s in [
@@ -241,7 +240,7 @@ fn returns_after<'s, T: Send + 's>(
 #[test]
 fn closing_a_queue_wakes_its_waiters_with_an_error() {
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated.clone()).unwrap()).unwrap();
+    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let size = gpu.queue_min_size();
@@ -312,7 +311,7 @@ fn closing_a_queue_wakes_its_waiters_with_an_error() {
 #[test]
 fn a_failed_queue_ends_completion_waits_with_its_status() {
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated.clone()).unwrap()).unwrap();
+    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let mut config = QueueConfig::new(
@@ -375,7 +374,7 @@ fn queue_error_child() {
         return; // only as a child of the tests below
     };
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(LinuxPlatform::new_emulated(emulated).unwrap()).unwrap();
+    let rt = Runtime::new(SelectedDevice::emulated(emulated).unwrap().platform).unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let mut config = QueueConfig::new(NodeId(gpu.node()), 64, 64, gpu.queue_max_size());

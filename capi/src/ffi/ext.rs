@@ -5,7 +5,7 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use hsa_core::{bail, Status};
-use hsa_linux::emulated::DispatchContext;
+use hsa_emu::device::DispatchContext;
 
 use super::{guard, non_null, HsaStatus};
 use crate::state;
@@ -108,7 +108,7 @@ pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
         let name = unsafe { CStr::from_ptr(name) }
             .to_str()
             .map_err(|_| hsa_core::error!(Status::InvalidArgument, "name is not UTF-8"))?;
-        let Some(emulated) = st.rt().platform().emulated() else {
+        let Some(emulated) = st.emulated() else {
             bail!(
                 Status::InvalidAgent,
                 "the runtime runs on {}, not on the emulated device",

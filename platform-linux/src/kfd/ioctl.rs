@@ -105,8 +105,8 @@ unsafe impl Ioctl for RawArg<'_> {
 /// to the kernel as they are: the caller must point them at live buffers of the right size (the
 /// kernel's `copy_{from,to}_user` then stays within them), and `mmap` with an address replaces
 /// whatever is mapped there (`MAP_FIXED`): callers pass only ranges they own
-/// ([`VaSpace`]). The [`KfdDriver`] seam keeps these methods safe to share one shape with the
-/// emulated device; the backend is their only caller.
+/// ([`VaSpace`]). The [`KfdDriver`] seam keeps these methods safe to share one shape with
+/// other drivers; the backend is their only caller.
 #[derive(Debug)]
 pub struct DevKfd {
     kfd: OwnedFd,

@@ -1,0 +1,134 @@
+//! KFD events on the emulated device: the event table, the signal event page and its mailbox
+//! slots (Ref: linux `drivers/gpu/drm/amd/amdkfd/kfd_events.c`).
+//!
+//! - Signal events (`KFD_IOC_EVENT_SIGNAL`, and `DEBUG_EVENT` as the kernel treats it) get a
+//!   slot in the event page; their id is the slot index. A slot holds
+//!   [`UNSIGNALED_EVENT_SLOT`] (all ones) until someone writes the event id into it (a
+//!   completion signal's mailbox); the kernel then takes the interrupt, sees the slot changed,
+//!   sets the event and writes `UNSIGNALED_EVENT_SLOT` back. Here the processor's
+//!   `signal_event` and every `WAIT_EVENTS` check do the same.
+//! - Other event types get ids from `0x8000_0000` (`KFD_FIRST_NONSIGNAL_EVENT_ID`) and no slot.
+
+use std::collections::BTreeMap;
+
+use rustix::io::Errno;
+
+use hsa_linux::kfd::abi::KFD_SIGNAL_EVENT_LIMIT;
+
+use super::mem::{Backing, Region};
+
+/// The value of a mailbox slot nobody has written (`UNSIGNALED_EVENT_SLOT` in `kfd_events.c`).
+pub const UNSIGNALED_EVENT_SLOT: u64 = u64::MAX;
+
+/// Size of the event page, bytes: one 64-bit slot per possible signal event.
+pub const EVENT_PAGE_BYTES: u64 = KFD_SIGNAL_EVENT_LIMIT as u64 * 8;
+
+/// First id of events that are not signal events (`KFD_FIRST_NONSIGNAL_EVENT_ID`).
+pub const FIRST_NONSIGNAL_EVENT_ID: u32 = 0x8000_0000;
+
+/// The signal event page.
+#[derive(Debug)]
+pub(crate) struct EventPage {
+    /// The device's view of the slots.
+    pub(crate) region: Region,
+    /// The memory, when the device made it (not a user buffer object).
+    pub(crate) own: Option<Backing>,
+    /// Addresses at which the user sees the page (mmaps of it, or the BO's VA).
+    pub(crate) user_bases: Vec<u64>,
+    /// The KFD handle of the user buffer object holding the page (pinned while it is the
+    /// page), when it is one.
+    pub(crate) user_handle: Option<u64>,
+}
+
+impl EventPage {
+    /// The device view's offset of mailbox address `mailbox`, if it is a slot of this page.
+    pub(crate) fn slot_offset(&self, mailbox: u64) -> Option<u64> {
+        if mailbox % 8 != 0 {
+            return None;
+        }
+        std::iter::once(self.region.addr())
+            .chain(self.user_bases.iter().copied())
+            .find_map(|base| {
+                let off = mailbox.checked_sub(base)?;
+                (off < EVENT_PAGE_BYTES).then_some(off)
+            })
+    }
+}
+
+/// One event.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Event {
+    pub(crate) event_type: u32,
+    pub(crate) auto_reset: bool,
+    pub(crate) signaled: bool,
+    /// Slot index in the event page (signal events).
+    pub(crate) slot: Option<u32>,
+}
+
+/// The event table.
+#[derive(Debug, Default)]
+pub(crate) struct Events {
+    pub(crate) page: Option<EventPage>,
+    pub(crate) table: BTreeMap<u32, Event>,
+    next_other: u32,
+    /// Bumped on every change a waiter may care about.
+    pub(crate) seq: u64,
+}
+
+impl Events {
+    /// The lowest free signal slot.
+    pub(crate) fn free_slot(&self) -> Option<u32> {
+        (0..KFD_SIGNAL_EVENT_LIMIT).find(|s| !self.table.contains_key(s))
+    }
+
+    /// A fresh non-signal event id.
+    pub(crate) fn next_other_id(&mut self) -> Result<u32, Errno> {
+        for _ in 0..=u32::MAX / 2 {
+            let id = FIRST_NONSIGNAL_EVENT_ID | (self.next_other & 0x7fff_ffff);
+            self.next_other = self.next_other.wrapping_add(1);
+            if !self.table.contains_key(&id) {
+                return Ok(id);
+            }
+        }
+        Err(Errno::NOSPC)
+    }
+
+    fn slot_word(&self, slot: u32) -> Option<&std::sync::atomic::AtomicU64> {
+        self.page.as_ref()?.region.atomic_u64(u64::from(slot) * 8)
+    }
+
+    /// Sets a slot back to [`UNSIGNALED_EVENT_SLOT`].
+    pub(crate) fn clear_slot(&self, slot: u32) {
+        if let Some(w) = self.slot_word(slot) {
+            w.store(UNSIGNALED_EVENT_SLOT, std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    /// What the kernel's interrupt handler does for `id`: a signal event whose slot was
+    /// written becomes signaled and the slot unsignaled. Returns whether anything changed.
+    pub(crate) fn poll_slot(&mut self, id: u32) -> bool {
+        let Some(ev) = self.table.get(&id).copied() else {
+            return false;
+        };
+        let Some(slot) = ev.slot else {
+            return false;
+        };
+        let written = self
+            .slot_word(slot)
+            .map(|w| w.load(std::sync::atomic::Ordering::Acquire) != UNSIGNALED_EVENT_SLOT)
+            .unwrap_or(false);
+        if written {
+            self.clear_slot(slot);
+            self.set(id);
+        }
+        written
+    }
+
+    /// Sets event `id` (no-op for an unknown id).
+    pub(crate) fn set(&mut self, id: u32) {
+        if let Some(ev) = self.table.get_mut(&id) {
+            ev.signaled = true;
+            self.seq = self.seq.wrapping_add(1);
+        }
+    }
+}

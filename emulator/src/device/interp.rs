@@ -1,0 +1,355 @@
+//! Kernel dispatches as real GFX9 machine code: the emulated device reads the kernel
+//! descriptor and the code from the GPU's memory and runs them with the wave
+//! interpreter ([`crate::gfx9::exec`]), spreading the work-groups of one dispatch over host
+//! threads.
+//!
+//! Every access of the interpreter (descriptor, code, dispatch packet, kernarg segment,
+//! buffers) goes through [`GpuMemory`]: it must lie inside one live allocation mapped to the
+//! GPU, else it is a [`Status::MemoryFault`] naming the address.
+
+use std::cell::Cell;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::gfx9::exec::{
+    check_dispatch, run_workgroups, workgroup_total, DeviceMemory, DispatchState, ExecStats,
+    KernelCode,
+};
+use crate::gfx9::Gfx9Target;
+use hsa_core::abi::kernel_descriptor::KernelDescriptor;
+use hsa_core::processor::KernelDispatch;
+use hsa_core::{error, Error, Status};
+use zerocopy::FromBytes;
+
+use super::mem::Region;
+use super::memory::Allocs;
+
+/// Size of the AMDGPU kernel descriptor, bytes (AMDGPUUsage "Kernel Descriptor").
+const DESCRIPTOR_BYTES: usize = 64;
+
+/// Most code bytes read either side of the entry point (the loaded image is one allocation
+/// per code object; a larger allocation is read in this window).
+const CODE_WINDOW_BYTES: u64 = 8 << 20;
+
+/// Instructions one wave may execute before the dispatch is aborted as hung
+/// (`Status::Exception`).
+pub(crate) const MAX_INSTRUCTIONS_PER_WAVE: u64 = 100_000_000;
+
+/// Device memory of one GPU as the interpreter sees it: the live allocations mapped to that
+/// GPU, every access bounds-checked. Holds a one-entry cache of the last allocation hit; make
+/// one per thread.
+pub(crate) struct GpuMemory<'a> {
+    allocs: &'a Allocs,
+    gpu_id: u32,
+    last: Cell<Option<(u64, u64, Region)>>,
+}
+
+impl<'a> GpuMemory<'a> {
+    /// The memory of GPU `gpu_id` over `allocs` (whose lock the caller holds).
+    pub(crate) fn new(allocs: &'a Allocs, gpu_id: u32) -> GpuMemory<'a> {
+        GpuMemory {
+            allocs,
+            gpu_id,
+            last: Cell::new(None),
+        }
+    }
+
+    /// The live region of `addr..addr+len`.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the access when it is not inside one live allocation
+    /// mapped to the GPU.
+    fn region(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
+        if let Some((va, end, r)) = self.last.get() {
+            if addr >= va && addr.checked_add(len).is_some_and(|e| e <= end) {
+                if let Some(sub) = r.sub(addr - va, len) {
+                    return Ok(sub);
+                }
+            }
+        }
+        let region = self
+            .allocs
+            .device_region(self.gpu_id, addr, len)
+            .ok_or_else(|| {
+                let why = match self.allocs.containing(addr, len) {
+                    Some(_) => "not mapped to",
+                    None => "outside",
+                };
+                // Short: the interpreter and the queue add the instruction, lane, kernel and
+                // packet in front, and messages hold 192 bytes.
+                error!(
+                    Status::MemoryFault,
+                    "memory fault: {what} at {addr:#x} ({len} bytes) {why} GPU {:#x}'s memory",
+                    self.gpu_id
+                )
+            })?;
+        if let Some(a) = self.allocs.containing(addr, len) {
+            if let Some(whole) = self.allocs.device_region(self.gpu_id, a.va, a.size) {
+                self.last.set(Some((a.va, a.va + a.size, whole)));
+            }
+        }
+        Ok(region)
+    }
+}
+
+impl DeviceMemory for GpuMemory<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
+        self.region(addr, buf.len() as u64, "read")?.read_into(buf);
+        Ok(())
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
+        self.region(addr, data.len() as u64, "write")?
+            .write_from(data);
+        Ok(())
+    }
+
+    fn atomic_rmw_u32(&self, addr: u64, op: &mut dyn FnMut(u32) -> u32) -> hsa_core::Result<u32> {
+        let word = self.region(addr, 4, "atomic")?;
+        let atomic = word.atomic_u32(0).ok_or_else(|| {
+            error!(
+                Status::MemoryFault,
+                "memory fault on GPU {:#x}: atomic at {addr:#x} is not 4-byte aligned", self.gpu_id
+            )
+        })?;
+        // SeqCst read-modify-write: device atomics are coherent at system scope here. Device
+        // memory is little-endian; the atomic holds the host's native order.
+        let mut old = atomic.load(Ordering::SeqCst);
+        loop {
+            let new = op(u32::from_le(old)).to_le();
+            match atomic.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return Ok(u32::from_le(old)),
+                Err(now) => old = now,
+            }
+        }
+    }
+}
+
+/// How an interpreted dispatch ended, for the caller's fallback decision.
+pub(crate) enum Outcome {
+    /// It ran to completion.
+    Ran(ExecStats),
+    /// The interpreter failed with this error (its status is the interpreter's: e.g.
+    /// `IllegalInstruction` for an encoding it does not implement).
+    Failed(Error),
+}
+
+/// Runs `dispatch` as machine code for `target` on GPU `gpu_id` with `lds_bytes` of LDS,
+/// spreading its work-groups over `threads` host threads.
+///
+/// Errors come back as [`Outcome::Failed`]; their messages do not name the kernel (the
+/// caller adds it).
+pub(crate) fn run(
+    dispatch: &KernelDispatch,
+    target: Gfx9Target,
+    allocs: &Allocs,
+    gpu_id: u32,
+    lds_bytes: u32,
+    threads: usize,
+) -> Outcome {
+    match run_inner(dispatch, target, allocs, gpu_id, lds_bytes, threads) {
+        Ok(s) => Outcome::Ran(s),
+        Err(e) => Outcome::Failed(e),
+    }
+}
+
+fn run_inner(
+    dispatch: &KernelDispatch,
+    target: Gfx9Target,
+    allocs: &Allocs,
+    gpu_id: u32,
+    lds_bytes: u32,
+    threads: usize,
+) -> Result<ExecStats, Error> {
+    let memory = GpuMemory::new(allocs, gpu_id);
+    let object = dispatch.kernel_object.0;
+    let mut raw = [0u8; DESCRIPTOR_BYTES];
+    memory
+        .read(object, &mut raw)
+        .map_err(|e| error!(e.status(), "kernel descriptor: {}", e.detail()))?;
+    let descriptor = KernelDescriptor::read_from_bytes(&raw)
+        .map_err(|_| error!(Status::Error, "kernel descriptor is not 64 bytes"))?;
+    let entry = object.wrapping_add_signed(descriptor.kernel_code_entry_byte_offset);
+    let image = allocs
+        .containing(entry, 4)
+        .filter(|a| a.mapped.contains(&gpu_id))
+        .map(|a| (a.va, a.va + a.size))
+        .ok_or_else(|| {
+            error!(
+                Status::MemoryFault,
+                "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel object \
+                 {object:#x} + kernel_code_entry_byte_offset {:#x}) is not inside one live \
+                 allocation mapped to this GPU",
+                descriptor.kernel_code_entry_byte_offset
+            )
+        })?;
+    let start = image.0.max(entry.saturating_sub(CODE_WINDOW_BYTES));
+    let end = image.1.min(entry.saturating_add(CODE_WINDOW_BYTES));
+    let mut code_bytes = vec![0u8; (end - start) as usize];
+    memory
+        .read(start, &mut code_bytes)
+        .map_err(|e| error!(e.status(), "kernel code: {}", e.detail()))?;
+    let code = KernelCode {
+        base_address: start,
+        bytes: &code_bytes,
+        entry_address: entry,
+    };
+    // The runtime puts the kernel's whole group segment size (the descriptor's fixed size
+    // plus any dynamic LDS) in the packet; a packet that says less gets the fixed size.
+    let group = dispatch
+        .group_segment_size_bytes
+        .max(descriptor.group_segment_fixed_size);
+    if group > lds_bytes {
+        return Err(error!(
+            Status::InvalidPacketFormat,
+            "group_segment_size {group} (packet {}, descriptor {}) exceeds the GPU's LDS of \
+             {lds_bytes} bytes",
+            dispatch.group_segment_size_bytes,
+            descriptor.group_segment_fixed_size
+        ));
+    }
+    let state = DispatchState {
+        grid_size: dispatch.grid_size,
+        workgroup_size: dispatch.workgroup_size,
+        dispatch_packet_address: dispatch.packet_address.0,
+        kernarg_address: dispatch.kernarg_address.0,
+        queue_address: dispatch.queue_address.0,
+        dispatch_id: dispatch.dispatch_id,
+        group_segment_size: group,
+        private_segment_size: dispatch.private_segment_size_bytes,
+        max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
+    };
+    check_dispatch(&descriptor, &state)?;
+    let total = workgroup_total(&state);
+    let workers = (threads.max(1) as u64).min(total).max(1) as usize;
+    let run_range = |mem: &GpuMemory<'_>, range: Range<u64>, stats: &mut ExecStats| {
+        run_workgroups(&code, &descriptor, target, &state, mem, range, stats)
+    };
+    if workers == 1 {
+        let mut stats = ExecStats::default();
+        run_range(&memory, 0..total, &mut stats)?;
+        return Ok(stats);
+    }
+    // Workers take chunks of consecutive work-groups in increasing order. After an error no
+    // new chunk starts, but every chunk handed out before it runs to its end or its first
+    // error, so the error reported (the one at the lowest work-group) does not depend on
+    // timing.
+    let chunk = (total / (workers as u64 * 8)).clamp(1, 4096);
+    let next = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let results: Vec<(ExecStats, Option<(u64, Error)>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mem = GpuMemory::new(allocs, gpu_id);
+                    let mut stats = ExecStats::default();
+                    while !failed.load(Ordering::Relaxed) {
+                        let first = next.fetch_add(chunk, Ordering::Relaxed);
+                        if first >= total {
+                            break;
+                        }
+                        let range = first..(first + chunk).min(total);
+                        let mut part = ExecStats::default();
+                        let r = run_range(&mem, range, &mut part);
+                        stats.add(&part);
+                        if let Err(e) = r {
+                            failed.store(true, Ordering::Relaxed);
+                            return (stats, Some((first + part.workgroups, e)));
+                        }
+                    }
+                    (stats, None)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    (
+                        ExecStats::default(),
+                        Some((
+                            0,
+                            error!(Status::Error, "an interpreter worker thread panicked"),
+                        )),
+                    )
+                })
+            })
+            .collect()
+    });
+    let mut stats = ExecStats::default();
+    let mut first_error: Option<(u64, Error)> = None;
+    for (s, e) in results {
+        stats.add(&s);
+        if let Some((at, e)) = e {
+            if first_error.as_ref().is_none_or(|(f, _)| at < *f) {
+                first_error = Some((at, e));
+            }
+        }
+    }
+    match first_error {
+        Some((_, e)) => Err(e),
+        None => Ok(stats),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::super::mem::Backing;
+    use super::super::memory::{Alloc, Kind};
+    use super::*;
+
+    fn alloc(va: u64, handle: u64, mapped_to: Option<u32>) -> Alloc {
+        let b = Arc::new(Backing::new("t", 4096).unwrap());
+        Alloc {
+            va,
+            size: 4096,
+            gpu_id: 1,
+            handle,
+            mmap_offset: handle << 24,
+            kind: Kind::Gtt,
+            region: b.region(),
+            backing: Some(b),
+            mapped: mapped_to.into_iter().collect(),
+            pins: 0,
+        }
+    }
+
+    /// Two adjacent mapped allocations and one not mapped: reads inside one succeed (also
+    /// after the cache holds the other), a read across the boundary or into the unmapped one
+    /// is a memory fault naming the address; atomics add and check alignment.
+    #[test]
+    fn gpu_memory_checks_every_access() {
+        let mut allocs = Allocs::default();
+        allocs.insert(alloc(0x10_0000, 1, Some(1)));
+        allocs.insert(alloc(0x10_1000, 2, Some(1)));
+        allocs.insert(alloc(0x20_0000, 3, None));
+        let m = GpuMemory::new(&allocs, 1);
+        m.write(0x10_0ffc, &7u32.to_le_bytes()).unwrap();
+        m.write(0x10_1000, &9u32.to_le_bytes()).unwrap();
+        let mut b = [0u8; 4];
+        m.read(0x10_0ffc, &mut b).unwrap();
+        assert_eq!(u32::from_le_bytes(b), 7);
+        let mut b8 = [0u8; 8];
+        let e = m.read(0x10_0ffc, &mut b8).unwrap_err();
+        assert_eq!(e.status(), Status::MemoryFault);
+        assert!(e.detail().contains("0x100ffc"), "{}", e.detail());
+        let e = m.read(0x20_0000, &mut b).unwrap_err();
+        assert_eq!(e.status(), Status::MemoryFault);
+        assert!(
+            e.detail().contains("not mapped to GPU 0x1"),
+            "{}",
+            e.detail()
+        );
+        assert_eq!(
+            m.write(0x30_0000, &[1]).unwrap_err().status(),
+            Status::MemoryFault
+        );
+        assert_eq!(m.atomic_rmw_u32(0x10_1000, &mut |v| v + 5).unwrap(), 9);
+        m.read(0x10_1000, &mut b).unwrap();
+        assert_eq!(u32::from_le_bytes(b), 14);
+        let e = m.atomic_rmw_u32(0x10_1002, &mut |v| v).unwrap_err();
+        assert!(e.detail().contains("not 4-byte aligned"), "{}", e.detail());
+    }
+}

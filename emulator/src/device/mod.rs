@@ -1,0 +1,1275 @@
+//! The emulated device: a mock of `/dev/kfd` with the kernel's semantics, for machines without
+//! an AMD GPU.
+//!
+//! [`EmulatedKfd`] implements [`KfdDriver`], so the Linux backend drives it exactly as it drives
+//! the real `/dev/kfd`: ioctl argument structs of [`hsa_linux::kfd::abi`] in, errno out. Semantics
+//! follow linux `drivers/gpu/drm/amd/amdkfd/kfd_chardev.c` (`kfd_ioctl` and the per-ioctl
+//! handlers), `kfd_events.c` and `kfd_process_queue_manager.c`:
+//!
+//! - `arg.len()` must equal `_IOC_SIZE(request)` (the trait's contract), else `EINVAL`; a
+//!   request whose type is not `'K'` or whose number this device does not implement is
+//!   `ENOTTY`. As the kernel, a known number with a different encoded size is accepted: the
+//!   argument is zero-extended or truncated to the emulation's struct.
+//! - Unknown `gpu_id`, memory handle, queue id or event id: `EINVAL`. A user pointer (device
+//!   id arrays, event arrays, aperture arrays, CU masks) that is not mapped: `EFAULT` (copies go
+//!   through `/proc/self/mem`, as `copy_from_user` would fault).
+//! - Memory: VRAM and GTT are backed by memfd pages the device maps for itself; the user maps
+//!   them with `mmap(RenderNode(gpu_id), mmap_offset, len, Some(va))`. USERPTR registers the
+//!   caller's pages (which must stay mapped until FREE). Sizes beyond the topology's VRAM bank
+//!   (per GPU) or system bank (CPU nodes) are `ENOMEM`. The device reaches an allocation only
+//!   after `MAP_MEMORY_TO_GPU` for that GPU (as GPUVM mappings work). Freeing memory a live
+//!   queue uses (ring, `amd_queue_t`) or the event page is `EBUSY`.
+//! - Queues: AQL compute only; each served by a thread running the core's packet processor
+//!   ([`hsa_core::processor`]), woken through [`KfdDriver::doorbell_rung`].
+//! - Kernel dispatches ([`ExecutionMode`]): by default the kernel's real machine code runs in
+//!   the GFX9 wave interpreter of [`crate::gfx9::exec`] when the GPU's ISA is gfx900,
+//!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
+//!   from GPU memory, the dispatch and queue pointers are the packet's and `amd_queue_t`'s
+//!   device addresses, and the work-groups run on several host threads. Otherwise (another
+//!   ISA, or an encoding the interpreter does not implement) the host implementation
+//!   registered for the kernel's symbol name ([`EmulatedKfd::register_kernel`]) runs instead,
+//!   when there is one. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
+//!   host implementations only.
+//! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
+//!   (`UNSIGNALED_EVENT_SLOT`).
+//!
+//! Emulation limits (said aloud): `UPDATE_QUEUE` cannot move a queue to another ring
+//! (`EINVAL`); a ring smaller than 1024 bytes is `EINVAL` (the kernel clamps it); ACQUIRE_VM is
+//! not required before allocating; SVM, CRIU and debugger ioctls are `ENOTTY`.
+
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::gfx9::Gfx9Target;
+use hsa_core::platform::{HeapType, QueueErrorCallback};
+use hsa_core::processor::PacketProcessor;
+use hsa_core::{error, Error, GpuVa, Status};
+use rustix::io::Errno;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
+use hsa_linux::topology::Topology;
+
+mod events;
+pub mod host_kernels;
+mod interp;
+mod kernel;
+mod mem;
+mod memory;
+mod profile;
+mod queue;
+
+pub use events::{EVENT_PAGE_BYTES, FIRST_NONSIGNAL_EVENT_ID, UNSIGNALED_EVENT_SLOT};
+pub use kernel::DispatchContext;
+pub use profile::{
+    builtin_topology, builtin_topology_for, complete_capture, BUILTIN_GPU_ID, BUILTIN_SYSTEM_BYTES,
+    BUILTIN_VRAM_BYTES,
+};
+
+use events::{Event, EventPage, Events};
+use mem::{round_up_page, Backing, UserMemory, PAGE_BYTES};
+use memory::{Alloc, Allocs, Kind};
+use queue::{CpThread, QueueCtl};
+
+/// Size of a GPU's doorbell page on `/dev/kfd`, bytes: 1024 queues of one 64-bit doorbell
+/// (`kfd_doorbell_process_slice` on gfx9+).
+pub const DOORBELL_PAGE_BYTES: u64 = 8192;
+
+/// Most queues a process may have (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
+pub const MAX_QUEUES_PER_PROCESS: u32 = 1024;
+
+/// Most device ids `MAP/UNMAP_MEMORY_TO_GPU` accept in one call (more is `EINVAL`).
+pub const MAX_MAP_DEVICES: u32 = 1024;
+
+/// Counts of live objects, for tests that check nothing leaks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LiveHandles {
+    /// Live buffer objects (ALLOC_MEMORY_OF_GPU minus FREE).
+    pub memory: usize,
+    /// Live queues.
+    pub queues: usize,
+    /// Live events.
+    pub events: usize,
+}
+
+/// How the emulated device runs kernel dispatches.
+///
+/// Selected per device with [`EmulatedKfd::set_execution_mode`]; the initial mode comes from
+/// the environment variable `HSA_RT_EMULATION`: unset or empty for
+/// [`ExecutionMode::Interpret`], `interpret` for [`ExecutionMode::InterpretOnly`], `host` for
+/// [`ExecutionMode::HostOnly`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExecutionMode {
+    /// Run the kernel's machine code in the GFX9 interpreter; machine code that fails (an
+    /// encoding the interpreter does not implement, a memory fault) stops the queue with the
+    /// interpreter's error, never a host implementation. Only on a GPU whose ISA the
+    /// interpreter does not run (gfx900, gfx90a, gfx942) does a host implementation
+    /// registered for the kernel's symbol name run instead, and each such dispatch says so on
+    /// stderr; without one the dispatch stops the queue with `INVALID_ISA`.
+    #[default]
+    Interpret,
+    /// As [`ExecutionMode::Interpret`], without the fallback: on a GPU whose ISA the
+    /// interpreter does not run the dispatch stops the queue with `INVALID_ISA` even when a
+    /// host implementation is registered. What `HSA_RT_EMULATION=interpret` asks for.
+    InterpretOnly,
+    /// Run only host implementations registered by symbol name (a kernel without one stops
+    /// the queue with `INVALID_PACKET_FORMAT`).
+    HostOnly,
+}
+
+/// [`ExecutionMode`] as stored in `Device::mode`.
+fn mode_code(mode: ExecutionMode) -> u8 {
+    match mode {
+        ExecutionMode::Interpret => 0,
+        ExecutionMode::HostOnly => 1,
+        ExecutionMode::InterpretOnly => 2,
+    }
+}
+
+impl ExecutionMode {
+    /// The mode named by a value of `HSA_RT_EMULATION` (a choice,
+    /// [`hsa_linux::env::parse_choice`]): unset or empty → Interpret, `interpret` →
+    /// InterpretOnly, `host` → HostOnly.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] naming the variable, the value and the accepted values for
+    /// anything else (a value that is not UTF-8 too).
+    pub fn parse_env(value: Option<&std::ffi::OsStr>) -> Result<ExecutionMode, Error> {
+        let modes = [
+            ("interpret", ExecutionMode::InterpretOnly),
+            ("host", ExecutionMode::HostOnly),
+        ];
+        Ok(
+            hsa_linux::env::parse_choice(hsa_linux::env::EMULATION_ENV, value, &modes)?
+                .unwrap_or_default(),
+        )
+    }
+
+    /// [`ExecutionMode::parse_env`] of a set value.
+    ///
+    /// # Errors
+    /// As [`ExecutionMode::parse_env`].
+    pub fn parse(value: &str) -> Result<ExecutionMode, Error> {
+        ExecutionMode::parse_env(Some(std::ffi::OsStr::new(value)))
+    }
+
+    /// The mode from the environment variable `HSA_RT_EMULATION`
+    /// ([`ExecutionMode::parse_env`]).
+    ///
+    /// # Errors
+    /// As [`ExecutionMode::parse_env`].
+    pub fn from_env() -> Result<ExecutionMode, Error> {
+        ExecutionMode::parse_env(std::env::var_os(hsa_linux::env::EMULATION_ENV).as_deref())
+    }
+}
+
+/// What the device's kernel executors did since it was made (all queues).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecutionStats {
+    /// Dispatches the GFX9 interpreter ran to completion.
+    pub interpreted_dispatches: u64,
+    /// Dispatches a host implementation ran (in HostOnly mode or as a fallback).
+    pub host_dispatches: u64,
+    /// Work-groups the interpreter completed.
+    pub workgroups: u64,
+    /// Wave-instructions the interpreter executed (one per instruction per wave).
+    pub instructions: u64,
+    /// Lane-instructions: the sum over executed instructions of the active lanes.
+    pub lane_instructions: u64,
+    /// Wall time spent in interpreted dispatches, ns.
+    pub interpreter_ns: u64,
+}
+
+#[derive(Default)]
+struct StatCounters {
+    interpreted: AtomicU64,
+    host: AtomicU64,
+    workgroups: AtomicU64,
+    instructions: AtomicU64,
+    lane_instructions: AtomicU64,
+    interpreter_ns: AtomicU64,
+}
+
+/// One emulated GPU.
+#[derive(Debug)]
+struct Gpu {
+    gpu_id: u32,
+    vram_bytes: u64,
+    num_cp_queues: u32,
+    lds_bytes: u32,
+    doorbells: Arc<Backing>,
+    /// The ISA the interpreter runs for it; `None` when it is not gfx900/gfx90a/gfx942.
+    target: Option<Gfx9Target>,
+    /// The ISA's name (`gfx90a`), or `gfx_target_version N` when it has none.
+    isa: String,
+}
+
+struct QueueEntry {
+    gpu_id: u32,
+    ring_va: u64,
+    ring_size: u32,
+    pinned: Vec<u64>,
+    ctl: Arc<queue::QueueCtl>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// The device state shared with the processor threads.
+pub(crate) struct Device {
+    topology: Topology,
+    gpus: Vec<Gpu>,
+    system_bytes: u64,
+    user: UserMemory,
+    pub(crate) allocs: RwLock<Allocs>,
+    pub(crate) events: Mutex<Events>,
+    pub(crate) events_cv: Condvar,
+    queues: Mutex<BTreeMap<u32, QueueEntry>>,
+    pub(crate) kernels: RwLock<kernel::Kernels>,
+    ioctls: AtomicU64,
+    faults: Mutex<Vec<(u64, Errno)>>,
+    xnack: AtomicI32,
+    /// 0 = Interpret, 1 = HostOnly.
+    mode: AtomicU8,
+    /// Host threads per interpreted dispatch.
+    threads: AtomicUsize,
+    stats: StatCounters,
+}
+
+impl Device {
+    pub(crate) fn mode(&self) -> ExecutionMode {
+        match self.mode.load(Ordering::Relaxed) {
+            1 => ExecutionMode::HostOnly,
+            2 => ExecutionMode::InterpretOnly,
+            _ => ExecutionMode::Interpret,
+        }
+    }
+
+    fn gpu(&self, gpu_id: u32) -> Option<&Gpu> {
+        self.gpus.iter().find(|g| g.gpu_id == gpu_id)
+    }
+}
+
+/// The emulated `/dev/kfd` (driver name `"emulated"`). See the module docs for semantics.
+pub struct EmulatedKfd {
+    device: Arc<Device>,
+}
+
+impl std::fmt::Debug for EmulatedKfd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmulatedKfd")
+            .field("gpus", &self.device.gpus)
+            .field("live", &self.live_handles())
+            .finish()
+    }
+}
+
+/// The machine's `available_parallelism` (1 when unknown).
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// CLOCK_MONOTONIC, ns.
+pub(crate) fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(t.tv_nsec as u64)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Runs `f` on the argument as `T`: zero-extended/truncated copy in, copy back out when the
+/// request has `_IOC_READ` (also after an error, as `kfd_ioctl` does).
+fn with_args<T, F>(request: u32, arg: &mut [u8], f: F) -> Result<(), Errno>
+where
+    T: FromBytes + IntoBytes + Immutable + KnownLayout,
+    F: FnOnce(&mut T) -> Result<(), Errno>,
+{
+    let mut t = T::new_zeroed();
+    let n = arg.len().min(size_of::<T>());
+    t.as_mut_bytes()[..n].copy_from_slice(&arg[..n]);
+    let r = f(&mut t);
+    if (request >> 30) & IOC_READ != 0 {
+        arg[..n].copy_from_slice(&t.as_bytes()[..n]);
+    }
+    r
+}
+
+impl EmulatedKfd {
+    /// Makes an emulated device for `topology` (e.g. [`builtin_topology`] or a captured dump),
+    /// first completed by [`complete_capture`].
+    /// Every node with SIMDs and a non-zero `gpu_id` becomes an emulated GPU with its VRAM
+    /// banks' size, `num_cp_queues` (at least 1) and `lds_size_in_kb`.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] when the topology has no GPU node, two GPUs share a
+    /// `gpu_id`, or `HSA_RT_EMULATION` is set to something other than `interpret` or `host`; [`Status::OutOfResources`] when doorbell pages cannot be allocated;
+    /// [`Status::Error`] when `/proc/self/mem` cannot be opened.
+    pub fn new(mut topology: Topology) -> Result<Arc<EmulatedKfd>, Error> {
+        complete_capture(&mut topology);
+        let mut gpus: Vec<Gpu> = Vec::new();
+        for n in &topology.nodes {
+            let p = &n.properties;
+            if p.simd_count == 0 || p.gpu_id == 0 {
+                continue;
+            }
+            if gpus.iter().any(|g| g.gpu_id == p.gpu_id) {
+                return Err(error!(
+                    Status::InvalidArgument,
+                    "topology: gpu_id {:#x} appears on two nodes", p.gpu_id
+                ));
+            }
+            let doorbells = Backing::new("hsa-emulated-doorbells", DOORBELL_PAGE_BYTES)
+                .map_err(|e| error!(Status::OutOfResources, "doorbell page: {e}"))?;
+            let isa = n.isa_name();
+            gpus.push(Gpu {
+                gpu_id: p.gpu_id,
+                vram_bytes: n.local_memory_bytes(),
+                num_cp_queues: p.num_cp_queues.max(1),
+                lds_bytes: p.lds_size_in_kb.saturating_mul(1024),
+                doorbells: Arc::new(doorbells),
+                target: isa.as_deref().and_then(Gfx9Target::from_processor),
+                isa: isa.unwrap_or_else(|| format!("gfx_target_version {}", p.gfx_target_version)),
+            });
+        }
+        if gpus.is_empty() {
+            return Err(error!(
+                Status::InvalidArgument,
+                "topology has no GPU node (simd_count > 0 and gpu_id != 0) to emulate"
+            ));
+        }
+        let system_bytes = topology
+            .nodes
+            .iter()
+            .filter(|n| n.properties.simd_count == 0)
+            .flat_map(|n| n.memory_banks.iter())
+            .filter(|b| b.heap_type == HeapType::System)
+            .fold(0u64, |a, b| a.saturating_add(b.size_bytes));
+        let mode = ExecutionMode::from_env()?;
+        let user = UserMemory::open()
+            .map_err(|e| error!(Status::Error, "emulated device: open /proc/self/mem: {e}"))?;
+        Ok(Arc::new(EmulatedKfd {
+            device: Arc::new(Device {
+                topology,
+                gpus,
+                system_bytes,
+                user,
+                allocs: RwLock::new(Allocs::default()),
+                events: Mutex::new(Events::default()),
+                events_cv: Condvar::new(),
+                queues: Mutex::new(BTreeMap::new()),
+                kernels: RwLock::new(kernel::Kernels::default()),
+                ioctls: AtomicU64::new(0),
+                faults: Mutex::new(Vec::new()),
+                xnack: AtomicI32::new(0),
+                mode: AtomicU8::new(mode_code(mode)),
+                threads: AtomicUsize::new(default_threads()),
+                stats: StatCounters::default(),
+            }),
+        }))
+    }
+
+    /// The topology the device emulates.
+    pub fn topology(&self) -> &Topology {
+        &self.device.topology
+    }
+
+    /// Live memory handles, queues and events.
+    pub fn live_handles(&self) -> LiveHandles {
+        let d = &self.device;
+        LiveHandles {
+            memory: d
+                .allocs
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len(),
+            queues: lock(&d.queues).len(),
+            events: lock(&d.events).table.len(),
+        }
+    }
+
+    /// Number of ioctls issued so far (failed ones included).
+    pub fn ioctl_count(&self) -> u64 {
+        self.device.ioctls.load(Ordering::SeqCst)
+    }
+
+    /// Makes the `n`-th ioctl from now fail with `errno`, without any side effect: `n = 0` is
+    /// the next ioctl, `n = 1` the one after. Several injections may be pending.
+    pub fn fail_nth_ioctl(&self, n: u64, errno: Errno) {
+        let at = self.device.ioctls.load(Ordering::SeqCst).saturating_add(n);
+        lock(&self.device.faults).push((at, errno));
+    }
+
+    /// How kernel dispatches run from now on (dispatches already running finish as they
+    /// started).
+    pub fn set_execution_mode(&self, mode: ExecutionMode) {
+        self.device.mode.store(mode_code(mode), Ordering::Relaxed);
+    }
+
+    /// How kernel dispatches run: `HSA_RT_EMULATION`'s mode, or the last
+    /// [`EmulatedKfd::set_execution_mode`].
+    pub fn execution_mode(&self) -> ExecutionMode {
+        self.device.mode()
+    }
+
+    /// Host threads the interpreter spreads one dispatch's work-groups over; `0` means the
+    /// machine's `available_parallelism` (the default).
+    pub fn set_interpreter_threads(&self, threads: usize) {
+        let n = if threads == 0 {
+            default_threads()
+        } else {
+            threads
+        };
+        self.device.threads.store(n, Ordering::Relaxed);
+    }
+
+    /// Host threads per interpreted dispatch.
+    pub fn interpreter_threads(&self) -> usize {
+        self.device.threads.load(Ordering::Relaxed)
+    }
+
+    /// What the kernel executors did so far, on all queues.
+    pub fn execution_stats(&self) -> ExecutionStats {
+        let c = &self.device.stats;
+        ExecutionStats {
+            interpreted_dispatches: c.interpreted.load(Ordering::SeqCst),
+            host_dispatches: c.host.load(Ordering::SeqCst),
+            workgroups: c.workgroups.load(Ordering::SeqCst),
+            instructions: c.instructions.load(Ordering::SeqCst),
+            lane_instructions: c.lane_instructions.load(Ordering::SeqCst),
+            interpreter_ns: c.interpreter_ns.load(Ordering::SeqCst),
+        }
+    }
+
+    /// Registers the host implementation of the kernel whose symbol is `symbol_name` (as the
+    /// loader reports it through [`EmulatedKfd::note_kernel_symbol`], e.g. `"vector_copy"` or
+    /// `"vector_copy.kd"`: both spellings are accepted). `f` runs once per work-group; replaces
+    /// an earlier registration of the same name.
+    pub fn register_kernel<F>(&self, symbol_name: &str, f: F)
+    where
+        F: Fn(&mut DispatchContext<'_>) -> Result<(), Error> + Send + Sync + 'static,
+    {
+        let name = symbol_name.strip_suffix(".kd").unwrap_or(symbol_name);
+        self.device
+            .kernels
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .by_name
+            .insert(name.to_owned(), Arc::new(f));
+    }
+
+    /// Records that `kernel_object` (the address of a kernel descriptor) is the kernel named
+    /// `name` (with or without the `.kd` suffix). The loader reports every loaded kernel.
+    pub fn note_kernel_symbol(&self, kernel_object: GpuVa, name: &str) {
+        let name = name.strip_suffix(".kd").unwrap_or(name);
+        self.device
+            .kernels
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .objects
+            .insert(kernel_object.0, name.to_owned());
+    }
+
+    /// Installs the error callback of queue `queue_id` (from CREATE_QUEUE): called once, on
+    /// the queue's processor thread, when the queue stops with an error (a malformed packet:
+    /// `INVALID_PACKET_FORMAT`; a kernel's bad access: `MEMORY_FAULT`; ...). An error that
+    /// happened before is delivered now, on the calling thread.
+    ///
+    /// # Errors
+    /// [`Status::InvalidQueue`] for an unknown queue id.
+    pub fn set_queue_error_callback(
+        &self,
+        queue_id: u32,
+        cb: QueueErrorCallback,
+    ) -> Result<(), Error> {
+        let ctl = lock(&self.device.queues)
+            .get(&queue_id)
+            .map(|q| q.ctl.clone())
+            .ok_or_else(|| error!(Status::InvalidQueue, "no emulated queue with id {queue_id}"))?;
+        ctl.set_callback(queue_id, cb);
+        Ok(())
+    }
+
+    fn gpu(&self, gpu_id: u32) -> Result<&Gpu, Errno> {
+        self.device
+            .gpus
+            .iter()
+            .find(|g| g.gpu_id == gpu_id)
+            .ok_or(Errno::INVAL)
+    }
+
+    fn dispatch(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        let size = ((request >> 16) & 0x3fff) as usize;
+        if size != arg.len() {
+            return Err(Errno::INVAL);
+        }
+        if ((request >> 8) & 0xff) as u8 != AMDKFD_IOCTL_BASE {
+            return Err(Errno::NOTTY);
+        }
+        match (request & 0xff) as u8 {
+            0x01 => with_args(request, arg, |a: &mut GetVersionArgs| {
+                a.major_version = KFD_IOCTL_MAJOR_VERSION;
+                a.minor_version = KFD_IOCTL_MINOR_VERSION;
+                Ok(())
+            }),
+            0x02 => with_args(request, arg, |a| self.create_queue(a)),
+            0x03 => with_args(request, arg, |a: &mut DestroyQueueArgs| {
+                self.destroy_queue(a.queue_id)
+            }),
+            0x04 => with_args(request, arg, |a: &mut SetMemoryPolicyArgs| {
+                self.gpu(a.gpu_id)?;
+                let ok =
+                    |p| p == KFD_IOC_CACHE_POLICY_COHERENT || p == KFD_IOC_CACHE_POLICY_NONCOHERENT;
+                if !ok(a.default_policy) || !ok(a.alternate_policy) {
+                    return Err(Errno::INVAL);
+                }
+                Ok(())
+            }),
+            0x05 => with_args(request, arg, |a: &mut GetClockCountersArgs| {
+                let now = monotonic_ns();
+                // As the kernel: an unknown gpu_id gives a zero GPU counter, not an error.
+                a.gpu_clock_counter = if self.gpu(a.gpu_id).is_ok() { now } else { 0 };
+                a.cpu_clock_counter = now;
+                a.system_clock_counter = now;
+                a.system_clock_freq = 1_000_000_000;
+                Ok(())
+            }),
+            0x07 => with_args(request, arg, |a| self.update_queue(a)),
+            0x08 => with_args(request, arg, |a| self.create_event(a)),
+            0x09 => with_args(request, arg, |a: &mut DestroyEventArgs| {
+                self.destroy_event(a.event_id)
+            }),
+            0x0A => with_args(request, arg, |a: &mut SetEventArgs| {
+                let mut ev = lock(&self.device.events);
+                match ev.table.get(&a.event_id) {
+                    Some(e) if e.event_type == KFD_IOC_EVENT_SIGNAL => {}
+                    _ => return Err(Errno::INVAL),
+                }
+                ev.set(a.event_id);
+                self.device.events_cv.notify_all();
+                Ok(())
+            }),
+            0x0B => with_args(request, arg, |a: &mut ResetEventArgs| {
+                let mut ev = lock(&self.device.events);
+                let e = ev.table.get_mut(&a.event_id).ok_or(Errno::INVAL)?;
+                e.signaled = false;
+                Ok(())
+            }),
+            0x0C => with_args(request, arg, |a| self.wait_events(a)),
+            0x11 => with_args(request, arg, |a: &mut SetScratchBackingVaArgs| {
+                self.gpu(a.gpu_id).map(|_| ())
+            }),
+            0x14 => with_args(request, arg, |a| self.apertures(a)),
+            0x15 => with_args(request, arg, |a: &mut AcquireVmArgs| {
+                self.gpu(a.gpu_id).map(|_| ())
+            }),
+            0x16 => with_args(request, arg, |a| self.alloc(a)),
+            0x17 => with_args(request, arg, |a: &mut FreeMemoryOfGpuArgs| {
+                let mut allocs = self
+                    .device
+                    .allocs
+                    .write()
+                    .unwrap_or_else(PoisonError::into_inner);
+                // kfd_ioctl_free_memory_of_gpu: the process's event page is freed only at
+                // process termination ("Free signal BO is not allowed").
+                let is_event_page = lock(&self.device.events)
+                    .page
+                    .as_ref()
+                    .is_some_and(|p| p.user_handle == Some(a.handle));
+                if is_event_page {
+                    return Err(Errno::PERM);
+                }
+                allocs.remove(a.handle).map(|_| ())
+            }),
+            0x18 => with_args(request, arg, |a: &mut MapMemoryToGpuArgs| {
+                self.map(
+                    a.handle,
+                    a.device_ids_array_ptr,
+                    a.n_devices,
+                    &mut a.n_success,
+                    true,
+                )
+            }),
+            0x19 => with_args(request, arg, |a: &mut UnmapMemoryFromGpuArgs| {
+                self.map(
+                    a.handle,
+                    a.device_ids_array_ptr,
+                    a.n_devices,
+                    &mut a.n_success,
+                    false,
+                )
+            }),
+            0x1A => with_args(request, arg, |a| self.set_cu_mask(a)),
+            0x21 => with_args(request, arg, |a: &mut SetXnackModeArgs| {
+                if a.xnack_enabled >= 0 {
+                    let want = i32::from(a.xnack_enabled != 0);
+                    if want != self.device.xnack.load(Ordering::SeqCst)
+                        && !lock(&self.device.queues).is_empty()
+                    {
+                        return Err(Errno::BUSY);
+                    }
+                    self.device.xnack.store(want, Ordering::SeqCst);
+                }
+                a.xnack_enabled = self.device.xnack.load(Ordering::SeqCst);
+                Ok(())
+            }),
+            0x23 => with_args(request, arg, |a: &mut GetAvailableMemoryArgs| {
+                let g = self.gpu(a.gpu_id)?;
+                let used = self
+                    .device
+                    .allocs
+                    .read()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .vram_used(g.gpu_id);
+                a.available = g.vram_bytes.saturating_sub(used);
+                Ok(())
+            }),
+            0x25 => with_args(request, arg, |a: &mut RuntimeEnableArgs| {
+                a.capabilities_mask = 0;
+                Ok(())
+            }),
+            _ => Err(Errno::NOTTY),
+        }
+    }
+
+    fn apertures(&self, a: &mut GetProcessAperturesNewArgs) -> Result<(), Errno> {
+        let gpus = &self.device.gpus;
+        if a.num_of_nodes == 0 {
+            // As the kernel: report how many entries are needed.
+            a.num_of_nodes = gpus.len() as u32;
+            return Ok(());
+        }
+        let n = (a.num_of_nodes as usize).min(gpus.len());
+        let entries: Vec<ProcessDeviceApertures> = gpus[..n]
+            .iter()
+            .map(|g| ProcessDeviceApertures {
+                // gfx9 apertures (kfd_flat_memory.c: MAKE_LDS_APP_BASE_V9, SCRATCH_V9).
+                lds_base: 0x1_0000_0000_0000,
+                lds_limit: 0x1_0000_ffff_ffff,
+                scratch_base: 0x2_0000_0000_0000,
+                scratch_limit: 0x2_0000_ffff_ffff,
+                gpuvm_base: 0x20_0000,
+                gpuvm_limit: 0x7fff_ffff_ffff,
+                gpu_id: g.gpu_id,
+                pad: 0,
+            })
+            .collect();
+        self.device.user.write(
+            a.kfd_process_device_apertures_ptr,
+            entries.as_slice().as_bytes(),
+        )?;
+        a.num_of_nodes = n as u32;
+        Ok(())
+    }
+
+    fn alloc(&self, a: &mut AllocMemoryOfGpuArgs) -> Result<(), Errno> {
+        let gpu = self.gpu(a.gpu_id)?;
+        let type_bits = a.flags
+            & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+                | KFD_IOC_ALLOC_MEM_FLAGS_GTT
+                | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+                | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL
+                | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP);
+        let kind = match type_bits {
+            KFD_IOC_ALLOC_MEM_FLAGS_VRAM => Kind::Vram,
+            KFD_IOC_ALLOC_MEM_FLAGS_GTT => Kind::Gtt,
+            KFD_IOC_ALLOC_MEM_FLAGS_USERPTR => Kind::Userptr,
+            KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL => Kind::Doorbell,
+            KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP => Kind::MmioRemap,
+            _ => return Err(Errno::INVAL),
+        };
+        if a.size == 0 || a.va_addr == 0 || a.va_addr % PAGE_BYTES != 0 {
+            return Err(Errno::INVAL);
+        }
+        let size = round_up_page(a.size).ok_or(Errno::INVAL)?;
+        if a.va_addr.checked_add(size).is_none() {
+            return Err(Errno::INVAL);
+        }
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if allocs.overlaps(a.va_addr, size) {
+            return Err(Errno::INVAL);
+        }
+        match kind {
+            Kind::Vram if allocs.vram_used(gpu.gpu_id).saturating_add(size) > gpu.vram_bytes => {
+                return Err(Errno::NOMEM)
+            }
+            Kind::Gtt | Kind::Userptr
+                if allocs.system_used().saturating_add(size) > self.device.system_bytes =>
+            {
+                return Err(Errno::NOMEM)
+            }
+            Kind::Doorbell if size != DOORBELL_PAGE_BYTES => return Err(Errno::INVAL),
+            Kind::MmioRemap if size != PAGE_BYTES => return Err(Errno::INVAL),
+            _ => {}
+        }
+        let id = allocs.next_id();
+        let handle = (u64::from(gpu.gpu_id) << 32) | u64::from(id);
+        let (backing, region, mmap_offset) = match kind {
+            Kind::Userptr => {
+                if a.mmap_offset % PAGE_BYTES != 0 {
+                    return Err(Errno::INVAL);
+                }
+                (None, self.device.user.user_region(a.mmap_offset, size)?, 0)
+            }
+            Kind::Doorbell => {
+                let b = gpu.doorbells.clone();
+                let r = b.region();
+                (Some(b), r, u64::from(id) << 24)
+            }
+            _ => {
+                let b = Arc::new(Backing::new("hsa-emulated-bo", size)?);
+                let r = b.region();
+                (Some(b), r, u64::from(id) << 24)
+            }
+        };
+        if mmap_offset != 0 {
+            a.mmap_offset = mmap_offset;
+        }
+        a.handle = handle;
+        allocs.insert(Alloc {
+            va: a.va_addr,
+            size,
+            gpu_id: gpu.gpu_id,
+            handle,
+            mmap_offset,
+            kind,
+            region,
+            backing,
+            mapped: Default::default(),
+            pins: 0,
+        });
+        Ok(())
+    }
+
+    fn map(
+        &self,
+        handle: u64,
+        ids_ptr: u64,
+        n_devices: u32,
+        n_success: &mut u32,
+        map: bool,
+    ) -> Result<(), Errno> {
+        if n_devices == 0 || n_devices > MAX_MAP_DEVICES || *n_success > n_devices {
+            return Err(Errno::INVAL);
+        }
+        let mut raw = vec![0u8; n_devices as usize * 4];
+        self.device.user.read(ids_ptr, &mut raw)?;
+        let ids: Vec<u32> = raw
+            .chunks_exact(4)
+            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if allocs.by_handle(handle).is_none() {
+            return Err(Errno::INVAL);
+        }
+        for (i, &id) in ids.iter().enumerate().skip(*n_success as usize) {
+            self.gpu(id)?;
+            let a = allocs.by_handle_mut(handle).ok_or(Errno::INVAL)?;
+            if map {
+                a.mapped.insert(id);
+            } else if !a.mapped.remove(&id) {
+                return Err(Errno::INVAL);
+            }
+            *n_success = i as u32 + 1;
+        }
+        Ok(())
+    }
+
+    /// CREATE_EVENT as `kfd_ioctl_create_event` does it:
+    /// - a non-zero `event_page_offset` names the user's buffer object that becomes the
+    ///   process's event page, whatever the event's type (ROCR's first event is a memory
+    ///   event); it must be a GTT BO of at least [`EVENT_PAGE_BYTES`] (amdkfd maps it into the
+    ///   kernel), and a process has one event page for its whole life: naming another once one
+    ///   is set is `EINVAL` ("Event page is already set");
+    /// - the first signal event of a process that named none gets a page of the device's own,
+    ///   which the user maps from `/dev/kfd`;
+    /// - a signal event always returns `event_page_offset = KFD_MMAP_TYPE_EVENTS`
+    ///   (`kfd_event_create`), its slot index and trigger data.
+    fn create_event(&self, a: &mut CreateEventArgs) -> Result<(), Errno> {
+        let mut ev = lock(&self.device.events);
+        if a.event_page_offset != 0 {
+            // Lock order: allocations, then events.
+            drop(ev);
+            let mut allocs = self
+                .device
+                .allocs
+                .write()
+                .unwrap_or_else(PoisonError::into_inner);
+            ev = lock(&self.device.events);
+            if ev.page.is_some() {
+                return Err(Errno::INVAL);
+            }
+            let alloc = allocs
+                .by_handle_mut(a.event_page_offset)
+                .ok_or(Errno::INVAL)?;
+            // amdkfd maps the page into the kernel, which only a GTT buffer object allows
+            // (amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel: EINVAL for USERPTR, and a VRAM BO
+            // cannot be pinned in GTT).
+            if alloc.size < EVENT_PAGE_BYTES || alloc.kind != Kind::Gtt {
+                return Err(Errno::INVAL);
+            }
+            // Pinned for the process's life: FREE of it is EPERM (kfd_ioctl_free_memory_of_gpu).
+            alloc.pins += 1;
+            ev.page = Some(EventPage {
+                region: alloc.region,
+                own: None,
+                user_bases: vec![alloc.va],
+                user_handle: Some(alloc.handle),
+            });
+            for s in 0..KFD_SIGNAL_EVENT_LIMIT {
+                ev.clear_slot(s);
+            }
+        }
+        let is_signal =
+            a.event_type == KFD_IOC_EVENT_SIGNAL || a.event_type == KFD_IOC_EVENT_DEBUG_EVENT;
+        if !is_signal {
+            let id = ev.next_other_id()?;
+            ev.table.insert(
+                id,
+                Event {
+                    event_type: a.event_type,
+                    auto_reset: a.auto_reset != 0,
+                    signaled: false,
+                    slot: None,
+                },
+            );
+            a.event_id = id;
+            a.event_trigger_data = id;
+            return Ok(());
+        }
+        if ev.page.is_none() {
+            let own = Backing::new("hsa-emulated-events", EVENT_PAGE_BYTES)?;
+            ev.page = Some(EventPage {
+                region: own.region(),
+                own: Some(own),
+                user_bases: Vec::new(),
+                user_handle: None,
+            });
+            // Fill every slot with UNSIGNALED_EVENT_SLOT.
+            for s in 0..KFD_SIGNAL_EVENT_LIMIT {
+                ev.clear_slot(s);
+            }
+        }
+        let slot = ev.free_slot().ok_or(Errno::NOSPC)?;
+        ev.clear_slot(slot);
+        ev.table.insert(
+            slot,
+            Event {
+                event_type: a.event_type,
+                auto_reset: a.auto_reset != 0,
+                signaled: false,
+                slot: Some(slot),
+            },
+        );
+        a.event_id = slot;
+        a.event_slot_index = slot;
+        a.event_trigger_data = slot;
+        a.event_page_offset = KFD_MMAP_EVENTS_OFFSET;
+        Ok(())
+    }
+
+    /// DESTROY_EVENT. The event page stays: amdkfd keeps it (and the user's buffer object
+    /// behind it) until the process closes `/dev/kfd`, so later events keep their mailboxes.
+    fn destroy_event(&self, id: u32) -> Result<(), Errno> {
+        let mut ev = lock(&self.device.events);
+        let e = ev.table.remove(&id).ok_or(Errno::INVAL)?;
+        if let Some(s) = e.slot {
+            ev.clear_slot(s);
+        }
+        ev.seq = ev.seq.wrapping_add(1);
+        self.device.events_cv.notify_all();
+        Ok(())
+    }
+
+    fn wait_events(&self, a: &mut WaitEventsArgs) -> Result<(), Errno> {
+        if a.num_events > KFD_SIGNAL_EVENT_LIMIT {
+            return Err(Errno::INVAL);
+        }
+        let mut raw = vec![0u8; a.num_events as usize * size_of::<EventData>()];
+        if !raw.is_empty() {
+            self.device.user.read(a.events_ptr, &mut raw)?;
+        }
+        let ids: Vec<u32> = raw
+            .chunks_exact(size_of::<EventData>())
+            .map(|c| {
+                EventData::read_from_bytes(c)
+                    .map(|d| d.event_id)
+                    .unwrap_or(u32::MAX)
+            })
+            .collect();
+        let deadline = (a.timeout != u32::MAX)
+            .then(|| Instant::now() + Duration::from_millis(u64::from(a.timeout)));
+        let mut ev = lock(&self.device.events);
+        loop {
+            let mut fired = 0;
+            for &id in &ids {
+                if !ev.table.contains_key(&id) {
+                    return Err(Errno::INVAL);
+                }
+                ev.poll_slot(id);
+                if ev.table.get(&id).is_some_and(|e| e.signaled) {
+                    fired += 1;
+                }
+            }
+            let done = if a.wait_for_all != 0 {
+                fired == ids.len() && !ids.is_empty()
+            } else {
+                fired > 0
+            };
+            if done {
+                for &id in &ids {
+                    if let Some(e) = ev.table.get_mut(&id) {
+                        if e.signaled && e.auto_reset {
+                            e.signaled = false;
+                        }
+                    }
+                }
+                a.wait_result = KFD_IOC_WAIT_RESULT_COMPLETE;
+                return Ok(());
+            }
+            let wait = match deadline {
+                None => Duration::from_millis(10),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        a.wait_result = KFD_IOC_WAIT_RESULT_TIMEOUT;
+                        return Ok(());
+                    }
+                    (d - now).min(Duration::from_millis(10))
+                }
+            };
+            // Slots written by the host (not through SET_EVENT) are seen at the next poll; a
+            // SET_EVENT or a processor completion notifies at once.
+            ev = self
+                .device
+                .events_cv
+                .wait_timeout(ev, wait)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn create_queue(&self, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+        let gpu = self.gpu(a.gpu_id)?;
+        if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
+            || a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
+            || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+            || !a.ring_size.is_power_of_two()
+            || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
+        {
+            return Err(Errno::INVAL);
+        }
+        if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
+            return Err(Errno::FAULT);
+        }
+        // AQL: the pointers are amd_queue_t.write_dispatch_id (56) and read_dispatch_id (128).
+        let amd_queue = a.write_pointer_address.wrapping_sub(56);
+        if a.read_pointer_address.wrapping_sub(128) != amd_queue || amd_queue % 64 != 0 {
+            return Err(Errno::INVAL);
+        }
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let ring_region = allocs
+            .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
+            .ok_or(Errno::INVAL)?;
+        let queue_region = allocs
+            .device_region(gpu.gpu_id, amd_queue, 256)
+            .ok_or(Errno::FAULT)?;
+        let mut queues = lock(&self.device.queues);
+        let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
+        if on_gpu >= gpu.num_cp_queues {
+            return Err(Errno::NOSPC);
+        }
+        let qid = (0..MAX_QUEUES_PER_PROCESS)
+            .find(|i| !queues.contains_key(i))
+            .ok_or(Errno::NOSPC)?;
+        let consumer =
+            mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
+        let ctl = Arc::new(QueueCtl::default());
+        let mut processor = PacketProcessor::new(consumer);
+        // The kernel's dispatch and queue pointers are device addresses, not the device's
+        // own view of the memory the consumer reads through.
+        processor.set_device_addresses(GpuVa(a.ring_base_address), GpuVa(amd_queue));
+        let cp = CpThread {
+            device: self.device.clone(),
+            ctl: ctl.clone(),
+            processor,
+            queue_id: qid,
+            gpu_id: gpu.gpu_id,
+            lds_bytes: gpu.lds_bytes,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("emu-cp-q{qid}"))
+            .spawn(move || cp.run())
+            .map_err(|_| Errno::NOMEM)?;
+        let mut pinned = Vec::new();
+        for va in [a.ring_base_address, amd_queue] {
+            if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
+                al.pins += 1;
+                pinned.push(al.handle);
+            }
+        }
+        queues.insert(
+            qid,
+            QueueEntry {
+                gpu_id: gpu.gpu_id,
+                ring_va: a.ring_base_address,
+                ring_size: a.ring_size,
+                pinned,
+                ctl,
+                thread: Some(thread),
+            },
+        );
+        a.queue_id = qid;
+        a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
+        Ok(())
+    }
+
+    fn destroy_queue(&self, qid: u32) -> Result<(), Errno> {
+        let mut q = lock(&self.device.queues).remove(&qid).ok_or(Errno::INVAL)?;
+        q.ctl.stop.store(true, Ordering::SeqCst);
+        q.ctl.kick();
+        if let Some(t) = q.thread.take() {
+            let _ = t.join();
+        }
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        for h in q.pinned {
+            if let Some(a) = allocs.by_handle_mut(h) {
+                a.pins = a.pins.saturating_sub(1);
+            }
+        }
+        Ok(())
+    }
+
+    fn update_queue(&self, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
+        let queues = lock(&self.device.queues);
+        let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
+        if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
+            || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+        {
+            return Err(Errno::INVAL);
+        }
+        if a.ring_base_address != q.ring_va || a.ring_size != q.ring_size {
+            return Err(Errno::INVAL);
+        }
+        Ok(())
+    }
+
+    fn set_cu_mask(&self, a: &mut SetCuMaskArgs) -> Result<(), Errno> {
+        if !lock(&self.device.queues).contains_key(&a.queue_id) {
+            return Err(Errno::INVAL);
+        }
+        if a.num_cu_mask == 0 || a.num_cu_mask % 32 != 0 {
+            return Err(Errno::INVAL);
+        }
+        // As the kernel, at most 1024 mask bits are read.
+        let words = (a.num_cu_mask / 32).min(32) as usize;
+        let mut raw = vec![0u8; words * 4];
+        self.device.user.read(a.cu_mask_ptr, &mut raw)
+    }
+
+    fn mmap_kfd(
+        &self,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno> {
+        match offset & KFD_MMAP_TYPE_MASK {
+            KFD_MMAP_TYPE_DOORBELL => {
+                let hash = kfd_mmap_get_gpu_id(offset);
+                let gpu = self
+                    .device
+                    .gpus
+                    .iter()
+                    .find(|g| g.gpu_id & 0xffff == hash)
+                    .ok_or(Errno::INVAL)?;
+                if offset & !(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK) != 0
+                    || len as u64 != DOORBELL_PAGE_BYTES
+                {
+                    return Err(Errno::INVAL);
+                }
+                gpu.doorbells.map_at(addr, len)
+            }
+            KFD_MMAP_TYPE_EVENTS => {
+                if offset != KFD_MMAP_EVENTS_OFFSET || len == 0 || len as u64 > EVENT_PAGE_BYTES {
+                    return Err(Errno::INVAL);
+                }
+                let mut ev = lock(&self.device.events);
+                let page = ev.page.as_mut().ok_or(Errno::INVAL)?;
+                let own = page.own.as_ref().ok_or(Errno::INVAL)?;
+                let p = own.map_at(addr, len)?;
+                page.user_bases.push(p.as_ptr() as u64);
+                Ok(p)
+            }
+            _ => Err(Errno::INVAL),
+        }
+    }
+
+    fn mmap_render(
+        &self,
+        gpu_id: u32,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno> {
+        self.gpu(gpu_id)?;
+        let allocs = self
+            .device
+            .allocs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let a = allocs.by_mmap_offset(offset).ok_or(Errno::INVAL)?;
+        if a.gpu_id != gpu_id || len as u64 > a.size {
+            return Err(Errno::INVAL);
+        }
+        a.backing.as_ref().ok_or(Errno::INVAL)?.map_at(addr, len)
+    }
+}
+
+impl KfdDriver for EmulatedKfd {
+    fn name(&self) -> &str {
+        "emulated"
+    }
+
+    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        let n = self.device.ioctls.fetch_add(1, Ordering::SeqCst);
+        {
+            let mut faults = lock(&self.device.faults);
+            if let Some(i) = faults.iter().position(|&(at, _)| at == n) {
+                let (_, errno) = faults.swap_remove(i);
+                return Err(errno);
+            }
+        }
+        self.dispatch(request, arg)
+    }
+
+    fn mmap(
+        &self,
+        target: MapTarget,
+        offset: u64,
+        len: usize,
+        addr: Option<NonNull<u8>>,
+    ) -> Result<NonNull<u8>, Errno> {
+        if len == 0 {
+            return Err(Errno::INVAL);
+        }
+        match target {
+            MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
+            MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
+        }
+    }
+
+    fn register_kernel_symbol(&self, kernel_object: u64, name: &str) {
+        self.note_kernel_symbol(GpuVa(kernel_object), name);
+    }
+
+    fn set_queue_error_callback(&self, queue_id: u32, callback: QueueErrorCallback) {
+        // The queue was just created by this driver, so the id is known; an unknown id can
+        // only mean it was destroyed meanwhile, when there is nothing left to report.
+        let _ = EmulatedKfd::set_queue_error_callback(self, queue_id, callback);
+    }
+
+    fn doorbell_rung(&self, queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {
+        let ctl = lock(&self.device.queues)
+            .get(&queue_id)
+            .map(|q| q.ctl.clone());
+        if let Some(ctl) = ctl {
+            ctl.kick();
+        }
+    }
+}
+
+impl Drop for EmulatedKfd {
+    fn drop(&mut self) {
+        let ids: Vec<u32> = lock(&self.device.queues).keys().copied().collect();
+        for id in ids {
+            let _ = self.destroy_queue(id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dev() -> Arc<EmulatedKfd> {
+        EmulatedKfd::new(builtin_topology()).unwrap()
+    }
+
+    #[test]
+    fn version_and_size_checks() {
+        let d = dev();
+        let mut v = GetVersionArgs::default();
+        d.ioctl(AMDKFD_IOC_GET_VERSION, v.as_mut_bytes()).unwrap();
+        assert_eq!((v.major_version, v.minor_version), (1, 11));
+        let mut short = [0u8; 4];
+        assert_eq!(
+            d.ioctl(AMDKFD_IOC_GET_VERSION, &mut short),
+            Err(Errno::INVAL)
+        );
+        let mut x = [0u8; 8];
+        assert_eq!(
+            d.ioctl(ioc(IOC_READ, b'K', 0x7f, 8), &mut x),
+            Err(Errno::NOTTY)
+        );
+        assert_eq!(
+            d.ioctl(ioc(IOC_READ, b'Q', 0x01, 8), &mut x),
+            Err(Errno::NOTTY)
+        );
+        assert_eq!(d.ioctl_count(), 4);
+    }
+
+    #[test]
+    fn topology_without_gpu_is_rejected() {
+        let mut t = builtin_topology();
+        t.nodes.truncate(1);
+        assert_eq!(
+            EmulatedKfd::new(t).unwrap_err().status(),
+            Status::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn apertures_count_then_fill() {
+        let d = dev();
+        let mut a = GetProcessAperturesNewArgs::default();
+        d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes())
+            .unwrap();
+        assert_eq!(a.num_of_nodes, 1);
+        let mut out = [ProcessDeviceApertures::default(); 2];
+        a.kfd_process_device_apertures_ptr = out.as_mut_ptr() as u64;
+        a.num_of_nodes = 2;
+        d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes())
+            .unwrap();
+        assert_eq!(a.num_of_nodes, 1);
+        let got = std::hint::black_box(&out)[0];
+        assert_eq!(got.gpu_id, BUILTIN_GPU_ID);
+        assert!(got.gpuvm_base < got.gpuvm_limit);
+        a.kfd_process_device_apertures_ptr = 16;
+        assert_eq!(
+            d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()),
+            Err(Errno::FAULT)
+        );
+    }
+}

@@ -1,0 +1,351 @@
+//! The emulated device's built-in topology profile.
+//!
+//! **A built-in profile, not a capture**: the GPU node's numbers are those of an AMD Instinct
+//! MI210 (gfx90a) as amdkfd reports them in `nodes/N/properties` of a real MI210 machine (the
+//! dump in `shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology`, node 3), reduced to one
+//! GPU without XGMI; the memory banks, caches, links and the CPU node are made up to look like
+//! a small host. To emulate a real machine, read a captured dump with
+//! [`Topology::read`](hsa_linux::topology::Topology::read) and pass it to
+//! [`EmulatedKfd::new`](super::EmulatedKfd::new) instead.
+
+use hsa_core::platform::{Cache, HeapType, IoLink, MemoryBank, NodeProperties};
+
+use hsa_linux::topology::{SystemProperties, Topology, TopologyNode};
+
+/// `gpu_id` of the built-in GPU (amdkfd derives it from a hash of the PCI location; any
+/// non-zero value will do).
+pub const BUILTIN_GPU_ID: u32 = 0x1234;
+
+/// Bytes of VRAM of the built-in GPU (64 GiB, an MI210's HBM2e).
+pub const BUILTIN_VRAM_BYTES: u64 = 64 << 30;
+
+/// Bytes of system memory of the built-in CPU node (16 GiB).
+pub const BUILTIN_SYSTEM_BYTES: u64 = 16 << 30;
+
+/// `HSA_IOLINKTYPE_PCIEXPRESS` (`hsakmttypes.h`).
+const IOLINK_TYPE_PCIE: u32 = 2;
+
+/// `HSA_CACHE_TYPE_DATA | HSA_CACHE_TYPE_HSACU` (`hsakmttypes.h`: data 1, HSACU 8).
+const CACHE_TYPE_GPU_DATA: u32 = 1 | 8;
+
+/// The built-in profile: node 0 a CPU (2 cores, one 16 GiB system bank), node 1 a gfx90a GPU
+/// like an MI210 (104 CUs: 416 SIMDs at 4 a CU, 64 KiB LDS, wave64, 24 CP queues, 64 GiB
+/// `FB_PUBLIC` VRAM, 16 KiB L1 and 8 MiB L2), linked by PCIe.
+pub fn builtin_topology() -> Topology {
+    let mut cpu = NodeProperties {
+        node_id: 0,
+        cpu_cores_count: 2,
+        mem_banks_count: 1,
+        io_links_count: 1,
+        max_engine_clk_ccompute: 2450,
+        ..NodeProperties::default()
+    };
+    let _ = cpu.name.push_str("Emulated host CPU");
+    let _ = cpu.marketing_name.push_str("Emulated host CPU");
+
+    let mut gpu = NodeProperties {
+        node_id: 1,
+        gpu_id: BUILTIN_GPU_ID,
+        simd_count: 416,
+        mem_banks_count: 1,
+        caches_count: 2,
+        io_links_count: 1,
+        simd_id_base: 2_147_487_744,
+        max_waves_per_simd: 8,
+        lds_size_in_kb: 64,
+        num_gws: 64,
+        wave_front_size: 64,
+        array_count: 8,
+        simd_arrays_per_engine: 1,
+        cu_per_simd_array: 14,
+        simd_per_cu: 4,
+        max_slots_scratch_cu: 32,
+        gfx_target_version: 90010,
+        vendor_id: 4098,
+        device_id: 29711,
+        location_id: 0x4300,
+        drm_render_minor: 128,
+        num_sdma_engines: 2,
+        num_sdma_queues_per_engine: 8,
+        num_cp_queues: 24,
+        max_engine_clk_fcompute: 1700,
+        max_engine_clk_ccompute: 2450,
+        fw_version: 92,
+        capability: 0x2c77_a280,
+        debug_prop: 470,
+        sdma_fw_version: 9,
+        num_xcc: 1,
+        ..NodeProperties::default()
+    };
+    let _ = gpu.name.push_str("gfx90a");
+    let _ = gpu.marketing_name.push_str("AMD Instinct MI210 (emulated)");
+
+    Topology {
+        generation_id: Some(1),
+        system: SystemProperties::default(),
+        nodes: vec![
+            TopologyNode {
+                properties: cpu,
+                memory_banks: vec![MemoryBank {
+                    heap_type: HeapType::System,
+                    size_bytes: BUILTIN_SYSTEM_BYTES,
+                    flags: 0,
+                    width_bits: 64,
+                    mem_clk_max_mhz: 3200,
+                }],
+                caches: Vec::new(),
+                io_links: vec![pcie_link(0, 1)],
+            },
+            TopologyNode {
+                properties: gpu,
+                memory_banks: vec![MemoryBank {
+                    heap_type: HeapType::FrameBufferPublic,
+                    size_bytes: BUILTIN_VRAM_BYTES,
+                    flags: 0,
+                    width_bits: 4096,
+                    mem_clk_max_mhz: 1600,
+                }],
+                caches: vec![
+                    Cache {
+                        processor_id_low: 2_147_487_744,
+                        level: 1,
+                        size_kib: 16,
+                        cache_line_size_bytes: 64,
+                        cache_type: CACHE_TYPE_GPU_DATA,
+                    },
+                    Cache {
+                        processor_id_low: 2_147_487_744,
+                        level: 2,
+                        size_kib: 8192,
+                        cache_line_size_bytes: 128,
+                        cache_type: CACHE_TYPE_GPU_DATA,
+                    },
+                ],
+                io_links: vec![pcie_link(1, 0)],
+            },
+        ],
+    }
+}
+
+/// PCI device ids [`builtin_topology_for`] gives a GPU of each `gfx_target_version`: a real
+/// product of that ISA (linux `amdgpu_drv.c` `pciidlist`; the device ids of our test data).
+const DEVICE_IDS: [(u32, u32); 5] = [
+    (90000, 0x6860),  // gfx900: Radeon Instinct MI25
+    (90010, 0x740f),  // gfx90a: AMD Instinct MI210
+    (90402, 0x74a1),  // gfx942: AMD Instinct MI300X
+    (100300, 0x73bf), // gfx1030: Radeon RX 6800/6900 (Navi 21)
+    (110000, 0x744c), // gfx1100: Radeon RX 7900 XTX
+];
+
+/// The built-in profile with its GPU's ISA changed to `gfx_target_version` (e.g. 90000 for
+/// gfx900, 90402 for gfx942): the node's `gfx_target_version`, `device_id` (a product of that
+/// ISA, see `DEVICE_IDS`), `name` (the ISA name) and `marketing_name` change; everything else
+/// stays the MI210-like profile (to test code for several targets on one shape of machine).
+///
+/// # Errors
+/// [`Status::InvalidArgument`](hsa_core::Status) naming the value when it is not one of
+/// 90000, 90010, 90402, 100300, 110000.
+pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_core::Error> {
+    let device_id = DEVICE_IDS
+        .iter()
+        .find(|(v, _)| *v == gfx_target_version)
+        .map(|&(_, id)| id)
+        .ok_or_else(|| {
+            hsa_core::error!(
+                hsa_core::Status::InvalidArgument,
+                "gfx_target_version {gfx_target_version}: the built-in profile knows 90000, \
+                 90010, 90402, 100300 and 110000"
+            )
+        })?;
+    let mut t = builtin_topology();
+    let gpu = &mut t.nodes[1].properties;
+    gpu.gfx_target_version = gfx_target_version;
+    gpu.device_id = device_id;
+    let name =
+        hsa_linux::isa::isa_name_from_gfx_target_version(gfx_target_version).unwrap_or_default();
+    gpu.name.clear();
+    let _ = gpu.name.push_str(&name);
+    gpu.marketing_name.clear();
+    let marketing = hsa_linux::isa::marketing_name_from_device_id(device_id).unwrap_or("AMD GPU");
+    let _ = gpu.marketing_name.push_str(marketing);
+    let _ = gpu.marketing_name.push_str(" (emulated)");
+    Ok(t)
+}
+
+fn pcie_link(from: u32, to: u32) -> IoLink {
+    IoLink {
+        link_type: IOLINK_TYPE_PCIE,
+        node_from: from,
+        node_to: to,
+        weight: 20,
+        min_bandwidth: 312,
+        max_bandwidth: 64_000,
+        flags: 1,
+        p2p: false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_profile_is_an_mi210_like_gfx90a() {
+        let t = builtin_topology();
+        assert_eq!(t.cpu_count(), 1);
+        assert_eq!(t.gpu_count(), 1);
+        let g = &t.nodes[1];
+        assert_eq!(g.properties.compute_unit_count(), 104);
+        assert_eq!(g.isa_name().as_deref(), Some("gfx90a"));
+        assert_eq!(g.local_memory_bytes(), 64 << 30);
+        assert_eq!(g.properties.device_id, 0x740f);
+        assert_eq!(g.properties.capability, 746_037_888); // the real MI210 dump's value
+        assert_eq!(t.nodes[0].properties.gpu_id, 0);
+        assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
+    }
+
+    #[test]
+    fn builtin_profile_for_other_targets() {
+        let t = builtin_topology_for(90000).unwrap();
+        let g = &t.nodes[1];
+        assert_eq!(g.isa_name().as_deref(), Some("gfx900"));
+        assert_eq!(g.properties.device_id, 0x6860);
+        assert_eq!(g.properties.name.as_str(), "gfx900");
+        let t = builtin_topology_for(90402).unwrap();
+        assert_eq!(t.nodes[1].isa_name().as_deref(), Some("gfx942"));
+        assert_eq!(t.nodes[1].properties.device_id, 0x74a1);
+        assert!(t.nodes[1]
+            .properties
+            .marketing_name
+            .as_str()
+            .starts_with("AMD Instinct MI300X"));
+        assert_eq!(
+            builtin_topology_for(90010).unwrap(),
+            builtin_topology_with_name()
+        );
+        let e = builtin_topology_for(90006).unwrap_err();
+        assert!(e.detail().contains("90006"), "{}", e.detail());
+    }
+
+    /// The built-in profile with the marketing name builtin_topology_for gives it.
+    fn builtin_topology_with_name() -> Topology {
+        let mut t = builtin_topology();
+        t.nodes[1].properties.marketing_name.clear();
+        let _ = t.nodes[1]
+            .properties
+            .marketing_name
+            .push_str("AMD Instinct MI210 (emulated)");
+        t
+    }
+}
+
+/// Size of the nominal frame-buffer bank [`complete_capture`] gives a GPU node whose capture
+/// has none and no `local_mem_size`, bytes.
+pub const NOMINAL_VRAM_BYTES: u64 = 16 << 30;
+
+/// Fills in what a captured topology lacks for the emulated device to run it, and returns a
+/// note for each change:
+/// - a GPU node (SIMDs > 0) without a `gpu_id`, or with the `gpu_id` of an earlier node (the
+///   2018 MI25 capture's node 2 is a copy of node 1), gets a synthetic `gpu_id`
+///   (`0xe000 + node id`, or the next free value);
+/// - a CPU node without a system memory bank gets one of
+///   [`hsa_core::runtime::pools::NOMINAL_SYSTEM_MEMORY_BYTES`] (16 GiB), so that kernarg and
+///   fine-grained memory exist (the runtime gives such nodes the same nominal size).
+///
+/// - a GPU node without a frame-buffer bank gets one of its `local_mem_size`, or
+///   16 GiB (`NOMINAL_VRAM_BYTES`) when that is 0 too, so that queue buffers (EOP,
+///   context save area) and device-local pools exist.
+///
+/// Idempotent: a completed topology is returned unchanged.
+pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut seen: Vec<u32> = Vec::new();
+    for n in &mut topology.nodes {
+        let p = &mut n.properties;
+        if p.simd_count > 0 {
+            if p.gpu_id == 0 || seen.contains(&p.gpu_id) {
+                let mut id = 0xe000 + p.node_id;
+                while seen.contains(&id) {
+                    id += 1;
+                }
+                notes.push(format!(
+                    "node {}: gpu_id {:#x} replaced by synthetic {id:#x}",
+                    p.node_id, p.gpu_id
+                ));
+                p.gpu_id = id;
+            }
+            seen.push(p.gpu_id);
+            let has_vram = n.memory_banks.iter().any(|b| {
+                matches!(
+                    b.heap_type,
+                    HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+                )
+            });
+            if !has_vram {
+                let size = if p.local_mem_size > 0 {
+                    p.local_mem_size
+                } else {
+                    NOMINAL_VRAM_BYTES
+                };
+                n.memory_banks.push(MemoryBank {
+                    heap_type: HeapType::FrameBufferPublic,
+                    size_bytes: size,
+                    flags: 0,
+                    width_bits: 0,
+                    mem_clk_max_mhz: 0,
+                });
+                p.mem_banks_count = n.memory_banks.len() as u32;
+                notes.push(format!(
+                    "node {}: no frame-buffer bank; {size} bytes",
+                    p.node_id
+                ));
+            }
+        } else if !n
+            .memory_banks
+            .iter()
+            .any(|b| b.heap_type == HeapType::System)
+        {
+            n.memory_banks.push(MemoryBank {
+                heap_type: HeapType::System,
+                size_bytes: hsa_core::runtime::pools::NOMINAL_SYSTEM_MEMORY_BYTES,
+                flags: 0,
+                width_bits: 0,
+                mem_clk_max_mhz: 0,
+            });
+            p.mem_banks_count = n.memory_banks.len() as u32;
+            notes.push(format!(
+                "node {}: no system memory bank; nominal 16 GiB",
+                p.node_id
+            ));
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod capture_tests {
+    use super::*;
+
+    #[test]
+    fn completes_missing_and_duplicate_gpu_ids_once() {
+        let mut t = builtin_topology();
+        t.nodes[0].memory_banks.clear();
+        let mut copy = t.nodes[1].clone();
+        copy.properties.node_id = 2;
+        let mut copy3 = copy.clone();
+        copy3.properties.node_id = 3;
+        t.nodes.push(copy);
+        t.nodes.push(copy3);
+        t.nodes[1].properties.gpu_id = 0;
+        let notes = complete_capture(&mut t);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        t.nodes[2].memory_banks.clear();
+        assert_eq!(complete_capture(&mut t).len(), 1);
+        assert_eq!(t.nodes[2].memory_banks[0].size_bytes, NOMINAL_VRAM_BYTES);
+        assert_eq!(t.nodes[1].properties.gpu_id, 0xe001);
+        assert_eq!(t.nodes[2].properties.gpu_id, BUILTIN_GPU_ID);
+        assert_eq!(t.nodes[3].properties.gpu_id, 0xe003);
+        assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
+        assert!(complete_capture(&mut t).is_empty());
+    }
+}

@@ -1,0 +1,753 @@
+//! GFX9 instruction decoder: bytes → [`Instruction`].
+//!
+//! Covers the encodings the compiler emits for ordinary compute kernels: SOP2, SOP1, SOPK,
+//! SOPC, SOPP, SMEM, VOP1, VOP2, VOPC, VOP3 (a and b forms), DS and FLAT/GLOBAL, with inline
+//! constants and 32-bit literals. The opcodes known are those of the generated table in
+//! `opcodes.rs` (numbers of AMD's "Vega" (gfx900), "CDNA2" (gfx90a) and "CDNA3" (gfx942)
+//! ISA reference guides). No-panic contract: any byte slice decodes to an `Instruction` or an
+//! [`Error`] with [`Status::IllegalInstruction`] naming the encoding and the dword(s).
+//!
+//! Field layouts (Vega ISA §12 "Microcode Formats"; CDNA3 ISA §10 for the gfx940+ cache
+//! bits `sc0`/`sc1`/`nt` that replace `glc`/`slc`).
+
+use super::opcodes::OPCODES;
+use super::Gfx9Target;
+use hsa_core::{Error, Result, Status};
+
+/// A microcode format (encoding) of GFX9.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// Scalar ALU, two sources (`[31:30] = 0b10`).
+    Sop2,
+    /// Scalar ALU, one source (`[31:23] = 0x17D`).
+    Sop1,
+    /// Scalar ALU with a 16-bit immediate (`[31:28] = 0xB`).
+    Sopk,
+    /// Scalar compare (`[31:23] = 0x17E`).
+    Sopc,
+    /// Scalar program control (`[31:23] = 0x17F`).
+    Sopp,
+    /// Scalar memory (`[31:26] = 0x30`), 2 dwords.
+    Smem,
+    /// Vector ALU, one source (`[31:25] = 0x3F`).
+    Vop1,
+    /// Vector ALU, two sources (`[31] = 0`).
+    Vop2,
+    /// Vector compare (`[31:25] = 0x3E`).
+    Vopc,
+    /// Vector ALU, three sources, 2 dwords (`[31:26] = 0x34`).
+    Vop3,
+    /// Local data share (`[31:26] = 0x36`), 2 dwords.
+    Ds,
+    /// Flat, global and scratch memory (`[31:26] = 0x37`), 2 dwords.
+    Flat,
+}
+
+impl Encoding {
+    /// Upper-case name as in the ISA guides, e.g. `"VOP3"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Encoding::Sop2 => "SOP2",
+            Encoding::Sop1 => "SOP1",
+            Encoding::Sopk => "SOPK",
+            Encoding::Sopc => "SOPC",
+            Encoding::Sopp => "SOPP",
+            Encoding::Smem => "SMEM",
+            Encoding::Vop1 => "VOP1",
+            Encoding::Vop2 => "VOP2",
+            Encoding::Vopc => "VOPC",
+            Encoding::Vop3 => "VOP3",
+            Encoding::Ds => "DS",
+            Encoding::Flat => "FLAT",
+        }
+    }
+}
+
+/// Target bit: gfx900 (and gfx9-generic code, which only uses gfx900's instructions).
+pub(crate) const T_GFX900: u8 = 1;
+/// Target bit: gfx90a.
+pub(crate) const T_GFX90A: u8 = 2;
+/// Target bit: gfx942.
+pub(crate) const T_GFX942: u8 = 4;
+/// All three targets.
+pub(crate) const T_ALL: u8 = 7;
+
+/// Flag: VOP2 with a carry-out in VCC (VOP3b when promoted).
+pub(crate) const F_CO: u8 = 1;
+/// Flag: VOP2 with carry-in and carry-out in VCC.
+pub(crate) const F_CI: u8 = 2;
+/// Flag: VOP2 reading VCC as a lane mask (`v_cndmask_b32`).
+pub(crate) const F_CND: u8 = 4;
+/// Flag: VOP3b (explicit SGPR-pair `sdst`).
+pub(crate) const F_B: u8 = 8;
+/// Flag: the destination is an SGPR (`v_readfirstlane_b32`, `v_readlane_b32`).
+pub(crate) const F_SDST: u8 = 16;
+/// Flag: VOP3-only opcode (no `_e64` suffix in the disassembly).
+pub(crate) const F_NONAME: u8 = 32;
+/// Flag: FLAT atomic (returns the old value only with `glc`/`sc0`).
+pub(crate) const F_ATOMIC: u8 = 64;
+
+/// One row of the opcode table: what an opcode of an encoding is on which targets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct OpInfo {
+    /// The encoding the opcode number belongs to (VOP3 forms of VOP1/VOP2/VOPC opcodes are
+    /// found through their native encoding).
+    pub encoding: Encoding,
+    /// The opcode field value.
+    pub opcode: u16,
+    pub(crate) targets: u8,
+    /// Mnemonic without the `_e32`/`_e64` suffix, e.g. `"v_add_co_u32"`.
+    pub name: &'static str,
+    /// Operand widths in dwords: `[dst, src0, src1, src2]` (0 = no such operand).
+    pub widths: [u8; 4],
+    pub(crate) flags: u8,
+}
+
+impl OpInfo {
+    pub(crate) const fn new(
+        encoding: Encoding,
+        opcode: u16,
+        targets: u8,
+        name: &'static str,
+        widths: [u8; 4],
+        flags: u8,
+    ) -> OpInfo {
+        OpInfo {
+            encoding,
+            opcode,
+            targets,
+            name,
+            widths,
+            flags,
+        }
+    }
+
+    pub(crate) const fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+/// Looks up an opcode of an encoding for a target.
+pub(crate) fn lookup(
+    encoding: Encoding,
+    opcode: u16,
+    target: Gfx9Target,
+) -> Option<&'static OpInfo> {
+    let bit = target.bit();
+    OPCODES
+        .iter()
+        .find(|o| o.encoding == encoding && o.opcode == opcode && o.targets & bit != 0)
+}
+
+/// An operand: a register range, a constant, or a special value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operand {
+    /// No operand in this slot.
+    None,
+    /// Scalar register `index` (0..=127 of the operand encoding: SGPRs, VCC at 106, M0 at
+    /// 124, EXEC at 126, trap temporaries at 108..=123), `count` dwords wide.
+    Sreg {
+        /// Operand-field value 0..=127.
+        index: u8,
+        /// Width in dwords.
+        count: u8,
+    },
+    /// VGPR `index`, `count` dwords wide.
+    Vgpr {
+        /// VGPR number 0..=255.
+        index: u8,
+        /// Width in dwords.
+        count: u8,
+    },
+    /// AGPR (accumulation register, gfx90a/gfx942) `index`, `count` dwords wide.
+    Agpr {
+        /// AGPR number 0..=255.
+        index: u8,
+        /// Width in dwords.
+        count: u8,
+    },
+    /// An inline integer constant −16..=64 (operand codes 128..=208).
+    InlineInt(i8),
+    /// An inline float constant, operand code 240..=248 (0.5, −0.5, 1.0, −1.0, 2.0, −2.0,
+    /// 4.0, −4.0, 1/(2π)).
+    InlineFloat(u8),
+    /// A 32-bit literal that followed the instruction (operand code 255).
+    Literal(u32),
+    /// Another special operand code (apertures 235..=238, `vccz` 251, `execz` 252, `scc`
+    /// 253, `pops_exiting_wave_id` 239).
+    Special(u16),
+}
+
+/// The bits of an instruction beyond its operands (what each means depends on the encoding).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Modifiers {
+    /// VOP3 `abs` per source.
+    pub abs: [bool; 3],
+    /// VOP3 `neg` per source.
+    pub neg: [bool; 3],
+    /// VOP3 `clamp`.
+    pub clamp: bool,
+    /// VOP3 output modifier: 0 none, 1 ×2, 2 ×4, 3 ÷2.
+    pub omod: u8,
+    /// VOP3 `op_sel` bits (printed only, the interpreter rejects non-zero).
+    pub op_sel: u8,
+    /// FLAT `glc` (gfx942: `sc0`).
+    pub glc: bool,
+    /// FLAT `slc` (gfx942: `nt`).
+    pub slc: bool,
+    /// FLAT bit 25: gfx942 `sc1`, gfx90a `scc`.
+    pub sc1: bool,
+    /// DS `gds`.
+    pub gds: bool,
+    /// SMEM `glc`.
+    pub smem_glc: bool,
+}
+
+/// A decoded instruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Instruction {
+    /// The table entry: mnemonic and operand widths.
+    pub info: &'static OpInfo,
+    /// The encoding actually used (`Vop3` for a promoted VOP1/VOP2/VOPC opcode).
+    pub encoding: Encoding,
+    /// The target it was decoded for.
+    pub target: Gfx9Target,
+    /// Size in bytes: 4 or 8.
+    pub size: u8,
+    /// Destination (VGPR, SGPR, or `None`; DS/FLAT: the returned data).
+    pub dst: Operand,
+    /// Second destination: VOP3b/VOPC-promoted carry or mask SGPR pair; VOP2 carry forms: VCC.
+    pub sdst: Operand,
+    /// Sources. SMEM: base pair, offset; DS: address, data0, data1; FLAT: address, data,
+    /// scalar base (`None` = `off`).
+    pub src: [Operand; 3],
+    /// Modifier bits.
+    pub mods: Modifiers,
+    /// SOPP/SOPK 16-bit immediate; SMEM/FLAT byte offset; DS `offset0 | offset1 << 8`.
+    pub imm: i32,
+}
+
+impl Instruction {
+    /// The mnemonic without encoding suffix, e.g. `"v_add_co_u32"`.
+    pub fn name(&self) -> &'static str {
+        self.info.name
+    }
+
+    /// Where a branch at byte address `address` goes: for `s_branch` and the `s_cbranch_*`
+    /// instructions, `address + 4 + simm16 * 4` (wrapping); `None` for every other
+    /// instruction.
+    ///
+    /// Ref: Vega ISA §4.4 "Branching" and the SOPP table (`S_BRANCH`:
+    /// `PC = PC + signext(SIMM16 * 4) + 4`).
+    pub fn branch_target(&self, address: u64) -> Option<u64> {
+        let name = self.info.name;
+        let branch = self.encoding == Encoding::Sopp
+            && (name == "s_branch" || name.starts_with("s_cbranch_"));
+        branch.then(|| {
+            address
+                .wrapping_add(4)
+                .wrapping_add((i64::from(self.imm) * 4) as u64)
+        })
+    }
+}
+
+fn illegal(enc: &str, words: &[u32], why: &str) -> Error {
+    match words {
+        [a] => hsa_core::error!(Status::IllegalInstruction, "{enc} {a:#010x}: {why}"),
+        [a, b, ..] => {
+            hsa_core::error!(
+                Status::IllegalInstruction,
+                "{enc} {a:#010x} {b:#010x}: {why}"
+            )
+        }
+        [] => hsa_core::error!(Status::IllegalInstruction, "{enc}: {why}"),
+    }
+}
+
+fn word(bytes: &[u8], i: usize) -> Option<u32> {
+    let b = bytes.get(i * 4..i * 4 + 4)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// Decodes one instruction at the start of `bytes` for `target`.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] naming the encoding and dword(s) when the bytes are too short
+/// for the encoding, the encoding is not one of the supported formats (MUBUF, MTBUF, MIMG,
+/// EXP, VOP3P, VINTRP, SDWA, DPP), or the opcode is not in the table for `target`.
+pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
+    let Some(w0) = word(bytes, 0) else {
+        return Err(hsa_core::error!(
+            Status::IllegalInstruction,
+            "truncated instruction: {} bytes left",
+            bytes.len()
+        ));
+    };
+    let w1 = word(bytes, 1);
+    let need_w1 = |enc: &str| -> Result<u32> {
+        w1.ok_or_else(|| illegal(enc, &[w0], "second dword missing"))
+    };
+    let mut inst = Instruction {
+        info: &OPCODES[0],
+        encoding: Encoding::Sopp,
+        target,
+        size: 4,
+        dst: Operand::None,
+        sdst: Operand::None,
+        src: [Operand::None; 3],
+        mods: Modifiers::default(),
+        imm: 0,
+    };
+    let find = |enc: Encoding, op: u32, words: &[u32]| -> Result<&'static OpInfo> {
+        lookup(enc, op as u16, target).ok_or_else(|| {
+            let mut msg: heapless::String<48> = heapless::String::new();
+            let _ = core::fmt::write(
+                &mut msg,
+                format_args!("unknown opcode {op} for {}", target.name()),
+            );
+            illegal(enc.name(), words, &msg)
+        })
+    };
+    if w0 >> 30 == 0b10 {
+        // Scalar ALU family.
+        let top9 = w0 >> 23;
+        if top9 == 0x17D {
+            let info = find(Encoding::Sop1, (w0 >> 8) & 0xFF, &[w0])?;
+            inst.info = info;
+            inst.encoding = Encoding::Sop1;
+            inst.dst = sreg_operand(info.widths[0], w0 >> 16 & 0x7F, "SOP1", w0)?;
+            inst.src[0] = scalar_src(info.widths[1], w0 & 0xFF, w1, &mut inst.size, "SOP1", w0)?;
+        } else if top9 == 0x17E {
+            let info = find(Encoding::Sopc, (w0 >> 16) & 0x7F, &[w0])?;
+            inst.info = info;
+            inst.encoding = Encoding::Sopc;
+            inst.src[0] = scalar_src(info.widths[1], w0 & 0xFF, w1, &mut inst.size, "SOPC", w0)?;
+            inst.src[1] = scalar_src(
+                info.widths[2],
+                w0 >> 8 & 0xFF,
+                w1,
+                &mut inst.size,
+                "SOPC",
+                w0,
+            )?;
+        } else if top9 == 0x17F {
+            let info = find(Encoding::Sopp, (w0 >> 16) & 0x7F, &[w0])?;
+            inst.info = info;
+            inst.encoding = Encoding::Sopp;
+            inst.imm = (w0 & 0xFFFF) as u16 as i16 as i32;
+        } else if w0 >> 28 == 0xB {
+            let info = find(Encoding::Sopk, (w0 >> 23) & 0x1F, &[w0])?;
+            inst.info = info;
+            inst.encoding = Encoding::Sopk;
+            inst.dst = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?;
+            inst.imm = (w0 & 0xFFFF) as u16 as i16 as i32;
+        } else {
+            let info = find(Encoding::Sop2, (w0 >> 23) & 0x7F, &[w0])?;
+            inst.info = info;
+            inst.encoding = Encoding::Sop2;
+            inst.dst = sreg_operand(info.widths[0], w0 >> 16 & 0x7F, "SOP2", w0)?;
+            inst.src[0] = scalar_src(info.widths[1], w0 & 0xFF, w1, &mut inst.size, "SOP2", w0)?;
+            inst.src[1] = scalar_src(
+                info.widths[2],
+                w0 >> 8 & 0xFF,
+                w1,
+                &mut inst.size,
+                "SOP2",
+                w0,
+            )?;
+        }
+        return Ok(inst);
+    }
+    if w0 >> 31 == 0 {
+        // VOP1 / VOPC / VOP2 (32-bit VALU encodings).
+        let (enc, op) = match w0 >> 25 {
+            0x3F => (Encoding::Vop1, (w0 >> 9) & 0xFF),
+            0x3E => (Encoding::Vopc, (w0 >> 17) & 0xFF),
+            op => (Encoding::Vop2, op),
+        };
+        let src0 = w0 & 0x1FF;
+        if src0 == 0xF9 || src0 == 0xFA {
+            let kind = if src0 == 0xF9 { "SDWA" } else { "DPP" };
+            return Err(illegal(enc.name(), &[w0], kind).context("unsupported"));
+        }
+        let info = find(enc, op, &[w0])?;
+        inst.info = info;
+        inst.encoding = enc;
+        inst.src[0] = vector_src(info.widths[1], src0, w1, &mut inst.size, enc.name(), w0)?;
+        match enc {
+            Encoding::Vop1 => {
+                if info.widths[0] > 0 {
+                    inst.dst = if info.has(F_SDST) {
+                        sreg_operand(1, w0 >> 17 & 0xFF, "VOP1", w0)?
+                    } else {
+                        vgpr(info.widths[0], w0 >> 17 & 0xFF)
+                    };
+                } else {
+                    inst.src[0] = Operand::None;
+                }
+            }
+            Encoding::Vopc => {
+                inst.sdst = Operand::Sreg {
+                    index: 106,
+                    count: 2,
+                };
+                inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+            }
+            _ => {
+                inst.dst = vgpr(info.widths[0], w0 >> 17 & 0xFF);
+                inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                if info.has(F_CO | F_CI) {
+                    inst.sdst = Operand::Sreg {
+                        index: 106,
+                        count: 2,
+                    };
+                }
+                if info.has(F_CI | F_CND) {
+                    inst.src[2] = Operand::Sreg {
+                        index: 106,
+                        count: 2,
+                    };
+                }
+            }
+        }
+        return Ok(inst);
+    }
+    match w0 >> 26 {
+        0x30 => {
+            let w1 = need_w1("SMEM")?;
+            let info = find(Encoding::Smem, (w0 >> 18) & 0xFF, &[w0, w1])?;
+            inst.info = info;
+            inst.encoding = Encoding::Smem;
+            inst.size = 8;
+            if w0 >> 14 & 1 != 0 {
+                return Err(illegal(
+                    "SMEM",
+                    &[w0, w1],
+                    "soe (SGPR offset plus immediate) unsupported",
+                ));
+            }
+            inst.dst = sreg_operand(info.widths[0], w0 >> 6 & 0x7F, "SMEM", w0)?;
+            inst.src[0] = Operand::Sreg {
+                index: ((w0 & 0x3F) << 1) as u8,
+                count: 2,
+            };
+            inst.mods.smem_glc = w0 >> 16 & 1 != 0;
+            if w0 >> 17 & 1 != 0 {
+                inst.imm = (w1 & 0xF_FFFF) as i32;
+                // 21-bit signed offset on GFX9: bit 20 is the sign.
+                if w1 & 0x10_0000 != 0 {
+                    inst.imm = ((w1 & 0x1F_FFFF) | 0xFFE0_0000) as i32;
+                }
+            } else {
+                inst.src[1] = sreg_operand(1, w1 & 0xFF, "SMEM", w0)?;
+            }
+            Ok(inst)
+        }
+        0x34 => {
+            let w1 = need_w1("VOP3")?;
+            if w0 >> 23 == 0x1A7 {
+                return Err(illegal("VOP3P", &[w0, w1], "packed math unsupported"));
+            }
+            let op = (w0 >> 16) & 0x3FF;
+            let (enc, sub) = match op {
+                0..=0xFF => (Encoding::Vopc, op),
+                0x100..=0x13F => (Encoding::Vop2, op - 0x100),
+                0x140..=0x1BF => (Encoding::Vop1, op - 0x140),
+                _ => (Encoding::Vop3, op),
+            };
+            let info = find(enc, sub, &[w0, w1])?;
+            inst.info = info;
+            inst.encoding = Encoding::Vop3;
+            inst.size = 8;
+            let vop3b = info.has(F_B | F_CO | F_CI) || enc == Encoding::Vopc;
+            let vdst = w0 & 0xFF;
+            if enc == Encoding::Vopc {
+                inst.sdst = sreg_operand(2, vdst, "VOP3", w0)?;
+            } else if info.has(F_SDST) {
+                inst.dst = sreg_operand(1, vdst, "VOP3", w0)?;
+            } else if info.widths[0] > 0 {
+                inst.dst = vgpr(info.widths[0], vdst);
+            }
+            if vop3b && enc != Encoding::Vopc {
+                inst.sdst = sreg_operand(2, w0 >> 8 & 0x7F, "VOP3", w0)?;
+            } else if enc != Encoding::Vopc {
+                for i in 0..3 {
+                    inst.mods.abs[i] = w0 >> (8 + i) & 1 != 0;
+                }
+                inst.mods.op_sel = (w0 >> 11 & 0xF) as u8;
+            }
+            inst.mods.clamp = w0 >> 15 & 1 != 0;
+            inst.mods.omod = (w1 >> 27 & 3) as u8;
+            for i in 0..3 {
+                inst.mods.neg[i] = w1 >> (29 + i) & 1 != 0;
+            }
+            let mut size = 8u8;
+            let nsrc = if enc == Encoding::Vop1 { 1 } else { 3 };
+            for i in 0..nsrc {
+                let code = w1 >> (9 * i) & 0x1FF;
+                let mut width = info.widths[i + 1];
+                if width == 0 {
+                    continue;
+                }
+                if i == 2 && info.has(F_CND | F_CI) {
+                    width = 2;
+                }
+                let op = vector_src(width, code, None, &mut size, "VOP3", w0)?;
+                if matches!(op, Operand::Literal(_)) {
+                    return Err(illegal("VOP3", &[w0, w1], "literal operand not allowed"));
+                }
+                inst.src[i] = op;
+            }
+            Ok(inst)
+        }
+        0x36 => {
+            let w1 = need_w1("DS")?;
+            let info = find(Encoding::Ds, (w0 >> 17) & 0xFF, &[w0, w1])?;
+            inst.info = info;
+            inst.encoding = Encoding::Ds;
+            inst.size = 8;
+            inst.imm = (w0 & 0xFFFF) as i32;
+            inst.mods.gds = w0 >> 16 & 1 != 0;
+            let acc = w0 >> 25 & 1 != 0 && target != Gfx9Target::Gfx900;
+            let data_reg = |w: u8, idx: u32| {
+                if acc {
+                    Operand::Agpr {
+                        index: idx as u8,
+                        count: w,
+                    }
+                } else {
+                    vgpr(w, idx)
+                }
+            };
+            inst.src[0] = vgpr(info.widths[1], w1 & 0xFF);
+            if info.widths[2] > 0 {
+                inst.src[1] = data_reg(info.widths[2], w1 >> 8 & 0xFF);
+            }
+            if info.widths[3] > 0 {
+                inst.src[2] = data_reg(info.widths[3], w1 >> 16 & 0xFF);
+            }
+            if info.widths[0] > 0 {
+                inst.dst = data_reg(info.widths[0], w1 >> 24);
+            }
+            Ok(inst)
+        }
+        0x37 => {
+            let w1 = need_w1("FLAT")?;
+            let seg = w0 >> 14 & 3;
+            let info = find(Encoding::Flat, (w0 >> 18) & 0x7F, &[w0, w1])?;
+            let want = match seg {
+                0 => "flat_",
+                2 => "global_",
+                _ => {
+                    return Err(illegal(
+                        "FLAT",
+                        &[w0, w1],
+                        "scratch/reserved segment unsupported",
+                    ))
+                }
+            };
+            // flat_ and global_ share opcode numbers: pick the row with the segment's prefix.
+            let info = OPCODES
+                .iter()
+                .find(|o| {
+                    o.encoding == Encoding::Flat
+                        && o.opcode == info.opcode
+                        && o.targets & target.bit() != 0
+                        && o.name.starts_with(want)
+                })
+                .ok_or_else(|| illegal("FLAT", &[w0, w1], "unknown opcode for segment"))?;
+            inst.info = info;
+            inst.encoding = Encoding::Flat;
+            inst.size = 8;
+            if w0 >> 13 & 1 != 0 {
+                return Err(illegal("FLAT", &[w0, w1], "lds bit unsupported"));
+            }
+            // 13-bit signed offset for global (GFX9), 12-bit unsigned for flat.
+            inst.imm = if seg == 2 {
+                (((w0 & 0x1FFF) << 19) as i32) >> 19
+            } else {
+                (w0 & 0xFFF) as i32
+            };
+            inst.mods.glc = w0 >> 16 & 1 != 0;
+            inst.mods.slc = w0 >> 17 & 1 != 0;
+            inst.mods.sc1 = w0 >> 25 & 1 != 0 && target != Gfx9Target::Gfx900;
+            let acc = w1 >> 23 & 1 != 0 && target != Gfx9Target::Gfx900;
+            let saddr = w1 >> 16 & 0x7F;
+            let has_saddr = seg == 2 && saddr != 0x7F;
+            inst.src[0] = vgpr(if has_saddr { 1 } else { 2 }, w1 & 0xFF);
+            if has_saddr {
+                inst.src[2] = sreg_operand(2, saddr, "FLAT", w0)?;
+            }
+            let data_reg = |w: u8, idx: u32| {
+                if acc {
+                    Operand::Agpr {
+                        index: idx as u8,
+                        count: w,
+                    }
+                } else {
+                    vgpr(w, idx)
+                }
+            };
+            if info.widths[1] > 0 {
+                inst.src[1] = data_reg(info.widths[1], w1 >> 8 & 0xFF);
+            }
+            let returns = !info.has(F_ATOMIC) || inst.mods.glc;
+            if info.widths[0] > 0 && returns {
+                inst.dst = data_reg(info.widths[0], w1 >> 24);
+            }
+            Ok(inst)
+        }
+        0x32 => Err(illegal("VINTRP", &[w0], "unsupported encoding")),
+        0x31 => Err(illegal("EXP", &[w0], "unsupported encoding")),
+        0x38 => Err(illegal("MUBUF", &[w0], "unsupported encoding")),
+        0x3A => Err(illegal("MTBUF", &[w0], "unsupported encoding")),
+        0x3C => Err(illegal("MIMG", &[w0], "unsupported encoding")),
+        _ => Err(illegal("unknown", &[w0], "unknown encoding")),
+    }
+}
+
+fn vgpr(width: u8, index: u32) -> Operand {
+    Operand::Vgpr {
+        index: index as u8,
+        count: width.max(1),
+    }
+}
+
+/// A scalar destination (7-bit SGPR field): SGPRs 0..=101, flat_scratch, xnack_mask, VCC,
+/// ttmps, M0, EXEC.
+fn sreg_operand(width: u8, code: u32, enc: &str, w0: u32) -> Result<Operand> {
+    if width == 0 {
+        return Ok(Operand::None);
+    }
+    if code > 127 || code == 125 || code + width as u32 > 128 {
+        return Err(illegal(enc, &[w0], "bad scalar register field"));
+    }
+    Ok(Operand::Sreg {
+        index: code as u8,
+        count: width,
+    })
+}
+
+/// An 8-bit scalar source field (SOP*): a register, inline constant, or literal.
+fn scalar_src(
+    width: u8,
+    code: u32,
+    next: Option<u32>,
+    size: &mut u8,
+    enc: &str,
+    w0: u32,
+) -> Result<Operand> {
+    if width == 0 {
+        return Ok(Operand::None);
+    }
+    vector_src(width, code, next, size, enc, w0).and_then(|op| match op {
+        Operand::Vgpr { .. } => Err(illegal(enc, &[w0], "VGPR in a scalar operand")),
+        other => Ok(other),
+    })
+}
+
+/// A 9-bit source field (VOP*): register, VGPR (256+), inline constant, special, literal.
+fn vector_src(
+    width: u8,
+    code: u32,
+    next: Option<u32>,
+    size: &mut u8,
+    enc: &str,
+    w0: u32,
+) -> Result<Operand> {
+    Ok(match code {
+        0..=127 => {
+            if code == 125 || code + width as u32 > 128 {
+                return Err(illegal(enc, &[w0], "bad scalar source register"));
+            }
+            Operand::Sreg {
+                index: code as u8,
+                count: width,
+            }
+        }
+        128..=192 => Operand::InlineInt((code - 128) as i8),
+        193..=208 => Operand::InlineInt(-((code - 192) as i8)),
+        240..=248 => Operand::InlineFloat(code as u8),
+        255 => {
+            let Some(lit) = next else {
+                return Err(illegal(enc, &[w0], "literal missing"));
+            };
+            *size = 8;
+            Operand::Literal(lit)
+        }
+        256..=511 => Operand::Vgpr {
+            index: (code - 256) as u8,
+            count: width,
+        },
+        235..=239 | 251..=253 => Operand::Special(code as u16),
+        _ => return Err(illegal(enc, &[w0], "reserved source operand code")),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dec(words: &[u32], t: Gfx9Target) -> Result<Instruction> {
+        let mut b = [0u8; 8];
+        for (i, w) in words.iter().enumerate() {
+            b[i * 4..i * 4 + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        decode(&b[..words.len() * 4], t)
+    }
+
+    #[test]
+    fn decodes_golden_words_from_llvm_objdump() {
+        // s_and_b32 s4, s9, 0xffff : 8604FF09 0000FFFF
+        let i = dec(&[0x8604FF09, 0x0000FFFF], Gfx9Target::Gfx900).unwrap();
+        assert_eq!(i.name(), "s_and_b32");
+        assert_eq!(i.size, 8);
+        assert_eq!(i.src[1], Operand::Literal(0xFFFF));
+        // global_load_dword v2, v[2:3], off : DC508000 027F0002
+        let i = dec(&[0xDC508000, 0x027F0002], Gfx9Target::Gfx90a).unwrap();
+        assert_eq!(i.name(), "global_load_dword");
+        assert_eq!(i.dst, Operand::Vgpr { index: 2, count: 1 });
+        assert_eq!(i.src[0], Operand::Vgpr { index: 2, count: 2 });
+        assert_eq!(i.src[2], Operand::None);
+        // v_lshl_add_u64 exists only on gfx942.
+        assert!(dec(&[0xD2080002, 0x04010008], Gfx9Target::Gfx942).is_ok());
+        let e = dec(&[0xD2080002, 0x04010008], Gfx9Target::Gfx900).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction);
+        assert!(e.detail().contains("VOP3"), "{}", e.detail());
+        assert!(e.detail().contains("0xd2080002"), "{}", e.detail());
+    }
+
+    #[test]
+    fn branch_targets() {
+        // llvm-objdump-19 -d kernels_more-gfx900-v5.hsaco: at 0x24b8
+        // `s_cbranch_execnz 65526 // BF89FFF6 <loop_sum+0x94>` (0x2494), at 0x232c
+        // `s_cbranch_execz 25 // BF880019 <branchy+0x94>` (0x2394).
+        let t = Gfx9Target::Gfx900;
+        assert_eq!(
+            dec(&[0xBF89FFF6], t).unwrap().branch_target(0x24b8),
+            Some(0x2494)
+        );
+        assert_eq!(
+            dec(&[0xBF880019], t).unwrap().branch_target(0x232c),
+            Some(0x2394)
+        );
+        assert_eq!(dec(&[0xBF820000], t).unwrap().branch_target(8), Some(12));
+        // s_waitcnt and s_nop are SOPP but not branches; s_movk_i32 has a simm16 too.
+        assert_eq!(dec(&[0xBF8CC07F], t).unwrap().branch_target(0), None);
+        assert_eq!(dec(&[0xBF800000], t).unwrap().branch_target(0), None);
+        assert_eq!(dec(&[0xB0000010], t).unwrap().branch_target(0), None);
+    }
+
+    #[test]
+    fn truncated_and_unknown_are_errors() {
+        assert_eq!(
+            decode(&[1, 2], Gfx9Target::Gfx900).unwrap_err().status(),
+            Status::IllegalInstruction
+        );
+        // SMEM needs 2 dwords.
+        assert!(dec(&[0xC0020242], Gfx9Target::Gfx900).is_err());
+        // MUBUF.
+        let e = dec(&[0xE0500000, 0], Gfx9Target::Gfx900).unwrap_err();
+        assert!(e.detail().contains("MUBUF"));
+    }
+}

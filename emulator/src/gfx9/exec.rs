@@ -1,0 +1,1869 @@
+//! The GFX9 wave interpreter: runs a kernel dispatch's work-groups (sequentially, or a range
+//! of them per call with [`run_workgroups`] so a host can spread them over threads), each
+//! work-group's waves interleaved at `s_barrier`, over a [`DeviceMemory`].
+//!
+//! Launch state follows AMDGPUUsage "Initial Kernel Execution State": enabled user SGPRs in
+//! order (private segment buffer 4, dispatch ptr 2, queue ptr 2, kernarg segment ptr 2,
+//! dispatch id 2, flat scratch init 2, private segment size 1, then preloaded kernargs), then
+//! at `user_sgpr_count` the system SGPRs (work-group id x/y/z as enabled, work-group info,
+//! private segment wave offset), work-item ids in v0/v1/v2 (gfx900) or packed in v0
+//! (gfx90a/gfx942: bits 0..9 x, 10..19 y, 20..29 z), EXEC = the wave's live lanes.
+//!
+//! Semantics are those of the Vega/CDNA ISA guides with these documented limits: scratch
+//! (private segment) is not supported (an error at launch); FLAT addresses are global
+//! addresses (no LDS/scratch aperture); LDS accesses outside the work-group's allocation read
+//! 0 and drop writes, as the hardware's LDS bounds check does; `v_fma_f32` is computed in f64
+//! and rounded (exact product, one extra rounding of the sum); transcendental ops (`v_exp`,
+//! `v_log`, `v_rcp`, `v_rsq`, `v_sqrt`, …) are rejected as not implemented.
+
+use alloc::vec;
+use alloc::vec::Vec;
+
+use super::decode::{decode, Encoding, Instruction, Operand, F_CI, F_CND, F_CO};
+use super::wave::{Wave, WaveState, M0, WAVE_SIZE};
+use super::Gfx9Target;
+use hsa_core::abi::kernel_descriptor::KernelDescriptor;
+use hsa_core::{bail, error, Result, Status};
+
+/// Device memory as the interpreter sees it: one flat 64-bit address space.
+///
+/// The emulated device implements it with bounds checks against its allocations.
+pub trait DeviceMemory {
+    /// Reads `buf.len()` bytes at device address `addr`.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation.
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()>;
+
+    /// Writes `data` at device address `addr`.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation.
+    fn write(&self, addr: u64, data: &[u8]) -> Result<()>;
+
+    /// Atomically replaces the little-endian u32 at `addr` by `op(old)` and returns `old`
+    /// (global atomics). The provided implementation reads, then writes: atomic only when
+    /// nothing else accesses the memory meanwhile. Memories shared with other threads (work-
+    /// groups run in parallel, the host) override it with a real atomic operation.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation
+    /// (or, for implementations with real atomics, `addr` is not 4-byte aligned).
+    fn atomic_rmw_u32(&self, addr: u64, op: &mut dyn FnMut(u32) -> u32) -> Result<u32> {
+        let mut b = [0u8; 4];
+        self.read(addr, &mut b)?;
+        let old = u32::from_le_bytes(b);
+        self.write(addr, &op(old).to_le_bytes())?;
+        Ok(old)
+    }
+}
+
+/// A kernel's machine code: the bytes of (at least) its code, where they live on the device,
+/// and the entry point.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelCode<'a> {
+    /// Device address of `bytes[0]`.
+    pub base_address: u64,
+    /// The code bytes (e.g. the whole loaded `.text` or code segment).
+    pub bytes: &'a [u8],
+    /// Device address of the first instruction (kernel descriptor address +
+    /// `kernel_code_entry_byte_offset`).
+    pub entry_address: u64,
+}
+
+/// What a kernel dispatch packet and its queue tell the interpreter.
+#[derive(Clone, Copy, Debug)]
+pub struct DispatchState {
+    /// Grid size per dimension, work-items.
+    pub grid_size: [u32; 3],
+    /// Work-group size per dimension, work-items.
+    pub workgroup_size: [u16; 3],
+    /// Device address of the AQL dispatch packet (dispatch ptr SGPRs).
+    pub dispatch_packet_address: u64,
+    /// Device address of the kernarg segment.
+    pub kernarg_address: u64,
+    /// Device address of the `amd_queue_t` (queue ptr SGPRs).
+    pub queue_address: u64,
+    /// Dispatch id (the packet's index in the queue).
+    pub dispatch_id: u64,
+    /// LDS per work-group, bytes (the descriptor's fixed size plus the packet's dynamic size).
+    pub group_segment_size: u32,
+    /// Private memory per work-item, bytes (must be 0: scratch is not supported).
+    pub private_segment_size: u32,
+    /// Instructions one wave may execute before the dispatch is aborted (a hang guard).
+    pub max_instructions_per_wave: u64,
+}
+
+impl DispatchState {
+    /// A 1-dimensional dispatch with everything else zero and a limit of 10 million
+    /// instructions per wave.
+    pub const fn one_dimensional(
+        grid_size_x: u32,
+        workgroup_size_x: u16,
+        dispatch_packet_address: u64,
+        kernarg_address: u64,
+    ) -> DispatchState {
+        DispatchState {
+            grid_size: [grid_size_x, 1, 1],
+            workgroup_size: [workgroup_size_x, 1, 1],
+            dispatch_packet_address,
+            kernarg_address,
+            queue_address: 0,
+            dispatch_id: 0,
+            group_segment_size: 0,
+            private_segment_size: 0,
+            max_instructions_per_wave: 10_000_000,
+        }
+    }
+}
+
+/// Maximum LDS per work-group, bytes (64 KiB on GFX9).
+pub const MAX_LDS_BYTES: u32 = 64 * 1024;
+
+/// What the interpreter executed: counts for speed measurements.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExecStats {
+    /// Work-groups run to completion.
+    pub workgroups: u64,
+    /// Waves launched.
+    pub waves: u64,
+    /// Instructions executed, counted once per wave (wave-instructions).
+    pub instructions: u64,
+    /// Sum over executed instructions of the active lanes (EXEC bits set when the instruction
+    /// issued): lane-instructions, the work-item view of the work done.
+    pub lane_instructions: u64,
+}
+
+impl ExecStats {
+    /// Adds `other`'s counts to these.
+    pub fn add(&mut self, other: &ExecStats) {
+        self.workgroups += other.workgroups;
+        self.waves += other.waves;
+        self.instructions += other.instructions;
+        self.lane_instructions += other.lane_instructions;
+    }
+}
+
+/// Number of work-groups per dimension: `ceil(grid_size / workgroup_size)` (HSA PSA §2.9.6;
+/// partial work-groups counted). A zero work-group size counts as 1 (rejected by
+/// [`check_dispatch`]).
+pub fn workgroup_counts(dispatch: &DispatchState) -> [u32; 3] {
+    core::array::from_fn(|d| {
+        dispatch.grid_size[d].div_ceil(u32::from(dispatch.workgroup_size[d].max(1)))
+    })
+}
+
+/// Total number of work-groups of a dispatch (the product of [`workgroup_counts`]); the flat
+/// work-group index of id (x, y, z) is `x + cx * (y + cy * z)`.
+pub fn workgroup_total(dispatch: &DispatchState) -> u64 {
+    workgroup_counts(dispatch)
+        .iter()
+        .map(|&c| u64::from(c))
+        .product()
+}
+
+/// Checks that a dispatch can run: what [`run_dispatch`] checks before any work-group runs.
+///
+/// # Errors
+/// [`Status::InvalidArgument`]: a zero grid or work-group dimension, a work-group of more
+/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a descriptor or
+/// dispatch that needs scratch (private segment).
+pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> Result<()> {
+    for d in 0..3 {
+        if dispatch.grid_size[d] == 0 || dispatch.workgroup_size[d] == 0 {
+            bail!(
+                Status::InvalidArgument,
+                "grid_size {:?} / workgroup_size {:?}: dimension {d} is 0",
+                dispatch.grid_size,
+                dispatch.workgroup_size
+            );
+        }
+    }
+    let wg_items: u32 = dispatch.workgroup_size.iter().map(|&s| s as u32).product();
+    if wg_items > 1024 {
+        bail!(
+            Status::InvalidArgument,
+            "workgroup_size {:?}: {wg_items} > 1024 work-items",
+            dispatch.workgroup_size
+        );
+    }
+    if dispatch.group_segment_size > MAX_LDS_BYTES {
+        bail!(
+            Status::InvalidArgument,
+            "group_segment_size {} > {MAX_LDS_BYTES}",
+            dispatch.group_segment_size
+        );
+    }
+    if descriptor.wavefront_size32() {
+        bail!(
+            Status::InvalidArgument,
+            "kernel descriptor enables wave32; GFX9 runs wave64"
+        );
+    }
+    if descriptor.private_segment_fixed_size != 0 || dispatch.private_segment_size != 0 {
+        bail!(
+            Status::InvalidArgument,
+            "scratch unsupported: private_segment_fixed_size {} / dispatch private size {}",
+            descriptor.private_segment_fixed_size,
+            dispatch.private_segment_size
+        );
+    }
+    Ok(())
+}
+
+/// Runs every work-group of a dispatch to completion, in flat work-group order.
+///
+/// # Errors
+/// - [`Status::InvalidArgument`]: as [`check_dispatch`].
+/// - [`Status::IllegalInstruction`]: an instruction that does not decode or that the
+///   interpreter does not implement (message: encoding, dword(s), kernel offset), or a PC
+///   outside `code`.
+/// - [`Status::MemoryFault`]: from `memory`, for an access outside every allocation.
+/// - [`Status::Exception`]: a wave exceeded `max_instructions_per_wave`.
+pub fn run_dispatch(
+    code: &KernelCode<'_>,
+    descriptor: &KernelDescriptor,
+    target: Gfx9Target,
+    dispatch: &DispatchState,
+    memory: &dyn DeviceMemory,
+) -> Result<()> {
+    check_dispatch(descriptor, dispatch)?;
+    let mut stats = ExecStats::default();
+    run_workgroups(
+        code,
+        descriptor,
+        target,
+        dispatch,
+        memory,
+        0..workgroup_total(dispatch),
+        &mut stats,
+    )
+}
+
+/// Runs the work-groups whose flat indices (see [`workgroup_total`]) are in `groups`, one
+/// after another, each to completion; indices past the last work-group are ignored. Several
+/// calls over disjoint ranges may run concurrently on different threads (each has its own
+/// LDS and waves), which is how a host spreads a dispatch over its cores: work-groups of one
+/// dispatch are independent except through global memory, as on hardware. `stats`
+/// accumulates what ran, also when an error stops the range.
+///
+/// Callers run [`check_dispatch`] first (once per dispatch); this function repeats only the
+/// checks it needs to stay memory-safe.
+///
+/// # Errors
+/// As [`run_dispatch`]; the first error stops the range.
+pub fn run_workgroups(
+    code: &KernelCode<'_>,
+    descriptor: &KernelDescriptor,
+    target: Gfx9Target,
+    dispatch: &DispatchState,
+    memory: &dyn DeviceMemory,
+    groups: core::ops::Range<u64>,
+    stats: &mut ExecStats,
+) -> Result<()> {
+    check_dispatch(descriptor, dispatch)?;
+    let mut lds = vec![0u8; dispatch.group_segment_size as usize];
+    let counts = workgroup_counts(dispatch);
+    let end = groups.end.min(workgroup_total(dispatch));
+    let mut waves: Vec<Wave> = Vec::new();
+    let mut ctx = Ctx {
+        code,
+        target,
+        memory,
+        lds: &mut lds,
+        instructions: 0,
+        lane_instructions: 0,
+    };
+    let (cx, cy) = (u64::from(counts[0]), u64::from(counts[1]));
+    let mut result = Ok(());
+    for flat in groups.start..end {
+        let group = [
+            (flat % cx) as u32,
+            ((flat / cx) % cy) as u32,
+            (flat / (cx * cy)) as u32,
+        ];
+        ctx.lds.fill(0);
+        stats.waves += waves_in_group(dispatch, group) as u64;
+        result = run_group(&mut ctx, descriptor, dispatch, group, &mut waves);
+        if result.is_err() {
+            break;
+        }
+        stats.workgroups += 1;
+    }
+    stats.instructions += ctx.instructions;
+    stats.lane_instructions += ctx.lane_instructions;
+    result
+}
+
+/// Waves of work-group `group` (partial groups at the grid's edge have fewer work-items).
+fn waves_in_group(dispatch: &DispatchState, group: [u32; 3]) -> usize {
+    let items: u32 = (0..3)
+        .map(|d| {
+            let wg = dispatch.workgroup_size[d] as u32;
+            (dispatch.grid_size[d] - group[d] * wg).min(wg)
+        })
+        .product();
+    (items as usize).div_ceil(WAVE_SIZE)
+}
+
+struct Ctx<'a, 'c> {
+    code: &'a KernelCode<'c>,
+    target: Gfx9Target,
+    memory: &'a dyn DeviceMemory,
+    lds: &'a mut [u8],
+    instructions: u64,
+    lane_instructions: u64,
+}
+
+fn run_group(
+    ctx: &mut Ctx<'_, '_>,
+    kd: &KernelDescriptor,
+    dispatch: &DispatchState,
+    group: [u32; 3],
+    waves: &mut Vec<Wave>,
+) -> Result<()> {
+    // Actual (possibly partial) work-group size.
+    let size: [u32; 3] = core::array::from_fn(|d| {
+        let wg = dispatch.workgroup_size[d] as u32;
+        (dispatch.grid_size[d] - group[d] * wg).min(wg)
+    });
+    let items = (size[0] * size[1] * size[2]) as usize;
+    let nwaves = items.div_ceil(WAVE_SIZE);
+    let agprs = ctx.target != Gfx9Target::Gfx900;
+    while waves.len() < nwaves {
+        waves.push(Wave::new(0, agprs));
+    }
+    for (wi, w) in waves.iter_mut().take(nwaves).enumerate() {
+        w.reset(ctx.code.entry_address);
+        init_wave(ctx, kd, dispatch, group, size, wi, items, w)?;
+    }
+    let waves = &mut waves[..nwaves];
+    loop {
+        for w in waves.iter_mut() {
+            while w.state == WaveState::Running {
+                step(ctx, w, dispatch.max_instructions_per_wave)?;
+            }
+        }
+        if waves.iter().all(|w| w.state == WaveState::Ended) {
+            return Ok(());
+        }
+        // Every live wave is at the barrier: release them.
+        for w in waves.iter_mut() {
+            if w.state == WaveState::AtBarrier {
+                w.state = WaveState::Running;
+            }
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn init_wave(
+    ctx: &Ctx<'_, '_>,
+    kd: &KernelDescriptor,
+    dispatch: &DispatchState,
+    group: [u32; 3],
+    size: [u32; 3],
+    wave_index: usize,
+    items: usize,
+    w: &mut Wave,
+) -> Result<()> {
+    let mut s = 0usize;
+    let put64 = |w: &mut Wave, s: &mut usize, v: u64| {
+        w.set_sreg64(*s, v);
+        *s += 2;
+    };
+    if kd.enable_sgpr_private_segment_buffer() {
+        s += 4; // No scratch: a null buffer resource.
+    }
+    if kd.enable_sgpr_dispatch_ptr() {
+        put64(w, &mut s, dispatch.dispatch_packet_address);
+    }
+    if kd.enable_sgpr_queue_ptr() {
+        put64(w, &mut s, dispatch.queue_address);
+    }
+    if kd.enable_sgpr_kernarg_segment_ptr() {
+        put64(w, &mut s, dispatch.kernarg_address);
+    }
+    if kd.enable_sgpr_dispatch_id() {
+        put64(w, &mut s, dispatch.dispatch_id);
+    }
+    if kd.enable_sgpr_flat_scratch_init() {
+        put64(w, &mut s, 0);
+    }
+    if kd.enable_sgpr_private_segment_size() {
+        w.sreg[s] = dispatch.private_segment_size;
+        s += 1;
+    }
+    let rsrc2 = kd.rsrc2();
+    let user = rsrc2.user_sgpr_count() as usize;
+    let preload = kd.kernarg_preload_length_dwords() as usize;
+    if preload > 0 {
+        let off = kd.kernarg_preload_offset_dwords() as u64 * 4;
+        let n = preload.min(user.saturating_sub(s));
+        let mut buf = [0u8; 4];
+        for i in 0..n {
+            ctx.memory
+                .read(dispatch.kernarg_address + off + i as u64 * 4, &mut buf)
+                .map_err(|e| e.context("kernarg preload"))?;
+            w.sreg[s + i] = u32::from_le_bytes(buf);
+        }
+    }
+    let mut s = user;
+    if s > 102 {
+        bail!(Status::InvalidArgument, "user_sgpr_count {user} > 102");
+    }
+    for (d, on) in [
+        rsrc2.enable_sgpr_workgroup_id_x(),
+        rsrc2.enable_sgpr_workgroup_id_y(),
+        rsrc2.enable_sgpr_workgroup_id_z(),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if on {
+            w.sreg[s] = group[d];
+            s += 1;
+        }
+    }
+    if rsrc2.enable_sgpr_workgroup_info() {
+        w.sreg[s] = 0;
+        s += 1;
+    }
+    if rsrc2.enable_private_segment() {
+        w.sreg[s] = 0; // Private segment wave byte offset.
+    }
+    let ids = rsrc2.enable_vgpr_workitem_id();
+    let mut exec = 0u64;
+    for lane in 0..WAVE_SIZE {
+        let flat = wave_index * WAVE_SIZE + lane;
+        if flat >= items {
+            break;
+        }
+        exec |= 1 << lane;
+        let flat = flat as u32;
+        let x = flat % size[0];
+        let y = (flat / size[0]) % size[1];
+        let z = flat / (size[0] * size[1]);
+        if ctx.target.packed_workitem_ids() {
+            let mut v = x;
+            if ids >= 1 {
+                v |= y << 10;
+            }
+            if ids >= 2 {
+                v |= z << 20;
+            }
+            w.set_v(0, lane, v);
+        } else {
+            w.set_v(0, lane, x);
+            if ids >= 1 {
+                w.set_v(1, lane, y);
+            }
+            if ids >= 2 {
+                w.set_v(2, lane, z);
+            }
+        }
+    }
+    w.set_exec(exec);
+    w.sreg[M0] = 0xFFFF_FFFF;
+    Ok(())
+}
+
+enum Flow {
+    Next,
+    Jump(u64),
+    Barrier,
+    End,
+}
+
+fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
+    let code = ctx.code;
+    let off = w.pc.wrapping_sub(code.base_address);
+    let bytes = usize::try_from(off)
+        .ok()
+        .and_then(|o| code.bytes.get(o..))
+        .filter(|b| !b.is_empty())
+        .ok_or_else(|| {
+            error!(
+                Status::IllegalInstruction,
+                "pc {:#x} outside the kernel code ({:#x}..+{:#x})",
+                w.pc,
+                code.base_address,
+                code.bytes.len()
+            )
+        })?;
+    let kernel_off = w.pc.wrapping_sub(code.entry_address);
+    let inst = decode(&bytes[..bytes.len().min(8)], ctx.target)
+        .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))?;
+    w.executed += 1;
+    ctx.instructions += 1;
+    ctx.lane_instructions += u64::from(w.exec().count_ones());
+    if w.executed > limit {
+        bail!(
+            Status::Exception,
+            "wave exceeded {limit} instructions (at kernel offset {kernel_off:#x})"
+        );
+    }
+    let next = w.pc + inst.size as u64;
+    let flow = execute(ctx, w, &inst, next).map_err(|e| {
+        error!(
+            e.status(),
+            "{} at kernel offset {kernel_off:#x}: {}",
+            inst.name(),
+            e.detail()
+        )
+    })?;
+    match flow {
+        Flow::Next => w.pc = next,
+        Flow::Jump(t) => w.pc = t,
+        Flow::Barrier => {
+            w.pc = next;
+            w.state = WaveState::AtBarrier;
+        }
+        Flow::End => w.state = WaveState::Ended,
+    }
+    Ok(())
+}
+
+fn not_implemented(inst: &Instruction) -> hsa_core::Error {
+    error!(
+        Status::IllegalInstruction,
+        "{} ({}) not implemented by the interpreter",
+        inst.name(),
+        inst.encoding.name()
+    )
+}
+
+const F32_CONST: [u32; 9] = [
+    0x3F00_0000,
+    0xBF00_0000,
+    0x3F80_0000,
+    0xBF80_0000,
+    0x4000_0000,
+    0xC000_0000,
+    0x4080_0000,
+    0xC080_0000,
+    0x3E22_F983,
+];
+const F64_CONST: [u64; 9] = [
+    0x3FE0_0000_0000_0000,
+    0xBFE0_0000_0000_0000,
+    0x3FF0_0000_0000_0000,
+    0xBFF0_0000_0000_0000,
+    0x4000_0000_0000_0000,
+    0xC000_0000_0000_0000,
+    0x4010_0000_0000_0000,
+    0xC010_0000_0000_0000,
+    0x3FC4_5F30_6DC9_C882,
+];
+
+/// Reads a non-VGPR operand (scalar register, constant, literal, special), `wide` = 64-bit.
+fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
+    match *op {
+        Operand::Sreg { index, .. } => {
+            let i = index as usize;
+            if wide {
+                w.sreg64(i)
+            } else {
+                w.sreg[i] as u64
+            }
+        }
+        Operand::InlineInt(v) => {
+            if wide {
+                v as i64 as u64
+            } else {
+                v as i32 as u32 as u64
+            }
+        }
+        Operand::InlineFloat(c) => {
+            let k = (c - 240) as usize;
+            if wide && f64_op {
+                F64_CONST[k]
+            } else {
+                F32_CONST[k] as u64
+            }
+        }
+        Operand::Literal(v) => {
+            if wide && f64_op {
+                (v as u64) << 32
+            } else {
+                v as u64
+            }
+        }
+        Operand::Special(251) => (w.vcc() == 0) as u64,
+        Operand::Special(252) => (w.exec() == 0) as u64,
+        Operand::Special(253) => w.scc as u64,
+        _ => 0,
+    }
+}
+
+fn vsrc(w: &Wave, op: &Operand, lane: usize, wide: bool, f64_op: bool) -> u64 {
+    match *op {
+        Operand::Vgpr { index, .. } => {
+            let r = index as usize;
+            let lo = w.v(r, lane) as u64;
+            if wide {
+                lo | (w.v(r + 1, lane) as u64) << 32
+            } else {
+                lo
+            }
+        }
+        Operand::Agpr { index, .. } => {
+            let r = index as usize * WAVE_SIZE + lane;
+            let lo = w.agpr.get(r).copied().unwrap_or(0) as u64;
+            if wide {
+                lo | (w.agpr.get(r + WAVE_SIZE).copied().unwrap_or(0) as u64) << 32
+            } else {
+                lo
+            }
+        }
+        _ => scalar(w, op, wide, f64_op),
+    }
+}
+
+fn set_sdst(w: &mut Wave, op: &Operand, v: u64) {
+    if let Operand::Sreg { index, count } = *op {
+        let i = index as usize;
+        if count >= 2 {
+            w.set_sreg64(i, v);
+        } else {
+            w.sreg[i] = v as u32;
+        }
+    }
+}
+
+fn set_vdst(w: &mut Wave, op: &Operand, lane: usize, v: u64, count: u8) {
+    match *op {
+        Operand::Vgpr { index, .. } => {
+            let r = index as usize;
+            w.set_v(r, lane, v as u32);
+            for k in 1..count as usize {
+                w.set_v(r + k, lane, (v >> (32 * k)) as u32);
+            }
+        }
+        Operand::Agpr { index, .. } => {
+            for k in 0..count.max(1) as usize {
+                let i = (index as usize + k) * WAVE_SIZE + lane;
+                if let Some(r) = w.agpr.get_mut(i) {
+                    *r = (v >> (32 * k)) as u32;
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
+    match inst.encoding {
+        Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
+        Encoding::Sopp => sopp(w, inst, next),
+        Encoding::Smem => {
+            let base = w.sreg64(match inst.src[0] {
+                Operand::Sreg { index, .. } => index as usize,
+                _ => 0,
+            });
+            let off = if inst.src[1] != Operand::None {
+                scalar(w, &inst.src[1], false, false)
+            } else {
+                inst.imm as i64 as u64
+            };
+            let addr = base.wrapping_add(off) & !3;
+            let n = inst.info.widths[0] as usize;
+            let mut buf = [0u8; 64];
+            ctx.memory.read(addr, &mut buf[..n * 4])?;
+            if let Operand::Sreg { index, .. } = inst.dst {
+                for k in 0..n {
+                    let b = &buf[k * 4..k * 4 + 4];
+                    if let Some(r) = w.sreg.get_mut(index as usize + k) {
+                        *r = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    }
+                }
+            }
+            Ok(Flow::Next)
+        }
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
+            valu(w, inst)?;
+            Ok(Flow::Next)
+        }
+        Encoding::Ds => {
+            ds(ctx, w, inst)?;
+            Ok(Flow::Next)
+        }
+        Encoding::Flat => {
+            flat(ctx, w, inst)?;
+            Ok(Flow::Next)
+        }
+    }
+}
+
+fn sopp(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
+    let target = next.wrapping_add((inst.imm as i64 * 4) as u64);
+    let taken = match inst.name() {
+        "s_nop" | "s_waitcnt" | "s_sleep" | "s_setprio" => return Ok(Flow::Next),
+        "s_endpgm" | "s_endpgm_saved" => return Ok(Flow::End),
+        "s_barrier" => return Ok(Flow::Barrier),
+        "s_branch" => true,
+        "s_cbranch_scc0" => !w.scc,
+        "s_cbranch_scc1" => w.scc,
+        "s_cbranch_vccz" => w.vcc() == 0,
+        "s_cbranch_vccnz" => w.vcc() != 0,
+        "s_cbranch_execz" => w.exec() == 0,
+        "s_cbranch_execnz" => w.exec() != 0,
+        _ => return Err(not_implemented(inst)),
+    };
+    Ok(if taken {
+        Flow::Jump(target)
+    } else {
+        Flow::Next
+    })
+}
+
+fn bfe(v: u64, off: u32, width: u32, signed: bool, bits: u32) -> u64 {
+    if width == 0 {
+        return 0;
+    }
+    let r = v >> (off % bits);
+    if width >= bits {
+        return r;
+    }
+    let mask = (1u64 << width) - 1;
+    let r = r & mask;
+    if signed && r >> (width - 1) & 1 != 0 {
+        r | !mask
+    } else {
+        r
+    }
+}
+
+fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
+    let name = inst.name();
+    let wd = inst.info.widths;
+    let a = scalar(w, &inst.src[0], wd[1] == 2, false);
+    let b = scalar(w, &inst.src[1], wd[2] == 2, false);
+    let (a32, b32) = (a as u32, b as u32);
+    let scc = w.scc;
+    let mut new_scc = scc;
+    let nz = |r: u64| r != 0;
+    let imm = inst.imm;
+    let d_old = scalar(w, &inst.dst, false, false) as u32;
+    let result: Option<u64> = match inst.encoding {
+        Encoding::Sopc => {
+            new_scc = match name {
+                "s_cmp_eq_i32" | "s_cmp_eq_u32" => a32 == b32,
+                "s_cmp_lg_i32" | "s_cmp_lg_u32" => a32 != b32,
+                "s_cmp_gt_i32" => (a32 as i32) > (b32 as i32),
+                "s_cmp_ge_i32" => (a32 as i32) >= (b32 as i32),
+                "s_cmp_lt_i32" => (a32 as i32) < (b32 as i32),
+                "s_cmp_le_i32" => (a32 as i32) <= (b32 as i32),
+                "s_cmp_gt_u32" => a32 > b32,
+                "s_cmp_ge_u32" => a32 >= b32,
+                "s_cmp_lt_u32" => a32 < b32,
+                "s_cmp_le_u32" => a32 <= b32,
+                "s_cmp_eq_u64" => a == b,
+                "s_cmp_lg_u64" => a != b,
+                "s_bitcmp0_b32" => a32 >> (b32 & 31) & 1 == 0,
+                "s_bitcmp1_b32" => a32 >> (b32 & 31) & 1 == 1,
+                "s_bitcmp0_b64" => a >> (b32 & 63) & 1 == 0,
+                "s_bitcmp1_b64" => a >> (b32 & 63) & 1 == 1,
+                _ => return Err(not_implemented(inst)),
+            };
+            None
+        }
+        Encoding::Sopk => {
+            let k = imm as u32; // sign-extended
+            let ku = imm as u16 as u32;
+            let d = d_old;
+            match name {
+                "s_movk_i32" => Some(k as u64),
+                "s_cmovk_i32" => Some(if scc { k } else { d } as u64),
+                "s_addk_i32" => {
+                    let (r, o) = (d as i32).overflowing_add(k as i32);
+                    new_scc = o;
+                    Some(r as u32 as u64)
+                }
+                "s_mulk_i32" => Some(d.wrapping_mul(k) as u64),
+                _ => {
+                    new_scc = match name {
+                        "s_cmpk_eq_i32" => d == k,
+                        "s_cmpk_lg_i32" => d != k,
+                        "s_cmpk_gt_i32" => (d as i32) > (k as i32),
+                        "s_cmpk_ge_i32" => (d as i32) >= (k as i32),
+                        "s_cmpk_lt_i32" => (d as i32) < (k as i32),
+                        "s_cmpk_le_i32" => (d as i32) <= (k as i32),
+                        "s_cmpk_eq_u32" => d == ku,
+                        "s_cmpk_lg_u32" => d != ku,
+                        "s_cmpk_gt_u32" => d > ku,
+                        "s_cmpk_ge_u32" => d >= ku,
+                        "s_cmpk_lt_u32" => d < ku,
+                        "s_cmpk_le_u32" => d <= ku,
+                        _ => return Err(not_implemented(inst)),
+                    };
+                    None
+                }
+            }
+        }
+        Encoding::Sop1 => {
+            let exec = w.exec();
+            let saveexec = |f: u64| (f, f != 0);
+            let r: u64 = match name {
+                "s_mov_b32" | "s_mov_b64" => a,
+                "s_cmov_b32" | "s_cmov_b64" => {
+                    if !scc {
+                        return Ok(Flow::Next);
+                    }
+                    a
+                }
+                "s_not_b32" => {
+                    let r = !a32 as u64;
+                    new_scc = nz(r);
+                    r
+                }
+                "s_not_b64" => {
+                    new_scc = nz(!a);
+                    !a
+                }
+                "s_brev_b32" => a32.reverse_bits() as u64,
+                "s_brev_b64" => a.reverse_bits(),
+                "s_bcnt0_i32_b32" | "s_bcnt1_i32_b32" | "s_bcnt0_i32_b64" | "s_bcnt1_i32_b64" => {
+                    let ones = if wd[1] == 2 {
+                        a.count_ones()
+                    } else {
+                        a32.count_ones()
+                    };
+                    let bits = if wd[1] == 2 { 64 } else { 32 };
+                    let r = if name.starts_with("s_bcnt0") {
+                        bits - ones
+                    } else {
+                        ones
+                    } as u64;
+                    new_scc = nz(r);
+                    r
+                }
+                "s_ff1_i32_b32" => {
+                    (if a32 == 0 {
+                        u32::MAX
+                    } else {
+                        a32.trailing_zeros()
+                    }) as u64
+                }
+                "s_ff0_i32_b32" => {
+                    (if a32 == u32::MAX {
+                        u32::MAX
+                    } else {
+                        a32.trailing_ones()
+                    }) as u64
+                }
+                "s_ff1_i32_b64" => (if a == 0 { u32::MAX } else { a.trailing_zeros() }) as u64,
+                "s_ff0_i32_b64" => {
+                    (if a == u64::MAX {
+                        u32::MAX
+                    } else {
+                        a.trailing_ones()
+                    }) as u64
+                }
+                "s_flbit_i32_b32" => {
+                    (if a32 == 0 {
+                        u32::MAX
+                    } else {
+                        a32.leading_zeros()
+                    }) as u64
+                }
+                "s_flbit_i32_b64" => (if a == 0 { u32::MAX } else { a.leading_zeros() }) as u64,
+                "s_flbit_i32" => {
+                    let v = a32 as i32;
+                    if v == 0 || v == -1 {
+                        u32::MAX as u64
+                    } else {
+                        (if v < 0 { !a32 } else { a32 }).leading_zeros() as u64
+                    }
+                }
+                "s_sext_i32_i8" => a32 as i8 as i32 as u32 as u64,
+                "s_sext_i32_i16" => a32 as i16 as i32 as u32 as u64,
+                "s_bitset0_b32" => (d_old & !(1 << (a32 & 31))) as u64,
+                "s_bitset1_b32" => (d_old | 1 << (a32 & 31)) as u64,
+                "s_abs_i32" => {
+                    let r = (a32 as i32).unsigned_abs() as u64;
+                    new_scc = nz(r);
+                    r
+                }
+                "s_getpc_b64" => next,
+                "s_setpc_b64" => return Ok(Flow::Jump(a)),
+                "s_swappc_b64" => {
+                    set_sdst(w, &inst.dst, next);
+                    return Ok(Flow::Jump(a));
+                }
+                "s_and_saveexec_b64"
+                | "s_or_saveexec_b64"
+                | "s_xor_saveexec_b64"
+                | "s_andn2_saveexec_b64"
+                | "s_orn2_saveexec_b64"
+                | "s_nand_saveexec_b64"
+                | "s_nor_saveexec_b64"
+                | "s_xnor_saveexec_b64"
+                | "s_andn1_saveexec_b64"
+                | "s_orn1_saveexec_b64" => {
+                    let (e, s) = saveexec(match name {
+                        "s_and_saveexec_b64" => a & exec,
+                        "s_or_saveexec_b64" => a | exec,
+                        "s_xor_saveexec_b64" => a ^ exec,
+                        "s_andn2_saveexec_b64" => a & !exec,
+                        "s_orn2_saveexec_b64" => a | !exec,
+                        "s_nand_saveexec_b64" => !(a & exec),
+                        "s_nor_saveexec_b64" => !(a | exec),
+                        "s_xnor_saveexec_b64" => !(a ^ exec),
+                        "s_andn1_saveexec_b64" => !a & exec,
+                        _ => !a | exec,
+                    });
+                    w.set_exec(e);
+                    new_scc = s;
+                    exec
+                }
+                "s_andn1_wrexec_b64" | "s_andn2_wrexec_b64" => {
+                    let e = if name == "s_andn1_wrexec_b64" {
+                        !a & exec
+                    } else {
+                        a & !exec
+                    };
+                    w.set_exec(e);
+                    new_scc = e != 0;
+                    e
+                }
+                _ => return Err(not_implemented(inst)),
+            };
+            Some(r)
+        }
+        _ => {
+            let wide = wd[0] == 2;
+            let r: u64 = match name {
+                "s_add_u32" => {
+                    let (r, c) = a32.overflowing_add(b32);
+                    new_scc = c;
+                    r as u64
+                }
+                "s_sub_u32" => {
+                    let (r, c) = a32.overflowing_sub(b32);
+                    new_scc = c;
+                    r as u64
+                }
+                "s_add_i32" => {
+                    let (r, o) = (a32 as i32).overflowing_add(b32 as i32);
+                    new_scc = o;
+                    r as u32 as u64
+                }
+                "s_sub_i32" => {
+                    let (r, o) = (a32 as i32).overflowing_sub(b32 as i32);
+                    new_scc = o;
+                    r as u32 as u64
+                }
+                "s_addc_u32" => {
+                    let t = a32 as u64 + b32 as u64 + scc as u64;
+                    new_scc = t >> 32 != 0;
+                    t as u32 as u64
+                }
+                "s_subb_u32" => {
+                    let t = (a32 as u64).wrapping_sub(b32 as u64 + scc as u64);
+                    new_scc = b32 as u64 + scc as u64 > a32 as u64;
+                    t as u32 as u64
+                }
+                "s_min_i32" | "s_min_u32" | "s_max_i32" | "s_max_u32" => {
+                    let lt = if name.ends_with("i32") {
+                        (a32 as i32) < (b32 as i32)
+                    } else {
+                        a32 < b32
+                    };
+                    let gt = if name.ends_with("i32") {
+                        (a32 as i32) > (b32 as i32)
+                    } else {
+                        a32 > b32
+                    };
+                    if name.starts_with("s_min") {
+                        new_scc = lt;
+                        if lt {
+                            a
+                        } else {
+                            b
+                        }
+                    } else {
+                        new_scc = gt;
+                        if gt {
+                            a
+                        } else {
+                            b
+                        }
+                    }
+                }
+                "s_cselect_b32" | "s_cselect_b64" => {
+                    if scc {
+                        a
+                    } else {
+                        b
+                    }
+                }
+                "s_and_b32" | "s_and_b64" => a & b,
+                "s_or_b32" | "s_or_b64" => a | b,
+                "s_xor_b32" | "s_xor_b64" => a ^ b,
+                "s_andn2_b32" | "s_andn2_b64" => a & !b,
+                "s_orn2_b32" | "s_orn2_b64" => a | !b,
+                "s_nand_b32" | "s_nand_b64" => !(a & b),
+                "s_nor_b32" | "s_nor_b64" => !(a | b),
+                "s_xnor_b32" | "s_xnor_b64" => !(a ^ b),
+                "s_lshl_b32" => (a32 << (b32 & 31)) as u64,
+                "s_lshr_b32" => (a32 >> (b32 & 31)) as u64,
+                "s_ashr_i32" => ((a32 as i32) >> (b32 & 31)) as u32 as u64,
+                "s_lshl_b64" => a << (b32 & 63),
+                "s_lshr_b64" => a >> (b32 & 63),
+                "s_ashr_i64" => ((a as i64) >> (b32 & 63)) as u64,
+                "s_bfm_b32" => (1u32.wrapping_shl(a32 & 31).wrapping_sub(1) << (b32 & 31)) as u64,
+                "s_bfm_b64" => 1u64.wrapping_shl(a32 & 63).wrapping_sub(1) << (b32 & 63),
+                "s_mul_i32" => a32.wrapping_mul(b32) as u64,
+                "s_mul_hi_u32" => (a32 as u64 * b32 as u64) >> 32,
+                "s_mul_hi_i32" => ((a32 as i32 as i64 * b32 as i32 as i64) >> 32) as u32 as u64,
+                "s_bfe_u32" => bfe(a32 as u64, b32 & 31, b32 >> 16 & 0x7F, false, 32) as u32 as u64,
+                "s_bfe_i32" => {
+                    bfe(a32 as u64, b32 & 31, (b32 >> 16 & 0x7F).min(32), true, 32) as u32 as u64
+                }
+                "s_bfe_u64" => bfe(a, b32 & 63, b32 >> 16 & 0x7F, false, 64),
+                "s_bfe_i64" => bfe(a, b32 & 63, (b32 >> 16 & 0x7F).min(64), true, 64),
+                "s_absdiff_i32" => (a32 as i32).wrapping_sub(b32 as i32).unsigned_abs() as u64,
+                "s_lshl1_add_u32" | "s_lshl2_add_u32" | "s_lshl3_add_u32" | "s_lshl4_add_u32" => {
+                    let n = name.as_bytes()[6] - b'0';
+                    let t = ((a32 as u64) << n) + b32 as u64;
+                    new_scc = t >> 32 != 0;
+                    t as u32 as u64
+                }
+                "s_pack_ll_b32_b16" => ((a32 & 0xFFFF) | b32 << 16) as u64,
+                "s_pack_lh_b32_b16" => ((a32 & 0xFFFF) | (b32 & 0xFFFF_0000)) as u64,
+                "s_pack_hh_b32_b16" => ((a32 >> 16) | (b32 & 0xFFFF_0000)) as u64,
+                _ => return Err(not_implemented(inst)),
+            };
+            let r = if wide { r } else { r as u32 as u64 };
+            let sets_scc_nz = matches!(
+                name.split('_').nth(1),
+                Some("and" | "or" | "xor" | "andn2" | "orn2" | "nand" | "nor" | "xnor")
+            ) || name.starts_with("s_lshl_")
+                || name.starts_with("s_lshr_")
+                || name.starts_with("s_ashr_")
+                || name.starts_with("s_bfe_")
+                || name == "s_absdiff_i32";
+            if sets_scc_nz {
+                new_scc = r != 0;
+            }
+            Some(r)
+        }
+    };
+    if let Some(r) = result {
+        set_sdst(w, &inst.dst, r);
+    }
+    w.scc = new_scc;
+    Ok(Flow::Next)
+}
+
+// --- f32 helpers (core has no floor/trunc in no_std) ---
+
+fn trunc32(x: f32) -> f32 {
+    if !x.is_finite() || x.abs() >= 8_388_608.0 {
+        return x;
+    }
+    let t = (x as i32) as f32;
+    f32::from_bits(t.to_bits() | (x.to_bits() & 0x8000_0000))
+}
+
+fn floor32(x: f32) -> f32 {
+    let t = trunc32(x);
+    if t > x {
+        t - 1.0
+    } else {
+        t
+    }
+}
+
+fn ceil32(x: f32) -> f32 {
+    let t = trunc32(x);
+    if t < x {
+        t + 1.0
+    } else {
+        t
+    }
+}
+
+fn rndne32(x: f32) -> f32 {
+    if !x.is_finite() || x.abs() >= 8_388_608.0 {
+        return x;
+    }
+    let f = floor32(x);
+    let d = x - f;
+    let r = if d > 0.5 {
+        f + 1.0
+    } else if d < 0.5 || (f as i64) % 2 == 0 {
+        f
+    } else {
+        f + 1.0
+    };
+    f32::from_bits(r.to_bits() | (x.to_bits() & 0x8000_0000))
+}
+
+fn fma32(a: f32, b: f32, c: f32) -> f32 {
+    (a as f64 * b as f64 + c as f64) as f32
+}
+
+fn sext24(v: u32) -> i64 {
+    (((v << 8) as i32) >> 8) as i64
+}
+
+fn float_input(name: &str) -> (bool, bool) {
+    // (f32 source, f64 source)
+    let src_ty = if let Some(rest) = name.strip_prefix("v_cvt_") {
+        rest.rsplit('_').next().unwrap_or("")
+    } else if name.contains("_f64") {
+        "f64"
+    } else if name.contains("_f32") {
+        "f32"
+    } else {
+        ""
+    };
+    (src_ty == "f32", src_ty == "f64")
+}
+
+fn fcmp(cond: &str, a: f64, b: f64) -> Option<bool> {
+    use core::cmp::Ordering::{Equal, Greater, Less};
+    let o = a.partial_cmp(&b);
+    Some(match cond {
+        "f" => false,
+        "lt" => o == Some(Less),
+        "eq" => o == Some(Equal),
+        "le" => matches!(o, Some(Less | Equal)),
+        "gt" => o == Some(Greater),
+        "lg" => matches!(o, Some(Less | Greater)),
+        "ge" => matches!(o, Some(Greater | Equal)),
+        "o" => o.is_some(),
+        "u" => o.is_none(),
+        "nge" => !matches!(o, Some(Greater | Equal)),
+        "nlg" => !matches!(o, Some(Less | Greater)),
+        "ngt" => o != Some(Greater),
+        "nle" => !matches!(o, Some(Less | Equal)),
+        "neq" => o != Some(Equal),
+        "nlt" => o != Some(Less),
+        "tru" => true,
+        _ => return None,
+    })
+}
+
+fn icmp<T: Ord>(cond: &str, a: T, b: T) -> Option<bool> {
+    Some(match cond {
+        "f" => false,
+        "lt" => a < b,
+        "eq" => a == b,
+        "le" => a <= b,
+        "gt" => a > b,
+        "ne" => a != b,
+        "ge" => a >= b,
+        "t" => true,
+        _ => return None,
+    })
+}
+
+fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let info = inst.info;
+    let wd = info.widths;
+    let exec = w.exec();
+    let mods = inst.mods;
+    if mods.op_sel != 0 {
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{name}: op_sel not implemented"
+        ));
+    }
+    let (f32_in, f64_in) = float_input(name);
+    let read = |w: &Wave, i: usize, lane: usize| -> u64 {
+        let width = if i == 2 && info.has(F_CI | F_CND) {
+            2
+        } else {
+            wd[i + 1]
+        };
+        let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
+        if f32_in && width == 1 {
+            if mods.abs[i] {
+                v &= 0x7FFF_FFFF;
+            }
+            if mods.neg[i] {
+                v ^= 0x8000_0000;
+            }
+        } else if f64_in && width == 2 {
+            if mods.abs[i] {
+                v &= !(1 << 63);
+            }
+            if mods.neg[i] {
+                v ^= 1 << 63;
+            }
+        }
+        v
+    };
+    // Lane-crossing and scalar-destination ops.
+    match name {
+        "v_nop" => return Ok(()),
+        "v_readfirstlane_b32" => {
+            let lane = if exec == 0 {
+                0
+            } else {
+                exec.trailing_zeros() as usize
+            };
+            let v = read(w, 0, lane);
+            set_sdst(w, &inst.dst, v);
+            return Ok(());
+        }
+        "v_readlane_b32" => {
+            let lane = (scalar(w, &inst.src[1], false, false) & 63) as usize;
+            let v = read(w, 0, lane);
+            set_sdst(w, &inst.dst, v);
+            return Ok(());
+        }
+        "v_writelane_b32" => {
+            let lane = (scalar(w, &inst.src[1], false, false) & 63) as usize;
+            let v = scalar(w, &inst.src[0], false, false);
+            set_vdst(w, &inst.dst, lane, v, 1);
+            return Ok(());
+        }
+        _ => {}
+    }
+    if let Some(rest) = name.strip_prefix("v_cmp") {
+        let (x, rest) = match rest.strip_prefix("x_") {
+            Some(r) => (true, r),
+            None => (false, &rest[1..]),
+        };
+        let (cond, ty) = rest.rsplit_once('_').unwrap_or((rest, ""));
+        let mut mask = 0u64;
+        for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+            let a = read(w, 0, lane);
+            let b = read(w, 1, lane);
+            let r = match ty {
+                "f32" if cond == "class" => {
+                    let f = f32::from_bits(a as u32);
+                    let neg = f.is_sign_negative();
+                    let class = if f.is_nan() {
+                        if a as u32 & 0x0040_0000 != 0 {
+                            1
+                        } else {
+                            0
+                        }
+                    } else if f.is_infinite() {
+                        if neg {
+                            2
+                        } else {
+                            9
+                        }
+                    } else if f == 0.0 {
+                        if neg {
+                            5
+                        } else {
+                            6
+                        }
+                    } else if f.is_subnormal() {
+                        if neg {
+                            4
+                        } else {
+                            7
+                        }
+                    } else if neg {
+                        3
+                    } else {
+                        8
+                    };
+                    Some(b >> class & 1 != 0)
+                }
+                "f32" => fcmp(
+                    cond,
+                    f32::from_bits(a as u32) as f64,
+                    f32::from_bits(b as u32) as f64,
+                ),
+                "f64" => fcmp(cond, f64::from_bits(a), f64::from_bits(b)),
+                "i32" => icmp(cond, a as u32 as i32, b as u32 as i32),
+                "u32" => icmp(cond, a as u32, b as u32),
+                "i64" => icmp(cond, a as i64, b as i64),
+                "u64" => icmp(cond, a, b),
+                _ => None,
+            };
+            let Some(r) = r else {
+                return Err(not_implemented(inst));
+            };
+            mask |= (r as u64) << lane;
+        }
+        set_sdst(w, &inst.sdst, mask);
+        if x {
+            w.set_exec(mask);
+        }
+        return Ok(());
+    }
+    let carry_mask = if info.has(F_CI | F_CND) {
+        // Read before any lane writes the destination (which may alias it).
+        Some(scalar(w, &inst.src[2], true, false))
+    } else {
+        None
+    };
+    let mut carry_out = 0u64;
+    let writes_carry = info.has(F_CO | F_CI) || name == "v_mad_u64_u32" || name == "v_mad_i64_i32";
+    let out_w = wd[0];
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let a = read(w, 0, lane);
+        let b = if wd[2] > 0 { read(w, 1, lane) } else { 0 };
+        let c = if wd[3] > 0 && carry_mask.is_none() {
+            read(w, 2, lane)
+        } else {
+            0
+        };
+        let ci = carry_mask.map(|m| m >> lane & 1).unwrap_or(0);
+        let (a32, b32, c32) = (a as u32, b as u32, c as u32);
+        let (fa, fb, fc) = (
+            f32::from_bits(a32),
+            f32::from_bits(b32),
+            f32::from_bits(c32),
+        );
+        let (da, db) = (f64::from_bits(a), f64::from_bits(b));
+        let d_old = match inst.dst {
+            Operand::Vgpr { index, .. } => w.v(index as usize, lane),
+            _ => 0,
+        };
+        let mut co = false;
+        let fr = |x: f32| x.to_bits() as u64;
+        let r: u64 = match name {
+            "v_mov_b32" | "v_mov_b64" => a,
+            "v_cvt_f32_i32" => fr(a32 as i32 as f32),
+            "v_cvt_f32_u32" => fr(a32 as f32),
+            "v_cvt_u32_f32" => fa as u32 as u64,
+            "v_cvt_i32_f32" => fa as i32 as u32 as u64,
+            "v_cvt_rpi_i32_f32" => floor32(fa + 0.5) as i32 as u32 as u64,
+            "v_cvt_flr_i32_f32" => floor32(fa) as i32 as u32 as u64,
+            "v_cvt_f32_ubyte0" => fr((a32 & 0xFF) as f32),
+            "v_cvt_f32_ubyte1" => fr((a32 >> 8 & 0xFF) as f32),
+            "v_cvt_f32_ubyte2" => fr((a32 >> 16 & 0xFF) as f32),
+            "v_cvt_f32_ubyte3" => fr((a32 >> 24) as f32),
+            "v_cvt_f64_f32" => (fa as f64).to_bits(),
+            "v_cvt_f64_i32" => (a32 as i32 as f64).to_bits(),
+            "v_cvt_f64_u32" => (a32 as f64).to_bits(),
+            "v_cvt_f32_f64" => fr(da as f32),
+            "v_cvt_i32_f64" => da as i32 as u32 as u64,
+            "v_cvt_u32_f64" => da as u32 as u64,
+            "v_fract_f32" => {
+                let f = fa - floor32(fa);
+                fr(if f >= 1.0 {
+                    f32::from_bits(0x3F7F_FFFF)
+                } else {
+                    f
+                })
+            }
+            "v_trunc_f32" => fr(trunc32(fa)),
+            "v_ceil_f32" => fr(ceil32(fa)),
+            "v_rndne_f32" => fr(rndne32(fa)),
+            "v_floor_f32" => fr(floor32(fa)),
+            "v_not_b32" => !a32 as u64,
+            "v_bfrev_b32" => a32.reverse_bits() as u64,
+            "v_ffbh_u32" => {
+                (if a32 == 0 {
+                    u32::MAX
+                } else {
+                    a32.leading_zeros()
+                }) as u64
+            }
+            "v_ffbl_b32" => {
+                (if a32 == 0 {
+                    u32::MAX
+                } else {
+                    a32.trailing_zeros()
+                }) as u64
+            }
+            "v_ffbh_i32" => {
+                let v = a32 as i32;
+                if v == 0 || v == -1 {
+                    u32::MAX as u64
+                } else {
+                    (if v < 0 { !a32 } else { a32 }).leading_zeros() as u64
+                }
+            }
+            "v_add_f32" => fr(fa + fb),
+            "v_sub_f32" => fr(fa - fb),
+            "v_subrev_f32" => fr(fb - fa),
+            "v_mul_f32" => fr(fa * fb),
+            "v_min_f32" => fr(fa.min(fb)),
+            "v_max_f32" => fr(fa.max(fb)),
+            "v_mac_f32" => fr(fa * fb + f32::from_bits(d_old)),
+            "v_fmac_f32" => fr(fma32(fa, fb, f32::from_bits(d_old))),
+            "v_mad_f32" => fr(fa * fb + fc),
+            "v_fma_f32" => fr(fma32(fa, fb, fc)),
+            "v_min3_f32" => fr(fa.min(fb).min(fc)),
+            "v_max3_f32" => fr(fa.max(fb).max(fc)),
+            "v_med3_f32" => fr(fa.min(fb).max(fa.max(fb).min(fc))),
+            "v_add_f64" => (da + db).to_bits(),
+            "v_mul_f64" => (da * db).to_bits(),
+            "v_min_f64" => da.min(db).to_bits(),
+            "v_max_f64" => da.max(db).to_bits(),
+            "v_mul_i32_i24" => (sext24(a32) * sext24(b32)) as u32 as u64,
+            "v_mul_hi_i32_i24" => ((sext24(a32) * sext24(b32)) >> 32) as u32 as u64,
+            "v_mul_u32_u24" => ((a32 & 0xFF_FFFF) as u64 * (b32 & 0xFF_FFFF) as u64) as u32 as u64,
+            "v_mul_hi_u32_u24" => ((a32 & 0xFF_FFFF) as u64 * (b32 & 0xFF_FFFF) as u64) >> 32,
+            "v_mad_i32_i24" => (sext24(a32) * sext24(b32) + c32 as i32 as i64) as u32 as u64,
+            "v_mad_u32_u24" => {
+                ((a32 & 0xFF_FFFF)
+                    .wrapping_mul(b32 & 0xFF_FFFF)
+                    .wrapping_add(c32)) as u64
+            }
+            "v_min_i32" => (a32 as i32).min(b32 as i32) as u32 as u64,
+            "v_max_i32" => (a32 as i32).max(b32 as i32) as u32 as u64,
+            "v_min_u32" => a32.min(b32) as u64,
+            "v_max_u32" => a32.max(b32) as u64,
+            "v_min3_i32" => (a32 as i32).min(b32 as i32).min(c32 as i32) as u32 as u64,
+            "v_max3_i32" => (a32 as i32).max(b32 as i32).max(c32 as i32) as u32 as u64,
+            "v_min3_u32" => a32.min(b32).min(c32) as u64,
+            "v_max3_u32" => a32.max(b32).max(c32) as u64,
+            "v_med3_i32" => {
+                let (x, y, z) = (a32 as i32, b32 as i32, c32 as i32);
+                x.min(y).max(x.max(y).min(z)) as u32 as u64
+            }
+            "v_med3_u32" => a32.min(b32).max(a32.max(b32).min(c32)) as u64,
+            "v_lshrrev_b32" => (b32 >> (a32 & 31)) as u64,
+            "v_ashrrev_i32" => ((b32 as i32) >> (a32 & 31)) as u32 as u64,
+            "v_lshlrev_b32" => (b32 << (a32 & 31)) as u64,
+            "v_lshlrev_b64" => b << (a32 & 63),
+            "v_lshrrev_b64" => b >> (a32 & 63),
+            "v_ashrrev_i64" => ((b as i64) >> (a32 & 63)) as u64,
+            "v_and_b32" => (a32 & b32) as u64,
+            "v_or_b32" => (a32 | b32) as u64,
+            "v_xor_b32" => (a32 ^ b32) as u64,
+            "v_xnor_b32" => !(a32 ^ b32) as u64,
+            "v_add_u32" => a32.wrapping_add(b32) as u64,
+            "v_sub_u32" => a32.wrapping_sub(b32) as u64,
+            "v_subrev_u32" => b32.wrapping_sub(a32) as u64,
+            "v_add_co_u32" => {
+                let t = a32 as u64 + b32 as u64;
+                co = t >> 32 != 0;
+                t as u32 as u64
+            }
+            "v_sub_co_u32" => {
+                co = b32 > a32;
+                a32.wrapping_sub(b32) as u64
+            }
+            "v_subrev_co_u32" => {
+                co = a32 > b32;
+                b32.wrapping_sub(a32) as u64
+            }
+            "v_addc_co_u32" => {
+                let t = a32 as u64 + b32 as u64 + ci;
+                co = t >> 32 != 0;
+                t as u32 as u64
+            }
+            "v_subb_co_u32" => {
+                co = b32 as u64 + ci > a32 as u64;
+                (a32 as u64).wrapping_sub(b32 as u64 + ci) as u32 as u64
+            }
+            "v_subbrev_co_u32" => {
+                co = a32 as u64 + ci > b32 as u64;
+                (b32 as u64).wrapping_sub(a32 as u64 + ci) as u32 as u64
+            }
+            "v_cndmask_b32" => {
+                if ci != 0 {
+                    b32 as u64
+                } else {
+                    a32 as u64
+                }
+            }
+            "v_mul_lo_u32" => a32.wrapping_mul(b32) as u64,
+            "v_mul_hi_u32" => (a32 as u64 * b32 as u64) >> 32,
+            "v_mul_hi_i32" => ((a32 as i32 as i64 * b32 as i32 as i64) >> 32) as u32 as u64,
+            "v_mad_u64_u32" => {
+                let t = a32 as u128 * b32 as u128 + c as u128;
+                co = t >> 64 != 0;
+                t as u64
+            }
+            "v_mad_i64_i32" => {
+                let t = a32 as i32 as i128 * b32 as i32 as i128 + c as i64 as i128;
+                co = t > i64::MAX as i128 || t < i64::MIN as i128;
+                t as u64
+            }
+            "v_bfe_u32" => bfe(a32 as u64, b32 & 31, c32 & 31, false, 32) as u32 as u64,
+            "v_bfe_i32" => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32) as u32 as u64,
+            "v_bfi_b32" => ((a32 & b32) | (!a32 & c32)) as u64,
+            "v_alignbit_b32" => ((((a32 as u64) << 32) | b32 as u64) >> (c32 & 31)) as u32 as u64,
+            "v_alignbyte_b32" => {
+                ((((a32 as u64) << 32) | b32 as u64) >> (8 * (c32 & 3))) as u32 as u64
+            }
+            "v_add3_u32" => a32.wrapping_add(b32).wrapping_add(c32) as u64,
+            "v_lshl_add_u32" => (a32 << (b32 & 31)).wrapping_add(c32) as u64,
+            "v_add_lshl_u32" => (a32.wrapping_add(b32) << (c32 & 31)) as u64,
+            "v_lshl_or_b32" => ((a32 << (b32 & 31)) | c32) as u64,
+            "v_and_or_b32" => ((a32 & b32) | c32) as u64,
+            "v_or3_b32" => (a32 | b32 | c32) as u64,
+            "v_xad_u32" => (a32 ^ b32).wrapping_add(c32) as u64,
+            "v_lshl_add_u64" => (a << (b32 & 7)).wrapping_add(c),
+            "v_bcnt_u32_b32" => a32.count_ones().wrapping_add(b32) as u64,
+            "v_mbcnt_lo_u32_b32" => {
+                let below = (1u64 << lane.min(32)) - 1;
+                ((a32 as u64 & below).count_ones()).wrapping_add(b32) as u64
+            }
+            "v_mbcnt_hi_u32_b32" => {
+                let below = if lane <= 32 {
+                    0
+                } else {
+                    (1u64 << (lane - 32)) - 1
+                };
+                ((a32 as u64 & below).count_ones()).wrapping_add(b32) as u64
+            }
+            _ => return Err(not_implemented(inst)),
+        };
+        let r = if f32_in
+            || name.ends_with("_f32") && !name.starts_with("v_cvt_")
+            || name.starts_with("v_cvt_f32")
+        {
+            let mut x = f32::from_bits(r as u32);
+            if name.starts_with("v_cvt_") && !name.starts_with("v_cvt_f32") {
+                r
+            } else {
+                match mods.omod {
+                    1 => x *= 2.0,
+                    2 => x *= 4.0,
+                    3 => x *= 0.5,
+                    _ => {}
+                }
+                if mods.clamp {
+                    x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+                }
+                if mods.omod != 0 || mods.clamp {
+                    x.to_bits() as u64
+                } else {
+                    r
+                }
+            }
+        } else {
+            r
+        };
+        set_vdst(w, &inst.dst, lane, r, out_w);
+        carry_out |= (co as u64) << lane;
+    }
+    if writes_carry {
+        set_sdst(w, &inst.sdst, carry_out);
+    }
+    Ok(())
+}
+
+fn lds_read(lds: &[u8], addr: u64, buf: &mut [u8]) {
+    let n = buf.len();
+    match usize::try_from(addr)
+        .ok()
+        .and_then(|a| lds.get(a..a.checked_add(n)?))
+    {
+        Some(src) => buf.copy_from_slice(src),
+        None => buf.fill(0),
+    }
+}
+
+fn lds_write(lds: &mut [u8], addr: u64, data: &[u8]) {
+    let n = data.len();
+    if let Some(dst) = usize::try_from(addr).ok().and_then(|a| {
+        let end = a.checked_add(n)?;
+        lds.get_mut(a..end)
+    }) {
+        dst.copy_from_slice(data);
+    }
+}
+
+fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    if inst.mods.gds {
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{}: GDS not implemented",
+            inst.name()
+        ));
+    }
+    let name = inst.name();
+    let exec = w.exec();
+    let o0 = (inst.imm & 0xFF) as u64;
+    let o1 = (inst.imm >> 8 & 0xFF) as u64;
+    let offset = inst.imm as u64;
+    let wd = inst.info.widths;
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let base = vsrc(w, &inst.src[0], lane, false, false) as u32 as u64;
+        let d0 = vsrc(w, &inst.src[1], lane, wd[2] == 2, false);
+        let d1 = vsrc(w, &inst.src[2], lane, wd[3] == 2, false);
+        let mut b = [0u8; 16];
+        match name {
+            "ds_write_b8" => lds_write(ctx.lds, base + offset, &[d0 as u8]),
+            "ds_write_b16" => lds_write(ctx.lds, base + offset, &(d0 as u16).to_le_bytes()),
+            "ds_write_b32" => lds_write(ctx.lds, base + offset, &(d0 as u32).to_le_bytes()),
+            "ds_write_b64" => lds_write(ctx.lds, base + offset, &d0.to_le_bytes()),
+            "ds_write_b128" => {
+                let r = match inst.src[1] {
+                    Operand::Vgpr { index, .. } => index as usize,
+                    _ => 0,
+                };
+                for k in 0..4 {
+                    b[k * 4..k * 4 + 4].copy_from_slice(&w.v(r + k, lane).to_le_bytes());
+                }
+                lds_write(ctx.lds, base + offset, &b);
+            }
+            "ds_write2_b32" | "ds_write2st64_b32" | "ds_write2_b64" | "ds_write2st64_b64" => {
+                let size = if name.ends_with("b64") { 8 } else { 4 };
+                let scale = if name.contains("st64") {
+                    size * 64
+                } else {
+                    size
+                };
+                let (v0, v1) = (d0.to_le_bytes(), d1.to_le_bytes());
+                lds_write(ctx.lds, base + o0 * scale, &v0[..size as usize]);
+                lds_write(ctx.lds, base + o1 * scale, &v1[..size as usize]);
+            }
+            "ds_read_b32" | "ds_read_u8" | "ds_read_i8" | "ds_read_u16" | "ds_read_i16"
+            | "ds_read_b64" | "ds_read_b128" => {
+                let n = match name {
+                    "ds_read_u8" | "ds_read_i8" => 1,
+                    "ds_read_u16" | "ds_read_i16" => 2,
+                    "ds_read_b32" => 4,
+                    "ds_read_b64" => 8,
+                    _ => 16,
+                };
+                lds_read(ctx.lds, base + offset, &mut b[..n]);
+                let lo = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+                let v = match name {
+                    "ds_read_i8" => lo as u8 as i8 as i32 as u32 as u64,
+                    "ds_read_i16" => lo as u16 as i16 as i32 as u32 as u64,
+                    _ => lo,
+                };
+                set_vdst(w, &inst.dst, lane, v, (n as u8).div_ceil(4).min(2));
+                if n == 16 {
+                    let hi = u64::from_le_bytes(b[8..].try_into().unwrap_or([0; 8]));
+                    if let Operand::Vgpr { index, .. } = inst.dst {
+                        w.set_v(index as usize + 2, lane, hi as u32);
+                        w.set_v(index as usize + 3, lane, (hi >> 32) as u32);
+                    }
+                }
+            }
+            "ds_read2_b32" | "ds_read2st64_b32" | "ds_read2_b64" | "ds_read2st64_b64" => {
+                let size = if name.ends_with("b64") { 8usize } else { 4 };
+                let scale = if name.contains("st64") {
+                    size as u64 * 64
+                } else {
+                    size as u64
+                };
+                lds_read(ctx.lds, base + o0 * scale, &mut b[..size]);
+                let (lo, hi) = b.split_at_mut(size);
+                lds_read(ctx.lds, base + o1 * scale, &mut hi[..size]);
+                let _ = lo;
+                if let Operand::Vgpr { index, .. } = inst.dst {
+                    for k in 0..(2 * size / 4) {
+                        let v = u32::from_le_bytes([
+                            b[k * 4],
+                            b[k * 4 + 1],
+                            b[k * 4 + 2],
+                            b[k * 4 + 3],
+                        ]);
+                        w.set_v(index as usize + k, lane, v);
+                    }
+                }
+            }
+            "ds_add_u32" | "ds_sub_u32" | "ds_min_u32" | "ds_max_u32" | "ds_and_b32"
+            | "ds_or_b32" | "ds_xor_b32" | "ds_add_rtn_u32" => {
+                let addr = base + offset;
+                lds_read(ctx.lds, addr, &mut b[..4]);
+                let old = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let v = d0 as u32;
+                let new = match name {
+                    "ds_add_u32" | "ds_add_rtn_u32" => old.wrapping_add(v),
+                    "ds_sub_u32" => old.wrapping_sub(v),
+                    "ds_min_u32" => old.min(v),
+                    "ds_max_u32" => old.max(v),
+                    "ds_and_b32" => old & v,
+                    "ds_or_b32" => old | v,
+                    _ => old ^ v,
+                };
+                lds_write(ctx.lds, addr, &new.to_le_bytes());
+                set_vdst(w, &inst.dst, lane, old as u64, 1);
+            }
+            _ => return Err(not_implemented(inst)),
+        }
+    }
+    Ok(())
+}
+
+fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let exec = w.exec();
+    let op = name.split_once('_').map(|(_, r)| r).unwrap_or("");
+    let saddr = match inst.src[2] {
+        Operand::Sreg { index, .. } => Some(w.sreg64(index as usize)),
+        _ => None,
+    };
+    let data_w = inst.info.widths[1];
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let addr = match saddr {
+            Some(s) => s.wrapping_add(vsrc(w, &inst.src[0], lane, false, false)),
+            None => vsrc(w, &inst.src[0], lane, true, false),
+        }
+        .wrapping_add(inst.imm as i64 as u64);
+        let fault = |e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
+        let mut b = [0u8; 16];
+        if let Some(ty) = op.strip_prefix("load_") {
+            let n = match ty {
+                "ubyte" | "sbyte" => 1,
+                "ushort" | "sshort" => 2,
+                "dword" => 4,
+                "dwordx2" => 8,
+                "dwordx3" => 12,
+                _ => 16,
+            };
+            ctx.memory.read(addr, &mut b[..n]).map_err(fault)?;
+            let base = match inst.dst {
+                Operand::Vgpr { index, .. } => index as usize,
+                _ => continue,
+            };
+            match ty {
+                "ubyte" => w.set_v(base, lane, b[0] as u32),
+                "sbyte" => w.set_v(base, lane, b[0] as i8 as i32 as u32),
+                "ushort" => w.set_v(base, lane, u16::from_le_bytes([b[0], b[1]]) as u32),
+                "sshort" => w.set_v(
+                    base,
+                    lane,
+                    u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32,
+                ),
+                _ => {
+                    for k in 0..n / 4 {
+                        let v = u32::from_le_bytes([
+                            b[k * 4],
+                            b[k * 4 + 1],
+                            b[k * 4 + 2],
+                            b[k * 4 + 3],
+                        ]);
+                        w.set_v(base + k, lane, v);
+                    }
+                }
+            }
+        } else if let Some(ty) = op.strip_prefix("store_") {
+            let r = match inst.src[1] {
+                Operand::Vgpr { index, .. } => index as usize,
+                _ => continue,
+            };
+            for k in 0..data_w as usize {
+                b[k * 4..k * 4 + 4].copy_from_slice(&w.v(r + k, lane).to_le_bytes());
+            }
+            let n = match ty {
+                "byte" => 1,
+                "short" => 2,
+                _ => data_w as usize * 4,
+            };
+            ctx.memory.write(addr, &b[..n]).map_err(fault)?;
+        } else if let Some(ty) = op.strip_prefix("atomic_") {
+            let v = vsrc(w, &inst.src[1], lane, false, false) as u32;
+            let f: fn(u32, u32) -> u32 = match ty {
+                "add" => u32::wrapping_add,
+                "swap" => |_, v| v,
+                "umax" => u32::max,
+                "umin" => u32::min,
+                _ => return Err(not_implemented(inst)),
+            };
+            let old = ctx
+                .memory
+                .atomic_rmw_u32(addr, &mut |old| f(old, v))
+                .map_err(fault)?;
+            set_vdst(w, &inst.dst, lane, old as u64, 1);
+        } else {
+            return Err(not_implemented(inst));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn float_rounding_helpers() {
+        assert_eq!(floor32(-1.5), -2.0);
+        assert_eq!(floor32(1.5), 1.0);
+        assert_eq!(ceil32(1.25), 2.0);
+        assert_eq!(trunc32(-2.75), -2.0);
+        assert_eq!(rndne32(2.5), 2.0);
+        assert_eq!(rndne32(3.5), 4.0);
+        assert_eq!(rndne32(-0.4).to_bits(), 0x8000_0000);
+    }
+
+    struct NoMemory;
+
+    impl DeviceMemory for NoMemory {
+        fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<()> {
+            bail!(Status::MemoryFault, "read at {addr:#x}")
+        }
+        fn write(&self, addr: u64, _data: &[u8]) -> Result<()> {
+            bail!(Status::MemoryFault, "write at {addr:#x}")
+        }
+    }
+
+    /// `s_endpgm` alone over a 200-item grid of 64-item groups: 4 groups (the last of 8
+    /// items), 4 waves, 4 instructions, 200 lane-instructions; split ranges add up to the
+    /// whole dispatch, and a range past the end runs nothing.
+    #[test]
+    fn workgroup_ranges_partition_the_dispatch_and_count() {
+        let bytes = 0xBF81_0000u32.to_le_bytes();
+        let code = KernelCode {
+            base_address: 0x1000,
+            bytes: &bytes,
+            entry_address: 0x1000,
+        };
+        let kd = KernelDescriptor::default();
+        let st = DispatchState::one_dimensional(200, 64, 0, 0);
+        assert_eq!(workgroup_counts(&st), [4, 1, 1]);
+        assert_eq!(workgroup_total(&st), 4);
+        let mut all = ExecStats::default();
+        run_workgroups(
+            &code,
+            &kd,
+            Gfx9Target::Gfx900,
+            &st,
+            &NoMemory,
+            0..4,
+            &mut all,
+        )
+        .unwrap();
+        assert_eq!(
+            all,
+            ExecStats {
+                workgroups: 4,
+                waves: 4,
+                instructions: 4,
+                lane_instructions: 200
+            }
+        );
+        let mut parts = ExecStats::default();
+        for r in [0..1, 1..3, 3..9, 9..12] {
+            run_workgroups(
+                &code,
+                &kd,
+                Gfx9Target::Gfx90a,
+                &st,
+                &NoMemory,
+                r,
+                &mut parts,
+            )
+            .unwrap();
+        }
+        assert_eq!(parts, all);
+        let bad = KernelCode {
+            entry_address: 0x2000,
+            ..code
+        };
+        let mut s = ExecStats::default();
+        let e = run_workgroups(&bad, &kd, Gfx9Target::Gfx900, &st, &NoMemory, 0..4, &mut s)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction);
+        assert_eq!((s.workgroups, s.waves), (0, 1));
+        let mut zero = st;
+        zero.workgroup_size = [0, 1, 1];
+        assert_eq!(
+            check_dispatch(&kd, &zero).unwrap_err().status(),
+            Status::InvalidArgument
+        );
+    }
+
+    #[test]
+    fn bitfield_extract() {
+        // s_bfe_i64 s[4:5], s[6:7], 0x100000: sign-extend the low 16 bits.
+        assert_eq!(bfe(0x8000, 0, 16, true, 64), 0xFFFF_FFFF_FFFF_8000);
+        assert_eq!(bfe(0xABCD, 4, 8, false, 32), 0xBC);
+        assert_eq!(bfe(0xFF, 0, 0, false, 32), 0);
+    }
+}

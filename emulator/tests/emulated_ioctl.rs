@@ -1,0 +1,601 @@
+//! The emulated `/dev/kfd` driven through `KfdDriver::ioctl` with the `kfd_ioctl.h` structs:
+//! memory, events, errno semantics and fault injection.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hsa_emu::device::{
+    builtin_topology, EmulatedKfd, LiveHandles, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
+    UNSIGNALED_EVENT_SLOT,
+};
+use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
+use rustix::io::Errno;
+use zerocopy::IntoBytes;
+
+fn dev() -> Arc<EmulatedKfd> {
+    EmulatedKfd::new(builtin_topology()).expect("emulated device")
+}
+
+fn alloc(
+    d: &EmulatedKfd,
+    va: u64,
+    size: u64,
+    flags: u32,
+    mmap_offset: u64,
+) -> Result<AllocMemoryOfGpuArgs, Errno> {
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: va,
+        size,
+        handle: 0,
+        mmap_offset,
+        gpu_id: BUILTIN_GPU_ID,
+        flags,
+    };
+    d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes())?;
+    Ok(a)
+}
+
+fn free(d: &EmulatedKfd, handle: u64) -> Result<(), Errno> {
+    let mut a = FreeMemoryOfGpuArgs { handle };
+    d.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, a.as_mut_bytes())
+}
+
+fn map(d: &EmulatedKfd, handle: u64, ids: &[u32], req: u32) -> (Result<(), Errno>, u32) {
+    let mut a = MapMemoryToGpuArgs {
+        handle,
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: ids.len() as u32,
+        n_success: 0,
+    };
+    let r = d.ioctl(req, a.as_mut_bytes());
+    (r, a.n_success)
+}
+
+const VRAM: u32 = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+const GTT: u32 = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+
+#[test]
+fn version_is_the_header_version() {
+    let d = dev();
+    assert_eq!(d.name(), "emulated");
+    let mut v = GetVersionArgs::default();
+    d.ioctl(AMDKFD_IOC_GET_VERSION, v.as_mut_bytes()).unwrap();
+    assert_eq!(v.major_version, KFD_IOCTL_MAJOR_VERSION);
+    assert_eq!(v.minor_version, 11);
+}
+
+#[test]
+fn alloc_map_unmap_free_counts_back_to_zero() {
+    let d = dev();
+    let a = alloc(&d, 0x7100_0000_0000, 1 << 20, VRAM, 0).unwrap();
+    assert_eq!(
+        a.handle >> 32,
+        u64::from(BUILTIN_GPU_ID),
+        "KFD puts the gpu id in the high half"
+    );
+    assert_ne!(a.mmap_offset, 0);
+    let b = alloc(&d, 0x7100_0010_0000, 5000, GTT, 0).unwrap();
+    assert_ne!(a.handle, b.handle);
+    assert_eq!(
+        d.live_handles(),
+        LiveHandles {
+            memory: 2,
+            queues: 0,
+            events: 0
+        }
+    );
+
+    let mut avail = GetAvailableMemoryArgs {
+        gpu_id: BUILTIN_GPU_ID,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_AVAILABLE_MEMORY, avail.as_mut_bytes())
+        .unwrap();
+    assert_eq!(avail.available, (64 << 30) - (1 << 20));
+
+    assert_eq!(
+        map(
+            &d,
+            a.handle,
+            &[BUILTIN_GPU_ID],
+            AMDKFD_IOC_MAP_MEMORY_TO_GPU
+        ),
+        (Ok(()), 1)
+    );
+    assert_eq!(
+        map(
+            &d,
+            a.handle,
+            &[BUILTIN_GPU_ID],
+            AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU
+        ),
+        (Ok(()), 1)
+    );
+    // Unmapping what is not mapped.
+    assert_eq!(
+        map(
+            &d,
+            a.handle,
+            &[BUILTIN_GPU_ID],
+            AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU
+        )
+        .0,
+        Err(Errno::INVAL)
+    );
+    // An unknown gpu id in the array: EINVAL, n_success says how far it got.
+    assert_eq!(
+        map(
+            &d,
+            a.handle,
+            &[BUILTIN_GPU_ID, 0x9999],
+            AMDKFD_IOC_MAP_MEMORY_TO_GPU
+        ),
+        (Err(Errno::INVAL), 1)
+    );
+    // n_devices 0, and a device array pointer that is not mapped.
+    assert_eq!(
+        map(&d, a.handle, &[], AMDKFD_IOC_MAP_MEMORY_TO_GPU).0,
+        Err(Errno::INVAL)
+    );
+    let mut bad = MapMemoryToGpuArgs {
+        handle: a.handle,
+        device_ids_array_ptr: 8,
+        n_devices: 1,
+        n_success: 0,
+    };
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, bad.as_mut_bytes()),
+        Err(Errno::FAULT)
+    );
+
+    free(&d, a.handle).unwrap();
+    free(&d, b.handle).unwrap();
+    assert_eq!(d.live_handles(), LiveHandles::default());
+    assert_eq!(free(&d, a.handle), Err(Errno::INVAL), "double free");
+}
+
+#[test]
+fn alloc_errors_follow_the_kernel() {
+    let d = dev();
+    // Beyond the GPU's 64 GiB VRAM bank, and beyond the CPU node's 16 GiB system bank.
+    assert_eq!(
+        alloc(&d, 0x7200_0000_0000, (64 << 30) + 4096, VRAM, 0).unwrap_err(),
+        Errno::NOMEM
+    );
+    assert_eq!(
+        alloc(&d, 0x7200_0000_0000, (16 << 30) + 4096, GTT, 0).unwrap_err(),
+        Errno::NOMEM
+    );
+    // Exactly the whole VRAM is fine (sparse memfd), then nothing more fits.
+    let all = alloc(&d, 0x7300_0000_0000, 64 << 30, VRAM, 0).unwrap();
+    assert_eq!(
+        alloc(&d, 0x7400_0000_0000, 4096, VRAM, 0).unwrap_err(),
+        Errno::NOMEM
+    );
+    free(&d, all.handle).unwrap();
+    // Unknown gpu, no memory type, zero size, overlapping VA.
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: 0x7200_0000_0000,
+        size: 4096,
+        gpu_id: 0x4321,
+        flags: VRAM,
+        ..Default::default()
+    };
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    assert_eq!(
+        alloc(
+            &d,
+            0x7200_0000_0000,
+            4096,
+            KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            0
+        )
+        .unwrap_err(),
+        Errno::INVAL
+    );
+    assert_eq!(
+        alloc(&d, 0x7200_0000_0000, 0, VRAM, 0).unwrap_err(),
+        Errno::INVAL
+    );
+    let x = alloc(&d, 0x7200_0000_0000, 8192, VRAM, 0).unwrap();
+    assert_eq!(
+        alloc(&d, 0x7200_0000_1000, 4096, GTT, 0).unwrap_err(),
+        Errno::INVAL
+    );
+    // USERPTR over memory that is not mapped: EFAULT.
+    assert_eq!(
+        alloc(
+            &d,
+            0x7500_0000_0000,
+            4096,
+            KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+            0x1000
+        )
+        .unwrap_err(),
+        Errno::FAULT
+    );
+    assert_eq!(free(&d, 0xdead_beef), Err(Errno::INVAL));
+    free(&d, x.handle).unwrap();
+    assert_eq!(d.live_handles().memory, 0);
+}
+
+#[test]
+fn argument_size_and_unknown_requests() {
+    let d = dev();
+    let mut v = [0u8; 12];
+    assert_eq!(d.ioctl(AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::INVAL));
+    let mut a = [0u8; 8];
+    assert_eq!(
+        d.ioctl(ioc(IOC_READ | IOC_WRITE, b'K', 0x60, 8), &mut a),
+        Err(Errno::NOTTY)
+    );
+    let mut q = DestroyQueueArgs {
+        queue_id: 3,
+        pad: 0,
+    };
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_DESTROY_QUEUE, q.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    let mut e = SetEventArgs {
+        event_id: 77,
+        pad: 0,
+    };
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_SET_EVENT, e.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    let mut p = SetMemoryPolicyArgs {
+        gpu_id: BUILTIN_GPU_ID,
+        default_policy: 2,
+        ..Default::default()
+    };
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_SET_MEMORY_POLICY, p.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    p.default_policy = KFD_IOC_CACHE_POLICY_NONCOHERENT;
+    d.ioctl(AMDKFD_IOC_SET_MEMORY_POLICY, p.as_mut_bytes())
+        .unwrap();
+    let mut x = SetXnackModeArgs { xnack_enabled: -1 };
+    d.ioctl(AMDKFD_IOC_SET_XNACK_MODE, x.as_mut_bytes())
+        .unwrap();
+    assert_eq!(x.xnack_enabled, 0);
+    let mut c = GetClockCountersArgs {
+        gpu_id: BUILTIN_GPU_ID,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_GET_CLOCK_COUNTERS, c.as_mut_bytes())
+        .unwrap();
+    assert_eq!(c.system_clock_freq, 1_000_000_000);
+    assert!(c.gpu_clock_counter > 0);
+}
+
+#[test]
+fn fault_injection_fails_the_nth_ioctl_without_side_effects() {
+    let d = dev();
+    let before = d.ioctl_count();
+    d.fail_nth_ioctl(1, Errno::NOMEM);
+    let a = alloc(&d, 0x7600_0000_0000, 4096, GTT, 0).unwrap(); // n = 0: succeeds
+    assert_eq!(
+        alloc(&d, 0x7600_0001_0000, 4096, GTT, 0).unwrap_err(),
+        Errno::NOMEM
+    ); // n = 1
+    assert_eq!(
+        d.live_handles().memory,
+        1,
+        "the injected failure allocated nothing"
+    );
+    // The same request again succeeds: the injection fired once.
+    let b = alloc(&d, 0x7600_0001_0000, 4096, GTT, 0).unwrap();
+    assert_eq!(d.ioctl_count(), before + 3);
+    free(&d, a.handle).unwrap();
+    free(&d, b.handle).unwrap();
+}
+
+fn create_event(d: &EmulatedKfd, event_type: u32, auto_reset: bool) -> CreateEventArgs {
+    let mut c = CreateEventArgs {
+        event_type,
+        auto_reset: u32::from(auto_reset),
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_CREATE_EVENT, c.as_mut_bytes()).unwrap();
+    c
+}
+
+fn wait(d: &EmulatedKfd, ids: &[u32], all: bool, timeout_ms: u32) -> Result<u32, Errno> {
+    let mut data: Vec<EventData> = ids
+        .iter()
+        .map(|&event_id| EventData {
+            event_id,
+            ..Default::default()
+        })
+        .collect();
+    let mut w = WaitEventsArgs {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: ids.len() as u32,
+        wait_for_all: u32::from(all),
+        timeout: timeout_ms,
+        wait_result: 0xff,
+    };
+    d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes())?;
+    Ok(w.wait_result)
+}
+
+#[test]
+fn event_set_from_another_thread_wakes_the_waiter() {
+    let d = dev();
+    let e = create_event(&d, KFD_IOC_EVENT_SIGNAL, true);
+    assert_eq!(e.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
+    assert_eq!(e.event_slot_index, e.event_id);
+    let page = d
+        .mmap(
+            MapTarget::Kfd,
+            KFD_MMAP_EVENTS_OFFSET,
+            EVENT_PAGE_BYTES as usize,
+            None,
+        )
+        .unwrap();
+    assert_eq!(page.as_ptr() as usize % 4096, 0);
+
+    let d2 = d.clone();
+    let id = e.event_id;
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        (wait(&d2, &[id], false, u32::MAX), t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let mut s = SetEventArgs {
+        event_id: id,
+        pad: 0,
+    };
+    d.ioctl(AMDKFD_IOC_SET_EVENT, s.as_mut_bytes()).unwrap();
+    let (r, took) = waiter.join().unwrap();
+    assert_eq!(r, Ok(KFD_IOC_WAIT_RESULT_COMPLETE));
+    assert!(took >= Duration::from_millis(40), "{took:?}");
+    // Auto-reset: the wait consumed it.
+    assert_eq!(wait(&d, &[id], false, 0), Ok(KFD_IOC_WAIT_RESULT_TIMEOUT));
+
+    // A manual-reset event stays signaled until RESET_EVENT.
+    let m = create_event(&d, KFD_IOC_EVENT_SIGNAL, false);
+    let mut s = SetEventArgs {
+        event_id: m.event_id,
+        pad: 0,
+    };
+    d.ioctl(AMDKFD_IOC_SET_EVENT, s.as_mut_bytes()).unwrap();
+    assert_eq!(
+        wait(&d, &[m.event_id], false, 0),
+        Ok(KFD_IOC_WAIT_RESULT_COMPLETE)
+    );
+    assert_eq!(
+        wait(&d, &[m.event_id], false, 0),
+        Ok(KFD_IOC_WAIT_RESULT_COMPLETE)
+    );
+    // Wait-for-all with one unsignaled event times out.
+    assert_eq!(
+        wait(&d, &[m.event_id, id], true, 0),
+        Ok(KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+    let mut r = ResetEventArgs {
+        event_id: m.event_id,
+        pad: 0,
+    };
+    d.ioctl(AMDKFD_IOC_RESET_EVENT, r.as_mut_bytes()).unwrap();
+    assert_eq!(
+        wait(&d, &[m.event_id], false, 0),
+        Ok(KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+
+    // Non-signal events get ids from 0x80000000 and cannot be set from the CPU.
+    let hw = create_event(&d, KFD_IOC_EVENT_HW_EXCEPTION, false);
+    assert!(hw.event_id >= 0x8000_0000);
+    let mut s = SetEventArgs {
+        event_id: hw.event_id,
+        pad: 0,
+    };
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_SET_EVENT, s.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+
+    assert_eq!(d.live_handles().events, 3);
+    for ev in [id, m.event_id, hw.event_id] {
+        let mut x = DestroyEventArgs {
+            event_id: ev,
+            pad: 0,
+        };
+        d.ioctl(AMDKFD_IOC_DESTROY_EVENT, x.as_mut_bytes()).unwrap();
+    }
+    assert_eq!(d.live_handles().events, 0);
+    let mut x = DestroyEventArgs {
+        event_id: id,
+        pad: 0,
+    };
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_DESTROY_EVENT, x.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    let _ = UNSIGNALED_EVENT_SLOT;
+}
+
+#[test]
+fn wait_events_times_out_and_checks_its_arguments() {
+    let d = dev();
+    let e = create_event(&d, KFD_IOC_EVENT_SIGNAL, true);
+    let t = Instant::now();
+    assert_eq!(
+        wait(&d, &[e.event_id], false, 30),
+        Ok(KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(30) && took < Duration::from_secs(2),
+        "{took:?}"
+    );
+    // Unknown event id, too many events, unmapped array.
+    assert_eq!(wait(&d, &[e.event_id + 1], false, 0), Err(Errno::INVAL));
+    let mut w = WaitEventsArgs {
+        events_ptr: 16,
+        num_events: 1,
+        wait_for_all: 0,
+        timeout: 0,
+        wait_result: 0,
+    };
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()),
+        Err(Errno::FAULT)
+    );
+    w.num_events = KFD_SIGNAL_EVENT_LIMIT + 1;
+    assert_eq!(
+        d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+}
+
+#[test]
+fn mmap_offsets_are_checked() {
+    let d = dev();
+    // No event page before the first signal event (kfd_event_mmap: EINVAL).
+    assert_eq!(
+        d.mmap(MapTarget::Kfd, KFD_MMAP_EVENTS_OFFSET, 4096, None),
+        Err(Errno::INVAL)
+    );
+    // Doorbell page of the GPU: exactly the process doorbell slice.
+    let off = kfd_mmap_doorbell_offset(BUILTIN_GPU_ID);
+    assert!(d.mmap(MapTarget::Kfd, off, 8192, None).is_ok());
+    assert_eq!(d.mmap(MapTarget::Kfd, off, 4096, None), Err(Errno::INVAL));
+    assert_eq!(
+        d.mmap(MapTarget::Kfd, kfd_mmap_doorbell_offset(0x777), 8192, None),
+        Err(Errno::INVAL)
+    );
+    // A render-node offset that names nothing, and one that does.
+    assert_eq!(
+        d.mmap(MapTarget::RenderNode(BUILTIN_GPU_ID), 0x1000, 4096, None),
+        Err(Errno::INVAL)
+    );
+    let a = alloc(&d, 0x7700_0000_0000, 8192, GTT, 0).unwrap();
+    assert!(d
+        .mmap(
+            MapTarget::RenderNode(BUILTIN_GPU_ID),
+            a.mmap_offset,
+            8192,
+            None
+        )
+        .is_ok());
+    assert_eq!(
+        d.mmap(
+            MapTarget::RenderNode(BUILTIN_GPU_ID),
+            a.mmap_offset,
+            3 * 4096,
+            None
+        ),
+        Err(Errno::INVAL)
+    );
+    free(&d, a.handle).unwrap();
+}
+
+#[test]
+fn the_event_page_must_be_a_gtt_buffer_object() {
+    // amdkfd maps the event page into the kernel: amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel
+    // refuses USERPTR memory with EINVAL, and a VRAM BO cannot be pinned in GTT.
+    let d = dev();
+    let create = |handle: u64| {
+        let mut c = CreateEventArgs {
+            event_type: KFD_IOC_EVENT_SIGNAL,
+            auto_reset: 1,
+            event_page_offset: handle,
+            ..Default::default()
+        };
+        d.ioctl(AMDKFD_IOC_CREATE_EVENT, c.as_mut_bytes())
+            .map(|()| c)
+    };
+    let size = EVENT_PAGE_BYTES;
+    let layout = std::alloc::Layout::from_size_align(size as usize, 4096).unwrap();
+    // SAFETY: a non-zero-size layout; the pages stay allocated until the end of the test.
+    let host = unsafe { std::alloc::alloc_zeroed(layout) };
+    assert!(!host.is_null());
+    let userptr = alloc(
+        &d,
+        host as u64,
+        size,
+        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        host as u64,
+    )
+    .unwrap();
+    assert_eq!(create(userptr.handle).unwrap_err(), Errno::INVAL);
+    let vram = alloc(&d, 0x7f00_0000_0000, size, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, 0).unwrap();
+    assert_eq!(create(vram.handle).unwrap_err(), Errno::INVAL);
+    let small = alloc(&d, 0x7f00_0010_0000, 4096, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0).unwrap();
+    assert_eq!(
+        create(small.handle).unwrap_err(),
+        Errno::INVAL,
+        "under 32 KiB"
+    );
+    let gtt = alloc(&d, 0x7f00_0020_0000, size, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0).unwrap();
+    let e = create(gtt.handle).unwrap();
+    assert_eq!(e.event_slot_index, e.event_id);
+    // kfd_event_create answers every signal event with the events mmap offset.
+    assert_eq!(e.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
+    let mut destroy = DestroyEventArgs {
+        event_id: e.event_id,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_DESTROY_EVENT, destroy.as_mut_bytes())
+        .unwrap();
+    for h in [userptr.handle, vram.handle, small.handle] {
+        free(&d, h).unwrap();
+    }
+    // The page is the process's for its whole life: with no event left it still cannot be
+    // freed (kfd_ioctl_free_memory_of_gpu: EPERM) nor replaced ("Event page is already set").
+    assert_eq!(free(&d, gtt.handle).unwrap_err(), Errno::PERM);
+    let other = alloc(&d, 0x7f00_0030_0000, size, KFD_IOC_ALLOC_MEM_FLAGS_GTT, 0).unwrap();
+    assert_eq!(create(other.handle).unwrap_err(), Errno::INVAL);
+    free(&d, other.handle).unwrap();
+    // A later signal event gets a slot in the same page.
+    let again = create(0).unwrap();
+    assert_eq!(again.event_id, e.event_id, "the freed slot is reused");
+    assert_eq!(again.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
+    assert_eq!(d.live_handles().memory, 1, "only the event page is left");
+    // SAFETY: allocated above with this layout; KFD no longer knows the pages.
+    unsafe { std::alloc::dealloc(host, layout) };
+}
+
+#[test]
+fn the_event_page_can_come_with_any_event_type() {
+    // kfd_ioctl_create_event takes the page from `event_page_offset` before it looks at the
+    // type: ROCR's first event is a memory event, and its signal events then use that page.
+    let d = dev();
+    let page = alloc(
+        &d,
+        0x7f00_0040_0000,
+        EVENT_PAGE_BYTES,
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+        0,
+    )
+    .unwrap();
+    let mut memory = CreateEventArgs {
+        event_type: KFD_IOC_EVENT_MEMORY,
+        auto_reset: 1,
+        event_page_offset: page.handle,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_CREATE_EVENT, memory.as_mut_bytes())
+        .unwrap();
+    let mut signal = CreateEventArgs {
+        event_type: KFD_IOC_EVENT_SIGNAL,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_CREATE_EVENT, signal.as_mut_bytes())
+        .unwrap();
+    assert_eq!(signal.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
+    assert_eq!(
+        free(&d, page.handle).unwrap_err(),
+        Errno::PERM,
+        "the memory event's page is the event page"
+    );
+}

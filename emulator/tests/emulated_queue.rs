@@ -1,0 +1,507 @@
+//! Queues on the emulated device: an AQL kernel dispatch written by hand into a ring, run by
+//! the emulated CP through a registered host kernel, completing its signal (and its interrupt
+//! event); a bad kernarg pointer stops the queue with MEMORY_FAULT through the error callback.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hsa_core::abi::packet::{KernelDispatchPacket, PACKET_SIZE_BYTES};
+use hsa_core::abi::queue::AmdQueue;
+use hsa_core::abi::SignalHandle;
+use hsa_core::platform::QueueErrorCallback;
+use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
+use hsa_core::{Error, GpuVa, QueueId, Status};
+use hsa_emu::device::{
+    builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
+};
+use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
+use rustix::io::Errno;
+use zerocopy::IntoBytes;
+
+/// 16 KiB of page-aligned memory the test owns and registers as USERPTR. Layout (bytes):
+/// ring 0..1024 (16 packets), amd_queue_t 4096..4352, completion signal 8192..8256,
+/// kernargs 8448..8464, src 12288..13312, dst 13312..14336.
+#[repr(C, align(4096))]
+struct Arena([AtomicU64; 2048]);
+
+const RING: u64 = 0;
+const QUEUE: u64 = 4096;
+const SIGNAL: u64 = 8192;
+const KERNARG: u64 = 8448;
+const SRC: u64 = 12288;
+const DST: u64 = 13312;
+const N: u64 = 256;
+
+impl Arena {
+    fn new() -> Box<Arena> {
+        Box::new(Arena(std::array::from_fn(|_| AtomicU64::new(0))))
+    }
+    fn base(&self) -> u64 {
+        self as *const Arena as u64
+    }
+    fn word(&self, offset: u64) -> &AtomicU64 {
+        &self.0[(offset / 8) as usize]
+    }
+}
+
+const KERNEL_OBJECT: u64 = 0x7f00_1234_0000;
+
+struct Setup {
+    d: Arc<EmulatedKfd>,
+    arena: Box<Arena>,
+    handle: u64,
+    queue_id: u32,
+    doorbell: NonNull<u64>,
+    ring: Ring,
+}
+
+static ERRORS: Mutex<Vec<(usize, Status, String, u32)>> = Mutex::new(Vec::new());
+
+fn on_error(e: &Error, q: QueueId, data: usize) {
+    ERRORS
+        .lock()
+        .unwrap()
+        .push((data, e.status(), e.detail().to_owned(), q.0));
+}
+
+fn setup(tag: usize) -> Setup {
+    let d = EmulatedKfd::new(builtin_topology()).unwrap();
+    // These tests are about the CP and host implementations: the kernel object is not a
+    // real kernel descriptor.
+    d.set_execution_mode(ExecutionMode::HostOnly);
+    let arena = Arena::new();
+    let base = arena.base();
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: base,
+        size: 16384,
+        handle: 0,
+        mmap_offset: base,
+        gpu_id: BUILTIN_GPU_ID,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+    };
+    d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes())
+        .unwrap();
+    let ids = [BUILTIN_GPU_ID];
+    let mut m = MapMemoryToGpuArgs {
+        handle: a.handle,
+        device_ids_array_ptr: ids.as_ptr() as u64,
+        n_devices: 1,
+        n_success: 0,
+    };
+    d.ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, m.as_mut_bytes())
+        .unwrap();
+
+    // SAFETY: the arena outlives the Ring (both live in Setup, the arena boxed, and the Ring is
+    // dropped with it); 1024 bytes at offset 0 are 16 64-byte slots, 64-aligned; the
+    // amd_queue_t at 4096 is 256 bytes, 64-aligned; slot headers and indices are only
+    // accessed atomically (here and by the emulated CP).
+    let ring = unsafe {
+        Ring::new(
+            NonNull::new((base + RING) as *mut u8).unwrap(),
+            16,
+            NonNull::new((base + QUEUE) as *mut AmdQueue).unwrap(),
+        )
+    };
+    // As ROCR does before creating the queue: every slot starts INVALID.
+    for i in 0..16 {
+        ring.header_word(i)
+            .store(INVALID_HEADER_WORD, Ordering::Release);
+    }
+    let mut q = CreateQueueArgs {
+        ring_base_address: base + RING,
+        write_pointer_address: base + QUEUE + 56,
+        read_pointer_address: base + QUEUE + 128,
+        ring_size: 1024,
+        gpu_id: BUILTIN_GPU_ID,
+        queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+        queue_percentage: 100,
+        queue_priority: 7,
+        ..Default::default()
+    };
+    d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()).unwrap();
+    assert_eq!(
+        q.doorbell_offset & KFD_MMAP_TYPE_MASK,
+        KFD_MMAP_TYPE_DOORBELL
+    );
+    assert_eq!(kfd_mmap_get_gpu_id(q.doorbell_offset), BUILTIN_GPU_ID);
+    let page_off = q.doorbell_offset & !0x1fff;
+    let page = d.mmap(MapTarget::Kfd, page_off, 8192, None).unwrap();
+    let doorbell = NonNull::new(
+        page.as_ptr()
+            .wrapping_add((q.doorbell_offset & 0x1fff) as usize)
+            .cast::<u64>(),
+    )
+    .unwrap();
+    d.set_queue_error_callback(
+        q.queue_id,
+        QueueErrorCallback {
+            func: on_error,
+            data: tag,
+        },
+    )
+    .unwrap();
+
+    d.register_kernel("vector_copy", |ctx| {
+        let src = ctx.kernarg_u64(0)?;
+        let dst = ctx.kernarg_u64(8)?;
+        for [x, _, _] in ctx.work_items() {
+            let v: u32 = ctx.read(src + 4 * u64::from(x))?;
+            ctx.write(dst + 4 * u64::from(x), v)?;
+        }
+        Ok(())
+    });
+    d.note_kernel_symbol(GpuVa(KERNEL_OBJECT), "vector_copy.kd");
+    Setup {
+        d,
+        arena,
+        handle: a.handle,
+        queue_id: q.queue_id,
+        doorbell,
+        ring,
+    }
+}
+
+impl Setup {
+    fn dispatch(&self, index: u64, kernarg: u64, signal_value: i64) {
+        let base = self.arena.base();
+        self.arena
+            .word(SIGNAL + 8)
+            .store(signal_value as u64, Ordering::Release);
+        let p = KernelDispatchPacket {
+            header: 0,
+            setup: 1,
+            workgroup_size_x: 64,
+            workgroup_size_y: 1,
+            workgroup_size_z: 1,
+            grid_size_x: N as u32,
+            grid_size_y: 1,
+            grid_size_z: 1,
+            kernel_object: KERNEL_OBJECT,
+            kernarg_address: kernarg,
+            completion_signal: SignalHandle(base + SIGNAL),
+            ..Default::default()
+        };
+        let mut bytes = [0u8; PACKET_SIZE_BYTES];
+        bytes.copy_from_slice(p.as_bytes());
+        // SAFETY: single producer; slot `index` was never used or its packet was consumed
+        // (the test waits for each completion), so its header is INVALID/zero and the CP
+        // does not read the body.
+        unsafe { self.ring.write_body(index, &bytes) };
+        self.ring.write_index().store(index + 1, Ordering::Release);
+        // type KERNEL_DISPATCH (2), barrier, system acquire and release (2 << 9, 2 << 11);
+        // setup (dimensions 1) in the high half.
+        let header: u32 = 2 | (1 << 8) | (2 << 9) | (2 << 11);
+        self.ring.publish(index, header | (1 << 16));
+        // SAFETY: `doorbell` points into the doorbell page mapping the device returned (8-byte
+        // aligned, mapped for the process's life); the emulated device never reads it
+        // non-atomically.
+        let bell = unsafe { AtomicU64::from_ptr(self.doorbell.as_ptr()) };
+        bell.store(index, Ordering::Release);
+        self.d.doorbell_rung(self.queue_id, self.doorbell, index);
+    }
+
+    fn wait_signal_zero(&self) -> bool {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if self.arena.word(SIGNAL + 8).load(Ordering::Acquire) == 0 {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    }
+}
+
+fn wait_event(d: &EmulatedKfd, id: u32, timeout_ms: u32) -> u32 {
+    let mut data = [EventData {
+        event_id: id,
+        ..Default::default()
+    }];
+    let mut w = WaitEventsArgs {
+        events_ptr: data.as_mut_ptr() as u64,
+        num_events: 1,
+        wait_for_all: 0,
+        timeout: timeout_ms,
+        wait_result: 9,
+    };
+    d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()).unwrap();
+    w.wait_result
+}
+
+#[test]
+fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
+    let s = setup(1);
+    let base = s.arena.base();
+    for i in 0..N {
+        let w = s.arena.word(SRC + 8 * (i / 2));
+        w.fetch_or((i * 3 + 1) << (32 * (i % 2)), Ordering::Relaxed);
+    }
+    s.arena.word(KERNARG).store(base + SRC, Ordering::Relaxed);
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+
+    // An interrupt signal: its mailbox is the event's slot in the event page.
+    let mut ce = CreateEventArgs {
+        event_type: KFD_IOC_EVENT_SIGNAL,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    s.d.ioctl(AMDKFD_IOC_CREATE_EVENT, ce.as_mut_bytes())
+        .unwrap();
+    let page =
+        s.d.mmap(
+            MapTarget::Kfd,
+            ce.event_page_offset,
+            EVENT_PAGE_BYTES as usize,
+            None,
+        )
+        .unwrap();
+    let mailbox = page.as_ptr() as u64 + 8 * u64::from(ce.event_slot_index);
+    s.arena.word(SIGNAL + 16).store(mailbox, Ordering::Relaxed);
+    s.arena
+        .word(SIGNAL + 24)
+        .store(u64::from(ce.event_id), Ordering::Relaxed);
+
+    s.dispatch(0, base + KERNARG, 1);
+    assert!(s.wait_signal_zero(), "completion signal never reached 0");
+    for i in 0..N {
+        let w = s.arena.word(DST + 8 * (i / 2)).load(Ordering::Acquire);
+        let v = (w >> (32 * (i % 2))) as u32;
+        assert_eq!(v, i as u32 * 3 + 1, "dst[{i}]");
+    }
+    assert_eq!(s.ring.read_index().load(Ordering::Acquire), 1);
+    // The slot is INVALID again.
+    assert_eq!(s.ring.header_word(0).load(Ordering::Acquire) & 0xff, 1);
+    // The completion raised the event through its mailbox.
+    assert_eq!(
+        wait_event(&s.d, ce.event_id, 5000),
+        KFD_IOC_WAIT_RESULT_COMPLETE
+    );
+    assert_eq!(
+        wait_event(&s.d, ce.event_id, 0),
+        KFD_IOC_WAIT_RESULT_TIMEOUT
+    );
+
+    // The ring's memory cannot be freed under the live queue.
+    let mut f = FreeMemoryOfGpuArgs { handle: s.handle };
+    assert_eq!(
+        s.d.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, f.as_mut_bytes()),
+        Err(Errno::BUSY)
+    );
+    let mut dq = DestroyQueueArgs {
+        queue_id: s.queue_id,
+        pad: 0,
+    };
+    s.d.ioctl(AMDKFD_IOC_DESTROY_QUEUE, dq.as_mut_bytes())
+        .unwrap();
+    assert_eq!(
+        s.d.ioctl(AMDKFD_IOC_DESTROY_QUEUE, dq.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    s.d.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, f.as_mut_bytes())
+        .unwrap();
+    let mut de = DestroyEventArgs {
+        event_id: ce.event_id,
+        pad: 0,
+    };
+    s.d.ioctl(AMDKFD_IOC_DESTROY_EVENT, de.as_mut_bytes())
+        .unwrap();
+    assert_eq!(s.d.live_handles(), Default::default());
+    let errors = ERRORS.lock().unwrap();
+    assert!(
+        errors.iter().all(|e| e.0 != 1),
+        "no error expected: {errors:?}"
+    );
+}
+
+#[test]
+fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
+    let s = setup(2);
+    let base = s.arena.base();
+    s.arena
+        .word(KERNARG)
+        .store(0xdead_0000_0000, Ordering::Relaxed); // src: wild pointer
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+    s.dispatch(0, base + KERNARG, 1);
+    let t = Instant::now();
+    let err = loop {
+        if let Some(e) = ERRORS.lock().unwrap().iter().find(|e| e.0 == 2).cloned() {
+            break e;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "no error reported");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(err.1, Status::MemoryFault);
+    assert!(err.2.contains("0xdead00000000"), "{}", err.2);
+    assert_eq!(err.3, s.queue_id);
+    // The queue stopped: the signal was not decremented, the packet not consumed.
+    assert_eq!(s.arena.word(SIGNAL + 8).load(Ordering::Acquire), 1);
+    assert_eq!(s.ring.read_index().load(Ordering::Acquire), 0);
+
+    // An unknown kernel object is an INVALID_PACKET_FORMAT on a fresh queue.
+    let s3 = setup(3);
+    s3.d.note_kernel_symbol(GpuVa(KERNEL_OBJECT), "no_such_kernel");
+    s3.dispatch(0, s3.arena.base() + KERNARG, 1);
+    let t = Instant::now();
+    let err = loop {
+        if let Some(e) = ERRORS.lock().unwrap().iter().find(|e| e.0 == 3).cloned() {
+            break e;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "no error reported");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(err.1, Status::InvalidPacketFormat);
+    assert!(
+        err.2.contains("no_such_kernel") && err.2.contains("vector_copy"),
+        "{}",
+        err.2
+    );
+    // The process is alive and the device still answers.
+    let mut v = GetVersionArgs::default();
+    s.d.ioctl(AMDKFD_IOC_GET_VERSION, v.as_mut_bytes()).unwrap();
+}
+
+#[test]
+fn create_queue_checks_its_arguments() {
+    let s = setup(4);
+    let base = s.arena.base();
+    let good = CreateQueueArgs {
+        ring_base_address: base + RING,
+        write_pointer_address: base + QUEUE + 56,
+        read_pointer_address: base + QUEUE + 128,
+        ring_size: 1024,
+        gpu_id: BUILTIN_GPU_ID,
+        queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+        queue_percentage: 100,
+        queue_priority: 7,
+        ..Default::default()
+    };
+    let try_create = |f: &dyn Fn(&mut CreateQueueArgs)| {
+        let mut q = good;
+        f(&mut q);
+        s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes())
+    };
+    assert_eq!(
+        try_create(&|q| q.queue_type = KFD_IOC_QUEUE_TYPE_SDMA),
+        Err(Errno::INVAL)
+    );
+    assert_eq!(try_create(&|q| q.ring_size = 1536), Err(Errno::INVAL));
+    assert_eq!(try_create(&|q| q.ring_size = 512), Err(Errno::INVAL));
+    assert_eq!(try_create(&|q| q.gpu_id = 7), Err(Errno::INVAL));
+    assert_eq!(try_create(&|q| q.queue_percentage = 101), Err(Errno::INVAL));
+    assert_eq!(
+        try_create(&|q| q.ring_base_address = 0x6000_0000_0000),
+        Err(Errno::INVAL)
+    );
+    assert_eq!(try_create(&|q| q.ring_base_address = 0), Err(Errno::FAULT));
+    // 23 more queues fit (num_cp_queues 24), the 25th does not.
+    let mut ids = Vec::new();
+    for _ in 0..23 {
+        let mut q = good;
+        s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes())
+            .unwrap();
+        ids.push(q.queue_id);
+    }
+    assert_eq!(try_create(&|_| {}), Err(Errno::NOSPC));
+    assert_eq!(s.d.live_handles().queues, 24);
+    for id in ids {
+        let mut dq = DestroyQueueArgs {
+            queue_id: id,
+            pad: 0,
+        };
+        s.d.ioctl(AMDKFD_IOC_DESTROY_QUEUE, dq.as_mut_bytes())
+            .unwrap();
+    }
+    let mut u = UpdateQueueArgs {
+        ring_base_address: base,
+        queue_id: s.queue_id,
+        ring_size: 1024,
+        queue_percentage: 50,
+        queue_priority: 3,
+    };
+    s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes())
+        .unwrap();
+    u.queue_priority = 16;
+    assert_eq!(
+        s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    let mask = [u32::MAX; 4];
+    let mut cu = SetCuMaskArgs {
+        queue_id: s.queue_id,
+        num_cu_mask: 128,
+        cu_mask_ptr: mask.as_ptr() as u64,
+    };
+    s.d.ioctl(AMDKFD_IOC_SET_CU_MASK, cu.as_mut_bytes())
+        .unwrap();
+    cu.num_cu_mask = 33;
+    assert_eq!(
+        s.d.ioctl(AMDKFD_IOC_SET_CU_MASK, cu.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    assert_eq!(s.d.live_handles().queues, 1);
+}
+
+/// `HSA_XNACK` (here through `LinuxPlatform::with_xnack`) sets the process's XNACK mode with
+/// `SET_XNACK_MODE`; the agents' ISA follows it, and KFD refuses a change while queues exist.
+#[test]
+fn xnack_mode_follows_the_request_and_names_the_isa() {
+    use hsa_core::platform::Platform;
+    use hsa_core::runtime::Runtime;
+    use hsa_linux::kfd::abi::{SetXnackModeArgs, AMDKFD_IOC_SET_XNACK_MODE};
+    use hsa_linux::LinuxPlatform;
+    use zerocopy::IntoBytes;
+
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let topology = emulated.topology().clone();
+    let query = || {
+        let mut a = SetXnackModeArgs { xnack_enabled: -1 };
+        emulated
+            .ioctl(AMDKFD_IOC_SET_XNACK_MODE, a.as_mut_bytes())
+            .unwrap();
+        a.xnack_enabled
+    };
+    assert_eq!(query(), 0, "the kernel default: off");
+    let off = LinuxPlatform::with_xnack(emulated.clone(), topology.clone(), None).unwrap();
+    assert!(!off.xnack_enabled());
+    let rt = Runtime::new(off).unwrap();
+    let isa = rt.first_gpu().unwrap().isa().unwrap().name();
+    assert_eq!(isa, "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+    drop(rt);
+
+    let on = LinuxPlatform::with_xnack(emulated.clone(), topology.clone(), Some(true)).unwrap();
+    assert!(on.xnack_enabled());
+    assert_eq!(query(), 1);
+    let rt = Runtime::new(on).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    assert_eq!(
+        gpu.isa().unwrap().name(),
+        "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack+"
+    );
+    // With a queue alive the mode cannot change: the open fails and names why.
+    let config = hsa_core::queue::QueueConfig::new(
+        hsa_core::NodeId(gpu.node()),
+        gpu.queue_min_size(),
+        gpu.queue_min_size(),
+        gpu.queue_max_size(),
+    );
+    let q = hsa_core::queue::AqlQueue::create(rt.platform(), &config).unwrap();
+    let e = LinuxPlatform::with_xnack(emulated.clone(), topology, Some(false)).unwrap_err();
+    assert!(
+        e.detail()
+            .starts_with("HSA_XNACK=0: AMDKFD_IOC_SET_XNACK_MODE"),
+        "{e}"
+    );
+    assert!(
+        e.detail().contains("EBUSY") || e.detail().contains("busy"),
+        "{e}"
+    );
+    assert_eq!(query(), 1, "unchanged");
+    q.destroy().unwrap();
+}
