@@ -9,7 +9,8 @@
 //! - [`kfd::ioctl`]: the only `unsafe` code of the device layer — `DevKfd`, the typed
 //!   [`kfd::ioctl::call`], and [`kfd::ioctl::VaSpace`] (the reserved address range chunks are
 //!   carved from, with checked host stores such as doorbells).
-//! - [`topology`]: the KFD sysfs topology (live or a captured dump); [`isa`]: ISA names.
+//! - [`topology`]: the KFD sysfs topology (live or a captured dump); [`isa`]: a GPU's ISA and
+//!   product name by PCI device id (for kernels that do not report them).
 //! - [`device::LinuxPlatform`]: `hsa_core::platform::Platform` over a driver and a topology;
 //!   [`device::open_with`] picks `/dev/kfd` or the emulated device from the environment
 //!   (`HSA_RT_DEVICE`, `HSA_RT_SYSFS`).
