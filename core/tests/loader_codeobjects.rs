@@ -6,8 +6,9 @@
 
 use std::path::PathBuf;
 
+use hsa_core::isa::{Processor, TargetId};
 use hsa_core::loader::code_object::AlignedBytes;
-use hsa_core::loader::{CodeObject, Executable, FeatureSetting, SymbolKind, TargetId};
+use hsa_core::loader::{CodeObject, Executable, SymbolKind};
 use hsa_core::platform::fake::{FakePlatform, FakeTopology};
 use hsa_core::platform::MemoryKind;
 use hsa_core::{NodeId, Status};
@@ -244,19 +245,12 @@ fn platform() -> FakePlatform {
 /// XNACK off and SRAMECC on where supported.
 fn agent_for(co: &CodeObject<'_>) -> TargetId {
     let t = co.target();
-    let name = if t.processor.is_generic() {
-        "gfx900"
+    let processor = if t.processor.is_generic() {
+        Processor::GFX900
     } else {
-        t.processor.name()
+        t.processor
     };
-    let mut agent = TargetId::parse(name).unwrap();
-    if agent.processor.supports_xnack() {
-        agent.xnack = FeatureSetting::Off;
-    }
-    if agent.processor.supports_sramecc() {
-        agent.sramecc = FeatureSetting::On;
-    }
-    agent
+    TargetId::of_agent(processor, true, false)
 }
 
 #[test]

@@ -30,7 +30,6 @@ use crossbeam::channel;
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::loader::executable::Executable;
-use hsa_core::loader::target::TargetId;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{HeaderFlags, KernelDispatch};
 use hsa_core::platform::{MemoryKind, QueueErrorCallback};
@@ -111,7 +110,7 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
     let rt = Runtime::new(open_emulated()).expect("runtime");
     let gpu = rt.first_gpu().expect("GPU agent");
     let cpu = rt.first_cpu().expect("CPU agent");
-    let target = TargetId::parse(&gpu.isa().expect("ISA").target_id()).expect("target");
+    let target = *gpu.isa().expect("ISA");
     let kernarg_pool = rt
         .find_pool(cpu.handle(), GlobalFlags::KERNARG)
         .expect("kernarg pool")

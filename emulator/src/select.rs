@@ -135,8 +135,8 @@ pub fn emulated_notice(topology: &Topology) -> String {
         .nodes
         .iter()
         .find(|n| n.properties.gpu_id != 0)
-        .and_then(|n| n.isa_name())
-        .unwrap_or_else(|| "no GPU".to_owned());
+        .and_then(|n| n.processor())
+        .map_or("no GPU", |p| p.name());
     format!("hsa-rt: no {KFD_PATH}; using the emulated device ({isa})")
 }
 

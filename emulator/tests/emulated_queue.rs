@@ -471,7 +471,7 @@ fn xnack_mode_follows_the_request_and_names_the_isa() {
     let off = LinuxPlatform::with_xnack(emulated.clone(), topology.clone(), None).unwrap();
     assert!(!off.xnack_enabled());
     let rt = Runtime::new(off).unwrap();
-    let isa = rt.first_gpu().unwrap().isa().unwrap().name();
+    let isa = rt.first_gpu().unwrap().isa().unwrap().isa_name();
     assert_eq!(isa, "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
     drop(rt);
 
@@ -481,7 +481,7 @@ fn xnack_mode_follows_the_request_and_names_the_isa() {
     let rt = Runtime::new(on).unwrap();
     let gpu = rt.first_gpu().unwrap();
     assert_eq!(
-        gpu.isa().unwrap().name(),
+        gpu.isa().unwrap().isa_name(),
         "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack+"
     );
     // With a queue alive the mode cannot change: the open fails and names why.

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::process::Command;
 
+use hsa_core::isa::{Processor, EF_AMDGPU_MACH};
 use hsa_emu::gfx9::{decode, Gfx9Target};
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
@@ -12,15 +13,11 @@ fn codeobjects() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects")
 }
 
-/// The gfx9 target of a code object from `e_flags` (EF_AMDGPU_MACH in the low byte).
+/// The gfx9 target of a code object from `e_flags` (EF_AMDGPU_MACH in the low byte), through
+/// the processor table.
 fn target_of(data: &[u8]) -> Option<Gfx9Target> {
     let e_flags = u32::from_le_bytes(data[48..52].try_into().unwrap());
-    match e_flags & 0xFF {
-        0x2C | 0x51 => Some(Gfx9Target::Gfx900),
-        0x3F => Some(Gfx9Target::Gfx90a),
-        0x4C => Some(Gfx9Target::Gfx942),
-        _ => None,
-    }
+    Gfx9Target::from_processor(Processor::from_mach(e_flags & EF_AMDGPU_MACH).ok()?)
 }
 
 fn normalize(line: &str) -> String {

@@ -75,16 +75,6 @@ fn file(name: &str) -> Vec<u8> {
     std::fs::read(p).unwrap()
 }
 
-fn target_of(name: &str) -> Gfx9Target {
-    if name.contains("gfx90a") {
-        Gfx9Target::Gfx90a
-    } else if name.contains("gfx942") {
-        Gfx9Target::Gfx942
-    } else {
-        Gfx9Target::Gfx900
-    }
-}
-
 /// Dispatches `kernel` of code object `name` over `grid` work-items in work-groups of `wg`
 /// (the packet says `packet_wg`), with `kernarg` bytes, on `mem`.
 fn dispatch(
@@ -120,7 +110,8 @@ fn dispatch(
     mem.add(KERNARG, kernarg.to_vec());
     let mut st = DispatchState::one_dimensional(grid, wg, PACKET, KERNARG);
     st.group_segment_size = k.descriptor.group_segment_fixed_size;
-    run_dispatch(&code, &k.descriptor, target_of(name), &st, mem)
+    let target = Gfx9Target::from_processor(co.target().processor).unwrap();
+    run_dispatch(&code, &k.descriptor, target, &st, mem)
 }
 
 fn ptrs(p: &[u64]) -> Vec<u8> {

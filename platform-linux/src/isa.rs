@@ -1,44 +1,15 @@
-//! GPU ISA names and product names from what KFD topology reports.
+//! What KFD topology does not say about a GPU, by PCI device id: its ISA on kernels older
+//! than the `gfx_target_version` property, and its product name.
 //!
-//! - [`isa_name_from_gfx_target_version`]: `gfx_target_version` (e.g. 90010) to the LLVM
-//!   processor name ("gfx90a"). The kernel encodes `major * 10000 + minor * 100 + stepping`
-//!   (linux `kfd_topology.c`, `node_props.gfx_target_version`); LLVM spells minor and stepping as
-//!   one hex digit each (AMDGPUUsage "Processors": gfx90a is 9.0.10, gfx90c is 9.0.12).
 //! - [`gfx_target_version_from_device_id`]: a fallback for kernels older than the
 //!   `gfx_target_version` property (before linux 5.13), by PCI device id.
-//! - [`full_isa_name`]: ROCR's ISA name `amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-` with target
-//!   features (AMDGPUUsage "Target Features", "Target ID").
 //! - [`marketing_name_from_device_id`]: the product name for the GPUs of our test data.
 //!
+//! Everything else about an ISA (processor names, `gfx_target_version`, target features, ISA
+//! names) is hsa-core's one model, [`hsa_core::isa`]: a node's target id is
+//! [`TopologyNode::target_id`](crate::topology::TopologyNode::target_id).
+//!
 //! Everything here is a pure function of its arguments: unknown input gives `None`, never a panic.
-
-use core::fmt::Write as _;
-
-/// Splits a `gfx_target_version` into (major, minor, stepping).
-///
-/// Returns `None` when `v` is 0, or minor or stepping does not fit one hex digit (the LLVM name
-/// could not spell it).
-pub fn split_gfx_target_version(v: u32) -> Option<(u32, u32, u32)> {
-    let major = v / 10000;
-    let minor = (v / 100) % 100;
-    let stepping = v % 100;
-    if major == 0 || minor > 0xf || stepping > 0xf {
-        return None;
-    }
-    Some((major, minor, stepping))
-}
-
-/// The LLVM processor name for a KFD `gfx_target_version`: 90010 → "gfx90a", 90402 →
-/// "gfx942", 100300 → "gfx1030", 110000 → "gfx1100", 120000 → "gfx1200".
-///
-/// Ref: AMDGPUUsage "Processors"; linux `kfd_topology.c` (`gfx_target_version` =
-/// `major * 10000 + minor * 100 + stepping`).
-///
-/// Returns `None` for 0 (not reported) and for values whose minor or stepping exceed 15.
-pub fn isa_name_from_gfx_target_version(v: u32) -> Option<String> {
-    let (major, minor, stepping) = split_gfx_target_version(v)?;
-    Some(format!("gfx{major}{minor:x}{stepping:x}"))
-}
 
 /// PCI device ids whose `gfx_target_version` is known, for kernels that did not report it.
 ///
@@ -107,65 +78,30 @@ pub fn marketing_name_from_device_id(device_id: u32) -> Option<&'static str> {
         .map(|&(_, n)| n)
 }
 
-/// Whether the target supports the `sramecc` feature (AMDGPUUsage "Processors" table:
-/// gfx906, gfx908, gfx90a, gfx940, gfx941, gfx942, gfx950).
-pub fn supports_sramecc(gfx_target_version: u32) -> bool {
-    matches!(
-        gfx_target_version,
-        90006 | 90008 | 90010 | 90400 | 90401 | 90402 | 90500
-    )
-}
-
-/// Whether the target supports the `xnack` feature (AMDGPUUsage "Processors" table: gfx8
-/// APUs gfx801/gfx810, every gfx9 target, gfx10.1 (gfx1010..gfx1013); not gfx10.3+ or gfx11+).
-pub fn supports_xnack(gfx_target_version: u32) -> bool {
-    match split_gfx_target_version(gfx_target_version) {
-        Some((8, 0, 1)) | Some((8, 1, 0)) => true,
-        Some((9, _, _)) => true,
-        Some((10, 1, s)) => s <= 3,
-        _ => false,
-    }
-}
-
-/// `HSA_CAP_SRAM_EDCSUPPORTED` of `kfd_sysfs.h`: the kernel says SRAM ECC is enabled.
-pub const HSA_CAP_SRAM_EDCSUPPORTED: u32 = 0x0400_0000;
-
-/// The full ISA name as ROCR reports it (`hsa_isa_get_info` `HSA_ISA_INFO_NAME`), e.g.
-/// `amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`.
-///
-/// - `:sramecc+`/`:sramecc-` only for targets that support it ([`supports_sramecc`]); `+` when
-///   `capability` has [`HSA_CAP_SRAM_EDCSUPPORTED`] (bit 26), as ROCR decides from
-///   `HsaNodeProperties.Capability.SRAM_EDCSupport`.
-/// - `:xnack+`/`:xnack-` only for targets that support it ([`supports_xnack`]); XNACK is a
-///   per-process mode (KFD `SET_XNACK_MODE`, `HSA_XNACK` env), not in topology: `xnack` says
-///   what the process runs with, `None` meaning the kernel default, off (`xnack-`), which is what
-///   the rocminfo outputs of the test data show (MI210, MI250X, gfx90c).
-///
-/// Returns `None` when `gfx_target_version` has no name.
-pub fn full_isa_name(
-    gfx_target_version: u32,
-    capability: u32,
-    xnack: Option<bool>,
-) -> Option<String> {
-    let base = isa_name_from_gfx_target_version(gfx_target_version)?;
-    let mut s = format!("amdgcn-amd-amdhsa--{base}");
-    if supports_sramecc(gfx_target_version) {
-        let on = capability & HSA_CAP_SRAM_EDCSUPPORTED != 0;
-        let _ = write!(s, ":sramecc{}", if on { '+' } else { '-' });
-    }
-    if supports_xnack(gfx_target_version) {
-        let _ = write!(
-            s,
-            ":xnack{}",
-            if xnack.unwrap_or(false) { '+' } else { '-' }
-        );
-    }
-    Some(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hsa_core::isa::{Processor, TargetId};
+    use hsa_core::platform::NodeProperties;
+
+    fn isa_name_from_gfx_target_version(v: u32) -> Option<&'static str> {
+        Processor::from_gfx_target_version(v).map(Processor::name)
+    }
+
+    /// The ISA name of a GPU node (hsa-core's derivation, as agents and topology nodes use it).
+    fn full_isa_name(
+        gfx_target_version: u32,
+        capability: u32,
+        xnack: Option<bool>,
+    ) -> Option<String> {
+        let node = NodeProperties {
+            simd_count: 4,
+            gfx_target_version,
+            capability,
+            ..NodeProperties::default()
+        };
+        TargetId::of_node(&node, xnack.unwrap_or(false)).map(|t| t.isa_name().to_string())
+    }
 
     #[test]
     fn names_from_gfx_target_version() {
@@ -184,11 +120,7 @@ mod tests {
             (120001, "gfx1201"),
         ];
         for (v, name) in cases {
-            assert_eq!(
-                isa_name_from_gfx_target_version(v).as_deref(),
-                Some(name),
-                "{v}"
-            );
+            assert_eq!(isa_name_from_gfx_target_version(v), Some(name), "{v}");
         }
         assert_eq!(isa_name_from_gfx_target_version(0), None);
         assert_eq!(isa_name_from_gfx_target_version(91600), None); // minor 16
@@ -240,5 +172,12 @@ mod tests {
             Some("Radeon RX 7900 XTX")
         );
         assert_eq!(marketing_name_from_device_id(0x1638), None);
+        // Every ISA the fallback table gives is a row of hsa-core's processor table.
+        for &(lo, hi, v) in DEVICE_ID_TABLE {
+            assert!(
+                Processor::from_gfx_target_version(v).is_some(),
+                "{lo:#x}..={hi:#x}: {v}"
+            );
+        }
     }
 }

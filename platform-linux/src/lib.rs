@@ -10,7 +10,8 @@
 //! - [`kfd::ioctl`]: the only `unsafe` code of the device layer — `DevKfd`, the typed
 //!   [`kfd::ioctl::call`], and [`kfd::ioctl::VaSpace`] (the reserved address range chunks are
 //!   carved from, with checked host stores such as doorbells).
-//! - [`topology`]: the KFD sysfs topology (live or a captured dump); [`isa`]: ISA names.
+//! - [`topology`]: the KFD sysfs topology (live or a captured dump); [`isa`]: a GPU's ISA and
+//!   product name by PCI device id (for kernels that do not report them).
 //! - [`device::LinuxPlatform`]: `hsa_core::platform::Platform` over a driver and a topology
 //!   ([`LinuxPlatform::new`], [`LinuxPlatform::with_xnack`]).
 //! - [`env`](mod@env): the environment variables the runtime reads, and how each kind of value

@@ -31,7 +31,7 @@
 //!   instead of each deriving its own answer: an empty properties file; on a GPU node
 //!   (`simd_count > 0`), `simd_count` above [`MAX_SIMD_COUNT`], `simd_per_cu` outside
 //!   `1..=simd_count` (no compute unit), a `wave_front_size` the node's ISA cannot run
-//!   ([`hsa_core::isa::wavefront_sizes`]); an IO or P2P link whose `node_to` is not a node of
+//!   ([`Processor::wavefront_sizes`]); an IO or P2P link whose `node_to` is not a node of
 //!   the topology. `node_from` is not checked: the 2018 MI25 dump has a link whose `node_from`
 //!   (1) is not its own node (2).
 //!
@@ -46,6 +46,7 @@ use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
+use hsa_core::isa::{Processor, TargetId};
 use hsa_core::platform::{Cache, HeapType, IoLink, MemoryBank, NodeProperties};
 use hsa_core::{error, Error, Status};
 
@@ -292,17 +293,19 @@ pub struct TopologyNode {
 }
 
 impl TopologyNode {
-    /// The LLVM processor name ("gfx90a") from `gfx_target_version`, or `None` for a CPU or an
-    /// unknown GPU.
-    pub fn isa_name(&self) -> Option<String> {
-        isa::isa_name_from_gfx_target_version(self.properties.gfx_target_version)
+    /// The node's processor (gfx90a) from `gfx_target_version` (filled in from the device id
+    /// on kernels that did not report it); `None` for a CPU or a GPU the processor table does
+    /// not have.
+    pub fn processor(&self) -> Option<Processor> {
+        self.target_id(false).map(|t| t.processor)
     }
 
-    /// ROCR's full ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`) with XNACK off; see
-    /// [`isa::full_isa_name`].
-    pub fn full_isa_name(&self) -> Option<String> {
-        let p = &self.properties;
-        isa::full_isa_name(p.gfx_target_version, p.capability, None)
+    /// The node's target id in a process whose XNACK mode is `xnack_on`
+    /// (`gfx90a:sramecc+:xnack-`; its [`TargetId::isa_name`] is ROCR's ISA name): the value
+    /// the runtime's agent for this node has, through the same derivation
+    /// ([`TargetId::of_node`]). `None` where [`TopologyNode::processor`] is.
+    pub fn target_id(&self, xnack_on: bool) -> Option<TargetId> {
+        TargetId::of_node(&self.properties, xnack_on)
     }
 
     /// Bytes of frame-buffer memory (public + private heaps) in `mem_banks`; 0 when the dump
@@ -772,8 +775,8 @@ pub const MAX_SIMD_COUNT: u32 = u16::MAX as u32;
 /// Checks what a GPU node's compute fields must satisfy for the runtime to use them, after
 /// `gfx_target_version` was filled in: `simd_count` fits the CRAT field ([`MAX_SIMD_COUNT`]),
 /// `simd_per_cu` gives at least one compute unit (`1..=simd_count`), and `wave_front_size` is
-/// a wavefront size of the node's ISA ([`hsa_core::isa::wavefront_sizes`]; 32 or 64 when the
-/// ISA is unknown). A CPU node (`simd_count` 0) passes.
+/// a wavefront size of the node's processor ([`Processor::wavefront_sizes`]; 32 or 64 when
+/// the processor table does not have its `gfx_target_version`). A CPU node (`simd_count` 0) passes.
 ///
 /// # Errors
 /// [`Status::Error`], `"<file>:<line>: node <id>: <field> <value> ..."` (`"<file>: ..."` when
@@ -803,20 +806,16 @@ fn check_gpu_fields(p: &Properties<'_>, props: &NodeProperties) -> Result<(), Er
     }
     let wave = props.wave_front_size;
     let gfxv = props.gfx_target_version;
-    match hsa_core::isa::wavefront_sizes(gfxv) {
-        Some(sizes) if !sizes.contains(&wave) => {
-            let isa = match isa::isa_name_from_gfx_target_version(gfxv) {
-                Some(name) => format!("{name} (gfx_target_version {gfxv})"),
-                None => format!("gfx_target_version {gfxv}"),
-            };
-            let legal = match sizes {
+    match Processor::from_gfx_target_version(gfxv) {
+        Some(processor) if !processor.wavefront_sizes().contains(&wave) => {
+            let legal = match processor.wavefront_sizes() {
                 [one] => format!("{one} only"),
                 _ => "32 or 64".to_owned(),
             };
             Err(error!(
                 Status::Error,
-                "{}: node {id}: wave_front_size {wave} is not a wavefront size of {isa}: \
-                 {legal}",
+                "{}: node {id}: wave_front_size {wave} is not a wavefront size of {processor} \
+                 (gfx_target_version {gfxv}): {legal}",
                 p.location("wave_front_size")
             ))
         }

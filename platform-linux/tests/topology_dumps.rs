@@ -6,7 +6,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use hsa_core::isa::Processor;
 use hsa_core::platform::{DeviceType, HeapType};
+use hsa_core::runtime::{Agent, AgentHandle};
 use hsa_core::Status;
 use hsa_linux::topology::{
     parse_properties, MemoryTree, SysfsTree, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_NODES,
@@ -55,7 +57,7 @@ fn mi25_2018_dump_without_gfx_target_version() {
     assert_eq!(cpu.memory_banks[0].heap_type, HeapType::System);
     assert_eq!(cpu.memory_banks[0].size_bytes, 67155521536);
     assert_eq!(cpu.memory_banks[0].mem_clk_max_mhz, 2666);
-    assert_eq!(cpu.isa_name(), None);
+    assert_eq!(cpu.processor(), None);
 
     let gpu = &t.nodes[1];
     let p = &gpu.properties;
@@ -64,9 +66,9 @@ fn mi25_2018_dump_without_gfx_target_version() {
     assert_eq!(p.name.as_str(), "");
     assert_eq!(p.device_id, 0x6860);
     assert_eq!(p.gfx_target_version, 90000, "derived from device id 0x6860");
-    assert_eq!(gpu.isa_name().as_deref(), Some("gfx900"));
+    assert_eq!(gpu.processor().map(Processor::name), Some("gfx900"));
     assert_eq!(
-        gpu.full_isa_name().as_deref(),
+        gpu.target_id(false).map(|t| t.isa_name()).as_deref(),
         Some("amdgcn-amd-amdhsa--gfx900:xnack-")
     );
     assert_eq!(p.marketing_name.as_str(), "AMD Radeon Instinct MI25");
@@ -110,9 +112,9 @@ fn mi210_eight_gpus_two_hives() {
     assert_eq!(t.gpu_count(), 8);
     for n in &t.nodes[2..] {
         let p = &n.properties;
-        assert_eq!(n.isa_name().as_deref(), Some("gfx90a"));
+        assert_eq!(n.processor().map(Processor::name), Some("gfx90a"));
         assert_eq!(
-            n.full_isa_name().as_deref(),
+            n.target_id(false).map(|t| t.isa_name()).as_deref(),
             Some("amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-")
         );
         assert_eq!(p.compute_unit_count(), 104);
@@ -176,9 +178,9 @@ fn mi300x_65_nodes_in_numeric_order() {
     assert_eq!(t.cpu_count(), 2);
     assert_eq!(t.gpu_count(), 63);
     for n in &t.nodes[2..] {
-        assert_eq!(n.isa_name().as_deref(), Some("gfx942"));
+        assert_eq!(n.processor().map(Processor::name), Some("gfx942"));
         assert_eq!(
-            n.full_isa_name().as_deref(),
+            n.target_id(false).map(|t| t.isa_name()).as_deref(),
             Some("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-")
         );
         assert_eq!(n.properties.compute_unit_count(), 38);
@@ -225,7 +227,7 @@ fn mi308x_partitions_with_memory_banks() {
     assert_eq!(n2.properties.gpu_id, 24248);
     assert_eq!(n2.properties.name.as_str(), "ip discovery");
     assert_eq!(n2.properties.marketing_name.as_str(), "AMD Instinct MI308X");
-    assert_eq!(n2.isa_name().as_deref(), Some("gfx942"));
+    assert_eq!(n2.processor().map(Processor::name), Some("gfx942"));
     assert_eq!(n2.properties.compute_unit_count(), 20);
     assert_eq!(n2.memory_banks.len(), 1);
     assert_eq!(n2.memory_banks[0].heap_type, HeapType::FrameBufferPublic);
@@ -821,4 +823,57 @@ fn empty_properties_file_is_an_error() {
             root.join(rel).display()
         )
     );
+}
+
+/// One ISA model: a GPU agent's ISA (`HSA_AGENT_INFO_ISA`, what the loader checks code objects
+/// against) and its topology node's ISA are one value, for every GPU node of every capture
+/// and for nodes that set either SRAM ECC bit of `kfd_sysfs.h` (`HSA_CAP_SRAM_EDCSUPPORTED`,
+/// bit 26, and bit 19, which kernels before it used and which is now
+/// `HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED`).
+#[test]
+fn agent_isa_is_the_topology_isa() {
+    let mut nodes = Vec::new();
+    for case in [
+        "mi25-gfx900-2018-topology",
+        "mi210-8gpu-xgmi-pcie-topology",
+        "mi300x-cpx-64part-topology",
+        "mi308x-cpx-topology",
+    ] {
+        if let Some(root) = dump(case) {
+            nodes.extend(Topology::read(&root).unwrap().nodes);
+        }
+    }
+    let root = Path::new("/t");
+    for gfxv in [90000, 90006, 90008, 90010, 90012, 90402, 100300, 110000] {
+        for capability in [0, 0x0400_0000, 0x0008_0000] {
+            let mut tree = MemoryTree::new();
+            tree.add_file(
+                "/t/nodes/0/properties",
+                format!(
+                    "simd_count 8\nsimd_per_cu 4\nwave_front_size 64\n\
+                     gfx_target_version {gfxv}\ncapability {capability}\n"
+                ),
+            );
+            nodes.extend(Topology::read_from(&tree, root).unwrap().nodes);
+        }
+    }
+    let mut gpus = 0;
+    for n in &nodes {
+        let agent = Agent::new(
+            AgentHandle::from_index(0),
+            n.properties.clone(),
+            std::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        let p = &n.properties;
+        let what = format!(
+            "node {} gfx_target_version {} capability {:#x}",
+            p.node_id, p.gfx_target_version, p.capability
+        );
+        assert_eq!(agent.isa(), n.target_id(false).as_ref(), "{what}");
+        gpus += usize::from(agent.isa().is_some());
+    }
+    assert!(gpus >= 24, "{gpus} GPU nodes checked");
 }

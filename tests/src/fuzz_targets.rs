@@ -140,7 +140,7 @@ pub fn topology(data: &[u8]) {
         Ok(mut t) => {
             let _ = (t.gpu_count(), t.cpu_count(), t.xgmi_hives());
             for n in &t.nodes {
-                let _ = (n.isa_name(), n.full_isa_name(), n.local_memory_bytes());
+                let _ = (n.processor(), n.target_id(true), n.local_memory_bytes());
             }
             complete_capture(&mut t);
         }

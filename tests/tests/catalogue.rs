@@ -4,9 +4,9 @@
 //! returns `Ok`, panics, or produces another status or message fails the test, and all
 //! failing rows are reported together.
 
+use hsa_core::isa::TargetId;
 use hsa_core::loader::code_object::AlignedBytes;
 use hsa_core::loader::executable::Executable;
-use hsa_core::loader::target::TargetId;
 use hsa_core::loader::CodeObject;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{AqlPacket, HeaderFlags, KernelDispatch};

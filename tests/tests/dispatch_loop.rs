@@ -14,7 +14,6 @@ use std::sync::Mutex;
 
 use hsa_core::loader::code_object::AlignedBytes;
 use hsa_core::loader::executable::Executable;
-use hsa_core::loader::target::TargetId;
 use hsa_core::loader::CodeObject;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{HeaderFlags, KernelDispatch};
@@ -61,7 +60,7 @@ fn run_loop(emulated: std::sync::Arc<EmulatedKfd>, code_object_file: &str, itera
     let rt = Runtime::new(SelectedDevice::emulated(emulated).unwrap().platform).unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
-    let target = TargetId::parse(&gpu.isa().unwrap().target_id()).unwrap();
+    let target = *gpu.isa().unwrap();
     let kernarg_pool = rt
         .find_pool(cpu.handle(), GlobalFlags::KERNARG)
         .unwrap()

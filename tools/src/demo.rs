@@ -20,8 +20,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use hsa_core::abi::SignalHandle;
+use hsa_core::isa::TargetId;
 use hsa_core::loader::executable::Executable;
-use hsa_core::loader::target::TargetId;
 use hsa_core::loader::CodeObject;
 use hsa_core::memory::{Allocation, GlobalFlags};
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
@@ -558,14 +558,13 @@ pub fn run_with_faults(
     let cpu = rt
         .first_cpu()
         .ok_or_else(|| error!(Status::InvalidAgent, "no CPU agent"))?;
-    let isa = gpu.isa().ok_or_else(|| {
+    let target = *gpu.isa().ok_or_else(|| {
         error!(
             Status::InvalidIsa,
             "GPU agent {} has no known ISA",
             gpu.name()
         )
     })?;
-    let target = TargetId::parse(&isa.target_id())?;
     let kernarg_pool = rt
         .find_pool(cpu.handle(), GlobalFlags::KERNARG)
         .ok_or_else(|| {

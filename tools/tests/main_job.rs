@@ -104,7 +104,7 @@ fn no_code_object_for_the_agent_is_a_clear_error() {
         dir.join("kernels-gfx1030-v5.hsaco"),
     )
     .unwrap();
-    let target = hsa_core::loader::target::TargetId::parse("gfx90a:sramecc+:xnack-").unwrap();
+    let target = hsa_core::isa::TargetId::of_agent(hsa_core::isa::Processor::GFX90A, true, false);
     let e = demo::find_code_object(&dir, &target).unwrap_err();
     assert_eq!(e.status(), Status::InvalidIsa);
     assert!(

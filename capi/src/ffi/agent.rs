@@ -219,7 +219,8 @@ pub unsafe extern "C" fn hsa_isa_get_info_alt(
         let st = state::state()?;
         let a = isa_agent(&st, isa)?;
         non_null(value, "value")?;
-        let name = a.isa().map(|i| i.name()).unwrap_or_default();
+        let isa_name = a.isa().map(|i| i.isa_name());
+        let name = isa_name.as_deref().unwrap_or("");
         // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
         unsafe {
             match attribute {

@@ -8,7 +8,6 @@ use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Arc, Mutex};
 
 use hsa_core::loader::executable::{Executable, Symbol, SymbolKind};
-use hsa_core::loader::target::TargetId;
 use hsa_core::platform::MemoryKind;
 use hsa_core::{bail, Error, NodeId, Status};
 
@@ -216,10 +215,9 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
                 a.name()
             );
         };
-        let target = TargetId::parse(&isa.target_id())?;
         let node = NodeId(a.node());
         let (id, index) = with_executable(&st, executable, |id, exe| {
-            let index = exe.load_code_object(node, &target, &reader.bytes, MemoryKind::System)?;
+            let index = exe.load_code_object(node, isa, &reader.bytes, MemoryKind::System)?;
             Ok((id, index))
         })?;
         if !loaded_code_object.is_null() {

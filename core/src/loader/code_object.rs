@@ -16,8 +16,8 @@ use object::LittleEndian as LE;
 use zerocopy::FromBytes;
 
 use super::metadata::{KernelMetadata, Metadata};
-use super::target::TargetId;
 use crate::abi::kernel_descriptor::{KernelDescriptor, KERNEL_DESCRIPTOR_SIZE};
+use crate::isa::TargetId;
 use crate::status::{Error, Result, Status};
 
 /// `EM_AMDGPU`: the ELF machine of AMD GPUs.

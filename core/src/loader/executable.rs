@@ -11,8 +11,8 @@ use alloc::vec::Vec;
 use super::code_object::{AlignedBytes, CodeObject, CODE_OBJECT_ALIGN};
 use super::image::OwnedChunk;
 use super::reloc::apply_relocation;
-use super::target::TargetId;
 use crate::addr::{GpuVa, NodeId};
+use crate::isa::TargetId;
 use crate::platform::{
     MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError,
 };

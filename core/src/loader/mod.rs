@@ -1,7 +1,7 @@
 //! AMDGPU code objects (ELF + MessagePack metadata note) and executables.
 //!
-//! - [`target`]: target ids (`gfx90a:sramecc+:xnack-`) from `e_flags` and strings, and the
-//!   code-object-to-agent compatibility rule.
+//! - Target ids (`gfx90a:sramecc+:xnack-`) from `e_flags` and the code-object-to-agent
+//!   compatibility rule are the crate's one ISA model, [`crate::isa::TargetId`].
 //! - [`code_object`]: the checked, borrowed reader ([`CodeObject`]); no allocation, no panics.
 //! - [`metadata`]: `amdhsa.*` metadata, read lazily; [`msgpack`]: the MessagePack walker.
 //! - [`reloc`]: `R_AMDGPU_*` dynamic relocations.
@@ -22,7 +22,6 @@ mod image;
 pub mod metadata;
 pub mod msgpack;
 pub mod reloc;
-pub mod target;
 
 #[cfg(feature = "alloc")]
 pub use code_object::AlignedBytes;
@@ -32,4 +31,3 @@ pub use code_object::{
 #[cfg(feature = "alloc")]
 pub use executable::{Executable, KernelInfo, LoadedCodeObject, Symbol, SymbolKind};
 pub use metadata::{KernelArg, KernelMetadata, Metadata};
-pub use target::{FeatureSetting, IsaName, Processor, TargetId};

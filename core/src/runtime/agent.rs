@@ -7,7 +7,7 @@
 
 use core::fmt::Write;
 
-use crate::isa::{self, AgentIsa};
+use crate::isa::TargetId;
 use crate::platform::{Cache, DeviceType, NodeProperties};
 
 /// Capacity, bytes, of an agent's UUID string (`GPU-` and 16 hex digits).
@@ -95,10 +95,6 @@ pub const GPU_QUEUE_MIN_SIZE_PACKETS: u32 = 64;
 /// Largest AQL queue, packets (`HSA_AGENT_INFO_QUEUE_MAX_SIZE`).
 pub const GPU_QUEUE_MAX_SIZE_PACKETS: u32 = 131_072;
 
-/// `HSA_CAP_SRAM_EDCSUPPORTED` of `kfd_sysfs.h`.
-pub const HSA_CAP_SRAM_EDCSUPPORTED: u32 = 0x0400_0000;
-/// `HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED` of `kfd_sysfs.h` (older kernels' SRAM ECC bit).
-pub const HSA_CAP_OLD_SRAM_EDCSUPPORTED: u32 = 0x0008_0000;
 /// `HSA_CAP_ASIC_REVISION_MASK` of `kfd_sysfs.h` (shift 22).
 pub const HSA_CAP_ASIC_REVISION_MASK: u32 = 0x03c0_0000;
 /// `HSA_CAP_FLAGS_COHERENTHOSTACCESS` of `kfd_sysfs.h`.
@@ -109,7 +105,7 @@ pub const HSA_CAP_FLAGS_COHERENTHOSTACCESS: u32 = 0x1000_0000;
 pub struct Agent {
     handle: AgentHandle,
     node: NodeProperties,
-    isa: Option<AgentIsa>,
+    isa: Option<TargetId>,
     cache_sizes_bytes: [u32; 4],
     memory_width_bits: u32,
     memory_clock_mhz: u32,
@@ -138,18 +134,8 @@ impl Agent {
                 cache_sizes_bytes[level - 1] = cache.size_kib.saturating_mul(1024);
             }
         }
-        let isa = match node.device_type() {
-            DeviceType::Gpu => {
-                isa::processor_from_gfx_target_version(node.gfx_target_version).map(|p| {
-                    // kfd_sysfs.h: HSA_CAP_SRAM_EDCSUPPORTED (before Linux 5.x the bit now
-                    // named HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED) says ECC is on. XNACK is
-                    // the process's mode (Platform::xnack_enabled), not the node's.
-                    let ecc = HSA_CAP_SRAM_EDCSUPPORTED | HSA_CAP_OLD_SRAM_EDCSUPPORTED;
-                    AgentIsa::new(p, node.capability & ecc != 0, xnack_on)
-                })
-            }
-            _ => None,
-        };
+        // The same derivation every other view of a node uses (one ISA model).
+        let isa = TargetId::of_node(&node, xnack_on);
         Agent {
             handle,
             node,
@@ -184,7 +170,7 @@ impl Agent {
     /// CPU (the node's `name`, else its marketing name).
     pub fn name(&self) -> &str {
         match &self.isa {
-            Some(isa) => &isa.processor,
+            Some(isa) => isa.processor.name(),
             None if !self.node.name.is_empty() => &self.node.name,
             None => &self.node.marketing_name,
         }
@@ -340,9 +326,10 @@ impl Agent {
         self.cache_sizes_bytes
     }
 
-    /// The agent's ISA (`HSA_AGENT_INFO_ISA`); `None` for a CPU or a GPU whose processor is
-    /// unknown.
-    pub fn isa(&self) -> Option<&AgentIsa> {
+    /// The agent's ISA (`HSA_AGENT_INFO_ISA`): its target id, the value the loader checks code
+    /// objects against ([`TargetId::check_runs_on`]); `None` for a CPU or a GPU whose
+    /// `gfx_target_version` the processor table does not have.
+    pub fn isa(&self) -> Option<&TargetId> {
         self.isa.as_ref()
     }
 
@@ -514,7 +501,7 @@ mod tests {
         );
         assert_eq!(a.name(), "gfx90a");
         assert_eq!(
-            a.isa().unwrap().name(),
+            a.isa().unwrap().isa_name(),
             "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
         );
         // XNACK is the process's mode: the same node with it on.
@@ -527,7 +514,7 @@ mod tests {
             true,
         );
         assert_eq!(
-            on.isa().unwrap().name(),
+            on.isa().unwrap().isa_name(),
             "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack+"
         );
         assert_eq!(a.compute_unit_count(), 104);

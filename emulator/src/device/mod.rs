@@ -327,15 +327,18 @@ impl EmulatedKfd {
             }
             let doorbells = Backing::new("hsa-emulated-doorbells", DOORBELL_PAGE_BYTES)
                 .map_err(|e| error!(Status::OutOfResources, "doorbell page: {e}"))?;
-            let isa = n.isa_name();
+            let processor = n.processor();
             gpus.push(Gpu {
                 gpu_id: p.gpu_id,
                 vram_bytes: n.local_memory_bytes(),
                 num_cp_queues: p.num_cp_queues.max(1),
                 lds_bytes: p.lds_size_in_kb.saturating_mul(1024),
                 doorbells: Arc::new(doorbells),
-                target: isa.as_deref().and_then(Gfx9Target::from_processor),
-                isa: isa.unwrap_or_else(|| format!("gfx_target_version {}", p.gfx_target_version)),
+                target: processor.and_then(Gfx9Target::from_processor),
+                isa: processor.map_or_else(
+                    || format!("gfx_target_version {}", p.gfx_target_version),
+                    |processor| processor.name().to_owned(),
+                ),
             });
         }
         if gpus.is_empty() {

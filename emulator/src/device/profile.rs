@@ -161,10 +161,10 @@ pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_cor
     let gpu = &mut t.nodes[1].properties;
     gpu.gfx_target_version = gfx_target_version;
     gpu.device_id = device_id;
-    let name =
-        hsa_linux::isa::isa_name_from_gfx_target_version(gfx_target_version).unwrap_or_default();
+    let name = hsa_core::isa::Processor::from_gfx_target_version(gfx_target_version)
+        .map_or("", hsa_core::isa::Processor::name);
     gpu.name.clear();
-    let _ = gpu.name.push_str(&name);
+    let _ = gpu.name.push_str(name);
     gpu.marketing_name.clear();
     let marketing = hsa_linux::isa::marketing_name_from_device_id(device_id).unwrap_or("AMD GPU");
     let _ = gpu.marketing_name.push_str(marketing);
@@ -188,6 +188,7 @@ fn pcie_link(from: u32, to: u32) -> IoLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hsa_core::isa::Processor;
 
     #[test]
     fn builtin_profile_is_an_mi210_like_gfx90a() {
@@ -196,7 +197,7 @@ mod tests {
         assert_eq!(t.gpu_count(), 1);
         let g = &t.nodes[1];
         assert_eq!(g.properties.compute_unit_count(), 104);
-        assert_eq!(g.isa_name().as_deref(), Some("gfx90a"));
+        assert_eq!(g.processor(), Some(Processor::GFX90A));
         assert_eq!(g.local_memory_bytes(), 64 << 30);
         assert_eq!(g.properties.device_id, 0x740f);
         assert_eq!(g.properties.capability, 746_037_888); // the real MI210 dump's value
@@ -208,11 +209,11 @@ mod tests {
     fn builtin_profile_for_other_targets() {
         let t = builtin_topology_for(90000).unwrap();
         let g = &t.nodes[1];
-        assert_eq!(g.isa_name().as_deref(), Some("gfx900"));
+        assert_eq!(g.processor(), Some(Processor::GFX900));
         assert_eq!(g.properties.device_id, 0x6860);
         assert_eq!(g.properties.name.as_str(), "gfx900");
         let t = builtin_topology_for(90402).unwrap();
-        assert_eq!(t.nodes[1].isa_name().as_deref(), Some("gfx942"));
+        assert_eq!(t.nodes[1].processor(), Some(Processor::GFX942));
         assert_eq!(t.nodes[1].properties.device_id, 0x74a1);
         assert!(t.nodes[1]
             .properties

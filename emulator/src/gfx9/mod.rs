@@ -20,6 +20,8 @@ pub mod wave;
 
 pub use decode::{decode, Encoding, Instruction, Modifiers, OpInfo, Operand};
 
+use hsa_core::isa::Processor;
+
 /// A GFX9 processor whose machine code this module runs. gfx9-generic code objects use
 /// [`Gfx9Target::Gfx900`] (the generic target's instructions are gfx900's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -34,24 +36,30 @@ pub enum Gfx9Target {
 }
 
 impl Gfx9Target {
-    /// From a processor name: `gfx900`, `gfx9-generic` → Gfx900, `gfx90a`, `gfx942`.
-    /// `None` for anything else.
-    pub fn from_processor(name: &str) -> Option<Gfx9Target> {
-        match name {
-            "gfx900" | "gfx9-generic" => Some(Gfx9Target::Gfx900),
-            "gfx90a" => Some(Gfx9Target::Gfx90a),
-            "gfx942" => Some(Gfx9Target::Gfx942),
+    /// The interpreter's model of `processor` (a row of the crate's processor table, e.g. a
+    /// code object's or an agent's [`TargetId::processor`](crate::isa::TargetId)): gfx900 and
+    /// gfx9-generic → `Gfx900`, gfx90a, gfx942. `None` for any other processor.
+    pub fn from_processor(processor: Processor) -> Option<Gfx9Target> {
+        match processor {
+            Processor::GFX900 | Processor::GFX9_GENERIC => Some(Gfx9Target::Gfx900),
+            Processor::GFX90A => Some(Gfx9Target::Gfx90a),
+            Processor::GFX942 => Some(Gfx9Target::Gfx942),
             _ => None,
         }
     }
 
-    /// The processor name, e.g. `"gfx90a"`.
-    pub const fn name(self) -> &'static str {
+    /// The processor whose machine code this model runs (gfx900 for gfx9-generic code too).
+    pub const fn processor(self) -> Processor {
         match self {
-            Gfx9Target::Gfx900 => "gfx900",
-            Gfx9Target::Gfx90a => "gfx90a",
-            Gfx9Target::Gfx942 => "gfx942",
+            Gfx9Target::Gfx900 => Processor::GFX900,
+            Gfx9Target::Gfx90a => Processor::GFX90A,
+            Gfx9Target::Gfx942 => Processor::GFX942,
         }
+    }
+
+    /// The processor name, e.g. `"gfx90a"`.
+    pub fn name(self) -> &'static str {
+        self.processor().name()
     }
 
     /// Whether work-item ids are packed into v0 (bits 0..9 x, 10..19 y, 20..29 z):

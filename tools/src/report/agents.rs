@@ -232,7 +232,7 @@ fn agent_report<P: Platform>(out: &mut String, rt: &Runtime<P>, a: &Agent) {
     header(out, 1, "ISA Info:");
     if let Some(isa) = a.isa() {
         header(out, 2, "ISA 1");
-        line(out, 3, "Name:", isa.name());
+        line(out, 3, "Name:", isa.isa_name());
         line(out, 3, "Machine Models:", "HSA_MACHINE_MODEL_LARGE");
         line(out, 3, "Profiles:", "HSA_PROFILE_BASE");
         line(out, 3, "Default Rounding Mode:", "NEAR");

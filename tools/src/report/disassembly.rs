@@ -71,7 +71,7 @@ pub const NOT_DECODED: &str = "not decoded by hsa-rt";
 pub fn disassembly_report(bytes: &[u8], file_name: &str) -> Result<String> {
     let aligned = AlignedBytes::new(bytes);
     let co = CodeObject::parse(aligned.as_bytes())?;
-    let processor = co.target().processor.name();
+    let processor = co.target().processor;
     let Some(target) = Gfx9Target::from_processor(processor) else {
         bail!(
             Status::InvalidIsa,

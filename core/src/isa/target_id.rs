@@ -1,13 +1,16 @@
-//! Target ids: the processor and the XNACK/SRAMECC settings a code object was built for, as
-//! encoded in the ELF `e_flags` and spelled in ISA names (`gfx90a:sramecc+:xnack-`).
+//! Target ids: a processor with its XNACK and SRAMECC settings (`gfx90a:sramecc+:xnack-`), as
+//! an agent runs it, as a code object's `e_flags` encode it, and as ISA names spell it.
 //!
-//! Ref: LLVM AMDGPUUsage, "Processors", "Target Features", "Target ID", "Code Object Target
-//! Identification", table "AMDGPU ELF Header e_flags for Code Object V4 and After" and the
-//! `EF_AMDGPU_MACH_*` list of `llvm/BinaryFormat/ELF.h` (values checked with
-//! `llvm-readelf-19 -h` on patched headers).
+//! Ref: LLVM AMDGPUUsage "Target ID", "Target Features", "Code Object Target Identification",
+//! table "AMDGPU ELF Header `e_flags` for Code Object V4 and After"; `llvm/BinaryFormat/ELF.h`
+//! (`EF_AMDGPU_FEATURE_*_V4`, `EF_AMDGPU_GENERIC_VERSION`); amdkfd `kfd_sysfs.h`
+//! (`HSA_CAP_SRAM_EDCSUPPORTED`).
 
-use core::fmt;
+use core::fmt::{self, Write as _};
+use core::ops::Deref;
 
+use super::processor::{Processor, MAX_NAME_BYTES};
+use crate::platform::{DeviceType, NodeProperties};
 use crate::status::{Result, Status};
 
 /// `EF_AMDGPU_MACH`: mask of the processor in `e_flags`.
@@ -21,222 +24,28 @@ pub const EF_AMDGPU_GENERIC_VERSION: u32 = 0xff00_0000;
 /// Shift of `EF_AMDGPU_GENERIC_VERSION`.
 pub const EF_AMDGPU_GENERIC_VERSION_OFFSET: u32 = 24;
 
+/// `HSA_CAP_SRAM_EDCSUPPORTED` of `kfd_sysfs.h`: a node's `capability` bit saying SRAM ECC
+/// is enabled.
+pub const HSA_CAP_SRAM_EDCSUPPORTED: u32 = 0x0400_0000;
+/// `HSA_CAP_RESERVED_WAS_SRAM_EDCSUPPORTED` of `kfd_sysfs.h`: the bit kernels before
+/// [`HSA_CAP_SRAM_EDCSUPPORTED`] set for SRAM ECC.
+pub const HSA_CAP_OLD_SRAM_EDCSUPPORTED: u32 = 0x0008_0000;
+
 /// The prefix of a full ISA name: architecture, vendor, OS and (empty) environment.
 ///
 /// Ref: AMDGPUUsage "Target Triples"; HSA `HSA_ISA_INFO_NAME`.
 pub const ISA_NAME_PREFIX: &str = "amdgcn-amd-amdhsa--";
 
-/// A family of processors a generic target covers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-enum Generic {
-    None,
-    Gfx9,
-    Gfx94,
-    Gfx101,
-    Gfx103,
-    Gfx11,
-    Gfx12,
-}
+/// Capacity, bytes, of an [`IsaName`]: the longest is the prefix, the longest processor name
+/// and both features (`...--gfx10-3-generic:sramecc+:xnack+` would be 50).
+pub const ISA_NAME_CAPACITY: usize = 64;
 
-/// One row of the processor table.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-struct ProcessorInfo {
-    mach: u8,
-    name: &'static str,
-    xnack: bool,
-    sramecc: bool,
-    /// The generic family this processor belongs to (for a specific processor), or that it
-    /// is (for a generic target).
-    family: Generic,
-    is_generic: bool,
-}
-
-const fn p(
-    mach: u8,
-    name: &'static str,
-    xnack: bool,
-    sramecc: bool,
-    family: Generic,
-) -> ProcessorInfo {
-    ProcessorInfo {
-        mach,
-        name,
-        xnack,
-        sramecc,
-        family,
-        is_generic: false,
-    }
-}
-const fn g(
-    mach: u8,
-    name: &'static str,
-    xnack: bool,
-    sramecc: bool,
-    family: Generic,
-) -> ProcessorInfo {
-    ProcessorInfo {
-        mach,
-        name,
-        xnack,
-        sramecc,
-        family,
-        is_generic: true,
-    }
-}
-
-/// `EF_AMDGPU_MACH_AMDGCN_*` values with the processor name, its XNACK and SRAMECC support,
-/// and the generic family (AMDGPUUsage "AMDGPU Processors" and "AMDGPU Generic Processors").
-const PROCESSORS: &[ProcessorInfo] = &[
-    p(0x20, "gfx600", false, false, Generic::None),
-    p(0x21, "gfx601", false, false, Generic::None),
-    p(0x3a, "gfx602", false, false, Generic::None),
-    p(0x22, "gfx700", false, false, Generic::None),
-    p(0x23, "gfx701", false, false, Generic::None),
-    p(0x24, "gfx702", false, false, Generic::None),
-    p(0x25, "gfx703", false, false, Generic::None),
-    p(0x26, "gfx704", false, false, Generic::None),
-    p(0x3b, "gfx705", false, false, Generic::None),
-    p(0x28, "gfx801", true, false, Generic::None),
-    p(0x29, "gfx802", false, false, Generic::None),
-    p(0x2a, "gfx803", false, false, Generic::None),
-    p(0x3c, "gfx805", false, false, Generic::None),
-    p(0x2b, "gfx810", true, false, Generic::None),
-    p(0x2c, "gfx900", true, false, Generic::Gfx9),
-    p(0x2d, "gfx902", true, false, Generic::Gfx9),
-    p(0x2e, "gfx904", true, false, Generic::Gfx9),
-    p(0x2f, "gfx906", true, true, Generic::Gfx9),
-    p(0x30, "gfx908", true, true, Generic::None),
-    p(0x31, "gfx909", true, false, Generic::Gfx9),
-    p(0x32, "gfx90c", true, false, Generic::Gfx9),
-    p(0x3f, "gfx90a", true, true, Generic::None),
-    p(0x40, "gfx940", true, true, Generic::Gfx94),
-    p(0x4b, "gfx941", true, true, Generic::Gfx94),
-    p(0x4c, "gfx942", true, true, Generic::Gfx94),
-    p(0x4f, "gfx950", true, true, Generic::Gfx94),
-    p(0x33, "gfx1010", true, false, Generic::Gfx101),
-    p(0x34, "gfx1011", true, false, Generic::Gfx101),
-    p(0x35, "gfx1012", true, false, Generic::Gfx101),
-    p(0x42, "gfx1013", true, false, Generic::Gfx101),
-    p(0x36, "gfx1030", false, false, Generic::Gfx103),
-    p(0x37, "gfx1031", false, false, Generic::Gfx103),
-    p(0x38, "gfx1032", false, false, Generic::Gfx103),
-    p(0x39, "gfx1033", false, false, Generic::Gfx103),
-    p(0x3e, "gfx1034", false, false, Generic::Gfx103),
-    p(0x3d, "gfx1035", false, false, Generic::Gfx103),
-    p(0x45, "gfx1036", false, false, Generic::Gfx103),
-    p(0x41, "gfx1100", false, false, Generic::Gfx11),
-    p(0x46, "gfx1101", false, false, Generic::Gfx11),
-    p(0x47, "gfx1102", false, false, Generic::Gfx11),
-    p(0x44, "gfx1103", false, false, Generic::Gfx11),
-    p(0x43, "gfx1150", false, false, Generic::Gfx11),
-    p(0x4a, "gfx1151", false, false, Generic::Gfx11),
-    p(0x55, "gfx1152", false, false, Generic::Gfx11),
-    p(0x58, "gfx1153", false, false, Generic::Gfx11),
-    p(0x48, "gfx1200", false, false, Generic::Gfx12),
-    p(0x4e, "gfx1201", false, false, Generic::Gfx12),
-    g(0x51, "gfx9-generic", true, false, Generic::Gfx9),
-    g(0x5f, "gfx9-4-generic", true, true, Generic::Gfx94),
-    g(0x52, "gfx10-1-generic", true, false, Generic::Gfx101),
-    g(0x53, "gfx10-3-generic", false, false, Generic::Gfx103),
-    g(0x54, "gfx11-generic", false, false, Generic::Gfx11),
-    g(0x59, "gfx12-generic", false, false, Generic::Gfx12),
-];
-
-/// A processor (`gfx90a`) or generic target (`gfx9-generic`) known to this loader.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Processor(&'static ProcessorInfo);
-
-impl Processor {
-    /// The processor for an `EF_AMDGPU_MACH_*` value (the low byte of `e_flags`).
-    ///
-    /// # Errors
-    /// `Status::InvalidIsa` naming the value when it is not a known AMDGCN processor.
-    pub fn from_mach(mach: u32) -> Result<Processor> {
-        PROCESSORS
-            .iter()
-            .find(|p| u32::from(p.mach) == mach)
-            .map(Processor)
-            .ok_or_else(|| {
-                crate::error!(
-                    Status::InvalidIsa,
-                    "EF_AMDGPU_MACH {mach:#x} is not a known AMDGCN processor"
-                )
-            })
-    }
-
-    /// The processor named `name` (`"gfx942"`, `"gfx11-generic"`).
-    ///
-    /// # Errors
-    /// `Status::InvalidIsaName` when the name is unknown.
-    pub fn from_name(name: &str) -> Result<Processor> {
-        PROCESSORS
-            .iter()
-            .find(|p| p.name == name)
-            .map(Processor)
-            .ok_or_else(|| {
-                crate::error!(
-                    Status::InvalidIsaName,
-                    "processor {name:?} is not a known AMDGCN processor"
-                )
-            })
-    }
-
-    /// The processor's name, as in ISA names.
-    pub fn name(self) -> &'static str {
-        self.0.name
-    }
-
-    /// Its `EF_AMDGPU_MACH_*` value.
-    pub fn mach(self) -> u32 {
-        u32::from(self.0.mach)
-    }
-
-    /// Whether this is a generic target (`gfx9-generic`, ...), which only runs on the
-    /// processors it covers.
-    pub fn is_generic(self) -> bool {
-        self.0.is_generic
-    }
-
-    /// Whether the processor has the XNACK (page-fault replay) feature.
-    pub fn supports_xnack(self) -> bool {
-        self.0.xnack
-    }
-
-    /// Whether the processor has the SRAMECC feature.
-    pub fn supports_sramecc(self) -> bool {
-        self.0.sramecc
-    }
-
-    /// Whether code for `self` (a generic target) can run on `processor` (a specific one):
-    /// true when `self` is generic and its family (AMDGPUUsage "AMDGPU Generic Processors"
-    /// table) contains `processor`.
-    pub fn generic_covers(self, processor: Processor) -> bool {
-        self.is_generic()
-            && !processor.is_generic()
-            && processor.0.family != Generic::None
-            && processor.0.family == self.0.family
-    }
-
-    /// The lowest generic version of this processor's generic family that can run on it
-    /// (AMDGPUUsage: every processor listed in the generic table needs version 1 or later).
-    pub fn min_generic_version(self) -> u32 {
-        1
-    }
-}
-
-impl fmt::Debug for Processor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Processor({})", self.0.name)
-    }
-}
-
-impl fmt::Display for Processor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.0.name)
-    }
-}
+const _: () =
+    assert!(ISA_NAME_PREFIX.len() + MAX_NAME_BYTES + ":sramecc+:xnack+".len() <= ISA_NAME_CAPACITY);
 
 /// The setting of a target feature (XNACK or SRAMECC) in a target id.
+///
+/// An agent's setting is `On`, `Off` or `Unsupported`; `Any` exists only in code objects.
 ///
 /// Ref: AMDGPUUsage "Target Features" and "Target ID": `feature+` on, `feature-` off, absent
 /// any; "unsupported" when the processor lacks the feature.
@@ -264,6 +73,16 @@ impl FeatureSetting {
         }
     }
 
+    /// An agent's setting: `Unsupported` when the processor lacks the feature, else on or
+    /// off.
+    pub const fn of_agent(supported: bool, on: bool) -> FeatureSetting {
+        match (supported, on) {
+            (false, _) => FeatureSetting::Unsupported,
+            (true, true) => FeatureSetting::On,
+            (true, false) => FeatureSetting::Off,
+        }
+    }
+
     /// Whether code built with `self` runs on an agent whose feature is `agent`: "any" and
     /// "unsupported" in the code match any agent setting, on/off must equal the agent's.
     ///
@@ -279,8 +98,15 @@ impl FeatureSetting {
 /// A target id: processor plus XNACK and SRAMECC settings, plus the generic version for a
 /// generic target of code object v6.
 ///
-/// Display gives the target-id form (`gfx90a:sramecc+:xnack-`, features sorted, "any" and
-/// "unsupported" omitted); [`TargetId::isa_name`] the full ISA name.
+/// The one ISA value of the crate: a GPU agent's ISA ([`Agent::isa`], built by
+/// [`TargetId::of_node`]), a code object's target ([`TargetId::from_e_flags`]) and what the
+/// loader compares them with ([`TargetId::check_runs_on`]); the emulated device picks its
+/// interpreter from [`TargetId::processor`].
+///
+/// Display gives the target-id form (`gfx90a:sramecc+:xnack-`, features in alphabetical
+/// order, "any" and "unsupported" omitted); [`TargetId::isa_name`] the full ISA name.
+///
+/// [`Agent::isa`]: crate::runtime::Agent::isa
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TargetId {
     /// The processor or generic target.
@@ -294,22 +120,56 @@ pub struct TargetId {
 }
 
 impl TargetId {
-    /// A target id for `processor` with both features "any" where supported.
+    /// A target id for `processor` with both features "any" where supported (what a code
+    /// object built for `-mcpu=<processor>` says).
     pub fn new(processor: Processor) -> TargetId {
+        let any = |supported: bool| {
+            if supported {
+                FeatureSetting::Any
+            } else {
+                FeatureSetting::Unsupported
+            }
+        };
         TargetId {
             processor,
-            xnack: if processor.supports_xnack() {
-                FeatureSetting::Any
-            } else {
-                FeatureSetting::Unsupported
-            },
-            sramecc: if processor.supports_sramecc() {
-                FeatureSetting::Any
-            } else {
-                FeatureSetting::Unsupported
-            },
+            xnack: any(processor.supports_xnack()),
+            sramecc: any(processor.supports_sramecc()),
             generic_version: 0,
         }
+    }
+
+    /// An agent's target id: `processor` with SRAMECC and XNACK on or off as given, and
+    /// `Unsupported` for a feature the processor lacks whatever is asked.
+    pub fn of_agent(processor: Processor, sramecc_on: bool, xnack_on: bool) -> TargetId {
+        TargetId {
+            processor,
+            xnack: FeatureSetting::of_agent(processor.supports_xnack(), xnack_on),
+            sramecc: FeatureSetting::of_agent(processor.supports_sramecc(), sramecc_on),
+            generic_version: 0,
+        }
+    }
+
+    /// The target id of a GPU topology node in a process whose XNACK mode is `xnack_on`
+    /// (XNACK is per process: KFD `SET_XNACK_MODE`, not a node property): the processor of
+    /// its `gfx_target_version`, SRAMECC on when `capability` has
+    /// [`HSA_CAP_SRAM_EDCSUPPORTED`] or the older [`HSA_CAP_OLD_SRAM_EDCSUPPORTED`].
+    ///
+    /// `None` for a CPU node (`simd_count` 0) and for a `gfx_target_version` the processor
+    /// table does not have (0 included).
+    ///
+    /// Ref: amdkfd `kfd_topology.c` (`gfx_target_version`, `capability`), `kfd_sysfs.h`;
+    /// ROCR decides SRAMECC from `HsaNodeProperties.Capability.SRAM_EDCSupport` likewise.
+    pub fn of_node(node: &NodeProperties, xnack_on: bool) -> Option<TargetId> {
+        if node.device_type() != DeviceType::Gpu {
+            return None;
+        }
+        let processor = Processor::from_gfx_target_version(node.gfx_target_version)?;
+        let ecc = HSA_CAP_SRAM_EDCSUPPORTED | HSA_CAP_OLD_SRAM_EDCSUPPORTED;
+        Some(TargetId::of_agent(
+            processor,
+            node.capability & ecc != 0,
+            xnack_on,
+        ))
     }
 
     /// Decodes `e_flags` of a code object v4+ (`EI_ABIVERSION` 2, 3 or 4).
@@ -351,9 +211,9 @@ impl TargetId {
     }
 
     /// Parses a target id (`gfx90a:sramecc+:xnack-`) or a full ISA name
-    /// (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`). An absent feature is "any" when the
-    /// processor supports it, else "unsupported". The generic version is 0 (a string does not
-    /// carry it).
+    /// (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`) given from outside (a command line, a
+    /// test). An absent feature is "any" when the processor supports it, else "unsupported".
+    /// The generic version is 0 (a string does not carry it).
     ///
     /// # Errors
     /// `Status::InvalidIsaName` naming the part for an unknown processor, an unknown or
@@ -402,9 +262,13 @@ impl TargetId {
         Ok(t)
     }
 
-    /// The full ISA name, `amdgcn-amd-amdhsa--` followed by the target id.
+    /// The full ISA name as ROCR reports it (`HSA_ISA_INFO_NAME`): `amdgcn-amd-amdhsa--`
+    /// followed by the target id, e.g. `amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`.
     pub fn isa_name(&self) -> IsaName {
-        IsaName(*self)
+        let mut s = heapless::String::new();
+        // Cannot fail: ISA_NAME_CAPACITY holds the longest name (asserted above).
+        let _ = write!(s, "{ISA_NAME_PREFIX}{self}");
+        IsaName(s)
     }
 
     /// Whether a code object for `self` can be loaded on an agent whose ISA is `agent`.
@@ -454,14 +318,47 @@ impl fmt::Display for TargetId {
     }
 }
 
-/// A full ISA name (`amdgcn-amd-amdhsa--gfx90a:xnack-`), formatted on demand so no allocator
-/// is needed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IsaName(pub TargetId);
+/// A full ISA name (`amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-`) in a fixed buffer, so no
+/// allocator is needed; derefs to `str`.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct IsaName(heapless::String<ISA_NAME_CAPACITY>);
+
+impl IsaName {
+    /// The name as a string slice.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Deref for IsaName {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
 
 impl fmt::Display for IsaName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{ISA_NAME_PREFIX}{}", self.0)
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Debug for IsaName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl PartialEq<str> for IsaName {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for IsaName {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
     }
 }
 
@@ -469,49 +366,6 @@ impl fmt::Display for IsaName {
 mod tests {
     use super::*;
     use std::string::ToString;
-
-    #[test]
-    fn mach_values_match_llvm_readelf() {
-        // Values from `llvm-readelf-19 -h` on headers patched with each EF_AMDGPU_MACH.
-        for (mach, name) in [
-            (0x2c, "gfx900"),
-            (0x2f, "gfx906"),
-            (0x30, "gfx908"),
-            (0x3f, "gfx90a"),
-            (0x40, "gfx940"),
-            (0x4b, "gfx941"),
-            (0x4c, "gfx942"),
-            (0x33, "gfx1010"),
-            (0x42, "gfx1013"),
-            (0x36, "gfx1030"),
-            (0x45, "gfx1036"),
-            (0x41, "gfx1100"),
-            (0x44, "gfx1103"),
-            (0x43, "gfx1150"),
-            (0x4a, "gfx1151"),
-            (0x48, "gfx1200"),
-            (0x4e, "gfx1201"),
-            (0x51, "gfx9-generic"),
-            (0x52, "gfx10-1-generic"),
-            (0x53, "gfx10-3-generic"),
-            (0x54, "gfx11-generic"),
-            (0x59, "gfx12-generic"),
-            (0x5f, "gfx9-4-generic"),
-        ] {
-            assert_eq!(Processor::from_mach(mach).unwrap().name(), name);
-            assert_eq!(Processor::from_name(name).unwrap().mach(), mach);
-        }
-        let e = Processor::from_mach(0x27).unwrap_err();
-        assert_eq!(e.status(), Status::InvalidIsa);
-        assert!(e.detail().contains("0x27"), "{e}");
-        // Every mach value appears once.
-        for (i, a) in PROCESSORS.iter().enumerate() {
-            for b in &PROCESSORS[i + 1..] {
-                assert_ne!(a.mach, b.mach, "{} {}", a.name, b.name);
-                assert_ne!(a.name, b.name);
-            }
-        }
-    }
 
     #[test]
     fn e_flags_of_test_files() {
@@ -523,6 +377,7 @@ mod tests {
             (FeatureSetting::Any, FeatureSetting::Any)
         );
         assert_eq!(t.to_string(), "gfx90a");
+        assert_eq!(t, TargetId::new(Processor::GFX90A));
         let t = TargetId::from_e_flags(0x12c).unwrap();
         assert_eq!(
             (t.xnack, t.sramecc),
@@ -538,10 +393,8 @@ mod tests {
         assert_eq!(t.generic_version, 1);
         let t = TargetId::from_e_flags(0xe3f).unwrap();
         assert_eq!(t.to_string(), "gfx90a:sramecc+:xnack-");
-        assert_eq!(
-            t.isa_name().to_string(),
-            "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
-        );
+        assert_eq!(t.isa_name(), "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
+        assert_eq!(t, TargetId::of_agent(Processor::GFX90A, true, false));
         // Generic without a version, and a feature the processor lacks.
         assert_eq!(
             TargetId::from_e_flags(0x151).unwrap_err().status(),
@@ -623,5 +476,47 @@ mod tests {
         assert!(g11.check_runs_on(&co("gfx1200")).is_err());
         // A specific code object never runs on a generic "agent".
         assert!(co("gfx900").check_runs_on(&g9).is_err());
+    }
+
+    #[test]
+    fn isa_names_match_rocminfo() {
+        // rocminfo of the 4×MI210 workstation, the Ryzen 5600G (gfx90c), the RX 7900 XTX.
+        let mi210 = TargetId::of_agent(Processor::GFX90A, true, false);
+        assert_eq!(
+            mi210.isa_name(),
+            "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-"
+        );
+        let apu = TargetId::of_agent(Processor::GFX90C, true, false);
+        assert_eq!(apu.isa_name(), "amdgcn-amd-amdhsa--gfx90c:xnack-");
+        let navi = TargetId::of_agent(Processor::GFX1100, true, true);
+        assert_eq!(navi.isa_name(), "amdgcn-amd-amdhsa--gfx1100");
+        assert_eq!(navi.isa_name().as_str(), "amdgcn-amd-amdhsa--gfx1100");
+    }
+
+    #[test]
+    fn node_target_ids() {
+        let node = |gfx_target_version, capability| NodeProperties {
+            simd_count: 8,
+            gfx_target_version,
+            capability,
+            ..NodeProperties::default()
+        };
+        // The MI210 dump's capability 0x2c77a280 has HSA_CAP_SRAM_EDCSUPPORTED.
+        let t = TargetId::of_node(&node(90010, 0x2c77_a280), false).unwrap();
+        assert_eq!(t.to_string(), "gfx90a:sramecc+:xnack-");
+        let t = TargetId::of_node(&node(90006, HSA_CAP_OLD_SRAM_EDCSUPPORTED), true).unwrap();
+        assert_eq!(t.to_string(), "gfx906:sramecc+:xnack+");
+        let t = TargetId::of_node(&node(90402, 0), false).unwrap();
+        assert_eq!(t.to_string(), "gfx942:sramecc-:xnack-");
+        // The MI25's capability 0x2280: gfx900 has no SRAMECC at all.
+        let t = TargetId::of_node(&node(90000, 0x2280), true).unwrap();
+        assert_eq!(t.isa_name(), "amdgcn-amd-amdhsa--gfx900:xnack+");
+        assert_eq!(TargetId::of_node(&node(0, 0), false), None);
+        assert_eq!(TargetId::of_node(&node(91600, 0), false), None);
+        let cpu = NodeProperties {
+            gfx_target_version: 90010,
+            ..NodeProperties::default()
+        };
+        assert_eq!(TargetId::of_node(&cpu, false), None);
     }
 }
