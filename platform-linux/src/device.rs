@@ -517,7 +517,12 @@ impl LinuxPlatform {
         match self.alloc_at(va, alloc_gpu, placement, size, flags, map_to) {
             Ok(c) => Ok(c),
             Err(e) => {
-                let _ = self.process.va.release(va);
+                // A chunk recorded despite the error is a buffer KFD would not free: its
+                // addresses stay carved (KFD may still use the host pages of a USERPTR
+                // buffer), and the platform's drop retries the free.
+                if !lock(&self.state).chunks.contains_key(&va) {
+                    let _ = self.process.va.release(va);
+                }
                 Err(e)
             }
         }
@@ -566,12 +571,18 @@ impl LinuxPlatform {
         let handle = a.handle;
         let undo = |e: Error| {
             let mut f = FreeMemoryOfGpuArgs { handle };
-            let _ = call(
+            if call(
                 drv,
                 AMDKFD_IOC_FREE_MEMORY_OF_GPU,
                 "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
                 &mut f,
-            );
+            )
+            .is_err()
+            {
+                // KFD still holds the buffer: keep it recorded so that its addresses are not
+                // reused and the platform's drop retries the free.
+                self.record(va, size, Some(handle), Vec::new());
+            }
             e
         };
         let host_mapped = match placement {
@@ -741,9 +752,18 @@ impl Drop for LinuxPlatform {
         // is not allowed") and releases it when the process closes /dev/kfd. Its host
         // mapping goes with the reservation.
         let event_page = lock(&self.process.event_page).map(|p| p.va);
+        // The EOP and save-area buffers of a queue KFD would not destroy are not freed either:
+        // its command processor may still write them (KFD releases them with the process).
+        let busy: HashSet<u64> = lock(&self.state)
+            .queues
+            .values()
+            .flat_map(|q| [q.eop, q.cwsr])
+            .flatten()
+            .map(|c| c.gpu_va.0)
+            .collect();
         let chunks: Vec<u64> = lock(&self.state).chunks.keys().copied().collect();
         for va in chunks {
-            if Some(va) != event_page {
+            if Some(va) != event_page && !busy.contains(&va) {
                 let _ = self.free_chunk(va);
             }
         }

@@ -276,24 +276,32 @@ unsafe impl Platform for LinuxPlatform {
         let page_va = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
             Ok(va) if within % 8 == 0 => va,
             r => {
-                let mut d = DestroyQueueArgs {
-                    queue_id: a.queue_id,
-                    pad: 0,
-                };
-                let _ = call(
-                    &*self.driver,
-                    AMDKFD_IOC_DESTROY_QUEUE,
-                    "AMDKFD_IOC_DESTROY_QUEUE",
-                    &mut d,
-                );
-                self.free_queue_buffers(&rec);
-                return Err(r.err().unwrap_or_else(|| {
+                let e = r.err().unwrap_or_else(|| {
                     error!(
                         Status::Error,
                         "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned",
                         a.doorbell_offset
                     )
-                }));
+                });
+                let mut d = DestroyQueueArgs {
+                    queue_id: a.queue_id,
+                    pad: 0,
+                };
+                let destroyed = call(
+                    &*self.driver,
+                    AMDKFD_IOC_DESTROY_QUEUE,
+                    "AMDKFD_IOC_DESTROY_QUEUE",
+                    &mut d,
+                );
+                if destroyed.is_ok() {
+                    self.free_queue_buffers(&rec);
+                } else {
+                    // The queue may still run: keep its record and buffers, as `destroy_queue`
+                    // does; the platform's drop retries DESTROY and frees them only after it
+                    // succeeded.
+                    lock(&self.state).queues.insert(a.queue_id, rec);
+                }
+                return Err(e);
             }
         };
         rec.doorbell = page_va + within;
