@@ -37,6 +37,7 @@ struct Log {
     /// gpu ids read from each MAP_MEMORY_TO_GPU / UNMAP array, in order.
     map_ids: Vec<(u32, u64, Vec<u32>)>,
     mmaps: Vec<(MapTarget, u64, usize, Option<usize>)>,
+    /// Every mmap fails with this errno while set.
     fail_mmap: Option<Errno>,
     rung: Vec<(u32, u64)>,
     symbols: Vec<(u64, String)>,
@@ -103,11 +104,14 @@ impl Fake {
             .count()
     }
 
-    fn read_ids(ptr: u64, n: u32) -> Vec<u32> {
+    /// The `n` gpu ids at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` points to `n` readable u32s (KfdDriver::ioctl's contract for MAP/UNMAP).
+    unsafe fn read_ids(ptr: u64, n: u32) -> Vec<u32> {
         (0..n as u64)
             .map(|i| {
-                // SAFETY: the platform passes a pointer to a live array of `n` u32 gpu ids for
-                // the duration of the ioctl (the contract of MAP/UNMAP_MEMORY_TO_GPU).
+                // SAFETY: in bounds of the caller's array of `n` ids (this function's contract).
                 unsafe { std::ptr::read((ptr + 4 * i) as *const u32) }
             })
             .collect()
@@ -118,12 +122,15 @@ fn reply<T: zerocopy::IntoBytes + zerocopy::Immutable>(arg: &mut [u8], v: &T) {
     arg.copy_from_slice(v.as_bytes());
 }
 
+// The fake dereferences the argument's pointers directly (it does not meet the trait's "an
+// unmapped pointer is EFAULT" rule): it is driven only by LinuxPlatform, through the typed
+// wrappers, which pass live buffers.
 impl KfdDriver for Fake {
     fn name(&self) -> &str {
         "fake"
     }
 
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         self.log.lock().unwrap().calls.push((request, arg.to_vec()));
         if let Some(&e) = self.fail.lock().unwrap().get(&request) {
             return Err(e);
@@ -145,8 +152,9 @@ impl KfdDriver for Fake {
                     ..Default::default()
                 };
                 assert!(a.num_of_nodes >= 1);
-                // SAFETY: the platform points kfd_process_device_apertures_ptr at a live array
-                // of num_of_nodes entries for the duration of the ioctl.
+                // SAFETY: the caller (LinuxPlatform, through calls::get_process_apertures)
+                // points kfd_process_device_apertures_ptr at a live array of num_of_nodes >= 1
+                // entries for the duration of the ioctl (KfdDriver::ioctl's contract).
                 unsafe {
                     std::ptr::write(
                         a.kfd_process_device_apertures_ptr as *mut ProcessDeviceApertures,
@@ -166,7 +174,9 @@ impl KfdDriver for Fake {
             }
             AMDKFD_IOC_MAP_MEMORY_TO_GPU | AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU => {
                 let mut a = MapMemoryToGpuArgs::read_from_bytes(arg).unwrap();
-                let ids = Fake::read_ids(a.device_ids_array_ptr, a.n_devices);
+                // SAFETY: the caller (calls::map_memory_to_gpu / unmap_memory_from_gpu) points
+                // device_ids_array_ptr at n_devices live ids for the call.
+                let ids = unsafe { Fake::read_ids(a.device_ids_array_ptr, a.n_devices) };
                 self.log
                     .lock()
                     .unwrap()
@@ -205,7 +215,7 @@ impl KfdDriver for Fake {
         Ok(())
     }
 
-    fn mmap(
+    unsafe fn mmap(
         &self,
         target: MapTarget,
         offset: u64,
@@ -220,8 +230,9 @@ impl KfdDriver for Fake {
         }
         drop(log);
         let at = addr.ok_or(Errno::INVAL)?;
-        // SAFETY: the platform passes only ranges of its own reservation, which it gives up
-        // for this mapping; anonymous shared memory stands in for the device's.
+        // SAFETY: the caller owns `[at, at + len)` and gives it up for this mapping
+        // (KfdDriver::mmap's contract: the platform passes ranges of its own reservation);
+        // anonymous shared memory stands in for the device's.
         let p = unsafe {
             rustix::mm::mmap_anonymous(
                 at.as_ptr().cast(),

@@ -3,12 +3,13 @@
 //! - [`DevKfd`]: the real [`KfdDriver`] — `/dev/kfd` and the render nodes
 //!   `/dev/dri/renderD<drm_render_minor>`, ioctl through `rustix::ioctl`, mmap through
 //!   `rustix::mm`.
-//! - [`call`]: the typed, safe way everything above issues an ioctl on a driver.
 //! - [`VaSpace`]: the process's reserved GPU/CPU virtual address range (an anonymous
 //!   `PROT_NONE` mapping) carved into chunks, each backed by anonymous host memory or by a
 //!   driver mapping; the checked host stores (doorbells, zeroing, headers) go through it so
 //!   that no store reaches memory the backend does not own, and driver mappings at an
 //!   address ([`VaSpace::map_from_driver`]) land only on ranges it owns.
+//!
+//! The typed, safe way to issue an ioctl is [`super::calls`].
 //!
 //! Ref: linux `include/uapi/linux/kfd_ioctl.h`; `mmap(2)`; ROCT-Thunk-Interface `fmm.c`
 //! (one reserved SVM range carved into GPU allocations at the same CPU address).
@@ -22,15 +23,13 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use hsa_core::{bail, error, Error, Status};
+use hsa_core::{error, Error, Status};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
 use rustix::mm::{MapFlags, ProtFlags};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::driver::{KfdDriver, MapTarget};
-use super::ioctl_error;
 use crate::device::va::FreeList;
 use crate::topology::Topology;
 
@@ -42,32 +41,6 @@ pub const fn ioctl_arg_size(request: u32) -> usize {
     ((request >> 16) & 0x3fff) as usize
 }
 
-/// Issues `request` on `drv` with `args` as its argument struct — the one way the backend
-/// makes an amdkfd call.
-///
-/// # Errors
-/// - [`Status::InvalidArgument`] when `size_of::<T>()` differs from the size encoded in
-///   `request` (a programming error; nothing is sent).
-/// - The driver's errno mapped by [`ioctl_error`]`(name, errno)`: e.g. `ENOMEM` →
-///   [`Status::OutOfResources`], message `"<name>: Cannot allocate memory (errno 12)"`.
-pub fn call<T: IntoBytes + FromBytes + Immutable + KnownLayout>(
-    drv: &dyn KfdDriver,
-    request: u32,
-    name: &str,
-    args: &mut T,
-) -> Result<(), Error> {
-    let want = ioctl_arg_size(request);
-    if size_of::<T>() != want {
-        bail!(
-            Status::InvalidArgument,
-            "{name}: argument struct is {} bytes but request {request:#x} encodes {want}",
-            size_of::<T>()
-        );
-    }
-    drv.ioctl(request, args.as_mut_bytes())
-        .map_err(|e| ioctl_error(name, e.raw_os_error()))
-}
-
 /// An ioctl argument as rustix wants it: the request number and a byte buffer of exactly the
 /// size the number encodes.
 struct RawArg<'a> {
@@ -76,9 +49,11 @@ struct RawArg<'a> {
 }
 
 // SAFETY: `opcode` is an amdkfd request whose encoded argument size equals `arg.len()` (checked
-// by `DevKfd::ioctl` before constructing this), so the kernel reads and writes only within
-// `arg`, which is exclusively borrowed for the call. IS_MUTATING is true: amdkfd writes results
-// back. The output is the unit value; nothing is read from the returned pointer.
+// by `DevKfd::ioctl` before constructing this), so the kernel reads and writes the argument
+// only within `arg`, which is exclusively borrowed for the call; memory that pointers inside
+// `arg` refer to is the caller's contract (`KfdDriver::ioctl`'s `# Safety`), which
+// `DevKfd::ioctl` passes on. IS_MUTATING is true: amdkfd writes results back. The output is the
+// unit value; nothing is read from the returned pointer.
 unsafe impl Ioctl for RawArg<'_> {
     type Output = ();
     const IS_MUTATING: bool = true;
@@ -102,12 +77,11 @@ unsafe impl Ioctl for RawArg<'_> {
 /// The real amdkfd: `/dev/kfd` plus each GPU's render node, opened on first use.
 ///
 /// Argument structs that carry user pointers (`WAIT_EVENTS.events_ptr`,
-/// `MAP_MEMORY_TO_GPU.device_ids_array_ptr`, `GET_PROCESS_APERTURES_NEW`'s array) are passed
-/// to the kernel as they are: the caller must point them at live buffers of the right size (the
-/// kernel's `copy_{from,to}_user` then stays within them), and `mmap` with an address replaces
-/// whatever is mapped there (`MAP_FIXED`): callers pass only ranges they own
-/// ([`VaSpace`]). The [`KfdDriver`] seam keeps these methods safe to share one shape with the
-/// emulated device; the backend is their only caller.
+/// `MAP_MEMORY_TO_GPU.device_ids_array_ptr`, `GET_PROCESS_APERTURES_NEW`'s array, ...) are
+/// passed to the kernel as they are, under [`KfdDriver::ioctl`]'s contract: the kernel's
+/// `copy_{from,to}_user` stays within the lengths the argument gives and answers an unmapped
+/// address with `EFAULT`. `mmap` with an address replaces whatever is mapped there
+/// (`MAP_FIXED`), under [`KfdDriver::mmap`]'s contract.
 #[derive(Debug)]
 pub struct DevKfd {
     kfd: OwnedFd,
@@ -191,8 +165,13 @@ impl KfdDriver for DevKfd {
         "kfd"
     }
 
+    /// `ioctl(2)` on `/dev/kfd`, retried on `EINTR` and `EAGAIN` as libhsakmt's `kmtIoctl`
+    /// does.
+    ///
+    /// # Safety
+    /// As [`KfdDriver::ioctl`]: the kernel dereferences the argument's pointers.
     #[allow(clippy::unnecessary_cast)] // Opcode is u32 or c_ulong depending on the backend
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         if arg.len() != ioctl_arg_size(request) {
             return Err(Errno::INVAL);
         }
@@ -202,7 +181,10 @@ impl KfdDriver for DevKfd {
                 arg: &mut *arg,
             };
             // SAFETY: `raw` satisfies the `Ioctl` contract (see its impl): the buffer is exactly
-            // the size the request encodes and exclusively borrowed; `self.kfd` is an open file.
+            // the size the request encodes and exclusively borrowed; `self.kfd` is an open file;
+            // the memory the argument's pointers name is valid as this function's caller
+            // guarantees (KfdDriver::ioctl's `# Safety`), and the kernel's copies stay within
+            // the lengths the argument gives.
             match unsafe { rustix::ioctl::ioctl(&self.kfd, raw) } {
                 // libhsakmt's kmtIoctl retries these: a signal or a transient eviction.
                 Err(Errno::INTR) | Err(Errno::AGAIN) => continue,
@@ -211,7 +193,11 @@ impl KfdDriver for DevKfd {
         }
     }
 
-    fn mmap(
+    /// `mmap(2)` of `/dev/kfd` or the GPU's render node, `MAP_SHARED` (`| MAP_FIXED` at `addr`).
+    ///
+    /// # Safety
+    /// As [`KfdDriver::mmap`].
+    unsafe fn mmap(
         &self,
         target: MapTarget,
         offset: u64,
@@ -234,9 +220,9 @@ impl KfdDriver for DevKfd {
             flags |= MapFlags::FIXED;
         }
         let at = addr.map_or(ptr::null_mut(), |a| a.as_ptr().cast::<c_void>());
-        // SAFETY: with `addr` the caller owns `[addr, addr + len)` (a carved VaSpace range, see
-        // the type docs) and has no references into it, so replacing its mapping invalidates
-        // nothing; without `addr` the kernel picks unused addresses.
+        // SAFETY: with `addr` the caller owns `[addr, addr + len)` and nothing else uses it
+        // (KfdDriver::mmap's `# Safety`), so replacing its mapping invalidates nothing; without
+        // `addr` the kernel picks unused addresses.
         let p = unsafe {
             rustix::mm::mmap(
                 at,
@@ -445,10 +431,11 @@ impl VaSpace {
             self.end_change(va, Backing::Reserved);
             return Err(Errno::INVAL);
         };
-        // `[va, va + len)` is a carved range of this reservation that was still PROT_NONE and
-        // is now marked busy, so no other call stores to, remaps or releases it until
-        // `end_change`: replacing its mapping affects only memory this space owns.
-        match driver.mmap(target, offset, len as usize, Some(at)) {
+        // SAFETY: `[va, va + len)` is a carved range of this reservation that was still
+        // PROT_NONE and is now marked busy, so no other call stores to, remaps or releases it
+        // until `end_change`: the space owns it and nobody holds a reference into it, as
+        // KfdDriver::mmap requires for an address.
+        match unsafe { driver.mmap(target, offset, len as usize, Some(at)) } {
             Ok(p) if p == at => {
                 self.end_change(va, Backing::Driver);
                 Ok(())
@@ -589,70 +576,6 @@ impl Drop for VaSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kfd::abi::*;
-
-    struct SizeOnly;
-    impl KfdDriver for SizeOnly {
-        fn name(&self) -> &str {
-            "size-only"
-        }
-        fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
-            assert_eq!(arg.len(), ioctl_arg_size(request));
-            if request == AMDKFD_IOC_GET_VERSION {
-                arg[..4].copy_from_slice(&1u32.to_ne_bytes());
-                arg[4..8].copy_from_slice(&14u32.to_ne_bytes());
-                Ok(())
-            } else {
-                Err(Errno::NOMEM)
-            }
-        }
-        fn mmap(
-            &self,
-            _: MapTarget,
-            _: u64,
-            _: usize,
-            _: Option<NonNull<u8>>,
-        ) -> Result<NonNull<u8>, Errno> {
-            Err(Errno::NODEV)
-        }
-    }
-
-    #[test]
-    fn call_checks_size_and_maps_errno() {
-        assert_eq!(ioctl_arg_size(AMDKFD_IOC_CREATE_QUEUE), 88);
-        let mut v = GetVersionArgs::default();
-        call(
-            &SizeOnly,
-            AMDKFD_IOC_GET_VERSION,
-            "AMDKFD_IOC_GET_VERSION",
-            &mut v,
-        )
-        .unwrap();
-        assert_eq!((v.major_version, v.minor_version), (1, 14));
-        let e = call(
-            &SizeOnly,
-            AMDKFD_IOC_CREATE_QUEUE,
-            "AMDKFD_IOC_CREATE_QUEUE",
-            &mut v,
-        )
-        .unwrap_err();
-        assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(
-            e.detail().contains("8 bytes") && e.detail().contains("88"),
-            "{}",
-            e.detail()
-        );
-        let mut f = FreeMemoryOfGpuArgs::default();
-        let e = call(
-            &SizeOnly,
-            AMDKFD_IOC_FREE_MEMORY_OF_GPU,
-            "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
-            &mut f,
-        )
-        .unwrap_err();
-        assert_eq!(e.status(), Status::OutOfResources);
-        assert!(e.detail().starts_with("AMDKFD_IOC_FREE_MEMORY_OF_GPU: "));
-    }
 
     #[test]
     fn open_missing_device_names_the_cause() {
@@ -681,11 +604,11 @@ mod tests {
             "meddler"
         }
 
-        fn ioctl(&self, _: u32, _: &mut [u8]) -> Result<(), Errno> {
+        unsafe fn ioctl(&self, _: u32, _: &mut [u8]) -> Result<(), Errno> {
             Err(Errno::NOTTY)
         }
 
-        fn mmap(
+        unsafe fn mmap(
             &self,
             _: MapTarget,
             _: u64,
