@@ -1,14 +1,18 @@
 //! The emulated `/dev/kfd` driven through `KfdDriver::ioctl` with the `kfd_ioctl.h` structs:
-//! memory, events, errno semantics and fault injection.
+//! memory, events, errno semantics and fault injection. Requests without pointers go through
+//! `calls::plain_ioctl` (the errno as it is); the others through `KfdDriver::ioctl` itself, under
+//! `EmulatedKfd::ioctl`'s `# Safety` (which lets these tests pass unmapped pointers).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hsa_core::Status;
 use hsa_emu::device::{
     builtin_topology, EmulatedKfd, LiveHandles, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
     UNSIGNALED_EVENT_SLOT,
 };
 use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::calls::{self, plain_ioctl};
 use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
 use rustix::io::Errno;
 use zerocopy::IntoBytes;
@@ -17,7 +21,29 @@ fn dev() -> Arc<EmulatedKfd> {
     EmulatedKfd::new(builtin_topology()).expect("emulated device")
 }
 
+/// ALLOC_MEMORY_OF_GPU of KFD-allocated memory (`flags` without USERPTR).
 fn alloc(
+    d: &EmulatedKfd,
+    va: u64,
+    size: u64,
+    flags: u32,
+    mmap_offset: u64,
+) -> Result<AllocMemoryOfGpuArgs, Errno> {
+    assert_eq!(
+        flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+        0,
+        "use alloc_userptr"
+    );
+    // SAFETY: without USERPTR the argument carries no pointer.
+    unsafe { alloc_any(d, va, size, flags, mmap_offset) }
+}
+
+/// ALLOC_MEMORY_OF_GPU with any flags.
+///
+/// # Safety
+/// With USERPTR, `[mmap_offset, mmap_offset + size)` is not mapped, or is memory the caller
+/// owns and keeps mapped until FREE of the returned handle succeeds.
+unsafe fn alloc_any(
     d: &EmulatedKfd,
     va: u64,
     size: u64,
@@ -32,13 +58,13 @@ fn alloc(
         gpu_id: BUILTIN_GPU_ID,
         flags,
     };
-    d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes())?;
+    // SAFETY: this function's contract is the USERPTR row of EmulatedKfd::ioctl's.
+    unsafe { d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes()) }?;
     Ok(a)
 }
 
 fn free(d: &EmulatedKfd, handle: u64) -> Result<(), Errno> {
-    let mut a = FreeMemoryOfGpuArgs { handle };
-    d.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, a.as_mut_bytes())
+    plain_ioctl(d, &mut FreeMemoryOfGpuArgs { handle })
 }
 
 fn map(d: &EmulatedKfd, handle: u64, ids: &[u32], req: u32) -> (Result<(), Errno>, u32) {
@@ -48,8 +74,16 @@ fn map(d: &EmulatedKfd, handle: u64, ids: &[u32], req: u32) -> (Result<(), Errno
         n_devices: ids.len() as u32,
         n_success: 0,
     };
-    let r = d.ioctl(req, a.as_mut_bytes());
+    // SAFETY: the id array is `ids`, borrowed for the call, `n_devices` long.
+    let r = unsafe { d.ioctl(req, a.as_mut_bytes()) };
     (r, a.n_success)
+}
+
+/// `ioctl` of raw bytes: a wrong size or a request this device does not implement.
+fn raw(d: &EmulatedKfd, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    // SAFETY: EmulatedKfd refuses a size that is not the request's (EINVAL) and a number it
+    // does not implement (ENOTTY) before it looks at the bytes.
+    unsafe { d.ioctl(request, arg) }
 }
 
 const VRAM: u32 = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
@@ -60,7 +94,7 @@ fn version_is_the_header_version() {
     let d = dev();
     assert_eq!(d.name(), "emulated");
     let mut v = GetVersionArgs::default();
-    d.ioctl(AMDKFD_IOC_GET_VERSION, v.as_mut_bytes()).unwrap();
+    plain_ioctl(&*d, &mut v).unwrap();
     assert_eq!(v.major_version, KFD_IOCTL_MAJOR_VERSION);
     assert_eq!(v.minor_version, 11);
 }
@@ -90,8 +124,7 @@ fn alloc_map_unmap_free_counts_back_to_zero() {
         gpu_id: BUILTIN_GPU_ID,
         ..Default::default()
     };
-    d.ioctl(AMDKFD_IOC_AVAILABLE_MEMORY, avail.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*d, &mut avail).unwrap();
     assert_eq!(avail.available, (64 << 30) - (1 << 20));
 
     assert_eq!(
@@ -145,7 +178,8 @@ fn alloc_map_unmap_free_counts_back_to_zero() {
         n_success: 0,
     };
     assert_eq!(
-        d.ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, bad.as_mut_bytes()),
+        // SAFETY: address 8 is never mapped (page 0): EmulatedKfd answers EFAULT.
+        unsafe { d.ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, bad.as_mut_bytes()) },
         Err(Errno::FAULT)
     );
 
@@ -183,7 +217,8 @@ fn alloc_errors_follow_the_kernel() {
         ..Default::default()
     };
     assert_eq!(
-        d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes()),
+        // SAFETY: VRAM: no pointer.
+        unsafe { d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes()) },
         Err(Errno::INVAL)
     );
     assert_eq!(
@@ -208,13 +243,16 @@ fn alloc_errors_follow_the_kernel() {
     );
     // USERPTR over memory that is not mapped: EFAULT.
     assert_eq!(
-        alloc(
-            &d,
-            0x7500_0000_0000,
-            4096,
-            KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
-            0x1000
-        )
+        // SAFETY: 0x1000 is never mapped (below vm.mmap_min_addr).
+        unsafe {
+            alloc_any(
+                &d,
+                0x7500_0000_0000,
+                4096,
+                KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+                0x1000,
+            )
+        }
         .unwrap_err(),
         Errno::FAULT
     );
@@ -227,50 +265,38 @@ fn alloc_errors_follow_the_kernel() {
 fn argument_size_and_unknown_requests() {
     let d = dev();
     let mut v = [0u8; 12];
-    assert_eq!(d.ioctl(AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::INVAL));
+    assert_eq!(raw(&d, AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::INVAL));
     let mut a = [0u8; 8];
     assert_eq!(
-        d.ioctl(ioc(IOC_READ | IOC_WRITE, b'K', 0x60, 8), &mut a),
+        raw(&d, ioc(IOC_READ | IOC_WRITE, b'K', 0x60, 8), &mut a),
         Err(Errno::NOTTY)
     );
     let mut q = DestroyQueueArgs {
         queue_id: 3,
         pad: 0,
     };
-    assert_eq!(
-        d.ioctl(AMDKFD_IOC_DESTROY_QUEUE, q.as_mut_bytes()),
-        Err(Errno::INVAL)
-    );
+    assert_eq!(plain_ioctl(&*d, &mut q), Err(Errno::INVAL));
     let mut e = SetEventArgs {
         event_id: 77,
         pad: 0,
     };
-    assert_eq!(
-        d.ioctl(AMDKFD_IOC_SET_EVENT, e.as_mut_bytes()),
-        Err(Errno::INVAL)
-    );
+    assert_eq!(plain_ioctl(&*d, &mut e), Err(Errno::INVAL));
     let mut p = SetMemoryPolicyArgs {
         gpu_id: BUILTIN_GPU_ID,
         default_policy: 2,
         ..Default::default()
     };
-    assert_eq!(
-        d.ioctl(AMDKFD_IOC_SET_MEMORY_POLICY, p.as_mut_bytes()),
-        Err(Errno::INVAL)
-    );
+    assert_eq!(plain_ioctl(&*d, &mut p), Err(Errno::INVAL));
     p.default_policy = KFD_IOC_CACHE_POLICY_NONCOHERENT;
-    d.ioctl(AMDKFD_IOC_SET_MEMORY_POLICY, p.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*d, &mut p).unwrap();
     let mut x = SetXnackModeArgs { xnack_enabled: -1 };
-    d.ioctl(AMDKFD_IOC_SET_XNACK_MODE, x.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*d, &mut x).unwrap();
     assert_eq!(x.xnack_enabled, 0);
     let mut c = GetClockCountersArgs {
         gpu_id: BUILTIN_GPU_ID,
         ..Default::default()
     };
-    d.ioctl(AMDKFD_IOC_GET_CLOCK_COUNTERS, c.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*d, &mut c).unwrap();
     assert_eq!(c.system_clock_freq, 1_000_000_000);
     assert!(c.gpu_clock_counter > 0);
 }
@@ -303,7 +329,7 @@ fn create_event(d: &EmulatedKfd, event_type: u32, auto_reset: bool) -> CreateEve
         auto_reset: u32::from(auto_reset),
         ..Default::default()
     };
-    d.ioctl(AMDKFD_IOC_CREATE_EVENT, c.as_mut_bytes()).unwrap();
+    plain_ioctl(d, &mut c).unwrap();
     c
 }
 
@@ -322,7 +348,8 @@ fn wait(d: &EmulatedKfd, ids: &[u32], all: bool, timeout_ms: u32) -> Result<u32,
         timeout: timeout_ms,
         wait_result: 0xff,
     };
-    d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes())?;
+    // SAFETY: the event array is `data`, borrowed for the call, `num_events` long.
+    unsafe { d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()) }?;
     Ok(w.wait_result)
 }
 
@@ -332,14 +359,13 @@ fn event_set_from_another_thread_wakes_the_waiter() {
     let e = create_event(&d, KFD_IOC_EVENT_SIGNAL, true);
     assert_eq!(e.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
     assert_eq!(e.event_slot_index, e.event_id);
-    let page = d
-        .mmap(
-            MapTarget::Kfd,
-            KFD_MMAP_EVENTS_OFFSET,
-            EVENT_PAGE_BYTES as usize,
-            None,
-        )
-        .unwrap();
+    let page = calls::mmap(
+        &*d,
+        MapTarget::Kfd,
+        KFD_MMAP_EVENTS_OFFSET,
+        EVENT_PAGE_BYTES as usize,
+    )
+    .unwrap();
     assert_eq!(page.as_ptr() as usize % 4096, 0);
 
     let d2 = d.clone();
@@ -353,7 +379,7 @@ fn event_set_from_another_thread_wakes_the_waiter() {
         event_id: id,
         pad: 0,
     };
-    d.ioctl(AMDKFD_IOC_SET_EVENT, s.as_mut_bytes()).unwrap();
+    plain_ioctl(&*d, &mut s).unwrap();
     let (r, took) = waiter.join().unwrap();
     assert_eq!(r, Ok(KFD_IOC_WAIT_RESULT_COMPLETE));
     assert!(took >= Duration::from_millis(40), "{took:?}");
@@ -366,7 +392,7 @@ fn event_set_from_another_thread_wakes_the_waiter() {
         event_id: m.event_id,
         pad: 0,
     };
-    d.ioctl(AMDKFD_IOC_SET_EVENT, s.as_mut_bytes()).unwrap();
+    plain_ioctl(&*d, &mut s).unwrap();
     assert_eq!(
         wait(&d, &[m.event_id], false, 0),
         Ok(KFD_IOC_WAIT_RESULT_COMPLETE)
@@ -384,7 +410,7 @@ fn event_set_from_another_thread_wakes_the_waiter() {
         event_id: m.event_id,
         pad: 0,
     };
-    d.ioctl(AMDKFD_IOC_RESET_EVENT, r.as_mut_bytes()).unwrap();
+    plain_ioctl(&*d, &mut r).unwrap();
     assert_eq!(
         wait(&d, &[m.event_id], false, 0),
         Ok(KFD_IOC_WAIT_RESULT_TIMEOUT)
@@ -397,10 +423,7 @@ fn event_set_from_another_thread_wakes_the_waiter() {
         event_id: hw.event_id,
         pad: 0,
     };
-    assert_eq!(
-        d.ioctl(AMDKFD_IOC_SET_EVENT, s.as_mut_bytes()),
-        Err(Errno::INVAL)
-    );
+    assert_eq!(plain_ioctl(&*d, &mut s), Err(Errno::INVAL));
 
     assert_eq!(d.live_handles().events, 3);
     for ev in [id, m.event_id, hw.event_id] {
@@ -408,17 +431,14 @@ fn event_set_from_another_thread_wakes_the_waiter() {
             event_id: ev,
             pad: 0,
         };
-        d.ioctl(AMDKFD_IOC_DESTROY_EVENT, x.as_mut_bytes()).unwrap();
+        plain_ioctl(&*d, &mut x).unwrap();
     }
     assert_eq!(d.live_handles().events, 0);
     let mut x = DestroyEventArgs {
         event_id: id,
         pad: 0,
     };
-    assert_eq!(
-        d.ioctl(AMDKFD_IOC_DESTROY_EVENT, x.as_mut_bytes()),
-        Err(Errno::INVAL)
-    );
+    assert_eq!(plain_ioctl(&*d, &mut x), Err(Errno::INVAL));
     let _ = UNSIGNALED_EVENT_SLOT;
 }
 
@@ -446,12 +466,14 @@ fn wait_events_times_out_and_checks_its_arguments() {
         wait_result: 0,
     };
     assert_eq!(
-        d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()),
+        // SAFETY: address 16 is never mapped (page 0): EmulatedKfd answers EFAULT.
+        unsafe { d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()) },
         Err(Errno::FAULT)
     );
     w.num_events = KFD_SIGNAL_EVENT_LIMIT + 1;
     assert_eq!(
-        d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()),
+        // SAFETY: as above (and refused before any read: too many events).
+        unsafe { d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()) },
         Err(Errno::INVAL)
     );
 }
@@ -460,38 +482,31 @@ fn wait_events_times_out_and_checks_its_arguments() {
 fn mmap_offsets_are_checked() {
     let d = dev();
     // No event page before the first signal event (kfd_event_mmap: EINVAL).
+    let mmap = |target, offset, len| calls::mmap(&*d, target, offset, len);
     assert_eq!(
-        d.mmap(MapTarget::Kfd, KFD_MMAP_EVENTS_OFFSET, 4096, None),
+        mmap(MapTarget::Kfd, KFD_MMAP_EVENTS_OFFSET, 4096),
         Err(Errno::INVAL)
     );
     // Doorbell page of the GPU: exactly the process doorbell slice.
     let off = kfd_mmap_doorbell_offset(BUILTIN_GPU_ID);
-    assert!(d.mmap(MapTarget::Kfd, off, 8192, None).is_ok());
-    assert_eq!(d.mmap(MapTarget::Kfd, off, 4096, None), Err(Errno::INVAL));
+    assert!(mmap(MapTarget::Kfd, off, 8192).is_ok());
+    assert_eq!(mmap(MapTarget::Kfd, off, 4096), Err(Errno::INVAL));
     assert_eq!(
-        d.mmap(MapTarget::Kfd, kfd_mmap_doorbell_offset(0x777), 8192, None),
+        mmap(MapTarget::Kfd, kfd_mmap_doorbell_offset(0x777), 8192),
         Err(Errno::INVAL)
     );
     // A render-node offset that names nothing, and one that does.
     assert_eq!(
-        d.mmap(MapTarget::RenderNode(BUILTIN_GPU_ID), 0x1000, 4096, None),
+        mmap(MapTarget::RenderNode(BUILTIN_GPU_ID), 0x1000, 4096),
         Err(Errno::INVAL)
     );
     let a = alloc(&d, 0x7700_0000_0000, 8192, GTT, 0).unwrap();
-    assert!(d
-        .mmap(
-            MapTarget::RenderNode(BUILTIN_GPU_ID),
-            a.mmap_offset,
-            8192,
-            None
-        )
-        .is_ok());
+    assert!(mmap(MapTarget::RenderNode(BUILTIN_GPU_ID), a.mmap_offset, 8192).is_ok());
     assert_eq!(
-        d.mmap(
+        mmap(
             MapTarget::RenderNode(BUILTIN_GPU_ID),
             a.mmap_offset,
-            3 * 4096,
-            None
+            3 * 4096
         ),
         Err(Errno::INVAL)
     );
@@ -510,21 +525,24 @@ fn the_event_page_must_be_a_gtt_buffer_object() {
             event_page_offset: handle,
             ..Default::default()
         };
-        d.ioctl(AMDKFD_IOC_CREATE_EVENT, c.as_mut_bytes())
-            .map(|()| c)
+        plain_ioctl(&*d, &mut c).map(|()| c)
     };
     let size = EVENT_PAGE_BYTES;
     let layout = std::alloc::Layout::from_size_align(size as usize, 4096).unwrap();
     // SAFETY: a non-zero-size layout; the pages stay allocated until the end of the test.
     let host = unsafe { std::alloc::alloc_zeroed(layout) };
     assert!(!host.is_null());
-    let userptr = alloc(
-        &d,
-        host as u64,
-        size,
-        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
-        host as u64,
-    )
+    // SAFETY: `host` is this test's, mapped, untouched by it, and deallocated only after the
+    // FREE of this handle below succeeded.
+    let userptr = unsafe {
+        alloc_any(
+            &d,
+            host as u64,
+            size,
+            KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            host as u64,
+        )
+    }
     .unwrap();
     assert_eq!(create(userptr.handle).unwrap_err(), Errno::INVAL);
     let vram = alloc(&d, 0x7f00_0000_0000, size, KFD_IOC_ALLOC_MEM_FLAGS_VRAM, 0).unwrap();
@@ -544,8 +562,7 @@ fn the_event_page_must_be_a_gtt_buffer_object() {
         event_id: e.event_id,
         ..Default::default()
     };
-    d.ioctl(AMDKFD_IOC_DESTROY_EVENT, destroy.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*d, &mut destroy).unwrap();
     for h in [userptr.handle, vram.handle, small.handle] {
         free(&d, h).unwrap();
     }
@@ -583,19 +600,76 @@ fn the_event_page_can_come_with_any_event_type() {
         event_page_offset: page.handle,
         ..Default::default()
     };
-    d.ioctl(AMDKFD_IOC_CREATE_EVENT, memory.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*d, &mut memory).unwrap();
     let mut signal = CreateEventArgs {
         event_type: KFD_IOC_EVENT_SIGNAL,
         auto_reset: 1,
         ..Default::default()
     };
-    d.ioctl(AMDKFD_IOC_CREATE_EVENT, signal.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*d, &mut signal).unwrap();
     assert_eq!(signal.event_page_offset, KFD_MMAP_EVENTS_OFFSET);
     assert_eq!(
         free(&d, page.handle).unwrap_err(),
         Errno::PERM,
         "the memory event's page is the event page"
     );
+}
+
+/// The typed wrappers against the emulated device: what they refuse is never sent (the
+/// device's ioctl count does not move), and what they send gets the device's answers.
+#[test]
+fn typed_wrappers_check_before_sending() {
+    let d = dev();
+    let a = alloc(&d, 0x7800_0000_0000, 4096, VRAM, 0).unwrap();
+    let before = d.ioctl_count();
+    let e = calls::map_memory_to_gpu(&*d, a.handle, &[]).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    let mut too_many = vec![EventData::default(); KFD_SIGNAL_EVENT_LIMIT as usize + 1];
+    let e = calls::wait_events(&*d, &mut too_many, false, 0).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    let e = calls::set_cu_mask(&*d, 0, &[]).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    let mut user = AllocMemoryOfGpuArgs {
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR,
+        ..a
+    };
+    let e = calls::alloc_memory_of_gpu(&*d, &mut user).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(d.ioctl_count(), before, "nothing was sent");
+
+    assert_eq!(
+        calls::map_memory_to_gpu(&*d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
+        1
+    );
+    let e = calls::map_memory_to_gpu(&*d, a.handle, &[BUILTIN_GPU_ID, 0x9999]).unwrap_err();
+    assert_eq!(
+        e.detail(),
+        "AMDKFD_IOC_MAP_MEMORY_TO_GPU: Invalid argument (errno 22)"
+    );
+    assert_eq!(
+        calls::unmap_memory_from_gpu(&*d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
+        1
+    );
+    let ev = create_event(&d, KFD_IOC_EVENT_SIGNAL, true);
+    let mut data = [EventData {
+        event_id: ev.event_id,
+        ..Default::default()
+    }];
+    assert_eq!(
+        calls::wait_events(&*d, &mut data, true, 0).unwrap(),
+        KFD_IOC_WAIT_RESULT_TIMEOUT
+    );
+    calls::call(
+        &*d,
+        &mut SetEventArgs {
+            event_id: ev.event_id,
+            pad: 0,
+        },
+    )
+    .unwrap();
+    assert_eq!(
+        calls::wait_events(&*d, &mut data, true, 0).unwrap(),
+        KFD_IOC_WAIT_RESULT_COMPLETE
+    );
+    calls::call(&*d, &mut FreeMemoryOfGpuArgs { handle: a.handle }).unwrap();
 }

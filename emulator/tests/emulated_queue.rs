@@ -17,6 +17,7 @@ use hsa_emu::device::{
     builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
 };
 use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::calls::{self, plain_ioctl};
 use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
 use rustix::io::Errno;
 use zerocopy::IntoBytes;
@@ -49,6 +50,8 @@ impl Arena {
 
 const KERNEL_OBJECT: u64 = 0x7f00_1234_0000;
 
+/// Field order matters: `d` drops (destroying the queue and the USERPTR allocation, joining
+/// the CP thread) before `arena`, whose memory the device uses until then.
 struct Setup {
     d: Arc<EmulatedKfd>,
     arena: Box<Arena>,
@@ -82,17 +85,14 @@ fn setup(tag: usize) -> Setup {
         gpu_id: BUILTIN_GPU_ID,
         flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
     };
-    d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes())
-        .unwrap();
-    let ids = [BUILTIN_GPU_ID];
-    let mut m = MapMemoryToGpuArgs {
-        handle: a.handle,
-        device_ids_array_ptr: ids.as_ptr() as u64,
-        n_devices: 1,
-        n_success: 0,
-    };
-    d.ioctl(AMDKFD_IOC_MAP_MEMORY_TO_GPU, m.as_mut_bytes())
-        .unwrap();
+    // SAFETY: the arena is 16 KiB of page-aligned memory the test owns, reached only through
+    // atomics (AtomicU64 words) and the Ring, and it outlives the device (Setup's field order),
+    // so it stays mapped until the allocation is freed.
+    unsafe { calls::alloc_userptr_memory_of_gpu(&*d, &mut a) }.unwrap();
+    assert_eq!(
+        calls::map_memory_to_gpu(&*d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
+        1
+    );
 
     // SAFETY: the arena outlives the Ring (both live in Setup, the arena boxed, and the Ring is
     // dropped with it); 1024 bytes at offset 0 are 16 64-byte slots, 64-aligned; the
@@ -121,14 +121,17 @@ fn setup(tag: usize) -> Setup {
         queue_priority: 7,
         ..Default::default()
     };
-    d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()).unwrap();
+    // SAFETY: the ring and the amd_queue_t are in the arena, registered and mapped to the GPU
+    // above, alive until after the device (Setup's field order), and their shared words are
+    // accessed only atomically (AtomicU64 words, the Ring).
+    unsafe { calls::create_queue(&*d, &mut q) }.unwrap();
     assert_eq!(
         q.doorbell_offset & KFD_MMAP_TYPE_MASK,
         KFD_MMAP_TYPE_DOORBELL
     );
     assert_eq!(kfd_mmap_get_gpu_id(q.doorbell_offset), BUILTIN_GPU_ID);
     let page_off = q.doorbell_offset & !0x1fff;
-    let page = d.mmap(MapTarget::Kfd, page_off, 8192, None).unwrap();
+    let page = calls::mmap(&*d, MapTarget::Kfd, page_off, 8192).unwrap();
     let doorbell = NonNull::new(
         page.as_ptr()
             .wrapping_add((q.doorbell_offset & 0x1fff) as usize)
@@ -220,15 +223,7 @@ fn wait_event(d: &EmulatedKfd, id: u32, timeout_ms: u32) -> u32 {
         event_id: id,
         ..Default::default()
     }];
-    let mut w = WaitEventsArgs {
-        events_ptr: data.as_mut_ptr() as u64,
-        num_events: 1,
-        wait_for_all: 0,
-        timeout: timeout_ms,
-        wait_result: 9,
-    };
-    d.ioctl(AMDKFD_IOC_WAIT_EVENTS, w.as_mut_bytes()).unwrap();
-    w.wait_result
+    calls::wait_events(d, &mut data, false, timeout_ms).unwrap()
 }
 
 #[test]
@@ -250,16 +245,14 @@ fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
         auto_reset: 1,
         ..Default::default()
     };
-    s.d.ioctl(AMDKFD_IOC_CREATE_EVENT, ce.as_mut_bytes())
-        .unwrap();
-    let page =
-        s.d.mmap(
-            MapTarget::Kfd,
-            ce.event_page_offset,
-            EVENT_PAGE_BYTES as usize,
-            None,
-        )
-        .unwrap();
+    plain_ioctl(&*s.d, &mut ce).unwrap();
+    let page = calls::mmap(
+        &*s.d,
+        MapTarget::Kfd,
+        ce.event_page_offset,
+        EVENT_PAGE_BYTES as usize,
+    )
+    .unwrap();
     let mailbox = page.as_ptr() as u64 + 8 * u64::from(ce.event_slot_index);
     s.arena.word(SIGNAL + 16).store(mailbox, Ordering::Relaxed);
     s.arena
@@ -288,28 +281,19 @@ fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
 
     // The ring's memory cannot be freed under the live queue.
     let mut f = FreeMemoryOfGpuArgs { handle: s.handle };
-    assert_eq!(
-        s.d.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, f.as_mut_bytes()),
-        Err(Errno::BUSY)
-    );
+    assert_eq!(plain_ioctl(&*s.d, &mut f), Err(Errno::BUSY));
     let mut dq = DestroyQueueArgs {
         queue_id: s.queue_id,
         pad: 0,
     };
-    s.d.ioctl(AMDKFD_IOC_DESTROY_QUEUE, dq.as_mut_bytes())
-        .unwrap();
-    assert_eq!(
-        s.d.ioctl(AMDKFD_IOC_DESTROY_QUEUE, dq.as_mut_bytes()),
-        Err(Errno::INVAL)
-    );
-    s.d.ioctl(AMDKFD_IOC_FREE_MEMORY_OF_GPU, f.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*s.d, &mut dq).unwrap();
+    assert_eq!(plain_ioctl(&*s.d, &mut dq), Err(Errno::INVAL));
+    plain_ioctl(&*s.d, &mut f).unwrap();
     let mut de = DestroyEventArgs {
         event_id: ce.event_id,
         pad: 0,
     };
-    s.d.ioctl(AMDKFD_IOC_DESTROY_EVENT, de.as_mut_bytes())
-        .unwrap();
+    plain_ioctl(&*s.d, &mut de).unwrap();
     assert_eq!(s.d.live_handles(), Default::default());
     let errors = ERRORS.lock().unwrap();
     assert!(
@@ -364,7 +348,7 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
     );
     // The process is alive and the device still answers.
     let mut v = GetVersionArgs::default();
-    s.d.ioctl(AMDKFD_IOC_GET_VERSION, v.as_mut_bytes()).unwrap();
+    plain_ioctl(&*s.d, &mut v).unwrap();
 }
 
 #[test]
@@ -385,7 +369,9 @@ fn create_queue_checks_its_arguments() {
     let try_create = |f: &dyn Fn(&mut CreateQueueArgs)| {
         let mut q = good;
         f(&mut q);
-        s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes())
+        // SAFETY: EmulatedKfd uses a queue's addresses only inside allocations mapped to its
+        // GPU (its ioctl's `# Safety`); the good ones are the arena's, as in `setup`.
+        unsafe { s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()) }
     };
     assert_eq!(
         try_create(&|q| q.queue_type = KFD_IOC_QUEUE_TYPE_SDMA),
@@ -404,8 +390,8 @@ fn create_queue_checks_its_arguments() {
     let mut ids = Vec::new();
     for _ in 0..23 {
         let mut q = good;
-        s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes())
-            .unwrap();
+        // SAFETY: as for `setup`'s queue: the same arena memory.
+        unsafe { calls::create_queue(&*s.d, &mut q) }.unwrap();
         ids.push(q.queue_id);
     }
     assert_eq!(try_create(&|_| {}), Err(Errno::NOSPC));
@@ -415,8 +401,7 @@ fn create_queue_checks_its_arguments() {
             queue_id: id,
             pad: 0,
         };
-        s.d.ioctl(AMDKFD_IOC_DESTROY_QUEUE, dq.as_mut_bytes())
-            .unwrap();
+        plain_ioctl(&*s.d, &mut dq).unwrap();
     }
     let mut u = UpdateQueueArgs {
         ring_base_address: base,
@@ -425,24 +410,25 @@ fn create_queue_checks_its_arguments() {
         queue_percentage: 50,
         queue_priority: 3,
     };
-    s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes())
-        .unwrap();
+    // SAFETY: the ring is the queue's own (EmulatedKfd refuses to move a ring and uses
+    // UPDATE_QUEUE's address for nothing else).
+    unsafe { s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes()) }.unwrap();
     u.queue_priority = 16;
     assert_eq!(
-        s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes()),
+        // SAFETY: as above.
+        unsafe { s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes()) },
         Err(Errno::INVAL)
     );
     let mask = [u32::MAX; 4];
+    calls::set_cu_mask(&*s.d, s.queue_id, &mask).unwrap();
     let mut cu = SetCuMaskArgs {
         queue_id: s.queue_id,
-        num_cu_mask: 128,
+        num_cu_mask: 33,
         cu_mask_ptr: mask.as_ptr() as u64,
     };
-    s.d.ioctl(AMDKFD_IOC_SET_CU_MASK, cu.as_mut_bytes())
-        .unwrap();
-    cu.num_cu_mask = 33;
     assert_eq!(
-        s.d.ioctl(AMDKFD_IOC_SET_CU_MASK, cu.as_mut_bytes()),
+        // SAFETY: the mask is `mask`, 4 words; 33 bits name at most 2 of them.
+        unsafe { s.d.ioctl(AMDKFD_IOC_SET_CU_MASK, cu.as_mut_bytes()) },
         Err(Errno::INVAL)
     );
     assert_eq!(s.d.live_handles().queues, 1);
@@ -454,17 +440,14 @@ fn create_queue_checks_its_arguments() {
 fn xnack_mode_follows_the_request_and_names_the_isa() {
     use hsa_core::platform::Platform;
     use hsa_core::runtime::Runtime;
-    use hsa_linux::kfd::abi::{SetXnackModeArgs, AMDKFD_IOC_SET_XNACK_MODE};
+    use hsa_linux::kfd::abi::SetXnackModeArgs;
     use hsa_linux::LinuxPlatform;
-    use zerocopy::IntoBytes;
 
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
     let topology = emulated.topology().clone();
     let query = || {
         let mut a = SetXnackModeArgs { xnack_enabled: -1 };
-        emulated
-            .ioctl(AMDKFD_IOC_SET_XNACK_MODE, a.as_mut_bytes())
-            .unwrap();
+        plain_ioctl(&*emulated, &mut a).unwrap();
         a.xnack_enabled
     };
     assert_eq!(query(), 0, "the kernel default: off");

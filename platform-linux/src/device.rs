@@ -40,8 +40,9 @@ use hsa_core::{bail, error, Error, Status};
 use rustix::io::Errno;
 
 use crate::kfd::abi::*;
+use crate::kfd::calls::{self, call};
 use crate::kfd::driver::{KfdDriver, MapTarget};
-use crate::kfd::ioctl::{call, Backing, VaSpace};
+use crate::kfd::ioctl::{Backing, VaSpace};
 use crate::topology::{Topology, TopologyNode};
 
 /// Address space reserved per platform for all chunks, bytes (64 GiB; `MAP_NORESERVE`, so it
@@ -218,16 +219,15 @@ pub fn kfd_alloc_flags_for(placement: KfdPlacement, flags: MemoryFlags) -> u32 {
 
 /// Sets the process's XNACK mode when `request` says so, then returns the mode KFD reports.
 fn xnack_mode(drv: &dyn KfdDriver, request: Option<bool>) -> Result<bool, Error> {
-    let name = "AMDKFD_IOC_SET_XNACK_MODE";
     if let Some(on) = request {
         let mut a = SetXnackModeArgs {
             xnack_enabled: i32::from(on),
         };
-        call(drv, AMDKFD_IOC_SET_XNACK_MODE, name, &mut a)
+        call(drv, &mut a)
             .map_err(|e| error!(e.status(), "HSA_XNACK={}: {}", u8::from(on), e.detail()))?;
     }
     let mut a = SetXnackModeArgs { xnack_enabled: -1 };
-    match call(drv, AMDKFD_IOC_SET_XNACK_MODE, name, &mut a) {
+    match call(drv, &mut a) {
         Ok(()) => Ok(a.xnack_enabled > 0),
         // Before KFD 1.5 there is no per-process mode: XNACK is off.
         Err(_) => Ok(false),
@@ -267,12 +267,7 @@ impl LinuxPlatform {
     ) -> Result<LinuxPlatform, Error> {
         let drv = &*driver;
         let mut v = GetVersionArgs::default();
-        call(
-            drv,
-            AMDKFD_IOC_GET_VERSION,
-            "AMDKFD_IOC_GET_VERSION",
-            &mut v,
-        )?;
+        call(drv, &mut v)?;
         if v.major_version != KFD_IOCTL_MAJOR_VERSION {
             bail!(
                 Status::Error,
@@ -320,7 +315,7 @@ impl LinuxPlatform {
                 drm_fd: fd as u32,
                 gpu_id: gpu.gpu_id,
             };
-            call(drv, AMDKFD_IOC_ACQUIRE_VM, "AMDKFD_IOC_ACQUIRE_VM", &mut a)?;
+            call(drv, &mut a)?;
         }
         let xnack = if gpus.is_empty() {
             false
@@ -330,18 +325,7 @@ impl LinuxPlatform {
 
         if !gpus.is_empty() {
             let mut apertures = vec![ProcessDeviceApertures::default(); gpus.len()];
-            let mut a = GetProcessAperturesNewArgs {
-                kfd_process_device_apertures_ptr: apertures.as_mut_ptr() as u64,
-                num_of_nodes: gpus.len() as u32,
-                pad: 0,
-            };
-            call(
-                drv,
-                AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
-                "AMDKFD_IOC_GET_PROCESS_APERTURES_NEW",
-                &mut a,
-            )?;
-            let filled = (a.num_of_nodes as usize).min(apertures.len());
+            let filled = calls::get_process_apertures(drv, &mut apertures)?;
             for ap in &apertures[..filled] {
                 if let Some(g) = gpus.iter_mut().find(|g| g.gpu_id == ap.gpu_id) {
                     g.gpuvm_base = ap.gpuvm_base;
@@ -392,11 +376,6 @@ impl LinuxPlatform {
     /// The topology the platform answers from.
     pub fn topology(&self) -> &Topology {
         &self.topology
-    }
-
-    /// The driver underneath.
-    pub fn driver(&self) -> &Arc<dyn KfdDriver> {
-        &self.driver
     }
 
     fn topo_node(&self, index: usize) -> Result<&TopologyNode, Error> {
@@ -464,7 +443,12 @@ impl LinuxPlatform {
         match self.alloc_at(va, alloc_gpu, placement, size, flags, map_to) {
             Ok(c) => Ok(c),
             Err(e) => {
-                let _ = self.process.va.release(va);
+                // A chunk recorded despite the error is a buffer KFD would not free: its
+                // addresses stay carved (KFD may still use the host pages of a USERPTR
+                // buffer), and the platform's drop retries the free.
+                if !lock(&self.state).chunks.contains_key(&va) {
+                    let _ = self.process.va.release(va);
+                }
                 Err(e)
             }
         }
@@ -495,30 +479,33 @@ impl LinuxPlatform {
             va_addr: va,
             size,
             handle: 0,
-            // USERPTR: the user address goes in mmap_offset (kfd_ioctl.h).
-            mmap_offset: if placement == KfdPlacement::UserPtr {
-                va
-            } else {
-                0
-            },
+            mmap_offset: 0,
             gpu_id,
             flags: kfd_alloc_flags_for(placement, flags),
         };
-        call(
-            drv,
-            AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-            "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU",
-            &mut a,
-        )?;
+        if placement == KfdPlacement::UserPtr {
+            // USERPTR: the user address goes in mmap_offset (kfd_ioctl.h).
+            a.mmap_offset = va;
+            #[allow(unsafe_code)]
+            // SAFETY: `[va, va + size)` is a carved range of the process's reservation, just
+            // backed with host memory, page-aligned. It stays carved and mapped until FREE of
+            // the handle succeeds: `free_chunk` gives the addresses back only after FREE
+            // succeeded, and `undo` below keeps a buffer KFD would not free recorded, which
+            // keeps its addresses carved (`alloc_chunk`). No Rust reference into it exists: the
+            // chunk reaches the core as raw pointers, under the `Platform` contract.
+            unsafe {
+                calls::alloc_userptr_memory_of_gpu(drv, &mut a)?
+            };
+        } else {
+            calls::alloc_memory_of_gpu(drv, &mut a)?;
+        }
         let handle = a.handle;
         let undo = |e: Error| {
-            let mut f = FreeMemoryOfGpuArgs { handle };
-            let _ = call(
-                drv,
-                AMDKFD_IOC_FREE_MEMORY_OF_GPU,
-                "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
-                &mut f,
-            );
+            if call(drv, &mut FreeMemoryOfGpuArgs { handle }).is_err() {
+                // KFD still holds the buffer: keep it recorded so that its addresses are not
+                // reused and the platform's drop retries the free.
+                self.record(va, size, Some(handle), Vec::new());
+            }
             e
         };
         let host_mapped = match placement {
@@ -577,19 +564,7 @@ impl LinuxPlatform {
     }
 
     fn map_handle(&self, handle: u64, gpu_ids: &[u32]) -> Result<(), Error> {
-        let mut ids = gpu_ids.to_vec();
-        let mut a = MapMemoryToGpuArgs {
-            handle,
-            device_ids_array_ptr: ids.as_mut_ptr() as u64,
-            n_devices: ids.len() as u32,
-            n_success: 0,
-        };
-        call(
-            &*self.driver,
-            AMDKFD_IOC_MAP_MEMORY_TO_GPU,
-            "AMDKFD_IOC_MAP_MEMORY_TO_GPU",
-            &mut a,
-        )
+        calls::map_memory_to_gpu(&*self.driver, handle, gpu_ids).map(|_| ())
     }
 
     fn free_chunk(&self, va: u64) -> Result<(), Error> {
@@ -601,29 +576,10 @@ impl LinuxPlatform {
         if let Some(handle) = rec.handle {
             let mut unmapped = false;
             if !rec.mapped_to.is_empty() {
-                let mut ids = rec.mapped_to.clone();
-                let mut u = UnmapMemoryFromGpuArgs {
-                    handle,
-                    device_ids_array_ptr: ids.as_mut_ptr() as u64,
-                    n_devices: ids.len() as u32,
-                    n_success: 0,
-                };
                 // A failed unmap still lets FREE release the buffer (as libhsakmt does).
-                unmapped = call(
-                    drv,
-                    AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-                    "AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU",
-                    &mut u,
-                )
-                .is_ok();
+                unmapped = calls::unmap_memory_from_gpu(drv, handle, &rec.mapped_to).is_ok();
             }
-            let mut f = FreeMemoryOfGpuArgs { handle };
-            if let Err(e) = call(
-                drv,
-                AMDKFD_IOC_FREE_MEMORY_OF_GPU,
-                "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
-                &mut f,
-            ) {
+            if let Err(e) = call(drv, &mut FreeMemoryOfGpuArgs { handle }) {
                 // The buffer is still alive in KFD: keep the chunk recorded (so the platform's
                 // drop frees it) instead of forgetting a live handle.
                 let mapped_to = if unmapped { Vec::new() } else { rec.mapped_to };
@@ -688,9 +644,18 @@ impl Drop for LinuxPlatform {
         // is not allowed") and releases it when the process closes /dev/kfd. Its host
         // mapping goes with the reservation.
         let event_page = lock(&self.process.event_page).map(|p| p.va);
+        // The EOP and save-area buffers of a queue KFD would not destroy are not freed either:
+        // its command processor may still write them (KFD releases them with the process).
+        let busy: HashSet<u64> = lock(&self.state)
+            .queues
+            .values()
+            .flat_map(|q| [q.eop, q.cwsr])
+            .flatten()
+            .map(|c| c.gpu_va.0)
+            .collect();
         let chunks: Vec<u64> = lock(&self.state).chunks.keys().copied().collect();
         for va in chunks {
-            if Some(va) != event_page {
+            if Some(va) != event_page && !busy.contains(&va) {
                 let _ = self.free_chunk(va);
             }
         }

@@ -4,12 +4,16 @@
 //!
 //! Layers, bottom up:
 //! - [`kfd::abi`]: the `kfd_ioctl.h` structs, request numbers and flags (no system calls).
-//! - [`kfd::driver::KfdDriver`]: the seam every ioctl and mmap goes through; implemented here
-//!   by [`kfd::ioctl::DevKfd`] (the real `/dev/kfd` and render nodes), and by any other driver
+//! - [`kfd::driver::KfdDriver`]: the seam every ioctl and mmap goes through (both `unsafe`:
+//!   arguments carry pointers, mmap may replace a range); implemented here by
+//!   [`kfd::ioctl::DevKfd`] (the real `/dev/kfd` and render nodes), and by any other driver
 //!   with amdkfd's semantics a caller hands to [`LinuxPlatform::new`].
-//! - [`kfd::ioctl`]: the only `unsafe` code of the device layer — `DevKfd`, the typed
-//!   [`kfd::ioctl::call`], and [`kfd::ioctl::VaSpace`] (the reserved address range chunks are
-//!   carved from, with checked host stores such as doorbells).
+//! - [`kfd::calls`]: the typed, safe wrappers — one per pointer-carrying request, owning or
+//!   borrowing the buffers its pointers name, and [`kfd::calls::call`] for the requests
+//!   without pointers ([`kfd::calls::PlainArgs`]).
+//! - [`kfd::ioctl`]: the system calls — `DevKfd`, and [`kfd::ioctl::VaSpace`] (the reserved
+//!   address range chunks are carved from, with checked host stores such as doorbells and
+//!   driver mappings only over ranges it owns).
 //! - [`topology`]: the KFD sysfs topology (live or a captured dump); [`isa`]: a GPU's ISA and
 //!   product name by PCI device id (for kernels that do not report them).
 //! - [`device::LinuxPlatform`]: `hsa_core::platform::Platform` over a driver and a topology

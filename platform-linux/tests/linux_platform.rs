@@ -37,6 +37,8 @@ struct Log {
     /// gpu ids read from each MAP_MEMORY_TO_GPU / UNMAP array, in order.
     map_ids: Vec<(u32, u64, Vec<u32>)>,
     mmaps: Vec<(MapTarget, u64, usize, Option<usize>)>,
+    /// Every mmap fails with this errno while set.
+    fail_mmap: Option<Errno>,
     rung: Vec<(u32, u64)>,
     symbols: Vec<(u64, String)>,
 }
@@ -102,11 +104,14 @@ impl Fake {
             .count()
     }
 
-    fn read_ids(ptr: u64, n: u32) -> Vec<u32> {
+    /// The `n` gpu ids at `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` points to `n` readable u32s (KfdDriver::ioctl's contract for MAP/UNMAP).
+    unsafe fn read_ids(ptr: u64, n: u32) -> Vec<u32> {
         (0..n as u64)
             .map(|i| {
-                // SAFETY: the platform passes a pointer to a live array of `n` u32 gpu ids for
-                // the duration of the ioctl (the contract of MAP/UNMAP_MEMORY_TO_GPU).
+                // SAFETY: in bounds of the caller's array of `n` ids (this function's contract).
                 unsafe { std::ptr::read((ptr + 4 * i) as *const u32) }
             })
             .collect()
@@ -117,12 +122,15 @@ fn reply<T: zerocopy::IntoBytes + zerocopy::Immutable>(arg: &mut [u8], v: &T) {
     arg.copy_from_slice(v.as_bytes());
 }
 
+// The fake dereferences the argument's pointers directly (it does not meet the trait's "an
+// unmapped pointer is EFAULT" rule): it is driven only by LinuxPlatform, through the typed
+// wrappers, which pass live buffers.
 impl KfdDriver for Fake {
     fn name(&self) -> &str {
         "fake"
     }
 
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         self.log.lock().unwrap().calls.push((request, arg.to_vec()));
         if let Some(&e) = self.fail.lock().unwrap().get(&request) {
             return Err(e);
@@ -144,8 +152,9 @@ impl KfdDriver for Fake {
                     ..Default::default()
                 };
                 assert!(a.num_of_nodes >= 1);
-                // SAFETY: the platform points kfd_process_device_apertures_ptr at a live array
-                // of num_of_nodes entries for the duration of the ioctl.
+                // SAFETY: the caller (LinuxPlatform, through calls::get_process_apertures)
+                // points kfd_process_device_apertures_ptr at a live array of num_of_nodes >= 1
+                // entries for the duration of the ioctl (KfdDriver::ioctl's contract).
                 unsafe {
                     std::ptr::write(
                         a.kfd_process_device_apertures_ptr as *mut ProcessDeviceApertures,
@@ -165,7 +174,9 @@ impl KfdDriver for Fake {
             }
             AMDKFD_IOC_MAP_MEMORY_TO_GPU | AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU => {
                 let mut a = MapMemoryToGpuArgs::read_from_bytes(arg).unwrap();
-                let ids = Fake::read_ids(a.device_ids_array_ptr, a.n_devices);
+                // SAFETY: the caller (calls::map_memory_to_gpu / unmap_memory_from_gpu) points
+                // device_ids_array_ptr at n_devices live ids for the call.
+                let ids = unsafe { Fake::read_ids(a.device_ids_array_ptr, a.n_devices) };
                 self.log
                     .lock()
                     .unwrap()
@@ -204,22 +215,24 @@ impl KfdDriver for Fake {
         Ok(())
     }
 
-    fn mmap(
+    unsafe fn mmap(
         &self,
         target: MapTarget,
         offset: u64,
         len: usize,
         addr: Option<NonNull<u8>>,
     ) -> Result<NonNull<u8>, Errno> {
-        self.log.lock().unwrap().mmaps.push((
-            target,
-            offset,
-            len,
-            addr.map(|a| a.as_ptr() as usize),
-        ));
+        let mut log = self.log.lock().unwrap();
+        log.mmaps
+            .push((target, offset, len, addr.map(|a| a.as_ptr() as usize)));
+        if let Some(e) = log.fail_mmap {
+            return Err(e);
+        }
+        drop(log);
         let at = addr.ok_or(Errno::INVAL)?;
-        // SAFETY: the platform passes only ranges of its own reservation, which it gives up
-        // for this mapping; anonymous shared memory stands in for the device's.
+        // SAFETY: the caller owns `[at, at + len)` and gives it up for this mapping
+        // (KfdDriver::mmap's contract: the platform passes ranges of its own reservation);
+        // anonymous shared memory stands in for the device's.
         let p = unsafe {
             rustix::mm::mmap_anonymous(
                 at.as_ptr().cast(),
@@ -593,6 +606,54 @@ fn ioctl_failure_is_named_and_releases_everything() {
     assert_eq!(c.gpu_va.0, failed_va);
 }
 
+/// A buffer whose undo FREE fails (after MAP failed) is still KFD's, and for USERPTR memory
+/// KFD keeps using the host pages: its addresses must not be carved for the next chunk, and
+/// the platform's drop frees it again.
+#[test]
+fn a_buffer_kfd_would_not_free_keeps_its_addresses() {
+    let (fake, p) = open();
+    {
+        let mut f = fake.fail.lock().unwrap();
+        f.insert(AMDKFD_IOC_MAP_MEMORY_TO_GPU, Errno::NOMEM);
+        f.insert(AMDKFD_IOC_FREE_MEMORY_OF_GPU, Errno::BUSY);
+    }
+    let system = || req(CPU_NODE, MemoryKind::System, 4096, MemoryFlags::HOST_ACCESS);
+    let e = p.allocate_memory(&system()).unwrap_err();
+    assert_eq!(e.status(), Status::OutOfResources);
+    assert_eq!(
+        e.detail(),
+        "AMDKFD_IOC_MAP_MEMORY_TO_GPU: Cannot allocate memory (errno 12)"
+    );
+    let stuck = *fake
+        .replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)
+        .last()
+        .unwrap();
+    assert_eq!(stuck.mmap_offset, stuck.va_addr, "USERPTR");
+    assert_eq!(
+        fake.count(AMDKFD_IOC_FREE_MEMORY_OF_GPU),
+        1,
+        "the undo tried"
+    );
+    fake.fail.lock().unwrap().clear();
+
+    let c = p.allocate_memory(&system()).unwrap();
+    assert_ne!(
+        c.gpu_va.0, stuck.va_addr,
+        "the host pages KFD still holds were carved again"
+    );
+    drop(p);
+    let frees: Vec<u64> = fake
+        .calls::<FreeMemoryOfGpuArgs>(AMDKFD_IOC_FREE_MEMORY_OF_GPU)
+        .iter()
+        .map(|f| f.handle)
+        .collect();
+    assert_eq!(
+        frees.iter().filter(|&&h| h == stuck.handle).count(),
+        2,
+        "the drop frees it again: {frees:x?}"
+    );
+}
+
 #[test]
 fn map_memory_to_nodes() {
     let (fake, p) = open();
@@ -784,6 +845,72 @@ fn invalid_queue_requests() {
     );
     assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU) - allocs, 2);
     assert_eq!(fake.count(AMDKFD_IOC_FREE_MEMORY_OF_GPU) - frees, 2);
+}
+
+/// The handles of the EOP and save-area buffers of the queue CREATE_QUEUE made last.
+fn queue_buffer_handles(fake: &Fake) -> (u64, u64) {
+    let q: CreateQueueArgs = *fake.replies(AMDKFD_IOC_CREATE_QUEUE).last().unwrap();
+    let allocs = fake.replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    let at = |va: u64| allocs.iter().find(|a| a.va_addr == va).unwrap().handle;
+    (at(q.eop_buffer_address), at(q.ctx_save_restore_address))
+}
+
+fn freed(fake: &Fake) -> Vec<u64> {
+    fake.calls::<FreeMemoryOfGpuArgs>(AMDKFD_IOC_FREE_MEMORY_OF_GPU)
+        .iter()
+        .map(|f| f.handle)
+        .collect()
+}
+
+/// When the doorbell page cannot be mapped, CREATE_QUEUE is undone with DESTROY_QUEUE; if
+/// that fails the queue may still run, so its EOP and save-area buffers (which its command
+/// processor writes) are not freed: the drop retries DESTROY and frees them only after it
+/// succeeded.
+#[test]
+fn a_queue_kfd_would_not_destroy_keeps_its_buffers() {
+    for destroy_works_later in [true, false] {
+        let (fake, p) = open();
+        let (ring, amdq) = queue_memory(&p);
+        fake.log.lock().unwrap().fail_mmap = Some(Errno::NOMEM);
+        fake.fail
+            .lock()
+            .unwrap()
+            .insert(AMDKFD_IOC_DESTROY_QUEUE, Errno::BUSY);
+        // SAFETY: the ring and amd_queue_t chunks live until the platform drops.
+        let e = unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap_err();
+        assert_eq!(e.status(), Status::OutOfResources);
+        assert!(
+            e.detail().starts_with("mapping the doorbell page"),
+            "{}",
+            e.detail()
+        );
+        assert_eq!(fake.count(AMDKFD_IOC_DESTROY_QUEUE), 1);
+        let (eop, cwsr) = queue_buffer_handles(&fake);
+        assert!(
+            !freed(&fake).contains(&eop) && !freed(&fake).contains(&cwsr),
+            "freed under a queue KFD did not destroy"
+        );
+        let queue_id = fake
+            .replies::<CreateQueueArgs>(AMDKFD_IOC_CREATE_QUEUE)
+            .last()
+            .unwrap()
+            .queue_id;
+        if destroy_works_later {
+            fake.fail.lock().unwrap().clear();
+        }
+        drop(p);
+        let destroys = fake.calls::<DestroyQueueArgs>(AMDKFD_IOC_DESTROY_QUEUE);
+        assert_eq!(destroys.len(), 2, "the drop retries DESTROY");
+        assert_eq!(destroys[1].queue_id, queue_id);
+        let freed = freed(&fake);
+        assert_eq!(
+            freed.contains(&eop) && freed.contains(&cwsr),
+            destroy_works_later,
+            "EOP {eop:#x}, CWSR {cwsr:#x}, freed {freed:x?}"
+        );
+        let (r, q) = (ring.handle, amdq.handle);
+        assert!(freed.contains(&r) && freed.contains(&q));
+    }
 }
 
 /// A GPU whose compute units are too many for the 32-bit save-area sizes of CREATE_QUEUE (the

@@ -407,7 +407,12 @@ pub fn kfd_ioctl(data: &[u8]) {
                 let mut $a =
                     <$ty as zerocopy::FromBytes>::read_from_bytes(&raw[..]).expect("sized buffer");
                 $fix;
-                let _ = dev.ioctl($req, zerocopy::IntoBytes::as_mut_bytes(&mut $a));
+                // SAFETY: the harness rules above keep EmulatedKfd::ioctl's contract: every
+                // pointer field is unmapped (null, 0x10, a kernel address) or in the scratch
+                // area, which lives forever; the aperture copy-out is cut to one entry inside
+                // it; a USERPTR range is unmapped or inside it. The device only reads the other
+                // arrays, and uses queue addresses only inside its own allocations.
+                let _ = unsafe { dev.ioctl($req, zerocopy::IntoBytes::as_mut_bytes(&mut $a)) };
             }};
         }
         match sel % 40 {
@@ -519,7 +524,12 @@ pub fn kfd_ioctl(data: &[u8]) {
                     usize::from(lo)
                 };
                 let mut arg = take(&mut rest, len);
-                let _ = dev.ioctl(raw_req, &mut arg);
+                // SAFETY: the numbers whose pointers EmulatedKfd writes through or keeps
+                // (GET_PROCESS_APERTURES_NEW, ALLOC_MEMORY_OF_GPU) were skipped above, with the
+                // other pointer-carrying ones and WAIT_EVENTS (which may block); every
+                // other pointer it only reads through /proc/self/mem or uses only inside its
+                // own allocations (its ioctl's `# Safety`).
+                let _ = unsafe { dev.ioctl(raw_req, &mut arg) };
             }
         }
     }

@@ -99,7 +99,11 @@ impl Backing {
     /// # Errors
     /// `EINVAL` for a zero length, a length beyond the backing or a misaligned `addr`; the
     /// errno of mmap.
-    pub(crate) fn map_at(
+    ///
+    /// # Safety
+    /// As [`hsa_linux::kfd::driver::KfdDriver::mmap`]: with `addr`, the caller owns
+    /// `[addr, addr + len)` (rounded up to pages) and nothing else uses it.
+    pub(crate) unsafe fn map_at(
         &self,
         addr: Option<NonNull<u8>>,
         len: usize,
@@ -116,10 +120,10 @@ impl Backing {
             ),
             None => (std::ptr::null_mut(), MapFlags::SHARED),
         };
-        // SAFETY: with MAP_FIXED this replaces whatever the caller has at `addr..addr+len`:
-        // the KfdDriver::mmap contract is that the caller owns that range (a reservation it
-        // made for exactly this), as with mmap(2) on the real device file. Without an address
-        // the kernel picks free space. Either way no Rust object of ours is affected.
+        // SAFETY: with MAP_FIXED this replaces whatever the caller has at `addr..addr+len`,
+        // which this function's contract (KfdDriver::mmap's) says the caller owns and nobody
+        // uses, as with mmap(2) on the real device file. Without an address the kernel picks
+        // free space. Either way no Rust object of ours is affected.
         let ptr = unsafe {
             rustix::mm::mmap(
                 hint,
@@ -368,13 +372,15 @@ mod tests {
         let mut buf = [1u8; 16];
         r.read_into(&mut buf);
         assert_eq!(buf, [0u8; 16]);
-        let second = b.map_at(None, 4096).unwrap();
+        // SAFETY: no address: the kernel picks free space.
+        let second = unsafe { b.map_at(None, 4096) }.unwrap();
         r.write_from(&[7, 8, 9]);
         let um = UserMemory::open().unwrap();
         let mut got = [0u8; 3];
         um.read(second.as_ptr() as u64, &mut got).unwrap();
         assert_eq!(got, [7, 8, 9]);
-        assert_eq!(b.map_at(None, 3 * 4096), Err(Errno::INVAL));
+        // SAFETY: as above (and refused: beyond the backing).
+        assert_eq!(unsafe { b.map_at(None, 3 * 4096) }, Err(Errno::INVAL));
     }
 
     #[test]

@@ -1092,7 +1092,10 @@ impl EmulatedKfd {
         self.device.user.read(a.cu_mask_ptr, &mut raw)
     }
 
-    fn mmap_kfd(
+    /// # Safety
+    /// As [`KfdDriver::mmap`].
+    #[allow(unsafe_code)]
+    unsafe fn mmap_kfd(
         &self,
         offset: u64,
         len: usize,
@@ -1112,7 +1115,8 @@ impl EmulatedKfd {
                 {
                     return Err(Errno::INVAL);
                 }
-                gpu.doorbells.map_at(addr, len)
+                // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
+                unsafe { gpu.doorbells.map_at(addr, len) }
             }
             KFD_MMAP_TYPE_EVENTS => {
                 if offset != KFD_MMAP_EVENTS_OFFSET || len == 0 || len as u64 > EVENT_PAGE_BYTES {
@@ -1121,7 +1125,8 @@ impl EmulatedKfd {
                 let mut ev = lock(&self.device.events);
                 let page = ev.page.as_mut().ok_or(Errno::INVAL)?;
                 let own = page.own.as_ref().ok_or(Errno::INVAL)?;
-                let p = own.map_at(addr, len)?;
+                // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
+                let p = unsafe { own.map_at(addr, len) }?;
                 page.user_bases.push(p.as_ptr() as u64);
                 Ok(p)
             }
@@ -1129,7 +1134,10 @@ impl EmulatedKfd {
         }
     }
 
-    fn mmap_render(
+    /// # Safety
+    /// As [`KfdDriver::mmap`].
+    #[allow(unsafe_code)]
+    unsafe fn mmap_render(
         &self,
         gpu_id: u32,
         offset: u64,
@@ -1146,16 +1154,39 @@ impl EmulatedKfd {
         if a.gpu_id != gpu_id || len as u64 > a.size {
             return Err(Errno::INVAL);
         }
-        a.backing.as_ref().ok_or(Errno::INVAL)?.map_at(addr, len)
+        let backing = a.backing.as_ref().ok_or(Errno::INVAL)?;
+        // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
+        unsafe { backing.map_at(addr, len) }
     }
 }
 
+// The implementation safety of KfdDriver: every pointer inside an argument (device-id, event,
+// aperture and CU-mask arrays, the USERPTR address) is only copied through /proc/self/mem
+// (`UserMemory`), for at most the bytes the argument's counts give (EFAULT when unmapped, never
+// a fault), and the apertures are written for at most `num_of_nodes` entries; queue memory is
+// reached only inside allocations mapped to the GPU (`device_region`), USERPTR memory only
+// inside the registered range; mmap maps at exactly the given address or where the kernel picks.
+#[allow(unsafe_code)]
 impl KfdDriver for EmulatedKfd {
     fn name(&self) -> &str {
         "emulated"
     }
 
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    /// The ioctl, answered with amdkfd's semantics (see the module docs).
+    ///
+    /// # Safety
+    /// As [`KfdDriver::ioctl`], relaxed to what this device needs:
+    /// - `GET_PROCESS_APERTURES_NEW`'s array is valid for writes of
+    ///   `min(num_of_nodes, number of GPUs)` entries for the call, or not mapped (`EFAULT`);
+    /// - a `USERPTR` address is valid as the table says until FREE, or not mapped (`EFAULT`:
+    ///   its pages are probed through `/proc/self/mem`);
+    /// - nothing else: the pointers this device only reads (device-id arrays, `WAIT_EVENTS`'
+    ///   events, of which it writes nothing back, CU masks) are read through `/proc/self/mem`
+    ///   whatever they hold; a queue's ring and `amd_queue_t` are used only inside allocations
+    ///   mapped to its GPU (`EINVAL`/`EFAULT` otherwise), which cannot be freed while the queue
+    ///   lives (`EBUSY`); the other addresses (`UPDATE_QUEUE`'s ring, which must not change,
+    ///   EOP and save areas, scratch, `r_debug`) are not used.
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         let n = self.device.ioctls.fetch_add(1, Ordering::SeqCst);
         {
             let mut faults = lock(&self.device.faults);
@@ -1167,7 +1198,11 @@ impl KfdDriver for EmulatedKfd {
         self.dispatch(request, arg)
     }
 
-    fn mmap(
+    /// Maps the device's memfd pages of a doorbell page, the event page or a buffer object.
+    ///
+    /// # Safety
+    /// As [`KfdDriver::mmap`].
+    unsafe fn mmap(
         &self,
         target: MapTarget,
         offset: u64,
@@ -1177,9 +1212,12 @@ impl KfdDriver for EmulatedKfd {
         if len == 0 {
             return Err(Errno::INVAL);
         }
-        match target {
-            MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
-            MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
+        // SAFETY: the caller upholds KfdDriver::mmap's contract, which is theirs.
+        unsafe {
+            match target {
+                MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
+                MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
+            }
         }
     }
 
@@ -1215,29 +1253,38 @@ impl Drop for EmulatedKfd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hsa_linux::kfd::calls::plain_ioctl;
 
     fn dev() -> Arc<EmulatedKfd> {
         EmulatedKfd::new(builtin_topology()).unwrap()
+    }
+
+    /// `ioctl` with an argument that carries no pointer.
+    #[allow(unsafe_code)]
+    fn raw(d: &EmulatedKfd, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: the callers pass requests this device does not implement or GET_VERSION,
+        // none of which carries a pointer.
+        unsafe { d.ioctl(request, arg) }
     }
 
     #[test]
     fn version_and_size_checks() {
         let d = dev();
         let mut v = GetVersionArgs::default();
-        d.ioctl(AMDKFD_IOC_GET_VERSION, v.as_mut_bytes()).unwrap();
+        plain_ioctl(&*d, &mut v).unwrap();
         assert_eq!((v.major_version, v.minor_version), (1, 11));
         let mut short = [0u8; 4];
         assert_eq!(
-            d.ioctl(AMDKFD_IOC_GET_VERSION, &mut short),
+            raw(&d, AMDKFD_IOC_GET_VERSION, &mut short),
             Err(Errno::INVAL)
         );
         let mut x = [0u8; 8];
         assert_eq!(
-            d.ioctl(ioc(IOC_READ, b'K', 0x7f, 8), &mut x),
+            raw(&d, ioc(IOC_READ, b'K', 0x7f, 8), &mut x),
             Err(Errno::NOTTY)
         );
         assert_eq!(
-            d.ioctl(ioc(IOC_READ, b'Q', 0x01, 8), &mut x),
+            raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x),
             Err(Errno::NOTTY)
         );
         assert_eq!(d.ioctl_count(), 4);
@@ -1254,25 +1301,38 @@ mod tests {
     }
 
     #[test]
+    #[allow(unsafe_code)]
     fn apertures_count_then_fill() {
         let d = dev();
         let mut a = GetProcessAperturesNewArgs::default();
-        d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes())
-            .unwrap();
+        // SAFETY: num_of_nodes 0: KFD's "how many?" form writes through no pointer.
+        unsafe { d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()) }.unwrap();
         assert_eq!(a.num_of_nodes, 1);
         let mut out = [ProcessDeviceApertures::default(); 2];
         a.kfd_process_device_apertures_ptr = out.as_mut_ptr() as u64;
         a.num_of_nodes = 2;
-        d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes())
-            .unwrap();
+        // SAFETY: the array is `out`, 2 entries, not otherwise used during the call.
+        unsafe { d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()) }.unwrap();
         assert_eq!(a.num_of_nodes, 1);
         let got = std::hint::black_box(&out)[0];
         assert_eq!(got.gpu_id, BUILTIN_GPU_ID);
         assert!(got.gpuvm_base < got.gpuvm_limit);
         a.kfd_process_device_apertures_ptr = 16;
         assert_eq!(
-            d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()),
+            // SAFETY: address 16 is never mapped (page 0): the copy fails with EFAULT.
+            unsafe { d.ioctl(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, a.as_mut_bytes()) },
             Err(Errno::FAULT)
         );
+        // The typed wrapper: the same answers.
+        assert_eq!(
+            hsa_linux::kfd::calls::get_process_apertures(&*d, &mut []).unwrap(),
+            1
+        );
+        let mut out = [ProcessDeviceApertures::default(); 3];
+        assert_eq!(
+            hsa_linux::kfd::calls::get_process_apertures(&*d, &mut out).unwrap(),
+            1
+        );
+        assert_eq!(out[0].gpu_id, BUILTIN_GPU_ID);
     }
 }

@@ -1,6 +1,7 @@
 //! The `unsafe impl` of [`Platform`] for [`LinuxPlatform`]: the trait is unsafe (its
 //! implementer vouches for the memory and queue guarantees), so the impl lives in this module,
-//! the one place of `device` allowed to write `unsafe`. It contains no unsafe blocks.
+//! the one place of `device` allowed to write `unsafe`. Its one unsafe block is CREATE_QUEUE
+//! ([`calls::create_queue`]), inside `create_queue`, whose own contract covers it.
 #![allow(unsafe_code)]
 
 use std::ptr::NonNull;
@@ -15,8 +16,8 @@ use zerocopy::IntoBytes;
 
 use super::*;
 use crate::kfd::abi::*;
+use crate::kfd::calls::{self, call};
 use crate::kfd::driver::MapTarget;
-use crate::kfd::ioctl::call;
 
 // SAFETY: chunks are carved from one reservation and never overlap while live; they are zeroed
 // (host-visible ones written with zeros; device-only VRAM is wiped by amdgpu on release) and
@@ -262,12 +263,13 @@ unsafe impl Platform for LinuxPlatform {
             ctx_save_restore_size: sizes.ctx_save_restore_bytes,
             ctl_stack_size: sizes.ctl_stack_bytes,
         };
-        if let Err(e) = call(
-            &*self.driver,
-            AMDKFD_IOC_CREATE_QUEUE,
-            "AMDKFD_IOC_CREATE_QUEUE",
-            &mut a,
-        ) {
+        // SAFETY: the ring and the amd_queue_t holding the two pointers are the caller's
+        // (`Platform::create_queue`'s contract: chunks of this platform, mapped to the GPU, that
+        // outlive the queue, their shared words accessed atomically by the core); the EOP
+        // buffer and the context save area are chunks allocated above for the queue, mapped to
+        // its GPU and freed only after DESTROY_QUEUE succeeded (`destroy_queue` keeps them
+        // when it fails).
+        if let Err(e) = unsafe { calls::create_queue(&*self.driver, &mut a) } {
             self.free_queue_buffers(&rec);
             return Err(e);
         }
@@ -276,24 +278,26 @@ unsafe impl Platform for LinuxPlatform {
         let page_va = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
             Ok(va) if within % 8 == 0 => va,
             r => {
-                let mut d = DestroyQueueArgs {
-                    queue_id: a.queue_id,
-                    pad: 0,
-                };
-                let _ = call(
-                    &*self.driver,
-                    AMDKFD_IOC_DESTROY_QUEUE,
-                    "AMDKFD_IOC_DESTROY_QUEUE",
-                    &mut d,
-                );
-                self.free_queue_buffers(&rec);
-                return Err(r.err().unwrap_or_else(|| {
+                let e = r.err().unwrap_or_else(|| {
                     error!(
                         Status::Error,
                         "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned",
                         a.doorbell_offset
                     )
-                }));
+                });
+                let mut d = DestroyQueueArgs {
+                    queue_id: a.queue_id,
+                    pad: 0,
+                };
+                if call(&*self.driver, &mut d).is_ok() {
+                    self.free_queue_buffers(&rec);
+                } else {
+                    // The queue may still run: keep its record and buffers, as `destroy_queue`
+                    // does; the platform's drop retries DESTROY and frees them only after it
+                    // succeeded.
+                    lock(&self.state).queues.insert(a.queue_id, rec);
+                }
+                return Err(e);
             }
         };
         rec.doorbell = page_va + within;
@@ -333,12 +337,7 @@ unsafe impl Platform for LinuxPlatform {
         };
         // If DESTROY fails the queue may still run: keep its record and buffers (the CP may
         // write them) so that a later destroy, at the latest the platform's drop, retries.
-        if let Err(e) = call(
-            &*self.driver,
-            AMDKFD_IOC_DESTROY_QUEUE,
-            "AMDKFD_IOC_DESTROY_QUEUE",
-            &mut d,
-        ) {
+        if let Err(e) = call(&*self.driver, &mut d) {
             lock(&self.state).queues.insert(queue.0, rec);
             return Err(e);
         }
@@ -375,12 +374,7 @@ unsafe impl Platform for LinuxPlatform {
             a.event_page_offset = c.handle;
             new_chunk = Some(c);
         }
-        if let Err(e) = call(
-            &*self.driver,
-            AMDKFD_IOC_CREATE_EVENT,
-            "AMDKFD_IOC_CREATE_EVENT",
-            &mut a,
-        ) {
+        if let Err(e) = call(&*self.driver, &mut a) {
             if let Some(c) = new_chunk {
                 let _ = self.free_chunk(c.gpu_va.0);
             }
@@ -427,13 +421,7 @@ unsafe impl Platform for LinuxPlatform {
         };
         // A failed DESTROY leaves the event alive in KFD: keep it recorded so that a later
         // destroy, at the latest the platform's drop, retries.
-        call(
-            &*self.driver,
-            AMDKFD_IOC_DESTROY_EVENT,
-            "AMDKFD_IOC_DESTROY_EVENT",
-            &mut d,
-        )
-        .inspect_err(|_| {
+        call(&*self.driver, &mut d).inspect_err(|_| {
             lock(&self.state).events.insert(event.0);
         })
     }
@@ -446,20 +434,9 @@ unsafe impl Platform for LinuxPlatform {
             event_id: event.0,
             ..EventData::default()
         }];
-        let mut a = WaitEventsArgs {
-            events_ptr: data.as_mut_ptr() as u64,
-            num_events: 1,
-            wait_for_all: 1,
-            timeout: wait_timeout_ms(timeout_ns),
-            wait_result: 0,
-        };
-        call(
-            &*self.driver,
-            AMDKFD_IOC_WAIT_EVENTS,
-            "AMDKFD_IOC_WAIT_EVENTS",
-            &mut a,
-        )?;
-        match a.wait_result {
+        let wait_result =
+            calls::wait_events(&*self.driver, &mut data, true, wait_timeout_ms(timeout_ns))?;
+        match wait_result {
             KFD_IOC_WAIT_RESULT_COMPLETE => Ok(WaitOutcome::Signaled),
             KFD_IOC_WAIT_RESULT_TIMEOUT => Ok(WaitOutcome::TimedOut),
             r => Err(error!(
@@ -478,12 +455,7 @@ unsafe impl Platform for LinuxPlatform {
             event_id: event.0,
             pad: 0,
         };
-        call(
-            &*self.driver,
-            AMDKFD_IOC_SET_EVENT,
-            "AMDKFD_IOC_SET_EVENT",
-            &mut s,
-        )
+        call(&*self.driver, &mut s)
     }
 
     fn timestamp_ticks(&self) -> u64 {

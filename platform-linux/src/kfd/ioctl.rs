@@ -3,11 +3,13 @@
 //! - [`DevKfd`]: the real [`KfdDriver`] — `/dev/kfd` and the render nodes
 //!   `/dev/dri/renderD<drm_render_minor>`, ioctl through `rustix::ioctl`, mmap through
 //!   `rustix::mm`.
-//! - [`call`]: the typed, safe way everything above issues an ioctl on a driver.
 //! - [`VaSpace`]: the process's reserved GPU/CPU virtual address range (an anonymous
 //!   `PROT_NONE` mapping) carved into chunks, each backed by anonymous host memory or by a
 //!   driver mapping; the checked host stores (doorbells, zeroing, headers) go through it so
-//!   that no store reaches memory the backend does not own.
+//!   that no store reaches memory the backend does not own, and driver mappings at an
+//!   address ([`VaSpace::map_from_driver`]) land only on ranges it owns.
+//!
+//! The typed, safe way to issue an ioctl is [`super::calls`].
 //!
 //! Ref: linux `include/uapi/linux/kfd_ioctl.h`; `mmap(2)`; ROCT-Thunk-Interface `fmm.c`
 //! (one reserved SVM range carved into GPU allocations at the same CPU address).
@@ -18,18 +20,16 @@ use std::ffi::c_void;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::path::Path;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{fence, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use hsa_core::{bail, error, Error, Status};
+use hsa_core::{error, Error, Status};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
 use rustix::mm::{MapFlags, ProtFlags};
-use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use super::driver::{KfdDriver, MapTarget};
-use super::ioctl_error;
 use crate::device::va::FreeList;
 use crate::topology::Topology;
 
@@ -41,32 +41,6 @@ pub const fn ioctl_arg_size(request: u32) -> usize {
     ((request >> 16) & 0x3fff) as usize
 }
 
-/// Issues `request` on `drv` with `args` as its argument struct — the one way the backend
-/// makes an amdkfd call.
-///
-/// # Errors
-/// - [`Status::InvalidArgument`] when `size_of::<T>()` differs from the size encoded in
-///   `request` (a programming error; nothing is sent).
-/// - The driver's errno mapped by [`ioctl_error`]`(name, errno)`: e.g. `ENOMEM` →
-///   [`Status::OutOfResources`], message `"<name>: Cannot allocate memory (errno 12)"`.
-pub fn call<T: IntoBytes + FromBytes + Immutable + KnownLayout>(
-    drv: &dyn KfdDriver,
-    request: u32,
-    name: &str,
-    args: &mut T,
-) -> Result<(), Error> {
-    let want = ioctl_arg_size(request);
-    if size_of::<T>() != want {
-        bail!(
-            Status::InvalidArgument,
-            "{name}: argument struct is {} bytes but request {request:#x} encodes {want}",
-            size_of::<T>()
-        );
-    }
-    drv.ioctl(request, args.as_mut_bytes())
-        .map_err(|e| ioctl_error(name, e.raw_os_error()))
-}
-
 /// An ioctl argument as rustix wants it: the request number and a byte buffer of exactly the
 /// size the number encodes.
 struct RawArg<'a> {
@@ -75,9 +49,11 @@ struct RawArg<'a> {
 }
 
 // SAFETY: `opcode` is an amdkfd request whose encoded argument size equals `arg.len()` (checked
-// by `DevKfd::ioctl` before constructing this), so the kernel reads and writes only within
-// `arg`, which is exclusively borrowed for the call. IS_MUTATING is true: amdkfd writes results
-// back. The output is the unit value; nothing is read from the returned pointer.
+// by `DevKfd::ioctl` before constructing this), so the kernel reads and writes the argument
+// only within `arg`, which is exclusively borrowed for the call; memory that pointers inside
+// `arg` refer to is the caller's contract (`KfdDriver::ioctl`'s `# Safety`), which
+// `DevKfd::ioctl` passes on. IS_MUTATING is true: amdkfd writes results back. The output is the
+// unit value; nothing is read from the returned pointer.
 unsafe impl Ioctl for RawArg<'_> {
     type Output = ();
     const IS_MUTATING: bool = true;
@@ -101,12 +77,11 @@ unsafe impl Ioctl for RawArg<'_> {
 /// The real amdkfd: `/dev/kfd` plus each GPU's render node, opened on first use.
 ///
 /// Argument structs that carry user pointers (`WAIT_EVENTS.events_ptr`,
-/// `MAP_MEMORY_TO_GPU.device_ids_array_ptr`, `GET_PROCESS_APERTURES_NEW`'s array) are passed
-/// to the kernel as they are: the caller must point them at live buffers of the right size (the
-/// kernel's `copy_{from,to}_user` then stays within them), and `mmap` with an address replaces
-/// whatever is mapped there (`MAP_FIXED`): callers pass only ranges they own
-/// ([`VaSpace`]). The [`KfdDriver`] seam keeps these methods safe to share one shape with
-/// other drivers; the backend is their only caller.
+/// `MAP_MEMORY_TO_GPU.device_ids_array_ptr`, `GET_PROCESS_APERTURES_NEW`'s array, ...) are
+/// passed to the kernel as they are, under [`KfdDriver::ioctl`]'s contract: the kernel's
+/// `copy_{from,to}_user` stays within the lengths the argument gives and answers an unmapped
+/// address with `EFAULT`. `mmap` with an address replaces whatever is mapped there
+/// (`MAP_FIXED`), under [`KfdDriver::mmap`]'s contract.
 #[derive(Debug)]
 pub struct DevKfd {
     kfd: OwnedFd,
@@ -190,8 +165,13 @@ impl KfdDriver for DevKfd {
         "kfd"
     }
 
+    /// `ioctl(2)` on `/dev/kfd`, retried on `EINTR` and `EAGAIN` as libhsakmt's `kmtIoctl`
+    /// does.
+    ///
+    /// # Safety
+    /// As [`KfdDriver::ioctl`]: the kernel dereferences the argument's pointers.
     #[allow(clippy::unnecessary_cast)] // Opcode is u32 or c_ulong depending on the backend
-    fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         if arg.len() != ioctl_arg_size(request) {
             return Err(Errno::INVAL);
         }
@@ -201,7 +181,10 @@ impl KfdDriver for DevKfd {
                 arg: &mut *arg,
             };
             // SAFETY: `raw` satisfies the `Ioctl` contract (see its impl): the buffer is exactly
-            // the size the request encodes and exclusively borrowed; `self.kfd` is an open file.
+            // the size the request encodes and exclusively borrowed; `self.kfd` is an open file;
+            // the memory the argument's pointers name is valid as this function's caller
+            // guarantees (KfdDriver::ioctl's `# Safety`), and the kernel's copies stay within
+            // the lengths the argument gives.
             match unsafe { rustix::ioctl::ioctl(&self.kfd, raw) } {
                 // libhsakmt's kmtIoctl retries these: a signal or a transient eviction.
                 Err(Errno::INTR) | Err(Errno::AGAIN) => continue,
@@ -210,7 +193,11 @@ impl KfdDriver for DevKfd {
         }
     }
 
-    fn mmap(
+    /// `mmap(2)` of `/dev/kfd` or the GPU's render node, `MAP_SHARED` (`| MAP_FIXED` at `addr`).
+    ///
+    /// # Safety
+    /// As [`KfdDriver::mmap`].
+    unsafe fn mmap(
         &self,
         target: MapTarget,
         offset: u64,
@@ -233,9 +220,9 @@ impl KfdDriver for DevKfd {
             flags |= MapFlags::FIXED;
         }
         let at = addr.map_or(ptr::null_mut(), |a| a.as_ptr().cast::<c_void>());
-        // SAFETY: with `addr` the caller owns `[addr, addr + len)` (a carved VaSpace range, see
-        // the type docs) and has no references into it, so replacing its mapping invalidates
-        // nothing; without `addr` the kernel picks unused addresses.
+        // SAFETY: with `addr` the caller owns `[addr, addr + len)` and nothing else uses it
+        // (KfdDriver::mmap's `# Safety`), so replacing its mapping invalidates nothing; without
+        // `addr` the kernel picks unused addresses.
         let p = unsafe {
             rustix::mm::mmap(
                 at,
@@ -265,11 +252,21 @@ pub enum Backing {
     Driver,
 }
 
+/// One carved range.
+#[derive(Clone, Copy, Debug)]
+struct Carved {
+    len: u64,
+    backing: Backing,
+    /// Its mapping is being replaced (by `back_with_host_memory` or `map_from_driver`, outside
+    /// the lock): no store reaches it and it cannot be released or remapped until that ends.
+    busy: bool,
+}
+
 #[derive(Debug)]
 struct VaInner {
     free: FreeList,
-    /// Carved ranges by start: (length, backing).
-    live: BTreeMap<u64, (u64, Backing)>,
+    /// Carved ranges by start.
+    live: BTreeMap<u64, Carved>,
 }
 
 /// The process's reserved address range: one anonymous `PROT_NONE`, `MAP_NORESERVE` mapping
@@ -346,23 +343,41 @@ impl VaSpace {
         let va = inner
             .free
             .allocate(size_bytes, align_bytes.max(self.page))?;
-        inner.live.insert(va, (size_bytes, Backing::Reserved));
+        inner.live.insert(
+            va,
+            Carved {
+                len: size_bytes,
+                backing: Backing::Reserved,
+                busy: false,
+            },
+        );
         Some(va)
     }
 
-    /// Length and backing of the carved range starting at `va`.
+    /// Length and backing of the carved range starting at `va` (while its mapping is being
+    /// replaced, the backing it had before).
     pub fn range(&self, va: u64) -> Option<(u64, Backing)> {
-        lock(&self.inner).live.get(&va).copied()
+        lock(&self.inner).live.get(&va).map(|c| (c.len, c.backing))
     }
 
-    fn set_backing(&self, va: u64, from: Backing, to: Backing) -> Result<u64, Errno> {
+    /// Marks the still reserved range at `va` busy for a mapping change; its length.
+    fn begin_change(&self, va: u64) -> Result<u64, Errno> {
         let mut inner = lock(&self.inner);
         match inner.live.get_mut(&va) {
-            Some((len, b)) if *b == from => {
-                *b = to;
-                Ok(*len)
+            Some(c) if c.backing == Backing::Reserved && !c.busy => {
+                c.busy = true;
+                Ok(c.len)
             }
+            Some(c) if c.busy => Err(Errno::BUSY),
             _ => Err(Errno::INVAL),
+        }
+    }
+
+    /// Ends the change [`VaSpace::begin_change`] began: the range is backed by `to` now.
+    fn end_change(&self, va: u64, to: Backing) {
+        if let Some(c) = lock(&self.inner).live.get_mut(&va) {
+            c.backing = to;
+            c.busy = false;
         }
     }
 
@@ -370,12 +385,14 @@ impl VaSpace {
     /// (`MAP_PRIVATE`, as libhsakmt allocates userptr memory).
     ///
     /// # Errors
-    /// `EINVAL` when `va` is not a carved, still reserved range; the errno of `mmap`.
+    /// `EINVAL` when `va` is not a carved, still reserved range; `EBUSY` while another call
+    /// is changing its mapping; the errno of `mmap`.
     pub fn back_with_host_memory(&self, va: u64) -> Result<(), Errno> {
-        let len = self.set_backing(va, Backing::Reserved, Backing::Host)?;
+        let len = self.begin_change(va)?;
         // SAFETY: `[va, va + len)` is a carved range of this reservation that was still
-        // PROT_NONE (checked above), so no reference into it exists and replacing it affects
-        // only memory this space owns.
+        // PROT_NONE and is now marked busy (so no other call stores to, remaps or releases it
+        // until `end_change`): no reference into it exists and replacing it affects only
+        // memory this space owns.
         let r = unsafe {
             rustix::mm::mmap_anonymous(
                 va as *mut c_void,
@@ -384,11 +401,16 @@ impl VaSpace {
                 MapFlags::PRIVATE | MapFlags::FIXED,
             )
         };
-        if let Err(e) = r {
-            let _ = self.set_backing(va, Backing::Host, Backing::Reserved);
-            return Err(e);
+        match r {
+            Ok(_) => {
+                self.end_change(va, Backing::Host);
+                Ok(())
+            }
+            Err(e) => {
+                self.end_change(va, Backing::Reserved);
+                Err(e)
+            }
         }
-        Ok(())
     }
 
     /// Maps `target` at `offset` over the whole reserved range at `va` through `driver`
@@ -396,7 +418,7 @@ impl VaSpace {
     ///
     /// # Errors
     /// `EINVAL` when `va` is not a carved, still reserved range, or the driver mapped
-    /// elsewhere; the driver's errno.
+    /// elsewhere; `EBUSY` while another call is changing its mapping; the driver's errno.
     pub fn map_from_driver(
         &self,
         va: u64,
@@ -404,14 +426,24 @@ impl VaSpace {
         target: MapTarget,
         offset: u64,
     ) -> Result<(), Errno> {
-        let len = self.set_backing(va, Backing::Reserved, Backing::Driver)?;
-        let at = NonNull::new(va as *mut u8).ok_or(Errno::INVAL)?;
-        match driver.mmap(target, offset, len as usize, Some(at)) {
-            Ok(p) if p == at => Ok(()),
+        let len = self.begin_change(va)?;
+        let Some(at) = NonNull::new(va as *mut u8) else {
+            self.end_change(va, Backing::Reserved);
+            return Err(Errno::INVAL);
+        };
+        // SAFETY: `[va, va + len)` is a carved range of this reservation that was still
+        // PROT_NONE and is now marked busy, so no other call stores to, remaps or releases it
+        // until `end_change`: the space owns it and nobody holds a reference into it, as
+        // KfdDriver::mmap requires for an address.
+        match unsafe { driver.mmap(target, offset, len as usize, Some(at)) } {
+            Ok(p) if p == at => {
+                self.end_change(va, Backing::Driver);
+                Ok(())
+            }
             r => {
                 // Put the reservation back over whatever is (or is not) there.
                 let _ = self.restore_reserved(va, len);
-                let _ = self.set_backing(va, Backing::Driver, Backing::Reserved);
+                self.end_change(va, Backing::Reserved);
                 Err(r.err().unwrap_or(Errno::INVAL))
             }
         }
@@ -434,20 +466,29 @@ impl VaSpace {
 
     /// The live host-accessible range containing `[addr, addr + len)`.
     fn accessible(inner: &VaInner, addr: u64, len: u64) -> bool {
-        let Some((&start, &(rlen, backing))) = inner.live.range(..=addr).next_back() else {
+        let Some((&start, c)) = inner.live.range(..=addr).next_back() else {
             return false;
         };
-        backing != Backing::Reserved && addr.checked_add(len).is_some_and(|end| end <= start + rlen)
+        c.backing != Backing::Reserved
+            && !c.busy
+            && addr
+                .checked_add(len)
+                .is_some_and(|end| end <= start + c.len)
     }
 
-    /// Fills the host-accessible range at `va` with zeros; `false` (nothing written) when `va`
-    /// does not start a carved, backed range.
+    /// Fills the host-accessible range at `va` with zeros (plain stores); `false` (nothing
+    /// written) when `va` does not start a carved, backed range.
+    ///
+    /// Only for a range nobody else reads or writes meanwhile: the platform zeroes a chunk
+    /// before handing it out and before mapping it to a GPU. Memory the device or other
+    /// threads access concurrently (rings, `amd_queue_t`, signals, doorbells) takes atomic
+    /// stores ([`VaSpace::store_u64_release`]).
     pub fn zero(&self, va: u64) -> bool {
         let inner = lock(&self.inner);
-        let Some(&(len, backing)) = inner.live.get(&va) else {
+        let Some(&Carved { len, backing, busy }) = inner.live.get(&va) else {
             return false;
         };
-        if backing == Backing::Reserved {
+        if backing == Backing::Reserved || busy {
             return false;
         }
         // SAFETY: `[va, va + len)` is a live range of this space mapped read-write (backing is
@@ -457,8 +498,12 @@ impl VaSpace {
         true
     }
 
-    /// Copies `bytes` to `addr`; `false` (nothing written) unless the whole destination lies
-    /// in one carved, backed range.
+    /// Copies `bytes` to `addr` (plain stores); `false` (nothing written) unless the whole
+    /// destination lies in one carved, backed range.
+    ///
+    /// Only for memory nobody else reads or writes meanwhile, as [`VaSpace::zero`]: the
+    /// platform writes the context save area headers before CREATE_QUEUE hands the area to
+    /// the command processor.
     pub fn write(&self, addr: u64, bytes: &[u8]) -> bool {
         let inner = lock(&self.inner);
         if !VaSpace::accessible(&inner, addr, bytes.len() as u64) {
@@ -471,9 +516,14 @@ impl VaSpace {
         true
     }
 
-    /// Rings a doorbell: a release fence, then one 64-bit volatile store of `value` to `addr`
+    /// Rings a doorbell: one 64-bit atomic store of `value` to `addr` with release ordering
     /// (an 8-byte aligned address in a backed range, e.g. a doorbell page). `false` (no store)
     /// when `addr` is not such an address.
+    ///
+    /// Atomic because the doorbell's reader runs concurrently: the GPU's command processor,
+    /// or the emulated device's, which loads it atomically. Release, because the reader
+    /// reads the packets up to `value` after it sees the store (ROCR stores the doorbell with
+    /// `memory_order_release`).
     pub fn store_u64_release(&self, addr: u64, value: u64) -> bool {
         if addr % 8 != 0 {
             return false;
@@ -482,14 +532,14 @@ impl VaSpace {
         if !VaSpace::accessible(&inner, addr, 8) {
             return false;
         }
-        // Pairs with the packet processor's read of the packet after it sees the doorbell:
-        // the packet's header store (release, in the core) and everything before it are
-        // visible before the doorbell write.
-        fence(Ordering::Release);
-        // SAFETY: `addr` is 8-aligned inside a live read-write mapping of this space (checked
-        // under the lock); a doorbell is device memory, so the store is volatile and no
-        // reference to it is ever made.
-        unsafe { ptr::write_volatile(addr as *mut u64, value) };
+        // SAFETY: `addr` is 8-aligned (AtomicU64's alignment) inside a live read-write mapping
+        // of this space (checked under the lock, so it is not released meanwhile); every
+        // access to a doorbell is atomic (this store; the device's loads), so viewing it as an
+        // AtomicU64 for one store races with nothing.
+        let doorbell = unsafe { AtomicU64::from_ptr(addr as *mut u64) };
+        // Pairs with the processor's acquire of the doorbell: the packet's header store
+        // (release, in the core) and everything before it are visible before it reads on.
+        doorbell.store(value, Ordering::Release);
         true
     }
 
@@ -497,11 +547,14 @@ impl VaSpace {
     /// `PROT_NONE` reservation and the addresses become free for the next carve.
     ///
     /// # Errors
-    /// `EINVAL` when `va` is not a carved range; the errno of `mmap` (the range then stays
-    /// carved and is never reused).
+    /// `EINVAL` when `va` is not a carved range; `EBUSY` while another call is changing its
+    /// mapping; the errno of `mmap` (the range then stays carved and is never reused).
     pub fn release(&self, va: u64) -> Result<(), Errno> {
         let mut inner = lock(&self.inner);
-        let &(len, backing) = inner.live.get(&va).ok_or(Errno::INVAL)?;
+        let &Carved { len, backing, busy } = inner.live.get(&va).ok_or(Errno::INVAL)?;
+        if busy {
+            return Err(Errno::BUSY);
+        }
         if backing != Backing::Reserved {
             self.restore_reserved(va, len)?;
         }
@@ -523,70 +576,6 @@ impl Drop for VaSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kfd::abi::*;
-
-    struct SizeOnly;
-    impl KfdDriver for SizeOnly {
-        fn name(&self) -> &str {
-            "size-only"
-        }
-        fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
-            assert_eq!(arg.len(), ioctl_arg_size(request));
-            if request == AMDKFD_IOC_GET_VERSION {
-                arg[..4].copy_from_slice(&1u32.to_ne_bytes());
-                arg[4..8].copy_from_slice(&14u32.to_ne_bytes());
-                Ok(())
-            } else {
-                Err(Errno::NOMEM)
-            }
-        }
-        fn mmap(
-            &self,
-            _: MapTarget,
-            _: u64,
-            _: usize,
-            _: Option<NonNull<u8>>,
-        ) -> Result<NonNull<u8>, Errno> {
-            Err(Errno::NODEV)
-        }
-    }
-
-    #[test]
-    fn call_checks_size_and_maps_errno() {
-        assert_eq!(ioctl_arg_size(AMDKFD_IOC_CREATE_QUEUE), 88);
-        let mut v = GetVersionArgs::default();
-        call(
-            &SizeOnly,
-            AMDKFD_IOC_GET_VERSION,
-            "AMDKFD_IOC_GET_VERSION",
-            &mut v,
-        )
-        .unwrap();
-        assert_eq!((v.major_version, v.minor_version), (1, 14));
-        let e = call(
-            &SizeOnly,
-            AMDKFD_IOC_CREATE_QUEUE,
-            "AMDKFD_IOC_CREATE_QUEUE",
-            &mut v,
-        )
-        .unwrap_err();
-        assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(
-            e.detail().contains("8 bytes") && e.detail().contains("88"),
-            "{}",
-            e.detail()
-        );
-        let mut f = FreeMemoryOfGpuArgs::default();
-        let e = call(
-            &SizeOnly,
-            AMDKFD_IOC_FREE_MEMORY_OF_GPU,
-            "AMDKFD_IOC_FREE_MEMORY_OF_GPU",
-            &mut f,
-        )
-        .unwrap_err();
-        assert_eq!(e.status(), Status::OutOfResources);
-        assert!(e.detail().starts_with("AMDKFD_IOC_FREE_MEMORY_OF_GPU: "));
-    }
 
     #[test]
     fn open_missing_device_names_the_cause() {
@@ -597,6 +586,75 @@ mod tests {
         };
         let e = DevKfd::open_path(Path::new("/nonexistent/kfd"), &topo).unwrap_err();
         assert_eq!(e.detail(), "no AMD GPU driver: /nonexistent/kfd missing");
+    }
+
+    /// A driver whose mmap does, while the space is changing the range's mapping, what
+    /// another thread could do at that moment: release the range and store to it.
+    #[derive(Default)]
+    struct Meddler {
+        space: std::sync::OnceLock<Arc<VaSpace>>,
+        seen: Mutex<Vec<Seen>>,
+    }
+
+    /// What `release`, `store_u64_release` and `zero` answered from inside the mmap.
+    type Seen = (Result<(), Errno>, bool, bool);
+
+    impl KfdDriver for Meddler {
+        fn name(&self) -> &str {
+            "meddler"
+        }
+
+        unsafe fn ioctl(&self, _: u32, _: &mut [u8]) -> Result<(), Errno> {
+            Err(Errno::NOTTY)
+        }
+
+        unsafe fn mmap(
+            &self,
+            _: MapTarget,
+            _: u64,
+            len: usize,
+            addr: Option<NonNull<u8>>,
+        ) -> Result<NonNull<u8>, Errno> {
+            let at = addr.ok_or(Errno::INVAL)?;
+            let space = self.space.get().expect("space set");
+            let va = at.as_ptr() as u64;
+            let released = space.release(va);
+            let stored = space.store_u64_release(va, 1);
+            let zeroed = space.zero(va);
+            lock(&self.seen).push((released, stored, zeroed));
+            // SAFETY: the caller (VaSpace::map_from_driver) owns `[at, at + len)` and gives it
+            // up for this mapping (KfdDriver::mmap's contract).
+            let p = unsafe {
+                rustix::mm::mmap_anonymous(
+                    at.as_ptr().cast(),
+                    len,
+                    ProtFlags::READ | ProtFlags::WRITE,
+                    MapFlags::SHARED | MapFlags::FIXED,
+                )?
+            };
+            NonNull::new(p.cast()).ok_or(Errno::INVAL)
+        }
+    }
+
+    #[test]
+    fn a_range_being_mapped_cannot_be_released_or_written() {
+        let space = Arc::new(VaSpace::reserve(16 << 20).unwrap());
+        let drv = Meddler::default();
+        drv.space.set(space.clone()).ok().unwrap();
+        let page = space.page_bytes();
+        let a = space.carve(page, page).unwrap();
+        space.map_from_driver(a, &drv, MapTarget::Kfd, 0).unwrap();
+        // Before the fix the range counted as Driver-backed during the mmap: release gave it
+        // back (and the mapping then landed on free addresses), and stores went to PROT_NONE.
+        assert_eq!(lock(&drv.seen).clone(), [(Err(Errno::BUSY), false, false)]);
+        assert_eq!(space.range(a), Some((page, Backing::Driver)));
+        assert!(space.store_u64_release(a, 7));
+        assert_eq!(
+            space.map_from_driver(a, &drv, MapTarget::Kfd, 0),
+            Err(Errno::INVAL)
+        );
+        space.release(a).unwrap();
+        assert_eq!(space.free_bytes(), space.len_bytes());
     }
 
     #[test]

@@ -1,12 +1,14 @@
 //! amdkfd (`/dev/kfd`): the ioctl ABI ([`abi`]) and the mapping of its errors to [`Status`].
 //!
-//! [`ioctl`] holds the system calls (the real [`driver::KfdDriver`], `DevKfd`) and the typed
-//! [`ioctl::call`] helper; the rest makes no system calls.
+//! [`ioctl`] holds the system calls (the real [`driver::KfdDriver`], `DevKfd`, and the address
+//! reservation `VaSpace`); [`calls`] the typed, safe wrappers every ioctl goes through; the
+//! rest makes no system calls.
 
 use hsa_core::{error, Error, Status};
 use rustix::io::Errno;
 
 pub mod abi;
+pub mod calls;
 pub mod driver;
 pub mod ioctl;
 
