@@ -11,7 +11,7 @@
 //! | `allocate_memory` DeviceLocal | `ALLOC_MEMORY_OF_GPU(VRAM)` at a carved VA, render-node mmap when host-visible, `MAP_MEMORY_TO_GPU` (its GPU) |
 //! | `free_memory` | `UNMAP_MEMORY_FROM_GPU`, `FREE_MEMORY_OF_GPU`, VA back to the reservation |
 //! | `create_queue` | EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap |
-//! | `ring_doorbell` | release fence + 64-bit volatile store to the doorbell |
+//! | `ring_doorbell` | one 64-bit release store to the doorbell word through the queue's [`KfdDoorbell`]: no lock, no lookup |
 //! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the first one hands KFD the event page |
 //! | `wait_event` / `signal_event` / `destroy_event` | `WAIT_EVENTS` / `SET_EVENT` / `DESTROY_EVENT` |
 //!
@@ -42,7 +42,7 @@ use rustix::io::Errno;
 use crate::kfd::abi::*;
 use crate::kfd::calls::{self, call};
 use crate::kfd::driver::{KfdDriver, MapTarget};
-use crate::kfd::ioctl::{Backing, VaSpace};
+use crate::kfd::ioctl::{Backing, OwnedMapping, VaSpace};
 use crate::topology::{Topology, TopologyNode};
 
 /// Address space reserved per platform for all chunks, bytes (64 GiB; `MAP_NORESERVE`, so it
@@ -91,9 +91,35 @@ struct ChunkRecord {
 
 #[derive(Debug)]
 struct QueueRecord {
-    doorbell: u64,
     eop: Option<MemoryChunk>,
     cwsr: Option<MemoryChunk>,
+}
+
+/// A queue's doorbell on Linux ([`Platform::Doorbell`] of [`LinuxPlatform`]): its 64-bit word
+/// in the GPU's doorbell page, which amdkfd maps from `/dev/kfd` (`CREATE_QUEUE`'s
+/// `doorbell_offset`: the page's mmap offset plus the word's offset in it). Ringing is one
+/// release store to the word, with no lock and no lookup (ROCR's `hardware_doorbell_ptr`
+/// store). The handle keeps the page mapped, so ringing stays sound after the queue, or the
+/// platform, is gone: the store then reaches a doorbell no queue of ours uses.
+#[derive(Clone, Debug)]
+pub struct KfdDoorbell {
+    page: Arc<OwnedMapping>,
+    /// Byte offset of the word in the page: a multiple of 8, below the page's size.
+    offset: u64,
+    /// The queue's KFD id (for the transitional `doorbell_rung` notification).
+    queue_id: u32,
+}
+
+impl KfdDoorbell {
+    /// Address of the doorbell word (what the queue's doorbell signal holds).
+    pub fn address(&self) -> u64 {
+        self.page.va() + self.offset
+    }
+
+    /// Stores `value` to the doorbell word (release): the whole ring.
+    fn ring(&self, value: u64) -> bool {
+        self.page.store_u64_release(self.offset, value)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -101,8 +127,8 @@ struct State {
     chunks: HashMap<u64, ChunkRecord>,
     queues: HashMap<u32, QueueRecord>,
     events: HashSet<u32>,
-    /// (gpu_id, mmap offset) → VA of the mapped doorbell page.
-    doorbell_pages: HashMap<(u32, u64), u64>,
+    /// (gpu_id, mmap offset) → the mapped doorbell page (queues' [`KfdDoorbell`]s share it).
+    doorbell_pages: HashMap<(u32, u64), Arc<OwnedMapping>>,
 }
 
 /// The Linux platform: amdkfd through a [`KfdDriver`], topology from sysfs (or a capture).
@@ -595,32 +621,30 @@ impl LinuxPlatform {
         })
     }
 
-    /// Maps the doorbell page at `mmap_offset` of `gpu_id` once; its VA.
-    fn doorbell_page(&self, gpu_id: u32, mmap_offset: u64) -> Result<u64, Error> {
+    /// Maps the doorbell page at `mmap_offset` of `gpu_id` once; the mapping, which queues'
+    /// doorbells share.
+    fn doorbell_page(&self, gpu_id: u32, mmap_offset: u64) -> Result<Arc<OwnedMapping>, Error> {
         let mut st = lock(&self.state);
-        if let Some(&va) = st.doorbell_pages.get(&(gpu_id, mmap_offset)) {
-            return Ok(va);
+        if let Some(page) = st.doorbell_pages.get(&(gpu_id, mmap_offset)) {
+            return Ok(page.clone());
         }
         let len = DOORBELL_PAGE_BYTES.max(self.process.va.page_bytes());
-        let va = self.process.va.carve(len, len).ok_or_else(|| {
-            error!(
-                Status::OutOfResources,
-                "no address space left for a doorbell page"
-            )
-        })?;
-        if let Err(e) =
-            self.process
-                .va
-                .map_from_driver(va, &*self.driver, MapTarget::Kfd, mmap_offset)
-        {
-            let _ = self.process.va.release(va);
-            return Err(va_error(
-                &format!("mapping the doorbell page (offset {mmap_offset:#x}) of gpu_id {gpu_id}"),
-                e,
-            ));
-        }
-        st.doorbell_pages.insert((gpu_id, mmap_offset), va);
-        Ok(va)
+        let page = self
+            .process
+            .va
+            .map_owned(len, len, &*self.driver, MapTarget::Kfd, mmap_offset)
+            .map_err(|e| {
+                va_error(
+                    &format!(
+                        "mapping the doorbell page (offset {mmap_offset:#x}) of gpu_id {gpu_id}"
+                    ),
+                    e,
+                )
+            })?;
+        let page = Arc::new(page);
+        st.doorbell_pages
+            .insert((gpu_id, mmap_offset), page.clone());
+        Ok(page)
     }
 
     fn free_queue_buffers(&self, rec: &QueueRecord) {
@@ -659,12 +683,10 @@ impl Drop for LinuxPlatform {
                 let _ = self.free_chunk(va);
             }
         }
-        // The doorbell pages this platform mapped; the event page stays with the process
+        // The doorbell pages this platform mapped go back with the last doorbell handle
+        // (a queue's handle may outlive the platform); the event page stays with the process
         // (shared with other platforms on the same driver, see `process`).
-        let doorbell_pages: Vec<u64> = lock(&self.state).doorbell_pages.values().copied().collect();
-        for va in doorbell_pages {
-            let _ = self.process.va.release(va);
-        }
+        lock(&self.state).doorbell_pages.clear();
         process::release(&self.driver);
     }
 }

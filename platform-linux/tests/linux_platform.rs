@@ -43,8 +43,17 @@ struct Log {
     symbols: Vec<(u64, String)>,
 }
 
+/// An mmap of `/dev/kfd` at `offset` that stops until the test lets it go: it says so on
+/// `entered`, then waits on `release`.
+struct Gate {
+    offset: u64,
+    entered: std::sync::mpsc::Sender<()>,
+    release: std::sync::mpsc::Receiver<()>,
+}
+
 struct Fake {
     version: (u32, u32),
+    gate: Mutex<Option<Gate>>,
     fail: Mutex<HashMap<u32, Errno>>,
     wait_result: Mutex<u32>,
     log: Mutex<Log>,
@@ -55,6 +64,7 @@ impl Fake {
     fn new(version: (u32, u32)) -> Arc<Fake> {
         Arc::new(Fake {
             version,
+            gate: Mutex::new(None),
             fail: Mutex::new(HashMap::new()),
             wait_result: Mutex::new(KFD_IOC_WAIT_RESULT_COMPLETE),
             log: Mutex::new(Log::default()),
@@ -229,6 +239,17 @@ impl KfdDriver for Fake {
             return Err(e);
         }
         drop(log);
+        let gate = {
+            let mut g = self.gate.lock().unwrap();
+            match &*g {
+                Some(gate) if target == MapTarget::Kfd && gate.offset == offset => g.take(),
+                _ => None,
+            }
+        };
+        if let Some(gate) = gate {
+            let _ = gate.entered.send(());
+            let _ = gate.release.recv();
+        }
         let at = addr.ok_or(Errno::INVAL)?;
         // SAFETY: the caller owns `[at, at + len)` and gives it up for this mapping
         // (KfdDriver::mmap's contract: the platform passes ranges of its own reservation);
@@ -770,13 +791,12 @@ fn create_ring_destroy_queue() {
     let page = db[0].3.unwrap() as u64;
     assert_eq!(q.doorbell_address, page + 8 * u64::from(a.queue_id));
 
-    p.ring_doorbell(q.id, 41);
+    assert_eq!(q.doorbell.address(), q.doorbell_address);
+    p.ring_doorbell(&q.doorbell, 41);
     // SAFETY: the doorbell is an 8-byte slot of the fake's mapped doorbell page.
     let v = unsafe { std::ptr::read_volatile(q.doorbell_address as *const u64) };
     assert_eq!(v, 41);
     assert_eq!(fake.log.lock().unwrap().rung, vec![(a.queue_id, 41)]);
-    p.ring_doorbell(QueueId(9999), 1); // unknown: ignored
-    assert_eq!(fake.log.lock().unwrap().rung.len(), 1);
 
     // A second queue reuses the doorbell page.
     // SAFETY: as above.
@@ -806,6 +826,84 @@ fn create_ring_destroy_queue() {
         p.destroy_queue(q.id).unwrap_err().status(),
         Status::InvalidQueue
     );
+}
+
+/// Ringing is one store through the queue's doorbell handle: it takes none of the platform's
+/// locks. Here another thread holds the platform's state lock (it maps the doorbell page of a
+/// second GPU, which happens under that lock, and the fake's mmap stops there) while this
+/// one rings; before the handle, `ring_doorbell` looked the doorbell up under that lock and
+/// blocked until the other thread was done.
+#[test]
+fn ringing_takes_no_platform_lock() {
+    const GPU2: u32 = 0xc3d4;
+    let mut t = topology();
+    let mut gpu2 = t.nodes[1].clone();
+    gpu2.properties.node_id = 2;
+    gpu2.properties.gpu_id = GPU2;
+    gpu2.properties.drm_render_minor = 129;
+    t.nodes.push(gpu2);
+    let fake = Fake::new((1, 14));
+    let p = LinuxPlatform::new(fake.clone(), t).unwrap();
+    let (ring, amdq) = queue_memory(&p);
+    let (ring2, amdq2) = queue_memory(&p);
+    // SAFETY: the chunks outlive the queues (the platform drops last).
+    let q = unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel();
+    *fake.gate.lock().unwrap() = Some(Gate {
+        offset: kfd_mmap_doorbell_offset(GPU2),
+        entered: entered_tx,
+        release: release_rx,
+    });
+    std::thread::scope(|s| {
+        let other = s.spawn(|| {
+            let mut r2 = queue_request(&ring2, &amdq2);
+            r2.node = NodeId(2);
+            // SAFETY: as above.
+            unsafe { p.create_queue(&r2) }.map(|q| q.id)
+        });
+        entered
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("the second queue's doorbell page is being mapped");
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let (p, doorbell) = (&p, &q.doorbell);
+        let ringer = s.spawn(move || {
+            for i in 0..1000 {
+                p.ring_doorbell(doorbell, i);
+            }
+            let _ = done_tx.send(());
+        });
+        let rang = done.recv_timeout(std::time::Duration::from_secs(5));
+        release.send(()).unwrap();
+        ringer.join().unwrap();
+        assert!(
+            rang.is_ok(),
+            "ringing blocked while another thread held the platform's state lock"
+        );
+        other.join().unwrap().unwrap();
+    });
+    // SAFETY: the doorbell is an 8-byte slot of the fake's mapped doorbell page.
+    let v = unsafe { std::ptr::read_volatile(q.doorbell_address as *const u64) };
+    assert_eq!(v, 999);
+}
+
+/// The doorbell handle keeps its page mapped: ringing a destroyed queue, or one whose platform
+/// is gone, stores to the (now unused) doorbell word instead of to memory the addresses were
+/// reused for.
+#[test]
+fn a_doorbell_handle_outlives_its_queue_and_platform() {
+    let (_fake, p) = open();
+    let (ring, amdq) = queue_memory(&p);
+    // SAFETY: the chunks outlive the queue (destroyed below, before the platform drops).
+    let q = unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
+    p.destroy_queue(q.id).unwrap();
+    p.ring_doorbell(&q.doorbell, 5);
+    drop(p);
+    let (_fake2, p2) = open();
+    p2.ring_doorbell(&q.doorbell, 6);
+    // SAFETY: the handle keeps the page mapped: its doorbell word is readable.
+    let v = unsafe { std::ptr::read_volatile(q.doorbell.address() as *const u64) };
+    assert_eq!(v, 6);
 }
 
 #[test]

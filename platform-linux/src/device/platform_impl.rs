@@ -25,6 +25,7 @@ use crate::kfd::driver::MapTarget;
 // behind mutexes and the driver is Send + Sync, so every method may run from any thread.
 unsafe impl Platform for LinuxPlatform {
     type Error = Error;
+    type Doorbell = KfdDoorbell;
 
     fn device_name(&self) -> &str {
         self.driver.name()
@@ -149,7 +150,7 @@ unsafe impl Platform for LinuxPlatform {
     /// node, a GPU before gfx9 (32-bit doorbells), a ring size that is not a power of two in
     /// `1024..=2^31` bytes, or a node whose CU counts are missing; the failing ioctl's or
     /// allocation's error.
-    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue, Error> {
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<KfdDoorbell>, Error> {
         let QueueKind::ComputeAql = request.kind;
         let Some(props) = self.node_by_id(request.node) else {
             bail!(
@@ -236,8 +237,7 @@ unsafe impl Platform for LinuxPlatform {
             let at = cwsr.gpu_va.0 + u64::from(xcc) * u64::from(sizes.ctx_save_restore_bytes);
             self.process.va.write(at, h.as_bytes());
         }
-        let mut rec = QueueRecord {
-            doorbell: 0,
+        let rec = QueueRecord {
             eop,
             cwsr: Some(cwsr),
         };
@@ -275,13 +275,14 @@ unsafe impl Platform for LinuxPlatform {
         }
         let mask = DOORBELL_PAGE_BYTES - 1;
         let within = a.doorbell_offset & mask;
-        let page_va = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
-            Ok(va) if within % 8 == 0 => va,
+        let page = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
+            Ok(page) if within % 8 == 0 && within + 8 <= page.len_bytes() => page,
             r => {
                 let e = r.err().unwrap_or_else(|| {
                     error!(
                         Status::Error,
-                        "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned",
+                        "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned \
+                         inside the doorbell page",
                         a.doorbell_offset
                     )
                 });
@@ -300,8 +301,11 @@ unsafe impl Platform for LinuxPlatform {
                 return Err(e);
             }
         };
-        rec.doorbell = page_va + within;
-        let doorbell = rec.doorbell;
+        let doorbell = KfdDoorbell {
+            page,
+            offset: within,
+            queue_id: a.queue_id,
+        };
         lock(&self.state).queues.insert(a.queue_id, rec);
         // Without a callback the error is printed and the process aborts, as ROCR does.
         let callback = request.on_error.unwrap_or(QueueErrorCallback {
@@ -311,17 +315,16 @@ unsafe impl Platform for LinuxPlatform {
         self.driver.set_queue_error_callback(a.queue_id, callback);
         Ok(HwQueue {
             id: QueueId(a.queue_id),
-            doorbell_address: doorbell,
+            doorbell_address: doorbell.address(),
+            doorbell,
         })
     }
 
-    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
-        let Some(doorbell) = lock(&self.state).queues.get(&queue.0).map(|q| q.doorbell) else {
-            return;
-        };
-        if self.process.va.store_u64_release(doorbell, write_index) {
-            if let Some(p) = NonNull::new(doorbell as *mut u64) {
-                self.driver.doorbell_rung(queue.0, p, write_index);
+    /// One release store of `write_index` to the queue's doorbell word ([`KfdDoorbell`]).
+    fn ring_doorbell(&self, doorbell: &KfdDoorbell, write_index: u64) {
+        if doorbell.ring(write_index) {
+            if let Some(p) = NonNull::new(doorbell.address() as *mut u64) {
+                self.driver.doorbell_rung(doorbell.queue_id, p, write_index);
             }
         }
     }
