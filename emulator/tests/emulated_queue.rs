@@ -198,12 +198,12 @@ impl Setup {
         // setup (dimensions 1) in the high half.
         let header: u32 = 2 | (1 << 8) | (2 << 9) | (2 << 11);
         self.ring.publish(index, header | (1 << 16));
+        // The doorbell: a store of the packet index, nothing else (the CP watches the word).
         // SAFETY: `doorbell` points into the doorbell page mapping the device returned (8-byte
         // aligned, mapped for the process's life); the emulated device never reads it
         // non-atomically.
         let bell = unsafe { AtomicU64::from_ptr(self.doorbell.as_ptr()) };
         bell.store(index, Ordering::Release);
-        self.d.doorbell_rung(self.queue_id, self.doorbell, index);
     }
 
     fn wait_signal_zero(&self) -> bool {

@@ -106,8 +106,6 @@ pub struct KfdDoorbell {
     page: Arc<OwnedMapping>,
     /// Byte offset of the word in the page: a multiple of 8, below the page's size.
     offset: u64,
-    /// The queue's KFD id (for the transitional `doorbell_rung` notification).
-    queue_id: u32,
 }
 
 impl KfdDoorbell {
@@ -116,9 +114,10 @@ impl KfdDoorbell {
         self.page.va() + self.offset
     }
 
-    /// Stores `value` to the doorbell word (release): the whole ring.
-    fn ring(&self, value: u64) -> bool {
-        self.page.store_u64_release(self.offset, value)
+    /// Stores `value` to the doorbell word (release): the whole ring. The offset was checked
+    /// against the page when the queue was made, so the store always happens.
+    fn ring(&self, value: u64) {
+        let _ = self.page.store_u64_release(self.offset, value);
     }
 }
 

@@ -20,7 +20,10 @@
 //!   after `MAP_MEMORY_TO_GPU` for that GPU (as GPUVM mappings work). Freeing memory a live
 //!   queue uses (ring, `amd_queue_t`) or the event page is `EBUSY`.
 //! - Queues: AQL compute only; each served by a thread running the core's packet processor
-//!   ([`hsa_core::processor`]), woken through [`KfdDriver::doorbell_rung`].
+//!   ([`hsa_core::processor`]) that watches the queue's doorbell (its word of the GPU's
+//!   doorbell page, which the user maps from `/dev/kfd`), its write index and its next
+//!   packet header, as a command processor does: nothing but memory tells it that packets
+//!   arrived (the polling policy is in the `queue` module's docs).
 //! - Kernel dispatches ([`ExecutionMode`]): by default the kernel's real machine code runs in
 //!   the GFX9 wave interpreter of [`crate::gfx9::exec`] when the GPU's ISA is gfx900,
 //!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
@@ -1010,10 +1013,18 @@ impl EmulatedKfd {
         // The kernel's dispatch and queue pointers are device addresses, not the device's
         // own view of the memory the consumer reads through.
         processor.set_device_addresses(GpuVa(a.ring_base_address), GpuVa(amd_queue));
+        // The queue's doorbell: 8 bytes at `qid * 8` of the GPU's doorbell page, the offset
+        // CREATE_QUEUE returns below.
+        let doorbell = gpu
+            .doorbells
+            .region()
+            .sub(u64::from(qid) * 8, 8)
+            .ok_or(Errno::NOSPC)?;
         let cp = CpThread {
             device: self.device.clone(),
             ctl: ctl.clone(),
             processor,
+            doorbell,
             queue_id: qid,
             gpu_id: gpu.gpu_id,
             lds_bytes: gpu.lds_bytes,
@@ -1229,15 +1240,6 @@ impl KfdDriver for EmulatedKfd {
         // The queue was just created by this driver, so the id is known; an unknown id can
         // only mean it was destroyed meanwhile, when there is nothing left to report.
         let _ = EmulatedKfd::set_queue_error_callback(self, queue_id, callback);
-    }
-
-    fn doorbell_rung(&self, queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {
-        let ctl = lock(&self.device.queues)
-            .get(&queue_id)
-            .map(|q| q.ctl.clone());
-        if let Some(ctl) = ctl {
-            ctl.kick();
-        }
     }
 }
 

@@ -1,29 +1,51 @@
 //! The emulated command processor: one thread per compute queue running the core's
-//! [`PacketProcessor`] against the queue's ring, woken by the doorbell. Kernel dispatches run
-//! in the GFX9 interpreter or a host implementation, as [`ExecutionMode`] says.
+//! [`PacketProcessor`] against the queue's ring. Kernel dispatches run in the GFX9
+//! interpreter or a host implementation, as [`ExecutionMode`] says.
+//!
+//! Nobody tells it that packets arrived: like a CP it watches what a producer writes — the
+//! queue's doorbell (the 64-bit word of the GPU's doorbell page that ROCR, and our producer,
+//! store the packet index to), the write index (`amd_queue_t.write_dispatch_id`, the CP's
+//! write-pointer poll address of CREATE_QUEUE) and the header of the next slot. The policy,
+//! and its cost:
+//!
+//! - after activity (packets processed, or the doorbell or write index moved) it polls those
+//!   words in a spin loop for [`IDLE_SPIN`]: a producer that rings again within that window
+//!   is seen within a few hundred nanoseconds, with no system call on either side (the
+//!   dispatch round trip of B4). That costs up to [`IDLE_SPIN`] of one core per burst;
+//! - then it sleeps between polls, [`POLL_MIN`] at first, doubling up to [`POLL_MAX`]: an
+//!   idle queue costs about `1 s / POLL_MAX` wake-ups per second (a few microseconds of CPU
+//!   each, well under 1 % of a core), and the first packet after a long idle period waits at
+//!   most [`POLL_MAX`];
+//! - a queue whose barrier packet waits for a dependency polls every [`BLOCKED_POLL`];
+//! - destroying the queue wakes the thread at once (the device's own condition variable, not
+//!   a doorbell).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::platform::QueueErrorCallback;
 use hsa_core::processor::{
     AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress,
 };
+use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::{error, Error, GpuVa, QueueId, Status};
 
+use super::mem::Region;
 use super::memory::Allocs;
 use super::{interp, kernel, Device, ExecutionMode};
 use crate::gfx9::Gfx9Target;
 
-/// How long an idle processor sleeps before looking at its ring again without a doorbell.
-const IDLE_POLL: Duration = Duration::from_millis(20);
-/// How long a processor that ran out of packets keeps polling its ring before it sleeps, as
-/// a hardware CP polls: a doorbell rung meanwhile costs no wake-up (no futex syscall on
-/// either side, no scheduler latency). Burns at most this much CPU after each batch.
-const IDLE_SPIN: Duration = Duration::from_micros(50);
+/// How long the processor polls its doorbell, write index and next header in a spin loop
+/// after activity, before it sleeps between polls. Burns at most this much CPU per burst.
+pub(crate) const IDLE_SPIN: Duration = Duration::from_micros(50);
+/// The first sleep between two polls once the spin phase is over.
+pub(crate) const POLL_MIN: Duration = Duration::from_micros(50);
+/// The longest sleep between two polls of an idle queue: the most a packet waits after a
+/// long idle period.
+pub(crate) const POLL_MAX: Duration = Duration::from_millis(1);
 /// How long a processor blocked on a barrier waits before re-checking the dependencies.
 const BLOCKED_POLL: Duration = Duration::from_micros(100);
 
@@ -33,7 +55,7 @@ struct CtlState {
     pending: Option<Error>,
 }
 
-/// Wake-up and error-reporting state shared by a queue's thread and the device.
+/// Stop, wake-up and error-reporting state shared by a queue's thread and the device.
 #[derive(Default)]
 pub(crate) struct QueueCtl {
     kick: AtomicU32,
@@ -44,8 +66,8 @@ pub(crate) struct QueueCtl {
 }
 
 impl QueueCtl {
-    /// The doorbell: wakes the processor if it sleeps. Never blocks for long (a mutex taken
-    /// only to pair with a sleeper).
+    /// Wakes the processor if it sleeps (the device does, to stop it). Never blocks for long
+    /// (a mutex taken only to pair with a sleeper).
     pub(crate) fn kick(&self) {
         // SeqCst with the sleeper's SeqCst store of `sleeping` and load of `kick`: either it
         // sees the new kick and does not sleep, or we see `sleeping` and notify under the lock.
@@ -111,17 +133,77 @@ pub(crate) struct CpThread {
     pub(crate) device: Arc<Device>,
     pub(crate) ctl: Arc<QueueCtl>,
     pub(crate) processor: PacketProcessor,
+    /// The queue's doorbell: its 8 bytes of the GPU's doorbell page (live as long as the
+    /// device, which this thread holds).
+    pub(crate) doorbell: Region,
     pub(crate) queue_id: u32,
     pub(crate) gpu_id: u32,
     pub(crate) lds_bytes: u32,
 }
 
+/// What a producer last wrote that the processor watches: the doorbell and the write index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Watched {
+    doorbell: u64,
+    write_index: u64,
+}
+
 impl CpThread {
+    fn watched(&self, ring: &Ring) -> Watched {
+        Watched {
+            // Acquire pairs with the producer's Release store of the doorbell (after the
+            // packet's header store).
+            doorbell: self
+                .doorbell
+                .atomic_u64(0)
+                .map_or(0, |w| w.load(Ordering::Acquire)),
+            write_index: ring.write_index().load(Ordering::Acquire),
+        }
+    }
+
+    /// Whether the slot at the read index holds a packet (its header is no longer INVALID).
+    fn next_packet_ready(&self, ring: &Ring) -> bool {
+        let read = self.processor.read_index();
+        ring.header_word(read).load(Ordering::Acquire) & 0xff != INVALID_HEADER_WORD & 0xff
+    }
+
+    /// Waits until a producer did something: the doorbell or the write index moved, or the
+    /// next slot holds a packet (see the module docs for the policy). `activity` is when the
+    /// last activity was seen; `watched` what was seen then. Returns early when the queue is
+    /// being stopped.
+    fn wait_for_work(&self, ring: &Ring, watched: &mut Watched, activity: &mut Instant) {
+        let mut sleep = POLL_MIN;
+        loop {
+            let kicks = self.ctl.kick.load(Ordering::SeqCst);
+            if self.ctl.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let now = self.watched(ring);
+            if now != *watched {
+                *watched = now;
+                *activity = Instant::now();
+                return;
+            }
+            if self.next_packet_ready(ring) {
+                return;
+            }
+            if activity.elapsed() < IDLE_SPIN {
+                for _ in 0..32 {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+            self.ctl.sleep(kicks, sleep);
+            sleep = (sleep * 2).min(POLL_MAX);
+        }
+    }
+
     /// The thread body: process until stopped.
     pub(crate) fn run(mut self) {
         let mut stopped = false;
-        // When the ring last went idle after processing (the spin phase's start).
-        let mut idle_since: Option<std::time::Instant> = None;
+        let ring = *self.processor.ring();
+        let mut watched = self.watched(&ring);
+        let mut activity = Instant::now();
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
             if stopped {
@@ -146,16 +228,11 @@ impl CpThread {
                 self.processor.process(&host, 64)
             };
             match progress {
-                Progress::Processed(_) => idle_since = Some(std::time::Instant::now()),
-                Progress::Idle if idle_since.is_some_and(|t| t.elapsed() < IDLE_SPIN) => {
-                    for _ in 0..32 {
-                        std::hint::spin_loop();
-                    }
+                Progress::Processed(_) => {
+                    activity = Instant::now();
+                    watched = self.watched(&ring);
                 }
-                Progress::Idle => {
-                    idle_since = None;
-                    self.ctl.sleep(seen, IDLE_POLL);
-                }
+                Progress::Idle => self.wait_for_work(&ring, &mut watched, &mut activity),
                 Progress::Blocked => self.ctl.sleep(seen, BLOCKED_POLL),
                 Progress::Stopped(e) => {
                     stopped = true;

@@ -4,8 +4,6 @@
 //! ([`calls::create_queue`]), inside `create_queue`, whose own contract covers it.
 #![allow(unsafe_code)]
 
-use std::ptr::NonNull;
-
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
@@ -304,7 +302,6 @@ unsafe impl Platform for LinuxPlatform {
         let doorbell = KfdDoorbell {
             page,
             offset: within,
-            queue_id: a.queue_id,
         };
         lock(&self.state).queues.insert(a.queue_id, rec);
         // Without a callback the error is printed and the process aborts, as ROCR does.
@@ -320,13 +317,10 @@ unsafe impl Platform for LinuxPlatform {
         })
     }
 
-    /// One release store of `write_index` to the queue's doorbell word ([`KfdDoorbell`]).
+    /// One release store of `write_index` to the queue's doorbell word ([`KfdDoorbell`]):
+    /// the device (the GPU's command processor, or the emulated one) watches that word.
     fn ring_doorbell(&self, doorbell: &KfdDoorbell, write_index: u64) {
-        if doorbell.ring(write_index) {
-            if let Some(p) = NonNull::new(doorbell.address() as *mut u64) {
-                self.driver.doorbell_rung(doorbell.queue_id, p, write_index);
-            }
-        }
+        doorbell.ring(write_index);
     }
 
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {

@@ -108,12 +108,6 @@ pub trait KfdDriver: Send + Sync + 'static {
         addr: Option<NonNull<u8>>,
     ) -> Result<NonNull<u8>, Errno>;
 
-    /// Called after the backend stored a new write index to a queue's doorbell. Hardware needs
-    /// nothing more (the MMIO store is the doorbell); a software device wakes its packet
-    /// processor. Never blocks. Emulator-only seam, to be removed (issue 18): a device should
-    /// watch the doorbell and write index as the CP does.
-    fn doorbell_rung(&self, _queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {}
-
     /// The file descriptor number of the render node `/dev/dri/renderD<minor>` of the GPU with
     /// this `gpu_id`, for `AMDKFD_IOC_ACQUIRE_VM.drm_fd` (the real driver opens it on first
     /// use and keeps it open). A driver without DRM files keeps this default, `-1`, and
