@@ -576,13 +576,4 @@ pub unsafe trait Platform: Send + Sync {
     fn xnack_enabled(&self) -> bool {
         false
     }
-
-    // ---- tools ----
-
-    /// Called by the loader for every kernel it loads, with the kernel object (device address
-    /// of its 64-byte kernel descriptor) and the kernel's symbol name, as ROCR reports loaded
-    /// code objects to tools. Hardware platforms ignore it (the default); the emulated device
-    /// uses it to find the host implementation registered for that name. Never blocks.
-    /// Emulator-only seam, to be removed (issue 18).
-    fn register_kernel_symbol(&self, _kernel_object: GpuVa, _name: &str) {}
 }

@@ -3,7 +3,8 @@
 //! - B4: empty-kernel dispatch round trip: publish a kernel dispatch packet, ring the doorbell,
 //!   the emulated CP thread runs it, decrements the completion signal, the active wait
 //!   returns. Baseline: a `crossbeam` channel round trip between the same two threads. The
-//!   kernel is an empty host implementation registered for `vector_copy`, run because the
+//!   kernel is an empty host implementation registered for `vector_copy`'s kernel object once
+//!   the code object is loaded, run because the
 //!   device is put in [`ExecutionMode::HostOnly`]: by default it would interpret
 //!   `vector_copy`'s real machine code, which faults on the bench's zeroed kernargs. The wait
 //!   is the queue's `wait_completion`, so a queue the CP stopped fails the bench at once with
@@ -21,7 +22,7 @@
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -37,7 +38,7 @@ use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
 use hsa_core::{Error, NodeId, QueueId};
-use hsa_emu::ExecutionMode;
+use hsa_emu::{EmulatedKfd, ExecutionMode};
 use hsa_linux::LinuxPlatform;
 use hsa_tools::demo::{default_code_object_dir, find_code_object};
 use rustix::thread::futex;
@@ -90,24 +91,24 @@ fn cp_error() -> String {
     }
 }
 
-fn open_emulated() -> LinuxPlatform {
+fn open_emulated() -> (LinuxPlatform, Arc<EmulatedKfd>) {
     // Before any thread exists: the bench always runs on the emulated device.
     std::env::set_var("HSA_RT_DEVICE", "emulated");
     let device = hsa_emu::open_default().expect("emulated device");
     let (platform, emulated) = (device.platform, device.emulated);
     let emulated = emulated.expect("HSA_RT_DEVICE=emulated");
-    // The empty kernel: the dispatch's one work-group does nothing. Host implementations
-    // only: the default mode would interpret vector_copy's machine code instead.
-    emulated.register_kernel("vector_copy", |_ctx| Ok(()));
+    // Host implementations only: the default mode would interpret vector_copy's machine code
+    // instead (B4 registers an empty one once the kernel is loaded).
     emulated.set_execution_mode(ExecutionMode::HostOnly);
-    platform
+    (platform, emulated)
 }
 
 fn b4_dispatch_round_trip(c: &mut Criterion) {
     // The queue's CP thread inherits the affinity of the thread that creates the queue: CPU 1,
     // the other core; the bench thread then moves to CPU 0.
     pin(1);
-    let rt = Runtime::new(open_emulated()).expect("runtime");
+    let (platform, emulated) = open_emulated();
+    let rt = Runtime::new(platform).expect("runtime");
     let gpu = rt.first_gpu().expect("GPU agent");
     let cpu = rt.first_cpu().expect("CPU agent");
     let target = *gpu.isa().expect("ISA");
@@ -136,6 +137,10 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
         .kernel
         .clone()
         .expect("kernel");
+    // The empty kernel: the dispatch's one work-group does nothing.
+    emulated
+        .register_kernel(kernel.kernel_object, "empty vector_copy", |_ctx| Ok(()))
+        .expect("register the empty kernel");
     let kernarg = rt
         .allocate(kernarg_pool, u64::from(kernel.kernarg_segment_size.max(16)))
         .expect("kernarg");
@@ -251,7 +256,7 @@ fn wake_latencies(
 
 fn b6_blocked_wake(c: &mut Criterion) {
     pin(0);
-    let rt = Runtime::new(open_emulated()).expect("runtime");
+    let rt = Runtime::new(open_emulated().0).expect("runtime");
     let cpu = rt.first_cpu().expect("CPU agent");
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let signal = signals.create_interrupt(0).expect("interrupt signal");

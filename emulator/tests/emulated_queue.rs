@@ -147,7 +147,7 @@ fn setup(tag: usize) -> Setup {
     )
     .unwrap();
 
-    d.register_kernel("vector_copy", |ctx| {
+    d.register_kernel(GpuVa(KERNEL_OBJECT), "vector_copy", |ctx| {
         let src = ctx.kernarg_u64(0)?;
         let dst = ctx.kernarg_u64(8)?;
         for [x, _, _] in ctx.work_items() {
@@ -155,8 +155,8 @@ fn setup(tag: usize) -> Setup {
             ctx.write(dst + 4 * u64::from(x), v)?;
         }
         Ok(())
-    });
-    d.note_kernel_symbol(GpuVa(KERNEL_OBJECT), "vector_copy.kd");
+    })
+    .unwrap();
     Setup {
         d,
         arena,
@@ -169,6 +169,10 @@ fn setup(tag: usize) -> Setup {
 
 impl Setup {
     fn dispatch(&self, index: u64, kernarg: u64, signal_value: i64) {
+        self.dispatch_kernel(index, kernarg, signal_value, KERNEL_OBJECT);
+    }
+
+    fn dispatch_kernel(&self, index: u64, kernarg: u64, signal_value: i64, kernel_object: u64) {
         let base = self.arena.base();
         self.arena
             .word(SIGNAL + 8)
@@ -182,7 +186,7 @@ impl Setup {
             grid_size_x: N as u32,
             grid_size_y: 1,
             grid_size_z: 1,
-            kernel_object: KERNEL_OBJECT,
+            kernel_object,
             kernarg_address: kernarg,
             completion_signal: SignalHandle(base + SIGNAL),
             ..Default::default()
@@ -328,10 +332,10 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
     assert_eq!(s.arena.word(SIGNAL + 8).load(Ordering::Acquire), 1);
     assert_eq!(s.ring.read_index().load(Ordering::Acquire), 0);
 
-    // An unknown kernel object is an INVALID_PACKET_FORMAT on a fresh queue.
+    // A kernel object nothing was registered for is an INVALID_PACKET_FORMAT on a fresh
+    // queue, naming the object and what is registered.
     let s3 = setup(3);
-    s3.d.note_kernel_symbol(GpuVa(KERNEL_OBJECT), "no_such_kernel");
-    s3.dispatch(0, s3.arena.base() + KERNARG, 1);
+    s3.dispatch_kernel(0, s3.arena.base() + KERNARG, 1, KERNEL_OBJECT + 64);
     let t = Instant::now();
     let err = loop {
         if let Some(e) = ERRORS.lock().unwrap().iter().find(|e| e.0 == 3).cloned() {
@@ -342,10 +346,21 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
     };
     assert_eq!(err.1, Status::InvalidPacketFormat);
     assert!(
-        err.2.contains("no_such_kernel") && err.2.contains("vector_copy"),
+        err.2.contains(
+            "kernel object 0x7f0012340040 has no host implementation on the emulated device \
+             (registered: vector_copy at 0x7f0012340000)"
+        ),
         "{}",
         err.2
     );
+    // Only a kernel descriptor's address (non-zero, 64-byte aligned) can be registered.
+    for bad in [0, KERNEL_OBJECT + 8] {
+        let e =
+            s3.d.register_kernel(GpuVa(bad), "bad", |_| Ok(()))
+                .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().contains(&format!("{bad:#x}")), "{e}");
+    }
     // The process is alive and the device still answers.
     let mut v = GetVersionArgs::default();
     plain_ioctl(&*s.d, &mut v).unwrap();

@@ -1,5 +1,6 @@
-//! Kernel execution on the emulated device: host implementations registered by symbol name,
-//! run once per work-group with a [`DispatchContext`] whose every memory access is checked.
+//! Kernel execution on the emulated device: host implementations registered for a kernel
+//! object (the device address of the kernel's descriptor, as a dispatch packet names it), run
+//! once per work-group with a [`DispatchContext`] whose every memory access is checked.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,40 +15,60 @@ use super::memory::Allocs;
 /// A host implementation of a kernel: called once per work-group of a dispatch.
 pub(crate) type KernelFn = Arc<dyn Fn(&mut DispatchContext<'_>) -> Result<(), Error> + Send + Sync>;
 
-/// Registered kernels and the kernel objects the loader reported.
+/// One registered host implementation: the label its messages name the kernel by, and the
+/// function.
+#[derive(Clone)]
+pub(crate) struct HostKernel {
+    pub(crate) label: String,
+    pub(crate) run: KernelFn,
+}
+
+/// Host implementations by kernel object.
 #[derive(Default)]
 pub(crate) struct Kernels {
-    pub(crate) by_name: HashMap<String, KernelFn>,
-    pub(crate) objects: HashMap<u64, String>,
+    pub(crate) by_object: HashMap<u64, HostKernel>,
 }
 
 impl Kernels {
-    /// The implementation for `kernel_object`.
+    /// The label of the kernel at `kernel_object`: its registration's, else
+    /// `kernel object 0x...`.
+    pub(crate) fn label(&self, kernel_object: GpuVa) -> String {
+        match self.by_object.get(&kernel_object.0) {
+            Some(k) => format!("kernel {}", k.label),
+            None => format!("kernel object {:#x}", kernel_object.0),
+        }
+    }
+
+    /// The implementation registered for `kernel_object`.
     ///
     /// # Errors
-    /// [`Status::InvalidPacketFormat`] naming the object (and its symbol, when known) and the
-    /// registered names when there is no implementation.
-    pub(crate) fn lookup(&self, kernel_object: GpuVa) -> Result<(String, KernelFn), Error> {
-        let mut known: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
-        known.sort_unstable();
-        let known = known.join(", ");
-        let Some(name) = self.objects.get(&kernel_object.0) else {
-            return Err(error!(
-                Status::InvalidPacketFormat,
-                "kernel object {:#x} is not a loaded kernel the emulated device knows (no \
-                 symbol was reported for it; host implementations: {known})",
-                kernel_object.0
-            ));
-        };
-        match self.by_name.get(name) {
-            Some(f) => Ok((name.clone(), f.clone())),
-            None => Err(error!(
-                Status::InvalidPacketFormat,
-                "kernel object {:#x} ({name}) has no host implementation on the emulated device \
-                 (known: {known})",
-                kernel_object.0
-            )),
+    /// [`Status::InvalidPacketFormat`] naming the object and the registered kernels when there
+    /// is none.
+    pub(crate) fn lookup(&self, kernel_object: GpuVa) -> Result<HostKernel, Error> {
+        if let Some(k) = self.by_object.get(&kernel_object.0) {
+            return Ok(k.clone());
         }
+        let mut known: Vec<(u64, &str)> = self
+            .by_object
+            .iter()
+            .map(|(o, k)| (*o, k.label.as_str()))
+            .collect();
+        known.sort_unstable();
+        let known: Vec<String> = known
+            .iter()
+            .map(|(o, l)| format!("{l} at {o:#x}"))
+            .collect();
+        let known = if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        };
+        Err(error!(
+            Status::InvalidPacketFormat,
+            "kernel object {:#x} has no host implementation on the emulated device (registered: \
+             {known})",
+            kernel_object.0
+        ))
     }
 }
 

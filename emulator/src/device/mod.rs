@@ -29,9 +29,10 @@
 //!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
 //!   from GPU memory, the dispatch and queue pointers are the packet's and `amd_queue_t`'s
 //!   device addresses, and the work-groups run on several host threads. Otherwise (another
-//!   ISA, or an encoding the interpreter does not implement) the host implementation
-//!   registered for the kernel's symbol name ([`EmulatedKfd::register_kernel`]) runs instead,
-//!   when there is one. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
+//!   ISA) the host implementation registered for the packet's kernel object
+//!   ([`EmulatedKfd::register_kernel`]) runs instead, when there is one. The device knows no
+//!   symbols: a kernel is its kernel descriptor in GPU memory, and messages name it by its
+//!   registration's label or its kernel object. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
 //!   host implementations only.
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
@@ -112,7 +113,7 @@ pub enum ExecutionMode {
     /// encoding the interpreter does not implement, a memory fault) stops the queue with the
     /// interpreter's error, never a host implementation. Only on a GPU whose ISA the
     /// interpreter does not run (gfx900, gfx90a, gfx942) does a host implementation
-    /// registered for the kernel's symbol name run instead, and each such dispatch says so on
+    /// registered for the kernel object run instead, and each such dispatch says so on
     /// stderr; without one the dispatch stops the queue with `INVALID_ISA`.
     #[default]
     Interpret,
@@ -120,7 +121,7 @@ pub enum ExecutionMode {
     /// interpreter does not run the dispatch stops the queue with `INVALID_ISA` even when a
     /// host implementation is registered. What `HSA_RT_EMULATION=interpret` asks for.
     InterpretOnly,
-    /// Run only host implementations registered by symbol name (a kernel without one stops
+    /// Run only host implementations registered by kernel object (a kernel without one stops
     /// the queue with `INVALID_PACKET_FORMAT`).
     HostOnly,
 }
@@ -453,33 +454,41 @@ impl EmulatedKfd {
         }
     }
 
-    /// Registers the host implementation of the kernel whose symbol is `symbol_name` (as the
-    /// loader reports it through [`EmulatedKfd::note_kernel_symbol`], e.g. `"vector_copy"` or
-    /// `"vector_copy.kd"`: both spellings are accepted). `f` runs once per work-group; replaces
-    /// an earlier registration of the same name.
-    pub fn register_kernel<F>(&self, symbol_name: &str, f: F)
+    /// Registers `f` as the host implementation of the kernel whose kernel object (the
+    /// device address of its 64-byte kernel descriptor: what a dispatch packet's
+    /// `kernel_object` holds, and what `Executable` symbol lookup returns for the kernel) is
+    /// `kernel_object`, replacing an earlier registration for it. `label` names the kernel in
+    /// the device's messages (e.g. `"vector_copy"`). `f` runs once per work-group. Register
+    /// after loading the code object: the device knows kernels by address only.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for a kernel object that is 0 or not 64-byte aligned
+    /// (AMDGPUUsage: kernel descriptors are 64-byte aligned).
+    pub fn register_kernel<F>(&self, kernel_object: GpuVa, label: &str, f: F) -> Result<(), Error>
     where
         F: Fn(&mut DispatchContext<'_>) -> Result<(), Error> + Send + Sync + 'static,
     {
-        let name = symbol_name.strip_suffix(".kd").unwrap_or(symbol_name);
+        if kernel_object.0 == 0 || kernel_object.0 % 64 != 0 {
+            return Err(error!(
+                Status::InvalidArgument,
+                "kernel object {:#x} is not the address of a kernel descriptor (0 or not \
+                 64-byte aligned)",
+                kernel_object.0
+            ));
+        }
         self.device
             .kernels
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .by_name
-            .insert(name.to_owned(), Arc::new(f));
-    }
-
-    /// Records that `kernel_object` (the address of a kernel descriptor) is the kernel named
-    /// `name` (with or without the `.kd` suffix). The loader reports every loaded kernel.
-    pub fn note_kernel_symbol(&self, kernel_object: GpuVa, name: &str) {
-        let name = name.strip_suffix(".kd").unwrap_or(name);
-        self.device
-            .kernels
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .objects
-            .insert(kernel_object.0, name.to_owned());
+            .by_object
+            .insert(
+                kernel_object.0,
+                kernel::HostKernel {
+                    label: label.to_owned(),
+                    run: Arc::new(f),
+                },
+            );
+        Ok(())
     }
 
     /// Installs the error callback of queue `queue_id` (from CREATE_QUEUE): called once, on
@@ -1230,10 +1239,6 @@ impl KfdDriver for EmulatedKfd {
                 MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
             }
         }
-    }
-
-    fn register_kernel_symbol(&self, kernel_object: u64, name: &str) {
-        self.note_kernel_symbol(GpuVa(kernel_object), name);
     }
 
     fn set_queue_error_callback(&self, queue_id: u32, callback: QueueErrorCallback) {

@@ -259,15 +259,15 @@ struct CpHost<'a> {
 impl CpHost<'_> {
     /// Runs the host implementation registered for the kernel.
     fn run_host(&self, dispatch: &KernelDispatch) -> hsa_core::Result<()> {
-        let (name, f) = self
+        let k = self
             .device
             .kernels
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .lookup(dispatch.kernel_object)?;
         kernel::run(
-            &f,
-            &name,
+            &k.run,
+            &k.label,
             dispatch,
             self.allocs,
             self.gpu_id,
@@ -277,19 +277,18 @@ impl CpHost<'_> {
         Ok(())
     }
 
-    /// The kernel's symbol name when the loader reported one, and whether a host
-    /// implementation is registered for it.
-    fn symbol(&self, dispatch: &KernelDispatch) -> (Option<String>, bool) {
+    /// How messages name the dispatch's kernel (its registration's label, or its kernel
+    /// object), and whether a host implementation is registered for it.
+    fn kernel_label(&self, dispatch: &KernelDispatch) -> (String, bool) {
         let kernels = self
             .device
             .kernels
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let name = kernels.objects.get(&dispatch.kernel_object.0).cloned();
-        let host = name
-            .as_ref()
-            .is_some_and(|n| kernels.by_name.contains_key(n));
-        (name, host)
+        (
+            kernels.label(dispatch.kernel_object),
+            kernels.by_object.contains_key(&dispatch.kernel_object.0),
+        )
     }
 }
 
@@ -298,11 +297,7 @@ impl ProcessorHost for CpHost<'_> {
         if self.device.mode() == ExecutionMode::HostOnly {
             return self.run_host(dispatch);
         }
-        let (name, has_host) = self.symbol(dispatch);
-        let label = match &name {
-            Some(n) => format!("kernel {n}"),
-            None => format!("kernel object {:#x}", dispatch.kernel_object.0),
-        };
+        let (label, has_host) = self.kernel_label(dispatch);
         let Some(target) = self.target else {
             if self.device.mode() == ExecutionMode::InterpretOnly {
                 return Err(error!(

@@ -470,10 +470,6 @@ unsafe impl Platform for LinuxPlatform {
     fn xnack_enabled(&self) -> bool {
         self.xnack
     }
-
-    fn register_kernel_symbol(&self, kernel_object: GpuVa, name: &str) {
-        self.driver.register_kernel_symbol(kernel_object.0, name);
-    }
 }
 
 /// The error policy of a queue created without an error callback: the error is printed on

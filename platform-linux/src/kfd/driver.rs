@@ -120,13 +120,6 @@ pub trait KfdDriver: Send + Sync + 'static {
         Ok(-1)
     }
 
-    /// Told by the backend for every kernel the loader loads: its kernel object (the device
-    /// address of its kernel descriptor) and its symbol name, as ROCR reports loaded code
-    /// objects to tools. Hardware needs nothing; a software device uses it to find the host
-    /// implementation of a kernel. Never fails. Emulator-only seam, to be removed (issue 18):
-    /// a device should find kernels from the kernel descriptors in the memory it maps.
-    fn register_kernel_symbol(&self, _kernel_object: u64, _name: &str) {}
-
     /// Told by the backend right after CREATE_QUEUE succeeded: the callback to call once when
     /// the queue's packet processor stops with an error. On hardware the error arrives as a
     /// KFD hardware-exception event instead (not wired yet); a software device calls it from
