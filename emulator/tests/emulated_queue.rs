@@ -23,14 +23,16 @@ use rustix::io::Errno;
 use zerocopy::IntoBytes;
 
 /// 16 KiB of page-aligned memory the test owns and registers as USERPTR. Layout (bytes):
-/// ring 0..1024 (16 packets), amd_queue_t 4096..4352, completion signal 8192..8256,
-/// kernargs 8448..8464, src 12288..13312, dst 13312..14336.
+/// ring 0..1024 (16 packets), amd_queue_t 4096..4352, completion signal 8192..8256, the
+/// queue's inactive signal 8256..8320, kernargs 8448..8464, src 12288..13312,
+/// dst 13312..14336.
 #[repr(C, align(4096))]
 struct Arena([AtomicU64; 2048]);
 
 const RING: u64 = 0;
 const QUEUE: u64 = 4096;
 const SIGNAL: u64 = 8192;
+const INACTIVE: u64 = 8256;
 const KERNARG: u64 = 8448;
 const SRC: u64 = 12288;
 const DST: u64 = 13312;
@@ -105,7 +107,12 @@ fn setup(tag: usize) -> Setup {
             NonNull::new((base + QUEUE) as *mut AmdQueue).unwrap(),
         )
     };
-    // As ROCR does before creating the queue: every slot starts INVALID.
+    // As ROCR does before creating the queue: amd_queue_t.queue_inactive_signal names a user
+    // signal (kind 1, value 0) the CP sets when it stops the queue; every slot starts INVALID.
+    arena.word(INACTIVE).store(1, Ordering::Relaxed);
+    arena
+        .word(QUEUE + std::mem::offset_of!(AmdQueue, queue_inactive_signal) as u64)
+        .store(base + INACTIVE, Ordering::Release);
     for i in 0..16 {
         ring.header_word(i)
             .store(INVALID_HEADER_WORD, Ordering::Release);
@@ -222,6 +229,34 @@ impl Setup {
     }
 }
 
+/// Creates a KFD event of `event_type` (a memory or hardware-exception event, as ROCR makes
+/// one of each at start-up); its id.
+fn exception_event(d: &EmulatedKfd, event_type: u32) -> u32 {
+    let mut ce = CreateEventArgs {
+        event_type,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    plain_ioctl(d, &mut ce).unwrap();
+    assert!(ce.event_id >= hsa_emu::device::FIRST_NONSIGNAL_EVENT_ID);
+    ce.event_id
+}
+
+/// Waits up to 10 s for either of the memory and hardware-exception events; the entries as
+/// WAIT_EVENTS filled them.
+fn wait_exception(d: &EmulatedKfd, memory: u32, hw: u32) -> [EventData; 2] {
+    let mut data = [memory, hw].map(|event_id| EventData {
+        event_id,
+        ..Default::default()
+    });
+    let r = calls::wait_events(d, &mut data, false, 10_000).unwrap();
+    assert_eq!(
+        r, KFD_IOC_WAIT_RESULT_COMPLETE,
+        "no exception event within 10 s"
+    );
+    data
+}
+
 fn wait_event(d: &EmulatedKfd, id: u32, timeout_ms: u32) -> u32 {
     let mut data = [EventData {
         event_id: id,
@@ -310,6 +345,8 @@ fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
 fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
     let s = setup(2);
     let base = s.arena.base();
+    let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
     s.arena
         .word(KERNARG)
         .store(0xdead_0000_0000, Ordering::Relaxed); // src: wild pointer
@@ -328,6 +365,36 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
     assert_eq!(err.1, Status::MemoryFault);
     assert!(err.2.contains("0xdead00000000"), "{}", err.2);
     assert_eq!(err.3, s.queue_id);
+    // As amdkfd reports it: the queue's inactive signal holds the status, and the memory
+    // event fired with the faulting address and the GPU (kfd_hsa_memory_exception_data).
+    assert_eq!(
+        s.arena.word(INACTIVE + 8).load(Ordering::Acquire),
+        u64::from(Status::MemoryFault.raw())
+    );
+    let [m, h] = wait_exception(&s.d, memory_event, hw_event);
+    let fault = m.memory_exception();
+    assert_eq!(fault.va, 0xdead_0000_0000);
+    assert_eq!(fault.gpu_id, BUILTIN_GPU_ID);
+    assert_eq!(
+        (
+            fault.failure.not_present,
+            fault.failure.read_only,
+            fault.failure.no_execute,
+            fault.failure.imprecise
+        ),
+        (1, 0, 0, 0)
+    );
+    assert_eq!(fault.error_type, KFD_MEM_ERR_NO_RAS);
+    assert_eq!(h.hw_exception(), HsaHwExceptionData::default(), "not fired");
+    assert_eq!(
+        wait_event(&s.d, hw_event, 0),
+        KFD_IOC_WAIT_RESULT_TIMEOUT,
+        "a memory fault is no hardware exception"
+    );
+    // The device's own log has the whole detail.
+    let logged = s.d.queue_error(s.queue_id).expect("logged");
+    assert_eq!(logged.status(), Status::MemoryFault);
+    assert!(logged.detail().contains("0xdead00000000"), "{logged}");
     // The queue stopped: the signal was not decremented, the packet not consumed.
     assert_eq!(s.arena.word(SIGNAL + 8).load(Ordering::Acquire), 1);
     assert_eq!(s.ring.read_index().load(Ordering::Acquire), 0);
@@ -335,6 +402,9 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
     // A kernel object nothing was registered for is an INVALID_PACKET_FORMAT on a fresh
     // queue, naming the object and what is registered.
     let s3 = setup(3);
+    let memory_event = exception_event(&s3.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s3.d, KFD_IOC_EVENT_HW_EXCEPTION);
+    assert_eq!(s3.d.queue_error(s3.queue_id), None);
     s3.dispatch_kernel(0, s3.arena.base() + KERNARG, 1, KERNEL_OBJECT + 64);
     let t = Instant::now();
     let err = loop {
@@ -352,6 +422,30 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
         ),
         "{}",
         err.2
+    );
+    // Not a memory fault: the hardware-exception event fires, with the GPU.
+    let [m, h] = wait_exception(&s3.d, memory_event, hw_event);
+    assert_eq!(
+        m.memory_exception(),
+        HsaMemoryExceptionData::default(),
+        "not fired"
+    );
+    assert_eq!(
+        h.hw_exception(),
+        HsaHwExceptionData {
+            reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+            reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+            memory_lost: 0,
+            gpu_id: BUILTIN_GPU_ID,
+        }
+    );
+    assert_eq!(
+        s3.arena.word(INACTIVE + 8).load(Ordering::Acquire),
+        u64::from(Status::InvalidPacketFormat.raw())
+    );
+    assert_eq!(
+        s3.d.queue_error(s3.queue_id).map(|e| e.status()),
+        Some(Status::InvalidPacketFormat)
     );
     // Only a kernel descriptor's address (non-zero, 64-byte aligned) can be registered.
     for bad in [0, KERNEL_OBJECT + 8] {

@@ -2,6 +2,7 @@
 //! object (the device address of the kernel's descriptor, as a dispatch packet names it), run
 //! once per work-group with a [`DispatchContext`] whose every memory access is checked.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use hsa_core::{error, Error, GpuVa, Status};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::mem::Region;
-use super::memory::Allocs;
+use super::memory::{Allocs, MemoryFault};
 
 /// A host implementation of a kernel: called once per work-group of a dispatch.
 pub(crate) type KernelFn = Arc<dyn Fn(&mut DispatchContext<'_>) -> Result<(), Error> + Send + Sync>;
@@ -85,6 +86,8 @@ pub struct DispatchContext<'a> {
     workgroup_id: [u32; 3],
     group_segment: Vec<u8>,
     borrowed: Option<Region>,
+    /// The first access that faulted (the device's memory event reports it).
+    fault: &'a Cell<Option<MemoryFault>>,
 }
 
 impl std::fmt::Debug for DispatchContext<'_> {
@@ -179,9 +182,7 @@ impl<'a> DispatchContext<'a> {
                     "kernarg offset {offset:#x} overflows the address space"
                 )
             })?;
-        let r = self
-            .allocs
-            .device_region_or_fault(self.gpu_id, va, len as u64, "kernarg read")?;
+        let r = self.checked(va, len as u64, "kernarg read")?;
         let mut out = vec![0u8; len];
         r.read_into(&mut out);
         Ok(out)
@@ -207,6 +208,17 @@ impl<'a> DispatchContext<'a> {
         Ok(u64::from_le_bytes(w))
     }
 
+    /// The live region of `addr..addr + len`; a fault is recorded.
+    fn checked(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
+        self.allocs
+            .device_region_or_fault(self.gpu_id, addr, len, what)
+            .inspect_err(|_| {
+                if self.fault.get().is_none() {
+                    self.fault.set(Some(MemoryFault::of(addr, what)));
+                }
+            })
+    }
+
     fn region(&self, addr: u64, count: usize, size: usize, what: &str) -> Result<Region, Error> {
         let bytes = (count as u64).checked_mul(size as u64).ok_or_else(|| {
             error!(
@@ -214,8 +226,7 @@ impl<'a> DispatchContext<'a> {
                 "{what} of {count} elements at {addr:#x} overflows"
             )
         })?;
-        self.allocs
-            .device_region_or_fault(self.gpu_id, addr, bytes, what)
+        self.checked(addr, bytes, what)
     }
 
     /// Reads one `T` at device address `addr`.
@@ -306,7 +317,8 @@ fn workgroup_count(d: &KernelDispatch) -> [u32; 3] {
     })
 }
 
-/// Runs `f` for every work-group of `dispatch` on GPU `gpu_id` with `lds_bytes` of LDS.
+/// Runs `f` for every work-group of `dispatch` on GPU `gpu_id` with `lds_bytes` of LDS. The
+/// first access of `f` that faults is recorded in `fault`.
 ///
 /// # Errors
 /// [`Status::InvalidPacketFormat`] when the group segment exceeds the LDS; the first error of
@@ -318,6 +330,7 @@ pub(crate) fn run(
     allocs: &Allocs,
     gpu_id: u32,
     lds_bytes: u32,
+    fault: &Cell<Option<MemoryFault>>,
 ) -> Result<(), Error> {
     if dispatch.group_segment_size_bytes > lds_bytes {
         return Err(error!(
@@ -334,6 +347,7 @@ pub(crate) fn run(
         workgroup_id: [0; 3],
         group_segment: vec![0; dispatch.group_segment_size_bytes as usize],
         borrowed: None,
+        fault,
     };
     for z in 0..counts[2] {
         for y in 0..counts[1] {

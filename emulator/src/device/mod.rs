@@ -41,7 +41,7 @@
 //! (`EINVAL`); a ring smaller than 1024 bytes is `EINVAL` (the kernel clamps it); ACQUIRE_VM is
 //! not required before allocating; SVM, CRIU and debugger ioctls are `ENOTTY`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
@@ -77,7 +77,7 @@ pub use profile::{
 
 use events::{Event, EventPage, Events};
 use mem::{round_up_page, Backing, UserMemory, PAGE_BYTES};
-use memory::{Alloc, Allocs, Kind};
+use memory::{Alloc, Allocs, Kind, MemoryFault};
 use queue::{CpThread, QueueCtl};
 
 /// Size of a GPU's doorbell page on `/dev/kfd`, bytes: 1024 queues of one 64-bit doorbell
@@ -232,6 +232,9 @@ pub(crate) struct Device {
     pub(crate) events: Mutex<Events>,
     pub(crate) events_cv: Condvar,
     queues: Mutex<BTreeMap<u32, QueueEntry>>,
+    /// The error each queue's CP stopped it with, by queue id: the device's own log (what
+    /// amdkfd and the GPU print to the kernel log), kept until a new queue takes the id.
+    queue_errors: Mutex<HashMap<u32, Error>>,
     pub(crate) kernels: RwLock<kernel::Kernels>,
     ioctls: AtomicU64,
     faults: Mutex<Vec<(u64, Errno)>>,
@@ -254,6 +257,65 @@ impl Device {
 
     fn gpu(&self, gpu_id: u32) -> Option<&Gpu> {
         self.gpus.iter().find(|g| g.gpu_id == gpu_id)
+    }
+
+    /// What the device does when its CP stopped queue `queue_id` (on GPU `gpu_id`) with
+    /// `error` — the processor has already stored the status into the queue's
+    /// `amd_queue_t.queue_inactive_signal`, as ROCR's CP firmware does:
+    /// - it keeps the error, with the detail the interpreter knows (kernel, instruction,
+    ///   address), in its own log ([`EmulatedKfd::queue_error`]), and prints it on stderr
+    ///   when `HSA_RT_LOG` is on (what the kernel log holds on a real machine);
+    /// - it sets the process's KFD events as amdkfd does: for a memory fault every
+    ///   `KFD_IOC_EVENT_MEMORY` event, with `kfd_hsa_memory_exception_data` (the faulting
+    ///   address, the GPU, `NotPresent` — the device has no read-only or non-executable
+    ///   pages —, or `imprecise` when the address is unknown; `kfd_signal_vm_fault_event`);
+    ///   for any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event, with
+    ///   `kfd_hsa_hw_exception_data` (the GPU, a per-engine reset caused by a hang, no memory
+    ///   lost: the queue's engine stopped, nothing else did; `kfd_signal_hw_exception_event`).
+    ///   A process that created no such event is told nothing more (amdkfd logs "got
+    ///   unhandled exception").
+    pub(crate) fn report_queue_error(
+        &self,
+        queue_id: u32,
+        gpu_id: u32,
+        error: &Error,
+        fault: Option<MemoryFault>,
+    ) {
+        if queue::log_enabled() {
+            eprintln!(
+                "hsa-rt: queue {queue_id} stopped with {}: {}",
+                error.status().c_name(),
+                error.detail()
+            );
+        }
+        lock(&self.queue_errors).insert(queue_id, error.clone());
+        let mut data = [0u8; 32];
+        let event_type = if error.status() == Status::MemoryFault {
+            let d = HsaMemoryExceptionData {
+                failure: MemoryExceptionFailure {
+                    not_present: u32::from(fault.is_some()),
+                    read_only: 0,
+                    no_execute: 0,
+                    imprecise: u32::from(fault.is_none()),
+                },
+                va: fault.map_or(0, |f| f.address),
+                gpu_id,
+                error_type: KFD_MEM_ERR_NO_RAS,
+            };
+            data.copy_from_slice(d.as_bytes());
+            KFD_IOC_EVENT_MEMORY
+        } else {
+            let d = HsaHwExceptionData {
+                reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+                reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+                memory_lost: 0,
+                gpu_id,
+            };
+            data[..16].copy_from_slice(d.as_bytes());
+            KFD_IOC_EVENT_HW_EXCEPTION
+        };
+        lock(&self.events).signal_type(event_type, data);
+        self.events_cv.notify_all();
     }
 }
 
@@ -371,6 +433,7 @@ impl EmulatedKfd {
                 events: Mutex::new(Events::default()),
                 events_cv: Condvar::new(),
                 queues: Mutex::new(BTreeMap::new()),
+                queue_errors: Mutex::new(HashMap::new()),
                 kernels: RwLock::new(kernel::Kernels::default()),
                 ioctls: AtomicU64::new(0),
                 faults: Mutex::new(Vec::new()),
@@ -489,6 +552,17 @@ impl EmulatedKfd {
                 },
             );
         Ok(())
+    }
+
+    /// The error the device's command processor stopped queue `queue_id` with, with all the
+    /// detail it knows (the packet, the kernel, the instruction, the faulting address): the
+    /// device's own log, as the kernel log is on a real machine. The runtime learns of the
+    /// error the way amdkfd tells it — the queue's `queue_inactive_signal` and a KFD memory or
+    /// hardware-exception event, whose data carries the address and the GPU — so a tool that
+    /// wants the detail asks the device here. Kept after the queue is destroyed, until a new
+    /// queue takes the id; `None` when the queue did not stop with an error.
+    pub fn queue_error(&self, queue_id: u32) -> Option<Error> {
+        lock(&self.device.queue_errors).get(&queue_id).cloned()
     }
 
     /// Installs the error callback of queue `queue_id` (from CREATE_QUEUE): called once, on
@@ -860,6 +934,7 @@ impl EmulatedKfd {
                     auto_reset: a.auto_reset != 0,
                     signaled: false,
                     slot: None,
+                    data: [0; 32],
                 },
             );
             a.event_id = id;
@@ -888,6 +963,7 @@ impl EmulatedKfd {
                 auto_reset: a.auto_reset != 0,
                 signaled: false,
                 slot: Some(slot),
+                data: [0; 32],
             },
         );
         a.event_id = slot;
@@ -929,21 +1005,27 @@ impl EmulatedKfd {
         let deadline = (a.timeout != u32::MAX)
             .then(|| Instant::now() + Duration::from_millis(u64::from(a.timeout)));
         let mut ev = lock(&self.device.events);
+        // As kfd_wait_on_events: an unknown event is EINVAL before the wait; one destroyed
+        // during it ends the wait with KFD_IOC_WAIT_RESULT_FAIL and EIO.
+        if ids.iter().any(|id| !ev.table.contains_key(id)) {
+            return Err(Errno::INVAL);
+        }
         loop {
-            let mut fired = 0;
-            for &id in &ids {
+            let mut fired = Vec::new();
+            for (i, &id) in ids.iter().enumerate() {
                 if !ev.table.contains_key(&id) {
-                    return Err(Errno::INVAL);
+                    a.wait_result = KFD_IOC_WAIT_RESULT_FAIL;
+                    return Err(Errno::IO);
                 }
                 ev.poll_slot(id);
-                if ev.table.get(&id).is_some_and(|e| e.signaled) {
-                    fired += 1;
+                if let Some(e) = ev.table.get(&id).filter(|e| e.signaled) {
+                    fired.push((i, e.event_type, e.data));
                 }
             }
             let done = if a.wait_for_all != 0 {
-                fired == ids.len() && !ids.is_empty()
+                fired.len() == ids.len() && !ids.is_empty()
             } else {
-                fired > 0
+                !fired.is_empty()
             };
             if done {
                 for &id in &ids {
@@ -952,6 +1034,18 @@ impl EmulatedKfd {
                             e.signaled = false;
                         }
                     }
+                }
+                drop(ev);
+                // copy_signaled_event_data: the exception data of each memory or
+                // hardware-exception event that fired goes back into its entry's union.
+                for (i, event_type, data) in fired {
+                    let bytes = match event_type {
+                        KFD_IOC_EVENT_MEMORY => &data[..],
+                        KFD_IOC_EVENT_HW_EXCEPTION => &data[..16],
+                        _ => continue,
+                    };
+                    let at = a.events_ptr + (i * size_of::<EventData>()) as u64;
+                    self.device.user.write(at, bytes)?;
                 }
                 a.wait_result = KFD_IOC_WAIT_RESULT_COMPLETE;
                 return Ok(());
@@ -1060,6 +1154,7 @@ impl EmulatedKfd {
                 thread: Some(thread),
             },
         );
+        lock(&self.device.queue_errors).remove(&qid);
         a.queue_id = qid;
         a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
         Ok(())
@@ -1183,9 +1278,9 @@ impl EmulatedKfd {
 // The implementation safety of KfdDriver: every pointer inside an argument (device-id, event,
 // aperture and CU-mask arrays, the USERPTR address) is only copied through /proc/self/mem
 // (`UserMemory`), for at most the bytes the argument's counts give (EFAULT when unmapped, never
-// a fault), and the apertures are written for at most `num_of_nodes` entries; queue memory is
-// reached only inside allocations mapped to the GPU (`device_region`), USERPTR memory only
-// inside the registered range; mmap maps at exactly the given address or where the kernel picks.
+// a fault), and the apertures and events are written for at most `num_of_nodes` and
+// `num_events` entries; queue memory is reached only inside allocations mapped to the GPU
+// (`device_region`), USERPTR memory only inside the registered range; mmap maps at exactly the given address or where the kernel picks.
 #[allow(unsafe_code)]
 impl KfdDriver for EmulatedKfd {
     fn name(&self) -> &str {
@@ -1200,9 +1295,11 @@ impl KfdDriver for EmulatedKfd {
     ///   `min(num_of_nodes, number of GPUs)` entries for the call, or not mapped (`EFAULT`);
     /// - a `USERPTR` address is valid as the table says until FREE, or not mapped (`EFAULT`:
     ///   its pages are probed through `/proc/self/mem`);
-    /// - nothing else: the pointers this device only reads (device-id arrays, `WAIT_EVENTS`'
-    ///   events, of which it writes nothing back, CU masks) are read through `/proc/self/mem`
-    ///   whatever they hold; a queue's ring and `amd_queue_t` are used only inside allocations
+    /// - nothing else: the pointers this device only reads (device-id arrays, CU masks) are
+    ///   read through `/proc/self/mem` whatever they hold, and so are `WAIT_EVENTS`' events,
+    ///   into whose entries it writes back (the exception data of memory and
+    ///   hardware-exception events that fired, the 32-byte union at the start of each entry)
+    ///   through `/proc/self/mem` too, `EFAULT` when unmapped; a queue's ring and `amd_queue_t` are used only inside allocations
     ///   mapped to its GPU (`EINVAL`/`EFAULT` otherwise), which cannot be freed while the queue
     ///   lives (`EBUSY`); the other addresses (`UPDATE_QUEUE`'s ring, which must not change,
     ///   EOP and save areas, scratch, `r_debug`) are not used.

@@ -34,7 +34,7 @@ use hsa_core::signal::raw::RawSignal;
 use hsa_core::{error, Error, GpuVa, QueueId, Status};
 
 use super::mem::Region;
-use super::memory::Allocs;
+use super::memory::{Allocs, MemoryFault};
 use super::{interp, kernel, Device, ExecutionMode};
 use crate::gfx9::Gfx9Target;
 
@@ -100,13 +100,6 @@ impl QueueCtl {
     }
 
     fn deliver(&self, queue_id: u32, e: Error) {
-        if log_enabled() {
-            eprintln!(
-                "hsa-rt: queue {queue_id} stopped with {}: {}",
-                e.status().c_name(),
-                e.detail()
-            );
-        }
         let cb = {
             let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
             match s.callback {
@@ -123,7 +116,7 @@ impl QueueCtl {
 
 /// Whether `HSA_RT_LOG` asks for log output ([`hsa_linux::env::switch`]; a bad value, which
 /// `hsa_init` and the tools report, reads as off here).
-fn log_enabled() -> bool {
+pub(crate) fn log_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| hsa_linux::env::switch(hsa_linux::env::LOG_ENV).unwrap_or(false))
 }
@@ -210,7 +203,7 @@ impl CpThread {
                 self.ctl.sleep(seen, Duration::from_secs(1));
                 continue;
             }
-            let progress = {
+            let (progress, fault) = {
                 let allocs = self
                     .device
                     .allocs
@@ -224,8 +217,10 @@ impl CpThread {
                     lds_bytes: self.lds_bytes,
                     target: gpu.and_then(|g| g.target),
                     isa: gpu.map_or("unknown", |g| g.isa.as_str()),
+                    fault: std::cell::Cell::new(None),
                 };
-                self.processor.process(&host, 64)
+                let progress = self.processor.process(&host, 64);
+                (progress, host.fault.get())
             };
             match progress {
                 Progress::Processed(_) => {
@@ -236,8 +231,10 @@ impl CpThread {
                 Progress::Blocked => self.ctl.sleep(seen, BLOCKED_POLL),
                 Progress::Stopped(e) => {
                     stopped = true;
-                    // Delivered here, after the allocation lock is released, so the callback
-                    // may call back into the device.
+                    // Reported here, after the allocation lock is released: the queue's
+                    // inactive signal already holds the status (the processor stored it).
+                    self.device
+                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault);
                     self.ctl.deliver(self.queue_id, e);
                 }
             }
@@ -254,6 +251,8 @@ struct CpHost<'a> {
     lds_bytes: u32,
     target: Option<Gfx9Target>,
     isa: &'a str,
+    /// The access that faulted, when a kernel stopped the queue with a memory fault.
+    fault: std::cell::Cell<Option<MemoryFault>>,
 }
 
 impl CpHost<'_> {
@@ -272,6 +271,7 @@ impl CpHost<'_> {
             self.allocs,
             self.gpu_id,
             self.lds_bytes,
+            &self.fault,
         )?;
         self.device.stats.host.fetch_add(1, Ordering::SeqCst);
         Ok(())
@@ -344,12 +344,15 @@ impl ProcessorHost for CpHost<'_> {
                 c.interpreted.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }
-            interp::Outcome::Failed(e) => Err(error!(
-                e.status(),
-                "{label} on {}: {}",
-                target.name(),
-                e.detail()
-            )),
+            interp::Outcome::Failed(e, fault) => {
+                self.fault.set(fault);
+                Err(error!(
+                    e.status(),
+                    "{label} on {}: {}",
+                    target.name(),
+                    e.detail()
+                ))
+            }
         }
     }
 
