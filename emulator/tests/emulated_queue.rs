@@ -1,18 +1,19 @@
 //! Queues on the emulated device: an AQL kernel dispatch written by hand into a ring, run by
 //! the emulated CP through a registered host kernel, completing its signal (and its interrupt
-//! event); a bad kernarg pointer stops the queue with MEMORY_FAULT through the error callback.
+//! event); a bad kernarg pointer stops the queue with MEMORY_FAULT, reported as amdkfd does:
+//! the queue's inactive signal, a KFD memory event with the faulting address, and the
+//! device's log.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hsa_core::abi::packet::{KernelDispatchPacket, PACKET_SIZE_BYTES};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::SignalHandle;
-use hsa_core::platform::QueueErrorCallback;
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
-use hsa_core::{Error, GpuVa, QueueId, Status};
+use hsa_core::{GpuVa, Status};
 use hsa_emu::device::{
     builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
 };
@@ -63,16 +64,7 @@ struct Setup {
     ring: Ring,
 }
 
-static ERRORS: Mutex<Vec<(usize, Status, String, u32)>> = Mutex::new(Vec::new());
-
-fn on_error(e: &Error, q: QueueId, data: usize) {
-    ERRORS
-        .lock()
-        .unwrap()
-        .push((data, e.status(), e.detail().to_owned(), q.0));
-}
-
-fn setup(tag: usize) -> Setup {
+fn setup() -> Setup {
     let d = EmulatedKfd::new(builtin_topology()).unwrap();
     // These tests are about the CP and host implementations: the kernel object is not a
     // real kernel descriptor.
@@ -145,15 +137,6 @@ fn setup(tag: usize) -> Setup {
             .cast::<u64>(),
     )
     .unwrap();
-    d.set_queue_error_callback(
-        q.queue_id,
-        QueueErrorCallback {
-            func: on_error,
-            data: tag,
-        },
-    )
-    .unwrap();
-
     d.register_kernel(GpuVa(KERNEL_OBJECT), "vector_copy", |ctx| {
         let src = ctx.kernarg_u64(0)?;
         let dst = ctx.kernarg_u64(8)?;
@@ -267,7 +250,7 @@ fn wait_event(d: &EmulatedKfd, id: u32, timeout_ms: u32) -> u32 {
 
 #[test]
 fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
-    let s = setup(1);
+    let s = setup();
     let base = s.arena.base();
     for i in 0..N {
         let w = s.arena.word(SRC + 8 * (i / 2));
@@ -334,16 +317,13 @@ fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
     };
     plain_ioctl(&*s.d, &mut de).unwrap();
     assert_eq!(s.d.live_handles(), Default::default());
-    let errors = ERRORS.lock().unwrap();
-    assert!(
-        errors.iter().all(|e| e.0 != 1),
-        "no error expected: {errors:?}"
-    );
+    assert_eq!(s.d.queue_error(s.queue_id), None, "no error expected");
+    assert_eq!(s.arena.word(INACTIVE + 8).load(Ordering::Acquire), 0);
 }
 
 #[test]
-fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
-    let s = setup(2);
+fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
+    let s = setup();
     let base = s.arena.base();
     let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
     let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
@@ -354,24 +334,13 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
         .word(KERNARG + 8)
         .store(base + DST, Ordering::Relaxed);
     s.dispatch(0, base + KERNARG, 1);
-    let t = Instant::now();
-    let err = loop {
-        if let Some(e) = ERRORS.lock().unwrap().iter().find(|e| e.0 == 2).cloned() {
-            break e;
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "no error reported");
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    assert_eq!(err.1, Status::MemoryFault);
-    assert!(err.2.contains("0xdead00000000"), "{}", err.2);
-    assert_eq!(err.3, s.queue_id);
-    // As amdkfd reports it: the queue's inactive signal holds the status, and the memory
-    // event fired with the faulting address and the GPU (kfd_hsa_memory_exception_data).
+    // As amdkfd reports it: the memory event fires with the faulting address and the GPU
+    // (kfd_hsa_memory_exception_data), and the queue's inactive signal holds the status.
+    let [m, h] = wait_exception(&s.d, memory_event, hw_event);
     assert_eq!(
         s.arena.word(INACTIVE + 8).load(Ordering::Acquire),
         u64::from(Status::MemoryFault.raw())
     );
-    let [m, h] = wait_exception(&s.d, memory_event, hw_event);
     let fault = m.memory_exception();
     assert_eq!(fault.va, 0xdead_0000_0000);
     assert_eq!(fault.gpu_id, BUILTIN_GPU_ID);
@@ -401,28 +370,11 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
 
     // A kernel object nothing was registered for is an INVALID_PACKET_FORMAT on a fresh
     // queue, naming the object and what is registered.
-    let s3 = setup(3);
+    let s3 = setup();
     let memory_event = exception_event(&s3.d, KFD_IOC_EVENT_MEMORY);
     let hw_event = exception_event(&s3.d, KFD_IOC_EVENT_HW_EXCEPTION);
     assert_eq!(s3.d.queue_error(s3.queue_id), None);
     s3.dispatch_kernel(0, s3.arena.base() + KERNARG, 1, KERNEL_OBJECT + 64);
-    let t = Instant::now();
-    let err = loop {
-        if let Some(e) = ERRORS.lock().unwrap().iter().find(|e| e.0 == 3).cloned() {
-            break e;
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "no error reported");
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    assert_eq!(err.1, Status::InvalidPacketFormat);
-    assert!(
-        err.2.contains(
-            "kernel object 0x7f0012340040 has no host implementation on the emulated device \
-             (registered: vector_copy at 0x7f0012340000)"
-        ),
-        "{}",
-        err.2
-    );
     // Not a memory fault: the hardware-exception event fires, with the GPU.
     let [m, h] = wait_exception(&s3.d, memory_event, hw_event);
     assert_eq!(
@@ -443,9 +395,14 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
         s3.arena.word(INACTIVE + 8).load(Ordering::Acquire),
         u64::from(Status::InvalidPacketFormat.raw())
     );
-    assert_eq!(
-        s3.d.queue_error(s3.queue_id).map(|e| e.status()),
-        Some(Status::InvalidPacketFormat)
+    let logged = s3.d.queue_error(s3.queue_id).expect("logged");
+    assert_eq!(logged.status(), Status::InvalidPacketFormat);
+    assert!(
+        logged.detail().contains(
+            "kernel object 0x7f0012340040 has no host implementation on the emulated device \
+             (registered: vector_copy at 0x7f0012340000)"
+        ),
+        "{logged}"
     );
     // Only a kernel descriptor's address (non-zero, 64-byte aligned) can be registered.
     for bad in [0, KERNEL_OBJECT + 8] {
@@ -462,7 +419,7 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
 
 #[test]
 fn create_queue_checks_its_arguments() {
-    let s = setup(4);
+    let s = setup();
     let base = s.arena.base();
     let good = CreateQueueArgs {
         ring_base_address: base + RING,

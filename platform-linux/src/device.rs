@@ -6,19 +6,20 @@
 //!
 //! | call | amdkfd |
 //! |---|---|
-//! | `new` | `GET_VERSION` (major 1), `ACQUIRE_VM` per GPU, `GET_PROCESS_APERTURES_NEW` |
+//! | `new` | `GET_VERSION` (major 1), `ACQUIRE_VM` per GPU, `GET_PROCESS_APERTURES_NEW`; with GPUs, `CREATE_EVENT(MEMORY)` (handing KFD the event page) and `CREATE_EVENT(HW_EXCEPTION)` for the queue-error [`monitor`] |
 //! | `allocate_memory` System | host pages at a carved VA, `ALLOC_MEMORY_OF_GPU(USERPTR)`, `MAP_MEMORY_TO_GPU` (all GPUs) |
 //! | `allocate_memory` DeviceLocal | `ALLOC_MEMORY_OF_GPU(VRAM)` at a carved VA, render-node mmap when host-visible, `MAP_MEMORY_TO_GPU` (its GPU) |
 //! | `free_memory` | `UNMAP_MEMORY_FROM_GPU`, `FREE_MEMORY_OF_GPU`, VA back to the reservation |
-//! | `create_queue` | EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap |
+//! | `create_queue` | EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap; the queue is watched by the [`monitor`] |
 //! | `ring_doorbell` | one 64-bit release store to the doorbell word through the queue's [`KfdDoorbell`]: no lock, no lookup |
-//! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the first one hands KFD the event page |
+//! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the first event (the monitor's, on a machine with GPUs) hands KFD the event page |
 //! | `wait_event` / `signal_event` / `destroy_event` | `WAIT_EVENTS` / `SET_EVENT` / `DESTROY_EVENT` |
 //!
 //! Every chunk's device address is its host address (amdkfd SVM): all chunks are carved from
 //! one reserved range ([`VaSpace`]) of [`VA_RESERVATION_BYTES`].
 
 mod cwsr;
+pub mod monitor;
 mod platform_impl;
 mod process;
 pub mod va;
@@ -144,6 +145,8 @@ pub struct LinuxPlatform {
     state: Mutex<State>,
     /// The process's XNACK mode, as KFD reported it at open.
     xnack: bool,
+    /// The queue-error monitor (machines with GPUs).
+    monitor: Option<monitor::Monitor>,
 }
 
 impl std::fmt::Debug for LinuxPlatform {
@@ -372,7 +375,7 @@ impl LinuxPlatform {
             }
         }
 
-        Ok(LinuxPlatform {
+        let mut platform = LinuxPlatform {
             driver,
             topology,
             version: (v.major_version, v.minor_version),
@@ -380,7 +383,60 @@ impl LinuxPlatform {
             process,
             state: Mutex::new(State::default()),
             xnack,
-        })
+            monitor: None,
+        };
+        if !platform.gpus.is_empty() {
+            platform.start_monitor()?;
+        }
+        Ok(platform)
+    }
+
+    /// Creates the memory and hardware-exception events (the first hands KFD the event
+    /// page, as ROCR's first event does) and starts the [`monitor`] on them.
+    fn start_monitor(&mut self) -> Result<(), Error> {
+        let what = |kind: &str, e: Error| {
+            e.context(&format!(
+                "creating the KFD {kind} event that reports queue errors"
+            ))
+        };
+        let memory = self
+            .create_kfd_event(KFD_IOC_EVENT_MEMORY)
+            .map_err(|e| what("memory", e))?
+            .0
+            .event_id;
+        let destroy = |id: u32| {
+            let _ = call(
+                &*self.driver,
+                &mut DestroyEventArgs {
+                    event_id: id,
+                    pad: 0,
+                },
+            );
+        };
+        let hw = match self.create_kfd_event(KFD_IOC_EVENT_HW_EXCEPTION) {
+            Ok((a, _)) => a.event_id,
+            Err(e) => {
+                destroy(memory);
+                return Err(what("hardware-exception", e));
+            }
+        };
+        match monitor::Monitor::start(self.driver.clone(), self.process.clone(), memory, hw) {
+            Ok(m) => {
+                self.monitor = Some(m);
+                Ok(())
+            }
+            Err(e) => {
+                destroy(memory);
+                destroy(hw);
+                Err(e)
+            }
+        }
+    }
+
+    /// The KFD ids of the queue-error monitor's memory and hardware-exception events; `None`
+    /// on a machine without GPUs (no monitor).
+    pub fn exception_events(&self) -> Option<(u32, u32)> {
+        self.monitor.as_ref().map(monitor::Monitor::events)
     }
 
     /// The driver's short name ([`KfdDriver::name`]): `"kfd"` for the real `/dev/kfd`.
@@ -655,6 +711,8 @@ impl LinuxPlatform {
 
 impl Drop for LinuxPlatform {
     fn drop(&mut self) {
+        // The monitor first: no callback runs while the queues go.
+        drop(self.monitor.take());
         let queues: Vec<u32> = lock(&self.state).queues.keys().copied().collect();
         for q in queues {
             let _ = self.destroy_queue(QueueId(q));

@@ -1,5 +1,8 @@
 //! Queue errors and waits on the emulated device: a malformed packet stops its queue and is
-//! reported once through the queue's callback, while other queues keep running; signal waits
+//! reported once through the queue's callback — as amdkfd reports it, the queue's inactive
+//! signal and a KFD hardware-exception event, which the Linux backend's monitor turns into
+//! the callback; the detail stays in the device's log — while other queues keep running;
+//! signal waits
 //! with timeouts return on time when nothing comes; a closed or failed queue ends the waits of
 //! the threads using it with an error instead of leaving them blocked.
 
@@ -15,6 +18,7 @@ use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
 use hsa_core::{Error, NodeId, QueueId, Status};
+use hsa_emu::device::BUILTIN_GPU_ID;
 use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 
 /// Callback counters and the last error, per callback slot.
@@ -83,12 +87,27 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
 
     submit(&bad, &malformed());
+    // The callback comes only through the KFD event the emulated device sets: without it the
+    // monitor never looks at the queue.
     wait_until("error callback", || CALLS[0].load(Ordering::SeqCst) == 1);
     let (status, msg) = LAST.lock().unwrap().clone().unwrap();
     assert_eq!(status, Status::InvalidPacketFormat);
+    assert_eq!(
+        msg,
+        format!(
+            "queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}: \
+             per-engine reset after a GPU hang",
+            Status::InvalidPacketFormat.raw()
+        )
+    );
+    // The device's log has what its packet processor saw.
+    let logged = emulated.queue_error(bad.hw_id().0).expect("logged");
+    assert_eq!(logged.status(), Status::InvalidPacketFormat);
     assert!(
-        msg.contains("packet 0: packet type (header bits 0..8) is 6"),
-        "{msg}"
+        logged
+            .detail()
+            .contains("packet 0: packet type (header bits 0..8) is 6"),
+        "{logged}"
     );
     // amd_queue_t.queue_inactive_signal: set by the packet processor when it stops the queue.
     let inactive = bad.inactive_signal().load(LoadOrder::Acquire);
@@ -430,11 +449,14 @@ fn a_queue_error_without_a_callback_is_printed_and_aborts_the_process() {
         "SIGABRT expected: {:?}\n{stdout}\n{stderr}",
         out.status
     );
+    // What amdkfd reported: the status in the queue's inactive signal and the event's data
+    // (the packet's detail is in the device's log, printed with HSA_RT_LOG=1: below).
     assert!(
-        stderr.contains(
-            "stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: packet 0: packet type \
-             (header bits 0..8) is 6"
-        ),
+        stderr.contains(&format!(
+            "hsa-rt: queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: \
+             queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}",
+            Status::InvalidPacketFormat.raw()
+        )),
         "{stderr}"
     );
     assert!(stderr.contains("no error callback; aborting"), "{stderr}");

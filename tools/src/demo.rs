@@ -738,7 +738,13 @@ pub fn run_with_faults(
             break;
         }
         if let Some(e) = queue_error(run_token) {
-            return Err(e);
+            // The callback has what amdkfd reported (the status, the event's data); the
+            // emulated device's log has what its packet processor and interpreter saw.
+            let detailed = emulated
+                .as_ref()
+                .and_then(|d| d.queue_error(queue.hw_id().0))
+                .map(|d| d.context(&format!("queue {}", queue.hw_id().0)));
+            return Err(detailed.unwrap_or(e));
         }
         if started.elapsed().as_secs() >= 60 {
             bail!(

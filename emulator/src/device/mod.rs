@@ -49,7 +49,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::gfx9::Gfx9Target;
-use hsa_core::platform::{HeapType, QueueErrorCallback};
+use hsa_core::platform::HeapType;
 use hsa_core::processor::PacketProcessor;
 use hsa_core::{error, Error, GpuVa, Status};
 use rustix::io::Errno;
@@ -563,26 +563,6 @@ impl EmulatedKfd {
     /// queue takes the id; `None` when the queue did not stop with an error.
     pub fn queue_error(&self, queue_id: u32) -> Option<Error> {
         lock(&self.device.queue_errors).get(&queue_id).cloned()
-    }
-
-    /// Installs the error callback of queue `queue_id` (from CREATE_QUEUE): called once, on
-    /// the queue's processor thread, when the queue stops with an error (a malformed packet:
-    /// `INVALID_PACKET_FORMAT`; a kernel's bad access: `MEMORY_FAULT`; ...). An error that
-    /// happened before is delivered now, on the calling thread.
-    ///
-    /// # Errors
-    /// [`Status::InvalidQueue`] for an unknown queue id.
-    pub fn set_queue_error_callback(
-        &self,
-        queue_id: u32,
-        cb: QueueErrorCallback,
-    ) -> Result<(), Error> {
-        let ctl = lock(&self.device.queues)
-            .get(&queue_id)
-            .map(|q| q.ctl.clone())
-            .ok_or_else(|| error!(Status::InvalidQueue, "no emulated queue with id {queue_id}"))?;
-        ctl.set_callback(queue_id, cb);
-        Ok(())
     }
 
     fn gpu(&self, gpu_id: u32) -> Result<&Gpu, Errno> {
@@ -1336,12 +1316,6 @@ impl KfdDriver for EmulatedKfd {
                 MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
             }
         }
-    }
-
-    fn set_queue_error_callback(&self, queue_id: u32, callback: QueueErrorCallback) {
-        // The queue was just created by this driver, so the id is known; an unknown id can
-        // only mean it was destroyed meanwhile, when there is nothing left to report.
-        let _ = EmulatedKfd::set_queue_error_callback(self, queue_id, callback);
     }
 }
 

@@ -25,13 +25,12 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
-use hsa_core::platform::QueueErrorCallback;
 use hsa_core::processor::{
     AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress,
 };
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
-use hsa_core::{error, Error, GpuVa, QueueId, Status};
+use hsa_core::{error, Error, GpuVa, Status};
 
 use super::mem::Region;
 use super::memory::{Allocs, MemoryFault};
@@ -49,19 +48,13 @@ pub(crate) const POLL_MAX: Duration = Duration::from_millis(1);
 /// How long a processor blocked on a barrier waits before re-checking the dependencies.
 const BLOCKED_POLL: Duration = Duration::from_micros(100);
 
-#[derive(Default)]
-struct CtlState {
-    callback: Option<QueueErrorCallback>,
-    pending: Option<Error>,
-}
-
-/// Stop, wake-up and error-reporting state shared by a queue's thread and the device.
+/// Stop and wake-up state shared by a queue's thread and the device.
 #[derive(Default)]
 pub(crate) struct QueueCtl {
     kick: AtomicU32,
     sleeping: AtomicBool,
     pub(crate) stop: AtomicBool,
-    state: Mutex<CtlState>,
+    state: Mutex<()>,
     cv: Condvar,
 }
 
@@ -85,32 +78,6 @@ impl QueueCtl {
             let _ = self.cv.wait_timeout(g, timeout);
         }
         self.sleeping.store(false, Ordering::SeqCst);
-    }
-
-    /// Installs the error callback; delivers an error that came before it.
-    pub(crate) fn set_callback(&self, queue_id: u32, cb: QueueErrorCallback) {
-        let pending = {
-            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            s.callback = Some(cb);
-            s.pending.take()
-        };
-        if let Some(e) = pending {
-            (cb.func)(&e, QueueId(queue_id), cb.data);
-        }
-    }
-
-    fn deliver(&self, queue_id: u32, e: Error) {
-        let cb = {
-            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            match s.callback {
-                Some(cb) => cb,
-                None => {
-                    s.pending = Some(e);
-                    return;
-                }
-            }
-        };
-        (cb.func)(&e, QueueId(queue_id), cb.data);
     }
 }
 
@@ -235,7 +202,6 @@ impl CpThread {
                     // inactive signal already holds the status (the processor stored it).
                     self.device
                         .report_queue_error(self.queue_id, self.gpu_id, &e, fault);
-                    self.ctl.deliver(self.queue_id, e);
                 }
             }
         }
@@ -419,6 +385,7 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn report_error(&self, _error: &Error) {
-        // The thread delivers the error from Progress::Stopped once the lock is released.
+        // The thread reports the error (log, KFD events) from Progress::Stopped, once the
+        // allocation lock is released.
     }
 }

@@ -119,17 +119,4 @@ pub trait KfdDriver: Send + Sync + 'static {
     fn render_node_fd(&self, _gpu_id: u32) -> Result<i32, Errno> {
         Ok(-1)
     }
-
-    /// Told by the backend right after CREATE_QUEUE succeeded: the callback to call once when
-    /// the queue's packet processor stops with an error. On hardware the error arrives as a
-    /// KFD hardware-exception event instead (not wired yet); a software device calls it from
-    /// its packet processor. Never fails. Emulator-only seam, to be removed (issue 18): errors
-    /// should arrive as amdkfd reports them (hardware-exception and memory events,
-    /// `queue_inactive_signal`).
-    fn set_queue_error_callback(
-        &self,
-        _queue_id: u32,
-        _callback: hsa_core::platform::QueueErrorCallback,
-    ) {
-    }
 }

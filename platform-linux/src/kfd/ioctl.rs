@@ -552,6 +552,30 @@ impl VaSpace {
         true
     }
 
+    /// One 64-bit atomic load of the word at `addr` with acquire ordering: an 8-byte aligned
+    /// address in a backed range (checked under the lock, so the range is not released
+    /// meanwhile). `None` (nothing read) otherwise.
+    ///
+    /// For words the device writes concurrently (a queue's `amd_queue_t`, its inactive
+    /// signal's value), which the host reads only atomically.
+    pub fn load_u64_acquire(&self, addr: u64) -> Option<u64> {
+        if addr % 8 != 0 {
+            return None;
+        }
+        let inner = lock(&self.inner);
+        if !VaSpace::accessible(&inner, addr, 8) {
+            return None;
+        }
+        // SAFETY: `addr` is 8-aligned (AtomicU64's alignment) inside a live read-write mapping
+        // of this space (checked under the lock, held across the load, so it is not released
+        // meanwhile); the words read this way are accessed atomically by everyone (the core,
+        // the device), so viewing one as an AtomicU64 for one load races with nothing.
+        let word = unsafe { AtomicU64::from_ptr(addr as *mut u64) };
+        // Pairs with the writer's release store (the packet processor's store of a queue's
+        // status into its inactive signal).
+        Some(word.load(Ordering::Acquire))
+    }
+
     /// Gives the carved range at `va` back: its host or driver mapping is replaced by the
     /// `PROT_NONE` reservation and the addresses become free for the next carve.
     ///
@@ -772,6 +796,11 @@ mod tests {
             !va.store_u64_release(a, 1),
             "reserved range is not writable"
         );
+        assert_eq!(
+            va.load_u64_acquire(a),
+            None,
+            "reserved range is not readable"
+        );
         va.back_with_host_memory(a).unwrap();
         assert_eq!(va.back_with_host_memory(a), Err(Errno::INVAL));
         assert!(va.store_u64_release(a + 8, 0xdead_beef));
@@ -780,6 +809,9 @@ mod tests {
             !va.store_u64_release(a + 2 * page - 4, 1),
             "crosses the end"
         );
+        assert_eq!(va.load_u64_acquire(a + 8), Some(0xdead_beef));
+        assert_eq!(va.load_u64_acquire(a + 4), None, "unaligned");
+        assert_eq!(va.load_u64_acquire(a + 2 * page), None, "past the range");
         assert!(va.write(a + 16, &[1, 2, 3]));
         assert!(va.zero(a));
         va.release(a).unwrap();
