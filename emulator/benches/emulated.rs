@@ -67,8 +67,8 @@ fn now_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// The error the emulated CP stopped B4's queue with (its full detail; the queue's waiter
-/// only sees the status).
+/// The error B4's queue's callback got (the status and the KFD event's data; the queue's
+/// waiter only sees the status).
 static QUEUE_ERROR: Mutex<Option<String>> = Mutex::new(None);
 
 fn record_queue_error(error: &Error, queue: QueueId, _data: usize) {
@@ -76,16 +76,20 @@ fn record_queue_error(error: &Error, queue: QueueId, _data: usize) {
         Some(format!("queue {queue:?}: {error}"));
 }
 
-/// The CP's report of why it stopped B4's queue: it stores the queue's status first (which
-/// ends the wait) and calls the error callback after, so wait for it a little.
-fn cp_error() -> String {
+/// Why the CP stopped B4's queue: the device's log has the whole detail; the callback (the
+/// platform's event monitor calls it after the CP stored the status, which ends the wait)
+/// what amdkfd's event said, so wait for it a little.
+fn cp_error(emulated: &EmulatedKfd, queue_id: u32) -> String {
+    let logged = emulated
+        .queue_error(queue_id)
+        .map_or_else(|| "nothing".to_owned(), |e| e.to_string());
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
         if let Some(e) = QUEUE_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return format!("the CP reported: {e}");
+            return format!("the CP logged {logged}; the callback got {e}");
         }
         if Instant::now() > deadline {
-            return "the CP reported nothing within 1 s".into();
+            return format!("the CP logged {logged}; no callback within 1 s");
         }
         thread::sleep(Duration::from_millis(1));
     }
@@ -183,7 +187,12 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
                     10_000_000_000,
                     WaitState::Active,
                 )
-                .unwrap_or_else(|e| panic!("dispatch failed: {e}; {}", cp_error()));
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "dispatch failed: {e}; {}",
+                        cp_error(&emulated, queue.hw_id().0)
+                    )
+                });
             assert_eq!(
                 v, 0,
                 "dispatch did not complete in 10 s (queue still active)"
