@@ -487,3 +487,71 @@ fn hsa_rt_log_prints_every_queue_error_with_its_detail() {
         assert_eq!(logged, printed, "HSA_RT_LOG={log:?}: {stderr}");
     }
 }
+
+/// A kernel's bad access on the emulated device reaches the queue's callback through a KFD
+/// memory event, as a GPU page fault does through amdkfd: the status MEMORY_FAULT and the
+/// event's data (the faulting address, the GPU); the device's log names the kernel.
+#[test]
+fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
+    use hsa_core::memory::GlobalFlags;
+    use hsa_core::packet::KernelDispatch;
+
+    static FAULTS: Mutex<Vec<(Status, String)>> = Mutex::new(Vec::new());
+    fn on_fault(e: &Error, _q: QueueId, _: usize) {
+        FAULTS
+            .lock()
+            .unwrap()
+            .push((e.status(), e.detail().to_owned()));
+    }
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    emulated.set_execution_mode(hsa_emu::ExecutionMode::HostOnly);
+    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let kernarg_pool = rt
+        .find_pool(cpu.handle(), GlobalFlags::KERNARG)
+        .unwrap()
+        .handle();
+    let kernarg = rt.allocate(kernarg_pool, 64).unwrap();
+    // The "kernel": a host implementation at a kernel object of our choosing (the device
+    // knows kernels by address), reading a wild pointer.
+    let kernel_object = hsa_core::GpuVa(0x7f00_0000_1000);
+    emulated
+        .register_kernel(kernel_object, "wild_read", |ctx| {
+            ctx.read::<u32>(0xdead_0000_0000).map(|_| ())
+        })
+        .unwrap();
+    let mut config = QueueConfig::new(
+        NodeId(gpu.node()),
+        gpu.queue_min_size(),
+        gpu.queue_min_size(),
+        gpu.queue_max_size(),
+    );
+    config.on_error = Some(QueueErrorCallback {
+        func: on_fault,
+        data: 0,
+    });
+    let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    let packet = KernelDispatch::one_dimensional(kernel_object, kernarg.va, 1, 1)
+        .emit()
+        .unwrap();
+    submit(&q, &packet);
+    wait_until("error callback", || !FAULTS.lock().unwrap().is_empty());
+    let (status, detail) = FAULTS.lock().unwrap()[0].clone();
+    assert_eq!(status, Status::MemoryFault);
+    assert_eq!(
+        detail,
+        format!(
+            "queue_inactive_signal {:#x}; KFD memory event: page not present at \
+             0xdead00000000 on gpu_id {BUILTIN_GPU_ID:#x}",
+            Status::MemoryFault.raw()
+        )
+    );
+    let logged = emulated.queue_error(q.hw_id().0).unwrap();
+    assert!(
+        logged.detail().contains("kernel wild_read") && logged.detail().contains("0xdead00000000"),
+        "{logged}"
+    );
+    q.destroy().unwrap();
+    rt.free(kernarg.va).unwrap();
+}

@@ -358,9 +358,16 @@ mod tests {
         m.read(0x10_0ffc, &mut b).unwrap();
         assert_eq!(u32::from_le_bytes(b), 7);
         let mut b8 = [0u8; 8];
+        assert_eq!(m.fault(), None);
         let e = m.read(0x10_0ffc, &mut b8).unwrap_err();
         assert_eq!(e.status(), Status::MemoryFault);
         assert!(e.detail().contains("0x100ffc"), "{}", e.detail());
+        // The first fault is what the device's memory event reports.
+        let first = Some(MemoryFault {
+            address: 0x10_0ffc,
+            write: false,
+        });
+        assert_eq!(m.fault(), first);
         let e = m.read(0x20_0000, &mut b).unwrap_err();
         assert_eq!(e.status(), Status::MemoryFault);
         assert!(
@@ -371,6 +378,16 @@ mod tests {
         assert_eq!(
             m.write(0x30_0000, &[1]).unwrap_err().status(),
             Status::MemoryFault
+        );
+        assert_eq!(m.fault(), first, "the first fault stays");
+        let w = GpuMemory::new(&allocs, 1);
+        w.write(0x30_0000, &[1]).unwrap_err();
+        assert_eq!(
+            w.fault(),
+            Some(MemoryFault {
+                address: 0x30_0000,
+                write: true
+            })
         );
         assert_eq!(m.atomic_rmw_u32(0x10_1000, &mut |v| v + 5).unwrap(), 9);
         m.read(0x10_1000, &mut b).unwrap();
