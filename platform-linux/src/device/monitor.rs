@@ -27,7 +27,7 @@
 //!   after its locks are released, so they may call back into the platform;
 //! - dropping the platform stops the thread: it sets the stop flag and destroys the two
 //!   events, which ends the thread's `WAIT_EVENTS` (`KFD_IOC_WAIT_RESULT_FAIL`, `EIO`), then
-//!   joins it.
+//!   joins it (a destroy that failed is tried once more after the join).
 //!
 //! On a real GPU a faulting kernel thus reaches the queue's callback instead of surfacing as
 //! a wait that never ends; the emulated device reports its errors the same way.
@@ -339,15 +339,24 @@ impl Drop for Monitor {
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Release);
         // Destroying the events ends the thread's WAIT_EVENTS; if that fails it ends within
-        // one slice.
-        for event_id in [self.memory_event, self.hw_event] {
-            let _ = call(
+        // one slice, and the destroy is tried once more after it (the event would otherwise
+        // live as long as the process's /dev/kfd).
+        let destroy = |event_id: u32| {
+            call(
                 &*self.shared.driver,
                 &mut DestroyEventArgs { event_id, pad: 0 },
-            );
-        }
+            )
+            .is_ok()
+        };
+        let left: Vec<u32> = [self.memory_event, self.hw_event]
+            .into_iter()
+            .filter(|&e| !destroy(e))
+            .collect();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
+        }
+        for e in left {
+            let _ = destroy(e);
         }
     }
 }
