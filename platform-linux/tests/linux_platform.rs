@@ -1186,6 +1186,19 @@ fn an_exception_no_queue_explains_reports_every_queue_of_its_gpu() {
 
     let (_f, p3) = open();
     let (c, _) = watched_queue(&p3, 3);
+    // A per-engine reset ends only the queue that stored its error: none here.
+    let engine = HsaHwExceptionData {
+        reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+        reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+        memory_lost: 0,
+        gpu_id: GPU_ID,
+    };
+    _f.fire(KFD_IOC_EVENT_HW_EXCEPTION, engine.as_bytes());
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        REPORTED.lock().unwrap().iter().filter(|r| r.0 == 3).count(),
+        0
+    );
     let mut data = memory_exception(0, GPU_ID);
     data.failure = MemoryExceptionFailure {
         imprecise: 1,

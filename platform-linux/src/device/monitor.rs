@@ -21,9 +21,11 @@
 //! - when an event fires, the thread reads the inactive signal of every watched queue: a
 //!   queue whose signal holds a positive value (the status the packet processor stored)
 //!   stopped, and its callback is called once with that status and what the event data says
-//!   (address, access, GPU). When no queue of the GPU an event names stopped so (a page
-//!   fault amdkfd answers by evicting the process's queues, a GPU reset), every queue of that
-//!   GPU is reported, with `MEMORY_FAULT` or `ERROR`. Callbacks run on the monitor's thread,
+//!   (address, access, GPU). When no queue of the GPU an event names stopped so and the event
+//!   ends them all (a page fault, which amdkfd answers by evicting the process's queues; a
+//!   whole-GPU reset), every queue of that GPU is reported, with `MEMORY_FAULT` or `ERROR`;
+//!   a per-engine reset that stopped none of this platform's queues is another platform's
+//!   (two platforms may share the process's events). Callbacks run on the monitor's thread,
 //!   after its locks are released, so they may call back into the platform;
 //! - dropping the platform stops the thread: it sets the stop flag and destroys the two
 //!   events, which ends the thread's `WAIT_EVENTS` (`KFD_IOC_WAIT_RESULT_FAIL`, `EIO`), then
@@ -89,6 +91,19 @@ impl Exception {
 
     fn applies_to(&self, gpu_id: u32) -> bool {
         self.gpu_id() == 0 || self.gpu_id() == gpu_id
+    }
+
+    /// Whether it ends every queue of its GPU even when none stored an error: a page fault
+    /// (amdkfd evicts the process's queues, `kfd_dqm_evict_pasid`), a whole-GPU reset or lost
+    /// memory, or an exception whose data the kernel does not report (a reset, most
+    /// likely). A per-engine reset ends only the queue that stored its error.
+    fn ends_every_queue(&self) -> bool {
+        match self {
+            Exception::Memory(_) | Exception::Unknown => true,
+            Exception::Hardware(d) => {
+                d.reset_type == KFD_HW_EXCEPTION_WHOLE_GPU_RESET || d.memory_lost != 0
+            }
+        }
     }
 
     /// What the event data says, in words.
@@ -226,9 +241,9 @@ impl Shared {
                 calls.push((id, q.callback, e));
             }
             // An exception that stopped no queue of its GPU stopped them all: amdkfd evicts
-            // the process's queues after a page fault; a reset loses them.
+            // the process's queues after a page fault; a whole-GPU reset loses them.
             for x in exceptions {
-                if stopped_gpus.iter().any(|&g| x.applies_to(g)) {
+                if !x.ends_every_queue() || stopped_gpus.iter().any(|&g| x.applies_to(g)) {
                     continue;
                 }
                 let status = match x {
