@@ -126,9 +126,6 @@ int main(int argc, char** argv) {
   CHECK(hsa_agent_get_info(gpu, HSA_AGENT_INFO_NAME, name));
   printf("vector_copy: GPU agent %s\n", name);
 
-  if (do_register)
-    CHECK(hsa_rt_emulated_register_kernel("vector_copy", host_vector_copy, &calls));
-
   struct pools pools = {0};
   CHECK(hsa_amd_agent_iterate_memory_pools(cpu, find_pools, &pools));
   if (!pools.have_kernarg || !pools.have_fine) {
@@ -174,6 +171,16 @@ int main(int argc, char** argv) {
       sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &private_size));
   printf("vector_copy: kernel object 0x%llx, kernarg %u bytes\n",
          (unsigned long long)kernel_object, kernarg_size);
+  /* The host implementation, for the kernel object the executable loaded (an address that
+   * cannot be a kernel descriptor's is refused). */
+  if (do_register) {
+    if (hsa_rt_emulated_register_kernel(kernel_object + 8, host_vector_copy, &calls) !=
+        HSA_STATUS_ERROR_INVALID_ARGUMENT) {
+      fprintf(stderr, "a misaligned kernel object was registered\n");
+      return 1;
+    }
+    CHECK(hsa_rt_emulated_register_kernel(kernel_object, host_vector_copy, &calls));
+  }
 
   int *in, *out;
   CHECK(hsa_amd_memory_pool_allocate(pools.fine, N * sizeof(int), 0, (void**)&in));

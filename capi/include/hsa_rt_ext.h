@@ -32,12 +32,16 @@ typedef struct hsa_rt_dispatch_s {
  * HSA_STATUS_SUCCESS stops the queue with that status (the queue's error callback sees it). */
 typedef hsa_status_t (*hsa_rt_host_kernel_fn)(const hsa_rt_dispatch_t* dispatch, void* user);
 
-/* Registers fn (with user) as the kernel whose symbol is name ("vector_copy" or
- * "vector_copy.kd") on the emulated device, replacing an earlier registration.
+/* Registers fn (with user) as the kernel whose kernel object is kernel_object on the emulated
+ * device, replacing an earlier registration for it. The kernel object is the device address
+ * of the kernel's descriptor: HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT of its symbol, what a
+ * dispatch packet's kernel_object holds; so register after loading the code object (the
+ * device knows kernels by address, not by name).
  * Returns HSA_STATUS_ERROR_NOT_INITIALIZED before hsa_init, HSA_STATUS_ERROR_INVALID_ARGUMENT
- * for a NULL name or fn, HSA_STATUS_ERROR_INVALID_AGENT when the runtime is not on the
- * emulated device (a real GPU runs the code object itself). */
-hsa_status_t hsa_rt_emulated_register_kernel(const char* name, hsa_rt_host_kernel_fn fn,
+ * for a NULL fn or a kernel object that is 0 or not 64-byte aligned,
+ * HSA_STATUS_ERROR_INVALID_AGENT when the runtime is not on the emulated device (a real GPU
+ * runs the code object itself). */
+hsa_status_t hsa_rt_emulated_register_kernel(uint64_t kernel_object, hsa_rt_host_kernel_fn fn,
                                              void* user);
 
 #ifdef __cplusplus

@@ -77,6 +77,8 @@ impl MmioPlatform {
 // thread does, through RingConsumer).
 unsafe impl Platform for MmioPlatform {
     type Error = Error;
+    /// The doorbell word's index in `doorbells`.
+    type Doorbell = usize;
     fn device_name(&self) -> &str {
         "mmio-bench"
     }
@@ -105,7 +107,7 @@ unsafe impl Platform for MmioPlatform {
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {
         self.fake.map_memory(chunk, nodes)
     }
-    unsafe fn create_queue(&self, _request: &QueueRequest) -> Result<HwQueue, Error> {
+    unsafe fn create_queue(&self, _request: &QueueRequest) -> Result<HwQueue<usize>, Error> {
         let i = self.next_queue.fetch_add(1, Ordering::Relaxed) as usize;
         let Some(word) = self.doorbells.get(i) else {
             hsa_core::bail!(
@@ -116,10 +118,11 @@ unsafe impl Platform for MmioPlatform {
         Ok(HwQueue {
             id: QueueId(i as u32),
             doorbell_address: &**word as *const AtomicU64 as u64,
+            doorbell: i,
         })
     }
-    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
-        if let Some(word) = self.doorbells.get(queue.0 as usize) {
+    fn ring_doorbell(&self, doorbell: &usize, write_index: u64) {
+        if let Some(word) = self.doorbells.get(*doorbell) {
             word.store(write_index, Ordering::Release);
         }
     }

@@ -364,19 +364,27 @@ pub struct QueueRequest {
     pub read_pointer: GpuVa,
     /// Device address of `amd_queue_t.write_dispatch_id` (the CP's write pointer poll).
     pub write_pointer: GpuVa,
-    /// Called when the processor stops the queue with an error.
+    /// Called when the processor stops the queue with an error, on a thread of the
+    /// platform's choosing: the processor's (fake), the event monitor's (Linux: amdkfd
+    /// reports the error through KFD events and `queue_inactive_signal`). `None` leaves the
+    /// error to the platform's policy.
     pub on_error: Option<QueueErrorCallback>,
 }
 
-/// A hardware queue the platform created.
+/// A hardware queue the platform created, with the handle of its doorbell (`D` is the
+/// platform's [`Platform::Doorbell`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HwQueue {
+pub struct HwQueue<D> {
     /// The platform's queue id.
     pub id: QueueId,
     /// The doorbell signal value the core writes into `hsa_queue_t.doorbell_signal`: for
     /// hardware queues the address of the queue's doorbell (ROCR stores the doorbell's
     /// address in the signal's `hardware_doorbell_ptr`).
     pub doorbell_address: u64,
+    /// What [`Platform::ring_doorbell`] rings: the queue keeps it, so ringing looks nothing
+    /// up (Ref: ROCR `AqlQueue` keeps `signal_.hardware_doorbell_ptr` and rings it with one
+    /// store).
+    pub doorbell: D,
 }
 
 /// A platform event: what an interrupt-capable signal blocks on.
@@ -408,6 +416,19 @@ pub enum WaitOutcome {
 pub unsafe trait Platform: Send + Sync {
     /// The platform's detailed error.
     type Error: PlatformError;
+
+    /// One queue's doorbell as [`Platform::ring_doorbell`] reaches it, handed out by
+    /// [`Platform::create_queue`] (in [`HwQueue::doorbell`]) and kept by the queue: what the
+    /// platform needs to ring it without a lookup or a lock — the address of the mapped
+    /// doorbell word (Linux), the doorbell's index in the BAR (bare metal), the queue id (the
+    /// fake).
+    ///
+    /// Ringing a handle must stay sound for as long as the handle lives, even after
+    /// `destroy_queue` (or the drop of the platform that made it): the handle keeps whatever
+    /// it stores to alive, or names something that cannot go away. Ringing the doorbell of a
+    /// destroyed queue has no effect a live queue depends on (on hardware, a store to a slot
+    /// nobody reads, or a spurious wake-up of the queue that has the doorbell next).
+    type Doorbell: Clone + fmt::Debug + Send + Sync;
 
     /// A short name of the device kind, for messages: `"kfd"`, `"emulated"`, `"baremetal"`,
     /// `"fake"`.
@@ -474,21 +495,33 @@ pub unsafe trait Platform: Send + Sync {
     // ---- queues ----
 
     /// Creates a hardware queue over the ring and `amd_queue_t` of `request`, which the core
-    /// has initialised (headers INVALID, indices 0). May block.
+    /// has initialised (headers INVALID, indices 0, `queue_inactive_signal` set). May block.
+    /// The platform calls `request.on_error` once if the queue's packet processor stops it
+    /// with an error (see [`QueueRequest::on_error`]).
     ///
     /// # Safety
-    /// The caller guarantees the ring and `amd_queue_t` stay valid and are not freed until
-    /// `destroy_queue` has returned for this queue.
+    /// The caller guarantees the ring, the `amd_queue_t` and the `amd_signal_t` its
+    /// `queue_inactive_signal` names (when not 0) stay valid and are not freed until
+    /// `destroy_queue` has returned for this queue, and that those words the packet processor
+    /// shares with the host (indices, headers, signal values) are accessed atomically.
     ///
     /// # Errors
     /// `Status::OutOfResources` when the node has no free hardware queue slot;
     /// `Status::InvalidQueueCreation` for a request the hardware cannot serve.
-    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue, Self::Error>;
+    unsafe fn create_queue(
+        &self,
+        request: &QueueRequest,
+    ) -> Result<HwQueue<Self::Doorbell>, Self::Error>;
 
     /// Tells the packet processor that packets up to and including `write_index` may be
-    /// valid: on hardware a 64-bit store of the index to the queue's doorbell (after a store
-    /// fence), emulated a wake-up. Never blocks; never fails for a live queue.
-    fn ring_doorbell(&self, queue: QueueId, write_index: u64);
+    /// valid: one 64-bit store of the index to the queue's doorbell (after whatever fence the
+    /// hardware needs so that the packets are visible first), through the handle
+    /// [`Platform::create_queue`] returned. No lookup, no lock, no system call: this is the
+    /// per-packet path (HSA PSA §2.8.3: the doorbell is written after the packet). Never
+    /// blocks; never fails. A device watches its doorbells (and the queue's write index) as
+    /// a command processor does; the fake platform, which has no device, runs its processor
+    /// here.
+    fn ring_doorbell(&self, doorbell: &Self::Doorbell, write_index: u64);
 
     /// Stops and destroys a queue. After it returns the processor never touches the ring
     /// again. May block until the processor has stopped.
@@ -543,13 +576,4 @@ pub unsafe trait Platform: Send + Sync {
     fn xnack_enabled(&self) -> bool {
         false
     }
-
-    // ---- tools ----
-
-    /// Called by the loader for every kernel it loads, with the kernel object (device address
-    /// of its 64-byte kernel descriptor) and the kernel's symbol name, as ROCR reports loaded
-    /// code objects to tools. Hardware platforms ignore it (the default); the emulated device
-    /// uses it to find the host implementation registered for that name. Never blocks.
-    /// Emulator-only seam, to be removed (issue 18).
-    fn register_kernel_symbol(&self, _kernel_object: GpuVa, _name: &str) {}
 }

@@ -90,6 +90,8 @@ fn unsupported() -> Error {
 // thread-safe (a loom Mutex).
 unsafe impl Platform for Model {
     type Error = Error;
+    /// No queues, so no doorbells.
+    type Doorbell = ();
     fn device_name(&self) -> &str {
         "loom"
     }
@@ -117,10 +119,10 @@ unsafe impl Platform for Model {
     fn map_memory(&self, _: &MemoryChunk, _: &[NodeId]) -> core::result::Result<(), Error> {
         Err(unsupported())
     }
-    unsafe fn create_queue(&self, _: &QueueRequest) -> core::result::Result<HwQueue, Error> {
+    unsafe fn create_queue(&self, _: &QueueRequest) -> core::result::Result<HwQueue<()>, Error> {
         Err(unsupported())
     }
-    fn ring_doorbell(&self, _: QueueId, _: u64) {}
+    fn ring_doorbell(&self, _: &(), _: u64) {}
     fn destroy_queue(&self, _: QueueId) -> core::result::Result<(), Error> {
         Err(unsupported())
     }

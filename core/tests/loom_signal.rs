@@ -30,6 +30,8 @@ fn unsupported() -> Error {
 // thread-safe (a loom Mutex).
 unsafe impl Platform for ModelPlatform {
     type Error = Error;
+    /// No queues, so no doorbells.
+    type Doorbell = ();
     fn device_name(&self) -> &str {
         "loom"
     }
@@ -57,10 +59,10 @@ unsafe impl Platform for ModelPlatform {
     fn map_memory(&self, _: &MemoryChunk, _: &[NodeId]) -> Result<(), Error> {
         Err(unsupported())
     }
-    unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue, Error> {
+    unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue<()>, Error> {
         Err(unsupported())
     }
-    fn ring_doorbell(&self, _: QueueId, _: u64) {}
+    fn ring_doorbell(&self, _: &(), _: u64) {}
     fn destroy_queue(&self, _: QueueId) -> Result<(), Error> {
         Err(unsupported())
     }

@@ -103,7 +103,7 @@ impl<'p> TestQueue<'p> {
             p,
             chunk,
             ring,
-            id: hw.id,
+            id: hw.doorbell,
             write: 0,
         }
     }
@@ -144,7 +144,7 @@ impl<'p> TestQueue<'p> {
     }
 
     fn doorbell(&self) {
-        self.p.ring_doorbell(self.id, self.write - 1);
+        self.p.ring_doorbell(&self.id, self.write - 1);
     }
 
     fn submit<T: IntoBytes + Immutable>(&mut self, packet: &T) {

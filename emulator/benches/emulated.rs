@@ -3,7 +3,8 @@
 //! - B4: empty-kernel dispatch round trip: publish a kernel dispatch packet, ring the doorbell,
 //!   the emulated CP thread runs it, decrements the completion signal, the active wait
 //!   returns. Baseline: a `crossbeam` channel round trip between the same two threads. The
-//!   kernel is an empty host implementation registered for `vector_copy`, run because the
+//!   kernel is an empty host implementation registered for `vector_copy`'s kernel object once
+//!   the code object is loaded, run because the
 //!   device is put in [`ExecutionMode::HostOnly`]: by default it would interpret
 //!   `vector_copy`'s real machine code, which faults on the bench's zeroed kernargs. The wait
 //!   is the queue's `wait_completion`, so a queue the CP stopped fails the bench at once with
@@ -21,7 +22,7 @@
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -37,7 +38,7 @@ use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
 use hsa_core::{Error, NodeId, QueueId};
-use hsa_emu::ExecutionMode;
+use hsa_emu::{EmulatedKfd, ExecutionMode};
 use hsa_linux::LinuxPlatform;
 use hsa_tools::demo::{default_code_object_dir, find_code_object};
 use rustix::thread::futex;
@@ -66,8 +67,8 @@ fn now_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// The error the emulated CP stopped B4's queue with (its full detail; the queue's waiter
-/// only sees the status).
+/// The error B4's queue's callback got (the status and the KFD event's data; the queue's
+/// waiter only sees the status).
 static QUEUE_ERROR: Mutex<Option<String>> = Mutex::new(None);
 
 fn record_queue_error(error: &Error, queue: QueueId, _data: usize) {
@@ -75,39 +76,43 @@ fn record_queue_error(error: &Error, queue: QueueId, _data: usize) {
         Some(format!("queue {queue:?}: {error}"));
 }
 
-/// The CP's report of why it stopped B4's queue: it stores the queue's status first (which
-/// ends the wait) and calls the error callback after, so wait for it a little.
-fn cp_error() -> String {
+/// Why the CP stopped B4's queue: the device's log has the whole detail; the callback (the
+/// platform's event monitor calls it after the CP stored the status, which ends the wait)
+/// what amdkfd's event said, so wait for it a little.
+fn cp_error(emulated: &EmulatedKfd, queue_id: u32) -> String {
+    let logged = emulated
+        .queue_error(queue_id)
+        .map_or_else(|| "nothing".to_owned(), |e| e.to_string());
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
         if let Some(e) = QUEUE_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return format!("the CP reported: {e}");
+            return format!("the CP logged {logged}; the callback got {e}");
         }
         if Instant::now() > deadline {
-            return "the CP reported nothing within 1 s".into();
+            return format!("the CP logged {logged}; no callback within 1 s");
         }
         thread::sleep(Duration::from_millis(1));
     }
 }
 
-fn open_emulated() -> LinuxPlatform {
+fn open_emulated() -> (LinuxPlatform, Arc<EmulatedKfd>) {
     // Before any thread exists: the bench always runs on the emulated device.
     std::env::set_var("HSA_RT_DEVICE", "emulated");
     let device = hsa_emu::open_default().expect("emulated device");
     let (platform, emulated) = (device.platform, device.emulated);
     let emulated = emulated.expect("HSA_RT_DEVICE=emulated");
-    // The empty kernel: the dispatch's one work-group does nothing. Host implementations
-    // only: the default mode would interpret vector_copy's machine code instead.
-    emulated.register_kernel("vector_copy", |_ctx| Ok(()));
+    // Host implementations only: the default mode would interpret vector_copy's machine code
+    // instead (B4 registers an empty one once the kernel is loaded).
     emulated.set_execution_mode(ExecutionMode::HostOnly);
-    platform
+    (platform, emulated)
 }
 
 fn b4_dispatch_round_trip(c: &mut Criterion) {
     // The queue's CP thread inherits the affinity of the thread that creates the queue: CPU 1,
     // the other core; the bench thread then moves to CPU 0.
     pin(1);
-    let rt = Runtime::new(open_emulated()).expect("runtime");
+    let (platform, emulated) = open_emulated();
+    let rt = Runtime::new(platform).expect("runtime");
     let gpu = rt.first_gpu().expect("GPU agent");
     let cpu = rt.first_cpu().expect("CPU agent");
     let target = *gpu.isa().expect("ISA");
@@ -136,6 +141,10 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
         .kernel
         .clone()
         .expect("kernel");
+    // The empty kernel: the dispatch's one work-group does nothing.
+    emulated
+        .register_kernel(kernel.kernel_object, "empty vector_copy", |_ctx| Ok(()))
+        .expect("register the empty kernel");
     let kernarg = rt
         .allocate(kernarg_pool, u64::from(kernel.kernarg_segment_size.max(16)))
         .expect("kernarg");
@@ -178,7 +187,12 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
                     10_000_000_000,
                     WaitState::Active,
                 )
-                .unwrap_or_else(|e| panic!("dispatch failed: {e}; {}", cp_error()));
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "dispatch failed: {e}; {}",
+                        cp_error(&emulated, queue.hw_id().0)
+                    )
+                });
             assert_eq!(
                 v, 0,
                 "dispatch did not complete in 10 s (queue still active)"
@@ -251,7 +265,7 @@ fn wake_latencies(
 
 fn b6_blocked_wake(c: &mut Criterion) {
     pin(0);
-    let rt = Runtime::new(open_emulated()).expect("runtime");
+    let rt = Runtime::new(open_emulated().0).expect("runtime");
     let cpu = rt.first_cpu().expect("CPU agent");
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let signal = signals.create_interrupt(0).expect("interrupt signal");

@@ -61,7 +61,8 @@ pub fn device_request(value: Option<&OsStr>) -> Result<Option<DeviceRequest>, Er
 
 /// What [`open_default`] and [`open_capture`] opened: the platform, and the emulated device
 /// below it when that is what it runs on (to register host implementations of kernels with
-/// [`EmulatedKfd::register_kernel`], or read its execution statistics).
+/// [`EmulatedKfd::register_kernel`], read its log of queue errors with
+/// [`EmulatedKfd::queue_error`], or its execution statistics).
 pub struct SelectedDevice {
     /// The platform, over `/dev/kfd` or the emulated device.
     pub platform: LinuxPlatform,

@@ -673,3 +673,44 @@ fn typed_wrappers_check_before_sending() {
     );
     calls::call(&*d, &mut FreeMemoryOfGpuArgs { handle: a.handle }).unwrap();
 }
+
+/// As `kfd_wait_on_events`: a wait on an event that is destroyed while it waits ends with
+/// `KFD_IOC_WAIT_RESULT_FAIL` and `EIO` (what wakes a thread blocked on a memory or
+/// hardware-exception event when its owner shuts down); an unknown event is `EINVAL` before
+/// any wait.
+#[test]
+fn destroying_an_event_ends_a_wait_on_it_with_eio() {
+    let d = dev();
+    let mut ce = CreateEventArgs {
+        event_type: KFD_IOC_EVENT_MEMORY,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    plain_ioctl(&*d, &mut ce).unwrap();
+    let id = ce.event_id;
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let mut data = [EventData {
+                event_id: id,
+                ..Default::default()
+            }];
+            calls::wait_events(&*d, &mut data, false, u32::MAX)
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        let mut de = DestroyEventArgs {
+            event_id: id,
+            pad: 0,
+        };
+        plain_ioctl(&*d, &mut de).unwrap();
+        let e = waiter.join().unwrap().unwrap_err();
+        assert!(e.detail().contains("(errno 5)"), "{e}");
+    });
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let mut data = [EventData {
+        event_id: id,
+        ..Default::default()
+    }];
+    let e = calls::wait_events(&*d, &mut data, false, 0).unwrap_err();
+    assert!(e.detail().contains("(errno 22)"), "{e}");
+}

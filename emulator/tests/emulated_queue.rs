@@ -1,18 +1,19 @@
 //! Queues on the emulated device: an AQL kernel dispatch written by hand into a ring, run by
 //! the emulated CP through a registered host kernel, completing its signal (and its interrupt
-//! event); a bad kernarg pointer stops the queue with MEMORY_FAULT through the error callback.
+//! event); a bad kernarg pointer stops the queue with MEMORY_FAULT, reported as amdkfd does:
+//! the queue's inactive signal, a KFD memory event with the faulting address, and the
+//! device's log.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hsa_core::abi::packet::{KernelDispatchPacket, PACKET_SIZE_BYTES};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::SignalHandle;
-use hsa_core::platform::QueueErrorCallback;
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
-use hsa_core::{Error, GpuVa, QueueId, Status};
+use hsa_core::{GpuVa, Status};
 use hsa_emu::device::{
     builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
 };
@@ -23,14 +24,16 @@ use rustix::io::Errno;
 use zerocopy::IntoBytes;
 
 /// 16 KiB of page-aligned memory the test owns and registers as USERPTR. Layout (bytes):
-/// ring 0..1024 (16 packets), amd_queue_t 4096..4352, completion signal 8192..8256,
-/// kernargs 8448..8464, src 12288..13312, dst 13312..14336.
+/// ring 0..1024 (16 packets), amd_queue_t 4096..4352, completion signal 8192..8256, the
+/// queue's inactive signal 8256..8320, kernargs 8448..8464, src 12288..13312,
+/// dst 13312..14336.
 #[repr(C, align(4096))]
 struct Arena([AtomicU64; 2048]);
 
 const RING: u64 = 0;
 const QUEUE: u64 = 4096;
 const SIGNAL: u64 = 8192;
+const INACTIVE: u64 = 8256;
 const KERNARG: u64 = 8448;
 const SRC: u64 = 12288;
 const DST: u64 = 13312;
@@ -61,16 +64,7 @@ struct Setup {
     ring: Ring,
 }
 
-static ERRORS: Mutex<Vec<(usize, Status, String, u32)>> = Mutex::new(Vec::new());
-
-fn on_error(e: &Error, q: QueueId, data: usize) {
-    ERRORS
-        .lock()
-        .unwrap()
-        .push((data, e.status(), e.detail().to_owned(), q.0));
-}
-
-fn setup(tag: usize) -> Setup {
+fn setup() -> Setup {
     let d = EmulatedKfd::new(builtin_topology()).unwrap();
     // These tests are about the CP and host implementations: the kernel object is not a
     // real kernel descriptor.
@@ -105,7 +99,12 @@ fn setup(tag: usize) -> Setup {
             NonNull::new((base + QUEUE) as *mut AmdQueue).unwrap(),
         )
     };
-    // As ROCR does before creating the queue: every slot starts INVALID.
+    // As ROCR does before creating the queue: amd_queue_t.queue_inactive_signal names a user
+    // signal (kind 1, value 0) the CP sets when it stops the queue; every slot starts INVALID.
+    arena.word(INACTIVE).store(1, Ordering::Relaxed);
+    arena
+        .word(QUEUE + std::mem::offset_of!(AmdQueue, queue_inactive_signal) as u64)
+        .store(base + INACTIVE, Ordering::Release);
     for i in 0..16 {
         ring.header_word(i)
             .store(INVALID_HEADER_WORD, Ordering::Release);
@@ -138,16 +137,7 @@ fn setup(tag: usize) -> Setup {
             .cast::<u64>(),
     )
     .unwrap();
-    d.set_queue_error_callback(
-        q.queue_id,
-        QueueErrorCallback {
-            func: on_error,
-            data: tag,
-        },
-    )
-    .unwrap();
-
-    d.register_kernel("vector_copy", |ctx| {
+    d.register_kernel(GpuVa(KERNEL_OBJECT), "vector_copy", |ctx| {
         let src = ctx.kernarg_u64(0)?;
         let dst = ctx.kernarg_u64(8)?;
         for [x, _, _] in ctx.work_items() {
@@ -155,8 +145,8 @@ fn setup(tag: usize) -> Setup {
             ctx.write(dst + 4 * u64::from(x), v)?;
         }
         Ok(())
-    });
-    d.note_kernel_symbol(GpuVa(KERNEL_OBJECT), "vector_copy.kd");
+    })
+    .unwrap();
     Setup {
         d,
         arena,
@@ -169,6 +159,10 @@ fn setup(tag: usize) -> Setup {
 
 impl Setup {
     fn dispatch(&self, index: u64, kernarg: u64, signal_value: i64) {
+        self.dispatch_kernel(index, kernarg, signal_value, KERNEL_OBJECT);
+    }
+
+    fn dispatch_kernel(&self, index: u64, kernarg: u64, signal_value: i64, kernel_object: u64) {
         let base = self.arena.base();
         self.arena
             .word(SIGNAL + 8)
@@ -182,7 +176,7 @@ impl Setup {
             grid_size_x: N as u32,
             grid_size_y: 1,
             grid_size_z: 1,
-            kernel_object: KERNEL_OBJECT,
+            kernel_object,
             kernarg_address: kernarg,
             completion_signal: SignalHandle(base + SIGNAL),
             ..Default::default()
@@ -198,12 +192,12 @@ impl Setup {
         // setup (dimensions 1) in the high half.
         let header: u32 = 2 | (1 << 8) | (2 << 9) | (2 << 11);
         self.ring.publish(index, header | (1 << 16));
+        // The doorbell: a store of the packet index, nothing else (the CP watches the word).
         // SAFETY: `doorbell` points into the doorbell page mapping the device returned (8-byte
         // aligned, mapped for the process's life); the emulated device never reads it
         // non-atomically.
         let bell = unsafe { AtomicU64::from_ptr(self.doorbell.as_ptr()) };
         bell.store(index, Ordering::Release);
-        self.d.doorbell_rung(self.queue_id, self.doorbell, index);
     }
 
     fn wait_signal_zero(&self) -> bool {
@@ -218,6 +212,34 @@ impl Setup {
     }
 }
 
+/// Creates a KFD event of `event_type` (a memory or hardware-exception event, as ROCR makes
+/// one of each at start-up); its id.
+fn exception_event(d: &EmulatedKfd, event_type: u32) -> u32 {
+    let mut ce = CreateEventArgs {
+        event_type,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    plain_ioctl(d, &mut ce).unwrap();
+    assert!(ce.event_id >= hsa_emu::device::FIRST_NONSIGNAL_EVENT_ID);
+    ce.event_id
+}
+
+/// Waits up to 10 s for either of the memory and hardware-exception events; the entries as
+/// WAIT_EVENTS filled them.
+fn wait_exception(d: &EmulatedKfd, memory: u32, hw: u32) -> [EventData; 2] {
+    let mut data = [memory, hw].map(|event_id| EventData {
+        event_id,
+        ..Default::default()
+    });
+    let r = calls::wait_events(d, &mut data, false, 10_000).unwrap();
+    assert_eq!(
+        r, KFD_IOC_WAIT_RESULT_COMPLETE,
+        "no exception event within 10 s"
+    );
+    data
+}
+
 fn wait_event(d: &EmulatedKfd, id: u32, timeout_ms: u32) -> u32 {
     let mut data = [EventData {
         event_id: id,
@@ -228,7 +250,7 @@ fn wait_event(d: &EmulatedKfd, id: u32, timeout_ms: u32) -> u32 {
 
 #[test]
 fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
-    let s = setup(1);
+    let s = setup();
     let base = s.arena.base();
     for i in 0..N {
         let w = s.arena.word(SRC + 8 * (i / 2));
@@ -295,17 +317,16 @@ fn kernel_dispatch_runs_the_host_kernel_and_completes_the_signal() {
     };
     plain_ioctl(&*s.d, &mut de).unwrap();
     assert_eq!(s.d.live_handles(), Default::default());
-    let errors = ERRORS.lock().unwrap();
-    assert!(
-        errors.iter().all(|e| e.0 != 1),
-        "no error expected: {errors:?}"
-    );
+    assert_eq!(s.d.queue_error(s.queue_id), None, "no error expected");
+    assert_eq!(s.arena.word(INACTIVE + 8).load(Ordering::Acquire), 0);
 }
 
 #[test]
-fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
-    let s = setup(2);
+fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
+    let s = setup();
     let base = s.arena.base();
+    let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
     s.arena
         .word(KERNARG)
         .store(0xdead_0000_0000, Ordering::Relaxed); // src: wild pointer
@@ -313,39 +334,84 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
         .word(KERNARG + 8)
         .store(base + DST, Ordering::Relaxed);
     s.dispatch(0, base + KERNARG, 1);
-    let t = Instant::now();
-    let err = loop {
-        if let Some(e) = ERRORS.lock().unwrap().iter().find(|e| e.0 == 2).cloned() {
-            break e;
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "no error reported");
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    assert_eq!(err.1, Status::MemoryFault);
-    assert!(err.2.contains("0xdead00000000"), "{}", err.2);
-    assert_eq!(err.3, s.queue_id);
+    // As amdkfd reports it: the memory event fires with the faulting address and the GPU
+    // (kfd_hsa_memory_exception_data), and the queue's inactive signal holds the status.
+    let [m, h] = wait_exception(&s.d, memory_event, hw_event);
+    assert_eq!(
+        s.arena.word(INACTIVE + 8).load(Ordering::Acquire),
+        u64::from(Status::MemoryFault.raw())
+    );
+    let fault = m.memory_exception();
+    assert_eq!(fault.va, 0xdead_0000_0000);
+    assert_eq!(fault.gpu_id, BUILTIN_GPU_ID);
+    assert_eq!(
+        (
+            fault.failure.not_present,
+            fault.failure.read_only,
+            fault.failure.no_execute,
+            fault.failure.imprecise
+        ),
+        (1, 0, 0, 0)
+    );
+    assert_eq!(fault.error_type, KFD_MEM_ERR_NO_RAS);
+    assert_eq!(h.hw_exception(), HsaHwExceptionData::default(), "not fired");
+    assert_eq!(
+        wait_event(&s.d, hw_event, 0),
+        KFD_IOC_WAIT_RESULT_TIMEOUT,
+        "a memory fault is no hardware exception"
+    );
+    // The device's own log has the whole detail.
+    let logged = s.d.queue_error(s.queue_id).expect("logged");
+    assert_eq!(logged.status(), Status::MemoryFault);
+    assert!(logged.detail().contains("0xdead00000000"), "{logged}");
     // The queue stopped: the signal was not decremented, the packet not consumed.
     assert_eq!(s.arena.word(SIGNAL + 8).load(Ordering::Acquire), 1);
     assert_eq!(s.ring.read_index().load(Ordering::Acquire), 0);
 
-    // An unknown kernel object is an INVALID_PACKET_FORMAT on a fresh queue.
-    let s3 = setup(3);
-    s3.d.note_kernel_symbol(GpuVa(KERNEL_OBJECT), "no_such_kernel");
-    s3.dispatch(0, s3.arena.base() + KERNARG, 1);
-    let t = Instant::now();
-    let err = loop {
-        if let Some(e) = ERRORS.lock().unwrap().iter().find(|e| e.0 == 3).cloned() {
-            break e;
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "no error reported");
-        std::thread::sleep(Duration::from_millis(1));
-    };
-    assert_eq!(err.1, Status::InvalidPacketFormat);
-    assert!(
-        err.2.contains("no_such_kernel") && err.2.contains("vector_copy"),
-        "{}",
-        err.2
+    // A kernel object nothing was registered for is an INVALID_PACKET_FORMAT on a fresh
+    // queue, naming the object and what is registered.
+    let s3 = setup();
+    let memory_event = exception_event(&s3.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s3.d, KFD_IOC_EVENT_HW_EXCEPTION);
+    assert_eq!(s3.d.queue_error(s3.queue_id), None);
+    s3.dispatch_kernel(0, s3.arena.base() + KERNARG, 1, KERNEL_OBJECT + 64);
+    // Not a memory fault: the hardware-exception event fires, with the GPU.
+    let [m, h] = wait_exception(&s3.d, memory_event, hw_event);
+    assert_eq!(
+        m.memory_exception(),
+        HsaMemoryExceptionData::default(),
+        "not fired"
     );
+    assert_eq!(
+        h.hw_exception(),
+        HsaHwExceptionData {
+            reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+            reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+            memory_lost: 0,
+            gpu_id: BUILTIN_GPU_ID,
+        }
+    );
+    assert_eq!(
+        s3.arena.word(INACTIVE + 8).load(Ordering::Acquire),
+        u64::from(Status::InvalidPacketFormat.raw())
+    );
+    let logged = s3.d.queue_error(s3.queue_id).expect("logged");
+    assert_eq!(logged.status(), Status::InvalidPacketFormat);
+    assert!(
+        logged.detail().contains(
+            "kernel object 0x7f0012340040 has no host implementation on the emulated device \
+             (registered: vector_copy at 0x7f0012340000)"
+        ),
+        "{logged}"
+    );
+    // Only a kernel descriptor's address (non-zero, 64-byte aligned) can be registered.
+    for bad in [0, KERNEL_OBJECT + 8] {
+        let e =
+            s3.d.register_kernel(GpuVa(bad), "bad", |_| Ok(()))
+                .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.detail().contains(&format!("{bad:#x}")), "{e}");
+    }
     // The process is alive and the device still answers.
     let mut v = GetVersionArgs::default();
     plain_ioctl(&*s.d, &mut v).unwrap();
@@ -353,7 +419,7 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_callback() {
 
 #[test]
 fn create_queue_checks_its_arguments() {
-    let s = setup(4);
+    let s = setup();
     let base = s.arena.base();
     let good = CreateQueueArgs {
         ring_base_address: base + RING,

@@ -41,7 +41,6 @@ pub mod mqd;
 mod platform;
 
 use core::ptr::NonNull;
-use core::sync::atomic::AtomicU32;
 
 use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, WaitOutcome};
 use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, Status};
@@ -78,9 +77,6 @@ pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
     events: EventTable<EVENT_WORDS>,
     event_page: Allocation,
     queues: spin::Mutex<[Option<QueueSlot>; MAX_QUEUES]>,
-    /// Doorbell index + 1 of each live queue slot, 0 = free: read lock-free by
-    /// `ring_doorbell`. Release on create pairs with the Acquire there.
-    queue_doorbells: [AtomicU32; MAX_QUEUES],
 }
 
 impl<H: Host, const EVENT_WORDS: usize> core::fmt::Debug for BaremetalPlatform<H, EVENT_WORDS> {
@@ -169,7 +165,6 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             events: EventTable::new(),
             event_page,
             queues: spin::Mutex::new([const { None }; MAX_QUEUES]),
-            queue_doorbells: [const { AtomicU32::new(0) }; MAX_QUEUES],
         })
     }
 

@@ -1,13 +1,11 @@
 //! `hsa_core::platform::Platform` for [`BaremetalPlatform`].
 #![allow(unsafe_code)] // the unsafe impl and the trait's unsafe fns; one unsafe call (map_queue)
 
-use core::sync::atomic::Ordering;
-
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
     Platform, QueueKind, QueueRequest, WaitOutcome,
 };
-use hsa_core::{Error, EventId, NodeId, QueueId, Status};
+use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
 
 use crate::host::{Host, QueueMapping};
 use crate::mqd::{ComputeMqd, MqdParams};
@@ -33,6 +31,8 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
 // state is behind atomics or spin locks, so every method may be called from any thread.
 unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
     type Error = Error;
+    /// The queue's doorbell index in the aperture, checked against the grant at creation.
+    type Doorbell = DoorbellIndex;
 
     fn device_name(&self) -> &str {
         "baremetal"
@@ -77,7 +77,7 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         self.host.map_memory(chunk.gpu_va, chunk.size_bytes, nodes)
     }
 
-    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue, Error> {
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<DoorbellIndex>, Error> {
         self.check_node(request.node)?;
         let QueueKind::ComputeAql = request.kind;
         let mut slots = self.queues.lock();
@@ -136,24 +136,20 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
             return Err(e);
         }
         slots[slot] = Some(QueueSlot { mapping, eop });
-        // Release: pairs with the Acquire load in ring_doorbell.
-        self.queue_doorbells[slot].store(doorbell.get() + 1, Ordering::Release);
         Ok(HwQueue {
             id: QueueId(slot as u32),
             doorbell_address,
+            doorbell,
         })
     }
 
-    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
-        let Some(d) = self.queue_doorbells.get(queue.get() as usize) else {
-            return;
-        };
-        let d = d.load(Ordering::Acquire);
-        if d != 0 {
-            let _ = self
-                .doorbells
-                .ring(hsa_core::DoorbellIndex(d - 1), write_index);
-        }
+    /// A fence, then one 64-bit MMIO store to the doorbell ([`crate::doorbell::Doorbells::ring`]);
+    /// no lock. A destroyed queue's doorbell is a slot of the grant no HQD reads (until a new
+    /// queue takes it: a spurious wake-up).
+    fn ring_doorbell(&self, doorbell: &DoorbellIndex, write_index: u64) {
+        // The index was checked against the grant when the queue was made, so this cannot
+        // fail; a store outside the grant is refused (nothing written) all the same.
+        let _ = self.doorbells.ring(*doorbell, write_index);
     }
 
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
@@ -171,7 +167,6 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         self.host.unmap_queue(&q.mapping)?;
         let eop = q.eop;
         *entry = None;
-        self.queue_doorbells[queue.get() as usize].store(0, Ordering::Release);
         drop(slots);
         self.memory.free(eop.handle(), eop.size_bytes)?;
         Ok(())

@@ -89,9 +89,10 @@ fn doorbell_store_lands_at_aperture_plus_index_times_8() {
         m.eop.get()
     );
 
-    p.ring_doorbell(q.id, 41);
+    assert_eq!(q.doorbell, DoorbellIndex(FIRST_DOORBELL));
+    p.ring_doorbell(&q.doorbell, 41);
     assert_eq!(p.host().doorbell(FIRST_DOORBELL), 41);
-    p.ring_doorbell(q.id, 0x1_0000_0002);
+    p.ring_doorbell(&q.doorbell, 0x1_0000_0002);
     assert_eq!(p.host().doorbell(FIRST_DOORBELL), 0x1_0000_0002);
     for i in (0..64).filter(|&i| i != FIRST_DOORBELL) {
         assert_eq!(p.host().doorbell(i), 0, "doorbell {i}");
@@ -99,7 +100,7 @@ fn doorbell_store_lands_at_aperture_plus_index_times_8() {
     // a second queue takes the next doorbell
     // SAFETY: as above.
     let q2 = unsafe { p.create_queue(&req) }.unwrap();
-    p.ring_doorbell(q2.id, 7);
+    p.ring_doorbell(&q2.doorbell, 7);
     assert_eq!(p.host().doorbell(FIRST_DOORBELL + 1), 7);
 
     p.destroy_queue(q.id).unwrap();
@@ -107,8 +108,11 @@ fn doorbell_store_lands_at_aperture_plus_index_times_8() {
         *p.host().unmapped.lock().unwrap(),
         [DoorbellIndex(FIRST_DOORBELL)]
     );
-    p.ring_doorbell(q.id, 99); // dead queue: ignored
-    assert_eq!(p.host().doorbell(FIRST_DOORBELL), 0x1_0000_0002);
+    // A destroyed queue's handle still stores to its doorbell slot, which no HQD reads now;
+    // the live queue's doorbell is untouched.
+    p.ring_doorbell(&q.doorbell, 99);
+    assert_eq!(p.host().doorbell(FIRST_DOORBELL), 99);
+    assert_eq!(p.host().doorbell(FIRST_DOORBELL + 1), 7);
     assert_eq!(
         p.destroy_queue(q.id).unwrap_err().status(),
         Status::InvalidQueue

@@ -6,19 +6,20 @@
 //!
 //! | call | amdkfd |
 //! |---|---|
-//! | `new` | `GET_VERSION` (major 1), `ACQUIRE_VM` per GPU, `GET_PROCESS_APERTURES_NEW` |
+//! | `new` | `GET_VERSION` (major 1), `ACQUIRE_VM` per GPU, `GET_PROCESS_APERTURES_NEW`; with GPUs, `CREATE_EVENT(MEMORY)` (handing KFD the event page) and `CREATE_EVENT(HW_EXCEPTION)` for the queue-error [`monitor`] |
 //! | `allocate_memory` System | host pages at a carved VA, `ALLOC_MEMORY_OF_GPU(USERPTR)`, `MAP_MEMORY_TO_GPU` (all GPUs) |
 //! | `allocate_memory` DeviceLocal | `ALLOC_MEMORY_OF_GPU(VRAM)` at a carved VA, render-node mmap when host-visible, `MAP_MEMORY_TO_GPU` (its GPU) |
 //! | `free_memory` | `UNMAP_MEMORY_FROM_GPU`, `FREE_MEMORY_OF_GPU`, VA back to the reservation |
-//! | `create_queue` | EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap |
-//! | `ring_doorbell` | release fence + 64-bit volatile store to the doorbell |
-//! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the first one hands KFD the event page |
+//! | `create_queue` | EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap; the queue is watched by the [`monitor`] |
+//! | `ring_doorbell` | one 64-bit release store to the doorbell word through the queue's [`KfdDoorbell`]: no lock, no lookup |
+//! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the first event (the monitor's, on a machine with GPUs) hands KFD the event page |
 //! | `wait_event` / `signal_event` / `destroy_event` | `WAIT_EVENTS` / `SET_EVENT` / `DESTROY_EVENT` |
 //!
 //! Every chunk's device address is its host address (amdkfd SVM): all chunks are carved from
 //! one reserved range ([`VaSpace`]) of [`VA_RESERVATION_BYTES`].
 
 mod cwsr;
+pub mod monitor;
 mod platform_impl;
 mod process;
 pub mod va;
@@ -42,7 +43,7 @@ use rustix::io::Errno;
 use crate::kfd::abi::*;
 use crate::kfd::calls::{self, call};
 use crate::kfd::driver::{KfdDriver, MapTarget};
-use crate::kfd::ioctl::{Backing, VaSpace};
+use crate::kfd::ioctl::{Backing, OwnedMapping, VaSpace};
 use crate::topology::{Topology, TopologyNode};
 
 /// Address space reserved per platform for all chunks, bytes (64 GiB; `MAP_NORESERVE`, so it
@@ -91,9 +92,34 @@ struct ChunkRecord {
 
 #[derive(Debug)]
 struct QueueRecord {
-    doorbell: u64,
     eop: Option<MemoryChunk>,
     cwsr: Option<MemoryChunk>,
+}
+
+/// A queue's doorbell on Linux ([`Platform::Doorbell`] of [`LinuxPlatform`]): its 64-bit word
+/// in the GPU's doorbell page, which amdkfd maps from `/dev/kfd` (`CREATE_QUEUE`'s
+/// `doorbell_offset`: the page's mmap offset plus the word's offset in it). Ringing is one
+/// release store to the word, with no lock and no lookup (ROCR's `hardware_doorbell_ptr`
+/// store). The handle keeps the page mapped, so ringing stays sound after the queue, or the
+/// platform, is gone: the store then reaches a doorbell no queue of ours uses.
+#[derive(Clone, Debug)]
+pub struct KfdDoorbell {
+    page: Arc<OwnedMapping>,
+    /// Byte offset of the word in the page: a multiple of 8, below the page's size.
+    offset: u64,
+}
+
+impl KfdDoorbell {
+    /// Address of the doorbell word (what the queue's doorbell signal holds).
+    pub fn address(&self) -> u64 {
+        self.page.va() + self.offset
+    }
+
+    /// Stores `value` to the doorbell word (release): the whole ring. The offset was checked
+    /// against the page when the queue was made, so the store always happens.
+    fn ring(&self, value: u64) {
+        let _ = self.page.store_u64_release(self.offset, value);
+    }
 }
 
 #[derive(Debug, Default)]
@@ -101,8 +127,8 @@ struct State {
     chunks: HashMap<u64, ChunkRecord>,
     queues: HashMap<u32, QueueRecord>,
     events: HashSet<u32>,
-    /// (gpu_id, mmap offset) → VA of the mapped doorbell page.
-    doorbell_pages: HashMap<(u32, u64), u64>,
+    /// (gpu_id, mmap offset) → the mapped doorbell page (queues' [`KfdDoorbell`]s share it).
+    doorbell_pages: HashMap<(u32, u64), Arc<OwnedMapping>>,
 }
 
 /// The Linux platform: amdkfd through a [`KfdDriver`], topology from sysfs (or a capture).
@@ -119,6 +145,8 @@ pub struct LinuxPlatform {
     state: Mutex<State>,
     /// The process's XNACK mode, as KFD reported it at open.
     xnack: bool,
+    /// The queue-error monitor (machines with GPUs).
+    monitor: Option<monitor::Monitor>,
 }
 
 impl std::fmt::Debug for LinuxPlatform {
@@ -347,7 +375,7 @@ impl LinuxPlatform {
             }
         }
 
-        Ok(LinuxPlatform {
+        let mut platform = LinuxPlatform {
             driver,
             topology,
             version: (v.major_version, v.minor_version),
@@ -355,7 +383,60 @@ impl LinuxPlatform {
             process,
             state: Mutex::new(State::default()),
             xnack,
-        })
+            monitor: None,
+        };
+        if !platform.gpus.is_empty() {
+            platform.start_monitor()?;
+        }
+        Ok(platform)
+    }
+
+    /// Creates the memory and hardware-exception events (the first hands KFD the event
+    /// page, as ROCR's first event does) and starts the [`monitor`] on them.
+    fn start_monitor(&mut self) -> Result<(), Error> {
+        let what = |kind: &str, e: Error| {
+            e.context(&format!(
+                "creating the KFD {kind} event that reports queue errors"
+            ))
+        };
+        let memory = self
+            .create_kfd_event(KFD_IOC_EVENT_MEMORY)
+            .map_err(|e| what("memory", e))?
+            .0
+            .event_id;
+        let destroy = |id: u32| {
+            let _ = call(
+                &*self.driver,
+                &mut DestroyEventArgs {
+                    event_id: id,
+                    pad: 0,
+                },
+            );
+        };
+        let hw = match self.create_kfd_event(KFD_IOC_EVENT_HW_EXCEPTION) {
+            Ok((a, _)) => a.event_id,
+            Err(e) => {
+                destroy(memory);
+                return Err(what("hardware-exception", e));
+            }
+        };
+        match monitor::Monitor::start(self.driver.clone(), self.process.clone(), memory, hw) {
+            Ok(m) => {
+                self.monitor = Some(m);
+                Ok(())
+            }
+            Err(e) => {
+                destroy(memory);
+                destroy(hw);
+                Err(e)
+            }
+        }
+    }
+
+    /// The KFD ids of the queue-error monitor's memory and hardware-exception events; `None`
+    /// on a machine without GPUs (no monitor).
+    pub fn exception_events(&self) -> Option<(u32, u32)> {
+        self.monitor.as_ref().map(monitor::Monitor::events)
     }
 
     /// The driver's short name ([`KfdDriver::name`]): `"kfd"` for the real `/dev/kfd`.
@@ -595,32 +676,30 @@ impl LinuxPlatform {
         })
     }
 
-    /// Maps the doorbell page at `mmap_offset` of `gpu_id` once; its VA.
-    fn doorbell_page(&self, gpu_id: u32, mmap_offset: u64) -> Result<u64, Error> {
+    /// Maps the doorbell page at `mmap_offset` of `gpu_id` once; the mapping, which queues'
+    /// doorbells share.
+    fn doorbell_page(&self, gpu_id: u32, mmap_offset: u64) -> Result<Arc<OwnedMapping>, Error> {
         let mut st = lock(&self.state);
-        if let Some(&va) = st.doorbell_pages.get(&(gpu_id, mmap_offset)) {
-            return Ok(va);
+        if let Some(page) = st.doorbell_pages.get(&(gpu_id, mmap_offset)) {
+            return Ok(page.clone());
         }
         let len = DOORBELL_PAGE_BYTES.max(self.process.va.page_bytes());
-        let va = self.process.va.carve(len, len).ok_or_else(|| {
-            error!(
-                Status::OutOfResources,
-                "no address space left for a doorbell page"
-            )
-        })?;
-        if let Err(e) =
-            self.process
-                .va
-                .map_from_driver(va, &*self.driver, MapTarget::Kfd, mmap_offset)
-        {
-            let _ = self.process.va.release(va);
-            return Err(va_error(
-                &format!("mapping the doorbell page (offset {mmap_offset:#x}) of gpu_id {gpu_id}"),
-                e,
-            ));
-        }
-        st.doorbell_pages.insert((gpu_id, mmap_offset), va);
-        Ok(va)
+        let page = self
+            .process
+            .va
+            .map_owned(len, len, &*self.driver, MapTarget::Kfd, mmap_offset)
+            .map_err(|e| {
+                va_error(
+                    &format!(
+                        "mapping the doorbell page (offset {mmap_offset:#x}) of gpu_id {gpu_id}"
+                    ),
+                    e,
+                )
+            })?;
+        let page = Arc::new(page);
+        st.doorbell_pages
+            .insert((gpu_id, mmap_offset), page.clone());
+        Ok(page)
     }
 
     fn free_queue_buffers(&self, rec: &QueueRecord) {
@@ -632,6 +711,8 @@ impl LinuxPlatform {
 
 impl Drop for LinuxPlatform {
     fn drop(&mut self) {
+        // The monitor first: no callback runs while the queues go.
+        drop(self.monitor.take());
         let queues: Vec<u32> = lock(&self.state).queues.keys().copied().collect();
         for q in queues {
             let _ = self.destroy_queue(QueueId(q));
@@ -659,12 +740,10 @@ impl Drop for LinuxPlatform {
                 let _ = self.free_chunk(va);
             }
         }
-        // The doorbell pages this platform mapped; the event page stays with the process
+        // The doorbell pages this platform mapped go back with the last doorbell handle
+        // (a queue's handle may outlive the platform); the event page stays with the process
         // (shared with other platforms on the same driver, see `process`).
-        let doorbell_pages: Vec<u64> = lock(&self.state).doorbell_pages.values().copied().collect();
-        for va in doorbell_pages {
-            let _ = self.process.va.release(va);
-        }
+        lock(&self.state).doorbell_pages.clear();
         process::release(&self.driver);
     }
 }

@@ -63,6 +63,8 @@ impl Drop for ProtNonePlatform {
 // valid until the platform drops; there are no queues.
 unsafe impl Platform for ProtNonePlatform {
     type Error = Error;
+    /// No queues, so no doorbells.
+    type Doorbell = ();
     fn device_name(&self) -> &str {
         "prot-none"
     }
@@ -113,10 +115,10 @@ unsafe impl Platform for ProtNonePlatform {
     fn map_memory(&self, _chunk: &MemoryChunk, _nodes: &[NodeId]) -> Result<(), Error> {
         Ok(())
     }
-    unsafe fn create_queue(&self, _r: &QueueRequest) -> Result<HwQueue, Error> {
+    unsafe fn create_queue(&self, _r: &QueueRequest) -> Result<HwQueue<()>, Error> {
         Err(error!(Status::OutOfResources, "no queues"))
     }
-    fn ring_doorbell(&self, _q: QueueId, _i: u64) {}
+    fn ring_doorbell(&self, _q: &(), _i: u64) {}
     fn destroy_queue(&self, _q: QueueId) -> Result<(), Error> {
         Err(error!(Status::InvalidQueue, "no queues"))
     }

@@ -1,5 +1,8 @@
 //! Queue errors and waits on the emulated device: a malformed packet stops its queue and is
-//! reported once through the queue's callback, while other queues keep running; signal waits
+//! reported once through the queue's callback — as amdkfd reports it, the queue's inactive
+//! signal and a KFD hardware-exception event, which the Linux backend's monitor turns into
+//! the callback; the detail stays in the device's log — while other queues keep running;
+//! signal waits
 //! with timeouts return on time when nothing comes; a closed or failed queue ends the waits of
 //! the threads using it with an error instead of leaving them blocked.
 
@@ -15,6 +18,7 @@ use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
 use hsa_core::{Error, NodeId, QueueId, Status};
+use hsa_emu::device::BUILTIN_GPU_ID;
 use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 
 /// Callback counters and the last error, per callback slot.
@@ -83,12 +87,27 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
 
     submit(&bad, &malformed());
+    // The callback comes only through the KFD event the emulated device sets: without it the
+    // monitor never looks at the queue.
     wait_until("error callback", || CALLS[0].load(Ordering::SeqCst) == 1);
     let (status, msg) = LAST.lock().unwrap().clone().unwrap();
     assert_eq!(status, Status::InvalidPacketFormat);
+    assert_eq!(
+        msg,
+        format!(
+            "queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}: \
+             per-engine reset after a GPU hang",
+            Status::InvalidPacketFormat.raw()
+        )
+    );
+    // The device's log has what its packet processor saw.
+    let logged = emulated.queue_error(bad.hw_id().0).expect("logged");
+    assert_eq!(logged.status(), Status::InvalidPacketFormat);
     assert!(
-        msg.contains("packet 0: packet type (header bits 0..8) is 6"),
-        "{msg}"
+        logged
+            .detail()
+            .contains("packet 0: packet type (header bits 0..8) is 6"),
+        "{logged}"
     );
     // amd_queue_t.queue_inactive_signal: set by the packet processor when it stops the queue.
     let inactive = bad.inactive_signal().load(LoadOrder::Acquire);
@@ -430,11 +449,14 @@ fn a_queue_error_without_a_callback_is_printed_and_aborts_the_process() {
         "SIGABRT expected: {:?}\n{stdout}\n{stderr}",
         out.status
     );
+    // What amdkfd reported: the status in the queue's inactive signal and the event's data
+    // (the packet's detail is in the device's log, printed with HSA_RT_LOG=1: below).
     assert!(
-        stderr.contains(
-            "stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: packet 0: packet type \
-             (header bits 0..8) is 6"
-        ),
+        stderr.contains(&format!(
+            "hsa-rt: queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: \
+             queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}",
+            Status::InvalidPacketFormat.raw()
+        )),
         "{stderr}"
     );
     assert!(stderr.contains("no error callback; aborting"), "{stderr}");
@@ -464,4 +486,72 @@ fn hsa_rt_log_prints_every_queue_error_with_its_detail() {
         );
         assert_eq!(logged, printed, "HSA_RT_LOG={log:?}: {stderr}");
     }
+}
+
+/// A kernel's bad access on the emulated device reaches the queue's callback through a KFD
+/// memory event, as a GPU page fault does through amdkfd: the status MEMORY_FAULT and the
+/// event's data (the faulting address, the GPU); the device's log names the kernel.
+#[test]
+fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
+    use hsa_core::memory::GlobalFlags;
+    use hsa_core::packet::KernelDispatch;
+
+    static FAULTS: Mutex<Vec<(Status, String)>> = Mutex::new(Vec::new());
+    fn on_fault(e: &Error, _q: QueueId, _: usize) {
+        FAULTS
+            .lock()
+            .unwrap()
+            .push((e.status(), e.detail().to_owned()));
+    }
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    emulated.set_execution_mode(hsa_emu::ExecutionMode::HostOnly);
+    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let kernarg_pool = rt
+        .find_pool(cpu.handle(), GlobalFlags::KERNARG)
+        .unwrap()
+        .handle();
+    let kernarg = rt.allocate(kernarg_pool, 64).unwrap();
+    // The "kernel": a host implementation at a kernel object of our choosing (the device
+    // knows kernels by address), reading a wild pointer.
+    let kernel_object = hsa_core::GpuVa(0x7f00_0000_1000);
+    emulated
+        .register_kernel(kernel_object, "wild_read", |ctx| {
+            ctx.read::<u32>(0xdead_0000_0000).map(|_| ())
+        })
+        .unwrap();
+    let mut config = QueueConfig::new(
+        NodeId(gpu.node()),
+        gpu.queue_min_size(),
+        gpu.queue_min_size(),
+        gpu.queue_max_size(),
+    );
+    config.on_error = Some(QueueErrorCallback {
+        func: on_fault,
+        data: 0,
+    });
+    let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    let packet = KernelDispatch::one_dimensional(kernel_object, kernarg.va, 1, 1)
+        .emit()
+        .unwrap();
+    submit(&q, &packet);
+    wait_until("error callback", || !FAULTS.lock().unwrap().is_empty());
+    let (status, detail) = FAULTS.lock().unwrap()[0].clone();
+    assert_eq!(status, Status::MemoryFault);
+    assert_eq!(
+        detail,
+        format!(
+            "queue_inactive_signal {:#x}; KFD memory event: page not present at \
+             0xdead00000000 on gpu_id {BUILTIN_GPU_ID:#x}",
+            Status::MemoryFault.raw()
+        )
+    );
+    let logged = emulated.queue_error(q.hw_id().0).unwrap();
+    assert!(
+        logged.detail().contains("kernel wild_read") && logged.detail().contains("0xdead00000000"),
+        "{logged}"
+    );
+    q.destroy().unwrap();
+    rt.free(kernarg.va).unwrap();
 }

@@ -505,8 +505,9 @@ impl IntBuffer {
     }
 }
 
-/// Runs the flow on `device` (registering the host implementations of the test kernels
-/// when it is the emulated device, the fallback of its interpreter) and verifies every
+/// Runs the flow on `device` (registering the host implementation of the test kernel for
+/// its kernel object once loaded, when it is the emulated device: the fallback of its
+/// interpreter) and verifies every
 /// element, and that the elements past the grid (the padding of each buffer to whole
 /// work-groups, [`padded_elements`]) still hold [`PAST_GRID_VALUES`].
 ///
@@ -546,9 +547,6 @@ pub fn run_with_faults(
         );
     }
     let SelectedDevice { platform, emulated } = device;
-    if let Some(emulated) = &emulated {
-        hsa_emu::device::host_kernels::register_test_kernels(emulated);
-    }
     let stats_before = emulated.as_ref().map(|e| e.execution_stats());
     let device = platform.device_kind().to_string();
     let rt = Runtime::new(platform)?;
@@ -638,6 +636,15 @@ pub fn run_with_faults(
                 config.kernel.name()
             )
         })?;
+    if let Some(emulated) = &emulated {
+        // The interpreter's fallback (and HSA_RT_EMULATION=host's kernel): the host
+        // implementation, registered for the kernel object the executable loaded.
+        hsa_emu::device::host_kernels::register_test_kernel(
+            emulated,
+            kernel.kernel_object,
+            config.kernel.name(),
+        )?;
+    }
 
     let n = config.elements as usize;
     let padded = padded_elements(config) as usize;
@@ -731,7 +738,13 @@ pub fn run_with_faults(
             break;
         }
         if let Some(e) = queue_error(run_token) {
-            return Err(e);
+            // The callback has what amdkfd reported (the status, the event's data); the
+            // emulated device's log has what its packet processor and interpreter saw.
+            let detailed = emulated
+                .as_ref()
+                .and_then(|d| d.queue_error(queue.hw_id().0))
+                .map(|d| d.context(&format!("queue {}", queue.hw_id().0)));
+            return Err(detailed.unwrap_or(e));
         }
         if started.elapsed().as_secs() >= 60 {
             bail!(

@@ -2,12 +2,12 @@
 //! emulated device, registered from C.
 #![allow(unsafe_code)]
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::c_void;
 
 use hsa_core::{bail, Status};
 use hsa_emu::device::DispatchContext;
 
-use super::{guard, non_null, HsaStatus};
+use super::{guard, HsaStatus};
 use crate::state;
 
 /// `hsa_rt_dispatch_t`: what a host kernel sees of one work-group (sizes in work-items,
@@ -83,31 +83,30 @@ impl CKernel {
 }
 
 /// `hsa_rt_emulated_register_kernel`: registers `fn` (with `user`) as the implementation of
-/// the kernel whose symbol is `name` (`vector_copy` or `vector_copy.kd`) on the emulated
-/// device; replaces an earlier registration.
+/// the kernel whose kernel object is `kernel_object` (the device address of its kernel
+/// descriptor: `HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT` of its symbol, what a dispatch
+/// packet's `kernel_object` holds) on the emulated device; replaces an earlier registration
+/// for it. Register after loading the code object. The device's messages name the kernel by
+/// its kernel object.
 ///
 /// # Errors
-/// `NOT_INITIALIZED` before `hsa_init`; `INVALID_ARGUMENT` for a NULL or non-UTF-8 `name` or
-/// a NULL `fn`; `INVALID_AGENT` when the runtime is not on the emulated device.
+/// `NOT_INITIALIZED` before `hsa_init`; `INVALID_ARGUMENT` for a NULL `fn` or a kernel object
+/// that is 0 or not 64-byte aligned; `INVALID_AGENT` when the runtime is not on the emulated
+/// device.
 ///
 /// # Safety
-/// `name` is NULL or NUL-terminated; `fn` is NULL or a valid function, callable from another
-/// thread with `user` until the runtime shuts down.
+/// `fn` is NULL or a valid function, callable from another thread with `user` until the
+/// runtime shuts down.
 pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
-    name: *const c_char,
+    kernel_object: u64,
     func: Option<HostKernelFn>,
     user: *mut c_void,
 ) -> HsaStatus {
     guard("hsa_rt_emulated_register_kernel", || {
         let st = state::state()?;
-        non_null(name, "name")?;
         let Some(func) = func else {
             bail!(Status::InvalidArgument, "fn is NULL");
         };
-        // SAFETY: non-NULL and NUL-terminated per the caller's contract.
-        let name = unsafe { CStr::from_ptr(name) }
-            .to_str()
-            .map_err(|_| hsa_core::error!(Status::InvalidArgument, "name is not UTF-8"))?;
         let Some(emulated) = st.emulated() else {
             bail!(
                 Status::InvalidAgent,
@@ -119,7 +118,10 @@ pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
             func,
             user: user as usize,
         };
-        emulated.register_kernel(name, move |ctx| kernel.run(ctx));
+        let label = format!("at kernel object {kernel_object:#x}");
+        emulated.register_kernel(hsa_core::GpuVa(kernel_object), &label, move |ctx| {
+            kernel.run(ctx)
+        })?;
         Ok(Status::Success)
     })
 }

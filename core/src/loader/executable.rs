@@ -261,9 +261,6 @@ impl<'p, P: Platform> Executable<'p, P> {
                 );
             }
             let m = &k.metadata;
-            // Tell the platform (as ROCR tells tools through its loader debug interface): the
-            // emulated device finds host implementations by name this way.
-            self.platform.register_kernel_symbol(kernel_object, m.name);
             symbols.push(Symbol {
                 kind: SymbolKind::Kernel,
                 name: m.symbol.to_string(),

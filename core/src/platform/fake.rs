@@ -778,6 +778,8 @@ fn node_index(p: &FakePlatform, index: usize) -> Result<&FakeNode> {
 // atomics, so the platform is Sync.
 unsafe impl Platform for FakePlatform {
     type Error = Error;
+    /// The queue id: the fake has no doorbell to store to; ringing runs its processor.
+    type Doorbell = QueueId;
 
     fn device_name(&self) -> &str {
         "fake"
@@ -937,7 +939,7 @@ unsafe impl Platform for FakePlatform {
         Ok(())
     }
 
-    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue> {
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<QueueId>> {
         node_index(self, request.node.0 as usize)
             .map_err(|e| crate::error!(Status::InvalidQueueCreation, "{}", e.detail()))?;
         let size_packets = request.ring_size_bytes / 64;
@@ -1017,10 +1019,15 @@ unsafe impl Platform for FakePlatform {
         Ok(HwQueue {
             id,
             doorbell_address: FAKE_DOORBELL_BASE + 8 * u64::from(id.0),
+            doorbell: id,
         })
     }
 
-    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
+    /// Records the ring and runs the queue's processor (see the module docs): the fake's
+    /// "device" is this call, so it looks the queue up and takes locks, unlike a real
+    /// platform's ring.
+    fn ring_doorbell(&self, doorbell: &QueueId, write_index: u64) {
+        let queue = *doorbell;
         lock(&self.doorbells).push((queue, write_index));
         let q = lock(&self.queues).get(&queue.0).cloned();
         if let Some(q) = q {
@@ -1267,6 +1274,7 @@ fn conv<T, E: crate::platform::PlatformError>(r: core::result::Result<T, E>) -> 
 // must check before it uses it (which is what the tamper tests).
 unsafe impl<P: Platform> Platform for FaultInjector<P> {
     type Error = Error;
+    type Doorbell = P::Doorbell;
 
     fn device_name(&self) -> &str {
         self.inner.device_name()
@@ -1307,13 +1315,13 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         self.check(FaultMethod::MapMemory)?;
         conv(self.inner.map_memory(chunk, nodes))
     }
-    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue> {
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<P::Doorbell>> {
         self.check(FaultMethod::CreateQueue)?;
         // SAFETY: the caller's guarantees are passed on unchanged.
         conv(unsafe { self.inner.create_queue(request) })
     }
-    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
-        self.inner.ring_doorbell(queue, write_index)
+    fn ring_doorbell(&self, doorbell: &P::Doorbell, write_index: u64) {
+        self.inner.ring_doorbell(doorbell, write_index)
     }
     fn destroy_queue(&self, queue: QueueId) -> Result<()> {
         self.check(FaultMethod::DestroyQueue)?;
@@ -1420,7 +1428,8 @@ mod tests {
             q.doorbell_address,
             FAKE_DOORBELL_BASE + 8 * u64::from(q.id.0)
         );
-        p.ring_doorbell(q.id, 0);
+        assert_eq!(q.doorbell, q.id);
+        p.ring_doorbell(&q.doorbell, 0);
         p.poll_queues();
         // SAFETY: as above.
         assert_eq!(unsafe { header.read() }, 0x0001_1402, "slot 0 not consumed");

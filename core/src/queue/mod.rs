@@ -199,15 +199,16 @@ mod aql {
         platform: &'p P,
         producer: Producer,
         memory: QueueMemory,
-        hw: HwQueue,
+        hw: HwQueue<P::Doorbell>,
         id: u64,
         queue_type: QueueType,
         doorbell: DoorbellSignal<'p, P>,
         inactive: Signal<'p, P>,
-        /// Last doorbell value + 1 (0: never rung). A lock so that the platform sees doorbell
-        /// values in increasing order even with several producers (as ROCR's legacy doorbell
-        /// lock); not on the packet path itself.
-        last_doorbell: spin::Mutex<u64>,
+        /// Largest doorbell value rung + 1 (0: never rung): `fetch_max`, no lock, so that a
+        /// multi-producer queue's doorbell ends at the largest value rung (see
+        /// [`AqlQueue::ring_doorbell`]). A plain core atomic: the queue type is not part of
+        /// the loom models.
+        last_doorbell: core::sync::atomic::AtomicU64,
         /// `LIFE_*`: changed by `inactivate` and `close`, read by every waiter (a plain core
         /// atomic: the queue type is not part of the loom models).
         lifecycle: core::sync::atomic::AtomicU8,
@@ -295,6 +296,7 @@ mod aql {
             db_raw
                 .value()
                 .store(hw.doorbell_address as i64, Ordering::Release);
+            let doorbell = DoorbellSignal::new(db_raw, platform, hw.doorbell.clone());
             Ok(AqlQueue {
                 platform,
                 producer: Producer::new(ring, queue_type != QueueType::Single),
@@ -302,9 +304,9 @@ mod aql {
                 hw,
                 id,
                 queue_type,
-                doorbell: DoorbellSignal::new(db_raw, platform, hw.id),
+                doorbell,
                 inactive: Signal::from_parts(inactive_raw, platform, None, None),
-                last_doorbell: spin::Mutex::new(0),
+                last_doorbell: core::sync::atomic::AtomicU64::new(0),
                 lifecycle: core::sync::atomic::AtomicU8::new(LIFE_ACTIVE),
             })
         }
@@ -314,9 +316,9 @@ mod aql {
             self.id
         }
 
-        /// The platform's hardware queue (id and doorbell address).
-        pub fn hw_queue(&self) -> HwQueue {
-            self.hw
+        /// The platform's hardware queue (id, doorbell address and doorbell handle).
+        pub fn hw_queue(&self) -> &HwQueue<P::Doorbell> {
+            &self.hw
         }
 
         /// The platform's queue id.
@@ -523,9 +525,14 @@ mod aql {
         }
 
         /// Rings the doorbell for packets up to and including `last_index` (once per batch):
-        /// stores it into the doorbell signal, which calls [`Platform::ring_doorbell`]. A
-        /// multi-producer queue rings with the largest value rung so far, so the platform sees
-        /// a non-decreasing sequence; a single-producer queue rejects a value lower than the
+        /// stores it into the doorbell signal, which calls [`Platform::ring_doorbell`] with the
+        /// queue's doorbell handle. No lock: the largest value rung so far is kept with
+        /// `fetch_max`. A multi-producer queue rings with that largest value (so a lower
+        /// `last_index` rings it again), and after its store rings again while a larger value
+        /// arrived meanwhile, so the doorbell always ends at the largest value rung, although
+        /// two producers racing may store out of order on the way (as ROCR's multi-producer
+        /// queues on gfx9+ do: a packet processor reads packets up to an INVALID header, the
+        /// doorbell only wakes it). A single-producer queue rejects a value lower than the
         /// last.
         ///
         /// # Errors
@@ -534,7 +541,8 @@ mod aql {
         /// value; `Status::InvalidQueue` after [`inactivate`](Self::inactivate) or
         /// [`close`](Self::close).
         pub fn ring_doorbell(&self, last_index: u64) -> Result<()> {
-            match self.lifecycle.load(core::sync::atomic::Ordering::Acquire) {
+            use core::sync::atomic::Ordering as Order;
+            match self.lifecycle.load(Order::Acquire) {
                 LIFE_ACTIVE => {}
                 LIFE_INACTIVE => {
                     crate::bail!(Status::InvalidQueue, "queue {} is inactive", self.id)
@@ -548,23 +556,36 @@ mod aql {
                     "doorbell value {last_index} is not below the write index {write}"
                 );
             }
-            let mut last = self.last_doorbell.lock();
-            let value = if *last > last_index + 1 {
-                if self.queue_type == QueueType::Single {
-                    crate::bail!(
-                        Status::InvalidArgument,
-                        "doorbell value {last_index} is lower than the last one {} on a \
-                         single-producer queue",
-                        *last - 1
-                    );
+            let rung = last_index + 1;
+            // Relaxed: the doorbell store below carries the packet ordering (Release).
+            let before = self.last_doorbell.fetch_max(rung, Order::Relaxed);
+            if before > rung && self.queue_type == QueueType::Single {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "doorbell value {last_index} is lower than the last one {} on a \
+                     single-producer queue",
+                    before - 1
+                );
+            }
+            let mut value = before.max(rung) - 1;
+            if self.queue_type == QueueType::Single {
+                self.doorbell.store(value, StoreOrder::Release);
+                return Ok(());
+            }
+            loop {
+                // SeqCst fences around the store, paired with the other producers' own: of two
+                // producers, either this one's reload below sees the other's larger value, or
+                // the other's doorbell store comes after this one's.
+                core::sync::atomic::fence(Order::SeqCst);
+                self.doorbell.store(value, StoreOrder::Release);
+                core::sync::atomic::fence(Order::SeqCst);
+                let now = self.last_doorbell.load(Order::Relaxed) - 1;
+                if now <= value {
+                    return Ok(());
                 }
-                *last - 1
-            } else {
-                *last = last_index + 1;
-                last_index
-            };
-            self.doorbell.store(value, StoreOrder::Release);
-            Ok(())
+                // A larger value was rung meanwhile and may have been stored before ours.
+                value = now;
+            }
         }
 
         /// Stops the hardware queue but keeps its memory (`hsa_queue_inactivate`): the
@@ -914,6 +935,28 @@ mod aql {
             );
             m.destroy().unwrap();
             assert_eq!(plat.live_queue_count(), 1);
+        }
+
+        /// Producers ringing at once, each its own values out of order: no lock orders them,
+        /// but the last doorbell store is the largest value rung.
+        #[test]
+        fn concurrent_rings_end_at_the_largest_value() {
+            let plat = platform();
+            let m = AqlQueue::create(&plat, &config(1024)).unwrap();
+            m.add_write_index(1000, MemoryOrder::Relaxed);
+            std::thread::scope(|s| {
+                for t in 0..4u64 {
+                    let m = &m;
+                    s.spawn(move || {
+                        for i in (0..250u64).rev() {
+                            m.ring_doorbell(i * 4 + t).unwrap();
+                        }
+                    });
+                }
+            });
+            let rung = plat.doorbell_writes();
+            assert!(rung.len() >= 1000);
+            assert_eq!(rung.last(), Some(&(m.hw_id(), 999)));
         }
 
         #[test]

@@ -178,7 +178,7 @@ impl QueueMemory {
         &mut self,
         platform: &P,
         request: &QueueRequest,
-    ) -> Result<HwQueue> {
+    ) -> Result<HwQueue<P::Doorbell>> {
         // SAFETY: the ring and amd_queue_t are freed only in `release`, which destroys the
         // hardware queue (and waits for destroy_queue to return) first.
         match unsafe { platform.create_queue(request) } {

@@ -1,8 +1,9 @@
 //! The doorbell signal of a queue: an `amd_signal_t` of kind `AMD_SIGNAL_KIND_DOORBELL`
 //! whose value field holds the hardware doorbell's address (ROCR's `hardware_doorbell_ptr`
 //! shares the offset with `value`). Storing a packet id to it rings the queue's doorbell
-//! through [`Platform::ring_doorbell`]; the `value` field keeps the doorbell address, as the
-//! CP and ROCR-compatible device code expect.
+//! through [`Platform::ring_doorbell`] with the doorbell handle the platform gave the queue
+//! (no lookup); the `value` field keeps the doorbell address, as the CP and ROCR-compatible
+//! device code expect.
 //!
 //! Ref: `amd_hsa_signal.h` (`AMD_SIGNAL_KIND_DOORBELL`, `hardware_doorbell_ptr`); HSA Runtime
 //! 1.2 §2.6 (`hsa_queue_t.doorbell_signal`: "the application writes the packet id to it").
@@ -10,7 +11,6 @@
 use core::fmt;
 
 use crate::abi::SignalHandle;
-use crate::addr::QueueId;
 use crate::platform::Platform;
 
 use super::order::StoreOrder;
@@ -21,25 +21,25 @@ use super::raw::RawSignal;
 pub struct DoorbellSignal<'p, P: Platform> {
     raw: RawSignal,
     platform: &'p P,
-    queue: QueueId,
+    doorbell: P::Doorbell,
 }
 
 impl<P: Platform> fmt::Debug for DoorbellSignal<'_, P> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DoorbellSignal")
             .field("handle", &self.raw.handle())
-            .field("queue", &self.queue)
+            .field("doorbell", &self.doorbell)
             .finish()
     }
 }
 
 impl<'p, P: Platform> DoorbellSignal<'p, P> {
     #[cfg_attr(loom, allow(dead_code))] // used by AqlQueue, which loom builds leave out
-    pub(crate) fn new(raw: RawSignal, platform: &'p P, queue: QueueId) -> Self {
+    pub(crate) fn new(raw: RawSignal, platform: &'p P, doorbell: P::Doorbell) -> Self {
         DoorbellSignal {
             raw,
             platform,
-            queue,
+            doorbell,
         }
     }
 
@@ -56,12 +56,13 @@ impl<'p, P: Platform> DoorbellSignal<'p, P> {
     /// Rings the doorbell with `packet_id` (`hsa_signal_store_relaxed` / `_screlease` on a
     /// doorbell signal). Packets up to `packet_id` must already be published; the platform
     /// orders the doorbell after them (store fence / HDP flush). No monotonicity check here:
-    /// [`AqlQueue::ring_doorbell`](crate::queue::AqlQueue::ring_doorbell) does that.
+    /// [`AqlQueue::ring_doorbell`](crate::queue::AqlQueue::ring_doorbell) does that. Takes no
+    /// lock: one store through the queue's doorbell handle.
     pub fn store(&self, packet_id: u64, order: StoreOrder) {
         if order == StoreOrder::Release {
             // Pairs with the packet processor's acquire of the doorbell value.
             crate::sync::fence(crate::sync::Ordering::Release);
         }
-        self.platform.ring_doorbell(self.queue, packet_id);
+        self.platform.ring_doorbell(&self.doorbell, packet_id);
     }
 }

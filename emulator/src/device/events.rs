@@ -8,6 +8,10 @@
 //!   sets the event and writes `UNSIGNALED_EVENT_SLOT` back. Here the processor's
 //!   `signal_event` and every `WAIT_EVENTS` check do the same.
 //! - Other event types get ids from `0x8000_0000` (`KFD_FIRST_NONSIGNAL_EVENT_ID`) and no slot.
+//!   The device sets every memory (`KFD_IOC_EVENT_MEMORY`) or hardware-exception
+//!   (`KFD_IOC_EVENT_HW_EXCEPTION`) event of the process at once, with the exception data
+//!   `WAIT_EVENTS` copies back ([`Events::signal_type`]; `kfd_signal_vm_fault_event`,
+//!   `kfd_signal_hw_exception_event`).
 
 use std::collections::BTreeMap;
 
@@ -63,6 +67,10 @@ pub(crate) struct Event {
     pub(crate) signaled: bool,
     /// Slot index in the event page (signal events).
     pub(crate) slot: Option<u32>,
+    /// The exception data of the last time it was set (`kfd_event_data`'s union: memory
+    /// exception data of a memory event, hardware exception data of a hardware-exception
+    /// event; zeros until then).
+    pub(crate) data: [u8; 32],
 }
 
 /// The event table.
@@ -122,6 +130,21 @@ impl Events {
             self.set(id);
         }
         written
+    }
+
+    /// Sets every event of type `event_type` with exception data `data`, as amdkfd does for a
+    /// memory fault or a hardware exception; returns how many there were.
+    pub(crate) fn signal_type(&mut self, event_type: u32, data: [u8; 32]) -> usize {
+        let mut n = 0;
+        for ev in self.table.values_mut() {
+            if ev.event_type == event_type {
+                ev.signaled = true;
+                ev.data = data;
+                n += 1;
+            }
+        }
+        self.seq = self.seq.wrapping_add(1);
+        n
     }
 
     /// Sets event `id` (no-op for an unknown id).

@@ -9,12 +9,15 @@
 //! [`DispatchContext`]'s checked accessors, so a bad pointer in the kernarg segment becomes a
 //! memory fault on the queue, never a crash.
 
-use hsa_core::{error, Error, Status};
+use hsa_core::{error, Error, GpuVa, Status};
 
 use super::{DispatchContext, EmulatedKfd};
 
-/// The kernels registered by [`register_test_kernels`].
+/// The kernels [`register_test_kernel`] knows, by kernel name.
 pub const TEST_KERNELS: [&str; 3] = ["vector_copy", "vector_add", "local_reverse"];
+
+/// A host implementation: called once per work-group.
+pub type HostKernelFn = fn(&mut DispatchContext<'_>) -> Result<(), Error>;
 
 /// The range `[first, first + count)` of global x ids of this work-group inside the grid.
 fn items(ctx: &DispatchContext<'_>) -> (u64, usize) {
@@ -95,10 +98,34 @@ fn local_reverse(ctx: &mut DispatchContext<'_>) -> Result<(), Error> {
     ctx.write_slice(element_address(dst, first)?, &reversed)
 }
 
-/// Registers host implementations of `vector_copy`, `vector_add` and `local_reverse` on
-/// `device`.
-pub fn register_test_kernels(device: &EmulatedKfd) {
-    device.register_kernel("vector_copy", vector_copy);
-    device.register_kernel("vector_add", vector_add);
-    device.register_kernel("local_reverse", local_reverse);
+/// The host implementation of the test kernel named `name` (one of [`TEST_KERNELS`], with or
+/// without the `.kd` of its descriptor symbol); `None` for another name.
+pub fn test_kernel(name: &str) -> Option<HostKernelFn> {
+    match name.strip_suffix(".kd").unwrap_or(name) {
+        "vector_copy" => Some(vector_copy),
+        "vector_add" => Some(vector_add),
+        "local_reverse" => Some(local_reverse),
+        _ => None,
+    }
+}
+
+/// Registers the host implementation of the test kernel `name` ([`test_kernel`]) on `device`
+/// for the kernel loaded at `kernel_object` (what the executable's symbol lookup returned),
+/// labelled `name`. Returns whether `name` is a test kernel (nothing is registered
+/// otherwise).
+///
+/// # Errors
+/// As [`EmulatedKfd::register_kernel`]: [`Status::InvalidArgument`] for a kernel object that
+/// is not a kernel descriptor's address.
+pub fn register_test_kernel(
+    device: &EmulatedKfd,
+    kernel_object: GpuVa,
+    name: &str,
+) -> Result<bool, Error> {
+    let Some(f) = test_kernel(name) else {
+        return Ok(false);
+    };
+    let label = name.strip_suffix(".kd").unwrap_or(name);
+    device.register_kernel(kernel_object, label, f)?;
+    Ok(true)
 }

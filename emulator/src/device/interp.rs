@@ -22,7 +22,7 @@ use hsa_core::{error, Error, Status};
 use zerocopy::FromBytes;
 
 use super::mem::Region;
-use super::memory::Allocs;
+use super::memory::{Allocs, MemoryFault};
 
 /// Size of the AMDGPU kernel descriptor, bytes (AMDGPUUsage "Kernel Descriptor").
 const DESCRIPTOR_BYTES: usize = 64;
@@ -42,6 +42,8 @@ pub(crate) struct GpuMemory<'a> {
     allocs: &'a Allocs,
     gpu_id: u32,
     last: Cell<Option<(u64, u64, Region)>>,
+    /// The first access that faulted.
+    fault: Cell<Option<MemoryFault>>,
 }
 
 impl<'a> GpuMemory<'a> {
@@ -51,6 +53,18 @@ impl<'a> GpuMemory<'a> {
             allocs,
             gpu_id,
             last: Cell::new(None),
+            fault: Cell::new(None),
+        }
+    }
+
+    /// The first access through this memory that faulted, if one did.
+    pub(crate) fn fault(&self) -> Option<MemoryFault> {
+        self.fault.get()
+    }
+
+    fn record_fault(&self, address: u64, what: &str) {
+        if self.fault.get().is_none() {
+            self.fault.set(Some(MemoryFault::of(address, what)));
         }
     }
 
@@ -71,6 +85,7 @@ impl<'a> GpuMemory<'a> {
             .allocs
             .device_region(self.gpu_id, addr, len)
             .ok_or_else(|| {
+                self.record_fault(addr, what);
                 let why = match self.allocs.containing(addr, len) {
                     Some(_) => "not mapped to",
                     None => "outside",
@@ -107,6 +122,7 @@ impl DeviceMemory for GpuMemory<'_> {
     fn atomic_rmw_u32(&self, addr: u64, op: &mut dyn FnMut(u32) -> u32) -> hsa_core::Result<u32> {
         let word = self.region(addr, 4, "atomic")?;
         let atomic = word.atomic_u32(0).ok_or_else(|| {
+            self.record_fault(addr, "atomic");
             error!(
                 Status::MemoryFault,
                 "memory fault on GPU {:#x}: atomic at {addr:#x} is not 4-byte aligned", self.gpu_id
@@ -130,8 +146,9 @@ pub(crate) enum Outcome {
     /// It ran to completion.
     Ran(ExecStats),
     /// The interpreter failed with this error (its status is the interpreter's: e.g.
-    /// `IllegalInstruction` for an encoding it does not implement).
-    Failed(Error),
+    /// `IllegalInstruction` for an encoding it does not implement), and the access that
+    /// faulted when it was a memory fault of a known address.
+    Failed(Error, Option<MemoryFault>),
 }
 
 /// Runs `dispatch` as machine code for `target` on GPU `gpu_id` with `lds_bytes` of LDS,
@@ -149,9 +166,12 @@ pub(crate) fn run(
 ) -> Outcome {
     match run_inner(dispatch, target, allocs, gpu_id, lds_bytes, threads) {
         Ok(s) => Outcome::Ran(s),
-        Err(e) => Outcome::Failed(e),
+        Err((e, fault)) => Outcome::Failed(e, fault),
     }
 }
+
+/// An error, with the fault of the memory that failed when it was one.
+type Failure = (Error, Option<MemoryFault>);
 
 fn run_inner(
     dispatch: &KernelDispatch,
@@ -160,35 +180,38 @@ fn run_inner(
     gpu_id: u32,
     lds_bytes: u32,
     threads: usize,
-) -> Result<ExecStats, Error> {
+) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id);
+    // Errors before the work-groups run: the fault, if any, is the main memory's.
+    let setup = |e: Error| (e, memory.fault());
     let object = dispatch.kernel_object.0;
     let mut raw = [0u8; DESCRIPTOR_BYTES];
     memory
         .read(object, &mut raw)
-        .map_err(|e| error!(e.status(), "kernel descriptor: {}", e.detail()))?;
+        .map_err(|e| setup(error!(e.status(), "kernel descriptor: {}", e.detail())))?;
     let descriptor = KernelDescriptor::read_from_bytes(&raw)
-        .map_err(|_| error!(Status::Error, "kernel descriptor is not 64 bytes"))?;
+        .map_err(|_| setup(error!(Status::Error, "kernel descriptor is not 64 bytes")))?;
     let entry = object.wrapping_add_signed(descriptor.kernel_code_entry_byte_offset);
     let image = allocs
         .containing(entry, 4)
         .filter(|a| a.mapped.contains(&gpu_id))
         .map(|a| (a.va, a.va + a.size))
         .ok_or_else(|| {
-            error!(
+            memory.record_fault(entry, "execute");
+            setup(error!(
                 Status::MemoryFault,
                 "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel object \
                  {object:#x} + kernel_code_entry_byte_offset {:#x}) is not inside one live \
                  allocation mapped to this GPU",
                 descriptor.kernel_code_entry_byte_offset
-            )
+            ))
         })?;
     let start = image.0.max(entry.saturating_sub(CODE_WINDOW_BYTES));
     let end = image.1.min(entry.saturating_add(CODE_WINDOW_BYTES));
     let mut code_bytes = vec![0u8; (end - start) as usize];
     memory
         .read(start, &mut code_bytes)
-        .map_err(|e| error!(e.status(), "kernel code: {}", e.detail()))?;
+        .map_err(|e| setup(error!(e.status(), "kernel code: {}", e.detail())))?;
     let code = KernelCode {
         base_address: start,
         bytes: &code_bytes,
@@ -200,13 +223,13 @@ fn run_inner(
         .group_segment_size_bytes
         .max(descriptor.group_segment_fixed_size);
     if group > lds_bytes {
-        return Err(error!(
+        return Err(setup(error!(
             Status::InvalidPacketFormat,
             "group_segment_size {group} (packet {}, descriptor {}) exceeds the GPU's LDS of \
              {lds_bytes} bytes",
             dispatch.group_segment_size_bytes,
             descriptor.group_segment_fixed_size
-        ));
+        )));
     }
     let state = DispatchState {
         grid_size: dispatch.grid_size,
@@ -219,7 +242,7 @@ fn run_inner(
         private_segment_size: dispatch.private_segment_size_bytes,
         max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
     };
-    check_dispatch(&descriptor, &state)?;
+    check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
     let run_range = |mem: &GpuMemory<'_>, range: Range<u64>, stats: &mut ExecStats| {
@@ -227,7 +250,7 @@ fn run_inner(
     };
     if workers == 1 {
         let mut stats = ExecStats::default();
-        run_range(&memory, 0..total, &mut stats)?;
+        run_range(&memory, 0..total, &mut stats).map_err(setup)?;
         return Ok(stats);
     }
     // Workers take chunks of consecutive work-groups in increasing order. After an error no
@@ -237,7 +260,7 @@ fn run_inner(
     let chunk = (total / (workers as u64 * 8)).clamp(1, 4096);
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
-    let results: Vec<(ExecStats, Option<(u64, Error)>)> = std::thread::scope(|s| {
+    let results: Vec<(ExecStats, Option<(u64, Failure)>)> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
@@ -254,7 +277,7 @@ fn run_inner(
                         stats.add(&part);
                         if let Err(e) = r {
                             failed.store(true, Ordering::Relaxed);
-                            return (stats, Some((first + part.workgroups, e)));
+                            return (stats, Some((first + part.workgroups, (e, mem.fault()))));
                         }
                     }
                     (stats, None)
@@ -269,7 +292,10 @@ fn run_inner(
                         ExecStats::default(),
                         Some((
                             0,
-                            error!(Status::Error, "an interpreter worker thread panicked"),
+                            (
+                                error!(Status::Error, "an interpreter worker thread panicked"),
+                                None,
+                            ),
                         )),
                     )
                 })
@@ -277,7 +303,7 @@ fn run_inner(
             .collect()
     });
     let mut stats = ExecStats::default();
-    let mut first_error: Option<(u64, Error)> = None;
+    let mut first_error: Option<(u64, Failure)> = None;
     for (s, e) in results {
         stats.add(&s);
         if let Some((at, e)) = e {
@@ -332,9 +358,16 @@ mod tests {
         m.read(0x10_0ffc, &mut b).unwrap();
         assert_eq!(u32::from_le_bytes(b), 7);
         let mut b8 = [0u8; 8];
+        assert_eq!(m.fault(), None);
         let e = m.read(0x10_0ffc, &mut b8).unwrap_err();
         assert_eq!(e.status(), Status::MemoryFault);
         assert!(e.detail().contains("0x100ffc"), "{}", e.detail());
+        // The first fault is what the device's memory event reports.
+        let first = Some(MemoryFault {
+            address: 0x10_0ffc,
+            write: false,
+        });
+        assert_eq!(m.fault(), first);
         let e = m.read(0x20_0000, &mut b).unwrap_err();
         assert_eq!(e.status(), Status::MemoryFault);
         assert!(
@@ -345,6 +378,16 @@ mod tests {
         assert_eq!(
             m.write(0x30_0000, &[1]).unwrap_err().status(),
             Status::MemoryFault
+        );
+        assert_eq!(m.fault(), first, "the first fault stays");
+        let w = GpuMemory::new(&allocs, 1);
+        w.write(0x30_0000, &[1]).unwrap_err();
+        assert_eq!(
+            w.fault(),
+            Some(MemoryFault {
+                address: 0x30_0000,
+                write: true
+            })
         );
         assert_eq!(m.atomic_rmw_u32(0x10_1000, &mut |v| v + 5).unwrap(), 9);
         m.read(0x10_1000, &mut b).unwrap();

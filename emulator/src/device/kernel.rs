@@ -1,6 +1,8 @@
-//! Kernel execution on the emulated device: host implementations registered by symbol name,
-//! run once per work-group with a [`DispatchContext`] whose every memory access is checked.
+//! Kernel execution on the emulated device: host implementations registered for a kernel
+//! object (the device address of the kernel's descriptor, as a dispatch packet names it), run
+//! once per work-group with a [`DispatchContext`] whose every memory access is checked.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -9,45 +11,65 @@ use hsa_core::{error, Error, GpuVa, Status};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::mem::Region;
-use super::memory::Allocs;
+use super::memory::{Allocs, MemoryFault};
 
 /// A host implementation of a kernel: called once per work-group of a dispatch.
 pub(crate) type KernelFn = Arc<dyn Fn(&mut DispatchContext<'_>) -> Result<(), Error> + Send + Sync>;
 
-/// Registered kernels and the kernel objects the loader reported.
+/// One registered host implementation: the label its messages name the kernel by, and the
+/// function.
+#[derive(Clone)]
+pub(crate) struct HostKernel {
+    pub(crate) label: String,
+    pub(crate) run: KernelFn,
+}
+
+/// Host implementations by kernel object.
 #[derive(Default)]
 pub(crate) struct Kernels {
-    pub(crate) by_name: HashMap<String, KernelFn>,
-    pub(crate) objects: HashMap<u64, String>,
+    pub(crate) by_object: HashMap<u64, HostKernel>,
 }
 
 impl Kernels {
-    /// The implementation for `kernel_object`.
+    /// The label of the kernel at `kernel_object`: its registration's, else
+    /// `kernel object 0x...`.
+    pub(crate) fn label(&self, kernel_object: GpuVa) -> String {
+        match self.by_object.get(&kernel_object.0) {
+            Some(k) => format!("kernel {}", k.label),
+            None => format!("kernel object {:#x}", kernel_object.0),
+        }
+    }
+
+    /// The implementation registered for `kernel_object`.
     ///
     /// # Errors
-    /// [`Status::InvalidPacketFormat`] naming the object (and its symbol, when known) and the
-    /// registered names when there is no implementation.
-    pub(crate) fn lookup(&self, kernel_object: GpuVa) -> Result<(String, KernelFn), Error> {
-        let mut known: Vec<&str> = self.by_name.keys().map(String::as_str).collect();
-        known.sort_unstable();
-        let known = known.join(", ");
-        let Some(name) = self.objects.get(&kernel_object.0) else {
-            return Err(error!(
-                Status::InvalidPacketFormat,
-                "kernel object {:#x} is not a loaded kernel the emulated device knows (no \
-                 symbol was reported for it; host implementations: {known})",
-                kernel_object.0
-            ));
-        };
-        match self.by_name.get(name) {
-            Some(f) => Ok((name.clone(), f.clone())),
-            None => Err(error!(
-                Status::InvalidPacketFormat,
-                "kernel object {:#x} ({name}) has no host implementation on the emulated device \
-                 (known: {known})",
-                kernel_object.0
-            )),
+    /// [`Status::InvalidPacketFormat`] naming the object and the registered kernels when there
+    /// is none.
+    pub(crate) fn lookup(&self, kernel_object: GpuVa) -> Result<HostKernel, Error> {
+        if let Some(k) = self.by_object.get(&kernel_object.0) {
+            return Ok(k.clone());
         }
+        let mut known: Vec<(u64, &str)> = self
+            .by_object
+            .iter()
+            .map(|(o, k)| (*o, k.label.as_str()))
+            .collect();
+        known.sort_unstable();
+        let known: Vec<String> = known
+            .iter()
+            .map(|(o, l)| format!("{l} at {o:#x}"))
+            .collect();
+        let known = if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        };
+        Err(error!(
+            Status::InvalidPacketFormat,
+            "kernel object {:#x} has no host implementation on the emulated device (registered: \
+             {known})",
+            kernel_object.0
+        ))
     }
 }
 
@@ -64,6 +86,8 @@ pub struct DispatchContext<'a> {
     workgroup_id: [u32; 3],
     group_segment: Vec<u8>,
     borrowed: Option<Region>,
+    /// The first access that faulted (the device's memory event reports it).
+    fault: &'a Cell<Option<MemoryFault>>,
 }
 
 impl std::fmt::Debug for DispatchContext<'_> {
@@ -158,9 +182,7 @@ impl<'a> DispatchContext<'a> {
                     "kernarg offset {offset:#x} overflows the address space"
                 )
             })?;
-        let r = self
-            .allocs
-            .device_region_or_fault(self.gpu_id, va, len as u64, "kernarg read")?;
+        let r = self.checked(va, len as u64, "kernarg read")?;
         let mut out = vec![0u8; len];
         r.read_into(&mut out);
         Ok(out)
@@ -186,6 +208,17 @@ impl<'a> DispatchContext<'a> {
         Ok(u64::from_le_bytes(w))
     }
 
+    /// The live region of `addr..addr + len`; a fault is recorded.
+    fn checked(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
+        self.allocs
+            .device_region_or_fault(self.gpu_id, addr, len, what)
+            .inspect_err(|_| {
+                if self.fault.get().is_none() {
+                    self.fault.set(Some(MemoryFault::of(addr, what)));
+                }
+            })
+    }
+
     fn region(&self, addr: u64, count: usize, size: usize, what: &str) -> Result<Region, Error> {
         let bytes = (count as u64).checked_mul(size as u64).ok_or_else(|| {
             error!(
@@ -193,8 +226,7 @@ impl<'a> DispatchContext<'a> {
                 "{what} of {count} elements at {addr:#x} overflows"
             )
         })?;
-        self.allocs
-            .device_region_or_fault(self.gpu_id, addr, bytes, what)
+        self.checked(addr, bytes, what)
     }
 
     /// Reads one `T` at device address `addr`.
@@ -285,7 +317,8 @@ fn workgroup_count(d: &KernelDispatch) -> [u32; 3] {
     })
 }
 
-/// Runs `f` for every work-group of `dispatch` on GPU `gpu_id` with `lds_bytes` of LDS.
+/// Runs `f` for every work-group of `dispatch` on GPU `gpu_id` with `lds_bytes` of LDS. The
+/// first access of `f` that faults is recorded in `fault`.
 ///
 /// # Errors
 /// [`Status::InvalidPacketFormat`] when the group segment exceeds the LDS; the first error of
@@ -297,6 +330,7 @@ pub(crate) fn run(
     allocs: &Allocs,
     gpu_id: u32,
     lds_bytes: u32,
+    fault: &Cell<Option<MemoryFault>>,
 ) -> Result<(), Error> {
     if dispatch.group_segment_size_bytes > lds_bytes {
         return Err(error!(
@@ -313,6 +347,7 @@ pub(crate) fn run(
         workgroup_id: [0; 3],
         group_segment: vec![0; dispatch.group_segment_size_bytes as usize],
         borrowed: None,
+        fault,
     };
     for z in 0..counts[2] {
         for y in 0..counts[1] {

@@ -24,6 +24,27 @@ pub(crate) enum Kind {
     MmioRemap,
 }
 
+/// A device access that faulted: what the device reports to amdkfd's memory events
+/// (`kfd_hsa_memory_exception_data`), as a GPU's VM fault reports the faulting address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MemoryFault {
+    /// The device address of the access.
+    pub(crate) address: u64,
+    /// Whether it was a write (or an atomic).
+    pub(crate) write: bool,
+}
+
+impl MemoryFault {
+    /// The fault of an access described as `what` ("read", "write", "atomic", "kernarg
+    /// read", ...) at `address`.
+    pub(crate) fn of(address: u64, what: &str) -> MemoryFault {
+        MemoryFault {
+            address,
+            write: what.contains("write") || what.contains("atomic"),
+        }
+    }
+}
+
 /// One live buffer object.
 #[derive(Debug)]
 pub(crate) struct Alloc {

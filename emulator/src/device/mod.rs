@@ -20,15 +20,19 @@
 //!   after `MAP_MEMORY_TO_GPU` for that GPU (as GPUVM mappings work). Freeing memory a live
 //!   queue uses (ring, `amd_queue_t`) or the event page is `EBUSY`.
 //! - Queues: AQL compute only; each served by a thread running the core's packet processor
-//!   ([`hsa_core::processor`]), woken through [`KfdDriver::doorbell_rung`].
+//!   ([`hsa_core::processor`]) that watches the queue's doorbell (its word of the GPU's
+//!   doorbell page, which the user maps from `/dev/kfd`), its write index and its next
+//!   packet header, as a command processor does: nothing but memory tells it that packets
+//!   arrived (the polling policy is in the `queue` module's docs).
 //! - Kernel dispatches ([`ExecutionMode`]): by default the kernel's real machine code runs in
 //!   the GFX9 wave interpreter of [`crate::gfx9::exec`] when the GPU's ISA is gfx900,
 //!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
 //!   from GPU memory, the dispatch and queue pointers are the packet's and `amd_queue_t`'s
 //!   device addresses, and the work-groups run on several host threads. Otherwise (another
-//!   ISA, or an encoding the interpreter does not implement) the host implementation
-//!   registered for the kernel's symbol name ([`EmulatedKfd::register_kernel`]) runs instead,
-//!   when there is one. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
+//!   ISA) the host implementation registered for the packet's kernel object
+//!   ([`EmulatedKfd::register_kernel`]) runs instead, when there is one. The device knows no
+//!   symbols: a kernel is its kernel descriptor in GPU memory, and messages name it by its
+//!   registration's label or its kernel object. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
 //!   host implementations only.
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
@@ -37,7 +41,7 @@
 //! (`EINVAL`); a ring smaller than 1024 bytes is `EINVAL` (the kernel clamps it); ACQUIRE_VM is
 //! not required before allocating; SVM, CRIU and debugger ioctls are `ENOTTY`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock};
@@ -45,7 +49,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::gfx9::Gfx9Target;
-use hsa_core::platform::{HeapType, QueueErrorCallback};
+use hsa_core::platform::HeapType;
 use hsa_core::processor::PacketProcessor;
 use hsa_core::{error, Error, GpuVa, Status};
 use rustix::io::Errno;
@@ -73,7 +77,7 @@ pub use profile::{
 
 use events::{Event, EventPage, Events};
 use mem::{round_up_page, Backing, UserMemory, PAGE_BYTES};
-use memory::{Alloc, Allocs, Kind};
+use memory::{Alloc, Allocs, Kind, MemoryFault};
 use queue::{CpThread, QueueCtl};
 
 /// Size of a GPU's doorbell page on `/dev/kfd`, bytes: 1024 queues of one 64-bit doorbell
@@ -109,7 +113,7 @@ pub enum ExecutionMode {
     /// encoding the interpreter does not implement, a memory fault) stops the queue with the
     /// interpreter's error, never a host implementation. Only on a GPU whose ISA the
     /// interpreter does not run (gfx900, gfx90a, gfx942) does a host implementation
-    /// registered for the kernel's symbol name run instead, and each such dispatch says so on
+    /// registered for the kernel object run instead, and each such dispatch says so on
     /// stderr; without one the dispatch stops the queue with `INVALID_ISA`.
     #[default]
     Interpret,
@@ -117,7 +121,7 @@ pub enum ExecutionMode {
     /// interpreter does not run the dispatch stops the queue with `INVALID_ISA` even when a
     /// host implementation is registered. What `HSA_RT_EMULATION=interpret` asks for.
     InterpretOnly,
-    /// Run only host implementations registered by symbol name (a kernel without one stops
+    /// Run only host implementations registered by kernel object (a kernel without one stops
     /// the queue with `INVALID_PACKET_FORMAT`).
     HostOnly,
 }
@@ -228,6 +232,9 @@ pub(crate) struct Device {
     pub(crate) events: Mutex<Events>,
     pub(crate) events_cv: Condvar,
     queues: Mutex<BTreeMap<u32, QueueEntry>>,
+    /// The error each queue's CP stopped it with, by queue id: the device's own log (what
+    /// amdkfd and the GPU print to the kernel log), kept until a new queue takes the id.
+    queue_errors: Mutex<HashMap<u32, Error>>,
     pub(crate) kernels: RwLock<kernel::Kernels>,
     ioctls: AtomicU64,
     faults: Mutex<Vec<(u64, Errno)>>,
@@ -250,6 +257,65 @@ impl Device {
 
     fn gpu(&self, gpu_id: u32) -> Option<&Gpu> {
         self.gpus.iter().find(|g| g.gpu_id == gpu_id)
+    }
+
+    /// What the device does when its CP stopped queue `queue_id` (on GPU `gpu_id`) with
+    /// `error` — the processor has already stored the status into the queue's
+    /// `amd_queue_t.queue_inactive_signal`, as ROCR's CP firmware does:
+    /// - it keeps the error, with the detail the interpreter knows (kernel, instruction,
+    ///   address), in its own log ([`EmulatedKfd::queue_error`]), and prints it on stderr
+    ///   when `HSA_RT_LOG` is on (what the kernel log holds on a real machine);
+    /// - it sets the process's KFD events as amdkfd does: for a memory fault every
+    ///   `KFD_IOC_EVENT_MEMORY` event, with `kfd_hsa_memory_exception_data` (the faulting
+    ///   address, the GPU, `NotPresent` — the device has no read-only or non-executable
+    ///   pages —, or `imprecise` when the address is unknown; `kfd_signal_vm_fault_event`);
+    ///   for any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event, with
+    ///   `kfd_hsa_hw_exception_data` (the GPU, a per-engine reset caused by a hang, no memory
+    ///   lost: the queue's engine stopped, nothing else did; `kfd_signal_hw_exception_event`).
+    ///   A process that created no such event is told nothing more (amdkfd logs "got
+    ///   unhandled exception").
+    pub(crate) fn report_queue_error(
+        &self,
+        queue_id: u32,
+        gpu_id: u32,
+        error: &Error,
+        fault: Option<MemoryFault>,
+    ) {
+        if queue::log_enabled() {
+            eprintln!(
+                "hsa-rt: queue {queue_id} stopped with {}: {}",
+                error.status().c_name(),
+                error.detail()
+            );
+        }
+        lock(&self.queue_errors).insert(queue_id, error.clone());
+        let mut data = [0u8; 32];
+        let event_type = if error.status() == Status::MemoryFault {
+            let d = HsaMemoryExceptionData {
+                failure: MemoryExceptionFailure {
+                    not_present: u32::from(fault.is_some()),
+                    read_only: 0,
+                    no_execute: 0,
+                    imprecise: u32::from(fault.is_none()),
+                },
+                va: fault.map_or(0, |f| f.address),
+                gpu_id,
+                error_type: KFD_MEM_ERR_NO_RAS,
+            };
+            data.copy_from_slice(d.as_bytes());
+            KFD_IOC_EVENT_MEMORY
+        } else {
+            let d = HsaHwExceptionData {
+                reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+                reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+                memory_lost: 0,
+                gpu_id,
+            };
+            data[..16].copy_from_slice(d.as_bytes());
+            KFD_IOC_EVENT_HW_EXCEPTION
+        };
+        lock(&self.events).signal_type(event_type, data);
+        self.events_cv.notify_all();
     }
 }
 
@@ -367,6 +433,7 @@ impl EmulatedKfd {
                 events: Mutex::new(Events::default()),
                 events_cv: Condvar::new(),
                 queues: Mutex::new(BTreeMap::new()),
+                queue_errors: Mutex::new(HashMap::new()),
                 kernels: RwLock::new(kernel::Kernels::default()),
                 ioctls: AtomicU64::new(0),
                 faults: Mutex::new(Vec::new()),
@@ -450,53 +517,52 @@ impl EmulatedKfd {
         }
     }
 
-    /// Registers the host implementation of the kernel whose symbol is `symbol_name` (as the
-    /// loader reports it through [`EmulatedKfd::note_kernel_symbol`], e.g. `"vector_copy"` or
-    /// `"vector_copy.kd"`: both spellings are accepted). `f` runs once per work-group; replaces
-    /// an earlier registration of the same name.
-    pub fn register_kernel<F>(&self, symbol_name: &str, f: F)
+    /// Registers `f` as the host implementation of the kernel whose kernel object (the
+    /// device address of its 64-byte kernel descriptor: what a dispatch packet's
+    /// `kernel_object` holds, and what `Executable` symbol lookup returns for the kernel) is
+    /// `kernel_object`, replacing an earlier registration for it. `label` names the kernel in
+    /// the device's messages (e.g. `"vector_copy"`). `f` runs once per work-group. Register
+    /// after loading the code object: the device knows kernels by address only.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for a kernel object that is 0 or not 64-byte aligned
+    /// (AMDGPUUsage: kernel descriptors are 64-byte aligned).
+    pub fn register_kernel<F>(&self, kernel_object: GpuVa, label: &str, f: F) -> Result<(), Error>
     where
         F: Fn(&mut DispatchContext<'_>) -> Result<(), Error> + Send + Sync + 'static,
     {
-        let name = symbol_name.strip_suffix(".kd").unwrap_or(symbol_name);
+        if kernel_object.0 == 0 || kernel_object.0 % 64 != 0 {
+            return Err(error!(
+                Status::InvalidArgument,
+                "kernel object {:#x} is not the address of a kernel descriptor (0 or not \
+                 64-byte aligned)",
+                kernel_object.0
+            ));
+        }
         self.device
             .kernels
             .write()
             .unwrap_or_else(PoisonError::into_inner)
-            .by_name
-            .insert(name.to_owned(), Arc::new(f));
-    }
-
-    /// Records that `kernel_object` (the address of a kernel descriptor) is the kernel named
-    /// `name` (with or without the `.kd` suffix). The loader reports every loaded kernel.
-    pub fn note_kernel_symbol(&self, kernel_object: GpuVa, name: &str) {
-        let name = name.strip_suffix(".kd").unwrap_or(name);
-        self.device
-            .kernels
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .objects
-            .insert(kernel_object.0, name.to_owned());
-    }
-
-    /// Installs the error callback of queue `queue_id` (from CREATE_QUEUE): called once, on
-    /// the queue's processor thread, when the queue stops with an error (a malformed packet:
-    /// `INVALID_PACKET_FORMAT`; a kernel's bad access: `MEMORY_FAULT`; ...). An error that
-    /// happened before is delivered now, on the calling thread.
-    ///
-    /// # Errors
-    /// [`Status::InvalidQueue`] for an unknown queue id.
-    pub fn set_queue_error_callback(
-        &self,
-        queue_id: u32,
-        cb: QueueErrorCallback,
-    ) -> Result<(), Error> {
-        let ctl = lock(&self.device.queues)
-            .get(&queue_id)
-            .map(|q| q.ctl.clone())
-            .ok_or_else(|| error!(Status::InvalidQueue, "no emulated queue with id {queue_id}"))?;
-        ctl.set_callback(queue_id, cb);
+            .by_object
+            .insert(
+                kernel_object.0,
+                kernel::HostKernel {
+                    label: label.to_owned(),
+                    run: Arc::new(f),
+                },
+            );
         Ok(())
+    }
+
+    /// The error the device's command processor stopped queue `queue_id` with, with all the
+    /// detail it knows (the packet, the kernel, the instruction, the faulting address): the
+    /// device's own log, as the kernel log is on a real machine. The runtime learns of the
+    /// error the way amdkfd tells it — the queue's `queue_inactive_signal` and a KFD memory or
+    /// hardware-exception event, whose data carries the address and the GPU — so a tool that
+    /// wants the detail asks the device here. Kept after the queue is destroyed, until a new
+    /// queue takes the id; `None` when the queue did not stop with an error.
+    pub fn queue_error(&self, queue_id: u32) -> Option<Error> {
+        lock(&self.device.queue_errors).get(&queue_id).cloned()
     }
 
     fn gpu(&self, gpu_id: u32) -> Result<&Gpu, Errno> {
@@ -848,6 +914,7 @@ impl EmulatedKfd {
                     auto_reset: a.auto_reset != 0,
                     signaled: false,
                     slot: None,
+                    data: [0; 32],
                 },
             );
             a.event_id = id;
@@ -876,6 +943,7 @@ impl EmulatedKfd {
                 auto_reset: a.auto_reset != 0,
                 signaled: false,
                 slot: Some(slot),
+                data: [0; 32],
             },
         );
         a.event_id = slot;
@@ -917,21 +985,27 @@ impl EmulatedKfd {
         let deadline = (a.timeout != u32::MAX)
             .then(|| Instant::now() + Duration::from_millis(u64::from(a.timeout)));
         let mut ev = lock(&self.device.events);
+        // As kfd_wait_on_events: an unknown event is EINVAL before the wait; one destroyed
+        // during it ends the wait with KFD_IOC_WAIT_RESULT_FAIL and EIO.
+        if ids.iter().any(|id| !ev.table.contains_key(id)) {
+            return Err(Errno::INVAL);
+        }
         loop {
-            let mut fired = 0;
-            for &id in &ids {
+            let mut fired = Vec::new();
+            for (i, &id) in ids.iter().enumerate() {
                 if !ev.table.contains_key(&id) {
-                    return Err(Errno::INVAL);
+                    a.wait_result = KFD_IOC_WAIT_RESULT_FAIL;
+                    return Err(Errno::IO);
                 }
                 ev.poll_slot(id);
-                if ev.table.get(&id).is_some_and(|e| e.signaled) {
-                    fired += 1;
+                if let Some(e) = ev.table.get(&id).filter(|e| e.signaled) {
+                    fired.push((i, e.event_type, e.data));
                 }
             }
             let done = if a.wait_for_all != 0 {
-                fired == ids.len() && !ids.is_empty()
+                fired.len() == ids.len() && !ids.is_empty()
             } else {
-                fired > 0
+                !fired.is_empty()
             };
             if done {
                 for &id in &ids {
@@ -940,6 +1014,18 @@ impl EmulatedKfd {
                             e.signaled = false;
                         }
                     }
+                }
+                drop(ev);
+                // copy_signaled_event_data: the exception data of each memory or
+                // hardware-exception event that fired goes back into its entry's union.
+                for (i, event_type, data) in fired {
+                    let bytes = match event_type {
+                        KFD_IOC_EVENT_MEMORY => &data[..],
+                        KFD_IOC_EVENT_HW_EXCEPTION => &data[..16],
+                        _ => continue,
+                    };
+                    let at = a.events_ptr + (i * size_of::<EventData>()) as u64;
+                    self.device.user.write(at, bytes)?;
                 }
                 a.wait_result = KFD_IOC_WAIT_RESULT_COMPLETE;
                 return Ok(());
@@ -1010,10 +1096,18 @@ impl EmulatedKfd {
         // The kernel's dispatch and queue pointers are device addresses, not the device's
         // own view of the memory the consumer reads through.
         processor.set_device_addresses(GpuVa(a.ring_base_address), GpuVa(amd_queue));
+        // The queue's doorbell: 8 bytes at `qid * 8` of the GPU's doorbell page, the offset
+        // CREATE_QUEUE returns below.
+        let doorbell = gpu
+            .doorbells
+            .region()
+            .sub(u64::from(qid) * 8, 8)
+            .ok_or(Errno::NOSPC)?;
         let cp = CpThread {
             device: self.device.clone(),
             ctl: ctl.clone(),
             processor,
+            doorbell,
             queue_id: qid,
             gpu_id: gpu.gpu_id,
             lds_bytes: gpu.lds_bytes,
@@ -1040,6 +1134,7 @@ impl EmulatedKfd {
                 thread: Some(thread),
             },
         );
+        lock(&self.device.queue_errors).remove(&qid);
         a.queue_id = qid;
         a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
         Ok(())
@@ -1163,9 +1258,9 @@ impl EmulatedKfd {
 // The implementation safety of KfdDriver: every pointer inside an argument (device-id, event,
 // aperture and CU-mask arrays, the USERPTR address) is only copied through /proc/self/mem
 // (`UserMemory`), for at most the bytes the argument's counts give (EFAULT when unmapped, never
-// a fault), and the apertures are written for at most `num_of_nodes` entries; queue memory is
-// reached only inside allocations mapped to the GPU (`device_region`), USERPTR memory only
-// inside the registered range; mmap maps at exactly the given address or where the kernel picks.
+// a fault), and the apertures and events are written for at most `num_of_nodes` and
+// `num_events` entries; queue memory is reached only inside allocations mapped to the GPU
+// (`device_region`), USERPTR memory only inside the registered range; mmap maps at exactly the given address or where the kernel picks.
 #[allow(unsafe_code)]
 impl KfdDriver for EmulatedKfd {
     fn name(&self) -> &str {
@@ -1180,9 +1275,11 @@ impl KfdDriver for EmulatedKfd {
     ///   `min(num_of_nodes, number of GPUs)` entries for the call, or not mapped (`EFAULT`);
     /// - a `USERPTR` address is valid as the table says until FREE, or not mapped (`EFAULT`:
     ///   its pages are probed through `/proc/self/mem`);
-    /// - nothing else: the pointers this device only reads (device-id arrays, `WAIT_EVENTS`'
-    ///   events, of which it writes nothing back, CU masks) are read through `/proc/self/mem`
-    ///   whatever they hold; a queue's ring and `amd_queue_t` are used only inside allocations
+    /// - nothing else: the pointers this device only reads (device-id arrays, CU masks) are
+    ///   read through `/proc/self/mem` whatever they hold, and so are `WAIT_EVENTS`' events,
+    ///   into whose entries it writes back (the exception data of memory and
+    ///   hardware-exception events that fired, the 32-byte union at the start of each entry)
+    ///   through `/proc/self/mem` too, `EFAULT` when unmapped; a queue's ring and `amd_queue_t` are used only inside allocations
     ///   mapped to its GPU (`EINVAL`/`EFAULT` otherwise), which cannot be freed while the queue
     ///   lives (`EBUSY`); the other addresses (`UPDATE_QUEUE`'s ring, which must not change,
     ///   EOP and save areas, scratch, `r_debug`) are not used.
@@ -1218,25 +1315,6 @@ impl KfdDriver for EmulatedKfd {
                 MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
                 MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
             }
-        }
-    }
-
-    fn register_kernel_symbol(&self, kernel_object: u64, name: &str) {
-        self.note_kernel_symbol(GpuVa(kernel_object), name);
-    }
-
-    fn set_queue_error_callback(&self, queue_id: u32, callback: QueueErrorCallback) {
-        // The queue was just created by this driver, so the id is known; an unknown id can
-        // only mean it was destroyed meanwhile, when there is nothing left to report.
-        let _ = EmulatedKfd::set_queue_error_callback(self, queue_id, callback);
-    }
-
-    fn doorbell_rung(&self, queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {
-        let ctl = lock(&self.device.queues)
-            .get(&queue_id)
-            .map(|q| q.ctl.clone());
-        if let Some(ctl) = ctl {
-            ctl.kick();
         }
     }
 }

@@ -1,51 +1,66 @@
 //! The emulated command processor: one thread per compute queue running the core's
-//! [`PacketProcessor`] against the queue's ring, woken by the doorbell. Kernel dispatches run
-//! in the GFX9 interpreter or a host implementation, as [`ExecutionMode`] says.
+//! [`PacketProcessor`] against the queue's ring. Kernel dispatches run in the GFX9
+//! interpreter or a host implementation, as [`ExecutionMode`] says.
+//!
+//! Nobody tells it that packets arrived: like a CP it watches what a producer writes — the
+//! queue's doorbell (the 64-bit word of the GPU's doorbell page that ROCR, and our producer,
+//! store the packet index to), the write index (`amd_queue_t.write_dispatch_id`, the CP's
+//! write-pointer poll address of CREATE_QUEUE) and the header of the next slot. The policy,
+//! and its cost:
+//!
+//! - after activity (packets processed, or the doorbell or write index moved) it polls those
+//!   words in a spin loop for [`IDLE_SPIN`]: a producer that rings again within that window
+//!   is seen within a few hundred nanoseconds, with no system call on either side (the
+//!   dispatch round trip of B4). That costs up to [`IDLE_SPIN`] of one core per burst;
+//! - then it sleeps between polls, [`POLL_MIN`] at first, doubling up to [`POLL_MAX`]: an
+//!   idle queue costs about `1 s / POLL_MAX` wake-ups per second (a few microseconds of CPU
+//!   each, well under 1 % of a core), and the first packet after a long idle period waits at
+//!   most [`POLL_MAX`];
+//! - a queue whose barrier packet waits for a dependency polls every [`BLOCKED_POLL`];
+//! - destroying the queue wakes the thread at once (the device's own condition variable, not
+//!   a doorbell).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
-use hsa_core::platform::QueueErrorCallback;
 use hsa_core::processor::{
     AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress,
 };
+use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
-use hsa_core::{error, Error, GpuVa, QueueId, Status};
+use hsa_core::{error, Error, GpuVa, Status};
 
-use super::memory::Allocs;
+use super::mem::Region;
+use super::memory::{Allocs, MemoryFault};
 use super::{interp, kernel, Device, ExecutionMode};
 use crate::gfx9::Gfx9Target;
 
-/// How long an idle processor sleeps before looking at its ring again without a doorbell.
-const IDLE_POLL: Duration = Duration::from_millis(20);
-/// How long a processor that ran out of packets keeps polling its ring before it sleeps, as
-/// a hardware CP polls: a doorbell rung meanwhile costs no wake-up (no futex syscall on
-/// either side, no scheduler latency). Burns at most this much CPU after each batch.
-const IDLE_SPIN: Duration = Duration::from_micros(50);
+/// How long the processor polls its doorbell, write index and next header in a spin loop
+/// after activity, before it sleeps between polls. Burns at most this much CPU per burst.
+pub(crate) const IDLE_SPIN: Duration = Duration::from_micros(50);
+/// The first sleep between two polls once the spin phase is over.
+pub(crate) const POLL_MIN: Duration = Duration::from_micros(50);
+/// The longest sleep between two polls of an idle queue: the most a packet waits after a
+/// long idle period.
+pub(crate) const POLL_MAX: Duration = Duration::from_millis(1);
 /// How long a processor blocked on a barrier waits before re-checking the dependencies.
 const BLOCKED_POLL: Duration = Duration::from_micros(100);
 
-#[derive(Default)]
-struct CtlState {
-    callback: Option<QueueErrorCallback>,
-    pending: Option<Error>,
-}
-
-/// Wake-up and error-reporting state shared by a queue's thread and the device.
+/// Stop and wake-up state shared by a queue's thread and the device.
 #[derive(Default)]
 pub(crate) struct QueueCtl {
     kick: AtomicU32,
     sleeping: AtomicBool,
     pub(crate) stop: AtomicBool,
-    state: Mutex<CtlState>,
+    state: Mutex<()>,
     cv: Condvar,
 }
 
 impl QueueCtl {
-    /// The doorbell: wakes the processor if it sleeps. Never blocks for long (a mutex taken
-    /// only to pair with a sleeper).
+    /// Wakes the processor if it sleeps (the device does, to stop it). Never blocks for long
+    /// (a mutex taken only to pair with a sleeper).
     pub(crate) fn kick(&self) {
         // SeqCst with the sleeper's SeqCst store of `sleeping` and load of `kick`: either it
         // sees the new kick and does not sleep, or we see `sleeping` and notify under the lock.
@@ -64,44 +79,11 @@ impl QueueCtl {
         }
         self.sleeping.store(false, Ordering::SeqCst);
     }
-
-    /// Installs the error callback; delivers an error that came before it.
-    pub(crate) fn set_callback(&self, queue_id: u32, cb: QueueErrorCallback) {
-        let pending = {
-            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            s.callback = Some(cb);
-            s.pending.take()
-        };
-        if let Some(e) = pending {
-            (cb.func)(&e, QueueId(queue_id), cb.data);
-        }
-    }
-
-    fn deliver(&self, queue_id: u32, e: Error) {
-        if log_enabled() {
-            eprintln!(
-                "hsa-rt: queue {queue_id} stopped with {}: {}",
-                e.status().c_name(),
-                e.detail()
-            );
-        }
-        let cb = {
-            let mut s = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-            match s.callback {
-                Some(cb) => cb,
-                None => {
-                    s.pending = Some(e);
-                    return;
-                }
-            }
-        };
-        (cb.func)(&e, QueueId(queue_id), cb.data);
-    }
 }
 
 /// Whether `HSA_RT_LOG` asks for log output ([`hsa_linux::env::switch`]; a bad value, which
 /// `hsa_init` and the tools report, reads as off here).
-fn log_enabled() -> bool {
+pub(crate) fn log_enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| hsa_linux::env::switch(hsa_linux::env::LOG_ENV).unwrap_or(false))
 }
@@ -111,24 +93,84 @@ pub(crate) struct CpThread {
     pub(crate) device: Arc<Device>,
     pub(crate) ctl: Arc<QueueCtl>,
     pub(crate) processor: PacketProcessor,
+    /// The queue's doorbell: its 8 bytes of the GPU's doorbell page (live as long as the
+    /// device, which this thread holds).
+    pub(crate) doorbell: Region,
     pub(crate) queue_id: u32,
     pub(crate) gpu_id: u32,
     pub(crate) lds_bytes: u32,
 }
 
+/// What a producer last wrote that the processor watches: the doorbell and the write index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Watched {
+    doorbell: u64,
+    write_index: u64,
+}
+
 impl CpThread {
+    fn watched(&self, ring: &Ring) -> Watched {
+        Watched {
+            // Acquire pairs with the producer's Release store of the doorbell (after the
+            // packet's header store).
+            doorbell: self
+                .doorbell
+                .atomic_u64(0)
+                .map_or(0, |w| w.load(Ordering::Acquire)),
+            write_index: ring.write_index().load(Ordering::Acquire),
+        }
+    }
+
+    /// Whether the slot at the read index holds a packet (its header is no longer INVALID).
+    fn next_packet_ready(&self, ring: &Ring) -> bool {
+        let read = self.processor.read_index();
+        ring.header_word(read).load(Ordering::Acquire) & 0xff != INVALID_HEADER_WORD & 0xff
+    }
+
+    /// Waits until a producer did something: the doorbell or the write index moved, or the
+    /// next slot holds a packet (see the module docs for the policy). `activity` is when the
+    /// last activity was seen; `watched` what was seen then. Returns early when the queue is
+    /// being stopped.
+    fn wait_for_work(&self, ring: &Ring, watched: &mut Watched, activity: &mut Instant) {
+        let mut sleep = POLL_MIN;
+        loop {
+            let kicks = self.ctl.kick.load(Ordering::SeqCst);
+            if self.ctl.stop.load(Ordering::SeqCst) {
+                return;
+            }
+            let now = self.watched(ring);
+            if now != *watched {
+                *watched = now;
+                *activity = Instant::now();
+                return;
+            }
+            if self.next_packet_ready(ring) {
+                return;
+            }
+            if activity.elapsed() < IDLE_SPIN {
+                for _ in 0..32 {
+                    std::hint::spin_loop();
+                }
+                continue;
+            }
+            self.ctl.sleep(kicks, sleep);
+            sleep = (sleep * 2).min(POLL_MAX);
+        }
+    }
+
     /// The thread body: process until stopped.
     pub(crate) fn run(mut self) {
         let mut stopped = false;
-        // When the ring last went idle after processing (the spin phase's start).
-        let mut idle_since: Option<std::time::Instant> = None;
+        let ring = *self.processor.ring();
+        let mut watched = self.watched(&ring);
+        let mut activity = Instant::now();
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
             if stopped {
                 self.ctl.sleep(seen, Duration::from_secs(1));
                 continue;
             }
-            let progress = {
+            let (progress, fault) = {
                 let allocs = self
                     .device
                     .allocs
@@ -142,26 +184,24 @@ impl CpThread {
                     lds_bytes: self.lds_bytes,
                     target: gpu.and_then(|g| g.target),
                     isa: gpu.map_or("unknown", |g| g.isa.as_str()),
+                    fault: std::cell::Cell::new(None),
                 };
-                self.processor.process(&host, 64)
+                let progress = self.processor.process(&host, 64);
+                (progress, host.fault.get())
             };
             match progress {
-                Progress::Processed(_) => idle_since = Some(std::time::Instant::now()),
-                Progress::Idle if idle_since.is_some_and(|t| t.elapsed() < IDLE_SPIN) => {
-                    for _ in 0..32 {
-                        std::hint::spin_loop();
-                    }
+                Progress::Processed(_) => {
+                    activity = Instant::now();
+                    watched = self.watched(&ring);
                 }
-                Progress::Idle => {
-                    idle_since = None;
-                    self.ctl.sleep(seen, IDLE_POLL);
-                }
+                Progress::Idle => self.wait_for_work(&ring, &mut watched, &mut activity),
                 Progress::Blocked => self.ctl.sleep(seen, BLOCKED_POLL),
                 Progress::Stopped(e) => {
                     stopped = true;
-                    // Delivered here, after the allocation lock is released, so the callback
-                    // may call back into the device.
-                    self.ctl.deliver(self.queue_id, e);
+                    // Reported here, after the allocation lock is released: the queue's
+                    // inactive signal already holds the status (the processor stored it).
+                    self.device
+                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault);
                 }
             }
         }
@@ -177,42 +217,44 @@ struct CpHost<'a> {
     lds_bytes: u32,
     target: Option<Gfx9Target>,
     isa: &'a str,
+    /// The access that faulted, when a kernel stopped the queue with a memory fault.
+    fault: std::cell::Cell<Option<MemoryFault>>,
 }
 
 impl CpHost<'_> {
     /// Runs the host implementation registered for the kernel.
     fn run_host(&self, dispatch: &KernelDispatch) -> hsa_core::Result<()> {
-        let (name, f) = self
+        let k = self
             .device
             .kernels
             .read()
             .unwrap_or_else(PoisonError::into_inner)
             .lookup(dispatch.kernel_object)?;
         kernel::run(
-            &f,
-            &name,
+            &k.run,
+            &k.label,
             dispatch,
             self.allocs,
             self.gpu_id,
             self.lds_bytes,
+            &self.fault,
         )?;
         self.device.stats.host.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
-    /// The kernel's symbol name when the loader reported one, and whether a host
-    /// implementation is registered for it.
-    fn symbol(&self, dispatch: &KernelDispatch) -> (Option<String>, bool) {
+    /// How messages name the dispatch's kernel (its registration's label, or its kernel
+    /// object), and whether a host implementation is registered for it.
+    fn kernel_label(&self, dispatch: &KernelDispatch) -> (String, bool) {
         let kernels = self
             .device
             .kernels
             .read()
             .unwrap_or_else(PoisonError::into_inner);
-        let name = kernels.objects.get(&dispatch.kernel_object.0).cloned();
-        let host = name
-            .as_ref()
-            .is_some_and(|n| kernels.by_name.contains_key(n));
-        (name, host)
+        (
+            kernels.label(dispatch.kernel_object),
+            kernels.by_object.contains_key(&dispatch.kernel_object.0),
+        )
     }
 }
 
@@ -221,11 +263,7 @@ impl ProcessorHost for CpHost<'_> {
         if self.device.mode() == ExecutionMode::HostOnly {
             return self.run_host(dispatch);
         }
-        let (name, has_host) = self.symbol(dispatch);
-        let label = match &name {
-            Some(n) => format!("kernel {n}"),
-            None => format!("kernel object {:#x}", dispatch.kernel_object.0),
-        };
+        let (label, has_host) = self.kernel_label(dispatch);
         let Some(target) = self.target else {
             if self.device.mode() == ExecutionMode::InterpretOnly {
                 return Err(error!(
@@ -272,12 +310,15 @@ impl ProcessorHost for CpHost<'_> {
                 c.interpreted.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             }
-            interp::Outcome::Failed(e) => Err(error!(
-                e.status(),
-                "{label} on {}: {}",
-                target.name(),
-                e.detail()
-            )),
+            interp::Outcome::Failed(e, fault) => {
+                self.fault.set(fault);
+                Err(error!(
+                    e.status(),
+                    "{label} on {}: {}",
+                    target.name(),
+                    e.detail()
+                ))
+            }
         }
     }
 
@@ -344,6 +385,7 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn report_error(&self, _error: &Error) {
-        // The thread delivers the error from Progress::Stopped once the lock is released.
+        // The thread reports the error (log, KFD events) from Progress::Stopped, once the
+        // allocation lock is released.
     }
 }

@@ -4,14 +4,14 @@
 //! ([`calls::create_queue`]), inside `create_queue`, whose own contract covers it.
 #![allow(unsafe_code)]
 
-use std::ptr::NonNull;
-
+use hsa_core::abi::queue::AmdQueue;
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
     NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
+use std::mem::offset_of;
 use zerocopy::IntoBytes;
 
 use super::*;
@@ -25,6 +25,7 @@ use crate::kfd::driver::MapTarget;
 // behind mutexes and the driver is Send + Sync, so every method may run from any thread.
 unsafe impl Platform for LinuxPlatform {
     type Error = Error;
+    type Doorbell = KfdDoorbell;
 
     fn device_name(&self) -> &str {
         self.driver.name()
@@ -149,7 +150,7 @@ unsafe impl Platform for LinuxPlatform {
     /// node, a GPU before gfx9 (32-bit doorbells), a ring size that is not a power of two in
     /// `1024..=2^31` bytes, or a node whose CU counts are missing; the failing ioctl's or
     /// allocation's error.
-    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue, Error> {
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<KfdDoorbell>, Error> {
         let QueueKind::ComputeAql = request.kind;
         let Some(props) = self.node_by_id(request.node) else {
             bail!(
@@ -236,8 +237,7 @@ unsafe impl Platform for LinuxPlatform {
             let at = cwsr.gpu_va.0 + u64::from(xcc) * u64::from(sizes.ctx_save_restore_bytes);
             self.process.va.write(at, h.as_bytes());
         }
-        let mut rec = QueueRecord {
-            doorbell: 0,
+        let rec = QueueRecord {
             eop,
             cwsr: Some(cwsr),
         };
@@ -275,13 +275,14 @@ unsafe impl Platform for LinuxPlatform {
         }
         let mask = DOORBELL_PAGE_BYTES - 1;
         let within = a.doorbell_offset & mask;
-        let page_va = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
-            Ok(va) if within % 8 == 0 => va,
+        let page = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
+            Ok(page) if within % 8 == 0 && within + 8 <= page.len_bytes() => page,
             r => {
                 let e = r.err().unwrap_or_else(|| {
                     error!(
                         Status::Error,
-                        "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned",
+                        "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned \
+                         inside the doorbell page",
                         a.doorbell_offset
                     )
                 });
@@ -300,30 +301,41 @@ unsafe impl Platform for LinuxPlatform {
                 return Err(e);
             }
         };
-        rec.doorbell = page_va + within;
-        let doorbell = rec.doorbell;
+        let doorbell = KfdDoorbell {
+            page,
+            offset: within,
+        };
         lock(&self.state).queues.insert(a.queue_id, rec);
-        // Without a callback the error is printed and the process aborts, as ROCR does.
-        let callback = request.on_error.unwrap_or(QueueErrorCallback {
-            func: abort_on_queue_error,
-            data: 0,
-        });
-        self.driver.set_queue_error_callback(a.queue_id, callback);
+        if let Some(m) = &self.monitor {
+            // Without a callback the error is printed and the process aborts, as ROCR does.
+            let callback = request.on_error.unwrap_or(QueueErrorCallback {
+                func: abort_on_queue_error,
+                data: 0,
+            });
+            // The handle the core put into amd_queue_t.queue_inactive_signal (0: none).
+            let at = request.amd_queue.0 + offset_of!(AmdQueue, queue_inactive_signal) as u64;
+            let inactive_signal = self.process.va.load_u64_acquire(at).unwrap_or(0);
+            m.watch(
+                a.queue_id,
+                super::monitor::WatchedQueue {
+                    gpu_id: gpu.gpu_id,
+                    inactive_signal,
+                    callback,
+                    reported: false,
+                },
+            );
+        }
         Ok(HwQueue {
             id: QueueId(a.queue_id),
-            doorbell_address: doorbell,
+            doorbell_address: doorbell.address(),
+            doorbell,
         })
     }
 
-    fn ring_doorbell(&self, queue: QueueId, write_index: u64) {
-        let Some(doorbell) = lock(&self.state).queues.get(&queue.0).map(|q| q.doorbell) else {
-            return;
-        };
-        if self.process.va.store_u64_release(doorbell, write_index) {
-            if let Some(p) = NonNull::new(doorbell as *mut u64) {
-                self.driver.doorbell_rung(queue.0, p, write_index);
-            }
-        }
+    /// One release store of `write_index` to the queue's doorbell word ([`KfdDoorbell`]):
+    /// the device (the GPU's command processor, or the emulated one) watches that word.
+    fn ring_doorbell(&self, doorbell: &KfdDoorbell, write_index: u64) {
+        doorbell.ring(write_index);
     }
 
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
@@ -331,6 +343,8 @@ unsafe impl Platform for LinuxPlatform {
             .queues
             .remove(&queue.0)
             .ok_or_else(|| error!(Status::InvalidQueue, "no queue with id {}", queue.0))?;
+        // The monitor stops reading the queue's inactive signal before the caller may free it.
+        let watched = self.monitor.as_ref().and_then(|m| m.unwatch(queue.0));
         let mut d = DestroyQueueArgs {
             queue_id: queue.0,
             pad: 0,
@@ -339,13 +353,17 @@ unsafe impl Platform for LinuxPlatform {
         // write them) so that a later destroy, at the latest the platform's drop, retries.
         if let Err(e) = call(&*self.driver, &mut d) {
             lock(&self.state).queues.insert(queue.0, rec);
+            if let (Some(m), Some(w)) = (&self.monitor, watched) {
+                m.watch(queue.0, w);
+            }
             return Err(e);
         }
         self.free_queue_buffers(&rec);
         Ok(())
     }
 
-    /// A KFD signal event, auto-reset. The first event hands KFD the event page: a 32 KiB
+    /// A KFD signal event, auto-reset. The process's first event (on a machine with GPUs the
+    /// queue-error monitor's memory event, made at open) hands KFD the event page: a 32 KiB
     /// uncached GTT buffer object (amdkfd maps it into the kernel, which it refuses for
     /// USERPTR memory), mapped for the host from the render node and to every GPU (so the GPU
     /// can write mailboxes), its handle in `event_page_offset` (libhsakmt's dGPU path);
@@ -355,55 +373,7 @@ unsafe impl Platform for LinuxPlatform {
     /// [`Status::OutOfResources`] when KFD has no more events (`ENOSPC`... mapped by
     /// [`crate::kfd::status_for_errno`]) or the page cannot be allocated.
     fn create_event(&self) -> Result<Event, Error> {
-        let mut page = lock(&self.process.event_page);
-        let mut new_chunk = None;
-        let mut a = CreateEventArgs {
-            event_type: KFD_IOC_EVENT_SIGNAL,
-            auto_reset: 1,
-            ..CreateEventArgs::default()
-        };
-        if page.is_none() && !self.gpus.is_empty() {
-            let c = self.alloc_chunk(
-                Some(self.gpus[0].gpu_id),
-                KfdPlacement::Gtt,
-                EVENT_PAGE_BYTES,
-                4096,
-                MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,
-                &self.all_gpu_ids(),
-            )?;
-            a.event_page_offset = c.handle;
-            new_chunk = Some(c);
-        }
-        if let Err(e) = call(&*self.driver, &mut a) {
-            if let Some(c) = new_chunk {
-                let _ = self.free_chunk(c.gpu_va.0);
-            }
-            return Err(e);
-        }
-        if let Some(c) = new_chunk {
-            *page = Some(super::process::EventPage { va: c.gpu_va.0 });
-        } else if page.is_none() && a.event_page_offset != 0 {
-            let len = EVENT_PAGE_BYTES.max(self.process.va.page_bytes());
-            if let Some(va) = self.process.va.carve(len, self.process.va.page_bytes()) {
-                match self.process.va.map_from_driver(
-                    va,
-                    &*self.driver,
-                    MapTarget::Kfd,
-                    a.event_page_offset,
-                ) {
-                    Ok(()) => *page = Some(super::process::EventPage { va }),
-                    Err(_) => {
-                        let _ = self.process.va.release(va);
-                    }
-                }
-            }
-        }
-        let mailbox = match *page {
-            Some(p) if a.event_slot_index < KFD_SIGNAL_EVENT_LIMIT => {
-                p.va + u64::from(a.event_slot_index) * 8
-            }
-            _ => 0,
-        };
+        let (a, mailbox) = self.create_kfd_event(KFD_IOC_EVENT_SIGNAL)?;
         lock(&self.state).events.insert(a.event_id);
         Ok(Event {
             id: EventId(a.event_id),
@@ -473,15 +443,80 @@ unsafe impl Platform for LinuxPlatform {
     fn xnack_enabled(&self) -> bool {
         self.xnack
     }
+}
 
-    fn register_kernel_symbol(&self, kernel_object: GpuVa, name: &str) {
-        self.driver.register_kernel_symbol(kernel_object.0, name);
+impl LinuxPlatform {
+    /// `CREATE_EVENT` of an auto-reset event of `event_type`; the first event of the process
+    /// hands KFD the event page (see [`Platform::create_event`]). Returns the reply and the
+    /// event's mailbox address (0 unless a signal event with a slot in a mapped page).
+    ///
+    /// # Errors
+    /// As [`Platform::create_event`].
+    pub(super) fn create_kfd_event(
+        &self,
+        event_type: u32,
+    ) -> Result<(CreateEventArgs, u64), Error> {
+        let mut page = lock(&self.process.event_page);
+        let mut new_chunk = None;
+        let mut a = CreateEventArgs {
+            event_type,
+            auto_reset: 1,
+            ..CreateEventArgs::default()
+        };
+        if page.is_none() && !self.gpus.is_empty() {
+            let c = self.alloc_chunk(
+                Some(self.gpus[0].gpu_id),
+                KfdPlacement::Gtt,
+                EVENT_PAGE_BYTES,
+                4096,
+                MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,
+                &self.all_gpu_ids(),
+            )?;
+            a.event_page_offset = c.handle;
+            new_chunk = Some(c);
+        }
+        if let Err(e) = call(&*self.driver, &mut a) {
+            if let Some(c) = new_chunk {
+                let _ = self.free_chunk(c.gpu_va.0);
+            }
+            return Err(e);
+        }
+        if let Some(c) = new_chunk {
+            *page = Some(super::process::EventPage { va: c.gpu_va.0 });
+        } else if page.is_none() && a.event_page_offset != 0 {
+            let len = EVENT_PAGE_BYTES.max(self.process.va.page_bytes());
+            if let Some(va) = self.process.va.carve(len, self.process.va.page_bytes()) {
+                match self.process.va.map_from_driver(
+                    va,
+                    &*self.driver,
+                    MapTarget::Kfd,
+                    a.event_page_offset,
+                ) {
+                    Ok(()) => *page = Some(super::process::EventPage { va }),
+                    Err(_) => {
+                        let _ = self.process.va.release(va);
+                    }
+                }
+            }
+        }
+        let mailbox = match *page {
+            Some(p)
+                if event_type == KFD_IOC_EVENT_SIGNAL
+                    && a.event_slot_index < KFD_SIGNAL_EVENT_LIMIT =>
+            {
+                p.va + u64::from(a.event_slot_index) * 8
+            }
+            _ => 0,
+        };
+        Ok((a, mailbox))
     }
 }
 
 /// The error policy of a queue created without an error callback: the error is printed on
-/// stderr with its full detail and the process aborts, as ROCR does for a queue error nobody
-/// listens to (a waiter on the queue's signals would otherwise wait forever).
+/// stderr with what amdkfd reported (the status, the event data) and the process aborts, as
+/// ROCR does for a queue error nobody listens to (a waiter on the queue's signals would
+/// otherwise wait forever). The device's own detail is in its log (the kernel log; the
+/// emulated device's with `HSA_RT_LOG=1`).
 fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
     eprintln!(
         "hsa-rt: queue {} stopped with {}: {}\nhsa-rt: the queue has no error callback; \

@@ -26,8 +26,9 @@ pub(crate) struct EventPage {
 /// The per-process state of one driver, shared by the platforms opened on it.
 #[derive(Debug)]
 pub(crate) struct KfdProcess {
-    /// The address reservation every buffer object of the process lives in.
-    pub(crate) va: VaSpace,
+    /// The address reservation every buffer object of the process lives in (shared with the
+    /// doorbell pages' [`crate::kfd::ioctl::OwnedMapping`]s, which may outlive the platform).
+    pub(crate) va: Arc<VaSpace>,
     /// The event page, once the first CREATE_EVENT handed it over; held across that call.
     pub(crate) event_page: Mutex<Option<EventPage>>,
 }
@@ -56,7 +57,7 @@ pub(crate) fn process_of(
         return Ok(p.clone());
     }
     let p = Arc::new(KfdProcess {
-        va: reserve()?,
+        va: Arc::new(reserve()?),
         event_page: Mutex::new(None),
     });
     all.push((Arc::downgrade(driver), p.clone()));

@@ -559,6 +559,22 @@ pub const KFD_IOC_WAIT_RESULT_TIMEOUT: u32 = 1;
 pub const KFD_IOC_WAIT_RESULT_FAIL: u32 = 2;
 /// Most signal events a process may have (slots in the event page).
 pub const KFD_SIGNAL_EVENT_LIMIT: u32 = 4096;
+/// `kfd_hsa_hw_exception_data.reset_type`: the whole GPU was reset.
+pub const KFD_HW_EXCEPTION_WHOLE_GPU_RESET: u32 = 0;
+/// `kfd_hsa_hw_exception_data.reset_type`: one engine was reset.
+pub const KFD_HW_EXCEPTION_PER_ENGINE_RESET: u32 = 1;
+/// `kfd_hsa_hw_exception_data.reset_cause`: the GPU hung.
+pub const KFD_HW_EXCEPTION_GPU_HANG: u32 = 0;
+/// `kfd_hsa_hw_exception_data.reset_cause`: an uncorrectable ECC error.
+pub const KFD_HW_EXCEPTION_ECC: u32 = 1;
+/// `kfd_hsa_memory_exception_data.ErrorType`: no RAS error (a plain page fault).
+pub const KFD_MEM_ERR_NO_RAS: u32 = 0;
+/// `kfd_hsa_memory_exception_data.ErrorType`: SRAM ECC error.
+pub const KFD_MEM_ERR_SRAM_ECC: u32 = 1;
+/// `kfd_hsa_memory_exception_data.ErrorType`: poison consumed.
+pub const KFD_MEM_ERR_POISON_CONSUMED: u32 = 2;
+/// `kfd_hsa_memory_exception_data.ErrorType`: a GPU hang not attributable to a cause.
+pub const KFD_MEM_ERR_GPU_HANG: u32 = 3;
 
 /// Memory type: device VRAM.
 pub const KFD_IOC_ALLOC_MEM_FLAGS_VRAM: u32 = 1 << 0;

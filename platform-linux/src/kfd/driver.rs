@@ -108,12 +108,6 @@ pub trait KfdDriver: Send + Sync + 'static {
         addr: Option<NonNull<u8>>,
     ) -> Result<NonNull<u8>, Errno>;
 
-    /// Called after the backend stored a new write index to a queue's doorbell. Hardware needs
-    /// nothing more (the MMIO store is the doorbell); a software device wakes its packet
-    /// processor. Never blocks. Emulator-only seam, to be removed (issue 18): a device should
-    /// watch the doorbell and write index as the CP does.
-    fn doorbell_rung(&self, _queue_id: u32, _doorbell: NonNull<u64>, _value: u64) {}
-
     /// The file descriptor number of the render node `/dev/dri/renderD<minor>` of the GPU with
     /// this `gpu_id`, for `AMDKFD_IOC_ACQUIRE_VM.drm_fd` (the real driver opens it on first
     /// use and keeps it open). A driver without DRM files keeps this default, `-1`, and
@@ -124,25 +118,5 @@ pub trait KfdDriver: Send + Sync + 'static {
     /// no such node; `ENODEV`: unknown `gpu_id`).
     fn render_node_fd(&self, _gpu_id: u32) -> Result<i32, Errno> {
         Ok(-1)
-    }
-
-    /// Told by the backend for every kernel the loader loads: its kernel object (the device
-    /// address of its kernel descriptor) and its symbol name, as ROCR reports loaded code
-    /// objects to tools. Hardware needs nothing; a software device uses it to find the host
-    /// implementation of a kernel. Never fails. Emulator-only seam, to be removed (issue 18):
-    /// a device should find kernels from the kernel descriptors in the memory it maps.
-    fn register_kernel_symbol(&self, _kernel_object: u64, _name: &str) {}
-
-    /// Told by the backend right after CREATE_QUEUE succeeded: the callback to call once when
-    /// the queue's packet processor stops with an error. On hardware the error arrives as a
-    /// KFD hardware-exception event instead (not wired yet); a software device calls it from
-    /// its packet processor. Never fails. Emulator-only seam, to be removed (issue 18): errors
-    /// should arrive as amdkfd reports them (hardware-exception and memory events,
-    /// `queue_inactive_signal`).
-    fn set_queue_error_callback(
-        &self,
-        _queue_id: u32,
-        _callback: hsa_core::platform::QueueErrorCallback,
-    ) {
     }
 }

@@ -5,9 +5,12 @@
 //!   `rustix::mm`.
 //! - [`VaSpace`]: the process's reserved GPU/CPU virtual address range (an anonymous
 //!   `PROT_NONE` mapping) carved into chunks, each backed by anonymous host memory or by a
-//!   driver mapping; the checked host stores (doorbells, zeroing, headers) go through it so
-//!   that no store reaches memory the backend does not own, and driver mappings at an
-//!   address ([`VaSpace::map_from_driver`]) land only on ranges it owns.
+//!   driver mapping; the checked host stores (zeroing, headers) go through it so that no
+//!   store reaches memory the backend does not own, and driver mappings at an address
+//!   ([`VaSpace::map_from_driver`]) land only on ranges it owns.
+//! - [`OwnedMapping`]: a driver mapping of the space that the value owns (nobody can release
+//!   or remap it while it lives), so its words take atomic stores without a lock: the
+//!   doorbell pages, rung once per packet batch.
 //!
 //! The typed, safe way to issue an ioctl is [`super::calls`].
 //!
@@ -260,6 +263,8 @@ struct Carved {
     /// Its mapping is being replaced (by `back_with_host_memory` or `map_from_driver`, outside
     /// the lock): no store reaches it and it cannot be released or remapped until that ends.
     busy: bool,
+    /// An [`OwnedMapping`] owns it: only that value's drop releases it.
+    owned: bool,
 }
 
 #[derive(Debug)]
@@ -349,6 +354,7 @@ impl VaSpace {
                 len: size_bytes,
                 backing: Backing::Reserved,
                 busy: false,
+                owned: false,
             },
         );
         Some(va)
@@ -485,7 +491,10 @@ impl VaSpace {
     /// stores ([`VaSpace::store_u64_release`]).
     pub fn zero(&self, va: u64) -> bool {
         let inner = lock(&self.inner);
-        let Some(&Carved { len, backing, busy }) = inner.live.get(&va) else {
+        let Some(&Carved {
+            len, backing, busy, ..
+        }) = inner.live.get(&va)
+        else {
             return false;
         };
         if backing == Backing::Reserved || busy {
@@ -543,16 +552,50 @@ impl VaSpace {
         true
     }
 
+    /// One 64-bit atomic load of the word at `addr` with acquire ordering: an 8-byte aligned
+    /// address in a backed range (checked under the lock, so the range is not released
+    /// meanwhile). `None` (nothing read) otherwise.
+    ///
+    /// For words the device writes concurrently (a queue's `amd_queue_t`, its inactive
+    /// signal's value), which the host reads only atomically.
+    pub fn load_u64_acquire(&self, addr: u64) -> Option<u64> {
+        if addr % 8 != 0 {
+            return None;
+        }
+        let inner = lock(&self.inner);
+        if !VaSpace::accessible(&inner, addr, 8) {
+            return None;
+        }
+        // SAFETY: `addr` is 8-aligned (AtomicU64's alignment) inside a live read-write mapping
+        // of this space (checked under the lock, held across the load, so it is not released
+        // meanwhile); the words read this way are accessed atomically by everyone (the core,
+        // the device), so viewing one as an AtomicU64 for one load races with nothing.
+        let word = unsafe { AtomicU64::from_ptr(addr as *mut u64) };
+        // Pairs with the writer's release store (the packet processor's store of a queue's
+        // status into its inactive signal).
+        Some(word.load(Ordering::Acquire))
+    }
+
     /// Gives the carved range at `va` back: its host or driver mapping is replaced by the
     /// `PROT_NONE` reservation and the addresses become free for the next carve.
     ///
     /// # Errors
     /// `EINVAL` when `va` is not a carved range; `EBUSY` while another call is changing its
-    /// mapping; the errno of `mmap` (the range then stays carved and is never reused).
+    /// mapping or an [`OwnedMapping`] owns it; the errno of `mmap` (the range then stays
+    /// carved and is never reused).
     pub fn release(&self, va: u64) -> Result<(), Errno> {
+        self.release_range(va, false)
+    }
+
+    fn release_range(&self, va: u64, owner: bool) -> Result<(), Errno> {
         let mut inner = lock(&self.inner);
-        let &Carved { len, backing, busy } = inner.live.get(&va).ok_or(Errno::INVAL)?;
-        if busy {
+        let &Carved {
+            len,
+            backing,
+            busy,
+            owned,
+        } = inner.live.get(&va).ok_or(Errno::INVAL)?;
+        if busy || owned != owner {
             return Err(Errno::BUSY);
         }
         if backing != Backing::Reserved {
@@ -561,6 +604,92 @@ impl VaSpace {
         inner.live.remove(&va);
         inner.free.free(va, len);
         Ok(())
+    }
+}
+
+impl VaSpace {
+    /// Carves `len_bytes` (a positive multiple of the page size) aligned to `align_bytes`,
+    /// maps `target` at `offset` over it through `driver` ([`VaSpace::map_from_driver`]) and
+    /// hands the range to the returned [`OwnedMapping`], which keeps the space alive and
+    /// releases the range when it drops; until then [`VaSpace::release`] refuses it.
+    ///
+    /// # Errors
+    /// `ENOMEM` when no free range fits (or the size is not a positive multiple of the page
+    /// size); the errno of the mapping (the range is then released again).
+    pub fn map_owned(
+        self: &Arc<Self>,
+        len_bytes: u64,
+        align_bytes: u64,
+        driver: &dyn KfdDriver,
+        target: MapTarget,
+        offset: u64,
+    ) -> Result<OwnedMapping, Errno> {
+        let va = self.carve(len_bytes, align_bytes).ok_or(Errno::NOMEM)?;
+        if let Err(e) = self.map_from_driver(va, driver, target, offset) {
+            let _ = self.release(va);
+            return Err(e);
+        }
+        if let Some(c) = lock(&self.inner).live.get_mut(&va) {
+            c.owned = true;
+        }
+        Ok(OwnedMapping {
+            space: self.clone(),
+            va,
+            len: len_bytes,
+        })
+    }
+}
+
+/// A driver mapping in a [`VaSpace`] that this value owns: the range stays mapped, and nobody
+/// else can release or remap it, until the value drops (which gives the range back). So its
+/// words take atomic stores without a lock or a lookup: the GPU doorbell pages of
+/// `/dev/kfd`, which [`crate::device::KfdDoorbell`] rings.
+#[derive(Debug)]
+pub struct OwnedMapping {
+    space: Arc<VaSpace>,
+    va: u64,
+    len: u64,
+}
+
+impl OwnedMapping {
+    /// First address of the mapping (the same for the host and the GPUs).
+    pub fn va(&self) -> u64 {
+        self.va
+    }
+
+    /// Size, bytes.
+    pub fn len_bytes(&self) -> u64 {
+        self.len
+    }
+
+    /// One 64-bit atomic store of `value` with release ordering at byte `offset`: no lock.
+    /// `false` (no store) unless `offset` is 8-aligned and the word lies inside the mapping.
+    ///
+    /// Atomic because the word's reader runs concurrently (the GPU's command processor, or
+    /// the emulated device's, which loads it atomically); release because the reader reads
+    /// what the caller wrote before (the packets up to a doorbell value) once it sees the
+    /// store (ROCR stores its doorbells with `memory_order_release`).
+    pub fn store_u64_release(&self, offset: u64, value: u64) -> bool {
+        if offset % 8 != 0 || offset.checked_add(8).is_none_or(|end| end > self.len) {
+            return false;
+        }
+        // SAFETY: `va + offset` is 8-aligned (the range is page-aligned and `offset` a
+        // multiple of 8; AtomicU64's alignment) and inside the driver mapping this value owns:
+        // it stays mapped read-write until the value drops (`VaSpace::release` refuses it),
+        // and every access to these words is atomic (this store; the device's loads), so
+        // viewing the word as an AtomicU64 for one store races with nothing.
+        let word = unsafe { AtomicU64::from_ptr((self.va + offset) as *mut u64) };
+        // Pairs with the reader's acquire load of the word.
+        word.store(value, Ordering::Release);
+        true
+    }
+}
+
+impl Drop for OwnedMapping {
+    fn drop(&mut self) {
+        // A failed release leaves the range carved (never reused), as `VaSpace::release`
+        // documents.
+        let _ = self.space.release_range(self.va, true);
     }
 }
 
@@ -667,6 +796,11 @@ mod tests {
             !va.store_u64_release(a, 1),
             "reserved range is not writable"
         );
+        assert_eq!(
+            va.load_u64_acquire(a),
+            None,
+            "reserved range is not readable"
+        );
         va.back_with_host_memory(a).unwrap();
         assert_eq!(va.back_with_host_memory(a), Err(Errno::INVAL));
         assert!(va.store_u64_release(a + 8, 0xdead_beef));
@@ -675,11 +809,45 @@ mod tests {
             !va.store_u64_release(a + 2 * page - 4, 1),
             "crosses the end"
         );
+        assert_eq!(va.load_u64_acquire(a + 8), Some(0xdead_beef));
+        assert_eq!(va.load_u64_acquire(a + 4), None, "unaligned");
+        assert_eq!(va.load_u64_acquire(a + 2 * page), None, "past the range");
         assert!(va.write(a + 16, &[1, 2, 3]));
         assert!(va.zero(a));
         va.release(a).unwrap();
         assert_eq!(va.release(a), Err(Errno::INVAL));
         assert_eq!(va.free_bytes(), va.len_bytes());
         assert_eq!(va.carve(100, 4096), None);
+    }
+
+    /// An owned mapping: nobody else releases it, its stores are bounded to it, and its drop
+    /// gives the range back.
+    #[test]
+    fn an_owned_mapping_is_released_only_by_its_drop() {
+        let space = Arc::new(VaSpace::reserve(16 << 20).unwrap());
+        let drv = Meddler::default();
+        drv.space.set(space.clone()).ok().unwrap();
+        let page = space.page_bytes();
+        let m = space
+            .map_owned(2 * page, 2 * page, &drv, MapTarget::Kfd, 0)
+            .unwrap();
+        assert_eq!(m.va() % (2 * page), 0);
+        assert_eq!(m.len_bytes(), 2 * page);
+        assert_eq!(space.release(m.va()), Err(Errno::BUSY), "owned");
+        assert!(m.store_u64_release(8, 7));
+        assert!(m.store_u64_release(2 * page - 8, 9));
+        assert!(!m.store_u64_release(2 * page, 1), "past the end");
+        assert!(!m.store_u64_release(4, 1), "unaligned");
+        assert!(!m.store_u64_release(u64::MAX - 7, 1), "overflow");
+        // SAFETY: the mapping is live and the word was stored above.
+        assert_eq!(unsafe { ptr::read_volatile((m.va() + 8) as *const u64) }, 7);
+        drop(m);
+        assert_eq!(space.free_bytes(), space.len_bytes());
+        assert_eq!(
+            space
+                .map_owned(page + 1, page, &drv, MapTarget::Kfd, 0)
+                .unwrap_err(),
+            Errno::NOMEM
+        );
     }
 }

@@ -23,6 +23,8 @@ fn none() -> Error {
 // SAFETY: returns no memory, queues or events at all.
 unsafe impl Platform for Sizing {
     type Error = Error;
+    /// No queues, so no doorbells.
+    type Doorbell = ();
     fn device_name(&self) -> &str {
         "sizing"
     }
@@ -50,10 +52,10 @@ unsafe impl Platform for Sizing {
     fn map_memory(&self, _: &MemoryChunk, _: &[NodeId]) -> Result<(), Error> {
         Err(none())
     }
-    unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue, Error> {
+    unsafe fn create_queue(&self, _: &QueueRequest) -> Result<HwQueue<()>, Error> {
         Err(none())
     }
-    fn ring_doorbell(&self, _: QueueId, _: u64) {}
+    fn ring_doorbell(&self, _: &(), _: u64) {}
     fn destroy_queue(&self, _: QueueId) -> Result<(), Error> {
         Err(none())
     }
