@@ -21,6 +21,11 @@ pub use pools::{PoolHandle, RuntimePool};
 
 pub use crate::addr::MAX_AGENTS;
 
+/// The most `hsa_init` calls without a matching `hsa_shut_down` a runtime counts:
+/// `INT32_MAX`. The next `hsa_init` is `HSA_STATUS_ERROR_REFCOUNT_OVERFLOW` (ROCR 5.2,
+/// `core::Runtime::Acquire`, whose count is a signed 32-bit integer).
+pub const MAX_REFCOUNT: u32 = i32::MAX as u32;
+
 /// `HSA_SYSTEM_INFO_VERSION_MAJOR`/`_MINOR`: the HSA runtime specification this implements.
 pub const VERSION: (u16, u16) = (1, 1);
 
@@ -234,9 +239,10 @@ impl<P: Platform> Default for RuntimeCell<P> {
 }
 
 impl<P: Platform> RuntimeCell<P> {
-    /// An empty cell (no runtime; every access is `NOT_INITIALIZED`).
+    /// An empty cell (no runtime; every access is `NOT_INITIALIZED`) whose count stops at
+    /// [`MAX_REFCOUNT`], as ROCR's.
     pub const fn new() -> RuntimeCell<P> {
-        Self::with_max_refcount(u32::MAX)
+        Self::with_max_refcount(MAX_REFCOUNT)
     }
 
     /// An empty cell whose reference count stops at `max_refcount` (tests use a small one to
@@ -355,6 +361,14 @@ mod tests {
             cell.shut_down().unwrap_err().status(),
             Status::NotInitialized
         );
+    }
+
+    /// ROCR stops counting at `INT32_MAX`, not `u32::MAX`.
+    #[test]
+    fn default_cell_stops_at_int32_max() {
+        let cell: RuntimeCell<FakePlatform> = RuntimeCell::new();
+        assert_eq!(cell.max_refcount, 2_147_483_647);
+        assert_eq!(MAX_REFCOUNT, 0x7fff_ffff);
     }
 
     #[test]
