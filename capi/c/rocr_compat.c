@@ -1,0 +1,206 @@
+/* What ROCR 5.2 does that rocrtst (ROCR's own test suite, issue 24) relies on, checked in C
+ * against the library: one section per behaviour, chosen by name.
+ * Prints "rocr_compat: <section> ok" and exits 0 when every check holds.
+ * Usage: rocr_compat CODE_OBJECT SECTION */
+#include <hsa/hsa.h>
+#include <hsa/hsa_ext_amd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures;
+#define EXPECT(cond)                                                      \
+  do {                                                                    \
+    if (!(cond)) {                                                        \
+      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond); \
+      failures++;                                                         \
+    }                                                                     \
+  } while (0)
+#define OK(call) EXPECT((call) == HSA_STATUS_SUCCESS)
+
+static hsa_status_t first_of_type(hsa_agent_t a, void* data) {
+  hsa_agent_t* out = data;
+  hsa_device_type_t t;
+  hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &t);
+  if (t == (hsa_device_type_t)out[0].handle && out[1].handle == 0) {
+    out[1] = a;
+    return HSA_STATUS_INFO_BREAK;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+static hsa_status_t get_isa(hsa_isa_t isa, void* data) {
+  *(hsa_isa_t*)data = isa;
+  return HSA_STATUS_INFO_BREAK;
+}
+
+static hsa_status_t find_fine_region(hsa_region_t r, void* data) {
+  uint32_t flags;
+  bool alloc;
+  hsa_region_get_info(r, HSA_REGION_INFO_GLOBAL_FLAGS, &flags);
+  hsa_region_get_info(r, HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED, &alloc);
+  if (alloc && flags == HSA_REGION_GLOBAL_FLAG_FINE_GRAINED) {
+    *(hsa_region_t*)data = r;
+    return HSA_STATUS_INFO_BREAK;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+static char code_object[1 << 20];
+static size_t code_object_len;
+
+/* ROCR 5.2's deprecated names: the renamed signal and queue operations behave as the new
+ * ones, hsa_executable_create/get_symbol, hsa_isa_get_info/compatible,
+ * hsa_agent_get_exception_policies. */
+static void deprecated_names(hsa_agent_t cpu, hsa_agent_t gpu) {
+  hsa_signal_t s;
+  OK(hsa_signal_create(5, 0, NULL, &s));
+  hsa_signal_store_release(s, 7);
+  EXPECT(hsa_signal_load_acquire(s) == 7);
+  EXPECT(hsa_signal_wait_acquire(s, HSA_SIGNAL_CONDITION_EQ, 7, UINT64_MAX,
+                                 HSA_WAIT_STATE_ACTIVE) == 7);
+  EXPECT(hsa_signal_exchange_acq_rel(s, 3) == 7);
+  EXPECT(hsa_signal_exchange_acquire(s, 4) == 3);
+  EXPECT(hsa_signal_exchange_release(s, 5) == 4);
+  EXPECT(hsa_signal_cas_acq_rel(s, 5, 6) == 5);
+  EXPECT(hsa_signal_cas_acquire(s, 0, 9) == 6);
+  EXPECT(hsa_signal_cas_release(s, 6, 10) == 6);
+  hsa_signal_add_acq_rel(s, 1);     /* 11 */
+  hsa_signal_add_acquire(s, 2);     /* 13 */
+  hsa_signal_add_release(s, 3);     /* 16 */
+  hsa_signal_subtract_acq_rel(s, 1); /* 15 */
+  hsa_signal_subtract_acquire(s, 2); /* 13 */
+  hsa_signal_subtract_release(s, 1); /* 12 */
+  EXPECT(hsa_signal_load_acquire(s) == 12);
+  hsa_signal_and_acq_rel(s, 0xe);   /* 12 */
+  hsa_signal_and_acquire(s, 0xc);   /* 12 */
+  hsa_signal_and_release(s, 0x4);   /* 4 */
+  hsa_signal_or_acq_rel(s, 1);      /* 5 */
+  hsa_signal_or_acquire(s, 2);      /* 7 */
+  hsa_signal_or_release(s, 8);      /* 15 */
+  hsa_signal_xor_acq_rel(s, 1);     /* 14 */
+  hsa_signal_xor_acquire(s, 2);     /* 12 */
+  hsa_signal_xor_release(s, 4);     /* 8 */
+  EXPECT(hsa_signal_load_acquire(s) == 8);
+  OK(hsa_signal_destroy(s));
+
+  hsa_queue_t* q;
+  OK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, 0, 0, &q));
+  EXPECT(hsa_queue_add_write_index_acq_rel(q, 2) == 0);
+  EXPECT(hsa_queue_add_write_index_acquire(q, 2) == 2);
+  EXPECT(hsa_queue_add_write_index_release(q, 2) == 4);
+  EXPECT(hsa_queue_cas_write_index_acq_rel(q, 6, 7) == 6);
+  EXPECT(hsa_queue_cas_write_index_acquire(q, 0, 9) == 7);
+  EXPECT(hsa_queue_cas_write_index_release(q, 7, 8) == 7);
+  EXPECT(hsa_queue_load_write_index_acquire(q) == 8);
+  EXPECT(hsa_queue_load_read_index_acquire(q) == 0);
+  OK(hsa_queue_inactivate(q));
+  OK(hsa_queue_destroy(q));
+
+  hsa_region_t region = {0};
+  hsa_queue_t* soft;
+  hsa_signal_t doorbell;
+  OK(hsa_signal_create(0, 0, NULL, &doorbell));
+  EXPECT(hsa_agent_iterate_regions(cpu, find_fine_region, &region) == HSA_STATUS_INFO_BREAK);
+  OK(hsa_soft_queue_create(region, 64, HSA_QUEUE_TYPE_SINGLE, HSA_QUEUE_FEATURE_AGENT_DISPATCH,
+                           doorbell, &soft));
+  hsa_queue_store_write_index_release(soft, 6);
+  hsa_queue_store_read_index_release(soft, 4);
+  EXPECT(hsa_queue_load_write_index_acquire(soft) == 6);
+  EXPECT(hsa_queue_load_read_index_acquire(soft) == 4);
+  OK(hsa_queue_destroy(soft));
+  OK(hsa_signal_destroy(doorbell));
+
+  hsa_isa_t isa = {0};
+  EXPECT(hsa_agent_iterate_isas(gpu, get_isa, &isa) == HSA_STATUS_INFO_BREAK);
+  uint32_t v = 0;
+  OK(hsa_isa_get_info(isa, HSA_ISA_INFO_CALL_CONVENTION_COUNT, 0, &v));
+  EXPECT(v == 1);
+  OK(hsa_isa_get_info(isa, HSA_ISA_INFO_CALL_CONVENTION_INFO_WAVEFRONT_SIZE, 0, &v));
+  EXPECT(v == 64);
+  OK(hsa_isa_get_info(isa, HSA_ISA_INFO_CALL_CONVENTION_INFO_WAVEFRONTS_PER_COMPUTE_UNIT, 0, &v));
+  EXPECT(v == 40);
+  OK(hsa_isa_get_info(isa, HSA_ISA_INFO_WORKGROUP_MAX_SIZE, 0, &v));
+  EXPECT(v == 1024);
+  EXPECT(hsa_isa_get_info(isa, HSA_ISA_INFO_WORKGROUP_MAX_SIZE, 1, &v) ==
+         HSA_STATUS_ERROR_INVALID_INDEX);
+  EXPECT(hsa_isa_get_info(isa, HSA_ISA_INFO_WORKGROUP_MAX_SIZE, 0, NULL) ==
+         HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  hsa_isa_t bogus_isa = {42};
+  EXPECT(hsa_isa_get_info(bogus_isa, HSA_ISA_INFO_WORKGROUP_MAX_SIZE, 0, &v) ==
+         HSA_STATUS_ERROR_INVALID_ISA);
+  bool compatible = false;
+  OK(hsa_isa_compatible(isa, isa, &compatible));
+  EXPECT(compatible);
+  EXPECT(hsa_isa_compatible(isa, bogus_isa, &compatible) == HSA_STATUS_ERROR_INVALID_ISA);
+  uint16_t mask = 0xffff;
+  OK(hsa_agent_get_exception_policies(gpu, HSA_PROFILE_BASE, &mask));
+  EXPECT(mask == 0);
+  EXPECT(hsa_agent_get_exception_policies(gpu, (hsa_profile_t)2, &mask) ==
+         HSA_STATUS_ERROR_INVALID_ARGUMENT);
+
+  hsa_executable_t e;
+  EXPECT(hsa_executable_create(HSA_PROFILE_BASE, (hsa_executable_state_t)2, NULL, &e) ==
+         HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  OK(hsa_executable_create(HSA_PROFILE_BASE, HSA_EXECUTABLE_STATE_FROZEN, NULL, &e));
+  hsa_code_object_reader_t r;
+  OK(hsa_code_object_reader_create_from_memory(code_object, code_object_len, &r));
+  EXPECT(hsa_executable_load_agent_code_object(e, gpu, r, NULL, NULL) ==
+         HSA_STATUS_ERROR_FROZEN_EXECUTABLE);
+  OK(hsa_executable_destroy(e));
+  OK(hsa_executable_create(HSA_PROFILE_BASE, HSA_EXECUTABLE_STATE_UNFROZEN, NULL, &e));
+  OK(hsa_executable_load_agent_code_object(e, gpu, r, NULL, NULL));
+  OK(hsa_executable_freeze(e, NULL));
+  hsa_executable_symbol_t by_old = {0}, by_new = {0};
+  OK(hsa_executable_get_symbol(e, NULL, "vector_add.kd", gpu, 0, &by_old));
+  OK(hsa_executable_get_symbol_by_name(e, "vector_add.kd", &gpu, &by_new));
+  EXPECT(by_old.handle != 0 && by_old.handle == by_new.handle);
+  OK(hsa_executable_get_symbol(e, "", "vector_add.kd", gpu, 0, &by_old));
+  EXPECT(by_old.handle == by_new.handle);
+  /* module_name is prepended as "module::name", as ROCR does: no such symbol here. */
+  EXPECT(hsa_executable_get_symbol(e, "mod", "vector_add.kd", gpu, 0, &by_old) ==
+         HSA_STATUS_ERROR_INVALID_SYMBOL_NAME);
+  EXPECT(hsa_executable_get_symbol(e, NULL, "", gpu, 0, &by_old) ==
+         HSA_STATUS_ERROR_INVALID_SYMBOL_NAME);
+  EXPECT(hsa_executable_get_symbol(e, NULL, NULL, gpu, 0, &by_old) ==
+         HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  hsa_agent_t bogus_agent = {12345};
+  EXPECT(hsa_executable_get_symbol(e, NULL, "vector_add.kd", bogus_agent, 0, &by_old) ==
+         HSA_STATUS_ERROR_INVALID_AGENT);
+  OK(hsa_executable_destroy(e));
+  OK(hsa_code_object_reader_destroy(r));
+}
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: rocr_compat CODE_OBJECT SECTION\n");
+    return 2;
+  }
+  FILE* f = fopen(argv[1], "rb");
+  if (!f) {
+    fprintf(stderr, "rocr_compat: cannot open %s\n", argv[1]);
+    return 2;
+  }
+  code_object_len = fread(code_object, 1, sizeof code_object, f);
+  fclose(f);
+
+  OK(hsa_init());
+  hsa_agent_t cpu[2] = {{HSA_DEVICE_TYPE_CPU}, {0}}, gpu[2] = {{HSA_DEVICE_TYPE_GPU}, {0}};
+  EXPECT(hsa_iterate_agents(first_of_type, cpu) == HSA_STATUS_INFO_BREAK);
+  EXPECT(hsa_iterate_agents(first_of_type, gpu) == HSA_STATUS_INFO_BREAK);
+
+  const char* section = argv[2];
+  if (strcmp(section, "deprecated") == 0) {
+    deprecated_names(cpu[1], gpu[1]);
+  } else {
+    fprintf(stderr, "rocr_compat: unknown section %s\n", section);
+    return 2;
+  }
+  OK(hsa_shut_down());
+  if (failures) {
+    fprintf(stderr, "rocr_compat: %s: %d failures\n", section, failures);
+    return 1;
+  }
+  printf("rocr_compat: %s ok\n", section);
+  return 0;
+}
