@@ -1,5 +1,6 @@
 /* What ROCR 5.2 does that rocrtst (ROCR's own test suite, issue 24) relies on, checked in C
- * against the library: one section per behaviour, chosen by name.
+ * against the library on the emulated device's built-in profile: one section per behaviour,
+ * chosen by name (deprecated, pool_info).
  * Prints "rocr_compat: <section> ok" and exits 0 when every check holds.
  * Usage: rocr_compat CODE_OBJECT SECTION */
 #include <hsa/hsa.h>
@@ -171,6 +172,111 @@ static void deprecated_names(hsa_agent_t cpu, hsa_agent_t gpu) {
   OK(hsa_code_object_reader_destroy(r));
 }
 
+/* The pools of an agent: out[0] the first global pool with exactly `flags` (flags 0: the
+ * group segment pool). */
+struct pool_query {
+  uint32_t flags;
+  hsa_amd_memory_pool_t found;
+};
+
+static hsa_status_t find_pool(hsa_amd_memory_pool_t p, void* data) {
+  struct pool_query* q = data;
+  hsa_amd_segment_t segment;
+  uint32_t flags = 0;
+  hsa_amd_memory_pool_get_info(p, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment);
+  if (segment == HSA_AMD_SEGMENT_GLOBAL)
+    hsa_amd_memory_pool_get_info(p, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags);
+  bool match = q->flags == 0 ? segment == HSA_AMD_SEGMENT_GROUP
+                             : segment == HSA_AMD_SEGMENT_GLOBAL && flags == q->flags;
+  if (match) {
+    q->found = p;
+    return HSA_STATUS_INFO_BREAK;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+static hsa_amd_memory_pool_t pool_of(hsa_agent_t agent, uint32_t flags) {
+  struct pool_query q = {flags, {0}};
+  EXPECT(hsa_amd_agent_iterate_memory_pools(agent, find_pool, &q) == HSA_STATUS_INFO_BREAK);
+  return q.found;
+}
+
+/* Checks ACCESS, NUM_LINK_HOPS and LINK_INFO of `agent` for `pool`. */
+static void expect_pool_info(int line, hsa_agent_t agent, hsa_amd_memory_pool_t pool,
+                             hsa_amd_memory_pool_access_t access, uint32_t hops,
+                             hsa_amd_memory_pool_link_info_t link) {
+  hsa_amd_memory_pool_access_t got_access = 99;
+  uint32_t got_hops = 99;
+  hsa_amd_memory_pool_link_info_t got;
+  memset(&got, 0xab, sizeof got);
+  OK(hsa_amd_agent_memory_pool_get_info(agent, pool, HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS,
+                                        &got_access));
+  OK(hsa_amd_agent_memory_pool_get_info(agent, pool, HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS,
+                                        &got_hops));
+  OK(hsa_amd_agent_memory_pool_get_info(agent, pool, HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO,
+                                        &got));
+  if (got_access != access || got_hops != hops || got.min_latency != link.min_latency ||
+      got.max_latency != link.max_latency || got.min_bandwidth != link.min_bandwidth ||
+      got.max_bandwidth != link.max_bandwidth ||
+      got.atomic_support_32bit != link.atomic_support_32bit ||
+      got.atomic_support_64bit != link.atomic_support_64bit ||
+      got.coherent_support != link.coherent_support || got.link_type != link.link_type ||
+      got.numa_distance != link.numa_distance) {
+    fprintf(stderr,
+            "%s:%d: got access %d hops %u link {%u %u %u %u %d %d %d type %d numa %u}\n",
+            __FILE__, line, got_access, got_hops, got.min_latency, got.max_latency,
+            got.min_bandwidth, got.max_bandwidth, got.atomic_support_32bit,
+            got.atomic_support_64bit, got.coherent_support, got.link_type, got.numa_distance);
+    failures++;
+  }
+}
+
+/* hsa_amd_agent_memory_pool_get_info on the built-in profile, whose CPU (node 0) and GPU
+ * (node 1) are joined by PCIe links of weight 20, 312..64000 MB/s, flags 1 (override, all
+ * capabilities), no XGMI hive: the values ROCR 5.2 computes from them. */
+static void pool_info(hsa_agent_t cpu, hsa_agent_t gpu) {
+  const hsa_amd_memory_pool_link_info_t none = {0};
+  const hsa_amd_memory_pool_link_info_t pcie = {0,    0,    312, 64000, true,
+                                                true, true, HSA_AMD_LINK_INFO_TYPE_PCIE, 20};
+  hsa_amd_memory_pool_t vram = pool_of(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED);
+  hsa_amd_memory_pool_t vram_fine = pool_of(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
+  hsa_amd_memory_pool_t group = pool_of(gpu, 0);
+  hsa_amd_memory_pool_t system = pool_of(cpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
+  hsa_amd_memory_pool_t kernarg = pool_of(
+      cpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
+
+  /* Owner: allowed, no hop. */
+  expect_pool_info(__LINE__, gpu, vram, HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT, 0, none);
+  expect_pool_info(__LINE__, gpu, group, HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT, 0, none);
+  expect_pool_info(__LINE__, cpu, system, HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT, 0, none);
+  /* Device memory from the CPU: disallowed by default (fine-grained too: the CPU and a GPU
+   * outside any XGMI hive count as one hive in ROCR 5.2). */
+  expect_pool_info(__LINE__, cpu, vram, HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT, 1, pcie);
+  expect_pool_info(__LINE__, cpu, vram_fine, HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT, 1,
+                   pcie);
+  /* System memory from the GPU: disallowed by default. */
+  expect_pool_info(__LINE__, gpu, system, HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT, 1,
+                   pcie);
+  expect_pool_info(__LINE__, gpu, kernarg, HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT, 1,
+                   pcie);
+  /* Another agent's group segment: never. */
+  expect_pool_info(__LINE__, cpu, group, HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED, 0, none);
+
+  /* ROCR's checks, in its order. */
+  uint32_t v;
+  hsa_agent_t bogus_agent = {12345};
+  hsa_amd_memory_pool_t bogus_pool = {12345};
+  EXPECT(hsa_amd_agent_memory_pool_get_info(cpu, vram, HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS,
+                                            NULL) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  EXPECT(hsa_amd_agent_memory_pool_get_info(bogus_agent, bogus_pool,
+                                            HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS,
+                                            &v) == HSA_STATUS_ERROR_INVALID_AGENT);
+  EXPECT(hsa_amd_agent_memory_pool_get_info(cpu, bogus_pool, 7, &v) ==
+         (hsa_status_t)HSA_STATUS_ERROR_INVALID_MEMORY_POOL);
+  EXPECT(hsa_amd_agent_memory_pool_get_info(cpu, vram, 7, &v) ==
+         HSA_STATUS_ERROR_INVALID_ARGUMENT);
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: rocr_compat CODE_OBJECT SECTION\n");
@@ -192,6 +298,8 @@ int main(int argc, char** argv) {
   const char* section = argv[2];
   if (strcmp(section, "deprecated") == 0) {
     deprecated_names(cpu[1], gpu[1]);
+  } else if (strcmp(section, "pool_info") == 0) {
+    pool_info(cpu[1], gpu[1]);
   } else {
     fprintf(stderr, "rocr_compat: unknown section %s\n", section);
     return 2;

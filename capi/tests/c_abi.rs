@@ -81,6 +81,20 @@ fn enumerators_and_layouts_match_the_headers() {
         ("HSA_SYMBOL_KIND_KERNEL", 1),
         ("HSA_SYMBOL_LINKAGE_PROGRAM", 1),
         ("HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP", 0x1024),
+        ("sizeof(hsa_amd_memory_pool_link_info_t)", 28),
+        (
+            "offsetof(hsa_amd_memory_pool_link_info_t, max_bandwidth)",
+            12,
+        ),
+        (
+            "offsetof(hsa_amd_memory_pool_link_info_t, coherent_support)",
+            18,
+        ),
+        ("offsetof(hsa_amd_memory_pool_link_info_t, link_type)", 20),
+        (
+            "offsetof(hsa_amd_memory_pool_link_info_t, numa_distance)",
+            24,
+        ),
         ("sizeof(hsa_rt_dispatch_t)", 80),
         ("offsetof(hsa_rt_dispatch_t, workgroup_count)", 24),
         ("offsetof(hsa_rt_dispatch_t, kernel_object)", 56),
@@ -467,4 +481,14 @@ fn rocr_5_2_deprecated_names_are_exported() {
         assert!(exports.contains_key(name), "{name}");
     }
     run_rocr_compat("deprecated");
+}
+
+/// `hsa_amd_agent_memory_pool_get_info` from C (`rocr_compat.c pool_info`): ROCR 5.2's access,
+/// hops and link info between the built-in profile's CPU and GPU, and its error statuses.
+#[test]
+fn agent_memory_pool_info_is_rocr_5_2s() {
+    if !have_headers() {
+        return;
+    }
+    run_rocr_compat("pool_info");
 }

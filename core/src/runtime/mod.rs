@@ -9,6 +9,7 @@
 //! information".
 
 pub mod agent;
+pub mod links;
 pub mod pools;
 
 use alloc::sync::Arc;
@@ -17,7 +18,8 @@ use alloc::vec::Vec;
 use crate::platform::{Platform, PlatformError};
 use crate::status::{Error, Result, Status};
 pub use agent::{Agent, AgentHandle};
-pub use pools::{PoolHandle, RuntimePool};
+pub use links::{Link, LinkInfo, LinkTable, LinkType};
+pub use pools::{AgentPoolInfo, PoolHandle, RuntimePool};
 
 pub use crate::addr::MAX_AGENTS;
 
@@ -63,6 +65,7 @@ pub struct Runtime<P: Platform> {
     // Field order is drop order: pools give their chunks back before the platform goes.
     pools: Vec<RuntimePool<P>>,
     agents: Vec<Agent>,
+    links: LinkTable,
     platform: Arc<P>,
 }
 
@@ -72,7 +75,7 @@ fn platform_error<E: PlatformError>(e: E) -> Error {
 
 impl<P: Platform> Runtime<P> {
     /// Builds a runtime over `platform`: reads the topology and makes one agent per node, in
-    /// node order (CPU and GPU agents).
+    /// node order (CPU and GPU agents), the links between them and their pools.
     ///
     /// # Errors
     /// The platform's topology errors; `Status::OutOfResources` for more than [`MAX_AGENTS`]
@@ -108,10 +111,12 @@ impl<P: Platform> Runtime<P> {
             let agent = Agent::new(handle, node, caches, width, clock, xnack);
             agents.push(agent);
         }
+        let links = links::build(&*platform)?;
         let pools = pools::build_pools(&platform, &agents)?;
         Ok(Runtime {
             pools,
             agents,
+            links,
             platform,
         })
     }
@@ -150,6 +155,11 @@ impl<P: Platform> Runtime<P> {
     /// All agents, in node order.
     pub fn agents(&self) -> &[Agent] {
         &self.agents
+    }
+
+    /// The links between nodes, as ROCR registers them (see [`links`]).
+    pub fn links(&self) -> &LinkTable {
+        &self.links
     }
 
     /// Calls `f` for each agent in order until it returns something other than

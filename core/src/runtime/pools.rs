@@ -23,6 +23,7 @@ use crate::memory::{
 use crate::platform::{HeapType, MemoryFlags, MemoryKind, Platform};
 use crate::status::{Result, Status};
 
+use super::links::{LinkInfo, LinkTable};
 use super::{Agent, AgentHandle, Runtime};
 
 /// Size given to a CPU node's system memory when the topology reports no bank for it, bytes.
@@ -120,6 +121,55 @@ fn host_visible_vram<P: Platform>(platform: &P, index: usize) -> bool {
     (0..)
         .map_while(|b| platform.memory_bank(index, b).ok().flatten())
         .any(|b| b.heap_type == HeapType::FrameBufferPublic)
+}
+
+/// What `hsa_amd_agent_memory_pool_get_info` reports for one agent and one pool.
+///
+/// Ref: `hsa_ext_amd.h` `hsa_amd_agent_memory_pool_info_t`; ROCR 5.2
+/// `MemoryRegion::GetAgentPoolInfo` and `GetAccessInfo` (`amd_memory_region.cpp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgentPoolInfo {
+    /// `HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS`.
+    pub access: AgentAccess,
+    /// `HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS`: the link's hop count (0 or 1), 0 when
+    /// the access is never allowed.
+    pub hops: u32,
+    /// `HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO`: the link from the agent to the pool's
+    /// owner; `None` (reported as all zeros) when the access is never allowed or there is no
+    /// hop (the owner itself).
+    pub link: Option<LinkInfo>,
+}
+
+/// ROCR 5.2's access rule (`MemoryRegion::GetAccessInfo`): the owner is allowed by default;
+/// an agent without a link to the owner never; system memory is allowed by default for CPU
+/// agents and disallowed by default for the others; coarse-grained device memory is
+/// disallowed by default; fine-grained device memory is disallowed by default for an agent
+/// of the owner's XGMI hive (hive 0 counts as a hive: a CPU and a GPU outside any hive match)
+/// and never allowed for the others; any other pool (the group segment) is never allowed.
+fn rocr_access(agent: &Agent, owner: &Agent, info: &PoolInfo, links: &LinkTable) -> AgentAccess {
+    if agent.handle() == owner.handle() {
+        return AgentAccess::AllowedByDefault;
+    }
+    if links
+        .get(agent.node(), owner.node())
+        .is_none_or(|l| l.hops < 1)
+    {
+        return AgentAccess::NeverAllowed;
+    }
+    if info.segment != Segment::Global {
+        return AgentAccess::NeverAllowed;
+    }
+    match info.memory_kind {
+        MemoryKind::System if !agent.is_gpu() => AgentAccess::AllowedByDefault,
+        MemoryKind::System => AgentAccess::DisallowedByDefault,
+        MemoryKind::DeviceLocal if info.is_coarse_grained() => AgentAccess::DisallowedByDefault,
+        MemoryKind::DeviceLocal
+            if agent.node_properties().hive_id == owner.node_properties().hive_id =>
+        {
+            AgentAccess::DisallowedByDefault
+        }
+        MemoryKind::DeviceLocal => AgentAccess::NeverAllowed,
+    }
 }
 
 pub(super) fn build_pools<P: Platform>(
@@ -230,6 +280,30 @@ impl<P: Platform> Runtime<P> {
                     handle.0
                 )
             })
+    }
+
+    /// `hsa_amd_agent_memory_pool_get_info`: how `agent` reaches `pool`, as ROCR 5.2 computes
+    /// it from the topology's links (see [`AgentPoolInfo`] and [`super::links`]).
+    ///
+    /// # Errors
+    /// `Status::InvalidAgent` for an unknown agent; `Status::InvalidMemoryPool` for an unknown
+    /// pool.
+    pub fn agent_pool_info(&self, agent: AgentHandle, pool: PoolHandle) -> Result<AgentPoolInfo> {
+        let agent = self.agent(agent)?;
+        let pool = self.pool(pool)?;
+        let owner = self.agent(pool.agent)?;
+        let access = rocr_access(agent, owner, &pool.info, &self.links);
+        let link = self.links.get(agent.node(), owner.node());
+        let reachable = access != AgentAccess::NeverAllowed;
+        Ok(AgentPoolInfo {
+            access,
+            hops: if reachable {
+                link.map_or(0, |l| l.hops)
+            } else {
+                0
+            },
+            link: link.filter(|l| reachable && l.hops > 0).map(|l| l.info),
+        })
     }
 
     /// The first pool of `agent` whose flags contain `flags` (e.g. the kernarg pool of the CPU
