@@ -1,6 +1,6 @@
 /* What ROCR 5.2 does that rocrtst (ROCR's own test suite, issue 24) relies on, checked in C
  * against the library on the emulated device's built-in profile: one section per behaviour,
- * chosen by name (deprecated, pool_info).
+ * chosen by name (deprecated, pool_info, allow_access).
  * Prints "rocr_compat: <section> ok" and exits 0 when every check holds.
  * Usage: rocr_compat CODE_OBJECT SECTION */
 #include <hsa/hsa.h>
@@ -277,6 +277,52 @@ static void pool_info(hsa_agent_t cpu, hsa_agent_t gpu) {
          HSA_STATUS_ERROR_INVALID_ARGUMENT);
 }
 
+static void* alloc_cb(size_t n) { return malloc(n); }
+
+/* hsa_amd_agents_allow_access with the CPU agent on VRAM (coarse- and fine-grained): ROCR
+ * 5.2 accepts it (host access, as rocrtst's IPC and memory tests do); the built-in profile's
+ * VRAM is host-visible, so the CPU then reads and writes it, and hsa_amd_pointer_info lists
+ * the CPU among the agents that reach it. */
+static void allow_access(hsa_agent_t cpu, hsa_agent_t gpu) {
+  uint32_t flags[2] = {HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+                       HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED};
+  for (int i = 0; i < 2; i++) {
+    hsa_amd_memory_pool_t vram = pool_of(gpu, flags[i]);
+    uint32_t* p = NULL;
+    OK(hsa_amd_memory_pool_allocate(vram, 4096, 0, (void**)&p));
+    hsa_amd_pointer_info_t info;
+    info.size = sizeof info;
+    uint32_t n = 0;
+    hsa_agent_t* agents = NULL;
+    OK(hsa_amd_pointer_info(p, &info, alloc_cb, &n, &agents));
+    EXPECT(n == 1 && agents[0].handle == gpu.handle);
+    free(agents);
+
+    OK(hsa_amd_agents_allow_access(1, &cpu, NULL, p));
+    hsa_agent_t both[2] = {cpu, gpu};
+    OK(hsa_amd_agents_allow_access(2, both, NULL, p));
+    p[0] = 0x12345678;
+    p[1023] = 7;
+    EXPECT(p[0] == 0x12345678 && p[1023] == 7);
+    n = 0;
+    agents = NULL;
+    OK(hsa_amd_pointer_info(p + 5, &info, alloc_cb, &n, &agents));
+    EXPECT(n == 2);
+    bool has_cpu = false;
+    for (uint32_t k = 0; k < n; k++) has_cpu |= agents[k].handle == cpu.handle;
+    EXPECT(has_cpu);
+    free(agents);
+
+    hsa_agent_t bogus = {12345};
+    EXPECT(hsa_amd_agents_allow_access(1, &bogus, NULL, p) == HSA_STATUS_ERROR_INVALID_AGENT);
+    EXPECT(hsa_amd_agents_allow_access(0, &cpu, NULL, p) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    uint32_t reserved = 0;
+    EXPECT(hsa_amd_agents_allow_access(1, &cpu, &reserved, p) ==
+           HSA_STATUS_ERROR_INVALID_ARGUMENT);
+    OK(hsa_amd_memory_pool_free(p));
+  }
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: rocr_compat CODE_OBJECT SECTION\n");
@@ -300,6 +346,8 @@ int main(int argc, char** argv) {
     deprecated_names(cpu[1], gpu[1]);
   } else if (strcmp(section, "pool_info") == 0) {
     pool_info(cpu[1], gpu[1]);
+  } else if (strcmp(section, "allow_access") == 0) {
+    allow_access(cpu[1], gpu[1]);
   } else {
     fprintf(stderr, "rocr_compat: unknown section %s\n", section);
     return 2;

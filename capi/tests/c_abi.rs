@@ -492,3 +492,14 @@ fn agent_memory_pool_info_is_rocr_5_2s() {
     }
     run_rocr_compat("pool_info");
 }
+
+/// `hsa_amd_agents_allow_access` with the CPU agent on VRAM (`rocr_compat.c allow_access`):
+/// accepted as by ROCR 5.2 (it was `INVALID_ARGUMENT`); the host then uses the memory and
+/// `hsa_amd_pointer_info` lists the CPU.
+#[test]
+fn the_cpu_agent_may_be_allowed_access_to_vram() {
+    if !have_headers() {
+        return;
+    }
+    run_rocr_compat("allow_access");
+}

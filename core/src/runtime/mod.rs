@@ -112,7 +112,7 @@ impl<P: Platform> Runtime<P> {
             agents.push(agent);
         }
         let links = links::build(&*platform)?;
-        let pools = pools::build_pools(&platform, &agents)?;
+        let pools = pools::build_pools(&platform, &agents, &links)?;
         Ok(Runtime {
             pools,
             agents,
