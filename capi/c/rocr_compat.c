@@ -1,6 +1,6 @@
 /* What ROCR 5.2 does that rocrtst (ROCR's own test suite, issue 24) relies on, checked in C
  * against the library on the emulated device's built-in profile: one section per behaviour,
- * chosen by name (deprecated, pool_info, allow_access).
+ * chosen by name (deprecated, pool_info, allow_access, memory).
  * Prints "rocr_compat: <section> ok" and exits 0 when every check holds.
  * Usage: rocr_compat CODE_OBJECT SECTION */
 #include <hsa/hsa.h>
@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int failures;
 #define EXPECT(cond)                                                      \
@@ -323,6 +324,64 @@ static void allow_access(hsa_agent_t cpu, hsa_agent_t gpu) {
   }
 }
 
+/* Resident memory of this process, bytes (/proc/self/statm, second field). */
+static long long resident_bytes(void) {
+  long long size = 0, resident = 0;
+  FILE* f = fopen("/proc/self/statm", "r");
+  if (!f || fscanf(f, "%lld %lld", &size, &resident) != 2) {
+    fprintf(stderr, "rocr_compat: cannot read /proc/self/statm\n");
+    failures++;
+  }
+  if (f) fclose(f);
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+#define MIB (1ll << 20)
+
+/* A 1 GiB allocation from `pool` reserves without touching (resident memory grows by less
+ * than 64 MiB), the memory is usable (writing 256 MiB adds at least 240 MiB resident), and
+ * freeing it gives the memory back (resident memory within 64 MiB of where it started);
+ * four more rounds leave no trace either. */
+static void one_gib(const char* what, hsa_amd_memory_pool_t pool) {
+  long long before = resident_bytes();
+  for (int round = 0; round < 5; round++) {
+    char* p = NULL;
+    OK(hsa_amd_memory_pool_allocate(pool, 1ll << 30, 0, (void**)&p));
+    if (!p) return;
+    long long allocated = resident_bytes();
+    if (allocated - before >= 64 * MIB) {
+      fprintf(stderr, "%s: 1 GiB allocation %d: resident +%lld MiB\n", what, round,
+              (allocated - before) / MIB);
+      failures++;
+    }
+    if (round == 0) {
+      memset(p + (512 * MIB), 0x5a, 256 * MIB);
+      long long touched = resident_bytes();
+      if (touched - allocated < 240 * MIB) {
+        fprintf(stderr, "%s: writing 256 MiB: resident +%lld MiB\n", what,
+                (touched - allocated) / MIB);
+        failures++;
+      }
+      EXPECT(p[512 * MIB] == 0x5a && p[768 * MIB - 1] == 0x5a && p[0] == 0 &&
+             p[(1ll << 30) - 1] == 0);
+    }
+    OK(hsa_amd_memory_pool_free(p));
+    long long freed = resident_bytes();
+    if (freed - before >= 64 * MIB) {
+      fprintf(stderr, "%s: after free %d: resident +%lld MiB\n", what, round,
+              (freed - before) / MIB);
+      failures++;
+    }
+  }
+}
+
+/* CPU pools (system memory) and, on the emulated device, VRAM. */
+static void memory(hsa_agent_t cpu, hsa_agent_t gpu) {
+  one_gib("system fine-grained", pool_of(cpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED));
+  one_gib("system coarse-grained", pool_of(cpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED));
+  one_gib("VRAM", pool_of(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED));
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: rocr_compat CODE_OBJECT SECTION\n");
@@ -348,6 +407,8 @@ int main(int argc, char** argv) {
     pool_info(cpu[1], gpu[1]);
   } else if (strcmp(section, "allow_access") == 0) {
     allow_access(cpu[1], gpu[1]);
+  } else if (strcmp(section, "memory") == 0) {
+    memory(cpu[1], gpu[1]);
   } else {
     fprintf(stderr, "rocr_compat: unknown section %s\n", section);
     return 2;

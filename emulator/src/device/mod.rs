@@ -1161,9 +1161,10 @@ impl EmulatedKfd {
 }
 
 // The implementation safety of KfdDriver: every pointer inside an argument (device-id, event,
-// aperture and CU-mask arrays, the USERPTR address) is only copied through /proc/self/mem
-// (`UserMemory`), for at most the bytes the argument's counts give (EFAULT when unmapped, never
-// a fault), and the apertures are written for at most `num_of_nodes` entries; queue memory is
+// aperture and CU-mask arrays) is only copied through /proc/self/mem (`UserMemory`), for at
+// most the bytes the argument's counts give (EFAULT when unmapped, never a fault); a USERPTR
+// range is registered only when /proc/self/maps shows it mapped readable (EFAULT otherwise);
+// and the apertures are written for at most `num_of_nodes` entries; queue memory is
 // reached only inside allocations mapped to the GPU (`device_region`), USERPTR memory only
 // inside the registered range; mmap maps at exactly the given address or where the kernel picks.
 #[allow(unsafe_code)]
@@ -1179,7 +1180,7 @@ impl KfdDriver for EmulatedKfd {
     /// - `GET_PROCESS_APERTURES_NEW`'s array is valid for writes of
     ///   `min(num_of_nodes, number of GPUs)` entries for the call, or not mapped (`EFAULT`);
     /// - a `USERPTR` address is valid as the table says until FREE, or not mapped (`EFAULT`:
-    ///   its pages are probed through `/proc/self/mem`);
+    ///   its pages are checked against `/proc/self/maps`);
     /// - nothing else: the pointers this device only reads (device-id arrays, `WAIT_EVENTS`'
     ///   events, of which it writes nothing back, CU masks) are read through `/proc/self/mem`
     ///   whatever they hold; a queue's ring and `amd_queue_t` are used only inside allocations
