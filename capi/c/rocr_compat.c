@@ -1,6 +1,6 @@
 /* What ROCR 5.2 does that rocrtst (ROCR's own test suite, issue 24) relies on, checked in C
  * against the library on the emulated device's built-in profile: one section per behaviour,
- * chosen by name (deprecated, pool_info, allow_access, memory).
+ * chosen by name (deprecated, pool_info, allow_access, memory, queues).
  * Prints "rocr_compat: <section> ok" and exits 0 when every check holds.
  * Usage: rocr_compat CODE_OBJECT SECTION */
 #include <hsa/hsa.h>
@@ -382,6 +382,37 @@ static void memory(hsa_agent_t cpu, hsa_agent_t gpu) {
   one_gib("VRAM", pool_of(gpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED));
 }
 
+/* HSA_AGENT_INFO_QUEUES_MAX queues can be created on the GPU, and not one more
+ * (OUT_OF_RESOURCES, as amdkfd's ENOSPC); a destroyed queue's place can be taken again. The
+ * emulated gfx90a says 127: amdkfd's per-process limit (it used to say 128 and stop at 24). */
+static void queues(hsa_agent_t gpu) {
+  uint32_t max = 0;
+  OK(hsa_agent_get_info(gpu, HSA_AGENT_INFO_QUEUES_MAX, &max));
+  EXPECT(max == 127);
+  hsa_queue_t* q[128] = {0};
+  uint32_t made = 0;
+  for (uint32_t i = 0; i < max && i < 128; i++) {
+    hsa_status_t st = hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX,
+                                       UINT32_MAX, &q[i]);
+    if (st != HSA_STATUS_SUCCESS) {
+      fprintf(stderr, "%s:%d: queue %u of %u: status %#x\n", __FILE__, __LINE__, i + 1, max,
+              st);
+      failures++;
+      break;
+    }
+    made++;
+  }
+  hsa_queue_t* extra = NULL;
+  EXPECT(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX,
+                          &extra) == HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  if (made > 0) {
+    OK(hsa_queue_destroy(q[made - 1]));
+    OK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, NULL, NULL, UINT32_MAX, UINT32_MAX,
+                        &q[made - 1]));
+  }
+  for (uint32_t i = 0; i < made; i++) OK(hsa_queue_destroy(q[i]));
+}
+
 int main(int argc, char** argv) {
   if (argc != 3) {
     fprintf(stderr, "usage: rocr_compat CODE_OBJECT SECTION\n");
@@ -409,6 +440,8 @@ int main(int argc, char** argv) {
     allow_access(cpu[1], gpu[1]);
   } else if (strcmp(section, "memory") == 0) {
     memory(cpu[1], gpu[1]);
+  } else if (strcmp(section, "queues") == 0) {
+    queues(gpu[1]);
   } else {
     fprintf(stderr, "rocr_compat: unknown section %s\n", section);
     return 2;

@@ -517,3 +517,14 @@ fn a_gib_allocation_is_not_touched_and_is_given_back() {
     }
     run_rocr_compat("memory");
 }
+
+/// `HSA_AGENT_INFO_QUEUES_MAX` (127 on the emulated gfx90a: amdkfd's per-process limit) queues
+/// can be created, one more is `OUT_OF_RESOURCES` (`rocr_compat.c queues`). It used to say 128
+/// while the 25th `hsa_queue_create` failed.
+#[test]
+fn queues_max_queues_can_be_created_and_not_one_more() {
+    if !have_headers() {
+        return;
+    }
+    run_rocr_compat("queues");
+}
