@@ -364,14 +364,17 @@ fn c_dispatch_loop_creates_and_destroys_a_signal_per_dispatch() {
 }
 
 /// Runs `c/rocr_compat.c`'s `section` on the emulated device (built-in profile); asserts it
-/// prints `rocr_compat: <section> ok`.
+/// prints `rocr_compat: <section> ok`. The program is built once for all the tests that run
+/// it (they run at once, and each build would replace the directory the others use).
 fn run_rocr_compat(section: &str) {
-    let (libdir, exe) = build_c_program("rocr_compat");
+    static BUILT: std::sync::OnceLock<(std::path::PathBuf, std::path::PathBuf)> =
+        std::sync::OnceLock::new();
+    let (libdir, exe) = BUILT.get_or_init(|| build_c_program("rocr_compat"));
     let crate_dir = common::crate_dir();
-    let out = Command::new(&exe)
+    let out = Command::new(exe)
         .arg(crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
         .arg(section)
-        .env("LD_LIBRARY_PATH", &libdir)
+        .env("LD_LIBRARY_PATH", libdir)
         .env("HSA_RT_DEVICE", "emulated")
         .env_remove("HSA_RT_SYSFS")
         .env_remove("HSA_RT_EMULATION")
