@@ -26,7 +26,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use hsa_core::loader::executable::Executable;
 use hsa_core::memory::Allocation;
 use hsa_core::queue::AqlQueue;
-use hsa_core::runtime::Runtime;
+use hsa_core::runtime::{Runtime, MAX_REFCOUNT};
 use hsa_core::signal::{Signal, SignalPool};
 use hsa_core::{bail, Error, NodeId, Status};
 use hsa_emu::{EmulatedKfd, SelectedDevice};
@@ -322,12 +322,13 @@ static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
 /// count.
 ///
 /// # Errors
-/// `Status::RefcountOverflow` at `u32::MAX` inits; on the first init,
+/// `Status::RefcountOverflow` once [`MAX_REFCOUNT`] (`INT32_MAX`, as ROCR) inits are
+/// counted; on the first init,
 /// `Status::InvalidArgument` naming `HSA_RT_LOG` and the accepted values when it is not a
 /// switch value (`hsa_linux::env::switch`), and the platform's and runtime's errors.
 pub(crate) fn init() -> Result<(), Error> {
     let mut g = lock(&GLOBAL);
-    if g.0 == u32::MAX {
+    if g.0 >= MAX_REFCOUNT {
         bail!(
             Status::RefcountOverflow,
             "hsa_init called {} times without hsa_shut_down",
@@ -380,5 +381,31 @@ pub(crate) fn state() -> Result<Arc<State>, Error> {
             Status::NotInitialized,
             "the HSA runtime is not initialized (call hsa_init first)"
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `hsa_init` counts to `INT32_MAX` and the next call is `REFCOUNT_OVERFLOW`, as ROCR 5.2;
+    /// the count then still goes down to 0. (Counting there one call at a time takes a
+    /// minute: the test starts the count near the limit.)
+    #[test]
+    fn init_stops_at_int32_max() {
+        init().unwrap();
+        lock(&GLOBAL).0 = 0x7fff_fffe;
+        init().unwrap();
+        assert_eq!(lock(&GLOBAL).0, 0x7fff_ffff);
+        let e = init().unwrap_err();
+        assert_eq!(e.status(), Status::RefcountOverflow);
+        assert_eq!(
+            e.detail(),
+            "hsa_init called 2147483647 times without hsa_shut_down"
+        );
+        assert_eq!(lock(&GLOBAL).0, 0x7fff_ffff);
+        lock(&GLOBAL).0 = 1;
+        shut_down().unwrap();
+        assert!(state().is_err());
     }
 }

@@ -600,11 +600,15 @@ impl LinuxPlatform {
                 .map_from_driver(va, drv, MapTarget::RenderNode(gpu_id), a.mmap_offset)
                 .map_err(|e| undo(va_error("mapping a buffer object for the host", e)))?;
         }
+        // Host memory was just mapped anonymous, which the kernel zero-fills on first touch:
+        // writing zeros would only make every page resident at once (1 GiB: a second, and a
+        // GiB of RSS). A buffer object's pages may hold old data (amdgpu does not clear VRAM
+        // on allocation), so those are zeroed (`VaSpace::zero`).
         if self
             .process
             .va
             .range(va)
-            .is_some_and(|r| r.1 != Backing::Reserved)
+            .is_some_and(|r| r.1 == Backing::Driver)
         {
             self.process.va.zero(va);
         }

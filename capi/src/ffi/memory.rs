@@ -44,6 +44,34 @@ const _: () = assert!(std::mem::size_of::<HsaAmdPointerInfo>() == 56);
 const _: () = assert!(std::mem::offset_of!(HsaAmdPointerInfo, agent_owner) == 40);
 const _: () = assert!(std::mem::offset_of!(HsaAmdPointerInfo, global_flags) == 48);
 
+/// `hsa_amd_memory_pool_link_info_t` (`hsa_ext_amd.h`, ROCR 5.2): 28 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HsaAmdMemoryPoolLinkInfo {
+    /// Minimum transfer latency, ns.
+    pub min_latency: u32,
+    /// Maximum transfer latency, ns.
+    pub max_latency: u32,
+    /// Minimum bandwidth, MB/s.
+    pub min_bandwidth: u32,
+    /// Maximum bandwidth, MB/s.
+    pub max_bandwidth: u32,
+    /// 32-bit atomics across the link.
+    pub atomic_support_32bit: bool,
+    /// 64-bit atomics across the link.
+    pub atomic_support_64bit: bool,
+    /// Cache-coherent transactions across the link.
+    pub coherent_support: bool,
+    /// `hsa_amd_link_info_type_t`.
+    pub link_type: u32,
+    /// NUMA distance (the link's weight).
+    pub numa_distance: u32,
+}
+
+const _: () = assert!(std::mem::size_of::<HsaAmdMemoryPoolLinkInfo>() == 28);
+const _: () = assert!(std::mem::offset_of!(HsaAmdMemoryPoolLinkInfo, link_type) == 20);
+const _: () = assert!(std::mem::offset_of!(HsaAmdMemoryPoolLinkInfo, numa_distance) == 24);
+
 /// `HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE` (ROCm 6 `hsa_ext_amd.h`; not in the
 /// installed 5.2 header).
 pub const HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE: u32 = 18;
@@ -152,6 +180,57 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_get_info(
                     put::<usize>(value, info.alloc_rec_granule_bytes as usize)
                 }
                 other => return Err(bad_attribute("memory pool", other)),
+            }
+        }
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_amd_agent_memory_pool_get_info`: how `agent` reaches `memory_pool`, as ROCR 5.2
+/// computes it from the topology's links (`Runtime::agent_pool_info`): `ACCESS`
+/// (`hsa_amd_memory_pool_access_t`), `NUM_LINK_HOPS` (`uint32_t`: 0 or 1) and `LINK_INFO`
+/// (one `hsa_amd_memory_pool_link_info_t`, all zeros without a hop), with ROCR's checks in
+/// its order: `value` (`INVALID_ARGUMENT`), the agent (`INVALID_AGENT`), the pool
+/// (`INVALID_MEMORY_POOL`), then the attribute (`INVALID_ARGUMENT`).
+///
+/// # Safety
+/// `value` is NULL or points to memory of the attribute's documented size.
+pub unsafe extern "C" fn hsa_amd_agent_memory_pool_get_info(
+    agent: u64,
+    memory_pool: u64,
+    attribute: u32,
+    value: *mut c_void,
+) -> HsaStatus {
+    guard("hsa_amd_agent_memory_pool_get_info", || {
+        let st = state::state()?;
+        non_null(value, "value")?;
+        let info = st
+            .rt()
+            .agent_pool_info(AgentHandle(agent), PoolHandle(memory_pool))?;
+        // SAFETY: (all arms) `value` is non-NULL and as large as the attribute's type.
+        unsafe {
+            match attribute {
+                HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS => put::<u32>(value, info.access.raw()),
+                HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS => put::<u32>(value, info.hops),
+                HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO => {
+                    let out = info
+                        .link
+                        .map_or_else(HsaAmdMemoryPoolLinkInfo::default, |l| {
+                            HsaAmdMemoryPoolLinkInfo {
+                                min_latency: l.min_latency_ns,
+                                max_latency: l.max_latency_ns,
+                                min_bandwidth: l.min_bandwidth_mbps,
+                                max_bandwidth: l.max_bandwidth_mbps,
+                                atomic_support_32bit: l.atomic_32bit,
+                                atomic_support_64bit: l.atomic_64bit,
+                                coherent_support: l.coherent,
+                                link_type: l.link_type as u32,
+                                numa_distance: l.numa_distance,
+                            }
+                        });
+                    put::<HsaAmdMemoryPoolLinkInfo>(value, out)
+                }
+                other => return Err(bad_attribute("agent memory pool", other)),
             }
         }
         Ok(Status::Success)
@@ -485,6 +564,7 @@ export!(
     hsa_amd_agent_iterate_memory_pools,
     hsa_agent_iterate_regions,
     hsa_amd_memory_pool_get_info,
+    hsa_amd_agent_memory_pool_get_info,
     hsa_region_get_info,
     hsa_memory_allocate,
     hsa_amd_memory_pool_allocate,

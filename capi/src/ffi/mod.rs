@@ -23,7 +23,22 @@ macro_rules! export {
     )*};
 }
 
+/// Exports each function a second time under another name (`alias => function`), as
+/// [`export!`] does under its own name: for the names a later HSA version renamed, which ROCR
+/// still exports (`deprecated`).
+macro_rules! export_alias {
+    ($($alias:ident => $name:ident),* $(,)?) => {$(
+        ::core::arch::global_asm!(
+            concat!(".globl ", stringify!($alias)),
+            concat!(".type ", stringify!($alias), ",@function"),
+            concat!(".set ", stringify!($alias), ", {f}"),
+            f = sym $name,
+        );
+    )*};
+}
+
 pub mod agent;
+pub mod deprecated;
 pub mod ext;
 pub mod loader;
 pub mod memory;

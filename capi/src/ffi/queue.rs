@@ -419,3 +419,17 @@ export!(
     hsa_queue_destroy,
     hsa_queue_inactivate,
 );
+
+// The names HSA 1.1 renamed, which ROCR 5.2 still exports (see `deprecated`).
+export_alias!(
+    hsa_queue_load_read_index_acquire => hsa_queue_load_read_index_scacquire,
+    hsa_queue_load_write_index_acquire => hsa_queue_load_write_index_scacquire,
+    hsa_queue_store_read_index_release => hsa_queue_store_read_index_screlease,
+    hsa_queue_store_write_index_release => hsa_queue_store_write_index_screlease,
+    hsa_queue_cas_write_index_acq_rel => hsa_queue_cas_write_index_scacq_screl,
+    hsa_queue_cas_write_index_acquire => hsa_queue_cas_write_index_scacquire,
+    hsa_queue_cas_write_index_release => hsa_queue_cas_write_index_screlease,
+    hsa_queue_add_write_index_acq_rel => hsa_queue_add_write_index_scacq_screl,
+    hsa_queue_add_write_index_acquire => hsa_queue_add_write_index_scacquire,
+    hsa_queue_add_write_index_release => hsa_queue_add_write_index_screlease,
+);

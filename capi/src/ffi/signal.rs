@@ -515,3 +515,31 @@ export!(
     hsa_signal_group_wait_any_scacquire,
     hsa_signal_group_wait_any_relaxed,
 );
+
+// The names HSA 1.1 renamed, which ROCR 5.2 still exports (see `deprecated`).
+export_alias!(
+    hsa_signal_load_acquire => hsa_signal_load_scacquire,
+    hsa_signal_store_release => hsa_signal_store_screlease,
+    hsa_signal_wait_acquire => hsa_signal_wait_scacquire,
+    hsa_signal_exchange_acq_rel => hsa_signal_exchange_scacq_screl,
+    hsa_signal_exchange_acquire => hsa_signal_exchange_scacquire,
+    hsa_signal_exchange_release => hsa_signal_exchange_screlease,
+    hsa_signal_cas_acq_rel => hsa_signal_cas_scacq_screl,
+    hsa_signal_cas_acquire => hsa_signal_cas_scacquire,
+    hsa_signal_cas_release => hsa_signal_cas_screlease,
+    hsa_signal_add_acq_rel => hsa_signal_add_scacq_screl,
+    hsa_signal_add_acquire => hsa_signal_add_scacquire,
+    hsa_signal_add_release => hsa_signal_add_screlease,
+    hsa_signal_subtract_acq_rel => hsa_signal_subtract_scacq_screl,
+    hsa_signal_subtract_acquire => hsa_signal_subtract_scacquire,
+    hsa_signal_subtract_release => hsa_signal_subtract_screlease,
+    hsa_signal_and_acq_rel => hsa_signal_and_scacq_screl,
+    hsa_signal_and_acquire => hsa_signal_and_scacquire,
+    hsa_signal_and_release => hsa_signal_and_screlease,
+    hsa_signal_or_acq_rel => hsa_signal_or_scacq_screl,
+    hsa_signal_or_acquire => hsa_signal_or_scacquire,
+    hsa_signal_or_release => hsa_signal_or_screlease,
+    hsa_signal_xor_acq_rel => hsa_signal_xor_scacq_screl,
+    hsa_signal_xor_acquire => hsa_signal_xor_scacquire,
+    hsa_signal_xor_release => hsa_signal_xor_screlease,
+);

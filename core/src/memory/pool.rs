@@ -3,9 +3,10 @@
 //! The pool grows by asking [`Platform::allocate_memory`] for a chunk of at least
 //! [`DEFAULT_CHUNK_BYTES`] (or the request, granule-rounded, when larger) as long as the
 //! pool's `size_bytes` allows, and gives a chunk back when its last allocation is freed
-//! (keeping one empty chunk cached, so a pool that allocates and frees one kernarg buffer per
-//! dispatch does not call the platform each time). Every chunk left is given back when the
-//! pool drops.
+//! (keeping one empty chunk of at most [`DEFAULT_CHUNK_BYTES`] cached, so a pool that
+//! allocates and frees one kernarg buffer per dispatch does not call the platform each time;
+//! a larger chunk — made for one large allocation — goes back at once, so that its memory
+//! does). Every chunk left is given back when the pool drops.
 //!
 //! All methods take `&self`: state sits behind a `spin::Mutex` held only for the
 //! sub-allocator's O(1)/O(log n) bookkeeping, never across a platform call.
@@ -386,7 +387,8 @@ where
     }
 
     /// Frees the allocation that starts at `va`. A chunk left empty goes back to the
-    /// platform unless it becomes the one cached empty chunk.
+    /// platform unless it becomes the one cached empty chunk (only a chunk of at most
+    /// [`DEFAULT_CHUNK_BYTES`] is cached).
     /// Ref: `hsa_amd_memory_pool_free`, `hsa_memory_free`.
     ///
     /// # Errors
@@ -403,9 +405,14 @@ where
                     "address {va} is not an allocation of this pool (never allocated, or freed)"
                 )
             })?;
+            let small = inner
+                .chunk(freed.range)
+                .is_some_and(|c| c.size_bytes <= DEFAULT_CHUNK_BYTES);
             if !freed.range_empty {
                 None
-            } else if inner.cached_empty.is_none() || inner.cached_empty == Some(freed.range) {
+            } else if small
+                && (inner.cached_empty.is_none() || inner.cached_empty == Some(freed.range))
+            {
                 inner.cached_empty = Some(freed.range);
                 None
             } else {
@@ -971,6 +978,25 @@ mod tests {
         pool.free(again.va).unwrap();
         pool.free(large.va).unwrap();
         assert_eq!(p.live_chunks().len(), 1);
+        pool.check_invariants();
+    }
+
+    /// A chunk made for one large allocation goes back to the platform when that allocation
+    /// is freed, even with no chunk cached: only a default-sized chunk is kept.
+    #[test]
+    fn a_large_chunk_is_never_the_cached_one() {
+        let p = platform(FakeMemory::Host, 64 * MIB);
+        let pool: TestPool<'_> = MemoryPool::new(&p, fine(32 * MIB)).unwrap();
+        let large = pool.allocate(16 * MIB).unwrap();
+        assert_eq!(p.live_chunks().len(), 1);
+        pool.free(large.va).unwrap();
+        assert_eq!(p.live_chunks().len(), 0);
+        assert_eq!(pool.stats().reserved_bytes, 0);
+        // A default-sized one is kept for the next allocation.
+        let small = pool.allocate(4096).unwrap();
+        pool.free(small.va).unwrap();
+        assert_eq!(p.live_chunks().len(), 1);
+        assert_eq!(pool.stats().reserved_bytes, DEFAULT_CHUNK_BYTES);
         pool.check_invariants();
     }
 

@@ -88,8 +88,21 @@ pub const GRID_MAX_DIM: u32 = u32::MAX;
 pub const GRID_MAX_SIZE: u32 = u32::MAX;
 /// Fbarriers per work-group (`HSA_AGENT_INFO_FBARRIER_MAX_SIZE`).
 pub const FBARRIER_MAX_SIZE: u32 = 32;
-/// Most queues one GPU agent may have (`HSA_AGENT_INFO_QUEUES_MAX`), as ROCR reports.
+/// ROCR's cap on `HSA_AGENT_INFO_QUEUES_MAX`: 128 (ROCR 5.2 `GpuAgent`: `HSA_MAX_QUEUES`,
+/// at most 128).
 pub const GPU_QUEUES_MAX: u32 = 128;
+
+/// Most user-mode queues amdkfd lets one process create on one GPU: 127 (the hardware
+/// scheduler's limit), and 255 on GC 9.4.3, 9.4.4 and 9.5.0 (`gfx_target_version` 90400,
+/// 90401, 90402: gfx940–gfx942; 90500: gfx950), which have no such limit. One more is
+/// `ENOSPC`. Ref: linux `drivers/gpu/drm/amd/amdkfd/kfd_process_queue_manager.c`
+/// (`pqm_create_queue`), `kfd_device.c` (`gfx_target_version` of each GC version).
+pub const fn amdkfd_queues_per_process(gfx_target_version: u32) -> u32 {
+    match gfx_target_version {
+        90400 | 90401 | 90402 | 90500 => 255,
+        _ => 127,
+    }
+}
 /// Smallest AQL queue, packets (`HSA_AGENT_INFO_QUEUE_MIN_SIZE`).
 pub const GPU_QUEUE_MIN_SIZE_PACKETS: u32 = 64;
 /// Largest AQL queue, packets (`HSA_AGENT_INFO_QUEUE_MAX_SIZE`).
@@ -284,10 +297,15 @@ impl Agent {
         }
     }
 
-    /// `HSA_AGENT_INFO_QUEUES_MAX`.
+    /// `HSA_AGENT_INFO_QUEUES_MAX`: for a GPU, ROCR's cap ([`GPU_QUEUES_MAX`]) or what
+    /// amdkfd lets one process create on it ([`amdkfd_queues_per_process`]), whichever is
+    /// lower (127 on gfx90a: ROCR's 128 would promise one queue more than amdkfd allows); 0 for
+    /// a CPU.
     pub fn queues_max(&self) -> u32 {
         if self.is_gpu() {
-            GPU_QUEUES_MAX
+            GPU_QUEUES_MAX.min(amdkfd_queues_per_process(
+                self.node_properties().gfx_target_version,
+            ))
         } else {
             0
         }
@@ -527,6 +545,45 @@ mod tests {
         assert_eq!(a.queue_max_size(), 131_072);
         assert_eq!(a.asic_revision(), 1);
         assert!(!a.coherent_host_access());
+    }
+
+    /// `HSA_AGENT_INFO_QUEUES_MAX` is what a process can create: amdkfd's 127 on a gfx90a
+    /// (ROCR's 128 would be one too many), ROCR's cap of 128 on a gfx942 (amdkfd allows 255).
+    #[test]
+    fn queues_max_is_what_amdkfd_lets_a_process_create() {
+        let agent = |gfx_target_version| {
+            let mut p = mi210();
+            p.gfx_target_version = gfx_target_version;
+            Agent::new(
+                AgentHandle::from_index(1),
+                p,
+                core::iter::empty(),
+                0,
+                0,
+                false,
+            )
+        };
+        assert_eq!(agent(90010).queues_max(), 127);
+        assert_eq!(agent(90402).queues_max(), 128);
+        assert_eq!(amdkfd_queues_per_process(90010), 127);
+        assert_eq!(amdkfd_queues_per_process(90000), 127);
+        assert_eq!(amdkfd_queues_per_process(90400), 255);
+        assert_eq!(amdkfd_queues_per_process(90402), 255);
+        assert_eq!(amdkfd_queues_per_process(90500), 255);
+        assert_eq!(amdkfd_queues_per_process(110000), 127);
+        let mut cpu = mi210();
+        cpu.simd_count = 0;
+        cpu.gpu_id = 0;
+        cpu.cpu_cores_count = 64;
+        let cpu = Agent::new(
+            AgentHandle::from_index(0),
+            cpu,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(cpu.queues_max(), 0);
     }
 
     #[test]

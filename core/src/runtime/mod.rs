@@ -9,6 +9,7 @@
 //! information".
 
 pub mod agent;
+pub mod links;
 pub mod pools;
 
 use alloc::sync::Arc;
@@ -17,9 +18,15 @@ use alloc::vec::Vec;
 use crate::platform::{Platform, PlatformError};
 use crate::status::{Error, Result, Status};
 pub use agent::{Agent, AgentHandle};
-pub use pools::{PoolHandle, RuntimePool};
+pub use links::{Link, LinkInfo, LinkTable, LinkType};
+pub use pools::{AgentPoolInfo, PoolHandle, RuntimePool};
 
 pub use crate::addr::MAX_AGENTS;
+
+/// The most `hsa_init` calls without a matching `hsa_shut_down` a runtime counts:
+/// `INT32_MAX`. The next `hsa_init` is `HSA_STATUS_ERROR_REFCOUNT_OVERFLOW` (ROCR 5.2,
+/// `core::Runtime::Acquire`, whose count is a signed 32-bit integer).
+pub const MAX_REFCOUNT: u32 = i32::MAX as u32;
 
 /// `HSA_SYSTEM_INFO_VERSION_MAJOR`/`_MINOR`: the HSA runtime specification this implements.
 pub const VERSION: (u16, u16) = (1, 1);
@@ -58,6 +65,7 @@ pub struct Runtime<P: Platform> {
     // Field order is drop order: pools give their chunks back before the platform goes.
     pools: Vec<RuntimePool<P>>,
     agents: Vec<Agent>,
+    links: LinkTable,
     platform: Arc<P>,
 }
 
@@ -67,7 +75,7 @@ fn platform_error<E: PlatformError>(e: E) -> Error {
 
 impl<P: Platform> Runtime<P> {
     /// Builds a runtime over `platform`: reads the topology and makes one agent per node, in
-    /// node order (CPU and GPU agents).
+    /// node order (CPU and GPU agents), the links between them and their pools.
     ///
     /// # Errors
     /// The platform's topology errors; `Status::OutOfResources` for more than [`MAX_AGENTS`]
@@ -103,10 +111,12 @@ impl<P: Platform> Runtime<P> {
             let agent = Agent::new(handle, node, caches, width, clock, xnack);
             agents.push(agent);
         }
-        let pools = pools::build_pools(&platform, &agents)?;
+        let links = links::build(&*platform)?;
+        let pools = pools::build_pools(&platform, &agents, &links)?;
         Ok(Runtime {
             pools,
             agents,
+            links,
             platform,
         })
     }
@@ -145,6 +155,11 @@ impl<P: Platform> Runtime<P> {
     /// All agents, in node order.
     pub fn agents(&self) -> &[Agent] {
         &self.agents
+    }
+
+    /// The links between nodes, as ROCR registers them (see [`links`]).
+    pub fn links(&self) -> &LinkTable {
+        &self.links
     }
 
     /// Calls `f` for each agent in order until it returns something other than
@@ -234,9 +249,10 @@ impl<P: Platform> Default for RuntimeCell<P> {
 }
 
 impl<P: Platform> RuntimeCell<P> {
-    /// An empty cell (no runtime; every access is `NOT_INITIALIZED`).
+    /// An empty cell (no runtime; every access is `NOT_INITIALIZED`) whose count stops at
+    /// [`MAX_REFCOUNT`], as ROCR's.
     pub const fn new() -> RuntimeCell<P> {
-        Self::with_max_refcount(u32::MAX)
+        Self::with_max_refcount(MAX_REFCOUNT)
     }
 
     /// An empty cell whose reference count stops at `max_refcount` (tests use a small one to
@@ -355,6 +371,14 @@ mod tests {
             cell.shut_down().unwrap_err().status(),
             Status::NotInitialized
         );
+    }
+
+    /// ROCR stops counting at `INT32_MAX`, not `u32::MAX`.
+    #[test]
+    fn default_cell_stops_at_int32_max() {
+        let cell: RuntimeCell<FakePlatform> = RuntimeCell::new();
+        assert_eq!(cell.max_refcount, 2_147_483_647);
+        assert_eq!(MAX_REFCOUNT, 0x7fff_ffff);
     }
 
     #[test]

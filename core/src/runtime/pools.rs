@@ -5,7 +5,10 @@
 //!   and a coarse-grained pool; 4 KiB granule and alignment; accessible by all agents;
 //! - every GPU agent with local memory (a frame-buffer bank): VRAM as a coarse-grained pool,
 //!   an extended-scope fine-grained pool and a fine-grained pool; 4 KiB granule, 2 MiB
-//!   recommended granule; not accessible by other agents by default;
+//!   recommended granule; not accessible by other agents by default, but the agents ROCR
+//!   reports `DISALLOWED_BY_DEFAULT` for (see [`Runtime::agent_pool_info`]) may be given
+//!   access with `hsa_amd_agents_allow_access`: the CPU (host access, when the VRAM is
+//!   host-visible) and linked GPUs;
 //! - every GPU agent: its group segment (LDS) as a pool that cannot be allocated from.
 //!
 //! A CPU node whose capture has no memory bank (some sysfs dumps have none) gets
@@ -23,6 +26,7 @@ use crate::memory::{
 use crate::platform::{HeapType, MemoryFlags, MemoryKind, Platform};
 use crate::status::{Result, Status};
 
+use super::links::{LinkInfo, LinkTable};
 use super::{Agent, AgentHandle, Runtime};
 
 /// Size given to a CPU node's system memory when the topology reports no bank for it, bytes.
@@ -122,9 +126,59 @@ fn host_visible_vram<P: Platform>(platform: &P, index: usize) -> bool {
         .any(|b| b.heap_type == HeapType::FrameBufferPublic)
 }
 
+/// What `hsa_amd_agent_memory_pool_get_info` reports for one agent and one pool.
+///
+/// Ref: `hsa_ext_amd.h` `hsa_amd_agent_memory_pool_info_t`; ROCR 5.2
+/// `MemoryRegion::GetAgentPoolInfo` and `GetAccessInfo` (`amd_memory_region.cpp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AgentPoolInfo {
+    /// `HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS`.
+    pub access: AgentAccess,
+    /// `HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS`: the link's hop count (0 or 1), 0 when
+    /// the access is never allowed.
+    pub hops: u32,
+    /// `HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO`: the link from the agent to the pool's
+    /// owner; `None` (reported as all zeros) when the access is never allowed or there is no
+    /// hop (the owner itself).
+    pub link: Option<LinkInfo>,
+}
+
+/// ROCR 5.2's access rule (`MemoryRegion::GetAccessInfo`): the owner is allowed by default;
+/// an agent without a link to the owner never; system memory is allowed by default for CPU
+/// agents and disallowed by default for the others; coarse-grained device memory is
+/// disallowed by default; fine-grained device memory is disallowed by default for an agent
+/// of the owner's XGMI hive (hive 0 counts as a hive: a CPU and a GPU outside any hive match)
+/// and never allowed for the others; any other pool (the group segment) is never allowed.
+fn rocr_access(agent: &Agent, owner: &Agent, info: &PoolInfo, links: &LinkTable) -> AgentAccess {
+    if agent.handle() == owner.handle() {
+        return AgentAccess::AllowedByDefault;
+    }
+    if links
+        .get(agent.node(), owner.node())
+        .is_none_or(|l| l.hops < 1)
+    {
+        return AgentAccess::NeverAllowed;
+    }
+    if info.segment != Segment::Global {
+        return AgentAccess::NeverAllowed;
+    }
+    match info.memory_kind {
+        MemoryKind::System if !agent.is_gpu() => AgentAccess::AllowedByDefault,
+        MemoryKind::System => AgentAccess::DisallowedByDefault,
+        MemoryKind::DeviceLocal if info.is_coarse_grained() => AgentAccess::DisallowedByDefault,
+        MemoryKind::DeviceLocal
+            if agent.node_properties().hive_id == owner.node_properties().hive_id =>
+        {
+            AgentAccess::DisallowedByDefault
+        }
+        MemoryKind::DeviceLocal => AgentAccess::NeverAllowed,
+    }
+}
+
 pub(super) fn build_pools<P: Platform>(
     platform: &Arc<P>,
     agents: &[Agent],
+    links: &LinkTable,
 ) -> Result<Vec<RuntimePool<P>>> {
     let mut out = Vec::new();
     let gpus: Vec<NodeId> = agents
@@ -184,6 +238,16 @@ pub(super) fn build_pools<P: Platform>(
                 if !host_access {
                     info.chunk_flags.remove(MemoryFlags::HOST_ACCESS);
                 }
+                // Who may be given access with hsa_amd_agents_allow_access: the agents ROCR
+                // reports DISALLOWED_BY_DEFAULT for (a CPU only when the host can map the
+                // VRAM at all).
+                for other in agents {
+                    let access = rocr_access(other, agent, &info, links);
+                    let host_only = !other.is_gpu() && !host_access;
+                    if access == AgentAccess::DisallowedByDefault && !host_only {
+                        info.set_access(NodeId(other.node()), access)?;
+                    }
+                }
                 push(agent, info)?;
             }
         }
@@ -230,6 +294,30 @@ impl<P: Platform> Runtime<P> {
                     handle.0
                 )
             })
+    }
+
+    /// `hsa_amd_agent_memory_pool_get_info`: how `agent` reaches `pool`, as ROCR 5.2 computes
+    /// it from the topology's links (see [`AgentPoolInfo`] and [`super::links`]).
+    ///
+    /// # Errors
+    /// `Status::InvalidAgent` for an unknown agent; `Status::InvalidMemoryPool` for an unknown
+    /// pool.
+    pub fn agent_pool_info(&self, agent: AgentHandle, pool: PoolHandle) -> Result<AgentPoolInfo> {
+        let agent = self.agent(agent)?;
+        let pool = self.pool(pool)?;
+        let owner = self.agent(pool.agent)?;
+        let access = rocr_access(agent, owner, &pool.info, &self.links);
+        let link = self.links.get(agent.node(), owner.node());
+        let reachable = access != AgentAccess::NeverAllowed;
+        Ok(AgentPoolInfo {
+            access,
+            hops: if reachable {
+                link.map_or(0, |l| l.hops)
+            } else {
+                0
+            },
+            link: link.filter(|l| reachable && l.hops > 0).map(|l| l.info),
+        })
     }
 
     /// The first pool of `agent` whose flags contain `flags` (e.g. the kernarg pool of the CPU
@@ -294,17 +382,32 @@ impl<P: Platform> Runtime<P> {
     }
 
     /// `hsa_amd_agents_allow_access`: makes the allocation at `va` accessible to `agents`
-    /// (an agent listed twice counts once).
+    /// (an agent listed twice counts once). As ROCR 5.2, a CPU agent may be given access to
+    /// device memory (host access); here the VRAM must be host-visible for that.
     ///
     /// # Errors
-    /// `Status::InvalidArgument` for an unknown address or an empty agent list;
-    /// `Status::InvalidAgent` for an unknown agent; `Status::OutOfResources` naming
+    /// `Status::InvalidArgument` for an unknown address, an empty agent list, an agent that
+    /// can never reach the pool, or a CPU agent for VRAM the host cannot map (naming the pool's
+    /// node); `Status::InvalidAgent` for an unknown agent; `Status::OutOfResources` naming
     /// [`MAX_AGENTS`] for more distinct agents than that (which a runtime never holds); the
     /// platform's mapping errors.
     pub fn allow_access(&self, agents: &[AgentHandle], va: GpuVa) -> Result<()> {
+        let (pool, _) = self.pool_of(va)?;
+        let info = pool.info();
+        let device_only = info.memory_kind == MemoryKind::DeviceLocal && !info.host_accessible();
         let mut nodes: heapless::Vec<NodeId, MAX_AGENTS> = heapless::Vec::new();
         for a in agents {
-            let node = NodeId(self.agent(*a)?.node());
+            let agent = self.agent(*a)?;
+            let node = NodeId(agent.node());
+            if device_only && !agent.is_gpu() {
+                crate::bail!(
+                    Status::InvalidArgument,
+                    "agent {:#x} is a CPU, and the VRAM of node {} at {va} is not host-visible \
+                     (no FB_PUBLIC memory bank): the host cannot be given access",
+                    a.0,
+                    info.owner.get()
+                );
+            }
             if nodes.contains(&node) {
                 continue;
             }
@@ -318,7 +421,6 @@ impl<P: Platform> Runtime<P> {
                 )
             })?;
         }
-        let (pool, _) = self.pool_of(va)?;
         pool.allow_access(va, &nodes)
     }
 }
@@ -362,6 +464,59 @@ mod tests {
         assert_eq!(
             rt.pool(PoolHandle(5)).err().unwrap().status(),
             Status::InvalidMemoryPool
+        );
+    }
+}
+
+#[cfg(all(test, feature = "fake"))]
+mod vram_access_tests {
+    use super::*;
+    use crate::platform::fake::{FakePlatform, FakeTopology};
+
+    fn vram(rt: &Runtime<FakePlatform>) -> PoolHandle {
+        let gpu = rt.first_gpu().unwrap().handle();
+        rt.find_pool(gpu, GlobalFlags::COARSE_GRAINED)
+            .unwrap()
+            .handle()
+    }
+
+    /// ROCR 5.2 lets the CPU be given access to VRAM (host access): with host-visible VRAM
+    /// (an FB_PUBLIC bank) it is recorded like any agent; with VRAM the host cannot map (the
+    /// fake MI210's FB_PRIVATE bank) it is refused, saying why.
+    #[test]
+    fn the_cpu_may_be_given_access_to_host_visible_vram() {
+        let mut t = FakeTopology::mi210();
+        t.nodes[1].banks[0].heap_type = HeapType::FrameBufferPublic;
+        let rt = Runtime::new(FakePlatform::with_topology(t)).unwrap();
+        let cpu = rt.first_cpu().unwrap();
+        let a = rt.allocate(vram(&rt), 4096).unwrap();
+        assert!(a.host_ptr.is_some());
+        assert_eq!(
+            rt.agent_pool_info(cpu.handle(), vram(&rt)).unwrap().access,
+            AgentAccess::DisallowedByDefault
+        );
+        rt.allow_access(&[cpu.handle()], a.va).unwrap();
+        assert!(rt
+            .pointer_info(a.va)
+            .unwrap()
+            .allowed_nodes
+            .contains(NodeId(cpu.node())));
+
+        let rt = Runtime::new(FakePlatform::new()).unwrap();
+        let cpu = rt.first_cpu().unwrap().handle();
+        let pool = rt.pool(vram(&rt)).unwrap();
+        assert!(!pool.info().host_accessible());
+        let a = rt.allocate(pool.handle(), 4096).unwrap();
+        let e = rt.allow_access(&[cpu], a.va).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(
+            e.detail(),
+            alloc::format!(
+                "agent {:#x} is a CPU, and the VRAM of node 1 at {} is not host-visible (no \
+                 FB_PUBLIC memory bank): the host cannot be given access",
+                cpu.0,
+                a.va
+            )
         );
     }
 }

@@ -24,6 +24,8 @@
 //!   doorbell page, which the user maps from `/dev/kfd`), its write index and its next
 //!   packet header, as a command processor does: nothing but memory tells it that packets
 //!   arrived (the polling policy is in the `queue` module's docs).
+//!   A process may have 127 queues on a GPU (255 on gfx94x/gfx950), as amdkfd; one more is
+//!   `ENOSPC`.
 //! - Kernel dispatches ([`ExecutionMode`]): by default the kernel's real machine code runs in
 //!   the GFX9 wave interpreter of [`crate::gfx9::exec`] when the GPU's ISA is gfx900,
 //!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
@@ -51,6 +53,7 @@ use std::time::{Duration, Instant};
 use crate::gfx9::Gfx9Target;
 use hsa_core::platform::HeapType;
 use hsa_core::processor::PacketProcessor;
+use hsa_core::runtime::agent::amdkfd_queues_per_process;
 use hsa_core::{error, Error, GpuVa, Status};
 use rustix::io::Errno;
 use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
@@ -204,7 +207,8 @@ struct StatCounters {
 struct Gpu {
     gpu_id: u32,
     vram_bytes: u64,
-    num_cp_queues: u32,
+    /// Most queues the process may have on this GPU (amdkfd's per-process limit).
+    max_queues: u32,
     lds_bytes: u32,
     doorbells: Arc<Backing>,
     /// The ISA the interpreter runs for it; `None` when it is not gfx900/gfx90a/gfx942.
@@ -371,7 +375,10 @@ impl EmulatedKfd {
     /// Makes an emulated device for `topology` (e.g. [`builtin_topology`] or a captured dump),
     /// first completed by [`complete_capture`].
     /// Every node with SIMDs and a non-zero `gpu_id` becomes an emulated GPU with its VRAM
-    /// banks' size, `num_cp_queues` (at least 1) and `lds_size_in_kb`.
+    /// banks' size and `lds_size_in_kb`, taking as many queues as amdkfd lets a process
+    /// create on it (`amdkfd_queues_per_process`: 127, or 255 on gfx94x/gfx950; with its
+    /// hardware scheduler amdkfd runs more queues than `num_cp_queues`, the hardware queue
+    /// slots, by switching them in and out).
     ///
     /// # Errors
     /// [`Status::InvalidArgument`] when the topology has no GPU node, two GPUs share a
@@ -397,7 +404,7 @@ impl EmulatedKfd {
             gpus.push(Gpu {
                 gpu_id: p.gpu_id,
                 vram_bytes: n.local_memory_bytes(),
-                num_cp_queues: p.num_cp_queues.max(1),
+                max_queues: amdkfd_queues_per_process(p.gfx_target_version),
                 lds_bytes: p.lds_size_in_kb.saturating_mul(1024),
                 doorbells: Arc::new(doorbells),
                 target: processor.and_then(Gfx9Target::from_processor),
@@ -1082,8 +1089,9 @@ impl EmulatedKfd {
             .device_region(gpu.gpu_id, amd_queue, 256)
             .ok_or(Errno::FAULT)?;
         let mut queues = lock(&self.device.queues);
+        // As pqm_create_queue: the process's queues on this GPU are limited (ENOSPC).
         let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
-        if on_gpu >= gpu.num_cp_queues {
+        if on_gpu >= gpu.max_queues {
             return Err(Errno::NOSPC);
         }
         let qid = (0..MAX_QUEUES_PER_PROCESS)
@@ -1256,11 +1264,13 @@ impl EmulatedKfd {
 }
 
 // The implementation safety of KfdDriver: every pointer inside an argument (device-id, event,
-// aperture and CU-mask arrays, the USERPTR address) is only copied through /proc/self/mem
-// (`UserMemory`), for at most the bytes the argument's counts give (EFAULT when unmapped, never
-// a fault), and the apertures and events are written for at most `num_of_nodes` and
-// `num_events` entries; queue memory is reached only inside allocations mapped to the GPU
-// (`device_region`), USERPTR memory only inside the registered range; mmap maps at exactly the given address or where the kernel picks.
+// aperture and CU-mask arrays) is only copied through /proc/self/mem (`UserMemory`), for at
+// most the bytes the argument's counts give (EFAULT when unmapped, never a fault); a USERPTR
+// range is registered only when /proc/self/maps shows it mapped readable (EFAULT otherwise);
+// the apertures and events are written for at most `num_of_nodes` and `num_events` entries;
+// queue memory is reached only inside allocations mapped to the GPU (`device_region`), USERPTR
+// memory only inside the registered range; mmap maps at exactly the given address or where the
+// kernel picks.
 #[allow(unsafe_code)]
 impl KfdDriver for EmulatedKfd {
     fn name(&self) -> &str {
@@ -1274,7 +1284,7 @@ impl KfdDriver for EmulatedKfd {
     /// - `GET_PROCESS_APERTURES_NEW`'s array is valid for writes of
     ///   `min(num_of_nodes, number of GPUs)` entries for the call, or not mapped (`EFAULT`);
     /// - a `USERPTR` address is valid as the table says until FREE, or not mapped (`EFAULT`:
-    ///   its pages are probed through `/proc/self/mem`);
+    ///   its pages are checked against `/proc/self/maps`);
     /// - nothing else: the pointers this device only reads (device-id arrays, CU masks) are
     ///   read through `/proc/self/mem` whatever they hold, and so are `WAIT_EVENTS`' events,
     ///   into whose entries it writes back (the exception data of memory and

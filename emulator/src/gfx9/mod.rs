@@ -37,8 +37,9 @@ pub enum Gfx9Target {
 
 impl Gfx9Target {
     /// The interpreter's model of `processor` (a row of the crate's processor table, e.g. a
-    /// code object's or an agent's [`TargetId::processor`](hsa_core::isa::TargetId)): gfx900 and
-    /// gfx9-generic → `Gfx900`, gfx90a, gfx942. `None` for any other processor.
+    /// code object's or an agent's
+    /// [`TargetId::processor`](hsa_core::isa::TargetId::processor)): gfx900 and gfx9-generic
+    /// → `Gfx900`, gfx90a, gfx942. `None` for any other processor.
     pub fn from_processor(processor: Processor) -> Option<Gfx9Target> {
         match processor {
             Processor::GFX900 | Processor::GFX9_GENERIC => Some(Gfx9Target::Gfx900),

@@ -30,7 +30,7 @@ use hsa_core::{error, Error, Status};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::ioctl::{Ioctl, IoctlOutput, Opcode};
-use rustix::mm::{MapFlags, ProtFlags};
+use rustix::mm::{Advice, MapFlags, ProtFlags};
 
 use super::driver::{KfdDriver, MapTarget};
 use crate::device::va::FreeList;
@@ -482,8 +482,13 @@ impl VaSpace {
                 .is_some_and(|end| end <= start + c.len)
     }
 
-    /// Fills the host-accessible range at `va` with zeros (plain stores); `false` (nothing
-    /// written) when `va` does not start a carved, backed range.
+    /// Makes the host-accessible range at `va` read as zeros; `false` (nothing done) when
+    /// `va` does not start a carved, backed range.
+    ///
+    /// A shared mapping of a file that can punch holes (a memfd, as the emulated device's
+    /// buffer objects) is zeroed with `madvise(MADV_REMOVE)`, which frees its pages instead of
+    /// touching them (madvise(2)); any other mapping (a render node's buffer object, which
+    /// cannot: `ENODEV`) with plain stores.
     ///
     /// Only for a range nobody else reads or writes meanwhile: the platform zeroes a chunk
     /// before handing it out and before mapping it to a GPU. Memory the device or other
@@ -499,6 +504,18 @@ impl VaSpace {
         };
         if backing == Backing::Reserved || busy {
             return false;
+        }
+        if backing == Backing::Driver {
+            // SAFETY: `[va, va + len)` is a live, page-aligned range of this space mapped
+            // read-write (the lock is held, so it is not released meanwhile); MADV_REMOVE only
+            // changes what it reads (zeros, as the stores below would), and nobody else uses
+            // the range yet (this function's contract).
+            let removed = unsafe {
+                rustix::mm::madvise(va as *mut c_void, len as usize, Advice::LinuxRemove)
+            };
+            if removed.is_ok() {
+                return true;
+            }
         }
         // SAFETY: `[va, va + len)` is a live range of this space mapped read-write (backing is
         // Host or Driver); the lock is held, so it is not released meanwhile. The platform
@@ -784,6 +801,89 @@ mod tests {
         );
         space.release(a).unwrap();
         assert_eq!(space.free_bytes(), space.len_bytes());
+    }
+
+    /// A driver whose buffer objects are memfd pages (as the emulated device's).
+    #[derive(Default)]
+    struct Memfd {
+        fds: Mutex<Vec<OwnedFd>>,
+    }
+
+    impl KfdDriver for Memfd {
+        fn name(&self) -> &str {
+            "memfd"
+        }
+
+        unsafe fn ioctl(&self, _: u32, _: &mut [u8]) -> Result<(), Errno> {
+            Err(Errno::NOTTY)
+        }
+
+        unsafe fn mmap(
+            &self,
+            _: MapTarget,
+            _: u64,
+            len: usize,
+            addr: Option<NonNull<u8>>,
+        ) -> Result<NonNull<u8>, Errno> {
+            let at = addr.ok_or(Errno::INVAL)?;
+            let fd = rustix::fs::memfd_create("bo", rustix::fs::MemfdFlags::CLOEXEC)?;
+            rustix::fs::ftruncate(&fd, len as u64)?;
+            // SAFETY: the caller (VaSpace::map_from_driver) owns `[at, at + len)` and gives it
+            // up for this mapping (KfdDriver::mmap's contract).
+            let p = unsafe {
+                rustix::mm::mmap(
+                    at.as_ptr().cast(),
+                    len,
+                    ProtFlags::READ | ProtFlags::WRITE,
+                    MapFlags::SHARED | MapFlags::FIXED,
+                    &fd,
+                    0,
+                )?
+            };
+            lock(&self.fds).push(fd);
+            NonNull::new(p.cast()).ok_or(Errno::INVAL)
+        }
+    }
+
+    fn resident_bytes() -> u64 {
+        let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+        let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+        pages * rustix::param::page_size() as u64
+    }
+
+    /// `zero` of a buffer object that can punch holes frees its pages (reads give zeros, the
+    /// process's resident memory drops) instead of storing 64 MiB of zeros; host memory is
+    /// zeroed with stores.
+    #[test]
+    fn zero_punches_holes_in_memfd_buffer_objects() {
+        let space = VaSpace::reserve(256 << 20).unwrap();
+        let drv = Memfd::default();
+        let len = 64u64 << 20;
+        let a = space.carve(len, 2 << 20).unwrap();
+        space
+            .map_from_driver(a, &drv, MapTarget::RenderNode(1), 0)
+            .unwrap();
+        let ones = vec![0xffu8; len as usize];
+        assert!(space.write(a, &ones));
+        let filled = resident_bytes();
+        assert!(space.zero(a));
+        let zeroed = resident_bytes();
+        assert!(
+            filled - zeroed >= 60 << 20,
+            "resident {filled} before zero, {zeroed} after"
+        );
+        // SAFETY: `[a, a + len)` is mapped read-write and nothing else uses it.
+        let view = unsafe { std::slice::from_raw_parts(a as *const u8, len as usize) };
+        assert!(view.iter().all(|&b| b == 0));
+
+        let h = space.carve(2 * space.page_bytes(), 4096).unwrap();
+        space.back_with_host_memory(h).unwrap();
+        assert!(space.write(h + 100, &[9; 8]));
+        assert!(space.zero(h));
+        // SAFETY: as above, for the host range.
+        assert_eq!(unsafe { (h as *const u64).add(13).read_unaligned() }, 0);
+        space.release(h).unwrap();
+        space.release(a).unwrap();
     }
 
     #[test]
