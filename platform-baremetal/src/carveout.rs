@@ -18,7 +18,7 @@ pub const PAGE_BYTES: u64 = 4096;
 
 /// A chunk handed out: which carve-out, where, how big.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Allocation {
+pub struct CarveOutBlock {
     /// Index of the carve-out in the host's list.
     pub carve_out: usize,
     /// Byte offset inside the carve-out.
@@ -31,7 +31,7 @@ pub struct Allocation {
     pub virt: Option<usize>,
 }
 
-impl Allocation {
+impl CarveOutBlock {
     /// An opaque 64-bit handle: carve-out index in bits \[63:56\], page number in \[55:0\].
     pub fn handle(&self) -> u64 {
         ((self.carve_out as u64) << 56) | (self.offset / PAGE_BYTES)
@@ -105,7 +105,7 @@ impl CarveOutAllocator {
     /// `Status::InvalidArgument` for a size of 0 or not a multiple of 4096, or an alignment
     /// not a power of two >= 4096; `Status::OutOfResources` when no carve-out has room (or
     /// the bookkeeping is full).
-    pub fn allocate(&self, request: &MemoryRequest) -> Result<Allocation, Error> {
+    pub fn allocate(&self, request: &MemoryRequest) -> Result<CarveOutBlock, Error> {
         let size = request.size_bytes;
         let align = request.align_bytes;
         if size == 0 || size % PAGE_BYTES != 0 {
@@ -137,7 +137,7 @@ impl CarveOutAllocator {
                     continue;
                 }
                 if let Some(off) = take(&mut arenas[i], c.gpu_va.get(), size, align) {
-                    return Ok(Allocation {
+                    return Ok(CarveOutBlock {
                         carve_out: i,
                         offset: off,
                         size_bytes: size,
@@ -155,12 +155,12 @@ impl CarveOutAllocator {
         )
     }
 
-    /// Frees the chunk with `handle` and `size_bytes` (as [`Allocation::handle`] gave).
+    /// Frees the chunk with `handle` and `size_bytes` (as [`CarveOutBlock::handle`] gave).
     ///
     /// # Errors
     /// `Status::InvalidArgument` when the handle and size do not name a live chunk (never
     /// given, already freed, wrong size).
-    pub fn free(&self, handle: u64, size_bytes: u64) -> Result<Allocation, Error> {
+    pub fn free(&self, handle: u64, size_bytes: u64) -> Result<CarveOutBlock, Error> {
         let carve = (handle >> 56) as usize;
         let offset = (handle & ((1 << 56) - 1)).wrapping_mul(PAGE_BYTES);
         let mut arenas = self.arenas.lock();
@@ -179,7 +179,7 @@ impl CarveOutAllocator {
         arena.live.swap_remove(pos);
         give_back(arena, offset, size_bytes);
         let c = &self.carve_outs[carve];
-        Ok(Allocation {
+        Ok(CarveOutBlock {
             carve_out: carve,
             offset,
             size_bytes,

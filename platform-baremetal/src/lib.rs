@@ -45,7 +45,7 @@ use core::ptr::NonNull;
 use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, WaitOutcome};
 use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, Status};
 
-pub use crate::carveout::{Allocation, CarveOutAllocator};
+pub use crate::carveout::{CarveOutAllocator, CarveOutBlock};
 pub use crate::doorbell::Doorbells;
 pub use crate::host::{
     CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping, RegisterLocation,
@@ -59,11 +59,11 @@ pub const MAX_QUEUES: usize = 32;
 /// EOP buffer size per queue, bytes (one page; `EOP_SIZE` field 9).
 pub const EOP_BYTES: u64 = 4096;
 /// How long `wait_event` spins before sleeping in the host's hook, ns.
-pub const SPIN_NS: u64 = 20_000;
+pub const WAIT_EVENT_SPIN_NS: u64 = 20_000;
 
 struct QueueSlot {
     mapping: QueueMapping,
-    eop: Allocation,
+    eop: CarveOutBlock,
 }
 
 /// The bare-metal platform: a [`Host`], the carve-out allocator, the granted doorbells, the IH
@@ -75,7 +75,7 @@ pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
     doorbells: Doorbells,
     irq: InterruptHandler,
     events: EventTable<EVENT_WORDS>,
-    event_page: Allocation,
+    event_page: CarveOutBlock,
     queues: spin::Mutex<[Option<QueueSlot>; MAX_QUEUES]>,
 }
 
@@ -239,7 +239,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
 
     /// Zeroes a freshly allocated chunk (volatile stores through its CPU mapping, or the
     /// host's device clear).
-    fn zero(&self, a: &Allocation) -> Result<(), Error> {
+    fn zero(&self, a: &CarveOutBlock) -> Result<(), Error> {
         match a.virt {
             Some(_) => {
                 mmio::host_carve_out_window(&self.host, a.carve_out, a.offset, a.size_bytes)?
@@ -250,7 +250,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
         }
     }
 
-    fn allocate_zeroed(&self, request: &MemoryRequest) -> Result<Allocation, Error> {
+    fn allocate_zeroed(&self, request: &MemoryRequest) -> Result<CarveOutBlock, Error> {
         let a = self.memory.allocate(request)?;
         if let Err(e) = self.zero(&a) {
             let _ = self.memory.free(a.handle(), a.size_bytes);
@@ -292,7 +292,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     }
 
     /// Allocates an EOP buffer: device-local memory of the node, else system memory.
-    fn allocate_eop(&self, node: NodeId) -> Result<Allocation, Error> {
+    fn allocate_eop(&self, node: NodeId) -> Result<CarveOutBlock, Error> {
         let mut req = MemoryRequest {
             node,
             kind: MemoryKind::DeviceLocal,
@@ -322,7 +322,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             start.saturating_add(ns_to_ticks(timeout_ns, freq))
         };
         let spin_until = start
-            .saturating_add(ns_to_ticks(SPIN_NS, freq))
+            .saturating_add(ns_to_ticks(WAIT_EVENT_SPIN_NS, freq))
             .min(deadline);
         loop {
             // A destroyed event wakes its waiters (a spurious return: callers re-check).

@@ -24,8 +24,9 @@ use super::mem::{Backing, Region};
 /// The value of a mailbox slot nobody has written (`UNSIGNALED_EVENT_SLOT` in `kfd_events.c`).
 pub const UNSIGNALED_EVENT_SLOT: u64 = u64::MAX;
 
-/// Size of the event page, bytes: one 64-bit slot per possible signal event.
-pub const EVENT_PAGE_BYTES: u64 = KFD_SIGNAL_EVENT_LIMIT as u64 * 8;
+/// Size of the event page, bytes: one 64-bit slot per possible signal event (the backend's
+/// constant: one definition of the KFD fact).
+pub use hsa_linux::device::EVENT_PAGE_BYTES;
 
 /// First id of events that are not signal events (`KFD_FIRST_NONSIGNAL_EVENT_ID`).
 pub const FIRST_NONSIGNAL_EVENT_ID: u32 = 0x8000_0000;

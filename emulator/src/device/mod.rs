@@ -83,9 +83,9 @@ use mem::{round_up_page, Backing, UserMemory, PAGE_BYTES};
 use memory::{Alloc, Allocs, Kind, MemoryFault};
 use queue::{CpThread, QueueCtl};
 
-/// Size of a GPU's doorbell page on `/dev/kfd`, bytes: 1024 queues of one 64-bit doorbell
-/// (`kfd_doorbell_process_slice` on gfx9+).
-pub const DOORBELL_PAGE_BYTES: u64 = 8192;
+/// Size of a GPU's doorbell page on `/dev/kfd`, bytes (the backend's constant: 1024 queues
+/// of one 64-bit doorbell).
+pub use hsa_linux::device::DOORBELL_PAGE_BYTES;
 
 /// Most queues a process may have (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
 pub const MAX_QUEUES_PER_PROCESS: u32 = 1024;
