@@ -63,15 +63,18 @@ BOUNDS = {
           "stores. On this machine B1's ratio varied between about 1x and 2x from run to run under the "
           "same load, so one run does not settle it.",
     "B2": "(not profiled apart; what differs from the baseline) the cache lines the two producers share per "
-          "packet: the write index (fetch_add, then the doorbell's Acquire load of it), the doorbell's spin lock "
-          "(lock and unlock), the doorbell word and the slot, against ArrayQueue's tail (one compare-and-swap) and "
+          "packet: the write index (fetch_add, then the back-pressure load of the read index), the queue's "
+          "largest-doorbell word (fetch_max, and a second ring when the other producer rang a larger index "
+          "meanwhile), the doorbell word and the slot, against ArrayQueue's tail (one compare-and-swap) and "
           "the slot.",
     "B3": "a Signal wait is an atomic load loop like the baseline; what is left is the call overhead and the "
           "Release/Acquire pairs through the 64-byte amd_signal_t slots.",
     "B4": "the emulated CP thread: per dispatch it takes the allocation table's read lock, decodes and "
           "validates the packet, resolves the kernel by object address under a lock and runs the host kernel "
-          "for one work-group; a channel round trip does none of that. If the CP went to sleep (idle longer "
-          "than its 50 us spin), the doorbell costs a futex wake.",
+          "for one work-group; a channel round trip does none of that. The CP learns of the packet only by "
+          "watching the doorbell word, the write index and the next header (no doorbell notification since "
+          "issue 18): within 50 us of its last packet it spins, so a back-to-back round trip costs no wake-up; "
+          "after that it sleeps 50 us doubling to 1 ms between looks.",
     "B5": "the pool's spin lock and B-tree address index (O(log n) lookups on free) against glibc's per-size "
           "bins.",
     "B6": "the emulated event path: the waiter's AMDKFD_IOC_WAIT_EVENTS copies its event array in and out "
