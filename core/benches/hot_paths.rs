@@ -36,12 +36,12 @@ use rand_chacha::ChaCha8Rng;
 use hsa_core::abi::queue::QueueType;
 use hsa_core::memory::{GlobalFlags, MemoryPool, PoolInfo};
 use hsa_core::packet::EncodedPacket;
+use hsa_core::packet_processor::RingConsumer;
 use hsa_core::platform::fake::FakePlatform;
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
     Platform, QueueRequest, WaitOutcome,
 };
-use hsa_core::processor::RingConsumer;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
 use hsa_core::{Error, EventId, GpuVa, NodeId, QueueId};

@@ -6,7 +6,7 @@
 //!
 //! Layers, lowest first: [`abi`] (layouts the hardware reads) ← [`packet`] (header
 //! encode/decode, builders, checked view) ← [`queue`], [`signal`], [`memory`] ←
-//! [`processor`], [`loader`] ← [`runtime`].
+//! [`packet_processor`], [`loader`] ← [`runtime`].
 #![no_std]
 #![deny(unsafe_code)]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -24,8 +24,8 @@ pub mod isa;
 pub mod loader;
 pub mod memory;
 pub mod packet;
+pub mod packet_processor;
 pub mod platform;
-pub mod processor;
 pub mod queue;
 #[cfg(feature = "alloc")]
 pub mod runtime;

@@ -25,8 +25,9 @@ mod loom_model;
 use hsa_core::abi::SignalHandle;
 use hsa_core::addr::GpuVa;
 use hsa_core::packet::{BarrierAnd, BarrierOr, EncodedPacket, HeaderFlags};
-use hsa_core::processor::{
-    AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress, RingConsumer,
+use hsa_core::packet_processor::{
+    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+    RingConsumer,
 };
 use hsa_core::queue::ring::{ModelRing, Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
@@ -80,10 +81,10 @@ struct Host {
 }
 
 impl ProcessorHost for Host {
-    fn execute_kernel(&self, _: &KernelDispatch) -> Result<()> {
+    fn execute_kernel(&self, _: &DecodedKernelDispatch) -> Result<()> {
         Err(Error::new(Status::InvalidPacketFormat, "no kernels"))
     }
-    fn agent_dispatch(&self, _: &AgentDispatch) -> Result<()> {
+    fn agent_dispatch(&self, _: &DecodedAgentDispatch) -> Result<()> {
         Err(Error::new(
             Status::InvalidPacketFormat,
             "no agent functions",

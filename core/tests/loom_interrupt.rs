@@ -19,10 +19,11 @@ mod loom_model;
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet::{BarrierAnd, HeaderFlags};
-use hsa_core::platform::*;
-use hsa_core::processor::{
-    AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress, RingConsumer,
+use hsa_core::packet_processor::{
+    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+    RingConsumer,
 };
+use hsa_core::platform::*;
 use hsa_core::queue::ring::ModelRing;
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::signal::{wait_value, LoadOrder, SignalCondition, WaitState};
@@ -167,10 +168,10 @@ unsafe impl Platform for Model {
 }
 
 impl ProcessorHost for Model {
-    fn execute_kernel(&self, _: &KernelDispatch) -> Result<()> {
+    fn execute_kernel(&self, _: &DecodedKernelDispatch) -> Result<()> {
         Err(Error::new(Status::InvalidPacketFormat, "no kernels"))
     }
-    fn agent_dispatch(&self, _: &AgentDispatch) -> Result<()> {
+    fn agent_dispatch(&self, _: &DecodedAgentDispatch) -> Result<()> {
         Err(Error::new(
             Status::InvalidPacketFormat,
             "no agent functions",

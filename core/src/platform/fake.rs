@@ -25,7 +25,7 @@
 //!   `map_memory` calls, doorbell writes, each live queue's [`QueueRecord`], and counts of
 //!   `signal_event`/`wait_event` calls.
 //! - Kernels: there is no GPU, so [`FakePlatform::register_kernel`] maps a kernel object to a
-//!   host function that gets a [`DispatchContext`]; agent functions are registered by their
+//!   host function that gets a [`FakeDispatchContext`]; agent functions are registered by their
 //!   `type` with [`FakePlatform::register_agent_function`].
 #![allow(unsafe_code)]
 
@@ -39,12 +39,13 @@ use std::vec::Vec;
 
 use crate::abi::SignalHandle;
 use crate::addr::{EventId, GpuVa, NodeId, QueueId};
+use crate::packet_processor::{
+    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+    RingConsumer,
+};
 use crate::platform::{
     Cache, Event, HeapType, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest,
     NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, WaitOutcome,
-};
-use crate::processor::{
-    AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress, RingConsumer,
 };
 use crate::queue::ring::Ring;
 use crate::signal::raw::RawSignal;
@@ -236,14 +237,14 @@ impl Default for FakeTopology {
 }
 
 /// What a registered kernel function sees of its dispatch.
-pub struct DispatchContext<'a> {
-    dispatch: &'a KernelDispatch,
+pub struct FakeDispatchContext<'a> {
+    dispatch: &'a DecodedKernelDispatch,
     platform: &'a FakePlatform,
 }
 
-impl DispatchContext<'_> {
+impl FakeDispatchContext<'_> {
     /// The validated dispatch (all packet fields).
-    pub fn dispatch(&self) -> &KernelDispatch {
+    pub fn dispatch(&self) -> &DecodedKernelDispatch {
         self.dispatch
     }
 
@@ -308,8 +309,8 @@ impl DispatchContext<'_> {
     }
 }
 
-type KernelFn = dyn Fn(&DispatchContext<'_>) + Send + Sync;
-type AgentFn = dyn Fn(&AgentDispatch, &FakePlatform) + Send + Sync;
+type KernelFn = dyn Fn(&FakeDispatchContext<'_>) + Send + Sync;
+type AgentFn = dyn Fn(&DecodedAgentDispatch, &FakePlatform) + Send + Sync;
 
 struct Chunk {
     /// The host allocation and its layout; `None` for an unmapped chunk.
@@ -518,7 +519,7 @@ impl FakePlatform {
     pub fn register_kernel(
         &self,
         kernel_object: u64,
-        f: impl Fn(&DispatchContext<'_>) + Send + Sync + 'static,
+        f: impl Fn(&FakeDispatchContext<'_>) + Send + Sync + 'static,
     ) {
         lock(&self.kernels).insert(kernel_object, Arc::new(f));
     }
@@ -527,7 +528,7 @@ impl FakePlatform {
     pub fn register_agent_function(
         &self,
         function: u16,
-        f: impl Fn(&AgentDispatch, &FakePlatform) + Send + Sync + 'static,
+        f: impl Fn(&DecodedAgentDispatch, &FakePlatform) + Send + Sync + 'static,
     ) {
         lock(&self.agents).insert(function, Arc::new(f));
     }
@@ -662,7 +663,7 @@ struct QueueHost<'a> {
 }
 
 impl ProcessorHost for QueueHost<'_> {
-    fn execute_kernel(&self, dispatch: &KernelDispatch) -> Result<()> {
+    fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> Result<()> {
         let f = lock(&self.platform.kernels)
             .get(&dispatch.kernel_object.0)
             .cloned()
@@ -685,14 +686,14 @@ impl ProcessorHost for QueueHost<'_> {
                 dispatch.kernarg_address.0
             );
         }
-        f(&DispatchContext {
+        f(&FakeDispatchContext {
             dispatch,
             platform: self.platform,
         });
         Ok(())
     }
 
-    fn agent_dispatch(&self, dispatch: &AgentDispatch) -> Result<()> {
+    fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> Result<()> {
         let f = lock(&self.platform.agents)
             .get(&dispatch.function)
             .cloned()

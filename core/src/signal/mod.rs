@@ -2,7 +2,7 @@
 //!
 //! A [`Signal`] owns a 64-byte `amd_signal_t` slot that a [`SignalPool`] carved out of
 //! host- and device-visible platform memory; its handle is the slot's address, as in ROCR,
-//! so a packet processor (hardware or [`processor`](crate::processor)) can decrement it by
+//! so a packet processor (hardware or [`processor`](crate::packet_processor)) can decrement it by
 //! handle. Value operations are single atomic instructions on that memory: lock-free and
 //! allocation-free. An *interrupt* signal also has a platform event: every non-silent store or
 //! read-modify-write writes the event id to the event mailbox and calls

@@ -17,7 +17,7 @@ use crate::gfx9::exec::{
 };
 use crate::gfx9::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
-use hsa_core::processor::KernelDispatch;
+use hsa_core::packet_processor::DecodedKernelDispatch;
 use hsa_core::{error, Error, Status};
 use zerocopy::FromBytes;
 
@@ -157,7 +157,7 @@ pub(crate) enum Outcome {
 /// Errors come back as [`Outcome::Failed`]; their messages do not name the kernel (the
 /// caller adds it).
 pub(crate) fn run(
-    dispatch: &KernelDispatch,
+    dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
     allocs: &Allocs,
     gpu_id: u32,
@@ -174,7 +174,7 @@ pub(crate) fn run(
 type Failure = (Error, Option<MemoryFault>);
 
 fn run_inner(
-    dispatch: &KernelDispatch,
+    dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
     allocs: &Allocs,
     gpu_id: u32,

@@ -6,7 +6,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use hsa_core::processor::KernelDispatch;
+use hsa_core::packet_processor::DecodedKernelDispatch;
 use hsa_core::{error, Error, GpuVa, Status};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
@@ -80,7 +80,7 @@ impl Kernels {
 /// Work-groups of a dispatch run one after another in x, then y, then z order on the queue's
 /// processor thread. Sizes are in work-items; addresses are GPU virtual addresses.
 pub struct DispatchContext<'a> {
-    dispatch: &'a KernelDispatch,
+    dispatch: &'a DecodedKernelDispatch,
     allocs: &'a Allocs,
     gpu_id: u32,
     workgroup_id: [u32; 3],
@@ -310,7 +310,7 @@ impl<'a> DispatchContext<'a> {
 
 /// `ceil(grid / workgroup)` per dimension (workgroup sizes are validated non-zero by the
 /// processor; a zero is treated as 1).
-fn workgroup_count(d: &KernelDispatch) -> [u32; 3] {
+fn workgroup_count(d: &DecodedKernelDispatch) -> [u32; 3] {
     std::array::from_fn(|i| {
         let wg = u32::from(d.workgroup_size[i].max(1));
         d.grid_size[i].div_ceil(wg)
@@ -326,7 +326,7 @@ fn workgroup_count(d: &KernelDispatch) -> [u32; 3] {
 pub(crate) fn run(
     f: &KernelFn,
     name: &str,
-    dispatch: &KernelDispatch,
+    dispatch: &DecodedKernelDispatch,
     allocs: &Allocs,
     gpu_id: u32,
     lds_bytes: u32,

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
-use hsa_core::processor::RingConsumer;
+use hsa_core::packet_processor::RingConsumer;
 use hsa_core::queue::ring::Ring;
 use hsa_core::signal::raw::RawSignal;
 use rustix::fs::{MemfdFlags, OFlags};

@@ -20,7 +20,7 @@
 //!   after `MAP_MEMORY_TO_GPU` for that GPU (as GPUVM mappings work). Freeing memory a live
 //!   queue uses (ring, `amd_queue_t`) or the event page is `EBUSY`.
 //! - Queues: AQL compute only; each served by a thread running the core's packet processor
-//!   ([`hsa_core::processor`]) that watches the queue's doorbell (its word of the GPU's
+//!   ([`hsa_core::packet_processor`]) that watches the queue's doorbell (its word of the GPU's
 //!   doorbell page, which the user maps from `/dev/kfd`), its write index and its next
 //!   packet header, as a command processor does: nothing but memory tells it that packets
 //!   arrived (the polling policy is in the `queue` module's docs).
@@ -51,8 +51,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crate::gfx9::Gfx9Target;
+use hsa_core::packet_processor::PacketProcessor;
 use hsa_core::platform::HeapType;
-use hsa_core::processor::PacketProcessor;
 use hsa_core::runtime::agent::amdkfd_queues_per_process;
 use hsa_core::{error, Error, GpuVa, Status};
 use rustix::io::Errno;

@@ -25,8 +25,8 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
-use hsa_core::processor::{
-    AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress,
+use hsa_core::packet_processor::{
+    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
 };
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
@@ -223,7 +223,7 @@ struct CpHost<'a> {
 
 impl CpHost<'_> {
     /// Runs the host implementation registered for the kernel.
-    fn run_host(&self, dispatch: &KernelDispatch) -> hsa_core::Result<()> {
+    fn run_host(&self, dispatch: &DecodedKernelDispatch) -> hsa_core::Result<()> {
         let k = self
             .device
             .kernels
@@ -245,7 +245,7 @@ impl CpHost<'_> {
 
     /// How messages name the dispatch's kernel (its registration's label, or its kernel
     /// object), and whether a host implementation is registered for it.
-    fn kernel_label(&self, dispatch: &KernelDispatch) -> (String, bool) {
+    fn kernel_label(&self, dispatch: &DecodedKernelDispatch) -> (String, bool) {
         let kernels = self
             .device
             .kernels
@@ -259,7 +259,7 @@ impl CpHost<'_> {
 }
 
 impl ProcessorHost for CpHost<'_> {
-    fn execute_kernel(&self, dispatch: &KernelDispatch) -> hsa_core::Result<()> {
+    fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> hsa_core::Result<()> {
         if self.device.mode() == ExecutionMode::HostOnly {
             return self.run_host(dispatch);
         }
@@ -322,7 +322,7 @@ impl ProcessorHost for CpHost<'_> {
         }
     }
 
-    fn agent_dispatch(&self, dispatch: &AgentDispatch) -> hsa_core::Result<()> {
+    fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> hsa_core::Result<()> {
         Err(error!(
             Status::InvalidPacketFormat,
             "agent dispatch packet (function {}) on a GPU compute queue: the emulated CP, like \

@@ -44,10 +44,11 @@ use hsa_baremetal::{BaremetalPlatform, Host, QueueMapping};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
 use hsa_core::abi::SignalHandle;
-use hsa_core::platform::Platform;
-use hsa_core::processor::{
-    AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress, RingConsumer,
+use hsa_core::packet_processor::{
+    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+    RingConsumer,
 };
+use hsa_core::platform::Platform;
 use hsa_core::queue::ring::Ring;
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::{Error, EventId, GpuVa, Status};
@@ -180,7 +181,7 @@ fn translate(windows: &[Window], va: u64, len: u64) -> Option<usize> {
 /// What a registered kernel gets: the validated dispatch and memory access by GPU address.
 pub struct KernelCtx<'k> {
     /// The dispatch packet, decoded and validated by the packet processor.
-    pub dispatch: &'k KernelDispatch,
+    pub dispatch: &'k DecodedKernelDispatch,
     windows: &'k [Window],
 }
 
@@ -506,7 +507,7 @@ struct QueueCtx<'d, 'a, H: SimHost> {
 }
 
 impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
-    fn execute_kernel(&self, dispatch: &KernelDispatch) -> Result<(), Error> {
+    fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> Result<(), Error> {
         let object = dispatch.kernel_object.get();
         let Some(f) = lock(&self.dev.kernels).get(&object).cloned() else {
             hsa_core::bail!(
@@ -528,7 +529,7 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
         Ok(())
     }
 
-    fn agent_dispatch(&self, dispatch: &AgentDispatch) -> Result<(), Error> {
+    fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> Result<(), Error> {
         hsa_core::bail!(
             Status::InvalidPacketFormat,
             "the simulated GPU runs no agent functions (type {})",

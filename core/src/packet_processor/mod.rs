@@ -60,7 +60,7 @@
 mod decode;
 mod slot;
 
-pub use decode::{AgentDispatch, Command, KernelDispatch};
+pub use decode::{Command, DecodedAgentDispatch, DecodedKernelDispatch};
 pub use slot::RingConsumer;
 
 use crate::abi::packet::{FenceScope, PACKET_SIZE_BYTES};
@@ -84,7 +84,7 @@ pub trait ProcessorHost {
     /// Any error stops the queue with its status, e.g. `Status::InvalidPacketFormat` for a
     /// kernel object the host does not know, `Status::MemoryFault` for a kernarg address it
     /// cannot reach.
-    fn execute_kernel(&self, dispatch: &KernelDispatch) -> Result<()>;
+    fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> Result<()>;
 
     /// Runs the agent function registered for `dispatch.function` (the packet's `type`). The
     /// processor does nothing with `return_address`; the handler stores its result there.
@@ -92,7 +92,7 @@ pub trait ProcessorHost {
     /// # Errors
     /// Any error stops the queue with its status, e.g. `Status::InvalidPacketFormat` for an
     /// unregistered function id.
-    fn agent_dispatch(&self, dispatch: &AgentDispatch) -> Result<()>;
+    fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> Result<()>;
 
     /// Turns a signal handle from a packet (never null) into a live signal. The host must
     /// check that the handle names a signal it knows, so that an untrusted packet can never
@@ -175,7 +175,7 @@ impl PacketProcessor {
     }
 
     /// Sets the device addresses of the ring's first slot and of the `amd_queue_t`, which
-    /// [`KernelDispatch::packet_address`] and [`KernelDispatch::queue_address`] are computed
+    /// [`DecodedKernelDispatch::packet_address`] and [`DecodedKernelDispatch::queue_address`] are computed
     /// from. By default they are the host addresses the [`Ring`] was made with, which is right
     /// wherever the device sees memory at the CPU's addresses (KFD maps system and VRAM
     /// allocations at one shared virtual address); a host that reaches the ring through a

@@ -8,7 +8,7 @@
 //!
 //! What stays here is what only the processor needs: a packet slot that is INVALID is an error
 //! (the consumer only decodes slots it saw published), a kernel dispatch carries where it sits
-//! in the queue ([`KernelDispatch`]), and a barrier-value condition becomes the runtime's
+//! in the queue ([`DecodedKernelDispatch`]), and a barrier-value condition becomes the runtime's
 //! [`SignalCondition`].
 
 use core::ops::Deref;
@@ -30,7 +30,7 @@ use crate::status::{Result, Status};
 ///
 /// Ref: HSA PSA 1.2 §2.9.6 "Kernel dispatch packet" (`hsa_kernel_dispatch_packet_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KernelDispatch {
+pub struct DecodedKernelDispatch {
     /// The packet as [`AqlPacket::parse`] validated it.
     pub packet: packet::KernelDispatch,
     /// Device address of the packet's 64-byte slot in the ring: what the kernel's dispatch
@@ -45,7 +45,7 @@ pub struct KernelDispatch {
     pub dispatch_id: u64,
 }
 
-impl Deref for KernelDispatch {
+impl Deref for DecodedKernelDispatch {
     type Target = packet::KernelDispatch;
 
     fn deref(&self) -> &packet::KernelDispatch {
@@ -60,7 +60,7 @@ impl Deref for KernelDispatch {
 ///
 /// Ref: HSA PSA 1.2 §2.9.7 "Agent dispatch packet" (`hsa_agent_dispatch_packet_t`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AgentDispatch {
+pub struct DecodedAgentDispatch {
     /// The application-defined function id (`type`).
     pub function: u16,
     /// Where the function stores its result (may be null).
@@ -71,9 +71,9 @@ pub struct AgentDispatch {
     pub completion_signal: SignalHandle,
 }
 
-impl From<&packet::AgentDispatch> for AgentDispatch {
-    fn from(p: &packet::AgentDispatch) -> AgentDispatch {
-        AgentDispatch {
+impl From<&packet::AgentDispatch> for DecodedAgentDispatch {
+    fn from(p: &packet::AgentDispatch) -> DecodedAgentDispatch {
+        DecodedAgentDispatch {
             function: p.function_type,
             return_address: p.return_address,
             args: p.args,
@@ -86,9 +86,9 @@ impl From<&packet::AgentDispatch> for AgentDispatch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
     /// Run a kernel.
-    Kernel(KernelDispatch),
+    Kernel(DecodedKernelDispatch),
     /// Run an agent function.
-    Agent(AgentDispatch),
+    Agent(DecodedAgentDispatch),
     /// Wait for all non-null dependencies to reach 0 (null = satisfied).
     BarrierAnd(packet::BarrierAnd),
     /// Wait for any non-null dependency to reach 0 (null = never satisfies).
@@ -127,13 +127,13 @@ pub fn decode(bytes: &[u8; PACKET_SIZE_BYTES]) -> Result<(HeaderFlags, Command)>
         Packet::Invalid => {
             crate::bail!(Status::InvalidPacketFormat, "packet type is INVALID (1)")
         }
-        Packet::KernelDispatch(k) => Command::Kernel(KernelDispatch {
+        Packet::KernelDispatch(k) => Command::Kernel(DecodedKernelDispatch {
             packet: k,
             packet_address: GpuVa(0),
             queue_address: GpuVa(0),
             dispatch_id: 0,
         }),
-        Packet::AgentDispatch(a) => Command::Agent(AgentDispatch::from(&a)),
+        Packet::AgentDispatch(a) => Command::Agent(DecodedAgentDispatch::from(&a)),
         Packet::BarrierAnd(b) => Command::BarrierAnd(b),
         Packet::BarrierOr(b) => Command::BarrierOr(b),
         Packet::BarrierValue(b) => {

@@ -89,8 +89,8 @@ mod tests {
     use crate::abi::SignalHandle;
     use crate::addr::GpuVa;
     use crate::packet::KernelDispatch as Builder;
-    use crate::processor::{
-        AgentDispatch, KernelDispatch, PacketProcessor, ProcessorHost, Progress,
+    use crate::packet_processor::{
+        DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
     };
     use crate::queue::ring::{Ring, INVALID_HEADER_WORD};
     use crate::signal::raw::RawSignal;
@@ -104,14 +104,14 @@ mod tests {
     }
 
     #[derive(Default)]
-    struct Recorder(RefCell<Vec<KernelDispatch>>);
+    struct Recorder(RefCell<Vec<DecodedKernelDispatch>>);
 
     impl ProcessorHost for Recorder {
-        fn execute_kernel(&self, dispatch: &KernelDispatch) -> Result<()> {
+        fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> Result<()> {
             self.0.borrow_mut().push(*dispatch);
             Ok(())
         }
-        fn agent_dispatch(&self, _: &AgentDispatch) -> Result<()> {
+        fn agent_dispatch(&self, _: &DecodedAgentDispatch) -> Result<()> {
             Err(crate::error!(Status::Error, "none"))
         }
         fn resolve_signal(&self, _: SignalHandle) -> Result<RawSignal> {
