@@ -526,8 +526,13 @@ fn wrong_isa_for_agent_is_incompatible() {
 fn misaligned_bytes_are_copied_before_loading() {
     let platform = platform();
     let bytes = read("kernels-gfx1100-v5.hsaco");
-    let mut shifted = vec![0u8; bytes.len() + 1];
+    // One byte past an 8-aligned start: misaligned whatever the allocator does (a plain
+    // Vec<u8> has no alignment, and under miri its start can be anything, so `vec[1..]` was
+    // sometimes 8-aligned).
+    let mut storage = AlignedBytes::new(&vec![0u8; bytes.len() + 1]);
+    let shifted = storage.as_mut_bytes();
     shifted[1..].copy_from_slice(&bytes);
+    assert_eq!(shifted[1..].as_ptr() as usize % 8, 1);
     let agent = TargetId::parse("gfx1100").unwrap();
     assert_eq!(
         CodeObject::parse(&shifted[1..]).unwrap_err().status(),
