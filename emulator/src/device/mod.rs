@@ -62,6 +62,7 @@ use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
 use hsa_linux::topology::Topology;
 
+pub mod drm;
 mod events;
 pub mod host_kernels;
 mod interp;
@@ -92,6 +93,32 @@ pub const MAX_QUEUES_PER_PROCESS: u32 = 1024;
 
 /// Most device ids `MAP/UNMAP_MEMORY_TO_GPU` accept in one call (more is `EINVAL`).
 pub const MAX_MAP_DEVICES: u32 = 1024;
+
+/// `struct kfd_ioctl_set_trap_handler_args` (24 bytes): `AMDKFD_IOC_SET_TRAP_HANDLER`
+/// (`_IOW('K', 0x13, ...)`), the process's trap handler on one GPU. Ref: `kfd_ioctl.h`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct SetTrapHandlerArgs {
+    /// To KFD: the trap handler's code (TBA), a GPU address.
+    pub tba_addr: u64,
+    /// To KFD: the trap handler's memory (TMA), a GPU address.
+    pub tma_addr: u64,
+    /// To KFD: the GPU.
+    pub gpu_id: u32,
+    /// Padding.
+    pub pad: u32,
+}
+const _: () = assert!(size_of::<SetTrapHandlerArgs>() == 24);
+
+/// `AMDKFD_IOC_SET_TRAP_HANDLER`: `_IOW('K', 0x13, struct kfd_ioctl_set_trap_handler_args)`.
+pub const AMDKFD_IOC_SET_TRAP_HANDLER: u32 = ioc(
+    IOC_WRITE,
+    AMDKFD_IOCTL_BASE,
+    0x13,
+    size_of::<SetTrapHandlerArgs>(),
+);
 
 /// Counts of live objects, for tests that check nothing leaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -570,6 +597,53 @@ impl EmulatedKfd {
     /// queue takes the id; `None` when the queue did not stop with an error.
     pub fn queue_error(&self, queue_id: u32) -> Option<Error> {
         lock(&self.device.queue_errors).get(&queue_id).cloned()
+    }
+
+    /// The GPU node whose render node is `/dev/dri/renderD<minor>` (its
+    /// `drm_render_minor`), as `(node index, gpu_id)`; `None` when no GPU has that minor.
+    pub fn render_node(&self, minor: i32) -> Option<(usize, u32)> {
+        self.device
+            .topology
+            .nodes
+            .iter()
+            .enumerate()
+            .find(|(_, n)| {
+                n.properties.simd_count > 0
+                    && n.properties.gpu_id != 0
+                    && n.properties.drm_render_minor == minor
+            })
+            .map(|(i, n)| (i, n.properties.gpu_id))
+    }
+
+    /// A DRM ioctl on the render node of GPU `gpu_id`: the queries `libdrm_amdgpu` makes,
+    /// answered from the topology (see [`drm`]). `arg` is the argument's copy
+    /// (`_IOC_SIZE(request)` bytes); the answer is written back into it.
+    ///
+    /// # Errors
+    /// `EINVAL` for an unknown `gpu_id`, a size that is not the request's, a request or
+    /// `AMDGPU_INFO` query the render node does not answer; `ENOTTY` for a request whose
+    /// type is not `'d'`; `EFAULT` when a user pointer inside the argument is not mapped.
+    ///
+    /// # Safety
+    /// The user pointers inside the argument (`drm_version`'s string buffers,
+    /// `drm_amdgpu_info.return_pointer`) are valid for writes of the sizes the argument
+    /// gives, or not mapped at all (they are written through `/proc/self/mem`).
+    #[allow(unsafe_code)]
+    pub unsafe fn render_ioctl(
+        &self,
+        gpu_id: u32,
+        request: u32,
+        arg: &mut [u8],
+    ) -> Result<(), Errno> {
+        self.device.ioctls.fetch_add(1, Ordering::SeqCst);
+        let node = self
+            .device
+            .topology
+            .nodes
+            .iter()
+            .find(|n| n.properties.gpu_id == gpu_id && n.properties.simd_count > 0)
+            .ok_or(Errno::INVAL)?;
+        drm::ioctl(node, &self.device.user, request, arg)
     }
 
     fn gpu(&self, gpu_id: u32) -> Result<&Gpu, Errno> {

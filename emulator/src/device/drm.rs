@@ -1,0 +1,425 @@
+//! The emulated GPU's render node (`/dev/dri/renderD<minor>`): the DRM queries
+//! `libdrm_amdgpu` makes when a program (libhsakmt, through `amdgpu_device_initialize`)
+//! opens a GPU, answered from the topology the device emulates.
+//!
+//! Answered, as the amdgpu kernel driver answers them (linux `drm_ioctl.c`,
+//! `amdgpu_kms.c` `amdgpu_info_ioctl`; layouts from libdrm's `drm.h` and `amdgpu_drm.h`):
+//! - `DRM_IOCTL_VERSION`: driver `amdgpu` 3.48.0, its date and description, copied into the
+//!   caller's buffers up to their lengths; the lengths come back as the full lengths.
+//! - `DRM_IOCTL_GET_CLIENT`: client 0 is the caller, authenticated; other indices `EINVAL`.
+//! - `DRM_IOCTL_AMDGPU_INFO`: `ACCEL_WORKING` (1), `DEV_INFO` (the node's PCI device id,
+//!   family, shader engines, CUs, clocks, wavefront size, VRAM width, the GPU's address
+//!   space) and `READ_MMR_REG` (registers read as 0: the emulated GPU has no register file;
+//!   libdrm only keeps `GB_ADDR_CONFIG` for tiling, which nothing here uses). At most
+//!   `return_size` bytes go to `return_pointer`, as the kernel copies `min(size, return_size)`.
+//!   Another query is `EINVAL`, as the kernel's default case.
+//! - Any other DRM request is `EINVAL` (`drm_ioctl`: a number outside the driver's table);
+//!   a request whose type is not `'d'` is `ENOTTY`.
+//!
+//! User pointers inside the arguments (the version strings, `return_pointer`) are written
+//! through `/proc/self/mem` as `copy_to_user` would: `EFAULT` when unmapped.
+
+use hsa_core::platform::HeapType;
+use hsa_linux::kfd::abi::{IOC_READ, IOC_WRITE};
+use hsa_linux::topology::TopologyNode;
+use rustix::io::Errno;
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+
+use super::mem::UserMemory;
+
+/// The DRM ioctl type byte (`DRM_IOCTL_BASE`, `'d'`).
+pub const DRM_IOCTL_BASE: u8 = b'd';
+/// First driver-specific DRM ioctl number (`DRM_COMMAND_BASE`).
+pub const DRM_COMMAND_BASE: u8 = 0x40;
+/// `DRM_AMDGPU_INFO`, relative to [`DRM_COMMAND_BASE`].
+pub const DRM_AMDGPU_INFO: u8 = 0x05;
+
+/// `DRM_IOCTL_VERSION`: `_IOWR('d', 0x00, struct drm_version)`.
+pub const DRM_IOCTL_VERSION: u32 = drm_ioc(IOC_READ | IOC_WRITE, 0x00, size_of::<DrmVersion>());
+/// `DRM_IOCTL_GET_CLIENT`: `_IOWR('d', 0x05, struct drm_client)`.
+pub const DRM_IOCTL_GET_CLIENT: u32 = drm_ioc(IOC_READ | IOC_WRITE, 0x05, size_of::<DrmClient>());
+/// `DRM_IOCTL_AMDGPU_INFO`: `_IOW('d', 0x45, struct drm_amdgpu_info)`.
+pub const DRM_IOCTL_AMDGPU_INFO: u32 = drm_ioc(
+    IOC_WRITE,
+    DRM_COMMAND_BASE + DRM_AMDGPU_INFO,
+    size_of::<DrmAmdgpuInfo>(),
+);
+
+/// `AMDGPU_INFO_ACCEL_WORKING`: whether acceleration works (a `u32`).
+pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
+/// `AMDGPU_INFO_READ_MMR_REG`: read memory-mapped registers.
+pub const AMDGPU_INFO_READ_MMR_REG: u32 = 0x15;
+/// `AMDGPU_INFO_DEV_INFO`: `struct drm_amdgpu_info_device`.
+pub const AMDGPU_INFO_DEV_INFO: u32 = 0x16;
+
+/// `AMDGPU_FAMILY_AI` (Vega: gfx900..gfx90a, gfx94x).
+pub const AMDGPU_FAMILY_AI: u32 = 141;
+/// `AMDGPU_FAMILY_RV` (Raven, Renoir: gfx902, gfx909, gfx90c).
+pub const AMDGPU_FAMILY_RV: u32 = 142;
+/// `AMDGPU_FAMILY_NV` (Navi: gfx10).
+pub const AMDGPU_FAMILY_NV: u32 = 143;
+/// `AMDGPU_FAMILY_GC_11_0_0` (gfx11).
+pub const AMDGPU_FAMILY_GC_11_0_0: u32 = 145;
+/// `AMDGPU_FAMILY_GC_12_0_0` (gfx12).
+pub const AMDGPU_FAMILY_GC_12_0_0: u32 = 152;
+
+/// The DRM driver version the render node reports (amdgpu 3.48, linux 6.x).
+pub const AMDGPU_DRM_VERSION: (i32, i32, i32) = (3, 48, 0);
+
+const fn drm_ioc(dir: u32, nr: u8, size: usize) -> u32 {
+    (dir << 30) | ((size as u32) << 16) | ((DRM_IOCTL_BASE as u32) << 8) | nr as u32
+}
+
+/// `struct drm_version` (64 bytes on LP64): the driver's version and the caller's buffers
+/// for its name, date and description. Ref: libdrm `drm.h`.
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmVersion {
+    /// Major version (from the kernel).
+    pub version_major: i32,
+    /// Minor version.
+    pub version_minor: i32,
+    /// Patch level.
+    pub version_patchlevel: i32,
+    /// Padding (C alignment of the next `size_t`).
+    pub pad: u32,
+    /// In: size of `name`'s buffer, bytes; out: length of the name.
+    pub name_len: u64,
+    /// User pointer to the name buffer.
+    pub name: u64,
+    /// In: size of `date`'s buffer; out: length of the date.
+    pub date_len: u64,
+    /// User pointer to the date buffer.
+    pub date: u64,
+    /// In: size of `desc`'s buffer; out: length of the description.
+    pub desc_len: u64,
+    /// User pointer to the description buffer.
+    pub desc: u64,
+}
+const _: () = assert!(size_of::<DrmVersion>() == 64);
+
+/// `struct drm_client` (40 bytes): a client of the DRM file. Ref: libdrm `drm.h`.
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmClient {
+    /// In: which client (0 is the first).
+    pub idx: i32,
+    /// Out: whether it is authenticated.
+    pub auth: i32,
+    /// Out: its pid.
+    pub pid: u64,
+    /// Out: its uid.
+    pub uid: u64,
+    /// Out: its magic.
+    pub magic: u64,
+    /// Out: ioctls it issued.
+    pub iocs: u64,
+}
+const _: () = assert!(size_of::<DrmClient>() == 40);
+
+/// `struct drm_amdgpu_info` (32 bytes): one query. Ref: libdrm `amdgpu_drm.h`.
+#[derive(Clone, Copy, Debug, Default, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmAmdgpuInfo {
+    /// User pointer the answer is written to.
+    pub return_pointer: u64,
+    /// Bytes at `return_pointer`.
+    pub return_size: u32,
+    /// `AMDGPU_INFO_*`.
+    pub query: u32,
+    /// The query's union; for `READ_MMR_REG`: `dword_offset`, `count`, `instance`, `flags`.
+    pub data: [u32; 4],
+}
+const _: () = assert!(size_of::<DrmAmdgpuInfo>() == 32);
+
+/// `struct drm_amdgpu_info_device` (368 bytes), the answer to `AMDGPU_INFO_DEV_INFO`.
+/// Ref: libdrm `amdgpu_drm.h`.
+#[derive(Clone, Copy, Debug, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct DrmAmdgpuInfoDevice {
+    /// PCI device id.
+    pub device_id: u32,
+    /// Internal chip revision.
+    pub chip_rev: u32,
+    /// External revision.
+    pub external_rev: u32,
+    /// PCI revision (selects the marketing name in `amdgpu.ids`).
+    pub pci_rev: u32,
+    /// `AMDGPU_FAMILY_*`.
+    pub family: u32,
+    /// Shader engines.
+    pub num_shader_engines: u32,
+    /// Shader arrays per engine.
+    pub num_shader_arrays_per_engine: u32,
+    /// GPU counter frequency, kHz.
+    pub gpu_counter_freq: u32,
+    /// Highest engine clock, kHz.
+    pub max_engine_clock: u64,
+    /// Highest memory clock, kHz.
+    pub max_memory_clock: u64,
+    /// Active compute units.
+    pub cu_active_number: u32,
+    /// Always-on CU mask.
+    pub cu_ao_mask: u32,
+    /// Active CUs per shader engine and array.
+    pub cu_bitmap: [[u32; 4]; 4],
+    /// Enabled render backends.
+    pub enabled_rb_pipes_mask: u32,
+    /// Render backends.
+    pub num_rb_pipes: u32,
+    /// Hardware graphics contexts.
+    pub num_hw_gfx_contexts: u32,
+    /// Padding.
+    pub pad: u32,
+    /// `AMDGPU_IDS_FLAGS_*`.
+    pub ids_flags: u64,
+    /// Start of the GPU virtual address space usable by user space.
+    pub virtual_address_offset: u64,
+    /// End of that space.
+    pub virtual_address_max: u64,
+    /// Alignment of virtual addresses, bytes.
+    pub virtual_address_alignment: u32,
+    /// PTE fragment size, bytes.
+    pub pte_fragment_size: u32,
+    /// GART page size, bytes.
+    pub gart_page_size: u32,
+    /// Constant-engine RAM size, bytes.
+    pub ce_ram_size: u32,
+    /// `AMDGPU_VRAM_TYPE_*`.
+    pub vram_type: u32,
+    /// VRAM bus width, bits.
+    pub vram_bit_width: u32,
+    /// VCE harvest configuration.
+    pub vce_harvest_config: u32,
+    /// Double off-chip LDS buffers (gfx9 tessellation).
+    pub gc_double_offchip_lds_buf: u32,
+    /// NGG primitive buffer address.
+    pub prim_buf_gpu_addr: u64,
+    /// NGG position buffer address.
+    pub pos_buf_gpu_addr: u64,
+    /// NGG control sideband buffer address.
+    pub cntl_sb_buf_gpu_addr: u64,
+    /// NGG parameter buffer address.
+    pub param_buf_gpu_addr: u64,
+    /// NGG primitive buffer size.
+    pub prim_buf_size: u32,
+    /// NGG position buffer size.
+    pub pos_buf_size: u32,
+    /// NGG control sideband size.
+    pub cntl_sb_buf_size: u32,
+    /// NGG parameter buffer size.
+    pub param_buf_size: u32,
+    /// Wavefront size, work-items.
+    pub wave_front_size: u32,
+    /// Shader-visible VGPRs.
+    pub num_shader_visible_vgprs: u32,
+    /// CUs per shader array.
+    pub num_cu_per_sh: u32,
+    /// L2 (TCC) blocks.
+    pub num_tcc_blocks: u32,
+    /// GS VGT table depth.
+    pub gs_vgt_table_depth: u32,
+    /// GS primitive buffer depth.
+    pub gs_prim_buffer_depth: u32,
+    /// GS waves per VGT.
+    pub max_gs_waves_per_vgt: u32,
+    /// Padding.
+    pub pad1: u32,
+    /// Always-on CU bitmap.
+    pub cu_ao_bitmap: [[u32; 4]; 4],
+    /// Start of the high virtual address range.
+    pub high_va_offset: u64,
+    /// End of the high virtual address range.
+    pub high_va_max: u64,
+    /// `PA_SC_TILE_STEERING_OVERRIDE`.
+    pub pa_sc_tile_steering_override: u32,
+    /// Padding (C alignment of the next `u64`).
+    pub pad2: u32,
+    /// Disabled TCC blocks.
+    pub tcc_disabled_mask: u64,
+}
+const _: () = assert!(size_of::<DrmAmdgpuInfoDevice>() == 368);
+
+/// PCI revisions of the products the built-in profiles and the test captures name, so that
+/// `amdgpu.ids` (keyed by device id and revision) gives the product's name; another device
+/// reports revision 0. Source: libdrm `data/amdgpu.ids` (MI210 `740F, 02`; MI25
+/// `6860, 00`; MI300X `74A1, 00`; MI308X `74A2, 00`; RX 7900 XTX `744C, C8`).
+const PCI_REVISIONS: [(u32, u32); 5] = [
+    (0x740f, 0x02),
+    (0x6860, 0x00),
+    (0x74a1, 0x00),
+    (0x74a2, 0x00),
+    (0x744c, 0xc8),
+];
+
+/// The `AMDGPU_FAMILY_*` of a GPU by its `gfx_target_version` (AMDGPUUsage processors and
+/// amdgpu's families); 0 when unknown.
+pub fn amdgpu_family(gfx_target_version: u32) -> u32 {
+    match gfx_target_version / 10000 {
+        9 => match gfx_target_version {
+            // gfx902, gfx909, gfx90c: Raven and Renoir APUs.
+            90002 | 90009 | 90012 => AMDGPU_FAMILY_RV,
+            _ => AMDGPU_FAMILY_AI,
+        },
+        10 => AMDGPU_FAMILY_NV,
+        11 => AMDGPU_FAMILY_GC_11_0_0,
+        12 => AMDGPU_FAMILY_GC_12_0_0,
+        _ => 0,
+    }
+}
+
+/// `AMDGPU_INFO_DEV_INFO`'s answer for a GPU node: what amdgpu reports, from the node's
+/// properties (device id, SIMD layout, clocks in kHz, wavefront size, VRAM width) and the
+/// GPU's address space of 47 bits above 2 MiB (`AMDGPU_VA_RESERVED_SIZE`), with the high
+/// range from `AMDGPU_GMC_HOLE_END`.
+pub fn device_info(node: &TopologyNode) -> DrmAmdgpuInfoDevice {
+    let p = &node.properties;
+    let engines = if p.simd_arrays_per_engine > 0 {
+        p.array_count / p.simd_arrays_per_engine
+    } else {
+        0
+    };
+    let cus = p.compute_unit_count();
+    let vram = node.memory_banks.iter().find(|b| {
+        matches!(
+            b.heap_type,
+            HeapType::FrameBufferPublic | HeapType::FrameBufferPrivate
+        )
+    });
+    let mut info = DrmAmdgpuInfoDevice::new_zeroed();
+    info.device_id = p.device_id;
+    info.pci_rev = PCI_REVISIONS
+        .iter()
+        .find(|(id, _)| *id == p.device_id)
+        .map_or(0, |&(_, rev)| rev);
+    info.family = amdgpu_family(p.gfx_target_version);
+    info.num_shader_engines = engines;
+    info.num_shader_arrays_per_engine = p.simd_arrays_per_engine;
+    info.gpu_counter_freq = 100_000;
+    info.max_engine_clock = u64::from(p.max_engine_clk_fcompute) * 1000;
+    info.max_memory_clock = vram.map_or(0, |b| u64::from(b.mem_clk_max_mhz) * 1000);
+    info.cu_active_number = cus;
+    info.num_hw_gfx_contexts = 8;
+    info.virtual_address_offset = 0x20_0000;
+    info.virtual_address_max = 0x8000_0000_0000;
+    info.virtual_address_alignment = 4096;
+    info.pte_fragment_size = 2 << 20;
+    info.gart_page_size = 4096;
+    info.vram_bit_width = vram.map_or(0, |b| b.width_bits);
+    info.wave_front_size = p.wave_front_size;
+    info.num_shader_visible_vgprs = 256;
+    info.num_cu_per_sh = p.cu_per_simd_array;
+    info.high_va_offset = 0xffff_8000_0000_0000;
+    info.high_va_max = 0xffff_ffff_ffff_f000;
+    info
+}
+
+/// Answers one DRM ioctl on the render node of `node` (a GPU node of the emulated topology).
+/// `arg` is the kernel's copy of the argument (`_IOC_SIZE(request)` bytes); what the request
+/// reads back (`_IOC_READ`) is written into it.
+pub(crate) fn ioctl(
+    node: &TopologyNode,
+    user: &UserMemory,
+    request: u32,
+    arg: &mut [u8],
+) -> Result<(), Errno> {
+    if ((request >> 8) & 0xff) as u8 != DRM_IOCTL_BASE {
+        return Err(Errno::NOTTY);
+    }
+    if ((request >> 16) & 0x3fff) as usize != arg.len() {
+        return Err(Errno::INVAL);
+    }
+    match request {
+        DRM_IOCTL_VERSION => {
+            let mut v = DrmVersion::read_from_bytes(arg).map_err(|_| Errno::INVAL)?;
+            (v.version_major, v.version_minor, v.version_patchlevel) = AMDGPU_DRM_VERSION;
+            for (text, len, ptr) in [
+                (&b"amdgpu"[..], &mut v.name_len, v.name),
+                (&b"20150101"[..], &mut v.date_len, v.date),
+                (&b"AMD GPU"[..], &mut v.desc_len, v.desc),
+            ] {
+                // drm_copy_field: copy up to the buffer's size, report the full length.
+                let n = (*len as usize).min(text.len());
+                if n > 0 {
+                    user.write(ptr, &text[..n])?;
+                }
+                *len = text.len() as u64;
+            }
+            arg.copy_from_slice(v.as_bytes());
+            Ok(())
+        }
+        DRM_IOCTL_GET_CLIENT => {
+            let mut c = DrmClient::read_from_bytes(arg).map_err(|_| Errno::INVAL)?;
+            if c.idx != 0 {
+                return Err(Errno::INVAL);
+            }
+            c.auth = 1;
+            c.pid = u64::from(rustix::process::getpid().as_raw_nonzero().get() as u32);
+            c.uid = u64::from(rustix::process::getuid().as_raw());
+            c.magic = 0;
+            c.iocs = 0;
+            arg.copy_from_slice(c.as_bytes());
+            Ok(())
+        }
+        DRM_IOCTL_AMDGPU_INFO => {
+            let q = DrmAmdgpuInfo::read_from_bytes(arg).map_err(|_| Errno::INVAL)?;
+            let answer: Vec<u8> = match q.query {
+                AMDGPU_INFO_ACCEL_WORKING => 1u32.to_ne_bytes().to_vec(),
+                AMDGPU_INFO_DEV_INFO => device_info(node).as_bytes().to_vec(),
+                AMDGPU_INFO_READ_MMR_REG => {
+                    // amdgpu_info_ioctl: at most 128 registers per call.
+                    let count = q.data[1];
+                    if count > 128 {
+                        return Err(Errno::INVAL);
+                    }
+                    vec![0u8; count as usize * 4]
+                }
+                _ => return Err(Errno::INVAL),
+            };
+            if q.return_pointer == 0 || q.return_size == 0 {
+                return Err(Errno::INVAL);
+            }
+            let n = answer.len().min(q.return_size as usize);
+            user.write(q.return_pointer, &answer[..n])
+        }
+        _ => Err(Errno::INVAL),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin_topology;
+
+    #[test]
+    fn request_numbers_are_libdrms() {
+        // From gcc over libdrm's drm.h / amdgpu_drm.h.
+        assert_eq!(DRM_IOCTL_VERSION, 0xc040_6400);
+        assert_eq!(DRM_IOCTL_GET_CLIENT, 0xc028_6405);
+        assert_eq!(DRM_IOCTL_AMDGPU_INFO, 0x4020_6445);
+    }
+
+    #[test]
+    fn device_info_of_the_builtin_mi210() {
+        let t = builtin_topology();
+        let i = device_info(&t.nodes[1]);
+        assert_eq!(i.device_id, 0x740f);
+        assert_eq!(i.pci_rev, 2);
+        assert_eq!(i.family, AMDGPU_FAMILY_AI);
+        assert_eq!(i.num_shader_engines, 8);
+        assert_eq!(i.cu_active_number, 104);
+        assert_eq!(i.wave_front_size, 64);
+        assert_eq!(i.max_engine_clock, 1_700_000);
+        assert_eq!(i.vram_bit_width, 4096);
+    }
+
+    #[test]
+    fn families() {
+        assert_eq!(amdgpu_family(90000), AMDGPU_FAMILY_AI);
+        assert_eq!(amdgpu_family(90012), AMDGPU_FAMILY_RV);
+        assert_eq!(amdgpu_family(90402), AMDGPU_FAMILY_AI);
+        assert_eq!(amdgpu_family(100300), AMDGPU_FAMILY_NV);
+        assert_eq!(amdgpu_family(110000), AMDGPU_FAMILY_GC_11_0_0);
+        assert_eq!(amdgpu_family(70000), 0);
+    }
+}

@@ -1,0 +1,279 @@
+//! `kfd-emu [--sysfs DIR | --profile NAME] [--trace FILE] [--] COMMAND [ARGS...]`
+//!
+//! Runs COMMAND — Debian's unmodified `rocminfo`, or any program of ROCm's user space
+//! (libhsakmt, libhsa-runtime64) — with hsa-emu's emulated device standing in for amdkfd and
+//! the GPU:
+//!
+//! - in a private mount namespace (root: a mount namespace; others: a user namespace too),
+//!   the KFD sysfs topology at `/sys/devices/virtual/kfd/kfd/topology`, written from the
+//!   topology the emulated device serves: the built-in profile, or a captured dump
+//!   (`--sysfs DIR`) completed as the emulated device completes it (missing `gpu_id`s,
+//!   memory banks, `system_properties`);
+//! - a fixture `/proc/cpuinfo` naming the CPU nodes as the topology does, and an empty
+//!   `/sys/devices/system/node`, so that nothing of the host's CPUs reaches the results;
+//! - an `lsmod` first on `PATH` that lists `amdgpu` (rocminfo runs `lsmod | grep amdgpu`);
+//! - `libkfd_emu_preload.so` preloaded (found beside this binary, or at `$KFD_EMU_PRELOAD`),
+//!   which answers `/dev/kfd` and the render nodes from the emulated device (see its docs);
+//! - with `--trace FILE`, every ioctl and mmap of those files recorded in FILE.
+//!
+//! Profiles (`--profile`): `builtin` (the default: the MI210-like gfx90a of
+//! `hsa_emu::builtin_topology`), or one of `gfx900`, `gfx90a`, `gfx942`, `gfx1030`,
+//! `gfx1100` (`hsa_emu::device::builtin_topology_for`).
+//!
+//! Exit status: COMMAND's (kfd-emu replaces itself with it); 2 for a usage error; 1 when the
+//! namespace or the topology cannot be set up, with a message saying why (e.g. neither root
+//! nor user namespaces).
+#![deny(unsafe_code)]
+
+mod namespace;
+mod sysfs;
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use hsa_emu::device::{builtin_topology_for, complete_capture};
+use hsa_linux::topology::Topology;
+
+/// The preloaded library's file name.
+const PRELOAD_NAME: &str = "libkfd_emu_preload.so";
+
+const USAGE: &str =
+    "usage: kfd-emu [--sysfs DIR | --profile NAME] [--trace FILE] [--] COMMAND [ARGS...]
+  --sysfs DIR      emulate the captured KFD topology at DIR (its topology/ root)
+  --profile NAME   a built-in profile: builtin (default), gfx900, gfx90a, gfx942, gfx1030, gfx1100
+  --trace FILE     record every ioctl and mmap of /dev/kfd and the render nodes in FILE";
+
+struct Options {
+    sysfs: Option<PathBuf>,
+    profile: Option<String>,
+    trace: Option<PathBuf>,
+    command: Vec<OsString>,
+}
+
+fn parse(args: Vec<OsString>) -> Result<Options, String> {
+    let mut o = Options {
+        sysfs: None,
+        profile: None,
+        trace: None,
+        command: Vec::new(),
+    };
+    let mut it = args.into_iter();
+    while let Some(a) = it.next() {
+        let mut value = |name: &str| it.next().ok_or_else(|| format!("{name} needs a value"));
+        match a.to_str() {
+            Some("--sysfs") => o.sysfs = Some(value("--sysfs")?.into()),
+            Some("--profile") => {
+                o.profile = Some(
+                    value("--profile")?
+                        .into_string()
+                        .map_err(|v| format!("--profile {v:?} is not UTF-8"))?,
+                )
+            }
+            Some("--trace") => o.trace = Some(value("--trace")?.into()),
+            Some("--help") | Some("-h") => return Err(String::new()),
+            Some("--") => {
+                o.command = it.collect();
+                break;
+            }
+            Some(s) if s.starts_with("--") => return Err(format!("unknown option {s}")),
+            _ => {
+                o.command.push(a);
+                o.command.extend(it);
+                break;
+            }
+        }
+    }
+    if o.sysfs.is_some() && o.profile.is_some() {
+        return Err("--sysfs and --profile exclude each other".into());
+    }
+    if o.command.is_empty() {
+        return Err("no COMMAND given".into());
+    }
+    Ok(o)
+}
+
+/// The topology to emulate, completed as the emulated device completes it.
+fn topology(o: &Options) -> Result<Topology, String> {
+    let mut t = match (&o.sysfs, o.profile.as_deref()) {
+        (Some(dir), _) => Topology::read(dir).map_err(|e| format!("--sysfs: {}", e.detail()))?,
+        (None, None | Some("builtin")) => hsa_emu::builtin_topology(),
+        (None, Some(name)) => {
+            let version = match name {
+                "gfx900" => 90000,
+                "gfx90a" => 90010,
+                "gfx942" => 90402,
+                "gfx1030" => 100300,
+                "gfx1100" => 110000,
+                other => {
+                    return Err(format!(
+                        "--profile {other}: the profiles are builtin, gfx900, gfx90a, gfx942, \
+                         gfx1030 and gfx1100"
+                    ))
+                }
+            };
+            builtin_topology_for(version).map_err(|e| e.detail().to_owned())?
+        }
+    };
+    complete_capture(&mut t);
+    Ok(t)
+}
+
+fn preload_path() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("KFD_EMU_PRELOAD").filter(|v| !v.is_empty()) {
+        return Ok(p.into());
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("locating kfd-emu itself: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    for candidate in [dir.join(PRELOAD_NAME), dir.join("..").join(PRELOAD_NAME)] {
+        if candidate.is_file() {
+            return Ok(candidate);
+        }
+    }
+    Err(format!(
+        "{PRELOAD_NAME} is not beside {} (build it with `cargo build -p kfd-emu`, or set \
+         KFD_EMU_PRELOAD)",
+        exe.display()
+    ))
+}
+
+fn absolute(p: &Path) -> Result<PathBuf, String> {
+    if p.is_absolute() {
+        return Ok(p.to_path_buf());
+    }
+    Ok(std::env::current_dir()
+        .map_err(|e| format!("current directory: {e}"))?
+        .join(p))
+}
+
+fn run(o: Options) -> Result<std::io::Error, String> {
+    let topology = topology(&o)?;
+    let preload = absolute(&preload_path()?)?;
+    let trace = match &o.trace {
+        Some(t) => {
+            let t = absolute(t)?;
+            std::fs::write(&t, "").map_err(|e| format!("--trace {}: {e}", t.display()))?;
+            Some(t)
+        }
+        None => None,
+    };
+    namespace::enter()?;
+    let root = namespace::make_topology_dir()?;
+    sysfs::write_topology(&topology, &root)?;
+    let helpers = Path::new(namespace::HELPER_DIR);
+    let processors = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpuinfo = helpers.join("cpuinfo");
+    std::fs::write(&cpuinfo, sysfs::cpuinfo(&topology, processors))
+        .map_err(|e| format!("{}: {e}", cpuinfo.display()))?;
+    namespace::bind_file(&cpuinfo, "/proc/cpuinfo")?;
+    namespace::hide_dir("/sys/devices/system/node")?;
+    let bin = helpers.join("bin");
+    std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
+    let lsmod = bin.join("lsmod");
+    std::fs::write(
+        &lsmod,
+        "#!/bin/sh\n# kfd-emu: the emulated device stands in for amdgpu.\n\
+         echo 'Module                  Size  Used by'\n\
+         echo 'amdgpu               9000000  0'\n",
+    )
+    .map_err(|e| format!("{}: {e}", lsmod.display()))?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&lsmod, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("{}: {e}", lsmod.display()))?;
+    }
+    let mut path = OsString::from(bin.as_os_str());
+    if let Some(old) = std::env::var_os("PATH") {
+        path.push(":");
+        path.push(old);
+    }
+    let mut ld_preload = OsString::from(preload.as_os_str());
+    if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        ld_preload.push(":");
+        ld_preload.push(old);
+    }
+    let mut cmd = std::process::Command::new(&o.command[0]);
+    cmd.args(&o.command[1..])
+        .env("PATH", path)
+        .env("LD_PRELOAD", ld_preload)
+        .env_remove("KFD_EMU_TOPOLOGY");
+    match &trace {
+        Some(t) => cmd.env("KFD_EMU_TRACE", t),
+        None => cmd.env_remove("KFD_EMU_TRACE"),
+    };
+    Ok(cmd.exec())
+}
+
+fn main() -> ExitCode {
+    let options = match parse(std::env::args_os().skip(1).collect()) {
+        Ok(o) => o,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("kfd-emu: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let command = options.command[0].clone();
+    match run(options) {
+        Ok(exec_error) => {
+            eprintln!(
+                "kfd-emu: cannot run {}: {exec_error}",
+                command.to_string_lossy()
+            );
+            ExitCode::from(127)
+        }
+        Err(e) => {
+            eprintln!("kfd-emu: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<OsString> {
+        a.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn options() {
+        let o = parse(args(&[
+            "--profile",
+            "gfx900",
+            "--trace",
+            "t",
+            "--",
+            "rocminfo",
+            "-v",
+        ]))
+        .unwrap();
+        assert_eq!(o.profile.as_deref(), Some("gfx900"));
+        assert_eq!(o.trace.as_deref(), Some(Path::new("t")));
+        assert_eq!(o.command, args(&["rocminfo", "-v"]));
+        let o = parse(args(&["rocminfo", "--sysfs", "x"])).unwrap();
+        assert_eq!(o.command, args(&["rocminfo", "--sysfs", "x"]));
+        assert!(o.sysfs.is_none());
+        assert_eq!(
+            parse(args(&["--sysfs", "a", "--profile", "b", "x"]))
+                .err()
+                .unwrap(),
+            "--sysfs and --profile exclude each other"
+        );
+        assert_eq!(
+            parse(args(&["--trace"])).err().unwrap(),
+            "--trace needs a value"
+        );
+        assert_eq!(parse(args(&[])).err().unwrap(), "no COMMAND given");
+        assert_eq!(
+            parse(args(&["--bogus", "x"])).err().unwrap(),
+            "unknown option --bogus"
+        );
+        let e = topology(&parse(args(&["--profile", "gfx1", "x"])).unwrap()).unwrap_err();
+        assert!(e.contains("gfx1:"), "{e}");
+    }
+}

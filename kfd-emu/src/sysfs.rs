@@ -1,0 +1,278 @@
+//! Writes a [`Topology`] as amdkfd's sysfs tree (`<root>/generation_id`,
+//! `system_properties`, `nodes/N/{gpu_id,name,properties}`, `nodes/N/mem_banks/M/properties`,
+//! `caches/M/properties`, `io_links/M/properties`, `p2p_links/M/properties`), the files and
+//! keys of `kfd_topology.c` (`node_show`, `mem_show`, `kfd_cache_show`, `iolink_show`), so
+//! that libhsakmt reads back what the emulated device serves, and
+//! [`Topology::read`](hsa_linux::topology::Topology::read) gives the same topology.
+//!
+//! Counts in `properties` (`mem_banks_count`, `caches_count`, `io_links_count`,
+//! `p2p_links_count`) are those of the entries written. Values the topology does not keep
+//! (cache associativity and latency, link latencies, `recommended_transfer_size`) are
+//! written as 0, as amdkfd writes a value its CRAT did not give.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use hsa_core::platform::HeapType;
+use hsa_linux::topology::Topology;
+
+/// Writes `topology` under `root` (which must exist and be empty).
+///
+/// # Errors
+/// The I/O error of the first file or directory that could not be written, with its path.
+pub fn write_topology(topology: &Topology, root: &Path) -> Result<(), String> {
+    let put = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let mkdir =
+        |path: &Path| std::fs::create_dir_all(path).map_err(|e| format!("{}: {e}", path.display()));
+    put(
+        &root.join("generation_id"),
+        &format!("{}\n", topology.generation_id.unwrap_or(1)),
+    )?;
+    let s = &topology.system;
+    put(
+        &root.join("system_properties"),
+        &format!(
+            "platform_oem {}\nplatform_id {}\nplatform_rev {}\n",
+            s.platform_oem, s.platform_id, s.platform_rev
+        ),
+    )?;
+    for (i, node) in topology.nodes.iter().enumerate() {
+        let dir = root.join("nodes").join(i.to_string());
+        mkdir(&dir)?;
+        let p = &node.properties;
+        put(&dir.join("gpu_id"), &format!("{}\n", p.gpu_id))?;
+        put(&dir.join("name"), &format!("{}\n", p.name))?;
+        let io = node.io_links.iter().filter(|l| !l.p2p).count();
+        let p2p = node.io_links.len() - io;
+        let mut t = String::new();
+        let mut kv = |k: &str, v: u64| {
+            let _ = writeln!(t, "{k} {v}");
+        };
+        kv("cpu_cores_count", p.cpu_cores_count.into());
+        kv("simd_count", p.simd_count.into());
+        kv("mem_banks_count", node.memory_banks.len() as u64);
+        kv("caches_count", node.caches.len() as u64);
+        kv("io_links_count", io as u64);
+        kv("p2p_links_count", p2p as u64);
+        kv("cpu_core_id_base", p.cpu_core_id_base.into());
+        kv("simd_id_base", p.simd_id_base.into());
+        kv("max_waves_per_simd", p.max_waves_per_simd.into());
+        kv("lds_size_in_kb", p.lds_size_in_kb.into());
+        kv("gds_size_in_kb", p.gds_size_in_kb.into());
+        kv("num_gws", p.num_gws.into());
+        kv("wave_front_size", p.wave_front_size.into());
+        kv("array_count", p.array_count.into());
+        kv("simd_arrays_per_engine", p.simd_arrays_per_engine.into());
+        kv("cu_per_simd_array", p.cu_per_simd_array.into());
+        kv("simd_per_cu", p.simd_per_cu.into());
+        kv("max_slots_scratch_cu", p.max_slots_scratch_cu.into());
+        kv("gfx_target_version", p.gfx_target_version.into());
+        kv("vendor_id", p.vendor_id.into());
+        kv("device_id", p.device_id.into());
+        kv("location_id", p.location_id.into());
+        kv("domain", p.domain.into());
+        // drm_render_minor is signed (-1 for a CPU on some kernels).
+        let _ = writeln!(t, "drm_render_minor {}", p.drm_render_minor);
+        let mut kv = |k: &str, v: u64| {
+            let _ = writeln!(t, "{k} {v}");
+        };
+        kv("hive_id", p.hive_id);
+        kv("num_sdma_engines", p.num_sdma_engines.into());
+        kv("num_sdma_xgmi_engines", p.num_sdma_xgmi_engines.into());
+        kv(
+            "num_sdma_queues_per_engine",
+            p.num_sdma_queues_per_engine.into(),
+        );
+        kv("num_cp_queues", p.num_cp_queues.into());
+        kv("max_engine_clk_fcompute", p.max_engine_clk_fcompute.into());
+        kv("local_mem_size", p.local_mem_size);
+        kv("fw_version", p.fw_version.into());
+        kv("capability", p.capability.into());
+        kv("debug_prop", p.debug_prop.into());
+        kv("sdma_fw_version", p.sdma_fw_version.into());
+        kv("unique_id", p.unique_id);
+        kv("num_xcc", p.num_xcc.into());
+        kv("max_engine_clk_ccompute", p.max_engine_clk_ccompute.into());
+        put(&dir.join("properties"), &t)?;
+
+        for (m, b) in node.memory_banks.iter().enumerate() {
+            let d = dir.join("mem_banks").join(m.to_string());
+            mkdir(&d)?;
+            put(
+                &d.join("properties"),
+                &format!(
+                    "heap_type {}\nsize_in_bytes {}\nflags {}\nwidth {}\nmem_clk_max {}\n",
+                    heap_type_raw(b.heap_type),
+                    b.size_bytes,
+                    b.flags,
+                    b.width_bits,
+                    b.mem_clk_max_mhz
+                ),
+            )?;
+        }
+        if node.memory_banks.is_empty() {
+            mkdir(&dir.join("mem_banks"))?;
+        }
+        mkdir(&dir.join("caches"))?;
+        for (m, c) in node.caches.iter().enumerate() {
+            let d = dir.join("caches").join(m.to_string());
+            mkdir(&d)?;
+            put(
+                &d.join("properties"),
+                &format!(
+                    "processor_id_low {}\nlevel {}\nsize {}\ncache_line_size {}\n\
+                     cache_lines_per_tag 0\nassociation 0\nlatency 0\ntype {}\n",
+                    c.processor_id_low, c.level, c.size_kib, c.cache_line_size_bytes, c.cache_type
+                ),
+            )?;
+        }
+        mkdir(&dir.join("io_links"))?;
+        mkdir(&dir.join("p2p_links"))?;
+        for p2p in [false, true] {
+            let sub = if p2p { "p2p_links" } else { "io_links" };
+            for (m, l) in node.io_links.iter().filter(|l| l.p2p == p2p).enumerate() {
+                let d = dir.join(sub).join(m.to_string());
+                mkdir(&d)?;
+                put(
+                    &d.join("properties"),
+                    &format!(
+                        "type {}\nversion_major 0\nversion_minor 0\nnode_from {}\nnode_to {}\n\
+                         weight {}\nmin_latency 0\nmax_latency 0\nmin_bandwidth {}\n\
+                         max_bandwidth {}\nrecommended_transfer_size 0\nflags {}\n",
+                        l.link_type,
+                        l.node_from,
+                        l.node_to,
+                        l.weight,
+                        l.min_bandwidth,
+                        l.max_bandwidth,
+                        l.flags
+                    ),
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The raw `heap_type` of a [`HeapType`] (`HSA_HEAPTYPE_*`).
+fn heap_type_raw(h: HeapType) -> u32 {
+    match h {
+        HeapType::System => 0,
+        HeapType::FrameBufferPublic => 1,
+        HeapType::FrameBufferPrivate => 2,
+        HeapType::GpuGds => 3,
+        HeapType::GpuLds => 4,
+        HeapType::GpuScratch => 5,
+        HeapType::Other(n) => n,
+    }
+}
+
+/// A `/proc/cpuinfo` for the topology's CPU nodes, the one libhsakmt reads to name them (by
+/// the `apicid` that is a node's `cpu_core_id_base`): `processors` entries (the number the
+/// host's libc reports, so that libhsakmt accepts every entry), entry `i` standing for CPU
+/// node `i` (the last one repeated), named as the node is (`"Emulated host CPU"` for a node
+/// without a name).
+pub fn cpuinfo(topology: &Topology, processors: usize) -> String {
+    let cpus: Vec<_> = topology
+        .nodes
+        .iter()
+        .filter(|n| n.properties.simd_count == 0 && n.properties.cpu_cores_count > 0)
+        .collect();
+    let mut out = String::new();
+    for i in 0..processors.max(1) {
+        let (apicid, name) = match cpus.get(i.min(cpus.len().saturating_sub(1))) {
+            Some(n) if !n.properties.name.is_empty() => {
+                (n.properties.cpu_core_id_base, n.properties.name.as_str())
+            }
+            Some(n) => (n.properties.cpu_core_id_base, "Emulated host CPU"),
+            None => (0, "Emulated host CPU"),
+        };
+        let _ = write!(
+            out,
+            "processor\t: {i}\nvendor_id\t: AuthenticAMD\nmodel name\t: {name}\n\
+             apicid\t\t: {apicid}\ninitial apicid\t: {apicid}\n\n"
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsa_emu::{builtin_topology, device::complete_capture};
+
+    fn tmp(name: &str) -> std::path::PathBuf {
+        let d = std::env::temp_dir().join(format!("kfd-emu-sysfs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn builtin_round_trips() {
+        let t = builtin_topology();
+        let d = tmp("builtin");
+        write_topology(&t, &d).unwrap();
+        let back = Topology::read(&d).unwrap();
+        // The reader derives the marketing name from the device id; the profile adds
+        // " (emulated)", which no sysfs file holds.
+        let mut want = t.clone();
+        want.nodes[1].properties.marketing_name = back.nodes[1].properties.marketing_name.clone();
+        assert_eq!(back, want);
+        assert_eq!(
+            std::fs::read_to_string(d.join("nodes/1/gpu_id")).unwrap(),
+            "4660\n"
+        );
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn every_capture_round_trips_after_completion() {
+        let shared = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../shared/testdata/kfd-topology");
+        let Ok(cases) = std::fs::read_dir(&shared) else {
+            println!("skipped: {} missing", shared.display());
+            return;
+        };
+        let mut n = 0;
+        for case in cases.flatten() {
+            let root = case.path().join("topology");
+            if !root.is_dir() {
+                continue;
+            }
+            let mut t = Topology::read(&root).unwrap();
+            complete_capture(&mut t);
+            let d = tmp(&case.file_name().to_string_lossy());
+            write_topology(&t, &d).unwrap();
+            let back = Topology::read(&d).unwrap();
+            assert_eq!(back.nodes.len(), t.nodes.len());
+            for (a, b) in back.nodes.iter().zip(&t.nodes) {
+                assert_eq!(a, b, "{}", root.display());
+            }
+            assert_eq!(back.system, t.system);
+            // Completed: every GPU has a gpu_id and a frame-buffer bank, every CPU a
+            // system bank, and system_properties exists.
+            for node in &back.nodes {
+                assert!(!node.memory_banks.is_empty(), "{}", root.display());
+                if node.properties.simd_count > 0 {
+                    assert_ne!(node.properties.gpu_id, 0);
+                }
+            }
+            assert!(d.join("system_properties").is_file());
+            let _ = std::fs::remove_dir_all(&d);
+            n += 1;
+        }
+        assert_eq!(n, 4, "the four captures");
+    }
+
+    #[test]
+    fn cpuinfo_names_cpu_nodes_by_apicid() {
+        let t = builtin_topology();
+        let text = cpuinfo(&t, 2);
+        assert_eq!(text.matches("model name\t: Emulated host CPU").count(), 2);
+        assert!(text.contains("processor\t: 1\n"));
+        assert!(text.contains("apicid\t\t: 0\n"));
+    }
+}
