@@ -7,8 +7,10 @@
 //! handlers), `kfd_events.c` and `kfd_process_queue_manager.c`:
 //!
 //! - `arg.len()` must equal `_IOC_SIZE(request)` (the trait's contract), else `EINVAL`; a
-//!   request whose type is not `'K'` or whose number this device does not implement is
-//!   `ENOTTY`. As the kernel, a known number with a different encoded size is accepted: the
+//!   request whose type is not `'K'`, or whose number is in amdkfd's table
+//!   ([`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`]) but not implemented here, is
+//!   `ENOTTY`; a number outside the table (0, or from [`AMDKFD_COMMAND_END`] on: among them
+//!   the ROCm 5.x kernels' own 0x80 range) is `EINVAL`, as `kfd_ioctl` answers it. As the kernel, a known number with a different encoded size is accepted: the
 //!   argument is zero-extended or truncated to the emulation's struct.
 //! - Unknown `gpu_id`, memory handle, queue id or event id: `EINVAL`. A user pointer (device
 //!   id arrays, event arrays, aperture arrays, CU masks) that is not mapped: `EFAULT` (copies go
@@ -38,6 +40,10 @@
 //!   host implementations only.
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
+//!
+//! - `SET_TRAP_HANDLER` records the trap handler ([`EmulatedKfd::trap_handler`]);
+//!   `MMIO_REMAP` memory is the GPU's one MMIO page, mapped from `/dev/kfd` at the offset
+//!   the allocation returns (`KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(gpu_id)`).
 //!
 //! Emulation limits (said aloud): `UPDATE_QUEUE` cannot move a queue to another ring
 //! (`EINVAL`); a ring smaller than 1024 bytes is `EINVAL` (the kernel clamps it); ACQUIRE_VM is
@@ -93,6 +99,12 @@ pub const MAX_QUEUES_PER_PROCESS: u32 = 1024;
 
 /// Most device ids `MAP/UNMAP_MEMORY_TO_GPU` accept in one call (more is `EINVAL`).
 pub const MAX_MAP_DEVICES: u32 = 1024;
+
+/// `AMDKFD_COMMAND_START`: the first KFD ioctl number (`kfd_ioctl.h`).
+pub const AMDKFD_COMMAND_START: u8 = 0x01;
+/// `AMDKFD_COMMAND_END` of the interface this device models (KFD 1.11..1.14, up to
+/// `AMDKFD_IOC_DBG_TRAP` 0x26): numbers from here on are past amdkfd's table (`EINVAL`).
+pub const AMDKFD_COMMAND_END: u8 = 0x27;
 
 /// `struct kfd_ioctl_set_trap_handler_args` (24 bytes): `AMDKFD_IOC_SET_TRAP_HANDLER`
 /// (`_IOW('K', 0x13, ...)`), the process's trap handler on one GPU. Ref: `kfd_ioctl.h`.
@@ -238,6 +250,11 @@ struct Gpu {
     max_queues: u32,
     lds_bytes: u32,
     doorbells: Arc<Backing>,
+    /// The GPU's remapped MMIO page (amdgpu's `rmmio_remap`: the HDP flush registers), which
+    /// `MMIO_REMAP` buffer objects stand for and `/dev/kfd` maps at
+    /// `KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(gpu_id)`. Writes land in memory and do nothing:
+    /// the emulated device has no HDP to flush.
+    mmio: Arc<Backing>,
     /// The ISA the interpreter runs for it; `None` when it is not gfx900/gfx90a/gfx942.
     target: Option<Gfx9Target>,
     /// The ISA's name (`gfx90a`), or `gfx_target_version N` when it has none.
@@ -266,6 +283,8 @@ pub(crate) struct Device {
     /// The error each queue's CP stopped it with, by queue id: the device's own log (what
     /// amdkfd and the GPU print to the kernel log), kept until a new queue takes the id.
     queue_errors: Mutex<HashMap<u32, Error>>,
+    /// The trap handler (TBA, TMA) set on each GPU by SET_TRAP_HANDLER, by gpu_id.
+    trap_handlers: Mutex<HashMap<u32, (u64, u64)>>,
     pub(crate) kernels: RwLock<kernel::Kernels>,
     ioctls: AtomicU64,
     faults: Mutex<Vec<(u64, Errno)>>,
@@ -434,6 +453,10 @@ impl EmulatedKfd {
                 max_queues: amdkfd_queues_per_process(p.gfx_target_version),
                 lds_bytes: p.lds_size_in_kb.saturating_mul(1024),
                 doorbells: Arc::new(doorbells),
+                mmio: Arc::new(
+                    Backing::new("hsa-emulated-mmio", PAGE_BYTES)
+                        .map_err(|e| error!(Status::OutOfResources, "MMIO page: {e}"))?,
+                ),
                 target: processor.and_then(Gfx9Target::from_processor),
                 isa: processor.map_or_else(
                     || format!("gfx_target_version {}", p.gfx_target_version),
@@ -468,6 +491,7 @@ impl EmulatedKfd {
                 events_cv: Condvar::new(),
                 queues: Mutex::new(BTreeMap::new()),
                 queue_errors: Mutex::new(HashMap::new()),
+                trap_handlers: Mutex::new(HashMap::new()),
                 kernels: RwLock::new(kernel::Kernels::default()),
                 ioctls: AtomicU64::new(0),
                 faults: Mutex::new(Vec::new()),
@@ -646,6 +670,14 @@ impl EmulatedKfd {
         drm::ioctl(node, &self.device.user, request, arg)
     }
 
+    /// The trap handler SET_TRAP_HANDLER last set on GPU `gpu_id`: its code (TBA) and memory
+    /// (TMA) addresses; `None` before any. The emulated GPU records it, as amdkfd writes it
+    /// into the queues' MQDs, and runs no trap handler (the interpreter stops a queue on a
+    /// trap instead).
+    pub fn trap_handler(&self, gpu_id: u32) -> Option<(u64, u64)> {
+        lock(&self.device.trap_handlers).get(&gpu_id).copied()
+    }
+
     fn gpu(&self, gpu_id: u32) -> Result<&Gpu, Errno> {
         self.device
             .gpus
@@ -662,7 +694,15 @@ impl EmulatedKfd {
         if ((request >> 8) & 0xff) as u8 != AMDKFD_IOCTL_BASE {
             return Err(Errno::NOTTY);
         }
-        match (request & 0xff) as u8 {
+        let nr = (request & 0xff) as u8;
+        // kfd_ioctl: a number outside AMDKFD_COMMAND_START..AMDKFD_CORE_IOCTL_COUNT is the
+        // -EINVAL it starts with (linux before 6.18) — among them the ROCm 5.x kernels' own
+        // range from 0x80 (IPC, the 5.x DBG_TRAP, CROSS_MEMORY_COPY, RLC_SPM), which an
+        // upstream kernel does not have.
+        if nr < AMDKFD_COMMAND_START || nr >= AMDKFD_COMMAND_END {
+            return Err(Errno::INVAL);
+        }
+        match nr {
             0x01 => with_args(request, arg, |a: &mut GetVersionArgs| {
                 a.major_version = KFD_IOCTL_MAJOR_VERSION;
                 a.minor_version = KFD_IOCTL_MINOR_VERSION;
@@ -714,6 +754,12 @@ impl EmulatedKfd {
             0x0C => with_args(request, arg, |a| self.wait_events(a)),
             0x11 => with_args(request, arg, |a: &mut SetScratchBackingVaArgs| {
                 self.gpu(a.gpu_id).map(|_| ())
+            }),
+            // kfd_ioctl_set_trap_handler: EINVAL for a GPU the process has no data for.
+            0x13 => with_args(request, arg, |a: &mut SetTrapHandlerArgs| {
+                self.gpu(a.gpu_id)?;
+                lock(&self.device.trap_handlers).insert(a.gpu_id, (a.tba_addr, a.tma_addr));
+                Ok(())
             }),
             0x14 => with_args(request, arg, |a| self.apertures(a)),
             0x15 => with_args(request, arg, |a: &mut AcquireVmArgs| {
@@ -876,6 +922,13 @@ impl EmulatedKfd {
                 let r = b.region();
                 (Some(b), r, u64::from(id) << 24)
             }
+            // The GPU's one MMIO page, mapped through /dev/kfd (the offset below), not the
+            // render node.
+            Kind::MmioRemap => {
+                let b = gpu.mmio.clone();
+                let r = b.region();
+                (Some(b), r, 0)
+            }
             _ => {
                 let b = Arc::new(Backing::new("hsa-emulated-bo", size)?);
                 let r = b.region();
@@ -884,6 +937,10 @@ impl EmulatedKfd {
         };
         if mmap_offset != 0 {
             a.mmap_offset = mmap_offset;
+        }
+        // kfd_ioctl_alloc_memory_of_gpu: "MMIO is mapped through kfd device".
+        if kind == Kind::MmioRemap {
+            a.mmap_offset = KFD_MMAP_TYPE_MMIO | kfd_mmap_gpu_id(gpu.gpu_id);
         }
         a.handle = handle;
         allocs.insert(Alloc {
@@ -1295,6 +1352,23 @@ impl EmulatedKfd {
                 // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
                 unsafe { gpu.doorbells.map_at(addr, len) }
             }
+            // kfd_mmio_mmap: the GPU's remapped MMIO page, exactly one page.
+            KFD_MMAP_TYPE_MMIO => {
+                let hash = kfd_mmap_get_gpu_id(offset);
+                let gpu = self
+                    .device
+                    .gpus
+                    .iter()
+                    .find(|g| g.gpu_id & 0xffff == hash)
+                    .ok_or(Errno::INVAL)?;
+                if offset & !(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK) != 0
+                    || len as u64 != PAGE_BYTES
+                {
+                    return Err(Errno::INVAL);
+                }
+                // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
+                unsafe { gpu.mmio.map_at(addr, len) }
+            }
             KFD_MMAP_TYPE_EVENTS => {
                 if offset != KFD_MMAP_EVENTS_OFFSET || len == 0 || len as u64 > EVENT_PAGE_BYTES {
                     return Err(Errno::INVAL);
@@ -1441,9 +1515,10 @@ mod tests {
             Err(Errno::INVAL)
         );
         let mut x = [0u8; 8];
+        // Past amdkfd's table: EINVAL (kfd_ioctl's err_i1).
         assert_eq!(
             raw(&d, ioc(IOC_READ, b'K', 0x7f, 8), &mut x),
-            Err(Errno::NOTTY)
+            Err(Errno::INVAL)
         );
         assert_eq!(
             raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x),
