@@ -9,8 +9,11 @@
 //!   topology the emulated device serves: the built-in profile, or a captured dump
 //!   (`--sysfs DIR`) completed as the emulated device completes it (missing `gpu_id`s,
 //!   memory banks, `system_properties`);
-//! - a fixture `/proc/cpuinfo` naming the CPU nodes as the topology does, and an empty
-//!   `/sys/devices/system/node`, so that nothing of the host's CPUs reaches the results;
+//! - a fixture `/proc/cpuinfo` naming the CPU nodes as the topology does, and a fixture
+//!   `/sys/devices/system/node` holding each CPU node's caches (libhsakmt 5.2 reads CPU caches
+//!   there, not from KFD), so that nothing of the host's CPUs reaches the results (on a
+//!   kernel without NUMA, where that directory does not exist, libhsakmt reads the host's
+//!   `/sys/devices/system/cpu` instead);
 //! - an `lsmod` first on `PATH` that lists `amdgpu` (rocminfo runs `lsmod | grep amdgpu`);
 //! - `libkfd_emu_preload.so` preloaded (found beside this binary, or at `$KFD_EMU_PRELOAD`),
 //!   which answers `/dev/kfd` and the render nodes from the emulated device (see its docs);
@@ -167,7 +170,9 @@ fn run(o: Options) -> Result<std::io::Error, String> {
     std::fs::write(&cpuinfo, sysfs::cpuinfo(&topology, processors))
         .map_err(|e| format!("{}: {e}", cpuinfo.display()))?;
     namespace::bind_file(&cpuinfo, "/proc/cpuinfo")?;
-    namespace::hide_dir("/sys/devices/system/node")?;
+    if namespace::hide_dir("/sys/devices/system/node")? {
+        sysfs::write_cpu_caches(&topology, Path::new("/sys/devices/system/node"))?;
+    }
     let bin = helpers.join("bin");
     std::fs::create_dir_all(&bin).map_err(|e| format!("{}: {e}", bin.display()))?;
     let lsmod = bin.join("lsmod");

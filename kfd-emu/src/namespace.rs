@@ -1,7 +1,7 @@
 //! The private mount namespace the command runs in: the KFD sysfs topology at
-//! `/sys/devices/virtual/kfd/kfd/topology`, a fixture `/proc/cpuinfo`, an empty
-//! `/sys/devices/system/node` (libhsakmt reads the host's CPU caches there) and a directory of
-//! helper programs (`lsmod`).
+//! `/sys/devices/virtual/kfd/kfd/topology`, a fixture `/proc/cpuinfo`, a fixture
+//! `/sys/devices/system/node` (libhsakmt reads CPU caches there) and a directory of helper
+//! programs (`lsmod`).
 //!
 //! Root gets a new mount namespace (`unshare(CLONE_NEWNS)`); anyone else a new user
 //! namespace too, in which their uid and gid map to themselves. Nothing outside the
@@ -139,13 +139,14 @@ pub fn bind_file(file: &Path, target: &str) -> Result<(), String> {
         .map_err(|e| format!("binding {} over {target}: {e}", file.display()))
 }
 
-/// An empty tmpfs over `dir` when it exists (nothing when it does not).
+/// An empty tmpfs over `dir` when it exists (nothing when it does not); whether it did.
 ///
 /// # Errors
 /// The mount that failed.
-pub fn hide_dir(dir: &str) -> Result<(), String> {
+pub fn hide_dir(dir: &str) -> Result<bool, String> {
     if Path::new(dir).is_dir() {
         tmpfs(dir)?;
+        return Ok(true);
     }
-    Ok(())
+    Ok(false)
 }

@@ -172,8 +172,9 @@ fn heap_type_raw(h: HeapType) -> u32 {
 /// A `/proc/cpuinfo` for the topology's CPU nodes, the one libhsakmt reads to name them (by
 /// the `apicid` that is a node's `cpu_core_id_base`): `processors` entries (the number the
 /// host's libc reports, so that libhsakmt accepts every entry), entry `i` standing for CPU
-/// node `i` (the last one repeated), named as the node is (`"Emulated host CPU"` for a node
-/// without a name).
+/// node `i` (the last one repeated), named as the node is (an empty `model name` for a node
+/// without a name, as KFD leaves CPU nodes: ROCR then names the agent with nothing, as
+/// hsa-rt does).
 pub fn cpuinfo(topology: &Topology, processors: usize) -> String {
     let cpus: Vec<_> = topology
         .nodes
@@ -183,11 +184,8 @@ pub fn cpuinfo(topology: &Topology, processors: usize) -> String {
     let mut out = String::new();
     for i in 0..processors.max(1) {
         let (apicid, name) = match cpus.get(i.min(cpus.len().saturating_sub(1))) {
-            Some(n) if !n.properties.name.is_empty() => {
-                (n.properties.cpu_core_id_base, n.properties.name.as_str())
-            }
-            Some(n) => (n.properties.cpu_core_id_base, "Emulated host CPU"),
-            None => (0, "Emulated host CPU"),
+            Some(n) => (n.properties.cpu_core_id_base, n.properties.name.as_str()),
+            None => (0, ""),
         };
         let _ = write!(
             out,
@@ -196,6 +194,71 @@ pub fn cpuinfo(topology: &Topology, processors: usize) -> String {
         );
     }
     out
+}
+
+/// The CPU-cache tree libhsakmt 5.2 reads for each CPU node instead of the KFD topology's
+/// (`topology_get_cpu_cache_props`: `/sys/devices/system/node/node<N>/cpu<P>/cache/index<K>`),
+/// written under `root` (the fixture over `/sys/devices/system/node`): for CPU node `N`
+/// (in KFD's numbering, which libhsakmt uses), one CPU `cpu<P>` — `P` the node's position
+/// among the CPU nodes, the processor [`cpuinfo`] gives the node's `cpu_core_id_base` as
+/// `apicid` — holding the node's caches (size, level, type, line size), or, for a node
+/// without caches (every capture: amdkfd reports none for CPUs), a 32 KiB L1 data cache,
+/// since ROCR 5.2 requires a CPU agent to have one (`CpuAgent::GetInfo`: "CPU cache info
+/// missing").
+///
+/// # Errors
+/// The path that could not be written.
+pub fn write_cpu_caches(topology: &Topology, root: &Path) -> Result<(), String> {
+    let put = |path: &Path, text: &str| {
+        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    let cpus = topology
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.properties.simd_count == 0 && n.properties.cpu_cores_count > 0);
+    for (position, (index, node)) in cpus.enumerate() {
+        let dir = root
+            .join(format!("node{index}"))
+            .join(format!("cpu{position}"))
+            .join("cache");
+        let fixture = [hsa_core::platform::Cache {
+            processor_id_low: node.properties.cpu_core_id_base,
+            level: 1,
+            size_kib: 32,
+            cache_line_size_bytes: 64,
+            cache_type: 1 | 4,
+        }];
+        let caches = if node.caches.is_empty() {
+            &fixture[..]
+        } else {
+            &node.caches[..]
+        };
+        for (k, c) in caches.iter().enumerate() {
+            let d = dir.join(format!("index{k}"));
+            std::fs::create_dir_all(&d).map_err(|e| format!("{}: {e}", d.display()))?;
+            let kind = match c.cache_type & 3 {
+                1 => "Data",
+                2 => "Instruction",
+                _ => "Unified",
+            };
+            put(&d.join("level"), &format!("{}\n", c.level))?;
+            put(&d.join("type"), &format!("{kind}\n"))?;
+            put(&d.join("size"), &format!("{}K\n", c.size_kib))?;
+            put(
+                &d.join("coherency_line_size"),
+                &format!("{}\n", c.cache_line_size_bytes),
+            )?;
+            put(&d.join("ways_of_associativity"), "0\n")?;
+            put(&d.join("physical_line_partition"), "1\n")?;
+            put(&d.join("shared_cpu_list"), &format!("{position}\n"))?;
+            let mut map = vec![0u32; position / 32 + 1];
+            map[position / 32] |= 1 << (position % 32);
+            let map: Vec<String> = map.iter().rev().map(|w| format!("{w:08x}")).collect();
+            put(&d.join("shared_cpu_map"), &format!("{}\n", map.join(",")))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -265,6 +328,22 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, 4, "the four captures");
+    }
+
+    #[test]
+    fn cpu_cache_fixture_for_each_cpu_node() {
+        let t = builtin_topology();
+        let d = tmp("cpu-caches");
+        write_cpu_caches(&t, &d).unwrap();
+        let idx = d.join("node0/cpu0/cache/index0");
+        assert_eq!(std::fs::read_to_string(idx.join("size")).unwrap(), "32K\n");
+        assert_eq!(std::fs::read_to_string(idx.join("type")).unwrap(), "Data\n");
+        assert_eq!(
+            std::fs::read_to_string(idx.join("shared_cpu_map")).unwrap(),
+            "00000001\n"
+        );
+        assert!(!d.join("node1").exists(), "node 1 is the GPU");
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

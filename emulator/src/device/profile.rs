@@ -256,6 +256,10 @@ pub const NOMINAL_VRAM_BYTES: u64 = 16 << 30;
 /// - a GPU node without a frame-buffer bank gets one of its `local_mem_size`, or
 ///   16 GiB (`NOMINAL_VRAM_BYTES`) when that is 0 too, so that queue buffers (EOP,
 ///   context save area) and device-local pools exist.
+/// - a GPU node without caches (the 8×MI210 capture has no `caches` directories; amdkfd
+///   always reports a GPU's caches from its CRAT) gets a 16 KiB L1 (64-byte lines) and an
+///   8 MiB L2 (128-byte lines), an MI210's, for its `simd_id_base`: ROCR 5.2 refuses a GPU
+///   agent without caches (`GpuAgent::GetInfo`: "GPU cache info missing").
 ///
 /// Idempotent: a completed topology is returned unchanged.
 pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
@@ -301,6 +305,22 @@ pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
                     p.node_id
                 ));
             }
+            if n.caches.is_empty() {
+                for (level, size_kib, line) in [(1, 16, 64), (2, 8192, 128)] {
+                    n.caches.push(Cache {
+                        processor_id_low: p.simd_id_base,
+                        level,
+                        size_kib,
+                        cache_line_size_bytes: line,
+                        cache_type: CACHE_TYPE_GPU_DATA,
+                    });
+                }
+                p.caches_count = n.caches.len() as u32;
+                notes.push(format!(
+                    "node {}: no caches; a nominal 16 KiB L1 and 8 MiB L2",
+                    p.node_id
+                ));
+            }
         } else if !n
             .memory_banks
             .iter()
@@ -338,8 +358,11 @@ mod capture_tests {
         t.nodes.push(copy);
         t.nodes.push(copy3);
         t.nodes[1].properties.gpu_id = 0;
+        t.nodes[3].caches.clear();
         let notes = complete_capture(&mut t);
-        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert_eq!(t.nodes[3].caches.len(), 2);
+        assert_eq!(t.nodes[3].caches[1].size_kib, 8192);
         t.nodes[2].memory_banks.clear();
         assert_eq!(complete_capture(&mut t).len(), 1);
         assert_eq!(t.nodes[2].memory_banks[0].size_bytes, NOMINAL_VRAM_BYTES);
