@@ -98,7 +98,13 @@ fn mmio_remap_is_mapped_through_dev_kfd() {
     let want = KFD_MMAP_TYPE_MMIO | kfd_mmap_gpu_id(BUILTIN_GPU_ID);
     assert_eq!(a.mmap_offset, want);
     let p = hsa_linux::kfd::calls::mmap(&*d, MapTarget::Kfd, want, 4096).expect("mmap MMIO");
-    assert!(!p.as_ptr().is_null());
+    let q = hsa_linux::kfd::calls::mmap(&*d, MapTarget::Kfd, want, 4096).expect("mmap again");
+    // One page per GPU, as amdgpu's rmmio_remap: both mappings show the same memory.
+    // SAFETY: p and q are live 4096-byte read-write mappings made above, never unmapped.
+    unsafe {
+        p.as_ptr().cast::<u32>().write_volatile(0x1234_5678);
+        assert_eq!(q.as_ptr().cast::<u32>().read_volatile(), 0x1234_5678);
+    }
     assert_eq!(
         hsa_linux::kfd::calls::mmap(&*d, MapTarget::Kfd, want, 8192).err(),
         Some(Errno::INVAL)

@@ -274,11 +274,10 @@ pub fn amdgpu_family(gfx_target_version: u32) -> u32 {
 /// range from `AMDGPU_GMC_HOLE_END`.
 pub fn device_info(node: &TopologyNode) -> DrmAmdgpuInfoDevice {
     let p = &node.properties;
-    let engines = if p.simd_arrays_per_engine > 0 {
-        p.array_count / p.simd_arrays_per_engine
-    } else {
-        0
-    };
+    let engines = p
+        .array_count
+        .checked_div(p.simd_arrays_per_engine)
+        .unwrap_or(0);
     let cus = p.compute_unit_count();
     let vram = node.memory_banks.iter().find(|b| {
         matches!(

@@ -699,7 +699,7 @@ impl EmulatedKfd {
         // -EINVAL it starts with (linux before 6.18) — among them the ROCm 5.x kernels' own
         // range from 0x80 (IPC, the 5.x DBG_TRAP, CROSS_MEMORY_COPY, RLC_SPM), which an
         // upstream kernel does not have.
-        if nr < AMDKFD_COMMAND_START || nr >= AMDKFD_COMMAND_END {
+        if !(AMDKFD_COMMAND_START..AMDKFD_COMMAND_END).contains(&nr) {
             return Err(Errno::INVAL);
         }
         match nr {
