@@ -10,28 +10,36 @@ use core::arch::asm;
 pub fn outb(port: u16, value: u8) {
     // SAFETY: port writes have no memory effect; every port the unikernel writes (COM1, PCI
     // configuration, PIT, isa-debug-exit) is one the machine model defines.
-    unsafe { asm!("out dx, al", in("dx") port, in("al") value, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!("out dx, al", in("dx") port, in("al") value, options(nomem, nostack, preserves_flags))
+    }
 }
 
 /// Reads a byte from I/O port `port`.
 pub fn inb(port: u16) -> u8 {
     let v: u8;
     // SAFETY: as in `outb`: a port read has no memory effect.
-    unsafe { asm!("in al, dx", out("al") v, in("dx") port, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!("in al, dx", out("al") v, in("dx") port, options(nomem, nostack, preserves_flags))
+    }
     v
 }
 
 /// Writes dword `value` to I/O port `port`.
 pub fn outl(port: u16, value: u32) {
     // SAFETY: as in `outb`.
-    unsafe { asm!("out dx, eax", in("dx") port, in("eax") value, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!("out dx, eax", in("dx") port, in("eax") value, options(nomem, nostack, preserves_flags))
+    }
 }
 
 /// Reads a dword from I/O port `port`.
 pub fn inl(port: u16) -> u32 {
     let v: u32;
     // SAFETY: as in `outb`.
-    unsafe { asm!("in eax, dx", out("eax") v, in("dx") port, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!("in eax, dx", out("eax") v, in("dx") port, options(nomem, nostack, preserves_flags))
+    }
     v
 }
 
@@ -40,7 +48,9 @@ pub fn rdmsr(msr: u32) -> u64 {
     let (lo, hi): (u32, u32);
     // SAFETY: callers read only architectural MSRs that exist on the CPU (IA32_APIC_BASE,
     // x2APIC registers once x2APIC is enabled); no memory effect.
-    unsafe { asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags)) }
+    unsafe {
+        asm!("rdmsr", in("ecx") msr, out("eax") lo, out("edx") hi, options(nomem, nostack, preserves_flags))
+    }
     u64::from(hi) << 32 | u64::from(lo)
 }
 
