@@ -125,6 +125,14 @@ impl VmHost {
         ]
     }
 
+    /// Whether every IH entry the device wrote has been drained: the write pointer the device
+    /// wrote back equals the read pointer the runtime wrote to the register.
+    pub fn ih_idle(&self) -> bool {
+        let mask = IH_RING_BYTES as u32 - 1;
+        let wptr = IH_WPTR.0[0].load(Ordering::Acquire) as u32 & mask & !1;
+        wptr == self.device.control32(CTL_IH_RPTR) & mask
+    }
+
     fn command(&self, cmd: u32, args: &[u64]) -> Result<(), Error> {
         self.device
             .command(cmd, args, self.tsc_hz)

@@ -94,16 +94,28 @@ impl Buffer {
         Ok(Buffer { chunk, len })
     }
 
-    fn slice(&self) -> &mut [i32] {
-        let ptr = self
-            .chunk
+    fn ptr(&self) -> *mut i32 {
+        self.chunk
             .host_ptr
-            .map_or(core::ptr::NonNull::dangling(), |p| p.cast::<i32>());
+            .map_or(core::ptr::NonNull::dangling(), |p| p.cast::<i32>())
+            .as_ptr()
+    }
+
+    /// The elements. Read only after the completion signal of the dispatch that wrote them
+    /// was observed (Acquire).
+    fn as_slice(&self) -> &[i32] {
         // SAFETY: the chunk holds at least `len * 4` bytes at `ptr` (checked at creation),
         // page-aligned, never freed; the device writes it only while a dispatch runs, and the
-        // job touches it only before a dispatch is submitted or after its completion signal
-        // was observed (Acquire); one slice at a time.
-        unsafe { core::slice::from_raw_parts_mut(ptr.as_ptr(), self.len) }
+        // job reads it only after that dispatch's completion was observed.
+        unsafe { core::slice::from_raw_parts(self.ptr(), self.len) }
+    }
+
+    /// Sets element `i` to `f(i)`; only while no dispatch uses the buffer.
+    fn fill(&self, f: impl Fn(usize) -> i32) {
+        for i in 0..self.len {
+            // SAFETY: as in `as_slice`; `i < len`; no dispatch reads or writes it now.
+            unsafe { self.ptr().add(i).write_volatile(f(i)) };
+        }
     }
 
     fn va(&self) -> u64 {
@@ -246,10 +258,8 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     let a = Buffer::new(p, n)?;
     let c = Buffer::new(p, n)?;
     let expect = |i: usize| (i as i32).wrapping_mul(7).wrapping_sub(3);
-    for (i, x) in a.slice().iter_mut().enumerate() {
-        *x = expect(i);
-    }
-    c.slice().fill(0);
+    a.fill(expect);
+    c.fill(|_| 0);
     let ka = kernarg(p, a.va(), c.va())?;
     let done = signals.create_interrupt(1)?;
     let halts0 = p.host().halts.load(Ordering::Relaxed);
@@ -261,7 +271,7 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     )?;
     wait_done(&queue, &done, "vector_copy")?;
     let t1 = rdtsc();
-    let got = c.slice();
+    let got = c.as_slice();
     if let Some(i) = (0..n).find(|&i| got[i] != expect(i)) {
         hsa_core::bail!(
             Status::Error,
@@ -278,7 +288,7 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     );
 
     // ---- a barrier-AND chain: a -> c -> a -> c -> a, each waiting on the previous ----
-    c.slice().fill(0);
+    c.fill(|_| 0);
     let mut links = Vec::new();
     let mut kargs = Vec::new();
     for k in 0..CHAIN {
@@ -302,8 +312,8 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
         queue.ring_doorbell(last)?;
     }
     wait_done(&queue, &links[CHAIN - 1], "barrier-AND chain")?;
-    for k in 0..CHAIN - 1 {
-        if links[k].load(hsa_core::signal::LoadOrder::Acquire) != 0 {
+    for (k, link) in links[..CHAIN - 1].iter().enumerate() {
+        if link.load(hsa_core::signal::LoadOrder::Acquire) != 0 {
             hsa_core::bail!(
                 Status::Error,
                 "chain link {k} did not complete before the last"
@@ -311,7 +321,7 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
         }
     }
     for (name, b) in [("a", &a), ("c", &c)] {
-        let s = b.slice();
+        let s = b.as_slice();
         if let Some(i) = (0..n).find(|&i| s[i] != expect(i)) {
             hsa_core::bail!(
                 Status::Error,
@@ -326,7 +336,7 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     // The "empty" dispatch of the figures and faults: one work-item of vector_copy.
     let one_in = Buffer::new(p, 64)?;
     let one_out = Buffer::new(p, 64)?;
-    one_in.slice()[0] = 0x5eed;
+    one_in.fill(|i| 0x5eed + i as i32);
     let one_ka = kernarg(p, one_in.va(), one_out.va())?;
     let empty = |done: &Signal<'_, Vm>| dispatch_packet(&kernel, &one_ka, 1, 1, done);
 
@@ -422,7 +432,33 @@ fn figures(
     Ok(())
 }
 
+/// Waits (halting, 1 ms at a time) until the device's IH entries are all drained: an
+/// interrupt of an earlier completion that the waiter saw before its MSI-X arrived must not
+/// land in the next phase's counts.
+fn settle(p: &'static Vm, hz: u64) -> Result<(), Error> {
+    let deadline = rdtsc() + hz;
+    loop {
+        disable_interrupts();
+        if p.host().ih_idle() {
+            enable_interrupts();
+            return Ok(());
+        }
+        if rdtsc() > deadline {
+            enable_interrupts();
+            hsa_core::bail!(
+                Status::Error,
+                "IH entries still pending after 1 s: {:?}",
+                p.irq_stats()
+            );
+        }
+        crate::apic::arm_timer(rdtsc() + hz / 1000);
+        enable_interrupts_and_halt();
+        crate::apic::disarm_timer();
+    }
+}
+
 fn arm(p: &'static Vm, fault: u64, count: u64) -> Result<(), Error> {
+    settle(p, p.timestamp_frequency_hz())?;
     p.host()
         .device()
         .command(CMD_ARM_FAULT, &[fault, count], p.timestamp_frequency_hz())
@@ -451,8 +487,8 @@ fn faults(
     // 1. A dropped interrupt: the completion is still seen (the blocked wait wakes at its
     //    slice deadline and re-reads the signal); the entry stays in the ring until the next
     //    interrupt drains it.
-    let s0 = p.irq_stats();
     arm(p, FAULT_DROP_INTERRUPT, 1)?;
+    let s0 = p.irq_stats();
     let done = signals.create_interrupt(1)?;
     let t0 = rdtsc();
     submit(&queue, &empty(&done))?;
@@ -462,6 +498,7 @@ fn faults(
     let next = signals.create_interrupt(1)?;
     submit(&queue, &empty(&next))?;
     wait_done(&queue, &next, "dispatch after the dropped interrupt")?;
+    settle(p, hz)?;
     let d2 = delta(s0, p.irq_stats());
     if d1.signaled != 0 || d2.signaled != 2 || d2.entries != 2 {
         hsa_core::bail!(
@@ -479,8 +516,8 @@ fn faults(
 
     // 2. Merged interrupts: four completions, one MSI-X.
     const MERGED: u64 = 4;
-    let s0 = p.irq_stats();
     arm(p, FAULT_MERGE_INTERRUPTS, MERGED)?;
+    let s0 = p.irq_stats();
     let dones: Vec<_> = (0..MERGED)
         .map(|_| signals.create_interrupt(1))
         .collect::<Result<_, _>>()?;
@@ -490,6 +527,7 @@ fn faults(
     for d in &dones {
         wait_done(&queue, d, "merged-interrupt dispatch")?;
     }
+    settle(p, hz)?;
     let d = delta(s0, p.irq_stats());
     if d.signaled != MERGED || d.interrupts != 1 {
         hsa_core::bail!(
@@ -503,11 +541,12 @@ fn faults(
     );
 
     // 3. A malformed IH entry: counted, skipped, the completion after it still signaled.
-    let s0 = p.irq_stats();
     arm(p, FAULT_MALFORMED_ENTRY, 1)?;
+    let s0 = p.irq_stats();
     let done = signals.create_interrupt(1)?;
     submit(&queue, &empty(&done))?;
     wait_done(&queue, &done, "dispatch after a malformed entry")?;
+    settle(p, hz)?;
     let d = delta(s0, p.irq_stats());
     if d.malformed != 1 || d.signaled != 1 {
         hsa_core::bail!(
@@ -522,8 +561,8 @@ fn faults(
     );
 
     // 4. A queue error: the device stops the queue; the wait ends with the processor's status.
-    let s0 = p.irq_stats();
     arm(p, FAULT_QUEUE_ERROR, 1)?;
+    let s0 = p.irq_stats();
     let done = signals.create_interrupt(1)?;
     submit(&queue, &empty(&done))?;
     let e = match queue.wait_completion(&done, SignalCondition::Eq, 0, WAIT_NS, WaitState::Blocked)
@@ -535,6 +574,7 @@ fn faults(
         Err(e) => e,
     };
     let state = queue.state();
+    settle(p, hz)?;
     let d = delta(s0, p.irq_stats());
     if e.status() != Status::MemoryFault
         || state != QueueState::Stopped(Status::MemoryFault)

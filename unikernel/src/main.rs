@@ -41,6 +41,7 @@ mod job;
 #[cfg(target_os = "none")]
 mod pci;
 #[cfg(target_os = "none")]
+#[allow(dead_code)] // shared with the host side (tests/qemu): each side uses its part
 mod protocol;
 #[cfg(target_os = "none")]
 #[macro_use]
