@@ -3,9 +3,10 @@
 //!
 //! - It waits (`poll`) on its three eventfds — peer 0's vectors: the queue's doorbell, a
 //!   command in the control page, an echo request — and on a stop eventfd.
-//! - A doorbell carries no value: on one, it runs the core's [`PacketProcessor`] over the
-//!   ring and `amd_queue_t` the guest mapped, until the ring is empty (a CP reading the write
-//!   index from `amd_queue_t`); a barrier waiting for a dependency is re-tried every 100 µs.
+//! - A doorbell carries no value: on one, the device reads the write index from
+//!   `amd_queue_t.write_dispatch_id` and, while the read index is behind it, runs the core's
+//!   [`PacketProcessor`] over the ring the guest mapped until the header at the read index is
+//!   INVALID; a barrier waiting for a dependency is re-tried every 100 µs.
 //! - Kernels run in [`hsa_emu::device::run_kernel_dispatch`] over guest RAM
 //!   ([`GuestMemory`]: guest-physical address = file offset = the guest's virtual address).
 //! - A completion signal with an event decremented → a soc15 IH entry (client `GRBM_CP`,
@@ -480,7 +481,12 @@ impl Device {
         let Some(mut hqd) = st.hqd.take() else {
             return;
         };
-        if hqd.processor.stopped().is_none() {
+        // The doorbell carried no value: the write index is in amd_queue_t
+        // (write_dispatch_id, the CP's write-pointer poll address). Acquire pairs with the
+        // producer's reservation (an AcqRel add before the packet and the doorbell).
+        let ring = *hqd.processor.ring();
+        let published = ring.write_index().load(Ordering::Acquire);
+        if hqd.processor.stopped().is_none() && (hqd.blocked || hqd.processor.read_index() < published) {
             loop {
                 let ctx = Ctx {
                     dev: self,
@@ -488,10 +494,10 @@ impl Device {
                 };
                 match hqd.processor.process(&ctx, 64) {
                     Progress::Processed(n) => {
-                        self.stats
-                            .packets
-                            .fetch_add(u64::from(n), Ordering::Relaxed);
+                        self.stats.packets.fetch_add(u64::from(n), Ordering::Relaxed);
                     }
+                    // Idle: the header at the read index is still INVALID (reserved, not yet
+                    // published: its doorbell comes later) or the ring is empty.
                     Progress::Idle => {
                         hqd.blocked = false;
                         break;
