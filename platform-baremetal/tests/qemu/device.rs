@@ -47,9 +47,10 @@ use crate::protocol::*;
 
 /// LDS per work-group of the device, bytes (gfx9).
 const LDS_BYTES: u32 = 64 * 1024;
-/// Kernel code read per dispatch from the entry point, bytes (the embedded kernels are a few
-/// hundred).
-const CODE_BYTES: u64 = 64 * 1024;
+/// Kernel code read per dispatch from the entry point, bytes: the embedded kernels are a few
+/// hundred bytes, and reading (and allocating) 64 KiB per dispatch cost ~30 µs of the empty
+/// dispatch's latency. A kernel that branches past it stops with an illegal instruction.
+const CODE_BYTES: u64 = 4096;
 /// `sizeof(amd_queue_t)`.
 const AMD_QUEUE_BYTES: u64 = 256;
 
@@ -208,6 +209,10 @@ pub struct DeviceStats {
     pub queue_errors: AtomicU64,
     /// Echo requests answered.
     pub echoes: AtomicU64,
+    /// Time in the interpreter for one-work-item dispatches, ns.
+    pub kernel_ns: AtomicU64,
+    /// One-work-item dispatches.
+    pub small_kernels: AtomicU64,
 }
 
 /// The errors the device hit that the guest cannot see (a refused command is also told to the
@@ -486,7 +491,9 @@ impl Device {
         // producer's reservation (an AcqRel add before the packet and the doorbell).
         let ring = *hqd.processor.ring();
         let published = ring.write_index().load(Ordering::Acquire);
-        if hqd.processor.stopped().is_none() && (hqd.blocked || hqd.processor.read_index() < published) {
+        if hqd.processor.stopped().is_none()
+            && (hqd.blocked || hqd.processor.read_index() < published)
+        {
             loop {
                 let ctx = Ctx {
                     dev: self,
@@ -494,7 +501,9 @@ impl Device {
                 };
                 match hqd.processor.process(&ctx, 64) {
                     Progress::Processed(n) => {
-                        self.stats.packets.fetch_add(u64::from(n), Ordering::Relaxed);
+                        self.stats
+                            .packets
+                            .fetch_add(u64::from(n), Ordering::Relaxed);
                     }
                     // Idle: the header at the read index is still INVALID (reserved, not yet
                     // published: its doorbell comes later) or the ring is empty.
@@ -583,14 +592,23 @@ impl ProcessorHost for Ctx<'_, '_> {
         let mut d = *dispatch;
         d.packet_address = GpuVa(self.dev.ram.guest_address(d.packet_address.get()));
         d.queue_address = GpuVa(self.dev.ram.guest_address(d.queue_address.get()));
-        hsa_emu::device::run_kernel_dispatch(
+        let t = Instant::now();
+        let r = hsa_emu::device::run_kernel_dispatch(
             &d,
             self.dev.target,
             &GuestMemory(&self.dev.ram),
             self.dev.ram.len() as u64,
             CODE_BYTES,
             LDS_BYTES,
-        )?;
+        );
+        if dispatch.grid_size[0] == 1 {
+            self.dev
+                .stats
+                .kernel_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            self.dev.stats.small_kernels.fetch_add(1, Ordering::Relaxed);
+        }
+        r?;
         self.dev.stats.kernels.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
