@@ -437,6 +437,85 @@ mod tests {
         }
     }
 
+    /// Device memory as one plain vector from address 0 (what a VM's RAM file is to the
+    /// device model of `platform-baremetal/tests/qemu`).
+    struct Flat(std::cell::RefCell<Vec<u8>>);
+
+    impl DeviceMemory for Flat {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
+            let m = self.0.borrow();
+            let src = m
+                .get(addr as usize..addr as usize + buf.len())
+                .ok_or_else(|| error!(Status::MemoryFault, "read at {addr:#x}"))?;
+            buf.copy_from_slice(src);
+            Ok(())
+        }
+
+        fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
+            let mut m = self.0.borrow_mut();
+            m.get_mut(addr as usize..addr as usize + data.len())
+                .ok_or_else(|| error!(Status::MemoryFault, "write at {addr:#x}"))?
+                .copy_from_slice(data);
+            Ok(())
+        }
+    }
+
+    /// `run_kernel_dispatch` over memory that is not the emulated device's: the descriptor at
+    /// the kernel object, code from its entry point, every work-group run; an entry point past
+    /// the memory, a descriptor outside it and code cut short each fail with their status.
+    #[test]
+    fn run_kernel_dispatch_runs_over_any_memory() {
+        let mut m = vec![0u8; 0x3000];
+        // Descriptor at 0x1000: kernel_code_entry_byte_offset (bytes 16..24) = 0x100, wave64,
+        // no SGPRs; the code at 0x1100 is `s_endpgm` (0xbf810000).
+        m[0x1010..0x1018].copy_from_slice(&0x100i64.to_le_bytes());
+        m[0x1100..0x1104].copy_from_slice(&0xbf81_0000u32.to_le_bytes());
+        let mem = Flat(std::cell::RefCell::new(m));
+        let packet = hsa_core::packet::KernelDispatch::one_dimensional(
+            hsa_core::GpuVa(0x1000),
+            hsa_core::GpuVa(0x2000),
+            64,
+            128,
+        );
+        let d = DecodedKernelDispatch {
+            packet,
+            packet_address: hsa_core::GpuVa(0x2800),
+            queue_address: hsa_core::GpuVa(0),
+            dispatch_id: 0,
+        };
+        let target =
+            Gfx9Target::from_processor(hsa_core::isa::Processor::from_name("gfx90a").unwrap())
+                .unwrap();
+        let stats = run_kernel_dispatch(&d, target, &mem, 0x3000, 4096, 65536).unwrap();
+        assert_eq!(
+            (stats.workgroups, stats.waves, stats.instructions),
+            (2, 2, 2)
+        );
+
+        let e = run_kernel_dispatch(&d, target, &mem, 0x1100, 4096, 65536).unwrap_err();
+        assert_eq!(e.status(), Status::MemoryFault);
+        assert!(e.detail().contains("entry 0x1100"), "{}", e.detail());
+
+        let far = DecodedKernelDispatch {
+            packet: hsa_core::packet::KernelDispatch {
+                kernel_object: hsa_core::GpuVa(0x8000),
+                ..packet
+            },
+            ..d
+        };
+        let e = run_kernel_dispatch(&far, target, &mem, 0x3000, 4096, 65536).unwrap_err();
+        assert_eq!(e.status(), Status::MemoryFault);
+        assert!(
+            e.detail().starts_with("kernel descriptor: "),
+            "{}",
+            e.detail()
+        );
+
+        // No code read at all: the first fetch is outside the code.
+        let e = run_kernel_dispatch(&d, target, &mem, 0x3000, 0, 65536).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{}", e.detail());
+    }
+
     /// Two adjacent mapped allocations and one not mapped: reads inside one succeed (also
     /// after the cache holds the other), a read across the boundary or into the unmapped one
     /// is a memory fault naming the address; atomics add and check alignment.
