@@ -123,7 +123,7 @@ impl Buffer {
     }
 }
 
-/// The kernel the job dispatches and its kernarg memory.
+/// The kernel the job dispatches: its kernel object and segment sizes from the loader.
 struct Kernel {
     object: hsa_core::GpuVa,
     group_segment: u32,

@@ -63,9 +63,8 @@ pub fn print(args: fmt::Arguments<'_>) {
 pub fn print_forced(args: fmt::Arguments<'_>) {
     use fmt::Write;
     if CONSOLE.is_locked() {
-        // SAFETY-free: the lock guards nothing but the UART's order of bytes; the holder was
-        // interrupted and will not run again before the machine exits.
-        // SAFETY: see above — the holder never resumes (we exit after reporting).
+        // SAFETY: the lock guards nothing but the order of the UART's bytes; its holder was
+        // interrupted by the fault being reported and never resumes (the caller exits).
         #[allow(unsafe_code)]
         unsafe {
             CONSOLE.force_unlock();
