@@ -48,6 +48,23 @@ pub struct CarveOut {
 
 /// The doorbell BAR mapping and the slots this runtime may use.
 ///
+/// Ringing doorbell `i` is one 64-bit volatile store of the queue's last published packet
+/// index to `virt_base + 8 * i` ([`crate::doorbell::Doorbells::ring`]), after a fence.
+///
+/// **Doorbells that carry no value.** A platform whose doorbell is only a notification (an
+/// interrupt to another agent, an eventfd, a mailbox bit) maps onto this as follows: grant
+/// the slot(s) whose 64-bit store reaches the notification register, and have the device
+/// read the write index from `amd_queue_t.write_dispatch_id` — the write-pointer poll address
+/// [`QueueMapping::write_pointer`], which the runtime advances (at reservation) before it
+/// rings — rather than from the doorbell, as a CP that polls its write pointer does; the
+/// packet headers then say which reserved slots are published. The device must treat every
+/// notification as "look again" and consume up to the write index (or the first header still
+/// INVALID), since several stores may reach it as one notification. Check what the store writes besides the notification: a bus may
+/// split it (QEMU's `ivshmem-doorbell` takes a 64-bit store to BAR0 + 8 as two 32-bit writes,
+/// the low half to its read-only `IVPosition`, the high half — 0 while the index is below
+/// 2^32 — to its doorbell register, meaning "peer 0, vector 0"). `hsa-unikernel` does exactly
+/// this (`platform-baremetal/tests/qemu.rs` boots it).
+///
 /// Ref: soc15 doorbells are 64-bit, 8 bytes apart (`AMDGPU_DOORBELL64_*`, amdgpu_doorbell.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct DoorbellAperture {

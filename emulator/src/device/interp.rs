@@ -173,63 +173,63 @@ pub(crate) fn run(
 /// An error, with the fault of the memory that failed when it was one.
 type Failure = (Error, Option<MemoryFault>);
 
-fn run_inner(
+/// What a dispatch needs before its work-groups run: the kernel descriptor, the code bytes
+/// and where they start, and the interpreter's dispatch state.
+struct Prepared {
+    descriptor: KernelDescriptor,
+    code_start: u64,
+    code_bytes: Vec<u8>,
+    entry: u64,
+    state: DispatchState,
+}
+
+impl Prepared {
+    fn code(&self) -> KernelCode<'_> {
+        KernelCode {
+            base_address: self.code_start,
+            bytes: &self.code_bytes,
+            entry_address: self.entry,
+        }
+    }
+}
+
+/// Reads the kernel descriptor at the packet's kernel object and the code around its entry
+/// point (inside `image(entry, descriptor)`, at most [`CODE_WINDOW_BYTES`] either side), and
+/// builds the dispatch state; checks the group segment against `lds_bytes`.
+fn prepare(
     dispatch: &DecodedKernelDispatch,
-    target: Gfx9Target,
-    allocs: &Allocs,
-    gpu_id: u32,
+    memory: &dyn DeviceMemory,
     lds_bytes: u32,
-    threads: usize,
-) -> Result<ExecStats, Failure> {
-    let memory = GpuMemory::new(allocs, gpu_id);
-    // Errors before the work-groups run: the fault, if any, is the main memory's.
-    let setup = |e: Error| (e, memory.fault());
+    image: impl FnOnce(u64, &KernelDescriptor) -> Result<(u64, u64), Error>,
+) -> Result<Prepared, Error> {
     let object = dispatch.kernel_object.0;
     let mut raw = [0u8; DESCRIPTOR_BYTES];
     memory
         .read(object, &mut raw)
-        .map_err(|e| setup(error!(e.status(), "kernel descriptor: {}", e.detail())))?;
+        .map_err(|e| error!(e.status(), "kernel descriptor: {}", e.detail()))?;
     let descriptor = KernelDescriptor::read_from_bytes(&raw)
-        .map_err(|_| setup(error!(Status::Error, "kernel descriptor is not 64 bytes")))?;
+        .map_err(|_| error!(Status::Error, "kernel descriptor is not 64 bytes"))?;
     let entry = object.wrapping_add_signed(descriptor.kernel_code_entry_byte_offset);
-    let image = allocs
-        .containing(entry, 4)
-        .filter(|a| a.mapped.contains(&gpu_id))
-        .map(|a| (a.va, a.va + a.size))
-        .ok_or_else(|| {
-            memory.record_fault(entry, "execute");
-            setup(error!(
-                Status::MemoryFault,
-                "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel object \
-                 {object:#x} + kernel_code_entry_byte_offset {:#x}) is not inside one live \
-                 allocation mapped to this GPU",
-                descriptor.kernel_code_entry_byte_offset
-            ))
-        })?;
-    let start = image.0.max(entry.saturating_sub(CODE_WINDOW_BYTES));
-    let end = image.1.min(entry.saturating_add(CODE_WINDOW_BYTES));
-    let mut code_bytes = vec![0u8; (end - start) as usize];
+    let (image_start, image_end) = image(entry, &descriptor)?;
+    let start = image_start.max(entry.saturating_sub(CODE_WINDOW_BYTES));
+    let end = image_end.min(entry.saturating_add(CODE_WINDOW_BYTES));
+    let mut code_bytes = vec![0u8; end.saturating_sub(start) as usize];
     memory
         .read(start, &mut code_bytes)
-        .map_err(|e| setup(error!(e.status(), "kernel code: {}", e.detail())))?;
-    let code = KernelCode {
-        base_address: start,
-        bytes: &code_bytes,
-        entry_address: entry,
-    };
+        .map_err(|e| error!(e.status(), "kernel code: {}", e.detail()))?;
     // The runtime puts the kernel's whole group segment size (the descriptor's fixed size
     // plus any dynamic LDS) in the packet; a packet that says less gets the fixed size.
     let group = dispatch
         .group_segment_size_bytes
         .max(descriptor.group_segment_fixed_size);
     if group > lds_bytes {
-        return Err(setup(error!(
+        return Err(error!(
             Status::InvalidPacketFormat,
             "group_segment_size {group} (packet {}, descriptor {}) exceeds the GPU's LDS of \
              {lds_bytes} bytes",
             dispatch.group_segment_size_bytes,
             descriptor.group_segment_fixed_size
-        )));
+        ));
     }
     let state = DispatchState {
         grid_size: dispatch.grid_size,
@@ -242,6 +242,101 @@ fn run_inner(
         private_segment_size: dispatch.private_segment_size_bytes,
         max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
     };
+    Ok(Prepared {
+        descriptor,
+        code_start: start,
+        code_bytes,
+        entry,
+        state,
+    })
+}
+
+/// Runs a kernel dispatch packet's kernel as GFX9 machine code for `target` over `memory`, on
+/// the calling thread: the emulated device's shader engine for a command processor that is
+/// not [`EmulatedKfd`](super::EmulatedKfd)'s, such as one serving a queue in a virtual
+/// machine's RAM. It reads the kernel descriptor at `dispatch.kernel_object`, then the
+/// kernel's code from its entry point (`kernel_object + kernel_code_entry_byte_offset`):
+/// `max_code_bytes`, or up to `memory_end` (the exclusive end of the memory the code lies in)
+/// when that comes first — a branch past what was read is an illegal instruction. Then it
+/// runs every work-group with `lds_bytes` of LDS.
+///
+/// The packet was decoded and validated by the core's packet processor
+/// ([`hsa_core::packet_processor::PacketProcessor`]): this is what a
+/// [`ProcessorHost::execute_kernel`](hsa_core::packet_processor::ProcessorHost::execute_kernel)
+/// calls. Its `packet_address` and `queue_address` must be device addresses (the kernel's
+/// dispatch and queue pointers).
+///
+/// # Errors
+/// - [`Status::MemoryFault`] from `memory` for the descriptor, the code or a kernel access
+///   outside it, naming the address; or an entry point at or past `memory_end`;
+/// - [`Status::InvalidPacketFormat`] when the group segment exceeds `lds_bytes`;
+/// - as [`crate::gfx9::exec::run_dispatch`]: [`Status::InvalidArgument`] (a dispatch it cannot
+///   run, e.g. one that needs scratch), [`Status::IllegalInstruction`], [`Status::Exception`]
+///   (a wave ran 100 million instructions).
+pub fn run_kernel_dispatch(
+    dispatch: &DecodedKernelDispatch,
+    target: Gfx9Target,
+    memory: &dyn DeviceMemory,
+    memory_end: u64,
+    max_code_bytes: u64,
+    lds_bytes: u32,
+) -> Result<ExecStats, Error> {
+    let p = prepare(dispatch, memory, lds_bytes, |entry, _| {
+        if entry >= memory_end {
+            return Err(error!(
+                Status::MemoryFault,
+                "kernel code entry {entry:#x} (kernel object {:#x}) is at or past the end of \
+                 the memory {memory_end:#x}",
+                dispatch.kernel_object.0
+            ));
+        }
+        Ok((entry, memory_end.min(entry.saturating_add(max_code_bytes))))
+    })?;
+    check_dispatch(&p.descriptor, &p.state)?;
+    let mut stats = ExecStats::default();
+    run_workgroups(
+        &p.code(),
+        &p.descriptor,
+        target,
+        &p.state,
+        memory,
+        0..workgroup_total(&p.state),
+        &mut stats,
+    )?;
+    Ok(stats)
+}
+
+fn run_inner(
+    dispatch: &DecodedKernelDispatch,
+    target: Gfx9Target,
+    allocs: &Allocs,
+    gpu_id: u32,
+    lds_bytes: u32,
+    threads: usize,
+) -> Result<ExecStats, Failure> {
+    let memory = GpuMemory::new(allocs, gpu_id);
+    // Errors before the work-groups run: the fault, if any, is the main memory's.
+    let setup = |e: Error| (e, memory.fault());
+    let object = dispatch.kernel_object.0;
+    let prepared = prepare(dispatch, &memory, lds_bytes, |entry, descriptor| {
+        allocs
+            .containing(entry, 4)
+            .filter(|a| a.mapped.contains(&gpu_id))
+            .map(|a| (a.va, a.va + a.size))
+            .ok_or_else(|| {
+                memory.record_fault(entry, "execute");
+                error!(
+                    Status::MemoryFault,
+                    "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel \
+                     object {object:#x} + kernel_code_entry_byte_offset {:#x}) is not inside \
+                     one live allocation mapped to this GPU",
+                    descriptor.kernel_code_entry_byte_offset
+                )
+            })
+    })
+    .map_err(setup)?;
+    let code = prepared.code();
+    let (descriptor, state) = (prepared.descriptor, prepared.state);
     check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
@@ -340,6 +435,85 @@ mod tests {
             mapped: mapped_to.into_iter().collect(),
             pins: 0,
         }
+    }
+
+    /// Device memory as one plain vector from address 0 (what a VM's RAM file is to the
+    /// device model of `platform-baremetal/tests/qemu`).
+    struct Flat(std::cell::RefCell<Vec<u8>>);
+
+    impl DeviceMemory for Flat {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
+            let m = self.0.borrow();
+            let src = m
+                .get(addr as usize..addr as usize + buf.len())
+                .ok_or_else(|| error!(Status::MemoryFault, "read at {addr:#x}"))?;
+            buf.copy_from_slice(src);
+            Ok(())
+        }
+
+        fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
+            let mut m = self.0.borrow_mut();
+            m.get_mut(addr as usize..addr as usize + data.len())
+                .ok_or_else(|| error!(Status::MemoryFault, "write at {addr:#x}"))?
+                .copy_from_slice(data);
+            Ok(())
+        }
+    }
+
+    /// `run_kernel_dispatch` over memory that is not the emulated device's: the descriptor at
+    /// the kernel object, code from its entry point, every work-group run; an entry point past
+    /// the memory, a descriptor outside it and code cut short each fail with their status.
+    #[test]
+    fn run_kernel_dispatch_runs_over_any_memory() {
+        let mut m = vec![0u8; 0x3000];
+        // Descriptor at 0x1000: kernel_code_entry_byte_offset (bytes 16..24) = 0x100, wave64,
+        // no SGPRs; the code at 0x1100 is `s_endpgm` (0xbf810000).
+        m[0x1010..0x1018].copy_from_slice(&0x100i64.to_le_bytes());
+        m[0x1100..0x1104].copy_from_slice(&0xbf81_0000u32.to_le_bytes());
+        let mem = Flat(std::cell::RefCell::new(m));
+        let packet = hsa_core::packet::KernelDispatch::one_dimensional(
+            hsa_core::GpuVa(0x1000),
+            hsa_core::GpuVa(0x2000),
+            64,
+            128,
+        );
+        let d = DecodedKernelDispatch {
+            packet,
+            packet_address: hsa_core::GpuVa(0x2800),
+            queue_address: hsa_core::GpuVa(0),
+            dispatch_id: 0,
+        };
+        let target =
+            Gfx9Target::from_processor(hsa_core::isa::Processor::from_name("gfx90a").unwrap())
+                .unwrap();
+        let stats = run_kernel_dispatch(&d, target, &mem, 0x3000, 4096, 65536).unwrap();
+        assert_eq!(
+            (stats.workgroups, stats.waves, stats.instructions),
+            (2, 2, 2)
+        );
+
+        let e = run_kernel_dispatch(&d, target, &mem, 0x1100, 4096, 65536).unwrap_err();
+        assert_eq!(e.status(), Status::MemoryFault);
+        assert!(e.detail().contains("entry 0x1100"), "{}", e.detail());
+
+        let far = DecodedKernelDispatch {
+            packet: hsa_core::packet::KernelDispatch {
+                kernel_object: hsa_core::GpuVa(0x8000),
+                ..packet
+            },
+            ..d
+        };
+        let e = run_kernel_dispatch(&far, target, &mem, 0x3000, 4096, 65536).unwrap_err();
+        assert_eq!(e.status(), Status::MemoryFault);
+        assert!(
+            e.detail().starts_with("kernel descriptor: "),
+            "{}",
+            e.detail()
+        );
+
+        // No code read at all: the first fetch is outside the code.
+        let e = run_kernel_dispatch(&d, target, &mem, 0x3000, 0, 65536).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{}", e.detail());
     }
 
     /// Two adjacent mapped allocations and one not mapped: reads inside one succeed (also

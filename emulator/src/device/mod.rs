@@ -79,6 +79,7 @@ mod profile;
 mod queue;
 
 pub use events::{EVENT_PAGE_BYTES, FIRST_NONSIGNAL_EVENT_ID, UNSIGNALED_EVENT_SLOT};
+pub use interp::run_kernel_dispatch;
 pub use kernel::DispatchContext;
 pub use profile::{
     builtin_topology, builtin_topology_for, complete_capture, BUILTIN_GPU_ID, BUILTIN_SYSTEM_BYTES,

@@ -1,0 +1,718 @@
+//! The device model behind the VM's ivshmem device: the emulated GPU's command processor and
+//! gfx9 interpreter (hsa-emu) serving the guest's AQL queue in guest RAM.
+//!
+//! - It waits (`poll`) on its three eventfds — peer 0's vectors: the queue's doorbell, a
+//!   command in the control page, an echo request — and on a stop eventfd.
+//! - A doorbell carries no value: on one, the device reads the write index from
+//!   `amd_queue_t.write_dispatch_id` and, while the read index is behind it, runs the core's
+//!   [`PacketProcessor`] over the ring the guest mapped until the header at the read index is
+//!   INVALID; a barrier waiting for a dependency is re-tried every 100 µs.
+//! - Kernels run in [`hsa_emu::device::run_kernel_dispatch`] over guest RAM
+//!   ([`GuestMemory`]: guest-physical address = file offset = the guest's virtual address).
+//! - A completion signal with an event decremented → a soc15 IH entry (client `GRBM_CP`,
+//!   source `CP_END_OF_PIPE`, `src_data[0]` = event id) in the guest's IH ring, the write
+//!   pointer write-back advanced (Release after the entry), then MSI-X vector 0 raised by
+//!   signalling the VM's eventfd 0. Several signals before QEMU reads the eventfd merge into
+//!   one MSI, which the guest's drain handles.
+//! - Faults, armed by the guest's `ARM_FAULT` command: drop an interrupt, merge several, a
+//!   malformed entry before the next, a queue error (the next kernel fails with
+//!   `MemoryFault`; the processor stores it in `queue_inactive_signal`; the device writes a
+//!   `CP_BAD_OPCODE` entry and raises vector 0).
+#![allow(unsafe_code)]
+
+use std::cell::RefCell;
+use std::os::fd::{AsFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use hsa_baremetal::ih::{IhEntry, IH_ENTRY_BYTES, WPTR_OVERFLOW};
+use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_END_OF_PIPE};
+use hsa_core::abi::queue::AmdQueue;
+use hsa_core::abi::signal::AmdSignal;
+use hsa_core::abi::SignalHandle;
+use hsa_core::packet_processor::{
+    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+    RingConsumer,
+};
+use hsa_core::queue::ring::Ring;
+use hsa_core::signal::raw::RawSignal;
+use hsa_core::{error, Error, GpuVa, Status};
+use hsa_emu::gfx9::exec::DeviceMemory;
+use hsa_emu::gfx9::Gfx9Target;
+use rustix::event::{poll, PollFd, PollFlags};
+
+use crate::protocol::*;
+
+/// LDS per work-group of the device, bytes (gfx9).
+const LDS_BYTES: u32 = 64 * 1024;
+/// Kernel code read per dispatch from the entry point, bytes: the embedded kernels are a few
+/// hundred bytes, and reading (and allocating) 64 KiB per dispatch cost ~30 µs of the empty
+/// dispatch's latency. A kernel that branches past it stops with an illegal instruction.
+const CODE_BYTES: u64 = 4096;
+/// `sizeof(amd_queue_t)`.
+const AMD_QUEUE_BYTES: u64 = 256;
+
+/// A shared mapping of a file (guest RAM, or the ivshmem shared memory).
+pub struct Mapping {
+    base: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: the mapping is shared memory; every access through it is bounds-checked and is an
+// atomic word access or a byte copy, as the device's side of DMA is.
+unsafe impl Send for Mapping {}
+// SAFETY: as for Send.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    /// Maps `len` bytes of `fd` shared, read-write.
+    ///
+    /// # Errors
+    /// The system's error.
+    pub fn new(fd: impl AsFd, len: usize) -> Result<Mapping, String> {
+        // SAFETY: a fresh mapping chosen by the kernel (no address given): it overlaps nothing
+        // of ours; unmapped in Drop, after every user (the device thread is joined first).
+        let p = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE,
+                rustix::mm::MapFlags::SHARED,
+                fd,
+                0,
+            )
+        }
+        .map_err(|e| format!("mmap of {len} bytes: {e}"))?;
+        Ok(Mapping {
+            base: NonNull::new(p.cast()).ok_or("mmap returned null")?,
+            len,
+        })
+    }
+
+    /// The host address of `[addr, addr + len)` when it lies inside the mapping.
+    pub fn at(&self, addr: u64, len: u64) -> Option<*mut u8> {
+        let end = addr.checked_add(len)?;
+        (end <= self.len as u64).then(|| self.base.as_ptr().wrapping_add(addr as usize))
+    }
+
+    /// The aligned `u32` at `addr` as an atomic.
+    pub fn u32(&self, addr: u64) -> Option<&AtomicU32> {
+        let p = self.at(addr, 4).filter(|p| *p as usize % 4 == 0)?;
+        // SAFETY: inside the live mapping (checked), 4-aligned; shared words are accessed
+        // atomically (or volatilely by the guest, single-copy atomic on x86).
+        Some(unsafe { &*(p as *const AtomicU32) })
+    }
+
+    /// The aligned `u64` at `addr` as an atomic.
+    pub fn u64(&self, addr: u64) -> Option<&AtomicU64> {
+        let p = self.at(addr, 8).filter(|p| *p as usize % 8 == 0)?;
+        // SAFETY: as in `u32`, 8-aligned.
+        Some(unsafe { &*(p as *const AtomicU64) })
+    }
+
+    /// The offset (guest-physical address) of host address `host` when it lies inside the
+    /// mapping, else `host` unchanged.
+    pub fn guest_address(&self, host: u64) -> u64 {
+        let base = self.base.as_ptr() as u64;
+        match host.checked_sub(base) {
+            Some(off) if off < self.len as u64 => off,
+            _ => host,
+        }
+    }
+
+    /// Size, bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping, made in `new`; nothing uses it any more.
+        let _ = unsafe { rustix::mm::munmap(self.base.as_ptr().cast(), self.len) };
+    }
+}
+
+/// Guest RAM as the interpreter sees it: one flat address space from 0, every access
+/// bounds-checked.
+pub struct GuestMemory<'a>(pub &'a Mapping);
+
+impl DeviceMemory for GuestMemory<'_> {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
+        let p = self.0.at(addr, buf.len() as u64).ok_or_else(|| {
+            error!(
+                Status::MemoryFault,
+                "memory fault: read at {addr:#x} ({} bytes) outside guest RAM",
+                buf.len()
+            )
+        })?;
+        // SAFETY: inside the live mapping (checked); `buf` is our own buffer.
+        unsafe { std::ptr::copy(p, buf.as_mut_ptr(), buf.len()) };
+        Ok(())
+    }
+
+    fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
+        let p = self.0.at(addr, data.len() as u64).ok_or_else(|| {
+            error!(
+                Status::MemoryFault,
+                "memory fault: write at {addr:#x} ({} bytes) outside guest RAM",
+                data.len()
+            )
+        })?;
+        // SAFETY: as in `read`; the mapping is writable.
+        unsafe { std::ptr::copy(data.as_ptr(), p, data.len()) };
+        Ok(())
+    }
+
+    fn atomic_rmw_u32(&self, addr: u64, op: &mut dyn FnMut(u32) -> u32) -> hsa_core::Result<u32> {
+        let w = self.0.u32(addr).ok_or_else(|| {
+            error!(
+                Status::MemoryFault,
+                "memory fault: atomic at {addr:#x} outside guest RAM or not 4-aligned"
+            )
+        })?;
+        let mut old = w.load(Ordering::SeqCst);
+        loop {
+            let new = op(u32::from_le(old)).to_le();
+            match w.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return Ok(u32::from_le(old)),
+                Err(now) => old = now,
+            }
+        }
+    }
+}
+
+/// What the device did (read by the test).
+#[derive(Debug, Default)]
+pub struct DeviceStats {
+    /// Queue doorbells received.
+    pub doorbells: AtomicU64,
+    /// Commands served.
+    pub commands: AtomicU64,
+    /// Packets the processor completed.
+    pub packets: AtomicU64,
+    /// Kernels the interpreter ran.
+    pub kernels: AtomicU64,
+    /// IH entries written (malformed ones included).
+    pub ih_entries: AtomicU64,
+    /// MSI-X interrupts raised on vector 0.
+    pub ih_interrupts: AtomicU64,
+    /// Interrupts dropped by the fault.
+    pub dropped: AtomicU64,
+    /// Interrupts withheld to merge.
+    pub merged: AtomicU64,
+    /// Malformed entries written.
+    pub malformed: AtomicU64,
+    /// Queues stopped with an error.
+    pub queue_errors: AtomicU64,
+    /// Echo requests answered.
+    pub echoes: AtomicU64,
+    /// Time in the interpreter for one-work-item dispatches, ns.
+    pub kernel_ns: AtomicU64,
+    /// One-work-item dispatches.
+    pub small_kernels: AtomicU64,
+}
+
+/// The errors the device hit that the guest cannot see (a refused command is also told to the
+/// guest); the test fails on any.
+pub type DeviceLog = Arc<Mutex<Vec<String>>>;
+
+/// The IH block's write side.
+struct IhWriter {
+    ring: u64,
+    size_bytes: u32,
+    wptr_addr: u64,
+    wptr: u32,
+    overflow: bool,
+}
+
+struct Hqd {
+    processor: PacketProcessor,
+    doorbell: u32,
+    blocked: bool,
+}
+
+#[derive(Default)]
+struct Faults {
+    drop: u64,
+    merge: u64,
+    malformed: u64,
+    queue_error: u64,
+}
+
+/// The device: its memory, eventfds and state. Run with [`Device::run`] on its own thread.
+pub struct Device {
+    /// Guest RAM.
+    pub ram: Mapping,
+    /// The ivshmem shared memory (control page first).
+    pub shm: Mapping,
+    /// Peer 0's eventfds (what the guest's doorbell writes signal), by vector.
+    pub mine: Vec<OwnedFd>,
+    /// The guest's eventfds (its MSI-X vectors), by vector.
+    pub guest: Vec<OwnedFd>,
+    /// Ends [`run`](Device::run) when signalled.
+    pub stop: OwnedFd,
+    /// The ISA the interpreter runs.
+    pub target: Gfx9Target,
+    /// Counters.
+    pub stats: Arc<DeviceStats>,
+    /// Errors.
+    pub log: DeviceLog,
+}
+
+struct State {
+    ih: Option<IhWriter>,
+    hqd: Option<Hqd>,
+    faults: Faults,
+    merge_left: u64,
+    started: Instant,
+}
+
+fn drain(fd: &OwnedFd) {
+    let mut b = [0u8; 8];
+    // Non-blocking (QEMU set O_NONBLOCK on the shared description): EAGAIN means empty.
+    let _ = rustix::io::read(fd, &mut b);
+}
+
+impl Device {
+    fn control(&self, offset: usize) -> &AtomicU32 {
+        self.shm
+            .u32(offset as u64)
+            .expect("control page word inside the shared memory")
+    }
+
+    fn arg(&self, i: usize) -> u64 {
+        self.shm
+            .u64((CTL_ARGS + 8 * i) as u64)
+            .map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    fn raise(&self, vector: u16) {
+        let _ = rustix::io::write(&self.guest[usize::from(vector)], &1u64.to_ne_bytes());
+    }
+
+    fn complain(&self, what: String) {
+        self.log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(what);
+    }
+
+    /// Serves until [`stop`](Device::stop) is signalled.
+    pub fn run(&self) {
+        let mut st = State {
+            ih: None,
+            hqd: None,
+            faults: Faults::default(),
+            merge_left: 0,
+            started: Instant::now(),
+        };
+        loop {
+            let blocked = st.hqd.as_ref().is_some_and(|h| h.blocked);
+            let timeout = rustix::time::Timespec {
+                tv_sec: if blocked { 0 } else { 1 },
+                tv_nsec: if blocked { 100_000 } else { 0 },
+            };
+            let mut fds = [
+                PollFd::new(&self.mine[usize::from(DEVICE_VECTOR_QUEUE)], PollFlags::IN),
+                PollFd::new(
+                    &self.mine[usize::from(DEVICE_VECTOR_COMMAND)],
+                    PollFlags::IN,
+                ),
+                PollFd::new(&self.mine[usize::from(DEVICE_VECTOR_ECHO)], PollFlags::IN),
+                PollFd::new(&self.stop, PollFlags::IN),
+            ];
+            if let Err(e) = poll(&mut fds, Some(&timeout)) {
+                if e != rustix::io::Errno::INTR {
+                    self.complain(format!("device: poll: {e}"));
+                    return;
+                }
+            }
+            let ready: Vec<bool> = fds
+                .iter()
+                .map(|f| f.revents().contains(PollFlags::IN))
+                .collect();
+            if ready[3] {
+                return;
+            }
+            if ready[2] {
+                drain(&self.mine[usize::from(DEVICE_VECTOR_ECHO)]);
+                self.stats.echoes.fetch_add(1, Ordering::Relaxed);
+                self.raise(GUEST_VECTOR_ECHO);
+            }
+            if ready[1] {
+                drain(&self.mine[usize::from(DEVICE_VECTOR_COMMAND)]);
+                self.command(&mut st);
+            }
+            if ready[0] {
+                drain(&self.mine[usize::from(DEVICE_VECTOR_QUEUE)]);
+                self.stats.doorbells.fetch_add(1, Ordering::Relaxed);
+            }
+            if ready[0] || blocked {
+                self.serve_queue(&mut st);
+            }
+        }
+    }
+
+    fn command(&self, st: &mut State) {
+        // Acquire pairs with the guest's fence before its command store.
+        let cmd = self.control(CTL_CMD).load(Ordering::Acquire);
+        let result = match cmd {
+            CMD_SET_IH => self.set_ih(st),
+            CMD_MAP_QUEUE => self.map_queue(st),
+            CMD_UNMAP_QUEUE => {
+                let db = self.arg(0);
+                match &st.hqd {
+                    Some(h) if u64::from(h.doorbell) == db => {
+                        st.hqd = None;
+                        Ok(())
+                    }
+                    _ => Err(format!("no queue is mapped on doorbell {db}")),
+                }
+            }
+            CMD_ARM_FAULT => {
+                let (fault, count) = (self.arg(0), self.arg(1));
+                match fault {
+                    FAULT_DROP_INTERRUPT => st.faults.drop += count,
+                    FAULT_MERGE_INTERRUPTS => st.faults.merge = count,
+                    FAULT_MALFORMED_ENTRY => st.faults.malformed += count,
+                    FAULT_QUEUE_ERROR => st.faults.queue_error += count,
+                    _ => {}
+                }
+                if (1..=4).contains(&fault) {
+                    Ok(())
+                } else {
+                    Err(format!("unknown fault {fault}"))
+                }
+            }
+            other => Err(format!("unknown command {other}")),
+        };
+        self.stats.commands.fetch_add(1, Ordering::Relaxed);
+        let status = match result {
+            Ok(()) => STATUS_OK,
+            Err(m) => {
+                let bytes = m.as_bytes();
+                let n = bytes.len().min(MESSAGE_BYTES - 1);
+                for (i, b) in bytes[..n].iter().chain(std::iter::once(&0)).enumerate() {
+                    if let Some(p) = self.shm.at((CTL_MESSAGE + i) as u64, 1) {
+                        // SAFETY: a byte of the control page's message area (checked).
+                        unsafe { p.write_volatile(*b) };
+                    }
+                }
+                self.complain(format!("device refused command {cmd}: {m}"));
+                STATUS_REFUSED
+            }
+        };
+        // Release: the message before the status (the guest polls the status).
+        self.control(CTL_CMD_STATUS)
+            .store(status, Ordering::Release);
+    }
+
+    fn set_ih(&self, st: &mut State) -> Result<(), String> {
+        let (ring, size, wptr) = (self.arg(0), self.arg(1), self.arg(2));
+        if !size.is_power_of_two() || size < u64::from(IH_ENTRY_BYTES) || size > 1 << 20 {
+            return Err(format!(
+                "IH ring size {size} is not a power of two in 32..=1 MiB"
+            ));
+        }
+        if ring % 8 != 0 || self.ram.at(ring, size).is_none() || self.ram.u32(wptr).is_none() {
+            return Err(format!(
+                "IH ring {ring:#x} (+{size}) or write-back {wptr:#x} is not in guest RAM"
+            ));
+        }
+        st.ih = Some(IhWriter {
+            ring,
+            size_bytes: size as u32,
+            wptr_addr: wptr,
+            wptr: 0,
+            overflow: false,
+        });
+        Ok(())
+    }
+
+    fn map_queue(&self, st: &mut State) -> Result<(), String> {
+        let (ring, ring_bytes, amd_queue, doorbell) =
+            (self.arg(0), self.arg(1), self.arg(2), self.arg(5));
+        if st.hqd.is_some() {
+            return Err("the device has one HQD and it is in use".into());
+        }
+        if doorbell != u64::from(QUEUE_DOORBELL_INDEX) {
+            return Err(format!(
+                "doorbell {doorbell} is not the queue doorbell {QUEUE_DOORBELL_INDEX}"
+            ));
+        }
+        let packets = ring_bytes / 64;
+        if !packets.is_power_of_two() || packets > u64::from(u32::MAX) {
+            return Err(format!(
+                "ring of {ring_bytes} bytes is not 64 * a power of two"
+            ));
+        }
+        let (Some(ring_p), Some(queue_p)) = (
+            self.ram.at(ring, ring_bytes),
+            self.ram.at(amd_queue, AMD_QUEUE_BYTES),
+        ) else {
+            return Err(format!(
+                "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not in guest RAM"
+            ));
+        };
+        if ring_p as usize % 64 != 0 || queue_p as usize % 64 != 0 {
+            return Err(format!(
+                "ring {ring:#x} or amd_queue_t {amd_queue:#x} is not 64-byte aligned"
+            ));
+        }
+        // SAFETY: both inside guest RAM, which stays mapped as long as the device (checked
+        // above), 64-aligned, the size a power of two; the guest's map_queue contract keeps
+        // them valid until its unmap_queue, which drops this processor first.
+        let ring = unsafe {
+            Ring::new(
+                NonNull::new(ring_p).ok_or("null ring")?,
+                packets as u32,
+                NonNull::new(queue_p.cast::<AmdQueue>()).ok_or("null amd_queue_t")?,
+            )
+        };
+        // SAFETY: one HQD: this processor is the ring's only consumer.
+        let consumer = unsafe { RingConsumer::new(ring) };
+        st.hqd = Some(Hqd {
+            processor: PacketProcessor::new(consumer),
+            doorbell: doorbell as u32,
+            blocked: false,
+        });
+        Ok(())
+    }
+
+    fn serve_queue(&self, st: &mut State) {
+        let Some(mut hqd) = st.hqd.take() else {
+            return;
+        };
+        // The doorbell carried no value: the write index is in amd_queue_t
+        // (write_dispatch_id, the CP's write-pointer poll address). Acquire pairs with the
+        // producer's reservation (an AcqRel add before the packet and the doorbell).
+        let ring = *hqd.processor.ring();
+        let published = ring.write_index().load(Ordering::Acquire);
+        if hqd.processor.stopped().is_none()
+            && (hqd.blocked || hqd.processor.read_index() < published)
+        {
+            loop {
+                let ctx = Ctx {
+                    dev: self,
+                    st: RefCell::new(&mut *st),
+                };
+                match hqd.processor.process(&ctx, 64) {
+                    Progress::Processed(n) => {
+                        self.stats
+                            .packets
+                            .fetch_add(u64::from(n), Ordering::Relaxed);
+                    }
+                    // Idle: the header at the read index is still INVALID (reserved, not yet
+                    // published: its doorbell comes later) or the ring is empty.
+                    Progress::Idle => {
+                        hqd.blocked = false;
+                        break;
+                    }
+                    Progress::Blocked => {
+                        hqd.blocked = true;
+                        break;
+                    }
+                    Progress::Stopped(_) => {
+                        hqd.blocked = false;
+                        break;
+                    }
+                }
+            }
+        }
+        st.hqd = Some(hqd);
+    }
+
+    fn push_entry(&self, st: &mut State, entry: &[u8; 32]) -> bool {
+        let Some(ih) = st.ih.as_mut() else {
+            self.complain("device: an IH entry before SET_IH".into());
+            return false;
+        };
+        if self
+            .control(CTL_IH_OVERFLOW_CLEAR)
+            .swap(0, Ordering::AcqRel)
+            != 0
+        {
+            ih.overflow = false;
+        }
+        let mask = ih.size_bytes - 1;
+        let next = (ih.wptr + IH_ENTRY_BYTES) & mask;
+        let rptr = self.control(CTL_IH_RPTR).load(Ordering::Acquire) & mask;
+        if next == rptr {
+            ih.overflow = true;
+        }
+        for (i, c) in entry.chunks_exact(4).enumerate() {
+            let w = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            if let Some(word) = self.ram.u32(ih.ring + u64::from(ih.wptr) + 4 * i as u64) {
+                word.store(w, Ordering::Relaxed);
+            }
+        }
+        ih.wptr = next;
+        let raw = ih.wptr | if ih.overflow { WPTR_OVERFLOW } else { 0 };
+        // Release: the entry before the write pointer (pairs with the guest's Acquire fence
+        // after its write-pointer load).
+        if let Some(w) = self.ram.u32(ih.wptr_addr) {
+            w.store(raw, Ordering::Release);
+        }
+        self.stats.ih_entries.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    fn raise_ih(&self) {
+        self.stats.ih_interrupts.fetch_add(1, Ordering::Relaxed);
+        self.raise(GUEST_VECTOR_IH);
+    }
+}
+
+/// The processor's view of the device during one `process` call. `ProcessorHost` takes
+/// `&self`; the state it changes (IH writer, faults) sits in a `RefCell` (the processor never
+/// calls its host re-entrantly).
+struct Ctx<'d, 's> {
+    dev: &'d Device,
+    st: RefCell<&'s mut State>,
+}
+
+impl ProcessorHost for Ctx<'_, '_> {
+    fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> Result<(), Error> {
+        let mut st = self.st.borrow_mut();
+        let st: &mut State = &mut st;
+        if st.faults.queue_error > 0 {
+            st.faults.queue_error -= 1;
+            hsa_core::bail!(
+                Status::MemoryFault,
+                "injected queue error: kernel object {:#x} faulted (device model)",
+                dispatch.kernel_object.get()
+            );
+        }
+        // The processor knows the ring by this process's mapping of it: the packet's and the
+        // queue's addresses (the kernel's dispatch and queue pointers) are host addresses
+        // here, guest-physical ones for the kernel.
+        let mut d = *dispatch;
+        d.packet_address = GpuVa(self.dev.ram.guest_address(d.packet_address.get()));
+        d.queue_address = GpuVa(self.dev.ram.guest_address(d.queue_address.get()));
+        let t = Instant::now();
+        let r = hsa_emu::device::run_kernel_dispatch(
+            &d,
+            self.dev.target,
+            &GuestMemory(&self.dev.ram),
+            self.dev.ram.len() as u64,
+            CODE_BYTES,
+            LDS_BYTES,
+        );
+        if dispatch.grid_size[0] == 1 {
+            self.dev
+                .stats
+                .kernel_ns
+                .fetch_add(t.elapsed().as_nanos() as u64, Ordering::Relaxed);
+            self.dev.stats.small_kernels.fetch_add(1, Ordering::Relaxed);
+        }
+        r?;
+        self.dev.stats.kernels.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> Result<(), Error> {
+        hsa_core::bail!(
+            Status::InvalidPacketFormat,
+            "agent dispatch packet (function {}) on a GPU compute queue",
+            dispatch.function
+        )
+    }
+
+    fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal, Error> {
+        let p = (handle.0 % 64 == 0)
+            .then(|| self.dev.ram.at(handle.0, 64))
+            .flatten()
+            .and_then(|p| NonNull::new(p.cast::<AmdSignal>()));
+        let Some(p) = p else {
+            hsa_core::bail!(
+                Status::InvalidSignal,
+                "signal handle {:#x} is not a 64-byte aligned amd_signal_t in guest RAM",
+                handle.0
+            );
+        };
+        // SAFETY: 64 aligned bytes of guest RAM, mapped as long as the device; signal fields
+        // are accessed atomically only.
+        Ok(unsafe { RawSignal::from_ptr(p) })
+    }
+
+    fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<(), Error> {
+        let Some(w) = self.dev.ram.u64(mailbox.get()) else {
+            hsa_core::bail!(
+                Status::InvalidSignal,
+                "event mailbox {:#x} is not an 8-aligned word of guest RAM",
+                mailbox.get()
+            );
+        };
+        w.store(u64::from(event_id), Ordering::Release);
+        Ok(())
+    }
+
+    fn signal_event(&self, event_id: u32) {
+        let mut st = self.st.borrow_mut();
+        let st: &mut State = &mut st;
+        if st.faults.malformed > 0 {
+            st.faults.malformed -= 1;
+            let mut bad = IhEntry {
+                client_id: CLIENT_GRBM_CP,
+                source_id: SOURCE_CP_END_OF_PIPE,
+                src_data: [event_id, 0, 0, 0],
+                ..IhEntry::default()
+            }
+            .encode();
+            bad[3] |= 0x70; // dword 0 bits [30:28]: reserved
+            if self.dev.push_entry(st, &bad) {
+                self.dev.stats.malformed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let entry = IhEntry {
+            client_id: CLIENT_GRBM_CP,
+            source_id: SOURCE_CP_END_OF_PIPE,
+            timestamp: st.started.elapsed().as_nanos() as u64,
+            src_data: [event_id, 0, 0, 0],
+            ..IhEntry::default()
+        };
+        if !self.dev.push_entry(st, &entry.encode()) {
+            return;
+        }
+        if st.faults.drop > 0 {
+            st.faults.drop -= 1;
+            self.dev.stats.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        if st.faults.merge > 0 {
+            if st.merge_left == 0 {
+                st.merge_left = st.faults.merge;
+            }
+            st.merge_left -= 1;
+            if st.merge_left > 0 {
+                self.dev.stats.merged.fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+            st.faults.merge = 0;
+        }
+        self.dev.raise_ih();
+    }
+
+    fn timestamp_ticks(&self) -> u64 {
+        self.st.borrow().started.elapsed().as_nanos() as u64
+    }
+
+    fn report_error(&self, error: &Error) {
+        let mut st = self.st.borrow_mut();
+        let st: &mut State = &mut st;
+        self.dev.stats.queue_errors.fetch_add(1, Ordering::Relaxed);
+        eprintln!("device: queue stopped: {error}");
+        let entry = IhEntry {
+            client_id: CLIENT_GRBM_CP,
+            source_id: SOURCE_CP_BAD_OPCODE,
+            src_data: [error.status() as u32, 0, 0, 0],
+            ..IhEntry::default()
+        };
+        if self.dev.push_entry(st, &entry.encode()) {
+            self.dev.raise_ih();
+        }
+    }
+}

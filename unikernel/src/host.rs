@@ -1,0 +1,229 @@
+//! The unikernel's [`Host`] for hsa-baremetal: the VM's real hardware.
+//!
+//! - Memory: one system-memory carve-out of guest RAM above the image, identity-mapped (its
+//!   CPU address is its guest-physical address is its GPU address: the device model reads
+//!   guest RAM at guest-physical addresses).
+//! - Doorbells: the aperture is the ivshmem device's BAR0, the one granted doorbell is index
+//!   [`QUEUE_DOORBELL_INDEX`]; see [`crate::protocol::DEVICE_VECTOR_QUEUE`] for how a 64-bit
+//!   store there becomes "peer 0, vector 0" and why the device reads the write index from
+//!   `amd_queue_t` instead.
+//! - Queues: `map_queue`/`unmap_queue` are commands to the device model through the control
+//!   page (what a KIQ `MAP_QUEUES` packet would be on a GPU).
+//! - Interrupts: the IH ring and its write-pointer write-back are pages of the image's .bss;
+//!   the read-pointer register is a word of the control page; the device raises MSI-X vector
+//!   [`crate::protocol::GUEST_VECTOR_IH`], whose handler calls
+//!   [`BaremetalPlatform::on_interrupt`]. `wait_for_interrupt` checks with interrupts masked,
+//!   arms the APIC timer for the deadline and halts with `sti; hlt`.
+#![allow(unsafe_code)]
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hsa_baremetal::{
+    BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping,
+    RegisterLocation,
+};
+use hsa_core::platform::NodeProperties;
+use hsa_core::{DoorbellIndex, Error, GpuVa, NodeId, PhysAddr, Status};
+
+use crate::apic;
+use crate::arch::{disable_interrupts, enable_interrupts, enable_interrupts_and_halt, rdtsc};
+use crate::ivshmem::Ivshmem;
+use crate::protocol::*;
+
+/// Bytes of the IH ring (128 entries of 32 bytes).
+pub const IH_RING_BYTES: usize = 4096;
+/// `gfx_target_version` of the GPU node the device model plays (gfx90a, which the embedded
+/// code object is built for).
+pub const GPU_TARGET_VERSION: u32 = 90010;
+
+/// A 4 KiB-aligned page of zeroed 64-bit words that the device writes (through guest RAM) and
+/// the runtime reads (volatile, through `hsa_baremetal::mmio`).
+#[repr(C, align(4096))]
+pub struct Page<const N: usize>([AtomicU64; N]);
+
+impl<const N: usize> Page<N> {
+    const fn new() -> Self {
+        Page([const { AtomicU64::new(0) }; N])
+    }
+
+    /// Its address (guest-physical = virtual).
+    pub fn addr(&self) -> usize {
+        self.0.as_ptr() as usize
+    }
+}
+
+static IH_RING: Page<{ IH_RING_BYTES / 8 }> = Page::new();
+static IH_WPTR: Page<1> = Page::new();
+
+/// The platform, reachable from the interrupt handlers.
+pub static PLATFORM: spin::Once<BaremetalPlatform<VmHost>> = spin::Once::new();
+
+/// The VM as hsa-baremetal's host.
+pub struct VmHost {
+    carve_outs: [CarveOut; 1],
+    nodes: [NodeProperties; 2],
+    device: Ivshmem,
+    tsc_hz: u64,
+    /// Times a waiter halted (still waiting after the check with interrupts masked).
+    pub halts: AtomicU64,
+}
+
+impl VmHost {
+    /// A host whose system memory is `[base, base + size_bytes)` of guest RAM.
+    pub fn new(device: Ivshmem, base: u64, size_bytes: u64, tsc_hz: u64) -> VmHost {
+        let mut gpu = NodeProperties {
+            node_id: 1,
+            simd_count: 4,
+            simd_per_cu: 4,
+            array_count: 1,
+            simd_arrays_per_engine: 1,
+            cu_per_simd_array: 1,
+            max_waves_per_simd: 8,
+            wave_front_size: 64,
+            lds_size_in_kb: 64,
+            gfx_target_version: GPU_TARGET_VERSION,
+            vendor_id: 0x1002,
+            num_cp_queues: 1,
+            ..Default::default()
+        };
+        let _ = gpu.name.push_str("gfx90a");
+        let _ = gpu.marketing_name.push_str("hsa-emu over ivshmem");
+        VmHost {
+            carve_outs: [CarveOut {
+                node: NodeId(0),
+                kind: CarveOutKind::SystemMemory,
+                phys_base: PhysAddr(base),
+                virt_base: Some(base as usize),
+                gpu_va: GpuVa(base),
+                size_bytes,
+            }],
+            nodes: [
+                NodeProperties {
+                    node_id: 0,
+                    cpu_cores_count: 1,
+                    ..Default::default()
+                },
+                gpu,
+            ],
+            device,
+            tsc_hz,
+            halts: AtomicU64::new(0),
+        }
+    }
+
+    /// The ivshmem device.
+    pub fn device(&self) -> &Ivshmem {
+        &self.device
+    }
+
+    /// The IH ring's address, size and write-back address (for the device's `SET_IH`).
+    pub fn ih_layout() -> [u64; 3] {
+        [
+            IH_RING.addr() as u64,
+            IH_RING_BYTES as u64,
+            IH_WPTR.addr() as u64,
+        ]
+    }
+
+    /// Whether every IH entry the device wrote has been drained: the write pointer the device
+    /// wrote back equals the read pointer the runtime wrote to the register.
+    pub fn ih_idle(&self) -> bool {
+        let mask = IH_RING_BYTES as u32 - 1;
+        let wptr = IH_WPTR.0[0].load(Ordering::Acquire) as u32 & mask & !1;
+        wptr == self.device.control32(CTL_IH_RPTR) & mask
+    }
+
+    fn command(&self, cmd: u32, args: &[u64]) -> Result<(), Error> {
+        self.device
+            .command(cmd, args, self.tsc_hz)
+            .map_err(|e| hsa_core::error!(Status::OutOfResources, "{e}"))
+    }
+}
+
+// SAFETY: the carve-out is guest RAM above the image and heap that nothing else uses,
+// identity-mapped (virt = phys = GPU address); the doorbell aperture is BAR0 (256 bytes,
+// mapped uncached), of which only doorbell 1 is granted ((1 + 1) * 8 <= 256) and only this
+// runtime rings it; the IH ring and write-back are this image's statics, the read-pointer
+// register a word of the control page (BAR2, mapped), and only this runtime reads the ring;
+// every method may be called from any context (single CPU; the ISR only calls on_interrupt).
+unsafe impl Host for VmHost {
+    fn carve_outs(&self) -> &[CarveOut] {
+        &self.carve_outs
+    }
+
+    fn clear_device_memory(&self, gpu_va: GpuVa, size_bytes: u64) -> Result<(), Error> {
+        hsa_core::bail!(
+            Status::InvalidArgument,
+            "the VM has no device-local memory to clear ({gpu_va}, {size_bytes} bytes)"
+        )
+    }
+
+    fn doorbells(&self) -> DoorbellAperture {
+        DoorbellAperture {
+            virt_base: self.device.registers.address as usize,
+            size_bytes: BAR0_BYTES,
+            first: DoorbellIndex(QUEUE_DOORBELL_INDEX),
+            count: 1,
+        }
+    }
+
+    unsafe fn map_queue(&self, m: &QueueMapping) -> Result<(), Error> {
+        self.command(
+            CMD_MAP_QUEUE,
+            &[
+                m.ring.get(),
+                m.ring_size_bytes,
+                m.amd_queue.get(),
+                m.read_pointer.get(),
+                m.write_pointer.get(),
+                u64::from(m.doorbell.get()),
+            ],
+        )
+    }
+
+    fn unmap_queue(&self, m: &QueueMapping) -> Result<(), Error> {
+        self.command(CMD_UNMAP_QUEUE, &[u64::from(m.doorbell.get())])
+    }
+
+    fn ih_ring(&self) -> IhRingConfig {
+        IhRingConfig {
+            ring_virt_base: IH_RING.addr(),
+            ring_size_bytes: IH_RING_BYTES as u32,
+            wptr_virt: IH_WPTR.addr(),
+            rptr_register: RegisterLocation {
+                block_virt_base: self.device.control_addr(0),
+                block_size_bytes: CONTROL_PAGE_BYTES,
+                offset_bytes: CTL_IH_RPTR,
+            },
+        }
+    }
+
+    fn ih_overflow_clear(&self) {
+        self.device.set_control32(CTL_IH_OVERFLOW_CLEAR, 1);
+    }
+
+    fn wait_for_interrupt(&self, deadline_ticks: u64, still_waiting: &dyn Fn() -> bool) {
+        disable_interrupts();
+        if !still_waiting() {
+            enable_interrupts();
+            return;
+        }
+        self.halts.fetch_add(1, Ordering::Relaxed);
+        apic::arm_timer(deadline_ticks);
+        // An interrupt that arrived after the check is pending now and ends the halt.
+        enable_interrupts_and_halt();
+        apic::disarm_timer();
+    }
+
+    fn timestamp_ticks(&self) -> u64 {
+        rdtsc()
+    }
+
+    fn timestamp_frequency_hz(&self) -> u64 {
+        self.tsc_hz.max(1)
+    }
+
+    fn nodes(&self) -> &[NodeProperties] {
+        &self.nodes
+    }
+}

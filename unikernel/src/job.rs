@@ -1,0 +1,605 @@
+//! What the unikernel runs on hsa-rt once the platform is up: the main job (the vector_copy
+//! code object embedded in the image, loaded with hsa-core's loader; a queue and an interrupt
+//! signal; one dispatch; a blocked wait that sleeps until the completion interrupt; every
+//! element verified), a barrier-AND chain, the figures, and the fault phases.
+//!
+//! Every line it prints that a test reads starts with `hsa-unikernel:`; figures are
+//! `hsa-unikernel: figure NAME VALUE UNIT`.
+#![allow(unsafe_code)]
+
+extern crate alloc;
+
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use hsa_baremetal::{BaremetalPlatform, IrqStats};
+use hsa_core::isa::TargetId;
+use hsa_core::loader::executable::Executable;
+use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
+use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform};
+use hsa_core::queue::{AqlQueue, QueueConfig, QueueState};
+use hsa_core::signal::{Signal, SignalCondition, SignalPool, StoreOrder, WaitState};
+use hsa_core::{Error, NodeId, Status};
+
+use crate::arch::{disable_interrupts, enable_interrupts, enable_interrupts_and_halt, rdtsc};
+use crate::host::VmHost;
+use crate::protocol::*;
+
+type Vm = BaremetalPlatform<VmHost>;
+
+/// The code object: the repository's gfx90a build of `kernels.cl` (v5), 8-byte aligned as the
+/// loader reads it.
+#[repr(C, align(8))]
+struct Aligned<T: ?Sized>(T);
+static CODE_OBJECT: &Aligned<[u8]> = &Aligned(*include_bytes!(
+    "../../testdata/codeobjects/kernels-gfx90a-v5.hsaco"
+));
+
+/// The GPU's node (the device model).
+const GPU: NodeId = NodeId(1);
+/// The CPU's node.
+const CPU: NodeId = NodeId(0);
+/// Work-group size of the main job's dispatches.
+const WORKGROUP: u16 = 256;
+/// Dispatches in the barrier-AND chain.
+const CHAIN: usize = 4;
+/// Queue size, packets.
+const QUEUE_PACKETS: u32 = 1024;
+/// Timeout of one wait, ns.
+const WAIT_NS: u64 = 60_000_000_000;
+
+/// TSC at the last IH interrupt's entry (set by the handler).
+pub static LAST_IH_TSC: AtomicU64 = AtomicU64::new(0);
+/// IH interrupts taken.
+pub static IH_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+/// TSC at the last echo interrupt's entry.
+pub static LAST_ECHO_TSC: AtomicU64 = AtomicU64::new(0);
+/// Echo interrupts taken.
+pub static ECHO_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
+/// What the test asked for (the control page).
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    /// Elements of the main job.
+    pub elements: u32,
+    /// Run the figures.
+    pub figures: bool,
+    /// Run the fault phases.
+    pub faults: bool,
+    /// Rounds of each figure.
+    pub rounds: u32,
+}
+
+/// A host-visible buffer of `i32`s in system memory.
+struct Buffer {
+    chunk: MemoryChunk,
+    len: usize,
+}
+
+impl Buffer {
+    fn new(p: &'static Vm, len: usize) -> Result<Buffer, Error> {
+        let chunk = p.allocate_memory(&MemoryRequest {
+            node: CPU,
+            kind: MemoryKind::System,
+            size_bytes: (len as u64 * 4).next_multiple_of(4096),
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS,
+        })?;
+        if chunk.host_ptr.is_none() {
+            hsa_core::bail!(
+                Status::InvalidAllocation,
+                "buffer of {len} ints has no host pointer"
+            );
+        }
+        Ok(Buffer { chunk, len })
+    }
+
+    fn ptr(&self) -> *mut i32 {
+        self.chunk
+            .host_ptr
+            .map_or(core::ptr::NonNull::dangling(), |p| p.cast::<i32>())
+            .as_ptr()
+    }
+
+    /// The elements. Read only after the completion signal of the dispatch that wrote them
+    /// was observed (Acquire).
+    fn as_slice(&self) -> &[i32] {
+        // SAFETY: the chunk holds at least `len * 4` bytes at `ptr` (checked at creation),
+        // page-aligned, never freed; the device writes it only while a dispatch runs, and the
+        // job reads it only after that dispatch's completion was observed.
+        unsafe { core::slice::from_raw_parts(self.ptr(), self.len) }
+    }
+
+    /// Sets element `i` to `f(i)`; only while no dispatch uses the buffer.
+    fn fill(&self, f: impl Fn(usize) -> i32) {
+        for i in 0..self.len {
+            // SAFETY: as in `as_slice`; `i < len`; no dispatch reads or writes it now.
+            unsafe { self.ptr().add(i).write_volatile(f(i)) };
+        }
+    }
+
+    fn va(&self) -> u64 {
+        self.chunk.gpu_va.get()
+    }
+}
+
+/// The kernel the job dispatches: its kernel object and segment sizes from the loader.
+struct Kernel {
+    object: hsa_core::GpuVa,
+    group_segment: u32,
+    private_segment: u32,
+}
+
+fn system_chunk(p: &'static Vm, bytes: u64) -> Result<MemoryChunk, Error> {
+    p.allocate_memory(&MemoryRequest {
+        node: CPU,
+        kind: MemoryKind::System,
+        size_bytes: bytes,
+        align_bytes: 4096,
+        flags: MemoryFlags::HOST_ACCESS,
+    })
+}
+
+/// A kernarg segment for vector_copy(in, out): 16 bytes (kernels.cl has no hidden
+/// arguments).
+fn kernarg(p: &'static Vm, input: u64, output: u64) -> Result<MemoryChunk, Error> {
+    let c = system_chunk(p, 4096)?;
+    let Some(ptr) = c.host_ptr else {
+        hsa_core::bail!(
+            Status::InvalidAllocation,
+            "kernarg chunk has no host pointer"
+        );
+    };
+    // SAFETY: a fresh 4096-byte chunk, 8-aligned; no dispatch uses it yet.
+    unsafe {
+        ptr.cast::<u64>().as_ptr().write_volatile(input);
+        ptr.cast::<u64>().as_ptr().add(1).write_volatile(output);
+    }
+    Ok(c)
+}
+
+fn dispatch_packet(
+    k: &Kernel,
+    kernarg: &MemoryChunk,
+    grid: u32,
+    wg: u16,
+    done: &Signal<'_, Vm>,
+) -> KernelDispatch {
+    KernelDispatch {
+        flags: HeaderFlags {
+            barrier: true,
+            ..HeaderFlags::SYSTEM
+        },
+        private_segment_size_bytes: k.private_segment,
+        group_segment_size_bytes: k.group_segment,
+        completion_signal: done.handle(),
+        ..KernelDispatch::one_dimensional(
+            k.object,
+            kernarg.gpu_va,
+            wg.min(grid.min(u32::from(u16::MAX)) as u16),
+            grid,
+        )
+    }
+}
+
+fn submit(queue: &AqlQueue<'_, Vm>, packet: &KernelDispatch) -> Result<(), Error> {
+    let mut r = queue.reserve(1)?;
+    let last = r.write_next(&packet.emit()?)?;
+    queue.ring_doorbell(last)
+}
+
+fn wait_done(queue: &AqlQueue<'_, Vm>, done: &Signal<'_, Vm>, what: &str) -> Result<(), Error> {
+    let v = queue
+        .wait_completion(done, SignalCondition::Eq, 0, WAIT_NS, WaitState::Blocked)
+        .map_err(|e| e.context(what))?;
+    if v != 0 {
+        hsa_core::bail!(Status::Error, "{what}: timed out (signal value {v})");
+    }
+    Ok(())
+}
+
+fn us(ticks: u64, hz: u64) -> u64 {
+    (u128::from(ticks) * 1_000_000 / u128::from(hz.max(1))) as u64
+}
+
+fn ns(ticks: u64, hz: u64) -> u64 {
+    (u128::from(ticks) * 1_000_000_000 / u128::from(hz.max(1))) as u64
+}
+
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Runs the job; prints what it did.
+///
+/// # Errors
+/// The first step that failed, with its status and message.
+pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
+    let hz = p.timestamp_frequency_hz();
+    let gpu = p.node(1)?;
+    let Some(target) = TargetId::of_node(&gpu, false) else {
+        hsa_core::bail!(
+            Status::InvalidIsa,
+            "GPU node has no known ISA ({})",
+            gpu.gfx_target_version
+        );
+    };
+    let mut exe = Executable::new(p);
+    exe.load_code_object(GPU, &target, &CODE_OBJECT.0, MemoryKind::System)
+        .map_err(|e| e.context("kernels-gfx90a-v5.hsaco"))?;
+    exe.freeze()?;
+    let sym = exe.symbol_by_name("vector_copy", Some(GPU))?;
+    let Some(info) = sym.kernel.as_ref() else {
+        hsa_core::bail!(Status::InvalidSymbolName, "vector_copy is not a kernel");
+    };
+    let kernel = Kernel {
+        object: info.kernel_object,
+        group_segment: info.group_segment_size,
+        private_segment: info.private_segment_size,
+    };
+    crate::println!(
+        "hsa-unikernel: loaded vector_copy for {} at kernel object {:#x}",
+        target,
+        kernel.object.get()
+    );
+
+    let signals = SignalPool::new(p, CPU);
+    let queue = AqlQueue::create(p, &QueueConfig::new(GPU, QUEUE_PACKETS, 64, 1 << 16))?;
+    crate::println!(
+        "hsa-unikernel: queue {} on doorbell {:#x} ({} packets)",
+        queue.id(),
+        queue.hw_queue().doorbell_address,
+        queue.size_packets()
+    );
+
+    // ---- the main job ----
+    let n = cfg.elements.max(1) as usize;
+    let a = Buffer::new(p, n)?;
+    let c = Buffer::new(p, n)?;
+    let expect = |i: usize| (i as i32).wrapping_mul(7).wrapping_sub(3);
+    a.fill(expect);
+    c.fill(|_| 0);
+    let ka = kernarg(p, a.va(), c.va())?;
+    let done = signals.create_interrupt(1)?;
+    let halts0 = p.host().halts.load(Ordering::Relaxed);
+    let ih0 = IH_INTERRUPTS.load(Ordering::Relaxed);
+    let t0 = rdtsc();
+    submit(
+        &queue,
+        &dispatch_packet(&kernel, &ka, n as u32, WORKGROUP, &done),
+    )?;
+    wait_done(&queue, &done, "vector_copy")?;
+    let t1 = rdtsc();
+    let got = c.as_slice();
+    if let Some(i) = (0..n).find(|&i| got[i] != expect(i)) {
+        hsa_core::bail!(
+            Status::Error,
+            "vector_copy: element {i} is {}, expected {}",
+            got[i],
+            expect(i)
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: vector_copy verified {n} elements in {} us (blocked wait: {} halts, {} IH interrupts)",
+        us(t1 - t0, hz),
+        p.host().halts.load(Ordering::Relaxed) - halts0,
+        IH_INTERRUPTS.load(Ordering::Relaxed) - ih0
+    );
+
+    // ---- a barrier-AND chain: a -> c -> a -> c -> a, each waiting on the previous ----
+    c.fill(|_| 0);
+    let mut links = Vec::new();
+    let mut kargs = Vec::new();
+    for k in 0..CHAIN {
+        links.push(signals.create_interrupt(1)?);
+        let (src, dst) = if k % 2 == 0 { (&a, &c) } else { (&c, &a) };
+        kargs.push(kernarg(p, src.va(), dst.va())?);
+    }
+    for k in 0..CHAIN {
+        let mut r = queue.reserve(if k == 0 { 1 } else { 2 })?;
+        if k > 0 {
+            let barrier = BarrierAnd::new(
+                HeaderFlags::SYSTEM,
+                &[links[k - 1].handle()],
+                hsa_core::abi::SignalHandle::NULL,
+            )?;
+            r.write_next(&barrier.emit()?)?;
+        }
+        let last = r.write_next(
+            &dispatch_packet(&kernel, &kargs[k], n as u32, WORKGROUP, &links[k]).emit()?,
+        )?;
+        queue.ring_doorbell(last)?;
+    }
+    wait_done(&queue, &links[CHAIN - 1], "barrier-AND chain")?;
+    for (k, link) in links[..CHAIN - 1].iter().enumerate() {
+        if link.load(hsa_core::signal::LoadOrder::Acquire) != 0 {
+            hsa_core::bail!(
+                Status::Error,
+                "chain link {k} did not complete before the last"
+            );
+        }
+    }
+    for (name, b) in [("a", &a), ("c", &c)] {
+        let s = b.as_slice();
+        if let Some(i) = (0..n).find(|&i| s[i] != expect(i)) {
+            hsa_core::bail!(
+                Status::Error,
+                "chain: {name}[{i}] is {}, expected {}",
+                s[i],
+                expect(i)
+            );
+        }
+    }
+    crate::println!("hsa-unikernel: barrier-AND chain of {CHAIN} dispatches verified {n} elements");
+
+    // The "empty" dispatch of the figures and faults: one work-item of vector_copy.
+    let one_in = Buffer::new(p, 64)?;
+    let one_out = Buffer::new(p, 64)?;
+    one_in.fill(|i| 0x5eed + i as i32);
+    let one_ka = kernarg(p, one_in.va(), one_out.va())?;
+    let empty = |done: &Signal<'_, Vm>| dispatch_packet(&kernel, &one_ka, 1, 1, done);
+
+    if cfg.figures {
+        figures(p, &queue, &signals, &empty, cfg.rounds.max(1), hz)?;
+    }
+    if cfg.faults {
+        faults(p, queue, &signals, &empty, hz)?;
+    } else {
+        queue.destroy()?;
+    }
+    crate::println!("hsa-unikernel: IH {:?}", p.irq_stats());
+    Ok(())
+}
+
+/// Waits (halting) until `counter` (an interrupt count) moves past `seen`.
+fn halt_until_moves(counter: &AtomicU64, seen: u64, hz: u64) -> Result<(), Error> {
+    let deadline = rdtsc() + 5 * hz;
+    loop {
+        disable_interrupts();
+        if counter.load(Ordering::Acquire) != seen {
+            enable_interrupts();
+            return Ok(());
+        }
+        if rdtsc() > deadline {
+            enable_interrupts();
+            hsa_core::bail!(Status::Error, "no interrupt within 5 s");
+        }
+        crate::apic::arm_timer(deadline);
+        enable_interrupts_and_halt();
+        crate::apic::disarm_timer();
+    }
+}
+
+fn figures(
+    p: &'static Vm,
+    queue: &AqlQueue<'_, Vm>,
+    signals: &SignalPool<'_, Vm>,
+    empty: &dyn Fn(&Signal<'_, Vm>) -> KernelDispatch,
+    rounds: u32,
+    hz: u64,
+) -> Result<(), Error> {
+    let dev = *p.host().device();
+    // Raw: ring the device's echo vector, halt until the echo MSI-X arrives.
+    let mut raw = Vec::new();
+    for _ in 0..rounds {
+        let seen = ECHO_INTERRUPTS.load(Ordering::Acquire);
+        let t0 = rdtsc();
+        dev.ring(DEVICE_PEER, DEVICE_VECTOR_ECHO);
+        halt_until_moves(&ECHO_INTERRUPTS, seen, hz)?;
+        raw.push(ns(
+            LAST_ECHO_TSC.load(Ordering::Acquire).saturating_sub(t0),
+            hz,
+        ));
+    }
+    // Dispatch: doorbell store to the completion interrupt's entry, blocked wait.
+    let done = signals.create_interrupt(1)?;
+    let mut lat = Vec::new();
+    for _ in 0..rounds {
+        done.store(1, StoreOrder::Relaxed);
+        let packet = empty(&done);
+        let mut r = queue.reserve(1)?;
+        let last = r.write_next(&packet.emit()?)?;
+        let seen = IH_INTERRUPTS.load(Ordering::Acquire);
+        let t0 = rdtsc();
+        queue.ring_doorbell(last)?;
+        wait_done(queue, &done, "empty dispatch")?;
+        // The wait may see the signal before the interrupt arrives: the figure ends at the
+        // completion interrupt's entry.
+        halt_until_moves(&IH_INTERRUPTS, seen, hz)?;
+        lat.push(ns(
+            LAST_IH_TSC.load(Ordering::Acquire).saturating_sub(t0),
+            hz,
+        ));
+    }
+    // Rate: `rounds` dispatches back to back (a doorbell each), one wait for all.
+    let all = signals.create_interrupt(i64::from(rounds))?;
+    let t0 = rdtsc();
+    for _ in 0..rounds {
+        submit(queue, &empty(&all))?;
+    }
+    wait_done(queue, &all, "dispatch rate")?;
+    let rate_ticks = rdtsc() - t0;
+    let (raw_med, raw_min) = (median(&mut raw), raw.first().copied().unwrap_or(0));
+    let (lat_med, lat_min) = (median(&mut lat), lat.first().copied().unwrap_or(0));
+    let per_s = u128::from(rounds) * u128::from(hz) / u128::from(rate_ticks.max(1));
+    crate::println!("hsa-unikernel: figure raw_round_trip_median {raw_med} ns");
+    crate::println!("hsa-unikernel: figure raw_round_trip_min {raw_min} ns");
+    crate::println!("hsa-unikernel: figure dispatch_latency_median {lat_med} ns");
+    crate::println!("hsa-unikernel: figure dispatch_latency_min {lat_min} ns");
+    crate::println!("hsa-unikernel: figure dispatches_per_second {per_s} 1/s");
+    crate::println!("hsa-unikernel: figure rounds {rounds} -");
+    Ok(())
+}
+
+/// Waits (halting, 1 ms at a time) until the device's IH entries are all drained: an
+/// interrupt of an earlier completion that the waiter saw before its MSI-X arrived must not
+/// land in the next phase's counts.
+fn settle(p: &'static Vm, hz: u64) -> Result<(), Error> {
+    let deadline = rdtsc() + hz;
+    loop {
+        disable_interrupts();
+        if p.host().ih_idle() {
+            enable_interrupts();
+            return Ok(());
+        }
+        if rdtsc() > deadline {
+            enable_interrupts();
+            hsa_core::bail!(
+                Status::Error,
+                "IH entries still pending after 1 s: {:?}",
+                p.irq_stats()
+            );
+        }
+        crate::apic::arm_timer(rdtsc() + hz / 1000);
+        enable_interrupts_and_halt();
+        crate::apic::disarm_timer();
+    }
+}
+
+fn arm(p: &'static Vm, fault: u64, count: u64) -> Result<(), Error> {
+    settle(p, p.timestamp_frequency_hz())?;
+    p.host()
+        .device()
+        .command(CMD_ARM_FAULT, &[fault, count], p.timestamp_frequency_hz())
+        .map_err(|e| hsa_core::error!(Status::Error, "{e}"))
+}
+
+fn delta(a: IrqStats, b: IrqStats) -> IrqStats {
+    IrqStats {
+        interrupts: b.interrupts - a.interrupts,
+        entries: b.entries - a.entries,
+        signaled: b.signaled - a.signaled,
+        unknown: b.unknown - a.unknown,
+        malformed: b.malformed - a.malformed,
+        bad_event: b.bad_event - a.bad_event,
+        overflows: b.overflows - a.overflows,
+    }
+}
+
+fn faults(
+    p: &'static Vm,
+    queue: AqlQueue<'static, Vm>,
+    signals: &SignalPool<'static, Vm>,
+    empty: &dyn Fn(&Signal<'_, Vm>) -> KernelDispatch,
+    hz: u64,
+) -> Result<(), Error> {
+    // 1. A dropped interrupt: the completion is still seen (the blocked wait wakes at its
+    //    slice deadline and re-reads the signal); the entry stays in the ring until the next
+    //    interrupt drains it.
+    arm(p, FAULT_DROP_INTERRUPT, 1)?;
+    let s0 = p.irq_stats();
+    let done = signals.create_interrupt(1)?;
+    let t0 = rdtsc();
+    submit(&queue, &empty(&done))?;
+    wait_done(&queue, &done, "dispatch with a dropped interrupt")?;
+    let waited = us(rdtsc() - t0, hz);
+    let d1 = delta(s0, p.irq_stats());
+    let next = signals.create_interrupt(1)?;
+    submit(&queue, &empty(&next))?;
+    wait_done(&queue, &next, "dispatch after the dropped interrupt")?;
+    settle(p, hz)?;
+    let d2 = delta(s0, p.irq_stats());
+    if d1.signaled != 0 || d2.signaled != 2 || d2.entries != 2 {
+        hsa_core::bail!(
+            Status::Error,
+            "dropped interrupt: expected no entry drained before the next interrupt and both after; \
+             got {d1:?} then {d2:?}"
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: fault drop-interrupt ok: completion seen after {waited} us without its interrupt; \
+         its entry drained with the next ({} entries in {} interrupts)",
+        d2.entries,
+        d2.interrupts
+    );
+
+    // 2. Merged interrupts: four completions, one MSI-X.
+    const MERGED: u64 = 4;
+    arm(p, FAULT_MERGE_INTERRUPTS, MERGED)?;
+    let s0 = p.irq_stats();
+    let dones: Vec<_> = (0..MERGED)
+        .map(|_| signals.create_interrupt(1))
+        .collect::<Result<_, _>>()?;
+    for d in &dones {
+        submit(&queue, &empty(d))?;
+    }
+    for d in &dones {
+        wait_done(&queue, d, "merged-interrupt dispatch")?;
+    }
+    settle(p, hz)?;
+    let d = delta(s0, p.irq_stats());
+    if d.signaled != MERGED || d.interrupts != 1 {
+        hsa_core::bail!(
+            Status::Error,
+            "merged interrupts: expected {MERGED} events in 1 interrupt, got {d:?}"
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: fault merge-interrupts ok: {} events signaled from 1 interrupt",
+        d.signaled
+    );
+
+    // 3. A malformed IH entry: counted, skipped, the completion after it still signaled.
+    arm(p, FAULT_MALFORMED_ENTRY, 1)?;
+    let s0 = p.irq_stats();
+    let done = signals.create_interrupt(1)?;
+    submit(&queue, &empty(&done))?;
+    wait_done(&queue, &done, "dispatch after a malformed entry")?;
+    settle(p, hz)?;
+    let d = delta(s0, p.irq_stats());
+    if d.malformed != 1 || d.signaled != 1 {
+        hsa_core::bail!(
+            Status::Error,
+            "malformed entry: expected 1 malformed and 1 signaled, got {d:?}"
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: fault malformed-entry ok: {} malformed counted, {} signaled",
+        d.malformed,
+        d.signaled
+    );
+
+    // 4. A queue error: the device stops the queue; the wait ends with the processor's status.
+    arm(p, FAULT_QUEUE_ERROR, 1)?;
+    let s0 = p.irq_stats();
+    let done = signals.create_interrupt(1)?;
+    submit(&queue, &empty(&done))?;
+    let e = match queue.wait_completion(&done, SignalCondition::Eq, 0, WAIT_NS, WaitState::Blocked)
+    {
+        Ok(v) => hsa_core::bail!(
+            Status::Error,
+            "queue error: the wait returned {v} instead of the error"
+        ),
+        Err(e) => e,
+    };
+    let state = queue.state();
+    settle(p, hz)?;
+    let d = delta(s0, p.irq_stats());
+    if e.status() != Status::MemoryFault
+        || state != QueueState::Stopped(Status::MemoryFault)
+        || d.unknown != 1
+    {
+        hsa_core::bail!(
+            Status::Error,
+            "queue error: expected MemoryFault from the wait and the queue, 1 unknown IH entry; got \
+             {:?} ({}), {state:?}, {d:?}",
+            e.status(),
+            e.detail()
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: fault queue-error ok: wait ended with {:?}: {}; queue {state:?}",
+        e.status(),
+        e.detail()
+    );
+    queue.destroy()?;
+    // The device serves a new queue afterwards.
+    let queue = AqlQueue::create(p, &QueueConfig::new(GPU, QUEUE_PACKETS, 64, 1 << 16))?;
+    let done = signals.create_interrupt(1)?;
+    submit(&queue, &empty(&done))?;
+    wait_done(&queue, &done, "dispatch on a new queue after the error")?;
+    queue.destroy()?;
+    crate::println!("hsa-unikernel: fault queue-error recovered: a new queue runs");
+    Ok(())
+}
