@@ -76,7 +76,6 @@ impl MmioPlatform {
 // only hand out a doorbell word and never read the ring themselves (the bench's consumer
 // thread does, through RingConsumer).
 unsafe impl Platform for MmioPlatform {
-    type Error = Error;
     /// The doorbell word's index in `doorbells`.
     type Doorbell = usize;
     fn device_name(&self) -> &str {

@@ -17,33 +17,10 @@ use core::fmt;
 use core::ptr::NonNull;
 
 use crate::addr::{EventId, GpuVa, NodeId, QueueId};
-use crate::status::{Error, Status};
+use crate::status::{Error, Result};
 
 /// Capacity, in bytes, of a node's name and marketing name.
 pub const NAME_CAPACITY: usize = 64;
-
-/// What a platform error maps to in the core: a [`Status`] and a message naming the cause.
-///
-/// Platforms keep their own detailed error type (an errno and the ioctl's name, a host fault)
-/// and convert at the boundary, as embedded-hal's `ErrorType`/`ErrorKind` do.
-pub trait PlatformError: fmt::Display + fmt::Debug {
-    /// The status the core reports for this error.
-    fn status(&self) -> Status;
-
-    /// The error as a core [`Error`], its message the error's `Display`.
-    fn to_error(&self) -> Error {
-        crate::error!(self.status(), "{self}")
-    }
-}
-
-impl PlatformError for Error {
-    fn status(&self) -> Status {
-        Error::status(self)
-    }
-    fn to_error(&self) -> Error {
-        self.clone()
-    }
-}
 
 /// The kind of device a topology node is.
 ///
@@ -413,10 +390,11 @@ pub enum WaitOutcome {
 /// whole size at `host_ptr` (when given) and `gpu_va` until freed, zeroed, aligned as asked, and
 /// never overlap another live chunk; queues it creates read only the ring and `amd_queue_t`
 /// named in the request; every method may be called from any thread at once (`Sync`).
+///
+/// # Errors
+/// Every fallible method returns the core's own [`Error`] (a status and a message naming the
+/// cause: the ioctl and its errno, the node, the address), which the core passes on as it is.
 pub unsafe trait Platform: Send + Sync {
-    /// The platform's detailed error.
-    type Error: PlatformError;
-
     /// One queue's doorbell as [`Platform::ring_doorbell`] reaches it, handed out by
     /// [`Platform::create_queue`] (in [`HwQueue::doorbell`]) and kept by the queue: what the
     /// platform needs to ring it without a lookup or a lock — the address of the mapped
@@ -442,27 +420,27 @@ pub unsafe trait Platform: Send + Sync {
     /// Properties of node `index` (0-based, `< node_count()`).
     ///
     /// # Errors
-    /// The platform's error with `Status::InvalidIndex` for an index out of range.
-    fn node(&self, index: usize) -> Result<NodeProperties, Self::Error>;
+    /// `Status::InvalidIndex` for an index out of range.
+    fn node(&self, index: usize) -> Result<NodeProperties>;
 
     /// Memory bank `bank` of node `index`; `Ok(None)` past the last bank.
     ///
     /// # Errors
     /// `Status::InvalidIndex` for a node out of range.
-    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>, Self::Error>;
+    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>>;
 
     /// Cache `cache` of node `index`; `Ok(None)` past the last cache.
     ///
     /// # Errors
     /// `Status::InvalidIndex` for a node out of range.
-    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>, Self::Error>;
+    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>>;
 
     /// IO or P2P link `link` of node `index` (IO links first, then P2P links); `Ok(None)` past
     /// the last.
     ///
     /// # Errors
     /// `Status::InvalidIndex` for a node out of range.
-    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>, Self::Error>;
+    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>>;
 
     // ---- memory ----
 
@@ -472,7 +450,7 @@ pub unsafe trait Platform: Send + Sync {
     /// # Errors
     /// `Status::OutOfResources` when there is no room; `Status::InvalidArgument` for a size or
     /// alignment that is not a multiple of 4096 / a power of two, or an unknown node.
-    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Self::Error>;
+    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk>;
 
     /// Gives a chunk back.
     ///
@@ -483,14 +461,14 @@ pub unsafe trait Platform: Send + Sync {
     /// # Errors
     /// `Status::ResourceFree` when the platform could not release it (the chunk is then lost,
     /// never reused).
-    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Self::Error>;
+    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()>;
 
     /// Makes `chunk` accessible to the agents of `nodes` (KFD MAP_MEMORY_TO_GPU).
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown node; `Status::OutOfResources` when the
     /// mapping could not be made.
-    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Self::Error>;
+    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()>;
 
     // ---- queues ----
 
@@ -508,10 +486,7 @@ pub unsafe trait Platform: Send + Sync {
     /// # Errors
     /// `Status::OutOfResources` when the node has no free hardware queue slot;
     /// `Status::InvalidQueueCreation` for a request the hardware cannot serve.
-    unsafe fn create_queue(
-        &self,
-        request: &QueueRequest,
-    ) -> Result<HwQueue<Self::Doorbell>, Self::Error>;
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<Self::Doorbell>>;
 
     /// Tells the packet processor that packets up to and including `write_index` may be
     /// valid: one 64-bit store of the index to the queue's doorbell (after whatever fence the
@@ -528,7 +503,7 @@ pub unsafe trait Platform: Send + Sync {
     ///
     /// # Errors
     /// `Status::InvalidQueue` for an unknown id.
-    fn destroy_queue(&self, queue: QueueId) -> Result<(), Self::Error>;
+    fn destroy_queue(&self, queue: QueueId) -> Result<()>;
 
     // ---- events ----
 
@@ -536,13 +511,13 @@ pub unsafe trait Platform: Send + Sync {
     ///
     /// # Errors
     /// `Status::OutOfResources` when the platform has no more events.
-    fn create_event(&self) -> Result<Event, Self::Error>;
+    fn create_event(&self) -> Result<Event>;
 
     /// Destroys an event. Waiters are woken.
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown id.
-    fn destroy_event(&self, event: EventId) -> Result<(), Self::Error>;
+    fn destroy_event(&self, event: EventId) -> Result<()>;
 
     /// Blocks the calling thread until `event` is signaled or `timeout_ns` passes
     /// (`u64::MAX` = no timeout). Spurious returns are allowed; callers re-check their
@@ -551,13 +526,13 @@ pub unsafe trait Platform: Send + Sync {
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown event.
-    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome, Self::Error>;
+    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome>;
 
     /// Signals `event`, waking its waiters. Never blocks; callable from a packet processor.
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown event.
-    fn signal_event(&self, event: EventId) -> Result<(), Self::Error>;
+    fn signal_event(&self, event: EventId) -> Result<()>;
 
     // ---- time ----
 

@@ -29,7 +29,6 @@ fn unsupported() -> Error {
 // SAFETY: the model allocates nothing and creates no queues; its event methods are
 // thread-safe (a loom Mutex).
 unsafe impl Platform for ModelPlatform {
-    type Error = Error;
     /// No queues, so no doorbells.
     type Doorbell = ();
     fn device_name(&self) -> &str {

@@ -30,7 +30,6 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
 // and aligned as asked; queues are mapped with exactly the request's ring and amd_queue_t; all
 // state is behind atomics or spin locks, so every method may be called from any thread.
 unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
-    type Error = Error;
     /// The queue's doorbell index in the aperture, checked against the grant at creation.
     type Doorbell = DoorbellIndex;
 

@@ -62,7 +62,6 @@ impl Drop for ProtNonePlatform {
 // SAFETY: chunks never overlap (a bump pointer over the region), are aligned as asked, stay
 // valid until the platform drops; there are no queues.
 unsafe impl Platform for ProtNonePlatform {
-    type Error = Error;
     /// No queues, so no doorbells.
     type Doorbell = ();
     fn device_name(&self) -> &str {

@@ -778,7 +778,6 @@ fn node_index(p: &FakePlatform, index: usize) -> Result<&FakeNode> {
 // else but signals and mailboxes it checked). Every method synchronises through Mutexes or
 // atomics, so the platform is Sync.
 unsafe impl Platform for FakePlatform {
-    type Error = Error;
     /// The queue id: the fake has no doorbell to store to; ringing runs its processor.
     type Doorbell = QueueId;
 
@@ -1265,16 +1264,11 @@ impl<P: Platform> FaultInjector<P> {
     }
 }
 
-fn conv<T, E: crate::platform::PlatformError>(r: core::result::Result<T, E>) -> Result<T> {
-    r.map_err(|e| e.to_error())
-}
-
 // SAFETY: every method either fails before touching anything or delegates to `inner`, whose
 // implementation guarantees carry over unchanged, except where a test asked for a `Tamper`:
 // a hidden host pointer only withholds access, and a misaligned mailbox is an address core
 // must check before it uses it (which is what the tamper tests).
 unsafe impl<P: Platform> Platform for FaultInjector<P> {
-    type Error = Error;
     type Doorbell = P::Doorbell;
 
     fn device_name(&self) -> &str {
@@ -1285,23 +1279,23 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     }
     fn node(&self, index: usize) -> Result<NodeProperties> {
         self.check(FaultMethod::Node)?;
-        conv(self.inner.node(index))
+        self.inner.node(index)
     }
     fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>> {
         self.check(FaultMethod::MemoryBank)?;
-        conv(self.inner.memory_bank(index, bank))
+        self.inner.memory_bank(index, bank)
     }
     fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>> {
         self.check(FaultMethod::Cache)?;
-        conv(self.inner.cache(index, cache))
+        self.inner.cache(index, cache)
     }
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>> {
         self.check(FaultMethod::IoLink)?;
-        conv(self.inner.io_link(index, link))
+        self.inner.io_link(index, link)
     }
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
         self.check(FaultMethod::AllocateMemory)?;
-        let mut chunk = conv(self.inner.allocate_memory(request))?;
+        let mut chunk = self.inner.allocate_memory(request)?;
         if self.take_tamper(Tamper::HideHostPtr) {
             chunk.host_ptr = None;
         }
@@ -1310,27 +1304,27 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()> {
         self.check(FaultMethod::FreeMemory)?;
         // SAFETY: the caller's guarantees are passed on unchanged.
-        conv(unsafe { self.inner.free_memory(chunk) })
+        unsafe { self.inner.free_memory(chunk) }
     }
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()> {
         self.check(FaultMethod::MapMemory)?;
-        conv(self.inner.map_memory(chunk, nodes))
+        self.inner.map_memory(chunk, nodes)
     }
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<P::Doorbell>> {
         self.check(FaultMethod::CreateQueue)?;
         // SAFETY: the caller's guarantees are passed on unchanged.
-        conv(unsafe { self.inner.create_queue(request) })
+        unsafe { self.inner.create_queue(request) }
     }
     fn ring_doorbell(&self, doorbell: &P::Doorbell, write_index: u64) {
         self.inner.ring_doorbell(doorbell, write_index)
     }
     fn destroy_queue(&self, queue: QueueId) -> Result<()> {
         self.check(FaultMethod::DestroyQueue)?;
-        conv(self.inner.destroy_queue(queue))
+        self.inner.destroy_queue(queue)
     }
     fn create_event(&self) -> Result<Event> {
         self.check(FaultMethod::CreateEvent)?;
-        let mut event = conv(self.inner.create_event())?;
+        let mut event = self.inner.create_event()?;
         if self.take_tamper(Tamper::MisalignMailbox) {
             event.mailbox = GpuVa(event.mailbox.0 + 4);
         }
@@ -1338,15 +1332,15 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     }
     fn destroy_event(&self, event: EventId) -> Result<()> {
         self.check(FaultMethod::DestroyEvent)?;
-        conv(self.inner.destroy_event(event))
+        self.inner.destroy_event(event)
     }
     fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome> {
         self.check(FaultMethod::WaitEvent)?;
-        conv(self.inner.wait_event(event, timeout_ns))
+        self.inner.wait_event(event, timeout_ns)
     }
     fn signal_event(&self, event: EventId) -> Result<()> {
         self.check(FaultMethod::SignalEvent)?;
-        conv(self.inner.signal_event(event))
+        self.inner.signal_event(event)
     }
     fn timestamp_ticks(&self) -> u64 {
         self.inner.timestamp_ticks()

@@ -24,7 +24,6 @@ use crate::kfd::driver::MapTarget;
 // aligned as asked; queues are created over the caller's ring and amd_queue_t only; all state is
 // behind mutexes and the driver is Send + Sync, so every method may run from any thread.
 unsafe impl Platform for LinuxPlatform {
-    type Error = Error;
     type Doorbell = KfdDoorbell;
 
     fn device_name(&self) -> &str {

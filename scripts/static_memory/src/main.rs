@@ -22,7 +22,6 @@ fn none() -> Error {
 
 // SAFETY: returns no memory, queues or events at all.
 unsafe impl Platform for Sizing {
-    type Error = Error;
     /// No queues, so no doorbells.
     type Doorbell = ();
     fn device_name(&self) -> &str {
