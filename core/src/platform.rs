@@ -1,4 +1,5 @@
-//! The one trait through which the core reaches hardware and the OS.
+//! The one trait through which the core reaches hardware and the OS: [`Platform`], with its
+//! topology apart in the supertrait [`TopologySource`].
 //!
 //! The shape follows virtio-drivers' `Hal`: every method says what the implementer guarantees
 //! (`# Implementation safety`) and, where the caller has obligations, what the caller guarantees
@@ -7,7 +8,9 @@
 //! `ring_doorbell`, `create_event`, `wait_event`).
 //!
 //! Topology is read by index (`node(i)`, `memory_bank(node, i)`, ...) so that it needs no
-//! allocator: a no_std host can answer from static tables.
+//! allocator: a no_std host can answer from static tables. The runtime reads it once, when it
+//! starts; [`Platform`]'s own methods (memory, queues, events, time) are what it calls while it
+//! runs. Errors are the core's own [`Error`].
 #![allow(unsafe_code)] // an unsafe trait with unsafe methods; no unsafe blocks here
 
 #[cfg(feature = "fake")]
@@ -383,36 +386,21 @@ pub enum WaitOutcome {
     TimedOut,
 }
 
-/// What the core needs from a host: topology, backing memory, hardware queues, events, time.
+/// The topology a platform reports, read by index: the nodes (CPU and GPU agents), their
+/// memory banks, caches and links, the device's name and the process's XNACK mode. The runtime
+/// reads it once, in [`Runtime::new`](crate::runtime::Runtime::new), to make its agents, their
+/// pools and the links between them; nothing on a hot path asks again. Indices need no
+/// allocator, so a no_std host answers from static tables.
 ///
-/// # Implementation safety
-/// An implementer guarantees, for every method: memory chunks it returns are valid for their
-/// whole size at `host_ptr` (when given) and `gpu_va` until freed, zeroed, aligned as asked, and
-/// never overlap another live chunk; queues it creates read only the ring and `amd_queue_t`
-/// named in the request; every method may be called from any thread at once (`Sync`).
+/// The answers do not change while the platform lives.
 ///
-/// # Errors
-/// Every fallible method returns the core's own [`Error`] (a status and a message naming the
-/// cause: the ioctl and its errno, the node, the address), which the core passes on as it is.
-pub unsafe trait Platform: Send + Sync {
-    /// One queue's doorbell as [`Platform::ring_doorbell`] reaches it, handed out by
-    /// [`Platform::create_queue`] (in [`HwQueue::doorbell`]) and kept by the queue: what the
-    /// platform needs to ring it without a lookup or a lock — the address of the mapped
-    /// doorbell word (Linux), the doorbell's index in the BAR (bare metal), the queue id (the
-    /// fake).
-    ///
-    /// Ringing a handle must stay sound for as long as the handle lives, even after
-    /// `destroy_queue` (or the drop of the platform that made it): the handle keeps whatever
-    /// it stores to alive, or names something that cannot go away. Ringing the doorbell of a
-    /// destroyed queue has no effect a live queue depends on (on hardware, a store to a slot
-    /// nobody reads, or a spurious wake-up of the queue that has the doorbell next).
-    type Doorbell: Clone + fmt::Debug + Send + Sync;
-
+/// Ref: amdkfd's sysfs topology (`/sys/devices/virtual/kfd/kfd/topology/nodes/N`, read by
+/// libhsakmt's `hsaKmtGetNodeProperties`, `hsaKmtGetNodeMemoryProperties`,
+/// `hsaKmtGetNodeCacheProperties`, `hsaKmtGetNodeIoLinkProperties`).
+pub trait TopologySource {
     /// A short name of the device kind, for messages: `"kfd"`, `"emulated"`, `"baremetal"`,
     /// `"fake"`.
     fn device_name(&self) -> &str;
-
-    // ---- topology ----
 
     /// Number of topology nodes (CPU and GPU agents). Never blocks.
     fn node_count(&self) -> usize;
@@ -441,6 +429,42 @@ pub unsafe trait Platform: Send + Sync {
     /// # Errors
     /// `Status::InvalidIndex` for a node out of range.
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>>;
+
+    /// Whether this process runs with XNACK on (recoverable GPU page faults; KFD's per-process
+    /// mode, `AMDKFD_IOC_SET_XNACK_MODE`). It decides the `xnack` feature of every GPU agent's
+    /// ISA (`gfx90a:sramecc+:xnack+` or `...:xnack-`), and so which code objects load
+    /// (AMDGPUUsage "Target Features"). The default, and every platform without recoverable
+    /// faults, is off.
+    fn xnack_enabled(&self) -> bool {
+        false
+    }
+}
+
+/// What the core needs from a host: its topology ([`TopologySource`], the supertrait), backing
+/// memory, hardware queues, events and time.
+///
+/// # Implementation safety
+/// An implementer guarantees, for every method: memory chunks it returns are valid for their
+/// whole size at `host_ptr` (when given) and `gpu_va` until freed, zeroed, aligned as asked, and
+/// never overlap another live chunk; queues it creates read only the ring and `amd_queue_t`
+/// named in the request; every method may be called from any thread at once (`Sync`).
+///
+/// # Errors
+/// Every fallible method returns the core's own [`Error`] (a status and a message naming the
+/// cause: the ioctl and its errno, the node, the address), which the core passes on as it is.
+pub unsafe trait Platform: TopologySource + Send + Sync {
+    /// One queue's doorbell as [`Platform::ring_doorbell`] reaches it, handed out by
+    /// [`Platform::create_queue`] (in [`HwQueue::doorbell`]) and kept by the queue: what the
+    /// platform needs to ring it without a lookup or a lock — the address of the mapped
+    /// doorbell word (Linux), the doorbell's index in the BAR (bare metal), the queue id (the
+    /// fake).
+    ///
+    /// Ringing a handle must stay sound for as long as the handle lives, even after
+    /// `destroy_queue` (or the drop of the platform that made it): the handle keeps whatever
+    /// it stores to alive, or names something that cannot go away. Ringing the doorbell of a
+    /// destroyed queue has no effect a live queue depends on (on hardware, a store to a slot
+    /// nobody reads, or a spurious wake-up of the queue that has the doorbell next).
+    type Doorbell: Clone + fmt::Debug + Send + Sync;
 
     // ---- memory ----
 
@@ -542,13 +566,4 @@ pub unsafe trait Platform: Send + Sync {
 
     /// Ticks per second of `timestamp_ticks` (1 GHz on Linux, where a tick is 1 ns).
     fn timestamp_frequency_hz(&self) -> u64;
-
-    /// Whether this process runs with XNACK on (recoverable GPU page faults; KFD's per-process
-    /// mode, `AMDKFD_IOC_SET_XNACK_MODE`). It decides the `xnack` feature of every GPU agent's
-    /// ISA (`gfx90a:sramecc+:xnack+` or `...:xnack-`), and so which code objects load
-    /// (AMDGPUUsage "Target Features"). The default, and every platform without recoverable
-    /// faults, is off.
-    fn xnack_enabled(&self) -> bool {
-        false
-    }
 }

@@ -17,7 +17,7 @@ use hsa_core::abi::SignalHandle;
 use hsa_core::platform::fake::{FakePlatform, FaultInjector, FaultMethod};
 use hsa_core::platform::{
     MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback, QueueKind,
-    QueueRequest, WaitOutcome,
+    QueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;

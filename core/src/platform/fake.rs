@@ -45,7 +45,8 @@ use crate::packet_processor::{
 };
 use crate::platform::{
     Cache, Event, HeapType, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest,
-    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, WaitOutcome,
+    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, TopologySource,
+    WaitOutcome,
 };
 use crate::queue::ring::Ring;
 use crate::signal::raw::RawSignal;
@@ -772,15 +773,7 @@ fn node_index(p: &FakePlatform, index: usize) -> Result<&FakeNode> {
     })
 }
 
-// SAFETY: chunks come from `alloc_zeroed` with the asked size and alignment, are tracked until
-// freed and never overlap (the allocator's guarantee); the device address is the host address.
-// Queues read only the ring and amd_queue_t of their request (the processor touches nothing
-// else but signals and mailboxes it checked). Every method synchronises through Mutexes or
-// atomics, so the platform is Sync.
-unsafe impl Platform for FakePlatform {
-    /// The queue id: the fake has no doorbell to store to; ringing runs its processor.
-    type Doorbell = QueueId;
-
+impl TopologySource for FakePlatform {
     fn device_name(&self) -> &str {
         "fake"
     }
@@ -804,6 +797,16 @@ unsafe impl Platform for FakePlatform {
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>> {
         Ok(node_index(self, index)?.links.get(link).copied())
     }
+}
+
+// SAFETY: chunks come from `alloc_zeroed` with the asked size and alignment, are tracked until
+// freed and never overlap (the allocator's guarantee); the device address is the host address.
+// Queues read only the ring and amd_queue_t of their request (the processor touches nothing
+// else but signals and mailboxes it checked). Every method synchronises through Mutexes or
+// atomics, so the platform is Sync.
+unsafe impl Platform for FakePlatform {
+    /// The queue id: the fake has no doorbell to store to; ringing runs its processor.
+    type Doorbell = QueueId;
 
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
         *lock(&self.last_request) = Some(*request);
@@ -1144,16 +1147,16 @@ unsafe impl Platform for FakePlatform {
     }
 }
 
-/// A [`Platform`] method that a [`FaultInjector`] can make fail.
+/// A [`Platform`] or [`TopologySource`] method that a [`FaultInjector`] can make fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultMethod {
-    /// [`Platform::node`].
+    /// [`TopologySource::node`].
     Node,
-    /// [`Platform::memory_bank`].
+    /// [`TopologySource::memory_bank`].
     MemoryBank,
-    /// [`Platform::cache`].
+    /// [`TopologySource::cache`].
     Cache,
-    /// [`Platform::io_link`].
+    /// [`TopologySource::io_link`].
     IoLink,
     /// [`Platform::allocate_memory`].
     AllocateMemory,
@@ -1264,13 +1267,7 @@ impl<P: Platform> FaultInjector<P> {
     }
 }
 
-// SAFETY: every method either fails before touching anything or delegates to `inner`, whose
-// implementation guarantees carry over unchanged, except where a test asked for a `Tamper`:
-// a hidden host pointer only withholds access, and a misaligned mailbox is an address core
-// must check before it uses it (which is what the tamper tests).
-unsafe impl<P: Platform> Platform for FaultInjector<P> {
-    type Doorbell = P::Doorbell;
-
+impl<P: Platform> TopologySource for FaultInjector<P> {
     fn device_name(&self) -> &str {
         self.inner.device_name()
     }
@@ -1293,6 +1290,15 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         self.check(FaultMethod::IoLink)?;
         self.inner.io_link(index, link)
     }
+}
+
+// SAFETY: every method either fails before touching anything or delegates to `inner`, whose
+// implementation guarantees carry over unchanged, except where a test asked for a `Tamper`:
+// a hidden host pointer only withholds access, and a misaligned mailbox is an address core
+// must check before it uses it (which is what the tamper tests).
+unsafe impl<P: Platform> Platform for FaultInjector<P> {
+    type Doorbell = P::Doorbell;
+
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
         self.check(FaultMethod::AllocateMemory)?;
         let mut chunk = self.inner.allocate_memory(request)?;

@@ -27,7 +27,7 @@
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use crate::platform::{HeapType, IoLink, Platform};
+use crate::platform::{HeapType, IoLink, TopologySource};
 use crate::status::Result;
 
 /// `HSA_IOLINKTYPE_HYPERTRANSPORT` (libhsakmt `hsakmttypes.h`; the sysfs `type` value).
@@ -275,7 +275,7 @@ fn register(link: &IoLink) -> Option<Link> {
 ///
 /// # Errors
 /// The platform's topology errors.
-pub fn build<P: Platform>(platform: &P) -> Result<LinkTable> {
+pub fn build<P: TopologySource + ?Sized>(platform: &P) -> Result<LinkTable> {
     let mut nodes = Vec::new();
     for index in 0..platform.node_count() {
         let props = platform.node(index)?;
