@@ -345,9 +345,9 @@ pub struct QueueRequest {
     /// Device address of `amd_queue_t.write_dispatch_id` (the CP's write pointer poll).
     pub write_pointer: GpuVa,
     /// Called when the processor stops the queue with an error, on a thread of the
-    /// platform's choosing: the processor's (fake), the event monitor's (Linux: amdkfd
-    /// reports the error through KFD events and `queue_inactive_signal`). `None` leaves the
-    /// error to the platform's policy.
+    /// platform's choosing: the event monitor's on Linux (amdkfd reports the error through
+    /// KFD events and `queue_inactive_signal`). `None` leaves the error to the platform's
+    /// policy. The fake platform runs no queue and only records it.
     pub on_error: Option<QueueErrorCallback>,
 }
 
@@ -518,8 +518,7 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// [`Platform::create_queue`] returned. No lookup, no lock, no system call: this is the
     /// per-packet path (HSA PSA §2.8.3: the doorbell is written after the packet). Never
     /// blocks; never fails. A device watches its doorbells (and the queue's write index) as
-    /// a command processor does; the fake platform, which has no device, runs its processor
-    /// here.
+    /// a command processor does; the fake platform, which has no device, records the write.
     fn ring_doorbell(&self, doorbell: &Self::Doorbell, write_index: u64);
 
     /// Stops and destroys a queue. After it returns the processor never touches the ring
