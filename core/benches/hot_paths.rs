@@ -40,7 +40,7 @@ use hsa_core::packet_processor::RingConsumer;
 use hsa_core::platform::fake::FakePlatform;
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
-    Platform, QueueRequest, WaitOutcome,
+    Platform, QueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
@@ -72,13 +72,7 @@ impl MmioPlatform {
     }
 }
 
-// SAFETY: memory, topology and events are the fake's, which upholds the contract; queues here
-// only hand out a doorbell word and never read the ring themselves (the bench's consumer
-// thread does, through RingConsumer).
-unsafe impl Platform for MmioPlatform {
-    type Error = Error;
-    /// The doorbell word's index in `doorbells`.
-    type Doorbell = usize;
+impl TopologySource for MmioPlatform {
     fn device_name(&self) -> &str {
         "mmio-bench"
     }
@@ -97,6 +91,14 @@ unsafe impl Platform for MmioPlatform {
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>, Error> {
         self.fake.io_link(index, link)
     }
+}
+
+// SAFETY: memory, topology and events are the fake's, which upholds the contract; queues here
+// only hand out a doorbell word and never read the ring themselves (the bench's consumer
+// thread does, through RingConsumer).
+unsafe impl Platform for MmioPlatform {
+    /// The doorbell word's index in `doorbells`.
+    type Doorbell = usize;
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
         self.fake.allocate_memory(request)
     }

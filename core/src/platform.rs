@@ -1,4 +1,5 @@
-//! The one trait through which the core reaches hardware and the OS.
+//! The one trait through which the core reaches hardware and the OS: [`Platform`], with its
+//! topology apart in the supertrait [`TopologySource`].
 //!
 //! The shape follows virtio-drivers' `Hal`: every method says what the implementer guarantees
 //! (`# Implementation safety`) and, where the caller has obligations, what the caller guarantees
@@ -7,7 +8,9 @@
 //! `ring_doorbell`, `create_event`, `wait_event`).
 //!
 //! Topology is read by index (`node(i)`, `memory_bank(node, i)`, ...) so that it needs no
-//! allocator: a no_std host can answer from static tables.
+//! allocator: a no_std host can answer from static tables. The runtime reads it once, when it
+//! starts; [`Platform`]'s own methods (memory, queues, events, time) are what it calls while it
+//! runs. Errors are the core's own [`Error`].
 #![allow(unsafe_code)] // an unsafe trait with unsafe methods; no unsafe blocks here
 
 #[cfg(feature = "fake")]
@@ -17,33 +20,10 @@ use core::fmt;
 use core::ptr::NonNull;
 
 use crate::addr::{EventId, GpuVa, NodeId, QueueId};
-use crate::status::{Error, Status};
+use crate::status::{Error, Result};
 
 /// Capacity, in bytes, of a node's name and marketing name.
 pub const NAME_CAPACITY: usize = 64;
-
-/// What a platform error maps to in the core: a [`Status`] and a message naming the cause.
-///
-/// Platforms keep their own detailed error type (an errno and the ioctl's name, a host fault)
-/// and convert at the boundary, as embedded-hal's `ErrorType`/`ErrorKind` do.
-pub trait PlatformError: fmt::Display + fmt::Debug {
-    /// The status the core reports for this error.
-    fn status(&self) -> Status;
-
-    /// The error as a core [`Error`], its message the error's `Display`.
-    fn to_error(&self) -> Error {
-        crate::error!(self.status(), "{self}")
-    }
-}
-
-impl PlatformError for Error {
-    fn status(&self) -> Status {
-        Error::status(self)
-    }
-    fn to_error(&self) -> Error {
-        self.clone()
-    }
-}
 
 /// The kind of device a topology node is.
 ///
@@ -365,9 +345,9 @@ pub struct QueueRequest {
     /// Device address of `amd_queue_t.write_dispatch_id` (the CP's write pointer poll).
     pub write_pointer: GpuVa,
     /// Called when the processor stops the queue with an error, on a thread of the
-    /// platform's choosing: the processor's (fake), the event monitor's (Linux: amdkfd
-    /// reports the error through KFD events and `queue_inactive_signal`). `None` leaves the
-    /// error to the platform's policy.
+    /// platform's choosing: the event monitor's on Linux (amdkfd reports the error through
+    /// KFD events and `queue_inactive_signal`). `None` leaves the error to the platform's
+    /// policy. The fake platform runs no queue and only records it.
     pub on_error: Option<QueueErrorCallback>,
 }
 
@@ -406,17 +386,73 @@ pub enum WaitOutcome {
     TimedOut,
 }
 
-/// What the core needs from a host: topology, backing memory, hardware queues, events, time.
+/// The topology a platform reports, read by index: the nodes (CPU and GPU agents), their
+/// memory banks, caches and links, the device's name and the process's XNACK mode. The runtime
+/// reads it once, in [`Runtime::new`](crate::runtime::Runtime::new), to make its agents, their
+/// pools and the links between them; nothing on a hot path asks again. Indices need no
+/// allocator, so a no_std host answers from static tables.
+///
+/// The answers do not change while the platform lives.
+///
+/// Ref: amdkfd's sysfs topology (`/sys/devices/virtual/kfd/kfd/topology/nodes/N`, read by
+/// libhsakmt's `hsaKmtGetNodeProperties`, `hsaKmtGetNodeMemoryProperties`,
+/// `hsaKmtGetNodeCacheProperties`, `hsaKmtGetNodeIoLinkProperties`).
+pub trait TopologySource {
+    /// A short name of the device kind, for messages: `"kfd"`, `"emulated"`, `"baremetal"`,
+    /// `"fake"`.
+    fn device_name(&self) -> &str;
+
+    /// Number of topology nodes (CPU and GPU agents). Never blocks.
+    fn node_count(&self) -> usize;
+
+    /// Properties of node `index` (0-based, `< node_count()`).
+    ///
+    /// # Errors
+    /// `Status::InvalidIndex` for an index out of range.
+    fn node(&self, index: usize) -> Result<NodeProperties>;
+
+    /// Memory bank `bank` of node `index`; `Ok(None)` past the last bank.
+    ///
+    /// # Errors
+    /// `Status::InvalidIndex` for a node out of range.
+    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>>;
+
+    /// Cache `cache` of node `index`; `Ok(None)` past the last cache.
+    ///
+    /// # Errors
+    /// `Status::InvalidIndex` for a node out of range.
+    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>>;
+
+    /// IO or P2P link `link` of node `index` (IO links first, then P2P links); `Ok(None)` past
+    /// the last.
+    ///
+    /// # Errors
+    /// `Status::InvalidIndex` for a node out of range.
+    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>>;
+
+    /// Whether this process runs with XNACK on (recoverable GPU page faults; KFD's per-process
+    /// mode, `AMDKFD_IOC_SET_XNACK_MODE`). It decides the `xnack` feature of every GPU agent's
+    /// ISA (`gfx90a:sramecc+:xnack+` or `...:xnack-`), and so which code objects load
+    /// (AMDGPUUsage "Target Features"). The default, and every platform without recoverable
+    /// faults, is off.
+    fn xnack_enabled(&self) -> bool {
+        false
+    }
+}
+
+/// What the core needs from a host: its topology ([`TopologySource`], the supertrait), backing
+/// memory, hardware queues, events and time.
 ///
 /// # Implementation safety
 /// An implementer guarantees, for every method: memory chunks it returns are valid for their
 /// whole size at `host_ptr` (when given) and `gpu_va` until freed, zeroed, aligned as asked, and
 /// never overlap another live chunk; queues it creates read only the ring and `amd_queue_t`
 /// named in the request; every method may be called from any thread at once (`Sync`).
-pub unsafe trait Platform: Send + Sync {
-    /// The platform's detailed error.
-    type Error: PlatformError;
-
+///
+/// # Errors
+/// Every fallible method returns the core's own [`Error`] (a status and a message naming the
+/// cause: the ioctl and its errno, the node, the address), which the core passes on as it is.
+pub unsafe trait Platform: TopologySource + Send + Sync {
     /// One queue's doorbell as [`Platform::ring_doorbell`] reaches it, handed out by
     /// [`Platform::create_queue`] (in [`HwQueue::doorbell`]) and kept by the queue: what the
     /// platform needs to ring it without a lookup or a lock — the address of the mapped
@@ -430,40 +466,6 @@ pub unsafe trait Platform: Send + Sync {
     /// nobody reads, or a spurious wake-up of the queue that has the doorbell next).
     type Doorbell: Clone + fmt::Debug + Send + Sync;
 
-    /// A short name of the device kind, for messages: `"kfd"`, `"emulated"`, `"baremetal"`,
-    /// `"fake"`.
-    fn device_name(&self) -> &str;
-
-    // ---- topology ----
-
-    /// Number of topology nodes (CPU and GPU agents). Never blocks.
-    fn node_count(&self) -> usize;
-
-    /// Properties of node `index` (0-based, `< node_count()`).
-    ///
-    /// # Errors
-    /// The platform's error with `Status::InvalidIndex` for an index out of range.
-    fn node(&self, index: usize) -> Result<NodeProperties, Self::Error>;
-
-    /// Memory bank `bank` of node `index`; `Ok(None)` past the last bank.
-    ///
-    /// # Errors
-    /// `Status::InvalidIndex` for a node out of range.
-    fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>, Self::Error>;
-
-    /// Cache `cache` of node `index`; `Ok(None)` past the last cache.
-    ///
-    /// # Errors
-    /// `Status::InvalidIndex` for a node out of range.
-    fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>, Self::Error>;
-
-    /// IO or P2P link `link` of node `index` (IO links first, then P2P links); `Ok(None)` past
-    /// the last.
-    ///
-    /// # Errors
-    /// `Status::InvalidIndex` for a node out of range.
-    fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>, Self::Error>;
-
     // ---- memory ----
 
     /// Allocates one zeroed chunk of backing memory. May block (a syscall); never calls back
@@ -472,7 +474,7 @@ pub unsafe trait Platform: Send + Sync {
     /// # Errors
     /// `Status::OutOfResources` when there is no room; `Status::InvalidArgument` for a size or
     /// alignment that is not a multiple of 4096 / a power of two, or an unknown node.
-    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Self::Error>;
+    fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk>;
 
     /// Gives a chunk back.
     ///
@@ -483,14 +485,14 @@ pub unsafe trait Platform: Send + Sync {
     /// # Errors
     /// `Status::ResourceFree` when the platform could not release it (the chunk is then lost,
     /// never reused).
-    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Self::Error>;
+    unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()>;
 
     /// Makes `chunk` accessible to the agents of `nodes` (KFD MAP_MEMORY_TO_GPU).
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown node; `Status::OutOfResources` when the
     /// mapping could not be made.
-    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Self::Error>;
+    fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()>;
 
     // ---- queues ----
 
@@ -508,10 +510,7 @@ pub unsafe trait Platform: Send + Sync {
     /// # Errors
     /// `Status::OutOfResources` when the node has no free hardware queue slot;
     /// `Status::InvalidQueueCreation` for a request the hardware cannot serve.
-    unsafe fn create_queue(
-        &self,
-        request: &QueueRequest,
-    ) -> Result<HwQueue<Self::Doorbell>, Self::Error>;
+    unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<Self::Doorbell>>;
 
     /// Tells the packet processor that packets up to and including `write_index` may be
     /// valid: one 64-bit store of the index to the queue's doorbell (after whatever fence the
@@ -519,8 +518,7 @@ pub unsafe trait Platform: Send + Sync {
     /// [`Platform::create_queue`] returned. No lookup, no lock, no system call: this is the
     /// per-packet path (HSA PSA §2.8.3: the doorbell is written after the packet). Never
     /// blocks; never fails. A device watches its doorbells (and the queue's write index) as
-    /// a command processor does; the fake platform, which has no device, runs its processor
-    /// here.
+    /// a command processor does; the fake platform, which has no device, records the write.
     fn ring_doorbell(&self, doorbell: &Self::Doorbell, write_index: u64);
 
     /// Stops and destroys a queue. After it returns the processor never touches the ring
@@ -528,7 +526,7 @@ pub unsafe trait Platform: Send + Sync {
     ///
     /// # Errors
     /// `Status::InvalidQueue` for an unknown id.
-    fn destroy_queue(&self, queue: QueueId) -> Result<(), Self::Error>;
+    fn destroy_queue(&self, queue: QueueId) -> Result<()>;
 
     // ---- events ----
 
@@ -536,13 +534,13 @@ pub unsafe trait Platform: Send + Sync {
     ///
     /// # Errors
     /// `Status::OutOfResources` when the platform has no more events.
-    fn create_event(&self) -> Result<Event, Self::Error>;
+    fn create_event(&self) -> Result<Event>;
 
     /// Destroys an event. Waiters are woken.
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown id.
-    fn destroy_event(&self, event: EventId) -> Result<(), Self::Error>;
+    fn destroy_event(&self, event: EventId) -> Result<()>;
 
     /// Blocks the calling thread until `event` is signaled or `timeout_ns` passes
     /// (`u64::MAX` = no timeout). Spurious returns are allowed; callers re-check their
@@ -551,13 +549,13 @@ pub unsafe trait Platform: Send + Sync {
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown event.
-    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome, Self::Error>;
+    fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome>;
 
     /// Signals `event`, waking its waiters. Never blocks; callable from a packet processor.
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown event.
-    fn signal_event(&self, event: EventId) -> Result<(), Self::Error>;
+    fn signal_event(&self, event: EventId) -> Result<()>;
 
     // ---- time ----
 
@@ -567,13 +565,4 @@ pub unsafe trait Platform: Send + Sync {
 
     /// Ticks per second of `timestamp_ticks` (1 GHz on Linux, where a tick is 1 ns).
     fn timestamp_frequency_hz(&self) -> u64;
-
-    /// Whether this process runs with XNACK on (recoverable GPU page faults; KFD's per-process
-    /// mode, `AMDKFD_IOC_SET_XNACK_MODE`). It decides the `xnack` feature of every GPU agent's
-    /// ISA (`gfx90a:sramecc+:xnack+` or `...:xnack-`), and so which code objects load
-    /// (AMDGPUUsage "Target Features"). The default, and every platform without recoverable
-    /// faults, is off.
-    fn xnack_enabled(&self) -> bool {
-        false
-    }
 }

@@ -87,12 +87,7 @@ fn unsupported() -> Error {
     Error::new(Status::Error, "not modelled")
 }
 
-// SAFETY: the model allocates nothing and creates no queues; its event methods are
-// thread-safe (a loom Mutex).
-unsafe impl Platform for Model {
-    type Error = Error;
-    /// No queues, so no doorbells.
-    type Doorbell = ();
+impl TopologySource for Model {
     fn device_name(&self) -> &str {
         "loom"
     }
@@ -111,6 +106,13 @@ unsafe impl Platform for Model {
     fn io_link(&self, _: usize, _: usize) -> core::result::Result<Option<IoLink>, Error> {
         Ok(None)
     }
+}
+
+// SAFETY: the model allocates nothing and creates no queues; its event methods are
+// thread-safe (a loom Mutex).
+unsafe impl Platform for Model {
+    /// No queues, so no doorbells.
+    type Doorbell = ();
     fn allocate_memory(&self, _: &MemoryRequest) -> core::result::Result<MemoryChunk, Error> {
         Err(unsupported())
     }

@@ -26,12 +26,7 @@ fn unsupported() -> Error {
     Error::new(Status::Error, "not modelled")
 }
 
-// SAFETY: the model allocates nothing and creates no queues; its event methods are
-// thread-safe (a loom Mutex).
-unsafe impl Platform for ModelPlatform {
-    type Error = Error;
-    /// No queues, so no doorbells.
-    type Doorbell = ();
+impl TopologySource for ModelPlatform {
     fn device_name(&self) -> &str {
         "loom"
     }
@@ -50,6 +45,13 @@ unsafe impl Platform for ModelPlatform {
     fn io_link(&self, _: usize, _: usize) -> Result<Option<IoLink>, Error> {
         Ok(None)
     }
+}
+
+// SAFETY: the model allocates nothing and creates no queues; its event methods are
+// thread-safe (a loom Mutex).
+unsafe impl Platform for ModelPlatform {
+    /// No queues, so no doorbells.
+    type Doorbell = ();
     fn allocate_memory(&self, _: &MemoryRequest) -> Result<MemoryChunk, Error> {
         Err(unsupported())
     }

@@ -23,9 +23,8 @@ const PACKETS_PER_PRODUCER: u64 = if cfg!(miri) {
 
 #[test]
 fn two_producers_one_consumer_64_slots() {
-    // Queues only recorded: the consumer thread below plays the packet processor.
-    let mut platform = FakePlatform::new();
-    platform.set_process_queues(false);
+    // The fake only records queues: the consumer thread below plays the packet processor.
+    let platform = FakePlatform::new();
     let queue = AqlQueue::create(&platform, &QueueConfig::new(NodeId(0), 64, 64, 1 << 17)).unwrap();
     // SAFETY: the ring is used only inside the scope below, while `queue` lives.
     let ring = unsafe { queue.ring() };

@@ -506,7 +506,7 @@ fn create_queue_checks_its_arguments() {
 /// `SET_XNACK_MODE`; the agents' ISA follows it, and KFD refuses a change while queues exist.
 #[test]
 fn xnack_mode_follows_the_request_and_names_the_isa() {
-    use hsa_core::platform::Platform;
+    use hsa_core::platform::TopologySource;
     use hsa_core::runtime::Runtime;
     use hsa_linux::kfd::abi::SetXnackModeArgs;
     use hsa_linux::LinuxPlatform;

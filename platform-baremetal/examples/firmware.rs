@@ -235,7 +235,7 @@ fn words(chunk: &MemoryChunk) -> Result<&[AtomicU32], Error> {
     })
 }
 
-fn system_chunk(p: &impl Platform<Error = Error>, bytes: u64) -> Result<MemoryChunk, Error> {
+fn system_chunk(p: &impl Platform, bytes: u64) -> Result<MemoryChunk, Error> {
     p.allocate_memory(&MemoryRequest {
         node: NodeId(0),
         kind: MemoryKind::System,

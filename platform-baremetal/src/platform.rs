@@ -3,7 +3,7 @@
 
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
-    Platform, QueueKind, QueueRequest, WaitOutcome,
+    Platform, QueueKind, QueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
 
@@ -25,15 +25,7 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
     }
 }
 
-// SAFETY: chunks come from the carve-out allocator, which never hands out overlapping ranges
-// of carve-outs the host guaranteed valid and exclusive; they are zeroed before being returned
-// and aligned as asked; queues are mapped with exactly the request's ring and amd_queue_t; all
-// state is behind atomics or spin locks, so every method may be called from any thread.
-unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
-    type Error = Error;
-    /// The queue's doorbell index in the aperture, checked against the grant at creation.
-    type Doorbell = DoorbellIndex;
-
+impl<H: Host, const W: usize> TopologySource for BaremetalPlatform<H, W> {
     fn device_name(&self) -> &str {
         "baremetal"
     }
@@ -61,6 +53,15 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         self.node_index(index)?;
         Ok(self.host.io_link(index, link))
     }
+}
+
+// SAFETY: chunks come from the carve-out allocator, which never hands out overlapping ranges
+// of carve-outs the host guaranteed valid and exclusive; they are zeroed before being returned
+// and aligned as asked; queues are mapped with exactly the request's ring and amd_queue_t; all
+// state is behind atomics or spin locks, so every method may be called from any thread.
+unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
+    /// The queue's doorbell index in the aperture, checked against the grant at creation.
+    type Doorbell = DoorbellIndex;
 
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
         self.allocate_chunk(request)

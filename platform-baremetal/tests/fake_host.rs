@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 use hsa_baremetal::ih::IhEntry;
 use hsa_baremetal::BaremetalPlatform;
 use hsa_core::platform::{
-    MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueKind, QueueRequest, WaitOutcome,
+    MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueKind, QueueRequest, TopologySource,
+    WaitOutcome,
 };
 use hsa_core::{DoorbellIndex, EventId, GpuVa, NodeId, Status};
 use sim::host::{HostConfig, TestHost};

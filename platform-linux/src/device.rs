@@ -282,7 +282,7 @@ impl LinuxPlatform {
 
     /// [`LinuxPlatform::new`], and the process's XNACK mode set to `xnack` when it is given
     /// (`AMDKFD_IOC_SET_XNACK_MODE`, as ROCR does for `HSA_XNACK`); the mode is then queried
-    /// either way and decides the agents' ISA ([`Platform::xnack_enabled`]). A kernel without
+    /// either way and decides the agents' ISA ([`TopologySource::xnack_enabled`](hsa_core::platform::TopologySource::xnack_enabled)). A kernel without
     /// the ioctl (before KFD 1.5) reads as XNACK off when nothing is asked.
     ///
     /// # Errors

@@ -10,7 +10,7 @@ use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::memory::{GlobalFlags, MemoryPool, PoolInfo};
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
-    NodeProperties, Platform, QueueRequest, WaitOutcome,
+    NodeProperties, Platform, QueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::{error, Error, Status};
 use rustix::mm::{mmap_anonymous, munmap, MapFlags, ProtFlags};
@@ -59,12 +59,7 @@ impl Drop for ProtNonePlatform {
     }
 }
 
-// SAFETY: chunks never overlap (a bump pointer over the region), are aligned as asked, stay
-// valid until the platform drops; there are no queues.
-unsafe impl Platform for ProtNonePlatform {
-    type Error = Error;
-    /// No queues, so no doorbells.
-    type Doorbell = ();
+impl TopologySource for ProtNonePlatform {
     fn device_name(&self) -> &str {
         "prot-none"
     }
@@ -88,6 +83,13 @@ unsafe impl Platform for ProtNonePlatform {
     fn io_link(&self, _i: usize, _l: usize) -> Result<Option<IoLink>, Error> {
         Ok(None)
     }
+}
+
+// SAFETY: chunks never overlap (a bump pointer over the region), are aligned as asked, stay
+// valid until the platform drops; there are no queues.
+unsafe impl Platform for ProtNonePlatform {
+    /// No queues, so no doorbells.
+    type Doorbell = ();
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk, Error> {
         let mut next = self.next.lock().unwrap();
         let align = request.align_bytes.max(4096) as usize;

@@ -51,11 +51,10 @@ fn queue(size: u32, min: u32, max: u32) -> Outcome {
     q.destroy()
 }
 
-/// A full queue (nothing consumes it: the fake's processor is off) that was closed, then
+/// A full queue (nothing consumes it: the fake only records queues) that was closed, then
 /// `reserve` on it: the wait for room must end with an error.
 fn reserve_on_closed_full_queue() -> Outcome {
-    let mut p = FakePlatform::new();
-    p.set_process_queues(false);
+    let p = FakePlatform::new();
     let q = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17))?;
     q.add_write_index(64, hsa_core::signal::MemoryOrder::Relaxed);
     q.close()?;
@@ -66,8 +65,7 @@ fn reserve_on_closed_full_queue() -> Outcome {
 /// processor stores the status into the queue's inactive signal, as the CP does): the wait
 /// for room ends with that status.
 fn reserve_on_stopped_queue() -> Outcome {
-    let mut p = FakePlatform::new();
-    p.set_process_queues(false);
+    let p = FakePlatform::new();
     let q = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17))?;
     q.add_write_index(64, hsa_core::signal::MemoryOrder::Relaxed);
     let code = i64::from(Status::InvalidPacketFormat.raw());

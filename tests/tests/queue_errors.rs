@@ -220,21 +220,6 @@ fn signal_waits_time_out_on_time_on_the_fake_platform() {
     }
 }
 
-#[test]
-fn malformed_packet_sets_the_inactive_signal_on_the_fake_platform() {
-    let p = FakePlatform::new();
-    let q = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap();
-    assert_eq!(q.inactive_signal().load(LoadOrder::Acquire), 0);
-    submit(&q, &malformed());
-    assert_eq!(
-        q.inactive_signal().load(LoadOrder::Acquire),
-        i64::from(Status::InvalidPacketFormat.raw())
-    );
-    let e = p.queue_error(q.hw_id()).expect("error recorded");
-    assert_eq!(e.status(), Status::InvalidPacketFormat);
-    q.destroy().unwrap();
-}
-
 /// Runs `f` on a scoped thread and returns what it returned, or ends the whole test process
 /// when it has not returned within 10 s of `release` (a waiter the queue failed to wake would
 /// otherwise hang the scope's join forever).

@@ -1,9 +1,10 @@
 //! Multi-producer stress of an AQL queue: 2 producer threads push 10^7 packets (mixed kernel
-//! dispatch and barrier-AND/OR packets) through a core `AqlQueue` on the fake platform, whose
-//! doorbell runs the software packet processor in-process (no system call). Every dispatch
-//! carries a unique id (in its private segment size field) that the registered kernel marks in
-//! a table: 0 lost, 0 duplicated. Every barrier decrements its producer's completion signal:
-//! it must end at exactly 0.
+//! dispatch and barrier-AND/OR packets) through a core `AqlQueue` on the emulated device, whose
+//! command-processor thread runs the core's packet processor while the producers write (a
+//! doorbell is one store, no system call). Every dispatch carries a unique id (in its private
+//! segment size field) that the kernel's host implementation marks in a table: 0 lost, 0
+//! duplicated. Every barrier decrements its producer's completion signal: it must end at
+//! exactly 0.
 //!
 //! `#[ignore]`d (it runs for tens of seconds); `.ci/run` runs it in release:
 //! `cargo test --release -p hsa-tests --test stress -- --ignored`. `HSA_STRESS_PACKETS=N`
@@ -11,15 +12,17 @@
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
+use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{BarrierAnd, BarrierOr, HeaderFlags, KernelDispatch};
-use hsa_core::platform::fake::FakePlatform;
-use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback};
+use hsa_core::platform::{Platform, QueueErrorCallback};
 use hsa_core::queue::{AqlQueue, QueueConfig};
+use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalPool};
 use hsa_core::{Error, GpuVa, NodeId, QueueId, Status};
+use hsa_emu::{builtin_topology, EmulatedKfd, ExecutionMode, SelectedDevice};
 
 const KERNEL_OBJECT: u64 = 0x5_0000;
 const PRODUCERS: u64 = 2;
@@ -28,7 +31,7 @@ const BARRIER_EVERY: u64 = 8;
 /// Packets reserved and published per doorbell.
 const BATCH: u64 = 16;
 
-/// The error the queue's processor reported, if any.
+/// The error the queue's processor reported (through the device's KFD event), if any.
 static QUEUE_ERROR: Mutex<Option<String>> = Mutex::new(None);
 
 fn record_error(e: &Error, _queue: QueueId, _data: usize) {
@@ -43,35 +46,44 @@ fn packet_count() -> u64 {
 }
 
 fn run(total: u64) {
-    let platform = FakePlatform::new();
+    // Host implementations only: the kernel object below names no machine code.
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    emulated.set_execution_mode(ExecutionMode::HostOnly);
+    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
     let per_producer = total / PRODUCERS;
     let dispatch_ids = per_producer * PRODUCERS;
     let seen: Arc<Vec<AtomicU8>> = Arc::new((0..dispatch_ids).map(|_| AtomicU8::new(0)).collect());
     let ran = Arc::new(AtomicU64::new(0));
     {
         let (seen, ran) = (seen.clone(), ran.clone());
-        platform.register_kernel(KERNEL_OBJECT, move |ctx| {
-            let id = u64::from(ctx.private_segment_size_bytes());
-            seen[id as usize].fetch_add(1, Ordering::Relaxed);
-            ran.fetch_add(1, Ordering::Relaxed);
-        });
+        emulated
+            .register_kernel(GpuVa(KERNEL_OBJECT), "stress", move |ctx| {
+                let id = u64::from(ctx.private_segment_size_bytes());
+                seen[id as usize].fetch_add(1, Ordering::Relaxed);
+                ran.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            })
+            .unwrap();
     }
-    let kernarg = platform
-        .allocate_memory(&MemoryRequest {
-            node: NodeId(0),
-            kind: MemoryKind::System,
-            size_bytes: 4096,
-            align_bytes: 4096,
-            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
-        })
-        .unwrap();
-    let mut config = QueueConfig::new(NodeId(1), 1024, 64, 1 << 17);
+    let kernarg_pool = rt
+        .find_pool(cpu.handle(), GlobalFlags::KERNARG)
+        .unwrap()
+        .handle();
+    let kernarg = rt.allocate(kernarg_pool, 64).unwrap();
+    let mut config = QueueConfig::new(
+        NodeId(gpu.node()),
+        1024,
+        gpu.queue_min_size(),
+        gpu.queue_max_size(),
+    );
     config.on_error = Some(QueueErrorCallback {
         func: record_error,
         data: 0,
     });
-    let queue = AqlQueue::create(&platform, &config).expect("queue");
-    let signals = SignalPool::new(&platform, NodeId(0));
+    let queue = AqlQueue::create(rt.platform(), &config).expect("queue");
+    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let zero = signals.create(0).unwrap();
     let barriers_per_producer = per_producer / BARRIER_EVERY;
     let done: Vec<_> = (0..PRODUCERS)
@@ -83,13 +95,25 @@ fn run(total: u64) {
         for (p, signal) in done.iter().enumerate() {
             let queue = &queue;
             let completion = signal.handle();
-            let kernarg = kernarg.gpu_va;
+            let kernarg = kernarg.va;
             let zero = zero.handle();
             s.spawn(move || produce(queue, p as u64, per_producer, completion, zero, kernarg));
         }
     });
-    // Everything published has been rung; whatever is left runs now.
-    platform.poll_queues();
+    // Everything published has been rung; the device's processor catches up.
+    let written = queue.load_write_index(LoadOrder::Acquire);
+    let drained = Instant::now();
+    while queue.load_read_index(LoadOrder::Acquire) < written {
+        if let Some(msg) = QUEUE_ERROR.lock().unwrap().as_ref() {
+            panic!("queue stopped: {msg}");
+        }
+        assert!(
+            drained.elapsed() < Duration::from_secs(60),
+            "the device did not consume the last packets: read index {} of {written}",
+            queue.load_read_index(LoadOrder::Acquire)
+        );
+        std::thread::yield_now();
+    }
     let took = started.elapsed();
 
     let mut lost = 0u64;
@@ -129,9 +153,11 @@ fn run(total: u64) {
         queue.load_write_index(LoadOrder::Acquire),
         per_producer * PRODUCERS
     );
+    assert_eq!(*QUEUE_ERROR.lock().unwrap(), None, "queue error");
     drop(done);
     drop(zero);
     queue.destroy().unwrap();
+    rt.free(kernarg.va).unwrap();
 }
 
 fn produce<P: Platform>(

@@ -13,9 +13,7 @@ use super::image::OwnedChunk;
 use super::reloc::apply_relocation;
 use crate::addr::{GpuVa, NodeId};
 use crate::isa::TargetId;
-use crate::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError,
-};
+use crate::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform};
 use crate::status::{Error, Result, Status};
 
 /// Page size used to round code object allocations, bytes.
@@ -247,7 +245,7 @@ impl<'p, P: Platform> Executable<'p, P> {
         })??;
         self.platform
             .map_memory(&chunk, &[node])
-            .map_err(|e| e.to_error().context("mapping code object memory"))?;
+            .map_err(|e| e.context("mapping code object memory"))?;
 
         let mut symbols = Vec::new();
         for k in co.kernels() {

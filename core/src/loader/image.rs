@@ -2,7 +2,7 @@
 //! (freed exactly once), and the host view of its bytes.
 #![allow(unsafe_code)]
 
-use crate::platform::{MemoryChunk, MemoryRequest, Platform, PlatformError};
+use crate::platform::{MemoryChunk, MemoryRequest, Platform};
 use crate::status::{Result, Status};
 
 /// A chunk of platform memory this loader allocated and owns; freed on [`OwnedChunk::free`]
@@ -21,7 +21,7 @@ impl<'p, P: Platform> OwnedChunk<'p, P> {
     pub(super) fn allocate(platform: &'p P, request: &MemoryRequest) -> Result<Self> {
         let chunk = platform
             .allocate_memory(request)
-            .map_err(|e| e.to_error().context("code object memory"))?;
+            .map_err(|e| e.context("code object memory"))?;
         Ok(OwnedChunk {
             platform,
             chunk,
@@ -86,7 +86,7 @@ impl<'p, P: Platform> OwnedChunk<'p, P> {
         // runs from it is the application's duty, as for `hsa_executable_destroy`; a late
         // GPU access faults on the device, not in this process.
         unsafe { self.platform.free_memory(&self.chunk) }
-            .map_err(|e| e.to_error().context("freeing code object memory"))
+            .map_err(|e| e.context("freeing code object memory"))
     }
 }
 

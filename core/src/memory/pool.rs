@@ -29,7 +29,7 @@ use crate::memory::region::{AccessPermission, AgentAccess, GlobalFlags, PoolInfo
 #[cfg(not(feature = "alloc"))]
 use crate::memory::suballoc::RANGE_CAPACITY;
 use crate::memory::suballoc::{RangeId, SubAllocError, SubAllocator, DEFAULT_CAPACITY};
-use crate::platform::{MemoryChunk, MemoryRequest, Platform, PlatformError};
+use crate::platform::{MemoryChunk, MemoryRequest, Platform};
 use crate::status::{Error, Result, Status};
 
 /// The smallest chunk a pool asks the platform for, bytes (2 MiB: one large page).
@@ -350,7 +350,7 @@ where
         let got = self.platform.allocate_memory(&request);
         let mut inner = self.inner.lock();
         inner.pending_bytes -= bytes;
-        let chunk = got.map_err(|e| e.to_error().context("allocating a pool chunk"))?;
+        let chunk = got.map_err(|e| e.context("allocating a pool chunk"))?;
         let added = if chunk.size_bytes < bytes || !chunk.gpu_va.is_aligned(request.align_bytes) {
             Err(SubAllocError::BadArgument)
         } else {
@@ -520,7 +520,7 @@ where
         let (base, chunk) = self.locate(va)?;
         self.platform
             .map_memory(&chunk, nodes)
-            .map_err(|e| e.to_error().context("allow_access"))?;
+            .map_err(|e| e.context("allow_access"))?;
         self.update_meta(base, |m| m.allowed_nodes = m.allowed_nodes.union(mask))
     }
 
@@ -565,7 +565,7 @@ where
         if rule != AgentAccess::AllowedByDefault && !meta.allowed_nodes.contains(node) {
             self.platform
                 .map_memory(&chunk, &[node])
-                .map_err(|e| e.to_error().context("assign_agent"))?;
+                .map_err(|e| e.context("assign_agent"))?;
         }
         self.update_meta(va.get(), |m| {
             m.assigned = Some((node, access));

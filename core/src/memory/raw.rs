@@ -6,7 +6,7 @@ use core::ops::Deref;
 
 use crate::addr::GpuVa;
 use crate::memory::pool::{Allocation, MemoryPool};
-use crate::platform::{MemoryChunk, Platform, PlatformError};
+use crate::platform::{MemoryChunk, Platform};
 use crate::status::{Result, Status};
 
 // SAFETY: an Allocation is a description (addresses and a size), like `MemoryChunk`; reaching
@@ -23,7 +23,7 @@ unsafe impl Sync for Allocation {}
 pub(crate) fn free_chunk<P: Platform + ?Sized>(platform: &P, chunk: &MemoryChunk) -> Result<()> {
     // SAFETY: per this function's contract the chunk came from `platform.allocate_memory`, is
     // freed exactly once (the caller took it out of its table), and nothing uses it any more.
-    unsafe { platform.free_memory(chunk) }.map_err(|e| e.to_error().context("freeing a pool chunk"))
+    unsafe { platform.free_memory(chunk) }.map_err(|e| e.context("freeing a pool chunk"))
 }
 
 /// Copies `size_bytes` from `src` (in `src_pool`) to `dst` (in `dst_pool`) through host

@@ -1,56 +1,46 @@
-//! `FakePlatform`: a [`Platform`] in host memory for core's own tests and doc examples, whose
-//! queues are served by the software [`PacketProcessor`]; and [`FaultInjector`], a wrapper that
-//! makes the n-th call of a chosen method fail (smoltcp's `FaultInjector` idea).
+//! `FakePlatform`: a [`Platform`] in host memory for core's own tests and doc examples — a
+//! recorder with memory and events, not a device; and [`FaultInjector`], a wrapper that makes
+//! the n-th call of a chosen method fail (smoltcp's `FaultInjector` idea).
 //!
 //! - Topology: configurable ([`FakeTopology`]); by default one CPU node and one gfx90a GPU node
 //!   with the properties amdkfd reports for an AMD Instinct MI210.
 //! - Memory: zeroed host allocations; the device address is the host address. Live chunks are
-//!   tracked, so freeing an unknown chunk is an error and signal handles and kernarg addresses
-//!   in packets can be checked against them. With [`FakeMemory::Unmapped`] chunks are instead
-//!   made-up device addresses from [`UNMAPPED_BASE`] up with no host pointer, to prove that code
-//!   never touches memory it only manages.
+//!   tracked, so freeing an unknown chunk is an error and a test can turn a device address
+//!   back into a host pointer ([`FakePlatform::host_ptr`]). With [`FakeMemory::Unmapped`]
+//!   chunks are instead made-up device addresses from [`UNMAPPED_BASE`] up with no host
+//!   pointer, to prove that code never touches memory it only manages.
 //! - Events: a `Mutex` + `Condvar`; a signaled event stays signaled until a wait consumes it.
 //!   Each event has a 64-bit mailbox slot in the fake's event page.
 //! - Time: nanoseconds since the platform was made (1 GHz).
-//! - Queues: processed synchronously, on the calling thread, inside
-//!   [`Platform::ring_doorbell`] (until Idle, Blocked or Stopped) and again after every
-//!   [`Platform::signal_event`] (so barriers waiting on interrupt signals resolve). This keeps
-//!   tests deterministic: when `ring_doorbell` returns, everything runnable has run. A barrier
-//!   waiting on a signal the host changed without an event resolves on the next doorbell,
-//!   event or [`FakePlatform::poll_queues`]. Doorbells rung from inside a kernel (or from
-//!   another thread while the queue runs) are not lost: the running call picks them up.
-//!   [`FakePlatform::set_process_queues`]`(false)` turns this off for tests that play the
-//!   packet processor themselves: queues are then only checked and recorded.
+//! - Queues: checked (a known node, a ring of 64 times a power of two bytes, ring and
+//!   `amd_queue_t` 64-byte aligned inside live chunks, one queue per ring) and recorded, never
+//!   run: nothing consumes a fake queue's ring, and [`Platform::ring_doorbell`] only records
+//!   the write. A test that needs packets consumed plays the packet processor itself (a
+//!   [`PacketProcessor`](crate::packet_processor::PacketProcessor) over the ring with its own
+//!   [`ProcessorHost`](crate::packet_processor::ProcessorHost), as
+//!   `core/tests/packet_processor.rs` does); kernels running on a device are the emulated
+//!   device's (`hsa-emu`), not the fake's.
 //! - Records: what tests assert on — successful allocations, the last [`MemoryRequest`],
 //!   `map_memory` calls, doorbell writes, each live queue's [`QueueRecord`], and counts of
 //!   `signal_event`/`wait_event` calls.
-//! - Kernels: there is no GPU, so [`FakePlatform::register_kernel`] maps a kernel object to a
-//!   host function that gets a [`FakeDispatchContext`]; agent functions are registered by their
-//!   `type` with [`FakePlatform::register_agent_function`].
 #![allow(unsafe_code)]
 
 use std::alloc::Layout;
 use std::boxed::Box;
 use std::collections::{BTreeMap, HashMap};
 use std::ptr::NonNull;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, TryLockError};
+use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use std::vec::Vec;
 
-use crate::abi::SignalHandle;
 use crate::addr::{EventId, GpuVa, NodeId, QueueId};
-use crate::packet_processor::{
-    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
-    RingConsumer,
-};
 use crate::platform::{
     Cache, Event, HeapType, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest,
-    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, WaitOutcome,
+    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, TopologySource,
+    WaitOutcome,
 };
-use crate::queue::ring::Ring;
-use crate::signal::raw::RawSignal;
-use crate::status::{Error, Result, Status};
-use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use crate::status::{Result, Status};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Number of events (and mailbox slots) a fake platform has.
 pub const EVENT_CAPACITY: usize = 256;
@@ -236,82 +226,6 @@ impl Default for FakeTopology {
     }
 }
 
-/// What a registered kernel function sees of its dispatch.
-pub struct FakeDispatchContext<'a> {
-    dispatch: &'a DecodedKernelDispatch,
-    platform: &'a FakePlatform,
-}
-
-impl FakeDispatchContext<'_> {
-    /// The validated dispatch (all packet fields).
-    pub fn dispatch(&self) -> &DecodedKernelDispatch {
-        self.dispatch
-    }
-
-    /// Grid dimensions, 1..=3.
-    pub fn dimensions(&self) -> u8 {
-        self.dispatch.dimensions
-    }
-
-    /// Grid size (x, y, z), work-items.
-    pub fn grid_size(&self) -> [u32; 3] {
-        self.dispatch.grid_size
-    }
-
-    /// Work-group size (x, y, z), work-items.
-    pub fn workgroup_size(&self) -> [u16; 3] {
-        self.dispatch.workgroup_size
-    }
-
-    /// Group segment bytes per work-group.
-    pub fn group_segment_size_bytes(&self) -> u32 {
-        self.dispatch.group_segment_size_bytes
-    }
-
-    /// Private segment bytes per work-item.
-    pub fn private_segment_size_bytes(&self) -> u32 {
-        self.dispatch.private_segment_size_bytes
-    }
-
-    /// The kernel object the packet named.
-    pub fn kernel_object(&self) -> GpuVa {
-        self.dispatch.kernel_object
-    }
-
-    /// Device address of the kernarg segment (null when the packet had none).
-    pub fn kernarg_address(&self) -> GpuVa {
-        self.dispatch.kernarg_address
-    }
-
-    /// Host pointer to `len_bytes` of kernarg segment, `None` when the packet had none or the
-    /// range is not inside a live chunk.
-    pub fn kernarg_ptr(&self, len_bytes: u64) -> Option<NonNull<u8>> {
-        self.platform
-            .host_ptr(self.dispatch.kernarg_address, len_bytes)
-    }
-
-    /// Reads the little-endian 64-bit kernel argument at byte `offset` of the kernarg
-    /// segment; `None` when it is outside live memory.
-    pub fn kernarg_u64(&self, offset: u64) -> Option<u64> {
-        let va = self.dispatch.kernarg_address.checked_add(offset)?;
-        self.platform.read_u64(va)
-    }
-
-    /// Host pointer for `len_bytes` at device address `va` (e.g. a buffer passed as a kernel
-    /// argument); `None` when the range is not inside a live chunk.
-    pub fn host_ptr(&self, va: GpuVa, len_bytes: u64) -> Option<NonNull<u8>> {
-        self.platform.host_ptr(va, len_bytes)
-    }
-
-    /// The platform (to signal events or read memory).
-    pub fn platform(&self) -> &FakePlatform {
-        self.platform
-    }
-}
-
-type KernelFn = dyn Fn(&FakeDispatchContext<'_>) + Send + Sync;
-type AgentFn = dyn Fn(&DecodedAgentDispatch, &FakePlatform) + Send + Sync;
-
 struct Chunk {
     /// The host allocation and its layout; `None` for an unmapped chunk.
     host: Option<(NonNull<u8>, Layout)>,
@@ -334,30 +248,18 @@ impl Chunk {
     }
 }
 
-struct FakeQueue {
-    id: QueueId,
-    ring_base: u64,
-    record: QueueRecord,
-    /// `None` when the queue was created with queue processing off.
-    processor: Option<Mutex<PacketProcessor>>,
-    pending: AtomicBool,
-    on_error: Option<QueueErrorCallback>,
-    error: Mutex<Option<Error>>,
-}
-
 struct EventState {
     live: bool,
     signaled: bool,
 }
 
-/// A [`Platform`] in host memory whose queues are served by the software packet processor.
-/// See the module docs.
+/// A [`Platform`] in host memory that records what the core asks of it; its queues are
+/// recorded, never run. See the module docs.
 pub struct FakePlatform {
     topology: FakeTopology,
     epoch: Instant,
     memory_limit_bytes: u64,
     memory: FakeMemory,
-    process_queues: bool,
     chunks: Mutex<BTreeMap<u64, Chunk>>,
     allocated_bytes: AtomicU64,
     next_handle: AtomicU64,
@@ -366,7 +268,7 @@ pub struct FakePlatform {
     allocations: AtomicU64,
     last_request: Mutex<Option<MemoryRequest>>,
     maps: Mutex<Vec<(GpuVa, Vec<NodeId>)>>,
-    queues: Mutex<BTreeMap<u32, Arc<FakeQueue>>>,
+    queues: Mutex<BTreeMap<u32, QueueRecord>>,
     next_queue: AtomicU32,
     doorbells: Mutex<Vec<(QueueId, u64)>>,
     events: Mutex<Vec<EventState>>,
@@ -374,8 +276,6 @@ pub struct FakePlatform {
     event_signals: AtomicU64,
     event_waits: AtomicU64,
     mailboxes: Box<[AtomicU64]>,
-    kernels: Mutex<HashMap<u64, Arc<KernelFn>>>,
-    agents: Mutex<HashMap<u16, Arc<AgentFn>>>,
 }
 
 impl core::fmt::Debug for FakePlatform {
@@ -391,7 +291,7 @@ impl core::fmt::Debug for FakePlatform {
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panicking kernel function poisons nothing the fake cannot go on with.
+    // A test that panicked while holding a lock leaves nothing the fake cannot go on with.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -414,7 +314,6 @@ impl FakePlatform {
             epoch: Instant::now(),
             memory_limit_bytes: 1 << 30,
             memory: FakeMemory::Host,
-            process_queues: true,
             chunks: Mutex::new(BTreeMap::new()),
             allocated_bytes: AtomicU64::new(0),
             next_handle: AtomicU64::new(1),
@@ -430,8 +329,6 @@ impl FakePlatform {
             event_signals: AtomicU64::new(0),
             event_waits: AtomicU64::new(0),
             mailboxes: (0..EVENT_CAPACITY).map(|_| AtomicU64::new(0)).collect(),
-            kernels: Mutex::new(HashMap::new()),
-            agents: Mutex::new(HashMap::new()),
         }
     }
 
@@ -444,12 +341,6 @@ impl FakePlatform {
     /// Sets where later chunks come from ([`FakeMemory::Host`] by default).
     pub fn set_memory(&mut self, memory: FakeMemory) {
         self.memory = memory;
-    }
-
-    /// Whether queues created from now on are run by the software packet processor (the
-    /// default) or only checked and recorded, for a test that consumes the ring itself.
-    pub fn set_process_queues(&mut self, process: bool) {
-        self.process_queues = process;
     }
 
     /// The live chunks, in device-address order.
@@ -483,7 +374,7 @@ impl FakePlatform {
 
     /// What live queue `queue` was created with; `None` for an unknown or destroyed queue.
     pub fn queue_request(&self, queue: QueueId) -> Option<QueueRecord> {
-        lock(&self.queues).get(&queue.0).map(|q| q.record)
+        lock(&self.queues).get(&queue.0).copied()
     }
 
     /// Number of live queues.
@@ -512,25 +403,6 @@ impl FakePlatform {
     pub fn mailbox_address(&self, event: EventId) -> Option<GpuVa> {
         let index = event.0 as usize;
         (index < EVENT_CAPACITY).then(|| GpuVa(self.slot_address(index)))
-    }
-
-    /// Registers the host function run for dispatches of `kernel_object` (replacing any
-    /// earlier one).
-    pub fn register_kernel(
-        &self,
-        kernel_object: u64,
-        f: impl Fn(&FakeDispatchContext<'_>) + Send + Sync + 'static,
-    ) {
-        lock(&self.kernels).insert(kernel_object, Arc::new(f));
-    }
-
-    /// Registers the host function run for agent dispatches whose `type` is `function`.
-    pub fn register_agent_function(
-        &self,
-        function: u16,
-        f: impl Fn(&DecodedAgentDispatch, &FakePlatform) + Send + Sync + 'static,
-    ) {
-        lock(&self.agents).insert(function, Arc::new(f));
     }
 
     /// Bytes of live chunks.
@@ -575,47 +447,16 @@ impl FakePlatform {
         Some(slot.load(Ordering::Acquire))
     }
 
-    /// The error that stopped queue `queue`, if it stopped.
-    pub fn queue_error(&self, queue: QueueId) -> Option<Error> {
-        let q = lock(&self.queues).get(&queue.0).cloned()?;
-        let e = lock(&q.error).clone();
-        e
-    }
-
-    /// Runs every queue until it is Idle, Blocked or Stopped (a barrier's dependency may have
-    /// changed without an event).
-    pub fn poll_queues(&self) {
-        let queues: Vec<Arc<FakeQueue>> = lock(&self.queues).values().cloned().collect();
-        for q in queues {
-            self.drive(&q);
+    /// The event-page slot at `mailbox` — an address [`Platform::create_event`] handed out —
+    /// for a test that plays the device and writes an event id there (as a packet processor
+    /// does when it completes a packet whose completion signal has an event); `None` for any
+    /// other address (outside the page, or not 8-byte aligned).
+    pub fn mailbox_at(&self, mailbox: GpuVa) -> Option<&AtomicU64> {
+        let offset = mailbox.0.checked_sub(self.slot_address(0))?;
+        if offset % 8 != 0 {
+            return None;
         }
-    }
-
-    fn drive(&self, q: &FakeQueue) {
-        let Some(processor) = &q.processor else {
-            return;
-        };
-        // Release pairs with the AcqRel swap of whoever holds the processor, so it re-runs.
-        q.pending.store(true, Ordering::Release);
-        loop {
-            let mut proc = match processor.try_lock() {
-                Ok(g) => g,
-                Err(TryLockError::Poisoned(p)) => p.into_inner(),
-                // Whoever holds it sees `pending` before it lets go (checked below).
-                Err(TryLockError::WouldBlock) => return,
-            };
-            let host = QueueHost {
-                platform: self,
-                queue: q,
-            };
-            while q.pending.swap(false, Ordering::AcqRel) {
-                while let Progress::Processed(_) = proc.process(&host, 64) {}
-            }
-            drop(proc);
-            if !q.pending.load(Ordering::Acquire) {
-                return;
-            }
-        }
+        self.mailboxes.get(usize::try_from(offset / 8).ok()?)
     }
 
     fn event_index(&self, event: EventId) -> Result<usize> {
@@ -645,119 +486,14 @@ impl FakePlatform {
 
 impl Drop for FakePlatform {
     fn drop(&mut self) {
-        lock(&self.queues).clear();
         let chunks = core::mem::take(&mut *lock(&self.chunks));
         for (_, c) in chunks {
             if let Some((base, layout)) = c.host {
                 // SAFETY: the chunk came from `alloc_zeroed` with this layout and was not
-                // freed (it was still in the table); no queue is left to use it.
+                // freed (it was still in the table); nothing borrows the platform any more, and
+                // its queues never touched memory.
                 unsafe { std::alloc::dealloc(base.as_ptr(), layout) };
             }
-        }
-    }
-}
-
-struct QueueHost<'a> {
-    platform: &'a FakePlatform,
-    queue: &'a FakeQueue,
-}
-
-impl ProcessorHost for QueueHost<'_> {
-    fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> Result<()> {
-        let f = lock(&self.platform.kernels)
-            .get(&dispatch.kernel_object.0)
-            .cloned()
-            .ok_or_else(|| {
-                crate::error!(
-                    Status::InvalidPacketFormat,
-                    "kernel_object {:#x} is not a registered kernel",
-                    dispatch.kernel_object.0
-                )
-            })?;
-        if !dispatch.kernarg_address.is_null()
-            && self
-                .platform
-                .host_ptr(dispatch.kernarg_address, 1)
-                .is_none()
-        {
-            crate::bail!(
-                Status::MemoryFault,
-                "kernarg_address {:#x} is not in any live allocation",
-                dispatch.kernarg_address.0
-            );
-        }
-        f(&FakeDispatchContext {
-            dispatch,
-            platform: self.platform,
-        });
-        Ok(())
-    }
-
-    fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> Result<()> {
-        let f = lock(&self.platform.agents)
-            .get(&dispatch.function)
-            .cloned()
-            .ok_or_else(|| {
-                crate::error!(
-                    Status::InvalidPacketFormat,
-                    "agent dispatch type {} has no registered function",
-                    dispatch.function
-                )
-            })?;
-        f(dispatch, self.platform);
-        Ok(())
-    }
-
-    fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal> {
-        if handle.0 % 64 != 0 {
-            crate::bail!(
-                Status::InvalidSignal,
-                "signal handle {:#x} is not 64-byte aligned",
-                handle.0
-            );
-        }
-        let ptr = self.platform.host_ptr(GpuVa(handle.0), 64).ok_or_else(|| {
-            crate::error!(
-                Status::InvalidSignal,
-                "signal handle {:#x} is not in any live allocation",
-                handle.0
-            )
-        })?;
-        // SAFETY: `host_ptr` found 64 bytes at the handle inside a live, zero-initialised
-        // chunk, 64-byte aligned (checked above); the chunk outlives the queue by
-        // `free_memory`'s contract, and signal values are only accessed atomically.
-        Ok(unsafe { RawSignal::from_ptr(ptr.cast()) })
-    }
-
-    fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<()> {
-        let base = self.platform.slot_address(0);
-        let offset = mailbox.0.wrapping_sub(base);
-        let index = (offset / 8) as usize;
-        if mailbox.0 < base || offset % 8 != 0 || index >= EVENT_CAPACITY {
-            crate::bail!(
-                Status::InvalidSignal,
-                "event_mailbox_ptr {:#x} is not a mailbox of this platform",
-                mailbox.0
-            );
-        }
-        // Release pairs with the waiter's Acquire load of the mailbox.
-        self.platform.mailboxes[index].store(u64::from(event_id), Ordering::Release);
-        Ok(())
-    }
-
-    fn signal_event(&self, event_id: u32) {
-        // An unknown id (a user-written event_id) wakes nobody.
-        let _ = self.platform.signal_event(EventId(event_id));
-    }
-
-    fn timestamp_ticks(&self) -> u64 {
-        self.platform.timestamp_ticks()
-    }
-
-    fn report_error(&self, error: &Error) {
-        *lock(&self.queue.error) = Some(error.clone());
-        if let Some(cb) = self.queue.on_error {
-            (cb.func)(error, self.queue.id, cb.data);
         }
     }
 }
@@ -772,16 +508,7 @@ fn node_index(p: &FakePlatform, index: usize) -> Result<&FakeNode> {
     })
 }
 
-// SAFETY: chunks come from `alloc_zeroed` with the asked size and alignment, are tracked until
-// freed and never overlap (the allocator's guarantee); the device address is the host address.
-// Queues read only the ring and amd_queue_t of their request (the processor touches nothing
-// else but signals and mailboxes it checked). Every method synchronises through Mutexes or
-// atomics, so the platform is Sync.
-unsafe impl Platform for FakePlatform {
-    type Error = Error;
-    /// The queue id: the fake has no doorbell to store to; ringing runs its processor.
-    type Doorbell = QueueId;
-
+impl TopologySource for FakePlatform {
     fn device_name(&self) -> &str {
         "fake"
     }
@@ -805,6 +532,15 @@ unsafe impl Platform for FakePlatform {
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>> {
         Ok(node_index(self, index)?.links.get(link).copied())
     }
+}
+
+// SAFETY: chunks come from `alloc_zeroed` with the asked size and alignment, are tracked until
+// freed and never overlap (the allocator's guarantee); the device address is the host address.
+// Queues read nothing at all (they are records). Every method synchronises through Mutexes or
+// atomics, so the platform is Sync.
+unsafe impl Platform for FakePlatform {
+    /// The queue id: the fake has no doorbell to store to; ringing records the write.
+    type Doorbell = QueueId;
 
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
         *lock(&self.last_request) = Some(*request);
@@ -969,30 +705,13 @@ unsafe impl Platform for FakePlatform {
             );
         }
         let mut queues = lock(&self.queues);
-        if queues.values().any(|q| q.ring_base == request.ring.0) {
+        if queues.values().any(|q| q.ring == request.ring) {
             crate::bail!(
                 Status::InvalidQueueCreation,
                 "ring {:#x} already has a queue",
                 request.ring.0
             );
         }
-        let processor = if self.process_queues {
-            // SAFETY: the ring and amd_queue_t lie in live chunks (checked), 64-aligned, the
-            // size is a power of two, and the caller keeps them valid until destroy_queue.
-            let ring = unsafe {
-                Ring::new(
-                    request.ring_host,
-                    size_packets as u32,
-                    request.amd_queue_host.cast(),
-                )
-            };
-            // SAFETY: one queue per ring (checked above under the queue lock), so this
-            // processor is the ring's only consumer.
-            let consumer = unsafe { RingConsumer::new(ring) };
-            Some(Mutex::new(PacketProcessor::new(consumer)))
-        } else {
-            None
-        };
         let id = QueueId(self.next_queue.fetch_add(1, Ordering::Relaxed));
         let record = QueueRecord {
             node: request.node,
@@ -1005,18 +724,7 @@ unsafe impl Platform for FakePlatform {
             write_pointer: request.write_pointer,
             on_error: request.on_error,
         };
-        queues.insert(
-            id.0,
-            Arc::new(FakeQueue {
-                id,
-                ring_base: request.ring.0,
-                record,
-                processor,
-                pending: AtomicBool::new(false),
-                on_error: request.on_error,
-                error: Mutex::new(None),
-            }),
-        );
+        queues.insert(id.0, record);
         Ok(HwQueue {
             id,
             doorbell_address: FAKE_DOORBELL_BASE + 8 * u64::from(id.0),
@@ -1024,31 +732,21 @@ unsafe impl Platform for FakePlatform {
         })
     }
 
-    /// Records the ring and runs the queue's processor (see the module docs): the fake's
-    /// "device" is this call, so it looks the queue up and takes locks, unlike a real
-    /// platform's ring.
+    /// Records the write ([`FakePlatform::doorbell_writes`]), under a lock, unlike a real
+    /// platform's ring; nothing consumes the ring.
     fn ring_doorbell(&self, doorbell: &QueueId, write_index: u64) {
-        let queue = *doorbell;
-        lock(&self.doorbells).push((queue, write_index));
-        let q = lock(&self.queues).get(&queue.0).cloned();
-        if let Some(q) = q {
-            self.drive(&q);
-        }
+        lock(&self.doorbells).push((*doorbell, write_index));
     }
 
     fn destroy_queue(&self, queue: QueueId) -> Result<()> {
-        let q = lock(&self.queues).remove(&queue.0).ok_or_else(|| {
-            crate::error!(
+        match lock(&self.queues).remove(&queue.0) {
+            Some(_) => Ok(()),
+            None => crate::bail!(
                 Status::InvalidQueue,
                 "queue id {} is not a live queue",
                 queue.0
-            )
-        })?;
-        // Wait until a running `drive` lets go: afterwards nothing touches the ring.
-        if let Some(processor) = &q.processor {
-            drop(lock(processor));
+            ),
         }
-        Ok(())
     }
 
     fn create_event(&self) -> Result<Event> {
@@ -1131,8 +829,6 @@ unsafe impl Platform for FakePlatform {
         let i = self.event_index(event)?;
         lock(&self.events)[i].signaled = true;
         self.event_cv.notify_all();
-        // A barrier may wait on the signal behind this event.
-        self.poll_queues();
         Ok(())
     }
 
@@ -1145,16 +841,16 @@ unsafe impl Platform for FakePlatform {
     }
 }
 
-/// A [`Platform`] method that a [`FaultInjector`] can make fail.
+/// A [`Platform`] or [`TopologySource`] method that a [`FaultInjector`] can make fail.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FaultMethod {
-    /// [`Platform::node`].
+    /// [`TopologySource::node`].
     Node,
-    /// [`Platform::memory_bank`].
+    /// [`TopologySource::memory_bank`].
     MemoryBank,
-    /// [`Platform::cache`].
+    /// [`TopologySource::cache`].
     Cache,
-    /// [`Platform::io_link`].
+    /// [`TopologySource::io_link`].
     IoLink,
     /// [`Platform::allocate_memory`].
     AllocateMemory,
@@ -1265,18 +961,7 @@ impl<P: Platform> FaultInjector<P> {
     }
 }
 
-fn conv<T, E: crate::platform::PlatformError>(r: core::result::Result<T, E>) -> Result<T> {
-    r.map_err(|e| e.to_error())
-}
-
-// SAFETY: every method either fails before touching anything or delegates to `inner`, whose
-// implementation guarantees carry over unchanged, except where a test asked for a `Tamper`:
-// a hidden host pointer only withholds access, and a misaligned mailbox is an address core
-// must check before it uses it (which is what the tamper tests).
-unsafe impl<P: Platform> Platform for FaultInjector<P> {
-    type Error = Error;
-    type Doorbell = P::Doorbell;
-
+impl<P: Platform> TopologySource for FaultInjector<P> {
     fn device_name(&self) -> &str {
         self.inner.device_name()
     }
@@ -1285,23 +970,32 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     }
     fn node(&self, index: usize) -> Result<NodeProperties> {
         self.check(FaultMethod::Node)?;
-        conv(self.inner.node(index))
+        self.inner.node(index)
     }
     fn memory_bank(&self, index: usize, bank: usize) -> Result<Option<MemoryBank>> {
         self.check(FaultMethod::MemoryBank)?;
-        conv(self.inner.memory_bank(index, bank))
+        self.inner.memory_bank(index, bank)
     }
     fn cache(&self, index: usize, cache: usize) -> Result<Option<Cache>> {
         self.check(FaultMethod::Cache)?;
-        conv(self.inner.cache(index, cache))
+        self.inner.cache(index, cache)
     }
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>> {
         self.check(FaultMethod::IoLink)?;
-        conv(self.inner.io_link(index, link))
+        self.inner.io_link(index, link)
     }
+}
+
+// SAFETY: every method either fails before touching anything or delegates to `inner`, whose
+// implementation guarantees carry over unchanged, except where a test asked for a `Tamper`:
+// a hidden host pointer only withholds access, and a misaligned mailbox is an address core
+// must check before it uses it (which is what the tamper tests).
+unsafe impl<P: Platform> Platform for FaultInjector<P> {
+    type Doorbell = P::Doorbell;
+
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
         self.check(FaultMethod::AllocateMemory)?;
-        let mut chunk = conv(self.inner.allocate_memory(request))?;
+        let mut chunk = self.inner.allocate_memory(request)?;
         if self.take_tamper(Tamper::HideHostPtr) {
             chunk.host_ptr = None;
         }
@@ -1310,27 +1004,27 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()> {
         self.check(FaultMethod::FreeMemory)?;
         // SAFETY: the caller's guarantees are passed on unchanged.
-        conv(unsafe { self.inner.free_memory(chunk) })
+        unsafe { self.inner.free_memory(chunk) }
     }
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()> {
         self.check(FaultMethod::MapMemory)?;
-        conv(self.inner.map_memory(chunk, nodes))
+        self.inner.map_memory(chunk, nodes)
     }
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<P::Doorbell>> {
         self.check(FaultMethod::CreateQueue)?;
         // SAFETY: the caller's guarantees are passed on unchanged.
-        conv(unsafe { self.inner.create_queue(request) })
+        unsafe { self.inner.create_queue(request) }
     }
     fn ring_doorbell(&self, doorbell: &P::Doorbell, write_index: u64) {
         self.inner.ring_doorbell(doorbell, write_index)
     }
     fn destroy_queue(&self, queue: QueueId) -> Result<()> {
         self.check(FaultMethod::DestroyQueue)?;
-        conv(self.inner.destroy_queue(queue))
+        self.inner.destroy_queue(queue)
     }
     fn create_event(&self) -> Result<Event> {
         self.check(FaultMethod::CreateEvent)?;
-        let mut event = conv(self.inner.create_event())?;
+        let mut event = self.inner.create_event()?;
         if self.take_tamper(Tamper::MisalignMailbox) {
             event.mailbox = GpuVa(event.mailbox.0 + 4);
         }
@@ -1338,15 +1032,15 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     }
     fn destroy_event(&self, event: EventId) -> Result<()> {
         self.check(FaultMethod::DestroyEvent)?;
-        conv(self.inner.destroy_event(event))
+        self.inner.destroy_event(event)
     }
     fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome> {
         self.check(FaultMethod::WaitEvent)?;
-        conv(self.inner.wait_event(event, timeout_ns))
+        self.inner.wait_event(event, timeout_ns)
     }
     fn signal_event(&self, event: EventId) -> Result<()> {
         self.check(FaultMethod::SignalEvent)?;
-        conv(self.inner.signal_event(event))
+        self.inner.signal_event(event)
     }
     fn timestamp_ticks(&self) -> u64 {
         self.inner.timestamp_ticks()
@@ -1401,13 +1095,11 @@ mod tests {
     }
 
     #[test]
-    fn unprocessed_queues_are_recorded_and_their_rings_left_alone() {
-        let mut p = FakePlatform::new();
-        p.set_process_queues(false);
+    fn queues_are_recorded_and_their_rings_left_alone() {
+        let p = FakePlatform::new();
         let ring = p.allocate_memory(&request(1, 4096, 4096)).unwrap();
         let amdq = p.allocate_memory(&request(1, 4096, 4096)).unwrap();
-        // A KERNEL_DISPATCH header word in slot 0: a running processor would consume it (and
-        // fail: no kernel is registered).
+        // A KERNEL_DISPATCH header word in slot 0: a packet processor would consume it.
         let header = ring.host_ptr.unwrap().cast::<u32>();
         // SAFETY: the ring chunk is live, zeroed host memory, 4-aligned, owned by this test.
         unsafe { header.write(0x0001_1402) };
@@ -1431,11 +1123,29 @@ mod tests {
         );
         assert_eq!(q.doorbell, q.id);
         p.ring_doorbell(&q.doorbell, 0);
-        p.poll_queues();
         // SAFETY: as above.
         assert_eq!(unsafe { header.read() }, 0x0001_1402, "slot 0 not consumed");
-        assert_eq!(p.queue_error(q.id), None);
         assert_eq!(p.doorbell_writes(), [(q.id, 0)]);
+        // A second queue over the same ring is refused; so is a ring outside live memory.
+        // SAFETY: refused before anything is recorded.
+        let e = unsafe { p.create_queue(&req) }.unwrap_err();
+        assert_eq!(e.status(), Status::InvalidQueueCreation);
+        assert_eq!(
+            e.detail(),
+            std::format!("ring {:#x} already has a queue", ring.gpu_va.0)
+        );
+        let outside = QueueRequest {
+            ring: GpuVa(UNMAPPED_BASE),
+            ..req
+        };
+        // SAFETY: as above.
+        let e = unsafe { p.create_queue(&outside) }.unwrap_err();
+        assert_eq!(e.status(), Status::InvalidQueueCreation);
+        assert!(
+            e.detail()
+                .contains("not 64-byte aligned memory of a live chunk"),
+            "{e}"
+        );
         let rec = p.queue_request(q.id).unwrap();
         assert_eq!(rec.ring, ring.gpu_va);
         assert_eq!(rec.ring_host_addr, ring.gpu_va.0);
@@ -1445,6 +1155,12 @@ mod tests {
         p.destroy_queue(q.id).unwrap();
         assert_eq!(p.live_queue_count(), 0);
         assert!(p.queue_request(q.id).is_none());
+        let e = p.destroy_queue(q.id).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidQueue);
+        assert_eq!(
+            e.detail(),
+            std::format!("queue id {} is not a live queue", q.id.0)
+        );
     }
 
     #[test]
@@ -1465,6 +1181,27 @@ mod tests {
         );
         assert_eq!((p.signal_event_count(), p.wait_event_count()), (2, 2));
         assert_eq!(p.live_event_count(), 0);
+    }
+
+    #[test]
+    fn mailbox_at_finds_the_slots_of_the_event_page_only() {
+        let p = FakePlatform::new();
+        let e = p.create_event().unwrap();
+        let slot = p.mailbox_at(e.mailbox).unwrap();
+        slot.store(u64::from(e.id.0), Ordering::Release);
+        assert_eq!(p.mailbox_value(e.id), Some(u64::from(e.id.0)));
+        let last = p
+            .mailbox_address(EventId(EVENT_CAPACITY as u32 - 1))
+            .unwrap();
+        assert!(p.mailbox_at(last).is_some());
+        for wrong in [
+            GpuVa(e.mailbox.0 + 4),
+            GpuVa(last.0 + 8),
+            GpuVa(p.mailbox_address(EventId(0)).unwrap().0 - 8),
+            GpuVa(0),
+        ] {
+            assert!(p.mailbox_at(wrong).is_none(), "{wrong:?}");
+        }
     }
 
     #[test]

@@ -660,11 +660,9 @@ mod aql {
         use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
         use crate::queue::ring::INVALID_HEADER_WORD;
 
-        /// The fake with queues only recorded: these tests play the packet processor.
+        /// The fake: it only records queues, and these tests play the packet processor.
         fn platform() -> FakePlatform {
-            let mut p = FakePlatform::new();
-            p.set_process_queues(false);
-            p
+            FakePlatform::new()
         }
 
         fn config(size: u32) -> QueueConfig {

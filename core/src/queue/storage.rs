@@ -13,8 +13,7 @@ use crate::abi::queue::AmdQueue;
 use crate::abi::signal::AmdSignal;
 use crate::addr::{GpuVa, NodeId, QueueId};
 use crate::platform::{
-    HwQueue, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError,
-    QueueRequest,
+    HwQueue, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueRequest,
 };
 use crate::signal::raw::RawSignal;
 use crate::status::{Result, Status};
@@ -62,9 +61,7 @@ fn allocate<P: Platform>(platform: &P, node: NodeId, size_bytes: u64) -> Result<
         align_bytes: size_bytes,
         flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,
     };
-    let chunk = platform
-        .allocate_memory(&request)
-        .map_err(|e| e.to_error())?;
+    let chunk = platform.allocate_memory(&request)?;
     match chunk.host_ptr {
         Some(host)
             if chunk.size_bytes >= size_bytes
@@ -188,7 +185,7 @@ impl QueueMemory {
             }
             Err(e) => {
                 let _ = self.release(platform);
-                Err(e.to_error())
+                Err(e)
             }
         }
     }
@@ -200,7 +197,7 @@ impl QueueMemory {
     pub(super) fn destroy_queue<P: Platform>(&self, platform: &P) -> Result<()> {
         let mut hw = self.hw.lock();
         if let Some(id) = *hw {
-            platform.destroy_queue(id).map_err(|e| e.to_error())?;
+            platform.destroy_queue(id)?;
             *hw = None;
         }
         Ok(())
@@ -225,7 +222,7 @@ impl QueueMemory {
         let a = unsafe { platform.free_memory(&self.ring.chunk) };
         // SAFETY: as above.
         let b = unsafe { platform.free_memory(&self.desc.chunk) };
-        a.and(b).map_err(|e| e.to_error())
+        a.and(b)
     }
 
     /// A copy of the `amd_queue_t` (tests only: reads while nothing else writes).

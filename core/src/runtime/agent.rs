@@ -127,7 +127,7 @@ pub struct Agent {
 impl Agent {
     /// Builds the agent for `node`, with the node's caches and memory banks as the platform
     /// reported them; `xnack_on` is the process's XNACK mode
-    /// ([`Platform::xnack_enabled`](crate::platform::Platform::xnack_enabled)).
+    /// ([`TopologySource::xnack_enabled`](crate::platform::TopologySource::xnack_enabled)).
     pub fn new(
         handle: AgentHandle,
         node: NodeProperties,

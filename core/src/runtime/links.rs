@@ -27,7 +27,7 @@
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
 
-use crate::platform::{HeapType, IoLink, Platform, PlatformError};
+use crate::platform::{HeapType, IoLink, TopologySource};
 use crate::status::Result;
 
 /// `HSA_IOLINKTYPE_HYPERTRANSPORT` (libhsakmt `hsakmttypes.h`; the sysfs `type` value).
@@ -275,23 +275,20 @@ fn register(link: &IoLink) -> Option<Link> {
 ///
 /// # Errors
 /// The platform's topology errors.
-pub fn build<P: Platform>(platform: &P) -> Result<LinkTable> {
+pub fn build<P: TopologySource + ?Sized>(platform: &P) -> Result<LinkTable> {
     let mut nodes = Vec::new();
     for index in 0..platform.node_count() {
-        let props = platform.node(index).map_err(|e| e.to_error())?;
+        let props = platform.node(index)?;
         let mut public_vram = false;
         for bank in 0.. {
-            match platform
-                .memory_bank(index, bank)
-                .map_err(|e| e.to_error())?
-            {
+            match platform.memory_bank(index, bank)? {
                 Some(b) => public_vram |= b.heap_type == HeapType::FrameBufferPublic,
                 None => break,
             }
         }
         let mut links = Vec::new();
         for link in 0.. {
-            match platform.io_link(index, link).map_err(|e| e.to_error())? {
+            match platform.io_link(index, link)? {
                 // libhsakmt takes `node_from` to be the node the link is listed under.
                 Some(l) => links.push(IoLink {
                     node_from: props.node_id,

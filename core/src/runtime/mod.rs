@@ -15,7 +15,7 @@ pub mod pools;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use crate::platform::{Platform, PlatformError};
+use crate::platform::Platform;
 use crate::status::{Error, Result, Status};
 pub use agent::{Agent, AgentHandle};
 pub use links::{Link, LinkInfo, LinkTable, LinkType};
@@ -69,10 +69,6 @@ pub struct Runtime<P: Platform> {
     platform: Arc<P>,
 }
 
-fn platform_error<E: PlatformError>(e: E) -> Error {
-    e.to_error()
-}
-
 impl<P: Platform> Runtime<P> {
     /// Builds a runtime over `platform`: reads the topology and makes one agent per node, in
     /// node order (CPU and GPU agents), the links between them and their pools.
@@ -92,7 +88,7 @@ impl<P: Platform> Runtime<P> {
             );
         }
         for index in 0..platform.node_count() {
-            let node = platform.node(index).map_err(platform_error)?;
+            let node = platform.node(index)?;
             if node.node_id as usize >= MAX_AGENTS {
                 crate::bail!(
                     Status::OutOfResources,

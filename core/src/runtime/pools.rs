@@ -23,7 +23,7 @@ use crate::addr::{GpuVa, NodeId, MAX_AGENTS};
 use crate::memory::{
     AgentAccess, Allocation, GlobalFlags, MemoryPool, PointerInfo, PoolInfo, Segment,
 };
-use crate::platform::{HeapType, MemoryFlags, MemoryKind, Platform};
+use crate::platform::{HeapType, MemoryFlags, MemoryKind, Platform, TopologySource};
 use crate::status::{Result, Status};
 
 use super::links::{LinkInfo, LinkTable};
@@ -89,7 +89,7 @@ impl<P: Platform> RuntimePool<P> {
     }
 }
 
-fn system_bytes<P: Platform>(platform: &P, index: usize) -> u64 {
+fn system_bytes<P: TopologySource>(platform: &P, index: usize) -> u64 {
     let total: u64 = (0..)
         .map_while(|b| platform.memory_bank(index, b).ok().flatten())
         .filter(|b| b.heap_type == HeapType::System)
@@ -102,7 +102,7 @@ fn system_bytes<P: Platform>(platform: &P, index: usize) -> u64 {
     }
 }
 
-fn local_bytes<P: Platform>(platform: &P, index: usize, agent: &Agent) -> u64 {
+fn local_bytes<P: TopologySource>(platform: &P, index: usize, agent: &Agent) -> u64 {
     let banks: u64 = (0..)
         .map_while(|b| platform.memory_bank(index, b).ok().flatten())
         .filter(|b| {
@@ -120,7 +120,7 @@ fn local_bytes<P: Platform>(platform: &P, index: usize, agent: &Agent) -> u64 {
     }
 }
 
-fn host_visible_vram<P: Platform>(platform: &P, index: usize) -> bool {
+fn host_visible_vram<P: TopologySource>(platform: &P, index: usize) -> bool {
     (0..)
         .map_while(|b| platform.memory_bank(index, b).ok().flatten())
         .any(|b| b.heap_type == HeapType::FrameBufferPublic)

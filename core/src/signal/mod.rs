@@ -32,7 +32,7 @@ use core::fmt;
 
 use crate::abi::SignalHandle;
 use crate::addr::EventId;
-use crate::platform::{Platform, PlatformError};
+use crate::platform::Platform;
 use crate::status::Result;
 
 use raw::{Mailbox, RawSignal};
@@ -250,7 +250,7 @@ impl<'p, P: Platform> Signal<'p, P> {
     fn release(&mut self) -> Result<()> {
         let mut result = Ok(());
         if let Some(ev) = self.event.take() {
-            result = self.platform.destroy_event(ev.id).map_err(|e| e.to_error());
+            result = self.platform.destroy_event(ev.id);
         }
         if let Some(pool) = self.pool.take() {
             pool.release(self.raw);

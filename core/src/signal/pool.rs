@@ -11,9 +11,7 @@ use core::ptr::NonNull;
 
 use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_INVALID, AMD_SIGNAL_KIND_USER};
 use crate::addr::NodeId;
-use crate::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError,
-};
+use crate::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform};
 use crate::status::{Result, Status};
 use crate::sync::Ordering;
 
@@ -122,7 +120,7 @@ impl<'p, P: Platform> SignalPool<'p, P> {
     /// `Status::OutOfResources`) when it has no more events, and `Status::InvalidArgument`
     /// when the platform's mailbox address is not 8-byte aligned.
     pub fn create_interrupt(&self, initial: i64) -> Result<Signal<'_, P>> {
-        let event = self.platform.create_event().map_err(|e| e.to_error())?;
+        let event = self.platform.create_event()?;
         // SAFETY: the platform made the mailbox with the event; it stays valid until
         // destroy_event, which Signal::release calls only after the signal's last use.
         let mailbox = match unsafe { Mailbox::from_address(event.mailbox.get()) } {
@@ -204,10 +202,7 @@ impl<'p, P: Platform> SignalPool<'p, P> {
             align_bytes: SLAB_BYTES,
             flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,
         };
-        let chunk = self
-            .platform
-            .allocate_memory(&request)
-            .map_err(|e| e.to_error())?;
+        let chunk = self.platform.allocate_memory(&request)?;
         let host = match chunk.host_ptr {
             Some(h) if chunk.size_bytes >= SLAB_BYTES && (h.as_ptr() as usize) % 64 == 0 => h,
             _ => {

@@ -8,7 +8,8 @@ use hsa_core::abi::queue::AmdQueue;
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
-    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, WaitOutcome,
+    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, TopologySource,
+    WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
 use std::mem::offset_of;
@@ -19,14 +20,7 @@ use crate::kfd::abi::*;
 use crate::kfd::calls::{self, call};
 use crate::kfd::driver::MapTarget;
 
-// SAFETY: chunks are carved from one reservation and never overlap while live; they are zeroed
-// (host-visible ones written with zeros; device-only VRAM is wiped by amdgpu on release) and
-// aligned as asked; queues are created over the caller's ring and amd_queue_t only; all state is
-// behind mutexes and the driver is Send + Sync, so every method may run from any thread.
-unsafe impl Platform for LinuxPlatform {
-    type Error = Error;
-    type Doorbell = KfdDoorbell;
-
+impl TopologySource for LinuxPlatform {
     fn device_name(&self) -> &str {
         self.driver.name()
     }
@@ -50,6 +44,19 @@ unsafe impl Platform for LinuxPlatform {
     fn io_link(&self, index: usize, link: usize) -> Result<Option<IoLink>, Error> {
         Ok(self.topo_node(index)?.io_links.get(link).copied())
     }
+
+    /// The mode KFD reported at open (see [`LinuxPlatform::with_xnack`]).
+    fn xnack_enabled(&self) -> bool {
+        self.xnack
+    }
+}
+
+// SAFETY: chunks are carved from one reservation and never overlap while live; they are zeroed
+// (host-visible ones written with zeros; device-only VRAM is wiped by amdgpu on release) and
+// aligned as asked; queues are created over the caller's ring and amd_queue_t only; all state is
+// behind mutexes and the driver is Send + Sync, so every method may run from any thread.
+unsafe impl Platform for LinuxPlatform {
+    type Doorbell = KfdDoorbell;
 
     /// System memory is host pages registered with KFD as USERPTR on the node's GPU (the
     /// first GPU for a CPU node, as ROCR does) and mapped to every GPU; device-local memory is
@@ -437,11 +444,6 @@ unsafe impl Platform for LinuxPlatform {
 
     fn timestamp_frequency_hz(&self) -> u64 {
         1_000_000_000
-    }
-
-    /// The mode KFD reported at open (see [`LinuxPlatform::with_xnack`]).
-    fn xnack_enabled(&self) -> bool {
-        self.xnack
     }
 }
 

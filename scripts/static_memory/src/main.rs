@@ -6,7 +6,7 @@ use core::mem::size_of;
 
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
-    Platform, QueueRequest, WaitOutcome,
+    Platform, QueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::queue::AqlQueue;
 use hsa_core::signal::{Signal, SignalPool, SLAB_BYTES, SLOTS_PER_SLAB};
@@ -20,11 +20,7 @@ fn none() -> Error {
     hsa_core::error!(Status::Error, "the sizing platform does nothing")
 }
 
-// SAFETY: returns no memory, queues or events at all.
-unsafe impl Platform for Sizing {
-    type Error = Error;
-    /// No queues, so no doorbells.
-    type Doorbell = ();
+impl TopologySource for Sizing {
     fn device_name(&self) -> &str {
         "sizing"
     }
@@ -43,6 +39,12 @@ unsafe impl Platform for Sizing {
     fn io_link(&self, _: usize, _: usize) -> Result<Option<IoLink>, Error> {
         Err(none())
     }
+}
+
+// SAFETY: returns no memory, queues or events at all.
+unsafe impl Platform for Sizing {
+    /// No queues, so no doorbells.
+    type Doorbell = ();
     fn allocate_memory(&self, _: &MemoryRequest) -> Result<MemoryChunk, Error> {
         Err(none())
     }

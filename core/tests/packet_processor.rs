@@ -1,57 +1,184 @@
-//! The software packet processor, end to end through the fake platform: packets are written
-//! straight into a host ring with `Ring::write_body` + `Ring::publish` (the producer API is
-//! built elsewhere) and the fake runs them inside `ring_doorbell`.
+//! The software packet processor end to end, over rings in fake-platform memory: packets are
+//! written straight into a host ring with `Ring::write_body` + `Ring::publish` (the producer
+//! API is tested elsewhere) and each test runs the processor itself, as a command processor
+//! would, with [`TestHost`], a `ProcessorHost` whose kernels and agent functions are closures.
+//! The fake platform backs memory and events and runs no queue; the emulated device, which
+//! hosts the same processor on its CP threads, is tested in hsa-emu (`emulated_queue.rs`) and
+//! through the queue API in hsa-tests (`queue_errors.rs`, `stress.rs`).
 #![cfg(feature = "fake")]
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use hsa_core::abi::packet::{
     AgentDispatchPacket, BarrierPacket, BarrierValuePacket, KernelDispatchPacket,
     AMD_PACKET_TYPE_BARRIER_VALUE,
 };
-use hsa_core::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
+use hsa_core::abi::queue::{AmdQueue, AMD_QUEUE_PROPERTIES_ENABLE_PROFILING};
 use hsa_core::abi::signal::AmdSignal;
 use hsa_core::abi::SignalHandle;
+use hsa_core::packet_processor::{
+    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+    RingConsumer,
+};
 use hsa_core::platform::fake::{FakePlatform, FaultInjector, FaultMethod};
 use hsa_core::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback, QueueKind,
-    QueueRequest, WaitOutcome,
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, TopologySource, WaitOutcome,
 };
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
-use hsa_core::{Error, GpuVa, NodeId, QueueId, Status};
+use hsa_core::{Error, EventId, GpuVa, NodeId, Result, Status};
 use zerocopy::{Immutable, IntoBytes};
 
 const RING_PACKETS: u32 = 16;
 const QUEUE_OFFSET: usize = 4096;
 const SIGNAL_OFFSET: usize = 5120;
+/// The signal (of 16 at `SIGNAL_OFFSET`) that is the queue's `queue_inactive_signal`.
+const INACTIVE_SIGNAL: usize = 15;
 const KERNARG_OFFSET: usize = 7168;
 const OUT_OFFSET: usize = 7424;
-
-/// Error-callback counters, one per test that counts (tests run in parallel).
-static ERRORS: [AtomicU32; 4] = [const { AtomicU32::new(0) }; 4];
-
-fn count_error(_e: &Error, _q: QueueId, data: usize) {
-    ERRORS[data].fetch_add(1, Ordering::SeqCst);
-}
 
 /// Header words: type | barrier << 8 | acquire << 9 | release << 11 (system scopes).
 const fn hdr(packet_type: u16, barrier: bool) -> u16 {
     packet_type | (barrier as u16) << 8 | 2 << 9 | 2 << 11
 }
 
-struct TestQueue<'p> {
+type KernelFn = Box<dyn Fn(&DecodedKernelDispatch, &FakePlatform)>;
+type AgentFn = Box<dyn Fn(&DecodedAgentDispatch, &FakePlatform)>;
+
+/// What the processor needs from its host, for these tests: kernels and agent functions by
+/// kernel object and function id, signals and kernargs checked against the fake's live chunks,
+/// the fake's event mailboxes, events and clock, and a record of every reported error.
+struct TestHost<'p> {
     p: &'p FakePlatform,
+    kernels: HashMap<u64, KernelFn>,
+    agents: HashMap<u16, AgentFn>,
+    errors: RefCell<Vec<Error>>,
+}
+
+impl<'p> TestHost<'p> {
+    fn new(p: &'p FakePlatform) -> TestHost<'p> {
+        TestHost {
+            p,
+            kernels: HashMap::new(),
+            agents: HashMap::new(),
+            errors: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn kernel(&mut self, object: u64, f: impl Fn(&DecodedKernelDispatch, &FakePlatform) + 'static) {
+        self.kernels.insert(object, Box::new(f));
+    }
+
+    fn agent_function(
+        &mut self,
+        function: u16,
+        f: impl Fn(&DecodedAgentDispatch, &FakePlatform) + 'static,
+    ) {
+        self.agents.insert(function, Box::new(f));
+    }
+
+    /// The errors reported so far (the queue's error callback), in order.
+    fn errors(&self) -> Vec<Error> {
+        self.errors.borrow().clone()
+    }
+}
+
+impl ProcessorHost for TestHost<'_> {
+    fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> Result<()> {
+        let f = self.kernels.get(&dispatch.kernel_object.0).ok_or_else(|| {
+            hsa_core::error!(
+                Status::InvalidPacketFormat,
+                "kernel_object {:#x} is not a registered kernel",
+                dispatch.kernel_object.0
+            )
+        })?;
+        if !dispatch.kernarg_address.is_null()
+            && self.p.host_ptr(dispatch.kernarg_address, 1).is_none()
+        {
+            hsa_core::bail!(
+                Status::MemoryFault,
+                "kernarg_address {:#x} is not in any live allocation",
+                dispatch.kernarg_address.0
+            );
+        }
+        f(dispatch, self.p);
+        Ok(())
+    }
+
+    fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> Result<()> {
+        let f = self.agents.get(&dispatch.function).ok_or_else(|| {
+            hsa_core::error!(
+                Status::InvalidPacketFormat,
+                "agent dispatch type {} has no registered function",
+                dispatch.function
+            )
+        })?;
+        f(dispatch, self.p);
+        Ok(())
+    }
+
+    fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal> {
+        let ptr = self
+            .p
+            .host_ptr(GpuVa(handle.0), 64)
+            .filter(|_| handle.0 % 64 == 0)
+            .ok_or_else(|| {
+                hsa_core::error!(
+                    Status::InvalidSignal,
+                    "signal handle {:#x} is not 64-byte aligned memory of a live chunk",
+                    handle.0
+                )
+            })?;
+        // SAFETY: `host_ptr` found 64 bytes at the handle inside a live, zero-initialised
+        // chunk, 64-byte aligned (checked above); the chunks outlive the queues (freed only by
+        // the platform's drop), and signal values are only accessed atomically.
+        Ok(unsafe { RawSignal::from_ptr(ptr.cast()) })
+    }
+
+    fn write_mailbox(&self, mailbox: GpuVa, event_id: u32) -> Result<()> {
+        let slot = self.p.mailbox_at(mailbox).ok_or_else(|| {
+            hsa_core::error!(
+                Status::InvalidSignal,
+                "event_mailbox_ptr {:#x} is not a mailbox of this platform",
+                mailbox.0
+            )
+        })?;
+        // Release pairs with the waiter's Acquire load of the mailbox.
+        slot.store(u64::from(event_id), Ordering::Release);
+        Ok(())
+    }
+
+    fn signal_event(&self, event_id: u32) {
+        // An unknown id (a user-written event_id) wakes nobody.
+        let _ = self.p.signal_event(EventId(event_id));
+    }
+
+    fn timestamp_ticks(&self) -> u64 {
+        self.p.timestamp_ticks()
+    }
+
+    fn report_error(&self, error: &Error) {
+        self.errors.borrow_mut().push(error.clone());
+    }
+}
+
+/// A ring of 16 packets, its `amd_queue_t`, 16 signals and a kernarg and an output area, all
+/// in one 8 KiB chunk of the fake's memory, and the processor that consumes the ring.
+struct TestQueue {
     chunk: MemoryChunk,
     ring: Ring,
-    id: QueueId,
+    processor: PacketProcessor,
     write: u64,
 }
 
-impl<'p> TestQueue<'p> {
-    fn new(p: &'p FakePlatform, profiling: bool, error_slot: Option<usize>) -> TestQueue<'p> {
+impl TestQueue {
+    /// `profiling` sets `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`; `inactive_signal` gives the
+    /// `amd_queue_t` a `queue_inactive_signal` (signal 15 of the chunk, at 0).
+    fn new(p: &FakePlatform, profiling: bool, inactive_signal: bool) -> TestQueue {
         let chunk = p
             .allocate_memory(&MemoryRequest {
                 node: NodeId(0),
@@ -64,12 +191,12 @@ impl<'p> TestQueue<'p> {
         let base = chunk.host_ptr.unwrap();
         let queue_ptr = NonNull::new(base.as_ptr().wrapping_add(QUEUE_OFFSET)).unwrap();
         if profiling {
-            // SAFETY: offset 4096 + 180 is inside the 8192-byte chunk, 4-aligned, and no queue
-            // uses the amd_queue_t yet.
+            // SAFETY: offset 4096 + 180 is inside the 8192-byte chunk, 4-aligned, and no
+            // processor uses the amd_queue_t yet.
             unsafe {
                 queue_ptr
                     .as_ptr()
-                    .add(180)
+                    .add(std::mem::offset_of!(AmdQueue, queue_properties))
                     .cast::<u32>()
                     .write(AMD_QUEUE_PROPERTIES_ENABLE_PROFILING)
             };
@@ -82,34 +209,43 @@ impl<'p> TestQueue<'p> {
             ring.header_word(i)
                 .store(INVALID_HEADER_WORD, Ordering::Release);
         }
-        let request = QueueRequest {
-            node: NodeId(1),
-            kind: QueueKind::ComputeAql,
-            ring: chunk.gpu_va,
-            ring_host: base,
-            ring_size_bytes: u64::from(RING_PACKETS) * 64,
-            amd_queue: GpuVa(chunk.gpu_va.0 + QUEUE_OFFSET as u64),
-            amd_queue_host: queue_ptr,
-            read_pointer: GpuVa(chunk.gpu_va.0 + QUEUE_OFFSET as u64 + 128),
-            write_pointer: GpuVa(chunk.gpu_va.0 + QUEUE_OFFSET as u64 + 56),
-            on_error: error_slot.map(|data| QueueErrorCallback {
-                func: count_error,
-                data,
-            }),
-        };
-        // SAFETY: the ring and amd_queue_t stay valid until the platform drops.
-        let hw = unsafe { p.create_queue(&request) }.unwrap();
-        TestQueue {
-            p,
+        let q = TestQueue {
             chunk,
             ring,
-            id: hw.doorbell,
+            // SAFETY: this processor is the ring's only consumer (the test only produces).
+            processor: PacketProcessor::new(unsafe { RingConsumer::new(ring) }),
             write: 0,
+        };
+        if inactive_signal {
+            let handle = q.signal(INACTIVE_SIGNAL, 0).handle();
+            // SAFETY: the amd_queue_t's queue_inactive_signal field lies in the chunk, 8-aligned;
+            // the processor reads it only when it stops the queue, on this thread, later.
+            unsafe {
+                queue_ptr
+                    .as_ptr()
+                    .add(std::mem::offset_of!(AmdQueue, queue_inactive_signal))
+                    .cast::<u64>()
+                    .write(handle.0)
+            };
         }
+        q
     }
 
     /// Signal `i` (of 16 in the chunk) with kind USER and `value`.
     fn signal(&self, i: usize, value: i64) -> RawSignal {
+        let s = self.raw_signal(i);
+        s.kind().store(1, Ordering::Relaxed);
+        s.value().store(value, Ordering::Release);
+        s
+    }
+
+    /// The value of signal `i` (of 16 in the chunk).
+    fn signal_value(&self, i: usize) -> i64 {
+        self.raw_signal(i).value().load(Ordering::Acquire)
+    }
+
+    fn raw_signal(&self, i: usize) -> RawSignal {
+        assert!(i < 16);
         let ptr = self
             .chunk
             .host_ptr
@@ -118,17 +254,14 @@ impl<'p> TestQueue<'p> {
             .wrapping_add(SIGNAL_OFFSET + 64 * i);
         // SAFETY: 64 bytes at SIGNAL_OFFSET + 64 * i (i < 16) lie in the chunk, 64-aligned,
         // zeroed, and are accessed only atomically from here on.
-        let s = unsafe { RawSignal::from_ptr(NonNull::new(ptr.cast::<AmdSignal>()).unwrap()) };
-        s.kind().store(1, Ordering::Relaxed);
-        s.value().store(value, Ordering::Release);
-        s
+        unsafe { RawSignal::from_ptr(NonNull::new(ptr.cast::<AmdSignal>()).unwrap()) }
     }
 
     fn va(&self, offset: usize) -> u64 {
         self.chunk.gpu_va.0 + offset as u64
     }
 
-    /// Writes and publishes one packet without ringing the doorbell.
+    /// Writes and publishes one packet without running the processor.
     fn push<T: IntoBytes + Immutable>(&mut self, packet: &T) -> u64 {
         let mut bytes = [0u8; 64];
         bytes.copy_from_slice(packet.as_bytes());
@@ -143,13 +276,22 @@ impl<'p> TestQueue<'p> {
         index
     }
 
-    fn doorbell(&self) {
-        self.p.ring_doorbell(&self.id, self.write - 1);
+    /// Runs the processor until it is Idle, Blocked or Stopped, as a command processor does
+    /// after a doorbell or a signal event; returns how many packets completed and how it
+    /// ended.
+    fn run(&mut self, host: &TestHost<'_>) -> (u32, Progress) {
+        let mut done = 0;
+        loop {
+            match self.processor.process(host, 64) {
+                Progress::Processed(n) => done += n,
+                end => return (done, end),
+            }
+        }
     }
 
-    fn submit<T: IntoBytes + Immutable>(&mut self, packet: &T) {
+    fn submit<T: IntoBytes + Immutable>(&mut self, host: &TestHost<'_>, packet: &T) -> Progress {
         self.push(packet);
-        self.doorbell();
+        self.run(host).1
     }
 
     fn read_index(&self) -> u64 {
@@ -191,11 +333,11 @@ fn barrier(packet_type: u16, deps: [SignalHandle; 5], completion: SignalHandle) 
 
 type Log = Arc<Mutex<Vec<u64>>>;
 
-fn logging_kernels(p: &FakePlatform, objects: &[u64]) -> Log {
+fn logging_kernels(host: &mut TestHost<'_>, objects: &[u64]) -> Log {
     let log: Log = Arc::default();
     for &o in objects {
         let l = log.clone();
-        p.register_kernel(o, move |ctx| l.lock().unwrap().push(ctx.kernel_object().0));
+        host.kernel(o, move |d, _| l.lock().unwrap().push(d.kernel_object.0));
     }
     log
 }
@@ -205,8 +347,9 @@ const N: SignalHandle = SignalHandle::NULL;
 #[test]
 fn packets_run_in_write_index_order_and_complete() {
     let p = FakePlatform::new();
-    let log = logging_kernels(&p, &[0x1000, 0x2000, 0x3000]);
-    let mut q = TestQueue::new(&p, false, None);
+    let mut host = TestHost::new(&p);
+    let log = logging_kernels(&mut host, &[0x1000, 0x2000, 0x3000]);
+    let mut q = TestQueue::new(&p, false, false);
     let done = q.signal(0, 3);
     for o in [0x3000, 0x1000, 0x2000] {
         q.push(&kernel(o, done.handle()));
@@ -214,42 +357,46 @@ fn packets_run_in_write_index_order_and_complete() {
     assert_eq!(
         *log.lock().unwrap(),
         Vec::<u64>::new(),
-        "nothing runs before the doorbell"
+        "nothing runs before the processor does"
     );
-    q.doorbell();
+    assert_eq!(q.run(&host), (3, Progress::Idle));
     assert_eq!(*log.lock().unwrap(), [0x3000, 0x1000, 0x2000]);
     assert_eq!(done.value().load(Ordering::Acquire), 0);
     assert_eq!(q.read_index(), 3);
     for i in 0..3 {
         assert_eq!(q.header_type(i), 1, "slot {i} is INVALID again");
     }
+    assert!(host.errors().is_empty());
 }
 
 #[test]
-fn dispatch_context_carries_the_packet_and_kernargs() {
+fn dispatch_carries_the_packet_and_kernargs() {
     let p = FakePlatform::new();
-    let mut q = TestQueue::new(&p, false, None);
+    let mut host = TestHost::new(&p);
+    let mut q = TestQueue::new(&p, false, false);
     let out_va = q.va(OUT_OFFSET);
     let kernarg = q.va(KERNARG_OFFSET);
     let seen = Arc::new(Mutex::new(None));
     let s = seen.clone();
-    p.register_kernel(0x4000, move |ctx| {
-        let out = ctx.kernarg_u64(0).unwrap();
-        let ptr = ctx.host_ptr(GpuVa(out), 4).unwrap();
+    host.kernel(0x4000, move |d, p| {
+        let out = p.read_u64(d.kernarg_address).unwrap();
+        let ptr = p.host_ptr(GpuVa(out), 4).unwrap();
         // SAFETY: `host_ptr` checked 4 bytes of live memory at `out`; nothing else touches
         // them while the kernel runs.
         unsafe {
             ptr.as_ptr()
                 .cast::<u32>()
-                .write_unaligned(ctx.grid_size()[0] * 2)
+                .write_unaligned(d.grid_size[0] * 2)
         };
         *s.lock().unwrap() = Some((
-            ctx.dimensions(),
-            ctx.grid_size(),
-            ctx.workgroup_size(),
-            ctx.group_segment_size_bytes(),
-            ctx.private_segment_size_bytes(),
-            ctx.kernarg_address().0,
+            d.dimensions,
+            d.grid_size,
+            d.workgroup_size,
+            d.group_segment_size_bytes,
+            d.private_segment_size_bytes,
+            d.kernarg_address.0,
+            d.dispatch_id,
+            d.packet_address.0,
         ));
     });
     // SAFETY: KERNARG_OFFSET is inside the chunk, 8-aligned, and no kernel runs yet.
@@ -262,6 +409,8 @@ fn dispatch_context_carries_the_packet_and_kernargs() {
             .cast::<u64>()
             .write(out_va)
     };
+    host.kernel(0x1000, |_, _| {});
+    q.submit(&host, &kernel(0x1000, N));
     let mut k = kernel(0x4000, N);
     k.setup = 2;
     k.grid_size_x = 100;
@@ -271,10 +420,19 @@ fn dispatch_context_carries_the_packet_and_kernargs() {
     k.group_segment_size = 1024;
     k.private_segment_size = 16;
     k.kernarg_address = kernarg;
-    q.submit(&k);
+    assert_eq!(q.submit(&host, &k), Progress::Idle);
     assert_eq!(
         *seen.lock().unwrap(),
-        Some((2, [100, 3, 1], [32, 2, 1], 1024, 16, kernarg))
+        Some((
+            2,
+            [100, 3, 1],
+            [32, 2, 1],
+            1024,
+            16,
+            kernarg,
+            1,
+            q.chunk.gpu_va.0 + 64
+        ))
     );
     assert_eq!(p.read_u64(GpuVa(out_va)).unwrap() & 0xffff_ffff, 200);
 }
@@ -282,23 +440,27 @@ fn dispatch_context_carries_the_packet_and_kernargs() {
 #[test]
 fn barrier_and_ignores_null_deps_and_blocks_later_packets() {
     let p = FakePlatform::new();
-    let log = logging_kernels(&p, &[0x1000]);
-    let mut q = TestQueue::new(&p, false, None);
+    let mut host = TestHost::new(&p);
+    let log = logging_kernels(&mut host, &[0x1000]);
+    let mut q = TestQueue::new(&p, false, false);
     let dep = q.signal(0, 1);
     let done = q.signal(1, 1);
     // All-null barrier-AND: satisfied at once.
-    q.submit(&barrier(3, [N; 5], done.handle()));
+    assert_eq!(
+        q.submit(&host, &barrier(3, [N; 5], done.handle())),
+        Progress::Idle
+    );
     assert_eq!(done.value().load(Ordering::Acquire), 0);
     assert_eq!(q.read_index(), 1);
     // One real dependency at 1: the barrier and the kernel behind it wait.
     q.push(&barrier(3, [N, dep.handle(), N, N, N], N));
-    q.submit(&kernel(0x1000, N));
+    assert_eq!(q.submit(&host, &kernel(0x1000, N)), Progress::Blocked);
     assert_eq!(q.read_index(), 1);
     assert!(log.lock().unwrap().is_empty());
-    p.poll_queues();
+    assert_eq!(q.run(&host), (0, Progress::Blocked));
     assert_eq!(q.read_index(), 1, "still blocked while the dependency is 1");
     dep.value().store(0, Ordering::Release);
-    p.poll_queues();
+    assert_eq!(q.run(&host), (2, Progress::Idle));
     assert_eq!(q.read_index(), 3);
     assert_eq!(*log.lock().unwrap(), [0x1000]);
 }
@@ -306,15 +468,19 @@ fn barrier_and_ignores_null_deps_and_blocks_later_packets() {
 #[test]
 fn barrier_or_null_deps_never_satisfy_and_any_zero_does() {
     let p = FakePlatform::new();
-    let mut q = TestQueue::new(&p, false, None);
+    let host = TestHost::new(&p);
+    let mut q = TestQueue::new(&p, false, false);
     let one = q.signal(0, 1);
     let zero = q.signal(1, 0);
-    q.submit(&barrier(5, [N, one.handle(), N, zero.handle(), N], N));
+    q.submit(
+        &host,
+        &barrier(5, [N, one.handle(), N, zero.handle(), N], N),
+    );
     assert_eq!(q.read_index(), 1, "zero dependency satisfies the OR");
 
-    let mut q2 = TestQueue::new(&p, false, None);
-    q2.submit(&barrier(5, [N; 5], N));
-    p.poll_queues();
+    let mut q2 = TestQueue::new(&p, false, false);
+    assert_eq!(q2.submit(&host, &barrier(5, [N; 5], N)), Progress::Blocked);
+    assert_eq!(q2.run(&host), (0, Progress::Blocked));
     assert_eq!(q2.read_index(), 0, "an all-null barrier-OR never completes");
     assert_eq!(q2.header_type(0), 5);
 }
@@ -322,7 +488,8 @@ fn barrier_or_null_deps_never_satisfy_and_any_zero_does() {
 #[test]
 fn barrier_value_compares_masked_value() {
     let p = FakePlatform::new();
-    let mut q = TestQueue::new(&p, false, None);
+    let host = TestHost::new(&p);
+    let mut q = TestQueue::new(&p, false, false);
     let sig = q.signal(0, 0x105);
     let done = q.signal(1, 1);
     let mut bv = BarrierValuePacket::default();
@@ -333,10 +500,10 @@ fn barrier_value_compares_masked_value() {
     bv.value = 3;
     bv.cond = 2; // LT: (value & 0xff) < 3
     bv.completion_signal = done.handle();
-    q.submit(&bv);
+    assert_eq!(q.submit(&host, &bv), Progress::Blocked);
     assert_eq!(q.read_index(), 0, "0x105 & 0xff = 5 is not < 3");
     sig.value().store(0x302, Ordering::Release);
-    p.poll_queues();
+    assert_eq!(q.run(&host), (1, Progress::Idle));
     assert_eq!(q.read_index(), 1, "0x302 & 0xff = 2 < 3");
     assert_eq!(done.value().load(Ordering::Acquire), 0);
 }
@@ -344,8 +511,9 @@ fn barrier_value_compares_masked_value() {
 #[test]
 fn agent_dispatch_runs_the_registered_function() {
     let p = FakePlatform::new();
-    let mut q = TestQueue::new(&p, false, None);
-    p.register_agent_function(7, |a, platform| {
+    let mut host = TestHost::new(&p);
+    let mut q = TestQueue::new(&p, false, false);
+    host.agent_function(7, |a, platform| {
         let ptr = platform.host_ptr(a.return_address, 8).unwrap();
         // SAFETY: `host_ptr` checked 8 bytes of live memory; the test reads them only after
         // the packet completed.
@@ -356,14 +524,17 @@ fn agent_dispatch_runs_the_registered_function() {
         };
     });
     let done = q.signal(0, 1);
-    q.submit(&AgentDispatchPacket {
-        header: hdr(4, false),
-        type_: 7,
-        return_address: q.va(OUT_OFFSET),
-        arg: [40, 2, 0, 0],
-        completion_signal: done.handle(),
-        ..Default::default()
-    });
+    q.submit(
+        &host,
+        &AgentDispatchPacket {
+            header: hdr(4, false),
+            type_: 7,
+            return_address: q.va(OUT_OFFSET),
+            arg: [40, 2, 0, 0],
+            completion_signal: done.handle(),
+            ..Default::default()
+        },
+    );
     assert_eq!(p.read_u64(GpuVa(q.va(OUT_OFFSET))), Some(42));
     assert_eq!(done.value().load(Ordering::Acquire), 0);
 }
@@ -371,19 +542,22 @@ fn agent_dispatch_runs_the_registered_function() {
 #[test]
 fn malformed_packet_stops_the_queue_once() {
     let p = FakePlatform::new();
-    let log = logging_kernels(&p, &[0x1000, 0x2000]);
-    let mut q = TestQueue::new(&p, false, Some(0));
+    let mut host = TestHost::new(&p);
+    let log = logging_kernels(&mut host, &[0x1000, 0x2000]);
+    let mut q = TestQueue::new(&p, false, true);
     q.push(&kernel(0x1000, N));
     let mut bad = kernel(0x2000, N);
     bad.workgroup_size_x = 0;
     q.push(&bad);
     q.push(&kernel(0x2000, N));
-    q.doorbell();
+    // The processor reports the stop, not the packet it completed in the same call.
+    let Progress::Stopped(e) = q.run(&host).1 else {
+        panic!("not stopped")
+    };
     assert_eq!(*log.lock().unwrap(), [0x1000]);
     assert_eq!(q.read_index(), 1, "read index stops at the bad packet");
     assert_eq!(q.header_type(1), 2, "the bad packet's header stays");
     assert_eq!(q.header_type(2), 2, "later packets untouched");
-    let e = p.queue_error(q.id).unwrap();
     assert_eq!(e.status(), Status::InvalidPacketFormat);
     assert!(e.detail().contains("packet 1"), "{}", e.detail());
     assert!(
@@ -391,20 +565,27 @@ fn malformed_packet_stops_the_queue_once() {
         "{}",
         e.detail()
     );
-    q.doorbell();
-    p.poll_queues();
-    assert_eq!(ERRORS[0].load(Ordering::SeqCst), 1, "callback once");
+    assert_eq!(
+        q.signal_value(INACTIVE_SIGNAL),
+        i64::from(Status::InvalidPacketFormat.raw()),
+        "queue_inactive_signal holds the status"
+    );
+    assert_eq!(q.run(&host), (0, Progress::Stopped(e.clone())));
+    assert_eq!(host.errors(), [e], "reported once");
     assert_eq!(*log.lock().unwrap(), [0x1000]);
 }
 
 #[test]
 fn unknown_signal_kernel_and_negative_dep_stop_with_precise_status() {
     let p = FakePlatform::new();
-    let log = logging_kernels(&p, &[0x1000]);
+    let mut host = TestHost::new(&p);
+    let log = logging_kernels(&mut host, &[0x1000]);
     // A completion signal outside every live chunk: never written.
-    let mut q = TestQueue::new(&p, false, Some(1));
-    q.submit(&kernel(0x1000, SignalHandle(0x40)));
-    assert_eq!(p.queue_error(q.id).unwrap().status(), Status::InvalidSignal);
+    let mut q = TestQueue::new(&p, false, false);
+    let Progress::Stopped(e) = q.submit(&host, &kernel(0x1000, SignalHandle(0x40))) else {
+        panic!("not stopped")
+    };
+    assert_eq!(e.status(), Status::InvalidSignal);
     assert!(log.lock().unwrap().is_empty(), "the kernel did not run");
     assert_eq!(q.read_index(), 0);
 
@@ -422,32 +603,36 @@ fn unknown_signal_kernel_and_negative_dep_stop_with_precise_status() {
         ),
     ];
     for (object, want) in bad_objects {
-        let mut q = TestQueue::new(&p, false, Some(1));
-        q.submit(&kernel(object, N));
-        let e = p.queue_error(q.id).unwrap();
+        let mut q = TestQueue::new(&p, false, false);
+        let Progress::Stopped(e) = q.submit(&host, &kernel(object, N)) else {
+            panic!("not stopped")
+        };
         assert_eq!(e.status(), Status::InvalidPacketFormat);
         assert_eq!(e.detail(), want);
     }
 
-    let mut q = TestQueue::new(&p, false, Some(1));
+    let mut q = TestQueue::new(&p, false, false);
     let failed = q.signal(0, -1);
-    q.submit(&barrier(3, [N, N, failed.handle(), N, N], N));
-    let e = p.queue_error(q.id).unwrap();
+    let Progress::Stopped(e) = q.submit(&host, &barrier(3, [N, N, failed.handle(), N, N], N))
+    else {
+        panic!("not stopped")
+    };
     assert_eq!(e.status(), Status::Error);
     assert!(e.detail().contains("dep_signal[2]"), "{}", e.detail());
-    assert_eq!(ERRORS[1].load(Ordering::SeqCst), 4);
+    assert_eq!(host.errors().len(), 4, "one report per stopped queue");
 }
 
 #[test]
 fn profiling_writes_monotonic_timestamps() {
     let p = FakePlatform::new();
-    logging_kernels(&p, &[0x1000]);
-    let mut q = TestQueue::new(&p, true, None);
+    let mut host = TestHost::new(&p);
+    logging_kernels(&mut host, &[0x1000]);
+    let mut q = TestQueue::new(&p, true, false);
     let a = q.signal(0, 1);
     let b = q.signal(1, 1);
     q.push(&kernel(0x1000, a.handle()));
     q.push(&kernel(0x1000, b.handle()));
-    q.doorbell();
+    q.run(&host);
     let ts = |s: &RawSignal| {
         (
             s.start_ts().load(Ordering::Acquire),
@@ -462,17 +647,18 @@ fn profiling_writes_monotonic_timestamps() {
     );
     assert!(b1 <= p.timestamp_ticks());
 
-    let mut plain = TestQueue::new(&p, false, None);
+    let mut plain = TestQueue::new(&p, false, false);
     let c = plain.signal(0, 1);
-    plain.submit(&kernel(0x1000, c.handle()));
+    plain.submit(&host, &kernel(0x1000, c.handle()));
     assert_eq!(ts(&c), (0, 0), "no timestamps without the profiling bit");
 }
 
 #[test]
 fn interrupt_signal_writes_mailbox_and_wakes_event() {
     let p = FakePlatform::new();
-    logging_kernels(&p, &[0x1000]);
-    let mut q = TestQueue::new(&p, false, Some(2));
+    let mut host = TestHost::new(&p);
+    logging_kernels(&mut host, &[0x1000]);
+    let mut q = TestQueue::new(&p, false, false);
     let event = p.create_event().unwrap();
     let sig = q.signal(0, 2);
     // SAFETY: the signal is not in use by any queue yet; plain writes of its event fields.
@@ -481,25 +667,31 @@ fn interrupt_signal_writes_mailbox_and_wakes_event() {
     }
     sig.event_mailbox_ptr()
         .store(event.mailbox.0, Ordering::Release);
-    q.submit(&kernel(0x1000, sig.handle()));
+    assert_eq!(
+        q.submit(&host, &kernel(0x1000, sig.handle())),
+        Progress::Idle
+    );
     assert_eq!(sig.value().load(Ordering::Acquire), 1);
     assert_eq!(p.mailbox_value(event.id), Some(u64::from(event.id.0)));
+    assert_eq!(p.signal_event_count(), 1);
     assert_eq!(p.wait_event(event.id, 0).unwrap(), WaitOutcome::Signaled);
     assert_eq!(p.wait_event(event.id, 1000).unwrap(), WaitOutcome::TimedOut);
 
     // A user-written mailbox pointer that is no mailbox: the packet completes, the queue stops.
     sig.event_mailbox_ptr()
         .store(q.va(OUT_OFFSET), Ordering::Release);
-    q.submit(&kernel(0x1000, sig.handle()));
+    let Progress::Stopped(e) = q.submit(&host, &kernel(0x1000, sig.handle())) else {
+        panic!("not stopped")
+    };
     assert_eq!(sig.value().load(Ordering::Acquire), 0);
     assert_eq!(q.read_index(), 2);
-    assert_eq!(p.queue_error(q.id).unwrap().status(), Status::InvalidSignal);
+    assert_eq!(e.status(), Status::InvalidSignal);
     assert_eq!(
         p.read_u64(GpuVa(q.va(OUT_OFFSET))),
         Some(0),
         "no wild write"
     );
-    assert_eq!(ERRORS[2].load(Ordering::SeqCst), 1);
+    assert_eq!(host.errors().len(), 1);
 }
 
 #[test]
