@@ -1,25 +1,22 @@
 //! The process-wide runtime behind the C API: reference-counted init/shut-down (HSA Runtime 1.2
 //! §2.1) and the registries that turn C handles into live Rust objects.
 //!
-//! # Lifetimes
-//! The core's signals, queues and executables borrow the platform (`&'p P`) and signals also
-//! their pool. A C handle has no lifetime, so the first `hsa_init` moves the [`Runtime`] and the
-//! [`SignalPool`] into leaked boxes and every object made through the C API borrows them as
-//! `'static`. That is sound because of one rule this module keeps: every object that borrows
-//! them lives only in the registries of the one [`State`] that owns the boxes (or in a local of
-//! an API call, which holds an `Arc<State>` for the whole call), and `State::drop` empties the
-//! registries before it frees the boxes. `hsa_shut_down` only drops the global `Arc`; the state
-//! goes when the last call still using it returns.
+//! # Ownership
+//! Every object made through the C API shares the platform: the runtime, the signal pool,
+//! queues, signals and executables each hold a [`PlatRef`] (`Arc<Plat>`), and signals hold
+//! their pool by `Arc`. No object borrows another, so none can outlive what it uses: a call
+//! that still holds a signal or queue when `hsa_shut_down` runs keeps the platform (and the
+//! pool) alive until it lets go. `hsa_shut_down` drops the global `Arc<State>`; the last call
+//! still using the state drops it, which destroys what is left in its registries (HSA: shut
+//! down releases every object), and the platform goes with the last object holding it.
 //!
 //! # Handles
 //! Agents, pools/regions: the core's handles. ISAs, executables, readers, loaded code objects,
 //! symbols and signal groups: a tagged `u64` (a base in the top 24 bits, never 0), always
 //! looked up, never dereferenced. Signals: the `amd_signal_t` address (as ROCR), also looked
 //! up. Queues: the `hsa_queue_t` (= `amd_queue_t`) address, looked up.
-#![allow(unsafe_code)]
 
 use std::collections::HashMap;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -34,8 +31,10 @@ use hsa_linux::LinuxPlatform;
 
 /// The platform under the C API.
 pub(crate) type Plat = LinuxPlatform;
+/// How the C API's objects hold the platform: shared.
+pub(crate) type PlatRef = Arc<Plat>;
 /// A signal made through the C API.
-pub(crate) type Sig = Signal<'static, Plat>;
+pub(crate) type Sig = Signal<PlatRef>;
 
 /// Tag of ISA handles (`hsa_isa_t`): base | agent index.
 pub(crate) const ISA_BASE: u64 = 0x4853_4900_0000_0000;
@@ -63,7 +62,7 @@ pub(crate) fn untag(handle: u64, base: u64) -> Option<u64> {
 pub(crate) enum QueueImpl {
     /// `hsa_queue_create`: an AQL queue the platform's packet processor consumes. `None` once
     /// destroyed (a racing call then sees no queue).
-    Aql(RwLock<Option<AqlQueue<'static, Plat>>>),
+    Aql(RwLock<Option<AqlQueue<PlatRef>>>),
     /// `hsa_soft_queue_create`: descriptor and ring in region memory, consumed by the
     /// application itself.
     Soft(SoftQueue),
@@ -86,7 +85,7 @@ pub(crate) struct Reader {
 /// An executable made through the C API.
 pub(crate) struct ExecEntry {
     /// `None` once destroyed.
-    pub(crate) executable: Option<Executable<'static, Plat>>,
+    pub(crate) executable: Option<Executable<PlatRef>>,
 }
 
 /// A C queue-error callback (`hsa_queue_create`'s `callback` and `data`).
@@ -134,35 +133,24 @@ pub(crate) struct State {
     pub(crate) readers: Mutex<HashMap<u64, Arc<Reader>>>,
     /// Next id for groups, executables, readers.
     next_id: AtomicU64,
-    /// Leaked `Box<SignalPool>`, freed in `drop` after every signal.
-    signal_pool: NonNull<SignalPool<'static, Plat>>,
-    /// Leaked `Box<Runtime>`, freed in `drop` last.
-    runtime: NonNull<Runtime<Plat>>,
+    /// The pool of the signals made through the C API; each signal shares it.
+    signal_pool: Arc<SignalPool<PlatRef>>,
+    /// The runtime.
+    runtime: Runtime<PlatRef>,
     /// The emulated device under the platform, when that is what it runs on (for
     /// `hsa_rt_emulated_register_kernel`).
     emulated: Option<Arc<EmulatedKfd>>,
 }
 
-// SAFETY: the two pointers are owned boxes of `Sync` types (Runtime<LinuxPlatform> and
-// SignalPool, whose state is behind locks and atomics); everything else is behind locks or is
-// `Send + Sync` itself (the `Arc<EmulatedKfd>`, a `KfdDriver`). The
-// signals, queues and executables are used from any thread as the core allows (their
-// operations are atomics on shared memory or take `&self` behind the registry locks).
-unsafe impl Send for State {}
-// SAFETY: as for Send.
-unsafe impl Sync for State {}
-
 impl State {
     fn new(device: SelectedDevice) -> Result<State, Error> {
         let SelectedDevice { platform, emulated } = device;
-        let runtime = Runtime::new(platform)?;
+        let runtime = Runtime::new(Arc::new(platform))?;
         let cpu_node = runtime.first_cpu().map_or(0, |a| a.node());
-        let runtime = NonNull::from(Box::leak(Box::new(runtime)));
-        // SAFETY: `runtime` was just leaked and is freed only in `drop`, after the pool, which
-        // is the only borrower made here.
-        let platform: &'static Plat = unsafe { runtime.as_ref() }.platform();
-        let pool = SignalPool::new(platform, NodeId(cpu_node));
-        let signal_pool = NonNull::from(Box::leak(Box::new(pool)));
+        let signal_pool = Arc::new(SignalPool::new(
+            runtime.platform_ref().clone(),
+            NodeId(cpu_node),
+        ));
         Ok(State {
             signals: RwLock::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
@@ -182,24 +170,18 @@ impl State {
     }
 
     /// The runtime.
-    pub(crate) fn rt(&self) -> &Runtime<Plat> {
-        // SAFETY: the box lives until `drop`, which needs `&mut self`.
-        unsafe { self.runtime.as_ref() }
+    pub(crate) fn rt(&self) -> &Runtime<PlatRef> {
+        &self.runtime
     }
 
-    /// The platform, with the `'static` lifetime the C API's objects are made with. Only for
-    /// objects that go into this state's registries (see the module doc).
-    pub(crate) fn platform_static(&self) -> &'static Plat {
-        // SAFETY: the runtime box is freed only in `drop`, after the registries (the only
-        // places the result may be kept, per this function's contract) are emptied.
-        unsafe { self.runtime.as_ref() }.platform()
+    /// A handle to the platform, for a queue or executable to keep.
+    pub(crate) fn platform_ref(&self) -> PlatRef {
+        self.runtime.platform_ref().clone()
     }
 
-    /// The signal pool, `'static` under the same contract as [`State::platform_static`].
-    pub(crate) fn signal_pool_static(&self) -> &'static SignalPool<'static, Plat> {
-        // SAFETY: the pool box is freed only in `drop`, after the signal registry (the only
-        // place signals made from it are kept) is emptied.
-        unsafe { self.signal_pool.as_ref() }
+    /// The signal pool; each signal made from it keeps a clone.
+    pub(crate) fn signal_pool(&self) -> &Arc<SignalPool<PlatRef>> {
+        &self.signal_pool
     }
 
     /// A fresh id (1, 2, ...) for a group, executable or reader.
@@ -281,8 +263,10 @@ impl State {
 }
 
 impl Drop for State {
+    /// Shut-down releases every object still registered (HSA Runtime 1.2 §2.1): queues are
+    /// destroyed (their hardware queues stopped), soft queues' memory and executables freed.
+    /// Nothing here is needed for soundness: each object owns what it uses.
     fn drop(&mut self) {
-        // Everything that borrows the pool or the runtime first (see the module doc).
         lock(&self.groups).clear();
         write(&self.signals).clear();
         for (_, q) in write(&self.queues).drain() {
@@ -304,12 +288,6 @@ impl Drop for State {
             }
         }
         lock(&self.readers).clear();
-        // SAFETY: the pool was leaked in `new` and is freed only here; every signal made from
-        // it was in the registries just emptied (API calls that held clones held an
-        // `Arc<State>` too, so they have returned before this drop runs).
-        drop(unsafe { Box::from_raw(self.signal_pool.as_ptr()) });
-        // SAFETY: as above for the runtime; the pool, its last borrower, is gone.
-        drop(unsafe { Box::from_raw(self.runtime.as_ptr()) });
     }
 }
 
@@ -387,12 +365,17 @@ pub(crate) fn state() -> Result<Arc<State>, Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hsa_core::signal::{LoadOrder, StoreOrder};
+
+    /// The tests share the process-wide runtime: one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
 
     /// `hsa_init` counts to `INT32_MAX` and the next call is `REFCOUNT_OVERFLOW`, as ROCR 5.2;
     /// the count then still goes down to 0. (Counting there one call at a time takes a
     /// minute: the test starts the count near the limit.)
     #[test]
     fn init_stops_at_int32_max() {
+        let _serial = lock(&SERIAL);
         init().unwrap();
         lock(&GLOBAL).0 = 0x7fff_fffe;
         init().unwrap();
@@ -407,5 +390,33 @@ mod tests {
         lock(&GLOBAL).0 = 1;
         shut_down().unwrap();
         assert!(state().is_err());
+    }
+
+    /// A signal still held when the last `hsa_shut_down` drops the state (a call in another
+    /// thread that looked it up, here this test) stays usable: it keeps its pool and the
+    /// platform alive, and gives its slot back when it goes. (When the state owned the pool
+    /// and the platform, the shut-down freed the signal's memory under it.)
+    #[test]
+    #[allow(unsafe_code)] // creates the signal through the C entry point, as a C caller does
+    fn a_signal_held_past_shut_down_keeps_its_memory() {
+        let _serial = lock(&SERIAL);
+        init().unwrap();
+        let mut handle = 0u64;
+        // SAFETY: no consumers; `handle` is a writable hsa_signal_t.
+        let status = unsafe {
+            crate::ffi::signal::hsa_signal_create(41, 0, std::ptr::null(), &raw mut handle)
+        };
+        assert_eq!(status, Status::Success.raw());
+        let signal = state().unwrap().signal(handle).unwrap();
+        shut_down().unwrap();
+        assert_eq!(
+            state().err().map(|e| e.status()),
+            Some(Status::NotInitialized)
+        );
+        assert_eq!(signal.load(LoadOrder::Acquire), 41);
+        signal.store(7, StoreOrder::Release);
+        assert_eq!(signal.load(LoadOrder::Acquire), 7);
+        assert_eq!(signal.handle().0, handle);
+        drop(signal);
     }
 }

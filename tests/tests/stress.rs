@@ -19,7 +19,7 @@ use hsa_core::platform::fake::FakePlatform;
 use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback};
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::signal::{LoadOrder, SignalPool};
-use hsa_core::{Error, GpuVa, NodeId, QueueId, Status};
+use hsa_core::{Error, GpuVa, NodeId, PlatformRef, QueueId, Status};
 
 const KERNEL_OBJECT: u64 = 0x5_0000;
 const PRODUCERS: u64 = 2;
@@ -134,8 +134,8 @@ fn run(total: u64) {
     queue.destroy().unwrap();
 }
 
-fn produce<P: Platform>(
-    queue: &AqlQueue<'_, P>,
+fn produce<H: PlatformRef>(
+    queue: &AqlQueue<H>,
     producer: u64,
     count: u64,
     completion: SignalHandle,

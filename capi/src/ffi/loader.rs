@@ -165,7 +165,7 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
         }
         let id = st.next_id();
         let entry = ExecEntry {
-            executable: Some(Executable::new(st.platform_static())),
+            executable: Some(Executable::new(st.platform_ref())),
         };
         lock(&st.executables).insert(id, Arc::new(Mutex::new(entry)));
         // SAFETY: non-NULL, the caller's hsa_executable_t slot.
@@ -178,7 +178,7 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
 fn with_executable<T>(
     st: &State,
     handle: u64,
-    f: impl FnOnce(u64, &mut Executable<'static, state::Plat>) -> Result<T, Error>,
+    f: impl FnOnce(u64, &mut Executable<state::PlatRef>) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let (id, e) = st.executable(handle)?;
     let mut entry = lock(&e);

@@ -16,7 +16,7 @@ use hsa_core::{bail, Error, GpuVa, NodeId, Status};
 use super::agent::{agent_of, iterate, HandleCallback};
 use super::{bad_attribute, guard, non_null, put, HsaStatus};
 use crate::abi::*;
-use crate::state::{self, Plat, State};
+use crate::state::{self, PlatRef, State};
 
 /// `hsa_amd_pointer_info_t` (`hsa_ext_amd.h`, ROCR 5.2): 56 bytes.
 #[repr(C)]
@@ -81,7 +81,7 @@ pub const HSA_EXT_POINTER_TYPE_UNKNOWN: u32 = 0;
 /// `HSA_EXT_POINTER_TYPE_HSA`.
 pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
 
-fn pool_of(st: &State, handle: u64) -> Result<&RuntimePool<Plat>, Error> {
+fn pool_of(st: &State, handle: u64) -> Result<&RuntimePool<PlatRef>, Error> {
     st.rt().pool(PoolHandle(handle))
 }
 

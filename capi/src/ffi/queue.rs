@@ -106,7 +106,7 @@ pub unsafe extern "C" fn hsa_queue_create(
                 data: key,
             });
         }
-        let created = AqlQueue::create(st.platform_static(), &config);
+        let created = AqlQueue::create(st.platform_ref(), &config);
         let q = match created {
             Ok(q) => q,
             Err(e) => {

@@ -51,7 +51,7 @@ pub unsafe extern "C" fn hsa_signal_create(
         for c in consumers {
             all_gpu &= super::agent::agent_of(&st, *c)?.is_gpu();
         }
-        let pool = st.signal_pool_static();
+        let pool = st.signal_pool();
         let s: Sig = if all_gpu {
             pool.create(initial_value)?
         } else {
