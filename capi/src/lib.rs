@@ -14,6 +14,10 @@
 //! device; `HSA_RT_DEVICE=kfd|emulated`, `HSA_RT_SYSFS=DIR` for a captured topology).
 #![deny(unsafe_code)]
 
+extern crate alloc;
+
 pub mod abi;
+#[macro_use]
 pub mod ffi;
+pub mod backend;
 mod state;

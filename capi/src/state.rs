@@ -26,11 +26,11 @@ use hsa_core::queue::AqlQueue;
 use hsa_core::runtime::{Runtime, MAX_REFCOUNT};
 use hsa_core::signal::{Signal, SignalPool};
 use hsa_core::{bail, Error, NodeId, Status};
-use hsa_emu::{EmulatedKfd, SelectedDevice};
-use hsa_linux::LinuxPlatform;
 
-/// The platform under the C API.
-pub(crate) type Plat = LinuxPlatform;
+use crate::backend::{self, Device};
+
+/// The platform under the C API (the backend's).
+pub(crate) use crate::backend::Plat;
 /// How the C API's objects hold the platform: shared.
 pub(crate) type PlatRef = Arc<Plat>;
 /// A signal made through the C API.
@@ -137,14 +137,14 @@ pub(crate) struct State {
     signal_pool: Arc<SignalPool<PlatRef>>,
     /// The runtime.
     runtime: Runtime<PlatRef>,
-    /// The emulated device under the platform, when that is what it runs on (for
-    /// `hsa_rt_emulated_register_kernel`).
-    emulated: Option<Arc<EmulatedKfd>>,
+    /// The backend's part: the emulated device (Linux), the interrupt path's registration
+    /// (bare metal, kept for its drop).
+    #[cfg_attr(feature = "baremetal", allow(dead_code))]
+    device: Device,
 }
 
 impl State {
-    fn new(device: SelectedDevice) -> Result<State, Error> {
-        let SelectedDevice { platform, emulated } = device;
+    fn new(platform: Plat, opened: backend::Opened) -> Result<State, Error> {
         let runtime = Runtime::new(Arc::new(platform))?;
         let cpu_node = runtime.first_cpu().map_or(0, |a| a.node());
         let signal_pool = Arc::new(SignalPool::new(
@@ -159,14 +159,15 @@ impl State {
             readers: Mutex::new(HashMap::new()),
             next_id: AtomicU64::new(1),
             signal_pool,
+            device: Device::new(opened, runtime.platform_ref()),
             runtime,
-            emulated,
         })
     }
 
-    /// The emulated device under the platform; `None` on `/dev/kfd`.
-    pub(crate) fn emulated(&self) -> Option<&Arc<EmulatedKfd>> {
-        self.emulated.as_ref()
+    /// The backend's part of the state.
+    #[cfg(feature = "linux")]
+    pub(crate) fn device(&self) -> &Device {
+        &self.device
     }
 
     /// The runtime.
@@ -294,16 +295,13 @@ impl Drop for State {
 /// The global runtime: reference count and state.
 static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
 
-/// `hsa_init`: the first call checks `HSA_RT_LOG`, opens the default device
-/// (`hsa_emu::open_default`: `/dev/kfd`, else the emulated device; `HSA_RT_DEVICE`,
-/// `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`) and builds the runtime; later calls
-/// count.
+/// `hsa_init`: the first call opens the backend's platform (`backend::open`: on Linux
+/// `/dev/kfd` or the emulated device, after checking `HSA_RT_LOG`; on bare metal the host
+/// `hsa_rt_baremetal_init` registered) and builds the runtime; later calls count.
 ///
 /// # Errors
 /// `Status::RefcountOverflow` once [`MAX_REFCOUNT`] (`INT32_MAX`, as ROCR) inits are
-/// counted; on the first init,
-/// `Status::InvalidArgument` naming `HSA_RT_LOG` and the accepted values when it is not a
-/// switch value (`hsa_linux::env::switch`), and the platform's and runtime's errors.
+/// counted; on the first init, `backend::open`'s errors and the runtime's.
 pub(crate) fn init() -> Result<(), Error> {
     let mut g = lock(&GLOBAL);
     if g.0 >= MAX_REFCOUNT {
@@ -314,9 +312,8 @@ pub(crate) fn init() -> Result<(), Error> {
         );
     }
     if g.0 == 0 {
-        hsa_linux::env::switch(hsa_linux::env::LOG_ENV)?;
-        let device = hsa_emu::open_default()?;
-        g.1 = Some(Arc::new(State::new(device)?));
+        let (platform, opened) = backend::open()?;
+        g.1 = Some(Arc::new(State::new(platform, opened)?));
     }
     g.0 += 1;
     Ok(())

@@ -107,7 +107,7 @@ pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
         let Some(func) = func else {
             bail!(Status::InvalidArgument, "fn is NULL");
         };
-        let Some(emulated) = st.emulated() else {
+        let Some(emulated) = st.device().emulated() else {
             bail!(
                 Status::InvalidAgent,
                 "the runtime runs on {}, not on the emulated device",

@@ -58,9 +58,11 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
 
 /// `hsa_code_object_reader_create_from_file`: a reader over the whole file behind `file`
 /// (read from offset 0 with `pread`, as ROCR reads it; the descriptor stays the caller's).
+/// Linux backend only (bare metal has no file descriptors).
 ///
 /// # Safety
 /// `code_object_reader` is NULL or writable.
+#[cfg(feature = "linux")]
 pub unsafe extern "C" fn hsa_code_object_reader_create_from_file(
     file: i32,
     code_object_reader: *mut u64,
@@ -81,6 +83,7 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_file(
 /// # Errors
 /// `Status::InvalidFile` naming the descriptor: not an open descriptor, not a regular file,
 /// empty, larger than `MAX_CODE_OBJECT_BYTES`, or a read error (shorter than its size).
+#[cfg(feature = "linux")]
 fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
     use hsa_core::error;
     use rustix::fs::FileType;
@@ -514,9 +517,11 @@ pub unsafe extern "C" fn hsa_executable_symbol_get_info(
     })
 }
 
+#[cfg(feature = "linux")]
+export!(hsa_code_object_reader_create_from_file);
+
 export!(
     hsa_code_object_reader_create_from_memory,
-    hsa_code_object_reader_create_from_file,
     hsa_code_object_reader_destroy,
     hsa_executable_create_alt,
     hsa_executable_load_agent_code_object,

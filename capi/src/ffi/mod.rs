@@ -3,8 +3,9 @@
 //! Every function body runs inside `guard`: errors cross the boundary as `hsa_status_t`, a
 //! panic as `HSA_STATUS_ERROR`. Every pointer argument is checked for NULL
 //! (`HSA_STATUS_ERROR_INVALID_ARGUMENT`); handles are looked up, never dereferenced.
-//! Set `HSA_RT_LOG=1` to print each failing call's error message on stderr (a switch,
-//! `hsa_linux::env::switch`: unset, empty and `0` are off).
+//! Each failing call's error message goes to the backend's log when it is on (Linux:
+//! `HSA_RT_LOG=1` prints it on stderr, a switch, `hsa_linux::env::switch`: unset, empty and
+//! `0` are off; bare metal: the host's `log` callback, when given).
 #![allow(unsafe_code)]
 
 /// Exports each named function as a global symbol of that name: an assembler alias
@@ -39,6 +40,7 @@ macro_rules! export_alias {
 
 pub mod agent;
 pub mod deprecated;
+#[cfg(feature = "linux")]
 pub mod ext;
 pub mod loader;
 pub mod memory;
@@ -54,16 +56,10 @@ use hsa_core::{bail, Error, Status};
 /// `hsa_status_t`.
 pub type HsaStatus = u32;
 
-/// Whether `HSA_RT_LOG` asks for error messages. A value the switch does not accept counts as
-/// on, so that the error `hsa_init` returns for it is printed too.
-fn log_enabled() -> bool {
-    hsa_linux::env::switch(hsa_linux::env::LOG_ENV).unwrap_or(true)
-}
-
 fn log_error(function: &str, e: &Error) {
-    if log_enabled() {
+    if crate::backend::log_enabled() {
         // The error's Display names the status after the message: once.
-        eprintln!("hsa-rt: {function}: {e}");
+        crate::backend::log(&format!("hsa-rt: {function}: {e}"));
     }
 }
 
