@@ -16,6 +16,27 @@ pub fn built_library() -> PathBuf {
 }
 
 fn build_library() -> PathBuf {
+    cargo_build_capi("capi-cdylib", &[]).join("libhsa_runtime64.so")
+}
+
+/// The bare-metal build's static library (`--no-default-features --features baremetal`),
+/// built on first use as [`built_library`] is, into `<target>/capi-baremetal`.
+pub fn built_baremetal_staticlib() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            cargo_build_capi(
+                "capi-baremetal",
+                &["--no-default-features", "--features", "baremetal"],
+            )
+            .join("libhsa_runtime64.a")
+        })
+        .clone()
+}
+
+/// Runs `cargo build -p hsa-capi --lib ARGS` into `<target>/DIR_NAME` (the profile of the
+/// tests) and returns the directory the libraries are in.
+fn cargo_build_capi(dir_name: &str, args: &[&str]) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let profile_dir = exe
         .parent()
@@ -25,23 +46,24 @@ fn build_library() -> PathBuf {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("debug");
-    let target_dir = profile_dir.parent().expect("<target>").join("capi-cdylib");
+    let target_dir = profile_dir.parent().expect("<target>").join(dir_name);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
     cmd.args(["build", "-p", "hsa-capi", "--lib", "--target-dir"])
         .arg(&target_dir)
+        .args(args)
         .current_dir(crate_dir());
     if profile == "release" {
         cmd.arg("--release");
     }
-    let status = cmd.status().expect("run cargo build for the cdylib");
+    let status = cmd.status().expect("run cargo build for the library");
     assert!(
         status.success(),
-        "cargo build -p hsa-capi --lib failed: {status}"
+        "cargo build -p hsa-capi --lib {args:?} failed: {status}"
     );
-    let lib = target_dir.join(profile).join("libhsa_runtime64.so");
-    assert!(lib.exists(), "{} missing after cargo build", lib.display());
-    lib
+    let dir = target_dir.join(profile);
+    assert!(dir.exists(), "{} missing after cargo build", dir.display());
+    dir
 }
 
 /// A fresh temp directory named after `name` and this process.
