@@ -205,7 +205,7 @@ typedef struct hsa_rt_baremetal_node_s {
 
 /* What a firmware hands the runtime. NULL optional callbacks mean "nothing to do". A callback
  * returning hsa_status_t reports failure with any status but HSA_STATUS_SUCCESS; the HSA call
- * that caused it then fails with that status. 192 bytes. */
+ * that caused it then fails with that status. 216 bytes. */
 typedef struct hsa_rt_baremetal_host_s {
   uint32_t version;   /* HSA_RT_BAREMETAL_HOST_VERSION */
   uint32_t reserved;  /* 0 */
@@ -254,6 +254,18 @@ typedef struct hsa_rt_baremetal_host_s {
   /* Receives each failing call's error message, one NUL-terminated line (what HSA_RT_LOG=1
    * prints on Linux). Optional. */
   void (*log)(void* context, const char* line);
+
+  /* Only in a build for a target without an OS (--target x86_64-unknown-none, where the
+   * library is no_std), ignored elsewhere: */
+  /* The library's heap: size bytes aligned to align (a power of two), or NULL when out of
+   * memory. Required there. The first successful registration's allocate and deallocate
+   * serve the library from then on; a later registration must pass the same two. */
+  void* (*allocate)(void* context, size_t size, size_t align);
+  /* Gives back what allocate returned, with the same size and align. Required with allocate. */
+  void (*deallocate)(void* context, void* ptr, size_t size, size_t align);
+  /* Called after a panic of the library (its message, also given to log) and must not
+   * return. Optional: the CPU then spins forever. */
+  void (*abort)(void* context, const char* message);
 } hsa_rt_baremetal_host_t;
 
 /* Registers the host the next hsa_init builds the runtime over (bare-metal build only).
@@ -261,7 +273,8 @@ typedef struct hsa_rt_baremetal_host_s {
  * HSA_RT_BAREMETAL_HOST_VERSION, a NULL required callback, timestamp_frequency_hz 0, a table
  * pointer that is NULL with a non-zero count, an unknown carve-out kind, a PRIVATE_VRAM
  * carve-out with a virt_base or without clear_device_memory, a CPU-visible carve-out with
- * virt_base 0, or a node name that is not NUL-terminated UTF-8 (the host's log callback, when
+ * virt_base 0, a node name that is not NUL-terminated UTF-8, or (without an OS) a NULL
+ * allocate/deallocate or ones other than the first registration's (the host's log callback, when
  * given, receives the message naming the field); HSA_STATUS_ERROR_INVALID_RUNTIME_STATE while
  * the runtime is initialized. What only the platform can check (overlapping carve-outs,
  * doorbells outside the aperture, the IH ring's alignment, no room for the event page) makes

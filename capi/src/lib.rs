@@ -12,9 +12,12 @@
 //! To run a ROCm application on it: `ln -s libhsa_runtime64.so DIR/libhsa-runtime64.so.1` and
 //! `LD_LIBRARY_PATH=DIR`. The device is the default platform's (`/dev/kfd`, else the emulated
 //! device; `HSA_RT_DEVICE=kfd|emulated`, `HSA_RT_SYSFS=DIR` for a captured topology).
+#![no_std]
 #![deny(unsafe_code)]
 
 extern crate alloc;
+#[cfg(not(target_os = "none"))]
+extern crate std;
 
 pub mod abi;
 #[macro_use]

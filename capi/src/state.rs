@@ -16,9 +16,10 @@
 //! looked up, never dereferenced. Signals: the `amd_signal_t` address (as ROCR), also looked
 //! up. Queues: the `hsa_queue_t` (= `amd_queue_t`) address, looked up.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use hsa_core::loader::executable::Executable;
 use hsa_core::memory::Allocation;
@@ -92,7 +93,7 @@ pub(crate) struct ExecEntry {
 #[derive(Clone, Copy)]
 pub(crate) struct QueueCallback {
     /// The callback.
-    pub(crate) func: unsafe extern "C" fn(u32, *mut std::ffi::c_void, *mut std::ffi::c_void),
+    pub(crate) func: unsafe extern "C" fn(u32, *mut core::ffi::c_void, *mut core::ffi::c_void),
     /// Its `data`, as an address.
     pub(crate) data: usize,
     /// The `hsa_queue_t` address (0 until the queue exists).
@@ -102,35 +103,69 @@ pub(crate) struct QueueCallback {
 /// Registered C queue-error callbacks by key (the core callback's `data`).
 pub(crate) static QUEUE_CALLBACKS: Mutex<Vec<(usize, QueueCallback)>> = Mutex::new(Vec::new());
 
-/// Locks a mutex, taking the data of a poisoned one (a panic in another call was caught and
-/// reported as `HSA_STATUS_ERROR`; the registries stay consistent because every update is a
-/// single insert or remove).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+pub(crate) use locks::{lock, read, write, Mutex, RwLock};
+
+/// The registries' locks: std's where there is an OS (a blocked caller sleeps), spin locks
+/// on a target without one (`x86_64-unknown-none`).
+#[cfg(not(target_os = "none"))]
+mod locks {
+    use std::sync::PoisonError;
+    pub(crate) use std::sync::{Mutex, RwLock};
+    use std::sync::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
+
+    /// Locks a mutex, taking the data of a poisoned one (a panic in another call was caught
+    /// and reported as `HSA_STATUS_ERROR`; the registries stay consistent because every
+    /// update is a single insert or remove).
+    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Read access to an `RwLock`, poison ignored as for [`lock`].
+    pub(crate) fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+        m.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Write access to an `RwLock`, poison ignored as for [`lock`].
+    pub(crate) fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+        m.write().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
-/// Read access to an `RwLock`, poison ignored as for [`lock`].
-pub(crate) fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    m.read().unwrap_or_else(PoisonError::into_inner)
-}
+/// The registries' locks without an OS: spin locks (a panic aborts there, so nothing is
+/// poisoned).
+#[cfg(target_os = "none")]
+mod locks {
+    pub(crate) use spin::{Mutex, RwLock};
+    use spin::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
-/// Write access to an `RwLock`, poison ignored as for [`lock`].
-pub(crate) fn write<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    m.write().unwrap_or_else(PoisonError::into_inner)
+    /// Locks a mutex.
+    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock()
+    }
+
+    /// Read access to an `RwLock`.
+    pub(crate) fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+        m.read()
+    }
+
+    /// Write access to an `RwLock`.
+    pub(crate) fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+        m.write()
+    }
 }
 
 /// Everything one initialised runtime holds.
 pub(crate) struct State {
     /// Signals by handle.
-    pub(crate) signals: RwLock<HashMap<u64, Arc<Sig>>>,
+    pub(crate) signals: RwLock<BTreeMap<u64, Arc<Sig>>>,
     /// Signal groups by id: their member signals.
-    pub(crate) groups: Mutex<HashMap<u64, Vec<Arc<Sig>>>>,
+    pub(crate) groups: Mutex<BTreeMap<u64, Vec<Arc<Sig>>>>,
     /// Queues by `hsa_queue_t` address.
-    pub(crate) queues: RwLock<HashMap<u64, Arc<QueueImpl>>>,
+    pub(crate) queues: RwLock<BTreeMap<u64, Arc<QueueImpl>>>,
     /// Executables by id.
-    pub(crate) executables: Mutex<HashMap<u64, Arc<Mutex<ExecEntry>>>>,
+    pub(crate) executables: Mutex<BTreeMap<u64, Arc<Mutex<ExecEntry>>>>,
     /// Code object readers by id.
-    pub(crate) readers: Mutex<HashMap<u64, Arc<Reader>>>,
+    pub(crate) readers: Mutex<BTreeMap<u64, Arc<Reader>>>,
     /// Next id for groups, executables, readers.
     next_id: AtomicU64,
     /// The pool of the signals made through the C API; each signal shares it.
@@ -152,11 +187,11 @@ impl State {
             NodeId(cpu_node),
         ));
         Ok(State {
-            signals: RwLock::new(HashMap::new()),
-            groups: Mutex::new(HashMap::new()),
-            queues: RwLock::new(HashMap::new()),
-            executables: Mutex::new(HashMap::new()),
-            readers: Mutex::new(HashMap::new()),
+            signals: RwLock::new(BTreeMap::new()),
+            groups: Mutex::new(BTreeMap::new()),
+            queues: RwLock::new(BTreeMap::new()),
+            executables: Mutex::new(BTreeMap::new()),
+            readers: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(1),
             signal_pool,
             device: Device::new(opened, runtime.platform_ref()),
@@ -270,7 +305,7 @@ impl Drop for State {
     fn drop(&mut self) {
         lock(&self.groups).clear();
         write(&self.signals).clear();
-        for (_, q) in write(&self.queues).drain() {
+        for (_, q) in core::mem::take(&mut *write(&self.queues)) {
             match &*q {
                 QueueImpl::Aql(lock) => {
                     if let Some(queue) = write(lock).take() {
@@ -283,7 +318,7 @@ impl Drop for State {
                 }
             }
         }
-        for (_, e) in lock(&self.executables).drain() {
+        for (_, e) in core::mem::take(&mut *lock(&self.executables)) {
             if let Some(exe) = lock(&e).executable.take() {
                 let _ = exe.destroy();
             }
@@ -359,7 +394,9 @@ pub(crate) fn state() -> Result<Arc<State>, Error> {
     }
 }
 
-#[cfg(test)]
+// The tests run the Linux backend (the emulated device); the bare-metal one is tested from C
+// (`tests/baremetal.rs`).
+#[cfg(all(test, feature = "linux"))]
 mod tests {
     use super::*;
     use hsa_core::signal::{LoadOrder, StoreOrder};
@@ -401,7 +438,7 @@ mod tests {
         let mut handle = 0u64;
         // SAFETY: no consumers; `handle` is a writable hsa_signal_t.
         let status = unsafe {
-            crate::ffi::signal::hsa_signal_create(41, 0, std::ptr::null(), &raw mut handle)
+            crate::ffi::signal::hsa_signal_create(41, 0, core::ptr::null(), &raw mut handle)
         };
         assert_eq!(status, Status::Success.raw());
         let signal = state().unwrap().signal(handle).unwrap();

@@ -3,7 +3,9 @@
 //! `hsa_rt_ext.h` is the one the library reads, and a firmware written in C
 //! (`c/baremetal_firmware.c`) runs on it over a simulated machine: its own memory, doorbell
 //! BAR and IH ring, and a thread playing the command processor that reports completions
-//! through the IH ring and `hsa_rt_baremetal_interrupt`.
+//! through the IH ring and `hsa_rt_baremetal_interrupt`. Built for `x86_64-unknown-none`
+//! (no_std + alloc), it links into freestanding C firmware without libc
+//! (`c/baremetal_freestanding.c`), which runs it.
 
 mod common;
 
@@ -111,7 +113,9 @@ fn baremetal_host_layout_matches_the_header() {
         ("offsetof(hsa_rt_baremetal_node_t, cpu_cores_count)", 136),
         ("offsetof(hsa_rt_baremetal_node_t, hive_id)", 264),
         ("offsetof(hsa_rt_baremetal_node_t, mem_banks)", 288),
-        ("sizeof(hsa_rt_baremetal_host_t)", 192),
+        ("sizeof(hsa_rt_baremetal_host_t)", 216),
+        ("offsetof(hsa_rt_baremetal_host_t, allocate)", 192),
+        ("offsetof(hsa_rt_baremetal_host_t, abort)", 208),
         ("offsetof(hsa_rt_baremetal_host_t, doorbells)", 40),
         (
             "offsetof(hsa_rt_baremetal_host_t, timestamp_frequency_hz)",
@@ -190,4 +194,80 @@ fn c_firmware_runs_on_the_baremetal_build() {
         "{stdout}"
     );
     assert!(stdout.contains("4096 elements verified"), "{stdout}");
+}
+
+/// The no_std build for `x86_64-unknown-none` links into freestanding C firmware without
+/// libc (`ld -static -nostdlib`: nothing left undefined) and runs there: registration, agents,
+/// a signal, kernarg memory inside the carve-out, a queue mapped and unmapped, shut-down; a
+/// heap that fails makes the library's panic handler call the host's log and abort.
+#[test]
+fn freestanding_firmware_runs_on_the_no_std_build() {
+    if !have_headers() || !have("ld") {
+        println!("skipped: ld missing (binutils)");
+        return;
+    }
+    let Some(archive) = common::built_no_os_staticlib() else {
+        println!(
+            "skipped: Rust target {} not installed (rustup target add {})",
+            common::NO_OS_TARGET,
+            common::NO_OS_TARGET
+        );
+        return;
+    };
+    let dir = common::temp_dir("baremetal-freestanding");
+    let object = dir.join("firmware.o");
+    let exe = dir.join("firmware");
+    let crate_dir = common::crate_dir();
+    gcc(&[
+        "-std=gnu11",
+        "-Wall",
+        "-Werror",
+        "-ffreestanding",
+        "-fno-stack-protector",
+        "-fno-pie",
+        "-O1",
+        "-I",
+        crate_dir.join("include").to_str().unwrap(),
+        "-c",
+        crate_dir
+            .join("c/baremetal_freestanding.c")
+            .to_str()
+            .unwrap(),
+        "-o",
+        object.to_str().unwrap(),
+    ]);
+    let link = Command::new("ld")
+        .args([
+            "-static",
+            "-nostdlib",
+            "-e",
+            "_start",
+            "--gc-sections",
+            "-o",
+        ])
+        .arg(&exe)
+        .arg(&object)
+        .arg(&archive)
+        .output()
+        .expect("run ld");
+    assert!(
+        link.status.success(),
+        "ld failed:\n{}",
+        String::from_utf8_lossy(&link.stderr)
+    );
+    let out = Command::new(&exe).output().expect("run the firmware");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(70), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    assert!(
+        lines[0].starts_with("freestanding: ok: 2 agents, queue on doorbell 8, heap "),
+        "{stdout}"
+    );
+    for (line, prefix) in [(lines[1], "log: "), (lines[2], "abort: ")] {
+        assert!(
+            line.starts_with(&format!("{prefix}hsa-rt: panic: memory allocation of ")),
+            "{stdout}"
+        );
+    }
 }

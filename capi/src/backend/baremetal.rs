@@ -272,6 +272,15 @@ pub struct HsaRtBaremetalHost {
     pub timestamp_ticks: Option<unsafe extern "C" fn(*mut c_void) -> u64>,
     /// Receives each failing call's error message (one NUL-terminated line); optional.
     pub log: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
+    /// The library's heap in a build without an OS (`x86_64-unknown-none`): `size` bytes
+    /// aligned to `align` (a power of two), or NULL; required there, ignored elsewhere.
+    pub allocate: Option<unsafe extern "C" fn(*mut c_void, usize, usize) -> *mut c_void>,
+    /// Gives back what `allocate` returned, with the same size and alignment; required with
+    /// `allocate`.
+    pub deallocate: Option<unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize)>,
+    /// Called with a message when the library panics in a build without an OS; must not
+    /// return. Optional (the CPU then spins forever); ignored where there is an OS.
+    pub abort: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
 }
 
 /// A `Send + Sync` copy of the host's `context` pointer.
@@ -581,6 +590,8 @@ impl HostConfig {
         if raw.timestamp_frequency_hz == 0 {
             bail!(Status::InvalidArgument, "host timestamp_frequency_hz is 0");
         }
+        #[cfg(target_os = "none")]
+        no_os::install_heap(raw)?;
         // SAFETY: the caller's contract.
         let c_carve_outs = unsafe { table(raw.carve_outs, raw.carve_out_count, "carve_outs") }?;
         let mut carve_outs = Vec::with_capacity(c_carve_outs.len());
@@ -856,7 +867,144 @@ const _: () = assert!(core::mem::size_of::<HsaRtNode>() == 304);
 const _: () = assert!(core::mem::offset_of!(HsaRtNode, cpu_cores_count) == 136);
 const _: () = assert!(core::mem::offset_of!(HsaRtNode, hive_id) == 264);
 const _: () = assert!(core::mem::offset_of!(HsaRtNode, mem_banks) == 288);
-const _: () = assert!(core::mem::size_of::<HsaRtBaremetalHost>() == 192);
+const _: () = assert!(core::mem::size_of::<HsaRtBaremetalHost>() == 216);
 const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, doorbells) == 40);
 const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, timestamp_frequency_hz) == 112);
 const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, log) == 184);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, allocate) == 192);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, abort) == 208);
+
+/// What a build without an OS (`x86_64-unknown-none`) needs from the firmware besides the
+/// platform: the heap (the host's `allocate`/`deallocate`) and what a panic does (log it, then
+/// the host's `abort`).
+#[cfg(target_os = "none")]
+mod no_os {
+    use core::alloc::{GlobalAlloc, Layout};
+    use core::ffi::{c_char, c_void};
+    use core::fmt::Write;
+
+    use hsa_core::{bail, Error, Status};
+
+    use super::{Context, HsaRtBaremetalHost, HOST};
+
+    type AllocateFn = unsafe extern "C" fn(*mut c_void, usize, usize) -> *mut c_void;
+    type DeallocateFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize);
+
+    /// The heap the first registration installed.
+    struct Heap {
+        allocate: AllocateFn,
+        deallocate: DeallocateFn,
+        context: Context,
+    }
+
+    static HEAP: spin::Once<Heap> = spin::Once::new();
+
+    /// Installs the host's heap at the first registration; a later one must name the same
+    /// functions (what was allocated is given back through them).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when `allocate` or `deallocate` is NULL, or differs from the
+    /// first registration's.
+    pub(super) fn install_heap(raw: &HsaRtBaremetalHost) -> Result<(), Error> {
+        let (Some(allocate), Some(deallocate)) = (raw.allocate, raw.deallocate) else {
+            bail!(
+                Status::InvalidArgument,
+                "host allocate or deallocate is NULL: a build without an OS allocates through \
+                 them"
+            );
+        };
+        let heap = HEAP.call_once(|| Heap {
+            allocate,
+            deallocate,
+            context: Context(raw.context),
+        });
+        if heap.allocate as usize != allocate as usize
+            || heap.deallocate as usize != deallocate as usize
+        {
+            bail!(
+                Status::InvalidArgument,
+                "host allocate and deallocate differ from the first registration's, which \
+                 still own the library's heap"
+            );
+        }
+        Ok(())
+    }
+
+    /// The global allocator: the host's heap; NULL (an allocation failure) before the first
+    /// registration.
+    struct HostHeap;
+
+    // SAFETY: forwards to the firmware's allocator, which hsa_rt_ext.h makes promise what
+    // `GlobalAlloc` asks: `size` bytes aligned to `align`, or NULL; `deallocate` takes back
+    // exactly what `allocate` gave, with the same layout (which `GlobalAlloc`'s callers pass).
+    unsafe impl GlobalAlloc for HostHeap {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let Some(h) = HEAP.get() else {
+                return core::ptr::null_mut();
+            };
+            // SAFETY: the firmware's callback with the header's signature.
+            let p = unsafe { (h.allocate)(h.context.0, layout.size(), layout.align()) };
+            p.cast()
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            if let Some(h) = HEAP.get() {
+                // SAFETY: `ptr` came from `alloc` above with this layout (GlobalAlloc's
+                // contract), so from the same installed `allocate`.
+                unsafe { (h.deallocate)(h.context.0, ptr.cast(), layout.size(), layout.align()) }
+            }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: HostHeap = HostHeap;
+
+    /// A NUL-terminated message in a fixed buffer (a panic may come from a failed
+    /// allocation: it must not allocate).
+    struct Message {
+        bytes: [u8; 256],
+        len: usize,
+    }
+
+    impl Write for Message {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            for &b in s.as_bytes() {
+                if self.len + 1 < self.bytes.len() {
+                    self.bytes[self.len] = if b == 0 { b' ' } else { b };
+                    self.len += 1;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    #[panic_handler]
+    fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+        let mut message = Message {
+            bytes: [0; 256],
+            len: 0,
+        };
+        let _ = write!(message, "hsa-rt: panic: {}", info.message());
+        if let Some(l) = info.location() {
+            let _ = write!(message, " at {}:{}", l.file(), l.line());
+        }
+        let text = message.bytes.as_ptr().cast::<c_char>();
+        // Never wait for a lock here: the panicking code may hold it.
+        if let Some(slot) = HOST.try_read() {
+            if let Some(host) = slot.as_ref() {
+                if let Some(log) = host.raw.log {
+                    // SAFETY: the firmware's callback; `text` is NUL-terminated (the buffer's
+                    // last byte is never written).
+                    unsafe { log(host.context.0, text) }
+                }
+                if let Some(abort) = host.raw.abort {
+                    // SAFETY: as above; the firmware's abort does not return.
+                    unsafe { abort(host.context.0, text) }
+                }
+            }
+        }
+        loop {
+            core::hint::spin_loop();
+        }
+    }
+}

@@ -51,5 +51,5 @@ pub(crate) fn log_enabled() -> bool {
 
 /// Prints one line of the runtime's log on stderr.
 pub(crate) fn log(line: &str) {
-    eprintln!("{line}");
+    std::eprintln!("{line}");
 }

@@ -48,8 +48,8 @@ pub mod queue;
 pub mod signal;
 pub mod system;
 
-use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use alloc::format;
+use core::ffi::c_void;
 
 use hsa_core::{bail, Error, Status};
 
@@ -63,10 +63,20 @@ fn log_error(function: &str, e: &Error) {
     }
 }
 
+/// Runs `body`, catching a panic where there is unwinding (a hosted build): `Err(())` for a
+/// caught panic. Without an OS (`x86_64-unknown-none`, `panic = "abort"`) a panic ends in the
+/// library's panic handler and never returns here.
+fn catch<R>(body: impl FnOnce() -> R) -> Result<R, ()> {
+    #[cfg(not(target_os = "none"))]
+    return std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).map_err(|_| ());
+    #[cfg(target_os = "none")]
+    return Ok(body());
+}
+
 /// Runs an API body: `Ok(status)` is returned as is (SUCCESS, or INFO_BREAK from an
 /// iteration), `Err(e)` as `e.status()`, a panic as `HSA_STATUS_ERROR`.
 pub(crate) fn guard(function: &str, body: impl FnOnce() -> Result<Status, Error>) -> HsaStatus {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match catch(body) {
         Ok(Ok(status)) => status.raw(),
         Ok(Err(e)) => {
             log_error(function, &e);
@@ -89,7 +99,7 @@ pub(crate) fn guard_value<T>(
     fallback: T,
     body: impl FnOnce() -> Result<T, Error>,
 ) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match catch(body) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             log_error(function, &e);

@@ -16,7 +16,7 @@ pub fn built_library() -> PathBuf {
 }
 
 fn build_library() -> PathBuf {
-    cargo_build_capi("capi-cdylib", &[]).join("libhsa_runtime64.so")
+    cargo_build_capi("capi-cdylib", &[], None).join("libhsa_runtime64.so")
 }
 
 /// The bare-metal build's static library (`--no-default-features --features baremetal`),
@@ -28,15 +28,51 @@ pub fn built_baremetal_staticlib() -> PathBuf {
             cargo_build_capi(
                 "capi-baremetal",
                 &["--no-default-features", "--features", "baremetal"],
+                None,
             )
             .join("libhsa_runtime64.a")
         })
         .clone()
 }
 
-/// Runs `cargo build -p hsa-capi --lib ARGS` into `<target>/DIR_NAME` (the profile of the
-/// tests) and returns the directory the libraries are in.
-fn cargo_build_capi(dir_name: &str, args: &[&str]) -> PathBuf {
+/// The target of builds without an OS.
+pub const NO_OS_TARGET: &str = "x86_64-unknown-none";
+
+/// The bare-metal build's static library for [`NO_OS_TARGET`] (no_std + alloc), built on
+/// first use into `<target>/capi-baremetal-none`; `None` when the Rust target is not
+/// installed (`rustup target add x86_64-unknown-none`).
+pub fn built_no_os_staticlib() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+            let sysroot = std::process::Command::new(rustc)
+                .args(["--print", "sysroot"])
+                .output()
+                .ok()?;
+            let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_string();
+            if !Path::new(&sysroot)
+                .join("lib/rustlib")
+                .join(NO_OS_TARGET)
+                .exists()
+            {
+                return None;
+            }
+            Some(
+                cargo_build_capi(
+                    "capi-baremetal-none",
+                    &["--no-default-features", "--features", "baremetal"],
+                    Some(NO_OS_TARGET),
+                )
+                .join("libhsa_runtime64.a"),
+            )
+        })
+        .clone()
+}
+
+/// Runs `cargo build -p hsa-capi --lib ARGS [--target TARGET]` into `<target>/DIR_NAME` (the
+/// profile of the tests) and returns the directory the libraries are in.
+fn cargo_build_capi(dir_name: &str, args: &[&str], target: Option<&str>) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let profile_dir = exe
         .parent()
@@ -53,6 +89,9 @@ fn cargo_build_capi(dir_name: &str, args: &[&str]) -> PathBuf {
         .arg(&target_dir)
         .args(args)
         .current_dir(crate_dir());
+    if let Some(target) = target {
+        cmd.args(["--target", target]);
+    }
     if profile == "release" {
         cmd.arg("--release");
     }
@@ -61,7 +100,10 @@ fn cargo_build_capi(dir_name: &str, args: &[&str]) -> PathBuf {
         status.success(),
         "cargo build -p hsa-capi --lib {args:?} failed: {status}"
     );
-    let dir = target_dir.join(profile);
+    let dir = match target {
+        Some(target) => target_dir.join(target).join(profile),
+        None => target_dir.join(profile),
+    };
     assert!(dir.exists(), "{} missing after cargo build", dir.display());
     dir
 }
