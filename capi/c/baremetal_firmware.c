@@ -13,7 +13,8 @@
  * "sti; hlt") until the ISR path wakes them.
  *
  * It checks: hsa_init before registration and bad host structs fail with the documented
- * status and log line; the agents the host described (gfx90a GPU); a code object loads for
+ * status and log line (registration: the field and value; hsa_init: what the platform
+ * refuses); the agents the host described (gfx90a GPU); a code object loads for
  * the GPU; map_queue sees the queue's ring, doorbell and MQD; a barrier-AND and the
  * vector_copy dispatch complete through interrupts; unmap_queue on destroy; nothing reaches
  * the runtime after the last hsa_shut_down.
@@ -318,6 +319,14 @@ static void describe(hsa_rt_baremetal_host_t* h) {
   h->log = host_log;
 }
 
+/* hsa_rt_baremetal_init refuses `h` with INVALID_ARGUMENT and logs `message` (through the host
+ * registered before, whose log callback is this file's). */
+static void expect_refused(const hsa_rt_baremetal_host_t* h, const char* message) {
+  last_log[0] = 0;
+  EXPECT_STATUS(hsa_rt_baremetal_init(h), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  if (!strstr(last_log, message)) FAIL("log line \"%s\", expected \"%s\"", last_log, message);
+}
+
 static hsa_status_t find_agent(hsa_agent_t agent, void* data) {
   hsa_agent_t* out = data;
   hsa_device_type_t type;
@@ -414,8 +423,26 @@ int main(int argc, char** argv) {
   describe(&host);
   CHECK(hsa_rt_baremetal_init(&host));
   carve_outs[0].kind = 7;
-  EXPECT_STATUS(hsa_rt_baremetal_init(&host), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  if (!strstr(last_log, "host carve_outs[0].kind 7 is not SYSTEM_MEMORY 0"))
+  expect_refused(&host, "host carve_outs[0].kind 7 is not SYSTEM_MEMORY 0, HOST_VISIBLE_VRAM 1 "
+                        "or PRIVATE_VRAM 2");
+  describe(&host);
+  host.carve_outs = NULL;
+  expect_refused(&host, "host carve_outs is NULL with a count of 1");
+  describe(&host);
+  carve_outs[0].kind = HSA_RT_BAREMETAL_PRIVATE_VRAM;
+  expect_refused(&host, "host carve_outs[0] is PRIVATE_VRAM but clear_device_memory is NULL");
+  describe(&host);
+  memset(nodes[1].name, 'x', sizeof nodes[1].name);
+  expect_refused(&host, "host nodes[1].name is not NUL-terminated within 64 bytes");
+  describe(&host);
+  host.timestamp_frequency_hz = 0;
+  expect_refused(&host, "host timestamp_frequency_hz is 0");
+  /* What only the platform checks fails hsa_init: more doorbells than the aperture holds. */
+  describe(&host);
+  host.doorbells.count = DOORBELL_BAR_BYTES / 8;
+  CHECK(hsa_rt_baremetal_init(&host));
+  EXPECT_STATUS(hsa_init(), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  if (!strstr(last_log, "hsa-rt: hsa_init: ") || !strstr(last_log, "doorbell"))
     FAIL("log line: %s", last_log);
   describe(&host);
   CHECK(hsa_rt_baremetal_init(&host));

@@ -143,8 +143,10 @@ fn baremetal_host_layout_matches_the_header() {
 }
 
 /// `c/baremetal_firmware.c`, linked against the bare-metal static library: registration
-/// errors (hsa_init first, a bad version, a NULL `map_queue`, an unknown carve-out kind with
-/// its log line), the agents it described, the real gfx90a code object loaded into its
+/// errors with their status and log line (hsa_init first, a bad version, a NULL `map_queue`,
+/// an unknown carve-out kind, a NULL table, private VRAM without `clear_device_memory`, a node
+/// name without NUL, a zero timestamp frequency; more doorbells than the aperture holds fails
+/// `hsa_init`), the agents it described, the real gfx90a code object loaded into its
 /// carve-out, `map_queue` with the queue's ring, doorbell and MQD, a barrier-AND and a
 /// vector_copy dispatch completed through IH end-of-pipe interrupts, `unmap_queue` on
 /// destroy, and no interrupt reaching the runtime after shut-down.
