@@ -12,8 +12,21 @@
 //! To run a ROCm application on it: `ln -s libhsa_runtime64.so DIR/libhsa-runtime64.so.1` and
 //! `LD_LIBRARY_PATH=DIR`. The device is the default platform's (`/dev/kfd`, else the emulated
 //! device; `HSA_RT_DEVICE=kfd|emulated`, `HSA_RT_SYSFS=DIR` for a captured topology).
+//!
+//! The platform is the [`backend`]'s, chosen by feature: `linux` (the default) or
+//! `baremetal` (firmware written in C registers its machine with
+//! `hsa_rt_baremetal_init`). The crate is `no_std` + `alloc`; it links std only for a target
+//! with an OS (`target_os` other than `none`), so the bare-metal build also builds for
+//! `x86_64-unknown-none`.
+#![no_std]
 #![deny(unsafe_code)]
 
+extern crate alloc;
+#[cfg(not(target_os = "none"))]
+extern crate std;
+
 pub mod abi;
+#[macro_use]
 pub mod ffi;
+pub mod backend;
 mod state;

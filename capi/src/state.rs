@@ -1,27 +1,25 @@
 //! The process-wide runtime behind the C API: reference-counted init/shut-down (HSA Runtime 1.2
 //! §2.1) and the registries that turn C handles into live Rust objects.
 //!
-//! # Lifetimes
-//! The core's signals, queues and executables borrow the platform (`&'p P`) and signals also
-//! their pool. A C handle has no lifetime, so the first `hsa_init` moves the [`Runtime`] and the
-//! [`SignalPool`] into leaked boxes and every object made through the C API borrows them as
-//! `'static`. That is sound because of one rule this module keeps: every object that borrows
-//! them lives only in the registries of the one [`State`] that owns the boxes (or in a local of
-//! an API call, which holds an `Arc<State>` for the whole call), and `State::drop` empties the
-//! registries before it frees the boxes. `hsa_shut_down` only drops the global `Arc`; the state
-//! goes when the last call still using it returns.
+//! # Ownership
+//! Every object made through the C API shares the platform: the runtime, the signal pool,
+//! queues, signals and executables each hold a [`PlatRef`] (`Arc<Plat>`), and signals hold
+//! their pool by `Arc`. No object borrows another, so none can outlive what it uses: a call
+//! that still holds a signal or queue when `hsa_shut_down` runs keeps the platform (and the
+//! pool) alive until it lets go. `hsa_shut_down` drops the global `Arc<State>`; the last call
+//! still using the state drops it, which destroys what is left in its registries (HSA: shut
+//! down releases every object), and the platform goes with the last object holding it.
 //!
 //! # Handles
 //! Agents, pools/regions: the core's handles. ISAs, executables, readers, loaded code objects,
 //! symbols and signal groups: a tagged `u64` (a base in the top 24 bits, never 0), always
 //! looked up, never dereferenced. Signals: the `amd_signal_t` address (as ROCR), also looked
 //! up. Queues: the `hsa_queue_t` (= `amd_queue_t`) address, looked up.
-#![allow(unsafe_code)]
 
-use std::collections::HashMap;
-use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use alloc::collections::BTreeMap;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use hsa_core::loader::executable::Executable;
 use hsa_core::memory::Allocation;
@@ -29,13 +27,15 @@ use hsa_core::queue::AqlQueue;
 use hsa_core::runtime::{Runtime, MAX_REFCOUNT};
 use hsa_core::signal::{Signal, SignalPool};
 use hsa_core::{bail, Error, NodeId, Status};
-use hsa_emu::{EmulatedKfd, SelectedDevice};
-use hsa_linux::LinuxPlatform;
 
-/// The platform under the C API.
-pub(crate) type Plat = LinuxPlatform;
+use crate::backend::{self, Device};
+
+/// The platform under the C API (the backend's).
+pub(crate) use crate::backend::Plat;
+/// How the C API's objects hold the platform: shared.
+pub(crate) type PlatRef = Arc<Plat>;
 /// A signal made through the C API.
-pub(crate) type Sig = Signal<'static, Plat>;
+pub(crate) type Sig = Signal<PlatRef>;
 
 /// Tag of ISA handles (`hsa_isa_t`): base | agent index.
 pub(crate) const ISA_BASE: u64 = 0x4853_4900_0000_0000;
@@ -63,7 +63,7 @@ pub(crate) fn untag(handle: u64, base: u64) -> Option<u64> {
 pub(crate) enum QueueImpl {
     /// `hsa_queue_create`: an AQL queue the platform's packet processor consumes. `None` once
     /// destroyed (a racing call then sees no queue).
-    Aql(RwLock<Option<AqlQueue<'static, Plat>>>),
+    Aql(RwLock<Option<AqlQueue<PlatRef>>>),
     /// `hsa_soft_queue_create`: descriptor and ring in region memory, consumed by the
     /// application itself.
     Soft(SoftQueue),
@@ -86,14 +86,14 @@ pub(crate) struct Reader {
 /// An executable made through the C API.
 pub(crate) struct ExecEntry {
     /// `None` once destroyed.
-    pub(crate) executable: Option<Executable<'static, Plat>>,
+    pub(crate) executable: Option<Executable<PlatRef>>,
 }
 
 /// A C queue-error callback (`hsa_queue_create`'s `callback` and `data`).
 #[derive(Clone, Copy)]
 pub(crate) struct QueueCallback {
     /// The callback.
-    pub(crate) func: unsafe extern "C" fn(u32, *mut std::ffi::c_void, *mut std::ffi::c_void),
+    pub(crate) func: unsafe extern "C" fn(u32, *mut core::ffi::c_void, *mut core::ffi::c_void),
     /// Its `data`, as an address.
     pub(crate) data: usize,
     /// The `hsa_queue_t` address (0 until the queue exists).
@@ -103,103 +103,121 @@ pub(crate) struct QueueCallback {
 /// Registered C queue-error callbacks by key (the core callback's `data`).
 pub(crate) static QUEUE_CALLBACKS: Mutex<Vec<(usize, QueueCallback)>> = Mutex::new(Vec::new());
 
-/// Locks a mutex, taking the data of a poisoned one (a panic in another call was caught and
-/// reported as `HSA_STATUS_ERROR`; the registries stay consistent because every update is a
-/// single insert or remove).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(PoisonError::into_inner)
+pub(crate) use locks::{lock, read, write, Mutex, RwLock};
+
+/// The registries' locks: std's where there is an OS (a blocked caller sleeps), spin locks
+/// on a target without one (`x86_64-unknown-none`).
+#[cfg(not(target_os = "none"))]
+mod locks {
+    use std::sync::PoisonError;
+    pub(crate) use std::sync::{Mutex, RwLock};
+    use std::sync::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
+
+    /// Locks a mutex, taking the data of a poisoned one (a panic in another call was caught
+    /// and reported as `HSA_STATUS_ERROR`; the registries stay consistent because every
+    /// update is a single insert or remove).
+    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Read access to an `RwLock`, poison ignored as for [`lock`].
+    pub(crate) fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+        m.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Write access to an `RwLock`, poison ignored as for [`lock`].
+    pub(crate) fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+        m.write().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
-/// Read access to an `RwLock`, poison ignored as for [`lock`].
-pub(crate) fn read<T>(m: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
-    m.read().unwrap_or_else(PoisonError::into_inner)
-}
+/// The registries' locks without an OS: spin locks (a panic aborts there, so nothing is
+/// poisoned).
+#[cfg(target_os = "none")]
+mod locks {
+    pub(crate) use spin::{Mutex, RwLock};
+    use spin::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
 
-/// Write access to an `RwLock`, poison ignored as for [`lock`].
-pub(crate) fn write<T>(m: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
-    m.write().unwrap_or_else(PoisonError::into_inner)
+    /// Locks a mutex.
+    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+        m.lock()
+    }
+
+    /// Read access to an `RwLock`.
+    pub(crate) fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+        m.read()
+    }
+
+    /// Write access to an `RwLock`.
+    pub(crate) fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+        m.write()
+    }
 }
 
 /// Everything one initialised runtime holds.
 pub(crate) struct State {
     /// Signals by handle.
-    pub(crate) signals: RwLock<HashMap<u64, Arc<Sig>>>,
+    pub(crate) signals: RwLock<BTreeMap<u64, Arc<Sig>>>,
     /// Signal groups by id: their member signals.
-    pub(crate) groups: Mutex<HashMap<u64, Vec<Arc<Sig>>>>,
+    pub(crate) groups: Mutex<BTreeMap<u64, Vec<Arc<Sig>>>>,
     /// Queues by `hsa_queue_t` address.
-    pub(crate) queues: RwLock<HashMap<u64, Arc<QueueImpl>>>,
+    pub(crate) queues: RwLock<BTreeMap<u64, Arc<QueueImpl>>>,
     /// Executables by id.
-    pub(crate) executables: Mutex<HashMap<u64, Arc<Mutex<ExecEntry>>>>,
+    pub(crate) executables: Mutex<BTreeMap<u64, Arc<Mutex<ExecEntry>>>>,
     /// Code object readers by id.
-    pub(crate) readers: Mutex<HashMap<u64, Arc<Reader>>>,
+    pub(crate) readers: Mutex<BTreeMap<u64, Arc<Reader>>>,
     /// Next id for groups, executables, readers.
     next_id: AtomicU64,
-    /// Leaked `Box<SignalPool>`, freed in `drop` after every signal.
-    signal_pool: NonNull<SignalPool<'static, Plat>>,
-    /// Leaked `Box<Runtime>`, freed in `drop` last.
-    runtime: NonNull<Runtime<Plat>>,
-    /// The emulated device under the platform, when that is what it runs on (for
-    /// `hsa_rt_emulated_register_kernel`).
-    emulated: Option<Arc<EmulatedKfd>>,
+    /// The pool of the signals made through the C API; each signal shares it.
+    signal_pool: Arc<SignalPool<PlatRef>>,
+    /// The runtime.
+    runtime: Runtime<PlatRef>,
+    /// The backend's part: the emulated device (Linux), the interrupt path's registration
+    /// (bare metal, kept for its drop).
+    #[cfg_attr(feature = "baremetal", allow(dead_code))]
+    device: Device,
 }
 
-// SAFETY: the two pointers are owned boxes of `Sync` types (Runtime<LinuxPlatform> and
-// SignalPool, whose state is behind locks and atomics); everything else is behind locks or is
-// `Send + Sync` itself (the `Arc<EmulatedKfd>`, a `KfdDriver`). The
-// signals, queues and executables are used from any thread as the core allows (their
-// operations are atomics on shared memory or take `&self` behind the registry locks).
-unsafe impl Send for State {}
-// SAFETY: as for Send.
-unsafe impl Sync for State {}
-
 impl State {
-    fn new(device: SelectedDevice) -> Result<State, Error> {
-        let SelectedDevice { platform, emulated } = device;
-        let runtime = Runtime::new(platform)?;
+    fn new(platform: Plat, opened: backend::Opened) -> Result<State, Error> {
+        let runtime = Runtime::new(Arc::new(platform))?;
         let cpu_node = runtime.first_cpu().map_or(0, |a| a.node());
-        let runtime = NonNull::from(Box::leak(Box::new(runtime)));
-        // SAFETY: `runtime` was just leaked and is freed only in `drop`, after the pool, which
-        // is the only borrower made here.
-        let platform: &'static Plat = unsafe { runtime.as_ref() }.platform();
-        let pool = SignalPool::new(platform, NodeId(cpu_node));
-        let signal_pool = NonNull::from(Box::leak(Box::new(pool)));
+        let signal_pool = Arc::new(SignalPool::new(
+            runtime.platform_ref().clone(),
+            NodeId(cpu_node),
+        ));
         Ok(State {
-            signals: RwLock::new(HashMap::new()),
-            groups: Mutex::new(HashMap::new()),
-            queues: RwLock::new(HashMap::new()),
-            executables: Mutex::new(HashMap::new()),
-            readers: Mutex::new(HashMap::new()),
+            signals: RwLock::new(BTreeMap::new()),
+            groups: Mutex::new(BTreeMap::new()),
+            queues: RwLock::new(BTreeMap::new()),
+            executables: Mutex::new(BTreeMap::new()),
+            readers: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(1),
             signal_pool,
+            device: Device::new(opened, runtime.platform_ref()),
             runtime,
-            emulated,
         })
     }
 
-    /// The emulated device under the platform; `None` on `/dev/kfd`.
-    pub(crate) fn emulated(&self) -> Option<&Arc<EmulatedKfd>> {
-        self.emulated.as_ref()
+    /// The backend's part of the state.
+    #[cfg(feature = "linux")]
+    pub(crate) fn device(&self) -> &Device {
+        &self.device
     }
 
     /// The runtime.
-    pub(crate) fn rt(&self) -> &Runtime<Plat> {
-        // SAFETY: the box lives until `drop`, which needs `&mut self`.
-        unsafe { self.runtime.as_ref() }
+    pub(crate) fn rt(&self) -> &Runtime<PlatRef> {
+        &self.runtime
     }
 
-    /// The platform, with the `'static` lifetime the C API's objects are made with. Only for
-    /// objects that go into this state's registries (see the module doc).
-    pub(crate) fn platform_static(&self) -> &'static Plat {
-        // SAFETY: the runtime box is freed only in `drop`, after the registries (the only
-        // places the result may be kept, per this function's contract) are emptied.
-        unsafe { self.runtime.as_ref() }.platform()
+    /// A handle to the platform, for a queue or executable to keep.
+    pub(crate) fn platform_ref(&self) -> PlatRef {
+        self.runtime.platform_ref().clone()
     }
 
-    /// The signal pool, `'static` under the same contract as [`State::platform_static`].
-    pub(crate) fn signal_pool_static(&self) -> &'static SignalPool<'static, Plat> {
-        // SAFETY: the pool box is freed only in `drop`, after the signal registry (the only
-        // place signals made from it are kept) is emptied.
-        unsafe { self.signal_pool.as_ref() }
+    /// The signal pool; each signal made from it keeps a clone.
+    pub(crate) fn signal_pool(&self) -> &Arc<SignalPool<PlatRef>> {
+        &self.signal_pool
     }
 
     /// A fresh id (1, 2, ...) for a group, executable or reader.
@@ -281,11 +299,13 @@ impl State {
 }
 
 impl Drop for State {
+    /// Shut-down releases every object still registered (HSA Runtime 1.2 §2.1): queues are
+    /// destroyed (their hardware queues stopped), soft queues' memory and executables freed.
+    /// Nothing here is needed for soundness: each object owns what it uses.
     fn drop(&mut self) {
-        // Everything that borrows the pool or the runtime first (see the module doc).
         lock(&self.groups).clear();
         write(&self.signals).clear();
-        for (_, q) in write(&self.queues).drain() {
+        for (_, q) in core::mem::take(&mut *write(&self.queues)) {
             match &*q {
                 QueueImpl::Aql(lock) => {
                     if let Some(queue) = write(lock).take() {
@@ -298,34 +318,25 @@ impl Drop for State {
                 }
             }
         }
-        for (_, e) in lock(&self.executables).drain() {
+        for (_, e) in core::mem::take(&mut *lock(&self.executables)) {
             if let Some(exe) = lock(&e).executable.take() {
                 let _ = exe.destroy();
             }
         }
         lock(&self.readers).clear();
-        // SAFETY: the pool was leaked in `new` and is freed only here; every signal made from
-        // it was in the registries just emptied (API calls that held clones held an
-        // `Arc<State>` too, so they have returned before this drop runs).
-        drop(unsafe { Box::from_raw(self.signal_pool.as_ptr()) });
-        // SAFETY: as above for the runtime; the pool, its last borrower, is gone.
-        drop(unsafe { Box::from_raw(self.runtime.as_ptr()) });
     }
 }
 
 /// The global runtime: reference count and state.
 static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
 
-/// `hsa_init`: the first call checks `HSA_RT_LOG`, opens the default device
-/// (`hsa_emu::open_default`: `/dev/kfd`, else the emulated device; `HSA_RT_DEVICE`,
-/// `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`) and builds the runtime; later calls
-/// count.
+/// `hsa_init`: the first call opens the backend's platform (`backend::open`: on Linux
+/// `/dev/kfd` or the emulated device, after checking `HSA_RT_LOG`; on bare metal the host
+/// `hsa_rt_baremetal_init` registered) and builds the runtime; later calls count.
 ///
 /// # Errors
 /// `Status::RefcountOverflow` once [`MAX_REFCOUNT`] (`INT32_MAX`, as ROCR) inits are
-/// counted; on the first init,
-/// `Status::InvalidArgument` naming `HSA_RT_LOG` and the accepted values when it is not a
-/// switch value (`hsa_linux::env::switch`), and the platform's and runtime's errors.
+/// counted; on the first init, `backend::open`'s errors and the runtime's.
 pub(crate) fn init() -> Result<(), Error> {
     let mut g = lock(&GLOBAL);
     if g.0 >= MAX_REFCOUNT {
@@ -336,9 +347,8 @@ pub(crate) fn init() -> Result<(), Error> {
         );
     }
     if g.0 == 0 {
-        hsa_linux::env::switch(hsa_linux::env::LOG_ENV)?;
-        let device = hsa_emu::open_default()?;
-        g.1 = Some(Arc::new(State::new(device)?));
+        let (platform, opened) = backend::open()?;
+        g.1 = Some(Arc::new(State::new(platform, opened)?));
     }
     g.0 += 1;
     Ok(())
@@ -384,15 +394,22 @@ pub(crate) fn state() -> Result<Arc<State>, Error> {
     }
 }
 
-#[cfg(test)]
+// The tests run the Linux backend (the emulated device); the bare-metal one is tested from C
+// (`tests/baremetal.rs`).
+#[cfg(all(test, feature = "linux"))]
 mod tests {
     use super::*;
+    use hsa_core::signal::{LoadOrder, StoreOrder};
+
+    /// The tests share the process-wide runtime: one at a time.
+    static SERIAL: Mutex<()> = Mutex::new(());
 
     /// `hsa_init` counts to `INT32_MAX` and the next call is `REFCOUNT_OVERFLOW`, as ROCR 5.2;
     /// the count then still goes down to 0. (Counting there one call at a time takes a
     /// minute: the test starts the count near the limit.)
     #[test]
     fn init_stops_at_int32_max() {
+        let _serial = lock(&SERIAL);
         init().unwrap();
         lock(&GLOBAL).0 = 0x7fff_fffe;
         init().unwrap();
@@ -407,5 +424,33 @@ mod tests {
         lock(&GLOBAL).0 = 1;
         shut_down().unwrap();
         assert!(state().is_err());
+    }
+
+    /// A signal still held when the last `hsa_shut_down` drops the state (a call in another
+    /// thread that looked it up, here this test) stays usable: it keeps its pool and the
+    /// platform alive, and gives its slot back when it goes. (When the state owned the pool
+    /// and the platform, the shut-down freed the signal's memory under it.)
+    #[test]
+    #[allow(unsafe_code)] // creates the signal through the C entry point, as a C caller does
+    fn a_signal_held_past_shut_down_keeps_its_memory() {
+        let _serial = lock(&SERIAL);
+        init().unwrap();
+        let mut handle = 0u64;
+        // SAFETY: no consumers; `handle` is a writable hsa_signal_t.
+        let status = unsafe {
+            crate::ffi::signal::hsa_signal_create(41, 0, core::ptr::null(), &raw mut handle)
+        };
+        assert_eq!(status, Status::Success.raw());
+        let signal = state().unwrap().signal(handle).unwrap();
+        shut_down().unwrap();
+        assert_eq!(
+            state().err().map(|e| e.status()),
+            Some(Status::NotInitialized)
+        );
+        assert_eq!(signal.load(LoadOrder::Acquire), 41);
+        signal.store(7, StoreOrder::Release);
+        assert_eq!(signal.load(LoadOrder::Acquire), 7);
+        assert_eq!(signal.handle().0, handle);
+        drop(signal);
     }
 }

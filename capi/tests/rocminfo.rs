@@ -6,6 +6,7 @@
 //! `/dev` is a tmpfs holding `null` and a `kfd` stand-in (both the null device). Our runtime is
 //! forced onto the emulated device (`HSA_RT_DEVICE=emulated`), since a `/dev/kfd` is now
 //! present. Where namespaces are not permitted the test says so and skips.
+#![cfg(feature = "linux")] // runs the Linux build's shared library
 
 mod common;
 

@@ -2,7 +2,8 @@
 //!
 //! The no_std core of hsa-rt, an embeddable HSA runtime for AMD GPUs. It knows the HSA/AMD
 //! ABI (AQL packets, `amd_queue_t`, `amd_signal_t`, kernel descriptors, code objects) and the
-//! runtime's logic; everything OS- or hardware-specific goes through [`platform::Platform`].
+//! runtime's logic; everything OS- or hardware-specific goes through [`platform::Platform`],
+//! which every object reaches through one kind of handle, [`PlatformRef`] (`&P` or `Arc<P>`).
 //!
 //! Layers, lowest first: [`abi`] (layouts the hardware reads) ← [`packet`] (header
 //! encode/decode, builders, checked view) ← [`queue`], [`signal`], [`memory`] ←
@@ -26,6 +27,7 @@ pub mod memory;
 pub mod packet;
 pub mod packet_processor;
 pub mod platform;
+pub mod platform_ref;
 pub mod queue;
 #[cfg(feature = "alloc")]
 pub mod runtime;
@@ -34,4 +36,5 @@ pub mod status;
 pub mod sync;
 
 pub use addr::{DoorbellIndex, EventId, GpuVa, NodeId, PacketIndex, PhysAddr, QueueId};
+pub use platform_ref::PlatformRef;
 pub use status::{Error, Result, Status, UnknownStatus};

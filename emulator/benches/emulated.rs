@@ -112,7 +112,7 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
     // the other core; the bench thread then moves to CPU 0.
     pin(1);
     let (platform, emulated) = open_emulated();
-    let rt = Runtime::new(platform).expect("runtime");
+    let rt = Runtime::new(Arc::new(platform)).expect("runtime");
     let gpu = rt.first_gpu().expect("GPU agent");
     let cpu = rt.first_cpu().expect("CPU agent");
     let target = *gpu.isa().expect("ISA");
@@ -265,7 +265,7 @@ fn wake_latencies(
 
 fn b6_blocked_wake(c: &mut Criterion) {
     pin(0);
-    let rt = Runtime::new(open_emulated().0).expect("runtime");
+    let rt = Runtime::new(Arc::new(open_emulated().0)).expect("runtime");
     let cpu = rt.first_cpu().expect("CPU agent");
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let signal = signals.create_interrupt(0).expect("interrupt signal");

@@ -4,6 +4,7 @@
 //! `../shared` the test says so and passes.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hsa_core::addr::{NodeId, MAX_AGENTS};
 use hsa_core::memory::GlobalFlags;
@@ -36,7 +37,7 @@ fn every_agent_of_the_65_node_capture_can_be_allowed_access() {
         return;
     };
     // As `hsainfo --sysfs` and `vector_copy --sysfs` open it.
-    let rt = Runtime::new(hsa_emu::open_capture(&root).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(hsa_emu::open_capture(&root).unwrap().platform)).unwrap();
     let nodes: Vec<u32> = rt.agents().iter().map(|a| a.node()).collect();
     assert_eq!(nodes, (0..65).collect::<Vec<u32>>());
     assert!(nodes.len() <= MAX_AGENTS);

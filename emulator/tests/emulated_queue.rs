@@ -521,7 +521,7 @@ fn xnack_mode_follows_the_request_and_names_the_isa() {
     assert_eq!(query(), 0, "the kernel default: off");
     let off = LinuxPlatform::with_xnack(emulated.clone(), topology.clone(), None).unwrap();
     assert!(!off.xnack_enabled());
-    let rt = Runtime::new(off).unwrap();
+    let rt = Runtime::new(Arc::new(off)).unwrap();
     let isa = rt.first_gpu().unwrap().isa().unwrap().isa_name();
     assert_eq!(isa, "amdgcn-amd-amdhsa--gfx90a:sramecc+:xnack-");
     drop(rt);
@@ -529,7 +529,7 @@ fn xnack_mode_follows_the_request_and_names_the_isa() {
     let on = LinuxPlatform::with_xnack(emulated.clone(), topology.clone(), Some(true)).unwrap();
     assert!(on.xnack_enabled());
     assert_eq!(query(), 1);
-    let rt = Runtime::new(on).unwrap();
+    let rt = Runtime::new(Arc::new(on)).unwrap();
     let gpu = rt.first_gpu().unwrap();
     assert_eq!(
         gpu.isa().unwrap().isa_name(),

@@ -64,7 +64,7 @@ fn hsainfo(topology: Topology) -> String {
     let platform = SelectedDevice::emulated(EmulatedKfd::new(topology).expect("emulated"))
         .expect("platform")
         .platform;
-    report(&Runtime::new(platform).expect("runtime"))
+    report(&Runtime::new(std::sync::Arc::new(platform)).expect("runtime"))
 }
 
 /// One agent of a rocminfo-format report.

@@ -105,7 +105,7 @@ fn counts(s: IrqStats) -> [u64; 6] {
     ]
 }
 
-fn gpu_queue(p: &Plat) -> AqlQueue<'_, Plat> {
+fn gpu_queue(p: &Plat) -> AqlQueue<&Plat> {
     AqlQueue::create(p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17)).unwrap()
 }
 

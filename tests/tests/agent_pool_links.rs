@@ -7,6 +7,7 @@
 //! passes.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hsa_core::memory::{AgentAccess, GlobalFlags, Segment};
 use hsa_core::runtime::{AgentPoolInfo, LinkInfo, LinkType, PoolHandle, Runtime};
@@ -32,7 +33,7 @@ fn dump(case: &str) -> Option<PathBuf> {
 }
 
 /// The pool of node `node` with exactly `flags` (global segment), or its group pool.
-fn pool(rt: &Runtime<LinuxPlatform>, node: u32, flags: Option<GlobalFlags>) -> PoolHandle {
+fn pool(rt: &Runtime<Arc<LinuxPlatform>>, node: u32, flags: Option<GlobalFlags>) -> PoolHandle {
     let agent = rt.agents()[node as usize].handle();
     rt.agent_pools(agent)
         .find(|p| match flags {
@@ -43,7 +44,7 @@ fn pool(rt: &Runtime<LinuxPlatform>, node: u32, flags: Option<GlobalFlags>) -> P
         .handle()
 }
 
-fn info(rt: &Runtime<LinuxPlatform>, from: u32, pool: PoolHandle) -> AgentPoolInfo {
+fn info(rt: &Runtime<Arc<LinuxPlatform>>, from: u32, pool: PoolHandle) -> AgentPoolInfo {
     let agent = rt.agents()[from as usize].handle();
     rt.agent_pool_info(agent, pool).unwrap()
 }
@@ -81,7 +82,7 @@ fn agent_pool_info_of_the_8_gpu_mi210_capture_is_rocr_5_2s() {
     let Some(root) = dump("mi210-8gpu-xgmi-pcie-topology") else {
         return;
     };
-    let rt = Runtime::new(hsa_emu::open_capture(&root).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(hsa_emu::open_capture(&root).unwrap().platform)).unwrap();
     let nodes: Vec<u32> = rt.agents().iter().map(|a| a.node()).collect();
     assert_eq!(nodes, (0..10).collect::<Vec<u32>>());
     let coarse = Some(GlobalFlags::COARSE_GRAINED);

@@ -19,6 +19,7 @@ use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 use hsa_linux::topology::{parse_properties, Properties};
 use hsa_linux::LinuxPlatform;
 use rustix::io::Errno;
+use std::sync::Arc;
 
 type Outcome = Result<(), Error>;
 
@@ -117,11 +118,11 @@ fn put_u64(b: &mut [u8; 64], at: usize, v: u64) {
 
 // ---- memory -------------------------------------------------------------------------------
 
-fn runtime() -> Runtime<FakePlatform> {
-    Runtime::new(FakePlatform::new()).expect("runtime on the fake platform")
+fn runtime() -> Runtime<Arc<FakePlatform>> {
+    Runtime::new(Arc::new(FakePlatform::new())).expect("runtime on the fake platform")
 }
 
-fn fine_pool(rt: &Runtime<FakePlatform>) -> hsa_core::runtime::PoolHandle {
+fn fine_pool(rt: &Runtime<Arc<FakePlatform>>) -> hsa_core::runtime::PoolHandle {
     let cpu = rt.first_cpu().expect("cpu").handle();
     rt.find_pool(cpu, GlobalFlags::FINE_GRAINED)
         .expect("fine-grained pool")
@@ -307,7 +308,7 @@ fn catalogue() -> Vec<Row> {
         row("ALLOC_MEMORY_OF_GPU fails with EPERM", Status::Error, "Operation not permitted (errno 1)", || with_failing_ioctl(Errno::PERM, allocate_vram)),
         row("CREATE_QUEUE fails with ENOSPC", Status::OutOfResources, "AMDKFD_IOC_CREATE_QUEUE: No space left on device (errno 28)", || {
             let emulated = EmulatedKfd::new(builtin_topology())?;
-            let rt = Runtime::new(SelectedDevice::emulated(emulated.clone())?.platform)?;
+            let rt = Runtime::new(Arc::new(SelectedDevice::emulated(emulated.clone())?.platform))?;
             let gpu = rt.first_gpu().expect("gpu");
             let config = QueueConfig::new(NodeId(gpu.node()), 1024, gpu.queue_min_size(), gpu.queue_max_size());
             // The queue's ring and amd_queue_t are allocated first; fail the next CREATE_QUEUE.

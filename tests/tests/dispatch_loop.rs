@@ -10,6 +10,7 @@
 //! stopped the queue with `INVALID_SIGNAL` (amdkfd keeps the page for the process's life).
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 
 use hsa_core::loader::code_object::AlignedBytes;
@@ -57,7 +58,10 @@ fn code_object(name: &str) -> Vec<u8> {
 }
 
 fn run_loop(emulated: std::sync::Arc<EmulatedKfd>, code_object_file: &str, iterations: u32) {
-    let rt = Runtime::new(SelectedDevice::emulated(emulated).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated).unwrap().platform,
+    ))
+    .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let target = *gpu.isa().unwrap();
@@ -102,7 +106,7 @@ fn run_loop(emulated: std::sync::Arc<EmulatedKfd>, code_object_file: &str, itera
         data: 0,
     });
 
-    let mut queue: Option<AqlQueue<'_, LinuxPlatform>> = None;
+    let mut queue: Option<AqlQueue<&LinuxPlatform>> = None;
     for iteration in 0..iterations {
         if iteration % QUEUE_EVERY == 0 {
             if let Some(q) = queue.take() {

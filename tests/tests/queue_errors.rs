@@ -7,17 +7,18 @@
 //! the threads using it with an error instead of leaving them blocked.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet::{BarrierAnd, EncodedPacket, HeaderFlags};
 use hsa_core::platform::fake::FakePlatform;
-use hsa_core::platform::{Platform, QueueErrorCallback};
+use hsa_core::platform::QueueErrorCallback;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
-use hsa_core::{Error, NodeId, QueueId, Status};
+use hsa_core::{Error, NodeId, PlatformRef, QueueId, Status};
 use hsa_emu::device::BUILTIN_GPU_ID;
 use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 
@@ -38,7 +39,7 @@ fn malformed() -> EncodedPacket {
     EncodedPacket { bytes, header_word }
 }
 
-fn submit<P: Platform>(q: &AqlQueue<'_, P>, packet: &EncodedPacket) {
+fn submit<H: PlatformRef>(q: &AqlQueue<H>, packet: &EncodedPacket) {
     let mut r = q.reserve(1).unwrap();
     let last = r.write_next(packet).unwrap();
     q.ring_doorbell(last).unwrap();
@@ -66,7 +67,10 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
 #[test]
 fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated.clone()).unwrap().platform,
+    ))
+    .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let config = |slot| {
@@ -193,7 +197,10 @@ fn timed_wait(wait: impl Fn(u64) -> i64) {
 #[test]
 fn signal_waits_time_out_on_time_on_the_emulated_device() {
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(SelectedDevice::emulated(emulated).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated).unwrap().platform,
+    ))
+    .unwrap();
     let cpu = rt.first_cpu().unwrap();
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     for s in [
@@ -244,7 +251,10 @@ fn returns_after<'s, T: Send + 's>(
 #[test]
 fn closing_a_queue_wakes_its_waiters_with_an_error() {
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated.clone()).unwrap().platform,
+    ))
+    .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let size = gpu.queue_min_size();
@@ -315,7 +325,10 @@ fn closing_a_queue_wakes_its_waiters_with_an_error() {
 #[test]
 fn a_failed_queue_ends_completion_waits_with_its_status() {
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated.clone()).unwrap().platform,
+    ))
+    .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let mut config = QueueConfig::new(
@@ -378,7 +391,10 @@ fn queue_error_child() {
         return; // only as a child of the tests below
     };
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
-    let rt = Runtime::new(SelectedDevice::emulated(emulated).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated).unwrap().platform,
+    ))
+    .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let mut config = QueueConfig::new(NodeId(gpu.node()), 64, 64, gpu.queue_max_size());
@@ -490,7 +506,10 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
     }
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
     emulated.set_execution_mode(hsa_emu::ExecutionMode::HostOnly);
-    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated.clone()).unwrap().platform,
+    ))
+    .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let kernarg_pool = rt

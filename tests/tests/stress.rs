@@ -17,11 +17,11 @@ use std::time::{Duration, Instant};
 use hsa_core::abi::SignalHandle;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{BarrierAnd, BarrierOr, HeaderFlags, KernelDispatch};
-use hsa_core::platform::{Platform, QueueErrorCallback};
+use hsa_core::platform::QueueErrorCallback;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalPool};
-use hsa_core::{Error, GpuVa, NodeId, QueueId, Status};
+use hsa_core::{Error, GpuVa, NodeId, PlatformRef, QueueId, Status};
 use hsa_emu::{builtin_topology, EmulatedKfd, ExecutionMode, SelectedDevice};
 
 const KERNEL_OBJECT: u64 = 0x5_0000;
@@ -49,7 +49,10 @@ fn run(total: u64) {
     // Host implementations only: the kernel object below names no machine code.
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
     emulated.set_execution_mode(ExecutionMode::HostOnly);
-    let rt = Runtime::new(SelectedDevice::emulated(emulated.clone()).unwrap().platform).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated.clone()).unwrap().platform,
+    ))
+    .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
     let per_producer = total / PRODUCERS;
@@ -160,8 +163,8 @@ fn run(total: u64) {
     rt.free(kernarg.va).unwrap();
 }
 
-fn produce<P: Platform>(
-    queue: &AqlQueue<'_, P>,
+fn produce<H: PlatformRef>(
+    queue: &AqlQueue<H>,
     producer: u64,
     count: u64,
     completion: SignalHandle,

@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::isa::TargetId;
@@ -549,7 +549,7 @@ pub fn run_with_faults(
     let SelectedDevice { platform, emulated } = device;
     let stats_before = emulated.as_ref().map(|e| e.execution_stats());
     let device = platform.device_kind().to_string();
-    let rt = Runtime::new(platform)?;
+    let rt = Runtime::new(Arc::new(platform))?;
     let gpu = rt
         .first_gpu()
         .ok_or_else(|| error!(Status::InvalidAgent, "no GPU agent"))?;

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use hsa_core::runtime::Runtime;
 use hsa_emu::{EmulatedKfd, SelectedDevice};
@@ -30,7 +31,7 @@ fn hsainfo(root: &Path) -> String {
     let platform = SelectedDevice::emulated(EmulatedKfd::new(topology).expect("emulated"))
         .expect("platform")
         .platform;
-    report(&Runtime::new(platform).expect("runtime"))
+    report(&Runtime::new(Arc::new(platform)).expect("runtime"))
 }
 
 /// `key value` lines of a sysfs properties file.

@@ -1,7 +1,8 @@
 //! Agents and ISAs (HSA Runtime 1.2 §2.3, §2.9.1; `hsa_amd_agent_info_t`).
 #![allow(unsafe_code)]
 
-use std::ffi::c_void;
+use alloc::vec::Vec;
+use core::ffi::c_void;
 
 use hsa_core::runtime::{Agent, AgentHandle};
 use hsa_core::{bail, Error, Status};
@@ -227,7 +228,7 @@ pub unsafe extern "C" fn hsa_isa_get_info_alt(
                 HSA_ISA_INFO_NAME_LENGTH => put::<u32>(value, name.len() as u32),
                 HSA_ISA_INFO_NAME => {
                     let out = value.cast::<u8>();
-                    std::ptr::copy_nonoverlapping(name.as_ptr(), out, name.len());
+                    core::ptr::copy_nonoverlapping(name.as_ptr(), out, name.len());
                     out.add(name.len()).write(0);
                 }
                 // bool[2] indexed by hsa_machine_model_t: large only.

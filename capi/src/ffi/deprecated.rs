@@ -17,7 +17,8 @@
 //! are not exported either: this runtime offers no HSA extension.
 #![allow(unsafe_code)]
 
-use std::ffi::{c_char, c_void, CStr};
+use alloc::vec::Vec;
+use core::ffi::{c_char, c_void, CStr};
 
 use hsa_core::{bail, Status};
 
@@ -87,7 +88,7 @@ pub unsafe extern "C" fn hsa_executable_create(
         return status;
     }
     // SAFETY: hsa_executable_create_alt succeeded: it wrote the handle.
-    hsa_executable_freeze(unsafe { executable.read() }, std::ptr::null())
+    hsa_executable_freeze(unsafe { executable.read() }, core::ptr::null())
 }
 
 /// `hsa_executable_get_symbol` (deprecated): `hsa_executable_get_symbol_by_name` for `agent`

@@ -2,7 +2,8 @@
 //! emulated device, registered from C.
 #![allow(unsafe_code)]
 
-use std::ffi::c_void;
+use alloc::format;
+use core::ffi::c_void;
 
 use hsa_core::{bail, Status};
 use hsa_emu::device::DispatchContext;
@@ -40,10 +41,10 @@ pub struct HsaRtDispatch {
     pub group_segment: *mut c_void,
 }
 
-const _: () = assert!(std::mem::size_of::<HsaRtDispatch>() == 80);
-const _: () = assert!(std::mem::offset_of!(HsaRtDispatch, workgroup_count) == 24);
-const _: () = assert!(std::mem::offset_of!(HsaRtDispatch, kernel_object) == 56);
-const _: () = assert!(std::mem::offset_of!(HsaRtDispatch, group_segment) == 72);
+const _: () = assert!(core::mem::size_of::<HsaRtDispatch>() == 80);
+const _: () = assert!(core::mem::offset_of!(HsaRtDispatch, workgroup_count) == 24);
+const _: () = assert!(core::mem::offset_of!(HsaRtDispatch, kernel_object) == 56);
+const _: () = assert!(core::mem::offset_of!(HsaRtDispatch, group_segment) == 72);
 
 /// `hsa_rt_host_kernel_fn`: called once per work-group; a status other than SUCCESS stops the
 /// queue with that error.
@@ -67,7 +68,7 @@ impl CKernel {
             private_segment_size: ctx.private_segment_size_bytes(),
             kernel_object: ctx.kernel_object().0,
             kernarg_address: ctx.kernarg_address().0 as *mut c_void,
-            group_segment: std::ptr::null_mut(),
+            group_segment: core::ptr::null_mut(),
         };
         d.group_segment = ctx.group_segment().as_mut_ptr().cast();
         // SAFETY: the application's function with the signature hsa_rt_ext.h declares; `d`
@@ -107,7 +108,7 @@ pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
         let Some(func) = func else {
             bail!(Status::InvalidArgument, "fn is NULL");
         };
-        let Some(emulated) = st.emulated() else {
+        let Some(emulated) = st.device().emulated() else {
             bail!(
                 Status::InvalidAgent,
                 "the runtime runs on {}, not on the emulated device",

@@ -4,8 +4,9 @@
 //! variables), so symbol iteration is over agent symbols; program symbols do not exist here.
 #![allow(unsafe_code)]
 
-use std::ffi::{c_char, c_void, CStr};
-use std::sync::{Arc, Mutex};
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::ffi::{c_char, c_void, CStr};
 
 use hsa_core::loader::executable::{Executable, Symbol, SymbolKind};
 use hsa_core::platform::MemoryKind;
@@ -15,7 +16,7 @@ use super::agent::{agent_of, callback_result};
 use super::{bad_attribute, guard, non_null, put, HsaStatus};
 use crate::abi::*;
 use crate::state::{
-    self, lock, untag, ExecEntry, Reader, State, EXECUTABLE_BASE, INDEX_BITS, LOADED_BASE,
+    self, lock, untag, ExecEntry, Mutex, Reader, State, EXECUTABLE_BASE, INDEX_BITS, LOADED_BASE,
     READER_BASE, SYMBOL_BASE,
 };
 
@@ -51,16 +52,18 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
             );
         }
         // SAFETY: non-NULL, `size` readable bytes per the caller's contract.
-        let bytes = unsafe { std::slice::from_raw_parts(code_object.cast::<u8>(), size) };
+        let bytes = unsafe { core::slice::from_raw_parts(code_object.cast::<u8>(), size) };
         new_reader(&st, bytes.to_vec(), code_object_reader)
     })
 }
 
 /// `hsa_code_object_reader_create_from_file`: a reader over the whole file behind `file`
 /// (read from offset 0 with `pread`, as ROCR reads it; the descriptor stays the caller's).
+/// Linux backend only (bare metal has no file descriptors).
 ///
 /// # Safety
 /// `code_object_reader` is NULL or writable.
+#[cfg(feature = "linux")]
 pub unsafe extern "C" fn hsa_code_object_reader_create_from_file(
     file: i32,
     code_object_reader: *mut u64,
@@ -81,6 +84,7 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_file(
 /// # Errors
 /// `Status::InvalidFile` naming the descriptor: not an open descriptor, not a regular file,
 /// empty, larger than `MAX_CODE_OBJECT_BYTES`, or a read error (shorter than its size).
+#[cfg(feature = "linux")]
 fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
     use hsa_core::error;
     use rustix::fs::FileType;
@@ -107,7 +111,7 @@ fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
             "file descriptor {file}: {size} bytes (a code object is 1 to {MAX_CODE_OBJECT_BYTES} bytes)"
         );
     }
-    let mut bytes = vec![0u8; size as usize];
+    let mut bytes = alloc::vec![0u8; size as usize];
     let mut done = 0usize;
     while done < bytes.len() {
         match rustix::io::pread(fd, &mut bytes[done..], done as u64) {
@@ -165,7 +169,7 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
         }
         let id = st.next_id();
         let entry = ExecEntry {
-            executable: Some(Executable::new(st.platform_static())),
+            executable: Some(Executable::new(st.platform_ref())),
         };
         lock(&st.executables).insert(id, Arc::new(Mutex::new(entry)));
         // SAFETY: non-NULL, the caller's hsa_executable_t slot.
@@ -178,7 +182,7 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
 fn with_executable<T>(
     st: &State,
     handle: u64,
-    f: impl FnOnce(u64, &mut Executable<'static, state::Plat>) -> Result<T, Error>,
+    f: impl FnOnce(u64, &mut Executable<state::PlatRef>) -> Result<T, Error>,
 ) -> Result<T, Error> {
     let (id, e) = st.executable(handle)?;
     let mut entry = lock(&e);
@@ -325,7 +329,7 @@ pub unsafe extern "C" fn hsa_executable_get_symbol_by_name(
             let found = exe.symbol_by_name(name, node)?;
             let index = exe
                 .symbols()
-                .position(|s| std::ptr::eq(s, found))
+                .position(|s| core::ptr::eq(s, found))
                 .unwrap_or(0);
             Ok(symbol_handle(id, index))
         })?;
@@ -468,9 +472,11 @@ pub unsafe extern "C" fn hsa_executable_symbol_get_info(
             match attribute {
                 HSA_EXECUTABLE_SYMBOL_INFO_TYPE => put::<u32>(value, if is_var { 0 } else { 1 }),
                 HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH => put::<u32>(value, s.name.len() as u32),
-                HSA_EXECUTABLE_SYMBOL_INFO_NAME => {
-                    std::ptr::copy_nonoverlapping(s.name.as_ptr(), value.cast::<u8>(), s.name.len())
-                }
+                HSA_EXECUTABLE_SYMBOL_INFO_NAME => core::ptr::copy_nonoverlapping(
+                    s.name.as_ptr(),
+                    value.cast::<u8>(),
+                    s.name.len(),
+                ),
                 HSA_EXECUTABLE_SYMBOL_INFO_AGENT => put::<u64>(value, agent),
                 HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS if is_var => {
                     put::<u64>(value, s.address.0)
@@ -514,9 +520,11 @@ pub unsafe extern "C" fn hsa_executable_symbol_get_info(
     })
 }
 
+#[cfg(feature = "linux")]
+export!(hsa_code_object_reader_create_from_file);
+
 export!(
     hsa_code_object_reader_create_from_memory,
-    hsa_code_object_reader_create_from_file,
     hsa_code_object_reader_destroy,
     hsa_executable_create_alt,
     hsa_executable_load_agent_code_object,

@@ -7,7 +7,8 @@
 //! space, as ROCR's).
 #![allow(unsafe_code)]
 
-use std::ffi::c_void;
+use alloc::vec::Vec;
+use core::ffi::c_void;
 
 use hsa_core::memory::{AccessPermission, AgentAccess};
 use hsa_core::runtime::{AgentHandle, PoolHandle, RuntimePool};
@@ -16,7 +17,7 @@ use hsa_core::{bail, Error, GpuVa, NodeId, Status};
 use super::agent::{agent_of, iterate, HandleCallback};
 use super::{bad_attribute, guard, non_null, put, HsaStatus};
 use crate::abi::*;
-use crate::state::{self, Plat, State};
+use crate::state::{self, PlatRef, State};
 
 /// `hsa_amd_pointer_info_t` (`hsa_ext_amd.h`, ROCR 5.2): 56 bytes.
 #[repr(C)]
@@ -40,9 +41,9 @@ pub struct HsaAmdPointerInfo {
     pub global_flags: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<HsaAmdPointerInfo>() == 56);
-const _: () = assert!(std::mem::offset_of!(HsaAmdPointerInfo, agent_owner) == 40);
-const _: () = assert!(std::mem::offset_of!(HsaAmdPointerInfo, global_flags) == 48);
+const _: () = assert!(core::mem::size_of::<HsaAmdPointerInfo>() == 56);
+const _: () = assert!(core::mem::offset_of!(HsaAmdPointerInfo, agent_owner) == 40);
+const _: () = assert!(core::mem::offset_of!(HsaAmdPointerInfo, global_flags) == 48);
 
 /// `hsa_amd_memory_pool_link_info_t` (`hsa_ext_amd.h`, ROCR 5.2): 28 bytes.
 #[repr(C)]
@@ -68,9 +69,9 @@ pub struct HsaAmdMemoryPoolLinkInfo {
     pub numa_distance: u32,
 }
 
-const _: () = assert!(std::mem::size_of::<HsaAmdMemoryPoolLinkInfo>() == 28);
-const _: () = assert!(std::mem::offset_of!(HsaAmdMemoryPoolLinkInfo, link_type) == 20);
-const _: () = assert!(std::mem::offset_of!(HsaAmdMemoryPoolLinkInfo, numa_distance) == 24);
+const _: () = assert!(core::mem::size_of::<HsaAmdMemoryPoolLinkInfo>() == 28);
+const _: () = assert!(core::mem::offset_of!(HsaAmdMemoryPoolLinkInfo, link_type) == 20);
+const _: () = assert!(core::mem::offset_of!(HsaAmdMemoryPoolLinkInfo, numa_distance) == 24);
 
 /// `HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE` (ROCm 6 `hsa_ext_amd.h`; not in the
 /// installed 5.2 header).
@@ -81,7 +82,7 @@ pub const HSA_EXT_POINTER_TYPE_UNKNOWN: u32 = 0;
 /// `HSA_EXT_POINTER_TYPE_HSA`.
 pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
 
-fn pool_of(st: &State, handle: u64) -> Result<&RuntimePool<Plat>, Error> {
+fn pool_of(st: &State, handle: u64) -> Result<&RuntimePool<PlatRef>, Error> {
     st.rt().pool(PoolHandle(handle))
 }
 
@@ -401,7 +402,7 @@ pub unsafe extern "C" fn hsa_memory_copy(
         let s = host_range(&st, src, size, "src")?;
         // SAFETY: both ranges hold `size` bytes (pool ranges checked by host_range, others by
         // the caller's contract); `copy` allows overlap.
-        unsafe { std::ptr::copy(s, d, size) };
+        unsafe { core::ptr::copy(s, d, size) };
         Ok(Status::Success)
     })
 }
@@ -454,7 +455,7 @@ pub unsafe extern "C" fn hsa_amd_agents_allow_access(
             );
         }
         // SAFETY: non-NULL, `num_agents` handles per the caller's contract.
-        let list = unsafe { std::slice::from_raw_parts(agents, num_agents as usize) };
+        let list = unsafe { core::slice::from_raw_parts(agents, num_agents as usize) };
         let handles: Vec<AgentHandle> = list.iter().map(|h| AgentHandle(*h)).collect();
         st.rt().allow_access(&handles, GpuVa(ptr as u64))?;
         Ok(Status::Success)
@@ -486,12 +487,12 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
         // SAFETY: non-NULL; the caller set `size` (the first field).
         let caller_size = unsafe { info.cast::<u32>().read_unaligned() };
         let mut out = HsaAmdPointerInfo {
-            size: (caller_size as usize).min(std::mem::size_of::<HsaAmdPointerInfo>()) as u32,
+            size: (caller_size as usize).min(core::mem::size_of::<HsaAmdPointerInfo>()) as u32,
             type_: HSA_EXT_POINTER_TYPE_UNKNOWN,
-            agent_base_address: std::ptr::null_mut(),
-            host_base_address: std::ptr::null_mut(),
+            agent_base_address: core::ptr::null_mut(),
+            host_base_address: core::ptr::null_mut(),
             size_in_bytes: 0,
-            user_data: std::ptr::null_mut(),
+            user_data: core::ptr::null_mut(),
             agent_owner: 0,
             global_flags: 0,
         };
@@ -502,7 +503,7 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
             out.host_base_address = p
                 .allocation
                 .host_ptr
-                .map_or(std::ptr::null_mut(), |h| h.as_ptr().cast());
+                .map_or(core::ptr::null_mut(), |h| h.as_ptr().cast());
             out.size_in_bytes = p.allocation.size_bytes as usize;
             out.agent_owner = agent_of_node(&st, p.pool_owner);
             out.global_flags = p.global_flags.bits();
@@ -526,11 +527,11 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                 }
             }
         }
-        let n = (out.size as usize).min(std::mem::size_of::<HsaAmdPointerInfo>());
+        let n = (out.size as usize).min(core::mem::size_of::<HsaAmdPointerInfo>());
         // SAFETY: `info` holds at least `caller_size` >= n bytes (the caller's contract); a
         // byte copy of the first n bytes of `out`.
         unsafe {
-            std::ptr::copy_nonoverlapping((&raw const out).cast::<u8>(), info.cast::<u8>(), n)
+            core::ptr::copy_nonoverlapping((&raw const out).cast::<u8>(), info.cast::<u8>(), n)
         };
         if !accessible.is_null() {
             non_null(num_agents_accessible, "num_agents_accessible")?;
@@ -548,7 +549,7 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
             // SAFETY: `array` holds agents.len() u64s (just allocated by the caller's
             // allocator for that size); the output slots are non-NULL and writable.
             unsafe {
-                std::ptr::copy_nonoverlapping(agents.as_ptr(), array, agents.len());
+                core::ptr::copy_nonoverlapping(agents.as_ptr(), array, agents.len());
                 accessible.write(array);
                 num_agents_accessible.write(agents.len() as u32);
             }

@@ -3,8 +3,9 @@
 //! Every function body runs inside `guard`: errors cross the boundary as `hsa_status_t`, a
 //! panic as `HSA_STATUS_ERROR`. Every pointer argument is checked for NULL
 //! (`HSA_STATUS_ERROR_INVALID_ARGUMENT`); handles are looked up, never dereferenced.
-//! Set `HSA_RT_LOG=1` to print each failing call's error message on stderr (a switch,
-//! `hsa_linux::env::switch`: unset, empty and `0` are off).
+//! Each failing call's error message goes to the backend's log when it is on (Linux:
+//! `HSA_RT_LOG=1` prints it on stderr, a switch, `hsa_linux::env::switch`: unset, empty and
+//! `0` are off; bare metal: the host's `log` callback, when given).
 #![allow(unsafe_code)]
 
 /// Exports each named function as a global symbol of that name: an assembler alias
@@ -39,6 +40,7 @@ macro_rules! export_alias {
 
 pub mod agent;
 pub mod deprecated;
+#[cfg(feature = "linux")]
 pub mod ext;
 pub mod loader;
 pub mod memory;
@@ -46,31 +48,35 @@ pub mod queue;
 pub mod signal;
 pub mod system;
 
-use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use alloc::format;
+use core::ffi::c_void;
 
 use hsa_core::{bail, Error, Status};
 
 /// `hsa_status_t`.
 pub type HsaStatus = u32;
 
-/// Whether `HSA_RT_LOG` asks for error messages. A value the switch does not accept counts as
-/// on, so that the error `hsa_init` returns for it is printed too.
-fn log_enabled() -> bool {
-    hsa_linux::env::switch(hsa_linux::env::LOG_ENV).unwrap_or(true)
+fn log_error(function: &str, e: &Error) {
+    if crate::backend::log_enabled() {
+        // The error's Display names the status after the message: once.
+        crate::backend::log(&format!("hsa-rt: {function}: {e}"));
+    }
 }
 
-fn log_error(function: &str, e: &Error) {
-    if log_enabled() {
-        // The error's Display names the status after the message: once.
-        eprintln!("hsa-rt: {function}: {e}");
-    }
+/// Runs `body`, catching a panic where there is unwinding (a hosted build): `Err(())` for a
+/// caught panic. Without an OS (`x86_64-unknown-none`, `panic = "abort"`) a panic ends in the
+/// library's panic handler and never returns here.
+fn catch<R>(body: impl FnOnce() -> R) -> Result<R, ()> {
+    #[cfg(not(target_os = "none"))]
+    return std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).map_err(|_| ());
+    #[cfg(target_os = "none")]
+    return Ok(body());
 }
 
 /// Runs an API body: `Ok(status)` is returned as is (SUCCESS, or INFO_BREAK from an
 /// iteration), `Err(e)` as `e.status()`, a panic as `HSA_STATUS_ERROR`.
 pub(crate) fn guard(function: &str, body: impl FnOnce() -> Result<Status, Error>) -> HsaStatus {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match catch(body) {
         Ok(Ok(status)) => status.raw(),
         Ok(Err(e)) => {
             log_error(function, &e);
@@ -93,7 +99,7 @@ pub(crate) fn guard_value<T>(
     fallback: T,
     body: impl FnOnce() -> Result<T, Error>,
 ) -> T {
-    match catch_unwind(AssertUnwindSafe(body)) {
+    match catch(body) {
         Ok(Ok(v)) => v,
         Ok(Err(e)) => {
             log_error(function, &e);

@@ -5,9 +5,9 @@
 //! unknown queue they do nothing and return 0 (their C signatures carry no status).
 #![allow(unsafe_code)]
 
-use std::ffi::c_void;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use alloc::sync::Arc;
+use core::ffi::c_void;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use hsa_core::abi::queue::{AmdQueue, HsaQueue};
 use hsa_core::abi::SignalHandle;
@@ -19,7 +19,9 @@ use hsa_core::signal::{LoadOrder, MemoryOrder, StoreOrder};
 use hsa_core::{bail, Error, NodeId, QueueId, Status};
 
 use super::{guard, guard_value, non_null, HsaStatus};
-use crate::state::{self, lock, read, write, QueueCallback, QueueImpl, SoftQueue, QUEUE_CALLBACKS};
+use crate::state::{
+    self, lock, read, write, QueueCallback, QueueImpl, RwLock, SoftQueue, QUEUE_CALLBACKS,
+};
 
 /// The C queue error callback: `void (*)(hsa_status_t, hsa_queue_t*, void*)`.
 pub type QueueErrorFn = unsafe extern "C" fn(u32, *mut c_void, *mut c_void);
@@ -28,8 +30,8 @@ pub type QueueErrorFn = unsafe extern "C" fn(u32, *mut c_void, *mut c_void);
 const WRITE_INDEX_OFFSET: usize = 56;
 /// Byte offset of `read_dispatch_id` in `amd_queue_t`.
 const READ_INDEX_OFFSET: usize = 128;
-const _: () = assert!(std::mem::offset_of!(AmdQueue, write_dispatch_id) == WRITE_INDEX_OFFSET);
-const _: () = assert!(std::mem::offset_of!(AmdQueue, read_dispatch_id) == READ_INDEX_OFFSET);
+const _: () = assert!(core::mem::offset_of!(AmdQueue, write_dispatch_id) == WRITE_INDEX_OFFSET);
+const _: () = assert!(core::mem::offset_of!(AmdQueue, read_dispatch_id) == READ_INDEX_OFFSET);
 
 /// Soft queue ids, above any AQL queue id the core hands out.
 static NEXT_SOFT_ID: AtomicU64 = AtomicU64::new(1 << 48);
@@ -106,7 +108,7 @@ pub unsafe extern "C" fn hsa_queue_create(
                 data: key,
             });
         }
-        let created = AqlQueue::create(st.platform_static(), &config);
+        let created = AqlQueue::create(st.platform_ref(), &config);
         let q = match created {
             Ok(q) => q,
             Err(e) => {

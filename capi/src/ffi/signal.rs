@@ -5,7 +5,8 @@
 //! queue's doorbell signal rings that queue's doorbell.
 #![allow(unsafe_code)]
 
-use std::sync::Arc;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
 
 use hsa_core::signal::{
     LoadOrder, MemoryOrder, SignalCondition, SignalGroup, StoreOrder, WaitState,
@@ -45,13 +46,13 @@ pub unsafe extern "C" fn hsa_signal_create(
         } else {
             non_null(consumers, "consumers")?;
             // SAFETY: non-NULL, `num_consumers` handles per the caller's contract.
-            unsafe { std::slice::from_raw_parts(consumers, num_consumers as usize) }
+            unsafe { core::slice::from_raw_parts(consumers, num_consumers as usize) }
         };
         let mut all_gpu = !consumers.is_empty();
         for c in consumers {
             all_gpu &= super::agent::agent_of(&st, *c)?.is_gpu();
         }
-        let pool = st.signal_pool_static();
+        let pool = st.signal_pool();
         let s: Sig = if all_gpu {
             pool.create(initial_value)?
         } else {
@@ -304,8 +305,8 @@ fn conditions_and_values(
     // SAFETY: both non-NULL and hold `n` elements per the caller's contract.
     let (c, v) = unsafe {
         (
-            std::slice::from_raw_parts(conditions, n),
-            std::slice::from_raw_parts(values, n),
+            core::slice::from_raw_parts(conditions, n),
+            core::slice::from_raw_parts(values, n),
         )
     };
     let c = c
@@ -336,7 +337,7 @@ pub unsafe extern "C" fn hsa_amd_signal_wait_any(
         non_null(signals, "signals")?;
         let n = signal_count as usize;
         // SAFETY: non-NULL, `signal_count` handles per the caller's contract.
-        let handles = unsafe { std::slice::from_raw_parts(signals, n) };
+        let handles = unsafe { core::slice::from_raw_parts(signals, n) };
         let owned = handles
             .iter()
             .map(|h| st.signal(*h))
@@ -378,12 +379,12 @@ pub unsafe extern "C" fn hsa_signal_group_create(
         if num_consumers > 0 {
             non_null(consumers, "consumers")?;
             // SAFETY: non-NULL, `num_consumers` handles per the caller's contract.
-            for c in unsafe { std::slice::from_raw_parts(consumers, num_consumers as usize) } {
+            for c in unsafe { core::slice::from_raw_parts(consumers, num_consumers as usize) } {
                 super::agent::agent_of(&st, *c)?;
             }
         }
         // SAFETY: non-NULL, `num_signals` handles per the caller's contract.
-        let handles = unsafe { std::slice::from_raw_parts(signals, num_signals as usize) };
+        let handles = unsafe { core::slice::from_raw_parts(signals, num_signals as usize) };
         let owned = handles
             .iter()
             .map(|h| st.signal(*h))

@@ -1,8 +1,10 @@
 //! Init, shut-down, status strings, system attributes (HSA Runtime 1.2 §2.1–2.3).
 #![allow(unsafe_code)]
 
-use std::ffi::{c_char, c_void, CString};
-use std::sync::OnceLock;
+use alloc::ffi::CString;
+use alloc::format;
+use alloc::vec::Vec;
+use core::ffi::{c_char, c_void};
 
 use hsa_core::{bail, Status};
 
@@ -11,8 +13,8 @@ use crate::abi::*;
 use crate::state;
 
 fn status_strings() -> &'static [(Status, CString)] {
-    static STRINGS: OnceLock<Vec<(Status, CString)>> = OnceLock::new();
-    STRINGS.get_or_init(|| {
+    static STRINGS: spin::Once<Vec<(Status, CString)>> = spin::Once::new();
+    STRINGS.call_once(|| {
         Status::ALL
             .iter()
             .map(|s| {
@@ -80,7 +82,7 @@ pub unsafe extern "C" fn hsa_system_get_info(attribute: u32, value: *mut c_void)
                 HSA_SYSTEM_INFO_MACHINE_MODEL => put::<u32>(value, info.machine_model as u32),
                 HSA_SYSTEM_INFO_EXTENSIONS => put::<[u8; 128]>(value, info.extensions),
                 HSA_AMD_SYSTEM_INFO_BUILD_VERSION => {
-                    static BUILD: &std::ffi::CStr = c"hsa-rt 0.1.0";
+                    static BUILD: &core::ffi::CStr = c"hsa-rt 0.1.0";
                     put::<*const c_char>(value, BUILD.as_ptr())
                 }
                 HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED

@@ -16,6 +16,63 @@ pub fn built_library() -> PathBuf {
 }
 
 fn build_library() -> PathBuf {
+    cargo_build_capi("capi-cdylib", &[], None).join("libhsa_runtime64.so")
+}
+
+/// The bare-metal build's static library (`--no-default-features --features baremetal`),
+/// built on first use as [`built_library`] is, into `<target>/capi-baremetal`.
+pub fn built_baremetal_staticlib() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            cargo_build_capi(
+                "capi-baremetal",
+                &["--no-default-features", "--features", "baremetal"],
+                None,
+            )
+            .join("libhsa_runtime64.a")
+        })
+        .clone()
+}
+
+/// The target of builds without an OS.
+pub const NO_OS_TARGET: &str = "x86_64-unknown-none";
+
+/// The bare-metal build's static library for [`NO_OS_TARGET`] (no_std + alloc), built on
+/// first use into `<target>/capi-baremetal-none`; `None` when the Rust target is not
+/// installed (`rustup target add x86_64-unknown-none`).
+pub fn built_no_os_staticlib() -> Option<PathBuf> {
+    static BUILT: std::sync::OnceLock<Option<PathBuf>> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+            let sysroot = std::process::Command::new(rustc)
+                .args(["--print", "sysroot"])
+                .output()
+                .ok()?;
+            let sysroot = String::from_utf8_lossy(&sysroot.stdout).trim().to_string();
+            if !Path::new(&sysroot)
+                .join("lib/rustlib")
+                .join(NO_OS_TARGET)
+                .exists()
+            {
+                return None;
+            }
+            Some(
+                cargo_build_capi(
+                    "capi-baremetal-none",
+                    &["--no-default-features", "--features", "baremetal"],
+                    Some(NO_OS_TARGET),
+                )
+                .join("libhsa_runtime64.a"),
+            )
+        })
+        .clone()
+}
+
+/// Runs `cargo build -p hsa-capi --lib ARGS [--target TARGET]` into `<target>/DIR_NAME` (the
+/// profile of the tests) and returns the directory the libraries are in.
+fn cargo_build_capi(dir_name: &str, args: &[&str], target: Option<&str>) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");
     let profile_dir = exe
         .parent()
@@ -25,23 +82,30 @@ fn build_library() -> PathBuf {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("debug");
-    let target_dir = profile_dir.parent().expect("<target>").join("capi-cdylib");
+    let target_dir = profile_dir.parent().expect("<target>").join(dir_name);
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = std::process::Command::new(cargo);
     cmd.args(["build", "-p", "hsa-capi", "--lib", "--target-dir"])
         .arg(&target_dir)
+        .args(args)
         .current_dir(crate_dir());
+    if let Some(target) = target {
+        cmd.args(["--target", target]);
+    }
     if profile == "release" {
         cmd.arg("--release");
     }
-    let status = cmd.status().expect("run cargo build for the cdylib");
+    let status = cmd.status().expect("run cargo build for the library");
     assert!(
         status.success(),
-        "cargo build -p hsa-capi --lib failed: {status}"
+        "cargo build -p hsa-capi --lib {args:?} failed: {status}"
     );
-    let lib = target_dir.join(profile).join("libhsa_runtime64.so");
-    assert!(lib.exists(), "{} missing after cargo build", lib.display());
-    lib
+    let dir = match target {
+        Some(target) => target_dir.join(target).join(profile),
+        None => target_dir.join(profile),
+    };
+    assert!(dir.exists(), "{} missing after cargo build", dir.display());
+    dir
 }
 
 /// A fresh temp directory named after `name` and this process.

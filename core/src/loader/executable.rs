@@ -14,6 +14,7 @@ use super::reloc::apply_relocation;
 use crate::addr::{GpuVa, NodeId};
 use crate::isa::TargetId;
 use crate::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform};
+use crate::platform_ref::PlatformRef;
 use crate::status::{Error, Result, Status};
 
 /// Page size used to round code object allocations, bytes.
@@ -85,15 +86,15 @@ pub struct LoadedCodeObject {
 /// Owns the memory of its loaded images and frees it on [`Executable::destroy`] or drop. As
 /// with `hsa_executable_destroy`, the application must not destroy an executable whose
 /// kernels are still running.
-pub struct Executable<'p, P: Platform> {
-    platform: &'p P,
+pub struct Executable<H: PlatformRef> {
+    platform: H,
     frozen: bool,
     loaded: Vec<LoadedCodeObject>,
-    chunks: Vec<OwnedChunk<'p, P>>,
+    chunks: Vec<OwnedChunk<H>>,
     symbols: Vec<Symbol>,
 }
 
-impl<P: Platform> core::fmt::Debug for Executable<'_, P> {
+impl<H: PlatformRef> core::fmt::Debug for Executable<H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Executable")
             .field("frozen", &self.frozen)
@@ -103,9 +104,9 @@ impl<P: Platform> core::fmt::Debug for Executable<'_, P> {
     }
 }
 
-impl<'p, P: Platform> Executable<'p, P> {
+impl<H: PlatformRef> Executable<H> {
     /// An empty, unfrozen executable (`hsa_executable_create_alt`).
-    pub fn new(platform: &'p P) -> Self {
+    pub fn new(platform: H) -> Self {
         Executable {
             platform,
             frozen: false,
@@ -165,7 +166,7 @@ impl<'p, P: Platform> Executable<'p, P> {
             align_bytes: co.image_align().max(PAGE_BYTES),
             flags: MemoryFlags::EXECUTABLE | MemoryFlags::HOST_ACCESS,
         };
-        let mut owned = OwnedChunk::allocate(self.platform, &request)?;
+        let mut owned = OwnedChunk::allocate(self.platform.clone(), &request)?;
         // On error `owned` is dropped here, which frees the chunk.
         let symbols = self.fill_and_register(&co, node, &mut owned)?;
         let chunk = *owned.chunk();
@@ -185,7 +186,7 @@ impl<'p, P: Platform> Executable<'p, P> {
         &self,
         co: &CodeObject<'_>,
         node: NodeId,
-        owned: &mut OwnedChunk<'p, P>,
+        owned: &mut OwnedChunk<H>,
     ) -> Result<Vec<Symbol>> {
         let chunk: MemoryChunk = *owned.chunk();
         if chunk.size_bytes < co.image_size() || chunk.gpu_va.get() % co.image_align() != 0 {

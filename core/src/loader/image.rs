@@ -3,22 +3,23 @@
 #![allow(unsafe_code)]
 
 use crate::platform::{MemoryChunk, MemoryRequest, Platform};
+use crate::platform_ref::PlatformRef;
 use crate::status::{Result, Status};
 
 /// A chunk of platform memory this loader allocated and owns; freed on [`OwnedChunk::free`]
 /// or drop, exactly once.
-pub(super) struct OwnedChunk<'p, P: Platform> {
-    platform: &'p P,
+pub(super) struct OwnedChunk<H: PlatformRef> {
+    platform: H,
     chunk: MemoryChunk,
     freed: bool,
 }
 
-impl<'p, P: Platform> OwnedChunk<'p, P> {
+impl<H: PlatformRef> OwnedChunk<H> {
     /// Allocates a chunk.
     ///
     /// # Errors
     /// The platform's error as a core error, with context.
-    pub(super) fn allocate(platform: &'p P, request: &MemoryRequest) -> Result<Self> {
+    pub(super) fn allocate(platform: H, request: &MemoryRequest) -> Result<Self> {
         let chunk = platform
             .allocate_memory(request)
             .map_err(|e| e.context("code object memory"))?;
@@ -90,7 +91,7 @@ impl<'p, P: Platform> OwnedChunk<'p, P> {
     }
 }
 
-impl<P: Platform> Drop for OwnedChunk<'_, P> {
+impl<H: PlatformRef> Drop for OwnedChunk<H> {
     fn drop(&mut self) {
         let _ = self.release();
     }

@@ -18,7 +18,7 @@
 //! back) → `INVALID_ARGUMENT` with the state unchanged (the headers call this undefined; we
 //! detect it).
 
-use core::ops::Deref;
+use crate::platform_ref::PlatformRef;
 use core::ptr::NonNull;
 
 #[cfg(feature = "alloc")]
@@ -132,16 +132,14 @@ impl<const N: usize> Inner<N> {
 
 /// A memory pool (AMD) or region (HSA) of one agent: see the module doc.
 ///
-/// `H` is how the pool reaches the platform: `&P`, `Arc<P>`, `&'static P`, anything that
-/// derefs to a [`Platform`]. `N` is the record capacity without `alloc` (a power of two; see
+/// `H` is how the pool reaches the platform ([`PlatformRef`]: `&P`, `Arc<P>`). `N` is the record capacity without `alloc` (a power of two; see
 /// [`SubAllocator`]).
 ///
 /// Dropping the pool gives every chunk back to the platform, ending all allocations still
 /// live: whoever owns the pool (the runtime) destroys queues that use its memory first.
 pub struct MemoryPool<H, const N: usize = DEFAULT_CAPACITY>
 where
-    H: Deref,
-    H::Target: Platform,
+    H: PlatformRef,
 {
     platform: H,
     info: PoolInfo,
@@ -156,8 +154,7 @@ fn round_up(v: u64, align: u64) -> Option<u64> {
 
 impl<H, const N: usize> MemoryPool<H, N>
 where
-    H: Deref,
-    H::Target: Platform,
+    H: PlatformRef,
 {
     /// A pool described by `info`, backed by `platform`. Reserves nothing yet.
     ///
@@ -686,8 +683,7 @@ fn allocation_in(chunk: &MemoryChunk, addr: u64, size: u64) -> Allocation {
 
 impl<H, const N: usize> Drop for MemoryPool<H, N>
 where
-    H: Deref,
-    H::Target: Platform,
+    H: PlatformRef,
 {
     fn drop(&mut self) {
         let inner = self.inner.get_mut();
@@ -703,8 +699,7 @@ where
 /// An allocation that frees itself when dropped (virtio-drivers `Dma<H>` shape).
 pub struct Buffer<'a, H, const N: usize = DEFAULT_CAPACITY>
 where
-    H: Deref,
-    H::Target: Platform,
+    H: PlatformRef,
 {
     pool: &'a MemoryPool<H, N>,
     allocation: Allocation,
@@ -712,8 +707,7 @@ where
 
 impl<H, const N: usize> Buffer<'_, H, N>
 where
-    H: Deref,
-    H::Target: Platform,
+    H: PlatformRef,
 {
     /// The allocation.
     pub fn allocation(&self) -> Allocation {
@@ -728,8 +722,7 @@ where
 
 impl<H, const N: usize> Drop for Buffer<'_, H, N>
 where
-    H: Deref,
-    H::Target: Platform,
+    H: PlatformRef,
 {
     fn drop(&mut self) {
         // The allocation is ours and live; a failure to return an empty chunk is only a leak.

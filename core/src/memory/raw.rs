@@ -2,7 +2,7 @@
 //! out of host-accessible allocations, and `Send`/`Sync` for [`Allocation`].
 #![allow(unsafe_code)]
 
-use core::ops::Deref;
+use crate::platform_ref::PlatformRef;
 
 use crate::addr::GpuVa;
 use crate::memory::pool::{Allocation, MemoryPool};
@@ -45,10 +45,8 @@ pub unsafe fn copy<H1, H2, const N1: usize, const N2: usize>(
     size_bytes: u64,
 ) -> Result<()>
 where
-    H1: Deref,
-    H1::Target: Platform,
-    H2: Deref,
-    H2::Target: Platform,
+    H1: PlatformRef,
+    H2: PlatformRef,
 {
     if size_bytes == 0 {
         return Ok(());
@@ -77,8 +75,7 @@ where
 
 impl<H, const N: usize> MemoryPool<H, N>
 where
-    H: Deref,
-    H::Target: Platform,
+    H: PlatformRef,
 {
     /// Writes `bytes` at `va` through the host pointer.
     ///

@@ -33,10 +33,11 @@ mod aql {
     use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_DOORBELL, AMD_SIGNAL_KIND_USER};
     use crate::abi::SignalHandle;
     use crate::addr::{GpuVa, NodeId, QueueId};
-    use crate::platform::{HwQueue, Platform, QueueErrorCallback, QueueKind, QueueRequest};
+    use crate::platform::{HwQueue, QueueErrorCallback, QueueKind, QueueRequest};
+    use crate::platform_ref::{DoorbellOf, PlatformRef};
+    use crate::signal::group::{wait_any_members, Member};
     use crate::signal::{
-        wait_any, DoorbellSignal, LoadOrder, MemoryOrder, Signal, SignalCondition, StoreOrder,
-        WaitState,
+        DoorbellSignal, LoadOrder, MemoryOrder, Signal, SignalCondition, StoreOrder, WaitState,
     };
     use crate::status::{Error, Result, Status};
     use crate::sync::Ordering;
@@ -195,15 +196,15 @@ mod aql {
     /// `hsa_queue_destroy`, `hsa_queue_inactivate`.
     ///
     /// [`destroy`]: AqlQueue::destroy
-    pub struct AqlQueue<'p, P: Platform> {
-        platform: &'p P,
+    pub struct AqlQueue<H: PlatformRef> {
+        platform: H,
         producer: Producer,
         memory: QueueMemory,
-        hw: HwQueue<P::Doorbell>,
+        hw: HwQueue<DoorbellOf<H>>,
         id: u64,
         queue_type: QueueType,
-        doorbell: DoorbellSignal<'p, P>,
-        inactive: Signal<'p, P>,
+        doorbell: DoorbellSignal<H>,
+        inactive: Signal<H>,
         /// Largest doorbell value rung + 1 (0: never rung): `fetch_max`, no lock, so that a
         /// multi-producer queue's doorbell ends at the largest value rung (see
         /// [`AqlQueue::ring_doorbell`]). A plain core atomic: the queue type is not part of
@@ -214,7 +215,7 @@ mod aql {
         lifecycle: core::sync::atomic::AtomicU8,
     }
 
-    impl<P: Platform> fmt::Debug for AqlQueue<'_, P> {
+    impl<H: PlatformRef> fmt::Debug for AqlQueue<H> {
         fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             f.debug_struct("AqlQueue")
                 .field("id", &self.id)
@@ -225,7 +226,7 @@ mod aql {
         }
     }
 
-    impl<'p, P: Platform> AqlQueue<'p, P> {
+    impl<H: PlatformRef> AqlQueue<H> {
         /// Creates a queue (`hsa_queue_create`): allocates the ring (aligned to its size) and
         /// the descriptor, initialises `hsa_queue_t`/`amd_queue_t` (type, features, base
         /// address, doorbell signal, size, id; `read_dispatch_id_field_base_byte_offset` 128;
@@ -241,9 +242,9 @@ mod aql {
         /// and another type is asked for; the platform's status (`Status::OutOfResources`,
         /// `Status::InvalidQueueCreation`, ...) when memory or the hardware queue could not be
         /// had; `Status::InvalidAllocation` when the platform returned unusable memory.
-        pub fn create(platform: &'p P, config: &QueueConfig) -> Result<Self> {
+        pub fn create(platform: H, config: &QueueConfig) -> Result<Self> {
             let (queue_type, size_packets) = config.validate()?;
-            let mut memory = QueueMemory::allocate(platform, config.node, size_packets)?;
+            let mut memory = QueueMemory::allocate(&*platform, config.node, size_packets)?;
             let id = NEXT_QUEUE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let amd_va = memory.amd_queue_va();
             let doorbell_va = memory.signal_va(DOORBELL_SIGNAL_OFFSET);
@@ -291,12 +292,13 @@ mod aql {
                 write_pointer: GpuVa(amd_va.get() + 56),
                 on_error: config.on_error,
             };
-            let hw = memory.create_queue(platform, &request)?;
+            let hw = memory.create_queue(&*platform, &request)?;
             // The doorbell signal's value is the doorbell address (ROCR's hardware_doorbell_ptr).
             db_raw
                 .value()
                 .store(hw.doorbell_address as i64, Ordering::Release);
-            let doorbell = DoorbellSignal::new(db_raw, platform, hw.doorbell.clone());
+            let doorbell = DoorbellSignal::new(db_raw, platform.clone(), hw.doorbell.clone());
+            let inactive = Signal::from_parts(inactive_raw, platform.clone(), None, None);
             Ok(AqlQueue {
                 platform,
                 producer: Producer::new(ring, queue_type != QueueType::Single),
@@ -305,7 +307,7 @@ mod aql {
                 id,
                 queue_type,
                 doorbell,
-                inactive: Signal::from_parts(inactive_raw, platform, None, None),
+                inactive,
                 last_doorbell: core::sync::atomic::AtomicU64::new(0),
                 lifecycle: core::sync::atomic::AtomicU8::new(LIFE_ACTIVE),
             })
@@ -317,7 +319,7 @@ mod aql {
         }
 
         /// The platform's hardware queue (id, doorbell address and doorbell handle).
-        pub fn hw_queue(&self) -> &HwQueue<P::Doorbell> {
+        pub fn hw_queue(&self) -> &HwQueue<DoorbellOf<H>> {
             &self.hw
         }
 
@@ -358,14 +360,14 @@ mod aql {
         }
 
         /// The doorbell signal (`hsa_queue_t.doorbell_signal`).
-        pub fn doorbell_signal(&self) -> &DoorbellSignal<'p, P> {
+        pub fn doorbell_signal(&self) -> &DoorbellSignal<H> {
             &self.doorbell
         }
 
         /// The queue-inactive signal (`amd_queue_t.queue_inactive_signal`): a user signal, 0
         /// while the queue runs; the packet processor stores its error status there when it
         /// stops the queue, and [`close`](Self::close) stores [`QUEUE_DESTROYED`].
-        pub fn inactive_signal(&self) -> &Signal<'p, P> {
+        pub fn inactive_signal(&self) -> &Signal<H> {
             &self.inactive
         }
 
@@ -433,15 +435,15 @@ mod aql {
         /// was destroyed" after [`close`](Self::close), "queue N is inactive" after
         /// [`inactivate`](Self::inactivate)), or the status the packet processor stopped it
         /// with (e.g. `Status::InvalidPacketFormat`).
-        pub fn wait_completion(
+        pub fn wait_completion<S: PlatformRef<Target = H::Target>>(
             &self,
-            signal: &Signal<'p, P>,
+            signal: &Signal<S>,
             condition: SignalCondition,
             compare: i64,
             timeout_ns: u64,
             state: WaitState,
         ) -> Result<i64> {
-            let signals = [signal, &self.inactive];
+            let members = [Member::of(signal), Member::of(&self.inactive)];
             loop {
                 let v = signal.load(LoadOrder::Acquire);
                 if condition.holds(v, compare) {
@@ -451,7 +453,14 @@ mod aql {
                     return Err(e);
                 }
                 let conditions = [condition, SignalCondition::Ne];
-                match wait_any(&signals, &conditions, &[compare, 0], timeout_ns, state)? {
+                match wait_any_members(
+                    members.len(),
+                    |i| members[i],
+                    &conditions,
+                    &[compare, 0],
+                    timeout_ns,
+                    state,
+                ) {
                     Some((0, v)) => return Ok(v),
                     // The inactive signal changed: the loop re-checks the condition first.
                     Some(_) => continue,
@@ -525,7 +534,8 @@ mod aql {
         }
 
         /// Rings the doorbell for packets up to and including `last_index` (once per batch):
-        /// stores it into the doorbell signal, which calls [`Platform::ring_doorbell`] with the
+        /// stores it into the doorbell signal, which calls
+        /// [`Platform::ring_doorbell`](crate::platform::Platform::ring_doorbell) with the
         /// queue's doorbell handle. No lock: the largest value rung so far is kept with
         /// `fetch_max`. A multi-producer queue rings with that largest value (so a lower
         /// `last_index` rings it again), and after its store rings again while a larger value
@@ -595,7 +605,7 @@ mod aql {
         /// The platform's status (e.g. `Status::InvalidQueue`) from `destroy_queue`; the
         /// queue then stays active.
         pub fn inactivate(&mut self) -> Result<()> {
-            self.memory.destroy_queue(self.platform)?;
+            self.memory.destroy_queue(&*self.platform)?;
             // Only from ACTIVE: a closed queue stays closed.
             let _ = self.lifecycle.compare_exchange(
                 LIFE_ACTIVE,
@@ -626,7 +636,7 @@ mod aql {
                 // Release pairs with the Acquire loads of waiters (state, wait_any).
                 self.inactive.store(QUEUE_DESTROYED, StoreOrder::Release);
             }
-            self.memory.destroy_queue(self.platform)
+            self.memory.destroy_queue(&*self.platform)
         }
 
         /// Destroys the queue (`hsa_queue_destroy`): [`close`](Self::close), then the memory.
@@ -640,11 +650,11 @@ mod aql {
 
         fn teardown(&mut self) -> Result<()> {
             let _ = self.close();
-            self.memory.release(self.platform)
+            self.memory.release(&*self.platform)
         }
     }
 
-    impl<P: Platform> Drop for AqlQueue<'_, P> {
+    impl<H: PlatformRef> Drop for AqlQueue<H> {
         fn drop(&mut self) {
             // Errors are reported by `destroy`; a drop can only release what it safely can.
             let _ = self.teardown();
@@ -658,6 +668,7 @@ mod aql {
         use crate::abi::queue::QUEUE_FEATURE_AGENT_DISPATCH;
         use crate::packet::EncodedPacket;
         use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
+        use crate::platform::Platform;
         use crate::queue::ring::INVALID_HEADER_WORD;
 
         /// The fake: it only records queues, and these tests play the packet processor.
@@ -969,7 +980,7 @@ mod aql {
             while r.written() < 64 {
                 r.write_next(&packet(r.written())).unwrap();
             }
-            let wait = |q: &AqlQueue<'_, FakePlatform>, t| {
+            let wait = |q: &AqlQueue<&FakePlatform>, t| {
                 q.wait_completion(&done, SignalCondition::Eq, 0, t, WaitState::Blocked)
             };
             assert_eq!(wait(&q, 1_000_000).unwrap(), 1, "timeout: the last value");

@@ -12,10 +12,10 @@ pub mod agent;
 pub mod links;
 pub mod pools;
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use crate::platform::Platform;
+use crate::platform::{Platform, TopologySource};
+use crate::platform_ref::PlatformRef;
 use crate::status::{Error, Result, Status};
 pub use agent::{Agent, AgentHandle};
 pub use links::{Link, LinkInfo, LinkTable, LinkType};
@@ -61,23 +61,26 @@ pub struct SystemInfo {
 }
 
 /// A running runtime: the platform, the agents found on it and their memory pools.
-pub struct Runtime<P: Platform> {
+///
+/// `H` is how it reaches the platform ([`PlatformRef`]): `Arc<P>` when the runtime, or the
+/// queues, signals and executables made over [`platform_ref`](Runtime::platform_ref), share
+/// the platform; `&P` when the platform lives elsewhere.
+pub struct Runtime<H: PlatformRef> {
     // Field order is drop order: pools give their chunks back before the platform goes.
-    pools: Vec<RuntimePool<P>>,
+    pools: Vec<RuntimePool<H>>,
     agents: Vec<Agent>,
     links: LinkTable,
-    platform: Arc<P>,
+    platform: H,
 }
 
-impl<P: Platform> Runtime<P> {
+impl<H: PlatformRef> Runtime<H> {
     /// Builds a runtime over `platform`: reads the topology and makes one agent per node, in
     /// node order (CPU and GPU agents), the links between them and their pools.
     ///
     /// # Errors
     /// The platform's topology errors; `Status::OutOfResources` for more than [`MAX_AGENTS`]
     /// nodes or a node whose id is `MAX_AGENTS` or more (access masks hold ids below it).
-    pub fn new(platform: P) -> Result<Runtime<P>> {
-        let platform = Arc::new(platform);
+    pub fn new(platform: H) -> Result<Runtime<H>> {
         let mut agents = Vec::new();
         let xnack = platform.xnack_enabled();
         if platform.node_count() > MAX_AGENTS {
@@ -118,12 +121,13 @@ impl<P: Platform> Runtime<P> {
     }
 
     /// The platform.
-    pub fn platform(&self) -> &P {
+    pub fn platform(&self) -> &H::Target {
         &self.platform
     }
 
-    /// A shared handle to the platform (queues, signals and executables keep one).
-    pub fn platform_arc(&self) -> &Arc<P> {
+    /// The handle to the platform; queues, signals and executables made over a clone of it
+    /// share the platform with the runtime.
+    pub fn platform_ref(&self) -> &H {
         &self.platform
     }
 
@@ -204,25 +208,25 @@ impl<P: Platform> Runtime<P> {
 }
 
 /// Holds at most one [`Runtime`] and counts `init`/`shut_down` calls.
-pub struct RuntimeCell<P: Platform> {
-    state: spin::RwLock<CellState<P>>,
+pub struct RuntimeCell<H: PlatformRef> {
+    state: spin::RwLock<CellState<H>>,
     max_refcount: u32,
 }
 
-struct CellState<P: Platform> {
+struct CellState<H: PlatformRef> {
     refcount: u32,
-    runtime: Option<Runtime<P>>,
+    runtime: Option<Runtime<H>>,
 }
 
 /// Shared access to the runtime in a [`RuntimeCell`]; shut-down waits until every guard is
 /// dropped.
-pub struct RuntimeGuard<'a, P: Platform> {
-    guard: spin::RwLockReadGuard<'a, CellState<P>>,
+pub struct RuntimeGuard<'a, H: PlatformRef> {
+    guard: spin::RwLockReadGuard<'a, CellState<H>>,
 }
 
-impl<P: Platform> core::ops::Deref for RuntimeGuard<'_, P> {
-    type Target = Runtime<P>;
-    fn deref(&self) -> &Runtime<P> {
+impl<H: PlatformRef> core::ops::Deref for RuntimeGuard<'_, H> {
+    type Target = Runtime<H>;
+    fn deref(&self) -> &Runtime<H> {
         // A guard is only handed out while the runtime exists (see `RuntimeCell::get`).
         match &self.guard.runtime {
             Some(rt) => rt,
@@ -238,22 +242,22 @@ fn unreachable_runtime() -> ! {
     panic!("hsa-rt: runtime guard without a runtime")
 }
 
-impl<P: Platform> Default for RuntimeCell<P> {
+impl<H: PlatformRef> Default for RuntimeCell<H> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<P: Platform> RuntimeCell<P> {
+impl<H: PlatformRef> RuntimeCell<H> {
     /// An empty cell (no runtime; every access is `NOT_INITIALIZED`) whose count stops at
     /// [`MAX_REFCOUNT`], as ROCR's.
-    pub const fn new() -> RuntimeCell<P> {
+    pub const fn new() -> RuntimeCell<H> {
         Self::with_max_refcount(MAX_REFCOUNT)
     }
 
     /// An empty cell whose reference count stops at `max_refcount` (tests use a small one to
     /// reach `REFCOUNT_OVERFLOW`).
-    pub const fn with_max_refcount(max_refcount: u32) -> RuntimeCell<P> {
+    pub const fn with_max_refcount(max_refcount: u32) -> RuntimeCell<H> {
         RuntimeCell {
             state: spin::RwLock::new(CellState {
                 refcount: 0,
@@ -263,13 +267,13 @@ impl<P: Platform> RuntimeCell<P> {
         }
     }
 
-    /// `hsa_init`: the first call builds the runtime from `make_platform()`; later calls only
-    /// count.
+    /// `hsa_init`: the first call builds the runtime over the platform handle
+    /// `make_platform()` returns; later calls only count.
     ///
     /// # Errors
     /// `Status::RefcountOverflow` when the count is at its maximum; the platform's or
     /// [`Runtime::new`]'s error when the first init fails (the count stays 0).
-    pub fn init(&self, make_platform: impl FnOnce() -> Result<P>) -> Result<()> {
+    pub fn init(&self, make_platform: impl FnOnce() -> Result<H>) -> Result<()> {
         let mut state = self.state.write();
         if state.refcount >= self.max_refcount {
             crate::bail!(
@@ -286,7 +290,7 @@ impl<P: Platform> RuntimeCell<P> {
     }
 
     /// `hsa_shut_down`: counts down; the call that reaches 0 drops the runtime (and with it
-    /// the platform).
+    /// its handle to the platform).
     ///
     /// # Errors
     /// `Status::NotInitialized` when the count is already 0.
@@ -309,7 +313,7 @@ impl<P: Platform> RuntimeCell<P> {
     ///
     /// # Errors
     /// `Status::NotInitialized` when no runtime exists.
-    pub fn get(&self) -> Result<RuntimeGuard<'_, P>> {
+    pub fn get(&self) -> Result<RuntimeGuard<'_, H>> {
         let guard = self.state.read();
         if guard.runtime.is_none() {
             crate::bail!(
@@ -331,18 +335,19 @@ mod tests {
     use super::*;
     use crate::platform::fake::FakePlatform;
     use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
 
     #[test]
     fn n_inits_make_one_runtime_and_the_nth_shut_down_ends_it() {
         static MADE: AtomicU32 = AtomicU32::new(0);
-        let cell: RuntimeCell<FakePlatform> = RuntimeCell::new();
+        let cell: RuntimeCell<Arc<FakePlatform>> = RuntimeCell::new();
         assert_eq!(cell.get().err().unwrap().status(), Status::NotInitialized);
         std::thread::scope(|s| {
             for _ in 0..8 {
                 s.spawn(|| {
                     cell.init(|| {
                         MADE.fetch_add(1, Ordering::SeqCst);
-                        Ok(FakePlatform::new())
+                        Ok(Arc::new(FakePlatform::new()))
                     })
                     .unwrap()
                 });
@@ -372,27 +377,27 @@ mod tests {
     /// ROCR stops counting at `INT32_MAX`, not `u32::MAX`.
     #[test]
     fn default_cell_stops_at_int32_max() {
-        let cell: RuntimeCell<FakePlatform> = RuntimeCell::new();
+        let cell: RuntimeCell<Arc<FakePlatform>> = RuntimeCell::new();
         assert_eq!(cell.max_refcount, 2_147_483_647);
         assert_eq!(MAX_REFCOUNT, 0x7fff_ffff);
     }
 
     #[test]
     fn refcount_overflow_and_failed_first_init() {
-        let cell: RuntimeCell<FakePlatform> = RuntimeCell::with_max_refcount(2);
+        let cell: RuntimeCell<Arc<FakePlatform>> = RuntimeCell::with_max_refcount(2);
         let failed = cell.init(|| Err(Error::new(Status::OutOfResources, "no device")));
         assert_eq!(failed.unwrap_err().status(), Status::OutOfResources);
         assert_eq!(cell.refcount(), 0);
-        cell.init(|| Ok(FakePlatform::new())).unwrap();
-        cell.init(|| Ok(FakePlatform::new())).unwrap();
-        let e = cell.init(|| Ok(FakePlatform::new())).unwrap_err();
+        cell.init(|| Ok(Arc::new(FakePlatform::new()))).unwrap();
+        cell.init(|| Ok(Arc::new(FakePlatform::new()))).unwrap();
+        let e = cell.init(|| Ok(Arc::new(FakePlatform::new()))).unwrap_err();
         assert_eq!(e.status(), Status::RefcountOverflow);
         assert_eq!(cell.refcount(), 2);
     }
 
     #[test]
     fn iterate_agents_follows_info_break() {
-        let rt = Runtime::new(FakePlatform::new()).unwrap();
+        let rt = Runtime::new(Arc::new(FakePlatform::new())).unwrap();
         let mut seen = 0;
         assert_eq!(
             rt.iterate_agents(|_| {
@@ -413,5 +418,45 @@ mod tests {
             rt.agent(AgentHandle(1)).err().unwrap().status(),
             Status::InvalidAgent
         );
+    }
+
+    /// Queues and signals made over the runtime's shared handle outlive the runtime: the
+    /// queue still takes packets (the fake's processor completes a barrier-AND), and the
+    /// platform goes with the last of them.
+    #[test]
+    fn a_queue_over_the_shared_platform_outlives_the_runtime() {
+        use crate::packet::{BarrierAnd, HeaderFlags};
+        use crate::queue::{AqlQueue, QueueConfig};
+        use crate::signal::{SignalCondition, SignalPool, WaitState};
+        use crate::NodeId;
+
+        let rt = Runtime::new(Arc::new(FakePlatform::new())).unwrap();
+        let gpu = rt.first_gpu().unwrap();
+        let cpu = NodeId(rt.first_cpu().unwrap().node());
+        let config = QueueConfig::new(
+            NodeId(gpu.node()),
+            64,
+            gpu.queue_min_size(),
+            gpu.queue_max_size(),
+        );
+        let queue = AqlQueue::create(rt.platform_ref().clone(), &config).unwrap();
+        let signals = Arc::new(SignalPool::new(rt.platform_ref().clone(), cpu));
+        let plat = rt.platform_ref().clone();
+        drop(rt);
+        let done = signals.create(1).unwrap();
+        let packet = BarrierAnd::new(HeaderFlags::SYSTEM, &[], done.handle())
+            .unwrap()
+            .emit()
+            .unwrap();
+        let mut reservation = queue.reserve(1).unwrap();
+        let last = reservation.write_next(&packet).unwrap();
+        queue.ring_doorbell(last).unwrap();
+        let value =
+            queue.wait_completion(&done, SignalCondition::Eq, 0, u64::MAX, WaitState::Active);
+        assert_eq!(value.unwrap(), 0);
+        queue.destroy().unwrap();
+        drop((done, signals));
+        assert_eq!(plat.live_chunks().len(), 0);
+        assert_eq!(Arc::strong_count(&plat), 1);
     }
 }

@@ -16,14 +16,14 @@
 //!
 //! Ref: `hsa_amd_memory_pool_info_t` (`hsa_ext_amd.h`); rocminfo's pool list.
 
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use crate::addr::{GpuVa, NodeId, MAX_AGENTS};
 use crate::memory::{
     AgentAccess, Allocation, GlobalFlags, MemoryPool, PointerInfo, PoolInfo, Segment,
 };
-use crate::platform::{HeapType, MemoryFlags, MemoryKind, Platform, TopologySource};
+use crate::platform::{HeapType, MemoryFlags, MemoryKind, TopologySource};
+use crate::platform_ref::PlatformRef;
 use crate::status::{Result, Status};
 
 use super::links::{LinkInfo, LinkTable};
@@ -59,15 +59,15 @@ impl PoolHandle {
 }
 
 /// One pool of one agent.
-pub struct RuntimePool<P: Platform> {
+pub struct RuntimePool<H: PlatformRef> {
     handle: PoolHandle,
     agent: AgentHandle,
     info: PoolInfo,
     /// `None` for pools nothing can be allocated from (group segment).
-    pool: Option<MemoryPool<Arc<P>>>,
+    pool: Option<MemoryPool<H>>,
 }
 
-impl<P: Platform> RuntimePool<P> {
+impl<H: PlatformRef> RuntimePool<H> {
     /// The pool's handle.
     pub fn handle(&self) -> PoolHandle {
         self.handle
@@ -84,7 +84,7 @@ impl<P: Platform> RuntimePool<P> {
     }
 
     /// The allocator behind it, when runtime allocation is allowed.
-    pub fn memory_pool(&self) -> Option<&MemoryPool<Arc<P>>> {
+    pub fn memory_pool(&self) -> Option<&MemoryPool<H>> {
         self.pool.as_ref()
     }
 }
@@ -175,11 +175,11 @@ fn rocr_access(agent: &Agent, owner: &Agent, info: &PoolInfo, links: &LinkTable)
     }
 }
 
-pub(super) fn build_pools<P: Platform>(
-    platform: &Arc<P>,
+pub(super) fn build_pools<H: PlatformRef>(
+    platform: &H,
     agents: &[Agent],
     links: &LinkTable,
-) -> Result<Vec<RuntimePool<P>>> {
+) -> Result<Vec<RuntimePool<H>>> {
     let mut out = Vec::new();
     let gpus: Vec<NodeId> = agents
         .iter()
@@ -268,14 +268,14 @@ pub(super) fn build_pools<P: Platform>(
     Ok(out)
 }
 
-impl<P: Platform> Runtime<P> {
+impl<H: PlatformRef> Runtime<H> {
     /// Every pool, in agent order.
-    pub fn pools(&self) -> &[RuntimePool<P>] {
+    pub fn pools(&self) -> &[RuntimePool<H>] {
         &self.pools
     }
 
     /// The pools of one agent (`hsa_amd_agent_iterate_memory_pools`), in rocminfo's order.
-    pub fn agent_pools(&self, agent: AgentHandle) -> impl Iterator<Item = &RuntimePool<P>> {
+    pub fn agent_pools(&self, agent: AgentHandle) -> impl Iterator<Item = &RuntimePool<H>> {
         self.pools.iter().filter(move |p| p.agent == agent)
     }
 
@@ -283,7 +283,7 @@ impl<P: Platform> Runtime<P> {
     ///
     /// # Errors
     /// `Status::InvalidMemoryPool` for a handle this runtime did not give out.
-    pub fn pool(&self, handle: PoolHandle) -> Result<&RuntimePool<P>> {
+    pub fn pool(&self, handle: PoolHandle) -> Result<&RuntimePool<H>> {
         handle
             .index()
             .and_then(|i| self.pools.get(i))
@@ -322,7 +322,7 @@ impl<P: Platform> Runtime<P> {
 
     /// The first pool of `agent` whose flags contain `flags` (e.g. the kernarg pool of the CPU
     /// agent, or a fine-grained pool).
-    pub fn find_pool(&self, agent: AgentHandle, flags: GlobalFlags) -> Option<&RuntimePool<P>> {
+    pub fn find_pool(&self, agent: AgentHandle, flags: GlobalFlags) -> Option<&RuntimePool<H>> {
         self.agent_pools(agent).find(|p| {
             p.info.segment == Segment::Global
                 && p.info.runtime_alloc_allowed
@@ -350,7 +350,7 @@ impl<P: Platform> Runtime<P> {
         }
     }
 
-    fn pool_of(&self, va: GpuVa) -> Result<(&MemoryPool<Arc<P>>, PointerInfo)> {
+    fn pool_of(&self, va: GpuVa) -> Result<(&MemoryPool<H>, PointerInfo)> {
         for p in self.pools.iter().filter_map(|p| p.pool.as_ref()) {
             if let Ok(info) = p.pointer_info(va) {
                 return Ok((p, info));
@@ -429,10 +429,11 @@ impl<P: Platform> Runtime<P> {
 mod tests {
     use super::*;
     use crate::platform::fake::FakePlatform;
+    use std::sync::Arc;
 
     #[test]
     fn fake_mi210_has_rocminfo_pool_layout() {
-        let rt = Runtime::new(FakePlatform::new()).unwrap();
+        let rt = Runtime::new(Arc::new(FakePlatform::new())).unwrap();
         let cpu = rt.first_cpu().unwrap().handle();
         let gpu = rt.first_gpu().unwrap().handle();
         let cpu_flags: Vec<_> = rt.agent_pools(cpu).map(|p| p.info().global_flags).collect();
@@ -472,8 +473,9 @@ mod tests {
 mod vram_access_tests {
     use super::*;
     use crate::platform::fake::{FakePlatform, FakeTopology};
+    use std::sync::Arc;
 
-    fn vram(rt: &Runtime<FakePlatform>) -> PoolHandle {
+    fn vram(rt: &Runtime<Arc<FakePlatform>>) -> PoolHandle {
         let gpu = rt.first_gpu().unwrap().handle();
         rt.find_pool(gpu, GlobalFlags::COARSE_GRAINED)
             .unwrap()
@@ -487,7 +489,7 @@ mod vram_access_tests {
     fn the_cpu_may_be_given_access_to_host_visible_vram() {
         let mut t = FakeTopology::mi210();
         t.nodes[1].banks[0].heap_type = HeapType::FrameBufferPublic;
-        let rt = Runtime::new(FakePlatform::with_topology(t)).unwrap();
+        let rt = Runtime::new(Arc::new(FakePlatform::with_topology(t))).unwrap();
         let cpu = rt.first_cpu().unwrap();
         let a = rt.allocate(vram(&rt), 4096).unwrap();
         assert!(a.host_ptr.is_some());
@@ -502,7 +504,7 @@ mod vram_access_tests {
             .allowed_nodes
             .contains(NodeId(cpu.node())));
 
-        let rt = Runtime::new(FakePlatform::new()).unwrap();
+        let rt = Runtime::new(Arc::new(FakePlatform::new())).unwrap();
         let cpu = rt.first_cpu().unwrap().handle();
         let pool = rt.pool(vram(&rt)).unwrap();
         assert!(!pool.info().host_accessible());
@@ -525,6 +527,7 @@ mod vram_access_tests {
 mod agent_limit_tests {
     use super::*;
     use crate::platform::fake::{FakePlatform, FakeTopology};
+    use std::sync::Arc;
 
     /// The fake's CPU followed by `gpus` copies of its MI210, nodes numbered 0..=gpus.
     fn topology(gpus: u32) -> FakeTopology {
@@ -541,8 +544,10 @@ mod agent_limit_tests {
 
     #[test]
     fn every_one_of_max_agents_can_be_allowed_and_one_more_is_refused() {
-        let rt =
-            Runtime::new(FakePlatform::with_topology(topology(MAX_AGENTS as u32 - 1))).unwrap();
+        let rt = Runtime::new(Arc::new(FakePlatform::with_topology(topology(
+            MAX_AGENTS as u32 - 1,
+        ))))
+        .unwrap();
         assert_eq!(rt.agents().len(), MAX_AGENTS);
         let cpu = rt.first_cpu().unwrap().handle();
         let pool = rt.find_pool(cpu, GlobalFlags::FINE_GRAINED).unwrap();
@@ -557,9 +562,11 @@ mod agent_limit_tests {
             assert!(allowed.contains(NodeId(agent.node())), "{}", agent.node());
         }
 
-        let e = Runtime::new(FakePlatform::with_topology(topology(MAX_AGENTS as u32)))
-            .err()
-            .unwrap();
+        let e = Runtime::new(Arc::new(FakePlatform::with_topology(topology(
+            MAX_AGENTS as u32,
+        ))))
+        .err()
+        .unwrap();
         assert_eq!(e.status(), Status::OutOfResources);
         assert_eq!(
             e.detail(),
@@ -567,7 +574,9 @@ mod agent_limit_tests {
         );
         let mut t = topology(1);
         t.nodes[1].properties.node_id = MAX_AGENTS as u32;
-        let e = Runtime::new(FakePlatform::with_topology(t)).err().unwrap();
+        let e = Runtime::new(Arc::new(FakePlatform::with_topology(t)))
+            .err()
+            .unwrap();
         assert_eq!(e.status(), Status::OutOfResources);
         assert_eq!(
             e.detail(),

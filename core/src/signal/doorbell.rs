@@ -12,19 +12,20 @@ use core::fmt;
 
 use crate::abi::SignalHandle;
 use crate::platform::Platform;
+use crate::platform_ref::{DoorbellOf, PlatformRef};
 
 use super::order::StoreOrder;
 use super::raw::RawSignal;
 
 /// A queue's doorbell signal. Made and owned by [`AqlQueue`](crate::queue::AqlQueue) (its
 /// memory lives in the queue's descriptor chunk).
-pub struct DoorbellSignal<'p, P: Platform> {
+pub struct DoorbellSignal<H: PlatformRef> {
     raw: RawSignal,
-    platform: &'p P,
-    doorbell: P::Doorbell,
+    platform: H,
+    doorbell: DoorbellOf<H>,
 }
 
-impl<P: Platform> fmt::Debug for DoorbellSignal<'_, P> {
+impl<H: PlatformRef> fmt::Debug for DoorbellSignal<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DoorbellSignal")
             .field("handle", &self.raw.handle())
@@ -33,9 +34,9 @@ impl<P: Platform> fmt::Debug for DoorbellSignal<'_, P> {
     }
 }
 
-impl<'p, P: Platform> DoorbellSignal<'p, P> {
+impl<H: PlatformRef> DoorbellSignal<H> {
     #[cfg_attr(loom, allow(dead_code))] // used by AqlQueue, which loom builds leave out
-    pub(crate) fn new(raw: RawSignal, platform: &'p P, doorbell: P::Doorbell) -> Self {
+    pub(crate) fn new(raw: RawSignal, platform: H, doorbell: DoorbellOf<H>) -> Self {
         DoorbellSignal {
             raw,
             platform,

@@ -7,8 +7,11 @@ use crate::platform::{Platform, WaitOutcome};
 use crate::status::{Result, Status};
 
 use super::order::LoadOrder;
+use super::raw::RawSignal;
 use super::wait::{Backoff, Clock, SignalCondition, WaitState, MULTI_EVENT_SLICE_NS, SPIN_NS};
 use super::Signal;
+use crate::addr::EventId;
+use crate::platform_ref::PlatformRef;
 
 /// Waits until any `signals[i]` satisfies `conditions[i]` against `values[i]`, or about
 /// `timeout_ns` passes (`u64::MAX`: no timeout). Returns `Some((i, value))` for the first
@@ -26,8 +29,8 @@ use super::Signal;
 /// # Errors
 /// `Status::InvalidArgument` when `signals` is empty or `conditions`/`values` differ in
 /// length from `signals`.
-pub fn wait_any<P: Platform>(
-    signals: &[&Signal<'_, P>],
+pub fn wait_any<H: PlatformRef>(
+    signals: &[&Signal<H>],
     conditions: &[SignalCondition],
     values: &[i64],
     timeout_ns: u64,
@@ -45,13 +48,61 @@ pub fn wait_any<P: Platform>(
             values.len()
         );
     }
-    let platform = signals[0].platform;
-    let clock = Clock::start(platform);
+    Ok(wait_any_members(
+        signals.len(),
+        |i| Member::of(signals[i]),
+        conditions,
+        values,
+        timeout_ns,
+        state,
+    ))
+}
+
+/// What [`wait_any_members`] needs of one signal: its value, its event and the platform that
+/// waits on that event. Signals with different handle types (a queue's own signal and an
+/// application's) meet here.
+pub(crate) struct Member<'a, P: Platform> {
+    raw: RawSignal,
+    event: Option<EventId>,
+    platform: &'a P,
+}
+
+// Not derived: a derive would ask `P: Copy`.
+impl<P: Platform> Clone for Member<'_, P> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<P: Platform> Copy for Member<'_, P> {}
+
+impl<'a, P: Platform> Member<'a, P> {
+    /// The member view of `signal`.
+    pub(crate) fn of<H: PlatformRef<Target = P>>(signal: &'a Signal<H>) -> Self {
+        Member {
+            raw: signal.raw(),
+            event: signal.event(),
+            platform: signal.platform(),
+        }
+    }
+}
+
+/// [`wait_any`] over `count` members, `member(i)` for `i < count` (`count > 0`, and
+/// `conditions` and `values` at least `count` long: the caller checked).
+pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
+    count: usize,
+    member: impl Fn(usize) -> Member<'a, P>,
+    conditions: &[SignalCondition],
+    values: &[i64],
+    timeout_ns: u64,
+    state: WaitState,
+) -> Option<(usize, i64)> {
+    let clock = Clock::start(member(0).platform);
     let mut backoff = Backoff::new();
-    let mut events: heapless::Vec<(usize, crate::addr::EventId), 64> = heapless::Vec::new();
+    let mut events: heapless::Vec<(usize, EventId), 64> = heapless::Vec::new();
     let mut distinct = 0usize;
-    for (i, s) in signals.iter().enumerate() {
-        if let Some(ev) = s.event() {
+    for i in 0..count {
+        if let Some(ev) = member(i).event {
             if !events.iter().any(|(_, e)| *e == ev) {
                 distinct += 1;
                 // More than 64 distinct events: the rest are polled between turns.
@@ -59,18 +110,18 @@ pub fn wait_any<P: Platform>(
             }
         }
     }
-    let all_evented = signals.iter().all(|s| s.event().is_some());
+    let all_evented = (0..count).all(|i| member(i).event.is_some());
     let mut turn = 0usize;
     loop {
-        for (i, s) in signals.iter().enumerate() {
-            let v = s.load(LoadOrder::Acquire);
+        for i in 0..count {
+            let v = member(i).raw.value().load(LoadOrder::Acquire.ordering());
             if conditions[i].holds(v, values[i]) {
-                return Ok(Some((i, v)));
+                return Some((i, v));
             }
         }
         let elapsed = clock.elapsed_ns();
         if elapsed >= timeout_ns {
-            return Ok(None);
+            return None;
         }
         if state == WaitState::Blocked && elapsed >= SPIN_NS && !events.is_empty() {
             let remaining = if timeout_ns == u64::MAX {
@@ -89,7 +140,7 @@ pub fn wait_any<P: Platform>(
             let (owner, ev) = events[turn % events.len()];
             turn = turn.wrapping_add(1);
             // Armed: every value was read above; a later change leaves its event signaled.
-            match signals[owner].platform.wait_event(ev, slice) {
+            match member(owner).platform.wait_event(ev, slice) {
                 Ok(WaitOutcome::Signaled) | Ok(WaitOutcome::TimedOut) => {}
                 Err(_) => {
                     // The event is gone: poll that signal from now on.
@@ -103,11 +154,11 @@ pub fn wait_any<P: Platform>(
 }
 
 /// A fixed set of distinct signals waited on together (`hsa_signal_group_t`).
-pub struct SignalGroup<'s, 'p, P: Platform> {
-    signals: &'s [&'s Signal<'p, P>],
+pub struct SignalGroup<'s, H: PlatformRef> {
+    signals: &'s [&'s Signal<H>],
 }
 
-impl<P: Platform> core::fmt::Debug for SignalGroup<'_, '_, P> {
+impl<H: PlatformRef> core::fmt::Debug for SignalGroup<'_, H> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_list()
             .entries(self.signals.iter().map(|s| s.handle()))
@@ -115,12 +166,12 @@ impl<P: Platform> core::fmt::Debug for SignalGroup<'_, '_, P> {
     }
 }
 
-impl<'s, 'p, P: Platform> SignalGroup<'s, 'p, P> {
+impl<'s, H: PlatformRef> SignalGroup<'s, H> {
     /// A group over `signals` (`hsa_signal_group_create`).
     ///
     /// # Errors
     /// `Status::InvalidArgument` when `signals` is empty or holds the same signal twice.
-    pub fn new(signals: &'s [&'s Signal<'p, P>]) -> Result<Self> {
+    pub fn new(signals: &'s [&'s Signal<H>]) -> Result<Self> {
         if signals.is_empty() {
             crate::bail!(Status::InvalidArgument, "signal group: num_signals is 0");
         }
@@ -137,7 +188,7 @@ impl<'s, 'p, P: Platform> SignalGroup<'s, 'p, P> {
     }
 
     /// The signals, in group order.
-    pub fn signals(&self) -> &'s [&'s Signal<'p, P>] {
+    pub fn signals(&self) -> &'s [&'s Signal<H>] {
         self.signals
     }
 
@@ -212,12 +263,12 @@ mod tests {
         let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let a = pool.create(0).unwrap();
-        let e = wait_any::<FakePlatform>(&[], &[], &[], 0, WaitState::Active).unwrap_err();
+        let e = wait_any::<&FakePlatform>(&[], &[], &[], 0, WaitState::Active).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = wait_any(&[&a], &[], &[0], 0, WaitState::Active).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(e.detail().contains("1 signals but 0 conditions"), "{e}");
-        let e = SignalGroup::<FakePlatform>::new(&[]).unwrap_err();
+        let e = SignalGroup::<&FakePlatform>::new(&[]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = SignalGroup::new(&[&a, &a][..]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);

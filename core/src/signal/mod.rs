@@ -14,7 +14,7 @@
 //! (`hsa_amd_signal_wait_any`).
 
 mod doorbell;
-mod group;
+pub(crate) mod group;
 pub mod order;
 mod pool;
 pub mod raw;
@@ -33,6 +33,7 @@ use core::fmt;
 use crate::abi::SignalHandle;
 use crate::addr::EventId;
 use crate::platform::Platform;
+use crate::platform_ref::PlatformRef;
 use crate::status::Result;
 
 use raw::{Mailbox, RawSignal};
@@ -60,14 +61,14 @@ pub(crate) struct SignalEvent {
 /// (`hsa_signal_create`, `hsa_signal_destroy`).
 ///
 /// [`destroy`]: Signal::destroy
-pub struct Signal<'p, P: Platform> {
+pub struct Signal<H: PlatformRef> {
     raw: RawSignal,
-    platform: &'p P,
+    platform: H,
     event: Option<SignalEvent>,
-    pool: Option<&'p SignalPool<'p, P>>,
+    pool: Option<H::SignalPoolRef>,
 }
 
-impl<P: Platform> fmt::Debug for Signal<'_, P> {
+impl<H: PlatformRef> fmt::Debug for Signal<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Signal")
             .field("handle", &self.raw.handle())
@@ -77,14 +78,14 @@ impl<P: Platform> fmt::Debug for Signal<'_, P> {
     }
 }
 
-impl<'p, P: Platform> Signal<'p, P> {
+impl<H: PlatformRef> Signal<H> {
     /// Wraps an initialised slot. `pool` is the pool to give the slot back to on drop (`None`
     /// for slots another owner, e.g. a queue's descriptor memory, frees).
     pub(crate) fn from_parts(
         raw: RawSignal,
-        platform: &'p P,
+        platform: H,
         event: Option<SignalEvent>,
-        pool: Option<&'p SignalPool<'p, P>>,
+        pool: Option<H::SignalPoolRef>,
     ) -> Self {
         Signal {
             raw,
@@ -92,6 +93,11 @@ impl<'p, P: Platform> Signal<'p, P> {
             event,
             pool,
         }
+    }
+
+    /// The platform the signal was made on.
+    pub fn platform(&self) -> &H::Target {
+        &self.platform
     }
 
     /// The handle (`hsa_signal_t`): the host address of the `amd_signal_t`, which on this
@@ -227,7 +233,7 @@ impl<'p, P: Platform> Signal<'p, P> {
         order: LoadOrder,
     ) -> i64 {
         wait_value(
-            self.platform,
+            &*self.platform,
             self.raw.value(),
             self.event(),
             condition,
@@ -259,7 +265,7 @@ impl<'p, P: Platform> Signal<'p, P> {
     }
 }
 
-impl<P: Platform> Drop for Signal<'_, P> {
+impl<H: PlatformRef> Drop for Signal<H> {
     fn drop(&mut self) {
         // Errors are reported by `destroy`; a drop can only give the resources back.
         let _ = self.release();

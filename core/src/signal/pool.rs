@@ -17,6 +17,9 @@ use crate::sync::Ordering;
 
 use super::raw::{Mailbox, RawSignal};
 use super::{Signal, SignalEvent};
+use crate::platform_ref::PlatformRef;
+#[cfg(feature = "alloc")]
+use alloc::sync::Arc;
 
 /// Bytes of one slab chunk requested from the platform.
 pub const SLAB_BYTES: u64 = 4096;
@@ -44,18 +47,25 @@ type Slabs = heapless::Vec<Slab, FIXED_MAX_SLABS>;
 
 /// A pool of `amd_signal_t` slots in platform memory, from which signals are created.
 ///
+/// `H` is how the pool reaches the platform ([`PlatformRef`]). Each signal keeps a handle of
+/// the same kind to its pool ([`PlatformRef::SignalPoolRef`]) to give its slot back: with
+/// `&P` the signals borrow the pool (create them with [`create`](SignalPool::create) on the
+/// pool), with `Arc<P>` they share it (keep the pool in an `Arc` and call
+/// [`create`](SignalPool::create) on that). Generic code uses
+/// [`create_in`](SignalPool::create_in) and [`create_interrupt_in`](SignalPool::create_interrupt_in).
+///
 /// Ref: ROCR allocates signals from a fine-grained system-memory slab
 /// (`core::SharedSignal`); HSA Runtime 1.2 §2.4.1 `hsa_signal_create`.
-pub struct SignalPool<'p, P: Platform> {
-    platform: &'p P,
+pub struct SignalPool<H: PlatformRef> {
+    platform: H,
     node: NodeId,
     max_slabs: usize,
     slabs: spin::Mutex<Slabs>,
 }
 
-impl<'p, P: Platform> SignalPool<'p, P> {
+impl<H: PlatformRef> SignalPool<H> {
     /// An empty pool whose chunks are allocated for `node` as signals are created.
-    pub fn new(platform: &'p P, node: NodeId) -> Self {
+    pub fn new(platform: H, node: NodeId) -> Self {
         #[cfg(feature = "alloc")]
         let max = usize::MAX;
         #[cfg(not(feature = "alloc"))]
@@ -65,7 +75,7 @@ impl<'p, P: Platform> SignalPool<'p, P> {
 
     /// An empty pool that holds at most `max_slabs` chunks (64 signals each); without `alloc`
     /// the limit is also capped at `FIXED_MAX_SLABS` (16).
-    pub fn with_max_slabs(platform: &'p P, node: NodeId, max_slabs: usize) -> Self {
+    pub fn with_max_slabs(platform: H, node: NodeId, max_slabs: usize) -> Self {
         #[cfg(not(feature = "alloc"))]
         let max_slabs = max_slabs.min(FIXED_MAX_SLABS);
         SignalPool {
@@ -77,8 +87,13 @@ impl<'p, P: Platform> SignalPool<'p, P> {
     }
 
     /// The platform the pool allocates from.
-    pub fn platform(&self) -> &'p P {
-        self.platform
+    pub fn platform(&self) -> &H::Target {
+        &self.platform
+    }
+
+    /// The handle through which the pool reaches its platform.
+    pub fn platform_ref(&self) -> &H {
+        &self.platform
     }
 
     /// Signals alive now.
@@ -95,42 +110,51 @@ impl<'p, P: Platform> SignalPool<'p, P> {
         self.slabs.lock().len()
     }
 
-    /// Creates a user signal with value `initial` (`hsa_signal_create` with no consumers
-    /// that need interrupts).
+    /// Creates a user signal with value `initial` from the pool behind `pool`
+    /// (`hsa_signal_create` with no consumers that need interrupts); the signal keeps a clone
+    /// of `pool`. [`create`](SignalPool::create) does the same for a pool at hand.
     ///
     /// # Errors
     /// `Status::OutOfResources` when the pool is at its slab limit, or the platform's status
     /// when allocating a chunk failed; `Status::InvalidAllocation` when the platform returned
     /// a chunk without a host pointer or smaller than [`SLAB_BYTES`].
-    pub fn create(&self, initial: i64) -> Result<Signal<'_, P>> {
-        let raw = self.allocate_slot(AmdSignal {
+    pub fn create_in(pool: &H::SignalPoolRef, initial: i64) -> Result<Signal<H>> {
+        let raw = pool.allocate_slot(AmdSignal {
             kind: AMD_SIGNAL_KIND_USER,
             value: initial,
             ..AmdSignal::default()
         })?;
-        Ok(Signal::from_parts(raw, self.platform, None, Some(self)))
+        Ok(Signal::from_parts(
+            raw,
+            pool.platform.clone(),
+            None,
+            Some(pool.clone()),
+        ))
     }
 
-    /// Creates an interrupt signal with value `initial`: a user signal with a platform event
-    /// (`Platform::create_event`) whose mailbox and id go into the `amd_signal_t`
-    /// (`hsa_amd_signal_create` with interrupt support).
+    /// Creates an interrupt signal with value `initial` from the pool behind `pool`: a user
+    /// signal with a platform event (`Platform::create_event`) whose mailbox and id go into
+    /// the `amd_signal_t` (`hsa_amd_signal_create` with interrupt support); the signal keeps a
+    /// clone of `pool`. [`create_interrupt`](SignalPool::create_interrupt) does the same for
+    /// a pool at hand.
     ///
     /// # Errors
-    /// As for [`create`](Self::create); also the platform's status (e.g.
+    /// As for [`create_in`](Self::create_in); also the platform's status (e.g.
     /// `Status::OutOfResources`) when it has no more events, and `Status::InvalidArgument`
     /// when the platform's mailbox address is not 8-byte aligned.
-    pub fn create_interrupt(&self, initial: i64) -> Result<Signal<'_, P>> {
-        let event = self.platform.create_event()?;
+    pub fn create_interrupt_in(pool: &H::SignalPoolRef, initial: i64) -> Result<Signal<H>> {
+        let platform = &pool.platform;
+        let event = platform.create_event()?;
         // SAFETY: the platform made the mailbox with the event; it stays valid until
         // destroy_event, which Signal::release calls only after the signal's last use.
         let mailbox = match unsafe { Mailbox::from_address(event.mailbox.get()) } {
             Ok(m) => m,
             Err(e) => {
-                let _ = self.platform.destroy_event(event.id);
+                let _ = platform.destroy_event(event.id);
                 return Err(e);
             }
         };
-        let raw = match self.allocate_slot(AmdSignal {
+        let raw = match pool.allocate_slot(AmdSignal {
             kind: AMD_SIGNAL_KIND_USER,
             value: initial,
             event_mailbox_ptr: event.mailbox.get(),
@@ -139,7 +163,7 @@ impl<'p, P: Platform> SignalPool<'p, P> {
         }) {
             Ok(r) => r,
             Err(e) => {
-                let _ = self.platform.destroy_event(event.id);
+                let _ = platform.destroy_event(event.id);
                 return Err(e);
             }
         };
@@ -147,7 +171,12 @@ impl<'p, P: Platform> SignalPool<'p, P> {
             id: event.id,
             mailbox,
         };
-        Ok(Signal::from_parts(raw, self.platform, Some(ev), Some(self)))
+        Ok(Signal::from_parts(
+            raw,
+            platform.clone(),
+            Some(ev),
+            Some(pool.clone()),
+        ))
     }
 
     fn allocate_slot(&self, init: AmdSignal) -> Result<RawSignal> {
@@ -242,10 +271,52 @@ impl<'p, P: Platform> SignalPool<'p, P> {
     }
 }
 
-impl<P: Platform> Drop for SignalPool<'_, P> {
+impl<'p, P: Platform> SignalPool<&'p P> {
+    /// Creates a user signal with value `initial` (`hsa_signal_create` with no consumers
+    /// that need interrupts); the signal borrows the pool. See [`create_in`](Self::create_in).
+    ///
+    /// # Errors
+    /// As for [`create_in`](Self::create_in).
+    pub fn create(&'p self, initial: i64) -> Result<Signal<&'p P>> {
+        Self::create_in(&self, initial)
+    }
+
+    /// Creates an interrupt signal with value `initial`; the signal borrows the pool. See
+    /// [`create_interrupt_in`](Self::create_interrupt_in).
+    ///
+    /// # Errors
+    /// As for [`create_interrupt_in`](Self::create_interrupt_in).
+    pub fn create_interrupt(&'p self, initial: i64) -> Result<Signal<&'p P>> {
+        Self::create_interrupt_in(&self, initial)
+    }
+}
+
+#[cfg(feature = "alloc")]
+impl<P: Platform> SignalPool<Arc<P>> {
+    /// Creates a user signal with value `initial` (`hsa_signal_create` with no consumers
+    /// that need interrupts); the signal shares the pool. See [`create_in`](Self::create_in).
+    ///
+    /// # Errors
+    /// As for [`create_in`](Self::create_in).
+    pub fn create(self: &Arc<Self>, initial: i64) -> Result<Signal<Arc<P>>> {
+        Self::create_in(self, initial)
+    }
+
+    /// Creates an interrupt signal with value `initial`; the signal shares the pool. See
+    /// [`create_interrupt_in`](Self::create_interrupt_in).
+    ///
+    /// # Errors
+    /// As for [`create_interrupt_in`](Self::create_interrupt_in).
+    pub fn create_interrupt(self: &Arc<Self>, initial: i64) -> Result<Signal<Arc<P>>> {
+        Self::create_interrupt_in(self, initial)
+    }
+}
+
+impl<H: PlatformRef> Drop for SignalPool<H> {
     fn drop(&mut self) {
         for slab in self.slabs.get_mut().iter() {
-            // SAFETY: every Signal borrows the pool, so none is alive: nothing uses the chunk.
+            // SAFETY: every Signal holds a handle to the pool (a borrow or a shared count), so
+            // none is alive: nothing uses the chunk.
             // A failure loses the chunk (the platform never reuses it).
             let _ = unsafe { self.platform.free_memory(&slab.chunk) };
         }
@@ -256,6 +327,7 @@ impl<P: Platform> Drop for SignalPool<'_, P> {
 mod tests {
     use super::*;
     use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
+    use std::sync::Arc;
 
     #[test]
     fn slots_are_carved_64_per_chunk_and_reused() {
@@ -326,6 +398,41 @@ mod tests {
             plat.inner().live_chunks().len(),
             0,
             "the chunk was given back"
+        );
+    }
+
+    /// With shared handles a signal keeps its pool, and the pool its platform: dropping
+    /// every other handle leaves the signal usable, and the slab goes back to the platform
+    /// with the last signal.
+    #[test]
+    fn a_shared_pool_lives_as_long_as_its_signals() {
+        let plat = Arc::new(FakePlatform::new());
+        let pool = Arc::new(SignalPool::new(plat.clone(), NodeId(0)));
+        let user = pool.create(3).unwrap();
+        let interrupt = pool.create_interrupt(4).unwrap();
+        drop(pool);
+        assert_eq!(
+            plat.live_chunks().len(),
+            1,
+            "the slab stays while signals live"
+        );
+        assert_eq!(user.load(super::super::LoadOrder::Acquire), 3);
+        interrupt.store(5, super::super::StoreOrder::Release);
+        assert_eq!(interrupt.load(super::super::LoadOrder::Acquire), 5);
+        assert_eq!(plat.signal_event_count(), 1);
+        drop(user);
+        assert_eq!(plat.live_chunks().len(), 1);
+        drop(interrupt);
+        assert_eq!(
+            plat.live_chunks().len(),
+            0,
+            "the last signal freed the pool's slab"
+        );
+        assert_eq!(plat.live_event_count(), 0);
+        assert_eq!(
+            Arc::strong_count(&plat),
+            1,
+            "no handle to the platform is left"
         );
     }
 }

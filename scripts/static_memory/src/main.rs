@@ -85,9 +85,9 @@ fn main() {
     let signals = 64usize;
     // hsa_queue_create's smallest queue on amdkfd (ROCR's minimum 4096 bytes = 64 packets).
     let ring_packets = 64u64;
-    let queue = size_of::<AqlQueue<'static, Sizing>>();
-    let pool = size_of::<SignalPool<'static, Sizing>>();
-    let signal = size_of::<Signal<'static, Sizing>>();
+    let queue = size_of::<AqlQueue<&'static Sizing>>();
+    let pool = size_of::<SignalPool<&'static Sizing>>();
+    let signal = size_of::<Signal<&'static Sizing>>();
     let slabs = signals.div_ceil(SLOTS_PER_SLAB) as u64;
     let host = queue + pool + signals * signal;
     let device = ring_packets * 64 + 4096 + slabs * SLAB_BYTES;

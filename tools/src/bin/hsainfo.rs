@@ -12,6 +12,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{CommandFactory, Parser};
 use hsa_tools::report::{fail, print};
@@ -64,7 +65,7 @@ fn agents(sysfs: Option<&std::path::Path>) -> ExitCode {
         Some(dir) => hsa_emu::open_capture(dir),
         None => hsa_emu::open_default(),
     };
-    let runtime = platform.and_then(|d| hsa_core::runtime::Runtime::new(d.platform));
+    let runtime = platform.and_then(|d| hsa_core::runtime::Runtime::new(Arc::new(d.platform)));
     match runtime {
         Ok(rt) => print("hsainfo", &hsa_tools::report::agents::report(&rt)),
         Err(e) => fail("hsainfo", e),

@@ -9,9 +9,10 @@
 use std::fmt::Write;
 
 use hsa_core::memory::{GlobalFlags, PoolInfo, Segment};
-use hsa_core::platform::{DeviceType, Platform};
+use hsa_core::platform::DeviceType;
 use hsa_core::runtime::agent::{AgentFeature, Profile};
 use hsa_core::runtime::{Agent, Runtime};
+use hsa_core::PlatformRef;
 
 fn line(out: &mut String, indent: usize, label: &str, value: impl std::fmt::Display) {
     let _ = writeln!(
@@ -45,7 +46,7 @@ fn bool_text(b: bool) -> &'static str {
 }
 
 /// The whole report: system attributes, then every agent with its pools and ISAs.
-pub fn report<P: Platform>(rt: &Runtime<P>) -> String {
+pub fn report<H: PlatformRef>(rt: &Runtime<H>) -> String {
     let mut out = String::new();
     system(&mut out, rt);
     let _ = writeln!(out, "==========\nHSA Agents\n==========");
@@ -57,7 +58,7 @@ pub fn report<P: Platform>(rt: &Runtime<P>) -> String {
     out
 }
 
-fn system<P: Platform>(out: &mut String, rt: &Runtime<P>) {
+fn system<H: PlatformRef>(out: &mut String, rt: &Runtime<H>) {
     let info = rt.system_info();
     let _ = writeln!(
         out,
@@ -100,7 +101,7 @@ fn system<P: Platform>(out: &mut String, rt: &Runtime<P>) {
     let _ = writeln!(out);
 }
 
-fn agent_report<P: Platform>(out: &mut String, rt: &Runtime<P>, a: &Agent) {
+fn agent_report<H: PlatformRef>(out: &mut String, rt: &Runtime<H>, a: &Agent) {
     line(out, 1, "Name:", a.name());
     line(out, 1, "Uuid:", a.uuid());
     line(out, 1, "Marketing Name:", a.marketing_name());

@@ -1,0 +1,1010 @@
+//! The bare-metal backend (feature `baremetal`): `hsa_baremetal::BaremetalPlatform` over a
+//! host that firmware written in C describes with a struct of function pointers and tables,
+//! `hsa_rt_baremetal_host_t` (`include/hsa_rt_ext.h`), registered with
+//! [`hsa_rt_baremetal_init`] before `hsa_init`. The firmware's ISR for the IH interrupt calls
+//! [`hsa_rt_baremetal_interrupt`].
+//!
+//! Everything the host struct says is copied and checked when it is registered (the tables
+//! need not outlive the call); its callbacks and `context` must stay valid until the last
+//! `hsa_shut_down` has returned. The struct mirrors [`hsa_baremetal::Host`], whose
+//! implementation-safety contract the firmware takes on (the header says it in C terms).
+#![allow(unsafe_code)] // the C host's callbacks and tables
+
+use alloc::ffi::CString;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::ffi::{c_char, c_void, CStr};
+use core::sync::atomic::{AtomicBool, Ordering};
+
+use hsa_baremetal::{
+    BaremetalPlatform, CarveOut, CarveOutKind, DoorbellAperture, Host, IhRingConfig, QueueMapping,
+    RegisterLocation,
+};
+use hsa_core::platform::{HeapType, MemoryBank, NodeProperties, NAME_CAPACITY};
+use hsa_core::{bail, error, DoorbellIndex, Error, GpuVa, NodeId, PhysAddr, Status};
+
+use crate::ffi::{guard, HsaStatus};
+
+/// `HSA_RT_BAREMETAL_HOST_VERSION`: the layout of `hsa_rt_baremetal_host_t` this library
+/// reads; the host struct's `version` must equal it.
+pub const HOST_VERSION: u32 = 1;
+
+/// `hsa_rt_baremetal_memory_kind_t` `HSA_RT_BAREMETAL_SYSTEM_MEMORY`: host DRAM the GPU
+/// reaches over the bus; CPU-visible, identity-mapped for the GPU.
+pub const SYSTEM_MEMORY: u32 = 0;
+/// `HSA_RT_BAREMETAL_HOST_VISIBLE_VRAM`: VRAM the CPU reaches through a BAR mapping.
+pub const HOST_VISIBLE_VRAM: u32 = 1;
+/// `HSA_RT_BAREMETAL_PRIVATE_VRAM`: VRAM the CPU cannot touch (`virt_base` 0).
+pub const PRIVATE_VRAM: u32 = 2;
+
+/// `hsa_rt_baremetal_carve_out_t`: one region of memory the runtime manages
+/// ([`hsa_baremetal::CarveOut`]). 40 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaRtCarveOut {
+    /// Topology node id whose memory it is.
+    pub node: u32,
+    /// `hsa_rt_baremetal_memory_kind_t`: [`SYSTEM_MEMORY`], [`HOST_VISIBLE_VRAM`],
+    /// [`PRIVATE_VRAM`].
+    pub kind: u32,
+    /// Physical (bus) address of the first byte.
+    pub phys_base: u64,
+    /// CPU virtual address of the first byte; 0 when the CPU cannot touch it.
+    pub virt_base: u64,
+    /// GPU virtual address of the first byte (equal to `virt_base` for system memory).
+    pub gpu_va: u64,
+    /// Size, bytes (a multiple of 4096).
+    pub size_bytes: u64,
+}
+
+/// `hsa_rt_baremetal_doorbells_t`: the doorbell aperture and the doorbells the runtime may
+/// use ([`hsa_baremetal::DoorbellAperture`]). 24 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaRtDoorbells {
+    /// CPU virtual address of doorbell 0, mapped uncached.
+    pub virt_base: u64,
+    /// Size of the mapping, bytes.
+    pub size_bytes: u64,
+    /// The first doorbell index the runtime may use.
+    pub first: u32,
+    /// How many consecutive doorbells from `first`.
+    pub count: u32,
+}
+
+/// `hsa_rt_baremetal_ih_ring_t`: the soc15 IH ring the host set up and the read-pointer
+/// register ([`hsa_baremetal::IhRingConfig`]). 48 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaRtIhRing {
+    /// CPU virtual address of the ring (8-byte aligned).
+    pub ring_virt_base: u64,
+    /// Ring size, bytes: a power of two, at least 32.
+    pub ring_size_bytes: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// CPU virtual address of the 32-bit write-pointer write-back (8-byte aligned).
+    pub wptr_virt: u64,
+    /// CPU virtual address of the register block holding `IH_RB_RPTR` (8-byte aligned).
+    pub rptr_block_virt_base: u64,
+    /// Size of that block's mapping, bytes.
+    pub rptr_block_size_bytes: u64,
+    /// Byte offset of `IH_RB_RPTR` in the block (a multiple of 4).
+    pub rptr_offset_bytes: u64,
+}
+
+/// `hsa_rt_baremetal_mqd_t`: the gfx9 MQD register images of a compute queue
+/// ([`hsa_baremetal::ComputeMqd`], amdkfd `struct v9_mqd` field names). 48 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HsaRtMqd {
+    /// `cp_hqd_pq_base_lo`.
+    pub cp_hqd_pq_base_lo: u32,
+    /// `cp_hqd_pq_base_hi`.
+    pub cp_hqd_pq_base_hi: u32,
+    /// `cp_hqd_pq_control`.
+    pub cp_hqd_pq_control: u32,
+    /// `cp_hqd_pq_rptr_report_addr_lo`.
+    pub cp_hqd_pq_rptr_report_addr_lo: u32,
+    /// `cp_hqd_pq_rptr_report_addr_hi`.
+    pub cp_hqd_pq_rptr_report_addr_hi: u32,
+    /// `cp_hqd_pq_wptr_poll_addr_lo`.
+    pub cp_hqd_pq_wptr_poll_addr_lo: u32,
+    /// `cp_hqd_pq_wptr_poll_addr_hi`.
+    pub cp_hqd_pq_wptr_poll_addr_hi: u32,
+    /// `cp_hqd_pq_doorbell_control`.
+    pub cp_hqd_pq_doorbell_control: u32,
+    /// `cp_hqd_aql_control`.
+    pub cp_hqd_aql_control: u32,
+    /// `cp_hqd_eop_base_addr_lo`.
+    pub cp_hqd_eop_base_addr_lo: u32,
+    /// `cp_hqd_eop_base_addr_hi`.
+    pub cp_hqd_eop_base_addr_hi: u32,
+    /// `cp_hqd_eop_control`.
+    pub cp_hqd_eop_control: u32,
+}
+
+/// `hsa_rt_baremetal_queue_mapping_t`: what the host's `map_queue`/`unmap_queue` get
+/// ([`hsa_baremetal::QueueMapping`]). Addresses are GPU addresses. 112 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaRtQueueMapping {
+    /// The GPU node id.
+    pub node: u32,
+    /// The doorbell index the queue listens on.
+    pub doorbell: u32,
+    /// The ring of 64-byte AQL packets.
+    pub ring: u64,
+    /// Ring size, bytes.
+    pub ring_size_bytes: u64,
+    /// Where the CP reports the read index (`amd_queue_t.read_dispatch_id`).
+    pub read_pointer: u64,
+    /// Where the CP polls the write index (`amd_queue_t.write_dispatch_id`).
+    pub write_pointer: u64,
+    /// The `amd_queue_t`.
+    pub amd_queue: u64,
+    /// The end-of-pipe buffer.
+    pub eop: u64,
+    /// EOP buffer size, bytes.
+    pub eop_size_bytes: u64,
+    /// The MQD fields computed from the above.
+    pub mqd: HsaRtMqd,
+}
+
+/// `hsa_rt_baremetal_memory_bank_t`: one memory bank of a node (KFD
+/// `nodes/N/mem_banks/M/properties`; [`hsa_core::platform::MemoryBank`]). 24 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaRtMemoryBank {
+    /// `heap_type`: 0 system, 1 frame buffer public, 2 frame buffer private, ...
+    pub heap_type: u32,
+    /// `flags` (`HSA_MEM_FLAGS_*`).
+    pub flags: u32,
+    /// `size_in_bytes`.
+    pub size_bytes: u64,
+    /// `width`: bus width, bits.
+    pub width_bits: u32,
+    /// `mem_clk_max`: MHz.
+    pub mem_clk_max_mhz: u32,
+}
+
+/// `hsa_rt_baremetal_node_t`: one topology node, with the fields and meanings of KFD's
+/// `nodes/N/properties` ([`hsa_core::platform::NodeProperties`]); caches and IO links are not
+/// described (the runtime reports none). 304 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(missing_docs)] // each field is the KFD property of its name (see NodeProperties)
+pub struct HsaRtNode {
+    pub node_id: u32,
+    pub gpu_id: u32,
+    /// NUL-terminated, UTF-8 ("gfx90a", or a CPU's model).
+    pub name: [c_char; NAME_CAPACITY],
+    /// NUL-terminated, UTF-8; may be empty.
+    pub marketing_name: [c_char; NAME_CAPACITY],
+    pub cpu_cores_count: u32,
+    pub simd_count: u32,
+    pub cpu_core_id_base: u32,
+    pub simd_id_base: u32,
+    pub max_waves_per_simd: u32,
+    pub lds_size_in_kb: u32,
+    pub gds_size_in_kb: u32,
+    pub num_gws: u32,
+    pub wave_front_size: u32,
+    pub array_count: u32,
+    pub simd_arrays_per_engine: u32,
+    pub cu_per_simd_array: u32,
+    pub simd_per_cu: u32,
+    pub max_slots_scratch_cu: u32,
+    pub gfx_target_version: u32,
+    pub vendor_id: u32,
+    pub device_id: u32,
+    pub location_id: u32,
+    pub domain: u32,
+    pub num_sdma_engines: u32,
+    pub num_sdma_xgmi_engines: u32,
+    pub num_sdma_queues_per_engine: u32,
+    pub num_cp_queues: u32,
+    pub max_engine_clk_fcompute: u32,
+    pub max_engine_clk_ccompute: u32,
+    pub fw_version: u32,
+    pub capability: u32,
+    pub debug_prop: u32,
+    pub sdma_fw_version: u32,
+    pub num_xcc: u32,
+    pub asic_revision: u32,
+    /// Zero.
+    pub reserved: u32,
+    pub hive_id: u64,
+    pub unique_id: u64,
+    pub local_mem_size: u64,
+    /// `mem_banks_count` entries; NULL when 0.
+    pub mem_banks: *const HsaRtMemoryBank,
+    pub mem_banks_count: u32,
+    /// Zero.
+    pub reserved1: u32,
+}
+
+/// `bool (*)(void* waiter)`: the check a host's `wait_for_interrupt` makes with interrupts
+/// masked.
+pub type StillWaitingFn = unsafe extern "C" fn(*mut c_void) -> bool;
+
+/// `hsa_rt_baremetal_host_t`: everything the firmware hands the runtime. Callbacks get
+/// `context` first; `NULL` optional callbacks mean "nothing to do".
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct HsaRtBaremetalHost {
+    /// [`HOST_VERSION`].
+    pub version: u32,
+    /// Zero.
+    pub reserved: u32,
+    /// Passed to every callback.
+    pub context: *mut c_void,
+    /// `carve_out_count` carve-outs.
+    pub carve_outs: *const HsaRtCarveOut,
+    /// Number of carve-outs (at least one of system memory).
+    pub carve_out_count: u32,
+    /// Number of topology nodes.
+    pub node_count: u32,
+    /// `node_count` nodes, in node-id order.
+    pub nodes: *const HsaRtNode,
+    /// The doorbell aperture.
+    pub doorbells: HsaRtDoorbells,
+    /// The IH ring.
+    pub ih_ring: HsaRtIhRing,
+    /// Ticks per second of `timestamp_ticks`; not 0.
+    pub timestamp_frequency_hz: u64,
+    /// Zeroes private VRAM (an SDMA fill); required when a carve-out is private VRAM.
+    pub clear_device_memory: Option<unsafe extern "C" fn(*mut c_void, u64, u64) -> u32>,
+    /// Makes a carve-out range reachable by the GPUs of `nodes`; optional.
+    pub map_memory: Option<unsafe extern "C" fn(*mut c_void, u64, u64, *const u32, u32) -> u32>,
+    /// Makes the GPU serve a queue (MQD to HQD); required.
+    pub map_queue: Option<unsafe extern "C" fn(*mut c_void, *const HsaRtQueueMapping) -> u32>,
+    /// Stops a queue; after it returns the GPU no longer reads the ring; required.
+    pub unmap_queue: Option<unsafe extern "C" fn(*mut c_void, *const HsaRtQueueMapping) -> u32>,
+    /// Clears `RB_OVERFLOW` (`IH_RB_CNTL.WPTR_OVERFLOW_CLEAR`); optional; interrupt context.
+    pub ih_overflow_clear: Option<unsafe extern "C" fn(*mut c_void)>,
+    /// Sleeps until an interrupt may have arrived or the deadline passed; required.
+    pub wait_for_interrupt:
+        Option<unsafe extern "C" fn(*mut c_void, u64, StillWaitingFn, *mut c_void)>,
+    /// Wakes CPUs sleeping in `wait_for_interrupt`; optional; must not block.
+    pub wake_waiters: Option<unsafe extern "C" fn(*mut c_void)>,
+    /// A monotonic timestamp in ticks of `timestamp_frequency_hz`; required.
+    pub timestamp_ticks: Option<unsafe extern "C" fn(*mut c_void) -> u64>,
+    /// Receives each failing call's error message (one NUL-terminated line); optional.
+    pub log: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
+    /// The library's heap in a build without an OS (`x86_64-unknown-none`): `size` bytes
+    /// aligned to `align` (a power of two), or NULL; required there, ignored elsewhere.
+    pub allocate: Option<unsafe extern "C" fn(*mut c_void, usize, usize) -> *mut c_void>,
+    /// Gives back what `allocate` returned, with the same size and alignment; required with
+    /// `allocate`.
+    pub deallocate: Option<unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize)>,
+    /// Called with a message when the library panics in a build without an OS; must not
+    /// return. Optional (the CPU then spins forever); ignored where there is an OS.
+    pub abort: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
+}
+
+/// A `Send + Sync` copy of the host's `context` pointer.
+#[derive(Clone, Copy, Debug)]
+struct Context(*mut c_void);
+
+// SAFETY: the header makes the firmware promise that every callback may be called with
+// `context` from any thread (and, where it says so, from interrupt context); the runtime
+// never dereferences `context` itself.
+unsafe impl Send for Context {}
+// SAFETY: as for Send.
+unsafe impl Sync for Context {}
+
+/// The registered host, checked and copied: what [`CHost`] serves from.
+#[derive(Debug)]
+struct HostConfig {
+    raw: HsaRtBaremetalHost,
+    context: Context,
+    carve_outs: Vec<CarveOut>,
+    nodes: Vec<NodeProperties>,
+    banks: Vec<Vec<MemoryBank>>,
+}
+
+// SAFETY: `raw` holds the firmware's callbacks and `context`, callable from any thread (see
+// `Context`); its table pointers are never read after registration (the tables are copied).
+unsafe impl Send for HostConfig {}
+// SAFETY: as for Send.
+unsafe impl Sync for HostConfig {}
+
+/// The host registered by [`hsa_rt_baremetal_init`]; the next first `hsa_init` builds the
+/// platform over it.
+static HOST: spin::RwLock<Option<Arc<HostConfig>>> = spin::RwLock::new(None);
+
+/// The platform under the C API.
+pub(crate) type Plat = BaremetalPlatform<CHost>;
+
+/// [`hsa_baremetal::Host`] over the registered C host.
+#[derive(Debug)]
+pub struct CHost {
+    config: Arc<HostConfig>,
+}
+
+impl CHost {
+    fn context(&self) -> *mut c_void {
+        self.config.context.0
+    }
+}
+
+/// The status a host callback returned, as an error naming the callback.
+fn host_status(callback: &str, raw: u32) -> Result<(), Error> {
+    match Status::from_raw(raw) {
+        Ok(Status::Success) => Ok(()),
+        Ok(s) => bail!(s, "host {callback} returned {s}"),
+        Err(_) => bail!(
+            Status::Error,
+            "host {callback} returned {raw:#x}, not an hsa_status_t"
+        ),
+    }
+}
+
+fn mapping_to_c(m: &QueueMapping) -> HsaRtQueueMapping {
+    let q = &m.mqd;
+    HsaRtQueueMapping {
+        node: m.node.0,
+        doorbell: m.doorbell.get(),
+        ring: m.ring.get(),
+        ring_size_bytes: m.ring_size_bytes,
+        read_pointer: m.read_pointer.get(),
+        write_pointer: m.write_pointer.get(),
+        amd_queue: m.amd_queue.get(),
+        eop: m.eop.get(),
+        eop_size_bytes: m.eop_size_bytes,
+        mqd: HsaRtMqd {
+            cp_hqd_pq_base_lo: q.cp_hqd_pq_base_lo,
+            cp_hqd_pq_base_hi: q.cp_hqd_pq_base_hi,
+            cp_hqd_pq_control: q.cp_hqd_pq_control,
+            cp_hqd_pq_rptr_report_addr_lo: q.cp_hqd_pq_rptr_report_addr_lo,
+            cp_hqd_pq_rptr_report_addr_hi: q.cp_hqd_pq_rptr_report_addr_hi,
+            cp_hqd_pq_wptr_poll_addr_lo: q.cp_hqd_pq_wptr_poll_addr_lo,
+            cp_hqd_pq_wptr_poll_addr_hi: q.cp_hqd_pq_wptr_poll_addr_hi,
+            cp_hqd_pq_doorbell_control: q.cp_hqd_pq_doorbell_control,
+            cp_hqd_aql_control: q.cp_hqd_aql_control,
+            cp_hqd_eop_base_addr_lo: q.cp_hqd_eop_base_addr_lo,
+            cp_hqd_eop_base_addr_hi: q.cp_hqd_eop_base_addr_hi,
+            cp_hqd_eop_control: q.cp_hqd_eop_control,
+        },
+    }
+}
+
+/// `still_waiting` for the C host: `waiter` is the `&&dyn Fn() -> bool` of the wait.
+unsafe extern "C" fn still_waiting_trampoline(waiter: *mut c_void) -> bool {
+    // SAFETY: `waiter` is the address of the `&dyn Fn() -> bool` that `wait_for_interrupt`
+    // below passed, alive for the whole host call that may call this.
+    let check = unsafe { &*waiter.cast::<&dyn Fn() -> bool>() };
+    check()
+}
+
+// SAFETY: `hsa_rt_baremetal_init`'s caller vouches for the host struct as the header says,
+// which is this trait's implementation-safety contract in C terms: carve-outs mapped and
+// unused by anyone else, never overlapping; the doorbell aperture mapped uncached and the
+// granted doorbells fitting in it; the IH ring, write-back and read-pointer register mapped
+// and read by this runtime only; callbacks callable from any thread (and `ih_overflow_clear`,
+// `wake_waiters` from interrupt context). `carve_outs` and `nodes` return the copies made at
+// registration, the same slices every call.
+unsafe impl Host for CHost {
+    fn carve_outs(&self) -> &[CarveOut] {
+        &self.config.carve_outs
+    }
+
+    fn map_memory(&self, gpu_va: GpuVa, size_bytes: u64, nodes: &[NodeId]) -> Result<(), Error> {
+        let Some(f) = self.config.raw.map_memory else {
+            return Ok(());
+        };
+        let ids: Vec<u32> = nodes.iter().map(|n| n.0).collect();
+        let count = u32::try_from(ids.len()).unwrap_or(u32::MAX);
+        // SAFETY: the firmware's callback with the header's signature; `ids` lives across
+        // the call.
+        host_status("map_memory", unsafe {
+            f(
+                self.context(),
+                gpu_va.get(),
+                size_bytes,
+                ids.as_ptr(),
+                count,
+            )
+        })
+    }
+
+    fn clear_device_memory(&self, gpu_va: GpuVa, size_bytes: u64) -> Result<(), Error> {
+        let Some(f) = self.config.raw.clear_device_memory else {
+            bail!(
+                Status::InvalidAllocation,
+                "the host has no clear_device_memory to zero private VRAM at {gpu_va}"
+            );
+        };
+        // SAFETY: the firmware's callback with the header's signature.
+        host_status("clear_device_memory", unsafe {
+            f(self.context(), gpu_va.get(), size_bytes)
+        })
+    }
+
+    fn doorbells(&self) -> DoorbellAperture {
+        let d = self.config.raw.doorbells;
+        DoorbellAperture {
+            virt_base: d.virt_base as usize,
+            size_bytes: d.size_bytes as usize,
+            first: DoorbellIndex::new(d.first),
+            count: d.count,
+        }
+    }
+
+    unsafe fn map_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
+        let Some(f) = self.config.raw.map_queue else {
+            bail!(Status::InvalidQueueCreation, "the host has no map_queue");
+        };
+        let c = mapping_to_c(mapping);
+        // SAFETY: the firmware's callback with the header's signature; `c` lives across the
+        // call; the ring, amd_queue_t and EOP buffer stay valid until unmap_queue (this
+        // function's caller's promise, passed on).
+        host_status("map_queue", unsafe { f(self.context(), &c) })
+    }
+
+    fn unmap_queue(&self, mapping: &QueueMapping) -> Result<(), Error> {
+        let Some(f) = self.config.raw.unmap_queue else {
+            bail!(Status::ResourceFree, "the host has no unmap_queue");
+        };
+        let c = mapping_to_c(mapping);
+        // SAFETY: as for map_queue.
+        host_status("unmap_queue", unsafe { f(self.context(), &c) })
+    }
+
+    fn ih_ring(&self) -> IhRingConfig {
+        let r = self.config.raw.ih_ring;
+        IhRingConfig {
+            ring_virt_base: r.ring_virt_base as usize,
+            ring_size_bytes: r.ring_size_bytes,
+            wptr_virt: r.wptr_virt as usize,
+            rptr_register: RegisterLocation {
+                block_virt_base: r.rptr_block_virt_base as usize,
+                block_size_bytes: r.rptr_block_size_bytes as usize,
+                offset_bytes: r.rptr_offset_bytes as usize,
+            },
+        }
+    }
+
+    fn ih_overflow_clear(&self) {
+        if let Some(f) = self.config.raw.ih_overflow_clear {
+            // SAFETY: the firmware's callback with the header's signature (interrupt context
+            // allowed).
+            unsafe { f(self.context()) }
+        }
+    }
+
+    fn wait_for_interrupt(&self, deadline_ticks: u64, still_waiting: &dyn Fn() -> bool) {
+        let Some(f) = self.config.raw.wait_for_interrupt else {
+            return; // checked at registration: unreachable; a spurious return is allowed
+        };
+        let mut check: &dyn Fn() -> bool = still_waiting;
+        let waiter = (&raw mut check).cast::<c_void>();
+        // SAFETY: the firmware's callback with the header's signature; `waiter` points to
+        // `check`, which lives across the call, and the trampoline reads it as such.
+        unsafe {
+            f(
+                self.context(),
+                deadline_ticks,
+                still_waiting_trampoline,
+                waiter,
+            )
+        }
+    }
+
+    fn wake_waiters(&self) {
+        if let Some(f) = self.config.raw.wake_waiters {
+            // SAFETY: the firmware's callback with the header's signature.
+            unsafe { f(self.context()) }
+        }
+    }
+
+    fn timestamp_ticks(&self) -> u64 {
+        match self.config.raw.timestamp_ticks {
+            // SAFETY: the firmware's callback with the header's signature.
+            Some(f) => unsafe { f(self.context()) },
+            None => 0, // checked at registration: unreachable
+        }
+    }
+
+    fn timestamp_frequency_hz(&self) -> u64 {
+        self.config.raw.timestamp_frequency_hz
+    }
+
+    fn nodes(&self) -> &[NodeProperties] {
+        &self.config.nodes
+    }
+
+    fn memory_bank(&self, node: usize, bank: usize) -> Option<MemoryBank> {
+        self.config.banks.get(node)?.get(bank).copied()
+    }
+}
+
+/// A NUL-terminated UTF-8 name of a C node, as a `heapless` string.
+fn node_name(
+    raw: &[c_char; NAME_CAPACITY],
+    index: usize,
+    field: &str,
+) -> Result<heapless::String<NAME_CAPACITY>, Error> {
+    let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).collect();
+    let Ok(text) = CStr::from_bytes_until_nul(&bytes) else {
+        bail!(
+            Status::InvalidArgument,
+            "host nodes[{index}].{field} is not NUL-terminated within {NAME_CAPACITY} bytes"
+        );
+    };
+    let Ok(text) = text.to_str() else {
+        bail!(
+            Status::InvalidArgument,
+            "host nodes[{index}].{field} is not UTF-8"
+        );
+    };
+    let mut out = heapless::String::new();
+    // Fits: shorter than NAME_CAPACITY bytes (the NUL was found inside).
+    let _ = out.push_str(text);
+    Ok(out)
+}
+
+/// The C table `ptr[..count]`, copied.
+///
+/// # Safety
+/// `ptr` is NULL (then `count` must be 0) or valid for reads of `count` elements.
+unsafe fn table<T: Copy>(ptr: *const T, count: u32, what: &str) -> Result<Vec<T>, Error> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if ptr.is_null() {
+        bail!(
+            Status::InvalidArgument,
+            "host {what} is NULL with a count of {count}"
+        );
+    }
+    // SAFETY: per this function's contract.
+    Ok(unsafe { core::slice::from_raw_parts(ptr, count as usize) }.to_vec())
+}
+
+impl HostConfig {
+    /// Checks and copies a C host.
+    ///
+    /// # Safety
+    /// The struct's table pointers are valid for their counts (the header's contract).
+    unsafe fn from_c(raw: &HsaRtBaremetalHost) -> Result<HostConfig, Error> {
+        if raw.version != HOST_VERSION {
+            bail!(
+                Status::InvalidArgument,
+                "host version {} is not HSA_RT_BAREMETAL_HOST_VERSION {HOST_VERSION}",
+                raw.version
+            );
+        }
+        let required = [
+            ("map_queue", raw.map_queue.is_some()),
+            ("unmap_queue", raw.unmap_queue.is_some()),
+            ("wait_for_interrupt", raw.wait_for_interrupt.is_some()),
+            ("timestamp_ticks", raw.timestamp_ticks.is_some()),
+        ];
+        for (name, given) in required {
+            if !given {
+                bail!(Status::InvalidArgument, "host {name} is NULL");
+            }
+        }
+        if raw.timestamp_frequency_hz == 0 {
+            bail!(Status::InvalidArgument, "host timestamp_frequency_hz is 0");
+        }
+        #[cfg(target_os = "none")]
+        no_os::install_heap(raw)?;
+        // SAFETY: the caller's contract.
+        let c_carve_outs = unsafe { table(raw.carve_outs, raw.carve_out_count, "carve_outs") }?;
+        let mut carve_outs = Vec::with_capacity(c_carve_outs.len());
+        for (i, c) in c_carve_outs.iter().enumerate() {
+            let kind = match c.kind {
+                SYSTEM_MEMORY => CarveOutKind::SystemMemory,
+                HOST_VISIBLE_VRAM => CarveOutKind::HostVisibleVram,
+                PRIVATE_VRAM => CarveOutKind::PrivateVram,
+                other => bail!(
+                    Status::InvalidArgument,
+                    "host carve_outs[{i}].kind {other} is not SYSTEM_MEMORY 0, \
+                     HOST_VISIBLE_VRAM 1 or PRIVATE_VRAM 2"
+                ),
+            };
+            if kind == CarveOutKind::PrivateVram && raw.clear_device_memory.is_none() {
+                bail!(
+                    Status::InvalidArgument,
+                    "host carve_outs[{i}] is PRIVATE_VRAM but clear_device_memory is NULL"
+                );
+            }
+            let virt_base = match (kind, c.virt_base) {
+                (CarveOutKind::PrivateVram, 0) => None,
+                (CarveOutKind::PrivateVram, v) => bail!(
+                    Status::InvalidArgument,
+                    "host carve_outs[{i}] is PRIVATE_VRAM but virt_base is {v:#x}, not 0"
+                ),
+                (_, 0) => bail!(
+                    Status::InvalidArgument,
+                    "host carve_outs[{i}] is CPU-visible but virt_base is 0"
+                ),
+                (_, v) => Some(usize::try_from(v).map_err(|_| {
+                    error!(
+                        Status::InvalidArgument,
+                        "host carve_outs[{i}].virt_base {v:#x} exceeds the address space"
+                    )
+                })?),
+            };
+            carve_outs.push(CarveOut {
+                node: NodeId(c.node),
+                kind,
+                phys_base: PhysAddr::new(c.phys_base),
+                virt_base,
+                gpu_va: GpuVa(c.gpu_va),
+                size_bytes: c.size_bytes,
+            });
+        }
+        // SAFETY: the caller's contract.
+        let c_nodes = unsafe { table(raw.nodes, raw.node_count, "nodes") }?;
+        let mut nodes = Vec::with_capacity(c_nodes.len());
+        let mut banks = Vec::with_capacity(c_nodes.len());
+        for (i, n) in c_nodes.iter().enumerate() {
+            let what = alloc::format!("nodes[{i}].mem_banks");
+            // SAFETY: the caller's contract covers the nodes' bank tables too.
+            let node_banks = unsafe { table(n.mem_banks, n.mem_banks_count, &what) }?;
+            banks.push(
+                node_banks
+                    .iter()
+                    .map(|b| MemoryBank {
+                        heap_type: HeapType::from_raw(b.heap_type),
+                        size_bytes: b.size_bytes,
+                        flags: b.flags,
+                        width_bits: b.width_bits,
+                        mem_clk_max_mhz: b.mem_clk_max_mhz,
+                    })
+                    .collect(),
+            );
+            nodes.push(NodeProperties {
+                node_id: n.node_id,
+                gpu_id: n.gpu_id,
+                name: node_name(&n.name, i, "name")?,
+                marketing_name: node_name(&n.marketing_name, i, "marketing_name")?,
+                cpu_cores_count: n.cpu_cores_count,
+                simd_count: n.simd_count,
+                mem_banks_count: n.mem_banks_count,
+                caches_count: 0,
+                io_links_count: 0,
+                p2p_links_count: 0,
+                cpu_core_id_base: n.cpu_core_id_base,
+                simd_id_base: n.simd_id_base,
+                max_waves_per_simd: n.max_waves_per_simd,
+                lds_size_in_kb: n.lds_size_in_kb,
+                gds_size_in_kb: n.gds_size_in_kb,
+                num_gws: n.num_gws,
+                wave_front_size: n.wave_front_size,
+                array_count: n.array_count,
+                simd_arrays_per_engine: n.simd_arrays_per_engine,
+                cu_per_simd_array: n.cu_per_simd_array,
+                simd_per_cu: n.simd_per_cu,
+                max_slots_scratch_cu: n.max_slots_scratch_cu,
+                gfx_target_version: n.gfx_target_version,
+                vendor_id: n.vendor_id,
+                device_id: n.device_id,
+                location_id: n.location_id,
+                domain: n.domain,
+                drm_render_minor: -1,
+                hive_id: n.hive_id,
+                unique_id: n.unique_id,
+                num_sdma_engines: n.num_sdma_engines,
+                num_sdma_xgmi_engines: n.num_sdma_xgmi_engines,
+                num_sdma_queues_per_engine: n.num_sdma_queues_per_engine,
+                num_cp_queues: n.num_cp_queues,
+                max_engine_clk_fcompute: n.max_engine_clk_fcompute,
+                max_engine_clk_ccompute: n.max_engine_clk_ccompute,
+                local_mem_size: n.local_mem_size,
+                fw_version: n.fw_version,
+                capability: n.capability,
+                debug_prop: n.debug_prop,
+                sdma_fw_version: n.sdma_fw_version,
+                num_xcc: n.num_xcc,
+                asic_revision: n.asic_revision,
+            });
+        }
+        Ok(HostConfig {
+            raw: *raw,
+            context: Context(raw.context),
+            carve_outs,
+            nodes,
+            banks,
+        })
+    }
+}
+
+/// What [`open`] found besides the platform: nothing.
+pub(crate) type Opened = ();
+
+/// The platform the IH interrupt goes to ([`hsa_rt_baremetal_interrupt`]), while a runtime
+/// exists. The ISR only ever tries a read lock; a thread holding the write lock (to set or
+/// clear it) handles an interrupt that arrived meanwhile itself ([`ISR_PENDING`]).
+static ISR_PLATFORM: spin::RwLock<Option<Arc<Plat>>> = spin::RwLock::new(None);
+/// An interrupt arrived while [`ISR_PLATFORM`] was being changed.
+static ISR_PENDING: AtomicBool = AtomicBool::new(false);
+
+/// Runs an interrupt that arrived while [`ISR_PLATFORM`] was write-locked.
+fn run_pending() {
+    if ISR_PENDING.swap(false, Ordering::AcqRel) {
+        if let Some(p) = ISR_PLATFORM.try_read().as_deref().and_then(Option::as_ref) {
+            p.on_interrupt();
+        }
+    }
+}
+
+/// What the state keeps besides the platform: the interrupt path's registration, ended when
+/// the state goes.
+pub(crate) struct Device {
+    _registered: (),
+}
+
+impl Device {
+    /// Points the interrupt path at `platform`.
+    pub(crate) fn new(_opened: Opened, platform: &Arc<Plat>) -> Device {
+        *ISR_PLATFORM.write() = Some(platform.clone());
+        run_pending();
+        Device { _registered: () }
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        let platform = ISR_PLATFORM.write().take();
+        // An interrupt that raced the change has nothing left to go to (or went to the
+        // platform, which outlives it only while objects still hold it).
+        if ISR_PENDING.swap(false, Ordering::AcqRel) {
+            if let Some(p) = &platform {
+                p.on_interrupt();
+            }
+        }
+        drop(platform);
+    }
+}
+
+/// The first `hsa_init`'s platform: `BaremetalPlatform` over the host
+/// [`hsa_rt_baremetal_init`] registered.
+///
+/// # Errors
+/// `Status::InvalidRuntimeState` when no host is registered; `BaremetalPlatform::new`'s
+/// errors (`Status::InvalidArgument` naming what the host described inconsistently,
+/// `Status::OutOfResources` when no system memory holds the event page).
+pub(crate) fn open() -> Result<(Plat, Opened), Error> {
+    let Some(config) = HOST.read().clone() else {
+        bail!(
+            Status::InvalidRuntimeState,
+            "no host: call hsa_rt_baremetal_init before hsa_init"
+        );
+    };
+    Ok((BaremetalPlatform::new(CHost { config })?, ()))
+}
+
+/// Whether the host takes log lines (its `log` is not NULL).
+pub(crate) fn log_enabled() -> bool {
+    HOST.read().as_ref().is_some_and(|h| h.raw.log.is_some())
+}
+
+/// Hands one line of the runtime's log to the host's `log` (NUL bytes in it become spaces).
+pub(crate) fn log(line: &str) {
+    let Some(host) = HOST.read().clone() else {
+        return;
+    };
+    let Some(f) = host.raw.log else {
+        return;
+    };
+    let text: Vec<u8> = line
+        .bytes()
+        .map(|b| if b == 0 { b' ' } else { b })
+        .collect();
+    let Ok(text) = CString::new(text) else {
+        return; // no NUL left: unreachable
+    };
+    // SAFETY: the firmware's callback with the header's signature; `text` lives across it.
+    unsafe { f(host.context.0, text.as_ptr()) }
+}
+
+/// `hsa_rt_baremetal_init`: registers the host the next first `hsa_init` builds the runtime
+/// over: checks it and copies its tables (they need not outlive the call); its callbacks and
+/// `context` must stay valid until the last `hsa_shut_down` returns. Replaces an earlier
+/// registration.
+///
+/// # Errors
+/// `INVALID_ARGUMENT` for a NULL `host`, a `version` other than
+/// `HSA_RT_BAREMETAL_HOST_VERSION`, a NULL required callback (`map_queue`, `unmap_queue`,
+/// `wait_for_interrupt`, `timestamp_ticks`), a zero `timestamp_frequency_hz`, a table pointer
+/// that is NULL with a non-zero count, an unknown carve-out kind, a private-VRAM carve-out
+/// with a `virt_base` or without `clear_device_memory`, a CPU-visible one without
+/// `virt_base`, or a node name that is not NUL-terminated UTF-8 (the message names the field
+/// and index); `INVALID_RUNTIME_STATE` while the runtime is initialized. What only the
+/// platform checks (overlapping carve-outs, doorbells outside the aperture, the IH ring's
+/// alignment) is reported by `hsa_init`.
+///
+/// # Safety
+/// `host` is NULL or points to a host struct whose tables are valid for their counts and
+/// which keeps the promises `hsa_rt_ext.h` lists (memory, doorbells and IH ring mapped and
+/// used by this runtime only; callbacks callable from any thread).
+pub unsafe extern "C" fn hsa_rt_baremetal_init(host: *const HsaRtBaremetalHost) -> HsaStatus {
+    guard("hsa_rt_baremetal_init", || {
+        crate::ffi::non_null(host, "host")?;
+        if crate::state::state().is_ok() {
+            bail!(
+                Status::InvalidRuntimeState,
+                "the runtime is initialized: register the host before hsa_init or after the \
+                 last hsa_shut_down"
+            );
+        }
+        // SAFETY: non-NULL; the caller's contract covers the struct and its tables.
+        let config = unsafe { HostConfig::from_c(&*host) }?;
+        *HOST.write() = Some(Arc::new(config));
+        Ok(Status::Success)
+    })
+}
+
+/// `hsa_rt_baremetal_interrupt`: the firmware's ISR for the GPU's IH interrupt calls this.
+/// Drains the IH ring, marks the events its end-of-pipe entries name, writes the read pointer
+/// back and wakes waiters (`BaremetalPlatform::on_interrupt`). Returns the number of events
+/// signaled; 0 when the runtime is not initialized. Never blocks, never allocates.
+pub extern "C" fn hsa_rt_baremetal_interrupt() -> u64 {
+    match ISR_PLATFORM.try_read() {
+        Some(slot) => slot.as_ref().map_or(0, |p| p.on_interrupt()),
+        None => {
+            // The slot is being set or cleared: its writer runs this interrupt.
+            ISR_PENDING.store(true, Ordering::Release);
+            0
+        }
+    }
+}
+
+export!(hsa_rt_baremetal_init, hsa_rt_baremetal_interrupt,);
+
+const _: () = assert!(core::mem::size_of::<HsaRtCarveOut>() == 40);
+const _: () = assert!(core::mem::size_of::<HsaRtDoorbells>() == 24);
+const _: () = assert!(core::mem::size_of::<HsaRtIhRing>() == 48);
+const _: () = assert!(core::mem::size_of::<HsaRtMqd>() == 48);
+const _: () = assert!(core::mem::size_of::<HsaRtQueueMapping>() == 112);
+const _: () = assert!(core::mem::size_of::<HsaRtMemoryBank>() == 24);
+const _: () = assert!(core::mem::size_of::<HsaRtNode>() == 304);
+const _: () = assert!(core::mem::offset_of!(HsaRtNode, cpu_cores_count) == 136);
+const _: () = assert!(core::mem::offset_of!(HsaRtNode, hive_id) == 264);
+const _: () = assert!(core::mem::offset_of!(HsaRtNode, mem_banks) == 288);
+const _: () = assert!(core::mem::size_of::<HsaRtBaremetalHost>() == 216);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, doorbells) == 40);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, timestamp_frequency_hz) == 112);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, log) == 184);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, allocate) == 192);
+const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, abort) == 208);
+
+/// What a build without an OS (`x86_64-unknown-none`) needs from the firmware besides the
+/// platform: the heap (the host's `allocate`/`deallocate`) and what a panic does (log it, then
+/// the host's `abort`).
+#[cfg(target_os = "none")]
+mod no_os {
+    use core::alloc::{GlobalAlloc, Layout};
+    use core::ffi::{c_char, c_void};
+    use core::fmt::Write;
+
+    use hsa_core::{bail, Error, Status};
+
+    use super::{Context, HsaRtBaremetalHost, HOST};
+
+    type AllocateFn = unsafe extern "C" fn(*mut c_void, usize, usize) -> *mut c_void;
+    type DeallocateFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize);
+
+    /// The heap the first registration installed.
+    struct Heap {
+        allocate: AllocateFn,
+        deallocate: DeallocateFn,
+        context: Context,
+    }
+
+    static HEAP: spin::Once<Heap> = spin::Once::new();
+
+    /// Installs the host's heap at the first registration; a later one must name the same
+    /// functions (what was allocated is given back through them).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when `allocate` or `deallocate` is NULL, or differs from the
+    /// first registration's.
+    pub(super) fn install_heap(raw: &HsaRtBaremetalHost) -> Result<(), Error> {
+        let (Some(allocate), Some(deallocate)) = (raw.allocate, raw.deallocate) else {
+            bail!(
+                Status::InvalidArgument,
+                "host allocate or deallocate is NULL: a build without an OS allocates through \
+                 them"
+            );
+        };
+        let heap = HEAP.call_once(|| Heap {
+            allocate,
+            deallocate,
+            context: Context(raw.context),
+        });
+        if heap.allocate as usize != allocate as usize
+            || heap.deallocate as usize != deallocate as usize
+        {
+            bail!(
+                Status::InvalidArgument,
+                "host allocate and deallocate differ from the first registration's, which \
+                 still own the library's heap"
+            );
+        }
+        Ok(())
+    }
+
+    /// The global allocator: the host's heap; NULL (an allocation failure) before the first
+    /// registration.
+    struct HostHeap;
+
+    // SAFETY: forwards to the firmware's allocator, which hsa_rt_ext.h makes promise what
+    // `GlobalAlloc` asks: `size` bytes aligned to `align`, or NULL; `deallocate` takes back
+    // exactly what `allocate` gave, with the same layout (which `GlobalAlloc`'s callers pass).
+    unsafe impl GlobalAlloc for HostHeap {
+        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+            let Some(h) = HEAP.get() else {
+                return core::ptr::null_mut();
+            };
+            // SAFETY: the firmware's callback with the header's signature.
+            let p = unsafe { (h.allocate)(h.context.0, layout.size(), layout.align()) };
+            p.cast()
+        }
+
+        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+            if let Some(h) = HEAP.get() {
+                // SAFETY: `ptr` came from `alloc` above with this layout (GlobalAlloc's
+                // contract), so from the same installed `allocate`.
+                unsafe { (h.deallocate)(h.context.0, ptr.cast(), layout.size(), layout.align()) }
+            }
+        }
+    }
+
+    #[global_allocator]
+    static ALLOCATOR: HostHeap = HostHeap;
+
+    /// A NUL-terminated message in a fixed buffer (a panic may come from a failed
+    /// allocation: it must not allocate).
+    struct Message {
+        bytes: [u8; 256],
+        len: usize,
+    }
+
+    impl Write for Message {
+        fn write_str(&mut self, s: &str) -> core::fmt::Result {
+            for &b in s.as_bytes() {
+                if self.len + 1 < self.bytes.len() {
+                    self.bytes[self.len] = if b == 0 { b' ' } else { b };
+                    self.len += 1;
+                }
+            }
+            Ok(())
+        }
+    }
+
+    #[panic_handler]
+    fn panic(info: &core::panic::PanicInfo<'_>) -> ! {
+        let mut message = Message {
+            bytes: [0; 256],
+            len: 0,
+        };
+        let _ = write!(message, "hsa-rt: panic: {}", info.message());
+        if let Some(l) = info.location() {
+            let _ = write!(message, " at {}:{}", l.file(), l.line());
+        }
+        let text = message.bytes.as_ptr().cast::<c_char>();
+        // Never wait for a lock here: the panicking code may hold it.
+        if let Some(slot) = HOST.try_read() {
+            if let Some(host) = slot.as_ref() {
+                if let Some(log) = host.raw.log {
+                    // SAFETY: the firmware's callback; `text` is NUL-terminated (the buffer's
+                    // last byte is never written).
+                    unsafe { log(host.context.0, text) }
+                }
+                if let Some(abort) = host.raw.abort {
+                    // SAFETY: as above; the firmware's abort does not return.
+                    unsafe { abort(host.context.0, text) }
+                }
+            }
+        }
+        loop {
+            core::hint::spin_loop();
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! The Linux backend (feature `linux`): `LinuxPlatform` over `/dev/kfd`, or over the emulated
+//! device where there is none (`hsa_emu::open_default`).
+
+use std::sync::Arc;
+
+use hsa_core::Error;
+use hsa_emu::{EmulatedKfd, SelectedDevice};
+
+/// The platform under the C API.
+pub(crate) type Plat = hsa_linux::LinuxPlatform;
+
+/// What the state keeps besides the platform: the emulated device under it, when that is
+/// what it runs on (for `hsa_rt_emulated_register_kernel`).
+pub(crate) struct Device {
+    emulated: Option<Arc<EmulatedKfd>>,
+}
+
+/// What [`open`] found besides the platform: the emulated device, if chosen.
+pub(crate) type Opened = Option<Arc<EmulatedKfd>>;
+
+impl Device {
+    /// The state's part for the device `open` returned, once the runtime shares `_platform`.
+    pub(crate) fn new(emulated: Opened, _platform: &Arc<Plat>) -> Device {
+        Device { emulated }
+    }
+
+    /// The emulated device under the platform; `None` on `/dev/kfd`.
+    pub(crate) fn emulated(&self) -> Option<&Arc<EmulatedKfd>> {
+        self.emulated.as_ref()
+    }
+}
+
+/// The first `hsa_init`'s platform: checks `HSA_RT_LOG`, then opens the default device
+/// (`hsa_emu::open_default`: `/dev/kfd`, else the emulated device; `HSA_RT_DEVICE`,
+/// `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`).
+///
+/// # Errors
+/// `Status::InvalidArgument` naming `HSA_RT_LOG` and the accepted values when it is not a
+/// switch value (`hsa_linux::env::switch`); the device selection's errors.
+pub(crate) fn open() -> Result<(Plat, Opened), Error> {
+    hsa_linux::env::switch(hsa_linux::env::LOG_ENV)?;
+    let SelectedDevice { platform, emulated } = hsa_emu::open_default()?;
+    Ok((platform, emulated))
+}
+
+/// Whether `HSA_RT_LOG` asks for error messages. A value the switch does not accept counts as
+/// on, so that the error `hsa_init` returns for it is printed too.
+pub(crate) fn log_enabled() -> bool {
+    hsa_linux::env::switch(hsa_linux::env::LOG_ENV).unwrap_or(true)
+}
+
+/// Prints one line of the runtime's log on stderr.
+pub(crate) fn log(line: &str) {
+    std::eprintln!("{line}");
+}
