@@ -758,6 +758,7 @@ mod tests {
     use crate::platform::{MemoryFlags, MemoryKind};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+    use std::string::ToString;
     use std::sync::Arc;
     use std::vec;
     use std::vec::Vec as StdVec;
@@ -864,11 +865,11 @@ mod tests {
         // hsa_amd_memory_pool_allocate / hsa_memory_allocate: size 0 -> INVALID_ARGUMENT.
         let e = pool.allocate(0).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("size_bytes is 0"));
+        assert!(e.detail().to_string().contains("size_bytes is 0"));
         // size > ALLOC_MAX_SIZE -> INVALID_ALLOCATION.
         let e = pool.allocate(8 * MIB + 1).unwrap_err();
         assert_eq!(e.status(), Status::InvalidAllocation);
-        assert!(e.detail().contains("8388609"));
+        assert!(e.detail().to_string().contains("8388609"));
         assert_eq!(
             pool.allocate_aligned(16, 48).unwrap_err().status(),
             Status::InvalidArgument
@@ -889,7 +890,7 @@ mod tests {
         let after = pool.stats();
         let e = pool.free(a.va).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains(&std::format!("{}", a.va)));
+        assert!(e.detail().to_string().contains(&std::format!("{}", a.va)));
         assert_eq!(pool.stats(), after);
         assert_eq!(
             pool.pointer_info(a.va).unwrap_err().status(),
@@ -1009,12 +1010,12 @@ mod tests {
         assert!(a.va.get() >= UNMAPPED_BASE);
         let e = pool.allow_access(a.va, &[]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("num_agents is 0"));
+        assert!(e.detail().to_string().contains("num_agents is 0"));
         let e = pool
             .allow_access(a.va, &[NodeId(0), NodeId(2)])
             .unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("node 2"));
+        assert!(e.detail().to_string().contains("node 2"));
         assert!(p.map_calls().is_empty());
         pool.allow_access(GpuVa(a.va.get() + 100), &[NodeId(0)])
             .unwrap();
@@ -1080,10 +1081,10 @@ mod tests {
             );
             let e = crate::memory::copy(&k_pool, dst.va, &a_pool, src.va, 65).unwrap_err();
             assert_eq!(e.status(), Status::InvalidArgument);
-            assert!(e.detail().contains("65 bytes"));
+            assert!(e.detail().to_string().contains("65 bytes"));
             let e = crate::memory::copy(&a_pool, GpuVa(src.va.get() + 8), &a_pool, src.va, 16)
                 .unwrap_err();
-            assert!(e.detail().contains("overlap"));
+            assert!(e.detail().to_string().contains("overlap"));
             assert_eq!(
                 k_pool
                     .write(GpuVa(dst.va.get() + 60), &[0; 8])

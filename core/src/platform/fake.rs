@@ -1360,6 +1360,7 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
 mod tests {
     use super::*;
     use crate::platform::{MemoryFlags, MemoryKind};
+    use std::string::ToString;
 
     fn request(node: u32, size_bytes: u64, align_bytes: u64) -> MemoryRequest {
         MemoryRequest {
@@ -1394,7 +1395,7 @@ mod tests {
         unsafe { p.free_memory(&a).unwrap() };
         let e = p.map_memory(&a, &[NodeId(0)]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("not live"), "{e}");
+        assert!(e.detail().to_string().contains("not live"), "{e}");
         assert_eq!(p.map_calls().len(), 1, "failed maps are not recorded");
         assert_eq!(p.live_chunks(), [b]);
         assert_eq!(p.allocated_bytes(), 4096);
@@ -1474,7 +1475,10 @@ mod tests {
         f.fail_next(FaultMethod::AllocateMemory, Status::OutOfResources);
         let e = f.allocate_memory(&request(0, 4096, 4096)).unwrap_err();
         assert_eq!(e.status(), Status::OutOfResources);
-        assert!(e.detail().contains("call 2 of AllocateMemory"), "{e}");
+        assert!(
+            e.detail().to_string().contains("call 2 of AllocateMemory"),
+            "{e}"
+        );
         f.tamper_next(Tamper::HideHostPtr);
         let hidden = f.allocate_memory(&request(0, 4096, 4096)).unwrap();
         assert_eq!(hidden.host_ptr, None);

@@ -659,6 +659,7 @@ mod aql {
         use crate::packet::EncodedPacket;
         use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
         use crate::queue::ring::INVALID_HEADER_WORD;
+        use std::string::ToString;
 
         /// The fake with queues only recorded: these tests play the packet processor.
         fn platform() -> FakePlatform {
@@ -788,7 +789,7 @@ mod aql {
             assert_eq!(status(config(96)), Status::InvalidArgument);
             assert_eq!(status(config(1 << 18)), Status::InvalidArgument);
             let e = AqlQueue::create(&plat, &config(96)).unwrap_err();
-            assert!(e.detail().contains("96"), "{e}");
+            assert!(e.detail().to_string().contains("96"), "{e}");
             let mut c = config(64);
             c.queue_type = 3;
             assert_eq!(status(c), Status::InvalidArgument);
@@ -867,7 +868,10 @@ mod aql {
             let mut r = q.reserve(2).unwrap();
             let e = r.write(1, &packet(1)).unwrap_err();
             assert_eq!(e.status(), Status::InvalidArgument);
-            assert!(e.detail().contains("next unwritten slot is 0"), "{e}");
+            assert!(
+                e.detail().to_string().contains("next unwritten slot is 0"),
+                "{e}"
+            );
             let mut bad = packet(0);
             bad.header_word = 0x0000_0001;
             assert_eq!(
@@ -908,7 +912,10 @@ mod aql {
             s.ring_doorbell(3).unwrap();
             let e = s.ring_doorbell(1).unwrap_err();
             assert_eq!(e.status(), Status::InvalidArgument);
-            assert!(e.detail().contains("lower than the last one 3"), "{e}");
+            assert!(
+                e.detail().to_string().contains("lower than the last one 3"),
+                "{e}"
+            );
             let m = AqlQueue::create(&plat, &config(64)).unwrap();
             m.add_write_index(8, MemoryOrder::Relaxed);
             m.ring_doorbell(6).unwrap();
@@ -1039,7 +1046,7 @@ mod aql {
             assert_eq!(q.state(), QueueState::Inactive);
             let e = q.reserve(1).unwrap_err();
             assert_eq!(e.status(), Status::InvalidQueue);
-            assert!(e.detail().ends_with("is inactive"), "{e}");
+            assert!(e.detail().to_string().ends_with("is inactive"), "{e}");
             q.destroy().unwrap();
         }
 

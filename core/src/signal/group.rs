@@ -164,6 +164,7 @@ mod tests {
     use super::*;
     use crate::addr::NodeId;
     use crate::platform::fake::FakePlatform;
+    use std::string::ToString;
 
     #[test]
     fn wait_any_reports_first_satisfied_index_and_value() {
@@ -216,12 +217,20 @@ mod tests {
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = wait_any(&[&a], &[], &[0], 0, WaitState::Active).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("1 signals but 0 conditions"), "{e}");
+        assert!(
+            e.detail()
+                .to_string()
+                .contains("1 signals but 0 conditions"),
+            "{e}"
+        );
         let e = SignalGroup::<FakePlatform>::new(&[]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = SignalGroup::new(&[&a, &a][..]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("signals[1] and signals[0]"), "{e}");
+        assert!(
+            e.detail().to_string().contains("signals[1] and signals[0]"),
+            "{e}"
+        );
         let one = [&a];
         let g = SignalGroup::new(&one).unwrap();
         let e = g.wait_any(&[SignalCondition::Eq; 2], &[0], 0, WaitState::Active);

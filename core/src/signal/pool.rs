@@ -261,6 +261,7 @@ impl<P: Platform> Drop for SignalPool<'_, P> {
 mod tests {
     use super::*;
     use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
+    use std::string::ToString;
 
     #[test]
     fn slots_are_carved_64_per_chunk_and_reused() {
@@ -300,7 +301,7 @@ mod tests {
         let v: std::vec::Vec<_> = (0..64).map(|_| pool.create(0).unwrap()).collect();
         let e = pool.create(0).unwrap_err();
         assert_eq!(e.status(), Status::OutOfResources);
-        assert!(e.detail().contains("max_slabs 1"), "{e}");
+        assert!(e.detail().to_string().contains("max_slabs 1"), "{e}");
         drop(v);
     }
 
@@ -318,7 +319,7 @@ mod tests {
         plat.tamper_next(Tamper::MisalignMailbox);
         let e = pool.create_interrupt(0).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("mailbox"), "{e}");
+        assert!(e.detail().to_string().contains("mailbox"), "{e}");
         assert_eq!(
             plat.inner().live_event_count(),
             0,

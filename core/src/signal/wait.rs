@@ -221,6 +221,7 @@ pub fn wait_value<P: Platform>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::ToString;
 
     #[test]
     fn conditions_from_raw_match_hsa_h() {
@@ -230,7 +231,7 @@ mod tests {
         assert_eq!(SignalCondition::from_raw(3).unwrap(), SignalCondition::Gte);
         let e = SignalCondition::from_raw(4).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains('4'), "{e}");
+        assert!(e.detail().to_string().contains('4'), "{e}");
         assert_eq!(WaitState::from_raw(0).unwrap(), WaitState::Blocked);
         assert_eq!(WaitState::from_raw(1).unwrap(), WaitState::Active);
         assert_eq!(
