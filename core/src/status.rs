@@ -738,6 +738,16 @@ impl HeadTail {
     }
 }
 
+/// Shows a host pointer's address (0 for none) as `{:?}` shows an `Option<NonNull<u8>>`:
+/// `None` or `Some(0x…)`. For [`Error::lazy`] messages, which hold the address as an integer.
+pub(crate) fn show_host_ptr(address: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    if address == 0 {
+        f.write_str("None")
+    } else {
+        write!(f, "Some({address:#x})")
+    }
+}
+
 /// `Result` with hsa-rt's [`Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
@@ -957,6 +967,21 @@ mod tests {
             format!("{lazy:?}"),
             format!("Error(HSA_STATUS_ERROR: {text:?})")
         );
+    }
+
+    /// A host pointer shown from its address reads as the pointer's `Debug`.
+    #[test]
+    fn host_pointers_show_as_their_debug() {
+        struct Show(u64);
+        impl fmt::Display for Show {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                show_host_ptr(self.0, f)
+            }
+        }
+        let p = core::ptr::NonNull::new(core::ptr::without_provenance_mut::<u8>(0x7f00_1040));
+        assert_eq!(Show(0x7f00_1040).to_string(), format!("{p:?}"));
+        let none: Option<core::ptr::NonNull<u8>> = None;
+        assert_eq!(Show(0).to_string(), format!("{none:?}"));
     }
 
     /// Context goes in front of a typed detail, which it keeps, and the status stays.

@@ -809,7 +809,7 @@ unsafe impl Platform for FakePlatform {
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
         *lock(&self.last_request) = Some(*request);
         node_index(self, request.node.0 as usize)
-            .map_err(|e| crate::error!(Status::InvalidArgument, "{}", e.detail()))?;
+            .map_err(|e| e.with_status(Status::InvalidArgument))?;
         if request.size_bytes == 0 || request.size_bytes % 4096 != 0 {
             crate::bail!(
                 Status::InvalidArgument,
@@ -924,8 +924,7 @@ unsafe impl Platform for FakePlatform {
 
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()> {
         for n in nodes {
-            node_index(self, n.0 as usize)
-                .map_err(|e| crate::error!(Status::InvalidArgument, "{}", e.detail()))?;
+            node_index(self, n.0 as usize).map_err(|e| e.with_status(Status::InvalidArgument))?;
         }
         if !self.is_live(chunk) {
             crate::bail!(
@@ -942,7 +941,7 @@ unsafe impl Platform for FakePlatform {
 
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<QueueId>> {
         node_index(self, request.node.0 as usize)
-            .map_err(|e| crate::error!(Status::InvalidQueueCreation, "{}", e.detail()))?;
+            .map_err(|e| e.with_status(Status::InvalidQueueCreation))?;
         let size_packets = request.ring_size_bytes / 64;
         if request.ring_size_bytes % 64 != 0
             || !size_packets.is_power_of_two()

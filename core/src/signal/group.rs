@@ -4,7 +4,7 @@
 //! `hsa_signal_group_create`, `hsa_signal_group_wait_any_scacquire`.
 
 use crate::platform::{Platform, WaitOutcome};
-use crate::status::{Result, Status};
+use crate::status::{Error, Result, Status};
 
 use super::order::LoadOrder;
 use super::wait::{Backoff, Clock, SignalCondition, WaitState, MULTI_EVENT_SLICE_NS, SPIN_NS};
@@ -37,13 +37,16 @@ pub fn wait_any<P: Platform>(
         crate::bail!(Status::InvalidArgument, "wait_any: signal_count is 0");
     }
     if conditions.len() != signals.len() || values.len() != signals.len() {
-        crate::bail!(
+        return Err(Error::lazy(
             Status::InvalidArgument,
-            "wait_any: {} signals but {} conditions and {} values",
-            signals.len(),
-            conditions.len(),
-            values.len()
-        );
+            [signals.len(), conditions.len(), values.len()].map(|n| n as u64),
+            |&[signals, conditions, values, ..], f| {
+                write!(
+                    f,
+                    "wait_any: {signals} signals but {conditions} conditions and {values} values"
+                )
+            },
+        ));
     }
     let platform = signals[0].platform;
     let clock = Clock::start(platform);
@@ -126,11 +129,17 @@ impl<'s, 'p, P: Platform> SignalGroup<'s, 'p, P> {
         }
         for (i, a) in signals.iter().enumerate() {
             if let Some(j) = signals[..i].iter().position(|b| b.handle() == a.handle()) {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "signal group: signals[{i}] and signals[{j}] are the same signal {:#x}",
-                    a.handle().0
-                );
+                    [i as u64, j as u64, a.handle().0],
+                    |&[i, j, handle, ..], f| {
+                        write!(
+                            f,
+                            "signal group: signals[{i}] and signals[{j}] are the same signal \
+                             {handle:#x}"
+                        )
+                    },
+                ));
             }
         }
         Ok(SignalGroup { signals })

@@ -10,11 +10,11 @@
 use core::ptr::NonNull;
 
 use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_INVALID, AMD_SIGNAL_KIND_USER};
-use crate::addr::NodeId;
+use crate::addr::{GpuVa, NodeId};
 use crate::platform::{
     MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, PlatformError,
 };
-use crate::status::{Result, Status};
+use crate::status::{show_host_ptr, Error, Result, Status};
 use crate::sync::Ordering;
 
 use super::raw::{Mailbox, RawSignal};
@@ -158,13 +158,17 @@ impl<'p, P: Platform> SignalPool<'p, P> {
             Some(i) => i,
             None => {
                 if slabs.len() >= self.max_slabs {
-                    crate::bail!(
+                    return Err(Error::lazy(
                         Status::OutOfResources,
-                        "signal pool is full: {} slabs of {} signals (max_slabs {})",
-                        slabs.len(),
-                        SLOTS_PER_SLAB,
-                        self.max_slabs
-                    );
+                        [slabs.len() as u64, self.max_slabs as u64],
+                        |&[slabs, max_slabs, ..], f| {
+                            write!(
+                                f,
+                                "signal pool is full: {slabs} slabs of {SLOTS_PER_SLAB} signals \
+                                 (max_slabs {max_slabs})"
+                            )
+                        },
+                    ));
                 }
                 let slab = self.allocate_slab()?;
                 #[cfg(feature = "alloc")]
@@ -213,15 +217,24 @@ impl<'p, P: Platform> SignalPool<'p, P> {
             _ => {
                 // SAFETY: the chunk was just allocated by this platform and never shared.
                 let _ = unsafe { self.platform.free_memory(&chunk) };
-                crate::bail!(
+                let host = chunk.host_ptr.map_or(0, |h| h.as_ptr().addr() as u64);
+                return Err(Error::lazy(
                     Status::InvalidAllocation,
-                    "platform chunk for signals at {} has host_ptr {:?} and size_bytes {}; \
-                     need a 64-aligned host pointer and {} bytes",
-                    chunk.gpu_va,
-                    chunk.host_ptr,
-                    chunk.size_bytes,
-                    SLAB_BYTES
-                );
+                    [chunk.gpu_va.get(), host, chunk.size_bytes],
+                    |&[gpu_va, host, size_bytes, ..], f| {
+                        write!(
+                            f,
+                            "platform chunk for signals at {} has host_ptr ",
+                            GpuVa(gpu_va)
+                        )?;
+                        show_host_ptr(host, f)?;
+                        write!(
+                            f,
+                            " and size_bytes {size_bytes}; need a 64-aligned host pointer and \
+                             {SLAB_BYTES} bytes"
+                        )
+                    },
+                ));
             }
         };
         Ok(Slab {

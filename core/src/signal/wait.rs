@@ -49,10 +49,18 @@ impl SignalCondition {
             1 => SignalCondition::Ne,
             2 => SignalCondition::Lt,
             3 => SignalCondition::Gte,
-            _ => crate::bail!(
-                Status::InvalidArgument,
-                "signal condition {raw} is not one of EQ 0, NE 1, LT 2, GTE 3"
-            ),
+            _ => {
+                return Err(Error::lazy(
+                    Status::InvalidArgument,
+                    [raw.into()],
+                    |&[raw, ..], f| {
+                        write!(
+                            f,
+                            "signal condition {raw} is not one of EQ 0, NE 1, LT 2, GTE 3"
+                        )
+                    },
+                ))
+            }
         })
     }
 
@@ -87,10 +95,13 @@ impl WaitState {
         Ok(match raw {
             0 => WaitState::Blocked,
             1 => WaitState::Active,
-            _ => crate::bail!(
-                Status::InvalidArgument,
-                "wait state {raw} is not one of BLOCKED 0, ACTIVE 1"
-            ),
+            _ => {
+                return Err(Error::lazy(
+                    Status::InvalidArgument,
+                    [raw.into()],
+                    |&[raw, ..], f| write!(f, "wait state {raw} is not one of BLOCKED 0, ACTIVE 1"),
+                ))
+            }
         })
     }
 }
