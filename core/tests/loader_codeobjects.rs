@@ -494,9 +494,13 @@ fn wrong_isa_for_agent_is_incompatible() {
         .load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
         .unwrap_err();
     assert_eq!(e.status(), Status::IncompatibleArguments);
-    assert!(e.detail().contains("amdgcn-amd-amdhsa--gfx90a"), "{e}");
+    assert!(
+        e.detail().to_string().contains("amdgcn-amd-amdhsa--gfx90a"),
+        "{e}"
+    );
     assert!(
         e.detail()
+            .to_string()
             .contains("amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"),
         "{e}"
     );
@@ -512,7 +516,7 @@ fn wrong_isa_for_agent_is_incompatible() {
         )
         .unwrap_err();
     assert_eq!(e.status(), Status::IncompatibleArguments);
-    assert!(e.detail().contains("gfx9-generic"), "{e}");
+    assert!(e.detail().to_string().contains("gfx9-generic"), "{e}");
     exe.load_code_object(
         NodeId(1),
         &TargetId::parse("gfx906:sramecc-:xnack+").unwrap(),
@@ -572,7 +576,7 @@ fn bad_headers_give_exact_errors() {
     ] {
         let e = CodeObject::parse(&bytes).unwrap_err();
         assert_eq!(e.status(), Status::InvalidCodeObject, "{frag}");
-        assert!(e.detail().contains(frag), "{frag}: {e}");
+        assert!(e.detail().to_string().contains(frag), "{frag}: {e}");
     }
 }
 
@@ -589,6 +593,7 @@ fn metadata_descriptor_disagreement_names_kernel_and_field() {
     let e = CodeObject::parse(&bytes).unwrap_err();
     assert!(
         e.detail()
+            .to_string()
             .contains("\"local_reverse\": group_segment_fixed_size is 1024"),
         "{e}"
     );
@@ -601,6 +606,7 @@ fn metadata_descriptor_disagreement_names_kernel_and_field() {
     let e = CodeObject::parse(&bytes).unwrap_err();
     assert!(
         e.detail()
+            .to_string()
             .contains("\"vector_add\": wavefront_size is 64 in metadata but 32"),
         "{e}"
     );
@@ -611,7 +617,7 @@ fn metadata_descriptor_disagreement_names_kernel_and_field() {
         &[0x08 | read("kernels-gfx900-v5.hsaco")[0xa80 + 57]],
     );
     let e = CodeObject::parse(&bytes).unwrap_err();
-    assert!(e.detail().contains("uses_dynamic_stack"), "{e}");
+    assert!(e.detail().to_string().contains("uses_dynamic_stack"), "{e}");
 }
 
 #[test]

@@ -235,7 +235,7 @@ proptest! {
             }
             Err(e) => {
                 prop_assert_eq!(e.status(), Status::InvalidPacketFormat);
-                prop_assert!(e.detail().contains(" is "), "{}", e.detail());
+                prop_assert!(e.detail().to_string().contains(" is "), "{}", e.detail());
             }
         }
     }

@@ -710,7 +710,7 @@ fn destroying_an_event_ends_a_wait_on_it_with_eio() {
         };
         plain_ioctl(&*d, &mut de).unwrap();
         let e = waiter.join().unwrap().unwrap_err();
-        assert!(e.detail().contains("(errno 5)"), "{e}");
+        assert!(e.detail().to_string().contains("(errno 5)"), "{e}");
     });
     assert!(started.elapsed() < Duration::from_secs(5));
     let mut data = [EventData {
@@ -718,5 +718,5 @@ fn destroying_an_event_ends_a_wait_on_it_with_eio() {
         ..Default::default()
     }];
     let e = calls::wait_events(&*d, &mut data, false, 0).unwrap_err();
-    assert!(e.detail().contains("(errno 22)"), "{e}");
+    assert!(e.detail().to_string().contains("(errno 22)"), "{e}");
 }

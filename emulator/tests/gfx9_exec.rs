@@ -263,7 +263,7 @@ fn out_of_bounds_kernarg_pointer_is_memory_fault() {
         )
         .unwrap_err();
         assert_eq!(e.status(), Status::MemoryFault, "{f}: {e}");
-        assert!(e.detail().contains("0xdead0000"), "{e}");
+        assert!(e.detail().to_string().contains("0xdead0000"), "{e}");
     }
 }
 
@@ -283,7 +283,7 @@ fn illegal_instruction_names_encoding_and_offset() {
     let e = run_dispatch(&code, &kd, Gfx9Target::Gfx900, &st, &mem).unwrap_err();
     assert_eq!(e.status(), Status::IllegalInstruction);
     assert!(
-        e.detail().contains("MUBUF") && e.detail().contains("0x0"),
+        e.detail().to_string().contains("MUBUF") && e.detail().to_string().contains("0x0"),
         "{e}"
     );
 }

@@ -116,7 +116,7 @@ fn topology(o: &Options) -> Result<Topology, String> {
                     ))
                 }
             };
-            builtin_topology_for(version).map_err(|e| e.detail().to_owned())?
+            builtin_topology_for(version).map_err(|e| e.detail().to_string())?
         }
     };
     complete_capture(&mut t);

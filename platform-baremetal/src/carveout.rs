@@ -67,22 +67,26 @@ impl CarveOutAllocator {
                 || !c.gpu_va.is_aligned(PAGE_BYTES)
                 || c.phys_base.get() % PAGE_BYTES != 0
             {
-                hsa_core::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "carve-out {i}: size {:#x}, gpu_va {:#x}, phys {:#x} must be non-zero multiples of 4096",
-                    c.size_bytes,
-                    c.gpu_va.get(),
-                    c.phys_base.get()
-                );
+                    [i as u64, c.size_bytes, c.gpu_va.get(), c.phys_base.get()],
+                    |&[i, size, gpu_va, phys, ..], f| {
+                        write!(
+                            f,
+                            "carve-out {i}: size {size:#x}, gpu_va {gpu_va:#x}, phys {phys:#x} \
+                             must be non-zero multiples of 4096"
+                        )
+                    },
+                ));
             }
             let mut a = Arena::default();
             let _ = a.free.push((0, c.size_bytes));
             if cs.push(*c).is_err() || arenas.push(a).is_err() {
-                hsa_core::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "{} carve-outs; at most {MAX_CARVE_OUTS}",
-                    carve_outs.len()
-                );
+                    [carve_outs.len() as u64],
+                    |&[n, ..], f| write!(f, "{n} carve-outs; at most {MAX_CARVE_OUTS}"),
+                ));
             }
         }
         Ok(CarveOutAllocator {
@@ -109,16 +113,20 @@ impl CarveOutAllocator {
         let size = request.size_bytes;
         let align = request.align_bytes;
         if size == 0 || size % PAGE_BYTES != 0 {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "size_bytes {size:#x} is not a non-zero multiple of 4096"
-            );
+                [size],
+                |&[size, ..], f| {
+                    write!(f, "size_bytes {size:#x} is not a non-zero multiple of 4096")
+                },
+            ));
         }
         if !align.is_power_of_two() || align < PAGE_BYTES {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "align_bytes {align:#x} is not a power of two >= 4096"
-            );
+                [align],
+                |&[align, ..], f| write!(f, "align_bytes {align:#x} is not a power of two >= 4096"),
+            ));
         }
         let host = request.flags.contains(MemoryFlags::HOST_ACCESS);
         let order: &[CarveOutKind] = match (request.kind, host) {
@@ -147,12 +155,26 @@ impl CarveOutAllocator {
                 }
             }
         }
-        hsa_core::bail!(
+        Err(Error::lazy(
             Status::OutOfResources,
-            "no {:?} carve-out of node {} has {size:#x} free bytes aligned to {align:#x}",
-            request.kind,
-            request.node.get()
-        )
+            [
+                u64::from(request.kind == MemoryKind::DeviceLocal),
+                request.node.get().into(),
+                size,
+                align,
+            ],
+            |&[device_local, node, size, align, ..], f| {
+                let kind = match device_local {
+                    0 => MemoryKind::System,
+                    _ => MemoryKind::DeviceLocal,
+                };
+                write!(
+                    f,
+                    "no {kind:?} carve-out of node {node} has {size:#x} free bytes aligned to \
+                     {align:#x}"
+                )
+            },
+        ))
     }
 
     /// Frees the chunk with `handle` and `size_bytes` (as [`CarveOutBlock::handle`] gave).
@@ -165,16 +187,23 @@ impl CarveOutAllocator {
         let offset = (handle & ((1 << 56) - 1)).wrapping_mul(PAGE_BYTES);
         let mut arenas = self.arenas.lock();
         let Some(arena) = arenas.get_mut(carve) else {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "handle {handle:#x} names no carve-out"
-            );
+                [handle],
+                |&[handle, ..], f| write!(f, "handle {handle:#x} names no carve-out"),
+            ));
         };
         let Some(pos) = arena.live.iter().position(|&r| r == (offset, size_bytes)) else {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "handle {handle:#x} size {size_bytes:#x} is not a live chunk"
-            );
+                [handle, size_bytes],
+                |&[handle, size_bytes, ..], f| {
+                    write!(
+                        f,
+                        "handle {handle:#x} size {size_bytes:#x} is not a live chunk"
+                    )
+                },
+            ));
         };
         arena.live.swap_remove(pos);
         give_back(arena, offset, size_bytes);
@@ -269,6 +298,7 @@ fn give_back(a: &mut Arena, off: u64, size: u64) {
 mod tests {
     use super::*;
     use hsa_core::PhysAddr;
+    use std::string::ToString;
 
     fn carve(kind: CarveOutKind, node: u32, gpu: u64, size: u64, virt: Option<usize>) -> CarveOut {
         CarveOut {
@@ -382,7 +412,7 @@ mod tests {
             ))
             .unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("0x1001"));
+        assert!(e.detail().to_string().contains("0x1001"));
         let e = a
             .allocate(&req(
                 MemoryKind::System,
@@ -392,7 +422,7 @@ mod tests {
                 MemoryFlags::empty(),
             ))
             .unwrap_err();
-        assert!(e.detail().contains("align_bytes 0x3000"));
+        assert!(e.detail().to_string().contains("align_bytes 0x3000"));
         assert_eq!(a.free_bytes(0), 0x10_0000 - 0x3000);
         a.free(s.handle(), s.size_bytes).unwrap();
         a.free(b.handle(), b.size_bytes).unwrap();
@@ -429,6 +459,6 @@ mod tests {
         let e =
             CarveOutAllocator::new(&[carve(CarveOutKind::SystemMemory, 0, 0x1800, 0x1000, None)])
                 .unwrap_err();
-        assert!(e.detail().contains("gpu_va 0x1800"), "{e:?}");
+        assert!(e.detail().to_string().contains("gpu_va 0x1800"), "{e:?}");
     }
 }

@@ -29,12 +29,16 @@ impl Doorbells {
     pub fn new(aperture: MmioRegion, first: DoorbellIndex, count: u32) -> Result<Doorbells, Error> {
         let end = u64::from(first.get()) + u64::from(count);
         if end * DOORBELL_STRIDE_BYTES as u64 > aperture.size_bytes() as u64 {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "doorbells {}..{end} do not fit the {:#x}-byte aperture",
-                first.get(),
-                aperture.size_bytes()
-            );
+                [first.get().into(), end, aperture.size_bytes() as u64],
+                |&[first, end, aperture, ..], f| {
+                    write!(
+                        f,
+                        "doorbells {first}..{end} do not fit the {aperture:#x}-byte aperture"
+                    )
+                },
+            ));
         }
         Ok(Doorbells {
             aperture,
@@ -73,13 +77,20 @@ impl Doorbells {
 
     fn offset(&self, index: DoorbellIndex) -> Result<usize, Error> {
         if !self.contains(index) {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "doorbell index {} is outside the granted {}..{}",
-                index.get(),
-                self.first,
-                u64::from(self.first) + u64::from(self.count)
-            );
+                [
+                    index.get().into(),
+                    self.first.into(),
+                    u64::from(self.first) + u64::from(self.count),
+                ],
+                |&[index, first, end, ..], f| {
+                    write!(
+                        f,
+                        "doorbell index {index} is outside the granted {first}..{end}"
+                    )
+                },
+            ));
         }
         Ok(index.get() as usize * DOORBELL_STRIDE_BYTES)
     }
@@ -103,6 +114,7 @@ impl Doorbells {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::ToString;
 
     #[test]
     fn ring_stores_at_index_times_8_and_checks_the_grant() {
@@ -117,7 +129,7 @@ mod tests {
         );
         let e = db.ring(DoorbellIndex(3), 1).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("doorbell index 3"), "{e:?}");
+        assert!(e.detail().to_string().contains("doorbell index 3"), "{e:?}");
         assert!(db.ring(DoorbellIndex(12), 1).is_err());
         assert!(Doorbells::new(ap, DoorbellIndex(10), 7).is_err());
         assert_eq!(bar(5), 0x1234_5678_9abc_def0);

@@ -91,11 +91,13 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
     ) -> Result<(), Error> {
         let mut h = heap.heap.lock();
         if h.size() != 0 || size_bytes == 0 {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "heap has {:#x} bytes; size_bytes {size_bytes:#x}",
-                h.size()
-            );
+                [h.size() as u64, size_bytes as u64],
+                |&[has, size_bytes, ..], f| {
+                    write!(f, "heap has {has:#x} bytes; size_bytes {size_bytes:#x}")
+                },
+            ));
         }
         let Some(node) = self.memory.any_system_node() else {
             hsa_core::bail!(
@@ -113,11 +115,11 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
         })?;
         let Some(virt) = a.virt else {
             let _ = self.memory.free(a.handle(), a.size_bytes);
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::OutOfResources,
-                "system carve-out {} has no CPU mapping",
-                a.carve_out
-            );
+                [a.carve_out as u64],
+                |&[i, ..], f| write!(f, "system carve-out {i} has no CPU mapping"),
+            ));
         };
         // SAFETY: `[virt, virt + size)` is a chunk of a CPU-mapped system-memory carve-out that
         // the allocator gave out exclusively and that is never freed; the host keeps it valid

@@ -75,6 +75,33 @@ impl fmt::Display for IhError {
     }
 }
 
+impl IhError {
+    /// The error as integers, for an [`Error::lazy`](hsa_core::Error::lazy) message: the
+    /// variant (0, 1, 2), then its fields ([`MmioError`]'s own values for `Mmio`).
+    pub(crate) const fn to_values(self) -> [u64; 5] {
+        match self {
+            IhError::ReservedBits { dword, value } => [0, dword as u64, value as u64, 0, 0],
+            IhError::MisalignedWptr(w) => [1, w as u64, 0, 0, 0],
+            IhError::Mmio(e) => {
+                let [k, a, b, c] = e.to_values();
+                [2, k, a, b, c]
+            }
+        }
+    }
+
+    /// The error [`to_values`](Self::to_values) gave `v` for (the casts back are exact).
+    pub(crate) const fn from_values(v: [u64; 5]) -> IhError {
+        match v[0] {
+            0 => IhError::ReservedBits {
+                dword: v[1] as u8,
+                value: v[2] as u32,
+            },
+            1 => IhError::MisalignedWptr(v[1] as u32),
+            _ => IhError::Mmio(MmioError::from_values([v[1], v[2], v[3], v[4]])),
+        }
+    }
+}
+
 impl From<MmioError> for IhError {
     fn from(e: MmioError) -> IhError {
         IhError::Mmio(e)
@@ -333,6 +360,34 @@ mod tests {
         assert_eq!(e.node_id, 3);
         assert_eq!(e.src_data, [42, 0x1111_1111, 0x2222_2222, 0xffff_ffff]);
         assert_eq!(e.encode(), b);
+    }
+
+    /// Every error survives the integers an `Error::lazy` message keeps, extreme values too.
+    #[test]
+    fn errors_round_trip_through_their_values() {
+        let all = [
+            IhError::ReservedBits {
+                dword: 7,
+                value: u32::MAX,
+            },
+            IhError::MisalignedWptr(0x8000_0004),
+            IhError::Mmio(MmioError::OutOfBounds {
+                offset: usize::MAX,
+                width: 8,
+                size_bytes: 0x1000,
+            }),
+            IhError::Mmio(MmioError::Misaligned {
+                offset: 0x1002,
+                width: 4,
+            }),
+            IhError::Mmio(MmioError::BadBase(0x7)),
+        ];
+        for e in all {
+            assert_eq!(IhError::from_values(e.to_values()), e);
+            if let IhError::Mmio(m) = e {
+                assert_eq!(MmioError::from_values(m.to_values()), m);
+            }
+        }
     }
 
     #[test]

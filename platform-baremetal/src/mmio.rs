@@ -58,9 +58,47 @@ impl fmt::Display for MmioError {
     }
 }
 
+impl MmioError {
+    /// The error as integers, for an [`Error::lazy`] message: the variant (0, 1, 2), then its
+    /// fields in declaration order.
+    pub(crate) const fn to_values(self) -> [u64; 4] {
+        match self {
+            MmioError::OutOfBounds {
+                offset,
+                width,
+                size_bytes,
+            } => [0, offset as u64, width as u64, size_bytes as u64],
+            MmioError::Misaligned { offset, width } => [1, offset as u64, width as u64, 0],
+            MmioError::BadBase(b) => [2, b as u64, 0, 0],
+        }
+    }
+
+    /// The error [`to_values`](Self::to_values) gave `v` for (`usize` fields came from
+    /// `usize`, so the casts back are exact).
+    pub(crate) const fn from_values(v: [u64; 4]) -> MmioError {
+        match v[0] {
+            0 => MmioError::OutOfBounds {
+                offset: v[1] as usize,
+                width: v[2] as usize,
+                size_bytes: v[3] as usize,
+            },
+            1 => MmioError::Misaligned {
+                offset: v[1] as usize,
+                width: v[2] as usize,
+            },
+            _ => MmioError::BadBase(v[1] as usize),
+        }
+    }
+}
+
 impl From<MmioError> for Error {
+    /// `InvalidArgument` with the error's message, formatted only when displayed.
     fn from(e: MmioError) -> Error {
-        hsa_core::error!(Status::InvalidArgument, "{e}")
+        Error::lazy(
+            Status::InvalidArgument,
+            e.to_values(),
+            |&[k, a, b, c, ..], f| write!(f, "{}", MmioError::from_values([k, a, b, c])),
+        )
     }
 }
 
@@ -285,27 +323,35 @@ pub fn host_carve_out_window<H: Host + ?Sized>(
     size_bytes: u64,
 ) -> Result<MmioRegion, Error> {
     let Some(c) = host.carve_outs().get(index) else {
-        hsa_core::bail!(
+        return Err(Error::lazy(
             Status::InvalidArgument,
-            "carve-out index {index} is unknown"
-        );
+            [index as u64],
+            |&[index, ..], f| write!(f, "carve-out index {index} is unknown"),
+        ));
     };
     let Some(virt) = c.virt_base else {
-        hsa_core::bail!(
+        return Err(Error::lazy(
             Status::InvalidArgument,
-            "carve-out {index} has no CPU mapping"
-        );
+            [index as u64],
+            |&[index, ..], f| write!(f, "carve-out {index} has no CPU mapping"),
+        ));
     };
     let end = offset
         .checked_add(size_bytes)
         .filter(|&e| e <= c.size_bytes);
     let (Some(_), Ok(off), Ok(size)) = (end, usize::try_from(offset), usize::try_from(size_bytes))
     else {
-        hsa_core::bail!(
+        return Err(Error::lazy(
             Status::InvalidArgument,
-            "range {offset:#x}+{size_bytes:#x} is past carve-out {index}'s {:#x} bytes",
-            c.size_bytes
-        );
+            [offset, size_bytes, index as u64, c.size_bytes],
+            |&[offset, size_bytes, index, carve_out_bytes, ..], f| {
+                write!(
+                    f,
+                    "range {offset:#x}+{size_bytes:#x} is past carve-out {index}'s \
+                     {carve_out_bytes:#x} bytes"
+                )
+            },
+        ));
     };
     // SAFETY: the `Host` implementer guarantees the carve-out is mapped read-write for the CPU
     // over all of `size_bytes` and used by no one else; the range is inside it (checked).

@@ -100,43 +100,45 @@ impl ComputeMqd {
     pub fn new(p: &MqdParams) -> Result<ComputeMqd, Error> {
         let bad = Status::InvalidQueueCreation;
         if !p.ring.is_aligned(256) || p.ring.is_null() {
-            hsa_core::bail!(
-                bad,
-                "ring address {:#x} is null or not 256-byte aligned",
-                p.ring.get()
-            );
+            return Err(Error::lazy(bad, [p.ring.get()], |&[a, ..], f| {
+                write!(f, "ring address {a:#x} is null or not 256-byte aligned")
+            }));
         }
         let s = p.ring_size_bytes;
         if !s.is_power_of_two() || !(256..=1 << 34).contains(&s) {
-            hsa_core::bail!(
-                bad,
-                "ring_size_bytes {s:#x} is not a power of two in 256..=2^34"
-            );
+            return Err(Error::lazy(bad, [s], |&[s, ..], f| {
+                write!(
+                    f,
+                    "ring_size_bytes {s:#x} is not a power of two in 256..=2^34"
+                )
+            }));
         }
         if !p.eop.is_aligned(256) || p.eop.is_null() {
-            hsa_core::bail!(
-                bad,
-                "EOP address {:#x} is null or not 256-byte aligned",
-                p.eop.get()
-            );
+            return Err(Error::lazy(bad, [p.eop.get()], |&[a, ..], f| {
+                write!(f, "EOP address {a:#x} is null or not 256-byte aligned")
+            }));
         }
         let e = p.eop_size_bytes;
         if !e.is_power_of_two() || e < 16 {
-            hsa_core::bail!(bad, "eop_size_bytes {e:#x} is not a power of two >= 16");
+            return Err(Error::lazy(bad, [e], |&[e, ..], f| {
+                write!(f, "eop_size_bytes {e:#x} is not a power of two >= 16")
+            }));
         }
         if !p.rptr_report.is_aligned(8) || p.rptr_report.is_null() {
-            hsa_core::bail!(
-                bad,
-                "read pointer address {:#x} is null or not 8-byte aligned",
-                p.rptr_report.get()
-            );
+            return Err(Error::lazy(bad, [p.rptr_report.get()], |&[a, ..], f| {
+                write!(
+                    f,
+                    "read pointer address {a:#x} is null or not 8-byte aligned"
+                )
+            }));
         }
         if !p.wptr_poll.is_aligned(8) || p.wptr_poll.is_null() {
-            hsa_core::bail!(
-                bad,
-                "write pointer address {:#x} is null or not 8-byte aligned",
-                p.wptr_poll.get()
-            );
+            return Err(Error::lazy(bad, [p.wptr_poll.get()], |&[a, ..], f| {
+                write!(
+                    f,
+                    "write pointer address {a:#x} is null or not 8-byte aligned"
+                )
+            }));
         }
         let dw_offset = p
             .doorbell
@@ -144,11 +146,11 @@ impl ComputeMqd {
             .checked_mul(2)
             .filter(|&o| o <= DOORBELL_OFFSET_MAX);
         let Some(dw_offset) = dw_offset else {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 bad,
-                "doorbell index {} does not fit DOORBELL_OFFSET",
-                p.doorbell.get()
-            );
+                [p.doorbell.get().into()],
+                |&[i, ..], f| write!(f, "doorbell index {i} does not fit DOORBELL_OFFSET"),
+            ));
         };
         let log2_dwords = (s / 4).trailing_zeros();
         let eop_field = ((e / 4).trailing_zeros() - 1).min(EOP_SIZE_MAX_FIELD);
@@ -174,6 +176,7 @@ impl ComputeMqd {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::ToString;
 
     fn params() -> MqdParams {
         MqdParams {
@@ -237,7 +240,10 @@ mod tests {
             f(&mut p);
             let e = ComputeMqd::new(&p).unwrap_err();
             assert_eq!(e.status(), Status::InvalidQueueCreation);
-            assert!(e.detail().contains(needle), "{e:?} lacks {needle}");
+            assert!(
+                e.detail().to_string().contains(needle),
+                "{e:?} lacks {needle}"
+            );
         };
         check(
             &|p| p.ring = GpuVa(0x1_2345_6780),

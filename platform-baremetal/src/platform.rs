@@ -16,11 +16,11 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
         if index < self.host.nodes().len() {
             Ok(())
         } else {
-            hsa_core::bail!(
+            Err(Error::lazy(
                 Status::InvalidIndex,
-                "node index {index} >= node count {}",
-                self.host.nodes().len()
-            )
+                [index as u64, self.host.nodes().len() as u64],
+                |&[index, count, ..], f| write!(f, "node index {index} >= node count {count}"),
+            ))
         }
     }
 }
@@ -83,18 +83,18 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         let QueueKind::ComputeAql = request.kind;
         let mut slots = self.queues.lock();
         let Some(slot) = slots.iter().position(Option::is_none) else {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::OutOfResources,
-                "all {} queue slots are in use",
-                slots.len()
-            );
+                [slots.len() as u64],
+                |&[n, ..], f| write!(f, "all {n} queue slots are in use"),
+            ));
         };
         let Some(doorbell) = self.pick_doorbell(&slots[..]) else {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::OutOfResources,
-                "all {} granted doorbells are in use",
-                self.doorbells.count()
-            );
+                [self.doorbells.count().into()],
+                |&[n, ..], f| write!(f, "all {n} granted doorbells are in use"),
+            ));
         };
         let eop = self.allocate_eop(request.node)?;
         let built = ComputeMqd::new(&MqdParams {
@@ -156,14 +156,18 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
         let mut slots = self.queues.lock();
         let Some(entry) = slots.get_mut(queue.get() as usize) else {
-            hsa_core::bail!(
+            return Err(Error::lazy(
                 Status::InvalidQueue,
-                "queue id {} is out of range",
-                queue.get()
-            );
+                [queue.get().into()],
+                |&[id, ..], f| write!(f, "queue id {id} is out of range"),
+            ));
         };
         let Some(q) = entry.as_ref() else {
-            hsa_core::bail!(Status::InvalidQueue, "queue id {} is not live", queue.get());
+            return Err(Error::lazy(
+                Status::InvalidQueue,
+                [queue.get().into()],
+                |&[id, ..], f| write!(f, "queue id {id} is not live"),
+            ));
         };
         self.host.unmap_queue(&q.mapping)?;
         let eop = q.eop;
@@ -175,11 +179,9 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
 
     fn create_event(&self) -> Result<Event, Error> {
         let Some(id) = self.events.allocate() else {
-            hsa_core::bail!(
-                Status::OutOfResources,
-                "all {} events are in use",
-                Self::EVENT_CAPACITY
-            );
+            return Err(Error::lazy(Status::OutOfResources, [], |_, f| {
+                write!(f, "all {} events are in use", Self::EVENT_CAPACITY)
+            }));
         };
         let mailbox = self.event_mailbox(id)?;
         let off = self.event_page.offset + 8 * u64::from(id.get());
@@ -190,11 +192,7 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
 
     fn destroy_event(&self, event: EventId) -> Result<(), Error> {
         if !self.events.free(event) {
-            hsa_core::bail!(
-                Status::InvalidArgument,
-                "event {} is not allocated",
-                event.get()
-            );
+            return Err(crate::event_not_allocated(event));
         }
         self.host.wake_waiters();
         Ok(())
@@ -206,11 +204,7 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
 
     fn signal_event(&self, event: EventId) -> Result<(), Error> {
         if !self.events.set_pending(event) {
-            hsa_core::bail!(
-                Status::InvalidArgument,
-                "event {} is not allocated",
-                event.get()
-            );
+            return Err(crate::event_not_allocated(event));
         }
         self.host.wake_waiters();
         Ok(())

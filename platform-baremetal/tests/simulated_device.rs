@@ -379,7 +379,7 @@ fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
     assert_eq!(errors[0].0, FIRST_DOORBELL);
     assert_eq!(errors[0].1.status(), Status::InvalidPacketFormat);
     assert!(
-        errors[0].1.detail().contains("0xbad0000"),
+        errors[0].1.detail().to_string().contains("0xbad0000"),
         "{}",
         errors[0].1
     );

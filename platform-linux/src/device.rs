@@ -669,7 +669,7 @@ impl LinuxPlatform {
                 // drop frees it) instead of forgetting a live handle.
                 let mapped_to = if unmapped { Vec::new() } else { rec.mapped_to };
                 self.record(va, rec.size, Some(handle), mapped_to);
-                return Err(error!(Status::ResourceFree, "{}", e.detail()));
+                return Err(e.with_status(Status::ResourceFree));
             }
         }
         self.process.va.release(va).map_err(|e| {

@@ -226,7 +226,9 @@ mod tests {
         );
         let e = parse_choice("X", Some(OsStr::from_bytes(b"a\xff")), &three).unwrap_err();
         assert!(
-            e.detail().starts_with("X value \"a\\xFF\" is not UTF-8"),
+            e.detail()
+                .to_string()
+                .starts_with("X value \"a\\xFF\" is not UTF-8"),
             "{e}"
         );
     }

@@ -312,6 +312,7 @@ fn out_of_range_and_duplicates_and_bad_keys() {
     let e = Topology::read(&root).unwrap_err();
     assert!(
         e.detail()
+            .to_string()
             .ends_with(":1: simd_count value 4294967296 out of range for u32"),
         "{}",
         e.detail()
@@ -332,6 +333,7 @@ fn huge_file_and_long_line_are_rejected() {
     assert_eq!(e.status(), Status::Error);
     assert!(
         e.detail()
+            .to_string()
             .ends_with(&format!("file larger than {MAX_FILE_BYTES} bytes")),
         "{}",
         e.detail()
@@ -353,12 +355,18 @@ fn missing_pieces() {
     let root = tempdir("missing");
     let e = Topology::read(&root).unwrap_err();
     assert_eq!(e.status(), Status::Error);
-    assert!(e.detail().contains("nodes: cannot list"), "{}", e.detail());
+    assert!(
+        e.detail().to_string().contains("nodes: cannot list"),
+        "{}",
+        e.detail()
+    );
     // Node directory without properties.
     fs::create_dir_all(root.join("nodes/0")).unwrap();
     let e = Topology::read(&root).unwrap_err();
     assert!(
-        e.detail().contains("nodes/0/properties: cannot open"),
+        e.detail()
+            .to_string()
+            .contains("nodes/0/properties: cannot open"),
         "{}",
         e.detail()
     );
@@ -385,6 +393,7 @@ fn missing_pieces() {
     let e = Topology::read(&root).unwrap_err();
     assert!(
         e.detail()
+            .to_string()
             .ends_with("generation_id:1: '-3' is not a decimal number"),
         "{}",
         e.detail()
@@ -396,6 +405,7 @@ fn missing_pieces() {
     assert_eq!(e.status(), Status::Error);
     assert!(
         e.detail()
+            .to_string()
             .contains("nodes: node 5 is missing (found node 6 after 5 node(s)"),
         "{}",
         e.detail()
@@ -412,6 +422,7 @@ fn missing_pieces() {
         let e = Topology::read(&root).unwrap_err();
         assert!(
             e.detail()
+                .to_string()
                 .ends_with("nodes/5/gpu_id: cannot read: not a regular file"),
             "{}",
             e.detail()
@@ -444,14 +455,16 @@ fn memory_tree_errors_match_the_file_system() {
     let e = Topology::read_from(&tree, root).unwrap_err();
     assert_eq!(e.status(), Status::Error);
     assert!(
-        e.detail().starts_with("/t/nodes: cannot list"),
+        e.detail().to_string().starts_with("/t/nodes: cannot list"),
         "{}",
         e.detail()
     );
     tree.add_dir("/t/nodes/0");
     let e = Topology::read_from(&tree, root).unwrap_err();
     assert!(
-        e.detail().starts_with("/t/nodes/0/properties: cannot open"),
+        e.detail()
+            .to_string()
+            .starts_with("/t/nodes/0/properties: cannot open"),
         "{}",
         e.detail()
     );
@@ -459,7 +472,9 @@ fn memory_tree_errors_match_the_file_system() {
     tree.add_dir("/t/nodes/0/properties");
     let e = Topology::read_from(&tree, root).unwrap_err();
     assert!(
-        e.detail().starts_with("/t/nodes/0/properties: cannot read"),
+        e.detail()
+            .to_string()
+            .starts_with("/t/nodes/0/properties: cannot read"),
         "{}",
         e.detail()
     );
@@ -709,6 +724,7 @@ fn simd_count_beyond_the_crat_field_is_an_error() {
     tree.add_file("/t/nodes/0/properties", props(65536));
     assert!(read_error(Path::new("/t"), &tree)
         .detail()
+        .to_string()
         .starts_with("/t/nodes/0/properties:1: node 0: simd_count 65536 is out of range"));
 }
 

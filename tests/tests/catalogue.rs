@@ -317,7 +317,7 @@ fn catalogue() -> Vec<Row> {
                 emulated.fail_nth_ioctl(n, Errno::NOSPC);
                 match AqlQueue::create(rt.platform(), &config) {
                     Ok(q) => { q.destroy()?; n += 1; }
-                    Err(e) if e.detail().contains("CREATE_QUEUE") || n > 64 => return Err(e),
+                    Err(e) if e.detail().to_string().contains("CREATE_QUEUE") || n > 64 => return Err(e),
                     Err(_) => n += 1,
                 }
             }
@@ -358,7 +358,7 @@ fn every_bad_input_gives_its_status_and_message() {
                         r.what
                     ));
                 }
-                if e.status() != r.status || !e.detail().contains(r.fragment) {
+                if e.status() != r.status || !e.detail().to_string().contains(r.fragment) {
                     failures.push(format!(
                         "{}: got {:?} \"{}\", want {:?} containing \"{}\"",
                         r.what,

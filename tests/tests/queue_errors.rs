@@ -110,6 +110,7 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     assert!(
         logged
             .detail()
+            .to_string()
             .contains("packet 0: packet type (header bits 0..8) is 6"),
         "{logged}"
     );
@@ -502,7 +503,7 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
         FAULTS
             .lock()
             .unwrap()
-            .push((e.status(), e.detail().to_owned()));
+            .push((e.status(), e.detail().to_string()));
     }
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
     emulated.set_execution_mode(hsa_emu::ExecutionMode::HostOnly);
@@ -553,7 +554,8 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
     );
     let logged = emulated.queue_error(q.hw_id().0).unwrap();
     assert!(
-        logged.detail().contains("kernel wild_read") && logged.detail().contains("0xdead00000000"),
+        logged.detail().to_string().contains("kernel wild_read")
+            && logged.detail().to_string().contains("0xdead00000000"),
         "{logged}"
     );
     q.destroy().unwrap();

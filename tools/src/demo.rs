@@ -588,8 +588,7 @@ pub fn run_with_faults(
         Some(p) => p.clone(),
         None => find_code_object(&default_code_object_dir(), &target)?,
     };
-    // The whole path: a message longer than DETAIL_CAPACITY keeps its start and its end (the
-    // cause), eliding the middle of a long path.
+    // The whole path, in front of the cause: with `alloc` an error keeps a long message whole.
     let shown = path.display().to_string();
     let in_file = |e: Error| e.context(&shown);
     let bytes = crate::report::code_object::read_code_object_file(&path)?;

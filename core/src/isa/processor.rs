@@ -396,6 +396,7 @@ impl fmt::Display for Processor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::ToString;
 
     #[test]
     fn mach_values_match_llvm_readelf() {
@@ -430,7 +431,7 @@ mod tests {
         }
         let e = Processor::from_mach(0x27).unwrap_err();
         assert_eq!(e.status(), Status::InvalidIsa);
-        assert!(e.detail().contains("0x27"), "{e}");
+        assert!(e.detail().to_string().contains("0x27"), "{e}");
     }
 
     #[test]

@@ -272,7 +272,7 @@ impl<'a> CodeObject<'a> {
         }
         let e_flags = header.e_flags(endian);
         let target = TargetId::from_e_flags(e_flags)
-            .map_err(|e| Error::new(Status::InvalidCodeObject, e.detail()))?;
+            .map_err(|e| e.with_status(Status::InvalidCodeObject))?;
         if version < 6 && target.generic_version != 0 {
             return Err(bad!(
                 "e_flags {e_flags:#x}: generic version in a code object v{version}"

@@ -298,6 +298,7 @@ impl<'a> KernelArg<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::ToString;
 
     /// msgpack of `{"amdhsa.version": [1, 2], "amdhsa.kernels": [{".name": "k", <extra>}]}`.
     fn note(extra: &[u8], extra_pairs: u8) -> std::vec::Vec<u8> {
@@ -347,6 +348,7 @@ mod tests {
         assert!(Metadata::parse(&[0x90])
             .unwrap_err()
             .detail()
+            .to_string()
             .contains("root: is not a map"));
         let e = Metadata::parse(&[0x80]).unwrap_err();
         assert_eq!(e.detail(), "metadata amdhsa.version: is missing");

@@ -129,6 +129,7 @@ pub fn apply_relocation(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::ToString;
 
     fn rel(offset: u64, r_type: u32, addend: i64) -> DynRelocation {
         DynRelocation {
@@ -229,7 +230,7 @@ mod tests {
         ] {
             let e = apply_relocation(&mut img, 0x1000, 0x10_0000, &r, 0x10_0000).unwrap_err();
             assert_eq!(e.status(), Status::InvalidCodeObject);
-            assert!(e.detail().contains(frag), "{frag}: {e}");
+            assert!(e.detail().to_string().contains(frag), "{frag}: {e}");
         }
         assert_eq!(img, [0u8; 16]);
     }

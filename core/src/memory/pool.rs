@@ -19,13 +19,14 @@
 //! detect it).
 
 use crate::platform_ref::PlatformRef;
+use core::fmt;
 use core::ptr::NonNull;
 
 #[cfg(feature = "alloc")]
 use alloc::vec::Vec;
 
 use crate::addr::{GpuVa, NodeId, NodeMask};
-use crate::memory::region::{AccessPermission, AgentAccess, GlobalFlags, PoolInfo};
+use crate::memory::region::{AccessPermission, AgentAccess, GlobalFlags, PoolInfo, Segment};
 #[cfg(not(feature = "alloc"))]
 use crate::memory::suballoc::RANGE_CAPACITY;
 use crate::memory::suballoc::{RangeId, SubAllocError, SubAllocator, DEFAULT_CAPACITY};
@@ -220,12 +221,21 @@ where
     /// not a power of two.
     pub fn allocate_aligned(&self, size_bytes: u64, align_bytes: u64) -> Result<Allocation> {
         if !self.info.runtime_alloc_allowed {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidAllocation,
-                "pool of node {} ({:?} segment) does not allow runtime allocation",
-                self.info.owner.get(),
-                self.info.segment
-            );
+                [
+                    self.info.owner.get().into(),
+                    self.info.segment.region_raw().into(),
+                ],
+                |&[node, segment, ..], f| {
+                    write!(f, "pool of node {node} (")?;
+                    match Segment::from_region_raw(segment as u32) {
+                        Ok(s) => write!(f, "{s:?}")?,
+                        Err(_) => write!(f, "{segment}")?,
+                    }
+                    write!(f, " segment) does not allow runtime allocation")
+                },
+            ));
         }
         if size_bytes == 0 {
             crate::bail!(
@@ -234,23 +244,37 @@ where
             );
         }
         if size_bytes > self.info.alloc_max_size_bytes {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidAllocation,
-                "size_bytes is {size_bytes}; the pool's alloc_max_size_bytes is {}",
-                self.info.alloc_max_size_bytes
-            );
+                [size_bytes, self.info.alloc_max_size_bytes],
+                |&[size_bytes, max, ..], f| {
+                    write!(
+                        f,
+                        "size_bytes is {size_bytes}; the pool's alloc_max_size_bytes is {max}"
+                    )
+                },
+            ));
         }
         if !align_bytes.is_power_of_two() {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "align_bytes is {align_bytes}; must be a power of two"
-            );
+                [align_bytes],
+                |&[align_bytes, ..], f| {
+                    write!(f, "align_bytes is {align_bytes}; must be a power of two")
+                },
+            ));
         }
         let align = align_bytes.max(self.alignment_bytes);
         let size = round_up(size_bytes, self.info.alloc_granule_bytes).ok_or_else(|| {
-            crate::error!(
+            Error::lazy(
                 Status::InvalidAllocation,
-                "size_bytes {size_bytes} overflows when rounded to the granule"
+                [size_bytes],
+                |&[size_bytes, ..], f| {
+                    write!(
+                        f,
+                        "size_bytes {size_bytes} overflows when rounded to the granule"
+                    )
+                },
             )
         })?;
 
@@ -263,9 +287,7 @@ where
                         if inner.cached_empty == Some(g.range) {
                             inner.cached_empty = None;
                         }
-                        let chunk = inner.chunk(g.range).ok_or_else(|| {
-                            crate::error!(Status::Error, "no chunk for range {}", g.range.0)
-                        })?;
+                        let chunk = inner.chunk(g.range).ok_or_else(|| no_chunk(g.range))?;
                         return Ok(allocation_in(&chunk, g.addr, g.size));
                     }
                     Err(SubAllocError::NoRoom) => {
@@ -283,22 +305,39 @@ where
                             }
                         }
                     }
-                    Err(SubAllocError::NoRecords) => crate::bail!(
-                        Status::OutOfResources,
-                        "pool record storage (capacity {N}) is full; free allocations first"
-                    ),
-                    Err(e) => crate::bail!(
-                        Status::InvalidArgument,
-                        "size_bytes {size_bytes}, align {align}: {e:?}"
-                    ),
+                    Err(SubAllocError::NoRecords) => {
+                        return Err(Error::lazy(Status::OutOfResources, [], |_, f| {
+                            write!(
+                                f,
+                                "pool record storage (capacity {N}) is full; free allocations \
+                                 first"
+                            )
+                        }))
+                    }
+                    Err(e) => {
+                        return Err(Error::lazy(
+                            Status::InvalidArgument,
+                            [size_bytes, align, e as u64],
+                            |&[size_bytes, align, e, ..], f| {
+                                write!(f, "size_bytes {size_bytes}, align {align}: ")?;
+                                show_suballoc_error(e, f)
+                            },
+                        ))
+                    }
                 }
             };
             self.grow(chunk_bytes, align)?;
         }
-        crate::bail!(
+        Err(Error::lazy(
             Status::OutOfResources,
-            "pool kept running out of room for {size} bytes while other threads allocated"
-        )
+            [size],
+            |&[size, ..], f| {
+                write!(
+                    f,
+                    "pool kept running out of room for {size} bytes while other threads allocated"
+                )
+            },
+        ))
     }
 
     /// Removes the cached empty chunk from the tables, if there is one and it is still empty.
@@ -317,19 +356,28 @@ where
         let committed = inner.reserved_bytes + inner.pending_bytes;
         let room = self.info.size_bytes.saturating_sub(committed);
         // The chunk is aligned to `align` (see `grow`), so the allocation fits at its start.
-        let need = round_up(size, self.chunk_unit_bytes)
-            .ok_or_else(|| crate::error!(Status::OutOfResources, "size {size} too large"))?;
+        let need = round_up(size, self.chunk_unit_bytes).ok_or_else(|| {
+            Error::lazy(Status::OutOfResources, [size], |&[size, ..], f| {
+                write!(f, "size {size} too large")
+            })
+        })?;
         let want = need.max(round_up(DEFAULT_CHUNK_BYTES, self.chunk_unit_bytes).unwrap_or(need));
         let bytes = if want <= room {
             want
         } else if need <= room {
             need
         } else {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::OutOfResources,
-                "pool of {} bytes has {committed} reserved; {need} more needed for {size} bytes at align {align}",
-                self.info.size_bytes
-            )
+                [self.info.size_bytes, committed, need, size, align],
+                |&[pool, committed, need, size, align], f| {
+                    write!(
+                        f,
+                        "pool of {pool} bytes has {committed} reserved; {need} more needed for \
+                         {size} bytes at align {align}"
+                    )
+                },
+            ));
         };
         inner.pending_bytes += bytes;
         Ok(bytes)
@@ -358,13 +406,25 @@ where
             Err(e) => {
                 drop(inner);
                 let _ = self.release(&chunk);
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::OutOfResources,
-                    "cannot use chunk at {} of {} bytes (asked {bytes} aligned {}): {e:?}",
-                    chunk.gpu_va,
-                    chunk.size_bytes,
-                    request.align_bytes
-                );
+                    [
+                        chunk.gpu_va.get(),
+                        chunk.size_bytes,
+                        bytes,
+                        request.align_bytes,
+                        e as u64,
+                    ],
+                    |&[va, size, bytes, align, e], f| {
+                        write!(
+                            f,
+                            "cannot use chunk at {} of {size} bytes (asked {bytes} aligned \
+                             {align}): ",
+                            GpuVa(va)
+                        )?;
+                        show_suballoc_error(e, f)
+                    },
+                ));
             }
         };
         if let Err(e) = inner.set_chunk(range, Some(chunk)) {
@@ -397,10 +457,14 @@ where
         let to_release = {
             let mut inner = self.inner.lock();
             let freed = inner.sub.free(va.get()).map_err(|_| {
-                crate::error!(
-                    Status::InvalidArgument,
-                    "address {va} is not an allocation of this pool (never allocated, or freed)"
-                )
+                Error::lazy(Status::InvalidArgument, [va.get()], |&[va, ..], f| {
+                    write!(
+                        f,
+                        "address {} is not an allocation of this pool (never allocated, or \
+                         freed)",
+                        GpuVa(va)
+                    )
+                })
             })?;
             let small = inner
                 .chunk(freed.range)
@@ -437,15 +501,8 @@ where
     /// `Status::InvalidArgument` when no live allocation of this pool contains `va`.
     pub fn pointer_info(&self, va: GpuVa) -> Result<PointerInfo> {
         let inner = self.inner.lock();
-        let f = inner.sub.find(va.get()).ok_or_else(|| {
-            crate::error!(
-                Status::InvalidArgument,
-                "address {va} is not inside an allocation of this pool"
-            )
-        })?;
-        let chunk = inner
-            .chunk(f.range)
-            .ok_or_else(|| crate::error!(Status::Error, "no chunk for range {}", f.range.0))?;
+        let f = inner.sub.find(va.get()).ok_or_else(|| not_inside(va))?;
+        let chunk = inner.chunk(f.range).ok_or_else(|| no_chunk(f.range))?;
         Ok(PointerInfo {
             allocation: allocation_in(&chunk, f.addr, f.size),
             pool_owner: self.info.owner,
@@ -466,21 +523,33 @@ where
         let a = info.allocation;
         let off = va.get() - a.va.get();
         if len > a.size_bytes - off {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "{len} bytes at {va} run past the allocation at {} of {} bytes",
-                a.va,
-                a.size_bytes
-            );
+                [len, va.get(), a.va.get(), a.size_bytes],
+                |&[len, va, base, size, ..], f| {
+                    write!(
+                        f,
+                        "{len} bytes at {} run past the allocation at {} of {size} bytes",
+                        GpuVa(va),
+                        GpuVa(base)
+                    )
+                },
+            ));
         }
         let host = a.host_ptr.ok_or_else(|| {
-            crate::error!(
-                Status::InvalidArgument,
-                "address {va} is in a pool the host cannot access"
-            )
+            Error::lazy(Status::InvalidArgument, [va.get()], |&[va, ..], f| {
+                write!(
+                    f,
+                    "address {} is in a pool the host cannot access",
+                    GpuVa(va)
+                )
+            })
         })?;
-        NonNull::new(host.as_ptr().wrapping_add(off as usize))
-            .ok_or_else(|| crate::error!(Status::Error, "host pointer of {va} wrapped to null"))
+        NonNull::new(host.as_ptr().wrapping_add(off as usize)).ok_or_else(|| {
+            Error::lazy(Status::Error, [va.get()], |&[va, ..], f| {
+                write!(f, "host pointer of {} wrapped to null", GpuVa(va))
+            })
+        })
     }
 
     fn check_nodes(&self, nodes: &[NodeId]) -> Result<NodeMask> {
@@ -493,11 +562,16 @@ where
         let mut mask = NodeMask::EMPTY;
         for &n in nodes {
             if self.info.access_of(n) == AgentAccess::NeverAllowed {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "node {} can never access this pool (ACCESS_NEVER_ALLOWED)",
-                    n.get()
-                );
+                    [n.get().into()],
+                    |&[node, ..], f| {
+                        write!(
+                            f,
+                            "node {node} can never access this pool (ACCESS_NEVER_ALLOWED)"
+                        )
+                    },
+                ));
             }
             mask.insert(n)?;
         }
@@ -534,16 +608,17 @@ where
         let (meta, chunk) = {
             let inner = self.inner.lock();
             let f = inner.sub.get(va.get()).ok_or_else(|| {
-                crate::error!(
-                    Status::InvalidArgument,
-                    "address {va} is not the start of an allocation of this pool"
-                )
+                Error::lazy(Status::InvalidArgument, [va.get()], |&[va, ..], f| {
+                    write!(
+                        f,
+                        "address {} is not the start of an allocation of this pool",
+                        GpuVa(va)
+                    )
+                })
             })?;
             (
                 f.data,
-                inner.chunk(f.range).ok_or_else(|| {
-                    crate::error!(Status::Error, "no chunk for range {}", f.range.0)
-                })?,
+                inner.chunk(f.range).ok_or_else(|| no_chunk(f.range))?,
             )
         };
         if !self.info.is_coarse_grained() {
@@ -551,11 +626,11 @@ where
         }
         let rule = self.info.access_of(node);
         if rule == AgentAccess::NeverAllowed {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidAgent,
-                "node {} can never access this pool",
-                node.get()
-            );
+                [node.get().into()],
+                |&[node, ..], f| write!(f, "node {node} can never access this pool"),
+            ));
         }
         let mut allowed = meta.allowed_nodes;
         allowed.insert(node)?;
@@ -573,15 +648,8 @@ where
     /// The base of the allocation containing `va` and its chunk.
     fn locate(&self, va: GpuVa) -> Result<(u64, MemoryChunk)> {
         let inner = self.inner.lock();
-        let f = inner.sub.find(va.get()).ok_or_else(|| {
-            crate::error!(
-                Status::InvalidArgument,
-                "address {va} is not inside an allocation of this pool"
-            )
-        })?;
-        let chunk = inner
-            .chunk(f.range)
-            .ok_or_else(|| crate::error!(Status::Error, "no chunk for range {}", f.range.0))?;
+        let f = inner.sub.find(va.get()).ok_or_else(|| not_inside(va))?;
+        let chunk = inner.chunk(f.range).ok_or_else(|| no_chunk(f.range))?;
         Ok((f.addr, chunk))
     }
 
@@ -590,20 +658,14 @@ where
         let mut m = inner
             .sub
             .get(base)
-            .ok_or_else(|| {
-                crate::error!(
-                    Status::InvalidArgument,
-                    "allocation at {base:#x} was freed meanwhile"
-                )
-            })?
+            .ok_or_else(|| freed_meanwhile(base))?
             .data;
         f(&mut m);
-        inner.sub.set_data(base, m).map(|_| ()).map_err(|_| {
-            crate::error!(
-                Status::InvalidArgument,
-                "allocation at {base:#x} was freed meanwhile"
-            )
-        })
+        inner
+            .sub
+            .set_data(base, m)
+            .map(|_| ())
+            .map_err(|_| freed_meanwhile(base))
     }
 
     /// Byte totals. Ref: what ROCR reports through `HSA_AMD_MEMORY_POOL_INFO_*` plus the
@@ -736,8 +798,47 @@ impl From<SubAllocError> for Error {
             SubAllocError::NoRoom | SubAllocError::NoRecords => Status::OutOfResources,
             _ => Status::InvalidArgument,
         };
-        crate::error!(status, "sub-allocator: {e:?}")
+        Error::lazy(status, [e as u64], |&[e, ..], f| {
+            f.write_str("sub-allocator: ")?;
+            show_suballoc_error(e, f)
+        })
     }
+}
+
+/// Shows the [`SubAllocError`] whose discriminant is `e` as its `Debug` does.
+fn show_suballoc_error(e: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match usize::try_from(e)
+        .ok()
+        .and_then(|i| SubAllocError::ALL.get(i))
+    {
+        Some(e) => write!(f, "{e:?}"),
+        None => write!(f, "SubAllocError {e}"),
+    }
+}
+
+/// `InvalidArgument`: no live allocation of the pool contains `va`.
+fn not_inside(va: GpuVa) -> Error {
+    Error::lazy(Status::InvalidArgument, [va.get()], |&[va, ..], f| {
+        write!(
+            f,
+            "address {} is not inside an allocation of this pool",
+            GpuVa(va)
+        )
+    })
+}
+
+/// `InvalidArgument`: the allocation at `base` was freed by another thread meanwhile.
+fn freed_meanwhile(base: u64) -> Error {
+    Error::lazy(Status::InvalidArgument, [base], |&[base, ..], f| {
+        write!(f, "allocation at {base:#x} was freed meanwhile")
+    })
+}
+
+/// `Error`: the pool's tables lost the chunk of a range that holds an allocation.
+fn no_chunk(range: RangeId) -> Error {
+    Error::lazy(Status::Error, [range.0.into()], |&[range, ..], f| {
+        write!(f, "no chunk for range {range}")
+    })
 }
 
 #[cfg(test)]
@@ -751,6 +852,7 @@ mod tests {
     use crate::platform::{MemoryFlags, MemoryKind};
     use proptest::prelude::*;
     use std::collections::BTreeMap;
+    use std::string::ToString;
     use std::sync::Arc;
     use std::vec;
     use std::vec::Vec as StdVec;
@@ -857,11 +959,11 @@ mod tests {
         // hsa_amd_memory_pool_allocate / hsa_memory_allocate: size 0 -> INVALID_ARGUMENT.
         let e = pool.allocate(0).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("size_bytes is 0"));
+        assert!(e.detail().to_string().contains("size_bytes is 0"));
         // size > ALLOC_MAX_SIZE -> INVALID_ALLOCATION.
         let e = pool.allocate(8 * MIB + 1).unwrap_err();
         assert_eq!(e.status(), Status::InvalidAllocation);
-        assert!(e.detail().contains("8388609"));
+        assert!(e.detail().to_string().contains("8388609"));
         assert_eq!(
             pool.allocate_aligned(16, 48).unwrap_err().status(),
             Status::InvalidArgument
@@ -882,7 +984,7 @@ mod tests {
         let after = pool.stats();
         let e = pool.free(a.va).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains(&std::format!("{}", a.va)));
+        assert!(e.detail().to_string().contains(&std::format!("{}", a.va)));
         assert_eq!(pool.stats(), after);
         assert_eq!(
             pool.pointer_info(a.va).unwrap_err().status(),
@@ -1002,12 +1104,12 @@ mod tests {
         assert!(a.va.get() >= UNMAPPED_BASE);
         let e = pool.allow_access(a.va, &[]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("num_agents is 0"));
+        assert!(e.detail().to_string().contains("num_agents is 0"));
         let e = pool
             .allow_access(a.va, &[NodeId(0), NodeId(2)])
             .unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("node 2"));
+        assert!(e.detail().to_string().contains("node 2"));
         assert!(p.map_calls().is_empty());
         pool.allow_access(GpuVa(a.va.get() + 100), &[NodeId(0)])
             .unwrap();
@@ -1073,10 +1175,10 @@ mod tests {
             );
             let e = crate::memory::copy(&k_pool, dst.va, &a_pool, src.va, 65).unwrap_err();
             assert_eq!(e.status(), Status::InvalidArgument);
-            assert!(e.detail().contains("65 bytes"));
+            assert!(e.detail().to_string().contains("65 bytes"));
             let e = crate::memory::copy(&a_pool, GpuVa(src.va.get() + 8), &a_pool, src.va, 16)
                 .unwrap_err();
-            assert!(e.detail().contains("overlap"));
+            assert!(e.detail().to_string().contains("overlap"));
             assert_eq!(
                 k_pool
                     .write(GpuVa(dst.va.get() + 60), &[0; 8])

@@ -7,7 +7,7 @@ use crate::platform_ref::PlatformRef;
 use crate::addr::GpuVa;
 use crate::memory::pool::{Allocation, MemoryPool};
 use crate::platform::{MemoryChunk, Platform};
-use crate::status::{Result, Status};
+use crate::status::{Error, Result, Status};
 
 // SAFETY: an Allocation is a description (addresses and a size), like `MemoryChunk`; reaching
 // the memory through `host_ptr` needs `unsafe` whose caller upholds aliasing and lifetime.
@@ -55,10 +55,18 @@ where
     let s = src_pool.host_span(src, size_bytes)?;
     let (da, sa) = (d.as_ptr().addr() as u64, s.as_ptr().addr() as u64);
     if da < sa + size_bytes && sa < da + size_bytes {
-        crate::bail!(
+        return Err(Error::lazy(
             Status::InvalidArgument,
-            "copy of {size_bytes} bytes from {src} to {dst}: the ranges overlap"
-        );
+            [size_bytes, src.get(), dst.get()],
+            |&[size_bytes, src, dst, ..], f| {
+                write!(
+                    f,
+                    "copy of {size_bytes} bytes from {} to {}: the ranges overlap",
+                    GpuVa(src),
+                    GpuVa(dst)
+                )
+            },
+        ));
     }
     let len = usize::try_from(size_bytes).map_err(|_| {
         crate::error!(

@@ -339,6 +339,7 @@ impl PoolInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::ToString;
 
     #[test]
     fn raw_values_match_hsa_headers() {
@@ -372,7 +373,7 @@ mod tests {
         assert_eq!(Segment::from_region_raw(4), Ok(Segment::Kernarg));
         let e = Segment::from_region_raw(5).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("segment is 5"));
+        assert!(e.detail().to_string().contains("segment is 5"));
     }
 
     #[test]
@@ -386,6 +387,7 @@ mod tests {
             .validate()
             .unwrap_err()
             .detail()
+            .to_string()
             .contains("alloc_granule_bytes is 3000"));
         let mut p = ok.clone();
         p.alloc_alignment_bytes = 0;
@@ -393,18 +395,25 @@ mod tests {
             .validate()
             .unwrap_err()
             .detail()
+            .to_string()
             .contains("alloc_alignment_bytes is 0"));
         let mut p = ok.clone();
         p.alloc_max_size_bytes = (1 << 20) + 1;
         assert_eq!(p.validate().unwrap_err().status(), Status::InvalidArgument);
         let mut p = ok.clone();
         p.global_flags |= GlobalFlags::FINE_GRAINED;
-        assert!(p.validate().unwrap_err().detail().contains("0x6"));
+        assert!(p
+            .validate()
+            .unwrap_err()
+            .detail()
+            .to_string()
+            .contains("0x6"));
         let p = PoolInfo::new(NodeId(0), GlobalFlags::KERNARG, 4096);
         assert!(p
             .validate()
             .unwrap_err()
             .detail()
+            .to_string()
             .contains("KERNARG requires FINE_GRAINED"));
         let mut p = ok.clone();
         p.segment = Segment::Group;

@@ -76,6 +76,18 @@ pub enum SubAllocError {
     RangeBusy,
 }
 
+impl SubAllocError {
+    /// Every error, in declaration order: `ALL[e as usize] == e`.
+    pub(crate) const ALL: [SubAllocError; 6] = [
+        SubAllocError::BadArgument,
+        SubAllocError::NoRoom,
+        SubAllocError::NoRecords,
+        SubAllocError::NotAllocated,
+        SubAllocError::Overlap,
+        SubAllocError::RangeBusy,
+    ];
+}
+
 /// A block handed out by [`SubAllocator::allocate`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Grant {
@@ -812,6 +824,18 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::vec::Vec as StdVec;
+
+    /// Errors shown from their discriminant (`Error::lazy` messages) name the right one.
+    #[test]
+    fn all_lists_every_error_at_its_discriminant() {
+        for (i, e) in SubAllocError::ALL.iter().enumerate() {
+            assert_eq!(*e as usize, i, "{e:?}");
+        }
+        assert_eq!(
+            SubAllocError::ALL[SubAllocError::RangeBusy as usize],
+            SubAllocError::RangeBusy
+        );
+    }
 
     type Sa = SubAllocator<u32, 1024>;
 

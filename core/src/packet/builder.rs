@@ -170,11 +170,10 @@ impl KernelDispatch {
                 let rule = Rule::OneWhenUnused { dimensions: dims };
                 return Err(Violation::new(name, grid, rule));
             }
-            let wg = u64::from(wg);
-            if grid < wg {
+            if grid < u64::from(wg) {
                 let rule = Rule::NotBelow {
                     other: wg_name,
-                    other_value: wg,
+                    other_value: wg.into(),
                 };
                 return Err(Violation::new(name, grid, rule));
             }
@@ -242,7 +241,8 @@ fn check_address(
         return Err(Violation::new(
             field,
             addr.get(),
-            Rule::Aligned(align_bytes),
+            // The alignments are 16 and 64 (`KERNARG_ALIGN_BYTES`, `KERNEL_OBJECT_ALIGN_BYTES`).
+            Rule::Aligned(u32::try_from(align_bytes).unwrap_or(u32::MAX)),
         ));
     }
     Ok(())
@@ -254,7 +254,7 @@ fn deps_from_slice(deps: &[SignalHandle]) -> Result<[SignalHandle; MAX_DEP_SIGNA
         return Err(Violation::new(
             "dependency signal count",
             deps.len() as u64,
-            Rule::AtMost(MAX_DEP_SIGNALS as u64),
+            Rule::AtMost(MAX_DEP_SIGNALS as u32),
         )
         .into_error(Status::InvalidArgument));
     }
@@ -428,7 +428,7 @@ impl BarrierValue {
             return Err(Violation::new(
                 "condition",
                 self.condition.into(),
-                Rule::InRange(0, MAX_BARRIER_VALUE_CONDITION.into()),
+                Rule::InRange(0, MAX_BARRIER_VALUE_CONDITION),
             ));
         }
         Ok(())

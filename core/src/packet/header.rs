@@ -11,6 +11,7 @@ use crate::abi::packet::{
     HEADER_BARRIER_SHIFT, HEADER_RELEASE_FENCE_SCOPE_SHIFT, HEADER_RELEASE_FENCE_SCOPE_WIDTH,
     HEADER_TYPE_SHIFT, HEADER_TYPE_WIDTH,
 };
+pub(crate) use crate::status::{Rule, Violation};
 use crate::{Error, Result, Status};
 
 /// Mask of the header bits hsa.h defines (0..13); bits 13..16 are reserved.
@@ -57,70 +58,6 @@ impl Default for HeaderFlags {
     /// [`HeaderFlags::NONE`].
     fn default() -> Self {
         HeaderFlags::NONE
-    }
-}
-
-/// A reason a packet (or its header) is malformed, without formatting: the field's name, the
-/// value found, and the rule it breaks. Turned into an [`Error`] only on the failure path.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Violation {
-    pub(crate) field: &'static str,
-    pub(crate) value: u64,
-    pub(crate) rule: Rule,
-}
-
-/// The rule a [`Violation`] breaks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Rule {
-    /// `>= n`.
-    AtLeast(u64),
-    /// `<= n`.
-    AtMost(u64),
-    /// In `lo..=hi`.
-    InRange(u64, u64),
-    /// Exactly 1 because the grid has fewer dimensions.
-    OneWhenUnused { dimensions: u8 },
-    /// `>= other` (named field with its value).
-    NotBelow {
-        other: &'static str,
-        other_value: u64,
-    },
-    /// Non-zero address or handle.
-    NonNull,
-    /// Multiple of n bytes.
-    Aligned(u64),
-}
-
-impl Violation {
-    pub(crate) const fn new(field: &'static str, value: u64, rule: Rule) -> Violation {
-        Violation { field, value, rule }
-    }
-
-    /// The error for this violation with `status`.
-    pub(crate) fn into_error(self, status: Status) -> Error {
-        crate::error!(status, "{self}")
-    }
-}
-
-impl fmt::Display for Violation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (field, v) = (self.field, self.value);
-        match self.rule {
-            Rule::AtLeast(n) => write!(f, "{field} is {v}; must be >= {n}"),
-            Rule::AtMost(n) => write!(f, "{field} is {v}; must be <= {n}"),
-            Rule::InRange(lo, hi) => write!(f, "{field} is {v}; must be in {lo}..={hi}"),
-            Rule::OneWhenUnused { dimensions } => {
-                write!(
-                    f,
-                    "{field} is {v}; must be 1 when dimensions is {dimensions}"
-                )
-            }
-            Rule::NotBelow { other, other_value } => {
-                write!(f, "{field} is {v}; must be >= {other} ({other_value})")
-            }
-            Rule::NonNull => write!(f, "{field} is null ({v:#x}); must be non-null"),
-            Rule::Aligned(n) => write!(f, "{field} is {v:#x}; must be {n}-byte aligned"),
-        }
     }
 }
 

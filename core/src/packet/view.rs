@@ -3,7 +3,7 @@
 //! # No-panic contract
 //! No method of [`AqlPacket`] panics, whatever the 64 bytes hold: [`AqlPacket::new_checked`]
 //! rejects a buffer that is not exactly 64 bytes, the getters read fixed offsets of a fixed
-//! 64-byte array, and [`AqlPacket::parse`] reports every malformed field as an [`Error`](crate::Error) with
+//! 64-byte array, and [`AqlPacket::parse`] reports every malformed field as an [`Error`] with
 //! [`Status::InvalidPacketFormat`] naming the field and value. (Should a buffer's `AsRef`
 //! later return a shorter slice, getters read zeroes and setters do nothing.)
 //!
@@ -32,7 +32,7 @@ use crate::abi::packet::{
     SETUP_DIMENSIONS_SHIFT, SETUP_DIMENSIONS_WIDTH,
 };
 use crate::abi::SignalHandle;
-use crate::{GpuVa, Result, Status};
+use crate::{Error, GpuVa, Result, Status};
 
 /// Byte offsets of every field the view reads, from the `abi` layouts.
 mod field {
@@ -85,10 +85,16 @@ impl<T: AsRef<[u8]>> AqlPacket<T> {
     pub fn new_checked(buffer: T) -> Result<AqlPacket<T>> {
         let len = buffer.as_ref().len();
         if len != PACKET_SIZE_BYTES {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "AQL packet buffer is {len} bytes; must be {PACKET_SIZE_BYTES}"
-            );
+                [len as u64],
+                |&[len, ..], f| {
+                    write!(
+                        f,
+                        "AQL packet buffer is {len} bytes; must be {PACKET_SIZE_BYTES}"
+                    )
+                },
+            ));
         }
         Ok(AqlPacket { buffer })
     }

@@ -545,7 +545,7 @@ unsafe impl Platform for FakePlatform {
     fn allocate_memory(&self, request: &MemoryRequest) -> Result<MemoryChunk> {
         *lock(&self.last_request) = Some(*request);
         node_index(self, request.node.0 as usize)
-            .map_err(|e| crate::error!(Status::InvalidArgument, "{}", e.detail()))?;
+            .map_err(|e| e.with_status(Status::InvalidArgument))?;
         if request.size_bytes == 0 || request.size_bytes % 4096 != 0 {
             crate::bail!(
                 Status::InvalidArgument,
@@ -660,8 +660,7 @@ unsafe impl Platform for FakePlatform {
 
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<()> {
         for n in nodes {
-            node_index(self, n.0 as usize)
-                .map_err(|e| crate::error!(Status::InvalidArgument, "{}", e.detail()))?;
+            node_index(self, n.0 as usize).map_err(|e| e.with_status(Status::InvalidArgument))?;
         }
         if !self.is_live(chunk) {
             crate::bail!(
@@ -678,7 +677,7 @@ unsafe impl Platform for FakePlatform {
 
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<QueueId>> {
         node_index(self, request.node.0 as usize)
-            .map_err(|e| crate::error!(Status::InvalidQueueCreation, "{}", e.detail()))?;
+            .map_err(|e| e.with_status(Status::InvalidQueueCreation))?;
         let size_packets = request.ring_size_bytes / 64;
         if request.ring_size_bytes % 64 != 0
             || !size_packets.is_power_of_two()
@@ -1054,6 +1053,7 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
 mod tests {
     use super::*;
     use crate::platform::{MemoryFlags, MemoryKind};
+    use std::string::ToString;
 
     fn request(node: u32, size_bytes: u64, align_bytes: u64) -> MemoryRequest {
         MemoryRequest {
@@ -1088,7 +1088,7 @@ mod tests {
         unsafe { p.free_memory(&a).unwrap() };
         let e = p.map_memory(&a, &[NodeId(0)]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("not live"), "{e}");
+        assert!(e.detail().to_string().contains("not live"), "{e}");
         assert_eq!(p.map_calls().len(), 1, "failed maps are not recorded");
         assert_eq!(p.live_chunks(), [b]);
         assert_eq!(p.allocated_bytes(), 4096);
@@ -1211,7 +1211,10 @@ mod tests {
         f.fail_next(FaultMethod::AllocateMemory, Status::OutOfResources);
         let e = f.allocate_memory(&request(0, 4096, 4096)).unwrap_err();
         assert_eq!(e.status(), Status::OutOfResources);
-        assert!(e.detail().contains("call 2 of AllocateMemory"), "{e}");
+        assert!(
+            e.detail().to_string().contains("call 2 of AllocateMemory"),
+            "{e}"
+        );
         f.tamper_next(Tamper::HideHostPtr);
         let hidden = f.allocate_memory(&request(0, 4096, 4096)).unwrap();
         assert_eq!(hidden.host_ptr, None);

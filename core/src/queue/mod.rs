@@ -128,62 +128,91 @@ mod aql {
 
         /// Checks the config as `hsa_queue_create` does; returns the queue type and the size.
         fn validate(&self) -> Result<(QueueType, u32)> {
-            for (name, v) in [
-                ("min_size_packets", self.min_size_packets),
-                ("max_size_packets", self.max_size_packets),
-            ] {
+            const NAMES: [&str; 2] = ["min_size_packets", "max_size_packets"];
+            for (i, v) in [self.min_size_packets, self.max_size_packets]
+                .into_iter()
+                .enumerate()
+            {
                 if !v.is_power_of_two() {
-                    crate::bail!(
+                    return Err(Error::lazy(
                         Status::InvalidArgument,
-                        "agent {name} {v} is not a power of two"
-                    );
+                        [i as u64, v.into()],
+                        |&[i, v, ..], f| {
+                            let name = NAMES.get(i as usize).copied().unwrap_or("size");
+                            write!(f, "agent {name} {v} is not a power of two")
+                        },
+                    ));
                 }
             }
             if self.min_size_packets > self.max_size_packets {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "agent min_size_packets {} exceeds max_size_packets {}",
-                    self.min_size_packets,
-                    self.max_size_packets
-                );
+                    [self.min_size_packets.into(), self.max_size_packets.into()],
+                    |&[min, max, ..], f| {
+                        write!(
+                            f,
+                            "agent min_size_packets {min} exceeds max_size_packets {max}"
+                        )
+                    },
+                ));
             }
             if !self.size_packets.is_power_of_two() {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "queue size_packets {} is 0 or not a power of two",
-                    self.size_packets
-                );
+                    [self.size_packets.into()],
+                    |&[size, ..], f| {
+                        write!(f, "queue size_packets {size} is 0 or not a power of two")
+                    },
+                ));
             }
             if self.size_packets > self.max_size_packets {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "queue size_packets {} exceeds the agent's max {}",
-                    self.size_packets,
-                    self.max_size_packets
-                );
+                    [self.size_packets.into(), self.max_size_packets.into()],
+                    |&[size, max, ..], f| {
+                        write!(f, "queue size_packets {size} exceeds the agent's max {max}")
+                    },
+                ));
             }
             let Some(queue_type) = QueueType::from_raw(self.queue_type) else {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "queue_type {} is not MULTI 0, SINGLE 1 or COOPERATIVE 2",
-                    self.queue_type
-                );
+                    [self.queue_type.into()],
+                    |&[t, ..], f| {
+                        write!(
+                            f,
+                            "queue_type {t} is not MULTI 0, SINGLE 1 or COOPERATIVE 2"
+                        )
+                    },
+                ));
             };
             let known = QUEUE_FEATURE_KERNEL_DISPATCH | QUEUE_FEATURE_AGENT_DISPATCH;
             if self.features & !known != 0 || self.features == 0 {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "queue features {:#x} are empty or hold bits other than KERNEL_DISPATCH 1 and \
-                     AGENT_DISPATCH 2",
-                    self.features
-                );
+                    [self.features.into()],
+                    |&[features, ..], f| {
+                        write!(
+                            f,
+                            "queue features {features:#x} are empty or hold bits other than \
+                             KERNEL_DISPATCH 1 and AGENT_DISPATCH 2"
+                        )
+                    },
+                ));
             }
             if self.agent_queue_type == QueueType::Single && queue_type != QueueType::Single {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidQueueCreation,
-                    "agent supports only SINGLE queues; queue_type {:?} requested",
-                    queue_type
-                );
+                    [(queue_type as u32).into()],
+                    |&[t, ..], f| {
+                        write!(f, "agent supports only SINGLE queues; queue_type ")?;
+                        match QueueType::from_raw(t as u32) {
+                            Some(t) => write!(f, "{t:?}")?,
+                            None => write!(f, "{t}")?,
+                        }
+                        write!(f, " requested")
+                    },
+                ));
             }
             Ok((queue_type, self.size_packets.max(self.min_size_packets)))
         }
@@ -213,6 +242,20 @@ mod aql {
         /// `LIFE_*`: changed by `inactivate` and `close`, read by every waiter (a plain core
         /// atomic: the queue type is not part of the loom models).
         lifecycle: core::sync::atomic::AtomicU8,
+    }
+
+    /// `InvalidQueue`: queue `id` was inactivated (formatted only when displayed).
+    fn inactive_error(id: u64) -> Error {
+        Error::lazy(Status::InvalidQueue, [id], |&[id, ..], f| {
+            write!(f, "queue {id} is inactive")
+        })
+    }
+
+    /// `InvalidQueue`: queue `id` was closed (formatted only when displayed).
+    fn destroyed_error(id: u64) -> Error {
+        Error::lazy(Status::InvalidQueue, [id], |&[id, ..], f| {
+            write!(f, "queue {id} was destroyed")
+        })
     }
 
     impl<H: PlatformRef> fmt::Debug for AqlQueue<H> {
@@ -405,18 +448,20 @@ mod aql {
             let id = self.id;
             Some(match self.state() {
                 QueueState::Active => return None,
-                QueueState::Inactive => {
-                    crate::error!(Status::InvalidQueue, "queue {id} is inactive")
-                }
-                QueueState::Destroyed => {
-                    crate::error!(Status::InvalidQueue, "queue {id} was destroyed")
-                }
+                QueueState::Inactive => inactive_error(id),
+                QueueState::Destroyed => destroyed_error(id),
                 // The error carries the status (its Display names it): the message says it
                 // in words.
-                QueueState::Stopped(status) => crate::error!(
-                    status,
-                    "queue {id} was stopped by its packet processor: {status}"
-                ),
+                QueueState::Stopped(status) => {
+                    Error::lazy(status, [id, status.raw().into()], |&[id, raw, ..], f| {
+                        let status = Status::from_raw(raw as u32)
+                            .map_or("unknown status", Status::description);
+                        write!(
+                            f,
+                            "queue {id} was stopped by its packet processor: {status}"
+                        )
+                    })
+                }
             })
         }
 
@@ -554,28 +599,37 @@ mod aql {
             use core::sync::atomic::Ordering as Order;
             match self.lifecycle.load(Order::Acquire) {
                 LIFE_ACTIVE => {}
-                LIFE_INACTIVE => {
-                    crate::bail!(Status::InvalidQueue, "queue {} is inactive", self.id)
-                }
-                _ => crate::bail!(Status::InvalidQueue, "queue {} was destroyed", self.id),
+                LIFE_INACTIVE => return Err(inactive_error(self.id)),
+                _ => return Err(destroyed_error(self.id)),
             }
             let write = self.load_write_index(LoadOrder::Acquire);
             if last_index >= write {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "doorbell value {last_index} is not below the write index {write}"
-                );
+                    [last_index, write],
+                    |&[last_index, write, ..], f| {
+                        write!(
+                            f,
+                            "doorbell value {last_index} is not below the write index {write}"
+                        )
+                    },
+                ));
             }
             let rung = last_index + 1;
             // Relaxed: the doorbell store below carries the packet ordering (Release).
             let before = self.last_doorbell.fetch_max(rung, Order::Relaxed);
             if before > rung && self.queue_type == QueueType::Single {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "doorbell value {last_index} is lower than the last one {} on a \
-                     single-producer queue",
-                    before - 1
-                );
+                    [last_index, before - 1],
+                    |&[last_index, last, ..], f| {
+                        write!(
+                            f,
+                            "doorbell value {last_index} is lower than the last one {last} on \
+                             a single-producer queue"
+                        )
+                    },
+                ));
             }
             let mut value = before.max(rung) - 1;
             if self.queue_type == QueueType::Single {
@@ -670,6 +724,7 @@ mod aql {
         use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
         use crate::platform::Platform;
         use crate::queue::ring::INVALID_HEADER_WORD;
+        use std::string::ToString;
 
         /// The fake: it only records queues, and these tests play the packet processor.
         fn platform() -> FakePlatform {
@@ -797,7 +852,7 @@ mod aql {
             assert_eq!(status(config(96)), Status::InvalidArgument);
             assert_eq!(status(config(1 << 18)), Status::InvalidArgument);
             let e = AqlQueue::create(&plat, &config(96)).unwrap_err();
-            assert!(e.detail().contains("96"), "{e}");
+            assert!(e.detail().to_string().contains("96"), "{e}");
             let mut c = config(64);
             c.queue_type = 3;
             assert_eq!(status(c), Status::InvalidArgument);
@@ -876,7 +931,10 @@ mod aql {
             let mut r = q.reserve(2).unwrap();
             let e = r.write(1, &packet(1)).unwrap_err();
             assert_eq!(e.status(), Status::InvalidArgument);
-            assert!(e.detail().contains("next unwritten slot is 0"), "{e}");
+            assert!(
+                e.detail().to_string().contains("next unwritten slot is 0"),
+                "{e}"
+            );
             let mut bad = packet(0);
             bad.header_word = 0x0000_0001;
             assert_eq!(
@@ -917,7 +975,10 @@ mod aql {
             s.ring_doorbell(3).unwrap();
             let e = s.ring_doorbell(1).unwrap_err();
             assert_eq!(e.status(), Status::InvalidArgument);
-            assert!(e.detail().contains("lower than the last one 3"), "{e}");
+            assert!(
+                e.detail().to_string().contains("lower than the last one 3"),
+                "{e}"
+            );
             let m = AqlQueue::create(&plat, &config(64)).unwrap();
             m.add_write_index(8, MemoryOrder::Relaxed);
             m.ring_doorbell(6).unwrap();
@@ -1048,7 +1109,7 @@ mod aql {
             assert_eq!(q.state(), QueueState::Inactive);
             let e = q.reserve(1).unwrap_err();
             assert_eq!(e.status(), Status::InvalidQueue);
-            assert!(e.detail().ends_with("is inactive"), "{e}");
+            assert!(e.detail().to_string().ends_with("is inactive"), "{e}");
             q.destroy().unwrap();
         }
 

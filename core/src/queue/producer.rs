@@ -6,7 +6,7 @@
 
 use crate::abi::packet::PacketType;
 use crate::packet::EncodedPacket;
-use crate::status::{Result, Status};
+use crate::status::{Error, Result, Status};
 use crate::sync::{AtomicU64, Ordering};
 
 use super::ring::Ring;
@@ -46,10 +46,16 @@ impl Producer {
     fn check_count(&self, count: u32) -> Result<()> {
         let size = self.ring.size_packets();
         if count == 0 || count > size {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "reserve count {count} must be between 1 and the queue size {size}"
-            );
+                [count.into(), size.into()],
+                |&[count, size, ..], f| {
+                    write!(
+                        f,
+                        "reserve count {count} must be between 1 and the queue size {size}"
+                    )
+                },
+            ));
         }
         Ok(())
     }
@@ -134,13 +140,19 @@ impl Producer {
         let mut start = wi.load(Ordering::Relaxed);
         loop {
             if !self.fits(start.wrapping_add(n)) {
-                crate::bail!(
+                let size = self.ring.size_packets().into();
+                let read = self.ring.read_index().load(Ordering::Relaxed);
+                return Err(Error::lazy(
                     Status::OutOfResources,
-                    "queue full: {count} packets at write index {start} do not fit a queue of {} \
-                     with read index {}",
-                    self.ring.size_packets(),
-                    self.ring.read_index().load(Ordering::Relaxed)
-                );
+                    [n, start, size, read],
+                    |&[count, start, size, read, ..], f| {
+                        write!(
+                            f,
+                            "queue full: {count} packets at write index {start} do not fit a \
+                             queue of {size} with read index {read}"
+                        )
+                    },
+                ));
             }
             if !self.multi {
                 wi.store(start.wrapping_add(n), Ordering::Release);
@@ -215,19 +227,23 @@ impl<'a> Reservation<'a> {
     /// header word has type INVALID (it would never be consumed).
     pub fn write(&mut self, i: u32, packet: &EncodedPacket) -> Result<u64> {
         if i >= self.count || i != self.next {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "reservation slot {i}: next unwritten slot is {} of {}",
-                self.next,
-                self.count
-            );
+                [i.into(), self.next.into(), self.count.into()],
+                |&[i, next, count, ..], f| {
+                    write!(
+                        f,
+                        "reservation slot {i}: next unwritten slot is {next} of {count}"
+                    )
+                },
+            ));
         }
         if packet.header_word & 0xff == PacketType::Invalid as u32 {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidPacketFormat,
-                "packet header word {:#010x} has type INVALID",
-                packet.header_word
-            );
+                [packet.header_word.into()],
+                |&[word, ..], f| write!(f, "packet header word {word:#010x} has type INVALID"),
+            ));
         }
         let index = self.start.wrapping_add(u64::from(i));
         let ring = self.producer.ring();

@@ -16,7 +16,7 @@ use crate::platform::{
     HwQueue, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueRequest,
 };
 use crate::signal::raw::RawSignal;
-use crate::status::{Result, Status};
+use crate::status::{show_host_ptr, Error, Result, Status};
 use crate::sync::Ordering;
 
 use super::ring::{Ring, INVALID_HEADER_WORD};
@@ -73,14 +73,20 @@ fn allocate<P: Platform>(platform: &P, node: NodeId, size_bytes: u64) -> Result<
         _ => {
             // SAFETY: just allocated by this platform, never shared.
             let _ = unsafe { platform.free_memory(&chunk) };
-            crate::bail!(
+            let host = chunk.host_ptr.map_or(0, |h| h.as_ptr().addr() as u64);
+            Err(Error::lazy(
                 Status::InvalidAllocation,
-                "platform chunk at {} (host_ptr {:?}, size_bytes {}) is not a host-visible, \
-                 {size_bytes}-aligned chunk of {size_bytes} bytes",
-                chunk.gpu_va,
-                chunk.host_ptr,
-                chunk.size_bytes
-            );
+                [chunk.gpu_va.get(), host, chunk.size_bytes, size_bytes],
+                |&[gpu_va, host, chunk_bytes, size_bytes, ..], f| {
+                    write!(f, "platform chunk at {} (host_ptr ", GpuVa(gpu_va))?;
+                    show_host_ptr(host, f)?;
+                    write!(
+                        f,
+                        ", size_bytes {chunk_bytes}) is not a host-visible, {size_bytes}-aligned \
+                         chunk of {size_bytes} bytes"
+                    )
+                },
+            ))
         }
     }
 }

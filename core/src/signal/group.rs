@@ -4,7 +4,7 @@
 //! `hsa_signal_group_create`, `hsa_signal_group_wait_any_scacquire`.
 
 use crate::platform::{Platform, WaitOutcome};
-use crate::status::{Result, Status};
+use crate::status::{Error, Result, Status};
 
 use super::order::LoadOrder;
 use super::raw::RawSignal;
@@ -40,13 +40,16 @@ pub fn wait_any<H: PlatformRef>(
         crate::bail!(Status::InvalidArgument, "wait_any: signal_count is 0");
     }
     if conditions.len() != signals.len() || values.len() != signals.len() {
-        crate::bail!(
+        return Err(Error::lazy(
             Status::InvalidArgument,
-            "wait_any: {} signals but {} conditions and {} values",
-            signals.len(),
-            conditions.len(),
-            values.len()
-        );
+            [signals.len(), conditions.len(), values.len()].map(|n| n as u64),
+            |&[signals, conditions, values, ..], f| {
+                write!(
+                    f,
+                    "wait_any: {signals} signals but {conditions} conditions and {values} values"
+                )
+            },
+        ));
     }
     Ok(wait_any_members(
         signals.len(),
@@ -177,11 +180,17 @@ impl<'s, H: PlatformRef> SignalGroup<'s, H> {
         }
         for (i, a) in signals.iter().enumerate() {
             if let Some(j) = signals[..i].iter().position(|b| b.handle() == a.handle()) {
-                crate::bail!(
+                return Err(Error::lazy(
                     Status::InvalidArgument,
-                    "signal group: signals[{i}] and signals[{j}] are the same signal {:#x}",
-                    a.handle().0
-                );
+                    [i as u64, j as u64, a.handle().0],
+                    |&[i, j, handle, ..], f| {
+                        write!(
+                            f,
+                            "signal group: signals[{i}] and signals[{j}] are the same signal \
+                             {handle:#x}"
+                        )
+                    },
+                ));
             }
         }
         Ok(SignalGroup { signals })
@@ -215,6 +224,7 @@ mod tests {
     use super::*;
     use crate::addr::NodeId;
     use crate::platform::fake::FakePlatform;
+    use std::string::ToString;
 
     #[test]
     fn wait_any_reports_first_satisfied_index_and_value() {
@@ -267,12 +277,20 @@ mod tests {
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = wait_any(&[&a], &[], &[0], 0, WaitState::Active).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("1 signals but 0 conditions"), "{e}");
+        assert!(
+            e.detail()
+                .to_string()
+                .contains("1 signals but 0 conditions"),
+            "{e}"
+        );
         let e = SignalGroup::<&FakePlatform>::new(&[]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         let e = SignalGroup::new(&[&a, &a][..]).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("signals[1] and signals[0]"), "{e}");
+        assert!(
+            e.detail().to_string().contains("signals[1] and signals[0]"),
+            "{e}"
+        );
         let one = [&a];
         let g = SignalGroup::new(&one).unwrap();
         let e = g.wait_any(&[SignalCondition::Eq; 2], &[0], 0, WaitState::Active);

@@ -10,9 +10,9 @@
 use core::ptr::NonNull;
 
 use crate::abi::signal::{AmdSignal, AMD_SIGNAL_KIND_INVALID, AMD_SIGNAL_KIND_USER};
-use crate::addr::NodeId;
+use crate::addr::{GpuVa, NodeId};
 use crate::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform};
-use crate::status::{Result, Status};
+use crate::status::{show_host_ptr, Error, Result, Status};
 use crate::sync::Ordering;
 
 use super::raw::{Mailbox, RawSignal};
@@ -185,13 +185,17 @@ impl<H: PlatformRef> SignalPool<H> {
             Some(i) => i,
             None => {
                 if slabs.len() >= self.max_slabs {
-                    crate::bail!(
+                    return Err(Error::lazy(
                         Status::OutOfResources,
-                        "signal pool is full: {} slabs of {} signals (max_slabs {})",
-                        slabs.len(),
-                        SLOTS_PER_SLAB,
-                        self.max_slabs
-                    );
+                        [slabs.len() as u64, self.max_slabs as u64],
+                        |&[slabs, max_slabs, ..], f| {
+                            write!(
+                                f,
+                                "signal pool is full: {slabs} slabs of {SLOTS_PER_SLAB} signals \
+                                 (max_slabs {max_slabs})"
+                            )
+                        },
+                    ));
                 }
                 let slab = self.allocate_slab()?;
                 #[cfg(feature = "alloc")]
@@ -237,15 +241,24 @@ impl<H: PlatformRef> SignalPool<H> {
             _ => {
                 // SAFETY: the chunk was just allocated by this platform and never shared.
                 let _ = unsafe { self.platform.free_memory(&chunk) };
-                crate::bail!(
+                let host = chunk.host_ptr.map_or(0, |h| h.as_ptr().addr() as u64);
+                return Err(Error::lazy(
                     Status::InvalidAllocation,
-                    "platform chunk for signals at {} has host_ptr {:?} and size_bytes {}; \
-                     need a 64-aligned host pointer and {} bytes",
-                    chunk.gpu_va,
-                    chunk.host_ptr,
-                    chunk.size_bytes,
-                    SLAB_BYTES
-                );
+                    [chunk.gpu_va.get(), host, chunk.size_bytes],
+                    |&[gpu_va, host, size_bytes, ..], f| {
+                        write!(
+                            f,
+                            "platform chunk for signals at {} has host_ptr ",
+                            GpuVa(gpu_va)
+                        )?;
+                        show_host_ptr(host, f)?;
+                        write!(
+                            f,
+                            " and size_bytes {size_bytes}; need a 64-aligned host pointer and \
+                             {SLAB_BYTES} bytes"
+                        )
+                    },
+                ));
             }
         };
         Ok(Slab {
@@ -327,6 +340,7 @@ impl<H: PlatformRef> Drop for SignalPool<H> {
 mod tests {
     use super::*;
     use crate::platform::fake::{FakePlatform, FaultInjector, FaultMethod, Tamper};
+    use std::string::ToString;
     use std::sync::Arc;
 
     #[test]
@@ -367,7 +381,7 @@ mod tests {
         let v: std::vec::Vec<_> = (0..64).map(|_| pool.create(0).unwrap()).collect();
         let e = pool.create(0).unwrap_err();
         assert_eq!(e.status(), Status::OutOfResources);
-        assert!(e.detail().contains("max_slabs 1"), "{e}");
+        assert!(e.detail().to_string().contains("max_slabs 1"), "{e}");
         drop(v);
     }
 
@@ -385,7 +399,7 @@ mod tests {
         plat.tamper_next(Tamper::MisalignMailbox);
         let e = pool.create_interrupt(0).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("mailbox"), "{e}");
+        assert!(e.detail().to_string().contains("mailbox"), "{e}");
         assert_eq!(
             plat.inner().live_event_count(),
             0,

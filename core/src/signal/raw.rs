@@ -6,7 +6,7 @@ use core::ptr::NonNull;
 
 use crate::abi::signal::AmdSignal;
 use crate::abi::SignalHandle;
-use crate::status::{Result, Status};
+use crate::status::{Error, Result, Status};
 use crate::sync::{AtomicI64, AtomicU64};
 
 /// A pointer to a live `amd_signal_t`, made from a signal handle (its address).
@@ -36,18 +36,21 @@ impl RawSignal {
     /// `Status::InvalidSignal` for a null or misaligned handle.
     pub unsafe fn from_handle(handle: SignalHandle) -> Result<RawSignal> {
         if handle.is_null() || handle.0 % 64 != 0 {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidSignal,
-                "signal handle {:#x} is null or not 64-byte aligned",
-                handle.0
-            );
+                [handle.0],
+                |&[handle, ..], f| {
+                    write!(
+                        f,
+                        "signal handle {handle:#x} is null or not 64-byte aligned"
+                    )
+                },
+            ));
         }
         let ptr = NonNull::new(handle.0 as usize as *mut AmdSignal).ok_or_else(|| {
-            crate::error!(
-                Status::InvalidSignal,
-                "signal handle {:#x} does not fit a pointer",
-                handle.0
-            )
+            Error::lazy(Status::InvalidSignal, [handle.0], |&[handle, ..], f| {
+                write!(f, "signal handle {handle:#x} does not fit a pointer")
+            })
         })?;
         Ok(RawSignal(ptr))
     }
@@ -176,10 +179,16 @@ impl Mailbox {
             return Ok(None);
         }
         if address % 8 != 0 {
-            crate::bail!(
+            return Err(Error::lazy(
                 Status::InvalidArgument,
-                "event mailbox address {address:#x} is not 8-byte aligned"
-            );
+                [address],
+                |&[address, ..], f| {
+                    write!(
+                        f,
+                        "event mailbox address {address:#x} is not 8-byte aligned"
+                    )
+                },
+            ));
         }
         Ok(NonNull::new(address as usize as *mut AtomicU64).map(Mailbox))
     }

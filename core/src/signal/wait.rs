@@ -49,10 +49,18 @@ impl SignalCondition {
             1 => SignalCondition::Ne,
             2 => SignalCondition::Lt,
             3 => SignalCondition::Gte,
-            _ => crate::bail!(
-                Status::InvalidArgument,
-                "signal condition {raw} is not one of EQ 0, NE 1, LT 2, GTE 3"
-            ),
+            _ => {
+                return Err(Error::lazy(
+                    Status::InvalidArgument,
+                    [raw.into()],
+                    |&[raw, ..], f| {
+                        write!(
+                            f,
+                            "signal condition {raw} is not one of EQ 0, NE 1, LT 2, GTE 3"
+                        )
+                    },
+                ))
+            }
         })
     }
 
@@ -87,10 +95,13 @@ impl WaitState {
         Ok(match raw {
             0 => WaitState::Blocked,
             1 => WaitState::Active,
-            _ => crate::bail!(
-                Status::InvalidArgument,
-                "wait state {raw} is not one of BLOCKED 0, ACTIVE 1"
-            ),
+            _ => {
+                return Err(Error::lazy(
+                    Status::InvalidArgument,
+                    [raw.into()],
+                    |&[raw, ..], f| write!(f, "wait state {raw} is not one of BLOCKED 0, ACTIVE 1"),
+                ))
+            }
         })
     }
 }
@@ -221,6 +232,7 @@ pub fn wait_value<P: Platform>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::string::ToString;
 
     #[test]
     fn conditions_from_raw_match_hsa_h() {
@@ -230,7 +242,7 @@ mod tests {
         assert_eq!(SignalCondition::from_raw(3).unwrap(), SignalCondition::Gte);
         let e = SignalCondition::from_raw(4).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains('4'), "{e}");
+        assert!(e.detail().to_string().contains('4'), "{e}");
         assert_eq!(WaitState::from_raw(0).unwrap(), WaitState::Blocked);
         assert_eq!(WaitState::from_raw(1).unwrap(), WaitState::Active);
         assert_eq!(

@@ -535,7 +535,11 @@ mod tests {
         assert_eq!(m.fault(), None);
         let e = m.read(0x10_0ffc, &mut b8).unwrap_err();
         assert_eq!(e.status(), Status::MemoryFault);
-        assert!(e.detail().contains("0x100ffc"), "{}", e.detail());
+        assert!(
+            e.detail().to_string().contains("0x100ffc"),
+            "{}",
+            e.detail()
+        );
         // The first fault is what the device's memory event reports.
         let first = Some(MemoryFault {
             address: 0x10_0ffc,
@@ -545,7 +549,7 @@ mod tests {
         let e = m.read(0x20_0000, &mut b).unwrap_err();
         assert_eq!(e.status(), Status::MemoryFault);
         assert!(
-            e.detail().contains("not mapped to GPU 0x1"),
+            e.detail().to_string().contains("not mapped to GPU 0x1"),
             "{}",
             e.detail()
         );
@@ -567,6 +571,10 @@ mod tests {
         m.read(0x10_1000, &mut b).unwrap();
         assert_eq!(u32::from_le_bytes(b), 14);
         let e = m.atomic_rmw_u32(0x10_1002, &mut |v| v).unwrap_err();
-        assert!(e.detail().contains("not 4-byte aligned"), "{}", e.detail());
+        assert!(
+            e.detail().to_string().contains("not 4-byte aligned"),
+            "{}",
+            e.detail()
+        );
     }
 }

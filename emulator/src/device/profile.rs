@@ -225,7 +225,7 @@ mod tests {
             builtin_topology_with_name()
         );
         let e = builtin_topology_for(90006).unwrap_err();
-        assert!(e.detail().contains("90006"), "{}", e.detail());
+        assert!(e.detail().to_string().contains("90006"), "{}", e.detail());
     }
 
     /// The built-in profile with the marketing name builtin_topology_for gives it.

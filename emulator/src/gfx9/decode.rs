@@ -713,8 +713,12 @@ mod tests {
         assert!(dec(&[0xD2080002, 0x04010008], Gfx9Target::Gfx942).is_ok());
         let e = dec(&[0xD2080002, 0x04010008], Gfx9Target::Gfx900).unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction);
-        assert!(e.detail().contains("VOP3"), "{}", e.detail());
-        assert!(e.detail().contains("0xd2080002"), "{}", e.detail());
+        assert!(e.detail().to_string().contains("VOP3"), "{}", e.detail());
+        assert!(
+            e.detail().to_string().contains("0xd2080002"),
+            "{}",
+            e.detail()
+        );
     }
 
     #[test]
@@ -748,6 +752,6 @@ mod tests {
         assert!(dec(&[0xC0020242], Gfx9Target::Gfx900).is_err());
         // MUBUF.
         let e = dec(&[0xE0500000, 0], Gfx9Target::Gfx900).unwrap_err();
-        assert!(e.detail().contains("MUBUF"));
+        assert!(e.detail().to_string().contains("MUBUF"));
     }
 }

@@ -533,7 +533,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert!(
-            e.detail().contains("8 bytes") && e.detail().contains("88"),
+            e.detail().to_string().contains("8 bytes") && e.detail().to_string().contains("88"),
             "{}",
             e.detail()
         );
@@ -649,7 +649,7 @@ mod tests {
         };
         let e = alloc_memory_of_gpu(&d, &mut a).unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.detail().contains("USERPTR"), "{}", e.detail());
+        assert!(e.detail().to_string().contains("USERPTR"), "{}", e.detail());
         a.mmap_offset = 0x1001;
         // SAFETY: refused before anything is sent (misaligned host address).
         let e = unsafe { alloc_userptr_memory_of_gpu(&d, &mut a) }.unwrap_err();

@@ -94,10 +94,16 @@ mod tests {
         let e = ioctl_error("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU", 12);
         assert_eq!(e.status(), Status::OutOfResources);
         assert!(
-            e.detail().starts_with("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: "),
+            e.detail()
+                .to_string()
+                .starts_with("AMDKFD_IOC_ALLOC_MEMORY_OF_GPU: "),
             "{}",
             e.detail()
         );
-        assert!(e.detail().ends_with("(errno 12)"), "{}", e.detail());
+        assert!(
+            e.detail().to_string().ends_with("(errno 12)"),
+            "{}",
+            e.detail()
+        );
     }
 }

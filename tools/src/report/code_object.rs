@@ -246,7 +246,7 @@ mod tests {
     fn invalid_file_is_an_error() {
         let e = code_object_report(b"not an elf file at all, just text").unwrap_err();
         assert_eq!(e.status(), Status::InvalidCodeObject);
-        assert!(e.detail().contains("not an ELF file"), "{e}");
+        assert!(e.detail().to_string().contains("not an ELF file"), "{e}");
     }
 
     #[test]
@@ -263,12 +263,19 @@ mod tests {
         let e = read_code_object_file(&dir).unwrap_err();
         assert_eq!(e.status(), Status::InvalidFile);
         assert!(
-            e.detail().contains("not a regular file but a directory"),
+            e.detail()
+                .to_string()
+                .contains("not a regular file but a directory"),
             "{e}"
         );
         let e = read_code_object_file(&dir.join("README.md")).unwrap_err();
         assert_eq!(e.status(), Status::InvalidCodeObject);
-        assert!(e.detail().contains("README.md: not an ELF file"), "{e}");
+        assert!(
+            e.detail()
+                .to_string()
+                .contains("README.md: not an ELF file"),
+            "{e}"
+        );
         let e = read_code_object_file(Path::new("/nonexistent/x.hsaco")).unwrap_err();
         assert_eq!(e.status(), Status::InvalidFile);
         assert_eq!(
@@ -322,7 +329,9 @@ mod tests {
             )
         );
         assert!(
-            e2.detail().contains(": 268435457 bytes, larger than"),
+            e2.detail()
+                .to_string()
+                .contains(": 268435457 bytes, larger than"),
             "{e2}"
         );
         if let (Some(b), Some(a)) = (before, after) {

@@ -253,6 +253,7 @@ mod tests {
             assert_eq!(e.status(), Status::InvalidIsa, "{file}");
             assert!(
                 e.detail()
+                    .to_string()
                     .starts_with(&format!("cannot disassemble {isa} code: ")),
                 "{e}"
             );
@@ -313,7 +314,7 @@ mod tests {
         let mut bytes = good.clone();
         bytes[entry + 16..entry + 24].copy_from_slice(&u64::MAX.to_le_bytes());
         let e = disassembly_report(&bytes, "p").unwrap_err();
-        assert!(e.detail().contains("lies outside .text"), "{e}");
+        assert!(e.detail().to_string().contains("lies outside .text"), "{e}");
         let mut bytes = good.clone();
         bytes[entry + 16..entry + 24].copy_from_slice(&0u64.to_le_bytes());
         let e = disassembly_report(&bytes, "p").unwrap_err();
