@@ -168,11 +168,7 @@ impl Ivshmem {
                 STATUS_PENDING => {}
                 STATUS_OK => return Ok(()),
                 _ => {
-                    let mut e = CommandError {
-                        cmd,
-                        message: [0; MESSAGE_BYTES],
-                        len: 0,
-                    };
+                    let mut message = alloc::vec::Vec::with_capacity(MESSAGE_BYTES);
                     for i in 0..MESSAGE_BYTES {
                         // SAFETY: as in `control32`, byte reads inside the message area.
                         let b = unsafe {
@@ -181,41 +177,36 @@ impl Ivshmem {
                         if b == 0 {
                             break;
                         }
-                        e.message[i] = b;
-                        e.len = i + 1;
+                        message.push(b);
                     }
-                    return Err(e);
+                    let message = alloc::string::String::from_utf8(message)
+                        .unwrap_or_else(|_| "(not UTF-8)".into());
+                    return Err(CommandError { cmd, message });
                 }
             }
             if rdtsc() > deadline {
-                let mut e = CommandError {
+                return Err(CommandError {
                     cmd,
-                    message: [0; MESSAGE_BYTES],
-                    len: 0,
-                };
-                let m = b"the device did not answer within 5 s";
-                e.message[..m.len()].copy_from_slice(m);
-                e.len = m.len();
-                return Err(e);
+                    message: "the device did not answer within 5 s".into(),
+                });
             }
             core::hint::spin_loop();
         }
     }
 }
 
-/// A command the device refused (or never answered), with its message.
-#[derive(Clone, Copy)]
+/// A command the device refused (or never answered), with its message (at most
+/// [`MESSAGE_BYTES`] bytes from the device).
+#[derive(Clone)]
 pub struct CommandError {
     /// The command code.
     pub cmd: u32,
-    message: [u8; MESSAGE_BYTES],
-    len: usize,
+    message: alloc::string::String,
 }
 
 impl core::fmt::Display for CommandError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let m = core::str::from_utf8(&self.message[..self.len]).unwrap_or("(not UTF-8)");
-        write!(f, "device command {}: {m}", self.cmd)
+        write!(f, "device command {}: {}", self.cmd, self.message)
     }
 }
 

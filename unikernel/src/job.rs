@@ -16,7 +16,9 @@ use hsa_baremetal::{BaremetalPlatform, IrqStats};
 use hsa_core::isa::TargetId;
 use hsa_core::loader::executable::Executable;
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
-use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform};
+use hsa_core::platform::{
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, TopologySource,
+};
 use hsa_core::queue::{AqlQueue, QueueConfig, QueueState};
 use hsa_core::signal::{Signal, SignalCondition, SignalPool, StoreOrder, WaitState};
 use hsa_core::{Error, NodeId, Status};
@@ -163,7 +165,7 @@ fn dispatch_packet(
     kernarg: &MemoryChunk,
     grid: u32,
     wg: u16,
-    done: &Signal<'_, Vm>,
+    done: &Signal<&'_ Vm>,
 ) -> KernelDispatch {
     KernelDispatch {
         flags: HeaderFlags {
@@ -182,13 +184,13 @@ fn dispatch_packet(
     }
 }
 
-fn submit(queue: &AqlQueue<'_, Vm>, packet: &KernelDispatch) -> Result<(), Error> {
+fn submit(queue: &AqlQueue<&'_ Vm>, packet: &KernelDispatch) -> Result<(), Error> {
     let mut r = queue.reserve(1)?;
     let last = r.write_next(&packet.emit()?)?;
     queue.ring_doorbell(last)
 }
 
-fn wait_done(queue: &AqlQueue<'_, Vm>, done: &Signal<'_, Vm>, what: &str) -> Result<(), Error> {
+fn wait_done(queue: &AqlQueue<&'_ Vm>, done: &Signal<&'_ Vm>, what: &str) -> Result<(), Error> {
     let v = queue
         .wait_completion(done, SignalCondition::Eq, 0, WAIT_NS, WaitState::Blocked)
         .map_err(|e| e.context(what))?;
@@ -338,7 +340,7 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     let one_out = Buffer::new(p, 64)?;
     one_in.fill(|i| 0x5eed + i as i32);
     let one_ka = kernarg(p, one_in.va(), one_out.va())?;
-    let empty = |done: &Signal<'_, Vm>| dispatch_packet(&kernel, &one_ka, 1, 1, done);
+    let empty = |done: &Signal<&'_ Vm>| dispatch_packet(&kernel, &one_ka, 1, 1, done);
 
     if cfg.figures {
         figures(p, &queue, &signals, &empty, cfg.rounds.max(1), hz)?;
@@ -373,9 +375,9 @@ fn halt_until_moves(counter: &AtomicU64, seen: u64, hz: u64) -> Result<(), Error
 
 fn figures(
     p: &'static Vm,
-    queue: &AqlQueue<'_, Vm>,
-    signals: &SignalPool<'_, Vm>,
-    empty: &dyn Fn(&Signal<'_, Vm>) -> KernelDispatch,
+    queue: &AqlQueue<&'_ Vm>,
+    signals: &SignalPool<&'_ Vm>,
+    empty: &dyn Fn(&Signal<&'_ Vm>) -> KernelDispatch,
     rounds: u32,
     hz: u64,
 ) -> Result<(), Error> {
@@ -479,9 +481,9 @@ fn delta(a: IrqStats, b: IrqStats) -> IrqStats {
 
 fn faults(
     p: &'static Vm,
-    queue: AqlQueue<'static, Vm>,
-    signals: &SignalPool<'static, Vm>,
-    empty: &dyn Fn(&Signal<'_, Vm>) -> KernelDispatch,
+    queue: AqlQueue<&'static Vm>,
+    signals: &SignalPool<&'static Vm>,
+    empty: &dyn Fn(&Signal<&'_ Vm>) -> KernelDispatch,
     hz: u64,
 ) -> Result<(), Error> {
     // 1. A dropped interrupt: the completion is still seen (the blocked wait wakes at its
