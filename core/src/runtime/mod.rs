@@ -451,6 +451,11 @@ mod tests {
         let mut reservation = queue.reserve(1).unwrap();
         let last = reservation.write_next(&packet).unwrap();
         queue.ring_doorbell(last).unwrap();
+        // The queue and the signal still reach the platform: the doorbell store arrived, and
+        // the completion (written here as the device would) wakes the wait.
+        let rung: Vec<u64> = plat.doorbell_writes().iter().map(|&(_, w)| w).collect();
+        assert_eq!(rung, [last]);
+        done.store(0, crate::signal::StoreOrder::Release);
         let value =
             queue.wait_completion(&done, SignalCondition::Eq, 0, u64::MAX, WaitState::Active);
         assert_eq!(value.unwrap(), 0);
