@@ -20,6 +20,9 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
     Gfx9Target::from_processor(Processor::from_mach(e_flags & EF_AMDGPU_MACH).ok()?)
 }
 
+/// Code objects in `isa/`: families (atomics) x targets (gfx900, gfx90a, gfx942).
+const ISA_FILES: usize = 3;
+
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");
     text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -60,12 +63,16 @@ fn disassembly_matches_llvm_objdump() {
         println!("SKIP: llvm-objdump-19 not installed");
         return;
     }
-    let mut files: Vec<PathBuf> = [codeobjects(), codeobjects().join("more")]
-        .iter()
-        .flat_map(|d| std::fs::read_dir(d).unwrap())
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "hsaco"))
-        .collect();
+    let mut files: Vec<PathBuf> = [
+        codeobjects(),
+        codeobjects().join("more"),
+        codeobjects().join("isa"),
+    ]
+    .iter()
+    .flat_map(|d| std::fs::read_dir(d).unwrap())
+    .map(|e| e.unwrap().path())
+    .filter(|p| p.extension().is_some_and(|e| e == "hsaco"))
+    .collect();
     files.sort();
     let mut checked_files = 0;
     let mut checked_insns = 0;
@@ -110,8 +117,9 @@ fn disassembly_matches_llvm_objdump() {
         assert!(kernels >= 3, "{path:?}: only {kernels} kernels");
         checked_files += 1;
     }
-    // 12 gfx9 files: gfx900/gfx90a/gfx942 v4+v5, gfx9-generic, ocl gfx90a v4+v5, more x3.
-    assert_eq!(checked_files, 12, "gfx9 code objects found");
+    // 12 gfx9 files: gfx900/gfx90a/gfx942 v4+v5, gfx9-generic, ocl gfx90a v4+v5, more x3;
+    // then the instruction test kernels of isa/ (gen.py), one file per family and target.
+    assert_eq!(checked_files, 12 + ISA_FILES, "gfx9 code objects found");
     println!("checked {checked_insns} instructions in {checked_files} files");
 }
 

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generates core/src/gfx9/opcodes.rs: the GFX9 (gfx900, gfx90a, gfx942) opcode table the
-hsa-core decoder and wave interpreter support. Each row names an instruction and its operand
+"""Generates emulator/src/gfx9/opcodes.rs: the GFX9 (gfx900, gfx90a, gfx942) opcode table the
+hsa-emu decoder and wave interpreter support. Each row names an instruction and its operand
 widths (dwords); the opcode number per target is taken by assembling a sample with
 `llvm-mc-19 -arch=amdgcn -mcpu=<cpu> -show-encoding` (same numbers as AMD's Vega / CDNA2 /
 CDNA3 ISA guides' opcode tables). A row that a target cannot assemble is absent for it.
 
-Usage: python3 gfx9_opcodes.py > ../../core/src/gfx9/opcodes.rs
+Usage: python3 gfx9_opcodes.py > ../../emulator/src/gfx9/opcodes.rs && cargo fmt
 """
 import re
 import subprocess
@@ -118,7 +118,14 @@ for seg in ("global", "flat"):
     row("FLAT", "%s_store_dwordx2" % seg, "0 2")
     row("FLAT", "%s_store_dwordx3" % seg, "0 3")
     row("FLAT", "%s_store_dwordx4" % seg, "0 4")
-    row("FLAT", "%s_atomic_add %s_atomic_swap %s_atomic_umax %s_atomic_umin" % ((seg,) * 4), "1 1", "atomic")
+    ops = "swap add sub smin umin smax umax and or xor inc dec".split()
+    row("FLAT", " ".join("%s_atomic_%s" % (seg, o) for o in ops), "1 1", "atomic")
+    row("FLAT", "%s_atomic_cmpswap" % seg, "1 2", "atomic")
+    row("FLAT", " ".join("%s_atomic_%s_x2" % (seg, o) for o in ops), "2 2", "atomic")
+    row("FLAT", "%s_atomic_cmpswap_x2" % seg, "2 4", "atomic")
+    # Float atomics: gfx908 (no returning form there), gfx90a, gfx940+ (flat_ f32/f16 too).
+    row("FLAT", "%s_atomic_add_f32 %s_atomic_pk_add_f16" % (seg, seg), "1 1", "atomic")
+    row("FLAT", "%s_atomic_add_f64 %s_atomic_min_f64 %s_atomic_max_f64" % ((seg,) * 3), "2 2", "atomic")
 
 
 def reg(kind, w, base):
@@ -184,7 +191,7 @@ def sample(enc, n, w, flags):
         addr = "v[0:1]"
         tail = ", off" if n.startswith("global") else ""
         if "atomic" in flags:
-            return "%s v4, %s, v2%s glc" % (n, addr, tail)
+            return "%s %s, %s, %s%s glc" % (n, reg("v", d[0], 4), addr, reg("v", d[1], 8), tail)
         if d[0] == 0:
             return "%s %s, %s%s" % (n, addr, reg("v", d[1], 2), tail)
         return "%s %s, %s%s" % (n, reg("v", d[0], 2), addr, tail)

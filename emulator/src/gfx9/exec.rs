@@ -20,6 +20,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use super::decode::{decode, Encoding, Instruction, Operand, F_CI, F_CND, F_CO};
+use super::f16;
 use super::wave::{Wave, WaveState, M0, WAVE_SIZE};
 use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
@@ -53,6 +54,21 @@ pub trait DeviceMemory {
         let mut b = [0u8; 4];
         self.read(addr, &mut b)?;
         let old = u32::from_le_bytes(b);
+        self.write(addr, &op(old).to_le_bytes())?;
+        Ok(old)
+    }
+
+    /// Atomically replaces the little-endian u64 at `addr` by `op(old)` and returns `old`
+    /// (the 64-bit `_x2` and `_f64` atomics). The provided implementation reads, then
+    /// writes, as [`DeviceMemory::atomic_rmw_u32`]'s does.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation
+    /// (or, for implementations with real atomics, `addr` is not 8-byte aligned).
+    fn atomic_rmw_u64(&self, addr: u64, op: &mut dyn FnMut(u64) -> u64) -> Result<u64> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        let old = u64::from_le_bytes(b);
         self.write(addr, &op(old).to_le_bytes())?;
         Ok(old)
     }
@@ -1747,24 +1763,172 @@ fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             };
             ctx.memory.write(addr, &b[..n]).map_err(fault)?;
         } else if let Some(ty) = op.strip_prefix("atomic_") {
-            let v = vsrc(w, &inst.src[1], lane, false, false) as u32;
-            let f: fn(u32, u32) -> u32 = match ty {
-                "add" => u32::wrapping_add,
-                "swap" => |_, v| v,
-                "umax" => u32::max,
-                "umin" => u32::min,
-                _ => return Err(not_implemented(inst)),
+            let wide = inst.info.widths[0] == 2;
+            let Some(f) = atomic_op(ty) else {
+                return Err(not_implemented(inst));
             };
-            let old = ctx
-                .memory
-                .atomic_rmw_u32(addr, &mut |old| f(old, v))
-                .map_err(fault)?;
-            set_vdst(w, &inst.dst, lane, old as u64, 1);
+            // Data: the operand (cmpswap: the new value, then the compare value).
+            let src = vsrc(w, &inst.src[1], lane, wide, false);
+            let cmp = match inst.src[1] {
+                Operand::Vgpr { index, count } if count >= 2 => {
+                    let r = index as usize + if wide { 2 } else { 1 };
+                    let lo = w.v(r, lane) as u64;
+                    if wide {
+                        lo | (w.v(r + 1, lane) as u64) << 32
+                    } else {
+                        lo
+                    }
+                }
+                _ => 0,
+            };
+            let old = if wide {
+                ctx.memory
+                    .atomic_rmw_u64(addr, &mut |old| f(old, src, cmp, true))
+                    .map_err(fault)?
+            } else {
+                u64::from(
+                    ctx.memory
+                        .atomic_rmw_u32(addr, &mut |old| f(u64::from(old), src, cmp, false) as u32)
+                        .map_err(fault)?,
+                )
+            };
+            // Returns the old value only with glc (sc0): the decoder leaves dst None otherwise.
+            set_vdst(w, &inst.dst, lane, old, if wide { 2 } else { 1 });
         } else {
             return Err(not_implemented(inst));
         }
     }
     Ok(())
+}
+
+/// The new memory value of a FLAT/GLOBAL atomic `ty` (the mnemonic after `atomic_`) from
+/// the old value `old`, the data `src` and (cmpswap) the compare value `cmp`; `wide` for the
+/// 64-bit (`_x2`, `_f64`) forms, else the values are the low 32 bits. `None` for an
+/// operation the interpreter does not know.
+///
+/// Ref: Vega ISA §9.2 "FLAT ... Atomic operations" (`INC`: `tmp >= src ? 0 : tmp + 1`;
+/// `DEC`: `tmp == 0 || tmp > src ? src : tmp - 1`; `CMPSWAP`: `tmp == cmp ? src : tmp`);
+/// CDNA2 ISA §9.1 for `ADD_F32`, `PK_ADD_F16`, `ADD_F64`, `MIN_F64`, `MAX_F64`.
+type AtomicFn = fn(u64, u64, u64, bool) -> u64;
+
+/// `x` with a denormal flushed to a zero of the same sign.
+fn flush32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        f32::from_bits(x.to_bits() & 0x8000_0000)
+    } else {
+        x
+    }
+}
+
+/// IEEE 754 `minNum` with −0 below +0: a NaN operand loses to a number; two NaNs give the
+/// first, quieted. The float atomics' and `v_min_f64`'s IEEE-mode selection (CDNA2 ISA
+/// §9.5.3 "NaN, signed zero and min/max").
+fn f64_min(a: f64, b: f64) -> f64 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => f64::from_bits(a.to_bits() | 0x0008_0000_0000_0000),
+        (true, false) => b,
+        (false, true) => a,
+        _ if a == b => f64::from_bits(a.to_bits() | b.to_bits()),
+        _ => a.min(b),
+    }
+}
+
+/// IEEE 754 `maxNum` with +0 above −0; NaNs as [`f64_min`].
+fn f64_max(a: f64, b: f64) -> f64 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => f64::from_bits(a.to_bits() | 0x0008_0000_0000_0000),
+        (true, false) => b,
+        (false, true) => a,
+        _ if a == b => f64::from_bits(a.to_bits() & b.to_bits()),
+        _ => a.max(b),
+    }
+}
+
+fn atomic_op(ty: &str) -> Option<AtomicFn> {
+    let base = ty.strip_suffix("_x2").unwrap_or(ty);
+    Some(match base {
+        "swap" => |_, s, _, _| s,
+        "cmpswap" => |o, s, c, wide| {
+            let eq = if wide { o == c } else { o as u32 == c as u32 };
+            if eq {
+                s
+            } else {
+                o
+            }
+        },
+        "add" => |o, s, _, _| o.wrapping_add(s),
+        "sub" => |o, s, _, _| o.wrapping_sub(s),
+        "smin" => |o, s, _, wide| {
+            if wide {
+                (o as i64).min(s as i64) as u64
+            } else {
+                (o as i32).min(s as i32) as u32 as u64
+            }
+        },
+        "smax" => |o, s, _, wide| {
+            if wide {
+                (o as i64).max(s as i64) as u64
+            } else {
+                (o as i32).max(s as i32) as u32 as u64
+            }
+        },
+        "umin" => |o, s, _, wide| {
+            if wide {
+                o.min(s)
+            } else {
+                (o as u32).min(s as u32) as u64
+            }
+        },
+        "umax" => |o, s, _, wide| {
+            if wide {
+                o.max(s)
+            } else {
+                (o as u32).max(s as u32) as u64
+            }
+        },
+        "and" => |o, s, _, _| o & s,
+        "or" => |o, s, _, _| o | s,
+        "xor" => |o, s, _, _| o ^ s,
+        "inc" => |o, s, _, wide| {
+            let (o, s) = if wide {
+                (o, s)
+            } else {
+                (o as u32 as u64, s as u32 as u64)
+            };
+            if o >= s {
+                0
+            } else {
+                o + 1
+            }
+        },
+        "dec" => |o, s, _, wide| {
+            let (o, s) = if wide {
+                (o, s)
+            } else {
+                (o as u32 as u64, s as u32 as u64)
+            };
+            if o == 0 || o > s {
+                s
+            } else {
+                o - 1
+            }
+        },
+        // L2 float atomics: ADD_F32 flushes denormal inputs and results (CDNA2 ISA §9.5
+        // table "floating point atomics denormal behavior"); PK_ADD_F16 and ADD_F64 keep them.
+        "add_f32" => |o, s, _, _| {
+            let r = flush32(f32::from_bits(o as u32)) + flush32(f32::from_bits(s as u32));
+            flush32(r).to_bits() as u64
+        },
+        "pk_add_f16" => |o, s, _, _| {
+            let lo = f16::add(o as u16, s as u16);
+            let hi = f16::add((o >> 16) as u16, (s >> 16) as u16);
+            (lo as u64) | (hi as u64) << 16
+        },
+        "add_f64" => |o, s, _, _| (f64::from_bits(o) + f64::from_bits(s)).to_bits(),
+        "min_f64" => |o, s, _, _| f64_min(f64::from_bits(o), f64::from_bits(s)).to_bits(),
+        "max_f64" => |o, s, _, _| f64_max(f64::from_bits(o), f64::from_bits(s)).to_bits(),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

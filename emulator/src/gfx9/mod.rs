@@ -15,6 +15,7 @@
 pub mod decode;
 mod disasm;
 pub mod exec;
+mod f16;
 mod opcodes;
 pub mod wave;
 
