@@ -20,8 +20,8 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
     Gfx9Target::from_processor(Processor::from_mach(e_flags & EF_AMDGPU_MACH).ok()?)
 }
 
-/// Code objects in `isa/`: families (atomics) x targets (gfx900, gfx90a, gfx942).
-const ISA_FILES: usize = 3;
+/// Code objects in `isa/`: families (atomics, vop3p) x targets (gfx900, gfx90a, gfx942).
+const ISA_FILES: usize = 6;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");

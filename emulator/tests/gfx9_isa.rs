@@ -461,3 +461,234 @@ fn flat_and_global_atomics_match_the_isa() {
     // global only); gfx942 has flat f32/f16 too.
     assert_eq!(ran, 156 + 182 + 186);
 }
+
+// --- VOP3P packed math ------------------------------------------------------------------------
+
+/// 16-bit integer edge values.
+const E16: [u16; 16] = [
+    0, 1, 2, 3, 15, 16, 0x7F, 0x00FF, 0x7FFE, 0x7FFF, 0x8000, 0x8001, 0xA5A5, 0xFFFE, 0xFFFF,
+    0x1234,
+];
+
+fn f16_nan(x: u16) -> bool {
+    x & 0x7C00 == 0x7C00 && x & 0x3FF != 0
+}
+
+/// An f64 result (exact for f16 sums and products) rounded once to f16, NaN inputs giving the
+/// first NaN operand quieted (IEEE 754 §6.2.3).
+fn f16_op(ins: &[u16], f: impl Fn(&[f64]) -> f64) -> u16 {
+    if let Some(n) = ins.iter().find(|&&x| f16_nan(x)) {
+        return n | 0x200;
+    }
+    let v: Vec<f64> = ins
+        .iter()
+        .map(|&x| half::f16::from_bits(x).to_f64())
+        .collect();
+    half::f16::from_f64(f(&v)).to_bits()
+}
+
+/// IEEE-mode min/max of f16 (ISA `V_MIN_F16`/`V_MAX_F16`, MODE.IEEE = 1): sNaN → that NaN
+/// quieted, a qNaN loses to the other operand, −0 < +0.
+fn f16_min_max_ref(a: u16, b: u16, max: bool) -> u16 {
+    let snan = |x: u16| f16_nan(x) && x & 0x200 == 0;
+    if snan(a) {
+        return a | 0x200;
+    }
+    if snan(b) {
+        return b | 0x200;
+    }
+    if f16_nan(a) {
+        return b;
+    }
+    if f16_nan(b) {
+        return a;
+    }
+    let (x, y) = (half::f16::from_bits(a), half::f16::from_bits(b));
+    if x == y {
+        // ±0: the negative one is the minimum.
+        let neg_a = a & 0x8000 != 0;
+        return if neg_a != max { a } else { b };
+    }
+    if (x < y) != max {
+        a
+    } else {
+        b
+    }
+}
+
+/// One 16-bit result half of packed op `op` from the selected (and negated) halves.
+fn pk16_ref(op: &str, x: [u16; 3], clamp: bool) -> u16 {
+    let [a, b, c] = x;
+    let (ai, bi, ci) = (a as i16 as i64, b as i16 as i64, c as i16 as i64);
+    let (au, bu, cu) = (a as i64, b as i64, c as i64);
+    let su = |v: i64| {
+        if clamp {
+            v.clamp(0, 0xFFFF) as u16
+        } else {
+            v as u16
+        }
+    };
+    let si = |v: i64| {
+        if clamp {
+            v.clamp(-0x8000, 0x7FFF) as u16
+        } else {
+            v as u16
+        }
+    };
+    let r = match op {
+        "v_pk_mad_i16" => si(ai * bi + ci),
+        "v_pk_mad_u16" => su(au * bu + cu),
+        "v_pk_mul_lo_u16" => (au * bu) as u16,
+        "v_pk_add_i16" => si(ai + bi),
+        "v_pk_sub_i16" => si(ai - bi),
+        "v_pk_add_u16" => su(au + bu),
+        "v_pk_sub_u16" => su(au - bu),
+        "v_pk_lshlrev_b16" => ((bu << (a & 15)) & 0xFFFF) as u16,
+        "v_pk_lshrrev_b16" => (bu >> (a & 15)) as u16,
+        "v_pk_ashrrev_i16" => (bi >> (a & 15)) as u16,
+        "v_pk_max_i16" => ai.max(bi) as u16,
+        "v_pk_min_i16" => ai.min(bi) as u16,
+        "v_pk_max_u16" => a.max(b),
+        "v_pk_min_u16" => a.min(b),
+        "v_pk_fma_f16" => f16_op(&x, |v| v[0] * v[1] + v[2]),
+        "v_pk_add_f16" => f16_op(&x[..2], |v| v[0] + v[1]),
+        "v_pk_mul_f16" => f16_op(&x[..2], |v| v[0] * v[1]),
+        "v_pk_min_f16" => f16_min_max_ref(a, b, false),
+        "v_pk_max_f16" => f16_min_max_ref(a, b, true),
+        _ => panic!("no reference for {op}"),
+    };
+    if clamp && op.ends_with("f16") {
+        // clamp to [0, 1]: NaN and negatives (−0 too) give +0.
+        if f16_nan(r) || r & 0x8000 != 0 {
+            0
+        } else {
+            r.min(0x3C00)
+        }
+    } else {
+        r
+    }
+}
+
+/// One 32-bit result of packed f32 op `op`.
+fn pk32_ref(op: &str, x: [u32; 3], clamp: bool) -> u32 {
+    let f = |i: usize| f32::from_bits(x[i]);
+    let r = match op {
+        "v_pk_fma_f32" => f(0).mul_add(f(1), f(2)),
+        "v_pk_mul_f32" => f(0) * f(1),
+        "v_pk_add_f32" => f(0) + f(1),
+        _ => panic!("no reference for {op}"),
+    };
+    let r = if clamp {
+        if r.is_nan() {
+            0.0
+        } else {
+            r.clamp(0.0, 1.0)
+        }
+    } else {
+        r
+    };
+    r.to_bits()
+}
+
+#[test]
+fn vop3p_packed_math_matches_the_isa() {
+    let mut ran = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("vop3p", cpu, target);
+        for kernel in isa.kernels() {
+            let (op, digits) = kernel.split_once("__").unwrap();
+            let d: Vec<u8> = digits.bytes().map(|b| b - b'0').collect();
+            let (sel, hi, nl, nh, clamp, k) = (d[0], d[1], d[2], d[3], d[4] == 1, d[5] == 1);
+            let wide = op.ends_with("f32") || op == "v_pk_mov_b32";
+            let float = op.ends_with("f16") || op.ends_with("f32");
+            let n = ITEMS as usize;
+            let out = if wide {
+                let e = |i: usize| F32[i % 16] as u64 | (F32[(i * 7 + 3) % 16] as u64) << 32;
+                let srcs: Vec<Vec<u64>> = (0..3)
+                    .map(|s| (0..n).map(|i| e(i / [1, 16, 5][s] + s)).collect())
+                    .collect();
+                let bufs = vec![
+                    vec![],
+                    bytes64(&srcs[0]),
+                    bytes64(&srcs[1]),
+                    bytes64(&srcs[2]),
+                    vec![0; n * 8],
+                ];
+                let out = isa
+                    .run(&kernel, ITEMS, &bufs)
+                    .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+                let got = u64s(&out[4]);
+                for i in 0..n {
+                    let s = [srcs[0][i], srcs[1][i], srcs[2][i]];
+                    let mut want = 0u64;
+                    for h in 0..2 {
+                        let (sl, ng) = if h == 0 { (sel, nl) } else { (hi, nh) };
+                        let x: [u32; 3] = std::array::from_fn(|j| {
+                            let v = (s[j] >> (32 * (sl >> j & 1))) as u32;
+                            if ng >> j & 1 != 0 {
+                                v ^ 0x8000_0000
+                            } else {
+                                v
+                            }
+                        });
+                        let r = if op == "v_pk_mov_b32" {
+                            // D.dword[h] = S_h.dword[op_sel[h]] (CDNA2 V_PK_MOV_B32).
+                            (s[h] >> (32 * (sel >> h & 1))) as u32
+                        } else {
+                            pk32_ref(op, x, clamp)
+                        };
+                        want |= (r as u64) << (32 * h);
+                    }
+                    assert_eq!(got[i], want, "{cpu} {kernel}[{i}]: sources {s:x?}");
+                }
+                continue;
+            } else {
+                let e = |i: usize, s: usize| -> u32 {
+                    let t = if float { &F16 } else { &E16 };
+                    t[(i / [1, 16, 5][s] + s) % 16] as u32
+                        | (t[(i * [3, 5, 7][s] + 1) % 16] as u32) << 16
+                };
+                let srcs: Vec<Vec<u32>> =
+                    (0..3).map(|s| (0..n).map(|i| e(i, s)).collect()).collect();
+                let bufs = vec![
+                    vec![],
+                    bytes32(&srcs[0]),
+                    bytes32(&srcs[1]),
+                    bytes32(&srcs[2]),
+                    vec![0; n * 4],
+                ];
+                (
+                    isa.run(&kernel, ITEMS, &bufs)
+                        .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}")),
+                    srcs,
+                )
+            };
+            let (out, srcs) = out;
+            let got = u32s(&out[4]);
+            for i in 0..n {
+                let mut s = [srcs[0][i], srcs[1][i], srcs[2][i]];
+                if k {
+                    // Inline constant in source 1: f16 1.0 in the low half and 0 above, or
+                    // the integer -1 sign-extended to 32 bits.
+                    s[1] = if float { 0x3C00 } else { 0xFFFF_FFFF };
+                }
+                let mut want = 0u32;
+                for h in 0..2 {
+                    let (sl, ng) = if h == 0 { (sel, nl) } else { (hi, nh) };
+                    let x: [u16; 3] = std::array::from_fn(|j| {
+                        let v = (s[j] >> (16 * (sl >> j & 1))) as u16;
+                        if ng >> j & 1 != 0 {
+                            v ^ 0x8000
+                        } else {
+                            v
+                        }
+                    });
+                    want |= (pk16_ref(op, x, clamp) as u32) << (16 * h);
+                }
+                assert_eq!(got[i], want, "{cpu} {kernel}[{i}]: sources {s:x?}");
+            }
+            ran += 1;
+        }
+    }
+    assert!(ran >= 141 * 3, "{ran} kernels");
+}

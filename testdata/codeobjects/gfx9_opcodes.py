@@ -109,6 +109,12 @@ row("DS", "ds_read_b64 ds_read2_b32 ds_read2st64_b32", "2 1")
 row("DS", "ds_read2_b64 ds_read2st64_b64 ds_read_b128", "4 1")
 row("DS", "ds_write_b128", "0 1 4")
 row("DS", "ds_add_rtn_u32", "1 1 1")
+row("VOP3P", "v_pk_mul_lo_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_lshlrev_b16 v_pk_lshrrev_b16 "
+    "v_pk_ashrrev_i16 v_pk_max_i16 v_pk_min_i16 v_pk_add_u16 v_pk_sub_u16 v_pk_max_u16 "
+    "v_pk_min_u16 v_pk_add_f16 v_pk_mul_f16 v_pk_min_f16 v_pk_max_f16", "1 1 1")
+row("VOP3P", "v_pk_mad_i16 v_pk_mad_u16 v_pk_fma_f16", "1 1 1 1")
+row("VOP3P", "v_pk_mul_f32 v_pk_add_f32 v_pk_mov_b32", "2 2 2")
+row("VOP3P", "v_pk_fma_f32", "2 2 2 2")
 for seg in ("global", "flat"):
     row("FLAT", " ".join("%s_load_%s" % (seg, t) for t in "ubyte sbyte ushort sshort dword".split()), "1")
     row("FLAT", "%s_load_dwordx2" % seg, "2")
@@ -177,6 +183,9 @@ def sample(enc, n, w, flags):
             return "v_writelane_b32 v0, s1, 2"
         ops += [reg("v", x, b) for x, b in ((d[1], 20), (d[2], 40), (d[3], 60)) if x]
         return "%s %s" % (n, ", ".join(ops))
+    if enc == "VOP3P":
+        ops = [reg("v", d[0], 0)] + [reg("v", x, b) for x, b in ((d[1], 20), (d[2], 40), (d[3], 60)) if x]
+        return "%s %s" % (n, ", ".join(ops))
     if enc == "DS":
         if n.startswith("ds_write2"):
             return "%s v1, %s, %s offset1:1" % (n, reg("v", d[2], 2), reg("v", d[3], 6))
@@ -218,6 +227,8 @@ def opcode(enc, words):
         return (w >> 17) & 0xFF
     if enc == "VOP3":
         return (w >> 16) & 0x3FF
+    if enc == "VOP3P":
+        return (w >> 16) & 0x7F
     if enc == "DS":
         return (w >> 17) & 0xFF
     if enc == "FLAT":
@@ -277,7 +288,7 @@ def main():
 
 def e_name(e):
     return {"SOP2": "Sop2", "SOP1": "Sop1", "SOPK": "Sopk", "SOPC": "Sopc", "SOPP": "Sopp",
-            "SMEM": "Smem", "VOP1": "Vop1", "VOP2": "Vop2", "VOPC": "Vopc", "VOP3": "Vop3",
+            "SMEM": "Smem", "VOP1": "Vop1", "VOP2": "Vop2", "VOPC": "Vopc", "VOP3": "Vop3", "VOP3P": "Vop3p",
             "DS": "Ds", "FLAT": "Flat"}[e]
 
 

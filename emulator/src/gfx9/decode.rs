@@ -37,6 +37,8 @@ pub enum Encoding {
     Vopc,
     /// Vector ALU, three sources, 2 dwords (`[31:26] = 0x34`).
     Vop3,
+    /// Packed math (two 16-bit or 32-bit halves), 2 dwords (`[31:23] = 0x1A7`).
+    Vop3p,
     /// Local data share (`[31:26] = 0x36`), 2 dwords.
     Ds,
     /// Flat, global and scratch memory (`[31:26] = 0x37`), 2 dwords.
@@ -57,6 +59,7 @@ impl Encoding {
             Encoding::Vop2 => "VOP2",
             Encoding::Vopc => "VOPC",
             Encoding::Vop3 => "VOP3",
+            Encoding::Vop3p => "VOP3P",
             Encoding::Ds => "DS",
             Encoding::Flat => "FLAT",
         }
@@ -189,8 +192,14 @@ pub struct Modifiers {
     pub clamp: bool,
     /// VOP3 output modifier: 0 none, 1 ×2, 2 ×4, 3 ÷2.
     pub omod: u8,
-    /// VOP3 `op_sel` bits (printed only, the interpreter rejects non-zero).
+    /// VOP3 `op_sel` bits (printed only, the interpreter rejects non-zero); VOP3P: per
+    /// source, take the high half for the low result.
     pub op_sel: u8,
+    /// VOP3P `op_sel_hi` per source (bit i): take the high half for the high result.
+    pub op_sel_hi: u8,
+    /// VOP3P `neg_hi` per source (bit i): negate the source of the high result (`neg` is
+    /// VOP3P's `neg_lo`).
+    pub neg_hi: u8,
     /// FLAT `glc` (gfx942: `sc0`).
     pub glc: bool,
     /// FLAT `slc` (gfx942: `nt`).
@@ -274,7 +283,7 @@ fn word(bytes: &[u8], i: usize) -> Option<u32> {
 /// # Errors
 /// [`Status::IllegalInstruction`] naming the encoding and dword(s) when the bytes are too short
 /// for the encoding, the encoding is not one of the supported formats (MUBUF, MTBUF, MIMG,
-/// EXP, VOP3P, VINTRP, SDWA, DPP), or the opcode is not in the table for `target`.
+/// EXP, VINTRP, SDWA, DPP), or the opcode is not in the table for `target`.
 pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     let Some(w0) = word(bytes, 0) else {
         return Err(hsa_core::error!(
@@ -446,7 +455,7 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         0x34 => {
             let w1 = need_w1("VOP3")?;
             if w0 >> 23 == 0x1A7 {
-                return Err(illegal("VOP3P", &[w0, w1], "packed math unsupported"));
+                return vop3p(inst, w0, w1, target);
             }
             let op = (w0 >> 16) & 0x3FF;
             let (enc, sub) = match op {
@@ -604,6 +613,45 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         0x3C => Err(illegal("MIMG", &[w0], "unsupported encoding")),
         _ => Err(illegal("unknown", &[w0], "unknown encoding")),
     }
+}
+
+/// VOP3P (Vega ISA §12.10 "VOP3P"): `vdst` [7:0], `neg_hi` [10:8], `op_sel` [13:11],
+/// `op_sel_hi[2]` [14], `clamp` [15], `op` [22:16]; second dword: `src0..2` (9 bits each),
+/// `op_sel_hi[1:0]` [28:27], `neg_lo` [31:29]. No literal operand on GFX9.
+fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<Instruction> {
+    let op = (w0 >> 16) & 0x7F;
+    let info = lookup(Encoding::Vop3p, op as u16, target).ok_or_else(|| {
+        let mut msg: heapless::String<48> = heapless::String::new();
+        let _ = core::fmt::write(
+            &mut msg,
+            format_args!("unknown opcode {op} for {}", target.name()),
+        );
+        illegal("VOP3P", &[w0, w1], &msg)
+    })?;
+    inst.info = info;
+    inst.encoding = Encoding::Vop3p;
+    inst.size = 8;
+    inst.dst = vgpr(info.widths[0], w0 & 0xFF);
+    let mut size = 8u8;
+    for i in 0..3 {
+        let width = info.widths[i + 1];
+        if width == 0 {
+            continue;
+        }
+        let op = vector_src(width, w1 >> (9 * i) & 0x1FF, None, &mut size, "VOP3P", w0)?;
+        if matches!(op, Operand::Literal(_)) {
+            return Err(illegal("VOP3P", &[w0, w1], "literal operand not allowed"));
+        }
+        inst.src[i] = op;
+    }
+    inst.mods.neg_hi = (w0 >> 8 & 7) as u8;
+    inst.mods.op_sel = (w0 >> 11 & 7) as u8;
+    inst.mods.op_sel_hi = (w1 >> 27 & 3) as u8 | ((w0 >> 14 & 1) as u8) << 2;
+    inst.mods.clamp = w0 >> 15 & 1 != 0;
+    for i in 0..3 {
+        inst.mods.neg[i] = w1 >> (29 + i) & 1 != 0;
+    }
+    Ok(inst)
 }
 
 fn vgpr(width: u8, index: u32) -> Operand {

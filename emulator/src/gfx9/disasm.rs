@@ -204,6 +204,40 @@ impl fmt::Display for Instruction {
                 }
                 Ok(())
             }
+            Encoding::Vop3p => {
+                f.write_str(name)?;
+                let mut sep = " ";
+                for o in [&self.dst, &self.src[0], &self.src[1], &self.src[2]] {
+                    if *o != Operand::None {
+                        write!(f, "{sep}{}", Op(o))?;
+                        sep = ", ";
+                    }
+                }
+                // llvm-objdump prints each packed modifier that differs from its default
+                // (op_sel 0, op_sel_hi 1, neg_lo/neg_hi 0), one entry per source.
+                let n = self.src.iter().filter(|o| **o != Operand::None).count();
+                let neg_lo = (0..3).fold(0u8, |b, i| b | (self.mods.neg[i] as u8) << i);
+                let full = (1u8 << n) - 1;
+                for (label, bits, default) in [
+                    ("op_sel", self.mods.op_sel, 0),
+                    ("op_sel_hi", self.mods.op_sel_hi, full),
+                    ("neg_lo", neg_lo, 0),
+                    ("neg_hi", self.mods.neg_hi, 0),
+                ] {
+                    if bits & full != default {
+                        write!(f, " {label}:[")?;
+                        for k in 0..n {
+                            let sep = if k > 0 { "," } else { "" };
+                            write!(f, "{sep}{}", bits >> k & 1)?;
+                        }
+                        f.write_str("]")?;
+                    }
+                }
+                if self.mods.clamp {
+                    f.write_str(" clamp")?;
+                }
+                Ok(())
+            }
             Encoding::Ds => {
                 f.write_str(name)?;
                 let mut sep = " ";

@@ -700,6 +700,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             valu(w, inst)?;
             Ok(Flow::Next)
         }
+        Encoding::Vop3p => {
+            vop3p(w, inst)?;
+            Ok(Flow::Next)
+        }
         Encoding::Ds => {
             ds(ctx, w, inst)?;
             Ok(Flow::Next)
@@ -1554,6 +1558,213 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
     }
     if writes_carry {
         set_sdst(w, &inst.sdst, carry_out);
+    }
+    Ok(())
+}
+
+/// f16 bits of the inline float constants 240..=248 (0.5, −0.5, 1, −1, 2, −2, 4, −4,
+/// 1/(2π)) as a 16-bit packed operand reads them.
+const F16_CONST: [u16; 9] = [
+    0x3800, 0xB800, 0x3C00, 0xBC00, 0x4000, 0xC000, 0x4400, 0xC400, 0x3118,
+];
+
+/// A VOP3P source as 64 bits: for 16-bit packed ops the low 32 bits are the two halves (an
+/// inline float constant is its f16 value in the low half and 0 in the high half, an inline
+/// integer its 32-bit sign extension); for the packed f32 ops the two dwords (an inline
+/// constant or a single SGPR gives the same 32-bit value in both).
+///
+/// Ref: Vega ISA §6.2.2 "Packed math" and LLVM AMDGPU's pre-gfx11 packed inline-constant
+/// rule (f16 constant in bits 15:0, zero above).
+fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
+    match *op {
+        Operand::InlineFloat(c) if !wide => u64::from(F16_CONST[(c - 240) as usize]),
+        Operand::InlineFloat(_) | Operand::InlineInt(_) | Operand::Special(_) if wide => {
+            let v = scalar(w, op, false, false) & 0xFFFF_FFFF;
+            v | v << 32
+        }
+        _ => vsrc(w, op, lane, wide, false),
+    }
+}
+
+/// Minimum (`max` false) or maximum of two f16 values in IEEE mode: a signaling NaN input
+/// gives that NaN quieted, a quiet NaN loses to a number, −0 < +0 (Vega ISA §6.2.4 for
+/// `V_MIN_F16`/`V_MAX_F16` with MODE.IEEE set, the compute default).
+fn f16_min_max(a: u16, b: u16, max: bool) -> u16 {
+    let nan = |x: u16| x & 0x7C00 == 0x7C00 && x & 0x3FF != 0;
+    let snan = |x: u16| nan(x) && x & 0x200 == 0;
+    if snan(a) {
+        return a | 0x200;
+    }
+    if snan(b) {
+        return b | 0x200;
+    }
+    if nan(a) {
+        return b;
+    }
+    if nan(b) {
+        return a;
+    }
+    // Order the bit patterns as numbers: negative values reversed, −0 below +0.
+    let key = |x: u16| -> i32 {
+        if x & 0x8000 != 0 {
+            -((x & 0x7FFF) as i32) - 1
+        } else {
+            x as i32
+        }
+    };
+    if (key(a) < key(b)) != max {
+        a
+    } else {
+        b
+    }
+}
+
+/// Packed math: each result half (16-bit ops) or dword (`_f32`/`_b32` ops) computed from the
+/// halves of the sources that `op_sel` (low result) and `op_sel_hi` (high result) select,
+/// with `neg_lo`/`neg_hi` negating float sources, then `clamp` ([0, 1] for floats,
+/// saturation for integer add/sub/mad).
+///
+/// Ref: Vega ISA §12.10 "VOP3P" and the VOP3P opcode table; CDNA2 ISA for `V_PK_FMA_F32`,
+/// `V_PK_MUL_F32`, `V_PK_ADD_F32` and `V_PK_MOV_B32`.
+fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let mods = inst.mods;
+    let wide = inst.info.widths[0] == 2;
+    let nsrc = inst.src.iter().filter(|o| **o != Operand::None).count();
+    let exec = w.exec();
+    let float = name.ends_with("f16") || name.ends_with("f32");
+    if !float && (mods.neg.iter().any(|&n| n) || mods.neg_hi != 0) && name != "v_pk_mov_b32" {
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{name}: neg_lo/neg_hi on an integer packed op"
+        ));
+    }
+    let int_clamp_ok = matches!(
+        name,
+        "v_pk_add_u16"
+            | "v_pk_sub_u16"
+            | "v_pk_add_i16"
+            | "v_pk_sub_i16"
+            | "v_pk_mad_u16"
+            | "v_pk_mad_i16"
+    );
+    if mods.clamp && !float && !int_clamp_ok {
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{name}: clamp not implemented for this op"
+        ));
+    }
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let raw: [u64; 3] = core::array::from_fn(|i| {
+            if i < nsrc {
+                pk_src(w, &inst.src[i], lane, wide)
+            } else {
+                0
+            }
+        });
+        let mut out = [0u64; 2];
+        for (h, slot) in out.iter_mut().enumerate() {
+            let sel = if h == 0 { mods.op_sel } else { mods.op_sel_hi };
+            let neg = |i: usize| {
+                if h == 0 {
+                    mods.neg[i]
+                } else {
+                    mods.neg_hi >> i & 1 != 0
+                }
+            };
+            if wide {
+                let x: [u32; 3] = core::array::from_fn(|i| {
+                    let v = (raw[i] >> (32 * (sel >> i & 1) as u32)) as u32;
+                    if neg(i) && name != "v_pk_mov_b32" {
+                        v ^ 0x8000_0000
+                    } else {
+                        v
+                    }
+                });
+                let f = |i: usize| f32::from_bits(x[i]);
+                let r = match name {
+                    "v_pk_fma_f32" => f(0).mul_add(f(1), f(2)),
+                    "v_pk_mul_f32" => f(0) * f(1),
+                    "v_pk_add_f32" => f(0) + f(1),
+                    "v_pk_mov_b32" => {
+                        // D.lo = op_sel[0] ? S0.hi : S0.lo; D.hi = op_sel[1] ? S1.hi : S1.lo.
+                        let v = (raw[h] >> (32 * (mods.op_sel >> h & 1) as u32)) as u32;
+                        *slot = u64::from(v);
+                        continue;
+                    }
+                    _ => return Err(not_implemented(inst)),
+                };
+                let r = if mods.clamp {
+                    if r.is_nan() {
+                        0.0
+                    } else {
+                        r.clamp(0.0, 1.0)
+                    }
+                } else {
+                    r
+                };
+                *slot = u64::from(r.to_bits());
+                continue;
+            }
+            let x: [u16; 3] = core::array::from_fn(|i| {
+                let v = (raw[i] >> (16 * (sel >> i & 1) as u32)) as u16;
+                if float && neg(i) {
+                    v ^ 0x8000
+                } else {
+                    v
+                }
+            });
+            let (a, b, c) = (x[0], x[1], x[2]);
+            let (ai, bi, ci) = (a as i16 as i64, b as i16 as i64, c as i16 as i64);
+            let (au, bu, cu) = (a as i64, b as i64, c as i64);
+            let sat_u = |v: i64| -> u16 {
+                if mods.clamp {
+                    v.clamp(0, 0xFFFF) as u16
+                } else {
+                    v as u16
+                }
+            };
+            let sat_i = |v: i64| -> u16 {
+                if mods.clamp {
+                    v.clamp(-0x8000, 0x7FFF) as u16
+                } else {
+                    v as u16
+                }
+            };
+            let r: u16 = match name {
+                "v_pk_mad_i16" => sat_i(ai * bi + ci),
+                "v_pk_mad_u16" => sat_u(au * bu + cu),
+                "v_pk_mul_lo_u16" => a.wrapping_mul(b),
+                "v_pk_add_i16" => sat_i(ai + bi),
+                "v_pk_sub_i16" => sat_i(ai - bi),
+                "v_pk_add_u16" => sat_u(au + bu),
+                "v_pk_sub_u16" => sat_u(au - bu),
+                "v_pk_lshlrev_b16" => b << (a & 15),
+                "v_pk_lshrrev_b16" => b >> (a & 15),
+                "v_pk_ashrrev_i16" => ((b as i16) >> (a & 15)) as u16,
+                "v_pk_max_i16" => ai.max(bi) as u16,
+                "v_pk_min_i16" => ai.min(bi) as u16,
+                "v_pk_max_u16" => a.max(b),
+                "v_pk_min_u16" => a.min(b),
+                "v_pk_fma_f16" => f16::fma(a, b, c),
+                "v_pk_add_f16" => f16::add(a, b),
+                "v_pk_mul_f16" => f16::mul(a, b),
+                "v_pk_min_f16" => f16_min_max(a, b, false),
+                "v_pk_max_f16" => f16_min_max(a, b, true),
+                _ => return Err(not_implemented(inst)),
+            };
+            let r = if float && mods.clamp {
+                f16::clamp01(r)
+            } else {
+                r
+            };
+            *slot = u64::from(r);
+        }
+        if wide {
+            set_vdst(w, &inst.dst, lane, out[0] | out[1] << 32, 2);
+        } else {
+            set_vdst(w, &inst.dst, lane, out[0] | out[1] << 16, 1);
+        }
     }
     Ok(())
 }

@@ -81,7 +81,7 @@ pub(crate) fn from_f64_sticky(x: f64, sticky: f64) -> u16 {
     }
     // Rebuild: value = n * 2^q_exp.
     let mut exp_field = (q_exp + 25) as i64; // biased exponent if n is in [1024, 2048)
-    if q_exp == -24 {
+    if e < -14 {
         // Subnormal range: n < 1024 is a subnormal mantissa, n == 1024 the smallest normal.
         if n < 1024 {
             return sign | n as u16;
@@ -127,7 +127,6 @@ pub(crate) fn add(a: u16, b: u16) -> u16 {
 }
 
 /// `a * b`, one rounding.
-#[allow(dead_code)] // VOP3P
 pub(crate) fn mul(a: u16, b: u16) -> u16 {
     if let Some(n) = nan2(a, b) {
         return n;
@@ -137,7 +136,6 @@ pub(crate) fn mul(a: u16, b: u16) -> u16 {
 
 /// `a * b + c` with one rounding (the product is exact in f64; the sum's rounding error is
 /// carried as a sticky bit).
-#[allow(dead_code)] // VOP3P
 pub(crate) fn fma(a: u16, b: u16, c: u16) -> u16 {
     if let Some(n) = nan2(a, b) {
         return n;
@@ -155,6 +153,18 @@ pub(crate) fn fma(a: u16, b: u16, c: u16) -> u16 {
     let bb = s - p;
     let err = (p - (s - bb)) + (z - bb);
     from_f64_sticky(s, err)
+}
+
+/// `x` clamped to [0, 1] (the VOP3P `clamp` bit): NaN → +0, −0 → +0.
+pub(crate) fn clamp01(x: u16) -> u16 {
+    let nan = x & 0x7C00 == 0x7C00 && x & 0x3FF != 0;
+    if nan || x & 0x8000 != 0 {
+        0
+    } else if x > 0x3C00 {
+        0x3C00
+    } else {
+        x
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +200,8 @@ mod tests {
         // The largest subnormal plus a half quantum rounds (to even) to the smallest normal.
         assert_eq!(from_f64(1023.5 * pow2(-24)), 0x0400);
         assert_eq!(from_f64(-2.0), 0xC000);
+        // The top of the smallest normal binade rounds up into the next binade.
+        assert_eq!(from_f64(2047.75 * pow2(-24)), 0x0800);
     }
 
     #[test]

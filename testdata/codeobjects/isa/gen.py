@@ -139,7 +139,90 @@ def atomics(cpu):
     return a
 
 
-FAMILIES = {"atomics": atomics}
+# --- vop3p: packed math --------------------------------------------------------------------
+# Kernel `<op>__<S><H><L><N><C><K>`: decimal digits of the modifiers' bit masks, op_sel S,
+# op_sel_hi H, neg_lo L, neg_hi N (bit i = source i), clamp C (0/1), and K = 1 when source 1
+# is an inline constant (1.0 for float ops, -1 for integer ops) instead of p2[i]. Lane i: the
+# sources are p1[i], p2[i], p3[i] (dwords, or qwords for the _f32/_b32 ops), the result goes
+# to p4[i].
+PK16_2 = ("v_pk_mul_lo_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_lshlrev_b16 v_pk_lshrrev_b16 "
+          "v_pk_ashrrev_i16 v_pk_max_i16 v_pk_min_i16 v_pk_add_u16 v_pk_sub_u16 v_pk_max_u16 "
+          "v_pk_min_u16 v_pk_add_f16 v_pk_mul_f16 v_pk_min_f16 v_pk_max_f16").split()
+PK16_3 = "v_pk_mad_i16 v_pk_mad_u16 v_pk_fma_f16".split()
+PK32_2 = "v_pk_mul_f32 v_pk_add_f32 v_pk_mov_b32".split()
+PK32_3 = ["v_pk_fma_f32"]
+SAT_OPS = ("v_pk_add_u16 v_pk_sub_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_mad_u16 "
+           "v_pk_mad_i16").split()
+
+
+def pk_variants(op, n):
+    """(op_sel, op_sel_hi, neg_lo, neg_hi, clamp, const) combinations run for `op`."""
+    full = (1 << n) - 1
+    fl = op.endswith("f16") or op.endswith("f32")
+    v = [(0, full, 0, 0, 0, 0), (1, full & ~2, 0, 0, 0, 0), (full, 0, 0, 0, 0, 0),
+         (2, full & ~1, 0, 0, 0, 0)]
+    if n == 3:
+        v += [(4, 3, 0, 0, 0, 0), (3, 4, 0, 0, 0, 0)]
+    if fl and op != "v_pk_mov_b32":
+        v += [(0, full, 1, 2, 0, 0), (0, full, full, full, 0, 0), (0, full, 0, 0, 1, 0)]
+    if op in SAT_OPS:
+        v += [(0, full, 0, 0, 1, 0)]
+    if not op.endswith("f32") and op != "v_pk_mov_b32":
+        # The constant in source 1: low half for both results (op_sel_hi[1] = 0), and as read.
+        v += [(0, full & ~2, 0, 0, 0, 1), (0, full, 0, 0, 0, 1)]
+    return v
+
+
+def pk_mods(n, sel, hi, nl, nh, clamp):
+    full = (1 << n) - 1
+    bits = lambda m: "[" + ",".join(str(m >> k & 1) for k in range(n)) + "]"
+    out = ""
+    if sel:
+        out += " op_sel:" + bits(sel)
+    if hi != full:
+        out += " op_sel_hi:" + bits(hi)
+    if nl:
+        out += " neg_lo:" + bits(nl)
+    if nh:
+        out += " neg_hi:" + bits(nh)
+    if clamp:
+        out += " clamp"
+    return out
+
+
+def vop3p(cpu):
+    a = Asm(cpu)
+    ops = [(o, 2, False) for o in PK16_2] + [(o, 3, False) for o in PK16_3]
+    if cpu in ("gfx90a", "gfx942"):
+        ops += [(o, 2, True) for o in PK32_2] + [(o, 3, True) for o in PK32_3]
+    for op, n, wide in ops:
+        for (sel, hi, nl, nh, clamp, k) in pk_variants(op, n):
+            if wide:
+                body = ["global_load_dwordx2 v[2:3], v21, s[6:7]",
+                        "global_load_dwordx2 v[4:5], v21, s[8:9]",
+                        "global_load_dwordx2 v[6:7], v21, s[10:11]",
+                        "s_waitcnt vmcnt(0)"]
+                srcs = ["v[2:3]", "v[4:5]", "v[6:7]"][:n]
+                dst = "v[10:11]"
+            else:
+                body = ["global_load_dword v2, v20, s[6:7]",
+                        "global_load_dword v4, v20, s[8:9]",
+                        "global_load_dword v6, v20, s[10:11]",
+                        "s_waitcnt vmcnt(0)"]
+                srcs = ["v2", "v4", "v6"][:n]
+                dst = "v10"
+            if k:
+                srcs[1] = "1.0" if op.endswith("f16") else "-1"
+            body.append("%s %s, %s%s" % (op, dst, ", ".join(srcs), pk_mods(n, sel, hi, nl, nh, clamp)))
+            if wide:
+                body.append("global_store_dwordx2 v21, v[10:11], s[12:13]")
+            else:
+                body.append("global_store_dword v20, v10, s[12:13]")
+            a.kernel("%s__%d%d%d%d%d%d" % (op, sel, hi, nl, nh, clamp, k), body)
+    return a
+
+
+FAMILIES = {"atomics": atomics, "vop3p": vop3p}
 CPUS = ["gfx900", "gfx90a", "gfx942"]
 
 
