@@ -20,8 +20,9 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
     Gfx9Target::from_processor(Processor::from_mach(e_flags & EF_AMDGPU_MACH).ok()?)
 }
 
-/// Code objects in `isa/`: families (atomics, vop3p) x targets (gfx900, gfx90a, gfx942).
-const ISA_FILES: usize = 6;
+/// Code objects in `isa/`: families (atomics, vop3p, scratch) x targets (gfx900, gfx90a,
+/// gfx942), and more/private-* (gfx900, gfx90a, gfx942).
+const ISA_FILES: usize = 9 + 3;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");
@@ -114,7 +115,14 @@ fn disassembly_matches_llvm_objdump() {
             checked_insns += n;
             kernels += 1;
         }
-        assert!(kernels >= 3, "{path:?}: only {kernels} kernels");
+        // more/private-* hold one kernel; every other file at least 3.
+        let single = path
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("private-"));
+        assert!(
+            kernels >= if single { 1 } else { 3 },
+            "{path:?}: only {kernels} kernels"
+        );
         checked_files += 1;
     }
     // 12 gfx9 files: gfx900/gfx90a/gfx942 v4+v5, gfx9-generic, ocl gfx90a v4+v5, more x3;

@@ -133,6 +133,23 @@ for seg in ("global", "flat"):
     row("FLAT", "%s_atomic_add_f32 %s_atomic_pk_add_f16" % (seg, seg), "1 1", "atomic")
     row("FLAT", "%s_atomic_add_f64 %s_atomic_min_f64 %s_atomic_max_f64" % ((seg,) * 3), "2 2", "atomic")
 
+for t, w in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),
+             ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
+    row("FLAT", "scratch_load_%s" % t, "%d" % w)
+    row("MUBUF", "buffer_load_%s" % t, "%d" % w)
+for t, w in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3", 3),
+             ("dwordx4", 4)):
+    row("FLAT", "scratch_store_%s" % t, "0 %d" % w)
+    row("MUBUF", "buffer_store_%s" % t, "0 %d" % w)
+_ops = "swap add sub smin umin smax umax and or xor inc dec".split()
+row("MUBUF", " ".join("buffer_atomic_%s" % o for o in _ops), "1 1", "atomic")
+row("MUBUF", "buffer_atomic_cmpswap", "1 2", "atomic")
+row("MUBUF", " ".join("buffer_atomic_%s_x2" % o for o in _ops), "2 2", "atomic")
+row("MUBUF", "buffer_atomic_cmpswap_x2", "2 4", "atomic")
+# Cache control (no operands): gfx9 L1 writeback-invalidate, gfx90a/gfx940 L2 writeback and
+# invalidate (ordering points for the interpreter).
+row("MUBUF", "buffer_wbinvl1 buffer_wbl2 buffer_invl2 buffer_inv", "0")
+
 
 def reg(kind, w, base):
     if w == 1:
@@ -196,6 +213,18 @@ def sample(enc, n, w, flags):
         if d[2]:
             return "%s %s, v1, v2" % (n, reg("v", d[0], 4))
         return "%s %s, v1" % (n, reg("v", d[0], 2))
+    if enc == "MUBUF":
+        if d[0] == 0 and d[1] == 0:
+            return n
+        if "atomic" in flags:
+            return "%s %s, v1, s[4:7], 0 offen glc" % (n, reg("v", d[1], 8))
+        if d[0] == 0:
+            return "%s %s, v1, s[4:7], 0 offen" % (n, reg("v", d[1], 2))
+        return "%s %s, v1, s[4:7], 0 offen" % (n, reg("v", d[0], 2))
+    if enc == "FLAT" and n.startswith("scratch_"):
+        if d[0] == 0:
+            return "%s v1, %s, off" % (n, reg("v", d[1], 2))
+        return "%s %s, v1, off" % (n, reg("v", d[0], 2))
     if enc == "FLAT":
         addr = "v[0:1]"
         tail = ", off" if n.startswith("global") else ""
@@ -231,7 +260,7 @@ def opcode(enc, words):
         return (w >> 16) & 0x7F
     if enc == "DS":
         return (w >> 17) & 0xFF
-    if enc == "FLAT":
+    if enc in ("FLAT", "MUBUF"):
         return (w >> 18) & 0x7F
     raise ValueError(enc)
 
@@ -289,7 +318,7 @@ def main():
 def e_name(e):
     return {"SOP2": "Sop2", "SOP1": "Sop1", "SOPK": "Sopk", "SOPC": "Sopc", "SOPP": "Sopp",
             "SMEM": "Smem", "VOP1": "Vop1", "VOP2": "Vop2", "VOPC": "Vopc", "VOP3": "Vop3", "VOP3P": "Vop3p",
-            "DS": "Ds", "FLAT": "Flat"}[e]
+            "DS": "Ds", "FLAT": "Flat", "MUBUF": "Mubuf"}[e]
 
 
 if __name__ == "__main__":

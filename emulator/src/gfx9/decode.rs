@@ -43,6 +43,8 @@ pub enum Encoding {
     Ds,
     /// Flat, global and scratch memory (`[31:26] = 0x37`), 2 dwords.
     Flat,
+    /// Untyped buffer memory through a buffer resource (`[31:26] = 0x38`), 2 dwords.
+    Mubuf,
 }
 
 impl Encoding {
@@ -62,6 +64,7 @@ impl Encoding {
             Encoding::Vop3p => "VOP3P",
             Encoding::Ds => "DS",
             Encoding::Flat => "FLAT",
+            Encoding::Mubuf => "MUBUF",
         }
     }
 }
@@ -210,6 +213,10 @@ pub struct Modifiers {
     pub gds: bool,
     /// SMEM `glc`.
     pub smem_glc: bool,
+    /// MUBUF `offen`: the VGPR address holds a byte offset.
+    pub offen: bool,
+    /// MUBUF `idxen`: the VGPR address holds an index (first, when both are set).
+    pub idxen: bool,
 }
 
 /// A decoded instruction.
@@ -227,9 +234,12 @@ pub struct Instruction {
     pub dst: Operand,
     /// Second destination: VOP3b/VOPC-promoted carry or mask SGPR pair; VOP2 carry forms: VCC.
     pub sdst: Operand,
-    /// Sources. SMEM: base pair, offset; DS: address, data0, data1; FLAT: address, data,
-    /// scalar base (`None` = `off`).
+    /// Sources. SMEM: base pair, offset; DS: address, data0, data1; FLAT: address (`None` =
+    /// `off`), data, scalar base or offset (`None` = `off`); MUBUF: address (`None` = `off`),
+    /// data (stores and atomics), the 4-SGPR buffer resource.
     pub src: [Operand; 3],
+    /// MUBUF: the scalar byte offset `soffset` (an SGPR or inline constant); `None` otherwise.
+    pub soffset: Operand,
     /// Modifier bits.
     pub mods: Modifiers,
     /// SOPP/SOPK 16-bit immediate; SMEM/FLAT byte offset; DS `offset0 | offset1 << 8`.
@@ -304,6 +314,7 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         dst: Operand::None,
         sdst: Operand::None,
         src: [Operand::None; 3],
+        soffset: Operand::None,
         mods: Modifiers::default(),
         imm: 0,
     };
@@ -546,14 +557,9 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             let info = find(Encoding::Flat, (w0 >> 18) & 0x7F, &[w0, w1])?;
             let want = match seg {
                 0 => "flat_",
+                1 => "scratch_",
                 2 => "global_",
-                _ => {
-                    return Err(illegal(
-                        "FLAT",
-                        &[w0, w1],
-                        "scratch/reserved segment unsupported",
-                    ))
-                }
+                _ => return Err(illegal("FLAT", &[w0, w1], "reserved segment 3")),
             };
             // flat_ and global_ share opcode numbers: pick the row with the segment's prefix.
             let info = OPCODES
@@ -568,11 +574,13 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.info = info;
             inst.encoding = Encoding::Flat;
             inst.size = 8;
-            if w0 >> 13 & 1 != 0 {
+            // Bit 13: `lds` on gfx900/gfx90a; gfx940's scratch `sve` (a VGPR address is used).
+            let sve = seg == 1 && target == Gfx9Target::Gfx942 && w0 >> 13 & 1 != 0;
+            if w0 >> 13 & 1 != 0 && !sve {
                 return Err(illegal("FLAT", &[w0, w1], "lds bit unsupported"));
             }
-            // 13-bit signed offset for global (GFX9), 12-bit unsigned for flat.
-            inst.imm = if seg == 2 {
+            // 13-bit signed offset for global and scratch (GFX9), 12-bit unsigned for flat.
+            inst.imm = if seg != 0 {
                 (((w0 & 0x1FFF) << 19) as i32) >> 19
             } else {
                 (w0 & 0xFFF) as i32
@@ -582,10 +590,26 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.mods.sc1 = w0 >> 25 & 1 != 0 && target != Gfx9Target::Gfx900;
             let acc = w1 >> 23 & 1 != 0 && target != Gfx9Target::Gfx900;
             let saddr = w1 >> 16 & 0x7F;
-            let has_saddr = seg == 2 && saddr != 0x7F;
-            inst.src[0] = vgpr(if has_saddr { 1 } else { 2 }, w1 & 0xFF);
-            if has_saddr {
-                inst.src[2] = sreg_operand(2, saddr, "FLAT", w0)?;
+            let has_saddr = seg != 0 && saddr != 0x7F;
+            if seg == 1 {
+                // Scratch: a 32-bit per-lane offset in a VGPR (gfx900/gfx90a: when there is no
+                // SGPR offset; gfx942: when `sve` is set) and/or in an SGPR.
+                let has_vaddr = if target == Gfx9Target::Gfx942 {
+                    sve
+                } else {
+                    !has_saddr
+                };
+                if has_vaddr {
+                    inst.src[0] = vgpr(1, w1 & 0xFF);
+                }
+                if has_saddr {
+                    inst.src[2] = sreg_operand(1, saddr, "FLAT", w0)?;
+                }
+            } else {
+                inst.src[0] = vgpr(if has_saddr { 1 } else { 2 }, w1 & 0xFF);
+                if has_saddr {
+                    inst.src[2] = sreg_operand(2, saddr, "FLAT", w0)?;
+                }
             }
             let data_reg = |w: u8, idx: u32| {
                 if acc {
@@ -608,7 +632,10 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         }
         0x32 => Err(illegal("VINTRP", &[w0], "unsupported encoding")),
         0x31 => Err(illegal("EXP", &[w0], "unsupported encoding")),
-        0x38 => Err(illegal("MUBUF", &[w0], "unsupported encoding")),
+        0x38 => {
+            let w1 = need_w1("MUBUF")?;
+            mubuf(inst, w0, w1, target)
+        }
         0x3A => Err(illegal("MTBUF", &[w0], "unsupported encoding")),
         0x3C => Err(illegal("MIMG", &[w0], "unsupported encoding")),
         _ => Err(illegal("unknown", &[w0], "unknown encoding")),
@@ -651,6 +678,69 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     for i in 0..3 {
         inst.mods.neg[i] = w1 >> (29 + i) & 1 != 0;
     }
+    Ok(inst)
+}
+
+/// MUBUF (Vega ISA §12.12 "MUBUF"): `offset` [11:0], `offen` [12], `idxen` [13], `glc`
+/// (gfx940 `sc0`) [14], bit 15 (gfx90a `scc`, gfx940 `sc1`), `lds` [16], `slc` (gfx940 `nt`)
+/// [17], `op` [24:18]; second dword: `vaddr` [7:0], `vdata` [15:8], `srsrc` [20:16] (SGPR
+/// index / 4), `acc` [23] (gfx90a+), `soffset` [31:24].
+fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<Instruction> {
+    let op = (w0 >> 18) & 0x7F;
+    let info = lookup(Encoding::Mubuf, op as u16, target).ok_or_else(|| {
+        let mut msg: heapless::String<48> = heapless::String::new();
+        let _ = core::fmt::write(
+            &mut msg,
+            format_args!("unknown opcode {op} for {}", target.name()),
+        );
+        illegal("MUBUF", &[w0, w1], &msg)
+    })?;
+    inst.info = info;
+    inst.encoding = Encoding::Mubuf;
+    inst.size = 8;
+    if w0 >> 16 & 1 != 0 {
+        return Err(illegal("MUBUF", &[w0, w1], "lds (load to LDS) unsupported"));
+    }
+    inst.imm = (w0 & 0xFFF) as i32;
+    inst.mods.offen = w0 >> 12 & 1 != 0;
+    inst.mods.idxen = w0 >> 13 & 1 != 0;
+    inst.mods.glc = w0 >> 14 & 1 != 0;
+    inst.mods.slc = w0 >> 17 & 1 != 0;
+    inst.mods.sc1 = w0 >> 15 & 1 != 0 && target != Gfx9Target::Gfx900;
+    if info.widths[0] == 0 && info.widths[1] == 0 {
+        // Cache control: no operands.
+        return Ok(inst);
+    }
+    let naddr = inst.mods.offen as u8 + inst.mods.idxen as u8;
+    if naddr > 0 {
+        inst.src[0] = vgpr(naddr, w1 & 0xFF);
+    }
+    let acc = w1 >> 23 & 1 != 0 && target != Gfx9Target::Gfx900;
+    let data_reg = |w: u8, idx: u32| {
+        if acc {
+            Operand::Agpr {
+                index: idx as u8,
+                count: w,
+            }
+        } else {
+            vgpr(w, idx)
+        }
+    };
+    let vdata = w1 >> 8 & 0xFF;
+    if info.widths[1] > 0 {
+        inst.src[1] = data_reg(info.widths[1], vdata);
+    }
+    let returns = !info.has(F_ATOMIC) || inst.mods.glc;
+    if info.widths[0] > 0 && returns {
+        inst.dst = data_reg(info.widths[0], vdata);
+    }
+    let srsrc = (w1 >> 16 & 0x1F) << 2;
+    inst.src[2] = sreg_operand(4, srsrc, "MUBUF", w0)?;
+    let mut size = 8u8;
+    inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MUBUF", w0)? {
+        op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
+        _ => return Err(illegal("MUBUF", &[w0, w1], "bad soffset")),
+    };
     Ok(inst)
 }
 
@@ -794,8 +884,8 @@ mod tests {
         );
         // SMEM needs 2 dwords.
         assert!(dec(&[0xC0020242], Gfx9Target::Gfx900).is_err());
-        // MUBUF.
-        let e = dec(&[0xE0500000, 0], Gfx9Target::Gfx900).unwrap_err();
-        assert!(e.detail().contains("MUBUF"));
+        // MTBUF.
+        let e = dec(&[0xE8000000, 0], Gfx9Target::Gfx900).unwrap_err();
+        assert!(e.detail().contains("MTBUF"));
     }
 }

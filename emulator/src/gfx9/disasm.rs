@@ -265,15 +265,21 @@ impl fmt::Display for Instruction {
             }
             Encoding::Flat => {
                 f.write_str(name)?;
-                let global = name.starts_with("global_");
+                let scratch = name.starts_with("scratch_");
+                let has_saddr = scratch || name.starts_with("global_");
                 let mut sep = " ";
-                for o in [&self.dst, &self.src[0], &self.src[1]] {
-                    if *o != Operand::None {
-                        write!(f, "{sep}{}", Op(o))?;
-                        sep = ", ";
-                    }
+                if self.dst != Operand::None {
+                    write!(f, "{sep}{}", Op(&self.dst))?;
+                    sep = ", ";
                 }
-                if global {
+                match self.src[0] {
+                    Operand::None => write!(f, "{sep}off")?,
+                    ref a => write!(f, "{sep}{}", Op(a))?,
+                }
+                if self.src[1] != Operand::None {
+                    write!(f, ", {}", Op(&self.src[1]))?;
+                }
+                if has_saddr {
                     match self.src[2] {
                         Operand::None => f.write_str(", off")?,
                         ref s => write!(f, ", {}", Op(s))?,
@@ -282,30 +288,64 @@ impl fmt::Display for Instruction {
                 if self.imm != 0 {
                     write!(f, " offset:{}", self.imm)?;
                 }
-                if self.target == Gfx9Target::Gfx942 {
-                    if self.mods.glc {
-                        f.write_str(" sc0")?;
-                    }
-                    if self.mods.sc1 {
-                        f.write_str(" sc1")?;
-                    }
-                    if self.mods.slc {
-                        f.write_str(" nt")?;
-                    }
-                } else {
-                    if self.mods.glc {
-                        f.write_str(" glc")?;
-                    }
-                    if self.mods.slc {
-                        f.write_str(" slc")?;
-                    }
-                    if self.mods.sc1 {
-                        f.write_str(" scc")?;
-                    }
+                self.cache_bits(f)
+            }
+            Encoding::Mubuf => {
+                f.write_str(name)?;
+                if self.src[2] == Operand::None {
+                    return self.cache_bits(f);
                 }
-                Ok(())
+                // vdata (loads: the destination; stores and atomics: the data register, which
+                // a returning atomic also writes), vaddr or `off`, srsrc, soffset.
+                let vdata = if self.src[1] != Operand::None {
+                    &self.src[1]
+                } else {
+                    &self.dst
+                };
+                write!(f, " {}, ", Op(vdata))?;
+                match self.src[0] {
+                    Operand::None => f.write_str("off")?,
+                    ref a => write!(f, "{}", Op(a))?,
+                }
+                write!(f, ", {}, {}", Op(&self.src[2]), Op(&self.soffset))?;
+                if self.mods.idxen {
+                    f.write_str(" idxen")?;
+                }
+                if self.mods.offen {
+                    f.write_str(" offen")?;
+                }
+                if self.imm != 0 {
+                    write!(f, " offset:{}", self.imm)?;
+                }
+                self.cache_bits(f)
             }
         }
+    }
+}
+
+impl Instruction {
+    /// The FLAT/MUBUF cache bits as llvm-objdump prints them: gfx940 `sc0 nt sc1`, else
+    /// `glc slc` and gfx90a's `scc`.
+    fn cache_bits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bits = if self.target == Gfx9Target::Gfx942 {
+            [
+                (self.mods.glc, " sc0"),
+                (self.mods.slc, " nt"),
+                (self.mods.sc1, " sc1"),
+            ]
+        } else {
+            [
+                (self.mods.glc, " glc"),
+                (self.mods.slc, " slc"),
+                (self.mods.sc1, " scc"),
+            ]
+        };
+        for (on, text) in bits {
+            if on {
+                f.write_str(text)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -9,19 +9,25 @@
 //! private segment wave offset), work-item ids in v0/v1/v2 (gfx900) or packed in v0
 //! (gfx90a/gfx942: bits 0..9 x, 10..19 y, 20..29 z), EXEC = the wave's live lanes.
 //!
-//! Semantics are those of the Vega/CDNA ISA guides with these documented limits: scratch
-//! (private segment) is not supported (an error at launch); FLAT addresses are global
-//! addresses (no LDS/scratch aperture); LDS accesses outside the work-group's allocation read
-//! 0 and drop writes, as the hardware's LDS bounds check does; `v_fma_f32` is computed in f64
-//! and rounded (exact product, one extra rounding of the sum); transcendental ops (`v_exp`,
-//! `v_log`, `v_rcp`, `v_rsq`, `v_sqrt`, …) are rejected as not implemented.
+//! Scratch (private segment): each work-group that runs gets its own backing at
+//! [`SCRATCH_BACKING_BASE`], 64 lanes × the private size per wave, swizzled per dword as
+//! the hardware's scratch is; the launch state points at it as AMDGPUUsage describes
+//! (private segment buffer V#, flat scratch init and the wave's offset on gfx900/gfx90a;
+//! FLAT_SCRATCH itself on gfx942's architected flat scratch). FLAT addresses in the shared
+//! and private apertures reach LDS and the lane's private segment.
+//!
+//! Semantics are those of the Vega/CDNA ISA guides with these documented limits: LDS
+//! accesses outside the work-group's allocation read 0 and drop writes, as the hardware's
+//! LDS bounds check does; `v_fma_f32` is computed in f64 and rounded (exact product, one
+//! extra rounding of the sum); transcendental ops (`v_exp`, `v_log`, `v_rcp`, `v_rsq`,
+//! `v_sqrt`, …) are rejected as not implemented.
 
 use alloc::vec;
 use alloc::vec::Vec;
 
 use super::decode::{decode, Encoding, Instruction, Operand, F_CI, F_CND, F_CO};
 use super::f16;
-use super::wave::{Wave, WaveState, M0, WAVE_SIZE};
+use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::{bail, error, Result, Status};
@@ -104,7 +110,8 @@ pub struct DispatchState {
     pub dispatch_id: u64,
     /// LDS per work-group, bytes (the descriptor's fixed size plus the packet's dynamic size).
     pub group_segment_size: u32,
-    /// Private memory per work-item, bytes (must be 0: scratch is not supported).
+    /// Private memory per work-item, bytes, from the packet (`private_segment_size`); the
+    /// interpreter backs the larger of this and the descriptor's fixed size.
     pub private_segment_size: u32,
     /// Instructions one wave may execute before the dispatch is aborted (a hang guard).
     pub max_instructions_per_wave: u64,
@@ -135,6 +142,40 @@ impl DispatchState {
 
 /// Maximum LDS per work-group, bytes (64 KiB on GFX9).
 pub const MAX_LDS_BYTES: u32 = 64 * 1024;
+
+/// Base of the shared (LDS) aperture: a FLAT address `SHARED_APERTURE_BASE + o` (o < 4 GiB)
+/// is byte `o` of the work-group's LDS. The gfx9 value amdkfd gives (`kfd_flat_memory.c`
+/// MAKE_LDS_APP_BASE_V9), which the emulated device reports too; `src_shared_base` reads its
+/// high 32 bits.
+pub const SHARED_APERTURE_BASE: u64 = 0x1_0000_0000_0000;
+
+/// Base of the private (scratch) aperture: a FLAT address `PRIVATE_APERTURE_BASE + o`
+/// (o < 4 GiB) is byte `o` of the lane's private segment (amdkfd's SCRATCH_V9 base);
+/// `src_private_base` reads its high 32 bits.
+pub const PRIVATE_APERTURE_BASE: u64 = 0x2_0000_0000_0000;
+
+/// Device address of the scratch backing memory the interpreter gives each dispatch: the
+/// base of the private segment buffer descriptor, the flat scratch init value and (gfx942)
+/// each wave's FLAT_SCRATCH are in `SCRATCH_BACKING_BASE..+waves * 64 * private bytes`.
+/// Accesses there go to the running work-group's own backing (work-groups on other host
+/// threads have theirs), never to device memory. Above every GPUVM address (amdkfd's gfx9
+/// GPUVM limit is 2^47), below both apertures, and within the 48 bits a buffer resource's
+/// base holds; the window is 2^40 bytes.
+pub const SCRATCH_BACKING_BASE: u64 = 0xF000_0000_0000;
+
+/// Largest private segment per work-item the interpreter backs, bytes: gfx9's per-wave
+/// scratch limit (COMPUTE_TMPRING_SIZE.WAVESIZE, 13 bits of 1 KiB: 8 MiB per wave) over 64
+/// lanes. A work-group of 1024 work-items then takes at most 128 MiB of host memory.
+pub const MAX_PRIVATE_SEGMENT_BYTES: u32 = 128 * 1024;
+
+/// Private bytes per work-item a dispatch gets: the larger of the descriptor's fixed size and
+/// the packet's `private_segment_size` (which covers dynamic stacks), rounded up to a dword.
+fn private_bytes(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> u32 {
+    descriptor
+        .private_segment_fixed_size
+        .max(dispatch.private_segment_size)
+        .next_multiple_of(4)
+}
 
 /// What the interpreter executed: counts for speed measurements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -182,8 +223,8 @@ pub fn workgroup_total(dispatch: &DispatchState) -> u64 {
 ///
 /// # Errors
 /// [`Status::InvalidArgument`]: a zero grid or work-group dimension, a work-group of more
-/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a descriptor or
-/// dispatch that needs scratch (private segment).
+/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a private
+/// segment above [`MAX_PRIVATE_SEGMENT_BYTES`] per work-item.
 pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> Result<()> {
     for d in 0..3 {
         if dispatch.grid_size[d] == 0 || dispatch.workgroup_size[d] == 0 {
@@ -216,10 +257,11 @@ pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -
             "kernel descriptor enables wave32; GFX9 runs wave64"
         );
     }
-    if descriptor.private_segment_fixed_size != 0 || dispatch.private_segment_size != 0 {
+    if private_bytes(descriptor, dispatch) > MAX_PRIVATE_SEGMENT_BYTES {
         bail!(
             Status::InvalidArgument,
-            "scratch unsupported: private_segment_fixed_size {} / dispatch private size {}",
+            "private segment: descriptor private_segment_fixed_size {} / packet \
+             private_segment_size {} > {MAX_PRIVATE_SEGMENT_BYTES} bytes per work-item",
             descriptor.private_segment_fixed_size,
             dispatch.private_segment_size
         );
@@ -282,11 +324,21 @@ pub fn run_workgroups(
     let counts = workgroup_counts(dispatch);
     let end = groups.end.min(workgroup_total(dispatch));
     let mut waves: Vec<Wave> = Vec::new();
+    // Scratch: 64 lanes' private segments per wave, for the most waves a group has.
+    let scratch_per_wave = u64::from(private_bytes(descriptor, dispatch)) * WAVE_SIZE as u64;
+    let wg_items: usize = dispatch
+        .workgroup_size
+        .iter()
+        .map(|&d| d as usize)
+        .product();
+    let mut scratch = vec![0u8; scratch_per_wave as usize * wg_items.div_ceil(WAVE_SIZE)];
     let mut ctx = Ctx {
         code,
         target,
         memory,
         lds: &mut lds,
+        scratch: &mut scratch,
+        scratch_per_wave,
         instructions: 0,
         lane_instructions: 0,
     };
@@ -327,6 +379,10 @@ struct Ctx<'a, 'c> {
     target: Gfx9Target,
     memory: &'a dyn DeviceMemory,
     lds: &'a mut [u8],
+    /// The running work-group's scratch backing, at [`SCRATCH_BACKING_BASE`]: one swizzled
+    /// region of `scratch_per_wave` bytes per wave.
+    scratch: &'a mut [u8],
+    scratch_per_wave: u64,
     instructions: u64,
     lane_instructions: u64,
 }
@@ -388,8 +444,24 @@ fn init_wave(
         w.set_sreg64(*s, v);
         *s += 2;
     };
+    let scratch_len = ctx.scratch.len() as u64;
+    let wave_offset = wave_index as u64 * ctx.scratch_per_wave;
     if kd.enable_sgpr_private_segment_buffer() {
-        s += 4; // No scratch: a null buffer resource.
+        // The private segment buffer V# as ROCR sets it up: the backing's base, stride 0,
+        // swizzled with 4-byte elements over 64 lanes (ADD_TID), NUM_RECORDS its size
+        // (Vega ISA §8.1.8 "Buffer resource"; the wave adds its byte offset to the base).
+        let words = [
+            SCRATCH_BACKING_BASE as u32,
+            (SCRATCH_BACKING_BASE >> 32) as u32 & 0xFFFF | 1 << 31,
+            scratch_len.min(u64::from(u32::MAX)) as u32,
+            // DST_SEL xyzw, NUM_FORMAT float, DATA_FORMAT 32, ELEMENT_SIZE 4 bytes (1),
+            // INDEX_STRIDE 64 (3), ADD_TID_ENABLE.
+            0xFAC | 7 << 12 | 4 << 15 | 1 << 19 | 3 << 21 | 1 << 23,
+        ];
+        for (k, v) in words.into_iter().enumerate() {
+            w.sreg[s + k] = v;
+        }
+        s += 4;
     }
     if kd.enable_sgpr_dispatch_ptr() {
         put64(w, &mut s, dispatch.dispatch_packet_address);
@@ -404,7 +476,8 @@ fn init_wave(
         put64(w, &mut s, dispatch.dispatch_id);
     }
     if kd.enable_sgpr_flat_scratch_init() {
-        put64(w, &mut s, 0);
+        // The queue's scratch base; the kernel adds its wave offset into FLAT_SCRATCH.
+        put64(w, &mut s, SCRATCH_BACKING_BASE);
     }
     if kd.enable_sgpr_private_segment_size() {
         w.sreg[s] = dispatch.private_segment_size;
@@ -445,8 +518,12 @@ fn init_wave(
         w.sreg[s] = 0;
         s += 1;
     }
-    if rsrc2.enable_private_segment() {
-        w.sreg[s] = 0; // Private segment wave byte offset.
+    if ctx.target.architected_flat_scratch() {
+        // gfx940+: the hardware sets FLAT_SCRATCH to the wave's own scratch and there is no
+        // wave offset SGPR (AMDGPUUsage "Flat Scratch", architected flat scratch).
+        w.set_sreg64(FLAT_SCRATCH, SCRATCH_BACKING_BASE + wave_offset);
+    } else if rsrc2.enable_private_segment() {
+        w.sreg[s] = wave_offset as u32; // Private segment wave byte offset.
     }
     let ids = rsrc2.enable_vgpr_workitem_id();
     let mut exec = 0u64;
@@ -608,6 +685,10 @@ fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
         Operand::Special(251) => (w.vcc() == 0) as u64,
         Operand::Special(252) => (w.exec() == 0) as u64,
         Operand::Special(253) => w.scc as u64,
+        // src_shared_base / src_private_base: the apertures' high 32 bits; the limits are
+        // base + 4 GiB - 1 (high 32 bits equal the base's).
+        Operand::Special(235 | 236) => SHARED_APERTURE_BASE >> 32,
+        Operand::Special(237 | 238) => PRIVATE_APERTURE_BASE >> 32,
         _ => 0,
     }
 }
@@ -710,6 +791,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
         }
         Encoding::Flat => {
             flat(ctx, w, inst)?;
+            Ok(Flow::Next)
+        }
+        Encoding::Mubuf => {
+            mubuf(ctx, w, inst)?;
             Ok(Flow::Next)
         }
     }
@@ -1907,107 +1992,437 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     Ok(())
 }
 
+/// Where one lane's access goes.
+#[derive(Clone, Copy, Debug)]
+enum Space {
+    /// A device address (the scratch backing window included).
+    Global(u64),
+    /// A byte offset in the work-group's LDS.
+    Lds(u64),
+    /// A lane-relative private offset in the wave's scratch at `base` (an address in the
+    /// scratch backing window), swizzled per dword with the lane.
+    Private { base: u64, offset: u32 },
+}
+
+/// The address of byte `offset` of lane `lane`'s private segment in a wave's swizzled
+/// scratch: dword `offset / 4` of the 64 lanes is one 256-byte row (Vega ISA §9.3.3 "Scratch
+/// (private) buffer": element size 4, index stride 64).
+fn swizzle(base: u64, offset: u32, lane: usize) -> u64 {
+    base.wrapping_add(u64::from(offset / 4) * 256 + lane as u64 * 4 + u64::from(offset % 4))
+}
+
+/// Reads `buf.len()` bytes at `addr` of device memory, or of the running group's scratch
+/// backing when `addr` is in its window (outside the backing: zeros, as scratch's bounds
+/// check returns).
+fn read_global(ctx: &Ctx<'_, '_>, addr: u64, buf: &mut [u8]) -> Result<()> {
+    if let Some(o) = addr.checked_sub(SCRATCH_BACKING_BASE) {
+        if o < 1 << 40 {
+            let src = usize::try_from(o)
+                .ok()
+                .and_then(|o| ctx.scratch.get(o..o.checked_add(buf.len())?));
+            match src {
+                Some(src) => buf.copy_from_slice(src),
+                None => buf.fill(0),
+            }
+            return Ok(());
+        }
+    }
+    ctx.memory.read(addr, buf)
+}
+
+/// Writes `data` at `addr` of device memory or of the group's scratch backing (dropped
+/// outside the backing).
+fn write_global(ctx: &mut Ctx<'_, '_>, addr: u64, data: &[u8]) -> Result<()> {
+    if let Some(o) = addr.checked_sub(SCRATCH_BACKING_BASE) {
+        if o < 1 << 40 {
+            let n = data.len();
+            if let Some(dst) = usize::try_from(o)
+                .ok()
+                .and_then(|o| ctx.scratch.get_mut(o..o.checked_add(n)?))
+            {
+                dst.copy_from_slice(data);
+            }
+            return Ok(());
+        }
+    }
+    ctx.memory.write(addr, data)
+}
+
+/// Reads `buf.len()` bytes of lane `lane` at `space`.
+fn space_read(ctx: &Ctx<'_, '_>, space: Space, lane: usize, buf: &mut [u8]) -> Result<()> {
+    match space {
+        Space::Global(a) => read_global(ctx, a, buf),
+        Space::Lds(o) => {
+            lds_read(ctx.lds, o, buf);
+            Ok(())
+        }
+        Space::Private { base, offset } => {
+            // Contiguous within a dword, scattered across dwords.
+            let mut k = 0;
+            while k < buf.len() {
+                let o = offset.wrapping_add(k as u32);
+                let n = (4 - (o % 4) as usize).min(buf.len() - k);
+                read_global(ctx, swizzle(base, o, lane), &mut buf[k..k + n])?;
+                k += n;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Writes `data` for lane `lane` at `space`.
+fn space_write(ctx: &mut Ctx<'_, '_>, space: Space, lane: usize, data: &[u8]) -> Result<()> {
+    match space {
+        Space::Global(a) => write_global(ctx, a, data),
+        Space::Lds(o) => {
+            lds_write(ctx.lds, o, data);
+            Ok(())
+        }
+        Space::Private { base, offset } => {
+            let mut k = 0;
+            while k < data.len() {
+                let o = offset.wrapping_add(k as u32);
+                let n = (4 - (o % 4) as usize).min(data.len() - k);
+                write_global(ctx, swizzle(base, o, lane), &data[k..k + n])?;
+                k += n;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Atomically applies `f` (old → new) to the u32 or u64 (`wide`) of lane `lane` at `space`
+/// and returns the old value: device memory through [`DeviceMemory`]'s atomics, LDS and
+/// scratch (private to the running work-group) by read-modify-write.
+fn space_atomic(
+    ctx: &mut Ctx<'_, '_>,
+    space: Space,
+    lane: usize,
+    wide: bool,
+    f: &mut dyn FnMut(u64) -> u64,
+) -> Result<u64> {
+    if let Space::Global(a) = space {
+        let in_scratch = a
+            .checked_sub(SCRATCH_BACKING_BASE)
+            .is_some_and(|o| o < 1 << 40);
+        if !in_scratch {
+            return if wide {
+                ctx.memory.atomic_rmw_u64(a, f)
+            } else {
+                ctx.memory
+                    .atomic_rmw_u32(a, &mut |old| f(u64::from(old)) as u32)
+                    .map(u64::from)
+            };
+        }
+    }
+    let n = if wide { 8 } else { 4 };
+    let mut b = [0u8; 8];
+    space_read(ctx, space, lane, &mut b[..n])?;
+    let old = u64::from_le_bytes(b);
+    let new = f(old);
+    space_write(ctx, space, lane, &new.to_le_bytes()[..n])?;
+    Ok(old)
+}
+
+/// Bytes a load or store of type `ty` (the mnemonic after `load_`/`store_`) moves, with
+/// `dwords` data registers.
+fn access_bytes(ty: &str, dwords: u8) -> usize {
+    match ty {
+        "ubyte" | "sbyte" | "byte" => 1,
+        "ushort" | "sshort" | "short" => 2,
+        _ => dwords as usize * 4,
+    }
+}
+
+/// Writes the bytes a load of type `ty` read (`b[..n]`) to the destination registers of
+/// lane `lane` (sign- or zero-extending sub-dword loads).
+fn load_result(w: &mut Wave, dst: &Operand, lane: usize, ty: &str, b: &[u8; 16], n: usize) {
+    let v = match ty {
+        "ubyte" => u64::from(b[0]),
+        "sbyte" => b[0] as i8 as i32 as u32 as u64,
+        "ushort" => u64::from(u16::from_le_bytes([b[0], b[1]])),
+        "sshort" => u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32 as u64,
+        _ => {
+            for k in 0..n / 4 {
+                let v = u32::from_le_bytes([b[k * 4], b[k * 4 + 1], b[k * 4 + 2], b[k * 4 + 3]]);
+                set_vdst_dword(w, dst, lane, k, v);
+            }
+            return;
+        }
+    };
+    set_vdst_dword(w, dst, lane, 0, v as u32);
+}
+
+/// Sets dword `k` of a VGPR/AGPR destination range for `lane`.
+fn set_vdst_dword(w: &mut Wave, op: &Operand, lane: usize, k: usize, v: u32) {
+    match *op {
+        Operand::Vgpr { index, .. } => w.set_v(index as usize + k, lane, v),
+        Operand::Agpr { index, .. } => {
+            if let Some(r) = w.agpr.get_mut((index as usize + k) * WAVE_SIZE + lane) {
+                *r = v;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Dword `k` of a VGPR/AGPR source range for `lane`.
+fn vsrc_dword(w: &Wave, op: &Operand, lane: usize, k: usize) -> u32 {
+    match *op {
+        Operand::Vgpr { index, .. } => w.v(index as usize + k, lane),
+        Operand::Agpr { index, .. } => w
+            .agpr
+            .get((index as usize + k) * WAVE_SIZE + lane)
+            .copied()
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A load, store or atomic of one lane at `space`, for the FLAT/GLOBAL/SCRATCH and MUBUF
+/// instructions; `op` is the mnemonic after the segment prefix (`load_dword`, `atomic_add`).
+fn lane_access(
+    ctx: &mut Ctx<'_, '_>,
+    w: &mut Wave,
+    inst: &Instruction,
+    op: &str,
+    lane: usize,
+    space: Space,
+) -> Result<()> {
+    let mut b = [0u8; 16];
+    if let Some(ty) = op.strip_prefix("load_") {
+        let n = access_bytes(ty, inst.info.widths[0]);
+        space_read(ctx, space, lane, &mut b[..n])?;
+        load_result(w, &inst.dst, lane, ty, &b, n);
+    } else if let Some(ty) = op.strip_prefix("store_") {
+        let data_w = inst.info.widths[1] as usize;
+        for k in 0..data_w {
+            b[k * 4..k * 4 + 4]
+                .copy_from_slice(&vsrc_dword(w, &inst.src[1], lane, k).to_le_bytes());
+        }
+        let n = access_bytes(ty, data_w as u8);
+        space_write(ctx, space, lane, &b[..n])?;
+    } else if let Some(ty) = op.strip_prefix("atomic_") {
+        let wide = inst.info.widths[0] == 2;
+        let Some(f) = atomic_op(ty) else {
+            return Err(not_implemented(inst));
+        };
+        // Data: the operand (cmpswap: the new value, then the compare value).
+        let dw = if wide { 2 } else { 1 };
+        let get = |k: usize| {
+            let lo = u64::from(vsrc_dword(w, &inst.src[1], lane, k));
+            if wide {
+                lo | u64::from(vsrc_dword(w, &inst.src[1], lane, k + 1)) << 32
+            } else {
+                lo
+            }
+        };
+        let src = get(0);
+        let cmp = if ty.starts_with("cmpswap") {
+            get(dw)
+        } else {
+            0
+        };
+        let old = space_atomic(ctx, space, lane, wide, &mut |old| f(old, src, cmp, wide))?;
+        let old = if wide { old } else { old & 0xFFFF_FFFF };
+        // Returns the old value only with glc (sc0): the decoder leaves dst None otherwise.
+        for k in 0..dw {
+            set_vdst_dword(w, &inst.dst, lane, k, (old >> (32 * k)) as u32);
+        }
+    } else {
+        return Err(not_implemented(inst));
+    }
+    Ok(())
+}
+
+/// FLAT, GLOBAL and SCRATCH instructions (Vega ISA §9.3 "Flat, global and scratch"): a FLAT
+/// address in the shared or private aperture goes to LDS or the lane's private segment
+/// (through FLAT_SCRATCH), anything else to device memory; GLOBAL addresses are device
+/// addresses; SCRATCH addresses are private offsets (VGPR and/or SGPR plus the instruction
+/// offset) from FLAT_SCRATCH.
 fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     let name = inst.name();
     let exec = w.exec();
-    let op = name.split_once('_').map(|(_, r)| r).unwrap_or("");
+    let (seg, op) = name.split_once('_').unwrap_or(("", ""));
+    let flat_scratch = w.sreg64(FLAT_SCRATCH);
     let saddr = match inst.src[2] {
-        Operand::Sreg { index, .. } => Some(w.sreg64(index as usize)),
+        Operand::Sreg { index, count } if count >= 2 => Some(w.sreg64(index as usize)),
+        Operand::Sreg { index, .. } => Some(u64::from(w.sreg[index as usize])),
         _ => None,
     };
-    let data_w = inst.info.widths[1];
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-        let addr = match saddr {
-            Some(s) => s.wrapping_add(vsrc(w, &inst.src[0], lane, false, false)),
-            None => vsrc(w, &inst.src[0], lane, true, false),
-        }
-        .wrapping_add(inst.imm as i64 as u64);
-        let fault = |e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
-        let mut b = [0u8; 16];
-        if let Some(ty) = op.strip_prefix("load_") {
-            let n = match ty {
-                "ubyte" | "sbyte" => 1,
-                "ushort" | "sshort" => 2,
-                "dword" => 4,
-                "dwordx2" => 8,
-                "dwordx3" => 12,
-                _ => 16,
-            };
-            ctx.memory.read(addr, &mut b[..n]).map_err(fault)?;
-            let base = match inst.dst {
-                Operand::Vgpr { index, .. } => index as usize,
-                _ => continue,
-            };
-            match ty {
-                "ubyte" => w.set_v(base, lane, b[0] as u32),
-                "sbyte" => w.set_v(base, lane, b[0] as i8 as i32 as u32),
-                "ushort" => w.set_v(base, lane, u16::from_le_bytes([b[0], b[1]]) as u32),
-                "sshort" => w.set_v(
-                    base,
-                    lane,
-                    u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32,
-                ),
-                _ => {
-                    for k in 0..n / 4 {
-                        let v = u32::from_le_bytes([
-                            b[k * 4],
-                            b[k * 4 + 1],
-                            b[k * 4 + 2],
-                            b[k * 4 + 3],
-                        ]);
-                        w.set_v(base + k, lane, v);
-                    }
-                }
-            }
-        } else if let Some(ty) = op.strip_prefix("store_") {
-            let r = match inst.src[1] {
-                Operand::Vgpr { index, .. } => index as usize,
-                _ => continue,
-            };
-            for k in 0..data_w as usize {
-                b[k * 4..k * 4 + 4].copy_from_slice(&w.v(r + k, lane).to_le_bytes());
-            }
-            let n = match ty {
-                "byte" => 1,
-                "short" => 2,
-                _ => data_w as usize * 4,
-            };
-            ctx.memory.write(addr, &b[..n]).map_err(fault)?;
-        } else if let Some(ty) = op.strip_prefix("atomic_") {
-            let wide = inst.info.widths[0] == 2;
-            let Some(f) = atomic_op(ty) else {
-                return Err(not_implemented(inst));
-            };
-            // Data: the operand (cmpswap: the new value, then the compare value).
-            let src = vsrc(w, &inst.src[1], lane, wide, false);
-            let cmp = match inst.src[1] {
-                Operand::Vgpr { index, count } if count >= 2 => {
-                    let r = index as usize + if wide { 2 } else { 1 };
-                    let lo = w.v(r, lane) as u64;
-                    if wide {
-                        lo | (w.v(r + 1, lane) as u64) << 32
-                    } else {
-                        lo
-                    }
-                }
+        let space = if seg == "scratch" {
+            let v = match inst.src[0] {
+                Operand::Vgpr { index, .. } => w.v(index as usize, lane),
                 _ => 0,
             };
-            let old = if wide {
-                ctx.memory
-                    .atomic_rmw_u64(addr, &mut |old| f(old, src, cmp, true))
-                    .map_err(fault)?
-            } else {
-                u64::from(
-                    ctx.memory
-                        .atomic_rmw_u32(addr, &mut |old| f(u64::from(old), src, cmp, false) as u32)
-                        .map_err(fault)?,
-                )
-            };
-            // Returns the old value only with glc (sc0): the decoder leaves dst None otherwise.
-            set_vdst(w, &inst.dst, lane, old, if wide { 2 } else { 1 });
+            let off = v
+                .wrapping_add(saddr.unwrap_or(0) as u32)
+                .wrapping_add(inst.imm as u32);
+            Space::Private {
+                base: flat_scratch,
+                offset: off,
+            }
         } else {
-            return Err(not_implemented(inst));
+            let addr = match saddr {
+                Some(s) => s.wrapping_add(vsrc(w, &inst.src[0], lane, false, false)),
+                None => vsrc(w, &inst.src[0], lane, true, false),
+            }
+            .wrapping_add(inst.imm as i64 as u64);
+            let aperture = |base: u64| addr.checked_sub(base).filter(|o| *o >> 32 == 0);
+            match (
+                seg,
+                aperture(SHARED_APERTURE_BASE),
+                aperture(PRIVATE_APERTURE_BASE),
+            ) {
+                ("flat", Some(o), _) => Space::Lds(o),
+                ("flat", _, Some(o)) => Space::Private {
+                    base: flat_scratch,
+                    offset: o as u32,
+                },
+                _ => Space::Global(addr),
+            }
+        };
+        lane_access(ctx, w, inst, op, lane, space)
+            .map_err(|e| error!(e.status(), "lane {lane}: {}", e.detail()))?;
+    }
+    Ok(())
+}
+
+/// The fields of a buffer resource (V#) that untyped MUBUF addressing uses (Vega ISA §8.1.8
+/// "Buffer resource").
+struct BufferResource {
+    base: u64,
+    stride: u64,
+    swizzle: bool,
+    num_records: u64,
+    element_size: u64,
+    index_stride: u64,
+    add_tid: bool,
+}
+
+impl BufferResource {
+    fn from_words(v: [u32; 4]) -> BufferResource {
+        BufferResource {
+            base: u64::from(v[0]) | u64::from(v[1] & 0xFFFF) << 32,
+            stride: u64::from(v[1] >> 16 & 0x3FFF),
+            swizzle: v[1] >> 31 != 0,
+            num_records: u64::from(v[2]),
+            element_size: 2 << (v[3] >> 19 & 3),
+            index_stride: 8 << (v[3] >> 21 & 3),
+            add_tid: v[3] >> 23 & 1 != 0,
         }
+    }
+
+    /// The byte offset in the buffer of byte `offset` of record `index` (Vega ISA §8.1.5
+    /// "Buffer addressing"; swizzled: `(index_msb * stride + offset_msb * element_size) *
+    /// index_stride + index_lsb * element_size + offset_lsb`).
+    fn buffer_offset(&self, index: u64, offset: u64) -> u64 {
+        if self.swizzle {
+            let (imsb, ilsb) = (index / self.index_stride, index % self.index_stride);
+            let (omsb, olsb) = (offset / self.element_size, offset % self.element_size);
+            (imsb * self.stride + omsb * self.element_size) * self.index_stride
+                + ilsb * self.element_size
+                + olsb
+        } else {
+            index * self.stride + offset
+        }
+    }
+
+    /// Whether an access of `len` bytes at record `index`, byte `offset` is out of range (a
+    /// load returns 0, a store is dropped): raw buffers (stride 0) check the byte offset
+    /// against NUM_RECORDS bytes, structured ones the index against NUM_RECORDS records.
+    /// Swizzled (scratch) buffers are bounded by the backing instead.
+    fn out_of_range(&self, index: u64, offset: u64, len: u64) -> bool {
+        if self.swizzle {
+            false
+        } else if self.stride == 0 {
+            offset + len > self.num_records
+        } else {
+            index >= self.num_records
+        }
+    }
+}
+
+/// MUBUF loads, stores, atomics and cache control (Vega ISA §8.1 "Vector memory buffer
+/// instructions"): address = base + soffset + buffer offset of (index, vaddr offset +
+/// instruction offset), the index from the VGPR (`idxen`) plus the lane (ADD_TID).
+fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let Operand::Sreg { index: r, .. } = inst.src[2] else {
+        // buffer_wbinvl1, buffer_wbl2, buffer_invl2/buffer_inv: every access of this
+        // interpreter is already visible to all (memory is coherent), so these are ordering
+        // points with nothing to do.
+        return match name {
+            "buffer_wbinvl1" | "buffer_wbl2" | "buffer_invl2" | "buffer_inv" => Ok(()),
+            _ => Err(not_implemented(inst)),
+        };
+    };
+    let r = r as usize;
+    let rsrc = BufferResource::from_words([w.sreg[r], w.sreg[r + 1], w.sreg[r + 2], w.sreg[r + 3]]);
+    let soffset = scalar(w, &inst.soffset, false, false) & 0xFFFF_FFFF;
+    let op = name.strip_prefix("buffer_").unwrap_or("");
+    let exec = w.exec();
+    let len = if let Some(ty) = op.strip_prefix("load_") {
+        access_bytes(ty, inst.info.widths[0])
+    } else if let Some(ty) = op.strip_prefix("store_") {
+        access_bytes(ty, inst.info.widths[1])
+    } else {
+        inst.info.widths[0] as usize * 4
+    };
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let (mut index, mut voff) = (0u64, 0u64);
+        if let Operand::Vgpr { index: a, .. } = inst.src[0] {
+            let a = a as usize;
+            match (inst.mods.idxen, inst.mods.offen) {
+                (true, true) => {
+                    index = u64::from(w.v(a, lane));
+                    voff = u64::from(w.v(a + 1, lane));
+                }
+                (true, false) => index = u64::from(w.v(a, lane)),
+                _ => voff = u64::from(w.v(a, lane)),
+            }
+        }
+        if rsrc.add_tid {
+            index += lane as u64;
+        }
+        let offset = voff + inst.imm as u64;
+        if rsrc.out_of_range(index, offset, len as u64) {
+            // Out of range: loads (and returning atomics) get zeros, stores are dropped.
+            for k in 0..inst.info.widths[0] as usize {
+                set_vdst_dword(w, &inst.dst, lane, k, 0);
+            }
+            continue;
+        }
+        let fault = |e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
+        let addr_of = |k: u64| {
+            rsrc.base
+                .wrapping_add(soffset)
+                .wrapping_add(rsrc.buffer_offset(index, offset + k))
+        };
+        if rsrc.swizzle && len > 4 {
+            // Each element (dword) of a multi-dword access lands in its own swizzled place.
+            let mut b = [0u8; 16];
+            if let Some(ty) = op.strip_prefix("load_") {
+                for k in 0..len / 4 {
+                    read_global(ctx, addr_of(k as u64 * 4), &mut b[k * 4..k * 4 + 4])
+                        .map_err(fault)?;
+                }
+                load_result(w, &inst.dst, lane, ty, &b, len);
+            } else if op.starts_with("store_") {
+                for k in 0..len / 4 {
+                    let v = vsrc_dword(w, &inst.src[1], lane, k).to_le_bytes();
+                    write_global(ctx, addr_of(k as u64 * 4), &v).map_err(fault)?;
+                }
+            } else {
+                return Err(error!(
+                    Status::IllegalInstruction,
+                    "{name}: 64-bit atomic on a swizzled buffer not implemented"
+                ));
+            }
+            continue;
+        }
+        lane_access(ctx, w, inst, op, lane, Space::Global(addr_of(0))).map_err(fault)?;
     }
     Ok(())
 }

@@ -70,6 +70,13 @@ impl Gfx9Target {
         !matches!(self, Gfx9Target::Gfx900)
     }
 
+    /// Whether the hardware initializes FLAT_SCRATCH to the wave's scratch ("architected
+    /// flat scratch", gfx940+): no private segment buffer or wave offset SGPRs
+    /// (AMDGPUUsage "Flat Scratch").
+    pub const fn architected_flat_scratch(self) -> bool {
+        matches!(self, Gfx9Target::Gfx942)
+    }
+
     pub(crate) const fn bit(self) -> u8 {
         match self {
             Gfx9Target::Gfx900 => decode::T_GFX900,

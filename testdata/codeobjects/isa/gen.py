@@ -33,12 +33,15 @@ class Asm:
         self.text = []
         self.kernels = []
 
-    def kernel(self, name, body, vgprs=64, extra=""):
+    def kernel(self, name, body, vgprs=64, extra="", prologue=None):
         self.kernels.append(name)
         t = self.text
         t.append("\t.globl %s\n\t.p2align 8\n\t.type %s,@function\n%s:" % (name, name, name))
-        t.append("\ts_load_dwordx16 s[4:19], s[0:1], 0x0")
-        t.append("\tv_lshl_add_u32 v1, s2, 6, v0")
+        if prologue is None:
+            prologue = ["s_load_dwordx16 s[4:19], s[0:1], 0x0",
+                        "v_lshl_add_u32 v1, s2, 6, v0"]
+        for line in prologue:
+            t.append("\t" + line)
         t.append("\tv_lshlrev_b32 v20, 2, v1")
         t.append("\tv_lshlrev_b32 v21, 3, v1")
         t.append("\ts_waitcnt lgkmcnt(0)")
@@ -56,7 +59,8 @@ class Asm:
         out.append("\t.rodata")
         for name, vgprs, extra in self.kd:
             out.append("\t.p2align 6\n\t.amdhsa_kernel %s" % name)
-            out.append("\t\t.amdhsa_user_sgpr_kernarg_segment_ptr 1")
+            if ".amdhsa_user_sgpr_kernarg_segment_ptr" not in extra:
+                out.append("\t\t.amdhsa_user_sgpr_kernarg_segment_ptr 1")
             out.append("\t\t.amdhsa_next_free_vgpr %d" % vgprs)
             out.append("\t\t.amdhsa_next_free_sgpr 32")
             if self.cpu in ("gfx90a", "gfx942"):
@@ -222,7 +226,118 @@ def vop3p(cpu):
     return a
 
 
-FAMILIES = {"atomics": atomics, "vop3p": vop3p}
+# --- scratch: private segment through MUBUF, SCRATCH and FLAT ------------------------------
+# Kernels with a 256-byte private segment per work-item and the launch state AMDGPUUsage
+# gives each target: gfx900/gfx90a get the private segment buffer in s[0:3], the kernarg
+# pointer in s[4:5], flat scratch init in s[6:7], the work-group id in s8 and the wave's
+# scratch offset in s9, and the prologue adds the offset to the buffer base and sets
+# FLAT_SCRATCH; gfx942 (architected flat scratch) has only the kernarg pointer s[0:1] and the
+# work-group id s2. The pointers p0..p7 are then in s[12:27] (p_k = s[12+2k:13+2k]).
+# Lane i: p1 holds 16 bytes of data at 16*i, p2[i] a private byte offset A (a multiple of
+# 16 below 128), p3[i] a private byte offset B (A or A + 128). Each kernel stores the data
+# at A and its complement (bitwise not) at A + 128, loads at B, and writes what it loaded to
+# p4 at 16*i; `cross_*` kernels also read the same bytes through a second path into p5.
+#   mubuf_xN / scratch_xN / flat_xN: N dwords through buffer_*, scratch_* or flat_* (private
+#     aperture) stores and loads;
+#   cross_mubuf (gfx900/gfx90a): buffer_store at A, then scratch_load (p4) and flat_load
+#     through the private aperture (p5) at B: one swizzled layout behind all three paths;
+#   raw_buffer: a raw buffer resource over p0 with NUM_RECORDS = p2[0] bytes: lane i loads
+#     dword i (p4, 0 when out of range) and atomically adds 1 to it with return (p5).
+PRIVATE = 256
+
+
+def scratch_prologue(cpu):
+    if cpu == "gfx942":
+        return ["s_load_dwordx16 s[12:27], s[0:1], 0x0", "v_lshl_add_u32 v1, s2, 6, v0"]
+    return ["s_load_dwordx16 s[12:27], s[4:5], 0x0",
+            "s_add_u32 s0, s0, s9", "s_addc_u32 s1, s1, 0",
+            "s_add_u32 flat_scratch_lo, s6, s9", "s_addc_u32 flat_scratch_hi, s7, 0",
+            "v_lshl_add_u32 v1, s8, 6, v0"]
+
+
+def scratch_directives(cpu):
+    d = ["\t\t.amdhsa_private_segment_fixed_size %d" % PRIVATE]
+    if cpu == "gfx942":
+        d.append("\t\t.amdhsa_enable_private_segment 1")
+        d.append("\t\t.amdhsa_user_sgpr_kernarg_segment_ptr 1")
+    else:
+        d += ["\t\t.amdhsa_user_sgpr_private_segment_buffer 1",
+              "\t\t.amdhsa_user_sgpr_flat_scratch_init 1",
+              "\t\t.amdhsa_system_sgpr_private_segment_wavefront_offset 1"]
+    return "\n".join(d)
+
+
+def regs(base, n):
+    return "v%d" % base if n == 1 else "v[%d:%d]" % (base, base + n - 1)
+
+
+def scratch(cpu):
+    a = Asm(cpu)
+    a.kd_kernarg = False
+    pro = scratch_prologue(cpu)
+    ext = scratch_directives(cpu)
+    head = ["v_lshlrev_b32 v22, 4, v1",
+            "global_load_dwordx4 v[10:13], v22, s[14:15]",
+            "global_load_dword v3, v20, s[16:17]",
+            "global_load_dword v4, v20, s[18:19]",
+            "s_waitcnt vmcnt(0)",
+            "v_not_b32 v30, v10", "v_not_b32 v31, v11", "v_not_b32 v32, v12", "v_not_b32 v33, v13",
+            "v_add_u32 v5, 0x80, v3"]
+    paths = ["scratch", "flat"] + (["mubuf"] if cpu != "gfx942" else [])
+    for path in paths:
+        for n in (1, 2, 3, 4):
+            x = "dword" if n == 1 else "dwordx%d" % n
+            body = list(head)
+            if path == "flat":
+                # Private aperture address: src_private_base << 32 | offset.
+                body += ["s_mov_b32 s28, src_private_base",
+                         "v_mov_b32 v7, s28", "v_mov_b32 v9, s28", "v_mov_b32 v35, s28",
+                         "v_mov_b32 v6, v3", "v_mov_b32 v8, v5", "v_mov_b32 v34, v4",
+                         "flat_store_%s v[6:7], %s" % (x, regs(10, n)),
+                         "flat_store_%s v[8:9], %s" % (x, regs(30, n)),
+                         "s_waitcnt vmcnt(0) lgkmcnt(0)",
+                         "flat_load_%s %s, v[34:35]" % (x, regs(14, n))]
+            elif path == "scratch":
+                body += ["scratch_store_%s v3, %s, off" % (x, regs(10, n)),
+                         "scratch_store_%s v5, %s, off" % (x, regs(30, n)),
+                         "s_waitcnt vmcnt(0)",
+                         "scratch_load_%s %s, v4, off" % (x, regs(14, n))]
+            else:
+                body += ["buffer_store_%s %s, v3, s[0:3], 0 offen" % (x, regs(10, n)),
+                         "buffer_store_%s %s, v5, s[0:3], 0 offen" % (x, regs(30, n)),
+                         "s_waitcnt vmcnt(0)",
+                         "buffer_load_%s %s, v4, s[0:3], 0 offen" % (x, regs(14, n))]
+            body += ["s_waitcnt vmcnt(0) lgkmcnt(0)",
+                     "global_store_%s v22, %s, s[20:21]" % (x, regs(14, n))]
+            a.kernel("%s_x%d" % (path, n), body, extra=ext, prologue=pro)
+    if cpu != "gfx942":
+        body = list(head) + [
+            "buffer_store_dwordx4 v[10:13], v3, s[0:3], 0 offen",
+            "buffer_store_dwordx4 v[30:33], v5, s[0:3], 0 offen",
+            "s_waitcnt vmcnt(0)",
+            "scratch_load_dwordx4 v[14:17], v4, off",
+            "s_mov_b32 s28, src_private_base",
+            "v_mov_b32 v35, s28", "v_mov_b32 v34, v4",
+            "flat_load_dwordx4 v[36:39], v[34:35]",
+            "s_waitcnt vmcnt(0) lgkmcnt(0)",
+            "global_store_dwordx4 v22, v[14:17], s[20:21]",
+            "global_store_dwordx4 v22, v[36:39], s[22:23]"]
+        a.kernel("cross_mubuf", body, extra=ext, prologue=pro)
+    body = ["s_load_dword s30, s[16:17], 0x0",
+            "s_mov_b32 s28, s12", "s_and_b32 s29, s13, 0xffff",
+            "s_mov_b32 s31, 0x27000",
+            "s_waitcnt lgkmcnt(0)",
+            "buffer_load_dword v2, v20, s[28:31], 0 offen",
+            "v_mov_b32 v3, 1",
+            "buffer_atomic_add v3, v20, s[28:31], 0 offen glc",
+            "s_waitcnt vmcnt(0)",
+            "global_store_dword v20, v2, s[20:21]",
+            "global_store_dword v20, v3, s[22:23]"]
+    a.kernel("raw_buffer", body, extra=ext, prologue=pro)
+    return a
+
+
+FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch}
 CPUS = ["gfx900", "gfx90a", "gfx942"]
 
 
