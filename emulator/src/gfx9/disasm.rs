@@ -387,5 +387,31 @@ mod tests {
             text(&[0xD1050103, 0x00000D02], t),
             "v_mul_f32_e64 v3, |v2|, s6"
         );
+        // llvm-mc-19 -show-encoding: the cache bits in llvm-objdump's order (gfx942: sc0 nt
+        // sc1; gfx90a: glc slc scc), MUBUF operands, VOP3P modifiers.
+        assert_eq!(
+            text(&[0xDE538000, 0x017F0002], Gfx9Target::Gfx942),
+            "global_load_dword v1, v[2:3], off sc0 nt sc1"
+        );
+        assert_eq!(
+            text(&[0xDE538000, 0x017F0002], Gfx9Target::Gfx90a),
+            "global_load_dword v1, v[2:3], off glc slc scc"
+        );
+        assert_eq!(
+            text(&[0xE05E7008, 0x80010001], t),
+            "buffer_load_dwordx4 v[0:3], v[1:2], s[4:7], 0 idxen offen offset:8 glc slc"
+        );
+        assert_eq!(
+            text(&[0xE0500004, 0x02010100], t),
+            "buffer_load_dword v1, off, s[4:7], s2 offset:4"
+        );
+        assert_eq!(
+            text(&[0xD38E6000, 0x0C0E0501], t),
+            "v_pk_fma_f16 v0, v1, v2, v3 op_sel:[0,0,1] op_sel_hi:[1,0,1]"
+        );
+        assert_eq!(
+            text(&[0xD38FC200, 0x38020501], t),
+            "v_pk_add_f16 v0, v1, v2 neg_lo:[1,0] neg_hi:[0,1] clamp"
+        );
     }
 }
