@@ -20,9 +20,9 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
     Gfx9Target::from_processor(Processor::from_mach(e_flags & EF_AMDGPU_MACH).ok()?)
 }
 
-/// Code objects in `isa/`: families (atomics, vop3p, scratch) x targets (gfx900, gfx90a,
+/// Code objects in `isa/`: families (atomics, vop3p, scratch, sdwa_dpp) x targets (gfx900, gfx90a,
 /// gfx942), and more/private-* (gfx900, gfx90a, gfx942).
-const ISA_FILES: usize = 9 + 3;
+const ISA_FILES: usize = 12 + 3;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");

@@ -217,6 +217,76 @@ pub struct Modifiers {
     pub offen: bool,
     /// MUBUF `idxen`: the VGPR address holds an index (first, when both are set).
     pub idxen: bool,
+    /// VOP1/VOP2/VOPC in the SDWA form (sub-dword selects), with its fields.
+    pub sdwa: Option<Sdwa>,
+    /// VOP1/VOP2 in the DPP form (data-parallel lane moves of src0), with its fields.
+    pub dpp: Option<Dpp>,
+}
+
+/// A sub-dword selection of SDWA: which bits of a 32-bit register an operand or the result
+/// is (Vega ISA §12.6 "SDWA": `SDWA_SEL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SdwaSel {
+    /// Bits 7:0, 15:8, 23:16 or 31:24 (0..=3).
+    Byte(u8),
+    /// Bits 15:0 or 31:16 (0..=1).
+    Word(u8),
+    /// All 32 bits.
+    Dword,
+}
+
+impl SdwaSel {
+    fn from_field(v: u32) -> Option<SdwaSel> {
+        Some(match v {
+            0..=3 => SdwaSel::Byte(v as u8),
+            4 | 5 => SdwaSel::Word(v as u8 - 4),
+            6 => SdwaSel::Dword,
+            _ => return None,
+        })
+    }
+
+    /// (shift, bit count) of the selection.
+    pub const fn bits(self) -> (u32, u32) {
+        match self {
+            SdwaSel::Byte(b) => (8 * b as u32, 8),
+            SdwaSel::Word(h) => (16 * h as u32, 16),
+            SdwaSel::Dword => (0, 32),
+        }
+    }
+}
+
+/// The SDWA second dword (Vega ISA §12.6): operand selects and sign extension, the result's
+/// select and what happens to the destination bits outside it. `abs`/`neg`, `clamp` and
+/// `omod` live in [`Modifiers`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sdwa {
+    /// Where the result goes in the destination (VOP1/VOP2).
+    pub dst_sel: SdwaSel,
+    /// The destination bits outside `dst_sel`: 0 pad with zeros, 1 sign-extend the result,
+    /// 2 preserve.
+    pub dst_unused: u8,
+    /// Per source (0, 1): the selected bits.
+    pub src_sel: [SdwaSel; 2],
+    /// Per source: sign-extend (`sext`) the selected bits instead of zero-extending.
+    pub sext: [bool; 2],
+}
+
+/// The DPP second dword (Vega ISA §12.7 "DPP"): which lane each lane's src0 comes from, and
+/// which lanes write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dpp {
+    /// `DPP_CTRL`: quad_perm (0x00..=0xFF), row_shl/shr/ror (0x101.., 0x111.., 0x121..),
+    /// wave_shl/rol/shr/ror (0x130/0x134/0x138/0x13C), row_mirror (0x140),
+    /// row_half_mirror (0x141), row_bcast:15/31 (0x142/0x143), gfx90a row_newbcast
+    /// (0x150..=0x15F).
+    pub ctrl: u16,
+    /// `BOUND_CTRL`: a source lane out of range or disabled reads 0 (else the lane keeps
+    /// its destination).
+    pub bound_ctrl: bool,
+    /// Rows (16 lanes) whose lanes write.
+    pub row_mask: u8,
+    /// Banks (lanes 4k..4k+3 of each row) whose lanes write.
+    pub bank_mask: u8,
 }
 
 /// A decoded instruction.
@@ -292,8 +362,8 @@ fn word(bytes: &[u8], i: usize) -> Option<u32> {
 ///
 /// # Errors
 /// [`Status::IllegalInstruction`] naming the encoding and dword(s) when the bytes are too short
-/// for the encoding, the encoding is not one of the supported formats (MUBUF, MTBUF, MIMG,
-/// EXP, VINTRP, SDWA, DPP), or the opcode is not in the table for `target`.
+/// for the encoding, the encoding is not one of the supported formats (MTBUF, MIMG, EXP,
+/// VINTRP), or the opcode is not in the table for `target`.
 pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     let Some(w0) = word(bytes, 0) else {
         return Err(hsa_core::error!(
@@ -386,14 +456,15 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             op => (Encoding::Vop2, op),
         };
         let src0 = w0 & 0x1FF;
-        if src0 == 0xF9 || src0 == 0xFA {
-            let kind = if src0 == 0xF9 { "SDWA" } else { "DPP" };
-            return Err(illegal(enc.name(), &[w0], kind).context("unsupported"));
-        }
         let info = find(enc, op, &[w0])?;
         inst.info = info;
         inst.encoding = enc;
-        inst.src[0] = vector_src(info.widths[1], src0, w1, &mut inst.size, enc.name(), w0)?;
+        if src0 == 0xF9 || src0 == 0xFA {
+            let w1 = need_w1(if src0 == 0xF9 { "SDWA" } else { "DPP" })?;
+            sdwa_dpp(&mut inst, w0, w1, target)?;
+        } else {
+            inst.src[0] = vector_src(info.widths[1], src0, w1, &mut inst.size, enc.name(), w0)?;
+        }
         match enc {
             Encoding::Vop1 => {
                 if info.widths[0] > 0 {
@@ -407,15 +478,21 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 }
             }
             Encoding::Vopc => {
-                inst.sdst = Operand::Sreg {
-                    index: 106,
-                    count: 2,
-                };
-                inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                if inst.sdst == Operand::None {
+                    inst.sdst = Operand::Sreg {
+                        index: 106,
+                        count: 2,
+                    };
+                }
+                if inst.src[1] == Operand::None {
+                    inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                }
             }
             _ => {
                 inst.dst = vgpr(info.widths[0], w0 >> 17 & 0xFF);
-                inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                if inst.src[1] == Operand::None {
+                    inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                }
                 if info.has(F_CO | F_CI) {
                     inst.sdst = Operand::Sreg {
                         index: 106,
@@ -640,6 +717,97 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         0x3C => Err(illegal("MIMG", &[w0], "unsupported encoding")),
         _ => Err(illegal("unknown", &[w0], "unknown encoding")),
     }
+}
+
+/// The SDWA (`src0` = 0xF9) or DPP (`src0` = 0xFA) second dword of a VOP1/VOP2/VOPC
+/// instruction: sets `src[0]` (and an SGPR `src[1]` or VOPC `sdst` in SDWA), the size and
+/// the modifiers. SDWA (Vega ISA §12.6): `src0` [7:0], `dst_sel` [10:8], `dst_unused`
+/// [12:11], `clamp` [13], `omod` [15:14] (VOPC: `sdst` [14:8], `sd` [15]), `src0_sel` [18:16],
+/// `src0_sext` [19], `src0_neg` [20], `src0_abs` [21], `s0` [23], `src1_sel` [26:24],
+/// `src1_sext` [27], `src1_neg` [28], `src1_abs` [29], `s1` [31]. DPP (§12.7): `src0` [7:0],
+/// `dpp_ctrl` [16:8], `bound_ctrl` [19], `src0_neg`/`abs` [20]/[21], `src1_neg`/`abs`
+/// [22]/[23], `bank_mask` [27:24], `row_mask` [31:28].
+fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<()> {
+    let info = inst.info;
+    let enc = inst.encoding;
+    let dpp = w0 & 0x1FF == 0xFA;
+    let kind = if dpp { "DPP" } else { "SDWA" };
+    let dst_ok = enc == Encoding::Vopc || info.widths[0] <= 1;
+    if !dst_ok
+        || info.widths[1..].iter().any(|&w| w > 1) && !info.has(F_CI | F_CND)
+        || info.has(F_SDST)
+        || info.widths[0] == 0 && enc == Encoding::Vop1
+    {
+        return Err(illegal(kind, &[w0, w1], "no such form of this opcode"));
+    }
+    inst.size = 8;
+    if dpp {
+        if enc == Encoding::Vopc {
+            return Err(illegal(kind, &[w0, w1], "no DPP form of VOPC"));
+        }
+        let ctrl = (w1 >> 8 & 0x1FF) as u16;
+        let valid = match ctrl {
+            0x000..=0x0FF | 0x101..=0x10F | 0x111..=0x11F | 0x121..=0x12F => true,
+            0x130 | 0x134 | 0x138 | 0x13C | 0x140..=0x143 => true,
+            0x150..=0x15F => target != Gfx9Target::Gfx900,
+            _ => false,
+        };
+        if !valid {
+            return Err(illegal(kind, &[w0, w1], "reserved dpp_ctrl"));
+        }
+        inst.src[0] = vgpr(1, w1 & 0xFF);
+        inst.mods.neg = [w1 >> 20 & 1 != 0, w1 >> 22 & 1 != 0, false];
+        inst.mods.abs = [w1 >> 21 & 1 != 0, w1 >> 23 & 1 != 0, false];
+        inst.mods.dpp = Some(Dpp {
+            ctrl,
+            bound_ctrl: w1 >> 19 & 1 != 0,
+            row_mask: (w1 >> 28) as u8,
+            bank_mask: (w1 >> 24 & 0xF) as u8,
+        });
+        return Ok(());
+    }
+    let sel = |v: u32| SdwaSel::from_field(v).ok_or_else(|| illegal(kind, &[w0, w1], "bad sel"));
+    let mut size = 8u8;
+    let src = |code: u32, scalar: bool, size: &mut u8| -> Result<Operand> {
+        if scalar {
+            match vector_src(1, code, None, size, kind, w0)? {
+                Operand::Literal(_) => Err(illegal(kind, &[w0, w1], "literal not allowed")),
+                op => Ok(op),
+            }
+        } else {
+            Ok(vgpr(1, code))
+        }
+    };
+    inst.src[0] = src(w1 & 0xFF, w1 >> 23 & 1 != 0, &mut size)?;
+    if w1 >> 31 != 0 {
+        if enc == Encoding::Vop1 {
+            return Err(illegal(kind, &[w0, w1], "s1 set on VOP1"));
+        }
+        inst.src[1] = src(w0 >> 9 & 0xFF, true, &mut size)?;
+    }
+    inst.mods.neg = [w1 >> 20 & 1 != 0, w1 >> 28 & 1 != 0, false];
+    inst.mods.abs = [w1 >> 21 & 1 != 0, w1 >> 29 & 1 != 0, false];
+    let (dst_sel, dst_unused) = if enc == Encoding::Vopc {
+        if w1 >> 15 & 1 != 0 {
+            inst.sdst = sreg_operand(2, w1 >> 8 & 0x7F, kind, w0)?;
+        }
+        (SdwaSel::Dword, 0)
+    } else {
+        inst.mods.clamp = w1 >> 13 & 1 != 0;
+        inst.mods.omod = (w1 >> 14 & 3) as u8;
+        let unused = (w1 >> 11 & 3) as u8;
+        if unused == 3 {
+            return Err(illegal(kind, &[w0, w1], "reserved dst_unused"));
+        }
+        (sel(w1 >> 8 & 7)?, unused)
+    };
+    inst.mods.sdwa = Some(Sdwa {
+        dst_sel,
+        dst_unused,
+        src_sel: [sel(w1 >> 16 & 7)?, sel(w1 >> 24 & 7)?],
+        sext: [w1 >> 19 & 1 != 0, w1 >> 27 & 1 != 0],
+    });
+    Ok(())
 }
 
 /// VOP3P (Vega ISA §12.10 "VOP3P"): `vdst` [7:0], `neg_hi` [10:8], `op_sel` [13:11],

@@ -5,7 +5,7 @@
 
 use core::fmt;
 
-use super::decode::{Encoding, Instruction, Operand, F_NONAME};
+use super::decode::{Dpp, Encoding, Instruction, Operand, Sdwa, SdwaSel, F_NONAME};
 use super::Gfx9Target;
 
 struct Op<'a>(&'a Operand);
@@ -79,8 +79,12 @@ impl fmt::Display for Src<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Src(inst, i) = *self;
         let op = Op(&inst.src[i]);
-        if inst.encoding != Encoding::Vop3 {
+        let extended = inst.mods.sdwa.is_some() || inst.mods.dpp.is_some();
+        if inst.encoding != Encoding::Vop3 && !extended {
             return op.fmt(f);
+        }
+        if i < 2 && inst.mods.sdwa.is_some_and(|s| s.sext[i]) {
+            return write!(f, "sext({op})");
         }
         let (neg, abs) = (inst.mods.neg[i], inst.mods.abs[i]);
         match (neg, abs) {
@@ -157,7 +161,11 @@ impl fmt::Display for Instruction {
             Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
                 let e64 = self.encoding == Encoding::Vop3;
                 f.write_str(name)?;
-                if !info.has(F_NONAME) {
+                if self.mods.sdwa.is_some() {
+                    f.write_str("_sdwa")?;
+                } else if self.mods.dpp.is_some() {
+                    f.write_str("_dpp")?;
+                } else if !info.has(F_NONAME) {
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();
@@ -181,6 +189,12 @@ impl fmt::Display for Instruction {
                         None => write!(f, "{sep}{}", Op(o))?,
                     }
                     sep = ", ";
+                }
+                if let Some(sd) = self.mods.sdwa {
+                    return self.sdwa_text(f, sd);
+                }
+                if let Some(d) = self.mods.dpp {
+                    return dpp_text(f, d);
                 }
                 if e64 {
                     if self.mods.op_sel != 0 {
@@ -323,7 +337,83 @@ impl fmt::Display for Instruction {
     }
 }
 
+fn sel_name(s: SdwaSel) -> &'static str {
+    match s {
+        SdwaSel::Byte(0) => "BYTE_0",
+        SdwaSel::Byte(1) => "BYTE_1",
+        SdwaSel::Byte(2) => "BYTE_2",
+        SdwaSel::Byte(_) => "BYTE_3",
+        SdwaSel::Word(0) => "WORD_0",
+        SdwaSel::Word(_) => "WORD_1",
+        SdwaSel::Dword => "DWORD",
+    }
+}
+
+/// The DPP control and masks as llvm-objdump prints them.
+fn dpp_text(f: &mut fmt::Formatter<'_>, d: Dpp) -> fmt::Result {
+    let c = d.ctrl;
+    match c {
+        0x000..=0x0FF => write!(
+            f,
+            " quad_perm:[{},{},{},{}]",
+            c & 3,
+            c >> 2 & 3,
+            c >> 4 & 3,
+            c >> 6 & 3
+        )?,
+        0x101..=0x10F => write!(f, " row_shl:{}", c & 0xF)?,
+        0x111..=0x11F => write!(f, " row_shr:{}", c & 0xF)?,
+        0x121..=0x12F => write!(f, " row_ror:{}", c & 0xF)?,
+        0x130 => f.write_str(" wave_shl:1")?,
+        0x134 => f.write_str(" wave_rol:1")?,
+        0x138 => f.write_str(" wave_shr:1")?,
+        0x13C => f.write_str(" wave_ror:1")?,
+        0x140 => f.write_str(" row_mirror")?,
+        0x141 => f.write_str(" row_half_mirror")?,
+        0x142 => f.write_str(" row_bcast:15")?,
+        0x143 => f.write_str(" row_bcast:31")?,
+        _ => write!(f, " row_newbcast:{}", c & 0xF)?,
+    }
+    write!(
+        f,
+        " row_mask:0x{:x} bank_mask:0x{:x}",
+        d.row_mask, d.bank_mask
+    )?;
+    if d.bound_ctrl {
+        f.write_str(" bound_ctrl:1")?;
+    }
+    Ok(())
+}
+
 impl Instruction {
+    /// The SDWA modifiers as llvm-objdump prints them: clamp, omod, then the selects (VOPC:
+    /// the source selects only).
+    fn sdwa_text(&self, f: &mut fmt::Formatter<'_>, sd: Sdwa) -> fmt::Result {
+        if self.mods.clamp {
+            f.write_str(" clamp")?;
+        }
+        match self.mods.omod {
+            1 => f.write_str(" mul:2")?,
+            2 => f.write_str(" mul:4")?,
+            3 => f.write_str(" div:2")?,
+            _ => {}
+        }
+        if self.encoding != Encoding::Vopc {
+            let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"];
+            write!(
+                f,
+                " dst_sel:{} dst_unused:{}",
+                sel_name(sd.dst_sel),
+                unused[sd.dst_unused.min(2) as usize]
+            )?;
+        }
+        write!(f, " src0_sel:{}", sel_name(sd.src_sel[0]))?;
+        if self.encoding != Encoding::Vop1 {
+            write!(f, " src1_sel:{}", sel_name(sd.src_sel[1]))?;
+        }
+        Ok(())
+    }
+
     /// The FLAT/MUBUF cache bits as llvm-objdump prints them: gfx940 `sc0 nt sc1`, else
     /// `glc slc` and gfx90a's `scc`.
     fn cache_bits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

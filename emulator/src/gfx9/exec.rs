@@ -25,7 +25,7 @@
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::decode::{decode, Encoding, Instruction, Operand, F_CI, F_CND, F_CO};
+use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
 use super::f16;
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
@@ -1286,6 +1286,9 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
             wd[i + 1]
         };
         let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
+        if let Some(sd) = mods.sdwa.filter(|_| i < 2) {
+            v = sdwa_select(v as u32, sd.src_sel[i], sd.sext[i]) as u64;
+        }
         if f32_in && width == 1 {
             if mods.abs[i] {
                 v &= 0x7FFF_FFFF;
@@ -1407,8 +1410,27 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let mut carry_out = 0u64;
     let writes_carry = info.has(F_CO | F_CI) || name == "v_mad_u64_u32" || name == "v_mad_i64_i32";
     let out_w = wd[0];
+    // DPP: every lane's src0 is fetched (from its source lane) before any lane writes.
+    let dpp_src: Option<[Option<u64>; WAVE_SIZE]> = mods.dpp.map(|d| {
+        core::array::from_fn(|lane| {
+            if !dpp_writes(d, lane) {
+                return None;
+            }
+            match dpp_source(d.ctrl, lane).filter(|&s| exec >> s & 1 != 0) {
+                Some(s) => Some(read(w, 0, s)),
+                None if d.bound_ctrl => Some(0),
+                None => None,
+            }
+        })
+    });
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-        let a = read(w, 0, lane);
+        let a = match &dpp_src {
+            Some(v) => match v[lane] {
+                Some(a) => a,
+                None => continue, // masked or no source lane: the lane keeps its destination
+            },
+            None => read(w, 0, lane),
+        };
         let b = if wd[2] > 0 { read(w, 1, lane) } else { 0 };
         let c = if wd[3] > 0 && carry_mask.is_none() {
             read(w, 2, lane)
@@ -1569,6 +1591,33 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     a32 as u64
                 }
             }
+            // 16-bit integer ops: the low halves; the result zero-extended to 32 bits, or
+            // (VOP3 clamp) saturated for add/sub (Vega ISA VOP2 opcodes 38..50).
+            "v_add_u16" | "v_sub_u16" | "v_subrev_u16" => {
+                let (x, y) = if name == "v_subrev_u16" {
+                    (b32 & 0xFFFF, a32 & 0xFFFF)
+                } else {
+                    (a32 & 0xFFFF, b32 & 0xFFFF)
+                };
+                let t = if name == "v_add_u16" {
+                    x as i64 + y as i64
+                } else {
+                    x as i64 - y as i64
+                };
+                if mods.clamp {
+                    t.clamp(0, 0xFFFF) as u64
+                } else {
+                    t as u64 & 0xFFFF
+                }
+            }
+            "v_mul_lo_u16" => (a32 as u16).wrapping_mul(b32 as u16) as u64,
+            "v_lshlrev_b16" => ((b32 as u16) << (a32 & 15)) as u64,
+            "v_lshrrev_b16" => ((b32 as u16) >> (a32 & 15)) as u64,
+            "v_ashrrev_i16" => ((b32 as i16) >> (a32 & 15)) as u16 as u64,
+            "v_max_u16" => (a32 as u16).max(b32 as u16) as u64,
+            "v_min_u16" => (a32 as u16).min(b32 as u16) as u64,
+            "v_max_i16" => (a32 as i16).max(b32 as i16) as u16 as u64,
+            "v_min_i16" => (a32 as i16).min(b32 as i16) as u16 as u64,
             "v_mul_lo_u32" => a32.wrapping_mul(b32) as u64,
             "v_mul_hi_u32" => (a32 as u64 * b32 as u64) >> 32,
             "v_mul_hi_i32" => ((a32 as i32 as i64 * b32 as i32 as i64) >> 32) as u32 as u64,
@@ -1637,6 +1686,12 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
             }
         } else {
             r
+        };
+        let r = match mods.sdwa {
+            Some(sd) if inst.encoding != Encoding::Vop3 => {
+                sdwa_place(r as u32, d_old, sd.dst_sel, sd.dst_unused) as u64
+            }
+            _ => r,
         };
         set_vdst(w, &inst.dst, lane, r, out_w);
         carry_out |= (co as u64) << lane;
@@ -1852,6 +1907,78 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The bits `sel` of `v`, zero- or (`sext`) sign-extended to 32 bits (SDWA `SRC*_SEL`).
+fn sdwa_select(v: u32, sel: SdwaSel, sext: bool) -> u32 {
+    let (shift, n) = sel.bits();
+    if n == 32 {
+        return v;
+    }
+    let x = v >> shift & ((1 << n) - 1);
+    if sext && x >> (n - 1) & 1 != 0 {
+        x | !((1 << n) - 1)
+    } else {
+        x
+    }
+}
+
+/// A 32-bit result `r` placed in the destination per SDWA `DST_SEL`: its low bits go to the
+/// selected byte/word; the other bits are zeros (`dst_unused` 0), zeros below and the
+/// result's sign above (1), or `old`'s (2).
+fn sdwa_place(r: u32, old: u32, sel: SdwaSel, unused: u8) -> u32 {
+    let (shift, n) = sel.bits();
+    if n == 32 {
+        return r;
+    }
+    let field = ((1u32 << n) - 1) << shift;
+    let placed = (r << shift) & field;
+    match unused {
+        0 => placed,
+        1 => {
+            let below = (1u32 << shift) - 1;
+            let above = !(field | below);
+            if r >> (n - 1) & 1 != 0 {
+                placed | above
+            } else {
+                placed
+            }
+        }
+        _ => placed | old & !field,
+    }
+}
+
+/// The lane whose src0 lane `lane` reads under DPP control `ctrl`, or `None` when that is
+/// out of range (Vega ISA §12.7 "DPP_CTRL").
+fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
+    let row = lane & !15;
+    let pos = lane & 15;
+    let n = (ctrl & 15) as usize;
+    match ctrl {
+        0x000..=0x0FF => Some((lane & !3) + (ctrl as usize >> (2 * (lane & 3)) & 3)),
+        0x101..=0x10F => (pos + n < 16).then_some(lane + n),
+        0x111..=0x11F => (pos >= n).then(|| lane - n),
+        0x121..=0x12F => Some(row + (pos + 16 - n) % 16),
+        0x130 => (lane < 63).then_some(lane + 1),
+        0x134 => Some((lane + 1) % 64),
+        0x138 => lane.checked_sub(1),
+        0x13C => Some((lane + 63) % 64),
+        0x140 => Some(row + 15 - pos),
+        0x141 => Some((lane & !7) + 7 - (lane & 7)),
+        // row_bcast:15: row r > 0 reads the last lane of row r - 1.
+        0x142 => (row > 0).then(|| row - 1),
+        // row_bcast:31: rows 2 and 3 read lane 31.
+        0x143 => (row >= 32).then_some(31),
+        // gfx90a row_newbcast:n: every lane of a row reads lane n of its row.
+        0x150..=0x15F => Some(row + n),
+        _ => None,
+    }
+}
+
+/// Whether DPP lets `lane` write: its row's bit in `row_mask` and its bank's (lanes 4k..4k+3
+/// of the row) in `bank_mask`.
+fn dpp_writes(d: Dpp, lane: usize) -> bool {
+    d.row_mask >> (lane / 16) & 1 != 0 && d.bank_mask >> (lane % 16 / 4) & 1 != 0
 }
 
 fn lds_read(lds: &[u8], addr: u64, buf: &mut [u8]) {

@@ -19,7 +19,7 @@ mod f16;
 mod opcodes;
 pub mod wave;
 
-pub use decode::{decode, Encoding, Instruction, Modifiers, OpInfo, Operand};
+pub use decode::{decode, Dpp, Encoding, Instruction, Modifiers, OpInfo, Operand, Sdwa, SdwaSel};
 
 use hsa_core::isa::Processor;
 

@@ -337,7 +337,70 @@ def scratch(cpu):
     return a
 
 
-FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch}
+# --- sdwa_dpp: sub-dword addressing and data-parallel lane moves ----------------------------
+# Lane i: a = p1[i], b = p2[i], the destination starts as p3[i]; the result (the
+# destination afterwards) goes to p4[i].
+#   sdwa_<op>__<D><U><S0><S1><X0><X1>: SDWA selects as digits: dst_sel D, dst_unused U,
+#     src0_sel S0, src1_sel S1 (0..3 BYTE_n, 4/5 WORD_n, 6 DWORD), sext X0/X1. VOPC ops write
+#     s[30:31] and the kernel stores v_cndmask(0, 1) of it.
+#   e32_<op>: the plain VOP2 form.
+#   dpp_<op>__<CTRL>_<R>_<B>_<BC>: DPP control (hex), row mask, bank mask, bound_ctrl; EXEC
+#     has lane i off where p0[i] is 0 during the DPP instruction.
+SDWA_OPS2 = ("v_mul_lo_u16 v_add_u16 v_sub_u16 v_subrev_u16 v_lshlrev_b16 v_lshrrev_b16 "
+             "v_ashrrev_i16 v_max_u16 v_max_i16 v_min_u16 v_min_i16 v_add_u32 v_and_b32 "
+             "v_max_i32").split()
+SDWA_VARIANTS = [(6, 0, 6, 6, 0, 0), (5, 0, 0, 5, 0, 0), (2, 1, 3, 1, 1, 0),
+                 (4, 2, 5, 4, 0, 1), (1, 2, 2, 6, 1, 1), (6, 0, 4, 0, 0, 0)]
+SEL = ["BYTE_0", "BYTE_1", "BYTE_2", "BYTE_3", "WORD_0", "WORD_1", "DWORD"]
+UNUSED = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"]
+DPP_CTRLS = [("quad_perm:[1,0,3,2]", 0xB1), ("quad_perm:[3,3,0,1]", 0x4F),
+             ("row_shl:1", 0x101), ("row_shl:15", 0x10F), ("row_shr:3", 0x113),
+             ("row_ror:7", 0x127), ("wave_shl:1", 0x130), ("wave_rol:1", 0x134),
+             ("wave_shr:1", 0x138), ("wave_ror:1", 0x13C), ("row_mirror", 0x140),
+             ("row_half_mirror", 0x141), ("row_bcast:15", 0x142), ("row_bcast:31", 0x143)]
+
+
+def sdwa_dpp(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v4, v20, s[8:9]",
+            "global_load_dword v10, v20, s[10:11]", "global_load_dword v5, v20, s[4:5]",
+            "s_waitcnt vmcnt(0)"]
+    tail = ["global_store_dword v20, v10, s[12:13]"]
+    for op in SDWA_OPS2:
+        a.kernel("e32_%s" % op, head + ["%s_e32 v10, v2, v4" % op] + tail)
+        for (d, u, s0, s1, x0, x1) in SDWA_VARIANTS:
+            src0 = "sext(v2)" if x0 else "v2"
+            src1 = "sext(v4)" if x1 else "v4"
+            body = head + ["%s_sdwa v10, %s, %s dst_sel:%s dst_unused:%s src0_sel:%s src1_sel:%s"
+                           % (op, src0, src1, SEL[d], UNUSED[u], SEL[s0], SEL[s1])]
+            a.kernel("sdwa_%s__%d%d%d%d%d%d" % (op, d, u, s0, s1, x0, x1), body + tail)
+    for (d, u, s0, s1, x0, x1) in SDWA_VARIANTS:
+        src0 = "sext(v2)" if x0 else "v2"
+        body = head + ["v_mov_b32_sdwa v10, %s dst_sel:%s dst_unused:%s src0_sel:%s"
+                       % (src0, SEL[d], UNUSED[u], SEL[s0])]
+        a.kernel("sdwa_v_mov_b32__%d%d%d%d%d%d" % (d, u, s0, 6, x0, 0), body + tail)
+    for op in ("v_cmp_eq_u32", "v_cmp_lt_i32", "v_cmp_gt_u32"):
+        for (d, u, s0, s1, x0, x1) in SDWA_VARIANTS:
+            src0 = "sext(v2)" if x0 else "v2"
+            src1 = "sext(v4)" if x1 else "v4"
+            body = head + ["%s_sdwa s[30:31], %s, %s src0_sel:%s src1_sel:%s"
+                           % (op, src0, src1, SEL[s0], SEL[s1]),
+                           "v_cndmask_b32_e64 v10, 0, 1, s[30:31]"]
+            a.kernel("sdwa_%s__%d%d%d%d%d%d" % (op, 6, 0, s0, s1, x0, x1), body + tail)
+    for op in ("v_mov_b32", "v_add_u32", "v_sub_u32"):
+        for text, ctrl in DPP_CTRLS:
+            for rm, bm, bc in ((0xF, 0xF, 0), (0xF, 0xF, 1), (0xA, 0x5, 0), (0x6, 0xC, 1)):
+                srcs = "v2" if op == "v_mov_b32" else "v2, v4"
+                body = head + ["v_cmp_ne_u32 vcc, 0, v5",
+                               "s_and_saveexec_b64 s[40:41], vcc",
+                               "%s_dpp v10, %s %s row_mask:0x%x bank_mask:0x%x%s"
+                               % (op, srcs, text, rm, bm, " bound_ctrl:1" if bc else ""),
+                               "s_mov_b64 exec, s[40:41]"]
+                a.kernel("dpp_%s__%x_%x_%x_%d" % (op, ctrl, rm, bm, bc), body + tail)
+    return a
+
+
+FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp}
 CPUS = ["gfx900", "gfx90a", "gfx942"]
 
 
