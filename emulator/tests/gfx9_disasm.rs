@@ -20,9 +20,9 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
     Gfx9Target::from_processor(Processor::from_mach(e_flags & EF_AMDGPU_MACH).ok()?)
 }
 
-/// Code objects in `isa/`: families (atomics, vop3p, scratch, sdwa_dpp) x targets (gfx900, gfx90a,
-/// gfx942), and more/private-* (gfx900, gfx90a, gfx942).
-const ISA_FILES: usize = 12 + 3;
+/// Code objects in `isa/`: families (atomics, vop3p, scratch, sdwa_dpp) x targets (gfx900,
+/// gfx906, gfx908, gfx90a, gfx942), and more/private-* (gfx900, gfx90a, gfx942).
+const ISA_FILES: usize = 4 * 5 + 3;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");
@@ -143,7 +143,13 @@ fn any_bytes_never_panic() {
         x ^= x << 17;
         buf.copy_from_slice(&x.to_le_bytes());
         let len = (x >> 61) as usize + 1;
-        for t in [Gfx9Target::Gfx900, Gfx9Target::Gfx90a, Gfx9Target::Gfx942] {
+        for t in [
+            Gfx9Target::Gfx900,
+            Gfx9Target::Gfx906,
+            Gfx9Target::Gfx908,
+            Gfx9Target::Gfx90a,
+            Gfx9Target::Gfx942,
+        ] {
             if let Ok(i) = decode(&buf[..len.min(8)], t) {
                 assert!(i.size as usize <= len.min(8));
                 let _ = i.to_string();
@@ -156,7 +162,13 @@ proptest::proptest! {
     #![proptest_config(proptest::prelude::ProptestConfig::with_cases(if cfg!(miri) { 16 } else { 256 }))]
     #[test]
     fn decode_any_bytes_is_total(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..16)) {
-        for t in [Gfx9Target::Gfx900, Gfx9Target::Gfx90a, Gfx9Target::Gfx942] {
+        for t in [
+            Gfx9Target::Gfx900,
+            Gfx9Target::Gfx906,
+            Gfx9Target::Gfx908,
+            Gfx9Target::Gfx90a,
+            Gfx9Target::Gfx942,
+        ] {
             match decode(&bytes, t) {
                 Ok(i) => {
                     proptest::prop_assert!(i.size as usize <= bytes.len());

@@ -2,7 +2,8 @@
 //! `llvm-mc-19` and linked with `ld.lld-19` (`testdata/codeobjects/isa/gen.py`, which states
 //! the kernels' conventions) run one instruction over edge-case inputs, and each result is
 //! compared with a host reference written from the ISA documents (AMD "Vega" ISA for gfx900,
-//! "AMD Instinct MI200" (CDNA2) for gfx90a, "AMD Instinct MI300" (CDNA3) for gfx942).
+//! "Vega 7nm" for gfx906, "AMD Instinct MI100" (CDNA1) for gfx908, "AMD Instinct MI200"
+//! (CDNA2) for gfx90a, "AMD Instinct MI300" (CDNA3) for gfx942).
 
 use std::cell::RefCell;
 use std::path::PathBuf;
@@ -72,8 +73,10 @@ const fn buf(i: usize) -> u64 {
     0x10_0000 * (i as u64 + 1)
 }
 
-const CPUS: [(&str, Gfx9Target); 3] = [
+const CPUS: [(&str, Gfx9Target); 5] = [
     ("gfx900", Gfx9Target::Gfx900),
+    ("gfx906", Gfx9Target::Gfx906),
+    ("gfx908", Gfx9Target::Gfx908),
     ("gfx90a", Gfx9Target::Gfx90a),
     ("gfx942", Gfx9Target::Gfx942),
 ];
@@ -457,9 +460,10 @@ fn flat_and_global_atomics_match_the_isa() {
             ran += 1;
         }
     }
-    // gfx900: 26 integer ops x 3 forms x 2; gfx90a adds 5 float ops (add_f32/pk_add_f16
-    // global only); gfx942 has flat f32/f16 too.
-    assert_eq!(ran, 156 + 182 + 186);
+    // gfx900/gfx906: 26 integer ops x 3 forms x 2; gfx908 adds the non-returning global
+    // add_f32/pk_add_f16; gfx90a 5 float ops (add_f32/pk_add_f16 global only); gfx942 has
+    // flat f32/f16 too.
+    assert_eq!(ran, 156 + 156 + 160 + 182 + 186);
 }
 
 // --- VOP3P packed math ------------------------------------------------------------------------
@@ -641,6 +645,7 @@ fn vop3p_packed_math_matches_the_isa() {
                     }
                     assert_eq!(got[i], want, "{cpu} {kernel}[{i}]: sources {s:x?}");
                 }
+                ran += 1;
                 continue;
             } else {
                 let e = |i: usize, s: usize| -> u32 {
@@ -690,7 +695,7 @@ fn vop3p_packed_math_matches_the_isa() {
             ran += 1;
         }
     }
-    assert!(ran >= 141 * 3, "{ran} kernels");
+    assert_eq!(ran, 3 * 141 + 2 * 168);
 }
 
 // --- scratch (private segment) ---------------------------------------------------------------
@@ -751,8 +756,9 @@ fn private_segment_through_mubuf_scratch_and_flat() {
             ran += 1;
         }
     }
-    // scratch_x1..4, flat_x1..4 on all three; mubuf_x1..4 and cross_mubuf on gfx900/gfx90a.
-    assert_eq!(ran, 3 * 8 + 2 * 5);
+    // scratch_x1..4, flat_x1..4 on every target; mubuf_x1..4 and cross_mubuf on all but
+    // gfx942 (architected flat scratch: no private segment buffer).
+    assert_eq!(ran, 5 * 8 + 4 * 5);
 }
 
 /// A raw buffer resource (stride 0, no swizzle) over p0 with NUM_RECORDS bytes: loads past
@@ -958,5 +964,5 @@ fn sdwa_and_dpp_match_the_isa() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 3 * 290);
+    assert_eq!(ran, 5 * 290);
 }

@@ -75,8 +75,12 @@ pub(crate) const T_GFX900: u8 = 1;
 pub(crate) const T_GFX90A: u8 = 2;
 /// Target bit: gfx942.
 pub(crate) const T_GFX942: u8 = 4;
-/// All three targets.
-pub(crate) const T_ALL: u8 = 7;
+/// Target bit: gfx906.
+pub(crate) const T_GFX906: u8 = 8;
+/// Target bit: gfx908.
+pub(crate) const T_GFX908: u8 = 16;
+/// All five targets.
+pub(crate) const T_ALL: u8 = 31;
 
 /// Flag: VOP2 with a carry-out in VCC (VOP3b when promoted).
 pub(crate) const F_CO: u8 = 1;
@@ -92,6 +96,9 @@ pub(crate) const F_SDST: u8 = 16;
 pub(crate) const F_NONAME: u8 = 32;
 /// Flag: FLAT atomic (returns the old value only with `glc`/`sc0`).
 pub(crate) const F_ATOMIC: u8 = 64;
+/// Flag: an atomic with no returning form on the row's targets (gfx908's float atomics):
+/// `glc` set is an illegal instruction.
+pub(crate) const F_NORTN: u8 = 128;
 
 /// One row of the opcode table: what an opcode of an encoding is on which targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -605,7 +612,7 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.size = 8;
             inst.imm = (w0 & 0xFFFF) as i32;
             inst.mods.gds = w0 >> 16 & 1 != 0;
-            let acc = w0 >> 25 & 1 != 0 && target != Gfx9Target::Gfx900;
+            let acc = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
             let data_reg = |w: u8, idx: u32| {
                 if acc {
                     Operand::Agpr {
@@ -664,8 +671,8 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             };
             inst.mods.glc = w0 >> 16 & 1 != 0;
             inst.mods.slc = w0 >> 17 & 1 != 0;
-            inst.mods.sc1 = w0 >> 25 & 1 != 0 && target != Gfx9Target::Gfx900;
-            let acc = w1 >> 23 & 1 != 0 && target != Gfx9Target::Gfx900;
+            inst.mods.sc1 = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
+            let acc = w1 >> 23 & 1 != 0 && target.has_acc_memory_operands();
             let saddr = w1 >> 16 & 0x7F;
             let has_saddr = seg != 0 && saddr != 0x7F;
             if seg == 1 {
@@ -700,6 +707,13 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             };
             if info.widths[1] > 0 {
                 inst.src[1] = data_reg(info.widths[1], w1 >> 8 & 0xFF);
+            }
+            if info.has(F_NORTN) && inst.mods.glc {
+                return Err(illegal(
+                    "FLAT",
+                    &[w0, w1],
+                    "no returning form on this target",
+                ));
             }
             let returns = !info.has(F_ATOMIC) || inst.mods.glc;
             if info.widths[0] > 0 && returns {
@@ -749,7 +763,7 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         let valid = match ctrl {
             0x000..=0x0FF | 0x101..=0x10F | 0x111..=0x11F | 0x121..=0x12F => true,
             0x130 | 0x134 | 0x138 | 0x13C | 0x140..=0x143 => true,
-            0x150..=0x15F => target != Gfx9Target::Gfx900,
+            0x150..=0x15F => matches!(target, Gfx9Target::Gfx90a | Gfx9Target::Gfx942),
             _ => false,
         };
         if !valid {
@@ -874,7 +888,7 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.mods.idxen = w0 >> 13 & 1 != 0;
     inst.mods.glc = w0 >> 14 & 1 != 0;
     inst.mods.slc = w0 >> 17 & 1 != 0;
-    inst.mods.sc1 = w0 >> 15 & 1 != 0 && target != Gfx9Target::Gfx900;
+    inst.mods.sc1 = w0 >> 15 & 1 != 0 && target.has_acc_memory_operands();
     if info.widths[0] == 0 && info.widths[1] == 0 {
         // Cache control: no operands.
         return Ok(inst);
@@ -883,7 +897,7 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     if naddr > 0 {
         inst.src[0] = vgpr(naddr, w1 & 0xFF);
     }
-    let acc = w1 >> 23 & 1 != 0 && target != Gfx9Target::Gfx900;
+    let acc = w1 >> 23 & 1 != 0 && target.has_acc_memory_operands();
     let data_reg = |w: u8, idx: u32| {
         if acc {
             Operand::Agpr {

@@ -401,7 +401,7 @@ fn run_group(
     });
     let items = (size[0] * size[1] * size[2]) as usize;
     let nwaves = items.div_ceil(WAVE_SIZE);
-    let agprs = ctx.target != Gfx9Target::Gfx900;
+    let agprs = ctx.target.has_agprs();
     while waves.len() < nwaves {
         waves.push(Wave::new(0, agprs));
     }

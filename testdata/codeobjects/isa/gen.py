@@ -95,6 +95,8 @@ INT_OPS = "swap cmpswap add sub smin umin smax umax and or xor inc dec".split()
 
 def atomic_ops(cpu):
     ops = [(o, False) for o in INT_OPS] + [(o + "_x2", True) for o in INT_OPS]
+    if cpu == "gfx908":
+        ops += [("add_f32", False), ("pk_add_f16", False)]
     if cpu in ("gfx90a", "gfx942"):
         ops += [("add_f32", False), ("pk_add_f16", False), ("add_f64", True),
                 ("min_f64", True), ("max_f64", True)]
@@ -105,10 +107,12 @@ def atomics(cpu):
     a = Asm(cpu)
     for op, wide in atomic_ops(cpu):
         forms = ["g", "gv", "f"]
-        if op in ("add_f32", "pk_add_f16") and cpu == "gfx90a":
-            forms = ["g", "gv"]  # gfx90a has no flat_ f32/f16 float atomics
+        if op in ("add_f32", "pk_add_f16") and cpu in ("gfx908", "gfx90a"):
+            forms = ["g", "gv"]  # no flat_ f32/f16 float atomics before gfx940
+        # gfx908's float atomics have no returning form.
+        rtns = (False,) if cpu == "gfx908" and op in ("add_f32", "pk_add_f16") else (True, False)
         for form in forms:
-            for rtn in (True, False):
+            for rtn in rtns:
                 off = "v21" if wide else "v20"
                 if wide:
                     body = ["global_load_dwordx2 v[2:3], %s, s[6:7]" % off,
@@ -401,7 +405,7 @@ def sdwa_dpp(cpu):
 
 
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp}
-CPUS = ["gfx900", "gfx90a", "gfx942"]
+CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
 def main():
