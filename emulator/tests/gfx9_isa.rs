@@ -947,10 +947,15 @@ fn sdwa_and_dpp_match_the_isa() {
                         let src = dpp_src_lane(ctrl, lane)
                             .filter(|&s| on[base + s] == 1)
                             .map(|s| a[base + s]);
+                        // `_self`: src1 is src0's register, read in the lane itself.
+                        let (op, b_i) = match op.strip_suffix("_self") {
+                            Some(op) => (op, a[i]),
+                            None => (op, b[i]),
+                        };
                         match (writes, src) {
                             (false, _) => old[i],
-                            (true, Some(x)) => vop2_ref(op, x, b[i]),
-                            (true, None) if bc => vop2_ref(op, 0, b[i]),
+                            (true, Some(x)) => vop2_ref(op, x, b_i),
+                            (true, None) if bc => vop2_ref(op, 0, b_i),
                             (true, None) => old[i],
                         }
                     }
@@ -964,5 +969,5 @@ fn sdwa_and_dpp_match_the_isa() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 5 * 290);
+    assert_eq!(ran, 5 * 294);
 }

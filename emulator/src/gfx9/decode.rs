@@ -48,6 +48,9 @@ pub enum Encoding {
 }
 
 impl Encoding {
+    /// Number of encodings (the enum's variants; Mubuf is the last).
+    const COUNT: usize = Encoding::Mubuf as usize + 1;
+
     /// Upper-case name as in the ISA guides, e.g. `"VOP3"`.
     pub const fn name(self) -> &'static str {
         match self {
@@ -140,16 +143,48 @@ impl OpInfo {
     }
 }
 
+/// Opcode field values per encoding: VOP3's 10-bit field is the widest.
+const OPCODE_SLOTS: usize = 1024;
+
+/// The rows of [`OPCODES`] for each (encoding, opcode), built once: decoding is a table
+/// index instead of a scan of the whole table (the interpreter decodes every instruction it
+/// runs).
+fn rows(encoding: Encoding, opcode: u16) -> &'static [u16] {
+    static INDEX: std::sync::OnceLock<Vec<Vec<u16>>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut v = vec![Vec::new(); Encoding::COUNT * OPCODE_SLOTS];
+        for (i, o) in OPCODES.iter().enumerate() {
+            v[o.encoding as usize * OPCODE_SLOTS + o.opcode as usize].push(i as u16);
+        }
+        v
+    });
+    index
+        .get(encoding as usize * OPCODE_SLOTS + opcode as usize)
+        .map_or(&[], Vec::as_slice)
+}
+
 /// Looks up an opcode of an encoding for a target.
 pub(crate) fn lookup(
     encoding: Encoding,
     opcode: u16,
     target: Gfx9Target,
 ) -> Option<&'static OpInfo> {
+    lookup_where(encoding, opcode, target, |_| true)
+}
+
+/// Looks up an opcode of an encoding for a target among the rows `pick` accepts (FLAT's
+/// segments share opcode numbers: the row whose mnemonic has the segment's prefix).
+fn lookup_where(
+    encoding: Encoding,
+    opcode: u16,
+    target: Gfx9Target,
+    pick: impl Fn(&OpInfo) -> bool,
+) -> Option<&'static OpInfo> {
     let bit = target.bit();
-    OPCODES
+    rows(encoding, opcode)
         .iter()
-        .find(|o| o.encoding == encoding && o.opcode == opcode && o.targets & bit != 0)
+        .map(|&i| &OPCODES[i as usize])
+        .find(|o| o.targets & bit != 0 && pick(o))
 }
 
 /// An operand: a register range, a constant, or a special value.
@@ -646,15 +681,10 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 _ => return Err(illegal("FLAT", &[w0, w1], "reserved segment 3")),
             };
             // flat_ and global_ share opcode numbers: pick the row with the segment's prefix.
-            let info = OPCODES
-                .iter()
-                .find(|o| {
-                    o.encoding == Encoding::Flat
-                        && o.opcode == info.opcode
-                        && o.targets & target.bit() != 0
-                        && o.name.starts_with(want)
-                })
-                .ok_or_else(|| illegal("FLAT", &[w0, w1], "unknown opcode for segment"))?;
+            let info = lookup_where(Encoding::Flat, info.opcode, target, |o| {
+                o.name.starts_with(want)
+            })
+            .ok_or_else(|| illegal("FLAT", &[w0, w1], "unknown opcode for segment"))?;
             inst.info = info;
             inst.encoding = Encoding::Flat;
             inst.size = 8;
@@ -1035,6 +1065,24 @@ mod tests {
         assert_eq!(e.status(), Status::IllegalInstruction);
         assert!(e.detail().contains("VOP3"), "{}", e.detail());
         assert!(e.detail().contains("0xd2080002"), "{}", e.detail());
+    }
+
+    #[test]
+    fn every_table_row_is_found_through_the_index() {
+        let all = [
+            Gfx9Target::Gfx900,
+            Gfx9Target::Gfx906,
+            Gfx9Target::Gfx908,
+            Gfx9Target::Gfx90a,
+            Gfx9Target::Gfx942,
+        ];
+        for row in OPCODES {
+            for t in all.into_iter().filter(|t| row.targets & t.bit() != 0) {
+                let found = lookup_where(row.encoding, row.opcode, t, |o| o.name == row.name);
+                assert_eq!(found, Some(row), "{} on {}", row.name, t.name());
+            }
+        }
+        assert_eq!(lookup(Encoding::Vop3, 1023, Gfx9Target::Gfx900), None);
     }
 
     #[test]

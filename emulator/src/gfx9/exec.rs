@@ -778,7 +778,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
-            valu(w, inst)?;
+            match inst.mods.dpp {
+                Some(d) => valu_dpp(w, inst, d)?,
+                None => valu::<false>(w, inst, w.exec(), &NO_DPP_SRC0)?,
+            }
             Ok(Flow::Next)
         }
         Encoding::Vop3p => {
@@ -1266,7 +1269,59 @@ fn icmp<T: Ord>(cond: &str, a: T, b: T) -> Option<bool> {
     })
 }
 
-fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
+/// Source `i` of a VALU instruction for `lane`: the register or constant (64-bit where the
+/// operand is), the SDWA select, then float `abs`/`neg`.
+#[inline(always)]
+fn read_operand(
+    w: &Wave,
+    inst: &Instruction,
+    i: usize,
+    lane: usize,
+    f32_in: bool,
+    f64_in: bool,
+) -> u64 {
+    let info = inst.info;
+    let mods = &inst.mods;
+    let width = if i == 2 && info.has(F_CI | F_CND) {
+        2
+    } else {
+        info.widths[i + 1]
+    };
+    let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
+    if let Some(sd) = mods.sdwa.filter(|_| i < 2) {
+        v = sdwa_select(v as u32, sd.src_sel[i], sd.sext[i]) as u64;
+    }
+    if f32_in && width == 1 {
+        if mods.abs[i] {
+            v &= 0x7FFF_FFFF;
+        }
+        if mods.neg[i] {
+            v ^= 0x8000_0000;
+        }
+    } else if f64_in && width == 2 {
+        if mods.abs[i] {
+            v &= !(1 << 63);
+        }
+        if mods.neg[i] {
+            v ^= 1 << 63;
+        }
+    }
+    v
+}
+
+/// Src0 of no lane: what non-DPP instructions pass as `dpp_src0`.
+const NO_DPP_SRC0: [u32; WAVE_SIZE] = [0; WAVE_SIZE];
+
+/// A VALU instruction (VOP1/VOP2/VOPC/VOP3, SDWA included) over the lanes in `lanes` (EXEC,
+/// or for DPP the lanes that write). With `DPP`, src0 of each lane is `dpp_src0[lane]` (the
+/// value fetched from its source lane) with the instruction's modifiers; the other sources
+/// are the lane's own. A const parameter, so the common path has no DPP test per lane.
+fn valu<const DPP: bool>(
+    w: &mut Wave,
+    inst: &Instruction,
+    lanes: u64,
+    dpp_src0: &[u32; WAVE_SIZE],
+) -> Result<()> {
     let name = inst.name();
     let info = inst.info;
     let wd = info.widths;
@@ -1279,33 +1334,7 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
         ));
     }
     let (f32_in, f64_in) = float_input(name);
-    let read = |w: &Wave, i: usize, lane: usize| -> u64 {
-        let width = if i == 2 && info.has(F_CI | F_CND) {
-            2
-        } else {
-            wd[i + 1]
-        };
-        let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
-        if let Some(sd) = mods.sdwa.filter(|_| i < 2) {
-            v = sdwa_select(v as u32, sd.src_sel[i], sd.sext[i]) as u64;
-        }
-        if f32_in && width == 1 {
-            if mods.abs[i] {
-                v &= 0x7FFF_FFFF;
-            }
-            if mods.neg[i] {
-                v ^= 0x8000_0000;
-            }
-        } else if f64_in && width == 2 {
-            if mods.abs[i] {
-                v &= !(1 << 63);
-            }
-            if mods.neg[i] {
-                v ^= 1 << 63;
-            }
-        }
-        v
-    };
+    let read = |w: &Wave, i: usize, lane: usize| read_operand(w, inst, i, lane, f32_in, f64_in);
     // Lane-crossing and scalar-destination ops.
     match name {
         "v_nop" => return Ok(()),
@@ -1410,26 +1439,11 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let mut carry_out = 0u64;
     let writes_carry = info.has(F_CO | F_CI) || name == "v_mad_u64_u32" || name == "v_mad_i64_i32";
     let out_w = wd[0];
-    // DPP: every lane's src0 is fetched (from its source lane) before any lane writes.
-    let dpp_src: Option<[Option<u64>; WAVE_SIZE]> = mods.dpp.map(|d| {
-        core::array::from_fn(|lane| {
-            if !dpp_writes(d, lane) {
-                return None;
-            }
-            match dpp_source(d.ctrl, lane).filter(|&s| exec >> s & 1 != 0) {
-                Some(s) => Some(read(w, 0, s)),
-                None if d.bound_ctrl => Some(0),
-                None => None,
-            }
-        })
-    });
-    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-        let a = match &dpp_src {
-            Some(v) => match v[lane] {
-                Some(a) => a,
-                None => continue, // masked or no source lane: the lane keeps its destination
-            },
-            None => read(w, 0, lane),
+    for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+        let a = if DPP {
+            float_mods32(u64::from(dpp_src0[lane]), f32_in, mods.abs[0], mods.neg[0])
+        } else {
+            read(w, 0, lane)
         };
         let b = if wd[2] > 0 { read(w, 1, lane) } else { 0 };
         let c = if wd[3] > 0 && carry_mask.is_none() {
@@ -1973,6 +1987,41 @@ fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
         0x150..=0x15F => Some(row + n),
         _ => None,
     }
+}
+
+/// A DPP instruction: every lane's src0 is fetched from its source lane before any lane
+/// writes; lanes masked by row/bank mask, or with no source lane and no `bound_ctrl`, keep
+/// their destination.
+fn valu_dpp(w: &mut Wave, inst: &Instruction, d: Dpp) -> Result<()> {
+    let Operand::Vgpr { index, .. } = inst.src[0] else {
+        return Err(not_implemented(inst));
+    };
+    let r = index as usize;
+    let exec = w.exec();
+    let mut src0 = [0u32; WAVE_SIZE];
+    let mut lanes = 0u64;
+    for lane in (0..WAVE_SIZE).filter(|&l| exec >> l & 1 != 0 && dpp_writes(d, l)) {
+        src0[lane] = match dpp_source(d.ctrl, lane).filter(|&s| exec >> s & 1 != 0) {
+            Some(s) => w.v(r, s),
+            None if d.bound_ctrl => 0,
+            None => continue,
+        };
+        lanes |= 1 << lane;
+    }
+    valu::<true>(w, inst, lanes, &src0)
+}
+
+/// `v` with a 32-bit float's `abs` then `neg` applied when `f32_in`.
+fn float_mods32(mut v: u64, f32_in: bool, abs: bool, neg: bool) -> u64 {
+    if f32_in {
+        if abs {
+            v &= 0x7FFF_FFFF;
+        }
+        if neg {
+            v ^= 0x8000_0000;
+        }
+    }
+    v
 }
 
 /// Whether DPP lets `lane` write: its row's bit in `row_mask` and its bank's (lanes 4k..4k+3

@@ -349,7 +349,8 @@ def scratch(cpu):
 #     s[30:31] and the kernel stores v_cndmask(0, 1) of it.
 #   e32_<op>: the plain VOP2 form.
 #   dpp_<op>__<CTRL>_<R>_<B>_<BC>: DPP control (hex), row mask, bank mask, bound_ctrl; EXEC
-#     has lane i off where p0[i] is 0 during the DPP instruction.
+#     has lane i off where p0[i] is 0 during the DPP instruction. `dpp_v_sub_u32_self` names
+#     src0's register as src1 too (v_sub_u32_dpp v10, v2, v2).
 SDWA_OPS2 = ("v_mul_lo_u16 v_add_u16 v_sub_u16 v_subrev_u16 v_lshlrev_b16 v_lshrrev_b16 "
              "v_ashrrev_i16 v_max_u16 v_max_i16 v_min_u16 v_min_i16 v_add_u32 v_and_b32 "
              "v_max_i32").split()
@@ -401,6 +402,13 @@ def sdwa_dpp(cpu):
                                % (op, srcs, text, rm, bm, " bound_ctrl:1" if bc else ""),
                                "s_mov_b64 exec, s[40:41]"]
                 a.kernel("dpp_%s__%x_%x_%x_%d" % (op, ctrl, rm, bm, bc), body + tail)
+    # src1 is src0's register: src1 reads the lane's own value, src0 the moved one.
+    for text, ctrl in DPP_CTRLS[:4]:
+        body = head + ["v_cmp_ne_u32 vcc, 0, v5",
+                       "s_and_saveexec_b64 s[40:41], vcc",
+                       "v_sub_u32_dpp v10, v2, v2 %s row_mask:0xf bank_mask:0xf" % text,
+                       "s_mov_b64 exec, s[40:41]"]
+        a.kernel("dpp_v_sub_u32_self__%x_f_f_0" % ctrl, body + tail)
     return a
 
 

@@ -6324,6 +6324,98 @@ dpp_v_sub_u32__143_6_c_1:
 .Ldpp_v_sub_u32__143_6_c_1_end:
 	.size dpp_v_sub_u32__143_6_c_1, .Ldpp_v_sub_u32__143_6_c_1_end-dpp_v_sub_u32__143_6_c_1
 
+	.globl dpp_v_sub_u32_self__b1_f_f_0
+	.p2align 8
+	.type dpp_v_sub_u32_self__b1_f_f_0,@function
+dpp_v_sub_u32_self__b1_f_f_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	v_sub_u32_dpp v10, v2, v2 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Ldpp_v_sub_u32_self__b1_f_f_0_end:
+	.size dpp_v_sub_u32_self__b1_f_f_0, .Ldpp_v_sub_u32_self__b1_f_f_0_end-dpp_v_sub_u32_self__b1_f_f_0
+
+	.globl dpp_v_sub_u32_self__4f_f_f_0
+	.p2align 8
+	.type dpp_v_sub_u32_self__4f_f_f_0,@function
+dpp_v_sub_u32_self__4f_f_f_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	v_sub_u32_dpp v10, v2, v2 quad_perm:[3,3,0,1] row_mask:0xf bank_mask:0xf
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Ldpp_v_sub_u32_self__4f_f_f_0_end:
+	.size dpp_v_sub_u32_self__4f_f_f_0, .Ldpp_v_sub_u32_self__4f_f_f_0_end-dpp_v_sub_u32_self__4f_f_f_0
+
+	.globl dpp_v_sub_u32_self__101_f_f_0
+	.p2align 8
+	.type dpp_v_sub_u32_self__101_f_f_0,@function
+dpp_v_sub_u32_self__101_f_f_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	v_sub_u32_dpp v10, v2, v2 row_shl:1 row_mask:0xf bank_mask:0xf
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Ldpp_v_sub_u32_self__101_f_f_0_end:
+	.size dpp_v_sub_u32_self__101_f_f_0, .Ldpp_v_sub_u32_self__101_f_f_0_end-dpp_v_sub_u32_self__101_f_f_0
+
+	.globl dpp_v_sub_u32_self__10f_f_f_0
+	.p2align 8
+	.type dpp_v_sub_u32_self__10f_f_f_0,@function
+dpp_v_sub_u32_self__10f_f_f_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	v_sub_u32_dpp v10, v2, v2 row_shl:15 row_mask:0xf bank_mask:0xf
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Ldpp_v_sub_u32_self__10f_f_f_0_end:
+	.size dpp_v_sub_u32_self__10f_f_f_0, .Ldpp_v_sub_u32_self__10f_f_f_0_end-dpp_v_sub_u32_self__10f_f_f_0
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel e32_v_mul_lo_u16
@@ -8061,6 +8153,30 @@ dpp_v_sub_u32__143_6_c_1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel dpp_v_sub_u32__143_6_c_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel dpp_v_sub_u32_self__b1_f_f_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel dpp_v_sub_u32_self__4f_f_f_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel dpp_v_sub_u32_self__101_f_f_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel dpp_v_sub_u32_self__10f_f_f_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
