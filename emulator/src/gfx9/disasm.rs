@@ -503,5 +503,10 @@ mod tests {
             text(&[0xD38FC200, 0x38020501], t),
             "v_pk_add_f16 v0, v1, v2 neg_lo:[1,0] neg_hi:[0,1] clamp"
         );
+        // rocrtst's signal_st_rlx_kernel (gfx90a) zeroes a register pair with this.
+        assert_eq!(
+            text(&[0xD3B34000, 0x18010080], Gfx9Target::Gfx90a),
+            "v_pk_mov_b32 v[0:1], 0, 0"
+        );
     }
 }
