@@ -21,7 +21,7 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
 }
 
 /// Code objects in `isa/`: families (atomics, vop3p, scratch, sdwa_dpp) x targets (gfx900,
-/// gfx906, gfx908, gfx90a, gfx942), and more/private-* (gfx900, gfx90a, gfx942).
+/// gfx906, gfx908, gfx90a, gfx942), and isa/private-* (gfx900, gfx90a, gfx942).
 const ISA_FILES: usize = 4 * 5 + 3;
 
 fn normalize(line: &str) -> String {
@@ -115,7 +115,7 @@ fn disassembly_matches_llvm_objdump() {
             checked_insns += n;
             kernels += 1;
         }
-        // more/private-* hold one kernel; every other file at least 3.
+        // isa/private-* hold one kernel; every other file at least 3.
         let single = path
             .file_name()
             .is_some_and(|n| n.to_string_lossy().starts_with("private-"));

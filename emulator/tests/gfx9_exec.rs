@@ -433,9 +433,9 @@ fn private_array_kernel_uses_scratch() {
     // `in` has 1024 elements whatever the grid.
     let a: Vec<u32> = input(1024, 9).iter().map(|v| v % 100_000).collect();
     for f in [
-        "more/private-gfx900-v5.hsaco",
-        "more/private-gfx90a-v5.hsaco",
-        "more/private-gfx942-v5.hsaco",
+        "isa/private-gfx900-v5.hsaco",
+        "isa/private-gfx90a-v5.hsaco",
+        "isa/private-gfx942-v5.hsaco",
     ] {
         let mem = TestMemory::new();
         mem.add(BUF[0], words(&a));
