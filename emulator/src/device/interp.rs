@@ -139,6 +139,27 @@ impl DeviceMemory for GpuMemory<'_> {
             }
         }
     }
+
+    fn atomic_rmw_u64(&self, addr: u64, op: &mut dyn FnMut(u64) -> u64) -> hsa_core::Result<u64> {
+        let word = self.region(addr, 8, "atomic")?;
+        let atomic = word.atomic_u64(0).ok_or_else(|| {
+            self.record_fault(addr, "atomic");
+            error!(
+                Status::MemoryFault,
+                "memory fault on GPU {:#x}: 64-bit atomic at {addr:#x} is not 8-byte aligned",
+                self.gpu_id
+            )
+        })?;
+        // As the u32 form: SeqCst, little-endian device memory.
+        let mut old = atomic.load(Ordering::SeqCst);
+        loop {
+            let new = op(u64::from_le(old)).to_le();
+            match atomic.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
+                Ok(_) => return Ok(u64::from_le(old)),
+                Err(now) => old = now,
+            }
+        }
+    }
 }
 
 /// How an interpreted dispatch ended, for the caller's fallback decision.
@@ -571,10 +592,17 @@ mod tests {
         m.read(0x10_1000, &mut b).unwrap();
         assert_eq!(u32::from_le_bytes(b), 14);
         let e = m.atomic_rmw_u32(0x10_1002, &mut |v| v).unwrap_err();
-        assert!(
-            e.detail().to_string().contains("not 4-byte aligned"),
-            "{}",
-            e.detail()
+        assert!(e.detail().contains("not 4-byte aligned"), "{}", e.detail());
+        // 64-bit atomics (the `_x2`/`_f64` FLAT atomics): 8-aligned, else a fault.
+        m.write(0x10_1008, &u64::MAX.to_le_bytes()).unwrap();
+        assert_eq!(
+            m.atomic_rmw_u64(0x10_1008, &mut |v| v.wrapping_add(2))
+                .unwrap(),
+            u64::MAX
         );
+        m.read(0x10_1008, &mut b8).unwrap();
+        assert_eq!(u64::from_le_bytes(b8), 1);
+        let e = m.atomic_rmw_u64(0x10_1004, &mut |v| v).unwrap_err();
+        assert!(e.detail().contains("not 8-byte aligned"), "{}", e.detail());
     }
 }

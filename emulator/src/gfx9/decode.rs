@@ -37,13 +37,20 @@ pub enum Encoding {
     Vopc,
     /// Vector ALU, three sources, 2 dwords (`[31:26] = 0x34`).
     Vop3,
+    /// Packed math (two 16-bit or 32-bit halves), 2 dwords (`[31:23] = 0x1A7`).
+    Vop3p,
     /// Local data share (`[31:26] = 0x36`), 2 dwords.
     Ds,
     /// Flat, global and scratch memory (`[31:26] = 0x37`), 2 dwords.
     Flat,
+    /// Untyped buffer memory through a buffer resource (`[31:26] = 0x38`), 2 dwords.
+    Mubuf,
 }
 
 impl Encoding {
+    /// Number of encodings (the enum's variants; Mubuf is the last).
+    const COUNT: usize = Encoding::Mubuf as usize + 1;
+
     /// Upper-case name as in the ISA guides, e.g. `"VOP3"`.
     pub const fn name(self) -> &'static str {
         match self {
@@ -57,8 +64,10 @@ impl Encoding {
             Encoding::Vop2 => "VOP2",
             Encoding::Vopc => "VOPC",
             Encoding::Vop3 => "VOP3",
+            Encoding::Vop3p => "VOP3P",
             Encoding::Ds => "DS",
             Encoding::Flat => "FLAT",
+            Encoding::Mubuf => "MUBUF",
         }
     }
 }
@@ -69,8 +78,12 @@ pub(crate) const T_GFX900: u8 = 1;
 pub(crate) const T_GFX90A: u8 = 2;
 /// Target bit: gfx942.
 pub(crate) const T_GFX942: u8 = 4;
-/// All three targets.
-pub(crate) const T_ALL: u8 = 7;
+/// Target bit: gfx906.
+pub(crate) const T_GFX906: u8 = 8;
+/// Target bit: gfx908.
+pub(crate) const T_GFX908: u8 = 16;
+/// All five targets.
+pub(crate) const T_ALL: u8 = 31;
 
 /// Flag: VOP2 with a carry-out in VCC (VOP3b when promoted).
 pub(crate) const F_CO: u8 = 1;
@@ -86,6 +99,9 @@ pub(crate) const F_SDST: u8 = 16;
 pub(crate) const F_NONAME: u8 = 32;
 /// Flag: FLAT atomic (returns the old value only with `glc`/`sc0`).
 pub(crate) const F_ATOMIC: u8 = 64;
+/// Flag: an atomic with no returning form on the row's targets (gfx908's float atomics):
+/// `glc` set is an illegal instruction.
+pub(crate) const F_NORTN: u8 = 128;
 
 /// One row of the opcode table: what an opcode of an encoding is on which targets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,16 +143,48 @@ impl OpInfo {
     }
 }
 
+/// Opcode field values per encoding: VOP3's 10-bit field is the widest.
+const OPCODE_SLOTS: usize = 1024;
+
+/// The rows of [`OPCODES`] for each (encoding, opcode), built once: decoding is a table
+/// index instead of a scan of the whole table (the interpreter decodes every instruction it
+/// runs).
+fn rows(encoding: Encoding, opcode: u16) -> &'static [u16] {
+    static INDEX: std::sync::OnceLock<Vec<Vec<u16>>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| {
+        let mut v = vec![Vec::new(); Encoding::COUNT * OPCODE_SLOTS];
+        for (i, o) in OPCODES.iter().enumerate() {
+            v[o.encoding as usize * OPCODE_SLOTS + o.opcode as usize].push(i as u16);
+        }
+        v
+    });
+    index
+        .get(encoding as usize * OPCODE_SLOTS + opcode as usize)
+        .map_or(&[], Vec::as_slice)
+}
+
 /// Looks up an opcode of an encoding for a target.
 pub(crate) fn lookup(
     encoding: Encoding,
     opcode: u16,
     target: Gfx9Target,
 ) -> Option<&'static OpInfo> {
+    lookup_where(encoding, opcode, target, |_| true)
+}
+
+/// Looks up an opcode of an encoding for a target among the rows `pick` accepts (FLAT's
+/// segments share opcode numbers: the row whose mnemonic has the segment's prefix).
+fn lookup_where(
+    encoding: Encoding,
+    opcode: u16,
+    target: Gfx9Target,
+    pick: impl Fn(&OpInfo) -> bool,
+) -> Option<&'static OpInfo> {
     let bit = target.bit();
-    OPCODES
+    rows(encoding, opcode)
         .iter()
-        .find(|o| o.encoding == encoding && o.opcode == opcode && o.targets & bit != 0)
+        .map(|&i| &OPCODES[i as usize])
+        .find(|o| o.targets & bit != 0 && pick(o))
 }
 
 /// An operand: a register range, a constant, or a special value.
@@ -189,8 +237,14 @@ pub struct Modifiers {
     pub clamp: bool,
     /// VOP3 output modifier: 0 none, 1 ×2, 2 ×4, 3 ÷2.
     pub omod: u8,
-    /// VOP3 `op_sel` bits (printed only, the interpreter rejects non-zero).
+    /// VOP3 `op_sel` bits (printed only, the interpreter rejects non-zero); VOP3P: per
+    /// source, take the high half for the low result.
     pub op_sel: u8,
+    /// VOP3P `op_sel_hi` per source (bit i): take the high half for the high result.
+    pub op_sel_hi: u8,
+    /// VOP3P `neg_hi` per source (bit i): negate the source of the high result (`neg` is
+    /// VOP3P's `neg_lo`).
+    pub neg_hi: u8,
     /// FLAT `glc` (gfx942: `sc0`).
     pub glc: bool,
     /// FLAT `slc` (gfx942: `nt`).
@@ -201,6 +255,80 @@ pub struct Modifiers {
     pub gds: bool,
     /// SMEM `glc`.
     pub smem_glc: bool,
+    /// MUBUF `offen`: the VGPR address holds a byte offset.
+    pub offen: bool,
+    /// MUBUF `idxen`: the VGPR address holds an index (first, when both are set).
+    pub idxen: bool,
+    /// VOP1/VOP2/VOPC in the SDWA form (sub-dword selects), with its fields.
+    pub sdwa: Option<Sdwa>,
+    /// VOP1/VOP2 in the DPP form (data-parallel lane moves of src0), with its fields.
+    pub dpp: Option<Dpp>,
+}
+
+/// A sub-dword selection of SDWA: which bits of a 32-bit register an operand or the result
+/// is (Vega ISA §12.6 "SDWA": `SDWA_SEL`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SdwaSel {
+    /// Bits 7:0, 15:8, 23:16 or 31:24 (0..=3).
+    Byte(u8),
+    /// Bits 15:0 or 31:16 (0..=1).
+    Word(u8),
+    /// All 32 bits.
+    Dword,
+}
+
+impl SdwaSel {
+    fn from_field(v: u32) -> Option<SdwaSel> {
+        Some(match v {
+            0..=3 => SdwaSel::Byte(v as u8),
+            4 | 5 => SdwaSel::Word(v as u8 - 4),
+            6 => SdwaSel::Dword,
+            _ => return None,
+        })
+    }
+
+    /// (shift, bit count) of the selection.
+    pub const fn bits(self) -> (u32, u32) {
+        match self {
+            SdwaSel::Byte(b) => (8 * b as u32, 8),
+            SdwaSel::Word(h) => (16 * h as u32, 16),
+            SdwaSel::Dword => (0, 32),
+        }
+    }
+}
+
+/// The SDWA second dword (Vega ISA §12.6): operand selects and sign extension, the result's
+/// select and what happens to the destination bits outside it. `abs`/`neg`, `clamp` and
+/// `omod` live in [`Modifiers`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sdwa {
+    /// Where the result goes in the destination (VOP1/VOP2).
+    pub dst_sel: SdwaSel,
+    /// The destination bits outside `dst_sel`: 0 pad with zeros, 1 sign-extend the result,
+    /// 2 preserve.
+    pub dst_unused: u8,
+    /// Per source (0, 1): the selected bits.
+    pub src_sel: [SdwaSel; 2],
+    /// Per source: sign-extend (`sext`) the selected bits instead of zero-extending.
+    pub sext: [bool; 2],
+}
+
+/// The DPP second dword (Vega ISA §12.7 "DPP"): which lane each lane's src0 comes from, and
+/// which lanes write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dpp {
+    /// `DPP_CTRL`: quad_perm (0x00..=0xFF), row_shl/shr/ror (0x101.., 0x111.., 0x121..),
+    /// wave_shl/rol/shr/ror (0x130/0x134/0x138/0x13C), row_mirror (0x140),
+    /// row_half_mirror (0x141), row_bcast:15/31 (0x142/0x143), gfx90a row_newbcast
+    /// (0x150..=0x15F).
+    pub ctrl: u16,
+    /// `BOUND_CTRL`: a source lane out of range or disabled reads 0 (else the lane keeps
+    /// its destination).
+    pub bound_ctrl: bool,
+    /// Rows (16 lanes) whose lanes write.
+    pub row_mask: u8,
+    /// Banks (lanes 4k..4k+3 of each row) whose lanes write.
+    pub bank_mask: u8,
 }
 
 /// A decoded instruction.
@@ -218,9 +346,12 @@ pub struct Instruction {
     pub dst: Operand,
     /// Second destination: VOP3b/VOPC-promoted carry or mask SGPR pair; VOP2 carry forms: VCC.
     pub sdst: Operand,
-    /// Sources. SMEM: base pair, offset; DS: address, data0, data1; FLAT: address, data,
-    /// scalar base (`None` = `off`).
+    /// Sources. SMEM: base pair, offset; DS: address, data0, data1; FLAT: address (`None` =
+    /// `off`), data, scalar base or offset (`None` = `off`); MUBUF: address (`None` = `off`),
+    /// data (stores and atomics), the 4-SGPR buffer resource.
     pub src: [Operand; 3],
+    /// MUBUF: the scalar byte offset `soffset` (an SGPR or inline constant); `None` otherwise.
+    pub soffset: Operand,
     /// Modifier bits.
     pub mods: Modifiers,
     /// SOPP/SOPK 16-bit immediate; SMEM/FLAT byte offset; DS `offset0 | offset1 << 8`.
@@ -273,8 +404,8 @@ fn word(bytes: &[u8], i: usize) -> Option<u32> {
 ///
 /// # Errors
 /// [`Status::IllegalInstruction`] naming the encoding and dword(s) when the bytes are too short
-/// for the encoding, the encoding is not one of the supported formats (MUBUF, MTBUF, MIMG,
-/// EXP, VOP3P, VINTRP, SDWA, DPP), or the opcode is not in the table for `target`.
+/// for the encoding, the encoding is not one of the supported formats (MTBUF, MIMG, EXP,
+/// VINTRP), or the opcode is not in the table for `target`.
 pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     let Some(w0) = word(bytes, 0) else {
         return Err(hsa_core::error!(
@@ -295,6 +426,7 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         dst: Operand::None,
         sdst: Operand::None,
         src: [Operand::None; 3],
+        soffset: Operand::None,
         mods: Modifiers::default(),
         imm: 0,
     };
@@ -366,14 +498,15 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             op => (Encoding::Vop2, op),
         };
         let src0 = w0 & 0x1FF;
-        if src0 == 0xF9 || src0 == 0xFA {
-            let kind = if src0 == 0xF9 { "SDWA" } else { "DPP" };
-            return Err(illegal(enc.name(), &[w0], kind).context("unsupported"));
-        }
         let info = find(enc, op, &[w0])?;
         inst.info = info;
         inst.encoding = enc;
-        inst.src[0] = vector_src(info.widths[1], src0, w1, &mut inst.size, enc.name(), w0)?;
+        if src0 == 0xF9 || src0 == 0xFA {
+            let w1 = need_w1(if src0 == 0xF9 { "SDWA" } else { "DPP" })?;
+            sdwa_dpp(&mut inst, w0, w1, target)?;
+        } else {
+            inst.src[0] = vector_src(info.widths[1], src0, w1, &mut inst.size, enc.name(), w0)?;
+        }
         match enc {
             Encoding::Vop1 => {
                 if info.widths[0] > 0 {
@@ -387,15 +520,21 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 }
             }
             Encoding::Vopc => {
-                inst.sdst = Operand::Sreg {
-                    index: 106,
-                    count: 2,
-                };
-                inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                if inst.sdst == Operand::None {
+                    inst.sdst = Operand::Sreg {
+                        index: 106,
+                        count: 2,
+                    };
+                }
+                if inst.src[1] == Operand::None {
+                    inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                }
             }
             _ => {
                 inst.dst = vgpr(info.widths[0], w0 >> 17 & 0xFF);
-                inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                if inst.src[1] == Operand::None {
+                    inst.src[1] = vgpr(info.widths[2], w0 >> 9 & 0xFF);
+                }
                 if info.has(F_CO | F_CI) {
                     inst.sdst = Operand::Sreg {
                         index: 106,
@@ -446,7 +585,7 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         0x34 => {
             let w1 = need_w1("VOP3")?;
             if w0 >> 23 == 0x1A7 {
-                return Err(illegal("VOP3P", &[w0, w1], "packed math unsupported"));
+                return vop3p(inst, w0, w1, target);
             }
             let op = (w0 >> 16) & 0x3FF;
             let (enc, sub) = match op {
@@ -508,7 +647,7 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.size = 8;
             inst.imm = (w0 & 0xFFFF) as i32;
             inst.mods.gds = w0 >> 16 & 1 != 0;
-            let acc = w0 >> 25 & 1 != 0 && target != Gfx9Target::Gfx900;
+            let acc = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
             let data_reg = |w: u8, idx: u32| {
                 if acc {
                     Operand::Agpr {
@@ -537,46 +676,54 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             let info = find(Encoding::Flat, (w0 >> 18) & 0x7F, &[w0, w1])?;
             let want = match seg {
                 0 => "flat_",
+                1 => "scratch_",
                 2 => "global_",
-                _ => {
-                    return Err(illegal(
-                        "FLAT",
-                        &[w0, w1],
-                        "scratch/reserved segment unsupported",
-                    ))
-                }
+                _ => return Err(illegal("FLAT", &[w0, w1], "reserved segment 3")),
             };
             // flat_ and global_ share opcode numbers: pick the row with the segment's prefix.
-            let info = OPCODES
-                .iter()
-                .find(|o| {
-                    o.encoding == Encoding::Flat
-                        && o.opcode == info.opcode
-                        && o.targets & target.bit() != 0
-                        && o.name.starts_with(want)
-                })
-                .ok_or_else(|| illegal("FLAT", &[w0, w1], "unknown opcode for segment"))?;
+            let info = lookup_where(Encoding::Flat, info.opcode, target, |o| {
+                o.name.starts_with(want)
+            })
+            .ok_or_else(|| illegal("FLAT", &[w0, w1], "unknown opcode for segment"))?;
             inst.info = info;
             inst.encoding = Encoding::Flat;
             inst.size = 8;
-            if w0 >> 13 & 1 != 0 {
+            // Bit 13: `lds` on gfx900/gfx90a; gfx940's scratch `sve` (a VGPR address is used).
+            let sve = seg == 1 && target == Gfx9Target::Gfx942 && w0 >> 13 & 1 != 0;
+            if w0 >> 13 & 1 != 0 && !sve {
                 return Err(illegal("FLAT", &[w0, w1], "lds bit unsupported"));
             }
-            // 13-bit signed offset for global (GFX9), 12-bit unsigned for flat.
-            inst.imm = if seg == 2 {
+            // 13-bit signed offset for global and scratch (GFX9), 12-bit unsigned for flat.
+            inst.imm = if seg != 0 {
                 (((w0 & 0x1FFF) << 19) as i32) >> 19
             } else {
                 (w0 & 0xFFF) as i32
             };
             inst.mods.glc = w0 >> 16 & 1 != 0;
             inst.mods.slc = w0 >> 17 & 1 != 0;
-            inst.mods.sc1 = w0 >> 25 & 1 != 0 && target != Gfx9Target::Gfx900;
-            let acc = w1 >> 23 & 1 != 0 && target != Gfx9Target::Gfx900;
+            inst.mods.sc1 = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
+            let acc = w1 >> 23 & 1 != 0 && target.has_acc_memory_operands();
             let saddr = w1 >> 16 & 0x7F;
-            let has_saddr = seg == 2 && saddr != 0x7F;
-            inst.src[0] = vgpr(if has_saddr { 1 } else { 2 }, w1 & 0xFF);
-            if has_saddr {
-                inst.src[2] = sreg_operand(2, saddr, "FLAT", w0)?;
+            let has_saddr = seg != 0 && saddr != 0x7F;
+            if seg == 1 {
+                // Scratch: a 32-bit per-lane offset in a VGPR (gfx900/gfx90a: when there is no
+                // SGPR offset; gfx942: when `sve` is set) and/or in an SGPR.
+                let has_vaddr = if target == Gfx9Target::Gfx942 {
+                    sve
+                } else {
+                    !has_saddr
+                };
+                if has_vaddr {
+                    inst.src[0] = vgpr(1, w1 & 0xFF);
+                }
+                if has_saddr {
+                    inst.src[2] = sreg_operand(1, saddr, "FLAT", w0)?;
+                }
+            } else {
+                inst.src[0] = vgpr(if has_saddr { 1 } else { 2 }, w1 & 0xFF);
+                if has_saddr {
+                    inst.src[2] = sreg_operand(2, saddr, "FLAT", w0)?;
+                }
             }
             let data_reg = |w: u8, idx: u32| {
                 if acc {
@@ -591,6 +738,13 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             if info.widths[1] > 0 {
                 inst.src[1] = data_reg(info.widths[1], w1 >> 8 & 0xFF);
             }
+            if info.has(F_NORTN) && inst.mods.glc {
+                return Err(illegal(
+                    "FLAT",
+                    &[w0, w1],
+                    "no returning form on this target",
+                ));
+            }
             let returns = !info.has(F_ATOMIC) || inst.mods.glc;
             if info.widths[0] > 0 && returns {
                 inst.dst = data_reg(info.widths[0], w1 >> 24);
@@ -599,11 +753,207 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         }
         0x32 => Err(illegal("VINTRP", &[w0], "unsupported encoding")),
         0x31 => Err(illegal("EXP", &[w0], "unsupported encoding")),
-        0x38 => Err(illegal("MUBUF", &[w0], "unsupported encoding")),
+        0x38 => {
+            let w1 = need_w1("MUBUF")?;
+            mubuf(inst, w0, w1, target)
+        }
         0x3A => Err(illegal("MTBUF", &[w0], "unsupported encoding")),
         0x3C => Err(illegal("MIMG", &[w0], "unsupported encoding")),
         _ => Err(illegal("unknown", &[w0], "unknown encoding")),
     }
+}
+
+/// The SDWA (`src0` = 0xF9) or DPP (`src0` = 0xFA) second dword of a VOP1/VOP2/VOPC
+/// instruction: sets `src[0]` (and an SGPR `src[1]` or VOPC `sdst` in SDWA), the size and
+/// the modifiers. SDWA (Vega ISA §12.6): `src0` [7:0], `dst_sel` [10:8], `dst_unused`
+/// [12:11], `clamp` [13], `omod` [15:14] (VOPC: `sdst` [14:8], `sd` [15]), `src0_sel` [18:16],
+/// `src0_sext` [19], `src0_neg` [20], `src0_abs` [21], `s0` [23], `src1_sel` [26:24],
+/// `src1_sext` [27], `src1_neg` [28], `src1_abs` [29], `s1` [31]. DPP (§12.7): `src0` [7:0],
+/// `dpp_ctrl` [16:8], `bound_ctrl` [19], `src0_neg`/`abs` [20]/[21], `src1_neg`/`abs`
+/// [22]/[23], `bank_mask` [27:24], `row_mask` [31:28].
+fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<()> {
+    let info = inst.info;
+    let enc = inst.encoding;
+    let dpp = w0 & 0x1FF == 0xFA;
+    let kind = if dpp { "DPP" } else { "SDWA" };
+    let dst_ok = enc == Encoding::Vopc || info.widths[0] <= 1;
+    if !dst_ok
+        || info.widths[1..].iter().any(|&w| w > 1) && !info.has(F_CI | F_CND)
+        || info.has(F_SDST)
+        || info.widths[0] == 0 && enc == Encoding::Vop1
+    {
+        return Err(illegal(kind, &[w0, w1], "no such form of this opcode"));
+    }
+    inst.size = 8;
+    if dpp {
+        if enc == Encoding::Vopc {
+            return Err(illegal(kind, &[w0, w1], "no DPP form of VOPC"));
+        }
+        let ctrl = (w1 >> 8 & 0x1FF) as u16;
+        let valid = match ctrl {
+            0x000..=0x0FF | 0x101..=0x10F | 0x111..=0x11F | 0x121..=0x12F => true,
+            0x130 | 0x134 | 0x138 | 0x13C | 0x140..=0x143 => true,
+            0x150..=0x15F => matches!(target, Gfx9Target::Gfx90a | Gfx9Target::Gfx942),
+            _ => false,
+        };
+        if !valid {
+            return Err(illegal(kind, &[w0, w1], "reserved dpp_ctrl"));
+        }
+        inst.src[0] = vgpr(1, w1 & 0xFF);
+        inst.mods.neg = [w1 >> 20 & 1 != 0, w1 >> 22 & 1 != 0, false];
+        inst.mods.abs = [w1 >> 21 & 1 != 0, w1 >> 23 & 1 != 0, false];
+        inst.mods.dpp = Some(Dpp {
+            ctrl,
+            bound_ctrl: w1 >> 19 & 1 != 0,
+            row_mask: (w1 >> 28) as u8,
+            bank_mask: (w1 >> 24 & 0xF) as u8,
+        });
+        return Ok(());
+    }
+    let sel = |v: u32| SdwaSel::from_field(v).ok_or_else(|| illegal(kind, &[w0, w1], "bad sel"));
+    let mut size = 8u8;
+    let src = |code: u32, scalar: bool, size: &mut u8| -> Result<Operand> {
+        if scalar {
+            match vector_src(1, code, None, size, kind, w0)? {
+                Operand::Literal(_) => Err(illegal(kind, &[w0, w1], "literal not allowed")),
+                op => Ok(op),
+            }
+        } else {
+            Ok(vgpr(1, code))
+        }
+    };
+    inst.src[0] = src(w1 & 0xFF, w1 >> 23 & 1 != 0, &mut size)?;
+    if w1 >> 31 != 0 {
+        if enc == Encoding::Vop1 {
+            return Err(illegal(kind, &[w0, w1], "s1 set on VOP1"));
+        }
+        inst.src[1] = src(w0 >> 9 & 0xFF, true, &mut size)?;
+    }
+    inst.mods.neg = [w1 >> 20 & 1 != 0, w1 >> 28 & 1 != 0, false];
+    inst.mods.abs = [w1 >> 21 & 1 != 0, w1 >> 29 & 1 != 0, false];
+    let (dst_sel, dst_unused) = if enc == Encoding::Vopc {
+        if w1 >> 15 & 1 != 0 {
+            inst.sdst = sreg_operand(2, w1 >> 8 & 0x7F, kind, w0)?;
+        }
+        (SdwaSel::Dword, 0)
+    } else {
+        inst.mods.clamp = w1 >> 13 & 1 != 0;
+        inst.mods.omod = (w1 >> 14 & 3) as u8;
+        let unused = (w1 >> 11 & 3) as u8;
+        if unused == 3 {
+            return Err(illegal(kind, &[w0, w1], "reserved dst_unused"));
+        }
+        (sel(w1 >> 8 & 7)?, unused)
+    };
+    inst.mods.sdwa = Some(Sdwa {
+        dst_sel,
+        dst_unused,
+        src_sel: [sel(w1 >> 16 & 7)?, sel(w1 >> 24 & 7)?],
+        sext: [w1 >> 19 & 1 != 0, w1 >> 27 & 1 != 0],
+    });
+    Ok(())
+}
+
+/// VOP3P (Vega ISA §12.10 "VOP3P"): `vdst` [7:0], `neg_hi` [10:8], `op_sel` [13:11],
+/// `op_sel_hi[2]` [14], `clamp` [15], `op` [22:16]; second dword: `src0..2` (9 bits each),
+/// `op_sel_hi[1:0]` [28:27], `neg_lo` [31:29]. No literal operand on GFX9.
+fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<Instruction> {
+    let op = (w0 >> 16) & 0x7F;
+    let info = lookup(Encoding::Vop3p, op as u16, target).ok_or_else(|| {
+        let mut msg: heapless::String<48> = heapless::String::new();
+        let _ = core::fmt::write(
+            &mut msg,
+            format_args!("unknown opcode {op} for {}", target.name()),
+        );
+        illegal("VOP3P", &[w0, w1], &msg)
+    })?;
+    inst.info = info;
+    inst.encoding = Encoding::Vop3p;
+    inst.size = 8;
+    inst.dst = vgpr(info.widths[0], w0 & 0xFF);
+    let mut size = 8u8;
+    for i in 0..3 {
+        let width = info.widths[i + 1];
+        if width == 0 {
+            continue;
+        }
+        let op = vector_src(width, w1 >> (9 * i) & 0x1FF, None, &mut size, "VOP3P", w0)?;
+        if matches!(op, Operand::Literal(_)) {
+            return Err(illegal("VOP3P", &[w0, w1], "literal operand not allowed"));
+        }
+        inst.src[i] = op;
+    }
+    inst.mods.neg_hi = (w0 >> 8 & 7) as u8;
+    inst.mods.op_sel = (w0 >> 11 & 7) as u8;
+    inst.mods.op_sel_hi = (w1 >> 27 & 3) as u8 | ((w0 >> 14 & 1) as u8) << 2;
+    inst.mods.clamp = w0 >> 15 & 1 != 0;
+    for i in 0..3 {
+        inst.mods.neg[i] = w1 >> (29 + i) & 1 != 0;
+    }
+    Ok(inst)
+}
+
+/// MUBUF (Vega ISA §12.12 "MUBUF"): `offset` [11:0], `offen` [12], `idxen` [13], `glc`
+/// (gfx940 `sc0`) [14], bit 15 (gfx90a `scc`, gfx940 `sc1`), `lds` [16], `slc` (gfx940 `nt`)
+/// [17], `op` [24:18]; second dword: `vaddr` [7:0], `vdata` [15:8], `srsrc` [20:16] (SGPR
+/// index / 4), `acc` [23] (gfx90a+), `soffset` [31:24].
+fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<Instruction> {
+    let op = (w0 >> 18) & 0x7F;
+    let info = lookup(Encoding::Mubuf, op as u16, target).ok_or_else(|| {
+        let mut msg: heapless::String<48> = heapless::String::new();
+        let _ = core::fmt::write(
+            &mut msg,
+            format_args!("unknown opcode {op} for {}", target.name()),
+        );
+        illegal("MUBUF", &[w0, w1], &msg)
+    })?;
+    inst.info = info;
+    inst.encoding = Encoding::Mubuf;
+    inst.size = 8;
+    if w0 >> 16 & 1 != 0 {
+        return Err(illegal("MUBUF", &[w0, w1], "lds (load to LDS) unsupported"));
+    }
+    inst.imm = (w0 & 0xFFF) as i32;
+    inst.mods.offen = w0 >> 12 & 1 != 0;
+    inst.mods.idxen = w0 >> 13 & 1 != 0;
+    inst.mods.glc = w0 >> 14 & 1 != 0;
+    inst.mods.slc = w0 >> 17 & 1 != 0;
+    inst.mods.sc1 = w0 >> 15 & 1 != 0 && target.has_acc_memory_operands();
+    if info.widths[0] == 0 && info.widths[1] == 0 {
+        // Cache control: no operands.
+        return Ok(inst);
+    }
+    let naddr = inst.mods.offen as u8 + inst.mods.idxen as u8;
+    if naddr > 0 {
+        inst.src[0] = vgpr(naddr, w1 & 0xFF);
+    }
+    let acc = w1 >> 23 & 1 != 0 && target.has_acc_memory_operands();
+    let data_reg = |w: u8, idx: u32| {
+        if acc {
+            Operand::Agpr {
+                index: idx as u8,
+                count: w,
+            }
+        } else {
+            vgpr(w, idx)
+        }
+    };
+    let vdata = w1 >> 8 & 0xFF;
+    if info.widths[1] > 0 {
+        inst.src[1] = data_reg(info.widths[1], vdata);
+    }
+    let returns = !info.has(F_ATOMIC) || inst.mods.glc;
+    if info.widths[0] > 0 && returns {
+        inst.dst = data_reg(info.widths[0], vdata);
+    }
+    let srsrc = (w1 >> 16 & 0x1F) << 2;
+    inst.src[2] = sreg_operand(4, srsrc, "MUBUF", w0)?;
+    let mut size = 8u8;
+    inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MUBUF", w0)? {
+        op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
+        _ => return Err(illegal("MUBUF", &[w0, w1], "bad soffset")),
+    };
+    Ok(inst)
 }
 
 fn vgpr(width: u8, index: u32) -> Operand {
@@ -722,6 +1072,24 @@ mod tests {
     }
 
     #[test]
+    fn every_table_row_is_found_through_the_index() {
+        let all = [
+            Gfx9Target::Gfx900,
+            Gfx9Target::Gfx906,
+            Gfx9Target::Gfx908,
+            Gfx9Target::Gfx90a,
+            Gfx9Target::Gfx942,
+        ];
+        for row in OPCODES {
+            for t in all.into_iter().filter(|t| row.targets & t.bit() != 0) {
+                let found = lookup_where(row.encoding, row.opcode, t, |o| o.name == row.name);
+                assert_eq!(found, Some(row), "{} on {}", row.name, t.name());
+            }
+        }
+        assert_eq!(lookup(Encoding::Vop3, 1023, Gfx9Target::Gfx900), None);
+    }
+
+    #[test]
     fn branch_targets() {
         // llvm-objdump-19 -d kernels_more-gfx900-v5.hsaco: at 0x24b8
         // `s_cbranch_execnz 65526 // BF89FFF6 <loop_sum+0x94>` (0x2494), at 0x232c
@@ -750,8 +1118,8 @@ mod tests {
         );
         // SMEM needs 2 dwords.
         assert!(dec(&[0xC0020242], Gfx9Target::Gfx900).is_err());
-        // MUBUF.
-        let e = dec(&[0xE0500000, 0], Gfx9Target::Gfx900).unwrap_err();
-        assert!(e.detail().to_string().contains("MUBUF"));
+        // MTBUF.
+        let e = dec(&[0xE8000000, 0], Gfx9Target::Gfx900).unwrap_err();
+        assert!(e.detail().contains("MTBUF"));
     }
 }

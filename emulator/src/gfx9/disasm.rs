@@ -5,7 +5,7 @@
 
 use core::fmt;
 
-use super::decode::{Encoding, Instruction, Operand, F_NONAME};
+use super::decode::{Dpp, Encoding, Instruction, Operand, Sdwa, SdwaSel, F_NONAME};
 use super::Gfx9Target;
 
 struct Op<'a>(&'a Operand);
@@ -79,8 +79,12 @@ impl fmt::Display for Src<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Src(inst, i) = *self;
         let op = Op(&inst.src[i]);
-        if inst.encoding != Encoding::Vop3 {
+        let extended = inst.mods.sdwa.is_some() || inst.mods.dpp.is_some();
+        if inst.encoding != Encoding::Vop3 && !extended {
             return op.fmt(f);
+        }
+        if i < 2 && inst.mods.sdwa.is_some_and(|s| s.sext[i]) {
+            return write!(f, "sext({op})");
         }
         let (neg, abs) = (inst.mods.neg[i], inst.mods.abs[i]);
         match (neg, abs) {
@@ -157,7 +161,11 @@ impl fmt::Display for Instruction {
             Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
                 let e64 = self.encoding == Encoding::Vop3;
                 f.write_str(name)?;
-                if !info.has(F_NONAME) {
+                if self.mods.sdwa.is_some() {
+                    f.write_str("_sdwa")?;
+                } else if self.mods.dpp.is_some() {
+                    f.write_str("_dpp")?;
+                } else if !info.has(F_NONAME) {
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();
@@ -182,6 +190,12 @@ impl fmt::Display for Instruction {
                     }
                     sep = ", ";
                 }
+                if let Some(sd) = self.mods.sdwa {
+                    return self.sdwa_text(f, sd);
+                }
+                if let Some(d) = self.mods.dpp {
+                    return dpp_text(f, d);
+                }
                 if e64 {
                     if self.mods.op_sel != 0 {
                         let b = self.mods.op_sel;
@@ -201,6 +215,40 @@ impl fmt::Display for Instruction {
                         3 => f.write_str(" div:2")?,
                         _ => {}
                     }
+                }
+                Ok(())
+            }
+            Encoding::Vop3p => {
+                f.write_str(name)?;
+                let mut sep = " ";
+                for o in [&self.dst, &self.src[0], &self.src[1], &self.src[2]] {
+                    if *o != Operand::None {
+                        write!(f, "{sep}{}", Op(o))?;
+                        sep = ", ";
+                    }
+                }
+                // llvm-objdump prints each packed modifier that differs from its default
+                // (op_sel 0, op_sel_hi 1, neg_lo/neg_hi 0), one entry per source.
+                let n = self.src.iter().filter(|o| **o != Operand::None).count();
+                let neg_lo = (0..3).fold(0u8, |b, i| b | (self.mods.neg[i] as u8) << i);
+                let full = (1u8 << n) - 1;
+                for (label, bits, default) in [
+                    ("op_sel", self.mods.op_sel, 0),
+                    ("op_sel_hi", self.mods.op_sel_hi, full),
+                    ("neg_lo", neg_lo, 0),
+                    ("neg_hi", self.mods.neg_hi, 0),
+                ] {
+                    if bits & full != default {
+                        write!(f, " {label}:[")?;
+                        for k in 0..n {
+                            let sep = if k > 0 { "," } else { "" };
+                            write!(f, "{sep}{}", bits >> k & 1)?;
+                        }
+                        f.write_str("]")?;
+                    }
+                }
+                if self.mods.clamp {
+                    f.write_str(" clamp")?;
                 }
                 Ok(())
             }
@@ -231,15 +279,21 @@ impl fmt::Display for Instruction {
             }
             Encoding::Flat => {
                 f.write_str(name)?;
-                let global = name.starts_with("global_");
+                let scratch = name.starts_with("scratch_");
+                let has_saddr = scratch || name.starts_with("global_");
                 let mut sep = " ";
-                for o in [&self.dst, &self.src[0], &self.src[1]] {
-                    if *o != Operand::None {
-                        write!(f, "{sep}{}", Op(o))?;
-                        sep = ", ";
-                    }
+                if self.dst != Operand::None {
+                    write!(f, "{sep}{}", Op(&self.dst))?;
+                    sep = ", ";
                 }
-                if global {
+                match self.src[0] {
+                    Operand::None => write!(f, "{sep}off")?,
+                    ref a => write!(f, "{sep}{}", Op(a))?,
+                }
+                if self.src[1] != Operand::None {
+                    write!(f, ", {}", Op(&self.src[1]))?;
+                }
+                if has_saddr {
                     match self.src[2] {
                         Operand::None => f.write_str(", off")?,
                         ref s => write!(f, ", {}", Op(s))?,
@@ -248,30 +302,140 @@ impl fmt::Display for Instruction {
                 if self.imm != 0 {
                     write!(f, " offset:{}", self.imm)?;
                 }
-                if self.target == Gfx9Target::Gfx942 {
-                    if self.mods.glc {
-                        f.write_str(" sc0")?;
-                    }
-                    if self.mods.sc1 {
-                        f.write_str(" sc1")?;
-                    }
-                    if self.mods.slc {
-                        f.write_str(" nt")?;
-                    }
-                } else {
-                    if self.mods.glc {
-                        f.write_str(" glc")?;
-                    }
-                    if self.mods.slc {
-                        f.write_str(" slc")?;
-                    }
-                    if self.mods.sc1 {
-                        f.write_str(" scc")?;
-                    }
+                self.cache_bits(f)
+            }
+            Encoding::Mubuf => {
+                f.write_str(name)?;
+                if self.src[2] == Operand::None {
+                    return self.cache_bits(f);
                 }
-                Ok(())
+                // vdata (loads: the destination; stores and atomics: the data register, which
+                // a returning atomic also writes), vaddr or `off`, srsrc, soffset.
+                let vdata = if self.src[1] != Operand::None {
+                    &self.src[1]
+                } else {
+                    &self.dst
+                };
+                write!(f, " {}, ", Op(vdata))?;
+                match self.src[0] {
+                    Operand::None => f.write_str("off")?,
+                    ref a => write!(f, "{}", Op(a))?,
+                }
+                write!(f, ", {}, {}", Op(&self.src[2]), Op(&self.soffset))?;
+                if self.mods.idxen {
+                    f.write_str(" idxen")?;
+                }
+                if self.mods.offen {
+                    f.write_str(" offen")?;
+                }
+                if self.imm != 0 {
+                    write!(f, " offset:{}", self.imm)?;
+                }
+                self.cache_bits(f)
             }
         }
+    }
+}
+
+fn sel_name(s: SdwaSel) -> &'static str {
+    match s {
+        SdwaSel::Byte(0) => "BYTE_0",
+        SdwaSel::Byte(1) => "BYTE_1",
+        SdwaSel::Byte(2) => "BYTE_2",
+        SdwaSel::Byte(_) => "BYTE_3",
+        SdwaSel::Word(0) => "WORD_0",
+        SdwaSel::Word(_) => "WORD_1",
+        SdwaSel::Dword => "DWORD",
+    }
+}
+
+/// The DPP control and masks as llvm-objdump prints them.
+fn dpp_text(f: &mut fmt::Formatter<'_>, d: Dpp) -> fmt::Result {
+    let c = d.ctrl;
+    match c {
+        0x000..=0x0FF => write!(
+            f,
+            " quad_perm:[{},{},{},{}]",
+            c & 3,
+            c >> 2 & 3,
+            c >> 4 & 3,
+            c >> 6 & 3
+        )?,
+        0x101..=0x10F => write!(f, " row_shl:{}", c & 0xF)?,
+        0x111..=0x11F => write!(f, " row_shr:{}", c & 0xF)?,
+        0x121..=0x12F => write!(f, " row_ror:{}", c & 0xF)?,
+        0x130 => f.write_str(" wave_shl:1")?,
+        0x134 => f.write_str(" wave_rol:1")?,
+        0x138 => f.write_str(" wave_shr:1")?,
+        0x13C => f.write_str(" wave_ror:1")?,
+        0x140 => f.write_str(" row_mirror")?,
+        0x141 => f.write_str(" row_half_mirror")?,
+        0x142 => f.write_str(" row_bcast:15")?,
+        0x143 => f.write_str(" row_bcast:31")?,
+        _ => write!(f, " row_newbcast:{}", c & 0xF)?,
+    }
+    write!(
+        f,
+        " row_mask:0x{:x} bank_mask:0x{:x}",
+        d.row_mask, d.bank_mask
+    )?;
+    if d.bound_ctrl {
+        f.write_str(" bound_ctrl:1")?;
+    }
+    Ok(())
+}
+
+impl Instruction {
+    /// The SDWA modifiers as llvm-objdump prints them: clamp, omod, then the selects (VOPC:
+    /// the source selects only).
+    fn sdwa_text(&self, f: &mut fmt::Formatter<'_>, sd: Sdwa) -> fmt::Result {
+        if self.mods.clamp {
+            f.write_str(" clamp")?;
+        }
+        match self.mods.omod {
+            1 => f.write_str(" mul:2")?,
+            2 => f.write_str(" mul:4")?,
+            3 => f.write_str(" div:2")?,
+            _ => {}
+        }
+        if self.encoding != Encoding::Vopc {
+            let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"];
+            write!(
+                f,
+                " dst_sel:{} dst_unused:{}",
+                sel_name(sd.dst_sel),
+                unused[sd.dst_unused.min(2) as usize]
+            )?;
+        }
+        write!(f, " src0_sel:{}", sel_name(sd.src_sel[0]))?;
+        if self.encoding != Encoding::Vop1 {
+            write!(f, " src1_sel:{}", sel_name(sd.src_sel[1]))?;
+        }
+        Ok(())
+    }
+
+    /// The FLAT/MUBUF cache bits as llvm-objdump prints them: gfx940 `sc0 nt sc1`, else
+    /// `glc slc` and gfx90a's `scc`.
+    fn cache_bits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let bits = if self.target == Gfx9Target::Gfx942 {
+            [
+                (self.mods.glc, " sc0"),
+                (self.mods.slc, " nt"),
+                (self.mods.sc1, " sc1"),
+            ]
+        } else {
+            [
+                (self.mods.glc, " glc"),
+                (self.mods.slc, " slc"),
+                (self.mods.sc1, " scc"),
+            ]
+        };
+        for (on, text) in bits {
+            if on {
+                f.write_str(text)?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -312,6 +476,37 @@ mod tests {
         assert_eq!(
             text(&[0xD1050103, 0x00000D02], t),
             "v_mul_f32_e64 v3, |v2|, s6"
+        );
+        // llvm-mc-19 -show-encoding: the cache bits in llvm-objdump's order (gfx942: sc0 nt
+        // sc1; gfx90a: glc slc scc), MUBUF operands, VOP3P modifiers.
+        assert_eq!(
+            text(&[0xDE538000, 0x017F0002], Gfx9Target::Gfx942),
+            "global_load_dword v1, v[2:3], off sc0 nt sc1"
+        );
+        assert_eq!(
+            text(&[0xDE538000, 0x017F0002], Gfx9Target::Gfx90a),
+            "global_load_dword v1, v[2:3], off glc slc scc"
+        );
+        assert_eq!(
+            text(&[0xE05E7008, 0x80010001], t),
+            "buffer_load_dwordx4 v[0:3], v[1:2], s[4:7], 0 idxen offen offset:8 glc slc"
+        );
+        assert_eq!(
+            text(&[0xE0500004, 0x02010100], t),
+            "buffer_load_dword v1, off, s[4:7], s2 offset:4"
+        );
+        assert_eq!(
+            text(&[0xD38E6000, 0x0C0E0501], t),
+            "v_pk_fma_f16 v0, v1, v2, v3 op_sel:[0,0,1] op_sel_hi:[1,0,1]"
+        );
+        assert_eq!(
+            text(&[0xD38FC200, 0x38020501], t),
+            "v_pk_add_f16 v0, v1, v2 neg_lo:[1,0] neg_hi:[0,1] clamp"
+        );
+        // rocrtst's signal_st_rlx_kernel (gfx90a) zeroes a register pair with this.
+        assert_eq!(
+            text(&[0xD3B34000, 0x18010080], Gfx9Target::Gfx90a),
+            "v_pk_mov_b32 v[0:1], 0, 0"
         );
     }
 }

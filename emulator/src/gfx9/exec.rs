@@ -9,18 +9,25 @@
 //! private segment wave offset), work-item ids in v0/v1/v2 (gfx900) or packed in v0
 //! (gfx90a/gfx942: bits 0..9 x, 10..19 y, 20..29 z), EXEC = the wave's live lanes.
 //!
-//! Semantics are those of the Vega/CDNA ISA guides with these documented limits: scratch
-//! (private segment) is not supported (an error at launch); FLAT addresses are global
-//! addresses (no LDS/scratch aperture); LDS accesses outside the work-group's allocation read
-//! 0 and drop writes, as the hardware's LDS bounds check does; `v_fma_f32` is computed in f64
-//! and rounded (exact product, one extra rounding of the sum); transcendental ops (`v_exp`,
-//! `v_log`, `v_rcp`, `v_rsq`, `v_sqrt`, …) are rejected as not implemented.
+//! Scratch (private segment): each work-group that runs gets its own backing at
+//! [`SCRATCH_BACKING_BASE`], 64 lanes × the private size per wave, swizzled per dword as
+//! the hardware's scratch is; the launch state points at it as AMDGPUUsage describes
+//! (private segment buffer V#, flat scratch init and the wave's offset on gfx900/gfx90a;
+//! FLAT_SCRATCH itself on gfx942's architected flat scratch). FLAT addresses in the shared
+//! and private apertures reach LDS and the lane's private segment.
+//!
+//! Semantics are those of the Vega/CDNA ISA guides with these documented limits: LDS
+//! accesses outside the work-group's allocation read 0 and drop writes, as the hardware's
+//! LDS bounds check does; `v_fma_f32` is computed in f64 and rounded (exact product, one
+//! extra rounding of the sum); transcendental ops (`v_exp`, `v_log`, `v_rcp`, `v_rsq`,
+//! `v_sqrt`, …) are rejected as not implemented.
 
 use alloc::vec;
 use alloc::vec::Vec;
 
-use super::decode::{decode, Encoding, Instruction, Operand, F_CI, F_CND, F_CO};
-use super::wave::{Wave, WaveState, M0, WAVE_SIZE};
+use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
+use super::f16;
+use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::{bail, error, Result, Status};
@@ -56,6 +63,21 @@ pub trait DeviceMemory {
         self.write(addr, &op(old).to_le_bytes())?;
         Ok(old)
     }
+
+    /// Atomically replaces the little-endian u64 at `addr` by `op(old)` and returns `old`
+    /// (the 64-bit `_x2` and `_f64` atomics). The provided implementation reads, then
+    /// writes, as [`DeviceMemory::atomic_rmw_u32`]'s does.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation
+    /// (or, for implementations with real atomics, `addr` is not 8-byte aligned).
+    fn atomic_rmw_u64(&self, addr: u64, op: &mut dyn FnMut(u64) -> u64) -> Result<u64> {
+        let mut b = [0u8; 8];
+        self.read(addr, &mut b)?;
+        let old = u64::from_le_bytes(b);
+        self.write(addr, &op(old).to_le_bytes())?;
+        Ok(old)
+    }
 }
 
 /// A kernel's machine code: the bytes of (at least) its code, where they live on the device,
@@ -88,7 +110,8 @@ pub struct DispatchState {
     pub dispatch_id: u64,
     /// LDS per work-group, bytes (the descriptor's fixed size plus the packet's dynamic size).
     pub group_segment_size: u32,
-    /// Private memory per work-item, bytes (must be 0: scratch is not supported).
+    /// Private memory per work-item, bytes, from the packet (`private_segment_size`); the
+    /// interpreter backs the larger of this and the descriptor's fixed size.
     pub private_segment_size: u32,
     /// Instructions one wave may execute before the dispatch is aborted (a hang guard).
     pub max_instructions_per_wave: u64,
@@ -119,6 +142,40 @@ impl DispatchState {
 
 /// Maximum LDS per work-group, bytes (64 KiB on GFX9).
 pub const MAX_LDS_BYTES: u32 = 64 * 1024;
+
+/// Base of the shared (LDS) aperture: a FLAT address `SHARED_APERTURE_BASE + o` (o < 4 GiB)
+/// is byte `o` of the work-group's LDS. The gfx9 value amdkfd gives (`kfd_flat_memory.c`
+/// MAKE_LDS_APP_BASE_V9), which the emulated device reports too; `src_shared_base` reads its
+/// high 32 bits.
+pub const SHARED_APERTURE_BASE: u64 = 0x1_0000_0000_0000;
+
+/// Base of the private (scratch) aperture: a FLAT address `PRIVATE_APERTURE_BASE + o`
+/// (o < 4 GiB) is byte `o` of the lane's private segment (amdkfd's SCRATCH_V9 base);
+/// `src_private_base` reads its high 32 bits.
+pub const PRIVATE_APERTURE_BASE: u64 = 0x2_0000_0000_0000;
+
+/// Device address of the scratch backing memory the interpreter gives each dispatch: the
+/// base of the private segment buffer descriptor, the flat scratch init value and (gfx942)
+/// each wave's FLAT_SCRATCH are in `SCRATCH_BACKING_BASE..+waves * 64 * private bytes`.
+/// Accesses there go to the running work-group's own backing (work-groups on other host
+/// threads have theirs), never to device memory. Above every GPUVM address (amdkfd's gfx9
+/// GPUVM limit is 2^47), below both apertures, and within the 48 bits a buffer resource's
+/// base holds; the window is 2^40 bytes.
+pub const SCRATCH_BACKING_BASE: u64 = 0xF000_0000_0000;
+
+/// Largest private segment per work-item the interpreter backs, bytes: gfx9's per-wave
+/// scratch limit (COMPUTE_TMPRING_SIZE.WAVESIZE, 13 bits of 1 KiB: 8 MiB per wave) over 64
+/// lanes. A work-group of 1024 work-items then takes at most 128 MiB of host memory.
+pub const MAX_PRIVATE_SEGMENT_BYTES: u32 = 128 * 1024;
+
+/// Private bytes per work-item a dispatch gets: the larger of the descriptor's fixed size and
+/// the packet's `private_segment_size` (which covers dynamic stacks), rounded up to a dword.
+fn private_bytes(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> u32 {
+    descriptor
+        .private_segment_fixed_size
+        .max(dispatch.private_segment_size)
+        .next_multiple_of(4)
+}
 
 /// What the interpreter executed: counts for speed measurements.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -166,8 +223,8 @@ pub fn workgroup_total(dispatch: &DispatchState) -> u64 {
 ///
 /// # Errors
 /// [`Status::InvalidArgument`]: a zero grid or work-group dimension, a work-group of more
-/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a descriptor or
-/// dispatch that needs scratch (private segment).
+/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a private
+/// segment above [`MAX_PRIVATE_SEGMENT_BYTES`] per work-item.
 pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> Result<()> {
     for d in 0..3 {
         if dispatch.grid_size[d] == 0 || dispatch.workgroup_size[d] == 0 {
@@ -200,10 +257,11 @@ pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -
             "kernel descriptor enables wave32; GFX9 runs wave64"
         );
     }
-    if descriptor.private_segment_fixed_size != 0 || dispatch.private_segment_size != 0 {
+    if private_bytes(descriptor, dispatch) > MAX_PRIVATE_SEGMENT_BYTES {
         bail!(
             Status::InvalidArgument,
-            "scratch unsupported: private_segment_fixed_size {} / dispatch private size {}",
+            "private segment: descriptor private_segment_fixed_size {} / packet \
+             private_segment_size {} > {MAX_PRIVATE_SEGMENT_BYTES} bytes per work-item",
             descriptor.private_segment_fixed_size,
             dispatch.private_segment_size
         );
@@ -266,11 +324,21 @@ pub fn run_workgroups(
     let counts = workgroup_counts(dispatch);
     let end = groups.end.min(workgroup_total(dispatch));
     let mut waves: Vec<Wave> = Vec::new();
+    // Scratch: 64 lanes' private segments per wave, for the most waves a group has.
+    let scratch_per_wave = u64::from(private_bytes(descriptor, dispatch)) * WAVE_SIZE as u64;
+    let wg_items: usize = dispatch
+        .workgroup_size
+        .iter()
+        .map(|&d| d as usize)
+        .product();
+    let mut scratch = vec![0u8; scratch_per_wave as usize * wg_items.div_ceil(WAVE_SIZE)];
     let mut ctx = Ctx {
         code,
         target,
         memory,
         lds: &mut lds,
+        scratch: &mut scratch,
+        scratch_per_wave,
         instructions: 0,
         lane_instructions: 0,
     };
@@ -311,6 +379,10 @@ struct Ctx<'a, 'c> {
     target: Gfx9Target,
     memory: &'a dyn DeviceMemory,
     lds: &'a mut [u8],
+    /// The running work-group's scratch backing, at [`SCRATCH_BACKING_BASE`]: one swizzled
+    /// region of `scratch_per_wave` bytes per wave.
+    scratch: &'a mut [u8],
+    scratch_per_wave: u64,
     instructions: u64,
     lane_instructions: u64,
 }
@@ -329,7 +401,7 @@ fn run_group(
     });
     let items = (size[0] * size[1] * size[2]) as usize;
     let nwaves = items.div_ceil(WAVE_SIZE);
-    let agprs = ctx.target != Gfx9Target::Gfx900;
+    let agprs = ctx.target.has_agprs();
     while waves.len() < nwaves {
         waves.push(Wave::new(0, agprs));
     }
@@ -372,8 +444,24 @@ fn init_wave(
         w.set_sreg64(*s, v);
         *s += 2;
     };
+    let scratch_len = ctx.scratch.len() as u64;
+    let wave_offset = wave_index as u64 * ctx.scratch_per_wave;
     if kd.enable_sgpr_private_segment_buffer() {
-        s += 4; // No scratch: a null buffer resource.
+        // The private segment buffer V# as ROCR sets it up: the backing's base, stride 0,
+        // swizzled with 4-byte elements over 64 lanes (ADD_TID), NUM_RECORDS its size
+        // (Vega ISA §8.1.8 "Buffer resource"; the wave adds its byte offset to the base).
+        let words = [
+            SCRATCH_BACKING_BASE as u32,
+            (SCRATCH_BACKING_BASE >> 32) as u32 & 0xFFFF | 1 << 31,
+            scratch_len.min(u64::from(u32::MAX)) as u32,
+            // DST_SEL xyzw, NUM_FORMAT float, DATA_FORMAT 32, ELEMENT_SIZE 4 bytes (1),
+            // INDEX_STRIDE 64 (3), ADD_TID_ENABLE.
+            0xFAC | 7 << 12 | 4 << 15 | 1 << 19 | 3 << 21 | 1 << 23,
+        ];
+        for (k, v) in words.into_iter().enumerate() {
+            w.sreg[s + k] = v;
+        }
+        s += 4;
     }
     if kd.enable_sgpr_dispatch_ptr() {
         put64(w, &mut s, dispatch.dispatch_packet_address);
@@ -388,7 +476,8 @@ fn init_wave(
         put64(w, &mut s, dispatch.dispatch_id);
     }
     if kd.enable_sgpr_flat_scratch_init() {
-        put64(w, &mut s, 0);
+        // The queue's scratch base; the kernel adds its wave offset into FLAT_SCRATCH.
+        put64(w, &mut s, SCRATCH_BACKING_BASE);
     }
     if kd.enable_sgpr_private_segment_size() {
         w.sreg[s] = dispatch.private_segment_size;
@@ -429,8 +518,12 @@ fn init_wave(
         w.sreg[s] = 0;
         s += 1;
     }
-    if rsrc2.enable_private_segment() {
-        w.sreg[s] = 0; // Private segment wave byte offset.
+    if ctx.target.architected_flat_scratch() {
+        // gfx940+: the hardware sets FLAT_SCRATCH to the wave's own scratch and there is no
+        // wave offset SGPR (AMDGPUUsage "Flat Scratch", architected flat scratch).
+        w.set_sreg64(FLAT_SCRATCH, SCRATCH_BACKING_BASE + wave_offset);
+    } else if rsrc2.enable_private_segment() {
+        w.sreg[s] = wave_offset as u32; // Private segment wave byte offset.
     }
     let ids = rsrc2.enable_vgpr_workitem_id();
     let mut exec = 0u64;
@@ -592,6 +685,10 @@ fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
         Operand::Special(251) => (w.vcc() == 0) as u64,
         Operand::Special(252) => (w.exec() == 0) as u64,
         Operand::Special(253) => w.scc as u64,
+        // src_shared_base / src_private_base: the apertures' high 32 bits; the limits are
+        // base + 4 GiB - 1 (high 32 bits equal the base's).
+        Operand::Special(235 | 236) => SHARED_APERTURE_BASE >> 32,
+        Operand::Special(237 | 238) => PRIVATE_APERTURE_BASE >> 32,
         _ => 0,
     }
 }
@@ -681,7 +778,14 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
-            valu(w, inst)?;
+            match inst.mods.dpp {
+                Some(d) => valu_dpp(w, inst, d)?,
+                None => valu::<false>(w, inst, w.exec(), &NO_DPP_SRC0)?,
+            }
+            Ok(Flow::Next)
+        }
+        Encoding::Vop3p => {
+            vop3p(w, inst)?;
             Ok(Flow::Next)
         }
         Encoding::Ds => {
@@ -690,6 +794,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
         }
         Encoding::Flat => {
             flat(ctx, w, inst)?;
+            Ok(Flow::Next)
+        }
+        Encoding::Mubuf => {
+            mubuf(ctx, w, inst)?;
             Ok(Flow::Next)
         }
     }
@@ -1161,7 +1269,59 @@ fn icmp<T: Ord>(cond: &str, a: T, b: T) -> Option<bool> {
     })
 }
 
-fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
+/// Source `i` of a VALU instruction for `lane`: the register or constant (64-bit where the
+/// operand is), the SDWA select, then float `abs`/`neg`.
+#[inline(always)]
+fn read_operand(
+    w: &Wave,
+    inst: &Instruction,
+    i: usize,
+    lane: usize,
+    f32_in: bool,
+    f64_in: bool,
+) -> u64 {
+    let info = inst.info;
+    let mods = &inst.mods;
+    let width = if i == 2 && info.has(F_CI | F_CND) {
+        2
+    } else {
+        info.widths[i + 1]
+    };
+    let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
+    if let Some(sd) = mods.sdwa.filter(|_| i < 2) {
+        v = sdwa_select(v as u32, sd.src_sel[i], sd.sext[i]) as u64;
+    }
+    if f32_in && width == 1 {
+        if mods.abs[i] {
+            v &= 0x7FFF_FFFF;
+        }
+        if mods.neg[i] {
+            v ^= 0x8000_0000;
+        }
+    } else if f64_in && width == 2 {
+        if mods.abs[i] {
+            v &= !(1 << 63);
+        }
+        if mods.neg[i] {
+            v ^= 1 << 63;
+        }
+    }
+    v
+}
+
+/// Src0 of no lane: what non-DPP instructions pass as `dpp_src0`.
+const NO_DPP_SRC0: [u32; WAVE_SIZE] = [0; WAVE_SIZE];
+
+/// A VALU instruction (VOP1/VOP2/VOPC/VOP3, SDWA included) over the lanes in `lanes` (EXEC,
+/// or for DPP the lanes that write). With `DPP`, src0 of each lane is `dpp_src0[lane]` (the
+/// value fetched from its source lane) with the instruction's modifiers; the other sources
+/// are the lane's own. A const parameter, so the common path has no DPP test per lane.
+fn valu<const DPP: bool>(
+    w: &mut Wave,
+    inst: &Instruction,
+    lanes: u64,
+    dpp_src0: &[u32; WAVE_SIZE],
+) -> Result<()> {
     let name = inst.name();
     let info = inst.info;
     let wd = info.widths;
@@ -1174,30 +1334,7 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
         ));
     }
     let (f32_in, f64_in) = float_input(name);
-    let read = |w: &Wave, i: usize, lane: usize| -> u64 {
-        let width = if i == 2 && info.has(F_CI | F_CND) {
-            2
-        } else {
-            wd[i + 1]
-        };
-        let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
-        if f32_in && width == 1 {
-            if mods.abs[i] {
-                v &= 0x7FFF_FFFF;
-            }
-            if mods.neg[i] {
-                v ^= 0x8000_0000;
-            }
-        } else if f64_in && width == 2 {
-            if mods.abs[i] {
-                v &= !(1 << 63);
-            }
-            if mods.neg[i] {
-                v ^= 1 << 63;
-            }
-        }
-        v
-    };
+    let read = |w: &Wave, i: usize, lane: usize| read_operand(w, inst, i, lane, f32_in, f64_in);
     // Lane-crossing and scalar-destination ops.
     match name {
         "v_nop" => return Ok(()),
@@ -1302,8 +1439,12 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let mut carry_out = 0u64;
     let writes_carry = info.has(F_CO | F_CI) || name == "v_mad_u64_u32" || name == "v_mad_i64_i32";
     let out_w = wd[0];
-    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-        let a = read(w, 0, lane);
+    for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+        let a = if DPP {
+            float_mods32(u64::from(dpp_src0[lane]), f32_in, mods.abs[0], mods.neg[0])
+        } else {
+            read(w, 0, lane)
+        };
         let b = if wd[2] > 0 { read(w, 1, lane) } else { 0 };
         let c = if wd[3] > 0 && carry_mask.is_none() {
             read(w, 2, lane)
@@ -1464,6 +1605,33 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     a32 as u64
                 }
             }
+            // 16-bit integer ops: the low halves; the result zero-extended to 32 bits, or
+            // (VOP3 clamp) saturated for add/sub (Vega ISA VOP2 opcodes 38..50).
+            "v_add_u16" | "v_sub_u16" | "v_subrev_u16" => {
+                let (x, y) = if name == "v_subrev_u16" {
+                    (b32 & 0xFFFF, a32 & 0xFFFF)
+                } else {
+                    (a32 & 0xFFFF, b32 & 0xFFFF)
+                };
+                let t = if name == "v_add_u16" {
+                    x as i64 + y as i64
+                } else {
+                    x as i64 - y as i64
+                };
+                if mods.clamp {
+                    t.clamp(0, 0xFFFF) as u64
+                } else {
+                    t as u64 & 0xFFFF
+                }
+            }
+            "v_mul_lo_u16" => (a32 as u16).wrapping_mul(b32 as u16) as u64,
+            "v_lshlrev_b16" => ((b32 as u16) << (a32 & 15)) as u64,
+            "v_lshrrev_b16" => ((b32 as u16) >> (a32 & 15)) as u64,
+            "v_ashrrev_i16" => ((b32 as i16) >> (a32 & 15)) as u16 as u64,
+            "v_max_u16" => (a32 as u16).max(b32 as u16) as u64,
+            "v_min_u16" => (a32 as u16).min(b32 as u16) as u64,
+            "v_max_i16" => (a32 as i16).max(b32 as i16) as u16 as u64,
+            "v_min_i16" => (a32 as i16).min(b32 as i16) as u16 as u64,
             "v_mul_lo_u32" => a32.wrapping_mul(b32) as u64,
             "v_mul_hi_u32" => (a32 as u64 * b32 as u64) >> 32,
             "v_mul_hi_i32" => ((a32 as i32 as i64 * b32 as i32 as i64) >> 32) as u32 as u64,
@@ -1533,6 +1701,12 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
         } else {
             r
         };
+        let r = match mods.sdwa {
+            Some(sd) if inst.encoding != Encoding::Vop3 => {
+                sdwa_place(r as u32, d_old, sd.dst_sel, sd.dst_unused) as u64
+            }
+            _ => r,
+        };
         set_vdst(w, &inst.dst, lane, r, out_w);
         carry_out |= (co as u64) << lane;
     }
@@ -1540,6 +1714,320 @@ fn valu(w: &mut Wave, inst: &Instruction) -> Result<()> {
         set_sdst(w, &inst.sdst, carry_out);
     }
     Ok(())
+}
+
+/// f16 bits of the inline float constants 240..=248 (0.5, −0.5, 1, −1, 2, −2, 4, −4,
+/// 1/(2π)) as a 16-bit packed operand reads them.
+const F16_CONST: [u16; 9] = [
+    0x3800, 0xB800, 0x3C00, 0xBC00, 0x4000, 0xC000, 0x4400, 0xC400, 0x3118,
+];
+
+/// A VOP3P source as 64 bits: for 16-bit packed ops the low 32 bits are the two halves (an
+/// inline float constant is its f16 value in the low half and 0 in the high half, an inline
+/// integer its 32-bit sign extension); for the packed f32 ops the two dwords (an inline
+/// constant or a single SGPR gives the same 32-bit value in both).
+///
+/// Ref: Vega ISA §6.2.2 "Packed math" and LLVM AMDGPU's pre-gfx11 packed inline-constant
+/// rule (f16 constant in bits 15:0, zero above).
+fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
+    match *op {
+        Operand::InlineFloat(c) if !wide => u64::from(F16_CONST[(c - 240) as usize]),
+        Operand::InlineFloat(_) | Operand::InlineInt(_) | Operand::Special(_) if wide => {
+            let v = scalar(w, op, false, false) & 0xFFFF_FFFF;
+            v | v << 32
+        }
+        _ => vsrc(w, op, lane, wide, false),
+    }
+}
+
+/// Minimum (`max` false) or maximum of two f16 values in IEEE mode: a signaling NaN input
+/// gives that NaN quieted, a quiet NaN loses to a number, −0 < +0 (Vega ISA §6.2.4 for
+/// `V_MIN_F16`/`V_MAX_F16` with MODE.IEEE set, the compute default).
+fn f16_min_max(a: u16, b: u16, max: bool) -> u16 {
+    let nan = |x: u16| x & 0x7C00 == 0x7C00 && x & 0x3FF != 0;
+    let snan = |x: u16| nan(x) && x & 0x200 == 0;
+    if snan(a) {
+        return a | 0x200;
+    }
+    if snan(b) {
+        return b | 0x200;
+    }
+    if nan(a) {
+        return b;
+    }
+    if nan(b) {
+        return a;
+    }
+    // Order the bit patterns as numbers: negative values reversed, −0 below +0.
+    let key = |x: u16| -> i32 {
+        if x & 0x8000 != 0 {
+            -((x & 0x7FFF) as i32) - 1
+        } else {
+            x as i32
+        }
+    };
+    if (key(a) < key(b)) != max {
+        a
+    } else {
+        b
+    }
+}
+
+/// Packed math: each result half (16-bit ops) or dword (`_f32`/`_b32` ops) computed from the
+/// halves of the sources that `op_sel` (low result) and `op_sel_hi` (high result) select,
+/// with `neg_lo`/`neg_hi` negating float sources, then `clamp` ([0, 1] for floats,
+/// saturation for integer add/sub/mad).
+///
+/// Ref: Vega ISA §12.10 "VOP3P" and the VOP3P opcode table; CDNA2 ISA for `V_PK_FMA_F32`,
+/// `V_PK_MUL_F32`, `V_PK_ADD_F32` and `V_PK_MOV_B32`.
+fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let mods = inst.mods;
+    let wide = inst.info.widths[0] == 2;
+    let nsrc = inst.src.iter().filter(|o| **o != Operand::None).count();
+    let exec = w.exec();
+    let float = name.ends_with("f16") || name.ends_with("f32");
+    if !float && (mods.neg.iter().any(|&n| n) || mods.neg_hi != 0) && name != "v_pk_mov_b32" {
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{name}: neg_lo/neg_hi on an integer packed op"
+        ));
+    }
+    let int_clamp_ok = matches!(
+        name,
+        "v_pk_add_u16"
+            | "v_pk_sub_u16"
+            | "v_pk_add_i16"
+            | "v_pk_sub_i16"
+            | "v_pk_mad_u16"
+            | "v_pk_mad_i16"
+    );
+    if mods.clamp && !float && !int_clamp_ok {
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{name}: clamp not implemented for this op"
+        ));
+    }
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let raw: [u64; 3] = core::array::from_fn(|i| {
+            if i < nsrc {
+                pk_src(w, &inst.src[i], lane, wide)
+            } else {
+                0
+            }
+        });
+        let mut out = [0u64; 2];
+        for (h, slot) in out.iter_mut().enumerate() {
+            let sel = if h == 0 { mods.op_sel } else { mods.op_sel_hi };
+            let neg = |i: usize| {
+                if h == 0 {
+                    mods.neg[i]
+                } else {
+                    mods.neg_hi >> i & 1 != 0
+                }
+            };
+            if wide {
+                let x: [u32; 3] = core::array::from_fn(|i| {
+                    let v = (raw[i] >> (32 * (sel >> i & 1) as u32)) as u32;
+                    if neg(i) && name != "v_pk_mov_b32" {
+                        v ^ 0x8000_0000
+                    } else {
+                        v
+                    }
+                });
+                let f = |i: usize| f32::from_bits(x[i]);
+                let r = match name {
+                    "v_pk_fma_f32" => f(0).mul_add(f(1), f(2)),
+                    "v_pk_mul_f32" => f(0) * f(1),
+                    "v_pk_add_f32" => f(0) + f(1),
+                    "v_pk_mov_b32" => {
+                        // D.lo = op_sel[0] ? S0.hi : S0.lo; D.hi = op_sel[1] ? S1.hi : S1.lo.
+                        let v = (raw[h] >> (32 * (mods.op_sel >> h & 1) as u32)) as u32;
+                        *slot = u64::from(v);
+                        continue;
+                    }
+                    _ => return Err(not_implemented(inst)),
+                };
+                let r = if mods.clamp {
+                    if r.is_nan() {
+                        0.0
+                    } else {
+                        r.clamp(0.0, 1.0)
+                    }
+                } else {
+                    r
+                };
+                *slot = u64::from(r.to_bits());
+                continue;
+            }
+            let x: [u16; 3] = core::array::from_fn(|i| {
+                let v = (raw[i] >> (16 * (sel >> i & 1) as u32)) as u16;
+                if float && neg(i) {
+                    v ^ 0x8000
+                } else {
+                    v
+                }
+            });
+            let (a, b, c) = (x[0], x[1], x[2]);
+            let (ai, bi, ci) = (a as i16 as i64, b as i16 as i64, c as i16 as i64);
+            let (au, bu, cu) = (a as i64, b as i64, c as i64);
+            let sat_u = |v: i64| -> u16 {
+                if mods.clamp {
+                    v.clamp(0, 0xFFFF) as u16
+                } else {
+                    v as u16
+                }
+            };
+            let sat_i = |v: i64| -> u16 {
+                if mods.clamp {
+                    v.clamp(-0x8000, 0x7FFF) as u16
+                } else {
+                    v as u16
+                }
+            };
+            let r: u16 = match name {
+                "v_pk_mad_i16" => sat_i(ai * bi + ci),
+                "v_pk_mad_u16" => sat_u(au * bu + cu),
+                "v_pk_mul_lo_u16" => a.wrapping_mul(b),
+                "v_pk_add_i16" => sat_i(ai + bi),
+                "v_pk_sub_i16" => sat_i(ai - bi),
+                "v_pk_add_u16" => sat_u(au + bu),
+                "v_pk_sub_u16" => sat_u(au - bu),
+                "v_pk_lshlrev_b16" => b << (a & 15),
+                "v_pk_lshrrev_b16" => b >> (a & 15),
+                "v_pk_ashrrev_i16" => ((b as i16) >> (a & 15)) as u16,
+                "v_pk_max_i16" => ai.max(bi) as u16,
+                "v_pk_min_i16" => ai.min(bi) as u16,
+                "v_pk_max_u16" => a.max(b),
+                "v_pk_min_u16" => a.min(b),
+                "v_pk_fma_f16" => f16::fma(a, b, c),
+                "v_pk_add_f16" => f16::add(a, b),
+                "v_pk_mul_f16" => f16::mul(a, b),
+                "v_pk_min_f16" => f16_min_max(a, b, false),
+                "v_pk_max_f16" => f16_min_max(a, b, true),
+                _ => return Err(not_implemented(inst)),
+            };
+            let r = if float && mods.clamp {
+                f16::clamp01(r)
+            } else {
+                r
+            };
+            *slot = u64::from(r);
+        }
+        if wide {
+            set_vdst(w, &inst.dst, lane, out[0] | out[1] << 32, 2);
+        } else {
+            set_vdst(w, &inst.dst, lane, out[0] | out[1] << 16, 1);
+        }
+    }
+    Ok(())
+}
+
+/// The bits `sel` of `v`, zero- or (`sext`) sign-extended to 32 bits (SDWA `SRC*_SEL`).
+fn sdwa_select(v: u32, sel: SdwaSel, sext: bool) -> u32 {
+    let (shift, n) = sel.bits();
+    if n == 32 {
+        return v;
+    }
+    let x = v >> shift & ((1 << n) - 1);
+    if sext && x >> (n - 1) & 1 != 0 {
+        x | !((1 << n) - 1)
+    } else {
+        x
+    }
+}
+
+/// A 32-bit result `r` placed in the destination per SDWA `DST_SEL`: its low bits go to the
+/// selected byte/word; the other bits are zeros (`dst_unused` 0), zeros below and the
+/// result's sign above (1), or `old`'s (2).
+fn sdwa_place(r: u32, old: u32, sel: SdwaSel, unused: u8) -> u32 {
+    let (shift, n) = sel.bits();
+    if n == 32 {
+        return r;
+    }
+    let field = ((1u32 << n) - 1) << shift;
+    let placed = (r << shift) & field;
+    match unused {
+        0 => placed,
+        1 => {
+            let below = (1u32 << shift) - 1;
+            let above = !(field | below);
+            if r >> (n - 1) & 1 != 0 {
+                placed | above
+            } else {
+                placed
+            }
+        }
+        _ => placed | old & !field,
+    }
+}
+
+/// The lane whose src0 lane `lane` reads under DPP control `ctrl`, or `None` when that is
+/// out of range (Vega ISA §12.7 "DPP_CTRL").
+fn dpp_source(ctrl: u16, lane: usize) -> Option<usize> {
+    let row = lane & !15;
+    let pos = lane & 15;
+    let n = (ctrl & 15) as usize;
+    match ctrl {
+        0x000..=0x0FF => Some((lane & !3) + (ctrl as usize >> (2 * (lane & 3)) & 3)),
+        0x101..=0x10F => (pos + n < 16).then_some(lane + n),
+        0x111..=0x11F => (pos >= n).then(|| lane - n),
+        0x121..=0x12F => Some(row + (pos + 16 - n) % 16),
+        0x130 => (lane < 63).then_some(lane + 1),
+        0x134 => Some((lane + 1) % 64),
+        0x138 => lane.checked_sub(1),
+        0x13C => Some((lane + 63) % 64),
+        0x140 => Some(row + 15 - pos),
+        0x141 => Some((lane & !7) + 7 - (lane & 7)),
+        // row_bcast:15: row r > 0 reads the last lane of row r - 1.
+        0x142 => (row > 0).then(|| row - 1),
+        // row_bcast:31: rows 2 and 3 read lane 31.
+        0x143 => (row >= 32).then_some(31),
+        // gfx90a row_newbcast:n: every lane of a row reads lane n of its row.
+        0x150..=0x15F => Some(row + n),
+        _ => None,
+    }
+}
+
+/// A DPP instruction: every lane's src0 is fetched from its source lane before any lane
+/// writes; lanes masked by row/bank mask, or with no source lane and no `bound_ctrl`, keep
+/// their destination.
+fn valu_dpp(w: &mut Wave, inst: &Instruction, d: Dpp) -> Result<()> {
+    let Operand::Vgpr { index, .. } = inst.src[0] else {
+        return Err(not_implemented(inst));
+    };
+    let r = index as usize;
+    let exec = w.exec();
+    let mut src0 = [0u32; WAVE_SIZE];
+    let mut lanes = 0u64;
+    for lane in (0..WAVE_SIZE).filter(|&l| exec >> l & 1 != 0 && dpp_writes(d, l)) {
+        src0[lane] = match dpp_source(d.ctrl, lane).filter(|&s| exec >> s & 1 != 0) {
+            Some(s) => w.v(r, s),
+            None if d.bound_ctrl => 0,
+            None => continue,
+        };
+        lanes |= 1 << lane;
+    }
+    valu::<true>(w, inst, lanes, &src0)
+}
+
+/// `v` with a 32-bit float's `abs` then `neg` applied when `f32_in`.
+fn float_mods32(mut v: u64, f32_in: bool, abs: bool, neg: bool) -> u64 {
+    if f32_in {
+        if abs {
+            v &= 0x7FFF_FFFF;
+        }
+        if neg {
+            v ^= 0x8000_0000;
+        }
+    }
+    v
+}
+
+/// Whether DPP lets `lane` write: its row's bit in `row_mask` and its bank's (lanes 4k..4k+3
+/// of the row) in `bank_mask`.
+fn dpp_writes(d: Dpp, lane: usize) -> bool {
+    d.row_mask >> (lane / 16) & 1 != 0 && d.bank_mask >> (lane % 16 / 4) & 1 != 0
 }
 
 fn lds_read(lds: &[u8], addr: u64, buf: &mut [u8]) {
@@ -1680,91 +2168,569 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     Ok(())
 }
 
+/// Where one lane's access goes.
+#[derive(Clone, Copy, Debug)]
+enum Space {
+    /// A device address (the scratch backing window included).
+    Global(u64),
+    /// A byte offset in the work-group's LDS.
+    Lds(u64),
+    /// A lane-relative private offset in the wave's scratch at `base` (an address in the
+    /// scratch backing window), swizzled per dword with the lane.
+    Private { base: u64, offset: u32 },
+}
+
+/// The address of byte `offset` of lane `lane`'s private segment in a wave's swizzled
+/// scratch: dword `offset / 4` of the 64 lanes is one 256-byte row (Vega ISA §9.3.3 "Scratch
+/// (private) buffer": element size 4, index stride 64).
+fn swizzle(base: u64, offset: u32, lane: usize) -> u64 {
+    base.wrapping_add(u64::from(offset / 4) * 256 + lane as u64 * 4 + u64::from(offset % 4))
+}
+
+/// Reads `buf.len()` bytes at `addr` of device memory, or of the running group's scratch
+/// backing when `addr` is in its window (outside the backing: zeros, as scratch's bounds
+/// check returns).
+fn read_global(ctx: &Ctx<'_, '_>, addr: u64, buf: &mut [u8]) -> Result<()> {
+    if let Some(o) = addr.checked_sub(SCRATCH_BACKING_BASE) {
+        if o < 1 << 40 {
+            let src = usize::try_from(o)
+                .ok()
+                .and_then(|o| ctx.scratch.get(o..o.checked_add(buf.len())?));
+            match src {
+                Some(src) => buf.copy_from_slice(src),
+                None => buf.fill(0),
+            }
+            return Ok(());
+        }
+    }
+    ctx.memory.read(addr, buf)
+}
+
+/// Writes `data` at `addr` of device memory or of the group's scratch backing (dropped
+/// outside the backing).
+fn write_global(ctx: &mut Ctx<'_, '_>, addr: u64, data: &[u8]) -> Result<()> {
+    if let Some(o) = addr.checked_sub(SCRATCH_BACKING_BASE) {
+        if o < 1 << 40 {
+            let n = data.len();
+            if let Some(dst) = usize::try_from(o)
+                .ok()
+                .and_then(|o| ctx.scratch.get_mut(o..o.checked_add(n)?))
+            {
+                dst.copy_from_slice(data);
+            }
+            return Ok(());
+        }
+    }
+    ctx.memory.write(addr, data)
+}
+
+/// Reads `buf.len()` bytes of lane `lane` at `space`.
+fn space_read(ctx: &Ctx<'_, '_>, space: Space, lane: usize, buf: &mut [u8]) -> Result<()> {
+    match space {
+        Space::Global(a) => read_global(ctx, a, buf),
+        Space::Lds(o) => {
+            lds_read(ctx.lds, o, buf);
+            Ok(())
+        }
+        Space::Private { base, offset } => {
+            // Contiguous within a dword, scattered across dwords.
+            let mut k = 0;
+            while k < buf.len() {
+                let o = offset.wrapping_add(k as u32);
+                let n = (4 - (o % 4) as usize).min(buf.len() - k);
+                read_global(ctx, swizzle(base, o, lane), &mut buf[k..k + n])?;
+                k += n;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Writes `data` for lane `lane` at `space`.
+fn space_write(ctx: &mut Ctx<'_, '_>, space: Space, lane: usize, data: &[u8]) -> Result<()> {
+    match space {
+        Space::Global(a) => write_global(ctx, a, data),
+        Space::Lds(o) => {
+            lds_write(ctx.lds, o, data);
+            Ok(())
+        }
+        Space::Private { base, offset } => {
+            let mut k = 0;
+            while k < data.len() {
+                let o = offset.wrapping_add(k as u32);
+                let n = (4 - (o % 4) as usize).min(data.len() - k);
+                write_global(ctx, swizzle(base, o, lane), &data[k..k + n])?;
+                k += n;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Atomically applies `f` (old → new) to the u32 or u64 (`wide`) of lane `lane` at `space`
+/// and returns the old value: device memory through [`DeviceMemory`]'s atomics, LDS and
+/// scratch (private to the running work-group) by read-modify-write.
+fn space_atomic(
+    ctx: &mut Ctx<'_, '_>,
+    space: Space,
+    lane: usize,
+    wide: bool,
+    f: &mut dyn FnMut(u64) -> u64,
+) -> Result<u64> {
+    if let Space::Global(a) = space {
+        let in_scratch = a
+            .checked_sub(SCRATCH_BACKING_BASE)
+            .is_some_and(|o| o < 1 << 40);
+        if !in_scratch {
+            return if wide {
+                ctx.memory.atomic_rmw_u64(a, f)
+            } else {
+                ctx.memory
+                    .atomic_rmw_u32(a, &mut |old| f(u64::from(old)) as u32)
+                    .map(u64::from)
+            };
+        }
+    }
+    let n = if wide { 8 } else { 4 };
+    let mut b = [0u8; 8];
+    space_read(ctx, space, lane, &mut b[..n])?;
+    let old = u64::from_le_bytes(b);
+    let new = f(old);
+    space_write(ctx, space, lane, &new.to_le_bytes()[..n])?;
+    Ok(old)
+}
+
+/// Bytes a load or store of type `ty` (the mnemonic after `load_`/`store_`) moves, with
+/// `dwords` data registers.
+fn access_bytes(ty: &str, dwords: u8) -> usize {
+    match ty {
+        "ubyte" | "sbyte" | "byte" => 1,
+        "ushort" | "sshort" | "short" => 2,
+        _ => dwords as usize * 4,
+    }
+}
+
+/// Writes the bytes a load of type `ty` read (`b[..n]`) to the destination registers of
+/// lane `lane` (sign- or zero-extending sub-dword loads).
+fn load_result(w: &mut Wave, dst: &Operand, lane: usize, ty: &str, b: &[u8; 16], n: usize) {
+    let v = match ty {
+        "ubyte" => u64::from(b[0]),
+        "sbyte" => b[0] as i8 as i32 as u32 as u64,
+        "ushort" => u64::from(u16::from_le_bytes([b[0], b[1]])),
+        "sshort" => u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32 as u64,
+        _ => {
+            for k in 0..n / 4 {
+                let v = u32::from_le_bytes([b[k * 4], b[k * 4 + 1], b[k * 4 + 2], b[k * 4 + 3]]);
+                set_vdst_dword(w, dst, lane, k, v);
+            }
+            return;
+        }
+    };
+    set_vdst_dword(w, dst, lane, 0, v as u32);
+}
+
+/// Sets dword `k` of a VGPR/AGPR destination range for `lane`.
+fn set_vdst_dword(w: &mut Wave, op: &Operand, lane: usize, k: usize, v: u32) {
+    match *op {
+        Operand::Vgpr { index, .. } => w.set_v(index as usize + k, lane, v),
+        Operand::Agpr { index, .. } => {
+            if let Some(r) = w.agpr.get_mut((index as usize + k) * WAVE_SIZE + lane) {
+                *r = v;
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Dword `k` of a VGPR/AGPR source range for `lane`.
+fn vsrc_dword(w: &Wave, op: &Operand, lane: usize, k: usize) -> u32 {
+    match *op {
+        Operand::Vgpr { index, .. } => w.v(index as usize + k, lane),
+        Operand::Agpr { index, .. } => w
+            .agpr
+            .get((index as usize + k) * WAVE_SIZE + lane)
+            .copied()
+            .unwrap_or(0),
+        _ => 0,
+    }
+}
+
+/// A load, store or atomic of one lane at `space`, for the FLAT/GLOBAL/SCRATCH and MUBUF
+/// instructions; `op` is the mnemonic after the segment prefix (`load_dword`, `atomic_add`).
+fn lane_access(
+    ctx: &mut Ctx<'_, '_>,
+    w: &mut Wave,
+    inst: &Instruction,
+    op: &str,
+    lane: usize,
+    space: Space,
+) -> Result<()> {
+    let mut b = [0u8; 16];
+    if let Some(ty) = op.strip_prefix("load_") {
+        let n = access_bytes(ty, inst.info.widths[0]);
+        space_read(ctx, space, lane, &mut b[..n])?;
+        load_result(w, &inst.dst, lane, ty, &b, n);
+    } else if let Some(ty) = op.strip_prefix("store_") {
+        let data_w = inst.info.widths[1] as usize;
+        for k in 0..data_w {
+            b[k * 4..k * 4 + 4]
+                .copy_from_slice(&vsrc_dword(w, &inst.src[1], lane, k).to_le_bytes());
+        }
+        let n = access_bytes(ty, data_w as u8);
+        space_write(ctx, space, lane, &b[..n])?;
+    } else if let Some(ty) = op.strip_prefix("atomic_") {
+        let wide = inst.info.widths[0] == 2;
+        let Some(f) = atomic_op(ty) else {
+            return Err(not_implemented(inst));
+        };
+        // Data: the operand (cmpswap: the new value, then the compare value).
+        let dw = if wide { 2 } else { 1 };
+        let get = |k: usize| {
+            let lo = u64::from(vsrc_dword(w, &inst.src[1], lane, k));
+            if wide {
+                lo | u64::from(vsrc_dword(w, &inst.src[1], lane, k + 1)) << 32
+            } else {
+                lo
+            }
+        };
+        let src = get(0);
+        let cmp = if ty.starts_with("cmpswap") {
+            get(dw)
+        } else {
+            0
+        };
+        let old = space_atomic(ctx, space, lane, wide, &mut |old| f(old, src, cmp, wide))?;
+        let old = if wide { old } else { old & 0xFFFF_FFFF };
+        // Returns the old value only with glc (sc0): the decoder leaves dst None otherwise.
+        for k in 0..dw {
+            set_vdst_dword(w, &inst.dst, lane, k, (old >> (32 * k)) as u32);
+        }
+    } else {
+        return Err(not_implemented(inst));
+    }
+    Ok(())
+}
+
+/// FLAT, GLOBAL and SCRATCH instructions (Vega ISA §9.3 "Flat, global and scratch"): a FLAT
+/// address in the shared or private aperture goes to LDS or the lane's private segment
+/// (through FLAT_SCRATCH), anything else to device memory; GLOBAL addresses are device
+/// addresses; SCRATCH addresses are private offsets (VGPR and/or SGPR plus the instruction
+/// offset) from FLAT_SCRATCH.
 fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     let name = inst.name();
     let exec = w.exec();
-    let op = name.split_once('_').map(|(_, r)| r).unwrap_or("");
+    let (seg, op) = name.split_once('_').unwrap_or(("", ""));
+    let flat_scratch = w.sreg64(FLAT_SCRATCH);
     let saddr = match inst.src[2] {
-        Operand::Sreg { index, .. } => Some(w.sreg64(index as usize)),
+        Operand::Sreg { index, count } if count >= 2 => Some(w.sreg64(index as usize)),
+        Operand::Sreg { index, .. } => Some(u64::from(w.sreg[index as usize])),
         _ => None,
     };
-    let data_w = inst.info.widths[1];
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-        let addr = match saddr {
-            Some(s) => s.wrapping_add(vsrc(w, &inst.src[0], lane, false, false)),
-            None => vsrc(w, &inst.src[0], lane, true, false),
-        }
-        .wrapping_add(inst.imm as i64 as u64);
-        let fault = |e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
-        let mut b = [0u8; 16];
-        if let Some(ty) = op.strip_prefix("load_") {
-            let n = match ty {
-                "ubyte" | "sbyte" => 1,
-                "ushort" | "sshort" => 2,
-                "dword" => 4,
-                "dwordx2" => 8,
-                "dwordx3" => 12,
-                _ => 16,
+        let space = if seg == "scratch" {
+            let v = match inst.src[0] {
+                Operand::Vgpr { index, .. } => w.v(index as usize, lane),
+                _ => 0,
             };
-            ctx.memory.read(addr, &mut b[..n]).map_err(fault)?;
-            let base = match inst.dst {
-                Operand::Vgpr { index, .. } => index as usize,
-                _ => continue,
-            };
-            match ty {
-                "ubyte" => w.set_v(base, lane, b[0] as u32),
-                "sbyte" => w.set_v(base, lane, b[0] as i8 as i32 as u32),
-                "ushort" => w.set_v(base, lane, u16::from_le_bytes([b[0], b[1]]) as u32),
-                "sshort" => w.set_v(
-                    base,
-                    lane,
-                    u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32,
-                ),
-                _ => {
-                    for k in 0..n / 4 {
-                        let v = u32::from_le_bytes([
-                            b[k * 4],
-                            b[k * 4 + 1],
-                            b[k * 4 + 2],
-                            b[k * 4 + 3],
-                        ]);
-                        w.set_v(base + k, lane, v);
-                    }
-                }
+            let off = v
+                .wrapping_add(saddr.unwrap_or(0) as u32)
+                .wrapping_add(inst.imm as u32);
+            Space::Private {
+                base: flat_scratch,
+                offset: off,
             }
-        } else if let Some(ty) = op.strip_prefix("store_") {
-            let r = match inst.src[1] {
-                Operand::Vgpr { index, .. } => index as usize,
-                _ => continue,
-            };
-            for k in 0..data_w as usize {
-                b[k * 4..k * 4 + 4].copy_from_slice(&w.v(r + k, lane).to_le_bytes());
-            }
-            let n = match ty {
-                "byte" => 1,
-                "short" => 2,
-                _ => data_w as usize * 4,
-            };
-            ctx.memory.write(addr, &b[..n]).map_err(fault)?;
-        } else if let Some(ty) = op.strip_prefix("atomic_") {
-            let v = vsrc(w, &inst.src[1], lane, false, false) as u32;
-            let f: fn(u32, u32) -> u32 = match ty {
-                "add" => u32::wrapping_add,
-                "swap" => |_, v| v,
-                "umax" => u32::max,
-                "umin" => u32::min,
-                _ => return Err(not_implemented(inst)),
-            };
-            let old = ctx
-                .memory
-                .atomic_rmw_u32(addr, &mut |old| f(old, v))
-                .map_err(fault)?;
-            set_vdst(w, &inst.dst, lane, old as u64, 1);
         } else {
-            return Err(not_implemented(inst));
-        }
+            let addr = match saddr {
+                Some(s) => s.wrapping_add(vsrc(w, &inst.src[0], lane, false, false)),
+                None => vsrc(w, &inst.src[0], lane, true, false),
+            }
+            .wrapping_add(inst.imm as i64 as u64);
+            let aperture = |base: u64| addr.checked_sub(base).filter(|o| *o >> 32 == 0);
+            match (
+                seg,
+                aperture(SHARED_APERTURE_BASE),
+                aperture(PRIVATE_APERTURE_BASE),
+            ) {
+                ("flat", Some(o), _) => Space::Lds(o),
+                ("flat", _, Some(o)) => Space::Private {
+                    base: flat_scratch,
+                    offset: o as u32,
+                },
+                _ => Space::Global(addr),
+            }
+        };
+        lane_access(ctx, w, inst, op, lane, space)
+            .map_err(|e| error!(e.status(), "lane {lane}: {}", e.detail()))?;
     }
     Ok(())
+}
+
+/// The fields of a buffer resource (V#) that untyped MUBUF addressing uses (Vega ISA §8.1.8
+/// "Buffer resource").
+struct BufferResource {
+    base: u64,
+    stride: u64,
+    swizzle: bool,
+    num_records: u64,
+    element_size: u64,
+    index_stride: u64,
+    add_tid: bool,
+}
+
+impl BufferResource {
+    fn from_words(v: [u32; 4]) -> BufferResource {
+        BufferResource {
+            base: u64::from(v[0]) | u64::from(v[1] & 0xFFFF) << 32,
+            stride: u64::from(v[1] >> 16 & 0x3FFF),
+            swizzle: v[1] >> 31 != 0,
+            num_records: u64::from(v[2]),
+            element_size: 2 << (v[3] >> 19 & 3),
+            index_stride: 8 << (v[3] >> 21 & 3),
+            add_tid: v[3] >> 23 & 1 != 0,
+        }
+    }
+
+    /// The byte offset in the buffer of byte `offset` of record `index` (Vega ISA §8.1.5
+    /// "Buffer addressing"; swizzled: `(index_msb * stride + offset_msb * element_size) *
+    /// index_stride + index_lsb * element_size + offset_lsb`).
+    fn buffer_offset(&self, index: u64, offset: u64) -> u64 {
+        if self.swizzle {
+            let (imsb, ilsb) = (index / self.index_stride, index % self.index_stride);
+            let (omsb, olsb) = (offset / self.element_size, offset % self.element_size);
+            (imsb * self.stride + omsb * self.element_size) * self.index_stride
+                + ilsb * self.element_size
+                + olsb
+        } else {
+            index * self.stride + offset
+        }
+    }
+
+    /// Whether an access of `len` bytes at record `index`, byte `offset` is out of range (a
+    /// load returns 0, a store is dropped): raw buffers (stride 0) check the byte offset
+    /// against NUM_RECORDS bytes, structured ones the index against NUM_RECORDS records.
+    /// Swizzled (scratch) buffers are bounded by the backing instead.
+    fn out_of_range(&self, index: u64, offset: u64, len: u64) -> bool {
+        if self.swizzle {
+            false
+        } else if self.stride == 0 {
+            offset + len > self.num_records
+        } else {
+            index >= self.num_records
+        }
+    }
+}
+
+/// MUBUF loads, stores, atomics and cache control (Vega ISA §8.1 "Vector memory buffer
+/// instructions"): address = base + soffset + buffer offset of (index, vaddr offset +
+/// instruction offset), the index from the VGPR (`idxen`) plus the lane (ADD_TID).
+fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let Operand::Sreg { index: r, .. } = inst.src[2] else {
+        // buffer_wbinvl1, buffer_wbl2, buffer_invl2/buffer_inv: every access of this
+        // interpreter is already visible to all (memory is coherent), so these are ordering
+        // points with nothing to do.
+        return match name {
+            "buffer_wbinvl1" | "buffer_wbl2" | "buffer_invl2" | "buffer_inv" => Ok(()),
+            _ => Err(not_implemented(inst)),
+        };
+    };
+    let r = r as usize;
+    let rsrc = BufferResource::from_words([w.sreg[r], w.sreg[r + 1], w.sreg[r + 2], w.sreg[r + 3]]);
+    let soffset = scalar(w, &inst.soffset, false, false) & 0xFFFF_FFFF;
+    let op = name.strip_prefix("buffer_").unwrap_or("");
+    let exec = w.exec();
+    let len = if let Some(ty) = op.strip_prefix("load_") {
+        access_bytes(ty, inst.info.widths[0])
+    } else if let Some(ty) = op.strip_prefix("store_") {
+        access_bytes(ty, inst.info.widths[1])
+    } else {
+        inst.info.widths[0] as usize * 4
+    };
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let (mut index, mut voff) = (0u64, 0u64);
+        if let Operand::Vgpr { index: a, .. } = inst.src[0] {
+            let a = a as usize;
+            match (inst.mods.idxen, inst.mods.offen) {
+                (true, true) => {
+                    index = u64::from(w.v(a, lane));
+                    voff = u64::from(w.v(a + 1, lane));
+                }
+                (true, false) => index = u64::from(w.v(a, lane)),
+                _ => voff = u64::from(w.v(a, lane)),
+            }
+        }
+        if rsrc.add_tid {
+            index += lane as u64;
+        }
+        let offset = voff + inst.imm as u64;
+        if rsrc.out_of_range(index, offset, len as u64) {
+            // Out of range: loads (and returning atomics) get zeros, stores are dropped.
+            for k in 0..inst.info.widths[0] as usize {
+                set_vdst_dword(w, &inst.dst, lane, k, 0);
+            }
+            continue;
+        }
+        let fault = |e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
+        let addr_of = |k: u64| {
+            rsrc.base
+                .wrapping_add(soffset)
+                .wrapping_add(rsrc.buffer_offset(index, offset + k))
+        };
+        if rsrc.swizzle && len > 4 {
+            // Each element (dword) of a multi-dword access lands in its own swizzled place.
+            let mut b = [0u8; 16];
+            if let Some(ty) = op.strip_prefix("load_") {
+                for k in 0..len / 4 {
+                    read_global(ctx, addr_of(k as u64 * 4), &mut b[k * 4..k * 4 + 4])
+                        .map_err(fault)?;
+                }
+                load_result(w, &inst.dst, lane, ty, &b, len);
+            } else if op.starts_with("store_") {
+                for k in 0..len / 4 {
+                    let v = vsrc_dword(w, &inst.src[1], lane, k).to_le_bytes();
+                    write_global(ctx, addr_of(k as u64 * 4), &v).map_err(fault)?;
+                }
+            } else {
+                return Err(error!(
+                    Status::IllegalInstruction,
+                    "{name}: 64-bit atomic on a swizzled buffer not implemented"
+                ));
+            }
+            continue;
+        }
+        lane_access(ctx, w, inst, op, lane, Space::Global(addr_of(0))).map_err(fault)?;
+    }
+    Ok(())
+}
+
+/// The new memory value of a FLAT/GLOBAL atomic `ty` (the mnemonic after `atomic_`) from
+/// the old value `old`, the data `src` and (cmpswap) the compare value `cmp`; `wide` for the
+/// 64-bit (`_x2`, `_f64`) forms, else the values are the low 32 bits. `None` for an
+/// operation the interpreter does not know.
+///
+/// Ref: Vega ISA §9.2 "FLAT ... Atomic operations" (`INC`: `tmp >= src ? 0 : tmp + 1`;
+/// `DEC`: `tmp == 0 || tmp > src ? src : tmp - 1`; `CMPSWAP`: `tmp == cmp ? src : tmp`);
+/// CDNA2 ISA §9.1 for `ADD_F32`, `PK_ADD_F16`, `ADD_F64`, `MIN_F64`, `MAX_F64`.
+type AtomicFn = fn(u64, u64, u64, bool) -> u64;
+
+/// `x` with a denormal flushed to a zero of the same sign.
+fn flush32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        f32::from_bits(x.to_bits() & 0x8000_0000)
+    } else {
+        x
+    }
+}
+
+/// IEEE 754 `minNum` with −0 below +0: a NaN operand loses to a number; two NaNs give the
+/// first, quieted. The float atomics' and `v_min_f64`'s IEEE-mode selection (CDNA2 ISA
+/// §9.5.3 "NaN, signed zero and min/max").
+fn f64_min(a: f64, b: f64) -> f64 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => f64::from_bits(a.to_bits() | 0x0008_0000_0000_0000),
+        (true, false) => b,
+        (false, true) => a,
+        _ if a == b => f64::from_bits(a.to_bits() | b.to_bits()),
+        _ => a.min(b),
+    }
+}
+
+/// IEEE 754 `maxNum` with +0 above −0; NaNs as [`f64_min`].
+fn f64_max(a: f64, b: f64) -> f64 {
+    match (a.is_nan(), b.is_nan()) {
+        (true, true) => f64::from_bits(a.to_bits() | 0x0008_0000_0000_0000),
+        (true, false) => b,
+        (false, true) => a,
+        _ if a == b => f64::from_bits(a.to_bits() & b.to_bits()),
+        _ => a.max(b),
+    }
+}
+
+fn atomic_op(ty: &str) -> Option<AtomicFn> {
+    let base = ty.strip_suffix("_x2").unwrap_or(ty);
+    Some(match base {
+        "swap" => |_, s, _, _| s,
+        "cmpswap" => |o, s, c, wide| {
+            let eq = if wide { o == c } else { o as u32 == c as u32 };
+            if eq {
+                s
+            } else {
+                o
+            }
+        },
+        "add" => |o, s, _, _| o.wrapping_add(s),
+        "sub" => |o, s, _, _| o.wrapping_sub(s),
+        "smin" => |o, s, _, wide| {
+            if wide {
+                (o as i64).min(s as i64) as u64
+            } else {
+                (o as i32).min(s as i32) as u32 as u64
+            }
+        },
+        "smax" => |o, s, _, wide| {
+            if wide {
+                (o as i64).max(s as i64) as u64
+            } else {
+                (o as i32).max(s as i32) as u32 as u64
+            }
+        },
+        "umin" => |o, s, _, wide| {
+            if wide {
+                o.min(s)
+            } else {
+                (o as u32).min(s as u32) as u64
+            }
+        },
+        "umax" => |o, s, _, wide| {
+            if wide {
+                o.max(s)
+            } else {
+                (o as u32).max(s as u32) as u64
+            }
+        },
+        "and" => |o, s, _, _| o & s,
+        "or" => |o, s, _, _| o | s,
+        "xor" => |o, s, _, _| o ^ s,
+        "inc" => |o, s, _, wide| {
+            let (o, s) = if wide {
+                (o, s)
+            } else {
+                (o as u32 as u64, s as u32 as u64)
+            };
+            if o >= s {
+                0
+            } else {
+                o + 1
+            }
+        },
+        "dec" => |o, s, _, wide| {
+            let (o, s) = if wide {
+                (o, s)
+            } else {
+                (o as u32 as u64, s as u32 as u64)
+            };
+            if o == 0 || o > s {
+                s
+            } else {
+                o - 1
+            }
+        },
+        // L2 float atomics: ADD_F32 flushes denormal inputs and results (CDNA2 ISA §9.5
+        // table "floating point atomics denormal behavior"); PK_ADD_F16 and ADD_F64 keep them.
+        "add_f32" => |o, s, _, _| {
+            let r = flush32(f32::from_bits(o as u32)) + flush32(f32::from_bits(s as u32));
+            flush32(r).to_bits() as u64
+        },
+        "pk_add_f16" => |o, s, _, _| {
+            let lo = f16::add(o as u16, s as u16);
+            let hi = f16::add((o >> 16) as u16, (s >> 16) as u16);
+            (lo as u64) | (hi as u64) << 16
+        },
+        "add_f64" => |o, s, _, _| (f64::from_bits(o) + f64::from_bits(s)).to_bits(),
+        "min_f64" => |o, s, _, _| f64_min(f64::from_bits(o), f64::from_bits(s)).to_bits(),
+        "max_f64" => |o, s, _, _| f64_max(f64::from_bits(o), f64::from_bits(s)).to_bits(),
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

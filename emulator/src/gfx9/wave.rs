@@ -11,6 +11,8 @@ use alloc::vec::Vec;
 pub const WAVE_SIZE: usize = 64;
 /// VGPRs (and AGPRs) per lane the interpreter provides.
 pub const NUM_VGPRS: usize = 256;
+/// Operand code of FLAT_SCRATCH (low half; 103 is the high half).
+pub const FLAT_SCRATCH: usize = 102;
 /// Operand code of VCC (low half; 107 is the high half).
 pub const VCC: usize = 106;
 /// Operand code of M0.

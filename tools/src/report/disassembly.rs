@@ -273,9 +273,10 @@ mod tests {
         // vector_copy of kernels-gfx90a-v5.hsaco: .text at vaddr 0x1c00, file offset 0xc00.
         let mut bytes = testdata("kernels-gfx90a-v5.hsaco");
         // 0x1c10 `v_mov_b32_e32 v1, 0` → 0xffffffff (no encoding); 0x1c14 `s_waitcnt` → the
-        // first dword of a MUBUF `buffer_load_dword` (llvm-objdump knows it, the decoder not).
+        // first dword of an MTBUF `tbuffer_load_format_x` (llvm-objdump knows it, the decoder
+        // not).
         patch(&mut bytes, 0xc10, 0xffff_ffff);
-        patch(&mut bytes, 0xc14, 0xe050_0000);
+        patch(&mut bytes, 0xc14, 0xe800_0000);
         let r = disassembly_report(&bytes, "p").unwrap();
         let lines: Vec<&str> = r.lines().skip(8).take(3).collect();
         assert_eq!(
@@ -285,8 +286,8 @@ mod tests {
         );
         assert_eq!(
             lines[1],
-            "\t.long 0xe0500000                                           // 000000001C14: E0500000 \
-             // not decoded by hsa-rt: MUBUF 0xe0500000: unsupported encoding"
+            "\t.long 0xe8000000                                           // 000000001C14: E8000000 \
+             // not decoded by hsa-rt: MTBUF 0xe8000000: unsupported encoding"
         );
         // Decoding goes on with the next word.
         assert_eq!(
