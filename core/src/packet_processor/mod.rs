@@ -19,7 +19,8 @@
 //!    when a packet launches every earlier packet has completed and the bit is always
 //!    satisfied. Acquire fence: for agent or system scope a `fence(Acquire)`.
 //! 4. Run: a kernel through [`ProcessorHost::execute_kernel`], an agent function through
-//!    [`ProcessorHost::agent_dispatch`], barriers by reading their dependency signals (a
+//!    [`ProcessorHost::agent_dispatch`], the PM4 commands of an AMD PM4-IB vendor packet
+//!    through [`ProcessorHost::execute_pm4`], barriers by reading their dependency signals (a
 //!    barrier not yet satisfied leaves the packet in place: [`Progress::Blocked`]).
 //! 5. Complete: for agent or system release scope a `fence(Release)`; with profiling on
 //!    (`AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`) store start and end timestamps into the
@@ -59,9 +60,11 @@
 
 mod decode;
 mod slot;
+mod vendor;
 
 pub use decode::{Command, DecodedAgentDispatch, DecodedKernelDispatch};
 pub use slot::RingConsumer;
+pub use vendor::DecodedPm4Ib;
 
 use crate::abi::packet::{FenceScope, PACKET_SIZE_BYTES};
 use crate::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
@@ -93,6 +96,25 @@ pub trait ProcessorHost {
     /// Any error stops the queue with its status, e.g. `Status::InvalidPacketFormat` for an
     /// unregistered function id.
     fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> Result<()>;
+
+    /// Runs the PM4 commands of an AMD PM4-IB vendor packet (`AMD_AQL_FORMAT_PM4_IB`, ROCR's
+    /// `amd_aql_pm4_ib`) to completion, as the command processor does; the processor then
+    /// completes the packet as any other (release fence, completion signal). The default is
+    /// for hosts without a PM4 engine: the queue stops with `Status::InvalidPacketFormat`, as
+    /// a command processor stops on a vendor packet it does not support.
+    ///
+    /// # Errors
+    /// Any error stops the queue with its status, e.g. `Status::InvalidPacketFormat` for a
+    /// PM4 packet the host does not execute, `Status::MemoryFault` for an indirect buffer it
+    /// cannot read.
+    fn execute_pm4(&self, packet: &DecodedPm4Ib) -> Result<()> {
+        crate::bail!(
+            Status::InvalidPacketFormat,
+            "AMD vendor packet of format PM4_IB (1), PM4 header {:#010x}: this packet \
+             processor runs no PM4 commands",
+            packet.pm4[0]
+        )
+    }
 
     /// Turns a signal handle from a packet (never null) into a live signal. The host must
     /// check that the handle names a signal it knows, so that an untrusted packet can never
@@ -264,7 +286,10 @@ impl PacketProcessor {
         let Some(bytes) = self.consumer.peek() else {
             return Ok(Step::Idle);
         };
-        let (header, mut command) = decode::decode(&bytes)?;
+        let (header, mut command) = match vendor::decode_pm4_ib(&bytes) {
+            Some(pm4_ib) => pm4_ib?,
+            None => decode::decode(&bytes)?,
+        };
         if let Command::Kernel(k) = &mut command {
             k.packet_address = self.packet_address(index);
             k.queue_address = self.queue_address;
@@ -282,6 +307,7 @@ impl PacketProcessor {
         let satisfied = match &command {
             Command::Kernel(k) => host.execute_kernel(k).map(|()| true)?,
             Command::Agent(a) => host.agent_dispatch(a).map(|()| true)?,
+            Command::AmdPm4Ib(p) => host.execute_pm4(p).map(|()| true)?,
             Command::BarrierAnd(b) => {
                 let mut all = true;
                 for (i, &d) in b.dep_signals.iter().enumerate() {
