@@ -38,6 +38,9 @@
 //!   symbols: a kernel is its kernel descriptor in GPU memory, and messages name it by its
 //!   registration's label or its kernel object. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
 //!   host implementations only.
+//! - AMD PM4-IB vendor packets (ROCR's cache invalidation after loading code) run in the
+//!   CP's PM4 engine: `NOP`, `WRITE_DATA`, `INDIRECT_BUFFER`, `RELEASE_MEM`, `ACQUIRE_MEM`
+//!   (the `pm4` module's docs); any other PM4 stops the queue with `INVALID_PACKET_FORMAT`.
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
 //!
@@ -75,6 +78,7 @@ mod interp;
 mod kernel;
 mod mem;
 mod memory;
+mod pm4;
 mod profile;
 mod queue;
 
@@ -229,6 +233,9 @@ pub struct ExecutionStats {
     pub lane_instructions: u64,
     /// Wall time spent in interpreted dispatches, ns.
     pub interpreter_ns: u64,
+    /// PM4 packets the command processor executed (from AMD PM4-IB vendor packets: ROCR's
+    /// cache invalidations), indirect buffers and their contents each counted.
+    pub pm4_packets: u64,
 }
 
 #[derive(Default)]
@@ -239,6 +246,7 @@ struct StatCounters {
     instructions: AtomicU64,
     lane_instructions: AtomicU64,
     interpreter_ns: AtomicU64,
+    pm4_packets: AtomicU64,
 }
 
 /// One emulated GPU.
@@ -572,6 +580,7 @@ impl EmulatedKfd {
             instructions: c.instructions.load(Ordering::SeqCst),
             lane_instructions: c.lane_instructions.load(Ordering::SeqCst),
             interpreter_ns: c.interpreter_ns.load(Ordering::SeqCst),
+            pm4_packets: c.pm4_packets.load(Ordering::SeqCst),
         }
     }
 
