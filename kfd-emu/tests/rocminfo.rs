@@ -8,6 +8,8 @@
 //! Skips (`skipped: ...`) where Debian's rocminfo or libhsa-runtime64 is absent or kfd-emu
 //! cannot make its mount namespace (neither root nor user namespaces).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -32,6 +34,7 @@ fn kfd_emu(args: &[&str]) -> Option<Output> {
         .args(args)
         .env_remove("HSA_RT_SYSFS")
         .env_remove("HSA_XNACK")
+        .env("KFD_EMU_PRELOAD", common::preload_library())
         .output()
         .expect("run kfd-emu");
     let stderr = String::from_utf8_lossy(&out.stderr);
