@@ -336,11 +336,12 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
         .store(base + DST, Ordering::Relaxed);
     s.dispatch(0, base + KERNARG, 1);
     // As amdkfd reports it: the memory event fires with the faulting address and the GPU
-    // (kfd_hsa_memory_exception_data), and the queue's inactive signal holds the status.
+    // (kfd_hsa_memory_exception_data), and the queue's inactive signal holds the CP's code
+    // for a memory violation (0x2000_0000) with the status above it.
     let [m, h] = wait_exception(&s.d, memory_event, hw_event);
     assert_eq!(
         s.arena.word(INACTIVE + 8).load(Ordering::Acquire),
-        u64::from(Status::MemoryFault.raw())
+        0x2b_2000_0000
     );
     let fault = m.memory_exception();
     assert_eq!(fault.va, 0xdead_0000_0000);
@@ -394,7 +395,7 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
     );
     assert_eq!(
         s3.arena.word(INACTIVE + 8).load(Ordering::Acquire),
-        u64::from(Status::InvalidPacketFormat.raw())
+        0x1009_0000_0020
     );
     let logged = s3.d.queue_error(s3.queue_id).expect("logged");
     assert_eq!(logged.status(), Status::InvalidPacketFormat);
@@ -693,4 +694,10 @@ fn unknown_pm4_opcode_stops_the_queue() {
     );
     assert_eq!(s.arena.word(SIGNAL + 8).load(Ordering::Acquire), 1);
     assert_eq!(s.ring.read_index().load(Ordering::Acquire), 0);
+    // The CP's code for a vendor packet it does not support (0x100, which ROCR reports as
+    // INVALID_PACKET_FORMAT) with the status above it.
+    assert_eq!(
+        s.arena.word(INACTIVE + 8).load(Ordering::Acquire),
+        0x1009_0000_0100
+    );
 }

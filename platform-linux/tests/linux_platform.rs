@@ -1130,10 +1130,9 @@ fn the_monitor_reports_a_stopped_queue_when_a_memory_event_fires() {
     let (fake, p) = open();
     let (bad, inactive) = watched_queue(&p, 1);
     let (good, _) = watched_queue(&p, 1);
-    inactive.store(
-        i64::from(Status::MemoryFault.raw()),
-        std::sync::atomic::Ordering::Release,
-    );
+    // What hsa-rt's packet processor stores: the CP's code and the status above it.
+    let value = hsa_core::queue::inactive::encode(Status::MemoryFault, false);
+    inactive.store(value, std::sync::atomic::Ordering::Release);
     let data = memory_exception(0xdead_0000_0000, GPU_ID);
     assert_eq!(fake.fire(KFD_IOC_EVENT_MEMORY, data.as_bytes()), 1);
     let got = reports(1, 1);
@@ -1144,9 +1143,8 @@ fn the_monitor_reports_a_stopped_queue_when_a_memory_event_fires() {
     assert_eq!(
         *detail,
         format!(
-            "queue_inactive_signal {:#x}; KFD memory event: page not present at \
-             0xdead00000000 on gpu_id 0xa1b2",
-            Status::MemoryFault.raw()
+            "queue_inactive_signal {value:#x}; KFD memory event: page not present at \
+             0xdead00000000 on gpu_id 0xa1b2"
         )
     );
     // Once: another event does not report it again, nor the queue that did not stop.
@@ -1212,6 +1210,32 @@ fn an_exception_no_queue_explains_reports_every_queue_of_its_gpu() {
             Status::MemoryFault,
             "KFD memory event: memory fault at an unknown address on gpu_id 0xa1b2".to_owned()
         )]
+    );
+}
+
+/// On a real GPU the CP stores its queue error code alone (no status above it, as hsa-rt's
+/// packet processor keeps): the monitor reads it as ROCR does — 0x100, a vendor packet the CP
+/// does not support, is INVALID_PACKET_FORMAT (it read 0x100 as no hsa_status_t: ERROR).
+#[test]
+fn the_monitor_reads_a_real_cps_queue_error_code_as_rocr_does() {
+    let (fake, p) = open();
+    let (q, inactive) = watched_queue(&p, 4);
+    inactive.store(0x100, std::sync::atomic::Ordering::Release);
+    let engine = HsaHwExceptionData {
+        reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+        reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+        memory_lost: 0,
+        gpu_id: GPU_ID,
+    };
+    fake.fire(KFD_IOC_EVENT_HW_EXCEPTION, engine.as_bytes());
+    let got = reports(4, 1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, got[0].1), (q.0, Status::InvalidPacketFormat));
+    assert!(
+        got[0]
+            .2
+            .starts_with("queue_inactive_signal 0x100; KFD hardware exception event"),
+        "{got:?}"
     );
 }
 

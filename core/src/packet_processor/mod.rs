@@ -49,8 +49,9 @@
 //! index is not advanced past it. Packet errors carry `INVALID_PACKET_FORMAT`, unknown signals
 //! the host's status (`INVALID_SIGNAL`), host errors their own status. Before the report, the
 //! queue's `amd_queue_t.queue_inactive_signal` (if the host knows the handle) is set to the
-//! error's `hsa_status_t` code and its event is signaled, so that waiters on it wake (ROCR
-//! watches this signal for CP-reported queue errors).
+//! command processor's queue error code for the error, with the `hsa_status_t` in its upper
+//! half ([`crate::queue::inactive`]: ROCR decodes the code), and its event is signaled, so
+//! that waiters on it wake (ROCR watches this signal for CP-reported queue errors).
 //!
 //! # Soft queues
 //! `hsa_soft_queue_create` makes a queue whose packet processor is the user's own code (CPU
@@ -66,10 +67,11 @@ pub use decode::{Command, DecodedAgentDispatch, DecodedKernelDispatch};
 pub use slot::RingConsumer;
 pub use vendor::DecodedPm4Ib;
 
-use crate::abi::packet::{FenceScope, PACKET_SIZE_BYTES};
+use crate::abi::packet::{FenceScope, PacketType, PACKET_SIZE_BYTES};
 use crate::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
 use crate::abi::SignalHandle;
 use crate::addr::GpuVa;
+use crate::queue::inactive;
 use crate::queue::ring::Ring;
 use crate::signal::raw::RawSignal;
 use crate::status::{Error, Result, Status};
@@ -256,7 +258,17 @@ impl PacketProcessor {
                 Ok(_) => break,
                 Err(e) => {
                     let e = e.context_index(self.consumer.read_index());
-                    Self::mark_inactive(host, self.consumer.ring().queue_inactive_signal(), &e);
+                    // The packet that failed is still in its slot.
+                    let vendor = self
+                        .consumer
+                        .peek()
+                        .is_some_and(|b| b[0] == PacketType::VendorSpecific as u8);
+                    Self::mark_inactive(
+                        host,
+                        self.consumer.ring().queue_inactive_signal(),
+                        &e,
+                        vendor,
+                    );
                     host.report_error(&e);
                     self.stopped = Some(e.clone());
                     return Progress::Stopped(e);
@@ -364,16 +376,25 @@ impl PacketProcessor {
     }
 
     /// Sets the queue's `queue_inactive_signal` (when there is one the host knows) to the
-    /// error's `hsa_status_t` code, as the CP does when it stops a queue, and wakes its
-    /// waiters through its event. Best effort: a bad handle or mailbox is ignored (the error
-    /// callback still reports the stop).
-    fn mark_inactive<H: ProcessorHost + ?Sized>(host: &H, handle: SignalHandle, error: &Error) {
+    /// command processor's queue error code for the error, with its `hsa_status_t` in the
+    /// upper half ([`inactive::encode`]; `vendor_packet`: the failing packet was an AMD
+    /// vendor packet), as the CP does when it stops a queue, and wakes its waiters through
+    /// its event. Best effort: a bad handle or mailbox is ignored (the error callback still
+    /// reports the stop).
+    fn mark_inactive<H: ProcessorHost + ?Sized>(
+        host: &H,
+        handle: SignalHandle,
+        error: &Error,
+        vendor_packet: bool,
+    ) {
         let Ok(Some(sig)) = Self::resolve(host, handle) else {
             return;
         };
         // Release pairs with the Acquire load of a waiter on the inactive signal.
-        sig.value()
-            .store(i64::from(error.status().raw()), Ordering::Release);
+        sig.value().store(
+            inactive::encode(error.status(), vendor_packet),
+            Ordering::Release,
+        );
         let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
         if mailbox != 0 {
             let id = sig.event_id();
