@@ -55,7 +55,13 @@ fn build(name: &str, sources: &[&str], includes: &[&str]) -> Option<PathBuf> {
 /// Runs `kfd-emu -- exe args` on the built-in profile; `None` (said) when kfd-emu cannot make
 /// its namespace.
 fn kfd_emu(exe: &Path, args: &[&str]) -> Option<Output> {
+    kfd_emu_with(&[], exe, args)
+}
+
+/// Runs `kfd-emu OPTIONS -- exe args`; `None` (said) when kfd-emu cannot make its namespace.
+fn kfd_emu_with(options: &[String], exe: &Path, args: &[&str]) -> Option<Output> {
     let out = Command::new(env!("CARGO_BIN_EXE_kfd-emu"))
+        .args(options)
         .arg("--")
         .arg(exe)
         .args(args)
@@ -90,4 +96,68 @@ fn an_unknown_pm4_packet_reaches_rocr_as_invalid_packet_format() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
     assert_eq!(stdout, "bad_pm4: queue error 0x1009\n", "{stderr}");
+}
+
+/// The C vector_copy (`capi/c/vector_copy.c`, hsa.h only: the program of the capi tests)
+/// linked to Debian's ROCR runs under kfd-emu and verifies every element: the real
+/// `vector_copy` machine code, loaded by ROCR's loader, run by the emulated CP's gfx9
+/// interpreter, on the built-in MI210, a gfx900 and the captured 8×MI210 machine. On the way
+/// ROCR invalidates the code caches with a PM4-IB vendor packet after loading (it asserted on
+/// the stopped queue before the CP ran PM4).
+#[test]
+fn c_vector_copy_on_debian_rocr_verifies() {
+    let Some(exe) = build(
+        "vector_copy",
+        &["../capi/c/vector_copy.c"],
+        &["../capi/include"],
+    ) else {
+        return;
+    };
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let objects = crate_dir.join("../testdata/codeobjects");
+    let mut cases = vec![
+        (vec![], "kernels-gfx90a-v5.hsaco", "gfx90a"),
+        (
+            vec!["--profile".to_owned(), "gfx900".to_owned()],
+            "kernels-gfx900-v4.hsaco",
+            "gfx900",
+        ),
+    ];
+    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
+        .unwrap_or_else(|| crate_dir.join("../../shared"))
+        .join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
+    if shared.is_dir() {
+        cases.push((
+            vec!["--sysfs".to_owned(), shared.to_string_lossy().into_owned()],
+            "kernels-gfx90a-v5.hsaco",
+            "gfx90a",
+        ));
+    } else {
+        println!("skipped (one case): {} missing", shared.display());
+    }
+    for (options, object, isa) in cases {
+        let code_object = objects.join(object);
+        let Some(out) = kfd_emu_with(
+            &options,
+            &exe,
+            &[code_object.to_str().unwrap(), "noregister"],
+        ) else {
+            return;
+        };
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.success(),
+            "{options:?}: {:?}\n{stdout}\n{stderr}",
+            out.status
+        );
+        assert!(
+            stdout.starts_with(&format!("vector_copy: GPU agent {isa}\n")),
+            "{options:?}: {stdout}"
+        );
+        assert!(
+            stdout.ends_with("vector_copy: verified 65536 elements\n"),
+            "{options:?}: {stdout}\n{stderr}"
+        );
+    }
 }
