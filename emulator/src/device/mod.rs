@@ -81,6 +81,7 @@ mod memory;
 mod pm4;
 mod profile;
 mod queue;
+pub mod record;
 
 pub use events::{EVENT_PAGE_BYTES, FIRST_NONSIGNAL_EVENT_ID, UNSIGNALED_EVENT_SLOT};
 pub use kernel::DispatchContext;
@@ -380,6 +381,8 @@ impl Device {
 /// The emulated `/dev/kfd` (driver name `"emulated"`). See the module docs for semantics.
 pub struct EmulatedKfd {
     device: Arc<Device>,
+    /// What it answered, when recording (the `record` module).
+    recorder: record::Recorder,
 }
 
 impl std::fmt::Debug for EmulatedKfd {
@@ -486,6 +489,7 @@ impl EmulatedKfd {
             .filter(|b| b.heap_type == HeapType::System)
             .fold(0u64, |a, b| a.saturating_add(b.size_bytes));
         let mode = ExecutionMode::from_env()?;
+        let recorder = record::Recorder::from_env()?;
         let user = UserMemory::open()
             .map_err(|e| error!(Status::Error, "emulated device: open /proc/self/mem: {e}"))?;
         Ok(Arc::new(EmulatedKfd {
@@ -508,6 +512,7 @@ impl EmulatedKfd {
                 threads: AtomicUsize::new(default_threads()),
                 stats: StatCounters::default(),
             }),
+            recorder,
         }))
     }
 
@@ -669,14 +674,37 @@ impl EmulatedKfd {
         arg: &mut [u8],
     ) -> Result<(), Errno> {
         self.device.ioctls.fetch_add(1, Ordering::SeqCst);
-        let node = self
+        let before = self.recorder.on().then(|| arg.to_vec());
+        let result = self
             .device
             .topology
             .nodes
             .iter()
             .find(|n| n.properties.gpu_id == gpu_id && n.properties.simd_count > 0)
-            .ok_or(Errno::INVAL)?;
-        drm::ioctl(node, &self.device.user, request, arg)
+            .ok_or(Errno::INVAL)
+            .and_then(|node| drm::ioctl(node, &self.device.user, request, arg));
+        if let Some(before) = before {
+            self.recorder.record(record::KfdCall::Ioctl {
+                target: record::CallTarget::Render(gpu_id),
+                request,
+                before,
+                after: arg.to_vec(),
+                result,
+            });
+        }
+        result
+    }
+
+    /// Starts recording every ioctl and mmap the device answers, in memory (again from
+    /// nothing if it was recording); see the `record` module.
+    pub fn start_recording(&self) {
+        self.recorder.start();
+    }
+
+    /// The calls recorded since [`EmulatedKfd::start_recording`], in the order they were
+    /// answered; empty when not recording.
+    pub fn recording(&self) -> Vec<record::KfdCall> {
+        self.recorder.calls()
     }
 
     /// The trap handler SET_TRAP_HANDLER last set on GPU `gpu_id`: its code (TBA) and memory
@@ -1452,14 +1480,28 @@ impl KfdDriver for EmulatedKfd {
     ///   EOP and save areas, scratch, `r_debug`) are not used.
     unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         let n = self.device.ioctls.fetch_add(1, Ordering::SeqCst);
-        {
+        let before = self.recorder.on().then(|| arg.to_vec());
+        let injected = {
             let mut faults = lock(&self.device.faults);
-            if let Some(i) = faults.iter().position(|&(at, _)| at == n) {
-                let (_, errno) = faults.swap_remove(i);
-                return Err(errno);
-            }
+            faults
+                .iter()
+                .position(|&(at, _)| at == n)
+                .map(|i| faults.swap_remove(i).1)
+        };
+        let result = match injected {
+            Some(errno) => Err(errno),
+            None => self.dispatch(request, arg),
+        };
+        if let Some(before) = before {
+            self.recorder.record(record::KfdCall::Ioctl {
+                target: record::CallTarget::Kfd,
+                request,
+                before,
+                after: arg.to_vec(),
+                result,
+            });
         }
-        self.dispatch(request, arg)
+        result
     }
 
     /// Maps the device's memfd pages of a doorbell page, the event page or a buffer object.
@@ -1473,16 +1515,30 @@ impl KfdDriver for EmulatedKfd {
         len: usize,
         addr: Option<NonNull<u8>>,
     ) -> Result<NonNull<u8>, Errno> {
-        if len == 0 {
-            return Err(Errno::INVAL);
-        }
-        // SAFETY: the caller upholds KfdDriver::mmap's contract, which is theirs.
-        unsafe {
-            match target {
-                MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
-                MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
+        let result = if len == 0 {
+            Err(Errno::INVAL)
+        } else {
+            // SAFETY: the caller upholds KfdDriver::mmap's contract, which is theirs.
+            unsafe {
+                match target {
+                    MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
+                    MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
+                }
             }
+        };
+        if self.recorder.on() {
+            self.recorder.record(record::KfdCall::Mmap {
+                target: match target {
+                    MapTarget::Kfd => record::CallTarget::Kfd,
+                    MapTarget::RenderNode(g) => record::CallTarget::Render(g),
+                },
+                offset,
+                len: len as u64,
+                fixed: addr.map(|a| a.as_ptr() as u64),
+                result: result.map(|p| p.as_ptr() as u64),
+            });
         }
+        result
     }
 }
 
