@@ -584,6 +584,37 @@ fn system_memory_is_userptr_mapped_to_all_gpus() {
     assert_eq!(e.status(), Status::InvalidArgument);
 }
 
+/// Mapping a chunk again to a GPU it is mapped to makes no MAP_MEMORY_TO_GPU (amdkfd treats
+/// it as done, after a sync and a TLB flush; libhsakmt maps a buffer object only to GPUs it is
+/// not mapped to, so ROCR makes one call per buffer): `hsa_amd_agents_allow_access` on two
+/// buffers of one chunk used to map the chunk three times.
+#[test]
+fn mapping_a_chunk_again_to_the_same_gpu_makes_no_ioctl() {
+    let (fake, p) = open();
+    let c = p
+        .allocate_memory(&req(
+            CPU_NODE,
+            MemoryKind::System,
+            8192,
+            MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
+        ))
+        .unwrap();
+    p.map_memory(&c, &[GPU_NODE]).unwrap();
+    p.map_memory(&c, &[GPU_NODE, CPU_NODE]).unwrap();
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps,
+        vec![(AMDKFD_IOC_MAP_MEMORY_TO_GPU, c.handle, vec![GPU_ID])]
+    );
+    // SAFETY: nothing uses the chunk any more.
+    unsafe { p.free_memory(&c) }.unwrap();
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps[1..],
+        [(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, c.handle, vec![GPU_ID])]
+    );
+}
+
 #[test]
 fn device_local_flags_alignment_and_host_mapping() {
     let (fake, p) = open();
