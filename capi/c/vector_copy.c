@@ -213,6 +213,10 @@ int main(int argc, char** argv) {
 
   hsa_signal_t done;
   CHECK(hsa_signal_create(1, 0, NULL, &done));
+  /* Where things are (kfd-emu's comparison of runtimes names allocations by them). */
+  printf("vector_copy: ring %p, kernarg %p, in %p, out %p, signal 0x%llx\n",
+         queue->base_address, kernarg, (void*)in, (void*)out,
+         (unsigned long long)done.handle);
 
   uint64_t index = hsa_queue_add_write_index_screlease(queue, 1);
   while (index - hsa_queue_load_read_index_scacquire(queue) >= queue->size) {

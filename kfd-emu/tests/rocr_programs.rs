@@ -8,76 +8,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
 
-const LIBHSA: &str = "/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1";
-const HSA_H: &str = "/usr/include/hsa/hsa.h";
-
-/// Builds `sources` (paths relative to this crate) into an executable linked to Debian's
-/// ROCR; `None` (said) when gcc, the headers or the library are missing.
-fn build(name: &str, sources: &[&str], includes: &[&str]) -> Option<PathBuf> {
-    for need in [LIBHSA, HSA_H] {
-        if !Path::new(need).exists() {
-            println!("skipped: {need} missing (apt install libhsa-runtime-dev)");
-            return None;
-        }
-    }
-    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::temp_dir().join(format!("kfd-emu-rocr-{name}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join(name);
-    let mut cmd = Command::new("gcc");
-    cmd.args(["-std=gnu11", "-O1", "-Wall", "-Werror", "-o"])
-        .arg(&exe);
-    for i in includes {
-        cmd.arg("-I").arg(crate_dir.join(i));
-    }
-    for s in sources {
-        cmd.arg(crate_dir.join(s));
-    }
-    cmd.arg("-l:libhsa-runtime64.so.1");
-    let out = match cmd.output() {
-        Ok(o) => o,
-        Err(e) => {
-            println!("skipped: gcc: {e}");
-            return None;
-        }
-    };
-    assert!(
-        out.status.success(),
-        "gcc {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(exe)
-}
-
-/// Runs `kfd-emu -- exe args` on the built-in profile; `None` (said) when kfd-emu cannot make
-/// its namespace.
-fn kfd_emu(exe: &Path, args: &[&str]) -> Option<Output> {
-    kfd_emu_with(&[], exe, args)
-}
-
-/// Runs `kfd-emu OPTIONS -- exe args`; `None` (said) when kfd-emu cannot make its namespace.
-fn kfd_emu_with(options: &[String], exe: &Path, args: &[&str]) -> Option<Output> {
-    let out = Command::new(env!("CARGO_BIN_EXE_kfd-emu"))
-        .args(options)
-        .arg("--")
-        .arg(exe)
-        .args(args)
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_XNACK")
-        .env_remove("HSA_RT_EMULATION")
-        .env("KFD_EMU_PRELOAD", common::preload_library())
-        .output()
-        .expect("run kfd-emu");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if out.status.code() == Some(1) && stderr.contains("cannot make one") {
-        println!("skipped: {}", stderr.trim());
-        return None;
-    }
-    Some(out)
-}
+use common::{build_c, kfd_emu, kfd_emu_with};
 
 /// An AMD PM4-IB vendor packet whose PM4 the emulated CP does not run reaches ROCR's queue
 /// callback as HSA_STATUS_ERROR_INVALID_PACKET_FORMAT (0x1009): the CP's vendor-packet code
@@ -86,7 +19,7 @@ fn kfd_emu_with(options: &[String], exe: &Path, args: &[&str]) -> Option<Output>
 /// asserted ("Invalid packet in dynamic scratch handler") and aborted.
 #[test]
 fn an_unknown_pm4_packet_reaches_rocr_as_invalid_packet_format() {
-    let Some(exe) = build("bad_pm4", &["tests/c/bad_pm4.c"], &[]) else {
+    let Some(exe) = build_c("bad_pm4", &["tests/c/bad_pm4.c"], &[]) else {
         return;
     };
     let Some(out) = kfd_emu(&exe, &[]) else {
@@ -106,7 +39,7 @@ fn an_unknown_pm4_packet_reaches_rocr_as_invalid_packet_format() {
 /// the stopped queue before the CP ran PM4).
 #[test]
 fn c_vector_copy_on_debian_rocr_verifies() {
-    let Some(exe) = build(
+    let Some(exe) = build_c(
         "vector_copy",
         &["../capi/c/vector_copy.c"],
         &["../capi/include"],
@@ -139,6 +72,7 @@ fn c_vector_copy_on_debian_rocr_verifies() {
         let code_object = objects.join(object);
         let Some(out) = kfd_emu_with(
             &options,
+            &[],
             &exe,
             &[code_object.to_str().unwrap(), "noregister"],
         ) else {
