@@ -95,3 +95,26 @@ fn c_vector_copy_on_debian_rocr_verifies() {
         );
     }
 }
+
+/// amdkfd answers an ioctl by its number alone (`kfd_ioctl`: the command is its table's, type
+/// byte and direction included): GET_VERSION asked with type 'Q' and a write-only direction
+/// returns the version through kfd-emu. The emulated device answered ENOTTY for a type byte
+/// other than 'K', and the preloaded library copied the answer back only for a request whose
+/// own direction said so.
+#[test]
+fn kfd_ioctls_are_answered_by_number_alone() {
+    let Some(exe) = build_c("kfd_ioctl_number", &["tests/c/kfd_ioctl_number.c"], &[]) else {
+        return;
+    };
+    let Some(out) = kfd_emu(&exe, &[]) else {
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{:?}\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "kfd_ioctl_number: 1.11\n");
+}

@@ -6,12 +6,14 @@
 //! follow linux `drivers/gpu/drm/amd/amdkfd/kfd_chardev.c` (`kfd_ioctl` and the per-ioctl
 //! handlers), `kfd_events.c` and `kfd_process_queue_manager.c`:
 //!
-//! - `arg.len()` must equal `_IOC_SIZE(request)` (the trait's contract), else `EINVAL`; a
-//!   request whose type is not `'K'`, or whose number is in amdkfd's table
-//!   ([`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`]) but not implemented here, is
+//! - `arg.len()` must equal `_IOC_SIZE(request)` (the trait's contract), else `EINVAL`. As
+//!   `kfd_ioctl`, the device looks at the request's number only: its type byte and direction
+//!   are the table's ([`amdkfd_table_command`]: the argument comes back for a command that
+//!   returns one, whatever the request says), and a different encoded size is accepted (the
+//!   argument is zero-extended or truncated to the emulation's struct). A number in amdkfd's
+//!   table ([`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`]) not implemented here is
 //!   `ENOTTY`; a number outside the table (0, or from [`AMDKFD_COMMAND_END`] on: among them
-//!   the ROCm 5.x kernels' own 0x80 range) is `EINVAL`, as `kfd_ioctl` answers it. As the kernel, a known number with a different encoded size is accepted: the
-//!   argument is zero-extended or truncated to the emulation's struct.
+//!   the ROCm 5.x kernels' own 0x80 range) is `EINVAL`, as `kfd_ioctl` answers it.
 //! - Unknown `gpu_id`, memory handle, queue id or event id: `EINVAL`. A user pointer (device
 //!   id arrays, event arrays, aperture arrays, CU masks) that is not mapped: `EFAULT` (copies go
 //!   through `/proc/self/mem`, as `copy_from_user` would fault).
@@ -136,6 +138,40 @@ pub const AMDKFD_IOC_SET_TRAP_HANDLER: u32 = ioc(
     0x13,
     size_of::<SetTrapHandlerArgs>(),
 );
+
+/// The command of amdkfd's ioctl table (`amdkfd_ioctls[nr].cmd`: type `'K'`, the argument's
+/// size, its direction) for ioctl number `nr`, when this device emulates it; `None` for other
+/// numbers. amdkfd answers a request by its number alone and copies the argument in and out
+/// as this command's direction says (`kfd_ioctl`), so a caller copying for it (kfd-emu's
+/// preloaded library) uses this direction, not the request's.
+pub fn amdkfd_table_command(nr: u8) -> Option<u32> {
+    Some(match nr {
+        0x01 => AMDKFD_IOC_GET_VERSION,
+        0x02 => AMDKFD_IOC_CREATE_QUEUE,
+        0x03 => AMDKFD_IOC_DESTROY_QUEUE,
+        0x04 => AMDKFD_IOC_SET_MEMORY_POLICY,
+        0x05 => AMDKFD_IOC_GET_CLOCK_COUNTERS,
+        0x07 => AMDKFD_IOC_UPDATE_QUEUE,
+        0x08 => AMDKFD_IOC_CREATE_EVENT,
+        0x09 => AMDKFD_IOC_DESTROY_EVENT,
+        0x0A => AMDKFD_IOC_SET_EVENT,
+        0x0B => AMDKFD_IOC_RESET_EVENT,
+        0x0C => AMDKFD_IOC_WAIT_EVENTS,
+        0x11 => AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+        0x13 => AMDKFD_IOC_SET_TRAP_HANDLER,
+        0x14 => AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
+        0x15 => AMDKFD_IOC_ACQUIRE_VM,
+        0x16 => AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
+        0x17 => AMDKFD_IOC_FREE_MEMORY_OF_GPU,
+        0x18 => AMDKFD_IOC_MAP_MEMORY_TO_GPU,
+        0x19 => AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
+        0x1A => AMDKFD_IOC_SET_CU_MASK,
+        0x21 => AMDKFD_IOC_SET_XNACK_MODE,
+        0x23 => AMDKFD_IOC_AVAILABLE_MEMORY,
+        0x25 => AMDKFD_IOC_RUNTIME_ENABLE,
+        _ => return None,
+    })
+}
 
 /// Counts of live objects, for tests that check nothing leaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -728,9 +764,6 @@ impl EmulatedKfd {
         if size != arg.len() {
             return Err(Errno::INVAL);
         }
-        if ((request >> 8) & 0xff) as u8 != AMDKFD_IOCTL_BASE {
-            return Err(Errno::NOTTY);
-        }
         let nr = (request & 0xff) as u8;
         // kfd_ioctl: a number outside AMDKFD_COMMAND_START..AMDKFD_CORE_IOCTL_COUNT is the
         // -EINVAL it starts with (linux before 6.18) — among them the ROCm 5.x kernels' own
@@ -739,6 +772,11 @@ impl EmulatedKfd {
         if !(AMDKFD_COMMAND_START..AMDKFD_COMMAND_END).contains(&nr) {
             return Err(Errno::INVAL);
         }
+        // kfd_ioctl then looks at the number only: the command is its table's — type byte and
+        // direction included, whatever the caller's — and the size the caller's.
+        let Some(request) = amdkfd_table_command(nr) else {
+            return Err(Errno::NOTTY);
+        };
         match nr {
             0x01 => with_args(request, arg, |a: &mut GetVersionArgs| {
                 a.major_version = KFD_IOCTL_MAJOR_VERSION;
@@ -1585,11 +1623,15 @@ mod tests {
             raw(&d, ioc(IOC_READ, b'K', 0x7f, 8), &mut x),
             Err(Errno::INVAL)
         );
-        assert_eq!(
-            raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x),
-            Err(Errno::NOTTY)
-        );
-        assert_eq!(d.ioctl_count(), 4);
+        // kfd_ioctl takes the number alone: another type byte is still GET_VERSION, and its
+        // answer comes back even when the request's direction says write-only (the table's
+        // command is _IOR). The emulated device used to answer ENOTTY.
+        assert_eq!(raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x), Ok(()));
+        assert_eq!(x, [1, 0, 0, 0, 11, 0, 0, 0]);
+        let mut y = [0u8; 8];
+        assert_eq!(raw(&d, ioc(IOC_WRITE, 0, 0x01, 8), &mut y), Ok(()));
+        assert_eq!(y, [1, 0, 0, 0, 11, 0, 0, 0]);
+        assert_eq!(d.ioctl_count(), 5);
     }
 
     #[test]
