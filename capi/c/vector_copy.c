@@ -9,6 +9,11 @@
  * hsa_rt_ext.h (argv[2] == "register"); without registration the device must run the code
  * object itself.
  *
+ * The same program also runs on Debian's ROCR (libhsa-runtime64 of ROCm 5.2) under kfd-emu:
+ * there hsa_rt_ext.h's function does not exist (a weak reference, NULL), so only
+ * "noregister" runs, and every buffer the kernel reads (kernarg included) is made accessible
+ * to the GPU with hsa_amd_agents_allow_access, as ROCR requires for pool allocations.
+ *
  * Usage: vector_copy CODE_OBJECT [register|noregister]
  * Prints "vector_copy: verified N elements" and exits 0 on success. */
 #include <hsa/hsa.h>
@@ -21,6 +26,9 @@
 #include <unistd.h>
 
 #include "hsa_rt_ext.h"
+
+/* Absent from other runtimes (Debian's ROCR): then NULL. */
+#pragma weak hsa_rt_emulated_register_kernel
 
 #define N (1u << 16)
 #define WG 256u
@@ -173,6 +181,10 @@ int main(int argc, char** argv) {
          (unsigned long long)kernel_object, kernarg_size);
   /* The host implementation, for the kernel object the executable loaded (an address that
    * cannot be a kernel descriptor's is refused). */
+  if (do_register && hsa_rt_emulated_register_kernel == NULL) {
+    fprintf(stderr, "this runtime has no hsa_rt_emulated_register_kernel: use noregister\n");
+    return 2;
+  }
   if (do_register) {
     if (hsa_rt_emulated_register_kernel(kernel_object + 8, host_vector_copy, &calls) !=
         HSA_STATUS_ERROR_INVALID_ARGUMENT) {
@@ -194,12 +206,17 @@ int main(int argc, char** argv) {
   void* kernarg;
   uint32_t ka_bytes = kernarg_size > 16 ? kernarg_size : 16;
   CHECK(hsa_amd_memory_pool_allocate(pools.kernarg, ka_bytes, 0, &kernarg));
+  CHECK(hsa_amd_agents_allow_access(1, &gpu, NULL, kernarg));
   memset(kernarg, 0, ka_bytes);
   memcpy(kernarg, &in, 8);
   memcpy((char*)kernarg + 8, &out, 8);
 
   hsa_signal_t done;
   CHECK(hsa_signal_create(1, 0, NULL, &done));
+  /* Where things are (kfd-emu's comparison of runtimes names allocations by them). */
+  printf("vector_copy: ring %p, kernarg %p, in %p, out %p, signal 0x%llx\n",
+         queue->base_address, kernarg, (void*)in, (void*)out,
+         (unsigned long long)done.handle);
 
   uint64_t index = hsa_queue_add_write_index_screlease(queue, 1);
   while (index - hsa_queue_load_read_index_scacquire(queue) >= queue->size) {

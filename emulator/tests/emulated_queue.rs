@@ -2,7 +2,8 @@
 //! the emulated CP through a registered host kernel, completing its signal (and its interrupt
 //! event); a bad kernarg pointer stops the queue with MEMORY_FAULT, reported as amdkfd does:
 //! the queue's inactive signal, a KFD memory event with the faulting address, and the
-//! device's log.
+//! device's log. ROCR's PM4-IB vendor packets run their PM4 in the CP; an unknown PM4 opcode
+//! stops the queue.
 
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -335,11 +336,12 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
         .store(base + DST, Ordering::Relaxed);
     s.dispatch(0, base + KERNARG, 1);
     // As amdkfd reports it: the memory event fires with the faulting address and the GPU
-    // (kfd_hsa_memory_exception_data), and the queue's inactive signal holds the status.
+    // (kfd_hsa_memory_exception_data), and the queue's inactive signal holds the CP's code
+    // for a memory violation (0x2000_0000) with the status above it.
     let [m, h] = wait_exception(&s.d, memory_event, hw_event);
     assert_eq!(
         s.arena.word(INACTIVE + 8).load(Ordering::Acquire),
-        u64::from(Status::MemoryFault.raw())
+        0x2b_2000_0000
     );
     let fault = m.memory_exception();
     assert_eq!(fault.va, 0xdead_0000_0000);
@@ -396,7 +398,7 @@ fn bad_kernarg_pointer_is_a_memory_fault_through_the_memory_event() {
     );
     assert_eq!(
         s3.arena.word(INACTIVE + 8).load(Ordering::Acquire),
-        u64::from(Status::InvalidPacketFormat.raw())
+        0x1009_0000_0020
     );
     let logged = s3.d.queue_error(s3.queue_id).expect("logged");
     assert_eq!(logged.status(), Status::InvalidPacketFormat);
@@ -559,4 +561,147 @@ fn xnack_mode_follows_the_request_and_names_the_isa() {
     );
     assert_eq!(query(), 1, "unchanged");
     q.destroy().unwrap();
+}
+
+/// Where the PM4 tests put their indirect buffer and what it writes (free arena bytes).
+const IB: u64 = 10240;
+const PM4_OUT: u64 = 14336;
+
+impl Setup {
+    /// Stores `dwords` at arena offset `offset` (8-aligned), through the arena's words.
+    fn put_dwords(&self, offset: u64, dwords: &[u32]) {
+        for (k, pair) in dwords.chunks(2).enumerate() {
+            let lo = u64::from(pair[0]);
+            let hi = pair.get(1).map_or(0, |&d| u64::from(d));
+            self.arena
+                .word(offset + 8 * k as u64)
+                .store(lo | hi << 32, Ordering::Relaxed);
+        }
+    }
+
+    /// Submits ROCR's PM4-IB vendor packet (`AqlQueue::ExecutePM4` on gfx9) at `index`,
+    /// calling the `size` dwords at arena offset `IB`, with the test's completion signal.
+    fn submit_pm4_ib(&self, index: u64, size: u32) {
+        let base = self.arena.base();
+        let ib = base + IB;
+        self.arena.word(SIGNAL + 8).store(1, Ordering::Release);
+        let mut p = hsa_core::abi::packet::AmdAqlPm4IbPacket {
+            ib_jump_cmd: [
+                3 << 30 | 2 << 16 | 0x3f << 8,
+                ib as u32,
+                (ib >> 32) as u32,
+                size | 1 << 23,
+            ],
+            dw_cnt_remain: 0xa,
+            completion_signal: SignalHandle(base + SIGNAL),
+            ..Default::default()
+        };
+        p.header.amd_format = 1;
+        let mut bytes = [0u8; PACKET_SIZE_BYTES];
+        bytes.copy_from_slice(p.as_bytes());
+        // SAFETY: single producer; slot `index` was never used, so its header is INVALID and
+        // the CP does not read the body.
+        unsafe { self.ring.write_body(index, &bytes) };
+        self.ring.write_index().store(index + 1, Ordering::Release);
+        // Header 0 (VENDOR_SPECIFIC, no barrier, no fences), ven_hdr 1 in the high half.
+        self.ring.publish(index, 1 << 16);
+        // SAFETY: as in `dispatch_kernel`.
+        let bell = unsafe { AtomicU64::from_ptr(self.doorbell.as_ptr()) };
+        bell.store(index, Ordering::Release);
+    }
+}
+
+/// ROCR 5.2 follows every code load with a PM4-IB vendor packet (`AMD_AQL_FORMAT_PM4_IB`)
+/// whose INDIRECT_BUFFER calls an ACQUIRE_MEM. The emulated CP runs the PM4 of such a packet
+/// (here ROCR's ACQUIRE_MEM, a WRITE_DATA and a RELEASE_MEM with 64-bit data, values
+/// from the PM4 formats of `soc15d.h`) and completes it as any packet: signal decremented,
+/// read index past it. (It stopped the queue with INVALID_PACKET_FORMAT before.)
+#[test]
+fn pm4_ib_vendor_packet_runs_its_indirect_buffer() {
+    let s = setup();
+    let out = s.arena.base() + PM4_OUT;
+    let ib = [
+        // ROCR's GpuAgent::InvalidateCodeCaches (gfx9): ACQUIRE_MEM, 7 dwords.
+        0xc005_5800,
+        1 << 29 | 1 << 27 | 1 << 23 | 1 << 18,
+        0xffff_ffff,
+        0xff,
+        0,
+        0,
+        0,
+        // WRITE_DATA (count 4: 6 dwords), DST_SEL 5 (memory), two data dwords.
+        0xc004_3700,
+        5 << 8,
+        out as u32,
+        (out >> 32) as u32,
+        0x1111_2222,
+        0x3333_4444,
+        // RELEASE_MEM (8 dwords): EOP event, DATA_SEL 2 (64-bit data) at out + 8.
+        0xc006_4900,
+        0x14 | 5 << 8,
+        2 << 29,
+        (out + 8) as u32,
+        ((out + 8) >> 32) as u32,
+        0x7777_8888,
+        0x5555_6666,
+        0,
+    ];
+    s.put_dwords(IB, &ib);
+    let before = s.d.execution_stats().pm4_packets;
+    s.submit_pm4_ib(0, ib.len() as u32);
+    assert!(s.wait_signal_zero(), "completion signal never reached 0");
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    assert_eq!(s.ring.read_index().load(Ordering::Acquire), 1);
+    assert_eq!(
+        s.arena.word(PM4_OUT).load(Ordering::Acquire),
+        0x3333_4444_1111_2222
+    );
+    assert_eq!(
+        s.arena.word(PM4_OUT + 8).load(Ordering::Acquire),
+        0x5555_6666_7777_8888
+    );
+    // The INDIRECT_BUFFER and the three packets in it.
+    assert_eq!(s.d.execution_stats().pm4_packets - before, 4);
+    // The queue goes on: a kernel dispatch after it runs.
+    let base = s.arena.base();
+    s.arena.word(KERNARG).store(base + SRC, Ordering::Relaxed);
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+    s.dispatch(1, base + KERNARG, 1);
+    assert!(
+        s.wait_signal_zero(),
+        "the dispatch after the PM4 never completed"
+    );
+}
+
+/// A PM4 opcode the emulated CP does not execute (here EVENT_WRITE, 0x46) stops the queue
+/// at the vendor packet with INVALID_PACKET_FORMAT naming the opcode and where it is.
+#[test]
+fn unknown_pm4_opcode_stops_the_queue() {
+    let s = setup();
+    let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
+    s.put_dwords(IB, &[0xc000_4600, 0x16]);
+    s.submit_pm4_ib(0, 2);
+    let [_, h] = wait_exception(&s.d, memory_event, hw_event);
+    assert_eq!(h.hw_exception().gpu_id, BUILTIN_GPU_ID);
+    let logged = s.d.queue_error(s.queue_id).expect("logged");
+    assert_eq!(logged.status(), Status::InvalidPacketFormat);
+    let ib = s.arena.base() + IB;
+    assert!(
+        logged.detail().contains(&format!(
+            "packet 0: PM4 at IB1 at {ib:#x}, dword 0 ({ib:#x}): opcode 0x46 (header \
+             0xc0004600) is not one the emulated CP executes"
+        )),
+        "{logged}"
+    );
+    assert_eq!(s.arena.word(SIGNAL + 8).load(Ordering::Acquire), 1);
+    assert_eq!(s.ring.read_index().load(Ordering::Acquire), 0);
+    // The CP's code for a vendor packet it does not support (0x100, which ROCR reports as
+    // INVALID_PACKET_FORMAT) with the status above it.
+    assert_eq!(
+        s.arena.word(INACTIVE + 8).load(Ordering::Acquire),
+        0x1009_0000_0100
+    );
 }

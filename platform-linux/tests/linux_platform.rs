@@ -588,6 +588,37 @@ fn system_memory_is_userptr_mapped_to_all_gpus() {
     assert_eq!(e.status(), Status::InvalidArgument);
 }
 
+/// Mapping a chunk again to a GPU it is mapped to makes no MAP_MEMORY_TO_GPU (amdkfd treats
+/// it as done, after a sync and a TLB flush; libhsakmt maps a buffer object only to GPUs it is
+/// not mapped to, so ROCR makes one call per buffer): `hsa_amd_agents_allow_access` on two
+/// buffers of one chunk used to map the chunk three times.
+#[test]
+fn mapping_a_chunk_again_to_the_same_gpu_makes_no_ioctl() {
+    let (fake, p) = open();
+    let c = p
+        .allocate_memory(&req(
+            CPU_NODE,
+            MemoryKind::System,
+            8192,
+            MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
+        ))
+        .unwrap();
+    p.map_memory(&c, &[GPU_NODE]).unwrap();
+    p.map_memory(&c, &[GPU_NODE, CPU_NODE]).unwrap();
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps,
+        vec![(AMDKFD_IOC_MAP_MEMORY_TO_GPU, c.handle, vec![GPU_ID])]
+    );
+    // SAFETY: nothing uses the chunk any more.
+    unsafe { p.free_memory(&c) }.unwrap();
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps[1..],
+        [(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, c.handle, vec![GPU_ID])]
+    );
+}
+
 #[test]
 fn device_local_flags_alignment_and_host_mapping() {
     let (fake, p) = open();
@@ -1136,10 +1167,9 @@ fn the_monitor_reports_a_stopped_queue_when_a_memory_event_fires() {
     let (fake, p) = open();
     let (bad, inactive) = watched_queue(&p, 1);
     let (good, _) = watched_queue(&p, 1);
-    inactive.store(
-        i64::from(Status::MemoryFault.raw()),
-        std::sync::atomic::Ordering::Release,
-    );
+    // What hsa-rt's packet processor stores: the CP's code and the status above it.
+    let value = hsa_core::queue::inactive::encode(Status::MemoryFault, false);
+    inactive.store(value, std::sync::atomic::Ordering::Release);
     let data = memory_exception(0xdead_0000_0000, GPU_ID);
     assert_eq!(fake.fire(KFD_IOC_EVENT_MEMORY, data.as_bytes()), 1);
     let got = reports(1, 1);
@@ -1150,9 +1180,8 @@ fn the_monitor_reports_a_stopped_queue_when_a_memory_event_fires() {
     assert_eq!(
         *detail,
         format!(
-            "queue_inactive_signal {:#x}; KFD memory event: page not present at \
-             0xdead00000000 on gpu_id 0xa1b2",
-            Status::MemoryFault.raw()
+            "queue_inactive_signal {value:#x}; KFD memory event: page not present at \
+             0xdead00000000 on gpu_id 0xa1b2"
         )
     );
     // Once: another event does not report it again, nor the queue that did not stop.
@@ -1218,6 +1247,32 @@ fn an_exception_no_queue_explains_reports_every_queue_of_its_gpu() {
             Status::MemoryFault,
             "KFD memory event: memory fault at an unknown address on gpu_id 0xa1b2".to_owned()
         )]
+    );
+}
+
+/// On a real GPU the CP stores its queue error code alone (no status above it, as hsa-rt's
+/// packet processor keeps): the monitor reads it as ROCR does — 0x100, a vendor packet the CP
+/// does not support, is INVALID_PACKET_FORMAT (it read 0x100 as no hsa_status_t: ERROR).
+#[test]
+fn the_monitor_reads_a_real_cps_queue_error_code_as_rocr_does() {
+    let (fake, p) = open();
+    let (q, inactive) = watched_queue(&p, 4);
+    inactive.store(0x100, std::sync::atomic::Ordering::Release);
+    let engine = HsaHwExceptionData {
+        reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+        reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+        memory_lost: 0,
+        gpu_id: GPU_ID,
+    };
+    fake.fire(KFD_IOC_EVENT_HW_EXCEPTION, engine.as_bytes());
+    let got = reports(4, 1);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, got[0].1), (q.0, Status::InvalidPacketFormat));
+    assert!(
+        got[0]
+            .2
+            .starts_with("queue_inactive_signal 0x100; KFD hardware exception event"),
+        "{got:?}"
     );
 }
 

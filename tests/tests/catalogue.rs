@@ -63,13 +63,13 @@ fn reserve_on_closed_full_queue() -> Outcome {
 }
 
 /// `reserve` on a full queue whose packet processor stopped it (a malformed packet: the
-/// processor stores the status into the queue's inactive signal, as the CP does): the wait
+/// processor stores its error code into the queue's inactive signal, as the CP does): the wait
 /// for room ends with that status.
 fn reserve_on_stopped_queue() -> Outcome {
     let p = FakePlatform::new();
     let q = AqlQueue::create(&p, &QueueConfig::new(NodeId(1), 64, 64, 1 << 17))?;
     q.add_write_index(64, hsa_core::signal::MemoryOrder::Relaxed);
-    let code = i64::from(Status::InvalidPacketFormat.raw());
+    let code = hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false);
     q.inactive_signal()
         .store(code, hsa_core::signal::StoreOrder::Release);
     let r = q.reserve(1).map(|_| ());

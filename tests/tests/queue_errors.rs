@@ -101,7 +101,7 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
         format!(
             "queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}: \
              per-engine reset after a GPU hang",
-            Status::InvalidPacketFormat.raw()
+            hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false)
         )
     );
     // The device's log has what its packet processor saw.
@@ -114,11 +114,11 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
             .contains("packet 0: packet type (header bits 0..8) is 6"),
         "{logged}"
     );
-    // amd_queue_t.queue_inactive_signal: set by the packet processor when it stops the queue.
+    // amd_queue_t.queue_inactive_signal: set by the packet processor when it stops the queue,
+    // to the CP's queue error code (invalid packet format, 0x20) with the status above it.
     let inactive = bad.inactive_signal().load(LoadOrder::Acquire);
     assert_eq!(
-        inactive,
-        i64::from(Status::InvalidPacketFormat.raw()),
+        inactive, 0x1009_0000_0020,
         "queue_inactive_signal after the error"
     );
     // The stopped queue consumed nothing more: a valid packet after it stays unprocessed and
@@ -457,7 +457,7 @@ fn a_queue_error_without_a_callback_is_printed_and_aborts_the_process() {
         stderr.contains(&format!(
             "hsa-rt: queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: \
              queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}",
-            Status::InvalidPacketFormat.raw()
+            hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false)
         )),
         "{stderr}"
     );
@@ -549,7 +549,7 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
         format!(
             "queue_inactive_signal {:#x}; KFD memory event: page not present at \
              0xdead00000000 on gpu_id {BUILTIN_GPU_ID:#x}",
-            Status::MemoryFault.raw()
+            hsa_core::queue::inactive::encode(Status::MemoryFault, false)
         )
     );
     let logged = emulated.queue_error(q.hw_id().0).unwrap();

@@ -835,6 +835,7 @@ pub fn run_with_faults(
             instructions: now.instructions - before.instructions,
             lane_instructions: now.lane_instructions - before.lane_instructions,
             interpreter_ns: now.interpreter_ns - before.interpreter_ns,
+            pm4_packets: now.pm4_packets - before.pm4_packets,
         }
     });
     let executor = match execution {

@@ -235,6 +235,44 @@ pub struct BarrierValuePacket {
     pub completion_signal: SignalHandle,
 }
 
+/// The AMD format byte of a vendor-specific packet that carries PM4 commands for the command
+/// processor (`AMD_AQL_FORMAT_PM4_IB`): ROCR 5.x on gfx9 and later submits one to invalidate
+/// the GPU's caches after loading code (`AqlQueue::ExecutePM4`, called by
+/// `GpuAgent::InvalidateCodeCaches`).
+///
+/// Ref: ROCR `core/runtime/amd_aql_queue.cpp` (ROCm 5.2).
+pub const AMD_AQL_FORMAT_PM4_IB: u8 = 1;
+
+/// Dwords of an [`AmdAqlPm4IbPacket`] after its `dw_cnt_remain` field (the reserved dwords
+/// and the completion signal), the only value ROCR writes there.
+pub const AMD_AQL_PM4_IB_DW_CNT_REMAIN: u32 = 10;
+
+/// `amd_aql_pm4_ib`: an AMD vendor-specific packet of format [`AMD_AQL_FORMAT_PM4_IB`]. The
+/// command processor executes the four PM4 dwords in `ib_jump_cmd` (ROCR puts one
+/// `INDIRECT_BUFFER` packet there, pointing at the PM4 commands to run), skips the
+/// `dw_cnt_remain` dwords after that field, and completes the packet as any other: release
+/// fence, completion signal decremented (ROCm 6 waits on it; ROCm 5.2 leaves it null and
+/// waits for the read index to pass the packet).
+///
+/// Ref: ROCR `core/runtime/amd_aql_queue.cpp` (`AqlQueue::ExecutePM4`, ROCm 5.2 and 6.x).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C, align(64))]
+pub struct AmdAqlPm4IbPacket {
+    /// AMD vendor header: AQL header of type VENDOR_SPECIFIC, `AmdFormat`
+    /// [`AMD_AQL_FORMAT_PM4_IB`] (ROCR writes it as the 16-bit `ven_hdr`).
+    pub header: AmdVendorPacketHeader,
+    /// PM4 commands run in the queue's ring context (ROCR: one 4-dword `INDIRECT_BUFFER`).
+    pub ib_jump_cmd: [u32; 4],
+    /// Dwords left in the packet after this one ([`AMD_AQL_PM4_IB_DW_CNT_REMAIN`]).
+    pub dw_cnt_remain: u32,
+    /// Must be 0.
+    pub reserved: [u32; 8],
+    /// Decremented when the commands completed; null for none.
+    pub completion_signal: SignalHandle,
+}
+
 macro_rules! assert_layout {
     ($t:ty, $size:expr, $( $field:ident @ $off:expr ),* $(,)?) => {
         const _: () = assert!(size_of::<$t>() == $size);
@@ -257,4 +295,6 @@ assert_layout!(AmdVendorPacketHeader, 4, header @ 0, amd_format @ 2, reserved @ 
 assert_layout!(BarrierValuePacket, 64,
     header @ 0, reserved0 @ 4, signal @ 8, value @ 16, mask @ 24, cond @ 32, reserved1 @ 36,
     reserved2 @ 40, reserved3 @ 48, completion_signal @ 56);
+assert_layout!(AmdAqlPm4IbPacket, 64,
+    header @ 0, ib_jump_cmd @ 4, dw_cnt_remain @ 20, reserved @ 24, completion_signal @ 56);
 const _: () = assert!(core::mem::align_of::<KernelDispatchPacket>() == 64);

@@ -96,6 +96,9 @@ pub enum Command {
     /// AMD barrier-value: wait until `(signal value & mask) cond value`, with the packet's
     /// raw `condition` as a [`SignalCondition`].
     BarrierValue(packet::BarrierValue, SignalCondition),
+    /// AMD vendor packet of format `AMD_AQL_FORMAT_PM4_IB`: PM4 commands for the host's
+    /// command processor ([`DecodedPm4Ib`](super::DecodedPm4Ib)).
+    AmdPm4Ib(super::vendor::DecodedPm4Ib),
 }
 
 impl Command {
@@ -107,6 +110,7 @@ impl Command {
             Command::BarrierAnd(b) => b.completion_signal,
             Command::BarrierOr(b) => b.completion_signal,
             Command::BarrierValue(b, _) => b.completion_signal,
+            Command::AmdPm4Ib(p) => p.completion_signal,
         }
     }
 }

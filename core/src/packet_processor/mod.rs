@@ -20,7 +20,8 @@
 //!    when a packet launches every earlier packet has completed and the bit is always
 //!    satisfied. Acquire fence: for agent or system scope a `fence(Acquire)`.
 //! 4. Run: a kernel through [`ProcessorHost::execute_kernel`], an agent function through
-//!    [`ProcessorHost::agent_dispatch`], barriers by reading their dependency signals (a
+//!    [`ProcessorHost::agent_dispatch`], the PM4 commands of an AMD PM4-IB vendor packet
+//!    through [`ProcessorHost::execute_pm4`], barriers by reading their dependency signals (a
 //!    barrier not yet satisfied leaves the packet in place: [`Progress::Blocked`]).
 //! 5. Complete: for agent or system release scope a `fence(Release)`; with profiling on
 //!    (`AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`) store start and end timestamps into the
@@ -49,8 +50,9 @@
 //! index is not advanced past it. Packet errors carry `INVALID_PACKET_FORMAT`, unknown signals
 //! the host's status (`INVALID_SIGNAL`), host errors their own status. Before the report, the
 //! queue's `amd_queue_t.queue_inactive_signal` (if the host knows the handle) is set to the
-//! error's `hsa_status_t` code and its event is signaled, so that waiters on it wake (ROCR
-//! watches this signal for CP-reported queue errors).
+//! command processor's queue error code for the error, with the `hsa_status_t` in its upper
+//! half ([`crate::queue::inactive`]: ROCR decodes the code), and its event is signaled, so
+//! that waiters on it wake (ROCR watches this signal for CP-reported queue errors).
 //!
 //! # Soft queues
 //! `hsa_soft_queue_create` makes a queue whose packet processor is the user's own code (CPU
@@ -60,14 +62,17 @@
 
 mod decode;
 mod slot;
+mod vendor;
 
 pub use decode::{Command, DecodedAgentDispatch, DecodedKernelDispatch};
 pub use slot::RingConsumer;
+pub use vendor::DecodedPm4Ib;
 
-use crate::abi::packet::{FenceScope, PACKET_SIZE_BYTES};
+use crate::abi::packet::{FenceScope, PacketType, PACKET_SIZE_BYTES};
 use crate::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
 use crate::abi::SignalHandle;
 use crate::addr::GpuVa;
+use crate::queue::inactive;
 use crate::queue::ring::Ring;
 use crate::signal::raw::RawSignal;
 use crate::status::{Error, Result, Status};
@@ -94,6 +99,25 @@ pub trait ProcessorHost {
     /// Any error stops the queue with its status, e.g. `Status::InvalidPacketFormat` for an
     /// unregistered function id.
     fn agent_dispatch(&self, dispatch: &DecodedAgentDispatch) -> Result<()>;
+
+    /// Runs the PM4 commands of an AMD PM4-IB vendor packet (`AMD_AQL_FORMAT_PM4_IB`, ROCR's
+    /// `amd_aql_pm4_ib`) to completion, as the command processor does; the processor then
+    /// completes the packet as any other (release fence, completion signal). The default is
+    /// for hosts without a PM4 engine: the queue stops with `Status::InvalidPacketFormat`, as
+    /// a command processor stops on a vendor packet it does not support.
+    ///
+    /// # Errors
+    /// Any error stops the queue with its status, e.g. `Status::InvalidPacketFormat` for a
+    /// PM4 packet the host does not execute, `Status::MemoryFault` for an indirect buffer it
+    /// cannot read.
+    fn execute_pm4(&self, packet: &DecodedPm4Ib) -> Result<()> {
+        crate::bail!(
+            Status::InvalidPacketFormat,
+            "AMD vendor packet of format PM4_IB (1), PM4 header {:#010x}: this packet \
+             processor runs no PM4 commands",
+            packet.pm4[0]
+        )
+    }
 
     /// Turns a signal handle from a packet (never null) into a live signal. The host must
     /// check that the handle names a signal it knows, so that an untrusted packet can never
@@ -235,7 +259,17 @@ impl PacketProcessor {
                 Ok(_) => break,
                 Err(e) => {
                     let e = e.context_index(self.consumer.read_index());
-                    Self::mark_inactive(host, self.consumer.ring().queue_inactive_signal(), &e);
+                    // The packet that failed is still in its slot.
+                    let vendor = self
+                        .consumer
+                        .peek()
+                        .is_some_and(|b| b[0] == PacketType::VendorSpecific as u8);
+                    Self::mark_inactive(
+                        host,
+                        self.consumer.ring().queue_inactive_signal(),
+                        &e,
+                        vendor,
+                    );
                     host.report_error(&e);
                     self.stopped = Some(e.clone());
                     return Progress::Stopped(e);
@@ -265,7 +299,10 @@ impl PacketProcessor {
         let Some(bytes) = self.consumer.peek() else {
             return Ok(Step::Idle);
         };
-        let (header, mut command) = decode::decode(&bytes)?;
+        let (header, mut command) = match vendor::decode_pm4_ib(&bytes) {
+            Some(pm4_ib) => pm4_ib?,
+            None => decode::decode(&bytes)?,
+        };
         if let Command::Kernel(k) = &mut command {
             k.packet_address = self.packet_address(index);
             k.queue_address = self.queue_address;
@@ -283,6 +320,7 @@ impl PacketProcessor {
         let satisfied = match &command {
             Command::Kernel(k) => host.execute_kernel(k).map(|()| true)?,
             Command::Agent(a) => host.agent_dispatch(a).map(|()| true)?,
+            Command::AmdPm4Ib(p) => host.execute_pm4(p).map(|()| true)?,
             Command::BarrierAnd(b) => {
                 let mut all = true;
                 for (i, &d) in b.dep_signals.iter().enumerate() {
@@ -339,16 +377,25 @@ impl PacketProcessor {
     }
 
     /// Sets the queue's `queue_inactive_signal` (when there is one the host knows) to the
-    /// error's `hsa_status_t` code, as the CP does when it stops a queue, and wakes its
-    /// waiters through its event. Best effort: a bad handle or mailbox is ignored (the error
-    /// callback still reports the stop).
-    fn mark_inactive<H: ProcessorHost + ?Sized>(host: &H, handle: SignalHandle, error: &Error) {
+    /// command processor's queue error code for the error, with its `hsa_status_t` in the
+    /// upper half ([`inactive::encode`]; `vendor_packet`: the failing packet was an AMD
+    /// vendor packet), as the CP does when it stops a queue, and wakes its waiters through
+    /// its event. Best effort: a bad handle or mailbox is ignored (the error callback still
+    /// reports the stop).
+    fn mark_inactive<H: ProcessorHost + ?Sized>(
+        host: &H,
+        handle: SignalHandle,
+        error: &Error,
+        vendor_packet: bool,
+    ) {
         let Ok(Some(sig)) = Self::resolve(host, handle) else {
             return;
         };
         // Release pairs with the Acquire load of a waiter on the inactive signal.
-        sig.value()
-            .store(i64::from(error.status().raw()), Ordering::Release);
+        sig.value().store(
+            inactive::encode(error.status(), vendor_packet),
+            Ordering::Release,
+        );
         let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
         if mailbox != 0 {
             let id = sig.event_id();

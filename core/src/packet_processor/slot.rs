@@ -89,8 +89,10 @@ mod tests {
     use crate::abi::SignalHandle;
     use crate::addr::GpuVa;
     use crate::packet::KernelDispatch as Builder;
+    use crate::packet_processor::vendor::tests::{rocr_packet, rocr_pm4};
     use crate::packet_processor::{
-        DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+        DecodedAgentDispatch, DecodedKernelDispatch, DecodedPm4Ib, PacketProcessor, ProcessorHost,
+        Progress,
     };
     use crate::queue::ring::{Ring, INVALID_HEADER_WORD};
     use crate::signal::raw::RawSignal;
@@ -169,5 +171,93 @@ mod tests {
             assert_eq!(d.queue_address, GpuVa(0x7000_1000));
             assert_eq!(d.workgroup_size, [64, 1, 1]);
         }
+    }
+
+    /// A host that records the PM4 it is given.
+    #[derive(Default)]
+    struct Pm4Host(RefCell<Vec<DecodedPm4Ib>>);
+
+    impl ProcessorHost for Pm4Host {
+        fn execute_kernel(&self, _: &DecodedKernelDispatch) -> Result<()> {
+            Err(crate::error!(Status::Error, "none"))
+        }
+        fn agent_dispatch(&self, _: &DecodedAgentDispatch) -> Result<()> {
+            Err(crate::error!(Status::Error, "none"))
+        }
+        fn execute_pm4(&self, packet: &DecodedPm4Ib) -> Result<()> {
+            self.0.borrow_mut().push(*packet);
+            Ok(())
+        }
+        fn resolve_signal(&self, _: SignalHandle) -> Result<RawSignal> {
+            Err(crate::error!(Status::InvalidSignal, "none"))
+        }
+        fn write_mailbox(&self, _: GpuVa, _: u32) -> Result<()> {
+            Ok(())
+        }
+        fn signal_event(&self, _: u32) {}
+        fn timestamp_ticks(&self) -> u64 {
+            0
+        }
+        fn report_error(&self, _: &Error) {}
+    }
+
+    /// Publishes `packet` into slot 0 of a fresh 2-slot ring and processes it with `host`;
+    /// returns the progress and the read index after.
+    fn process_one<H: ProcessorHost>(packet: [u8; 64], host: &H) -> (Progress, u64) {
+        let mut storage = std::boxed::Box::new(Storage {
+            slots: [[0; 64]; 4],
+            queue: AmdQueue::new_zeroed(),
+        });
+        let base = NonNull::from(&mut storage.slots).cast::<u8>();
+        let queue = NonNull::from(&mut storage.queue);
+        // SAFETY: `storage` (boxed, 64-aligned) outlives the ring and the consumer below; 2
+        // of its 4 slots of 64 bytes; slot headers and indices are only touched through the
+        // Ring.
+        let ring = unsafe { Ring::new(base, 2, queue) };
+        for i in 0..2 {
+            ring.header_word(i)
+                .store(INVALID_HEADER_WORD, crate::sync::Ordering::Relaxed);
+        }
+        // SAFETY: single producer; slot 0 was never used, so its header is INVALID.
+        unsafe { ring.write_body(0, &packet) };
+        ring.publish(
+            0,
+            u32::from_le_bytes([packet[0], packet[1], packet[2], packet[3]]),
+        );
+        // SAFETY: the only consumer of this ring.
+        let consumer = unsafe { RingConsumer::new(ring) };
+        let progress = PacketProcessor::new(consumer).process(host, 4);
+        (
+            progress,
+            ring.read_index().load(crate::sync::Ordering::Acquire),
+        )
+    }
+
+    /// ROCR's PM4-IB vendor packet reaches the host's `execute_pm4` and completes: the read
+    /// index passes it (what ROCR 5.2's `ExecutePM4` waits for).
+    #[test]
+    fn processor_hands_pm4_to_its_host_and_completes_the_packet() {
+        let host = Pm4Host::default();
+        let (progress, read) = process_one(rocr_packet(), &host);
+        assert_eq!(progress, Progress::Processed(1));
+        assert_eq!(read, 1);
+        assert_eq!(host.0.borrow()[0].pm4, rocr_pm4());
+    }
+
+    /// A host without a PM4 engine (the trait's default, e.g. [`Recorder`]) stops the queue at
+    /// the packet with `INVALID_PACKET_FORMAT`.
+    #[test]
+    fn a_host_without_pm4_stops_the_queue_with_invalid_packet_format() {
+        let (progress, read) = process_one(rocr_packet(), &Recorder::default());
+        let Progress::Stopped(e) = progress else {
+            panic!("{progress:?}")
+        };
+        assert_eq!(e.status(), Status::InvalidPacketFormat);
+        assert_eq!(
+            e.detail(),
+            "packet 0: AMD vendor packet of format PM4_IB (1), PM4 header 0xc0023f00: this \
+             packet processor runs no PM4 commands"
+        );
+        assert_eq!(read, 0);
     }
 }

@@ -8,6 +8,7 @@
 //! Ref: HSA Runtime 1.2 §2.6 "Queues" (`hsa_queue_create`, `hsa_queue_*_write_index_*`,
 //! `hsa_queue_load_read_index_*`); `amd_hsa_queue.h`.
 
+pub mod inactive;
 mod producer;
 pub mod ring;
 #[cfg(not(loom))]
@@ -45,7 +46,8 @@ mod aql {
     /// The value [`AqlQueue::close`] stores into `amd_queue_t.queue_inactive_signal`:
     /// `0x8000_0000_0000_0000` as an `hsa_signal_value_t`, the value ROCR's queue destructor
     /// stores there to wake the threads watching the queue. The packet processor stores a
-    /// positive `hsa_status_t` there instead when it stops the queue with an error, so any
+    /// positive value there instead when it stops the queue with an error (the command
+    /// processor's queue error code and the status: [`inactive`](super::inactive)), so any
     /// non-zero value means "this queue takes no more packets".
     pub const QUEUE_DESTROYED: i64 = i64::MIN;
 
@@ -433,12 +435,7 @@ mod aql {
             match self.inactive.load(LoadOrder::Acquire) {
                 0 => QueueState::Active,
                 QUEUE_DESTROYED => QueueState::Destroyed,
-                v => QueueState::Stopped(
-                    u32::try_from(v)
-                        .ok()
-                        .and_then(|raw| Status::from_raw(raw).ok())
-                        .unwrap_or(Status::Error),
-                ),
+                v => QueueState::Stopped(super::inactive::decode(v).unwrap_or(Status::Error)),
             }
         }
 
@@ -1082,7 +1079,7 @@ mod aql {
                 r.write_next(&packet(r.written())).unwrap();
             }
             // What the packet processor does when a packet is malformed.
-            let code = i64::from(Status::InvalidPacketFormat.raw());
+            let code = super::super::inactive::encode(Status::InvalidPacketFormat, false);
             q.inactive_signal().store(code, StoreOrder::Release);
             assert_eq!(q.state(), QueueState::Stopped(Status::InvalidPacketFormat));
             let e = q.reserve(1).unwrap_err();
@@ -1102,8 +1099,11 @@ mod aql {
                 1,
                 "{e}"
             );
-            // A raw value that is no hsa_status_t still reads as stopped.
-            q.inactive_signal().store(7, StoreOrder::Release);
+            // A real CP's code (no status in the upper half) reads as ROCR reads it; a code
+            // ROCR does not define still reads as stopped.
+            q.inactive_signal().store(0x100, StoreOrder::Release);
+            assert_eq!(q.state(), QueueState::Stopped(Status::InvalidPacketFormat));
+            q.inactive_signal().store(0x1000, StoreOrder::Release);
             assert_eq!(q.state(), QueueState::Stopped(Status::Error));
             q.inactivate().unwrap();
             assert_eq!(q.state(), QueueState::Inactive);

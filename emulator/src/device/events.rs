@@ -133,6 +133,28 @@ impl Events {
         written
     }
 
+    /// What amdkfd does with the CP's end-of-pipe interrupt carrying `context_id`
+    /// (`kfd_signal_event_interrupt(pasid, context_id, 32)`): when `context_id` names a signal
+    /// event whose slot was written, that event is set; otherwise the id is taken as invalid
+    /// and every signal event whose slot was written is set. Each slot set goes back to
+    /// [`UNSIGNALED_EVENT_SLOT`]. Returns whether any event was set.
+    pub(crate) fn end_of_pipe_interrupt(&mut self, context_id: u32) -> bool {
+        if self.poll_slot(context_id) {
+            return true;
+        }
+        let ids: Vec<u32> = self
+            .table
+            .iter()
+            .filter(|(_, ev)| ev.slot.is_some())
+            .map(|(&id, _)| id)
+            .collect();
+        let mut any = false;
+        for id in ids {
+            any |= self.poll_slot(id);
+        }
+        any
+    }
+
     /// Sets every event of type `event_type` with exception data `data`, as amdkfd does for a
     /// memory fault or a hardware exception; returns how many there were.
     pub(crate) fn signal_type(&mut self, event_type: u32, data: [u8; 32]) -> usize {

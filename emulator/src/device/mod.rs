@@ -6,12 +6,14 @@
 //! follow linux `drivers/gpu/drm/amd/amdkfd/kfd_chardev.c` (`kfd_ioctl` and the per-ioctl
 //! handlers), `kfd_events.c` and `kfd_process_queue_manager.c`:
 //!
-//! - `arg.len()` must equal `_IOC_SIZE(request)` (the trait's contract), else `EINVAL`; a
-//!   request whose type is not `'K'`, or whose number is in amdkfd's table
-//!   ([`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`]) but not implemented here, is
+//! - `arg.len()` must equal `_IOC_SIZE(request)` (the trait's contract), else `EINVAL`. As
+//!   `kfd_ioctl`, the device looks at the request's number only: its type byte and direction
+//!   are the table's ([`amdkfd_table_command`]: the argument comes back for a command that
+//!   returns one, whatever the request says), and a different encoded size is accepted (the
+//!   argument is zero-extended or truncated to the emulation's struct). A number in amdkfd's
+//!   table ([`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`]) not implemented here is
 //!   `ENOTTY`; a number outside the table (0, or from [`AMDKFD_COMMAND_END`] on: among them
-//!   the ROCm 5.x kernels' own 0x80 range) is `EINVAL`, as `kfd_ioctl` answers it. As the kernel, a known number with a different encoded size is accepted: the
-//!   argument is zero-extended or truncated to the emulation's struct.
+//!   the ROCm 5.x kernels' own 0x80 range) is `EINVAL`, as `kfd_ioctl` answers it.
 //! - Unknown `gpu_id`, memory handle, queue id or event id: `EINVAL`. A user pointer (device
 //!   id arrays, event arrays, aperture arrays, CU masks) that is not mapped: `EFAULT` (copies go
 //!   through `/proc/self/mem`, as `copy_from_user` would fault).
@@ -38,6 +40,9 @@
 //!   symbols: a kernel is its kernel descriptor in GPU memory, and messages name it by its
 //!   registration's label or its kernel object. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
 //!   host implementations only.
+//! - AMD PM4-IB vendor packets (ROCR's cache invalidation after loading code) run in the
+//!   CP's PM4 engine: `NOP`, `WRITE_DATA`, `INDIRECT_BUFFER`, `RELEASE_MEM`, `ACQUIRE_MEM`
+//!   (the `pm4` module's docs); any other PM4 stops the queue with `INVALID_PACKET_FORMAT`.
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
 //!
@@ -75,8 +80,10 @@ mod interp;
 mod kernel;
 mod mem;
 mod memory;
+mod pm4;
 mod profile;
 mod queue;
+pub mod record;
 
 pub use events::{EVENT_PAGE_BYTES, FIRST_NONSIGNAL_EVENT_ID, UNSIGNALED_EVENT_SLOT};
 pub use interp::run_kernel_dispatch;
@@ -132,6 +139,40 @@ pub const AMDKFD_IOC_SET_TRAP_HANDLER: u32 = ioc(
     0x13,
     size_of::<SetTrapHandlerArgs>(),
 );
+
+/// The command of amdkfd's ioctl table (`amdkfd_ioctls[nr].cmd`: type `'K'`, the argument's
+/// size, its direction) for ioctl number `nr`, when this device emulates it; `None` for other
+/// numbers. amdkfd answers a request by its number alone and copies the argument in and out
+/// as this command's direction says (`kfd_ioctl`), so a caller copying for it (kfd-emu's
+/// preloaded library) uses this direction, not the request's.
+pub fn amdkfd_table_command(nr: u8) -> Option<u32> {
+    Some(match nr {
+        0x01 => AMDKFD_IOC_GET_VERSION,
+        0x02 => AMDKFD_IOC_CREATE_QUEUE,
+        0x03 => AMDKFD_IOC_DESTROY_QUEUE,
+        0x04 => AMDKFD_IOC_SET_MEMORY_POLICY,
+        0x05 => AMDKFD_IOC_GET_CLOCK_COUNTERS,
+        0x07 => AMDKFD_IOC_UPDATE_QUEUE,
+        0x08 => AMDKFD_IOC_CREATE_EVENT,
+        0x09 => AMDKFD_IOC_DESTROY_EVENT,
+        0x0A => AMDKFD_IOC_SET_EVENT,
+        0x0B => AMDKFD_IOC_RESET_EVENT,
+        0x0C => AMDKFD_IOC_WAIT_EVENTS,
+        0x11 => AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+        0x13 => AMDKFD_IOC_SET_TRAP_HANDLER,
+        0x14 => AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
+        0x15 => AMDKFD_IOC_ACQUIRE_VM,
+        0x16 => AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
+        0x17 => AMDKFD_IOC_FREE_MEMORY_OF_GPU,
+        0x18 => AMDKFD_IOC_MAP_MEMORY_TO_GPU,
+        0x19 => AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
+        0x1A => AMDKFD_IOC_SET_CU_MASK,
+        0x21 => AMDKFD_IOC_SET_XNACK_MODE,
+        0x23 => AMDKFD_IOC_AVAILABLE_MEMORY,
+        0x25 => AMDKFD_IOC_RUNTIME_ENABLE,
+        _ => return None,
+    })
+}
 
 /// Counts of live objects, for tests that check nothing leaks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -230,6 +271,9 @@ pub struct ExecutionStats {
     pub lane_instructions: u64,
     /// Wall time spent in interpreted dispatches, ns.
     pub interpreter_ns: u64,
+    /// PM4 packets the command processor executed (from AMD PM4-IB vendor packets: ROCR's
+    /// cache invalidations), indirect buffers and their contents each counted.
+    pub pm4_packets: u64,
 }
 
 #[derive(Default)]
@@ -240,6 +284,7 @@ struct StatCounters {
     instructions: AtomicU64,
     lane_instructions: AtomicU64,
     interpreter_ns: AtomicU64,
+    pm4_packets: AtomicU64,
 }
 
 /// One emulated GPU.
@@ -373,6 +418,8 @@ impl Device {
 /// The emulated `/dev/kfd` (driver name `"emulated"`). See the module docs for semantics.
 pub struct EmulatedKfd {
     device: Arc<Device>,
+    /// What it answered, when recording (the `record` module).
+    recorder: record::Recorder,
 }
 
 impl std::fmt::Debug for EmulatedKfd {
@@ -479,6 +526,7 @@ impl EmulatedKfd {
             .filter(|b| b.heap_type == HeapType::System)
             .fold(0u64, |a, b| a.saturating_add(b.size_bytes));
         let mode = ExecutionMode::from_env()?;
+        let recorder = record::Recorder::from_env()?;
         let user = UserMemory::open()
             .map_err(|e| error!(Status::Error, "emulated device: open /proc/self/mem: {e}"))?;
         Ok(Arc::new(EmulatedKfd {
@@ -501,6 +549,7 @@ impl EmulatedKfd {
                 threads: AtomicUsize::new(default_threads()),
                 stats: StatCounters::default(),
             }),
+            recorder,
         }))
     }
 
@@ -573,6 +622,7 @@ impl EmulatedKfd {
             instructions: c.instructions.load(Ordering::SeqCst),
             lane_instructions: c.lane_instructions.load(Ordering::SeqCst),
             interpreter_ns: c.interpreter_ns.load(Ordering::SeqCst),
+            pm4_packets: c.pm4_packets.load(Ordering::SeqCst),
         }
     }
 
@@ -661,14 +711,37 @@ impl EmulatedKfd {
         arg: &mut [u8],
     ) -> Result<(), Errno> {
         self.device.ioctls.fetch_add(1, Ordering::SeqCst);
-        let node = self
+        let before = self.recorder.on().then(|| arg.to_vec());
+        let result = self
             .device
             .topology
             .nodes
             .iter()
             .find(|n| n.properties.gpu_id == gpu_id && n.properties.simd_count > 0)
-            .ok_or(Errno::INVAL)?;
-        drm::ioctl(node, &self.device.user, request, arg)
+            .ok_or(Errno::INVAL)
+            .and_then(|node| drm::ioctl(node, &self.device.user, request, arg));
+        if let Some(before) = before {
+            self.recorder.record(record::KfdCall::Ioctl {
+                target: record::CallTarget::Render(gpu_id),
+                request,
+                before,
+                after: arg.to_vec(),
+                result,
+            });
+        }
+        result
+    }
+
+    /// Starts recording every ioctl and mmap the device answers, in memory (again from
+    /// nothing if it was recording); see the `record` module.
+    pub fn start_recording(&self) {
+        self.recorder.start();
+    }
+
+    /// The calls recorded since [`EmulatedKfd::start_recording`], in the order they were
+    /// answered; empty when not recording.
+    pub fn recording(&self) -> Vec<record::KfdCall> {
+        self.recorder.calls()
     }
 
     /// The trap handler SET_TRAP_HANDLER last set on GPU `gpu_id`: its code (TBA) and memory
@@ -692,9 +765,6 @@ impl EmulatedKfd {
         if size != arg.len() {
             return Err(Errno::INVAL);
         }
-        if ((request >> 8) & 0xff) as u8 != AMDKFD_IOCTL_BASE {
-            return Err(Errno::NOTTY);
-        }
         let nr = (request & 0xff) as u8;
         // kfd_ioctl: a number outside AMDKFD_COMMAND_START..AMDKFD_CORE_IOCTL_COUNT is the
         // -EINVAL it starts with (linux before 6.18) — among them the ROCm 5.x kernels' own
@@ -703,6 +773,11 @@ impl EmulatedKfd {
         if !(AMDKFD_COMMAND_START..AMDKFD_COMMAND_END).contains(&nr) {
             return Err(Errno::INVAL);
         }
+        // kfd_ioctl then looks at the number only: the command is its table's — type byte and
+        // direction included, whatever the caller's — and the size the caller's.
+        let Some(request) = amdkfd_table_command(nr) else {
+            return Err(Errno::NOTTY);
+        };
         match nr {
             0x01 => with_args(request, arg, |a: &mut GetVersionArgs| {
                 a.major_version = KFD_IOCTL_MAJOR_VERSION;
@@ -1444,14 +1519,28 @@ impl KfdDriver for EmulatedKfd {
     ///   EOP and save areas, scratch, `r_debug`) are not used.
     unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
         let n = self.device.ioctls.fetch_add(1, Ordering::SeqCst);
-        {
+        let before = self.recorder.on().then(|| arg.to_vec());
+        let injected = {
             let mut faults = lock(&self.device.faults);
-            if let Some(i) = faults.iter().position(|&(at, _)| at == n) {
-                let (_, errno) = faults.swap_remove(i);
-                return Err(errno);
-            }
+            faults
+                .iter()
+                .position(|&(at, _)| at == n)
+                .map(|i| faults.swap_remove(i).1)
+        };
+        let result = match injected {
+            Some(errno) => Err(errno),
+            None => self.dispatch(request, arg),
+        };
+        if let Some(before) = before {
+            self.recorder.record(record::KfdCall::Ioctl {
+                target: record::CallTarget::Kfd,
+                request,
+                before,
+                after: arg.to_vec(),
+                result,
+            });
         }
-        self.dispatch(request, arg)
+        result
     }
 
     /// Maps the device's memfd pages of a doorbell page, the event page or a buffer object.
@@ -1465,16 +1554,30 @@ impl KfdDriver for EmulatedKfd {
         len: usize,
         addr: Option<NonNull<u8>>,
     ) -> Result<NonNull<u8>, Errno> {
-        if len == 0 {
-            return Err(Errno::INVAL);
-        }
-        // SAFETY: the caller upholds KfdDriver::mmap's contract, which is theirs.
-        unsafe {
-            match target {
-                MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
-                MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
+        let result = if len == 0 {
+            Err(Errno::INVAL)
+        } else {
+            // SAFETY: the caller upholds KfdDriver::mmap's contract, which is theirs.
+            unsafe {
+                match target {
+                    MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
+                    MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
+                }
             }
+        };
+        if self.recorder.on() {
+            self.recorder.record(record::KfdCall::Mmap {
+                target: match target {
+                    MapTarget::Kfd => record::CallTarget::Kfd,
+                    MapTarget::RenderNode(g) => record::CallTarget::Render(g),
+                },
+                offset,
+                len: len as u64,
+                fixed: addr.map(|a| a.as_ptr() as u64),
+                result: result.map(|p| p.as_ptr() as u64),
+            });
         }
+        result
     }
 }
 
@@ -1521,11 +1624,15 @@ mod tests {
             raw(&d, ioc(IOC_READ, b'K', 0x7f, 8), &mut x),
             Err(Errno::INVAL)
         );
-        assert_eq!(
-            raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x),
-            Err(Errno::NOTTY)
-        );
-        assert_eq!(d.ioctl_count(), 4);
+        // kfd_ioctl takes the number alone: another type byte is still GET_VERSION, and its
+        // answer comes back even when the request's direction says write-only (the table's
+        // command is _IOR). The emulated device used to answer ENOTTY.
+        assert_eq!(raw(&d, ioc(IOC_READ, b'Q', 0x01, 8), &mut x), Ok(()));
+        assert_eq!(x, [1, 0, 0, 0, 11, 0, 0, 0]);
+        let mut y = [0u8; 8];
+        assert_eq!(raw(&d, ioc(IOC_WRITE, 0, 0x01, 8), &mut y), Ok(()));
+        assert_eq!(y, [1, 0, 0, 0, 11, 0, 0, 0]);
+        assert_eq!(d.ioctl_count(), 5);
     }
 
     #[test]

@@ -249,6 +249,10 @@ pub const NOMINAL_VRAM_BYTES: u64 = 16 << 30;
 /// - a GPU node (SIMDs > 0) without a `gpu_id`, or with the `gpu_id` of an earlier node (the
 ///   2018 MI25 capture's node 2 is a copy of node 1), gets a synthetic `gpu_id`
 ///   (`0xe000 + node id`, or the next free value);
+/// - an IO or P2P link whose `node_from` is not the node that lists it (that copy's link is
+///   "from" node 1) is made from that node: amdkfd lists a node's links under it
+///   (`kfd_topology.c`), and libhsakmt refuses any other (`topology_sysfs_get_iolink_props`:
+///   `HSAKMT_STATUS_INVALID_NODE_UNIT`, so ROCR 5.2 found no agent at all);
 /// - a CPU node without a system memory bank gets one of
 ///   [`hsa_core::runtime::pools::NOMINAL_SYSTEM_MEMORY_BYTES`] (16 GiB), so that kernarg and
 ///   fine-grained memory exist (the runtime gives such nodes the same nominal size).
@@ -266,6 +270,17 @@ pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
     let mut notes = Vec::new();
     let mut seen: Vec<u32> = Vec::new();
     for n in &mut topology.nodes {
+        let id = n.properties.node_id;
+        for (k, l) in n.io_links.iter_mut().enumerate() {
+            if l.node_from != id {
+                notes.push(format!(
+                    "node {id}: {} link {k} from node {} made from node {id}, which lists it",
+                    if l.p2p { "P2P" } else { "IO" },
+                    l.node_from
+                ));
+                l.node_from = id;
+            }
+        }
         let p = &mut n.properties;
         if p.simd_count > 0 {
             if p.gpu_id == 0 || seen.contains(&p.gpu_id) {
@@ -347,6 +362,44 @@ pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
 mod capture_tests {
     use super::*;
 
+    /// The 2018 MI25 capture's node 2 (a copy of node 1) lists an IO link "from" node 1; amdkfd
+    /// lists a node's links under that node, and libhsakmt refuses a link whose `node_from` is
+    /// not its node (`topology_sysfs_get_iolink_props`: INVALID_NODE_UNIT), so ROCR found no
+    /// agent at all on that capture. The link is from its node once completed.
+    #[test]
+    fn a_link_is_from_the_node_that_lists_it() {
+        let root = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
+            .unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
+            })
+            .join("testdata/kfd-topology/mi25-gfx900-2018-topology/topology");
+        if !root.is_dir() {
+            println!("skipped: {} missing (set HSA_RT_SHARED)", root.display());
+            return;
+        }
+        let mut t = Topology::read(&root).unwrap();
+        let links = |t: &Topology| -> Vec<(u32, u32, u32)> {
+            t.nodes
+                .iter()
+                .flat_map(|n| {
+                    n.io_links
+                        .iter()
+                        .map(|l| (n.properties.node_id, l.node_from, l.node_to))
+                })
+                .collect()
+        };
+        assert_eq!(links(&t), [(0, 0, 1), (1, 1, 0), (2, 1, 0)]);
+        let notes = complete_capture(&mut t);
+        assert_eq!(links(&t), [(0, 0, 1), (1, 1, 0), (2, 2, 0)]);
+        assert!(
+            notes.contains(
+                &"node 2: IO link 0 from node 1 made from node 2, which lists it".to_owned()
+            ),
+            "{notes:?}"
+        );
+        assert!(complete_capture(&mut t).is_empty());
+    }
+
     #[test]
     fn completes_missing_and_duplicate_gpu_ids_once() {
         let mut t = builtin_topology();
@@ -360,7 +413,8 @@ mod capture_tests {
         t.nodes[1].properties.gpu_id = 0;
         t.nodes[3].caches.clear();
         let notes = complete_capture(&mut t);
-        assert_eq!(notes.len(), 4, "{notes:?}");
+        // The copies' IO links, "from" node 1, are made theirs too.
+        assert_eq!(notes.len(), 6, "{notes:?}");
         assert_eq!(t.nodes[3].caches.len(), 2);
         assert_eq!(t.nodes[3].caches[1].size_kib, 8192);
         t.nodes[2].memory_banks.clear();

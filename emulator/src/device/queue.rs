@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet_processor::{
-    DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+    DecodedAgentDispatch, DecodedKernelDispatch, DecodedPm4Ib, PacketProcessor, ProcessorHost,
+    Progress,
 };
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
@@ -34,6 +35,7 @@ use hsa_core::{error, Error, GpuVa, Status};
 
 use super::mem::Region;
 use super::memory::{Allocs, MemoryFault};
+use super::pm4::{self, Pm4Memory};
 use super::{interp, kernel, Device, ExecutionMode};
 use crate::gfx9::Gfx9Target;
 
@@ -331,6 +333,15 @@ impl ProcessorHost for CpHost<'_> {
         ))
     }
 
+    fn execute_pm4(&self, packet: &DecodedPm4Ib) -> hsa_core::Result<()> {
+        let counts = pm4::execute(packet, self)?;
+        self.device
+            .stats
+            .pm4_packets
+            .fetch_add(u64::from(counts.total()), Ordering::SeqCst);
+        Ok(())
+    }
+
     fn resolve_signal(&self, handle: SignalHandle) -> hsa_core::Result<RawSignal> {
         self.allocs
             .device_region(self.gpu_id, handle.0, 64)
@@ -387,5 +398,66 @@ impl ProcessorHost for CpHost<'_> {
     fn report_error(&self, _error: &Error) {
         // The thread reports the error (log, KFD events) from Progress::Stopped, once the
         // allocation lock is released.
+    }
+}
+
+/// The GPU's side of the PM4 engine: its accesses go through the allocations mapped to it,
+/// as the CP's go through the GPU's page tables; a fault is recorded for the KFD memory
+/// event, as a kernel's is.
+impl Pm4Memory for CpHost<'_> {
+    fn read_dwords(&self, va: u64, out: &mut [u32]) -> hsa_core::Result<()> {
+        let len = out.len() as u64 * 4;
+        let region = self
+            .allocs
+            .device_region_or_fault(self.gpu_id, va, len, "PM4 indirect buffer read")
+            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "read"))))?;
+        let mut bytes = vec![0u8; out.len() * 4];
+        region.read_into(&mut bytes);
+        for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
+            *o = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+        }
+        Ok(())
+    }
+
+    fn write_u32(&self, va: u64, value: u32) -> hsa_core::Result<()> {
+        let region = self
+            .allocs
+            .device_region_or_fault(self.gpu_id, va, 4, "PM4 write")
+            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
+        match region.atomic_u32(0) {
+            // Release pairs with the Acquire load of whoever polls the word (a signal's
+            // waiter, the host).
+            Some(w) => w.store(value, Ordering::Release),
+            None => region.write_from(&value.to_le_bytes()),
+        }
+        Ok(())
+    }
+
+    fn write_u64(&self, va: u64, value: u64) -> hsa_core::Result<()> {
+        let region = self
+            .allocs
+            .device_region_or_fault(self.gpu_id, va, 8, "PM4 write")
+            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
+        match region.atomic_u64(0) {
+            // Release: as in write_u32.
+            Some(w) => w.store(value, Ordering::Release),
+            None => region.write_from(&value.to_le_bytes()),
+        }
+        Ok(())
+    }
+
+    fn gpu_clock(&self) -> u64 {
+        super::monotonic_ns()
+    }
+
+    fn end_of_pipe_interrupt(&self, context_id: u32) {
+        let mut events = self
+            .device
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if events.end_of_pipe_interrupt(context_id) {
+            self.device.events_cv.notify_all();
+        }
     }
 }

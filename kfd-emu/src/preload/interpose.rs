@@ -306,7 +306,14 @@ fn copy_to_user(addr: u64, data: &[u8]) -> Result<(), Errno> {
 /// An ioctl on a device file, as the kernel runs one: copy in, handle, copy out.
 fn device_ioctl(s: &State, target: Target, request: u32, arg: u64) -> Result<(), Errno> {
     let size = ((request >> 16) & 0x3fff) as usize;
-    let dir = request >> 30;
+    // kfd_ioctl copies in and out as its table's command says, whatever the request's
+    // direction bits; the size is the request's. Render-node requests keep their own.
+    let dir = match target {
+        Target::Kfd => {
+            hsa_emu::device::amdkfd_table_command((request & 0xff) as u8).unwrap_or(request)
+        }
+        Target::Render { .. } => request,
+    } >> 30;
     let mut buf = vec![0u8; size];
     if dir & IOC_WRITE != 0 {
         copy_from_user(arg, &mut buf)?;

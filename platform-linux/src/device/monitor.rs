@@ -19,8 +19,9 @@
 //! - every queue the platform creates is watched: its GPU, its inactive signal and its error
 //!   callback (the abort policy when it has none);
 //! - when an event fires, the thread reads the inactive signal of every watched queue: a
-//!   queue whose signal holds a positive value (the status the packet processor stored)
-//!   stopped, and its callback is called once with that status and what the event data says
+//!   queue whose signal holds a positive value (the queue error code the command processor
+//!   stored, read as ROCR reads it, or the status hsa-rt's packet processor keeps beside it:
+//!   `hsa_core::queue::inactive`) stopped, and its callback is called once with that status and what the event data says
 //!   (address, access, GPU). When no queue of the GPU an event names stopped so and the event
 //!   ends them all (a page fault, which amdkfd answers by evicting the process's queues; a
 //!   whole-GPU reset), every queue of that GPU is reported, with `MEMORY_FAULT` or `ERROR`;
@@ -227,10 +228,7 @@ impl Shared {
                 if q.reported {
                     continue;
                 }
-                let status = u32::try_from(v)
-                    .ok()
-                    .and_then(|raw| Status::from_raw(raw).ok())
-                    .unwrap_or(Status::Error);
+                let status = hsa_core::queue::inactive::decode(v).unwrap_or(Status::Error);
                 let events = describe(q.gpu_id);
                 let e = if events.is_empty() {
                     error!(status, "queue_inactive_signal {v:#x}")

@@ -132,10 +132,13 @@ unsafe impl Platform for LinuxPlatform {
             let rec = st.chunks.get(&va).ok_or_else(|| {
                 error!(Status::InvalidArgument, "no live chunk at gpu_va {va:#x}")
             })?;
+            // Only GPUs it is not mapped to yet, as libhsakmt maps: amdkfd skips a GPU the
+            // buffer is mapped to, after a sync and a TLB flush for nothing.
+            ids.retain(|id| !rec.mapped_to.contains(id));
             rec.handle
         };
         let (Some(handle), false) = (handle, ids.is_empty()) else {
-            return Ok(()); // CPU nodes only: the host already has access
+            return Ok(()); // CPU nodes only, or mapped already: the access is there
         };
         self.map_handle(handle, &ids)?;
         if let Some(rec) = lock(&self.state).chunks.get_mut(&va) {

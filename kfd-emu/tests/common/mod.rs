@@ -1,0 +1,141 @@
+//! Shared by the kfd-emu integration tests: the preloaded library and hsa-rt's C library,
+//! built fresh; C programs built against Debian's ROCR; running kfd-emu.
+//!
+//! `cargo test` builds the `kfd-emu` binary the tests run (`CARGO_BIN_EXE_kfd-emu`) but not
+//! the package's cdylib, `libkfd_emu_preload.so`: without this, kfd-emu found whatever
+//! library an earlier `cargo build` left beside it — none on a clean checkout, a stale one
+//! after a change to the emulated device. [`preload_library`] builds it with `cargo build -p
+//! kfd-emu --lib` (the `CARGO` running the tests, the same profile) into
+//! `<target>/capi-cdylib`: a target directory of its own, so it never waits for the lock of
+//! the build that runs the tests, shared with the capi tests' build of
+//! `libhsa-runtime64.so` over the same dependencies. The tests hand it to kfd-emu through
+//! `KFD_EMU_PRELOAD`.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The freshly built `libkfd_emu_preload.so` (built once per test process).
+pub fn preload_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| build("kfd-emu", "libkfd_emu_preload.so"))
+        .clone()
+}
+
+/// hsa-rt's `libhsa_runtime64.so` (the C ABI, `hsa-capi`), built as the capi tests build it
+/// (same directory); once per test process.
+pub fn capi_library() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| build("hsa-capi", "libhsa_runtime64.so"))
+        .clone()
+}
+
+/// `cargo build -p PACKAGE --lib` into `<target>/capi-cdylib`; the library `file` it made.
+fn build(package: &str, file: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("test binary is in <target>/<profile>/deps");
+    let profile = profile_dir
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("debug");
+    let target_dir = profile_dir.parent().expect("<target>").join("capi-cdylib");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = std::process::Command::new(cargo);
+    cmd.args(["build", "-p", package, "--lib", "--target-dir"])
+        .arg(&target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if profile == "release" {
+        cmd.arg("--release");
+    }
+    let status = cmd.status().expect("run cargo build");
+    assert!(
+        status.success(),
+        "cargo build -p {package} --lib failed: {status}"
+    );
+    let lib = target_dir.join(profile).join(file);
+    assert!(lib.exists(), "{} missing after cargo build", lib.display());
+    lib
+}
+
+/// Debian's ROCR (ROCm 5.2).
+pub const LIBHSA: &str = "/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1";
+/// Debian's `hsa.h`.
+pub const HSA_H: &str = "/usr/include/hsa/hsa.h";
+
+/// Builds `sources` (paths relative to this crate) into an executable linked to Debian's
+/// ROCR; `None` (said) when gcc, the headers or the library are missing.
+pub fn build_c(name: &str, sources: &[&str], includes: &[&str]) -> Option<PathBuf> {
+    for need in [LIBHSA, HSA_H] {
+        if !Path::new(need).exists() {
+            println!("skipped: {need} missing (apt install libhsa-runtime-dev)");
+            return None;
+        }
+    }
+    let crate_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::temp_dir().join(format!("kfd-emu-rocr-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(name);
+    let mut cmd = Command::new("gcc");
+    cmd.args(["-std=gnu11", "-O1", "-Wall", "-Werror", "-o"])
+        .arg(&exe);
+    for i in includes {
+        cmd.arg("-I").arg(crate_dir.join(i));
+    }
+    for s in sources {
+        cmd.arg(crate_dir.join(s));
+    }
+    cmd.arg("-l:libhsa-runtime64.so.1");
+    let out = match cmd.output() {
+        Ok(o) => o,
+        Err(e) => {
+            println!("skipped: gcc: {e}");
+            return None;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "gcc {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(exe)
+}
+
+/// Runs `kfd-emu -- exe args` on the built-in profile; `None` (said) when kfd-emu cannot make
+/// its namespace.
+pub fn kfd_emu(exe: &Path, args: &[&str]) -> Option<Output> {
+    kfd_emu_with(&[], &[], exe, args)
+}
+
+/// Runs `kfd-emu OPTIONS -- exe args` with `envs` added; `None` (said) when kfd-emu cannot
+/// make its namespace.
+pub fn kfd_emu_with(
+    options: &[String],
+    envs: &[(&str, String)],
+    exe: &Path,
+    args: &[&str],
+) -> Option<Output> {
+    let out = Command::new(env!("CARGO_BIN_EXE_kfd-emu"))
+        .args(options)
+        .arg("--")
+        .arg(exe)
+        .args(args)
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_XNACK")
+        .env_remove("HSA_RT_EMULATION")
+        .env_remove("HSA_RT_KFD_RECORD")
+        .envs(envs.iter().map(|(k, v)| (k, v)))
+        .env("KFD_EMU_PRELOAD", preload_library())
+        .output()
+        .expect("run kfd-emu");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(1) && stderr.contains("cannot make one") {
+        println!("skipped: {}", stderr.trim());
+        return None;
+    }
+    Some(out)
+}
