@@ -357,6 +357,19 @@ mod aql {
             *self.producer.ring()
         }
 
+        /// Turns the writing of dispatch timestamps into completion signals on or off for the
+        /// packets the processor takes from now on: the `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`
+        /// bit of `amd_queue_t.queue_properties` (`hsa_amd_profiling_set_profiler_enabled`;
+        /// ROCR `AqlQueue::SetProfiling`).
+        pub fn set_profiling(&self, enable: bool) {
+            let bit = crate::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
+            if enable {
+                self.producer.ring().update_queue_properties(bit, 0);
+            } else {
+                self.producer.ring().update_queue_properties(0, bit);
+            }
+        }
+
         /// The doorbell signal (`hsa_queue_t.doorbell_signal`).
         pub fn doorbell_signal(&self) -> &DoorbellSignal<'p, P> {
             &self.doorbell
@@ -766,6 +779,13 @@ mod aql {
             let q2 = AqlQueue::create(&plat, &config(64)).unwrap();
             assert_ne!(q2.id(), q.id());
             assert_eq!(q2.memory.descriptor_snapshot().queue_properties, 1 << 1);
+            q2.set_profiling(true);
+            assert_eq!(
+                q2.memory.descriptor_snapshot().queue_properties,
+                (1 << 1) | (1 << 3)
+            );
+            q.set_profiling(false);
+            assert_eq!(q.memory.descriptor_snapshot().queue_properties, 1 << 1);
             q.destroy().unwrap();
             drop(q2);
             assert_eq!(plat.live_queue_count(), 0);
