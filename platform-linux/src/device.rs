@@ -67,6 +67,17 @@ pub const EVENT_PAGE_BYTES: u64 = KFD_SIGNAL_EVENT_LIMIT as u64 * 8;
 /// `queue_priority` of every queue: ROCR's normal priority (libhsakmt `priority_map[3]`).
 pub const QUEUE_PRIORITY_NORMAL: u32 = 7;
 
+/// A GPU clock counter and the system timestamp read together
+/// ([`LinuxPlatform::clock_sample`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockSample {
+    /// The GPU's clock counter (`gpu_clock_counter` of `AMDKFD_IOC_GET_CLOCK_COUNTERS`), its
+    /// own ticks.
+    pub gpu: u64,
+    /// The platform's system timestamp at the same moment, ns (`CLOCK_MONOTONIC`).
+    pub system: u64,
+}
+
 /// One GPU the platform drives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuInfo {
@@ -457,6 +468,31 @@ impl LinuxPlatform {
     /// The topology the platform answers from.
     pub fn topology(&self) -> &Topology {
         &self.topology
+    }
+
+    /// Reads the clock counter of the GPU of `node` (`AMDKFD_IOC_GET_CLOCK_COUNTERS`: the
+    /// counter the command processor writes into profiling timestamps) together with this
+    /// platform's system timestamp ([`Platform::timestamp_ticks`], read just before and after
+    /// the ioctl: the sample's system time is their midpoint).
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] when `node` is not one of the platform's GPUs; the ioctl's
+    /// error (named, see [`crate::kfd::ioctl_error`]).
+    pub fn clock_sample(&self, node: NodeId) -> Result<ClockSample, Error> {
+        let Some(gpu) = self.gpu_by_node(node) else {
+            bail!(Status::InvalidArgument, "node {} is not a GPU", node.0);
+        };
+        let mut a = GetClockCountersArgs {
+            gpu_id: gpu.gpu_id,
+            ..GetClockCountersArgs::default()
+        };
+        let before = hsa_core::platform::Platform::timestamp_ticks(self);
+        call(&*self.driver, &mut a)?;
+        let after = hsa_core::platform::Platform::timestamp_ticks(self);
+        Ok(ClockSample {
+            gpu: a.gpu_clock_counter,
+            system: before + (after - before) / 2,
+        })
     }
 
     fn topo_node(&self, index: usize) -> Result<&TopologyNode, Error> {

@@ -315,6 +315,15 @@ impl KfdDriver for Fake {
                 a.wait_result = *self.wait_result.lock().unwrap();
                 reply(arg, &a);
             }
+            AMDKFD_IOC_GET_CLOCK_COUNTERS => {
+                let mut a = GetClockCountersArgs::read_from_bytes(arg).unwrap();
+                if a.gpu_id != GPU_ID {
+                    return Err(Errno::INVAL);
+                }
+                a.gpu_clock_counter = 0x1234_5678;
+                a.system_clock_freq = 1_000_000_000;
+                reply(arg, &a);
+            }
             AMDKFD_IOC_DESTROY_EVENT => {
                 let a = DestroyEventArgs::read_from_bytes(arg).unwrap();
                 if self
@@ -521,6 +530,27 @@ fn topology_answers_and_bad_index() {
     assert_eq!(p.memory_bank(0, 0).unwrap(), None);
     assert_eq!(p.cache(5, 0).unwrap_err().status(), Status::InvalidIndex);
     assert_eq!(p.io_link(9, 0).unwrap_err().status(), Status::InvalidIndex);
+}
+
+/// `clock_sample` reads the GPU's counter with GET_CLOCK_COUNTERS (for its `gpu_id`) between
+/// two reads of the system timestamp; a CPU node has no GPU counter.
+#[test]
+fn clock_sample_pairs_the_gpu_counter_with_the_system_time() {
+    let (fake, p) = open();
+    let before = p.timestamp_ticks();
+    let s = p.clock_sample(GPU_NODE).unwrap();
+    let after = p.timestamp_ticks();
+    assert_eq!(s.gpu, 0x1234_5678);
+    assert!(
+        before <= s.system && s.system <= after,
+        "{before} {} {after}",
+        s.system
+    );
+    let a: GetClockCountersArgs = fake.last(AMDKFD_IOC_GET_CLOCK_COUNTERS);
+    assert_eq!(a.gpu_id, GPU_ID);
+    let e = p.clock_sample(CPU_NODE).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(e.detail(), "node 0 is not a GPU");
 }
 
 #[test]
