@@ -105,6 +105,8 @@ struct ChunkRecord {
 struct QueueRecord {
     eop: Option<MemoryChunk>,
     cwsr: Option<MemoryChunk>,
+    /// The ring's device address and size in bytes (UPDATE_QUEUE names them again).
+    ring: (u64, u32),
 }
 
 /// A queue's doorbell on Linux ([`Platform::Doorbell`] of [`LinuxPlatform`]): its 64-bit word
@@ -468,6 +470,46 @@ impl LinuxPlatform {
     /// The topology the platform answers from.
     pub fn topology(&self) -> &Topology {
         &self.topology
+    }
+
+    /// Restricts the queue `queue` to the compute units whose bits are set in `mask` (bit `i`
+    /// of word `w` is CU `32 * w + i`), as `hsa_amd_queue_cu_set_mask` (KFD `SET_CU_MASK`).
+    ///
+    /// # Errors
+    /// [`Status::InvalidQueue`] for a queue this platform did not create;
+    /// [`Status::InvalidArgument`] for an empty mask; the ioctl's error.
+    pub fn set_queue_cu_mask(&self, queue: QueueId, mask: &[u32]) -> Result<(), Error> {
+        if !lock(&self.state).queues.contains_key(&queue.0) {
+            bail!(Status::InvalidQueue, "no queue with id {}", queue.0);
+        }
+        calls::set_cu_mask(&*self.driver, queue.0, mask)
+    }
+
+    /// Sets the scheduling priority of the queue `queue` (KFD `UPDATE_QUEUE` with the queue's
+    /// ring, 100 percent and `priority` 0..=15; libhsakmt maps ROCR's low, normal and high
+    /// priorities to 0, 7 and 15).
+    ///
+    /// # Errors
+    /// [`Status::InvalidQueue`] for a queue this platform did not create;
+    /// [`Status::InvalidArgument`] for a priority above 15; the ioctl's error.
+    pub fn set_queue_priority(&self, queue: QueueId, priority: u32) -> Result<(), Error> {
+        if priority > KFD_MAX_QUEUE_PRIORITY {
+            bail!(
+                Status::InvalidArgument,
+                "queue priority {priority} is above {KFD_MAX_QUEUE_PRIORITY}"
+            );
+        }
+        let Some((ring, ring_size)) = lock(&self.state).queues.get(&queue.0).map(|q| q.ring) else {
+            bail!(Status::InvalidQueue, "no queue with id {}", queue.0);
+        };
+        let mut a = UpdateQueueArgs {
+            ring_base_address: ring,
+            queue_id: queue.0,
+            ring_size,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: priority,
+        };
+        call(&*self.driver, &mut a)
     }
 
     /// Reads the clock counter of the GPU of `node` (`AMDKFD_IOC_GET_CLOCK_COUNTERS`: the

@@ -914,6 +914,43 @@ fn queue_request(ring: &MemoryChunk, amdq: &MemoryChunk) -> QueueRequest {
     }
 }
 
+/// `set_queue_priority` is UPDATE_QUEUE with the queue's own ring, 100 percent and the
+/// priority; `set_queue_cu_mask` is SET_CU_MASK with the mask's bits; both refuse a queue the
+/// platform does not have, and an out-of-range priority before any ioctl.
+#[test]
+fn queue_priority_and_cu_mask_reach_kfd() {
+    let (fake, p) = open();
+    let (ring, amdq) = queue_memory(&p);
+    // SAFETY: ring and amd_queue_t chunks outlive the queue (destroyed below).
+    let q = unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
+    p.set_queue_priority(q.id, 15).unwrap();
+    let u: UpdateQueueArgs = fake.last(AMDKFD_IOC_UPDATE_QUEUE);
+    assert_eq!(
+        (u.queue_id, u.ring_base_address, u.ring_size),
+        (q.id.0, ring.gpu_va.0, 64 * 1024)
+    );
+    assert_eq!((u.queue_percentage, u.queue_priority), (100, 15));
+    let e = p.set_queue_priority(q.id, 16).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(fake.count(AMDKFD_IOC_UPDATE_QUEUE), 1);
+
+    let mask = [0x0000_00ffu32, 0x1];
+    p.set_queue_cu_mask(q.id, &mask).unwrap();
+    let m: SetCuMaskArgs = fake.last(AMDKFD_IOC_SET_CU_MASK);
+    assert_eq!((m.queue_id, m.num_cu_mask), (q.id.0, 64));
+
+    let gone = QueueId(q.id.0 + 100);
+    assert_eq!(
+        p.set_queue_priority(gone, 7).unwrap_err().status(),
+        Status::InvalidQueue
+    );
+    assert_eq!(
+        p.set_queue_cu_mask(gone, &mask).unwrap_err().status(),
+        Status::InvalidQueue
+    );
+    p.destroy_queue(q.id).unwrap();
+}
+
 #[test]
 fn create_ring_destroy_queue() {
     let (fake, p) = open();

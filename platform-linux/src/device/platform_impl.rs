@@ -240,6 +240,7 @@ unsafe impl Platform for LinuxPlatform {
         let rec = QueueRecord {
             eop,
             cwsr: Some(cwsr),
+            ring: (request.ring.0, ring as u32),
         };
 
         let mut a = CreateQueueArgs {
