@@ -201,6 +201,7 @@ mod aql {
         memory: QueueMemory,
         hw: HwQueue<P::Doorbell>,
         id: u64,
+        node: NodeId,
         queue_type: QueueType,
         doorbell: DoorbellSignal<'p, P>,
         inactive: Signal<'p, P>,
@@ -303,12 +304,18 @@ mod aql {
                 memory,
                 hw,
                 id,
+                node: config.node,
                 queue_type,
                 doorbell,
                 inactive: Signal::from_parts(inactive_raw, platform, None, None),
                 last_doorbell: core::sync::atomic::AtomicU64::new(0),
                 lifecycle: core::sync::atomic::AtomicU8::new(LIFE_ACTIVE),
             })
+        }
+
+        /// The agent (topology node) the queue runs on.
+        pub fn node(&self) -> NodeId {
+            self.node
         }
 
         /// `hsa_queue_t.id`: unique over the process's lifetime.
@@ -770,6 +777,7 @@ mod aql {
             assert_eq!(req.read_pointer.get(), q.amd_queue_address().get() + 128);
             assert_eq!(req.write_pointer.get(), q.amd_queue_address().get() + 56);
             assert_eq!(req.node, NodeId(1));
+            assert_eq!(q.node(), NodeId(1));
             assert_eq!(req.ring_host_addr, q.ring_address().get());
             assert_eq!(
                 req.on_error.unwrap().data,
