@@ -485,6 +485,59 @@ pub unsafe trait Platform: Send + Sync {
     /// never reused).
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Self::Error>;
 
+    /// Makes `size_bytes` of memory the host already has at `host` reachable by the agents of
+    /// `nodes`, at the same address (`hsa_amd_memory_lock`, `hsa_memory_register`: KFD
+    /// `ALLOC_MEMORY_OF_GPU` with `USERPTR`, then `MAP_MEMORY_TO_GPU`). The chunk returned has
+    /// `gpu_va` and `host_ptr` equal to `host`; [`Platform::deregister_host_memory`] gives it
+    /// back. A CPU node in `nodes` needs nothing (the host reaches its own memory).
+    ///
+    /// The default is for platforms that cannot register memory they did not allocate: it
+    /// returns `Status::Error`, ROCR's status when the driver refuses the registration
+    /// (`MemoryRegion::Lock`).
+    ///
+    /// # Safety
+    /// The caller guarantees that `[host, host + size_bytes)` is mapped read-write memory of
+    /// this process, stays mapped until `deregister_host_memory` of the chunk has returned, and
+    /// does not overlap another live registration.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an address or size that is not page-aligned, a size of 0
+    /// or an unknown node; `Status::Error` when the memory cannot be registered;
+    /// `Status::OutOfResources` when it cannot be mapped to an agent.
+    unsafe fn register_host_memory(
+        &self,
+        host: NonNull<u8>,
+        size_bytes: u64,
+        nodes: &[NodeId],
+    ) -> Result<MemoryChunk, Error> {
+        let _ = nodes;
+        Err(crate::error!(
+            Status::Error,
+            "{size_bytes} bytes at {:p}: the {} platform cannot register host memory",
+            host.as_ptr(),
+            self.device_name()
+        ))
+    }
+
+    /// Ends a registration of [`Platform::register_host_memory`]: the agents no longer reach
+    /// the memory; the host memory itself stays the caller's.
+    ///
+    /// # Safety
+    /// The caller guarantees that `chunk` was returned by this platform's
+    /// `register_host_memory`, has not been deregistered, and that no queue uses it any more.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a chunk that is not a live registration;
+    /// `Status::ResourceFree` when the driver would not release it.
+    unsafe fn deregister_host_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        Err(crate::error!(
+            Status::InvalidArgument,
+            "{} is not registered host memory of the {} platform",
+            chunk.gpu_va,
+            self.device_name()
+        ))
+    }
+
     /// Makes `chunk` accessible to the agents of `nodes` (KFD MAP_MEMORY_TO_GPU).
     ///
     /// # Errors
