@@ -99,6 +99,9 @@ struct ChunkRecord {
     /// KFD handle; `None` for host memory of a machine without GPUs.
     handle: Option<u64>,
     mapped_to: Vec<u32>,
+    /// Registered host memory of the application (`register_host_memory`): its addresses
+    /// are not the reservation's.
+    user: bool,
 }
 
 #[derive(Debug)]
@@ -722,8 +725,36 @@ impl LinuxPlatform {
                 size,
                 handle,
                 mapped_to,
+                user: false,
             },
         );
+    }
+
+    /// Records a registration of the application's memory (see `register_host_memory`).
+    fn record_user(&self, va: u64, size: u64, handle: Option<u64>, mapped_to: Vec<u32>) {
+        lock(&self.state).chunks.insert(
+            va,
+            ChunkRecord {
+                size,
+                handle,
+                mapped_to,
+                user: true,
+            },
+        );
+    }
+
+    /// Whether the live chunk at `va` is registered host memory; `None` when there is none.
+    fn chunk_is_user(&self, va: u64) -> Option<bool> {
+        lock(&self.state).chunks.get(&va).map(|r| r.user)
+    }
+
+    /// Whether `[va, va + size)` overlaps the platform's address reservation.
+    fn in_reservation(&self, va: u64, size: u64) -> bool {
+        let (lo, hi) = (
+            self.process.va.base(),
+            self.process.va.base() + self.process.va.len_bytes(),
+        );
+        va < hi && va.saturating_add(size) > lo
     }
 
     fn map_handle(&self, handle: u64, gpu_ids: &[u32]) -> Result<(), Error> {
@@ -746,9 +777,17 @@ impl LinuxPlatform {
                 // The buffer is still alive in KFD: keep the chunk recorded (so the platform's
                 // drop frees it) instead of forgetting a live handle.
                 let mapped_to = if unmapped { Vec::new() } else { rec.mapped_to };
-                self.record(va, rec.size, Some(handle), mapped_to);
+                if rec.user {
+                    self.record_user(va, rec.size, Some(handle), mapped_to);
+                } else {
+                    self.record(va, rec.size, Some(handle), mapped_to);
+                }
                 return Err(error!(Status::ResourceFree, "{}", e.detail()));
             }
+        }
+        if rec.user {
+            // The application's memory: its addresses were never the reservation's.
+            return Ok(());
         }
         self.process.va.release(va).map_err(|e| {
             error!(

@@ -614,6 +614,98 @@ fn system_memory_is_userptr_mapped_to_all_gpus() {
     assert_eq!(e.status(), Status::InvalidArgument);
 }
 
+/// The application's pages registered with `register_host_memory`: one USERPTR buffer at the
+/// host address, coherent, mapped to the GPU; deregistered with UNMAP + FREE (its addresses
+/// are not the reservation's); refused when misaligned, inside the platform's own memory, or
+/// handed to the wrong release call; a CPU-only registration asks KFD for nothing.
+#[test]
+fn host_memory_is_registered_as_userptr_at_its_address() {
+    let (fake, p) = open();
+    // SAFETY: a fresh anonymous mapping, replacing nothing; unmapped at the end.
+    let mem = unsafe {
+        rustix::mm::mmap_anonymous(
+            std::ptr::null_mut(),
+            3 * 4096,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE,
+        )
+    }
+    .unwrap();
+    let host = NonNull::new(mem.cast::<u8>()).unwrap();
+    let va = host.as_ptr() as u64;
+    // SAFETY: (all registrations) the mapping stays until the end of the test, after every
+    // deregistration.
+    let c = unsafe { p.register_host_memory(host, 2 * 4096, &[GPU_NODE, CPU_NODE]) }.unwrap();
+    assert_eq!(
+        (c.gpu_va.0, c.host_ptr, c.size_bytes),
+        (va, Some(host), 8192)
+    );
+    let a: AllocMemoryOfGpuArgs = fake.last(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(
+        (a.va_addr, a.mmap_offset, a.size, a.gpu_id),
+        (va, va, 8192, GPU_ID)
+    );
+    assert_eq!(
+        a.flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+            | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+            | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT
+            | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
+    );
+    assert_eq!(
+        c.handle,
+        fake.replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)
+            .last()
+            .unwrap()
+            .handle
+    );
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps,
+        vec![(AMDKFD_IOC_MAP_MEMORY_TO_GPU, c.handle, vec![GPU_ID])]
+    );
+    // SAFETY: refused before anything is freed.
+    let e = unsafe { p.free_memory(&c) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    // SAFETY: nothing uses the registration.
+    unsafe { p.deregister_host_memory(&c) }.unwrap();
+    assert_eq!(
+        fake.last::<FreeMemoryOfGpuArgs>(AMDKFD_IOC_FREE_MEMORY_OF_GPU)
+            .handle,
+        c.handle
+    );
+    // SAFETY: deliberately a second time: refused.
+    let e = unsafe { p.deregister_host_memory(&c) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+
+    let allocs = fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    // SAFETY: as above.
+    let cpu_only = unsafe { p.register_host_memory(host, 4096, &[CPU_NODE]) }.unwrap();
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU), allocs);
+    // SAFETY: as above.
+    unsafe { p.deregister_host_memory(&cpu_only) }.unwrap();
+
+    let odd = NonNull::new(host.as_ptr().wrapping_add(8)).unwrap();
+    // SAFETY: refused before any ioctl.
+    let e = unsafe { p.register_host_memory(odd, 4096, &[GPU_NODE]) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    let own = p
+        .allocate_memory(&req(
+            CPU_NODE,
+            MemoryKind::System,
+            4096,
+            MemoryFlags::HOST_ACCESS,
+        ))
+        .unwrap();
+    // SAFETY: refused before any ioctl (the platform's own chunk).
+    let e =
+        unsafe { p.register_host_memory(own.host_ptr.unwrap(), 4096, &[GPU_NODE]) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU), allocs + 1);
+    // SAFETY: the mapping made above, no longer registered or used.
+    unsafe { rustix::mm::munmap(mem, 3 * 4096) }.unwrap();
+}
+
 #[test]
 fn device_local_flags_alignment_and_host_mapping() {
     let (fake, p) = open();
