@@ -15,5 +15,6 @@
 #![deny(unsafe_code)]
 
 pub mod abi;
+mod extras;
 pub mod ffi;
 mod state;

@@ -81,12 +81,18 @@ pub(crate) struct SoftQueue {
 pub(crate) struct Reader {
     /// The code object, copied.
     pub(crate) bytes: Vec<u8>,
+    /// Where it came from, as the AMD loader extension's URI (`memory://PID#offset=...`,
+    /// `file://PATH#offset=...&size=...`).
+    pub(crate) uri: String,
 }
 
 /// An executable made through the C API.
 pub(crate) struct ExecEntry {
     /// `None` once destroyed.
     pub(crate) executable: Option<Executable<'static, Plat>>,
+    /// The reader of each loaded code object, by load index (the loader extension reports
+    /// their bytes and URIs).
+    pub(crate) code_objects: Vec<Arc<Reader>>,
 }
 
 /// A C queue-error callback (`hsa_queue_create`'s `callback` and `data`).
@@ -141,6 +147,8 @@ pub(crate) struct State {
     /// The emulated device under the platform, when that is what it runs on (for
     /// `hsa_rt_emulated_register_kernel`).
     emulated: Option<Arc<EmulatedKfd>>,
+    /// What the ROCR extension functions keep (locked memory, async handlers, ...).
+    pub(crate) ext: crate::extras::Extras,
 }
 
 // SAFETY: the two pointers are owned boxes of `Sync` types (Runtime<LinuxPlatform> and
@@ -173,6 +181,7 @@ impl State {
             signal_pool,
             runtime,
             emulated,
+            ext: crate::extras::Extras::default(),
         })
     }
 
@@ -283,6 +292,7 @@ impl State {
 impl Drop for State {
     fn drop(&mut self) {
         // Everything that borrows the pool or the runtime first (see the module doc).
+        self.ext.shut_down(self);
         lock(&self.groups).clear();
         write(&self.signals).clear();
         for (_, q) in write(&self.queues).drain() {

@@ -22,9 +22,15 @@ use crate::state::{
 /// Largest code object a reader accepts, bytes.
 pub const MAX_CODE_OBJECT_BYTES: usize = 1 << 30;
 
-fn new_reader(st: &State, bytes: Vec<u8>, out: *mut u64) -> Result<Status, Error> {
+/// Registers a reader over `bytes` that came from `uri` and writes its handle to `out`.
+pub(crate) fn new_reader(
+    st: &State,
+    bytes: Vec<u8>,
+    uri: String,
+    out: *mut u64,
+) -> Result<Status, Error> {
     let id = st.next_id();
-    lock(&st.readers).insert(id, Arc::new(Reader { bytes }));
+    lock(&st.readers).insert(id, Arc::new(Reader { bytes, uri }));
     // SAFETY: `out` was checked non-NULL by the caller: the hsa_code_object_reader_t slot.
     unsafe { out.write(READER_BASE | id) };
     Ok(Status::Success)
@@ -52,7 +58,8 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
         }
         // SAFETY: non-NULL, `size` readable bytes per the caller's contract.
         let bytes = unsafe { std::slice::from_raw_parts(code_object.cast::<u8>(), size) };
-        new_reader(&st, bytes.to_vec(), code_object_reader)
+        let uri = super::extension::memory_uri(code_object as u64, size);
+        new_reader(&st, bytes.to_vec(), uri, code_object_reader)
     })
 }
 
@@ -68,20 +75,27 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_file(
     guard("hsa_code_object_reader_create_from_file", || {
         let st = state::state()?;
         non_null(code_object_reader, "code_object_reader")?;
-        let bytes = read_code_object_fd(file)?;
-        new_reader(&st, bytes, code_object_reader)
+        let bytes = read_code_object_fd(file, 0, None)?;
+        let uri = super::extension::file_uri(file, 0, bytes.len(), true);
+        new_reader(&st, bytes, uri, code_object_reader)
     })
 }
 
-/// The whole regular file behind the caller's descriptor `file`, read with `pread` from
-/// offset 0 (the descriptor's own offset is left alone). Its type and size are checked with
-/// `fstat` before anything is read, so a FIFO or device never blocks the call and an
-/// oversized file is refused without being read.
+/// The regular file behind the caller's descriptor `file` from byte `offset`: `size` bytes,
+/// or (`None`) the rest of the file; read with `pread` (the descriptor's own offset is left
+/// alone). Its type and size are checked with `fstat` before anything is read, so a FIFO or
+/// device never blocks the call and an oversized file is refused without being read.
 ///
 /// # Errors
 /// `Status::InvalidFile` naming the descriptor: not an open descriptor, not a regular file,
-/// empty, larger than `MAX_CODE_OBJECT_BYTES`, or a read error (shorter than its size).
-fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
+/// empty, a range larger than `MAX_CODE_OBJECT_BYTES`, or a read error (shorter than its
+/// size); `Status::InvalidCodeObject` when `offset` is at or past the end of the file, or the
+/// range runs past it (as ROCR 5.2's `CodeObjectReaderImpl::SetFile`).
+pub(crate) fn read_code_object_fd(
+    file: i32,
+    offset: u64,
+    size: Option<u64>,
+) -> Result<Vec<u8>, hsa_core::Error> {
     use hsa_core::error;
     use rustix::fs::FileType;
     if file < 0 {
@@ -100,7 +114,26 @@ fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
             "file descriptor {file} is not a regular file but a {kind:?}"
         );
     }
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    let file_size = u64::try_from(stat.st_size).unwrap_or(0);
+    if file_size == 0 {
+        bail!(
+            Status::InvalidFile,
+            "file descriptor {file}: the file is empty"
+        );
+    }
+    if offset >= file_size {
+        bail!(
+            Status::InvalidCodeObject,
+            "file descriptor {file}: offset {offset} is not inside its {file_size} bytes"
+        );
+    }
+    let size = size.unwrap_or(file_size - offset);
+    if offset.checked_add(size).is_none_or(|end| end > file_size) {
+        bail!(
+            Status::InvalidCodeObject,
+            "file descriptor {file}: {size} bytes at offset {offset} run past its {file_size} bytes"
+        );
+    }
     if size == 0 || size > MAX_CODE_OBJECT_BYTES as u64 {
         bail!(
             Status::InvalidFile,
@@ -110,7 +143,7 @@ fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
     let mut bytes = vec![0u8; size as usize];
     let mut done = 0usize;
     while done < bytes.len() {
-        match rustix::io::pread(fd, &mut bytes[done..], done as u64) {
+        match rustix::io::pread(fd, &mut bytes[done..], offset + done as u64) {
             Ok(0) => bail!(
                 Status::InvalidFile,
                 "file descriptor {file}: ended after {done} of {size} bytes"
@@ -166,6 +199,7 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
         let id = st.next_id();
         let entry = ExecEntry {
             executable: Some(Executable::new(st.platform_static())),
+            code_objects: Vec::new(),
         };
         lock(&st.executables).insert(id, Arc::new(Mutex::new(entry)));
         // SAFETY: non-NULL, the caller's hsa_executable_t slot.
@@ -175,7 +209,7 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
 }
 
 /// Runs `f` on a live executable.
-fn with_executable<T>(
+pub(crate) fn with_executable<T>(
     st: &State,
     handle: u64,
     f: impl FnOnce(u64, &mut Executable<'static, state::Plat>) -> Result<T, Error>,
@@ -216,10 +250,19 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
             );
         };
         let node = NodeId(a.node());
-        let (id, index) = with_executable(&st, executable, |id, exe| {
+        let (id, e) = st.executable(executable)?;
+        let index = {
+            let mut entry = lock(&e);
+            let Some(exe) = entry.executable.as_mut() else {
+                bail!(
+                    Status::InvalidExecutable,
+                    "executable {executable:#x} was destroyed"
+                );
+            };
             let index = exe.load_code_object(node, isa, &reader.bytes, MemoryKind::System)?;
-            Ok((id, index))
-        })?;
+            entry.code_objects.push(reader.clone());
+            index
+        };
         if !loaded_code_object.is_null() {
             // SAFETY: non-NULL, the caller's hsa_loaded_code_object_t slot.
             unsafe { loaded_code_object.write(LOADED_BASE | id << INDEX_BITS | index as u64) };

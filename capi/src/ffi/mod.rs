@@ -40,11 +40,13 @@ macro_rules! export_alias {
 pub mod agent;
 pub mod deprecated;
 pub mod ext;
+pub mod extension;
 pub mod loader;
 pub mod memory;
 pub mod queue;
 pub mod signal;
 pub mod system;
+pub mod unsupported;
 
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -60,7 +62,7 @@ fn log_enabled() -> bool {
     hsa_linux::env::switch(hsa_linux::env::LOG_ENV).unwrap_or(true)
 }
 
-fn log_error(function: &str, e: &Error) {
+pub(crate) fn log_error(function: &str, e: &Error) {
     if log_enabled() {
         // The error's Display names the status after the message: once.
         eprintln!("hsa-rt: {function}: {e}");
