@@ -1,15 +1,21 @@
 //! What the ROCR extension functions keep per runtime (one [`Extras`] in each `State`).
 //!
 //! `State::drop` calls [`Extras::shut_down`] before anything else, so that whatever here
-//! borrows the runtime is gone before the runtime is freed.
+//! borrows the runtime (signals of async handlers) is gone before the runtime is freed.
 
+use crate::ffi::signal_ext::AsyncHandlers;
 use crate::state::State;
 
 /// The per-runtime state of the ROCR extension functions.
 #[derive(Default)]
-pub(crate) struct Extras {}
+pub(crate) struct Extras {
+    /// `hsa_amd_signal_async_handler`, `hsa_amd_async_function`, system event handlers.
+    pub(crate) handlers: AsyncHandlers,
+}
 
 impl Extras {
     /// Stops what runs on behalf of the runtime and releases what borrows it.
-    pub(crate) fn shut_down(&self, _st: &State) {}
+    pub(crate) fn shut_down(&self, _st: &State) {
+        self.handlers.shut_down();
+    }
 }

@@ -45,6 +45,7 @@ pub mod loader;
 pub mod memory;
 pub mod queue;
 pub mod signal;
+pub mod signal_ext;
 pub mod system;
 pub mod unsupported;
 
