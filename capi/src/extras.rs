@@ -1,8 +1,10 @@
 //! What the ROCR extension functions keep per runtime (one [`Extras`] in each `State`).
 //!
 //! `State::drop` calls [`Extras::shut_down`] before anything else, so that whatever here
-//! borrows the runtime (signals of async handlers) is gone before the runtime is freed.
+//! borrows the runtime (signals of async handlers; pending copies hold the runtime itself) is gone before the runtime is freed.
 
+use crate::ffi::copy::CopyEngine;
+use crate::ffi::queue_ext::QueueExtras;
 use crate::ffi::signal_ext::AsyncHandlers;
 use crate::state::State;
 
@@ -11,6 +13,10 @@ use crate::state::State;
 pub(crate) struct Extras {
     /// `hsa_amd_signal_async_handler`, `hsa_amd_async_function`, system event handlers.
     pub(crate) handlers: AsyncHandlers,
+    /// `hsa_amd_memory_async_copy` and copy profiling.
+    pub(crate) copy: CopyEngine,
+    /// CU masks and clock samples.
+    pub(crate) queues: QueueExtras,
 }
 
 impl Extras {

@@ -355,7 +355,12 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
 /// The host address of `len` bytes at `ptr`: inside a pool allocation, its host mapping
 /// (checked to hold `len` bytes); outside every pool, `ptr` itself (host memory of the
 /// application, e.g. malloc).
-fn host_range(st: &State, ptr: *const c_void, len: usize, what: &str) -> Result<*mut u8, Error> {
+pub(crate) fn host_range(
+    st: &State,
+    ptr: *const c_void,
+    len: usize,
+    what: &str,
+) -> Result<*mut u8, Error> {
     let va = ptr as u64;
     let Ok(info) = st.rt().pointer_info(GpuVa(va)) else {
         return Ok(ptr as *mut u8);
@@ -378,7 +383,8 @@ fn host_range(st: &State, ptr: *const c_void, len: usize, what: &str) -> Result<
         Some(h) => Ok(unsafe { h.as_ptr().add(offset as usize) }),
         None => bail!(
             Status::InvalidArgument,
-            "{what} {va:#x} is device memory the host cannot reach (no copy engine here)"
+            "{what} {va:#x} is device memory the host cannot reach (copies run on the host \
+             here; there is no SDMA path yet)"
         ),
     }
 }

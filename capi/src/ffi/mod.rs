@@ -38,12 +38,14 @@ macro_rules! export_alias {
 }
 
 pub mod agent;
+pub mod copy;
 pub mod deprecated;
 pub mod ext;
 pub mod extension;
 pub mod loader;
 pub mod memory;
 pub mod queue;
+pub mod queue_ext;
 pub mod signal;
 pub mod signal_ext;
 pub mod system;
