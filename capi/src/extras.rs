@@ -1,9 +1,10 @@
 //! What the ROCR extension functions keep per runtime (one [`Extras`] in each `State`).
 //!
 //! `State::drop` calls [`Extras::shut_down`] before anything else, so that whatever here
-//! borrows the runtime (signals of async handlers; pending copies hold the runtime itself) is gone before the runtime is freed.
+//! borrows the runtime (signals of async handlers, platform registrations of locked memory; pending copies hold the runtime itself) is gone before the runtime is freed.
 
 use crate::ffi::copy::CopyEngine;
+use crate::ffi::host_memory::HostMemory;
 use crate::ffi::queue_ext::QueueExtras;
 use crate::ffi::signal_ext::AsyncHandlers;
 use crate::state::State;
@@ -17,11 +18,14 @@ pub(crate) struct Extras {
     pub(crate) copy: CopyEngine,
     /// CU masks and clock samples.
     pub(crate) queues: QueueExtras,
+    /// Locked host memory, pointer user data, deallocation callbacks.
+    pub(crate) host: HostMemory,
 }
 
 impl Extras {
     /// Stops what runs on behalf of the runtime and releases what borrows it.
-    pub(crate) fn shut_down(&self, _st: &State) {
+    pub(crate) fn shut_down(&self, st: &State) {
         self.handlers.shut_down();
+        self.host.shut_down(st);
     }
 }

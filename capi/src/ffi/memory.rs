@@ -80,6 +80,8 @@ pub const HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE: u32 = 18;
 pub const HSA_EXT_POINTER_TYPE_UNKNOWN: u32 = 0;
 /// `HSA_EXT_POINTER_TYPE_HSA`.
 pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
+/// `HSA_EXT_POINTER_TYPE_LOCKED`.
+pub const HSA_EXT_POINTER_TYPE_LOCKED: u32 = 2;
 
 fn pool_of(st: &State, handle: u64) -> Result<&RuntimePool<Plat>, Error> {
     st.rt().pool(PoolHandle(handle))
@@ -338,6 +340,14 @@ fn free(ptr: *mut c_void) -> Result<Status, Error> {
     if ptr.is_null() {
         return Ok(Status::Success);
     }
+    if let Ok(p) = st.rt().pointer_info(GpuVa(ptr as u64)) {
+        if p.allocation.va.0 == ptr as u64 {
+            // Deallocation callbacks run before the memory goes (ROCR 5.2).
+            st.ext
+                .host
+                .before_free(p.allocation.va.0, p.allocation.size_bytes);
+        }
+    }
     st.rt().free(GpuVa(ptr as u64))?;
     Ok(Status::Success)
 }
@@ -471,9 +481,13 @@ pub unsafe extern "C" fn hsa_amd_agents_allow_access(
 pub type AllocFn = unsafe extern "C" fn(usize) -> *mut c_void;
 
 /// `hsa_amd_pointer_info`: what `ptr` is. Memory not from this runtime is
-/// `HSA_EXT_POINTER_TYPE_UNKNOWN` (success, as ROCR). When `accessible` is given, `alloc`
-/// makes the array of agents that can reach the allocation (owner, agents allowed by default,
-/// agents given access), and `*num_agents_accessible` is its length.
+/// `HSA_EXT_POINTER_TYPE_UNKNOWN` (success, as ROCR). Memory locked with
+/// `hsa_amd_memory_lock` is `HSA_EXT_POINTER_TYPE_LOCKED`: its base is the locked pointer
+/// (host and agent), its size the locked size, its owner the first CPU agent and its flags
+/// fine-grained, as ROCR 5.2 reports it; every GPU agent can reach it. `userData` is what
+/// `hsa_amd_pointer_info_set_userdata` set. When `accessible` is given, `alloc` makes the
+/// array of agents that can reach the allocation (owner, agents allowed by default, agents
+/// given access), and `*num_agents_accessible` is its length.
 ///
 /// # Safety
 /// `info` is NULL or points to an `hsa_amd_pointer_info_t` whose `size` the caller set;
@@ -512,6 +526,7 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
             out.size_in_bytes = p.allocation.size_bytes as usize;
             out.agent_owner = agent_of_node(&st, p.pool_owner);
             out.global_flags = p.global_flags.bits();
+            out.user_data = st.ext.host.user_data(p.allocation.va.0) as *mut c_void;
             let pool_info = st
                 .rt()
                 .pools()
@@ -531,6 +546,26 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                     agents.push(a.handle().0);
                 }
             }
+        } else if let Some(l) = st.ext.host.locked_info(ptr as u64) {
+            out.type_ = HSA_EXT_POINTER_TYPE_LOCKED;
+            out.agent_base_address = l.base as *mut c_void;
+            out.host_base_address = l.base as *mut c_void;
+            out.size_in_bytes = l.size as usize;
+            out.user_data = l.user_data as *mut c_void;
+            out.agent_owner = st
+                .rt()
+                .agents()
+                .iter()
+                .find(|a| !a.is_gpu())
+                .map_or(0, |a| a.handle().0);
+            out.global_flags = hsa_core::memory::GlobalFlags::FINE_GRAINED.bits();
+            agents.extend(
+                st.rt()
+                    .agents()
+                    .iter()
+                    .filter(|a| a.is_gpu())
+                    .map(|a| a.handle().0),
+            );
         }
         let n = (out.size as usize).min(std::mem::size_of::<HsaAmdPointerInfo>());
         // SAFETY: `info` holds at least `caller_size` >= n bytes (the caller's contract); a

@@ -42,6 +42,7 @@ pub mod copy;
 pub mod deprecated;
 pub mod ext;
 pub mod extension;
+pub mod host_memory;
 pub mod loader;
 pub mod memory;
 pub mod queue;
