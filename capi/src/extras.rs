@@ -3,6 +3,7 @@
 //! `State::drop` calls [`Extras::shut_down`] before anything else, so that whatever here
 //! borrows the runtime (signals of async handlers, platform registrations of locked memory; pending copies hold the runtime itself) is gone before the runtime is freed.
 
+use crate::ffi::agent_ext::AgentExtras;
 use crate::ffi::copy::CopyEngine;
 use crate::ffi::host_memory::HostMemory;
 use crate::ffi::queue_ext::QueueExtras;
@@ -20,6 +21,8 @@ pub(crate) struct Extras {
     pub(crate) queues: QueueExtras,
     /// Locked host memory, pointer user data, deallocation callbacks.
     pub(crate) host: HostMemory,
+    /// Coherency types and cache names.
+    pub(crate) agents: AgentExtras,
 }
 
 impl Extras {

@@ -38,6 +38,7 @@ macro_rules! export_alias {
 }
 
 pub mod agent;
+pub mod agent_ext;
 pub mod copy;
 pub mod deprecated;
 pub mod ext;
