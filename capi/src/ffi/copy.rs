@@ -1,4 +1,5 @@
-//! The copy engine of the C API: `hsa_amd_memory_async_copy`, `hsa_amd_memory_async_copy_rect`
+//! The copy engine of the C API: `hsa_amd_memory_async_copy`, `hsa_amd_memory_async_copy_rect`,
+//! `hsa_amd_svm_prefetch_async`
 //! and `hsa_amd_memory_fill` (`hsa_ext_amd.h`), and copy profiling
 //! (`hsa_amd_profiling_async_copy_enable`, `hsa_amd_profiling_get_async_copy_time`).
 //!
@@ -67,6 +68,8 @@ pub struct AsyncCopyTime {
 
 #[derive(Clone, Copy, Debug)]
 enum Op {
+    /// `hsa_amd_svm_prefetch_async`: nothing to move (see there).
+    Prefetch,
     Linear {
         dst: u64,
         src: u64,
@@ -85,7 +88,8 @@ struct Job {
     /// Keeps the runtime (and so the signals' pool and the memory) alive until the copy ends.
     st: Arc<State>,
     deps: Vec<Arc<Sig>>,
-    completion: Arc<Sig>,
+    /// `None` only for a prefetch without a completion signal.
+    completion: Option<Arc<Sig>>,
     op: Op,
     /// Write start/end timestamps into the completion signal.
     profile: bool,
@@ -166,19 +170,22 @@ fn worker(pending: &Mutex<Pending>) {
 fn run(job: Job) {
     let start = job.st.rt().timestamp_ticks();
     let result = copy(&job.st, &job.op);
+    let Some(completion) = &job.completion else {
+        return;
+    };
     if job.profile {
-        let raw = job.completion.raw();
+        let raw = completion.raw();
         raw.start_ts().store(start, Ordering::Relaxed);
         raw.end_ts()
             .store(job.st.rt().timestamp_ticks().max(start), Ordering::Relaxed);
     }
     match result {
         Ok(()) => {
-            job.completion.subtract(1, MemoryOrder::Release);
+            completion.subtract(1, MemoryOrder::Release);
         }
         Err(e) => {
             super::log_error("hsa_amd_memory_async_copy (at run time)", &e);
-            job.completion.store(-1, StoreOrder::Release);
+            completion.store(-1, StoreOrder::Release);
         }
     }
 }
@@ -196,6 +203,7 @@ fn copy_bytes(st: &State, dst: u64, src: u64, len: usize) -> Result<(), Error> {
 
 fn copy(st: &State, op: &Op) -> Result<(), Error> {
     match *op {
+        Op::Prefetch => Ok(()),
         Op::Linear { dst, src, size } => copy_bytes(st, dst, src, size),
         Op::Rect {
             dst,
@@ -248,13 +256,13 @@ fn dependencies(st: &State, count: u32, signals: *const u64) -> Result<Vec<Arc<S
 fn enqueue(
     st: &Arc<State>,
     deps: Vec<Arc<Sig>>,
-    completion: Arc<Sig>,
+    completion: Option<Arc<Sig>>,
     op: Op,
 ) -> Result<Status, Error> {
     let engine = &st.ext.copy;
-    let profile = engine.profiling.load(Ordering::Acquire);
-    if profile {
-        lock(&engine.profiled).insert(completion.handle().0, Arc::downgrade(&completion));
+    let profile = engine.profiling.load(Ordering::Acquire) && !matches!(op, Op::Prefetch);
+    if let (true, Some(c)) = (profile, &completion) {
+        lock(&engine.profiled).insert(c.handle().0, Arc::downgrade(c));
     }
     engine.submit(Job {
         st: st.clone(),
@@ -306,7 +314,7 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
         enqueue(
             &st,
             deps,
-            completion,
+            Some(completion),
             Op::Linear {
                 dst: dst as u64,
                 src: src as u64,
@@ -380,7 +388,7 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy_rect(
         enqueue(
             &st,
             deps,
-            completion,
+            Some(completion),
             Op::Rect {
                 dst: (d.base as u64, d.pitch, d.slice),
                 dst_offset: d_off,
@@ -547,7 +555,40 @@ pub unsafe extern "C" fn hsa_amd_profiling_get_async_copy_time(
     })
 }
 
+/// `hsa_amd_svm_prefetch_async`: a prefetch is a hint and this runtime has no SVM migration
+/// (`HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED` is false): the memory stays where it is; the
+/// completion signal (when not 0) is decremented once the dependencies are 0, in order with the
+/// copies, as ROCR 5.2 decrements it after its (there failing) KFD call.
+///
+/// # Errors (as status)
+/// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for a dependency count that does
+/// not match `dep_signals`; `INVALID_SIGNAL` for an unknown dependency or completion signal.
+///
+/// # Safety
+/// `dep_signals` is NULL or holds `num_dep_signals` handles.
+pub unsafe extern "C" fn hsa_amd_svm_prefetch_async(
+    ptr: *mut c_void,
+    size: usize,
+    agent: u64,
+    num_dep_signals: u32,
+    dep_signals: *const u64,
+    completion_signal: u64,
+) -> HsaStatus {
+    let _ = (ptr, size);
+    guard("hsa_amd_svm_prefetch_async", || {
+        let st = state::state()?;
+        agent_of(&st, agent)?;
+        let deps = dependencies(&st, num_dep_signals, dep_signals)?;
+        let completion = match completion_signal {
+            0 => None,
+            h => Some(st.signal(h)?),
+        };
+        enqueue(&st, deps, completion, Op::Prefetch)
+    })
+}
+
 export!(
+    hsa_amd_svm_prefetch_async,
     hsa_amd_memory_async_copy,
     hsa_amd_memory_async_copy_rect,
     hsa_amd_memory_fill,
