@@ -5,6 +5,7 @@
 
 use crate::ffi::agent_ext::AgentExtras;
 use crate::ffi::copy::CopyEngine;
+use crate::ffi::executable_ext::CodeObjects;
 use crate::ffi::host_memory::HostMemory;
 use crate::ffi::queue_ext::QueueExtras;
 use crate::ffi::signal_ext::AsyncHandlers;
@@ -23,6 +24,8 @@ pub(crate) struct Extras {
     pub(crate) host: HostMemory,
     /// Coherency types and cache names.
     pub(crate) agents: AgentExtras,
+    /// HSA 1.0 code objects (`hsa_code_object_deserialize`).
+    pub(crate) code_objects: CodeObjects,
 }
 
 impl Extras {

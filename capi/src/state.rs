@@ -93,6 +93,10 @@ pub(crate) struct ExecEntry {
     /// The reader of each loaded code object, by load index (the loader extension reports
     /// their bytes and URIs).
     pub(crate) code_objects: Vec<Arc<Reader>>,
+    /// `hsa_profile_t` it was created with.
+    pub(crate) profile: u32,
+    /// `hsa_default_float_rounding_mode_t` it was created with.
+    pub(crate) rounding_mode: u32,
 }
 
 /// A C queue-error callback (`hsa_queue_create`'s `callback` and `data`).

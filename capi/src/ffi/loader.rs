@@ -7,7 +7,7 @@
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Arc, Mutex};
 
-use hsa_core::loader::executable::{Executable, Symbol, SymbolKind};
+use hsa_core::loader::executable::{Executable, ExternalVariable, Symbol, SymbolKind};
 use hsa_core::platform::MemoryKind;
 use hsa_core::{bail, Error, NodeId, Status};
 
@@ -200,6 +200,8 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
         let entry = ExecEntry {
             executable: Some(Executable::new(st.platform_static())),
             code_objects: Vec::new(),
+            profile,
+            rounding_mode: default_float_rounding_mode,
         };
         lock(&st.executables).insert(id, Arc::new(Mutex::new(entry)));
         // SAFETY: non-NULL, the caller's hsa_executable_t slot.
@@ -240,35 +242,48 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
     let _ = options;
     guard("hsa_executable_load_agent_code_object", || {
         let st = state::state()?;
-        let a = agent_of(&st, agent)?;
         let reader = st.reader(code_object_reader)?;
-        let Some(isa) = a.isa() else {
-            bail!(
-                Status::InvalidAgent,
-                "agent {} has no ISA to load code for",
-                a.name()
-            );
-        };
-        let node = NodeId(a.node());
-        let (id, e) = st.executable(executable)?;
-        let index = {
-            let mut entry = lock(&e);
-            let Some(exe) = entry.executable.as_mut() else {
-                bail!(
-                    Status::InvalidExecutable,
-                    "executable {executable:#x} was destroyed"
-                );
-            };
-            let index = exe.load_code_object(node, isa, &reader.bytes, MemoryKind::System)?;
-            entry.code_objects.push(reader.clone());
-            index
-        };
+        let handle = load_for_agent(&st, executable, agent, &reader)?;
         if !loaded_code_object.is_null() {
             // SAFETY: non-NULL, the caller's hsa_loaded_code_object_t slot.
-            unsafe { loaded_code_object.write(LOADED_BASE | id << INDEX_BITS | index as u64) };
+            unsafe { loaded_code_object.write(handle) };
         }
         Ok(Status::Success)
     })
+}
+
+/// Loads `reader`'s code object into `executable` for `agent`; the loaded code object's
+/// handle.
+///
+/// # Errors
+/// `INVALID_AGENT` for an unknown agent or one without an ISA; `INVALID_EXECUTABLE`; the
+/// loader's errors (`Executable::load_code_object`).
+pub(crate) fn load_for_agent(
+    st: &State,
+    executable: u64,
+    agent: u64,
+    reader: &Arc<Reader>,
+) -> Result<u64, Error> {
+    let a = agent_of(st, agent)?;
+    let Some(isa) = a.isa() else {
+        bail!(
+            Status::InvalidAgent,
+            "agent {} has no ISA to load code for",
+            a.name()
+        );
+    };
+    let node = NodeId(a.node());
+    let (id, e) = st.executable(executable)?;
+    let mut entry = lock(&e);
+    let Some(exe) = entry.executable.as_mut() else {
+        bail!(
+            Status::InvalidExecutable,
+            "executable {executable:#x} was destroyed"
+        );
+    };
+    let index = exe.load_code_object(node, isa, &reader.bytes, MemoryKind::System)?;
+    entry.code_objects.push(reader.clone());
+    Ok(LOADED_BASE | id << INDEX_BITS | index as u64)
 }
 
 /// `hsa_executable_freeze`: no more loads; `FROZEN_EXECUTABLE` when already frozen.
@@ -315,8 +330,25 @@ fn symbol_handle(executable_id: u64, index: usize) -> u64 {
     SYMBOL_BASE | executable_id << INDEX_BITS | index as u64
 }
 
+/// The index bit of a symbol handle that names a defined variable
+/// (`Executable::external_variables`) rather than a loaded symbol.
+const EXTERNAL_BIT: u64 = 1 << (INDEX_BITS - 1);
+
+/// The handle of the executable's defined variable `index`.
+pub(crate) fn external_handle(executable_id: u64, index: usize) -> u64 {
+    symbol_handle(executable_id, index) | EXTERNAL_BIT
+}
+
+/// What a symbol handle names.
+enum AnySymbol {
+    /// A symbol of a loaded code object.
+    Loaded(Symbol),
+    /// A variable the application defined.
+    Defined(ExternalVariable),
+}
+
 /// The symbol behind a handle, copied.
-fn symbol_of(st: &State, handle: u64) -> Result<Symbol, Error> {
+fn symbol_of(st: &State, handle: u64) -> Result<AnySymbol, Error> {
     let bad = || {
         hsa_core::error!(
             Status::InvalidExecutableSymbol,
@@ -324,9 +356,21 @@ fn symbol_of(st: &State, handle: u64) -> Result<Symbol, Error> {
         )
     };
     let raw = untag(handle, SYMBOL_BASE).ok_or_else(bad)?;
-    let (id, index) = (raw >> INDEX_BITS, (raw & ((1 << INDEX_BITS) - 1)) as usize);
+    let (id, index) = (raw >> INDEX_BITS, raw & ((1 << INDEX_BITS) - 1));
     with_executable(st, EXECUTABLE_BASE | id, |_, exe| {
-        exe.symbols().nth(index).cloned().ok_or_else(bad)
+        if index & EXTERNAL_BIT != 0 {
+            exe.external_variables()
+                .get((index & !EXTERNAL_BIT) as usize)
+                .cloned()
+                .map(AnySymbol::Defined)
+                .ok_or_else(bad)
+        } else {
+            exe.symbols()
+                .nth(index as usize)
+                .cloned()
+                .map(AnySymbol::Loaded)
+                .ok_or_else(bad)
+        }
     })
     .map_err(|e| {
         if e.status() == Status::InvalidExecutable {
@@ -365,12 +409,22 @@ pub unsafe extern "C" fn hsa_executable_get_symbol_by_name(
             Some(NodeId(agent_of(&st, handle)?.node()))
         };
         let handle = with_executable(&st, executable, |id, exe| {
-            let found = exe.symbol_by_name(name, node)?;
-            let index = exe
-                .symbols()
-                .position(|s| std::ptr::eq(s, found))
-                .unwrap_or(0);
-            Ok(symbol_handle(id, index))
+            match exe.symbol_by_name(name, node) {
+                Ok(found) => {
+                    let index = exe
+                        .symbols()
+                        .position(|s| std::ptr::eq(s, found))
+                        .unwrap_or(0);
+                    Ok(symbol_handle(id, index))
+                }
+                // A variable the application defined (for that agent, or the program's).
+                Err(e) => exe
+                    .external_variables()
+                    .iter()
+                    .position(|v| v.name == name && (v.node.is_none() || v.node == node))
+                    .map(|i| external_handle(id, i))
+                    .ok_or(e),
+            }
         })?;
         // SAFETY: non-NULL, the caller's hsa_executable_symbol_t slot.
         unsafe { symbol.write(handle) };
@@ -397,11 +451,18 @@ fn iterate_symbols(
     };
     // Handles first, callbacks after: a callback may call the API on this executable.
     let handles: Vec<u64> = with_executable(&st, executable, |id, exe| {
+        let defined = exe
+            .external_variables()
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| node.is_none() || v.node == node)
+            .map(|(i, _)| external_handle(id, i));
         Ok(exe
             .symbols()
             .enumerate()
             .filter(|(_, s)| node.is_none_or(|n| n == s.node))
             .map(|(i, _)| symbol_handle(id, i))
+            .chain(defined)
             .collect())
     })?;
     drop(st);
@@ -432,7 +493,8 @@ pub unsafe extern "C" fn hsa_executable_iterate_symbols(
 /// The agent-symbol iteration callback (`executable, agent, symbol, data`).
 pub type AgentSymbolCallback = unsafe extern "C" fn(u64, u64, u64, *mut c_void) -> u32;
 
-/// `hsa_executable_iterate_agent_symbols`: the symbols loaded for `agent`.
+/// `hsa_executable_iterate_agent_symbols`: the symbols loaded for `agent`, then the variables
+/// defined for it (`hsa_executable_agent_global_variable_define`).
 ///
 /// # Safety
 /// `callback` is NULL or a valid function of the documented signature.
@@ -449,11 +511,18 @@ pub unsafe extern "C" fn hsa_executable_iterate_agent_symbols(
         };
         let node = NodeId(agent_of(&st, agent)?.node());
         let handles: Vec<u64> = with_executable(&st, executable, |id, exe| {
+            let defined = exe
+                .external_variables()
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.node == Some(node))
+                .map(|(i, _)| external_handle(id, i));
             Ok(exe
                 .symbols()
                 .enumerate()
                 .filter(|(_, s)| s.node == node)
                 .map(|(i, _)| symbol_handle(id, i))
+                .chain(defined)
                 .collect())
         })?;
         drop(st);
@@ -487,7 +556,14 @@ pub unsafe extern "C" fn hsa_executable_symbol_get_info(
 ) -> HsaStatus {
     guard("hsa_executable_symbol_get_info", || {
         let st = state::state()?;
-        let s = symbol_of(&st, executable_symbol)?;
+        let s = match symbol_of(&st, executable_symbol)? {
+            AnySymbol::Loaded(s) => s,
+            AnySymbol::Defined(v) => {
+                non_null(value, "value")?;
+                // SAFETY: `value` is non-NULL and as large as the attribute's type.
+                return unsafe { defined_variable_info(&st, &v, attribute, value) };
+            }
+        };
         non_null(value, "value")?;
         let agent = st
             .rt()
@@ -555,6 +631,62 @@ pub unsafe extern "C" fn hsa_executable_symbol_get_info(
         }
         Ok(Status::Success)
     })
+}
+
+/// `hsa_executable_symbol_get_info` of a variable the application defined: `TYPE` (variable),
+/// `NAME_LENGTH`, `NAME`, `AGENT` (an agent's definition only), `VARIABLE_ADDRESS`, `LINKAGE`
+/// (program), `IS_DEFINITION`, `VARIABLE_ALLOCATION` (agent or program), `VARIABLE_SEGMENT`
+/// (global or read-only), `VARIABLE_SIZE` (0: not given, as ROCR 5.2 records it); others
+/// `INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `value` is non-NULL and points to memory of the attribute's size.
+unsafe fn defined_variable_info(
+    st: &State,
+    v: &ExternalVariable,
+    attribute: u32,
+    value: *mut c_void,
+) -> Result<Status, Error> {
+    // SAFETY: (all arms) per this function's contract.
+    unsafe {
+        match attribute {
+            HSA_EXECUTABLE_SYMBOL_INFO_TYPE => put::<u32>(value, 0),
+            HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH => put::<u32>(value, v.name.len() as u32),
+            HSA_EXECUTABLE_SYMBOL_INFO_NAME => {
+                std::ptr::copy_nonoverlapping(v.name.as_ptr(), value.cast::<u8>(), v.name.len())
+            }
+            HSA_EXECUTABLE_SYMBOL_INFO_AGENT => {
+                let Some(node) = v.node else {
+                    bail!(
+                        Status::InvalidArgument,
+                        "{} is a program variable: it has no agent",
+                        v.name
+                    );
+                };
+                let agent = st
+                    .rt()
+                    .agents()
+                    .iter()
+                    .find(|a| a.node() == node.0)
+                    .map_or(0, |a| a.handle().0);
+                put::<u64>(value, agent)
+            }
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS => put::<u64>(value, v.address.0),
+            HSA_EXECUTABLE_SYMBOL_INFO_LINKAGE => put::<u32>(value, 1),
+            HSA_EXECUTABLE_SYMBOL_INFO_IS_DEFINITION => put::<bool>(value, true),
+            // HSA_VARIABLE_ALLOCATION_AGENT (0) / _PROGRAM (1).
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALLOCATION => {
+                put::<u32>(value, u32::from(v.node.is_none()))
+            }
+            // HSA_VARIABLE_SEGMENT_GLOBAL (0) / _READONLY (1).
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT => {
+                put::<u32>(value, u32::from(v.read_only))
+            }
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE => put::<u32>(value, 0),
+            other => return Err(bad_attribute("defined variable", other)),
+        }
+    }
+    Ok(Status::Success)
 }
 
 export!(

@@ -41,6 +41,7 @@ pub mod agent;
 pub mod agent_ext;
 pub mod copy;
 pub mod deprecated;
+pub mod executable_ext;
 pub mod ext;
 pub mod extension;
 pub mod host_memory;
