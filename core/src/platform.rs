@@ -486,10 +486,12 @@ pub unsafe trait Platform: Send + Sync {
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Self::Error>;
 
     /// Makes `size_bytes` of memory the host already has at `host` reachable by the agents of
-    /// `nodes`, at the same address (`hsa_amd_memory_lock`, `hsa_memory_register`: KFD
-    /// `ALLOC_MEMORY_OF_GPU` with `USERPTR`, then `MAP_MEMORY_TO_GPU`). The chunk returned has
-    /// `gpu_va` and `host_ptr` equal to `host`; [`Platform::deregister_host_memory`] gives it
-    /// back. A CPU node in `nodes` needs nothing (the host reaches its own memory).
+    /// `nodes` (`hsa_amd_memory_lock`: KFD `ALLOC_MEMORY_OF_GPU` with `USERPTR`, then
+    /// `MAP_MEMORY_TO_GPU`). The chunk returned has `host_ptr` equal to `host` and `gpu_va`
+    /// where the agents reach the pages, which the platform chooses: a fresh device address,
+    /// as ROCR's `agent_ptr` for locked memory on a discrete GPU (HIP relies on the two
+    /// differing). [`Platform::deregister_host_memory`] gives it back. A CPU node in `nodes`
+    /// needs nothing (the host reaches its own memory).
     ///
     /// The default is for platforms that cannot register memory they did not allocate: it
     /// returns `Status::Error`, ROCR's status when the driver refuses the registration
@@ -497,8 +499,9 @@ pub unsafe trait Platform: Send + Sync {
     ///
     /// # Safety
     /// The caller guarantees that `[host, host + size_bytes)` is mapped read-write memory of
-    /// this process, stays mapped until `deregister_host_memory` of the chunk has returned, and
-    /// does not overlap another live registration.
+    /// this process and stays mapped until `deregister_host_memory` of the chunk has
+    /// returned. (The same pages may be registered more than once, each time at another
+    /// device address.)
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an address or size that is not page-aligned, a size of 0

@@ -99,9 +99,11 @@ struct ChunkRecord {
     /// KFD handle; `None` for host memory of a machine without GPUs.
     handle: Option<u64>,
     mapped_to: Vec<u32>,
-    /// Registered host memory of the application (`register_host_memory`): its addresses
-    /// are not the reservation's.
+    /// Registered host memory of the application (`register_host_memory`).
     user: bool,
+    /// Its device address was carved from the reservation (all chunks but a registration for
+    /// CPU nodes only, which is the host address).
+    carved: bool,
 }
 
 #[derive(Debug)]
@@ -726,12 +728,21 @@ impl LinuxPlatform {
                 handle,
                 mapped_to,
                 user: false,
+                carved: true,
             },
         );
     }
 
-    /// Records a registration of the application's memory (see `register_host_memory`).
-    fn record_user(&self, va: u64, size: u64, handle: Option<u64>, mapped_to: Vec<u32>) {
+    /// Records a registration of the application's memory at device address `va` (see
+    /// `register_host_memory`); `carved` when `va` was carved from the reservation.
+    fn record_user(
+        &self,
+        va: u64,
+        size: u64,
+        handle: Option<u64>,
+        mapped_to: Vec<u32>,
+        carved: bool,
+    ) {
         lock(&self.state).chunks.insert(
             va,
             ChunkRecord {
@@ -739,6 +750,7 @@ impl LinuxPlatform {
                 handle,
                 mapped_to,
                 user: true,
+                carved,
             },
         );
     }
@@ -778,15 +790,15 @@ impl LinuxPlatform {
                 // drop frees it) instead of forgetting a live handle.
                 let mapped_to = if unmapped { Vec::new() } else { rec.mapped_to };
                 if rec.user {
-                    self.record_user(va, rec.size, Some(handle), mapped_to);
+                    self.record_user(va, rec.size, Some(handle), mapped_to, rec.carved);
                 } else {
                     self.record(va, rec.size, Some(handle), mapped_to);
                 }
                 return Err(error!(Status::ResourceFree, "{}", e.detail()));
             }
         }
-        if rec.user {
-            // The application's memory: its addresses were never the reservation's.
+        if !rec.carved {
+            // A registration for the host alone: its address is the application's.
             return Ok(());
         }
         self.process.va.release(va).map_err(|e| {

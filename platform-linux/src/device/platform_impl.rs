@@ -115,11 +115,12 @@ unsafe impl Platform for LinuxPlatform {
         self.free_chunk(chunk.gpu_va.0)
     }
 
-    /// Registers the application's pages with KFD as a `USERPTR` buffer at their own address
-    /// (GPU address = host address, as every chunk of this platform), allocated on the first
-    /// GPU of `nodes` and mapped to every GPU of `nodes`; coherent (fine-grained), as the host
-    /// writes them while kernels may read them. Only CPU nodes: nothing to register (the chunk
-    /// is recorded without a KFD handle).
+    /// Registers the application's pages with KFD as a `USERPTR` buffer at a device address
+    /// carved from the reservation (as libhsakmt gives registered memory an address of its
+    /// GPUVM aperture: ROCR's "alternate VA"), allocated on the first GPU of `nodes` and mapped
+    /// to every GPU of `nodes`; coherent (fine-grained), as the host writes the pages while
+    /// kernels may read them. Only CPU nodes: nothing to register; the chunk's device address
+    /// is then the host address (recorded without a KFD handle).
     ///
     /// # Errors
     /// [`Status::InvalidArgument`] for an address or size that is not page-aligned, a size of
@@ -158,18 +159,31 @@ unsafe impl Platform for LinuxPlatform {
                 }
             }
         }
-        let chunk = MemoryChunk {
-            gpu_va: GpuVa(va),
-            host_ptr: Some(host),
-            size_bytes,
-            handle: 0,
-        };
         let Some(&alloc_gpu) = gpu_ids.first() else {
-            self.record_user(va, size_bytes, None, Vec::new());
-            return Ok(chunk);
+            if lock(&self.state).chunks.contains_key(&va) {
+                bail!(
+                    Status::InvalidArgument,
+                    "{size_bytes} bytes at {va:#x} are already registered for the host alone"
+                );
+            }
+            self.record_user(va, size_bytes, None, Vec::new(), false);
+            return Ok(MemoryChunk {
+                gpu_va: GpuVa(va),
+                host_ptr: Some(host),
+                size_bytes,
+                handle: 0,
+            });
         };
+        let gpu_va = self.process.va.carve(size_bytes, page).ok_or_else(|| {
+            error!(
+                Status::OutOfResources,
+                "no address space left to register {size_bytes} bytes ({} of {} bytes free)",
+                self.process.va.free_bytes(),
+                self.process.va.len_bytes()
+            )
+        })?;
         let mut a = AllocMemoryOfGpuArgs {
-            va_addr: va,
+            va_addr: gpu_va,
             size: size_bytes,
             handle: 0,
             // USERPTR: the user address goes in mmap_offset (kfd_ioctl.h).
@@ -178,20 +192,31 @@ unsafe impl Platform for LinuxPlatform {
             flags: kfd_alloc_flags_for(KfdPlacement::UserPtr, MemoryFlags::FINE_GRAINED),
         };
         // SAFETY: `[va, va + size_bytes)` is mapped read-write memory of this process that
-        // stays mapped until deregister_host_memory returns (this function's contract); it
-        // lies outside the reservation, so no chunk of ours aliases it.
-        unsafe { calls::alloc_userptr_memory_of_gpu(&*self.driver, &mut a) }
-            .map_err(|e| error!(Status::Error, "{}", e.detail()))?;
+        // stays mapped until deregister_host_memory returns (this function's contract); the
+        // device address is a fresh carved range of the reservation, so no other buffer uses
+        // it.
+        if let Err(e) = unsafe { calls::alloc_userptr_memory_of_gpu(&*self.driver, &mut a) } {
+            let _ = self.process.va.release(gpu_va);
+            bail!(Status::Error, "{}", e.detail());
+        }
         let handle = a.handle;
         if let Err(e) = self.map_handle(handle, &gpu_ids) {
             if call(&*self.driver, &mut FreeMemoryOfGpuArgs { handle }).is_err() {
-                // KFD keeps the buffer: record it so that the platform's drop retries.
-                self.record_user(va, size_bytes, Some(handle), Vec::new());
+                // KFD keeps the buffer: record it (its address stays carved) so that the
+                // platform's drop retries.
+                self.record_user(gpu_va, size_bytes, Some(handle), Vec::new(), true);
+            } else {
+                let _ = self.process.va.release(gpu_va);
             }
             bail!(Status::OutOfResources, "{}", e.detail());
         }
-        self.record_user(va, size_bytes, Some(handle), gpu_ids);
-        Ok(MemoryChunk { handle, ..chunk })
+        self.record_user(gpu_va, size_bytes, Some(handle), gpu_ids, true);
+        Ok(MemoryChunk {
+            gpu_va: GpuVa(gpu_va),
+            host_ptr: Some(host),
+            size_bytes,
+            handle,
+        })
     }
 
     unsafe fn deregister_host_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
