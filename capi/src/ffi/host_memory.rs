@@ -1,25 +1,25 @@
 //! Host memory the application already has, made reachable by the agents
-//! (`hsa_amd_memory_lock`, `hsa_amd_memory_lock_to_pool`, `hsa_amd_memory_unlock`,
+//! (`hsa_amd_memory_lock`, `hsa_amd_memory_lock_to_pool`, `hsa_amd_memory_unlock`;
 //! `hsa_memory_register`, `hsa_memory_deregister`), and what the runtime keeps about its own
 //! allocations for the application (`hsa_amd_pointer_info_set_userdata`,
 //! `hsa_amd_register_deallocation_callback`, `hsa_amd_deregister_deallocation_callback`).
 //!
-//! Locked memory is registered with the platform (`Platform::register_host_memory`: on Linux a
-//! KFD `USERPTR` buffer) page by page, at its own address, and mapped to every GPU agent: the
-//! pointer an agent uses is the host pointer (`*agent_ptr == host_ptr`), as on ROCR with SVM
-//! apertures. Registrations are kept as disjoint page ranges with reference counts, so locks of
-//! overlapping or neighbouring buffers (two small `malloc`s in one page) share the pages they
-//! have in common; a lock is undone by `hsa_amd_memory_unlock` of the pointer it locked.
-//! Memory the runtime allocated itself is already reachable: locking it registers nothing.
-//! `hsa_amd_pointer_info` reports locked memory as `HSA_EXT_POINTER_TYPE_LOCKED` (see
-//! [`locked_info`]).
+//! A lock registers the pages holding the buffer with the platform
+//! (`Platform::register_host_memory`: on Linux a KFD `USERPTR` buffer) for every GPU agent; the
+//! agents reach them at the device address the platform chose, so `*agent_ptr` differs from
+//! `host_ptr` (as ROCR's on a discrete GPU, which HIP 5.2 relies on). Locking the same pages
+//! again (same page range) shares the registration (reference-counted, as libhsakmt does);
+//! `hsa_amd_memory_unlock` undoes the most recent lock of a pointer. Memory the runtime
+//! allocated itself is already reachable: locking it registers nothing and `*agent_ptr` is
+//! the pointer. `hsa_amd_pointer_info` reports locked memory as `HSA_EXT_POINTER_TYPE_LOCKED`
+//! at its host or its agent address, and the copy engine reads and writes it through either.
 //!
-//! `hsa_memory_register` is a hint in ROCR 5.2 (it does nothing); here it locks the memory for
-//! every GPU agent, so kernels can use it, and it still succeeds where the platform cannot
-//! register host memory (the `Status::Error` of the platform's default), as ROCR does.
+//! `hsa_memory_register` and `hsa_memory_deregister` are hints that change nothing, as in ROCR
+//! 5.2: the agents here are base-profile agents, which reach host memory only through a lock's
+//! agent pointer (or memory the runtime allocated).
 #![allow(unsafe_code)]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Mutex;
@@ -40,27 +40,23 @@ pub type DeallocationCallback = unsafe extern "C" fn(*mut c_void, *mut c_void);
 
 /// One registered page range.
 struct Registered {
+    /// First page and end (page-aligned) of the host range.
+    start: u64,
+    end: u64,
     chunk: MemoryChunk,
     /// Locks using it.
     refs: u32,
 }
 
-/// How a range was made reachable.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    /// `hsa_amd_memory_lock` / `_lock_to_pool`.
-    Lock,
-    /// `hsa_memory_register`.
-    Register,
-}
-
 /// One lock of the application.
 struct Locked {
+    /// The locked host pointer and size.
     ptr: u64,
     size: u64,
-    kind: Kind,
-    /// Starts of the registered ranges it uses (empty for runtime memory).
-    ranges: Vec<u64>,
+    /// Where the agents reach `ptr`.
+    agent_ptr: u64,
+    /// The host range of the registration it uses (`None` for runtime memory).
+    registration: Option<(u64, u64)>,
 }
 
 /// A deallocation callback.
@@ -73,8 +69,7 @@ struct Notifier {
 
 #[derive(Default)]
 struct Table {
-    /// Registered page ranges by start (disjoint).
-    ranges: BTreeMap<u64, Registered>,
+    registrations: Vec<Registered>,
     locks: Vec<Locked>,
 }
 
@@ -90,8 +85,10 @@ pub(crate) struct HostMemory {
 
 /// What `hsa_amd_pointer_info` reports for locked memory.
 pub(crate) struct LockedInfo {
-    /// The locked pointer (host and agent base address).
+    /// The locked host pointer.
     pub(crate) base: u64,
+    /// Where the agents reach it.
+    pub(crate) agent_base: u64,
     /// The locked size, bytes.
     pub(crate) size: u64,
     /// `hsa_amd_pointer_info_set_userdata` of the base.
@@ -103,7 +100,7 @@ impl HostMemory {
     pub(crate) fn shut_down(&self, st: &State) {
         let mut t = lock(&self.table);
         t.locks.clear();
-        for (_, r) in std::mem::take(&mut t.ranges) {
+        for r in std::mem::take(&mut t.registrations) {
             // SAFETY: a registration of this platform, used by no lock any more; queues that
             // might still read it are destroyed after (the runtime is shutting down and
             // kernels using locked memory must have completed, as for hsa_amd_memory_unlock).
@@ -136,30 +133,46 @@ impl HostMemory {
         }
     }
 
-    /// The lock containing `ptr`, for `hsa_amd_pointer_info`.
+    /// The lock whose host or agent range contains `ptr`, for `hsa_amd_pointer_info`.
     pub(crate) fn locked_info(&self, ptr: u64) -> Option<LockedInfo> {
         let t = lock(&self.table);
+        let inside = |base: u64, size: u64| ptr >= base && ptr - base < size;
         t.locks
             .iter()
-            .find(|l| !l.ranges.is_empty() && ptr >= l.ptr && ptr - l.ptr < l.size)
+            .rev()
+            .find(|l| {
+                l.registration.is_some() && (inside(l.ptr, l.size) || inside(l.agent_ptr, l.size))
+            })
             .map(|l| LockedInfo {
                 base: l.ptr,
+                agent_base: l.agent_ptr,
                 size: l.size,
                 user_data: self.user_data(l.ptr),
             })
     }
+
+    /// The host address of `len` bytes at `ptr` when they lie in a lock's agent range (the
+    /// copy engine reaches locked memory through the host mapping); `None` otherwise.
+    pub(crate) fn agent_to_host(&self, ptr: u64, len: u64) -> Option<u64> {
+        let t = lock(&self.table);
+        t.locks.iter().rev().find_map(|l| {
+            let offset = ptr.checked_sub(l.agent_ptr)?;
+            (l.registration.is_some() && offset.checked_add(len)? <= l.size)
+                .then_some(l.ptr + offset)
+        })
+    }
 }
 
 /// Makes `[ptr, ptr + size)` reachable by every GPU agent; returns the agent pointer.
-fn lock_range(st: &State, ptr: u64, size: u64, kind: Kind) -> Result<u64, Error> {
+fn lock_range(st: &State, ptr: u64, size: u64) -> Result<u64, Error> {
     let ext = &st.ext.host;
     if st.rt().pointer_info(GpuVa(ptr)).is_ok() {
-        // The runtime's own memory: already reachable.
+        // The runtime's own memory: already reachable, at its address.
         lock(&ext.table).locks.push(Locked {
             ptr,
             size,
-            kind,
-            ranges: Vec::new(),
+            agent_ptr: ptr,
+            registration: None,
         });
         return Ok(ptr);
     }
@@ -170,98 +183,77 @@ fn lock_range(st: &State, ptr: u64, size: u64, kind: Kind) -> Result<u64, Error>
         .ok_or_else(|| {
             hsa_core::error!(Status::InvalidArgument, "{size} bytes at {ptr:#x} overflow")
         })?;
-    let gpus: Vec<NodeId> = st
-        .rt()
-        .agents()
-        .iter()
-        .filter(|a| a.is_gpu())
-        .map(|a| NodeId(a.node()))
-        .collect();
-    let platform = st.platform_static();
     let mut t = lock(&ext.table);
-    // The gaps of [start, end) between registered ranges.
-    let mut gaps = Vec::new();
-    let mut at = start;
-    let overlapping: Vec<(u64, u64)> = t
-        .ranges
-        .range(..end)
-        .map(|(s, r)| (*s, *s + r.chunk.size_bytes))
-        .filter(|(_, e)| *e > start)
-        .collect();
-    for (s, e) in &overlapping {
-        if *s > at {
-            gaps.push((at, *s));
-        }
-        at = at.max(*e);
-    }
-    if at < end {
-        gaps.push((at, end));
-    }
-    let mut made = Vec::new();
-    for (s, e) in gaps {
-        let host = NonNull::new(s as *mut u8)
-            .ok_or_else(|| hsa_core::error!(Status::InvalidArgument, "address 0"))?;
-        // SAFETY: the application's memory, which it keeps mapped while locked
-        // (hsa_amd_memory_lock's contract); the range overlaps no live registration (it is
-        // a gap of the table).
-        match unsafe { platform.register_host_memory(host, e - s, &gpus) } {
-            Ok(chunk) => made.push((s, chunk)),
-            Err(err) => {
-                for (_, chunk) in made {
-                    // SAFETY: just registered, used by nothing.
-                    let _ = unsafe { platform.deregister_host_memory(&chunk) };
-                }
-                return Err(err.context(&format!("locking {size} bytes at {ptr:#x}")));
-            }
-        }
-    }
-    for (s, chunk) in made {
-        t.ranges.insert(s, Registered { chunk, refs: 0 });
-    }
-    let used: Vec<u64> = t
-        .ranges
-        .range(..end)
-        .filter(|(s, r)| **s + r.chunk.size_bytes > start)
-        .map(|(s, _)| *s)
-        .collect();
-    for s in &used {
-        if let Some(r) = t.ranges.get_mut(s) {
+    let shared = t
+        .registrations
+        .iter_mut()
+        .find(|r| r.start == start && r.end == end);
+    let agent_base = match shared {
+        Some(r) => {
             r.refs += 1;
+            r.chunk.gpu_va.0
         }
-    }
+        None => {
+            let gpus: Vec<NodeId> = st
+                .rt()
+                .agents()
+                .iter()
+                .filter(|a| a.is_gpu())
+                .map(|a| NodeId(a.node()))
+                .collect();
+            let host = NonNull::new(start as *mut u8)
+                .ok_or_else(|| hsa_core::error!(Status::InvalidArgument, "address 0"))?;
+            // SAFETY: the application's memory, which it keeps mapped while locked
+            // (hsa_amd_memory_lock's contract).
+            let chunk = unsafe {
+                st.platform_static()
+                    .register_host_memory(host, end - start, &gpus)
+            }
+            .map_err(|e| e.context(&format!("locking {size} bytes at {ptr:#x}")))?;
+            let base = chunk.gpu_va.0;
+            t.registrations.push(Registered {
+                start,
+                end,
+                chunk,
+                refs: 1,
+            });
+            base
+        }
+    };
+    let agent_ptr = agent_base + (ptr - start);
     t.locks.push(Locked {
         ptr,
         size,
-        kind,
-        ranges: used,
+        agent_ptr,
+        registration: Some((start, end)),
     });
-    Ok(ptr)
+    Ok(agent_ptr)
 }
 
-/// Undoes the most recent lock of `ptr` of `kind`; whether there was one.
-fn unlock_range(st: &State, ptr: u64, kind: Kind) -> bool {
-    let platform = st.platform_static();
+/// Undoes the most recent lock of `ptr`; whether there was one.
+fn unlock_range(st: &State, ptr: u64) -> bool {
     let mut t = lock(&st.ext.host.table);
-    let Some(i) = t.locks.iter().rposition(|l| l.ptr == ptr && l.kind == kind) else {
+    let Some(i) = t.locks.iter().rposition(|l| l.ptr == ptr) else {
         return false;
     };
     let l = t.locks.remove(i);
-    for s in l.ranges {
-        let done = match t.ranges.get_mut(&s) {
-            Some(r) => {
-                r.refs -= 1;
-                r.refs == 0
-            }
-            None => false,
-        };
-        if done {
-            if let Some(r) = t.ranges.remove(&s) {
-                // SAFETY: a registration of this platform that no lock uses any more; the
-                // application does not use the memory from agents after unlocking it.
-                if let Err(e) = unsafe { platform.deregister_host_memory(&r.chunk) } {
-                    super::log_error("hsa_amd_memory_unlock", &e);
-                }
-            }
+    let Some((start, end)) = l.registration else {
+        return true;
+    };
+    let Some(j) = t
+        .registrations
+        .iter()
+        .position(|r| r.start == start && r.end == end)
+    else {
+        return true;
+    };
+    t.registrations[j].refs -= 1;
+    if t.registrations[j].refs == 0 {
+        let r = t.registrations.remove(j);
+        // SAFETY: a registration of this platform that no lock uses any more; the application
+        // does not use the memory from agents after unlocking it.
+        if let Err(e) = unsafe { st.platform_static().deregister_host_memory(&r.chunk) } {
+            super::log_error("hsa_amd_memory_unlock", &e);
         }
     }
     true
@@ -290,7 +282,7 @@ fn check_agents(st: &State, agents: *const u64, num_agent: i32) -> Result<(), Er
 
 /// `hsa_amd_memory_lock`: makes `size` bytes of the application's memory at `host_ptr`
 /// reachable by the GPU agents (all of them, whatever `agents` lists; see the module doc);
-/// `*agent_ptr` is the address agents use, which is `host_ptr`.
+/// `*agent_ptr` is the address agents use.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a size of 0, NULL `host_ptr`/`agent_ptr`, or
@@ -318,7 +310,7 @@ pub unsafe extern "C" fn hsa_amd_memory_lock(
         // SAFETY: non-NULL, writable per the caller's contract (ROCR clears it first).
         unsafe { agent_ptr.write(std::ptr::null_mut()) };
         check_agents(&st, agents, num_agent)?;
-        let p = lock_range(&st, host_ptr as u64, size as u64, Kind::Lock)?;
+        let p = lock_range(&st, host_ptr as u64, size as u64)?;
         // SAFETY: as above.
         unsafe { agent_ptr.write(p as *mut c_void) };
         Ok(Status::Success)
@@ -367,7 +359,7 @@ pub unsafe extern "C" fn hsa_amd_memory_lock_to_pool(
                 "pool {pool:#x} is device memory: memory is locked to a CPU agent's pool"
             );
         }
-        let p = lock_range(&st, host_ptr as u64, size as u64, Kind::Lock)?;
+        let p = lock_range(&st, host_ptr as u64, size as u64)?;
         // SAFETY: as above.
         unsafe { agent_ptr.write(p as *mut c_void) };
         Ok(Status::Success)
@@ -382,49 +374,35 @@ pub unsafe extern "C" fn hsa_amd_memory_lock_to_pool(
 pub extern "C" fn hsa_amd_memory_unlock(host_ptr: *mut c_void) -> HsaStatus {
     guard("hsa_amd_memory_unlock", || {
         let st = state::state()?;
-        unlock_range(&st, host_ptr as u64, Kind::Lock);
+        unlock_range(&st, host_ptr as u64);
         Ok(Status::Success)
     })
 }
 
-/// `hsa_memory_register`: locks `size` bytes at `address` for every GPU agent (see the module
-/// doc); NULL registers nothing.
+/// `hsa_memory_register`: a hint that changes nothing, as ROCR 5.2's (see the module doc).
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a size of 0 with an address (ROCR 5.2's one
-/// check); `OUT_OF_RESOURCES` when the memory cannot be mapped.
-///
-/// # Safety
-/// The memory stays allocated until it is deregistered.
-pub unsafe extern "C" fn hsa_memory_register(address: *mut c_void, size: usize) -> HsaStatus {
+/// check).
+pub extern "C" fn hsa_memory_register(address: *mut c_void, size: usize) -> HsaStatus {
     guard("hsa_memory_register", || {
-        let st = state::state()?;
-        if address.is_null() {
-            return Ok(Status::Success);
-        }
-        if size == 0 {
+        state::state()?;
+        if size == 0 && !address.is_null() {
             bail!(Status::InvalidArgument, "size is 0");
         }
-        match lock_range(&st, address as u64, size as u64, Kind::Register) {
-            Ok(_) => Ok(Status::Success),
-            // Registration is a hint (ROCR 5.2 does nothing): a platform that cannot register
-            // host memory leaves it unregistered.
-            Err(e) if e.status() == Status::Error => Ok(Status::Success),
-            Err(e) => Err(e),
-        }
+        Ok(Status::Success)
     })
 }
 
-/// `hsa_memory_deregister`: undoes [`hsa_memory_register`] of `address`; SUCCESS whatever it
-/// is, as ROCR 5.2.
+/// `hsa_memory_deregister`: nothing to undo (see [`hsa_memory_register`]); SUCCESS, as ROCR
+/// 5.2.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`.
 pub extern "C" fn hsa_memory_deregister(address: *mut c_void, size: usize) -> HsaStatus {
-    let _ = size;
+    let _ = (address, size);
     guard("hsa_memory_deregister", || {
-        let st = state::state()?;
-        unlock_range(&st, address as u64, Kind::Register);
+        state::state()?;
         Ok(Status::Success)
     })
 }

@@ -363,8 +363,8 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
 }
 
 /// The host address of `len` bytes at `ptr`: inside a pool allocation, its host mapping
-/// (checked to hold `len` bytes); outside every pool, `ptr` itself (host memory of the
-/// application, e.g. malloc).
+/// (checked to hold `len` bytes); inside the agent range of locked memory, the host memory
+/// locked there; outside both, `ptr` itself (host memory of the application, e.g. malloc).
 pub(crate) fn host_range(
     st: &State,
     ptr: *const c_void,
@@ -373,6 +373,9 @@ pub(crate) fn host_range(
 ) -> Result<*mut u8, Error> {
     let va = ptr as u64;
     let Ok(info) = st.rt().pointer_info(GpuVa(va)) else {
+        if let Some(host) = st.ext.host.agent_to_host(va, len as u64) {
+            return Ok(host as *mut u8);
+        }
         return Ok(ptr as *mut u8);
     };
     let a = info.allocation;
@@ -482,8 +485,9 @@ pub type AllocFn = unsafe extern "C" fn(usize) -> *mut c_void;
 
 /// `hsa_amd_pointer_info`: what `ptr` is. Memory not from this runtime is
 /// `HSA_EXT_POINTER_TYPE_UNKNOWN` (success, as ROCR). Memory locked with
-/// `hsa_amd_memory_lock` is `HSA_EXT_POINTER_TYPE_LOCKED`: its base is the locked pointer
-/// (host and agent), its size the locked size, its owner the first CPU agent and its flags
+/// `hsa_amd_memory_lock` (asked about at its host or its agent address) is
+/// `HSA_EXT_POINTER_TYPE_LOCKED`: its host base is the locked pointer, its agent base the
+/// agent pointer, its size the locked size, its owner the first CPU agent and its flags
 /// fine-grained, as ROCR 5.2 reports it; every GPU agent can reach it. `userData` is what
 /// `hsa_amd_pointer_info_set_userdata` set. When `accessible` is given, `alloc` makes the
 /// array of agents that can reach the allocation (owner, agents allowed by default, agents
@@ -548,7 +552,7 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
             }
         } else if let Some(l) = st.ext.host.locked_info(ptr as u64) {
             out.type_ = HSA_EXT_POINTER_TYPE_LOCKED;
-            out.agent_base_address = l.base as *mut c_void;
+            out.agent_base_address = l.agent_base as *mut c_void;
             out.host_base_address = l.base as *mut c_void;
             out.size_in_bytes = l.size as usize;
             out.user_data = l.user_data as *mut c_void;
