@@ -510,3 +510,83 @@ fn queues_max_queues_can_be_created_and_not_one_more() {
     }
     run_rocr_compat("queues");
 }
+
+/// The `nm -D --defined-only` names of a library (version suffixes dropped), without the
+/// version nodes (`A` symbols such as `ROCR_1`).
+fn nm_defined(lib: &Path) -> Vec<String> {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib)
+        .output()
+        .expect("run nm");
+    assert!(out.status.success(), "nm -D {}", lib.display());
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f.as_slice() {
+                [_, kind, name] if *kind != "A" => {
+                    Some(name.split('@').next().unwrap_or(name).to_string())
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// `capi/README.md`'s table of ROCR 5.2's exports has one row per export of Debian's
+/// `libhsa-runtime64.so.1` (`nm -D --defined-only`), in name order, so it cannot drift from
+/// the real library: a row marked `not provided` names something this library does not export,
+/// every other row a function it exports under `ROCR_1`.
+#[test]
+fn readme_table_lists_every_rocr_export() {
+    let rocr = Path::new("/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1");
+    if !rocr.exists() || !which("nm") || !which("objdump") {
+        println!(
+            "skipped: {} or nm/objdump missing (install libhsa-runtime64-1, binutils)",
+            rocr.display()
+        );
+        return;
+    }
+    let theirs = nm_defined(rocr);
+    assert_eq!(
+        theirs.iter().filter(|n| n.starts_with("hsa_")).count(),
+        224,
+        "ROCR 5.2.3 exports 224 functions"
+    );
+    let readme = std::fs::read_to_string(common::crate_dir().join("README.md")).unwrap();
+    let (_, rest) = readme
+        .split_once("<!-- rocr-exports: begin -->")
+        .expect("README.md has the rocr-exports table");
+    let (table, _) = rest.split_once("<!-- rocr-exports: end -->").unwrap();
+    let rows: Vec<(String, String)> = table
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((name.to_string(), cells.get(2)?.to_string()))
+        })
+        .collect();
+    let names: Vec<String> = rows.iter().map(|(n, _)| n.clone()).collect();
+    let missing: Vec<&String> = theirs.iter().filter(|n| !names.contains(n)).collect();
+    let extra: Vec<&String> = names.iter().filter(|n| !theirs.contains(n)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "README table vs Debian's exports: missing rows {missing:?}, rows for no export {extra:?}"
+    );
+    assert_eq!(names, theirs, "rows are in name order");
+    let ours = exported_symbols();
+    for (name, here) in &rows {
+        let exported = ours.iter().find(|(n, _)| n == name);
+        match here.as_str() {
+            "not provided" => assert!(exported.is_none(), "{name} is exported: update the table"),
+            "implemented" | "absent feature" => match exported {
+                Some((_, version)) => assert_eq!(version, "ROCR_1", "{name}"),
+                None => panic!("{name} is marked {here} but not exported"),
+            },
+            other => panic!("{name}: unknown entry {other:?}"),
+        }
+    }
+}
