@@ -319,6 +319,40 @@ fn c_api_check_passes() {
     assert_eq!(stdout, "api_check: ok\n");
 }
 
+/// `c/rocr_ext.c`: the ROCR extension functions HIP and ROCm tools use, from C: extension
+/// queries and the AMD loader table (executables, loaded code objects, URIs, segment
+/// descriptors, host addresses), HDP_FLUSH, async copies (with a dependency, odd sizes, rects,
+/// copy profiling), fills, locked memory (its agent pointer, pointer info, copies through it),
+/// AMD signals, async handlers and functions, deallocation callbacks and user data, dispatch
+/// profiling on a live queue, tick translation, CU masks, priorities, caches, ISA queries,
+/// coherency, executable info, variable definitions resolving `extern_var`'s relocation (its
+/// kernel reads the defined variable), the HSA 1.0 code object API, and ROCR's statuses for
+/// images, the finalizer, IPC, SVM, migration and interop.
+#[test]
+fn c_rocr_ext_passes() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("rocr_ext");
+    let codeobjects = common::crate_dir().join("../testdata/codeobjects");
+    let out = Command::new(&exe)
+        .arg(codeobjects.join("kernels-gfx90a-v5.hsaco"))
+        .arg(codeobjects.join("extern/extern_var-gfx90a-v5.hsaco"))
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run rocr_ext");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rocr_ext failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "rocr_ext: ok\n");
+}
+
 /// `c/dispatch_loop.c`: the per-dispatch pattern of ROCR's samples (kernarg buffer of a
 /// random size, a new completion signal, dispatch with the barrier bit, wait, free both),
 /// 10,000 times with a new queue every 97 dispatches, on the emulated gfx90a and (with the
