@@ -100,7 +100,8 @@ fn cache_of(st: &State, handle: u64) -> Result<(&Agent, AgentCache), Error> {
     }
 }
 
-/// `hsa_agent_iterate_caches`: the agent's data caches (see [`caches`]).
+/// `hsa_agent_iterate_caches`: the agent's data caches, as ROCR 5.2 lists them: a GPU's caches
+/// of the HSACU type, a CPU's of the CPU type, no instruction caches; in topology order.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for a NULL callback; a status
