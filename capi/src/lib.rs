@@ -6,8 +6,11 @@
 //! of ROCR 5.2's `hsa.h` / `hsa_ext_amd.h` (Debian's `libhsa-runtime-dev`); `tests/c_abi.rs`
 //! checks them by compiling C against those headers.
 //!
-//! Only what is implemented over the Rust API is exported (no stubs): see the `ffi` modules
-//! for the list. hsa-rt's own extension is declared in `include/hsa_rt_ext.h`.
+//! Every function ROCR 5.2 exports is exported: implemented over the Rust API, or, for a
+//! feature this runtime does not provide (images, the finalizer, IPC, interop, SVM), with
+//! ROCR's checks and the status ROCR returns when that feature is absent (`ffi::unsupported`;
+//! the table in `README.md` lists each function). hsa-rt's own extension is declared in
+//! `include/hsa_rt_ext.h`.
 //!
 //! To run a ROCm application on it: `ln -s libhsa_runtime64.so DIR/libhsa-runtime64.so.1` and
 //! `LD_LIBRARY_PATH=DIR`. The device is the default platform's (`/dev/kfd`, else the emulated
@@ -26,6 +29,8 @@ extern crate alloc;
 extern crate std;
 
 pub mod abi;
+#[cfg(feature = "linux")]
+mod extras;
 #[macro_use]
 pub mod ffi;
 pub mod backend;

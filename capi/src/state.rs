@@ -17,6 +17,7 @@
 //! up. Queues: the `hsa_queue_t` (= `amd_queue_t`) address, looked up.
 
 use alloc::collections::BTreeMap;
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
@@ -81,12 +82,25 @@ pub(crate) struct SoftQueue {
 pub(crate) struct Reader {
     /// The code object, copied.
     pub(crate) bytes: Vec<u8>,
+    /// Where it came from, as the AMD loader extension's URI (`memory://PID#offset=...`,
+    /// `file://PATH#offset=...&size=...`; read by the extension, a Linux-build module).
+    #[cfg_attr(not(feature = "linux"), allow(dead_code))]
+    pub(crate) uri: String,
 }
 
 /// An executable made through the C API.
 pub(crate) struct ExecEntry {
     /// `None` once destroyed.
     pub(crate) executable: Option<Executable<PlatRef>>,
+    /// The reader of each loaded code object, by load index (the loader extension reports
+    /// their bytes and URIs).
+    pub(crate) code_objects: Vec<Arc<Reader>>,
+    /// `hsa_profile_t` it was created with (`hsa_executable_get_info`: Linux build).
+    #[cfg_attr(not(feature = "linux"), allow(dead_code))]
+    pub(crate) profile: u32,
+    /// `hsa_default_float_rounding_mode_t` it was created with (as `profile`).
+    #[cfg_attr(not(feature = "linux"), allow(dead_code))]
+    pub(crate) rounding_mode: u32,
 }
 
 /// A C queue-error callback (`hsa_queue_create`'s `callback` and `data`).
@@ -176,6 +190,9 @@ pub(crate) struct State {
     /// (bare metal, kept for its drop).
     #[cfg_attr(feature = "baremetal", allow(dead_code))]
     device: Device,
+    /// What the ROCR extension functions keep (locked memory, async handlers, ...).
+    #[cfg(feature = "linux")]
+    pub(crate) ext: crate::extras::Extras,
 }
 
 impl State {
@@ -196,6 +213,8 @@ impl State {
             signal_pool,
             device: Device::new(opened, runtime.platform_ref()),
             runtime,
+            #[cfg(feature = "linux")]
+            ext: crate::extras::Extras::default(),
         })
     }
 
@@ -303,6 +322,9 @@ impl Drop for State {
     /// destroyed (their hardware queues stopped), soft queues' memory and executables freed.
     /// Nothing here is needed for soundness: each object owns what it uses.
     fn drop(&mut self) {
+        // The ROCR extensions' objects (async handlers, locked memory) first.
+        #[cfg(feature = "linux")]
+        self.ext.shut_down(self);
         lock(&self.groups).clear();
         write(&self.signals).clear();
         for (_, q) in core::mem::take(&mut *write(&self.queues)) {

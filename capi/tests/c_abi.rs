@@ -135,7 +135,7 @@ fn exported_symbols() -> Vec<(String, String)> {
 
 /// The export table: every function under `ROCR_1`, rocminfo's ten imports among them, the
 /// soname `libhsa-runtime64.so.1`, and every export declared by `hsa.h`/`hsa_ext_amd.h`
-/// (or `hsa_rt_ext.h`): a C file taking each one's address compiles with `-Werror`.
+/// (with `hsa_ext_image.h`), `hsa_ext_finalize.h` or `hsa_rt_ext.h`: a C file taking each one's address compiles with `-Werror`.
 #[test]
 fn exports_are_declared_api_under_rocr_1() {
     if !have_headers() || !which("objdump") {
@@ -173,7 +173,8 @@ fn exports_are_declared_api_under_rocr_1() {
         .contains("SONAME               libhsa-runtime64.so.1"));
 
     let mut c = String::from(
-        "#include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\n#include \"hsa_rt_ext.h\"\n\
+        "#include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\n#include <hsa/hsa_ext_finalize.h>\n\
+         #include \"hsa_rt_ext.h\"\n\
          void* exports[] = {\n",
     );
     for (name, _) in &syms {
@@ -318,6 +319,40 @@ fn c_api_check_passes() {
     assert_eq!(stdout, "api_check: ok\n");
 }
 
+/// `c/rocr_ext.c`: the ROCR extension functions HIP and ROCm tools use, from C: extension
+/// queries and the AMD loader table (executables, loaded code objects, URIs, segment
+/// descriptors, host addresses), HDP_FLUSH, async copies (with a dependency, odd sizes, rects,
+/// copy profiling), fills, locked memory (its agent pointer, pointer info, copies through it),
+/// AMD signals, async handlers and functions, deallocation callbacks and user data, dispatch
+/// profiling on a live queue, tick translation, CU masks, priorities, caches, ISA queries,
+/// coherency, executable info, variable definitions resolving `extern_var`'s relocation (its
+/// kernel reads the defined variable), the HSA 1.0 code object API, and ROCR's statuses for
+/// images, the finalizer, IPC, SVM, migration and interop.
+#[test]
+fn c_rocr_ext_passes() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("rocr_ext");
+    let codeobjects = common::crate_dir().join("../testdata/codeobjects");
+    let out = Command::new(&exe)
+        .arg(codeobjects.join("kernels-gfx90a-v5.hsaco"))
+        .arg(codeobjects.join("extern/extern_var-gfx90a-v5.hsaco"))
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run rocr_ext");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "rocr_ext failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "rocr_ext: ok\n");
+}
+
 /// `c/dispatch_loop.c`: the per-dispatch pattern of ROCR's samples (kernarg buffer of a
 /// random size, a new completion signal, dispatch with the barrier bit, wait, free both),
 /// 10,000 times with a new queue every 97 dispatches, on the emulated gfx90a and (with the
@@ -390,29 +425,14 @@ fn run_rocr_compat(section: &str) {
 }
 
 /// The functions Debian's ROCR 5.2 `hsa.h` declares `HSA_DEPRECATED`, all of which its
-/// `libhsa-runtime64.so.1` exports: every one is exported under `ROCR_1` but the HSA 1.0 code
-/// object API and the extension queries (`ffi::deprecated` says why); each renamed memory-order
-/// operation is the same function as its new name; and they work from C
+/// `libhsa-runtime64.so.1` exports: every one is exported under `ROCR_1`; each renamed
+/// memory-order operation is the same function as its new name; and they work from C
 /// (`rocr_compat.c deprecated`).
 #[test]
 fn rocr_5_2_deprecated_names_are_exported() {
     if !have_headers() || !which("objdump") {
         return;
     }
-    const NOT_PROVIDED: [&str; 12] = [
-        "hsa_code_object_serialize",
-        "hsa_code_object_deserialize",
-        "hsa_code_object_destroy",
-        "hsa_code_object_get_info",
-        "hsa_code_object_get_symbol",
-        "hsa_code_object_get_symbol_from_name",
-        "hsa_code_object_iterate_symbols",
-        "hsa_code_symbol_get_info",
-        "hsa_executable_load_code_object",
-        "hsa_system_extension_supported",
-        "hsa_system_get_extension_table",
-        "hsa_agent_extension_supported",
-    ];
     let header = std::fs::read_to_string("/usr/include/hsa/hsa.h").unwrap();
     let mut deprecated = Vec::new();
     for piece in header.split("HSA_API HSA_DEPRECATED").skip(1) {
@@ -444,13 +464,6 @@ fn rocr_5_2_deprecated_names_are_exported() {
         .collect();
     let mut missing = Vec::new();
     for name in &deprecated {
-        if NOT_PROVIDED.contains(&name.as_str()) {
-            assert!(
-                !exports.contains_key(name),
-                "{name} is exported: update NOT_PROVIDED"
-            );
-            continue;
-        }
         match exports.get(name) {
             Some((_, version)) => assert_eq!(version, "ROCR_1", "{name}"),
             None => missing.push(name.clone()),
@@ -530,4 +543,84 @@ fn queues_max_queues_can_be_created_and_not_one_more() {
         return;
     }
     run_rocr_compat("queues");
+}
+
+/// The `nm -D --defined-only` names of a library (version suffixes dropped), without the
+/// version nodes (`A` symbols such as `ROCR_1`).
+fn nm_defined(lib: &Path) -> Vec<String> {
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib)
+        .output()
+        .expect("run nm");
+    assert!(out.status.success(), "nm -D {}", lib.display());
+    let mut names: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            match f.as_slice() {
+                [_, kind, name] if *kind != "A" => {
+                    Some(name.split('@').next().unwrap_or(name).to_string())
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// `capi/README.md`'s table of ROCR 5.2's exports has one row per export of Debian's
+/// `libhsa-runtime64.so.1` (`nm -D --defined-only`), in name order, so it cannot drift from
+/// the real library: a row marked `not provided` names something this library does not export,
+/// every other row a function it exports under `ROCR_1`.
+#[test]
+fn readme_table_lists_every_rocr_export() {
+    let rocr = Path::new("/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1");
+    if !rocr.exists() || !which("nm") || !which("objdump") {
+        println!(
+            "skipped: {} or nm/objdump missing (install libhsa-runtime64-1, binutils)",
+            rocr.display()
+        );
+        return;
+    }
+    let theirs = nm_defined(rocr);
+    assert_eq!(
+        theirs.iter().filter(|n| n.starts_with("hsa_")).count(),
+        224,
+        "ROCR 5.2.3 exports 224 functions"
+    );
+    let readme = std::fs::read_to_string(common::crate_dir().join("README.md")).unwrap();
+    let (_, rest) = readme
+        .split_once("<!-- rocr-exports: begin -->")
+        .expect("README.md has the rocr-exports table");
+    let (table, _) = rest.split_once("<!-- rocr-exports: end -->").unwrap();
+    let rows: Vec<(String, String)> = table
+        .lines()
+        .filter_map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let name = cells.get(1)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((name.to_string(), cells.get(2)?.to_string()))
+        })
+        .collect();
+    let names: Vec<String> = rows.iter().map(|(n, _)| n.clone()).collect();
+    let missing: Vec<&String> = theirs.iter().filter(|n| !names.contains(n)).collect();
+    let extra: Vec<&String> = names.iter().filter(|n| !theirs.contains(n)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "README table vs Debian's exports: missing rows {missing:?}, rows for no export {extra:?}"
+    );
+    assert_eq!(names, theirs, "rows are in name order");
+    let ours = exported_symbols();
+    for (name, here) in &rows {
+        let exported = ours.iter().find(|(n, _)| n == name);
+        match here.as_str() {
+            "not provided" => assert!(exported.is_none(), "{name} is exported: update the table"),
+            "implemented" | "absent feature" => match exported {
+                Some((_, version)) => assert_eq!(version, "ROCR_1", "{name}"),
+                None => panic!("{name} is marked {here} but not exported"),
+            },
+            other => panic!("{name}: unknown entry {other:?}"),
+        }
+    }
 }

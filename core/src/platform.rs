@@ -20,7 +20,7 @@ use core::fmt;
 use core::ptr::NonNull;
 
 use crate::addr::{EventId, GpuVa, NodeId, QueueId};
-use crate::status::{Error, Result};
+use crate::status::{Error, Result, Status};
 
 /// Capacity, in bytes, of a node's name and marketing name.
 pub const NAME_CAPACITY: usize = 64;
@@ -486,6 +486,62 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// `Status::ResourceFree` when the platform could not release it (the chunk is then lost,
     /// never reused).
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()>;
+
+    /// Makes `size_bytes` of memory the host already has at `host` reachable by the agents of
+    /// `nodes` (`hsa_amd_memory_lock`: KFD `ALLOC_MEMORY_OF_GPU` with `USERPTR`, then
+    /// `MAP_MEMORY_TO_GPU`). The chunk returned has `host_ptr` equal to `host` and `gpu_va`
+    /// where the agents reach the pages, which the platform chooses: a fresh device address,
+    /// as ROCR's `agent_ptr` for locked memory on a discrete GPU (HIP relies on the two
+    /// differing). [`Platform::deregister_host_memory`] gives it back. A CPU node in `nodes`
+    /// needs nothing (the host reaches its own memory).
+    ///
+    /// The default is for platforms that cannot register memory they did not allocate: it
+    /// returns `Status::Error`, ROCR's status when the driver refuses the registration
+    /// (`MemoryRegion::Lock`).
+    ///
+    /// # Safety
+    /// The caller guarantees that `[host, host + size_bytes)` is mapped read-write memory of
+    /// this process and stays mapped until `deregister_host_memory` of the chunk has
+    /// returned. (The same pages may be registered more than once, each time at another
+    /// device address.)
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an address or size that is not page-aligned, a size of 0
+    /// or an unknown node; `Status::Error` when the memory cannot be registered;
+    /// `Status::OutOfResources` when it cannot be mapped to an agent.
+    unsafe fn register_host_memory(
+        &self,
+        host: NonNull<u8>,
+        size_bytes: u64,
+        nodes: &[NodeId],
+    ) -> Result<MemoryChunk, Error> {
+        let _ = nodes;
+        Err(crate::error!(
+            Status::Error,
+            "{size_bytes} bytes at {:p}: the {} platform cannot register host memory",
+            host.as_ptr(),
+            self.device_name()
+        ))
+    }
+
+    /// Ends a registration of [`Platform::register_host_memory`]: the agents no longer reach
+    /// the memory; the host memory itself stays the caller's.
+    ///
+    /// # Safety
+    /// The caller guarantees that `chunk` was returned by this platform's
+    /// `register_host_memory`, has not been deregistered, and that no queue uses it any more.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a chunk that is not a live registration;
+    /// `Status::ResourceFree` when the driver would not release it.
+    unsafe fn deregister_host_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        Err(crate::error!(
+            Status::InvalidArgument,
+            "{} is not registered host memory of the {} platform",
+            chunk.gpu_va,
+            self.device_name()
+        ))
+    }
 
     /// Makes `chunk` accessible to the agents of `nodes` (KFD MAP_MEMORY_TO_GPU).
     ///

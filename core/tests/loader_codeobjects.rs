@@ -8,10 +8,10 @@ use std::path::PathBuf;
 
 use hsa_core::isa::{Processor, TargetId};
 use hsa_core::loader::code_object::AlignedBytes;
-use hsa_core::loader::{CodeObject, Executable, SymbolKind};
+use hsa_core::loader::{CodeObject, Executable, ExternalVariable, SymbolKind};
 use hsa_core::platform::fake::{FakePlatform, FakeTopology};
 use hsa_core::platform::MemoryKind;
-use hsa_core::{NodeId, Status};
+use hsa_core::{GpuVa, NodeId, Status};
 
 struct K {
     name: &'static str,
@@ -482,6 +482,61 @@ fn loaded_image_is_the_file_segments_and_zero_fill() {
     assert!(image[0x3ac0 + 0x70..0x3ac0 + 0x540].iter().all(|&b| b == 0));
     drop(exe);
     assert_eq!(platform.live_chunks().len(), 0, "drop frees the memory");
+}
+
+/// An undefined symbol of a code object (`extern/extern_var-gfx90a-v5.hsaco`: `ext_var`, an
+/// R_AMDGPU_ABS64 relocation at 0x2b20 per `llvm-readelf-19 -r`) resolves to the executable's
+/// definition for the agent, else the program's; without one the load is
+/// `VARIABLE_UNDEFINED`; a second definition for the same agent is `VARIABLE_ALREADY_DEFINED`
+/// and one after freezing `FROZEN_EXECUTABLE` (ROCR 5.2's statuses).
+#[test]
+fn undefined_symbols_resolve_to_defined_variables() {
+    let platform = platform();
+    let bytes = read("extern/extern_var-gfx90a-v5.hsaco");
+    let co = CodeObject::parse(&bytes).unwrap();
+    let agent = agent_for(&co);
+    let mut exe = Executable::new(&platform);
+    let e = exe
+        .load_code_object(NodeId(1), &agent, &bytes, MemoryKind::System)
+        .unwrap_err();
+    assert_eq!(e.status(), Status::VariableUndefined);
+    assert_eq!(
+        e.detail(),
+        "relocation at 0x2b20 refers to undefined symbol \"ext_var\", which the executable \
+         does not define"
+    );
+    assert_eq!(platform.live_chunks().len(), 0);
+    let var = |node, address| ExternalVariable {
+        name: "ext_var".into(),
+        node,
+        address: GpuVa(address),
+        read_only: false,
+    };
+    exe.define_variable(var(None, 0x1111_0000)).unwrap();
+    exe.define_variable(var(Some(NodeId(2)), 0x2222_0000))
+        .unwrap();
+    let e = exe
+        .define_variable(var(Some(NodeId(2)), 0x3333_0000))
+        .unwrap_err();
+    assert_eq!(e.status(), Status::VariableAlreadyDefined);
+    for node in [1, 2] {
+        exe.load_code_object(NodeId(node), &agent, &bytes, MemoryKind::System)
+            .unwrap();
+    }
+    let got = |i: usize| {
+        let chunk = exe.loaded_code_objects()[i].chunk;
+        let at = 0x2b20 - co.image_start() as usize;
+        // SAFETY: the chunk is live host memory of the executable, larger than 0x2b28 bytes.
+        unsafe { std::ptr::read_unaligned(chunk.host_ptr.unwrap().as_ptr().add(at).cast::<u64>()) }
+    };
+    assert_eq!(got(0), 0x1111_0000, "node 1: the program's definition");
+    assert_eq!(got(1), 0x2222_0000, "node 2: its own definition");
+    assert_eq!(exe.external_variables().len(), 2);
+    exe.freeze().unwrap();
+    let e = exe
+        .define_variable(var(Some(NodeId(3)), 0x4444_0000))
+        .unwrap_err();
+    assert_eq!(e.status(), Status::FrozenExecutable);
 }
 
 #[test]

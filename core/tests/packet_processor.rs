@@ -661,6 +661,48 @@ fn profiling_writes_monotonic_timestamps() {
     assert_eq!(ts(&c), (0, 0), "no timestamps without the profiling bit");
 }
 
+/// The profiling bit is read at every packet: turned on for a live queue (as
+/// `hsa_amd_profiling_set_profiler_enabled` does, after HIP created the queue) the next
+/// packets get timestamps, turned off they do not. (The processor used to read the bit once,
+/// when the queue was created, so HIP's events on the emulated device all read 0 ms.)
+#[test]
+fn profiling_bit_is_followed_on_a_live_queue() {
+    let p = FakePlatform::new();
+    let mut host = TestHost::new(&p);
+    logging_kernels(&mut host, &[0x1000]);
+    let mut q = TestQueue::new(&p, false, false);
+    let ts = |s: &RawSignal| {
+        (
+            s.start_ts().load(Ordering::Acquire),
+            s.end_ts().load(Ordering::Acquire),
+        )
+    };
+    // SAFETY: offset 180 of the queue's live amd_queue_t: 4-aligned, inside the chunk, and
+    // accessed atomically here as by the processor.
+    let properties = unsafe {
+        &*q.ring
+            .amd_queue()
+            .as_ptr()
+            .cast::<u8>()
+            .add(180)
+            .cast::<core::sync::atomic::AtomicU32>()
+    };
+    let a = q.signal(0, 1);
+    q.submit(&host, &kernel(0x1000, a.handle()));
+    assert_eq!(ts(&a), (0, 0));
+
+    properties.fetch_or(AMD_QUEUE_PROPERTIES_ENABLE_PROFILING, Ordering::AcqRel);
+    let b = q.signal(1, 1);
+    q.submit(&host, &kernel(0x1000, b.handle()));
+    let (b0, b1) = ts(&b);
+    assert!(b0 > 0 && b0 <= b1, "{b0} {b1}");
+
+    properties.fetch_and(!AMD_QUEUE_PROPERTIES_ENABLE_PROFILING, Ordering::AcqRel);
+    let c = q.signal(2, 1);
+    q.submit(&host, &kernel(0x1000, c.handle()));
+    assert_eq!(ts(&c), (0, 0));
+}
+
 #[test]
 fn interrupt_signal_writes_mailbox_and_wakes_event() {
     let p = FakePlatform::new();

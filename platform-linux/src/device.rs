@@ -67,6 +67,17 @@ pub const EVENT_PAGE_BYTES: u64 = KFD_SIGNAL_EVENT_LIMIT as u64 * 8;
 /// `queue_priority` of every queue: ROCR's normal priority (libhsakmt `priority_map[3]`).
 pub const QUEUE_PRIORITY_NORMAL: u32 = 7;
 
+/// A GPU clock counter and the system timestamp read together
+/// ([`LinuxPlatform::clock_sample`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockSample {
+    /// The GPU's clock counter (`gpu_clock_counter` of `AMDKFD_IOC_GET_CLOCK_COUNTERS`), its
+    /// own ticks.
+    pub gpu: u64,
+    /// The platform's system timestamp at the same moment, ns (`CLOCK_MONOTONIC`).
+    pub system: u64,
+}
+
 /// One GPU the platform drives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GpuInfo {
@@ -88,12 +99,19 @@ struct ChunkRecord {
     /// KFD handle; `None` for host memory of a machine without GPUs.
     handle: Option<u64>,
     mapped_to: Vec<u32>,
+    /// Registered host memory of the application (`register_host_memory`).
+    user: bool,
+    /// Its device address was carved from the reservation (all chunks but a registration for
+    /// CPU nodes only, which is the host address).
+    carved: bool,
 }
 
 #[derive(Debug)]
 struct QueueRecord {
     eop: Option<MemoryChunk>,
     cwsr: Option<MemoryChunk>,
+    /// The ring's device address and size in bytes (UPDATE_QUEUE names them again).
+    ring: (u64, u32),
 }
 
 /// A queue's doorbell on Linux ([`Platform::Doorbell`] of [`LinuxPlatform`]): its 64-bit word
@@ -459,6 +477,71 @@ impl LinuxPlatform {
         &self.topology
     }
 
+    /// Restricts the queue `queue` to the compute units whose bits are set in `mask` (bit `i`
+    /// of word `w` is CU `32 * w + i`), as `hsa_amd_queue_cu_set_mask` (KFD `SET_CU_MASK`).
+    ///
+    /// # Errors
+    /// [`Status::InvalidQueue`] for a queue this platform did not create;
+    /// [`Status::InvalidArgument`] for an empty mask; the ioctl's error.
+    pub fn set_queue_cu_mask(&self, queue: QueueId, mask: &[u32]) -> Result<(), Error> {
+        if !lock(&self.state).queues.contains_key(&queue.0) {
+            bail!(Status::InvalidQueue, "no queue with id {}", queue.0);
+        }
+        calls::set_cu_mask(&*self.driver, queue.0, mask)
+    }
+
+    /// Sets the scheduling priority of the queue `queue` (KFD `UPDATE_QUEUE` with the queue's
+    /// ring, 100 percent and `priority` 0..=15; libhsakmt maps ROCR's low, normal and high
+    /// priorities to 0, 7 and 15).
+    ///
+    /// # Errors
+    /// [`Status::InvalidQueue`] for a queue this platform did not create;
+    /// [`Status::InvalidArgument`] for a priority above 15; the ioctl's error.
+    pub fn set_queue_priority(&self, queue: QueueId, priority: u32) -> Result<(), Error> {
+        if priority > KFD_MAX_QUEUE_PRIORITY {
+            bail!(
+                Status::InvalidArgument,
+                "queue priority {priority} is above {KFD_MAX_QUEUE_PRIORITY}"
+            );
+        }
+        let Some((ring, ring_size)) = lock(&self.state).queues.get(&queue.0).map(|q| q.ring) else {
+            bail!(Status::InvalidQueue, "no queue with id {}", queue.0);
+        };
+        let mut a = UpdateQueueArgs {
+            ring_base_address: ring,
+            queue_id: queue.0,
+            ring_size,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: priority,
+        };
+        call(&*self.driver, &mut a)
+    }
+
+    /// Reads the clock counter of the GPU of `node` (`AMDKFD_IOC_GET_CLOCK_COUNTERS`: the
+    /// counter the command processor writes into profiling timestamps) together with this
+    /// platform's system timestamp ([`Platform::timestamp_ticks`], read just before and after
+    /// the ioctl: the sample's system time is their midpoint).
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] when `node` is not one of the platform's GPUs; the ioctl's
+    /// error (named, see [`crate::kfd::ioctl_error`]).
+    pub fn clock_sample(&self, node: NodeId) -> Result<ClockSample, Error> {
+        let Some(gpu) = self.gpu_by_node(node) else {
+            bail!(Status::InvalidArgument, "node {} is not a GPU", node.0);
+        };
+        let mut a = GetClockCountersArgs {
+            gpu_id: gpu.gpu_id,
+            ..GetClockCountersArgs::default()
+        };
+        let before = hsa_core::platform::Platform::timestamp_ticks(self);
+        call(&*self.driver, &mut a)?;
+        let after = hsa_core::platform::Platform::timestamp_ticks(self);
+        Ok(ClockSample {
+            gpu: a.gpu_clock_counter,
+            system: before + (after - before) / 2,
+        })
+    }
+
     fn topo_node(&self, index: usize) -> Result<&TopologyNode, Error> {
         self.topology.nodes.get(index).ok_or_else(|| {
             error!(
@@ -644,8 +727,46 @@ impl LinuxPlatform {
                 size,
                 handle,
                 mapped_to,
+                user: false,
+                carved: true,
             },
         );
+    }
+
+    /// Records a registration of the application's memory at device address `va` (see
+    /// `register_host_memory`); `carved` when `va` was carved from the reservation.
+    fn record_user(
+        &self,
+        va: u64,
+        size: u64,
+        handle: Option<u64>,
+        mapped_to: Vec<u32>,
+        carved: bool,
+    ) {
+        lock(&self.state).chunks.insert(
+            va,
+            ChunkRecord {
+                size,
+                handle,
+                mapped_to,
+                user: true,
+                carved,
+            },
+        );
+    }
+
+    /// Whether the live chunk at `va` is registered host memory; `None` when there is none.
+    fn chunk_is_user(&self, va: u64) -> Option<bool> {
+        lock(&self.state).chunks.get(&va).map(|r| r.user)
+    }
+
+    /// Whether `[va, va + size)` overlaps the platform's address reservation.
+    fn in_reservation(&self, va: u64, size: u64) -> bool {
+        let (lo, hi) = (
+            self.process.va.base(),
+            self.process.va.base() + self.process.va.len_bytes(),
+        );
+        va < hi && va.saturating_add(size) > lo
     }
 
     fn map_handle(&self, handle: u64, gpu_ids: &[u32]) -> Result<(), Error> {
@@ -668,9 +789,17 @@ impl LinuxPlatform {
                 // The buffer is still alive in KFD: keep the chunk recorded (so the platform's
                 // drop frees it) instead of forgetting a live handle.
                 let mapped_to = if unmapped { Vec::new() } else { rec.mapped_to };
-                self.record(va, rec.size, Some(handle), mapped_to);
+                if rec.user {
+                    self.record_user(va, rec.size, Some(handle), mapped_to, rec.carved);
+                } else {
+                    self.record(va, rec.size, Some(handle), mapped_to);
+                }
                 return Err(e.with_status(Status::ResourceFree));
             }
+        }
+        if !rec.carved {
+            // A registration for the host alone: its address is the application's.
+            return Ok(());
         }
         self.process.va.release(va).map_err(|e| {
             error!(

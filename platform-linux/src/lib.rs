@@ -31,4 +31,4 @@ pub mod isa;
 pub mod kfd;
 pub mod topology;
 
-pub use device::LinuxPlatform;
+pub use device::{ClockSample, LinuxPlatform};

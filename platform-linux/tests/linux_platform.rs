@@ -315,6 +315,15 @@ impl KfdDriver for Fake {
                 a.wait_result = *self.wait_result.lock().unwrap();
                 reply(arg, &a);
             }
+            AMDKFD_IOC_GET_CLOCK_COUNTERS => {
+                let mut a = GetClockCountersArgs::read_from_bytes(arg).unwrap();
+                if a.gpu_id != GPU_ID {
+                    return Err(Errno::INVAL);
+                }
+                a.gpu_clock_counter = 0x1234_5678;
+                a.system_clock_freq = 1_000_000_000;
+                reply(arg, &a);
+            }
             AMDKFD_IOC_DESTROY_EVENT => {
                 let a = DestroyEventArgs::read_from_bytes(arg).unwrap();
                 if self
@@ -527,6 +536,27 @@ fn topology_answers_and_bad_index() {
     assert_eq!(p.io_link(9, 0).unwrap_err().status(), Status::InvalidIndex);
 }
 
+/// `clock_sample` reads the GPU's counter with GET_CLOCK_COUNTERS (for its `gpu_id`) between
+/// two reads of the system timestamp; a CPU node has no GPU counter.
+#[test]
+fn clock_sample_pairs_the_gpu_counter_with_the_system_time() {
+    let (fake, p) = open();
+    let before = p.timestamp_ticks();
+    let s = p.clock_sample(GPU_NODE).unwrap();
+    let after = p.timestamp_ticks();
+    assert_eq!(s.gpu, 0x1234_5678);
+    assert!(
+        before <= s.system && s.system <= after,
+        "{before} {} {after}",
+        s.system
+    );
+    let a: GetClockCountersArgs = fake.last(AMDKFD_IOC_GET_CLOCK_COUNTERS);
+    assert_eq!(a.gpu_id, GPU_ID);
+    let e = p.clock_sample(CPU_NODE).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(e.detail(), "node 0 is not a GPU");
+}
+
 #[test]
 fn system_memory_is_userptr_mapped_to_all_gpus() {
     let (fake, p) = open();
@@ -617,6 +647,103 @@ fn mapping_a_chunk_again_to_the_same_gpu_makes_no_ioctl() {
         maps[1..],
         [(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, c.handle, vec![GPU_ID])]
     );
+}
+
+/// The application's pages registered with `register_host_memory`: one USERPTR buffer whose
+/// device address is a fresh range of the reservation (not the host address: ROCR's agent
+/// pointer of locked memory differs from the host pointer on a discrete GPU, and HIP relies
+/// on it), coherent, mapped to the GPU; the same pages registered twice get two addresses;
+/// deregistered with UNMAP + FREE; refused when misaligned, inside the platform's own memory,
+/// or handed to the wrong release call; a CPU-only registration asks KFD for nothing.
+#[test]
+fn host_memory_is_registered_as_userptr_at_a_device_address_of_its_own() {
+    let (fake, p) = open();
+    // SAFETY: a fresh anonymous mapping, replacing nothing; unmapped at the end.
+    let mem = unsafe {
+        rustix::mm::mmap_anonymous(
+            std::ptr::null_mut(),
+            3 * 4096,
+            ProtFlags::READ | ProtFlags::WRITE,
+            MapFlags::PRIVATE,
+        )
+    }
+    .unwrap();
+    let host = NonNull::new(mem.cast::<u8>()).unwrap();
+    let va = host.as_ptr() as u64;
+    // SAFETY: (all registrations) the mapping stays until the end of the test, after every
+    // deregistration.
+    let c = unsafe { p.register_host_memory(host, 2 * 4096, &[GPU_NODE, CPU_NODE]) }.unwrap();
+    assert_eq!((c.host_ptr, c.size_bytes), (Some(host), 8192));
+    assert_ne!(c.gpu_va.0, va);
+    assert_eq!(c.gpu_va.0 % 4096, 0);
+    let a: AllocMemoryOfGpuArgs = fake.last(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(
+        (a.va_addr, a.mmap_offset, a.size, a.gpu_id),
+        (c.gpu_va.0, va, 8192, GPU_ID)
+    );
+    assert_eq!(
+        a.flags,
+        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+            | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+            | KFD_IOC_ALLOC_MEM_FLAGS_COHERENT
+            | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE
+    );
+    let replied = fake.replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    assert_eq!(c.handle, replied.last().unwrap().handle);
+    let maps = fake.log.lock().unwrap().map_ids.clone();
+    assert_eq!(
+        maps,
+        vec![(AMDKFD_IOC_MAP_MEMORY_TO_GPU, c.handle, vec![GPU_ID])]
+    );
+    // SAFETY: as above.
+    let again = unsafe { p.register_host_memory(host, 4096, &[GPU_NODE]) }.unwrap();
+    assert_ne!(again.gpu_va, c.gpu_va);
+    // SAFETY: refused before anything is freed.
+    let e = unsafe { p.free_memory(&c) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    // SAFETY: nothing uses the registrations.
+    unsafe { p.deregister_host_memory(&c) }.unwrap();
+    assert_eq!(
+        fake.last::<FreeMemoryOfGpuArgs>(AMDKFD_IOC_FREE_MEMORY_OF_GPU)
+            .handle,
+        c.handle
+    );
+    // SAFETY: as above.
+    unsafe { p.deregister_host_memory(&again) }.unwrap();
+    // SAFETY: deliberately a second time: refused.
+    let e = unsafe { p.deregister_host_memory(&c) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+
+    let allocs = fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU);
+    // SAFETY: as above.
+    let cpu_only = unsafe { p.register_host_memory(host, 4096, &[CPU_NODE]) }.unwrap();
+    assert_eq!(
+        cpu_only.gpu_va.0, va,
+        "the host reaches its own memory at its address"
+    );
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU), allocs);
+    // SAFETY: as above.
+    unsafe { p.deregister_host_memory(&cpu_only) }.unwrap();
+
+    let odd = NonNull::new(host.as_ptr().wrapping_add(8)).unwrap();
+    // SAFETY: refused before any ioctl.
+    let e = unsafe { p.register_host_memory(odd, 4096, &[GPU_NODE]) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    let own = p
+        .allocate_memory(&req(
+            CPU_NODE,
+            MemoryKind::System,
+            4096,
+            MemoryFlags::HOST_ACCESS,
+        ))
+        .unwrap();
+    // SAFETY: refused before any ioctl (the platform's own chunk).
+    let e =
+        unsafe { p.register_host_memory(own.host_ptr.unwrap(), 4096, &[GPU_NODE]) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU), allocs + 1);
+    // SAFETY: the mapping made above, no longer registered or used.
+    unsafe { rustix::mm::munmap(mem, 3 * 4096) }.unwrap();
 }
 
 #[test]
@@ -919,6 +1046,43 @@ fn queue_request(ring: &MemoryChunk, amdq: &MemoryChunk) -> QueueRequest {
         write_pointer: GpuVa(amdq.gpu_va.0 + 56),
         on_error: None,
     }
+}
+
+/// `set_queue_priority` is UPDATE_QUEUE with the queue's own ring, 100 percent and the
+/// priority; `set_queue_cu_mask` is SET_CU_MASK with the mask's bits; both refuse a queue the
+/// platform does not have, and an out-of-range priority before any ioctl.
+#[test]
+fn queue_priority_and_cu_mask_reach_kfd() {
+    let (fake, p) = open();
+    let (ring, amdq) = queue_memory(&p);
+    // SAFETY: ring and amd_queue_t chunks outlive the queue (destroyed below).
+    let q = unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
+    p.set_queue_priority(q.id, 15).unwrap();
+    let u: UpdateQueueArgs = fake.last(AMDKFD_IOC_UPDATE_QUEUE);
+    assert_eq!(
+        (u.queue_id, u.ring_base_address, u.ring_size),
+        (q.id.0, ring.gpu_va.0, 64 * 1024)
+    );
+    assert_eq!((u.queue_percentage, u.queue_priority), (100, 15));
+    let e = p.set_queue_priority(q.id, 16).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(fake.count(AMDKFD_IOC_UPDATE_QUEUE), 1);
+
+    let mask = [0x0000_00ffu32, 0x1];
+    p.set_queue_cu_mask(q.id, &mask).unwrap();
+    let m: SetCuMaskArgs = fake.last(AMDKFD_IOC_SET_CU_MASK);
+    assert_eq!((m.queue_id, m.num_cu_mask), (q.id.0, 64));
+
+    let gone = QueueId(q.id.0 + 100);
+    assert_eq!(
+        p.set_queue_priority(gone, 7).unwrap_err().status(),
+        Status::InvalidQueue
+    );
+    assert_eq!(
+        p.set_queue_cu_mask(gone, &mask).unwrap_err().status(),
+        Status::InvalidQueue
+    );
+    p.destroy_queue(q.id).unwrap();
 }
 
 #[test]

@@ -101,9 +101,13 @@ fn watch_points(agent: &Agent) -> u32 {
 }
 
 /// `hsa_agent_get_info`: every `hsa_agent_info_t` attribute and the `hsa_amd_agent_info_t`
-/// attributes of ROCR 5.2 except `HDP_FLUSH` (no HDP registers are mapped:
-/// `INVALID_ARGUMENT`). Output sizes as `hsa.h` documents (`NAME`: `char[64]`, `UUID`: `char[21]`,
-/// `CACHE_SIZE`: `uint32_t[4]`, ...).
+/// attributes of ROCR 5.2. Output sizes as `hsa.h` documents (`NAME`: `char[64]`, `UUID`:
+/// `char[21]`, `CACHE_SIZE`: `uint32_t[4]`, ...). `HDP_FLUSH` is an `hsa_amd_hdp_flush_t` of two
+/// NULL pointers: this runtime maps no HDP registers (no KFD MMIO-remap page), which is what
+/// ROCR 5.2 reports for a GPU without an MMIO-remap heap and for every CPU agent
+/// (`amd_gpu_agent.cpp`, `amd_cpu_agent.cpp`); HIP refuses a device whose query fails.
+/// `EXTENSIONS` has the bits of the provided extensions on GPU agents
+/// ([`super::extension::extension_mask`]) and none on CPU agents.
 ///
 /// # Safety
 /// `value` is NULL or points to memory of the attribute's documented size.
@@ -147,7 +151,14 @@ pub unsafe extern "C" fn hsa_agent_get_info(
                 HSA_AGENT_INFO_DEVICE => put::<u32>(value, a.device_type() as u32),
                 HSA_AGENT_INFO_CACHE_SIZE => put::<[u32; 4]>(value, a.cache_sizes_bytes()),
                 HSA_AGENT_INFO_ISA => put::<u64>(value, isa_handle(a)),
-                HSA_AGENT_INFO_EXTENSIONS => put::<[u8; 128]>(value, [0; 128]),
+                HSA_AGENT_INFO_EXTENSIONS => put::<[u8; 128]>(
+                    value,
+                    if gpu {
+                        super::ext_hooks::extension_mask()
+                    } else {
+                        [0; 128]
+                    },
+                ),
                 HSA_AGENT_INFO_VERSION_MAJOR => put::<u16>(value, a.version().0),
                 HSA_AGENT_INFO_VERSION_MINOR => put::<u16>(value, a.version().1),
                 HSA_AMD_AGENT_INFO_CHIP_ID => put::<u32>(value, a.chip_id()),
@@ -166,6 +177,8 @@ pub unsafe extern "C" fn hsa_agent_get_info(
                 HSA_AMD_AGENT_INFO_NUM_SHADER_ARRAYS_PER_SE => {
                     put::<u32>(value, a.shader_arrays_per_engine())
                 }
+                // hsa_amd_hdp_flush_t { uint32_t* HDP_MEM_FLUSH_CNTL; uint32_t* HDP_REG_FLUSH_CNTL; }
+                HSA_AMD_AGENT_INFO_HDP_FLUSH => put::<[usize; 2]>(value, [0, 0]),
                 HSA_AMD_AGENT_INFO_DOMAIN => put::<u32>(value, a.node_properties().domain),
                 HSA_AMD_AGENT_INFO_COOPERATIVE_QUEUES => put::<bool>(value, false),
                 HSA_AMD_AGENT_INFO_UUID => put_str::<21>(value, &a.uuid()),

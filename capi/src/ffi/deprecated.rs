@@ -10,11 +10,10 @@
 //!   `hsa_isa_compatible` and `hsa_agent_get_exception_policies` check their arguments as
 //!   ROCR 5.2 (`core/runtime/hsa.cpp`) and call the current API.
 //!
-//! Not provided: the HSA 1.0 code object API (`hsa_code_object_*`, `hsa_code_symbol_get_info`,
-//! `hsa_executable_load_code_object`), whose `hsa_code_object_t` the loader does not model,
-//! and the extension queries (`hsa_system_extension_supported`,
-//! `hsa_system_get_extension_table`, `hsa_agent_extension_supported`), whose current forms
-//! are not exported either: this runtime offers no HSA extension.
+//! The HSA 1.0 code object API (`hsa_code_object_*`, `hsa_code_symbol_get_info`,
+//! `hsa_executable_load_code_object`) is in `executable_ext`; the deprecated extension queries
+//! (`hsa_system_extension_supported`, `hsa_system_get_extension_table`,
+//! `hsa_agent_extension_supported`) are in `extension`, with their current forms.
 #![allow(unsafe_code)]
 
 use alloc::vec::Vec;

@@ -4,11 +4,12 @@
 //! variables), so symbol iteration is over agent symbols; program symbols do not exist here.
 #![allow(unsafe_code)]
 
+use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::ffi::{c_char, c_void, CStr};
 
-use hsa_core::loader::executable::{Executable, Symbol, SymbolKind};
+use hsa_core::loader::executable::{Executable, ExternalVariable, Symbol, SymbolKind};
 use hsa_core::platform::MemoryKind;
 use hsa_core::{bail, Error, NodeId, Status};
 
@@ -23,9 +24,15 @@ use crate::state::{
 /// Largest code object a reader accepts, bytes.
 pub const MAX_CODE_OBJECT_BYTES: usize = 1 << 30;
 
-fn new_reader(st: &State, bytes: Vec<u8>, out: *mut u64) -> Result<Status, Error> {
+/// Registers a reader over `bytes` that came from `uri` and writes its handle to `out`.
+pub(crate) fn new_reader(
+    st: &State,
+    bytes: Vec<u8>,
+    uri: String,
+    out: *mut u64,
+) -> Result<Status, Error> {
     let id = st.next_id();
-    lock(&st.readers).insert(id, Arc::new(Reader { bytes }));
+    lock(&st.readers).insert(id, Arc::new(Reader { bytes, uri }));
     // SAFETY: `out` was checked non-NULL by the caller: the hsa_code_object_reader_t slot.
     unsafe { out.write(READER_BASE | id) };
     Ok(Status::Success)
@@ -53,7 +60,12 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
         }
         // SAFETY: non-NULL, `size` readable bytes per the caller's contract.
         let bytes = unsafe { core::slice::from_raw_parts(code_object.cast::<u8>(), size) };
-        new_reader(&st, bytes.to_vec(), code_object_reader)
+        #[cfg(feature = "linux")]
+        let uri = super::extension::memory_uri(code_object as u64, size);
+        // Without an OS there is no process id to name (AMD loader extension: Linux build).
+        #[cfg(not(feature = "linux"))]
+        let uri = alloc::format!("memory://0#offset={:#x}&size={size}", code_object as u64);
+        new_reader(&st, bytes.to_vec(), uri, code_object_reader)
     })
 }
 
@@ -71,21 +83,28 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_file(
     guard("hsa_code_object_reader_create_from_file", || {
         let st = state::state()?;
         non_null(code_object_reader, "code_object_reader")?;
-        let bytes = read_code_object_fd(file)?;
-        new_reader(&st, bytes, code_object_reader)
+        let bytes = read_code_object_fd(file, 0, None)?;
+        let uri = super::extension::file_uri(file, 0, bytes.len(), true);
+        new_reader(&st, bytes, uri, code_object_reader)
     })
 }
 
-/// The whole regular file behind the caller's descriptor `file`, read with `pread` from
-/// offset 0 (the descriptor's own offset is left alone). Its type and size are checked with
-/// `fstat` before anything is read, so a FIFO or device never blocks the call and an
-/// oversized file is refused without being read.
+/// The regular file behind the caller's descriptor `file` from byte `offset`: `size` bytes,
+/// or (`None`) the rest of the file; read with `pread` (the descriptor's own offset is left
+/// alone). Its type and size are checked with `fstat` before anything is read, so a FIFO or
+/// device never blocks the call and an oversized file is refused without being read.
 ///
 /// # Errors
 /// `Status::InvalidFile` naming the descriptor: not an open descriptor, not a regular file,
-/// empty, larger than `MAX_CODE_OBJECT_BYTES`, or a read error (shorter than its size).
+/// empty, a range larger than `MAX_CODE_OBJECT_BYTES`, or a read error (shorter than its
+/// size); `Status::InvalidCodeObject` when `offset` is at or past the end of the file, or the
+/// range runs past it (as ROCR 5.2's `CodeObjectReaderImpl::SetFile`).
 #[cfg(feature = "linux")]
-fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
+pub(crate) fn read_code_object_fd(
+    file: i32,
+    offset: u64,
+    size: Option<u64>,
+) -> Result<Vec<u8>, hsa_core::Error> {
     use hsa_core::error;
     use rustix::fs::FileType;
     if file < 0 {
@@ -104,7 +123,26 @@ fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
             "file descriptor {file} is not a regular file but a {kind:?}"
         );
     }
-    let size = u64::try_from(stat.st_size).unwrap_or(0);
+    let file_size = u64::try_from(stat.st_size).unwrap_or(0);
+    if file_size == 0 {
+        bail!(
+            Status::InvalidFile,
+            "file descriptor {file}: the file is empty"
+        );
+    }
+    if offset >= file_size {
+        bail!(
+            Status::InvalidCodeObject,
+            "file descriptor {file}: offset {offset} is not inside its {file_size} bytes"
+        );
+    }
+    let size = size.unwrap_or(file_size - offset);
+    if offset.checked_add(size).is_none_or(|end| end > file_size) {
+        bail!(
+            Status::InvalidCodeObject,
+            "file descriptor {file}: {size} bytes at offset {offset} run past its {file_size} bytes"
+        );
+    }
     if size == 0 || size > MAX_CODE_OBJECT_BYTES as u64 {
         bail!(
             Status::InvalidFile,
@@ -114,7 +152,7 @@ fn read_code_object_fd(file: i32) -> Result<Vec<u8>, hsa_core::Error> {
     let mut bytes = alloc::vec![0u8; size as usize];
     let mut done = 0usize;
     while done < bytes.len() {
-        match rustix::io::pread(fd, &mut bytes[done..], done as u64) {
+        match rustix::io::pread(fd, &mut bytes[done..], offset + done as u64) {
             Ok(0) => bail!(
                 Status::InvalidFile,
                 "file descriptor {file}: ended after {done} of {size} bytes"
@@ -170,6 +208,9 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
         let id = st.next_id();
         let entry = ExecEntry {
             executable: Some(Executable::new(st.platform_ref())),
+            code_objects: Vec::new(),
+            profile,
+            rounding_mode: default_float_rounding_mode,
         };
         lock(&st.executables).insert(id, Arc::new(Mutex::new(entry)));
         // SAFETY: non-NULL, the caller's hsa_executable_t slot.
@@ -179,7 +220,7 @@ pub unsafe extern "C" fn hsa_executable_create_alt(
 }
 
 /// Runs `f` on a live executable.
-fn with_executable<T>(
+pub(crate) fn with_executable<T>(
     st: &State,
     handle: u64,
     f: impl FnOnce(u64, &mut Executable<state::PlatRef>) -> Result<T, Error>,
@@ -210,26 +251,48 @@ pub unsafe extern "C" fn hsa_executable_load_agent_code_object(
     let _ = options;
     guard("hsa_executable_load_agent_code_object", || {
         let st = state::state()?;
-        let a = agent_of(&st, agent)?;
         let reader = st.reader(code_object_reader)?;
-        let Some(isa) = a.isa() else {
-            bail!(
-                Status::InvalidAgent,
-                "agent {} has no ISA to load code for",
-                a.name()
-            );
-        };
-        let node = NodeId(a.node());
-        let (id, index) = with_executable(&st, executable, |id, exe| {
-            let index = exe.load_code_object(node, isa, &reader.bytes, MemoryKind::System)?;
-            Ok((id, index))
-        })?;
+        let handle = load_for_agent(&st, executable, agent, &reader)?;
         if !loaded_code_object.is_null() {
             // SAFETY: non-NULL, the caller's hsa_loaded_code_object_t slot.
-            unsafe { loaded_code_object.write(LOADED_BASE | id << INDEX_BITS | index as u64) };
+            unsafe { loaded_code_object.write(handle) };
         }
         Ok(Status::Success)
     })
+}
+
+/// Loads `reader`'s code object into `executable` for `agent`; the loaded code object's
+/// handle.
+///
+/// # Errors
+/// `INVALID_AGENT` for an unknown agent or one without an ISA; `INVALID_EXECUTABLE`; the
+/// loader's errors (`Executable::load_code_object`).
+pub(crate) fn load_for_agent(
+    st: &State,
+    executable: u64,
+    agent: u64,
+    reader: &Arc<Reader>,
+) -> Result<u64, Error> {
+    let a = agent_of(st, agent)?;
+    let Some(isa) = a.isa() else {
+        bail!(
+            Status::InvalidAgent,
+            "agent {} has no ISA to load code for",
+            a.name()
+        );
+    };
+    let node = NodeId(a.node());
+    let (id, e) = st.executable(executable)?;
+    let mut entry = lock(&e);
+    let Some(exe) = entry.executable.as_mut() else {
+        bail!(
+            Status::InvalidExecutable,
+            "executable {executable:#x} was destroyed"
+        );
+    };
+    let index = exe.load_code_object(node, isa, &reader.bytes, MemoryKind::System)?;
+    entry.code_objects.push(reader.clone());
+    Ok(LOADED_BASE | id << INDEX_BITS | index as u64)
 }
 
 /// `hsa_executable_freeze`: no more loads; `FROZEN_EXECUTABLE` when already frozen.
@@ -276,8 +339,25 @@ fn symbol_handle(executable_id: u64, index: usize) -> u64 {
     SYMBOL_BASE | executable_id << INDEX_BITS | index as u64
 }
 
+/// The index bit of a symbol handle that names a defined variable
+/// (`Executable::external_variables`) rather than a loaded symbol.
+const EXTERNAL_BIT: u64 = 1 << (INDEX_BITS - 1);
+
+/// The handle of the executable's defined variable `index`.
+pub(crate) fn external_handle(executable_id: u64, index: usize) -> u64 {
+    symbol_handle(executable_id, index) | EXTERNAL_BIT
+}
+
+/// What a symbol handle names.
+enum AnySymbol {
+    /// A symbol of a loaded code object.
+    Loaded(Symbol),
+    /// A variable the application defined.
+    Defined(ExternalVariable),
+}
+
 /// The symbol behind a handle, copied.
-fn symbol_of(st: &State, handle: u64) -> Result<Symbol, Error> {
+fn symbol_of(st: &State, handle: u64) -> Result<AnySymbol, Error> {
     let bad = || {
         hsa_core::error!(
             Status::InvalidExecutableSymbol,
@@ -285,9 +365,21 @@ fn symbol_of(st: &State, handle: u64) -> Result<Symbol, Error> {
         )
     };
     let raw = untag(handle, SYMBOL_BASE).ok_or_else(bad)?;
-    let (id, index) = (raw >> INDEX_BITS, (raw & ((1 << INDEX_BITS) - 1)) as usize);
+    let (id, index) = (raw >> INDEX_BITS, raw & ((1 << INDEX_BITS) - 1));
     with_executable(st, EXECUTABLE_BASE | id, |_, exe| {
-        exe.symbols().nth(index).cloned().ok_or_else(bad)
+        if index & EXTERNAL_BIT != 0 {
+            exe.external_variables()
+                .get((index & !EXTERNAL_BIT) as usize)
+                .cloned()
+                .map(AnySymbol::Defined)
+                .ok_or_else(bad)
+        } else {
+            exe.symbols()
+                .nth(index as usize)
+                .cloned()
+                .map(AnySymbol::Loaded)
+                .ok_or_else(bad)
+        }
     })
     .map_err(|e| {
         if e.status() == Status::InvalidExecutable {
@@ -326,12 +418,22 @@ pub unsafe extern "C" fn hsa_executable_get_symbol_by_name(
             Some(NodeId(agent_of(&st, handle)?.node()))
         };
         let handle = with_executable(&st, executable, |id, exe| {
-            let found = exe.symbol_by_name(name, node)?;
-            let index = exe
-                .symbols()
-                .position(|s| core::ptr::eq(s, found))
-                .unwrap_or(0);
-            Ok(symbol_handle(id, index))
+            match exe.symbol_by_name(name, node) {
+                Ok(found) => {
+                    let index = exe
+                        .symbols()
+                        .position(|s| core::ptr::eq(s, found))
+                        .unwrap_or(0);
+                    Ok(symbol_handle(id, index))
+                }
+                // A variable the application defined (for that agent, or the program's).
+                Err(e) => exe
+                    .external_variables()
+                    .iter()
+                    .position(|v| v.name == name && (v.node.is_none() || v.node == node))
+                    .map(|i| external_handle(id, i))
+                    .ok_or(e),
+            }
         })?;
         // SAFETY: non-NULL, the caller's hsa_executable_symbol_t slot.
         unsafe { symbol.write(handle) };
@@ -358,11 +460,18 @@ fn iterate_symbols(
     };
     // Handles first, callbacks after: a callback may call the API on this executable.
     let handles: Vec<u64> = with_executable(&st, executable, |id, exe| {
+        let defined = exe
+            .external_variables()
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| node.is_none() || v.node == node)
+            .map(|(i, _)| external_handle(id, i));
         Ok(exe
             .symbols()
             .enumerate()
             .filter(|(_, s)| node.is_none_or(|n| n == s.node))
             .map(|(i, _)| symbol_handle(id, i))
+            .chain(defined)
             .collect())
     })?;
     drop(st);
@@ -393,7 +502,8 @@ pub unsafe extern "C" fn hsa_executable_iterate_symbols(
 /// The agent-symbol iteration callback (`executable, agent, symbol, data`).
 pub type AgentSymbolCallback = unsafe extern "C" fn(u64, u64, u64, *mut c_void) -> u32;
 
-/// `hsa_executable_iterate_agent_symbols`: the symbols loaded for `agent`.
+/// `hsa_executable_iterate_agent_symbols`: the symbols loaded for `agent`, then the variables
+/// defined for it (`hsa_executable_agent_global_variable_define`).
 ///
 /// # Safety
 /// `callback` is NULL or a valid function of the documented signature.
@@ -410,11 +520,18 @@ pub unsafe extern "C" fn hsa_executable_iterate_agent_symbols(
         };
         let node = NodeId(agent_of(&st, agent)?.node());
         let handles: Vec<u64> = with_executable(&st, executable, |id, exe| {
+            let defined = exe
+                .external_variables()
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| v.node == Some(node))
+                .map(|(i, _)| external_handle(id, i));
             Ok(exe
                 .symbols()
                 .enumerate()
                 .filter(|(_, s)| s.node == node)
                 .map(|(i, _)| symbol_handle(id, i))
+                .chain(defined)
                 .collect())
         })?;
         drop(st);
@@ -448,7 +565,14 @@ pub unsafe extern "C" fn hsa_executable_symbol_get_info(
 ) -> HsaStatus {
     guard("hsa_executable_symbol_get_info", || {
         let st = state::state()?;
-        let s = symbol_of(&st, executable_symbol)?;
+        let s = match symbol_of(&st, executable_symbol)? {
+            AnySymbol::Loaded(s) => s,
+            AnySymbol::Defined(v) => {
+                non_null(value, "value")?;
+                // SAFETY: `value` is non-NULL and as large as the attribute's type.
+                return unsafe { defined_variable_info(&st, &v, attribute, value) };
+            }
+        };
         non_null(value, "value")?;
         let agent = st
             .rt()
@@ -522,6 +646,61 @@ pub unsafe extern "C" fn hsa_executable_symbol_get_info(
 
 #[cfg(feature = "linux")]
 export!(hsa_code_object_reader_create_from_file);
+/// `hsa_executable_symbol_get_info` of a variable the application defined: `TYPE` (variable),
+/// `NAME_LENGTH`, `NAME`, `AGENT` (an agent's definition only), `VARIABLE_ADDRESS`, `LINKAGE`
+/// (program), `IS_DEFINITION`, `VARIABLE_ALLOCATION` (agent or program), `VARIABLE_SEGMENT`
+/// (global or read-only), `VARIABLE_SIZE` (0: not given, as ROCR 5.2 records it); others
+/// `INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `value` is non-NULL and points to memory of the attribute's size.
+unsafe fn defined_variable_info(
+    st: &State,
+    v: &ExternalVariable,
+    attribute: u32,
+    value: *mut c_void,
+) -> Result<Status, Error> {
+    // SAFETY: (all arms) per this function's contract.
+    unsafe {
+        match attribute {
+            HSA_EXECUTABLE_SYMBOL_INFO_TYPE => put::<u32>(value, 0),
+            HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH => put::<u32>(value, v.name.len() as u32),
+            HSA_EXECUTABLE_SYMBOL_INFO_NAME => {
+                core::ptr::copy_nonoverlapping(v.name.as_ptr(), value.cast::<u8>(), v.name.len())
+            }
+            HSA_EXECUTABLE_SYMBOL_INFO_AGENT => {
+                let Some(node) = v.node else {
+                    bail!(
+                        Status::InvalidArgument,
+                        "{} is a program variable: it has no agent",
+                        v.name
+                    );
+                };
+                let agent = st
+                    .rt()
+                    .agents()
+                    .iter()
+                    .find(|a| a.node() == node.0)
+                    .map_or(0, |a| a.handle().0);
+                put::<u64>(value, agent)
+            }
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS => put::<u64>(value, v.address.0),
+            HSA_EXECUTABLE_SYMBOL_INFO_LINKAGE => put::<u32>(value, 1),
+            HSA_EXECUTABLE_SYMBOL_INFO_IS_DEFINITION => put::<bool>(value, true),
+            // HSA_VARIABLE_ALLOCATION_AGENT (0) / _PROGRAM (1).
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALLOCATION => {
+                put::<u32>(value, u32::from(v.node.is_none()))
+            }
+            // HSA_VARIABLE_SEGMENT_GLOBAL (0) / _READONLY (1).
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT => {
+                put::<u32>(value, u32::from(v.read_only))
+            }
+            HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE => put::<u32>(value, 0),
+            other => return Err(bad_attribute("defined variable", other)),
+        }
+    }
+    Ok(Status::Success)
+}
 
 export!(
     hsa_code_object_reader_create_from_memory,

@@ -81,6 +81,8 @@ pub const HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE: u32 = 18;
 pub const HSA_EXT_POINTER_TYPE_UNKNOWN: u32 = 0;
 /// `HSA_EXT_POINTER_TYPE_HSA`.
 pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
+/// `HSA_EXT_POINTER_TYPE_LOCKED`.
+pub const HSA_EXT_POINTER_TYPE_LOCKED: u32 = 2;
 
 fn pool_of(st: &State, handle: u64) -> Result<&RuntimePool<PlatRef>, Error> {
     st.rt().pool(PoolHandle(handle))
@@ -339,6 +341,12 @@ fn free(ptr: *mut c_void) -> Result<Status, Error> {
     if ptr.is_null() {
         return Ok(Status::Success);
     }
+    if let Ok(p) = st.rt().pointer_info(GpuVa(ptr as u64)) {
+        if p.allocation.va.0 == ptr as u64 {
+            // Deallocation callbacks run before the memory goes (ROCR 5.2).
+            super::ext_hooks::before_free(&st, p.allocation.va.0, p.allocation.size_bytes);
+        }
+    }
     st.rt().free(GpuVa(ptr as u64))?;
     Ok(Status::Success)
 }
@@ -354,11 +362,19 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
 }
 
 /// The host address of `len` bytes at `ptr`: inside a pool allocation, its host mapping
-/// (checked to hold `len` bytes); outside every pool, `ptr` itself (host memory of the
-/// application, e.g. malloc).
-fn host_range(st: &State, ptr: *const c_void, len: usize, what: &str) -> Result<*mut u8, Error> {
+/// (checked to hold `len` bytes); inside the agent range of locked memory, the host memory
+/// locked there; outside both, `ptr` itself (host memory of the application, e.g. malloc).
+pub(crate) fn host_range(
+    st: &State,
+    ptr: *const c_void,
+    len: usize,
+    what: &str,
+) -> Result<*mut u8, Error> {
     let va = ptr as u64;
     let Ok(info) = st.rt().pointer_info(GpuVa(va)) else {
+        if let Some(host) = super::ext_hooks::agent_to_host(st, va, len as u64) {
+            return Ok(host as *mut u8);
+        }
         return Ok(ptr as *mut u8);
     };
     let a = info.allocation;
@@ -379,7 +395,8 @@ fn host_range(st: &State, ptr: *const c_void, len: usize, what: &str) -> Result<
         Some(h) => Ok(unsafe { h.as_ptr().add(offset as usize) }),
         None => bail!(
             Status::InvalidArgument,
-            "{what} {va:#x} is device memory the host cannot reach (no copy engine here)"
+            "{what} {va:#x} is device memory the host cannot reach (copies run on the host \
+             here; there is no SDMA path yet)"
         ),
     }
 }
@@ -466,9 +483,14 @@ pub unsafe extern "C" fn hsa_amd_agents_allow_access(
 pub type AllocFn = unsafe extern "C" fn(usize) -> *mut c_void;
 
 /// `hsa_amd_pointer_info`: what `ptr` is. Memory not from this runtime is
-/// `HSA_EXT_POINTER_TYPE_UNKNOWN` (success, as ROCR). When `accessible` is given, `alloc`
-/// makes the array of agents that can reach the allocation (owner, agents allowed by default,
-/// agents given access), and `*num_agents_accessible` is its length.
+/// `HSA_EXT_POINTER_TYPE_UNKNOWN` (success, as ROCR). Memory locked with
+/// `hsa_amd_memory_lock` (asked about at its host or its agent address) is
+/// `HSA_EXT_POINTER_TYPE_LOCKED`: its host base is the locked pointer, its agent base the
+/// agent pointer, its size the locked size, its owner the first CPU agent and its flags
+/// fine-grained, as ROCR 5.2 reports it; every GPU agent can reach it. `userData` is what
+/// `hsa_amd_pointer_info_set_userdata` set. When `accessible` is given, `alloc` makes the
+/// array of agents that can reach the allocation (owner, agents allowed by default, agents
+/// given access), and `*num_agents_accessible` is its length.
 ///
 /// # Safety
 /// `info` is NULL or points to an `hsa_amd_pointer_info_t` whose `size` the caller set;
@@ -507,6 +529,7 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
             out.size_in_bytes = p.allocation.size_bytes as usize;
             out.agent_owner = agent_of_node(&st, p.pool_owner);
             out.global_flags = p.global_flags.bits();
+            out.user_data = super::ext_hooks::user_data(&st, p.allocation.va.0) as *mut c_void;
             let pool_info = st
                 .rt()
                 .pools()
@@ -526,6 +549,26 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                     agents.push(a.handle().0);
                 }
             }
+        } else if let Some(l) = super::ext_hooks::locked_info(&st, ptr as u64) {
+            out.type_ = HSA_EXT_POINTER_TYPE_LOCKED;
+            out.agent_base_address = l.agent_base as *mut c_void;
+            out.host_base_address = l.base as *mut c_void;
+            out.size_in_bytes = l.size as usize;
+            out.user_data = l.user_data as *mut c_void;
+            out.agent_owner = st
+                .rt()
+                .agents()
+                .iter()
+                .find(|a| !a.is_gpu())
+                .map_or(0, |a| a.handle().0);
+            out.global_flags = hsa_core::memory::GlobalFlags::FINE_GRAINED.bits();
+            agents.extend(
+                st.rt()
+                    .agents()
+                    .iter()
+                    .filter(|a| a.is_gpu())
+                    .map(|a| a.handle().0),
+            );
         }
         let n = (out.size as usize).min(core::mem::size_of::<HsaAmdPointerInfo>());
         // SAFETY: `info` holds at least `caller_size` >= n bytes (the caller's contract); a

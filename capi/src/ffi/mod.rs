@@ -39,16 +39,107 @@ macro_rules! export_alias {
 }
 
 pub mod agent;
+#[cfg(feature = "linux")]
+pub mod agent_ext;
+#[cfg(feature = "linux")]
+pub mod copy;
 pub mod deprecated;
 #[cfg(feature = "linux")]
+pub mod executable_ext;
+#[cfg(feature = "linux")]
 pub mod ext;
+#[cfg(feature = "linux")]
+pub mod extension;
+#[cfg(feature = "linux")]
+pub mod host_memory;
 pub mod loader;
 pub mod memory;
 pub mod queue;
+#[cfg(feature = "linux")]
+pub mod queue_ext;
 pub mod signal;
+#[cfg(feature = "linux")]
+pub mod signal_ext;
 pub mod system;
+#[cfg(feature = "linux")]
+pub mod unsupported;
 
 use alloc::format;
+
+/// What the shared C-ABI modules ask of the ROCR extensions (the AMD extension table, locked
+/// host memory, pointer user data, deallocation callbacks): the Linux build's registries; the
+/// bare-metal build provides none of those functions, so nothing is ever registered there.
+#[cfg(feature = "linux")]
+pub(crate) mod ext_hooks {
+    pub(crate) use super::host_memory::LockedInfo;
+    use crate::state::State;
+
+    /// `HSA_*_INFO_EXTENSIONS`' bits of the extensions provided.
+    pub(crate) fn extension_mask() -> [u8; 128] {
+        super::extension::extension_mask()
+    }
+
+    /// Runs the deallocation callbacks of `[base, base + size)` before it is freed.
+    pub(crate) fn before_free(st: &State, base: u64, size: u64) {
+        st.ext.host.before_free(base, size)
+    }
+
+    /// The host address of the agent pointer `ptr` of locked memory (`len` bytes), if it is one.
+    pub(crate) fn agent_to_host(st: &State, ptr: u64, len: u64) -> Option<u64> {
+        st.ext.host.agent_to_host(ptr, len)
+    }
+
+    /// `hsa_amd_pointer_info_set_userdata` of the allocation at `base` (0: none).
+    pub(crate) fn user_data(st: &State, base: u64) -> usize {
+        st.ext.host.user_data(base)
+    }
+
+    /// The locked range holding `ptr`, if any.
+    pub(crate) fn locked_info(st: &State, ptr: u64) -> Option<LockedInfo> {
+        st.ext.host.locked_info(ptr)
+    }
+}
+
+/// The bare-metal build's answers: no extension tables, nothing locked or annotated.
+#[cfg(not(feature = "linux"))]
+pub(crate) mod ext_hooks {
+    use crate::state::State;
+
+    /// What `hsa_amd_pointer_info` reports for locked memory (never, here).
+    pub(crate) struct LockedInfo {
+        /// The locked host pointer.
+        pub(crate) base: u64,
+        /// Where the agents reach it.
+        pub(crate) agent_base: u64,
+        /// The locked size, bytes.
+        pub(crate) size: u64,
+        /// The user data of the base.
+        pub(crate) user_data: usize,
+    }
+
+    /// No extension is provided.
+    pub(crate) fn extension_mask() -> [u8; 128] {
+        [0; 128]
+    }
+
+    /// No deallocation callbacks exist.
+    pub(crate) fn before_free(_: &State, _: u64, _: u64) {}
+
+    /// Nothing is locked.
+    pub(crate) fn agent_to_host(_: &State, _: u64, _: u64) -> Option<u64> {
+        None
+    }
+
+    /// No user data is set.
+    pub(crate) fn user_data(_: &State, _: u64) -> usize {
+        0
+    }
+
+    /// Nothing is locked.
+    pub(crate) fn locked_info(_: &State, _: u64) -> Option<LockedInfo> {
+        None
+    }
+}
 use core::ffi::c_void;
 
 use hsa_core::{bail, Error, Status};
@@ -56,7 +147,7 @@ use hsa_core::{bail, Error, Status};
 /// `hsa_status_t`.
 pub type HsaStatus = u32;
 
-fn log_error(function: &str, e: &Error) {
+pub(crate) fn log_error(function: &str, e: &Error) {
     if crate::backend::log_enabled() {
         // The error's Display names the status after the message: once.
         crate::backend::log(&format!("hsa-rt: {function}: {e}"));

@@ -58,7 +58,8 @@ pub extern "C" fn hsa_shut_down() -> HsaStatus {
 
 /// `hsa_system_get_info`: the `hsa_system_info_t` attributes (and the AMD ones of ROCR 5.2:
 /// `BUILD_VERSION` as a static `const char*`, `SVM_SUPPORTED` and
-/// `SVM_ACCESSIBLE_BY_DEFAULT`, both false here).
+/// `SVM_ACCESSIBLE_BY_DEFAULT`, both false here). `EXTENSIONS` has the bits of the provided
+/// extensions ([`super::extension::extension_mask`]: the AMD profiler and loader).
 ///
 /// # Safety
 /// `value` is NULL or points to memory of the attribute's documented size.
@@ -80,7 +81,13 @@ pub unsafe extern "C" fn hsa_system_get_info(attribute: u32, value: *mut c_void)
                 HSA_SYSTEM_INFO_SIGNAL_MAX_WAIT => put::<u64>(value, info.signal_max_wait_ticks),
                 HSA_SYSTEM_INFO_ENDIANNESS => put::<u32>(value, info.endianness as u32),
                 HSA_SYSTEM_INFO_MACHINE_MODEL => put::<u32>(value, info.machine_model as u32),
-                HSA_SYSTEM_INFO_EXTENSIONS => put::<[u8; 128]>(value, info.extensions),
+                HSA_SYSTEM_INFO_EXTENSIONS => {
+                    let mut mask = info.extensions;
+                    for (m, e) in mask.iter_mut().zip(super::ext_hooks::extension_mask()) {
+                        *m |= e;
+                    }
+                    put::<[u8; 128]>(value, mask)
+                }
                 HSA_AMD_SYSTEM_INFO_BUILD_VERSION => {
                     static BUILD: &core::ffi::CStr = c"hsa-rt 0.1.0";
                     put::<*const c_char>(value, BUILD.as_ptr())

@@ -68,6 +68,22 @@ pub struct Symbol {
     pub kernel: Option<KernelInfo>,
 }
 
+/// A variable the application defines for the code objects loaded after it to refer to: an
+/// undefined symbol of theirs with this name resolves to `address`
+/// (`hsa_executable_agent_global_variable_define`, `hsa_executable_readonly_variable_define`,
+/// `hsa_executable_global_variable_define`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExternalVariable {
+    /// The symbol name.
+    pub name: String,
+    /// The agent whose code objects it is for; `None`: every agent's (program allocation).
+    pub node: Option<NodeId>,
+    /// Its device address.
+    pub address: GpuVa,
+    /// Defined in the read-only segment (`hsa_executable_readonly_variable_define`).
+    pub read_only: bool,
+}
+
 /// A code object loaded into an executable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LoadedCodeObject {
@@ -92,6 +108,7 @@ pub struct Executable<H: PlatformRef> {
     loaded: Vec<LoadedCodeObject>,
     chunks: Vec<OwnedChunk<H>>,
     symbols: Vec<Symbol>,
+    externals: Vec<ExternalVariable>,
 }
 
 impl<H: PlatformRef> core::fmt::Debug for Executable<H> {
@@ -113,7 +130,59 @@ impl<H: PlatformRef> Executable<H> {
             loaded: Vec::new(),
             chunks: Vec::new(),
             symbols: Vec::new(),
+            externals: Vec::new(),
         }
+    }
+
+    /// Defines a variable for the undefined symbols of the code objects loaded after it (see
+    /// [`ExternalVariable`]): an agent's definition is used for that agent's code objects, a
+    /// program definition (`node: None`) for every agent's where the agent has none.
+    ///
+    /// # Errors
+    /// `Status::FrozenExecutable` when the executable is frozen;
+    /// `Status::VariableAlreadyDefined` when a variable of that name is already defined for
+    /// the same agent (or for the program), as ROCR 5.2's `DefineAgentExternalVariable`.
+    pub fn define_variable(&mut self, variable: ExternalVariable) -> Result<()> {
+        if self.frozen {
+            crate::bail!(
+                Status::FrozenExecutable,
+                "cannot define {:?} in a frozen executable",
+                variable.name
+            );
+        }
+        if self
+            .externals
+            .iter()
+            .any(|v| v.name == variable.name && v.node == variable.node)
+        {
+            crate::bail!(
+                Status::VariableAlreadyDefined,
+                "{:?} is already defined for {}",
+                variable.name,
+                match variable.node {
+                    Some(n) => alloc::format!("node {}", n.0),
+                    None => String::from("the program"),
+                }
+            );
+        }
+        self.externals.push(variable);
+        Ok(())
+    }
+
+    /// The variables defined with [`Executable::define_variable`], in definition order.
+    pub fn external_variables(&self) -> &[ExternalVariable] {
+        &self.externals
+    }
+
+    /// The address an undefined symbol `name` of a code object loaded for `node` resolves to.
+    fn external(&self, name: &str, node: NodeId) -> Option<GpuVa> {
+        let of = |want: Option<NodeId>| {
+            self.externals
+                .iter()
+                .find(|v| v.name == name && v.node == want)
+                .map(|v| v.address)
+        };
+        of(Some(node)).or_else(|| of(None))
     }
 
     /// Loads a code object for the agent `node` whose ISA is `agent_isa`
@@ -131,7 +200,8 @@ impl<H: PlatformRef> Executable<H> {
     ///   `agent_isa` (the message names both ISAs). This is the code `hsa.h` documents for
     ///   `hsa_executable_load_agent_code_object` when "the agent does not support the
     ///   instruction set architecture of the code object".
-    /// - `Status::VariableUndefined` for a relocation against an undefined symbol.
+    /// - `Status::VariableUndefined` for a relocation against an undefined symbol that no
+    ///   [`Executable::define_variable`] defines for the agent or the program.
     /// - `Status::InvalidAllocation` when the platform's memory has no host pointer.
     /// - The platform's status when allocating or mapping fails (e.g. `OutOfResources`).
     pub fn load_code_object(
@@ -231,14 +301,18 @@ impl<H: PlatformRef> Executable<H> {
                     0
                 } else {
                     let (name, value, defined) = co.dynamic_symbol_by_index(r.symbol)?;
-                    if !defined {
+                    if defined {
+                        load_base.wrapping_add(value)
+                    } else if let Some(address) = self.external(name, node) {
+                        address.get()
+                    } else {
                         crate::bail!(
                             Status::VariableUndefined,
-                            "relocation at {:#x} refers to undefined symbol {name:?}",
+                            "relocation at {:#x} refers to undefined symbol {name:?}, which \
+                             the executable does not define",
                             r.offset
                         );
                     }
-                    load_base.wrapping_add(value)
                 };
                 apply_relocation(image, start, load_base, &r, s)?;
             }

@@ -29,5 +29,7 @@ pub use code_object::{
     CodeObject, DynRelocation, Kernel, KernelCode, LoadSegment, TextSection, Variable,
 };
 #[cfg(feature = "alloc")]
-pub use executable::{Executable, KernelInfo, LoadedCodeObject, Symbol, SymbolKind};
+pub use executable::{
+    Executable, ExternalVariable, KernelInfo, LoadedCodeObject, Symbol, SymbolKind,
+};
 pub use metadata::{KernelArg, KernelMetadata, Metadata};

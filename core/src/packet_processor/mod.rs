@@ -167,7 +167,6 @@ pub enum Progress {
 #[derive(Debug)]
 pub struct PacketProcessor {
     consumer: RingConsumer,
-    profiling: bool,
     stopped: Option<Error>,
     /// Start timestamp of the packet at `read_index` when it was first seen blocked.
     started: Option<(u64, u64)>,
@@ -185,12 +184,11 @@ enum Step {
 
 impl PacketProcessor {
     /// A processor over a ring's consumer role. Profiling follows the
-    /// `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING` bit of the ring's `queue_properties`, read once
-    /// here.
+    /// `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING` bit of the ring's `queue_properties`, read at
+    /// every packet (the host sets and clears it on a live queue:
+    /// `hsa_amd_profiling_set_profiler_enabled`, as ROCR's `AqlQueue::SetProfiling`).
     pub fn new(consumer: RingConsumer) -> PacketProcessor {
         PacketProcessor {
-            profiling: consumer.ring().queue_properties() & AMD_QUEUE_PROPERTIES_ENABLE_PROFILING
-                != 0,
             ring_address: host_addresses(consumer.ring()).0,
             queue_address: host_addresses(consumer.ring()).1,
             consumer,
@@ -231,9 +229,10 @@ impl PacketProcessor {
         self.consumer.read_index()
     }
 
-    /// Whether timestamps are written into completion signals.
+    /// Whether timestamps are written into completion signals: the
+    /// `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING` bit of the ring's `queue_properties` now.
     pub fn profiling(&self) -> bool {
-        self.profiling
+        self.consumer.ring().queue_properties() & AMD_QUEUE_PROPERTIES_ENABLE_PROFILING != 0
     }
 
     /// The error that stopped the queue, if it is stopped.
@@ -312,9 +311,10 @@ impl PacketProcessor {
         if header.acquire_fence_scope != FenceScope::None {
             fence(Ordering::Acquire);
         }
+        let profiling = self.profiling();
         let start_ts = match self.started {
             Some((i, ts)) if i == index => ts,
-            _ if self.profiling => host.timestamp_ticks(),
+            _ if profiling => host.timestamp_ticks(),
             _ => 0,
         };
         let satisfied = match &command {
@@ -354,7 +354,7 @@ impl PacketProcessor {
         }
         let mut notify = Ok(());
         if let Some(sig) = completion {
-            if self.profiling {
+            if profiling {
                 sig.start_ts().store(start_ts, Ordering::Relaxed);
                 sig.end_ts()
                     .store(host.timestamp_ticks().max(start_ts), Ordering::Relaxed);

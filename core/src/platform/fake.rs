@@ -1065,6 +1065,31 @@ mod tests {
         }
     }
 
+    /// The fake keeps the trait's default: it registers no host memory, with ROCR's status.
+    #[test]
+    fn host_memory_registration_is_refused_by_default() {
+        let p = FakePlatform::new();
+        let mut page = [0u8; 4096];
+        let host = core::ptr::NonNull::new(page.as_mut_ptr()).unwrap();
+        // SAFETY: the default never touches the memory.
+        let e = unsafe { p.register_host_memory(host, 4096, &[NodeId(1)]) }.unwrap_err();
+        assert_eq!(e.status(), Status::Error);
+        assert!(
+            e.detail()
+                .ends_with("the fake platform cannot register host memory"),
+            "{e}"
+        );
+        let chunk = MemoryChunk {
+            gpu_va: GpuVa(host.as_ptr() as u64),
+            host_ptr: Some(host),
+            size_bytes: 4096,
+            handle: 0,
+        };
+        // SAFETY: as above.
+        let e = unsafe { p.deregister_host_memory(&chunk) }.unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+    }
+
     #[test]
     fn unmapped_chunks_are_aligned_spaced_and_have_no_host_memory() {
         let mut p = FakePlatform::new();

@@ -233,6 +233,7 @@ mod aql {
         memory: QueueMemory,
         hw: HwQueue<DoorbellOf<H>>,
         id: u64,
+        node: NodeId,
         queue_type: QueueType,
         doorbell: DoorbellSignal<H>,
         inactive: Signal<H>,
@@ -350,12 +351,18 @@ mod aql {
                 memory,
                 hw,
                 id,
+                node: config.node,
                 queue_type,
                 doorbell,
                 inactive,
                 last_doorbell: core::sync::atomic::AtomicU64::new(0),
                 lifecycle: core::sync::atomic::AtomicU8::new(LIFE_ACTIVE),
             })
+        }
+
+        /// The agent (topology node) the queue runs on.
+        pub fn node(&self) -> NodeId {
+            self.node
         }
 
         /// `hsa_queue_t.id`: unique over the process's lifetime.
@@ -402,6 +409,19 @@ mod aql {
         #[allow(unsafe_code)] // an unsafe accessor; no unsafe block
         pub unsafe fn ring(&self) -> Ring {
             *self.producer.ring()
+        }
+
+        /// Turns the writing of dispatch timestamps into completion signals on or off for the
+        /// packets the processor takes from now on: the `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`
+        /// bit of `amd_queue_t.queue_properties` (`hsa_amd_profiling_set_profiler_enabled`;
+        /// ROCR `AqlQueue::SetProfiling`).
+        pub fn set_profiling(&self, enable: bool) {
+            let bit = crate::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
+            if enable {
+                self.producer.ring().update_queue_properties(bit, 0);
+            } else {
+                self.producer.ring().update_queue_properties(0, bit);
+            }
         }
 
         /// The doorbell signal (`hsa_queue_t.doorbell_signal`).
@@ -818,6 +838,7 @@ mod aql {
             assert_eq!(req.read_pointer.get(), q.amd_queue_address().get() + 128);
             assert_eq!(req.write_pointer.get(), q.amd_queue_address().get() + 56);
             assert_eq!(req.node, NodeId(1));
+            assert_eq!(q.node(), NodeId(1));
             assert_eq!(req.ring_host_addr, q.ring_address().get());
             assert_eq!(
                 req.on_error.unwrap().data,
@@ -827,6 +848,13 @@ mod aql {
             let q2 = AqlQueue::create(&plat, &config(64)).unwrap();
             assert_ne!(q2.id(), q.id());
             assert_eq!(q2.memory.descriptor_snapshot().queue_properties, 1 << 1);
+            q2.set_profiling(true);
+            assert_eq!(
+                q2.memory.descriptor_snapshot().queue_properties,
+                (1 << 1) | (1 << 3)
+            );
+            q.set_profiling(false);
+            assert_eq!(q.memory.descriptor_snapshot().queue_properties, 1 << 1);
             q.destroy().unwrap();
             drop(q2);
             assert_eq!(plat.live_queue_count(), 0);

@@ -77,6 +77,23 @@ impl Ring {
         self.base.as_ptr().wrapping_add(slot * PACKET_SIZE_BYTES)
     }
 
+    /// Sets the bits `set`, then clears the bits `clear`, of `amd_queue_t.queue_properties`
+    /// with atomic read-modify-writes (the packet processor reads the word at every packet).
+    pub fn update_queue_properties(&self, set: u32, clear: u32) {
+        // SAFETY: as for queue_properties: offset 180 of the live amd_queue_t, 4-aligned,
+        // only accessed atomically once the queue is shared.
+        let word = unsafe {
+            &*self
+                .queue
+                .as_ptr()
+                .cast::<u8>()
+                .add(180)
+                .cast::<AtomicU32>()
+        };
+        word.fetch_or(set, Ordering::AcqRel);
+        word.fetch_and(!clear, Ordering::AcqRel);
+    }
+
     /// The atomic first 32 bits (header | setup) of the slot of `index`.
     pub fn header_word(&self, index: u64) -> &AtomicU32 {
         // SAFETY: `new`'s contract: the slot is live, 64-aligned (so 4-aligned) and its first
@@ -185,10 +202,11 @@ impl Ring {
         crate::abi::SignalHandle(raw)
     }
 
-    /// `amd_queue_t.queue_properties` (offset 180), read once.
+    /// `amd_queue_t.queue_properties` (offset 180), loaded atomically: the host may change
+    /// a bit of a live queue (`AMD_QUEUE_PROPERTIES_ENABLE_PROFILING`), as ROCR does.
     pub fn queue_properties(&self) -> u32 {
         // SAFETY: as for write_index; offset 180 is 4-aligned; written before the queue is
-        // shared and then only read.
+        // shared, afterwards only changed with atomic stores of the whole word.
         unsafe {
             (*self
                 .queue
@@ -288,6 +306,9 @@ impl Ring {
     pub fn queue_properties(&self) -> u32 {
         0
     }
+
+    /// A model ring has no `queue_properties`: nothing to update.
+    pub fn update_queue_properties(&self, _set: u32, _clear: u32) {}
 
     /// `amd_queue_t.queue_inactive_signal`: a model ring has none.
     pub fn queue_inactive_signal(&self) -> crate::abi::SignalHandle {

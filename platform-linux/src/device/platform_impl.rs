@@ -13,6 +13,7 @@ use hsa_core::platform::{
 };
 use hsa_core::{bail, error, Error, Status};
 use std::mem::offset_of;
+use std::ptr::NonNull;
 use zerocopy::IntoBytes;
 
 use super::*;
@@ -111,6 +112,128 @@ unsafe impl Platform for LinuxPlatform {
     }
 
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        if self.chunk_is_user(chunk.gpu_va.0) == Some(true) {
+            bail!(
+                Status::InvalidArgument,
+                "gpu_va {} is registered host memory: deregister it instead",
+                chunk.gpu_va
+            );
+        }
+        self.free_chunk(chunk.gpu_va.0)
+    }
+
+    /// Registers the application's pages with KFD as a `USERPTR` buffer at a device address
+    /// carved from the reservation (as libhsakmt gives registered memory an address of its
+    /// GPUVM aperture: ROCR's "alternate VA"), allocated on the first GPU of `nodes` and mapped
+    /// to every GPU of `nodes`; coherent (fine-grained), as the host writes the pages while
+    /// kernels may read them. Only CPU nodes: nothing to register; the chunk's device address
+    /// is then the host address (recorded without a KFD handle).
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for an address or size that is not page-aligned, a size of
+    /// 0, an unknown node, or memory inside this platform's own reservation (already
+    /// reachable); the ALLOC ioctl's error as `Status::Error` (ROCR's status when
+    /// registration fails); `Status::OutOfResources` when MAP fails.
+    unsafe fn register_host_memory(
+        &self,
+        host: NonNull<u8>,
+        size_bytes: u64,
+        nodes: &[NodeId],
+    ) -> Result<MemoryChunk, Error> {
+        let va = host.as_ptr() as u64;
+        let page = self.process.va.page_bytes();
+        if size_bytes == 0 || size_bytes % page != 0 || va % page != 0 {
+            bail!(
+                Status::InvalidArgument,
+                "{size_bytes} bytes at {va:#x}: address and size must be multiples of the page \
+                 size {page} (and the size not 0)"
+            );
+        }
+        if va.checked_add(size_bytes).is_none() || self.in_reservation(va, size_bytes) {
+            bail!(
+                Status::InvalidArgument,
+                "{size_bytes} bytes at {va:#x} overlap this platform's own memory"
+            );
+        }
+        let mut gpu_ids = Vec::new();
+        for &n in nodes {
+            if self.node_by_id(n).is_none() {
+                bail!(Status::InvalidArgument, "node {} does not exist", n.0);
+            }
+            if let Some(g) = self.gpu_by_node(n) {
+                if !gpu_ids.contains(&g.gpu_id) {
+                    gpu_ids.push(g.gpu_id);
+                }
+            }
+        }
+        let Some(&alloc_gpu) = gpu_ids.first() else {
+            if lock(&self.state).chunks.contains_key(&va) {
+                bail!(
+                    Status::InvalidArgument,
+                    "{size_bytes} bytes at {va:#x} are already registered for the host alone"
+                );
+            }
+            self.record_user(va, size_bytes, None, Vec::new(), false);
+            return Ok(MemoryChunk {
+                gpu_va: GpuVa(va),
+                host_ptr: Some(host),
+                size_bytes,
+                handle: 0,
+            });
+        };
+        let gpu_va = self.process.va.carve(size_bytes, page).ok_or_else(|| {
+            error!(
+                Status::OutOfResources,
+                "no address space left to register {size_bytes} bytes ({} of {} bytes free)",
+                self.process.va.free_bytes(),
+                self.process.va.len_bytes()
+            )
+        })?;
+        let mut a = AllocMemoryOfGpuArgs {
+            va_addr: gpu_va,
+            size: size_bytes,
+            handle: 0,
+            // USERPTR: the user address goes in mmap_offset (kfd_ioctl.h).
+            mmap_offset: va,
+            gpu_id: alloc_gpu,
+            flags: kfd_alloc_flags_for(KfdPlacement::UserPtr, MemoryFlags::FINE_GRAINED),
+        };
+        // SAFETY: `[va, va + size_bytes)` is mapped read-write memory of this process that
+        // stays mapped until deregister_host_memory returns (this function's contract); the
+        // device address is a fresh carved range of the reservation, so no other buffer uses
+        // it.
+        if let Err(e) = unsafe { calls::alloc_userptr_memory_of_gpu(&*self.driver, &mut a) } {
+            let _ = self.process.va.release(gpu_va);
+            bail!(Status::Error, "{}", e.detail());
+        }
+        let handle = a.handle;
+        if let Err(e) = self.map_handle(handle, &gpu_ids) {
+            if call(&*self.driver, &mut FreeMemoryOfGpuArgs { handle }).is_err() {
+                // KFD keeps the buffer: record it (its address stays carved) so that the
+                // platform's drop retries.
+                self.record_user(gpu_va, size_bytes, Some(handle), Vec::new(), true);
+            } else {
+                let _ = self.process.va.release(gpu_va);
+            }
+            bail!(Status::OutOfResources, "{}", e.detail());
+        }
+        self.record_user(gpu_va, size_bytes, Some(handle), gpu_ids, true);
+        Ok(MemoryChunk {
+            gpu_va: GpuVa(gpu_va),
+            host_ptr: Some(host),
+            size_bytes,
+            handle,
+        })
+    }
+
+    unsafe fn deregister_host_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        if self.chunk_is_user(chunk.gpu_va.0) != Some(true) {
+            bail!(
+                Status::InvalidArgument,
+                "gpu_va {} is not registered host memory",
+                chunk.gpu_va
+            );
+        }
         self.free_chunk(chunk.gpu_va.0)
     }
 
@@ -250,6 +373,7 @@ unsafe impl Platform for LinuxPlatform {
         let rec = QueueRecord {
             eop,
             cwsr: Some(cwsr),
+            ring: (request.ring.0, ring as u32),
         };
 
         let mut a = CreateQueueArgs {

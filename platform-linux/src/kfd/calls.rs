@@ -40,7 +40,8 @@ mod sealed {
 
 /// An ioctl argument struct that carries no pointer the driver reads or writes through, and
 /// the request it is the argument of. Implemented only here, for: [`GetVersionArgs`],
-/// [`DestroyQueueArgs`], [`SetMemoryPolicyArgs`], [`GetClockCountersArgs`],
+/// [`DestroyQueueArgs`], [`SetMemoryPolicyArgs`], [`GetClockCountersArgs`], [`UpdateQueueArgs`]
+/// (its ring address is a GPU address KFD does not read through),
 /// [`CreateEventArgs`] (its `event_page_offset` is a buffer-object handle), [`DestroyEventArgs`],
 /// [`SetEventArgs`], [`ResetEventArgs`], [`AcquireVmArgs`] (a file descriptor number),
 /// [`FreeMemoryOfGpuArgs`], [`SetXnackModeArgs`] and [`GetAvailableMemoryArgs`].
@@ -71,6 +72,7 @@ plain_args! {
     DestroyQueueArgs => AMDKFD_IOC_DESTROY_QUEUE,
     SetMemoryPolicyArgs => AMDKFD_IOC_SET_MEMORY_POLICY,
     GetClockCountersArgs => AMDKFD_IOC_GET_CLOCK_COUNTERS,
+    UpdateQueueArgs => AMDKFD_IOC_UPDATE_QUEUE,
     CreateEventArgs => AMDKFD_IOC_CREATE_EVENT,
     DestroyEventArgs => AMDKFD_IOC_DESTROY_EVENT,
     SetEventArgs => AMDKFD_IOC_SET_EVENT,

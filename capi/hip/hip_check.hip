@@ -1,0 +1,353 @@
+// HIP programs run on hsa-rt's libhsa-runtime64 (capi/tests/hip.rs builds this file with
+// hipcc --offload-arch=gfx90a and runs one section per process on the emulated device).
+// Every result is compared with what the host computes; a section prints
+// "hip_check: <section> ok" and exits 0, or prints "FAIL ..." and exits 1.
+#include <hip/hip_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#define CHECK(x)                                                                         \
+    do {                                                                                 \
+        hipError_t e_ = (x);                                                             \
+        if (e_ != hipSuccess) {                                                          \
+            printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, hipGetErrorString(e_)); \
+            return 1;                                                                    \
+        }                                                                                \
+    } while (0)
+
+__global__ void vector_add(const float* a, const float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+
+__global__ void reverse_static(const int* in, int* out) {
+    __shared__ int tile[256];
+    int t = threadIdx.x;
+    tile[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + t] = tile[blockDim.x - 1 - t];
+}
+
+__global__ void reverse_dynamic(const int* in, int* out) {
+    extern __shared__ int tile[];
+    int t = threadIdx.x;
+    tile[t] = in[blockIdx.x * blockDim.x + t];
+    __syncthreads();
+    out[blockIdx.x * blockDim.x + t] = tile[blockDim.x - 1 - t];
+}
+
+__global__ void scale(float* p, float f, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] *= f;
+}
+
+__global__ void add_one(int* p, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] += 1;
+}
+
+__global__ void add_into(const int* a, int* b, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) b[i] += a[i];
+}
+
+__global__ void count(unsigned* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(c, 1u);
+}
+
+__global__ void hello(int v) {
+    if (threadIdx.x == 0) printf("hip_check: hello from the device: %d\n", v);
+}
+
+static int vector_add_section() {
+    const int n = 4096 + 17;  // a partial last block
+    std::vector<float> a(n), b(n), c(n);
+    for (int i = 0; i < n; i++) { a[i] = i * 0.5f; b[i] = 1000.0f - i; }
+    float *da, *db, *dc;
+    CHECK(hipMalloc(&da, n * 4));
+    CHECK(hipMalloc(&db, n * 4));
+    CHECK(hipMalloc(&dc, n * 4));
+    CHECK(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(vector_add, dim3((n + 255) / 256), dim3(256), 0, 0, da, db, dc, n);
+    CHECK(hipGetLastError());
+    CHECK(hipMemcpy(c.data(), dc, n * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+        if (c[i] != a[i] + b[i]) { printf("FAIL vector_add c[%d] = %f\n", i, c[i]); return 1; }
+    CHECK(hipFree(da));
+    CHECK(hipFree(db));
+    CHECK(hipFree(dc));
+    return 0;
+}
+
+static int shared_section() {
+    const int n = 1024;
+    std::vector<int> h(n), r(n);
+    for (int i = 0; i < n; i++) h[i] = i * 3 + 1;
+    int *in, *out;
+    CHECK(hipMalloc(&in, n * 4));
+    CHECK(hipMalloc(&out, n * 4));
+    CHECK(hipMemcpy(in, h.data(), n * 4, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(reverse_static, dim3(n / 256), dim3(256), 0, 0, in, out);
+    CHECK(hipGetLastError());
+    CHECK(hipMemcpy(r.data(), out, n * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+        if (r[i] != h[i / 256 * 256 + 255 - i % 256]) { printf("FAIL static r[%d]\n", i); return 1; }
+    hipLaunchKernelGGL(reverse_dynamic, dim3(n / 128), dim3(128), 128 * 4, 0, in, out);
+    CHECK(hipGetLastError());
+    CHECK(hipMemcpy(r.data(), out, n * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+        if (r[i] != h[i / 128 * 128 + 127 - i % 128]) { printf("FAIL dynamic r[%d]\n", i); return 1; }
+    return 0;
+}
+
+// Host to device and back for sizes from 1 byte to 64 MiB, at aligned and odd offsets;
+// device to device (HIP's blit kernel, interpreted) up to 64 KiB + 1.
+static int memcpy_section() {
+    const size_t sizes[] = {1, 3, 4096, 65537, 1 << 20, 64 << 20};
+    for (size_t s : sizes) {
+        for (int off = 0; off < 2; off++) {
+            std::vector<unsigned char> a(s + 1), b(s + 1, 0);
+            for (size_t i = 0; i < s + 1; i++) a[i] = (unsigned char)(i * 7 + s);
+            unsigned char *d1, *d2;
+            CHECK(hipMalloc(&d1, s + 1));
+            CHECK(hipMalloc(&d2, s + 1));
+            CHECK(hipMemcpy(d1 + off, a.data() + off, s, hipMemcpyHostToDevice));
+            unsigned char* from = d1;
+            if (s <= 65537) {
+                CHECK(hipMemcpy(d2 + off, d1 + off, s, hipMemcpyDeviceToDevice));
+                from = d2;
+            }
+            CHECK(hipMemcpy(b.data() + off, from + off, s, hipMemcpyDeviceToHost));
+            if (memcmp(a.data() + off, b.data() + off, s)) {
+                printf("FAIL memcpy of %zu bytes at offset %d\n", s, off);
+                return 1;
+            }
+            CHECK(hipFree(d1));
+            CHECK(hipFree(d2));
+        }
+    }
+    std::vector<int> x(1000), y(1000);
+    for (int i = 0; i < 1000; i++) x[i] = i * i;
+    CHECK(hipMemcpy(y.data(), x.data(), 4000, hipMemcpyHostToHost));
+    if (x != y) { printf("FAIL host to host\n"); return 1; }
+    return 0;
+}
+
+static int memset_section() {
+    const size_t n = 1 << 16;
+    unsigned char* d;
+    CHECK(hipMalloc(&d, n * 4));
+    std::vector<unsigned char> h(n * 4);
+    CHECK(hipMemset(d, 0xab, n * 4));
+    CHECK(hipMemcpy(h.data(), d, n * 4, hipMemcpyDeviceToHost));
+    for (size_t i = 0; i < n * 4; i++)
+        if (h[i] != 0xab) { printf("FAIL memset8 [%zu] = %x\n", i, h[i]); return 1; }
+    CHECK(hipMemsetD16((hipDeviceptr_t)d, 0x1234, n * 2));
+    CHECK(hipMemcpy(h.data(), d, n * 4, hipMemcpyDeviceToHost));
+    for (size_t i = 0; i < n * 2; i++)
+        if (((unsigned short*)h.data())[i] != 0x1234) { printf("FAIL memset16 [%zu]\n", i); return 1; }
+    CHECK(hipMemsetD32((hipDeviceptr_t)d, 0x89abcdef, n));
+    CHECK(hipMemcpy(h.data(), d, n * 4, hipMemcpyDeviceToHost));
+    for (size_t i = 0; i < n; i++)
+        if (((unsigned*)h.data())[i] != 0x89abcdefu) { printf("FAIL memset32 [%zu]\n", i); return 1; }
+    return 0;
+}
+
+// Two streams ordered by an event, async copies, and the elapsed time of a kernel between two
+// events, which must lie between 0 and the host's time around the whole run.
+static int streams_section() {
+    const int n = 1 << 16;
+    float* d;
+    CHECK(hipMalloc(&d, n * 4));
+    std::vector<float> h(n, 2.0f);
+    hipStream_t s1, s2;
+    CHECK(hipStreamCreate(&s1));
+    CHECK(hipStreamCreate(&s2));
+    hipEvent_t e0, e1;
+    CHECK(hipEventCreate(&e0));
+    CHECK(hipEventCreate(&e1));
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(hipMemcpyAsync(d, h.data(), n * 4, hipMemcpyHostToDevice, s1));
+    CHECK(hipEventRecord(e0, s1));
+    hipLaunchKernelGGL(scale, dim3(n / 256), dim3(256), 0, s1, d, 3.0f, n);
+    CHECK(hipEventRecord(e1, s1));
+    CHECK(hipStreamWaitEvent(s2, e1, 0));
+    hipLaunchKernelGGL(scale, dim3(n / 256), dim3(256), 0, s2, d, 0.5f, n);
+    CHECK(hipMemcpyAsync(h.data(), d, n * 4, hipMemcpyDeviceToHost, s2));
+    CHECK(hipStreamSynchronize(s2));
+    double wall_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    for (int i = 0; i < n; i++)
+        if (h[i] != 3.0f) { printf("FAIL streams h[%d] = %f\n", i, h[i]); return 1; }
+    float ms = -1;
+    CHECK(hipEventElapsedTime(&ms, e0, e1));
+    if (!(ms > 0 && ms <= wall_ms)) {
+        printf("FAIL elapsed %f ms outside (0, %f]\n", ms, wall_ms);
+        return 1;
+    }
+    CHECK(hipStreamDestroy(s1));
+    CHECK(hipStreamDestroy(s2));
+    return 0;
+}
+
+// Kernels on pinned host memory: hipHostMalloc, and malloc'd memory (not page-aligned)
+// registered with hipHostRegister and used through its device pointer.
+static int hostmem_section() {
+    const int n = 4096;
+    int* h;
+    CHECK(hipHostMalloc(&h, n * 4));
+    for (int i = 0; i < n; i++) h[i] = i;
+    hipLaunchKernelGGL(add_one, dim3(n / 256), dim3(256), 0, 0, h, n);
+    CHECK(hipDeviceSynchronize());
+    for (int i = 0; i < n; i++)
+        if (h[i] != i + 1) { printf("FAIL hipHostMalloc h[%d] = %d\n", i, h[i]); return 1; }
+    CHECK(hipHostFree(h));
+    int* m = (int*)malloc(n * 4 + 4096);
+    int* r = m + 3;
+    for (int i = 0; i < n; i++) r[i] = 2 * i;
+    CHECK(hipHostRegister(r, n * 4, hipHostRegisterDefault));
+    int* dp;
+    CHECK(hipHostGetDevicePointer((void**)&dp, r, 0));
+    hipLaunchKernelGGL(add_one, dim3(n / 256), dim3(256), 0, 0, dp, n);
+    CHECK(hipDeviceSynchronize());
+    for (int i = 0; i < n; i++)
+        if (r[i] != 2 * i + 1) { printf("FAIL hipHostRegister r[%d] = %d\n", i, r[i]); return 1; }
+    CHECK(hipHostUnregister(r));
+    free(m);
+    return 0;
+}
+
+static int callback_total = 0;
+static void stream_callback(hipStream_t, hipError_t status, void* arg) {
+    if (status == hipSuccess) callback_total += *(int*)arg;
+}
+
+// Stream callbacks run after the work before them (HIP waits for them with an async handler).
+static int callbacks_section() {
+    hipStream_t s;
+    CHECK(hipStreamCreate(&s));
+    int* d;
+    CHECK(hipMalloc(&d, 1024 * 4));
+    int one = 1, ten = 10;
+    hipLaunchKernelGGL(add_one, dim3(4), dim3(256), 0, s, d, 1024);
+    CHECK(hipStreamAddCallback(s, stream_callback, &one, 0));
+    CHECK(hipStreamAddCallback(s, stream_callback, &ten, 0));
+    CHECK(hipStreamSynchronize(s));
+    if (callback_total != 11) { printf("FAIL callbacks total %d\n", callback_total); return 1; }
+    return 0;
+}
+
+static int atomics_section() {
+    unsigned* c;
+    CHECK(hipMalloc(&c, 4));
+    unsigned zero = 0, v = 0;
+    CHECK(hipMemcpy(c, &zero, 4, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(count, dim3(16), dim3(256), 0, 0, c, 4000);
+    CHECK(hipMemcpy(&v, c, 4, hipMemcpyDeviceToHost));
+    if (v != 4000) { printf("FAIL atomicAdd counted %u\n", v); return 1; }
+    return 0;
+}
+
+static int printf_section() {
+    hipLaunchKernelGGL(hello, dim3(1), dim3(64), 0, 0, 42);
+    CHECK(hipDeviceSynchronize());
+    return 0;
+}
+
+static int module_section(const char* path) {
+    hipModule_t m;
+    CHECK(hipModuleLoad(&m, path));
+    hipFunction_t f;
+    CHECK(hipModuleGetFunction(&f, m, "triple"));
+    const int n = 1000;
+    std::vector<int> h(n);
+    for (int i = 0; i < n; i++) h[i] = i;
+    int* d;
+    CHECK(hipMalloc(&d, n * 4));
+    CHECK(hipMemcpy(d, h.data(), n * 4, hipMemcpyHostToDevice));
+    struct { int* p; int n; } args = {d, n};
+    size_t size = sizeof(args);
+    void* config[] = {HIP_LAUNCH_PARAM_BUFFER_POINTER, &args, HIP_LAUNCH_PARAM_BUFFER_SIZE,
+                      &size, HIP_LAUNCH_PARAM_END};
+    CHECK(hipModuleLaunchKernel(f, 4, 1, 1, 256, 1, 1, 0, 0, nullptr, config));
+    CHECK(hipMemcpy(h.data(), d, n * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+        if (h[i] != 3 * i) { printf("FAIL module h[%d] = %d\n", i, h[i]); return 1; }
+    CHECK(hipModuleUnload(m));
+    return 0;
+}
+
+// The 8-GPU MI210 capture: every device is there, work on device 3 is copied to device 7 with
+// hipMemcpyPeer and used there.
+static int multigpu_section() {
+    int count = 0;
+    CHECK(hipGetDeviceCount(&count));
+    if (count != 8) { printf("FAIL hipGetDeviceCount %d\n", count); return 1; }
+    const int n = 4096;
+    std::vector<int> h(n), r(n);
+    for (int i = 0; i < n; i++) h[i] = i;
+    int src = 3, dst = 7, *a, *b;
+    CHECK(hipSetDevice(src));
+    CHECK(hipMalloc(&a, n * 4));
+    CHECK(hipMemcpy(a, h.data(), n * 4, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(add_into, dim3(n / 256), dim3(256), 0, 0, a, a, n);
+    CHECK(hipDeviceSynchronize());
+    CHECK(hipSetDevice(dst));
+    CHECK(hipMalloc(&b, n * 4));
+    CHECK(hipMemcpyPeer(b, dst, a, src, n * 4));
+    hipLaunchKernelGGL(add_into, dim3(n / 256), dim3(256), 0, 0, b, b, n);
+    CHECK(hipMemcpy(r.data(), b, n * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+        if (r[i] != 4 * i) { printf("FAIL multigpu r[%d] = %d\n", i, r[i]); return 1; }
+    return 0;
+}
+
+// A block of 2048 threads: HIP refuses the launch itself.
+static int badlaunch_section() {
+    int* d;
+    CHECK(hipMalloc(&d, 4));
+    hipLaunchKernelGGL(add_one, dim3(1), dim3(2048), 0, 0, d, 1);
+    hipError_t e = hipGetLastError();
+    if (e != hipErrorInvalidConfiguration) {
+        printf("FAIL launch of 2048 threads: %s\n", hipGetErrorName(e));
+        return 1;
+    }
+    return 0;
+}
+
+// A kernel reading address 0x1000: the queue stops with a memory fault, which HIP 5.2 reports
+// by aborting in its queue callback (this section never returns normally).
+static int fault_section() {
+    hipLaunchKernelGGL(add_one, dim3(1), dim3(64), 0, 0, (int*)0x1000, 64);
+    hipError_t e = hipDeviceSynchronize();
+    printf("FAIL the faulting kernel returned %s\n", hipGetErrorName(e));
+    return 1;
+}
+
+int main(int argc, char** argv) {
+    if (argc < 2) { printf("usage: hip_check SECTION [CODE_OBJECT]\n"); return 2; }
+    const char* s = argv[1];
+    int r;
+    if (!strcmp(s, "vector_add")) r = vector_add_section();
+    else if (!strcmp(s, "shared")) r = shared_section();
+    else if (!strcmp(s, "memcpy")) r = memcpy_section();
+    else if (!strcmp(s, "memset")) r = memset_section();
+    else if (!strcmp(s, "streams")) r = streams_section();
+    else if (!strcmp(s, "hostmem")) r = hostmem_section();
+    else if (!strcmp(s, "callbacks")) r = callbacks_section();
+    else if (!strcmp(s, "atomics")) r = atomics_section();
+    else if (!strcmp(s, "printf")) r = printf_section();
+    else if (!strcmp(s, "module") && argc > 2) r = module_section(argv[2]);
+    else if (!strcmp(s, "multigpu")) r = multigpu_section();
+    else if (!strcmp(s, "badlaunch")) r = badlaunch_section();
+    else if (!strcmp(s, "fault")) r = fault_section();
+    else { printf("unknown section %s\n", s); return 2; }
+    if (r == 0) printf("hip_check: %s ok\n", s);
+    return r;
+}
