@@ -571,8 +571,8 @@ fn malformed_packet_stops_the_queue_once() {
     );
     assert_eq!(
         q.signal_value(INACTIVE_SIGNAL),
-        i64::from(Status::InvalidPacketFormat.raw()),
-        "queue_inactive_signal holds the status"
+        hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false),
+        "queue_inactive_signal holds the CP's code (invalid format) and the status"
     );
     assert_eq!(q.run(&host), (0, Progress::Stopped(e.clone())));
     assert_eq!(host.errors(), [e], "reported once");

@@ -2526,11 +2526,12 @@ impl BufferResource {
 fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     let name = inst.name();
     let Operand::Sreg { index: r, .. } = inst.src[2] else {
-        // buffer_wbinvl1, buffer_wbl2, buffer_invl2/buffer_inv: every access of this
+        // buffer_wbinvl1(_vol), buffer_wbl2, buffer_invl2/buffer_inv: every access of this
         // interpreter is already visible to all (memory is coherent), so these are ordering
         // points with nothing to do.
         return match name {
-            "buffer_wbinvl1" | "buffer_wbl2" | "buffer_invl2" | "buffer_inv" => Ok(()),
+            "buffer_wbinvl1" | "buffer_wbinvl1_vol" | "buffer_wbl2" | "buffer_invl2"
+            | "buffer_inv" => Ok(()),
             _ => Err(not_implemented(inst)),
         };
     };

@@ -615,6 +615,7 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Mubuf, 108, T_ALL, "buffer_atomic_dec_x2", [2, 2, 0, 0], F_ATOMIC),
     OpInfo::new(Encoding::Mubuf, 97, T_ALL, "buffer_atomic_cmpswap_x2", [2, 4, 0, 0], F_ATOMIC),
     OpInfo::new(Encoding::Mubuf, 62, T_ALL, "buffer_wbinvl1", [0, 0, 0, 0], 0),
+    OpInfo::new(Encoding::Mubuf, 63, T_ALL, "buffer_wbinvl1_vol", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Mubuf, 40, T_GFX90A | T_GFX942, "buffer_wbl2", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Mubuf, 41, T_GFX90A, "buffer_invl2", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Mubuf, 41, T_GFX942, "buffer_inv", [0, 0, 0, 0], 0),
