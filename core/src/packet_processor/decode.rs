@@ -363,7 +363,9 @@ mod tests {
     /// over 1024 work-items.
     #[test]
     fn kernel_dispatch_errors_carry_the_cp_status() {
-        let cases: [(fn(&mut KernelDispatchPacket), Status, &str); 6] = [
+        /// A mutation, the status and the message it must give.
+        type StatusCase = (fn(&mut KernelDispatchPacket), Status, &'static str);
+        let cases: [StatusCase; 6] = [
             (
                 |p| p.setup = 0,
                 Status::IncompatibleArguments,
