@@ -288,6 +288,28 @@ fn illegal_instruction_names_encoding_and_offset() {
     );
 }
 
+/// `s_trap 2` (`__builtin_trap`) stops the dispatch with `EXCEPTION`, the status ROCR 5.2
+/// reports for the CP's debug-trap queue error (`0x8000_0000`), not `ILLEGAL_INSTRUCTION`.
+#[test]
+fn s_trap_is_exception_naming_trap_id_and_offset() {
+    let mem = TestMemory::new();
+    // s_nop 0; s_trap 2; s_endpgm (llvm-mc-19 -mcpu=gfx90a: s_trap 2 is 0xbf920002).
+    let code_bytes = words(&[0xBF800000, 0xBF920002, 0xBF810000]);
+    let code = KernelCode {
+        base_address: 0x4000,
+        bytes: &code_bytes,
+        entry_address: 0x4000,
+    };
+    let kd = hsa_core::abi::kernel_descriptor::KernelDescriptor::default();
+    let st = DispatchState::one_dimensional(64, 64, 0, 0);
+    let e = run_dispatch(&code, &kd, Gfx9Target::Gfx90a, &st, &mem).unwrap_err();
+    assert_eq!(e.status(), Status::Exception, "{e}");
+    assert!(
+        e.detail().contains("s_trap 2") && e.detail().contains("0x4"),
+        "{e}"
+    );
+}
+
 // --- kernels_more.cl ---
 
 const MORE: [&str; 3] = [

@@ -1440,6 +1440,30 @@ fn the_monitor_reads_a_real_cps_queue_error_code_as_rocr_does() {
     );
 }
 
+/// A queue destroyed after its CP stored an error, before any event reached the monitor,
+/// still gets its callback, once, before the destroy returns: ROCR 5.2 sequences the error
+/// handler with the queue's destruction (`AqlQueue::~AqlQueue`), and rocrtst's
+/// Queue_Validation_InvalidWorkGroupSize destroys each queue right after its bad dispatch.
+#[test]
+fn destroying_a_queue_reports_the_error_it_stored() {
+    let (_fake, p) = open();
+    let (q, inactive) = watched_queue(&p, 5);
+    let status = Status::InvalidArgument;
+    inactive.store(
+        hsa_core::queue::inactive::encode(status, false),
+        std::sync::atomic::Ordering::Release,
+    );
+    p.destroy_queue(q).unwrap();
+    let got: Vec<_> = REPORTED
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.0 == 5)
+        .map(|r| (r.1, r.2))
+        .collect();
+    assert_eq!(got, [(q.0, status)]);
+}
+
 /// Dropping the platform ends the monitor's thread at once: destroying its events ends its
 /// WAIT_EVENTS (no slice of MONITOR_SLICE_MS to wait out).
 #[test]

@@ -85,6 +85,9 @@ pub(crate) struct HostMemory {
     user_data: Mutex<HashMap<u64, usize>>,
     /// `hsa_amd_register_deallocation_callback` registrations.
     notifiers: Mutex<Vec<Notifier>>,
+    /// Base addresses of allocations being freed (their callbacks running): to the
+    /// application they are gone already, as in ROCR 5.2 (`Runtime::FreeMemory`).
+    freeing: Mutex<Vec<u64>>,
 }
 
 /// What `hsa_amd_pointer_info` reports for locked memory.
@@ -117,10 +120,20 @@ impl HostMemory {
         lock(&self.user_data).get(&base).copied().unwrap_or(0)
     }
 
-    /// Called before the runtime frees its allocation `[base, base + size)`: runs the
-    /// deallocation callbacks registered inside it (then forgets them) and forgets its user
-    /// data.
-    pub(crate) fn before_free(&self, base: u64, size: u64) {
+    /// Called before the runtime frees its allocation `[base, base + size)`: marks it as being
+    /// freed, runs the deallocation callbacks registered inside it (then forgets them) and
+    /// forgets its user data; [`HostMemory::after_free`] ends the mark. `false` (nothing done)
+    /// when the allocation is being freed already: a callback frees it again, which ROCR 5.2
+    /// answers with `INVALID_ALLOCATION` (the allocation left its map before the callbacks
+    /// ran).
+    pub(crate) fn before_free(&self, base: u64, size: u64) -> bool {
+        {
+            let mut f = lock(&self.freeing);
+            if f.contains(&base) {
+                return false;
+            }
+            f.push(base);
+        }
         let due: Vec<Notifier> = {
             let mut n = lock(&self.notifiers);
             let (due, keep) = std::mem::take(&mut *n)
@@ -135,6 +148,13 @@ impl HostMemory {
             // pointer and data; no lock is held.
             unsafe { (x.callback)(x.ptr as *mut c_void, x.user_data as *mut c_void) };
         }
+        true
+    }
+
+    /// Called after the runtime freed (or failed to free) the allocation at `base` that
+    /// [`HostMemory::before_free`] marked: ends the mark.
+    pub(crate) fn after_free(&self, base: u64) {
+        lock(&self.freeing).retain(|&b| b != base);
     }
 
     /// The lock whose host or agent range contains `ptr`, for `hsa_amd_pointer_info`.

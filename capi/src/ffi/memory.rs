@@ -341,22 +341,44 @@ fn free(ptr: *mut c_void) -> Result<Status, Error> {
     if ptr.is_null() {
         return Ok(Status::Success);
     }
-    if let Ok(p) = st.rt().pointer_info(GpuVa(ptr as u64)) {
-        if p.allocation.va.0 == ptr as u64 {
-            // Deallocation callbacks run before the memory goes (ROCR 5.2).
-            super::ext_hooks::before_free(&st, p.allocation.va.0, p.allocation.size_bytes);
-        }
+    let va = ptr as u64;
+    // As ROCR 5.2 (`Runtime::FreeMemory`): an address that does not start a live allocation is
+    // INVALID_ALLOCATION; the allocation is gone to the application before its deallocation
+    // callbacks run (so a callback freeing it again gets INVALID_ALLOCATION too), and its
+    // memory goes after them.
+    let size = match st.rt().pointer_info(GpuVa(va)) {
+        Ok(p) if p.allocation.va.0 == va => p.allocation.size_bytes,
+        _ => bail!(
+            Status::InvalidAllocation,
+            "{va:#x} is not the start of a live allocation of this runtime"
+        ),
+    };
+    if !super::ext_hooks::before_free(&st, va, size) {
+        bail!(
+            Status::InvalidAllocation,
+            "{va:#x} is being freed already (a deallocation callback frees it again)"
+        );
     }
-    st.rt().free(GpuVa(ptr as u64))?;
+    let freed = st.rt().free(GpuVa(va));
+    super::ext_hooks::after_free(&st, va);
+    freed?;
     Ok(Status::Success)
 }
 
 /// `hsa_memory_free`: frees an allocation of `hsa_memory_allocate` (NULL: nothing).
+///
+/// # Errors (as status)
+/// `NOT_INITIALIZED`; `INVALID_ALLOCATION` when `ptr` does not start a live allocation (also
+/// from a deallocation callback of the same allocation), as ROCR 5.2.
 pub extern "C" fn hsa_memory_free(ptr: *mut c_void) -> HsaStatus {
     guard("hsa_memory_free", || free(ptr))
 }
 
 /// `hsa_amd_memory_pool_free`: frees an allocation of a pool (NULL: nothing).
+///
+/// # Errors (as status)
+/// `NOT_INITIALIZED`; `INVALID_ALLOCATION` when `ptr` does not start a live allocation (also
+/// from a deallocation callback of the same allocation), as ROCR 5.2.
 pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
     guard("hsa_amd_memory_pool_free", || free(ptr))
 }

@@ -79,9 +79,15 @@ pub(crate) mod ext_hooks {
         super::extension::extension_mask()
     }
 
-    /// Runs the deallocation callbacks of `[base, base + size)` before it is freed.
-    pub(crate) fn before_free(st: &State, base: u64, size: u64) {
+    /// Runs the deallocation callbacks of `[base, base + size)` before it is freed; `false`
+    /// when it is being freed already (by a callback of the same free).
+    pub(crate) fn before_free(st: &State, base: u64, size: u64) -> bool {
         st.ext.host.before_free(base, size)
+    }
+
+    /// Ends what [`before_free`] began, once the allocation at `base` is freed.
+    pub(crate) fn after_free(st: &State, base: u64) {
+        st.ext.host.after_free(base)
     }
 
     /// The host address of the agent pointer `ptr` of locked memory (`len` bytes), if it is one.
@@ -122,8 +128,13 @@ pub(crate) mod ext_hooks {
         [0; 128]
     }
 
-    /// No deallocation callbacks exist.
-    pub(crate) fn before_free(_: &State, _: u64, _: u64) {}
+    /// No deallocation callbacks exist, so no free runs inside another.
+    pub(crate) fn before_free(_: &State, _: u64, _: u64) -> bool {
+        true
+    }
+
+    /// Nothing to end.
+    pub(crate) fn after_free(_: &State, _: u64) {}
 
     /// Nothing is locked.
     pub(crate) fn agent_to_host(_: &State, _: u64, _: u64) -> Option<u64> {

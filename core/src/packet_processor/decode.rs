@@ -13,12 +13,13 @@
 
 use core::ops::Deref;
 
-use crate::abi::packet::PACKET_SIZE_BYTES;
+use crate::abi::packet::{KernelDispatchPacket, PACKET_SIZE_BYTES};
 use crate::abi::SignalHandle;
 use crate::addr::GpuVa;
 use crate::packet::{self, AqlPacket, HeaderFlags, Packet};
 use crate::signal::SignalCondition;
 use crate::status::{Result, Status};
+use zerocopy::FromBytes;
 
 /// A validated kernel dispatch and where it sits in its queue: what a
 /// [`ProcessorHost::execute_kernel`](super::ProcessorHost::execute_kernel) receives.
@@ -124,9 +125,26 @@ impl Command {
 /// AMD barrier-value, barrier-value with a null signal or a condition > 3, kernel dispatch with
 /// dimensions outside 1..=3, a zero work-group or grid size, an unused dimension not 1, a grid
 /// size below its work-group size, a kernel object null or not 64-byte aligned, a kernarg
-/// address not 16-byte aligned), and the INVALID packet type (1).
+/// address not 16-byte aligned), and the INVALID packet type (1); except that, as the CP's
+/// queue error codes and ROCR 5.2 (`amd_aql_queue.cpp`), a kernel dispatch's invalid
+/// dimensions are `Status::IncompatibleArguments`, its null or misaligned kernel object
+/// `Status::InvalidCodeObject`, and a work-group over [`MAX_WORKGROUP_ITEMS`] work-items
+/// `Status::InvalidArgument`.
 pub fn decode(bytes: &[u8; PACKET_SIZE_BYTES]) -> Result<(HeaderFlags, Command)> {
-    let packet = AqlPacket::from_array(*bytes).parse()?;
+    if let Some(p) = kernel_dispatch(bytes) {
+        let [x, y, z] = [p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z];
+        let items = u64::from(x) * u64::from(y) * u64::from(z);
+        if items > u64::from(MAX_WORKGROUP_ITEMS) {
+            crate::bail!(
+                Status::InvalidArgument,
+                "work-group size {x} x {y} x {z} is {items} work-items; must be <= \
+                 {MAX_WORKGROUP_ITEMS}"
+            );
+        }
+    }
+    let packet = AqlPacket::from_array(*bytes)
+        .parse()
+        .map_err(|e| cp_status(bytes, e))?;
     let command = match packet {
         Packet::Invalid => {
             crate::bail!(Status::InvalidPacketFormat, "packet type is INVALID (1)")
@@ -150,6 +168,34 @@ pub fn decode(bytes: &[u8; PACKET_SIZE_BYTES]) -> Result<(HeaderFlags, Command)>
         }
     };
     Ok((packet.flags(), command))
+}
+
+/// Work-items a work-group may have on every AMD GPU (`HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`
+/// is 1024 on gfx8 to gfx12; larger is the CP's "group too large" queue error,
+/// `INVALID_ARGUMENT`). Ref: ROCR `amd_gpu_agent.cpp`, `amd_aql_queue.cpp`.
+pub const MAX_WORKGROUP_ITEMS: u32 = 1024;
+
+/// The packet's fields when its header's type is KERNEL_DISPATCH (2), else `None`.
+fn kernel_dispatch(bytes: &[u8; PACKET_SIZE_BYTES]) -> Option<KernelDispatchPacket> {
+    let p = KernelDispatchPacket::read_from_bytes(&bytes[..]).ok()?;
+    (p.header & 0xFF == crate::abi::packet::PacketType::KernelDispatch as u16).then_some(p)
+}
+
+/// The status of a kernel dispatch's parse error as the CP reports it: invalid dimensions are
+/// `INCOMPATIBLE_ARGUMENTS` and a null or misaligned kernel object `INVALID_CODE_OBJECT` (the
+/// queue error codes 2 and 8, [`crate::queue::inactive`]); every other error keeps its
+/// status (`INVALID_PACKET_FORMAT`, code 32).
+fn cp_status(bytes: &[u8; PACKET_SIZE_BYTES], e: crate::status::Error) -> crate::status::Error {
+    let Some(p) = kernel_dispatch(bytes) else {
+        return e;
+    };
+    if p.setup & 0x3 == 0 {
+        e.with_status(Status::IncompatibleArguments)
+    } else if p.kernel_object == 0 || p.kernel_object % 64 != 0 {
+        e.with_status(Status::InvalidCodeObject)
+    } else {
+        e
+    }
 }
 
 #[cfg(test)]
@@ -285,8 +331,7 @@ mod tests {
 
     #[test]
     fn kernel_dispatch_rejects_each_bad_field_by_name() {
-        let cases: [Case<KernelDispatchPacket>; 9] = [
-            (|p| p.setup = 0, "dimensions is 0; must be in 1..=3"),
+        let cases: [Case<KernelDispatchPacket>; 6] = [
             (
                 |p| p.workgroup_size_y = 0,
                 "workgroup_size_y is 0; must be >= 1",
@@ -305,19 +350,65 @@ mod tests {
                 "grid_size_y is 3; must be >= workgroup_size_y (4)",
             ),
             (
-                |p| p.kernel_object = 0,
-                "kernel_object is null (0x0); must be non-null",
-            ),
-            (
-                |p| p.kernel_object = 0x7f00_0000_1020,
-                "kernel_object is 0x7f0000001020; must be 64-byte aligned",
-            ),
-            (
                 |p| p.kernarg_address = 0x1008,
                 "kernarg_address is 0x1008; must be 16-byte aligned",
             ),
         ];
         assert_each_rejected(dispatch, &cases);
+    }
+
+    /// The dispatch errors the CP reports with a queue error code of their own carry the
+    /// status ROCR 5.2 gives that code (amd_aql_queue.cpp), as rocrtst's QueueValidation
+    /// tests expect: invalid dimensions, a null or misaligned kernel object, a work-group
+    /// over 1024 work-items.
+    #[test]
+    fn kernel_dispatch_errors_carry_the_cp_status() {
+        /// A mutation, the status and the message it must give.
+        type StatusCase = (fn(&mut KernelDispatchPacket), Status, &'static str);
+        let cases: [StatusCase; 6] = [
+            (
+                |p| p.setup = 0,
+                Status::IncompatibleArguments,
+                "dimensions is 0; must be in 1..=3",
+            ),
+            // rocrtst's InvalidDimension: setup 4 (a reserved bit, 0 dimensions).
+            (
+                |p| p.setup = 4,
+                Status::IncompatibleArguments,
+                "dimensions is 0; must be in 1..=3",
+            ),
+            (
+                |p| p.kernel_object = 0,
+                Status::InvalidCodeObject,
+                "kernel_object is null (0x0); must be non-null",
+            ),
+            (
+                |p| p.kernel_object = 0x7f00_0000_1020,
+                Status::InvalidCodeObject,
+                "kernel_object is 0x7f0000001020; must be 64-byte aligned",
+            ),
+            (
+                |p| p.workgroup_size_x = 0xFFFF,
+                Status::InvalidArgument,
+                "work-group size 65535 x 4 x 1 is 262140 work-items; must be <= 1024",
+            ),
+            (
+                |p| {
+                    p.setup = 3;
+                    p.workgroup_size_y = 1;
+                    p.workgroup_size_z = 0xFFFF;
+                },
+                Status::InvalidArgument,
+                "work-group size 64 x 1 x 65535 is 4194240 work-items; must be <= 1024",
+            ),
+        ];
+        for (mutate, status, want) in cases {
+            let mut p = dispatch();
+            mutate(&mut p);
+            let e = decode(&bytes_of(&p)).unwrap_err();
+            assert_eq!(e.status(), status, "{want}");
+            assert_eq!(e.detail(), want);
+        }
     }
 
     #[test]

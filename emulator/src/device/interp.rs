@@ -244,8 +244,10 @@ fn prepare(
         .group_segment_size_bytes
         .max(descriptor.group_segment_fixed_size);
     if group > lds_bytes {
+        // The CP's invalid-group-memory queue error (code 4), INVALID_ALLOCATION in ROCR 5.2
+        // (amd_aql_queue.cpp).
         return Err(error!(
-            Status::InvalidPacketFormat,
+            Status::InvalidAllocation,
             "group_segment_size {group} (packet {}, descriptor {}) exceeds the GPU's LDS of \
              {lds_bytes} bytes",
             dispatch.group_segment_size_bytes,
@@ -290,7 +292,8 @@ fn prepare(
 /// # Errors
 /// - [`Status::MemoryFault`] from `memory` for the descriptor, the code or a kernel access
 ///   outside it, naming the address; or an entry point at or past `memory_end`;
-/// - [`Status::InvalidPacketFormat`] when the group segment exceeds `lds_bytes`;
+/// - [`Status::InvalidAllocation`] when the group segment exceeds `lds_bytes` (the CP's
+///   invalid-group-memory queue error);
 /// - as [`crate::gfx9::exec::run_dispatch`]: [`Status::InvalidArgument`] (a dispatch it cannot
 ///   run, e.g. one that needs scratch), [`Status::IllegalInstruction`], [`Status::Exception`]
 ///   (a wave ran 100 million instructions).
@@ -535,6 +538,23 @@ mod tests {
         // No code read at all: the first fetch is outside the code.
         let e = run_kernel_dispatch(&d, target, &mem, 0x3000, 0, 65536).unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction, "{}", e.detail());
+
+        // A group segment past the LDS (rocrtst's InvalidGroupMemory: u32::MAX) is the CP's
+        // invalid-group-memory error, INVALID_ALLOCATION in ROCR 5.2.
+        let big = DecodedKernelDispatch {
+            packet: hsa_core::packet::KernelDispatch {
+                group_segment_size_bytes: u32::MAX,
+                ..packet
+            },
+            ..d
+        };
+        let e = run_kernel_dispatch(&big, target, &mem, 0x3000, 4096, 65536).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidAllocation, "{}", e.detail());
+        assert_eq!(
+            e.detail(),
+            "group_segment_size 4294967295 (packet 4294967295, descriptor 0) exceeds the \
+             GPU's LDS of 65536 bytes"
+        );
     }
 
     /// Two adjacent mapped allocations and one not mapped: reads inside one succeed (also

@@ -809,6 +809,17 @@ fn sopp(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
         "s_nop" | "s_waitcnt" | "s_sleep" | "s_setprio" => return Ok(Flow::Next),
         "s_endpgm" | "s_endpgm_saved" => return Ok(Flow::End),
         "s_barrier" => return Ok(Flow::Barrier),
+        // No trap handler runs here: a trap stops the dispatch as the CP reports a wave
+        // trap to ROCR, the debug-trap queue error (0x8000_0000), which ROCR 5.2 turns into
+        // HSA_STATUS_ERROR_EXCEPTION (amd_aql_queue.cpp). Trap id 2 is `__builtin_trap`
+        // (AMDGPUUsage, "Trap Handler ABI").
+        "s_trap" => {
+            return Err(error!(
+                Status::Exception,
+                "s_trap {}: the wave trapped (no trap handler runs in the emulator)",
+                inst.imm as u16 & 0xFF
+            ))
+        }
         "s_branch" => true,
         "s_cbranch_scc0" => !w.scc,
         "s_cbranch_scc1" => w.scc,

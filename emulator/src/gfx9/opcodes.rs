@@ -151,6 +151,7 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Sopp, 12, T_ALL, "s_waitcnt", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Sopp, 14, T_ALL, "s_sleep", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Sopp, 15, T_ALL, "s_setprio", [0, 0, 0, 0], 0),
+    OpInfo::new(Encoding::Sopp, 18, T_ALL, "s_trap", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Sopp, 27, T_ALL, "s_endpgm_saved", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 0, T_ALL, "s_load_dword", [1, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 1, T_ALL, "s_load_dwordx2", [2, 0, 0, 0], 0),

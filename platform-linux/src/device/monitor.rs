@@ -346,6 +346,25 @@ impl Monitor {
     pub(crate) fn unwatch(&self, queue_id: u32) -> Option<WatchedQueue> {
         lock(&self.shared.queues).remove(&queue_id)
     }
+
+    /// The error `queue` (watched until now as `queue_id`, its queue destroyed but its
+    /// inactive signal still live) stored and that was not reported yet: what its callback
+    /// must still be told, as ROCR 5.2 runs the error handler before a queue's destruction
+    /// completes (`AqlQueue::~AqlQueue`). `None` when it was reported or stored no error.
+    pub(crate) fn unreported(&self, queue: &WatchedQueue) -> Option<Error> {
+        if queue.reported {
+            return None;
+        }
+        let v = self
+            .shared
+            .inactive_value(queue.inactive_signal)
+            .filter(|&v| v > 0)?;
+        let status = hsa_core::queue::inactive::decode(v).unwrap_or(Status::Error);
+        Some(error!(
+            status,
+            "queue_inactive_signal {v:#x} (read when the queue was destroyed)"
+        ))
+    }
 }
 
 impl Drop for Monitor {

@@ -492,6 +492,14 @@ unsafe impl Platform for LinuxPlatform {
             }
             return Err(e);
         }
+        // An error the queue stored that no event reported yet (the destroy came first)
+        // reaches its callback now, once: ROCR 5.2 runs the error handler before a queue's
+        // destruction completes. The inactive signal is the caller's and still live.
+        if let (Some(m), Some(w)) = (&self.monitor, &watched) {
+            if let Some(e) = m.unreported(w) {
+                (w.callback.func)(&e, queue, w.callback.data);
+            }
+        }
         self.free_queue_buffers(&rec);
         Ok(())
     }
