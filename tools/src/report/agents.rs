@@ -58,6 +58,21 @@ pub fn report<H: PlatformRef>(rt: &Runtime<H>) -> String {
     out
 }
 
+/// The version of AMD's extension interface (`hsa_ext_amd.h`'s
+/// `HSA_AMD_INTERFACE_VERSION_MAJOR`/`_MINOR`) this runtime implements, major and minor:
+/// libhsa-runtime64 exports the `hsa_amd_*` functions of ROCR 5.2.3, whose `hsa_ext_amd.h`
+/// states interface version 1.0. rocminfo prints it as `Runtime Ext Version:`.
+pub const AMD_EXT_INTERFACE_VERSION: (u16, u16) = (1, 0);
+
+/// Address watch points of an agent (rocminfo's `WatchPts on Addr. Ranges:`, ROCR's
+/// `HSA_AMD_AGENT_INFO_MAX_ADDRESS_WATCH_POINTS`): 2^`WatchPointsTotalBits`, the 4-bit field
+/// of the node's sysfs `capability` at bits 8..12 (`kfd_sysfs.h`
+/// `HSA_CAP_WATCH_POINTS_TOTALBITS_MASK` 0xf00, shift 8). A CPU node has none of those bits
+/// set, so 1, which is what rocminfo prints for a CPU agent.
+pub fn watch_points(agent: &Agent) -> u32 {
+    1u32 << ((agent.node_properties().capability >> 8) & 0xf)
+}
+
 fn system<H: PlatformRef>(out: &mut String, rt: &Runtime<H>) {
     let info = rt.system_info();
     let _ = writeln!(
@@ -69,6 +84,15 @@ fn system<H: PlatformRef>(out: &mut String, rt: &Runtime<H>) {
         0,
         "Runtime Version:",
         format_args!("{}.{}", info.version.0, info.version.1),
+    );
+    line(
+        out,
+        0,
+        "Runtime Ext Version:",
+        format_args!(
+            "{}.{}",
+            AMD_EXT_INTERFACE_VERSION.0, AMD_EXT_INTERFACE_VERSION.1
+        ),
     );
     line(
         out,
@@ -98,6 +122,10 @@ fn system<H: PlatformRef>(out: &mut String, rt: &Runtime<H>) {
             "BIG"
         },
     );
+    // The runtime never waits with MONITORX/MWAITX (ROCR's HSA_ENABLE_MWAITX), so DISABLED.
+    line(out, 0, "Mwaitx:", "DISABLED");
+    // No hsa_amd_portable_export_dmabuf (not in ROCR 5.2's API), so NO.
+    line(out, 0, "DMAbuf Support:", "NO");
     let _ = writeln!(out);
 }
 
@@ -166,6 +194,7 @@ fn agent_report<H: PlatformRef>(out: &mut String, rt: &Runtime<H>, a: &Agent) {
         "Shader Arrs. per Eng.:",
         a.shader_arrays_per_engine(),
     );
+    line(out, 1, "WatchPts on Addr. Ranges:", watch_points(a));
     if a.is_gpu() {
         line(
             out,
