@@ -12,7 +12,7 @@ use hsa_core::memory::{GlobalFlags, PoolInfo, Segment};
 use hsa_core::platform::DeviceType;
 use hsa_core::runtime::agent::{AgentFeature, Profile};
 use hsa_core::runtime::{Agent, Runtime};
-use hsa_core::PlatformRef;
+use hsa_core::{bail, Error, PlatformRef, Status};
 
 fn line(out: &mut String, indent: usize, label: &str, value: impl std::fmt::Display) {
     let _ = writeln!(
@@ -47,15 +47,56 @@ fn bool_text(b: bool) -> &'static str {
 
 /// The whole report: system attributes, then every agent with its pools and ISAs.
 pub fn report<H: PlatformRef>(rt: &Runtime<H>) -> String {
+    report_agents(rt, |_| true)
+}
+
+/// The report with one agent only: system attributes, then GPU agent `gpu_index` (counting
+/// GPU agents from 0, as [`nth_gpu`]) under its number in the whole report (`Agent k`).
+///
+/// # Errors
+/// As [`nth_gpu`]: `Status::InvalidAgent` naming the index and the number of GPU agents.
+pub fn gpu_agent_report<H: PlatformRef>(
+    rt: &Runtime<H>,
+    gpu_index: usize,
+) -> Result<String, Error> {
+    let handle = nth_gpu(rt, gpu_index)?.handle();
+    Ok(report_agents(rt, |a| a.handle() == handle))
+}
+
+fn report_agents<H: PlatformRef>(rt: &Runtime<H>, keep: impl Fn(&Agent) -> bool) -> String {
     let mut out = String::new();
     system(&mut out, rt);
     let _ = writeln!(out, "==========\nHSA Agents\n==========");
     for (i, agent) in rt.agents().iter().enumerate() {
+        if !keep(agent) {
+            continue;
+        }
         let _ = writeln!(out, "*******\nAgent {}\n*******", i + 1);
         agent_report(&mut out, rt, agent);
     }
     let _ = writeln!(out, "*** Done ***");
     out
+}
+
+/// The GPU agent `index` of `rt` (counting GPU agents only, from 0, in agent order).
+///
+/// # Errors
+/// `Status::InvalidAgent` naming the index and how many GPU agents there are when `index` is
+/// not below that count (or there is no GPU agent).
+pub fn nth_gpu<H: PlatformRef>(rt: &Runtime<H>, index: usize) -> Result<&Agent, Error> {
+    let gpus: Vec<&Agent> = rt.agents().iter().filter(|a| a.is_gpu()).collect();
+    match (gpus.get(index), gpus.len()) {
+        (Some(a), _) => Ok(a),
+        (None, 0) => bail!(
+            Status::InvalidAgent,
+            "agent {index} asked for, but the device has no GPU agent"
+        ),
+        (None, n) => bail!(
+            Status::InvalidAgent,
+            "agent {index} asked for, but the device has {n} GPU agent(s): 0 to {}",
+            n - 1
+        ),
+    }
 }
 
 /// The version of AMD's extension interface (`hsa_ext_amd.h`'s
