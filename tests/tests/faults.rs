@@ -17,6 +17,7 @@ fn config() -> DemoConfig {
         workgroup_size: 64,
         chain: 2,
         code_object: None,
+        agent: 0,
     }
 }
 

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example vector_copy
 //! cargo run --release --example vector_copy -- --kernel local-reverse --chain 4
+//! cargo run --release --example vector_copy -- --agent 3 --sysfs ../shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology
 //! cargo run --release --example vector_copy -- --sysfs ../shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology
 //! ```
 //!
@@ -28,7 +29,7 @@ enum Kernel {
 
 /// Runs a kernel of testdata/codeobjects/kernels.cl through the HSA runtime and verifies it.
 #[derive(Debug, Parser)]
-#[command(name = "vector_copy")]
+#[command(name = "vector_copy", version)]
 struct Args {
     /// The kernel to run.
     #[arg(long, value_enum, default_value = "vector-copy")]
@@ -50,6 +51,10 @@ struct Args {
     /// Run on the emulated device over a captured KFD topology (the directory with `nodes/`).
     #[arg(long, value_name = "DIR")]
     sysfs: Option<PathBuf>,
+    /// The GPU agent to run on: its index among the GPU agents, from 0, in node order (an
+    /// index past the last is an error naming how many there are).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    agent: usize,
 }
 
 fn main() -> ExitCode {
@@ -68,6 +73,7 @@ fn main() -> ExitCode {
         workgroup_size: args.workgroup_size,
         chain: args.chain,
         code_object: args.code_object,
+        agent: args.agent,
     };
     match platform.and_then(|d| demo::run(d, &config)) {
         Ok(o) => {

@@ -77,6 +77,9 @@ pub struct DemoConfig {
     /// The code object; `None` picks the one built for the agent's ISA from
     /// [`default_code_object_dir`].
     pub code_object: Option<PathBuf>,
+    /// Which GPU agent runs the kernel: its index among the GPU agents, in the runtime's
+    /// agent order (topology node order), counting from 0 (0 = the first GPU agent).
+    pub agent: usize,
 }
 
 impl Default for DemoConfig {
@@ -87,6 +90,7 @@ impl Default for DemoConfig {
             workgroup_size: 256,
             chain: 1,
             code_object: None,
+            agent: 0,
         }
     }
 }
@@ -96,6 +100,8 @@ impl Default for DemoConfig {
 pub struct DemoOutcome {
     /// The GPU agent's name (e.g. `gfx90a`).
     pub agent: String,
+    /// The GPU agent's topology node (`hsa_agent_get_info(HSA_AGENT_INFO_NODE)`).
+    pub agent_node: u32,
     /// `kfd` or `emulated`.
     pub device: String,
     /// The code object loaded.
@@ -550,9 +556,7 @@ pub fn run_with_faults(
     let stats_before = emulated.as_ref().map(|e| e.execution_stats());
     let device = platform.device_kind().to_string();
     let rt = Runtime::new(Arc::new(platform))?;
-    let gpu = rt
-        .first_gpu()
-        .ok_or_else(|| error!(Status::InvalidAgent, "no GPU agent"))?;
+    let gpu = crate::report::agents::nth_gpu(&rt, config.agent)?;
     let cpu = rt
         .first_cpu()
         .ok_or_else(|| error!(Status::InvalidAgent, "no CPU agent"))?;
@@ -850,6 +854,7 @@ pub fn run_with_faults(
     .to_string();
     Ok(DemoOutcome {
         agent: gpu.name().to_string(),
+        agent_node: gpu.node(),
         device,
         code_object: path,
         dispatches: config.chain,

@@ -31,6 +31,7 @@ fn config(kernel: DemoKernel, workgroup_size: u16) -> DemoConfig {
         workgroup_size,
         chain: 1,
         code_object: None,
+        agent: 0,
     }
 }
 

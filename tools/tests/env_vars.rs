@@ -91,3 +91,71 @@ fn unknown_values_are_errors_naming_the_variable() {
         );
     }
 }
+
+/// The `HSA_*` environment variables the workspace's Rust and C sources read: a literal name
+/// given to `env::var`, `env::var_os`, `getenv` or `hsa_linux::env`'s `switch`/`choice`/
+/// `path`, or the value of a `const ..._ENV: &str`.
+fn variables_read(dir: &std::path::Path, out: &mut std::collections::BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() {
+            if name != "target" && name != ".git" {
+                variables_read(&path, out);
+            }
+            continue;
+        }
+        if !matches!(path.extension().and_then(|e| e.to_str()), Some("rs" | "c")) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for line in text.lines() {
+            let mut rest = line;
+            while let Some(at) = rest.find("\"HSA_") {
+                let before = rest[..at].trim_end();
+                let tail = &rest[at + 1..];
+                let len = tail
+                    .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                    .unwrap_or(tail.len());
+                let reader = ["var(", "var_os(", "getenv(", "switch(", "choice(", "path("]
+                    .iter()
+                    .any(|f| before.ends_with(f));
+                let constant = line.trim_start().starts_with("const ")
+                    || line.trim_start().starts_with("pub const ");
+                if tail[len..].starts_with('"')
+                    && (reader || (constant && before.ends_with("_ENV: &str =")))
+                {
+                    out.insert(tail[..len].to_string());
+                }
+                rest = &tail[len..];
+            }
+        }
+    }
+}
+
+/// README's "Environment variables" section names every `HSA_*` variable the workspace reads
+/// (so it cannot drift from the code): the runtime's six, the emulated device's recorder and
+/// the tests' own.
+#[test]
+fn readme_lists_every_variable_read() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut read = std::collections::BTreeSet::new();
+    variables_read(&root, &mut read);
+    for v in VARIABLES
+        .iter()
+        .chain(&["HSA_RT_SHARED", "HSA_RT_KFD_RECORD"])
+    {
+        assert!(read.contains(*v), "the scan missed {v}: {read:?}");
+    }
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let start = readme
+        .find("\n## Environment variables\n")
+        .expect("README has an '## Environment variables' section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let missing: Vec<&String> = read
+        .iter()
+        .filter(|v| !section.contains(&format!("`{v}`")))
+        .collect();
+    assert!(missing.is_empty(), "README's section lacks {missing:?}");
+}

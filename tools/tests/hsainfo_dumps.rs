@@ -119,6 +119,13 @@ fn check_dump(case: &str, gpus: usize, cpus: usize, isa: &str) {
     );
     for (block, (id, props, _)) in blocks.iter().zip(&dump) {
         assert_eq!(block["Node"], id.to_string(), "{case}");
+        // 2^WatchPointsTotalBits (capability bits 8..12); a CPU node has no capability: 1.
+        let bits = props.get("capability").copied().unwrap_or(0) >> 8 & 0xf;
+        assert_eq!(
+            block["WatchPts on Addr. Ranges"],
+            (1u64 << bits).to_string(),
+            "{case} node {id}"
+        );
         if props["simd_count"] == 0 {
             assert_eq!(
                 block["Compute Unit"],
@@ -230,6 +237,7 @@ fn mi210_matches_rocminfo_of_a_real_mi210() {
         "SIMDs per CU",
         "Shader Engines",
         "Shader Arrs. per Eng.",
+        "WatchPts on Addr. Ranges",
         "Coherent Host Access",
         "Features",
         "Fast F16 Operation",
@@ -264,4 +272,71 @@ fn mi210_matches_rocminfo_of_a_real_mi210() {
         std::fs::read_to_string(data.join("rocminfo/tr7975wx-4x-mi210-rocminfo/rocminfo.txt"))
             .unwrap();
     assert_eq!(isa(&ours_text), isa(&theirs_text));
+}
+
+/// The `Label: value` lines of the system section (before the agents), trimmed, in order.
+fn system_lines(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .take_while(|l| !l.starts_with("HSA Agents"))
+        .filter_map(|l| {
+            let (label, value) = l.split_once(':')?;
+            Some((label.trim().to_string(), value.trim().to_string()))
+        })
+        .collect()
+}
+
+/// hsainfo's system section has rocminfo's line set, in rocminfo's order (ROCm 6.2's
+/// rocminfo on the 4×MI210 machine), with the values this runtime really has: the AMD
+/// extension interface of ROCR 5.2 (1.0), no MWAITX waits, no DMA-buf export.
+#[test]
+fn system_section_has_rocminfo_lines() {
+    let Some(data) = shared() else { return };
+    let ours = hsainfo(&data.join("kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology"));
+    let theirs =
+        std::fs::read_to_string(data.join("rocminfo/tr7975wx-4x-mi210-rocminfo/rocminfo.txt"))
+            .unwrap();
+    let labels = |v: &[(String, String)]| v.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>();
+    let ours = system_lines(&ours);
+    let theirs = system_lines(&theirs);
+    assert_eq!(labels(&ours), labels(&theirs));
+    let value = |v: &[(String, String)], label: &str| {
+        v.iter()
+            .find(|(l, _)| l == label)
+            .map(|(_, v)| v.clone())
+            .unwrap()
+    };
+    assert_eq!(value(&theirs, "Runtime Ext Version"), "1.6");
+    assert_eq!(value(&ours, "Runtime Ext Version"), "1.0");
+    assert_eq!(value(&ours, "Mwaitx"), value(&theirs, "Mwaitx"));
+    assert_eq!(value(&ours, "Mwaitx"), "DISABLED");
+    assert_eq!(value(&theirs, "DMAbuf Support"), "YES");
+    assert_eq!(value(&ours, "DMAbuf Support"), "NO");
+}
+
+/// rocminfo prints `WatchPts on Addr. Ranges:` for every agent: 1 on CPU agents, 4 on the
+/// real MI210s; hsainfo prints the same for the MI210 dump's CPU and GPU agents.
+#[test]
+fn watch_points_match_rocminfo_of_a_real_mi210() {
+    let Some(data) = shared() else { return };
+    let ours = hsainfo(&data.join("kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology"));
+    let theirs =
+        std::fs::read_to_string(data.join("rocminfo/tr7975wx-4x-mi210-rocminfo/rocminfo.txt"))
+            .unwrap();
+    for kind in ["CPU", "GPU"] {
+        let pick = |t: &str| -> Vec<String> {
+            agents(t)
+                .into_iter()
+                .filter(|b| b["Device Type"] == kind)
+                .map(|b| b["WatchPts on Addr. Ranges"].clone())
+                .collect()
+        };
+        let (ours, theirs) = (pick(&ours), pick(&theirs));
+        assert!(!ours.is_empty() && !theirs.is_empty(), "{kind}");
+        let want = if kind == "CPU" { "1" } else { "4" };
+        assert!(
+            theirs.iter().all(|v| v == want),
+            "rocminfo {kind}: {theirs:?}"
+        );
+        assert!(ours.iter().all(|v| v == want), "hsainfo {kind}: {ours:?}");
+    }
 }

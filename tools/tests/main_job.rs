@@ -197,6 +197,7 @@ fn partial_workgroups_verify_and_leave_past_the_grid_untouched() {
                 workgroup_size,
                 chain,
                 code_object: None,
+                agent: 0,
             };
             let o = demo::run(builtin(), &c).unwrap_or_else(|e| panic!("{c:?}: {e}"));
             assert_eq!(o.executor, "gfx9 interpreter", "{c:?}");
@@ -464,6 +465,7 @@ fn ocl_kernels_with_hidden_arguments_run_and_verify() {
                 workgroup_size: 64,
                 chain: 1,
                 code_object: Some(dir.join(file)),
+                agent: 0,
             };
             let o = demo::run(builtin(), &c).unwrap_or_else(|e| panic!("{file} {kernel:?}: {e}"));
             assert_eq!(
@@ -541,4 +543,92 @@ fn hsainfo_output_errors_do_not_panic() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert_eq!(stderr, "");
+}
+
+/// `agent: N` runs on the Nth GPU agent: on the MI210 dump (CPU nodes 0 and 1, GPU nodes 2 to
+/// 9), GPU agent 3 is node 5, and the kernel runs and verifies there; agent 8 is past the
+/// eighth GPU agent: `InvalidAgent` naming the index and the count.
+#[test]
+fn agent_option_picks_the_nth_gpu_agent() {
+    let Some(device) = mi210() else { return };
+    let c = DemoConfig {
+        agent: 3,
+        ..config(DemoKernel::VectorCopy, 1)
+    };
+    let o = demo::run(device, &c).unwrap();
+    assert_eq!(o.agent_node, 5);
+    assert_eq!(o.elements_verified, 64 * 1024);
+    let o = demo::run(builtin(), &config(DemoKernel::VectorCopy, 1)).unwrap();
+    assert_eq!(o.agent_node, 1, "the built-in profile's one GPU agent");
+
+    let c = DemoConfig {
+        agent: 8,
+        ..config(DemoKernel::VectorCopy, 1)
+    };
+    let e = demo::run(mi210().unwrap(), &c).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidAgent);
+    assert!(
+        e.to_string()
+            .contains("agent 8 asked for, but the device has 8 GPU agent(s): 0 to 7"),
+        "{e}"
+    );
+}
+
+/// `hsainfo --agent N` reports the system and GPU agent N only, under its number among all
+/// agents; past the last GPU agent it exits 1 naming the count; `--version` prints the
+/// crate's version.
+#[test]
+fn hsainfo_agent_and_version_options() {
+    use std::process::Command;
+    let out = Command::new(env!("CARGO_BIN_EXE_hsainfo"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("hsainfo {}\n", env!("CARGO_PKG_VERSION"))
+    );
+
+    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let root = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
+    if !root.is_dir() {
+        eprintln!("skipped: {} is absent (set HSA_RT_SHARED)", root.display());
+        return;
+    }
+    let run = |n: &str| {
+        Command::new(env!("CARGO_BIN_EXE_hsainfo"))
+            .arg("--sysfs")
+            .arg(&root)
+            .args(["--agent", n])
+            .output()
+            .unwrap()
+    };
+    let out = run("1");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.starts_with("=====================\nHSA System Attributes\n"));
+    let agents: Vec<&str> = text.lines().filter(|l| l.starts_with("Agent ")).collect();
+    assert_eq!(agents, ["Agent 4"], "{text}");
+    let node: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  Node:"))
+        .map(|l| l.trim_start_matches("  Node:").trim())
+        .collect();
+    assert_eq!(node, ["3"]);
+
+    let out = run("8");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("agent 8 asked for, but the device has 8 GPU agent(s): 0 to 7"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
 }

@@ -13,6 +13,8 @@
 // A Linux-build module (std): the std prelude, as in a std crate.
 #[allow(unused_imports)]
 use std::prelude::rust_2021::*;
+// Named: the 2021 prelude of Rust 1.85 (the rust-version) does not re-export `format!`.
+use std::format;
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};

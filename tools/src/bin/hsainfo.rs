@@ -3,6 +3,8 @@
 //! `hsainfo` prints what rocminfo prints (system attributes, agents, pools, ISAs) through the
 //! runtime's public API, on the default device (`/dev/kfd`, else the emulated device);
 //! `hsainfo --sysfs DIR` runs it on a captured KFD topology through the emulated device;
+//! `hsainfo --agent N` reports GPU agent N only (from 0; past the last is an error naming how
+//! many there are); `hsainfo --version` prints the version;
 //! `hsainfo --code-object FILE` prints a code object's target and kernels;
 //! `hsainfo --code-object FILE --disassemble` prints each kernel's gfx9 machine code in
 //! `llvm-objdump-19 -d` text ([`hsa_tools::report::disassembly`]).
@@ -21,6 +23,7 @@ use hsa_tools::report::{fail, print};
 #[derive(Debug, Parser)]
 #[command(
     name = "hsainfo",
+    version,
     about = "Report on HSA agents and AMDGPU code objects"
 )]
 struct Args {
@@ -42,6 +45,10 @@ struct Args {
     /// emulated device.
     #[arg(long = "sysfs", value_name = "DIR", conflicts_with = "code_object")]
     sysfs: Option<PathBuf>,
+    /// Report on GPU agent N only (counting GPU agents from 0, in node order), after the
+    /// system attributes; it keeps its number among all agents (`Agent k`).
+    #[arg(long = "agent", value_name = "N", conflicts_with = "code_object")]
+    agent: Option<usize>,
 }
 
 fn main() -> ExitCode {
@@ -56,18 +63,22 @@ fn main() -> ExitCode {
     }
     match args.code_object {
         Some(path) => code_object(&path, args.disassemble),
-        None => agents(args.sysfs.as_deref()),
+        None => agents(args.sysfs.as_deref(), args.agent),
     }
 }
 
-fn agents(sysfs: Option<&std::path::Path>) -> ExitCode {
+fn agents(sysfs: Option<&std::path::Path>, agent: Option<usize>) -> ExitCode {
     let platform = match sysfs {
         Some(dir) => hsa_emu::open_capture(dir),
         None => hsa_emu::open_default(),
     };
     let runtime = platform.and_then(|d| hsa_core::runtime::Runtime::new(Arc::new(d.platform)));
-    match runtime {
-        Ok(rt) => print("hsainfo", &hsa_tools::report::agents::report(&rt)),
+    let report = runtime.and_then(|rt| match agent {
+        Some(n) => hsa_tools::report::agents::gpu_agent_report(&rt, n),
+        None => Ok(hsa_tools::report::agents::report(&rt)),
+    });
+    match report {
+        Ok(text) => print("hsainfo", &text),
         Err(e) => fail("hsainfo", e),
     }
 }

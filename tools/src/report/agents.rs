@@ -12,7 +12,7 @@ use hsa_core::memory::{GlobalFlags, PoolInfo, Segment};
 use hsa_core::platform::DeviceType;
 use hsa_core::runtime::agent::{AgentFeature, Profile};
 use hsa_core::runtime::{Agent, Runtime};
-use hsa_core::PlatformRef;
+use hsa_core::{bail, Error, PlatformRef, Status};
 
 fn line(out: &mut String, indent: usize, label: &str, value: impl std::fmt::Display) {
     let _ = writeln!(
@@ -47,15 +47,71 @@ fn bool_text(b: bool) -> &'static str {
 
 /// The whole report: system attributes, then every agent with its pools and ISAs.
 pub fn report<H: PlatformRef>(rt: &Runtime<H>) -> String {
+    report_agents(rt, |_| true)
+}
+
+/// The report with one agent only: system attributes, then GPU agent `gpu_index` (counting
+/// GPU agents from 0, as [`nth_gpu`]) under its number in the whole report (`Agent k`).
+///
+/// # Errors
+/// As [`nth_gpu`]: `Status::InvalidAgent` naming the index and the number of GPU agents.
+pub fn gpu_agent_report<H: PlatformRef>(
+    rt: &Runtime<H>,
+    gpu_index: usize,
+) -> Result<String, Error> {
+    let handle = nth_gpu(rt, gpu_index)?.handle();
+    Ok(report_agents(rt, |a| a.handle() == handle))
+}
+
+fn report_agents<H: PlatformRef>(rt: &Runtime<H>, keep: impl Fn(&Agent) -> bool) -> String {
     let mut out = String::new();
     system(&mut out, rt);
     let _ = writeln!(out, "==========\nHSA Agents\n==========");
     for (i, agent) in rt.agents().iter().enumerate() {
+        if !keep(agent) {
+            continue;
+        }
         let _ = writeln!(out, "*******\nAgent {}\n*******", i + 1);
         agent_report(&mut out, rt, agent);
     }
     let _ = writeln!(out, "*** Done ***");
     out
+}
+
+/// The GPU agent `index` of `rt` (counting GPU agents only, from 0, in agent order).
+///
+/// # Errors
+/// `Status::InvalidAgent` naming the index and how many GPU agents there are when `index` is
+/// not below that count (or there is no GPU agent).
+pub fn nth_gpu<H: PlatformRef>(rt: &Runtime<H>, index: usize) -> Result<&Agent, Error> {
+    let gpus: Vec<&Agent> = rt.agents().iter().filter(|a| a.is_gpu()).collect();
+    match (gpus.get(index), gpus.len()) {
+        (Some(a), _) => Ok(a),
+        (None, 0) => bail!(
+            Status::InvalidAgent,
+            "agent {index} asked for, but the device has no GPU agent"
+        ),
+        (None, n) => bail!(
+            Status::InvalidAgent,
+            "agent {index} asked for, but the device has {n} GPU agent(s): 0 to {}",
+            n - 1
+        ),
+    }
+}
+
+/// The version of AMD's extension interface (`hsa_ext_amd.h`'s
+/// `HSA_AMD_INTERFACE_VERSION_MAJOR`/`_MINOR`) this runtime implements, major and minor:
+/// libhsa-runtime64 exports the `hsa_amd_*` functions of ROCR 5.2.3, whose `hsa_ext_amd.h`
+/// states interface version 1.0. rocminfo prints it as `Runtime Ext Version:`.
+pub const AMD_EXT_INTERFACE_VERSION: (u16, u16) = (1, 0);
+
+/// Address watch points of an agent (rocminfo's `WatchPts on Addr. Ranges:`, ROCR's
+/// `HSA_AMD_AGENT_INFO_MAX_ADDRESS_WATCH_POINTS`): 2^`WatchPointsTotalBits`, the 4-bit field
+/// of the node's sysfs `capability` at bits 8..12 (`kfd_sysfs.h`
+/// `HSA_CAP_WATCH_POINTS_TOTALBITS_MASK` 0xf00, shift 8). A CPU node has none of those bits
+/// set, so 1, which is what rocminfo prints for a CPU agent.
+pub fn watch_points(agent: &Agent) -> u32 {
+    1u32 << ((agent.node_properties().capability >> 8) & 0xf)
 }
 
 fn system<H: PlatformRef>(out: &mut String, rt: &Runtime<H>) {
@@ -69,6 +125,15 @@ fn system<H: PlatformRef>(out: &mut String, rt: &Runtime<H>) {
         0,
         "Runtime Version:",
         format_args!("{}.{}", info.version.0, info.version.1),
+    );
+    line(
+        out,
+        0,
+        "Runtime Ext Version:",
+        format_args!(
+            "{}.{}",
+            AMD_EXT_INTERFACE_VERSION.0, AMD_EXT_INTERFACE_VERSION.1
+        ),
     );
     line(
         out,
@@ -98,6 +163,10 @@ fn system<H: PlatformRef>(out: &mut String, rt: &Runtime<H>) {
             "BIG"
         },
     );
+    // The runtime never waits with MONITORX/MWAITX (ROCR's HSA_ENABLE_MWAITX), so DISABLED.
+    line(out, 0, "Mwaitx:", "DISABLED");
+    // No hsa_amd_portable_export_dmabuf (not in ROCR 5.2's API), so NO.
+    line(out, 0, "DMAbuf Support:", "NO");
     let _ = writeln!(out);
 }
 
@@ -166,6 +235,7 @@ fn agent_report<H: PlatformRef>(out: &mut String, rt: &Runtime<H>, a: &Agent) {
         "Shader Arrs. per Eng.:",
         a.shader_arrays_per_engine(),
     );
+    line(out, 1, "WatchPts on Addr. Ranges:", watch_points(a));
     if a.is_gpu() {
         line(
             out,
