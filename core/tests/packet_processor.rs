@@ -597,21 +597,23 @@ fn unknown_signal_kernel_and_negative_dep_stop_with_precise_status() {
         // A well-formed kernel object the host does not know: the host's error.
         (
             0x9980,
+            Status::InvalidPacketFormat,
             "packet 0: kernel_object 0x9980 is not a registered kernel",
         ),
         // Not 64-byte aligned (AMDGPUUsage "Kernel Descriptor"): the packet parser's error,
-        // before the host is asked.
+        // before the host is asked; the CP's "invalid code" (ROCR: INVALID_CODE_OBJECT).
         (
             0x9999,
+            Status::InvalidCodeObject,
             "packet 0: kernel_object is 0x9999; must be 64-byte aligned",
         ),
     ];
-    for (object, want) in bad_objects {
+    for (object, status, want) in bad_objects {
         let mut q = TestQueue::new(&p, false, false);
         let Progress::Stopped(e) = q.submit(&host, &kernel(object, N)) else {
             panic!("not stopped")
         };
-        assert_eq!(e.status(), Status::InvalidPacketFormat);
+        assert_eq!(e.status(), status);
         assert_eq!(e.detail(), want);
     }
 
