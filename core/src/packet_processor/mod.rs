@@ -3,7 +3,8 @@
 //! A [`PacketProcessor`] takes packets off a [`Ring`] in write-index order and runs each to
 //! completion, doing what the GPU's command processor does for a hardware queue: it is what
 //! serves the emulated device's compute queues and soft queues (and the core's own tests,
-//! which run it over rings in the [fake platform](crate::platform::fake)'s memory). Whoever
+//! which run it over rings in the fake platform's memory, `platform::fake` with the `fake`
+//! feature). Whoever
 //! hosts it (a thread on Linux, a core or an interrupt handler on bare
 //! metal) calls [`PacketProcessor::process`] when the doorbell rings or a signal event fires,
 //! and supplies a [`ProcessorHost`]: kernel execution, the agent-dispatch table, signal-handle
