@@ -346,8 +346,10 @@ pub struct QueueRequest {
     pub write_pointer: GpuVa,
     /// Called when the processor stops the queue with an error, on a thread of the
     /// platform's choosing: the event monitor's on Linux (amdkfd reports the error through
-    /// KFD events and `queue_inactive_signal`). `None` leaves the error to the platform's
-    /// policy. The fake platform runs no queue and only records it.
+    /// KFD events and `queue_inactive_signal`), the host's IH interrupt handler on bare metal
+    /// (hsa-baremetal reads `queue_inactive_signal` after a queue-error IH entry). `None`
+    /// leaves the error to the platform's policy. The fake platform runs no queue and only
+    /// records it.
     pub on_error: Option<QueueErrorCallback>,
 }
 

@@ -505,6 +505,18 @@ fn faults_in_a_vm_with_x2apic() {
             run.transcript()
         );
     }
+    // The queue's error callback ran once, in the guest's IH interrupt handler, with the
+    // status and the value the device's packet processor stored in the inactive signal.
+    let stored = hsa_core::queue::inactive::encode(hsa_core::Status::MemoryFault, false);
+    let want = format!(
+        "hsa-unikernel: fault queue-error callback: 1 call, queue 0, data 0x48534121, \
+         MemoryFault: queue_inactive_signal {stored:#x} (inactive signal {stored:#x})"
+    );
+    assert!(
+        run.lines.iter().any(|(_, l)| *l == want),
+        "no '{want}':\n{}",
+        run.transcript()
+    );
     let s = &run.stats;
     assert_eq!(s.dropped.load(Ordering::Relaxed), 1);
     assert_eq!(s.merged.load(Ordering::Relaxed), 3);

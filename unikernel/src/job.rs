@@ -17,11 +17,12 @@ use hsa_core::isa::TargetId;
 use hsa_core::loader::executable::Executable;
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
 use hsa_core::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, TopologySource,
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback,
+    TopologySource,
 };
 use hsa_core::queue::{AqlQueue, QueueConfig, QueueState};
 use hsa_core::signal::{Signal, SignalCondition, SignalPool, StoreOrder, WaitState};
-use hsa_core::{Error, NodeId, Status};
+use hsa_core::{Error, NodeId, QueueId, Status};
 
 use crate::arch::{disable_interrupts, enable_interrupts, enable_interrupts_and_halt, rdtsc};
 use crate::host::VmHost;
@@ -58,6 +59,37 @@ pub static IH_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
 pub static LAST_ECHO_TSC: AtomicU64 = AtomicU64::new(0);
 /// Echo interrupts taken.
 pub static ECHO_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
+/// Calls of the job's queue error callback.
+static QUEUE_ERROR_CALLS: AtomicU64 = AtomicU64::new(0);
+/// What the last call was told: queue id, `data`, status, detail.
+static QUEUE_ERROR: spin::Mutex<Option<(u32, usize, Status, heapless::String<128>)>> =
+    spin::Mutex::new(None);
+/// The `data` the job's queues give their error callback.
+const QUEUE_ERROR_DATA: usize = 0x4853_4121;
+
+/// The job's queue error callback (`hsa_queue_create`'s `callback`). hsa-baremetal calls it
+/// from `on_interrupt`, in the IH interrupt handler: it records and returns, without
+/// allocating or blocking.
+fn on_queue_error(e: &Error, queue: QueueId, data: usize) {
+    use core::fmt::Write;
+    QUEUE_ERROR_CALLS.fetch_add(1, Ordering::AcqRel);
+    if let Some(mut last) = QUEUE_ERROR.try_lock() {
+        let mut detail = heapless::String::new();
+        let _ = write!(detail, "{}", e.detail());
+        *last = Some((queue.get(), data, e.status(), detail));
+    }
+}
+
+/// The job's queue configuration: 1024 packets on the GPU, with the error callback.
+fn queue_config() -> QueueConfig {
+    let mut c = QueueConfig::new(GPU, QUEUE_PACKETS, 64, 1 << 16);
+    c.on_error = Some(QueueErrorCallback {
+        func: on_queue_error,
+        data: QUEUE_ERROR_DATA,
+    });
+    c
+}
 
 /// What the test asked for (the control page).
 #[derive(Clone, Copy, Debug)]
@@ -247,7 +279,7 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     );
 
     let signals = SignalPool::new(p, CPU);
-    let queue = AqlQueue::create(p, &QueueConfig::new(GPU, QUEUE_PACKETS, 64, 1 << 16))?;
+    let queue = AqlQueue::create(p, &queue_config())?;
     crate::println!(
         "hsa-unikernel: queue {} on doorbell {:#x} ({} packets)",
         queue.id(),
@@ -473,6 +505,7 @@ fn delta(a: IrqStats, b: IrqStats) -> IrqStats {
         entries: b.entries - a.entries,
         signaled: b.signaled - a.signaled,
         unknown: b.unknown - a.unknown,
+        queue_errors: b.queue_errors - a.queue_errors,
         malformed: b.malformed - a.malformed,
         bad_event: b.bad_event - a.bad_event,
         overflows: b.overflows - a.overflows,
@@ -580,12 +613,13 @@ fn faults(
     let d = delta(s0, p.irq_stats());
     if e.status() != Status::MemoryFault
         || state != QueueState::Stopped(Status::MemoryFault)
-        || d.unknown != 1
+        || d.queue_errors != 1
+        || d.unknown != 0
     {
         hsa_core::bail!(
             Status::Error,
-            "queue error: expected MemoryFault from the wait and the queue, 1 unknown IH entry; got \
-             {:?} ({}), {state:?}, {d:?}",
+            "queue error: expected MemoryFault from the wait and the queue, 1 queue-error IH \
+             entry; got {:?} ({}), {state:?}, {d:?}",
             e.status(),
             e.detail()
         );
@@ -595,13 +629,44 @@ fn faults(
         e.status(),
         e.detail()
     );
+    // The platform called the queue's error callback once, from the IH interrupt, with the
+    // status and value the processor stored in the inactive signal.
+    let stored = queue
+        .inactive_signal()
+        .load(hsa_core::signal::LoadOrder::Acquire);
+    let calls = QUEUE_ERROR_CALLS.load(Ordering::Acquire);
+    let told = QUEUE_ERROR.lock().clone();
+    let Some((id, data, status, detail)) = told.filter(|_| calls == 1) else {
+        hsa_core::bail!(
+            Status::Error,
+            "queue error: the error callback ran {calls} times (expected once)"
+        );
+    };
+    if id != queue.hw_queue().id.get() || data != QUEUE_ERROR_DATA || status != Status::MemoryFault
+    {
+        hsa_core::bail!(
+            Status::Error,
+            "queue error: the callback was told queue {id}, data {data:#x}, {status:?} ({detail})"
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: fault queue-error callback: {calls} call, queue {id}, data {data:#x}, \
+         {status:?}: {detail} (inactive signal {stored:#x})"
+    );
     queue.destroy()?;
     // The device serves a new queue afterwards.
-    let queue = AqlQueue::create(p, &QueueConfig::new(GPU, QUEUE_PACKETS, 64, 1 << 16))?;
+    let queue = AqlQueue::create(p, &queue_config())?;
     let done = signals.create_interrupt(1)?;
     submit(&queue, &empty(&done))?;
     wait_done(&queue, &done, "dispatch on a new queue after the error")?;
     queue.destroy()?;
+    let calls = QUEUE_ERROR_CALLS.load(Ordering::Acquire);
+    if calls != 1 {
+        hsa_core::bail!(
+            Status::Error,
+            "queue error: the error callback ran {calls} times by the end (expected once)"
+        );
+    }
     crate::println!("hsa-unikernel: fault queue-error recovered: a new queue runs");
     Ok(())
 }

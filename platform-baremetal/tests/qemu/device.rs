@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use hsa_baremetal::ih::{IhEntry, IH_ENTRY_BYTES, WPTR_OVERFLOW};
-use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_END_OF_PIPE};
+use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
 use hsa_core::abi::SignalHandle;
