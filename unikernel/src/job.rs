@@ -13,6 +13,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use hsa_baremetal::{BaremetalPlatform, IrqStats};
+use hsa_core::abi::SignalHandle;
 use hsa_core::isa::TargetId;
 use hsa_core::loader::executable::Executable;
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
@@ -21,8 +22,9 @@ use hsa_core::platform::{
     TopologySource,
 };
 use hsa_core::queue::{AqlQueue, QueueConfig, QueueState};
+use hsa_core::signal::raw::RawSignal;
 use hsa_core::signal::{Signal, SignalCondition, SignalPool, StoreOrder, WaitState};
-use hsa_core::{Error, NodeId, QueueId, Status};
+use hsa_core::{Error, EventId, NodeId, QueueId, Status};
 
 use crate::arch::{disable_interrupts, enable_interrupts, enable_interrupts_and_halt, rdtsc};
 use crate::host::VmHost;
@@ -240,11 +242,6 @@ fn ns(ticks: u64, hz: u64) -> u64 {
     (u128::from(ticks) * 1_000_000_000 / u128::from(hz.max(1))) as u64
 }
 
-fn median(v: &mut [u64]) -> u64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
-}
-
 /// Runs the job; prints what it did.
 ///
 /// # Errors
@@ -405,6 +402,32 @@ fn halt_until_moves(counter: &AtomicU64, seen: u64, hz: u64) -> Result<(), Error
     }
 }
 
+/// The echo signal of the raw rounds while one is armed: its handle (0: none) and event.
+static ECHO_SIGNAL: AtomicU64 = AtomicU64::new(0);
+static ECHO_EVENT: AtomicU64 = AtomicU64::new(0);
+
+/// Called by the echo interrupt's handler: completes the armed echo signal (value 0, its
+/// event marked pending), as the IH path completes a dispatch's.
+pub fn on_echo(p: &Vm) {
+    let handle = ECHO_SIGNAL.load(Ordering::Acquire);
+    if handle == 0 {
+        return;
+    }
+    // SAFETY: `figures` arms the handle of a live interrupt signal and clears it before the
+    // signal is dropped; the value is only accessed atomically.
+    let Ok(raw) = (unsafe { RawSignal::from_handle(SignalHandle(handle)) }) else {
+        return;
+    };
+    raw.value().store(0, Ordering::Release);
+    let _ = p.signal_event(EventId(ECHO_EVENT.load(Ordering::Acquire) as u32));
+}
+
+/// The `q`-quantile (0..=1) of sorted `v`.
+fn quantile(v: &[u64], q: f64) -> u64 {
+    let i = ((v.len().saturating_sub(1)) as f64 * q + 0.5) as usize;
+    v.get(i).copied().unwrap_or(0)
+}
+
 fn figures(
     p: &'static Vm,
     queue: &AqlQueue<&'_ Vm>,
@@ -414,22 +437,30 @@ fn figures(
     hz: u64,
 ) -> Result<(), Error> {
     let dev = *p.host().device();
-    // Raw: ring the device's echo vector, halt until the echo MSI-X arrives.
-    let mut raw = Vec::new();
-    for _ in 0..rounds {
+    // Raw and dispatch rounds alternate (raw first in even rounds, dispatch first in odd
+    // ones), so both see the same host; each waits the same way, in the queue's blocked
+    // wait on an interrupt signal (hsa-core's spin, hsa-baremetal's spin, `sti; hlt`), and
+    // each is timed from its doorbell store to the entry of the interrupt that ends it.
+    let echo = signals.create_interrupt(1)?;
+    let Some(echo_event) = echo.event() else {
+        hsa_core::bail!(Status::Error, "the echo signal has no event");
+    };
+    ECHO_EVENT.store(u64::from(echo_event.get()), Ordering::Release);
+    ECHO_SIGNAL.store(echo.handle().0, Ordering::Release);
+    let done = signals.create_interrupt(1)?;
+    let raw_round = || -> Result<u64, Error> {
+        echo.store(1, StoreOrder::Relaxed);
         let seen = ECHO_INTERRUPTS.load(Ordering::Acquire);
         let t0 = rdtsc();
         dev.ring(DEVICE_PEER, DEVICE_VECTOR_ECHO);
+        wait_done(queue, &echo, "echo")?;
         halt_until_moves(&ECHO_INTERRUPTS, seen, hz)?;
-        raw.push(ns(
+        Ok(ns(
             LAST_ECHO_TSC.load(Ordering::Acquire).saturating_sub(t0),
             hz,
-        ));
-    }
-    // Dispatch: doorbell store to the completion interrupt's entry, blocked wait.
-    let done = signals.create_interrupt(1)?;
-    let mut lat = Vec::new();
-    for _ in 0..rounds {
+        ))
+    };
+    let dispatch_round = || -> Result<u64, Error> {
         done.store(1, StoreOrder::Relaxed);
         let packet = empty(&done);
         let mut r = queue.reserve(1)?;
@@ -441,11 +472,28 @@ fn figures(
         // The wait may see the signal before the interrupt arrives: the figure ends at the
         // completion interrupt's entry.
         halt_until_moves(&IH_INTERRUPTS, seen, hz)?;
-        lat.push(ns(
+        Ok(ns(
             LAST_IH_TSC.load(Ordering::Acquire).saturating_sub(t0),
             hz,
-        ));
+        ))
+    };
+    let halts0 = p.host().halts.load(Ordering::Relaxed);
+    let (mut raw, mut lat, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (r, d) = if round % 2 == 0 {
+            let r = raw_round()?;
+            (r, dispatch_round()?)
+        } else {
+            let d = dispatch_round()?;
+            (raw_round()?, d)
+        };
+        raw.push(r);
+        lat.push(d);
+        // Per mille.
+        ratio.push(d * 1000 / r.max(1));
     }
+    ECHO_SIGNAL.store(0, Ordering::Release);
+    let halts = p.host().halts.load(Ordering::Relaxed) - halts0;
     // Rate: `rounds` dispatches back to back (a doorbell each), one wait for all.
     let all = signals.create_interrupt(i64::from(rounds))?;
     let t0 = rdtsc();
@@ -454,15 +502,26 @@ fn figures(
     }
     wait_done(queue, &all, "dispatch rate")?;
     let rate_ticks = rdtsc() - t0;
-    let (raw_med, raw_min) = (median(&mut raw), raw.first().copied().unwrap_or(0));
-    let (lat_med, lat_min) = (median(&mut lat), lat.first().copied().unwrap_or(0));
+    for v in [&mut raw, &mut lat, &mut ratio] {
+        v.sort_unstable();
+    }
     let per_s = u128::from(rounds) * u128::from(hz) / u128::from(rate_ticks.max(1));
-    crate::println!("hsa-unikernel: figure raw_round_trip_median {raw_med} ns");
-    crate::println!("hsa-unikernel: figure raw_round_trip_min {raw_min} ns");
-    crate::println!("hsa-unikernel: figure dispatch_latency_median {lat_med} ns");
-    crate::println!("hsa-unikernel: figure dispatch_latency_min {lat_min} ns");
+    for (name, v) in [("raw_round_trip", &raw), ("dispatch_latency", &lat)] {
+        crate::println!(
+            "hsa-unikernel: figure {name}_median {} ns",
+            quantile(v, 0.5)
+        );
+        crate::println!("hsa-unikernel: figure {name}_min {} ns", quantile(v, 0.0));
+        crate::println!("hsa-unikernel: figure {name}_p10 {} ns", quantile(v, 0.1));
+        crate::println!("hsa-unikernel: figure {name}_p90 {} ns", quantile(v, 0.9));
+    }
+    crate::println!(
+        "hsa-unikernel: figure ratio_median_permille {} -",
+        quantile(&ratio, 0.5)
+    );
     crate::println!("hsa-unikernel: figure dispatches_per_second {per_s} 1/s");
     crate::println!("hsa-unikernel: figure rounds {rounds} -");
+    crate::println!("hsa-unikernel: figure halts {halts} -");
     Ok(())
 }
 
