@@ -623,4 +623,13 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
 
     /// Ticks per second of `timestamp_ticks` (1 GHz on Linux, where a tick is 1 ns).
     fn timestamp_frequency_hz(&self) -> u64;
+
+    /// How long a blocked-state signal wait spins before it blocks on
+    /// [`wait_event`](Self::wait_event), ns. The default, [`SPIN_NS`](crate::signal::SPIN_NS),
+    /// suits a device that does not share the waiting CPU; a platform whose device runs on
+    /// the same host CPUs as the waiter (an emulated device behind a virtual machine) returns
+    /// less, since a spinning waiter delays the device it waits for.
+    fn wait_spin_ns(&self) -> u64 {
+        crate::signal::SPIN_NS
+    }
 }

@@ -229,6 +229,17 @@ pub unsafe trait Host: Send + Sync {
     /// allowed.
     fn wait_for_interrupt(&self, deadline_ticks: u64, still_waiting: &dyn Fn() -> bool);
 
+    /// How long a blocked wait spins before it sleeps in
+    /// [`wait_for_interrupt`](Host::wait_for_interrupt), ns: the spin of hsa-core's signal
+    /// waits (`Platform::wait_spin_ns`) and then that of `Platform::wait_event`. Default
+    /// [`WAIT_EVENT_SPIN_NS`](crate::WAIT_EVENT_SPIN_NS) (20 µs), for a device that does not
+    /// use the waiting CPU. A host whose device is emulated on the CPUs its waiters run on (a
+    /// virtual machine whose device model is a host thread) returns 0: a spinning vCPU takes
+    /// the host CPU the device needs to answer.
+    fn wait_spin_ns(&self) -> u64 {
+        crate::WAIT_EVENT_SPIN_NS
+    }
+
     /// Wakes CPUs sleeping in [`wait_for_interrupt`](Host::wait_for_interrupt) after an event
     /// was signaled by software (an IPI, or nothing on a single core). Must not block.
     fn wake_waiters(&self) {}

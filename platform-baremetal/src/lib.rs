@@ -11,7 +11,8 @@
 //! path, event table) ← [`BaremetalPlatform`].
 //!
 //! The host's ISR calls [`BaremetalPlatform::on_interrupt`]; threads blocked in
-//! `Platform::wait_event` spin briefly, then sleep in [`Host::wait_for_interrupt`].
+//! `Platform::wait_event` spin briefly ([`Host::wait_spin_ns`]), then sleep in
+//! [`Host::wait_for_interrupt`].
 //!
 //! Queue errors: a queue created with `QueueRequest::on_error` is watched through its
 //! `amd_queue_t.queue_inactive_signal`. When the IH ring brings a queue-error entry
@@ -70,7 +71,8 @@ pub use crate::mqd::{ComputeMqd, MqdParams};
 pub const MAX_QUEUES: usize = 32;
 /// EOP buffer size per queue, bytes (one page; `EOP_SIZE` field 9).
 pub const EOP_BYTES: u64 = 4096;
-/// How long `wait_event` spins before sleeping in the host's hook, ns.
+/// How long `wait_event` spins before sleeping in the host's hook, ns, unless the host says
+/// otherwise ([`Host::wait_spin_ns`]).
 pub const WAIT_EVENT_SPIN_NS: u64 = 20_000;
 
 struct QueueSlot {
@@ -509,7 +511,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             start.saturating_add(ns_to_ticks(timeout_ns, freq))
         };
         let spin_until = start
-            .saturating_add(ns_to_ticks(WAIT_EVENT_SPIN_NS, freq))
+            .saturating_add(ns_to_ticks(self.host.wait_spin_ns(), freq))
             .min(deadline);
         loop {
             // A destroyed event wakes its waiters (a spurious return: callers re-check).

@@ -246,4 +246,9 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
     fn timestamp_frequency_hz(&self) -> u64 {
         self.host.timestamp_frequency_hz().max(1)
     }
+
+    /// [`Host::wait_spin_ns`].
+    fn wait_spin_ns(&self) -> u64 {
+        self.host.wait_spin_ns()
+    }
 }

@@ -14,6 +14,7 @@ use hsa_core::platform::{
     MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback, QueueKind,
     QueueRequest, TopologySource, WaitOutcome,
 };
+use hsa_core::signal::{wait_any, LoadOrder, SignalCondition, SignalPool, WaitState};
 use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, QueueId, Status};
 use sim::host::{HostConfig, TestHost};
 
@@ -504,5 +505,68 @@ fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
         for d in &descs {
             p.free_memory(d).unwrap();
         }
+    }
+}
+
+#[test]
+fn the_hosts_spin_phase_is_every_blocked_waits() {
+    let p = platform();
+    let ev = p.create_event().unwrap();
+    let h = p.host();
+    let sleeps = || h.sleeps.load(Ordering::SeqCst);
+    let pool = SignalPool::new(&*p, NodeId(0));
+    let s = pool.create_interrupt(1).unwrap();
+    // Three 10 µs blocked waits that time out: the platform's event wait, hsa-core's signal
+    // wait and its wait-any (what a queue's completion wait runs).
+    let event_wait = || {
+        assert_eq!(p.wait_event(ev.id, 10_000).unwrap(), WaitOutcome::TimedOut);
+    };
+    let signal_wait = || {
+        let v = s.wait(
+            SignalCondition::Eq,
+            0,
+            10_000,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(v, 1);
+    };
+    let any_wait = || {
+        let any = wait_any(
+            &[&s],
+            &[SignalCondition::Eq],
+            &[0],
+            10_000,
+            WaitState::Blocked,
+        );
+        assert_eq!(any.unwrap(), None);
+    };
+    let waits: [(&str, &dyn Fn()); 3] = [
+        ("event wait", &event_wait),
+        ("signal wait", &signal_wait),
+        ("wait-any", &any_wait),
+    ];
+    // The default: each ends inside the 20 µs spin phase, never asleep (hsa-core's spin
+    // phase is the platform's).
+    assert_eq!(p.wait_spin_ns(), hsa_baremetal::WAIT_EVENT_SPIN_NS);
+    for _ in 0..100 {
+        for (_, wait) in &waits {
+            wait();
+        }
+    }
+    assert_eq!(sleeps(), 0);
+    // A host that spins 0 ns: each goes to sleep in the host's hook at once. (A wait whose
+    // thread is preempted past its deadline before it arms times out awake: tries.)
+    h.spin_ns.store(0, Ordering::SeqCst);
+    assert_eq!(p.wait_spin_ns(), 0);
+    for (what, wait) in &waits {
+        let before = sleeps();
+        for _ in 0..100 {
+            wait();
+            if sleeps() > before {
+                break;
+            }
+        }
+        assert!(sleeps() > before, "the {what} never slept");
     }
 }
