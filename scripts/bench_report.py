@@ -399,7 +399,7 @@ def splice_b9(text, section):
         start = text.index(head)
         nxt = text.find("\n## ", start + len(head))
         rest = text[nxt + 1:] if nxt >= 0 else ""
-        text = text[:start].rstrip("\n") + "\n"
+        text = text[:start].rstrip("\n") + "\n\n"
         return text + "\n".join(section).lstrip("\n") + "\n" + ("\n" + rest if rest else "")
     return text.rstrip("\n") + "\n" + "\n".join(section) + "\n"
 
