@@ -59,11 +59,13 @@ pub struct CarveOut {
 /// rings — rather than from the doorbell, as a CP that polls its write pointer does; the
 /// packet headers then say which reserved slots are published. The device must treat every
 /// notification as "look again" and consume up to the write index (or the first header still
-/// INVALID), since several stores may reach it as one notification. Check what the store writes besides the notification: a bus may
-/// split it (QEMU's `ivshmem-doorbell` takes a 64-bit store to BAR0 + 8 as two 32-bit writes,
-/// the low half to its read-only `IVPosition`, the high half — 0 while the index is below
-/// 2^32 — to its doorbell register, meaning "peer 0, vector 0"). `hsa-unikernel` does exactly
-/// this (`platform-baremetal/tests/qemu.rs` boots it).
+/// INVALID), since several stores may reach it as one notification. Check what the store
+/// writes besides the notification: a bus may split it (QEMU's `ivshmem-doorbell` takes a
+/// 64-bit store to BAR0 + 8 as two 32-bit writes, the low half to its read-only `IVPosition`,
+/// the high half — 0 while the index is below 2^32 — to its doorbell register, meaning "peer
+/// 0, vector 0"; from index 2^32 on the high half names another peer and the notification is
+/// lost, a limit of that mapping). `hsa-unikernel` does exactly this
+/// (`platform-baremetal/tests/qemu.rs` boots it).
 ///
 /// Ref: soc15 doorbells are 64-bit, 8 bytes apart (`AMDGPU_DOORBELL64_*`, amdgpu_doorbell.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -398,7 +398,22 @@ fn run_and_check(tag: &str, cfg: VmConfig) -> Option<VmRun> {
         "hsa-unikernel: vector_copy verified {} elements",
         cfg.elements
     );
-    assert!(run.line(&verified).is_some(), "no '{verified}'; {}", ctx());
+    let Some(main_job) = run.line(&verified) else {
+        panic!("no '{verified}'; {}", ctx());
+    };
+    // The blocked wait slept (halted) and the completion interrupt woke it: "(blocked wait:
+    // H halts, I IH interrupts)".
+    let counts: Vec<u64> = main_job
+        .split("(blocked wait: ")
+        .nth(1)
+        .unwrap_or_default()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(
+        counts.len() == 2 && counts[0] >= 1 && counts[1] >= 1,
+        "the main job's wait did not halt until an interrupt: '{main_job}'"
+    );
     assert!(
         run.line("hsa-unikernel: barrier-AND chain of 4 dispatches verified")
             .is_some(),
