@@ -346,8 +346,10 @@ pub struct QueueRequest {
     pub write_pointer: GpuVa,
     /// Called when the processor stops the queue with an error, on a thread of the
     /// platform's choosing: the event monitor's on Linux (amdkfd reports the error through
-    /// KFD events and `queue_inactive_signal`). `None` leaves the error to the platform's
-    /// policy. The fake platform runs no queue and only records it.
+    /// KFD events and `queue_inactive_signal`), the host's IH interrupt handler on bare metal
+    /// (hsa-baremetal reads `queue_inactive_signal` after a queue-error IH entry). `None`
+    /// leaves the error to the platform's policy. The fake platform runs no queue and only
+    /// records it.
     pub on_error: Option<QueueErrorCallback>,
 }
 
@@ -621,4 +623,13 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
 
     /// Ticks per second of `timestamp_ticks` (1 GHz on Linux, where a tick is 1 ns).
     fn timestamp_frequency_hz(&self) -> u64;
+
+    /// How long a blocked-state signal wait spins before it blocks on
+    /// [`wait_event`](Self::wait_event), ns. The default, [`SPIN_NS`](crate::signal::SPIN_NS),
+    /// suits a device that does not share the waiting CPU; a platform whose device runs on
+    /// the same host CPUs as the waiter (an emulated device behind a virtual machine) returns
+    /// less, since a spinning waiter delays the device it waits for.
+    fn wait_spin_ns(&self) -> u64 {
+        crate::signal::SPIN_NS
+    }
 }

@@ -59,11 +59,13 @@ pub struct CarveOut {
 /// rings — rather than from the doorbell, as a CP that polls its write pointer does; the
 /// packet headers then say which reserved slots are published. The device must treat every
 /// notification as "look again" and consume up to the write index (or the first header still
-/// INVALID), since several stores may reach it as one notification. Check what the store writes besides the notification: a bus may
-/// split it (QEMU's `ivshmem-doorbell` takes a 64-bit store to BAR0 + 8 as two 32-bit writes,
-/// the low half to its read-only `IVPosition`, the high half — 0 while the index is below
-/// 2^32 — to its doorbell register, meaning "peer 0, vector 0"). `hsa-unikernel` does exactly
-/// this (`platform-baremetal/tests/qemu.rs` boots it).
+/// INVALID), since several stores may reach it as one notification. Check what the store
+/// writes besides the notification: a bus may split it (QEMU's `ivshmem-doorbell` takes a
+/// 64-bit store to BAR0 + 8 as two 32-bit writes, the low half to its read-only `IVPosition`,
+/// the high half — 0 while the index is below 2^32 — to its doorbell register, meaning "peer
+/// 0, vector 0"; from index 2^32 on the high half names another peer and the notification is
+/// lost, a limit of that mapping). `hsa-unikernel` does exactly this
+/// (`platform-baremetal/tests/qemu.rs` boots it).
 ///
 /// Ref: soc15 doorbells are 64-bit, 8 bytes apart (`AMDGPU_DOORBELL64_*`, amdgpu_doorbell.h).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,6 +230,17 @@ pub unsafe trait Host: Send + Sync {
     /// is the "check after arming" that keeps wake-ups from being lost. Spurious returns are
     /// allowed.
     fn wait_for_interrupt(&self, deadline_ticks: u64, still_waiting: &dyn Fn() -> bool);
+
+    /// How long a blocked wait spins before it sleeps in
+    /// [`wait_for_interrupt`](Host::wait_for_interrupt), ns: the spin of hsa-core's signal
+    /// waits (`Platform::wait_spin_ns`) and then that of `Platform::wait_event`. Default
+    /// [`WAIT_EVENT_SPIN_NS`](crate::WAIT_EVENT_SPIN_NS) (20 µs), for a device that does not
+    /// use the waiting CPU. A host whose device is emulated on the CPUs its waiters run on (a
+    /// virtual machine whose device model is a host thread) returns 0: a spinning vCPU takes
+    /// the host CPU the device needs to answer.
+    fn wait_spin_ns(&self) -> u64 {
+        crate::WAIT_EVENT_SPIN_NS
+    }
 
     /// Wakes CPUs sleeping in [`wait_for_interrupt`](Host::wait_for_interrupt) after an event
     /// was signaled by software (an IPI, or nothing on a single core). Must not block.

@@ -8,7 +8,11 @@
 //! `SOC15_INTSRC_CP_END_OF_PIPE` (181) carry the event id in `context_id0` = `src_data[0]`
 //! (32 valid bits); with source `SOC15_INTSRC_SQ_INTERRUPT_MSG` (239, `s_sendmsg` from a
 //! wave) the id is the 24-bit `KFD_CONTEXT_ID_GET_SQ_INT_DATA(ctx0, ctx1)` =
-//! `(ctx0 & 0xfff) | ((ctx0 >> 16) & 0xf000) | ((ctx1 << 16) & 0xff0000)`.
+//! `(ctx0 & 0xfff) | ((ctx0 >> 16) & 0xf000) | ((ctx1 << 16) & 0xff0000)`. An entry from a CP
+//! client with source `SOC15_INTSRC_CP_BAD_OPCODE` (183) says the command processor stopped a
+//! queue with an error (amdkfd answers it with a hardware-exception event); it signals no
+//! event: the handler counts it and raises a flag ([`InterruptHandler::take_queue_error`]) on
+//! which the platform reads its queues' `queue_inactive_signal`s.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -26,12 +30,17 @@ pub const CLIENT_GRBM_CP: u8 = 0x14;
 pub const SOURCE_CP_END_OF_PIPE: u8 = 181;
 /// `SOC15_INTSRC_SQ_INTERRUPT_MSG` (soc15_int.h).
 pub const SOURCE_SQ_INTERRUPT_MSG: u8 = 239;
+/// `SOC15_INTSRC_CP_BAD_OPCODE` = `GFX_9_0__SRCID__CP_BAD_OPCODE_ERROR` (soc15_int.h): the
+/// command processor stopped a queue with an error.
+pub const SOURCE_CP_BAD_OPCODE: u8 = 183;
 
 /// What an IH entry means to this runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IhAction {
     /// Signal this event.
     Signal(EventId),
+    /// A queue was stopped with an error: read the queues' inactive signals.
+    QueueError,
     /// Not a source this runtime handles.
     Unknown,
 }
@@ -51,6 +60,7 @@ pub fn classify(e: &IhEntry) -> IhAction {
                 (c0 & 0xfff) | ((c0 >> 16) & 0xf000) | ((c1 << 16) & 0xff_0000),
             ))
         }
+        SOURCE_CP_BAD_OPCODE => IhAction::QueueError,
         _ => IhAction::Unknown,
     }
 }
@@ -160,6 +170,9 @@ pub struct IrqCounters {
     pub signaled: AtomicU64,
     /// Entries from a client/source this runtime does not handle.
     pub unknown: AtomicU64,
+    /// Entries saying the command processor stopped a queue with an error
+    /// ([`SOURCE_CP_BAD_OPCODE`]).
+    pub queue_errors: AtomicU64,
     /// Entries (or write pointers) that failed to decode.
     pub malformed: AtomicU64,
     /// Entries naming an event id that is out of range or not allocated.
@@ -179,6 +192,8 @@ pub struct IrqStats {
     pub signaled: u64,
     /// See [`IrqCounters::unknown`].
     pub unknown: u64,
+    /// See [`IrqCounters::queue_errors`].
+    pub queue_errors: u64,
     /// See [`IrqCounters::malformed`].
     pub malformed: u64,
     /// See [`IrqCounters::bad_event`].
@@ -196,6 +211,7 @@ impl IrqCounters {
             entries: r(&self.entries),
             signaled: r(&self.signaled),
             unknown: r(&self.unknown),
+            queue_errors: r(&self.queue_errors),
             malformed: r(&self.malformed),
             bad_event: r(&self.bad_event),
             overflows: r(&self.overflows),
@@ -208,6 +224,7 @@ impl IrqCounters {
 pub struct InterruptHandler {
     ring: spin::Mutex<IhRing>,
     again: AtomicBool,
+    queue_error: AtomicBool,
     counters: IrqCounters,
 }
 
@@ -217,6 +234,7 @@ impl InterruptHandler {
         InterruptHandler {
             ring: spin::Mutex::new(ring),
             again: AtomicBool::new(false),
+            queue_error: AtomicBool::new(false),
             counters: IrqCounters::default(),
         }
     }
@@ -224,6 +242,12 @@ impl InterruptHandler {
     /// The counters.
     pub fn counters(&self) -> &IrqCounters {
         &self.counters
+    }
+
+    /// Whether a queue-error entry ([`IhAction::QueueError`]) was drained since the last call;
+    /// clears the flag.
+    pub fn take_queue_error(&self) -> bool {
+        self.queue_error.swap(false, Ordering::AcqRel)
     }
 
     /// Drains the ring into `events`; `on_overflow` runs when the write pointer reported an
@@ -256,6 +280,10 @@ impl InterruptHandler {
                             } else {
                                 c.bad_event.fetch_add(1, Ordering::Relaxed);
                             }
+                        }
+                        IhAction::QueueError => {
+                            c.queue_errors.fetch_add(1, Ordering::Relaxed);
+                            self.queue_error.store(true, Ordering::Release);
                         }
                         IhAction::Unknown => {
                             c.unknown.fetch_add(1, Ordering::Relaxed);
@@ -320,7 +348,10 @@ mod tests {
             classify(&entry(0x14, 239, 0xf000_0001, 0)),
             IhAction::Signal(EventId(0xf001))
         );
-        assert_eq!(classify(&entry(0x14, 183, 7, 0)), IhAction::Unknown); // CP bad opcode
+        assert_eq!(classify(&entry(0x14, 183, 7, 0)), IhAction::QueueError); // CP bad opcode
+        assert_eq!(classify(&entry(0x0a, 183, 0, 0)), IhAction::QueueError);
+        assert_eq!(classify(&entry(0x14, 184, 7, 0)), IhAction::Unknown); // CP privileged reg
+        assert_eq!(classify(&entry(0x12, 183, 7, 0)), IhAction::Unknown); // not a CP client
         assert_eq!(classify(&entry(0x12, 181, 7, 0)), IhAction::Unknown); // VMC
         assert_eq!(classify(&entry(0x0e, 181, 7, 0)), IhAction::Unknown);
     }

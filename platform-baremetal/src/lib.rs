@@ -11,7 +11,15 @@
 //! path, event table) ← [`BaremetalPlatform`].
 //!
 //! The host's ISR calls [`BaremetalPlatform::on_interrupt`]; threads blocked in
-//! `Platform::wait_event` spin briefly, then sleep in [`Host::wait_for_interrupt`].
+//! `Platform::wait_event` spin briefly ([`Host::wait_spin_ns`]), then sleep in
+//! [`Host::wait_for_interrupt`].
+//!
+//! Queue errors: a queue created with `QueueRequest::on_error` is watched through its
+//! `amd_queue_t.queue_inactive_signal`. When the IH ring brings a queue-error entry
+//! (`SOC15_INTSRC_CP_BAD_OPCODE`, see [`irq`]), `on_interrupt` reads every watched queue's
+//! inactive signal, and calls the callback of each that holds a positive value (the error the
+//! packet processor stored, decoded with `hsa_core::queue::inactive::decode`) exactly once:
+//! see [`BaremetalPlatform::report_queue_errors`].
 //!
 //! With feature `alloc`, `heap::CarveOutHeap` is a spin-locked `linked_list_allocator` heap
 //! over a system-memory chunk, installable as `#[global_allocator]`.
@@ -41,9 +49,14 @@ pub mod mqd;
 mod platform;
 
 use core::ptr::NonNull;
+use core::sync::atomic::{fence, AtomicBool, Ordering};
 
-use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, WaitOutcome};
-use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, Status};
+use hsa_core::platform::{
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, QueueErrorCallback, WaitOutcome,
+};
+use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, QueueId, Status};
+
+use crate::mmio::MmioRegion;
 
 pub use crate::carveout::{CarveOutAllocator, CarveOutBlock};
 pub use crate::doorbell::Doorbells;
@@ -58,13 +71,28 @@ pub use crate::mqd::{ComputeMqd, MqdParams};
 pub const MAX_QUEUES: usize = 32;
 /// EOP buffer size per queue, bytes (one page; `EOP_SIZE` field 9).
 pub const EOP_BYTES: u64 = 4096;
-/// How long `wait_event` spins before sleeping in the host's hook, ns.
+/// How long `wait_event` spins before sleeping in the host's hook, ns, unless the host says
+/// otherwise ([`Host::wait_spin_ns`]).
 pub const WAIT_EVENT_SPIN_NS: u64 = 20_000;
 
 struct QueueSlot {
     mapping: QueueMapping,
     eop: CarveOutBlock,
+    /// Present when the queue was created with an error callback.
+    watch: Option<ErrorWatch>,
 }
+
+/// What the platform keeps of a queue created with `QueueRequest::on_error`.
+struct ErrorWatch {
+    /// The 8-byte `amd_signal_t.value` of the queue's `queue_inactive_signal`.
+    inactive_value: MmioRegion,
+    callback: QueueErrorCallback,
+    /// The callback was called (it is called once).
+    reported: bool,
+}
+
+/// Byte offset of `amd_signal_t.value` (Ref: `amd_hsa_signal.h`).
+const SIGNAL_VALUE_OFFSET: u64 = 8;
 
 /// The bare-metal platform: a [`Host`], the carve-out allocator, the granted doorbells, the IH
 /// ring's interrupt handler, and an event table of `64 * EVENT_WORDS` events whose 8-byte
@@ -77,6 +105,9 @@ pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
     events: EventTable<EVENT_WORDS>,
     event_page: CarveOutBlock,
     queues: spin::Mutex<[Option<QueueSlot>; MAX_QUEUES]>,
+    /// A queue-error entry arrived (or a check was asked for) and the queues' inactive
+    /// signals were not read since.
+    queue_errors_pending: AtomicBool,
 }
 
 impl<H: Host, const EVENT_WORDS: usize> core::fmt::Debug for BaremetalPlatform<H, EVENT_WORDS> {
@@ -192,6 +223,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             events: EventTable::new(),
             event_page,
             queues: spin::Mutex::new([const { None }; MAX_QUEUES]),
+            queue_errors_pending: AtomicBool::new(false),
         })
     }
 
@@ -217,16 +249,147 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
 
     /// Call from the host's ISR for the IH interrupt: drains the IH ring, marks events
     /// pending, writes the read pointer back, counts unknown and malformed entries, and on a
-    /// reported overflow calls [`Host::ih_overflow_clear`]. Returns the number of events
-    /// signaled. Never blocks, never allocates.
+    /// reported overflow calls [`Host::ih_overflow_clear`]. After a queue-error entry it
+    /// reports the queues that stopped ([`report_queue_errors`](Self::report_queue_errors):
+    /// their error callbacks run here, in the ISR). Returns the number of events signaled.
+    /// Never blocks, never allocates.
     pub fn on_interrupt(&self) -> u64 {
         let n = self
             .irq
             .on_interrupt(&self.events, &|| self.host.ih_overflow_clear());
+        if self.irq.take_queue_error() {
+            self.queue_errors_pending.store(true, Ordering::Release);
+        }
+        self.report_queue_errors();
         if n > 0 {
             self.host.wake_waiters();
         }
         n
+    }
+
+    /// Reads every live queue's inactive signal now, as after a queue-error IH entry, and
+    /// reports what [`report_queue_errors`](Self::report_queue_errors) finds: for a device
+    /// that stops queues without writing such an entry, or a host that lost its interrupt.
+    /// Returns the number of callbacks called.
+    pub fn check_queue_errors(&self) -> usize {
+        self.queue_errors_pending.store(true, Ordering::Release);
+        self.report_queue_errors()
+    }
+
+    /// When a queue-error entry arrived since the last look (or [`check_queue_errors`]
+    /// asked): for every live queue created with `QueueRequest::on_error` whose
+    /// `queue_inactive_signal` holds a positive value, calls the callback once, with the
+    /// status `hsa_core::queue::inactive::decode` reads from that value (`Status::Error` for
+    /// one it cannot read) and the detail `queue_inactive_signal 0x...` (the value), and the
+    /// platform's queue id; a queue is reported at most once in its life. A negative value
+    /// (the core's "destroyed" mark) is no error. Returns the number of callbacks called.
+    ///
+    /// Callbacks run on the caller's CPU after the queue table's lock is released, so they
+    /// may call back into the platform; from [`on_interrupt`](Self::on_interrupt) that is the
+    /// host's ISR, where a callback must not block or wait. Never blocks: when the queue table
+    /// is locked (the ISR interrupted `create_queue` or `destroy_queue`), the look is left to
+    /// the lock's holder, which makes it on release.
+    ///
+    /// [`check_queue_errors`]: Self::check_queue_errors
+    pub fn report_queue_errors(&self) -> usize {
+        let mut called = 0;
+        while self.queue_errors_pending.load(Ordering::Acquire) {
+            let Some(mut slots) = self.queues.try_lock() else {
+                break;
+            };
+            self.queue_errors_pending.store(false, Ordering::Release);
+            // Acquire: the packet processor stored the value before the entry that brought us
+            // here (and its write pointer, which the drain read with Acquire).
+            fence(Ordering::Acquire);
+            let mut calls: [Option<(QueueErrorCallback, u64)>; MAX_QUEUES] = [None; MAX_QUEUES];
+            for (call, slot) in calls.iter_mut().zip(slots.iter_mut()) {
+                let Some(w) = slot.as_mut().and_then(|s| s.watch.as_mut()) else {
+                    continue;
+                };
+                let Ok(v) = w.inactive_value.read64(0) else {
+                    continue;
+                };
+                if w.reported || (v as i64) <= 0 {
+                    continue;
+                }
+                w.reported = true;
+                *call = Some((w.callback, v));
+            }
+            drop(slots);
+            for (i, call) in calls.iter().enumerate() {
+                let Some((callback, v)) = *call else {
+                    continue;
+                };
+                let status = hsa_core::queue::inactive::decode(v as i64).unwrap_or(Status::Error);
+                let e = Error::lazy(status, [v], |&[v, ..], f| {
+                    write!(f, "queue_inactive_signal {v:#x}")
+                });
+                (callback.func)(&e, QueueId(i as u32), callback.data);
+                called += 1;
+            }
+        }
+        if called > 0 {
+            // Waiters on a stopped queue re-check its state.
+            self.host.wake_waiters();
+        }
+        called
+    }
+
+    /// The CPU's window over `[va, va + len)` of a system-memory carve-out (identity mapped:
+    /// `va` is also the CPU address), when it lies inside one.
+    fn system_window(&self, va: u64, len: u64) -> Option<MmioRegion> {
+        self.host
+            .carve_outs()
+            .iter()
+            .enumerate()
+            .find_map(|(i, c)| {
+                let base = c.virt_base? as u64;
+                let off = va.checked_sub(base)?;
+                (c.kind == CarveOutKind::SystemMemory && off.checked_add(len)? <= c.size_bytes)
+                    .then(|| mmio::host_carve_out_window(&self.host, i, off, len).ok())
+                    .flatten()
+            })
+    }
+
+    /// The watch of `request`'s queue errors: its `queue_inactive_signal`'s value word.
+    ///
+    /// # Errors
+    /// `Status::InvalidQueueCreation` when the `amd_queue_t` or its inactive signal is not in
+    /// a system-memory carve-out (the platform could not read it).
+    fn error_watch(
+        &self,
+        request: &hsa_core::platform::QueueRequest,
+    ) -> Result<Option<ErrorWatch>, Error> {
+        let Some(callback) = request.on_error else {
+            return Ok(None);
+        };
+        let field = core::mem::offset_of!(hsa_core::abi::queue::AmdQueue, queue_inactive_signal);
+        let at = request.amd_queue.get().wrapping_add(field as u64);
+        let handle = self
+            .system_window(at, 8)
+            .and_then(|w| w.read64(0).ok())
+            .unwrap_or(0);
+        let value = (handle != 0)
+            .then(|| self.system_window(handle.wrapping_add(SIGNAL_VALUE_OFFSET), 8))
+            .flatten();
+        let Some(inactive_value) = value else {
+            return Err(Error::lazy(
+                Status::InvalidQueueCreation,
+                [request.amd_queue.get(), handle],
+                |&[amd_queue, handle, ..], f| {
+                    write!(
+                        f,
+                        "amd_queue_t {amd_queue:#x} or its queue_inactive_signal {handle:#x} is \
+                         not in a system-memory carve-out: the error callback cannot be served"
+                    )
+                },
+            ));
+        };
+        Ok(Some(ErrorWatch {
+            inactive_value,
+            callback,
+            reported: false,
+        }))
     }
 
     /// The interrupt counters now.
@@ -348,7 +511,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             start.saturating_add(ns_to_ticks(timeout_ns, freq))
         };
         let spin_until = start
-            .saturating_add(ns_to_ticks(WAIT_EVENT_SPIN_NS, freq))
+            .saturating_add(ns_to_ticks(self.host.wait_spin_ns(), freq))
             .min(deadline);
         loop {
             // A destroyed event wakes its waiters (a spurious return: callers re-check).

@@ -9,7 +9,7 @@ use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
 
 use crate::host::{Host, QueueMapping};
 use crate::mqd::{ComputeMqd, MqdParams};
-use crate::{BaremetalPlatform, QueueSlot, EOP_BYTES};
+use crate::{BaremetalPlatform, ErrorWatch, QueueSlot, EOP_BYTES};
 
 impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
     fn node_index(&self, index: usize) -> Result<(), Error> {
@@ -22,6 +22,108 @@ impl<H: Host, const W: usize> BaremetalPlatform<H, W> {
                 |&[index, count, ..], f| write!(f, "node index {index} >= node count {count}"),
             ))
         }
+    }
+
+    /// `create_queue` past its checks: takes a slot and a doorbell, builds the MQD, maps the
+    /// queue.
+    ///
+    /// # Safety
+    /// As `Platform::create_queue`.
+    unsafe fn create_queue_locked(
+        &self,
+        request: &QueueRequest,
+        watch: Option<ErrorWatch>,
+    ) -> Result<HwQueue<DoorbellIndex>, Error> {
+        let mut slots = self.queues.lock();
+        let Some(slot) = slots.iter().position(Option::is_none) else {
+            return Err(Error::lazy(
+                Status::OutOfResources,
+                [slots.len() as u64],
+                |&[n, ..], f| write!(f, "all {n} queue slots are in use"),
+            ));
+        };
+        let Some(doorbell) = self.pick_doorbell(&slots[..]) else {
+            return Err(Error::lazy(
+                Status::OutOfResources,
+                [self.doorbells.count().into()],
+                |&[n, ..], f| write!(f, "all {n} granted doorbells are in use"),
+            ));
+        };
+        let eop = self.allocate_eop(request.node)?;
+        let built = ComputeMqd::new(&MqdParams {
+            ring: request.ring,
+            ring_size_bytes: request.ring_size_bytes,
+            rptr_report: request.read_pointer,
+            wptr_poll: request.write_pointer,
+            doorbell,
+            eop: eop.gpu_va,
+            eop_size_bytes: EOP_BYTES,
+        })
+        .and_then(|mqd| {
+            let address = self.doorbells.address(doorbell)?;
+            Ok((mqd, address))
+        });
+        let (mqd, doorbell_address) = match built {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = self.memory.free(eop.handle(), eop.size_bytes);
+                return Err(e);
+            }
+        };
+        let mapping = QueueMapping {
+            node: request.node,
+            ring: request.ring,
+            ring_size_bytes: request.ring_size_bytes,
+            doorbell,
+            read_pointer: request.read_pointer,
+            write_pointer: request.write_pointer,
+            amd_queue: request.amd_queue,
+            eop: eop.gpu_va,
+            eop_size_bytes: EOP_BYTES,
+            mqd,
+        };
+        // SAFETY: our caller guaranteed (Platform::create_queue) that the ring and amd_queue_t
+        // stay valid until destroy_queue returns, which calls unmap_queue first; the EOP
+        // buffer is freed only after unmap_queue.
+        if let Err(e) = unsafe { self.host.map_queue(&mapping) } {
+            let _ = self.memory.free(eop.handle(), eop.size_bytes);
+            return Err(e);
+        }
+        slots[slot] = Some(QueueSlot {
+            mapping,
+            eop,
+            watch,
+        });
+        Ok(HwQueue {
+            id: QueueId(slot as u32),
+            doorbell_address,
+            doorbell,
+        })
+    }
+
+    /// `destroy_queue` under the queue table's lock.
+    fn destroy_queue_locked(&self, queue: QueueId) -> Result<(), Error> {
+        let mut slots = self.queues.lock();
+        let Some(entry) = slots.get_mut(queue.get() as usize) else {
+            return Err(Error::lazy(
+                Status::InvalidQueue,
+                [queue.get().into()],
+                |&[id, ..], f| write!(f, "queue id {id} is out of range"),
+            ));
+        };
+        let Some(q) = entry.as_ref() else {
+            return Err(Error::lazy(
+                Status::InvalidQueue,
+                [queue.get().into()],
+                |&[id, ..], f| write!(f, "queue id {id} is not live"),
+            ));
+        };
+        self.host.unmap_queue(&q.mapping)?;
+        let eop = q.eop;
+        *entry = None;
+        drop(slots);
+        self.memory.free(eop.handle(), eop.size_bytes)?;
+        Ok(())
     }
 }
 
@@ -81,67 +183,12 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<DoorbellIndex>, Error> {
         self.check_node(request.node)?;
         let QueueKind::ComputeAql = request.kind;
-        let mut slots = self.queues.lock();
-        let Some(slot) = slots.iter().position(Option::is_none) else {
-            return Err(Error::lazy(
-                Status::OutOfResources,
-                [slots.len() as u64],
-                |&[n, ..], f| write!(f, "all {n} queue slots are in use"),
-            ));
-        };
-        let Some(doorbell) = self.pick_doorbell(&slots[..]) else {
-            return Err(Error::lazy(
-                Status::OutOfResources,
-                [self.doorbells.count().into()],
-                |&[n, ..], f| write!(f, "all {n} granted doorbells are in use"),
-            ));
-        };
-        let eop = self.allocate_eop(request.node)?;
-        let built = ComputeMqd::new(&MqdParams {
-            ring: request.ring,
-            ring_size_bytes: request.ring_size_bytes,
-            rptr_report: request.read_pointer,
-            wptr_poll: request.write_pointer,
-            doorbell,
-            eop: eop.gpu_va,
-            eop_size_bytes: EOP_BYTES,
-        })
-        .and_then(|mqd| {
-            let address = self.doorbells.address(doorbell)?;
-            Ok((mqd, address))
-        });
-        let (mqd, doorbell_address) = match built {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = self.memory.free(eop.handle(), eop.size_bytes);
-                return Err(e);
-            }
-        };
-        let mapping = QueueMapping {
-            node: request.node,
-            ring: request.ring,
-            ring_size_bytes: request.ring_size_bytes,
-            doorbell,
-            read_pointer: request.read_pointer,
-            write_pointer: request.write_pointer,
-            amd_queue: request.amd_queue,
-            eop: eop.gpu_va,
-            eop_size_bytes: EOP_BYTES,
-            mqd,
-        };
-        // SAFETY: our caller guaranteed (Platform::create_queue) that the ring and amd_queue_t
-        // stay valid until destroy_queue returns, which calls unmap_queue first; the EOP
-        // buffer is freed only after unmap_queue.
-        if let Err(e) = unsafe { self.host.map_queue(&mapping) } {
-            let _ = self.memory.free(eop.handle(), eop.size_bytes);
-            return Err(e);
-        }
-        slots[slot] = Some(QueueSlot { mapping, eop });
-        Ok(HwQueue {
-            id: QueueId(slot as u32),
-            doorbell_address,
-            doorbell,
-        })
+        let watch = self.error_watch(request)?;
+        // SAFETY: our caller's guarantees (Platform::create_queue) are passed on unchanged.
+        let created = unsafe { self.create_queue_locked(request, watch) };
+        // An ISR that found the table locked left its look to us.
+        self.report_queue_errors();
+        created
     }
 
     /// A fence, then one 64-bit MMIO store to the doorbell ([`crate::doorbell::Doorbells::ring`]);
@@ -154,27 +201,9 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
     }
 
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
-        let mut slots = self.queues.lock();
-        let Some(entry) = slots.get_mut(queue.get() as usize) else {
-            return Err(Error::lazy(
-                Status::InvalidQueue,
-                [queue.get().into()],
-                |&[id, ..], f| write!(f, "queue id {id} is out of range"),
-            ));
-        };
-        let Some(q) = entry.as_ref() else {
-            return Err(Error::lazy(
-                Status::InvalidQueue,
-                [queue.get().into()],
-                |&[id, ..], f| write!(f, "queue id {id} is not live"),
-            ));
-        };
-        self.host.unmap_queue(&q.mapping)?;
-        let eop = q.eop;
-        *entry = None;
-        drop(slots);
-        self.memory.free(eop.handle(), eop.size_bytes)?;
-        Ok(())
+        let destroyed = self.destroy_queue_locked(queue);
+        self.report_queue_errors();
+        destroyed
     }
 
     fn create_event(&self) -> Result<Event, Error> {
@@ -216,5 +245,10 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
 
     fn timestamp_frequency_hz(&self) -> u64 {
         self.host.timestamp_frequency_hz().max(1)
+    }
+
+    /// [`Host::wait_spin_ns`].
+    fn wait_spin_ns(&self) -> u64 {
+        self.host.wait_spin_ns()
     }
 }

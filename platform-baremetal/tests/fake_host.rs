@@ -4,16 +4,18 @@
 
 mod sim;
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hsa_baremetal::ih::IhEntry;
 use hsa_baremetal::BaremetalPlatform;
 use hsa_core::platform::{
-    MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueKind, QueueRequest, TopologySource,
-    WaitOutcome,
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback, QueueKind,
+    QueueRequest, TopologySource, WaitOutcome,
 };
-use hsa_core::{DoorbellIndex, EventId, GpuVa, NodeId, Status};
+use hsa_core::signal::{wait_any, LoadOrder, SignalCondition, SignalPool, WaitState};
+use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, QueueId, Status};
 use sim::host::{HostConfig, TestHost};
 
 const FIRST_DOORBELL: u32 = 4;
@@ -100,6 +102,7 @@ fn doorbell_store_lands_at_aperture_plus_index_times_8() {
     }
     // a second queue takes the next doorbell
     // SAFETY: as above.
+    // SAFETY: as for q0.
     let q2 = unsafe { p.create_queue(&req) }.unwrap();
     p.ring_doorbell(&q2.doorbell, 7);
     assert_eq!(p.host().doorbell(FIRST_DOORBELL + 1), 7);
@@ -343,4 +346,227 @@ fn heap_over_a_system_chunk_allocates_and_frees() {
         heap.dealloc(a, layout);
     }
     assert_eq!(heap.used_bytes(), 0);
+}
+
+/// What the error callbacks of this file's queues were told: (data, queue id, status,
+/// detail).
+static CALLBACKS: Mutex<Vec<(usize, QueueId, Status, String)>> = Mutex::new(Vec::new());
+
+fn record_error(e: &Error, queue: QueueId, data: usize) {
+    CALLBACKS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((data, queue, e.status(), e.detail().to_string()));
+}
+
+fn callbacks(data: usize) -> Vec<(QueueId, Status, String)> {
+    CALLBACKS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter(|c| c.0 == data)
+        .map(|c| (c.1, c.2, c.3.clone()))
+        .collect()
+}
+
+fn cp_bad_opcode() -> [u8; 32] {
+    IhEntry {
+        client_id: 0x14,
+        source_id: 183,
+        ..Default::default()
+    }
+    .encode()
+}
+
+/// Offsets in a queue's descriptor chunk, as the core lays it out: `amd_queue_t` at 0, its
+/// `queue_inactive_signal` handle at 192, the inactive `amd_signal_t` at 320 (value at +8).
+const INACTIVE_HANDLE: usize = 192;
+const INACTIVE_SIGNAL: u64 = 320;
+
+fn descriptor_word(chunk: &MemoryChunk, offset: usize) -> &AtomicU64 {
+    // SAFETY: an 8-aligned word inside a live 4096-byte chunk of the test host's memory; the
+    // platform reads it with volatile loads, the test stores atomically.
+    unsafe { &*(chunk.host_ptr.unwrap().as_ptr().add(offset) as *const AtomicU64) }
+}
+
+#[test]
+fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
+    const DATA: usize = 0x51;
+    let p = platform();
+    let sys = |size| MemoryRequest {
+        node: NodeId(1),
+        kind: MemoryKind::System,
+        size_bytes: size,
+        align_bytes: 4096,
+        flags: MemoryFlags::HOST_ACCESS,
+    };
+    let ring = p.allocate_memory(&sys(4096)).unwrap();
+    let descs: Vec<MemoryChunk> = (0..3)
+        .map(|_| p.allocate_memory(&sys(4096)).unwrap())
+        .collect();
+    let request = |d: &MemoryChunk, data: Option<usize>| QueueRequest {
+        node: NodeId(1),
+        kind: QueueKind::ComputeAql,
+        ring: ring.gpu_va,
+        ring_host: ring.host_ptr.unwrap(),
+        ring_size_bytes: 4096,
+        amd_queue: d.gpu_va,
+        amd_queue_host: d.host_ptr.unwrap(),
+        read_pointer: GpuVa(d.gpu_va.get() + 128),
+        write_pointer: GpuVa(d.gpu_va.get() + 56),
+        on_error: data.map(|data| QueueErrorCallback {
+            func: record_error,
+            data,
+        }),
+    };
+    // A callback needs an inactive signal the platform can read (the handle is still 0).
+    // SAFETY: creation fails before anything is mapped.
+    let e = unsafe { p.create_queue(&request(&descs[0], Some(DATA))) }.unwrap_err();
+    assert_eq!(e.status(), Status::InvalidQueueCreation);
+    assert_eq!(
+        e.detail().to_string(),
+        format!(
+            "amd_queue_t {:#x} or its queue_inactive_signal 0x0 is not in a system-memory \
+             carve-out: the error callback cannot be served",
+            descs[0].gpu_va.get()
+        )
+    );
+    for d in &descs {
+        descriptor_word(d, INACTIVE_HANDLE)
+            .store(d.gpu_va.get() + INACTIVE_SIGNAL, Ordering::SeqCst);
+    }
+    let value = |i: usize| descriptor_word(&descs[i], INACTIVE_SIGNAL as usize + 8);
+    // SAFETY: the ring and descriptors stay allocated until the queues are destroyed below.
+    let q0 = unsafe { p.create_queue(&request(&descs[0], Some(DATA))) }.unwrap();
+    // SAFETY: as for q0.
+    let q1 = unsafe { p.create_queue(&request(&descs[1], Some(DATA + 1))) }.unwrap();
+    // SAFETY: as for q0.
+    let q2 = unsafe { p.create_queue(&request(&descs[2], None)) }.unwrap();
+    let h = p.host();
+
+    // A queue-error entry while every inactive signal is 0: nothing to report.
+    h.put_raw(0, cp_bad_opcode());
+    h.set_wptr(32);
+    p.on_interrupt();
+    assert_eq!(p.irq_stats().queue_errors, 1);
+    assert!(callbacks(DATA).is_empty() && callbacks(DATA + 1).is_empty());
+
+    // Queue 1 stops with an illegal instruction, queue 2 (no callback) with a memory fault;
+    // the value alone, without an entry, is not looked at.
+    let stored = hsa_core::queue::inactive::encode(Status::IllegalInstruction, false);
+    value(1).store(stored as u64, Ordering::SeqCst);
+    value(2).store(
+        hsa_core::queue::inactive::encode(Status::MemoryFault, false) as u64,
+        Ordering::SeqCst,
+    );
+    h.put_raw(1, eop(0));
+    h.set_wptr(64);
+    p.on_interrupt();
+    assert!(callbacks(DATA + 1).is_empty(), "no queue-error entry yet");
+    h.put_raw(2, cp_bad_opcode());
+    h.set_wptr(96);
+    p.on_interrupt();
+    let want1 = vec![(
+        q1.id,
+        Status::IllegalInstruction,
+        format!("queue_inactive_signal {stored:#x}"),
+    )];
+    assert_eq!(callbacks(DATA + 1), want1);
+    assert!(callbacks(DATA).is_empty(), "queue 0 runs");
+    // Once: another entry, or a look without one, reports it no more.
+    h.put_raw(3, cp_bad_opcode());
+    h.set_wptr(128);
+    p.on_interrupt();
+    assert_eq!(p.check_queue_errors(), 0);
+    assert_eq!(callbacks(DATA + 1), want1);
+
+    // A real CP's value (no status in the upper half) is decoded as ROCR does; a negative
+    // one (the core's destroyed mark) is no error.
+    value(0).store(hsa_core::queue::QUEUE_DESTROYED as u64, Ordering::SeqCst);
+    assert_eq!(p.check_queue_errors(), 0);
+    value(0).store(0x8, Ordering::SeqCst); // invalid code
+    assert_eq!(p.check_queue_errors(), 1);
+    assert_eq!(
+        callbacks(DATA),
+        vec![(
+            q0.id,
+            Status::InvalidCodeObject,
+            "queue_inactive_signal 0x8".to_string()
+        )]
+    );
+    assert_eq!(p.irq_stats().queue_errors, 3);
+
+    for q in [q0, q1, q2] {
+        p.destroy_queue(q.id).unwrap();
+    }
+    // SAFETY: the queues that used them are destroyed.
+    unsafe {
+        p.free_memory(&ring).unwrap();
+        for d in &descs {
+            p.free_memory(d).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_hosts_spin_phase_is_every_blocked_waits() {
+    let p = platform();
+    let ev = p.create_event().unwrap();
+    let h = p.host();
+    let sleeps = || h.sleeps.load(Ordering::SeqCst);
+    let pool = SignalPool::new(&*p, NodeId(0));
+    let s = pool.create_interrupt(1).unwrap();
+    // Three 10 µs blocked waits that time out: the platform's event wait, hsa-core's signal
+    // wait and its wait-any (what a queue's completion wait runs).
+    let event_wait = || {
+        assert_eq!(p.wait_event(ev.id, 10_000).unwrap(), WaitOutcome::TimedOut);
+    };
+    let signal_wait = || {
+        let v = s.wait(
+            SignalCondition::Eq,
+            0,
+            10_000,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(v, 1);
+    };
+    let any_wait = || {
+        let any = wait_any(
+            &[&s],
+            &[SignalCondition::Eq],
+            &[0],
+            10_000,
+            WaitState::Blocked,
+        );
+        assert_eq!(any.unwrap(), None);
+    };
+    let waits: [(&str, &dyn Fn()); 3] = [
+        ("event wait", &event_wait),
+        ("signal wait", &signal_wait),
+        ("wait-any", &any_wait),
+    ];
+    // The default: each ends inside the 20 µs spin phase, never asleep (hsa-core's spin
+    // phase is the platform's).
+    assert_eq!(p.wait_spin_ns(), hsa_baremetal::WAIT_EVENT_SPIN_NS);
+    for _ in 0..100 {
+        for (_, wait) in &waits {
+            wait();
+        }
+    }
+    assert_eq!(sleeps(), 0);
+    // A host that spins 0 ns: each goes to sleep in the host's hook at once. (A wait whose
+    // thread is preempted past its deadline before it arms times out awake: tries.)
+    h.spin_ns.store(0, Ordering::SeqCst);
+    assert_eq!(p.wait_spin_ns(), 0);
+    for (what, wait) in &waits {
+        let before = sleeps();
+        for _ in 0..100 {
+            wait();
+            if sleeps() > before {
+                break;
+            }
+        }
+        assert!(sleeps() > before, "the {what} never slept");
+    }
 }

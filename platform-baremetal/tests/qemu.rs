@@ -55,6 +55,10 @@ const MAIN_JOB_ELEMENTS: u32 = if cfg!(debug_assertions) {
     1 << 20
 };
 
+/// Rounds of each figure (raw and dispatch rounds alternate; the rate phase dispatches this
+/// many).
+const FIGURE_ROUNDS: u32 = 400;
+
 /// When set, the figures test writes its figures as JSON to this path (what
 /// `scripts/bench_report.py` reads for BENCHMARKS.md's B9).
 const B9_JSON_ENV: &str = "HSA_RT_B9_JSON";
@@ -394,7 +398,22 @@ fn run_and_check(tag: &str, cfg: VmConfig) -> Option<VmRun> {
         "hsa-unikernel: vector_copy verified {} elements",
         cfg.elements
     );
-    assert!(run.line(&verified).is_some(), "no '{verified}'; {}", ctx());
+    let Some(main_job) = run.line(&verified) else {
+        panic!("no '{verified}'; {}", ctx());
+    };
+    // The blocked wait slept (halted) and the completion interrupt woke it: "(blocked wait:
+    // H halts, I IH interrupts)".
+    let counts: Vec<u64> = main_job
+        .split("(blocked wait: ")
+        .nth(1)
+        .unwrap_or_default()
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    assert!(
+        counts.len() == 2 && counts[0] >= 1 && counts[1] >= 1,
+        "the main job's wait did not halt until an interrupt: '{main_job}'"
+    );
     assert!(
         run.line("hsa-unikernel: barrier-AND chain of 4 dispatches verified")
             .is_some(),
@@ -411,7 +430,7 @@ fn main_job_and_figures_in_a_vm_with_xapic() {
         apic: APIC_XAPIC,
         elements: MAIN_JOB_ELEMENTS,
         run: RUN_FIGURES,
-        rounds: 200,
+        rounds: FIGURE_ROUNDS,
     };
     let Some(run) = run_and_check("xapic", cfg) else {
         return;
@@ -423,12 +442,15 @@ fn main_job_and_figures_in_a_vm_with_xapic() {
         "qboot leaves BARs to the guest: {mode}"
     );
     let s = &run.stats;
-    // 1 + 4 dispatches + 4 barrier packets, then the figures' 2 * 200 dispatches.
-    assert_eq!(s.kernels.load(Ordering::Relaxed), 5 + 2 * 200);
-    assert_eq!(s.echoes.load(Ordering::Relaxed), 200);
+    // 1 + 4 dispatches + 4 barrier packets, then the figures' 2 * FIGURE_ROUNDS dispatches
+    // (the latency rounds, the rate phase).
+    let rounds = u64::from(FIGURE_ROUNDS);
+    assert_eq!(s.kernels.load(Ordering::Relaxed), 5 + 2 * rounds);
+    assert_eq!(s.echoes.load(Ordering::Relaxed), rounds);
     for f in [
         "raw_round_trip_median",
         "dispatch_latency_median",
+        "ratio_median_permille",
         "dispatches_per_second",
     ] {
         assert!(
@@ -438,44 +460,92 @@ fn main_job_and_figures_in_a_vm_with_xapic() {
         );
     }
     let boot = run.when("hsa-unikernel: main").unwrap_or_default();
-    let raw = run.figure("raw_round_trip_median").unwrap_or(1);
-    let lat = run.figure("dispatch_latency_median").unwrap_or(0);
+    let f = |name: &str| run.figure(name).unwrap_or(0);
+    // Signed (`figure` reads unsigned values).
+    let extra: i64 = run
+        .line("hsa-unikernel: figure extra_median_ns ")
+        .and_then(|l| l.split_whitespace().nth(3)?.parse().ok())
+        .unwrap_or_else(|| panic!("no extra_median_ns figure: {}", run.transcript()));
     let s = &run.stats;
     let kernel_ns =
         s.kernel_ns.load(Ordering::Relaxed) / s.small_kernels.load(Ordering::Relaxed).max(1);
+    // The device's side of the rounds: the first `rounds` one-work-item dispatches are the
+    // latency rounds (the rate phase's come after).
+    let sorted = |v: &Mutex<Vec<u64>>, n: usize| {
+        let mut v = v.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        v.truncate(n);
+        v.sort_unstable();
+        v
+    };
+    let rounds = cfg.rounds as usize;
+    let service = sorted(&s.service_ns, rounds);
+    let echo = sorted(&s.echo_ns, rounds);
+    let q = |v: &[u64], q: f64| {
+        v.get(((v.len().max(1) - 1) as f64 * q).round() as usize)
+            .copied()
+            .unwrap_or(0)
+    };
     if let Ok(path) = std::env::var(B9_JSON_ENV) {
         // For scripts/bench_report.py (BENCHMARKS.md's B9).
-        let f = |name: &str| run.figure(name).unwrap_or(0);
-        let json = format!(
-            "{{\"boot_to_main_ms\": {:.1}, \"raw_round_trip_median_ns\": {}, \
-             \"raw_round_trip_min_ns\": {}, \"dispatch_latency_median_ns\": {}, \
-             \"dispatch_latency_min_ns\": {}, \"dispatches_per_second\": {}, \"rounds\": {}, \
-             \"device_kernel_ns\": {}}}\n",
+        let mut json = format!(
+            "{{\"boot_to_main_ms\": {:.1}, \"rounds\": {}, \"device_kernel_ns\": {kernel_ns}, \
+             \"device_service_median_ns\": {}, \"device_echo_median_ns\": {}",
             boot.as_secs_f64() * 1e3,
-            f("raw_round_trip_median"),
-            f("raw_round_trip_min"),
-            f("dispatch_latency_median"),
-            f("dispatch_latency_min"),
-            f("dispatches_per_second"),
             cfg.rounds,
-            kernel_ns
+            q(&service, 0.5),
+            q(&echo, 0.5),
+        );
+        for name in [
+            "raw_round_trip_median",
+            "raw_round_trip_min",
+            "raw_round_trip_p10",
+            "raw_round_trip_p90",
+            "dispatch_latency_median",
+            "dispatch_latency_min",
+            "dispatch_latency_p10",
+            "dispatch_latency_p90",
+        ] {
+            json += &format!(", \"{name}_ns\": {}", f(name));
+        }
+        json += &format!(
+            ", \"extra_median_ns\": {}, \"ratio_median_permille\": {}, \
+             \"dispatches_per_second\": {}, \"halts\": {}}}\n",
+            extra,
+            f("ratio_median_permille"),
+            f("dispatches_per_second"),
+            f("halts")
         );
         std::fs::write(&path, json).unwrap_or_else(|e| panic!("write {path}: {e}"));
     }
+    let us = |ns: u64| ns as f64 / 1e3;
     println!(
-        "B9: boot to main {:.0} ms; raw ivshmem doorbell->MSI-X round trip {:.1} us; empty \
-         dispatch doorbell->completion interrupt {:.1} us ({:.2}x raw); {} dispatches/s",
+        "B9: boot to main {:.0} ms; raw ivshmem doorbell->MSI-X round trip {:.1} us (p10 {:.1}, \
+         p90 {:.1}); empty dispatch doorbell->completion interrupt {:.1} us (p10 {:.1}, p90 {:.1}); \
+         median of per-round ratios {:.2}x, of differences {:.1} us; {} dispatches/s; {} halts in \
+         the rounds",
         boot.as_secs_f64() * 1e3,
-        raw as f64 / 1e3,
-        lat as f64 / 1e3,
-        lat as f64 / raw as f64,
-        run.figure("dispatches_per_second").unwrap_or(0)
+        us(f("raw_round_trip_median")),
+        us(f("raw_round_trip_p10")),
+        us(f("raw_round_trip_p90")),
+        us(f("dispatch_latency_median")),
+        us(f("dispatch_latency_p10")),
+        us(f("dispatch_latency_p90")),
+        f("ratio_median_permille") as f64 / 1e3,
+        extra as f64 / 1e3,
+        f("dispatches_per_second"),
+        f("halts"),
     );
     println!(
-        "device: {} doorbells, {} packets, {:.1} us in the interpreter per one-work-item dispatch",
+        "device: {} doorbells, {} packets; per one-work-item dispatch {:.1} us in the interpreter; \
+         doorbell wake-up to completion interrupt raised: median {:.1} us (p10 {:.1}, p90 {:.1}); \
+         echo wake-up to interrupt raised: median {:.1} us",
         s.doorbells.load(Ordering::Relaxed),
         s.packets.load(Ordering::Relaxed),
-        kernel_ns as f64 / 1e3
+        us(kernel_ns),
+        us(q(&service, 0.5)),
+        us(q(&service, 0.1)),
+        us(q(&service, 0.9)),
+        us(q(&echo, 0.5)),
     );
 }
 
@@ -505,6 +575,18 @@ fn faults_in_a_vm_with_x2apic() {
             run.transcript()
         );
     }
+    // The queue's error callback ran once, in the guest's IH interrupt handler, with the
+    // status and the value the device's packet processor stored in the inactive signal.
+    let stored = hsa_core::queue::inactive::encode(hsa_core::Status::MemoryFault, false);
+    let want = format!(
+        "hsa-unikernel: fault queue-error callback: 1 call, queue 0, data 0x48534121, \
+         MemoryFault: queue_inactive_signal {stored:#x} (inactive signal {stored:#x})"
+    );
+    assert!(
+        run.lines.iter().any(|(_, l)| *l == want),
+        "no '{want}':\n{}",
+        run.transcript()
+    );
     let s = &run.stats;
     assert_eq!(s.dropped.load(Ordering::Relaxed), 1);
     assert_eq!(s.merged.load(Ordering::Relaxed), 3);

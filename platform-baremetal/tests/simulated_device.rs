@@ -7,6 +7,7 @@
 mod sim;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -15,10 +16,10 @@ use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_END_OF_PIPE};
 use hsa_baremetal::{BaremetalPlatform, IrqStats};
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
 use hsa_core::platform::Platform;
-use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest};
+use hsa_core::platform::{MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, QueueErrorCallback};
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
-use hsa_core::{GpuVa, NodeId, Status};
+use hsa_core::{Error, GpuVa, NodeId, QueueId, Status};
 use sim::host::{HostConfig, TestHost};
 use sim::SimDevice;
 
@@ -163,6 +164,7 @@ fn barrier_and_dispatch_complete_and_wake_blocked_waiters_through_the_ih_ring() 
                 kernel_started.load(Ordering::SeqCst) && h.sleeps.load(Ordering::SeqCst) >= 2
             });
             dev.inject(&eop_entry(200)); // not an allocated event
+                                         // A queue-error entry while no queue stored an error: counted, reports nothing.
             let mut cp_bad_opcode = IhEntry::decode(&eop_entry(0)).unwrap();
             cp_bad_opcode.source_id = 183;
             dev.inject(&cp_bad_opcode.encode());
@@ -231,9 +233,11 @@ fn barrier_and_dispatch_complete_and_wake_blocked_waiters_through_the_ih_ring() 
     assert_eq!(h.sleeps.load(Ordering::SeqCst), 2);
     assert_eq!(h.woken.load(Ordering::SeqCst), 2);
     assert_eq!(dev.eop_interrupts(), 2);
-    // 2 junk + barrier EOP + 2 junk + kernel EOP, in that order in the ring.
+    // 2 junk + barrier EOP + 2 junk + kernel EOP, in that order in the ring; one of the
+    // junk entries is a queue-error entry that found no stopped queue.
     let s = p.irq_stats();
-    assert_eq!(counts(s), [6, 2, 2, 1, 1, 0], "{s:?}");
+    assert_eq!(counts(s), [6, 2, 1, 1, 1, 0], "{s:?}");
+    assert_eq!(s.queue_errors, 1, "{s:?}");
     assert!((2..=4).contains(&s.interrupts), "{s:?}");
     assert_eq!(h.rptr_register(), 6 * 32);
     // The processor wrote each event id into its mailbox.
@@ -357,14 +361,48 @@ fn overflowed_ih_ring_is_recovered_once_and_later_interrupts_still_arrive() {
     unsafe { p.free_memory(&kernarg) }.unwrap();
 }
 
+/// What the error callbacks of this file's queues were told: (data, queue id, status,
+/// detail).
+static CALLBACKS: Mutex<Vec<(usize, QueueId, Status, String)>> = Mutex::new(Vec::new());
+
+fn record_error(e: &Error, queue: QueueId, data: usize) {
+    CALLBACKS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((data, queue, e.status(), e.detail().to_string()));
+}
+
+fn callbacks(data: usize) -> Vec<(QueueId, Status, String)> {
+    CALLBACKS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .filter(|c| c.0 == data)
+        .map(|c| (c.1, c.2, c.3.clone()))
+        .collect()
+}
+
 #[test]
 fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
+    const DATA: usize = 0xb0b;
     let p = platform();
     let dev = SimDevice::new(&p);
     let pool = SignalPool::new(&p, NodeId(0));
     let done = pool.create(1).unwrap();
     let kernarg = system_chunk(&p);
-    let queue = gpu_queue(&p);
+    let mut config = QueueConfig::new(NodeId(1), 64, 64, 1 << 17);
+    config.on_error = Some(QueueErrorCallback {
+        func: record_error,
+        data: DATA,
+    });
+    let queue = AqlQueue::create(&p, &config).unwrap();
+    // A second queue, with a callback, that does not fail: never reported.
+    let mut quiet = config;
+    quiet.on_error = Some(QueueErrorCallback {
+        func: record_error,
+        data: DATA + 1,
+    });
+    let other = AqlQueue::create(&p, &quiet).unwrap();
     // A kernel object nobody registered.
     let k = KernelDispatch {
         completion_signal: done.handle(),
@@ -385,10 +423,29 @@ fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
     );
     assert_eq!(done.load(LoadOrder::Acquire), 1, "not completed");
     assert_eq!(queue.load_read_index(LoadOrder::Acquire), 0);
-    // Stopped for good: reported once.
+    // The platform learnt it from the CP_BAD_OPCODE entry and called the queue's callback
+    // once, with the status the processor stored and the value it read.
+    let stored = queue.inactive_signal().load(LoadOrder::Acquire);
+    assert_eq!(
+        stored,
+        hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false)
+    );
+    let want = vec![(
+        queue.hw_queue().id,
+        Status::InvalidPacketFormat,
+        format!("queue_inactive_signal {stored:#x}"),
+    )];
+    assert_eq!(callbacks(DATA), want);
+    assert_eq!(p.irq_stats().queue_errors, 1);
+    // Stopped for good: reported once, even when the platform looks again.
     assert_eq!(dev.poll(), 0);
     assert_eq!(dev.errors().len(), 1);
+    assert_eq!(p.check_queue_errors(), 0);
+    assert_eq!(callbacks(DATA), want);
+    assert_eq!(callbacks(DATA + 1), vec![]);
     queue.destroy().unwrap();
+    other.destroy().unwrap();
+    assert_eq!(callbacks(DATA), want, "destruction reports nothing more");
     // SAFETY: nothing uses the chunk any more.
     unsafe { p.free_memory(&kernarg) }.unwrap();
 }

@@ -13,15 +13,18 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use hsa_baremetal::{BaremetalPlatform, IrqStats};
+use hsa_core::abi::SignalHandle;
 use hsa_core::isa::TargetId;
 use hsa_core::loader::executable::Executable;
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
 use hsa_core::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, TopologySource,
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback,
+    TopologySource,
 };
 use hsa_core::queue::{AqlQueue, QueueConfig, QueueState};
+use hsa_core::signal::raw::RawSignal;
 use hsa_core::signal::{Signal, SignalCondition, SignalPool, StoreOrder, WaitState};
-use hsa_core::{Error, NodeId, Status};
+use hsa_core::{Error, EventId, NodeId, QueueId, Status};
 
 use crate::arch::{disable_interrupts, enable_interrupts, enable_interrupts_and_halt, rdtsc};
 use crate::host::VmHost;
@@ -58,6 +61,37 @@ pub static IH_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
 pub static LAST_ECHO_TSC: AtomicU64 = AtomicU64::new(0);
 /// Echo interrupts taken.
 pub static ECHO_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
+
+/// Calls of the job's queue error callback.
+static QUEUE_ERROR_CALLS: AtomicU64 = AtomicU64::new(0);
+/// What the last call was told: queue id, `data`, status, detail.
+static QUEUE_ERROR: spin::Mutex<Option<(u32, usize, Status, heapless::String<128>)>> =
+    spin::Mutex::new(None);
+/// The `data` the job's queues give their error callback.
+const QUEUE_ERROR_DATA: usize = 0x4853_4121;
+
+/// The job's queue error callback (`hsa_queue_create`'s `callback`). hsa-baremetal calls it
+/// from `on_interrupt`, in the IH interrupt handler: it records and returns, without
+/// allocating or blocking.
+fn on_queue_error(e: &Error, queue: QueueId, data: usize) {
+    use core::fmt::Write;
+    QUEUE_ERROR_CALLS.fetch_add(1, Ordering::AcqRel);
+    if let Some(mut last) = QUEUE_ERROR.try_lock() {
+        let mut detail = heapless::String::new();
+        let _ = write!(detail, "{}", e.detail());
+        *last = Some((queue.get(), data, e.status(), detail));
+    }
+}
+
+/// The job's queue configuration: 1024 packets on the GPU, with the error callback.
+fn queue_config() -> QueueConfig {
+    let mut c = QueueConfig::new(GPU, QUEUE_PACKETS, 64, 1 << 16);
+    c.on_error = Some(QueueErrorCallback {
+        func: on_queue_error,
+        data: QUEUE_ERROR_DATA,
+    });
+    c
+}
 
 /// What the test asked for (the control page).
 #[derive(Clone, Copy, Debug)]
@@ -208,11 +242,6 @@ fn ns(ticks: u64, hz: u64) -> u64 {
     (u128::from(ticks) * 1_000_000_000 / u128::from(hz.max(1))) as u64
 }
 
-fn median(v: &mut [u64]) -> u64 {
-    v.sort_unstable();
-    v.get(v.len() / 2).copied().unwrap_or(0)
-}
-
 /// Runs the job; prints what it did.
 ///
 /// # Errors
@@ -247,7 +276,7 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     );
 
     let signals = SignalPool::new(p, CPU);
-    let queue = AqlQueue::create(p, &QueueConfig::new(GPU, QUEUE_PACKETS, 64, 1 << 16))?;
+    let queue = AqlQueue::create(p, &queue_config())?;
     crate::println!(
         "hsa-unikernel: queue {} on doorbell {:#x} ({} packets)",
         queue.id(),
@@ -373,6 +402,32 @@ fn halt_until_moves(counter: &AtomicU64, seen: u64, hz: u64) -> Result<(), Error
     }
 }
 
+/// The echo signal of the raw rounds while one is armed: its handle (0: none) and event.
+static ECHO_SIGNAL: AtomicU64 = AtomicU64::new(0);
+static ECHO_EVENT: AtomicU64 = AtomicU64::new(0);
+
+/// Called by the echo interrupt's handler: completes the armed echo signal (value 0, its
+/// event marked pending), as the IH path completes a dispatch's.
+pub fn on_echo(p: &Vm) {
+    let handle = ECHO_SIGNAL.load(Ordering::Acquire);
+    if handle == 0 {
+        return;
+    }
+    // SAFETY: `figures` arms the handle of a live interrupt signal and clears it before the
+    // signal is dropped; the value is only accessed atomically.
+    let Ok(raw) = (unsafe { RawSignal::from_handle(SignalHandle(handle)) }) else {
+        return;
+    };
+    raw.value().store(0, Ordering::Release);
+    let _ = p.signal_event(EventId(ECHO_EVENT.load(Ordering::Acquire) as u32));
+}
+
+/// The `q`-quantile (0..=1) of sorted `v`.
+fn quantile(v: &[u64], q: f64) -> u64 {
+    let i = ((v.len().saturating_sub(1)) as f64 * q + 0.5) as usize;
+    v.get(i).copied().unwrap_or(0)
+}
+
 fn figures(
     p: &'static Vm,
     queue: &AqlQueue<&'_ Vm>,
@@ -382,22 +437,30 @@ fn figures(
     hz: u64,
 ) -> Result<(), Error> {
     let dev = *p.host().device();
-    // Raw: ring the device's echo vector, halt until the echo MSI-X arrives.
-    let mut raw = Vec::new();
-    for _ in 0..rounds {
+    // Raw and dispatch rounds alternate (raw first in even rounds, dispatch first in odd
+    // ones), so both see the same host; each waits the same way, in the queue's blocked
+    // wait on an interrupt signal (hsa-core's spin, hsa-baremetal's spin, `sti; hlt`), and
+    // each is timed from its doorbell store to the entry of the interrupt that ends it.
+    let echo = signals.create_interrupt(1)?;
+    let Some(echo_event) = echo.event() else {
+        hsa_core::bail!(Status::Error, "the echo signal has no event");
+    };
+    ECHO_EVENT.store(u64::from(echo_event.get()), Ordering::Release);
+    ECHO_SIGNAL.store(echo.handle().0, Ordering::Release);
+    let done = signals.create_interrupt(1)?;
+    let raw_round = || -> Result<u64, Error> {
+        echo.store(1, StoreOrder::Relaxed);
         let seen = ECHO_INTERRUPTS.load(Ordering::Acquire);
         let t0 = rdtsc();
         dev.ring(DEVICE_PEER, DEVICE_VECTOR_ECHO);
+        wait_done(queue, &echo, "echo")?;
         halt_until_moves(&ECHO_INTERRUPTS, seen, hz)?;
-        raw.push(ns(
+        Ok(ns(
             LAST_ECHO_TSC.load(Ordering::Acquire).saturating_sub(t0),
             hz,
-        ));
-    }
-    // Dispatch: doorbell store to the completion interrupt's entry, blocked wait.
-    let done = signals.create_interrupt(1)?;
-    let mut lat = Vec::new();
-    for _ in 0..rounds {
+        ))
+    };
+    let dispatch_round = || -> Result<u64, Error> {
         done.store(1, StoreOrder::Relaxed);
         let packet = empty(&done);
         let mut r = queue.reserve(1)?;
@@ -409,11 +472,31 @@ fn figures(
         // The wait may see the signal before the interrupt arrives: the figure ends at the
         // completion interrupt's entry.
         halt_until_moves(&IH_INTERRUPTS, seen, hz)?;
-        lat.push(ns(
+        Ok(ns(
             LAST_IH_TSC.load(Ordering::Acquire).saturating_sub(t0),
             hz,
-        ));
+        ))
+    };
+    let halts0 = p.host().halts.load(Ordering::Relaxed);
+    let (mut raw, mut lat, mut ratio) = (Vec::new(), Vec::new(), Vec::new());
+    // Per round, dispatch minus raw, ns, offset by 2^32 so that it sorts as an unsigned.
+    let mut extra = Vec::new();
+    for round in 0..rounds {
+        let (r, d) = if round % 2 == 0 {
+            let r = raw_round()?;
+            (r, dispatch_round()?)
+        } else {
+            let d = dispatch_round()?;
+            (raw_round()?, d)
+        };
+        raw.push(r);
+        lat.push(d);
+        // Per mille.
+        ratio.push(d * 1000 / r.max(1));
+        extra.push((d + (1 << 32)).saturating_sub(r));
     }
+    ECHO_SIGNAL.store(0, Ordering::Release);
+    let halts = p.host().halts.load(Ordering::Relaxed) - halts0;
     // Rate: `rounds` dispatches back to back (a doorbell each), one wait for all.
     let all = signals.create_interrupt(i64::from(rounds))?;
     let t0 = rdtsc();
@@ -422,15 +505,31 @@ fn figures(
     }
     wait_done(queue, &all, "dispatch rate")?;
     let rate_ticks = rdtsc() - t0;
-    let (raw_med, raw_min) = (median(&mut raw), raw.first().copied().unwrap_or(0));
-    let (lat_med, lat_min) = (median(&mut lat), lat.first().copied().unwrap_or(0));
+    for v in [&mut raw, &mut lat, &mut ratio, &mut extra] {
+        v.sort_unstable();
+    }
     let per_s = u128::from(rounds) * u128::from(hz) / u128::from(rate_ticks.max(1));
-    crate::println!("hsa-unikernel: figure raw_round_trip_median {raw_med} ns");
-    crate::println!("hsa-unikernel: figure raw_round_trip_min {raw_min} ns");
-    crate::println!("hsa-unikernel: figure dispatch_latency_median {lat_med} ns");
-    crate::println!("hsa-unikernel: figure dispatch_latency_min {lat_min} ns");
+    for (name, v) in [("raw_round_trip", &raw), ("dispatch_latency", &lat)] {
+        crate::println!(
+            "hsa-unikernel: figure {name}_median {} ns",
+            quantile(v, 0.5)
+        );
+        crate::println!("hsa-unikernel: figure {name}_min {} ns", quantile(v, 0.0));
+        crate::println!("hsa-unikernel: figure {name}_p10 {} ns", quantile(v, 0.1));
+        crate::println!("hsa-unikernel: figure {name}_p90 {} ns", quantile(v, 0.9));
+    }
+    crate::println!(
+        "hsa-unikernel: figure ratio_median_permille {} -",
+        quantile(&ratio, 0.5)
+    );
+    // Signed: the median difference may be negative.
+    crate::println!(
+        "hsa-unikernel: figure extra_median_ns {} ns",
+        quantile(&extra, 0.5) as i64 - (1 << 32)
+    );
     crate::println!("hsa-unikernel: figure dispatches_per_second {per_s} 1/s");
     crate::println!("hsa-unikernel: figure rounds {rounds} -");
+    crate::println!("hsa-unikernel: figure halts {halts} -");
     Ok(())
 }
 
@@ -473,6 +572,7 @@ fn delta(a: IrqStats, b: IrqStats) -> IrqStats {
         entries: b.entries - a.entries,
         signaled: b.signaled - a.signaled,
         unknown: b.unknown - a.unknown,
+        queue_errors: b.queue_errors - a.queue_errors,
         malformed: b.malformed - a.malformed,
         bad_event: b.bad_event - a.bad_event,
         overflows: b.overflows - a.overflows,
@@ -580,12 +680,13 @@ fn faults(
     let d = delta(s0, p.irq_stats());
     if e.status() != Status::MemoryFault
         || state != QueueState::Stopped(Status::MemoryFault)
-        || d.unknown != 1
+        || d.queue_errors != 1
+        || d.unknown != 0
     {
         hsa_core::bail!(
             Status::Error,
-            "queue error: expected MemoryFault from the wait and the queue, 1 unknown IH entry; got \
-             {:?} ({}), {state:?}, {d:?}",
+            "queue error: expected MemoryFault from the wait and the queue, 1 queue-error IH \
+             entry; got {:?} ({}), {state:?}, {d:?}",
             e.status(),
             e.detail()
         );
@@ -595,13 +696,44 @@ fn faults(
         e.status(),
         e.detail()
     );
+    // The platform called the queue's error callback once, from the IH interrupt, with the
+    // status and value the processor stored in the inactive signal.
+    let stored = queue
+        .inactive_signal()
+        .load(hsa_core::signal::LoadOrder::Acquire);
+    let calls = QUEUE_ERROR_CALLS.load(Ordering::Acquire);
+    let told = QUEUE_ERROR.lock().clone();
+    let Some((id, data, status, detail)) = told.filter(|_| calls == 1) else {
+        hsa_core::bail!(
+            Status::Error,
+            "queue error: the error callback ran {calls} times (expected once)"
+        );
+    };
+    if id != queue.hw_queue().id.get() || data != QUEUE_ERROR_DATA || status != Status::MemoryFault
+    {
+        hsa_core::bail!(
+            Status::Error,
+            "queue error: the callback was told queue {id}, data {data:#x}, {status:?} ({detail})"
+        );
+    }
+    crate::println!(
+        "hsa-unikernel: fault queue-error callback: {calls} call, queue {id}, data {data:#x}, \
+         {status:?}: {detail} (inactive signal {stored:#x})"
+    );
     queue.destroy()?;
     // The device serves a new queue afterwards.
-    let queue = AqlQueue::create(p, &QueueConfig::new(GPU, QUEUE_PACKETS, 64, 1 << 16))?;
+    let queue = AqlQueue::create(p, &queue_config())?;
     let done = signals.create_interrupt(1)?;
     submit(&queue, &empty(&done))?;
     wait_done(&queue, &done, "dispatch on a new queue after the error")?;
     queue.destroy()?;
+    let calls = QUEUE_ERROR_CALLS.load(Ordering::Acquire);
+    if calls != 1 {
+        hsa_core::bail!(
+            Status::Error,
+            "queue error: the error callback ran {calls} times by the end (expected once)"
+        );
+    }
     crate::println!("hsa-unikernel: fault queue-error recovered: a new queue runs");
     Ok(())
 }

@@ -95,6 +95,9 @@ fn interrupt(frame: &idt::Frame) {
         0x32 => {
             job::LAST_ECHO_TSC.store(arch::rdtsc(), Ordering::Release);
             job::ECHO_INTERRUPTS.fetch_add(1, Ordering::AcqRel);
+            if let Some(p) = host::PLATFORM.get() {
+                job::on_echo(p);
+            }
             apic::eoi();
         }
         apic::SPURIOUS_VECTOR => {}

@@ -127,9 +127,6 @@ pub const FAULT_MALFORMED_ENTRY: u64 = 3;
 /// client `GRBM_CP`, source 183 `CP_BAD_OPCODE`, and raises the IH vector).
 pub const FAULT_QUEUE_ERROR: u64 = 4;
 
-/// IH source id of the queue-error entry ([`FAULT_QUEUE_ERROR`]).
-pub const SOURCE_CP_BAD_OPCODE: u8 = 183;
-
 /// `isa-debug-exit` code of a run that passed (QEMU exits with 0x21).
 pub const EXIT_PASS: u32 = 0x10;
 /// `isa-debug-exit` code of a run that failed (QEMU exits with 0x23).

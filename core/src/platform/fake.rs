@@ -1047,6 +1047,10 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     fn timestamp_frequency_hz(&self) -> u64 {
         self.inner.timestamp_frequency_hz()
     }
+
+    fn wait_spin_ns(&self) -> u64 {
+        self.inner.wait_spin_ns()
+    }
 }
 
 #[cfg(test)]

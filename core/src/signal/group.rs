@@ -8,7 +8,7 @@ use crate::status::{Error, Result, Status};
 
 use super::order::LoadOrder;
 use super::raw::RawSignal;
-use super::wait::{Backoff, Clock, SignalCondition, WaitState, MULTI_EVENT_SLICE_NS, SPIN_NS};
+use super::wait::{Backoff, Clock, SignalCondition, WaitState, MULTI_EVENT_SLICE_NS};
 use super::Signal;
 use crate::addr::EventId;
 use crate::platform_ref::PlatformRef;
@@ -19,7 +19,8 @@ use crate::platform_ref::PlatformRef;
 /// `UINT32_MAX` there). Values are loaded with Acquire (stronger than the relaxed semantics
 /// the AMD extension promises).
 ///
-/// Blocked state: spins [`SPIN_NS`]; then, when some signals are interrupt signals, blocks on
+/// Blocked state: spins [`Platform::wait_spin_ns`] ([`SPIN_NS`](super::SPIN_NS) by default);
+/// then, when some signals are interrupt signals, blocks on
 /// their events. The platform waits on one event at a time, so with more than one distinct
 /// event, or when some signals have no event, the waits take turns of at most
 /// [`MULTI_EVENT_SLICE_NS`]; a change to a signal whose event is not being waited on (or that
@@ -101,6 +102,7 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
     state: WaitState,
 ) -> Option<(usize, i64)> {
     let clock = Clock::start(member(0).platform);
+    let spin_ns = member(0).platform.wait_spin_ns();
     let mut backoff = Backoff::new();
     let mut events: heapless::Vec<(usize, EventId), 64> = heapless::Vec::new();
     let mut distinct = 0usize;
@@ -126,7 +128,7 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
         if elapsed >= timeout_ns {
             return None;
         }
-        if state == WaitState::Blocked && elapsed >= SPIN_NS && !events.is_empty() {
+        if state == WaitState::Blocked && elapsed >= spin_ns && !events.is_empty() {
             let remaining = if timeout_ns == u64::MAX {
                 u64::MAX
             } else {

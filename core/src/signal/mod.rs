@@ -222,7 +222,8 @@ impl<H: PlatformRef> Signal<H> {
     /// (`hsa_signal_wait_scacquire` / `_relaxed`). The caller checks the condition on the
     /// returned value to tell success from timeout.
     ///
-    /// Blocked state: spins [`SPIN_NS`], then blocks on the event of an interrupt signal, or
+    /// Blocked state: spins [`Platform::wait_spin_ns`] ([`SPIN_NS`] by default), then blocks
+    /// on the event of an interrupt signal, or
     /// polls with backoff for a user signal. Active state: polls. See [`wait_value`].
     pub fn wait(
         &self,

@@ -17,7 +17,8 @@ use crate::sync::{spin_hint, AtomicI64};
 
 use super::order::LoadOrder;
 
-/// How long a blocked-state wait spins before it blocks on the platform event, ns.
+/// How long a blocked-state wait spins before it blocks on the platform event, ns, unless the
+/// platform says otherwise ([`Platform::wait_spin_ns`]).
 pub const SPIN_NS: u64 = 20_000;
 
 /// The longest single block when a wait-any has to take turns over several events, ns: the
@@ -160,7 +161,8 @@ impl Backoff {
 /// Waits until `value` (loaded with `order`) satisfies `condition` against `compare`, or
 /// `timeout_ns` (a hint; `u64::MAX` = forever) passes; returns the value last observed.
 ///
-/// Blocked state: spins for [`SPIN_NS`], then, when `event` is given, blocks on
+/// Blocked state: spins for [`Platform::wait_spin_ns`] ([`SPIN_NS`] by default), then, when
+/// `event` is given, blocks on
 /// [`Platform::wait_event`] for the remaining time and re-checks after every return (wake-ups
 /// may be spurious or stale); without an event it keeps polling with exponential backoff.
 /// Active state: polls the whole time, one spin hint per poll, and reads the clock only when
@@ -190,6 +192,7 @@ pub fn wait_value<P: Platform>(
     // allows, so the latency it adds to a change is one poll, not a backoff round.
     let timed = state == WaitState::Blocked || timeout_ns != u64::MAX;
     let clock = Clock::start(platform);
+    let spin_ns = platform.wait_spin_ns();
     let mut backoff = Backoff::new();
     let mut event = event;
     loop {
@@ -211,7 +214,7 @@ pub fn wait_value<P: Platform>(
             return observed;
         }
         match event {
-            Some(ev) if elapsed >= SPIN_NS => {
+            Some(ev) if elapsed >= spin_ns => {
                 // Armed: `observed` was read before this call; a later store leaves the event
                 // signaled and this returns at once.
                 let remaining = if timeout_ns == u64::MAX {

@@ -402,11 +402,17 @@ fn run_group(
     let items = (size[0] * size[1] * size[2]) as usize;
     let nwaves = items.div_ceil(WAVE_SIZE);
     let agprs = ctx.target.has_agprs();
+    // A new wave is already what `reset` makes of a used one (zeroed registers at the entry):
+    // zeroing its register files (2 x 64 KiB on gfx90a) twice was most of a one-work-item
+    // dispatch's time.
+    let reused = waves.len().min(nwaves);
     while waves.len() < nwaves {
-        waves.push(Wave::new(0, agprs));
+        waves.push(Wave::new(ctx.code.entry_address, agprs));
     }
     for (wi, w) in waves.iter_mut().take(nwaves).enumerate() {
-        w.reset(ctx.code.entry_address);
+        if wi < reused {
+            w.reset(ctx.code.entry_address);
+        }
         init_wave(ctx, kd, dispatch, group, size, wi, items, w)?;
     }
     let waves = &mut waves[..nwaves];

@@ -28,7 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use hsa_baremetal::ih::{IhEntry, IH_ENTRY_BYTES, WPTR_OVERFLOW};
-use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_END_OF_PIPE};
+use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
 use hsa_core::abi::SignalHandle;
@@ -213,6 +213,12 @@ pub struct DeviceStats {
     pub kernel_ns: AtomicU64,
     /// One-work-item dispatches.
     pub small_kernels: AtomicU64,
+    /// Per one-work-item dispatch that ended a wake-up: ns from the doorbell's wake-up (`poll`
+    /// returned) to its completion interrupt raised (packet processor, interpreter, signal,
+    /// IH entry).
+    pub service_ns: Mutex<Vec<u64>>,
+    /// Per echo: ns from its wake-up to the echo interrupt raised.
+    pub echo_ns: Mutex<Vec<u64>>,
 }
 
 /// The errors the device hit that the guest cannot see (a refused command is also told to the
@@ -268,6 +274,16 @@ struct State {
     faults: Faults,
     merge_left: u64,
     started: Instant,
+    /// When `poll` returned with the queue's doorbell, until the next interrupt raised.
+    woke: Option<Instant>,
+    /// The last kernel had one work-item.
+    small: bool,
+}
+
+fn push(v: &Mutex<Vec<u64>>, d: std::time::Duration) {
+    v.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(d.as_nanos() as u64);
 }
 
 fn drain(fd: &OwnedFd) {
@@ -308,6 +324,8 @@ impl Device {
             faults: Faults::default(),
             merge_left: 0,
             started: Instant::now(),
+            woke: None,
+            small: false,
         };
         loop {
             let blocked = st.hqd.as_ref().is_some_and(|h| h.blocked);
@@ -337,10 +355,12 @@ impl Device {
             if ready[3] {
                 return;
             }
+            let woke = Instant::now();
             if ready[2] {
                 drain(&self.mine[usize::from(DEVICE_VECTOR_ECHO)]);
                 self.stats.echoes.fetch_add(1, Ordering::Relaxed);
                 self.raise(GUEST_VECTOR_ECHO);
+                push(&self.stats.echo_ns, woke.elapsed());
             }
             if ready[1] {
                 drain(&self.mine[usize::from(DEVICE_VECTOR_COMMAND)]);
@@ -349,6 +369,7 @@ impl Device {
             if ready[0] {
                 drain(&self.mine[usize::from(DEVICE_VECTOR_QUEUE)]);
                 self.stats.doorbells.fetch_add(1, Ordering::Relaxed);
+                st.woke = Some(woke);
             }
             if ready[0] || blocked {
                 self.serve_queue(&mut st);
@@ -601,6 +622,7 @@ impl ProcessorHost for Ctx<'_, '_> {
             CODE_BYTES,
             LDS_BYTES,
         );
+        st.small = dispatch.grid_size[0] == 1;
         if dispatch.grid_size[0] == 1 {
             self.dev
                 .stats
@@ -676,6 +698,9 @@ impl ProcessorHost for Ctx<'_, '_> {
         };
         if !self.dev.push_entry(st, &entry.encode()) {
             return;
+        }
+        if let Some(woke) = st.woke.take().filter(|_| st.small) {
+            push(&self.dev.stats.service_ns, woke.elapsed());
         }
         if st.faults.drop > 0 {
             st.faults.drop -= 1;

@@ -75,6 +75,8 @@ pub struct TestHost {
     pub woken: AtomicU64,
     /// `ih_overflow_clear` calls.
     pub overflow_clears: AtomicU64,
+    /// What `wait_spin_ns` returns; `u64::MAX`: the trait's default.
+    pub spin_ns: AtomicU64,
     start: Instant,
 }
 
@@ -145,6 +147,7 @@ impl TestHost {
             sleeps: AtomicU64::new(0),
             woken: AtomicU64::new(0),
             overflow_clears: AtomicU64::new(0),
+            spin_ns: AtomicU64::new(u64::MAX),
             start: Instant::now(),
         }
     }
@@ -235,6 +238,13 @@ unsafe impl Host for TestHost {
         self.overflow_clears.fetch_add(1, Ordering::SeqCst);
         self.link.request_overflow_clear();
     }
+    fn wait_spin_ns(&self) -> u64 {
+        match self.spin_ns.load(Ordering::SeqCst) {
+            u64::MAX => hsa_baremetal::WAIT_EVENT_SPIN_NS,
+            ns => ns,
+        }
+    }
+
     fn wait_for_interrupt(&self, deadline_ticks: u64, still_waiting: &dyn Fn() -> bool) {
         // The lock is the "interrupts masked" of a real host: wake_waiters takes it too.
         let mut wakes = lock(&self.wakes);

@@ -39,7 +39,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use hsa_baremetal::ih::{IhEntry, IH_ENTRY_BYTES, WPTR_OVERFLOW};
-use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_END_OF_PIPE};
+use hsa_baremetal::irq::{CLIENT_GRBM_CP, SOURCE_CP_BAD_OPCODE, SOURCE_CP_END_OF_PIPE};
 use hsa_baremetal::{BaremetalPlatform, Host, QueueMapping};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
@@ -591,7 +591,19 @@ impl<H: SimHost> ProcessorHost for QueueCtx<'_, '_, H> {
         self.dev.platform.timestamp_ticks()
     }
 
+    /// Records the error, then tells the platform as a CP does: a `CP_BAD_OPCODE` IH entry
+    /// (the processor stored the error into the queue's inactive signal before) and the
+    /// interrupt.
     fn report_error(&self, error: &Error) {
         lock(&self.dev.errors).push((self.doorbell, error.clone()));
+        let entry = IhEntry {
+            client_id: CLIENT_GRBM_CP,
+            source_id: SOURCE_CP_BAD_OPCODE,
+            ring_id: self.hqd,
+            src_data: [self.doorbell, 0, 0, 0],
+            ..IhEntry::default()
+        };
+        self.dev.inject(&entry.encode());
+        self.dev.raise();
     }
 }
