@@ -361,6 +361,7 @@ fn facts(job: &Job) -> BTreeMap<String, String> {
                     b.cpu = match target {
                         CallTarget::Kfd => "mmap of /dev/kfd",
                         CallTarget::Render(_) => "mmap of the render node",
+                        CallTarget::DmaBuf(_) => "mmap of a dma-buf",
                     };
                 }
                 order.push((
@@ -368,6 +369,7 @@ fn facts(job: &Job) -> BTreeMap<String, String> {
                     match target {
                         CallTarget::Kfd => "mmap /dev/kfd".into(),
                         CallTarget::Render(_) => "mmap render node".into(),
+                        CallTarget::DmaBuf(_) => "mmap dma-buf".into(),
                     },
                 ));
             }

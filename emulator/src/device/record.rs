@@ -31,6 +31,8 @@ pub enum CallTarget {
     Kfd,
     /// The render node of the GPU with this `gpu_id`.
     Render(u32),
+    /// A dma-buf with this file descriptor (an imported buffer object).
+    DmaBuf(i32),
 }
 
 /// One call the device answered.
@@ -77,11 +79,17 @@ impl KfdCall {
             if s == "kfd" {
                 return Ok(CallTarget::Kfd);
             }
+            if let Some(fd) = s.strip_prefix("dmabuf:") {
+                return fd
+                    .parse::<i32>()
+                    .map(CallTarget::DmaBuf)
+                    .map_err(|_| bad("dmabuf target is not dmabuf:<fd>"));
+            }
             s.strip_prefix("render:")
                 .and_then(|g| hex_u64(g).ok())
                 .and_then(|g| u32::try_from(g).ok())
                 .map(CallTarget::Render)
-                .ok_or_else(|| bad("target is neither kfd nor render:0x<gpu_id>"))
+                .ok_or_else(|| bad("target is neither kfd, render:0x<gpu_id> nor dmabuf:<fd>"))
         };
         let errno = |s: &str| -> Result<Errno, Error> {
             s.strip_prefix('E')
@@ -149,6 +157,7 @@ impl fmt::Display for CallTarget {
         match self {
             CallTarget::Kfd => write!(f, "kfd"),
             CallTarget::Render(g) => write!(f, "render:{g:#x}"),
+            CallTarget::DmaBuf(fd) => write!(f, "dmabuf:{fd}"),
         }
     }
 }
