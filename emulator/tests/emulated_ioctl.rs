@@ -729,7 +729,7 @@ fn dmabuf_export_and_import_share_pages_between_devices() {
     use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
     let a = dev();
     let b = dev();
-    let bo = alloc(&*a, 0x7100_0000_0000, 8192, VRAM, 0).unwrap();
+    let bo = alloc(&a, 0x7100_0000_0000, 8192, VRAM, 0).unwrap();
     let mut e = ExportDmabufArgs {
         handle: bo.handle,
         flags: (rustix::fs::OFlags::CLOEXEC | rustix::fs::OFlags::RDWR).bits(),
@@ -816,7 +816,7 @@ fn dmabuf_export_and_import_share_pages_between_devices() {
         ..e
     };
     assert_eq!(plain_ioctl(&*a, &mut bad), Err(Errno::INVAL));
-    let gtt = alloc(&*a, 0x7300_0000_0000, 4096, GTT, 0).unwrap();
+    let gtt = alloc(&a, 0x7300_0000_0000, 4096, GTT, 0).unwrap();
     let mut odd = ExportDmabufArgs {
         handle: gtt.handle,
         flags: rustix::fs::OFlags::APPEND.bits(),

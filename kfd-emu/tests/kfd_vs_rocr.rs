@@ -261,6 +261,11 @@ fn facts(job: &Job) -> BTreeMap<String, String> {
                 used.insert("DRM (libdrm_amdgpu queries)".into());
                 order.push((i, "DRM".into()));
             }
+            // The device makes no ioctl on a dma-buf.
+            KfdCall::Ioctl {
+                target: CallTarget::DmaBuf(_),
+                ..
+            } => {}
             KfdCall::Ioctl {
                 target: CallTarget::Kfd,
                 request,

@@ -171,7 +171,10 @@ fn chunk_of(st: &State, va: u64, len: u64) -> Option<MemoryChunk> {
 /// `ptr` that is not the start of a pool allocation of this runtime, a `len` other than the
 /// allocation's size (rounded to pages), or memory the platform cannot share (system memory
 /// of a pool, which is not shareable on Linux; every allocation on the bare-metal platform).
-pub extern "C" fn hsa_amd_ipc_memory_create(
+///
+/// # Safety
+/// `handle` is NULL or writable.
+pub unsafe extern "C" fn hsa_amd_ipc_memory_create(
     ptr: *mut c_void,
     len: usize,
     handle: *mut IpcMemory,
@@ -346,7 +349,13 @@ pub(crate) fn create_signal(st: &State, initial: i64) -> Result<Sig, Error> {
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a NULL `handle`, a signal made without
 /// `HSA_AMD_SIGNAL_IPC` (as ROCR 5.2's `IPCSignal::CreateHandle`), or memory the platform
 /// cannot share; `INVALID_SIGNAL` for an unknown signal.
-pub extern "C" fn hsa_amd_ipc_signal_create(signal: u64, handle: *mut IpcSignal) -> HsaStatus {
+///
+/// # Safety
+/// `handle` is NULL or writable.
+pub unsafe extern "C" fn hsa_amd_ipc_signal_create(
+    signal: u64,
+    handle: *mut IpcSignal,
+) -> HsaStatus {
     guard("hsa_amd_ipc_signal_create", || {
         let st = state::state()?;
         non_null(handle, "handle")?;

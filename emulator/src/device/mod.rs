@@ -46,6 +46,12 @@
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
 //!
+//! - Sharing: `EXPORT_DMABUF` of a VRAM or GTT buffer object is a new descriptor of its memfd
+//!   (`EPERM` for USERPTR memory, as amdgpu); `IMPORT_DMABUF` of such a descriptor (from this
+//!   process or, through `pidfd_getfd`, another one's device) makes those pages a buffer
+//!   object of this device at the address given, which the user maps for the host through the
+//!   descriptor itself (`MapTarget::DmaBuf`). A descriptor that is not an emulated device's
+//!   export is `EINVAL`, as amdgpu refuses a foreign dma-buf.
 //! - `SET_TRAP_HANDLER` records the trap handler ([`EmulatedKfd::trap_handler`]);
 //!   `MMIO_REMAP` memory is the GPU's one MMIO page, mapped from `/dev/kfd` at the offset
 //!   the allocation returns (`KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(gpu_id)`).
