@@ -524,3 +524,69 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod in_chunk_tests {
+    use super::*;
+    use crate::platform::fake::FakePlatform;
+    use crate::signal::{LoadOrder, SignalKind};
+
+    #[test]
+    fn a_signal_in_its_own_chunk_frees_it_when_destroyed() {
+        use crate::platform::{MemoryFlags, MemoryKind, MemoryRequest};
+        let plat = FakePlatform::new();
+        let request = MemoryRequest {
+            node: NodeId(0),
+            kind: MemoryKind::System,
+            size_bytes: 4096,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::SHAREABLE,
+        };
+        let chunk = plat.allocate_memory(&request).unwrap();
+        // SAFETY: a chunk of this platform, handed to the signal alone.
+        let s = unsafe { Signal::in_chunk(&plat, chunk, Some(5)) }.unwrap();
+        assert_eq!(s.kind(), SignalKind::User);
+        assert_eq!(s.load(LoadOrder::Relaxed), 5);
+        assert_eq!(s.handle().0, chunk.host_ptr.unwrap().as_ptr() as u64);
+        assert_eq!(s.own_chunk(), Some(&chunk));
+        // A second signal over the same memory (what attaching does) sees the first's value.
+        let view = plat.allocate_memory(&request).unwrap();
+        // SAFETY: as above; the slot is copied in, standing for memory both processes map.
+        unsafe {
+            view.host_ptr
+                .unwrap()
+                .cast::<AmdSignal>()
+                .as_ptr()
+                .write(s.raw().as_ptr().read())
+        };
+        // SAFETY: as above.
+        let attached = unsafe { Signal::in_chunk(&plat, view, None) }.unwrap();
+        assert_eq!(attached.load(LoadOrder::Relaxed), 5);
+        assert_eq!(plat.live_chunks().len(), 2);
+        s.destroy().unwrap();
+        attached.destroy().unwrap();
+        assert!(plat.live_chunks().is_empty());
+
+        // Memory that holds no user signal cannot be attached; the chunk stays the caller's.
+        let zeroed = plat.allocate_memory(&request).unwrap();
+        // SAFETY: as above.
+        let e = unsafe { Signal::in_chunk(&plat, zeroed, None) }.unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(plat.live_chunks(), [zeroed]);
+        // The default Platform cannot share: InvalidArgument.
+        assert_eq!(
+            plat.export_memory(&zeroed).unwrap_err().status(),
+            Status::InvalidArgument
+        );
+        let shared = crate::platform::SharedMemory {
+            token: [1, 2, 3, 4],
+            size_bytes: 4096,
+        };
+        assert_eq!(
+            plat.import_memory(&shared, &[NodeId(0)])
+                .unwrap_err()
+                .status(),
+            Status::InvalidArgument
+        );
+    }
+}
