@@ -465,7 +465,8 @@ pub trait TopologySource {
 /// # Implementation safety
 /// An implementer guarantees, for every method: memory chunks it returns are valid for their
 /// whole size at `host_ptr` (when given) and `gpu_va` until freed, zeroed, aligned as asked, and
-/// never overlap another live chunk; queues it creates read only the ring and `amd_queue_t`
+/// never overlap another live chunk (a chunk from `import_memory` holds what its exporter
+/// wrote, not zeros, and other processes may write it concurrently); queues it creates read only the ring and `amd_queue_t`
 /// named in the request; every method may be called from any thread at once (`Sync`).
 ///
 /// # Errors
