@@ -318,6 +318,13 @@ mod tests {
                 fixed: None,
                 result: Err(Errno::NOMEM),
             },
+            KfdCall::Mmap {
+                target: CallTarget::DmaBuf(7),
+                offset: 0,
+                len: 0x1000,
+                fixed: Some(0x7f00_0020_0000),
+                result: Ok(0x7f00_0020_0000),
+            },
         ];
         let text: Vec<String> = calls.iter().map(|c| c.to_string()).collect();
         assert_eq!(
@@ -327,6 +334,7 @@ mod tests {
                 "ioctl render:0x1234 0x40206440 E22 ab -",
                 "mmap kfd 0xc48d000000000000 0x2000 0x7f0000000000 0x7f0000000000",
                 "mmap render:0x1 0x1000 0x1000 - E12",
+                "mmap dmabuf:7 0x0 0x1000 0x7f0000200000 0x7f0000200000",
             ]
         );
         for (c, t) in calls.iter().zip(&text) {
@@ -374,7 +382,11 @@ mod tests {
             ("ioctl kfd 0x1 0 zz -", "argument before is not hex"),
             (
                 "ioctl gpu 0x1 0 - -",
-                "target is neither kfd nor render:0x<gpu_id>",
+                "target is neither kfd, render:0x<gpu_id> nor dmabuf:<fd>",
+            ),
+            (
+                "mmap dmabuf:x 0x0 0x1000 - 0x7000",
+                "dmabuf target is not dmabuf:<fd>",
             ),
             (
                 "mmap kfd 0x0 0x1000 - bogus",
