@@ -151,7 +151,11 @@ fn chunk_of(st: &State, va: u64, len: u64) -> Option<MemoryChunk> {
         if let Some(mp) = p.memory_pool() {
             mp.for_each_chunk(|c| {
                 let start = c.gpu_va.0;
-                if va >= start && va - start + len <= c.size_bytes {
+                if va >= start
+                    && (va - start)
+                        .checked_add(len)
+                        .is_some_and(|end| end <= c.size_bytes)
+                {
                     found = Some(*c);
                 }
             });
