@@ -810,6 +810,7 @@ static void agents_and_code_objects(const void* bytes, size_t size) {
   void* p;
   OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, &p));
   hsa_amd_ipc_memory_t ipc;
+  /* System memory of a pool is host pages KFD cannot export (c/ipc.c shares VRAM). */
   IS(hsa_amd_ipc_memory_create(p, 4096, &ipc), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   hsa_amd_svm_attribute_pair_t attr = {HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE, gpu.handle};
   IS(hsa_amd_svm_attributes_set(p, 4096, &attr, 1), HSA_STATUS_ERROR);

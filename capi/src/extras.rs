@@ -7,6 +7,7 @@ use crate::ffi::agent_ext::AgentExtras;
 use crate::ffi::copy::CopyEngine;
 use crate::ffi::executable_ext::CodeObjects;
 use crate::ffi::host_memory::HostMemory;
+use crate::ffi::ipc::Ipc;
 use crate::ffi::queue_ext::QueueExtras;
 use crate::ffi::signal_ext::AsyncHandlers;
 use crate::state::State;
@@ -26,6 +27,8 @@ pub(crate) struct Extras {
     pub(crate) agents: AgentExtras,
     /// HSA 1.0 code objects (`hsa_code_object_deserialize`).
     pub(crate) code_objects: CodeObjects,
+    /// IPC memory this process attached.
+    pub(crate) ipc: Ipc,
 }
 
 impl Extras {
@@ -33,5 +36,6 @@ impl Extras {
     pub(crate) fn shut_down(&self, st: &State) {
         self.handlers.shut_down();
         self.host.shut_down(st);
+        self.ipc.shut_down(st);
     }
 }

@@ -7,7 +7,7 @@
 //! checks them by compiling C against those headers.
 //!
 //! Every function ROCR 5.2 exports is exported: implemented over the Rust API, or, for a
-//! feature this runtime does not provide (images, the finalizer, IPC, interop, SVM), with
+//! feature this runtime does not provide (images, the finalizer, interop, SVM), with
 //! ROCR's checks and the status ROCR returns when that feature is absent (`ffi::unsupported`;
 //! the table in `README.md` lists each function). hsa-rt's own extension is declared in
 //! `include/hsa_rt_ext.h`.

@@ -327,7 +327,7 @@ fn c_api_check_passes() {
 /// profiling on a live queue, tick translation, CU masks, priorities, caches, ISA queries,
 /// coherency, executable info, variable definitions resolving `extern_var`'s relocation (its
 /// kernel reads the defined variable), the HSA 1.0 code object API, and ROCR's statuses for
-/// images, the finalizer, IPC, SVM, migration and interop.
+/// images, the finalizer, IPC of system memory, SVM, migration and interop.
 #[test]
 fn c_rocr_ext_passes() {
     if !have_headers() {
@@ -351,6 +351,34 @@ fn c_rocr_ext_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout, "rocr_ext: ok\n");
+}
+
+/// `c/ipc.c`: two processes (forked before `hsa_init`, each with its own emulated device) share
+/// three pages of VRAM and an IPC signal: the child checks the parent's fill through an async
+/// copy from the attached address, writes its pattern through the host and sets the signal to
+/// 2; the parent sees 2 and the pattern, sets 0, which the child's blocked wait sees. Also the
+/// exact statuses of zero, mismatched, out-of-range and stale handles and of detaching what
+/// is not attached.
+#[test]
+fn c_ipc_shares_memory_and_a_signal_between_processes() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("ipc");
+    let out = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run ipc");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ipc failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "ipc: ok\n");
 }
 
 /// `c/dispatch_loop.c`: the per-dispatch pattern of ROCR's samples (kernarg buffer of a

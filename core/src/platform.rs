@@ -258,6 +258,10 @@ bitflags::bitflags! {
         const EXECUTABLE = 1 << 3;
         /// Read-only for the device.
         const READ_ONLY = 1 << 4;
+        /// Other processes may import it ([`Platform::export_memory`]): on Linux a system
+        /// chunk is then a KFD GTT buffer object, not host pages registered as USERPTR
+        /// (which amdgpu does not export). Device-local chunks are shareable anyway.
+        const SHAREABLE = 1 << 5;
     }
 }
 
@@ -303,6 +307,21 @@ pub struct MemoryChunk {
 unsafe impl Send for MemoryChunk {}
 // SAFETY: as for Send: sharing the description gives no access by itself.
 unsafe impl Sync for MemoryChunk {}
+
+/// What another process needs to import a chunk this process exported
+/// ([`Platform::export_memory`], [`Platform::import_memory`]): four words whose meaning is the
+/// platform's (on Linux the exporter's process id, its dma-buf file descriptor and the
+/// dma-buf's inode number, which tells a live export from a stale one) and the chunk's size.
+///
+/// Ref: the first words of `hsa_amd_ipc_memory_t` (`hsa_ext_amd.h`), which the C API builds
+/// from this.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SharedMemory {
+    /// The platform's description of the export.
+    pub token: [u32; 4],
+    /// Size of the exported chunk, bytes (a multiple of 4096).
+    pub size_bytes: u64,
+}
 
 /// The type of hardware queue to create.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -448,7 +467,8 @@ pub trait TopologySource {
 /// # Implementation safety
 /// An implementer guarantees, for every method: memory chunks it returns are valid for their
 /// whole size at `host_ptr` (when given) and `gpu_va` until freed, zeroed, aligned as asked, and
-/// never overlap another live chunk; queues it creates read only the ring and `amd_queue_t`
+/// never overlap another live chunk (a chunk from `import_memory` holds what its exporter
+/// wrote, not zeros, and other processes may write it concurrently); queues it creates read only the ring and `amd_queue_t`
 /// named in the request; every method may be called from any thread at once (`Sync`).
 ///
 /// # Errors
@@ -541,6 +561,52 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
             Status::InvalidArgument,
             "{} is not registered host memory of the {} platform",
             chunk.gpu_va,
+            self.device_name()
+        ))
+    }
+
+    /// Makes `chunk` (from [`Platform::allocate_memory`]) importable by other processes
+    /// (`hsa_amd_ipc_memory_create`; KFD `EXPORT_DMABUF`): returns what
+    /// [`Platform::import_memory`] in another process (or this one) needs. The export lasts
+    /// until the chunk is freed; exporting a chunk again returns the same description.
+    ///
+    /// The default is for platforms without other processes to share with: it returns
+    /// `Status::InvalidArgument`, ROCR's status when the driver cannot share memory
+    /// (`hsaKmtShareMemory` failing in `IPCCreate`).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when the chunk is not a live allocation of this platform or
+    /// its memory cannot be exported (registered host memory; system memory allocated
+    /// without [`MemoryFlags::SHAREABLE`]) or the platform cannot share memory at all.
+    fn export_memory(&self, chunk: &MemoryChunk) -> Result<SharedMemory> {
+        Err(crate::error!(
+            Status::InvalidArgument,
+            "{} bytes at {}: the {} platform cannot share memory with other processes",
+            chunk.size_bytes,
+            chunk.gpu_va,
+            self.device_name()
+        ))
+    }
+
+    /// Maps a chunk another process (or this one) exported ([`Platform::export_memory`]) into
+    /// this process: a new chunk over the same memory, reachable by the agents of `nodes` and
+    /// by the host (`host_ptr` set), at a device address of this platform's choosing.
+    /// [`Platform::free_memory`] of the returned chunk ends the import (the memory stays the
+    /// exporter's).
+    ///
+    /// The default returns `Status::InvalidArgument`, as [`Platform::export_memory`]'s.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for a description that names no live export (the exporter
+    /// freed the chunk or exited, the words are not an export of this platform's kind, the
+    /// size differs), or an unknown node; `Status::OutOfResources` when there is no address
+    /// space or the mapping cannot be made.
+    fn import_memory(&self, shared: &SharedMemory, nodes: &[NodeId]) -> Result<MemoryChunk> {
+        let _ = nodes;
+        Err(crate::error!(
+            Status::InvalidArgument,
+            "{} shared bytes: the {} platform cannot import memory of other processes",
+            shared.size_bytes,
             self.device_name()
         ))
     }

@@ -720,3 +720,139 @@ fn destroying_an_event_ends_a_wait_on_it_with_eio() {
     let e = calls::wait_events(&*d, &mut data, false, 0).unwrap_err();
     assert!(e.detail().to_string().contains("(errno 22)"), "{e}");
 }
+
+/// EXPORT_DMABUF / IMPORT_DMABUF between two emulated devices (two processes' devices, as the
+/// IPC functions use them): the importer's buffer object is the exporter's pages, mapped for
+/// the host through the dma-buf; and the kernel's errnos for what cannot be shared.
+#[test]
+fn dmabuf_export_and_import_share_pages_between_devices() {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let a = dev();
+    let b = dev();
+    let bo = alloc(&a, 0x7100_0000_0000, 8192, VRAM, 0).unwrap();
+    let mut e = ExportDmabufArgs {
+        handle: bo.handle,
+        flags: (rustix::fs::OFlags::CLOEXEC | rustix::fs::OFlags::RDWR).bits(),
+        dmabuf_fd: 0,
+    };
+    plain_ioctl(&*a, &mut e).unwrap();
+    // SAFETY: a successful EXPORT_DMABUF returns a new descriptor the caller owns.
+    let fd = unsafe { OwnedFd::from_raw_fd(e.dmabuf_fd as i32) };
+    assert_eq!(rustix::fs::fstat(&fd).unwrap().st_size, 8192);
+
+    let mut i = ImportDmabufArgs {
+        va_addr: 0x7200_0000_0000,
+        handle: 0,
+        gpu_id: BUILTIN_GPU_ID,
+        dmabuf_fd: fd.as_raw_fd() as u32,
+    };
+    plain_ioctl(&*b, &mut i).unwrap();
+    assert_ne!(i.handle, 0);
+    assert_eq!(b.live_handles().memory, 1);
+    assert_eq!(
+        map(
+            &b,
+            i.handle,
+            &[BUILTIN_GPU_ID],
+            AMDKFD_IOC_MAP_MEMORY_TO_GPU
+        )
+        .0,
+        Ok(())
+    );
+    // The same address again overlaps the import: EINVAL.
+    let mut again = ImportDmabufArgs { handle: 0, ..i };
+    assert_eq!(plain_ioctl(&*b, &mut again), Err(Errno::INVAL));
+
+    // Host views: the exporter's through its render node, the importer's through the dma-buf
+    // (which has no render-node offset; an offset into it is EINVAL).
+    let pa = calls::mmap(
+        &*a,
+        MapTarget::RenderNode(BUILTIN_GPU_ID),
+        bo.mmap_offset,
+        8192,
+    )
+    .unwrap();
+    let pb = calls::mmap(&*b, MapTarget::DmaBuf(fd.as_raw_fd()), 0, 8192).unwrap();
+    assert_eq!(
+        calls::mmap(&*b, MapTarget::DmaBuf(fd.as_raw_fd()), 4096, 4096),
+        Err(Errno::INVAL)
+    );
+    assert_eq!(
+        calls::mmap(&*b, MapTarget::DmaBuf(fd.as_raw_fd()), 0, 3 * 4096),
+        Err(Errno::INVAL)
+    );
+    drop(fd); // the import and the mappings hold the pages
+              // SAFETY: two fresh shared mappings of the same 8192 bytes, used only here, atomically.
+    let (wa, wb) = unsafe {
+        (
+            &*pa.as_ptr().add(4100).cast::<std::sync::atomic::AtomicU32>(),
+            &*pb.as_ptr().add(4100).cast::<std::sync::atomic::AtomicU32>(),
+        )
+    };
+    wa.store(0x1234_5678, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(wb.load(std::sync::atomic::Ordering::SeqCst), 0x1234_5678);
+    wb.store(0x9abc_def0, std::sync::atomic::Ordering::SeqCst);
+    assert_eq!(wa.load(std::sync::atomic::Ordering::SeqCst), 0x9abc_def0);
+    // The exporter frees its buffer object; the import still holds the pages.
+    free(&a, bo.handle).unwrap();
+    assert_eq!(wb.load(std::sync::atomic::Ordering::SeqCst), 0x9abc_def0);
+    assert_eq!(
+        map(
+            &b,
+            i.handle,
+            &[BUILTIN_GPU_ID],
+            AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU
+        )
+        .0,
+        Ok(())
+    );
+    free(&b, i.handle).unwrap();
+    assert_eq!(b.live_handles().memory, 0);
+
+    // Errors: an unknown handle, flags beyond O_CLOEXEC | O_RDWR, USERPTR memory (EPERM),
+    // a descriptor number that names nothing (EBADF), one that is no emulated dma-buf.
+    let mut bad = ExportDmabufArgs {
+        handle: (u64::from(BUILTIN_GPU_ID) << 32) | 0xffff,
+        ..e
+    };
+    assert_eq!(plain_ioctl(&*a, &mut bad), Err(Errno::INVAL));
+    let gtt = alloc(&a, 0x7300_0000_0000, 4096, GTT, 0).unwrap();
+    let mut odd = ExportDmabufArgs {
+        handle: gtt.handle,
+        flags: rustix::fs::OFlags::APPEND.bits(),
+        dmabuf_fd: 0,
+    };
+    assert_eq!(plain_ioctl(&*a, &mut odd), Err(Errno::INVAL));
+    let mut page = vec![0u8; 8192];
+    let host = (page.as_mut_ptr() as u64).next_multiple_of(4096);
+    // SAFETY: `host..host+4096` lies in `page`, which outlives the buffer object (freed below).
+    let user = unsafe {
+        alloc_any(
+            &a,
+            0x7400_0000_0000,
+            4096,
+            KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            host,
+        )
+    }
+    .unwrap();
+    let mut up = ExportDmabufArgs {
+        handle: user.handle,
+        ..e
+    };
+    assert_eq!(plain_ioctl(&*a, &mut up), Err(Errno::PERM));
+    free(&a, user.handle).unwrap();
+    free(&a, gtt.handle).unwrap();
+    let mut none = ImportDmabufArgs {
+        dmabuf_fd: 0x7fff_fff0,
+        ..i
+    };
+    assert_eq!(plain_ioctl(&*b, &mut none), Err(Errno::BADF));
+    let null = std::fs::File::open("/dev/null").unwrap();
+    let mut foreign = ImportDmabufArgs {
+        dmabuf_fd: null.as_raw_fd() as u32,
+        ..i
+    };
+    assert_eq!(plain_ioctl(&*b, &mut foreign), Err(Errno::INVAL));
+    assert_eq!(b.live_handles().memory, 0);
+}

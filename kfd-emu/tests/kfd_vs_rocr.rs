@@ -261,6 +261,11 @@ fn facts(job: &Job) -> BTreeMap<String, String> {
                 used.insert("DRM (libdrm_amdgpu queries)".into());
                 order.push((i, "DRM".into()));
             }
+            // The device makes no ioctl on a dma-buf.
+            KfdCall::Ioctl {
+                target: CallTarget::DmaBuf(_),
+                ..
+            } => {}
             KfdCall::Ioctl {
                 target: CallTarget::Kfd,
                 request,
@@ -361,6 +366,7 @@ fn facts(job: &Job) -> BTreeMap<String, String> {
                     b.cpu = match target {
                         CallTarget::Kfd => "mmap of /dev/kfd",
                         CallTarget::Render(_) => "mmap of the render node",
+                        CallTarget::DmaBuf(_) => "mmap of a dma-buf",
                     };
                 }
                 order.push((
@@ -368,6 +374,7 @@ fn facts(job: &Job) -> BTreeMap<String, String> {
                     match target {
                         CallTarget::Kfd => "mmap /dev/kfd".into(),
                         CallTarget::Render(_) => "mmap render node".into(),
+                        CallTarget::DmaBuf(_) => "mmap dma-buf".into(),
                     },
                 ));
             }

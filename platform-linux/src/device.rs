@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
-    DeviceType, MemoryChunk, MemoryFlags, MemoryKind, NodeProperties, Platform,
+    DeviceType, MemoryChunk, MemoryFlags, MemoryKind, NodeProperties, Platform, SharedMemory,
 };
 use hsa_core::{bail, error, Error, Status};
 use rustix::io::Errno;
@@ -104,6 +104,16 @@ struct ChunkRecord {
     /// Its device address was carved from the reservation (all chunks but a registration for
     /// CPU nodes only, which is the host address).
     carved: bool,
+    /// Its export to other processes (`export_memory`), kept while the chunk lives.
+    export: Option<Export>,
+}
+
+/// An exported chunk: the dma-buf descriptor KFD gave, held open so that importers can take
+/// it (`pidfd_getfd`) until the chunk is freed, and the description handed out.
+#[derive(Debug)]
+struct Export {
+    _fd: std::os::fd::OwnedFd,
+    shared: SharedMemory,
 }
 
 #[derive(Debug)]
@@ -729,6 +739,7 @@ impl LinuxPlatform {
                 mapped_to,
                 user: false,
                 carved: true,
+                export: None,
             },
         );
     }
@@ -751,6 +762,7 @@ impl LinuxPlatform {
                 mapped_to,
                 user: true,
                 carved,
+                export: None,
             },
         );
     }
@@ -807,6 +819,188 @@ impl LinuxPlatform {
                 "returning {} bytes at {va:#x} to the reservation: {e}", rec.size
             )
         })
+    }
+
+    /// `export_memory`: EXPORT_DMABUF of the chunk at `va` once; the description of the export
+    /// (this process's id, the dma-buf's descriptor and inode number, the chunk's size).
+    fn export_chunk(&self, va: u64) -> Result<SharedMemory, Error> {
+        let mut st = lock(&self.state);
+        let rec = st.chunks.get_mut(&va).ok_or_else(|| {
+            error!(
+                Status::InvalidArgument,
+                "no live chunk at gpu_va {va:#x} to share"
+            )
+        })?;
+        if let Some(e) = &rec.export {
+            return Ok(e.shared);
+        }
+        if rec.user {
+            bail!(
+                Status::InvalidArgument,
+                "gpu_va {va:#x} is registered host memory of the application: it cannot be \
+                 shared with other processes"
+            );
+        }
+        let Some(handle) = rec.handle else {
+            bail!(
+                Status::InvalidArgument,
+                "gpu_va {va:#x} is host memory of a machine without GPUs: there is no buffer \
+                 object to share"
+            );
+        };
+        let fd = calls::export_dmabuf(&*self.driver, handle).map_err(|e| {
+            error!(
+                Status::InvalidArgument,
+                "sharing the chunk at gpu_va {va:#x}: {} (system memory is shareable only \
+                 when allocated SHAREABLE)",
+                e.detail()
+            )
+        })?;
+        let ino = rustix::fs::fstat(&fd)
+            .map_err(|e| va_error("looking at an exported dma-buf", e))?
+            .st_ino;
+        let pid = rustix::process::getpid().as_raw_nonzero().get() as u32;
+        let shared = SharedMemory {
+            token: [
+                pid,
+                std::os::fd::AsRawFd::as_raw_fd(&fd) as u32,
+                ino as u32,
+                (ino >> 32) as u32,
+            ],
+            size_bytes: rec.size,
+        };
+        rec.export = Some(Export { _fd: fd, shared });
+        Ok(shared)
+    }
+
+    /// `import_memory`: takes the exporter's dma-buf descriptor (`pidfd_open` +
+    /// `pidfd_getfd`, which need ptrace access to the exporter: same user, and Yama's
+    /// `ptrace_scope` 0 unless the exporter is a descendant), checks that it is still the
+    /// export (inode number and size), IMPORT_DMABUF at a carved address on the first GPU of
+    /// `nodes` (else the first GPU), maps it for the host through the dma-buf and to the GPUs
+    /// of `nodes`.
+    fn import_chunk(&self, shared: &SharedMemory, nodes: &[NodeId]) -> Result<MemoryChunk, Error> {
+        use std::os::fd::AsRawFd;
+        let [pid, fd_no, ino_lo, ino_hi] = shared.token;
+        let ino = u64::from(ino_lo) | (u64::from(ino_hi) << 32);
+        let size = shared.size_bytes;
+        let page = self.process.va.page_bytes();
+        if size == 0 || size % page != 0 {
+            bail!(
+                Status::InvalidArgument,
+                "shared memory of {size} bytes: not a positive multiple of the page size {page}"
+            );
+        }
+        let mut gpu_ids = Vec::new();
+        for &n in nodes {
+            if self.node_by_id(n).is_none() {
+                bail!(Status::InvalidArgument, "node {} does not exist", n.0);
+            }
+            if let Some(g) = self.gpu_by_node(n) {
+                if !gpu_ids.contains(&g.gpu_id) {
+                    gpu_ids.push(g.gpu_id);
+                }
+            }
+        }
+        let Some(import_gpu) = gpu_ids
+            .first()
+            .copied()
+            .or_else(|| self.gpus.first().map(|g| g.gpu_id))
+        else {
+            bail!(Status::InvalidArgument, "no GPU to import shared memory on");
+        };
+        let gone = |what: &str, e: Errno| {
+            error!(
+                Status::InvalidArgument,
+                "shared memory of process {pid} (descriptor {fd_no}): {what}: {} (errno {})",
+                e,
+                e.raw_os_error()
+            )
+        };
+        let pid_nz = i32::try_from(pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+            .ok_or_else(|| gone("not a process id", Errno::SRCH))?;
+        let pidfd = rustix::process::pidfd_open(pid_nz, rustix::process::PidfdFlags::empty())
+            .map_err(|e| gone("the exporting process is gone", e))?;
+        let raw = i32::try_from(fd_no).map_err(|_| gone("not a descriptor", Errno::BADF))?;
+        let fd =
+            rustix::process::pidfd_getfd(&pidfd, raw, rustix::process::PidfdGetfdFlags::empty())
+                .map_err(|e| {
+                    gone(
+                "cannot take the descriptor (EBADF: the memory was freed; EPERM: no ptrace \
+                 access to the exporter)",
+                e,
+            )
+                })?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| gone("fstat", e))?;
+        if stat.st_ino != ino {
+            bail!(
+                Status::InvalidArgument,
+                "shared memory of process {pid}: descriptor {fd_no} is no longer the export \
+                 (inode {} instead of {ino}): the memory was freed",
+                stat.st_ino
+            );
+        }
+        if u64::try_from(stat.st_size).ok() != Some(size) {
+            bail!(
+                Status::InvalidArgument,
+                "shared memory of process {pid}: the export holds {} bytes, the handle says \
+                 {size}",
+                stat.st_size
+            );
+        }
+        let align = if size >= HUGE_PAGE_BYTES {
+            HUGE_PAGE_BYTES
+        } else {
+            page
+        };
+        let va = self.process.va.carve(size, align).ok_or_else(|| {
+            error!(
+                Status::OutOfResources,
+                "no address space left to import {size} bytes ({} of {} bytes free)",
+                self.process.va.free_bytes(),
+                self.process.va.len_bytes()
+            )
+        })?;
+        let drv = &*self.driver;
+        let mut a = ImportDmabufArgs {
+            va_addr: va,
+            handle: 0,
+            gpu_id: import_gpu,
+            dmabuf_fd: fd.as_raw_fd() as u32,
+        };
+        if let Err(e) = call(drv, &mut a) {
+            let _ = self.process.va.release(va);
+            bail!(Status::InvalidArgument, "{}", e.detail());
+        }
+        let handle = a.handle;
+        let undo = |e: Error| {
+            if call(drv, &mut FreeMemoryOfGpuArgs { handle }).is_err() {
+                self.record(va, size, Some(handle), Vec::new());
+            } else {
+                let _ = self.process.va.release(va);
+            }
+            e
+        };
+        self.process
+            .va
+            .map_from_driver(va, drv, MapTarget::DmaBuf(fd.as_raw_fd()), 0)
+            .map_err(|e| {
+                undo(error!(
+                    Status::OutOfResources,
+                    "mapping imported memory for the host: {e} (errno {})",
+                    e.raw_os_error()
+                ))
+            })?;
+        if !gpu_ids.is_empty() {
+            self.map_handle(handle, &gpu_ids)
+                .map_err(|e| undo(e.with_status(Status::OutOfResources)))?;
+        }
+        // The buffer object and the host mapping hold the dma-buf now.
+        drop(fd);
+        self.record(va, size, Some(handle), gpu_ids);
+        Ok(self.chunk(va, size, handle))
     }
 
     /// Maps the doorbell page at `mmap_offset` of `gpu_id` once; the mapping, which queues'

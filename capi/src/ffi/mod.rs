@@ -52,6 +52,8 @@ pub mod ext;
 pub mod extension;
 #[cfg(feature = "linux")]
 pub mod host_memory;
+#[cfg(feature = "linux")]
+pub mod ipc;
 pub mod loader;
 pub mod memory;
 pub mod queue;

@@ -248,8 +248,8 @@ fn drop_destroyed(shared: &Shared) {
 /// `hsa_amd_signal_create`: a signal with `initial_value`. It is an interrupt signal (waits
 /// block on its event) unless `attributes` has `HSA_AMD_SIGNAL_AMD_GPU_ONLY` or
 /// `HSA_AMD_SIGNAL_IPC`, or consumers are given and none is a CPU agent (ROCR 5.2's rule).
-/// An `IPC` signal is an ordinary signal of this process: `hsa_amd_ipc_signal_create` refuses
-/// to share it (see `unsupported`).
+/// An `IPC` signal lives in a page of shareable memory of its own, which
+/// `hsa_amd_ipc_signal_create` shares with other processes (see `ipc`); it has no event.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a NULL `signal`, NULL `consumers` with
@@ -285,7 +285,9 @@ pub unsafe extern "C" fn hsa_amd_signal_create(
                 .any(|a| !a.is_gpu() && list.contains(&a.handle().0));
         }
         let pool = st.signal_pool();
-        let s: Sig = if interrupt {
+        let s: Sig = if attributes & HSA_AMD_SIGNAL_IPC != 0 {
+            super::ipc::create_signal(&st, initial_value)?
+        } else if interrupt {
             pool.create_interrupt(initial_value)?
         } else {
             pool.create(initial_value)?

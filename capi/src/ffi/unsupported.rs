@@ -7,7 +7,6 @@
 //! |---|---|---|---|
 //! | images | `hsa_ext_image_*`, `hsa_ext_sampler_*`, `hsa_amd_image_create`, `hsa_amd_image_get_info_max_dim` | `NOT_INITIALIZED` | the image table's `hsa_ext_null` entries (`hsa_ext_interface.cpp`) |
 //! | finalizer | `hsa_ext_program_*` | `NOT_INITIALIZED` | the finalizer table's `hsa_ext_null` entries |
-//! | IPC (KFD buffer sharing) | `hsa_amd_ipc_memory_create/attach/detach`, `hsa_amd_ipc_signal_create/attach` | `INVALID_ARGUMENT` | `hsaKmtShareMemory` / `hsaKmtRegisterSharedHandle` failing (`runtime.cpp` `IPCCreate`, `IPCAttach`, `IPCDetach`) |
 //! | graphics interop | `hsa_amd_interop_map_buffer`; `hsa_amd_interop_unmap_buffer` | `ERROR`; `SUCCESS` | `hsaKmtRegisterGraphicsHandleToNodes` failing; unmap ignores its result |
 //! | SVM (KFD `SVM` ioctl) | `hsa_amd_svm_attributes_set/get` | `ERROR` after the attribute checks | `hsaKmtSVMSetAttr`/`GetAttr` failing |
 //! | migration | `hsa_amd_memory_migrate`, `hsa_amd_memory_pool_can_migrate` (`*result` false) | `OUT_OF_RESOURCES` | `MemoryRegion::Migrate`/`CanMigrate` (not implemented in ROCR either) |
@@ -16,8 +15,6 @@
 // A Linux-build module (std): the std prelude, as in a std crate.
 #[allow(unused_imports)]
 use std::prelude::rust_2021::*;
-// Named: the 2021 prelude of Rust 1.85 (the rust-version) does not re-export `format!`.
-use std::format;
 
 use std::ffi::c_void;
 
@@ -71,112 +68,6 @@ not_loaded!(
     hsa_ext_program_get_info,
     hsa_ext_program_finalize,
 );
-
-/// `hsa_amd_ipc_memory_t`: eight 32-bit words.
-pub type IpcMemory = [u32; 8];
-/// `hsa_amd_ipc_signal_t`: the same.
-pub type IpcSignal = [u32; 8];
-
-fn no_ipc(what: &str) -> Error {
-    hsa_core::error!(
-        Status::InvalidArgument,
-        "{what}: memory cannot be shared between processes here (no KFD IPC export)"
-    )
-}
-
-/// `hsa_amd_ipc_memory_create`: memory cannot be shared with other processes here.
-///
-/// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` always (NULL arguments, or no IPC: ROCR's status
-/// when `hsaKmtShareMemory` fails).
-pub extern "C" fn hsa_amd_ipc_memory_create(
-    ptr: *mut c_void,
-    len: usize,
-    handle: *mut IpcMemory,
-) -> HsaStatus {
-    guard("hsa_amd_ipc_memory_create", || {
-        state::state()?;
-        non_null(ptr, "ptr")?;
-        non_null(handle, "handle")?;
-        Err(no_ipc(&format!("{len} bytes at {ptr:p}")))
-    })
-}
-
-/// `hsa_amd_ipc_memory_attach`: no IPC handle can be attached here.
-///
-/// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a NULL `mapped_ptr`, a NULL `mapping_agents`
-/// with `num_agents` > 0, and always after that; `INVALID_AGENT` for an unknown agent.
-///
-/// # Safety
-/// `mapping_agents` is NULL or holds `num_agents` handles.
-pub unsafe extern "C" fn hsa_amd_ipc_memory_attach(
-    ipc: *const IpcMemory,
-    len: usize,
-    num_agents: u32,
-    mapping_agents: *const u64,
-    mapped_ptr: *mut *mut c_void,
-) -> HsaStatus {
-    guard("hsa_amd_ipc_memory_attach", || {
-        let st = state::state()?;
-        non_null(mapped_ptr, "mapped_ptr")?;
-        if num_agents != 0 {
-            non_null(mapping_agents, "mapping_agents")?;
-            // SAFETY: non-NULL, `num_agents` handles per the caller's contract.
-            for a in unsafe { std::slice::from_raw_parts(mapping_agents, num_agents as usize) } {
-                agent_of(&st, *a)?;
-            }
-        }
-        let _ = ipc;
-        Err(no_ipc(&format!("attaching {len} bytes")))
-    })
-}
-
-/// `hsa_amd_ipc_memory_detach`: nothing can have been attached.
-///
-/// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` always (NULL, or not an attached address).
-pub extern "C" fn hsa_amd_ipc_memory_detach(mapped_ptr: *mut c_void) -> HsaStatus {
-    guard("hsa_amd_ipc_memory_detach", || {
-        state::state()?;
-        non_null(mapped_ptr, "mapped_ptr")?;
-        bail!(
-            Status::InvalidArgument,
-            "{mapped_ptr:p} is not IPC memory attached by this process"
-        )
-    })
-}
-
-/// `hsa_amd_ipc_signal_create`: signals cannot be shared with other processes here (a signal
-/// made with `HSA_AMD_SIGNAL_IPC` is an ordinary signal of this process).
-///
-/// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a NULL `handle` and always after that;
-/// `INVALID_SIGNAL` for an unknown signal.
-pub extern "C" fn hsa_amd_ipc_signal_create(signal: u64, handle: *mut IpcSignal) -> HsaStatus {
-    guard("hsa_amd_ipc_signal_create", || {
-        let st = state::state()?;
-        non_null(handle, "handle")?;
-        st.signal(signal)?;
-        Err(no_ipc(&format!("signal {signal:#x}")))
-    })
-}
-
-/// `hsa_amd_ipc_signal_attach`: no IPC signal can be attached here.
-///
-/// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` always.
-pub extern "C" fn hsa_amd_ipc_signal_attach(
-    handle: *const IpcSignal,
-    signal: *mut u64,
-) -> HsaStatus {
-    guard("hsa_amd_ipc_signal_attach", || {
-        state::state()?;
-        non_null(handle, "handle")?;
-        non_null(signal, "signal")?;
-        Err(no_ipc("attaching a signal"))
-    })
-}
 
 /// `hsa_amd_interop_map_buffer`: no graphics buffer can be imported here.
 ///
@@ -424,11 +315,6 @@ fn pool(st: &crate::state::State, handle: u64) -> Result<(), Error> {
 }
 
 export!(
-    hsa_amd_ipc_memory_create,
-    hsa_amd_ipc_memory_attach,
-    hsa_amd_ipc_memory_detach,
-    hsa_amd_ipc_signal_create,
-    hsa_amd_ipc_signal_attach,
     hsa_amd_interop_map_buffer,
     hsa_amd_interop_unmap_buffer,
     hsa_amd_svm_attributes_set,

@@ -1009,6 +1009,16 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         self.check(FaultMethod::MapMemory)?;
         self.inner.map_memory(chunk, nodes)
     }
+    fn export_memory(&self, chunk: &MemoryChunk) -> Result<crate::platform::SharedMemory> {
+        self.inner.export_memory(chunk)
+    }
+    fn import_memory(
+        &self,
+        shared: &crate::platform::SharedMemory,
+        nodes: &[NodeId],
+    ) -> Result<MemoryChunk> {
+        self.inner.import_memory(shared, nodes)
+    }
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<P::Doorbell>> {
         self.check(FaultMethod::CreateQueue)?;
         // SAFETY: the caller's guarantees are passed on unchanged.

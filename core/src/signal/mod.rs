@@ -32,7 +32,7 @@ use core::fmt;
 
 use crate::abi::SignalHandle;
 use crate::addr::EventId;
-use crate::platform::Platform;
+use crate::platform::{MemoryChunk, Platform};
 use crate::platform_ref::PlatformRef;
 use crate::status::Result;
 
@@ -66,6 +66,8 @@ pub struct Signal<H: PlatformRef> {
     platform: H,
     event: Option<SignalEvent>,
     pool: Option<H::SignalPoolRef>,
+    /// The chunk holding the slot, when the signal owns it alone ([`Signal::in_chunk`]).
+    chunk: Option<MemoryChunk>,
 }
 
 impl<H: PlatformRef> fmt::Debug for Signal<H> {
@@ -92,6 +94,7 @@ impl<H: PlatformRef> Signal<H> {
             platform,
             event,
             pool,
+            chunk: None,
         }
     }
 
@@ -118,6 +121,12 @@ impl<H: PlatformRef> Signal<H> {
         } else {
             SignalKind::User
         }
+    }
+
+    /// The chunk the signal owns alone, for a signal made by [`Signal::in_chunk`] (an IPC
+    /// signal); `None` for a pool's signal.
+    pub fn own_chunk(&self) -> Option<&MemoryChunk> {
+        self.chunk.as_ref()
     }
 
     /// The platform event of an interrupt signal.
@@ -261,6 +270,12 @@ impl<H: PlatformRef> Signal<H> {
         }
         if let Some(pool) = self.pool.take() {
             pool.release(self.raw);
+        }
+        if let Some(chunk) = self.chunk.take() {
+            let freed = pool::free_own_chunk(&*self.platform, &chunk);
+            if result.is_ok() {
+                result = freed;
+            }
         }
         result
     }

@@ -284,6 +284,80 @@ impl<H: PlatformRef> SignalPool<H> {
     }
 }
 
+/// Frees the chunk of a signal made by [`Signal::in_chunk`], at its destruction (the signal's
+/// last use of the slot).
+pub(super) fn free_own_chunk<P: Platform + ?Sized>(
+    platform: &P,
+    chunk: &MemoryChunk,
+) -> Result<()> {
+    // SAFETY: only `Signal::release` calls this, once, for the chunk `in_chunk` was given,
+    // whose contract makes it the signal's alone; the slot is not used after.
+    unsafe { platform.free_memory(chunk) }
+}
+
+impl<H: PlatformRef> Signal<H> {
+    /// A user signal (no event) whose `amd_signal_t` is the first 64 bytes of `chunk`, a
+    /// chunk of its own: an IPC signal (`hsa_amd_signal_create` with `HSA_AMD_SIGNAL_IPC`,
+    /// whose memory another process imports, or `hsa_amd_ipc_signal_attach`, over the memory
+    /// imported). With `initial` the slot is written afresh (kind `AMD_SIGNAL_KIND_USER`, that
+    /// value); without, it is taken as it is (another process's signal) and must hold a user
+    /// signal. Destroying the signal frees the chunk ([`Platform::free_memory`]); the slot is
+    /// not marked invalid, since another process may still use it.
+    ///
+    /// # Safety
+    /// `chunk` was returned by `platform`'s `allocate_memory` or `import_memory`, is live,
+    /// and nothing else uses or frees it from now on; its memory may be written concurrently
+    /// only atomically (by other processes' signals over the same memory).
+    ///
+    /// # Errors
+    /// `Status::InvalidAllocation` for a chunk without a 64-aligned host pointer or smaller
+    /// than 64 bytes; `Status::InvalidArgument` when `initial` is `None` and the slot does not
+    /// hold a user signal (`kind` is not `AMD_SIGNAL_KIND_USER`). The chunk is not freed on
+    /// error.
+    pub unsafe fn in_chunk(platform: H, chunk: MemoryChunk, initial: Option<i64>) -> Result<Self> {
+        let host = match chunk.host_ptr {
+            Some(h) if chunk.size_bytes >= 64 && (h.as_ptr() as usize) % 64 == 0 => h,
+            _ => crate::bail!(
+                Status::InvalidAllocation,
+                "chunk at {} ({} bytes) has no 64-aligned host pointer for a signal",
+                chunk.gpu_va,
+                chunk.size_bytes
+            ),
+        };
+        let ptr = host.cast::<AmdSignal>();
+        match initial {
+            // SAFETY: the chunk is the caller's alone, at least 64 bytes and 64-aligned; the
+            // write happens before the handle exists.
+            Some(value) => unsafe {
+                ptr.as_ptr().write(AmdSignal {
+                    kind: AMD_SIGNAL_KIND_USER,
+                    value,
+                    ..AmdSignal::default()
+                })
+            },
+            None => {
+                // SAFETY: as below; reading the kind atomically (another process may write
+                // the value meanwhile, never the kind of a live signal).
+                let raw = unsafe { RawSignal::from_ptr(ptr) };
+                let kind = raw.kind().load(Ordering::Acquire);
+                if kind != AMD_SIGNAL_KIND_USER {
+                    crate::bail!(
+                        Status::InvalidArgument,
+                        "the memory at {} holds no user signal (kind {kind})",
+                        chunk.gpu_va
+                    );
+                }
+            }
+        }
+        // SAFETY: the slot lives as long as the chunk, which the signal frees only after its
+        // last use; every access after the write above is atomic.
+        let raw = unsafe { RawSignal::from_ptr(ptr) };
+        let mut s = Signal::from_parts(raw, platform, None, None);
+        s.chunk = Some(chunk);
+        Ok(s)
+    }
+}
+
 impl<'p, P: Platform> SignalPool<&'p P> {
     /// Creates a user signal with value `initial` (`hsa_signal_create` with no consumers
     /// that need interrupts); the signal borrows the pool. See [`create_in`](Self::create_in).
@@ -447,6 +521,72 @@ mod tests {
             Arc::strong_count(&plat),
             1,
             "no handle to the platform is left"
+        );
+    }
+}
+
+#[cfg(test)]
+mod in_chunk_tests {
+    use super::*;
+    use crate::platform::fake::FakePlatform;
+    use crate::signal::{LoadOrder, SignalKind};
+
+    #[test]
+    fn a_signal_in_its_own_chunk_frees_it_when_destroyed() {
+        use crate::platform::{MemoryFlags, MemoryKind, MemoryRequest};
+        let plat = FakePlatform::new();
+        let request = MemoryRequest {
+            node: NodeId(0),
+            kind: MemoryKind::System,
+            size_bytes: 4096,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::SHAREABLE,
+        };
+        let chunk = plat.allocate_memory(&request).unwrap();
+        // SAFETY: a chunk of this platform, handed to the signal alone.
+        let s = unsafe { Signal::in_chunk(&plat, chunk, Some(5)) }.unwrap();
+        assert_eq!(s.kind(), SignalKind::User);
+        assert_eq!(s.load(LoadOrder::Relaxed), 5);
+        assert_eq!(s.handle().0, chunk.host_ptr.unwrap().as_ptr() as u64);
+        assert_eq!(s.own_chunk(), Some(&chunk));
+        // A second signal over the same memory (what attaching does) sees the first's value.
+        let view = plat.allocate_memory(&request).unwrap();
+        // SAFETY: as above; the slot is copied in, standing for memory both processes map.
+        unsafe {
+            view.host_ptr
+                .unwrap()
+                .cast::<AmdSignal>()
+                .as_ptr()
+                .write(s.raw().as_ptr().read())
+        };
+        // SAFETY: as above.
+        let attached = unsafe { Signal::in_chunk(&plat, view, None) }.unwrap();
+        assert_eq!(attached.load(LoadOrder::Relaxed), 5);
+        assert_eq!(plat.live_chunks().len(), 2);
+        s.destroy().unwrap();
+        attached.destroy().unwrap();
+        assert!(plat.live_chunks().is_empty());
+
+        // Memory that holds no user signal cannot be attached; the chunk stays the caller's.
+        let zeroed = plat.allocate_memory(&request).unwrap();
+        // SAFETY: as above.
+        let e = unsafe { Signal::in_chunk(&plat, zeroed, None) }.unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(plat.live_chunks(), [zeroed]);
+        // The default Platform cannot share: InvalidArgument.
+        assert_eq!(
+            plat.export_memory(&zeroed).unwrap_err().status(),
+            Status::InvalidArgument
+        );
+        let shared = crate::platform::SharedMemory {
+            token: [1, 2, 3, 4],
+            size_bytes: 4096,
+        };
+        assert_eq!(
+            plat.import_memory(&shared, &[NodeId(0)])
+                .unwrap_err()
+                .status(),
+            Status::InvalidArgument
         );
     }
 }

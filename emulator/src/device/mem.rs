@@ -17,7 +17,7 @@
 #![allow(unsafe_code)]
 
 use std::ffi::c_void;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64};
 
@@ -84,6 +84,74 @@ impl Backing {
         })
     }
 
+    /// The backing of a dma-buf another device exported ([`Backing::export`]): its descriptor
+    /// `raw_fd` in this process is duplicated (the device's own reference, as the kernel's
+    /// `dma_buf_get`) and its pages mapped for the device's view.
+    ///
+    /// # Errors
+    /// `EBADF` for a number that is not an open descriptor; `EINVAL` for a descriptor that is
+    /// not memory an emulated device exported (amdgpu refuses a foreign dma-buf so) or whose
+    /// size is not whole pages; the errno of fstat or mmap.
+    pub(crate) fn import(raw_fd: u32) -> Result<Backing, Errno> {
+        let raw = i32::try_from(raw_fd).map_err(|_| Errno::BADF)?;
+        if raw < 0 {
+            return Err(Errno::BADF);
+        }
+        // SAFETY: the number is only borrowed to duplicate it (fcntl F_DUPFD_CLOEXEC), as the
+        // kernel's fget takes a reference to whatever the number names; a number that names
+        // nothing is EBADF, and the borrow ends here, closing nothing.
+        let fd = rustix::io::fcntl_dupfd_cloexec(unsafe { BorrowedFd::borrow_raw(raw) }, 0)?;
+        let name = std::fs::read_link(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&fd)
+        ))
+        .map_err(|_| Errno::INVAL)?;
+        if !name
+            .to_string_lossy()
+            .starts_with(&format!("/memfd:{EXPORT_NAME}"))
+        {
+            return Err(Errno::INVAL);
+        }
+        let len = rustix::fs::fstat(&fd)?.st_size;
+        let len = u64::try_from(len).map_err(|_| Errno::INVAL)?;
+        if len == 0 || len % PAGE_BYTES != 0 {
+            return Err(Errno::INVAL);
+        }
+        let len_usize = usize::try_from(len).map_err(|_| Errno::NOMEM)?;
+        // SAFETY: a fresh shared mapping of our own duplicate at an address the kernel picks:
+        // it replaces nothing and aliases no Rust object.
+        let ptr = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len_usize,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                &fd,
+                0,
+            )?
+        };
+        let view = NonNull::new(ptr.cast::<u8>()).ok_or(Errno::NOMEM)?;
+        Ok(Backing {
+            fd,
+            view,
+            len: len_usize,
+        })
+    }
+
+    /// A new descriptor for these pages, which the caller owns (`EXPORT_DMABUF`: what the
+    /// emulated device hands out as a dma-buf).
+    ///
+    /// # Errors
+    /// The errno of fcntl (`EMFILE`).
+    pub(crate) fn export(&self) -> Result<OwnedFd, Errno> {
+        rustix::io::fcntl_dupfd_cloexec(&self.fd, 0)
+    }
+
+    /// Size of the backing, bytes (whole pages).
+    pub(crate) fn len(&self) -> u64 {
+        self.len as u64
+    }
+
     /// The region of the whole view.
     pub(crate) fn region(&self) -> Region {
         Region {
@@ -108,34 +176,71 @@ impl Backing {
         addr: Option<NonNull<u8>>,
         len: usize,
     ) -> Result<NonNull<u8>, Errno> {
-        let len = round_up_page(len as u64).ok_or(Errno::INVAL)? as usize;
-        if len == 0 || len > self.len {
-            return Err(Errno::INVAL);
-        }
-        let (hint, flags) = match addr {
-            Some(a) if (a.as_ptr() as u64) % PAGE_BYTES != 0 => return Err(Errno::INVAL),
-            Some(a) => (
-                a.as_ptr().cast::<c_void>(),
-                MapFlags::SHARED | MapFlags::FIXED,
-            ),
-            None => (std::ptr::null_mut(), MapFlags::SHARED),
-        };
-        // SAFETY: with MAP_FIXED this replaces whatever the caller has at `addr..addr+len`,
-        // which this function's contract (KfdDriver::mmap's) says the caller owns and nobody
-        // uses, as with mmap(2) on the real device file. Without an address the kernel picks
-        // free space. Either way no Rust object of ours is affected.
-        let ptr = unsafe {
-            rustix::mm::mmap(
-                hint,
-                len,
-                ProtFlags::READ | ProtFlags::WRITE,
-                flags,
-                &self.fd,
-                0,
-            )?
-        };
-        NonNull::new(ptr.cast::<u8>()).ok_or(Errno::NOMEM)
+        // SAFETY: this function's contract is map_fd_at's.
+        unsafe { map_fd_at(self.fd.as_fd(), self.len, addr, len) }
     }
+}
+
+/// The memfd name of backing memory that may be exported ([`Backing::import`] accepts only
+/// these).
+pub(crate) const EXPORT_NAME: &str = "hsa-emulated-bo";
+
+/// Maps the first `len` bytes (rounded up to pages) of `fd`, which holds `max_len` bytes, as
+/// [`Backing::map_at`] does (the mmap of an imported dma-buf maps the descriptor itself).
+///
+/// # Errors
+/// As [`Backing::map_at`].
+///
+/// # Safety
+/// As [`Backing::map_at`].
+pub(crate) unsafe fn map_fd_at(
+    fd: BorrowedFd<'_>,
+    max_len: usize,
+    addr: Option<NonNull<u8>>,
+    len: usize,
+) -> Result<NonNull<u8>, Errno> {
+    let len = round_up_page(len as u64).ok_or(Errno::INVAL)? as usize;
+    if len == 0 || len > max_len {
+        return Err(Errno::INVAL);
+    }
+    let (hint, flags) = match addr {
+        Some(a) if (a.as_ptr() as u64) % PAGE_BYTES != 0 => return Err(Errno::INVAL),
+        Some(a) => (
+            a.as_ptr().cast::<c_void>(),
+            MapFlags::SHARED | MapFlags::FIXED,
+        ),
+        None => (std::ptr::null_mut(), MapFlags::SHARED),
+    };
+    // SAFETY: with MAP_FIXED this replaces whatever the caller has at `addr..addr+len`,
+    // which this function's contract (KfdDriver::mmap's) says the caller owns and nobody
+    // uses, as with mmap(2) on the real device file. Without an address the kernel picks
+    // free space. Either way no Rust object of ours is affected.
+    let ptr =
+        unsafe { rustix::mm::mmap(hint, len, ProtFlags::READ | ProtFlags::WRITE, flags, fd, 0)? };
+    NonNull::new(ptr.cast::<u8>()).ok_or(Errno::NOMEM)
+}
+
+/// Maps a dma-buf descriptor `raw_fd` of this process (`mmap` of an imported buffer object's
+/// dma-buf), as [`map_fd_at`], its whole size at most.
+///
+/// # Errors
+/// `EBADF` for a number that names no open descriptor; as [`map_fd_at`].
+///
+/// # Safety
+/// As [`Backing::map_at`]; and the descriptor stays open for the call.
+pub(crate) unsafe fn map_dmabuf_at(
+    raw_fd: i32,
+    addr: Option<NonNull<u8>>,
+    len: usize,
+) -> Result<NonNull<u8>, Errno> {
+    if raw_fd < 0 {
+        return Err(Errno::BADF);
+    }
+    // SAFETY: open for the call (this function's contract); only borrowed.
+    let fd = unsafe { BorrowedFd::borrow_raw(raw_fd) };
+    let size = usize::try_from(rustix::fs::fstat(fd)?.st_size).map_err(|_| Errno::INVAL)?;
+    // SAFETY: this function's contract is map_fd_at's.
+    unsafe { map_fd_at(fd, size, addr, len) }
 }
 
 impl Drop for Backing {

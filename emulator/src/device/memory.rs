@@ -22,6 +22,9 @@ pub(crate) enum Kind {
     Doorbell,
     /// `..._MMIO_REMAP`: one page standing in for the HDP flush registers.
     MmioRemap,
+    /// `IMPORT_DMABUF`: another buffer object's pages (of this or another process's device);
+    /// counted where its exporter allocated it, not here.
+    Imported,
 }
 
 /// A device access that faulted: what the device reports to amdkfd's memory events
@@ -115,7 +118,7 @@ impl Allocs {
         match a.kind {
             Kind::Vram => *self.vram_used.entry(a.gpu_id).or_insert(0) += a.size,
             Kind::Gtt | Kind::Userptr => self.system_used += a.size,
-            Kind::Doorbell | Kind::MmioRemap => {}
+            Kind::Doorbell | Kind::MmioRemap | Kind::Imported => {}
         }
         self.handles.insert(a.handle, a.va);
         if a.mmap_offset != 0 {
@@ -162,7 +165,7 @@ impl Allocs {
                 }
             }
             Kind::Gtt | Kind::Userptr => self.system_used -= a.size,
-            Kind::Doorbell | Kind::MmioRemap => {}
+            Kind::Doorbell | Kind::MmioRemap | Kind::Imported => {}
         }
         Ok(a)
     }

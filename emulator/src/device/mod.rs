@@ -46,6 +46,12 @@
 //! - Events: see [`events`](self) module docs; mailbox slots start at all-ones
 //!   (`UNSIGNALED_EVENT_SLOT`).
 //!
+//! - Sharing: `EXPORT_DMABUF` of a VRAM or GTT buffer object is a new descriptor of its memfd
+//!   (`EPERM` for USERPTR memory, as amdgpu); `IMPORT_DMABUF` of such a descriptor (from this
+//!   process or, through `pidfd_getfd`, another one's device) makes those pages a buffer
+//!   object of this device at the address given, which the user maps for the host through the
+//!   descriptor itself (`MapTarget::DmaBuf`). A descriptor that is not an emulated device's
+//!   export is `EINVAL`, as amdgpu refuses a foreign dma-buf.
 //! - `SET_TRAP_HANDLER` records the trap handler ([`EmulatedKfd::trap_handler`]);
 //!   `MMIO_REMAP` memory is the GPU's one MMIO page, mapped from `/dev/kfd` at the offset
 //!   the allocation returns (`KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(gpu_id)`).
@@ -167,8 +173,10 @@ pub fn amdkfd_table_command(nr: u8) -> Option<u32> {
         0x18 => AMDKFD_IOC_MAP_MEMORY_TO_GPU,
         0x19 => AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
         0x1A => AMDKFD_IOC_SET_CU_MASK,
+        0x1D => AMDKFD_IOC_IMPORT_DMABUF,
         0x21 => AMDKFD_IOC_SET_XNACK_MODE,
         0x23 => AMDKFD_IOC_AVAILABLE_MEMORY,
+        0x24 => AMDKFD_IOC_EXPORT_DMABUF,
         0x25 => AMDKFD_IOC_RUNTIME_ENABLE,
         _ => return None,
     })
@@ -878,6 +886,8 @@ impl EmulatedKfd {
                 )
             }),
             0x1A => with_args(request, arg, |a| self.set_cu_mask(a)),
+            0x1D => with_args(request, arg, |a| self.import_dmabuf(a)),
+            0x24 => with_args(request, arg, |a| self.export_dmabuf(a)),
             0x21 => with_args(request, arg, |a: &mut SetXnackModeArgs| {
                 if a.xnack_enabled >= 0 {
                     let want = i32::from(a.xnack_enabled != 0);
@@ -1006,7 +1016,7 @@ impl EmulatedKfd {
                 (Some(b), r, 0)
             }
             _ => {
-                let b = Arc::new(Backing::new("hsa-emulated-bo", size)?);
+                let b = Arc::new(Backing::new(mem::EXPORT_NAME, size)?);
                 let r = b.region();
                 (Some(b), r, u64::from(id) << 24)
             }
@@ -1031,6 +1041,77 @@ impl EmulatedKfd {
             mapped: Default::default(),
             pins: 0,
         });
+        Ok(())
+    }
+
+    /// EXPORT_DMABUF as `kfd_ioctl_export_dmabuf`: `EINVAL` for an unknown handle (or its GPU)
+    /// or flags other than `O_CLOEXEC`/`O_RDWR`; `EPERM` for `USERPTR` memory (amdgpu will not
+    /// export user pages) and `EINVAL` for the doorbell and MMIO pages; otherwise a new
+    /// descriptor of the buffer object's memfd pages, which the caller owns.
+    fn export_dmabuf(&self, a: &mut ExportDmabufArgs) -> Result<(), Errno> {
+        use std::os::fd::IntoRawFd;
+        let allowed = (rustix::fs::OFlags::CLOEXEC | rustix::fs::OFlags::RDWR).bits();
+        if a.flags & !allowed != 0 {
+            return Err(Errno::INVAL);
+        }
+        self.gpu((a.handle >> 32) as u32)?;
+        let allocs = self
+            .device
+            .allocs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let bo = allocs.by_handle(a.handle).ok_or(Errno::INVAL)?;
+        let backing = match bo.kind {
+            Kind::Userptr => return Err(Errno::PERM),
+            Kind::Doorbell | Kind::MmioRemap => return Err(Errno::INVAL),
+            Kind::Vram | Kind::Gtt | Kind::Imported => bo.backing.as_ref().ok_or(Errno::INVAL)?,
+        };
+        let fd = backing.export()?.into_raw_fd();
+        a.dmabuf_fd = fd as u32;
+        Ok(())
+    }
+
+    /// IMPORT_DMABUF as `kfd_ioctl_import_dmabuf`: the dma-buf's pages (an emulated device's
+    /// export, of this process or another: the memfd is shared) become a new buffer object of
+    /// this process at `va_addr` on `gpu_id`, the dma-buf's whole size, not yet mapped to any
+    /// GPU; the user maps them for the host through the dma-buf itself
+    /// ([`MapTarget::DmaBuf`]). `EINVAL` for an unknown GPU, an unaligned or overlapping
+    /// address, or a descriptor that is not an emulated device's dma-buf; `EBADF` for a
+    /// number that names no descriptor.
+    fn import_dmabuf(&self, a: &mut ImportDmabufArgs) -> Result<(), Errno> {
+        let gpu = self.gpu(a.gpu_id)?;
+        if a.va_addr == 0 || a.va_addr % PAGE_BYTES != 0 {
+            return Err(Errno::INVAL);
+        }
+        let backing = Arc::new(Backing::import(a.dmabuf_fd)?);
+        let region = backing.region();
+        let size = backing.len();
+        if a.va_addr.checked_add(size).is_none() {
+            return Err(Errno::INVAL);
+        }
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        if allocs.overlaps(a.va_addr, size) {
+            return Err(Errno::INVAL);
+        }
+        let id = allocs.next_id();
+        let handle = (u64::from(gpu.gpu_id) << 32) | u64::from(id);
+        allocs.insert(Alloc {
+            va: a.va_addr,
+            size,
+            gpu_id: gpu.gpu_id,
+            handle,
+            mmap_offset: 0,
+            kind: Kind::Imported,
+            region,
+            backing: Some(backing),
+            mapped: Default::default(),
+            pins: 0,
+        });
+        a.handle = handle;
         Ok(())
     }
 
@@ -1562,6 +1643,9 @@ impl KfdDriver for EmulatedKfd {
                 match target {
                     MapTarget::Kfd => self.mmap_kfd(offset, len, addr),
                     MapTarget::RenderNode(gpu_id) => self.mmap_render(gpu_id, offset, len, addr),
+                    // The dma-buf of an imported buffer object: its pages, from offset 0.
+                    MapTarget::DmaBuf(_) if offset != 0 => Err(Errno::INVAL),
+                    MapTarget::DmaBuf(fd) => mem::map_dmabuf_at(fd, addr, len),
                 }
             }
         };
@@ -1570,6 +1654,7 @@ impl KfdDriver for EmulatedKfd {
                 target: match target {
                     MapTarget::Kfd => record::CallTarget::Kfd,
                     MapTarget::RenderNode(g) => record::CallTarget::Render(g),
+                    MapTarget::DmaBuf(fd) => record::CallTarget::DmaBuf(fd),
                 },
                 offset,
                 len: len as u64,

@@ -31,6 +31,8 @@ pub enum CallTarget {
     Kfd,
     /// The render node of the GPU with this `gpu_id`.
     Render(u32),
+    /// A dma-buf with this file descriptor (an imported buffer object).
+    DmaBuf(i32),
 }
 
 /// One call the device answered.
@@ -77,11 +79,17 @@ impl KfdCall {
             if s == "kfd" {
                 return Ok(CallTarget::Kfd);
             }
+            if let Some(fd) = s.strip_prefix("dmabuf:") {
+                return fd
+                    .parse::<i32>()
+                    .map(CallTarget::DmaBuf)
+                    .map_err(|_| bad("dmabuf target is not dmabuf:<fd>"));
+            }
             s.strip_prefix("render:")
                 .and_then(|g| hex_u64(g).ok())
                 .and_then(|g| u32::try_from(g).ok())
                 .map(CallTarget::Render)
-                .ok_or_else(|| bad("target is neither kfd nor render:0x<gpu_id>"))
+                .ok_or_else(|| bad("target is neither kfd, render:0x<gpu_id> nor dmabuf:<fd>"))
         };
         let errno = |s: &str| -> Result<Errno, Error> {
             s.strip_prefix('E')
@@ -149,6 +157,7 @@ impl fmt::Display for CallTarget {
         match self {
             CallTarget::Kfd => write!(f, "kfd"),
             CallTarget::Render(g) => write!(f, "render:{g:#x}"),
+            CallTarget::DmaBuf(fd) => write!(f, "dmabuf:{fd}"),
         }
     }
 }
@@ -309,6 +318,13 @@ mod tests {
                 fixed: None,
                 result: Err(Errno::NOMEM),
             },
+            KfdCall::Mmap {
+                target: CallTarget::DmaBuf(7),
+                offset: 0,
+                len: 0x1000,
+                fixed: Some(0x7f00_0020_0000),
+                result: Ok(0x7f00_0020_0000),
+            },
         ];
         let text: Vec<String> = calls.iter().map(|c| c.to_string()).collect();
         assert_eq!(
@@ -318,6 +334,7 @@ mod tests {
                 "ioctl render:0x1234 0x40206440 E22 ab -",
                 "mmap kfd 0xc48d000000000000 0x2000 0x7f0000000000 0x7f0000000000",
                 "mmap render:0x1 0x1000 0x1000 - E12",
+                "mmap dmabuf:7 0x0 0x1000 0x7f0000200000 0x7f0000200000",
             ]
         );
         for (c, t) in calls.iter().zip(&text) {
@@ -365,7 +382,11 @@ mod tests {
             ("ioctl kfd 0x1 0 zz -", "argument before is not hex"),
             (
                 "ioctl gpu 0x1 0 - -",
-                "target is neither kfd nor render:0x<gpu_id>",
+                "target is neither kfd, render:0x<gpu_id> nor dmabuf:<fd>",
+            ),
+            (
+                "mmap dmabuf:x 0x0 0x1000 - 0x7000",
+                "dmabuf target is not dmabuf:<fd>",
             ),
             (
                 "mmap kfd 0x0 0x1000 - bogus",

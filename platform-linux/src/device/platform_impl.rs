@@ -8,8 +8,8 @@ use hsa_core::abi::queue::AmdQueue;
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
-    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, TopologySource,
-    WaitOutcome,
+    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, SharedMemory,
+    TopologySource, WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
 use std::mem::offset_of;
@@ -60,7 +60,9 @@ unsafe impl Platform for LinuxPlatform {
     type Doorbell = KfdDoorbell;
 
     /// System memory is host pages registered with KFD as USERPTR on the node's GPU (the
-    /// first GPU for a CPU node, as ROCR does) and mapped to every GPU; device-local memory is
+    /// first GPU for a CPU node, as ROCR does) and mapped to every GPU — or, when
+    /// [`MemoryFlags::SHAREABLE`], a GTT buffer object there (mapped for the host from the
+    /// render node), which KFD can export; device-local memory is
     /// VRAM of the node's GPU, mapped to it (and into the host at the same address when
     /// `HOST_ACCESS`). Chunks of 2 MiB or more are 2 MiB aligned.
     ///
@@ -82,9 +84,15 @@ unsafe impl Platform for LinuxPlatform {
             MemoryKind::System => {
                 let alloc_gpu = own_gpu.or_else(|| self.gpus.first().map(|g| g.gpu_id));
                 let map_to = self.all_gpu_ids();
+                let placement =
+                    if request.flags.contains(MemoryFlags::SHAREABLE) && alloc_gpu.is_some() {
+                        KfdPlacement::Gtt
+                    } else {
+                        KfdPlacement::UserPtr
+                    };
                 self.alloc_chunk(
                     alloc_gpu,
-                    KfdPlacement::UserPtr,
+                    placement,
                     request.size_bytes,
                     request.align_bytes,
                     request.flags,
@@ -235,6 +243,32 @@ unsafe impl Platform for LinuxPlatform {
             );
         }
         self.free_chunk(chunk.gpu_va.0)
+    }
+
+    /// KFD `EXPORT_DMABUF` of the chunk's buffer object, once; the description is this
+    /// process's id, the dma-buf's descriptor (kept open until the chunk is freed) and its
+    /// inode number.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for an unknown chunk, registered host memory, USERPTR
+    /// system memory (allocated without [`MemoryFlags::SHAREABLE`]: amdgpu refuses it,
+    /// `EPERM`), or host memory of a machine without GPUs.
+    fn export_memory(&self, chunk: &MemoryChunk) -> Result<SharedMemory, Error> {
+        self.export_chunk(chunk.gpu_va.0)
+    }
+
+    /// Takes the exporter's dma-buf (`pidfd_open`, `pidfd_getfd`), checks it is still the
+    /// export, KFD `IMPORT_DMABUF` at a fresh device address on the first GPU of `nodes`,
+    /// mapped for the host through the dma-buf (the address is the host's too) and to the GPUs
+    /// of `nodes`.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] when the exporter is gone, the descriptor is closed or no
+    /// longer the export (the memory was freed), ptrace access to the exporter is refused
+    /// (`pidfd_getfd`'s `EPERM`), the size differs, KFD refuses the dma-buf, or a node is
+    /// unknown; [`Status::OutOfResources`] without address space or when a mapping fails.
+    fn import_memory(&self, shared: &SharedMemory, nodes: &[NodeId]) -> Result<MemoryChunk, Error> {
+        self.import_chunk(shared, nodes)
     }
 
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {

@@ -161,6 +161,33 @@ abi_struct! {
 }
 
 abi_struct! {
+    /// `IMPORT_DMABUF`: makes a dma-buf (of this or another process) a buffer object of this
+    /// process at `va_addr` on `gpu_id`, the dma-buf's whole size.
+    ImportDmabufArgs("kfd_ioctl_import_dmabuf_args", 24) {
+        /// To KFD: the device address, page-aligned.
+        va_addr: u64,
+        /// From KFD: the new buffer object's handle.
+        handle: u64,
+        /// To KFD.
+        gpu_id: u32,
+        /// To KFD: the dma-buf's file descriptor in this process.
+        dmabuf_fd: u32,
+    }
+}
+
+abi_struct! {
+    /// `EXPORT_DMABUF` (interface 1.12+): a dma-buf file descriptor for a buffer object.
+    ExportDmabufArgs("kfd_ioctl_export_dmabuf_args", 16) {
+        /// To KFD: the buffer object's handle.
+        handle: u64,
+        /// To KFD: the new descriptor's `O_*` flags (`O_CLOEXEC`, `O_RDWR`).
+        flags: u32,
+        /// From KFD: the new descriptor, which the caller owns.
+        dmabuf_fd: u32,
+    }
+}
+
+abi_struct! {
     /// `SET_MEMORY_POLICY`: default and alternate-aperture cache policy.
     SetMemoryPolicyArgs("kfd_ioctl_set_memory_policy_args", 32) {
         /// To KFD.
@@ -508,6 +535,11 @@ pub const AMDKFD_IOC_SET_CU_MASK: u32 = iow::<SetCuMaskArgs>(0x1A);
 pub const AMDKFD_IOC_SET_XNACK_MODE: u32 = iowr::<SetXnackModeArgs>(0x21);
 /// `AMDKFD_IOC_AVAILABLE_MEMORY`: `_IOWR('K', 0x23, ...)`.
 pub const AMDKFD_IOC_AVAILABLE_MEMORY: u32 = iowr::<GetAvailableMemoryArgs>(0x23);
+/// `AMDKFD_IOC_IMPORT_DMABUF`: `_IOWR('K', 0x1D, ...)`.
+pub const AMDKFD_IOC_IMPORT_DMABUF: u32 = iowr::<ImportDmabufArgs>(0x1D);
+/// `AMDKFD_IOC_EXPORT_DMABUF`: `_IOWR('K', 0x24, ...)` (interface 1.12+; absent from 1.11
+/// headers).
+pub const AMDKFD_IOC_EXPORT_DMABUF: u32 = iowr::<ExportDmabufArgs>(0x24);
 /// `AMDKFD_IOC_RUNTIME_ENABLE`: `_IOWR('K', 0x25, ...)` (interface 1.13+).
 pub const AMDKFD_IOC_RUNTIME_ENABLE: u32 = iowr::<RuntimeEnableArgs>(0x25);
 
@@ -660,6 +692,8 @@ mod tests {
         assert_eq!(AMDKFD_IOC_FREE_MEMORY_OF_GPU, 0x4008_4b17);
         assert_eq!(AMDKFD_IOC_SET_XNACK_MODE, 0xc004_4b21);
         assert_eq!(AMDKFD_IOC_RUNTIME_ENABLE, 0xc010_4b25);
+        assert_eq!(AMDKFD_IOC_IMPORT_DMABUF, 0xc018_4b1d);
+        assert_eq!(AMDKFD_IOC_EXPORT_DMABUF, 0xc010_4b24);
     }
 
     #[test]

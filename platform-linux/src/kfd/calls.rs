@@ -44,7 +44,10 @@ mod sealed {
 /// (its ring address is a GPU address KFD does not read through),
 /// [`CreateEventArgs`] (its `event_page_offset` is a buffer-object handle), [`DestroyEventArgs`],
 /// [`SetEventArgs`], [`ResetEventArgs`], [`AcquireVmArgs`] (a file descriptor number),
-/// [`FreeMemoryOfGpuArgs`], [`SetXnackModeArgs`] and [`GetAvailableMemoryArgs`].
+/// [`FreeMemoryOfGpuArgs`], [`SetXnackModeArgs`], [`GetAvailableMemoryArgs`],
+/// [`ImportDmabufArgs`] and [`ExportDmabufArgs`] (file descriptor numbers: the driver takes
+/// its own reference to an imported dma-buf, and an exported one is a new descriptor the
+/// caller owns).
 ///
 /// Ref: the field lists of `kfd_ioctl.h` (the table of [`KfdDriver::ioctl`]).
 pub trait PlainArgs:
@@ -81,6 +84,8 @@ plain_args! {
     FreeMemoryOfGpuArgs => AMDKFD_IOC_FREE_MEMORY_OF_GPU,
     SetXnackModeArgs => AMDKFD_IOC_SET_XNACK_MODE,
     GetAvailableMemoryArgs => AMDKFD_IOC_AVAILABLE_MEMORY,
+    ImportDmabufArgs => AMDKFD_IOC_IMPORT_DMABUF,
+    ExportDmabufArgs => AMDKFD_IOC_EXPORT_DMABUF,
 }
 
 /// Issues `A::REQUEST` with `args` and returns the driver's errno as it is (for callers that
@@ -103,6 +108,34 @@ pub fn plain_ioctl<A: PlainArgs>(drv: &dyn KfdDriver, args: &mut A) -> Result<()
 /// [`Status::OutOfResources`], message `"<name>: Cannot allocate memory (errno 12)"`.
 pub fn call<A: PlainArgs>(drv: &dyn KfdDriver, args: &mut A) -> Result<(), Error> {
     plain_ioctl(drv, args).map_err(|e| ioctl_error(A::NAME, e.raw_os_error()))
+}
+
+/// `EXPORT_DMABUF` of the buffer object `handle` (`O_CLOEXEC | O_RDWR`): the dma-buf's
+/// descriptor, which the caller now owns.
+///
+/// # Errors
+/// The driver's errno mapped by [`ioctl_error`] (`EPERM`: `USERPTR` memory, which amdgpu does
+/// not export; `EINVAL`: an unknown handle); `Status::Error` when the driver returned a
+/// descriptor number that cannot be one.
+pub fn export_dmabuf(drv: &dyn KfdDriver, handle: u64) -> Result<std::os::fd::OwnedFd, Error> {
+    use std::os::fd::FromRawFd;
+    let mut a = ExportDmabufArgs {
+        handle,
+        flags: (rustix::fs::OFlags::CLOEXEC | rustix::fs::OFlags::RDWR).bits(),
+        dmabuf_fd: 0,
+    };
+    call(drv, &mut a)?;
+    let Ok(fd) = i32::try_from(a.dmabuf_fd) else {
+        bail!(
+            Status::Error,
+            "AMDKFD_IOC_EXPORT_DMABUF returned descriptor {} for handle {handle:#x}",
+            a.dmabuf_fd
+        );
+    };
+    // SAFETY: a successful EXPORT_DMABUF returns a new descriptor of this process that the
+    // caller owns (KfdDriver's implementation safety; amdkfd's `dma_buf_fd`), and nothing else
+    // has seen the number.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
 /// Issues `request` on `drv` with `args` as its argument struct, the errno mapped as

@@ -23,6 +23,10 @@ pub enum MapTarget {
     /// The render node `/dev/dri/renderD<minor>` of the GPU with this `gpu_id` (buffer
     /// objects at their `mmap_offset`).
     RenderNode(u32),
+    /// A dma-buf open in this process with this file descriptor (a buffer object imported
+    /// with `IMPORT_DMABUF`, which has no render-node offset: the host maps the dma-buf
+    /// itself, from offset 0).
+    DmaBuf(i32),
 }
 
 /// amdkfd as the backend sees it.
@@ -41,7 +45,10 @@ pub enum MapTarget {
 /// - reaches the memory of a queue or a `USERPTR` allocation only through its own mappings
 ///   of memory that was registered with it, never through an address merely because an
 ///   argument names it;
-/// - maps only where [`KfdDriver::mmap`] says.
+/// - maps only where [`KfdDriver::mmap`] says;
+/// - answers a successful `EXPORT_DMABUF` with a new descriptor of this process in
+///   `dmabuf_fd`, which the caller then owns (and closes), and takes its own reference to the
+///   descriptor `IMPORT_DMABUF` names (the caller may close it after the call).
 ///
 /// Counts a driver returns (`n_success`, `num_of_nodes`, `wait_result`) are checked by the
 /// callers ([`super::calls`] clamps them), so a wrong count is a bug, not undefined behaviour.
@@ -88,6 +95,7 @@ pub trait KfdDriver: Send + Sync + 'static {
     /// Without `addr`, [`super::calls::mmap`] is the safe way.
     ///
     /// # Safety
+    /// For [`MapTarget::DmaBuf`], the descriptor is open in this process for the call.
     /// With `addr`: `[addr, addr + len)` belongs to the caller — a range it reserved for this,
     /// such as a carved [`super::ioctl::VaSpace`] range — and nothing else uses it: no Rust
     /// reference, no other thread, no other mapping's user, since its mapping is replaced.

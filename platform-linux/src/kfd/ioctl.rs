@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::c_void;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -196,7 +196,8 @@ impl KfdDriver for DevKfd {
         }
     }
 
-    /// `mmap(2)` of `/dev/kfd` or the GPU's render node, `MAP_SHARED` (`| MAP_FIXED` at `addr`).
+    /// `mmap(2)` of `/dev/kfd`, the GPU's render node or a dma-buf, `MAP_SHARED` (`| MAP_FIXED`
+    /// at `addr`).
     ///
     /// # Safety
     /// As [`KfdDriver::mmap`].
@@ -217,6 +218,10 @@ impl KfdDriver for DevKfd {
                 render = self.render_fd(gpu_id)?;
                 render.as_fd()
             }
+            // SAFETY: the descriptor is open in this process for the call (KfdDriver::mmap's
+            // `# Safety`); the borrow ends with the call.
+            MapTarget::DmaBuf(fd) if fd >= 0 => unsafe { BorrowedFd::borrow_raw(fd) },
+            MapTarget::DmaBuf(_) => return Err(Errno::BADF),
         };
         let mut flags = MapFlags::SHARED;
         if addr.is_some() {
