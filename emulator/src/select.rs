@@ -175,6 +175,8 @@ pub fn open_with(
                 })?,
                 None => builtin_topology(),
             };
+            // A capture's CPU nodes are unnamed: named as libhsakmt names them.
+            topology.name_cpus_from_host();
             crate::device::complete_capture(&mut topology);
             if announce && !ANNOUNCED.swap(true, Ordering::Relaxed) {
                 log::warn!("{}", emulated_notice(&topology));
@@ -188,6 +190,8 @@ pub fn open_with(
 /// The emulated device over the captured topology at `dir` (`--sysfs` of hsainfo and the
 /// vector_copy example), honouring the environment as [`open_with`] does: `HSA_XNACK`, and
 /// `HSA_RT_DEVICE`, which must be unset or `emulated` (a capture has no driver behind it).
+/// The capture's unnamed CPU nodes are named after this machine's processor
+/// ([`Topology::name_cpus_from_host`]), as rocminfo names them over the same capture.
 ///
 /// # Errors
 /// [`Status::InvalidArgument`] for `HSA_RT_DEVICE=kfd` or any other value [`device_request`]
@@ -203,7 +207,11 @@ pub fn open_capture(dir: &Path) -> Result<SelectedDevice, Error> {
         ),
     }
     let xnack = xnack_request(std::env::var_os(XNACK_ENV).as_deref())?;
-    let emulated = EmulatedKfd::new(Topology::read(dir)?)?;
+    let mut topology = Topology::read(dir)?;
+    // A capture's CPU nodes are unnamed: named as libhsakmt names them, after this machine's
+    // processor (rocminfo over the same capture prints that name).
+    topology.name_cpus_from_host();
+    let emulated = EmulatedKfd::new(topology)?;
     let topology = emulated.topology().clone();
     let platform = LinuxPlatform::with_xnack(emulated.clone(), topology, xnack)?;
     Ok(SelectedDevice {
