@@ -803,8 +803,9 @@ static HOST_LOGGER: HostLogger = HostLogger;
 
 /// Makes [`HostLogger`] the `log` backend at info level when the host takes log lines (its
 /// `log` is not NULL) and no other backend is installed (a Rust firmware linking the
-/// staticlib may have its own). Installing happens once; a later host without `log` gets
-/// nothing, as [`log_line`] checks.
+/// staticlib may have its own): at the registration ([`hsa_rt_baremetal_init`], so that a
+/// later registration's refusal reaches the host registered before) and at `hsa_init`.
+/// Installing happens once; a later host without `log` gets nothing, as [`log_line`] checks.
 fn install_host_logger(host: &HsaRtBaremetalHost) {
     if host.log.is_some() && log::set_logger(&HOST_LOGGER).is_ok() {
         log::set_max_level(log::LevelFilter::Info);
@@ -862,6 +863,7 @@ pub unsafe extern "C" fn hsa_rt_baremetal_init(host: *const HsaRtBaremetalHost) 
         }
         // SAFETY: non-NULL; the caller's contract covers the struct and its tables.
         let config = unsafe { HostConfig::from_c(&*host) }?;
+        install_host_logger(&config.raw);
         *HOST.write() = Some(Arc::new(config));
         Ok(Status::Success)
     })
