@@ -1,4 +1,4 @@
-//! The environment variables hsa-rt reads, and the three kinds of value they take. Every
+//! The environment variables hsa-rt reads, and the four kinds of value they take. Every
 //! variable is read through one function of its kind, so a spelling means the same in each:
 //!
 //! | kind | unset | empty | accepted | anything else |
@@ -10,10 +10,10 @@
 //!
 //! An empty value is the same as no value (`HSA_RT_LOG= app` logs at the default level, as
 //! `HSA_RT_DEVICE= app` picks the device as if unset), so a variable can be switched off on a
-//! command line without `env -u`. Switch and choice values are compared after trimming ASCII
-//! whitespace (`$(cat file)` and hand-written values carry stray spaces); a value that is not
-//! UTF-8, or not one of the accepted ones, is [`Status::InvalidArgument`] naming the variable,
-//! the value and what is accepted — never silently read as the default.
+//! command line without `env -u`. Switch, choice and log-level values are compared after
+//! trimming ASCII whitespace (`$(cat file)` and hand-written values carry stray spaces); a
+//! value that is not UTF-8, or not one of the accepted ones, is [`Status::InvalidArgument`]
+//! naming the variable, the value and what is accepted — never silently read as the default.
 
 use std::ffi::OsStr;
 use std::path::PathBuf;

@@ -19,7 +19,7 @@
 //! - [`device::LinuxPlatform`]: `hsa_core::platform::Platform` over a driver and a topology
 //!   ([`LinuxPlatform::new`], [`LinuxPlatform::with_xnack`]).
 //! - [`env`](mod@env): the environment variables the runtime reads, and how each kind of value
-//!   (switch, choice, path) is parsed; [`logger`]: the stderr `log` backend of the C library
+//!   (switch, choice, path, log level) is parsed; [`logger`]: the stderr `log` backend of the C library
 //!   and the tools, at the level `HSA_RT_LOG` asks for.
 //!
 //! Which driver to open (the real `/dev/kfd` or another one) is decided above this crate, by
