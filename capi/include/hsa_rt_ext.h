@@ -251,8 +251,9 @@ typedef struct hsa_rt_baremetal_host_s {
   void (*wake_waiters)(void* context);
   /* A monotonic timestamp, ticks of timestamp_frequency_hz. Required. */
   uint64_t (*timestamp_ticks)(void* context);
-  /* Receives each failing call's error message, one NUL-terminated line (what HSA_RT_LOG=1
-   * prints on Linux). Optional. */
+  /* Receives the library's log, one NUL-terminated line per record up to info level: each
+   * failing call's error message (what HSA_RT_LOG=1 prints on Linux), warnings, errors.
+   * Optional. */
   void (*log)(void* context, const char* line);
 
   /* Only in a build for a target without an OS (--target x86_64-unknown-none, where the

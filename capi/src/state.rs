@@ -353,8 +353,9 @@ impl Drop for State {
 static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
 
 /// `hsa_init`: the first call opens the backend's platform (`backend::open`: on Linux
-/// `/dev/kfd` or the emulated device, after checking `HSA_RT_LOG`; on bare metal the host
-/// `hsa_rt_baremetal_init` registered) and builds the runtime; later calls count.
+/// `/dev/kfd` or the emulated device, after installing the stderr logger at `HSA_RT_LOG`'s
+/// level; on bare metal the host `hsa_rt_baremetal_init` registered) and builds the runtime;
+/// later calls count.
 ///
 /// # Errors
 /// `Status::RefcountOverflow` once [`MAX_REFCOUNT`] (`INT32_MAX`, as ROCR) inits are

@@ -271,6 +271,75 @@ fn c_vector_copy_runs_on_the_emulated_device() {
     );
 }
 
+/// `HSA_RT_LOG` sets what the C library prints on stderr: `c/vector_copy.c` without its host
+/// kernel under `HSA_RT_EMULATION=host` stops its queue with `INVALID_PACKET_FORMAT`, which
+/// its queue callback gets; the library logs the queue error at error level with its detail
+/// (the status, the queue, the packet, the kernel object) — printed by default (`warn`), at
+/// `error` and at `1`, not at `0` or `off` — and with `1` also the failing calls' errors and
+/// the device opened.
+#[test]
+fn hsa_rt_log_sets_what_the_c_library_prints() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("vector_copy");
+    let code_object = common::crate_dir().join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco");
+    let run = |log: Option<&str>| {
+        let mut cmd = Command::new(&exe);
+        cmd.arg(&code_object)
+            .arg("noregister")
+            .env("LD_LIBRARY_PATH", &libdir)
+            .env("HSA_RT_DEVICE", "emulated")
+            .env("HSA_RT_EMULATION", "host")
+            .env_remove("HSA_RT_SYSFS")
+            .env_remove("HSA_XNACK");
+        match log {
+            Some(v) => cmd.env("HSA_RT_LOG", v),
+            None => cmd.env_remove("HSA_RT_LOG"),
+        };
+        let out = cmd.output().expect("run vector_copy");
+        assert_eq!(out.status.code(), Some(3), "{log:?}: {out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    // What the emulated device saw (its packet processor's detail) and what the runtime got
+    // from amdkfd's report (the inactive signal, the hardware-exception event), both naming
+    // the queue by its KFD queue id (0; the program's `hsa_queue_t.id` is 1).
+    let device = "hsa-rt: queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: packet 0: ";
+    let runtime = "hsa-rt: queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: \
+                   queue_inactive_signal ";
+    let opened = "hsa-rt: hsa_init: running on the emulated device\n";
+    for (log, errors, info) in [
+        (None, true, false),
+        (Some(""), true, false),
+        (Some("warn"), true, false),
+        (Some("error"), true, false),
+        (Some("1"), true, true),
+        (Some("info"), true, true),
+        (Some("0"), false, false),
+        (Some("off"), false, false),
+    ] {
+        let stderr = run(log);
+        assert_eq!(stderr.contains(device), errors, "{log:?}: {stderr}");
+        assert_eq!(stderr.contains(runtime), errors, "{log:?}: {stderr}");
+        assert_eq!(stderr.contains(opened), info, "{log:?}: {stderr}");
+        // The program's own line, from its callback, is there whatever the level.
+        assert!(
+            stderr.contains("error 0x1009: HSA_STATUS_ERROR_INVALID_PACKET_FORMAT"),
+            "{stderr}"
+        );
+    }
+    let debug = run(Some("debug"));
+    assert!(
+        debug.contains("hsa-rt: queue 1 created on node 1: "),
+        "{debug}"
+    );
+    assert!(debug.contains(device), "{debug}");
+    assert!(
+        debug.contains("hsa-rt: code object for gfx90a:sramecc+:xnack- loaded on node 1: "),
+        "{debug}"
+    );
+}
+
 /// Compiles `c/<name>.c` with gcc against the headers, linked against the library as
 /// `libhsa-runtime64.so.1`; returns the directory holding both and the executable.
 fn build_c_program(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {

@@ -1,7 +1,8 @@
-//! `HSA_RT_LOG`, a switch: `1` prints each failing call's error on stderr, naming its status
-//! once; unset, empty and `0` print nothing; another value makes `hsa_init` fail naming the
-//! variable. Each case runs this test binary again as a child with the variable set (the
-//! library reads the process environment), running only [`child`].
+//! `HSA_RT_LOG`, a log level: `1` (or `info`) prints each failing call's error on stderr,
+//! naming its status once, and the device `hsa_init` opened; unset, empty, `warn`, `error`,
+//! `0` and `off` print neither (nothing here is a warning or an error); another value makes
+//! `hsa_init` fail naming the variable. Each case runs this test binary again as a child with
+//! the variable set (the library reads the process environment), running only [`child`].
 
 use std::process::Command;
 
@@ -45,15 +46,36 @@ fn run(value: Option<&str>) -> (String, String) {
 }
 
 #[test]
-fn hsa_rt_log_is_a_switch() {
-    let (stdout, stderr) = run(Some("1"));
-    assert!(stdout.contains("statuses 0x0 0x0 0x100b"), "{stdout}");
-    assert_eq!(
-        stderr,
-        "hsa-rt: hsa_shut_down: hsa_shut_down called more often than hsa_init \
-         (HSA_STATUS_ERROR_NOT_INITIALIZED)\n"
+fn hsa_rt_log_is_a_level() {
+    for value in ["1", "info", " 1\n", "debug"] {
+        let (stdout, stderr) = run(Some(value));
+        assert!(stdout.contains("statuses 0x0 0x0 0x100b"), "{stdout}");
+        assert_eq!(
+            stderr,
+            "hsa-rt: hsa_init: running on the emulated device\n\
+             hsa-rt: hsa_shut_down: hsa_shut_down called more often than hsa_init \
+             (HSA_STATUS_ERROR_NOT_INITIALIZED)\n",
+            "{value:?}"
+        );
+    }
+    // trace: also each ioctl the emulated device answers (AMDKFD_IOC_GET_VERSION first).
+    let (_, stderr) = run(Some("trace"));
+    assert!(
+        stderr.starts_with("hsa-rt: /dev/kfd ioctl 0x80084b01 answered: Ok(())\n"),
+        "{stderr}"
     );
-    for value in [None, Some(""), Some("0")] {
+    assert!(
+        stderr.contains("hsa-rt: hsa_init: running on the emulated device\n"),
+        "{stderr}"
+    );
+    for value in [
+        None,
+        Some(""),
+        Some("0"),
+        Some("off"),
+        Some("error"),
+        Some("warn"),
+    ] {
         let (stdout, stderr) = run(value);
         assert!(
             stdout.contains("statuses 0x0 0x0 0x100b"),
@@ -67,7 +89,8 @@ fn hsa_rt_log_is_a_switch() {
     assert!(stdout.contains("statuses 0x1001 0x100b 0x100b"), "{stdout}");
     assert!(
         stderr.starts_with(
-            "hsa-rt: hsa_init: HSA_RT_LOG value 'yes': expected '1' (on), '0' or empty (off) \
+            "hsa-rt: hsa_init: HSA_RT_LOG value 'yes': expected '0' or 'off', 'error', 'warn', \
+             '1' or 'info', 'debug', 'trace' (empty or unset: 'warn') \
              (HSA_STATUS_ERROR_INVALID_ARGUMENT)\n"
         ),
         "{stderr}"

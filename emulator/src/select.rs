@@ -3,7 +3,8 @@
 //! [`KfdDriver`] handed to [`LinuxPlatform::with_xnack`].
 //!
 //! `HSA_RT_DEVICE=kfd|emulated` forces one; otherwise `/dev/kfd` when it exists, else the
-//! emulated device, announced once on stderr. `HSA_RT_SYSFS=DIR` gives the emulated device a
+//! emulated device, announced once (a `log::warn!` record: on stderr under the C library's and the
+//! tools' logger). `HSA_RT_SYSFS=DIR` gives the emulated device a
 //! captured KFD topology instead of its built-in profile. `HSA_XNACK=0|1` sets the process's
 //! XNACK mode on either. Values are read as [`hsa_linux::env`] says (empty means unset).
 
@@ -101,9 +102,9 @@ pub enum DeviceChoice {
     /// amdkfd through `/dev/kfd`.
     Kfd,
     /// The emulated device; `announce` when it was chosen because `/dev/kfd` is missing (not
-    /// forced), which is said once on stderr.
+    /// forced), which is logged once (warn).
     Emulated {
-        /// Whether to print the fallback notice.
+        /// Whether to log the fallback notice.
         announce: bool,
     },
 }
@@ -129,8 +130,9 @@ pub fn choose_device(
     }
 }
 
-/// The notice printed when falling back to the emulated device, naming the ISA of the
-/// topology's first GPU: `"hsa-rt: no /dev/kfd; using the emulated device (gfx90a)"`.
+/// The notice logged (warn) when falling back to the emulated device, naming the ISA of the
+/// topology's first GPU: `"no /dev/kfd; using the emulated device (gfx90a)"` (the stderr
+/// logger prints it after `hsa-rt: `).
 pub fn emulated_notice(topology: &Topology) -> String {
     let isa = topology
         .nodes
@@ -138,7 +140,7 @@ pub fn emulated_notice(topology: &Topology) -> String {
         .find(|n| n.properties.gpu_id != 0)
         .and_then(|n| n.processor())
         .map_or("no GPU", |p| p.name());
-    format!("hsa-rt: no {KFD_PATH}; using the emulated device ({isa})")
+    format!("no {KFD_PATH}; using the emulated device ({isa})")
 }
 
 static ANNOUNCED: AtomicBool = AtomicBool::new(false);
@@ -173,9 +175,11 @@ pub fn open_with(
                 })?,
                 None => builtin_topology(),
             };
+            // A capture's CPU nodes are unnamed: named as libhsakmt names them.
+            topology.name_cpus_from_host();
             crate::device::complete_capture(&mut topology);
             if announce && !ANNOUNCED.swap(true, Ordering::Relaxed) {
-                eprintln!("{}", emulated_notice(&topology));
+                log::warn!("{}", emulated_notice(&topology));
             }
             let driver = make_emulated(topology.clone())?;
             LinuxPlatform::with_xnack(driver, topology, xnack)
@@ -186,6 +190,8 @@ pub fn open_with(
 /// The emulated device over the captured topology at `dir` (`--sysfs` of hsainfo and the
 /// vector_copy example), honouring the environment as [`open_with`] does: `HSA_XNACK`, and
 /// `HSA_RT_DEVICE`, which must be unset or `emulated` (a capture has no driver behind it).
+/// The capture's unnamed CPU nodes are named after this machine's processor
+/// ([`Topology::name_cpus_from_host`]), as rocminfo names them over the same capture.
 ///
 /// # Errors
 /// [`Status::InvalidArgument`] for `HSA_RT_DEVICE=kfd` or any other value [`device_request`]
@@ -201,7 +207,11 @@ pub fn open_capture(dir: &Path) -> Result<SelectedDevice, Error> {
         ),
     }
     let xnack = xnack_request(std::env::var_os(XNACK_ENV).as_deref())?;
-    let emulated = EmulatedKfd::new(Topology::read(dir)?)?;
+    let mut topology = Topology::read(dir)?;
+    // A capture's CPU nodes are unnamed: named as libhsakmt names them, after this machine's
+    // processor (rocminfo over the same capture prints that name).
+    topology.name_cpus_from_host();
+    let emulated = EmulatedKfd::new(topology)?;
     let topology = emulated.topology().clone();
     let platform = LinuxPlatform::with_xnack(emulated.clone(), topology, xnack)?;
     Ok(SelectedDevice {
@@ -211,7 +221,7 @@ pub fn open_capture(dir: &Path) -> Result<SelectedDevice, Error> {
 }
 
 /// The default device: `/dev/kfd` when present, else the emulated device over its built-in
-/// profile (said once on stderr); `HSA_RT_DEVICE=kfd|emulated` forces one and
+/// profile (logged once, warn); `HSA_RT_DEVICE=kfd|emulated` forces one and
 /// `HSA_RT_SYSFS=DIR` gives the emulated device a captured topology (see the module docs).
 ///
 /// # Errors
@@ -310,7 +320,7 @@ mod tests {
         };
         assert_eq!(
             emulated_notice(&t),
-            "hsa-rt: no /dev/kfd; using the emulated device (gfx90a)"
+            "no /dev/kfd; using the emulated device (gfx90a)"
         );
     }
 }

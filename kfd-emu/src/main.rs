@@ -100,7 +100,13 @@ fn parse(args: Vec<OsString>) -> Result<Options, String> {
 /// The topology to emulate, completed as the emulated device completes it.
 fn topology(o: &Options) -> Result<Topology, String> {
     let mut t = match (&o.sysfs, o.profile.as_deref()) {
-        (Some(dir), _) => Topology::read(dir).map_err(|e| format!("--sysfs: {}", e.detail()))?,
+        (Some(dir), _) => {
+            let mut t = Topology::read(dir).map_err(|e| format!("--sysfs: {}", e.detail()))?;
+            // Unnamed CPU nodes get this machine's processor name, as hsainfo gives them
+            // (the fixture /proc/cpuinfo then names them so for libhsakmt).
+            t.name_cpus_from_host();
+            t
+        }
         (None, None | Some("builtin")) => hsa_emu::builtin_topology(),
         (None, Some(name)) => {
             let version = match name {

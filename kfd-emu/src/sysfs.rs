@@ -172,9 +172,9 @@ fn heap_type_raw(h: HeapType) -> u32 {
 /// A `/proc/cpuinfo` for the topology's CPU nodes, the one libhsakmt reads to name them (by
 /// the `apicid` that is a node's `cpu_core_id_base`): `processors` entries (the number the
 /// host's libc reports, so that libhsakmt accepts every entry), entry `i` standing for CPU
-/// node `i` (the last one repeated), named as the node is (an empty `model name` for a node
-/// without a name, as KFD leaves CPU nodes: ROCR then names the agent with nothing, as
-/// hsa-rt does).
+/// node `i` (the last one repeated), named as the node is (`kfd-emu` names a capture's CPU
+/// nodes after this machine's processor first, as hsainfo does; a node still without a name
+/// gets an empty `model name`, and ROCR then names the agent with nothing, as hsa-rt does).
 pub fn cpuinfo(topology: &Topology, processors: usize) -> String {
     let cpus: Vec<_> = topology
         .nodes

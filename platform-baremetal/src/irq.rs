@@ -270,14 +270,16 @@ impl InterruptHandler {
             while self.again.swap(false, Ordering::AcqRel) {
                 self.counters.interrupts.fetch_add(1, Ordering::Relaxed);
                 let c = &self.counters;
+                // Logged records are formatted only when a `log` backend takes them.
                 let stats = ring.drain(|r| match r {
-                    Err(_) => {}
+                    Err(e) => log::warn!("IH ring: entry skipped: {e}"),
                     Ok(e) => match classify(&e) {
                         IhAction::Signal(id) => {
                             if events.set_pending(id) {
                                 c.signaled.fetch_add(1, Ordering::Relaxed);
                                 signaled += 1;
                             } else {
+                                log::debug!("IH ring: signal for event {id}, which is not live");
                                 c.bad_event.fetch_add(1, Ordering::Relaxed);
                             }
                         }
@@ -286,6 +288,7 @@ impl InterruptHandler {
                             self.queue_error.store(true, Ordering::Release);
                         }
                         IhAction::Unknown => {
+                            log::debug!("IH ring: entry of no known source: {e:?}");
                             c.unknown.fetch_add(1, Ordering::Relaxed);
                         }
                     },
@@ -297,6 +300,7 @@ impl InterruptHandler {
                     Ordering::Relaxed,
                 );
                 if stats.overflow {
+                    log::warn!("IH ring overflowed: interrupts were lost");
                     c.overflows.fetch_add(1, Ordering::Relaxed);
                     on_overflow();
                 }

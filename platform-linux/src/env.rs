@@ -1,4 +1,4 @@
-//! The environment variables hsa-rt reads, and the three kinds of value they take. Every
+//! The environment variables hsa-rt reads, and the four kinds of value they take. Every
 //! variable is read through one function of its kind, so a spelling means the same in each:
 //!
 //! | kind | unset | empty | accepted | anything else |
@@ -6,13 +6,14 @@
 //! | switch ([`switch`]) | off | off | `0` off, `1` on | error |
 //! | choice ([`choice`]) | the default | the default | the listed names | error |
 //! | path ([`path`]) | none | none | any path | — |
+//! | log level ([`log_level`], `HSA_RT_LOG` only) | `warn` | `warn` | see [`LOG_ENV`] | error |
 //!
-//! An empty value is the same as no value (`HSA_RT_LOG= app` runs without logging, as
+//! An empty value is the same as no value (`HSA_RT_LOG= app` logs at the default level, as
 //! `HSA_RT_DEVICE= app` picks the device as if unset), so a variable can be switched off on a
-//! command line without `env -u`. Switch and choice values are compared after trimming ASCII
-//! whitespace (`$(cat file)` and hand-written values carry stray spaces); a value that is not
-//! UTF-8, or not one of the accepted ones, is [`Status::InvalidArgument`] naming the variable,
-//! the value and what is accepted — never silently read as the default.
+//! command line without `env -u`. Switch, choice and log-level values are compared after
+//! trimming ASCII whitespace (`$(cat file)` and hand-written values carry stray spaces); a
+//! value that is not UTF-8, or not one of the accepted ones, is [`Status::InvalidArgument`]
+//! naming the variable, the value and what is accepted — never silently read as the default.
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -35,7 +36,20 @@ pub const XNACK_ENV: &str = "HSA_XNACK";
 /// unset or empty: the default (see `emulated::ExecutionMode`).
 pub const EMULATION_ENV: &str = "HSA_RT_EMULATION";
 
-/// `HSA_RT_LOG`, a switch: `1` prints the error message of each failing C API call on stderr.
+/// `HSA_RT_LOG`, a log level ([`log_level`]): how much of the runtime's `log` records the
+/// stderr logger of the C library and the tools ([`crate::logger`]) prints:
+///
+/// | value | level | what is printed |
+/// |---|---|---|
+/// | `0`, `off` | off | nothing (a queue error without a callback is still printed before the abort) |
+/// | `error` | error | queue errors with their detail |
+/// | unset, empty, `warn` | warn | and warnings: the emulated device chosen, a kernel's host fallback |
+/// | `1`, `info` | info | and each failing C API call's error, the device opened |
+/// | `debug` | debug | and queues created, code objects loaded, each dispatch the emulated device runs |
+/// | `trace` | trace | and each packet processed, each ioctl the emulated device answers |
+///
+/// A Rust program that installs its own `log` backend chooses the level there; the variable
+/// is read only by [`crate::logger::install_stderr_logger`].
 pub const LOG_ENV: &str = "HSA_RT_LOG";
 
 /// `HSA_RT_SHARED`, a path, for tests: the `shared` directory holding `testdata/` (captured
@@ -90,6 +104,40 @@ pub fn parse_switch(name: &str, value: Option<&OsStr>) -> Result<bool, Error> {
 /// As [`parse_switch`].
 pub fn switch(name: &str) -> Result<bool, Error> {
     parse_switch(name, std::env::var_os(name).as_deref())
+}
+
+/// What [`LOG_ENV`] accepts, for messages.
+const LOG_VALUES: &str =
+    "'0' or 'off', 'error', 'warn', '1' or 'info', 'debug', 'trace' (empty or unset: 'warn')";
+
+/// A log level's value (`value` of variable `name`, [`LOG_ENV`]'s table): `warn` when unset
+/// or empty.
+///
+/// # Errors
+/// [`Status::InvalidArgument`] `"<name> value '<v>': expected '0' or 'off', 'error', ..."`,
+/// naming the accepted values, for any other value (one that is not UTF-8 too).
+pub fn parse_log_level(name: &str, value: Option<&OsStr>) -> Result<log::LevelFilter, Error> {
+    use log::LevelFilter;
+    match text(name, value, LOG_VALUES)? {
+        None | Some("warn") => Ok(LevelFilter::Warn),
+        Some("0" | "off") => Ok(LevelFilter::Off),
+        Some("error") => Ok(LevelFilter::Error),
+        Some("1" | "info") => Ok(LevelFilter::Info),
+        Some("debug") => Ok(LevelFilter::Debug),
+        Some("trace") => Ok(LevelFilter::Trace),
+        Some(other) => Err(error!(
+            Status::InvalidArgument,
+            "{name} value '{other}': expected {LOG_VALUES}"
+        )),
+    }
+}
+
+/// The level [`LOG_ENV`] asks for in this process's environment ([`parse_log_level`]).
+///
+/// # Errors
+/// As [`parse_log_level`].
+pub fn log_level() -> Result<log::LevelFilter, Error> {
+    parse_log_level(LOG_ENV, std::env::var_os(LOG_ENV).as_deref())
 }
 
 /// A choice's value (`value` of variable `name`): `None` (the caller's default) when unset
@@ -169,21 +217,62 @@ mod tests {
             (os("1"), true),
             (os("1\n"), true),
         ] {
-            assert_eq!(parse_switch("HSA_RT_LOG", value).unwrap(), on, "{value:?}");
+            assert_eq!(
+                parse_switch("HSA_RT_WRITE_SEEDS", value).unwrap(),
+                on,
+                "{value:?}"
+            );
         }
         for bad in ["yes", "true", "2", "on", "00"] {
-            let e = parse_switch("HSA_RT_LOG", os(bad)).unwrap_err();
+            let e = parse_switch("HSA_RT_WRITE_SEEDS", os(bad)).unwrap_err();
             assert_eq!(e.status(), Status::InvalidArgument);
             assert_eq!(
                 e.detail(),
-                format!("HSA_RT_LOG value '{bad}': expected '1' (on), '0' or empty (off)")
+                format!("HSA_RT_WRITE_SEEDS value '{bad}': expected '1' (on), '0' or empty (off)")
             );
         }
-        let e = parse_switch("HSA_RT_LOG", Some(OsStr::from_bytes(b"\xff"))).unwrap_err();
+        let e = parse_switch("HSA_RT_WRITE_SEEDS", Some(OsStr::from_bytes(b"\xff"))).unwrap_err();
         assert_eq!(
             e.detail(),
-            "HSA_RT_LOG value \"\\xFF\" is not UTF-8: expected '1' (on), '0' or empty (off)"
+            "HSA_RT_WRITE_SEEDS value \"\\xFF\" is not UTF-8: expected '1' (on), '0' or empty (off)"
         );
+    }
+
+    /// `HSA_RT_LOG`: unset and empty are `warn`, `0`/`1` the old switch's off and on (`1`:
+    /// failing C API calls, logged at info), each level's name that level; anything else is
+    /// an error listing the accepted values.
+    #[test]
+    fn log_levels() {
+        use log::LevelFilter::*;
+        for (value, level) in [
+            (None, Warn),
+            (os(""), Warn),
+            (os(" warn\n"), Warn),
+            (os("0"), Off),
+            (os("off"), Off),
+            (os("error"), Error),
+            (os("1"), Info),
+            (os("info"), Info),
+            (os("debug"), Debug),
+            (os("trace"), Trace),
+        ] {
+            assert_eq!(
+                parse_log_level("HSA_RT_LOG", value).unwrap(),
+                level,
+                "{value:?}"
+            );
+        }
+        for bad in ["yes", "2", "INFO", "warning"] {
+            let e = parse_log_level("HSA_RT_LOG", os(bad)).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidArgument);
+            assert_eq!(
+                e.detail(),
+                format!(
+                    "HSA_RT_LOG value '{bad}': expected '0' or 'off', 'error', 'warn', '1' or \
+                     'info', 'debug', 'trace' (empty or unset: 'warn')"
+                )
+            );
+        }
     }
 
     /// Unset and empty are the default (`None`); each name gives its item; anything else is an

@@ -19,7 +19,8 @@
 //! - [`device::LinuxPlatform`]: `hsa_core::platform::Platform` over a driver and a topology
 //!   ([`LinuxPlatform::new`], [`LinuxPlatform::with_xnack`]).
 //! - [`env`](mod@env): the environment variables the runtime reads, and how each kind of value
-//!   (switch, choice, path) is parsed.
+//!   (switch, choice, path, log level) is parsed; [`logger`]: the stderr `log` backend of the C library
+//!   and the tools, at the level `HSA_RT_LOG` asks for.
 //!
 //! Which driver to open (the real `/dev/kfd` or another one) is decided above this crate, by
 //! its callers.
@@ -29,6 +30,7 @@ pub mod device;
 pub mod env;
 pub mod isa;
 pub mod kfd;
+pub mod logger;
 pub mod topology;
 
 pub use device::{ClockSample, LinuxPlatform};

@@ -341,14 +341,22 @@ impl Topology {
     /// As [`Topology::read`].
     pub fn read_default() -> Result<Topology, Error> {
         let mut t = Topology::read(Path::new(DEFAULT_ROOT))?;
-        // KFD leaves CPU nodes unnamed; ROCR's names come from /proc/cpuinfo. A missing or
-        // unreadable file leaves the names empty (they are informational).
+        t.name_cpus_from_host();
+        Ok(t)
+    }
+
+    /// Names the CPU nodes that have no name after this machine's `/proc/cpuinfo`
+    /// ([`Topology::name_cpus_from_cpuinfo`]), as libhsakmt does for every topology it reads:
+    /// KFD leaves CPU nodes unnamed, so ROCR's CPU agents are named after the processor of
+    /// the machine the program runs on — also over a captured topology, whose CPU nodes are
+    /// then the running machine's as far as the runtime can tell. A missing or unreadable
+    /// file leaves the names empty (they are informational).
+    pub fn name_cpus_from_host(&mut self) {
         let mut cpuinfo = String::new();
         if let Ok(f) = fs::File::open("/proc/cpuinfo") {
             let _ = f.take(MAX_CPUINFO_BYTES).read_to_string(&mut cpuinfo);
         }
-        t.name_cpus_from_cpuinfo(&cpuinfo);
-        Ok(t)
+        self.name_cpus_from_cpuinfo(&cpuinfo);
     }
 
     /// Names every CPU node that has no name after the `model name` of the logical CPU in

@@ -385,11 +385,20 @@ fn a_failed_queue_ends_completion_waits_with_its_status() {
 
 /// In a child process (`HSA_RT_TEST_CHILD` names the case): a malformed packet on a queue
 /// created with a callback (`"callback"`) or without one (`"none"`); the child then waits
-/// for the packet after it, which never completes.
+/// for the packet after it, which never completes. The child installs the stderr logger of
+/// the tools and the C library (at `HSA_RT_LOG`'s level), except in the case `"none-nolog"`
+/// (a program with no `log` backend; the queue has no callback).
 #[test]
 fn queue_error_child() {
     let Ok(case) = std::env::var("HSA_RT_TEST_CHILD") else {
         return; // only as a child of the tests below
+    };
+    let case = match case.strip_suffix("-nolog") {
+        Some(c) => c.to_string(),
+        None => {
+            hsa_linux::logger::install_stderr_logger().unwrap();
+            case
+        }
     };
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
     let rt = Runtime::new(Arc::new(
@@ -439,10 +448,18 @@ fn run_child(case: &str, log: Option<&str>) -> std::process::Output {
     cmd.output().unwrap()
 }
 
+/// With or without a `log` backend, the error's line is printed once (by the logger at error
+/// level, or by the abort policy itself when nothing takes error records), then the abort.
 #[test]
 fn a_queue_error_without_a_callback_is_printed_and_aborts_the_process() {
+    for case in ["none", "none-nolog"] {
+        a_queue_error_without_a_callback_aborts(case);
+    }
+}
+
+fn a_queue_error_without_a_callback_aborts(case: &str) {
     use std::os::unix::process::ExitStatusExt;
-    let out = run_child("none", None);
+    let out = run_child(case, None);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
@@ -452,26 +469,32 @@ fn a_queue_error_without_a_callback_is_printed_and_aborts_the_process() {
         out.status
     );
     // What amdkfd reported: the status in the queue's inactive signal and the event's data
-    // (the packet's detail is in the device's log, printed with HSA_RT_LOG=1: below).
-    assert!(
-        stderr.contains(&format!(
-            "hsa-rt: queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: \
-             queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}",
-            hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false)
-        )),
-        "{stderr}"
+    // (the packet's detail is in the device's log, logged at error level: below), once.
+    let line = format!(
+        "hsa-rt: queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: \
+         queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}: \
+         per-engine reset after a GPU hang\n",
+        hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false)
     );
-    assert!(stderr.contains("no error callback; aborting"), "{stderr}");
+    assert_eq!(stderr.matches(&line).count(), 1, "{case}: {stderr}");
+    assert!(
+        stderr.contains("hsa-rt: queue 0 has no error callback; aborting, as ROCR does\n"),
+        "{case}: {stderr}"
+    );
     assert!(!stdout.contains("child: wait returned"), "{stdout}");
 }
 
+/// The stderr logger prints every queue error with the device's detail (the packet and what
+/// is wrong with it) at error level: by default and at `error` or `1`, not at `0`/`off`.
 #[test]
 fn hsa_rt_log_prints_every_queue_error_with_its_detail() {
     for (log, printed) in [
         (Some("1"), true),
+        (Some("error"), true),
+        (Some(""), true),
+        (None, true),
         (Some("0"), false),
-        (Some(""), false),
-        (None, false),
+        (Some("off"), false),
     ] {
         let out = run_child("callback", log);
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -13,12 +13,17 @@
 //! elements verified; exits non-zero on any error or mismatch. `HSA_RT_EMULATION=host` makes
 //! the emulated device run host implementations only. A closed stdout pipe is not an error; any
 //! other write error is reported with exit code 1.
+//!
+//! On a terminal, an interpreted run longer than a second shows a progress bar on stderr
+//! (work-groups done of all dispatches'); redirected, nothing. `HSA_RT_LOG` sets what the
+//! runtime logs on stderr (default: warnings and errors; `1`: also failing calls' errors).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, ValueEnum};
 use hsa_tools::demo::{self, DemoConfig, DemoKernel};
+use hsa_tools::progress::ProgressDisplay;
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Kernel {
@@ -59,6 +64,9 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Err(e) = hsa_linux::logger::install_stderr_logger() {
+        return hsa_tools::report::fail("vector_copy", e);
+    }
     let platform = match &args.sysfs {
         Some(dir) => hsa_emu::open_capture(dir),
         None => hsa_emu::open_default(),
@@ -75,7 +83,12 @@ fn main() -> ExitCode {
         code_object: args.code_object,
         agent: args.agent,
     };
-    match platform.and_then(|d| demo::run(d, &config)) {
+    let mut progress = ProgressDisplay::stderr("work-groups");
+    let outcome = platform.and_then(|d| {
+        demo::run_with_progress(d, &config, &mut |done, total| progress.update(done, total))
+    });
+    progress.finish();
+    match outcome {
         Ok(o) => {
             let speed = match o.execution {
                 Some(s) if s.interpreter_ns > 0 => format!(

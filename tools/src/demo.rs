@@ -534,6 +534,22 @@ pub fn run(device: SelectedDevice, config: &DemoConfig) -> Result<DemoOutcome, E
     run_with_faults(device, config, &DemoFaults::default())
 }
 
+/// [`run`], calling `on_progress(done, total)` about every 100 ms while it waits for the
+/// dispatches, on the emulated device interpreting machine code: `done` work-groups of all
+/// dispatches' `total` completed, read from the device's own count
+/// ([`hsa_emu::ExecutionStats::workgroups`], live as work-groups complete). On `/dev/kfd`,
+/// or with `HSA_RT_EMULATION=host`, nothing counts work-groups and it is never called.
+///
+/// # Errors
+/// As [`run`].
+pub fn run_with_progress(
+    device: SelectedDevice,
+    config: &DemoConfig,
+    on_progress: &mut dyn FnMut(u64, u64),
+) -> Result<DemoOutcome, Error> {
+    run_inner(device, config, &DemoFaults::default(), on_progress)
+}
+
 /// [`run`] with deliberate corruptions (see [`DemoFaults`]).
 ///
 /// # Errors
@@ -543,6 +559,16 @@ pub fn run_with_faults(
     device: SelectedDevice,
     config: &DemoConfig,
     faults: &DemoFaults,
+) -> Result<DemoOutcome, Error> {
+    run_inner(device, config, faults, &mut |_, _| {})
+}
+
+/// [`run_with_faults`] reporting progress as [`run_with_progress`] says.
+fn run_inner(
+    device: SelectedDevice,
+    config: &DemoConfig,
+    faults: &DemoFaults,
+    on_progress: &mut dyn FnMut(u64, u64),
 ) -> Result<DemoOutcome, Error> {
     validate_config(config)?;
     if faults.kernarg_shift_bytes % 8 != 0 || faults.kernarg_shift_bytes > 64 {
@@ -729,7 +755,20 @@ pub fn run_with_faults(
         .last()
         .ok_or_else(|| error!(Status::Error, "no dispatch"))?;
     let started = std::time::Instant::now();
+    // The work-groups the interpreter will run: every dispatch's, from its grid and
+    // work-group sizes (the device counts work-groups of every queue: this run's only).
+    let counted = emulated
+        .as_ref()
+        .filter(|e| e.execution_mode() != hsa_emu::ExecutionMode::HostOnly)
+        .zip(stats_before);
+    let total_workgroups = u64::from(config.elements)
+        .div_ceil(u64::from(dispatch_workgroup_size(config)))
+        * u64::from(config.chain);
     loop {
+        if let Some((e, before)) = &counted {
+            let done = e.execution_stats().workgroups - before.workgroups;
+            on_progress(done.min(total_workgroups), total_workgroups);
+        }
         let v = last.wait(
             SignalCondition::Lt,
             1,

@@ -340,3 +340,71 @@ fn watch_points_match_rocminfo_of_a_real_mi210() {
         assert!(ours.iter().all(|v| v == want), "hsainfo {kind}: {ours:?}");
     }
 }
+
+/// The first `model name` of `/proc/cpuinfo` (the running machine's processor), read here
+/// independently of hsa-linux.
+fn host_model_name() -> Option<String> {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()?
+        .lines()
+        .find_map(|l| {
+            let (key, value) = l.split_once(':')?;
+            (key.trim() == "model name").then(|| value.trim().to_string())
+        })
+        .filter(|n| !n.is_empty())
+}
+
+/// rocminfo names a CPU agent after the processor (libhsakmt reads `/proc/cpuinfo`, since
+/// KFD leaves CPU nodes unnamed), the same text as `Name:` and `Marketing Name:` — true of
+/// every real rocminfo output in the test data. A capture's CPU nodes have no name: hsainfo
+/// (`--sysfs`) names them as rocminfo over the capture would, after the running machine's
+/// processor, in both lines.
+#[test]
+fn cpu_agents_of_captures_are_named_as_rocminfo_names_them() {
+    let Some(data) = shared() else { return };
+    let Some(model) = host_model_name() else {
+        println!("skipped: /proc/cpuinfo has no model name");
+        return;
+    };
+    let mut outputs = 0;
+    for entry in std::fs::read_dir(data.join("rocminfo")).unwrap().flatten() {
+        let text = std::fs::read_to_string(entry.path().join("rocminfo.txt")).unwrap();
+        let cpus: Vec<_> = agents(&text)
+            .into_iter()
+            .filter(|a| a.get("Device Type").map(String::as_str) == Some("CPU"))
+            .collect();
+        assert!(!cpus.is_empty(), "{}", entry.path().display());
+        for a in cpus {
+            assert!(!a["Name"].is_empty(), "{a:?}");
+            assert_eq!(a["Name"], a["Marketing Name"], "{a:?}");
+        }
+        outputs += 1;
+    }
+    assert_eq!(outputs, 4, "the four rocminfo outputs");
+    for case in [
+        "mi25-gfx900-2018-topology",
+        "mi210-8gpu-xgmi-pcie-topology",
+        "mi308x-cpx-topology",
+        "mi300x-cpx-64part-topology",
+    ] {
+        let root = data.join("kfd-topology").join(case).join("topology");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hsainfo"))
+            .arg("--sysfs")
+            .arg(&root)
+            .env_remove("HSA_RT_DEVICE")
+            .env_remove("HSA_XNACK")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{case}: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let cpus: Vec<_> = agents(&text)
+            .into_iter()
+            .filter(|a| a.get("Device Type").map(String::as_str) == Some("CPU"))
+            .collect();
+        assert!(!cpus.is_empty(), "{case}");
+        for a in cpus {
+            assert_eq!(a["Name"], model, "{case}: {a:?}");
+            assert_eq!(a["Marketing Name"], model, "{case}: {a:?}");
+        }
+    }
+}

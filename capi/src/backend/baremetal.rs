@@ -776,16 +776,44 @@ pub(crate) fn open() -> Result<(Plat, Opened), Error> {
             "no host: call hsa_rt_baremetal_init before hsa_init"
         );
     };
+    install_host_logger(&config.raw);
     Ok((BaremetalPlatform::new(CHost { config })?, ()))
 }
 
-/// Whether the host takes log lines (its `log` is not NULL).
-pub(crate) fn log_enabled() -> bool {
-    HOST.read().as_ref().is_some_and(|h| h.raw.log.is_some())
+/// The `log` backend of the bare-metal library: each record, as `hsa-rt: <message>`, to the
+/// host's `log` callback (up to info level: failing calls' errors, queue errors, warnings).
+struct HostLogger;
+
+impl log::Log for HostLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            log_line(&alloc::format!("hsa-rt: {}", record.args()));
+        }
+    }
+
+    fn flush(&self) {}
+}
+
+/// The logger [`open`] installs.
+static HOST_LOGGER: HostLogger = HostLogger;
+
+/// Makes [`HostLogger`] the `log` backend at info level when the host takes log lines (its
+/// `log` is not NULL) and no other backend is installed (a Rust firmware linking the
+/// staticlib may have its own): at the registration ([`hsa_rt_baremetal_init`], so that a
+/// later registration's refusal reaches the host registered before) and at `hsa_init`.
+/// Installing happens once; a later host without `log` gets nothing, as [`log_line`] checks.
+fn install_host_logger(host: &HsaRtBaremetalHost) {
+    if host.log.is_some() && log::set_logger(&HOST_LOGGER).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
 }
 
 /// Hands one line of the runtime's log to the host's `log` (NUL bytes in it become spaces).
-pub(crate) fn log(line: &str) {
+fn log_line(line: &str) {
     let Some(host) = HOST.read().clone() else {
         return;
     };
@@ -835,6 +863,7 @@ pub unsafe extern "C" fn hsa_rt_baremetal_init(host: *const HsaRtBaremetalHost) 
         }
         // SAFETY: non-NULL; the caller's contract covers the struct and its tables.
         let config = unsafe { HostConfig::from_c(&*host) }?;
+        install_host_logger(&config.raw);
         *HOST.write() = Some(Arc::new(config));
         Ok(Status::Success)
     })

@@ -30,26 +30,25 @@ impl Device {
     }
 }
 
-/// The first `hsa_init`'s platform: checks `HSA_RT_LOG`, then opens the default device
-/// (`hsa_emu::open_default`: `/dev/kfd`, else the emulated device; `HSA_RT_DEVICE`,
-/// `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`).
+/// The first `hsa_init`'s platform: installs the stderr logger at the level of `HSA_RT_LOG`
+/// unless the process has a `log` backend (`hsa_linux::logger::install_stderr_logger`), then
+/// opens the default device (`hsa_emu::open_default`: `/dev/kfd`, else the emulated device;
+/// `HSA_RT_DEVICE`, `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`).
 ///
 /// # Errors
 /// `Status::InvalidArgument` naming `HSA_RT_LOG` and the accepted values when it is not a
-/// switch value (`hsa_linux::env::switch`); the device selection's errors.
+/// log level (`hsa_linux::env::log_level`; the logger is then installed at `info`, so that
+/// this error is printed); the device selection's errors.
 pub(crate) fn open() -> Result<(Plat, Opened), Error> {
-    hsa_linux::env::switch(hsa_linux::env::LOG_ENV)?;
+    hsa_linux::logger::install_stderr_logger()?;
     let SelectedDevice { platform, emulated } = hsa_emu::open_default()?;
+    log::info!(
+        "hsa_init: running on {}",
+        if emulated.is_some() {
+            "the emulated device"
+        } else {
+            "/dev/kfd"
+        }
+    );
     Ok((platform, emulated))
-}
-
-/// Whether `HSA_RT_LOG` asks for error messages. A value the switch does not accept counts as
-/// on, so that the error `hsa_init` returns for it is printed too.
-pub(crate) fn log_enabled() -> bool {
-    hsa_linux::env::switch(hsa_linux::env::LOG_ENV).unwrap_or(true)
-}
-
-/// Prints one line of the runtime's log on stderr.
-pub(crate) fn log(line: &str) {
-    std::eprintln!("{line}");
 }

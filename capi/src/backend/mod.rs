@@ -6,7 +6,8 @@
 //! Each backend gives the rest of the crate the same few items: `Plat` (the platform type),
 //! `open` (the first `hsa_init`'s platform, and what else it found: `Opened`), `Device` (what
 //! the state keeps besides the platform: the emulated device, or the interrupt path's
-//! registration), and `log_enabled` and `log` (where failing calls' errors go).
+//! registration). `open` also installs the backend's `log` backend (where the library's log
+//! records, failing calls' errors among them, go) unless the process has one.
 
 #[cfg(all(feature = "linux", feature = "baremetal"))]
 compile_error!(
@@ -25,6 +26,6 @@ pub mod baremetal;
 mod linux;
 
 #[cfg(feature = "baremetal")]
-pub(crate) use baremetal::{log, log_enabled, open, Device, Opened, Plat};
+pub(crate) use baremetal::{open, Device, Opened, Plat};
 #[cfg(feature = "linux")]
-pub(crate) use linux::{log, log_enabled, open, Device, Opened, Plat};
+pub(crate) use linux::{open, Device, Opened, Plat};

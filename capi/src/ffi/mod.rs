@@ -3,9 +3,10 @@
 //! Every function body runs inside `guard`: errors cross the boundary as `hsa_status_t`, a
 //! panic as `HSA_STATUS_ERROR`. Every pointer argument is checked for NULL
 //! (`HSA_STATUS_ERROR_INVALID_ARGUMENT`); handles are looked up, never dereferenced.
-//! Each failing call's error message goes to the backend's log when it is on (Linux:
-//! `HSA_RT_LOG=1` prints it on stderr, a switch, `hsa_linux::env::switch`: unset, empty and
-//! `0` are off; bare metal: the host's `log` callback, when given).
+//! Each failing call's error message is logged at info level through the `log` facade, to
+//! the backend's logger (Linux: the stderr logger `hsa_init` installs, at the level of
+//! `HSA_RT_LOG`, where `1` or `info` prints these; bare metal: the host's `log` callback,
+//! when given).
 #![allow(unsafe_code)]
 
 /// Exports each named function as a global symbol of that name: an assembler alias
@@ -65,8 +66,6 @@ pub mod signal_ext;
 pub mod system;
 #[cfg(feature = "linux")]
 pub mod unsupported;
-
-use alloc::format;
 
 /// What the shared C-ABI modules ask of the ROCR extensions (the AMD extension table, locked
 /// host memory, pointer user data, deallocation callbacks): the Linux build's registries; the
@@ -160,11 +159,10 @@ use hsa_core::{bail, Error, Status};
 /// `hsa_status_t`.
 pub type HsaStatus = u32;
 
+/// Logs a failing call's error at info level (the caller gets the status; the message says
+/// why): `<function>: <message> (<STATUS>)` — the error's Display names the status once.
 pub(crate) fn log_error(function: &str, e: &Error) {
-    if crate::backend::log_enabled() {
-        // The error's Display names the status after the message: once.
-        crate::backend::log(&format!("hsa-rt: {function}: {e}"));
-    }
+    log::info!("{function}: {e}");
 }
 
 /// Runs `body`, catching a panic where there is unwinding (a hosted build): `Err(())` for a
@@ -187,9 +185,10 @@ pub(crate) fn guard(function: &str, body: impl FnOnce() -> Result<Status, Error>
             e.status().raw()
         }
         Err(_) => {
-            log_error(
-                function,
-                &hsa_core::error!(Status::Error, "internal panic caught"),
+            // A bug of the library, not of the caller: logged as an error.
+            log::error!(
+                "{function}: {}",
+                hsa_core::error!(Status::Error, "internal panic caught")
             );
             Status::Error.raw()
         }

@@ -248,6 +248,14 @@ impl<H: PlatformRef> Executable<H> {
             chunk,
         });
         self.chunks.push(owned);
+        log::debug!(
+            "code object for {} loaded on node {}: {} bytes at {:#x}, {} symbols",
+            agent_isa,
+            node.0,
+            chunk.size_bytes,
+            chunk.gpu_va.get(),
+            symbols.len()
+        );
         self.symbols.extend(symbols);
         Ok(self.loaded.len() - 1)
     }

@@ -253,12 +253,22 @@ impl PacketProcessor {
         let mut done = 0;
         while done < max_packets {
             match self.step(host) {
-                Ok(Step::Done) => done += 1,
+                Ok(Step::Done) => {
+                    log::trace!("packet {} processed", self.consumer.read_index() - 1);
+                    done += 1;
+                }
                 Ok(Step::Idle) if done == 0 => return Progress::Idle,
                 Ok(Step::Blocked) if done == 0 => return Progress::Blocked,
                 Ok(_) => break,
                 Err(e) => {
                     let e = e.context_index(self.consumer.read_index());
+                    // The platform reports the error at error level, naming its queue; the detail
+                    // names the packet (`context_index`).
+                    log::debug!(
+                        "packet processor stopped with {}: {}",
+                        e.status().c_name(),
+                        e.detail()
+                    );
                     // The packet that failed is still in its slot.
                     let vendor = self
                         .consumer

@@ -345,6 +345,14 @@ mod aql {
                 .store(hw.doorbell_address as i64, Ordering::Release);
             let doorbell = DoorbellSignal::new(db_raw, platform.clone(), hw.doorbell.clone());
             let inactive = Signal::from_parts(inactive_raw, platform.clone(), None, None);
+            log::debug!(
+                "queue {id} created on node {}: {size_packets} packets at {:#x}, hardware \
+                 queue {}, doorbell at {:#x}",
+                config.node.0,
+                memory.ring.chunk.gpu_va.get(),
+                hw.id.0,
+                hw.doorbell_address
+            );
             Ok(AqlQueue {
                 platform,
                 producer: Producer::new(ring, queue_type != QueueType::Single),

@@ -173,7 +173,8 @@ pub(crate) enum Outcome {
 }
 
 /// Runs `dispatch` as machine code for `target` on GPU `gpu_id` with `lds_bytes` of LDS,
-/// spreading its work-groups over `threads` host threads.
+/// spreading its work-groups over `threads` host threads. `done` counts the work-groups
+/// completed as they complete (a chunk at a time), for a watcher of the device's progress.
 ///
 /// Errors come back as [`Outcome::Failed`]; their messages do not name the kernel (the
 /// caller adds it).
@@ -184,8 +185,9 @@ pub(crate) fn run(
     gpu_id: u32,
     lds_bytes: u32,
     threads: usize,
+    done: &AtomicU64,
 ) -> Outcome {
-    match run_inner(dispatch, target, allocs, gpu_id, lds_bytes, threads) {
+    match run_inner(dispatch, target, allocs, gpu_id, lds_bytes, threads, done) {
         Ok(s) => Outcome::Ran(s),
         Err((e, fault)) => Outcome::Failed(e, fault),
     }
@@ -337,6 +339,7 @@ fn run_inner(
     gpu_id: u32,
     lds_bytes: u32,
     threads: usize,
+    done: &AtomicU64,
 ) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
@@ -365,18 +368,27 @@ fn run_inner(
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
     let run_range = |mem: &GpuMemory<'_>, range: Range<u64>, stats: &mut ExecStats| {
-        run_workgroups(&code, &descriptor, target, &state, mem, range, stats)
+        let r = run_workgroups(&code, &descriptor, target, &state, mem, range, stats);
+        done.fetch_add(stats.workgroups, Ordering::Relaxed);
+        r
     };
-    if workers == 1 {
-        let mut stats = ExecStats::default();
-        run_range(&memory, 0..total, &mut stats).map_err(setup)?;
-        return Ok(stats);
-    }
     // Workers take chunks of consecutive work-groups in increasing order. After an error no
     // new chunk starts, but every chunk handed out before it runs to its end or its first
     // error, so the error reported (the one at the lowest work-group) does not depend on
     // timing.
     let chunk = (total / (workers as u64 * 8)).clamp(1, 4096);
+    if workers == 1 {
+        let mut stats = ExecStats::default();
+        let mut first = 0;
+        while first < total {
+            let mut part = ExecStats::default();
+            let r = run_range(&memory, first..(first + chunk).min(total), &mut part);
+            stats.add(&part);
+            r.map_err(setup)?;
+            first += chunk;
+        }
+        return Ok(stats);
+    }
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let results: Vec<(ExecStats, Option<(u64, Failure)>)> = std::thread::scope(|s| {

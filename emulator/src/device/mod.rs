@@ -271,7 +271,9 @@ pub struct ExecutionStats {
     pub interpreted_dispatches: u64,
     /// Dispatches a host implementation ran (in HostOnly mode or as a fallback).
     pub host_dispatches: u64,
-    /// Work-groups the interpreter completed.
+    /// Work-groups the interpreter completed, counted as they complete (a chunk of a
+    /// dispatch at a time): a dispatch still running, or one that failed, counts those it
+    /// completed so far. A tool's progress display reads it while it waits.
     pub workgroups: u64,
     /// Wave-instructions the interpreter executed (one per instruction per wave).
     pub instructions: u64,
@@ -366,9 +368,9 @@ impl Device {
     /// What the device does when its CP stopped queue `queue_id` (on GPU `gpu_id`) with
     /// `error` — the processor has already stored the status into the queue's
     /// `amd_queue_t.queue_inactive_signal`, as ROCR's CP firmware does:
-    /// - it keeps the error, with the detail the interpreter knows (kernel, instruction,
-    ///   address), in its own log ([`EmulatedKfd::queue_error`]), and prints it on stderr
-    ///   when `HSA_RT_LOG` is on (what the kernel log holds on a real machine);
+    /// - it keeps the error, with the detail the interpreter knows (packet, kernel,
+    ///   instruction, address), in its own log ([`EmulatedKfd::queue_error`]), and logs it
+    ///   at error level (`log::error!`; what the kernel log holds on a real machine);
     /// - it sets the process's KFD events as amdkfd does: for a memory fault every
     ///   `KFD_IOC_EVENT_MEMORY` event, with `kfd_hsa_memory_exception_data` (the faulting
     ///   address, the GPU, `NotPresent` — the device has no read-only or non-executable
@@ -385,13 +387,11 @@ impl Device {
         error: &Error,
         fault: Option<MemoryFault>,
     ) {
-        if queue::log_enabled() {
-            eprintln!(
-                "hsa-rt: queue {queue_id} stopped with {}: {}",
-                error.status().c_name(),
-                error.detail()
-            );
-        }
+        log::error!(
+            "queue {queue_id} stopped with {}: {}",
+            error.status().c_name(),
+            error.detail()
+        );
         lock(&self.queue_errors).insert(queue_id, error.clone());
         let mut data = [0u8; 32];
         let event_type = if error.status() == Status::MemoryFault {
@@ -1612,6 +1612,7 @@ impl KfdDriver for EmulatedKfd {
             Some(errno) => Err(errno),
             None => self.dispatch(request, arg),
         };
+        log::trace!("/dev/kfd ioctl {request:#x} answered: {result:?}");
         if let Some(before) = before {
             self.recorder.record(record::KfdCall::Ioctl {
                 target: record::CallTarget::Kfd,

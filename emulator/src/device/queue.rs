@@ -83,13 +83,6 @@ impl QueueCtl {
     }
 }
 
-/// Whether `HSA_RT_LOG` asks for log output ([`hsa_linux::env::switch`]; a bad value, which
-/// `hsa_init` and the tools report, reads as off here).
-pub(crate) fn log_enabled() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| hsa_linux::env::switch(hsa_linux::env::LOG_ENV).unwrap_or(false))
-}
-
 /// What the processor thread of one queue needs.
 pub(crate) struct CpThread {
     pub(crate) device: Arc<Device>,
@@ -277,9 +270,9 @@ impl ProcessorHost for CpHost<'_> {
             }
             if has_host {
                 // Said every time: the machine code did not run.
-                eprintln!(
-                    "hsa-rt: {label}: the emulated device interprets gfx9 machine code only \
-                     and the GPU's ISA is {}; running the kernel's host implementation",
+                log::warn!(
+                    "{label}: the emulated device interprets gfx9 machine code only and the \
+                     GPU's ISA is {}; running the kernel's host implementation",
                     self.isa
                 );
                 return self.run_host(dispatch);
@@ -300,16 +293,25 @@ impl ProcessorHost for CpHost<'_> {
             self.gpu_id,
             self.lds_bytes,
             threads,
+            &self.device.stats.workgroups,
         ) {
             interp::Outcome::Ran(s) => {
                 let c = &self.device.stats;
                 c.interpreter_ns
                     .fetch_add(started.elapsed().as_nanos() as u64, Ordering::SeqCst);
-                c.workgroups.fetch_add(s.workgroups, Ordering::SeqCst);
                 c.instructions.fetch_add(s.instructions, Ordering::SeqCst);
                 c.lane_instructions
                     .fetch_add(s.lane_instructions, Ordering::SeqCst);
                 c.interpreted.fetch_add(1, Ordering::SeqCst);
+                log::debug!(
+                    "gpu_id {:#x}: {label} interpreted on {}: {} work-groups, {} instructions, \
+                     {:.3} s",
+                    self.gpu_id,
+                    target.name(),
+                    s.workgroups,
+                    s.instructions,
+                    started.elapsed().as_secs_f64()
+                );
                 Ok(())
             }
             interp::Outcome::Failed(e, fault) => {

@@ -263,13 +263,13 @@ impl Recorder {
             .unwrap_or_default()
     }
 
-    /// Records `call`. Writing the file is best effort: a failed write is said once per
-    /// call on stderr, and the call itself is answered as if nothing were recorded.
+    /// Records `call`. Writing the file is best effort: a failed write is logged (warn) once
+    /// per call, and the call itself is answered as if nothing were recorded.
     pub(crate) fn record(&self, call: KfdCall) {
         if let Some(file) = &self.file {
             let mut file = file.lock().unwrap_or_else(PoisonError::into_inner);
             if let Err(e) = writeln!(file, "{call}") {
-                eprintln!("hsa-rt: {RECORD_ENV}: writing the record: {e}");
+                log::warn!("{RECORD_ENV}: writing the record: {e}");
             }
         }
         if let Some(calls) = self

@@ -75,6 +75,12 @@ static ANY_OPEN: AtomicBool = AtomicBool::new(false);
 pub(crate) fn state() -> Result<&'static State, &'static str> {
     STATE
         .get_or_init(|| {
+            // The emulated device logs through `log` (queue errors with their detail, at
+            // error level): printed on stderr at the level of HSA_RT_LOG, as the C library
+            // does; a bad value is said and the default level kept.
+            if let Err(e) = hsa_linux::logger::install_stderr_logger() {
+                eprintln!("kfd-emu: {}", e.detail());
+            }
             let root = std::env::var_os("KFD_EMU_TOPOLOGY")
                 .filter(|v| !v.is_empty())
                 .map_or_else(|| PathBuf::from(DEFAULT_ROOT), PathBuf::from);

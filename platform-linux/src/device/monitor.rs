@@ -258,7 +258,7 @@ impl Shared {
             }
         }
         for (id, cb, e) in calls {
-            (cb.func)(&e, QueueId(id), cb.data);
+            deliver(&cb, &e, QueueId(id));
         }
     }
 
@@ -391,4 +391,17 @@ impl Drop for Monitor {
             let _ = destroy(e);
         }
     }
+}
+
+/// Hands a queue error to the queue's callback, after logging it at error level with what
+/// amdkfd reported (the status, the queue, the inactive signal's value, the events' data), as
+/// ROCR's error handler has it: every queue error is logged, whether a callback listens or not.
+pub(crate) fn deliver(callback: &QueueErrorCallback, error: &Error, queue: QueueId) {
+    log::error!(
+        "queue {} stopped with {}: {}",
+        queue.0,
+        error.status().c_name(),
+        error.detail()
+    );
+    (callback.func)(error, queue, callback.data);
 }

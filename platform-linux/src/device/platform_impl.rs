@@ -531,7 +531,7 @@ unsafe impl Platform for LinuxPlatform {
         // destruction completes. The inactive signal is the caller's and still live.
         if let (Some(m), Some(w)) = (&self.monitor, &watched) {
             if let Some(e) = m.unreported(w) {
-                (w.callback.func)(&e, queue, w.callback.data);
+                super::monitor::deliver(&w.callback, &e, queue);
             }
         }
         self.free_queue_buffers(&rec);
@@ -686,15 +686,22 @@ impl LinuxPlatform {
 /// The error policy of a queue created without an error callback: the error is printed on
 /// stderr with what amdkfd reported (the status, the event data) and the process aborts, as
 /// ROCR does for a queue error nobody listens to (a waiter on the queue's signals would
-/// otherwise wait forever). The device's own detail is in its log (the kernel log; the
-/// emulated device's with `HSA_RT_LOG=1`).
+/// otherwise wait forever). When a `log` backend takes errors, the error line is the one
+/// [`super::monitor::deliver`] logged just before, and only the abort is said here; otherwise
+/// this prints the error itself. The device's own detail is in its log (the kernel log; the
+/// emulated device's `log` records).
 fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
+    if !log::log_enabled!(log::Level::Error) {
+        eprintln!(
+            "hsa-rt: queue {} stopped with {}: {}",
+            queue.0,
+            error.status().c_name(),
+            error.detail()
+        );
+    }
     eprintln!(
-        "hsa-rt: queue {} stopped with {}: {}\nhsa-rt: the queue has no error callback; \
-         aborting, as ROCR does",
-        queue.0,
-        error.status().c_name(),
-        error.detail()
+        "hsa-rt: queue {} has no error callback; aborting, as ROCR does",
+        queue.0
     );
     std::process::abort();
 }

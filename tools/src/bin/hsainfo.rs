@@ -53,6 +53,9 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Err(e) = hsa_linux::logger::install_stderr_logger() {
+        return fail("hsainfo", e);
+    }
     if args.disassemble && args.code_object.is_none() {
         Args::command()
             .error(
