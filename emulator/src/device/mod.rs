@@ -47,6 +47,7 @@
 //!   (`UNSIGNALED_EVENT_SLOT`).
 //!
 //! - `SET_TRAP_HANDLER` records the trap handler ([`EmulatedKfd::trap_handler`]);
+//!   `GET_TILE_CONFIG` answers a gfx9 GPU's empty tiling tables (ROCR's image manager);
 //!   `MMIO_REMAP` memory is the GPU's one MMIO page, mapped from `/dev/kfd` at the offset
 //!   the allocation returns (`KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(gpu_id)`).
 //!
@@ -140,6 +141,47 @@ pub const AMDKFD_IOC_SET_TRAP_HANDLER: u32 = ioc(
     size_of::<SetTrapHandlerArgs>(),
 );
 
+/// `struct kfd_ioctl_get_tile_config_args` (40 bytes): `AMDKFD_IOC_GET_TILE_CONFIG`
+/// (`_IOWR('K', 0x12, ...)`), the GPU's tiling registers, which ROCR's image manager reads
+/// at start (through `hsaKmtGetTileConfig`) to set up its address library. Ref: `kfd_ioctl.h`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct GetTileConfigArgs {
+    /// To KFD: where the tile-mode array goes (user address).
+    pub tile_config_ptr: u64,
+    /// To KFD: where the macro-tile-mode array goes (user address).
+    pub macro_tile_config_ptr: u64,
+    /// To KFD: entries the caller's tile-mode array holds; from KFD: entries written.
+    pub num_tile_configs: u32,
+    /// To KFD: entries the caller's macro-tile array holds; from KFD: entries written.
+    pub num_macro_tile_configs: u32,
+    /// To KFD: the GPU.
+    pub gpu_id: u32,
+    /// From KFD: the `GB_ADDR_CONFIG` register.
+    pub gb_addr_config: u32,
+    /// From KFD: memory banks (`MC_ARB_RAMCFG.NOOFBANK`).
+    pub num_banks: u32,
+    /// From KFD: memory ranks (`MC_ARB_RAMCFG.NOOFRANKS`).
+    pub num_ranks: u32,
+}
+const _: () = assert!(size_of::<GetTileConfigArgs>() == 40);
+
+/// `AMDKFD_IOC_GET_TILE_CONFIG`: `_IOWR('K', 0x12, struct kfd_ioctl_get_tile_config_args)`.
+pub const AMDKFD_IOC_GET_TILE_CONFIG: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    AMDKFD_IOCTL_BASE,
+    0x12,
+    size_of::<GetTileConfigArgs>(),
+);
+
+/// Entries of amdgpu's tile-mode array (`adev->gfx.config.tile_mode_array`), which
+/// `AMDKFD_IOC_GET_TILE_CONFIG` returns at most.
+pub const TILE_MODE_ENTRIES: u32 = 32;
+/// Entries of amdgpu's macro-tile-mode array (`adev->gfx.config.macrotile_mode_array`).
+pub const MACRO_TILE_MODE_ENTRIES: u32 = 16;
+
 /// The command of amdkfd's ioctl table (`amdkfd_ioctls[nr].cmd`: type `'K'`, the argument's
 /// size, its direction) for ioctl number `nr`, when this device emulates it; `None` for other
 /// numbers. amdkfd answers a request by its number alone and copies the argument in and out
@@ -159,6 +201,7 @@ pub fn amdkfd_table_command(nr: u8) -> Option<u32> {
         0x0B => AMDKFD_IOC_RESET_EVENT,
         0x0C => AMDKFD_IOC_WAIT_EVENTS,
         0x11 => AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+        0x12 => AMDKFD_IOC_GET_TILE_CONFIG,
         0x13 => AMDKFD_IOC_SET_TRAP_HANDLER,
         0x14 => AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
         0x15 => AMDKFD_IOC_ACQUIRE_VM,
@@ -831,6 +874,7 @@ impl EmulatedKfd {
             0x11 => with_args(request, arg, |a: &mut SetScratchBackingVaArgs| {
                 self.gpu(a.gpu_id).map(|_| ())
             }),
+            0x12 => with_args(request, arg, |a| self.tile_config(a)),
             // kfd_ioctl_set_trap_handler: EINVAL for a GPU the process has no data for.
             0x13 => with_args(request, arg, |a: &mut SetTrapHandlerArgs| {
                 self.gpu(a.gpu_id)?;
@@ -908,6 +952,35 @@ impl EmulatedKfd {
             }),
             _ => Err(Errno::NOTTY),
         }
+    }
+
+    /// `kfd_ioctl_get_tile_config`: the GPU's tiling configuration as amdgpu keeps it
+    /// (`amdgpu_amdkfd_get_tile_config`). A gfx9 and later GPU programs no tile-mode tables
+    /// (amdgpu leaves both arrays zero) and no `MC_ARB_RAMCFG` (banks and ranks 0); the
+    /// emulated GPU has no register file, so `GB_ADDR_CONFIG` reads 0, as the render node's
+    /// `READ_MMR_REG` answers it. The arrays are written up to the caller's count, capped at
+    /// amdgpu's ([`TILE_MODE_ENTRIES`], [`MACRO_TILE_MODE_ENTRIES`]), and the counts come
+    /// back as written. `EINVAL` for an unknown GPU; `EFAULT` (counts 0) when an array is
+    /// not mapped.
+    fn tile_config(&self, a: &mut GetTileConfigArgs) -> Result<(), Errno> {
+        self.gpu(a.gpu_id)?;
+        a.gb_addr_config = 0;
+        a.num_banks = 0;
+        a.num_ranks = 0;
+        a.num_tile_configs = a.num_tile_configs.min(TILE_MODE_ENTRIES);
+        a.num_macro_tile_configs = a.num_macro_tile_configs.min(MACRO_TILE_MODE_ENTRIES);
+        let zeros = [0u8; 4 * TILE_MODE_ENTRIES as usize];
+        let tiles = 4 * a.num_tile_configs as usize;
+        if let Err(e) = self.device.user.write(a.tile_config_ptr, &zeros[..tiles]) {
+            a.num_tile_configs = 0;
+            return Err(e);
+        }
+        let macros = 4 * a.num_macro_tile_configs as usize;
+        if let Err(e) = self.device.user.write(a.macro_tile_config_ptr, &zeros[..macros]) {
+            a.num_macro_tile_configs = 0;
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn apertures(&self, a: &mut GetProcessAperturesNewArgs) -> Result<(), Errno> {
