@@ -80,10 +80,8 @@ fn get_tile_config_returns_gfx9s_empty_tables() {
     };
     // SAFETY: both array pointers address live Vecs of 40 u32s, which the device writes
     // (at most 32 and 16 entries) through /proc/self/mem.
-    assert_eq!(
-        unsafe { d.ioctl(AMDKFD_IOC_GET_TILE_CONFIG, a.as_mut_bytes()) },
-        Ok(())
-    );
+    let r = unsafe { d.ioctl(AMDKFD_IOC_GET_TILE_CONFIG, a.as_mut_bytes()) };
+    assert_eq!(r, Ok(()));
     assert_eq!(
         (a.num_tile_configs, a.num_macro_tile_configs),
         (TILE_MODE_ENTRIES, MACRO_TILE_MODE_ENTRIES)
@@ -93,7 +91,10 @@ fn get_tile_config_returns_gfx9s_empty_tables() {
     assert!(tiles[..32].iter().all(|&t| t == 0), "{tiles:x?}");
     assert!(tiles[32..].iter().all(|&t| t == 0xdead_beef), "{tiles:x?}");
     assert!(macros[..16].iter().all(|&t| t == 0), "{macros:x?}");
-    assert!(macros[16..].iter().all(|&t| t == 0xdead_beef), "{macros:x?}");
+    assert!(
+        macros[16..].iter().all(|&t| t == 0xdead_beef),
+        "{macros:x?}"
+    );
     // An unknown GPU is EINVAL; an unmapped array EFAULT with no entries written.
     a.gpu_id = BUILTIN_GPU_ID + 1;
     assert_eq!(

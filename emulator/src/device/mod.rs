@@ -405,20 +405,20 @@ impl Device {
     ///   address), in its own log ([`EmulatedKfd::queue_error`]), and prints it on stderr
     ///   when `HSA_RT_LOG` is on (what the kernel log holds on a real machine);
     /// - it sets the process's KFD events as amdkfd does: for a memory fault every
-    ///   `KFD_IOC_EVENT_MEMORY` event, with `kfd_hsa_memory_exception_data` (the faulting
-    ///   address, the GPU, `NotPresent` — the device has no read-only or non-executable
-    ///   pages —, or `imprecise` when the address is unknown; `kfd_signal_vm_fault_event`);
-    ///   for any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event, with
-    ///   `kfd_hsa_hw_exception_data` (the GPU, a per-engine reset caused by a hang, no memory
-    ///   lost: the queue's engine stopped, nothing else did; `kfd_signal_hw_exception_event`).
-    ///   A process that created no such event is told nothing more (amdkfd logs "got
-    ///   unhandled exception").
+    ///   `KFD_IOC_EVENT_MEMORY` event ([`Device::raise_vm_fault`]) — unless the CP raised it
+    ///   already when the access faulted (`vm_fault_raised`), as the GPU's VM does, before
+    ///   the queue stopped —; for any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event,
+    ///   with `kfd_hsa_hw_exception_data` (the GPU, a per-engine reset caused by a hang, no
+    ///   memory lost: the queue's engine stopped, nothing else did;
+    ///   `kfd_signal_hw_exception_event`). A process that created no such event is told
+    ///   nothing more (amdkfd logs "got unhandled exception").
     pub(crate) fn report_queue_error(
         &self,
         queue_id: u32,
         gpu_id: u32,
         error: &Error,
         fault: Option<MemoryFault>,
+        vm_fault_raised: bool,
     ) {
         if queue::log_enabled() {
             eprintln!(
@@ -428,32 +428,43 @@ impl Device {
             );
         }
         lock(&self.queue_errors).insert(queue_id, error.clone());
+        if error.status() == Status::MemoryFault {
+            if !vm_fault_raised {
+                self.raise_vm_fault(gpu_id, fault);
+            }
+            return;
+        }
         let mut data = [0u8; 32];
-        let event_type = if error.status() == Status::MemoryFault {
-            let d = HsaMemoryExceptionData {
-                failure: MemoryExceptionFailure {
-                    not_present: u32::from(fault.is_some()),
-                    read_only: 0,
-                    no_execute: 0,
-                    imprecise: u32::from(fault.is_none()),
-                },
-                va: fault.map_or(0, |f| f.address),
-                gpu_id,
-                error_type: KFD_MEM_ERR_NO_RAS,
-            };
-            data.copy_from_slice(d.as_bytes());
-            KFD_IOC_EVENT_MEMORY
-        } else {
-            let d = HsaHwExceptionData {
-                reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
-                reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
-                memory_lost: 0,
-                gpu_id,
-            };
-            data[..16].copy_from_slice(d.as_bytes());
-            KFD_IOC_EVENT_HW_EXCEPTION
+        let d = HsaHwExceptionData {
+            reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+            reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+            memory_lost: 0,
+            gpu_id,
         };
-        lock(&self.events).signal_type(event_type, data);
+        data[..16].copy_from_slice(d.as_bytes());
+        lock(&self.events).signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
+        self.events_cv.notify_all();
+    }
+
+    /// A GPU memory fault (the VM's fault interrupt, `kfd_signal_vm_fault_event`): sets every
+    /// `KFD_IOC_EVENT_MEMORY` event of the process with `kfd_hsa_memory_exception_data` (the
+    /// faulting address, the GPU, `NotPresent` — the device has no read-only or
+    /// non-executable pages —, or `imprecise` when the address is unknown).
+    pub(crate) fn raise_vm_fault(&self, gpu_id: u32, fault: Option<MemoryFault>) {
+        let d = HsaMemoryExceptionData {
+            failure: MemoryExceptionFailure {
+                not_present: u32::from(fault.is_some()),
+                read_only: 0,
+                no_execute: 0,
+                imprecise: u32::from(fault.is_none()),
+            },
+            va: fault.map_or(0, |f| f.address),
+            gpu_id,
+            error_type: KFD_MEM_ERR_NO_RAS,
+        };
+        let mut data = [0u8; 32];
+        data.copy_from_slice(d.as_bytes());
+        lock(&self.events).signal_type(KFD_IOC_EVENT_MEMORY, data);
         self.events_cv.notify_all();
     }
 }
@@ -976,7 +987,11 @@ impl EmulatedKfd {
             return Err(e);
         }
         let macros = 4 * a.num_macro_tile_configs as usize;
-        if let Err(e) = self.device.user.write(a.macro_tile_config_ptr, &zeros[..macros]) {
+        if let Err(e) = self
+            .device
+            .user
+            .write(a.macro_tile_config_ptr, &zeros[..macros])
+        {
             a.num_macro_tile_configs = 0;
             return Err(e);
         }

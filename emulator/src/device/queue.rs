@@ -187,9 +187,10 @@ impl CpThread {
                     target: gpu.and_then(|g| g.target),
                     isa: gpu.map_or("unknown", |g| g.isa.as_str()),
                     fault: std::cell::Cell::new(None),
+                    vm_fault_raised: std::cell::Cell::new(false),
                 };
                 let progress = self.processor.process(&host, 64);
-                (progress, host.fault.get())
+                (progress, (host.fault.get(), host.vm_fault_raised.get()))
             };
             match progress {
                 Progress::Processed(_) => {
@@ -202,8 +203,9 @@ impl CpThread {
                     stopped = true;
                     // Reported here, after the allocation lock is released: the queue's
                     // inactive signal already holds the status (the processor stored it).
+                    let (fault, raised) = fault;
                     self.device
-                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault);
+                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault, raised);
                 }
             }
         }
@@ -221,9 +223,26 @@ struct CpHost<'a> {
     isa: &'a str,
     /// The access that faulted, when a kernel stopped the queue with a memory fault.
     fault: std::cell::Cell<Option<MemoryFault>>,
+    /// Whether that fault's KFD memory event is raised already ([`CpHost::raise_vm_fault`]).
+    vm_fault_raised: std::cell::Cell<bool>,
 }
 
 impl CpHost<'_> {
+    /// Raises the recorded fault's KFD memory event now, as the GPU's VM raises its fault
+    /// interrupt at the faulting access — before the CP stops the queue and stores its
+    /// error into the queue's inactive signal. ROCR handles both on one thread, the VM
+    /// fault first when both are pending (it reports the fault and aborts); with the
+    /// inactive signal first, ROCR's queue callback reported the memory violation code
+    /// instead (`MEMORY_APERTURE_VIOLATION`), which a real GPU does not store for a page
+    /// fault. Once per queue stop; nothing when no fault was recorded.
+    fn raise_vm_fault(&self) {
+        if let Some(f) = self.fault.get() {
+            if !self.vm_fault_raised.replace(true) {
+                self.device.raise_vm_fault(self.gpu_id, Some(f));
+            }
+        }
+    }
+
     /// Runs the host implementation registered for the kernel.
     fn run_host(&self, dispatch: &DecodedKernelDispatch) -> hsa_core::Result<()> {
         let k = self
@@ -240,7 +259,8 @@ impl CpHost<'_> {
             self.gpu_id,
             self.lds_bytes,
             &self.fault,
-        )?;
+        )
+        .inspect_err(|_| self.raise_vm_fault())?;
         self.device.stats.host.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -314,6 +334,7 @@ impl ProcessorHost for CpHost<'_> {
             }
             interp::Outcome::Failed(e, fault) => {
                 self.fault.set(fault);
+                self.raise_vm_fault();
                 Err(error!(
                     e.status(),
                     "{label} on {}: {}",
@@ -410,7 +431,10 @@ impl Pm4Memory for CpHost<'_> {
         let region = self
             .allocs
             .device_region_or_fault(self.gpu_id, va, len, "PM4 indirect buffer read")
-            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "read"))))?;
+            .inspect_err(|_| {
+                self.fault.set(Some(MemoryFault::of(va, "read")));
+                self.raise_vm_fault();
+            })?;
         let mut bytes = vec![0u8; out.len() * 4];
         region.read_into(&mut bytes);
         for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
@@ -423,7 +447,10 @@ impl Pm4Memory for CpHost<'_> {
         let region = self
             .allocs
             .device_region_or_fault(self.gpu_id, va, 4, "PM4 write")
-            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
+            .inspect_err(|_| {
+                self.fault.set(Some(MemoryFault::of(va, "write")));
+                self.raise_vm_fault();
+            })?;
         match region.atomic_u32(0) {
             // Release pairs with the Acquire load of whoever polls the word (a signal's
             // waiter, the host).
@@ -437,7 +464,10 @@ impl Pm4Memory for CpHost<'_> {
         let region = self
             .allocs
             .device_region_or_fault(self.gpu_id, va, 8, "PM4 write")
-            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
+            .inspect_err(|_| {
+                self.fault.set(Some(MemoryFault::of(va, "write")));
+                self.raise_vm_fault();
+            })?;
         match region.atomic_u64(0) {
             // Release: as in write_u32.
             Some(w) => w.store(value, Ordering::Release),
