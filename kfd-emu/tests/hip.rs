@@ -183,11 +183,11 @@ fn hip_invalid_launch_configuration_on_both() {
     same_on_both("badlaunch");
 }
 
-/// The kernel reads address 0x1000. On a GPU the VM raises its fault interrupt at the access,
-/// before the CP stops the queue, and ROCR (which handles both on one thread, the VM fault
-/// first when both are pending) prints the fault and aborts. The emulated device raised KFD's
-/// memory event only after storing the queue's inactive signal, and about one run in three
-/// HIP reported the stored memory-violation code from its queue callback
+/// The kernel reads address 0x1000. On a GPU the VM raises its fault interrupt before anything
+/// tells a waiter that the queue stopped, and ROCR (which handles both on one thread, the VM
+/// fault first when both are pending) prints the fault and aborts. The emulated device raised
+/// KFD's memory event only after waking the queue's inactive signal, and in 3 runs of 8 HIP
+/// reported the stored memory-violation code from its queue callback
 /// (`HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION`) instead: three runs, each must report the
 /// fault.
 #[test]

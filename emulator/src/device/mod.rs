@@ -406,8 +406,9 @@ impl Device {
     ///   when `HSA_RT_LOG` is on (what the kernel log holds on a real machine);
     /// - it sets the process's KFD events as amdkfd does: for a memory fault every
     ///   `KFD_IOC_EVENT_MEMORY` event ([`Device::raise_vm_fault`]) — unless the CP raised it
-    ///   already when the access faulted (`vm_fault_raised`), as the GPU's VM does, before
-    ///   the queue stopped —; for any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event,
+    ///   already (`vm_fault_raised`) between storing the inactive signal's value and waking
+    ///   its waiters, as a GPU's VM interrupt comes before anyone learns of the stop —; for
+    ///   any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event,
     ///   with `kfd_hsa_hw_exception_data` (the GPU, a per-engine reset caused by a hang, no
     ///   memory lost: the queue's engine stopped, nothing else did;
     ///   `kfd_signal_hw_exception_event`). A process that created no such event is told

@@ -228,13 +228,15 @@ struct CpHost<'a> {
 }
 
 impl CpHost<'_> {
-    /// Raises the recorded fault's KFD memory event now, as the GPU's VM raises its fault
-    /// interrupt at the faulting access — before the CP stops the queue and stores its
-    /// error into the queue's inactive signal. ROCR handles both on one thread, the VM
-    /// fault first when both are pending (it reports the fault and aborts); with the
-    /// inactive signal first, ROCR's queue callback reported the memory violation code
-    /// instead (`MEMORY_APERTURE_VIOLATION`), which a real GPU does not store for a page
-    /// fault. Once per queue stop; nothing when no fault was recorded.
+    /// Raises the recorded fault's KFD memory event now ([`ProcessorHost::queue_stopping`]:
+    /// the queue's inactive signal holds the error, its waiters are not woken yet), as the
+    /// GPU's VM raises its fault interrupt before anything tells a waiter that the queue
+    /// stopped. ROCR handles both on one thread, the VM fault first when both are pending
+    /// (it reports the fault and aborts); when the inactive signal woke it first, its queue
+    /// callback reported the CP's memory-violation code (`MEMORY_APERTURE_VIOLATION`) —
+    /// which a real GPU does not store for a page fault — instead. hsa-rt's monitor, woken
+    /// by the memory event, finds the inactive signal already set. Once per queue stop;
+    /// nothing when no fault was recorded.
     fn raise_vm_fault(&self) {
         if let Some(f) = self.fault.get() {
             if !self.vm_fault_raised.replace(true) {
@@ -259,8 +261,7 @@ impl CpHost<'_> {
             self.gpu_id,
             self.lds_bytes,
             &self.fault,
-        )
-        .inspect_err(|_| self.raise_vm_fault())?;
+        )?;
         self.device.stats.host.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
@@ -334,7 +335,6 @@ impl ProcessorHost for CpHost<'_> {
             }
             interp::Outcome::Failed(e, fault) => {
                 self.fault.set(fault);
-                self.raise_vm_fault();
                 Err(error!(
                     e.status(),
                     "{label} on {}: {}",
@@ -420,6 +420,10 @@ impl ProcessorHost for CpHost<'_> {
         // The thread reports the error (log, KFD events) from Progress::Stopped, once the
         // allocation lock is released.
     }
+
+    fn queue_stopping(&self) {
+        self.raise_vm_fault();
+    }
 }
 
 /// The GPU's side of the PM4 engine: its accesses go through the allocations mapped to it,
@@ -431,10 +435,7 @@ impl Pm4Memory for CpHost<'_> {
         let region = self
             .allocs
             .device_region_or_fault(self.gpu_id, va, len, "PM4 indirect buffer read")
-            .inspect_err(|_| {
-                self.fault.set(Some(MemoryFault::of(va, "read")));
-                self.raise_vm_fault();
-            })?;
+            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "read"))))?;
         let mut bytes = vec![0u8; out.len() * 4];
         region.read_into(&mut bytes);
         for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
@@ -447,10 +448,7 @@ impl Pm4Memory for CpHost<'_> {
         let region = self
             .allocs
             .device_region_or_fault(self.gpu_id, va, 4, "PM4 write")
-            .inspect_err(|_| {
-                self.fault.set(Some(MemoryFault::of(va, "write")));
-                self.raise_vm_fault();
-            })?;
+            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
         match region.atomic_u32(0) {
             // Release pairs with the Acquire load of whoever polls the word (a signal's
             // waiter, the host).
@@ -464,10 +462,7 @@ impl Pm4Memory for CpHost<'_> {
         let region = self
             .allocs
             .device_region_or_fault(self.gpu_id, va, 8, "PM4 write")
-            .inspect_err(|_| {
-                self.fault.set(Some(MemoryFault::of(va, "write")));
-                self.raise_vm_fault();
-            })?;
+            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
         match region.atomic_u64(0) {
             // Release: as in write_u32.
             Some(w) => w.store(value, Ordering::Release),
