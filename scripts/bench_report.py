@@ -6,13 +6,15 @@ Usage (from the workspace root):
     python3 scripts/bench_report.py                 # re-read the output of the last --run
     python3 scripts/bench_report.py --run --quick   # a short run to check that all of this works
                                                     # (writes target/BENCHMARKS-quick.md)
+    python3 scripts/bench_report.py --b8 [--quick]  # B8 alone, its rows printed (nothing written)
 
 Reads <target>/criterion/<group>/<bench>/new/estimates.json (median point estimate and its
 95% interval, ns), where <target> is $CARGO_TARGET_DIR or ./target. With --run it first runs
 the two criterion benches (niced to -20 when root, so that other load on a shared machine
 takes less from the spinning threads) and the main job for the gfx9 interpreter's figures,
-and records in <target>/criterion/hsa_run_info.json when the run started and ended, the load
-average before and after and the interpreter's figures. Every row (B1..B6 and each baseline,
+B8 (hsa-rt against Debian's ROCR under kfd-emu: run_b8), and records in
+<target>/criterion/hsa_run_info.json when the run started and ended, the load average before
+and after, the interpreter's figures and B8's. Every row (B1..B6 and each baseline,
 and the interpreter's) must come from that one run: a missing estimate, or one written before
 the run started or after it ended (a bench re-run alone since), is an error naming it, and
 nothing is written. It also builds hsa-core (here and at CORE_BEFORE_REV, the last commit
@@ -40,6 +42,19 @@ EMU_CMD = "cargo bench -p hsa-emu --bench emulated"
 # B9: hsa-baremetal in a QEMU virtual machine; the test writes its figures to $HSA_RT_B9_JSON.
 B9_CMD = ["cargo", "test", "--release", "-p", "hsa-baremetal", "--test", "qemu",
           "main_job_and_figures", "--", "--nocapture"]
+
+# B8: the same programs on hsa-rt's libhsa-runtime64 and on Debian's (ROCR 5.2.3, with its
+# libhsakmt) under kfd-emu, both on kfd-emu's built-in emulated MI210 (gfx90a), in this run.
+# (id, what, program, iterations, quick iterations)
+B8_CMD = "python3 scripts/bench_report.py --b8"
+B8_PROGRAMS = [
+    ("B8", "hsa.h dispatch round trip of a one-work-item kernel (`capi/c/dispatch_round_trip.c`: "
+     "packet, doorbell, CP runs it in the interpreter, completion signal, active wait)",
+     "dispatch_round_trip", 2000, 200),
+    ("B8 (HIP)", "HIP empty-kernel launch + `hipStreamSynchronize` (`capi/hip/hip_check.hip`, "
+     "section `launch_loop`)", "launch_loop", 1000, 100),
+]
+B8_GOAL = 0.5
 
 # id, what, criterion group, ours, [(baseline, goal kind, goal ratio)], unit, command
 BENCHES = [
@@ -78,6 +93,17 @@ BOUNDS = {
           "watching the doorbell word, the write index and the next header (no doorbell notification since "
           "issue 18): within 50 us of its last packet it spins, so a back-to-back round trip costs no wake-up; "
           "after that it sleeps 50 us doubling to 1 ms between looks.",
+    "B8": "(not profiled apart) the emulated CP's polling, which both runtimes share and which decides a run more "
+          "than either runtime does: the CP learns of a packet only by watching memory, spinning for 50 us "
+          "after its last activity and then sleeping 50 us doubling to 1 ms (a barrier waiting for a dependency "
+          "polls every 100 us). A run whose round trips keep within the spin window stays in it (tens of "
+          "microseconds per iteration on either runtime); one that falls out of it pays the CP's sleep on every "
+          "iteration (hundreds of microseconds). On this shared 2-core machine each run of either program lands "
+          "in one regime or the other, on either runtime, from run to run; the rounds in brackets show which.",
+    "B8 (HIP)": "as B8: the emulated CP's polling. HIP's launch and synchronize add their own packets (a barrier "
+          "or marker per synchronize) and a blocked wait (a spin, then KFD's event wait through the emulated "
+          "device), so a run that leaves the CP's spin window pays its sleep more than once per iteration. "
+          "Runs of the same binary on either runtime measured from about 12 us to about 500 us per launch here.",
     "B5": "the pool's spin lock and B-tree address index (O(log n) lookups on free) against glibc's per-size "
           "bins.",
     "B6": "the emulated event path: the waiter's AMDKFD_IOC_WAIT_EVENTS copies its event array in and out "
@@ -172,6 +198,7 @@ def run_benches(quick):
     for cmd in (CORE_CMD, EMU_CMD):
         run(nice + cmd.split() + ["--"] + extra)
     interp = interpreter_speed(runs=1 if quick else 3)
+    b8 = run_b8(quick)
     if shutil.which("qemu-system-x86_64"):
         run_b9()
     else:
@@ -180,7 +207,7 @@ def run_benches(quick):
     after = loadavg()
     info = {"loadavg_before": before, "loadavg_after": after, "niced": bool(nice),
             "started": started, "finished": finished, "quick": quick,
-            "criterion_args": extra, "interpreter": interp}
+            "criterion_args": extra, "interpreter": interp, "b8": b8}
     run_info_path().parent.mkdir(parents=True, exist_ok=True)
     run_info_path().write_text(json.dumps(info))
 
@@ -324,6 +351,83 @@ def interpreter_speed(runs):
     return result
 
 
+def run_b8(quick):
+    """B8: builds hsa-rt's library and kfd-emu (release), the hsa.h program (gcc, against
+    Debian's hsa.h) and hip_check (hipcc), then runs each program alternately on hsa-rt's
+    library and on Debian's ROCR under kfd-emu (HSA_ENABLE_SDMA=0: the emulated device has no
+    SDMA engine), 5 rounds (1 with --quick), niced to -20 as root; per program and library the median over rounds
+    of the program's own median batch, ns per round trip."""
+    import re
+    import statistics
+    hipcc = shutil.which("hipcc")
+    for need, what in ((hipcc, "hipcc (apt install hipcc libamdhip64-dev rocm-device-libs)"),
+                       (shutil.which("gcc"), "gcc"),
+                       (Path("/usr/include/hsa/hsa.h").exists() or None, "/usr/include/hsa/hsa.h "
+                        "(apt install libhsa-runtime-dev)")):
+        if not need:
+            raise ReportError(f"B8 needs {what}")
+    run(["cargo", "build", "-q", "--release", "-p", "hsa-capi", "--lib"])
+    run(["cargo", "build", "-q", "--release", "-p", "kfd-emu"])  # the binary and the preload
+    rel = target_dir() / "release"
+    work = Path(tempfile.mkdtemp(prefix="hsa-b8-"))
+    (work / "libhsa-runtime64.so.1").symlink_to(rel / "libhsa_runtime64.so")
+    drt = work / "dispatch_round_trip"
+    run(["gcc", "-std=gnu11", "-O2", "-Wall", "-Werror", "-o", str(drt),
+         str(ROOT / "capi/c/dispatch_round_trip.c"), "-l:libhsa-runtime64.so.1"])
+    hip_check = work / "hip_check"
+    run([hipcc, "--offload-arch=gfx90a", str(ROOT / "capi/hip/hip_check.hip"), "-o", str(hip_check)])
+    code_object = str(ROOT / "testdata/codeobjects/kernels-gfx90a-v5.hsaco")
+    base = {k: v for k, v in os.environ.items()
+            if k not in ("LD_LIBRARY_PATH", "HSA_RT_SYSFS", "HSA_RT_EMULATION", "HSA_RT_DEVICE",
+                         "HSA_RT_LOG")}
+    ours_env = dict(base, LD_LIBRARY_PATH=str(work), HSA_RT_DEVICE="emulated")
+    rocr_env = dict(base, HSA_ENABLE_SDMA="0", KFD_EMU_PRELOAD=str(rel / "libkfd_emu_preload.so"))
+    rounds = 1 if quick else 5
+    nice = ["nice", "-n", "-20"] if os.geteuid() == 0 else []
+    result = {}
+    for bid, _, program, iterations, quick_iterations in B8_PROGRAMS:
+        n = str(quick_iterations if quick else iterations)
+        argv = [str(drt), code_object, n] if program == "dispatch_round_trip" else \
+            [str(hip_check), "launch_loop", n]
+        figures = {"ours": [], "rocr": []}
+        for _ in range(rounds):
+            for who, cmd, env in (("ours", argv, ours_env),
+                                  ("rocr", [str(rel / "kfd-emu"), "--"] + argv, rocr_env)):
+                cmd = nice + cmd
+                print("+", " ".join(cmd), file=sys.stderr)
+                out = subprocess.run(cmd, capture_output=True, text=True, env=env)
+                m = re.search(r"([0-9.]+) ns per (dispatch|launch)", out.stdout)
+                if out.returncode != 0 or not m:
+                    raise ReportError(f"{bid}: `{' '.join(cmd)}` ({who}) failed (exit status "
+                                      f"{out.returncode}): {out.stdout.strip()!r} {out.stderr.strip()[-2000:]!r}")
+                figures[who].append(float(m.group(1)))
+        result[bid] = {"ours_ns": statistics.median(figures["ours"]),
+                       "rocr_ns": statistics.median(figures["rocr"]),
+                       "ours_all": figures["ours"], "rocr_all": figures["rocr"],
+                       "iterations": int(n), "rounds": rounds}
+    shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def b8_rows(b8):
+    """The B8 rows of the main table from run_b8()'s figures, and the ids that missed."""
+    rows, missed = [], []
+    for bid, what, program, _, _ in B8_PROGRAMS:
+        f = b8[bid]
+        ratio = f["ours_ns"] / f["rocr_ns"]
+        met = ratio <= B8_GOAL
+        if not met:
+            missed.append(bid)
+        per = "per launch" if program == "launch_loop" else "per round trip"
+        spread = lambda xs: ", ".join(fmt_ns(x) for x in xs)
+        rows.append(
+            f"| {bid} | {what}, {per}, emulated MI210, {f['iterations']:,} iterations x {f['rounds']} "
+            f"round(s) | `hsa-rt` {fmt_ns(f['ours_ns'])} [{spread(f['ours_all'])}] | "
+            f"`ROCR 5.2.3 under kfd-emu` {fmt_ns(f['rocr_ns'])} [{spread(f['rocr_all'])}] | "
+            f"{ratio:.3g}x | <= {B8_GOAL}x ROCR | {'yes' if met else '**no**'} | `{B8_CMD}` |")
+    return rows, missed
+
+
 def b9_path():
     return target_dir() / "criterion" / "hsa_b9.json"
 
@@ -416,9 +520,21 @@ def main():
                          "whole report works, not figures to publish)")
     ap.add_argument("--no-sizes", action="store_true", help="skip the code-size and static-memory builds")
     ap.add_argument("--out", help="where to write the report (default: BENCHMARKS.md)")
+    ap.add_argument("--b8", action="store_true",
+                    help="only run B8 (hsa-rt against Debian's ROCR under kfd-emu) and print its rows "
+                         "(writes nothing; the report takes B8 from a --run)")
     ap.add_argument("--b9", action="store_true",
                     help="only boot the VM (B9) and replace BENCHMARKS.md's B9 section with its figures")
     args = ap.parse_args()
+    if args.b8:
+        try:
+            rows, _ = b8_rows(run_b8(args.quick))
+        except ReportError as err:
+            sys.exit(f"bench_report: {err}")
+        except subprocess.CalledProcessError as err:
+            sys.exit(f"bench_report: `{' '.join(map(str, err.cmd))}` failed (exit status {err.returncode})")
+        print("\n".join(rows))
+        return
     if args.b9:
         try:
             run_b9()
@@ -431,8 +547,8 @@ def main():
         out.write_text(splice_b9(out.read_text() if out.exists() else "", b9_lines()))
         print(f"wrote B9 into {out}", file=sys.stderr)
         return
-    if args.quick and not args.run:
-        ap.error("--quick only applies to --run")
+    if args.quick and not (args.run or args.b8):
+        ap.error("--quick only applies to --run and --b8")
     try:
         if args.run:
             run_benches(args.quick)
@@ -469,6 +585,8 @@ def report(info, no_sizes):
             errors.append(f"gfx9 interpreter: no {mode} wall time in the recorded run")
     if isinstance(it.get("interpret"), dict) and it["interpret"].get("mlips") is None:
         errors.append("gfx9 interpreter: no lane-instructions/s figure in the recorded run")
+    if not isinstance(info.get("b8"), dict) or any(bid not in info["b8"] for bid, *_ in B8_PROGRAMS):
+        errors.append("B8: no figures in the recorded run (run again with --run)")
     if errors:
         raise ReportError("rows missing, nothing written:\n  " + "\n  ".join(dict.fromkeys(errors)))
 
@@ -516,6 +634,9 @@ def report(info, no_sizes):
             f"`{base}` {fmt_ns(b[0])} [{fmt_ns(b[1])}, {fmt_ns(b[2])}] | {ratio:.3g}x"
             f"{f' ({b[0] / o[0]:.0f}x faster)' if ratio < 0.1 else ''} | {goal_txt} | "
             f"{'yes' if met else '**no**'} | `{cmd}` |")
+    b8_lines, b8_missed = b8_rows(info["b8"])
+    lines += b8_lines
+    missed += b8_missed
     lines += ["", "## Goals missed", ""]
     if missed:
         for bid in dict.fromkeys(missed):
@@ -558,6 +679,20 @@ def report(info, no_sizes):
         "takes CLOCK_MONOTONIC, stores; the waiter takes CLOCK_MONOTONIC when its wait returns. The baseline "
         "does the same with `rustix::thread::futex::{wait, wake}` on an `AtomicU32`. Only the latencies are "
         "timed (criterion measurement time 150 ms of latency, 20 samples).",
+        "- B8: not criterion: two programs time themselves (CLOCK_MONOTONIC / steady_clock; 10 untimed "
+        "iterations, then five batches, the median batch's time per iteration), each run alternately on "
+        "hsa-rt's libhsa-runtime64 (release; `LD_LIBRARY_PATH`, `HSA_RT_DEVICE=emulated`) and on Debian's "
+        "libhsa-runtime64 (ROCR 5.2.3 with its libhsakmt) under `kfd-emu` (release; `HSA_ENABLE_SDMA=0`: "
+        "the emulated device has no SDMA engine), 5 rounds alternating, niced as the criterion benches, the "
+        "median round shown (every round in brackets). Both drive the same emulated MI210: the same CP thread and gfx9 interpreter run the "
+        "kernel, so the ratio is the two runtimes' host-side cost per dispatch. B8: hsa.h only "
+        "(`capi/c/dispatch_round_trip.c`): one queue, one kernarg buffer, one completion signal made with "
+        "`hsa_signal_create` (ROCR: an interrupt signal), per iteration the signal set to 1, one "
+        "work-item of `vector_copy` dispatched (barrier bit, system-scope fences), the doorbell rung, "
+        "`hsa_signal_wait_scacquire(LT 1, HSA_WAIT_STATE_ACTIVE)`, the copied element checked. "
+        "B8 (HIP): `hipLaunchKernelGGL` of an empty kernel (one work-group of 64) and "
+        "`hipStreamSynchronize(0)` per iteration, through Debian's libamdhip64 (HIP 5.2.3) over each "
+        "runtime.",
     ]
     if not no_sizes:
         lines += code_size_lines(*code_sizes())

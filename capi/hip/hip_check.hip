@@ -4,6 +4,7 @@
 // "hip_check: <section> ok" and exits 0, or prints "FAIL ..." and exits 1.
 #include <hip/hip_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -330,8 +331,46 @@ static int fault_section() {
     return 1;
 }
 
+__global__ void empty() {}
+
+static double now_ns() {
+    return std::chrono::duration<double, std::nano>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+}
+
+// B8 (BENCHMARKS.md), not a test: an empty kernel (one work-group of 64) launched and waited
+// for with hipStreamSynchronize, `n` times after 10 untimed; five batches of n / 5, and the
+// median batch's time per launch is printed as "hip_check: launch_loop N launches, X ns per
+// launch (batches: ...)".
+static int launch_loop_section(int n) {
+    if (n < 5) { printf("FAIL launch_loop needs at least 5 launches\n"); return 1; }
+    for (int i = 0; i < 10; i++) {
+        hipLaunchKernelGGL(empty, dim3(1), dim3(64), 0, 0);
+        CHECK(hipStreamSynchronize(0));
+    }
+    const int batches = 5, per = n / batches;
+    double t[batches];
+    for (int b = 0; b < batches; b++) {
+        double t0 = now_ns();
+        for (int i = 0; i < per; i++) {
+            hipLaunchKernelGGL(empty, dim3(1), dim3(64), 0, 0);
+            CHECK(hipStreamSynchronize(0));
+        }
+        t[b] = (now_ns() - t0) / per;
+    }
+    double sorted[batches];
+    memcpy(sorted, t, sizeof t);
+    std::sort(sorted, sorted + batches);
+    printf("hip_check: launch_loop %d launches, %.0f ns per launch (batches:", per * batches,
+           sorted[batches / 2]);
+    for (int b = 0; b < batches; b++) printf(" %.0f", t[b]);
+    printf(")\n");
+    return 0;
+}
+
 int main(int argc, char** argv) {
-    if (argc < 2) { printf("usage: hip_check SECTION [CODE_OBJECT]\n"); return 2; }
+    if (argc < 2) { printf("usage: hip_check SECTION [CODE_OBJECT | LAUNCHES]\n"); return 2; }
     const char* s = argv[1];
     int r;
     if (!strcmp(s, "vector_add")) r = vector_add_section();
@@ -347,6 +386,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(s, "multigpu")) r = multigpu_section();
     else if (!strcmp(s, "badlaunch")) r = badlaunch_section();
     else if (!strcmp(s, "fault")) r = fault_section();
+    else if (!strcmp(s, "launch_loop") && argc > 2) r = launch_loop_section(atoi(argv[2]));
     else { printf("unknown section %s\n", s); return 2; }
     if (r == 0) printf("hip_check: %s ok\n", s);
     return r;

@@ -4,74 +4,34 @@
 //! kernels' real gfx90a machine code. Each section runs in its own process (HIP aborts the
 //! process on a queue error) and compares its results with the host's.
 //!
-//! Two sections need instructions the gfx9 interpreter does not execute yet; they pass either
-//! way, but only with that exact interpreter error when they fail (see [`ISA_GAPS`]), so the day
-//! the instructions land they check their results instead.
+//! The programs, their sections and what a run of one means are `hip_programs` (shared with
+//! `kfd-emu/tests/hip.rs`, which runs the same sections on Debian's ROCR under kfd-emu and
+//! compares). One section needs an instruction the gfx9 interpreter does not execute yet; it
+//! passes either way, but only with that exact interpreter error when it fails (see
+//! [`ISA_GAPS`]), so the day the instruction lands it checks its results instead.
 //!
 //! Needs `hipcc`, `libamdhip64-dev` and `rocm-device-libs` (`.ci/run` installs them); without
 //! hipcc every test says `skipped: hipcc not found` and passes.
 
 mod common;
+mod hip_programs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-/// Sections that fail only because the interpreter lacks an instruction: (section, text of the
-/// queue error the emulated device reports, what is missing).
-const ISA_GAPS: [(&str, &str, &str); 1] = [(
-    "printf",
-    // SOPP opcode 16 (0xbf90_xxxx): s_sendmsg.
-    "SOPP 0xbf90",
-    "device printf's kernel signals the host with s_sendmsg (HIP 5.2's hostcall path)",
-)];
+use hip_programs::{Outcome, Programs, ISA_GAPS};
 
-fn hipcc() -> Option<PathBuf> {
-    let out = Command::new("sh")
-        .args(["-c", "command -v hipcc"])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
-}
-
-/// Compiles `hip/<src>` with hipcc for gfx90a (`extra` before the source), into `dir/out`.
-fn build(hipcc: &Path, dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
-    let exe = dir.join(out);
-    let o = Command::new(hipcc)
-        .arg("--offload-arch=gfx90a")
-        .args(extra)
-        .arg(common::crate_dir().join("hip").join(src))
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("run hipcc");
-    assert!(
-        o.status.success(),
-        "hipcc {src} failed:\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    exe
-}
-
-/// The library directory, `hip_check` and the module's code-object file, built once for all
-/// the tests (they run at once); `None` without hipcc.
-fn programs() -> Option<&'static (PathBuf, PathBuf, PathBuf)> {
-    static BUILT: OnceLock<Option<(PathBuf, PathBuf, PathBuf)>> = OnceLock::new();
+/// The library directory and the programs, built once for all the tests (they run at once);
+/// `None` without hipcc.
+fn programs() -> Option<&'static (PathBuf, Programs)> {
+    static BUILT: OnceLock<Option<(PathBuf, Programs)>> = OnceLock::new();
     BUILT
         .get_or_init(|| {
-            let hipcc = hipcc()?;
+            let hipcc = hip_programs::hipcc()?;
             let libdir = common::library_dir("hip");
-            let exe = build(&hipcc, &libdir, "hip_check.hip", "hip_check", &[]);
-            let co = build(
-                &hipcc,
-                &libdir,
-                "module_kernels.hip",
-                "module_kernels.co",
-                &["--genco"],
-            );
-            Some((libdir, exe, co))
+            let programs = hip_programs::build_programs(&hipcc, &libdir);
+            Some((libdir, programs))
         })
         .as_ref()
 }
@@ -79,11 +39,11 @@ fn programs() -> Option<&'static (PathBuf, PathBuf, PathBuf)> {
 /// Runs `hip_check <section> [args]` on the emulated device (`sysfs`: a captured topology),
 /// with `HSA_RT_LOG=1`.
 fn run(section: &str, args: &[&Path], sysfs: Option<&Path>) -> Option<Output> {
-    let Some((libdir, exe, _)) = programs() else {
+    let Some((libdir, programs)) = programs() else {
         println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
         return None;
     };
-    let mut cmd = Command::new(exe);
+    let mut cmd = Command::new(&programs.hip_check);
     cmd.arg(section)
         .args(args)
         .env("LD_LIBRARY_PATH", libdir)
@@ -105,37 +65,40 @@ fn text(out: &Output) -> (String, String) {
     )
 }
 
-/// Runs a section and asserts it printed `hip_check: <section> ok` and exited 0.
+/// Runs a section and asserts it printed `hip_check: <section> ok` and exited 0 — or, for a
+/// section of [`ISA_GAPS`], stopped with exactly the gap's status and instruction.
 fn check(section: &str) {
-    check_with(section, &[], None);
-}
-
-fn check_with(section: &str, args: &[&Path], sysfs: Option<&Path>) {
-    let Some(out) = run(section, args, sysfs) else {
+    let Some(programs) = programs().map(|(_, p)| p) else {
+        println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
+        return;
+    };
+    let args = hip_programs::section_args(section, programs);
+    let args: Vec<&Path> = args.iter().map(PathBuf::as_path).collect();
+    let sysfs = match hip_programs::section_topology(section) {
+        Ok(t) => t,
+        Err(skipped) => {
+            println!("{skipped}");
+            return;
+        }
+    };
+    let Some(out) = run(section, &args, sysfs.as_deref()) else {
         return;
     };
     let (stdout, stderr) = text(&out);
-    if !out.status.success() {
-        if let Some((_, error, missing)) = ISA_GAPS
-            .iter()
-            .find(|(s, e, _)| *s == section && stderr.contains(e))
-        {
+    match hip_programs::outcome(section, &out) {
+        Outcome::Passed => {}
+        Outcome::IsaGap(missing) => {
+            let gap = ISA_GAPS.iter().find(|g| g.section == section).unwrap();
+            // This library reports the queue error's detail (HSA_RT_LOG) before HIP aborts.
+            assert!(stderr.contains(gap.detail), "{stdout}\n{stderr}");
             println!(
                 "expected failure: {missing}, which the gfx9 interpreter does not execute yet \
-                 (the queue stopped with: {error})"
+                 (the queue stopped with: {})",
+                gap.detail
             );
-            return;
         }
+        other => panic!("hip_check {section}: {other:?}"),
     }
-    assert!(
-        out.status.success(),
-        "hip_check {section} failed ({}):\n{stdout}\n{stderr}",
-        out.status
-    );
-    assert!(
-        stdout.contains(&format!("hip_check: {section} ok\n")),
-        "{stdout}\n{stderr}"
-    );
 }
 
 #[test]
@@ -185,23 +148,13 @@ fn hip_device_printf() {
 
 #[test]
 fn hip_module_load_and_launch() {
-    let Some((_, _, co)) = programs() else {
-        println!("skipped: hipcc not found");
-        return;
-    };
-    check_with("module", &[co], None);
+    check("module");
 }
 
 /// The captured 8-GPU MI210 machine (shared test data): 8 devices, hipSetDevice, a peer copy.
 #[test]
 fn hip_eight_mi210s_and_a_peer_copy() {
-    let sysfs = common::crate_dir()
-        .join("../../shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
-    if !sysfs.exists() {
-        println!("skipped: {} not found", sysfs.display());
-        return;
-    }
-    check_with("multigpu", &[], Some(&sysfs));
+    check("multigpu");
 }
 
 #[test]

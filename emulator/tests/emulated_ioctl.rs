@@ -268,13 +268,13 @@ fn argument_size_and_unknown_requests() {
     assert_eq!(raw(&d, AMDKFD_IOC_GET_VERSION, &mut v), Err(Errno::INVAL));
     let mut a = [0u8; 8];
     // Past amdkfd's table: kfd_ioctl's EINVAL; in the table but not emulated
-    // (GET_TILE_CONFIG): ENOTTY, the emulation's own answer.
+    // (GET_QUEUE_WAVE_STATE): ENOTTY, the emulation's own answer.
     assert_eq!(
         raw(&d, ioc(IOC_READ | IOC_WRITE, b'K', 0x60, 8), &mut a),
         Err(Errno::INVAL)
     );
     assert_eq!(
-        raw(&d, ioc(IOC_READ | IOC_WRITE, b'K', 0x12, 8), &mut a),
+        raw(&d, ioc(IOC_READ | IOC_WRITE, b'K', 0x1B, 8), &mut a),
         Err(Errno::NOTTY)
     );
     let mut q = DestroyQueueArgs {

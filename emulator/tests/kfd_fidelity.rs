@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use hsa_emu::device::{
-    builtin_topology, EmulatedKfd, SetTrapHandlerArgs, AMDKFD_IOC_SET_TRAP_HANDLER, BUILTIN_GPU_ID,
+    builtin_topology, EmulatedKfd, GetTileConfigArgs, SetTrapHandlerArgs,
+    AMDKFD_IOC_GET_TILE_CONFIG, AMDKFD_IOC_SET_TRAP_HANDLER, BUILTIN_GPU_ID,
+    MACRO_TILE_MODE_ENTRIES, TILE_MODE_ENTRIES,
 };
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
@@ -20,7 +22,8 @@ fn dev() -> Arc<EmulatedKfd> {
 fn raw(d: &EmulatedKfd, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
     // SAFETY: the requests of these tests carry no pointer the emulated device follows
     // (SET_TRAP_HANDLER's addresses are GPU addresses it only records; the unknown requests
-    // are refused before their argument is read).
+    // are refused before their argument is read), or one it only writes through
+    // /proc/self/mem, which fails with EFAULT where nothing is mapped (GET_TILE_CONFIG).
     unsafe { d.ioctl(request, arg) }
 }
 
@@ -51,6 +54,63 @@ fn set_trap_handler_records_the_handler() {
     );
     // The request number is kfd_ioctl.h's: _IOW('K', 0x13, 24 bytes).
     assert_eq!(AMDKFD_IOC_SET_TRAP_HANDLER, 0x4018_4b13);
+}
+
+/// `kfd_ioctl_get_tile_config`: the GPU's tiling registers as amdgpu keeps them — on gfx9 no
+/// tile-mode tables (zeros; amdgpu's arrays hold 32 and 16 entries, which cap the caller's
+/// counts), no `MC_ARB_RAMCFG` (banks and ranks 0), and here `GB_ADDR_CONFIG` 0 (the
+/// emulated GPU has no register file; the render node reads it as 0 too). ROCR 5.2's image
+/// manager asserts that the call succeeds when HIP starts (`ImageManagerKv::Initialize`,
+/// through `hsaKmtGetTileConfig` with 40 entries each); the emulated device answered `ENOTTY`
+/// and every HIP program under kfd-emu aborted at start.
+#[test]
+fn get_tile_config_returns_gfx9s_empty_tables() {
+    let d = dev();
+    let mut tiles = vec![0xdead_beef_u32; 40];
+    let mut macros = vec![0xdead_beef_u32; 40];
+    let mut a = GetTileConfigArgs {
+        tile_config_ptr: tiles.as_mut_ptr() as u64,
+        macro_tile_config_ptr: macros.as_mut_ptr() as u64,
+        num_tile_configs: 40,
+        num_macro_tile_configs: 40,
+        gpu_id: BUILTIN_GPU_ID,
+        gb_addr_config: 0xffff_ffff,
+        num_banks: 0xffff_ffff,
+        num_ranks: 0xffff_ffff,
+    };
+    // SAFETY: both array pointers address live Vecs of 40 u32s, which the device writes
+    // (at most 32 and 16 entries) through /proc/self/mem.
+    let r = unsafe { d.ioctl(AMDKFD_IOC_GET_TILE_CONFIG, a.as_mut_bytes()) };
+    assert_eq!(r, Ok(()));
+    assert_eq!(
+        (a.num_tile_configs, a.num_macro_tile_configs),
+        (TILE_MODE_ENTRIES, MACRO_TILE_MODE_ENTRIES)
+    );
+    assert_eq!((TILE_MODE_ENTRIES, MACRO_TILE_MODE_ENTRIES), (32, 16));
+    assert_eq!((a.gb_addr_config, a.num_banks, a.num_ranks), (0, 0, 0));
+    assert!(tiles[..32].iter().all(|&t| t == 0), "{tiles:x?}");
+    assert!(tiles[32..].iter().all(|&t| t == 0xdead_beef), "{tiles:x?}");
+    assert!(macros[..16].iter().all(|&t| t == 0), "{macros:x?}");
+    assert!(
+        macros[16..].iter().all(|&t| t == 0xdead_beef),
+        "{macros:x?}"
+    );
+    // An unknown GPU is EINVAL; an unmapped array EFAULT with no entries written.
+    a.gpu_id = BUILTIN_GPU_ID + 1;
+    assert_eq!(
+        raw(&d, AMDKFD_IOC_GET_TILE_CONFIG, a.as_mut_bytes()),
+        Err(Errno::INVAL)
+    );
+    a.gpu_id = BUILTIN_GPU_ID;
+    a.tile_config_ptr = 0x10;
+    a.num_tile_configs = 4;
+    assert_eq!(
+        raw(&d, AMDKFD_IOC_GET_TILE_CONFIG, a.as_mut_bytes()),
+        Err(Errno::FAULT)
+    );
+    assert_eq!(a.num_tile_configs, 0);
+    // The request number is kfd_ioctl.h's: _IOWR('K', 0x12, 40 bytes).
+    assert_eq!(AMDKFD_IOC_GET_TILE_CONFIG, 0xc028_4b12);
 }
 
 /// ROCm 5.x kernels had their own ioctls from 0x80 (`AMDKFD_COMMAND_START_2`: IPC

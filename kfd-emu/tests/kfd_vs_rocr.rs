@@ -141,6 +141,7 @@ fn ioctl_name(request: u32) -> String {
         0x0B => "RESET_EVENT",
         0x0C => "WAIT_EVENTS",
         0x11 => "SET_SCRATCH_BACKING_VA",
+        0x12 => "GET_TILE_CONFIG",
         0x13 => "SET_TRAP_HANDLER",
         0x14 => "GET_PROCESS_APERTURES_NEW",
         0x15 => "ACQUIRE_VM",

@@ -118,3 +118,42 @@ fn kfd_ioctls_are_answered_by_number_alone() {
     );
     assert_eq!(stdout, "kfd_ioctl_number: 1.11\n");
 }
+
+/// B8's hsa.h program (`capi/c/dispatch_round_trip.c`) runs on Debian's ROCR under kfd-emu and
+/// on hsa-rt's library, both on the built-in device (a few dispatches, each checked: that it
+/// works, not how fast; `scripts/bench_report.py` times it).
+#[test]
+fn b8_dispatch_round_trip_runs_on_both() {
+    let Some(exe) = build_c(
+        "dispatch_round_trip",
+        &["../capi/c/dispatch_round_trip.c"],
+        &[],
+    ) else {
+        return;
+    };
+    let code_object = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco")
+        .to_string_lossy()
+        .into_owned();
+    let args = [code_object.as_str(), "10"];
+    let Some(rocr) = kfd_emu(&exe, &args) else {
+        return;
+    };
+    let ours = std::process::Command::new(&exe)
+        .args(args)
+        .env("LD_LIBRARY_PATH", common::capi_library_dir())
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run dispatch_round_trip");
+    for (who, out) in [("ROCR", rocr), ("hsa-rt", ours)] {
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.starts_with("dispatch_round_trip: 10 dispatches, "),
+            "{who}: {:?}\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

@@ -144,6 +144,14 @@ pub trait ProcessorHost {
 
     /// The queue stopped with `error`: call the queue's error callback. Called once per queue.
     fn report_error(&self, error: &Error);
+
+    /// The processor stopped the queue and has stored the error into the queue's
+    /// `queue_inactive_signal`, and is about to wake the signal's waiters (its mailbox and
+    /// event): the moment for a device to raise what its hardware raises before a waiter can
+    /// look — the emulated amdkfd sets KFD's memory event of a page fault here, as a GPU's
+    /// VM raises its fault interrupt before anyone learns that the queue stopped. Called at
+    /// most once per queue, only when the inactive signal resolved. The default does nothing.
+    fn queue_stopping(&self) {}
 }
 
 /// What one call of [`PacketProcessor::process`] achieved.
@@ -407,6 +415,7 @@ impl PacketProcessor {
             inactive::encode(error.status(), vendor_packet),
             Ordering::Release,
         );
+        host.queue_stopping();
         let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
         if mailbox != 0 {
             let id = sig.event_id();

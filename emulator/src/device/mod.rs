@@ -53,6 +53,7 @@
 //!   descriptor itself (`MapTarget::DmaBuf`). A descriptor that is not an emulated device's
 //!   export is `EINVAL`, as amdgpu refuses a foreign dma-buf.
 //! - `SET_TRAP_HANDLER` records the trap handler ([`EmulatedKfd::trap_handler`]);
+//!   `GET_TILE_CONFIG` answers a gfx9 GPU's empty tiling tables (ROCR's image manager);
 //!   `MMIO_REMAP` memory is the GPU's one MMIO page, mapped from `/dev/kfd` at the offset
 //!   the allocation returns (`KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(gpu_id)`).
 //!
@@ -146,6 +147,47 @@ pub const AMDKFD_IOC_SET_TRAP_HANDLER: u32 = ioc(
     size_of::<SetTrapHandlerArgs>(),
 );
 
+/// `struct kfd_ioctl_get_tile_config_args` (40 bytes): `AMDKFD_IOC_GET_TILE_CONFIG`
+/// (`_IOWR('K', 0x12, ...)`), the GPU's tiling registers, which ROCR's image manager reads
+/// at start (through `hsaKmtGetTileConfig`) to set up its address library. Ref: `kfd_ioctl.h`.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout,
+)]
+#[repr(C)]
+pub struct GetTileConfigArgs {
+    /// To KFD: where the tile-mode array goes (user address).
+    pub tile_config_ptr: u64,
+    /// To KFD: where the macro-tile-mode array goes (user address).
+    pub macro_tile_config_ptr: u64,
+    /// To KFD: entries the caller's tile-mode array holds; from KFD: entries written.
+    pub num_tile_configs: u32,
+    /// To KFD: entries the caller's macro-tile array holds; from KFD: entries written.
+    pub num_macro_tile_configs: u32,
+    /// To KFD: the GPU.
+    pub gpu_id: u32,
+    /// From KFD: the `GB_ADDR_CONFIG` register.
+    pub gb_addr_config: u32,
+    /// From KFD: memory banks (`MC_ARB_RAMCFG.NOOFBANK`).
+    pub num_banks: u32,
+    /// From KFD: memory ranks (`MC_ARB_RAMCFG.NOOFRANKS`).
+    pub num_ranks: u32,
+}
+const _: () = assert!(size_of::<GetTileConfigArgs>() == 40);
+
+/// `AMDKFD_IOC_GET_TILE_CONFIG`: `_IOWR('K', 0x12, struct kfd_ioctl_get_tile_config_args)`.
+pub const AMDKFD_IOC_GET_TILE_CONFIG: u32 = ioc(
+    IOC_READ | IOC_WRITE,
+    AMDKFD_IOCTL_BASE,
+    0x12,
+    size_of::<GetTileConfigArgs>(),
+);
+
+/// Entries of amdgpu's tile-mode array (`adev->gfx.config.tile_mode_array`), which
+/// `AMDKFD_IOC_GET_TILE_CONFIG` returns at most.
+pub const TILE_MODE_ENTRIES: u32 = 32;
+/// Entries of amdgpu's macro-tile-mode array (`adev->gfx.config.macrotile_mode_array`).
+pub const MACRO_TILE_MODE_ENTRIES: u32 = 16;
+
 /// The command of amdkfd's ioctl table (`amdkfd_ioctls[nr].cmd`: type `'K'`, the argument's
 /// size, its direction) for ioctl number `nr`, when this device emulates it; `None` for other
 /// numbers. amdkfd answers a request by its number alone and copies the argument in and out
@@ -165,6 +207,7 @@ pub fn amdkfd_table_command(nr: u8) -> Option<u32> {
         0x0B => AMDKFD_IOC_RESET_EVENT,
         0x0C => AMDKFD_IOC_WAIT_EVENTS,
         0x11 => AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+        0x12 => AMDKFD_IOC_GET_TILE_CONFIG,
         0x13 => AMDKFD_IOC_SET_TRAP_HANDLER,
         0x14 => AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
         0x15 => AMDKFD_IOC_ACQUIRE_VM,
@@ -372,20 +415,21 @@ impl Device {
     ///   instruction, address), in its own log ([`EmulatedKfd::queue_error`]), and logs it
     ///   at error level (`log::error!`; what the kernel log holds on a real machine);
     /// - it sets the process's KFD events as amdkfd does: for a memory fault every
-    ///   `KFD_IOC_EVENT_MEMORY` event, with `kfd_hsa_memory_exception_data` (the faulting
-    ///   address, the GPU, `NotPresent` — the device has no read-only or non-executable
-    ///   pages —, or `imprecise` when the address is unknown; `kfd_signal_vm_fault_event`);
-    ///   for any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event, with
-    ///   `kfd_hsa_hw_exception_data` (the GPU, a per-engine reset caused by a hang, no memory
-    ///   lost: the queue's engine stopped, nothing else did; `kfd_signal_hw_exception_event`).
-    ///   A process that created no such event is told nothing more (amdkfd logs "got
-    ///   unhandled exception").
+    ///   `KFD_IOC_EVENT_MEMORY` event ([`Device::raise_vm_fault`]) — unless the CP raised it
+    ///   already (`vm_fault_raised`) between storing the inactive signal's value and waking
+    ///   its waiters, as a GPU's VM interrupt comes before anyone learns of the stop —; for
+    ///   any other error every `KFD_IOC_EVENT_HW_EXCEPTION` event,
+    ///   with `kfd_hsa_hw_exception_data` (the GPU, a per-engine reset caused by a hang, no
+    ///   memory lost: the queue's engine stopped, nothing else did;
+    ///   `kfd_signal_hw_exception_event`). A process that created no such event is told
+    ///   nothing more (amdkfd logs "got unhandled exception").
     pub(crate) fn report_queue_error(
         &self,
         queue_id: u32,
         gpu_id: u32,
         error: &Error,
         fault: Option<MemoryFault>,
+        vm_fault_raised: bool,
     ) {
         log::error!(
             "queue {queue_id} stopped with {}: {}",
@@ -393,32 +437,43 @@ impl Device {
             error.detail()
         );
         lock(&self.queue_errors).insert(queue_id, error.clone());
+        if error.status() == Status::MemoryFault {
+            if !vm_fault_raised {
+                self.raise_vm_fault(gpu_id, fault);
+            }
+            return;
+        }
         let mut data = [0u8; 32];
-        let event_type = if error.status() == Status::MemoryFault {
-            let d = HsaMemoryExceptionData {
-                failure: MemoryExceptionFailure {
-                    not_present: u32::from(fault.is_some()),
-                    read_only: 0,
-                    no_execute: 0,
-                    imprecise: u32::from(fault.is_none()),
-                },
-                va: fault.map_or(0, |f| f.address),
-                gpu_id,
-                error_type: KFD_MEM_ERR_NO_RAS,
-            };
-            data.copy_from_slice(d.as_bytes());
-            KFD_IOC_EVENT_MEMORY
-        } else {
-            let d = HsaHwExceptionData {
-                reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
-                reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
-                memory_lost: 0,
-                gpu_id,
-            };
-            data[..16].copy_from_slice(d.as_bytes());
-            KFD_IOC_EVENT_HW_EXCEPTION
+        let d = HsaHwExceptionData {
+            reset_type: KFD_HW_EXCEPTION_PER_ENGINE_RESET,
+            reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+            memory_lost: 0,
+            gpu_id,
         };
-        lock(&self.events).signal_type(event_type, data);
+        data[..16].copy_from_slice(d.as_bytes());
+        lock(&self.events).signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
+        self.events_cv.notify_all();
+    }
+
+    /// A GPU memory fault (the VM's fault interrupt, `kfd_signal_vm_fault_event`): sets every
+    /// `KFD_IOC_EVENT_MEMORY` event of the process with `kfd_hsa_memory_exception_data` (the
+    /// faulting address, the GPU, `NotPresent` — the device has no read-only or
+    /// non-executable pages —, or `imprecise` when the address is unknown).
+    pub(crate) fn raise_vm_fault(&self, gpu_id: u32, fault: Option<MemoryFault>) {
+        let d = HsaMemoryExceptionData {
+            failure: MemoryExceptionFailure {
+                not_present: u32::from(fault.is_some()),
+                read_only: 0,
+                no_execute: 0,
+                imprecise: u32::from(fault.is_none()),
+            },
+            va: fault.map_or(0, |f| f.address),
+            gpu_id,
+            error_type: KFD_MEM_ERR_NO_RAS,
+        };
+        let mut data = [0u8; 32];
+        data.copy_from_slice(d.as_bytes());
+        lock(&self.events).signal_type(KFD_IOC_EVENT_MEMORY, data);
         self.events_cv.notify_all();
     }
 }
@@ -839,6 +894,7 @@ impl EmulatedKfd {
             0x11 => with_args(request, arg, |a: &mut SetScratchBackingVaArgs| {
                 self.gpu(a.gpu_id).map(|_| ())
             }),
+            0x12 => with_args(request, arg, |a| self.tile_config(a)),
             // kfd_ioctl_set_trap_handler: EINVAL for a GPU the process has no data for.
             0x13 => with_args(request, arg, |a: &mut SetTrapHandlerArgs| {
                 self.gpu(a.gpu_id)?;
@@ -918,6 +974,39 @@ impl EmulatedKfd {
             }),
             _ => Err(Errno::NOTTY),
         }
+    }
+
+    /// `kfd_ioctl_get_tile_config`: the GPU's tiling configuration as amdgpu keeps it
+    /// (`amdgpu_amdkfd_get_tile_config`). A gfx9 and later GPU programs no tile-mode tables
+    /// (amdgpu leaves both arrays zero) and no `MC_ARB_RAMCFG` (banks and ranks 0); the
+    /// emulated GPU has no register file, so `GB_ADDR_CONFIG` reads 0, as the render node's
+    /// `READ_MMR_REG` answers it. The arrays are written up to the caller's count, capped at
+    /// amdgpu's ([`TILE_MODE_ENTRIES`], [`MACRO_TILE_MODE_ENTRIES`]), and the counts come
+    /// back as written. `EINVAL` for an unknown GPU; `EFAULT` (counts 0) when an array is
+    /// not mapped.
+    fn tile_config(&self, a: &mut GetTileConfigArgs) -> Result<(), Errno> {
+        self.gpu(a.gpu_id)?;
+        a.gb_addr_config = 0;
+        a.num_banks = 0;
+        a.num_ranks = 0;
+        a.num_tile_configs = a.num_tile_configs.min(TILE_MODE_ENTRIES);
+        a.num_macro_tile_configs = a.num_macro_tile_configs.min(MACRO_TILE_MODE_ENTRIES);
+        let zeros = [0u8; 4 * TILE_MODE_ENTRIES as usize];
+        let tiles = 4 * a.num_tile_configs as usize;
+        if let Err(e) = self.device.user.write(a.tile_config_ptr, &zeros[..tiles]) {
+            a.num_tile_configs = 0;
+            return Err(e);
+        }
+        let macros = 4 * a.num_macro_tile_configs as usize;
+        if let Err(e) = self
+            .device
+            .user
+            .write(a.macro_tile_config_ptr, &zeros[..macros])
+        {
+            a.num_macro_tile_configs = 0;
+            return Err(e);
+        }
+        Ok(())
     }
 
     fn apertures(&self, a: &mut GetProcessAperturesNewArgs) -> Result<(), Errno> {

@@ -180,9 +180,10 @@ impl CpThread {
                     target: gpu.and_then(|g| g.target),
                     isa: gpu.map_or("unknown", |g| g.isa.as_str()),
                     fault: std::cell::Cell::new(None),
+                    vm_fault_raised: std::cell::Cell::new(false),
                 };
                 let progress = self.processor.process(&host, 64);
-                (progress, host.fault.get())
+                (progress, (host.fault.get(), host.vm_fault_raised.get()))
             };
             match progress {
                 Progress::Processed(_) => {
@@ -195,8 +196,9 @@ impl CpThread {
                     stopped = true;
                     // Reported here, after the allocation lock is released: the queue's
                     // inactive signal already holds the status (the processor stored it).
+                    let (fault, raised) = fault;
                     self.device
-                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault);
+                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault, raised);
                 }
             }
         }
@@ -214,9 +216,28 @@ struct CpHost<'a> {
     isa: &'a str,
     /// The access that faulted, when a kernel stopped the queue with a memory fault.
     fault: std::cell::Cell<Option<MemoryFault>>,
+    /// Whether that fault's KFD memory event is raised already ([`CpHost::raise_vm_fault`]).
+    vm_fault_raised: std::cell::Cell<bool>,
 }
 
 impl CpHost<'_> {
+    /// Raises the recorded fault's KFD memory event now ([`ProcessorHost::queue_stopping`]:
+    /// the queue's inactive signal holds the error, its waiters are not woken yet), as the
+    /// GPU's VM raises its fault interrupt before anything tells a waiter that the queue
+    /// stopped. ROCR handles both on one thread, the VM fault first when both are pending
+    /// (it reports the fault and aborts); when the inactive signal woke it first, its queue
+    /// callback reported the CP's memory-violation code (`MEMORY_APERTURE_VIOLATION`) —
+    /// which a real GPU does not store for a page fault — instead. hsa-rt's monitor, woken
+    /// by the memory event, finds the inactive signal already set. Once per queue stop;
+    /// nothing when no fault was recorded.
+    fn raise_vm_fault(&self) {
+        if let Some(f) = self.fault.get() {
+            if !self.vm_fault_raised.replace(true) {
+                self.device.raise_vm_fault(self.gpu_id, Some(f));
+            }
+        }
+    }
+
     /// Runs the host implementation registered for the kernel.
     fn run_host(&self, dispatch: &DecodedKernelDispatch) -> hsa_core::Result<()> {
         let k = self
@@ -400,6 +421,10 @@ impl ProcessorHost for CpHost<'_> {
     fn report_error(&self, _error: &Error) {
         // The thread reports the error (log, KFD events) from Progress::Stopped, once the
         // allocation lock is released.
+    }
+
+    fn queue_stopping(&self) {
+        self.raise_vm_fault();
     }
 }
 

@@ -177,6 +177,7 @@ pub fn decode_kfd(nr: u8, bytes: &[u8]) -> String {
         0x0B => as_debug::<ResetEventArgs>(bytes),
         0x0C => as_debug::<WaitEventsArgs>(bytes),
         0x11 => as_debug::<SetScratchBackingVaArgs>(bytes),
+        0x12 => as_debug::<hsa_emu::device::GetTileConfigArgs>(bytes),
         0x13 => as_debug::<hsa_emu::device::SetTrapHandlerArgs>(bytes),
         0x14 => as_debug::<GetProcessAperturesNewArgs>(bytes),
         0x15 => as_debug::<AcquireVmArgs>(bytes),

@@ -32,6 +32,22 @@ pub fn capi_library() -> PathBuf {
         .clone()
 }
 
+/// A directory holding [`capi_library`] as `libhsa-runtime64.so.1` (a symlink), for
+/// `LD_LIBRARY_PATH`: a program linked to Debian's ROCR by its soname then loads hsa-rt's
+/// library instead (once per test process).
+pub fn capi_library_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("kfd-emu-capi-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        std::os::unix::fs::symlink(capi_library(), dir.join("libhsa-runtime64.so.1"))
+            .expect("symlink library");
+        dir
+    })
+    .clone()
+}
+
 /// `cargo build -p PACKAGE --lib` into `<target>/capi-cdylib`; the library `file` it made.
 fn build(package: &str, file: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("current_exe");

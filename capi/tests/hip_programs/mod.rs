@@ -1,0 +1,184 @@
+//! The project's HIP test programs, shared by `capi/tests/hip.rs` (run on this library) and
+//! `kfd-emu/tests/hip.rs` (run on Debian's libhsa-runtime64 under kfd-emu, and compared with
+//! this library): `capi/hip/hip_check.hip` and the code-object file `capi/hip/module_kernels.hip`,
+//! built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3); the sections of hip_check,
+//! each run in its own process (HIP aborts the process on a queue error); and what each
+//! section's run means ([`outcome`]).
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// `capi/hip`, from either crate (both are directories of the workspace root).
+pub const HIP_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../capi/hip");
+
+/// The 8-GPU MI210 capture of the shared test data (the `multigpu` section's topology),
+/// relative to either crate.
+pub const EIGHT_MI210S: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology"
+);
+
+/// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
+pub const SECTIONS: [&str; 13] = [
+    "vector_add",
+    "shared",
+    "memcpy",
+    "memset",
+    "streams",
+    "hostmem",
+    "callbacks",
+    "atomics",
+    "printf",
+    "module",
+    "multigpu",
+    "badlaunch",
+    "fault",
+];
+
+/// A section that fails only because the gfx9 interpreter lacks an instruction: the
+/// section, the status the queue stops with (HIP's abort message names it), the interpreter's
+/// words for the instruction (in the queue error's detail), and what is missing.
+pub struct IsaGap {
+    pub section: &'static str,
+    pub status: &'static str,
+    pub detail: &'static str,
+    pub missing: &'static str,
+}
+
+/// The sections that fail only for a gap of the interpreter.
+pub const ISA_GAPS: [IsaGap; 1] = [IsaGap {
+    section: "printf",
+    status: "HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION",
+    // SOPP opcode 16 (0xbf90_xxxx): s_sendmsg.
+    detail: "SOPP 0xbf90",
+    missing: "device printf's kernel signals the host with s_sendmsg (HIP 5.2's hostcall path)",
+}];
+
+/// What a run of a section showed.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit 0 with `hip_check: <section> ok`.
+    Passed,
+    /// The section's [`IsaGap`]: HIP aborted in its queue callback with the gap's status.
+    IsaGap(&'static str),
+    /// The `fault` section's kernel read address 0x1000 and the process aborted reporting a
+    /// GPU memory fault: through the queue's error callback (HIP: `callbackQueue aborting
+    /// with error : HSA_STATUS_ERROR_MEMORY_FAULT`), or through the runtime's VM-fault
+    /// handler on KFD's memory event (ROCR: `Memory access fault by GPU node-N ... on
+    /// address 0x1000`).
+    MemoryFault,
+    /// Anything else, with the output.
+    Failed(String),
+}
+
+/// `hipcc` on `PATH`, or `None`.
+pub fn hipcc() -> Option<PathBuf> {
+    let out = Command::new("sh")
+        .args(["-c", "command -v hipcc"])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+/// Compiles `capi/hip/<src>` with hipcc for gfx90a (`extra` before the source) into
+/// `dir/out`.
+fn build(hipcc: &Path, dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
+    let exe = dir.join(out);
+    let o = Command::new(hipcc)
+        .arg("--offload-arch=gfx90a")
+        .args(extra)
+        .arg(Path::new(HIP_DIR).join(src))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("run hipcc");
+    assert!(
+        o.status.success(),
+        "hipcc {src} failed:\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    exe
+}
+
+/// The built programs.
+pub struct Programs {
+    /// `hip_check`, linked (as hipcc links) to libamdhip64, which loads
+    /// `libhsa-runtime64.so.1` by its soname.
+    pub hip_check: PathBuf,
+    /// `module_kernels.co`, the code-object file of the `module` section.
+    pub module_co: PathBuf,
+}
+
+/// Builds hip_check and the module's code object into `dir` with `hipcc`.
+pub fn build_programs(hipcc: &Path, dir: &Path) -> Programs {
+    Programs {
+        hip_check: build(hipcc, dir, "hip_check.hip", "hip_check", &[]),
+        module_co: build(
+            hipcc,
+            dir,
+            "module_kernels.hip",
+            "module_kernels.co",
+            &["--genco"],
+        ),
+    }
+}
+
+/// The arguments of `section` after its name.
+pub fn section_args(section: &str, programs: &Programs) -> Vec<PathBuf> {
+    match section {
+        "module" => vec![programs.module_co.clone()],
+        _ => Vec::new(),
+    }
+}
+
+/// The captured topology `section` runs on (`multigpu`: the 8-GPU capture), `None` for the
+/// built-in device; `Err` with a `skipped: ...` line when the capture is missing.
+pub fn section_topology(section: &str) -> Result<Option<PathBuf>, String> {
+    if section != "multigpu" {
+        return Ok(None);
+    }
+    let dir = PathBuf::from(EIGHT_MI210S);
+    if dir.is_dir() {
+        Ok(Some(dir))
+    } else {
+        Err(format!("skipped: {} not found", dir.display()))
+    }
+}
+
+/// What the run of `section` that printed `out` showed.
+pub fn outcome(section: &str, out: &Output) -> Outcome {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if out.status.success() && stdout.contains(&format!("hip_check: {section} ok\n")) {
+        return Outcome::Passed;
+    }
+    if !out.status.success() && !stdout.contains("FAIL") {
+        if let Some(gap) = ISA_GAPS.iter().find(|g| {
+            g.section == section
+                && stderr.contains(&format!("callbackQueue aborting with error : {}", g.status))
+        }) {
+            return Outcome::IsaGap(gap.missing);
+        }
+        let queue_error =
+            stderr.contains("callbackQueue aborting with error : HSA_STATUS_ERROR_MEMORY_FAULT");
+        let vm_fault = stderr.contains("Memory access fault by GPU node-")
+            && stderr.contains("on address 0x1000.");
+        if section == "fault" && (queue_error || vm_fault) {
+            return Outcome::MemoryFault;
+        }
+    }
+    Outcome::Failed(format!("{}:\n{stdout}\n{stderr}", out.status))
+}
+
+/// The outcomes `section` may have: passing, or its known failure.
+pub fn expected(section: &str, outcome: &Outcome) -> bool {
+    match outcome {
+        Outcome::Passed => section != "fault",
+        Outcome::IsaGap(_) => true,
+        Outcome::MemoryFault => section == "fault",
+        Outcome::Failed(_) => false,
+    }
+}
