@@ -165,7 +165,7 @@ impl fmt::Display for Instruction {
                     f.write_str("_sdwa")?;
                 } else if self.mods.dpp.is_some() {
                     f.write_str("_dpp")?;
-                } else if !info.has(F_NONAME) {
+                } else if !info.has(F_NONAME) && !info.is_mai() {
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();
@@ -226,6 +226,9 @@ impl fmt::Display for Instruction {
                         write!(f, "{sep}{}", Op(o))?;
                         sep = ", ";
                     }
+                }
+                if info.is_mai() {
+                    return self.mai_text(f);
                 }
                 // llvm-objdump prints each packed modifier that differs from its default
                 // (op_sel 0, op_sel_hi 1, neg_lo/neg_hi 0), one entry per source.
@@ -416,6 +419,27 @@ impl Instruction {
 
     /// The FLAT/MUBUF cache bits as llvm-objdump prints them: gfx940 `sc0 nt sc1`, else
     /// `glc slc` and gfx90a's `scc`.
+    /// The MFMA modifiers as llvm-objdump prints them: `cbsz`, `abid`, `blgp` when non-zero;
+    /// on gfx940+ the f64 forms' `blgp` bits are `neg:[A,B,C]`.
+    fn mai_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.mods;
+        if m.cbsz != 0 {
+            write!(f, " cbsz:{}", m.cbsz)?;
+        }
+        if m.abid != 0 {
+            write!(f, " abid:{}", m.abid)?;
+        }
+        if m.blgp != 0 {
+            if self.target == Gfx9Target::Gfx942 && self.info.name.starts_with("v_mfma_f64") {
+                let b = m.blgp;
+                write!(f, " neg:[{},{},{}]", b & 1, b >> 1 & 1, b >> 2 & 1)?;
+            } else {
+                write!(f, " blgp:{}", m.blgp)?;
+            }
+        }
+        Ok(())
+    }
+
     fn cache_bits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bits = if self.target == Gfx9Target::Gfx942 {
             [

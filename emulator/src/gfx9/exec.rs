@@ -626,7 +626,7 @@ fn not_implemented(inst: &Instruction) -> hsa_core::Error {
     )
 }
 
-const F32_CONST: [u32; 9] = [
+pub(super) const F32_CONST: [u32; 9] = [
     0x3F00_0000,
     0xBF00_0000,
     0x3F80_0000,
@@ -637,7 +637,7 @@ const F32_CONST: [u32; 9] = [
     0xC080_0000,
     0x3E22_F983,
 ];
-const F64_CONST: [u64; 9] = [
+pub(super) const F64_CONST: [u64; 9] = [
     0x3FE0_0000_0000_0000,
     0xBFE0_0000_0000_0000,
     0x3FF0_0000_0000_0000,
@@ -650,7 +650,7 @@ const F64_CONST: [u64; 9] = [
 ];
 
 /// Reads a non-VGPR operand (scalar register, constant, literal, special), `wide` = 64-bit.
-fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
+pub(super) fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
     match *op {
         Operand::Sreg { index, .. } => {
             let i = index as usize;
@@ -774,6 +774,18 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
                         *r = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
                     }
                 }
+            }
+            Ok(Flow::Next)
+        }
+        Encoding::Vop1 if inst.info.is_mai() => {
+            super::mai::accvgpr(w, inst);
+            Ok(Flow::Next)
+        }
+        Encoding::Vop3p if inst.info.is_mai() => {
+            if inst.name().starts_with("v_mfma_") {
+                super::mai::mfma(w, inst)?;
+            } else {
+                super::mai::accvgpr(w, inst);
             }
             Ok(Flow::Next)
         }
@@ -1224,6 +1236,29 @@ fn fma32(a: f32, b: f32, c: f32) -> f32 {
     (a as f64 * b as f64 + c as f64) as f32
 }
 
+/// `V_PERM_B32`: each result byte chosen by the matching selector byte of `sel` from the
+/// 8 bytes of `{hi, lo}` (0..=7), or the sign of byte 1, 3, 5 or 7 spread over the byte
+/// (8..=11), or 0x00 (12), or 0xFF (13 and above) (Vega ISA, VOP3 opcode table).
+fn perm_b32(hi: u32, lo: u32, sel: u32) -> u32 {
+    let data = u64::from(hi) << 32 | u64::from(lo);
+    let byte = |s: u32| -> u32 {
+        match s {
+            0..=7 => (data >> (8 * s) & 0xFF) as u32,
+            8..=11 => {
+                let sign_byte = 2 * (s - 8) + 1;
+                if data >> (8 * sign_byte + 7) & 1 != 0 {
+                    0xFF
+                } else {
+                    0
+                }
+            }
+            12 => 0,
+            _ => 0xFF,
+        }
+    };
+    (0..4).fold(0, |acc, i| acc | byte(sel >> (8 * i) & 0xFF) << (8 * i))
+}
+
 fn sext24(v: u32) -> i64 {
     (((v << 8) as i32) >> 8) as i64
 }
@@ -1660,6 +1695,7 @@ fn valu<const DPP: bool>(
             "v_bfe_i32" => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32) as u32 as u64,
             "v_bfi_b32" => ((a32 & b32) | (!a32 & c32)) as u64,
             "v_alignbit_b32" => ((((a32 as u64) << 32) | b32 as u64) >> (c32 & 31)) as u32 as u64,
+            "v_perm_b32" => u64::from(perm_b32(a32, b32, c32)),
             "v_alignbyte_b32" => {
                 ((((a32 as u64) << 32) | b32 as u64) >> (8 * (c32 & 3))) as u32 as u64
             }
@@ -2341,7 +2377,7 @@ fn load_result(w: &mut Wave, dst: &Operand, lane: usize, ty: &str, b: &[u8; 16],
 }
 
 /// Sets dword `k` of a VGPR/AGPR destination range for `lane`.
-fn set_vdst_dword(w: &mut Wave, op: &Operand, lane: usize, k: usize, v: u32) {
+pub(super) fn set_vdst_dword(w: &mut Wave, op: &Operand, lane: usize, k: usize, v: u32) {
     match *op {
         Operand::Vgpr { index, .. } => w.set_v(index as usize + k, lane, v),
         Operand::Agpr { index, .. } => {
@@ -2354,7 +2390,7 @@ fn set_vdst_dword(w: &mut Wave, op: &Operand, lane: usize, k: usize, v: u32) {
 }
 
 /// Dword `k` of a VGPR/AGPR source range for `lane`.
-fn vsrc_dword(w: &Wave, op: &Operand, lane: usize, k: usize) -> u32 {
+pub(super) fn vsrc_dword(w: &Wave, op: &Operand, lane: usize, k: usize) -> u32 {
     match *op {
         Operand::Vgpr { index, .. } => w.v(index as usize + k, lane),
         Operand::Agpr { index, .. } => w
@@ -2835,6 +2871,16 @@ mod tests {
             check_dispatch(&kd, &zero).unwrap_err().status(),
             Status::InvalidArgument
         );
+    }
+
+    #[test]
+    fn perm_selects_bytes_signs_and_constants() {
+        // {hi, lo} = 0x8877_6655_4433_2211: selectors 0..=7 pick bytes, 8..=11 the sign of
+        // byte 1/3/5/7 (0x22, 0x44 positive; 0x66 positive; 0x88 negative), 12 zero, 13+ 0xFF.
+        let (hi, lo) = (0x8877_6655, 0x4433_2211);
+        assert_eq!(perm_b32(hi, lo, 0x0706_0100), 0x8877_2211);
+        assert_eq!(perm_b32(hi, lo, 0x0B0A_0908), 0xFF00_0000);
+        assert_eq!(perm_b32(hi, lo, 0x0C0D_FF03), 0x00FF_FF44);
     }
 
     #[test]
