@@ -1506,3 +1506,191 @@ fn vop3_byte_ops_match_the_isa() {
     }
     assert_eq!(ran, 5 * 4);
 }
+
+// --- dot products and mixed-precision FMA (gfx906+) -----------------------------------------
+
+/// Deterministic pseudo-random words (xorshift64*).
+fn prng(seed: u64) -> impl FnMut() -> u32 {
+    let mut s = seed | 1;
+    move || {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    }
+}
+
+/// An f16 with exponent −4..=6 and any mantissa and sign: products and sums of these (and of
+/// [`nice_f32`] values) with an f32 are exact in f64, so rounding the f64 result once is the
+/// exactly rounded result.
+fn nice_f16(r: u32) -> u16 {
+    ((r & 0x8000) | (11 + (r >> 16) % 11) << 10 | (r & 0x3FF)) as u16
+}
+
+/// An f32 with exponent −4..=6 and a 10-bit mantissa (see [`nice_f16`]).
+fn nice_f32(r: u32) -> u32 {
+    (r & 0x8000_0000) | (123 + (r >> 16) % 11) << 23 | (r & 0x3FF) << 13
+}
+
+/// The gfx906 integer dot products (Vega 7nm ISA VOP3P opcodes 38..=43): the sum over the
+/// packed `bits`-wide fields of `a * b`, plus `c`, saturated to 32 bits with `clamp`, else
+/// wrapped.
+fn int_dot_ref(op: &str, a: u32, b: u32, c: u32, clamp: bool) -> u32 {
+    let (bits, signed) = match op {
+        "v_dot2_i32_i16" => (16, true),
+        "v_dot2_u32_u16" => (16, false),
+        "v_dot4_i32_i8" => (8, true),
+        "v_dot4_u32_u8" => (8, false),
+        "v_dot8_i32_i4" => (4, true),
+        _ => (4, false),
+    };
+    let get = |v: u32, k: u32| -> i128 {
+        let x = (v as u64 >> (k * bits)) & ((1u64 << bits) - 1);
+        if signed && x >> (bits - 1) == 1 {
+            x as i128 - (1i128 << bits)
+        } else {
+            x as i128
+        }
+    };
+    let mut sum: i128 = if signed { c as i32 as i128 } else { c as i128 };
+    for k in 0..32 / bits {
+        sum += get(a, k) * get(b, k);
+    }
+    match (clamp, signed) {
+        (true, true) => sum.clamp(i32::MIN as i128, i32::MAX as i128) as i32 as u32,
+        (true, false) => sum.clamp(0, u32::MAX as i128) as u32,
+        _ => sum as u32,
+    }
+}
+
+#[test]
+fn dot_products_and_fma_mix_match_the_isa() {
+    let n = ITEMS as usize;
+    let mut ran = 0;
+    for (cpu, target) in CPUS.into_iter().filter(|(c, _)| *c != "gfx900") {
+        let isa = Isa::load("dot", cpu, target);
+        for kernel in isa.kernels() {
+            let (op, digits) = kernel.split_once("__").unwrap();
+            let d: Vec<u32> = digits.bytes().map(|c| u32::from(c - b'0')).collect();
+            let mut r = prng(kernel.len() as u64 * 0x9E37 + d.iter().sum::<u32>() as u64);
+            let int = !op.contains('f');
+            // Per-source word: two f16 halves or one f32, as the kernel reads it.
+            let f16_src = |i: usize| match op {
+                "v_dot2_f32_f16" => i < 2,
+                _ if op.starts_with("v_fma_mix") => d[1] >> i & 1 == 1,
+                _ => false,
+            };
+            let mut src = |i: usize, k: usize| -> u32 {
+                let x = r();
+                if int {
+                    // Edge values mixed with random bits.
+                    if k % 3 == 0 {
+                        E32[(k + i) % 16]
+                    } else {
+                        x
+                    }
+                } else if f16_src(i) {
+                    u32::from(nice_f16(x)) | u32::from(nice_f16(x.rotate_left(13))) << 16
+                } else {
+                    nice_f32(x)
+                }
+            };
+            let (a, b, c): (Vec<u32>, Vec<u32>, Vec<u32>) =
+                (0..n).map(|k| (src(0, k), src(1, k), src(2, k))).fold(
+                    (vec![], vec![], vec![]),
+                    |(mut a, mut b, mut c), (x, y, z)| {
+                        a.push(x);
+                        b.push(y);
+                        c.push(z);
+                        (a, b, c)
+                    },
+                );
+            let old: Vec<u32> = (0..n as u32).map(|k| 0xDEAD_0000 ^ (k * 0x0101)).collect();
+            let bufs = vec![
+                vec![0; 4],
+                bytes32(&a),
+                bytes32(&b),
+                bytes32(&c),
+                bytes32(&old),
+                vec![0; n * 4],
+            ];
+            let out = isa
+                .run(&kernel, ITEMS, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+            let got = u32s(&out[5]);
+            let h =
+                |v: u32, hi: bool| half::f16::from_bits((v >> (16 * hi as u32)) as u16).to_f64();
+            for k in 0..n {
+                let want = if int {
+                    int_dot_ref(op, a[k], b[k], c[k], d[0] == 1)
+                } else if op == "v_dot2_f32_f16" {
+                    let (nl, nh) = (d[1], d[2]);
+                    let s = |x: f64, neg: bool| if neg { -x } else { x };
+                    let sum = s(h(a[k], false), nl & 1 == 1) * s(h(b[k], false), nl & 2 == 2)
+                        + s(h(a[k], true), nh & 1 == 1) * s(h(b[k], true), nh & 2 == 2)
+                        + s(f64::from(f32::from_bits(c[k])), nl & 4 == 4);
+                    let mut r = sum as f32;
+                    if d[0] == 1 {
+                        r = if r.is_nan() || r <= 0.0 {
+                            0.0
+                        } else {
+                            r.min(1.0)
+                        };
+                    }
+                    r.to_bits()
+                } else {
+                    let (sel, neg, abs, clamp) = (d[0], d[2], d[3], d[4] == 1);
+                    let x: Vec<f64> = [a[k], b[k], c[k]]
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &v)| {
+                            let mut x = if f16_src(i) {
+                                h(v, sel >> i & 1 == 1)
+                            } else {
+                                f64::from(f32::from_bits(v))
+                            };
+                            if abs >> i & 1 == 1 {
+                                x = x.abs();
+                            }
+                            if neg >> i & 1 == 1 {
+                                x = -x;
+                            }
+                            x
+                        })
+                        .collect();
+                    let exact = x[0] * x[1] + x[2];
+                    if op == "v_fma_mix_f32" {
+                        let r = exact as f32;
+                        let r = if clamp {
+                            if r <= 0.0 {
+                                0.0
+                            } else {
+                                r.min(1.0)
+                            }
+                        } else {
+                            r
+                        };
+                        r.to_bits()
+                    } else {
+                        let mut hb = half::f16::from_f64(exact).to_bits();
+                        if clamp {
+                            hb = if hb & 0x8000 != 0 { 0 } else { hb.min(0x3C00) };
+                        }
+                        if op == "v_fma_mixlo_f16" {
+                            old[k] & 0xFFFF_0000 | u32::from(hb)
+                        } else {
+                            old[k] & 0xFFFF | u32::from(hb) << 16
+                        }
+                    }
+                };
+                assert_eq!(
+                    got[k], want,
+                    "{cpu} {kernel}[{k}]: {:#x} {:#x} {:#x} old {:#x}",
+                    a[k], b[k], c[k], old[k]
+                );
+            }
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 4 * 38);
+}

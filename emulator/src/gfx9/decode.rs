@@ -922,6 +922,13 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     for i in 0..3 {
         inst.mods.neg[i] = w1 >> (29 + i) & 1 != 0;
     }
+    if info.name.starts_with("v_fma_mix") {
+        // The mixed-precision FMAs read `neg_hi` as `abs` of each source.
+        for i in 0..3 {
+            inst.mods.abs[i] = inst.mods.neg_hi >> i & 1 != 0;
+        }
+        inst.mods.neg_hi = 0;
+    }
     Ok(inst)
 }
 

@@ -80,7 +80,8 @@ impl fmt::Display for Src<'_> {
         let Src(inst, i) = *self;
         let op = Op(&inst.src[i]);
         let extended = inst.mods.sdwa.is_some() || inst.mods.dpp.is_some();
-        if inst.encoding != Encoding::Vop3 && !extended {
+        let mix = inst.encoding == Encoding::Vop3p && inst.info.name.starts_with("v_fma_mix");
+        if inst.encoding != Encoding::Vop3 && !extended && !mix {
             return op.fmt(f);
         }
         if i < 2 && inst.mods.sdwa.is_some_and(|s| s.sext[i]) {
@@ -219,6 +220,9 @@ impl fmt::Display for Instruction {
                 Ok(())
             }
             Encoding::Vop3p => {
+                if name.starts_with("v_fma_mix") {
+                    return self.mix_text(f);
+                }
                 f.write_str(name)?;
                 let mut sep = " ";
                 for o in [&self.dst, &self.src[0], &self.src[1], &self.src[2]] {
@@ -419,6 +423,35 @@ impl Instruction {
 
     /// The FLAT/MUBUF cache bits as llvm-objdump prints them: gfx940 `sc0 nt sc1`, else
     /// `glc slc` and gfx90a's `scc`.
+    /// `v_fma_mix*` as llvm-objdump prints it: sources with `-`/`|…|` (the `neg_lo`/`neg_hi`
+    /// bits are neg/abs), then `op_sel` and `op_sel_hi` when non-zero (their default is 0:
+    /// f32 sources), then `clamp`.
+    fn mix_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.info.name)?;
+        write!(f, " {}", Op(&self.dst))?;
+        for i in 0..3 {
+            write!(f, ", {}", Src(self, i))?;
+        }
+        for (label, bits) in [
+            ("op_sel", self.mods.op_sel),
+            ("op_sel_hi", self.mods.op_sel_hi),
+        ] {
+            if bits != 0 {
+                write!(
+                    f,
+                    " {label}:[{},{},{}]",
+                    bits & 1,
+                    bits >> 1 & 1,
+                    bits >> 2 & 1
+                )?;
+            }
+        }
+        if self.mods.clamp {
+            f.write_str(" clamp")?;
+        }
+        Ok(())
+    }
+
     /// The MFMA modifiers as llvm-objdump prints them: `cbsz`, `abid`, `blgp` when non-zero;
     /// on gfx940+ the f64 forms' `blgp` bits are `neg:[A,B,C]`.
     fn mai_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

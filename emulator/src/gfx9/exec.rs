@@ -1787,6 +1787,154 @@ fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
     }
 }
 
+/// The gfx906+ dot products: `v_dot2_f32_f16` (two f16 products plus an f32), and the
+/// integer `v_dot2_{i32_i16,u32_u16}`, `v_dot4_{i32_i8,u32_u8}`, `v_dot8_{i32_i4,u32_u4}`
+/// (the sum of the products of the packed elements plus a 32-bit integer; `clamp` saturates
+/// the 32-bit result, else it wraps). The f16 form computes the exact sum (products of f16
+/// values are exact in f64) and rounds it once to f32, then `clamp` limits it to [0, 1].
+///
+/// Ref: Vega 7nm (gfx906) ISA, VOP3P opcodes 35..=43; AMDGPUUsage dot1/dot2-insts.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] when `op_sel`, `op_sel_hi` or the `neg` bits differ from
+/// their defaults on an integer form (the ISA gives them no meaning there), or `op_sel`/
+/// `op_sel_hi` do on the f16 form: not modelled.
+fn dot(w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let m = inst.mods;
+    let float = name == "v_dot2_f32_f16";
+    let negs = m.neg.iter().any(|&n| n) || m.neg_hi != 0;
+    if m.op_sel != 0 || m.op_sel_hi != 7 || (!float && negs) {
+        bail!(
+            Status::IllegalInstruction,
+            "{name}: op_sel {:#x} op_sel_hi {:#x} neg_lo/neg_hi set: not modelled",
+            m.op_sel,
+            m.op_sel_hi
+        );
+    }
+    let (bits, signed) = match name {
+        "v_dot2_i32_i16" => (16, true),
+        "v_dot2_u32_u16" => (16, false),
+        "v_dot4_i32_i8" => (8, true),
+        "v_dot4_u32_u8" => (8, false),
+        "v_dot8_i32_i4" => (4, true),
+        "v_dot8_u32_u4" => (4, false),
+        _ => (16, false),
+    };
+    let exec = w.exec();
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let [a, b, c] = core::array::from_fn(|i| vsrc(w, &inst.src[i], lane, false, false) as u32);
+        let r = if float {
+            let half = |v: u32, hi: bool, i: usize| {
+                let x = f16::to_f64((v >> (16 * hi as u32)) as u16);
+                let neg = if hi { m.neg_hi >> i & 1 != 0 } else { m.neg[i] };
+                if neg {
+                    -x
+                } else {
+                    x
+                }
+            };
+            let sum = half(a, false, 0) * half(b, false, 1)
+                + half(a, true, 0) * half(b, true, 1)
+                + f64::from(f32::from_bits(c)) * if m.neg[2] { -1.0 } else { 1.0 };
+            let mut r = sum as f32;
+            if m.clamp {
+                r = clamp01_f32(r);
+            }
+            r.to_bits()
+        } else {
+            let field = |v: u32, k: u32| -> i64 {
+                let x = (v >> (k * bits)) & ((1 << bits) - 1);
+                if signed {
+                    i64::from((x << (32 - bits)) as i32 >> (32 - bits))
+                } else {
+                    i64::from(x)
+                }
+            };
+            let acc = if signed {
+                i64::from(c as i32)
+            } else {
+                i64::from(c)
+            };
+            let sum = (0..32 / bits).fold(acc, |s, k| s + field(a, k) * field(b, k));
+            match (m.clamp, signed) {
+                (true, true) => sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32,
+                (true, false) => sum.clamp(0, i64::from(u32::MAX)) as u32,
+                _ => sum as u32,
+            }
+        };
+        set_vdst_dword(w, &inst.dst, lane, 0, r);
+    }
+    Ok(())
+}
+
+/// `x` clamped to [0, 1] (the VOP3 `clamp` bit): NaN and −0 give +0.
+fn clamp01_f32(x: f32) -> f32 {
+    if x.is_nan() || x <= 0.0 {
+        0.0
+    } else {
+        x.min(1.0)
+    }
+}
+
+/// `v_fma_mix_f32`, `v_fma_mixlo_f16`, `v_fma_mixhi_f16` (gfx906+): a fused multiply-add
+/// whose sources are each an f32 (`op_sel_hi` bit 0) or the low/high f16 half (`op_sel_hi`
+/// bit 1, `op_sel` picking the half), with `abs` (the `neg_hi` bits) then `neg`. `_f32`
+/// writes the f32 result; `mixlo`/`mixhi` round the exact result once to f16 into the low or
+/// high half, keeping the other half. `clamp` limits the result to [0, 1].
+///
+/// Ref: Vega 7nm ISA, VOP3P opcodes 32..=34.
+fn fma_mix(w: &mut Wave, inst: &Instruction) {
+    let m = inst.mods;
+    let name = inst.name();
+    let exec = w.exec();
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let x: [f32; 3] = core::array::from_fn(|i| {
+            let v = vsrc(w, &inst.src[i], lane, false, false) as u32;
+            let mut x = if m.op_sel_hi >> i & 1 != 0 {
+                let h = if m.op_sel >> i & 1 != 0 { v >> 16 } else { v };
+                f16::to_f64(h as u16) as f32
+            } else {
+                f32::from_bits(v)
+            };
+            if m.abs[i] {
+                x = x.abs();
+            }
+            if m.neg[i] {
+                x = -x;
+            }
+            x
+        });
+        let old = vsrc_dword(w, &inst.dst, lane, 0);
+        let r = if name == "v_fma_mix_f32" {
+            let mut r = x[0].mul_add(x[1], x[2]);
+            if m.clamp {
+                r = clamp01_f32(r);
+            }
+            r.to_bits()
+        } else {
+            // The product of two f32 values is exact in f64; the sum's rounding error is
+            // exact too (two-sum), so the f16 rounding sees the exact result.
+            let p = f64::from(x[0]) * f64::from(x[1]);
+            let c = f64::from(x[2]);
+            let s = p + c;
+            let bb = s - p;
+            let err = (p - (s - bb)) + (c - bb);
+            let mut h = f16::from_f64_sticky(s, err);
+            if m.clamp {
+                h = f16::clamp01(h);
+            }
+            let h = u32::from(h);
+            if name == "v_fma_mixlo_f16" {
+                old & 0xFFFF_0000 | h
+            } else {
+                old & 0xFFFF | h << 16
+            }
+        };
+        set_vdst_dword(w, &inst.dst, lane, 0, r);
+    }
+}
+
 /// Minimum (`max` false) or maximum of two f16 values in IEEE mode: a signaling NaN input
 /// gives that NaN quieted, a quiet NaN loses to a number, −0 < +0 (Vega ISA §6.2.4 for
 /// `V_MIN_F16`/`V_MAX_F16` with MODE.IEEE set, the compute default).
@@ -1829,6 +1977,13 @@ fn f16_min_max(a: u16, b: u16, max: bool) -> u16 {
 /// `V_PK_MUL_F32`, `V_PK_ADD_F32` and `V_PK_MOV_B32`.
 fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let name = inst.name();
+    if name.starts_with("v_dot") {
+        return dot(w, inst);
+    }
+    if name.starts_with("v_fma_mix") {
+        fma_mix(w, inst);
+        return Ok(());
+    }
     let mods = inst.mods;
     let wide = inst.info.widths[0] == 2;
     let nsrc = inst.src.iter().filter(|o| **o != Operand::None).count();

@@ -552,8 +552,51 @@ def vop3(cpu):
     return a
 
 
+# --- dot: gfx906+ dot products and mixed-precision FMAs -----------------------------------
+# Kernel `<op>__<digits>`: lane i computes op(p1[i], p2[i], p3[i]) into a VGPR that held
+# p4[i] (mixlo/mixhi keep its other half) and stores it to p5[i]. Digits: dots `<clamp>`
+# (integer) or `<clamp><neg_lo><neg_hi>` (f16, bit masks); fma_mix
+# `<op_sel><op_sel_hi><neg><abs><clamp>` (bit masks per source).
+DOTS = "v_dot2_i32_i16 v_dot2_u32_u16 v_dot4_i32_i8 v_dot4_u32_u8 v_dot8_i32_i4 v_dot8_u32_u4".split()
+MIX = [(0, 0, 0, 0, 0), (0, 7, 0, 0, 0), (5, 7, 0, 0, 0), (2, 3, 1, 0, 0), (0, 4, 0, 2, 1),
+       (7, 7, 5, 6, 0), (1, 1, 0, 0, 1)]
+
+
+def dot(cpu):
+    if cpu == "gfx900":
+        return None
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "global_load_dword v4, v20, s[10:11]", "global_load_dword v5, v20, s[12:13]",
+            "s_waitcnt vmcnt(0)"]
+    tail = ["global_store_dword v20, v5, s[14:15]"]
+
+    def bits(x):
+        return "[%d,%d,%d]" % (x & 1, x >> 1 & 1, x >> 2 & 1)
+    for op in DOTS:
+        for clamp in (0, 1):
+            a.kernel("%s__%d" % (op, clamp),
+                     head + ["%s v5, v2, v3, v4%s" % (op, " clamp" if clamp else "")] + tail)
+    for clamp, nl, nh in ((0, 0, 0), (1, 0, 0), (0, 5, 0), (0, 0, 2), (0, 3, 3)):
+        mods = (" neg_lo:" + bits(nl) if nl else "") + (" neg_hi:" + bits(nh) if nh else "")
+        mods += " clamp" if clamp else ""
+        a.kernel("v_dot2_f32_f16__%d%d%d" % (clamp, nl, nh),
+                 head + ["v_dot2_f32_f16 v5, v2, v3, v4%s" % mods] + tail)
+    for op in ("v_fma_mix_f32", "v_fma_mixlo_f16", "v_fma_mixhi_f16"):
+        for sel, hi, neg, ab, clamp in MIX:
+            srcs = []
+            for i, r in enumerate(("v2", "v3", "v4")):
+                t = "|%s|" % r if ab >> i & 1 else r
+                srcs.append("-" + t if neg >> i & 1 else t)
+            mods = (" op_sel:" + bits(sel) if sel else "") + (" op_sel_hi:" + bits(hi) if hi else "")
+            mods += " clamp" if clamp else ""
+            a.kernel("%s__%d%d%d%d%d" % (op, sel, hi, neg, ab, clamp),
+                     head + ["%s v5, %s%s" % (op, ", ".join(srcs), mods)] + tail)
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
-            "mfma": mfma, "vop3": vop3}
+            "mfma": mfma, "vop3": vop3, "dot": dot}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
