@@ -1694,3 +1694,51 @@ fn dot_products_and_fma_mix_match_the_isa() {
     }
     assert_eq!(ran, 4 * 38);
 }
+
+// --- MODE register ---------------------------------------------------------------------------
+
+#[test]
+fn mode_register_from_the_descriptor_and_s_setreg() {
+    let n = 64;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("mode", cpu, target);
+        let bufs = || {
+            vec![
+                vec![0; 4],
+                vec![0; 4],
+                vec![0; 4],
+                vec![0; 4],
+                vec![0; n * 4],
+                vec![0; n * 4],
+            ]
+        };
+        // The descriptor: FLOAT_DENORM_MODE_32 0, _16_64 3, DX10_CLAMP, IEEE_MODE → MODE
+        // FP_DENORM [7:4] = 0b1100, DX10_CLAMP [8], IEEE [9] (Vega ISA "Mode register").
+        let out = isa.run("mode_launch", 64, &bufs()).unwrap();
+        assert_eq!(u32s(&out[4]), vec![0x3C0; n], "{cpu} mode_launch");
+        let out = isa.run("mode_set", 64, &bufs()).unwrap();
+        assert_eq!(
+            u32s(&out[4]),
+            vec![0xF; n],
+            "{cpu} mode_set: FP_DENORM after setreg"
+        );
+        assert_eq!(
+            u32s(&out[5]),
+            vec![0x1F0; n],
+            "{cpu} mode_set: MODE with IEEE cleared"
+        );
+        let e = isa.run("mode_rtz", 64, &bufs()).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction);
+        let msg = e.detail().to_string();
+        assert!(
+            msg.contains("v_add_f32") && msg.contains("FP_ROUND 0xf"),
+            "{cpu}: {msg}"
+        );
+        let e = isa.run("mode_hw_id", 64, &bufs()).unwrap_err();
+        let msg = e.detail().to_string();
+        assert!(
+            msg.contains("s_getreg_b32") && msg.contains("register 4"),
+            "{cpu}: {msg}"
+        );
+    }
+}

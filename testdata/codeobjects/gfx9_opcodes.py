@@ -46,6 +46,9 @@ row("SOP1", "s_setpc_b64", "0 2")
 row("SOPK", "s_movk_i32 s_cmovk_i32 s_cmpk_eq_i32 s_cmpk_lg_i32 s_cmpk_gt_i32 s_cmpk_ge_i32 "
     "s_cmpk_lt_i32 s_cmpk_le_i32 s_cmpk_eq_u32 s_cmpk_lg_u32 s_cmpk_gt_u32 s_cmpk_ge_u32 "
     "s_cmpk_lt_u32 s_cmpk_le_u32 s_addk_i32 s_mulk_i32", "1")
+row("SOPK", "s_getreg_b32", "1")
+row("SOPK", "s_setreg_b32", "0 1")
+row("SOPK", "s_setreg_imm32_b32", "0")
 row("SOPC", "s_cmp_eq_i32 s_cmp_lg_i32 s_cmp_gt_i32 s_cmp_ge_i32 s_cmp_lt_i32 s_cmp_le_i32 "
     "s_cmp_eq_u32 s_cmp_lg_u32 s_cmp_gt_u32 s_cmp_ge_u32 s_cmp_lt_u32 s_cmp_le_u32 "
     "s_bitcmp0_b32 s_bitcmp1_b32", "0 1 1")
@@ -205,7 +208,10 @@ def sample(enc, n, w, flags):
         ops = [reg("s", x, b) for x, b in ((d[0], 0), (d[1], 20)) if x]
         return "%s %s" % (n, ", ".join(ops))
     if enc == "SOPK":
-        return "%s s0, 0x10" % n
+        return {"s_getreg_b32": "s_getreg_b32 s0, hwreg(HW_REG_MODE, 0, 4)",
+                "s_setreg_b32": "s_setreg_b32 hwreg(HW_REG_MODE, 0, 4), s0",
+                "s_setreg_imm32_b32": "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 3",
+                }.get(n, "%s s0, 0x10" % n)
     if enc == "SOPC":
         return "%s %s, %s" % (n, reg("s", d[1], 20), reg("s", d[2], 40))
     if enc == "SOPP":

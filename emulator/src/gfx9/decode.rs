@@ -484,8 +484,25 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             let info = find(Encoding::Sopk, (w0 >> 23) & 0x1F, &[w0])?;
             inst.info = info;
             inst.encoding = Encoding::Sopk;
-            inst.dst = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?;
             inst.imm = (w0 & 0xFFFF) as u16 as i16 as i32;
+            match info.name {
+                // The SDST field is the source of s_setreg_b32; s_setreg_imm32_b32 takes a
+                // 32-bit literal instead (Vega ISA SOPK opcode table).
+                "s_setreg_b32" => inst.src[0] = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?,
+                "s_setreg_imm32_b32" => {
+                    let lit = need_w1("SOPK")?;
+                    // Values of inline constants are those constants (llvm-objdump prints
+                    // them so: `3`, `-16`, `1.0`).
+                    let f = super::exec::F32_CONST.iter().position(|&c| c == lit);
+                    inst.src[0] = match (lit as i32, f) {
+                        (v @ -16..=64, _) => Operand::InlineInt(v as i8),
+                        (_, Some(k)) => Operand::InlineFloat(240 + k as u8),
+                        _ => Operand::Literal(lit),
+                    };
+                    inst.size = 8;
+                }
+                _ => inst.dst = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?,
+            }
         } else {
             let info = find(Encoding::Sop2, (w0 >> 23) & 0x7F, &[w0])?;
             inst.info = info;

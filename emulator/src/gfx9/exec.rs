@@ -439,6 +439,11 @@ fn init_wave(
     items: usize,
     w: &mut Wave,
 ) -> Result<()> {
+    // MODE from COMPUTE_PGM_RSRC1 (AMDGPUUsage "compute_pgm_rsrc1"): FLOAT_ROUND_MODE_32/16_64
+    // [15:12] and FLOAT_DENORM_MODE_32/16_64 [19:16] are MODE [7:0], ENABLE_DX10_CLAMP [21]
+    // MODE.DX10_CLAMP [8], ENABLE_IEEE_MODE [23] MODE.IEEE [9].
+    let rsrc1 = kd.compute_pgm_rsrc1;
+    w.mode = (rsrc1 >> 12 & 0xFF) | (rsrc1 >> 21 & 1) << 8 | (rsrc1 >> 23 & 1) << 9;
     let mut s = 0usize;
     let put64 = |w: &mut Wave, s: &mut usize, v: u64| {
         w.set_sreg64(*s, v);
@@ -777,6 +782,15 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             }
             Ok(Flow::Next)
         }
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p
+            if w.mode & 0xF != 0 && is_float_op(inst.name()) =>
+        {
+            bail!(
+                Status::IllegalInstruction,
+                "MODE.FP_ROUND {:#x}: only round to nearest even is modelled",
+                w.mode & 0xF
+            )
+        }
         Encoding::Vop1 if inst.info.is_mai() => {
             super::mai::accvgpr(w, inst);
             Ok(Flow::Next)
@@ -912,6 +926,22 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                     Some(r as u32 as u64)
                 }
                 "s_mulk_i32" => Some(d.wrapping_mul(k) as u64),
+                "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32" => {
+                    let (id, offset, size) = (ku & 0x3F, ku >> 6 & 0x1F, (ku >> 11) + 1);
+                    if id != 1 {
+                        bail!(
+                            Status::IllegalInstruction,
+                            "{name} of hardware register {id}: only HW_REG_MODE (1) is modelled"
+                        );
+                    }
+                    let mask = (((1u64 << size) - 1) << offset) as u32;
+                    if name == "s_getreg_b32" {
+                        Some(u64::from((w.mode & mask) >> offset))
+                    } else {
+                        w.mode = w.mode & !mask | (a32 << offset) & mask;
+                        None
+                    }
+                }
                 _ => {
                     new_scc = match name {
                         "s_cmpk_eq_i32" => d == k,
@@ -1776,6 +1806,12 @@ const F16_CONST: [u16; 9] = [
 ///
 /// Ref: Vega ISA §6.2.2 "Packed math" and LLVM AMDGPU's pre-gfx11 packed inline-constant
 /// rule (f16 constant in bits 15:0, zero above).
+/// Whether a VALU mnemonic does float arithmetic whose rounding MODE.FP_ROUND selects (an
+/// f16, f32 or f64 operand type in its name, conversions included).
+fn is_float_op(name: &str) -> bool {
+    ["f16", "f32", "f64"].iter().any(|t| name.contains(t)) && !name.starts_with("v_cmp")
+}
+
 fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
     match *op {
         Operand::InlineFloat(c) if !wide => u64::from(F16_CONST[(c - 240) as usize]),

@@ -595,8 +595,34 @@ def dot(cpu):
     return a
 
 
+# --- mode: the MODE hardware register ----------------------------------------------------
+# mode_launch: p4[i] = MODE as the kernel descriptor sets it (denorm f32 flush, f16/f64 keep,
+# DX10 clamp and IEEE on). mode_set: p4[i] = MODE bits 4..7 after setting bits 4..5 to 3 with
+# s_setreg_imm32_b32, p5[i] = the whole MODE after clearing IEEE (bit 9) with s_setreg_b32.
+# mode_rtz: selects round toward zero, then v_add_f32 (not modelled: an error). mode_hw_id:
+# reads HW_REG_HW_ID (not modelled: an error).
+def mode(cpu):
+    a = Asm(cpu)
+    kd = ("\t\t.amdhsa_float_denorm_mode_32 0\n\t\t.amdhsa_float_denorm_mode_16_64 3\n"
+          "\t\t.amdhsa_dx10_clamp 1\n\t\t.amdhsa_ieee_mode 1")
+    a.kernel("mode_launch", ["s_getreg_b32 s20, hwreg(HW_REG_MODE)", "v_mov_b32 v5, s20",
+                             "global_store_dword v20, v5, s[12:13]"], extra=kd)
+    a.kernel("mode_set", ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3",
+                          "s_getreg_b32 s20, hwreg(HW_REG_MODE, 4, 4)",
+                          "s_mov_b32 s21, 0", "s_setreg_b32 hwreg(HW_REG_MODE, 9, 1), s21",
+                          "s_getreg_b32 s22, hwreg(HW_REG_MODE)",
+                          "v_mov_b32 v5, s20", "global_store_dword v20, v5, s[12:13]",
+                          "v_mov_b32 v5, s22", "global_store_dword v20, v5, s[14:15]"], extra=kd)
+    a.kernel("mode_rtz", ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 0xf",
+                          "v_add_f32 v5, v20, v21", "global_store_dword v20, v5, s[12:13]"],
+             extra=kd)
+    a.kernel("mode_hw_id", ["s_getreg_b32 s20, hwreg(HW_REG_HW_ID)", "v_mov_b32 v5, s20",
+                            "global_store_dword v20, v5, s[12:13]"], extra=kd)
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
-            "mfma": mfma, "vop3": vop3, "dot": dot}
+            "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
