@@ -503,7 +503,23 @@ fn f16_op(ins: &[u16], f: impl Fn(&[f64]) -> f64) -> u16 {
         .iter()
         .map(|&x| half::f16::from_bits(x).to_f64())
         .collect();
-    half::f16::from_f64(f(&v)).to_bits()
+    f16_round(f(&v))
+}
+
+/// `x` rounded once to the nearest f16, ties to even (`half::f16::from_f64` rounds through
+/// f32, which can round twice).
+fn f16_round(x: f64) -> u16 {
+    if x.is_nan() || x.is_infinite() || x == 0.0 {
+        return half::f16::from_f64(x).to_bits();
+    }
+    let e = ((x.abs().to_bits() >> 52) as i32 - 1023).max(-14);
+    let quantum = (2.0f64).powi(e - 10);
+    let r = (x / quantum).round_ties_even() * quantum;
+    if r.abs() >= 65520.0 {
+        return if x > 0.0 { 0x7C00 } else { 0xFC00 };
+    }
+    // r is an f16 value: the conversion is exact.
+    half::f16::from_f64(r).to_bits()
 }
 
 /// IEEE-mode min/max of f16 (ISA `V_MIN_F16`/`V_MAX_F16`, MODE.IEEE = 1): sNaN → that NaN
@@ -1672,7 +1688,7 @@ fn dot_products_and_fma_mix_match_the_isa() {
                         };
                         r.to_bits()
                     } else {
-                        let mut hb = half::f16::from_f64(exact).to_bits();
+                        let mut hb = f16_round(exact);
                         if clamp {
                             hb = if hb & 0x8000 != 0 { 0 } else { hb.min(0x3C00) };
                         }
@@ -1741,4 +1757,185 @@ fn mode_register_from_the_descriptor_and_s_setreg() {
             "{cpu}: {msg}"
         );
     }
+}
+
+// --- f16 VOP1/VOP2/VOP3 ---------------------------------------------------------------------
+
+/// `x` with `abs` then `neg` applied to its f16 sign.
+fn f16_mods(x: u16, neg: bool, abs: bool) -> u16 {
+    let x = if abs { x & 0x7FFF } else { x };
+    if neg {
+        x ^ 0x8000
+    } else {
+        x
+    }
+}
+
+/// An f16 (or f32) result of a float op clamped to [0, 1] (NaN and −0 → +0).
+fn clamp16(x: u16) -> u16 {
+    if f16_nan(x) || x & 0x8000 != 0 {
+        0
+    } else {
+        x.min(0x3C00)
+    }
+}
+
+/// One f16 VALU op (Vega ISA VOP1/VOP2/VOP3 opcode tables) on already-modified sources;
+/// the 32-bit result (16-bit results zero-extended).
+fn f16_ref(op: &str, a: u32, b: u32, c: u32) -> u32 {
+    let (x, y, z) = (a as u16, b as u16, c as u16);
+    let quiet = |x: u16| x | 0x200;
+    let round = |f: fn(f64) -> f64| {
+        if f16_nan(x) {
+            quiet(x)
+        } else {
+            half::f16::from_f64(f(half::f16::from_bits(x).to_f64())).to_bits()
+        }
+    };
+    let to_int = |lo: f64, hi: f64| {
+        let v = half::f16::from_bits(x).to_f64();
+        if v.is_nan() {
+            0
+        } else {
+            v.trunc().clamp(lo, hi) as i32 as u16
+        }
+    };
+    u32::from(match op {
+        "v_add_f16" => f16_op(&[x, y], |v| v[0] + v[1]),
+        "v_sub_f16" => f16_op(&[x, y], |v| v[0] - v[1]),
+        "v_subrev_f16" => f16_op(&[y, x], |v| v[0] - v[1]),
+        "v_mul_f16" => f16_op(&[x, y], |v| v[0] * v[1]),
+        "v_fma_f16" => f16_op(&[x, y, z], |v| v[0].mul_add(v[1], v[2])),
+        "v_max_f16" => f16_min_max_ref(x, y, true),
+        "v_min_f16" => f16_min_max_ref(x, y, false),
+        "v_cvt_f16_f32" => {
+            let f = f32::from_bits(a);
+            if f.is_nan() {
+                ((a >> 16) as u16 & 0x8000) | 0x7E00 | ((a >> 13) as u16 & 0x3FF)
+            } else {
+                half::f16::from_f32(f).to_bits()
+            }
+        }
+        "v_cvt_f32_f16" => {
+            return if f16_nan(x) {
+                u32::from(x >> 15) << 31 | 0x7FC0_0000 | u32::from(x & 0x3FF) << 13
+            } else {
+                half::f16::from_bits(x).to_f32().to_bits()
+            };
+        }
+        "v_cvt_f16_u16" => half::f16::from_f64(f64::from(x)).to_bits(),
+        "v_cvt_f16_i16" => half::f16::from_f64(f64::from(x as i16)).to_bits(),
+        "v_cvt_u16_f16" => to_int(0.0, 65535.0),
+        "v_cvt_i16_f16" => to_int(-32768.0, 32767.0),
+        "v_trunc_f16" => round(f64::trunc),
+        "v_ceil_f16" => round(f64::ceil),
+        "v_floor_f16" => round(f64::floor),
+        "v_rndne_f16" => round(f64::round_ties_even),
+        _ => panic!("no reference for {op}"),
+    })
+}
+
+#[test]
+fn f16_valu_matches_the_isa() {
+    let n = ITEMS as usize;
+    let pair = |k: usize| u32::from(F16[k % 16]) | u32::from(F16[(k / 16 + 3) % 16]) << 16;
+    // Ties for the rounding ops: 0.5, 2.5, −2.5, 1.5, and 1024.5's neighbour 0x6401.
+    let ties = [0x3800u32, 0x4100, 0xC100, 0x3E00, 0x6401];
+    let a: Vec<u32> = (0..n)
+        .map(|k| {
+            if k % 5 == 0 {
+                pair(k) & 0xFFFF_0000 | ties[k / 5 % 5]
+            } else {
+                pair(k)
+            }
+        })
+        .collect();
+    let b: Vec<u32> = (0..n).map(|k| pair(k / 16 + 16 * (k % 16))).collect();
+    let c: Vec<u32> = (0..n).map(|k| pair(k * 7 + 5)).collect();
+    let old: Vec<u32> = (0..n as u32).map(|k| 0xABCD_0000 | k).collect();
+    let mut ran = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("f16", cpu, target);
+        for kernel in isa.kernels() {
+            let (form, rest) = kernel.split_once('_').unwrap();
+            let (op, var) = rest.split_once("__").unwrap_or((rest, "0000"));
+            let d: Vec<u32> = var.bytes().map(|x| u32::from(x - b'0')).collect();
+            let (neg, abs, clamp, omod) = (d[0], d[1], d[2] == 1, d[3]);
+            // f32-source conversion: f32 edge values instead.
+            let a_in: Vec<u32> = if op == "v_cvt_f16_f32" {
+                (0..n).map(|k| F32[k % 16] ^ (k as u32 / 16)).collect()
+            } else {
+                a.clone()
+            };
+            let bufs = vec![
+                vec![0; 4],
+                bytes32(&a_in),
+                bytes32(&b),
+                bytes32(&c),
+                bytes32(&old),
+                vec![0; n * 4],
+            ];
+            let out = isa
+                .run(&kernel, ITEMS, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+            let got = u32s(&out[5]);
+            for k in 0..n {
+                let want = match form {
+                    "sdwa" => {
+                        let r = f16_ref(op, a_in[k] >> 16, b[k] & 0xFFFF, 0);
+                        (r & 0xFFFF) << 16 | old[k] & 0xFFFF
+                    }
+                    "k" => f16_ref(op, 0x4000, b[k], 0),
+                    _ => {
+                        let m = |v: u32, i: u32| {
+                            if op == "v_cvt_f16_f32" {
+                                let v = if abs >> i & 1 == 1 {
+                                    v & 0x7FFF_FFFF
+                                } else {
+                                    v
+                                };
+                                if neg >> i & 1 == 1 {
+                                    v ^ 0x8000_0000
+                                } else {
+                                    v
+                                }
+                            } else {
+                                u32::from(f16_mods(v as u16, neg >> i & 1 == 1, abs >> i & 1 == 1))
+                            }
+                        };
+                        let r = f16_ref(op, m(a_in[k], 0), m(b[k], 1), m(c[k], 2));
+                        if op == "v_cvt_f32_f16" {
+                            let f = f32::from_bits(r);
+                            if clamp {
+                                // The interpreter's f32 clamp (its VOP3 f32 path): NaN → +0,
+                                // else [0, 1] by comparison (−0 stays −0).
+                                (if f.is_nan() { 0.0 } else { f.clamp(0.0, 1.0) }).to_bits()
+                            } else {
+                                r
+                            }
+                        } else if op.starts_with("v_cvt_") && !op.starts_with("v_cvt_f16") {
+                            r
+                        } else {
+                            let mut h = r as u16;
+                            if omod != 0 {
+                                let k = [1.0, 2.0, 4.0, 0.5][omod as usize];
+                                h = f16_op(&[h], |v| v[0] * k);
+                            }
+                            if clamp {
+                                h = clamp16(h);
+                            }
+                            u32::from(h)
+                        }
+                    }
+                };
+                assert_eq!(
+                    got[k], want,
+                    "{cpu} {kernel}[{k}]: {:#x} {:#x} {:#x}",
+                    a_in[k], b[k], c[k]
+                );
+            }
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 5 * (6 * 8 + 10 + 8 + 3));
 }

@@ -69,6 +69,8 @@ row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_log_f32 v_rcp_f32 v_rcp_iflag_f32 v_rsq_f32 v_sqrt_f32 v_not_b32 v_bfrev_b32 v_ffbh_u32 "
     "v_ffbl_b32 v_ffbh_i32 v_frexp_exp_i32_f32 v_frexp_mant_f32", "1 1")
 row("VOP1", "v_readfirstlane_b32", "1 1", "sdst")
+row("VOP1", "v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f16 "
+    "v_cvt_i16_f16 v_trunc_f16 v_ceil_f16 v_floor_f16 v_rndne_f16", "1 1")
 row("VOP1", "v_cvt_f64_f32 v_cvt_f64_i32 v_cvt_f64_u32", "2 1")
 row("VOP1", "v_cvt_f32_f64 v_cvt_i32_f64 v_cvt_u32_f64", "1 2")
 row("VOP1", "v_mov_b64", "2 2")
@@ -78,6 +80,7 @@ row("VOP2", "v_add_f32 v_sub_f32 v_subrev_f32 v_mul_f32 v_mul_i32_i24 v_mul_hi_i
     "v_mac_f32 v_add_u32 v_sub_u32 v_subrev_u32 v_fmac_f32 v_xnor_b32", "1 1 1")
 row("VOP2", "v_add_u16 v_sub_u16 v_subrev_u16 v_mul_lo_u16 v_lshlrev_b16 v_lshrrev_b16 "
     "v_ashrrev_i16 v_max_u16 v_max_i16 v_min_u16 v_min_i16", "1 1 1")
+row("VOP2", "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_min_f16", "1 1 1")
 row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
@@ -101,6 +104,7 @@ row("VOP3", "v_mul_lo_u32 v_mul_hi_u32 v_mul_hi_i32 v_bcnt_u32_b32 v_ldexp_f32 "
 row("VOP3", "v_lshlrev_b64 v_lshrrev_b64 v_ashrrev_i64", "2 1 2", "noname")
 row("VOP3", "v_add_f64 v_mul_f64 v_min_f64 v_max_f64", "2 2 2", "noname")
 row("VOP3", "v_fma_f64", "2 2 2 2", "noname")
+row("VOP3", "v_fma_f16", "1 1 1 1", "noname")
 row("VOP3", "v_mad_u64_u32 v_mad_i64_i32", "2 1 1 2", "noname b")
 row("VOP3", "v_lshl_add_u64", "2 2 1 2", "noname")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")

@@ -1307,6 +1307,46 @@ fn float_input(name: &str) -> (bool, bool) {
     (src_ty == "f32", src_ty == "f64")
 }
 
+/// Whether a VALU mnemonic's sources are f16 (`v_add_f16`, `v_cvt_f32_f16`; not
+/// `v_cvt_f16_f32`, whose source is f32).
+fn f16_input(name: &str) -> bool {
+    match name.strip_prefix("v_cvt_") {
+        Some(rest) => rest.ends_with("_f16"),
+        None => name.ends_with("_f16"),
+    }
+}
+
+/// Whether a VALU mnemonic's result is an f16 (output modifiers act on it as an f16).
+fn f16_output(name: &str) -> bool {
+    match name.strip_prefix("v_cvt_") {
+        Some(rest) => rest.starts_with("f16_"),
+        None => name.ends_with("_f16"),
+    }
+}
+
+/// An f16 rounded to an integral value by `round` (exact: every f16 integral value of the
+/// range is an f16); NaN quieted.
+fn round16(x: u16, round: fn(f64) -> f64) -> u16 {
+    if x & 0x7C00 == 0x7C00 && x & 0x3FF != 0 {
+        return x | 0x200;
+    }
+    f16::from_f64(round(f16::to_f64(x)))
+}
+
+/// An f16 converted to a 16-bit integer, truncating toward zero and saturating; NaN → 0
+/// (Vega ISA `V_CVT_U16_F16`/`V_CVT_I16_F16`).
+fn f16_to_int16(x: u16, signed: bool) -> u16 {
+    let v = f16::to_f64(x);
+    if v.is_nan() {
+        return 0;
+    }
+    if signed {
+        v.trunc().clamp(-32768.0, 32767.0) as i16 as u16
+    } else {
+        v.trunc().clamp(0.0, 65535.0) as u16
+    }
+}
+
 fn fcmp(cond: &str, a: f64, b: f64) -> Option<bool> {
     use core::cmp::Ordering::{Equal, Greater, Less};
     let o = a.partial_cmp(&b);
@@ -1363,11 +1403,24 @@ fn read_operand(
     } else {
         info.widths[i + 1]
     };
-    let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
+    let f16_in = !f32_in && !f64_in && f16_input(info.name);
+    let mut v = match inst.src[i] {
+        Operand::InlineFloat(c) if f16_in => u64::from(F16_CONST[(c - 240) as usize]),
+        _ => vsrc(w, &inst.src[i], lane, width == 2, f64_in),
+    };
     if let Some(sd) = mods.sdwa.filter(|_| i < 2) {
         v = sdwa_select(v as u32, sd.src_sel[i], sd.sext[i]) as u64;
     }
-    if f32_in && width == 1 {
+    if f16_in {
+        // The f16 is the low half; abs/neg act on its sign (bit 15).
+        v &= 0xFFFF;
+        if mods.abs[i] {
+            v &= 0x7FFF;
+        }
+        if mods.neg[i] {
+            v ^= 0x8000;
+        }
+    } else if f32_in && width == 1 {
         if mods.abs[i] {
             v &= 0x7FFF_FFFF;
         }
@@ -1410,6 +1463,7 @@ fn valu<const DPP: bool>(
         ));
     }
     let (f32_in, f64_in) = float_input(name);
+    let f16_in = !f32_in && !f64_in && f16_input(name);
     let read = |w: &Wave, i: usize, lane: usize| read_operand(w, inst, i, lane, f32_in, f64_in);
     // Lane-crossing and scalar-destination ops.
     match name {
@@ -1516,7 +1570,15 @@ fn valu<const DPP: bool>(
     let writes_carry = info.has(F_CO | F_CI) || name == "v_mad_u64_u32" || name == "v_mad_i64_i32";
     let out_w = wd[0];
     for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
-        let a = if DPP {
+        let a = if DPP && f16_in {
+            let v = u64::from(dpp_src0[lane]) & 0xFFFF;
+            let v = if mods.abs[0] { v & 0x7FFF } else { v };
+            if mods.neg[0] {
+                v ^ 0x8000
+            } else {
+                v
+            }
+        } else if DPP {
             float_mods32(u64::from(dpp_src0[lane]), f32_in, mods.abs[0], mods.neg[0])
         } else {
             read(w, 0, lane)
@@ -1596,6 +1658,31 @@ fn valu<const DPP: bool>(
                 }
             }
             "v_add_f32" => fr(fa + fb),
+            "v_add_f16" => u64::from(f16::add(a as u16, b as u16)),
+            "v_sub_f16" => u64::from(f16::sub(a as u16, b as u16)),
+            "v_subrev_f16" => u64::from(f16::sub(b as u16, a as u16)),
+            "v_mul_f16" => u64::from(f16::mul(a as u16, b as u16)),
+            "v_fma_f16" => u64::from(f16::fma(a as u16, b as u16, c as u16)),
+            "v_max_f16" => u64::from(f16_min_max(a as u16, b as u16, true)),
+            "v_min_f16" => u64::from(f16_min_max(a as u16, b as u16, false)),
+            "v_cvt_f16_f32" => u64::from(f16::from_f64(f64::from(fa))),
+            "v_cvt_f32_f16" => {
+                let h = a as u16;
+                if h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 {
+                    // NaN: sign and payload kept, quieted.
+                    u64::from(u32::from(h >> 15) << 31 | 0x7FC0_0000 | u32::from(h & 0x3FF) << 13)
+                } else {
+                    fr(f16::to_f64(h) as f32)
+                }
+            }
+            "v_cvt_f16_u16" => u64::from(f16::from_f64(f64::from(a as u16))),
+            "v_cvt_f16_i16" => u64::from(f16::from_f64(f64::from(a as u16 as i16))),
+            "v_cvt_u16_f16" => u64::from(f16_to_int16(a as u16, false)),
+            "v_cvt_i16_f16" => u64::from(f16_to_int16(a as u16, true)),
+            "v_trunc_f16" => u64::from(round16(a as u16, f64::trunc)),
+            "v_ceil_f16" => u64::from(round16(a as u16, f64::ceil)),
+            "v_floor_f16" => u64::from(round16(a as u16, f64::floor)),
+            "v_rndne_f16" => u64::from(round16(a as u16, f64::round_ties_even)),
             "v_sub_f32" => fr(fa - fb),
             "v_subrev_f32" => fr(fb - fa),
             "v_mul_f32" => fr(fa * fb),
@@ -1752,7 +1839,19 @@ fn valu<const DPP: bool>(
             }
             _ => return Err(not_implemented(inst)),
         };
-        let r = if f32_in
+        let r = if f16_output(name) {
+            let mut h = r as u16;
+            match mods.omod {
+                1 => h = f16::mul(h, 0x4000),
+                2 => h = f16::mul(h, 0x4400),
+                3 => h = f16::mul(h, 0x3800),
+                _ => {}
+            }
+            if mods.clamp {
+                h = f16::clamp01(h);
+            }
+            u64::from(h)
+        } else if f32_in
             || name.ends_with("_f32") && !name.starts_with("v_cvt_")
             || name.starts_with("v_cvt_f32")
         {

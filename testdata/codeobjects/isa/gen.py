@@ -621,8 +621,50 @@ def mode(cpu):
     return a
 
 
+# --- f16: 16-bit float VOP1/VOP2/VOP3 -----------------------------------------------------
+# Kernel `<form>_<op>[__<variant>]`: lane i computes op on p1[i] (and p2[i], p3[i]) into a
+# VGPR that held p4[i], stored to p5[i]. Forms: e32, e64 (VOP3 with a variant's neg/abs/
+# clamp/omod: `<neg><abs><clamp><omod>` bit masks), sdwa (src0_sel WORD_1, src1 WORD_0,
+# dst_sel WORD_1 with UNUSED_PRESERVE), k (src1 the inline constant 2.0).
+F16_VOP2 = "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_min_f16".split()
+F16_VOP1 = ("v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f16 "
+            "v_cvt_i16_f16 v_trunc_f16 v_ceil_f16 v_floor_f16 v_rndne_f16").split()
+
+
+def f16(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "global_load_dword v4, v20, s[10:11]", "global_load_dword v5, v20, s[12:13]",
+            "s_waitcnt vmcnt(0)"]
+    tail = ["global_store_dword v20, v5, s[14:15]"]
+    omods = ["", " mul:2", " mul:4", " div:2"]
+
+    def src(r, i, neg, ab):
+        t = "|%s|" % r if ab >> i & 1 else r
+        return "-" + t if neg >> i & 1 else t
+    for op in F16_VOP2:
+        a.kernel("e32_" + op, head + ["%s_e32 v5, v2, v3" % op] + tail)
+        a.kernel("k_" + op, head + ["%s_e32 v5, 2.0, v3" % op] + tail)
+        a.kernel("sdwa_" + op, head + ["%s_sdwa v5, v2, v3 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE "
+                                       "src0_sel:WORD_1 src1_sel:WORD_0" % op] + tail)
+        for neg, ab, clamp, omod in ((1, 2, 0, 0), (2, 1, 1, 0), (3, 0, 0, 1), (0, 3, 0, 3),
+                                     (1, 1, 0, 2)):
+            a.kernel("e64_%s__%d%d%d%d" % (op, neg, ab, clamp, omod),
+                     head + ["%s_e64 v5, %s, %s%s%s" % (op, src("v2", 0, neg, ab), src("v3", 1, neg, ab),
+                                                        " clamp" if clamp else "", omods[omod])] + tail)
+    for op in F16_VOP1:
+        a.kernel("e32_" + op, head + ["%s_e32 v5, v2" % op] + tail)
+        if op != "v_cvt_f16_u16" and op != "v_cvt_f16_i16":
+            a.kernel("e64_%s__1010" % op, head + ["%s_e64 v5, -v2 clamp" % op] + tail)
+    for neg, ab, clamp in ((0, 0, 0), (5, 2, 0), (2, 4, 1)):
+        srcs = ", ".join(src(r, i, neg, ab) for i, r in enumerate(("v2", "v3", "v4")))
+        a.kernel("e64_v_fma_f16__%d%d%d0" % (neg, ab, clamp),
+                 head + ["v_fma_f16 v5, %s%s" % (srcs, " clamp" if clamp else "")] + tail)
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
-            "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode}
+            "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
