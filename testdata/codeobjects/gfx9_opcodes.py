@@ -46,6 +46,9 @@ row("SOP1", "s_setpc_b64", "0 2")
 row("SOPK", "s_movk_i32 s_cmovk_i32 s_cmpk_eq_i32 s_cmpk_lg_i32 s_cmpk_gt_i32 s_cmpk_ge_i32 "
     "s_cmpk_lt_i32 s_cmpk_le_i32 s_cmpk_eq_u32 s_cmpk_lg_u32 s_cmpk_gt_u32 s_cmpk_ge_u32 "
     "s_cmpk_lt_u32 s_cmpk_le_u32 s_addk_i32 s_mulk_i32", "1")
+row("SOPK", "s_getreg_b32", "1")
+row("SOPK", "s_setreg_b32", "0 1")
+row("SOPK", "s_setreg_imm32_b32", "0")
 row("SOPC", "s_cmp_eq_i32 s_cmp_lg_i32 s_cmp_gt_i32 s_cmp_ge_i32 s_cmp_lt_i32 s_cmp_le_i32 "
     "s_cmp_eq_u32 s_cmp_lg_u32 s_cmp_gt_u32 s_cmp_ge_u32 s_cmp_lt_u32 s_cmp_le_u32 "
     "s_bitcmp0_b32 s_bitcmp1_b32", "0 1 1")
@@ -53,7 +56,7 @@ row("SOPC", "s_cmp_eq_u64 s_cmp_lg_u64", "0 2 2")
 row("SOPC", "s_bitcmp0_b64 s_bitcmp1_b64", "0 2 1")
 row("SOPP", "s_nop s_endpgm s_branch s_cbranch_scc0 s_cbranch_scc1 s_cbranch_vccz "
     "s_cbranch_vccnz s_cbranch_execz s_cbranch_execnz s_barrier s_waitcnt s_sleep s_setprio "
-    "s_endpgm_saved", "0")
+    "s_endpgm_saved s_trap", "0")
 row("SMEM", "s_load_dword", "1")
 row("SMEM", "s_load_dwordx2", "2")
 row("SMEM", "s_load_dwordx4", "4")
@@ -66,6 +69,8 @@ row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_log_f32 v_rcp_f32 v_rcp_iflag_f32 v_rsq_f32 v_sqrt_f32 v_not_b32 v_bfrev_b32 v_ffbh_u32 "
     "v_ffbl_b32 v_ffbh_i32 v_frexp_exp_i32_f32 v_frexp_mant_f32", "1 1")
 row("VOP1", "v_readfirstlane_b32", "1 1", "sdst")
+row("VOP1", "v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f16 "
+    "v_cvt_i16_f16 v_trunc_f16 v_ceil_f16 v_floor_f16 v_rndne_f16", "1 1")
 row("VOP1", "v_cvt_f64_f32 v_cvt_f64_i32 v_cvt_f64_u32", "2 1")
 row("VOP1", "v_cvt_f32_f64 v_cvt_i32_f64 v_cvt_u32_f64", "1 2")
 row("VOP1", "v_mov_b64", "2 2")
@@ -75,6 +80,7 @@ row("VOP2", "v_add_f32 v_sub_f32 v_subrev_f32 v_mul_f32 v_mul_i32_i24 v_mul_hi_i
     "v_mac_f32 v_add_u32 v_sub_u32 v_subrev_u32 v_fmac_f32 v_xnor_b32", "1 1 1")
 row("VOP2", "v_add_u16 v_sub_u16 v_subrev_u16 v_mul_lo_u16 v_lshlrev_b16 v_lshrrev_b16 "
     "v_ashrrev_i16 v_max_u16 v_max_i16 v_min_u16 v_min_i16", "1 1 1")
+row("VOP2", "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_min_f16", "1 1 1")
 row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
@@ -90,13 +96,15 @@ row("VOPC", "v_cmp_class_f32 v_cmpx_class_f32", "2 1 1")
 row("VOP3", "v_mad_i32_i24 v_mad_u32_u24 v_bfe_u32 v_bfe_i32 v_bfi_b32 v_fma_f32 "
     "v_alignbit_b32 v_alignbyte_b32 v_min3_f32 v_min3_i32 v_min3_u32 v_max3_f32 v_max3_i32 "
     "v_max3_u32 v_med3_f32 v_med3_i32 v_med3_u32 v_mad_f32 v_add3_u32 v_lshl_add_u32 "
-    "v_add_lshl_u32 v_lshl_or_b32 v_and_or_b32 v_or3_b32 v_xad_u32 v_sad_u32 v_div_fixup_f32",
+    "v_add_lshl_u32 v_lshl_or_b32 v_and_or_b32 v_or3_b32 v_xad_u32 v_sad_u32 v_div_fixup_f32 "
+    "v_perm_b32",
     "1 1 1 1", "noname")
 row("VOP3", "v_mul_lo_u32 v_mul_hi_u32 v_mul_hi_i32 v_bcnt_u32_b32 v_ldexp_f32 "
     "v_cvt_pkrtz_f16_f32 v_mbcnt_lo_u32_b32 v_mbcnt_hi_u32_b32", "1 1 1", "noname")
 row("VOP3", "v_lshlrev_b64 v_lshrrev_b64 v_ashrrev_i64", "2 1 2", "noname")
 row("VOP3", "v_add_f64 v_mul_f64 v_min_f64 v_max_f64", "2 2 2", "noname")
 row("VOP3", "v_fma_f64", "2 2 2 2", "noname")
+row("VOP3", "v_fma_f16", "1 1 1 1", "noname")
 row("VOP3", "v_mad_u64_u32 v_mad_i64_i32", "2 1 1 2", "noname b")
 row("VOP3", "v_lshl_add_u64", "2 2 1 2", "noname")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")
@@ -116,7 +124,35 @@ row("VOP3P", "v_pk_mul_lo_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_lshlrev_b16 v_pk_ls
     "v_pk_min_u16 v_pk_add_f16 v_pk_mul_f16 v_pk_min_f16 v_pk_max_f16", "1 1 1")
 row("VOP3P", "v_pk_mad_i16 v_pk_mad_u16 v_pk_fma_f16", "1 1 1 1")
 row("VOP3P", "v_pk_mul_f32 v_pk_add_f32 v_pk_mov_b32", "2 2 2")
+# gfx906+ dot products (dot*-insts) and mixed-precision FMA (fma-mix-insts).
+row("VOP3P", "v_dot2_f32_f16 v_dot2_i32_i16 v_dot2_u32_u16 v_dot4_i32_i8 v_dot4_u32_u8 "
+    "v_dot8_i32_i4 v_dot8_u32_u4 v_fma_mix_f32 v_fma_mixlo_f16 v_fma_mixhi_f16", "1 1 1 1")
 row("VOP3P", "v_pk_fma_f32", "2 2 2 2")
+# Matrix (MAI) instructions, VOP3P-MAI encoding: gfx908 (CDNA1), gfx90a (CDNA2), gfx940+
+# (CDNA3, which renames them: `_<blocks>b_` infixes, `_1k` bf16 forms as plain `bf16`). Widths:
+# D, A, B, C in dwords. `mai` rows keep only the targets whose llvm-mc prints the same name.
+row("VOP3P", "v_accvgpr_read_b32 v_accvgpr_write_b32", "1 1", "mai")
+row("VOP1", "v_accvgpr_mov_b32", "1 1", "mai")
+for names, widths in (
+        ("v_mfma_f32_32x32x1f32 v_mfma_i32_32x32x4i8 v_mfma_f32_32x32x2bf16 "
+         "v_mfma_f32_32x32x1_2b_f32 v_mfma_i32_32x32x4_2b_i8", "32 1 1 32"),
+        ("v_mfma_f32_16x16x1f32 v_mfma_i32_16x16x4i8 v_mfma_f32_16x16x2bf16 "
+         "v_mfma_f32_32x32x2f32 v_mfma_i32_32x32x8i8 v_mfma_f32_32x32x4bf16 "
+         "v_mfma_f32_16x16x1_4b_f32 v_mfma_i32_16x16x4_4b_i8 v_mfma_f32_32x32x2_f32", "16 1 1 16"),
+        ("v_mfma_f32_4x4x1f32 v_mfma_i32_4x4x4i8 v_mfma_f32_4x4x2bf16 v_mfma_f32_16x16x4f32 "
+         "v_mfma_i32_16x16x16i8 v_mfma_f32_16x16x8bf16 v_mfma_f32_4x4x1_16b_f32 "
+         "v_mfma_i32_4x4x4_16b_i8 v_mfma_f32_16x16x4_f32", "4 1 1 4"),
+        ("v_mfma_f32_32x32x4f16 v_mfma_f32_32x32x4bf16_1k v_mfma_f32_32x32x4_2b_f16 "
+         "v_mfma_f32_32x32x4_2b_bf16", "32 2 2 32"),
+        ("v_mfma_f32_16x16x4f16 v_mfma_f32_32x32x8f16 v_mfma_f32_16x16x4bf16_1k "
+         "v_mfma_f32_32x32x8bf16_1k v_mfma_f32_16x16x4_4b_f16 v_mfma_f32_32x32x8_f16 "
+         "v_mfma_f32_16x16x4_4b_bf16 v_mfma_f32_32x32x8_bf16 v_mfma_i32_32x32x16_i8", "16 2 2 16"),
+        ("v_mfma_f32_4x4x4f16 v_mfma_f32_16x16x16f16 v_mfma_f32_4x4x4bf16_1k "
+         "v_mfma_f32_16x16x16bf16_1k v_mfma_f32_4x4x4_16b_f16 v_mfma_f32_16x16x16_f16 "
+         "v_mfma_f32_4x4x4_16b_bf16 v_mfma_f32_16x16x16_bf16 v_mfma_i32_16x16x32_i8", "4 2 2 4"),
+        ("v_mfma_f64_16x16x4f64 v_mfma_f64_16x16x4_f64", "8 2 2 8"),
+        ("v_mfma_f64_4x4x4f64 v_mfma_f64_4x4x4_4b_f64", "2 2 2 2")):
+    row("VOP3P", names, widths, "mai")
 for seg in ("global", "flat"):
     row("FLAT", " ".join("%s_load_%s" % (seg, t) for t in "ubyte sbyte ushort sshort dword".split()), "1")
     row("FLAT", "%s_load_dwordx2" % seg, "2")
@@ -150,7 +186,7 @@ row("MUBUF", " ".join("buffer_atomic_%s_x2" % o for o in _ops), "2 2", "atomic")
 row("MUBUF", "buffer_atomic_cmpswap_x2", "2 4", "atomic")
 # Cache control (no operands): gfx9 L1 writeback-invalidate, gfx90a/gfx940 L2 writeback and
 # invalidate (ordering points for the interpreter).
-row("MUBUF", "buffer_wbinvl1 buffer_wbl2 buffer_invl2 buffer_inv", "0")
+row("MUBUF", "buffer_wbinvl1 buffer_wbinvl1_vol buffer_wbl2 buffer_invl2 buffer_inv", "0")
 
 
 def reg(kind, w, base):
@@ -161,18 +197,30 @@ def reg(kind, w, base):
 
 def sample(enc, n, w, flags):
     d = w + [0] * (4 - len(w))
+    if "mai" in flags:
+        if n == "v_accvgpr_read_b32":
+            return "v_accvgpr_read_b32 v0, a20"
+        if n == "v_accvgpr_write_b32":
+            return "v_accvgpr_write_b32 a0, v20"
+        if n == "v_accvgpr_mov_b32":
+            return "v_accvgpr_mov_b32 a0, a20"
+        return "%s %s, %s, %s, %s" % (n, reg("a", d[0], 0), reg("v", d[1], 40),
+                                      reg("v", d[2], 44), reg("a", d[3], 0))
     if enc == "SOP2":
         return "%s %s, %s, %s" % (n, reg("s", d[0], 0), reg("s", d[1], 20), reg("s", d[2], 40))
     if enc == "SOP1":
         ops = [reg("s", x, b) for x, b in ((d[0], 0), (d[1], 20)) if x]
         return "%s %s" % (n, ", ".join(ops))
     if enc == "SOPK":
-        return "%s s0, 0x10" % n
+        return {"s_getreg_b32": "s_getreg_b32 s0, hwreg(HW_REG_MODE, 0, 4)",
+                "s_setreg_b32": "s_setreg_b32 hwreg(HW_REG_MODE, 0, 4), s0",
+                "s_setreg_imm32_b32": "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 3",
+                }.get(n, "%s s0, 0x10" % n)
     if enc == "SOPC":
         return "%s %s, %s" % (n, reg("s", d[1], 20), reg("s", d[2], 40))
     if enc == "SOPP":
         return {"s_nop": "s_nop 0", "s_waitcnt": "s_waitcnt 0", "s_sleep": "s_sleep 1",
-                "s_setprio": "s_setprio 1"}.get(n, n if "branch" not in n else n + " 4")
+                "s_setprio": "s_setprio 1", "s_trap": "s_trap 2"}.get(n, n if "branch" not in n else n + " 4")
     if enc == "SMEM":
         return "%s %s, s[2:3], 0x4" % (n, reg("s", d[0], 4))
     if enc == "VOP1":
@@ -267,7 +315,7 @@ def opcode(enc, words):
     raise ValueError(enc)
 
 
-def assemble(cpu, lines):
+def assemble(cpu, lines, exact=False):
     if cpu == "gfx942":
         lines = [l.replace(" glc", " sc0") for l in lines]
     res = subprocess.run(["llvm-mc-19", "-arch=amdgcn", "-mcpu=" + cpu, "-show-encoding"],
@@ -278,18 +326,21 @@ def assemble(cpu, lines):
         if m:
             b = [int(x, 16) for x in m.group(2).split(",")]
             words = [int.from_bytes(bytes(b[i:i + 4]), "little") for i in range(0, len(b), 4)]
+            if exact and m.group(1) != lines[0].split()[0]:
+                continue  # another target's name for the opcode: not this row's
             ok.setdefault(m.group(1), words)
     return ok
 
 
 def main():
     samples = [sample(e, n, w, f) for e, n, w, f in ROWS]
+    exact = {s for s, (_, _, _, f) in zip(samples, ROWS) if "mai" in f.split()}
     per_cpu = {}
     nortn = {}  # (cpu, sample) -> True when only the non-returning atomic form assembles
     for cpu in CPUS:
         got = {}
         for s in samples:  # one call per line: a failing line must not hide the others
-            r = assemble(cpu, [s])
+            r = assemble(cpu, [s], exact=s in exact)
             if not r and s.endswith(" glc") and "atomic" in s:
                 # gfx908's float atomics have no returning form: try without glc.
                 plain = s[:-4].split(", ", 1)[1]
@@ -319,7 +370,8 @@ def main():
         d = w + [0] * (4 - len(w))
         for (op, no_rtn), cpus in sorted(groups.items()):
             t = "T_ALL" if len(cpus) == len(CPUS) else " | ".join(bits[c] for c in cpus)
-            fl = " | ".join("F_" + x.upper() for x in f.split() + (["nortn"] if no_rtn else [])) or "0"
+            fl = " | ".join("F_" + x.upper() for x in f.split() + (["nortn"] if no_rtn else [])
+                            if x != "mai") or "0"
             out.write("    OpInfo::new(Encoding::%s, %d, %s, \"%s\", [%d, %d, %d, %d], %s),\n"
                       % (e.capitalize() if False else e_name(e), op, t, n, d[0], d[1], d[2], d[3], fl))
     out.write("];\n")

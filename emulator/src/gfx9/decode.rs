@@ -141,6 +141,11 @@ impl OpInfo {
     pub(crate) const fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
     }
+
+    /// Whether the opcode is a matrix (MAI) instruction: `v_mfma_*`, `v_accvgpr_*`.
+    pub fn is_mai(&self) -> bool {
+        self.name.starts_with("v_mfma_") || self.name.starts_with("v_accvgpr_")
+    }
 }
 
 /// Opcode field values per encoding: VOP3's 10-bit field is the widest.
@@ -263,6 +268,14 @@ pub struct Modifiers {
     pub sdwa: Option<Sdwa>,
     /// VOP1/VOP2 in the DPP form (data-parallel lane moves of src0), with its fields.
     pub dpp: Option<Dpp>,
+    /// MFMA `cbsz` (VOP3P-MAI bits `[10:8]`): A-matrix blocks broadcast in groups of
+    /// 2^`cbsz`.
+    pub cbsz: u8,
+    /// MFMA `abid` (bits `[14:11]`): the block of each group whose A matrix is broadcast.
+    pub abid: u8,
+    /// MFMA `blgp` (bits `[63:61]`): the B-matrix lane-group pattern (gfx940 f64: `neg` of A,
+    /// B, C).
+    pub blgp: u8,
 }
 
 /// A sub-dword selection of SDWA: which bits of a 32-bit register an operand or the result
@@ -471,8 +484,25 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             let info = find(Encoding::Sopk, (w0 >> 23) & 0x1F, &[w0])?;
             inst.info = info;
             inst.encoding = Encoding::Sopk;
-            inst.dst = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?;
             inst.imm = (w0 & 0xFFFF) as u16 as i16 as i32;
+            match info.name {
+                // The SDST field is the source of s_setreg_b32; s_setreg_imm32_b32 takes a
+                // 32-bit literal instead (Vega ISA SOPK opcode table).
+                "s_setreg_b32" => inst.src[0] = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?,
+                "s_setreg_imm32_b32" => {
+                    let lit = need_w1("SOPK")?;
+                    // Values of inline constants are those constants (llvm-objdump prints
+                    // them so: `3`, `-16`, `1.0`).
+                    let f = super::exec::F32_CONST.iter().position(|&c| c == lit);
+                    inst.src[0] = match (lit as i32, f) {
+                        (v @ -16..=64, _) => Operand::InlineInt(v as i8),
+                        (_, Some(k)) => Operand::InlineFloat(240 + k as u8),
+                        _ => Operand::Literal(lit),
+                    };
+                    inst.size = 8;
+                }
+                _ => inst.dst = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?,
+            }
         } else {
             let info = find(Encoding::Sop2, (w0 >> 23) & 0x7F, &[w0])?;
             inst.info = info;
@@ -501,6 +531,15 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         let info = find(enc, op, &[w0])?;
         inst.info = info;
         inst.encoding = enc;
+        if info.name == "v_accvgpr_mov_b32" {
+            // VOP1 only (no SDWA, DPP or VOP3 form): AGPR to AGPR.
+            inst.src[0] = vector_range(src0, 1, true, &[w0], "v_accvgpr_mov_b32 source")?;
+            inst.dst = Operand::Agpr {
+                index: (w0 >> 17 & 0xFF) as u8,
+                count: 1,
+            };
+            return Ok(inst);
+        }
         if src0 == 0xF9 || src0 == 0xFA {
             let w1 = need_w1(if src0 == 0xF9 { "SDWA" } else { "DPP" })?;
             sdwa_dpp(&mut inst, w0, w1, target)?;
@@ -595,6 +634,13 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 _ => (Encoding::Vop3, op),
             };
             let info = find(enc, sub, &[w0, w1])?;
+            if info.is_mai() {
+                return Err(illegal(
+                    "VOP3",
+                    &[w0, w1],
+                    "no VOP3 form of v_accvgpr_mov_b32",
+                ));
+            }
             inst.info = info;
             inst.encoding = Encoding::Vop3;
             inst.size = 8;
@@ -870,6 +916,9 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.info = info;
     inst.encoding = Encoding::Vop3p;
     inst.size = 8;
+    if info.is_mai() {
+        return mai(inst, w0, w1, target);
+    }
     inst.dst = vgpr(info.widths[0], w0 & 0xFF);
     let mut size = 8u8;
     for i in 0..3 {
@@ -890,6 +939,93 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     for i in 0..3 {
         inst.mods.neg[i] = w1 >> (29 + i) & 1 != 0;
     }
+    if info.name.starts_with("v_fma_mix") {
+        // The mixed-precision FMAs read `neg_hi` as `abs` of each source.
+        for i in 0..3 {
+            inst.mods.abs[i] = inst.mods.neg_hi >> i & 1 != 0;
+        }
+        inst.mods.neg_hi = 0;
+    }
+    Ok(inst)
+}
+
+/// A VGPR or AGPR range from a 9-bit source field that must name a vector register (code
+/// 256..=511), `count` dwords wide and inside the 256-register file.
+fn vector_range(code: u32, count: u8, agpr: bool, w: &[u32], what: &str) -> Result<Operand> {
+    if !(256..512).contains(&code) {
+        return Err(mai_illegal(w, what, "not a vector register"));
+    }
+    let index = code - 256;
+    if index + count as u32 > 256 {
+        return Err(mai_illegal(
+            w,
+            what,
+            "register range beyond the register file",
+        ));
+    }
+    let index = index as u8;
+    Ok(if agpr {
+        Operand::Agpr { index, count }
+    } else {
+        Operand::Vgpr { index, count }
+    })
+}
+
+fn mai_illegal(w: &[u32], what: &str, why: &str) -> Error {
+    let mut msg: heapless::String<80> = heapless::String::new();
+    let _ = core::fmt::write(&mut msg, format_args!("{what}: {why}"));
+    illegal(if w.len() == 1 { "VOP1" } else { "VOP3P-MAI" }, w, &msg)
+}
+
+/// VOP3P-MAI (CDNA1/CDNA2/CDNA3 ISA "VOP3P-MAI"): `vdst` [7:0], `cbsz` [10:8], `abid`
+/// [14:11], `acc_cd` [15] (gfx90a+: C and D are AGPRs; gfx908's are always AGPRs), `op`
+/// [22:16]; second dword `src0` (A) [8:0], `src1` (B) [17:9], `src2` (C) [26:18], `acc`
+/// [28:27] (A, B are AGPRs), `blgp` [31:29]. `v_accvgpr_read_b32`/`v_accvgpr_write_b32` use
+/// the same encoding with `vdst` and `src0` only (their `op_sel_hi` and `clamp` bits are
+/// ignored, as llvm-objdump ignores them; `neg`/`op_sel` bits are illegal).
+fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<Instruction> {
+    let info = inst.info;
+    let w = &[w0, w1][..];
+    let mut size = 8u8;
+    match info.name {
+        "v_accvgpr_read_b32" | "v_accvgpr_write_b32" => {
+            if w0 >> 8 & 0x3F != 0 || w1 >> 29 != 0 {
+                return Err(mai_illegal(w, info.name, "neg or op_sel bits set"));
+            }
+            let code = w1 & 0x1FF;
+            if info.name == "v_accvgpr_read_b32" {
+                inst.dst = vgpr(1, w0 & 0xFF);
+                inst.src[0] = vector_range(code, 1, true, w, "source")?;
+            } else {
+                inst.dst = Operand::Agpr {
+                    index: (w0 & 0xFF) as u8,
+                    count: 1,
+                };
+                inst.src[0] = match vector_src(1, code, None, &mut size, "VOP3P-MAI", w0)? {
+                    Operand::Literal(_) | Operand::Special(_) => {
+                        return Err(mai_illegal(w, info.name, "bad source operand"))
+                    }
+                    op => op,
+                };
+            }
+            return Ok(inst);
+        }
+        _ => {}
+    }
+    let acc_cd = target == Gfx9Target::Gfx908 || w0 >> 15 & 1 != 0;
+    let [wd, wa, wb, wc] = info.widths;
+    let vdst = w0 & 0xFF;
+    inst.dst = vector_range(vdst + 256, wd, acc_cd, w, "vdst")?;
+    inst.src[0] = vector_range(w1 & 0x1FF, wa, w1 >> 27 & 1 != 0, w, "src0 (A)")?;
+    inst.src[1] = vector_range(w1 >> 9 & 0x1FF, wb, w1 >> 28 & 1 != 0, w, "src1 (B)")?;
+    let c = w1 >> 18 & 0x1FF;
+    inst.src[2] = match c {
+        128..=208 | 240..=248 => vector_src(wc, c, None, &mut size, "VOP3P-MAI", w0)?,
+        _ => vector_range(c, wc, acc_cd, w, "src2 (C)")?,
+    };
+    inst.mods.cbsz = (w0 >> 8 & 7) as u8;
+    inst.mods.abid = (w0 >> 11 & 0xF) as u8;
+    inst.mods.blgp = (w1 >> 29) as u8;
     Ok(inst)
 }
 

@@ -72,6 +72,48 @@ impl fmt::Display for Op<'_> {
     }
 }
 
+/// The `hwreg(...)` operand of `s_getreg`/`s_setreg` as llvm-objdump prints it: SIMM16 `id`
+/// [5:0], `offset` [10:6], `size − 1` [15:11]; the register by name where the target has
+/// one, and `offset, size` unless the whole register (0, 32).
+struct Hwreg(u16, Gfx9Target);
+
+impl fmt::Display for Hwreg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Hwreg(v, target) = *self;
+        let (id, offset, size) = (v & 0x3F, v >> 6 & 0x1F, (v >> 11) + 1);
+        let gfx940 = target == Gfx9Target::Gfx942;
+        let name = match id {
+            1 => Some("MODE"),
+            2 => Some("STATUS"),
+            3 => Some("TRAPSTS"),
+            4 => Some("HW_ID"),
+            5 => Some("GPR_ALLOC"),
+            6 => Some("LDS_ALLOC"),
+            7 => Some("IB_STS"),
+            15 => Some("SH_MEM_BASES"),
+            16 => Some("TBA_LO"),
+            17 => Some("TBA_HI"),
+            18 => Some("TMA_LO"),
+            19 => Some("TMA_HI"),
+            20 if gfx940 => Some("XCC_ID"),
+            21 if gfx940 => Some("SQ_PERF_SNAPSHOT_DATA"),
+            22 if gfx940 => Some("SQ_PERF_SNAPSHOT_DATA1"),
+            23 if gfx940 => Some("SQ_PERF_SNAPSHOT_PC_LO"),
+            24 if gfx940 => Some("SQ_PERF_SNAPSHOT_PC_HI"),
+            _ => None,
+        };
+        f.write_str("hwreg(")?;
+        match name {
+            Some(n) => write!(f, "HW_REG_{n}")?,
+            None => write!(f, "{id}")?,
+        }
+        if (offset, size) != (0, 32) {
+            write!(f, ", {offset}, {size}")?;
+        }
+        f.write_str(")")
+    }
+}
+
 /// A VOP3 source with its `neg`/`abs` modifiers.
 struct Src<'a>(&'a Instruction, usize);
 
@@ -80,7 +122,8 @@ impl fmt::Display for Src<'_> {
         let Src(inst, i) = *self;
         let op = Op(&inst.src[i]);
         let extended = inst.mods.sdwa.is_some() || inst.mods.dpp.is_some();
-        if inst.encoding != Encoding::Vop3 && !extended {
+        let mix = inst.encoding == Encoding::Vop3p && inst.info.name.starts_with("v_fma_mix");
+        if inst.encoding != Encoding::Vop3 && !extended && !mix {
             return op.fmt(f);
         }
         if i < 2 && inst.mods.sdwa.is_some_and(|s| s.sext[i]) {
@@ -111,6 +154,13 @@ impl fmt::Display for Instruction {
                     }
                 }
                 Ok(())
+            }
+            Encoding::Sopk if name.starts_with("s_getreg") || name.starts_with("s_setreg") => {
+                let hw = Hwreg(self.imm as u16, self.target);
+                match name {
+                    "s_getreg_b32" => write!(f, "{name} {}, {hw}", Op(&self.dst)),
+                    _ => write!(f, "{name} {hw}, {}", Op(&self.src[0])),
+                }
             }
             Encoding::Sopk => {
                 let imm = self.imm as u16;
@@ -165,7 +215,7 @@ impl fmt::Display for Instruction {
                     f.write_str("_sdwa")?;
                 } else if self.mods.dpp.is_some() {
                     f.write_str("_dpp")?;
-                } else if !info.has(F_NONAME) {
+                } else if !info.has(F_NONAME) && !info.is_mai() {
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();
@@ -219,6 +269,9 @@ impl fmt::Display for Instruction {
                 Ok(())
             }
             Encoding::Vop3p => {
+                if name.starts_with("v_fma_mix") {
+                    return self.mix_text(f);
+                }
                 f.write_str(name)?;
                 let mut sep = " ";
                 for o in [&self.dst, &self.src[0], &self.src[1], &self.src[2]] {
@@ -226,6 +279,9 @@ impl fmt::Display for Instruction {
                         write!(f, "{sep}{}", Op(o))?;
                         sep = ", ";
                     }
+                }
+                if info.is_mai() {
+                    return self.mai_text(f);
                 }
                 // llvm-objdump prints each packed modifier that differs from its default
                 // (op_sel 0, op_sel_hi 1, neg_lo/neg_hi 0), one entry per source.
@@ -416,6 +472,56 @@ impl Instruction {
 
     /// The FLAT/MUBUF cache bits as llvm-objdump prints them: gfx940 `sc0 nt sc1`, else
     /// `glc slc` and gfx90a's `scc`.
+    /// `v_fma_mix*` as llvm-objdump prints it: sources with `-`/`|…|` (the `neg_lo`/`neg_hi`
+    /// bits are neg/abs), then `op_sel` and `op_sel_hi` when non-zero (their default is 0:
+    /// f32 sources), then `clamp`.
+    fn mix_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.info.name)?;
+        write!(f, " {}", Op(&self.dst))?;
+        for i in 0..3 {
+            write!(f, ", {}", Src(self, i))?;
+        }
+        for (label, bits) in [
+            ("op_sel", self.mods.op_sel),
+            ("op_sel_hi", self.mods.op_sel_hi),
+        ] {
+            if bits != 0 {
+                write!(
+                    f,
+                    " {label}:[{},{},{}]",
+                    bits & 1,
+                    bits >> 1 & 1,
+                    bits >> 2 & 1
+                )?;
+            }
+        }
+        if self.mods.clamp {
+            f.write_str(" clamp")?;
+        }
+        Ok(())
+    }
+
+    /// The MFMA modifiers as llvm-objdump prints them: `cbsz`, `abid`, `blgp` when non-zero;
+    /// on gfx940+ the f64 forms' `blgp` bits are `neg:[A,B,C]`.
+    fn mai_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.mods;
+        if m.cbsz != 0 {
+            write!(f, " cbsz:{}", m.cbsz)?;
+        }
+        if m.abid != 0 {
+            write!(f, " abid:{}", m.abid)?;
+        }
+        if m.blgp != 0 {
+            if self.target == Gfx9Target::Gfx942 && self.info.name.starts_with("v_mfma_f64") {
+                let b = m.blgp;
+                write!(f, " neg:[{},{},{}]", b & 1, b >> 1 & 1, b >> 2 & 1)?;
+            } else {
+                write!(f, " blgp:{}", m.blgp)?;
+            }
+        }
+        Ok(())
+    }
+
     fn cache_bits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let bits = if self.target == Gfx9Target::Gfx942 {
             [
@@ -451,6 +557,40 @@ mod tests {
             b.extend_from_slice(&w.to_le_bytes());
         }
         decode(&b, t).unwrap().to_string()
+    }
+
+    #[test]
+    fn hwreg_and_setreg_text_from_llvm_mc() {
+        // llvm-mc-19 --disassemble: the SIMM16 hwreg fields and s_setreg_imm32_b32's literal
+        // (inline-constant values print as constants); register 20 is named on gfx940 only.
+        let t = Gfx9Target::Gfx900;
+        let imm = |v: u32| text(&[0xBA000901, v], t);
+        assert_eq!(
+            imm(0xFFFF_FFF0),
+            "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), -16"
+        );
+        assert_eq!(
+            imm(0x41),
+            "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 0x41"
+        );
+        assert_eq!(
+            imm(0x3F80_0000),
+            "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 1.0"
+        );
+        assert_eq!(
+            text(&[0xB881F802], t),
+            "s_getreg_b32 s1, hwreg(HW_REG_STATUS)"
+        );
+        assert_eq!(text(&[0xB8811800], t), "s_getreg_b32 s1, hwreg(0, 0, 4)");
+        assert_eq!(text(&[0xB8811054], t), "s_getreg_b32 s1, hwreg(20, 1, 3)");
+        assert_eq!(
+            text(&[0xB8811054], Gfx9Target::Gfx942),
+            "s_getreg_b32 s1, hwreg(HW_REG_XCC_ID, 1, 3)"
+        );
+        assert_eq!(
+            text(&[0xB9030901], t),
+            "s_setreg_b32 hwreg(HW_REG_MODE, 4, 2), s3"
+        );
     }
 
     #[test]

@@ -445,6 +445,11 @@ fn init_wave(
     items: usize,
     w: &mut Wave,
 ) -> Result<()> {
+    // MODE from COMPUTE_PGM_RSRC1 (AMDGPUUsage "compute_pgm_rsrc1"): FLOAT_ROUND_MODE_32/16_64
+    // [15:12] and FLOAT_DENORM_MODE_32/16_64 [19:16] are MODE [7:0], ENABLE_DX10_CLAMP [21]
+    // MODE.DX10_CLAMP [8], ENABLE_IEEE_MODE [23] MODE.IEEE [9].
+    let rsrc1 = kd.compute_pgm_rsrc1;
+    w.mode = (rsrc1 >> 12 & 0xFF) | (rsrc1 >> 21 & 1) << 8 | (rsrc1 >> 23 & 1) << 9;
     let mut s = 0usize;
     let put64 = |w: &mut Wave, s: &mut usize, v: u64| {
         w.set_sreg64(*s, v);
@@ -632,7 +637,7 @@ fn not_implemented(inst: &Instruction) -> hsa_core::Error {
     )
 }
 
-const F32_CONST: [u32; 9] = [
+pub(super) const F32_CONST: [u32; 9] = [
     0x3F00_0000,
     0xBF00_0000,
     0x3F80_0000,
@@ -643,7 +648,7 @@ const F32_CONST: [u32; 9] = [
     0xC080_0000,
     0x3E22_F983,
 ];
-const F64_CONST: [u64; 9] = [
+pub(super) const F64_CONST: [u64; 9] = [
     0x3FE0_0000_0000_0000,
     0xBFE0_0000_0000_0000,
     0x3FF0_0000_0000_0000,
@@ -656,7 +661,7 @@ const F64_CONST: [u64; 9] = [
 ];
 
 /// Reads a non-VGPR operand (scalar register, constant, literal, special), `wide` = 64-bit.
-fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
+pub(super) fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
     match *op {
         Operand::Sreg { index, .. } => {
             let i = index as usize;
@@ -783,6 +788,27 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             }
             Ok(Flow::Next)
         }
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p
+            if w.mode & 0xF != 0 && is_float_op(inst.name()) =>
+        {
+            bail!(
+                Status::IllegalInstruction,
+                "MODE.FP_ROUND {:#x}: only round to nearest even is modelled",
+                w.mode & 0xF
+            )
+        }
+        Encoding::Vop1 if inst.info.is_mai() => {
+            super::mai::accvgpr(w, inst);
+            Ok(Flow::Next)
+        }
+        Encoding::Vop3p if inst.info.is_mai() => {
+            if inst.name().starts_with("v_mfma_") {
+                super::mai::mfma(w, inst)?;
+            } else {
+                super::mai::accvgpr(w, inst);
+            }
+            Ok(Flow::Next)
+        }
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
             match inst.mods.dpp {
                 Some(d) => valu_dpp(w, inst, d)?,
@@ -906,6 +932,22 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                     Some(r as u32 as u64)
                 }
                 "s_mulk_i32" => Some(d.wrapping_mul(k) as u64),
+                "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32" => {
+                    let (id, offset, size) = (ku & 0x3F, ku >> 6 & 0x1F, (ku >> 11) + 1);
+                    if id != 1 {
+                        bail!(
+                            Status::IllegalInstruction,
+                            "{name} of hardware register {id}: only HW_REG_MODE (1) is modelled"
+                        );
+                    }
+                    let mask = (((1u64 << size) - 1) << offset) as u32;
+                    if name == "s_getreg_b32" {
+                        Some(u64::from((w.mode & mask) >> offset))
+                    } else {
+                        w.mode = w.mode & !mask | (a32 << offset) & mask;
+                        None
+                    }
+                }
                 _ => {
                     new_scc = match name {
                         "s_cmpk_eq_i32" => d == k,
@@ -1230,6 +1272,29 @@ fn fma32(a: f32, b: f32, c: f32) -> f32 {
     (a as f64 * b as f64 + c as f64) as f32
 }
 
+/// `V_PERM_B32`: each result byte chosen by the matching selector byte of `sel` from the
+/// 8 bytes of `{hi, lo}` (0..=7), or the sign of byte 1, 3, 5 or 7 spread over the byte
+/// (8..=11), or 0x00 (12), or 0xFF (13 and above) (Vega ISA, VOP3 opcode table).
+fn perm_b32(hi: u32, lo: u32, sel: u32) -> u32 {
+    let data = u64::from(hi) << 32 | u64::from(lo);
+    let byte = |s: u32| -> u32 {
+        match s {
+            0..=7 => (data >> (8 * s) & 0xFF) as u32,
+            8..=11 => {
+                let sign_byte = 2 * (s - 8) + 1;
+                if data >> (8 * sign_byte + 7) & 1 != 0 {
+                    0xFF
+                } else {
+                    0
+                }
+            }
+            12 => 0,
+            _ => 0xFF,
+        }
+    };
+    (0..4).fold(0, |acc, i| acc | byte(sel >> (8 * i) & 0xFF) << (8 * i))
+}
+
 fn sext24(v: u32) -> i64 {
     (((v << 8) as i32) >> 8) as i64
 }
@@ -1246,6 +1311,46 @@ fn float_input(name: &str) -> (bool, bool) {
         ""
     };
     (src_ty == "f32", src_ty == "f64")
+}
+
+/// Whether a VALU mnemonic's sources are f16 (`v_add_f16`, `v_cvt_f32_f16`; not
+/// `v_cvt_f16_f32`, whose source is f32).
+fn f16_input(name: &str) -> bool {
+    match name.strip_prefix("v_cvt_") {
+        Some(rest) => rest.ends_with("_f16"),
+        None => name.ends_with("_f16"),
+    }
+}
+
+/// Whether a VALU mnemonic's result is an f16 (output modifiers act on it as an f16).
+fn f16_output(name: &str) -> bool {
+    match name.strip_prefix("v_cvt_") {
+        Some(rest) => rest.starts_with("f16_"),
+        None => name.ends_with("_f16"),
+    }
+}
+
+/// An f16 rounded to an integral value by `round` (exact: every f16 integral value of the
+/// range is an f16); NaN quieted.
+fn round16(x: u16, round: fn(f64) -> f64) -> u16 {
+    if x & 0x7C00 == 0x7C00 && x & 0x3FF != 0 {
+        return x | 0x200;
+    }
+    f16::from_f64(round(f16::to_f64(x)))
+}
+
+/// An f16 converted to a 16-bit integer, truncating toward zero and saturating; NaN → 0
+/// (Vega ISA `V_CVT_U16_F16`/`V_CVT_I16_F16`).
+fn f16_to_int16(x: u16, signed: bool) -> u16 {
+    let v = f16::to_f64(x);
+    if v.is_nan() {
+        return 0;
+    }
+    if signed {
+        v.trunc().clamp(-32768.0, 32767.0) as i16 as u16
+    } else {
+        v.trunc().clamp(0.0, 65535.0) as u16
+    }
 }
 
 fn fcmp(cond: &str, a: f64, b: f64) -> Option<bool> {
@@ -1304,11 +1409,24 @@ fn read_operand(
     } else {
         info.widths[i + 1]
     };
-    let mut v = vsrc(w, &inst.src[i], lane, width == 2, f64_in);
+    let f16_in = !f32_in && !f64_in && f16_input(info.name);
+    let mut v = match inst.src[i] {
+        Operand::InlineFloat(c) if f16_in => u64::from(F16_CONST[(c - 240) as usize]),
+        _ => vsrc(w, &inst.src[i], lane, width == 2, f64_in),
+    };
     if let Some(sd) = mods.sdwa.filter(|_| i < 2) {
         v = sdwa_select(v as u32, sd.src_sel[i], sd.sext[i]) as u64;
     }
-    if f32_in && width == 1 {
+    if f16_in {
+        // The f16 is the low half; abs/neg act on its sign (bit 15).
+        v &= 0xFFFF;
+        if mods.abs[i] {
+            v &= 0x7FFF;
+        }
+        if mods.neg[i] {
+            v ^= 0x8000;
+        }
+    } else if f32_in && width == 1 {
         if mods.abs[i] {
             v &= 0x7FFF_FFFF;
         }
@@ -1351,6 +1469,7 @@ fn valu<const DPP: bool>(
         ));
     }
     let (f32_in, f64_in) = float_input(name);
+    let f16_in = !f32_in && !f64_in && f16_input(name);
     let read = |w: &Wave, i: usize, lane: usize| read_operand(w, inst, i, lane, f32_in, f64_in);
     // Lane-crossing and scalar-destination ops.
     match name {
@@ -1457,7 +1576,15 @@ fn valu<const DPP: bool>(
     let writes_carry = info.has(F_CO | F_CI) || name == "v_mad_u64_u32" || name == "v_mad_i64_i32";
     let out_w = wd[0];
     for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
-        let a = if DPP {
+        let a = if DPP && f16_in {
+            let v = u64::from(dpp_src0[lane]) & 0xFFFF;
+            let v = if mods.abs[0] { v & 0x7FFF } else { v };
+            if mods.neg[0] {
+                v ^ 0x8000
+            } else {
+                v
+            }
+        } else if DPP {
             float_mods32(u64::from(dpp_src0[lane]), f32_in, mods.abs[0], mods.neg[0])
         } else {
             read(w, 0, lane)
@@ -1537,6 +1664,31 @@ fn valu<const DPP: bool>(
                 }
             }
             "v_add_f32" => fr(fa + fb),
+            "v_add_f16" => u64::from(f16::add(a as u16, b as u16)),
+            "v_sub_f16" => u64::from(f16::sub(a as u16, b as u16)),
+            "v_subrev_f16" => u64::from(f16::sub(b as u16, a as u16)),
+            "v_mul_f16" => u64::from(f16::mul(a as u16, b as u16)),
+            "v_fma_f16" => u64::from(f16::fma(a as u16, b as u16, c as u16)),
+            "v_max_f16" => u64::from(f16_min_max(a as u16, b as u16, true)),
+            "v_min_f16" => u64::from(f16_min_max(a as u16, b as u16, false)),
+            "v_cvt_f16_f32" => u64::from(f16::from_f64(f64::from(fa))),
+            "v_cvt_f32_f16" => {
+                let h = a as u16;
+                if h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 {
+                    // NaN: sign and payload kept, quieted.
+                    u64::from(u32::from(h >> 15) << 31 | 0x7FC0_0000 | u32::from(h & 0x3FF) << 13)
+                } else {
+                    fr(f16::to_f64(h) as f32)
+                }
+            }
+            "v_cvt_f16_u16" => u64::from(f16::from_f64(f64::from(a as u16))),
+            "v_cvt_f16_i16" => u64::from(f16::from_f64(f64::from(a as u16 as i16))),
+            "v_cvt_u16_f16" => u64::from(f16_to_int16(a as u16, false)),
+            "v_cvt_i16_f16" => u64::from(f16_to_int16(a as u16, true)),
+            "v_trunc_f16" => u64::from(round16(a as u16, f64::trunc)),
+            "v_ceil_f16" => u64::from(round16(a as u16, f64::ceil)),
+            "v_floor_f16" => u64::from(round16(a as u16, f64::floor)),
+            "v_rndne_f16" => u64::from(round16(a as u16, f64::round_ties_even)),
             "v_sub_f32" => fr(fa - fb),
             "v_subrev_f32" => fr(fb - fa),
             "v_mul_f32" => fr(fa * fb),
@@ -1666,6 +1818,7 @@ fn valu<const DPP: bool>(
             "v_bfe_i32" => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32) as u32 as u64,
             "v_bfi_b32" => ((a32 & b32) | (!a32 & c32)) as u64,
             "v_alignbit_b32" => ((((a32 as u64) << 32) | b32 as u64) >> (c32 & 31)) as u32 as u64,
+            "v_perm_b32" => u64::from(perm_b32(a32, b32, c32)),
             "v_alignbyte_b32" => {
                 ((((a32 as u64) << 32) | b32 as u64) >> (8 * (c32 & 3))) as u32 as u64
             }
@@ -1692,7 +1845,19 @@ fn valu<const DPP: bool>(
             }
             _ => return Err(not_implemented(inst)),
         };
-        let r = if f32_in
+        let r = if f16_output(name) {
+            let mut h = r as u16;
+            match mods.omod {
+                1 => h = f16::mul(h, 0x4000),
+                2 => h = f16::mul(h, 0x4400),
+                3 => h = f16::mul(h, 0x3800),
+                _ => {}
+            }
+            if mods.clamp {
+                h = f16::clamp01(h);
+            }
+            u64::from(h)
+        } else if f32_in
             || name.ends_with("_f32") && !name.starts_with("v_cvt_")
             || name.starts_with("v_cvt_f32")
         {
@@ -1746,6 +1911,12 @@ const F16_CONST: [u16; 9] = [
 ///
 /// Ref: Vega ISA §6.2.2 "Packed math" and LLVM AMDGPU's pre-gfx11 packed inline-constant
 /// rule (f16 constant in bits 15:0, zero above).
+/// Whether a VALU mnemonic does float arithmetic whose rounding MODE.FP_ROUND selects (an
+/// f16, f32 or f64 operand type in its name, conversions included).
+fn is_float_op(name: &str) -> bool {
+    ["f16", "f32", "f64"].iter().any(|t| name.contains(t)) && !name.starts_with("v_cmp")
+}
+
 fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
     match *op {
         Operand::InlineFloat(c) if !wide => u64::from(F16_CONST[(c - 240) as usize]),
@@ -1754,6 +1925,154 @@ fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
             v | v << 32
         }
         _ => vsrc(w, op, lane, wide, false),
+    }
+}
+
+/// The gfx906+ dot products: `v_dot2_f32_f16` (two f16 products plus an f32), and the
+/// integer `v_dot2_{i32_i16,u32_u16}`, `v_dot4_{i32_i8,u32_u8}`, `v_dot8_{i32_i4,u32_u4}`
+/// (the sum of the products of the packed elements plus a 32-bit integer; `clamp` saturates
+/// the 32-bit result, else it wraps). The f16 form computes the exact sum (products of f16
+/// values are exact in f64) and rounds it once to f32, then `clamp` limits it to [0, 1].
+///
+/// Ref: Vega 7nm (gfx906) ISA, VOP3P opcodes 35..=43; AMDGPUUsage dot1/dot2-insts.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] when `op_sel`, `op_sel_hi` or the `neg` bits differ from
+/// their defaults on an integer form (the ISA gives them no meaning there), or `op_sel`/
+/// `op_sel_hi` do on the f16 form: not modelled.
+fn dot(w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let m = inst.mods;
+    let float = name == "v_dot2_f32_f16";
+    let negs = m.neg.iter().any(|&n| n) || m.neg_hi != 0;
+    if m.op_sel != 0 || m.op_sel_hi != 7 || (!float && negs) {
+        bail!(
+            Status::IllegalInstruction,
+            "{name}: op_sel {:#x} op_sel_hi {:#x} neg_lo/neg_hi set: not modelled",
+            m.op_sel,
+            m.op_sel_hi
+        );
+    }
+    let (bits, signed) = match name {
+        "v_dot2_i32_i16" => (16, true),
+        "v_dot2_u32_u16" => (16, false),
+        "v_dot4_i32_i8" => (8, true),
+        "v_dot4_u32_u8" => (8, false),
+        "v_dot8_i32_i4" => (4, true),
+        "v_dot8_u32_u4" => (4, false),
+        _ => (16, false),
+    };
+    let exec = w.exec();
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let [a, b, c] = core::array::from_fn(|i| vsrc(w, &inst.src[i], lane, false, false) as u32);
+        let r = if float {
+            let half = |v: u32, hi: bool, i: usize| {
+                let x = f16::to_f64((v >> (16 * hi as u32)) as u16);
+                let neg = if hi { m.neg_hi >> i & 1 != 0 } else { m.neg[i] };
+                if neg {
+                    -x
+                } else {
+                    x
+                }
+            };
+            let sum = half(a, false, 0) * half(b, false, 1)
+                + half(a, true, 0) * half(b, true, 1)
+                + f64::from(f32::from_bits(c)) * if m.neg[2] { -1.0 } else { 1.0 };
+            let mut r = sum as f32;
+            if m.clamp {
+                r = clamp01_f32(r);
+            }
+            r.to_bits()
+        } else {
+            let field = |v: u32, k: u32| -> i64 {
+                let x = (v >> (k * bits)) & ((1 << bits) - 1);
+                if signed {
+                    i64::from((x << (32 - bits)) as i32 >> (32 - bits))
+                } else {
+                    i64::from(x)
+                }
+            };
+            let acc = if signed {
+                i64::from(c as i32)
+            } else {
+                i64::from(c)
+            };
+            let sum = (0..32 / bits).fold(acc, |s, k| s + field(a, k) * field(b, k));
+            match (m.clamp, signed) {
+                (true, true) => sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32,
+                (true, false) => sum.clamp(0, i64::from(u32::MAX)) as u32,
+                _ => sum as u32,
+            }
+        };
+        set_vdst_dword(w, &inst.dst, lane, 0, r);
+    }
+    Ok(())
+}
+
+/// `x` clamped to [0, 1] (the VOP3 `clamp` bit): NaN and −0 give +0.
+fn clamp01_f32(x: f32) -> f32 {
+    if x.is_nan() || x <= 0.0 {
+        0.0
+    } else {
+        x.min(1.0)
+    }
+}
+
+/// `v_fma_mix_f32`, `v_fma_mixlo_f16`, `v_fma_mixhi_f16` (gfx906+): a fused multiply-add
+/// whose sources are each an f32 (`op_sel_hi` bit 0) or the low/high f16 half (`op_sel_hi`
+/// bit 1, `op_sel` picking the half), with `abs` (the `neg_hi` bits) then `neg`. `_f32`
+/// writes the f32 result; `mixlo`/`mixhi` round the exact result once to f16 into the low or
+/// high half, keeping the other half. `clamp` limits the result to [0, 1].
+///
+/// Ref: Vega 7nm ISA, VOP3P opcodes 32..=34.
+fn fma_mix(w: &mut Wave, inst: &Instruction) {
+    let m = inst.mods;
+    let name = inst.name();
+    let exec = w.exec();
+    for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+        let x: [f32; 3] = core::array::from_fn(|i| {
+            let v = vsrc(w, &inst.src[i], lane, false, false) as u32;
+            let mut x = if m.op_sel_hi >> i & 1 != 0 {
+                let h = if m.op_sel >> i & 1 != 0 { v >> 16 } else { v };
+                f16::to_f64(h as u16) as f32
+            } else {
+                f32::from_bits(v)
+            };
+            if m.abs[i] {
+                x = x.abs();
+            }
+            if m.neg[i] {
+                x = -x;
+            }
+            x
+        });
+        let old = vsrc_dword(w, &inst.dst, lane, 0);
+        let r = if name == "v_fma_mix_f32" {
+            let mut r = x[0].mul_add(x[1], x[2]);
+            if m.clamp {
+                r = clamp01_f32(r);
+            }
+            r.to_bits()
+        } else {
+            // The product of two f32 values is exact in f64; the sum's rounding error is
+            // exact too (two-sum), so the f16 rounding sees the exact result.
+            let p = f64::from(x[0]) * f64::from(x[1]);
+            let c = f64::from(x[2]);
+            let s = p + c;
+            let bb = s - p;
+            let err = (p - (s - bb)) + (c - bb);
+            let mut h = f16::from_f64_sticky(s, err);
+            if m.clamp {
+                h = f16::clamp01(h);
+            }
+            let h = u32::from(h);
+            if name == "v_fma_mixlo_f16" {
+                old & 0xFFFF_0000 | h
+            } else {
+                old & 0xFFFF | h << 16
+            }
+        };
+        set_vdst_dword(w, &inst.dst, lane, 0, r);
     }
 }
 
@@ -1799,6 +2118,13 @@ fn f16_min_max(a: u16, b: u16, max: bool) -> u16 {
 /// `V_PK_MUL_F32`, `V_PK_ADD_F32` and `V_PK_MOV_B32`.
 fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let name = inst.name();
+    if name.starts_with("v_dot") {
+        return dot(w, inst);
+    }
+    if name.starts_with("v_fma_mix") {
+        fma_mix(w, inst);
+        return Ok(());
+    }
     let mods = inst.mods;
     let wide = inst.info.widths[0] == 2;
     let nsrc = inst.src.iter().filter(|o| **o != Operand::None).count();
@@ -2347,7 +2673,7 @@ fn load_result(w: &mut Wave, dst: &Operand, lane: usize, ty: &str, b: &[u8; 16],
 }
 
 /// Sets dword `k` of a VGPR/AGPR destination range for `lane`.
-fn set_vdst_dword(w: &mut Wave, op: &Operand, lane: usize, k: usize, v: u32) {
+pub(super) fn set_vdst_dword(w: &mut Wave, op: &Operand, lane: usize, k: usize, v: u32) {
     match *op {
         Operand::Vgpr { index, .. } => w.set_v(index as usize + k, lane, v),
         Operand::Agpr { index, .. } => {
@@ -2360,7 +2686,7 @@ fn set_vdst_dword(w: &mut Wave, op: &Operand, lane: usize, k: usize, v: u32) {
 }
 
 /// Dword `k` of a VGPR/AGPR source range for `lane`.
-fn vsrc_dword(w: &Wave, op: &Operand, lane: usize, k: usize) -> u32 {
+pub(super) fn vsrc_dword(w: &Wave, op: &Operand, lane: usize, k: usize) -> u32 {
     match *op {
         Operand::Vgpr { index, .. } => w.v(index as usize + k, lane),
         Operand::Agpr { index, .. } => w
@@ -2841,6 +3167,16 @@ mod tests {
             check_dispatch(&kd, &zero).unwrap_err().status(),
             Status::InvalidArgument
         );
+    }
+
+    #[test]
+    fn perm_selects_bytes_signs_and_constants() {
+        // {hi, lo} = 0x8877_6655_4433_2211: selectors 0..=7 pick bytes, 8..=11 the sign of
+        // byte 1/3/5/7 (0x22, 0x44 positive; 0x66 positive; 0x88 negative), 12 zero, 13+ 0xFF.
+        let (hi, lo) = (0x8877_6655, 0x4433_2211);
+        assert_eq!(perm_b32(hi, lo, 0x0706_0100), 0x8877_2211);
+        assert_eq!(perm_b32(hi, lo, 0x0B0A_0908), 0xFF00_0000);
+        assert_eq!(perm_b32(hi, lo, 0x0C0D_FF03), 0x00FF_FF44);
     }
 
     #[test]

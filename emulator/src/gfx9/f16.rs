@@ -126,6 +126,14 @@ pub(crate) fn add(a: u16, b: u16) -> u16 {
     from_f64(to_f64(a) + to_f64(b))
 }
 
+/// `a − b`, one rounding; a NaN operand propagates quieted with its own sign (as for `add`).
+pub(crate) fn sub(a: u16, b: u16) -> u16 {
+    if let Some(n) = nan2(a, b) {
+        return n;
+    }
+    from_f64(to_f64(a) - to_f64(b))
+}
+
 /// `a * b`, one rounding.
 pub(crate) fn mul(a: u16, b: u16) -> u16 {
     if let Some(n) = nan2(a, b) {

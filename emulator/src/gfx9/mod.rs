@@ -1,8 +1,9 @@
 //! GFX9 (wave64) machine code: decoder, disassembler text and a wave interpreter, so the
 //! emulated device can run the real kernels of gfx900, gfx90a and gfx942 code objects.
 //!
-//! - [`decode()`]: bytes → [`Instruction`] (SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC,
-//!   VOP3a/b, DS, FLAT/GLOBAL); unknown encodings are [`Status::IllegalInstruction`](hsa_core::Status)
+//! - [`decode()`]: bytes → [`Instruction`] (SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC
+//!   with SDWA/DPP, VOP3a/b, VOP3P and VOP3P-MAI (`v_mfma_*`, `v_accvgpr_*` on gfx908+), DS,
+//!   FLAT/GLOBAL/SCRATCH, MUBUF); unknown encodings are [`Status::IllegalInstruction`](hsa_core::Status)
 //!   errors, never panics.
 //! - `Display` for [`Instruction`]: text in `llvm-objdump`'s syntax.
 //! - [`exec`]: [`exec::run_dispatch`] runs every work-group of a dispatch over
@@ -16,6 +17,7 @@ pub mod decode;
 mod disasm;
 pub mod exec;
 mod f16;
+mod mai;
 mod opcodes;
 pub mod wave;
 

@@ -39,6 +39,13 @@ pub struct Wave {
     pub sreg: [u32; 128],
     /// Scalar condition code.
     pub scc: bool,
+    /// The MODE hardware register (`HW_REG_MODE`): FP_ROUND `[3:0]`, FP_DENORM `[7:4]`,
+    /// DX10_CLAMP `[8]`, IEEE `[9]` (Vega ISA §3.8 "Mode register"); set from the kernel
+    /// descriptor at launch, read and written by `s_getreg_b32`/`s_setreg_*`. The
+    /// interpreter's float arithmetic rounds to nearest even (a float VALU instruction under
+    /// another FP_ROUND is an illegal-instruction error) and does not yet apply FP_DENORM,
+    /// DX10_CLAMP or IEEE (it keeps denormals and uses the IEEE-mode rules).
+    pub mode: u32,
     /// VGPRs, `vgpr[reg * 64 + lane]`.
     pub vgpr: Vec<u32>,
     /// AGPRs, `agpr[reg * 64 + lane]` (empty on gfx900).
@@ -57,6 +64,7 @@ impl Wave {
         Wave {
             sreg: [0; 128],
             scc: false,
+            mode: 0,
             vgpr: vec![0; NUM_VGPRS * WAVE_SIZE],
             agpr: if agprs {
                 vec![0; NUM_VGPRS * WAVE_SIZE]
@@ -73,6 +81,7 @@ impl Wave {
     pub fn reset(&mut self, pc: u64) {
         self.sreg = [0; 128];
         self.scc = false;
+        self.mode = 0;
         self.vgpr.fill(0);
         self.agpr.fill(0);
         self.pc = pc;

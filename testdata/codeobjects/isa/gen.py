@@ -33,7 +33,7 @@ class Asm:
         self.text = []
         self.kernels = []
 
-    def kernel(self, name, body, vgprs=64, extra="", prologue=None):
+    def kernel(self, name, body, vgprs=64, extra="", prologue=None, agprs=0):
         self.kernels.append(name)
         t = self.text
         t.append("\t.globl %s\n\t.p2align 8\n\t.type %s,@function\n%s:" % (name, name, name))
@@ -50,18 +50,20 @@ class Asm:
         t.append("\ts_endpgm")
         t.append(".L%s_end:\n\t.size %s, .L%s_end-%s\n" % (name, name, name, name))
         self.kd = getattr(self, "kd", [])
-        self.kd.append((name, vgprs, extra))
+        self.kd.append((name, vgprs, extra, agprs))
 
     def source(self):
         out = ['\t.amdgcn_target "amdgcn-amd-amdhsa--%s"' % self.cpu,
                "\t.amdhsa_code_object_version 5", "\t.text"]
         out += self.text
         out.append("\t.rodata")
-        for name, vgprs, extra in self.kd:
+        for name, vgprs, extra, agprs in self.kd:
             out.append("\t.p2align 6\n\t.amdhsa_kernel %s" % name)
             if ".amdhsa_user_sgpr_kernarg_segment_ptr" not in extra:
                 out.append("\t\t.amdhsa_user_sgpr_kernarg_segment_ptr 1")
-            out.append("\t\t.amdhsa_next_free_vgpr %d" % vgprs)
+            # gfx90a/gfx940: one file, the AGPRs after accum_offset (= vgprs).
+            unified = self.cpu in ("gfx90a", "gfx942")
+            out.append("\t\t.amdhsa_next_free_vgpr %d" % (vgprs + agprs if unified else vgprs))
             out.append("\t\t.amdhsa_next_free_sgpr 32")
             if self.cpu in ("gfx90a", "gfx942"):
                 out.append("\t\t.amdhsa_accum_offset %d" % vgprs)
@@ -412,7 +414,257 @@ def sdwa_dpp(cpu):
     return a
 
 
-FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp}
+# --- mfma: matrix instructions (gfx908, gfx90a, gfx942) ------------------------------------
+# Kernel `<mnemonic>__<variant>`, one wave: lane l loads its A registers from p1 (WA dwords at
+# l*WA*4), its B registers from p2 (WB dwords), its C registers from p3 (WC dwords at
+# l*WC*4), runs the MFMA and stores its D registers to p4 (WD dwords at l*WD*4). Variants:
+#   acc: C and D in AGPRs (moved with v_accvgpr_write/read); vgpr (gfx90a+): C and D in
+#   VGPRs; abacc: A and B in AGPRs too; c0: C is the inline constant 0; m<cbsz><abid><blgp>:
+#   the modifiers (gfx942 f64: neg bits); and `accmov` (gfx90a+): a v_accvgpr_mov_b32 chain.
+MFMA = {
+    "gfx908": [("v_mfma_f32_32x32x1f32", 32, 1), ("v_mfma_f32_16x16x1f32", 16, 1),
+               ("v_mfma_f32_4x4x1f32", 4, 1), ("v_mfma_f32_32x32x2f32", 16, 1),
+               ("v_mfma_f32_16x16x4f32", 4, 1), ("v_mfma_f32_32x32x4f16", 32, 2),
+               ("v_mfma_f32_16x16x4f16", 16, 2), ("v_mfma_f32_4x4x4f16", 4, 2),
+               ("v_mfma_f32_32x32x8f16", 16, 2), ("v_mfma_f32_16x16x16f16", 4, 2),
+               ("v_mfma_i32_32x32x4i8", 32, 1), ("v_mfma_i32_16x16x4i8", 16, 1),
+               ("v_mfma_i32_4x4x4i8", 4, 1), ("v_mfma_i32_32x32x8i8", 16, 1),
+               ("v_mfma_i32_16x16x16i8", 4, 1), ("v_mfma_f32_32x32x2bf16", 32, 1),
+               ("v_mfma_f32_16x16x2bf16", 16, 1), ("v_mfma_f32_4x4x2bf16", 4, 1),
+               ("v_mfma_f32_32x32x4bf16", 16, 1), ("v_mfma_f32_16x16x8bf16", 4, 1)],
+}
+MFMA["gfx90a"] = MFMA["gfx908"] + [
+    ("v_mfma_f32_32x32x4bf16_1k", 32, 2), ("v_mfma_f32_16x16x4bf16_1k", 16, 2),
+    ("v_mfma_f32_4x4x4bf16_1k", 4, 2), ("v_mfma_f32_32x32x8bf16_1k", 16, 2),
+    ("v_mfma_f32_16x16x16bf16_1k", 4, 2), ("v_mfma_f64_16x16x4f64", 8, 2),
+    ("v_mfma_f64_4x4x4f64", 2, 2)]
+MFMA["gfx942"] = [
+    ("v_mfma_f32_32x32x1_2b_f32", 32, 1), ("v_mfma_f32_16x16x1_4b_f32", 16, 1),
+    ("v_mfma_f32_4x4x1_16b_f32", 4, 1), ("v_mfma_f32_32x32x2_f32", 16, 1),
+    ("v_mfma_f32_16x16x4_f32", 4, 1), ("v_mfma_f32_32x32x4_2b_f16", 32, 2),
+    ("v_mfma_f32_16x16x4_4b_f16", 16, 2), ("v_mfma_f32_4x4x4_16b_f16", 4, 2),
+    ("v_mfma_f32_32x32x8_f16", 16, 2), ("v_mfma_f32_16x16x16_f16", 4, 2),
+    ("v_mfma_i32_32x32x4_2b_i8", 32, 1), ("v_mfma_i32_16x16x4_4b_i8", 16, 1),
+    ("v_mfma_i32_4x4x4_16b_i8", 4, 1), ("v_mfma_i32_32x32x16_i8", 16, 2),
+    ("v_mfma_i32_16x16x32_i8", 4, 2), ("v_mfma_f32_32x32x4_2b_bf16", 32, 2),
+    ("v_mfma_f32_16x16x4_4b_bf16", 16, 2), ("v_mfma_f32_4x4x4_16b_bf16", 4, 2),
+    ("v_mfma_f32_32x32x8_bf16", 16, 2), ("v_mfma_f32_16x16x16_bf16", 4, 2),
+    ("v_mfma_f64_16x16x4_f64", 8, 2), ("v_mfma_f64_4x4x4_4b_f64", 2, 2)]
+
+
+def rng(kind, base, n):
+    return "%s%d" % (kind, base) if n == 1 else "%s[%d:%d]" % (kind, base, base + n - 1)
+
+
+def load_regs(dst, n, addr, ptr):
+    """global loads of n dwords into v[dst..] from ptr + addr (a VGPR byte offset)."""
+    out, k = [], 0
+    while k < n:
+        c = min(4, n - k)
+        op = {1: "dword", 2: "dwordx2", 3: "dwordx3", 4: "dwordx4"}[c]
+        out.append("global_load_%s %s, %s, %s offset:%d" % (op, rng("v", dst + k, c), addr, ptr, 4 * k))
+        k += c
+    return out
+
+
+def store_regs(src, n, addr, ptr):
+    out, k = [], 0
+    while k < n:
+        c = min(4, n - k)
+        op = {1: "dword", 2: "dwordx2", 3: "dwordx3", 4: "dwordx4"}[c]
+        out.append("global_store_%s %s, %s, %s offset:%d" % (op, addr, rng("v", src + k, c), ptr, 4 * k))
+        k += c
+    return out
+
+
+def mfma_variants(cpu, op, wd):
+    v = ["acc"]
+    if cpu != "gfx908":
+        v.append("vgpr")
+    first = op in (MFMA[cpu][0][0], MFMA[cpu][2][0])
+    if first:
+        v += ["abacc"] + (["c0"] if cpu != "gfx908" else [])
+        v += ["m%d%d%d" % t for t in ((1, 1, 2), (1, 0, 1), (0, 0, 3), (0, 0, 4), (0, 0, 7))]
+        if "4x4x1" in op:
+            v += ["m%d%d%d" % t for t in ((4, 5, 5), (2, 3, 6), (3, 7, 0))]
+    if cpu == "gfx942" and "f64" in op:
+        v += ["m005", "m002"]
+    return v
+
+
+def mfma(cpu):
+    if cpu not in MFMA:
+        return None
+    a = Asm(cpu)
+    log2 = {1: 0, 2: 1, 4: 2, 8: 3, 16: 4, 32: 5}
+    for op, wd, wab in MFMA[cpu]:
+        for var in mfma_variants(cpu, op, wd):
+            body = ["v_lshlrev_b32 v22, %d, v1" % (log2[wab] + 2),
+                    "v_lshlrev_b32 v23, %d, v1" % (log2[wd] + 2)]
+            body += load_regs(2, wab, "v22", "s[6:7]") + load_regs(6, wab, "v22", "s[8:9]")
+            if var != "c0":
+                body += load_regs(64, wd, "v23", "s[10:11]")
+            body.append("s_waitcnt vmcnt(0)")
+            srca, srcb = rng("v", 2, wab), rng("v", 6, wab)
+            if var == "abacc":
+                body += ["v_accvgpr_write_b32 a%d, v%d" % (40 + k, 2 + k) for k in range(wab)]
+                body += ["v_accvgpr_write_b32 a%d, v%d" % (44 + k, 6 + k) for k in range(wab)]
+                srca, srcb = rng("a", 40, wab), rng("a", 44, wab)
+            mods = ""
+            if var.startswith("m"):
+                cb, ab, bl = int(var[1]), int(var[2]), int(var[3])
+                if cpu == "gfx942" and "f64" in op:
+                    mods = " neg:[%d,%d,%d]" % (bl & 1, bl >> 1 & 1, bl >> 2 & 1)
+                else:
+                    mods = "".join(" %s:%d" % (n, x) for n, x in (("cbsz", cb), ("abid", ab), ("blgp", bl)) if x)
+            if var == "vgpr":
+                body.append("%s %s, %s, %s, %s%s" % (op, rng("v", 100, wd), srca, srcb, rng("v", 64, wd), mods))
+            else:
+                if var != "c0":
+                    body += ["v_accvgpr_write_b32 a%d, v%d" % (k, 64 + k) for k in range(wd)]
+                c = "0" if var == "c0" else rng("a", 0, wd)
+                body.append("%s %s, %s, %s, %s%s" % (op, rng("a", 0, wd), srca, srcb, c, mods))
+                body += ["v_accvgpr_read_b32 v%d, a%d" % (100 + k, k) for k in range(wd)]
+            body += store_regs(100, wd, "v23", "s[12:13]")
+            a.kernel("%s__%s" % (op, var), body, vgprs=136, agprs=48)
+    if cpu != "gfx908":
+        # accmov: p4[l] = p1[l] through a2 -> a7 -> a3 (v_accvgpr_mov_b32), with lanes
+        # whose p2[l] is 0 switched off for the moves (their p4 keeps p3[l]).
+        body = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+                "global_load_dword v4, v20, s[10:11]", "s_waitcnt vmcnt(0)",
+                "v_accvgpr_write_b32 a2, v2", "v_accvgpr_write_b32 a3, v4",
+                "s_mov_b64 s[30:31], exec", "v_cmp_ne_u32 vcc, 0, v3", "s_and_b64 exec, exec, vcc",
+                "v_accvgpr_mov_b32 a7, a2", "v_accvgpr_mov_b32 a3, a7", "s_mov_b64 exec, s[30:31]",
+                "v_accvgpr_read_b32 v5, a3", "global_store_dword v20, v5, s[12:13]"]
+        a.kernel("accmov", body, vgprs=64, agprs=8)
+    return a
+
+
+# --- vop3: three-source VOP3 integer ops the compiler emits for byte packing -------------
+# Kernel `<op>`: lane i computes op(p1[i], p2[i], p3[i]) into p4[i].
+def vop3(cpu):
+    a = Asm(cpu)
+    for op in ("v_perm_b32", "v_alignbit_b32", "v_alignbyte_b32", "v_bfi_b32"):
+        body = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+                "global_load_dword v4, v20, s[10:11]", "s_waitcnt vmcnt(0)",
+                "%s v5, v2, v3, v4" % op, "global_store_dword v20, v5, s[12:13]"]
+        a.kernel(op, body)
+    return a
+
+
+# --- dot: gfx906+ dot products and mixed-precision FMAs -----------------------------------
+# Kernel `<op>__<digits>`: lane i computes op(p1[i], p2[i], p3[i]) into a VGPR that held
+# p4[i] (mixlo/mixhi keep its other half) and stores it to p5[i]. Digits: dots `<clamp>`
+# (integer) or `<clamp><neg_lo><neg_hi>` (f16, bit masks); fma_mix
+# `<op_sel><op_sel_hi><neg><abs><clamp>` (bit masks per source).
+DOTS = "v_dot2_i32_i16 v_dot2_u32_u16 v_dot4_i32_i8 v_dot4_u32_u8 v_dot8_i32_i4 v_dot8_u32_u4".split()
+MIX = [(0, 0, 0, 0, 0), (0, 7, 0, 0, 0), (5, 7, 0, 0, 0), (2, 3, 1, 0, 0), (0, 4, 0, 2, 1),
+       (7, 7, 5, 6, 0), (1, 1, 0, 0, 1)]
+
+
+def dot(cpu):
+    if cpu == "gfx900":
+        return None
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "global_load_dword v4, v20, s[10:11]", "global_load_dword v5, v20, s[12:13]",
+            "s_waitcnt vmcnt(0)"]
+    tail = ["global_store_dword v20, v5, s[14:15]"]
+
+    def bits(x):
+        return "[%d,%d,%d]" % (x & 1, x >> 1 & 1, x >> 2 & 1)
+    for op in DOTS:
+        for clamp in (0, 1):
+            a.kernel("%s__%d" % (op, clamp),
+                     head + ["%s v5, v2, v3, v4%s" % (op, " clamp" if clamp else "")] + tail)
+    for clamp, nl, nh in ((0, 0, 0), (1, 0, 0), (0, 5, 0), (0, 0, 2), (0, 3, 3)):
+        mods = (" neg_lo:" + bits(nl) if nl else "") + (" neg_hi:" + bits(nh) if nh else "")
+        mods += " clamp" if clamp else ""
+        a.kernel("v_dot2_f32_f16__%d%d%d" % (clamp, nl, nh),
+                 head + ["v_dot2_f32_f16 v5, v2, v3, v4%s" % mods] + tail)
+    for op in ("v_fma_mix_f32", "v_fma_mixlo_f16", "v_fma_mixhi_f16"):
+        for sel, hi, neg, ab, clamp in MIX:
+            srcs = []
+            for i, r in enumerate(("v2", "v3", "v4")):
+                t = "|%s|" % r if ab >> i & 1 else r
+                srcs.append("-" + t if neg >> i & 1 else t)
+            mods = (" op_sel:" + bits(sel) if sel else "") + (" op_sel_hi:" + bits(hi) if hi else "")
+            mods += " clamp" if clamp else ""
+            a.kernel("%s__%d%d%d%d%d" % (op, sel, hi, neg, ab, clamp),
+                     head + ["%s v5, %s%s" % (op, ", ".join(srcs), mods)] + tail)
+    return a
+
+
+# --- mode: the MODE hardware register ----------------------------------------------------
+# mode_launch: p4[i] = MODE as the kernel descriptor sets it (denorm f32 flush, f16/f64 keep,
+# DX10 clamp and IEEE on). mode_set: p4[i] = MODE bits 4..7 after setting bits 4..5 to 3 with
+# s_setreg_imm32_b32, p5[i] = the whole MODE after clearing IEEE (bit 9) with s_setreg_b32.
+# mode_rtz: selects round toward zero, then v_add_f32 (not modelled: an error). mode_hw_id:
+# reads HW_REG_HW_ID (not modelled: an error).
+def mode(cpu):
+    a = Asm(cpu)
+    kd = ("\t\t.amdhsa_float_denorm_mode_32 0\n\t\t.amdhsa_float_denorm_mode_16_64 3\n"
+          "\t\t.amdhsa_dx10_clamp 1\n\t\t.amdhsa_ieee_mode 1")
+    a.kernel("mode_launch", ["s_getreg_b32 s20, hwreg(HW_REG_MODE)", "v_mov_b32 v5, s20",
+                             "global_store_dword v20, v5, s[12:13]"], extra=kd)
+    a.kernel("mode_set", ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 2), 3",
+                          "s_getreg_b32 s20, hwreg(HW_REG_MODE, 4, 4)",
+                          "s_mov_b32 s21, 0", "s_setreg_b32 hwreg(HW_REG_MODE, 9, 1), s21",
+                          "s_getreg_b32 s22, hwreg(HW_REG_MODE)",
+                          "v_mov_b32 v5, s20", "global_store_dword v20, v5, s[12:13]",
+                          "v_mov_b32 v5, s22", "global_store_dword v20, v5, s[14:15]"], extra=kd)
+    a.kernel("mode_rtz", ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 0xf",
+                          "v_add_f32 v5, v20, v21", "global_store_dword v20, v5, s[12:13]"],
+             extra=kd)
+    a.kernel("mode_hw_id", ["s_getreg_b32 s20, hwreg(HW_REG_HW_ID)", "v_mov_b32 v5, s20",
+                            "global_store_dword v20, v5, s[12:13]"], extra=kd)
+    return a
+
+
+# --- f16: 16-bit float VOP1/VOP2/VOP3 -----------------------------------------------------
+# Kernel `<form>_<op>[__<variant>]`: lane i computes op on p1[i] (and p2[i], p3[i]) into a
+# VGPR that held p4[i], stored to p5[i]. Forms: e32, e64 (VOP3 with a variant's neg/abs/
+# clamp/omod: `<neg><abs><clamp><omod>` bit masks), sdwa (src0_sel WORD_1, src1 WORD_0,
+# dst_sel WORD_1 with UNUSED_PRESERVE), k (src1 the inline constant 2.0).
+F16_VOP2 = "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_min_f16".split()
+F16_VOP1 = ("v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f16 "
+            "v_cvt_i16_f16 v_trunc_f16 v_ceil_f16 v_floor_f16 v_rndne_f16").split()
+
+
+def f16(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "global_load_dword v4, v20, s[10:11]", "global_load_dword v5, v20, s[12:13]",
+            "s_waitcnt vmcnt(0)"]
+    tail = ["global_store_dword v20, v5, s[14:15]"]
+    omods = ["", " mul:2", " mul:4", " div:2"]
+
+    def src(r, i, neg, ab):
+        t = "|%s|" % r if ab >> i & 1 else r
+        return "-" + t if neg >> i & 1 else t
+    for op in F16_VOP2:
+        a.kernel("e32_" + op, head + ["%s_e32 v5, v2, v3" % op] + tail)
+        a.kernel("k_" + op, head + ["%s_e32 v5, 2.0, v3" % op] + tail)
+        a.kernel("sdwa_" + op, head + ["%s_sdwa v5, v2, v3 dst_sel:WORD_1 dst_unused:UNUSED_PRESERVE "
+                                       "src0_sel:WORD_1 src1_sel:WORD_0" % op] + tail)
+        for neg, ab, clamp, omod in ((1, 2, 0, 0), (2, 1, 1, 0), (3, 0, 0, 1), (0, 3, 0, 3),
+                                     (1, 1, 0, 2)):
+            a.kernel("e64_%s__%d%d%d%d" % (op, neg, ab, clamp, omod),
+                     head + ["%s_e64 v5, %s, %s%s%s" % (op, src("v2", 0, neg, ab), src("v3", 1, neg, ab),
+                                                        " clamp" if clamp else "", omods[omod])] + tail)
+    for op in F16_VOP1:
+        a.kernel("e32_" + op, head + ["%s_e32 v5, v2" % op] + tail)
+        if op != "v_cvt_f16_u16" and op != "v_cvt_f16_i16":
+            a.kernel("e64_%s__1010" % op, head + ["%s_e64 v5, -v2 clamp" % op] + tail)
+    for neg, ab, clamp in ((0, 0, 0), (5, 2, 0), (2, 4, 1)):
+        srcs = ", ".join(src(r, i, neg, ab) for i, r in enumerate(("v2", "v3", "v4")))
+        a.kernel("e64_v_fma_f16__%d%d%d0" % (neg, ab, clamp),
+                 head + ["v_fma_f16 v5, %s%s" % (srcs, " clamp" if clamp else "")] + tail)
+    return a
+
+
+FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
+            "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
@@ -422,7 +674,9 @@ def main():
         if only and family not in only:
             continue
         for cpu in CPUS:
-            build(family, cpu, gen(cpu))
+            asm = gen(cpu)
+            if asm is not None:
+                build(family, cpu, asm)
 
 
 if __name__ == "__main__":
