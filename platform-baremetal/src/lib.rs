@@ -281,8 +281,9 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     /// `queue_inactive_signal` holds a positive value, calls the callback once, with the
     /// status `hsa_core::queue::inactive::decode` reads from that value (`Status::Error` for
     /// one it cannot read) and the detail `queue_inactive_signal 0x...` (the value), and the
-    /// platform's queue id; a queue is reported at most once in its life. A negative value
-    /// (the core's "destroyed" mark) is no error. Returns the number of callbacks called.
+    /// platform's queue id; a queue is reported at most once in its life, and logged at error
+    /// level (`log`) before its callback runs. A negative value (the core's "destroyed" mark)
+    /// is no error. Returns the number of callbacks called.
     ///
     /// Callbacks run on the caller's CPU after the queue table's lock is released, so they
     /// may call back into the platform; from [`on_interrupt`](Self::on_interrupt) that is the
@@ -324,6 +325,8 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
                 let e = Error::lazy(status, [v], |&[v, ..], f| {
                     write!(f, "queue_inactive_signal {v:#x}")
                 });
+                // At error level whether or not the callback handles it, as the Linux backend.
+                log::error!("queue {i} stopped by its packet processor: {e}");
                 (callback.func)(&e, QueueId(i as u32), callback.data);
                 called += 1;
             }

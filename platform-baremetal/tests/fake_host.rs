@@ -359,6 +359,38 @@ fn record_error(e: &Error, queue: QueueId, data: usize) {
         .push((data, queue, e.status(), e.detail().to_string()));
 }
 
+/// This test binary's `log` backend: every record's level and message.
+static LOG_RECORDS: Mutex<Vec<(log::Level, String)>> = Mutex::new(Vec::new());
+
+struct CaptureLog;
+
+impl log::Log for CaptureLog {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        LOG_RECORDS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((record.level(), record.args().to_string()));
+    }
+
+    fn flush(&self) {}
+}
+
+/// The records logged so far (the logger is installed on first call).
+fn log_records() -> Vec<(log::Level, String)> {
+    static CAPTURE: CaptureLog = CaptureLog;
+    if log::set_logger(&CAPTURE).is_ok() {
+        log::set_max_level(log::LevelFilter::Trace);
+    }
+    LOG_RECORDS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
 fn callbacks(data: usize) -> Vec<(QueueId, Status, String)> {
     CALLBACKS
         .lock()
@@ -392,6 +424,7 @@ fn descriptor_word(chunk: &MemoryChunk, offset: usize) -> &AtomicU64 {
 #[test]
 fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
     const DATA: usize = 0x51;
+    log_records();
     let p = platform();
     let sys = |size| MemoryRequest {
         node: NodeId(1),
@@ -473,6 +506,17 @@ fn a_stopped_queue_is_reported_to_its_callback_once_with_the_stored_status() {
     )];
     assert_eq!(callbacks(DATA + 1), want1);
     assert!(callbacks(DATA).is_empty(), "queue 0 runs");
+    // Logged at error level too, with the same detail, before the callback ran.
+    let logged = format!(
+        "queue {} stopped by its packet processor: queue_inactive_signal {stored:#x} \
+         (HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION)",
+        q1.id.0
+    );
+    assert!(
+        log_records().contains(&(log::Level::Error, logged.clone())),
+        "{logged:?} not among {:?}",
+        log_records()
+    );
     // Once: another entry, or a look without one, reports it no more.
     h.put_raw(3, cp_bad_opcode());
     h.set_wptr(128);
