@@ -47,8 +47,10 @@
 //!     let isa = gpu.isa().ok_or("GPU agent without a known ISA")?;
 //!
 //!     // 3. Memory pools: kernarg memory and fine-grained system memory, both on the CPU agent.
-//!     let kernarg_pool = rt.find_pool(cpu.handle(), GlobalFlags::KERNARG).ok_or("no kernarg pool")?;
-//!     let fine_pool = rt.find_pool(cpu.handle(), GlobalFlags::FINE_GRAINED).ok_or("no fine-grained pool")?;
+//!     let kernarg_pool = rt.find_pool(cpu.handle(), GlobalFlags::KERNARG);
+//!     let kernarg_pool = kernarg_pool.ok_or("no kernarg pool")?;
+//!     let fine_pool = rt.find_pool(cpu.handle(), GlobalFlags::FINE_GRAINED);
+//!     let fine_pool = fine_pool.ok_or("no fine-grained pool")?;
 //!
 //!     // 4. An AQL queue of 64 packets on the GPU.
 //!     let config = QueueConfig::new(gpu_node, 64, gpu.queue_min_size(), gpu.queue_max_size());
@@ -56,7 +58,8 @@
 //!
 //!     // 5. Load a code object built for the agent's ISA (testdata/codeobjects/kernels.cl:
 //!     //    `vector_copy(int *in, int *out)`, no hidden kernel arguments).
-//!     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/codeobjects/kernels-gfx90a-v5.hsaco");
+//!     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/codeobjects");
+//!     let path = format!("{dir}/kernels-gfx90a-v5.hsaco");
 //!     let code_object = std::fs::read(path)?;
 //!     let mut executable = Executable::new(rt.platform());
 //!     executable.load_code_object(gpu_node, isa, &code_object, MemoryKind::System)?;
@@ -107,7 +110,8 @@
 //!
 //!     // 9. Wait until the packet processor decrements the completion signal to 0.
 //!     let timeout_ns = 60_000_000_000;
-//!     let value = done.wait(SignalCondition::Eq, 0, timeout_ns, WaitState::Blocked, LoadOrder::Acquire);
+//!     let (blocked, acquire) = (WaitState::Blocked, LoadOrder::Acquire);
+//!     let value = done.wait(SignalCondition::Eq, 0, timeout_ns, blocked, acquire);
 //!     assert_eq!(value, 0, "the dispatch did not complete");
 //!
 //!     // 10. Verify every element.
