@@ -35,6 +35,7 @@ pub fn xnack_request(value: Option<&OsStr>) -> Result<Option<bool>, Error> {
 
 /// The device `HSA_RT_DEVICE` forces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeviceRequest {
     /// `kfd`: amdkfd through `/dev/kfd`.
     Kfd,
@@ -97,6 +98,7 @@ impl std::fmt::Debug for SelectedDevice {
 
 /// The device [`choose_device`] picked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeviceChoice {
     /// amdkfd through `/dev/kfd`.
     Kfd,

@@ -29,6 +29,7 @@ pub const SOURCE_SQ_INTERRUPT_MSG: u8 = 239;
 
 /// What an IH entry means to this runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IhAction {
     /// Signal this event.
     Signal(EventId),

@@ -192,6 +192,7 @@ pub struct LiveHandles {
 /// [`ExecutionMode::Interpret`], `interpret` for [`ExecutionMode::InterpretOnly`], `host` for
 /// [`ExecutionMode::HostOnly`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExecutionMode {
     /// Run the kernel's machine code in the GFX9 interpreter; machine code that fails (an
     /// encoding the interpreter does not implement, a memory fault) stops the queue with the
