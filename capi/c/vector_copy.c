@@ -15,7 +15,24 @@
  * to the GPU with hsa_amd_agents_allow_access, as ROCR requires for pool allocations.
  *
  * Usage: vector_copy CODE_OBJECT [register|noregister]
- * Prints "vector_copy: verified N elements" and exits 0 on success. */
+ * Prints what it found, then "vector_copy: verified 65536 elements", and exits 0 on success.
+ *
+ * Build and run on hsa-rt, from the repository's root (Debian 12: apt install gcc
+ * libhsa-runtime-dev, for <hsa/hsa.h> in /usr/include/hsa):
+ *
+ *   cargo build --release -p hsa-capi
+ *   ln -sf libhsa_runtime64.so target/release/libhsa-runtime64.so.1
+ *   ln -sf libhsa_runtime64.so target/release/libhsa-runtime64.so
+ *   gcc -std=gnu11 -Wall -Icapi/include capi/c/vector_copy.c -Ltarget/release -lhsa-runtime64 -o target/vector_copy_c
+ *   LD_LIBRARY_PATH=target/release HSA_RT_DEVICE=emulated target/vector_copy_c testdata/codeobjects/kernels-gfx90a-v5.hsaco
+ *
+ * cargo names the library libhsa_runtime64.so (soname libhsa-runtime64.so.1): the first link
+ * is the name the program loads, the second the one -lhsa-runtime64 finds. HSA_RT_DEVICE
+ * picks the emulated gfx90a even where /dev/kfd exists (the code object is gfx90a's; on a
+ * GPU, pass the one for its ISA and leave it unset). capi/tests/examples.rs runs these
+ * lines (the cargo build replaced by the test's own build of the library).
+ *
+ * The same program on Debian's ROCR under kfd-emu: see kfd-emu/src/main.rs. */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <fcntl.h>

@@ -30,6 +30,7 @@ pub const NAME_CAPACITY: usize = 64;
 /// Ref: `hsa_device_type_t` (HSA Runtime 1.2 §2.3.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u32)]
+#[non_exhaustive]
 pub enum DeviceType {
     /// A CPU (`HSA_DEVICE_TYPE_CPU`, 0): the node has `cpu_cores_count > 0` and no SIMDs.
     Cpu = 0,
@@ -400,6 +401,7 @@ pub struct Event {
 
 /// What a wait on a platform event ended with.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WaitOutcome {
     /// The event was signaled (or the wait may have been spurious: callers re-check).
     Signaled,

@@ -36,6 +36,7 @@ pub fn xnack_request(value: Option<&OsStr>) -> Result<Option<bool>, Error> {
 
 /// The device `HSA_RT_DEVICE` forces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeviceRequest {
     /// `kfd`: amdkfd through `/dev/kfd`.
     Kfd,
@@ -98,6 +99,7 @@ impl std::fmt::Debug for SelectedDevice {
 
 /// The device [`choose_device`] picked.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum DeviceChoice {
     /// amdkfd through `/dev/kfd`.
     Kfd,
@@ -229,6 +231,14 @@ pub fn open_capture(dir: &Path) -> Result<SelectedDevice, Error> {
 /// errors of opening `/dev/kfd` (permission: join the render group), of reading the
 /// topology (file and line), of the emulated device's creation and of
 /// [`LinuxPlatform::with_xnack`] (as [`open_with`]).
+/// # Example
+/// ```
+/// let device = hsa_emu::open_default()?;
+/// // "kfd" on a machine with /dev/kfd, else "emulated" (said once on stderr).
+/// println!("running on {}", device.platform.device_kind());
+/// assert_eq!(device.emulated.is_some(), device.platform.device_kind() == "emulated");
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
 pub fn open_default() -> Result<SelectedDevice, Error> {
     let mut made = None;
     let platform = open_with(crate::device::builtin_topology, |topology| {

@@ -26,6 +26,22 @@
 //! Exit status: COMMAND's (kfd-emu replaces itself with it); 2 for a usage error; 1 when the
 //! namespace or the topology cannot be set up, with a message saying why (e.g. neither root
 //! nor user namespaces).
+//!
+//! ## Examples
+//!
+//! ROCm programs on the emulated device, from the repository's root (Debian 12: `apt install
+//! rocminfo libhsa-runtime-dev gcc`; root or user namespaces): Debian's `rocminfo`, then the C
+//! `vector_copy` over `hsa.h` linked to Debian's ROCR (`-lhsa-runtime64` finds
+//! `/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so`), which prints `vector_copy: verified
+//! 65536 elements` last. `kfd-emu/tests/examples.rs` runs these lines (the cargo build
+//! replaced by the test's own build).
+//!
+//! ```text
+//! cargo build -p kfd-emu
+//! target/debug/kfd-emu -- rocminfo
+//! gcc -std=gnu11 -Wall -Icapi/include capi/c/vector_copy.c -lhsa-runtime64 -o target/vector_copy_rocr
+//! target/debug/kfd-emu -- target/vector_copy_rocr testdata/codeobjects/kernels-gfx90a-v5.hsaco noregister
+//! ```
 #![deny(unsafe_code)]
 
 mod namespace;

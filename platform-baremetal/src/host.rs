@@ -17,6 +17,7 @@ use crate::mqd::ComputeMqd;
 
 /// What a carve-out's memory is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CarveOutKind {
     /// System memory (host DRAM) that the GPU reaches over the bus; CPU-visible.
     SystemMemory,

@@ -43,6 +43,7 @@ const DW3_RESERVED: u32 = 0xff00_0000;
 
 /// What was wrong with an entry or with the ring pointers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IhError {
     /// Bits no soc15 field uses were set (Linux ignores them; here they mark a torn or
     /// corrupt entry): which dword and its value.

@@ -36,6 +36,7 @@ pub const SOURCE_CP_BAD_OPCODE: u8 = 183;
 
 /// What an IH entry means to this runtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum IhAction {
     /// Signal this event.
     Signal(EventId),

@@ -97,6 +97,15 @@ const SIGNAL_VALUE_OFFSET: u64 = 8;
 /// The bare-metal platform: a [`Host`], the carve-out allocator, the granted doorbells, the IH
 /// ring's interrupt handler, and an event table of `64 * EVENT_WORDS` events whose 8-byte
 /// mailboxes live in one event page carved from system memory.
+///
+/// # Examples
+/// A `Host` needs real memory, a doorbell aperture and an IH ring, more than a doc example can
+/// hold; two whole programs show it, each run by a test or CI:
+/// - `unikernel/` (hsa-unikernel): firmware, `no_std` for `x86_64-unknown-none`, its `Host`
+///   over the VM's RAM and an ivshmem BAR; `cargo test --release -p hsa-baremetal --test
+///   qemu -- --nocapture` builds and boots it in QEMU (see its `src/main.rs`).
+/// - `examples/simulated_host.rs`: a `Host` over `static` buffers with a simulated device on
+///   an ordinary Linux host (std); `cargo run -p hsa-baremetal --example simulated_host`.
 pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
     host: H,
     memory: CarveOutAllocator,

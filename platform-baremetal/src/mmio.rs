@@ -22,6 +22,7 @@ use crate::host::Host;
 
 /// Why an MMIO access was refused. Carries the offending values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum MmioError {
     /// `offset + width` lies past the region's end.
     OutOfBounds {

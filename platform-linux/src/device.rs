@@ -163,6 +163,34 @@ struct State {
 ///
 /// Drop destroys every queue and event and frees every chunk still live, then releases the
 /// address reservation.
+/// # Examples
+/// Over amdkfd: the topology from sysfs and the driver from `/dev/kfd` (not run here: it needs
+/// an AMD GPU and access to `/dev/kfd`; `hsa_emu::open_default()` does this, or opens the
+/// emulated device where there is none):
+/// ```no_run
+/// use std::sync::Arc;
+/// use hsa_linux::kfd::ioctl::DevKfd;
+/// use hsa_linux::topology::Topology;
+/// use hsa_linux::LinuxPlatform;
+///
+/// let topology = Topology::read_default()?;
+/// let driver = Arc::new(DevKfd::open(&topology)?);
+/// let platform = LinuxPlatform::new(driver, topology)?;
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
+/// Over the emulated device (`hsa-emu`'s [`KfdDriver`]), as a runtime's platform:
+/// ```
+/// use std::sync::Arc;
+/// use hsa_core::runtime::Runtime;
+/// use hsa_linux::LinuxPlatform;
+///
+/// let emulated = hsa_emu::EmulatedKfd::new(hsa_emu::builtin_topology())?;
+/// let platform = LinuxPlatform::new(emulated.clone(), emulated.topology().clone())?;
+/// assert_eq!(platform.device_kind(), "emulated");
+/// let rt = Runtime::new(Arc::new(platform))?;
+/// assert_eq!(rt.first_gpu().map(|gpu| gpu.name()), Some("gfx90a"));
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
 pub struct LinuxPlatform {
     driver: Arc<dyn KfdDriver>,
     topology: Topology,

@@ -1,6 +1,9 @@
 //! Every library crate states what crates.io and docs.rs show about it: description,
-//! keywords, categories, repository, license and rust-version, in its own `Cargo.toml` or
-//! inherited from the workspace's `[workspace.package]` (which must then hold them).
+//! keywords, categories, documentation, readme, license and rust-version, in its own
+//! `Cargo.toml` or inherited from the workspace's `[workspace.package]` (which must then hold
+//! them), and a `[package.metadata.docs.rs]`; it carries both license files. No manifest
+//! names a placeholder repository (`example.invalid`): the repository's address is the
+//! owners' to fill in (crates.io does not need one).
 
 use std::path::Path;
 
@@ -35,6 +38,18 @@ fn library_crates_have_publishing_metadata() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     let shared = section(&workspace, "workspace.package");
+    assert!(
+        !workspace.contains("example.invalid"),
+        "Cargo.toml: a placeholder URL"
+    );
+    assert_eq!(
+        shared
+            .iter()
+            .find(|(k, _)| k == "license")
+            .map(|(_, v)| v.as_str()),
+        Some("\"MIT OR Apache-2.0\""),
+        "the workspace's license"
+    );
     for (dir, name) in LIBRARIES {
         let text = std::fs::read_to_string(root.join(dir).join("Cargo.toml")).unwrap();
         let package = section(&text, "package");
@@ -46,7 +61,8 @@ fn library_crates_have_publishing_metadata() {
             "description",
             "keywords",
             "categories",
-            "repository",
+            "documentation",
+            "readme",
             "license",
             "rust-version",
         ] {
@@ -67,6 +83,26 @@ fn library_crates_have_publishing_metadata() {
             assert!(
                 !matches!(value.as_str(), "\"\"" | "[]"),
                 "{name}: empty {key}"
+            );
+        }
+        assert!(
+            text.contains("\n[package.metadata.docs.rs]\n"),
+            "{name} ({dir}/Cargo.toml) has no [package.metadata.docs.rs]"
+        );
+        assert!(
+            !text.contains("example.invalid"),
+            "{name}: a placeholder URL"
+        );
+        for file in ["LICENSE-MIT", "LICENSE-APACHE"] {
+            let license = std::fs::read_to_string(root.join(dir).join(file))
+                .unwrap_or_else(|e| panic!("{name}: {dir}/{file}: {e}"));
+            assert!(
+                license.contains(if file == "LICENSE-MIT" {
+                    "Permission is hereby granted, free of charge"
+                } else {
+                    "Apache License\n                           Version 2.0, January 2004"
+                }),
+                "{name}: {dir}/{file} is not the license's text"
             );
         }
     }

@@ -4,9 +4,22 @@
 //! backend, `hsa-baremetal`, in a QEMU virtual machine, as a firmware would: the project's
 //! example of embedding hsa-rt without an operating system.
 //!
-//! Built on another target it is a stub that says so: `cargo build --release -p
-//! hsa-unikernel --target x86_64-unknown-none` builds the real image, which
-//! `cargo test --release -p hsa-baremetal --test qemu` boots.
+//! Built on another target it is a stub that says so. From the repository's root (`rustup
+//! target add x86_64-unknown-none`; for the second line, `qemu-system-x86_64`: on Debian 12
+//! `qemu-system-x86` from bookworm-backports, as `.ci/install-qemu` installs it):
+//!
+//! ```text
+//! cargo build --release -p hsa-unikernel --target x86_64-unknown-none --target-dir target/unikernel
+//! cargo test --release -p hsa-baremetal --test qemu -- --nocapture
+//! ```
+//!
+//! The first builds the image, `target/unikernel/x86_64-unknown-none/release/hsa-unikernel`
+//! (`.ci/run` builds it so, and lints it); the second builds it the same way and boots it in
+//! QEMU (`-kernel`, PVH entry), playing its GPU from the test process — the emulated device's
+//! command processor and gfx9 interpreter behind an `ivshmem-doorbell` PCI device — and prints
+//! the VM's serial console: the vector_copy code object loaded from the image, dispatched,
+//! every element verified, then a barrier-AND chain. The image needs that device: QEMU alone,
+//! without the test's ivshmem server, has nothing to run its queue.
 #![cfg_attr(target_os = "none", no_std, no_main)]
 #![deny(unsafe_code)]
 

@@ -102,6 +102,29 @@ pub struct LoadedCodeObject {
 /// Owns the memory of its loaded images and frees it on [`Executable::destroy`] or drop. As
 /// with `hsa_executable_destroy`, the application must not destroy an executable whose
 /// kernels are still running.
+/// # Example
+/// The project's `vector_copy` code object for gfx90a loaded for the fake platform's GPU
+/// (node 1):
+/// ```
+/// use hsa_core::isa::TargetId;
+/// use hsa_core::loader::executable::Executable;
+/// use hsa_core::platform::fake::FakePlatform;
+/// use hsa_core::platform::MemoryKind;
+/// use hsa_core::NodeId;
+///
+/// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../testdata/codeobjects");
+/// let code_object = std::fs::read(format!("{dir}/kernels-gfx90a-v5.hsaco")).unwrap();
+/// let platform = FakePlatform::new();
+/// let isa = TargetId::parse("gfx90a:sramecc+:xnack-")?;
+/// let mut executable = Executable::new(&platform);
+/// executable.load_code_object(NodeId(1), &isa, &code_object, MemoryKind::System)?;
+/// executable.freeze()?;
+/// let symbol = executable.symbol_by_name("vector_copy", Some(NodeId(1)))?;
+/// let kernel = symbol.kernel.as_ref().expect("a kernel");
+/// assert_eq!((kernel.kernarg_segment_size, kernel.group_segment_size), (16, 0));
+/// executable.destroy()?;
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
 pub struct Executable<H: PlatformRef> {
     platform: H,
     frozen: bool,

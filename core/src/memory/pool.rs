@@ -138,6 +138,26 @@ impl<const N: usize> Inner<N> {
 ///
 /// Dropping the pool gives every chunk back to the platform, ending all allocations still
 /// live: whoever owns the pool (the runtime) destroys queues that use its memory first.
+/// # Example
+/// The runtime's fine-grained system-memory pool of the fake platform's CPU agent:
+/// ```
+/// use hsa_core::memory::GlobalFlags;
+/// use hsa_core::platform::fake::FakePlatform;
+/// use hsa_core::runtime::Runtime;
+///
+/// let platform = FakePlatform::new();
+/// let rt = Runtime::new(&platform)?;
+/// let cpu = rt.first_cpu().expect("a CPU agent");
+/// let pool = rt.find_pool(cpu.handle(), GlobalFlags::FINE_GRAINED).expect("system memory");
+/// let pool = pool.memory_pool().expect("runtime allocation is allowed");
+/// let a = pool.allocate(100)?; // rounded up to the pool's granule
+/// assert_eq!(a.size_bytes, pool.info().alloc_granule_bytes);
+/// assert!(a.host_ptr.is_some());
+/// pool.free(a.va)?;
+/// // Freed already: refused, naming the address.
+/// assert_eq!(pool.free(a.va).unwrap_err().status(), hsa_core::Status::InvalidArgument);
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
 pub struct MemoryPool<H, const N: usize = DEFAULT_CAPACITY>
 where
     H: PlatformRef,

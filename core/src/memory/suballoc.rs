@@ -60,6 +60,7 @@ pub struct RangeId(pub u32);
 
 /// Why a [`SubAllocator`] call failed. The sub-allocator's state is unchanged after any error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SubAllocError {
     /// A size, alignment or address is 0, not a multiple of the unit, not a power of two, or
     /// overflows.

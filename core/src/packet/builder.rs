@@ -474,6 +474,7 @@ impl BarrierValue {
 /// Any packet: what [`AqlPacket::parse`](super::AqlPacket::parse) returns and
 /// [`Packet::emit`] encodes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Packet {
     /// Type INVALID (1): the slot holds no packet. Its other header bits and body are ignored.
     Invalid,

@@ -85,6 +85,7 @@ impl From<&packet::AgentDispatch> for DecodedAgentDispatch {
 
 /// What a packet asks the processor to do, validated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Command {
     /// Run a kernel.
     Kernel(DecodedKernelDispatch),

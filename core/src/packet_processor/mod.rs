@@ -174,6 +174,78 @@ pub enum Progress {
 /// The consumer of one AQL queue: takes packets at the read index, runs them in order, each
 /// to completion.
 #[derive(Debug)]
+/// # Example
+/// A ring of 16 packets and its `amd_queue_t` in the fake platform's memory, a barrier-AND
+/// packet written by a [`Producer`](crate::queue::Producer), and the processor consuming it for
+/// a host that runs no kernels (the emulated device's command processor is a full host; the
+/// [crate's quick start](crate#quick-start) dispatches a kernel through it).
+/// ```
+/// use std::ptr::NonNull;
+///
+/// use hsa_core::abi::queue::AmdQueue;
+/// use hsa_core::abi::SignalHandle;
+/// use hsa_core::packet::{BarrierAnd, HeaderFlags};
+/// use hsa_core::packet_processor::{
+///     DecodedAgentDispatch, DecodedKernelDispatch, PacketProcessor, ProcessorHost, Progress,
+///     RingConsumer,
+/// };
+/// use hsa_core::platform::fake::FakePlatform;
+/// use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform};
+/// use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
+/// use hsa_core::queue::Producer;
+/// use hsa_core::signal::raw::RawSignal;
+/// use hsa_core::{bail, Error, GpuVa, NodeId, Result, Status};
+///
+/// /// A host without kernels, agent functions or signals: enough for a barrier without any.
+/// struct NoDevice;
+///
+/// impl ProcessorHost for NoDevice {
+///     fn execute_kernel(&self, _: &DecodedKernelDispatch) -> Result<()> {
+///         bail!(Status::InvalidPacketFormat, "no kernels here")
+///     }
+///     fn agent_dispatch(&self, _: &DecodedAgentDispatch) -> Result<()> {
+///         bail!(Status::InvalidPacketFormat, "no agent functions here")
+///     }
+///     fn resolve_signal(&self, handle: SignalHandle) -> Result<RawSignal> {
+///         bail!(Status::InvalidSignal, "no signal {:#x}", handle.0)
+///     }
+///     fn write_mailbox(&self, _: GpuVa, _: u32) -> Result<()> {
+///         Ok(())
+///     }
+///     fn signal_event(&self, _: u32) {}
+///     fn timestamp_ticks(&self) -> u64 {
+///         0
+///     }
+///     fn report_error(&self, _: &Error) {}
+/// }
+///
+/// let platform = FakePlatform::new();
+/// let chunk = platform.allocate_memory(&MemoryRequest {
+///     node: NodeId(0),
+///     kind: MemoryKind::System,
+///     size_bytes: 8192,
+///     align_bytes: 4096,
+///     flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
+/// })?;
+/// let base = chunk.host_ptr.expect("the fake's memory is the host's");
+/// let amd_queue = NonNull::new(base.as_ptr().wrapping_add(4096)).unwrap().cast::<AmdQueue>();
+/// // SAFETY: 16 slots of 64 bytes at 0 and the 256-byte amd_queue_t at 4096 lie in the zeroed
+/// // 8 KiB chunk, 64-aligned; the chunk lives as long as the platform, longer than the ring.
+/// let ring = unsafe { Ring::new(base, 16, amd_queue) };
+/// for i in 0..16 {
+///     ring.header_word(i).store(INVALID_HEADER_WORD, std::sync::atomic::Ordering::Release);
+/// }
+/// // SAFETY: this processor is the ring's only consumer.
+/// let mut processor = PacketProcessor::new(unsafe { RingConsumer::new(ring) });
+/// assert_eq!(processor.process(&NoDevice, 16), Progress::Idle);
+///
+/// let producer = Producer::new(ring, false);
+/// let barrier = BarrierAnd::new(HeaderFlags::SYSTEM, &[], SignalHandle::NULL)?;
+/// producer.reserve(1)?.write_next(&barrier.emit()?)?;
+/// assert_eq!(processor.process(&NoDevice, 16), Progress::Processed(1));
+/// assert_eq!((processor.read_index(), processor.process(&NoDevice, 16)), (1, Progress::Idle));
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
 pub struct PacketProcessor {
     consumer: RingConsumer,
     stopped: Option<Error>,

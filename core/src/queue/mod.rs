@@ -227,6 +227,28 @@ mod aql {
     /// `hsa_queue_destroy`, `hsa_queue_inactivate`.
     ///
     /// [`destroy`]: AqlQueue::destroy
+    /// # Example
+    /// A queue of 64 packets on the fake platform's GPU (node 1), one barrier-AND packet written
+    /// and the doorbell rung (the fake runs no packet processor; the emulated device of the
+    /// [crate's quick start](crate#quick-start) does).
+    /// ```
+    /// use hsa_core::abi::SignalHandle;
+    /// use hsa_core::packet::{BarrierAnd, HeaderFlags};
+    /// use hsa_core::platform::fake::FakePlatform;
+    /// use hsa_core::queue::{AqlQueue, QueueConfig};
+    /// use hsa_core::signal::LoadOrder;
+    /// use hsa_core::NodeId;
+    ///
+    /// let platform = FakePlatform::new();
+    /// let queue = AqlQueue::create(&platform, &QueueConfig::new(NodeId(1), 64, 64, 131072))?;
+    /// let mut reservation = queue.reserve(1)?;
+    /// let barrier = BarrierAnd::new(HeaderFlags::SYSTEM, &[], SignalHandle::NULL)?;
+    /// let index = reservation.write_next(&barrier.emit()?)?;
+    /// queue.ring_doorbell(index)?;
+    /// assert_eq!((index, queue.load_write_index(LoadOrder::Acquire)), (0, 1));
+    /// queue.destroy()?;
+    /// # Ok::<(), hsa_core::Error>(())
+    /// ```
     pub struct AqlQueue<H: PlatformRef> {
         platform: H,
         producer: Producer,

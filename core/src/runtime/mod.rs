@@ -65,6 +65,25 @@ pub struct SystemInfo {
 /// `H` is how it reaches the platform ([`PlatformRef`]): `Arc<P>` when the runtime, or the
 /// queues, signals and executables made over [`platform_ref`](Runtime::platform_ref), share
 /// the platform; `&P` when the platform lives elsewhere.
+/// # Example
+/// On the fake platform (feature `fake`: host memory, an MI210-like GPU and a CPU); the
+/// [crate's quick start](crate#quick-start) runs one over the emulated device.
+/// ```
+/// use hsa_core::memory::GlobalFlags;
+/// use hsa_core::platform::fake::FakePlatform;
+/// use hsa_core::runtime::Runtime;
+///
+/// let platform = FakePlatform::new();
+/// let rt = Runtime::new(&platform)?;
+/// let gpu = rt.first_gpu().expect("the fake has a GPU agent");
+/// assert_eq!(gpu.name(), "gfx90a");
+/// let cpu = rt.first_cpu().expect("the fake has a CPU agent");
+/// let pool = rt.find_pool(cpu.handle(), GlobalFlags::FINE_GRAINED).expect("system memory");
+/// let buffer = rt.allocate(pool.handle(), 4096)?;
+/// assert_eq!(buffer.size_bytes, 4096);
+/// rt.free(buffer.va)?;
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
 pub struct Runtime<H: PlatformRef> {
     // Field order is drop order: pools give their chunks back before the platform goes.
     pools: Vec<RuntimePool<H>>,

@@ -40,6 +40,7 @@ use raw::{Mailbox, RawSignal};
 
 /// What a signal does besides holding its value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum SignalKind {
     /// A user signal (`AMD_SIGNAL_KIND_USER`) without an event: waits poll.
     User,

@@ -56,6 +56,22 @@ type Slabs = heapless::Vec<Slab, FIXED_MAX_SLABS>;
 ///
 /// Ref: ROCR allocates signals from a fine-grained system-memory slab
 /// (`core::SharedSignal`); HSA Runtime 1.2 §2.4.1 `hsa_signal_create`.
+/// # Example
+/// ```
+/// use hsa_core::platform::fake::FakePlatform;
+/// use hsa_core::signal::{LoadOrder, MemoryOrder, SignalCondition, SignalPool, WaitState};
+/// use hsa_core::NodeId;
+///
+/// let platform = FakePlatform::new();
+/// let pool = SignalPool::new(&platform, NodeId(0));
+/// let signal = pool.create(2)?;
+/// assert_eq!(signal.subtract(1, MemoryOrder::Release), 2); // returns the previous value
+/// signal.subtract(1, MemoryOrder::Release);
+/// // The condition holds already: the wait returns the value at once.
+/// let value = signal.wait(SignalCondition::Eq, 0, u64::MAX, WaitState::Active, LoadOrder::Acquire);
+/// assert_eq!(value, 0);
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
 pub struct SignalPool<H: PlatformRef> {
     platform: H,
     node: NodeId,

@@ -243,6 +243,7 @@ pub struct LiveHandles {
 /// [`ExecutionMode::Interpret`], `interpret` for [`ExecutionMode::InterpretOnly`], `host` for
 /// [`ExecutionMode::HostOnly`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ExecutionMode {
     /// Run the kernel's machine code in the GFX9 interpreter; machine code that fails (an
     /// encoding the interpreter does not implement, a memory fault) stops the queue with the
@@ -479,6 +480,23 @@ impl Device {
 }
 
 /// The emulated `/dev/kfd` (driver name `"emulated"`). See the module docs for semantics.
+/// # Example
+/// The built-in MI210-like profile as a [`LinuxPlatform`](hsa_linux::LinuxPlatform)'s driver
+/// ([`SelectedDevice::emulated`](crate::SelectedDevice::emulated)), its gfx9 interpreter the
+/// executor ([`ExecutionMode`]; `HSA_RT_EMULATION` picks it in [`crate::open_default`]); the
+/// [quick start of hsa-core](hsa_core#quick-start) dispatches a kernel on it.
+/// ```
+/// use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
+///
+/// let emulated = EmulatedKfd::new(builtin_topology())?;
+/// let gpus = emulated.topology().nodes.iter().filter(|n| n.properties.gpu_id != 0).count();
+/// assert_eq!(gpus, 1);
+/// let device = SelectedDevice::emulated(emulated)?;
+/// assert_eq!(device.platform.device_kind(), "emulated");
+/// let stats = device.emulated.as_ref().map(|e| e.execution_stats().interpreted_dispatches);
+/// assert_eq!(stats, Some(0));
+/// # Ok::<(), hsa_core::Error>(())
+/// ```
 pub struct EmulatedKfd {
     device: Arc<Device>,
     /// What it answered, when recording (the `record` module).

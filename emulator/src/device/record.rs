@@ -37,6 +37,7 @@ pub enum CallTarget {
 
 /// One call the device answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum KfdCall {
     /// An ioctl: the request (`_IOC` encoded: type, number, size, direction), the argument's
     /// bytes before and after, and the result.

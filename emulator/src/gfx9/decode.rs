@@ -16,6 +16,7 @@ use hsa_core::{Error, Result, Status};
 
 /// A microcode format (encoding) of GFX9.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Encoding {
     /// Scalar ALU, two sources (`[31:30] = 0b10`).
     Sop2,
@@ -194,6 +195,7 @@ fn lookup_where(
 
 /// An operand: a register range, a constant, or a special value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Operand {
     /// No operand in this slot.
     None,

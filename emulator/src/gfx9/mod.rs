@@ -30,6 +30,7 @@ use hsa_core::isa::Processor;
 /// processor table lists no ISA feature of theirs beyond gfx900's) use
 /// [`Gfx9Target::Gfx900`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Gfx9Target {
     /// gfx900 (Vega 10), also used for gfx9-generic and gfx902/gfx904/gfx909/gfx90c.
     Gfx900,

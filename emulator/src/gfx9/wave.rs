@@ -22,6 +22,7 @@ pub const EXEC: usize = 126;
 
 /// Where a wave is in its program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WaveState {
     /// Executing.
     Running,

@@ -1,5 +1,5 @@
 //! A simulated GPU for the bare-metal backend, shared by `tests/simulated_device.rs` and
-//! `examples/firmware.rs` (which includes this file with `#[path]`), and the tests' host over
+//! `examples/simulated_host.rs` (which includes this file with `#[path]`), and the tests' host over
 //! ordinary memory ([`host`], shared by `tests/simulated_device.rs` and `tests/fake_host.rs`).
 //!
 //! It plays the parts of the hardware that [`BaremetalPlatform`] talks to, over ordinary

@@ -1,14 +1,19 @@
-//! Firmware-style integration of hsa-baremetal: a [`Host`] over `static` buffers (no heap,
-//! no std collections in the host), the core's AQL queue and signals on top of
-//! [`BaremetalPlatform`], a barrier-AND and a kernel dispatch, and a blocked wait that sleeps
-//! in the host's wait-for-interrupt hook until the IH interrupt path wakes it.
+//! The `Host` trait of hsa-baremetal, walked through on an ordinary Linux host: a [`Host`] over
+//! `static` buffers (no heap, no std collections in the host), the core's AQL queue and
+//! signals on top of [`BaremetalPlatform`], a barrier-AND and a kernel dispatch, and a blocked
+//! wait that sleeps in the host's wait-for-interrupt hook until the IH interrupt path wakes it.
+//!
+//! This is not firmware: it needs std, for the simulated device's thread and the host clock.
+//! The firmware example — a `no_std` image for `x86_64-unknown-none` that runs the main job on
+//! hsa-baremetal in a QEMU virtual machine — is `unikernel/` (hsa-unikernel); see its
+//! `src/main.rs` for the commands.
 //!
 //! There is no GPU here: a thread runs the simulated device from `tests/sim` (the same one the
 //! integration test uses), which polls the doorbells, runs the ring through the core's packet
 //! processor, executes the "kernel" as a Rust closure, and reports completions as soc15 IH
 //! end-of-pipe entries, calling `on_interrupt` as the host's ISR would.
 //!
-//! Run: `cargo run -p hsa-baremetal --example firmware`.
+//! Run: `cargo run -p hsa-baremetal --example simulated_host`.
 
 #[path = "../tests/sim/mod.rs"]
 mod sim;
@@ -246,7 +251,7 @@ fn system_chunk(p: &impl Platform, bytes: u64) -> Result<MemoryChunk, Error> {
 }
 
 fn main() -> Result<(), Error> {
-    println!("firmware: bringing up hsa-baremetal over static buffers");
+    println!("simulated_host: bringing up hsa-baremetal over static buffers");
     let platform = BaremetalPlatform::<FirmwareHost>::new(FirmwareHost::new())?;
     let p = &platform;
     for c in p.host().carve_outs() {
@@ -323,7 +328,7 @@ fn main() -> Result<(), Error> {
             r.write_next(&dispatch.emit()?)?;
             queue.ring_doorbell(r.last_index())?;
             println!(
-                "firmware: submitted barrier-AND + dispatch, doorbell {}",
+                "simulated_host: submitted barrier-AND + dispatch, doorbell {}",
                 r.last_index()
             );
 
@@ -334,7 +339,7 @@ fn main() -> Result<(), Error> {
             }
             // Release: the inputs before the dependency reads 0.
             inputs_ready.store(0, StoreOrder::Release);
-            println!("firmware: inputs ready; waiting (blocked) for the dispatch");
+            println!("simulated_host: inputs ready; waiting (blocked) for the dispatch");
             let barrier_value = barrier_done.wait(
                 SignalCondition::Eq,
                 0,
@@ -361,7 +366,7 @@ fn main() -> Result<(), Error> {
         .count();
     let stats = p.irq_stats();
     println!(
-        "firmware: barrier_done = {}, kernel_done = {}, c[5] = {}, c[{}] = {}",
+        "simulated_host: barrier_done = {}, kernel_done = {}, c[5] = {}, c[{}] = {}",
         outcome.0,
         outcome.1,
         wc[5].load(Ordering::Relaxed),
@@ -369,12 +374,12 @@ fn main() -> Result<(), Error> {
         wc[N as usize - 1].load(Ordering::Relaxed)
     );
     println!(
-        "firmware: device completed {} packets, raised {} end-of-pipe interrupts; CPU halted {} times",
+        "simulated_host: device completed {} packets, raised {} end-of-pipe interrupts; CPU halted {} times",
         device.packets(),
         device.eop_interrupts(),
         p.host().halts.load(Ordering::Relaxed)
     );
-    println!("firmware: IH {stats:?}");
+    println!("simulated_host: IH {stats:?}");
 
     queue.destroy()?;
     drop((inputs_ready, barrier_done, kernel_done));
@@ -394,6 +399,6 @@ fn main() -> Result<(), Error> {
             device.errors()
         );
     }
-    println!("firmware: ok");
+    println!("simulated_host: ok");
     Ok(())
 }
