@@ -57,6 +57,8 @@ struct TestHost<'p> {
     kernels: HashMap<u64, KernelFn>,
     agents: HashMap<u16, AgentFn>,
     errors: RefCell<Vec<Error>>,
+    /// What [`ProcessorHost::preempted`] says.
+    preempted: std::cell::Cell<bool>,
 }
 
 impl<'p> TestHost<'p> {
@@ -66,6 +68,7 @@ impl<'p> TestHost<'p> {
             kernels: HashMap::new(),
             agents: HashMap::new(),
             errors: RefCell::new(Vec::new()),
+            preempted: std::cell::Cell::new(false),
         }
     }
 
@@ -163,6 +166,10 @@ impl ProcessorHost for TestHost<'_> {
 
     fn report_error(&self, error: &Error) {
         self.errors.borrow_mut().push(error.clone());
+    }
+
+    fn preempted(&self) -> bool {
+        self.preempted.get()
     }
 }
 
@@ -577,6 +584,33 @@ fn malformed_packet_stops_the_queue_once() {
     assert_eq!(q.run(&host), (0, Progress::Stopped(e.clone())));
     assert_eq!(host.errors(), [e], "reported once");
     assert_eq!(*log.lock().unwrap(), [0x1000]);
+}
+
+/// A packet whose execution fails while the host is taking the queue away (amdkfd's
+/// DESTROY_QUEUE preempting a running kernel) is abandoned, not an error: the packets before
+/// it complete, it stays in its slot, nothing is stored into `queue_inactive_signal` and
+/// nothing is reported; the processor says `Blocked` until it is dropped.
+#[test]
+fn a_packet_failing_while_preempted_is_abandoned_not_reported() {
+    let p = FakePlatform::new();
+    let mut host = TestHost::new(&p);
+    let log = logging_kernels(&mut host, &[0x1000]);
+    let mut q = TestQueue::new(&p, false, true);
+    q.push(&kernel(0x1000, N));
+    // Not a registered kernel: the host's execution fails.
+    q.push(&kernel(0x3000, N));
+    host.preempted.set(true);
+    assert_eq!(q.run(&host), (1, Progress::Blocked));
+    assert_eq!(*log.lock().unwrap(), [0x1000]);
+    assert_eq!(
+        q.read_index(),
+        1,
+        "read index stays at the abandoned packet"
+    );
+    assert_eq!(q.header_type(1), 2, "the abandoned packet's header stays");
+    assert_eq!(q.signal_value(INACTIVE_SIGNAL), 0, "no error stored");
+    assert!(host.errors().is_empty(), "no error reported");
+    assert_eq!(q.run(&host), (0, Progress::Blocked));
 }
 
 #[test]

@@ -152,6 +152,18 @@ pub trait ProcessorHost {
     /// VM raises its fault interrupt before anyone learns that the queue stopped. Called at
     /// most once per queue, only when the inactive signal resolved. The default does nothing.
     fn queue_stopping(&self) {}
+
+    /// Whether the queue is being taken off the device while a packet runs: amdkfd's
+    /// DESTROY_QUEUE unmaps a queue from the hardware and its waves end wherever they are, so
+    /// a kernel that would never finish (one spinning on a host flag) still lets its queue go.
+    /// When a packet's execution fails and this says `true`, the processor abandons the
+    /// packet: it neither completes it nor stops the queue with the error (nothing is stored
+    /// into `queue_inactive_signal`, no error is reported), leaves it in its slot and returns
+    /// [`Progress::Blocked`] (or [`Progress::Processed`] for the packets before it); the
+    /// caller is expected to drop the processor. The default says `false`.
+    fn preempted(&self) -> bool {
+        false
+    }
 }
 
 /// What one call of [`PacketProcessor::process`] achieved.
@@ -340,6 +352,13 @@ impl PacketProcessor {
                 Ok(Step::Idle) if done == 0 => return Progress::Idle,
                 Ok(Step::Blocked) if done == 0 => return Progress::Blocked,
                 Ok(_) => break,
+                Err(_) if host.preempted() => {
+                    log::debug!(
+                        "packet {} abandoned: the queue is being destroyed",
+                        self.consumer.read_index()
+                    );
+                    break;
+                }
                 Err(e) => {
                     let e = e.context_index(self.consumer.read_index());
                     // The platform reports the error at error level, naming its queue; the detail
@@ -367,6 +386,9 @@ impl PacketProcessor {
             }
         }
         if done == 0 {
+            if host.preempted() {
+                return Progress::Blocked;
+            }
             Progress::Idle
         } else {
             Progress::Processed(done)

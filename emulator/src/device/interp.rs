@@ -12,8 +12,8 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::gfx9::exec::{
-    check_dispatch, run_workgroups, workgroup_total, DeviceMemory, DispatchState, ExecStats,
-    KernelCode,
+    check_dispatch, run_workgroups, run_workgroups_preemptible, workgroup_total, DeviceMemory,
+    DispatchState, ExecStats, KernelCode,
 };
 use crate::gfx9::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
@@ -31,8 +31,10 @@ const DESCRIPTOR_BYTES: usize = 64;
 /// per code object; a larger allocation is read in this window).
 const CODE_WINDOW_BYTES: u64 = 8 << 20;
 
-/// Instructions one wave may execute before the dispatch is aborted as hung
-/// (`Status::Exception`).
+/// Instructions one wave may execute in [`run_kernel_dispatch`] before the dispatch is
+/// aborted as hung (`Status::Exception`): that entry point has no queue to preempt. The
+/// emulated amdkfd's own queues set no limit, as a GPU has none: a wave there runs until it
+/// ends or its queue is destroyed ([`run`]'s `preempt`).
 pub(crate) const MAX_INSTRUCTIONS_PER_WAVE: u64 = 100_000_000;
 
 /// Device memory of one GPU as the interpreter sees it: the live allocations mapped to that
@@ -177,7 +179,11 @@ pub(crate) enum Outcome {
 /// completed as they complete (a chunk at a time), for a watcher of the device's progress.
 ///
 /// Errors come back as [`Outcome::Failed`]; their messages do not name the kernel (the
-/// caller adds it).
+/// caller adds it). No wave has an instruction limit; once `preempt` is set (the queue is
+/// being destroyed) every wave stops within
+/// [`PREEMPT_CHECK_INSTRUCTIONS`](crate::gfx9::exec::PREEMPT_CHECK_INSTRUCTIONS)
+/// instructions and the dispatch fails with a `preempted` error.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
@@ -186,8 +192,11 @@ pub(crate) fn run(
     lds_bytes: u32,
     threads: usize,
     done: &AtomicU64,
+    preempt: &AtomicBool,
 ) -> Outcome {
-    match run_inner(dispatch, target, allocs, gpu_id, lds_bytes, threads, done) {
+    match run_inner(
+        dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt,
+    ) {
         Ok(s) => Outcome::Ran(s),
         Err((e, fault)) => Outcome::Failed(e, fault),
     }
@@ -332,6 +341,7 @@ pub fn run_kernel_dispatch(
     Ok(stats)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_inner(
     dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
@@ -340,6 +350,7 @@ fn run_inner(
     lds_bytes: u32,
     threads: usize,
     done: &AtomicU64,
+    preempt: &AtomicBool,
 ) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
@@ -363,12 +374,25 @@ fn run_inner(
     })
     .map_err(setup)?;
     let code = prepared.code();
-    let (descriptor, state) = (prepared.descriptor, prepared.state);
+    let descriptor = prepared.descriptor;
+    let state = DispatchState {
+        max_instructions_per_wave: u64::MAX,
+        ..prepared.state
+    };
     check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
     let run_range = |mem: &GpuMemory<'_>, range: Range<u64>, stats: &mut ExecStats| {
-        let r = run_workgroups(&code, &descriptor, target, &state, mem, range, stats);
+        let r = run_workgroups_preemptible(
+            &code,
+            &descriptor,
+            target,
+            &state,
+            mem,
+            range,
+            stats,
+            preempt,
+        );
         done.fetch_add(stats.workgroups, Ordering::Relaxed);
         r
     };

@@ -181,6 +181,7 @@ impl CpThread {
                     isa: gpu.map_or("unknown", |g| g.isa.as_str()),
                     fault: std::cell::Cell::new(None),
                     vm_fault_raised: std::cell::Cell::new(false),
+                    stop: &self.ctl.stop,
                 };
                 let progress = self.processor.process(&host, 64);
                 (progress, (host.fault.get(), host.vm_fault_raised.get()))
@@ -218,6 +219,8 @@ struct CpHost<'a> {
     fault: std::cell::Cell<Option<MemoryFault>>,
     /// Whether that fault's KFD memory event is raised already ([`CpHost::raise_vm_fault`]).
     vm_fault_raised: std::cell::Cell<bool>,
+    /// Set by DESTROY_QUEUE: a running kernel is preempted ([`ProcessorHost::preempted`]).
+    stop: &'a AtomicBool,
 }
 
 impl CpHost<'_> {
@@ -275,6 +278,10 @@ impl CpHost<'_> {
 }
 
 impl ProcessorHost for CpHost<'_> {
+    fn preempted(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
     fn execute_kernel(&self, dispatch: &DecodedKernelDispatch) -> hsa_core::Result<()> {
         if self.device.mode() == ExecutionMode::HostOnly {
             return self.run_host(dispatch);
@@ -315,6 +322,7 @@ impl ProcessorHost for CpHost<'_> {
             self.lds_bytes,
             threads,
             &self.device.stats.workgroups,
+            self.stop,
         ) {
             interp::Outcome::Ran(s) => {
                 let c = &self.device.stats;

@@ -24,6 +24,7 @@
 
 use alloc::vec;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
 use super::f16;
@@ -319,6 +320,37 @@ pub fn run_workgroups(
     groups: core::ops::Range<u64>,
     stats: &mut ExecStats,
 ) -> Result<()> {
+    let never = AtomicBool::new(false);
+    run_workgroups_preemptible(
+        code, descriptor, target, dispatch, memory, groups, stats, &never,
+    )
+}
+
+/// Instructions a wave runs between two looks at the preemption flag of
+/// [`run_workgroups_preemptible`] (a power of two).
+pub const PREEMPT_CHECK_INSTRUCTIONS: u64 = 4096;
+
+/// [`run_workgroups`] for a device that can take the queue away while a kernel runs, as
+/// amdkfd's DESTROY_QUEUE does on a GPU (the CP unmaps the queue and its waves end, however
+/// long they would have run). Every wave looks at `preempt` every
+/// [`PREEMPT_CHECK_INSTRUCTIONS`] instructions; once it is set, the range stops with an
+/// error saying so. A wave that spins on memory forever (a kernel waiting for a host flag
+/// that never comes) thus ends when its queue is destroyed rather than through a hang guard.
+///
+/// # Errors
+/// As [`run_workgroups`], and [`Status::Exception`] when `preempt` was seen set (the
+/// message starts with `preempted`).
+#[allow(clippy::too_many_arguments)]
+pub fn run_workgroups_preemptible(
+    code: &KernelCode<'_>,
+    descriptor: &KernelDescriptor,
+    target: Gfx9Target,
+    dispatch: &DispatchState,
+    memory: &dyn DeviceMemory,
+    groups: core::ops::Range<u64>,
+    stats: &mut ExecStats,
+    preempt: &AtomicBool,
+) -> Result<()> {
     check_dispatch(descriptor, dispatch)?;
     let mut lds = vec![0u8; dispatch.group_segment_size as usize];
     let counts = workgroup_counts(dispatch);
@@ -341,6 +373,7 @@ pub fn run_workgroups(
         scratch_per_wave,
         instructions: 0,
         lane_instructions: 0,
+        preempt,
     };
     let (cx, cy) = (u64::from(counts[0]), u64::from(counts[1]));
     let mut result = Ok(());
@@ -385,6 +418,8 @@ struct Ctx<'a, 'c> {
     scratch_per_wave: u64,
     instructions: u64,
     lane_instructions: u64,
+    /// Set when the device takes the queue away ([`run_workgroups_preemptible`]).
+    preempt: &'a AtomicBool,
 }
 
 fn run_group(
@@ -420,6 +455,16 @@ fn run_group(
         for w in waves.iter_mut() {
             while w.state == WaveState::Running {
                 step(ctx, w, dispatch.max_instructions_per_wave)?;
+                if w.executed % PREEMPT_CHECK_INSTRUCTIONS == 0
+                    && ctx.preempt.load(Ordering::Relaxed)
+                {
+                    bail!(
+                        Status::Exception,
+                        "preempted after {} instructions of this wave: the device took its \
+                         queue away",
+                        w.executed
+                    );
+                }
             }
         }
         if waves.iter().all(|w| w.state == WaveState::Ended) {

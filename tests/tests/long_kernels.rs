@@ -1,0 +1,185 @@
+//! Kernels that run long or forever on the emulated device, as a GPU runs them: a wave has no
+//! instruction limit (rocrtst's `Aql_Barrier_Bit` tests leave kernels spinning on a signal
+//! the host never sets; the emulated device used to stop their queue after 100 million
+//! instructions, aborting the test), and destroying a queue ends a kernel that would never
+//! finish — amdkfd's DESTROY_QUEUE takes the queue off the hardware wherever its waves are —
+//! without a queue error.
+//!
+//! The kernels are a kernel descriptor and a few hand-assembled gfx9 instructions (encodings
+//! from `llvm-mc-19 -arch=amdgcn -mcpu=gfx90a -show-encoding`) in a GPU-mapped allocation.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hsa_core::memory::GlobalFlags;
+use hsa_core::packet::KernelDispatch;
+use hsa_core::platform::QueueErrorCallback;
+use hsa_core::queue::{AqlQueue, QueueConfig};
+use hsa_core::runtime::Runtime;
+use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
+use hsa_core::{Error, GpuVa, NodeId, QueueId};
+use hsa_emu::{builtin_topology, EmulatedKfd, ExecutionMode, SelectedDevice};
+
+static ERRORS: AtomicU32 = AtomicU32::new(0);
+static LAST: Mutex<Option<String>> = Mutex::new(None);
+
+fn on_error(e: &Error, _: QueueId, _: usize) {
+    ERRORS.fetch_add(1, Ordering::SeqCst);
+    *LAST.lock().unwrap() = Some(e.to_string());
+}
+
+/// Byte offset of the code from the kernel descriptor (`kernel_code_entry_byte_offset`).
+const ENTRY: usize = 0x100;
+
+/// `s_mov_b32 s0, 51000000; loop: s_add_u32 s0, s0, -1; s_cbranch_scc1 loop; s_endpgm`:
+/// 2 + 2 x 51,000,001 = 102,000,004 instructions (the add carries until s0 was 0).
+const COUNT_DOWN: [u32; 6] = [
+    0xbe80_00ff,
+    51_000_000,
+    0x8000_c100,
+    0xbf85_fffe,
+    0xbf81_0000,
+    0,
+];
+
+/// `s_branch -1`: a branch to itself, forever.
+const SPIN: [u32; 1] = [0xbf82_ffff];
+
+/// Runs `code` as a one-work-item kernel on the emulated gfx90a, interpreted; `then` gets the
+/// queue, the completion signal's pool entry and the emulated device once the packet is
+/// submitted.
+fn with_kernel(
+    code: &[u32],
+    then: impl FnOnce(
+        AqlQueue<&hsa_linux::LinuxPlatform>,
+        &hsa_core::signal::Signal<&hsa_linux::LinuxPlatform>,
+        &EmulatedKfd,
+    ),
+) {
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    emulated.set_execution_mode(ExecutionMode::InterpretOnly);
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated.clone()).unwrap().platform,
+    ))
+    .unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let pool = rt
+        .find_pool(cpu.handle(), GlobalFlags::KERNARG)
+        .unwrap()
+        .handle();
+    let kernel = rt.allocate(pool, 4096).unwrap();
+    let mut image = vec![0u8; ENTRY + code.len() * 4];
+    // (The kernarg segment, unused, is the allocation's second half.)
+    // kernel_descriptor_t: kernel_code_entry_byte_offset at byte 16; everything else zero
+    // (wave64, no user SGPRs, no LDS or scratch).
+    image[16..24].copy_from_slice(&(ENTRY as i64).to_le_bytes());
+    for (i, w) in code.iter().enumerate() {
+        image[ENTRY + 4 * i..ENTRY + 4 * i + 4].copy_from_slice(&w.to_le_bytes());
+    }
+    let host = kernel.host_ptr.unwrap().as_ptr();
+    // SAFETY: `kernel` is a live host-accessible allocation of 4096 bytes, longer than
+    // `image`; no dispatch reads it yet.
+    unsafe { host.copy_from_nonoverlapping(image.as_ptr(), image.len()) };
+    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
+    let done = signals.create_interrupt(1).unwrap();
+    let mut config = QueueConfig::new(
+        NodeId(gpu.node()),
+        gpu.queue_min_size(),
+        gpu.queue_min_size(),
+        gpu.queue_max_size(),
+    );
+    config.on_error = Some(QueueErrorCallback {
+        func: on_error,
+        data: 0,
+    });
+    let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    let packet = KernelDispatch {
+        completion_signal: done.handle(),
+        ..KernelDispatch::one_dimensional(GpuVa(kernel.va.0), GpuVa(kernel.va.0 + 2048), 1, 1)
+    };
+    let mut r = q.reserve(1).unwrap();
+    let last = r.write_next(&packet.emit().unwrap()).unwrap();
+    q.ring_doorbell(last).unwrap();
+    then(q, &done, &emulated);
+    rt.free(kernel.va).unwrap();
+}
+
+/// A wave past 100 million instructions (the hang guard the emulated device had) runs to
+/// its end: the completion signal reaches 0 and the queue reports no error.
+#[test]
+fn a_wave_has_no_instruction_limit() {
+    with_kernel(&COUNT_DOWN, |q, done, emulated| {
+        let v = q
+            .wait_completion(
+                done,
+                SignalCondition::Lt,
+                1,
+                300_000_000_000,
+                WaitState::Blocked,
+            )
+            .unwrap();
+        assert_eq!(v, 0, "queue error: {:?}", LAST.lock().unwrap());
+        assert!(emulated.queue_error(q.hw_id().0).is_none());
+        assert_eq!(
+            emulated.execution_stats().instructions,
+            102_000_004,
+            "the instructions the count-down kernel executes"
+        );
+        q.destroy().unwrap();
+    });
+    assert_eq!(
+        ERRORS.load(Ordering::SeqCst),
+        0,
+        "{:?}",
+        LAST.lock().unwrap()
+    );
+}
+
+/// Destroying a queue whose kernel spins forever returns, and the kernel's end is no queue
+/// error: no callback, nothing stored into the queue's inactive signal, no error recorded by
+/// the device; the packet never completed.
+#[test]
+fn destroying_a_queue_ends_a_kernel_that_never_finishes() {
+    with_kernel(&SPIN, |q, done, emulated| {
+        // The wave is running (or about to): nothing completes it.
+        let v = q
+            .wait_completion(
+                done,
+                SignalCondition::Lt,
+                1,
+                200_000_000,
+                WaitState::Blocked,
+            )
+            .unwrap();
+        assert_eq!(v, 1);
+        let hw = q.hw_id().0;
+        // The inactive signal outlives nothing of the queue: read it through the device
+        // after the destroy instead (its error record).
+
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|s| {
+            s.spawn(move || tx.send(q.destroy()).unwrap());
+            let destroyed = rx
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|_| {
+                    eprintln!("hsa_queue_destroy still blocked after 60 s on a spinning kernel");
+                    std::process::exit(1)
+                });
+            destroyed.unwrap();
+        });
+        assert!(emulated.queue_error(hw).is_none());
+        assert_eq!(
+            done.load(LoadOrder::Acquire),
+            1,
+            "the packet never completed"
+        );
+    });
+    assert_eq!(
+        ERRORS.load(Ordering::SeqCst),
+        0,
+        "{:?}",
+        LAST.lock().unwrap()
+    );
+}
