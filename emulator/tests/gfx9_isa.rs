@@ -1939,3 +1939,260 @@ fn f16_valu_matches_the_isa() {
     }
     assert_eq!(ran, 5 * (6 * 8 + 10 + 8 + 3));
 }
+
+// --- IEEE division and square root as clang compiles them -----------------------------------
+
+/// f32 operands of the division kernels: the edge values, powers of two at the ends of the
+/// range (where `v_div_scale` must scale: a subnormal or huge denominator, a quotient near
+/// the largest value or below the smallest normal, a tiny numerator), and ordinary values.
+const DIV_F32: [u32; 32] = [
+    0x0000_0000,
+    0x8000_0000,
+    0x3F80_0000,
+    0xBF80_0000,
+    0x0000_0001,
+    0x8000_0003,
+    0x007F_FFFF,
+    0x0080_0000,
+    0x7F7F_FFFF,
+    0xFF7F_FFFF,
+    0x7F80_0000,
+    0xFF80_0000,
+    0x7FC0_0000,
+    0x7F80_0001,
+    0x3FC0_0000,
+    0x4B80_0001,
+    0x4040_0000, // 3
+    0x4120_0000, // 10
+    0x7F00_0000, // 2^127
+    0x7E80_0000, // 2^126
+    0x7EC0_0000, // 1.5 × 2^126
+    0x0C00_0000, // 2^-103
+    0x0B80_0000, // 2^-104
+    0x1A80_0000, // 2^-74
+    0x3400_0001, // ~2^-23
+    0x6500_0000, // 2^75
+    0x5F80_0000, // 2^64
+    0x2000_0000, // 2^-63
+    0x0040_0001, // subnormal
+    0xC2F6_E979, // -123.456
+    0x3DCC_CCCD, // 0.1
+    0x0000_00FF, // subnormal
+];
+
+/// f64 operands of the division kernels (as [`DIV_F32`], at f64's range).
+const DIV_F64: [u64; 30] = [
+    0,
+    0x8000_0000_0000_0000,
+    0x3FF0_0000_0000_0000,
+    0xBFF0_0000_0000_0000,
+    1,
+    0x8000_0000_0000_0003,
+    0x000F_FFFF_FFFF_FFFF,
+    0x0010_0000_0000_0000,
+    0x7FEF_FFFF_FFFF_FFFF,
+    0xFFEF_FFFF_FFFF_FFFF,
+    0x7FF0_0000_0000_0000,
+    0xFFF0_0000_0000_0000,
+    0x7FF8_0000_0000_0000,
+    0x7FF0_0000_0000_0001,
+    0x3FF8_0000_0000_0000,
+    0x4340_0000_0000_0001,
+    0x4008_0000_0000_0000, // 3
+    0x4024_0000_0000_0000, // 10
+    0x7FE0_0000_0000_0000, // 2^1023
+    0x7FD0_0000_0000_0000, // 2^1022
+    0x7FD8_0000_0000_0000, // 1.5 × 2^1022
+    0x0350_0000_0000_0000, // 2^-970
+    0x0340_0000_0000_0000, // 2^-971
+    0x2FF0_0000_0000_0000, // 2^-256
+    0x3CB0_0000_0000_0001, // ~2^-52
+    0x5000_0000_0000_0000, // 2^257
+    0x43F0_0000_0000_0000, // 2^64
+    0x0008_0000_0000_0001, // subnormal
+    0xC05E_DD2F_1A9F_BE77, // -123.456
+    0x3FB9_9999_9999_999A, // 0.1
+];
+
+/// Division operand pairs: every pair of `edges`, then `random` pairs of random bit patterns
+/// (mostly huge or tiny ratios) and of values with nearby exponents.
+fn div_pairs<T: Copy>(
+    edges: &[T],
+    random: usize,
+    mut rnd: impl FnMut(bool) -> T,
+) -> (Vec<T>, Vec<T>) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for &x in edges {
+        for &y in edges {
+            a.push(x);
+            b.push(y);
+        }
+    }
+    for i in 0..random {
+        a.push(rnd(i % 2 == 0));
+        b.push(rnd(i % 2 == 0));
+    }
+    (a, b)
+}
+
+/// The IEEE quotient's expected bits from the host's: a NaN operand gives the numerator's NaN
+/// (else the denominator's) quieted; 0/0 and ∞/∞ give the ISA's default NaN (the host's is
+/// negative).
+fn div_expect(
+    a_nan: bool,
+    b_nan: bool,
+    a_q: u64,
+    b_q: u64,
+    host: u64,
+    host_nan: bool,
+    dflt: u64,
+) -> u64 {
+    if a_nan {
+        a_q
+    } else if b_nan {
+        b_q
+    } else if host_nan {
+        dflt
+    } else {
+        host
+    }
+}
+
+/// The `fdiv.cl` kernels compiled by clang-19 (`-cl-fp32-correctly-rounded-divide-sqrt`): f32,
+/// f64 and f16 `a / b` (`v_div_scale`, `v_rcp`, FMAs, `v_div_fmas`, `v_div_fixup`; f16 through
+/// f32 and `v_div_fixup_f16`) and `sqrt` over edge values and random bit patterns give the
+/// host's IEEE results bit for bit, on every target.
+#[test]
+fn compiled_division_and_sqrt_match_the_host() {
+    let mut r = prng(0x5EED);
+    let (a32, b32) = div_pairs(&DIV_F32, 8192, |wide| {
+        let x = r();
+        if wide {
+            x
+        } else {
+            // Exponent within ±8 of 127: ordinary quotients with every mantissa.
+            (x & 0x807F_FFFF) | (119 + (x >> 24) % 17) << 23
+        }
+    });
+    let (a64, b64) = div_pairs(&DIV_F64, 8192, |wide| {
+        let x = u64::from(r()) << 32 | u64::from(r());
+        if wide {
+            x
+        } else {
+            (x & 0x800F_FFFF_FFFF_FFFF) | (1015 + (x >> 53) % 17) << 52
+        }
+    });
+    let (a16, b16): (Vec<u16>, Vec<u16>) = div_pairs(&F16, 4096, |_| r() as u16);
+    let n32 = a32.len();
+    let n64 = a64.len();
+    let n16 = a16.len();
+    let bytes16 = |v: &[u16]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    for (cpu, target) in CPUS {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../testdata/codeobjects/isa/fdiv-{cpu}-v5.hsaco"));
+        let isa = Isa {
+            data: std::fs::read(&p).unwrap_or_else(|e| panic!("{p:?}: {e}")),
+            target,
+        };
+        let run = |k: &str, a: Vec<u8>, b: Vec<u8>, n: usize, size: usize| -> Vec<u8> {
+            let items = n.div_ceil(64) as u32 * 64;
+            let bufs = vec![a, b, vec![0xEE; items as usize * size]];
+            let out = isa
+                .run_with(k, items, &bufs, &[(24, n as u32)])
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            out[2][..n * size].to_vec()
+        };
+        let got = u32s(&run("div_f32", bytes32(&a32), bytes32(&b32), n32, 4));
+        for i in 0..n32 {
+            let (x, y) = (f32::from_bits(a32[i]), f32::from_bits(b32[i]));
+            let q = x / y;
+            let want = div_expect(
+                x.is_nan(),
+                y.is_nan(),
+                u64::from(a32[i] | 0x40_0000),
+                u64::from(b32[i] | 0x40_0000),
+                u64::from(q.to_bits()),
+                q.is_nan(),
+                0x7FC0_0000,
+            );
+            assert_eq!(
+                u64::from(got[i]),
+                want,
+                "{cpu} div_f32 {:#010x} / {:#010x} ({x:e} / {y:e})",
+                a32[i],
+                b32[i]
+            );
+        }
+        let got = u64s(&run("div_f64", bytes64(&a64), bytes64(&b64), n64, 8));
+        for i in 0..n64 {
+            let (x, y) = (f64::from_bits(a64[i]), f64::from_bits(b64[i]));
+            let q = x / y;
+            let quiet = 1 << 51;
+            let want = div_expect(
+                x.is_nan(),
+                y.is_nan(),
+                a64[i] | quiet,
+                b64[i] | quiet,
+                q.to_bits(),
+                q.is_nan(),
+                0x7FF8_0000_0000_0000,
+            );
+            assert_eq!(
+                got[i], want,
+                "{cpu} div_f64 {:#018x} / {:#018x} ({x:e} / {y:e})",
+                a64[i], b64[i]
+            );
+        }
+        let got = run("div_f16", bytes16(&a16), bytes16(&b16), n16, 2);
+        for i in 0..n16 {
+            let g = u16::from_le_bytes([got[2 * i], got[2 * i + 1]]);
+            let (x, y) = (a16[i], b16[i]);
+            let (xf, yf) = (
+                half::f16::from_bits(x).to_f64(),
+                half::f16::from_bits(y).to_f64(),
+            );
+            let q = xf / yf;
+            let want = div_expect(
+                f16_nan(x),
+                f16_nan(y),
+                u64::from(x | 0x200),
+                u64::from(y | 0x200),
+                u64::from(f16_round(q)),
+                q.is_nan(),
+                0x7E00,
+            );
+            assert_eq!(
+                u64::from(g),
+                want,
+                "{cpu} div_f16 {x:#06x} / {y:#06x} ({xf:e} / {yf:e})"
+            );
+        }
+        // sqrt: the host's square root; a NaN for negative operands and NaN inputs.
+        let got = u32s(&run("sqrt_f32", bytes32(&a32), bytes32(&b32), n32, 4));
+        for i in 0..n32 {
+            let s = f32::from_bits(a32[i]).sqrt();
+            if s.is_nan() {
+                assert!(
+                    f32::from_bits(got[i]).is_nan(),
+                    "{cpu} sqrt_f32 {:#x}",
+                    a32[i]
+                );
+            } else {
+                assert_eq!(got[i], s.to_bits(), "{cpu} sqrt_f32 {:#010x}", a32[i]);
+            }
+        }
+        let got = u64s(&run("sqrt_f64", bytes64(&a64), bytes64(&b64), n64, 8));
+        for i in 0..n64 {
+            let s = f64::from_bits(a64[i]).sqrt();
+            if s.is_nan() {
+                assert!(
+                    f64::from_bits(got[i]).is_nan(),
+                    "{cpu} sqrt_f64 {:#x}",
+                    a64[i]
+                );
+            } else {
+                assert_eq!(got[i], s.to_bits(), "{cpu} sqrt_f64 {:#018x}", a64[i]);
+            }
+        }
+    }
+}
