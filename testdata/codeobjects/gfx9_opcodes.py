@@ -56,7 +56,7 @@ row("SOPC", "s_cmp_eq_u64 s_cmp_lg_u64", "0 2 2")
 row("SOPC", "s_bitcmp0_b64 s_bitcmp1_b64", "0 2 1")
 row("SOPP", "s_nop s_endpgm s_branch s_cbranch_scc0 s_cbranch_scc1 s_cbranch_vccz "
     "s_cbranch_vccnz s_cbranch_execz s_cbranch_execnz s_barrier s_waitcnt s_sleep s_setprio "
-    "s_endpgm_saved s_trap", "0")
+    "s_endpgm_saved s_trap s_sendmsg s_sendmsghalt", "0")
 row("SMEM", "s_load_dword", "1")
 row("SMEM", "s_load_dwordx2", "2")
 row("SMEM", "s_load_dwordx4", "4")
@@ -233,7 +233,9 @@ def sample(enc, n, w, flags):
         return "%s %s, %s" % (n, reg("s", d[1], 20), reg("s", d[2], 40))
     if enc == "SOPP":
         return {"s_nop": "s_nop 0", "s_waitcnt": "s_waitcnt 0", "s_sleep": "s_sleep 1",
-                "s_setprio": "s_setprio 1", "s_trap": "s_trap 2"}.get(n, n if "branch" not in n else n + " 4")
+                "s_setprio": "s_setprio 1", "s_trap": "s_trap 2",
+                "s_sendmsg": "s_sendmsg sendmsg(MSG_INTERRUPT)",
+                "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
     if enc == "SMEM":
         return "%s %s, s[2:3], 0x4" % (n, reg("s", d[0], 4))
     if enc == "VOP1":

@@ -35,12 +35,19 @@ const CODE_WINDOW_BYTES: u64 = 8 << 20;
 /// (`Status::Exception`).
 pub(crate) const MAX_INSTRUCTIONS_PER_WAVE: u64 = 100_000_000;
 
+/// The device's handler of a wave's message interrupt (`s_sendmsg sendmsg(MSG_INTERRUPT)`),
+/// given M0[22:0]; called from the threads running work-groups.
+pub(crate) type Interrupt<'a> = dyn Fn(u32) + Sync + 'a;
+
 /// Device memory of one GPU as the interpreter sees it: the live allocations mapped to that
 /// GPU, every access bounds-checked. Holds a one-entry cache of the last allocation hit; make
 /// one per thread.
 pub(crate) struct GpuMemory<'a> {
     allocs: &'a Allocs,
     gpu_id: u32,
+    /// Where `s_sendmsg sendmsg(MSG_INTERRUPT)` goes (the device's interrupt handler), if
+    /// anywhere.
+    interrupt: Option<&'a Interrupt<'a>>,
     last: Cell<Option<(u64, u64, Region)>>,
     /// The first access that faulted.
     fault: Cell<Option<MemoryFault>>,
@@ -52,9 +59,16 @@ impl<'a> GpuMemory<'a> {
         GpuMemory {
             allocs,
             gpu_id,
+            interrupt: None,
             last: Cell::new(None),
             fault: Cell::new(None),
         }
+    }
+
+    /// This memory with `interrupt` receiving the waves' message interrupts.
+    pub(crate) fn with_interrupt(mut self, interrupt: &'a Interrupt<'a>) -> GpuMemory<'a> {
+        self.interrupt = Some(interrupt);
+        self
     }
 
     /// The first access through this memory that faulted, if one did.
@@ -160,6 +174,21 @@ impl DeviceMemory for GpuMemory<'_> {
             }
         }
     }
+
+    fn message_interrupt(&self, data: u32) -> hsa_core::Result<()> {
+        match self.interrupt {
+            Some(f) => {
+                f(data);
+                Ok(())
+            }
+            None => Err(error!(
+                Status::IllegalInstruction,
+                "s_sendmsg sendmsg(MSG_INTERRUPT) (M0 data {data:#x}): GPU {:#x} has no \
+                 interrupt handler here",
+                self.gpu_id
+            )),
+        }
+    }
 }
 
 /// How an interpreted dispatch ended, for the caller's fallback decision.
@@ -178,6 +207,7 @@ pub(crate) enum Outcome {
 ///
 /// Errors come back as [`Outcome::Failed`]; their messages do not name the kernel (the
 /// caller adds it).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
@@ -186,8 +216,11 @@ pub(crate) fn run(
     lds_bytes: u32,
     threads: usize,
     done: &AtomicU64,
+    interrupt: &Interrupt<'_>,
 ) -> Outcome {
-    match run_inner(dispatch, target, allocs, gpu_id, lds_bytes, threads, done) {
+    match run_inner(
+        dispatch, target, allocs, gpu_id, lds_bytes, threads, done, interrupt,
+    ) {
         Ok(s) => Outcome::Ran(s),
         Err((e, fault)) => Outcome::Failed(e, fault),
     }
@@ -332,6 +365,7 @@ pub fn run_kernel_dispatch(
     Ok(stats)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn run_inner(
     dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
@@ -340,8 +374,9 @@ fn run_inner(
     lds_bytes: u32,
     threads: usize,
     done: &AtomicU64,
+    interrupt: &Interrupt<'_>,
 ) -> Result<ExecStats, Failure> {
-    let memory = GpuMemory::new(allocs, gpu_id);
+    let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
     let setup = |e: Error| (e, memory.fault());
     let object = dispatch.kernel_object.0;
@@ -395,7 +430,7 @@ fn run_inner(
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
-                    let mem = GpuMemory::new(allocs, gpu_id);
+                    let mem = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
                     let mut stats = ExecStats::default();
                     while !failed.load(Ordering::Relaxed) {
                         let first = next.fetch_add(chunk, Ordering::Relaxed);

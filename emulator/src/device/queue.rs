@@ -315,6 +315,7 @@ impl ProcessorHost for CpHost<'_> {
             self.lds_bytes,
             threads,
             &self.device.stats.workgroups,
+            &|data| self.device.sq_message_interrupt(data),
         ) {
             interp::Outcome::Ran(s) => {
                 let c = &self.device.stats;

@@ -80,6 +80,26 @@ pub trait DeviceMemory {
         self.write(addr, &op(old).to_le_bytes())?;
         Ok(old)
     }
+
+    /// Raises the shader sequencer's message interrupt of `s_sendmsg sendmsg(MSG_INTERRUPT)`
+    /// with `data`, the low 23 bits of the wave's M0, as amdkfd receives it: its interrupt
+    /// handler (`kfd_int_process_v9.c`, `SOC15_INTSRC_SQ_INTERRUPT_MSG`) calls
+    /// `kfd_signal_event_interrupt(pasid, data, 23)`, which sets the signal event `data`
+    /// when its mailbox slot was written, else every signal event whose slot was. HIP's
+    /// hostcall (device printf) rings its doorbell signal this way (ROCm-Device-Libs ockl
+    /// `__ockl_hsa_signal_add`: the event id into the signal's mailbox, then the message).
+    ///
+    /// # Errors
+    /// The provided implementation is for memories with no interrupt handler behind them:
+    /// [`Status::IllegalInstruction`] saying so (the kernel would wait for a host that is
+    /// never told).
+    fn message_interrupt(&self, data: u32) -> Result<()> {
+        Err(error!(
+            Status::IllegalInstruction,
+            "s_sendmsg sendmsg(MSG_INTERRUPT) (M0 data {data:#x}): this device has no \
+             interrupt handler"
+        ))
+    }
 }
 
 /// A kernel's machine code: the bytes of (at least) its code, where they live on the device,
@@ -765,7 +785,7 @@ fn set_vdst(w: &mut Wave, op: &Operand, lane: usize, v: u64, count: u8) {
 fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     match inst.encoding {
         Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
-        Encoding::Sopp => sopp(w, inst, next),
+        Encoding::Sopp => sopp(ctx, w, inst, next),
         Encoding::Smem => {
             let base = w.sreg64(match inst.src[0] {
                 Operand::Sreg { index, .. } => index as usize,
@@ -837,10 +857,27 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
     }
 }
 
-fn sopp(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
+fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     let target = next.wrapping_add((inst.imm as i64 * 4) as u64);
     let taken = match inst.name() {
-        "s_nop" | "s_waitcnt" | "s_sleep" | "s_setprio" => return Ok(Flow::Next),
+        "s_nop" | "s_waitcnt" | "s_setprio" => return Ok(Flow::Next),
+        // A sleeping wave lets others run: here the host thread gives up its time slice (a
+        // kernel polling memory the host writes, such as hostcall's, waits this way).
+        "s_sleep" => {
+            std::thread::yield_now();
+            return Ok(Flow::Next);
+        }
+        "s_sendmsg" | "s_sendmsghalt" => {
+            send_message(ctx, w, inst)?;
+            if inst.name() == "s_sendmsghalt" {
+                return Err(error!(
+                    Status::Exception,
+                    "s_sendmsghalt: the wave halted after its message (nothing resumes a \
+                     halted wave here)"
+                ));
+            }
+            return Ok(Flow::Next);
+        }
         "s_endpgm" | "s_endpgm_saved" => return Ok(Flow::End),
         "s_barrier" => return Ok(Flow::Barrier),
         // No trap handler runs here: a trap stops the dispatch as the CP reports a wave
@@ -868,6 +905,25 @@ fn sopp(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     } else {
         Flow::Next
     })
+}
+
+/// `s_sendmsg`'s message (SIMM16[3:0]; Vega ISA §4.4 "Send Message Types"): compute waves
+/// send `MSG_INTERRUPT`, an interrupt to the host with M0[22:0] as data
+/// ([`DeviceMemory::message_interrupt`]). The others (geometry-shader messages, the trap
+/// handler's `MSG_SAVEWAVE`, `MSG_SYSMSG`, ...) are no compute kernel's: an error naming the
+/// message.
+fn send_message(ctx: &Ctx<'_, '_>, w: &Wave, inst: &Instruction) -> Result<()> {
+    let imm = inst.imm as u16;
+    match imm & 0xF {
+        1 => ctx.memory.message_interrupt(w.sreg[M0] & 0x7F_FFFF),
+        id => Err(error!(
+            Status::IllegalInstruction,
+            "{} message {} (SIMM16 {imm:#x}) is not one the interpreter delivers (only \
+             MSG_INTERRUPT)",
+            inst.name(),
+            super::disasm::sendmsg_name(id).unwrap_or("with no gfx9 name")
+        )),
+    }
 }
 
 fn bfe(v: u64, off: u32, width: u32, signed: bool, bits: u32) -> u64 {

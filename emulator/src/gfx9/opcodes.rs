@@ -156,6 +156,8 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Sopp, 15, T_ALL, "s_setprio", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Sopp, 27, T_ALL, "s_endpgm_saved", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Sopp, 18, T_ALL, "s_trap", [0, 0, 0, 0], 0),
+    OpInfo::new(Encoding::Sopp, 16, T_ALL, "s_sendmsg", [0, 0, 0, 0], 0),
+    OpInfo::new(Encoding::Sopp, 17, T_ALL, "s_sendmsghalt", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 0, T_ALL, "s_load_dword", [1, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 1, T_ALL, "s_load_dwordx2", [2, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 2, T_ALL, "s_load_dwordx4", [4, 0, 0, 0], 0),
