@@ -35,7 +35,18 @@ impl TestMemory {
     }
 }
 
+thread_local! {
+    /// The data of every message interrupt a kernel on this thread raised
+    /// (`s_sendmsg sendmsg(MSG_INTERRUPT)`), in order.
+    static INTERRUPTS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+}
+
 impl DeviceMemory for TestMemory {
+    fn message_interrupt(&self, data: u32) -> Result<()> {
+        INTERRUPTS.with(|v| v.borrow_mut().push(data));
+        Ok(())
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
         for (base, bytes) in self.allocs.borrow().iter() {
             if addr >= *base && addr + buf.len() as u64 <= base + bytes.len() as u64 {
@@ -2194,5 +2205,48 @@ fn compiled_division_and_sqrt_match_the_host() {
                 assert_eq!(got[i], s.to_bits(), "{cpu} sqrt_f64 {:#018x}", a64[i]);
             }
         }
+    }
+}
+
+// --- s_sendmsg ------------------------------------------------------------------------------
+
+/// `s_sendmsg sendmsg(MSG_INTERRUPT)` raises the message interrupt with M0[22:0] (what
+/// amdkfd's SQ interrupt handler passes to `kfd_signal_event_interrupt` with 23 valid bits),
+/// once per wave, and the wave goes on; `s_sendmsghalt` halts the wave after its message (an
+/// exception here); a message no compute wave sends is an illegal instruction naming it.
+#[test]
+fn sendmsg_raises_the_message_interrupt() {
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("sendmsg", cpu, target);
+        let p1: Vec<u32> = (0..128)
+            .map(|i| 0x00AB_CD00 | (0x0100_0000 * (i / 64)) | i)
+            .collect();
+        let bufs = || {
+            vec![
+                vec![0; 512],
+                bytes32(&p1),
+                vec![0; 512],
+                vec![0; 512],
+                vec![0; 512],
+            ]
+        };
+        INTERRUPTS.with(|v| v.borrow_mut().clear());
+        let out = isa.run("interrupt", 128, &bufs()).unwrap();
+        // M0 = 0x8000_0000 | the first lane's word: bits 31..23 are not the data.
+        let got = INTERRUPTS.with(|v| v.borrow().clone());
+        assert_eq!(got, [0x2B_CD00, 0x2B_CD40], "{cpu}");
+        assert_eq!(u32s(&out[4]), p1, "{cpu}: the waves went on");
+        INTERRUPTS.with(|v| v.borrow_mut().clear());
+        let e = isa.run("halt", 64, &bufs()).unwrap_err();
+        assert_eq!(e.status(), Status::Exception, "{cpu}: {e}");
+        assert!(e.to_string().contains("s_sendmsghalt"), "{cpu}: {e}");
+        assert_eq!(
+            INTERRUPTS.with(|v| v.borrow().clone()),
+            [0x2B_CD00],
+            "{cpu}"
+        );
+        let e = isa.run("gs_alloc", 64, &bufs()).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}: {e}");
+        assert!(e.to_string().contains("MSG_GS_ALLOC_REQ"), "{cpu}: {e}");
     }
 }

@@ -5,7 +5,7 @@
 
 use core::fmt;
 
-use super::decode::{Dpp, Encoding, Instruction, Operand, Sdwa, SdwaSel, F_NONAME};
+use super::decode::{Dpp, Encoding, Instruction, Operand, Sdwa, SdwaSel, F_NONAME, F_SDST};
 use super::Gfx9Target;
 
 struct Op<'a>(&'a Operand);
@@ -219,7 +219,9 @@ impl fmt::Display for Instruction {
                     f.write_str("_sdwa")?;
                 } else if self.mods.dpp.is_some() {
                     f.write_str("_dpp")?;
-                } else if !info.has(F_NONAME) && !info.is_mai() {
+                } else if !info.has(F_NONAME | F_SDST) && !info.is_mai() {
+                    // (v_readfirstlane_b32 has only its VOP1 form: llvm-objdump prints no
+                    // suffix.)
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();
