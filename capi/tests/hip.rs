@@ -6,9 +6,9 @@
 //!
 //! The programs, their sections and what a run of one means are `hip_programs` (shared with
 //! `kfd-emu/tests/hip.rs`, which runs the same sections on Debian's ROCR under kfd-emu and
-//! compares). One section needs an instruction the gfx9 interpreter does not execute yet; it
-//! passes either way, but only with that exact interpreter error when it fails (see
-//! [`ISA_GAPS`]), so the day the instruction lands it checks its results instead.
+//! compares). A section that needs an instruction the gfx9 interpreter does not execute yet
+//! would be listed in [`ISA_GAPS`] (none is today) and pass only with that exact interpreter
+//! error; the `printf` section also checks the text the device printed.
 //!
 //! Needs `hipcc`, `libamdhip64-dev` and `rocm-device-libs` (`.ci/run` installs them); without
 //! hipcc every test says `skipped: hipcc not found` and passes.

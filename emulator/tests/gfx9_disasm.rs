@@ -20,10 +20,12 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
     Gfx9Target::from_processor(Processor::from_mach(e_flags & EF_AMDGPU_MACH).ok()?)
 }
 
-/// Code objects in `isa/`: families (atomics, vop3p, scratch, sdwa_dpp, vop3, mode, f16) x targets (gfx900,
+/// Code objects in `isa/`: families (atomics, vop3p, scratch, sdwa_dpp, vop3, mode, f16,
+/// divide, sendmsg) x targets (gfx900,
 /// gfx906, gfx908, gfx90a, gfx942), dot x (gfx906 and up), mfma and the clang-built gemm-*
-/// x (gfx908, gfx90a, gfx942), and isa/private-* (gfx900, gfx90a, gfx942).
-const ISA_FILES: usize = 7 * 5 + 4 + 3 + 3 + 3;
+/// x (gfx908, gfx90a, gfx942), isa/private-* (gfx900, gfx90a, gfx942) and the clang-built
+/// division kernels isa/fdiv-* (all five targets).
+const ISA_FILES: usize = 9 * 5 + 4 + 3 + 3 + 3 + 5;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");
@@ -210,6 +212,61 @@ proptest::proptest! {
                     let _ = i.to_string();
                 }
                 Err(e) => proptest::prop_assert_eq!(e.status(), hsa_core::Status::IllegalInstruction),
+            }
+        }
+    }
+}
+
+/// `s_sendmsg` and `s_sendmsghalt` with every SIMM16 below 0x400 and a few with higher bits
+/// set disassemble to `llvm-mc-19 --disassemble`'s text on gfx900 and gfx90a: the message,
+/// operation and stream names where gfx9 has them, the three fields as numbers when they make
+/// up the immediate, else the immediate.
+#[test]
+#[cfg_attr(miri, ignore = "runs llvm-mc, which miri cannot spawn")]
+fn sendmsg_operands_match_llvm_mc() {
+    let imms: Vec<u32> = (0..0x400)
+        .chain([0x401, 0x8001, 0xFC01, 0x2001, 0x480])
+        .collect();
+    for (mcpu, target) in [
+        ("gfx900", Gfx9Target::Gfx900),
+        ("gfx90a", Gfx9Target::Gfx90a),
+    ] {
+        for op in [0xBF90_0000u32, 0xBF91_0000] {
+            let words: Vec<u32> = imms.iter().map(|i| op | i).collect();
+            let input: String = words
+                .iter()
+                .map(|w| {
+                    let b = w.to_le_bytes();
+                    format!("{:#04x} {:#04x} {:#04x} {:#04x}\n", b[0], b[1], b[2], b[3])
+                })
+                .collect();
+            let Ok(mut child) = Command::new("llvm-mc-19")
+                .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "--disassemble"])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+            else {
+                println!("skipped: llvm-mc-19 not installed");
+                return;
+            };
+            use std::io::Write;
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            let text = String::from_utf8(out.stdout).unwrap();
+            let lines: Vec<String> = text
+                .lines()
+                .map(normalize)
+                .filter(|l| l.starts_with("s_sendmsg"))
+                .collect();
+            assert_eq!(lines.len(), words.len(), "{text}");
+            for (w, want) in words.iter().zip(&lines) {
+                let inst = decode(&w.to_le_bytes(), target).unwrap();
+                assert_eq!(normalize(&inst.to_string()), *want, "{mcpu} {w:#010x}");
             }
         }
     }

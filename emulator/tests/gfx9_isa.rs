@@ -35,7 +35,18 @@ impl TestMemory {
     }
 }
 
+thread_local! {
+    /// The data of every message interrupt a kernel on this thread raised
+    /// (`s_sendmsg sendmsg(MSG_INTERRUPT)`), in order.
+    static INTERRUPTS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+}
+
 impl DeviceMemory for TestMemory {
+    fn message_interrupt(&self, data: u32) -> Result<()> {
+        INTERRUPTS.with(|v| v.borrow_mut().push(data));
+        Ok(())
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
         for (base, bytes) in self.allocs.borrow().iter() {
             if addr >= *base && addr + buf.len() as u64 <= base + bytes.len() as u64 {
@@ -1938,4 +1949,937 @@ fn f16_valu_matches_the_isa() {
         }
     }
     assert_eq!(ran, 5 * (6 * 8 + 10 + 8 + 3));
+}
+
+// --- IEEE division and square root as clang compiles them -----------------------------------
+
+/// f32 operands of the division kernels: the edge values, powers of two at the ends of the
+/// range (where `v_div_scale` must scale: a subnormal or huge denominator, a quotient near
+/// the largest value or below the smallest normal, a tiny numerator), and ordinary values.
+const DIV_F32: [u32; 32] = [
+    0x0000_0000,
+    0x8000_0000,
+    0x3F80_0000,
+    0xBF80_0000,
+    0x0000_0001,
+    0x8000_0003,
+    0x007F_FFFF,
+    0x0080_0000,
+    0x7F7F_FFFF,
+    0xFF7F_FFFF,
+    0x7F80_0000,
+    0xFF80_0000,
+    0x7FC0_0000,
+    0x7F80_0001,
+    0x3FC0_0000,
+    0x4B80_0001,
+    0x4040_0000, // 3
+    0x4120_0000, // 10
+    0x7F00_0000, // 2^127
+    0x7E80_0000, // 2^126
+    0x7EC0_0000, // 1.5 × 2^126
+    0x0C00_0000, // 2^-103
+    0x0B80_0000, // 2^-104
+    0x1A80_0000, // 2^-74
+    0x3400_0001, // ~2^-23
+    0x6500_0000, // 2^75
+    0x5F80_0000, // 2^64
+    0x2000_0000, // 2^-63
+    0x0040_0001, // subnormal
+    0xC2F6_E979, // -123.456
+    0x3DCC_CCCD, // 0.1
+    0x0000_00FF, // subnormal
+];
+
+/// f64 operands of the division kernels (as [`DIV_F32`], at f64's range).
+const DIV_F64: [u64; 30] = [
+    0,
+    0x8000_0000_0000_0000,
+    0x3FF0_0000_0000_0000,
+    0xBFF0_0000_0000_0000,
+    1,
+    0x8000_0000_0000_0003,
+    0x000F_FFFF_FFFF_FFFF,
+    0x0010_0000_0000_0000,
+    0x7FEF_FFFF_FFFF_FFFF,
+    0xFFEF_FFFF_FFFF_FFFF,
+    0x7FF0_0000_0000_0000,
+    0xFFF0_0000_0000_0000,
+    0x7FF8_0000_0000_0000,
+    0x7FF0_0000_0000_0001,
+    0x3FF8_0000_0000_0000,
+    0x4340_0000_0000_0001,
+    0x4008_0000_0000_0000, // 3
+    0x4024_0000_0000_0000, // 10
+    0x7FE0_0000_0000_0000, // 2^1023
+    0x7FD0_0000_0000_0000, // 2^1022
+    0x7FD8_0000_0000_0000, // 1.5 × 2^1022
+    0x0350_0000_0000_0000, // 2^-970
+    0x0340_0000_0000_0000, // 2^-971
+    0x2FF0_0000_0000_0000, // 2^-256
+    0x3CB0_0000_0000_0001, // ~2^-52
+    0x5000_0000_0000_0000, // 2^257
+    0x43F0_0000_0000_0000, // 2^64
+    0x0008_0000_0000_0001, // subnormal
+    0xC05E_DD2F_1A9F_BE77, // -123.456
+    0x3FB9_9999_9999_999A, // 0.1
+];
+
+/// Division operand pairs: every pair of `edges`, then `random` pairs of random bit patterns
+/// (mostly huge or tiny ratios) and of values with nearby exponents.
+fn div_pairs<T: Copy>(
+    edges: &[T],
+    random: usize,
+    mut rnd: impl FnMut(bool) -> T,
+) -> (Vec<T>, Vec<T>) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for &x in edges {
+        for &y in edges {
+            a.push(x);
+            b.push(y);
+        }
+    }
+    for i in 0..random {
+        a.push(rnd(i % 2 == 0));
+        b.push(rnd(i % 2 == 0));
+    }
+    (a, b)
+}
+
+/// The IEEE quotient's expected bits from the host's: a NaN operand gives the numerator's NaN
+/// (else the denominator's) quieted; 0/0 and ∞/∞ give the ISA's default NaN (the host's is
+/// negative).
+fn div_expect(
+    a_nan: bool,
+    b_nan: bool,
+    a_q: u64,
+    b_q: u64,
+    host: u64,
+    host_nan: bool,
+    dflt: u64,
+) -> u64 {
+    if a_nan {
+        a_q
+    } else if b_nan {
+        b_q
+    } else if host_nan {
+        dflt
+    } else {
+        host
+    }
+}
+
+/// The `fdiv.cl` kernels compiled by clang-19 (`-cl-fp32-correctly-rounded-divide-sqrt`): f32,
+/// f64 and f16 `a / b` (`v_div_scale`, `v_rcp`, FMAs, `v_div_fmas`, `v_div_fixup`; f16 through
+/// f32 and `v_div_fixup_f16`) and `sqrt` over edge values and random bit patterns give the
+/// host's IEEE results bit for bit, on every target.
+#[test]
+fn compiled_division_and_sqrt_match_the_host() {
+    let mut r = prng(0x5EED);
+    let (a32, b32) = div_pairs(&DIV_F32, 8192, |wide| {
+        let x = r();
+        if wide {
+            x
+        } else {
+            // Exponent within ±8 of 127: ordinary quotients with every mantissa.
+            (x & 0x807F_FFFF) | (119 + (x >> 24) % 17) << 23
+        }
+    });
+    let (a64, b64) = div_pairs(&DIV_F64, 8192, |wide| {
+        let x = u64::from(r()) << 32 | u64::from(r());
+        if wide {
+            x
+        } else {
+            (x & 0x800F_FFFF_FFFF_FFFF) | (1015 + (x >> 53) % 17) << 52
+        }
+    });
+    let (a16, b16): (Vec<u16>, Vec<u16>) = div_pairs(&F16, 4096, |_| r() as u16);
+    let n32 = a32.len();
+    let n64 = a64.len();
+    let n16 = a16.len();
+    let bytes16 = |v: &[u16]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    for (cpu, target) in CPUS {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../testdata/codeobjects/isa/fdiv-{cpu}-v5.hsaco"));
+        let isa = Isa {
+            data: std::fs::read(&p).unwrap_or_else(|e| panic!("{p:?}: {e}")),
+            target,
+        };
+        let run = |k: &str, a: Vec<u8>, b: Vec<u8>, n: usize, size: usize| -> Vec<u8> {
+            let items = n.div_ceil(64) as u32 * 64;
+            let bufs = vec![a, b, vec![0xEE; items as usize * size]];
+            let out = isa
+                .run_with(k, items, &bufs, &[(24, n as u32)])
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            out[2][..n * size].to_vec()
+        };
+        let got = u32s(&run("div_f32", bytes32(&a32), bytes32(&b32), n32, 4));
+        for i in 0..n32 {
+            let (x, y) = (f32::from_bits(a32[i]), f32::from_bits(b32[i]));
+            let q = x / y;
+            let want = div_expect(
+                x.is_nan(),
+                y.is_nan(),
+                u64::from(a32[i] | 0x40_0000),
+                u64::from(b32[i] | 0x40_0000),
+                u64::from(q.to_bits()),
+                q.is_nan(),
+                0x7FC0_0000,
+            );
+            assert_eq!(
+                u64::from(got[i]),
+                want,
+                "{cpu} div_f32 {:#010x} / {:#010x} ({x:e} / {y:e})",
+                a32[i],
+                b32[i]
+            );
+        }
+        let got = u64s(&run("div_f64", bytes64(&a64), bytes64(&b64), n64, 8));
+        for i in 0..n64 {
+            let (x, y) = (f64::from_bits(a64[i]), f64::from_bits(b64[i]));
+            let q = x / y;
+            let quiet = 1 << 51;
+            let want = div_expect(
+                x.is_nan(),
+                y.is_nan(),
+                a64[i] | quiet,
+                b64[i] | quiet,
+                q.to_bits(),
+                q.is_nan(),
+                0x7FF8_0000_0000_0000,
+            );
+            assert_eq!(
+                got[i], want,
+                "{cpu} div_f64 {:#018x} / {:#018x} ({x:e} / {y:e})",
+                a64[i], b64[i]
+            );
+        }
+        let got = run("div_f16", bytes16(&a16), bytes16(&b16), n16, 2);
+        for i in 0..n16 {
+            let g = u16::from_le_bytes([got[2 * i], got[2 * i + 1]]);
+            let (x, y) = (a16[i], b16[i]);
+            let (xf, yf) = (
+                half::f16::from_bits(x).to_f64(),
+                half::f16::from_bits(y).to_f64(),
+            );
+            let q = xf / yf;
+            let want = div_expect(
+                f16_nan(x),
+                f16_nan(y),
+                u64::from(x | 0x200),
+                u64::from(y | 0x200),
+                u64::from(f16_round(q)),
+                q.is_nan(),
+                0x7E00,
+            );
+            assert_eq!(
+                u64::from(g),
+                want,
+                "{cpu} div_f16 {x:#06x} / {y:#06x} ({xf:e} / {yf:e})"
+            );
+        }
+        // sqrt: the host's square root; a NaN for negative operands and NaN inputs.
+        let got = u32s(&run("sqrt_f32", bytes32(&a32), bytes32(&b32), n32, 4));
+        for i in 0..n32 {
+            let s = f32::from_bits(a32[i]).sqrt();
+            if s.is_nan() {
+                assert!(
+                    f32::from_bits(got[i]).is_nan(),
+                    "{cpu} sqrt_f32 {:#x}",
+                    a32[i]
+                );
+            } else {
+                assert_eq!(got[i], s.to_bits(), "{cpu} sqrt_f32 {:#010x}", a32[i]);
+            }
+        }
+        let got = u64s(&run("sqrt_f64", bytes64(&a64), bytes64(&b64), n64, 8));
+        for i in 0..n64 {
+            let s = f64::from_bits(a64[i]).sqrt();
+            if s.is_nan() {
+                assert!(
+                    f64::from_bits(got[i]).is_nan(),
+                    "{cpu} sqrt_f64 {:#x}",
+                    a64[i]
+                );
+            } else {
+                assert_eq!(got[i], s.to_bits(), "{cpu} sqrt_f64 {:#018x}", a64[i]);
+            }
+        }
+    }
+}
+
+// --- s_sendmsg ------------------------------------------------------------------------------
+
+/// `s_sendmsg sendmsg(MSG_INTERRUPT)` raises the message interrupt with M0[22:0] (what
+/// amdkfd's SQ interrupt handler passes to `kfd_signal_event_interrupt` with 23 valid bits),
+/// once per wave, and the wave goes on; `s_sendmsghalt` halts the wave after its message (an
+/// exception here); a message no compute wave sends is an illegal instruction naming it.
+#[test]
+fn sendmsg_raises_the_message_interrupt() {
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("sendmsg", cpu, target);
+        let p1: Vec<u32> = (0..128)
+            .map(|i| 0x00AB_CD00 | (0x0100_0000 * (i / 64)) | i)
+            .collect();
+        let bufs = || {
+            vec![
+                vec![0; 512],
+                bytes32(&p1),
+                vec![0; 512],
+                vec![0; 512],
+                vec![0; 512],
+            ]
+        };
+        INTERRUPTS.with(|v| v.borrow_mut().clear());
+        let out = isa.run("interrupt", 128, &bufs()).unwrap();
+        // M0 = 0x8000_0000 | the first lane's word: bits 31..23 are not the data.
+        let got = INTERRUPTS.with(|v| v.borrow().clone());
+        assert_eq!(got, [0x2B_CD00, 0x2B_CD40], "{cpu}");
+        assert_eq!(u32s(&out[4]), p1, "{cpu}: the waves went on");
+        INTERRUPTS.with(|v| v.borrow_mut().clear());
+        let e = isa.run("halt", 64, &bufs()).unwrap_err();
+        assert_eq!(e.status(), Status::Exception, "{cpu}: {e}");
+        assert!(e.to_string().contains("s_sendmsghalt"), "{cpu}: {e}");
+        assert_eq!(
+            INTERRUPTS.with(|v| v.borrow().clone()),
+            [0x2B_CD00],
+            "{cpu}"
+        );
+        let e = isa.run("gs_alloc", 64, &bufs()).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}: {e}");
+        assert!(e.to_string().contains("MSG_GS_ALLOC_REQ"), "{cpu}: {e}");
+    }
+}
+
+// --- divide: division steps, reciprocal/square root, ldexp/frexp, f64 rounding ----------------
+
+mod libm {
+    //! glibc's `ldexp`/`frexp` (std links libm): IEEE host references independent of the
+    //! interpreter's integer rounding.
+    extern "C" {
+        fn ldexpf(x: f32, n: i32) -> f32;
+        fn ldexp(x: f64, n: i32) -> f64;
+        fn frexpf(x: f32, e: *mut i32) -> f32;
+        fn frexp(x: f64, e: *mut i32) -> f64;
+    }
+    pub fn ldexp32(x: f32, n: i32) -> f32 {
+        // SAFETY: a pure libm function of two values.
+        unsafe { ldexpf(x, n) }
+    }
+    pub fn ldexp64(x: f64, n: i32) -> f64 {
+        // SAFETY: as ldexp32.
+        unsafe { ldexp(x, n) }
+    }
+    pub fn frexp32(x: f32) -> (f32, i32) {
+        let mut e = 0;
+        // SAFETY: `e` is a valid i32 frexpf writes once.
+        let m = unsafe { frexpf(x, &mut e) };
+        (m, e)
+    }
+    pub fn frexp64(x: f64) -> (f64, i32) {
+        let mut e = 0;
+        // SAFETY: as frexp32.
+        let m = unsafe { frexp(x, &mut e) };
+        (m, e)
+    }
+}
+
+/// The ISA's default NaN for an invalid operation on non-NaN inputs (the host's is negative).
+fn canon32(x: f32, r: f32) -> u32 {
+    if r.is_nan() && !x.is_nan() {
+        0x7FC0_0000
+    } else {
+        r.to_bits()
+    }
+}
+fn canon64(x: f64, r: f64) -> u64 {
+    if r.is_nan() && !x.is_nan() {
+        0x7FF8_0000_0000_0000
+    } else {
+        r.to_bits()
+    }
+}
+
+/// `V_DIV_SCALE_F32/F64` from the Vega ISA's case list (see the interpreter's `fdiv.rs` for
+/// the reading of its thresholds), in host floating point: `(s0 scaled, VCC)`. `e` is the
+/// exponent field of a value, `k` the scale (64 or 128), `dl` the exponent-difference limit,
+/// `tiny` the numerator exponent limit, `min` the smallest normal.
+#[allow(clippy::too_many_arguments)]
+fn div_scale_ref(
+    s0: f64,
+    s1: f64,
+    s2: f64,
+    e: impl Fn(f64) -> i32,
+    k: i32,
+    dl: i32,
+    tiny: i32,
+    min: f64,
+    sub1: bool,
+) -> (f64, bool) {
+    let up = s0 * 2f64.powi(k);
+    let down = s0 * 2f64.powi(-k);
+    let rcp_sub = s1.abs() > 1.0 / min;
+    let q_sub = (s2 / s1).abs() < min;
+    if e(s2) - e(s1) >= dl {
+        (if s0 == s1 { up } else { s0 }, true)
+    } else if sub1 {
+        (up, false)
+    } else if rcp_sub && q_sub {
+        (if s0 == s1 { down } else { s0 }, true)
+    } else if rcp_sub {
+        (down, false)
+    } else if q_sub {
+        (if s0 == s2 { up } else { s0 }, true)
+    } else if e(s2) <= tiny {
+        (up, false)
+    } else {
+        (s0, false)
+    }
+}
+
+/// `V_DIV_FIXUP_*` from the Vega ISA's case list, on values as f64 (`q` the quotient, `d` the
+/// denominator, `n` the numerator): `None` = the default NaN, else the result value; a NaN
+/// operand's result is that operand quieted (checked by the caller on bits).
+fn div_fixup_ref(q: f64, d: f64, n: f64) -> Option<f64> {
+    let neg = d.is_sign_negative() != n.is_sign_negative();
+    let sign = |x: f64| if neg { -x.abs() } else { x.abs() };
+    if d == 0.0 && n == 0.0 || d.is_infinite() && n.is_infinite() {
+        None
+    } else if d == 0.0 || n.is_infinite() {
+        Some(sign(f64::INFINITY))
+    } else if d.is_infinite() || n == 0.0 {
+        Some(sign(0.0))
+    } else if q.is_nan() {
+        Some(sign(f64::INFINITY))
+    } else {
+        Some(sign(q))
+    }
+}
+
+/// Encodes a column of operands as a kernel buffer.
+type Encode<T> = fn(&[T]) -> Vec<u8>;
+
+/// A value of `mant_bits` random mantissa bits, exponent in `exps`, random sign: sums and
+/// products of a few of these are exact in f64.
+fn nice(r: u32, mant_bits: u32, exps: std::ops::RangeInclusive<i32>) -> f64 {
+    let span = (exps.end() - exps.start() + 1) as u32;
+    let e = exps.start() + ((r >> 20) % span) as i32;
+    let m = 1.0 + f64::from(r & ((1 << mant_bits) - 1)) / f64::from(1u32 << mant_bits);
+    let v = m * 2f64.powi(e);
+    if r >> 31 == 1 {
+        -v
+    } else {
+        v
+    }
+}
+
+/// Every instruction of the `divide` family against a host reference: `v_rcp`, `v_rsq`,
+/// `v_sqrt` (correctly rounded: within the ISA's 1 ULP), `v_exp_f32`/`v_log_f32`, `v_frexp_*`
+/// and `v_ldexp_*` (glibc's), f64 `trunc`/`ceil`/`floor`/`rndne`/`fract`, `v_fma_f64`,
+/// `v_fmac_f64`, `v_div_scale` (value and VCC bit), `v_div_fmas` (VCC-scaled, rounded once,
+/// into the subnormals too), `v_div_fixup` (f16/f32/f64) and `v_cmp(x)_class_f64`.
+#[test]
+fn division_steps_and_helpers_match_the_isa() {
+    let mut r = prng(0xD1_5EED);
+    let mut v32: Vec<u32> = DIV_F32.to_vec();
+    v32.extend((0..96).map(|_| r()));
+    let mut v64: Vec<u64> = DIV_F64.to_vec();
+    v64.extend((0..98).map(|_| u64::from(r()) << 32 | u64::from(r())));
+    let ints: [i32; 16] = [
+        0,
+        1,
+        -1,
+        10,
+        -10,
+        64,
+        -64,
+        126,
+        -126,
+        149,
+        -150,
+        300,
+        -1100,
+        2000,
+        i32::MAX,
+        i32::MIN,
+    ];
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("divide", cpu, target);
+        let run = |k: &str, n: usize, mut bufs: Vec<Vec<u8>>| -> Vec<Vec<u8>> {
+            // Every kernel reads p5 (the VCC flags of div_fmas).
+            while bufs.len() < 6 {
+                bufs.push(vec![0u8; n * 8]);
+            }
+            // The f64 kernels read qwords from every input.
+            for b in &mut bufs {
+                b.resize(b.len().max(n * 8), 0);
+            }
+            isa.run(k, n as u32, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"))
+        };
+        let pad = |n: usize| vec![0u8; n * 8];
+        // Unary f32.
+        let n = v32.len();
+        for op in [
+            "v_rcp_f32",
+            "v_rcp_iflag_f32",
+            "v_rsq_f32",
+            "v_sqrt_f32",
+            "v_exp_f32",
+            "v_log_f32",
+            "v_frexp_mant_f32",
+            "v_frexp_exp_i32_f32",
+        ] {
+            let out = run(op, n, vec![pad(n), bytes32(&v32), pad(n), pad(n), pad(n)]);
+            let got = u32s(&out[4]);
+            for (i, &b) in v32.iter().enumerate() {
+                let x = f32::from_bits(b);
+                let want = match op {
+                    "v_rcp_f32" | "v_rcp_iflag_f32" => (1.0 / x).to_bits(),
+                    "v_rsq_f32" => canon32(x, (1.0 / f64::from(x).sqrt()) as f32),
+                    "v_sqrt_f32" => canon32(x, x.sqrt()),
+                    "v_exp_f32" => (f64::from(x).exp2() as f32).to_bits(),
+                    "v_log_f32" => canon32(x, f64::from(x).log2() as f32),
+                    "v_frexp_mant_f32" if !x.is_finite() => b,
+                    "v_frexp_mant_f32" => libm::frexp32(x).0.to_bits(),
+                    "v_frexp_exp_i32_f32" if !x.is_finite() => 0,
+                    _ => libm::frexp32(x).1 as u32,
+                };
+                assert_eq!(got[i], want, "{cpu} {op} {b:#010x} ({x:e})");
+            }
+        }
+        // Unary f64.
+        let n = v64.len();
+        for op in [
+            "v_rcp_f64",
+            "v_rsq_f64",
+            "v_sqrt_f64",
+            "v_frexp_mant_f64",
+            "v_fract_f64",
+            "v_trunc_f64",
+            "v_ceil_f64",
+            "v_rndne_f64",
+            "v_floor_f64",
+            "v_frexp_exp_i32_f64",
+        ] {
+            let out = run(op, n, vec![pad(n), bytes64(&v64), pad(n), pad(n), pad(n)]);
+            for (i, &b) in v64.iter().enumerate() {
+                let x = f64::from_bits(b);
+                let (got, want) = if op == "v_frexp_exp_i32_f64" {
+                    let e = if x.is_finite() { libm::frexp64(x).1 } else { 0 };
+                    (u64::from(u32s(&out[4])[i]), u64::from(e as u32))
+                } else {
+                    let want = match op {
+                        "v_rcp_f64" => (1.0 / x).to_bits(),
+                        "v_rsq_f64" => canon64(x, 1.0 / x.sqrt()),
+                        "v_sqrt_f64" => canon64(x, x.sqrt()),
+                        "v_frexp_mant_f64" if !x.is_finite() => b,
+                        "v_frexp_mant_f64" => libm::frexp64(x).0.to_bits(),
+                        "v_fract_f64" => {
+                            // x − floor(x), below 1 (∞ − ∞ is the default NaN).
+                            let f = x - x.floor();
+                            canon64(
+                                x,
+                                if f >= 1.0 {
+                                    f64::from_bits(0x3FEF_FFFF_FFFF_FFFF)
+                                } else {
+                                    f
+                                },
+                            )
+                        }
+                        "v_trunc_f64" => x.trunc().to_bits(),
+                        "v_ceil_f64" => x.ceil().to_bits(),
+                        "v_rndne_f64" => x.round_ties_even().to_bits(),
+                        _ => x.floor().to_bits(),
+                    };
+                    (u64s(&out[4])[i], want)
+                };
+                assert_eq!(got, want, "{cpu} {op} {b:#018x} ({x:e})");
+            }
+        }
+        // ldexp: every edge value with every exponent.
+        let xs32: Vec<u32> = DIV_F32.iter().flat_map(|&x| [x; 16]).collect();
+        let xs64: Vec<u64> = DIV_F64.iter().flat_map(|&x| [x; 16]).take(448).collect();
+        let ns: Vec<u32> = (0..512).map(|i| ints[i % 16] as u32).collect();
+        let out = run(
+            "v_ldexp_f32",
+            512,
+            vec![pad(512), bytes32(&xs32), bytes32(&ns), pad(512), pad(512)],
+        );
+        for (i, (&x, &k)) in xs32.iter().zip(&ns).enumerate() {
+            let want = libm::ldexp32(f32::from_bits(x), k as i32).to_bits();
+            assert_eq!(
+                u32s(&out[4])[i],
+                want,
+                "{cpu} v_ldexp_f32 {x:#x} {}",
+                k as i32
+            );
+        }
+        let out = run(
+            "v_ldexp_f64",
+            448,
+            vec![
+                pad(448),
+                bytes64(&xs64),
+                bytes32(&ns[..448]),
+                pad(448),
+                pad(448),
+            ],
+        );
+        for (i, (&x, &k)) in xs64.iter().zip(&ns).enumerate() {
+            let want = libm::ldexp64(f64::from_bits(x), k as i32).to_bits();
+            assert_eq!(
+                u64s(&out[4])[i],
+                want,
+                "{cpu} v_ldexp_f64 {x:#x} {}",
+                k as i32
+            );
+        }
+        // fma / fmac f64 over random finite triples.
+        let t: Vec<[u64; 3]> = (0..256)
+            .map(|_| [0; 3].map(|_| nice(r(), 20, -60..=60).to_bits()))
+            .collect();
+        let col = |k: usize| -> Vec<u64> { t.iter().map(|x| x[k]).collect() };
+        for op in ["v_fma_f64", "v_fmac_f64"] {
+            if op == "v_fmac_f64" && !matches!(cpu, "gfx90a" | "gfx942") {
+                continue;
+            }
+            let out = run(
+                op,
+                256,
+                vec![
+                    pad(256),
+                    bytes64(&col(0)),
+                    bytes64(&col(1)),
+                    bytes64(&col(2)),
+                    pad(256),
+                ],
+            );
+            for (i, x) in t.iter().enumerate() {
+                let [a, b, c] = x.map(f64::from_bits);
+                assert_eq!(
+                    u64s(&out[4])[i],
+                    a.mul_add(b, c).to_bits(),
+                    "{cpu} {op} {x:x?}"
+                );
+            }
+        }
+        // div_scale: (s0, s1, s2) = (numerator or denominator, denominator, numerator).
+        for (f64_op, edges) in [(false, DIV_F32.len()), (true, DIV_F64.len())] {
+            let mut tri: Vec<[u64; 3]> = Vec::new();
+            for i in 0..edges {
+                for j in 0..edges {
+                    let (nu, de) = if f64_op {
+                        (DIV_F64[i], DIV_F64[j])
+                    } else {
+                        (u64::from(DIV_F32[i]), u64::from(DIV_F32[j]))
+                    };
+                    tri.push([de, de, nu]);
+                    tri.push([nu, de, nu]);
+                }
+            }
+            tri.truncate(tri.len() / 64 * 64);
+            let n = tri.len();
+            let col = |k: usize| -> Vec<u64> { tri.iter().map(|x| x[k]).collect() };
+            let (op, enc): (&str, Encode<u64>) = if f64_op {
+                ("v_div_scale_f64", |v| bytes64(v))
+            } else {
+                ("v_div_scale_f32", |v| {
+                    bytes32(&v.iter().map(|&x| x as u32).collect::<Vec<_>>())
+                })
+            };
+            let out = run(
+                op,
+                n,
+                vec![
+                    pad(n),
+                    enc(&col(0)),
+                    enc(&col(1)),
+                    enc(&col(2)),
+                    pad(n),
+                    pad(n),
+                ],
+            );
+            let masks = u64s(&out[5]);
+            for (i, x) in tri.iter().enumerate() {
+                let (got, (want, vcc)) = if f64_op {
+                    let [s0, s1, s2] = x.map(f64::from_bits);
+                    let want = if s1 == 0.0 || s2 == 0.0 {
+                        (f64::from_bits(0x7FF8_0000_0000_0000), false)
+                    } else if !s1.is_finite() || !s2.is_finite() {
+                        (s0, false)
+                    } else {
+                        let e = |v: f64| (v.to_bits() >> 52 & 0x7FF) as i32;
+                        div_scale_ref(
+                            s0,
+                            s1,
+                            s2,
+                            e,
+                            128,
+                            768,
+                            53,
+                            f64::MIN_POSITIVE,
+                            s1.is_subnormal(),
+                        )
+                    };
+                    (u64s(&out[4])[i], (want.0.to_bits(), want.1))
+                } else {
+                    let [s0, s1, s2] = x.map(|b| f32::from_bits(b as u32));
+                    let want = if s1 == 0.0 || s2 == 0.0 {
+                        (0x7FC0_0000, false)
+                    } else if !s1.is_finite() || !s2.is_finite() {
+                        (s0.to_bits(), false)
+                    } else {
+                        let e = |v: f64| ((v as f32).to_bits() >> 23 & 0xFF) as i32;
+                        let (v, c) = div_scale_ref(
+                            s0.into(),
+                            s1.into(),
+                            s2.into(),
+                            e,
+                            64,
+                            96,
+                            23,
+                            f64::from(f32::MIN_POSITIVE),
+                            s1.is_subnormal(),
+                        );
+                        ((v as f32).to_bits(), c)
+                    };
+                    (u64::from(u32s(&out[4])[i]), (u64::from(want.0), want.1))
+                };
+                assert_eq!(got, want, "{cpu} {op} {x:#x?}");
+                assert_eq!(masks[i] >> (i % 64) & 1 == 1, vcc, "{cpu} {op} VCC {x:#x?}");
+            }
+        }
+        // div_fmas: exact products and sums (nice values), VCC from p5; tiny triples whose
+        // scaled result is subnormal.
+        for f64_op in [false, true] {
+            let (mb, big, tiny) = if f64_op {
+                (20, 128, -470..=-440)
+            } else {
+                (10, 64, -40..=-30)
+            };
+            let n = 512;
+            let mut tri = Vec::new();
+            for i in 0..n {
+                let exps = if i % 2 == 0 { -4..=6 } else { tiny.clone() };
+                let (a, b) = (nice(r(), mb, exps.clone()), nice(r(), mb, exps));
+                // c within 2^±6 of the product: a·b + c is exact in f64.
+                let ep = (a * b).abs().log2().floor() as i32;
+                let x = [a, b, nice(r(), mb, ep - 6..=ep + 6)];
+                tri.push(x);
+            }
+            let flags: Vec<u32> = (0..n).map(|i| u32::from(i % 3 != 0)).collect();
+            let (op, enc): (&str, Encode<f64>) = if f64_op {
+                ("v_div_fmas_f64", |v| {
+                    bytes64(&v.iter().map(|x| x.to_bits()).collect::<Vec<_>>())
+                })
+            } else {
+                ("v_div_fmas_f32", |v| {
+                    bytes32(&v.iter().map(|&x| (x as f32).to_bits()).collect::<Vec<_>>())
+                })
+            };
+            let col = |k: usize| -> Vec<f64> { tri.iter().map(|x: &[f64; 3]| x[k]).collect() };
+            let out = run(
+                op,
+                n,
+                vec![
+                    pad(n),
+                    enc(&col(0)),
+                    enc(&col(1)),
+                    enc(&col(2)),
+                    pad(n),
+                    bytes32(&flags),
+                ],
+            );
+            for (i, &[a, b, c]) in tri.iter().enumerate() {
+                // Exact in f64 (few mantissa bits), then scaled exactly, then rounded once.
+                let exact = a * b + c;
+                let k = if flags[i] == 0 {
+                    0
+                } else if c.abs() >= 2.0 {
+                    big
+                } else {
+                    -big
+                };
+                let v = exact * 2f64.powi(k);
+                let (got, want) = if f64_op {
+                    (u64s(&out[4])[i], v.to_bits())
+                } else {
+                    (u64::from(u32s(&out[4])[i]), u64::from((v as f32).to_bits()))
+                };
+                assert_eq!(got, want, "{cpu} {op} {a:e} {b:e} {c:e} vcc {}", flags[i]);
+            }
+        }
+        // div_fixup: quotients (ordinary, NaN, inf) with every edge denominator/numerator.
+        let qs32 = [0x3FC0_0000u32, 0xC000_0000, 0x7FC0_0000, 0x7F80_0000];
+        let mut tri32 = Vec::new();
+        for &q in &qs32 {
+            for &d in &DIV_F32 {
+                for &nu in &DIV_F32 {
+                    tri32.push([q, d, nu]);
+                }
+            }
+        }
+        let n = tri32.len();
+        let c32 = |k: usize| -> Vec<u32> { tri32.iter().map(|x| x[k]).collect() };
+        let out = run(
+            "v_div_fixup_f32",
+            n,
+            vec![
+                pad(n),
+                bytes32(&c32(0)),
+                bytes32(&c32(1)),
+                bytes32(&c32(2)),
+                pad(n),
+            ],
+        );
+        for (i, &[q, d, nu]) in tri32.iter().enumerate() {
+            let (qf, df, nf) = (f32::from_bits(q), f32::from_bits(d), f32::from_bits(nu));
+            let want = if nf.is_nan() {
+                nu | 0x40_0000
+            } else if df.is_nan() {
+                d | 0x40_0000
+            } else {
+                div_fixup_ref(qf.into(), df.into(), nf.into())
+                    .map_or(0x7FC0_0000, |v| (v as f32).to_bits())
+            };
+            assert_eq!(
+                u32s(&out[4])[i],
+                want,
+                "{cpu} v_div_fixup_f32 {q:#x} {d:#x} {nu:#x}"
+            );
+        }
+        let mut tri64 = Vec::new();
+        for &q in &[
+            0x3FF8_0000_0000_0000u64,
+            0xC000_0000_0000_0000,
+            0x7FF8_0000_0000_0000,
+            0x7FF0_0000_0000_0000,
+        ] {
+            for &d in &DIV_F64 {
+                for &nu in &DIV_F64 {
+                    tri64.push([q, d, nu]);
+                }
+            }
+        }
+        tri64.truncate(tri64.len() / 64 * 64);
+        let n = tri64.len();
+        let c64 = |k: usize| -> Vec<u64> { tri64.iter().map(|x| x[k]).collect() };
+        let out = run(
+            "v_div_fixup_f64",
+            n,
+            vec![
+                pad(n),
+                bytes64(&c64(0)),
+                bytes64(&c64(1)),
+                bytes64(&c64(2)),
+                pad(n),
+            ],
+        );
+        for (i, &[q, d, nu]) in tri64.iter().enumerate() {
+            let (qf, df, nf) = (f64::from_bits(q), f64::from_bits(d), f64::from_bits(nu));
+            let want = if nf.is_nan() {
+                nu | 1 << 51
+            } else if df.is_nan() {
+                d | 1 << 51
+            } else {
+                div_fixup_ref(qf, df, nf).map_or(0x7FF8_0000_0000_0000, f64::to_bits)
+            };
+            assert_eq!(
+                u64s(&out[4])[i],
+                want,
+                "{cpu} v_div_fixup_f64 {q:#x} {d:#x} {nu:#x}"
+            );
+        }
+        let mut tri16 = Vec::new();
+        for &q in &[0x3E00u16, 0xC000, 0x7E00, 0x7C00] {
+            for &d in &F16 {
+                for &nu in &F16 {
+                    tri16.push([q, d, nu].map(u32::from));
+                }
+            }
+        }
+        let n = tri16.len();
+        let c16 = |k: usize| -> Vec<u32> { tri16.iter().map(|x| x[k]).collect() };
+        let out = run(
+            "v_div_fixup_f16",
+            n,
+            vec![
+                pad(n),
+                bytes32(&c16(0)),
+                bytes32(&c16(1)),
+                bytes32(&c16(2)),
+                pad(n),
+            ],
+        );
+        for (i, &[q, d, nu]) in tri16.iter().enumerate() {
+            let h = |x: u32| half::f16::from_bits(x as u16).to_f64();
+            let want = if f16_nan(nu as u16) {
+                nu | 0x200
+            } else if f16_nan(d as u16) {
+                d | 0x200
+            } else {
+                div_fixup_ref(h(q), h(d), h(nu)).map_or(0x7E00, |v| u32::from(f16_round(v)))
+            };
+            assert_eq!(
+                u32s(&out[4])[i] & 0xFFFF,
+                want,
+                "{cpu} v_div_fixup_f16 {q:#x} {d:#x} {nu:#x}"
+            );
+        }
+        // cmp(x)_class_f64: each lane's value against a class mask.
+        let vals: Vec<u64> = v64.iter().copied().take(128).collect();
+        let cls: Vec<u32> = (0..128)
+            .map(|i| {
+                if i % 2 == 0 {
+                    1 << (i / 2 % 10)
+                } else {
+                    r() & 0x3FF
+                }
+            })
+            .collect();
+        for op in ["v_cmp_class_f64", "v_cmpx_class_f64"] {
+            let out = run(
+                op,
+                128,
+                vec![
+                    pad(128),
+                    bytes64(&vals),
+                    bytes32(&cls),
+                    pad(128),
+                    pad(128),
+                    pad(128),
+                ],
+            );
+            let masks = u64s(&out[5]);
+            for (i, &b) in vals.iter().enumerate() {
+                let x = f64::from_bits(b);
+                let class = if x.is_nan() {
+                    u32::from(b & 1 << 51 != 0)
+                } else {
+                    let k = if x.is_infinite() {
+                        0
+                    } else if x.is_normal() {
+                        1
+                    } else if x == 0.0 {
+                        3
+                    } else {
+                        2
+                    };
+                    if x.is_sign_negative() {
+                        2 + k
+                    } else {
+                        9 - k
+                    }
+                };
+                let want = cls[i] >> class & 1 == 1;
+                assert_eq!(
+                    masks[i] >> (i % 64) & 1 == 1,
+                    want,
+                    "{cpu} {op} {b:#x} class mask {:#x}",
+                    cls[i]
+                );
+            }
+        }
+    }
 }

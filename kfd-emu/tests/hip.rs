@@ -4,9 +4,10 @@
 //! device: on hsa-rt's library (`LD_LIBRARY_PATH`, `HSA_RT_DEVICE=emulated`), and on
 //! Debian's ROCR 5.2.3 with its libhsakmt under kfd-emu (the emulated amdkfd and CP). Each
 //! section must pass on both, or fail the same known way on both ([`hip_programs::outcome`]:
-//! the interpreter's missing `s_sendmsg` for device printf; the `fault` section's memory
-//! fault, which ROCR reports from its VM-fault handler and hsa-rt through the queue's error
-//! callback).
+//! the `fault` section's memory fault, which ROCR reports from its VM-fault handler and
+//! hsa-rt through the queue's error callback). Device `printf` (HIP's hostcall: the kernel's
+//! `s_sendmsg sendmsg(MSG_INTERRUPT)` wakes the host's listener through the emulated KFD's
+//! signal event) must print its line on both.
 //!
 //! ROCR runs with `HSA_ENABLE_SDMA=0` (ROCR's switch: copies by its blit kernels instead of
 //! SDMA queues): the emulated device has no SDMA engine, and refuses ROCR's SDMA queues

@@ -56,7 +56,7 @@ row("SOPC", "s_cmp_eq_u64 s_cmp_lg_u64", "0 2 2")
 row("SOPC", "s_bitcmp0_b64 s_bitcmp1_b64", "0 2 1")
 row("SOPP", "s_nop s_endpgm s_branch s_cbranch_scc0 s_cbranch_scc1 s_cbranch_vccz "
     "s_cbranch_vccnz s_cbranch_execz s_cbranch_execnz s_barrier s_waitcnt s_sleep s_setprio "
-    "s_endpgm_saved s_trap", "0")
+    "s_endpgm_saved s_trap s_sendmsg s_sendmsghalt", "0")
 row("SMEM", "s_load_dword", "1")
 row("SMEM", "s_load_dwordx2", "2")
 row("SMEM", "s_load_dwordx4", "4")
@@ -74,6 +74,10 @@ row("VOP1", "v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f
 row("VOP1", "v_cvt_f64_f32 v_cvt_f64_i32 v_cvt_f64_u32", "2 1")
 row("VOP1", "v_cvt_f32_f64 v_cvt_i32_f64 v_cvt_u32_f64", "1 2")
 row("VOP1", "v_mov_b64", "2 2")
+# f64 reciprocal, square root, rounding and exponent/mantissa split (division and libm code).
+row("VOP1", "v_rcp_f64 v_rsq_f64 v_sqrt_f64 v_frexp_mant_f64 v_fract_f64 v_trunc_f64 "
+    "v_ceil_f64 v_rndne_f64 v_floor_f64", "2 2")
+row("VOP1", "v_frexp_exp_i32_f64", "1 2")
 row("VOP2", "v_add_f32 v_sub_f32 v_subrev_f32 v_mul_f32 v_mul_i32_i24 v_mul_hi_i32_i24 "
     "v_mul_u32_u24 v_mul_hi_u32_u24 v_min_f32 v_max_f32 v_min_i32 v_max_i32 v_min_u32 "
     "v_max_u32 v_lshrrev_b32 v_ashrrev_i32 v_lshlrev_b32 v_and_b32 v_or_b32 v_xor_b32 "
@@ -84,6 +88,7 @@ row("VOP2", "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_min_f16", "1
 row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
+row("VOP2", "v_fmac_f64", "2 2 2")
 for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64", 2)):
     if ty[0] == "f":
         cmps = "f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru"
@@ -93,6 +98,7 @@ for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64"
     names += " " + " ".join("v_cmpx_%s_%s" % (c, ty) for c in cmps.split())
     row("VOPC", names, "2 %d %d" % (w, w))
 row("VOPC", "v_cmp_class_f32 v_cmpx_class_f32", "2 1 1")
+row("VOPC", "v_cmp_class_f64 v_cmpx_class_f64", "2 2 1")
 row("VOP3", "v_mad_i32_i24 v_mad_u32_u24 v_bfe_u32 v_bfe_i32 v_bfi_b32 v_fma_f32 "
     "v_alignbit_b32 v_alignbyte_b32 v_min3_f32 v_min3_i32 v_min3_u32 v_max3_f32 v_max3_i32 "
     "v_max3_u32 v_med3_f32 v_med3_i32 v_med3_u32 v_mad_f32 v_add3_u32 v_lshl_add_u32 "
@@ -105,6 +111,13 @@ row("VOP3", "v_lshlrev_b64 v_lshrrev_b64 v_ashrrev_i64", "2 1 2", "noname")
 row("VOP3", "v_add_f64 v_mul_f64 v_min_f64 v_max_f64", "2 2 2", "noname")
 row("VOP3", "v_fma_f64", "2 2 2 2", "noname")
 row("VOP3", "v_fma_f16", "1 1 1 1", "noname")
+# IEEE division (what clang emits for every f32/f64 `a / b`): scale, fused multiply-add with
+# the VCC scale, fix-up of special cases.
+row("VOP3", "v_div_scale_f32", "1 1 1 1", "noname b")
+row("VOP3", "v_div_scale_f64", "2 2 2 2", "noname b")
+row("VOP3", "v_div_fmas_f32 v_div_fixup_f16", "1 1 1 1", "noname")
+row("VOP3", "v_div_fmas_f64 v_div_fixup_f64", "2 2 2 2", "noname")
+row("VOP3", "v_ldexp_f64", "2 2 1", "noname")
 row("VOP3", "v_mad_u64_u32 v_mad_i64_i32", "2 1 1 2", "noname b")
 row("VOP3", "v_lshl_add_u64", "2 2 1 2", "noname")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")
@@ -220,7 +233,9 @@ def sample(enc, n, w, flags):
         return "%s %s, %s" % (n, reg("s", d[1], 20), reg("s", d[2], 40))
     if enc == "SOPP":
         return {"s_nop": "s_nop 0", "s_waitcnt": "s_waitcnt 0", "s_sleep": "s_sleep 1",
-                "s_setprio": "s_setprio 1", "s_trap": "s_trap 2"}.get(n, n if "branch" not in n else n + " 4")
+                "s_setprio": "s_setprio 1", "s_trap": "s_trap 2",
+                "s_sendmsg": "s_sendmsg sendmsg(MSG_INTERRUPT)",
+                "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
     if enc == "SMEM":
         return "%s %s, s[2:3], 0x4" % (n, reg("s", d[0], 4))
     if enc == "VOP1":
@@ -236,7 +251,7 @@ def sample(enc, n, w, flags):
             return "%s_e32 v0, vcc, %s, %s, vcc" % (n, a, b)
         if "cnd" in flags:
             return "%s_e32 v0, %s, %s, vcc" % (n, a, b)
-        return "%s_e32 v0, %s, %s" % (n, a, b)
+        return "%s_e32 %s, %s, %s" % (n, reg("v", d[0], 0), a, b)
     if enc == "VOPC":
         return "%s_e32 vcc, %s, %s" % (n, reg("v", d[1], 20), reg("v", d[2], 40))
     if enc == "VOP3":

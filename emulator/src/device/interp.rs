@@ -37,12 +37,19 @@ const CODE_WINDOW_BYTES: u64 = 8 << 20;
 /// ends or its queue is destroyed ([`run`]'s `preempt`).
 pub(crate) const MAX_INSTRUCTIONS_PER_WAVE: u64 = 100_000_000;
 
+/// The device's handler of a wave's message interrupt (`s_sendmsg sendmsg(MSG_INTERRUPT)`),
+/// given M0[22:0]; called from the threads running work-groups.
+pub(crate) type Interrupt<'a> = dyn Fn(u32) + Sync + 'a;
+
 /// Device memory of one GPU as the interpreter sees it: the live allocations mapped to that
 /// GPU, every access bounds-checked. Holds a one-entry cache of the last allocation hit; make
 /// one per thread.
 pub(crate) struct GpuMemory<'a> {
     allocs: &'a Allocs,
     gpu_id: u32,
+    /// Where `s_sendmsg sendmsg(MSG_INTERRUPT)` goes (the device's interrupt handler), if
+    /// anywhere.
+    interrupt: Option<&'a Interrupt<'a>>,
     last: Cell<Option<(u64, u64, Region)>>,
     /// The first access that faulted.
     fault: Cell<Option<MemoryFault>>,
@@ -54,9 +61,16 @@ impl<'a> GpuMemory<'a> {
         GpuMemory {
             allocs,
             gpu_id,
+            interrupt: None,
             last: Cell::new(None),
             fault: Cell::new(None),
         }
+    }
+
+    /// This memory with `interrupt` receiving the waves' message interrupts.
+    pub(crate) fn with_interrupt(mut self, interrupt: &'a Interrupt<'a>) -> GpuMemory<'a> {
+        self.interrupt = Some(interrupt);
+        self
     }
 
     /// The first access through this memory that faulted, if one did.
@@ -162,6 +176,21 @@ impl DeviceMemory for GpuMemory<'_> {
             }
         }
     }
+
+    fn message_interrupt(&self, data: u32) -> hsa_core::Result<()> {
+        match self.interrupt {
+            Some(f) => {
+                f(data);
+                Ok(())
+            }
+            None => Err(error!(
+                Status::IllegalInstruction,
+                "s_sendmsg sendmsg(MSG_INTERRUPT) (M0 data {data:#x}): GPU {:#x} has no \
+                 interrupt handler here",
+                self.gpu_id
+            )),
+        }
+    }
 }
 
 /// How an interpreted dispatch ended, for the caller's fallback decision.
@@ -193,9 +222,10 @@ pub(crate) fn run(
     threads: usize,
     done: &AtomicU64,
     preempt: &AtomicBool,
+    interrupt: &Interrupt<'_>,
 ) -> Outcome {
     match run_inner(
-        dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt,
+        dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt, interrupt,
     ) {
         Ok(s) => Outcome::Ran(s),
         Err((e, fault)) => Outcome::Failed(e, fault),
@@ -351,8 +381,9 @@ fn run_inner(
     threads: usize,
     done: &AtomicU64,
     preempt: &AtomicBool,
+    interrupt: &Interrupt<'_>,
 ) -> Result<ExecStats, Failure> {
-    let memory = GpuMemory::new(allocs, gpu_id);
+    let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
     let setup = |e: Error| (e, memory.fault());
     let object = dispatch.kernel_object.0;
@@ -419,7 +450,7 @@ fn run_inner(
         let handles: Vec<_> = (0..workers)
             .map(|_| {
                 s.spawn(|| {
-                    let mem = GpuMemory::new(allocs, gpu_id);
+                    let mem = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
                     let mut stats = ExecStats::default();
                     while !failed.load(Ordering::Relaxed) {
                         let first = next.fetch_add(chunk, Ordering::Relaxed);

@@ -397,6 +397,18 @@ pub(crate) struct Device {
 }
 
 impl Device {
+    /// The shader sequencer's message interrupt (`s_sendmsg sendmsg(MSG_INTERRUPT)`, M0[22:0]
+    /// as `data`), as amdkfd handles it (`kfd_int_process_v9.c`:
+    /// `kfd_signal_event_interrupt(pasid, data, 23)`) — the same event path as the CP's
+    /// end-of-pipe interrupt: event `data` when its mailbox slot was written, else every
+    /// signal event whose slot was; waiters are woken.
+    pub(crate) fn sq_message_interrupt(&self, data: u32) {
+        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        if events.end_of_pipe_interrupt(data & 0x7F_FFFF) {
+            self.events_cv.notify_all();
+        }
+    }
+
     pub(crate) fn mode(&self) -> ExecutionMode {
         match self.mode.load(Ordering::Relaxed) {
             1 => ExecutionMode::HostOnly,

@@ -323,6 +323,7 @@ impl ProcessorHost for CpHost<'_> {
             threads,
             &self.device.stats.workgroups,
             self.stop,
+            &|data| self.device.sq_message_interrupt(data),
         ) {
             interp::Outcome::Ran(s) => {
                 let c = &self.device.stats;

@@ -5,7 +5,7 @@
 
 use core::fmt;
 
-use super::decode::{Dpp, Encoding, Instruction, Operand, Sdwa, SdwaSel, F_NONAME};
+use super::decode::{Dpp, Encoding, Instruction, Operand, Sdwa, SdwaSel, F_NONAME, F_SDST};
 use super::Gfx9Target;
 
 struct Op<'a>(&'a Operand);
@@ -193,6 +193,10 @@ impl fmt::Display for Instruction {
                         }
                         Ok(())
                     }
+                    "s_sendmsg" | "s_sendmsghalt" => {
+                        write!(f, "{name} ")?;
+                        sendmsg_text(f, imm)
+                    }
                     _ => write!(f, "{name} {imm}"),
                 }
             }
@@ -215,7 +219,9 @@ impl fmt::Display for Instruction {
                     f.write_str("_sdwa")?;
                 } else if self.mods.dpp.is_some() {
                     f.write_str("_dpp")?;
-                } else if !info.has(F_NONAME) && !info.is_mai() {
+                } else if !info.has(F_NONAME | F_SDST) && !info.is_mai() {
+                    // (v_readfirstlane_b32 has only its VOP1 form: llvm-objdump prints no
+                    // suffix.)
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();
@@ -542,6 +548,61 @@ impl Instruction {
             }
         }
         Ok(())
+    }
+}
+
+/// The gfx9 message names of `s_sendmsg`'s SIMM16[3:0] (Vega ISA §4.4 "Send Message
+/// Types"): `None` where gfx9 has no message.
+pub(super) fn sendmsg_name(id: u16) -> Option<&'static str> {
+    Some(match id {
+        1 => "MSG_INTERRUPT",
+        2 => "MSG_GS",
+        3 => "MSG_GS_DONE",
+        4 => "MSG_SAVEWAVE",
+        5 => "MSG_STALL_WAVE_GEN",
+        6 => "MSG_HALT_WAVES",
+        7 => "MSG_ORDERED_PS_DONE",
+        8 => "MSG_EARLY_PRIM_DEALLOC",
+        9 => "MSG_GS_ALLOC_REQ",
+        10 => "MSG_GET_DOORBELL",
+        15 => "MSG_SYSMSG",
+        _ => return None,
+    })
+}
+
+/// `s_sendmsg`'s operand as llvm-objdump prints it: `sendmsg(MSG, OP[, STREAM])` when the
+/// message (bits 3:0), operation (6:4) and GS stream (9:8) are a valid gfx9 combination, else
+/// `sendmsg(id, op, stream)` when those fields make up the whole immediate, else the
+/// immediate in decimal.
+fn sendmsg_text(f: &mut fmt::Formatter<'_>, imm: u16) -> fmt::Result {
+    let (id, op, stream) = (imm & 0xF, imm >> 4 & 7, imm >> 8 & 3);
+    const GS_OPS: [&str; 4] = ["GS_OP_NOP", "GS_OP_CUT", "GS_OP_EMIT", "GS_OP_EMIT_CUT"];
+    const SYS_OPS: [&str; 5] = [
+        "",
+        "SYSMSG_OP_ECC_ERR_INTERRUPT",
+        "SYSMSG_OP_REG_RD",
+        "",
+        "SYSMSG_OP_TTRACE_PC",
+    ];
+    match (id, sendmsg_name(id)) {
+        (2, Some(n)) if (1..=3).contains(&op) => {
+            return write!(f, "sendmsg({n}, {}, {stream})", GS_OPS[op as usize]);
+        }
+        (3, Some(n)) if (1..=3).contains(&op) => {
+            return write!(f, "sendmsg({n}, {}, {stream})", GS_OPS[op as usize]);
+        }
+        (3, Some(n)) if op == 0 && stream == 0 => return write!(f, "sendmsg({n}, GS_OP_NOP)"),
+        (15, Some(n)) if stream == 0 && matches!(op, 1 | 2 | 4) => {
+            return write!(f, "sendmsg({n}, {})", SYS_OPS[op as usize]);
+        }
+        (2 | 3 | 15, _) => {}
+        (_, Some(n)) if op == 0 && stream == 0 => return write!(f, "sendmsg({n})"),
+        _ => {}
+    }
+    if id | op << 4 | stream << 8 == imm {
+        write!(f, "sendmsg({id}, {op}, {stream})")
+    } else {
+        write!(f, "{imm}")
     }
 }
 

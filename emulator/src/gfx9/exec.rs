@@ -18,9 +18,10 @@
 //!
 //! Semantics are those of the Vega/CDNA ISA guides with these documented limits: LDS
 //! accesses outside the work-group's allocation read 0 and drop writes, as the hardware's
-//! LDS bounds check does; `v_fma_f32` is computed in f64 and rounded (exact product, one
-//! extra rounding of the sum); transcendental ops (`v_exp`, `v_log`, `v_rcp`, `v_rsq`,
-//! `v_sqrt`, …) are rejected as not implemented.
+//! LDS bounds check does; fused multiply-adds round once; `v_rcp`, `v_rsq`, `v_sqrt`,
+//! `v_exp_f32` and `v_log_f32` give the correctly rounded value (within the 1 ULP the ISA
+//! allows); IEEE division's `v_div_scale`/`v_div_fmas`/`v_div_fixup` are in `fdiv.rs`;
+//! `v_sin`/`v_cos` and `v_trig_preop_f64` are rejected as not implemented.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -28,6 +29,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
 use super::f16;
+use super::fdiv;
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
@@ -78,6 +80,26 @@ pub trait DeviceMemory {
         let old = u64::from_le_bytes(b);
         self.write(addr, &op(old).to_le_bytes())?;
         Ok(old)
+    }
+
+    /// Raises the shader sequencer's message interrupt of `s_sendmsg sendmsg(MSG_INTERRUPT)`
+    /// with `data`, the low 23 bits of the wave's M0, as amdkfd receives it: its interrupt
+    /// handler (`kfd_int_process_v9.c`, `SOC15_INTSRC_SQ_INTERRUPT_MSG`) calls
+    /// `kfd_signal_event_interrupt(pasid, data, 23)`, which sets the signal event `data`
+    /// when its mailbox slot was written, else every signal event whose slot was. HIP's
+    /// hostcall (device printf) rings its doorbell signal this way (ROCm-Device-Libs ockl
+    /// `__ockl_hsa_signal_add`: the event id into the signal's mailbox, then the message).
+    ///
+    /// # Errors
+    /// The provided implementation is for memories with no interrupt handler behind them:
+    /// [`Status::IllegalInstruction`] saying so (the kernel would wait for a host that is
+    /// never told).
+    fn message_interrupt(&self, data: u32) -> Result<()> {
+        Err(error!(
+            Status::IllegalInstruction,
+            "s_sendmsg sendmsg(MSG_INTERRUPT) (M0 data {data:#x}): this device has no \
+             interrupt handler"
+        ))
     }
 }
 
@@ -808,7 +830,7 @@ fn set_vdst(w: &mut Wave, op: &Operand, lane: usize, v: u64, count: u8) {
 fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     match inst.encoding {
         Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
-        Encoding::Sopp => sopp(w, inst, next),
+        Encoding::Sopp => sopp(ctx, w, inst, next),
         Encoding::Smem => {
             let base = w.sreg64(match inst.src[0] {
                 Operand::Sreg { index, .. } => index as usize,
@@ -880,10 +902,27 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
     }
 }
 
-fn sopp(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
+fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     let target = next.wrapping_add((inst.imm as i64 * 4) as u64);
     let taken = match inst.name() {
-        "s_nop" | "s_waitcnt" | "s_sleep" | "s_setprio" => return Ok(Flow::Next),
+        "s_nop" | "s_waitcnt" | "s_setprio" => return Ok(Flow::Next),
+        // A sleeping wave lets others run: here the host thread gives up its time slice (a
+        // kernel polling memory the host writes, such as hostcall's, waits this way).
+        "s_sleep" => {
+            std::thread::yield_now();
+            return Ok(Flow::Next);
+        }
+        "s_sendmsg" | "s_sendmsghalt" => {
+            send_message(ctx, w, inst)?;
+            if inst.name() == "s_sendmsghalt" {
+                return Err(error!(
+                    Status::Exception,
+                    "s_sendmsghalt: the wave halted after its message (nothing resumes a \
+                     halted wave here)"
+                ));
+            }
+            return Ok(Flow::Next);
+        }
         "s_endpgm" | "s_endpgm_saved" => return Ok(Flow::End),
         "s_barrier" => return Ok(Flow::Barrier),
         // No trap handler runs here: a trap stops the dispatch as the CP reports a wave
@@ -911,6 +950,25 @@ fn sopp(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     } else {
         Flow::Next
     })
+}
+
+/// `s_sendmsg`'s message (SIMM16[3:0]; Vega ISA §4.4 "Send Message Types"): compute waves
+/// send `MSG_INTERRUPT`, an interrupt to the host with M0[22:0] as data
+/// ([`DeviceMemory::message_interrupt`]). The others (geometry-shader messages, the trap
+/// handler's `MSG_SAVEWAVE`, `MSG_SYSMSG`, ...) are no compute kernel's: an error naming the
+/// message.
+fn send_message(ctx: &Ctx<'_, '_>, w: &Wave, inst: &Instruction) -> Result<()> {
+    let imm = inst.imm as u16;
+    match imm & 0xF {
+        1 => ctx.memory.message_interrupt(w.sreg[M0] & 0x7F_FFFF),
+        id => Err(error!(
+            Status::IllegalInstruction,
+            "{} message {} (SIMM16 {imm:#x}) is not one the interpreter delivers (only \
+             MSG_INTERRUPT)",
+            inst.name(),
+            super::disasm::sendmsg_name(id).unwrap_or("with no gfx9 name")
+        )),
+    }
 }
 
 fn bfe(v: u64, off: u32, width: u32, signed: bool, bits: u32) -> u64 {
@@ -1313,8 +1371,41 @@ fn rndne32(x: f32) -> f32 {
     f32::from_bits(r.to_bits() | (x.to_bits() & 0x8000_0000))
 }
 
+/// Fused multiply-add with one rounding (the host's `fmaf`).
 fn fma32(a: f32, b: f32, c: f32) -> f32 {
-    (a as f64 * b as f64 + c as f64) as f32
+    a.mul_add(b, c)
+}
+
+/// An f32 result's bits, with a NaN made from non-NaN input `x` replaced by the ISA's
+/// default NaN (0x7FC0_0000; the host's is negative).
+fn canon32(x: u32, r: f32) -> u64 {
+    if r.is_nan() && !f32::from_bits(x).is_nan() {
+        0x7FC0_0000
+    } else {
+        u64::from(r.to_bits())
+    }
+}
+
+/// [`canon32`] for f64 (default NaN 0x7FF8_0000_0000_0000).
+fn canon64(x: u64, r: f64) -> u64 {
+    if r.is_nan() && !f64::from_bits(x).is_nan() {
+        0x7FF8_0000_0000_0000
+    } else {
+        r.to_bits()
+    }
+}
+
+/// `V_FRACT_F64`: `x − floor(x)`, at most the largest f64 below 1 (Vega ISA); ±∞ → NaN.
+fn fract64(x: f64) -> f64 {
+    if x.is_infinite() {
+        return f64::NAN;
+    }
+    let f = x - x.floor();
+    if f >= 1.0 {
+        f64::from_bits(0x3FEF_FFFF_FFFF_FFFF)
+    } else {
+        f
+    }
 }
 
 /// `V_PERM_B32`: each result byte chosen by the matching selector byte of `sel` from the
@@ -1555,39 +1646,9 @@ fn valu<const DPP: bool>(
             let b = read(w, 1, lane);
             let r = match ty {
                 "f32" if cond == "class" => {
-                    let f = f32::from_bits(a as u32);
-                    let neg = f.is_sign_negative();
-                    let class = if f.is_nan() {
-                        if a as u32 & 0x0040_0000 != 0 {
-                            1
-                        } else {
-                            0
-                        }
-                    } else if f.is_infinite() {
-                        if neg {
-                            2
-                        } else {
-                            9
-                        }
-                    } else if f == 0.0 {
-                        if neg {
-                            5
-                        } else {
-                            6
-                        }
-                    } else if f.is_subnormal() {
-                        if neg {
-                            4
-                        } else {
-                            7
-                        }
-                    } else if neg {
-                        3
-                    } else {
-                        8
-                    };
-                    Some(b >> class & 1 != 0)
+                    Some(b >> fdiv::class_index(fdiv::SINGLE, a & 0xFFFF_FFFF) & 1 != 0)
                 }
+                "f64" if cond == "class" => Some(b >> fdiv::class_index(fdiv::DOUBLE, a) & 1 != 0),
                 "f32" => fcmp(
                     cond,
                     f32::from_bits(a as u32) as f64,
@@ -1618,7 +1679,12 @@ fn valu<const DPP: bool>(
         None
     };
     let mut carry_out = 0u64;
-    let writes_carry = info.has(F_CO | F_CI) || name == "v_mad_u64_u32" || name == "v_mad_i64_i32";
+    let writes_carry = info.has(F_CO | F_CI)
+        || name == "v_mad_u64_u32"
+        || name == "v_mad_i64_i32"
+        || name.starts_with("v_div_scale_");
+    // v_div_fmas reads VCC as its scale condition.
+    let vcc_in = w.vcc();
     let out_w = wd[0];
     for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
         let a = if DPP && f16_in {
@@ -1888,6 +1954,57 @@ fn valu<const DPP: bool>(
                 };
                 ((a32 as u64 & below).count_ones()).wrapping_add(b32) as u64
             }
+            // Division and its helpers (fdiv.rs); reciprocal, square root, exp2/log2:
+            // correctly rounded, within the 1 ULP the ISA states; invalid operands give the
+            // ISA's default NaN.
+            "v_rcp_f32" | "v_rcp_iflag_f32" => fr(1.0 / fa),
+            "v_rsq_f32" => canon32(a32, (1.0 / f64::from(fa).sqrt()) as f32),
+            "v_sqrt_f32" => canon32(a32, fa.sqrt()),
+            "v_exp_f32" => fr(f64::from(fa).exp2() as f32),
+            "v_log_f32" => canon32(a32, f64::from(fa).log2() as f32),
+            "v_rcp_f64" => (1.0 / da).to_bits(),
+            "v_rsq_f64" => canon64(a, 1.0 / da.sqrt()),
+            "v_sqrt_f64" => canon64(a, da.sqrt()),
+            "v_trunc_f64" => da.trunc().to_bits(),
+            "v_ceil_f64" => da.ceil().to_bits(),
+            "v_floor_f64" => da.floor().to_bits(),
+            "v_rndne_f64" => da.round_ties_even().to_bits(),
+            "v_fract_f64" => canon64(a, fract64(da)),
+            "v_frexp_mant_f32" => fdiv::frexp_mant(fdiv::SINGLE, a32 as u64),
+            "v_frexp_exp_i32_f32" => fdiv::frexp_exp(fdiv::SINGLE, a32 as u64) as u32 as u64,
+            "v_frexp_mant_f64" => fdiv::frexp_mant(fdiv::DOUBLE, a),
+            "v_frexp_exp_i32_f64" => fdiv::frexp_exp(fdiv::DOUBLE, a) as u32 as u64,
+            "v_ldexp_f32" => fdiv::ldexp(fdiv::SINGLE, a32 as u64, b32 as i32),
+            "v_ldexp_f64" => fdiv::ldexp(fdiv::DOUBLE, a, b32 as i32),
+            "v_fma_f64" => da.mul_add(db, f64::from_bits(c)).to_bits(),
+            "v_fmac_f64" => {
+                let acc = match inst.dst {
+                    Operand::Vgpr { index, .. } => {
+                        let r = index as usize;
+                        u64::from(w.v(r, lane)) | u64::from(w.v(r + 1, lane)) << 32
+                    }
+                    _ => 0,
+                };
+                da.mul_add(db, f64::from_bits(acc)).to_bits()
+            }
+            "v_div_scale_f32" => {
+                let (r, v) = fdiv::div_scale(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64);
+                co = v;
+                r
+            }
+            "v_div_scale_f64" => {
+                let (r, v) = fdiv::div_scale(fdiv::DOUBLE, a, b, c);
+                co = v;
+                r
+            }
+            "v_div_fmas_f32" => {
+                let v = vcc_in >> lane & 1 != 0;
+                fdiv::div_fmas(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64, v)
+            }
+            "v_div_fmas_f64" => fdiv::div_fmas(fdiv::DOUBLE, a, b, c, vcc_in >> lane & 1 != 0),
+            "v_div_fixup_f32" => fdiv::div_fixup(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64),
+            "v_div_fixup_f64" => fdiv::div_fixup(fdiv::DOUBLE, a, b, c),
+            "v_div_fixup_f16" => fdiv::div_fixup(fdiv::HALF, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF),
             _ => return Err(not_implemented(inst)),
         };
         let r = if f16_output(name) {

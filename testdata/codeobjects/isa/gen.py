@@ -663,8 +663,74 @@ def f16(cpu):
     return a
 
 
+# --- divide: IEEE division steps, reciprocal/square root, ldexp/frexp, f64 rounding ----------
+# Lane i: sources p1[i], p2[i], p3[i] (dwords, or qwords for f64 operands), result to p4[i]
+# (a dword or qword). Kernels `<op>` run `op` on them; `v_div_scale_*` also store their
+# second destination (the lane mask) to p5[i] as a qword; `v_div_fmas_*` take VCC from
+# p5[i] != 0 (a dword); `v_cmp(x)_class_f64` store the mask to p5[i].
+FDIV_U32 = ("v_rcp_f32 v_rcp_iflag_f32 v_rsq_f32 v_sqrt_f32 v_exp_f32 v_log_f32 "
+            "v_frexp_mant_f32 v_frexp_exp_i32_f32").split()
+FDIV_U64 = ("v_rcp_f64 v_rsq_f64 v_sqrt_f64 v_frexp_mant_f64 v_fract_f64 v_trunc_f64 "
+            "v_ceil_f64 v_rndne_f64 v_floor_f64").split()
+
+
+def divide(cpu):
+    a = Asm(cpu)
+    d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v4, v20, s[8:9]",
+           "global_load_dword v6, v20, s[10:11]", "global_load_dword v8, v20, s[14:15]",
+           "s_waitcnt vmcnt(0)"]
+    d64 = ["global_load_dwordx2 v[2:3], v21, s[6:7]", "global_load_dwordx2 v[4:5], v21, s[8:9]",
+           "global_load_dwordx2 v[6:7], v21, s[10:11]", "global_load_dword v8, v20, s[14:15]",
+           "s_waitcnt vmcnt(0)"]
+    st32 = ["global_store_dword v20, v10, s[12:13]"]
+    st64 = ["global_store_dwordx2 v21, v[10:11], s[12:13]"]
+    mask = ["v_mov_b32 v12, s20", "v_mov_b32 v13, s21", "global_store_dwordx2 v21, v[12:13], s[14:15]"]
+    for op in FDIV_U32:
+        a.kernel(op, d32 + ["%s_e32 v10, v2" % op] + st32)
+    for op in FDIV_U64:
+        a.kernel(op, d64 + ["%s_e32 v[10:11], v[2:3]" % op] + st64)
+    a.kernel("v_frexp_exp_i32_f64", d64 + ["v_frexp_exp_i32_f64_e32 v10, v[2:3]"] + st32)
+    a.kernel("v_ldexp_f32", d32 + ["v_ldexp_f32 v10, v2, v4"] + st32)
+    a.kernel("v_ldexp_f64", d64 + ["global_load_dword v4, v20, s[8:9]", "s_waitcnt vmcnt(0)",
+                                   "v_ldexp_f64 v[10:11], v[2:3], v4"] + st64)
+    a.kernel("v_fma_f64", d64 + ["v_fma_f64 v[10:11], v[2:3], v[4:5], v[6:7]"] + st64)
+    if cpu in ("gfx90a", "gfx942"):
+        a.kernel("v_fmac_f64", d64 + ["v_mov_b32 v10, v6", "v_mov_b32 v11, v7",
+                                      "v_fmac_f64_e32 v[10:11], v[2:3], v[4:5]"] + st64)
+    a.kernel("v_div_scale_f32", d32 + ["v_div_scale_f32 v10, s[20:21], v2, v4, v6"] + st32 + mask)
+    a.kernel("v_div_scale_f64", d64 + ["v_div_scale_f64 v[10:11], s[20:21], v[2:3], v[4:5], v[6:7]"]
+             + st64 + mask)
+    fl = ["v_cmp_ne_u32_e32 vcc, 0, v8"]
+    a.kernel("v_div_fmas_f32", d32 + fl + ["v_div_fmas_f32 v10, v2, v4, v6"] + st32)
+    a.kernel("v_div_fmas_f64", d64 + fl + ["v_div_fmas_f64 v[10:11], v[2:3], v[4:5], v[6:7]"] + st64)
+    a.kernel("v_div_fixup_f32", d32 + ["v_div_fixup_f32 v10, v2, v4, v6"] + st32)
+    a.kernel("v_div_fixup_f16", d32 + ["v_div_fixup_f16 v10, v2, v4, v6"] + st32)
+    a.kernel("v_div_fixup_f64", d64 + ["v_div_fixup_f64 v[10:11], v[2:3], v[4:5], v[6:7]"] + st64)
+    cls = ["global_load_dword v4, v20, s[8:9]", "s_waitcnt vmcnt(0)"]
+    a.kernel("v_cmp_class_f64", d64 + cls + ["v_cmp_class_f64_e64 s[20:21], v[2:3], v4"] + mask)
+    a.kernel("v_cmpx_class_f64", d64 + cls + ["v_cmpx_class_f64_e64 s[20:21], v[2:3], v4",
+                                              "s_mov_b64 exec, -1"] + mask)
+    return a
+
+
+# --- sendmsg: s_sendmsg / s_sendmsghalt ----------------------------------------------------
+# `interrupt`: M0 = 0x80000000 | p1[0] (the wave's first lane's word), then
+# sendmsg(MSG_INTERRUPT); `halt`: s_sendmsghalt sendmsg(MSG_INTERRUPT); `gs_alloc`:
+# sendmsg(MSG_GS_ALLOC_REQ), not a compute message.
+def sendmsg(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "s_waitcnt vmcnt(0)",
+            "v_readfirstlane_b32 s20, v2", "s_or_b32 m0, s20, 0x80000000"]
+    a.kernel("interrupt", head + ["s_sendmsg sendmsg(MSG_INTERRUPT)",
+                                  "global_store_dword v20, v2, s[12:13]"])
+    a.kernel("halt", head + ["s_sendmsghalt sendmsg(MSG_INTERRUPT)"])
+    a.kernel("gs_alloc", head + ["s_sendmsg sendmsg(MSG_GS_ALLOC_REQ)"])
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
-            "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16}
+            "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
+            "divide": divide, "sendmsg": sendmsg}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
