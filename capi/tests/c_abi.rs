@@ -99,6 +99,19 @@ fn enumerators_and_layouts_match_the_headers() {
         ("offsetof(hsa_rt_dispatch_t, workgroup_count)", 24),
         ("offsetof(hsa_rt_dispatch_t, kernel_object)", 56),
         ("offsetof(hsa_rt_dispatch_t, group_segment)", 72),
+        ("sizeof(hsa_amd_event_t)", 32),
+        ("offsetof(hsa_amd_event_t, memory_fault)", 8),
+        ("sizeof(hsa_amd_gpu_memory_fault_info_t)", 24),
+        (
+            "offsetof(hsa_amd_gpu_memory_fault_info_t, virtual_address)",
+            8,
+        ),
+        (
+            "offsetof(hsa_amd_gpu_memory_fault_info_t, fault_reason_mask)",
+            16,
+        ),
+        ("HSA_AMD_GPU_MEMORY_FAULT_EVENT", 0),
+        ("HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT", 1),
     ] {
         c += &format!("_Static_assert({expr} == {value}, \"{expr}\");\n");
     }
@@ -420,6 +433,33 @@ fn c_rocr_ext_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout, "rocr_ext: ok\n");
+}
+
+/// `c/memory_fault.c`: a kernel reading 0x1000 (nothing maps it) on the emulated gfx90a; both
+/// registered system event handlers get `HSA_AMD_GPU_MEMORY_FAULT_EVENT` with the GPU agent,
+/// the address 0x1000 and `HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT`, in registration order, each
+/// once and before the queue's error callback, which gets `HSA_STATUS_ERROR_MEMORY_FAULT`.
+#[test]
+fn c_memory_fault_reaches_the_system_event_handlers_first() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("memory_fault");
+    let out = Command::new(&exe)
+        .arg(common::crate_dir().join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run memory_fault");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "memory_fault failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "memory_fault: ok\n");
 }
 
 /// `c/ipc.c`: two processes (forked before `hsa_init`, each with its own emulated device) share

@@ -1061,6 +1061,13 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
     fn wait_spin_ns(&self) -> u64 {
         self.inner.wait_spin_ns()
     }
+
+    fn set_memory_fault_handler(
+        &self,
+        handler: Option<crate::platform::MemoryFaultHandler>,
+    ) -> Result<()> {
+        self.inner.set_memory_fault_handler(handler)
+    }
 }
 
 #[cfg(test)]

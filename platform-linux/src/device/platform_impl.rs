@@ -7,9 +7,9 @@
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
-    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, SharedMemory,
-    TopologySource, WaitOutcome,
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler, MemoryFlags,
+    MemoryKind, MemoryRequest, NodeProperties, Platform, QueueErrorCallback, QueueKind,
+    QueueRequest, SharedMemory, TopologySource, WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
 use std::mem::offset_of;
@@ -602,6 +602,17 @@ unsafe impl Platform for LinuxPlatform {
             pad: 0,
         };
         call(&*self.driver, &mut s)
+    }
+
+    /// The monitor calls `handler` for each `KFD_IOC_EVENT_MEMORY` event it sees (from its
+    /// `kfd_hsa_memory_exception_data`: [`monitor::memory_fault`]),
+    /// on its thread, before the callbacks of the queues the fault stopped. A machine without
+    /// GPUs has no faults to report: the handler is accepted and never called.
+    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<(), Error> {
+        if let Some(m) = &self.monitor {
+            m.set_fault_handler(handler);
+        }
+        Ok(())
     }
 
     fn timestamp_ticks(&self) -> u64 {
