@@ -737,6 +737,35 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// `Status::InvalidArgument` for an unknown event.
     fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome>;
 
+    /// Blocks the calling thread until any of `events` is signaled or `timeout_ns` passes
+    /// (`u64::MAX` = no timeout): one wait over all of them (`hsa_amd_signal_wait_any`,
+    /// `hsa_amd_signal_async_handler`; ROCR: `hsaKmtWaitOnMultipleEvents` with `WaitOnAll`
+    /// false). Events signaled while the caller armed are not lost, as for
+    /// [`wait_event`](Self::wait_event); it does not say which event fired (callers re-check
+    /// their signals, as ROCR does). Spurious returns of either outcome are allowed.
+    ///
+    /// The default is for platforms that wait on one event at a time: it waits on `events[0]`
+    /// alone, and with more than one event for at most
+    /// [`MULTI_EVENT_SLICE_NS`](crate::signal::wait::MULTI_EVENT_SLICE_NS), so that a caller
+    /// that rotates the list between calls (as [`signal::wait_any`](crate::signal::wait_any)
+    /// does) gives every event its turn. Linux overrides it with one `AMDKFD_IOC_WAIT_EVENTS`
+    /// over all of them.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an empty list, more events than the platform can wait on
+    /// at once (Linux: `KFD_SIGNAL_EVENT_LIMIT`, 4096) or an unknown event.
+    fn wait_any_event(&self, events: &[EventId], timeout_ns: u64) -> Result<WaitOutcome> {
+        let Some(&first) = events.first() else {
+            crate::bail!(Status::InvalidArgument, "wait_any_event: no events");
+        };
+        let timeout_ns = if events.len() > 1 {
+            timeout_ns.min(crate::signal::wait::MULTI_EVENT_SLICE_NS)
+        } else {
+            timeout_ns
+        };
+        self.wait_event(first, timeout_ns)
+    }
+
     /// Signals `event`, waking its waiters. Never blocks; callable from a packet processor.
     ///
     /// # Errors

@@ -21,9 +21,10 @@
 //! answers with `HSA_STATUS_SUCCESS` does not abort the process here: it goes on to the queue's
 //! callback (and aborts only without one).
 //!
-//! `hsa_core::signal::wait_any` waits on one platform event at a time, in turns of 1 ms when
-//! the signals have several: a handler may run up to a turn after its signal changed
-//! (ROCR waits on all events at once with `hsaKmtWaitOnMultipleEvents`).
+//! `hsa_core::signal::wait_any` blocks on all the signals' events at once
+//! (`Platform::wait_any_event`: on Linux one `AMDKFD_IOC_WAIT_EVENTS`, as ROCR's
+//! `hsaKmtWaitOnMultipleEvents`), so a handler runs as soon as its signal's event fires, with
+//! no polling.
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.

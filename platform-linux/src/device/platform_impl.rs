@@ -593,6 +593,40 @@ unsafe impl Platform for LinuxPlatform {
         }
     }
 
+    /// One `AMDKFD_IOC_WAIT_EVENTS` over all of `events` with `wait_for_all` 0: amdkfd returns
+    /// when any of them is signaled (`kfd_wait_on_events`), consuming those that were.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for an empty list, more than `KFD_SIGNAL_EVENT_LIMIT`
+    /// events, or an event this platform did not create; the ioctl's error.
+    fn wait_any_event(&self, events: &[EventId], timeout_ns: u64) -> Result<WaitOutcome, Error> {
+        {
+            let st = lock(&self.state);
+            if let Some(e) = events.iter().find(|e| !st.events.contains(&e.0)) {
+                bail!(Status::InvalidArgument, "no event with id {}", e.0);
+            }
+        }
+        let mut data: Vec<EventData> = events
+            .iter()
+            .map(|e| EventData {
+                event_id: e.0,
+                ..EventData::default()
+            })
+            .collect();
+        let wait_result =
+            calls::wait_events(&*self.driver, &mut data, false, wait_timeout_ms(timeout_ns))?;
+        match wait_result {
+            KFD_IOC_WAIT_RESULT_COMPLETE => Ok(WaitOutcome::Signaled),
+            KFD_IOC_WAIT_RESULT_TIMEOUT => Ok(WaitOutcome::TimedOut),
+            r => Err(error!(
+                Status::Error,
+                "AMDKFD_IOC_WAIT_EVENTS on {} events: wait_result {r} (KFD_IOC_WAIT_RESULT_FAIL \
+                 is 2)",
+                events.len()
+            )),
+        }
+    }
+
     fn signal_event(&self, event: EventId) -> Result<(), Error> {
         if !lock(&self.state).events.contains(&event.0) {
             bail!(Status::InvalidArgument, "no event with id {}", event.0);
