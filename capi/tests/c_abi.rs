@@ -462,6 +462,45 @@ fn c_memory_fault_reaches_the_system_event_handlers_first() {
     assert_eq!(stdout, "memory_fault: ok\n");
 }
 
+/// `c/lock_agents.c` on the 8-GPU MI210 capture (`HSA_RT_SYSFS`): memory locked for GPU 2 is
+/// read by a kernel there, while GPU 5's read faults at the agent pointer (the system event
+/// handler names GPU 5 and that address; the queue's callback gets MEMORY_FAULT) and
+/// `hsa_amd_pointer_info` lists GPU 2 alone; locking the pages again for GPU 5 and the CPU
+/// maps them to GPU 5 too (whose kernel then reads them); a lock listing no agents reaches all
+/// eight GPUs.
+#[test]
+fn c_memory_lock_maps_only_to_the_agents_listed() {
+    if !have_headers() {
+        return;
+    }
+    let crate_dir = common::crate_dir();
+    // `$HSA_RT_SHARED`, else the `shared` directory beside the workspace.
+    let shared = std::env::var_os("HSA_RT_SHARED")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate_dir.join("../../shared"));
+    let mi210 = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
+    if !mi210.exists() {
+        println!("skipped: {} not found (set HSA_RT_SHARED)", mi210.display());
+        return;
+    }
+    let (libdir, exe) = build_c_program("lock_agents");
+    let out = Command::new(&exe)
+        .arg(crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env("HSA_RT_SYSFS", &mi210)
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run lock_agents");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lock_agents failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "lock_agents: ok\n");
+}
+
 /// `c/ipc.c`: two processes (forked before `hsa_init`, each with its own emulated device) share
 /// three pages of VRAM and an IPC signal: the child checks the parent's fill through an async
 /// copy from the attached address, writes its pattern through the host and sets the signal to
