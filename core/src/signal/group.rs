@@ -122,7 +122,7 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
     // waits on all of them; otherwise the platforms' events take turns and every polled
     // signal is re-read each slice.
     let one_platform = (1..count).all(|i| core::ptr::eq(member(i).platform, first));
-    let all_evented = !overflow && (0..count).all(|i| member(i).event.is_some());
+    let mut all_evented = !overflow && (0..count).all(|i| member(i).event.is_some());
     loop {
         for i in 0..count {
             let v = member(i).raw.value().load(LoadOrder::Acquire.ordering());
@@ -157,7 +157,8 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
                 member(owner).platform.wait_event(ev, slice)
             };
             if waited.is_err() {
-                // An event is gone: poll its signals from now on.
+                // An event is gone: poll its signals from now on (each slice).
+                all_evented = false;
                 events.retain(|ev| {
                     (0..count)
                         .find(|&i| member(i).event == Some(*ev))
