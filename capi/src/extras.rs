@@ -34,7 +34,7 @@ pub(crate) struct Extras {
 impl Extras {
     /// Stops what runs on behalf of the runtime and releases what borrows it.
     pub(crate) fn shut_down(&self, st: &State) {
-        self.handlers.shut_down();
+        self.handlers.shut_down(st);
         self.host.shut_down(st);
         self.ipc.shut_down(st);
     }

@@ -99,6 +99,19 @@ fn enumerators_and_layouts_match_the_headers() {
         ("offsetof(hsa_rt_dispatch_t, workgroup_count)", 24),
         ("offsetof(hsa_rt_dispatch_t, kernel_object)", 56),
         ("offsetof(hsa_rt_dispatch_t, group_segment)", 72),
+        ("sizeof(hsa_amd_event_t)", 32),
+        ("offsetof(hsa_amd_event_t, memory_fault)", 8),
+        ("sizeof(hsa_amd_gpu_memory_fault_info_t)", 24),
+        (
+            "offsetof(hsa_amd_gpu_memory_fault_info_t, virtual_address)",
+            8,
+        ),
+        (
+            "offsetof(hsa_amd_gpu_memory_fault_info_t, fault_reason_mask)",
+            16,
+        ),
+        ("HSA_AMD_GPU_MEMORY_FAULT_EVENT", 0),
+        ("HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT", 1),
     ] {
         c += &format!("_Static_assert({expr} == {value}, \"{expr}\");\n");
     }
@@ -420,6 +433,72 @@ fn c_rocr_ext_passes() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(stdout, "rocr_ext: ok\n");
+}
+
+/// `c/memory_fault.c`: a kernel reading 0x1000 (nothing maps it) on the emulated gfx90a; both
+/// registered system event handlers get `HSA_AMD_GPU_MEMORY_FAULT_EVENT` with the GPU agent,
+/// the address 0x1000 and `HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT`, in registration order, each
+/// once and before the queue's error callback, which gets `HSA_STATUS_ERROR_MEMORY_FAULT`.
+#[test]
+fn c_memory_fault_reaches_the_system_event_handlers_first() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("memory_fault");
+    let out = Command::new(&exe)
+        .arg(common::crate_dir().join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run memory_fault");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "memory_fault failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "memory_fault: ok\n");
+}
+
+/// `c/lock_agents.c` on the 8-GPU MI210 capture (`HSA_RT_SYSFS`): memory locked for GPU 2 is
+/// read by a kernel there, while GPU 5's read faults at the agent pointer (the system event
+/// handler names GPU 5 and that address; the queue's callback gets MEMORY_FAULT) and
+/// `hsa_amd_pointer_info` lists GPU 2 alone; locking the pages again for GPU 5 and the CPU
+/// maps them to GPU 5 too (whose kernel then reads them); a lock listing no agents reaches all
+/// eight GPUs.
+#[test]
+fn c_memory_lock_maps_only_to_the_agents_listed() {
+    if !have_headers() {
+        return;
+    }
+    let crate_dir = common::crate_dir();
+    // `$HSA_RT_SHARED`, else the `shared` directory beside the workspace.
+    let shared = std::env::var_os("HSA_RT_SHARED")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| crate_dir.join("../../shared"));
+    let mi210 = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
+    if !mi210.exists() {
+        println!("skipped: {} not found (set HSA_RT_SHARED)", mi210.display());
+        return;
+    }
+    let (libdir, exe) = build_c_program("lock_agents");
+    let out = Command::new(&exe)
+        .arg(crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env("HSA_RT_SYSFS", &mi210)
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run lock_agents");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "lock_agents failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "lock_agents: ok\n");
 }
 
 /// `c/ipc.c`: two processes (forked before `hsa_init`, each with its own emulated device) share

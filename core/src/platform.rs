@@ -343,6 +343,66 @@ pub struct QueueErrorCallback {
     pub data: usize,
 }
 
+bitflags::bitflags! {
+    /// Why a GPU memory access faulted: `hsa_amd_memory_fault_reason_t` (`hsa_ext_amd.h`,
+    /// ROCR 5.2), bits as that header numbers them. A fault may have several.
+    ///
+    /// On Linux they come from amdkfd's `kfd_hsa_memory_exception_data`: `NotPresent`,
+    /// `ReadOnly`, `NoExecute` and `Imprecise` set the bit of that name; `ErrorType` 1 (SRAM
+    /// ECC) sets `SRAMECC`, 2 (poison consumed) `DRAMECC`, 3 (GPU hang) `HANG`, as ROCR's
+    /// `Runtime::VMFaultHandler` translates them.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+    pub struct MemoryFaultReason: u32 {
+        /// `HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT`: page not present or supervisor privilege.
+        const PAGE_NOT_PRESENT = 1 << 0;
+        /// `HSA_AMD_MEMORY_FAULT_READ_ONLY`: write to a read-only page.
+        const READ_ONLY = 1 << 1;
+        /// `HSA_AMD_MEMORY_FAULT_NX`: execute of a page marked no-execute.
+        const NX = 1 << 2;
+        /// `HSA_AMD_MEMORY_FAULT_HOST_ONLY`: a GPU access to a host-only page.
+        const HOST_ONLY = 1 << 3;
+        /// `HSA_AMD_MEMORY_FAULT_DRAMECC`: DRAM ECC failure.
+        const DRAMECC = 1 << 4;
+        /// `HSA_AMD_MEMORY_FAULT_IMPRECISE`: the exact fault address is unknown.
+        const IMPRECISE = 1 << 5;
+        /// `HSA_AMD_MEMORY_FAULT_SRAMECC`: SRAM ECC failure (registers; no fault address).
+        const SRAMECC = 1 << 6;
+        /// `HSA_AMD_MEMORY_FAULT_HANG`: GPU reset after an unspecified hang.
+        const HANG = 1 << 31;
+    }
+}
+
+/// A GPU memory fault as the platform learned it: the GPU, the address, why. What the C API
+/// hands its system event handlers as `hsa_amd_gpu_memory_fault_info_t` (`hsa_ext_amd.h`).
+///
+/// Ref: amdkfd `kfd_hsa_memory_exception_data` (`kfd_ioctl.h`), libhsakmt
+/// `HsaMemoryAccessFault`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryFault {
+    /// The topology node of the GPU whose access faulted.
+    pub node: NodeId,
+    /// The faulting device (virtual) address; meaningless with
+    /// [`MemoryFaultReason::IMPRECISE`].
+    pub address: GpuVa,
+    /// Why it faulted.
+    pub reason: MemoryFaultReason,
+}
+
+/// A function the platform calls on every GPU memory fault it learns of
+/// ([`Platform::set_memory_fault_handler`]), with the user data given. C-shaped so it needs no
+/// allocator.
+///
+/// Ref: ROCR's `Runtime::VMFaultHandler`, which hands each fault to the handlers of
+/// `hsa_amd_register_system_event_handler`.
+#[derive(Clone, Copy, Debug)]
+pub struct MemoryFaultHandler {
+    /// Called once per fault, on a thread of the platform's choosing, before the error
+    /// callbacks of the queues the fault stopped run.
+    pub func: fn(fault: &MemoryFault, data: usize),
+    /// Passed back as `data`.
+    pub data: usize,
+}
+
 /// A request to create a hardware queue over memory the core has prepared.
 #[derive(Clone, Copy, Debug)]
 pub struct QueueRequest {
@@ -677,11 +737,62 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// `Status::InvalidArgument` for an unknown event.
     fn wait_event(&self, event: EventId, timeout_ns: u64) -> Result<WaitOutcome>;
 
+    /// Blocks the calling thread until any of `events` is signaled or `timeout_ns` passes
+    /// (`u64::MAX` = no timeout): one wait over all of them (`hsa_amd_signal_wait_any`,
+    /// `hsa_amd_signal_async_handler`; ROCR: `hsaKmtWaitOnMultipleEvents` with `WaitOnAll`
+    /// false). Events signaled while the caller armed are not lost, as for
+    /// [`wait_event`](Self::wait_event); it does not say which event fired (callers re-check
+    /// their signals, as ROCR does). Spurious returns of either outcome are allowed.
+    ///
+    /// The default is for platforms that wait on one event at a time: it waits on `events[0]`
+    /// alone, and with more than one event for at most
+    /// [`MULTI_EVENT_SLICE_NS`](crate::signal::wait::MULTI_EVENT_SLICE_NS), so that a caller
+    /// that rotates the list between calls (as [`signal::wait_any`](crate::signal::wait_any)
+    /// does) gives every event its turn. Linux overrides it with one `AMDKFD_IOC_WAIT_EVENTS`
+    /// over all of them.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an empty list, more events than the platform can wait on
+    /// at once (Linux: `KFD_SIGNAL_EVENT_LIMIT`, 4096) or an unknown event.
+    fn wait_any_event(&self, events: &[EventId], timeout_ns: u64) -> Result<WaitOutcome> {
+        let Some(&first) = events.first() else {
+            crate::bail!(Status::InvalidArgument, "wait_any_event: no events");
+        };
+        let timeout_ns = if events.len() > 1 {
+            timeout_ns.min(crate::signal::wait::MULTI_EVENT_SLICE_NS)
+        } else {
+            timeout_ns
+        };
+        self.wait_event(first, timeout_ns)
+    }
+
     /// Signals `event`, waking its waiters. Never blocks; callable from a packet processor.
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an unknown event.
     fn signal_event(&self, event: EventId) -> Result<()>;
+
+    /// Installs the function the platform calls on every GPU memory fault it learns of
+    /// (`None`: none from now on), replacing the one before. The handler runs on a thread of the
+    /// platform's choosing — Linux: the event monitor's, on each `KFD_IOC_EVENT_MEMORY` event
+    /// (its `kfd_hsa_memory_exception_data`); bare metal: the host's IH interrupt handler —
+    /// and, for a fault that stopped queues, before their [`QueueRequest::on_error`]
+    /// callbacks, as ROCR's memory-fault handler runs before the queue's error handler. It may
+    /// call back into the platform. Never blocks.
+    ///
+    /// The default is for platforms that learn of no memory faults: it returns
+    /// `Status::Error` and installs nothing.
+    ///
+    /// # Errors
+    /// `Status::Error` when the platform cannot report memory faults.
+    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<()> {
+        let _ = handler;
+        Err(crate::error!(
+            Status::Error,
+            "the {} platform cannot report GPU memory faults",
+            self.device_name()
+        ))
+    }
 
     // ---- time ----
 

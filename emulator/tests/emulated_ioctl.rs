@@ -680,6 +680,58 @@ fn typed_wrappers_check_before_sending() {
     calls::call(&*d, &mut FreeMemoryOfGpuArgs { handle: a.handle }).unwrap();
 }
 
+/// A wait for any of several events, as `kfd_wait_on_events` with `wait_for_all` 0: it returns
+/// `COMPLETE` when the last one is set from another thread, and consumes only what was set
+/// (the others stay unsignaled); every auto-reset event already signaled when the wait starts
+/// is consumed by it (`init_event_waiter`), not only the first; a manual-reset one stays set.
+#[test]
+fn wait_for_any_returns_when_any_event_is_set_and_consumes_what_fired() {
+    let d = dev();
+    let ids: Vec<u32> = (0..6)
+        .map(|_| create_event(&d, KFD_IOC_EVENT_SIGNAL, true).event_id)
+        .collect();
+    let set = |id: u32| {
+        let mut s = SetEventArgs {
+            event_id: id,
+            pad: 0,
+        };
+        plain_ioctl(&*d, &mut s).unwrap();
+    };
+    std::thread::scope(|sc| {
+        let waiter = sc.spawn(|| wait(&d, &ids, false, u32::MAX));
+        std::thread::sleep(Duration::from_millis(30));
+        set(ids[5]);
+        assert_eq!(waiter.join().unwrap(), Ok(KFD_IOC_WAIT_RESULT_COMPLETE));
+    });
+    // Consumed: nothing is signaled any more.
+    assert_eq!(wait(&d, &ids, false, 0), Ok(KFD_IOC_WAIT_RESULT_TIMEOUT));
+    // Two set before the wait: one wait-any takes both.
+    set(ids[1]);
+    set(ids[4]);
+    assert_eq!(wait(&d, &ids, false, 0), Ok(KFD_IOC_WAIT_RESULT_COMPLETE));
+    assert_eq!(
+        wait(&d, &[ids[4]], false, 0),
+        Ok(KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+    assert_eq!(
+        wait(&d, &[ids[1]], false, 0),
+        Ok(KFD_IOC_WAIT_RESULT_TIMEOUT)
+    );
+    // A manual-reset event among them stays set across waits.
+    let m = create_event(&d, KFD_IOC_EVENT_SIGNAL, false).event_id;
+    set(m);
+    let with_m = [ids[0], m, ids[2]];
+    assert_eq!(
+        wait(&d, &with_m, false, 0),
+        Ok(KFD_IOC_WAIT_RESULT_COMPLETE)
+    );
+    assert_eq!(
+        wait(&d, &with_m, false, 0),
+        Ok(KFD_IOC_WAIT_RESULT_COMPLETE)
+    );
+    assert_eq!(wait(&d, &with_m, true, 0), Ok(KFD_IOC_WAIT_RESULT_TIMEOUT));
+}
+
 /// As `kfd_wait_on_events`: a wait on an event that is destroyed while it waits ends with
 /// `KFD_IOC_WAIT_RESULT_FAIL` and `EIO` (what wakes a thread blocked on a memory or
 /// hardware-exception event when its owner shuts down); an unknown event is `EINVAL` before

@@ -13,13 +13,29 @@
 //! queue with an error (amdkfd answers it with a hardware-exception event); it signals no
 //! event: the handler counts it and raises a flag ([`InterruptHandler::take_queue_error`]) on
 //! which the platform reads its queues' `queue_inactive_signal`s.
+//!
+//! An entry from a VM client — `VMC` (0x12), `VMC1` (0x06) or `UTCL2` (0x1b), any source, as
+//! `event_interrupt_wq_v9` takes them — is a GPU page fault: the page number is
+//! `src_data[0] | (src_data[1] & 0xf) << 32` (the address is that times 4096), and `ring_id`
+//! bit 3 (`prot_valid`) and bit 5 (`prot_write`) are what amdkfd reports as `NotPresent` and
+//! `ReadOnly` (`kfd_signal_vm_fault_event`), so they become
+//! [`MemoryFaultReason::PAGE_NOT_PRESENT`] and [`MemoryFaultReason::READ_ONLY`]
+//! ([`IhAction::MemoryFault`]); the handler passes it to its caller's `on_fault`.
 
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use hsa_core::EventId;
+use hsa_core::platform::MemoryFaultReason;
+use hsa_core::{EventId, GpuVa};
 
 use crate::ih::{IhEntry, IhRing};
 
+/// `SOC15_IH_CLIENTID_VMC1` (= `SOC15_IH_CLIENTID_PCIE0`, soc15_ih_clientid.h): the second
+/// MM hub's VM faults.
+pub const CLIENT_VMC1: u8 = 0x06;
+/// `SOC15_IH_CLIENTID_VMC`: MM hub VM faults.
+pub const CLIENT_VMC: u8 = 0x12;
+/// `SOC15_IH_CLIENTID_UTCL2`: GFX hub (UTCL2) VM faults.
+pub const CLIENT_UTCL2: u8 = 0x1b;
 /// `SOC15_IH_CLIENTID_SE0SH` (soc15_ih_clientid.h).
 pub const CLIENT_SE0SH: u8 = 0x0a;
 /// `SOC15_IH_CLIENTID_SE3SH`.
@@ -42,12 +58,33 @@ pub enum IhAction {
     Signal(EventId),
     /// A queue was stopped with an error: read the queues' inactive signals.
     QueueError,
+    /// A GPU page fault at `address` (page-aligned), for `reason`.
+    MemoryFault {
+        /// The faulting page's device address.
+        address: GpuVa,
+        /// What amdkfd would report of it.
+        reason: MemoryFaultReason,
+    },
     /// Not a source this runtime handles.
     Unknown,
 }
 
 /// Maps a decoded entry to an action (pure; see the module doc for the rules).
 pub fn classify(e: &IhEntry) -> IhAction {
+    if matches!(e.client_id, CLIENT_VMC | CLIENT_VMC1 | CLIENT_UTCL2) {
+        let page = u64::from(e.src_data[0]) | (u64::from(e.src_data[1] & 0xf) << 32);
+        let mut reason = MemoryFaultReason::empty();
+        if e.ring_id & 0x08 != 0 {
+            reason |= MemoryFaultReason::PAGE_NOT_PRESENT;
+        }
+        if e.ring_id & 0x20 != 0 {
+            reason |= MemoryFaultReason::READ_ONLY;
+        }
+        return IhAction::MemoryFault {
+            address: GpuVa(page << 12),
+            reason,
+        };
+    }
     let cp_client =
         e.client_id == CLIENT_GRBM_CP || (CLIENT_SE0SH..=CLIENT_SE3SH).contains(&e.client_id);
     if !cp_client {
@@ -174,6 +211,8 @@ pub struct IrqCounters {
     /// Entries saying the command processor stopped a queue with an error
     /// ([`SOURCE_CP_BAD_OPCODE`]).
     pub queue_errors: AtomicU64,
+    /// GPU page-fault entries ([`IhAction::MemoryFault`]).
+    pub memory_faults: AtomicU64,
     /// Entries (or write pointers) that failed to decode.
     pub malformed: AtomicU64,
     /// Entries naming an event id that is out of range or not allocated.
@@ -195,6 +234,8 @@ pub struct IrqStats {
     pub unknown: u64,
     /// See [`IrqCounters::queue_errors`].
     pub queue_errors: u64,
+    /// See [`IrqCounters::memory_faults`].
+    pub memory_faults: u64,
     /// See [`IrqCounters::malformed`].
     pub malformed: u64,
     /// See [`IrqCounters::bad_event`].
@@ -213,6 +254,7 @@ impl IrqCounters {
             signaled: r(&self.signaled),
             unknown: r(&self.unknown),
             queue_errors: r(&self.queue_errors),
+            memory_faults: r(&self.memory_faults),
             malformed: r(&self.malformed),
             bad_event: r(&self.bad_event),
             overflows: r(&self.overflows),
@@ -251,14 +293,16 @@ impl InterruptHandler {
         self.queue_error.swap(false, Ordering::AcqRel)
     }
 
-    /// Drains the ring into `events`; `on_overflow` runs when the write pointer reported an
-    /// overflow. Returns the number of events signaled by this call.
+    /// Drains the ring into `events`; `on_fault` runs for each GPU page-fault entry (in ring
+    /// order, during the drain), `on_overflow` when the write pointer reported an overflow.
+    /// Returns the number of events signaled by this call.
     ///
     /// Never blocks: if another CPU is draining, this call asks it to make one more pass
     /// (so no entry written before this call is left behind) and returns 0.
     pub fn on_interrupt<const W: usize>(
         &self,
         events: &EventTable<W>,
+        on_fault: &dyn Fn(GpuVa, MemoryFaultReason),
         on_overflow: &dyn Fn(),
     ) -> u64 {
         self.again.store(true, Ordering::Release);
@@ -287,6 +331,10 @@ impl InterruptHandler {
                         IhAction::QueueError => {
                             c.queue_errors.fetch_add(1, Ordering::Relaxed);
                             self.queue_error.store(true, Ordering::Release);
+                        }
+                        IhAction::MemoryFault { address, reason } => {
+                            c.memory_faults.fetch_add(1, Ordering::Relaxed);
+                            on_fault(address, reason);
                         }
                         IhAction::Unknown => {
                             log::debug!("IH ring: entry of no known source: {e:?}");
@@ -329,6 +377,40 @@ mod tests {
         }
     }
 
+    /// VM-client entries are page faults as `event_interrupt_wq_v9` reads them: the page from
+    /// `src_data[0]` and the low 4 bits of `src_data[1]`, `ring_id` bit 3 "not present" and
+    /// bit 5 "read-only", any source id.
+    #[test]
+    fn vm_client_entries_are_page_faults() {
+        let fault = |client, ring_id, d0, d1| {
+            classify(&IhEntry {
+                ring_id,
+                ..entry(client, 0, d0, d1)
+            })
+        };
+        assert_eq!(
+            fault(0x12, 0x28, 0x0012_3456, 0xa3),
+            IhAction::MemoryFault {
+                address: GpuVa(0x3_0012_3456 << 12),
+                reason: MemoryFaultReason::PAGE_NOT_PRESENT | MemoryFaultReason::READ_ONLY,
+            }
+        );
+        assert_eq!(
+            fault(0x1b, 0x08, 1, 0),
+            IhAction::MemoryFault {
+                address: GpuVa(0x1000),
+                reason: MemoryFaultReason::PAGE_NOT_PRESENT,
+            }
+        );
+        assert_eq!(
+            classify(&entry(0x06, 181, 2, 0x10)),
+            IhAction::MemoryFault {
+                address: GpuVa(0x2000),
+                reason: MemoryFaultReason::empty(),
+            }
+        );
+    }
+
     #[test]
     fn classify_follows_kfd_v9() {
         assert_eq!(
@@ -356,8 +438,7 @@ mod tests {
         assert_eq!(classify(&entry(0x14, 183, 7, 0)), IhAction::QueueError); // CP bad opcode
         assert_eq!(classify(&entry(0x0a, 183, 0, 0)), IhAction::QueueError);
         assert_eq!(classify(&entry(0x14, 184, 7, 0)), IhAction::Unknown); // CP privileged reg
-        assert_eq!(classify(&entry(0x12, 183, 7, 0)), IhAction::Unknown); // not a CP client
-        assert_eq!(classify(&entry(0x12, 181, 7, 0)), IhAction::Unknown); // VMC
+        assert_eq!(classify(&entry(0x0e, 183, 7, 0)), IhAction::Unknown); // not a CP client
         assert_eq!(classify(&entry(0x0e, 181, 7, 0)), IhAction::Unknown);
     }
 

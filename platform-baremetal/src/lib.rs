@@ -21,6 +21,10 @@
 //! packet processor stored, decoded with `hsa_core::queue::inactive::decode`) exactly once:
 //! see [`BaremetalPlatform::report_queue_errors`].
 //!
+//! GPU memory faults: a page-fault entry of a VM client (see [`irq`]) goes to the handler
+//! installed with `Platform::set_memory_fault_handler`, from the ISR, during the drain — so
+//! before the callbacks of the queues the fault stopped, which run after it.
+//!
 //! With feature `alloc`, `heap::CarveOutHeap` is a spin-locked `linked_list_allocator` heap
 //! over a system-memory chunk, installable as `#[global_allocator]`.
 #![no_std]
@@ -52,7 +56,8 @@ use core::ptr::NonNull;
 use core::sync::atomic::{fence, AtomicBool, Ordering};
 
 use hsa_core::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, QueueErrorCallback, WaitOutcome,
+    MemoryChunk, MemoryFault, MemoryFaultHandler, MemoryFaultReason, MemoryFlags, MemoryKind,
+    MemoryRequest, QueueErrorCallback, WaitOutcome,
 };
 use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, QueueId, Status};
 
@@ -117,6 +122,8 @@ pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
     /// A queue-error entry arrived (or a check was asked for) and the queues' inactive
     /// signals were not read since.
     queue_errors_pending: AtomicBool,
+    /// `Platform::set_memory_fault_handler`'s handler (the ISR only tries the lock).
+    fault_handler: spin::Mutex<Option<MemoryFaultHandler>>,
 }
 
 impl<H: Host, const EVENT_WORDS: usize> core::fmt::Debug for BaremetalPlatform<H, EVENT_WORDS> {
@@ -233,6 +240,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             event_page,
             queues: spin::Mutex::new([const { None }; MAX_QUEUES]),
             queue_errors_pending: AtomicBool::new(false),
+            fault_handler: spin::Mutex::new(None),
         })
     }
 
@@ -258,14 +266,18 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
 
     /// Call from the host's ISR for the IH interrupt: drains the IH ring, marks events
     /// pending, writes the read pointer back, counts unknown and malformed entries, and on a
-    /// reported overflow calls [`Host::ih_overflow_clear`]. After a queue-error entry it
+    /// reported overflow calls [`Host::ih_overflow_clear`]. Each GPU page-fault entry goes to
+    /// the memory-fault handler, during the drain (logged at error level too). After a
+    /// queue-error entry it
     /// reports the queues that stopped ([`report_queue_errors`](Self::report_queue_errors):
     /// their error callbacks run here, in the ISR). Returns the number of events signaled.
     /// Never blocks, never allocates.
     pub fn on_interrupt(&self) -> u64 {
-        let n = self
-            .irq
-            .on_interrupt(&self.events, &|| self.host.ih_overflow_clear());
+        let n = self.irq.on_interrupt(
+            &self.events,
+            &|address, reason| self.deliver_memory_fault(address, reason),
+            &|| self.host.ih_overflow_clear(),
+        );
         if self.irq.take_queue_error() {
             self.queue_errors_pending.store(true, Ordering::Release);
         }
@@ -424,6 +436,29 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
         Ok(GpuVa(
             self.event_page.gpu_va.get() + 8 * u64::from(id.get()),
         ))
+    }
+
+    /// Logs a GPU page fault at `address` at error level (as amdgpu prints one) and hands it
+    /// to the memory-fault handler, as a fault of the host's first GPU node (the GPU whose IH
+    /// ring this is). Never blocks: when the handler's slot is locked (the handler is being
+    /// replaced on another CPU) the fault is only logged.
+    fn deliver_memory_fault(&self, address: GpuVa, reason: MemoryFaultReason) {
+        log::error!(
+            "GPU memory fault at {address} (hsa_amd_memory_fault_reason_t {:#x})",
+            reason.bits()
+        );
+        let Some(handler) = self.fault_handler.try_lock().and_then(|h| *h) else {
+            return;
+        };
+        let Some(gpu) = self.host.nodes().iter().find(|n| n.simd_count > 0) else {
+            return;
+        };
+        let fault = MemoryFault {
+            node: NodeId(gpu.node_id),
+            address,
+            reason,
+        };
+        (handler.func)(&fault, handler.data);
     }
 
     fn check_node(&self, node: NodeId) -> Result<(), Error> {

@@ -2,8 +2,8 @@
 #![allow(unsafe_code)] // the unsafe impl and the trait's unsafe fns; one unsafe call (map_queue)
 
 use hsa_core::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest, NodeProperties,
-    Platform, QueueKind, QueueRequest, TopologySource, WaitOutcome,
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler, MemoryRequest,
+    NodeProperties, Platform, QueueKind, QueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
 
@@ -198,6 +198,15 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         // The index was checked against the grant when the queue was made, so this cannot
         // fail; a store outside the grant is refused (nothing written) all the same.
         let _ = self.doorbells.ring(*doorbell, write_index);
+    }
+
+    /// The handler runs from the host's ISR ([`BaremetalPlatform::on_interrupt`]) for each
+    /// page-fault entry of a VM client in the IH ring (`VMC`, `VMC1`, `UTCL2`; see
+    /// [`crate::irq`]), before that interrupt reports the queues the fault stopped; it must
+    /// not block. The fault is the host's first GPU node's.
+    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<(), Error> {
+        *self.fault_handler.lock() = handler;
+        Ok(())
     }
 
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {

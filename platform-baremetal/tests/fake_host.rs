@@ -157,12 +157,12 @@ fn ih_entries_mark_events_and_count_errors() {
     h.put_raw(
         2,
         IhEntry {
-            client_id: 0x12,
+            client_id: 0x0f,
             source_id: 0,
             ..Default::default()
         }
         .encode(),
-    ); // VMC: unknown
+    ); // THM: unknown
     let mut bad = eop(2);
     bad[3] = 0x40; // dword 0 bit 30: reserved
     h.put_raw(3, bad);
@@ -612,5 +612,115 @@ fn the_hosts_spin_phase_is_every_blocked_waits() {
             }
         }
         assert!(sleeps() > before, "the {what} never slept");
+    }
+}
+
+/// A GPU page-fault entry in the IH ring (client UTCL2, as a gfx9 GFX-hub fault) reaches the
+/// handler of `Platform::set_memory_fault_handler` with the GPU's node, the page's address and
+/// the reasons of its `ring_id` bits — before the callback of the queue the fault stopped,
+/// which the following CP_BAD_OPCODE entry reports; without a handler it is only counted.
+#[test]
+fn a_page_fault_entry_reaches_the_fault_handler_before_the_queue_callback() {
+    use hsa_core::platform::{MemoryFault, MemoryFaultHandler, MemoryFaultReason};
+    const DATA: usize = 0x61;
+    /// Faults (with their data) and queue errors, in the order they came.
+    static ORDER: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    fn on_fault(f: &MemoryFault, data: usize) {
+        ORDER
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(format!("{f:?} {data:#x}"));
+    }
+    fn on_error(e: &Error, _q: QueueId, _data: usize) {
+        ORDER
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(format!("queue error {}", e.status().c_name()));
+    }
+    let p = platform();
+    let gpu = (0..p.node_count())
+        .map(|i| p.node(i).unwrap())
+        .find(|n| n.simd_count > 0)
+        .unwrap();
+    let sys = |size| MemoryRequest {
+        node: NodeId(gpu.node_id),
+        kind: MemoryKind::System,
+        size_bytes: size,
+        align_bytes: 4096,
+        flags: MemoryFlags::HOST_ACCESS,
+    };
+    let ring = p.allocate_memory(&sys(4096)).unwrap();
+    let desc = p.allocate_memory(&sys(4096)).unwrap();
+    descriptor_word(&desc, INACTIVE_HANDLE)
+        .store(desc.gpu_va.get() + INACTIVE_SIGNAL, Ordering::SeqCst);
+    let request = QueueRequest {
+        node: NodeId(gpu.node_id),
+        kind: QueueKind::ComputeAql,
+        ring: ring.gpu_va,
+        ring_host: ring.host_ptr.unwrap(),
+        ring_size_bytes: 4096,
+        amd_queue: desc.gpu_va,
+        amd_queue_host: desc.host_ptr.unwrap(),
+        read_pointer: GpuVa(desc.gpu_va.get() + 128),
+        write_pointer: GpuVa(desc.gpu_va.get() + 56),
+        on_error: Some(QueueErrorCallback {
+            func: on_error,
+            data: 0,
+        }),
+    };
+    // SAFETY: the ring and descriptor stay allocated until the queue is destroyed below.
+    let q = unsafe { p.create_queue(&request) }.unwrap();
+    let h = p.host();
+    let page_fault = |ring_id: u8, page: u64| {
+        IhEntry {
+            client_id: 0x1b, // SOC15_IH_CLIENTID_UTCL2
+            source_id: 0,
+            ring_id,
+            src_data: [page as u32, (page >> 32) as u32, 0, 0],
+            ..Default::default()
+        }
+        .encode()
+    };
+
+    // No handler: counted, told to no one.
+    h.put_raw(0, page_fault(0x08, 0x7));
+    h.set_wptr(32);
+    p.on_interrupt();
+    assert_eq!(p.irq_stats().memory_faults, 1);
+    assert!(ORDER.lock().unwrap().is_empty());
+
+    p.set_memory_fault_handler(Some(MemoryFaultHandler {
+        func: on_fault,
+        data: DATA,
+    }))
+    .unwrap();
+    // The packet processor stored the queue's error; the fault's entry comes first, then the
+    // CP's, in one interrupt.
+    descriptor_word(&desc, INACTIVE_SIGNAL as usize + 8).store(
+        hsa_core::queue::inactive::encode(Status::MemoryFault, false) as u64,
+        Ordering::SeqCst,
+    );
+    h.put_raw(1, page_fault(0x28, 0x1_0000_0001));
+    h.put_raw(2, cp_bad_opcode());
+    h.set_wptr(96);
+    p.on_interrupt();
+    let fault = MemoryFault {
+        node: NodeId(gpu.node_id),
+        address: GpuVa(0x1_0000_0001 << 12),
+        reason: MemoryFaultReason::PAGE_NOT_PRESENT | MemoryFaultReason::READ_ONLY,
+    };
+    assert_eq!(
+        *ORDER.lock().unwrap(),
+        [
+            format!("{fault:?} {DATA:#x}"),
+            "queue error HSA_STATUS_ERROR_MEMORY_FAULT".to_string()
+        ]
+    );
+    assert_eq!(p.irq_stats().memory_faults, 2);
+    p.destroy_queue(q.id).unwrap();
+    // SAFETY: the queue that used them is destroyed.
+    unsafe {
+        p.free_memory(&ring).unwrap();
+        p.free_memory(&desc).unwrap();
     }
 }

@@ -76,9 +76,9 @@ fn wait_until(what: &str, cond: impl Fn() -> bool) {
 }
 
 fn unknown_entry() -> [u8; 32] {
-    // VMC (0x12) page fault: not a source this runtime handles.
+    // THM (0x0f, thermal): not a source this runtime handles.
     IhEntry {
-        client_id: 0x12,
+        client_id: 0x0f,
         source_id: 0,
         ..Default::default()
     }

@@ -476,7 +476,18 @@ impl LinuxPlatform {
                 return Err(what("hardware-exception", e));
             }
         };
-        match monitor::Monitor::start(self.driver.clone(), self.process.clone(), memory, hw) {
+        let gpu_nodes = self
+            .gpus
+            .iter()
+            .map(|g| (g.gpu_id, NodeId(g.node_id)))
+            .collect();
+        match monitor::Monitor::start(
+            self.driver.clone(),
+            self.process.clone(),
+            memory,
+            hw,
+            gpu_nodes,
+        ) {
             Ok(m) => {
                 self.monitor = Some(m);
                 Ok(())

@@ -584,3 +584,98 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
     q.destroy().unwrap();
     rt.free(kernarg.va).unwrap();
 }
+
+/// The platform's memory-fault handler (`Platform::set_memory_fault_handler`, what the C API's
+/// system event handlers hang on) is told of a kernel's bad access from the KFD memory event:
+/// the GPU's node, the address and "page not present" — before the queue's error callback
+/// runs; with the handler removed, the next fault reaches only the callback.
+#[test]
+fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
+    use hsa_core::memory::GlobalFlags;
+    use hsa_core::packet::KernelDispatch;
+    use hsa_core::platform::{MemoryFault, MemoryFaultHandler, MemoryFaultReason, Platform};
+
+    /// What happened, in order.
+    #[derive(Debug, PartialEq)]
+    enum Seen {
+        Fault(MemoryFault, usize),
+        QueueError(Status),
+    }
+    static SEEN: Mutex<Vec<Seen>> = Mutex::new(Vec::new());
+    fn on_fault(f: &MemoryFault, data: usize) {
+        SEEN.lock().unwrap().push(Seen::Fault(*f, data));
+    }
+    fn on_queue_error(e: &Error, _q: QueueId, _: usize) {
+        SEEN.lock().unwrap().push(Seen::QueueError(e.status()));
+    }
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    emulated.set_execution_mode(hsa_emu::ExecutionMode::HostOnly);
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated.clone()).unwrap().platform,
+    ))
+    .unwrap();
+    rt.platform()
+        .set_memory_fault_handler(Some(MemoryFaultHandler {
+            func: on_fault,
+            data: 77,
+        }))
+        .unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let cpu = rt.first_cpu().unwrap();
+    let kernarg_pool = rt
+        .find_pool(cpu.handle(), GlobalFlags::KERNARG)
+        .unwrap()
+        .handle();
+    let kernarg = rt.allocate(kernarg_pool, 64).unwrap();
+    let kernel_object = hsa_core::GpuVa(0x7f00_0000_2000);
+    emulated
+        .register_kernel(kernel_object, "read_0x1000", |ctx| {
+            ctx.read::<u32>(0x1000).map(|_| ())
+        })
+        .unwrap();
+    let run_faulting_kernel = || {
+        let mut config = QueueConfig::new(
+            NodeId(gpu.node()),
+            gpu.queue_min_size(),
+            gpu.queue_min_size(),
+            gpu.queue_max_size(),
+        );
+        config.on_error = Some(QueueErrorCallback {
+            func: on_queue_error,
+            data: 0,
+        });
+        let q = AqlQueue::create(rt.platform(), &config).unwrap();
+        let packet = KernelDispatch::one_dimensional(kernel_object, kernarg.va, 1, 1)
+            .emit()
+            .unwrap();
+        submit(&q, &packet);
+        wait_until("error callback", || {
+            SEEN.lock()
+                .unwrap()
+                .iter()
+                .any(|s| matches!(s, Seen::QueueError(_)))
+        });
+        q.destroy().unwrap();
+        std::mem::take(&mut *SEEN.lock().unwrap())
+    };
+    assert_eq!(
+        run_faulting_kernel(),
+        [
+            Seen::Fault(
+                MemoryFault {
+                    node: NodeId(gpu.node()),
+                    address: hsa_core::GpuVa(0x1000),
+                    reason: MemoryFaultReason::PAGE_NOT_PRESENT,
+                },
+                77
+            ),
+            Seen::QueueError(Status::MemoryFault),
+        ]
+    );
+    rt.platform().set_memory_fault_handler(None).unwrap();
+    assert_eq!(
+        run_faulting_kernel(),
+        [Seen::QueueError(Status::MemoryFault)]
+    );
+    rt.free(kernarg.va).unwrap();
+}

@@ -573,6 +573,7 @@ fn delta(a: IrqStats, b: IrqStats) -> IrqStats {
         signaled: b.signaled - a.signaled,
         unknown: b.unknown - a.unknown,
         queue_errors: b.queue_errors - a.queue_errors,
+        memory_faults: b.memory_faults - a.memory_faults,
         malformed: b.malformed - a.malformed,
         bad_event: b.bad_event - a.bad_event,
         overflows: b.overflows - a.overflows,

@@ -5,10 +5,13 @@
 //! `hsa_amd_register_deallocation_callback`, `hsa_amd_deregister_deallocation_callback`).
 //!
 //! A lock registers the pages holding the buffer with the platform
-//! (`Platform::register_host_memory`: on Linux a KFD `USERPTR` buffer) for every GPU agent; the
-//! agents reach them at the device address the platform chose, so `*agent_ptr` differs from
-//! `host_ptr` (as ROCR's on a discrete GPU, which HIP 5.2 relies on). Locking the same pages
-//! again (same page range) shares the registration (reference-counted, as libhsakmt does);
+//! (`Platform::register_host_memory`: on Linux a KFD `USERPTR` buffer) for the GPU agents it
+//! lists — every GPU agent when it lists none — as ROCR's `MemoryRegion::Lock` does (CPU agents
+//! in the list need nothing); the agents reach them at the device address the platform chose,
+//! so `*agent_ptr` differs from `host_ptr` (as ROCR's on a discrete GPU, which HIP 5.2 relies
+//! on). A GPU the lock does not name does not reach the memory (on the emulated device its
+//! access faults). Locking the same pages again (same page range) shares the registration
+//! (reference-counted, as libhsakmt does), mapping it to the GPUs the new lock adds;
 //! `hsa_amd_memory_unlock` undoes the most recent lock of a pointer. Memory the runtime
 //! allocated itself is already reachable: locking it registers nothing and `*agent_ptr` is
 //! the pointer. `hsa_amd_pointer_info` reports locked memory as `HSA_EXT_POINTER_TYPE_LOCKED`
@@ -50,6 +53,8 @@ struct Registered {
     start: u64,
     end: u64,
     chunk: MemoryChunk,
+    /// The GPU nodes it is mapped to.
+    gpus: Vec<NodeId>,
     /// Locks using it.
     refs: u32,
 }
@@ -102,6 +107,8 @@ pub(crate) struct LockedInfo {
     pub(crate) size: u64,
     /// `hsa_amd_pointer_info_set_userdata` of the base.
     pub(crate) user_data: usize,
+    /// The GPU nodes that reach it.
+    pub(crate) gpus: Vec<NodeId>,
 }
 
 impl HostMemory {
@@ -174,6 +181,15 @@ impl HostMemory {
                 agent_base: l.agent_ptr,
                 size: l.size,
                 user_data: self.user_data(l.ptr),
+                gpus: l
+                    .registration
+                    .and_then(|(start, end)| {
+                        t.registrations
+                            .iter()
+                            .find(|r| r.start == start && r.end == end)
+                    })
+                    .map(|r| r.gpus.clone())
+                    .unwrap_or_default(),
             })
     }
 
@@ -189,8 +205,9 @@ impl HostMemory {
     }
 }
 
-/// Makes `[ptr, ptr + size)` reachable by every GPU agent; returns the agent pointer.
-fn lock_range(st: &State, ptr: u64, size: u64) -> Result<u64, Error> {
+/// Makes `[ptr, ptr + size)` reachable by the GPU agents of `gpus` (nodes); returns the agent
+/// pointer.
+fn lock_range(st: &State, ptr: u64, size: u64, gpus: &[NodeId]) -> Result<u64, Error> {
     let ext = &st.ext.host;
     if st.rt().pointer_info(GpuVa(ptr)).is_ok() {
         // The runtime's own memory: already reachable, at its address.
@@ -216,24 +233,30 @@ fn lock_range(st: &State, ptr: u64, size: u64) -> Result<u64, Error> {
         .find(|r| r.start == start && r.end == end);
     let agent_base = match shared {
         Some(r) => {
+            // The GPUs this lock adds reach the shared registration too (libhsakmt maps a
+            // registered range again for the nodes asked).
+            let more: Vec<NodeId> = gpus
+                .iter()
+                .copied()
+                .filter(|g| !r.gpus.contains(g))
+                .collect();
+            if !more.is_empty() {
+                st.platform_ref()
+                    .map_memory(&r.chunk, &more)
+                    .map_err(|e| e.context(&format!("locking {size} bytes at {ptr:#x}")))?;
+                r.gpus.extend(more);
+            }
             r.refs += 1;
             r.chunk.gpu_va.0
         }
         None => {
-            let gpus: Vec<NodeId> = st
-                .rt()
-                .agents()
-                .iter()
-                .filter(|a| a.is_gpu())
-                .map(|a| NodeId(a.node()))
-                .collect();
             let host = NonNull::new(start as *mut u8)
                 .ok_or_else(|| hsa_core::error!(Status::InvalidArgument, "address 0"))?;
             // SAFETY: the application's memory, which it keeps mapped while locked
             // (hsa_amd_memory_lock's contract).
             let chunk = unsafe {
                 st.platform_ref()
-                    .register_host_memory(host, end - start, &gpus)
+                    .register_host_memory(host, end - start, gpus)
             }
             .map_err(|e| e.context(&format!("locking {size} bytes at {ptr:#x}")))?;
             let base = chunk.gpu_va.0;
@@ -241,6 +264,7 @@ fn lock_range(st: &State, ptr: u64, size: u64) -> Result<u64, Error> {
                 start,
                 end,
                 chunk,
+                gpus: gpus.to_vec(),
                 refs: 1,
             });
             base
@@ -285,8 +309,10 @@ fn unlock_range(st: &State, ptr: u64) -> bool {
     true
 }
 
-/// The GPU agents of a lock's agent list, with ROCR's checks.
-fn check_agents(st: &State, agents: *const u64, num_agent: i32) -> Result<(), Error> {
+/// The GPU nodes a lock maps its memory to, with ROCR's checks of the agent list: those of the
+/// GPU agents listed (each once; CPU agents need nothing), every GPU agent's when the list is
+/// empty (ROCR 5.2 `MemoryRegion::Lock`).
+fn lock_gpus(st: &State, agents: *const u64, num_agent: i32) -> Result<Vec<NodeId>, Error> {
     if agents.is_null() != (num_agent == 0) {
         bail!(
             Status::InvalidArgument,
@@ -297,18 +323,30 @@ fn check_agents(st: &State, agents: *const u64, num_agent: i32) -> Result<(), Er
     if num_agent < 0 {
         bail!(Status::InvalidArgument, "num_agent {num_agent} is negative");
     }
-    if num_agent > 0 {
-        // SAFETY: non-NULL, `num_agent` handles per the caller's contract.
-        for a in unsafe { std::slice::from_raw_parts(agents, num_agent as usize) } {
-            agent_of(st, *a)?;
+    if num_agent == 0 {
+        return Ok(st
+            .rt()
+            .agents()
+            .iter()
+            .filter(|a| a.is_gpu())
+            .map(|a| NodeId(a.node()))
+            .collect());
+    }
+    let mut gpus = Vec::new();
+    // SAFETY: non-NULL, `num_agent` handles per the caller's contract.
+    for a in unsafe { std::slice::from_raw_parts(agents, num_agent as usize) } {
+        let agent = agent_of(st, *a)?;
+        let node = NodeId(agent.node());
+        if agent.is_gpu() && !gpus.contains(&node) {
+            gpus.push(node);
         }
     }
-    Ok(())
+    Ok(gpus)
 }
 
 /// `hsa_amd_memory_lock`: makes `size` bytes of the application's memory at `host_ptr`
-/// reachable by the GPU agents (all of them, whatever `agents` lists; see the module doc);
-/// `*agent_ptr` is the address agents use.
+/// reachable by the GPU agents `agents` lists (all of them when `num_agent` is 0; see the
+/// module doc); `*agent_ptr` is the address agents use.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a size of 0, NULL `host_ptr`/`agent_ptr`, or
@@ -335,8 +373,8 @@ pub unsafe extern "C" fn hsa_amd_memory_lock(
         }
         // SAFETY: non-NULL, writable per the caller's contract (ROCR clears it first).
         unsafe { agent_ptr.write(std::ptr::null_mut()) };
-        check_agents(&st, agents, num_agent)?;
-        let p = lock_range(&st, host_ptr as u64, size as u64)?;
+        let gpus = lock_gpus(&st, agents, num_agent)?;
+        let p = lock_range(&st, host_ptr as u64, size as u64, &gpus)?;
         // SAFETY: as above.
         unsafe { agent_ptr.write(p as *mut c_void) };
         Ok(Status::Success)
@@ -373,7 +411,7 @@ pub unsafe extern "C" fn hsa_amd_memory_lock_to_pool(
         }
         // SAFETY: non-NULL, writable per the caller's contract.
         unsafe { agent_ptr.write(std::ptr::null_mut()) };
-        check_agents(&st, agents, num_agent)?;
+        let gpus = lock_gpus(&st, agents, num_agent)?;
         let owner = st
             .rt()
             .pool(PoolHandle(pool))
@@ -385,7 +423,7 @@ pub unsafe extern "C" fn hsa_amd_memory_lock_to_pool(
                 "pool {pool:#x} is device memory: memory is locked to a CPU agent's pool"
             );
         }
-        let p = lock_range(&st, host_ptr as u64, size as u64)?;
+        let p = lock_range(&st, host_ptr as u64, size as u64, &gpus)?;
         // SAFETY: as above.
         unsafe { agent_ptr.write(p as *mut c_void) };
         Ok(Status::Success)

@@ -584,11 +584,12 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                 .find(|a| !a.is_gpu())
                 .map_or(0, |a| a.handle().0);
             out.global_flags = hsa_core::memory::GlobalFlags::FINE_GRAINED.bits();
+            // The GPUs the lock mapped it to.
             agents.extend(
                 st.rt()
                     .agents()
                     .iter()
-                    .filter(|a| a.is_gpu())
+                    .filter(|a| a.is_gpu() && l.gpus.contains(&NodeId(a.node())))
                     .map(|a| a.handle().0),
             );
         }

@@ -122,6 +122,8 @@ pub(crate) mod ext_hooks {
         pub(crate) size: u64,
         /// The user data of the base.
         pub(crate) user_data: usize,
+        /// The GPU nodes that reach it.
+        pub(crate) gpus: alloc::vec::Vec<hsa_core::NodeId>,
     }
 
     /// No extension is provided.

@@ -13,9 +13,18 @@
 //! at its next round (ROCR: "invalidation may occur during async signal handler loop and is
 //! not an error").
 //!
-//! `hsa_core::signal::wait_any` waits on one platform event at a time, in turns of 1 ms when
-//! the signals have several: a handler may run up to a turn after its signal changed
-//! (ROCR waits on all events at once with `hsaKmtWaitOnMultipleEvents`).
+//! System event handlers (`hsa_amd_register_system_event_handler`) are told of every GPU
+//! memory fault the platform reports (`Platform::set_memory_fault_handler`; on Linux the KFD
+//! memory event), as `HSA_AMD_GPU_MEMORY_FAULT_EVENT` with the GPU agent, the address and the
+//! reasons, on the platform's thread and before the error callback of the queue the fault
+//! stopped, as ROCR 5.2's `Runtime::VMFaultHandler` does. Unlike ROCR, a fault no handler
+//! answers with `HSA_STATUS_SUCCESS` does not abort the process here: it goes on to the queue's
+//! callback (and aborts only without one).
+//!
+//! `hsa_core::signal::wait_any` blocks on all the signals' events at once
+//! (`Platform::wait_any_event`: on Linux one `AMDKFD_IOC_WAIT_EVENTS`, as ROCR's
+//! `hsaKmtWaitOnMultipleEvents`), so a handler runs as soon as its signal's event fires, with
+//! no polling.
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.
@@ -29,6 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
+use hsa_core::platform::{MemoryFault, MemoryFaultHandler, Platform};
 use hsa_core::signal::{SignalCondition, SignalKind, StoreOrder, WaitState};
 use hsa_core::{bail, Error, Status};
 
@@ -46,6 +56,84 @@ pub type SignalHandler = unsafe extern "C" fn(i64, *mut c_void) -> bool;
 pub type AsyncFunction = unsafe extern "C" fn(*mut c_void);
 /// `hsa_amd_system_event_callback_t`: `hsa_status_t (*)(const hsa_amd_event_t*, void*)`.
 pub type SystemEventCallback = unsafe extern "C" fn(*const c_void, *mut c_void) -> u32;
+
+/// `HSA_AMD_GPU_MEMORY_FAULT_EVENT` (`hsa_amd_event_type_t`).
+pub const HSA_AMD_GPU_MEMORY_FAULT_EVENT: u32 = 0;
+
+/// `hsa_amd_gpu_memory_fault_info_t` (`hsa_ext_amd.h`): the agent, the virtual address and
+/// the `hsa_amd_memory_fault_reason_t` bits of a GPU memory fault.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HsaAmdGpuMemoryFaultInfo {
+    /// `agent`: the GPU agent whose access faulted.
+    pub agent: u64,
+    /// `virtual_address`: the address accessed.
+    pub virtual_address: u64,
+    /// `fault_reason_mask`: `hsa_amd_memory_fault_reason_t` bits.
+    pub fault_reason_mask: u32,
+}
+
+/// `hsa_amd_event_t` (`hsa_ext_amd.h`): the event type and its data (the union's one member,
+/// `memory_fault`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HsaAmdEvent {
+    /// `event_type` (`hsa_amd_event_type_t`).
+    pub event_type: u32,
+    /// `memory_fault`, valid for `HSA_AMD_GPU_MEMORY_FAULT_EVENT`.
+    pub memory_fault: HsaAmdGpuMemoryFaultInfo,
+}
+
+const _: () = assert!(std::mem::size_of::<HsaAmdGpuMemoryFaultInfo>() == 24);
+const _: () = assert!(std::mem::size_of::<HsaAmdEvent>() == 32);
+const _: () = assert!(std::mem::offset_of!(HsaAmdEvent, memory_fault) == 8);
+
+/// What the platform's memory-fault handler reads: the registered system event handlers and
+/// the GPU agents' handles by topology node. A process static rather than part of the state:
+/// the handler runs on the platform's thread, which must not wait for the state's lock (the
+/// state's drop waits for that thread).
+#[derive(Default)]
+struct SystemEvents {
+    /// (callback, data) in registration order.
+    handlers: Vec<(SystemEventCallback, usize)>,
+    /// (node, agent handle) of each GPU agent, filled at the first registration.
+    agents: Vec<(u32, u64)>,
+}
+
+static SYSTEM_EVENTS: Mutex<SystemEvents> = Mutex::new(SystemEvents {
+    handlers: Vec::new(),
+    agents: Vec::new(),
+});
+
+/// The platform's memory-fault handler: hands `fault` to every system event handler as an
+/// `HSA_AMD_GPU_MEMORY_FAULT_EVENT`, in registration order, with no lock held.
+fn on_memory_fault(fault: &MemoryFault, _data: usize) {
+    let (handlers, agent) = {
+        let ev = lock(&SYSTEM_EVENTS);
+        let agent = ev
+            .agents
+            .iter()
+            .find(|(node, _)| *node == fault.node.0)
+            .map(|&(_, h)| h);
+        (ev.handlers.clone(), agent)
+    };
+    let Some(agent) = agent else {
+        return;
+    };
+    let event = HsaAmdEvent {
+        event_type: HSA_AMD_GPU_MEMORY_FAULT_EVENT,
+        memory_fault: HsaAmdGpuMemoryFaultInfo {
+            agent,
+            virtual_address: fault.address.0,
+            fault_reason_mask: fault.reason.bits(),
+        },
+    };
+    for (cb, data) in handlers {
+        // SAFETY: the application's callback with the signature it registered, the event
+        // (live for the call) and its data.
+        unsafe { cb(&raw const event as *const c_void, data as *mut c_void) };
+    }
+}
 
 #[derive(Clone, Copy)]
 enum Handler {
@@ -75,8 +163,6 @@ struct Shared {
 pub(crate) struct AsyncHandlers {
     shared: Mutex<Option<Arc<Shared>>>,
     thread: Mutex<Option<(ThreadId, JoinHandle<()>)>>,
-    /// `hsa_amd_register_system_event_handler` registrations (callback, data).
-    pub(crate) system_event_handlers: Mutex<Vec<(SystemEventCallback, usize)>>,
 }
 
 impl AsyncHandlers {
@@ -117,7 +203,15 @@ impl AsyncHandlers {
     /// Stops the thread (joined unless this is the thread itself, running a handler that shut
     /// the runtime down) and drops every registration and the wake signal, which borrow the
     /// runtime's signal pool.
-    pub(crate) fn shut_down(&self) {
+    pub(crate) fn shut_down(&self, st: &State) {
+        // The system event handlers go with the runtime (the platform may outlive it).
+        {
+            let mut ev = lock(&SYSTEM_EVENTS);
+            if !ev.agents.is_empty() {
+                let _ = st.platform_ref().set_memory_fault_handler(None);
+            }
+            *ev = SystemEvents::default();
+        }
         let Some(shared) = lock(&self.shared).take() else {
             return;
         };
@@ -409,9 +503,11 @@ pub unsafe extern "C" fn hsa_amd_async_function(
 }
 
 /// `hsa_amd_register_system_event_handler`: registers `callback` with `data` (any number, as
-/// ROCR 5.2). The only system event `hsa_ext_amd.h` defines is a GPU memory fault; this
-/// runtime reports a kernel's memory fault to the error callback of the queue that ran it
-/// (and, without one, aborts as ROCR does), and does not call these handlers.
+/// ROCR 5.2). The only system event `hsa_ext_amd.h` defines is a GPU memory fault: each
+/// handler is called with an `HSA_AMD_GPU_MEMORY_FAULT_EVENT` for every fault the platform
+/// reports, before the error callback of the queue the fault stopped (see the module doc). A
+/// platform that reports no faults (the default of `Platform::set_memory_fault_handler`)
+/// keeps the registration and never calls it.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`.
@@ -421,9 +517,27 @@ pub extern "C" fn hsa_amd_register_system_event_handler(
 ) -> HsaStatus {
     guard("hsa_amd_register_system_event_handler", || {
         let st = state::state()?;
-        if let Some(cb) = callback {
-            lock(&st.ext.handlers.system_event_handlers).push((cb, data as usize));
+        let Some(cb) = callback else {
+            return Ok(Status::Success);
+        };
+        let mut ev = lock(&SYSTEM_EVENTS);
+        if ev.agents.is_empty() {
+            ev.agents = st
+                .rt()
+                .agents()
+                .iter()
+                .filter(|a| a.is_gpu())
+                .map(|a| (a.node(), a.handle().0))
+                .collect();
+            let handler = MemoryFaultHandler {
+                func: on_memory_fault,
+                data: 0,
+            };
+            if let Err(e) = st.platform_ref().set_memory_fault_handler(Some(handler)) {
+                super::log_error("hsa_amd_register_system_event_handler", &e);
+            }
         }
+        ev.handlers.push((cb, data as usize));
         Ok(Status::Success)
     })
 }

@@ -1047,6 +1047,10 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         self.check(FaultMethod::WaitEvent)?;
         self.inner.wait_event(event, timeout_ns)
     }
+    fn wait_any_event(&self, events: &[EventId], timeout_ns: u64) -> Result<WaitOutcome> {
+        self.check(FaultMethod::WaitEvent)?;
+        self.inner.wait_any_event(events, timeout_ns)
+    }
     fn signal_event(&self, event: EventId) -> Result<()> {
         self.check(FaultMethod::SignalEvent)?;
         self.inner.signal_event(event)
@@ -1060,6 +1064,13 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
 
     fn wait_spin_ns(&self) -> u64 {
         self.inner.wait_spin_ns()
+    }
+
+    fn set_memory_fault_handler(
+        &self,
+        handler: Option<crate::platform::MemoryFaultHandler>,
+    ) -> Result<()> {
+        self.inner.set_memory_fault_handler(handler)
     }
 }
 

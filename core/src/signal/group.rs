@@ -3,7 +3,7 @@
 //! Ref: `hsa_amd_signal_wait_any` (`hsa_ext_amd.h`); HSA Runtime 1.2 §2.4.2
 //! `hsa_signal_group_create`, `hsa_signal_group_wait_any_scacquire`.
 
-use crate::platform::{Platform, WaitOutcome};
+use crate::platform::Platform;
 use crate::status::{Error, Result, Status};
 
 use super::order::LoadOrder;
@@ -20,12 +20,14 @@ use crate::platform_ref::PlatformRef;
 /// the AMD extension promises).
 ///
 /// Blocked state: spins [`Platform::wait_spin_ns`] ([`SPIN_NS`](super::SPIN_NS) by default);
-/// then, when some signals are interrupt signals, blocks on
-/// their events. The platform waits on one event at a time, so with more than one distinct
-/// event, or when some signals have no event, the waits take turns of at most
-/// [`MULTI_EVENT_SLICE_NS`]; a change to a signal whose event is not being waited on (or that
-/// has none) is then seen within one turn. Without events: polls with
-/// backoff.
+/// then, when some signals are interrupt signals, blocks on all their events at once with
+/// [`Platform::wait_any_event`] (Linux: one `AMDKFD_IOC_WAIT_EVENTS`), re-reading every
+/// signal after each return. When every signal has an event (at most [`MAX_WAIT_EVENTS`]
+/// distinct ones) that wait lasts until the timeout; when some have none, it lasts at most
+/// [`MULTI_EVENT_SLICE_NS`], so a change to a polled signal is seen within that. A platform
+/// that waits on one event at a time (the default of `wait_any_event`) gets the events in
+/// turns of at most [`MULTI_EVENT_SLICE_NS`], as do signals of different platforms. Without
+/// events: polls with backoff.
 ///
 /// # Errors
 /// `Status::InvalidArgument` when `signals` is empty or `conditions`/`values` differ in
@@ -101,22 +103,26 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
     timeout_ns: u64,
     state: WaitState,
 ) -> Option<(usize, i64)> {
-    let clock = Clock::start(member(0).platform);
-    let spin_ns = member(0).platform.wait_spin_ns();
+    let first = member(0).platform;
+    let clock = Clock::start(first);
+    let spin_ns = first.wait_spin_ns();
     let mut backoff = Backoff::new();
-    let mut events: heapless::Vec<(usize, EventId), 64> = heapless::Vec::new();
-    let mut distinct = 0usize;
+    // The distinct events, waited on together; past MAX_WAIT_EVENTS the rest are polled
+    // between waits.
+    let mut events: heapless::Vec<EventId, MAX_WAIT_EVENTS> = heapless::Vec::new();
+    let mut overflow = false;
     for i in 0..count {
         if let Some(ev) = member(i).event {
-            if !events.iter().any(|(_, e)| *e == ev) {
-                distinct += 1;
-                // More than 64 distinct events: the rest are polled between turns.
-                let _ = events.push((i, ev));
+            if !events.contains(&ev) {
+                overflow |= events.push(ev).is_err();
             }
         }
     }
-    let all_evented = (0..count).all(|i| member(i).event.is_some());
-    let mut turn = 0usize;
+    // One wait covers every signal when all have an event, all are tracked, and one platform
+    // waits on all of them; otherwise the platforms' events take turns and every polled
+    // signal is re-read each slice.
+    let one_platform = (1..count).all(|i| core::ptr::eq(member(i).platform, first));
+    let mut all_evented = !overflow && (0..count).all(|i| member(i).event.is_some());
     loop {
         for i in 0..count {
             let v = member(i).raw.value().load(LoadOrder::Acquire.ordering());
@@ -134,29 +140,45 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
             } else {
                 timeout_ns - elapsed
             };
-            // One event covers every signal only when all of them carry it; otherwise a
-            // polled signal (a user signal, or an event past the 64 tracked) must be re-read
-            // every slice.
-            let slice = if distinct == 1 && all_evented {
+            let covered = all_evented && (one_platform || events.len() == 1);
+            let slice = if covered {
                 remaining
             } else {
                 remaining.min(MULTI_EVENT_SLICE_NS)
             };
-            let (owner, ev) = events[turn % events.len()];
-            turn = turn.wrapping_add(1);
             // Armed: every value was read above; a later change leaves its event signaled.
-            match member(owner).platform.wait_event(ev, slice) {
-                Ok(WaitOutcome::Signaled) | Ok(WaitOutcome::TimedOut) => {}
-                Err(_) => {
-                    // The event is gone: poll that signal from now on.
-                    events.retain(|(_, e)| *e != ev);
-                }
+            let waited = if one_platform {
+                first.wait_any_event(&events, slice)
+            } else {
+                let ev = events[0];
+                let owner = (0..count)
+                    .find(|&i| member(i).event == Some(ev))
+                    .unwrap_or(0);
+                member(owner).platform.wait_event(ev, slice)
+            };
+            if waited.is_err() {
+                // An event is gone: poll its signals from now on (each slice).
+                all_evented = false;
+                events.retain(|ev| {
+                    (0..count)
+                        .find(|&i| member(i).event == Some(*ev))
+                        .is_some_and(|i| member(i).platform.wait_event(*ev, 0).is_ok())
+                });
+            }
+            // A platform that waits on the first event alone (or the turns of several
+            // platforms) gives the next one its turn.
+            if !events.is_empty() {
+                events.rotate_left(1);
             }
         } else {
             backoff.spin();
         }
     }
 }
+
+/// The most distinct events one wait-any blocks on at once; the signals of further events are
+/// polled between waits (every [`MULTI_EVENT_SLICE_NS`]).
+pub const MAX_WAIT_EVENTS: usize = 256;
 
 /// A fixed set of distinct signals waited on together (`hsa_signal_group_t`).
 pub struct SignalGroup<'s, H: PlatformRef> {

@@ -28,6 +28,10 @@
 //!   a per-engine reset that stopped none of this platform's queues is another platform's
 //!   (two platforms may share the process's events). Callbacks run on the monitor's thread,
 //!   after its locks are released, so they may call back into the platform;
+//! - a memory event is also a GPU memory fault: before any queue callback runs, the handler
+//!   installed with `Platform::set_memory_fault_handler` (the C API's system event handlers)
+//!   is told the GPU's node, the address and the reasons, as ROCR's `Runtime::VMFaultHandler`
+//!   builds `HSA_AMD_GPU_MEMORY_FAULT_EVENT` from the same data ([`memory_fault`]);
 //! - dropping the platform stops the thread: it sets the stop flag and destroys the two
 //!   events, which ends the thread's `WAIT_EVENTS` (`KFD_IOC_WAIT_RESULT_FAIL`, `EIO`), then
 //!   joins it (a destroy that failed is tried once more after the join).
@@ -40,8 +44,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use hsa_core::platform::QueueErrorCallback;
-use hsa_core::{error, Error, QueueId, Status};
+use hsa_core::platform::{MemoryFault, MemoryFaultHandler, MemoryFaultReason, QueueErrorCallback};
+use hsa_core::{error, Error, GpuVa, NodeId, QueueId, Status};
 
 use super::lock;
 use super::process::KfdProcess;
@@ -166,6 +170,38 @@ impl Exception {
     }
 }
 
+/// The GPU memory fault a memory event's data describes, on the GPU of topology node `node`:
+/// the address and the reasons, translated as ROCR 5.2's `Runtime::VMFaultHandler` does
+/// (libhsakmt copies the failure bits and `ErrorType` into `HsaMemoryAccessFault`): each
+/// failure bit sets the [`MemoryFaultReason`] of that name, `ErrorType` 1 (SRAM ECC) sets
+/// `SRAMECC`, 2 (poison consumed) `DRAMECC`, 3 (GPU hang) `HANG`. amdkfd reports no
+/// "host only" failure, so `HOST_ONLY` is never set.
+pub fn memory_fault(data: &HsaMemoryExceptionData, node: NodeId) -> MemoryFault {
+    let f = data.failure;
+    let mut reason = MemoryFaultReason::empty();
+    for (bit, flag) in [
+        (f.not_present, MemoryFaultReason::PAGE_NOT_PRESENT),
+        (f.read_only, MemoryFaultReason::READ_ONLY),
+        (f.no_execute, MemoryFaultReason::NX),
+        (f.imprecise, MemoryFaultReason::IMPRECISE),
+    ] {
+        if bit != 0 {
+            reason |= flag;
+        }
+    }
+    reason |= match data.error_type {
+        KFD_MEM_ERR_SRAM_ECC => MemoryFaultReason::SRAMECC,
+        KFD_MEM_ERR_POISON_CONSUMED => MemoryFaultReason::DRAMECC,
+        KFD_MEM_ERR_GPU_HANG => MemoryFaultReason::HANG,
+        _ => MemoryFaultReason::empty(),
+    };
+    MemoryFault {
+        node,
+        address: GpuVa(data.va),
+        reason,
+    }
+}
+
 /// What `WAIT_EVENTS` returned for the memory event (entry 0) and the hardware-exception
 /// event (entry 1) after one of them fired: the exceptions whose data is there; `Unknown`
 /// when neither entry holds data (amdkfd before 6.x copies no hardware-exception data).
@@ -190,6 +226,10 @@ pub(crate) struct Shared {
     driver: Arc<dyn KfdDriver>,
     process: Arc<KfdProcess>,
     queues: Mutex<HashMap<u32, WatchedQueue>>,
+    /// The KFD `gpu_id` and topology node of each GPU.
+    gpu_nodes: Vec<(u32, NodeId)>,
+    /// Told of every memory fault first (`Platform::set_memory_fault_handler`).
+    fault_handler: Mutex<Option<MemoryFaultHandler>>,
     stop: AtomicBool,
 }
 
@@ -204,8 +244,20 @@ impl Shared {
         self.process.va.load_u64_acquire(at).map(|v| v as i64)
     }
 
-    /// Finds the queues `exceptions` stopped and reports each once (see the module docs).
+    /// Tells the memory-fault handler of the memory faults among `exceptions`, then finds
+    /// the queues they stopped and reports each once (see the module docs).
     pub(crate) fn on_exceptions(&self, exceptions: &[Exception]) {
+        let handler = *lock(&self.fault_handler);
+        if let Some(h) = handler {
+            for x in exceptions {
+                let Exception::Memory(d) = x else { continue };
+                // A gpu_id of no GPU of ours (another platform's device): not ours to tell.
+                let Some(&(_, node)) = self.gpu_nodes.iter().find(|(g, _)| *g == d.gpu_id) else {
+                    continue;
+                };
+                (h.func)(&memory_fault(d, node), h.data);
+            }
+        }
         let mut calls = Vec::new();
         {
             let mut queues = lock(&self.queues);
@@ -301,16 +353,20 @@ impl Monitor {
     ///
     /// # Errors
     /// [`Status::OutOfResources`] when the thread cannot be started.
+    /// `gpu_nodes` are the KFD `gpu_id` and topology node of each GPU.
     pub(crate) fn start(
         driver: Arc<dyn KfdDriver>,
         process: Arc<KfdProcess>,
         memory_event: u32,
         hw_event: u32,
+        gpu_nodes: Vec<(u32, NodeId)>,
     ) -> Result<Monitor, Error> {
         let shared = Arc::new(Shared {
             driver,
             process,
             queues: Mutex::new(HashMap::new()),
+            gpu_nodes,
+            fault_handler: Mutex::new(None),
             stop: AtomicBool::new(false),
         });
         let s = shared.clone();
@@ -334,6 +390,11 @@ impl Monitor {
     /// The memory and hardware-exception event ids.
     pub(crate) fn events(&self) -> (u32, u32) {
         (self.memory_event, self.hw_event)
+    }
+
+    /// Installs (or with `None` removes) the handler told of every memory fault.
+    pub(crate) fn set_fault_handler(&self, handler: Option<MemoryFaultHandler>) {
+        *lock(&self.shared.fault_handler) = handler;
     }
 
     /// Watches queue `queue_id` from now on.
@@ -404,4 +465,46 @@ pub(crate) fn deliver(callback: &QueueErrorCallback, error: &Error, queue: Queue
         error.detail()
     );
     (callback.func)(error, queue, callback.data);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(failure: [u32; 4], error_type: u32) -> HsaMemoryExceptionData {
+        HsaMemoryExceptionData {
+            failure: MemoryExceptionFailure {
+                not_present: failure[0],
+                read_only: failure[1],
+                no_execute: failure[2],
+                imprecise: failure[3],
+            },
+            va: 0x1000,
+            gpu_id: 0x1234,
+            error_type,
+        }
+    }
+
+    /// Each failure bit and error type becomes the `hsa_amd_memory_fault_reason_t` bit ROCR
+    /// 5.2 sets for it (values of `hsa_ext_amd.h`).
+    #[test]
+    fn memory_exception_data_becomes_rocr_fault_reasons() {
+        let f = memory_fault(&data([1, 0, 0, 0], KFD_MEM_ERR_NO_RAS), NodeId(3));
+        assert_eq!(f.node, NodeId(3));
+        assert_eq!(f.address, GpuVa(0x1000));
+        assert_eq!(f.reason.bits(), 1); // HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT
+        let bits = |failure, error_type| {
+            memory_fault(&data(failure, error_type), NodeId(1))
+                .reason
+                .bits()
+        };
+        assert_eq!(bits([0, 1, 0, 0], 0), 1 << 1); // READ_ONLY
+        assert_eq!(bits([0, 0, 1, 0], 0), 1 << 2); // NX
+        assert_eq!(bits([0, 0, 0, 1], 0), 1 << 5); // IMPRECISE
+        assert_eq!(bits([0, 0, 0, 0], KFD_MEM_ERR_SRAM_ECC), 1 << 6); // SRAMECC
+        assert_eq!(bits([0, 0, 0, 0], KFD_MEM_ERR_POISON_CONSUMED), 1 << 4); // DRAMECC
+        assert_eq!(bits([0, 0, 0, 0], KFD_MEM_ERR_GPU_HANG), 1 << 31); // HANG
+        assert_eq!(bits([1, 1, 0, 1], 0), 0b10_0011);
+        assert_eq!(bits([0, 0, 0, 0], 0), 0);
+    }
 }

@@ -7,9 +7,9 @@
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest,
-    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, SharedMemory,
-    TopologySource, WaitOutcome,
+    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler, MemoryFlags,
+    MemoryKind, MemoryRequest, NodeProperties, Platform, QueueErrorCallback, QueueKind,
+    QueueRequest, SharedMemory, TopologySource, WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
 use std::mem::offset_of;
@@ -593,6 +593,40 @@ unsafe impl Platform for LinuxPlatform {
         }
     }
 
+    /// One `AMDKFD_IOC_WAIT_EVENTS` over all of `events` with `wait_for_all` 0: amdkfd returns
+    /// when any of them is signaled (`kfd_wait_on_events`), consuming those that were.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for an empty list, more than `KFD_SIGNAL_EVENT_LIMIT`
+    /// events, or an event this platform did not create; the ioctl's error.
+    fn wait_any_event(&self, events: &[EventId], timeout_ns: u64) -> Result<WaitOutcome, Error> {
+        {
+            let st = lock(&self.state);
+            if let Some(e) = events.iter().find(|e| !st.events.contains(&e.0)) {
+                bail!(Status::InvalidArgument, "no event with id {}", e.0);
+            }
+        }
+        let mut data: Vec<EventData> = events
+            .iter()
+            .map(|e| EventData {
+                event_id: e.0,
+                ..EventData::default()
+            })
+            .collect();
+        let wait_result =
+            calls::wait_events(&*self.driver, &mut data, false, wait_timeout_ms(timeout_ns))?;
+        match wait_result {
+            KFD_IOC_WAIT_RESULT_COMPLETE => Ok(WaitOutcome::Signaled),
+            KFD_IOC_WAIT_RESULT_TIMEOUT => Ok(WaitOutcome::TimedOut),
+            r => Err(error!(
+                Status::Error,
+                "AMDKFD_IOC_WAIT_EVENTS on {} events: wait_result {r} (KFD_IOC_WAIT_RESULT_FAIL \
+                 is 2)",
+                events.len()
+            )),
+        }
+    }
+
     fn signal_event(&self, event: EventId) -> Result<(), Error> {
         if !lock(&self.state).events.contains(&event.0) {
             bail!(Status::InvalidArgument, "no event with id {}", event.0);
@@ -602,6 +636,17 @@ unsafe impl Platform for LinuxPlatform {
             pad: 0,
         };
         call(&*self.driver, &mut s)
+    }
+
+    /// The monitor calls `handler` for each `KFD_IOC_EVENT_MEMORY` event it sees (from its
+    /// `kfd_hsa_memory_exception_data`: [`monitor::memory_fault`]),
+    /// on its thread, before the callbacks of the queues the fault stopped. A machine without
+    /// GPUs has no faults to report: the handler is accepted and never called.
+    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<(), Error> {
+        if let Some(m) = &self.monitor {
+            m.set_fault_handler(handler);
+        }
+        Ok(())
     }
 
     fn timestamp_ticks(&self) -> u64 {
