@@ -417,22 +417,46 @@ fn c_rocr_ext_passes() {
     }
     let (libdir, exe) = build_c_program("rocr_ext");
     let codeobjects = common::crate_dir().join("../testdata/codeobjects");
-    let out = Command::new(&exe)
-        .arg(codeobjects.join("kernels-gfx90a-v5.hsaco"))
-        .arg(codeobjects.join("extern/extern_var-gfx90a-v5.hsaco"))
-        .env("LD_LIBRARY_PATH", &libdir)
-        .env("HSA_RT_DEVICE", "emulated")
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_RT_EMULATION")
-        .output()
-        .expect("run rocr_ext");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "rocr_ext failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(stdout, "rocr_ext: ok\n");
+    // Twice: copies through SDMA queues (the default), then on the host (HSA_ENABLE_SDMA=0,
+    // ROCR's switch); the emulated device's record tells which (CREATE_QUEUE of
+    // KFD_IOC_QUEUE_TYPE_SDMA, queue_type 1).
+    for sdma in [true, false] {
+        let record = std::env::temp_dir().join(format!(
+            "hsa-rt-rocr-ext-{}-{sdma}.record",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&record);
+        let mut cmd = Command::new(&exe);
+        cmd.arg(codeobjects.join("kernels-gfx90a-v5.hsaco"))
+            .arg(codeobjects.join("extern/extern_var-gfx90a-v5.hsaco"))
+            .env("LD_LIBRARY_PATH", &libdir)
+            .env("HSA_RT_DEVICE", "emulated")
+            .env("HSA_RT_KFD_RECORD", &record)
+            .env_remove("HSA_RT_SYSFS")
+            .env_remove("HSA_RT_EMULATION");
+        if sdma {
+            cmd.env_remove("HSA_ENABLE_SDMA");
+        } else {
+            cmd.env("HSA_ENABLE_SDMA", "0");
+        }
+        let out = cmd.output().expect("run rocr_ext");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "rocr_ext (SDMA {sdma}) failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(stdout, "rocr_ext: ok\n");
+        let record = std::fs::read_to_string(&record).expect("read the record");
+        // `ioctl kfd 0xc0584b02 <result> <argument in, hex> <out>`: CREATE_QUEUE (88 bytes);
+        // queue_type is the u32 at byte 40 of kfd_ioctl_create_queue_args.
+        let sdma_queues = record
+            .lines()
+            .filter_map(|l| l.strip_prefix("ioctl kfd 0xc0584b02 0 "))
+            .filter(|args| args.get(80..88) == Some("01000000"))
+            .count();
+        assert_eq!(sdma_queues, usize::from(sdma), "SDMA {sdma}");
+    }
 }
 
 /// `c/memory_fault.c`: a kernel reading 0x1000 (nothing maps it) on the emulated gfx90a; both

@@ -165,6 +165,7 @@ pub mod platform_ref;
 pub mod queue;
 #[cfg(feature = "alloc")]
 pub mod runtime;
+pub mod sdma;
 pub mod signal;
 pub mod status;
 pub mod sync;

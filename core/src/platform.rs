@@ -449,6 +449,25 @@ pub struct HwQueue<D> {
     pub doorbell: D,
 }
 
+/// A request to create an SDMA queue (amdkfd `KFD_IOC_QUEUE_TYPE_SDMA`; ROCR's `BlitSdma`)
+/// over memory the core has prepared: a ring of SDMA packets and two 64-bit words, the read
+/// pointer the engine writes back and the write pointer the producer stores, both byte
+/// offsets that only grow (gfx9). The doorbell takes the same byte offset as the write
+/// pointer.
+#[derive(Clone, Copy, Debug)]
+pub struct SdmaQueueRequest {
+    /// The GPU node whose SDMA engine runs it.
+    pub node: NodeId,
+    /// Device address of the ring.
+    pub ring: GpuVa,
+    /// Ring size, bytes (a power of two, at least 1024).
+    pub ring_size_bytes: u64,
+    /// Device address of the 64-bit read pointer (8-byte aligned).
+    pub read_pointer: GpuVa,
+    /// Device address of the 64-bit write pointer (8-byte aligned).
+    pub write_pointer: GpuVa,
+}
+
 /// A platform event: what an interrupt-capable signal blocks on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -697,6 +716,32 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// `Status::OutOfResources` when the node has no free hardware queue slot;
     /// `Status::InvalidQueueCreation` for a request the hardware cannot serve.
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<Self::Doorbell>>;
+
+    /// Creates an SDMA queue over the ring and pointers of `request`, which the core has
+    /// zeroed (Ref: ROCR `BlitSdma::Initialize`, `hsaKmtCreateQueue(HSA_QUEUE_SDMA)`). The
+    /// returned doorbell is rung with [`Platform::ring_doorbell`] and the new write pointer in
+    /// bytes; [`Platform::destroy_queue`] destroys it. May block. The default has no SDMA
+    /// engine and refuses (bare metal: copies stay on the host).
+    ///
+    /// # Safety
+    /// The caller guarantees the ring and the two pointer words stay valid and are not freed
+    /// until `destroy_queue` has returned for this queue, and that the pointer words are
+    /// accessed atomically.
+    ///
+    /// # Errors
+    /// `Status::InvalidQueueCreation` when the platform or node has no SDMA engine or the
+    /// request is malformed; `Status::OutOfResources` when the node has no free SDMA queue.
+    unsafe fn create_sdma_queue(
+        &self,
+        request: &SdmaQueueRequest,
+    ) -> Result<HwQueue<Self::Doorbell>> {
+        Err(crate::error!(
+            Status::InvalidQueueCreation,
+            "node {}: the {} platform has no SDMA engine",
+            request.node.0,
+            self.device_name()
+        ))
+    }
 
     /// Tells the packet processor that packets up to and including `write_index` may be
     /// valid: one 64-bit store of the index to the queue's doorbell (after whatever fence the

@@ -444,8 +444,9 @@ fn create_queue_checks_its_arguments() {
         // GPU (its ioctl's `# Safety`); the good ones are the arena's, as in `setup`.
         unsafe { s.d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()) }
     };
+    // A PM4 compute queue (not AQL) is not emulated.
     assert_eq!(
-        try_create(&|q| q.queue_type = KFD_IOC_QUEUE_TYPE_SDMA),
+        try_create(&|q| q.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE),
         Err(Errno::INVAL)
     );
     assert_eq!(try_create(&|q| q.ring_size = 1536), Err(Errno::INVAL));

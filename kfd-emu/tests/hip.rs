@@ -9,12 +9,11 @@
 //! `s_sendmsg sendmsg(MSG_INTERRUPT)` wakes the host's listener through the emulated KFD's
 //! signal event) must print its line on both.
 //!
-//! ROCR runs with `HSA_ENABLE_SDMA=0` (ROCR's switch: copies by its blit kernels instead of
-//! SDMA queues): the emulated device has no SDMA engine, and refuses ROCR's SDMA queues
-//! (`CREATE_QUEUE` of type SDMA is `EINVAL`). [`rocr_falls_back_to_blit_kernels_without_sdma`]
-//! checks that ROCR's default path gets there anyway. Either way ROCR's blit kernels (gfx90a
-//! machine code embedded in ROCR) run in the emulated CP's gfx9 interpreter, as HIP's own
-//! kernels do.
+//! ROCR runs as it does by default, with SDMA: its copies between host and device go
+//! through SDMA queues, which the emulated device's SDMA engine runs
+//! ([`rocr_copies_through_sdma_queues`] checks they really do); its other copies through
+//! its blit kernels (gfx90a machine code embedded in ROCR), which run in the emulated CP's
+//! gfx9 interpreter, as HIP's own kernels do.
 //!
 //! Skips (`skipped: ...`) without hipcc (`hipcc`, `libamdhip64-dev`, `rocm-device-libs`),
 //! or where kfd-emu cannot make its mount namespace (neither root nor user namespaces).
@@ -98,8 +97,7 @@ fn same_on_both(section: &str) {
             .iter()
             .map(|p| p.to_string_lossy().into_owned()),
     );
-    let envs = [("HSA_ENABLE_SDMA", "0".to_owned())];
-    let Some(rocr) = on_rocr(&programs.hip_check, &args, sysfs.as_deref(), &envs, None) else {
+    let Some(rocr) = on_rocr(&programs.hip_check, &args, sysfs.as_deref(), &[], None) else {
         return;
     };
     let ours = on_ours(libdir, &programs.hip_check, &args, sysfs.as_deref());
@@ -198,16 +196,18 @@ fn hip_faulting_kernel_on_both() {
     }
 }
 
-/// Without `HSA_ENABLE_SDMA=0`, ROCR asks the emulated amdkfd for SDMA queues (`CREATE_QUEUE`
-/// with `KFD_IOC_QUEUE_TYPE_SDMA`), which it refuses with `EINVAL` (no SDMA engine), and
-/// copies with its blit kernels on AQL queues instead: vector_add's hipMemcpys still verify.
+/// ROCR's default path: it asks the emulated amdkfd for SDMA queues (`CREATE_QUEUE` with
+/// `KFD_IOC_QUEUE_TYPE_SDMA`, a 1 MiB ring, priority 15), gets them, and copies through them:
+/// vector_add's hipMemcpys verify, and the emulated SDMA engine ran packets (the trace's
+/// `stats` line at exit).
 #[test]
-fn rocr_falls_back_to_blit_kernels_without_sdma() {
+fn rocr_copies_through_sdma_queues() {
     let Some((_, programs)) = built() else {
         println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
         return;
     };
     let trace = std::env::temp_dir().join(format!("kfd-emu-hip-sdma-{}.trace", std::process::id()));
+    let _ = std::fs::remove_file(&trace);
     let args = ["vector_add".to_owned()];
     let Some(out) = on_rocr(&programs.hip_check, &args, None, &[], Some(&trace)) else {
         return;
@@ -219,17 +219,21 @@ fn rocr_falls_back_to_blit_kernels_without_sdma() {
         .filter(|l| l.contains("AMDKFD_IOC_CREATE_QUEUE"))
         .collect();
     assert!(
-        creates
-            .iter()
-            .any(|l| l.contains("queue_type: 1,") && l.contains("-> EINVAL")),
+        creates.iter().any(|l| l.contains("queue_type: 1,")
+            && l.contains("ring_size: 1048576,")
+            && l.contains("-> 0 ")),
         "{creates:#?}"
     );
-    assert!(
-        creates
-            .iter()
-            .any(|l| l.contains("queue_type: 2,") && l.contains("-> 0 ")),
-        "{creates:#?}"
-    );
+    let stats = trace
+        .lines()
+        .find(|l| l.contains(" stats "))
+        .expect("the stats line at exit");
+    let sdma: u64 = stats
+        .split("sdma_packets=")
+        .nth(1)
+        .and_then(|v| v.trim().parse().ok())
+        .expect("sdma_packets");
+    assert!(sdma > 0, "{stats}");
 }
 
 /// B8's HIP program runs on both (a few launches: that it works, not how fast).
@@ -240,8 +244,7 @@ fn b8_hip_launch_loop_runs_on_both() {
         return;
     };
     let args = ["launch_loop".to_owned(), "10".to_owned()];
-    let envs = [("HSA_ENABLE_SDMA", "0".to_owned())];
-    let Some(rocr) = on_rocr(&programs.hip_check, &args, None, &envs, None) else {
+    let Some(rocr) = on_rocr(&programs.hip_check, &args, None, &[], None) else {
         return;
     };
     let ours = on_ours(libdir, &programs.hip_check, &args, None);

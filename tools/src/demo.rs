@@ -879,6 +879,7 @@ fn run_inner(
             lane_instructions: now.lane_instructions - before.lane_instructions,
             interpreter_ns: now.interpreter_ns - before.interpreter_ns,
             pm4_packets: now.pm4_packets - before.pm4_packets,
+            sdma_packets: now.sdma_packets - before.sdma_packets,
         }
     });
     let executor = match execution {

@@ -3,17 +3,33 @@
 //! and `hsa_amd_memory_fill` (`hsa_ext_amd.h`), and copy profiling
 //! (`hsa_amd_profiling_async_copy_enable`, `hsa_amd_profiling_get_async_copy_time`).
 //!
-//! Copies run on the host (`memmove` between the host mappings of the two ranges; ROCR does
-//! the same for copies between CPU agents, `Runtime::CopyMemory`), in submission order, as an
+//! On the Linux backend a linear copy (`hsa_amd_memory_async_copy`) runs on an SDMA queue of
+//! the copy's GPU agent, as ROCR 5.2 runs it (`BlitSdma`): the destination's agent when it is
+//! a GPU, else the source's. The queue is made at the first such copy, one per GPU agent
+//! ([`hsa_core::sdma::SdmaQueue`]: `CREATE_QUEUE` of `KFD_IOC_QUEUE_TYPE_SDMA`, a 1 MiB ring).
+//! The command is ROCR's ([`hsa_core::sdma::copy_commands`]): the engine itself waits for the
+//! dependency signals (two `POLL_REGMEM` per signal, on the value's high then low half), copies
+//! in `COPY_LINEAR` packets, decrements the completion signal with an `ATOMIC` add of -1 (ROCR
+//! on agents with 64-bit platform atomics) and, when the signal has an event mailbox, writes
+//! the event id there with a `FENCE` and raises the interrupt with a `TRAP`; with copy
+//! profiling on, `TIMESTAMP` packets write the start and end into the completion signal, in
+//! the GPU's clock (translated to the system domain when read, as dispatch times are). The
+//! call returns once the command is in the ring. That path is taken when both ranges are
+//! memory the copy agent reaches (its own pool, a system pool, or a pool it was allowed) and
+//! `HSA_ENABLE_SDMA` is not `0` (ROCR's switch); otherwise — no GPU agent, the application's
+//! own memory, a platform without SDMA queues (creating one failed: said once at debug
+//! level) — the copy runs on the host, as below, and so do `_rect` copies and fills.
+//!
+//! Host copies (`memmove` between the host mappings of the two ranges; ROCR does
+//! the same for copies between CPU agents, `Runtime::CopyMemory`) run in submission order, as an
 //! SDMA engine runs its ring: a copy starts once every dependency signal has been observed at
-//! 0 and every earlier copy has completed; then the completion signal is decremented (or set
+//! 0 and every earlier host copy has completed; then the completion signal is decremented (or set
 //! to -1 when the copy failed, as `hsa_ext_amd.h` says). A copy whose dependencies are already
 //! satisfied, submitted while no other copy is pending, runs at once in the caller's thread;
 //! the others run on a copy thread that exits when nothing is pending. Both ranges must be
 //! reachable by the host: system memory, host-visible device memory (the emulated device's
-//! VRAM is), or the application's own memory. Device memory the host cannot map (a real GPU
-//! without a large BAR) needs an SDMA or blit-kernel path, which this runtime does not have
-//! yet: such a copy is refused with `INVALID_ARGUMENT` naming the range.
+//! VRAM is), or the application's own memory; a host copy of device memory the host cannot
+//! map is refused with `INVALID_ARGUMENT` naming the range.
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.
@@ -25,13 +41,15 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use hsa_core::addr::{GpuVa, NodeId};
+use hsa_core::sdma::{copy_commands, SdmaCompletion, SdmaQueue};
 use hsa_core::signal::{LoadOrder, MemoryOrder, SignalCondition, StoreOrder, WaitState};
 use hsa_core::{bail, Error, Status};
 
 use super::agent::agent_of;
 use super::memory::host_range;
 use super::{guard, non_null, HsaStatus};
-use crate::state::{self, lock, Sig, State};
+use crate::state::{self, lock, PlatRef, Sig, State};
 
 /// `hsa_pitched_ptr_t`: a base address, a row pitch and a slice pitch, bytes.
 #[repr(C)]
@@ -113,8 +131,113 @@ pub(crate) struct CopyEngine {
     /// `hsa_amd_profiling_async_copy_enable`.
     profiling: AtomicBool,
     /// Completion signals of profiled copies (by handle; the weak reference tells a signal
-    /// from a later one at the same address).
-    profiled: Mutex<HashMap<u64, Weak<Sig>>>,
+    /// from a later one at the same address), with the GPU node whose SDMA engine stamped
+    /// the times (`None`: the host did, in system ticks).
+    profiled: Mutex<HashMap<u64, Profiled>>,
+    /// SDMA queues by GPU node, made at the first copy that uses one; `None` when the
+    /// platform refused (that node's copies stay on the host).
+    sdma: Mutex<HashMap<u32, Option<Arc<SdmaQueue<PlatRef>>>>>,
+}
+
+/// A profiled copy's completion signal and the GPU node whose SDMA engine stamped its times
+/// (`None`: the host).
+type Profiled = (Weak<Sig>, Option<NodeId>);
+
+/// Whether copies may use SDMA queues: unless `HSA_ENABLE_SDMA` is `0` (ROCR's switch,
+/// read at each copy as ROCR reads its flags once at start).
+fn sdma_enabled() -> bool {
+    std::env::var_os("HSA_ENABLE_SDMA").is_none_or(|v| v != "0")
+}
+
+/// The device address of `len` bytes at `ptr` when they lie in one pool allocation that GPU
+/// `node` reaches: its own pool, a system (CPU agent's) pool, or one it was allowed.
+fn gpu_range(st: &State, ptr: u64, len: usize, node: NodeId) -> Option<GpuVa> {
+    let info = st.rt().pointer_info(GpuVa(ptr)).ok()?;
+    let a = info.allocation;
+    let end = (ptr - a.va.0).checked_add(len as u64)?;
+    if end > a.size_bytes {
+        return None;
+    }
+    let owner_is_cpu = st
+        .rt()
+        .agents()
+        .iter()
+        .any(|ag| ag.node() == info.pool_owner.0 && !ag.is_gpu());
+    (info.pool_owner == node || owner_is_cpu || info.allowed_nodes.contains(node))
+        .then_some(GpuVa(ptr))
+}
+
+impl CopyEngine {
+    /// The SDMA queue of GPU `node`, made at the first call; `None` when the platform has
+    /// none (said once, at debug level).
+    fn sdma_queue(&self, st: &State, node: NodeId) -> Option<Arc<SdmaQueue<PlatRef>>> {
+        let mut queues = lock(&self.sdma);
+        queues
+            .entry(node.0)
+            .or_insert_with(|| match SdmaQueue::create(st.platform_ref(), node) {
+                Ok(q) => Some(Arc::new(q)),
+                Err(e) => {
+                    log::debug!(
+                        "node {}: no SDMA queue ({}); copies run on the host",
+                        node.0,
+                        e.detail()
+                    );
+                    None
+                }
+            })
+            .clone()
+    }
+
+    /// Runs a linear copy on the SDMA queue of its GPU agent when it can (module docs);
+    /// `Ok(false)` when the copy must run on the host instead.
+    #[allow(clippy::too_many_arguments)]
+    fn try_sdma(
+        &self,
+        st: &State,
+        copy_node: Option<NodeId>,
+        dst: u64,
+        src: u64,
+        size: usize,
+        deps: &[Arc<Sig>],
+        completion: &Arc<Sig>,
+    ) -> Result<bool, Error> {
+        let Some(node) = copy_node else {
+            return Ok(false);
+        };
+        if !sdma_enabled() {
+            return Ok(false);
+        }
+        let (Some(d), Some(s)) = (
+            gpu_range(st, dst, size, node),
+            gpu_range(st, src, size, node),
+        ) else {
+            return Ok(false);
+        };
+        let Some(queue) = self.sdma_queue(st, node) else {
+            return Ok(false);
+        };
+        let value_of = |sig: &Sig| GpuVa(sig.raw().as_ptr() as u64 + 8);
+        let dep_values: Vec<GpuVa> = deps.iter().map(|d| value_of(d)).collect();
+        let raw = completion.raw();
+        let base = raw.as_ptr() as u64;
+        let mailbox = raw.event_mailbox_ptr().load(Ordering::Acquire);
+        let profile = self.profiling.load(Ordering::Acquire);
+        let target = SdmaCompletion {
+            value: value_of(completion),
+            mailbox: (mailbox != 0).then(|| (GpuVa(mailbox), raw.event_id())),
+            timestamps: profile.then_some((GpuVa(base + 32), GpuVa(base + 40))),
+        };
+        if profile {
+            lock(&self.profiled).insert(
+                completion.handle().0,
+                (Arc::downgrade(completion), Some(node)),
+            );
+        }
+        let mut cmd = Vec::new();
+        copy_commands(&mut cmd, d, s, size as u64, &dep_values, &target);
+        queue.submit(&cmd)?;
+        Ok(true)
+    }
 }
 
 impl CopyEngine {
@@ -266,7 +389,7 @@ fn enqueue(
     let engine = &st.ext.copy;
     let profile = engine.profiling.load(Ordering::Acquire) && !matches!(op, Op::Prefetch);
     if let (true, Some(c)) = (profile, &completion) {
-        lock(&engine.profiled).insert(c.handle().0, Arc::downgrade(c));
+        lock(&engine.profiled).insert(c.handle().0, (Arc::downgrade(c), None));
     }
     engine.submit(Job {
         st: st.clone(),
@@ -311,6 +434,23 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
         agent_of(&st, src_agent)?;
         let completion = st.signal(completion_signal)?;
         if size == 0 {
+            return Ok(Status::Success);
+        }
+        // ROCR's copy agent: the destination's when it is a GPU, else the source's.
+        let copy_node = [dst_agent, src_agent]
+            .into_iter()
+            .filter_map(|h| agent_of(&st, h).ok())
+            .find(|a| a.is_gpu())
+            .map(|a| NodeId(a.node()));
+        if st.ext.copy.try_sdma(
+            &st,
+            copy_node,
+            dst as u64,
+            src as u64,
+            size,
+            &deps,
+            &completion,
+        )? {
             return Ok(Status::Success);
         }
         host_range(&st, dst, size, "dst")?;
@@ -520,8 +660,10 @@ pub extern "C" fn hsa_amd_profiling_async_copy_enable(enable: bool) -> HsaStatus
 }
 
 /// `hsa_amd_profiling_get_async_copy_time`: when the profiled copy that completes `signal`
-/// started and ended, system timestamp ticks (`HSA_SYSTEM_INFO_TIMESTAMP`; the host copies, so
-/// no translation is needed).
+/// started and ended, system timestamp ticks (`HSA_SYSTEM_INFO_TIMESTAMP`): an SDMA copy's
+/// `TIMESTAMP` packets stamp the GPU clock, translated as dispatch times are
+/// (`hsa_amd_profiling_convert_tick_to_system_domain`, ROCR's `TranslateTime`); a host copy
+/// stamps system ticks itself.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a NULL `time`; `INVALID_SIGNAL`; `ERROR` when no
@@ -539,20 +681,27 @@ pub unsafe extern "C" fn hsa_amd_profiling_get_async_copy_time(
         let s = st.signal(signal)?;
         let profiled = lock(&st.ext.copy.profiled)
             .get(&signal)
-            .and_then(Weak::upgrade)
-            .is_some_and(|p| Arc::ptr_eq(&p, &s));
-        if !profiled {
+            .and_then(|(w, node)| Some((w.upgrade()?, *node)))
+            .filter(|(p, _)| Arc::ptr_eq(p, &s))
+            .map(|(_, node)| node);
+        let Some(node) = profiled else {
             bail!(
                 Status::Error,
                 "signal {signal:#x} has not completed a profiled copy \
                  (hsa_amd_profiling_async_copy_enable)"
             );
-        }
+        };
         let raw = s.raw();
-        let t = AsyncCopyTime {
+        let mut t = AsyncCopyTime {
             start: raw.start_ts().load(Ordering::Acquire),
             end: raw.end_ts().load(Ordering::Acquire),
         };
+        if let Some(node) = node {
+            t = AsyncCopyTime {
+                start: super::queue_ext::translate(&st, node, t.start)?,
+                end: super::queue_ext::translate(&st, node, t.end)?,
+            };
+        }
         // SAFETY: non-NULL, writable per the caller's contract.
         unsafe { time.write_unaligned(t) };
         Ok(Status::Success)

@@ -417,8 +417,8 @@ pub(crate) fn host_range(
         Some(h) => Ok(unsafe { h.as_ptr().add(offset as usize) }),
         None => bail!(
             Status::InvalidArgument,
-            "{what} {va:#x} is device memory the host cannot reach (copies run on the host \
-             here; there is no SDMA path yet)"
+            "{what} {va:#x} is device memory the host cannot reach (this copy runs on the \
+             host: only async copies between pool memory a GPU reaches use its SDMA queue)"
         ),
     }
 }

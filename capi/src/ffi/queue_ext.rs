@@ -271,7 +271,7 @@ fn gpu_node(st: &State, agent: u64) -> Result<NodeId, Error> {
 }
 
 /// One tick of the GPU `node` in the system domain (see the module doc).
-fn translate(st: &State, node: NodeId, tick: u64) -> Result<u64, Error> {
+pub(crate) fn translate(st: &State, node: NodeId, tick: u64) -> Result<u64, Error> {
     if st.device().emulated().is_some() {
         // The emulated command processor stamps the system timestamp itself.
         return Ok(tick);

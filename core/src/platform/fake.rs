@@ -1024,6 +1024,14 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         // SAFETY: the caller's guarantees are passed on unchanged.
         unsafe { self.inner.create_queue(request) }
     }
+    unsafe fn create_sdma_queue(
+        &self,
+        request: &crate::platform::SdmaQueueRequest,
+    ) -> Result<HwQueue<P::Doorbell>> {
+        self.check(FaultMethod::CreateQueue)?;
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        unsafe { self.inner.create_sdma_queue(request) }
+    }
     fn ring_doorbell(&self, doorbell: &P::Doorbell, write_index: u64) {
         self.inner.ring_doorbell(doorbell, write_index)
     }

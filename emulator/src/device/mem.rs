@@ -282,6 +282,20 @@ impl Region {
         })
     }
 
+    /// The region's length, bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `src`'s bytes into this region (at most the shorter length), as `memmove`:
+    /// the two may overlap (an SDMA copy within one buffer).
+    pub(crate) fn copy_from(&self, src: &Region) {
+        let n = src.len.min(self.len);
+        // SAFETY: the module invariant: both ranges are live mapped memory, `n` is within
+        // both; `ptr::copy` allows overlap; the destination is writable (as for write_from).
+        unsafe { std::ptr::copy(src.base as *const u8, self.base as *mut u8, n) };
+    }
+
     /// Copies the region's bytes into `out` (whose length must equal the region's).
     pub(crate) fn read_into(&self, out: &mut [u8]) {
         let n = out.len().min(self.len);

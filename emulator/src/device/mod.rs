@@ -23,13 +23,18 @@
 //!   (per GPU) or system bank (CPU nodes) are `ENOMEM`. The device reaches an allocation only
 //!   after `MAP_MEMORY_TO_GPU` for that GPU (as GPUVM mappings work). Freeing memory a live
 //!   queue uses (ring, `amd_queue_t`) or the event page is `EBUSY`.
-//! - Queues: AQL compute only; each served by a thread running the core's packet processor
+//! - Queues: AQL compute and SDMA. Each AQL queue is served by a thread running the core's packet processor
 //!   ([`hsa_core::packet_processor`]) that watches the queue's doorbell (its word of the GPU's
 //!   doorbell page, which the user maps from `/dev/kfd`), its write index and its next
 //!   packet header, as a command processor does: nothing but memory tells it that packets
 //!   arrived (the polling policy is in the `queue` module's docs).
 //!   A process may have 127 queues on a GPU (255 on gfx94x/gfx950), as amdkfd; one more is
-//!   `ENOSPC`.
+//!   `ENOSPC`. SDMA queues (`KFD_IOC_QUEUE_TYPE_SDMA`, `_SDMA_XGMI`: a byte ring, 64-bit
+//!   read and write pointers, a doorbell that takes the write pointer) are served by the
+//!   emulated SDMA engine, one thread each (the `sdma` module's docs: the packets it runs);
+//!   a GPU has `num_sdma_engines` (XGMI: `num_sdma_xgmi_engines`) times
+//!   `num_sdma_queues_per_engine` of them, as amdkfd's SDMA queue bitmap; one more is
+//!   `ENOMEM`. The device counts the SDMA packets it ran ([`ExecutionStats::sdma_packets`]).
 //! - Kernel dispatches ([`ExecutionMode`]): by default the kernel's real machine code runs in
 //!   the GFX9 wave interpreter of [`crate::gfx9::exec`] when the GPU's ISA is gfx900,
 //!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
@@ -91,6 +96,7 @@ mod pm4;
 mod profile;
 mod queue;
 pub mod record;
+mod sdma;
 
 pub use events::{EVENT_PAGE_BYTES, FIRST_NONSIGNAL_EVENT_ID, UNSIGNALED_EVENT_SLOT};
 pub use interp::run_kernel_dispatch;
@@ -328,6 +334,8 @@ pub struct ExecutionStats {
     /// PM4 packets the command processor executed (from AMD PM4-IB vendor packets: ROCR's
     /// cache invalidations), indirect buffers and their contents each counted.
     pub pm4_packets: u64,
+    /// SDMA packets the SDMA queues executed (all opcodes, `NOP` included).
+    pub sdma_packets: u64,
 }
 
 #[derive(Default)]
@@ -339,6 +347,7 @@ struct StatCounters {
     lane_instructions: AtomicU64,
     interpreter_ns: AtomicU64,
     pm4_packets: AtomicU64,
+    sdma_packets: AtomicU64,
 }
 
 /// One emulated GPU.
@@ -363,6 +372,8 @@ struct Gpu {
 
 struct QueueEntry {
     gpu_id: u32,
+    /// `KFD_IOC_QUEUE_TYPE_*`.
+    queue_type: u32,
     ring_va: u64,
     ring_size: u32,
     pinned: Vec<u64>,
@@ -716,6 +727,7 @@ impl EmulatedKfd {
             lane_instructions: c.lane_instructions.load(Ordering::SeqCst),
             interpreter_ns: c.interpreter_ns.load(Ordering::SeqCst),
             pm4_packets: c.pm4_packets.load(Ordering::SeqCst),
+            sdma_packets: c.sdma_packets.load(Ordering::SeqCst),
         }
     }
 
@@ -1467,6 +1479,12 @@ impl EmulatedKfd {
     }
 
     fn create_queue(&self, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+        if matches!(
+            a.queue_type,
+            KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+        ) {
+            return self.create_sdma_queue(a);
+        }
         let gpu = self.gpu(a.gpu_id)?;
         if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
             || a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
@@ -1542,6 +1560,122 @@ impl EmulatedKfd {
             qid,
             QueueEntry {
                 gpu_id: gpu.gpu_id,
+                queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+                ring_va: a.ring_base_address,
+                ring_size: a.ring_size,
+                pinned,
+                ctl,
+                thread: Some(thread),
+            },
+        );
+        lock(&self.device.queue_errors).remove(&qid);
+        a.queue_id = qid;
+        a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
+        Ok(())
+    }
+
+    /// CREATE_QUEUE of an SDMA queue (amdkfd `set_queue_properties_from_user`,
+    /// `allocate_sdma_queue`): the ring, read and write pointers must lie in memory mapped to
+    /// the GPU (the pointers 8-byte aligned: the engine writes the 64-bit read pointer back);
+    /// EOP and context-save buffers are not used.
+    fn create_sdma_queue(&self, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+        let gpu = self.gpu(a.gpu_id)?;
+        if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
+            || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+            || !a.ring_size.is_power_of_two()
+            || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
+        {
+            return Err(Errno::INVAL);
+        }
+        if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
+            return Err(Errno::FAULT);
+        }
+        if a.read_pointer_address % 8 != 0 || a.write_pointer_address % 8 != 0 {
+            return Err(Errno::INVAL);
+        }
+        let props = self
+            .device
+            .topology
+            .nodes
+            .iter()
+            .find(|n| n.properties.gpu_id == gpu.gpu_id)
+            .map(|n| n.properties.clone())
+            .ok_or(Errno::INVAL)?;
+        let xgmi = a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
+        let engines = if xgmi {
+            props.num_sdma_xgmi_engines
+        } else {
+            props.num_sdma_engines
+        };
+        let sdma_slots = engines.saturating_mul(props.num_sdma_queues_per_engine);
+        let mut allocs = self
+            .device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        let ring = allocs
+            .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
+            .ok_or(Errno::INVAL)?;
+        let rptr = allocs
+            .device_region(gpu.gpu_id, a.read_pointer_address, 8)
+            .ok_or(Errno::FAULT)?;
+        allocs
+            .device_region(gpu.gpu_id, a.write_pointer_address, 8)
+            .ok_or(Errno::FAULT)?;
+        let mut queues = lock(&self.device.queues);
+        let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
+        if on_gpu >= gpu.max_queues {
+            return Err(Errno::NOSPC);
+        }
+        let sdma_on_gpu = queues
+            .values()
+            .filter(|q| q.gpu_id == gpu.gpu_id && q.queue_type == a.queue_type)
+            .count() as u32;
+        if sdma_on_gpu >= sdma_slots {
+            return Err(Errno::NOMEM);
+        }
+        let qid = (0..MAX_QUEUES_PER_PROCESS)
+            .find(|i| !queues.contains_key(i))
+            .ok_or(Errno::NOSPC)?;
+        let doorbell = gpu
+            .doorbells
+            .region()
+            .sub(u64::from(qid) * 8, 8)
+            .ok_or(Errno::NOSPC)?;
+        // A new queue starts at 0: its doorbell too (a destroyed queue's may be left over).
+        if let Some(w) = doorbell.atomic_u64(0) {
+            w.store(0, Ordering::Release);
+        }
+        let ctl = Arc::new(QueueCtl::default());
+        let engine = sdma::SdmaThread {
+            device: self.device.clone(),
+            ctl: ctl.clone(),
+            ring,
+            rptr,
+            doorbell,
+            queue_id: qid,
+            gpu_id: gpu.gpu_id,
+        };
+        let thread = std::thread::Builder::new()
+            .name(format!("emu-sdma-q{qid}"))
+            .spawn(move || engine.run())
+            .map_err(|_| Errno::NOMEM)?;
+        let mut pinned = Vec::new();
+        for va in [
+            a.ring_base_address,
+            a.read_pointer_address,
+            a.write_pointer_address,
+        ] {
+            if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
+                al.pins += 1;
+                pinned.push(al.handle);
+            }
+        }
+        queues.insert(
+            qid,
+            QueueEntry {
+                gpu_id: gpu.gpu_id,
+                queue_type: a.queue_type,
                 ring_va: a.ring_base_address,
                 ring_size: a.ring_size,
                 pinned,

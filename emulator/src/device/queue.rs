@@ -48,7 +48,7 @@ pub(crate) const POLL_MIN: Duration = Duration::from_micros(50);
 /// long idle period.
 pub(crate) const POLL_MAX: Duration = Duration::from_millis(1);
 /// How long a processor blocked on a barrier waits before re-checking the dependencies.
-const BLOCKED_POLL: Duration = Duration::from_micros(100);
+pub(crate) const BLOCKED_POLL: Duration = Duration::from_micros(100);
 
 /// Stop and wake-up state shared by a queue's thread and the device.
 #[derive(Default)]
@@ -73,7 +73,15 @@ impl QueueCtl {
         }
     }
 
-    fn sleep(&self, seen_kick: u32, timeout: Duration) {
+    /// How many times the processor was kicked: read before checking for work, then handed
+    /// to [`QueueCtl::sleep`], so a kick in between is never slept through.
+    pub(crate) fn kicks(&self) -> u32 {
+        self.kick.load(Ordering::SeqCst)
+    }
+
+    /// Sleeps at most `timeout`, unless a kick came after `seen_kick` was read or the queue
+    /// is being stopped.
+    pub(crate) fn sleep(&self, seen_kick: u32, timeout: Duration) {
         let g = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.sleeping.store(true, Ordering::SeqCst);
         if self.kick.load(Ordering::SeqCst) == seen_kick && !self.stop.load(Ordering::SeqCst) {

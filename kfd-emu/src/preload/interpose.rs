@@ -42,6 +42,17 @@ macro_rules! next {
     }};
 }
 
+/// Run at exit (normal termination runs `.fini_array`): the trace's `stats` line.
+extern "C" fn trace_stats_at_exit() {
+    state::trace_stats();
+}
+
+/// The library's destructor entry. Sound: a plain function with no arguments, which the
+/// dynamic loader calls once while the process exits, when every library is still loaded.
+#[used]
+#[link_section = ".fini_array"]
+static TRACE_STATS_AT_EXIT: extern "C" fn() = trace_stats_at_exit;
+
 fn set_errno(e: Errno) {
     // SAFETY: __errno_location returns the calling thread's errno slot.
     unsafe { *libc::__errno_location() = e.raw_os_error() };

@@ -164,6 +164,21 @@ impl State {
     }
 }
 
+/// Writes the device's execution counters to the trace (the `stats` line of [`crate::trace`]),
+/// when the process made the device and traces; nothing otherwise (it never makes the device).
+pub(crate) fn trace_stats() {
+    let Some(Ok(state)) = STATE.get() else {
+        return;
+    };
+    if let Some(t) = &state.tracer {
+        let s = state.kfd.execution_stats();
+        t.line(&format!(
+            "stats interpreted_dispatches={} host_dispatches={} pm4_packets={} sdma_packets={}",
+            s.interpreted_dispatches, s.host_dispatches, s.pm4_packets, s.sdma_packets
+        ));
+    }
+}
+
 fn raw(fd: &OwnedFd) -> i32 {
     use std::os::fd::AsRawFd;
     fd.as_fd().as_raw_fd()

@@ -13,6 +13,11 @@
 //!   the offset (`DOORBELL gpu_id_hash=0x1234`, `EVENTS`, `MMIO gpu_id_hash=..`, `BO`).
 //! - `<pid> munmap 0x<address> len=0x<len>` for ranges of the device files' mappings.
 //! - `<pid> close <path> fd=<fd>`.
+//! - `<pid> stats interpreted_dispatches=<n> host_dispatches=<n> pm4_packets=<n>
+//!   sdma_packets=<n>` once, when the process exits normally (the library's `.fini_array`
+//!   entry), if it opened the device: what the emulated device ran
+//!   ([`hsa_emu::device::ExecutionStats`]), e.g. that ROCR's copies went through its SDMA
+//!   queues.
 //!
 //! Writing is best effort: a trace file that cannot be opened is said once on stderr and the
 //! program runs untraced.

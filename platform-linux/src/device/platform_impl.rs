@@ -9,7 +9,7 @@ use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
     Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler, MemoryFlags,
     MemoryKind, MemoryRequest, NodeProperties, Platform, QueueErrorCallback, QueueKind,
-    QueueRequest, SharedMemory, TopologySource, WaitOutcome,
+    QueueRequest, SdmaQueueRequest, SharedMemory, TopologySource, WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
 use std::mem::offset_of;
@@ -493,6 +493,113 @@ unsafe impl Platform for LinuxPlatform {
                 },
             );
         }
+        Ok(HwQueue {
+            id: QueueId(a.queue_id),
+            doorbell_address: doorbell.address(),
+            doorbell,
+        })
+    }
+
+    /// `CREATE_QUEUE` of `KFD_IOC_QUEUE_TYPE_SDMA` as ROCR 5.2's `BlitSdma::Initialize` asks
+    /// libhsakmt for it: 100 %, the highest priority (15), the caller's ring and pointers, no
+    /// EOP or context-save buffer; the GPU's doorbell page mapped once, as for compute queues.
+    /// Queue errors of an SDMA engine reach the process as KFD hardware-exception events
+    /// (nothing to watch: it has no `queue_inactive_signal`).
+    ///
+    /// # Errors
+    /// [`Status::InvalidAgent`] for an unknown node; [`Status::InvalidQueueCreation`] for a CPU
+    /// node, a GPU before gfx9 (32-bit SDMA pointers), or a ring size that is not a power of
+    /// two in `1024..=2^31` bytes; the ioctl's error (`OutOfResources` for amdkfd's `ENOMEM`
+    /// when the GPU's SDMA queues are all in use).
+    unsafe fn create_sdma_queue(
+        &self,
+        request: &SdmaQueueRequest,
+    ) -> Result<HwQueue<KfdDoorbell>, Error> {
+        if self.node_by_id(request.node).is_none() {
+            bail!(
+                Status::InvalidAgent,
+                "node {} does not exist",
+                request.node.0
+            );
+        }
+        let Some(gpu) = self.gpu_by_node(request.node).copied() else {
+            bail!(
+                Status::InvalidQueueCreation,
+                "node {} is not a GPU",
+                request.node.0
+            );
+        };
+        let ring = request.ring_size_bytes;
+        if !ring.is_power_of_two() || ring < u64::from(KFD_MIN_QUEUE_RING_SIZE) || ring > 1 << 31 {
+            bail!(
+                Status::InvalidQueueCreation,
+                "ring_size_bytes {ring} is not a power of two in {KFD_MIN_QUEUE_RING_SIZE}..=2^31"
+            );
+        }
+        if gpu.gfx_target_version < 90000 {
+            bail!(
+                Status::InvalidQueueCreation,
+                "node {}: gfx_target_version {} is before gfx9 (32-bit SDMA pointers are not \
+                 supported)",
+                request.node.0,
+                gpu.gfx_target_version
+            );
+        }
+        let mut a = CreateQueueArgs {
+            ring_base_address: request.ring.0,
+            write_pointer_address: request.write_pointer.0,
+            read_pointer_address: request.read_pointer.0,
+            ring_size: ring as u32,
+            gpu_id: gpu.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_SDMA,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: KFD_MAX_QUEUE_PRIORITY,
+            ..Default::default()
+        };
+        // SAFETY: the ring and both pointers are the caller's (`Platform::create_sdma_queue`'s
+        // contract: chunks of this platform, mapped to the GPU, that outlive the queue, the
+        // pointer words accessed atomically).
+        unsafe { calls::create_queue(&*self.driver, &mut a) }?;
+        let mask = DOORBELL_PAGE_BYTES - 1;
+        let within = a.doorbell_offset & mask;
+        let page = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
+            Ok(page) if within % 8 == 0 && within + 8 <= page.len_bytes() => page,
+            r => {
+                let e = r.err().unwrap_or_else(|| {
+                    error!(
+                        Status::Error,
+                        "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned \
+                         inside the doorbell page",
+                        a.doorbell_offset
+                    )
+                });
+                let rec = QueueRecord {
+                    eop: None,
+                    cwsr: None,
+                    ring: (request.ring.0, ring as u32),
+                };
+                let mut d = DestroyQueueArgs {
+                    queue_id: a.queue_id,
+                    pad: 0,
+                };
+                if call(&*self.driver, &mut d).is_err() {
+                    lock(&self.state).queues.insert(a.queue_id, rec);
+                }
+                return Err(e);
+            }
+        };
+        lock(&self.state).queues.insert(
+            a.queue_id,
+            QueueRecord {
+                eop: None,
+                cwsr: None,
+                ring: (request.ring.0, ring as u32),
+            },
+        );
+        let doorbell = KfdDoorbell {
+            page,
+            offset: within,
+        };
         Ok(HwQueue {
             id: QueueId(a.queue_id),
             doorbell_address: doorbell.address(),

@@ -1,0 +1,363 @@
+//! SDMA queues: the producer side of a GPU's system DMA engine, as ROCR 5.2's `BlitSdma`
+//! drives it on gfx9 for `hsa_amd_memory_async_copy`.
+//!
+//! - [`packet`]: the SDMA 4.x packets the runtime writes (layouts: linux
+//!   `drivers/gpu/drm/amd/amdgpu/vega10_sdma_pkt_open.h`, ROCR `sdma_registers.h`).
+//! - [`SdmaQueue`]: one SDMA queue of a GPU node ([`Platform::create_sdma_queue`]): a byte
+//!   ring in system memory the GPU reaches (1 MiB, as ROCR's `kQueueSize`), a 64-bit read
+//!   pointer the engine writes back and a 64-bit write pointer, both growing byte offsets;
+//!   [`SdmaQueue::submit`] writes a command at the write pointer (padding the ring's end with
+//!   zero dwords — one-dword NOPs — when it would wrap, as ROCR's `PadRingToEnd`), waits for
+//!   ring space, stores the write pointer, then rings the doorbell with it.
+//! - [`copy_commands`] (with `alloc`): the command of one linear copy as ROCR 5.2's
+//!   `SubmitCommand` builds it: two `POLL_REGMEM` per dependency signal (the value's high
+//!   then low half equal to 0), a `TIMESTAMP` before and after when profiling, an HDP flush,
+//!   the `COPY_LINEAR` packets (at most [`packet::COPY_LINEAR_MAX_BYTES`] each), the
+//!   completion signal decremented by an `ATOMIC` add of -1 (ROCR on agents with 64-bit
+//!   platform atomics), and, for a signal with an event mailbox, a `FENCE` of the event id
+//!   into the mailbox and a `TRAP` with it (the interrupt that wakes the signal's waiters).
+#![allow(unsafe_code)]
+
+use core::ptr::NonNull;
+
+use crate::addr::{GpuVa, NodeId};
+use crate::platform::{
+    HwQueue, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, SdmaQueueRequest,
+};
+use crate::platform_ref::PlatformRef;
+use crate::status::{Error, Result, Status};
+use crate::sync::{AtomicU32, AtomicU64, Ordering};
+
+/// The SDMA 4.x packets the runtime writes, as dword arrays.
+pub mod packet {
+    use crate::addr::GpuVa;
+
+    /// Opcode `NOP` (a zero dword is a one-dword NOP).
+    pub const OP_NOP: u32 = 0;
+    /// Opcode `COPY`.
+    pub const OP_COPY: u32 = 1;
+    /// Opcode `FENCE`.
+    pub const OP_FENCE: u32 = 5;
+    /// Opcode `TRAP`.
+    pub const OP_TRAP: u32 = 6;
+    /// Opcode `POLL_REGMEM`.
+    pub const OP_POLL_REGMEM: u32 = 8;
+    /// Opcode `ATOMIC`.
+    pub const OP_ATOMIC: u32 = 10;
+    /// Opcode `TIMESTAMP`.
+    pub const OP_TIMESTAMP: u32 = 13;
+    /// `TIMESTAMP` sub-opcode `GET_GLOBAL_TIMESTAMP`.
+    pub const SUBOP_TIMESTAMP_GET_GLOBAL: u32 = 2;
+    /// The TC atomic operation `ADD_RTN_64` (ROCR's `SDMA_ATOMIC_ADD64`, 47).
+    pub const ATOMIC_ADD64: u32 = 0x2f;
+    /// The most bytes one `COPY_LINEAR` moves in ROCR 5.2 (`SDMA_PKT_COPY_LINEAR::kMaxSize_`;
+    /// the 22-bit count holds `bytes - 1`).
+    pub const COPY_LINEAR_MAX_BYTES: u64 = 0x3f_ffe0;
+
+    fn lo(a: u64) -> u32 {
+        a as u32
+    }
+    fn hi(a: u64) -> u32 {
+        (a >> 32) as u32
+    }
+
+    /// `COPY` `LINEAR` (7 dwords) of `bytes` bytes, `1..=`[`COPY_LINEAR_MAX_BYTES`] (the
+    /// count field is `bytes - 1` on SDMA 4; a larger value is cut to its 22 bits).
+    pub fn copy_linear(dst: GpuVa, src: GpuVa, bytes: u32) -> [u32; 7] {
+        [
+            OP_COPY,
+            bytes.saturating_sub(1) & 0x3f_ffff,
+            0,
+            lo(src.0),
+            hi(src.0),
+            lo(dst.0),
+            hi(dst.0),
+        ]
+    }
+
+    /// `FENCE` (4 dwords): stores `data` to the 4-byte aligned `addr`.
+    pub fn fence(addr: GpuVa, data: u32) -> [u32; 4] {
+        [OP_FENCE, lo(addr.0), hi(addr.0), data]
+    }
+
+    /// `TRAP` (2 dwords): the engine's interrupt with the 28-bit context `int_ctx`.
+    pub fn trap(int_ctx: u32) -> [u32; 2] {
+        [OP_TRAP, int_ctx & 0x0fff_ffff]
+    }
+
+    /// `POLL_REGMEM` (6 dwords) of memory: waits until the 32-bit word at `addr` equals
+    /// `value` (function 3, mask all ones), polling every 4 (units of the engine's clock),
+    /// retrying forever (0xfff), as ROCR's `BuildPollCommand`.
+    pub fn poll_mem_eq(addr: GpuVa, value: u32) -> [u32; 6] {
+        [
+            OP_POLL_REGMEM | (3 << 28) | (1 << 31),
+            lo(addr.0),
+            hi(addr.0),
+            value,
+            0xffff_ffff,
+            4 | (0xfff << 16),
+        ]
+    }
+
+    /// ROCR's HDP flush (`hdp_flush_cmd`): a `POLL_REGMEM` of a register whose function is
+    /// "always" (6 dwords).
+    pub fn hdp_flush() -> [u32; 6] {
+        [OP_POLL_REGMEM, 0, 0x8000_0000, 0, 0, 0]
+    }
+
+    /// `ATOMIC` (8 dwords) `ADD_RTN_64` of `value` to the 8-byte aligned `addr` (ROCR's
+    /// signal decrement adds -1).
+    pub fn atomic_add64(addr: GpuVa, value: i64) -> [u32; 8] {
+        let v = value as u64;
+        [
+            OP_ATOMIC | (ATOMIC_ADD64 << 25),
+            lo(addr.0),
+            hi(addr.0),
+            lo(v),
+            hi(v),
+            0,
+            0,
+            0,
+        ]
+    }
+
+    /// `TIMESTAMP` `GET_GLOBAL_TIMESTAMP` (3 dwords): stores the GPU clock counter as 64 bits
+    /// at the 8-byte aligned `addr`.
+    pub fn timestamp(addr: GpuVa) -> [u32; 3] {
+        [
+            OP_TIMESTAMP | (SUBOP_TIMESTAMP_GET_GLOBAL << 8),
+            lo(addr.0),
+            hi(addr.0),
+        ]
+    }
+}
+
+/// Where a copy's completion goes: the completion signal's `amd_signal_t` fields, by device
+/// address.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SdmaCompletion {
+    /// `amd_signal_t.value` (decremented by 1).
+    pub value: GpuVa,
+    /// `event_mailbox_ptr` and `event_id`, when the signal has a mailbox.
+    pub mailbox: Option<(GpuVa, u32)>,
+    /// `start_ts` and `end_ts`, when the copy is profiled.
+    pub timestamps: Option<(GpuVa, GpuVa)>,
+}
+
+/// Appends to `out` the command of one linear copy of `size` bytes from `src` to `dst` after
+/// the signals whose values are at `deps` reach 0, completing `completion` (see the module
+/// docs for the packets and their order, ROCR 5.2's). `size` 0 copies nothing but still
+/// completes.
+#[cfg(feature = "alloc")]
+pub fn copy_commands(
+    out: &mut alloc::vec::Vec<u32>,
+    dst: GpuVa,
+    src: GpuVa,
+    size: u64,
+    deps: &[GpuVa],
+    completion: &SdmaCompletion,
+) {
+    for d in deps {
+        out.extend(packet::poll_mem_eq(GpuVa(d.0 + 4), 0));
+        out.extend(packet::poll_mem_eq(*d, 0));
+    }
+    if let Some((start, _)) = completion.timestamps {
+        out.extend(packet::timestamp(start));
+    }
+    out.extend(packet::hdp_flush());
+    let mut done = 0;
+    while done < size {
+        let n = (size - done).min(packet::COPY_LINEAR_MAX_BYTES);
+        out.extend(packet::copy_linear(
+            GpuVa(dst.0 + done),
+            GpuVa(src.0 + done),
+            n as u32,
+        ));
+        done += n;
+    }
+    if let Some((_, end)) = completion.timestamps {
+        out.extend(packet::timestamp(end));
+    }
+    out.extend(packet::atomic_add64(completion.value, -1));
+    if let Some((mailbox, id)) = completion.mailbox {
+        out.extend(packet::fence(mailbox, id));
+        out.extend(packet::trap(id));
+    }
+}
+
+/// Ring size of an [`SdmaQueue`], bytes (ROCR's `BlitSdmaBase::kQueueSize`).
+pub const SDMA_RING_BYTES: u64 = 1 << 20;
+/// Bytes after the ring holding the read pointer (at +0) and the write pointer (at +8).
+const POINTER_PAGE_BYTES: u64 = 4096;
+
+/// One SDMA queue of a GPU node (see the module docs).
+pub struct SdmaQueue<H: PlatformRef> {
+    platform: H,
+    node: NodeId,
+    chunk: MemoryChunk,
+    host: NonNull<u8>,
+    hw: HwQueue<<H::Target as Platform>::Doorbell>,
+    /// The write pointer (bytes, growing); the lock orders submissions.
+    wptr: spin::Mutex<u64>,
+}
+
+// SAFETY: `host` points into `chunk`, which the queue owns; the ring is written under the
+// `wptr` lock and the pointer words are accessed atomically; the platform handle and
+// doorbell are Send/Sync by their own bounds (PlatformRef's target is Sync, Doorbell is
+// Send + Sync).
+unsafe impl<H: PlatformRef + Send> Send for SdmaQueue<H> {}
+// SAFETY: as for Send.
+unsafe impl<H: PlatformRef + Sync> Sync for SdmaQueue<H> {}
+
+impl<H: PlatformRef> core::fmt::Debug for SdmaQueue<H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("SdmaQueue")
+            .field("node", &self.node)
+            .field("queue", &self.hw.id)
+            .field("ring", &self.chunk.gpu_va)
+            .finish()
+    }
+}
+
+impl<H: PlatformRef> SdmaQueue<H> {
+    /// Creates an SDMA queue on GPU `node`: allocates its ring and pointers (system memory,
+    /// host-accessible, uncached, as ROCR's `system_allocator` with `AllocateExecutable`) and
+    /// asks the platform for the queue ([`Platform::create_sdma_queue`]).
+    ///
+    /// # Errors
+    /// The allocation's error; the platform's (`Status::InvalidQueueCreation` where it has
+    /// no SDMA engine), after the memory was given back.
+    pub fn create(platform: H, node: NodeId) -> Result<SdmaQueue<H>> {
+        let size_bytes = SDMA_RING_BYTES + POINTER_PAGE_BYTES;
+        let chunk = platform.allocate_memory(&MemoryRequest {
+            node,
+            kind: MemoryKind::System,
+            size_bytes,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED | MemoryFlags::UNCACHED,
+        })?;
+        let host = match chunk.host_ptr {
+            Some(h) if chunk.size_bytes >= size_bytes && h.as_ptr() as usize % 4096 == 0 => h,
+            _ => {
+                // SAFETY: just allocated by this platform, never shared.
+                let _ = unsafe { platform.free_memory(&chunk) };
+                return Err(crate::error!(
+                    Status::InvalidAllocation,
+                    "SDMA ring of {size_bytes} bytes: the platform's chunk at {:#x} has no \
+                     page-aligned host mapping of that size",
+                    chunk.gpu_va.0
+                ));
+            }
+        };
+        let request = SdmaQueueRequest {
+            node,
+            ring: chunk.gpu_va,
+            ring_size_bytes: SDMA_RING_BYTES,
+            read_pointer: GpuVa(chunk.gpu_va.0 + SDMA_RING_BYTES),
+            write_pointer: GpuVa(chunk.gpu_va.0 + SDMA_RING_BYTES + 8),
+        };
+        // SAFETY: the ring and pointers are in `chunk`, which the queue owns and frees only
+        // after destroy_queue returned (Drop); the pointer words are only accessed through
+        // atomics here.
+        let hw = match unsafe { platform.create_sdma_queue(&request) } {
+            Ok(hw) => hw,
+            Err(e) => {
+                // SAFETY: no queue uses the chunk.
+                let _ = unsafe { platform.free_memory(&chunk) };
+                return Err(e);
+            }
+        };
+        Ok(SdmaQueue {
+            platform,
+            node,
+            chunk,
+            host,
+            hw,
+            wptr: spin::Mutex::new(0),
+        })
+    }
+
+    /// The GPU node.
+    pub fn node(&self) -> NodeId {
+        self.node
+    }
+
+    fn pointer(&self, offset: u64) -> &AtomicU64 {
+        // SAFETY: offsets 0 and 8 of the page after the ring, inside the owned chunk, 8-aligned
+        // (the chunk is page-aligned), only accessed atomically (here and by the engine).
+        unsafe {
+            &*self
+                .host
+                .as_ptr()
+                .add((SDMA_RING_BYTES + offset) as usize)
+                .cast::<AtomicU64>()
+        }
+    }
+
+    /// The read pointer the engine wrote back (bytes, growing).
+    pub fn read_pointer(&self) -> u64 {
+        // Acquire pairs with the engine's Release store after it ran the packets before it.
+        self.pointer(0).load(Ordering::Acquire)
+    }
+
+    fn ring_dword(&self, at: u64) -> &AtomicU32 {
+        let off = (at % SDMA_RING_BYTES) as usize;
+        // SAFETY: `off` is a 4-aligned offset inside the ring (callers keep `at` 4-aligned),
+        // inside the owned chunk; ring dwords the engine may read are written atomically.
+        unsafe { &*self.host.as_ptr().add(off).cast::<AtomicU32>() }
+    }
+
+    /// Writes `dwords` (whole packets) at the write pointer, then publishes it: the write
+    /// pointer word, then the doorbell, each a Release store of the new byte offset. Waits
+    /// (spinning) while the engine has not consumed enough of the ring.
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an empty command or one as large as the ring.
+    pub fn submit(&self, dwords: &[u32]) -> Result<()> {
+        let bytes = dwords.len() as u64 * 4;
+        if bytes == 0 || bytes >= SDMA_RING_BYTES {
+            return Err(Error::lazy(
+                Status::InvalidArgument,
+                [bytes, SDMA_RING_BYTES],
+                |&[b, r, ..], f| write!(f, "SDMA command of {b} bytes: must be 1..{r}"),
+            ));
+        }
+        let mut w = self.wptr.lock();
+        // Pad the ring's end with one-dword NOPs when the command would wrap.
+        let off = *w % SDMA_RING_BYTES;
+        let pad = if off + bytes > SDMA_RING_BYTES {
+            SDMA_RING_BYTES - off
+        } else {
+            0
+        };
+        let end = *w + pad + bytes;
+        while end - self.read_pointer() > SDMA_RING_BYTES - 4 {
+            core::hint::spin_loop();
+        }
+        let mut at = *w;
+        for _ in 0..pad / 4 {
+            self.ring_dword(at).store(0, Ordering::Relaxed);
+            at += 4;
+        }
+        for &d in dwords {
+            self.ring_dword(at).store(d, Ordering::Relaxed);
+            at += 4;
+        }
+        *w = end;
+        // Release: the packets above are visible to whoever acquires the pointer or the
+        // doorbell (the engine's Acquire load of the doorbell).
+        self.pointer(8).store(end, Ordering::Release);
+        self.platform.ring_doorbell(&self.hw.doorbell, end);
+        Ok(())
+    }
+}
+
+impl<H: PlatformRef> Drop for SdmaQueue<H> {
+    fn drop(&mut self) {
+        if self.platform.destroy_queue(self.hw.id).is_ok() {
+            // SAFETY: the queue is destroyed: nothing reads the ring any more.
+            let _ = unsafe { self.platform.free_memory(&self.chunk) };
+        }
+        // Otherwise the engine may still read the ring: the chunk is left allocated.
+    }
+}

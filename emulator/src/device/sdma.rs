@@ -1,0 +1,697 @@
+//! The emulated SDMA engine: one thread per SDMA queue (`CREATE_QUEUE` with
+//! `KFD_IOC_QUEUE_TYPE_SDMA` or `_SDMA_XGMI`) running the SDMA 4.x packets that ROCR 5.2's
+//! `BlitSdma` writes for gfx9 (and amdgpu's `sdma_v4_0.c` for the kernel's own rings).
+//!
+//! The queue, as amdkfd sets it up for ROCR (`kfd_ioctl.h`, libhsakmt `hsaKmtCreateQueue`):
+//! a ring of `ring_size` bytes (a power of two) at `ring_base_address`, a 64-bit read pointer
+//! at `read_pointer_address` and a 64-bit write pointer at `write_pointer_address`, both byte
+//! offsets that only grow (gfx9's SDMA wraps them into the ring itself), and a doorbell: the
+//! 8 bytes of the GPU's doorbell page at `doorbell_offset`. A producer writes packets at
+//! `write pointer mod ring_size`, stores the new write pointer, then stores the same value to
+//! the doorbell (ROCR's `UpdateWriteAndDoorbellRegister`). As the engine does, this one takes
+//! the doorbell's value as the end of the work; the write pointer in memory is the producer's
+//! own copy. After each packet it stores the read pointer (Release), which producers read to
+//! reuse ring space.
+//!
+//! Packets (SDMA 4.x layouts: linux `drivers/gpu/drm/amd/amdgpu/vega10_sdma_pkt_open.h`, ROCR
+//! `sdma_registers.h`; dword 0 holds the opcode in bits 0..8 and the sub-opcode in 8..16):
+//!
+//! - `NOP` (0): `1 + count` dwords (count in bits 16..30); a zero dword is a one-dword NOP
+//!   (ROCR pads the ring's end with zeros).
+//! - `COPY` (1), `LINEAR` (sub-op 0), 7 dwords: `count + 1` bytes (bits 0..22 of dword 1)
+//!   from the source (dwords 3, 4) to the destination (dwords 5, 6), as `memmove`.
+//!   `LINEAR_RECT` (sub-op 4), 13 dwords: a sub-window of `rect_x + 1` elements by
+//!   `rect_y + 1` rows by `rect_z + 1` slices, elements of `1 << element` bytes (bits 29..32
+//!   of dword 0), each side's pitch and slice pitch in elements minus one.
+//!   Byte swapping (`dst_swap`/`src_swap`) and broadcast copies are not emulated.
+//! - `FENCE` (5), 4 dwords: stores the 32-bit data to the 4-byte aligned address.
+//! - `TRAP` (6), 2 dwords: raises the engine's trap interrupt with the 28-bit `int_ctx`,
+//!   which amdkfd turns into KFD events (`kfd_signal_event_interrupt(pasid, int_ctx, 28)`):
+//!   the same path as the CP's `RELEASE_MEM` interrupt ([`SdmaMemory::trap`]).
+//! - `POLL_REGMEM` (8), 6 dwords: with `mem_poll` (bit 31) waits until
+//!   `(memory & mask) func value` holds for the 32-bit word at the address (`func`, bits
+//!   28..31: 0 always, 1 `<`, 2 `<=`, 3 `==`, 4 `!=`, 5 `>=`, 6 `>`); the queue does not move
+//!   meanwhile (ROCR's dependency waits; retry counts are not counted: ROCR retries forever).
+//!   With `hdp_flush` (bit 26), or a register poll whose function is "always" (ROCR's
+//!   `hdp_flush_cmd`), it is an HDP flush: the emulated device has no HDP, nothing to wait
+//!   for. Any other register poll is an error.
+//! - `ATOMIC` (10), 8 dwords: the TC atomic `operation` (bits 25..32) on the 32-bit or 64-bit
+//!   word at the address with the source (dwords 3, 4) and compare (5, 6) data: swap
+//!   (0x07/0x27), compare-swap (0x08/0x28), add (0x0f/0x2f, ROCR's signal decrement adds -1),
+//!   sub, smin, umin, smax, umax, and, or, xor, inc, dec (0x10..0x19/0x30..0x39). The loop
+//!   bit (16) makes a compare-swap retry until it succeeds.
+//! - `CONST_FILL` (11), 5 dwords: with `fillsize` 2 (dwords, bits 30..32) fills
+//!   `(count >> 2) + 1` dwords at the 4-byte aligned destination with the data (amdgpu
+//!   writes `bytes - 1`, ROCR `bytes - 4`: the low two bits do not count).
+//! - `TIMESTAMP` (13), `GET_GLOBAL_TIMESTAMP` (sub-op 2), 3 dwords: stores the GPU clock
+//!   counter (the ticks of `GET_CLOCK_COUNTERS.gpu_clock_counter`) as 64 bits at the
+//!   8-byte aligned address (ROCR's copy profiling: the signal's start and end times).
+//!
+//! Anything else — another opcode or sub-opcode, a field value the engine does not emulate,
+//! a packet longer than what was written — stops the queue with `INVALID_PACKET_FORMAT`
+//! naming the packet, its place in the ring and the value; an address the GPU cannot reach
+//! is a `MEMORY_FAULT`. The device reports a stopped SDMA queue as it reports a stopped
+//! compute queue (`Device::report_queue_error`: its log, and the KFD hardware-exception or
+//! memory event). Nothing is skipped silently.
+
+use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+
+use hsa_core::{error, Error, Status};
+
+use super::mem::Region;
+use super::memory::{Allocs, MemoryFault};
+use super::queue::{QueueCtl, BLOCKED_POLL, IDLE_SPIN, POLL_MAX, POLL_MIN};
+use super::Device;
+
+/// SDMA opcode `NOP`.
+pub(crate) const OP_NOP: u32 = 0;
+/// SDMA opcode `COPY`.
+pub(crate) const OP_COPY: u32 = 1;
+/// SDMA opcode `FENCE`.
+pub(crate) const OP_FENCE: u32 = 5;
+/// SDMA opcode `TRAP`.
+pub(crate) const OP_TRAP: u32 = 6;
+/// SDMA opcode `POLL_REGMEM`.
+pub(crate) const OP_POLL_REGMEM: u32 = 8;
+/// SDMA opcode `ATOMIC`.
+pub(crate) const OP_ATOMIC: u32 = 10;
+/// SDMA opcode `CONST_FILL`.
+pub(crate) const OP_CONST_FILL: u32 = 11;
+/// SDMA opcode `TIMESTAMP`.
+pub(crate) const OP_TIMESTAMP: u32 = 13;
+/// `COPY` sub-opcode `LINEAR`.
+pub(crate) const SUBOP_COPY_LINEAR: u32 = 0;
+/// `COPY` sub-opcode `LINEAR_RECT` (a sub-window).
+pub(crate) const SUBOP_COPY_LINEAR_RECT: u32 = 4;
+/// `TIMESTAMP` sub-opcode `GET_GLOBAL_TIMESTAMP`.
+pub(crate) const SUBOP_TIMESTAMP_GET_GLOBAL: u32 = 2;
+
+/// What the SDMA engine reaches: the GPU's view of memory, its clock and its interrupt line.
+pub(crate) trait SdmaMemory {
+    /// The live memory behind the device range `va..va + len`.
+    ///
+    /// # Errors
+    /// `Status::MemoryFault` naming the access (`what`) when the range is not memory the GPU
+    /// reaches.
+    fn region(&self, va: u64, len: u64, what: &str) -> Result<Region, Error>;
+
+    /// The GPU clock counter, in the ticks of `GET_CLOCK_COUNTERS.gpu_clock_counter`.
+    fn gpu_clock(&self) -> u64;
+
+    /// Raises the engine's trap interrupt with the 28-bit context `int_ctx`.
+    fn trap(&self, int_ctx: u32);
+}
+
+/// What one packet did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// The packet ran; it was this many dwords long.
+    Done(u32),
+    /// A `POLL_REGMEM` whose condition does not hold yet: nothing moved, try again later.
+    Wait,
+}
+
+fn bad(what: std::fmt::Arguments<'_>) -> Error {
+    error!(Status::InvalidPacketFormat, "{what}")
+}
+
+/// How many dwords the packet starting with `header` is; `None` for an opcode or sub-opcode
+/// the engine does not run (the caller names it).
+fn packet_dwords(header: u32) -> Option<u32> {
+    let op = header & 0xff;
+    let sub_op = (header >> 8) & 0xff;
+    Some(match (op, sub_op) {
+        (OP_NOP, _) => 1 + ((header >> 16) & 0x3fff),
+        (OP_COPY, SUBOP_COPY_LINEAR) => 7,
+        (OP_COPY, SUBOP_COPY_LINEAR_RECT) => 13,
+        (OP_FENCE, _) => 4,
+        (OP_TRAP, _) => 2,
+        (OP_POLL_REGMEM, _) => 6,
+        (OP_ATOMIC, _) => 8,
+        (OP_CONST_FILL, _) => 5,
+        (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL) => 3,
+        _ => return None,
+    })
+}
+
+/// Runs the packet at the start of `dw` (the dwords written and not yet read, in ring
+/// order) against `mem`.
+///
+/// # Errors
+/// `Status::InvalidPacketFormat` naming the packet and field for anything the engine does not
+/// run (module docs), or for a packet longer than `dw`; `Status::MemoryFault` from `mem`.
+pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory) -> Result<Step, Error> {
+    let Some(&header) = dw.first() else {
+        return Err(bad(format_args!("no packet to run")));
+    };
+    let op = header & 0xff;
+    let sub_op = (header >> 8) & 0xff;
+    let Some(len) = packet_dwords(header) else {
+        return Err(match op {
+            OP_COPY => bad(format_args!(
+                "COPY sub-opcode {sub_op} (header {header:#010x}) is not one the emulated SDMA \
+                 engine runs (LINEAR 0, LINEAR_RECT 4)"
+            )),
+            OP_TIMESTAMP => bad(format_args!(
+                "TIMESTAMP sub-opcode {sub_op} (header {header:#010x}) is not one the emulated \
+                 SDMA engine runs (GET_GLOBAL_TIMESTAMP 2)"
+            )),
+            _ => bad(format_args!(
+                "opcode {op} (header {header:#010x}) is not one the emulated SDMA engine runs \
+                 (NOP 0, COPY 1, FENCE 5, TRAP 6, POLL_REGMEM 8, ATOMIC 10, CONST_FILL 11, \
+                 TIMESTAMP 13)"
+            )),
+        });
+    };
+    let Some(p) = dw.get(..len as usize) else {
+        return Err(bad(format_args!(
+            "packet {header:#010x} (opcode {op}) is {len} dwords, but only {} were written \
+             before the write pointer",
+            dw.len()
+        )));
+    };
+    let addr = |lo: usize| u64::from(p[lo]) | u64::from(p[lo + 1]) << 32;
+    match op {
+        OP_NOP => {}
+        OP_COPY if sub_op == SUBOP_COPY_LINEAR => copy_linear(p, mem)?,
+        OP_COPY => copy_rect(p, mem)?,
+        OP_FENCE => {
+            let va = addr(1);
+            // Release pairs with the Acquire load of whoever polls the word.
+            with_word32(mem, va, "FENCE write", |w| w.store(p[3], Ordering::Release))?;
+        }
+        OP_TRAP => mem.trap(p[1] & 0x0fff_ffff),
+        OP_POLL_REGMEM => {
+            if !poll_regmem(p, mem)? {
+                return Ok(Step::Wait);
+            }
+        }
+        OP_ATOMIC => atomic(p, mem)?,
+        OP_CONST_FILL => const_fill(p, mem)?,
+        OP_TIMESTAMP => {
+            let va = addr(1);
+            let now = mem.gpu_clock();
+            with_word64(mem, va, "TIMESTAMP write", |w| {
+                w.store(now, Ordering::Release)
+            })?;
+        }
+        _ => unreachable!("packet_dwords knows only the opcodes above"),
+    }
+    Ok(Step::Done(len))
+}
+
+/// Runs `f` on the aligned 32-bit word at `va`.
+fn with_word32<R>(
+    mem: &dyn SdmaMemory,
+    va: u64,
+    what: &str,
+    f: impl FnOnce(&AtomicU32) -> R,
+) -> Result<R, Error> {
+    if va % 4 != 0 {
+        return Err(bad(format_args!(
+            "{what} address {va:#x} is not 4-byte aligned"
+        )));
+    }
+    let r = mem.region(va, 4, what)?;
+    r.atomic_u32(0)
+        .map(f)
+        .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 4-byte aligned")))
+}
+
+/// Runs `f` on the aligned 64-bit word at `va`.
+fn with_word64<R>(
+    mem: &dyn SdmaMemory,
+    va: u64,
+    what: &str,
+    f: impl FnOnce(&AtomicU64) -> R,
+) -> Result<R, Error> {
+    if va % 8 != 0 {
+        return Err(bad(format_args!(
+            "{what} address {va:#x} is not 8-byte aligned"
+        )));
+    }
+    let r = mem.region(va, 8, what)?;
+    r.atomic_u64(0)
+        .map(f)
+        .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 8-byte aligned")))
+}
+
+fn copy_linear(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
+    let bytes = u64::from(p[1] & 0x3f_ffff) + 1;
+    if p[1] >> 22 != 0 {
+        return Err(bad(format_args!(
+            "COPY LINEAR count dword {:#010x} has bits above the 22-bit count",
+            p[1]
+        )));
+    }
+    let (dst_swap, src_swap) = ((p[2] >> 16) & 3, (p[2] >> 24) & 3);
+    if dst_swap != 0 || src_swap != 0 {
+        return Err(bad(format_args!(
+            "COPY LINEAR byte swap (dst_swap {dst_swap}, src_swap {src_swap}) is not emulated"
+        )));
+    }
+    if p[0] & (1 << 27) != 0 {
+        return Err(bad(format_args!(
+            "COPY LINEAR broadcast (header {:#010x}) is not emulated",
+            p[0]
+        )));
+    }
+    let src = u64::from(p[3]) | u64::from(p[4]) << 32;
+    let dst = u64::from(p[5]) | u64::from(p[6]) << 32;
+    let s = mem.region(src, bytes, "COPY LINEAR source read")?;
+    let d = mem.region(dst, bytes, "COPY LINEAR destination write")?;
+    d.copy_from(&s);
+    Ok(())
+}
+
+fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
+    let element = 1u64 << (p[0] >> 29);
+    if p[0] >> 29 > 4 {
+        return Err(bad(format_args!(
+            "COPY LINEAR_RECT element size code {} is above 4 (16 bytes)",
+            p[0] >> 29
+        )));
+    }
+    let (dst_swap, src_swap) = ((p[12] >> 16) & 3, (p[12] >> 24) & 3);
+    if dst_swap != 0 || src_swap != 0 {
+        return Err(bad(format_args!(
+            "COPY LINEAR_RECT byte swap (dst_swap {dst_swap}, src_swap {src_swap}) is not \
+             emulated"
+        )));
+    }
+    // One side: base, offsets (x, y, z) and pitches (row, slice) in elements.
+    let side = |i: usize| {
+        let base = u64::from(p[i]) | u64::from(p[i + 1]) << 32;
+        let (ox, oy) = (
+            u64::from(p[i + 2] & 0x3fff),
+            u64::from((p[i + 2] >> 16) & 0x3fff),
+        );
+        let oz = u64::from(p[i + 3] & 0x7ff);
+        let pitch = u64::from(p[i + 3] >> 13) + 1;
+        let slice = u64::from(p[i + 4] & 0x0fff_ffff) + 1;
+        (base, ox, oy, oz, pitch, slice)
+    };
+    let src = side(1);
+    let dst = side(6);
+    let rx = u64::from(p[11] & 0x3fff) + 1;
+    let ry = u64::from((p[11] >> 16) & 0x3fff) + 1;
+    let rz = u64::from(p[12] & 0x7ff) + 1;
+    let row_bytes = rx * element;
+    let at = |s: (u64, u64, u64, u64, u64, u64), y: u64, z: u64| {
+        let (base, ox, oy, oz, pitch, slice) = s;
+        let elems = ox + (oy + y) * pitch + (oz + z) * slice;
+        base.checked_add(elems * element)
+    };
+    for z in 0..rz {
+        for y in 0..ry {
+            let (Some(s), Some(d)) = (at(src, y, z), at(dst, y, z)) else {
+                return Err(bad(format_args!(
+                    "COPY LINEAR_RECT row {y} of slice {z} lies past the end of the address space"
+                )));
+            };
+            let sr = mem.region(s, row_bytes, "COPY LINEAR_RECT source read")?;
+            let dr = mem.region(d, row_bytes, "COPY LINEAR_RECT destination write")?;
+            dr.copy_from(&sr);
+        }
+    }
+    Ok(())
+}
+
+/// Whether the `POLL_REGMEM` condition holds.
+fn poll_regmem(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
+    let hdp_flush = p[0] & (1 << 26) != 0;
+    let func = (p[0] >> 28) & 7;
+    let mem_poll = p[0] >> 31 != 0;
+    if hdp_flush || (!mem_poll && func == 0) {
+        // An HDP flush: the emulated device has no HDP; every write is already visible.
+        fence(Ordering::SeqCst);
+        return Ok(true);
+    }
+    if !mem_poll {
+        return Err(bad(format_args!(
+            "POLL_REGMEM of register {:#x} (function {func}): the emulated SDMA engine has no \
+             registers to poll",
+            p[1]
+        )));
+    }
+    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
+    // Acquire pairs with the Release store of whoever changes the word (a signal's value).
+    let v = with_word32(mem, va, "POLL_REGMEM read", |w| w.load(Ordering::Acquire))? & p[4];
+    let reference = p[3];
+    Ok(match func {
+        0 => true,
+        1 => v < reference,
+        2 => v <= reference,
+        3 => v == reference,
+        4 => v != reference,
+        5 => v >= reference,
+        6 => v > reference,
+        _ => {
+            return Err(bad(format_args!(
+                "POLL_REGMEM function 7 (header {:#010x}) is reserved",
+                p[0]
+            )))
+        }
+    })
+}
+
+/// The result of TC atomic `op` (the 64-bit code; 32-bit operands are zero-extended) on
+/// `old` with source `src` and compare `cmp`, for `bits` 32 or 64; `None` for an operation
+/// the engine does not emulate.
+fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, bits: u32) -> Option<u64> {
+    let mask = if bits == 32 {
+        u64::from(u32::MAX)
+    } else {
+        u64::MAX
+    };
+    let signed = |v: u64| {
+        if bits == 32 {
+            i64::from(v as u32 as i32)
+        } else {
+            v as i64
+        }
+    };
+    Some(
+        match op {
+            0x27 => src,
+            0x28 => {
+                if old == cmp {
+                    src
+                } else {
+                    old
+                }
+            }
+            0x2f => old.wrapping_add(src),
+            0x30 => old.wrapping_sub(src),
+            0x31 => {
+                if signed(src) < signed(old) {
+                    src
+                } else {
+                    old
+                }
+            }
+            0x32 => old.min(src),
+            0x33 => {
+                if signed(src) > signed(old) {
+                    src
+                } else {
+                    old
+                }
+            }
+            0x34 => old.max(src),
+            0x35 => old & src,
+            0x36 => old | src,
+            0x37 => old ^ src,
+            0x38 => {
+                if old >= src {
+                    0
+                } else {
+                    old + 1
+                }
+            }
+            0x39 => {
+                if old == 0 || old > src {
+                    src
+                } else {
+                    old - 1
+                }
+            }
+            _ => return None,
+        } & mask,
+    )
+}
+
+fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
+    let op = p[0] >> 25;
+    let looped = p[0] & (1 << 16) != 0;
+    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
+    let src = u64::from(p[3]) | u64::from(p[4]) << 32;
+    let cmp = u64::from(p[5]) | u64::from(p[6]) << 32;
+    let (code, bits) = match op {
+        0x07..=0x08 | 0x0f..=0x19 => (op + 0x20, 32),
+        0x27..=0x28 | 0x2f..=0x39 => (op, 64),
+        _ => (0, 0),
+    };
+    if bits == 0 || atomic_result(code, 0, 0, 0, bits).is_none() {
+        return Err(bad(format_args!(
+            "ATOMIC operation {op:#04x} (header {:#010x}) is not one the emulated SDMA engine \
+             runs (swap 0x07/0x27, cmpswap 0x08/0x28, add..dec 0x0f-0x19/0x2f-0x39)",
+            p[0]
+        )));
+    }
+    loop {
+        let done = if bits == 64 {
+            // AcqRel: the engine's read-modify-write is ordered with the host's and the
+            // other engines' accesses to the word (a signal's value).
+            with_word64(mem, va, "ATOMIC", |w| {
+                w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
+                    atomic_result(code, old, src, cmp, 64)
+                })
+                .map(|old| code != 0x28 || old == cmp)
+                .unwrap_or(true)
+            })?
+        } else {
+            let (s, c) = (src & 0xffff_ffff, cmp & 0xffff_ffff);
+            with_word32(mem, va, "ATOMIC", |w| {
+                w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
+                    atomic_result(code, u64::from(old), s, c, 32).map(|v| v as u32)
+                })
+                .map(|old| code != 0x28 || u64::from(old) == c)
+                .unwrap_or(true)
+            })?
+        };
+        if done || !looped {
+            return Ok(());
+        }
+        std::thread::yield_now();
+    }
+}
+
+fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
+    let fillsize = p[0] >> 30;
+    if fillsize != 2 {
+        return Err(bad(format_args!(
+            "CONST_FILL fillsize {fillsize} (header {:#010x}): the emulated SDMA engine fills \
+             dwords (2) only",
+            p[0]
+        )));
+    }
+    if (p[0] >> 16) & 3 != 0 {
+        return Err(bad(format_args!(
+            "CONST_FILL byte swap {} is not emulated",
+            (p[0] >> 16) & 3
+        )));
+    }
+    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
+    if va % 4 != 0 {
+        return Err(bad(format_args!(
+            "CONST_FILL destination {va:#x} is not 4-byte aligned"
+        )));
+    }
+    if p[4] >> 22 != 0 {
+        return Err(bad(format_args!(
+            "CONST_FILL count dword {:#010x} has bits above the 22-bit count",
+            p[4]
+        )));
+    }
+    let dwords = u64::from(p[4] >> 2) + 1;
+    let r = mem.region(va, dwords * 4, "CONST_FILL write")?;
+    let data = p[3].to_le_bytes().repeat(dwords as usize);
+    r.write_from(&data);
+    Ok(())
+}
+
+/// What an SDMA queue's thread needs.
+pub(crate) struct SdmaThread {
+    pub(crate) device: Arc<Device>,
+    pub(crate) ctl: Arc<QueueCtl>,
+    /// The ring's memory (`ring_size` bytes), pinned while the queue lives.
+    pub(crate) ring: Region,
+    /// The 64-bit read pointer the engine writes back.
+    pub(crate) rptr: Region,
+    /// The queue's doorbell: its 8 bytes of the GPU's doorbell page.
+    pub(crate) doorbell: Region,
+    pub(crate) queue_id: u32,
+    pub(crate) gpu_id: u32,
+}
+
+impl SdmaThread {
+    fn doorbell(&self) -> u64 {
+        // Acquire pairs with the producer's Release store of the doorbell (after its packet
+        // and write-pointer stores).
+        self.doorbell
+            .atomic_u64(0)
+            .map_or(0, |w| w.load(Ordering::Acquire))
+    }
+
+    /// The dwords written between `rptr` and `end` (bytes, both growing), in ring order.
+    fn pending(&self, rptr: u64, end: u64) -> Result<Vec<u32>, Error> {
+        let size = self.ring_bytes();
+        let n = end.wrapping_sub(rptr);
+        if n > size || n % 4 != 0 || rptr % 4 != 0 {
+            return Err(error!(
+                Status::InvalidPacketFormat,
+                "SDMA queue {}: doorbell (write pointer) {end:#x} against read pointer \
+                 {rptr:#x}: not a whole number of dwords within the {size}-byte ring",
+                self.queue_id
+            ));
+        }
+        let mut out = Vec::with_capacity((n / 4) as usize);
+        let mut at = rptr;
+        while at != end {
+            let off = at % size;
+            let chunk = (size - off).min(end - at);
+            let mut bytes = vec![0u8; chunk as usize];
+            if let Some(r) = self.ring.sub(off, chunk) {
+                r.read_into(&mut bytes);
+            }
+            out.extend(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+            at += chunk;
+        }
+        Ok(out)
+    }
+
+    fn ring_bytes(&self) -> u64 {
+        self.ring.len() as u64
+    }
+
+    fn store_rptr(&self, rptr: u64) {
+        if let Some(w) = self.rptr.atomic_u64(0) {
+            // Release pairs with the producer's Acquire load of the read pointer before it
+            // reuses ring space.
+            w.store(rptr, Ordering::Release);
+        }
+    }
+
+    /// Runs what was written from `rptr` up to `end`; returns the new read pointer and
+    /// whether a `POLL_REGMEM` made it wait.
+    fn run_pending(
+        &self,
+        mut rptr: u64,
+        end: u64,
+    ) -> Result<(u64, bool), (Error, Option<MemoryFault>)> {
+        let dw = self.pending(rptr, end).map_err(|e| (e, None))?;
+        let allocs = self
+            .device
+            .allocs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner);
+        let host = SdmaHost {
+            device: &self.device,
+            allocs: &allocs,
+            gpu_id: self.gpu_id,
+            fault: std::cell::Cell::new(None),
+        };
+        let mut i = 0usize;
+        while i < dw.len() {
+            match execute(&dw[i..], &host) {
+                Ok(Step::Done(n)) => {
+                    i += n as usize;
+                    rptr += u64::from(n) * 4;
+                    self.device
+                        .stats
+                        .sdma_packets
+                        .fetch_add(1, Ordering::SeqCst);
+                    self.store_rptr(rptr);
+                }
+                Ok(Step::Wait) => return Ok((rptr, true)),
+                Err(e) => {
+                    let ring_off = rptr % self.ring_bytes();
+                    let e = error!(
+                        e.status(),
+                        "SDMA queue {} at ring offset {ring_off:#x} (read pointer {rptr:#x}): {}",
+                        self.queue_id,
+                        e.detail()
+                    );
+                    return Err((e, host.fault.get()));
+                }
+            }
+        }
+        Ok((rptr, false))
+    }
+
+    /// The thread body: runs packets until the queue is destroyed or a packet stops it.
+    pub(crate) fn run(self) {
+        self.store_rptr(0);
+        let mut rptr = 0u64;
+        let mut activity = Instant::now();
+        let mut sleep = POLL_MIN;
+        while !self.ctl.stop.load(Ordering::SeqCst) {
+            let kicks = self.ctl.kicks();
+            let end = self.doorbell();
+            if end == rptr {
+                if activity.elapsed() < IDLE_SPIN {
+                    for _ in 0..32 {
+                        std::hint::spin_loop();
+                    }
+                } else {
+                    self.ctl.sleep(kicks, sleep);
+                    sleep = (sleep * 2).min(POLL_MAX);
+                }
+                continue;
+            }
+            match self.run_pending(rptr, end) {
+                Ok((r, waiting)) => {
+                    let moved = r != rptr;
+                    rptr = r;
+                    if moved {
+                        activity = Instant::now();
+                        sleep = POLL_MIN;
+                    }
+                    if waiting && !moved {
+                        self.ctl.sleep(kicks, BLOCKED_POLL);
+                    }
+                }
+                Err((e, fault)) => {
+                    self.device
+                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault, false);
+                    // Stopped: wait to be destroyed.
+                    while !self.ctl.stop.load(Ordering::SeqCst) {
+                        let k = self.ctl.kicks();
+                        self.ctl.sleep(k, Duration::from_secs(1));
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// The [`SdmaMemory`] of one SDMA queue while it holds the allocation table's read lock.
+struct SdmaHost<'a> {
+    device: &'a Device,
+    allocs: &'a Allocs,
+    gpu_id: u32,
+    fault: std::cell::Cell<Option<MemoryFault>>,
+}
+
+impl SdmaMemory for SdmaHost<'_> {
+    fn region(&self, va: u64, len: u64, what: &str) -> Result<Region, Error> {
+        self.allocs
+            .device_region_or_fault(self.gpu_id, va, len, what)
+            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, what))))
+    }
+
+    fn gpu_clock(&self) -> u64 {
+        super::monotonic_ns()
+    }
+
+    fn trap(&self, int_ctx: u32) {
+        let mut events = self
+            .device
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        // amdkfd: kfd_signal_event_interrupt(pasid, int_ctx, 28); 28 bits name any signal
+        // event id (KFD_SIGNAL_EVENT_LIMIT is 4096), so it is the CP's lookup.
+        if events.end_of_pipe_interrupt(int_ctx) {
+            self.device.events_cv.notify_all();
+        }
+    }
+}

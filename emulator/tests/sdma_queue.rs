@@ -1,0 +1,652 @@
+//! SDMA queues on the emulated device, at the KFD level: `CREATE_QUEUE` of
+//! `KFD_IOC_QUEUE_TYPE_SDMA` over a ring, read and write pointers in GTT memory, packets
+//! written as ROCR 5.2's `BlitSdma` writes them (SDMA 4.x layouts, `sdma_registers.h` /
+//! `vega10_sdma_pkt_open.h`), the doorbell rung with the write pointer in bytes. Each packet
+//! kind is checked against a result computed here; a bad packet stops the queue with an error
+//! naming it.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use hsa_core::Status;
+use hsa_emu::device::{builtin_topology, EmulatedKfd, BUILTIN_GPU_ID, EVENT_PAGE_BYTES};
+use hsa_linux::kfd::abi::*;
+use hsa_linux::kfd::calls::{self, plain_ioctl};
+use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
+use rustix::io::Errno;
+use zerocopy::IntoBytes;
+
+/// The device address of the test's GTT buffer (64 KiB) and its layout (byte offsets).
+const VA: u64 = 0x7100_0000_0000;
+const SIZE: u64 = 65536;
+const RING: u64 = 0;
+const RING_BYTES: u32 = 4096;
+const RPTR: u64 = 4096;
+const WPTR: u64 = 4104;
+/// Words the packets write, read and poll.
+const WORDS: u64 = 4352;
+const SRC: u64 = 16384;
+const DST: u64 = 32768;
+/// The event page's device address (a GTT buffer of its own, 32 KiB).
+const EVENT_VA: u64 = 0x7100_0010_0000;
+
+/// Field order: the device goes last (its threads use the memory the mappings show).
+struct Sdma {
+    host: NonNull<u8>,
+    doorbell: NonNull<u64>,
+    queue_id: u32,
+    wptr: std::cell::Cell<u64>,
+    d: Arc<EmulatedKfd>,
+}
+
+fn alloc_gtt(d: &EmulatedKfd, va: u64, size: u64) -> AllocMemoryOfGpuArgs {
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: va,
+        size,
+        handle: 0,
+        mmap_offset: 0,
+        gpu_id: BUILTIN_GPU_ID,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+    };
+    // SAFETY: without USERPTR the argument carries no pointer.
+    unsafe { d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes()) }.unwrap();
+    assert_eq!(
+        calls::map_memory_to_gpu(d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
+        1
+    );
+    a
+}
+
+fn create_args(queue_type: u32) -> CreateQueueArgs {
+    CreateQueueArgs {
+        ring_base_address: VA + RING,
+        write_pointer_address: VA + WPTR,
+        read_pointer_address: VA + RPTR,
+        ring_size: RING_BYTES,
+        gpu_id: BUILTIN_GPU_ID,
+        queue_type,
+        queue_percentage: 100,
+        queue_priority: 15,
+        ..Default::default()
+    }
+}
+
+fn try_create(d: &EmulatedKfd, q: &mut CreateQueueArgs) -> Result<(), Errno> {
+    // SAFETY: EmulatedKfd reaches a queue's addresses only inside allocations mapped to its
+    // GPU (its ioctl's `# Safety`).
+    unsafe { d.ioctl(AMDKFD_IOC_CREATE_QUEUE, q.as_mut_bytes()) }
+}
+
+fn setup() -> Sdma {
+    let d = EmulatedKfd::new(builtin_topology()).unwrap();
+    let a = alloc_gtt(&d, VA, SIZE);
+    let host = calls::mmap(
+        &*d,
+        MapTarget::RenderNode(BUILTIN_GPU_ID),
+        a.mmap_offset,
+        SIZE as usize,
+    )
+    .unwrap();
+    let mut q = create_args(KFD_IOC_QUEUE_TYPE_SDMA);
+    try_create(&d, &mut q).unwrap();
+    assert_eq!(
+        q.doorbell_offset & KFD_MMAP_TYPE_MASK,
+        KFD_MMAP_TYPE_DOORBELL
+    );
+    let page = calls::mmap(&*d, MapTarget::Kfd, q.doorbell_offset & !0x1fff, 8192).unwrap();
+    let doorbell = NonNull::new(
+        page.as_ptr()
+            .wrapping_add((q.doorbell_offset & 0x1fff) as usize)
+            .cast::<u64>(),
+    )
+    .unwrap();
+    Sdma {
+        host,
+        doorbell,
+        queue_id: q.queue_id,
+        wptr: std::cell::Cell::new(0),
+        d,
+    }
+}
+
+impl Sdma {
+    fn word64(&self, offset: u64) -> &AtomicU64 {
+        assert!(offset % 8 == 0 && offset + 8 <= SIZE);
+        // SAFETY: in bounds and aligned (checked), the GTT mapping lives as long as the
+        // device (`self.d`), and the words the device shares are accessed atomically.
+        unsafe { AtomicU64::from_ptr(self.host.as_ptr().add(offset as usize).cast()) }
+    }
+
+    fn word32(&self, offset: u64) -> &AtomicU32 {
+        assert!(offset % 4 == 0 && offset + 4 <= SIZE);
+        // SAFETY: as for word64.
+        unsafe { AtomicU32::from_ptr(self.host.as_ptr().add(offset as usize).cast()) }
+    }
+
+    fn bytes(&self, offset: u64, len: u64) -> Vec<u8> {
+        (offset..offset + len)
+            .map(|o| (self.word32(o & !3).load(Ordering::Acquire) >> (8 * (o % 4))) as u8)
+            .collect()
+    }
+
+    fn put_bytes(&self, offset: u64, data: &[u8]) {
+        assert!(offset % 4 == 0 && data.len() % 4 == 0);
+        for (i, c) in data.chunks_exact(4).enumerate() {
+            self.word32(offset + 4 * i as u64).store(
+                u32::from_le_bytes([c[0], c[1], c[2], c[3]]),
+                Ordering::Release,
+            );
+        }
+    }
+
+    /// Writes `dwords` at the write pointer (wrapping in the ring), stores the new write
+    /// pointer, then rings the doorbell with it, as ROCR's `UpdateWriteAndDoorbellRegister`.
+    fn submit(&self, dwords: &[u32]) -> u64 {
+        let mut w = self.wptr.get();
+        for &v in dwords {
+            self.word32(RING + w % u64::from(RING_BYTES))
+                .store(v, Ordering::Relaxed);
+            w += 4;
+        }
+        self.wptr.set(w);
+        self.word64(WPTR).store(w, Ordering::Release);
+        // SAFETY: the doorbell page mapping the device returned, 8-byte aligned, mapped for
+        // the device's life; the device reads it atomically.
+        let bell = unsafe { AtomicU64::from_ptr(self.doorbell.as_ptr()) };
+        bell.store(w, Ordering::Release);
+        w
+    }
+
+    /// Waits up to 10 s for the read pointer to reach `target`.
+    fn wait_rptr(&self, target: u64) -> bool {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if self.word64(RPTR).load(Ordering::Acquire) == target {
+                return true;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        false
+    }
+
+    fn run(&self, dwords: &[u32]) {
+        let end = self.submit(dwords);
+        assert!(self.wait_rptr(end), "read pointer never reached {end:#x}");
+    }
+
+    fn wait_error(&self) -> hsa_core::Error {
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(10) {
+            if let Some(e) = self.d.queue_error(self.queue_id) {
+                return e;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("the SDMA queue did not stop");
+    }
+}
+
+/// GET_CLOCK_COUNTERS' GPU clock counter.
+fn gpu_clock(d: &EmulatedKfd) -> u64 {
+    let mut c = GetClockCountersArgs {
+        gpu_id: BUILTIN_GPU_ID,
+        ..Default::default()
+    };
+    plain_ioctl(d, &mut c).unwrap();
+    c.gpu_clock_counter
+}
+
+fn lo(v: u64) -> u32 {
+    v as u32
+}
+fn hi(v: u64) -> u32 {
+    (v >> 32) as u32
+}
+
+/// SDMA_PKT_COPY_LINEAR for `bytes` bytes (count = bytes - 1 on SDMA 4).
+fn copy_linear(src: u64, dst: u64, bytes: u32) -> [u32; 7] {
+    [1, bytes - 1, 0, lo(src), hi(src), lo(dst), hi(dst)]
+}
+
+fn pattern(n: usize, seed: u32) -> Vec<u8> {
+    (0..n as u32)
+        .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8)
+        .collect()
+}
+
+#[test]
+fn copy_linear_copies_the_bytes_and_moves_the_read_pointer() {
+    let s = setup();
+    let data = pattern(4096, 7);
+    s.put_bytes(SRC, &data);
+    let before = s.d.execution_stats().sdma_packets;
+    // 1001 bytes from an odd source offset to an odd destination offset, as memmove.
+    s.run(&copy_linear(VA + SRC + 3, VA + DST + 5, 1001));
+    let got = s.bytes(DST, 1010);
+    let mut want = vec![0u8; 1010];
+    want[5..1006].copy_from_slice(&data[3..1004]);
+    assert_eq!(got, want);
+    assert_eq!(s.word64(RPTR).load(Ordering::Acquire), 28);
+    assert_eq!(s.d.execution_stats().sdma_packets, before + 1);
+    // NOPs: a zero dword is one; a NOP with count 2 is three dwords.
+    s.run(&[0, 2 << 16, 0xdead, 0xbeef]);
+    assert_eq!(s.word64(RPTR).load(Ordering::Acquire), 28 + 16);
+    assert_eq!(s.d.execution_stats().sdma_packets, before + 3);
+}
+
+#[test]
+fn copy_rect_copies_a_sub_window() {
+    let s = setup();
+    let data = pattern(8192, 3);
+    s.put_bytes(SRC, &data);
+    // 4-byte elements (element 2); source pitch 64 elements, window at (2, 1), 5 x 3
+    // elements; destination pitch 16 elements at (1, 2).
+    let (spitch, dpitch, ex) = (64u64, 16u64, 4u64);
+    let header = 1 | (4 << 8) | (2 << 29);
+    let p = [
+        header,
+        lo(VA + SRC),
+        hi(VA + SRC),
+        2 | (1 << 16),
+        (spitch as u32 - 1) << 13,
+        0,
+        lo(VA + DST),
+        hi(VA + DST),
+        1 | (2 << 16),
+        (dpitch as u32 - 1) << 13,
+        0,
+        4 | (2 << 16),
+        0,
+    ];
+    s.run(&p);
+    let got = s.bytes(DST, 4096);
+    let mut want = vec![0u8; 4096];
+    for y in 0..3u64 {
+        let so = ((1 + y) * spitch + 2) * ex;
+        let d = ((2 + y) * dpitch + 1) * ex;
+        want[d as usize..(d + 5 * ex) as usize]
+            .copy_from_slice(&data[so as usize..(so + 5 * ex) as usize]);
+    }
+    assert_eq!(got, want);
+}
+
+#[test]
+fn fence_atomic_fill_and_timestamp_write_what_they_say() {
+    let s = setup();
+    let w = VA + WORDS;
+    s.word64(WORDS + 8).store(5, Ordering::Release);
+    s.word64(WORDS + 16).store(0x1_0000_0000, Ordering::Release);
+    s.word32(WORDS + 24).store(9, Ordering::Release);
+    let t0 = gpu_clock(&s.d);
+    s.run(&[
+        // FENCE: 0x12345678 at WORDS.
+        5,
+        lo(w),
+        hi(w),
+        0x1234_5678,
+        // ATOMIC add64 of -1 (ROCR's signal decrement, operation 47) at WORDS + 8.
+        10 | (47 << 25),
+        lo(w + 8),
+        hi(w + 8),
+        0xffff_ffff,
+        0xffff_ffff,
+        0,
+        0,
+        0,
+        // ATOMIC cmpswap64 (0x28) of 77 comparing with 0x2_0000_0000: no match, no swap.
+        10 | (0x28 << 25),
+        lo(w + 16),
+        hi(w + 16),
+        77,
+        0,
+        0,
+        2,
+        0,
+        // ATOMIC umax32 (0x14) of 4 on 9: stays 9; then sub32 (0x10) of 10: wraps.
+        10 | (0x14 << 25),
+        lo(w + 24),
+        hi(w + 24),
+        4,
+        0,
+        0,
+        0,
+        0,
+        10 | (0x10 << 25),
+        lo(w + 24),
+        hi(w + 24),
+        10,
+        0,
+        0,
+        0,
+        0,
+        // CONST_FILL of 300 dwords (count as ROCR writes it: (300 - 1) * 4).
+        11 | (2 << 30),
+        lo(VA + DST),
+        hi(VA + DST),
+        0xa5a5_0102,
+        299 * 4,
+        // TIMESTAMP GET_GLOBAL at WORDS + 32.
+        13 | (2 << 8),
+        lo(w + 32),
+        hi(w + 32),
+    ]);
+    let t1 = gpu_clock(&s.d);
+    assert_eq!(s.word32(WORDS).load(Ordering::Acquire), 0x1234_5678);
+    assert_eq!(s.word64(WORDS + 8).load(Ordering::Acquire), 4);
+    assert_eq!(s.word64(WORDS + 16).load(Ordering::Acquire), 0x1_0000_0000);
+    assert_eq!(
+        s.word32(WORDS + 24).load(Ordering::Acquire),
+        9u32.wrapping_sub(10)
+    );
+    for i in 0..301u64 {
+        let want = if i < 300 { 0xa5a5_0102 } else { 0 };
+        assert_eq!(
+            s.word32(DST + 4 * i).load(Ordering::Acquire),
+            want,
+            "dword {i}"
+        );
+    }
+    let ts = s.word64(WORDS + 32).load(Ordering::Acquire);
+    assert!(t0 <= ts && ts <= t1, "{t0} <= {ts} <= {t1}");
+    // A cmpswap whose compare value matches swaps.
+    s.run(&[10 | (0x28 << 25), lo(w + 16), hi(w + 16), 77, 0, 0, 1, 0]);
+    assert_eq!(s.word64(WORDS + 16).load(Ordering::Acquire), 77);
+}
+
+#[test]
+fn poll_regmem_waits_for_the_value() {
+    let s = setup();
+    let w = VA + WORDS;
+    s.word64(WORDS).store(0x2_0000_0001, Ordering::Release);
+    let data = pattern(64, 1);
+    s.put_bytes(SRC, &data);
+    // As ROCR waits on a dependency signal: the high half equal to 0, then the low half;
+    // ROCR's HDP flush (a register poll, function "always") before the copy.
+    let poll = |addr: u64| {
+        [
+            8 | (3 << 28) | (1 << 31),
+            lo(addr),
+            hi(addr),
+            0,
+            0xffff_ffff,
+            4 | (0xfff << 16),
+        ]
+    };
+    let mut p = Vec::new();
+    p.extend(poll(w + 4));
+    p.extend(poll(w));
+    p.extend([8, 0, 0x8000_0000, 0, 0, 0]);
+    p.extend(copy_linear(VA + SRC, VA + DST, 64));
+    let end = s.submit(&p);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        s.word64(RPTR).load(Ordering::Acquire),
+        0,
+        "the first poll waits"
+    );
+    assert_eq!(s.bytes(DST, 64), vec![0; 64]);
+    s.word64(WORDS).store(1, Ordering::Release);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        s.word64(RPTR).load(Ordering::Acquire),
+        24,
+        "the second poll waits"
+    );
+    s.word64(WORDS).store(0, Ordering::Release);
+    assert!(s.wait_rptr(end));
+    assert_eq!(s.bytes(DST, 64), data);
+}
+
+#[test]
+fn fence_and_trap_raise_the_signal_event() {
+    let s = setup();
+    let page = alloc_gtt(&s.d, EVENT_VA, EVENT_PAGE_BYTES);
+    let mut ce = CreateEventArgs {
+        event_page_offset: page.handle,
+        event_type: KFD_IOC_EVENT_SIGNAL,
+        auto_reset: 1,
+        ..Default::default()
+    };
+    plain_ioctl(&*s.d, &mut ce).unwrap();
+    let mailbox = EVENT_VA + 8 * u64::from(ce.event_slot_index);
+    let wait = |ms| {
+        let mut data = [EventData {
+            event_id: ce.event_id,
+            ..Default::default()
+        }];
+        calls::wait_events(&*s.d, &mut data, false, ms).unwrap()
+    };
+    // A TRAP alone, with no slot written: nothing to set.
+    s.run(&[6, ce.event_id]);
+    assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_TIMEOUT);
+    // ROCR's completion: FENCE of the event id into the mailbox, then TRAP with it.
+    s.run(&[5, lo(mailbox), hi(mailbox), ce.event_id, 6, ce.event_id]);
+    assert_eq!(wait(5000), KFD_IOC_WAIT_RESULT_COMPLETE);
+    assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_TIMEOUT, "auto-reset");
+}
+
+#[test]
+fn unknown_opcode_stops_the_queue_naming_it() {
+    let s = setup();
+    let hw = {
+        let mut ce = CreateEventArgs {
+            event_type: KFD_IOC_EVENT_HW_EXCEPTION,
+            auto_reset: 1,
+            ..Default::default()
+        };
+        plain_ioctl(&*s.d, &mut ce).unwrap();
+        ce.event_id
+    };
+    s.run(&[0]);
+    s.submit(&[0x0000_0017, 0, 0]);
+    let e = s.wait_error();
+    assert_eq!(e.status(), Status::InvalidPacketFormat);
+    assert_eq!(
+        e.detail().to_string(),
+        "SDMA queue 0 at ring offset 0x4 (read pointer 0x4): opcode 23 (header 0x00000017) is \
+         not one the emulated SDMA engine runs (NOP 0, COPY 1, FENCE 5, TRAP 6, POLL_REGMEM 8, \
+         ATOMIC 10, CONST_FILL 11, TIMESTAMP 13)"
+    );
+    let mut data = [EventData {
+        event_id: hw,
+        ..Default::default()
+    }];
+    assert_eq!(
+        calls::wait_events(&*s.d, &mut data, false, 5000).unwrap(),
+        KFD_IOC_WAIT_RESULT_COMPLETE
+    );
+    assert_eq!(
+        s.word64(RPTR).load(Ordering::Acquire),
+        4,
+        "the queue stopped there"
+    );
+}
+
+#[test]
+fn copy_out_of_range_is_a_memory_fault_naming_the_address() {
+    let s = setup();
+    s.submit(&copy_linear(VA + SRC, VA + SIZE - 16, 64));
+    let e = s.wait_error();
+    assert_eq!(e.status(), Status::MemoryFault);
+    assert_eq!(
+        e.detail().to_string(),
+        format!(
+            "SDMA queue 0 at ring offset 0x0 (read pointer 0x0): memory fault on GPU {:#x}: COPY \
+             LINEAR destination write at {:#x} (64 bytes): not inside one live allocation",
+            BUILTIN_GPU_ID,
+            VA + SIZE - 16
+        )
+    );
+    assert_eq!(s.bytes(DST, 4), vec![0; 4]);
+}
+
+#[test]
+fn bad_sizes_and_fields_stop_the_queue() {
+    for (p, want) in [
+        (
+            vec![1, 0x40_0000, 0, 0, 0, 0, 0],
+            "COPY LINEAR count dword 0x00400000 has bits above the 22-bit count",
+        ),
+        (
+            vec![1 | (3 << 8)],
+            "COPY sub-opcode 3 (header 0x00000301) is not one the emulated SDMA engine runs",
+        ),
+        (
+            vec![11 | (1 << 30), 0, 0, 0, 0],
+            "CONST_FILL fillsize 1 (header 0x4000000b): the emulated SDMA engine fills dwords",
+        ),
+        (
+            vec![10 | (0x50 << 25), 0, 0, 0, 0, 0, 0, 0],
+            "ATOMIC operation 0x50 (header 0xa000000a) is not one",
+        ),
+        (vec![5, 2, 0, 0], "FENCE write address 0x2 is not 4-byte aligned"),
+        (
+            vec![8 | (3 << 28), 0x1234, 0, 0, 0, 0],
+            "POLL_REGMEM of register 0x1234 (function 3): the emulated SDMA engine has no registers",
+        ),
+        (
+            vec![1, 15, 0],
+            "packet 0x00000001 (opcode 1) is 7 dwords, but only 3 were written",
+        ),
+    ] {
+        let s = setup();
+        s.submit(&p);
+        let e = s.wait_error();
+        assert_eq!(e.status(), Status::InvalidPacketFormat, "{p:x?}");
+        assert!(e.detail().to_string().contains(want), "{p:x?}: {e}");
+    }
+}
+
+#[test]
+fn create_sdma_queue_checks_its_arguments() {
+    let s = setup();
+    let mut bad = create_args(KFD_IOC_QUEUE_TYPE_SDMA);
+    bad.read_pointer_address = VA + RPTR + 4;
+    assert_eq!(try_create(&s.d, &mut bad), Err(Errno::INVAL));
+    let mut bad = create_args(KFD_IOC_QUEUE_TYPE_SDMA);
+    bad.write_pointer_address = 0x6000_0000_0000;
+    assert_eq!(try_create(&s.d, &mut bad), Err(Errno::FAULT));
+    let mut bad = create_args(KFD_IOC_QUEUE_TYPE_SDMA);
+    bad.ring_size = 3000;
+    assert_eq!(try_create(&s.d, &mut bad), Err(Errno::INVAL));
+    // The built-in profile: 2 SDMA engines x 8 queues, no XGMI engine. The setup's queue is
+    // one of the 16.
+    let mut ids = vec![];
+    for _ in 0..15 {
+        let mut q = create_args(KFD_IOC_QUEUE_TYPE_SDMA);
+        try_create(&s.d, &mut q).unwrap();
+        ids.push(q.queue_id);
+    }
+    let mut q = create_args(KFD_IOC_QUEUE_TYPE_SDMA);
+    assert_eq!(try_create(&s.d, &mut q), Err(Errno::NOMEM));
+    let mut q = create_args(KFD_IOC_QUEUE_TYPE_SDMA_XGMI);
+    assert_eq!(try_create(&s.d, &mut q), Err(Errno::NOMEM));
+    for queue_id in ids {
+        plain_ioctl(&*s.d, &mut DestroyQueueArgs { queue_id, pad: 0 }).unwrap();
+    }
+}
+
+/// hsa-core's SDMA producer ([`hsa_core::sdma::SdmaQueue`]) over the Linux backend over the
+/// emulated device: the queue is a real `KFD_IOC_QUEUE_TYPE_SDMA` queue of the emulated
+/// amdkfd, and ROCR 5.2's command for a 5 MiB copy — two polls of a dependency, timestamps,
+/// HDP flush, two `COPY_LINEAR` (at most 0x3fffe0 bytes each), the completion's atomic
+/// decrement — runs on its SDMA engine: 8 packets, the bytes copied, the value decremented
+/// only after the dependency reached 0, the times ordered and inside the GPU clock's
+/// readings around the copy.
+#[test]
+fn core_sdma_queue_copies_through_the_linux_backend() {
+    use hsa_core::addr::{GpuVa, NodeId};
+    use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform};
+    use hsa_core::sdma::{copy_commands, SdmaCompletion, SdmaQueue};
+
+    let emu = EmulatedKfd::new(builtin_topology()).unwrap();
+    let node = emu
+        .topology()
+        .nodes
+        .iter()
+        .position(|n| n.properties.gpu_id != 0)
+        .map(|i| NodeId(i as u32))
+        .unwrap();
+    let platform = Arc::new(
+        hsa_emu::SelectedDevice::emulated(emu.clone())
+            .unwrap()
+            .platform,
+    );
+    let queue = SdmaQueue::create(platform.clone(), node).unwrap();
+    let size: u64 = 5 << 20;
+    let chunk = platform
+        .allocate_memory(&MemoryRequest {
+            node,
+            kind: MemoryKind::System,
+            size_bytes: 2 * size + 4096,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
+        })
+        .unwrap();
+    let host = chunk.host_ptr.unwrap().as_ptr();
+    let va = chunk.gpu_va.0;
+    let (src, dst, words) = (0u64, size, 2 * size);
+    let data = pattern(size as usize, 11);
+    // SAFETY: the chunk holds 2 * size + 4096 bytes, host-mapped, zeroed, and nothing else
+    // touches it until the command is submitted.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host, data.len()) };
+    let word = |off: u64| {
+        // SAFETY: 8-aligned offsets inside the chunk's last page, accessed atomically here and
+        // by the engine, live until the chunk is freed at the end.
+        unsafe { AtomicU64::from_ptr(host.add(off as usize).cast()) }
+    };
+    let (dep, value, start, end) = (words, words + 8, words + 16, words + 24);
+    word(dep).store(1, Ordering::Release);
+    word(value).store(1, Ordering::Release);
+    let before = emu.execution_stats().sdma_packets;
+    let t0 = gpu_clock(&emu);
+    let mut cmd = Vec::new();
+    copy_commands(
+        &mut cmd,
+        GpuVa(va + dst),
+        GpuVa(va + src),
+        size,
+        &[GpuVa(va + dep)],
+        &SdmaCompletion {
+            value: GpuVa(va + value),
+            mailbox: None,
+            timestamps: Some((GpuVa(va + start), GpuVa(va + end))),
+        },
+    );
+    assert_eq!(cmd.len(), 6 + 6 + 3 + 6 + 7 + 7 + 3 + 8);
+    queue.submit(&cmd).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(
+        word(value).load(Ordering::Acquire),
+        1,
+        "waits for the dependency"
+    );
+    // The first poll (the value's high half, 0) passed; the second (the low half, 1) waits.
+    assert_eq!(queue.read_pointer(), 24);
+    word(dep).store(0, Ordering::Release);
+    let t = Instant::now();
+    while word(value).load(Ordering::Acquire) != 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the copy never completed"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let t1 = gpu_clock(&emu);
+    let mut got = vec![0u8; size as usize];
+    // SAFETY: inside the chunk; the engine finished writing (the value reached 0 after it).
+    unsafe { std::ptr::copy_nonoverlapping(host.add(dst as usize), got.as_mut_ptr(), got.len()) };
+    assert!(got == data, "the copied bytes differ");
+    assert_eq!(emu.execution_stats().sdma_packets - before, 8);
+    assert_eq!(queue.read_pointer(), cmd.len() as u64 * 4);
+    let (s, e) = (
+        word(start).load(Ordering::Acquire),
+        word(end).load(Ordering::Acquire),
+    );
+    assert!(t0 <= s && s <= e && e <= t1, "{t0} <= {s} <= {e} <= {t1}");
+    drop(queue);
+    // SAFETY: the queue is destroyed; nothing uses the chunk.
+    unsafe { platform.free_memory(&chunk) }.unwrap();
+}
