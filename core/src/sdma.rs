@@ -361,3 +361,85 @@ impl<H: PlatformRef> Drop for SdmaQueue<H> {
         // Otherwise the engine may still read the ring: the chunk is left allocated.
     }
 }
+
+#[cfg(all(test, feature = "fake"))]
+mod tests {
+    use super::*;
+    use crate::platform::fake::FakePlatform;
+
+    /// The packets as ROCR 5.2 fills them (`sdma_registers.h` bit fields, computed by hand):
+    /// the atomic's header is `SDMA_OP_ATOMIC | SDMA_ATOMIC_ADD64 << 25`, the poll's
+    /// `SDMA_OP_POLL_REGMEM | func 3 << 28 | mem_poll << 31`, the timestamp's
+    /// `SDMA_OP_TIMESTAMP | GET_GLOBAL << 8`.
+    #[test]
+    fn packets_are_rocr_5_2s() {
+        assert_eq!(
+            packet::copy_linear(GpuVa(0x1_2345_6780), GpuVa(0xab_0000_0010), 4096),
+            [1, 4095, 0, 0x10, 0xab, 0x2345_6780, 1]
+        );
+        assert_eq!(
+            packet::atomic_add64(GpuVa(0x7f00_0000_0008), -1),
+            [0x5e00_000a, 8, 0x7f00, 0xffff_ffff, 0xffff_ffff, 0, 0, 0]
+        );
+        assert_eq!(
+            packet::poll_mem_eq(GpuVa(0x1000), 0),
+            [0xb000_0008, 0x1000, 0, 0, 0xffff_ffff, 0x0fff_0004]
+        );
+        assert_eq!(packet::timestamp(GpuVa(0x20)), [0x20d, 0x20, 0]);
+        assert_eq!(packet::fence(GpuVa(0x30), 9), [5, 0x30, 0, 9]);
+        assert_eq!(packet::trap(0xf000_0003), [6, 3]);
+        assert_eq!(packet::hdp_flush(), [8, 0, 0x8000_0000, 0, 0, 0]);
+    }
+
+    /// One dependency, profiling, a mailbox, and a copy just over one packet's maximum:
+    /// polls (high half first), start stamp, HDP flush, two copies, end stamp, atomic, fence,
+    /// trap — in that order.
+    #[test]
+    fn copy_commands_are_in_rocrs_order() {
+        let mut out = alloc::vec::Vec::new();
+        let size = packet::COPY_LINEAR_MAX_BYTES + 8;
+        copy_commands(
+            &mut out,
+            GpuVa(0x10_0000),
+            GpuVa(0x90_0000),
+            size,
+            &[GpuVa(0x2008)],
+            &SdmaCompletion {
+                value: GpuVa(0x3008),
+                mailbox: Some((GpuVa(0x4000), 17)),
+                timestamps: Some((GpuVa(0x3020), GpuVa(0x3028))),
+            },
+        );
+        let mut want = alloc::vec::Vec::new();
+        want.extend(packet::poll_mem_eq(GpuVa(0x200c), 0));
+        want.extend(packet::poll_mem_eq(GpuVa(0x2008), 0));
+        want.extend(packet::timestamp(GpuVa(0x3020)));
+        want.extend(packet::hdp_flush());
+        want.extend(packet::copy_linear(
+            GpuVa(0x10_0000),
+            GpuVa(0x90_0000),
+            packet::COPY_LINEAR_MAX_BYTES as u32,
+        ));
+        want.extend(packet::copy_linear(
+            GpuVa(0x10_0000 + packet::COPY_LINEAR_MAX_BYTES),
+            GpuVa(0x90_0000 + packet::COPY_LINEAR_MAX_BYTES),
+            8,
+        ));
+        want.extend(packet::timestamp(GpuVa(0x3028)));
+        want.extend(packet::atomic_add64(GpuVa(0x3008), -1));
+        want.extend(packet::fence(GpuVa(0x4000), 17));
+        want.extend(packet::trap(17));
+        assert_eq!(out, want);
+    }
+
+    /// A platform without SDMA queues refuses with the default's status, and the ring's
+    /// memory goes back.
+    #[test]
+    fn a_platform_without_sdma_refuses_and_frees_the_ring() {
+        let p = FakePlatform::new();
+        let e = SdmaQueue::create(&p, NodeId(1)).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidQueueCreation);
+        assert!(e.detail().contains("has no SDMA engine"), "{e}");
+        assert!(p.live_chunks().is_empty());
+    }
+}
