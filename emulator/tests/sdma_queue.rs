@@ -421,8 +421,28 @@ fn fence_and_trap_raise_the_signal_event() {
     // A TRAP alone, with no slot written: nothing to set.
     s.run(&[6, ce.event_id]);
     assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_TIMEOUT);
-    // ROCR's completion: FENCE of the event id into the mailbox, then TRAP with it.
+    let page_host = calls::mmap(
+        &*s.d,
+        MapTarget::RenderNode(BUILTIN_GPU_ID),
+        page.mmap_offset,
+        EVENT_PAGE_BYTES as usize,
+    )
+    .unwrap();
+    // SAFETY: the event's 8-byte slot in the page's host mapping, live as long as the
+    // device; the device accesses it atomically.
+    let slot = unsafe {
+        AtomicU64::from_ptr(
+            page_host
+                .as_ptr()
+                .add(8 * ce.event_slot_index as usize)
+                .cast(),
+        )
+    };
+    // ROCR's completion: FENCE of the event id into the mailbox, then TRAP with it. The
+    // interrupt's handler (amdkfd's, here the device's) found the slot written, set the
+    // event and put the slot back to unsignaled — before the read pointer passed the TRAP.
     s.run(&[5, lo(mailbox), hi(mailbox), ce.event_id, 6, ce.event_id]);
+    assert_eq!(slot.load(Ordering::Acquire), u64::MAX);
     assert_eq!(wait(5000), KFD_IOC_WAIT_RESULT_COMPLETE);
     assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_TIMEOUT, "auto-reset");
 }
