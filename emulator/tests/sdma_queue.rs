@@ -805,3 +805,21 @@ fn core_rect_commands_copy_the_block() {
     // SAFETY: the queue is destroyed; nothing uses the chunk.
     unsafe { platform.free_memory(&chunk) }.unwrap();
 }
+
+/// A looping compare-swap (`ATOMIC` with the loop bit) waits, without writing, until the
+/// compare value is there; a queue left waiting on one is still destroyed.
+#[test]
+fn looping_compare_swap_waits_for_its_value() {
+    let s = setup();
+    let w = VA + WORDS;
+    s.word64(WORDS).store(3, Ordering::Release);
+    let end = s.submit(&[10 | (1 << 16) | (0x28 << 25), lo(w), hi(w), 9, 0, 4, 0, 0]);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(s.word64(RPTR).load(Ordering::Acquire), 0);
+    assert_eq!(s.word64(WORDS).load(Ordering::Acquire), 3);
+    s.word64(WORDS).store(4, Ordering::Release);
+    assert!(s.wait_rptr(end));
+    assert_eq!(s.word64(WORDS).load(Ordering::Acquire), 9);
+    // Another that never matches: dropping the device destroys the waiting queue.
+    s.submit(&[10 | (1 << 16) | (0x28 << 25), lo(w), hi(w), 1, 0, 2, 0, 0]);
+}
