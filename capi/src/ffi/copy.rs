@@ -144,10 +144,10 @@ pub(crate) struct CopyEngine {
 /// (`None`: the host).
 type Profiled = (Weak<Sig>, Option<NodeId>);
 
-/// Whether copies may use SDMA queues: unless `HSA_ENABLE_SDMA` is `0` (ROCR's switch,
-/// read at each copy as ROCR reads its flags once at start).
+/// Whether copies may use SDMA queues: unless `HSA_ENABLE_SDMA` is `0` (ROCR's switch;
+/// `hsa_init` refused a value other than `0` or `1`).
 fn sdma_enabled() -> bool {
-    std::env::var_os("HSA_ENABLE_SDMA").is_none_or(|v| v != "0")
+    hsa_linux::env::sdma_enabled().unwrap_or(true)
 }
 
 /// The device address of `len` bytes at `ptr` when they lie in one pool allocation that GPU
