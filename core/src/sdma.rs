@@ -157,6 +157,29 @@ pub fn copy_commands(
     deps: &[GpuVa],
     completion: &SdmaCompletion,
 ) {
+    wrap(out, deps, completion, |out| {
+        let mut done = 0;
+        while done < size {
+            let n = (size - done).min(packet::COPY_LINEAR_MAX_BYTES);
+            out.extend(packet::copy_linear(
+                GpuVa(dst.0 + done),
+                GpuVa(src.0 + done),
+                n as u32,
+            ));
+            done += n;
+        }
+    });
+}
+
+/// The dependency polls, start stamp and HDP flush before `body`'s packets, the end stamp
+/// and completion after them (ROCR 5.2's `SubmitCommand`).
+#[cfg(feature = "alloc")]
+fn wrap(
+    out: &mut alloc::vec::Vec<u32>,
+    deps: &[GpuVa],
+    completion: &SdmaCompletion,
+    body: impl FnOnce(&mut alloc::vec::Vec<u32>),
+) {
     for d in deps {
         out.extend(packet::poll_mem_eq(GpuVa(d.0 + 4), 0));
         out.extend(packet::poll_mem_eq(*d, 0));
@@ -165,16 +188,7 @@ pub fn copy_commands(
         out.extend(packet::timestamp(start));
     }
     out.extend(packet::hdp_flush());
-    let mut done = 0;
-    while done < size {
-        let n = (size - done).min(packet::COPY_LINEAR_MAX_BYTES);
-        out.extend(packet::copy_linear(
-            GpuVa(dst.0 + done),
-            GpuVa(src.0 + done),
-            n as u32,
-        ));
-        done += n;
-    }
+    body(out);
     if let Some((_, end)) = completion.timestamps {
         out.extend(packet::timestamp(end));
     }
@@ -183,6 +197,169 @@ pub fn copy_commands(
         out.extend(packet::fence(mailbox, id));
         out.extend(packet::trap(id));
     }
+}
+
+/// One surface of a rect copy (`hsa_pitched_ptr_t` and its offset): the base, the row and
+/// slice pitches in bytes, and the offset of the copied block (x bytes, y rows, z slices).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RectSurface {
+    /// First byte of the surface (device address).
+    pub base: GpuVa,
+    /// Bytes from one row to the next.
+    pub pitch: u64,
+    /// Bytes from one slice to the next.
+    pub slice: u64,
+    /// The block's offset: x in bytes, y in rows, z in slices.
+    pub offset: [u64; 3],
+}
+
+/// `COPY_LINEAR_RECT` limits, in elements (ROCR's `SDMA_PKT_COPY_LINEAR_RECT` field widths).
+#[cfg(feature = "alloc")]
+const RECT_MAX_PITCH: u64 = 1 << 19;
+#[cfg(feature = "alloc")]
+const RECT_MAX_SLICE: u64 = 1 << 28;
+#[cfg(feature = "alloc")]
+const RECT_MAX_XY: u64 = 1 << 14;
+#[cfg(feature = "alloc")]
+const RECT_MAX_Z: u64 = 1 << 11;
+
+/// The log2 of the largest element (1 to 16 bytes) that divides `w`.
+#[cfg(feature = "alloc")]
+fn max_aligned_element(w: u64) -> u32 {
+    (w | 16).trailing_zeros()
+}
+
+/// Appends to `out` the command of a rect copy of `range` (x bytes, y rows, z slices) from
+/// `src` to `dst`, with the dependency waits and completion of [`copy_commands`]. The block
+/// is cut into `COPY_LINEAR_RECT` tiles as ROCR 5.2's `BuildCopyRectCommand` cuts it: each
+/// tile's element size (1 to 16 bytes) is the largest that the pitches (and slices, when
+/// copying along z), the tile's width and its dword-aligned bases' offsets allow; a row
+/// pitch beyond the packet's 19 bits with one slice becomes a copy along z (rows as
+/// slices). The caller checked ROCR's other rect rules (dword-aligned bases and pitches,
+/// the block inside its surfaces).
+///
+/// # Errors
+/// `Status::InvalidArgument` when a pitch or slice pitch, in the smallest element the copy
+/// needs, does not fit the packet (ROCR: "Copy rect pitch/slice out of limits").
+#[cfg(feature = "alloc")]
+pub fn copy_rect_commands(
+    out: &mut alloc::vec::Vec<u32>,
+    dst: &RectSurface,
+    src: &RectSurface,
+    range: [u64; 3],
+    deps: &[GpuVa],
+    completion: &SdmaCompletion,
+) -> Result<()> {
+    let (mut dst, mut src, mut range) = (*dst, *src, range);
+    if range[2] == 1 && (src.pitch > RECT_MAX_PITCH || dst.pitch > RECT_MAX_PITCH) {
+        for s in [&mut src, &mut dst] {
+            s.base = GpuVa(s.base.0 + s.offset[2] * s.slice + s.offset[1] * s.pitch);
+            s.offset = [s.offset[0], 0, 0];
+            s.slice = s.pitch;
+            s.pitch = 0;
+        }
+        range = [range[0], 1, range[1]];
+    }
+    let along_z = range[2] != 1;
+    let mut max_ele = max_aligned_element(src.pitch).min(max_aligned_element(dst.pitch));
+    if along_z {
+        max_ele = max_ele
+            .min(max_aligned_element(src.slice))
+            .min(max_aligned_element(dst.slice));
+    }
+    let min_ele = max_ele
+        .min(max_aligned_element(range[0]))
+        .min(max_aligned_element(src.offset[0] % 4))
+        .min(max_aligned_element(dst.offset[0] % 4));
+    if (src.pitch >> min_ele) > RECT_MAX_PITCH || (dst.pitch >> min_ele) > RECT_MAX_PITCH {
+        return Err(Error::lazy(
+            Status::InvalidArgument,
+            [src.pitch, dst.pitch, 1 << min_ele],
+            |&[s, d, e, ..], f| {
+                write!(
+                    f,
+                    "rect copy pitches {s} and {d} bytes in {e}-byte elements exceed the SDMA \
+                     packet's 2^19"
+                )
+            },
+        ));
+    }
+    if along_z
+        && ((src.slice >> min_ele) > RECT_MAX_SLICE || (dst.slice >> min_ele) > RECT_MAX_SLICE)
+    {
+        return Err(Error::lazy(
+            Status::InvalidArgument,
+            [src.slice, dst.slice, 1 << min_ele],
+            |&[s, d, e, ..], f| {
+                write!(
+                    f,
+                    "rect copy slice pitches {s} and {d} bytes in {e}-byte elements exceed the \
+                     SDMA packet's 2^28"
+                )
+            },
+        ));
+    }
+    let field =
+        |bytes: u64, e: u32, bits: u32| ((bytes >> e).wrapping_sub(1) & ((1 << bits) - 1)) as u32;
+    wrap(out, deps, completion, |out| {
+        let mut z = 0;
+        while z < range[2] {
+            let mut y = 0;
+            while y < range[1] {
+                let mut x = 0;
+                while x < range[0] {
+                    let width = range[0] - x;
+                    let aligned = max_aligned_element((src.offset[0] + x) % 4)
+                        .min(max_aligned_element((dst.offset[0] + x) % 4))
+                        .min(max_ele);
+                    let mut element = max_aligned_element(width).min(aligned);
+                    let mut xcount = width >> element;
+                    if xcount > RECT_MAX_XY {
+                        element = aligned;
+                        xcount = (width >> element).min(RECT_MAX_XY);
+                    }
+                    let at = |s: &RectSurface| {
+                        s.base.0
+                            + s.offset[0]
+                            + x
+                            + (s.offset[1] + y) * s.pitch
+                            + (s.offset[2] + z) * s.slice
+                    };
+                    let (sb, db) = (at(&src), at(&dst));
+                    let (soff, doff) = (((sb % 4) >> element) as u32, ((db % 4) >> element) as u32);
+                    let (sb, db) = (sb & !3, db & !3);
+                    x += xcount << element;
+                    let slice_field = |s: &RectSurface| {
+                        if along_z {
+                            field(s.slice, element, 28)
+                        } else {
+                            0
+                        }
+                    };
+                    let rect_y = (range[1] - y).min(RECT_MAX_XY) - 1;
+                    let rect_z = (range[2] - z).min(RECT_MAX_Z) - 1;
+                    out.extend([
+                        packet::OP_COPY | (4 << 8) | (element << 29),
+                        sb as u32,
+                        (sb >> 32) as u32,
+                        soff,
+                        field(src.pitch, element, 19) << 13,
+                        slice_field(&src),
+                        db as u32,
+                        (db >> 32) as u32,
+                        doff,
+                        field(dst.pitch, element, 19) << 13,
+                        slice_field(&dst),
+                        (xcount - 1) as u32 | ((rect_y as u32) << 16),
+                        rect_z as u32,
+                    ]);
+                }
+                y += RECT_MAX_XY;
+            }
+            z += RECT_MAX_Z;
+        }
+    });
+    Ok(())
 }
 
 /// Ring size of an [`SdmaQueue`], bytes (ROCR's `BlitSdmaBase::kQueueSize`).
@@ -359,5 +536,87 @@ impl<H: PlatformRef> Drop for SdmaQueue<H> {
             let _ = unsafe { self.platform.free_memory(&self.chunk) };
         }
         // Otherwise the engine may still read the ring: the chunk is left allocated.
+    }
+}
+
+#[cfg(all(test, feature = "fake"))]
+mod tests {
+    use super::*;
+    use crate::platform::fake::FakePlatform;
+
+    /// The packets as ROCR 5.2 fills them (`sdma_registers.h` bit fields, computed by hand):
+    /// the atomic's header is `SDMA_OP_ATOMIC | SDMA_ATOMIC_ADD64 << 25`, the poll's
+    /// `SDMA_OP_POLL_REGMEM | func 3 << 28 | mem_poll << 31`, the timestamp's
+    /// `SDMA_OP_TIMESTAMP | GET_GLOBAL << 8`.
+    #[test]
+    fn packets_are_rocr_5_2s() {
+        assert_eq!(
+            packet::copy_linear(GpuVa(0x1_2345_6780), GpuVa(0xab_0000_0010), 4096),
+            [1, 4095, 0, 0x10, 0xab, 0x2345_6780, 1]
+        );
+        assert_eq!(
+            packet::atomic_add64(GpuVa(0x7f00_0000_0008), -1),
+            [0x5e00_000a, 8, 0x7f00, 0xffff_ffff, 0xffff_ffff, 0, 0, 0]
+        );
+        assert_eq!(
+            packet::poll_mem_eq(GpuVa(0x1000), 0),
+            [0xb000_0008, 0x1000, 0, 0, 0xffff_ffff, 0x0fff_0004]
+        );
+        assert_eq!(packet::timestamp(GpuVa(0x20)), [0x20d, 0x20, 0]);
+        assert_eq!(packet::fence(GpuVa(0x30), 9), [5, 0x30, 0, 9]);
+        assert_eq!(packet::trap(0xf000_0003), [6, 3]);
+        assert_eq!(packet::hdp_flush(), [8, 0, 0x8000_0000, 0, 0, 0]);
+    }
+
+    /// One dependency, profiling, a mailbox, and a copy just over one packet's maximum:
+    /// polls (high half first), start stamp, HDP flush, two copies, end stamp, atomic, fence,
+    /// trap — in that order.
+    #[test]
+    fn copy_commands_are_in_rocrs_order() {
+        let mut out = alloc::vec::Vec::new();
+        let size = packet::COPY_LINEAR_MAX_BYTES + 8;
+        copy_commands(
+            &mut out,
+            GpuVa(0x10_0000),
+            GpuVa(0x90_0000),
+            size,
+            &[GpuVa(0x2008)],
+            &SdmaCompletion {
+                value: GpuVa(0x3008),
+                mailbox: Some((GpuVa(0x4000), 17)),
+                timestamps: Some((GpuVa(0x3020), GpuVa(0x3028))),
+            },
+        );
+        let mut want = alloc::vec::Vec::new();
+        want.extend(packet::poll_mem_eq(GpuVa(0x200c), 0));
+        want.extend(packet::poll_mem_eq(GpuVa(0x2008), 0));
+        want.extend(packet::timestamp(GpuVa(0x3020)));
+        want.extend(packet::hdp_flush());
+        want.extend(packet::copy_linear(
+            GpuVa(0x10_0000),
+            GpuVa(0x90_0000),
+            packet::COPY_LINEAR_MAX_BYTES as u32,
+        ));
+        want.extend(packet::copy_linear(
+            GpuVa(0x10_0000 + packet::COPY_LINEAR_MAX_BYTES),
+            GpuVa(0x90_0000 + packet::COPY_LINEAR_MAX_BYTES),
+            8,
+        ));
+        want.extend(packet::timestamp(GpuVa(0x3028)));
+        want.extend(packet::atomic_add64(GpuVa(0x3008), -1));
+        want.extend(packet::fence(GpuVa(0x4000), 17));
+        want.extend(packet::trap(17));
+        assert_eq!(out, want);
+    }
+
+    /// A platform without SDMA queues refuses with the default's status, and the ring's
+    /// memory goes back.
+    #[test]
+    fn a_platform_without_sdma_refuses_and_frees_the_ring() {
+        let p = FakePlatform::new();
+        let e = SdmaQueue::create(&p, NodeId(1)).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidQueueCreation);
+        assert!(e.detail().contains("has no SDMA engine"), "{e}");
+        assert!(p.live_chunks().is_empty());
     }
 }

@@ -421,8 +421,28 @@ fn fence_and_trap_raise_the_signal_event() {
     // A TRAP alone, with no slot written: nothing to set.
     s.run(&[6, ce.event_id]);
     assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_TIMEOUT);
-    // ROCR's completion: FENCE of the event id into the mailbox, then TRAP with it.
+    let page_host = calls::mmap(
+        &*s.d,
+        MapTarget::RenderNode(BUILTIN_GPU_ID),
+        page.mmap_offset,
+        EVENT_PAGE_BYTES as usize,
+    )
+    .unwrap();
+    // SAFETY: the event's 8-byte slot in the page's host mapping, live as long as the
+    // device; the device accesses it atomically.
+    let slot = unsafe {
+        AtomicU64::from_ptr(
+            page_host
+                .as_ptr()
+                .add(8 * ce.event_slot_index as usize)
+                .cast(),
+        )
+    };
+    // ROCR's completion: FENCE of the event id into the mailbox, then TRAP with it. The
+    // interrupt's handler (amdkfd's, here the device's) found the slot written, set the
+    // event and put the slot back to unsignaled — before the read pointer passed the TRAP.
     s.run(&[5, lo(mailbox), hi(mailbox), ce.event_id, 6, ce.event_id]);
+    assert_eq!(slot.load(Ordering::Acquire), u64::MAX);
     assert_eq!(wait(5000), KFD_IOC_WAIT_RESULT_COMPLETE);
     assert_eq!(wait(0), KFD_IOC_WAIT_RESULT_TIMEOUT, "auto-reset");
 }
@@ -649,4 +669,224 @@ fn core_sdma_queue_copies_through_the_linux_backend() {
     drop(queue);
     // SAFETY: the queue is destroyed; nothing uses the chunk.
     unsafe { platform.free_memory(&chunk) }.unwrap();
+}
+
+/// hsa-core's rect command ([`hsa_core::sdma::copy_rect_commands`], ROCR 5.2's tiling into
+/// `COPY_LINEAR_RECT` packets of 1- to 16-byte elements) on the emulated SDMA engine: each
+/// block lands where a host copy row by row puts it, for odd and aligned offsets and widths,
+/// several slices, and a row pitch beyond the packet's 2^19 elements (copied along z).
+#[test]
+fn core_rect_commands_copy_the_block() {
+    use hsa_core::addr::{GpuVa, NodeId};
+    use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform};
+    use hsa_core::sdma::{copy_rect_commands, RectSurface, SdmaCompletion, SdmaQueue};
+
+    let emu = EmulatedKfd::new(builtin_topology()).unwrap();
+    let node = emu
+        .topology()
+        .nodes
+        .iter()
+        .position(|n| n.properties.gpu_id != 0)
+        .map(|i| NodeId(i as u32))
+        .unwrap();
+    let platform = Arc::new(
+        hsa_emu::SelectedDevice::emulated(emu.clone())
+            .unwrap()
+            .platform,
+    );
+    let queue = SdmaQueue::create(platform.clone(), node).unwrap();
+    let half: u64 = 4 << 20;
+    let chunk = platform
+        .allocate_memory(&MemoryRequest {
+            node,
+            kind: MemoryKind::System,
+            size_bytes: 2 * half + 4096,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
+        })
+        .unwrap();
+    let host = chunk.host_ptr.unwrap().as_ptr();
+    let va = chunk.gpu_va.0;
+    let data = pattern(half as usize, 5);
+    // SAFETY: the chunk holds 2 * half + 4096 bytes, host-mapped; the engine is idle.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), host, data.len()) };
+    // SAFETY: 8-aligned, in the chunk's last page, accessed atomically here and by the engine.
+    let value = unsafe { AtomicU64::from_ptr(host.add(2 * half as usize).cast()) };
+    // (src pitch, src slice, src offset, dst pitch, dst slice, dst offset, range)
+    type Case = (u64, u64, [u64; 3], u64, u64, [u64; 3], [u64; 3]);
+    let cases: [Case; 4] = [
+        (64, 0, [8, 2, 0], 32, 0, [4, 1, 0], [16, 8, 1]),
+        (100, 1000, [3, 1, 1], 52, 520, [1, 2, 0], [37, 5, 3]),
+        (
+            4096,
+            65536,
+            [16, 3, 2],
+            2048,
+            32768,
+            [32, 0, 1],
+            [1024, 7, 2],
+        ),
+        // A row pitch of 2 MiB, beyond the packet's 2^19 elements of 1 byte: rows become slices.
+        (1 << 21, 0, [5, 0, 0], 256, 0, [0, 0, 0], [200, 2, 1]),
+    ];
+    for (sp, ss, so, dp, dsl, doff, r) in cases {
+        // SAFETY: the destination half, zeroed for this case while the engine is idle.
+        unsafe { std::ptr::write_bytes(host.add(half as usize), 0, half as usize) };
+        let src = RectSurface {
+            base: GpuVa(va),
+            pitch: sp,
+            slice: ss,
+            offset: so,
+        };
+        let dst = RectSurface {
+            base: GpuVa(va + half),
+            pitch: dp,
+            slice: dsl,
+            offset: doff,
+        };
+        value.store(1, Ordering::Release);
+        let mut cmd = Vec::new();
+        let target = SdmaCompletion {
+            value: GpuVa(va + 2 * half),
+            mailbox: None,
+            timestamps: None,
+        };
+        copy_rect_commands(&mut cmd, &dst, &src, r, &[], &target).unwrap();
+        queue.submit(&cmd).unwrap();
+        let t = Instant::now();
+        while value.load(Ordering::Acquire) != 0 {
+            assert!(
+                t.elapsed() < Duration::from_secs(10),
+                "rect copy never completed"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut want = vec![0u8; half as usize];
+        for z in 0..r[2] {
+            for y in 0..r[1] {
+                let s = so[0] + (so[1] + y) * sp + (so[2] + z) * ss;
+                let d = doff[0] + (doff[1] + y) * dp + (doff[2] + z) * dsl;
+                want[d as usize..(d + r[0]) as usize]
+                    .copy_from_slice(&data[s as usize..(s + r[0]) as usize]);
+            }
+        }
+        let mut got = vec![0u8; half as usize];
+        // SAFETY: inside the chunk; the engine finished (the value reached 0 after it).
+        unsafe {
+            std::ptr::copy_nonoverlapping(host.add(half as usize), got.as_mut_ptr(), got.len())
+        };
+        assert!(
+            got == want,
+            "case {sp} {ss} {so:?} {dp} {dsl} {doff:?} {r:?}"
+        );
+    }
+    // A pitch that cannot be told in the packet even in bytes, copied along z: an error.
+    let wide = RectSurface {
+        base: GpuVa(va),
+        pitch: 1 << 20,
+        slice: 1 << 29,
+        offset: [1, 0, 0],
+    };
+    let e = copy_rect_commands(
+        &mut Vec::new(),
+        &wide,
+        &wide,
+        [3, 1, 2],
+        &[],
+        &SdmaCompletion {
+            value: GpuVa(va + 2 * half),
+            mailbox: None,
+            timestamps: None,
+        },
+    )
+    .unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    drop(queue);
+    // SAFETY: the queue is destroyed; nothing uses the chunk.
+    unsafe { platform.free_memory(&chunk) }.unwrap();
+}
+
+/// A looping compare-swap (`ATOMIC` with the loop bit) waits, without writing, until the
+/// compare value is there; a queue left waiting on one is still destroyed.
+#[test]
+fn looping_compare_swap_waits_for_its_value() {
+    let s = setup();
+    let w = VA + WORDS;
+    s.word64(WORDS).store(3, Ordering::Release);
+    let end = s.submit(&[10 | (1 << 16) | (0x28 << 25), lo(w), hi(w), 9, 0, 4, 0, 0]);
+    std::thread::sleep(Duration::from_millis(50));
+    assert_eq!(s.word64(RPTR).load(Ordering::Acquire), 0);
+    assert_eq!(s.word64(WORDS).load(Ordering::Acquire), 3);
+    s.word64(WORDS).store(4, Ordering::Release);
+    assert!(s.wait_rptr(end));
+    assert_eq!(s.word64(WORDS).load(Ordering::Acquire), 9);
+    // Another that never matches: dropping the device destroys the waiting queue.
+    s.submit(&[10 | (1 << 16) | (0x28 << 25), lo(w), hi(w), 1, 0, 2, 0, 0]);
+}
+
+/// Packets of every opcode with fields drawn at random (addresses inside and outside the
+/// queue's memory, any sizes, operations and flags) never make the engine panic: each run
+/// either reaches its write pointer or stops the queue with an error.
+#[test]
+fn random_packets_end_or_stop_the_queue_never_panic() {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    // Panics anywhere in the process (the engine threads included) are counted.
+    static PANICS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        PANICS.fetch_add(1, Ordering::SeqCst);
+        previous(info);
+    }));
+    let lens = [1u32, 7, 13, 4, 2, 6, 8, 5, 3];
+    let ops = [0u32, 1, 1, 5, 6, 8, 10, 11, 13];
+    for case in 0..60 {
+        let s = setup();
+        let mut p = Vec::new();
+        for _ in 0..4 {
+            let k = (next() % ops.len() as u64) as usize;
+            let mut header = ops[k] | ((next() as u32) & 0xffff_0000);
+            if ops[k] == 1 {
+                header = (header & !0xff00) | if k == 1 { 0 } else { 4 << 8 };
+            }
+            if ops[k] == 13 {
+                header = (header & !0xff00) | (2 << 8);
+            }
+            if ops[k] == 0 {
+                header &= 0xff;
+            }
+            p.push(header);
+            for _ in 1..lens[k] {
+                let r = next();
+                // Addresses: often inside the buffer, sometimes anywhere.
+                p.push(match r % 4 {
+                    0 => lo(VA + (r >> 8) % SIZE),
+                    1 => hi(VA),
+                    _ => (r >> 16) as u32,
+                });
+            }
+        }
+        let end = s.submit(&p);
+        let t = Instant::now();
+        loop {
+            if s.word64(RPTR).load(Ordering::Acquire) == end
+                || s.d.queue_error(s.queue_id).is_some()
+            {
+                break;
+            }
+            // A POLL_REGMEM or looping compare-swap may wait forever on a random value:
+            // that is a wait, not a failure; the queue is destroyed waiting.
+            if t.elapsed() > Duration::from_millis(300) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        drop(s);
+        assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a panic in case {case}");
+    }
 }

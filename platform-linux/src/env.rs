@@ -52,6 +52,25 @@ pub const EMULATION_ENV: &str = "HSA_RT_EMULATION";
 /// is read only by [`crate::logger::install_stderr_logger`].
 pub const LOG_ENV: &str = "HSA_RT_LOG";
 
+/// `HSA_ENABLE_SDMA`, a choice, as ROCR reads it: `0` keeps async copies off the GPUs' SDMA
+/// queues (the C library copies on the host), `1` or unset or empty lets them use SDMA
+/// ([`sdma_enabled`]).
+pub const SDMA_ENV: &str = "HSA_ENABLE_SDMA";
+
+/// Whether async copies may use SDMA queues ([`SDMA_ENV`]): `true` unless it is `0`.
+///
+/// # Errors
+/// [`Status::InvalidArgument`] naming the variable, its value and `'0', '1'` for any other
+/// value.
+pub fn sdma_enabled() -> Result<bool, Error> {
+    Ok(parse_choice(
+        SDMA_ENV,
+        std::env::var_os(SDMA_ENV).as_deref(),
+        &[("0", false), ("1", true)],
+    )?
+    .unwrap_or(true))
+}
+
 /// `HSA_RT_SHARED`, a path, for tests: the `shared` directory holding `testdata/` (captured
 /// topologies); unset or empty: `../shared` beside the checkout.
 pub const SHARED_ENV: &str = "HSA_RT_SHARED";

@@ -33,14 +33,17 @@ impl Device {
 /// The first `hsa_init`'s platform: installs the stderr logger at the level of `HSA_RT_LOG`
 /// unless the process has a `log` backend (`hsa_linux::logger::install_stderr_logger`), then
 /// opens the default device (`hsa_emu::open_default`: `/dev/kfd`, else the emulated device;
-/// `HSA_RT_DEVICE`, `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`).
+/// `HSA_RT_DEVICE`, `HSA_RT_SYSFS`, `HSA_XNACK`, `HSA_RT_EMULATION`); checks `HSA_ENABLE_SDMA`,
+/// which the copies read.
 ///
 /// # Errors
 /// `Status::InvalidArgument` naming `HSA_RT_LOG` and the accepted values when it is not a
 /// log level (`hsa_linux::env::log_level`; the logger is then installed at `info`, so that
-/// this error is printed); the device selection's errors.
+/// this error is printed), or naming `HSA_ENABLE_SDMA` when it is not `0` or `1`; the device
+/// selection's errors.
 pub(crate) fn open() -> Result<(Plat, Opened), Error> {
     hsa_linux::logger::install_stderr_logger()?;
+    hsa_linux::env::sdma_enabled()?;
     let SelectedDevice { platform, emulated } = hsa_emu::open_default()?;
     log::info!(
         "hsa_init: running on {}",

@@ -5,7 +5,8 @@
 //!
 //! On the Linux backend a linear copy (`hsa_amd_memory_async_copy`) runs on an SDMA queue of
 //! the copy's GPU agent, as ROCR 5.2 runs it (`BlitSdma`): the destination's agent when it is
-//! a GPU, else the source's. The queue is made at the first such copy, one per GPU agent
+//! a GPU, else the source's; a rect copy (`_rect`) on its `copy_agent`'s, in
+//! `COPY_LINEAR_RECT` tiles ([`hsa_core::sdma::copy_rect_commands`]). The queue is made at the first such copy, one per GPU agent
 //! ([`hsa_core::sdma::SdmaQueue`]: `CREATE_QUEUE` of `KFD_IOC_QUEUE_TYPE_SDMA`, a 1 MiB ring).
 //! The command is ROCR's ([`hsa_core::sdma::copy_commands`]): the engine itself waits for the
 //! dependency signals (two `POLL_REGMEM` per signal, on the value's high then low half), copies
@@ -18,7 +19,7 @@
 //! memory the copy agent reaches (its own pool, a system pool, or a pool it was allowed) and
 //! `HSA_ENABLE_SDMA` is not `0` (ROCR's switch); otherwise — no GPU agent, the application's
 //! own memory, a platform without SDMA queues (creating one failed: said once at debug
-//! level) — the copy runs on the host, as below, and so do `_rect` copies and fills.
+//! level) — the copy runs on the host, as below, and so do fills.
 //!
 //! Host copies (`memmove` between the host mappings of the two ranges; ROCR does
 //! the same for copies between CPU agents, `Runtime::CopyMemory`) run in submission order, as an
@@ -42,7 +43,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use hsa_core::addr::{GpuVa, NodeId};
-use hsa_core::sdma::{copy_commands, SdmaCompletion, SdmaQueue};
+use hsa_core::sdma::{copy_commands, copy_rect_commands, RectSurface, SdmaCompletion, SdmaQueue};
 use hsa_core::signal::{LoadOrder, MemoryOrder, SignalCondition, StoreOrder, WaitState};
 use hsa_core::{bail, Error, Status};
 
@@ -143,10 +144,10 @@ pub(crate) struct CopyEngine {
 /// (`None`: the host).
 type Profiled = (Weak<Sig>, Option<NodeId>);
 
-/// Whether copies may use SDMA queues: unless `HSA_ENABLE_SDMA` is `0` (ROCR's switch,
-/// read at each copy as ROCR reads its flags once at start).
+/// Whether copies may use SDMA queues: unless `HSA_ENABLE_SDMA` is `0` (ROCR's switch;
+/// `hsa_init` refused a value other than `0` or `1`).
 fn sdma_enabled() -> bool {
-    std::env::var_os("HSA_ENABLE_SDMA").is_none_or(|v| v != "0")
+    hsa_linux::env::sdma_enabled().unwrap_or(true)
 }
 
 /// The device address of `len` bytes at `ptr` when they lie in one pool allocation that GPU
@@ -188,31 +189,20 @@ impl CopyEngine {
             .clone()
     }
 
-    /// Runs a linear copy on the SDMA queue of its GPU agent when it can (module docs);
-    /// `Ok(false)` when the copy must run on the host instead.
-    #[allow(clippy::too_many_arguments)]
+    /// Runs a copy on the SDMA queue of GPU `node` when it can (module docs): `build` appends
+    /// the command given the dependency values and the completion; `Ok(false)` when the copy
+    /// must run on the host instead (SDMA disabled, or no queue).
     fn try_sdma(
         &self,
         st: &State,
-        copy_node: Option<NodeId>,
-        dst: u64,
-        src: u64,
-        size: usize,
+        node: NodeId,
         deps: &[Arc<Sig>],
         completion: &Arc<Sig>,
+        build: impl FnOnce(&mut Vec<u32>, &[GpuVa], &SdmaCompletion) -> Result<(), Error>,
     ) -> Result<bool, Error> {
-        let Some(node) = copy_node else {
-            return Ok(false);
-        };
         if !sdma_enabled() {
             return Ok(false);
         }
-        let (Some(d), Some(s)) = (
-            gpu_range(st, dst, size, node),
-            gpu_range(st, src, size, node),
-        ) else {
-            return Ok(false);
-        };
         let Some(queue) = self.sdma_queue(st, node) else {
             return Ok(false);
         };
@@ -227,17 +217,31 @@ impl CopyEngine {
             mailbox: (mailbox != 0).then(|| (GpuVa(mailbox), raw.event_id())),
             timestamps: profile.then_some((GpuVa(base + 32), GpuVa(base + 40))),
         };
+        let mut cmd = Vec::new();
+        build(&mut cmd, &dep_values, &target)?;
         if profile {
             lock(&self.profiled).insert(
                 completion.handle().0,
                 (Arc::downgrade(completion), Some(node)),
             );
         }
-        let mut cmd = Vec::new();
-        copy_commands(&mut cmd, d, s, size as u64, &dep_values, &target);
         queue.submit(&cmd)?;
         Ok(true)
     }
+}
+
+/// The device range a rect copy touches on one surface, when GPU `node` reaches all of it.
+fn rect_gpu_extent(st: &State, s: &RectSurface, range: &Dim3, node: NodeId) -> Option<()> {
+    let first = s
+        .base
+        .0
+        .checked_add(s.offset[0])?
+        .checked_add(s.offset[1].checked_mul(s.pitch)?)?
+        .checked_add(s.offset[2].checked_mul(s.slice)?)?;
+    let len = u64::from(range.x)
+        .checked_add(u64::from(range.y - 1).checked_mul(s.pitch)?)?
+        .checked_add(u64::from(range.z - 1).checked_mul(s.slice)?)?;
+    gpu_range(st, first, usize::try_from(len).ok()?, node).map(|_| ())
 }
 
 impl CopyEngine {
@@ -442,16 +446,20 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy(
             .filter_map(|h| agent_of(&st, h).ok())
             .find(|a| a.is_gpu())
             .map(|a| NodeId(a.node()));
-        if st.ext.copy.try_sdma(
-            &st,
-            copy_node,
-            dst as u64,
-            src as u64,
-            size,
-            &deps,
-            &completion,
-        )? {
-            return Ok(Status::Success);
+        if let Some(node) = copy_node {
+            let ranges = (
+                gpu_range(&st, dst as u64, size, node),
+                gpu_range(&st, src as u64, size, node),
+            );
+            if let (Some(d), Some(s)) = ranges {
+                let build = |cmd: &mut Vec<u32>, deps: &[GpuVa], target: &SdmaCompletion| {
+                    copy_commands(cmd, d, s, size as u64, deps, target);
+                    Ok(())
+                };
+                if st.ext.copy.try_sdma(&st, node, &deps, &completion, build)? {
+                    return Ok(Status::Success);
+                }
+            }
         }
         host_range(&st, dst, size, "dst")?;
         host_range(&st, src, size, "src")?;
@@ -529,6 +537,26 @@ pub unsafe extern "C" fn hsa_amd_memory_async_copy_rect(
             return Ok(Status::Success);
         }
         check_rect(&d, &d_off, &s, &s_off, &r)?;
+        // ROCR 5.2 runs a rect copy on the copy agent's SDMA queue (`SubmitCopyRectCommand`).
+        let surface = |p: &PitchedPtr, o: &Dim3| RectSurface {
+            base: GpuVa(p.base as u64),
+            pitch: p.pitch as u64,
+            slice: p.slice as u64,
+            offset: [u64::from(o.x), u64::from(o.y), u64::from(o.z)],
+        };
+        let (ds, ss) = (surface(&d, &d_off), surface(&s, &s_off));
+        let node = NodeId(agent_of(&st, copy_agent)?.node());
+        if rect_gpu_extent(&st, &ds, &r, node).is_some()
+            && rect_gpu_extent(&st, &ss, &r, node).is_some()
+        {
+            let extent = [u64::from(r.x), u64::from(r.y), u64::from(r.z)];
+            let build = |cmd: &mut Vec<u32>, deps: &[GpuVa], target: &SdmaCompletion| {
+                copy_rect_commands(cmd, &ds, &ss, extent, deps, target)
+            };
+            if st.ext.copy.try_sdma(&st, node, &deps, &completion, build)? {
+                return Ok(Status::Success);
+            }
+        }
         enqueue(
             &st,
             deps,

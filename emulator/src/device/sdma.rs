@@ -39,7 +39,8 @@
 //!   word at the address with the source (dwords 3, 4) and compare (5, 6) data: swap
 //!   (0x07/0x27), compare-swap (0x08/0x28), add (0x0f/0x2f, ROCR's signal decrement adds -1),
 //!   sub, smin, umin, smax, umax, and, or, xor, inc, dec (0x10..0x19/0x30..0x39). The loop
-//!   bit (16) makes a compare-swap retry until it succeeds.
+//!   bit (16) makes a compare-swap retry until it succeeds (the queue waits meanwhile, as on
+//!   a `POLL_REGMEM`).
 //! - `CONST_FILL` (11), 5 dwords: with `fillsize` 2 (dwords, bits 30..32) fills
 //!   `(count >> 2) + 1` dwords at the 4-byte aligned destination with the data (amdgpu
 //!   writes `bytes - 1`, ROCR `bytes - 4`: the low two bits do not count).
@@ -188,7 +189,11 @@ pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory) -> Result<Step, Error> {
                 return Ok(Step::Wait);
             }
         }
-        OP_ATOMIC => atomic(p, mem)?,
+        OP_ATOMIC => {
+            if !atomic(p, mem)? {
+                return Ok(Step::Wait);
+            }
+        }
         OP_CONST_FILL => const_fill(p, mem)?,
         OP_TIMESTAMP => {
             let va = addr(1);
@@ -423,7 +428,9 @@ fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, bits: u32) -> Option<u64
     )
 }
 
-fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
+/// Runs an `ATOMIC`; `false` for a looping compare-swap that did not swap yet (nothing was
+/// written: the queue retries the packet, as it retries a `POLL_REGMEM`).
+fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
     let op = p[0] >> 25;
     let looped = p[0] & (1 << 16) != 0;
     let va = u64::from(p[1]) | u64::from(p[2]) << 32;
@@ -441,32 +448,27 @@ fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
             p[0]
         )));
     }
-    loop {
-        let done = if bits == 64 {
-            // AcqRel: the engine's read-modify-write is ordered with the host's and the
-            // other engines' accesses to the word (a signal's value).
-            with_word64(mem, va, "ATOMIC", |w| {
-                w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
-                    atomic_result(code, old, src, cmp, 64)
-                })
-                .map(|old| code != 0x28 || old == cmp)
-                .unwrap_or(true)
-            })?
-        } else {
-            let (s, c) = (src & 0xffff_ffff, cmp & 0xffff_ffff);
-            with_word32(mem, va, "ATOMIC", |w| {
-                w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
-                    atomic_result(code, u64::from(old), s, c, 32).map(|v| v as u32)
-                })
-                .map(|old| code != 0x28 || u64::from(old) == c)
-                .unwrap_or(true)
-            })?
-        };
-        if done || !looped {
-            return Ok(());
-        }
-        std::thread::yield_now();
-    }
+    let done = if bits == 64 {
+        // AcqRel: the engine's read-modify-write is ordered with the host's and the
+        // other engines' accesses to the word (a signal's value).
+        with_word64(mem, va, "ATOMIC", |w| {
+            w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
+                atomic_result(code, old, src, cmp, 64)
+            })
+            .map(|old| code != 0x28 || old == cmp)
+            .unwrap_or(true)
+        })?
+    } else {
+        let (s, c) = (src & 0xffff_ffff, cmp & 0xffff_ffff);
+        with_word32(mem, va, "ATOMIC", |w| {
+            w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
+                atomic_result(code, u64::from(old), s, c, 32).map(|v| v as u32)
+            })
+            .map(|old| code != 0x28 || u64::from(old) == c)
+            .unwrap_or(true)
+        })?
+    };
+    Ok(done || !looped)
 }
 
 fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
