@@ -183,6 +183,7 @@ impl CpThread {
                 let host = CpHost {
                     device: &self.device,
                     allocs: &allocs,
+                    queue_id: self.queue_id,
                     gpu_id: self.gpu_id,
                     lds_bytes: self.lds_bytes,
                     target: gpu.and_then(|g| g.target),
@@ -219,6 +220,8 @@ impl CpThread {
 struct CpHost<'a> {
     device: &'a Device,
     allocs: &'a Allocs,
+    /// The KFD queue id this host serves.
+    queue_id: u32,
     gpu_id: u32,
     lds_bytes: u32,
     target: Option<Gfx9Target>,
@@ -440,7 +443,11 @@ impl ProcessorHost for CpHost<'_> {
         // allocation lock is released.
     }
 
-    fn queue_stopping(&self) {
+    fn queue_stopping(&self, error: &Error) {
+        // Recorded before any event can tell a waiter that the queue stopped (the thread
+        // records it again, with the rest of the report, once the allocation lock is
+        // released).
+        self.device.record_queue_error(self.queue_id, error);
         self.raise_vm_fault();
     }
 }
