@@ -2883,3 +2883,68 @@ fn division_steps_and_helpers_match_the_isa() {
         }
     }
 }
+
+// --- d16: half-register loads and high-half stores ------------------------------------------
+
+/// The D16 memory instructions of GLOBAL, FLAT, MUBUF and DS (Vega ISA §9.1.9 and the DS
+/// opcode table): a `*_d16` load writes the 16-bit value (a byte zero- or sign-extended to 16
+/// bits) into the low half of the VGPR, `*_d16_hi` into the high half, the other half
+/// unchanged; `store_short_d16_hi`/`store_byte_d16_hi` (`ds_write_b16/b8_d16_hi`) store bits
+/// 31:16 / 23:16 of the data. At byte offsets 0 and 2 (shorts) or 0 and 3 (bytes).
+#[test]
+fn d16_loads_and_stores_match_the_isa() {
+    let n = 128usize;
+    let mut r = prng(0xD16);
+    let mem: Vec<u32> = (0..n).map(|_| r()).collect();
+    let old: Vec<u32> = (0..n).map(|_| r()).collect();
+    let fill: Vec<u32> = (0..n).map(|_| r()).collect();
+    let mb: Vec<u8> = bytes32(&mem);
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("d16", cpu, target);
+        let mut ran = 0;
+        for k in isa.kernels() {
+            let (name, off) = k.rsplit_once("__").unwrap();
+            let off: usize = off.parse().unwrap();
+            let (_, op) = name.split_once('_').unwrap();
+            let bufs = vec![
+                vec![0; n * 4],
+                bytes32(&mem),
+                bytes32(&old),
+                vec![0; n * 4],
+                bytes32(&fill),
+            ];
+            let out = isa
+                .run(&k, n as u32, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..n {
+                let at = 4 * i + off;
+                let want = if let Some(ty) = op.strip_prefix("load_") {
+                    let h: u16 = if ty.starts_with("short") {
+                        u16::from_le_bytes([mb[at], mb[at + 1]])
+                    } else if ty.starts_with("sbyte") {
+                        mb[at] as i8 as i16 as u16
+                    } else {
+                        u16::from(mb[at])
+                    };
+                    if ty.ends_with("_hi") {
+                        old[i] & 0xFFFF | u32::from(h) << 16
+                    } else {
+                        old[i] & 0xFFFF_0000 | u32::from(h)
+                    }
+                } else {
+                    // The filled word with the data's high half (bits 31:16, a byte 23:16)
+                    // at the offset.
+                    let mut b = fill[i].to_le_bytes();
+                    let hi = (mem[i] >> 16).to_le_bytes();
+                    let len = if op.contains("short") { 2 } else { 1 };
+                    b[off..off + len].copy_from_slice(&hi[..len]);
+                    u32::from_le_bytes(b)
+                };
+                assert_eq!(got[i], want, "{cpu} {k} lane {i}");
+            }
+            ran += 1;
+        }
+        assert_eq!(ran, 64, "{cpu}");
+    }
+}

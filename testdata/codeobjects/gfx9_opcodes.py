@@ -132,6 +132,9 @@ row("DS", "ds_read_b64 ds_read2_b32 ds_read2st64_b32", "2 1")
 row("DS", "ds_read2_b64 ds_read2st64_b64 ds_read_b128", "4 1")
 row("DS", "ds_write_b128", "0 1 4")
 row("DS", "ds_add_rtn_u32", "1 1 1")
+row("DS", "ds_read_u8_d16 ds_read_u8_d16_hi ds_read_i8_d16 ds_read_i8_d16_hi ds_read_u16_d16 "
+    "ds_read_u16_d16_hi", "1 1")
+row("DS", "ds_write_b8_d16_hi ds_write_b16_d16_hi", "0 1 1")
 row("VOP3P", "v_pk_mul_lo_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_lshlrev_b16 v_pk_lshrrev_b16 "
     "v_pk_ashrrev_i16 v_pk_max_i16 v_pk_min_i16 v_pk_add_u16 v_pk_sub_u16 v_pk_max_u16 "
     "v_pk_min_u16 v_pk_add_f16 v_pk_mul_f16 v_pk_min_f16 v_pk_max_f16", "1 1 1")
@@ -166,6 +169,7 @@ for names, widths in (
         ("v_mfma_f64_16x16x4f64 v_mfma_f64_16x16x4_f64", "8 2 2 8"),
         ("v_mfma_f64_4x4x4f64 v_mfma_f64_4x4x4_4b_f64", "2 2 2 2")):
     row("VOP3P", names, widths, "mai")
+D16_LOADS = ("short_d16 short_d16_hi ubyte_d16 ubyte_d16_hi sbyte_d16 sbyte_d16_hi").split()
 for seg in ("global", "flat"):
     row("FLAT", " ".join("%s_load_%s" % (seg, t) for t in "ubyte sbyte ushort sshort dword".split()), "1")
     row("FLAT", "%s_load_dwordx2" % seg, "2")
@@ -175,6 +179,9 @@ for seg in ("global", "flat"):
     row("FLAT", "%s_store_dwordx2" % seg, "0 2")
     row("FLAT", "%s_store_dwordx3" % seg, "0 3")
     row("FLAT", "%s_store_dwordx4" % seg, "0 4")
+    # 16-bit loads into one half of the VGPR (the other half kept) and stores of the high half.
+    row("FLAT", " ".join("%s_load_%s" % (seg, t) for t in D16_LOADS), "1")
+    row("FLAT", "%s_store_short_d16_hi %s_store_byte_d16_hi" % (seg, seg), "0 1")
     ops = "swap add sub smin umin smax umax and or xor inc dec".split()
     row("FLAT", " ".join("%s_atomic_%s" % (seg, o) for o in ops), "1 1", "atomic")
     row("FLAT", "%s_atomic_cmpswap" % seg, "1 2", "atomic")
@@ -192,6 +199,10 @@ for t, w in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3"
              ("dwordx4", 4)):
     row("FLAT", "scratch_store_%s" % t, "0 %d" % w)
     row("MUBUF", "buffer_store_%s" % t, "0 %d" % w)
+row("FLAT", " ".join("scratch_load_%s" % t for t in D16_LOADS), "1")
+row("FLAT", "scratch_store_short_d16_hi scratch_store_byte_d16_hi", "0 1")
+row("MUBUF", " ".join("buffer_load_%s" % t for t in D16_LOADS), "1")
+row("MUBUF", "buffer_store_short_d16_hi buffer_store_byte_d16_hi", "0 1")
 _ops = "swap add sub smin umin smax umax and or xor inc dec".split()
 row("MUBUF", " ".join("buffer_atomic_%s" % o for o in _ops), "1 1", "atomic")
 row("MUBUF", "buffer_atomic_cmpswap", "1 2", "atomic")

@@ -2533,6 +2533,31 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
         match name {
             "ds_write_b8" => lds_write(ctx.lds, base + offset, &[d0 as u8]),
             "ds_write_b16" => lds_write(ctx.lds, base + offset, &(d0 as u16).to_le_bytes()),
+            // D16 forms (Vega ISA DS opcodes 84..91): the high half of the data is stored; a
+            // read replaces one half of the VGPR, keeping the other.
+            "ds_write_b8_d16_hi" => lds_write(ctx.lds, base + offset, &[(d0 >> 16) as u8]),
+            "ds_write_b16_d16_hi" => {
+                lds_write(ctx.lds, base + offset, &((d0 >> 16) as u16).to_le_bytes())
+            }
+            "ds_read_u8_d16" | "ds_read_u8_d16_hi" | "ds_read_i8_d16" | "ds_read_i8_d16_hi"
+            | "ds_read_u16_d16" | "ds_read_u16_d16_hi" => {
+                let wide = name.starts_with("ds_read_u16");
+                lds_read(ctx.lds, base + offset, &mut b[..if wide { 2 } else { 1 }]);
+                let h = if wide {
+                    u16::from_le_bytes([b[0], b[1]])
+                } else if name.starts_with("ds_read_i8") {
+                    b[0] as i8 as i16 as u16
+                } else {
+                    u16::from(b[0])
+                };
+                let old = vsrc_dword(w, &inst.dst, lane, 0);
+                let v = if name.ends_with("_hi") {
+                    old & 0xFFFF | u32::from(h) << 16
+                } else {
+                    old & 0xFFFF_0000 | u32::from(h)
+                };
+                set_vdst_dword(w, &inst.dst, lane, 0, v);
+            }
             "ds_write_b32" => lds_write(ctx.lds, base + offset, &(d0 as u32).to_le_bytes()),
             "ds_write_b64" => lds_write(ctx.lds, base + offset, &d0.to_le_bytes()),
             "ds_write_b128" => {
@@ -2763,10 +2788,13 @@ fn space_atomic(
 /// Bytes a load or store of type `ty` (the mnemonic after `load_`/`store_`) moves, with
 /// `dwords` data registers.
 fn access_bytes(ty: &str, dwords: u8) -> usize {
-    match ty {
-        "ubyte" | "sbyte" | "byte" => 1,
-        "ushort" | "sshort" | "short" => 2,
-        _ => dwords as usize * 4,
+    // The sub-dword types, with or without the `_d16`/`_d16_hi` half-register forms.
+    if ty.starts_with("ubyte") || ty.starts_with("sbyte") || ty.starts_with("byte") {
+        1
+    } else if ty.starts_with("ushort") || ty.starts_with("sshort") || ty.starts_with("short") {
+        2
+    } else {
+        dwords as usize * 4
     }
 }
 
@@ -2778,6 +2806,27 @@ fn load_result(w: &mut Wave, dst: &Operand, lane: usize, ty: &str, b: &[u8; 16],
         "sbyte" => b[0] as i8 as i32 as u32 as u64,
         "ushort" => u64::from(u16::from_le_bytes([b[0], b[1]])),
         "sshort" => u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32 as u64,
+        // D16 loads (Vega ISA §9.1.9 "16-bit memory operations"): the 16-bit value (a byte
+        // zero- or sign-extended to 16 bits) replaces the low or (`_hi`) the high half of the
+        // VGPR; the other half keeps its value.
+        "short_d16" | "short_d16_hi" | "ubyte_d16" | "ubyte_d16_hi" | "sbyte_d16"
+        | "sbyte_d16_hi" => {
+            let h = if ty.starts_with("sbyte") {
+                b[0] as i8 as i16 as u16
+            } else if ty.starts_with("ubyte") {
+                u16::from(b[0])
+            } else {
+                u16::from_le_bytes([b[0], b[1]])
+            };
+            let old = vsrc_dword(w, dst, lane, 0);
+            let v = if ty.ends_with("_hi") {
+                old & 0xFFFF | u32::from(h) << 16
+            } else {
+                old & 0xFFFF_0000 | u32::from(h)
+            };
+            set_vdst_dword(w, dst, lane, 0, v);
+            return;
+        }
         _ => {
             for k in 0..n / 4 {
                 let v = u32::from_le_bytes([b[k * 4], b[k * 4 + 1], b[k * 4 + 2], b[k * 4 + 3]]);
@@ -2835,6 +2884,10 @@ fn lane_access(
         for k in 0..data_w {
             b[k * 4..k * 4 + 4]
                 .copy_from_slice(&vsrc_dword(w, &inst.src[1], lane, k).to_le_bytes());
+        }
+        if ty.ends_with("_d16_hi") {
+            // The high half of the data VGPR: bits 31:16 (a byte store: 23:16).
+            b.copy_within(2..4, 0);
         }
         let n = access_bytes(ty, data_w as u8);
         space_write(ctx, space, lane, &b[..n])?;

@@ -728,9 +728,67 @@ def sendmsg(cpu):
     return a
 
 
+# --- d16: 16-bit loads into half a VGPR, stores of the high half -----------------------------
+# Lane i: p1 holds the memory loads read (bytes 4i + OFF on), p2[i] the destination VGPR's
+# value before a load, p4 the result: a load's VGPR afterwards (p4[i]), or the memory a store
+# wrote (bytes 4i + OFF on; the test fills p4 first). Kernels `<seg>_<op>__<OFF>`: seg global
+# (SGPR base + VGPR offset), flat (64-bit VGPR address), buffer (a raw buffer resource, offen)
+# or ds (LDS, after storing p1[i] (loads) or p2[i] (stores) at 4i).
+D16_LOAD_OPS = ["load_%s" % t for t in
+                "short_d16 short_d16_hi ubyte_d16 ubyte_d16_hi sbyte_d16 sbyte_d16_hi".split()]
+D16_STORE_OPS = ["store_short_d16_hi", "store_byte_d16_hi"]
+D16_DS = {"load_short_d16": "ds_read_u16_d16", "load_short_d16_hi": "ds_read_u16_d16_hi",
+          "load_ubyte_d16": "ds_read_u8_d16", "load_ubyte_d16_hi": "ds_read_u8_d16_hi",
+          "load_sbyte_d16": "ds_read_i8_d16", "load_sbyte_d16_hi": "ds_read_i8_d16_hi",
+          "store_short_d16_hi": "ds_write_b16_d16_hi", "store_byte_d16_hi": "ds_write_b8_d16_hi"}
+
+
+def d16(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v10, v20, s[8:9]",
+            "s_waitcnt vmcnt(0)"]
+    for op in D16_LOAD_OPS + D16_STORE_OPS:
+        offs = (0, 2) if "short" in op else (0, 3)
+        load = op.startswith("load")
+        for off in offs:
+            o = " offset:%d" % off if off else ""
+            for seg in ("global", "flat", "buffer", "ds"):
+                body = list(head)
+                if seg == "global":
+                    body.append("global_%s %s, %s, %s%s" % (
+                        op, "v10" if load else "v20", "v20" if load else "v2",
+                        "s[6:7]" if load else "s[12:13]", o))
+                elif seg == "flat":
+                    base = ("s6", "s7") if load else ("s12", "s13")
+                    body += ["v_mov_b32 v9, %s" % base[1],
+                             "v_add_co_u32 v8, vcc, %s, v20" % base[0],
+                             "v_addc_co_u32 v9, vcc, 0, v9, vcc"]
+                    body.append("flat_%s %s%s" % (op, "v10, v[8:9]" if load else "v[8:9], v2", o))
+                elif seg == "buffer":
+                    base = ("s6", "s7") if load else ("s12", "s13")
+                    body += ["s_mov_b32 s28, %s" % base[0], "s_and_b32 s29, %s, 0xffff" % base[1],
+                             "s_mov_b32 s30, -1", "s_mov_b32 s31, 0x27000"]
+                    body.append("buffer_%s %s, v20, s[28:31], 0 offen%s" % (op, "v10" if load else "v2", o))
+                else:
+                    if load:
+                        body += ["ds_write_b32 v20, v2", "s_waitcnt lgkmcnt(0)",
+                                 "%s v10, v20%s" % (D16_DS[op], o)]
+                    else:
+                        body += ["global_load_dword v3, v20, s[12:13]", "s_waitcnt vmcnt(0)",
+                                 "ds_write_b32 v20, v3", "s_waitcnt lgkmcnt(0)",
+                                 "%s v20, v2%s" % (D16_DS[op], o), "s_waitcnt lgkmcnt(0)",
+                                 "ds_read_b32 v10, v20"]
+                    body.append("s_waitcnt lgkmcnt(0)")
+                if load or seg == "ds":
+                    body += ["s_waitcnt vmcnt(0) lgkmcnt(0)", "global_store_dword v20, v10, s[12:13]"]
+                extra = "\t\t.amdhsa_group_segment_fixed_size 512" if seg == "ds" else ""
+                a.kernel("%s_%s__%d" % (seg, op, off), body, extra=extra)
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
             "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
-            "divide": divide, "sendmsg": sendmsg}
+            "divide": divide, "sendmsg": sendmsg, "d16": d16}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
