@@ -271,8 +271,8 @@ fn out_of_bounds_kernarg_pointer_is_memory_fault() {
 fn illegal_instruction_names_encoding_and_offset() {
     let mem = TestMemory::new();
     mem.add(BUF[0], vec![0; 16]);
-    // MTBUF tbuffer_load_format_x (not implemented), then s_endpgm.
-    let code_bytes = words(&[0xE8000000, 0x80000000, 0xBF810000]);
+    // MTBUF opcode 8, tbuffer_load_format_d16_x (not implemented), then s_endpgm.
+    let code_bytes = words(&[0xE8040000, 0x80000000, 0xBF810000]);
     let code = KernelCode {
         base_address: 0x4000,
         bytes: &code_bytes,

@@ -2948,3 +2948,129 @@ fn d16_loads_and_stores_match_the_isa() {
         assert_eq!(ran, 64, "{cpu}");
     }
 }
+
+// --- format: typed buffer loads and stores --------------------------------------------------
+
+/// Component width in bits and count of buffer data format `d` (Vega ISA §8.1.8).
+fn data_format(d: u32) -> (u32, usize) {
+    match d {
+        1 => (8, 1),
+        2 => (16, 1),
+        3 => (8, 2),
+        4 => (32, 1),
+        5 => (16, 2),
+        10 => (8, 4),
+        11 => (32, 2),
+        12 => (16, 4),
+        13 => (32, 3),
+        14 => (32, 4),
+        _ => panic!("data format {d}"),
+    }
+}
+
+/// `buffer_load_format_*` (data and numeric format from the resource) and
+/// `tbuffer_load_format_*` (from the instruction) convert each component as the Vega ISA's
+/// §8.1.8 gives it (UNORM `c/(2^n−1)`, SNORM `max(c/(2^(n−1)−1), −1)`, (U|S)SCALED as f32,
+/// UINT/SINT extended, FLOAT16 to f32), fill missing components with 0 and W with 1 (1.0),
+/// and leave registers past the instruction's count alone; the stores write the low bits
+/// (UINT/SINT) or the f16/f32 value (FLOAT) of the components the format has.
+#[test]
+fn format_loads_and_stores_match_the_isa() {
+    let n = 64usize;
+    let mut r = prng(0xF0F0);
+    let mem: Vec<u32> = (0..n * 4).map(|_| r()).collect();
+    let mut data: Vec<u32> = (0..n * 4).map(|_| r()).collect();
+    // FLOAT stores: ordinary values (f16-representable range).
+    for (i, d) in data.iter_mut().enumerate() {
+        if i % 3 == 0 {
+            *d = (f32::from_bits(*d >> 9 | 0x3F80_0000) * 3.0 - 4.5).to_bits();
+        }
+    }
+    let fill: Vec<u32> = (0..n * 4).map(|_| r()).collect();
+    let mb = bytes32(&mem);
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("format", cpu, target);
+        let mut ran = 0;
+        for k in isa.kernels() {
+            let (name, fmt) = k.rsplit_once("__").unwrap();
+            let (d, nf) = fmt.split_once('_').unwrap();
+            let (d, nf): (u32, u32) = (d.parse().unwrap(), nf.parse().unwrap());
+            let comps = name.rsplit('_').next().unwrap().len();
+            let (bits, count) = data_format(d);
+            let size = bits as usize / 8;
+            let bufs = vec![
+                vec![0; n * 16],
+                bytes32(&mem),
+                bytes32(&data),
+                vec![0; n * 16],
+                bytes32(&fill),
+            ];
+            let out = isa
+                .run(&k, n as u32, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            let mask = if bits == 32 {
+                u32::MAX
+            } else {
+                (1 << bits) - 1
+            };
+            let sext = |c: u32| ((c << (32 - bits)) as i32) >> (32 - bits);
+            for i in 0..n {
+                if name.contains("_load_") {
+                    for c in 0..4 {
+                        let want = if c >= comps {
+                            0xDEAD_BEEF
+                        } else if c >= count {
+                            match (c, nf) {
+                                (3, 4 | 5) => 1,
+                                (3, _) => 1.0f32.to_bits(),
+                                _ => 0,
+                            }
+                        } else {
+                            let at = 16 * i + c * size;
+                            let mut b = [0u8; 4];
+                            b[..size].copy_from_slice(&mb[at..at + size]);
+                            let raw = u32::from_le_bytes(b);
+                            let max = |k: u32| ((1u64 << k) - 1) as f64;
+                            match nf {
+                                0 => ((f64::from(raw) / max(bits)) as f32).to_bits(),
+                                1 => ((f64::from(sext(raw)) / max(bits - 1)).max(-1.0) as f32)
+                                    .to_bits(),
+                                2 => (raw as f32).to_bits(),
+                                3 => (sext(raw) as f32).to_bits(),
+                                4 => raw,
+                                5 => sext(raw) as u32,
+                                _ if bits == 16 => {
+                                    let h = half::f16::from_bits(raw as u16);
+                                    if h.is_nan() {
+                                        // NaN: any NaN (the payload is not checked).
+                                        assert!(f32::from_bits(got[4 * i + c]).is_nan());
+                                        got[4 * i + c]
+                                    } else {
+                                        h.to_f32().to_bits()
+                                    }
+                                }
+                                _ => raw,
+                            }
+                        };
+                        assert_eq!(got[4 * i + c], want, "{cpu} {k} lane {i} component {c}");
+                    }
+                } else {
+                    let mut want = bytes32(&fill[4 * i..4 * i + 4]);
+                    for c in 0..comps.min(count) {
+                        let v = data[4 * i + c];
+                        let m = if nf == 7 && bits == 16 {
+                            u32::from(half::f16::from_f32(f32::from_bits(v)).to_bits())
+                        } else {
+                            v & mask
+                        };
+                        want[c * size..c * size + size].copy_from_slice(&m.to_le_bytes()[..size]);
+                    }
+                    assert_eq!(bytes32(&got[4 * i..4 * i + 4]), want, "{cpu} {k} lane {i}");
+                }
+            }
+            ran += 1;
+        }
+        assert_eq!(ran, 192, "{cpu}");
+    }
+}

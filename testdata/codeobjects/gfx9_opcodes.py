@@ -208,6 +208,13 @@ row("MUBUF", " ".join("buffer_atomic_%s" % o for o in _ops), "1 1", "atomic")
 row("MUBUF", "buffer_atomic_cmpswap", "1 2", "atomic")
 row("MUBUF", " ".join("buffer_atomic_%s_x2" % o for o in _ops), "2 2", "atomic")
 row("MUBUF", "buffer_atomic_cmpswap_x2", "2 4", "atomic")
+# Format loads and stores: the format from the buffer resource (MUBUF) or the instruction
+# (MTBUF).
+for i, x in enumerate(("x", "xy", "xyz", "xyzw")):
+    row("MUBUF", "buffer_load_format_%s" % x, "%d" % (i + 1))
+    row("MUBUF", "buffer_store_format_%s" % x, "0 %d" % (i + 1))
+    row("MTBUF", "tbuffer_load_format_%s" % x, "%d" % (i + 1))
+    row("MTBUF", "tbuffer_store_format_%s" % x, "0 %d" % (i + 1))
 # Cache control (no operands): gfx9 L1 writeback-invalidate, gfx90a/gfx940 L2 writeback and
 # invalidate (ordering points for the interpreter).
 row("MUBUF", "buffer_wbinvl1 buffer_wbinvl1_vol buffer_wbl2 buffer_invl2 buffer_inv", "0")
@@ -289,6 +296,8 @@ def sample(enc, n, w, flags):
         if d[2]:
             return "%s %s, v1, v2" % (n, reg("v", d[0], 4))
         return "%s %s, v1" % (n, reg("v", d[0], 2))
+    if enc == "MTBUF":
+        return "%s %s, v1, s[4:7], 0 offen" % (n, reg("v", d[0] or d[1], 2))
     if enc == "MUBUF":
         if d[0] == 0 and d[1] == 0:
             return n
@@ -338,6 +347,8 @@ def opcode(enc, words):
         return (w >> 17) & 0xFF
     if enc in ("FLAT", "MUBUF"):
         return (w >> 18) & 0x7F
+    if enc == "MTBUF":
+        return (w >> 15) & 0xF
     raise ValueError(enc)
 
 
@@ -406,7 +417,7 @@ def main():
 def e_name(e):
     return {"SOP2": "Sop2", "SOP1": "Sop1", "SOPK": "Sopk", "SOPC": "Sopc", "SOPP": "Sopp",
             "SMEM": "Smem", "VOP1": "Vop1", "VOP2": "Vop2", "VOPC": "Vopc", "VOP3": "Vop3", "VOP3P": "Vop3p",
-            "DS": "Ds", "FLAT": "Flat", "MUBUF": "Mubuf"}[e]
+            "DS": "Ds", "FLAT": "Flat", "MUBUF": "Mubuf", "MTBUF": "Mtbuf"}[e]
 
 
 if __name__ == "__main__":

@@ -850,7 +850,7 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             flat(ctx, w, inst)?;
             Ok(Flow::Next)
         }
-        Encoding::Mubuf => {
+        Encoding::Mubuf | Encoding::Mtbuf => {
             mubuf(ctx, w, inst)?;
             Ok(Flow::Next)
         }
@@ -3051,9 +3051,35 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
     let r = r as usize;
     let rsrc = BufferResource::from_words([w.sreg[r], w.sreg[r + 1], w.sreg[r + 2], w.sreg[r + 3]]);
     let soffset = scalar(w, &inst.soffset, false, false) & 0xFFFF_FFFF;
-    let op = name.strip_prefix("buffer_").unwrap_or("");
+    let op = name
+        .strip_prefix("buffer_")
+        .or_else(|| name.strip_prefix("tbuffer_"))
+        .unwrap_or("");
     let exec = w.exec();
-    let len = if let Some(ty) = op.strip_prefix("load_") {
+    // Format loads and stores: the data and numeric format from the instruction (MTBUF) or
+    // the resource's word 3 (MUBUF: NUM_FORMAT [14:12], DATA_FORMAT [18:15]).
+    let format = if op.starts_with("load_format") || op.starts_with("store_format") {
+        let (dfmt, nfmt) = if inst.encoding == Encoding::Mtbuf {
+            (inst.mods.format & 0xF, inst.mods.format >> 4 & 7)
+        } else {
+            let w3 = w.sreg[r + 3];
+            ((w3 >> 15 & 0xF) as u8, 7u8)
+        };
+        let Some((bits, count)) = buffer_data_format(dfmt) else {
+            return Err(error!(
+                Status::IllegalInstruction,
+                "{name}: data format BUF_DATA_FORMAT_{} not modelled",
+                super::disasm::DATA_FORMATS[usize::from(dfmt)]
+            ));
+        };
+        Some(BufferFormat { bits, count, nfmt })
+    } else {
+        None
+    };
+    let len = if let Some(f) = format {
+        let comps = inst.info.widths[0].max(inst.info.widths[1]) as usize;
+        f.bits as usize / 8 * comps.min(f.count)
+    } else if let Some(ty) = op.strip_prefix("load_") {
         access_bytes(ty, inst.info.widths[0])
     } else if let Some(ty) = op.strip_prefix("store_") {
         access_bytes(ty, inst.info.widths[1])
@@ -3090,6 +3116,10 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
                 .wrapping_add(soffset)
                 .wrapping_add(rsrc.buffer_offset(index, offset + k))
         };
+        if let Some(f) = format {
+            format_access(ctx, w, inst, lane, f, &addr_of).map_err(fault)?;
+            continue;
+        }
         if rsrc.swizzle && len > 4 {
             // Each element (dword) of a multi-dword access lands in its own swizzled place.
             let mut b = [0u8; 16];
@@ -3113,6 +3143,110 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
             continue;
         }
         lane_access(ctx, w, inst, op, lane, Space::Global(addr_of(0))).map_err(fault)?;
+    }
+    Ok(())
+}
+
+/// A buffer element format: component width in bits, component count, numeric format
+/// (`nfmt`: 0 UNORM, 1 SNORM, 2 USCALED, 3 SSCALED, 4 UINT, 5 SINT, 7 FLOAT).
+#[derive(Clone, Copy, Debug)]
+struct BufferFormat {
+    bits: u32,
+    count: usize,
+    nfmt: u8,
+}
+
+/// The component width and count of buffer data format `dfmt` (Vega ISA §8.1.8 "Buffer data
+/// formats"): `None` for INVALID, the packed 10/11-bit formats (not modelled) and 15.
+fn buffer_data_format(dfmt: u8) -> Option<(u32, usize)> {
+    Some(match dfmt {
+        1 => (8, 1),
+        2 => (16, 1),
+        3 => (8, 2),
+        4 => (32, 1),
+        5 => (16, 2),
+        10 => (8, 4),
+        11 => (32, 2),
+        12 => (16, 4),
+        13 => (32, 3),
+        14 => (32, 4),
+        _ => return None,
+    })
+}
+
+/// One lane of a format load or store (`buffer_/tbuffer_load/store_format_x..xyzw`, Vega ISA
+/// §8.1.8): each component of the element converts between its memory form and a 32-bit
+/// VGPR. Loads: UNORM `c / (2^n − 1)`, SNORM `max(c / (2^(n−1) − 1), −1)`, USCALED/SSCALED
+/// the integer as an f32, UINT/SINT zero- or sign-extended, FLOAT (16 or 32 bits) as f32;
+/// components the format lacks read 0, and 1 (1.0 for the float-valued formats) for W.
+/// Stores: UINT/SINT keep the low bits, FLOAT converts to the width (f16 rounded to nearest
+/// even); a store in the other numeric formats is an error (not modelled).
+fn format_access(
+    ctx: &mut Ctx<'_, '_>,
+    w: &mut Wave,
+    inst: &Instruction,
+    lane: usize,
+    f: BufferFormat,
+    addr_of: &dyn Fn(u64) -> u64,
+) -> Result<()> {
+    let load = inst.info.widths[0] > 0;
+    let comps = inst.info.widths[0].max(inst.info.widths[1]) as usize;
+    let size = f.bits as usize / 8;
+    let mask = if f.bits == 32 {
+        u32::MAX
+    } else {
+        (1 << f.bits) - 1
+    };
+    let sext = |c: u32| ((c << (32 - f.bits)) as i32) >> (32 - f.bits);
+    let bad = || {
+        error!(
+            Status::IllegalInstruction,
+            "{}: numeric format BUF_NUM_FORMAT_{} with {}-bit components not modelled",
+            inst.name(),
+            super::disasm::NUM_FORMATS[usize::from(f.nfmt)],
+            f.bits
+        )
+    };
+    for k in 0..comps {
+        let addr = addr_of((k * size) as u64);
+        if load {
+            let v = if k < f.count {
+                let mut b = [0u8; 4];
+                read_global(ctx, addr, &mut b[..size])?;
+                let c = u32::from_le_bytes(b);
+                let one_less = |n: u32| ((1u64 << n) - 1) as f64;
+                match (f.nfmt, f.bits) {
+                    (0, 8 | 16) => (f64::from(c) / one_less(f.bits)) as f32,
+                    (1, 8 | 16) => ((f64::from(sext(c)) / one_less(f.bits - 1)).max(-1.0)) as f32,
+                    (2, _) => c as f32,
+                    (3, _) => sext(c) as f32,
+                    (4, _) => f32::from_bits(c),
+                    (5, _) => f32::from_bits(sext(c) as u32),
+                    (7, 32) => f32::from_bits(c),
+                    (7, 16) => f16::to_f64(c as u16) as f32,
+                    _ => return Err(bad()),
+                }
+                .to_bits()
+            } else if k == 3 {
+                if matches!(f.nfmt, 4 | 5) {
+                    1
+                } else {
+                    0x3F80_0000
+                }
+            } else {
+                0
+            };
+            set_vdst_dword(w, &inst.dst, lane, k, v);
+        } else if k < f.count {
+            let v = vsrc_dword(w, &inst.src[1], lane, k);
+            let c = match (f.nfmt, f.bits) {
+                (4 | 5, _) => v & mask,
+                (7, 32) => v,
+                (7, 16) => u32::from(f16::from_f64(f64::from(f32::from_bits(v)))),
+                _ => return Err(bad()),
+            };
+            write_global(ctx, addr, &c.to_le_bytes()[..size])?;
+        }
     }
     Ok(())
 }
