@@ -880,10 +880,13 @@ fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Resul
         }
         "s_endpgm" | "s_endpgm_saved" => return Ok(Flow::End),
         "s_barrier" => return Ok(Flow::Barrier),
-        // No trap handler runs here: a trap stops the dispatch as the CP reports a wave
-        // trap to ROCR, the debug-trap queue error (0x8000_0000), which ROCR 5.2 turns into
-        // HSA_STATUS_ERROR_EXCEPTION (amd_aql_queue.cpp). Trap id 2 is `__builtin_trap`
-        // (AMDGPUUsage, "Trap Handler ABI").
+        // `llvm.debugtrap` (trap id 3) with no debugger attached: the trap handler returns at
+        // once and the wave goes on (AMDGPUUsage, "Trap Handler ABI").
+        "s_trap" if inst.imm as u16 & 0xFF == 3 => return Ok(Flow::Next),
+        // No trap handler runs here: any other trap stops the dispatch as the CP reports a
+        // wave trap to ROCR, the debug-trap queue error (0x8000_0000), which ROCR 5.2 turns
+        // into HSA_STATUS_ERROR_EXCEPTION (amd_aql_queue.cpp). Trap id 2 is
+        // `__builtin_trap` (AMDGPUUsage, "Trap Handler ABI").
         "s_trap" => {
             return Err(error!(
                 Status::Exception,
