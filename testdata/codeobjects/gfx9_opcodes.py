@@ -89,7 +89,8 @@ row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
 row("VOP2", "v_fmac_f64", "2 2 2")
-for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64", 2)):
+for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64", 2),
+              ("i16", 1), ("u16", 1), ("f16", 1)):
     if ty[0] == "f":
         cmps = "f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru"
     else:

@@ -1617,6 +1617,10 @@ fn valu<const DPP: bool>(
                 "u32" => icmp(cond, a as u32, b as u32),
                 "i64" => icmp(cond, a as i64, b as i64),
                 "u64" => icmp(cond, a, b),
+                // 16-bit compares: the low halves (Vega ISA VOPC opcodes 0x20..0x3F, 0xA0..0xBF).
+                "f16" => fcmp(cond, f16::to_f64(a as u16), f16::to_f64(b as u16)),
+                "i16" => icmp(cond, a as u16 as i16, b as u16 as i16),
+                "u16" => icmp(cond, a as u16, b as u16),
                 _ => None,
             };
             let Some(r) = r else {

@@ -829,10 +829,34 @@ def format_family(cpu):
     return a
 
 
+# --- cmp16: 16-bit VOPC compares --------------------------------------------------------------
+# Lane i compares the low halves of p1[i] and p2[i]: `<op>` (e32, VCC) and `<op>_e64` (an SGPR
+# pair; `v_cmpx_*` also write EXEC, restored before the store) store 1 or 0 to p4[i].
+CMP16 = {"f16": "f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru",
+         "i16": "f lt eq le gt ne ge t", "u16": "f lt eq le gt ne ge t"}
+
+
+def cmp16(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "s_waitcnt vmcnt(0)"]
+    for ty, conds in CMP16.items():
+        for c in conds.split():
+            for x in ("cmp", "cmpx"):
+                op = "v_%s_%s_%s" % (x, c, ty)
+                a.kernel(op, head + ["%s_e32 vcc, v2, v3" % op, "s_mov_b64 exec, -1",
+                                     "v_cndmask_b32_e64 v5, 0, 1, vcc",
+                                     "global_store_dword v20, v5, s[12:13]"])
+                a.kernel(op + "_e64", head + ["%s_e64 s[20:21], v2, v3" % op, "s_mov_b64 exec, -1",
+                                              "v_cndmask_b32_e64 v5, 0, 1, s[20:21]",
+                                              "global_store_dword v20, v5, s[12:13]"])
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
             "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
             "divide": divide, "sendmsg": sendmsg, "d16": d16,
-            "format": format_family}
+            "format": format_family, "cmp16": cmp16}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
