@@ -65,6 +65,15 @@ __global__ void hello(int v) {
     if (threadIdx.x == 0) printf("hip_check: hello from the device: %d\n", v);
 }
 
+// Three lanes print every kind of argument the hostcall carries: double, string (copied by
+// the device), char, long long, alternate-form hex.
+__global__ void hello_formats(double d, const char* str) {
+    int t = threadIdx.x;
+    if (t < 3)
+        printf("hip_check: t=%d f=%.3f s=%s x=%#x c=%c ll=%lld\n", t, d * t, str, t * 255,
+               'a' + t, (long long)t << 40);
+}
+
 static int vector_add_section() {
     const int n = 4096 + 17;  // a partial last block
     std::vector<float> a(n), b(n), c(n);
@@ -258,6 +267,12 @@ static int atomics_section() {
 static int printf_section() {
     hipLaunchKernelGGL(hello, dim3(1), dim3(64), 0, 0, 42);
     CHECK(hipDeviceSynchronize());
+    char* str;
+    CHECK(hipMalloc(&str, 16));
+    CHECK(hipMemcpy(str, "hello", 6, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(hello_formats, dim3(1), dim3(64), 0, 0, 1.25, (const char*)str);
+    CHECK(hipDeviceSynchronize());
+    CHECK(hipFree(str));
     return 0;
 }
 
