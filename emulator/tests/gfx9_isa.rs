@@ -2356,6 +2356,58 @@ fn div_fixup_ref(q: f64, d: f64, n: f64) -> Option<f64> {
     }
 }
 
+/// 2/π in fdlibm's 24-bit chunks (`ipio2` of `__kernel_rem_pio2`, the first 1224 fraction
+/// bits): the reference of `v_trig_preop_f64`, independent of the interpreter's table.
+const IPIO2: [u32; 51] = [
+    0xA2F983, 0x6E4E44, 0x1529FC, 0x2757D1, 0xF534DD, 0xC0DB62, 0x95993C, 0x439041, 0xFE5163,
+    0xABDEBB, 0xC561B7, 0x246E3A, 0x424DD2, 0xE00649, 0x2EEA09, 0xD1921C, 0xFE1DEB, 0x1CB129,
+    0xA73EE8, 0x8235F5, 0x2EBB44, 0x84E99C, 0x7026B4, 0x5F7E41, 0x3991D6, 0x398353, 0x39F49C,
+    0x845F8B, 0xBDF928, 0x3B1FF8, 0x97FFDE, 0x05980F, 0xEF2F11, 0x8B5A0A, 0x6D1F6D, 0x367ECF,
+    0x27CB09, 0xB74F46, 0x3F669E, 0x5FEA2D, 0x7527BA, 0xC7EBE5, 0xF17B3D, 0x0739F7, 0x8A5292,
+    0xEA6BFB, 0x5FB11F, 0x8D5D08, 0x560330, 0x46FC7B, 0x6BABF0,
+];
+
+/// `V_TRIG_PREOP_F64` from the Vega ISA's pseudocode: 53 bits of the 1201-bit fraction of
+/// 2/π from bit `1200 − shift` down, `shift = 53·S1[4:0]` (+ `exponent − 1077` above 1077),
+/// times `2^(−53 − shift)` (`2^128` more from exponent 1968), rounded toward zero.
+fn trig_preop_ref(x: u64, s1: u32) -> u64 {
+    let e = (x >> 52 & 0x7FF) as i32;
+    let mut shift = (s1 & 31) as i32 * 53;
+    if e > 1077 {
+        shift += e - 1077;
+    }
+    let bit = |p: i32| -> u64 {
+        // p = 0 is the first fraction bit; the fraction has 1201 bits.
+        if p > 1200 {
+            return 0;
+        }
+        u64::from(IPIO2[(p / 24) as usize] >> (23 - p % 24) & 1)
+    };
+    let seg = (0..53).fold(0u64, |acc, j| acc << 1 | bit(shift + j));
+    let mut scale = -53 - shift;
+    if e >= 1968 {
+        scale += 128;
+    }
+    if seg == 0 {
+        return 0;
+    }
+    let top = 63 - seg.leading_zeros() as i32 + scale;
+    if top >= -1022 {
+        // Normal: exact in two steps.
+        ((seg as f64) * 2f64.powi(scale + 600) * 2f64.powi(-600)).to_bits()
+    } else {
+        // Subnormal: truncated to multiples of 2^-1074.
+        let t = scale + 1074;
+        if t >= 0 {
+            seg << t
+        } else if t <= -64 {
+            0
+        } else {
+            seg >> -t
+        }
+    }
+}
+
 /// Encodes a column of operands as a kernel buffer.
 type Encode<T> = fn(&[T]) -> Vec<u8>;
 
@@ -2533,6 +2585,40 @@ fn division_steps_and_helpers_match_the_isa() {
                 want,
                 "{cpu} v_ldexp_f64 {x:#x} {}",
                 k as i32
+            );
+        }
+        // trig_preop: every segment for inputs below and above the exponent thresholds.
+        let xs: [u64; 12] = [
+            0x3FF0_0000_0000_0000,
+            0x4630_0000_0000_0000, // 2^100
+            0x5F30_0000_0000_0000, // 2^500
+            0x4350_0000_0000_0000, // 2^54 (exponent 1077)
+            0x4360_0000_0000_0000, // 2^55
+            0x7830_0000_0000_0000, // 2^900
+            0x7B00_0000_0000_0000, // exponent 1968
+            0x7FEF_FFFF_FFFF_FFFF,
+            0,
+            1,
+            0x7FF0_0000_0000_0000,
+            0xC000_0000_0000_0000,
+        ];
+        let tx: Vec<u64> = (0..384).map(|i| xs[i / 32 % 12]).collect();
+        let ts: Vec<u32> = (0..384)
+            .map(|i| (i % 32) as u32 | (i as u32 / 32) << 8)
+            .collect();
+        let out = run(
+            "v_trig_preop_f64",
+            384,
+            vec![pad(384), bytes64(&tx), bytes32(&ts)],
+        );
+        for i in 0..384 {
+            let want = trig_preop_ref(tx[i], ts[i]);
+            assert_eq!(
+                u64s(&out[4])[i],
+                want,
+                "{cpu} v_trig_preop_f64 {:#x} {:#x}",
+                tx[i],
+                ts[i]
             );
         }
         // fma / fmac f64 over random finite triples.

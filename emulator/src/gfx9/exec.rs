@@ -21,7 +21,8 @@
 //! LDS bounds check does; fused multiply-adds round once; `v_rcp`, `v_rsq`, `v_sqrt`,
 //! `v_exp_f32` and `v_log_f32` give the correctly rounded value (within the 1 ULP the ISA
 //! allows); IEEE division's `v_div_scale`/`v_div_fmas`/`v_div_fixup` are in `fdiv.rs`;
-//! `v_sin`/`v_cos` and `v_trig_preop_f64` are rejected as not implemented.
+//! `v_trig_preop_f64` gives 2/π's segments (`fdiv.rs`); `v_sin`/`v_cos` are rejected as
+//! not implemented.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -1938,6 +1939,7 @@ fn valu<const DPP: bool>(
             "v_frexp_exp_i32_f64" => fdiv::frexp_exp(fdiv::DOUBLE, a) as u32 as u64,
             "v_ldexp_f32" => fdiv::ldexp(fdiv::SINGLE, a32 as u64, b32 as i32),
             "v_ldexp_f64" => fdiv::ldexp(fdiv::DOUBLE, a, b32 as i32),
+            "v_trig_preop_f64" => fdiv::trig_preop(a, b32),
             "v_fma_f64" => da.mul_add(db, f64::from_bits(c)).to_bits(),
             "v_fmac_f64" => {
                 let acc = match inst.dst {

@@ -520,6 +520,7 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Vop3, 483, T_ALL, "v_div_fmas_f64", [2, 2, 2, 2], F_NONAME),
     OpInfo::new(Encoding::Vop3, 479, T_ALL, "v_div_fixup_f64", [2, 2, 2, 2], F_NONAME),
     OpInfo::new(Encoding::Vop3, 644, T_ALL, "v_ldexp_f64", [2, 2, 1, 0], F_NONAME),
+    OpInfo::new(Encoding::Vop3, 658, T_ALL, "v_trig_preop_f64", [2, 2, 1, 0], F_NONAME),
     OpInfo::new(Encoding::Vop3, 488, T_ALL, "v_mad_u64_u32", [2, 1, 1, 2], F_NONAME | F_B),
     OpInfo::new(Encoding::Vop3, 489, T_ALL, "v_mad_i64_i32", [2, 1, 1, 2], F_NONAME | F_B),
     OpInfo::new(Encoding::Vop3, 520, T_GFX942, "v_lshl_add_u64", [2, 2, 1, 2], F_NONAME),

@@ -424,6 +424,28 @@ v_fma_f64:
 .Lv_fma_f64_end:
 	.size v_fma_f64, .Lv_fma_f64_end-v_fma_f64
 
+	.globl v_trig_preop_f64
+	.p2align 8
+	.type v_trig_preop_f64,@function
+v_trig_preop_f64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[6:7], v21, s[10:11]
+	global_load_dword v8, v20, s[14:15]
+	s_waitcnt vmcnt(0)
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_trig_preop_f64 v[10:11], v[2:3], v4
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	s_endpgm
+.Lv_trig_preop_f64_end:
+	.size v_trig_preop_f64, .Lv_trig_preop_f64_end-v_trig_preop_f64
+
 	.globl v_div_scale_f32
 	.p2align 8
 	.type v_div_scale_f32,@function
@@ -744,6 +766,12 @@ v_cmpx_class_f64:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_fma_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_trig_preop_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

@@ -694,6 +694,8 @@ def divide(cpu):
     a.kernel("v_ldexp_f64", d64 + ["global_load_dword v4, v20, s[8:9]", "s_waitcnt vmcnt(0)",
                                    "v_ldexp_f64 v[10:11], v[2:3], v4"] + st64)
     a.kernel("v_fma_f64", d64 + ["v_fma_f64 v[10:11], v[2:3], v[4:5], v[6:7]"] + st64)
+    a.kernel("v_trig_preop_f64", d64 + ["global_load_dword v4, v20, s[8:9]", "s_waitcnt vmcnt(0)",
+                                        "v_trig_preop_f64 v[10:11], v[2:3], v4"] + st64)
     if cpu in ("gfx90a", "gfx942"):
         a.kernel("v_fmac_f64", d64 + ["v_mov_b32 v10, v6", "v_mov_b32 v11, v7",
                                       "v_fmac_f64_e32 v[10:11], v[2:3], v[4:5]"] + st64)
