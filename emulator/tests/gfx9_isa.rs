@@ -2796,6 +2796,38 @@ fn division_steps_and_helpers_match_the_isa() {
                 assert_eq!(got, want, "{cpu} {op} {a:e} {b:e} {c:e} vcc {}", flags[i]);
             }
         }
+        // v_cndmask_b32_e64 with neg/abs: sign-bit operations on the selected operand.
+        let n = v32.len();
+        let flags: Vec<u32> = (0..n).map(|i| (i % 3 == 0) as u32).collect();
+        let w32 = |v: &[u32]| bytes32(v);
+        for (op, f) in [
+            (
+                "v_cndmask_b32_mods",
+                (|a: u32, b: u32, c: bool| if c { b & 0x7FFF_FFFF } else { a ^ 0x8000_0000 })
+                    as fn(u32, u32, bool) -> u32,
+            ),
+            ("v_cndmask_b32_negabs", |a, b, c| {
+                if c {
+                    b ^ 0x8000_0000
+                } else {
+                    a | 0x8000_0000
+                }
+            }),
+        ] {
+            let rev: Vec<u32> = v32.iter().rev().copied().collect();
+            let out = run(
+                op,
+                n,
+                vec![pad(n), w32(&v32), w32(&rev), pad(n), pad(n), w32(&flags)],
+            );
+            for i in 0..n {
+                assert_eq!(
+                    u32s(&out[4])[i],
+                    f(v32[i], rev[i], flags[i] != 0),
+                    "{cpu} {op} lane {i}"
+                );
+            }
+        }
         // div_fixup: quotients (ordinary, NaN, inf) with every edge denominator/numerator.
         let qs32 = [0x3FC0_0000u32, 0xC000_0000, 0x7FC0_0000, 0x7F80_0000];
         let mut tri32 = Vec::new();

@@ -1396,7 +1396,11 @@ fn sext24(v: u32) -> i64 {
 
 fn float_input(name: &str) -> (bool, bool) {
     // (f32 source, f64 source)
-    let src_ty = if let Some(rest) = name.strip_prefix("v_cvt_") {
+    let src_ty = if name == "v_cndmask_b32" {
+        // Its VOP3 `neg`/`abs` act on the sign bit as on an f32 (LLVM folds fneg/fabs of a
+        // select into them: ocml's cosf negates with `v_cndmask_b32_e64 v3, -v3, v5, vcc`).
+        "f32"
+    } else if let Some(rest) = name.strip_prefix("v_cvt_") {
         rest.rsplit('_').next().unwrap_or("")
     } else if name.contains("_f64") {
         "f64"

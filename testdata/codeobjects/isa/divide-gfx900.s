@@ -534,6 +534,48 @@ v_div_fmas_f64:
 .Lv_div_fmas_f64_end:
 	.size v_div_fmas_f64, .Lv_div_fmas_f64_end-v_div_fmas_f64
 
+	.globl v_cndmask_b32_mods
+	.p2align 8
+	.type v_cndmask_b32_mods,@function
+v_cndmask_b32_mods:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v6, v20, s[10:11]
+	global_load_dword v8, v20, s[14:15]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32_e32 vcc, 0, v8
+	v_cndmask_b32_e64 v10, -v2, |v4|, vcc
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lv_cndmask_b32_mods_end:
+	.size v_cndmask_b32_mods, .Lv_cndmask_b32_mods_end-v_cndmask_b32_mods
+
+	.globl v_cndmask_b32_negabs
+	.p2align 8
+	.type v_cndmask_b32_negabs,@function
+v_cndmask_b32_negabs:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v6, v20, s[10:11]
+	global_load_dword v8, v20, s[14:15]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32_e32 vcc, 0, v8
+	v_cndmask_b32_e64 v10, -|v2|, -v4, vcc
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lv_cndmask_b32_negabs_end:
+	.size v_cndmask_b32_negabs, .Lv_cndmask_b32_negabs_end-v_cndmask_b32_negabs
+
 	.globl v_div_fixup_f32
 	.p2align 8
 	.type v_div_fixup_f32,@function
@@ -796,6 +838,18 @@ v_cmpx_class_f64:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fmas_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_cndmask_b32_mods
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_cndmask_b32_negabs
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
