@@ -2796,6 +2796,48 @@ fn division_steps_and_helpers_match_the_isa() {
                 assert_eq!(got, want, "{cpu} {op} {a:e} {b:e} {c:e} vcc {}", flags[i]);
             }
         }
+        // VOPC in the VOP3 encoding with abs/neg on its sources (VOP3a: the abs bits).
+        {
+            let n = v32.len();
+            let rev: Vec<u32> = v32.iter().rev().copied().collect();
+            let out = run(
+                "v_cmp_lt_f32_absneg",
+                n,
+                vec![pad(n), bytes32(&v32), bytes32(&rev)],
+            );
+            let masks = u64s(&out[5]);
+            for i in 0..n {
+                let (p, q) = (
+                    f32::from_bits(v32[i] | 0x8000_0000),
+                    f32::from_bits(rev[i] & 0x7FFF_FFFF),
+                );
+                assert_eq!(
+                    masks[i] >> (i % 64) & 1 == 1,
+                    p < q,
+                    "{cpu} v_cmp_lt_f32 -|{:#x}|, |{:#x}|",
+                    v32[i],
+                    rev[i]
+                );
+            }
+            let n = v64.len();
+            let rev: Vec<u64> = v64.iter().rev().copied().collect();
+            let out = run(
+                "v_cmp_nlt_f64_abs",
+                n,
+                vec![pad(n), bytes64(&v64), bytes64(&rev)],
+            );
+            let masks = u64s(&out[5]);
+            for i in 0..n {
+                let (p, q) = (f64::from_bits(v64[i]).abs(), f64::from_bits(rev[i]));
+                assert_eq!(
+                    masks[i] >> (i % 64) & 1 == 1,
+                    p.partial_cmp(&q) != Some(std::cmp::Ordering::Less),
+                    "{cpu} v_cmp_nlt_f64 |{:#x}|, {:#x}",
+                    v64[i],
+                    rev[i]
+                );
+            }
+        }
         // v_cndmask_b32_e64 with neg/abs: sign-bit operations on the selected operand.
         let n = v32.len();
         let flags: Vec<u32> = (0..n).map(|i| (i % 3 == 0) as u32).collect();

@@ -663,11 +663,15 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             }
             if vop3b && enc != Encoding::Vopc {
                 inst.sdst = sreg_operand(2, w0 >> 8 & 0x7F, "VOP3", w0)?;
-            } else if enc != Encoding::Vopc {
+            } else {
+                // VOP3a, VOPC's included (its SGPR-pair destination is the vdst field): the
+                // sources' abs bits.
                 for i in 0..3 {
                     inst.mods.abs[i] = w0 >> (8 + i) & 1 != 0;
                 }
-                inst.mods.op_sel = (w0 >> 11 & 0xF) as u8;
+                if enc != Encoding::Vopc {
+                    inst.mods.op_sel = (w0 >> 11 & 0xF) as u8;
+                }
             }
             inst.mods.clamp = w0 >> 15 & 1 != 0;
             inst.mods.omod = (w1 >> 27 & 3) as u8;

@@ -705,6 +705,8 @@ def divide(cpu):
     fl = ["v_cmp_ne_u32_e32 vcc, 0, v8"]
     a.kernel("v_div_fmas_f32", d32 + fl + ["v_div_fmas_f32 v10, v2, v4, v6"] + st32)
     a.kernel("v_div_fmas_f64", d64 + fl + ["v_div_fmas_f64 v[10:11], v[2:3], v[4:5], v[6:7]"] + st64)
+    a.kernel("v_cmp_lt_f32_absneg", d32 + ["v_cmp_lt_f32_e64 s[20:21], -|v2|, |v4|"] + mask)
+    a.kernel("v_cmp_nlt_f64_abs", d64 + ["v_cmp_nlt_f64_e64 s[20:21], |v[2:3]|, v[4:5]"] + mask)
     a.kernel("v_cndmask_b32_mods", d32 + fl + ["v_cndmask_b32_e64 v10, -v2, |v4|, vcc"] + st32)
     a.kernel("v_cndmask_b32_negabs", d32 + fl + ["v_cndmask_b32_e64 v10, -|v2|, -v4, vcc"] + st32)
     a.kernel("v_div_fixup_f32", d32 + ["v_div_fixup_f32 v10, v2, v4, v6"] + st32)
