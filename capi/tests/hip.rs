@@ -141,6 +141,13 @@ fn hip_atomics() {
     check("atomics");
 }
 
+/// IEEE division bit for bit and device-libs math (sin/cos with f64 range reduction, exp,
+/// log, pow, atan2, sqrt) within HIP's documented ULP bounds, f32 and f64.
+#[test]
+fn hip_division_and_math_functions() {
+    check("math");
+}
+
 #[test]
 fn hip_device_printf() {
     check("printf");

@@ -20,7 +20,7 @@ pub const EIGHT_MI210S: &str = concat!(
 );
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
-pub const SECTIONS: [&str; 13] = [
+pub const SECTIONS: [&str; 14] = [
     "vector_add",
     "shared",
     "memcpy",
@@ -29,6 +29,7 @@ pub const SECTIONS: [&str; 13] = [
     "hostmem",
     "callbacks",
     "atomics",
+    "math",
     "printf",
     "module",
     "multigpu",
