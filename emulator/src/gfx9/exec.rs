@@ -2546,31 +2546,6 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
         match name {
             "ds_write_b8" => lds_write(ctx.lds, base + offset, &[d0 as u8]),
             "ds_write_b16" => lds_write(ctx.lds, base + offset, &(d0 as u16).to_le_bytes()),
-            // D16 forms (Vega ISA DS opcodes 84..91): the high half of the data is stored; a
-            // read replaces one half of the VGPR, keeping the other.
-            "ds_write_b8_d16_hi" => lds_write(ctx.lds, base + offset, &[(d0 >> 16) as u8]),
-            "ds_write_b16_d16_hi" => {
-                lds_write(ctx.lds, base + offset, &((d0 >> 16) as u16).to_le_bytes())
-            }
-            "ds_read_u8_d16" | "ds_read_u8_d16_hi" | "ds_read_i8_d16" | "ds_read_i8_d16_hi"
-            | "ds_read_u16_d16" | "ds_read_u16_d16_hi" => {
-                let wide = name.starts_with("ds_read_u16");
-                lds_read(ctx.lds, base + offset, &mut b[..if wide { 2 } else { 1 }]);
-                let h = if wide {
-                    u16::from_le_bytes([b[0], b[1]])
-                } else if name.starts_with("ds_read_i8") {
-                    b[0] as i8 as i16 as u16
-                } else {
-                    u16::from(b[0])
-                };
-                let old = vsrc_dword(w, &inst.dst, lane, 0);
-                let v = if name.ends_with("_hi") {
-                    old & 0xFFFF | u32::from(h) << 16
-                } else {
-                    old & 0xFFFF_0000 | u32::from(h)
-                };
-                set_vdst_dword(w, &inst.dst, lane, 0, v);
-            }
             "ds_write_b32" => lds_write(ctx.lds, base + offset, &(d0 as u32).to_le_bytes()),
             "ds_write_b64" => lds_write(ctx.lds, base + offset, &d0.to_le_bytes()),
             "ds_write_b128" => {
@@ -2659,6 +2634,31 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
                 };
                 lds_write(ctx.lds, addr, &new.to_le_bytes());
                 set_vdst(w, &inst.dst, lane, old as u64, 1);
+            }
+            // D16 forms (Vega ISA DS opcodes 84..91): the high half of the data is stored; a
+            // read replaces one half of the VGPR, keeping the other.
+            "ds_write_b8_d16_hi" => lds_write(ctx.lds, base + offset, &[(d0 >> 16) as u8]),
+            "ds_write_b16_d16_hi" => {
+                lds_write(ctx.lds, base + offset, &((d0 >> 16) as u16).to_le_bytes())
+            }
+            "ds_read_u8_d16" | "ds_read_u8_d16_hi" | "ds_read_i8_d16" | "ds_read_i8_d16_hi"
+            | "ds_read_u16_d16" | "ds_read_u16_d16_hi" => {
+                let wide = name.starts_with("ds_read_u16");
+                lds_read(ctx.lds, base + offset, &mut b[..if wide { 2 } else { 1 }]);
+                let h = if wide {
+                    u16::from_le_bytes([b[0], b[1]])
+                } else if name.starts_with("ds_read_i8") {
+                    b[0] as i8 as i16 as u16
+                } else {
+                    u16::from(b[0])
+                };
+                let old = vsrc_dword(w, &inst.dst, lane, 0);
+                let v = if name.ends_with("_hi") {
+                    old & 0xFFFF | u32::from(h) << 16
+                } else {
+                    old & 0xFFFF_0000 | u32::from(h)
+                };
+                set_vdst_dword(w, &inst.dst, lane, 0, v);
             }
             _ => return Err(not_implemented(inst)),
         }
@@ -3076,7 +3076,7 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
             (inst.mods.format & 0xF, inst.mods.format >> 4 & 7)
         } else {
             let w3 = w.sreg[r + 3];
-            ((w3 >> 15 & 0xF) as u8, 7u8)
+            ((w3 >> 15 & 0xF) as u8, (w3 >> 12 & 7) as u8)
         };
         let Some((bits, count)) = buffer_data_format(dfmt) else {
             return Err(error!(
