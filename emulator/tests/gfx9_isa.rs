@@ -3329,3 +3329,111 @@ fn compares_of_16_bit_values_match_the_isa() {
         }
     }
 }
+
+// --- trans: hardware sine/cosine, f16 transcendentals ---------------------------------------
+
+/// An f16 operation as the ISA defines it, on the host: the f64 result of `op` rounded once
+/// to f16; a NaN operand quieted, an invalid result the default NaN 0x7E00.
+fn f16_unary_ref(x: u16, op: impl Fn(f64) -> f64) -> u16 {
+    if f16_nan(x) {
+        return x | 0x200;
+    }
+    let r = op(half::f16::from_bits(x).to_f64());
+    if r.is_nan() {
+        0x7E00
+    } else {
+        f16_round(r)
+    }
+}
+
+/// `v_sin_f32`/`v_cos_f32` (`sin(2π·x)`, argument in revolutions), the f16 `v_rcp`, `v_sqrt`,
+/// `v_rsq`, `v_log` (log2), `v_exp` (exp2), `v_sin`/`v_cos`, `v_fract`, `v_frexp_mant`,
+/// `v_frexp_exp_i16` (glibc's `frexp` on the value), and `v_cmp(x)_class_f16`, against host
+/// references from the Vega ISA's definitions.
+#[test]
+fn trig_and_f16_transcendentals_match_the_isa() {
+    let mut r = prng(0x7A5);
+    let mut f: Vec<u32> = DIV_F32.to_vec();
+    f.extend((0..96).map(|_| (f32::from_bits(r() >> 9 | 0x3F80_0000) * 512.0 - 768.0).to_bits()));
+    let mut h: Vec<u32> = F16.iter().map(|&x| u32::from(x) | 0xABCD_0000).collect();
+    h.extend((0..112).map(|_| r() & 0xFFFF));
+    let masks: Vec<u32> = (0..128)
+        .map(|i| {
+            if i % 2 == 0 {
+                1 << (i / 2 % 10)
+            } else {
+                r() & 0x3FF
+            }
+        })
+        .collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("trans", cpu, target);
+        for k in isa.kernels() {
+            let f32_op = k.ends_with("_f32");
+            let input = if f32_op { &f } else { &h };
+            let bufs = vec![
+                vec![0; 512],
+                bytes32(input),
+                bytes32(&masks),
+                vec![0; 512],
+                vec![0; 512],
+            ];
+            let out = isa
+                .run(&k, 128, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..128 {
+                let x = input[i];
+                let want = if f32_op {
+                    let v = f64::from(f32::from_bits(x)) * std::f64::consts::TAU;
+                    let y = if k == "v_sin_f32" { v.sin() } else { v.cos() };
+                    canon32(f32::from_bits(x), y as f32)
+                } else {
+                    let x16 = x as u16;
+                    let v = half::f16::from_bits(x16).to_f64();
+                    u32::from(match k.as_str() {
+                        "v_rcp_f16" => f16_unary_ref(x16, |x| 1.0 / x),
+                        "v_sqrt_f16" => f16_unary_ref(x16, f64::sqrt),
+                        "v_rsq_f16" => f16_unary_ref(x16, |x| 1.0 / x.sqrt()),
+                        "v_log_f16" => f16_unary_ref(x16, f64::log2),
+                        "v_exp_f16" => f16_unary_ref(x16, f64::exp2),
+                        "v_sin_f16" => f16_unary_ref(x16, |x| (x * std::f64::consts::TAU).sin()),
+                        "v_cos_f16" => f16_unary_ref(x16, |x| (x * std::f64::consts::TAU).cos()),
+                        "v_fract_f16" => f16_unary_ref(x16, |x| {
+                            (x - x.floor()).min(half::f16::from_bits(0x3BFF).to_f64())
+                        }),
+                        "v_frexp_mant_f16" if !v.is_finite() || v == 0.0 => x16,
+                        "v_frexp_mant_f16" => f16_round(libm::frexp64(v).0),
+                        "v_frexp_exp_i16_f16" if !v.is_finite() => 0,
+                        "v_frexp_exp_i16_f16" => libm::frexp64(v).1 as i16 as u16,
+                        _ => {
+                            // cmp(x)_class: 0 sNaN, 1 qNaN, 2 −∞, 3 −normal, 4 −subnormal,
+                            // 5 −0, 6 +0, 7 +subnormal, 8 +normal, 9 +∞.
+                            let hv = half::f16::from_bits(x16);
+                            let class = if hv.is_nan() {
+                                u32::from(x16 & 0x200 != 0)
+                            } else {
+                                let k = if hv.is_infinite() {
+                                    0
+                                } else if hv.is_normal() {
+                                    1
+                                } else if v == 0.0 {
+                                    3
+                                } else {
+                                    2
+                                };
+                                if hv.is_sign_negative() {
+                                    2 + k
+                                } else {
+                                    9 - k
+                                }
+                            };
+                            (masks[i] >> class & 1) as u16
+                        }
+                    })
+                };
+                assert_eq!(got[i], want, "{cpu} {k} {x:#x}");
+            }
+        }
+    }
+}

@@ -78,6 +78,9 @@ row("VOP1", "v_mov_b64", "2 2")
 row("VOP1", "v_rcp_f64 v_rsq_f64 v_sqrt_f64 v_frexp_mant_f64 v_fract_f64 v_trunc_f64 "
     "v_ceil_f64 v_rndne_f64 v_floor_f64", "2 2")
 row("VOP1", "v_frexp_exp_i32_f64", "1 2")
+# Hardware sine/cosine (argument in revolutions) and the f16 transcendental/helper ops.
+row("VOP1", "v_sin_f32 v_cos_f32 v_rcp_f16 v_sqrt_f16 v_rsq_f16 v_log_f16 v_exp_f16 "
+    "v_frexp_mant_f16 v_frexp_exp_i16_f16 v_fract_f16 v_sin_f16 v_cos_f16", "1 1")
 row("VOP2", "v_add_f32 v_sub_f32 v_subrev_f32 v_mul_f32 v_mul_i32_i24 v_mul_hi_i32_i24 "
     "v_mul_u32_u24 v_mul_hi_u32_u24 v_min_f32 v_max_f32 v_min_i32 v_max_i32 v_min_u32 "
     "v_max_u32 v_lshrrev_b32 v_ashrrev_i32 v_lshlrev_b32 v_and_b32 v_or_b32 v_xor_b32 "
@@ -100,6 +103,7 @@ for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64"
     row("VOPC", names, "2 %d %d" % (w, w))
 row("VOPC", "v_cmp_class_f32 v_cmpx_class_f32", "2 1 1")
 row("VOPC", "v_cmp_class_f64 v_cmpx_class_f64", "2 2 1")
+row("VOPC", "v_cmp_class_f16 v_cmpx_class_f16", "2 1 1")
 row("VOP3", "v_mad_i32_i24 v_mad_u32_u24 v_bfe_u32 v_bfe_i32 v_bfi_b32 v_fma_f32 "
     "v_alignbit_b32 v_alignbyte_b32 v_min3_f32 v_min3_i32 v_min3_u32 v_max3_f32 v_max3_i32 "
     "v_max3_u32 v_med3_f32 v_med3_i32 v_med3_u32 v_mad_f32 v_add3_u32 v_lshl_add_u32 "

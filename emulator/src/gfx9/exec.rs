@@ -21,8 +21,8 @@
 //! LDS bounds check does; fused multiply-adds round once; `v_rcp`, `v_rsq`, `v_sqrt`,
 //! `v_exp_f32` and `v_log_f32` give the correctly rounded value (within the 1 ULP the ISA
 //! allows); IEEE division's `v_div_scale`/`v_div_fmas`/`v_div_fixup` are in `fdiv.rs`;
-//! `v_trig_preop_f64` gives 2/π's segments (`fdiv.rs`); `v_sin`/`v_cos` are rejected as
-//! not implemented.
+//! `v_trig_preop_f64` gives 2/π's segments (`fdiv.rs`); `v_sin`/`v_cos` give the host's
+//! `sin(2π·x)`/`cos(2π·x)` (the ISA states no exact bits for them).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -1345,6 +1345,21 @@ fn canon32(x: u32, r: f32) -> u64 {
     }
 }
 
+/// An f16 operation computed in f64 and rounded once to f16: a NaN operand gives itself
+/// quieted, an invalid operation the default NaN 0x7E00.
+fn f16_unary(a: u64, op: impl Fn(f64) -> f64) -> u64 {
+    let h = a as u16;
+    if h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 {
+        return u64::from(h | 0x200);
+    }
+    let r = op(f16::to_f64(h));
+    if r.is_nan() {
+        0x7E00
+    } else {
+        u64::from(f16::from_f64(r))
+    }
+}
+
 /// [`canon32`] for f64 (default NaN 0x7FF8_0000_0000_0000).
 fn canon64(x: u64, r: f64) -> u64 {
     if r.is_nan() && !f64::from_bits(x).is_nan() {
@@ -1612,6 +1627,9 @@ fn valu<const DPP: bool>(
                     Some(b >> fdiv::class_index(fdiv::SINGLE, a & 0xFFFF_FFFF) & 1 != 0)
                 }
                 "f64" if cond == "class" => Some(b >> fdiv::class_index(fdiv::DOUBLE, a) & 1 != 0),
+                "f16" if cond == "class" => {
+                    Some(b >> fdiv::class_index(fdiv::HALF, a & 0xFFFF) & 1 != 0)
+                }
                 "f32" => fcmp(
                     cond,
                     f32::from_bits(a as u32) as f64,
@@ -1944,6 +1962,24 @@ fn valu<const DPP: bool>(
             "v_ldexp_f32" => fdiv::ldexp(fdiv::SINGLE, a32 as u64, b32 as i32),
             "v_ldexp_f64" => fdiv::ldexp(fdiv::DOUBLE, a, b32 as i32),
             "v_trig_preop_f64" => fdiv::trig_preop(a, b32),
+            // Hardware sine/cosine: the argument in revolutions, `sin(2π·x)` (Vega ISA VOP1;
+            // its accuracy is stated for |x| ≤ 256; here the host's value everywhere, ±∞ the
+            // default NaN).
+            "v_sin_f32" => canon32(a32, (f64::from(fa) * core::f64::consts::TAU).sin() as f32),
+            "v_cos_f32" => canon32(a32, (f64::from(fa) * core::f64::consts::TAU).cos() as f32),
+            // f16 transcendentals and helpers: the f64 result rounded once to f16.
+            "v_rcp_f16" => f16_unary(a, |x| 1.0 / x),
+            "v_sqrt_f16" => f16_unary(a, f64::sqrt),
+            "v_rsq_f16" => f16_unary(a, |x| 1.0 / x.sqrt()),
+            "v_log_f16" => f16_unary(a, f64::log2),
+            "v_exp_f16" => f16_unary(a, f64::exp2),
+            "v_sin_f16" => f16_unary(a, |x| (x * core::f64::consts::TAU).sin()),
+            "v_cos_f16" => f16_unary(a, |x| (x * core::f64::consts::TAU).cos()),
+            "v_fract_f16" => f16_unary(a, |x| (x - x.floor()).min(f16::to_f64(0x3BFF))),
+            "v_frexp_mant_f16" => fdiv::frexp_mant(fdiv::HALF, a & 0xFFFF),
+            "v_frexp_exp_i16_f16" => {
+                u64::from(fdiv::frexp_exp(fdiv::HALF, a & 0xFFFF) as i16 as u16)
+            }
             "v_fma_f64" => da.mul_add(db, f64::from_bits(c)).to_bits(),
             "v_fmac_f64" => {
                 let acc = match inst.dst {

@@ -859,10 +859,32 @@ def cmp16(cpu):
     return a
 
 
+# --- trans: hardware sine/cosine and the f16 transcendental ops --------------------------------
+# Lane i: `<op>` of p1[i] (low half for f16) to p4[i]; `v_cmp(x)_class_f16` store the mask of
+# p1[i]'s class against p2[i] as 1/0 to p4[i].
+TRANS = ("v_sin_f32 v_cos_f32 v_rcp_f16 v_sqrt_f16 v_rsq_f16 v_log_f16 v_exp_f16 "
+         "v_frexp_mant_f16 v_frexp_exp_i16_f16 v_fract_f16 v_sin_f16 v_cos_f16").split()
+
+
+def trans(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "s_waitcnt vmcnt(0)"]
+    for op in TRANS:
+        a.kernel(op, head + ["%s_e32 v5, v2" % op, "global_store_dword v20, v5, s[12:13]"])
+    for x in ("cmp", "cmpx"):
+        a.kernel("v_%s_class_f16" % x, head + ["v_%s_class_f16_e64 s[20:21], v2, v3" % x,
+                                               "s_mov_b64 exec, -1",
+                                               "v_cndmask_b32_e64 v5, 0, 1, s[20:21]",
+                                               "global_store_dword v20, v5, s[12:13]"])
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
             "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
             "divide": divide, "sendmsg": sendmsg, "d16": d16,
-            "format": format_family, "cmp16": cmp16}
+            "format": format_family, "cmp16": cmp16,
+            "trans": trans}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
