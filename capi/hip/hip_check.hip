@@ -274,6 +274,18 @@ __global__ void math_f64(const double* a, const double* b, double* o, int n) {
     r[5] = pow(fabs(x), 1.7); r[6] = atan2(x, y); r[7] = sqrt(fabs(x));
 }
 
+// Integer division and remainder, 32 and 64 bits, signed and unsigned (the compiler's
+// v_rcp_iflag_f32 / v_mad_u64_u32 expansions).
+__global__ void int_div(const int* a, const long long* b, long long* o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int x = a[i], y = a[i + 1] | 1;
+    long long p = b[i], q = b[i + 1] | 1;
+    long long* r = o + i * 6;
+    r[0] = x / y; r[1] = x % y; r[2] = p / q; r[3] = p % q;
+    r[4] = (long long)((unsigned long long)p / (unsigned long long)q); r[5] = (unsigned)x / (unsigned)y;
+}
+
 // Distance in units in the last place of `want` (0 when both are NaN or equal).
 static double ulps(double got, double want, int mant_bits) {
     if (std::isnan(got) && std::isnan(want)) return 0;
@@ -340,6 +352,33 @@ static int math_section() {
             }
         }
     }
+    // Integer division over random values of every magnitude.
+    std::vector<int> ia(n + 1);
+    std::vector<long long> lb(n + 1), io(n * 6);
+    for (int i = 0; i <= n; i++) {
+        ia[i] = (int)((rnd() << 8) ^ rnd()) >> (rnd() % 31);
+        lb[i] = (long long)(((unsigned long long)rnd() << 40) ^ ((unsigned long long)rnd() << 16) ^ rnd()) >> (rnd() % 63);
+    }
+    int* dia;
+    long long *dlb, *dio;
+    CHECK(hipMalloc(&dia, (n + 1) * 4)); CHECK(hipMalloc(&dlb, (n + 1) * 8)); CHECK(hipMalloc(&dio, n * 48));
+    CHECK(hipMemcpy(dia, ia.data(), (n + 1) * 4, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(dlb, lb.data(), (n + 1) * 8, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(int_div, dim3((n + 255) / 256), dim3(256), 0, 0, dia, dlb, dio, n);
+    CHECK(hipGetLastError());
+    CHECK(hipMemcpy(io.data(), dio, n * 48, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++) {
+        int x = ia[i], y = ia[i + 1] | 1;
+        long long p = lb[i], q = lb[i + 1] | 1;
+        long long w[6] = {x / y, x % y, p / q, p % q, (long long)((unsigned long long)p / (unsigned long long)q),
+                          (unsigned)x / (unsigned)y};
+        for (int k = 0; k < 6; k++)
+            if (io[i * 6 + k] != w[k]) {
+                printf("FAIL math int_div[%d] case %d: %lld, host %lld\n", i, k, io[i * 6 + k], w[k]);
+                return 1;
+            }
+    }
+    CHECK(hipFree(dia)); CHECK(hipFree(dlb)); CHECK(hipFree(dio));
     CHECK(hipFree(da)); CHECK(hipFree(db)); CHECK(hipFree(dof));
     CHECK(hipFree(dc)); CHECK(hipFree(dd)); CHECK(hipFree(dod));
     return 0;
