@@ -425,7 +425,7 @@ fn word(bytes: &[u8], i: usize) -> Option<u32> {
 ///
 /// # Errors
 /// [`Status::IllegalInstruction`] naming the encoding and dword(s) when the bytes are too short
-/// for the encoding, the encoding is not one of the supported formats (MTBUF, MIMG, EXP,
+/// for the encoding, the encoding is not one of the supported formats (MIMG, EXP,
 /// VINTRP), or the opcode is not in the table for `target`.
 pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     let Some(w0) = word(bytes, 0) else {
