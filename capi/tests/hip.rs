@@ -1,5 +1,5 @@
 //! HIP programs on this runtime: `hip/hip_check.hip` (and the code-object file
-//! `hip/module_kernels.hip`) built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3), run
+//! `hip/module_kernels.hip`) and `hip/rocprim_check.hip` (rocPRIM's device algorithms) built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3), run
 //! against the built `libhsa-runtime64.so.1` on the emulated MI210, which interprets the
 //! kernels' real gfx90a machine code. Each section runs in its own process (HIP aborts the
 //! process on a queue error) and compares its results with the host's.
@@ -36,14 +36,21 @@ fn programs() -> Option<&'static (PathBuf, Programs)> {
         .as_ref()
 }
 
-/// Runs `hip_check <section> [args]` on the emulated device (`sysfs`: a captured topology),
+/// Runs `hip_check <section> [args]` (`rocprim_check` for its sections) on the emulated device (`sysfs`: a captured topology),
 /// with `HSA_RT_LOG=1`.
 fn run(section: &str, args: &[&Path], sysfs: Option<&Path>) -> Option<Output> {
     let Some((libdir, programs)) = programs() else {
         println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
         return None;
     };
-    let mut cmd = Command::new(&programs.hip_check);
+    let exe = match hip_programs::program(section, programs) {
+        Ok((exe, _)) => exe,
+        Err(skipped) => {
+            println!("{skipped}");
+            return None;
+        }
+    };
+    let mut cmd = Command::new(exe);
     cmd.arg(section)
         .args(args)
         .env("LD_LIBRARY_PATH", libdir)
@@ -155,6 +162,13 @@ fn hip_module_load_and_launch() {
 #[test]
 fn hip_eight_mi210s_and_a_peer_copy() {
     check("multigpu");
+}
+
+/// rocPRIM 5.3.3's `rocprim::reduce` (sum and maximum; DPP row broadcasts, `ds_swizzle_b32`,
+/// `ds_bpermute_b32`) on 1 to 30011 ints.
+#[test]
+fn rocprim_device_reduce() {
+    check("rocprim_reduce");
 }
 
 #[test]
