@@ -171,6 +171,13 @@ fn rocprim_device_reduce() {
     check("rocprim_reduce");
 }
 
+/// rocPRIM's `inclusive_scan` and `exclusive_scan` (initial value 7) of ints (also
+/// `v_cmp_*_u16` in SDWA form).
+#[test]
+fn rocprim_device_scans() {
+    check("rocprim_scan");
+}
+
 #[test]
 fn hip_refuses_an_invalid_launch_configuration() {
     check("badlaunch");

@@ -190,6 +190,12 @@ fn rocprim_device_reduce_on_both() {
     same_on_both("rocprim_reduce");
 }
 
+/// rocPRIM's inclusive and exclusive scans on 1 to 30011 ints.
+#[test]
+fn rocprim_device_scans_on_both() {
+    same_on_both("rocprim_scan");
+}
+
 #[test]
 fn hip_invalid_launch_configuration_on_both() {
     same_on_both("badlaunch");
