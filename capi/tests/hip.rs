@@ -178,6 +178,19 @@ fn rocprim_device_scans() {
     check("rocprim_scan");
 }
 
+/// rocPRIM's `radix_sort_keys` (32-bit unsigned keys) and `radix_sort_pairs` (int keys, their
+/// positions as values: stable, as the host's `std::stable_sort`).
+#[test]
+fn rocprim_radix_sort_keys_and_pairs() {
+    check("rocprim_sort");
+}
+
+/// rocPRIM's `histogram_even`: 37 bins over [-100, 270), samples outside too.
+#[test]
+fn rocprim_histogram_even() {
+    check("rocprim_histogram");
+}
+
 #[test]
 fn hip_refuses_an_invalid_launch_configuration() {
     check("badlaunch");

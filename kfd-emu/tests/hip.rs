@@ -196,6 +196,18 @@ fn rocprim_device_scans_on_both() {
     same_on_both("rocprim_scan");
 }
 
+/// rocPRIM's radix sorts (keys; int keys with values) on 1 to 30011 elements.
+#[test]
+fn rocprim_radix_sort_on_both() {
+    same_on_both("rocprim_sort");
+}
+
+/// rocPRIM's `histogram_even` on 1 to 30011 samples.
+#[test]
+fn rocprim_histogram_on_both() {
+    same_on_both("rocprim_histogram");
+}
+
 #[test]
 fn hip_invalid_launch_configuration_on_both() {
     same_on_both("badlaunch");
