@@ -158,6 +158,14 @@ fn hip_module_load_and_launch() {
     check("module");
 }
 
+/// hipRTC: a kernel compiled from a string at run time (`hiprtcCompileProgram` with
+/// `--gpu-architecture=gfx90a`, through Debian's libamd-comgr2), its code object loaded with
+/// `hipModuleLoadData` and launched with `hipModuleLaunchKernel`.
+#[test]
+fn hiprtc_compile_load_and_launch() {
+    check("hiprtc");
+}
+
 /// The captured 8-GPU MI210 machine (shared test data): 8 devices, hipSetDevice, a peer copy.
 #[test]
 fn hip_eight_mi210s_and_a_peer_copy() {

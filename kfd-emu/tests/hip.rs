@@ -178,6 +178,12 @@ fn hip_module_load_and_launch_on_both() {
     same_on_both("module");
 }
 
+/// hipRTC: compiled at run time, loaded with hipModuleLoadData, launched.
+#[test]
+fn hiprtc_on_both() {
+    same_on_both("hiprtc");
+}
+
 /// The captured 8-GPU MI210 machine: 8 devices, hipSetDevice, a peer copy.
 #[test]
 fn hip_eight_mi210s_on_both() {

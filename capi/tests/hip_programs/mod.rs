@@ -21,7 +21,7 @@ pub const EIGHT_MI210S: &str = concat!(
 );
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
-pub const SECTIONS: [&str; 13] = [
+pub const SECTIONS: [&str; 14] = [
     "vector_add",
     "shared",
     "memcpy",
@@ -32,6 +32,7 @@ pub const SECTIONS: [&str; 13] = [
     "atomics",
     "printf",
     "module",
+    "hiprtc",
     "multigpu",
     "badlaunch",
     "fault",
