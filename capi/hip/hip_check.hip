@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -64,6 +65,15 @@ __global__ void count(unsigned* c, int n) {
 
 __global__ void hello(int v) {
     if (threadIdx.x == 0) printf("hip_check: hello from the device: %d\n", v);
+}
+
+// Three lanes print every kind of argument the hostcall carries: double, string (copied by
+// the device), char, long long, alternate-form hex.
+__global__ void hello_formats(double d, const char* str) {
+    int t = threadIdx.x;
+    if (t < 3)
+        printf("hip_check: t=%d f=%.3f s=%s x=%#x c=%c ll=%lld\n", t, d * t, str, t * 255,
+               'a' + t, (long long)t << 40);
 }
 
 static int vector_add_section() {
@@ -245,6 +255,136 @@ static int callbacks_section() {
     return 0;
 }
 
+// IEEE division (v_div_scale/fmas/fixup) and device-libs math (range reduction with
+// v_trig_preop_f64, v_frexp, v_ldexp, ...) on values spanning the ranges.
+__global__ void math_f32(const float* a, const float* b, float* o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float x = a[i], y = b[i];
+    float* r = o + i * 8;
+    r[0] = x / y; r[1] = sinf(x); r[2] = cosf(x); r[3] = expf(y); r[4] = logf(fabsf(x));
+    r[5] = powf(fabsf(x), 1.7f); r[6] = atan2f(x, y); r[7] = sqrtf(fabsf(x));
+}
+
+__global__ void math_f64(const double* a, const double* b, double* o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    double x = a[i], y = b[i];
+    double* r = o + i * 8;
+    r[0] = x / y; r[1] = sin(x); r[2] = cos(x); r[3] = exp(y); r[4] = log(fabs(x));
+    r[5] = pow(fabs(x), 1.7); r[6] = atan2(x, y); r[7] = sqrt(fabs(x));
+}
+
+// Integer division and remainder, 32 and 64 bits, signed and unsigned (the compiler's
+// v_rcp_iflag_f32 / v_mad_u64_u32 expansions).
+__global__ void int_div(const int* a, const long long* b, long long* o, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    int x = a[i], y = a[i + 1] | 1;
+    long long p = b[i], q = b[i + 1] | 1;
+    long long* r = o + i * 6;
+    r[0] = x / y; r[1] = x % y; r[2] = p / q; r[3] = p % q;
+    r[4] = (long long)((unsigned long long)p / (unsigned long long)q); r[5] = (unsigned)x / (unsigned)y;
+}
+
+// Distance in units in the last place of `want` (0 when both are NaN or equal).
+static double ulps(double got, double want, int mant_bits) {
+    if (std::isnan(got) && std::isnan(want)) return 0;
+    if (got == want) return 0;
+    if (std::isinf(want) || std::isnan(got) || std::isnan(want)) return 1e30;
+    int e = want == 0 ? -1074 : std::max(std::ilogb(want), mant_bits == 23 ? -126 : -1022);
+    return std::fabs(got - want) / std::ldexp(1.0, e - mant_bits);
+}
+
+static int math_section() {
+    const int n = 1000;
+    std::vector<float> a(n), b(n), of(n * 8);
+    std::vector<double> c(n), d(n), od(n * 8);
+    unsigned s = 12345;
+    auto rnd = [&]() { s = s * 1103515245u + 12345u; return s >> 8; };
+    for (int i = 0; i < n; i++) {
+        // Mantissas with every bit, exponents over most of the range (division needs the
+        // scaling cases), and ordinary arguments for the functions.
+        float m = 1.0f + (rnd() % 1000000) / 1e6f;
+        a[i] = (i % 2 ? -m : m) * std::ldexp(1.0f, (int)(rnd() % 200) - 100);
+        b[i] = (1.0f + (rnd() % 1000) / 1e3f) * std::ldexp(1.0f, (int)(rnd() % 60) - 30);
+        c[i] = (i % 3 ? -1.0 : 1.0) * (1.0 + (rnd() % 1000000) / 1e6) * std::ldexp(1.0, (int)(rnd() % 400) - 200);
+        d[i] = (1.0 + (rnd() % 1000) / 1e3) * std::ldexp(1.0, (int)(rnd() % 20) - 10);
+    }
+    float *da, *db, *dof;
+    double *dc, *dd, *dod;
+    CHECK(hipMalloc(&da, n * 4)); CHECK(hipMalloc(&db, n * 4)); CHECK(hipMalloc(&dof, n * 32));
+    CHECK(hipMalloc(&dc, n * 8)); CHECK(hipMalloc(&dd, n * 8)); CHECK(hipMalloc(&dod, n * 64));
+    CHECK(hipMemcpy(da, a.data(), n * 4, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(db, b.data(), n * 4, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(dc, c.data(), n * 8, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(dd, d.data(), n * 8, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(math_f32, dim3((n + 255) / 256), dim3(256), 0, 0, da, db, dof, n);
+    hipLaunchKernelGGL(math_f64, dim3((n + 255) / 256), dim3(256), 0, 0, dc, dd, dod, n);
+    CHECK(hipGetLastError());
+    CHECK(hipMemcpy(of.data(), dof, n * 32, hipMemcpyDeviceToHost));
+    CHECK(hipMemcpy(od.data(), dod, n * 64, hipMemcpyDeviceToHost));
+    // Division and sqrt must be the host's IEEE results bit for bit; the functions within 2
+    // ULP (pow and atan2: 4) of the host's double (f32) or long double (f64) result: loose
+    // enough for device-libs' own error, tight enough for any wrong instruction.
+    const double lim32[8] = {0, 2, 2, 2, 2, 4, 4, 0}, lim64[8] = {0, 2, 2, 2, 2, 4, 4, 0};
+    const char* names[8] = {"div", "sin", "cos", "exp", "log", "pow", "atan2", "sqrt"};
+    for (int i = 0; i < n; i++) {
+        float x = a[i], y = b[i];
+        double w32[8] = {x / y, sin((double)x), cos((double)x), exp((double)y), log(fabs((double)x)),
+                         pow(fabs((double)x), (double)1.7f), atan2((double)x, (double)y), sqrt(fabs((double)x))};
+        long double X = c[i], Y = d[i];
+        long double w64[8] = {c[i] / d[i], sinl(X), cosl(X), expl(Y), logl(fabsl(X)), powl(fabsl(X), (long double)1.7),
+                              atan2l(X, Y), sqrtl(fabsl(X))};
+        for (int k = 0; k < 8; k++) {
+            float g = of[i * 8 + k], want = (float)w32[k];
+            double u = k == 0 || k == 7 ? (memcmp(&g, &want, 4) ? 1e30 : 0)
+                       : g == want ? 0 : ulps(g, w32[k], 23);
+            if (u > lim32[k]) {
+                printf("FAIL math f32 %s(%.9g, %.9g) = %.9g, host %.9g (%.1f ulp)\n", names[k], x, y, g, want, u);
+                return 1;
+            }
+            double gd = od[i * 8 + k], wd = (double)w64[k];
+            double ud = k == 0 || k == 7 ? (memcmp(&gd, &wd, 8) ? 1e30 : 0)
+                        : gd == wd ? 0 : ulps(gd, (double)w64[k], 52);
+            if (ud > lim64[k]) {
+                printf("FAIL math f64 %s(%.17g, %.17g) = %.17g, host %.17g (%.1f ulp)\n", names[k], c[i], d[i], gd, wd, ud);
+                return 1;
+            }
+        }
+    }
+    // Integer division over random values of every magnitude.
+    std::vector<int> ia(n + 1);
+    std::vector<long long> lb(n + 1), io(n * 6);
+    for (int i = 0; i <= n; i++) {
+        ia[i] = (int)((rnd() << 8) ^ rnd()) >> (rnd() % 31);
+        lb[i] = (long long)(((unsigned long long)rnd() << 40) ^ ((unsigned long long)rnd() << 16) ^ rnd()) >> (rnd() % 63);
+    }
+    int* dia;
+    long long *dlb, *dio;
+    CHECK(hipMalloc(&dia, (n + 1) * 4)); CHECK(hipMalloc(&dlb, (n + 1) * 8)); CHECK(hipMalloc(&dio, n * 48));
+    CHECK(hipMemcpy(dia, ia.data(), (n + 1) * 4, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(dlb, lb.data(), (n + 1) * 8, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(int_div, dim3((n + 255) / 256), dim3(256), 0, 0, dia, dlb, dio, n);
+    CHECK(hipGetLastError());
+    CHECK(hipMemcpy(io.data(), dio, n * 48, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++) {
+        int x = ia[i], y = ia[i + 1] | 1;
+        long long p = lb[i], q = lb[i + 1] | 1;
+        long long w[6] = {x / y, x % y, p / q, p % q, (long long)((unsigned long long)p / (unsigned long long)q),
+                          (unsigned)x / (unsigned)y};
+        for (int k = 0; k < 6; k++)
+            if (io[i * 6 + k] != w[k]) {
+                printf("FAIL math int_div[%d] case %d: %lld, host %lld\n", i, k, io[i * 6 + k], w[k]);
+                return 1;
+            }
+    }
+    CHECK(hipFree(dia)); CHECK(hipFree(dlb)); CHECK(hipFree(dio));
+    CHECK(hipFree(da)); CHECK(hipFree(db)); CHECK(hipFree(dof));
+    CHECK(hipFree(dc)); CHECK(hipFree(dd)); CHECK(hipFree(dod));
+    return 0;
+}
+
 static int atomics_section() {
     unsigned* c;
     CHECK(hipMalloc(&c, 4));
@@ -259,6 +399,12 @@ static int atomics_section() {
 static int printf_section() {
     hipLaunchKernelGGL(hello, dim3(1), dim3(64), 0, 0, 42);
     CHECK(hipDeviceSynchronize());
+    char* str;
+    CHECK(hipMalloc(&str, 16));
+    CHECK(hipMemcpy(str, "hello", 6, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(hello_formats, dim3(1), dim3(64), 0, 0, 1.25, (const char*)str);
+    CHECK(hipDeviceSynchronize());
+    CHECK(hipFree(str));
     return 0;
 }
 
@@ -441,6 +587,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(s, "hostmem")) r = hostmem_section();
     else if (!strcmp(s, "callbacks")) r = callbacks_section();
     else if (!strcmp(s, "atomics")) r = atomics_section();
+    else if (!strcmp(s, "math")) r = math_section();
     else if (!strcmp(s, "printf")) r = printf_section();
     else if (!strcmp(s, "module") && argc > 2) r = module_section(argv[2]);
     else if (!strcmp(s, "multigpu")) r = multigpu_section();

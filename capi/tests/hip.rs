@@ -148,6 +148,14 @@ fn hip_atomics() {
     check("atomics");
 }
 
+/// IEEE division and sqrt bit for bit, device-libs math (sin/cos with f64 range reduction,
+/// exp, log, pow, atan2) within 2 (pow, atan2: 4) ULP of the host, f32 and f64; and 32/64-bit
+/// signed and unsigned integer division and remainder exactly.
+#[test]
+fn hip_division_and_math_functions() {
+    check("math");
+}
+
 #[test]
 fn hip_device_printf() {
     check("printf");

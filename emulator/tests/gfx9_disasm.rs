@@ -21,11 +21,11 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
 }
 
 /// Code objects in `isa/`: families (atomics, vop3p, scratch, sdwa_dpp, vop3, mode, f16,
-/// divide, sendmsg, lanes) x targets (gfx900,
+/// divide, sendmsg, lanes, d16, format, cmp16, trans) x targets (gfx900,
 /// gfx906, gfx908, gfx90a, gfx942), dot x (gfx906 and up), mfma and the clang-built gemm-*
 /// x (gfx908, gfx90a, gfx942), isa/private-* (gfx900, gfx90a, gfx942) and the clang-built
 /// division kernels isa/fdiv-* (all five targets).
-const ISA_FILES: usize = 10 * 5 + 4 + 3 + 3 + 3 + 5;
+const ISA_FILES: usize = 14 * 5 + 4 + 3 + 3 + 3 + 5;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");
@@ -213,6 +213,61 @@ proptest::proptest! {
                 }
                 Err(e) => proptest::prop_assert_eq!(e.status(), hsa_core::Status::IllegalInstruction),
             }
+        }
+    }
+}
+
+/// `tbuffer_load_format_x` with every data and numeric format (and the cache bits) prints
+/// llvm-mc-19's `format:[...]` text on gfx900, gfx90a and gfx942.
+#[test]
+#[cfg_attr(miri, ignore = "runs llvm-mc, which miri cannot spawn")]
+fn mtbuf_formats_match_llvm_mc() {
+    for (mcpu, target) in [
+        ("gfx900", Gfx9Target::Gfx900),
+        ("gfx90a", Gfx9Target::Gfx90a),
+        ("gfx942", Gfx9Target::Gfx942),
+    ] {
+        // dfmt, nfmt, then glc/slc/sc1 (w1 bits 21, 22) on the last few.
+        let mut words: Vec<[u32; 2]> = (0..128u32)
+            .map(|f| [0xE800_1000 | f << 19, 0x8001_0201])
+            .collect();
+        words.push([0xE800_5000 | 4 << 19, 0x8061_0201]);
+        words.push([0xEBA3_AFFF, 0x0301_0201]);
+        let input: String = words
+            .iter()
+            .map(|w| {
+                let b: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+                b.iter().map(|x| format!("{x:#04x} ")).collect::<String>() + "\n"
+            })
+            .collect();
+        let Ok(mut child) = Command::new("llvm-mc-19")
+            .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "--disassemble"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+        else {
+            println!("skipped: llvm-mc-19 not installed");
+            return;
+        };
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let lines: Vec<String> = text
+            .lines()
+            .map(normalize)
+            .filter(|l| l.starts_with("tbuffer_"))
+            .collect();
+        assert_eq!(lines.len(), words.len(), "{text}");
+        for (w, want) in words.iter().zip(&lines) {
+            let b: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let inst = decode(&b, target).unwrap();
+            assert_eq!(normalize(&inst.to_string()), *want, "{mcpu} {w:#010x?}");
         }
     }
 }

@@ -271,8 +271,8 @@ fn out_of_bounds_kernarg_pointer_is_memory_fault() {
 fn illegal_instruction_names_encoding_and_offset() {
     let mem = TestMemory::new();
     mem.add(BUF[0], vec![0; 16]);
-    // MTBUF tbuffer_load_format_x (not implemented), then s_endpgm.
-    let code_bytes = words(&[0xE8000000, 0x80000000, 0xBF810000]);
+    // MTBUF opcode 8, tbuffer_load_format_d16_x (not implemented), then s_endpgm.
+    let code_bytes = words(&[0xE8040000, 0x80000000, 0xBF810000]);
     let code = KernelCode {
         base_address: 0x4000,
         bytes: &code_bytes,
@@ -308,6 +308,36 @@ fn s_trap_is_exception_naming_trap_id_and_offset() {
         e.detail().contains("s_trap 2") && e.detail().contains("0x4"),
         "{e}"
     );
+}
+
+/// `s_trap 3` (`llvm.debugtrap`) with no debugger is a no-operation (AMDGPUUsage "Trap
+/// Handler ABI": the trap handler returns at once): the wave runs on and its store lands.
+#[test]
+fn s_trap_3_debugtrap_continues() {
+    let mem = TestMemory::new();
+    mem.add(BUF[0], vec![0; 4]);
+    // s_trap 3; v_mov_b32 v1, 0x2a; v_mov_b32 v2, BUF0; v_mov_b32 v3, 0;
+    // global_store_dword v[2:3], v1, off; s_endpgm (llvm-mc-19 -mcpu=gfx90a).
+    let code_bytes = words(&[
+        0xBF920003,
+        0x7E0202FF,
+        0x2A,
+        0x7E0402FF,
+        BUF[0] as u32,
+        0x7E060280,
+        0xDC708000,
+        0x007F0102,
+        0xBF810000,
+    ]);
+    let code = KernelCode {
+        base_address: 0x4000,
+        bytes: &code_bytes,
+        entry_address: 0x4000,
+    };
+    let kd = hsa_core::abi::kernel_descriptor::KernelDescriptor::default();
+    let st = DispatchState::one_dimensional(1, 1, 0, 0);
+    run_dispatch(&code, &kd, Gfx9Target::Gfx90a, &st, &mem).unwrap();
+    assert_eq!(as_u32(&mem.get(BUF[0], 4)), [42]);
 }
 
 // --- kernels_more.cl ---

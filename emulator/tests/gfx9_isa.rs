@@ -2356,6 +2356,58 @@ fn div_fixup_ref(q: f64, d: f64, n: f64) -> Option<f64> {
     }
 }
 
+/// 2/π in fdlibm's 24-bit chunks (`ipio2` of `__kernel_rem_pio2`, the first 1224 fraction
+/// bits): the reference of `v_trig_preop_f64`, independent of the interpreter's table.
+const IPIO2: [u32; 51] = [
+    0xA2F983, 0x6E4E44, 0x1529FC, 0x2757D1, 0xF534DD, 0xC0DB62, 0x95993C, 0x439041, 0xFE5163,
+    0xABDEBB, 0xC561B7, 0x246E3A, 0x424DD2, 0xE00649, 0x2EEA09, 0xD1921C, 0xFE1DEB, 0x1CB129,
+    0xA73EE8, 0x8235F5, 0x2EBB44, 0x84E99C, 0x7026B4, 0x5F7E41, 0x3991D6, 0x398353, 0x39F49C,
+    0x845F8B, 0xBDF928, 0x3B1FF8, 0x97FFDE, 0x05980F, 0xEF2F11, 0x8B5A0A, 0x6D1F6D, 0x367ECF,
+    0x27CB09, 0xB74F46, 0x3F669E, 0x5FEA2D, 0x7527BA, 0xC7EBE5, 0xF17B3D, 0x0739F7, 0x8A5292,
+    0xEA6BFB, 0x5FB11F, 0x8D5D08, 0x560330, 0x46FC7B, 0x6BABF0,
+];
+
+/// `V_TRIG_PREOP_F64` from the Vega ISA's pseudocode: 53 bits of the 1201-bit fraction of
+/// 2/π from bit `1200 − shift` down, `shift = 53·S1[4:0]` (+ `exponent − 1077` above 1077),
+/// times `2^(−53 − shift)` (`2^128` more from exponent 1968), rounded toward zero.
+fn trig_preop_ref(x: u64, s1: u32) -> u64 {
+    let e = (x >> 52 & 0x7FF) as i32;
+    let mut shift = (s1 & 31) as i32 * 53;
+    if e > 1077 {
+        shift += e - 1077;
+    }
+    let bit = |p: i32| -> u64 {
+        // p = 0 is the first fraction bit; the fraction has 1201 bits.
+        if p > 1200 {
+            return 0;
+        }
+        u64::from(IPIO2[(p / 24) as usize] >> (23 - p % 24) & 1)
+    };
+    let seg = (0..53).fold(0u64, |acc, j| acc << 1 | bit(shift + j));
+    let mut scale = -53 - shift;
+    if e >= 1968 {
+        scale += 128;
+    }
+    if seg == 0 {
+        return 0;
+    }
+    let top = 63 - seg.leading_zeros() as i32 + scale;
+    if top >= -1022 {
+        // Normal: exact in two steps.
+        ((seg as f64) * 2f64.powi(scale + 600) * 2f64.powi(-600)).to_bits()
+    } else {
+        // Subnormal: truncated to multiples of 2^-1074.
+        let t = scale + 1074;
+        if t >= 0 {
+            seg << t
+        } else if t <= -64 {
+            0
+        } else {
+            seg >> -t
+        }
+    }
+}
+
 /// Encodes a column of operands as a kernel buffer.
 type Encode<T> = fn(&[T]) -> Vec<u8>;
 
@@ -2535,6 +2587,40 @@ fn division_steps_and_helpers_match_the_isa() {
                 k as i32
             );
         }
+        // trig_preop: every segment for inputs below and above the exponent thresholds.
+        let xs: [u64; 12] = [
+            0x3FF0_0000_0000_0000,
+            0x4630_0000_0000_0000, // 2^100
+            0x5F30_0000_0000_0000, // 2^500
+            0x4350_0000_0000_0000, // 2^54 (exponent 1077)
+            0x4360_0000_0000_0000, // 2^55
+            0x7830_0000_0000_0000, // 2^900
+            0x7B00_0000_0000_0000, // exponent 1968
+            0x7FEF_FFFF_FFFF_FFFF,
+            0,
+            1,
+            0x7FF0_0000_0000_0000,
+            0xC000_0000_0000_0000,
+        ];
+        let tx: Vec<u64> = (0..384).map(|i| xs[i / 32 % 12]).collect();
+        let ts: Vec<u32> = (0..384)
+            .map(|i| (i % 32) as u32 | (i as u32 / 32) << 8)
+            .collect();
+        let out = run(
+            "v_trig_preop_f64",
+            384,
+            vec![pad(384), bytes64(&tx), bytes32(&ts)],
+        );
+        for i in 0..384 {
+            let want = trig_preop_ref(tx[i], ts[i]);
+            assert_eq!(
+                u64s(&out[4])[i],
+                want,
+                "{cpu} v_trig_preop_f64 {:#x} {:#x}",
+                tx[i],
+                ts[i]
+            );
+        }
         // fma / fmac f64 over random finite triples.
         let t: Vec<[u64; 3]> = (0..256)
             .map(|_| [0; 3].map(|_| nice(r(), 20, -60..=60).to_bits()))
@@ -2708,6 +2794,80 @@ fn division_steps_and_helpers_match_the_isa() {
                     (u64::from(u32s(&out[4])[i]), u64::from((v as f32).to_bits()))
                 };
                 assert_eq!(got, want, "{cpu} {op} {a:e} {b:e} {c:e} vcc {}", flags[i]);
+            }
+        }
+        // VOPC in the VOP3 encoding with abs/neg on its sources (VOP3a: the abs bits).
+        {
+            let n = v32.len();
+            let rev: Vec<u32> = v32.iter().rev().copied().collect();
+            let out = run(
+                "v_cmp_lt_f32_absneg",
+                n,
+                vec![pad(n), bytes32(&v32), bytes32(&rev)],
+            );
+            let masks = u64s(&out[5]);
+            for i in 0..n {
+                let (p, q) = (
+                    f32::from_bits(v32[i] | 0x8000_0000),
+                    f32::from_bits(rev[i] & 0x7FFF_FFFF),
+                );
+                assert_eq!(
+                    masks[i] >> (i % 64) & 1 == 1,
+                    p < q,
+                    "{cpu} v_cmp_lt_f32 -|{:#x}|, |{:#x}|",
+                    v32[i],
+                    rev[i]
+                );
+            }
+            let n = v64.len();
+            let rev: Vec<u64> = v64.iter().rev().copied().collect();
+            let out = run(
+                "v_cmp_nlt_f64_abs",
+                n,
+                vec![pad(n), bytes64(&v64), bytes64(&rev)],
+            );
+            let masks = u64s(&out[5]);
+            for i in 0..n {
+                let (p, q) = (f64::from_bits(v64[i]).abs(), f64::from_bits(rev[i]));
+                assert_eq!(
+                    masks[i] >> (i % 64) & 1 == 1,
+                    p.partial_cmp(&q) != Some(std::cmp::Ordering::Less),
+                    "{cpu} v_cmp_nlt_f64 |{:#x}|, {:#x}",
+                    v64[i],
+                    rev[i]
+                );
+            }
+        }
+        // v_cndmask_b32_e64 with neg/abs: sign-bit operations on the selected operand.
+        let n = v32.len();
+        let flags: Vec<u32> = (0..n).map(|i| (i % 3 == 0) as u32).collect();
+        let w32 = |v: &[u32]| bytes32(v);
+        for (op, f) in [
+            (
+                "v_cndmask_b32_mods",
+                (|a: u32, b: u32, c: bool| if c { b & 0x7FFF_FFFF } else { a ^ 0x8000_0000 })
+                    as fn(u32, u32, bool) -> u32,
+            ),
+            ("v_cndmask_b32_negabs", |a, b, c| {
+                if c {
+                    b ^ 0x8000_0000
+                } else {
+                    a | 0x8000_0000
+                }
+            }),
+        ] {
+            let rev: Vec<u32> = v32.iter().rev().copied().collect();
+            let out = run(
+                op,
+                n,
+                vec![pad(n), w32(&v32), w32(&rev), pad(n), pad(n), w32(&flags)],
+            );
+            for i in 0..n {
+                assert_eq!(
+                    u32s(&out[4])[i],
+                    f(v32[i], rev[i], flags[i] != 0),
+                    "{cpu} {op} lane {i}"
+                );
             }
         }
         // div_fixup: quotients (ordinary, NaN, inf) with every edge denominator/numerator.
@@ -2909,7 +3069,6 @@ fn swizzle_ref(offset: u32, lane: usize) -> usize {
 fn cmp16_ref(op: &str, a: u32, b: u32) -> bool {
     let (cond, ty) = op
         .strip_prefix("v_cmp_")
-        .or_else(|| op.strip_prefix("v_cmpx_"))
         .and_then(|r| r.split_once('_'))
         .unwrap();
     let ord = if ty == "i16" {
@@ -2933,7 +3092,8 @@ fn cmp16_ref(op: &str, a: u32, b: u32) -> bool {
 
 /// gen.py's `lanes` family against the Vega ISA's cross-lane DS instructions (a lane reads 0
 /// from a lane outside EXEC; only EXEC's lanes are written; a permute's lane is
-/// `(addr + offset) / 4 % 64`) and 16-bit compares (e32, e64, SDWA halves, cmpx), on every
+/// `(addr + offset) / 4 % 64`) and the SDWA form of the 16-bit integer compares (src0's high
+/// half against src1's low half; family cmp16 has their e32, e64 and cmpx forms), on every
 /// target, with EXEC missing lanes of both halves.
 #[test]
 fn cross_lane_ds_and_16_bit_compares_match_the_isa() {
@@ -3000,18 +3160,9 @@ fn cross_lane_ds_and_16_bit_compares_match_the_isa() {
                 }
                 "cmp" => {
                     let (op, form) = arg.split_once("__").unwrap();
+                    assert_eq!(form, "sdwa", "{kernel}");
                     for l in (0..n).filter(|&l| on(l)) {
-                        let (a, b) = if form == "sdwa" {
-                            (ca[l] >> 16, cb[l])
-                        } else {
-                            (ca[l], cb[l])
-                        };
-                        want[l] = u32::from(cmp16_ref(op, a, b));
-                    }
-                }
-                "cmpx" => {
-                    for l in (0..n).filter(|&l| on(l) && cmp16_ref(arg, ca[l], cb[l])) {
-                        want[l] = 1;
+                        want[l] = u32::from(cmp16_ref(op, ca[l] >> 16, cb[l]));
                     }
                 }
                 k => panic!("unexpected kernel {k}"),
@@ -3022,5 +3173,399 @@ fn cross_lane_ds_and_16_bit_compares_match_the_isa() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 5 * 85);
+    assert_eq!(ran, 5 * 37);
+}
+
+// --- d16: half-register loads and high-half stores ------------------------------------------
+
+/// The D16 memory instructions of GLOBAL, FLAT, MUBUF and DS (Vega ISA §9.1.9 and the DS
+/// opcode table): a `*_d16` load writes the 16-bit value (a byte zero- or sign-extended to 16
+/// bits) into the low half of the VGPR, `*_d16_hi` into the high half, the other half
+/// unchanged; `store_short_d16_hi`/`store_byte_d16_hi` (`ds_write_b16/b8_d16_hi`) store bits
+/// 31:16 / 23:16 of the data. At byte offsets 0 and 2 (shorts) or 0 and 3 (bytes).
+#[test]
+fn d16_loads_and_stores_match_the_isa() {
+    let n = 128usize;
+    let mut r = prng(0xD16);
+    let mem: Vec<u32> = (0..n).map(|_| r()).collect();
+    let old: Vec<u32> = (0..n).map(|_| r()).collect();
+    let fill: Vec<u32> = (0..n).map(|_| r()).collect();
+    let mb: Vec<u8> = bytes32(&mem);
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("d16", cpu, target);
+        let mut ran = 0;
+        for k in isa.kernels() {
+            let (name, off) = k.rsplit_once("__").unwrap();
+            let off: usize = off.parse().unwrap();
+            let (_, op) = name.split_once('_').unwrap();
+            let bufs = vec![
+                vec![0; n * 4],
+                bytes32(&mem),
+                bytes32(&old),
+                vec![0; n * 4],
+                bytes32(&fill),
+            ];
+            let out = isa
+                .run(&k, n as u32, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..n {
+                let at = 4 * i + off;
+                let want = if let Some(ty) = op.strip_prefix("load_") {
+                    let h: u16 = if ty.starts_with("short") {
+                        u16::from_le_bytes([mb[at], mb[at + 1]])
+                    } else if ty.starts_with("sbyte") {
+                        mb[at] as i8 as i16 as u16
+                    } else {
+                        u16::from(mb[at])
+                    };
+                    if ty.ends_with("_hi") {
+                        old[i] & 0xFFFF | u32::from(h) << 16
+                    } else {
+                        old[i] & 0xFFFF_0000 | u32::from(h)
+                    }
+                } else {
+                    // The filled word with the data's high half (bits 31:16, a byte 23:16)
+                    // at the offset.
+                    let mut b = fill[i].to_le_bytes();
+                    let hi = (mem[i] >> 16).to_le_bytes();
+                    let len = if op.contains("short") { 2 } else { 1 };
+                    b[off..off + len].copy_from_slice(&hi[..len]);
+                    u32::from_le_bytes(b)
+                };
+                assert_eq!(got[i], want, "{cpu} {k} lane {i}");
+            }
+            ran += 1;
+        }
+        assert_eq!(ran, 64, "{cpu}");
+    }
+}
+
+// --- format: typed buffer loads and stores --------------------------------------------------
+
+/// Component width in bits and count of buffer data format `d` (Vega ISA §8.1.8).
+fn data_format(d: u32) -> (u32, usize) {
+    match d {
+        1 => (8, 1),
+        2 => (16, 1),
+        3 => (8, 2),
+        4 => (32, 1),
+        5 => (16, 2),
+        10 => (8, 4),
+        11 => (32, 2),
+        12 => (16, 4),
+        13 => (32, 3),
+        14 => (32, 4),
+        _ => panic!("data format {d}"),
+    }
+}
+
+/// `buffer_load_format_*` (data and numeric format from the resource) and
+/// `tbuffer_load_format_*` (from the instruction) convert each component as the Vega ISA's
+/// §8.1.8 gives it (UNORM `c/(2^n−1)`, SNORM `max(c/(2^(n−1)−1), −1)`, (U|S)SCALED as f32,
+/// UINT/SINT extended, FLOAT16 to f32), fill missing components with 0 and W with 1 (1.0),
+/// and leave registers past the instruction's count alone; the stores write the low bits
+/// (UINT/SINT) or the f16/f32 value (FLOAT) of the components the format has.
+#[test]
+fn format_loads_and_stores_match_the_isa() {
+    let n = 64usize;
+    let mut r = prng(0xF0F0);
+    let mem: Vec<u32> = (0..n * 4).map(|_| r()).collect();
+    let mut data: Vec<u32> = (0..n * 4).map(|_| r()).collect();
+    // FLOAT stores: ordinary values (f16-representable range).
+    for (i, d) in data.iter_mut().enumerate() {
+        if i % 3 == 0 {
+            *d = (f32::from_bits(*d >> 9 | 0x3F80_0000) * 3.0 - 4.5).to_bits();
+        }
+    }
+    let fill: Vec<u32> = (0..n * 4).map(|_| r()).collect();
+    let mb = bytes32(&mem);
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("format", cpu, target);
+        let mut ran = 0;
+        for k in isa.kernels() {
+            let (name, fmt) = k.rsplit_once("__").unwrap();
+            let (d, nf) = fmt.split_once('_').unwrap();
+            let (d, nf): (u32, u32) = (d.parse().unwrap(), nf.parse().unwrap());
+            let comps = name.rsplit('_').next().unwrap().len();
+            let (bits, count) = data_format(d);
+            let size = bits as usize / 8;
+            let bufs = vec![
+                vec![0; n * 16],
+                bytes32(&mem),
+                bytes32(&data),
+                vec![0; n * 16],
+                bytes32(&fill),
+            ];
+            let out = isa
+                .run(&k, n as u32, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            let mask = if bits == 32 {
+                u32::MAX
+            } else {
+                (1 << bits) - 1
+            };
+            let sext = |c: u32| ((c << (32 - bits)) as i32) >> (32 - bits);
+            for i in 0..n {
+                if name.contains("_load_") {
+                    for c in 0..4 {
+                        let want = if c >= comps {
+                            0xDEAD_BEEF
+                        } else if c >= count {
+                            match (c, nf) {
+                                (3, 4 | 5) => 1,
+                                (3, _) => 1.0f32.to_bits(),
+                                _ => 0,
+                            }
+                        } else {
+                            let at = 16 * i + c * size;
+                            let mut b = [0u8; 4];
+                            b[..size].copy_from_slice(&mb[at..at + size]);
+                            let raw = u32::from_le_bytes(b);
+                            let max = |k: u32| ((1u64 << k) - 1) as f64;
+                            match nf {
+                                0 => ((f64::from(raw) / max(bits)) as f32).to_bits(),
+                                1 => ((f64::from(sext(raw)) / max(bits - 1)).max(-1.0) as f32)
+                                    .to_bits(),
+                                2 => (raw as f32).to_bits(),
+                                3 => (sext(raw) as f32).to_bits(),
+                                4 => raw,
+                                5 => sext(raw) as u32,
+                                _ if bits == 16 => {
+                                    let h = half::f16::from_bits(raw as u16);
+                                    if h.is_nan() {
+                                        // NaN: any NaN (the payload is not checked).
+                                        assert!(f32::from_bits(got[4 * i + c]).is_nan());
+                                        got[4 * i + c]
+                                    } else {
+                                        h.to_f32().to_bits()
+                                    }
+                                }
+                                _ => raw,
+                            }
+                        };
+                        assert_eq!(got[4 * i + c], want, "{cpu} {k} lane {i} component {c}");
+                    }
+                } else {
+                    let mut want = bytes32(&fill[4 * i..4 * i + 4]);
+                    for c in 0..comps.min(count) {
+                        let v = data[4 * i + c];
+                        let m = if nf == 7 && bits == 16 {
+                            u32::from(half::f16::from_f32(f32::from_bits(v)).to_bits())
+                        } else {
+                            v & mask
+                        };
+                        want[c * size..c * size + size].copy_from_slice(&m.to_le_bytes()[..size]);
+                    }
+                    assert_eq!(bytes32(&got[4 * i..4 * i + 4]), want, "{cpu} {k} lane {i}");
+                }
+            }
+            ran += 1;
+        }
+        assert_eq!(ran, 192, "{cpu}");
+    }
+}
+
+// --- cmp16: 16-bit VOPC compares ------------------------------------------------------------
+
+/// `v_cmp(x)_<cond>_{f16,i16,u16}` (e32 and e64) compare the low halves of their sources
+/// (f16: IEEE ordered/unordered conditions, NaNs unordered), as the Vega ISA's VOPC table
+/// gives them; the high halves do not matter.
+#[test]
+fn compares_of_16_bit_values_match_the_isa() {
+    let mut a = Vec::new();
+    let mut b = Vec::new();
+    let mut r = prng(0xC16);
+    for &x in &F16 {
+        for &y in &F16 {
+            a.push(u32::from(x) | r() << 16);
+            b.push(u32::from(y) | r() << 16);
+        }
+    }
+    let ints: [u16; 8] = [0, 1, 2, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0x1234];
+    for &x in &ints {
+        for &y in &ints {
+            a.push(u32::from(x) | r() << 16);
+            b.push(u32::from(y) | r() << 16);
+        }
+    }
+    let n = a.len();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("cmp16", cpu, target);
+        for k in isa.kernels() {
+            let name = k.strip_suffix("_e64").unwrap_or(&k);
+            let mut parts = name.rsplitn(3, '_');
+            let ty = parts.next().unwrap();
+            let cond = parts.next().unwrap();
+            let bufs = vec![
+                vec![0; n * 4],
+                bytes32(&a),
+                bytes32(&b),
+                vec![0; n * 4],
+                vec![0; n * 4],
+            ];
+            let out = isa
+                .run(&k, n as u32, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..n {
+                let (x, y) = (a[i] as u16, b[i] as u16);
+                let want = match ty {
+                    "f16" => {
+                        let (p, q) = (
+                            half::f16::from_bits(x).to_f64(),
+                            half::f16::from_bits(y).to_f64(),
+                        );
+                        let o = p.partial_cmp(&q);
+                        use std::cmp::Ordering::*;
+                        match cond {
+                            "f" => false,
+                            "lt" => o == Some(Less),
+                            "eq" => o == Some(Equal),
+                            "le" => matches!(o, Some(Less | Equal)),
+                            "gt" => o == Some(Greater),
+                            "lg" => matches!(o, Some(Less | Greater)),
+                            "ge" => matches!(o, Some(Greater | Equal)),
+                            "o" => o.is_some(),
+                            "u" => o.is_none(),
+                            "nge" => !matches!(o, Some(Greater | Equal)),
+                            "nlg" => !matches!(o, Some(Less | Greater)),
+                            "ngt" => o != Some(Greater),
+                            "nle" => !matches!(o, Some(Less | Equal)),
+                            "neq" => o != Some(Equal),
+                            "nlt" => o != Some(Less),
+                            _ => true,
+                        }
+                    }
+                    _ => {
+                        let (p, q) = if ty == "i16" {
+                            (i32::from(x as i16), i32::from(y as i16))
+                        } else {
+                            (i32::from(x), i32::from(y))
+                        };
+                        match cond {
+                            "f" => false,
+                            "lt" => p < q,
+                            "eq" => p == q,
+                            "le" => p <= q,
+                            "gt" => p > q,
+                            "ne" => p != q,
+                            "ge" => p >= q,
+                            _ => true,
+                        }
+                    }
+                };
+                assert_eq!(got[i], u32::from(want), "{cpu} {k} {x:#06x} {y:#06x}");
+            }
+        }
+    }
+}
+
+// --- trans: hardware sine/cosine, f16 transcendentals ---------------------------------------
+
+/// An f16 operation as the ISA defines it, on the host: the f64 result of `op` rounded once
+/// to f16; a NaN operand quieted, an invalid result the default NaN 0x7E00.
+fn f16_unary_ref(x: u16, op: impl Fn(f64) -> f64) -> u16 {
+    if f16_nan(x) {
+        return x | 0x200;
+    }
+    let r = op(half::f16::from_bits(x).to_f64());
+    if r.is_nan() {
+        0x7E00
+    } else {
+        f16_round(r)
+    }
+}
+
+/// `v_sin_f32`/`v_cos_f32` (`sin(2π·x)`, argument in revolutions), the f16 `v_rcp`, `v_sqrt`,
+/// `v_rsq`, `v_log` (log2), `v_exp` (exp2), `v_sin`/`v_cos`, `v_fract`, `v_frexp_mant`,
+/// `v_frexp_exp_i16` (glibc's `frexp` on the value), and `v_cmp(x)_class_f16`, against host
+/// references from the Vega ISA's definitions.
+#[test]
+fn trig_and_f16_transcendentals_match_the_isa() {
+    let mut r = prng(0x7A5);
+    let mut f: Vec<u32> = DIV_F32.to_vec();
+    f.extend((0..96).map(|_| (f32::from_bits(r() >> 9 | 0x3F80_0000) * 512.0 - 768.0).to_bits()));
+    let mut h: Vec<u32> = F16.iter().map(|&x| u32::from(x) | 0xABCD_0000).collect();
+    h.extend((0..112).map(|_| r() & 0xFFFF));
+    let masks: Vec<u32> = (0..128)
+        .map(|i| {
+            if i % 2 == 0 {
+                1 << (i / 2 % 10)
+            } else {
+                r() & 0x3FF
+            }
+        })
+        .collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("trans", cpu, target);
+        for k in isa.kernels() {
+            let f32_op = k.ends_with("_f32");
+            let input = if f32_op { &f } else { &h };
+            let bufs = vec![
+                vec![0; 512],
+                bytes32(input),
+                bytes32(&masks),
+                vec![0; 512],
+                vec![0; 512],
+            ];
+            let out = isa
+                .run(&k, 128, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..128 {
+                let x = input[i];
+                let want = if f32_op {
+                    let v = f64::from(f32::from_bits(x)) * std::f64::consts::TAU;
+                    let y = if k == "v_sin_f32" { v.sin() } else { v.cos() };
+                    canon32(f32::from_bits(x), y as f32)
+                } else {
+                    let x16 = x as u16;
+                    let v = half::f16::from_bits(x16).to_f64();
+                    u32::from(match k.as_str() {
+                        "v_rcp_f16" => f16_unary_ref(x16, |x| 1.0 / x),
+                        "v_sqrt_f16" => f16_unary_ref(x16, f64::sqrt),
+                        "v_rsq_f16" => f16_unary_ref(x16, |x| 1.0 / x.sqrt()),
+                        "v_log_f16" => f16_unary_ref(x16, f64::log2),
+                        "v_exp_f16" => f16_unary_ref(x16, f64::exp2),
+                        "v_sin_f16" => f16_unary_ref(x16, |x| (x * std::f64::consts::TAU).sin()),
+                        "v_cos_f16" => f16_unary_ref(x16, |x| (x * std::f64::consts::TAU).cos()),
+                        "v_fract_f16" => f16_unary_ref(x16, |x| {
+                            (x - x.floor()).min(half::f16::from_bits(0x3BFF).to_f64())
+                        }),
+                        "v_frexp_mant_f16" if !v.is_finite() || v == 0.0 => x16,
+                        "v_frexp_mant_f16" => f16_round(libm::frexp64(v).0),
+                        "v_frexp_exp_i16_f16" if !v.is_finite() => 0,
+                        "v_frexp_exp_i16_f16" => libm::frexp64(v).1 as i16 as u16,
+                        _ => {
+                            // cmp(x)_class: 0 sNaN, 1 qNaN, 2 −∞, 3 −normal, 4 −subnormal,
+                            // 5 −0, 6 +0, 7 +subnormal, 8 +normal, 9 +∞.
+                            let hv = half::f16::from_bits(x16);
+                            let class = if hv.is_nan() {
+                                u32::from(x16 & 0x200 != 0)
+                            } else {
+                                let k = if hv.is_infinite() {
+                                    0
+                                } else if hv.is_normal() {
+                                    1
+                                } else if v == 0.0 {
+                                    3
+                                } else {
+                                    2
+                                };
+                                if hv.is_sign_negative() {
+                                    2 + k
+                                } else {
+                                    9 - k
+                                }
+                            };
+                            (masks[i] >> class & 1) as u16
+                        }
+                    })
+                };
+                assert_eq!(got[i], want, "{cpu} {k} {x:#x}");
+            }
+        }
+    }
 }

@@ -169,6 +169,11 @@ fn hip_atomics_on_both() {
 }
 
 #[test]
+fn hip_division_and_math_on_both() {
+    same_on_both("math");
+}
+
+#[test]
 fn hip_device_printf_on_both() {
     same_on_both("printf");
 }

@@ -78,6 +78,9 @@ row("VOP1", "v_mov_b64", "2 2")
 row("VOP1", "v_rcp_f64 v_rsq_f64 v_sqrt_f64 v_frexp_mant_f64 v_fract_f64 v_trunc_f64 "
     "v_ceil_f64 v_rndne_f64 v_floor_f64", "2 2")
 row("VOP1", "v_frexp_exp_i32_f64", "1 2")
+# Hardware sine/cosine (argument in revolutions) and the f16 transcendental/helper ops.
+row("VOP1", "v_sin_f32 v_cos_f32 v_rcp_f16 v_sqrt_f16 v_rsq_f16 v_log_f16 v_exp_f16 "
+    "v_frexp_mant_f16 v_frexp_exp_i16_f16 v_fract_f16 v_sin_f16 v_cos_f16", "1 1")
 row("VOP2", "v_add_f32 v_sub_f32 v_subrev_f32 v_mul_f32 v_mul_i32_i24 v_mul_hi_i32_i24 "
     "v_mul_u32_u24 v_mul_hi_u32_u24 v_min_f32 v_max_f32 v_min_i32 v_max_i32 v_min_u32 "
     "v_max_u32 v_lshrrev_b32 v_ashrrev_i32 v_lshlrev_b32 v_and_b32 v_or_b32 v_xor_b32 "
@@ -89,7 +92,8 @@ row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
 row("VOP2", "v_fmac_f64", "2 2 2")
-for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64", 2)):
+for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64", 2),
+              ("i16", 1), ("u16", 1), ("f16", 1)):
     if ty[0] == "f":
         cmps = "f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru"
     else:
@@ -99,6 +103,7 @@ for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64"
     row("VOPC", names, "2 %d %d" % (w, w))
 row("VOPC", "v_cmp_class_f32 v_cmpx_class_f32", "2 1 1")
 row("VOPC", "v_cmp_class_f64 v_cmpx_class_f64", "2 2 1")
+row("VOPC", "v_cmp_class_f16 v_cmpx_class_f16", "2 1 1")
 row("VOP3", "v_mad_i32_i24 v_mad_u32_u24 v_bfe_u32 v_bfe_i32 v_bfi_b32 v_fma_f32 "
     "v_alignbit_b32 v_alignbyte_b32 v_min3_f32 v_min3_i32 v_min3_u32 v_max3_f32 v_max3_i32 "
     "v_max3_u32 v_med3_f32 v_med3_i32 v_med3_u32 v_mad_f32 v_add3_u32 v_lshl_add_u32 "
@@ -117,7 +122,7 @@ row("VOP3", "v_div_scale_f32", "1 1 1 1", "noname b")
 row("VOP3", "v_div_scale_f64", "2 2 2 2", "noname b")
 row("VOP3", "v_div_fmas_f32 v_div_fixup_f16", "1 1 1 1", "noname")
 row("VOP3", "v_div_fmas_f64 v_div_fixup_f64", "2 2 2 2", "noname")
-row("VOP3", "v_ldexp_f64", "2 2 1", "noname")
+row("VOP3", "v_ldexp_f64 v_trig_preop_f64", "2 2 1", "noname")
 row("VOP3", "v_mad_u64_u32 v_mad_i64_i32", "2 1 1 2", "noname b")
 row("VOP3", "v_lshl_add_u64", "2 2 1 2", "noname")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")
@@ -132,6 +137,9 @@ row("DS", "ds_read_b64 ds_read2_b32 ds_read2st64_b32", "2 1")
 row("DS", "ds_read2_b64 ds_read2st64_b64 ds_read_b128", "4 1")
 row("DS", "ds_write_b128", "0 1 4")
 row("DS", "ds_add_rtn_u32", "1 1 1")
+row("DS", "ds_read_u8_d16 ds_read_u8_d16_hi ds_read_i8_d16 ds_read_i8_d16_hi ds_read_u16_d16 "
+    "ds_read_u16_d16_hi", "1 1")
+row("DS", "ds_write_b8_d16_hi ds_write_b16_d16_hi", "0 1 1")
 row("VOP3P", "v_pk_mul_lo_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_lshlrev_b16 v_pk_lshrrev_b16 "
     "v_pk_ashrrev_i16 v_pk_max_i16 v_pk_min_i16 v_pk_add_u16 v_pk_sub_u16 v_pk_max_u16 "
     "v_pk_min_u16 v_pk_add_f16 v_pk_mul_f16 v_pk_min_f16 v_pk_max_f16", "1 1 1")
@@ -166,6 +174,7 @@ for names, widths in (
         ("v_mfma_f64_16x16x4f64 v_mfma_f64_16x16x4_f64", "8 2 2 8"),
         ("v_mfma_f64_4x4x4f64 v_mfma_f64_4x4x4_4b_f64", "2 2 2 2")):
     row("VOP3P", names, widths, "mai")
+D16_LOADS = ("short_d16 short_d16_hi ubyte_d16 ubyte_d16_hi sbyte_d16 sbyte_d16_hi").split()
 for seg in ("global", "flat"):
     row("FLAT", " ".join("%s_load_%s" % (seg, t) for t in "ubyte sbyte ushort sshort dword".split()), "1")
     row("FLAT", "%s_load_dwordx2" % seg, "2")
@@ -175,6 +184,9 @@ for seg in ("global", "flat"):
     row("FLAT", "%s_store_dwordx2" % seg, "0 2")
     row("FLAT", "%s_store_dwordx3" % seg, "0 3")
     row("FLAT", "%s_store_dwordx4" % seg, "0 4")
+    # 16-bit loads into one half of the VGPR (the other half kept) and stores of the high half.
+    row("FLAT", " ".join("%s_load_%s" % (seg, t) for t in D16_LOADS), "1")
+    row("FLAT", "%s_store_short_d16_hi %s_store_byte_d16_hi" % (seg, seg), "0 1")
     ops = "swap add sub smin umin smax umax and or xor inc dec".split()
     row("FLAT", " ".join("%s_atomic_%s" % (seg, o) for o in ops), "1 1", "atomic")
     row("FLAT", "%s_atomic_cmpswap" % seg, "1 2", "atomic")
@@ -192,11 +204,22 @@ for t, w in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3"
              ("dwordx4", 4)):
     row("FLAT", "scratch_store_%s" % t, "0 %d" % w)
     row("MUBUF", "buffer_store_%s" % t, "0 %d" % w)
+row("FLAT", " ".join("scratch_load_%s" % t for t in D16_LOADS), "1")
+row("FLAT", "scratch_store_short_d16_hi scratch_store_byte_d16_hi", "0 1")
+row("MUBUF", " ".join("buffer_load_%s" % t for t in D16_LOADS), "1")
+row("MUBUF", "buffer_store_short_d16_hi buffer_store_byte_d16_hi", "0 1")
 _ops = "swap add sub smin umin smax umax and or xor inc dec".split()
 row("MUBUF", " ".join("buffer_atomic_%s" % o for o in _ops), "1 1", "atomic")
 row("MUBUF", "buffer_atomic_cmpswap", "1 2", "atomic")
 row("MUBUF", " ".join("buffer_atomic_%s_x2" % o for o in _ops), "2 2", "atomic")
 row("MUBUF", "buffer_atomic_cmpswap_x2", "2 4", "atomic")
+# Format loads and stores: the format from the buffer resource (MUBUF) or the instruction
+# (MTBUF).
+for i, x in enumerate(("x", "xy", "xyz", "xyzw")):
+    row("MUBUF", "buffer_load_format_%s" % x, "%d" % (i + 1))
+    row("MUBUF", "buffer_store_format_%s" % x, "0 %d" % (i + 1))
+    row("MTBUF", "tbuffer_load_format_%s" % x, "%d" % (i + 1))
+    row("MTBUF", "tbuffer_store_format_%s" % x, "0 %d" % (i + 1))
 # Cache control (no operands): gfx9 L1 writeback-invalidate, gfx90a/gfx940 L2 writeback and
 # invalidate (ordering points for the interpreter).
 row("MUBUF", "buffer_wbinvl1 buffer_wbinvl1_vol buffer_wbl2 buffer_invl2 buffer_inv", "0")
@@ -278,6 +301,8 @@ def sample(enc, n, w, flags):
         if d[2]:
             return "%s %s, v1, v2" % (n, reg("v", d[0], 4))
         return "%s %s, v1" % (n, reg("v", d[0], 2))
+    if enc == "MTBUF":
+        return "%s %s, v1, s[4:7], 0 offen" % (n, reg("v", d[0] or d[1], 2))
     if enc == "MUBUF":
         if d[0] == 0 and d[1] == 0:
             return n
@@ -327,6 +352,8 @@ def opcode(enc, words):
         return (w >> 17) & 0xFF
     if enc in ("FLAT", "MUBUF"):
         return (w >> 18) & 0x7F
+    if enc == "MTBUF":
+        return (w >> 15) & 0xF
     raise ValueError(enc)
 
 
@@ -395,7 +422,7 @@ def main():
 def e_name(e):
     return {"SOP2": "Sop2", "SOP1": "Sop1", "SOPK": "Sopk", "SOPC": "Sopc", "SOPP": "Sopp",
             "SMEM": "Smem", "VOP1": "Vop1", "VOP2": "Vop2", "VOPC": "Vopc", "VOP3": "Vop3", "VOP3P": "Vop3p",
-            "DS": "Ds", "FLAT": "Flat", "MUBUF": "Mubuf"}[e]
+            "DS": "Ds", "FLAT": "Flat", "MUBUF": "Mubuf", "MTBUF": "Mtbuf"}[e]
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ pub const EIGHT_MI210S: &str = concat!(
 );
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
-pub const SECTIONS: [&str; 14] = [
+pub const SECTIONS: [&str; 15] = [
     "vector_add",
     "shared",
     "memcpy",
@@ -30,6 +30,7 @@ pub const SECTIONS: [&str; 14] = [
     "hostmem",
     "callbacks",
     "atomics",
+    "math",
     "printf",
     "module",
     "hiprtc",
@@ -64,9 +65,15 @@ pub struct IsaGap {
 /// the gap's error when it fails.
 pub const ISA_GAPS: [IsaGap; 0] = [];
 
-/// What the `printf` section's kernel prints (`hello(42)` in `hip_check.hip`, from lane 0 of
-/// its one block): the section passes only when stdout holds this line exactly once.
-pub const PRINTF_LINE: &str = "hip_check: hello from the device: 42\n";
+/// What the `printf` section's kernels print (`hello(42)` from lane 0, `hello_formats(1.25,
+/// "hello")` from lanes 0..3, in `hip_check.hip`): the section passes only when stdout holds
+/// each line exactly once.
+pub const PRINTF_LINES: [&str; 4] = [
+    "hip_check: hello from the device: 42\n",
+    "hip_check: t=0 f=0.000 s=hello x=0 c=a ll=0\n",
+    "hip_check: t=1 f=1.250 s=hello x=0xff c=b ll=1099511627776\n",
+    "hip_check: t=2 f=2.500 s=hello x=0x1fe c=c ll=2199023255552\n",
+];
 
 /// What a run of a section showed.
 #[derive(Debug, PartialEq, Eq)]
@@ -197,7 +204,8 @@ pub fn section_topology(section: &str) -> Result<Option<PathBuf>, String> {
 pub fn outcome(section: &str, out: &Output) -> Outcome {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let printed = section != "printf" || stdout.matches(PRINTF_LINE).count() == 1;
+    let printed =
+        section != "printf" || PRINTF_LINES.iter().all(|l| stdout.matches(l).count() == 1);
     let name = if section.starts_with("rocprim_") {
         "rocprim_check"
     } else {

@@ -145,13 +145,17 @@ pub trait ProcessorHost {
     /// The queue stopped with `error`: call the queue's error callback. Called once per queue.
     fn report_error(&self, error: &Error);
 
-    /// The processor stopped the queue and has stored the error into the queue's
+    /// The processor stopped the queue with `error` and has stored it into the queue's
     /// `queue_inactive_signal`, and is about to wake the signal's waiters (its mailbox and
-    /// event): the moment for a device to raise what its hardware raises before a waiter can
-    /// look — the emulated amdkfd sets KFD's memory event of a page fault here, as a GPU's
-    /// VM raises its fault interrupt before anyone learns that the queue stopped. Called at
-    /// most once per queue, only when the inactive signal resolved. The default does nothing.
-    fn queue_stopping(&self) {}
+    /// event): the moment for a device to record the error and raise what its hardware
+    /// raises before a waiter can look — the emulated amdkfd logs the error and sets KFD's
+    /// memory event of a page fault here, as a GPU's VM raises its fault interrupt before
+    /// anyone learns that the queue stopped. Called at most once per queue, only when the
+    /// inactive signal resolved, before [`ProcessorHost::report_error`]. The default does
+    /// nothing.
+    fn queue_stopping(&self, error: &Error) {
+        let _ = error;
+    }
 
     /// Whether the queue is being taken off the device while a packet runs: amdkfd's
     /// DESTROY_QUEUE unmaps a queue from the hardware and its waves end wherever they are, so
@@ -509,7 +513,7 @@ impl PacketProcessor {
             inactive::encode(error.status(), vendor_packet),
             Ordering::Release,
         );
-        host.queue_stopping();
+        host.queue_stopping(error);
         let mailbox = sig.event_mailbox_ptr().load(Ordering::Acquire);
         if mailbox != 0 {
             let id = sig.event_id();

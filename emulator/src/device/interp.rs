@@ -7,9 +7,10 @@
 //! buffers) goes through [`GpuMemory`]: it must lie inside one live allocation mapped to the
 //! GPU, else it is a [`Status::MemoryFault`] naming the address.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::gfx9::exec::{
     check_dispatch, run_workgroups, run_workgroups_preemptible, workgroup_total, DeviceMemory,
@@ -21,7 +22,7 @@ use hsa_core::packet_processor::DecodedKernelDispatch;
 use hsa_core::{error, Error, Status};
 use zerocopy::FromBytes;
 
-use super::mem::Region;
+use super::mem::{Backing, Region};
 use super::memory::{Allocs, MemoryFault};
 
 /// Size of the AMDGPU kernel descriptor, bytes (AMDGPUUsage "Kernel Descriptor").
@@ -44,25 +45,38 @@ pub(crate) type Interrupt<'a> = dyn Fn(u32) + Sync + 'a;
 /// Device memory of one GPU as the interpreter sees it: the live allocations mapped to that
 /// GPU, every access bounds-checked. Holds a one-entry cache of the last allocation hit; make
 /// one per thread.
+///
+/// It takes the allocation table's read lock only to look an address up (a cache miss), never
+/// for the life of a dispatch: a kernel that runs for a long time (one spinning on a flag the
+/// host sets) must not keep the host from allocating or freeing memory meanwhile, as on a GPU,
+/// which goes on running while amdkfd changes the page tables. The cache holds the allocation's
+/// backing (`Arc`), so a region it hands out stays mapped even when the host frees the
+/// allocation at the same time; an access after the free may still reach the old memory until
+/// the next miss, as a GPU's stale TLB entry would, but never unmapped memory.
 pub(crate) struct GpuMemory<'a> {
-    allocs: &'a Allocs,
+    allocs: &'a RwLock<Allocs>,
     gpu_id: u32,
     /// Where `s_sendmsg sendmsg(MSG_INTERRUPT)` goes (the device's interrupt handler), if
     /// anywhere.
     interrupt: Option<&'a Interrupt<'a>>,
-    last: Cell<Option<(u64, u64, Region)>>,
+    /// The last allocation hit.
+    last: RefCell<Option<CachedAlloc>>,
     /// The first access that faulted.
     fault: Cell<Option<MemoryFault>>,
 }
 
+/// An allocation [`GpuMemory`] looked up: its start and end (device addresses), its whole
+/// region, and its backing, kept alive while cached.
+type CachedAlloc = (u64, u64, Region, Option<Arc<Backing>>);
+
 impl<'a> GpuMemory<'a> {
-    /// The memory of GPU `gpu_id` over `allocs` (whose lock the caller holds).
-    pub(crate) fn new(allocs: &'a Allocs, gpu_id: u32) -> GpuMemory<'a> {
+    /// The memory of GPU `gpu_id` over the allocation table `allocs`.
+    pub(crate) fn new(allocs: &'a RwLock<Allocs>, gpu_id: u32) -> GpuMemory<'a> {
         GpuMemory {
             allocs,
             gpu_id,
             interrupt: None,
-            last: Cell::new(None),
+            last: RefCell::new(None),
             fault: Cell::new(None),
         }
     }
@@ -90,19 +104,19 @@ impl<'a> GpuMemory<'a> {
     /// [`Status::MemoryFault`] naming the access when it is not inside one live allocation
     /// mapped to the GPU.
     fn region(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
-        if let Some((va, end, r)) = self.last.get() {
-            if addr >= va && addr.checked_add(len).is_some_and(|e| e <= end) {
+        if let Some((va, end, r, _)) = &*self.last.borrow() {
+            if addr >= *va && addr.checked_add(len).is_some_and(|e| e <= *end) {
                 if let Some(sub) = r.sub(addr - va, len) {
                     return Ok(sub);
                 }
             }
         }
-        let region = self
-            .allocs
+        let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+        let region = allocs
             .device_region(self.gpu_id, addr, len)
             .ok_or_else(|| {
                 self.record_fault(addr, what);
-                let why = match self.allocs.containing(addr, len) {
+                let why = match allocs.containing(addr, len) {
                     Some(_) => "not mapped to",
                     None => "outside",
                 };
@@ -114,9 +128,9 @@ impl<'a> GpuMemory<'a> {
                     self.gpu_id
                 )
             })?;
-        if let Some(a) = self.allocs.containing(addr, len) {
-            if let Some(whole) = self.allocs.device_region(self.gpu_id, a.va, a.size) {
-                self.last.set(Some((a.va, a.va + a.size, whole)));
+        if let Some(a) = allocs.containing(addr, len) {
+            if let Some(whole) = allocs.device_region(self.gpu_id, a.va, a.size) {
+                *self.last.borrow_mut() = Some((a.va, a.va + a.size, whole, a.backing.clone()));
             }
         }
         Ok(region)
@@ -216,7 +230,7 @@ pub(crate) enum Outcome {
 pub(crate) fn run(
     dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
-    allocs: &Allocs,
+    allocs: &RwLock<Allocs>,
     gpu_id: u32,
     lds_bytes: u32,
     threads: usize,
@@ -375,7 +389,7 @@ pub fn run_kernel_dispatch(
 fn run_inner(
     dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
-    allocs: &Allocs,
+    allocs: &RwLock<Allocs>,
     gpu_id: u32,
     lds_bytes: u32,
     threads: usize,
@@ -389,6 +403,8 @@ fn run_inner(
     let object = dispatch.kernel_object.0;
     let prepared = prepare(dispatch, &memory, lds_bytes, |entry, descriptor| {
         allocs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
             .containing(entry, 4)
             .filter(|a| a.mapped.contains(&gpu_id))
             .map(|a| (a.va, a.va + a.size))
@@ -506,9 +522,6 @@ fn run_inner(
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
-    use super::super::mem::Backing;
     use super::super::memory::{Alloc, Kind};
     use super::*;
 
@@ -633,6 +646,7 @@ mod tests {
         allocs.insert(alloc(0x10_0000, 1, Some(1)));
         allocs.insert(alloc(0x10_1000, 2, Some(1)));
         allocs.insert(alloc(0x20_0000, 3, None));
+        let allocs = RwLock::new(allocs);
         let m = GpuMemory::new(&allocs, 1);
         m.write(0x10_0ffc, &7u32.to_le_bytes()).unwrap();
         m.write(0x10_1000, &9u32.to_le_bytes()).unwrap();

@@ -460,7 +460,7 @@ impl Device {
             error.status().c_name(),
             error.detail()
         );
-        lock(&self.queue_errors).insert(queue_id, error.clone());
+        self.record_queue_error(queue_id, error);
         if error.status() == Status::MemoryFault {
             if !vm_fault_raised {
                 self.raise_vm_fault(gpu_id, fault);
@@ -477,6 +477,12 @@ impl Device {
         data[..16].copy_from_slice(d.as_bytes());
         lock(&self.events).signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
         self.events_cv.notify_all();
+    }
+
+    /// Keeps `error` as queue `queue_id`'s in the device's log of queue errors
+    /// ([`EmulatedKfd::queue_error`]).
+    pub(crate) fn record_queue_error(&self, queue_id: u32, error: &Error) {
+        lock(&self.queue_errors).insert(queue_id, error.clone());
     }
 
     /// A GPU memory fault (the VM's fault interrupt, `kfd_signal_vm_fault_event`): sets every

@@ -20,8 +20,9 @@
 //! - destroying the queue wakes the thread at once (the device's own condition variable, not
 //!   a doorbell).
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::sync::{Arc, Condvar, Mutex, PoisonError, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
@@ -33,7 +34,7 @@ use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::{error, Error, GpuVa, Status};
 
-use super::mem::Region;
+use super::mem::{Backing, Region};
 use super::memory::{Allocs, MemoryFault};
 use super::pm4::{self, Pm4Memory};
 use super::{interp, kernel, Device, ExecutionMode};
@@ -174,15 +175,12 @@ impl CpThread {
                 continue;
             }
             let (progress, fault) = {
-                let allocs = self
-                    .device
-                    .allocs
-                    .read()
-                    .unwrap_or_else(PoisonError::into_inner);
                 let gpu = self.device.gpu(self.gpu_id);
                 let host = CpHost {
                     device: &self.device,
-                    allocs: &allocs,
+                    allocs: &self.device.allocs,
+                    pins: RefCell::new(Vec::new()),
+                    queue_id: self.queue_id,
                     gpu_id: self.gpu_id,
                     lds_bytes: self.lds_bytes,
                     target: gpu.and_then(|g| g.target),
@@ -214,11 +212,18 @@ impl CpThread {
     }
 }
 
-/// The [`ProcessorHost`] of one queue during one `process` call (holding the allocation
-/// table's read lock, so nothing it resolves can be freed meanwhile).
+/// The [`ProcessorHost`] of one queue during one `process` call. It read-locks the allocation
+/// table for each look at memory only, never across a kernel, whose machine code may run for
+/// ever (a wave spinning on a flag the host sets): the host must be able to allocate and free
+/// meanwhile, as on a GPU. Every signal it resolved keeps its memory's backing alive (`pins`)
+/// until the call ends, so nothing it resolved is unmapped under it.
 struct CpHost<'a> {
     device: &'a Device,
-    allocs: &'a Allocs,
+    allocs: &'a RwLock<Allocs>,
+    /// The backings of the memory the resolved signals are in.
+    pins: RefCell<Vec<Arc<Backing>>>,
+    /// The KFD queue id this host serves.
+    queue_id: u32,
     gpu_id: u32,
     lds_bytes: u32,
     target: Option<Gfx9Target>,
@@ -232,6 +237,11 @@ struct CpHost<'a> {
 }
 
 impl CpHost<'_> {
+    /// The allocation table, read-locked until the guard is dropped.
+    fn allocs(&self) -> RwLockReadGuard<'_, Allocs> {
+        self.allocs.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Raises the recorded fault's KFD memory event now ([`ProcessorHost::queue_stopping`]:
     /// the queue's inactive signal holds the error, its waiters are not woken yet), as the
     /// GPU's VM raises its fault interrupt before anything tells a waiter that the queue
@@ -261,7 +271,7 @@ impl CpHost<'_> {
             &k.run,
             &k.label,
             dispatch,
-            self.allocs,
+            &self.allocs(),
             self.gpu_id,
             self.lds_bytes,
             &self.fault,
@@ -383,7 +393,14 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn resolve_signal(&self, handle: SignalHandle) -> hsa_core::Result<RawSignal> {
-        self.allocs
+        let allocs = self.allocs();
+        if let Some(b) = allocs
+            .containing(handle.0, 64)
+            .and_then(|a| a.backing.clone())
+        {
+            self.pins.borrow_mut().push(b);
+        }
+        allocs
             .device_region(self.gpu_id, handle.0, 64)
             .and_then(|r| r.raw_signal())
             .ok_or_else(|| {
@@ -440,7 +457,11 @@ impl ProcessorHost for CpHost<'_> {
         // allocation lock is released.
     }
 
-    fn queue_stopping(&self) {
+    fn queue_stopping(&self, error: &Error) {
+        // Recorded before any event can tell a waiter that the queue stopped (the thread
+        // records it again, with the rest of the report, once the allocation lock is
+        // released).
+        self.device.record_queue_error(self.queue_id, error);
         self.raise_vm_fault();
     }
 }
@@ -451,8 +472,8 @@ impl ProcessorHost for CpHost<'_> {
 impl Pm4Memory for CpHost<'_> {
     fn read_dwords(&self, va: u64, out: &mut [u32]) -> hsa_core::Result<()> {
         let len = out.len() as u64 * 4;
-        let region = self
-            .allocs
+        let allocs = self.allocs();
+        let region = allocs
             .device_region_or_fault(self.gpu_id, va, len, "PM4 indirect buffer read")
             .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "read"))))?;
         let mut bytes = vec![0u8; out.len() * 4];
@@ -464,8 +485,8 @@ impl Pm4Memory for CpHost<'_> {
     }
 
     fn write_u32(&self, va: u64, value: u32) -> hsa_core::Result<()> {
-        let region = self
-            .allocs
+        let allocs = self.allocs();
+        let region = allocs
             .device_region_or_fault(self.gpu_id, va, 4, "PM4 write")
             .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
         match region.atomic_u32(0) {
@@ -478,8 +499,8 @@ impl Pm4Memory for CpHost<'_> {
     }
 
     fn write_u64(&self, va: u64, value: u64) -> hsa_core::Result<()> {
-        let region = self
-            .allocs
+        let allocs = self.allocs();
+        let region = allocs
             .device_region_or_fault(self.gpu_id, va, 8, "PM4 write")
             .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
         match region.atomic_u64(0) {

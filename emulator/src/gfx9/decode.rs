@@ -1,8 +1,8 @@
 //! GFX9 instruction decoder: bytes → [`Instruction`].
 //!
 //! Covers the encodings the compiler emits for ordinary compute kernels: SOP2, SOP1, SOPK,
-//! SOPC, SOPP, SMEM, VOP1, VOP2, VOPC, VOP3 (a and b forms), DS and FLAT/GLOBAL, with inline
-//! constants and 32-bit literals. The opcodes known are those of the generated table in
+//! SOPC, SOPP, SMEM, VOP1, VOP2, VOPC, VOP3 (a and b forms), VOP3P, DS, FLAT/GLOBAL/SCRATCH,
+//! MUBUF and MTBUF, with inline constants and 32-bit literals. The opcodes known are those of the generated table in
 //! `opcodes.rs` (numbers of AMD's "Vega" (gfx900), "CDNA2" (gfx90a) and "CDNA3" (gfx942)
 //! ISA reference guides). No-panic contract: any byte slice decodes to an `Instruction` or an
 //! [`Error`] with [`Status::IllegalInstruction`] naming the encoding and the dword(s).
@@ -46,11 +46,14 @@ pub enum Encoding {
     Flat,
     /// Untyped buffer memory through a buffer resource (`[31:26] = 0x38`), 2 dwords.
     Mubuf,
+    /// Typed buffer memory: MUBUF with the data and numeric format in the instruction
+    /// (`[31:26] = 0x3A`), 2 dwords.
+    Mtbuf,
 }
 
 impl Encoding {
-    /// Number of encodings (the enum's variants; Mubuf is the last).
-    const COUNT: usize = Encoding::Mubuf as usize + 1;
+    /// Number of encodings (the enum's variants; Mtbuf is the last).
+    const COUNT: usize = Encoding::Mtbuf as usize + 1;
 
     /// Upper-case name as in the ISA guides, e.g. `"VOP3"`.
     pub const fn name(self) -> &'static str {
@@ -69,6 +72,7 @@ impl Encoding {
             Encoding::Ds => "DS",
             Encoding::Flat => "FLAT",
             Encoding::Mubuf => "MUBUF",
+            Encoding::Mtbuf => "MTBUF",
         }
     }
 }
@@ -266,6 +270,8 @@ pub struct Modifiers {
     pub offen: bool,
     /// MUBUF `idxen`: the VGPR address holds an index (first, when both are set).
     pub idxen: bool,
+    /// MTBUF `dfmt` (bits 3:0) and `nfmt` (bits 6:4): the buffer data and numeric format.
+    pub format: u8,
     /// VOP1/VOP2/VOPC in the SDWA form (sub-dword selects), with its fields.
     pub sdwa: Option<Sdwa>,
     /// VOP1/VOP2 in the DPP form (data-parallel lane moves of src0), with its fields.
@@ -657,11 +663,15 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             }
             if vop3b && enc != Encoding::Vopc {
                 inst.sdst = sreg_operand(2, w0 >> 8 & 0x7F, "VOP3", w0)?;
-            } else if enc != Encoding::Vopc {
+            } else {
+                // VOP3a, VOPC's included (its SGPR-pair destination is the vdst field): the
+                // sources' abs bits.
                 for i in 0..3 {
                     inst.mods.abs[i] = w0 >> (8 + i) & 1 != 0;
                 }
-                inst.mods.op_sel = (w0 >> 11 & 0xF) as u8;
+                if enc != Encoding::Vopc {
+                    inst.mods.op_sel = (w0 >> 11 & 0xF) as u8;
+                }
             }
             inst.mods.clamp = w0 >> 15 & 1 != 0;
             inst.mods.omod = (w1 >> 27 & 3) as u8;
@@ -805,7 +815,10 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             let w1 = need_w1("MUBUF")?;
             mubuf(inst, w0, w1, target)
         }
-        0x3A => Err(illegal("MTBUF", &[w0], "unsupported encoding")),
+        0x3A => {
+            let w1 = need_w1("MTBUF")?;
+            mtbuf(inst, w0, w1, target)
+        }
         0x3C => Err(illegal("MIMG", &[w0], "unsupported encoding")),
         _ => Err(illegal("unknown", &[w0], "unknown encoding")),
     }
@@ -1094,6 +1107,56 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     Ok(inst)
 }
 
+/// MTBUF (Vega ISA §12.11; CDNA2/3 for the `acc`, `scc`/`sc1` bits): `offset` [11:0],
+/// `offen` [12], `idxen` [13], `glc` [14], op [18:15], `dfmt` [22:19], `nfmt` [25:23];
+/// `vaddr` [39:32], `vdata` [47:40], `srsrc` [52:48], `sc1` [53] (gfx90a+), `slc` [54],
+/// `acc` [55] (gfx90a+), `soffset` [63:56]. The format goes to [`Modifiers::format`].
+fn mtbuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<Instruction> {
+    let op = (w0 >> 15) & 0xF;
+    let info = lookup(Encoding::Mtbuf, op as u16, target)
+        .ok_or_else(|| illegal("MTBUF", &[w0, w1], "unknown opcode"))?;
+    inst.info = info;
+    inst.encoding = Encoding::Mtbuf;
+    inst.size = 8;
+    inst.imm = (w0 & 0xFFF) as i32;
+    inst.mods.offen = w0 >> 12 & 1 != 0;
+    inst.mods.idxen = w0 >> 13 & 1 != 0;
+    inst.mods.glc = w0 >> 14 & 1 != 0;
+    inst.mods.slc = w1 >> 22 & 1 != 0;
+    inst.mods.sc1 = w1 >> 21 & 1 != 0 && target.has_acc_memory_operands();
+    inst.mods.format = (w0 >> 19 & 0x7F) as u8;
+    let naddr = inst.mods.offen as u8 + inst.mods.idxen as u8;
+    if naddr > 0 {
+        inst.src[0] = vgpr(naddr, w1 & 0xFF);
+    }
+    let acc = w1 >> 23 & 1 != 0 && target.has_acc_memory_operands();
+    let vdata = w1 >> 8 & 0xFF;
+    let data = |w: u8| {
+        if acc {
+            Operand::Agpr {
+                index: vdata as u8,
+                count: w,
+            }
+        } else {
+            vgpr(w, vdata)
+        }
+    };
+    if info.widths[1] > 0 {
+        inst.src[1] = data(info.widths[1]);
+    }
+    if info.widths[0] > 0 {
+        inst.dst = data(info.widths[0]);
+    }
+    let srsrc = (w1 >> 16 & 0x1F) << 2;
+    inst.src[2] = sreg_operand(4, srsrc, "MTBUF", w0)?;
+    let mut size = 8u8;
+    inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MTBUF", w0)? {
+        op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
+        _ => return Err(illegal("MTBUF", &[w0, w1], "bad soffset")),
+    };
+    Ok(inst)
+}
+
 fn vgpr(width: u8, index: u32) -> Operand {
     Operand::Vgpr {
         index: index as u8,
@@ -1256,8 +1319,11 @@ mod tests {
         );
         // SMEM needs 2 dwords.
         assert!(dec(&[0xC0020242], Gfx9Target::Gfx900).is_err());
-        // MTBUF.
-        let e = dec(&[0xE8000000, 0], Gfx9Target::Gfx900).unwrap_err();
+        // MTBUF opcode 8 (tbuffer_load_format_d16_x): not in the table.
+        let e = dec(&[0xE8040000, 0], Gfx9Target::Gfx900).unwrap_err();
         assert!(e.detail().contains("MTBUF"));
+        // MIMG: no compute kernel's.
+        let e = dec(&[0xF0000000, 0], Gfx9Target::Gfx900).unwrap_err();
+        assert!(e.detail().contains("MIMG"));
     }
 }

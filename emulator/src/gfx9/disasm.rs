@@ -370,7 +370,7 @@ impl fmt::Display for Instruction {
                 }
                 self.cache_bits(f)
             }
-            Encoding::Mubuf => {
+            Encoding::Mubuf | Encoding::Mtbuf => {
                 f.write_str(name)?;
                 if self.src[2] == Operand::None {
                     return self.cache_bits(f);
@@ -388,6 +388,9 @@ impl fmt::Display for Instruction {
                     ref a => write!(f, "{}", Op(a))?,
                 }
                 write!(f, ", {}, {}", Op(&self.src[2]), Op(&self.soffset))?;
+                if self.encoding == Encoding::Mtbuf {
+                    format_text(f, self.mods.format)?;
+                }
                 if self.mods.idxen {
                     f.write_str(" idxen")?;
                 }
@@ -660,6 +663,55 @@ impl fmt::Display for Swizzle {
             write!(f, "{c}")?;
         }
         f.write_str("\")")
+    }
+}
+
+/// The MTBUF data formats (`dfmt`, Vega ISA §8.1.8 "Buffer data formats") as llvm-objdump
+/// names them.
+pub(super) const DATA_FORMATS: [&str; 16] = [
+    "INVALID",
+    "8",
+    "16",
+    "8_8",
+    "32",
+    "16_16",
+    "10_11_11",
+    "11_11_10",
+    "10_10_10_2",
+    "2_10_10_10",
+    "8_8_8_8",
+    "32_32",
+    "16_16_16_16",
+    "32_32_32",
+    "32_32_32_32",
+    "RESERVED_15",
+];
+
+/// The MTBUF numeric formats (`nfmt`) as llvm-objdump names them.
+pub(super) const NUM_FORMATS: [&str; 8] = [
+    "UNORM",
+    "SNORM",
+    "USCALED",
+    "SSCALED",
+    "UINT",
+    "SINT",
+    "RESERVED_6",
+    "FLOAT",
+];
+
+/// ` format:[BUF_DATA_FORMAT_d,BUF_NUM_FORMAT_n]`, leaving out the default data format 8
+/// and numeric format UNORM (nothing at all for both defaults), as llvm-objdump prints it.
+fn format_text(f: &mut fmt::Formatter<'_>, format: u8) -> fmt::Result {
+    let (d, n) = (format & 0xF, format >> 4 & 7);
+    match (d, n) {
+        (1, 0) => Ok(()),
+        (_, 0) => write!(f, " format:[BUF_DATA_FORMAT_{}]", DATA_FORMATS[d as usize]),
+        (1, _) => write!(f, " format:[BUF_NUM_FORMAT_{}]", NUM_FORMATS[n as usize]),
+        _ => write!(
+            f,
+            " format:[BUF_DATA_FORMAT_{},BUF_NUM_FORMAT_{}]",
+            DATA_FORMATS[d as usize], NUM_FORMATS[n as usize]
+        ),
     }
 }
 

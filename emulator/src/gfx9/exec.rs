@@ -21,7 +21,8 @@
 //! LDS bounds check does; fused multiply-adds round once; `v_rcp`, `v_rsq`, `v_sqrt`,
 //! `v_exp_f32` and `v_log_f32` give the correctly rounded value (within the 1 ULP the ISA
 //! allows); IEEE division's `v_div_scale`/`v_div_fmas`/`v_div_fixup` are in `fdiv.rs`;
-//! `v_sin`/`v_cos` and `v_trig_preop_f64` are rejected as not implemented.
+//! `v_trig_preop_f64` gives 2/π's segments (`fdiv.rs`); `v_sin`/`v_cos` give the host's
+//! `sin(2π·x)`/`cos(2π·x)` (the ISA states no exact bits for them).
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -899,7 +900,7 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             flat(ctx, w, inst)?;
             Ok(Flow::Next)
         }
-        Encoding::Mubuf => {
+        Encoding::Mubuf | Encoding::Mtbuf => {
             mubuf(ctx, w, inst)?;
             Ok(Flow::Next)
         }
@@ -929,10 +930,13 @@ fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Resul
         }
         "s_endpgm" | "s_endpgm_saved" => return Ok(Flow::End),
         "s_barrier" => return Ok(Flow::Barrier),
-        // No trap handler runs here: a trap stops the dispatch as the CP reports a wave
-        // trap to ROCR, the debug-trap queue error (0x8000_0000), which ROCR 5.2 turns into
-        // HSA_STATUS_ERROR_EXCEPTION (amd_aql_queue.cpp). Trap id 2 is `__builtin_trap`
-        // (AMDGPUUsage, "Trap Handler ABI").
+        // `llvm.debugtrap` (trap id 3) with no debugger attached: the trap handler returns at
+        // once and the wave goes on (AMDGPUUsage, "Trap Handler ABI").
+        "s_trap" if inst.imm as u16 & 0xFF == 3 => return Ok(Flow::Next),
+        // No trap handler runs here: any other trap stops the dispatch as the CP reports a
+        // wave trap to ROCR, the debug-trap queue error (0x8000_0000), which ROCR 5.2 turns
+        // into HSA_STATUS_ERROR_EXCEPTION (amd_aql_queue.cpp). Trap id 2 is
+        // `__builtin_trap` (AMDGPUUsage, "Trap Handler ABI").
         "s_trap" => {
             return Err(error!(
                 Status::Exception,
@@ -1390,6 +1394,21 @@ fn canon32(x: u32, r: f32) -> u64 {
     }
 }
 
+/// An f16 operation computed in f64 and rounded once to f16: a NaN operand gives itself
+/// quieted, an invalid operation the default NaN 0x7E00.
+fn f16_unary(a: u64, op: impl Fn(f64) -> f64) -> u64 {
+    let h = a as u16;
+    if h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 {
+        return u64::from(h | 0x200);
+    }
+    let r = op(f16::to_f64(h));
+    if r.is_nan() {
+        0x7E00
+    } else {
+        u64::from(f16::from_f64(r))
+    }
+}
+
 /// [`canon32`] for f64 (default NaN 0x7FF8_0000_0000_0000).
 fn canon64(x: u64, r: f64) -> u64 {
     if r.is_nan() && !f64::from_bits(x).is_nan() {
@@ -1441,7 +1460,11 @@ fn sext24(v: u32) -> i64 {
 
 fn float_input(name: &str) -> (bool, bool) {
     // (f32 source, f64 source)
-    let src_ty = if let Some(rest) = name.strip_prefix("v_cvt_") {
+    let src_ty = if name == "v_cndmask_b32" {
+        // Its VOP3 `neg`/`abs` act on the sign bit as on an f32 (LLVM folds fneg/fabs of a
+        // select into them: ocml's cosf negates with `v_cndmask_b32_e64 v3, -v3, v5, vcc`).
+        "f32"
+    } else if let Some(rest) = name.strip_prefix("v_cvt_") {
         rest.rsplit('_').next().unwrap_or("")
     } else if name.contains("_f64") {
         "f64"
@@ -1653,18 +1676,23 @@ fn valu<const DPP: bool>(
                     Some(b >> fdiv::class_index(fdiv::SINGLE, a & 0xFFFF_FFFF) & 1 != 0)
                 }
                 "f64" if cond == "class" => Some(b >> fdiv::class_index(fdiv::DOUBLE, a) & 1 != 0),
+                "f16" if cond == "class" => {
+                    Some(b >> fdiv::class_index(fdiv::HALF, a & 0xFFFF) & 1 != 0)
+                }
                 "f32" => fcmp(
                     cond,
                     f32::from_bits(a as u32) as f64,
                     f32::from_bits(b as u32) as f64,
                 ),
                 "f64" => fcmp(cond, f64::from_bits(a), f64::from_bits(b)),
-                "i16" => icmp(cond, a as u16 as i16, b as u16 as i16),
-                "u16" => icmp(cond, a as u16, b as u16),
                 "i32" => icmp(cond, a as u32 as i32, b as u32 as i32),
                 "u32" => icmp(cond, a as u32, b as u32),
                 "i64" => icmp(cond, a as i64, b as i64),
                 "u64" => icmp(cond, a, b),
+                // 16-bit compares: the low halves (Vega ISA VOPC opcodes 0x20..0x3F, 0xA0..0xBF).
+                "f16" => fcmp(cond, f16::to_f64(a as u16), f16::to_f64(b as u16)),
+                "i16" => icmp(cond, a as u16 as i16, b as u16 as i16),
+                "u16" => icmp(cond, a as u16, b as u16),
                 _ => None,
             };
             let Some(r) = r else {
@@ -1982,6 +2010,25 @@ fn valu<const DPP: bool>(
             "v_frexp_exp_i32_f64" => fdiv::frexp_exp(fdiv::DOUBLE, a) as u32 as u64,
             "v_ldexp_f32" => fdiv::ldexp(fdiv::SINGLE, a32 as u64, b32 as i32),
             "v_ldexp_f64" => fdiv::ldexp(fdiv::DOUBLE, a, b32 as i32),
+            "v_trig_preop_f64" => fdiv::trig_preop(a, b32),
+            // Hardware sine/cosine: the argument in revolutions, `sin(2π·x)` (Vega ISA VOP1;
+            // its accuracy is stated for |x| ≤ 256; here the host's value everywhere, ±∞ the
+            // default NaN).
+            "v_sin_f32" => canon32(a32, (f64::from(fa) * core::f64::consts::TAU).sin() as f32),
+            "v_cos_f32" => canon32(a32, (f64::from(fa) * core::f64::consts::TAU).cos() as f32),
+            // f16 transcendentals and helpers: the f64 result rounded once to f16.
+            "v_rcp_f16" => f16_unary(a, |x| 1.0 / x),
+            "v_sqrt_f16" => f16_unary(a, f64::sqrt),
+            "v_rsq_f16" => f16_unary(a, |x| 1.0 / x.sqrt()),
+            "v_log_f16" => f16_unary(a, f64::log2),
+            "v_exp_f16" => f16_unary(a, f64::exp2),
+            "v_sin_f16" => f16_unary(a, |x| (x * core::f64::consts::TAU).sin()),
+            "v_cos_f16" => f16_unary(a, |x| (x * core::f64::consts::TAU).cos()),
+            "v_fract_f16" => f16_unary(a, |x| (x - x.floor()).min(f16::to_f64(0x3BFF))),
+            "v_frexp_mant_f16" => fdiv::frexp_mant(fdiv::HALF, a & 0xFFFF),
+            "v_frexp_exp_i16_f16" => {
+                u64::from(fdiv::frexp_exp(fdiv::HALF, a & 0xFFFF) as i16 as u16)
+            }
             "v_fma_f64" => da.mul_add(db, f64::from_bits(c)).to_bits(),
             "v_fmac_f64" => {
                 let acc = match inst.dst {
@@ -2673,6 +2720,31 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
                 lds_write(ctx.lds, addr, &new.to_le_bytes());
                 set_vdst(w, &inst.dst, lane, old as u64, 1);
             }
+            // D16 forms (Vega ISA DS opcodes 84..91): the high half of the data is stored; a
+            // read replaces one half of the VGPR, keeping the other.
+            "ds_write_b8_d16_hi" => lds_write(ctx.lds, base + offset, &[(d0 >> 16) as u8]),
+            "ds_write_b16_d16_hi" => {
+                lds_write(ctx.lds, base + offset, &((d0 >> 16) as u16).to_le_bytes())
+            }
+            "ds_read_u8_d16" | "ds_read_u8_d16_hi" | "ds_read_i8_d16" | "ds_read_i8_d16_hi"
+            | "ds_read_u16_d16" | "ds_read_u16_d16_hi" => {
+                let wide = name.starts_with("ds_read_u16");
+                lds_read(ctx.lds, base + offset, &mut b[..if wide { 2 } else { 1 }]);
+                let h = if wide {
+                    u16::from_le_bytes([b[0], b[1]])
+                } else if name.starts_with("ds_read_i8") {
+                    b[0] as i8 as i16 as u16
+                } else {
+                    u16::from(b[0])
+                };
+                let old = vsrc_dword(w, &inst.dst, lane, 0);
+                let v = if name.ends_with("_hi") {
+                    old & 0xFFFF | u32::from(h) << 16
+                } else {
+                    old & 0xFFFF_0000 | u32::from(h)
+                };
+                set_vdst_dword(w, &inst.dst, lane, 0, v);
+            }
             _ => return Err(not_implemented(inst)),
         }
     }
@@ -2899,10 +2971,13 @@ fn space_atomic(
 /// Bytes a load or store of type `ty` (the mnemonic after `load_`/`store_`) moves, with
 /// `dwords` data registers.
 fn access_bytes(ty: &str, dwords: u8) -> usize {
-    match ty {
-        "ubyte" | "sbyte" | "byte" => 1,
-        "ushort" | "sshort" | "short" => 2,
-        _ => dwords as usize * 4,
+    // The sub-dword types, with or without the `_d16`/`_d16_hi` half-register forms.
+    if ty.starts_with("ubyte") || ty.starts_with("sbyte") || ty.starts_with("byte") {
+        1
+    } else if ty.starts_with("ushort") || ty.starts_with("sshort") || ty.starts_with("short") {
+        2
+    } else {
+        dwords as usize * 4
     }
 }
 
@@ -2914,6 +2989,27 @@ fn load_result(w: &mut Wave, dst: &Operand, lane: usize, ty: &str, b: &[u8; 16],
         "sbyte" => b[0] as i8 as i32 as u32 as u64,
         "ushort" => u64::from(u16::from_le_bytes([b[0], b[1]])),
         "sshort" => u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32 as u64,
+        // D16 loads (Vega ISA §9.1.9 "16-bit memory operations"): the 16-bit value (a byte
+        // zero- or sign-extended to 16 bits) replaces the low or (`_hi`) the high half of the
+        // VGPR; the other half keeps its value.
+        "short_d16" | "short_d16_hi" | "ubyte_d16" | "ubyte_d16_hi" | "sbyte_d16"
+        | "sbyte_d16_hi" => {
+            let h = if ty.starts_with("sbyte") {
+                b[0] as i8 as i16 as u16
+            } else if ty.starts_with("ubyte") {
+                u16::from(b[0])
+            } else {
+                u16::from_le_bytes([b[0], b[1]])
+            };
+            let old = vsrc_dword(w, dst, lane, 0);
+            let v = if ty.ends_with("_hi") {
+                old & 0xFFFF | u32::from(h) << 16
+            } else {
+                old & 0xFFFF_0000 | u32::from(h)
+            };
+            set_vdst_dword(w, dst, lane, 0, v);
+            return;
+        }
         _ => {
             for k in 0..n / 4 {
                 let v = u32::from_le_bytes([b[k * 4], b[k * 4 + 1], b[k * 4 + 2], b[k * 4 + 3]]);
@@ -2971,6 +3067,10 @@ fn lane_access(
         for k in 0..data_w {
             b[k * 4..k * 4 + 4]
                 .copy_from_slice(&vsrc_dword(w, &inst.src[1], lane, k).to_le_bytes());
+        }
+        if ty.ends_with("_d16_hi") {
+            // The high half of the data VGPR: bits 31:16 (a byte store: 23:16).
+            b.copy_within(2..4, 0);
         }
         let n = access_bytes(ty, data_w as u8);
         space_write(ctx, space, lane, &b[..n])?;
@@ -3134,9 +3234,35 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
     let r = r as usize;
     let rsrc = BufferResource::from_words([w.sreg[r], w.sreg[r + 1], w.sreg[r + 2], w.sreg[r + 3]]);
     let soffset = scalar(w, &inst.soffset, false, false) & 0xFFFF_FFFF;
-    let op = name.strip_prefix("buffer_").unwrap_or("");
+    let op = name
+        .strip_prefix("buffer_")
+        .or_else(|| name.strip_prefix("tbuffer_"))
+        .unwrap_or("");
     let exec = w.exec();
-    let len = if let Some(ty) = op.strip_prefix("load_") {
+    // Format loads and stores: the data and numeric format from the instruction (MTBUF) or
+    // the resource's word 3 (MUBUF: NUM_FORMAT [14:12], DATA_FORMAT [18:15]).
+    let format = if op.starts_with("load_format") || op.starts_with("store_format") {
+        let (dfmt, nfmt) = if inst.encoding == Encoding::Mtbuf {
+            (inst.mods.format & 0xF, inst.mods.format >> 4 & 7)
+        } else {
+            let w3 = w.sreg[r + 3];
+            ((w3 >> 15 & 0xF) as u8, (w3 >> 12 & 7) as u8)
+        };
+        let Some((bits, count)) = buffer_data_format(dfmt) else {
+            return Err(error!(
+                Status::IllegalInstruction,
+                "{name}: data format BUF_DATA_FORMAT_{} not modelled",
+                super::disasm::DATA_FORMATS[usize::from(dfmt)]
+            ));
+        };
+        Some(BufferFormat { bits, count, nfmt })
+    } else {
+        None
+    };
+    let len = if let Some(f) = format {
+        let comps = inst.info.widths[0].max(inst.info.widths[1]) as usize;
+        f.bits as usize / 8 * comps.min(f.count)
+    } else if let Some(ty) = op.strip_prefix("load_") {
         access_bytes(ty, inst.info.widths[0])
     } else if let Some(ty) = op.strip_prefix("store_") {
         access_bytes(ty, inst.info.widths[1])
@@ -3173,6 +3299,10 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
                 .wrapping_add(soffset)
                 .wrapping_add(rsrc.buffer_offset(index, offset + k))
         };
+        if let Some(f) = format {
+            format_access(ctx, w, inst, lane, f, &addr_of).map_err(fault)?;
+            continue;
+        }
         if rsrc.swizzle && len > 4 {
             // Each element (dword) of a multi-dword access lands in its own swizzled place.
             let mut b = [0u8; 16];
@@ -3196,6 +3326,110 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
             continue;
         }
         lane_access(ctx, w, inst, op, lane, Space::Global(addr_of(0))).map_err(fault)?;
+    }
+    Ok(())
+}
+
+/// A buffer element format: component width in bits, component count, numeric format
+/// (`nfmt`: 0 UNORM, 1 SNORM, 2 USCALED, 3 SSCALED, 4 UINT, 5 SINT, 7 FLOAT).
+#[derive(Clone, Copy, Debug)]
+struct BufferFormat {
+    bits: u32,
+    count: usize,
+    nfmt: u8,
+}
+
+/// The component width and count of buffer data format `dfmt` (Vega ISA §8.1.8 "Buffer data
+/// formats"): `None` for INVALID, the packed 10/11-bit formats (not modelled) and 15.
+fn buffer_data_format(dfmt: u8) -> Option<(u32, usize)> {
+    Some(match dfmt {
+        1 => (8, 1),
+        2 => (16, 1),
+        3 => (8, 2),
+        4 => (32, 1),
+        5 => (16, 2),
+        10 => (8, 4),
+        11 => (32, 2),
+        12 => (16, 4),
+        13 => (32, 3),
+        14 => (32, 4),
+        _ => return None,
+    })
+}
+
+/// One lane of a format load or store (`buffer_/tbuffer_load/store_format_x..xyzw`, Vega ISA
+/// §8.1.8): each component of the element converts between its memory form and a 32-bit
+/// VGPR. Loads: UNORM `c / (2^n − 1)`, SNORM `max(c / (2^(n−1) − 1), −1)`, USCALED/SSCALED
+/// the integer as an f32, UINT/SINT zero- or sign-extended, FLOAT (16 or 32 bits) as f32;
+/// components the format lacks read 0, and 1 (1.0 for the float-valued formats) for W.
+/// Stores: UINT/SINT keep the low bits, FLOAT converts to the width (f16 rounded to nearest
+/// even); a store in the other numeric formats is an error (not modelled).
+fn format_access(
+    ctx: &mut Ctx<'_, '_>,
+    w: &mut Wave,
+    inst: &Instruction,
+    lane: usize,
+    f: BufferFormat,
+    addr_of: &dyn Fn(u64) -> u64,
+) -> Result<()> {
+    let load = inst.info.widths[0] > 0;
+    let comps = inst.info.widths[0].max(inst.info.widths[1]) as usize;
+    let size = f.bits as usize / 8;
+    let mask = if f.bits == 32 {
+        u32::MAX
+    } else {
+        (1 << f.bits) - 1
+    };
+    let sext = |c: u32| ((c << (32 - f.bits)) as i32) >> (32 - f.bits);
+    let bad = || {
+        error!(
+            Status::IllegalInstruction,
+            "{}: numeric format BUF_NUM_FORMAT_{} with {}-bit components not modelled",
+            inst.name(),
+            super::disasm::NUM_FORMATS[usize::from(f.nfmt)],
+            f.bits
+        )
+    };
+    for k in 0..comps {
+        let addr = addr_of((k * size) as u64);
+        if load {
+            let v = if k < f.count {
+                let mut b = [0u8; 4];
+                read_global(ctx, addr, &mut b[..size])?;
+                let c = u32::from_le_bytes(b);
+                let one_less = |n: u32| ((1u64 << n) - 1) as f64;
+                match (f.nfmt, f.bits) {
+                    (0, 8 | 16) => (f64::from(c) / one_less(f.bits)) as f32,
+                    (1, 8 | 16) => ((f64::from(sext(c)) / one_less(f.bits - 1)).max(-1.0)) as f32,
+                    (2, _) => c as f32,
+                    (3, _) => sext(c) as f32,
+                    (4, _) => f32::from_bits(c),
+                    (5, _) => f32::from_bits(sext(c) as u32),
+                    (7, 32) => f32::from_bits(c),
+                    (7, 16) => f16::to_f64(c as u16) as f32,
+                    _ => return Err(bad()),
+                }
+                .to_bits()
+            } else if k == 3 {
+                if matches!(f.nfmt, 4 | 5) {
+                    1
+                } else {
+                    0x3F80_0000
+                }
+            } else {
+                0
+            };
+            set_vdst_dword(w, &inst.dst, lane, k, v);
+        } else if k < f.count {
+            let v = vsrc_dword(w, &inst.src[1], lane, k);
+            let c = match (f.nfmt, f.bits) {
+                (4 | 5, _) => v & mask,
+                (7, 32) => v,
+                (7, 16) => u32::from(f16::from_f64(f64::from(f32::from_bits(v)))),
+                _ => return Err(bad()),
+            };
+            write_global(ctx, addr, &c.to_le_bytes()[..size])?;
+        }
     }
     Ok(())
 }

@@ -88,6 +88,15 @@ impl Format {
     /// `±m × 2^e` rounded to nearest even in this format (overflow to ±∞, gradual underflow
     /// through the subnormals, a zero keeps the sign): the bits.
     pub(super) fn round(self, neg: bool, m: u128, e: i32) -> u64 {
+        self.round_mode(neg, m, e, false)
+    }
+
+    /// `±m × 2^e` rounded toward zero (truncated) in this format; overflow gives ±∞.
+    pub(super) fn round_toward_zero(self, neg: bool, m: u128, e: i32) -> u64 {
+        self.round_mode(neg, m, e, true)
+    }
+
+    fn round_mode(self, neg: bool, m: u128, e: i32, rtz: bool) -> u64 {
         let sign = if neg { self.sign_bit() } else { 0 };
         if m == 0 {
             return sign;
@@ -102,12 +111,12 @@ impl Format {
         } else if sh > 128 {
             0
         } else if sh == 128 {
-            u128::from(m > 1 << 127)
+            u128::from(!rtz && m > 1 << 127)
         } else {
             let kept = m >> sh;
             let rem = m & ((1u128 << sh) - 1);
             let half = 1u128 << (sh - 1);
-            kept + u128::from(rem > half || rem == half && kept & 1 == 1)
+            kept + u128::from(!rtz && (rem > half || rem == half && kept & 1 == 1))
         };
         if kept >> p != 0 {
             kept >>= 1;
@@ -346,6 +355,59 @@ pub(super) fn frexp_exp(f: Format, x: u64) -> i32 {
     e + 64 - m.leading_zeros() as i32
 }
 
+/// The first 1201 fraction bits of 2/π (`b_1200` … `b_0`, 2/π = 0.b_1200 b_1199 …), left-
+/// aligned in 19 words (the last 15 bits zero). Computed with Machin's formula; the same digits
+/// as fdlibm's `ipio2` table (`__kernel_rem_pio2`: 0xA2F983, 0x6E4E44, …).
+const TWO_OVER_PI: [u64; 19] = [
+    0xA2F9_836E_4E44_1529,
+    0xFC27_57D1_F534_DDC0,
+    0xDB62_9599_3C43_9041,
+    0xFE51_63AB_DEBB_C561,
+    0xB724_6E3A_424D_D2E0,
+    0x0649_2EEA_09D1_921C,
+    0xFE1D_EB1C_B129_A73E,
+    0xE882_35F5_2EBB_4484,
+    0xE99C_7026_B45F_7E41,
+    0x3991_D639_8353_39F4,
+    0x9C84_5F8B_BDF9_283B,
+    0x1FF8_97FF_DE05_980F,
+    0xEF2F_118B_5A0A_6D1F,
+    0x6D36_7ECF_27CB_09B7,
+    0x4F46_3F66_9E5F_EA2D,
+    0x7527_BAC7_EBE5_F17B,
+    0x3D07_39F7_8A52_92EA,
+    0x6BFB_5FB1_1F8D_5D08,
+    0x5603_3046_FC7B_0000,
+];
+
+/// `V_TRIG_PREOP_F64` (Vega ISA, VOP3): the 53-bit segment of 2/π that range reduction of
+/// `x` needs, segment `sel` (S1[4:0]): `shift = 53·sel`, plus `exponent(x) − 1077` when the
+/// exponent field is above 1077; the segment is bits `1200 − shift` down of 2/π (zeros past
+/// the table) as an integer, times `2^(−53 − shift)` (`2^128` more when the exponent field
+/// is at least 1968), rounded toward zero.
+pub(super) fn trig_preop(x: u64, sel: u32) -> u64 {
+    let e = DOUBLE.exponent(x);
+    let mut shift = (sel & 31) as i32 * 53;
+    if e > 1077 {
+        shift += e - 1077;
+    }
+    let mut seg = 0u64;
+    for j in 0..53 {
+        let p = (shift + j) as usize; // 0 = b_1200
+        let bit = if p <= 1200 {
+            TWO_OVER_PI[p / 64] >> (63 - p % 64) & 1
+        } else {
+            0
+        };
+        seg = seg << 1 | bit;
+    }
+    let mut scale = -53 - shift;
+    if e >= 1968 {
+        scale += 128;
+    }
+    DOUBLE.round_toward_zero(false, u128::from(seg), scale)
+}
+
 /// The bit of `V_CMP_CLASS_F32/F64`'s class mask that `bits` belongs to: 0 signaling NaN,
 /// 1 quiet NaN, 2 −∞, 3 −normal, 4 −subnormal, 5 −0, 6 +0, 7 +subnormal, 8 +normal, 9 +∞
 /// (Vega ISA, VOPC).
@@ -409,6 +471,21 @@ mod tests {
         // Scaled before rounding: 2^-1075 × 3 = 1.5 × 2^-1074 rounds once (to 2 × 2^-1074).
         let three = 3.0f64.to_bits();
         assert_eq!(fma_scaled(DOUBLE, three, 1.0f64.to_bits(), 0, -1075), 2);
+    }
+
+    #[test]
+    fn round_toward_zero_truncates() {
+        // 1.5 × 2^-1074: nearest-even gives 2 × 2^-1074, toward zero 1 × 2^-1074.
+        assert_eq!(DOUBLE.round(false, 3, -1075), 2);
+        assert_eq!(DOUBLE.round_toward_zero(false, 3, -1075), 1);
+        // Normal values: the significand is cut, not rounded.
+        let m = (1u128 << 54) - 1; // 54 ones
+        assert_eq!(
+            DOUBLE.round_toward_zero(false, m, 0),
+            (2f64.powi(54) - 2.0).to_bits()
+        );
+        // trig_preop segment 0 of 1.0: 2/π cut to 53 bits (2/π rounded is 0x3FE45F306DC9C883).
+        assert_eq!(trig_preop(1.0f64.to_bits(), 0), 0x3FE4_5F30_6DC9_C882);
     }
 
     #[test]

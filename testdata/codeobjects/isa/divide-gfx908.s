@@ -424,6 +424,28 @@ v_fma_f64:
 .Lv_fma_f64_end:
 	.size v_fma_f64, .Lv_fma_f64_end-v_fma_f64
 
+	.globl v_trig_preop_f64
+	.p2align 8
+	.type v_trig_preop_f64,@function
+v_trig_preop_f64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[6:7], v21, s[10:11]
+	global_load_dword v8, v20, s[14:15]
+	s_waitcnt vmcnt(0)
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_trig_preop_f64 v[10:11], v[2:3], v4
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	s_endpgm
+.Lv_trig_preop_f64_end:
+	.size v_trig_preop_f64, .Lv_trig_preop_f64_end-v_trig_preop_f64
+
 	.globl v_div_scale_f32
 	.p2align 8
 	.type v_div_scale_f32,@function
@@ -511,6 +533,92 @@ v_div_fmas_f64:
 	s_endpgm
 .Lv_div_fmas_f64_end:
 	.size v_div_fmas_f64, .Lv_div_fmas_f64_end-v_div_fmas_f64
+
+	.globl v_cmp_lt_f32_absneg
+	.p2align 8
+	.type v_cmp_lt_f32_absneg,@function
+v_cmp_lt_f32_absneg:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v6, v20, s[10:11]
+	global_load_dword v8, v20, s[14:15]
+	s_waitcnt vmcnt(0)
+	v_cmp_lt_f32_e64 s[20:21], -|v2|, |v4|
+	v_mov_b32 v12, s20
+	v_mov_b32 v13, s21
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lv_cmp_lt_f32_absneg_end:
+	.size v_cmp_lt_f32_absneg, .Lv_cmp_lt_f32_absneg_end-v_cmp_lt_f32_absneg
+
+	.globl v_cmp_nlt_f64_abs
+	.p2align 8
+	.type v_cmp_nlt_f64_abs,@function
+v_cmp_nlt_f64_abs:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[6:7], v21, s[10:11]
+	global_load_dword v8, v20, s[14:15]
+	s_waitcnt vmcnt(0)
+	v_cmp_nlt_f64_e64 s[20:21], |v[2:3]|, v[4:5]
+	v_mov_b32 v12, s20
+	v_mov_b32 v13, s21
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lv_cmp_nlt_f64_abs_end:
+	.size v_cmp_nlt_f64_abs, .Lv_cmp_nlt_f64_abs_end-v_cmp_nlt_f64_abs
+
+	.globl v_cndmask_b32_mods
+	.p2align 8
+	.type v_cndmask_b32_mods,@function
+v_cndmask_b32_mods:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v6, v20, s[10:11]
+	global_load_dword v8, v20, s[14:15]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32_e32 vcc, 0, v8
+	v_cndmask_b32_e64 v10, -v2, |v4|, vcc
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lv_cndmask_b32_mods_end:
+	.size v_cndmask_b32_mods, .Lv_cndmask_b32_mods_end-v_cndmask_b32_mods
+
+	.globl v_cndmask_b32_negabs
+	.p2align 8
+	.type v_cndmask_b32_negabs,@function
+v_cndmask_b32_negabs:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v6, v20, s[10:11]
+	global_load_dword v8, v20, s[14:15]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32_e32 vcc, 0, v8
+	v_cndmask_b32_e64 v10, -|v2|, -v4, vcc
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lv_cndmask_b32_negabs_end:
+	.size v_cndmask_b32_negabs, .Lv_cndmask_b32_negabs_end-v_cndmask_b32_negabs
 
 	.globl v_div_fixup_f32
 	.p2align 8
@@ -749,6 +857,12 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_sgpr 32
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel v_trig_preop_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel v_div_scale_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -768,6 +882,30 @@ v_cmpx_class_f64:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fmas_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_cmp_lt_f32_absneg
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_cmp_nlt_f64_abs
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_cndmask_b32_mods
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_cndmask_b32_negabs
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

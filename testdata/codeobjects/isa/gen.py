@@ -694,6 +694,8 @@ def divide(cpu):
     a.kernel("v_ldexp_f64", d64 + ["global_load_dword v4, v20, s[8:9]", "s_waitcnt vmcnt(0)",
                                    "v_ldexp_f64 v[10:11], v[2:3], v4"] + st64)
     a.kernel("v_fma_f64", d64 + ["v_fma_f64 v[10:11], v[2:3], v[4:5], v[6:7]"] + st64)
+    a.kernel("v_trig_preop_f64", d64 + ["global_load_dword v4, v20, s[8:9]", "s_waitcnt vmcnt(0)",
+                                        "v_trig_preop_f64 v[10:11], v[2:3], v4"] + st64)
     if cpu in ("gfx90a", "gfx942"):
         a.kernel("v_fmac_f64", d64 + ["v_mov_b32 v10, v6", "v_mov_b32 v11, v7",
                                       "v_fmac_f64_e32 v[10:11], v[2:3], v[4:5]"] + st64)
@@ -703,6 +705,10 @@ def divide(cpu):
     fl = ["v_cmp_ne_u32_e32 vcc, 0, v8"]
     a.kernel("v_div_fmas_f32", d32 + fl + ["v_div_fmas_f32 v10, v2, v4, v6"] + st32)
     a.kernel("v_div_fmas_f64", d64 + fl + ["v_div_fmas_f64 v[10:11], v[2:3], v[4:5], v[6:7]"] + st64)
+    a.kernel("v_cmp_lt_f32_absneg", d32 + ["v_cmp_lt_f32_e64 s[20:21], -|v2|, |v4|"] + mask)
+    a.kernel("v_cmp_nlt_f64_abs", d64 + ["v_cmp_nlt_f64_e64 s[20:21], |v[2:3]|, v[4:5]"] + mask)
+    a.kernel("v_cndmask_b32_mods", d32 + fl + ["v_cndmask_b32_e64 v10, -v2, |v4|, vcc"] + st32)
+    a.kernel("v_cndmask_b32_negabs", d32 + fl + ["v_cndmask_b32_e64 v10, -|v2|, -v4, vcc"] + st32)
     a.kernel("v_div_fixup_f32", d32 + ["v_div_fixup_f32 v10, v2, v4, v6"] + st32)
     a.kernel("v_div_fixup_f16", d32 + ["v_div_fixup_f16 v10, v2, v4, v6"] + st32)
     a.kernel("v_div_fixup_f64", d64 + ["v_div_fixup_f64 v[10:11], v[2:3], v[4:5], v[6:7]"] + st64)
@@ -732,12 +738,12 @@ def sendmsg(cpu):
 # Lane i: p0[i] != 0 puts it in EXEC, p1[i] is the data, p2[i] the address (permutes), p3[i]
 # the destination VGPR's old value; the destination goes to p4[i] (every lane: EXEC is
 # restored first). Kernels `swizzle__<offset hex>`, `permute__<offset>` and
-# `bpermute__<offset>`; `cmp__<op>__<form>` (form e32, e64, or sdwa: src0 WORD_1, src1
-# WORD_0) store 1 or 0 for each lane of EXEC (v_cndmask of the result mask) and keep p3
-# elsewhere; `cmpx__<op>` stores 1 from the lanes its EXEC leaves on and keeps p3 elsewhere.
+# `bpermute__<offset>`; `cmp__<op>__sdwa` (the SDWA form, src0 WORD_1, src1 WORD_0, of the
+# 16-bit integer compares; their e32/e64 and cmpx forms are family cmp16's) store 1 or 0 for
+# each lane of EXEC (v_cndmask of the result mask) and keep p3 elsewhere.
 SWIZZLES = [0x0000, 0x801B, 0x80E4, 0x80FF, 0x401F, 0x041F, 0x7C1F, 0x0C1F, 0x003C, 0x0020,
             0x0907, 0x0421, 0x7FFF, 0x00FF, 0x1234]
-CMP16 = ["v_cmp_%s_%s" % (c, t) for t in ("i16", "u16") for c in "f lt eq le gt ne ge t".split()]
+CMP16_SDWA = ["v_cmp_%s_%s" % (c, t) for t in ("i16", "u16") for c in "f lt eq le gt ne ge t".split()]
 
 
 def lanes(cpu):
@@ -754,21 +760,164 @@ def lanes(cpu):
             a.kernel("%s__%d" % (op, off),
                      head + ["ds_%s_b32 v10, v4, v2 offset:%d" % (op, off),
                              "s_waitcnt lgkmcnt(0)"] + tail)
-    for op in CMP16:
-        forms = {"e32": "%s_e32 vcc, v2, v4" % op,
-                 "e64": "%s_e64 vcc, v2, v4" % op,
-                 "sdwa": "%s_sdwa vcc, v2, v4 src0_sel:WORD_1 src1_sel:WORD_0" % op}
-        for form, text in forms.items():
-            a.kernel("cmp__%s__%s" % (op, form),
-                     head + [text, "v_cndmask_b32 v10, 0, 1, vcc"] + tail)
-        x = op.replace("v_cmp_", "v_cmpx_")
-        a.kernel("cmpx__%s" % x, head + ["%s_e32 vcc, v2, v4" % x, "v_mov_b32 v10, 1"] + tail)
+    for op in CMP16_SDWA:
+        a.kernel("cmp__%s__sdwa" % op,
+                 head + ["%s_sdwa vcc, v2, v4 src0_sel:WORD_1 src1_sel:WORD_0" % op,
+                         "v_cndmask_b32 v10, 0, 1, vcc"] + tail)
+    return a
+
+
+# --- d16: 16-bit loads into half a VGPR, stores of the high half -----------------------------
+# Lane i: p1 holds the memory loads read (bytes 4i + OFF on), p2[i] the destination VGPR's
+# value before a load, p4 the result: a load's VGPR afterwards (p4[i]), or the memory a store
+# wrote (bytes 4i + OFF on; the test fills p4 first). Kernels `<seg>_<op>__<OFF>`: seg global
+# (SGPR base + VGPR offset), flat (64-bit VGPR address), buffer (a raw buffer resource, offen)
+# or ds (LDS, after storing p1[i] (loads) or p2[i] (stores) at 4i).
+D16_LOAD_OPS = ["load_%s" % t for t in
+                "short_d16 short_d16_hi ubyte_d16 ubyte_d16_hi sbyte_d16 sbyte_d16_hi".split()]
+D16_STORE_OPS = ["store_short_d16_hi", "store_byte_d16_hi"]
+D16_DS = {"load_short_d16": "ds_read_u16_d16", "load_short_d16_hi": "ds_read_u16_d16_hi",
+          "load_ubyte_d16": "ds_read_u8_d16", "load_ubyte_d16_hi": "ds_read_u8_d16_hi",
+          "load_sbyte_d16": "ds_read_i8_d16", "load_sbyte_d16_hi": "ds_read_i8_d16_hi",
+          "store_short_d16_hi": "ds_write_b16_d16_hi", "store_byte_d16_hi": "ds_write_b8_d16_hi"}
+
+
+def d16(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v10, v20, s[8:9]",
+            "s_waitcnt vmcnt(0)"]
+    for op in D16_LOAD_OPS + D16_STORE_OPS:
+        offs = (0, 2) if "short" in op else (0, 3)
+        load = op.startswith("load")
+        for off in offs:
+            o = " offset:%d" % off if off else ""
+            for seg in ("global", "flat", "buffer", "ds"):
+                body = list(head)
+                if seg == "global":
+                    body.append("global_%s %s, %s, %s%s" % (
+                        op, "v10" if load else "v20", "v20" if load else "v2",
+                        "s[6:7]" if load else "s[12:13]", o))
+                elif seg == "flat":
+                    base = ("s6", "s7") if load else ("s12", "s13")
+                    body += ["v_mov_b32 v9, %s" % base[1],
+                             "v_add_co_u32 v8, vcc, %s, v20" % base[0],
+                             "v_addc_co_u32 v9, vcc, 0, v9, vcc"]
+                    body.append("flat_%s %s%s" % (op, "v10, v[8:9]" if load else "v[8:9], v2", o))
+                elif seg == "buffer":
+                    base = ("s6", "s7") if load else ("s12", "s13")
+                    body += ["s_mov_b32 s28, %s" % base[0], "s_and_b32 s29, %s, 0xffff" % base[1],
+                             "s_mov_b32 s30, -1", "s_mov_b32 s31, 0x27000"]
+                    body.append("buffer_%s %s, v20, s[28:31], 0 offen%s" % (op, "v10" if load else "v2", o))
+                else:
+                    if load:
+                        body += ["ds_write_b32 v20, v2", "s_waitcnt lgkmcnt(0)",
+                                 "%s v10, v20%s" % (D16_DS[op], o)]
+                    else:
+                        body += ["global_load_dword v3, v20, s[12:13]", "s_waitcnt vmcnt(0)",
+                                 "ds_write_b32 v20, v3", "s_waitcnt lgkmcnt(0)",
+                                 "%s v20, v2%s" % (D16_DS[op], o), "s_waitcnt lgkmcnt(0)",
+                                 "ds_read_b32 v10, v20"]
+                    body.append("s_waitcnt lgkmcnt(0)")
+                if load or seg == "ds":
+                    body += ["s_waitcnt vmcnt(0) lgkmcnt(0)", "global_store_dword v20, v10, s[12:13]"]
+                extra = "\t\t.amdhsa_group_segment_fixed_size 512" if seg == "ds" else ""
+                a.kernel("%s_%s__%d" % (seg, op, off), body, extra=extra)
+    return a
+
+
+# --- format: typed buffer loads and stores -----------------------------------------------
+# Lane i: the element at byte 16i of p1 (loads) or p4 (stores; the test fills p4 first),
+# through a raw buffer resource over that pointer; a load writes v[10:13] (preset to
+# 0xdeadbeef) to p4 at 16i; a store's data is p2's dwords at 16i. Kernels
+# `<buffer|tbuffer>_<load|store>_format_<x..xyzw>__<dfmt>_<nfmt>`: MUBUF takes the format
+# from the resource's word 3, MTBUF from the instruction.
+FORMAT_LOADS = [(4, 7), (4, 4), (1, 0), (1, 1), (2, 5), (3, 2), (5, 7), (10, 0), (10, 4),
+                (12, 3), (11, 4), (13, 5), (14, 7), (2, 7), (1, 3), (12, 1)]
+FORMAT_STORES = [(4, 4), (2, 5), (10, 4), (5, 7), (14, 7), (12, 4), (1, 5), (13, 4)]
+DFMT = ["INVALID", "8", "16", "8_8", "32", "16_16", "10_11_11", "11_11_10", "10_10_10_2",
+        "2_10_10_10", "8_8_8_8", "32_32", "16_16_16_16", "32_32_32", "32_32_32_32"]
+NFMT = ["UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "RESERVED_6", "FLOAT"]
+
+
+def format_family(cpu):
+    a = Asm(cpu)
+    for load, combos in ((True, FORMAT_LOADS), (False, FORMAT_STORES)):
+        for d, n in combos:
+            for c, x in enumerate(("x", "xy", "xyz", "xyzw")):
+                for enc in ("buffer", "tbuffer"):
+                    base = ("s6", "s7") if load else ("s12", "s13")
+                    word3 = 0x27000 if enc == "tbuffer" else (n << 12 | d << 15)
+                    body = ["v_lshlrev_b32 v22, 4, v1",
+                            "global_load_dwordx4 v[2:5], v22, s[8:9]",
+                            "v_mov_b32 v10, 0xdeadbeef", "v_mov_b32 v11, 0xdeadbeef",
+                            "v_mov_b32 v12, 0xdeadbeef", "v_mov_b32 v13, 0xdeadbeef",
+                            "s_mov_b32 s28, %s" % base[0], "s_and_b32 s29, %s, 0xffff" % base[1],
+                            "s_mov_b32 s30, -1", "s_mov_b32 s31, 0x%x" % word3,
+                            "s_waitcnt vmcnt(0)"]
+                    fmt = (" format:[BUF_DATA_FORMAT_%s,BUF_NUM_FORMAT_%s]" % (DFMT[d], NFMT[n])
+                           if enc == "tbuffer" else "")
+                    regs = "v10" if c == 0 else "v[10:%d]" % (10 + c)
+                    data = "v2" if c == 0 else "v[2:%d]" % (2 + c)
+                    op = "load" if load else "store"
+                    body.append("%s_%s_format_%s %s, v22, s[28:31], 0%s offen" % (
+                        enc, op, x, regs if load else data, fmt))
+                    body.append("s_waitcnt vmcnt(0)")
+                    if load:
+                        body.append("global_store_dwordx4 v22, v[10:13], s[12:13]")
+                    a.kernel("%s_%s_format_%s__%d_%d" % (enc, op, x, d, n), body)
+    return a
+
+
+# --- cmp16: 16-bit VOPC compares --------------------------------------------------------------
+# Lane i compares the low halves of p1[i] and p2[i]: `<op>` (e32, VCC) and `<op>_e64` (an SGPR
+# pair; `v_cmpx_*` also write EXEC, restored before the store) store 1 or 0 to p4[i].
+CMP16 = {"f16": "f lt eq le gt lg ge o u nge nlg ngt nle neq nlt tru",
+         "i16": "f lt eq le gt ne ge t", "u16": "f lt eq le gt ne ge t"}
+
+
+def cmp16(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "s_waitcnt vmcnt(0)"]
+    for ty, conds in CMP16.items():
+        for c in conds.split():
+            for x in ("cmp", "cmpx"):
+                op = "v_%s_%s_%s" % (x, c, ty)
+                a.kernel(op, head + ["%s_e32 vcc, v2, v3" % op, "s_mov_b64 exec, -1",
+                                     "v_cndmask_b32_e64 v5, 0, 1, vcc",
+                                     "global_store_dword v20, v5, s[12:13]"])
+                a.kernel(op + "_e64", head + ["%s_e64 s[20:21], v2, v3" % op, "s_mov_b64 exec, -1",
+                                              "v_cndmask_b32_e64 v5, 0, 1, s[20:21]",
+                                              "global_store_dword v20, v5, s[12:13]"])
+    return a
+
+
+# --- trans: hardware sine/cosine and the f16 transcendental ops --------------------------------
+# Lane i: `<op>` of p1[i] (low half for f16) to p4[i]; `v_cmp(x)_class_f16` store the mask of
+# p1[i]'s class against p2[i] as 1/0 to p4[i].
+TRANS = ("v_sin_f32 v_cos_f32 v_rcp_f16 v_sqrt_f16 v_rsq_f16 v_log_f16 v_exp_f16 "
+         "v_frexp_mant_f16 v_frexp_exp_i16_f16 v_fract_f16 v_sin_f16 v_cos_f16").split()
+
+
+def trans(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "s_waitcnt vmcnt(0)"]
+    for op in TRANS:
+        a.kernel(op, head + ["%s_e32 v5, v2" % op, "global_store_dword v20, v5, s[12:13]"])
+    for x in ("cmp", "cmpx"):
+        a.kernel("v_%s_class_f16" % x, head + ["v_%s_class_f16_e64 s[20:21], v2, v3" % x,
+                                               "s_mov_b64 exec, -1",
+                                               "v_cndmask_b32_e64 v5, 0, 1, s[20:21]",
+                                               "global_store_dword v20, v5, s[12:13]"])
     return a
 
 
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
             "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
-            "divide": divide, "sendmsg": sendmsg, "lanes": lanes}
+            "divide": divide, "sendmsg": sendmsg, "lanes": lanes, "d16": d16,
+            "format": format_family, "cmp16": cmp16,
+            "trans": trans}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 

@@ -506,54 +506,6 @@ bpermute__65532:
 .Lbpermute__65532_end:
 	.size bpermute__65532, .Lbpermute__65532_end-bpermute__65532
 
-	.globl cmp__v_cmp_f_i16__e32
-	.p2align 8
-	.type cmp__v_cmp_f_i16__e32,@function
-cmp__v_cmp_f_i16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_f_i16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_f_i16__e32_end:
-	.size cmp__v_cmp_f_i16__e32, .Lcmp__v_cmp_f_i16__e32_end-cmp__v_cmp_f_i16__e32
-
-	.globl cmp__v_cmp_f_i16__e64
-	.p2align 8
-	.type cmp__v_cmp_f_i16__e64,@function
-cmp__v_cmp_f_i16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_f_i16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_f_i16__e64_end:
-	.size cmp__v_cmp_f_i16__e64, .Lcmp__v_cmp_f_i16__e64_end-cmp__v_cmp_f_i16__e64
-
 	.globl cmp__v_cmp_f_i16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_f_i16__sdwa,@function
@@ -577,78 +529,6 @@ cmp__v_cmp_f_i16__sdwa:
 	s_endpgm
 .Lcmp__v_cmp_f_i16__sdwa_end:
 	.size cmp__v_cmp_f_i16__sdwa, .Lcmp__v_cmp_f_i16__sdwa_end-cmp__v_cmp_f_i16__sdwa
-
-	.globl cmpx__v_cmpx_f_i16
-	.p2align 8
-	.type cmpx__v_cmpx_f_i16,@function
-cmpx__v_cmpx_f_i16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_f_i16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_f_i16_end:
-	.size cmpx__v_cmpx_f_i16, .Lcmpx__v_cmpx_f_i16_end-cmpx__v_cmpx_f_i16
-
-	.globl cmp__v_cmp_lt_i16__e32
-	.p2align 8
-	.type cmp__v_cmp_lt_i16__e32,@function
-cmp__v_cmp_lt_i16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_lt_i16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_lt_i16__e32_end:
-	.size cmp__v_cmp_lt_i16__e32, .Lcmp__v_cmp_lt_i16__e32_end-cmp__v_cmp_lt_i16__e32
-
-	.globl cmp__v_cmp_lt_i16__e64
-	.p2align 8
-	.type cmp__v_cmp_lt_i16__e64,@function
-cmp__v_cmp_lt_i16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_lt_i16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_lt_i16__e64_end:
-	.size cmp__v_cmp_lt_i16__e64, .Lcmp__v_cmp_lt_i16__e64_end-cmp__v_cmp_lt_i16__e64
 
 	.globl cmp__v_cmp_lt_i16__sdwa
 	.p2align 8
@@ -674,78 +554,6 @@ cmp__v_cmp_lt_i16__sdwa:
 .Lcmp__v_cmp_lt_i16__sdwa_end:
 	.size cmp__v_cmp_lt_i16__sdwa, .Lcmp__v_cmp_lt_i16__sdwa_end-cmp__v_cmp_lt_i16__sdwa
 
-	.globl cmpx__v_cmpx_lt_i16
-	.p2align 8
-	.type cmpx__v_cmpx_lt_i16,@function
-cmpx__v_cmpx_lt_i16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_lt_i16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_lt_i16_end:
-	.size cmpx__v_cmpx_lt_i16, .Lcmpx__v_cmpx_lt_i16_end-cmpx__v_cmpx_lt_i16
-
-	.globl cmp__v_cmp_eq_i16__e32
-	.p2align 8
-	.type cmp__v_cmp_eq_i16__e32,@function
-cmp__v_cmp_eq_i16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_eq_i16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_eq_i16__e32_end:
-	.size cmp__v_cmp_eq_i16__e32, .Lcmp__v_cmp_eq_i16__e32_end-cmp__v_cmp_eq_i16__e32
-
-	.globl cmp__v_cmp_eq_i16__e64
-	.p2align 8
-	.type cmp__v_cmp_eq_i16__e64,@function
-cmp__v_cmp_eq_i16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_eq_i16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_eq_i16__e64_end:
-	.size cmp__v_cmp_eq_i16__e64, .Lcmp__v_cmp_eq_i16__e64_end-cmp__v_cmp_eq_i16__e64
-
 	.globl cmp__v_cmp_eq_i16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_eq_i16__sdwa,@function
@@ -769,78 +577,6 @@ cmp__v_cmp_eq_i16__sdwa:
 	s_endpgm
 .Lcmp__v_cmp_eq_i16__sdwa_end:
 	.size cmp__v_cmp_eq_i16__sdwa, .Lcmp__v_cmp_eq_i16__sdwa_end-cmp__v_cmp_eq_i16__sdwa
-
-	.globl cmpx__v_cmpx_eq_i16
-	.p2align 8
-	.type cmpx__v_cmpx_eq_i16,@function
-cmpx__v_cmpx_eq_i16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_eq_i16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_eq_i16_end:
-	.size cmpx__v_cmpx_eq_i16, .Lcmpx__v_cmpx_eq_i16_end-cmpx__v_cmpx_eq_i16
-
-	.globl cmp__v_cmp_le_i16__e32
-	.p2align 8
-	.type cmp__v_cmp_le_i16__e32,@function
-cmp__v_cmp_le_i16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_le_i16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_le_i16__e32_end:
-	.size cmp__v_cmp_le_i16__e32, .Lcmp__v_cmp_le_i16__e32_end-cmp__v_cmp_le_i16__e32
-
-	.globl cmp__v_cmp_le_i16__e64
-	.p2align 8
-	.type cmp__v_cmp_le_i16__e64,@function
-cmp__v_cmp_le_i16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_le_i16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_le_i16__e64_end:
-	.size cmp__v_cmp_le_i16__e64, .Lcmp__v_cmp_le_i16__e64_end-cmp__v_cmp_le_i16__e64
 
 	.globl cmp__v_cmp_le_i16__sdwa
 	.p2align 8
@@ -866,78 +602,6 @@ cmp__v_cmp_le_i16__sdwa:
 .Lcmp__v_cmp_le_i16__sdwa_end:
 	.size cmp__v_cmp_le_i16__sdwa, .Lcmp__v_cmp_le_i16__sdwa_end-cmp__v_cmp_le_i16__sdwa
 
-	.globl cmpx__v_cmpx_le_i16
-	.p2align 8
-	.type cmpx__v_cmpx_le_i16,@function
-cmpx__v_cmpx_le_i16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_le_i16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_le_i16_end:
-	.size cmpx__v_cmpx_le_i16, .Lcmpx__v_cmpx_le_i16_end-cmpx__v_cmpx_le_i16
-
-	.globl cmp__v_cmp_gt_i16__e32
-	.p2align 8
-	.type cmp__v_cmp_gt_i16__e32,@function
-cmp__v_cmp_gt_i16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_gt_i16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_gt_i16__e32_end:
-	.size cmp__v_cmp_gt_i16__e32, .Lcmp__v_cmp_gt_i16__e32_end-cmp__v_cmp_gt_i16__e32
-
-	.globl cmp__v_cmp_gt_i16__e64
-	.p2align 8
-	.type cmp__v_cmp_gt_i16__e64,@function
-cmp__v_cmp_gt_i16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_gt_i16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_gt_i16__e64_end:
-	.size cmp__v_cmp_gt_i16__e64, .Lcmp__v_cmp_gt_i16__e64_end-cmp__v_cmp_gt_i16__e64
-
 	.globl cmp__v_cmp_gt_i16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_gt_i16__sdwa,@function
@@ -961,78 +625,6 @@ cmp__v_cmp_gt_i16__sdwa:
 	s_endpgm
 .Lcmp__v_cmp_gt_i16__sdwa_end:
 	.size cmp__v_cmp_gt_i16__sdwa, .Lcmp__v_cmp_gt_i16__sdwa_end-cmp__v_cmp_gt_i16__sdwa
-
-	.globl cmpx__v_cmpx_gt_i16
-	.p2align 8
-	.type cmpx__v_cmpx_gt_i16,@function
-cmpx__v_cmpx_gt_i16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_gt_i16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_gt_i16_end:
-	.size cmpx__v_cmpx_gt_i16, .Lcmpx__v_cmpx_gt_i16_end-cmpx__v_cmpx_gt_i16
-
-	.globl cmp__v_cmp_ne_i16__e32
-	.p2align 8
-	.type cmp__v_cmp_ne_i16__e32,@function
-cmp__v_cmp_ne_i16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_ne_i16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_ne_i16__e32_end:
-	.size cmp__v_cmp_ne_i16__e32, .Lcmp__v_cmp_ne_i16__e32_end-cmp__v_cmp_ne_i16__e32
-
-	.globl cmp__v_cmp_ne_i16__e64
-	.p2align 8
-	.type cmp__v_cmp_ne_i16__e64,@function
-cmp__v_cmp_ne_i16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_ne_i16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_ne_i16__e64_end:
-	.size cmp__v_cmp_ne_i16__e64, .Lcmp__v_cmp_ne_i16__e64_end-cmp__v_cmp_ne_i16__e64
 
 	.globl cmp__v_cmp_ne_i16__sdwa
 	.p2align 8
@@ -1058,78 +650,6 @@ cmp__v_cmp_ne_i16__sdwa:
 .Lcmp__v_cmp_ne_i16__sdwa_end:
 	.size cmp__v_cmp_ne_i16__sdwa, .Lcmp__v_cmp_ne_i16__sdwa_end-cmp__v_cmp_ne_i16__sdwa
 
-	.globl cmpx__v_cmpx_ne_i16
-	.p2align 8
-	.type cmpx__v_cmpx_ne_i16,@function
-cmpx__v_cmpx_ne_i16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_ne_i16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_ne_i16_end:
-	.size cmpx__v_cmpx_ne_i16, .Lcmpx__v_cmpx_ne_i16_end-cmpx__v_cmpx_ne_i16
-
-	.globl cmp__v_cmp_ge_i16__e32
-	.p2align 8
-	.type cmp__v_cmp_ge_i16__e32,@function
-cmp__v_cmp_ge_i16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_ge_i16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_ge_i16__e32_end:
-	.size cmp__v_cmp_ge_i16__e32, .Lcmp__v_cmp_ge_i16__e32_end-cmp__v_cmp_ge_i16__e32
-
-	.globl cmp__v_cmp_ge_i16__e64
-	.p2align 8
-	.type cmp__v_cmp_ge_i16__e64,@function
-cmp__v_cmp_ge_i16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_ge_i16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_ge_i16__e64_end:
-	.size cmp__v_cmp_ge_i16__e64, .Lcmp__v_cmp_ge_i16__e64_end-cmp__v_cmp_ge_i16__e64
-
 	.globl cmp__v_cmp_ge_i16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_ge_i16__sdwa,@function
@@ -1153,78 +673,6 @@ cmp__v_cmp_ge_i16__sdwa:
 	s_endpgm
 .Lcmp__v_cmp_ge_i16__sdwa_end:
 	.size cmp__v_cmp_ge_i16__sdwa, .Lcmp__v_cmp_ge_i16__sdwa_end-cmp__v_cmp_ge_i16__sdwa
-
-	.globl cmpx__v_cmpx_ge_i16
-	.p2align 8
-	.type cmpx__v_cmpx_ge_i16,@function
-cmpx__v_cmpx_ge_i16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_ge_i16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_ge_i16_end:
-	.size cmpx__v_cmpx_ge_i16, .Lcmpx__v_cmpx_ge_i16_end-cmpx__v_cmpx_ge_i16
-
-	.globl cmp__v_cmp_t_i16__e32
-	.p2align 8
-	.type cmp__v_cmp_t_i16__e32,@function
-cmp__v_cmp_t_i16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_t_i16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_t_i16__e32_end:
-	.size cmp__v_cmp_t_i16__e32, .Lcmp__v_cmp_t_i16__e32_end-cmp__v_cmp_t_i16__e32
-
-	.globl cmp__v_cmp_t_i16__e64
-	.p2align 8
-	.type cmp__v_cmp_t_i16__e64,@function
-cmp__v_cmp_t_i16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_t_i16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_t_i16__e64_end:
-	.size cmp__v_cmp_t_i16__e64, .Lcmp__v_cmp_t_i16__e64_end-cmp__v_cmp_t_i16__e64
 
 	.globl cmp__v_cmp_t_i16__sdwa
 	.p2align 8
@@ -1250,78 +698,6 @@ cmp__v_cmp_t_i16__sdwa:
 .Lcmp__v_cmp_t_i16__sdwa_end:
 	.size cmp__v_cmp_t_i16__sdwa, .Lcmp__v_cmp_t_i16__sdwa_end-cmp__v_cmp_t_i16__sdwa
 
-	.globl cmpx__v_cmpx_t_i16
-	.p2align 8
-	.type cmpx__v_cmpx_t_i16,@function
-cmpx__v_cmpx_t_i16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_t_i16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_t_i16_end:
-	.size cmpx__v_cmpx_t_i16, .Lcmpx__v_cmpx_t_i16_end-cmpx__v_cmpx_t_i16
-
-	.globl cmp__v_cmp_f_u16__e32
-	.p2align 8
-	.type cmp__v_cmp_f_u16__e32,@function
-cmp__v_cmp_f_u16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_f_u16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_f_u16__e32_end:
-	.size cmp__v_cmp_f_u16__e32, .Lcmp__v_cmp_f_u16__e32_end-cmp__v_cmp_f_u16__e32
-
-	.globl cmp__v_cmp_f_u16__e64
-	.p2align 8
-	.type cmp__v_cmp_f_u16__e64,@function
-cmp__v_cmp_f_u16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_f_u16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_f_u16__e64_end:
-	.size cmp__v_cmp_f_u16__e64, .Lcmp__v_cmp_f_u16__e64_end-cmp__v_cmp_f_u16__e64
-
 	.globl cmp__v_cmp_f_u16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_f_u16__sdwa,@function
@@ -1345,78 +721,6 @@ cmp__v_cmp_f_u16__sdwa:
 	s_endpgm
 .Lcmp__v_cmp_f_u16__sdwa_end:
 	.size cmp__v_cmp_f_u16__sdwa, .Lcmp__v_cmp_f_u16__sdwa_end-cmp__v_cmp_f_u16__sdwa
-
-	.globl cmpx__v_cmpx_f_u16
-	.p2align 8
-	.type cmpx__v_cmpx_f_u16,@function
-cmpx__v_cmpx_f_u16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_f_u16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_f_u16_end:
-	.size cmpx__v_cmpx_f_u16, .Lcmpx__v_cmpx_f_u16_end-cmpx__v_cmpx_f_u16
-
-	.globl cmp__v_cmp_lt_u16__e32
-	.p2align 8
-	.type cmp__v_cmp_lt_u16__e32,@function
-cmp__v_cmp_lt_u16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_lt_u16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_lt_u16__e32_end:
-	.size cmp__v_cmp_lt_u16__e32, .Lcmp__v_cmp_lt_u16__e32_end-cmp__v_cmp_lt_u16__e32
-
-	.globl cmp__v_cmp_lt_u16__e64
-	.p2align 8
-	.type cmp__v_cmp_lt_u16__e64,@function
-cmp__v_cmp_lt_u16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_lt_u16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_lt_u16__e64_end:
-	.size cmp__v_cmp_lt_u16__e64, .Lcmp__v_cmp_lt_u16__e64_end-cmp__v_cmp_lt_u16__e64
 
 	.globl cmp__v_cmp_lt_u16__sdwa
 	.p2align 8
@@ -1442,78 +746,6 @@ cmp__v_cmp_lt_u16__sdwa:
 .Lcmp__v_cmp_lt_u16__sdwa_end:
 	.size cmp__v_cmp_lt_u16__sdwa, .Lcmp__v_cmp_lt_u16__sdwa_end-cmp__v_cmp_lt_u16__sdwa
 
-	.globl cmpx__v_cmpx_lt_u16
-	.p2align 8
-	.type cmpx__v_cmpx_lt_u16,@function
-cmpx__v_cmpx_lt_u16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_lt_u16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_lt_u16_end:
-	.size cmpx__v_cmpx_lt_u16, .Lcmpx__v_cmpx_lt_u16_end-cmpx__v_cmpx_lt_u16
-
-	.globl cmp__v_cmp_eq_u16__e32
-	.p2align 8
-	.type cmp__v_cmp_eq_u16__e32,@function
-cmp__v_cmp_eq_u16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_eq_u16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_eq_u16__e32_end:
-	.size cmp__v_cmp_eq_u16__e32, .Lcmp__v_cmp_eq_u16__e32_end-cmp__v_cmp_eq_u16__e32
-
-	.globl cmp__v_cmp_eq_u16__e64
-	.p2align 8
-	.type cmp__v_cmp_eq_u16__e64,@function
-cmp__v_cmp_eq_u16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_eq_u16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_eq_u16__e64_end:
-	.size cmp__v_cmp_eq_u16__e64, .Lcmp__v_cmp_eq_u16__e64_end-cmp__v_cmp_eq_u16__e64
-
 	.globl cmp__v_cmp_eq_u16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_eq_u16__sdwa,@function
@@ -1537,78 +769,6 @@ cmp__v_cmp_eq_u16__sdwa:
 	s_endpgm
 .Lcmp__v_cmp_eq_u16__sdwa_end:
 	.size cmp__v_cmp_eq_u16__sdwa, .Lcmp__v_cmp_eq_u16__sdwa_end-cmp__v_cmp_eq_u16__sdwa
-
-	.globl cmpx__v_cmpx_eq_u16
-	.p2align 8
-	.type cmpx__v_cmpx_eq_u16,@function
-cmpx__v_cmpx_eq_u16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_eq_u16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_eq_u16_end:
-	.size cmpx__v_cmpx_eq_u16, .Lcmpx__v_cmpx_eq_u16_end-cmpx__v_cmpx_eq_u16
-
-	.globl cmp__v_cmp_le_u16__e32
-	.p2align 8
-	.type cmp__v_cmp_le_u16__e32,@function
-cmp__v_cmp_le_u16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_le_u16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_le_u16__e32_end:
-	.size cmp__v_cmp_le_u16__e32, .Lcmp__v_cmp_le_u16__e32_end-cmp__v_cmp_le_u16__e32
-
-	.globl cmp__v_cmp_le_u16__e64
-	.p2align 8
-	.type cmp__v_cmp_le_u16__e64,@function
-cmp__v_cmp_le_u16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_le_u16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_le_u16__e64_end:
-	.size cmp__v_cmp_le_u16__e64, .Lcmp__v_cmp_le_u16__e64_end-cmp__v_cmp_le_u16__e64
 
 	.globl cmp__v_cmp_le_u16__sdwa
 	.p2align 8
@@ -1634,78 +794,6 @@ cmp__v_cmp_le_u16__sdwa:
 .Lcmp__v_cmp_le_u16__sdwa_end:
 	.size cmp__v_cmp_le_u16__sdwa, .Lcmp__v_cmp_le_u16__sdwa_end-cmp__v_cmp_le_u16__sdwa
 
-	.globl cmpx__v_cmpx_le_u16
-	.p2align 8
-	.type cmpx__v_cmpx_le_u16,@function
-cmpx__v_cmpx_le_u16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_le_u16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_le_u16_end:
-	.size cmpx__v_cmpx_le_u16, .Lcmpx__v_cmpx_le_u16_end-cmpx__v_cmpx_le_u16
-
-	.globl cmp__v_cmp_gt_u16__e32
-	.p2align 8
-	.type cmp__v_cmp_gt_u16__e32,@function
-cmp__v_cmp_gt_u16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_gt_u16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_gt_u16__e32_end:
-	.size cmp__v_cmp_gt_u16__e32, .Lcmp__v_cmp_gt_u16__e32_end-cmp__v_cmp_gt_u16__e32
-
-	.globl cmp__v_cmp_gt_u16__e64
-	.p2align 8
-	.type cmp__v_cmp_gt_u16__e64,@function
-cmp__v_cmp_gt_u16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_gt_u16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_gt_u16__e64_end:
-	.size cmp__v_cmp_gt_u16__e64, .Lcmp__v_cmp_gt_u16__e64_end-cmp__v_cmp_gt_u16__e64
-
 	.globl cmp__v_cmp_gt_u16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_gt_u16__sdwa,@function
@@ -1729,78 +817,6 @@ cmp__v_cmp_gt_u16__sdwa:
 	s_endpgm
 .Lcmp__v_cmp_gt_u16__sdwa_end:
 	.size cmp__v_cmp_gt_u16__sdwa, .Lcmp__v_cmp_gt_u16__sdwa_end-cmp__v_cmp_gt_u16__sdwa
-
-	.globl cmpx__v_cmpx_gt_u16
-	.p2align 8
-	.type cmpx__v_cmpx_gt_u16,@function
-cmpx__v_cmpx_gt_u16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_gt_u16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_gt_u16_end:
-	.size cmpx__v_cmpx_gt_u16, .Lcmpx__v_cmpx_gt_u16_end-cmpx__v_cmpx_gt_u16
-
-	.globl cmp__v_cmp_ne_u16__e32
-	.p2align 8
-	.type cmp__v_cmp_ne_u16__e32,@function
-cmp__v_cmp_ne_u16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_ne_u16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_ne_u16__e32_end:
-	.size cmp__v_cmp_ne_u16__e32, .Lcmp__v_cmp_ne_u16__e32_end-cmp__v_cmp_ne_u16__e32
-
-	.globl cmp__v_cmp_ne_u16__e64
-	.p2align 8
-	.type cmp__v_cmp_ne_u16__e64,@function
-cmp__v_cmp_ne_u16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_ne_u16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_ne_u16__e64_end:
-	.size cmp__v_cmp_ne_u16__e64, .Lcmp__v_cmp_ne_u16__e64_end-cmp__v_cmp_ne_u16__e64
 
 	.globl cmp__v_cmp_ne_u16__sdwa
 	.p2align 8
@@ -1826,78 +842,6 @@ cmp__v_cmp_ne_u16__sdwa:
 .Lcmp__v_cmp_ne_u16__sdwa_end:
 	.size cmp__v_cmp_ne_u16__sdwa, .Lcmp__v_cmp_ne_u16__sdwa_end-cmp__v_cmp_ne_u16__sdwa
 
-	.globl cmpx__v_cmpx_ne_u16
-	.p2align 8
-	.type cmpx__v_cmpx_ne_u16,@function
-cmpx__v_cmpx_ne_u16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_ne_u16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_ne_u16_end:
-	.size cmpx__v_cmpx_ne_u16, .Lcmpx__v_cmpx_ne_u16_end-cmpx__v_cmpx_ne_u16
-
-	.globl cmp__v_cmp_ge_u16__e32
-	.p2align 8
-	.type cmp__v_cmp_ge_u16__e32,@function
-cmp__v_cmp_ge_u16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_ge_u16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_ge_u16__e32_end:
-	.size cmp__v_cmp_ge_u16__e32, .Lcmp__v_cmp_ge_u16__e32_end-cmp__v_cmp_ge_u16__e32
-
-	.globl cmp__v_cmp_ge_u16__e64
-	.p2align 8
-	.type cmp__v_cmp_ge_u16__e64,@function
-cmp__v_cmp_ge_u16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_ge_u16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_ge_u16__e64_end:
-	.size cmp__v_cmp_ge_u16__e64, .Lcmp__v_cmp_ge_u16__e64_end-cmp__v_cmp_ge_u16__e64
-
 	.globl cmp__v_cmp_ge_u16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_ge_u16__sdwa,@function
@@ -1922,78 +866,6 @@ cmp__v_cmp_ge_u16__sdwa:
 .Lcmp__v_cmp_ge_u16__sdwa_end:
 	.size cmp__v_cmp_ge_u16__sdwa, .Lcmp__v_cmp_ge_u16__sdwa_end-cmp__v_cmp_ge_u16__sdwa
 
-	.globl cmpx__v_cmpx_ge_u16
-	.p2align 8
-	.type cmpx__v_cmpx_ge_u16,@function
-cmpx__v_cmpx_ge_u16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_ge_u16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_ge_u16_end:
-	.size cmpx__v_cmpx_ge_u16, .Lcmpx__v_cmpx_ge_u16_end-cmpx__v_cmpx_ge_u16
-
-	.globl cmp__v_cmp_t_u16__e32
-	.p2align 8
-	.type cmp__v_cmp_t_u16__e32,@function
-cmp__v_cmp_t_u16__e32:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_t_u16_e32 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_t_u16__e32_end:
-	.size cmp__v_cmp_t_u16__e32, .Lcmp__v_cmp_t_u16__e32_end-cmp__v_cmp_t_u16__e32
-
-	.globl cmp__v_cmp_t_u16__e64
-	.p2align 8
-	.type cmp__v_cmp_t_u16__e64,@function
-cmp__v_cmp_t_u16__e64:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmp_t_u16_e64 vcc, v2, v4
-	v_cndmask_b32 v10, 0, 1, vcc
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmp__v_cmp_t_u16__e64_end:
-	.size cmp__v_cmp_t_u16__e64, .Lcmp__v_cmp_t_u16__e64_end-cmp__v_cmp_t_u16__e64
-
 	.globl cmp__v_cmp_t_u16__sdwa
 	.p2align 8
 	.type cmp__v_cmp_t_u16__sdwa,@function
@@ -2017,30 +889,6 @@ cmp__v_cmp_t_u16__sdwa:
 	s_endpgm
 .Lcmp__v_cmp_t_u16__sdwa_end:
 	.size cmp__v_cmp_t_u16__sdwa, .Lcmp__v_cmp_t_u16__sdwa_end-cmp__v_cmp_t_u16__sdwa
-
-	.globl cmpx__v_cmpx_t_u16
-	.p2align 8
-	.type cmpx__v_cmpx_t_u16,@function
-cmpx__v_cmpx_t_u16:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	global_load_dword v2, v20, s[6:7]
-	global_load_dword v4, v20, s[8:9]
-	global_load_dword v10, v20, s[10:11]
-	global_load_dword v5, v20, s[4:5]
-	s_waitcnt vmcnt(0)
-	v_cmp_ne_u32 vcc, 0, v5
-	s_and_saveexec_b64 s[40:41], vcc
-	v_cmpx_t_u16_e32 vcc, v2, v4
-	v_mov_b32 v10, 1
-	s_mov_b64 exec, s[40:41]
-	global_store_dword v20, v10, s[12:13]
-	s_endpgm
-.Lcmpx__v_cmpx_t_u16_end:
-	.size cmpx__v_cmpx_t_u16, .Lcmpx__v_cmpx_t_u16_end-cmpx__v_cmpx_t_u16
 
 	.rodata
 	.p2align 6
@@ -2191,42 +1039,7 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_f_i16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_f_i16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_f_i16__sdwa
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_f_i16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_lt_i16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_lt_i16__e64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -2240,49 +1053,7 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_lt_i16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_eq_i16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_eq_i16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_eq_i16__sdwa
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_eq_i16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_le_i16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_le_i16__e64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -2296,49 +1067,7 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_le_i16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_gt_i16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_gt_i16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_gt_i16__sdwa
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_gt_i16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_ne_i16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_ne_i16__e64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -2352,49 +1081,7 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_ne_i16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_ge_i16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_ge_i16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_ge_i16__sdwa
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_ge_i16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_t_i16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_t_i16__e64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -2408,49 +1095,7 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_t_i16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_f_u16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_f_u16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_f_u16__sdwa
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_f_u16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_lt_u16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_lt_u16__e64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -2464,49 +1109,7 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_lt_u16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_eq_u16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_eq_u16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_eq_u16__sdwa
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_eq_u16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_le_u16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_le_u16__e64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -2520,49 +1123,7 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_le_u16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_gt_u16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_gt_u16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_gt_u16__sdwa
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_gt_u16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_ne_u16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_ne_u16__e64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -2576,27 +1137,6 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_ne_u16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_ge_u16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_ge_u16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_ge_u16__sdwa
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -2604,35 +1144,7 @@ cmpx__v_cmpx_t_u16:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_ge_u16
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_t_u16__e32
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmp__v_cmp_t_u16__e64
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel cmp__v_cmp_t_u16__sdwa
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel cmpx__v_cmpx_t_u16
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
