@@ -3,6 +3,7 @@
 // Every result is compared with what the host computes; a section prints
 // "hip_check: <section> ok" and exits 0, or prints "FAIL ..." and exits 1.
 #include <hip/hip_runtime.h>
+#include <hip/hiprtc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -430,6 +431,65 @@ static int module_section(const char* path) {
     return 0;
 }
 
+#define RTC_CHECK(x)                                                                   \
+    do {                                                                               \
+        hiprtcResult r_ = (x);                                                         \
+        if (r_ != HIPRTC_SUCCESS) {                                                    \
+            printf("FAIL %s:%d %s: %s\n", __FILE__, __LINE__, #x, hiprtcGetErrorString(r_)); \
+            return 1;                                                                  \
+        }                                                                              \
+    } while (0)
+
+// hipRTC: a kernel compiled from a string at run time (hiprtcCompileProgram, through comgr)
+// for gfx90a, its code object loaded with hipModuleLoadData and launched with
+// hipModuleLaunchKernel's kernelParams.
+static const char RTC_SOURCE[] =
+    "extern \"C\" __global__ void axpy_rtc(int a, const int* x, int* y, int n) {\n"
+    "    int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "    if (i < n) y[i] = a * x[i] + y[i];\n"
+    "}\n";
+
+static int hiprtc_section() {
+    hiprtcProgram prog;
+    RTC_CHECK(hiprtcCreateProgram(&prog, RTC_SOURCE, "axpy_rtc.hip", 0, nullptr, nullptr));
+    const char* options[] = {"--gpu-architecture=gfx90a"};
+    hiprtcResult built = hiprtcCompileProgram(prog, 1, options);
+    if (built != HIPRTC_SUCCESS) {
+        size_t log_size = 0;
+        hiprtcGetProgramLogSize(prog, &log_size);
+        std::vector<char> log(log_size + 1);
+        hiprtcGetProgramLog(prog, log.data());
+        printf("FAIL hiprtcCompileProgram: %s\n%s\n", hiprtcGetErrorString(built), log.data());
+        return 1;
+    }
+    size_t code_size = 0;
+    RTC_CHECK(hiprtcGetCodeSize(prog, &code_size));
+    std::vector<char> code(code_size);
+    RTC_CHECK(hiprtcGetCode(prog, code.data()));
+    RTC_CHECK(hiprtcDestroyProgram(&prog));
+    hipModule_t m;
+    CHECK(hipModuleLoadData(&m, code.data()));
+    hipFunction_t f;
+    CHECK(hipModuleGetFunction(&f, m, "axpy_rtc"));
+    const int n = 1000 + 3;  // a partial last block
+    std::vector<int> x(n), y(n);
+    for (int i = 0; i < n; i++) { x[i] = i; y[i] = 7 - 2 * i; }
+    int *dx, *dy;
+    CHECK(hipMalloc(&dx, n * 4));
+    CHECK(hipMalloc(&dy, n * 4));
+    CHECK(hipMemcpy(dx, x.data(), n * 4, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy(dy, y.data(), n * 4, hipMemcpyHostToDevice));
+    int a = -5, nn = n;
+    void* params[] = {&a, &dx, &dy, &nn};
+    CHECK(hipModuleLaunchKernel(f, (n + 127) / 128, 1, 1, 128, 1, 1, 0, 0, params, nullptr));
+    std::vector<int> r(n);
+    CHECK(hipMemcpy(r.data(), dy, n * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < n; i++)
+        if (r[i] != a * x[i] + y[i]) { printf("FAIL hiprtc r[%d] = %d\n", i, r[i]); return 1; }
+    CHECK(hipModuleUnload(m));
+    return 0;
+}
+
 // The 8-GPU MI210 capture: every device is there, work on device 3 is copied to device 7 with
 // hipMemcpyPeer and used there.
 static int multigpu_section() {
@@ -531,6 +591,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(s, "printf")) r = printf_section();
     else if (!strcmp(s, "module") && argc > 2) r = module_section(argv[2]);
     else if (!strcmp(s, "multigpu")) r = multigpu_section();
+    else if (!strcmp(s, "hiprtc")) r = hiprtc_section();
     else if (!strcmp(s, "badlaunch")) r = badlaunch_section();
     else if (!strcmp(s, "fault")) r = fault_section();
     else if (!strcmp(s, "launch_loop") && argc > 2) r = launch_loop_section(atoi(argv[2]));

@@ -1,5 +1,5 @@
 //! HIP programs on this runtime: `hip/hip_check.hip` (and the code-object file
-//! `hip/module_kernels.hip`) built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3), run
+//! `hip/module_kernels.hip`) and `hip/rocprim_check.hip` (rocPRIM's device algorithms) built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3), run
 //! against the built `libhsa-runtime64.so.1` on the emulated MI210, which interprets the
 //! kernels' real gfx90a machine code. Each section runs in its own process (HIP aborts the
 //! process on a queue error) and compares its results with the host's.
@@ -36,14 +36,21 @@ fn programs() -> Option<&'static (PathBuf, Programs)> {
         .as_ref()
 }
 
-/// Runs `hip_check <section> [args]` on the emulated device (`sysfs`: a captured topology),
+/// Runs `hip_check <section> [args]` (`rocprim_check` for its sections) on the emulated device (`sysfs`: a captured topology),
 /// with `HSA_RT_LOG=1`.
 fn run(section: &str, args: &[&Path], sysfs: Option<&Path>) -> Option<Output> {
     let Some((libdir, programs)) = programs() else {
         println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
         return None;
     };
-    let mut cmd = Command::new(&programs.hip_check);
+    let exe = match hip_programs::program(section, programs) {
+        Ok((exe, _)) => exe,
+        Err(skipped) => {
+            println!("{skipped}");
+            return None;
+        }
+    };
+    let mut cmd = Command::new(exe);
     cmd.arg(section)
         .args(args)
         .env("LD_LIBRARY_PATH", libdir)
@@ -159,10 +166,45 @@ fn hip_module_load_and_launch() {
     check("module");
 }
 
+/// hipRTC: a kernel compiled from a string at run time (`hiprtcCompileProgram` with
+/// `--gpu-architecture=gfx90a`, through Debian's libamd-comgr2), its code object loaded with
+/// `hipModuleLoadData` and launched with `hipModuleLaunchKernel`.
+#[test]
+fn hiprtc_compile_load_and_launch() {
+    check("hiprtc");
+}
+
 /// The captured 8-GPU MI210 machine (shared test data): 8 devices, hipSetDevice, a peer copy.
 #[test]
 fn hip_eight_mi210s_and_a_peer_copy() {
     check("multigpu");
+}
+
+/// rocPRIM 5.3.3's `rocprim::reduce` (sum and maximum; DPP row broadcasts, `ds_swizzle_b32`,
+/// `ds_bpermute_b32`) on 1 to 30011 ints.
+#[test]
+fn rocprim_device_reduce() {
+    check("rocprim_reduce");
+}
+
+/// rocPRIM's `inclusive_scan` and `exclusive_scan` (initial value 7) of ints (also
+/// `v_cmp_*_u16` in SDWA form).
+#[test]
+fn rocprim_device_scans() {
+    check("rocprim_scan");
+}
+
+/// rocPRIM's `radix_sort_keys` (32-bit unsigned keys) and `radix_sort_pairs` (int keys, their
+/// positions as values: stable, as the host's `std::stable_sort`).
+#[test]
+fn rocprim_radix_sort_keys_and_pairs() {
+    check("rocprim_sort");
+}
+
+/// rocPRIM's `histogram_even`: 37 bins over [-100, 270), samples outside too.
+#[test]
+fn rocprim_histogram_even() {
+    check("rocprim_histogram");
 }
 
 #[test]

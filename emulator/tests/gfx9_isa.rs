@@ -3044,6 +3044,138 @@ fn division_steps_and_helpers_match_the_isa() {
     }
 }
 
+// --- lanes: ds_swizzle_b32, ds_permute_b32, ds_bpermute_b32; 16-bit compares ---------------
+
+/// The lane whose data lane `lane` of a `ds_swizzle_b32` receives, as the Vega ISA's
+/// `DS_SWIZZLE_B32` describes (gen.py's offsets are all below 0xC000): with bit 15 set, the
+/// quad's lane that the 2-bit field of the lane's place in its quad names; otherwise in the
+/// lane's 32-lane half, lane id bits 4:0 ANDed with bits 4:0, ORed with bits 9:5, XORed with
+/// bits 14:10.
+fn swizzle_ref(offset: u32, lane: usize) -> usize {
+    if offset & 0x8000 != 0 {
+        let quad = lane / 4 * 4;
+        let field = offset >> (2 * (lane % 4)) & 3;
+        quad + field as usize
+    } else {
+        let id = lane as u32 % 32;
+        let and = offset & 31;
+        let or = (offset >> 5) & 31;
+        let xor = (offset >> 10) & 31;
+        (((id & and) | or) ^ xor) as usize + lane / 32 * 32
+    }
+}
+
+/// A 16-bit integer compare (`v_cmp_<cond>_<i16|u16>`) of the low halves of `a` and `b`.
+fn cmp16_ref(op: &str, a: u32, b: u32) -> bool {
+    let (cond, ty) = op
+        .strip_prefix("v_cmp_")
+        .and_then(|r| r.split_once('_'))
+        .unwrap();
+    let ord = if ty == "i16" {
+        (a as u16 as i16).cmp(&(b as u16 as i16))
+    } else {
+        (a as u16).cmp(&(b as u16))
+    };
+    use std::cmp::Ordering::*;
+    match cond {
+        "f" => false,
+        "lt" => ord == Less,
+        "eq" => ord == Equal,
+        "le" => ord != Greater,
+        "gt" => ord == Greater,
+        "ne" => ord != Equal,
+        "ge" => ord != Less,
+        "t" => true,
+        c => panic!("condition {c}"),
+    }
+}
+
+/// gen.py's `lanes` family against the Vega ISA's cross-lane DS instructions (a lane reads 0
+/// from a lane outside EXEC; only EXEC's lanes are written; a permute's lane is
+/// `(addr + offset) / 4 % 64`) and the SDWA form of the 16-bit integer compares (src0's high
+/// half against src1's low half; family cmp16 has their e32, e64 and cmpx forms), on every
+/// target, with EXEC missing lanes of both halves.
+#[test]
+fn cross_lane_ds_and_16_bit_compares_match_the_isa() {
+    let n = 64;
+    let mut r = prng(77);
+    let exec: Vec<u32> = (0..n as u32)
+        .map(|i| u32::from(!matches!(i, 3 | 17 | 33 | 62)))
+        .collect();
+    let data: Vec<u32> = (0..n as u32).map(|i| 0x1000 + i * 0x11).collect();
+    // Addresses of any lane, unaligned ones and some beyond 256 too.
+    let addr: Vec<u32> = (0..n).map(|_| r() % 1024).collect();
+    let old: Vec<u32> = (0..n as u32).map(|i| 0xDEAD_0000 + i).collect();
+    // 16-bit operands: equal, signed/unsigned orderings differing, high halves to select.
+    let (ca, cb): (Vec<u32>, Vec<u32>) = (0..n)
+        .map(|i| {
+            let x = r();
+            let y = if i % 4 == 0 { x } else { r() };
+            (x, y)
+        })
+        .unzip();
+    let mut ran = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("lanes", cpu, target);
+        for kernel in isa.kernels() {
+            let cmp = kernel.starts_with("cmp");
+            let (p1, p2) = if cmp { (&ca, &cb) } else { (&data, &addr) };
+            let bufs = vec![
+                bytes32(&exec),
+                bytes32(p1),
+                bytes32(p2),
+                bytes32(&old),
+                vec![0; n * 4],
+            ];
+            let out = isa
+                .run(&kernel, 64, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+            let got = u32s(&out[4]);
+            let on = |l: usize| exec[l] != 0;
+            let (what, arg) = kernel.split_once("__").unwrap();
+            let mut want = old.clone();
+            match what {
+                "swizzle" => {
+                    let off = u32::from_str_radix(arg, 16).unwrap();
+                    for l in (0..n).filter(|&l| on(l)) {
+                        let s = swizzle_ref(off, l);
+                        want[l] = if on(s) { data[s] } else { 0 };
+                    }
+                }
+                "bpermute" | "permute" => {
+                    let off: u32 = arg.parse().unwrap();
+                    let lane_of = |l: usize| ((addr[l] + off) / 4 % 64) as usize;
+                    let mut moved = vec![0u32; n];
+                    for l in 0..n {
+                        if what == "bpermute" {
+                            let s = lane_of(l);
+                            moved[l] = if on(s) { data[s] } else { 0 };
+                        } else if on(l) {
+                            moved[lane_of(l)] = data[l];
+                        }
+                    }
+                    for l in (0..n).filter(|&l| on(l)) {
+                        want[l] = moved[l];
+                    }
+                }
+                "cmp" => {
+                    let (op, form) = arg.split_once("__").unwrap();
+                    assert_eq!(form, "sdwa", "{kernel}");
+                    for l in (0..n).filter(|&l| on(l)) {
+                        want[l] = u32::from(cmp16_ref(op, ca[l] >> 16, cb[l]));
+                    }
+                }
+                k => panic!("unexpected kernel {k}"),
+            }
+            for l in 0..n {
+                assert_eq!(got[l], want[l], "{cpu} {kernel} lane {l}");
+            }
+            ran += 1;
+        }
+    }
+    assert_eq!(ran, 5 * 37);
+}
+
 // --- d16: half-register loads and high-half stores ------------------------------------------
 
 /// The D16 memory instructions of GLOBAL, FLAT, MUBUF and DS (Vega ISA §9.1.9 and the DS

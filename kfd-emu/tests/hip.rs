@@ -1,5 +1,5 @@
-//! The project's HIP test programs (capi's `hip_programs`: `capi/hip/hip_check.hip` built
-//! with Debian's hipcc for gfx90a), linked as hipcc links them — Debian's libamdhip64 (HIP
+//! The project's HIP test programs (capi's `hip_programs`: `capi/hip/hip_check.hip` and
+//! `capi/hip/rocprim_check.hip`, built with Debian's hipcc for gfx90a), linked as hipcc links them — Debian's libamdhip64 (HIP
 //! 5.2.3), which loads `libhsa-runtime64.so.1` — run twice per section, on the emulated
 //! device: on hsa-rt's library (`LD_LIBRARY_PATH`, `HSA_RT_DEVICE=emulated`), and on
 //! Debian's ROCR 5.2.3 with its libhsakmt under kfd-emu (the emulated amdkfd and CP). Each
@@ -91,16 +91,23 @@ fn same_on_both(section: &str) {
             return;
         }
     };
+    let exe = match hip_programs::program(section, programs) {
+        Ok((exe, _)) => exe,
+        Err(skipped) => {
+            println!("{skipped}");
+            return;
+        }
+    };
     let mut args = vec![section.to_owned()];
     args.extend(
         hip_programs::section_args(section, programs)
             .iter()
             .map(|p| p.to_string_lossy().into_owned()),
     );
-    let Some(rocr) = on_rocr(&programs.hip_check, &args, sysfs.as_deref(), &[], None) else {
+    let Some(rocr) = on_rocr(exe, &args, sysfs.as_deref(), &[], None) else {
         return;
     };
-    let ours = on_ours(libdir, &programs.hip_check, &args, sysfs.as_deref());
+    let ours = on_ours(libdir, exe, &args, sysfs.as_deref());
     let (ours, rocr) = (
         hip_programs::outcome(section, &ours),
         hip_programs::outcome(section, &rocr),
@@ -176,10 +183,40 @@ fn hip_module_load_and_launch_on_both() {
     same_on_both("module");
 }
 
+/// hipRTC: compiled at run time, loaded with hipModuleLoadData, launched.
+#[test]
+fn hiprtc_on_both() {
+    same_on_both("hiprtc");
+}
+
 /// The captured 8-GPU MI210 machine: 8 devices, hipSetDevice, a peer copy.
 #[test]
 fn hip_eight_mi210s_on_both() {
     same_on_both("multigpu");
+}
+
+/// rocPRIM 5.3.3's device reduce (sum and maximum) on 1 to 30011 ints.
+#[test]
+fn rocprim_device_reduce_on_both() {
+    same_on_both("rocprim_reduce");
+}
+
+/// rocPRIM's inclusive and exclusive scans on 1 to 30011 ints.
+#[test]
+fn rocprim_device_scans_on_both() {
+    same_on_both("rocprim_scan");
+}
+
+/// rocPRIM's radix sorts (keys; int keys with values) on 1 to 30011 elements.
+#[test]
+fn rocprim_radix_sort_on_both() {
+    same_on_both("rocprim_sort");
+}
+
+/// rocPRIM's `histogram_even` on 1 to 30011 samples.
+#[test]
+fn rocprim_histogram_on_both() {
+    same_on_both("rocprim_histogram");
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! The project's HIP test programs, shared by `capi/tests/hip.rs` (run on this library) and
 //! `kfd-emu/tests/hip.rs` (run on Debian's libhsa-runtime64 under kfd-emu, and compared with
-//! this library): `capi/hip/hip_check.hip` and the code-object file `capi/hip/module_kernels.hip`,
-//! built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3); the sections of hip_check,
-//! each run in its own process (HIP aborts the process on a queue error); and what each
-//! section's run means ([`outcome`]).
+//! this library): `capi/hip/hip_check.hip`, the code-object file `capi/hip/module_kernels.hip`
+//! and `capi/hip/rocprim_check.hip` (rocPRIM's device algorithms, Debian's librocprim-dev
+//! 5.3.3), built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3); the sections of
+//! both programs, each run in its own process (HIP aborts the process on a queue error); and
+//! what each section's run means ([`outcome`]).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -20,7 +21,7 @@ pub const EIGHT_MI210S: &str = concat!(
 );
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
-pub const SECTIONS: [&str; 14] = [
+pub const SECTIONS: [&str; 15] = [
     "vector_add",
     "shared",
     "memcpy",
@@ -32,9 +33,20 @@ pub const SECTIONS: [&str; 14] = [
     "math",
     "printf",
     "module",
+    "hiprtc",
     "multigpu",
     "badlaunch",
     "fault",
+];
+
+/// The sections of rocprim_check: rocPRIM 5.3.3's `reduce` (sum and maximum),
+/// `inclusive_scan` and `exclusive_scan`, `radix_sort_keys` and `radix_sort_pairs`, and
+/// `histogram_even`, each on 1, 1000, 4097 and 30011 elements against the host's results.
+pub const ROCPRIM_SECTIONS: [&str; 4] = [
+    "rocprim_reduce",
+    "rocprim_scan",
+    "rocprim_sort",
+    "rocprim_histogram",
 ];
 
 /// A section that fails only because the gfx9 interpreter lacks an instruction: the
@@ -66,7 +78,7 @@ pub const PRINTF_LINES: [&str; 4] = [
 /// What a run of a section showed.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// Exit 0 with `hip_check: <section> ok`.
+    /// Exit 0 with `hip_check: <section> ok` (`rocprim_check: <section> ok`).
     Passed,
     /// The section's [`IsaGap`]: HIP aborted in its queue callback with the gap's status.
     IsaGap(&'static str),
@@ -118,6 +130,9 @@ pub struct Programs {
     pub hip_check: PathBuf,
     /// `module_kernels.co`, the code-object file of the `module` section.
     pub module_co: PathBuf,
+    /// `rocprim_check` (built with `-std=c++17`, which rocPRIM 5.3's headers need); `None`
+    /// without `/usr/include/rocprim/rocprim.hpp` (Debian's librocprim-dev).
+    pub rocprim_check: Option<PathBuf>,
 }
 
 /// Builds hip_check and the module's code object into `dir` with `hipcc`.
@@ -131,6 +146,35 @@ pub fn build_programs(hipcc: &Path, dir: &Path) -> Programs {
             "module_kernels.co",
             &["--genco"],
         ),
+        rocprim_check: Path::new(ROCPRIM_HEADER).is_file().then(|| {
+            build(
+                hipcc,
+                dir,
+                "rocprim_check.hip",
+                "rocprim_check",
+                &["-std=c++17"],
+            )
+        }),
+    }
+}
+
+/// The header of Debian's librocprim-dev that rocprim_check needs.
+pub const ROCPRIM_HEADER: &str = "/usr/include/rocprim/rocprim.hpp";
+
+/// The program `section` is a section of, and the name it prints its result line with;
+/// `Err` with a `skipped: ...` line when that program could not be built.
+pub fn program<'a>(
+    section: &str,
+    programs: &'a Programs,
+) -> Result<(&'a Path, &'static str), String> {
+    if !section.starts_with("rocprim_") {
+        return Ok((&programs.hip_check, "hip_check"));
+    }
+    match &programs.rocprim_check {
+        Some(exe) => Ok((exe, "rocprim_check")),
+        None => Err(format!(
+            "skipped: {ROCPRIM_HEADER} not found (install librocprim-dev)"
+        )),
     }
 }
 
@@ -162,7 +206,12 @@ pub fn outcome(section: &str, out: &Output) -> Outcome {
     let stderr = String::from_utf8_lossy(&out.stderr);
     let printed =
         section != "printf" || PRINTF_LINES.iter().all(|l| stdout.matches(l).count() == 1);
-    if out.status.success() && stdout.contains(&format!("hip_check: {section} ok\n")) && printed {
+    let name = if section.starts_with("rocprim_") {
+        "rocprim_check"
+    } else {
+        "hip_check"
+    };
+    if out.status.success() && stdout.contains(&format!("{name}: {section} ok\n")) && printed {
         return Outcome::Passed;
     }
     if !out.status.success() && !stdout.contains("FAIL") {

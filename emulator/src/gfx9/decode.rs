@@ -1290,6 +1290,27 @@ mod tests {
         assert_eq!(lookup(Encoding::Vop3, 1023, Gfx9Target::Gfx900), None);
     }
 
+    /// No instruction is listed twice for a target, and no two mnemonics share an opcode of an
+    /// encoding on a target (FLAT's segments excepted: its rows differ by the mnemonic's
+    /// `flat_`/`global_`/`scratch_` prefix). Two branches adding the same row would otherwise
+    /// go unseen: lookups return the first of equal rows.
+    #[test]
+    fn no_row_is_listed_twice_for_a_target() {
+        for (i, a) in OPCODES.iter().enumerate() {
+            for b in &OPCODES[i + 1..] {
+                if a.targets & b.targets == 0 {
+                    continue;
+                }
+                assert_ne!(a.name, b.name, "{} listed twice", a.name);
+                let segment = |o: &OpInfo| o.name.split('_').next().unwrap_or("");
+                let same_slot = a.encoding == b.encoding
+                    && a.opcode == b.opcode
+                    && (a.encoding != Encoding::Flat || segment(a) == segment(b));
+                assert!(!same_slot, "{} and {} share an opcode", a.name, b.name);
+            }
+        }
+    }
+
     #[test]
     fn branch_targets() {
         // llvm-objdump-19 -d kernels_more-gfx900-v5.hsaco: at 0x24b8

@@ -324,7 +324,11 @@ impl fmt::Display for Instruction {
                     }
                 }
                 let (o0, o1) = (self.imm & 0xFF, self.imm >> 8 & 0xFF);
-                if name.contains("2_") || name.contains("2st64_") {
+                if name == "ds_swizzle_b32" {
+                    if self.imm != 0 {
+                        write!(f, " offset:{}", Swizzle(self.imm as u16))?;
+                    }
+                } else if name.contains("2_") || name.contains("2st64_") {
                     if o0 != 0 {
                         write!(f, " offset0:{o0}")?;
                     }
@@ -606,6 +610,59 @@ fn sendmsg_text(f: &mut fmt::Formatter<'_>, imm: u16) -> fmt::Result {
         write!(f, "sendmsg({id}, {op}, {stream})")
     } else {
         write!(f, "{imm}")
+    }
+}
+
+/// A `ds_swizzle_b32` offset as LLVM's AMDGPU assembler syntax spells it
+/// (AMDGPUModifierSyntax, `swizzle pattern`): `swizzle(QUAD_PERM,a,b,c,d)` when
+/// `offset[15:8]` is 0x80; in bit-mask mode (`offset[15]` clear) `swizzle(SWAP,n)` (and mask
+/// 0x1F, no or mask, one xor bit), `swizzle(REVERSE,n)` (and mask 0x1F, no or mask, xor mask
+/// n - 1), `swizzle(BROADCAST,n,lane)` (groups of n, the and mask clearing the low bits,
+/// or mask the lane, no xor mask) or `swizzle(BITMASK_PERM,"…")` (one character per lane-id
+/// bit, high first, by what the bit becomes: `0`/`1` always that, `p` kept, `i` inverted);
+/// anything else in decimal.
+struct Swizzle(u16);
+
+impl fmt::Display for Swizzle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        if v & 0xFF00 == 0x8000 {
+            return write!(
+                f,
+                "swizzle(QUAD_PERM,{},{},{},{})",
+                v & 3,
+                v >> 2 & 3,
+                v >> 4 & 3,
+                v >> 6 & 3
+            );
+        }
+        if v & 0x8000 != 0 {
+            return write!(f, "{v}");
+        }
+        let (and, or, xor) = (v & 0x1F, v >> 5 & 0x1F, v >> 10 & 0x1F);
+        if and == 0x1F && or == 0 && xor.count_ones() == 1 {
+            return write!(f, "swizzle(SWAP,{xor})");
+        }
+        if and == 0x1F && or == 0 && xor > 0 && (xor + 1).is_power_of_two() {
+            return write!(f, "swizzle(REVERSE,{})", xor + 1);
+        }
+        let group = 0x20 - and;
+        if group > 1 && group.is_power_of_two() && or < group && xor == 0 {
+            return write!(f, "swizzle(BROADCAST,{group},{or})");
+        }
+        f.write_str("swizzle(BITMASK_PERM,\"")?;
+        // What each lane-id bit becomes for a source bit of 0 and of 1.
+        let (zero, one) = ((or ^ xor), ((0x1F & and) | or) ^ xor);
+        for bit in (0..5).rev() {
+            let c = match (zero >> bit & 1, one >> bit & 1) {
+                (0, 0) => '0',
+                (1, 1) => '1',
+                (0, _) => 'p',
+                _ => 'i',
+            };
+            write!(f, "{c}")?;
+        }
+        f.write_str("\")")
     }
 }
 

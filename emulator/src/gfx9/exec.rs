@@ -888,6 +888,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             vop3p(w, inst)?;
             Ok(Flow::Next)
         }
+        Encoding::Ds if ds_lane_op(inst.name()) => {
+            ds_lanes(w, inst)?;
+            Ok(Flow::Next)
+        }
         Encoding::Ds => {
             ds(ctx, w, inst)?;
             Ok(Flow::Next)
@@ -2743,6 +2747,91 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             }
             _ => return Err(not_implemented(inst)),
         }
+    }
+    Ok(())
+}
+
+/// Whether `name` is one of the DS instructions that move data between the lanes of a wave
+/// without touching LDS (Vega ISA §12.13 "LDS and GDS instructions": `DS_SWIZZLE_B32`,
+/// `DS_PERMUTE_B32`, `DS_BPERMUTE_B32`).
+fn ds_lane_op(name: &str) -> bool {
+    matches!(
+        name,
+        "ds_swizzle_b32" | "ds_permute_b32" | "ds_bpermute_b32"
+    )
+}
+
+/// The lane whose value lane `lane` of a `DS_SWIZZLE_B32` with 16-bit `offset` receives
+/// (Vega ISA, `DS_SWIZZLE_B32`): with `offset[15]` set (quad mode, `offset[14:8]` zero) the
+/// lane of its quad that `offset[2k+1:2k]` names, k the lane's place in the quad; with
+/// `offset[15]` clear (bit-mask mode) `((lane[4:0] & and_mask) | or_mask) ^ xor_mask` in
+/// the lane's half of the wave, the masks being `offset[4:0]`, `offset[9:5]` and
+/// `offset[14:10]`. `None` for the FFT and rotate modes (`offset >= 0xC000`), which gfx9
+/// code from LLVM never uses and the interpreter does not model.
+fn swizzle_source(offset: u32, lane: usize) -> Option<usize> {
+    if offset >= 0xC000 {
+        return None;
+    }
+    if offset & 0x8000 != 0 {
+        let k = lane & 3;
+        return Some((lane & !3) | (offset >> (2 * k) & 3) as usize);
+    }
+    let (and, or, xor) = (offset & 0x1F, offset >> 5 & 0x1F, offset >> 10 & 0x1F);
+    Some(((lane as u32 & 0x1F & and | or) ^ xor) as usize | (lane & 0x20))
+}
+
+/// `DS_SWIZZLE_B32`, `DS_PERMUTE_B32` and `DS_BPERMUTE_B32` (Vega ISA §12.13): every
+/// source is read before any lane is written; a lane reads 0 from a lane EXEC leaves out;
+/// only the lanes of EXEC are written. The permutes take lane `((addr + offset) / 4) % 64`:
+/// `ds_bpermute_b32` gives each lane that lane's `data0` (a gather), `ds_permute_b32` sends
+/// each active lane's `data0` there (a scatter; of several lanes sending to one, the highest
+/// wins; a lane nothing is sent to gets 0).
+fn ds_lanes(w: &mut Wave, inst: &Instruction) -> Result<()> {
+    if inst.mods.gds {
+        return Err(error!(
+            Status::IllegalInstruction,
+            "{}: GDS not implemented",
+            inst.name()
+        ));
+    }
+    let exec = w.exec();
+    let active = |l: usize| exec >> l & 1 != 0;
+    let offset = inst.imm as u32 & 0xFFFF;
+    let mut out = [0u32; WAVE_SIZE];
+    match inst.name() {
+        "ds_swizzle_b32" => {
+            for (lane, o) in out.iter_mut().enumerate() {
+                let Some(src) = swizzle_source(offset, lane) else {
+                    return Err(error!(
+                        Status::IllegalInstruction,
+                        "ds_swizzle_b32 offset:{offset:#x}: the FFT and rotate modes are not \
+                         implemented"
+                    ));
+                };
+                if active(src) {
+                    *o = vsrc(w, &inst.src[0], src, false, false) as u32;
+                }
+            }
+        }
+        "ds_bpermute_b32" => {
+            for (lane, o) in out.iter_mut().enumerate() {
+                let addr = vsrc(w, &inst.src[0], lane, false, false) as u32;
+                let src = (addr.wrapping_add(offset) / 4 % WAVE_SIZE as u32) as usize;
+                if active(src) {
+                    *o = vsrc(w, &inst.src[1], src, false, false) as u32;
+                }
+            }
+        }
+        _ => {
+            for lane in (0..WAVE_SIZE).filter(|&l| active(l)) {
+                let addr = vsrc(w, &inst.src[0], lane, false, false) as u32;
+                let dst = (addr.wrapping_add(offset) / 4 % WAVE_SIZE as u32) as usize;
+                out[dst] = vsrc(w, &inst.src[1], lane, false, false) as u32;
+            }
+        }
+    }
+    for (lane, &v) in out.iter().enumerate().filter(|&(l, _)| active(l)) {
+        set_vdst(w, &inst.dst, lane, u64::from(v), 1);
     }
     Ok(())
 }

@@ -734,6 +734,39 @@ def sendmsg(cpu):
     return a
 
 
+# --- lanes: data moved between the lanes of a wave, and 16-bit integer compares ------------
+# Lane i: p0[i] != 0 puts it in EXEC, p1[i] is the data, p2[i] the address (permutes), p3[i]
+# the destination VGPR's old value; the destination goes to p4[i] (every lane: EXEC is
+# restored first). Kernels `swizzle__<offset hex>`, `permute__<offset>` and
+# `bpermute__<offset>`; `cmp__<op>__sdwa` (the SDWA form, src0 WORD_1, src1 WORD_0, of the
+# 16-bit integer compares; their e32/e64 and cmpx forms are family cmp16's) store 1 or 0 for
+# each lane of EXEC (v_cndmask of the result mask) and keep p3 elsewhere.
+SWIZZLES = [0x0000, 0x801B, 0x80E4, 0x80FF, 0x401F, 0x041F, 0x7C1F, 0x0C1F, 0x003C, 0x0020,
+            0x0907, 0x0421, 0x7FFF, 0x00FF, 0x1234]
+CMP16_SDWA = ["v_cmp_%s_%s" % (c, t) for t in ("i16", "u16") for c in "f lt eq le gt ne ge t".split()]
+
+
+def lanes(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v4, v20, s[8:9]",
+            "global_load_dword v10, v20, s[10:11]", "global_load_dword v5, v20, s[4:5]",
+            "s_waitcnt vmcnt(0)", "v_cmp_ne_u32 vcc, 0, v5", "s_and_saveexec_b64 s[40:41], vcc"]
+    tail = ["s_mov_b64 exec, s[40:41]", "global_store_dword v20, v10, s[12:13]"]
+    for off in SWIZZLES:
+        a.kernel("swizzle__%04x" % off,
+                 head + ["ds_swizzle_b32 v10, v2 offset:%d" % off, "s_waitcnt lgkmcnt(0)"] + tail)
+    for op in ("permute", "bpermute"):
+        for off in (0, 4, 0xFFFC):
+            a.kernel("%s__%d" % (op, off),
+                     head + ["ds_%s_b32 v10, v4, v2 offset:%d" % (op, off),
+                             "s_waitcnt lgkmcnt(0)"] + tail)
+    for op in CMP16_SDWA:
+        a.kernel("cmp__%s__sdwa" % op,
+                 head + ["%s_sdwa vcc, v2, v4 src0_sel:WORD_1 src1_sel:WORD_0" % op,
+                         "v_cndmask_b32 v10, 0, 1, vcc"] + tail)
+    return a
+
+
 # --- d16: 16-bit loads into half a VGPR, stores of the high half -----------------------------
 # Lane i: p1 holds the memory loads read (bytes 4i + OFF on), p2[i] the destination VGPR's
 # value before a load, p4 the result: a load's VGPR afterwards (p4[i]), or the memory a store
@@ -882,7 +915,7 @@ def trans(cpu):
 
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
             "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
-            "divide": divide, "sendmsg": sendmsg, "d16": d16,
+            "divide": divide, "sendmsg": sendmsg, "lanes": lanes, "d16": d16,
             "format": format_family, "cmp16": cmp16,
             "trans": trans}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
