@@ -26,7 +26,7 @@ use hsa_core::packet_processor::{
 use hsa_core::platform::*;
 use hsa_core::queue::ring::ModelRing;
 use hsa_core::signal::raw::RawSignal;
-use hsa_core::signal::{wait_value, LoadOrder, SignalCondition, WaitState};
+use hsa_core::signal::{wait_value, EventWait, LoadOrder, SignalCondition, WaitState, Waiters};
 use hsa_core::sync::{AtomicU64, Ordering};
 use hsa_core::{Error, EventId, GpuVa, NodeId, QueueId, Result, Status};
 use loom::sync::{Arc, Condvar, Mutex};
@@ -210,12 +210,18 @@ impl ProcessorHost for Model {
     }
 }
 
-/// The waiter's side: `hsa_signal_wait_scacquire(signal, EQ, 0, UINT64_MAX, BLOCKED)`.
+/// The waiter's side: `hsa_signal_wait_scacquire(signal, EQ, 0, UINT64_MAX, BLOCKED)`. It
+/// registers in a waiter count nobody reads: the device side raises the event whatever the
+/// count.
 fn wait_for_zero(model: &Model) {
+    let waiters = Waiters::new();
     let seen = wait_value(
         model,
         &model.signal.value,
-        Some(EventId(EVENT)),
+        Some(EventWait {
+            id: EventId(EVENT),
+            waiters: &waiters,
+        }),
         SignalCondition::Eq,
         0,
         u64::MAX,

@@ -8,7 +8,7 @@ use crate::status::{Error, Result, Status};
 
 use super::order::LoadOrder;
 use super::raw::RawSignal;
-use super::wait::{Backoff, Clock, SignalCondition, WaitState, MULTI_EVENT_SLICE_NS};
+use super::wait::{Backoff, Clock, SignalCondition, WaitState, Waiters, MULTI_EVENT_SLICE_NS};
 use super::Signal;
 use crate::addr::EventId;
 use crate::platform_ref::PlatformRef;
@@ -70,6 +70,8 @@ pub fn wait_any<H: PlatformRef>(
 pub(crate) struct Member<'a, P: Platform> {
     raw: RawSignal,
     event: Option<EventId>,
+    /// The signal's waiter count (interrupt signals).
+    waiters: Option<&'a Waiters>,
     platform: &'a P,
 }
 
@@ -88,6 +90,7 @@ impl<'a, P: Platform> Member<'a, P> {
         Member {
             raw: signal.raw(),
             event: signal.event(),
+            waiters: signal.event_wait().map(|e| e.waiters),
             platform: signal.platform(),
         }
     }
@@ -95,6 +98,9 @@ impl<'a, P: Platform> Member<'a, P> {
 
 /// [`wait_any`] over `count` members, `member(i)` for `i < count` (`count > 0`, and
 /// `conditions` and `values` at least `count` long: the caller checked).
+///
+/// Before its first block it registers in the waiter count of every member with one and
+/// re-reads all values (see [`Waiters`]); it unregisters when it returns.
 pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
     count: usize,
     member: impl Fn(usize) -> Member<'a, P>,
@@ -102,6 +108,48 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
     values: &[i64],
     timeout_ns: u64,
     state: WaitState,
+) -> Option<(usize, i64)> {
+    let mut registered = false;
+    let result = wait_any_loop(
+        count,
+        &member,
+        conditions,
+        values,
+        timeout_ns,
+        state,
+        &mut registered,
+    );
+    if registered {
+        (0..count)
+            .filter_map(|i| member(i).waiters)
+            .for_each(Waiters::unregister);
+    }
+    result
+}
+
+/// The first member (index order) whose value satisfies its condition, with that value.
+fn first_met<'a, P: Platform + 'a>(
+    count: usize,
+    member: &impl Fn(usize) -> Member<'a, P>,
+    conditions: &[SignalCondition],
+    values: &[i64],
+) -> Option<(usize, i64)> {
+    (0..count).find_map(|i| {
+        let v = member(i).raw.value().load(LoadOrder::Acquire.ordering());
+        conditions[i].holds(v, values[i]).then_some((i, v))
+    })
+}
+
+/// The loop of [`wait_any_members`]; sets `registered` when it registered the members'
+/// waiter counts (the caller unregisters).
+fn wait_any_loop<'a, P: Platform + 'a>(
+    count: usize,
+    member: &impl Fn(usize) -> Member<'a, P>,
+    conditions: &[SignalCondition],
+    values: &[i64],
+    timeout_ns: u64,
+    state: WaitState,
+    registered: &mut bool,
 ) -> Option<(usize, i64)> {
     let first = member(0).platform;
     let clock = Clock::start(first);
@@ -124,17 +172,25 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
     let one_platform = (1..count).all(|i| core::ptr::eq(member(i).platform, first));
     let mut all_evented = !overflow && (0..count).all(|i| member(i).event.is_some());
     loop {
-        for i in 0..count {
-            let v = member(i).raw.value().load(LoadOrder::Acquire.ordering());
-            if conditions[i].holds(v, values[i]) {
-                return Some((i, v));
-            }
+        if let Some(met) = first_met(count, member, conditions, values) {
+            return Some(met);
         }
         let elapsed = clock.elapsed_ns();
         if elapsed >= timeout_ns {
             return None;
         }
         if state == WaitState::Blocked && elapsed >= spin_ns && !events.is_empty() {
+            if !*registered {
+                // Before the first block: register, then re-read every value so that a
+                // change made before the registration is seen.
+                (0..count)
+                    .filter_map(|i| member(i).waiters)
+                    .for_each(Waiters::register);
+                *registered = true;
+                if let Some(met) = first_met(count, member, conditions, values) {
+                    return Some(met);
+                }
+            }
             let remaining = if timeout_ns == u64::MAX {
                 u64::MAX
             } else {
@@ -146,7 +202,8 @@ pub(crate) fn wait_any_members<'a, P: Platform + 'a>(
             } else {
                 remaining.min(MULTI_EVENT_SLICE_NS)
             };
-            // Armed: every value was read above; a later change leaves its event signaled.
+            // Armed: every value was read above, after registering; a later change sees the
+            // registration and leaves its event signaled.
             let waited = if one_platform {
                 first.wait_any_event(&events, slice)
             } else {

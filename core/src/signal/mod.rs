@@ -4,9 +4,10 @@
 //! host- and device-visible platform memory; its handle is the slot's address, as in ROCR,
 //! so a packet processor (hardware or [`processor`](crate::packet_processor)) can decrement it by
 //! handle. Value operations are single atomic instructions on that memory: lock-free and
-//! allocation-free. An *interrupt* signal also has a platform event: every non-silent store or
-//! read-modify-write writes the event id to the event mailbox and calls
-//! [`Platform::signal_event`], and waits block on [`Platform::wait_event`] after a short spin.
+//! allocation-free. An *interrupt* signal also has a platform event: waits block on
+//! [`Platform::wait_event`] after a short spin, and a non-silent store or read-modify-write
+//! that finds a waiter that may be blocked ([`Waiters`]) writes the event id to the event
+//! mailbox and calls [`Platform::signal_event`].
 //! A *doorbell* signal ([`DoorbellSignal`]) belongs to a queue; storing to it rings the queue's
 //! doorbell.
 //!
@@ -26,7 +27,7 @@ pub use order::{LoadOrder, MemoryOrder, StoreOrder};
 #[cfg(not(feature = "alloc"))]
 pub use pool::FIXED_MAX_SLABS;
 pub use pool::{SignalPool, SLAB_BYTES, SLOTS_PER_SLAB};
-pub use wait::{wait_value, SignalCondition, WaitState, SPIN_NS};
+pub use wait::{wait_value, EventWait, SignalCondition, WaitState, Waiters, SPIN_NS};
 
 use core::fmt;
 
@@ -66,6 +67,8 @@ pub struct Signal<H: PlatformRef> {
     raw: RawSignal,
     platform: H,
     event: Option<SignalEvent>,
+    /// Waiters that may block on the event (interrupt signals; unused otherwise).
+    waiters: Waiters,
     pool: Option<H::SignalPoolRef>,
     /// The chunk holding the slot, when the signal owns it alone ([`Signal::in_chunk`]).
     chunk: Option<MemoryChunk>,
@@ -94,6 +97,7 @@ impl<H: PlatformRef> Signal<H> {
             raw,
             platform,
             event,
+            waiters: Waiters::new(),
             pool,
             chunk: None,
         }
@@ -135,11 +139,23 @@ impl<H: PlatformRef> Signal<H> {
         self.event.map(|e| e.id)
     }
 
-    /// Raises the event of an interrupt signal: id into the mailbox, then
-    /// [`Platform::signal_event`]. Called after every non-silent change, after the value is
-    /// stored (see [`wait`](wait) for why the order matters).
+    /// The event a blocked wait on this signal blocks on, with the signal's waiter count.
+    pub(crate) fn event_wait(&self) -> Option<EventWait<'_>> {
+        self.event.map(|e| EventWait {
+            id: e.id,
+            waiters: &self.waiters,
+        })
+    }
+
+    /// Raises the event of an interrupt signal when a waiter may be blocked on it: id into
+    /// the mailbox, then [`Platform::signal_event`]. Called after every non-silent change,
+    /// after the value is stored (see [`wait`](wait) for why the order matters and how the
+    /// waiter count keeps wake-ups).
     fn notify(&self) {
         if let Some(ev) = self.event {
+            if !self.waiters.may_block() {
+                return;
+            }
             if let Some(mailbox) = ev.mailbox {
                 mailbox.post(ev.id.get());
             }
@@ -246,7 +262,7 @@ impl<H: PlatformRef> Signal<H> {
         wait_value(
             &*self.platform,
             self.raw.value(),
-            self.event(),
+            self.event_wait(),
             condition,
             compare,
             timeout_ns,
@@ -331,7 +347,7 @@ mod tests {
     }
 
     #[test]
-    fn interrupt_signal_notifies_on_every_non_silent_change() {
+    fn interrupt_signal_notifies_on_every_non_silent_change_while_a_waiter_may_block() {
         let plat = FakePlatform::new();
         let pool = SignalPool::new(&plat, NodeId(0));
         let s = pool.create_interrupt(1).unwrap();
@@ -344,6 +360,17 @@ mod tests {
             .event_mailbox_ptr()
             .load(crate::sync::Ordering::Relaxed);
         assert_eq!(mailbox, plat.mailbox_address(ev).unwrap().get());
+        let untouched = plat.mailbox_value(ev);
+        // Nobody waits: no change raises the event or writes the mailbox.
+        s.store(4, StoreOrder::Release);
+        s.subtract(1, MemoryOrder::AcqRel);
+        s.compare_exchange(3, 2, MemoryOrder::AcqRel);
+        assert_eq!(plat.signal_event_count(), 0);
+        assert_eq!(plat.mailbox_value(ev), untouched);
+        // A waiter that may block (as a blocked wait registers before its first block).
+        let waiters = s.event_wait().unwrap().waiters;
+        waiters.register();
+        assert_eq!(waiters.count(), 1);
         s.silent_store(5, StoreOrder::Relaxed);
         assert_eq!(plat.signal_event_count(), 0);
         s.store(4, StoreOrder::Release);
@@ -360,8 +387,115 @@ mod tests {
         assert_eq!(plat.signal_event_count(), 7);
         s.compare_exchange(0, 2, MemoryOrder::AcqRel);
         assert_eq!(plat.signal_event_count(), 8);
+        // The waiter left: stores are quiet again.
+        waiters.unregister();
+        s.store(9, StoreOrder::Release);
+        assert_eq!(plat.signal_event_count(), 8);
         s.destroy().unwrap();
         assert_eq!(plat.live_event_count(), 0);
+    }
+
+    /// Yields until every count in `counts` is non-zero (at most 10 s).
+    fn wait_for_registration(counts: &[&Waiters]) {
+        let start = std::time::Instant::now();
+        while counts.iter().any(|w| w.count() == 0) {
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(10),
+                "the waiter never registered"
+            );
+            std::thread::yield_now();
+        }
+    }
+
+    /// A blocked wait registers before it blocks and unregisters when it returns, whether
+    /// the change woke it or the timeout passed.
+    #[test]
+    fn blocked_wait_registers_while_it_may_block() {
+        let plat = FakePlatform::new();
+        let pool = SignalPool::new(&plat, NodeId(0));
+        let s = pool.create_interrupt(1).unwrap();
+        let waiters = s.event_wait().unwrap().waiters;
+        // Active waits and waits that are met at once never register.
+        assert_eq!(
+            s.wait(
+                SignalCondition::Eq,
+                1,
+                u64::MAX,
+                WaitState::Active,
+                LoadOrder::Acquire
+            ),
+            1
+        );
+        assert_eq!(
+            s.wait(
+                SignalCondition::Eq,
+                0,
+                1_000_000,
+                WaitState::Active,
+                LoadOrder::Acquire
+            ),
+            1
+        );
+        assert_eq!(waiters.count(), 0);
+        // Timed out past the spin: registered while blocked, unregistered after.
+        let v = s.wait(
+            SignalCondition::Eq,
+            0,
+            5_000_000,
+            WaitState::Blocked,
+            LoadOrder::Acquire,
+        );
+        assert_eq!(v, 1);
+        assert!(plat.wait_event_count() >= 1, "the wait blocked");
+        assert_eq!(waiters.count(), 0);
+        std::thread::scope(|sc| {
+            // A lost wake-up would let the 2 s timeout pass and return 1.
+            let waiter = sc.spawn(|| {
+                s.wait(
+                    SignalCondition::Eq,
+                    0,
+                    2_000_000_000,
+                    WaitState::Blocked,
+                    LoadOrder::Acquire,
+                )
+            });
+            // The waiter registers after its spin; the store then raises the event.
+            wait_for_registration(&[waiters]);
+            s.store(0, StoreOrder::Release);
+            assert_eq!(waiter.join().unwrap(), 0);
+        });
+        assert_eq!(plat.signal_event_count(), 1);
+        assert_eq!(waiters.count(), 0);
+        // wait_any registers in every member with an event, and unregisters.
+        let t = pool.create_interrupt(1).unwrap();
+        let r = wait_any(
+            &[&s, &t],
+            &[SignalCondition::Eq; 2],
+            &[5, 5],
+            3_000_000,
+            WaitState::Blocked,
+        )
+        .unwrap();
+        assert_eq!(r, None);
+        assert_eq!(waiters.count(), 0);
+        assert_eq!(t.event_wait().unwrap().waiters.count(), 0);
+        std::thread::scope(|sc| {
+            let waiter = sc.spawn(|| {
+                wait_any(
+                    &[&s, &t],
+                    &[SignalCondition::Eq; 2],
+                    &[5, 7],
+                    2_000_000_000,
+                    WaitState::Blocked,
+                )
+                .unwrap()
+            });
+            wait_for_registration(&[waiters, t.event_wait().unwrap().waiters]);
+            t.store(7, StoreOrder::Release);
+            assert_eq!(waiter.join().unwrap(), Some((1, 7)));
+        });
+        assert_eq!(waiters.count(), 0);
+        assert_eq!(t.event_wait().unwrap().waiters.count(), 0);
     }
 
     #[test]

@@ -521,6 +521,8 @@ mod tests {
             "the slab stays while signals live"
         );
         assert_eq!(user.load(super::super::LoadOrder::Acquire), 3);
+        // A waiter that may block: the store raises the event through the platform.
+        interrupt.event_wait().unwrap().waiters.register();
         interrupt.store(5, super::super::StoreOrder::Release);
         assert_eq!(interrupt.load(super::super::LoadOrder::Acquire), 5);
         assert_eq!(plat.signal_event_count(), 1);

@@ -7,13 +7,23 @@
 //! then blocks; a store after that read leaves the event signaled, so the block returns at
 //! once and the loop re-reads the value.
 //!
+//! A host-side change raises the event only when a waiter may be blocked on it (as ROCR's
+//! interrupt signal does): each interrupt signal counts its waiters that may block
+//! ([`Waiters`]). A waiter registers *before* the value read that arms its block; a changer
+//! stores the value and then reads the count, with a `SeqCst` fence between the two accesses
+//! on each side. Either the changer sees the registration and raises the event, or the
+//! waiter's read sees the new value and does not block. A changer that sees no waiter skips
+//! the mailbox write and the platform call ([`Platform::signal_event`]: on Linux an
+//! `AMDKFD_IOC_SET_EVENT` ioctl), the whole cost of a store nobody blocks on. The device side
+//! (a packet processor's completion) does not look at the count: it always raises the event.
+//!
 //! Ref: HSA Runtime 1.2 §2.4 `hsa_signal_wait_scacquire` (`hsa_signal_condition_t`,
 //! `hsa_wait_state_t`; the timeout is a hint; the function returns the value it observed).
 
 use crate::addr::EventId;
 use crate::platform::{Platform, WaitOutcome};
 use crate::status::{Error, Status};
-use crate::sync::{spin_hint, AtomicI64};
+use crate::sync::{fence, spin_hint, AtomicI64, AtomicU32, Ordering};
 
 use super::order::LoadOrder;
 
@@ -107,6 +117,62 @@ impl WaitState {
     }
 }
 
+/// The number of waiters that may block on an interrupt signal's event: what a host-side
+/// change of the signal reads to decide whether to raise the event (ROCR: the interrupt
+/// signal's `waiting_` count; `hsaKmtSetEvent` only when it is non-zero).
+///
+/// Protocol (see the [module docs](self)): a waiter calls [`Waiters::register`] before the
+/// value read that precedes its first block and [`Waiters::unregister`] when the wait
+/// returns; a changer stores the value, then calls [`Waiters::may_block`] and raises the
+/// event when it says so. Registering after that value read (the read that decides to
+/// block) loses wake-ups: the `loom_signal` model shows it.
+#[derive(Debug, Default)]
+pub struct Waiters(AtomicU32);
+
+impl Waiters {
+    /// No waiters.
+    pub fn new() -> Self {
+        Waiters(AtomicU32::new(0))
+    }
+
+    /// Counts one more waiter that may block. The `SeqCst` fence after the increment orders
+    /// it before the caller's next read of the signal value (pairs with the fence in
+    /// [`Waiters::may_block`]).
+    pub fn register(&self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
+    }
+
+    /// Counts one waiter fewer (the wait returned).
+    pub fn unregister(&self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Whether a waiter may be blocked, read after the caller's change of the signal value:
+    /// `false` means every waiter that registered before this call reads the new value
+    /// before it blocks. The `SeqCst` fence orders the caller's value change before the read
+    /// of the count (pairs with the fence in [`Waiters::register`]).
+    pub fn may_block(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.0.load(Ordering::Relaxed) != 0
+    }
+
+    /// The current count (for tests and diagnostics; a snapshot).
+    pub fn count(&self) -> u32 {
+        self.0.load(Ordering::Relaxed)
+    }
+}
+
+/// The event a blocked-state wait may block on, and the waiter count it registers in before
+/// its first block.
+#[derive(Clone, Copy, Debug)]
+pub struct EventWait<'a> {
+    /// The signal's platform event.
+    pub id: EventId,
+    /// The signal's waiter count, read by whoever changes the signal.
+    pub waiters: &'a Waiters,
+}
+
 /// A clock over the platform's timestamp, in ns since the wait began.
 pub(crate) struct Clock<'a, P: Platform> {
     platform: &'a P,
@@ -162,9 +228,10 @@ impl Backoff {
 /// `timeout_ns` (a hint; `u64::MAX` = forever) passes; returns the value last observed.
 ///
 /// Blocked state: spins for [`Platform::wait_spin_ns`] ([`SPIN_NS`] by default), then, when
-/// `event` is given, blocks on
-/// [`Platform::wait_event`] for the remaining time and re-checks after every return (wake-ups
-/// may be spurious or stale); without an event it keeps polling with exponential backoff.
+/// `event` is given, registers in its [`Waiters`], re-reads the value and blocks on
+/// [`Platform::wait_event`] for the remaining time, re-checking after every return (wake-ups
+/// may be spurious or stale), and unregisters when it returns; without an event it keeps
+/// polling with exponential backoff.
 /// Active state: polls the whole time, one spin hint per poll, and reads the clock only when
 /// a timeout is given (an active wait's latency is one poll). A failing `wait_event` (unknown event: the signal's
 /// owner destroyed it) degrades to polling.
@@ -175,7 +242,7 @@ impl Backoff {
 pub fn wait_value<P: Platform>(
     platform: &P,
     value: &AtomicI64,
-    event: Option<EventId>,
+    event: Option<EventWait<'_>>,
     condition: SignalCondition,
     compare: i64,
     timeout_ns: u64,
@@ -191,6 +258,40 @@ pub fn wait_value<P: Platform>(
     // An active wait without a timeout never needs the clock: it polls as fast as the core
     // allows, so the latency it adds to a change is one poll, not a backoff round.
     let timed = state == WaitState::Blocked || timeout_ns != u64::MAX;
+    let mut registered = None;
+    let observed = wait_loop(
+        platform,
+        value,
+        event,
+        &mut registered,
+        condition,
+        compare,
+        timeout_ns,
+        state,
+        order,
+        timed,
+    );
+    if let Some(waiters) = registered {
+        waiters.unregister();
+    }
+    observed
+}
+
+/// The loop of [`wait_value`] after its first read; sets `registered` when it registers in
+/// the event's waiter count (the caller unregisters).
+#[allow(clippy::too_many_arguments)]
+fn wait_loop<'a, P: Platform>(
+    platform: &P,
+    value: &AtomicI64,
+    event: Option<EventWait<'a>>,
+    registered: &mut Option<&'a Waiters>,
+    condition: SignalCondition,
+    compare: i64,
+    timeout_ns: u64,
+    state: WaitState,
+    order: LoadOrder,
+    timed: bool,
+) -> i64 {
     let clock = Clock::start(platform);
     let spin_ns = platform.wait_spin_ns();
     let mut backoff = Backoff::new();
@@ -215,14 +316,24 @@ pub fn wait_value<P: Platform>(
         }
         match event {
             Some(ev) if elapsed >= spin_ns => {
-                // Armed: `observed` was read before this call; a later store leaves the event
-                // signaled and this returns at once.
+                if registered.is_none() {
+                    // Before the first block: register, then read the value again so that a
+                    // change made before the registration is seen.
+                    ev.waiters.register();
+                    *registered = Some(ev.waiters);
+                    let observed = value.load(order.ordering());
+                    if condition.holds(observed, compare) {
+                        return observed;
+                    }
+                }
+                // Armed: the value was read after registering; a later change sees the
+                // registration and leaves the event signaled, so this returns at once.
                 let remaining = if timeout_ns == u64::MAX {
                     u64::MAX
                 } else {
                     timeout_ns - elapsed
                 };
-                match platform.wait_event(ev, remaining) {
+                match platform.wait_event(ev.id, remaining) {
                     Ok(WaitOutcome::Signaled) | Ok(WaitOutcome::TimedOut) => {}
                     Err(_) => event = None,
                 }

@@ -1,4 +1,4 @@
-//! Model pieces shared by the loom tests (`loom_barrier`, `loom_interrupt`): a model
+//! Model pieces shared by the loom tests (`loom_barrier`, `loom_interrupt`, `loom_signal`): a model
 //! `amd_signal_t` made of loom atomics, and the runner that checks a negative model deadlocks.
 #![allow(unsafe_code)]
 
