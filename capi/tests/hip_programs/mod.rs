@@ -14,11 +14,14 @@ use std::process::{Command, Output};
 pub const HIP_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../capi/hip");
 
 /// The 8-GPU MI210 capture of the shared test data (the `multigpu` section's topology),
-/// relative to either crate.
-pub const EIGHT_MI210S: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology"
-);
+/// under `$HSA_RT_SHARED`, else under `../shared` beside the workspace.
+pub fn eight_mi210s() -> PathBuf {
+    std::env::var_os("HSA_RT_SHARED")
+        .filter(|s| !s.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+        .join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology")
+}
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
 pub const SECTIONS: [&str; 15] = [
@@ -192,7 +195,7 @@ pub fn section_topology(section: &str) -> Result<Option<PathBuf>, String> {
     if section != "multigpu" {
         return Ok(None);
     }
-    let dir = PathBuf::from(EIGHT_MI210S);
+    let dir = eight_mi210s();
     if dir.is_dir() {
         Ok(Some(dir))
     } else {
