@@ -45,6 +45,11 @@
 //!   symbols: a kernel is its kernel descriptor in GPU memory, and messages name it by its
 //!   registration's label or its kernel object. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
 //!   host implementations only.
+//! - CU masks: each compute queue keeps its per-engine CU enable masks (every CU at
+//!   CREATE_QUEUE; SET_CU_MASK maps the user's mask as amdkfd does, [`cu_mask`]); the
+//!   interpreter runs each work-group on an enabled CU, round robin, and gives each wave its
+//!   `HW_REG_HW_ID` ([`crate::gfx9::hwid`]); [`EmulatedKfd::compute_static_thread_mgmt`]
+//!   reads the masks back.
 //! - AMD PM4-IB vendor packets (ROCR's cache invalidation after loading code) run in the
 //!   CP's PM4 engine: `NOP`, `WRITE_DATA`, `INDIRECT_BUFFER`, `RELEASE_MEM`, `ACQUIRE_MEM`
 //!   (the `pm4` module's docs); any other PM4 stops the queue with `INVALID_PACKET_FORMAT`.
