@@ -13,7 +13,9 @@
  *  1. with a mask of 7 CUs set and 10 work-groups per enabled CU, every work-group ran on an
  *     enabled CU and every enabled CU ran one;
  *  2. hsa_amd_queue_cu_get_mask returns the mask;
- *  3. with the mask reset (count 0: every CU) and 2 work-groups per CU, every CU ran one.
+ *  3. with the mask reset (count 0: every CU) and 2 work-groups per CU, every CU ran one;
+ *  4. a mask naming no CU of the agent is accepted (as amdkfd accepts it on gfx9), and a
+ *     dispatch then waits, none of its work-groups running, until a mask enables CUs.
  *
  * Usage: cu_mask CODE_OBJECT   (hw_id.cl built for the GPU's ISA)
  * Prints "cu_mask: ok" and exits 0 on success. */
@@ -96,8 +98,9 @@ static uint64_t kernel_object;
 static void* kernarg;
 static uint32_t* out;
 
-/* Runs `groups` work-groups of 64 work-items; out[g] is work-group g's HW_ID. */
-static void run(uint32_t groups) {
+/* Submits `groups` work-groups of 64 work-items; out[g] becomes work-group g's HW_ID; the
+ * returned signal drops to 0 when they are done. */
+static hsa_signal_t submit(uint32_t groups) {
   hsa_signal_t done;
   CHECK(hsa_signal_create(1, 0, NULL, &done));
   memset(out, 0, groups * sizeof *out);
@@ -122,13 +125,20 @@ static void run(uint32_t groups) {
   uint16_t setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
   __atomic_store_n((uint32_t*)p, header | ((uint32_t)setup << 16), __ATOMIC_RELEASE);
   hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
+  return done;
+}
+
+/* Waits (at most 2 minutes) for `done`, then destroys it. */
+static void finish(hsa_signal_t done) {
   int waits = 0;
   while (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, 1000000000ull,
                                    HSA_WAIT_STATE_BLOCKED) >= 1) {
-    if (++waits > 120) FAIL("timed out waiting for %u work-groups\n", groups);
+    if (++waits > 120) FAIL("timed out waiting for a dispatch\n");
   }
   CHECK(hsa_signal_destroy(done));
 }
+
+static void run(uint32_t groups) { finish(submit(groups)); }
 
 int main(int argc, char** argv) {
   if (argc < 2) {
@@ -227,6 +237,24 @@ int main(int argc, char** argv) {
       FAIL("with every CU enabled, CU %u (SE %u SH %u CU %u) ran no work-group of %u\n", i,
            w >> 8, w >> 4 & 0xF, w & 0xF, 2 * cus);
   }
+
+  /* 4. A mask naming no CU of the agent (only bits past its CUs) is taken, as amdkfd takes
+   * it; no work-group can launch until a mask enables a CU, then all run. */
+  memset(mask, 0, sizeof mask);
+  if (cus % 32) {
+    mask[words - 1] = ~0u << (cus % 32);
+  }
+  CHECK(hsa_amd_queue_cu_set_mask(queue, 32 * 32, mask));
+  hsa_signal_t done = submit(8);
+  if (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, 200000000ull,
+                                HSA_WAIT_STATE_BLOCKED) < 1)
+    FAIL("a dispatch completed on a queue whose mask enables no CU\n");
+  for (uint32_t g = 0; g < 8; g++)
+    if (out[g] != 0) FAIL("work-group %u ran with no CU enabled\n", g);
+  CHECK(hsa_amd_queue_cu_set_mask(queue, 0, NULL));
+  finish(done);
+  for (uint32_t g = 0; g < 8; g++)
+    if (out[g] >> 30 != 1) FAIL("work-group %u did not run once CUs were enabled\n", g);
 
   CHECK(hsa_amd_memory_pool_free(out));
   CHECK(hsa_amd_memory_pool_free(kernarg));

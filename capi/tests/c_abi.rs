@@ -409,7 +409,9 @@ fn build_hw_id_kernel(dir: &Path, mcpu: &str) -> Option<std::path::PathBuf> {
 /// the emulated MI210 (104 CUs, 8 shader engines): with 7 CUs enabled, each of 70
 /// work-groups reads its HW_ID (`hw_id.cl`) and finds itself on a CU the mask enables (as
 /// amdkfd maps the user's bits onto shader engines, arrays and CUs), every enabled CU ran
-/// one, and with the mask reset every one of the 104 CUs runs a work-group.
+/// one, and with the mask reset every one of the 104 CUs runs a work-group. A mask naming no
+/// CU of the agent is accepted (as amdkfd does on gfx9): a dispatch then runs none of its
+/// work-groups until a mask enables CUs, and completes after.
 #[test]
 fn c_cu_mask_restricts_work_groups_to_the_enabled_cus() {
     if !have_headers() {

@@ -99,7 +99,8 @@ fn c_vector_copy_on_debian_rocr_verifies() {
 /// `capi/c/cu_mask.c` on Debian's ROCR under kfd-emu: ROCR's `hsa_amd_queue_cu_set_mask`
 /// reaches the emulated amdkfd through libhsakmt's SET_CU_MASK, and the work-groups of
 /// `hw_id.cl` (built with clang-19 at test time) run only on the CUs the mask enables, each of
-/// them used; with the mask reset, every CU is used. The same program and checks as
+/// them used; with the mask reset, every CU is used; a mask naming no CU holds a dispatch
+/// until CUs are enabled again. The same program and checks as
 /// `capi/tests/c_abi.rs` on hsa-rt.
 #[test]
 fn c_cu_mask_on_debian_rocr_confines_work_groups() {
