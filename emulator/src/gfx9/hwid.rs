@@ -11,13 +11,16 @@
 //! every array of every engine, then CU 1, ...), so every enabled CU is used once a dispatch
 //! has at least `k` work-groups, and no disabled one ever is.
 //!
-//! `s_getreg_b32 hwreg(HW_REG_HW_ID)` (hardware register 4 on gfx9) then reads [`hw_id`]:
-//! Vega ISA §3.11 / MI100, MI200 and MI300 ISA "HW_ID": WAVE_ID `[3:0]`, SIMD_ID `[5:4]`,
+//! `s_getreg_b32 hwreg(HW_REG_HW_ID)` (hardware register 4 on gfx9, LLVM's `HW_REG_HW_ID`)
+//! then reads [`hw_id`], the "HW_ID" hardware register of the Vega and MI100/MI200/MI300 ISA
+//! documents (the same table in ROCm-Device-Libs' `__smid`): WAVE_ID `[3:0]`, SIMD_ID `[5:4]`,
 //! PIPE_ID `[7:6]`, CU_ID `[11:8]`, SH_ID `[12]`, SE_ID `[14:13]` (`[15:13]` on gfx908 and
 //! gfx90a, whose chips have 8 shader engines; gfx942's XCCs have 4 and name the XCC in
 //! `HW_REG_XCC_ID` instead), TG_ID `[19:16]`, VM_ID `[23:20]`, QUEUE_ID `[26:24]`,
 //! STATE_ID `[29:27]` (graphics only: 0), ME_ID `[31:30]`. The SE_ID widths per target are
-//! those ROCm's HIP headers use for `__smid()` (`amd_device_functions.h`).
+//! those ROCm's HIP headers use for `__smid()` (`amd_device_functions.h`). A gfx942 GPU
+//! given more than 4 engines in one XCC (the built-in profile's MI210 shape under
+//! `builtin_topology_for(90402)`) thus reads SE_ID modulo 4; `HW_REG_XCC_ID` is not modelled.
 
 use alloc::vec::Vec;
 
