@@ -353,6 +353,94 @@ fn hsa_rt_log_sets_what_the_c_library_prints() {
     );
 }
 
+/// Builds `testdata/codeobjects/hw_id.cl` for `mcpu` into `dir` with clang-19 and
+/// ld.lld-19 (freestanding OpenCL C, code object v5); `None`, with a `skipped:` line, when
+/// either tool is missing.
+fn build_hw_id_kernel(dir: &Path, mcpu: &str) -> Option<std::path::PathBuf> {
+    if !which("clang-19") || !which("ld.lld-19") {
+        println!("skipped: clang-19 or ld.lld-19 missing (install clang-19, lld-19)");
+        return None;
+    }
+    let src = common::crate_dir().join("../testdata/codeobjects/hw_id.cl");
+    let obj = dir.join(format!("hw_id-{mcpu}.o"));
+    let hsaco = dir.join(format!("hw_id-{mcpu}.hsaco"));
+    let cl = Command::new("clang-19")
+        .args([
+            "-x",
+            "cl",
+            "-Xclang",
+            "-finclude-default-header",
+            "-cl-std=CL1.2",
+        ])
+        .args([
+            "-target",
+            "amdgcn-amd-amdhsa",
+            "-mcode-object-version=5",
+            "-O2",
+        ])
+        .arg(format!("-mcpu={mcpu}"))
+        .args(["-nogpulib", "-c"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&obj)
+        .output()
+        .expect("run clang-19");
+    assert!(
+        cl.status.success(),
+        "clang-19: {}",
+        String::from_utf8_lossy(&cl.stderr)
+    );
+    let ld = Command::new("ld.lld-19")
+        .arg("-shared")
+        .arg(&obj)
+        .arg("-o")
+        .arg(&hsaco)
+        .output()
+        .expect("run ld.lld-19");
+    assert!(
+        ld.status.success(),
+        "ld.lld-19: {}",
+        String::from_utf8_lossy(&ld.stderr)
+    );
+    Some(hsaco)
+}
+
+/// `c/cu_mask.c`: `hsa_amd_queue_cu_set_mask` restricts where the queue's work-groups run on
+/// the emulated MI210 (104 CUs, 8 shader engines): with 7 CUs enabled, each of 70
+/// work-groups reads its HW_ID (`hw_id.cl`) and finds itself on a CU the mask enables (as
+/// amdkfd maps the user's bits onto shader engines, arrays and CUs), every enabled CU ran
+/// one, and with the mask reset every one of the 104 CUs runs a work-group. A mask naming no
+/// CU of the agent is accepted (as amdkfd does on gfx9): a dispatch then runs none of its
+/// work-groups until a mask enables CUs, and completes after.
+#[test]
+fn c_cu_mask_restricts_work_groups_to_the_enabled_cus() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("cu_mask");
+    let Some(code_object) = build_hw_id_kernel(&libdir, "gfx90a") else {
+        return;
+    };
+    let out = Command::new(&exe)
+        .arg(&code_object)
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_EMULATION")
+        .env_remove("HSA_RT_SYSFS")
+        .output()
+        .expect("run cu_mask");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "cu_mask failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout,
+        "cu_mask: 104 CUs, 8 shader engines of 1 arrays of 13\ncu_mask: ok\n"
+    );
+}
+
 /// Compiles `c/<name>.c` with gcc against the headers, linked against the library as
 /// `libhsa-runtime64.so.1`; returns the directory holding both and the executable.
 fn build_c_program(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {

@@ -856,4 +856,25 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     fn wait_spin_ns(&self) -> u64 {
         crate::signal::SPIN_NS
     }
+
+    /// Gives the CPU away for about `ns` nanoseconds while the caller waits for device
+    /// progress that raises no event: an SDMA engine consuming its ring
+    /// ([`SdmaQueue::submit`](crate::sdma::SdmaQueue::submit) with the ring full, where ROCR
+    /// yields its thread: `BlitSdma::AcquireWriteAddress`). Returning early is allowed
+    /// (callers re-check their condition); never much longer than `ns`.
+    ///
+    /// The default, for a host without a scheduler, spins on
+    /// [`timestamp_ticks`](Self::timestamp_ticks) until `ns` passed; Linux sleeps the thread.
+    fn relax(&self, ns: u64) {
+        let freq_hz = match self.timestamp_frequency_hz() {
+            0 => 1_000_000_000,
+            f => f,
+        };
+        let ticks =
+            u64::try_from(u128::from(ns) * u128::from(freq_hz) / 1_000_000_000).unwrap_or(u64::MAX);
+        let start = self.timestamp_ticks();
+        while self.timestamp_ticks().saturating_sub(start) < ticks {
+            core::hint::spin_loop();
+        }
+    }
 }

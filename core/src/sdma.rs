@@ -24,7 +24,7 @@ use crate::addr::{GpuVa, NodeId};
 use crate::platform::{
     HwQueue, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, SdmaQueueRequest,
 };
-use crate::platform_ref::PlatformRef;
+use crate::platform_ref::{PlatformOf, PlatformRef};
 use crate::status::{Error, Result, Status};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
@@ -364,6 +364,9 @@ pub fn copy_rect_commands(
 
 /// Ring size of an [`SdmaQueue`], bytes (ROCR's `BlitSdmaBase::kQueueSize`).
 pub const SDMA_RING_BYTES: u64 = 1 << 20;
+/// The longest [`Platform::relax`] of [`SdmaQueue::submit`] waiting for ring space, ns
+/// (1 ms: the most a waiting producer lags behind the engine freeing space).
+pub const RING_FULL_RELAX_MAX_NS: u64 = 1_000_000;
 /// Bytes after the ring holding the read pointer (at +0) and the write pointer (at +8).
 const POINTER_PAGE_BYTES: u64 = 4096;
 
@@ -485,8 +488,11 @@ impl<H: PlatformRef> SdmaQueue<H> {
     }
 
     /// Writes `dwords` (whole packets) at the write pointer, then publishes it: the write
-    /// pointer word, then the doorbell, each a Release store of the new byte offset. Waits
-    /// (spinning) while the engine has not consumed enough of the ring.
+    /// pointer word, then the doorbell, each a Release store of the new byte offset. While the
+    /// engine has not consumed enough of the ring it waits: it spins for the platform's
+    /// [`wait_spin_ns`](Platform::wait_spin_ns), then gives the CPU away
+    /// ([`Platform::relax`]) for 1 µs, doubling up to [`RING_FULL_RELAX_MAX_NS`], re-reading
+    /// the read pointer in between (the engine raises no event for ring space).
     ///
     /// # Errors
     /// `Status::InvalidArgument` for an empty command or one as large as the ring.
@@ -508,8 +514,20 @@ impl<H: PlatformRef> SdmaQueue<H> {
             0
         };
         let end = *w + pad + bytes;
-        while end - self.read_pointer() > SDMA_RING_BYTES - 4 {
-            core::hint::spin_loop();
+        if end - self.read_pointer() > SDMA_RING_BYTES - 4 {
+            let platform: &PlatformOf<H> = &self.platform;
+            let clock = crate::signal::wait::Clock::start(platform);
+            let spin_ns = platform.wait_spin_ns();
+            let mut backoff = crate::signal::wait::Backoff::new();
+            let mut relax_ns = 1_000;
+            while end - self.read_pointer() > SDMA_RING_BYTES - 4 {
+                if clock.elapsed_ns() < spin_ns {
+                    backoff.spin();
+                } else {
+                    platform.relax(relax_ns);
+                    relax_ns = (relax_ns * 2).min(RING_FULL_RELAX_MAX_NS);
+                }
+            }
         }
         let mut at = *w;
         for _ in 0..pad / 4 {

@@ -66,7 +66,11 @@ struct Setup {
 }
 
 fn setup() -> Setup {
-    let d = EmulatedKfd::new(builtin_topology()).unwrap();
+    setup_with(builtin_topology())
+}
+
+fn setup_with(topology: hsa_linux::topology::Topology) -> Setup {
+    let d = EmulatedKfd::new(topology).unwrap();
     // These tests are about the CP and host implementations: the kernel object is not a
     // real kernel descriptor.
     d.set_execution_mode(ExecutionMode::HostOnly);
@@ -506,6 +510,100 @@ fn create_queue_checks_its_arguments() {
         Err(Errno::INVAL)
     );
     assert_eq!(s.d.live_handles().queues, 1);
+}
+
+/// SET_CU_MASK with `mask`'s words as the user's mask.
+fn set_cu_mask_raw(s: &Setup, num_cu_mask: u32, ptr: u64) -> Result<(), Errno> {
+    let mut cu = SetCuMaskArgs {
+        queue_id: s.queue_id,
+        num_cu_mask,
+        cu_mask_ptr: ptr,
+    };
+    // SAFETY: the emulated device only reads `num_cu_mask / 32` words at `ptr` (checked by
+    // the device: an unmapped pointer is EFAULT).
+    unsafe { s.d.ioctl(AMDKFD_IOC_SET_CU_MASK, cu.as_mut_bytes()) }
+}
+
+/// SET_CU_MASK maps the user's CU mask onto the HQD's per-engine enable masks
+/// (`COMPUTE_STATIC_THREAD_MGMT_SE*`, bit `cu + 16 * sh`) as amdkfd's
+/// `mqd_symmetrically_map_cu_mask` documents for gfx9: user bit i is the i-th CU in the order
+/// (CU 0 of SH 0 of SE 0, 1, ..., CU 0 of SH 1 of every SE, CU 1, ...), skipping arrays that
+/// have no such CU; bits past the GPU's CU count are dropped. The expected words are worked
+/// out here by hand from that rule.
+#[test]
+fn cu_mask_maps_symmetrically_onto_engines_and_arrays() {
+    // The built-in MI210 shape: 8 engines of one array of 13 CUs (104).
+    let s = setup();
+    assert_eq!(
+        s.d.compute_static_thread_mgmt(s.queue_id),
+        Some([0x1FFF; 8])
+    );
+    // Bits 0, 9, 103 and 104: i = 9 is SE 1 CU 1, i = 103 SE 7 CU 12, 104 is past the CUs.
+    let mask = [1 | 1 << 9, 0, 0, 1 << 7 | 1 << 8];
+    calls::set_cu_mask(&*s.d, s.queue_id, &mask).unwrap();
+    assert_eq!(
+        s.d.compute_static_thread_mgmt(s.queue_id),
+        Some([1, 1 << 1, 0, 0, 0, 0, 0, 1 << 12])
+    );
+    // As amdkfd on gfx9: a mask naming no CU of the GPU is taken (the queue then cannot
+    // launch a work-group), all zero or only past the CU count.
+    calls::set_cu_mask(&*s.d, s.queue_id, &[0; 4]).unwrap();
+    assert_eq!(s.d.compute_static_thread_mgmt(s.queue_id), Some([0; 8]));
+    calls::set_cu_mask(&*s.d, s.queue_id, &[0, 0, 0, !0xFF]).unwrap();
+    assert_eq!(s.d.compute_static_thread_mgmt(s.queue_id), Some([0; 8]));
+    // kfd_ioctl_set_cu_mask's own checks: a count of 0 or not a multiple of 32, an unmapped
+    // mask, an unknown queue.
+    let all = [u32::MAX; 4];
+    assert_eq!(
+        set_cu_mask_raw(&s, 0, all.as_ptr() as u64),
+        Err(Errno::INVAL)
+    );
+    assert_eq!(
+        set_cu_mask_raw(&s, 40, all.as_ptr() as u64),
+        Err(Errno::INVAL)
+    );
+    assert_eq!(set_cu_mask_raw(&s, 128, 8), Err(Errno::FAULT));
+    assert_eq!(s.d.compute_static_thread_mgmt(s.queue_id), Some([0; 8]));
+    calls::set_cu_mask(&*s.d, s.queue_id, &all).unwrap();
+    assert_eq!(
+        s.d.compute_static_thread_mgmt(s.queue_id),
+        Some([0x1FFF; 8])
+    );
+    assert!(calls::set_cu_mask(&*s.d, s.queue_id + 1, &all).is_err());
+    assert_eq!(s.d.compute_static_thread_mgmt(s.queue_id + 1), None);
+
+    // 4 engines of 2 arrays, 60 CUs: SE0 and SE1 have 8 CUs an array, SE2 and SE3 7.
+    let mut t = builtin_topology();
+    let g = &mut t.nodes[1].properties;
+    g.array_count = 8;
+    g.simd_arrays_per_engine = 2;
+    g.simd_count = 60 * 4;
+    let s = setup_with(t);
+    assert_eq!(
+        s.d.compute_static_thread_mgmt(s.queue_id),
+        Some([
+            0x00FF_00FF,
+            0x00FF_00FF,
+            0x007F_007F,
+            0x007F_007F,
+            0,
+            0,
+            0,
+            0
+        ])
+    );
+    // i = 0: SE0 SH0 CU0. i = 5: CU 0's second round (SH 1), SE 1. CU 7 exists on SE0 and
+    // SE1 only: i = 56, 57 are SE0, SE1 of SH 0; 58, 59 SE0, SE1 of SH 1.
+    calls::set_cu_mask(
+        &*s.d,
+        s.queue_id,
+        &[1 | 1 << 5, 1 << (57 - 32) | 1 << (59 - 32)],
+    )
+    .unwrap();
+    assert_eq!(
+        s.d.compute_static_thread_mgmt(s.queue_id),
+        Some([1, 1 << 16 | 1 << 7 | 1 << 23, 0, 0, 0, 0, 0, 0])
+    );
 }
 
 /// `HSA_XNACK` (here through `LinuxPlatform::with_xnack`) sets the process's XNACK mode with

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::{Result, Status};
 use hsa_emu::gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
+use hsa_emu::gfx9::hwid::WaveLaunch;
 use hsa_emu::gfx9::Gfx9Target;
 use object::{Object, ObjectSection, ObjectSymbol};
 use zerocopy::FromBytes;
@@ -136,6 +137,18 @@ impl Isa {
         bufs: &[Vec<u8>],
         kernarg_dwords: &[(usize, u32)],
     ) -> Result<Vec<Vec<u8>>> {
+        self.run_launch(kernel, items, bufs, kernarg_dwords, WaveLaunch::SINGLE_CU)
+    }
+
+    /// [`Isa::run_with`] on a queue described by `launch` (its enabled CUs and ids).
+    fn run_launch(
+        &self,
+        kernel: &str,
+        items: u32,
+        bufs: &[Vec<u8>],
+        kernarg_dwords: &[(usize, u32)],
+        launch: WaveLaunch,
+    ) -> Result<Vec<Vec<u8>>> {
         let elf = object::File::parse(&*self.data).unwrap();
         let kd_sym = elf
             .symbols()
@@ -168,6 +181,7 @@ impl Isa {
         let mut st = DispatchState::one_dimensional(items, 64, 0, KERNARG);
         st.group_segment_size = kd.group_segment_fixed_size;
         st.private_segment_size = kd.private_segment_fixed_size;
+        st.launch = launch;
         run_dispatch(&code, &kd, self.target, &st, &mem)?;
         Ok((0..bufs.len()).map(|i| mem.get(buf(i))).collect())
     }
@@ -1761,12 +1775,64 @@ fn mode_register_from_the_descriptor_and_s_setreg() {
             msg.contains("v_add_f32") && msg.contains("FP_ROUND 0xf"),
             "{cpu}: {msg}"
         );
-        let e = isa.run("mode_hw_id", 64, &bufs()).unwrap_err();
-        let msg = e.detail().to_string();
-        assert!(
-            msg.contains("s_getreg_b32") && msg.contains("register 4"),
-            "{cpu}: {msg}"
-        );
+        // One CU, every id 0: HW_ID 0.
+        let out = isa.run("mode_hw_id", 64, &bufs()).unwrap();
+        assert_eq!(u32s(&out[4]), vec![0; n], "{cpu} mode_hw_id");
+    }
+}
+
+/// `s_getreg_b32 hwreg(HW_REG_HW_ID)`: each work-group's waves read the CU the SPI placed the
+/// work-group on (round robin over the enabled CUs, engines first) and their queue's ids, in
+/// the layout of the ISA documents: WAVE_ID [3:0], SIMD_ID [5:4], PIPE_ID [7:6], CU_ID
+/// [11:8], SH_ID [12], SE_ID [14:13] ([15:13] on gfx908/gfx90a), TG_ID [19:16], VM_ID
+/// [23:20], QUEUE_ID [26:24], STATE_ID [29:27], ME_ID [31:30].
+#[test]
+fn hw_id_names_the_enabled_cu_of_each_work_group() {
+    // Enabled: SE0 SH0 CU2, SE5 SH0 CU0, SE1 SH1 CU3 (bit 16 + 3).
+    let mut cu_enable = [0u32; 8];
+    cu_enable[0] = 1 << 2;
+    cu_enable[5] = 1;
+    cu_enable[1] = 1 << 19;
+    let launch = WaveLaunch {
+        cu_enable,
+        me_id: 1,
+        pipe_id: 2,
+        queue_id: 3,
+        vm_id: 8,
+    };
+    // The SPI's order: CU 0 of every array of every engine first, then CU 1, ...
+    let order: [(u32, u32, u32); 3] = [(5, 0, 0), (0, 0, 2), (1, 1, 3)];
+    let groups = 7usize;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("mode", cpu, target);
+        let n = groups * 64;
+        let bufs = vec![
+            vec![0; 4],
+            vec![0; 4],
+            vec![0; 4],
+            vec![0; 4],
+            vec![0; n * 4],
+        ];
+        let out = isa
+            .run_launch("mode_hw_id", n as u32, &bufs, &[], launch)
+            .unwrap();
+        let got = u32s(&out[4]);
+        let se_bits = if matches!(target, Gfx9Target::Gfx908 | Gfx9Target::Gfx90a) {
+            7
+        } else {
+            3
+        };
+        for g in 0..groups {
+            let (se, sh, cu) = order[g % 3];
+            // Wave 0 of its group: SIMD 0, slot 0; TG_ID and STATE_ID 0.
+            let want =
+                2 << 6 | cu << 8 | sh << 12 | (se & se_bits) << 13 | 8 << 20 | 3 << 24 | 1 << 30;
+            assert!(
+                got[g * 64..(g + 1) * 64].iter().all(|&v| v == want),
+                "{cpu} group {g}: {:#x}, want {want:#x}",
+                got[g * 64]
+            );
+        }
     }
 }
 

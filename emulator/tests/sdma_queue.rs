@@ -890,3 +890,83 @@ fn random_packets_end_or_stop_the_queue_never_panic() {
         assert_eq!(PANICS.load(Ordering::SeqCst), 0, "a panic in case {case}");
     }
 }
+
+/// hsa-core's SDMA producer waits for ring space without burning a core: with the engine held
+/// by a `POLL_REGMEM` on a word that is not yet 0 and the 1 MiB ring filled with NOPs, the
+/// next `submit` gives the CPU away through `Platform::relax` (counted by a fault injector
+/// around the Linux backend over the emulated device) until the poll passes and the engine
+/// frees space; then it publishes, and the engine runs everything.
+#[test]
+fn core_sdma_submit_relaxes_while_the_ring_is_full() {
+    use hsa_core::addr::{GpuVa, NodeId};
+    use hsa_core::platform::fake::{FaultInjector, FaultMethod};
+    use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform};
+    use hsa_core::sdma::{packet, SdmaQueue, SDMA_RING_BYTES};
+
+    let emu = EmulatedKfd::new(builtin_topology()).unwrap();
+    let node = emu
+        .topology()
+        .nodes
+        .iter()
+        .position(|n| n.properties.gpu_id != 0)
+        .map(|i| NodeId(i as u32))
+        .unwrap();
+    let platform = Arc::new(FaultInjector::new(
+        hsa_emu::SelectedDevice::emulated(emu.clone())
+            .unwrap()
+            .platform,
+    ));
+    let queue = Arc::new(SdmaQueue::create(platform.clone(), node).unwrap());
+    let chunk = platform
+        .allocate_memory(&MemoryRequest {
+            node,
+            kind: MemoryKind::System,
+            size_bytes: 4096,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
+        })
+        .unwrap();
+    // SAFETY: the chunk's first 4 bytes, 4-aligned, accessed atomically here and by the
+    // engine, live until the chunk is freed at the end.
+    let word = unsafe { AtomicU32::from_ptr(chunk.host_ptr.unwrap().as_ptr().cast()) };
+    word.store(1, Ordering::Release);
+    queue
+        .submit(&packet::poll_mem_eq(GpuVa(chunk.gpu_va.0), 0))
+        .unwrap();
+    // 15 commands of 64 KiB of one-dword NOPs: the ring holds 24 + 15 * 65536 bytes the
+    // engine has not consumed (it waits at the poll, read pointer 0).
+    let nops = vec![0u32; 16384];
+    for _ in 0..15 {
+        queue.submit(&nops).unwrap();
+    }
+    assert_eq!(queue.read_pointer(), 0);
+    let q = queue.clone();
+    let n = nops.clone();
+    let blocked = std::thread::spawn(move || q.submit(&n));
+    let t = Instant::now();
+    while platform.calls(FaultMethod::Relax) == 0 && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let relaxed = platform.calls(FaultMethod::Relax);
+    assert!(!blocked.is_finished(), "submit returned with the ring full");
+    word.store(0, Ordering::Release);
+    blocked.join().unwrap().unwrap();
+    assert!(
+        relaxed > 0,
+        "submit waited for ring space without Platform::relax"
+    );
+    // The last command did not fit before the ring's end: NOPs pad up to it, and the
+    // command starts again at offset 0.
+    let end = SDMA_RING_BYTES + 65536;
+    let t = Instant::now();
+    while queue.read_pointer() != end {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the engine never caught up"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(queue);
+    // SAFETY: the queue is destroyed; nothing uses the chunk.
+    unsafe { platform.free_memory(&chunk) }.unwrap();
+}

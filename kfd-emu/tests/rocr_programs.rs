@@ -96,6 +96,85 @@ fn c_vector_copy_on_debian_rocr_verifies() {
     }
 }
 
+/// `capi/c/cu_mask.c` on Debian's ROCR under kfd-emu: ROCR's `hsa_amd_queue_cu_set_mask`
+/// reaches the emulated amdkfd through libhsakmt's SET_CU_MASK, and the work-groups of
+/// `hw_id.cl` (built with clang-19 at test time) run only on the CUs the mask enables, each of
+/// them used; with the mask reset, every CU is used; a mask naming no CU holds a dispatch
+/// until CUs are enabled again. The same program and checks as
+/// `capi/tests/c_abi.rs` on hsa-rt.
+#[test]
+fn c_cu_mask_on_debian_rocr_confines_work_groups() {
+    let Some(exe) = build_c("cu_mask", &["../capi/c/cu_mask.c"], &["../capi/include"]) else {
+        return;
+    };
+    let dir = exe.parent().unwrap();
+    let which = |t: &str| {
+        std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {t}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !which("clang-19") || !which("ld.lld-19") {
+        println!("skipped: clang-19 or ld.lld-19 missing (install clang-19, lld-19)");
+        return;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../testdata/codeobjects/hw_id.cl");
+    let obj = dir.join("hw_id.o");
+    let hsaco = dir.join("hw_id.hsaco");
+    for (tool, args) in [
+        (
+            "clang-19",
+            vec![
+                "-x".into(),
+                "cl".into(),
+                "-Xclang".into(),
+                "-finclude-default-header".into(),
+                "-cl-std=CL1.2".into(),
+                "-target".into(),
+                "amdgcn-amd-amdhsa".into(),
+                "-mcpu=gfx90a".into(),
+                "-mcode-object-version=5".into(),
+                "-O2".into(),
+                "-nogpulib".into(),
+                "-c".into(),
+                src.to_string_lossy().into_owned(),
+                "-o".into(),
+                obj.to_string_lossy().into_owned(),
+            ],
+        ),
+        (
+            "ld.lld-19",
+            vec![
+                "-shared".into(),
+                obj.to_string_lossy().into_owned(),
+                "-o".into(),
+                hsaco.to_string_lossy().into_owned(),
+            ],
+        ),
+    ] as [(&str, Vec<String>); 2]
+    {
+        let out = std::process::Command::new(tool)
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{tool}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let Some(out) = kfd_emu(&exe, &[hsaco.to_str().unwrap()]) else {
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    assert_eq!(
+        stdout, "cu_mask: 104 CUs, 8 shader engines of 1 arrays of 13\ncu_mask: ok\n",
+        "{stderr}"
+    );
+}
+
 /// amdkfd answers an ioctl by its number alone (`kfd_ioctl`: the command is its table's, type
 /// byte and direction included): GET_VERSION asked with type 'Q' and a write-only direction
 /// returns the version through kfd-emu. The emulated device answered ENOTTY for a type byte

@@ -869,6 +869,9 @@ pub enum FaultMethod {
     WaitEvent,
     /// [`Platform::signal_event`].
     SignalEvent,
+    /// [`Platform::relax`]: counted ([`FaultInjector::calls`]), never failed (it returns
+    /// nothing).
+    Relax,
 }
 
 /// A wrong-but-successful answer a [`FaultInjector`] can give once, to test how core copes
@@ -1072,6 +1075,11 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
 
     fn wait_spin_ns(&self) -> u64 {
         self.inner.wait_spin_ns()
+    }
+
+    fn relax(&self, ns: u64) {
+        *lock(&self.calls).entry(FaultMethod::Relax).or_insert(0) += 1;
+        self.inner.relax(ns)
     }
 
     fn set_memory_fault_handler(

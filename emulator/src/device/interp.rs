@@ -16,6 +16,7 @@ use crate::gfx9::exec::{
     check_dispatch, run_workgroups, run_workgroups_preemptible, workgroup_total, DeviceMemory,
     DispatchState, ExecStats, KernelCode,
 };
+use crate::gfx9::hwid::WaveLaunch;
 use crate::gfx9::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::packet_processor::DecodedKernelDispatch;
@@ -225,7 +226,9 @@ pub(crate) enum Outcome {
 /// caller adds it). No wave has an instruction limit; once `preempt` is set (the queue is
 /// being destroyed) every wave stops within
 /// [`PREEMPT_CHECK_INSTRUCTIONS`](crate::gfx9::exec::PREEMPT_CHECK_INSTRUCTIONS)
-/// instructions and the dispatch fails with a `preempted` error.
+/// instructions and the dispatch fails with a `preempted` error. `launch` places the
+/// work-groups on the queue's enabled CUs and gives the waves their HW_ID
+/// ([`crate::gfx9::hwid`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     dispatch: &DecodedKernelDispatch,
@@ -237,9 +240,10 @@ pub(crate) fn run(
     done: &AtomicU64,
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
+    launch: WaveLaunch,
 ) -> Outcome {
     match run_inner(
-        dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt, interrupt,
+        dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt, interrupt, launch,
     ) {
         Ok(s) => Outcome::Ran(s),
         Err((e, fault)) => Outcome::Failed(e, fault),
@@ -319,6 +323,7 @@ fn prepare(
         group_segment_size: group,
         private_segment_size: dispatch.private_segment_size_bytes,
         max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
+        launch: WaveLaunch::SINGLE_CU,
     };
     Ok(Prepared {
         descriptor,
@@ -396,6 +401,7 @@ fn run_inner(
     done: &AtomicU64,
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
+    launch: WaveLaunch,
 ) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
@@ -424,6 +430,7 @@ fn run_inner(
     let descriptor = prepared.descriptor;
     let state = DispatchState {
         max_instructions_per_wave: u64::MAX,
+        launch,
         ..prepared.state
     };
     check_dispatch(&descriptor, &state).map_err(setup)?;

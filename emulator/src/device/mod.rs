@@ -45,6 +45,11 @@
 //!   symbols: a kernel is its kernel descriptor in GPU memory, and messages name it by its
 //!   registration's label or its kernel object. `HSA_RT_EMULATION=host` (or [`EmulatedKfd::set_execution_mode`]) runs
 //!   host implementations only.
+//! - CU masks: each compute queue keeps its per-engine CU enable masks (every CU at
+//!   CREATE_QUEUE; SET_CU_MASK maps the user's mask as amdkfd does, [`cu_mask`]); the
+//!   interpreter runs each work-group on an enabled CU, round robin, and gives each wave its
+//!   `HW_REG_HW_ID` ([`crate::gfx9::hwid`]); [`EmulatedKfd::compute_static_thread_mgmt`]
+//!   reads the masks back.
 //! - AMD PM4-IB vendor packets (ROCR's cache invalidation after loading code) run in the
 //!   CP's PM4 engine: `NOP`, `WRITE_DATA`, `INDIRECT_BUFFER`, `RELEASE_MEM`, `ACQUIRE_MEM`
 //!   (the `pm4` module's docs); any other PM4 stops the queue with `INVALID_PACKET_FORMAT`.
@@ -85,6 +90,7 @@ use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::{KfdDriver, MapTarget};
 use hsa_linux::topology::Topology;
 
+pub mod cu_mask;
 pub mod drm;
 mod events;
 pub mod host_kernels;
@@ -364,6 +370,8 @@ struct Gpu {
     /// `KFD_MMAP_TYPE_MMIO | KFD_MMAP_GPU_ID(gpu_id)`. Writes land in memory and do nothing:
     /// the emulated device has no HDP to flush.
     mmio: Arc<Backing>,
+    /// Its shader engines, arrays and CUs (from the topology node).
+    layout: cu_mask::ShaderLayout,
     /// The ISA the interpreter runs for it; `None` when it is not gfx900/gfx90a/gfx942.
     target: Option<Gfx9Target>,
     /// The ISA's name (`gfx90a`), or `gfx_target_version N` when it has none.
@@ -615,6 +623,7 @@ impl EmulatedKfd {
                     Backing::new("hsa-emulated-mmio", PAGE_BYTES)
                         .map_err(|e| error!(Status::OutOfResources, "MMIO page: {e}"))?,
                 ),
+                layout: cu_mask::ShaderLayout::from_properties(p),
                 target: processor.and_then(Gfx9Target::from_processor),
                 isa: processor.map_or_else(
                     || format!("gfx_target_version {}", p.gfx_target_version),
@@ -1531,6 +1540,7 @@ impl EmulatedKfd {
         let consumer =
             mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
         let ctl = Arc::new(QueueCtl::default());
+        *lock(&ctl.cu_enable) = gpu.layout.all_cus();
         let mut processor = PacketProcessor::new(consumer);
         // The kernel's dispatch and queue pointers are device addresses, not the device's
         // own view of the memory the consumer reads through.
@@ -1729,17 +1739,44 @@ impl EmulatedKfd {
         Ok(())
     }
 
+    /// SET_CU_MASK (`kfd_ioctl_set_cu_mask`, `pqm_update_mqd`): `num_cu_mask` must be a
+    /// non-zero multiple of 32 (`EINVAL`); at most 1024 bits are read (`EFAULT` when they are
+    /// not mapped); an unknown queue is `EINVAL`. A compute queue's HQD enable masks become
+    /// the mapped mask ([`cu_mask::ShaderLayout::map_cu_mask`]), used from its next dispatch
+    /// on. As amdkfd on gfx9, a mask that enables no CU of the GPU (all zero, or only bits
+    /// past its CU count) is accepted: the queue's dispatches then wait for a mask that
+    /// enables one (amdkfd's comment: such a queue hangs). An SDMA queue takes the mask and
+    /// ignores it (amdkfd's SDMA MQD manager has no CU mask).
     fn set_cu_mask(&self, a: &mut SetCuMaskArgs) -> Result<(), Errno> {
-        if !lock(&self.device.queues).contains_key(&a.queue_id) {
-            return Err(Errno::INVAL);
-        }
         if a.num_cu_mask == 0 || a.num_cu_mask % 32 != 0 {
             return Err(Errno::INVAL);
         }
         // As the kernel, at most 1024 mask bits are read.
         let words = (a.num_cu_mask / 32).min(32) as usize;
         let mut raw = vec![0u8; words * 4];
-        self.device.user.read(a.cu_mask_ptr, &mut raw)
+        self.device.user.read(a.cu_mask_ptr, &mut raw)?;
+        let mask: Vec<u32> = raw
+            .chunks_exact(4)
+            .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        let queues = lock(&self.device.queues);
+        let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
+        if q.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
+            let gpu = self.gpu(q.gpu_id)?;
+            *lock(&q.ctl.cu_enable) = gpu.layout.map_cu_mask(&mask);
+            q.ctl.kick();
+        }
+        Ok(())
+    }
+
+    /// A compute queue's `COMPUTE_STATIC_THREAD_MGMT_SE0..SE7` (its HQD's per-engine CU
+    /// enable masks: bit `cu + 16 * sh` of word `se`, [`crate::gfx9::hwid`]), as a debugger
+    /// reads them from the MQD: every CU of the GPU until SET_CU_MASK maps a user mask into
+    /// them. `None` for an unknown or SDMA queue.
+    pub fn compute_static_thread_mgmt(&self, queue_id: u32) -> Option<[u32; 8]> {
+        let queues = lock(&self.device.queues);
+        let q = queues.get(&queue_id)?;
+        (q.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).then(|| *lock(&q.ctl.cu_enable))
     }
 
     /// # Safety

@@ -38,6 +38,7 @@ use super::mem::{Backing, Region};
 use super::memory::{Allocs, MemoryFault};
 use super::pm4::{self, Pm4Memory};
 use super::{interp, kernel, Device, ExecutionMode};
+use crate::gfx9::hwid::{enabled_cus, WaveLaunch, MAX_SHADER_ENGINES};
 use crate::gfx9::Gfx9Target;
 
 /// How long the processor polls its doorbell, write index and next header in a spin loop
@@ -59,6 +60,10 @@ pub(crate) struct QueueCtl {
     pub(crate) stop: AtomicBool,
     state: Mutex<()>,
     cv: Condvar,
+    /// A compute queue's `COMPUTE_STATIC_THREAD_MGMT_SE0..SE7` (the HQD's per-engine CU
+    /// enable masks, [`crate::gfx9::hwid`]): every CU of the GPU at CREATE_QUEUE, the mapped
+    /// user mask after SET_CU_MASK. Read at the start of each dispatch.
+    pub(crate) cu_enable: Mutex<[u32; MAX_SHADER_ENGINES]>,
 }
 
 impl QueueCtl {
@@ -188,6 +193,7 @@ impl CpThread {
                     fault: std::cell::Cell::new(None),
                     vm_fault_raised: std::cell::Cell::new(false),
                     stop: &self.ctl.stop,
+                    ctl: &self.ctl,
                 };
                 let progress = self.processor.process(&host, 64);
                 (progress, (host.fault.get(), host.vm_fault_raised.get()))
@@ -234,6 +240,8 @@ struct CpHost<'a> {
     vm_fault_raised: std::cell::Cell<bool>,
     /// Set by DESTROY_QUEUE: a running kernel is preempted ([`ProcessorHost::preempted`]).
     stop: &'a AtomicBool,
+    /// The queue's control block (its CU enable masks, its wake-ups).
+    ctl: &'a QueueCtl,
 }
 
 impl CpHost<'_> {
@@ -278,6 +286,45 @@ impl CpHost<'_> {
         )?;
         self.device.stats.host.fetch_add(1, Ordering::SeqCst);
         Ok(())
+    }
+
+    /// What the SPI launches this queue's next dispatch with: its CU enable masks as they
+    /// are now, and the queue's place in the CP. The emulated amdkfd maps compute queue `q`
+    /// to MEC1 (ME_ID 1), pipe `q % 4`, queue `q / 4 % 8`, as a scheduler spreading queues
+    /// over the pipes would; its process has VMID 8 (the first of amdkfd's compute VMIDs).
+    ///
+    /// While the masks enable no CU (a user mask that named none of the GPU's CUs, which
+    /// amdkfd accepts) no work-group can launch: the dispatch waits, as the SPI would hang,
+    /// until SET_CU_MASK enables a CU or the queue is destroyed.
+    ///
+    /// # Errors
+    /// [`Status::Exception`] (`preempted ...`) when the queue is destroyed meanwhile.
+    fn wave_launch(&self) -> hsa_core::Result<WaveLaunch> {
+        loop {
+            let seen = self.ctl.kicks();
+            let cu_enable = *self
+                .ctl
+                .cu_enable
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if !enabled_cus(&cu_enable).is_empty() {
+                return Ok(WaveLaunch {
+                    cu_enable,
+                    me_id: 1,
+                    pipe_id: (self.queue_id % 4) as u8,
+                    queue_id: (self.queue_id / 4 % 8) as u8,
+                    vm_id: 8,
+                });
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                return Err(error!(
+                    Status::Exception,
+                    "preempted before its first work-group: the queue's CU mask enables no \
+                     compute unit, and the device took the queue away"
+                ));
+            }
+            self.ctl.sleep(seen, BLOCKED_POLL);
+        }
     }
 
     /// How messages name the dispatch's kernel (its registration's label, or its kernel
@@ -330,6 +377,7 @@ impl ProcessorHost for CpHost<'_> {
                 self.isa
             ));
         };
+        let launch = self.wave_launch()?;
         let threads = self.device.threads.load(Ordering::Relaxed);
         let started = std::time::Instant::now();
         match interp::run(
@@ -342,6 +390,7 @@ impl ProcessorHost for CpHost<'_> {
             &self.device.stats.workgroups,
             self.stop,
             &|data| self.device.sq_message_interrupt(data),
+            launch,
         ) {
             interp::Outcome::Ran(s) => {
                 let c = &self.device.stats;

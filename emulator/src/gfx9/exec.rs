@@ -31,6 +31,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
 use super::f16;
 use super::fdiv;
+use super::hwid::{enabled_cus, hw_id, CuId, WaveLaunch};
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
@@ -139,6 +140,9 @@ pub struct DispatchState {
     pub private_segment_size: u32,
     /// Instructions one wave may execute before the dispatch is aborted (a hang guard).
     pub max_instructions_per_wave: u64,
+    /// The CUs the queue may use and the queue's ids: where work-groups run and what
+    /// `HW_REG_HW_ID` reads ([`super::hwid`]).
+    pub launch: WaveLaunch,
 }
 
 impl DispatchState {
@@ -160,6 +164,7 @@ impl DispatchState {
             group_segment_size: 0,
             private_segment_size: 0,
             max_instructions_per_wave: 10_000_000,
+            launch: WaveLaunch::SINGLE_CU,
         }
     }
 }
@@ -375,6 +380,15 @@ pub fn run_workgroups_preemptible(
     preempt: &AtomicBool,
 ) -> Result<()> {
     check_dispatch(descriptor, dispatch)?;
+    // Work-group n runs on CU n mod k of the k enabled ones (hwid module docs).
+    let cus = enabled_cus(&dispatch.launch.cu_enable);
+    if cus.is_empty() {
+        bail!(
+            Status::InvalidArgument,
+            "the dispatch's queue has no compute unit enabled (COMPUTE_STATIC_THREAD_MGMT_SE* \
+             all 0): no work-group can be launched"
+        );
+    }
     let mut lds = vec![0u8; dispatch.group_segment_size as usize];
     let counts = workgroup_counts(dispatch);
     let end = groups.end.min(workgroup_total(dispatch));
@@ -397,6 +411,7 @@ pub fn run_workgroups_preemptible(
         instructions: 0,
         lane_instructions: 0,
         preempt,
+        cu: CuId::default(),
     };
     let (cx, cy) = (u64::from(counts[0]), u64::from(counts[1]));
     let mut result = Ok(());
@@ -407,6 +422,7 @@ pub fn run_workgroups_preemptible(
             (flat / (cx * cy)) as u32,
         ];
         ctx.lds.fill(0);
+        ctx.cu = cus[(flat % cus.len() as u64) as usize];
         stats.waves += waves_in_group(dispatch, group) as u64;
         result = run_group(&mut ctx, descriptor, dispatch, group, &mut waves);
         if result.is_err() {
@@ -443,6 +459,8 @@ struct Ctx<'a, 'c> {
     lane_instructions: u64,
     /// Set when the device takes the queue away ([`run_workgroups_preemptible`]).
     preempt: &'a AtomicBool,
+    /// The CU the running work-group was placed on.
+    cu: CuId,
 }
 
 fn run_group(
@@ -518,6 +536,7 @@ fn init_wave(
     // MODE.DX10_CLAMP [8], ENABLE_IEEE_MODE [23] MODE.IEEE [9].
     let rsrc1 = kd.compute_pgm_rsrc1;
     w.mode = (rsrc1 >> 12 & 0xFF) | (rsrc1 >> 21 & 1) << 8 | (rsrc1 >> 23 & 1) << 9;
+    w.hw_id = hw_id(ctx.target, ctx.cu, wave_index, &dispatch.launch);
     let mut s = 0usize;
     let put64 = |w: &mut Wave, s: &mut usize, v: u64| {
         w.set_sreg64(*s, v);
@@ -1045,14 +1064,17 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                 "s_mulk_i32" => Some(d.wrapping_mul(k) as u64),
                 "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32" => {
                     let (id, offset, size) = (ku & 0x3F, ku >> 6 & 0x1F, (ku >> 11) + 1);
-                    if id != 1 {
+                    let mask = (((1u64 << size) - 1) << offset) as u32;
+                    // HW_REG_HW_ID (4) is read-only: the SPI sets it at launch (hwid module).
+                    if id == 4 && name == "s_getreg_b32" {
+                        Some(u64::from((w.hw_id & mask) >> offset))
+                    } else if id != 1 {
                         bail!(
                             Status::IllegalInstruction,
-                            "{name} of hardware register {id}: only HW_REG_MODE (1) is modelled"
+                            "{name} of hardware register {id}: only HW_REG_MODE (1) and \
+                             s_getreg_b32 of HW_REG_HW_ID (4) are modelled"
                         );
-                    }
-                    let mask = (((1u64 << size) - 1) << offset) as u32;
-                    if name == "s_getreg_b32" {
+                    } else if name == "s_getreg_b32" {
                         Some(u64::from((w.mode & mask) >> offset))
                     } else {
                         w.mode = w.mode & !mask | (a32 << offset) & mask;

@@ -18,6 +18,7 @@ mod disasm;
 pub mod exec;
 mod f16;
 mod fdiv;
+pub mod hwid;
 mod mai;
 mod opcodes;
 pub mod wave;

@@ -47,6 +47,9 @@ pub struct Wave {
     /// another FP_ROUND is an illegal-instruction error) and does not yet apply FP_DENORM,
     /// DX10_CLAMP or IEEE (it keeps denormals and uses the IEEE-mode rules).
     pub mode: u32,
+    /// The HW_ID hardware register (`HW_REG_HW_ID`): where the SPI launched the wave and
+    /// from which queue (layout in [`super::hwid`]); read-only for the wave.
+    pub hw_id: u32,
     /// VGPRs, `vgpr[reg * 64 + lane]`.
     pub vgpr: Vec<u32>,
     /// AGPRs, `agpr[reg * 64 + lane]` (empty on gfx900).
@@ -66,6 +69,7 @@ impl Wave {
             sreg: [0; 128],
             scc: false,
             mode: 0,
+            hw_id: 0,
             vgpr: vec![0; NUM_VGPRS * WAVE_SIZE],
             agpr: if agprs {
                 vec![0; NUM_VGPRS * WAVE_SIZE]
@@ -83,6 +87,7 @@ impl Wave {
         self.sreg = [0; 128];
         self.scc = false;
         self.mode = 0;
+        self.hw_id = 0;
         self.vgpr.fill(0);
         self.agpr.fill(0);
         self.pc = pc;

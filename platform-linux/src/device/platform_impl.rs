@@ -766,6 +766,12 @@ unsafe impl Platform for LinuxPlatform {
     fn timestamp_frequency_hz(&self) -> u64 {
         1_000_000_000
     }
+
+    /// Sleeps the thread for `ns` (the scheduler runs others meanwhile, the emulated
+    /// device's engine threads among them).
+    fn relax(&self, ns: u64) {
+        std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
 }
 
 impl LinuxPlatform {

@@ -600,7 +600,7 @@ def dot(cpu):
 # DX10 clamp and IEEE on). mode_set: p4[i] = MODE bits 4..7 after setting bits 4..5 to 3 with
 # s_setreg_imm32_b32, p5[i] = the whole MODE after clearing IEEE (bit 9) with s_setreg_b32.
 # mode_rtz: selects round toward zero, then v_add_f32 (not modelled: an error). mode_hw_id:
-# reads HW_REG_HW_ID (not modelled: an error).
+# p4[i] = HW_REG_HW_ID (where the wave runs and which queue sent it).
 def mode(cpu):
     a = Asm(cpu)
     kd = ("\t\t.amdhsa_float_denorm_mode_32 0\n\t\t.amdhsa_float_denorm_mode_16_64 3\n"
