@@ -31,6 +31,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
 use super::f16;
 use super::fdiv;
+use super::mode;
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
@@ -857,13 +858,9 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p
-            if w.mode & 0xF != 0 && is_float_op(inst.name()) =>
+            if w.mode & 0xF != 0 && mode::round_unsupported(w.mode, inst) =>
         {
-            bail!(
-                Status::IllegalInstruction,
-                "MODE.FP_ROUND {:#x}: only round to nearest even is modelled",
-                w.mode & 0xF
-            )
+            Err(mode::round_error(w.mode, inst))
         }
         Encoding::Vop1 if inst.info.is_mai() => {
             super::mai::accvgpr(w, inst);
@@ -1633,6 +1630,7 @@ fn valu<const DPP: bool>(
     }
     let (f32_in, f64_in) = float_input(name);
     let f16_in = !f32_in && !f64_in && f16_input(name);
+    let fm = mode::FloatMode::for_valu(w.mode, name, f32_in, f64_in, f16_in);
     let read = |w: &Wave, i: usize, lane: usize| read_operand(w, inst, i, lane, f32_in, f64_in);
     // Lane-crossing and scalar-destination ops.
     match name {
@@ -1669,8 +1667,8 @@ fn valu<const DPP: bool>(
         let (cond, ty) = rest.rsplit_once('_').unwrap_or((rest, ""));
         let mut mask = 0u64;
         for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-            let a = read(w, 0, lane);
-            let b = read(w, 1, lane);
+            let a = fm.src(0, read(w, 0, lane));
+            let b = fm.src(1, read(w, 1, lane));
             let r = match ty {
                 "f32" if cond == "class" => {
                     Some(b >> fdiv::class_index(fdiv::SINGLE, a & 0xFFFF_FFFF) & 1 != 0)
@@ -1741,6 +1739,7 @@ fn valu<const DPP: bool>(
             0
         };
         let ci = carry_mask.map(|m| m >> lane & 1).unwrap_or(0);
+        let (a, b, c) = (fm.src(0, a), fm.src(1, b), fm.src(2, c));
         let (a32, b32, c32) = (a as u32, b as u32, c as u32);
         let (fa, fb, fc) = (
             f32::from_bits(a32),
@@ -1814,8 +1813,8 @@ fn valu<const DPP: bool>(
             "v_subrev_f16" => u64::from(f16::sub(b as u16, a as u16)),
             "v_mul_f16" => u64::from(f16::mul(a as u16, b as u16)),
             "v_fma_f16" => u64::from(f16::fma(a as u16, b as u16, c as u16)),
-            "v_max_f16" => u64::from(f16_min_max(a as u16, b as u16, true)),
-            "v_min_f16" => u64::from(f16_min_max(a as u16, b as u16, false)),
+            "v_max_f16" => mode::min_max(mode::H, a & 0xFFFF, b & 0xFFFF, true, fm.ieee),
+            "v_min_f16" => mode::min_max(mode::H, a & 0xFFFF, b & 0xFFFF, false, fm.ieee),
             "v_cvt_f16_f32" => u64::from(f16::from_f64(f64::from(fa))),
             "v_cvt_f32_f16" => {
                 let h = a as u16;
@@ -1837,19 +1836,32 @@ fn valu<const DPP: bool>(
             "v_sub_f32" => fr(fa - fb),
             "v_subrev_f32" => fr(fb - fa),
             "v_mul_f32" => fr(fa * fb),
-            "v_min_f32" => fr(fa.min(fb)),
-            "v_max_f32" => fr(fa.max(fb)),
-            "v_mac_f32" => fr(fa * fb + f32::from_bits(d_old)),
-            "v_fmac_f32" => fr(fma32(fa, fb, f32::from_bits(d_old))),
-            "v_mad_f32" => fr(fa * fb + fc),
+            "v_min_f32" => mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, false, fm.ieee),
+            "v_max_f32" => mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, true, fm.ieee),
+            "v_mac_f32" => {
+                let acc = f32::from_bits(fm.src(2, u64::from(d_old)) as u32);
+                fr(mode::mad32(fa, fb, acc, 0))
+            }
+            "v_fmac_f32" => fr(fma32(
+                fa,
+                fb,
+                f32::from_bits(fm.src(2, u64::from(d_old)) as u32),
+            )),
+            "v_mad_f32" => fr(mode::mad32(fa, fb, fc, 0)),
             "v_fma_f32" => fr(fma32(fa, fb, fc)),
-            "v_min3_f32" => fr(fa.min(fb).min(fc)),
-            "v_max3_f32" => fr(fa.max(fb).max(fc)),
+            "v_min3_f32" => {
+                let ab = mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, false, fm.ieee);
+                mode::min_max(mode::S, ab, c & 0xFFFF_FFFF, false, fm.ieee)
+            }
+            "v_max3_f32" => {
+                let ab = mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, true, fm.ieee);
+                mode::min_max(mode::S, ab, c & 0xFFFF_FFFF, true, fm.ieee)
+            }
             "v_med3_f32" => fr(fa.min(fb).max(fa.max(fb).min(fc))),
             "v_add_f64" => (da + db).to_bits(),
             "v_mul_f64" => (da * db).to_bits(),
-            "v_min_f64" => da.min(db).to_bits(),
-            "v_max_f64" => da.max(db).to_bits(),
+            "v_min_f64" => mode::min_max(mode::D, a, b, false, fm.ieee),
+            "v_max_f64" => mode::min_max(mode::D, a, b, true, fm.ieee),
             "v_mul_i32_i24" => (sext24(a32) * sext24(b32)) as u32 as u64,
             "v_mul_hi_i32_i24" => ((sext24(a32) * sext24(b32)) >> 32) as u32 as u64,
             "v_mul_u32_u24" => ((a32 & 0xFF_FFFF) as u64 * (b32 & 0xFF_FFFF) as u64) as u32 as u64,
@@ -2038,7 +2050,7 @@ fn valu<const DPP: bool>(
                     }
                     _ => 0,
                 };
-                da.mul_add(db, f64::from_bits(acc)).to_bits()
+                da.mul_add(db, f64::from_bits(fm.src(2, acc))).to_bits()
             }
             "v_div_scale_f32" => {
                 let (r, v) = fdiv::div_scale(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64);
@@ -2060,6 +2072,16 @@ fn valu<const DPP: bool>(
             "v_div_fixup_f16" => fdiv::div_fixup(fdiv::HALF, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF),
             _ => return Err(not_implemented(inst)),
         };
+        let r = if fm.round32 != 0 {
+            let acc = if name.ends_with("mac_f32") {
+                f32::from_bits(fm.src(2, u64::from(d_old)) as u32)
+            } else {
+                fc
+            };
+            fm.directed32(name, fa, fb, acc).map_or(r, fr)
+        } else {
+            r
+        };
         let r = if f16_output(name) {
             let mut h = r as u16;
             match mods.omod {
@@ -2069,7 +2091,7 @@ fn valu<const DPP: bool>(
                 _ => {}
             }
             if mods.clamp {
-                h = f16::clamp01(h);
+                h = fm.clamp16(h);
             }
             u64::from(h)
         } else if f32_in
@@ -2087,7 +2109,7 @@ fn valu<const DPP: bool>(
                     _ => {}
                 }
                 if mods.clamp {
-                    x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+                    x = fm.clamp32(x);
                 }
                 if mods.omod != 0 || mods.clamp {
                     x.to_bits() as u64
@@ -2098,6 +2120,7 @@ fn valu<const DPP: bool>(
         } else {
             r
         };
+        let r = fm.result(r);
         let r = match mods.sdwa {
             Some(sd) if inst.encoding != Encoding::Vop3 => {
                 sdwa_place(r as u32, d_old, sd.dst_sel, sd.dst_unused) as u64
@@ -2126,12 +2149,6 @@ const F16_CONST: [u16; 9] = [
 ///
 /// Ref: Vega ISA §6.2.2 "Packed math" and LLVM AMDGPU's pre-gfx11 packed inline-constant
 /// rule (f16 constant in bits 15:0, zero above).
-/// Whether a VALU mnemonic does float arithmetic whose rounding MODE.FP_ROUND selects (an
-/// f16, f32 or f64 operand type in its name, conversions included).
-fn is_float_op(name: &str) -> bool {
-    ["f16", "f32", "f64"].iter().any(|t| name.contains(t)) && !name.starts_with("v_cmp")
-}
-
 fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
     match *op {
         Operand::InlineFloat(c) if !wide => u64::from(F16_CONST[(c - 240) as usize]),

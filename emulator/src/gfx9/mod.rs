@@ -19,6 +19,7 @@ pub mod exec;
 mod f16;
 mod fdiv;
 mod mai;
+mod mode;
 mod opcodes;
 pub mod wave;
 

@@ -50,7 +50,7 @@ mode_rtz:
 	v_lshlrev_b32 v21, 3, v1
 	s_waitcnt lgkmcnt(0)
 	s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 0xf
-	v_add_f32 v5, v20, v21
+	v_rcp_f32 v5, v20
 	global_store_dword v20, v5, s[12:13]
 	s_endpgm
 .Lmode_rtz_end:
