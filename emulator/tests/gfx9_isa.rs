@@ -4138,3 +4138,58 @@ fn mode_denormals_ieee_clamp_and_rounding_match_the_isa() {
         }
     }
 }
+
+// --- s_memtime / s_memrealtime ----------------------------------------------------------------
+
+/// The host's `CLOCK_MONOTONIC` in nanoseconds, read independently of the interpreter.
+fn host_monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+#[test]
+fn memtime_and_memrealtime_read_the_device_clock() {
+    let n = 128;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("mode", cpu, target);
+        let before = host_monotonic_ns();
+        let out = isa
+            .run(
+                "clocks",
+                n as u32,
+                &[
+                    vec![0; 4],
+                    vec![0; 4],
+                    vec![0; 4],
+                    vec![0; 4],
+                    vec![0; n * 24],
+                ],
+            )
+            .unwrap_or_else(|e| panic!("{cpu}: {e}"));
+        let after = host_monotonic_ns();
+        let t = u64s(&out[4]);
+        let mut last_memtime = 0;
+        for lane in 0..n {
+            let (real, t1, t2) = (t[3 * lane], t[3 * lane + 1], t[3 * lane + 2]);
+            // s_memrealtime ticks the device timestamps' clock (1 GHz, CLOCK_MONOTONIC):
+            // within the host's reads around the dispatch.
+            assert!(
+                before <= real && real <= after,
+                "{cpu} lane {lane}: {before} {real} {after}"
+            );
+            // s_memtime: monotonic within a wave and across the waves run after it.
+            assert!(
+                t1 <= t2 && before <= t1 && t2 <= after,
+                "{cpu} lane {lane}: {t1} {t2}"
+            );
+            if lane % 64 == 0 {
+                assert!(
+                    t1 >= last_memtime,
+                    "{cpu} wave {}: {t1} < {last_memtime}",
+                    lane / 64
+                );
+                last_memtime = t2;
+            }
+        }
+    }
+}

@@ -103,6 +103,21 @@ pub trait DeviceMemory {
              interrupt handler"
         ))
     }
+
+    /// The 64-bit clock counter `s_memtime` and `s_memrealtime` read, in the ticks of the
+    /// device's timestamps. The provided implementation is [`device_clock_ns`], the
+    /// emulated device's clock (nanoseconds of `CLOCK_MONOTONIC`, 1 GHz).
+    fn clock_counter(&self) -> u64 {
+        device_clock_ns()
+    }
+}
+
+/// The device's 64-bit clock counter, in nanoseconds of the host's `CLOCK_MONOTONIC`: what
+/// `s_memtime` and `s_memrealtime` read. The emulated device's other timestamps (PM4
+/// `RELEASE_MEM` and SDMA timestamps, `AMDKFD_IOC_GET_CLOCK_COUNTERS`' `gpu_clock_counter`,
+/// whose `system_clock_freq` is 1 GHz) count in the same ticks.
+pub fn device_clock_ns() -> u64 {
+    crate::device::monotonic_ns()
 }
 
 /// A kernel's machine code: the bytes of (at least) its code, where they live on the device,
@@ -833,6 +848,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
     match inst.encoding {
         Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
         Encoding::Sopp => sopp(ctx, w, inst, next),
+        Encoding::Smem if inst.src[0] == Operand::None => {
+            clock_counter(ctx, w, inst);
+            Ok(Flow::Next)
+        }
         Encoding::Smem => {
             let base = w.sreg64(match inst.src[0] {
                 Operand::Sreg { index, .. } => index as usize,
@@ -902,6 +921,15 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
     }
+}
+
+/// `s_memtime` and `s_memrealtime`: the 64-bit counter into the destination SGPR pair,
+/// both from [`DeviceMemory::clock_counter`] (Vega ISA SMEM: `s_memtime` returns the shader
+/// clock counter, `s_memrealtime` the real-time "REFCLK" counter; the emulated device has
+/// one clock for both).
+fn clock_counter(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) {
+    let t = ctx.memory.clock_counter();
+    set_sdst(w, &inst.dst, t);
 }
 
 fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {

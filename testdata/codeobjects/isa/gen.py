@@ -605,7 +605,8 @@ def dot(cpu):
 # DX10 clamp and IEEE on). mode_set: p4[i] = MODE bits 4..7 after setting bits 4..5 to 3 with
 # s_setreg_imm32_b32, p5[i] = the whole MODE after clearing IEEE (bit 9) with s_setreg_b32.
 # mode_rtz: selects round toward zero, then v_rcp_f32 (not modelled: an error). mode_hw_id:
-# reads HW_REG_HW_ID (not modelled: an error).
+# reads HW_REG_HW_ID (not modelled: an error). clocks: lane i stores, as qwords,
+# s_memrealtime to p4[3i], then two s_memtime reads to p4[3i+1] and p4[3i+2].
 def mode(cpu):
     a = Asm(cpu)
     kd = ("\t\t.amdhsa_float_denorm_mode_32 0\n\t\t.amdhsa_float_denorm_mode_16_64 3\n"
@@ -623,6 +624,15 @@ def mode(cpu):
              extra=kd)
     a.kernel("mode_hw_id", ["s_getreg_b32 s20, hwreg(HW_REG_HW_ID)", "v_mov_b32 v5, s20",
                             "global_store_dword v20, v5, s[12:13]"], extra=kd)
+    a.kernel("clocks", ["s_memrealtime s[20:21]", "s_memtime s[22:23]", "s_memtime s[24:25]",
+                        "s_waitcnt lgkmcnt(0)",
+                        "v_mul_u32_u24 v22, 24, v1",
+                        "v_mov_b32 v2, s20", "v_mov_b32 v3, s21",
+                        "v_mov_b32 v4, s22", "v_mov_b32 v5, s23",
+                        "v_mov_b32 v6, s24", "v_mov_b32 v7, s25",
+                        "global_store_dwordx2 v22, v[2:3], s[12:13]",
+                        "global_store_dwordx2 v22, v[4:5], s[12:13] offset:8",
+                        "global_store_dwordx2 v22, v[6:7], s[12:13] offset:16"])
     return a
 
 
