@@ -4193,3 +4193,67 @@ fn memtime_and_memrealtime_read_the_device_clock() {
         }
     }
 }
+
+/// `V_LDEXP_F16`: `S0.f16 × 2^S1.i16` (Vega ISA VOP2), rounded once to nearest even; NaN
+/// quieted.
+fn ldexp16_ref(x: u16, n: u32) -> u16 {
+    let h = half::f16::from_bits(x);
+    if h.is_nan() {
+        return x | 0x200;
+    }
+    // Beyond ±64 every finite f16 overflows or rounds to zero either way.
+    let n = i32::from(n as u16 as i16).clamp(-64, 64);
+    half::f16::from_f64(h.to_f64() * 2f64.powi(n)).to_bits()
+}
+
+#[test]
+fn ldexp_f16_matches_the_isa() {
+    let xs: [u16; 10] = [
+        0x3C00, 0xBC00, 0x0001, 0x83FF, 0x7BFF, 0x7C00, 0xFC00, 0x7C01, 0x8000, 0x3555,
+    ];
+    let ns: [u32; 10] = [
+        0,
+        1,
+        u32::MAX,
+        15,
+        0xFFFF_FFF1,
+        30,
+        0xFFFF_FFE7,
+        0x7FFF,
+        0xFFFF_8000,
+        10,
+    ];
+    let n = xs.len() * ns.len();
+    let a: Vec<u32> = (0..n).map(|i| u32::from(xs[i / ns.len()])).collect();
+    let b: Vec<u32> = (0..n).map(|i| ns[i % ns.len()]).collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("fpmode", cpu, target);
+        for k in ["ldexp_f16", "ldexp_f16_clamp"] {
+            let out = isa
+                .run(
+                    k,
+                    n as u32,
+                    &[
+                        vec![0; 4],
+                        bytes32(&a),
+                        bytes32(&b),
+                        vec![0; n * 4],
+                        vec![0; n * 4],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..n {
+                let r = ldexp16_ref(a[i] as u16, b[i]);
+                let want = if k.ends_with("clamp") { clamp16(r) } else { r };
+                assert_eq!(
+                    got[i] & 0xFFFF,
+                    u32::from(want),
+                    "{cpu} {k} {:#x} {}",
+                    a[i],
+                    b[i] as i32
+                );
+            }
+        }
+    }
+}

@@ -2050,6 +2050,8 @@ fn valu<const DPP: bool>(
             "v_frexp_exp_i32_f64" => fdiv::frexp_exp(fdiv::DOUBLE, a) as u32 as u64,
             "v_ldexp_f32" => fdiv::ldexp(fdiv::SINGLE, a32 as u64, b32 as i32),
             "v_ldexp_f64" => fdiv::ldexp(fdiv::DOUBLE, a, b32 as i32),
+            // The exponent is src1's low 16 bits as an i16 (Vega ISA: `S0.f16 * 2 ** S1.i16`).
+            "v_ldexp_f16" => fdiv::ldexp(fdiv::HALF, a & 0xFFFF, i32::from(b32 as u16 as i16)),
             "v_trig_preop_f64" => fdiv::trig_preop(a, b32),
             // Hardware sine/cosine: the argument in revolutions, `sin(2π·x)` (Vega ISA VOP1;
             // its accuracy is stated for |x| ≤ 256; here the host's value everywhere, ±∞ the

@@ -278,6 +278,7 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Vop2, 33, T_ALL, "v_subrev_f16", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 34, T_ALL, "v_mul_f16", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 45, T_ALL, "v_max_f16", [1, 1, 1, 0], 0),
+    OpInfo::new(Encoding::Vop2, 51, T_ALL, "v_ldexp_f16", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 46, T_ALL, "v_min_f16", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 25, T_ALL, "v_add_co_u32", [1, 1, 1, 0], F_CO),
     OpInfo::new(Encoding::Vop2, 26, T_ALL, "v_sub_co_u32", [1, 1, 1, 0], F_CO),

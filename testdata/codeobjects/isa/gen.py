@@ -942,7 +942,9 @@ def trans(cpu):
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_32 n (denormals kept): add_f32, sub_f32, mul_f32,
 #   fma_f32, fmac_f32 (not gfx900), mad_f32 (not gfx942); `rcp_f32_r1` and `add_f64_r3`
 #   (FLOAT_ROUND_MODE_16_64 3) are not modelled: an error;
-# - `setreg_r2_add_f32`: round toward -inf selected by s_setreg at run time.
+# - `setreg_r2_add_f32`: round toward -inf selected by s_setreg at run time;
+# - `ldexp_f16` (and `ldexp_f16_clamp`, VOP3 with clamp): v_ldexp_f16 of p1[i] (f16) and
+#   p2[i] (the exponent).
 def fpmode(cpu):
     a = Asm(cpu)
     d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
@@ -992,6 +994,8 @@ def fpmode(cpu):
             a.kernel("%s_r%d" % (name, r), d32 + [ins] + st32, extra=kd(r32=r))
     a.kernel("rcp_f32_r1", d32 + ["v_rcp_f32 v5, v2"] + st32, extra=kd(r32=1))
     a.kernel("add_f64_r3", d64 + ["v_add_f64 v[6:7], v[2:3], v[4:5]"] + st64, extra=kd(r64=3))
+    a.kernel("ldexp_f16", d32 + ["v_ldexp_f16 v5, v2, v3"] + st32, extra=kd())
+    a.kernel("ldexp_f16_clamp", d32 + ["v_ldexp_f16_e64 v5, v2, v3 clamp"] + st32, extra=kd())
     a.kernel("setreg_r2_add_f32", d32 + ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 2",
                                          "v_add_f32 v5, v2, v3"] + st32, extra=kd())
     return a
