@@ -2338,39 +2338,6 @@ fn fma_mix(w: &mut Wave, inst: &Instruction) {
     }
 }
 
-/// Minimum (`max` false) or maximum of two f16 values in IEEE mode: a signaling NaN input
-/// gives that NaN quieted, a quiet NaN loses to a number, −0 < +0 (Vega ISA §6.2.4 for
-/// `V_MIN_F16`/`V_MAX_F16` with MODE.IEEE set, the compute default).
-fn f16_min_max(a: u16, b: u16, max: bool) -> u16 {
-    let nan = |x: u16| x & 0x7C00 == 0x7C00 && x & 0x3FF != 0;
-    let snan = |x: u16| nan(x) && x & 0x200 == 0;
-    if snan(a) {
-        return a | 0x200;
-    }
-    if snan(b) {
-        return b | 0x200;
-    }
-    if nan(a) {
-        return b;
-    }
-    if nan(b) {
-        return a;
-    }
-    // Order the bit patterns as numbers: negative values reversed, −0 below +0.
-    let key = |x: u16| -> i32 {
-        if x & 0x8000 != 0 {
-            -((x & 0x7FFF) as i32) - 1
-        } else {
-            x as i32
-        }
-    };
-    if (key(a) < key(b)) != max {
-        a
-    } else {
-        b
-    }
-}
-
 /// Packed math: each result half (16-bit ops) or dword (`_f32`/`_b32` ops) computed from the
 /// halves of the sources that `op_sel` (low result) and `op_sel_hi` (high result) select,
 /// with `neg_lo`/`neg_hi` negating float sources, then `clamp` ([0, 1] for floats,
@@ -2392,6 +2359,7 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let nsrc = inst.src.iter().filter(|o| **o != Operand::None).count();
     let exec = w.exec();
     let float = name.ends_with("f16") || name.ends_with("f32");
+    let fm = mode::FloatMode::for_valu(w.mode, name, wide && float, false, !wide && float);
     if !float && (mods.neg.iter().any(|&n| n) || mods.neg_hi != 0) && name != "v_pk_mov_b32" {
         return Err(error!(
             Status::IllegalInstruction,
@@ -2434,11 +2402,12 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
             if wide {
                 let x: [u32; 3] = core::array::from_fn(|i| {
                     let v = (raw[i] >> (32 * (sel >> i & 1) as u32)) as u32;
-                    if neg(i) && name != "v_pk_mov_b32" {
+                    let v = if neg(i) && name != "v_pk_mov_b32" {
                         v ^ 0x8000_0000
                     } else {
                         v
-                    }
+                    };
+                    fm.src(i, u64::from(v)) as u32
                 });
                 let f = |i: usize| f32::from_bits(x[i]);
                 let r = match name {
@@ -2453,25 +2422,14 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     }
                     _ => return Err(not_implemented(inst)),
                 };
-                let r = if mods.clamp {
-                    if r.is_nan() {
-                        0.0
-                    } else {
-                        r.clamp(0.0, 1.0)
-                    }
-                } else {
-                    r
-                };
-                *slot = u64::from(r.to_bits());
+                let r = if mods.clamp { fm.clamp32(r) } else { r };
+                *slot = fm.result(u64::from(r.to_bits()));
                 continue;
             }
             let x: [u16; 3] = core::array::from_fn(|i| {
                 let v = (raw[i] >> (16 * (sel >> i & 1) as u32)) as u16;
-                if float && neg(i) {
-                    v ^ 0x8000
-                } else {
-                    v
-                }
+                let v = if float && neg(i) { v ^ 0x8000 } else { v };
+                fm.src(i, u64::from(v)) as u16
             });
             let (a, b, c) = (x[0], x[1], x[2]);
             let (ai, bi, ci) = (a as i16 as i64, b as i16 as i64, c as i16 as i64);
@@ -2508,16 +2466,16 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
                 "v_pk_fma_f16" => f16::fma(a, b, c),
                 "v_pk_add_f16" => f16::add(a, b),
                 "v_pk_mul_f16" => f16::mul(a, b),
-                "v_pk_min_f16" => f16_min_max(a, b, false),
-                "v_pk_max_f16" => f16_min_max(a, b, true),
+                "v_pk_min_f16" => mode::min_max(mode::H, a.into(), b.into(), false, fm.ieee) as u16,
+                "v_pk_max_f16" => mode::min_max(mode::H, a.into(), b.into(), true, fm.ieee) as u16,
                 _ => return Err(not_implemented(inst)),
             };
             let r = if float && mods.clamp {
-                f16::clamp01(r)
+                fm.clamp16(r)
             } else {
                 r
             };
-            *slot = u64::from(r);
+            *slot = fm.result(u64::from(r));
         }
         if wide {
             set_vdst(w, &inst.dst, lane, out[0] | out[1] << 32, 2);

@@ -21,8 +21,9 @@
 //! (`v_ldexp_*`'s and `v_trig_preop_f64`'s second source is an integer).
 //! `v_mad_f32`/`v_mac_f32` flush f32 denormals (sources, the product and the result)
 //! whatever the mode: LLVM's AMDGPU backend selects them for `fmuladd` only when f32
-//! denormals are flushed, as they do not support denormals. Packed (VOP3P), MFMA, dot and
-//! mix instructions are not covered yet (they keep denormals).
+//! denormals are flushed, as they do not support denormals. Packed math (VOP3P
+//! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; MFMA, dot
+//! and `v_fma_mix*` instructions are not covered yet (they keep denormals).
 //!
 //! Directed rounding: f32 `v_add`/`v_sub`/`v_subrev`/`v_mul`/`v_fma`/`v_fmac`/`v_mad`/
 //! `v_mac` compute the exact result as an unevaluated sum of two f64 (an exact product, and

@@ -206,7 +206,8 @@ def pk_mods(n, sel, hi, nl, nh, clamp):
 
 
 def vop3p(cpu):
-    a = Asm(cpu)
+    # f32 denormals kept (FLOAT_DENORM_MODE_32 3), as the references expect.
+    a = Asm(cpu, keep_denormals=True)
     ops = [(o, 2, False) for o in PK16_2] + [(o, 3, False) for o in PK16_3]
     if cpu in ("gfx90a", "gfx942"):
         ops += [(o, 2, True) for o in PK32_2] + [(o, 3, True) for o in PK32_3]
@@ -942,6 +943,9 @@ def trans(cpu):
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_32 n (denormals kept): add_f32, sub_f32, mul_f32,
 #   fma_f32, fmac_f32 (not gfx900), mad_f32 (not gfx942); `rcp_f32_r1` and `add_f64_r3`
 #   (FLOAT_ROUND_MODE_16_64 3) are not modelled: an error;
+# - `pk_add_f16_d<n>` (FLOAT_DENORM_MODE_16_64 n), `pk_mul_f32_d<n>` (gfx90a/gfx942,
+#   FLOAT_DENORM_MODE_32 n; qwords: two f32 per lane), `pk_max_f16_ieee<n>`: packed math
+#   under the modes, n 0 or 3 (ieee 0 or 1);
 # - `setreg_r2_add_f32`: round toward -inf selected by s_setreg at run time;
 # - `ldexp_f16` (and `ldexp_f16_clamp`, VOP3 with clamp): v_ldexp_f16 of p1[i] (f16) and
 #   p2[i] (the exponent).
@@ -994,6 +998,16 @@ def fpmode(cpu):
             a.kernel("%s_r%d" % (name, r), d32 + [ins] + st32, extra=kd(r32=r))
     a.kernel("rcp_f32_r1", d32 + ["v_rcp_f32 v5, v2"] + st32, extra=kd(r32=1))
     a.kernel("add_f64_r3", d64 + ["v_add_f64 v[6:7], v[2:3], v[4:5]"] + st64, extra=kd(r64=3))
+    for d in (0, 3):
+        a.kernel("pk_add_f16_d%d" % d, d32 + ["v_pk_add_f16 v5, v2, v3"] + st32, extra=kd(d64=d))
+        if cpu in ("gfx90a", "gfx942"):
+            a.kernel("pk_mul_f32_d%d" % d,
+                     ["global_load_dwordx2 v[2:3], v21, s[6:7]",
+                      "global_load_dwordx2 v[4:5], v21, s[8:9]", "s_waitcnt vmcnt(0)",
+                      "v_pk_mul_f32 v[6:7], v[2:3], v[4:5]"] + st64, extra=kd(d32=d))
+    for ieee in range(2):
+        a.kernel("pk_max_f16_ieee%d" % ieee, d32 + ["v_pk_max_f16 v5, v2, v3"] + st32,
+                 extra=kd(ieee=ieee))
     a.kernel("ldexp_f16", d32 + ["v_ldexp_f16 v5, v2, v3"] + st32, extra=kd())
     a.kernel("ldexp_f16_clamp", d32 + ["v_ldexp_f16_e64 v5, v2, v3 clamp"] + st32, extra=kd())
     a.kernel("setreg_r2_add_f32", d32 + ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 2",
