@@ -4014,6 +4014,34 @@ fn mode_denormals_ieee_clamp_and_rounding_match_the_isa() {
                     nc[i]
                 );
             }
+            let got = run32(&k("med3_f32"), &na, &nb, &nc);
+            for i in 0..m {
+                // V_MED3_F32: a NaN source gives MIN3; else the larger of the two sources
+                // other than the (first) maximum.
+                let (x, y, z) = (u64::from(na[i]), u64::from(nb[i]), u64::from(nc[i]));
+                let mm = |p: u64, q: u64, max: bool| isa_min_max(p, q, 32, 23, max, ieee);
+                let is_nan = |v: u64| f32::from_bits(v as u32).is_nan();
+                let want = if is_nan(x) || is_nan(y) || is_nan(z) {
+                    mm(mm(x, y, false), z, false)
+                } else {
+                    let max3 = mm(mm(x, y, true), z, true);
+                    if max3 == x {
+                        mm(y, z, true)
+                    } else if max3 == y {
+                        mm(x, z, true)
+                    } else {
+                        mm(x, y, true)
+                    }
+                };
+                assert_eq!(
+                    u64::from(got[i]),
+                    want,
+                    "{cpu} med3 {:#x} {:#x} {:#x}",
+                    na[i],
+                    nb[i],
+                    nc[i]
+                );
+            }
             let got = run32(&k("max_f16"), &ha, &hb, &ha);
             for i in 0..m16 {
                 let want = isa_min_max(ha[i].into(), hb[i].into(), 16, 10, true, ieee);

@@ -1885,7 +1885,13 @@ fn valu<const DPP: bool>(
                 let ab = mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, true, fm.ieee);
                 mode::min_max(mode::S, ab, c & 0xFFFF_FFFF, true, fm.ieee)
             }
-            "v_med3_f32" => fr(fa.min(fb).max(fa.max(fb).min(fc))),
+            "v_med3_f32" => mode::med3(
+                mode::S,
+                a & 0xFFFF_FFFF,
+                b & 0xFFFF_FFFF,
+                c & 0xFFFF_FFFF,
+                fm.ieee,
+            ),
             "v_add_f64" => (da + db).to_bits(),
             "v_mul_f64" => (da * db).to_bits(),
             "v_min_f64" => mode::min_max(mode::D, a, b, false, fm.ieee),

@@ -458,6 +458,24 @@ pub(super) fn min_max(f: Fmt, a: u64, b: u64, max: bool, ieee: bool) -> u64 {
     }
 }
 
+/// `V_MED3_*` of float bits `a`, `b`, `c` (Vega ISA VOP3 `V_MED3_F32`): with a NaN source
+/// the [`min_max`] minimum of the three; otherwise the larger of the two sources other than
+/// the maximum (the first of them that equals the maximum when several do).
+pub(super) fn med3(f: Fmt, a: u64, b: u64, c: u64, ieee: bool) -> u64 {
+    if f.is_nan(a) || f.is_nan(b) || f.is_nan(c) {
+        let ab = min_max(f, a, b, false, ieee);
+        return min_max(f, ab, c, false, ieee);
+    }
+    let max3 = min_max(f, min_max(f, a, b, true, ieee), c, true, ieee);
+    if max3 == a {
+        min_max(f, b, c, true, ieee)
+    } else if max3 == b {
+        min_max(f, a, c, true, ieee)
+    } else {
+        min_max(f, a, b, true, ieee)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

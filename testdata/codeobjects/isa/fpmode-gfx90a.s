@@ -663,6 +663,25 @@ max3_f32_ieee0:
 .Lmax3_f32_ieee0_end:
 	.size max3_f32_ieee0, .Lmax3_f32_ieee0_end-max3_f32_ieee0
 
+	.globl med3_f32_ieee0
+	.p2align 8
+	.type med3_f32_ieee0,@function
+med3_f32_ieee0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_med3_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmed3_f32_ieee0_end:
+	.size med3_f32_ieee0, .Lmed3_f32_ieee0_end-med3_f32_ieee0
+
 	.globl max_f16_ieee0
 	.p2align 8
 	.type max_f16_ieee0,@function
@@ -756,6 +775,25 @@ max3_f32_ieee1:
 	s_endpgm
 .Lmax3_f32_ieee1_end:
 	.size max3_f32_ieee1, .Lmax3_f32_ieee1_end-max3_f32_ieee1
+
+	.globl med3_f32_ieee1
+	.p2align 8
+	.type med3_f32_ieee1,@function
+med3_f32_ieee1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_med3_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmed3_f32_ieee1_end:
+	.size med3_f32_ieee1, .Lmed3_f32_ieee1_end-med3_f32_ieee1
 
 	.globl max_f16_ieee1
 	.p2align 8
@@ -1956,6 +1994,19 @@ setreg_r2_add_f32:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel med3_f32_ieee0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 0
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel max_f16_ieee0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -2009,6 +2060,19 @@ setreg_r2_add_f32:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel max3_f32_ieee1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel med3_f32_ieee1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

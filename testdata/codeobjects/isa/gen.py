@@ -937,7 +937,7 @@ def trans(cpu):
 # - `<op>_d<n>`: FLOAT_DENORM_MODE_32 (f32 ops) or _16_64 (f16/f64 ops) = n, the other 3;
 #   ops add_f32, mul_f32, fma_f32, mad_f32 (not gfx942, which has no v_mad_f32),
 #   max_f32, cvt_f16_f32, add_f64, add_f16;
-# - `<op>_ieee<n>`: IEEE_MODE n (denormals kept): min_f32, max_f32, max3_f32, min_f64,
+# - `<op>_ieee<n>`: IEEE_MODE n (denormals kept): min_f32, max_f32, max3_f32, med3_f32, min_f64,
 #   max_f16;
 # - `clamp_dx10_<n>`: DX10_CLAMP n, `v_add_f32 ... clamp`;
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_32 n (denormals kept): add_f32, sub_f32, mul_f32,
@@ -980,6 +980,8 @@ def fpmode(cpu):
         a.kernel("min_f32_ieee%d" % ieee, d32 + ["v_min_f32 v5, v2, v3"] + st32, extra=kd(ieee=ieee))
         a.kernel("max_f32_ieee%d" % ieee, d32 + ["v_max_f32 v5, v2, v3"] + st32, extra=kd(ieee=ieee))
         a.kernel("max3_f32_ieee%d" % ieee, d32 + ["v_max3_f32 v5, v2, v3, v4"] + st32,
+                 extra=kd(ieee=ieee))
+        a.kernel("med3_f32_ieee%d" % ieee, d32 + ["v_med3_f32 v5, v2, v3, v4"] + st32,
                  extra=kd(ieee=ieee))
         a.kernel("max_f16_ieee%d" % ieee, d32 + ["v_max_f16 v5, v2, v3"] + st32, extra=kd(ieee=ieee))
         a.kernel("min_f64_ieee%d" % ieee, d64 + ["v_min_f64 v[6:7], v[2:3], v[4:5]"] + st64,
