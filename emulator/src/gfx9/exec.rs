@@ -22,7 +22,9 @@
 //! `v_exp_f32` and `v_log_f32` give the correctly rounded value (within the 1 ULP the ISA
 //! allows); IEEE division's `v_div_scale`/`v_div_fmas`/`v_div_fixup` are in `fdiv.rs`;
 //! `v_trig_preop_f64` gives 2/π's segments (`fdiv.rs`); `v_sin`/`v_cos` give the host's
-//! `sin(2π·x)`/`cos(2π·x)` (the ISA states no exact bits for them).
+//! `sin(2π·x)`/`cos(2π·x)` (the ISA states no exact bits for them). What the MODE register
+//! does to float arithmetic (denormal flushing, IEEE-mode min/max, DX10 clamp, directed
+//! rounding of f32 add/mul/fma) is in `mode.rs`.
 
 use alloc::vec;
 use alloc::vec::Vec;
