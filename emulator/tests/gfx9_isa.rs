@@ -1772,7 +1772,7 @@ fn mode_register_from_the_descriptor_and_s_setreg() {
         assert_eq!(e.status(), Status::IllegalInstruction);
         let msg = e.detail().to_string();
         assert!(
-            msg.contains("v_add_f32") && msg.contains("FP_ROUND 0xf"),
+            msg.contains("v_rcp_f32") && msg.contains("FP_ROUND 0xf"),
             "{cpu}: {msg}"
         );
         // One CU, every id 0: HW_ID 0.
@@ -3631,6 +3631,862 @@ fn trig_and_f16_transcendentals_match_the_isa() {
                     })
                 };
                 assert_eq!(got[i], want, "{cpu} {k} {x:#x}");
+            }
+        }
+    }
+}
+
+// --- MODE: denormal flushing, IEEE min/max, DX10 clamp, directed rounding --------------------
+//
+// References from the Vega ISA §3.8 "Mode register" (FP_DENORM 0 flush inputs and outputs,
+// 1 flush outputs, 2 flush inputs, 3 keep both; FP_ROUND 0 nearest even, 1 +inf, 2 -inf,
+// 3 toward zero; DX10_CLAMP: clamp turns NaN into 0; IEEE: min/max quiet a signaling NaN)
+// and its `V_MIN_F32`/`V_MAX_F32` pseudocode; `v_mad_f32` flushes f32 denormals in every
+// mode (LLVM selects it only with f32 denormals flushed).
+
+/// A denormal of an IEEE format with `bits` total bits and `exp` exponent bits, as a zero
+/// of its sign.
+fn ftz(x: u64, bits: u32, frac: u32) -> u64 {
+    let sign = 1u64 << (bits - 1);
+    let exp_mask = (sign - 1) & !((1u64 << frac) - 1);
+    if x & exp_mask == 0 {
+        x & sign
+    } else {
+        x
+    }
+}
+
+/// The `V_MIN_*`/`V_MAX_*` pseudocode: with IEEE a signaling NaN (src0 first) gives itself
+/// quieted; a NaN gives the other source; −0 < +0; else the smaller (larger).
+fn isa_min_max(a: u64, b: u64, bits: u32, frac: u32, max: bool, ieee: bool) -> u64 {
+    let sign = 1u64 << (bits - 1);
+    let quiet = 1u64 << (frac - 1);
+    let nan = |x: u64| {
+        let exp_mask = (sign - 1) & !((1u64 << frac) - 1);
+        x & exp_mask == exp_mask && x & ((1u64 << frac) - 1) != 0
+    };
+    let snan = |x: u64| nan(x) && x & quiet == 0;
+    if ieee && snan(a) {
+        return a | quiet;
+    }
+    if ieee && snan(b) {
+        return b | quiet;
+    }
+    if nan(a) {
+        return b;
+    }
+    if nan(b) {
+        return a;
+    }
+    let val = |x: u64| -> f64 {
+        match bits {
+            16 => half::f16::from_bits(x as u16).to_f64(),
+            32 => f64::from(f32::from_bits(x as u32)),
+            _ => f64::from_bits(x),
+        }
+    };
+    let (va, vb) = (val(a), val(b));
+    let a_first = if va == vb {
+        // ±0: −0 is the smaller.
+        (a & sign != 0) != max
+    } else {
+        (va < vb) != max
+    };
+    if a_first {
+        a
+    } else {
+        b
+    }
+}
+
+/// `±m × 2^e` (exact) rounded to f32 bits by FP_ROUND value `rm`, by integer arithmetic:
+/// keep 24 significant bits (fewer below 2^-126, down to the 2^-149 step), look at the
+/// dropped bits, step away from zero when the mode says so; overflow gives ∞ or the
+/// largest finite value by the mode. `m` nonzero.
+fn round_exact_f32(neg: bool, m: u128, e: i32, rm: u32) -> u32 {
+    assert!(m != 0);
+    let len = 128 - m.leading_zeros() as i32;
+    let q = (e + len - 24).max(-149);
+    let shift = q - e;
+    let (mut mant, rest_nonzero, above_half, at_half) = if shift <= 0 {
+        (m << -shift, false, false, false)
+    } else if shift >= 128 {
+        (0, true, false, false)
+    } else {
+        let rest = m & ((1u128 << shift) - 1);
+        let half = 1u128 << (shift - 1);
+        (m >> shift, rest != 0, rest > half, rest == half)
+    };
+    let away = match rm {
+        0 => above_half || at_half && mant & 1 == 1,
+        1 => rest_nonzero && !neg,
+        2 => rest_nonzero && neg,
+        _ => false,
+    };
+    let mut q = q;
+    if away {
+        mant += 1;
+        if mant == 1 << 24 {
+            mant >>= 1;
+            q += 1;
+        }
+    }
+    let sign = if neg { 0x8000_0000 } else { 0 };
+    if mant >= 1 << 23 && q + 23 + 127 >= 255 {
+        let inf = match rm {
+            0 => true,
+            1 => !neg,
+            2 => neg,
+            _ => false,
+        };
+        return sign | if inf { 0x7F80_0000 } else { 0x7F7F_FFFF };
+    }
+    if mant < 1 << 23 {
+        sign | mant as u32
+    } else {
+        sign | ((q + 23 + 127) as u32) << 23 | (mant as u32 & 0x7F_FFFF)
+    }
+}
+
+/// An f32 as `(negative, m, e)` with value `±m × 2^e`.
+fn split_f32(x: f32) -> (bool, i128, i32) {
+    let b = x.to_bits();
+    let field = (b >> 23 & 0xFF) as i32;
+    let frac = i128::from(b & 0x7F_FFFF);
+    let (m, e) = if field == 0 {
+        (frac, -149)
+    } else {
+        (frac | 1 << 23, field - 150)
+    };
+    (b >> 31 != 0, m, e)
+}
+
+/// The sum of signed terms `±m × 2^e` as a signed mantissa at the smallest exponent,
+/// exact or with the same f32 rounding in every mode: zero terms are dropped, and a term
+/// whose top bit is over 80 bits below the largest's becomes `±2^(top − 80)` (both lie
+/// strictly inside the same gap between f32 values next to the larger term).
+fn exact_sum(terms: &[(bool, i128, i32)]) -> (i128, i32) {
+    let top = |t: &(bool, i128, i32)| t.2 + 128 - t.1.unsigned_abs().leading_zeros() as i32;
+    let live: Vec<(bool, i128, i32)> = terms.iter().copied().filter(|t| t.1 != 0).collect();
+    if live.is_empty() {
+        return (0, 0);
+    }
+    let big = live.iter().map(top).max().unwrap();
+    let live: Vec<(bool, i128, i32)> = live
+        .into_iter()
+        .map(|t| {
+            if top(&t) < big - 80 {
+                (t.0, 1, big - 80)
+            } else {
+                t
+            }
+        })
+        .collect();
+    let e0 = live.iter().map(|t| t.2).min().unwrap();
+    let mut s = 0i128;
+    for &(neg, m, e) in &live {
+        let shift = (e - e0) as u32;
+        assert!(
+            shift < 120 && (m.unsigned_abs() << shift) >> shift == m.unsigned_abs(),
+            "test inputs too far apart"
+        );
+        let v = m << shift;
+        s += if neg { -v } else { v };
+    }
+    (s, e0)
+}
+
+/// f32 `a + b` (terms) rounded by `rm`; an exact zero sum is −0 toward −∞ unless both terms
+/// are +0, else +0 unless both are −0 (IEEE 754 §6.3).
+fn round_sum(terms: &[(bool, i128, i32)], rm: u32) -> u32 {
+    let (s, e) = exact_sum(terms);
+    if s == 0 {
+        let all_neg = terms.iter().all(|t| t.0 && t.1 == 0);
+        let all_pos_zero = terms.iter().all(|t| !t.0 && t.1 == 0);
+        return if all_neg || rm == 2 && !all_pos_zero {
+            0x8000_0000
+        } else {
+            0
+        };
+    }
+    round_exact_f32(s < 0, s.unsigned_abs(), e, rm)
+}
+
+/// The exact product of two f32 as a term.
+fn product(a: f32, b: f32) -> (bool, i128, i32) {
+    let (na, ma, ea) = split_f32(a);
+    let (nb, mb, eb) = split_f32(b);
+    (na != nb, ma * mb, ea + eb)
+}
+
+/// f32 `op` of the `fpmode` family on `a`, `b`, `c` rounded by `rm` (denormals kept except
+/// by `v_mad_f32`).
+fn directed_ref(op: &str, a: f32, b: f32, c: f32, rm: u32) -> u32 {
+    let t = split_f32;
+    let neg = |x: f32| -x;
+    match op {
+        "add_f32" => round_sum(&[t(a), t(b)], rm),
+        "sub_f32" => round_sum(&[t(a), t(neg(b))], rm),
+        "mul_f32" => {
+            let (n, m, e) = product(a, b);
+            if m == 0 {
+                return if n { 0x8000_0000 } else { 0 };
+            }
+            round_exact_f32(n, m.unsigned_abs(), e, rm)
+        }
+        "fma_f32" | "fmac_f32" => round_sum(&[product(a, b), t(c)], rm),
+        "mad_f32" => {
+            let f = |x: f32| f32::from_bits(ftz(u64::from(x.to_bits()), 32, 23) as u32);
+            let p = f32::from_bits(directed_ref("mul_f32", f(a), f(b), 0.0, rm));
+            if p.is_infinite() {
+                return (p + f(c)).to_bits();
+            }
+            let r = round_sum(&[t(f(p)), t(f(c))], rm);
+            ftz(u64::from(r), 32, 23) as u32
+        }
+        _ => unreachable!("{op}"),
+    }
+}
+
+#[test]
+fn mode_denormals_ieee_clamp_and_rounding_match_the_isa() {
+    // f32 sources: denormals of both signs, the smallest normal, ordinary values, and values
+    // whose f16 conversion is an f16 denormal (6.1e-5 is f16's smallest normal).
+    let v32: Vec<u32> = vec![
+        0x0000_0001,
+        0x807F_FFFF,
+        0x0040_0000,
+        0x0080_0000,
+        0x8080_0000,
+        0x3F80_0000,
+        0xBF80_0000,
+        0x0000_0000,
+        0x8000_0000,
+        0x3F00_0000,
+        0x3727_C5AC, // 1e-5
+        0xB5C6_BF95, // -1.48e-6
+    ];
+    let n = v32.len() * v32.len();
+    let a32: Vec<u32> = (0..n).map(|i| v32[i / v32.len()]).collect();
+    let b32: Vec<u32> = (0..n).map(|i| v32[i % v32.len()]).collect();
+    let c32: Vec<u32> = (0..n).map(|i| v32[(i * 5 + 3) % v32.len()]).collect();
+    let f = f32::from_bits;
+    // f64 and f16 sources.
+    let v64: Vec<u64> = vec![
+        1,
+        0x800F_FFFF_FFFF_FFFF,
+        0x0010_0000_0000_0000,
+        0x8010_0000_0000_0000,
+        0x3FF0_0000_0000_0000,
+        0,
+        0x8000_0000_0000_0000,
+    ];
+    let n64 = v64.len() * v64.len();
+    let a64: Vec<u64> = (0..n64).map(|i| v64[i / v64.len()]).collect();
+    let b64: Vec<u64> = (0..n64).map(|i| v64[i % v64.len()]).collect();
+    let v16: Vec<u32> = vec![
+        0x0001, 0x83FF, 0x0400, 0x8400, 0x3C00, 0x0000, 0x8000, 0x0200,
+    ];
+    let n16 = v16.len() * v16.len();
+    let a16: Vec<u32> = (0..n16).map(|i| v16[i / v16.len()]).collect();
+    let b16: Vec<u32> = (0..n16).map(|i| v16[i % v16.len()]).collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("fpmode", cpu, target);
+        let kernels = isa.kernels();
+        let run32 = |k: &str, a: &[u32], b: &[u32], c: &[u32]| -> Vec<u32> {
+            let m = a.len();
+            let out = isa
+                .run(
+                    k,
+                    m as u32,
+                    &[
+                        vec![0; 4],
+                        bytes32(a),
+                        bytes32(b),
+                        bytes32(c),
+                        vec![0; m * 4],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            u32s(&out[4])
+        };
+        let run64 = |k: &str, a: &[u64], b: &[u64]| -> Vec<u64> {
+            let m = a.len();
+            let out = isa
+                .run(
+                    k,
+                    m as u32,
+                    &[
+                        vec![0; 4],
+                        bytes64(a),
+                        bytes64(b),
+                        vec![0; 4],
+                        vec![0; m * 8],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            u64s(&out[4])
+        };
+        // FP_DENORM: flush sources when bit 0 is clear, results when bit 1 is clear.
+        for d in 0..4u32 {
+            let fin = |x: u32| -> u32 {
+                if d & 1 == 0 {
+                    ftz(u64::from(x), 32, 23) as u32
+                } else {
+                    x
+                }
+            };
+            let fout = |x: u32| -> u32 {
+                if d & 2 == 0 {
+                    ftz(u64::from(x), 32, 23) as u32
+                } else {
+                    x
+                }
+            };
+            for op in [
+                "add_f32",
+                "mul_f32",
+                "fma_f32",
+                "mad_f32",
+                "max_f32",
+                "cvt_f16_f32",
+            ] {
+                let k = format!("{op}_d{d}");
+                if !kernels.contains(&k) {
+                    assert!(op == "mad_f32" && cpu == "gfx942", "{cpu}: no {k}");
+                    continue;
+                }
+                let got = run32(&k, &a32, &b32, &c32);
+                for i in 0..n {
+                    let (x, y, z) = (fin(a32[i]), fin(b32[i]), fin(c32[i]));
+                    let want = match op {
+                        "add_f32" => fout((f(x) + f(y)).to_bits()),
+                        "mul_f32" => fout((f(x) * f(y)).to_bits()),
+                        "fma_f32" => fout(f(x).mul_add(f(y), f(z)).to_bits()),
+                        "max_f32" => {
+                            fout(isa_min_max(x.into(), y.into(), 32, 23, true, true) as u32)
+                        }
+                        "cvt_f16_f32" => {
+                            let h = u64::from(half::f16::from_f32(f(x)).to_bits());
+                            if d & 2 == 0 {
+                                ftz(h, 16, 10) as u32
+                            } else {
+                                h as u32
+                            }
+                        }
+                        // v_mad_f32 flushes in every mode, its product too.
+                        _ => directed_ref("mad_f32", f(a32[i]), f(b32[i]), f(c32[i]), 0),
+                    };
+                    let mask = if op == "cvt_f16_f32" {
+                        0xFFFF
+                    } else {
+                        u32::MAX
+                    };
+                    assert_eq!(
+                        got[i] & mask,
+                        want,
+                        "{cpu} {k} {:#x} {:#x} {:#x}",
+                        a32[i],
+                        b32[i],
+                        c32[i]
+                    );
+                }
+            }
+            let got = run64(&format!("add_f64_d{d}"), &a64, &b64);
+            for i in 0..n64 {
+                let fl = |x: u64, on: bool| if on { ftz(x, 64, 52) } else { x };
+                let (x, y) = (fl(a64[i], d & 1 == 0), fl(b64[i], d & 1 == 0));
+                let want = fl(
+                    (f64::from_bits(x) + f64::from_bits(y)).to_bits(),
+                    d & 2 == 0,
+                );
+                assert_eq!(
+                    got[i], want,
+                    "{cpu} add_f64_d{d} {:#x} {:#x}",
+                    a64[i], b64[i]
+                );
+            }
+            let got = run32(&format!("add_f16_d{d}"), &a16, &b16, &a16);
+            for i in 0..n16 {
+                let fl = |x: u64, on: bool| if on { ftz(x, 16, 10) } else { x };
+                let (x, y) = (fl(a16[i].into(), d & 1 == 0), fl(b16[i].into(), d & 1 == 0));
+                let h = |x: u64| half::f16::from_bits(x as u16);
+                let want = fl(u64::from((h(x) + h(y)).to_bits()), d & 2 == 0);
+                assert_eq!(
+                    u64::from(got[i] & 0xFFFF),
+                    want,
+                    "{cpu} add_f16_d{d} {:#x} {:#x}",
+                    a16[i],
+                    b16[i]
+                );
+            }
+        }
+        // IEEE mode: signaling NaNs quieted and returned (on) or losing to numbers (off).
+        let nans32: Vec<u32> = vec![
+            0x7F80_0001,
+            0xFF80_0005,
+            0x7FC0_0000,
+            0xFFC0_0003,
+            0x3F80_0000,
+            0x8000_0000,
+            0,
+            0xFF80_0000,
+            0x4000_0000,
+        ];
+        let m = nans32.len() * nans32.len();
+        let na: Vec<u32> = (0..m).map(|i| nans32[i / nans32.len()]).collect();
+        let nb: Vec<u32> = (0..m).map(|i| nans32[i % nans32.len()]).collect();
+        let nc: Vec<u32> = (0..m).map(|i| nans32[(i * 7 + 2) % nans32.len()]).collect();
+        let nans64: Vec<u64> = vec![
+            0x7FF0_0000_0000_0001,
+            0x7FF8_0000_0000_0000,
+            0x3FF0_0000_0000_0000,
+            0x8000_0000_0000_0000,
+            0,
+        ];
+        let m64 = nans64.len() * nans64.len();
+        let da: Vec<u64> = (0..m64).map(|i| nans64[i / nans64.len()]).collect();
+        let db: Vec<u64> = (0..m64).map(|i| nans64[i % nans64.len()]).collect();
+        let nans16: Vec<u32> = vec![0x7C01, 0xFE00, 0x3C00, 0x8000, 0x0000, 0xFC00];
+        let m16 = nans16.len() * nans16.len();
+        let ha: Vec<u32> = (0..m16).map(|i| nans16[i / nans16.len()]).collect();
+        let hb: Vec<u32> = (0..m16).map(|i| nans16[i % nans16.len()]).collect();
+        for ieee in [false, true] {
+            let k = |op: &str| format!("{op}_ieee{}", ieee as u8);
+            for (op, max) in [("min_f32", false), ("max_f32", true)] {
+                let got = run32(&k(op), &na, &nb, &nc);
+                for i in 0..m {
+                    let want = isa_min_max(na[i].into(), nb[i].into(), 32, 23, max, ieee);
+                    assert_eq!(
+                        u64::from(got[i]),
+                        want,
+                        "{cpu} {} {:#x} {:#x}",
+                        k(op),
+                        na[i],
+                        nb[i]
+                    );
+                }
+            }
+            let got = run32(&k("max3_f32"), &na, &nb, &nc);
+            for i in 0..m {
+                let ab = isa_min_max(na[i].into(), nb[i].into(), 32, 23, true, ieee);
+                let want = isa_min_max(ab, nc[i].into(), 32, 23, true, ieee);
+                assert_eq!(
+                    u64::from(got[i]),
+                    want,
+                    "{cpu} max3 {:#x} {:#x} {:#x}",
+                    na[i],
+                    nb[i],
+                    nc[i]
+                );
+            }
+            let got = run32(&k("med3_f32"), &na, &nb, &nc);
+            for i in 0..m {
+                // V_MED3_F32: a NaN source gives MIN3; else the larger of the two sources
+                // other than the (first) maximum.
+                let (x, y, z) = (u64::from(na[i]), u64::from(nb[i]), u64::from(nc[i]));
+                let mm = |p: u64, q: u64, max: bool| isa_min_max(p, q, 32, 23, max, ieee);
+                let is_nan = |v: u64| f32::from_bits(v as u32).is_nan();
+                let want = if is_nan(x) || is_nan(y) || is_nan(z) {
+                    mm(mm(x, y, false), z, false)
+                } else {
+                    let max3 = mm(mm(x, y, true), z, true);
+                    if max3 == x {
+                        mm(y, z, true)
+                    } else if max3 == y {
+                        mm(x, z, true)
+                    } else {
+                        mm(x, y, true)
+                    }
+                };
+                assert_eq!(
+                    u64::from(got[i]),
+                    want,
+                    "{cpu} med3 {:#x} {:#x} {:#x}",
+                    na[i],
+                    nb[i],
+                    nc[i]
+                );
+            }
+            let got = run32(&k("max_f16"), &ha, &hb, &ha);
+            for i in 0..m16 {
+                let want = isa_min_max(ha[i].into(), hb[i].into(), 16, 10, true, ieee);
+                assert_eq!(
+                    u64::from(got[i] & 0xFFFF),
+                    want,
+                    "{cpu} max_f16 {:#x} {:#x}",
+                    ha[i],
+                    hb[i]
+                );
+            }
+            let got = run64(&k("min_f64"), &da, &db);
+            for i in 0..m64 {
+                let want = isa_min_max(da[i], db[i], 64, 52, false, ieee);
+                assert_eq!(got[i], want, "{cpu} min_f64 {:#x} {:#x}", da[i], db[i]);
+            }
+        }
+        // DX10_CLAMP: clamp gives +0 for a NaN when set, the NaN when clear.
+        let ca = vec![0x7FC0_0000u32, 0x4000_0000, 0xC040_0000, 0x3E80_0000];
+        let cb = vec![0x3F80_0000u32, 0x3F00_0000, 0x3F80_0000, 0x3E80_0000];
+        for dx10 in [false, true] {
+            let got = run32(&format!("clamp_dx10_{}", dx10 as u8), &ca, &cb, &ca);
+            let want: Vec<u32> = ca
+                .iter()
+                .zip(&cb)
+                .map(|(&x, &y)| {
+                    let s = f(x) + f(y);
+                    if s.is_nan() {
+                        if dx10 {
+                            0
+                        } else {
+                            s.to_bits()
+                        }
+                    } else {
+                        s.clamp(0.0, 1.0).to_bits()
+                    }
+                })
+                .collect();
+            assert_eq!(got, want, "{cpu} clamp_dx10_{}", dx10 as u8);
+        }
+        // FP_ROUND for f32: results against exact integer rounding. Sources within 2^±24
+        // of each other (and products within reach of the addend) so the exact values fit
+        // the reference's 128-bit arithmetic; plus overflow and underflow cases.
+        let r32: Vec<u32> = vec![
+            0x3F80_0000, // 1
+            0x3F80_0001, // 1 + ulp
+            0x3380_0000, // 2^-24
+            0xB380_0000, // -2^-24
+            0x3DCC_CCCD, // 0.1
+            0xBE99_999A, // -0.3
+            0x4040_0000, // 3
+            0xC0A0_0000, // -5
+            0x3EAA_AAAB, // 1/3
+            0x0000_0000, // +0
+            0x8000_0000, // -0
+            0x4B80_0001, // 2^24 + 2
+        ];
+        let m = r32.len() * r32.len();
+        let mut ra: Vec<u32> = (0..m).map(|i| r32[i / r32.len()]).collect();
+        let mut rb: Vec<u32> = (0..m).map(|i| r32[i % r32.len()]).collect();
+        let mut rc: Vec<u32> = (0..m).map(|i| r32[(i * 5 + 1) % r32.len()]).collect();
+        // Overflow (MAX + MAX, MAX × 2 and their negatives) and tiny products (2^-70 ×
+        // 2^-70·1.5, a denormal result with dropped bits).
+        for (x, y, z) in [
+            (0x7F7F_FFFFu32, 0x7F7F_FFFFu32, 0x7F7F_FFFFu32),
+            (0xFF7F_FFFF, 0xFF7F_FFFF, 0xFF7F_FFFF),
+            (0x1C80_0000, 0x1CC0_0000, 0x0000_0000),
+            (0x9C80_0000, 0x1CC0_0001, 0x8000_0000),
+        ] {
+            ra.push(x);
+            rb.push(y);
+            rc.push(z);
+        }
+        let m = ra.len();
+        for rm in 0..4u32 {
+            for op in [
+                "add_f32", "sub_f32", "mul_f32", "fma_f32", "fmac_f32", "mad_f32",
+            ] {
+                let k = format!("{op}_r{rm}");
+                if !kernels.contains(&k) {
+                    continue;
+                }
+                let got = run32(&k, &ra, &rb, &rc);
+                for i in 0..m {
+                    let (x, y, z) = (f(ra[i]), f(rb[i]), f(rc[i]));
+                    let want = directed_ref(op, x, y, z, rm);
+                    assert_eq!(got[i], want, "{cpu} {k} {x:e} {y:e} {z:e}");
+                }
+            }
+        }
+        // s_setreg selects round toward −inf at run time.
+        let got = run32("setreg_r2_add_f32", &ra, &rb, &rc);
+        for i in 0..m {
+            let want = directed_ref("add_f32", f(ra[i]), f(rb[i]), 0.0, 2);
+            assert_eq!(
+                got[i], want,
+                "{cpu} setreg_r2_add_f32 {:#x} {:#x}",
+                ra[i], rb[i]
+            );
+        }
+        // Not modelled: an error naming the instruction and the mode, never a wrong value.
+        for (k, needles) in [
+            ("rcp_f32_r1", ["v_rcp_f32", "toward +inf"]),
+            ("add_f64_r3", ["v_add_f64", "toward zero"]),
+        ] {
+            let e = isa
+                .run(
+                    k,
+                    64,
+                    &[
+                        vec![0; 4],
+                        vec![0; 512],
+                        vec![0; 512],
+                        vec![0; 256],
+                        vec![0; 512],
+                    ],
+                )
+                .unwrap_err();
+            assert_eq!(e.status(), Status::IllegalInstruction, "{cpu} {k}");
+            let msg = e.detail().to_string();
+            assert!(needles.iter().all(|s| msg.contains(s)), "{cpu} {k}: {msg}");
+        }
+    }
+}
+
+// --- s_memtime / s_memrealtime ----------------------------------------------------------------
+
+/// The host's `CLOCK_MONOTONIC` in nanoseconds, read independently of the interpreter.
+fn host_monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+}
+
+#[test]
+fn memtime_and_memrealtime_read_the_device_clock() {
+    let n = 128;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("mode", cpu, target);
+        let before = host_monotonic_ns();
+        let out = isa
+            .run(
+                "clocks",
+                n as u32,
+                &[
+                    vec![0; 4],
+                    vec![0; 4],
+                    vec![0; 4],
+                    vec![0; 4],
+                    vec![0; n * 24],
+                ],
+            )
+            .unwrap_or_else(|e| panic!("{cpu}: {e}"));
+        let after = host_monotonic_ns();
+        let t = u64s(&out[4]);
+        let mut last_memtime = 0;
+        for lane in 0..n {
+            let (real, t1, t2) = (t[3 * lane], t[3 * lane + 1], t[3 * lane + 2]);
+            // s_memrealtime ticks the device timestamps' clock (1 GHz, CLOCK_MONOTONIC):
+            // within the host's reads around the dispatch.
+            assert!(
+                before <= real && real <= after,
+                "{cpu} lane {lane}: {before} {real} {after}"
+            );
+            // s_memtime: monotonic within a wave and across the waves run after it.
+            assert!(
+                t1 <= t2 && before <= t1 && t2 <= after,
+                "{cpu} lane {lane}: {t1} {t2}"
+            );
+            if lane % 64 == 0 {
+                assert!(
+                    t1 >= last_memtime,
+                    "{cpu} wave {}: {t1} < {last_memtime}",
+                    lane / 64
+                );
+                last_memtime = t2;
+            }
+        }
+    }
+}
+
+/// `V_LDEXP_F16`: `S0.f16 × 2^S1.i16` (Vega ISA VOP2), rounded once to nearest even; NaN
+/// quieted.
+fn ldexp16_ref(x: u16, n: u32) -> u16 {
+    let h = half::f16::from_bits(x);
+    if h.is_nan() {
+        return x | 0x200;
+    }
+    // Beyond ±64 every finite f16 overflows or rounds to zero either way.
+    let n = i32::from(n as u16 as i16).clamp(-64, 64);
+    half::f16::from_f64(h.to_f64() * 2f64.powi(n)).to_bits()
+}
+
+#[test]
+fn ldexp_f16_matches_the_isa() {
+    let xs: [u16; 10] = [
+        0x3C00, 0xBC00, 0x0001, 0x83FF, 0x7BFF, 0x7C00, 0xFC00, 0x7C01, 0x8000, 0x3555,
+    ];
+    let ns: [u32; 10] = [
+        0,
+        1,
+        u32::MAX,
+        15,
+        0xFFFF_FFF1,
+        30,
+        0xFFFF_FFE7,
+        0x7FFF,
+        0xFFFF_8000,
+        10,
+    ];
+    let n = xs.len() * ns.len();
+    let a: Vec<u32> = (0..n).map(|i| u32::from(xs[i / ns.len()])).collect();
+    let b: Vec<u32> = (0..n).map(|i| ns[i % ns.len()]).collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("fpmode", cpu, target);
+        for k in ["ldexp_f16", "ldexp_f16_clamp"] {
+            let out = isa
+                .run(
+                    k,
+                    n as u32,
+                    &[
+                        vec![0; 4],
+                        bytes32(&a),
+                        bytes32(&b),
+                        vec![0; n * 4],
+                        vec![0; n * 4],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..n {
+                let r = ldexp16_ref(a[i] as u16, b[i]);
+                let want = if k.ends_with("clamp") { clamp16(r) } else { r };
+                assert_eq!(
+                    got[i] & 0xFFFF,
+                    u32::from(want),
+                    "{cpu} {k} {:#x} {}",
+                    a[i],
+                    b[i] as i32
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn packed_math_under_the_mode_matches_the_isa() {
+    // f16 pairs: denormals, normals, signaling and quiet NaNs, signed zeros in both halves.
+    let h: [u32; 8] = [
+        0x0001, 0x83FF, 0x3C00, 0x7C01, 0x7E00, 0x8000, 0x0000, 0x0400,
+    ];
+    let n = h.len() * h.len();
+    let a: Vec<u32> = (0..n)
+        .map(|i| h[i / h.len()] | h[i % h.len()] << 16)
+        .collect();
+    let b: Vec<u32> = (0..n)
+        .map(|i| h[i % h.len()] | h[(i + 3) % h.len()] << 16)
+        .collect();
+    let half = |x: u32| half::f16::from_bits(x as u16);
+    let ftz16 = |x: u32, on: bool| if on { ftz(x.into(), 16, 10) as u32 } else { x };
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("fpmode", cpu, target);
+        let run32 = |k: &str, a: &[u32], b: &[u32]| -> Vec<u32> {
+            let m = a.len();
+            let out = isa
+                .run(
+                    k,
+                    m as u32,
+                    &[
+                        vec![0; 4],
+                        bytes32(a),
+                        bytes32(b),
+                        vec![0; m * 4],
+                        vec![0; m * 4],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            u32s(&out[4])
+        };
+        for d in [0u32, 3] {
+            let k = format!("pk_add_f16_d{d}");
+            let got = run32(&k, &a, &b);
+            for i in 0..n {
+                let lane = |s: u32| {
+                    let (x, y) = (
+                        ftz16(a[i] >> s & 0xFFFF, d == 0),
+                        ftz16(b[i] >> s & 0xFFFF, d == 0),
+                    );
+                    let r = half(x) + half(y);
+                    // A NaN source gives itself quieted (f16 arithmetic's rule here).
+                    let r = if half(x).is_nan() {
+                        x | 0x200
+                    } else if half(y).is_nan() {
+                        y | 0x200
+                    } else {
+                        u32::from(r.to_bits())
+                    };
+                    ftz16(r, d == 0)
+                };
+                assert_eq!(
+                    got[i],
+                    lane(0) | lane(16) << 16,
+                    "{cpu} {k} {:#x} {:#x}",
+                    a[i],
+                    b[i]
+                );
+            }
+        }
+        for ieee in [false, true] {
+            let k = format!("pk_max_f16_ieee{}", ieee as u8);
+            let got = run32(&k, &a, &b);
+            for i in 0..n {
+                let lane = |s: u32| {
+                    isa_min_max(
+                        (a[i] >> s & 0xFFFF).into(),
+                        (b[i] >> s & 0xFFFF).into(),
+                        16,
+                        10,
+                        true,
+                        ieee,
+                    ) as u32
+                };
+                assert_eq!(
+                    got[i],
+                    lane(0) | lane(16) << 16,
+                    "{cpu} {k} {:#x} {:#x}",
+                    a[i],
+                    b[i]
+                );
+            }
+        }
+        if !matches!(cpu, "gfx90a" | "gfx942") {
+            continue;
+        }
+        let v: [u32; 6] = [
+            0x0000_0001,
+            0x3F80_0000,
+            0x0080_0000,
+            0x3F00_0000,
+            0x8040_0000,
+            0x4000_0000,
+        ];
+        let m = v.len() * v.len();
+        let x: Vec<u64> = (0..m)
+            .map(|i| u64::from(v[i / v.len()]) | u64::from(v[i % v.len()]) << 32)
+            .collect();
+        let y: Vec<u64> = (0..m)
+            .map(|i| u64::from(v[i % v.len()]) | u64::from(v[(i + 1) % v.len()]) << 32)
+            .collect();
+        for d in [0u32, 3] {
+            let k = format!("pk_mul_f32_d{d}");
+            let out = isa
+                .run(
+                    &k,
+                    m as u32,
+                    &[
+                        vec![0; 4],
+                        bytes64(&x),
+                        bytes64(&y),
+                        vec![0; 4],
+                        vec![0; m * 8],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u64s(&out[4]);
+            for i in 0..m {
+                let lane = |s: u32| {
+                    let fl = |z: u64| if d == 0 { ftz(z, 32, 23) } else { z };
+                    let (p, q) = (fl(x[i] >> s & 0xFFFF_FFFF), fl(y[i] >> s & 0xFFFF_FFFF));
+                    fl(u64::from(
+                        (f32::from_bits(p as u32) * f32::from_bits(q as u32)).to_bits(),
+                    ))
+                };
+                assert_eq!(
+                    got[i],
+                    lane(0) | lane(32) << 32,
+                    "{cpu} {k} {:#x} {:#x}",
+                    x[i],
+                    y[i]
+                );
             }
         }
     }

@@ -613,6 +613,10 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 ));
             }
             inst.dst = sreg_operand(info.widths[0], w0 >> 6 & 0x7F, "SMEM", w0)?;
+            if matches!(info.name, "s_memtime" | "s_memrealtime") {
+                // No address: the sources stay None.
+                return Ok(inst);
+            }
             inst.src[0] = Operand::Sreg {
                 index: ((w0 & 0x3F) << 1) as u8,
                 count: 2,

@@ -200,6 +200,9 @@ impl fmt::Display for Instruction {
                     _ => write!(f, "{name} {imm}"),
                 }
             }
+            Encoding::Smem if self.src[0] == Operand::None => {
+                write!(f, "{name} {}", Op(&self.dst))
+            }
             Encoding::Smem => {
                 write!(f, "{name} {}, {}, ", Op(&self.dst), Op(&self.src[0]))?;
                 if self.src[1] != Operand::None {

@@ -22,7 +22,9 @@
 //! `v_exp_f32` and `v_log_f32` give the correctly rounded value (within the 1 ULP the ISA
 //! allows); IEEE division's `v_div_scale`/`v_div_fmas`/`v_div_fixup` are in `fdiv.rs`;
 //! `v_trig_preop_f64` gives 2/π's segments (`fdiv.rs`); `v_sin`/`v_cos` give the host's
-//! `sin(2π·x)`/`cos(2π·x)` (the ISA states no exact bits for them).
+//! `sin(2π·x)`/`cos(2π·x)` (the ISA states no exact bits for them). What the MODE register
+//! does to float arithmetic (denormal flushing, IEEE-mode min/max, DX10 clamp, directed
+//! rounding of f32 add/mul/fma) is in `mode.rs`.
 
 use alloc::vec;
 use alloc::vec::Vec;
@@ -32,6 +34,7 @@ use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, 
 use super::f16;
 use super::fdiv;
 use super::hwid::{enabled_cus, hw_id, CuId, WaveLaunch};
+use super::mode;
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
@@ -103,6 +106,21 @@ pub trait DeviceMemory {
              interrupt handler"
         ))
     }
+
+    /// The 64-bit clock counter `s_memtime` and `s_memrealtime` read, in the ticks of the
+    /// device's timestamps. The provided implementation is [`device_clock_ns`], the
+    /// emulated device's clock (nanoseconds of `CLOCK_MONOTONIC`, 1 GHz).
+    fn clock_counter(&self) -> u64 {
+        device_clock_ns()
+    }
+}
+
+/// The device's 64-bit clock counter, in nanoseconds of the host's `CLOCK_MONOTONIC`: what
+/// `s_memtime` and `s_memrealtime` read. The emulated device's other timestamps (PM4
+/// `RELEASE_MEM` and SDMA timestamps, `AMDKFD_IOC_GET_CLOCK_COUNTERS`' `gpu_clock_counter`,
+/// whose `system_clock_freq` is 1 GHz) count in the same ticks.
+pub fn device_clock_ns() -> u64 {
+    crate::device::monotonic_ns()
 }
 
 /// A kernel's machine code: the bytes of (at least) its code, where they live on the device,
@@ -851,6 +869,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
     match inst.encoding {
         Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
         Encoding::Sopp => sopp(ctx, w, inst, next),
+        Encoding::Smem if inst.src[0] == Operand::None => {
+            clock_counter(ctx, w, inst);
+            Ok(Flow::Next)
+        }
         Encoding::Smem => {
             let base = w.sreg64(match inst.src[0] {
                 Operand::Sreg { index, .. } => index as usize,
@@ -876,13 +898,9 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p
-            if w.mode & 0xF != 0 && is_float_op(inst.name()) =>
+            if w.mode & 0xF != 0 && mode::round_unsupported(w.mode, inst) =>
         {
-            bail!(
-                Status::IllegalInstruction,
-                "MODE.FP_ROUND {:#x}: only round to nearest even is modelled",
-                w.mode & 0xF
-            )
+            Err(mode::round_error(w.mode, inst))
         }
         Encoding::Vop1 if inst.info.is_mai() => {
             super::mai::accvgpr(w, inst);
@@ -924,6 +942,15 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
     }
+}
+
+/// `s_memtime` and `s_memrealtime`: the 64-bit counter into the destination SGPR pair,
+/// both from [`DeviceMemory::clock_counter`] (Vega ISA SMEM: `s_memtime` returns the shader
+/// clock counter, `s_memrealtime` the real-time "REFCLK" counter; the emulated device has
+/// one clock for both).
+fn clock_counter(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) {
+    let t = ctx.memory.clock_counter();
+    set_sdst(w, &inst.dst, t);
 }
 
 fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
@@ -1655,6 +1682,7 @@ fn valu<const DPP: bool>(
     }
     let (f32_in, f64_in) = float_input(name);
     let f16_in = !f32_in && !f64_in && f16_input(name);
+    let fm = mode::FloatMode::for_valu(w.mode, name, f32_in, f64_in, f16_in);
     let read = |w: &Wave, i: usize, lane: usize| read_operand(w, inst, i, lane, f32_in, f64_in);
     // Lane-crossing and scalar-destination ops.
     match name {
@@ -1691,8 +1719,8 @@ fn valu<const DPP: bool>(
         let (cond, ty) = rest.rsplit_once('_').unwrap_or((rest, ""));
         let mut mask = 0u64;
         for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-            let a = read(w, 0, lane);
-            let b = read(w, 1, lane);
+            let a = fm.src(0, read(w, 0, lane));
+            let b = fm.src(1, read(w, 1, lane));
             let r = match ty {
                 "f32" if cond == "class" => {
                     Some(b >> fdiv::class_index(fdiv::SINGLE, a & 0xFFFF_FFFF) & 1 != 0)
@@ -1763,6 +1791,7 @@ fn valu<const DPP: bool>(
             0
         };
         let ci = carry_mask.map(|m| m >> lane & 1).unwrap_or(0);
+        let (a, b, c) = (fm.src(0, a), fm.src(1, b), fm.src(2, c));
         let (a32, b32, c32) = (a as u32, b as u32, c as u32);
         let (fa, fb, fc) = (
             f32::from_bits(a32),
@@ -1836,8 +1865,8 @@ fn valu<const DPP: bool>(
             "v_subrev_f16" => u64::from(f16::sub(b as u16, a as u16)),
             "v_mul_f16" => u64::from(f16::mul(a as u16, b as u16)),
             "v_fma_f16" => u64::from(f16::fma(a as u16, b as u16, c as u16)),
-            "v_max_f16" => u64::from(f16_min_max(a as u16, b as u16, true)),
-            "v_min_f16" => u64::from(f16_min_max(a as u16, b as u16, false)),
+            "v_max_f16" => mode::min_max(mode::H, a & 0xFFFF, b & 0xFFFF, true, fm.ieee),
+            "v_min_f16" => mode::min_max(mode::H, a & 0xFFFF, b & 0xFFFF, false, fm.ieee),
             "v_cvt_f16_f32" => u64::from(f16::from_f64(f64::from(fa))),
             "v_cvt_f32_f16" => {
                 let h = a as u16;
@@ -1859,19 +1888,38 @@ fn valu<const DPP: bool>(
             "v_sub_f32" => fr(fa - fb),
             "v_subrev_f32" => fr(fb - fa),
             "v_mul_f32" => fr(fa * fb),
-            "v_min_f32" => fr(fa.min(fb)),
-            "v_max_f32" => fr(fa.max(fb)),
-            "v_mac_f32" => fr(fa * fb + f32::from_bits(d_old)),
-            "v_fmac_f32" => fr(fma32(fa, fb, f32::from_bits(d_old))),
-            "v_mad_f32" => fr(fa * fb + fc),
+            "v_min_f32" => mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, false, fm.ieee),
+            "v_max_f32" => mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, true, fm.ieee),
+            "v_mac_f32" => {
+                let acc = f32::from_bits(fm.src(2, u64::from(d_old)) as u32);
+                fr(mode::mad32(fa, fb, acc, 0))
+            }
+            "v_fmac_f32" => fr(fma32(
+                fa,
+                fb,
+                f32::from_bits(fm.src(2, u64::from(d_old)) as u32),
+            )),
+            "v_mad_f32" => fr(mode::mad32(fa, fb, fc, 0)),
             "v_fma_f32" => fr(fma32(fa, fb, fc)),
-            "v_min3_f32" => fr(fa.min(fb).min(fc)),
-            "v_max3_f32" => fr(fa.max(fb).max(fc)),
-            "v_med3_f32" => fr(fa.min(fb).max(fa.max(fb).min(fc))),
+            "v_min3_f32" => {
+                let ab = mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, false, fm.ieee);
+                mode::min_max(mode::S, ab, c & 0xFFFF_FFFF, false, fm.ieee)
+            }
+            "v_max3_f32" => {
+                let ab = mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, true, fm.ieee);
+                mode::min_max(mode::S, ab, c & 0xFFFF_FFFF, true, fm.ieee)
+            }
+            "v_med3_f32" => mode::med3(
+                mode::S,
+                a & 0xFFFF_FFFF,
+                b & 0xFFFF_FFFF,
+                c & 0xFFFF_FFFF,
+                fm.ieee,
+            ),
             "v_add_f64" => (da + db).to_bits(),
             "v_mul_f64" => (da * db).to_bits(),
-            "v_min_f64" => da.min(db).to_bits(),
-            "v_max_f64" => da.max(db).to_bits(),
+            "v_min_f64" => mode::min_max(mode::D, a, b, false, fm.ieee),
+            "v_max_f64" => mode::min_max(mode::D, a, b, true, fm.ieee),
             "v_mul_i32_i24" => (sext24(a32) * sext24(b32)) as u32 as u64,
             "v_mul_hi_i32_i24" => ((sext24(a32) * sext24(b32)) >> 32) as u32 as u64,
             "v_mul_u32_u24" => ((a32 & 0xFF_FFFF) as u64 * (b32 & 0xFF_FFFF) as u64) as u32 as u64,
@@ -2032,6 +2080,8 @@ fn valu<const DPP: bool>(
             "v_frexp_exp_i32_f64" => fdiv::frexp_exp(fdiv::DOUBLE, a) as u32 as u64,
             "v_ldexp_f32" => fdiv::ldexp(fdiv::SINGLE, a32 as u64, b32 as i32),
             "v_ldexp_f64" => fdiv::ldexp(fdiv::DOUBLE, a, b32 as i32),
+            // The exponent is src1's low 16 bits as an i16 (Vega ISA: `S0.f16 * 2 ** S1.i16`).
+            "v_ldexp_f16" => fdiv::ldexp(fdiv::HALF, a & 0xFFFF, i32::from(b32 as u16 as i16)),
             "v_trig_preop_f64" => fdiv::trig_preop(a, b32),
             // Hardware sine/cosine: the argument in revolutions, `sin(2π·x)` (Vega ISA VOP1;
             // its accuracy is stated for |x| ≤ 256; here the host's value everywhere, ±∞ the
@@ -2060,7 +2110,7 @@ fn valu<const DPP: bool>(
                     }
                     _ => 0,
                 };
-                da.mul_add(db, f64::from_bits(acc)).to_bits()
+                da.mul_add(db, f64::from_bits(fm.src(2, acc))).to_bits()
             }
             "v_div_scale_f32" => {
                 let (r, v) = fdiv::div_scale(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64);
@@ -2082,6 +2132,16 @@ fn valu<const DPP: bool>(
             "v_div_fixup_f16" => fdiv::div_fixup(fdiv::HALF, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF),
             _ => return Err(not_implemented(inst)),
         };
+        let r = if fm.round32 != 0 {
+            let acc = if name.ends_with("mac_f32") {
+                f32::from_bits(fm.src(2, u64::from(d_old)) as u32)
+            } else {
+                fc
+            };
+            fm.directed32(name, fa, fb, acc).map_or(r, fr)
+        } else {
+            r
+        };
         let r = if f16_output(name) {
             let mut h = r as u16;
             match mods.omod {
@@ -2091,7 +2151,7 @@ fn valu<const DPP: bool>(
                 _ => {}
             }
             if mods.clamp {
-                h = f16::clamp01(h);
+                h = fm.clamp16(h);
             }
             u64::from(h)
         } else if f32_in
@@ -2109,7 +2169,7 @@ fn valu<const DPP: bool>(
                     _ => {}
                 }
                 if mods.clamp {
-                    x = if x.is_nan() { 0.0 } else { x.clamp(0.0, 1.0) };
+                    x = fm.clamp32(x);
                 }
                 if mods.omod != 0 || mods.clamp {
                     x.to_bits() as u64
@@ -2120,6 +2180,7 @@ fn valu<const DPP: bool>(
         } else {
             r
         };
+        let r = fm.result(r);
         let r = match mods.sdwa {
             Some(sd) if inst.encoding != Encoding::Vop3 => {
                 sdwa_place(r as u32, d_old, sd.dst_sel, sd.dst_unused) as u64
@@ -2148,12 +2209,6 @@ const F16_CONST: [u16; 9] = [
 ///
 /// Ref: Vega ISA §6.2.2 "Packed math" and LLVM AMDGPU's pre-gfx11 packed inline-constant
 /// rule (f16 constant in bits 15:0, zero above).
-/// Whether a VALU mnemonic does float arithmetic whose rounding MODE.FP_ROUND selects (an
-/// f16, f32 or f64 operand type in its name, conversions included).
-fn is_float_op(name: &str) -> bool {
-    ["f16", "f32", "f64"].iter().any(|t| name.contains(t)) && !name.starts_with("v_cmp")
-}
-
 fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
     match *op {
         Operand::InlineFloat(c) if !wide => u64::from(F16_CONST[(c - 240) as usize]),
@@ -2313,39 +2368,6 @@ fn fma_mix(w: &mut Wave, inst: &Instruction) {
     }
 }
 
-/// Minimum (`max` false) or maximum of two f16 values in IEEE mode: a signaling NaN input
-/// gives that NaN quieted, a quiet NaN loses to a number, −0 < +0 (Vega ISA §6.2.4 for
-/// `V_MIN_F16`/`V_MAX_F16` with MODE.IEEE set, the compute default).
-fn f16_min_max(a: u16, b: u16, max: bool) -> u16 {
-    let nan = |x: u16| x & 0x7C00 == 0x7C00 && x & 0x3FF != 0;
-    let snan = |x: u16| nan(x) && x & 0x200 == 0;
-    if snan(a) {
-        return a | 0x200;
-    }
-    if snan(b) {
-        return b | 0x200;
-    }
-    if nan(a) {
-        return b;
-    }
-    if nan(b) {
-        return a;
-    }
-    // Order the bit patterns as numbers: negative values reversed, −0 below +0.
-    let key = |x: u16| -> i32 {
-        if x & 0x8000 != 0 {
-            -((x & 0x7FFF) as i32) - 1
-        } else {
-            x as i32
-        }
-    };
-    if (key(a) < key(b)) != max {
-        a
-    } else {
-        b
-    }
-}
-
 /// Packed math: each result half (16-bit ops) or dword (`_f32`/`_b32` ops) computed from the
 /// halves of the sources that `op_sel` (low result) and `op_sel_hi` (high result) select,
 /// with `neg_lo`/`neg_hi` negating float sources, then `clamp` ([0, 1] for floats,
@@ -2367,6 +2389,7 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let nsrc = inst.src.iter().filter(|o| **o != Operand::None).count();
     let exec = w.exec();
     let float = name.ends_with("f16") || name.ends_with("f32");
+    let fm = mode::FloatMode::for_valu(w.mode, name, wide && float, false, !wide && float);
     if !float && (mods.neg.iter().any(|&n| n) || mods.neg_hi != 0) && name != "v_pk_mov_b32" {
         return Err(error!(
             Status::IllegalInstruction,
@@ -2409,11 +2432,12 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
             if wide {
                 let x: [u32; 3] = core::array::from_fn(|i| {
                     let v = (raw[i] >> (32 * (sel >> i & 1) as u32)) as u32;
-                    if neg(i) && name != "v_pk_mov_b32" {
+                    let v = if neg(i) && name != "v_pk_mov_b32" {
                         v ^ 0x8000_0000
                     } else {
                         v
-                    }
+                    };
+                    fm.src(i, u64::from(v)) as u32
                 });
                 let f = |i: usize| f32::from_bits(x[i]);
                 let r = match name {
@@ -2428,25 +2452,14 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     }
                     _ => return Err(not_implemented(inst)),
                 };
-                let r = if mods.clamp {
-                    if r.is_nan() {
-                        0.0
-                    } else {
-                        r.clamp(0.0, 1.0)
-                    }
-                } else {
-                    r
-                };
-                *slot = u64::from(r.to_bits());
+                let r = if mods.clamp { fm.clamp32(r) } else { r };
+                *slot = fm.result(u64::from(r.to_bits()));
                 continue;
             }
             let x: [u16; 3] = core::array::from_fn(|i| {
                 let v = (raw[i] >> (16 * (sel >> i & 1) as u32)) as u16;
-                if float && neg(i) {
-                    v ^ 0x8000
-                } else {
-                    v
-                }
+                let v = if float && neg(i) { v ^ 0x8000 } else { v };
+                fm.src(i, u64::from(v)) as u16
             });
             let (a, b, c) = (x[0], x[1], x[2]);
             let (ai, bi, ci) = (a as i16 as i64, b as i16 as i64, c as i16 as i64);
@@ -2483,16 +2496,16 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
                 "v_pk_fma_f16" => f16::fma(a, b, c),
                 "v_pk_add_f16" => f16::add(a, b),
                 "v_pk_mul_f16" => f16::mul(a, b),
-                "v_pk_min_f16" => f16_min_max(a, b, false),
-                "v_pk_max_f16" => f16_min_max(a, b, true),
+                "v_pk_min_f16" => mode::min_max(mode::H, a.into(), b.into(), false, fm.ieee) as u16,
+                "v_pk_max_f16" => mode::min_max(mode::H, a.into(), b.into(), true, fm.ieee) as u16,
                 _ => return Err(not_implemented(inst)),
             };
             let r = if float && mods.clamp {
-                f16::clamp01(r)
+                fm.clamp16(r)
             } else {
                 r
             };
-            *slot = u64::from(r);
+            *slot = fm.result(u64::from(r));
         }
         if wide {
             set_vdst(w, &inst.dst, lane, out[0] | out[1] << 32, 2);

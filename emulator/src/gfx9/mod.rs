@@ -20,6 +20,7 @@ mod f16;
 mod fdiv;
 pub mod hwid;
 mod mai;
+mod mode;
 mod opcodes;
 pub mod wave;
 

@@ -163,6 +163,9 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Smem, 2, T_ALL, "s_load_dwordx4", [4, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 3, T_ALL, "s_load_dwordx8", [8, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 4, T_ALL, "s_load_dwordx16", [16, 0, 0, 0], 0),
+    // The 64-bit clock counters (Vega ISA SMEM opcodes 36, 37): a destination, no address.
+    OpInfo::new(Encoding::Smem, 36, T_ALL, "s_memtime", [2, 0, 0, 0], 0),
+    OpInfo::new(Encoding::Smem, 37, T_ALL, "s_memrealtime", [2, 0, 0, 0], 0),
     OpInfo::new(Encoding::Vop1, 0, T_ALL, "v_nop", [0, 0, 0, 0], 0),
     OpInfo::new(Encoding::Vop1, 1, T_ALL, "v_mov_b32", [1, 1, 0, 0], 0),
     OpInfo::new(Encoding::Vop1, 5, T_ALL, "v_cvt_f32_i32", [1, 1, 0, 0], 0),
@@ -275,6 +278,7 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Vop2, 33, T_ALL, "v_subrev_f16", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 34, T_ALL, "v_mul_f16", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 45, T_ALL, "v_max_f16", [1, 1, 1, 0], 0),
+    OpInfo::new(Encoding::Vop2, 51, T_ALL, "v_ldexp_f16", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 46, T_ALL, "v_min_f16", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 25, T_ALL, "v_add_co_u32", [1, 1, 1, 0], F_CO),
     OpInfo::new(Encoding::Vop2, 26, T_ALL, "v_sub_co_u32", [1, 1, 1, 0], F_CO),

@@ -42,10 +42,10 @@ pub struct Wave {
     pub scc: bool,
     /// The MODE hardware register (`HW_REG_MODE`): FP_ROUND `[3:0]`, FP_DENORM `[7:4]`,
     /// DX10_CLAMP `[8]`, IEEE `[9]` (Vega ISA §3.8 "Mode register"); set from the kernel
-    /// descriptor at launch, read and written by `s_getreg_b32`/`s_setreg_*`. The
-    /// interpreter's float arithmetic rounds to nearest even (a float VALU instruction under
-    /// another FP_ROUND is an illegal-instruction error) and does not yet apply FP_DENORM,
-    /// DX10_CLAMP or IEEE (it keeps denormals and uses the IEEE-mode rules).
+    /// descriptor at launch, read and written by `s_getreg_b32`/`s_setreg_*`. VALU
+    /// instructions apply FP_DENORM, DX10_CLAMP and IEEE, and FP_ROUND's directed modes for
+    /// f32 add/sub/mul/fma/mad; another float instruction under a non-default FP_ROUND is an
+    /// illegal-instruction error (the interpreter's `mode` module).
     pub mode: u32,
     /// The HW_ID hardware register (`HW_REG_HW_ID`): where the SPI launched the wave and
     /// from which queue (layout in [`super::hwid`]); read-only for the wave.

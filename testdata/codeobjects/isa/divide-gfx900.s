@@ -735,208 +735,243 @@ v_cmpx_class_f64:
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rcp_iflag_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rsq_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_sqrt_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_exp_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_log_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_mant_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_exp_i32_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rcp_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rsq_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_sqrt_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_mant_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_fract_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_trunc_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_ceil_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rndne_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_floor_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_exp_i32_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_ldexp_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_ldexp_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_fma_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_trig_preop_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_scale_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_scale_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fmas_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fmas_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmp_lt_f32_absneg
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmp_nlt_f64_abs
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cndmask_b32_mods
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cndmask_b32_negabs
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fixup_f32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fixup_f16
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fixup_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmp_class_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmpx_class_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel

@@ -758,6 +758,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rcp_iflag_f32
@@ -765,6 +766,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rsq_f32
@@ -772,6 +774,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_sqrt_f32
@@ -779,6 +782,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_exp_f32
@@ -786,6 +790,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_log_f32
@@ -793,6 +798,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_mant_f32
@@ -800,6 +806,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_exp_i32_f32
@@ -807,6 +814,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rcp_f64
@@ -814,6 +822,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rsq_f64
@@ -821,6 +830,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_sqrt_f64
@@ -828,6 +838,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_mant_f64
@@ -835,6 +846,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_fract_f64
@@ -842,6 +854,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_trunc_f64
@@ -849,6 +862,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_ceil_f64
@@ -856,6 +870,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rndne_f64
@@ -863,6 +878,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_floor_f64
@@ -870,6 +886,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_exp_i32_f64
@@ -877,6 +894,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_ldexp_f32
@@ -884,6 +902,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_ldexp_f64
@@ -891,6 +910,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_fma_f64
@@ -898,6 +918,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_trig_preop_f64
@@ -905,6 +926,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_fmac_f64
@@ -912,6 +934,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_scale_f32
@@ -919,6 +942,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_scale_f64
@@ -926,6 +950,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fmas_f32
@@ -933,6 +958,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fmas_f64
@@ -940,6 +966,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmp_lt_f32_absneg
@@ -947,6 +974,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmp_nlt_f64_abs
@@ -954,6 +982,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cndmask_b32_mods
@@ -961,6 +990,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cndmask_b32_negabs
@@ -968,6 +998,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fixup_f32
@@ -975,6 +1006,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fixup_f16
@@ -982,6 +1014,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_div_fixup_f64
@@ -989,6 +1022,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmp_class_f64
@@ -996,6 +1030,7 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmpx_class_f64
@@ -1003,4 +1038,5 @@ v_cmpx_class_f64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel

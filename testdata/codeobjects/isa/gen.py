@@ -28,8 +28,11 @@ def cache_bits(cpu, text):
 
 
 class Asm:
-    def __init__(self, cpu):
+    def __init__(self, cpu, keep_denormals=False):
         self.cpu = cpu
+        # FLOAT_DENORM_MODE_32 3 (keep f32 denormals, as clang's HIP code does) instead of
+        # llvm-mc's default 0 (flush), for families whose references keep denormals.
+        self.keep_denormals = keep_denormals
         self.text = []
         self.kernels = []
 
@@ -69,6 +72,8 @@ class Asm:
                 out.append("\t\t.amdhsa_accum_offset %d" % vgprs)
             if extra:
                 out.append(extra)
+            if self.keep_denormals and "float_denorm_mode_32" not in extra:
+                out.append("\t\t.amdhsa_float_denorm_mode_32 3")
             out.append("\t.end_amdhsa_kernel")
         return "\n".join(out) + "\n"
 
@@ -201,7 +206,8 @@ def pk_mods(n, sel, hi, nl, nh, clamp):
 
 
 def vop3p(cpu):
-    a = Asm(cpu)
+    # f32 denormals kept (FLOAT_DENORM_MODE_32 3), as the references expect.
+    a = Asm(cpu, keep_denormals=True)
     ops = [(o, 2, False) for o in PK16_2] + [(o, 3, False) for o in PK16_3]
     if cpu in ("gfx90a", "gfx942"):
         ops += [(o, 2, True) for o in PK32_2] + [(o, 3, True) for o in PK32_3]
@@ -599,8 +605,9 @@ def dot(cpu):
 # mode_launch: p4[i] = MODE as the kernel descriptor sets it (denorm f32 flush, f16/f64 keep,
 # DX10 clamp and IEEE on). mode_set: p4[i] = MODE bits 4..7 after setting bits 4..5 to 3 with
 # s_setreg_imm32_b32, p5[i] = the whole MODE after clearing IEEE (bit 9) with s_setreg_b32.
-# mode_rtz: selects round toward zero, then v_add_f32 (not modelled: an error). mode_hw_id:
-# p4[i] = HW_REG_HW_ID (where the wave runs and which queue sent it).
+# mode_rtz: selects round toward zero, then v_rcp_f32 (not modelled: an error). mode_hw_id:
+# p4[i] = HW_REG_HW_ID (where the wave runs and which queue sent it). clocks: lane i stores,
+# as qwords, s_memrealtime to p4[3i], then two s_memtime reads to p4[3i+1] and p4[3i+2].
 def mode(cpu):
     a = Asm(cpu)
     kd = ("\t\t.amdhsa_float_denorm_mode_32 0\n\t\t.amdhsa_float_denorm_mode_16_64 3\n"
@@ -614,10 +621,19 @@ def mode(cpu):
                           "v_mov_b32 v5, s20", "global_store_dword v20, v5, s[12:13]",
                           "v_mov_b32 v5, s22", "global_store_dword v20, v5, s[14:15]"], extra=kd)
     a.kernel("mode_rtz", ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 0xf",
-                          "v_add_f32 v5, v20, v21", "global_store_dword v20, v5, s[12:13]"],
+                          "v_rcp_f32 v5, v20", "global_store_dword v20, v5, s[12:13]"],
              extra=kd)
     a.kernel("mode_hw_id", ["s_getreg_b32 s20, hwreg(HW_REG_HW_ID)", "v_mov_b32 v5, s20",
                             "global_store_dword v20, v5, s[12:13]"], extra=kd)
+    a.kernel("clocks", ["s_memrealtime s[20:21]", "s_memtime s[22:23]", "s_memtime s[24:25]",
+                        "s_waitcnt lgkmcnt(0)",
+                        "v_mul_u32_u24 v22, 24, v1",
+                        "v_mov_b32 v2, s20", "v_mov_b32 v3, s21",
+                        "v_mov_b32 v4, s22", "v_mov_b32 v5, s23",
+                        "v_mov_b32 v6, s24", "v_mov_b32 v7, s25",
+                        "global_store_dwordx2 v22, v[2:3], s[12:13]",
+                        "global_store_dwordx2 v22, v[4:5], s[12:13] offset:8",
+                        "global_store_dwordx2 v22, v[6:7], s[12:13] offset:16"])
     return a
 
 
@@ -664,6 +680,7 @@ def f16(cpu):
 
 
 # --- divide: IEEE division steps, reciprocal/square root, ldexp/frexp, f64 rounding ----------
+# (FLOAT_DENORM_MODE_32 3: f32 denormals kept, as the references expect.)
 # Lane i: sources p1[i], p2[i], p3[i] (dwords, or qwords for f64 operands), result to p4[i]
 # (a dword or qword). Kernels `<op>` run `op` on them; `v_div_scale_*` also store their
 # second destination (the lane mask) to p5[i] as a qword; `v_div_fmas_*` take VCC from
@@ -675,7 +692,7 @@ FDIV_U64 = ("v_rcp_f64 v_rsq_f64 v_sqrt_f64 v_frexp_mant_f64 v_fract_f64 v_trunc
 
 
 def divide(cpu):
-    a = Asm(cpu)
+    a = Asm(cpu, keep_denormals=True)
     d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v4, v20, s[8:9]",
            "global_load_dword v6, v20, s[10:11]", "global_load_dword v8, v20, s[14:15]",
            "s_waitcnt vmcnt(0)"]
@@ -893,6 +910,7 @@ def cmp16(cpu):
 
 
 # --- trans: hardware sine/cosine and the f16 transcendental ops --------------------------------
+# (FLOAT_DENORM_MODE_32 3: f32 denormals kept, as the references expect.)
 # Lane i: `<op>` of p1[i] (low half for f16) to p4[i]; `v_cmp(x)_class_f16` store the mask of
 # p1[i]'s class against p2[i] as 1/0 to p4[i].
 TRANS = ("v_sin_f32 v_cos_f32 v_rcp_f16 v_sqrt_f16 v_rsq_f16 v_log_f16 v_exp_f16 "
@@ -900,7 +918,7 @@ TRANS = ("v_sin_f32 v_cos_f32 v_rcp_f16 v_sqrt_f16 v_rsq_f16 v_log_f16 v_exp_f16
 
 
 def trans(cpu):
-    a = Asm(cpu)
+    a = Asm(cpu, keep_denormals=True)
     head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
             "s_waitcnt vmcnt(0)"]
     for op in TRANS:
@@ -913,11 +931,97 @@ def trans(cpu):
     return a
 
 
+# --- fpmode: what MODE does to float arithmetic ----------------------------------------------
+# Lane i: sources p1[i], p2[i], p3[i] (dwords; qwords for f64), result to p4[i]. The MODE
+# comes from the descriptor (`extra`), named in the kernel:
+# - `<op>_d<n>`: FLOAT_DENORM_MODE_32 (f32 ops) or _16_64 (f16/f64 ops) = n, the other 3;
+#   ops add_f32, mul_f32, fma_f32, mad_f32 (not gfx942, which has no v_mad_f32),
+#   max_f32, cvt_f16_f32, add_f64, add_f16;
+# - `<op>_ieee<n>`: IEEE_MODE n (denormals kept): min_f32, max_f32, max3_f32, med3_f32, min_f64,
+#   max_f16;
+# - `clamp_dx10_<n>`: DX10_CLAMP n, `v_add_f32 ... clamp`;
+# - `<op>_r<n>`: FLOAT_ROUND_MODE_32 n (denormals kept): add_f32, sub_f32, mul_f32,
+#   fma_f32, fmac_f32 (not gfx900), mad_f32 (not gfx942); `rcp_f32_r1` and `add_f64_r3`
+#   (FLOAT_ROUND_MODE_16_64 3) are not modelled: an error;
+# - `pk_add_f16_d<n>` (FLOAT_DENORM_MODE_16_64 n), `pk_mul_f32_d<n>` (gfx90a/gfx942,
+#   FLOAT_DENORM_MODE_32 n; qwords: two f32 per lane), `pk_max_f16_ieee<n>`: packed math
+#   under the modes, n 0 or 3 (ieee 0 or 1);
+# - `setreg_r2_add_f32`: round toward -inf selected by s_setreg at run time;
+# - `ldexp_f16` (and `ldexp_f16_clamp`, VOP3 with clamp): v_ldexp_f16 of p1[i] (f16) and
+#   p2[i] (the exponent).
+def fpmode(cpu):
+    a = Asm(cpu)
+    d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+           "global_load_dword v4, v20, s[10:11]", "s_waitcnt vmcnt(0)"]
+    d64 = ["global_load_dwordx2 v[2:3], v21, s[6:7]", "global_load_dwordx2 v[4:5], v21, s[8:9]",
+           "s_waitcnt vmcnt(0)"]
+    st32 = ["global_store_dword v20, v5, s[12:13]"]
+    st64 = ["global_store_dwordx2 v21, v[6:7], s[12:13]"]
+
+    def kd(d32=3, d64=3, ieee=1, dx10=1, r32=0, r64=0):
+        return ("\t\t.amdhsa_float_denorm_mode_32 %d\n\t\t.amdhsa_float_denorm_mode_16_64 %d\n"
+                "\t\t.amdhsa_ieee_mode %d\n\t\t.amdhsa_dx10_clamp %d\n"
+                "\t\t.amdhsa_float_round_mode_32 %d\n\t\t.amdhsa_float_round_mode_16_64 %d"
+                % (d32, d64, ieee, dx10, r32, r64))
+    mad = cpu != "gfx942"
+    f32_ops = {"add_f32": "v_add_f32 v5, v2, v3", "mul_f32": "v_mul_f32 v5, v2, v3",
+               "fma_f32": "v_fma_f32 v5, v2, v3, v4", "max_f32": "v_max_f32 v5, v2, v3",
+               "cvt_f16_f32": "v_cvt_f16_f32 v5, v2"}
+    if mad:
+        f32_ops["mad_f32"] = "v_mad_f32 v5, v2, v3, v4"
+    for d in range(4):
+        for name, ins in f32_ops.items():
+            dd = dict(d32=d) if name != "cvt_f16_f32" else dict(d32=d, d64=d)
+            a.kernel("%s_d%d" % (name, d), d32 + [ins] + st32, extra=kd(**dd))
+        a.kernel("add_f64_d%d" % d, d64 + ["v_add_f64 v[6:7], v[2:3], v[4:5]"] + st64,
+                 extra=kd(d64=d))
+        a.kernel("add_f16_d%d" % d, d32 + ["v_add_f16 v5, v2, v3"] + st32, extra=kd(d64=d))
+    for ieee in range(2):
+        a.kernel("min_f32_ieee%d" % ieee, d32 + ["v_min_f32 v5, v2, v3"] + st32, extra=kd(ieee=ieee))
+        a.kernel("max_f32_ieee%d" % ieee, d32 + ["v_max_f32 v5, v2, v3"] + st32, extra=kd(ieee=ieee))
+        a.kernel("max3_f32_ieee%d" % ieee, d32 + ["v_max3_f32 v5, v2, v3, v4"] + st32,
+                 extra=kd(ieee=ieee))
+        a.kernel("med3_f32_ieee%d" % ieee, d32 + ["v_med3_f32 v5, v2, v3, v4"] + st32,
+                 extra=kd(ieee=ieee))
+        a.kernel("max_f16_ieee%d" % ieee, d32 + ["v_max_f16 v5, v2, v3"] + st32, extra=kd(ieee=ieee))
+        a.kernel("min_f64_ieee%d" % ieee, d64 + ["v_min_f64 v[6:7], v[2:3], v[4:5]"] + st64,
+                 extra=kd(ieee=ieee))
+    for dx10 in range(2):
+        a.kernel("clamp_dx10_%d" % dx10, d32 + ["v_add_f32_e64 v5, v2, v3 clamp"] + st32,
+                 extra=kd(dx10=dx10))
+    rops = {"add_f32": "v_add_f32 v5, v2, v3", "sub_f32": "v_sub_f32 v5, v2, v3",
+            "mul_f32": "v_mul_f32 v5, v2, v3", "fma_f32": "v_fma_f32 v5, v2, v3, v4"}
+    if cpu != "gfx900":
+        rops["fmac_f32"] = "v_mov_b32 v5, v4\n\tv_fmac_f32 v5, v2, v3"
+    if mad:
+        rops["mad_f32"] = "v_mad_f32 v5, v2, v3, v4"
+    for r in range(4):
+        for name, ins in rops.items():
+            a.kernel("%s_r%d" % (name, r), d32 + [ins] + st32, extra=kd(r32=r))
+    a.kernel("rcp_f32_r1", d32 + ["v_rcp_f32 v5, v2"] + st32, extra=kd(r32=1))
+    a.kernel("add_f64_r3", d64 + ["v_add_f64 v[6:7], v[2:3], v[4:5]"] + st64, extra=kd(r64=3))
+    for d in (0, 3):
+        a.kernel("pk_add_f16_d%d" % d, d32 + ["v_pk_add_f16 v5, v2, v3"] + st32, extra=kd(d64=d))
+        if cpu in ("gfx90a", "gfx942"):
+            a.kernel("pk_mul_f32_d%d" % d,
+                     ["global_load_dwordx2 v[2:3], v21, s[6:7]",
+                      "global_load_dwordx2 v[4:5], v21, s[8:9]", "s_waitcnt vmcnt(0)",
+                      "v_pk_mul_f32 v[6:7], v[2:3], v[4:5]"] + st64, extra=kd(d32=d))
+    for ieee in range(2):
+        a.kernel("pk_max_f16_ieee%d" % ieee, d32 + ["v_pk_max_f16 v5, v2, v3"] + st32,
+                 extra=kd(ieee=ieee))
+    a.kernel("ldexp_f16", d32 + ["v_ldexp_f16 v5, v2, v3"] + st32, extra=kd())
+    a.kernel("ldexp_f16_clamp", d32 + ["v_ldexp_f16_e64 v5, v2, v3 clamp"] + st32, extra=kd())
+    a.kernel("setreg_r2_add_f32", d32 + ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 2), 2",
+                                         "v_add_f32 v5, v2, v3"] + st32, extra=kd())
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
             "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
             "divide": divide, "sendmsg": sendmsg, "lanes": lanes, "d16": d16,
             "format": format_family, "cmp16": cmp16,
-            "trans": trans}
+            "trans": trans, "fpmode": fpmode}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 

@@ -50,7 +50,7 @@ mode_rtz:
 	v_lshlrev_b32 v21, 3, v1
 	s_waitcnt lgkmcnt(0)
 	s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 0xf
-	v_add_f32 v5, v20, v21
+	v_rcp_f32 v5, v20
 	global_store_dword v20, v5, s[12:13]
 	s_endpgm
 .Lmode_rtz_end:
@@ -71,6 +71,33 @@ mode_hw_id:
 	s_endpgm
 .Lmode_hw_id_end:
 	.size mode_hw_id, .Lmode_hw_id_end-mode_hw_id
+
+	.globl clocks
+	.p2align 8
+	.type clocks,@function
+clocks:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_memrealtime s[20:21]
+	s_memtime s[22:23]
+	s_memtime s[24:25]
+	s_waitcnt lgkmcnt(0)
+	v_mul_u32_u24 v22, 24, v1
+	v_mov_b32 v2, s20
+	v_mov_b32 v3, s21
+	v_mov_b32 v4, s22
+	v_mov_b32 v5, s23
+	v_mov_b32 v6, s24
+	v_mov_b32 v7, s25
+	global_store_dwordx2 v22, v[2:3], s[12:13]
+	global_store_dwordx2 v22, v[4:5], s[12:13] offset:8
+	global_store_dwordx2 v22, v[6:7], s[12:13] offset:16
+	s_endpgm
+.Lclocks_end:
+	.size clocks, .Lclocks_end-clocks
 
 	.rodata
 	.p2align 6
@@ -112,4 +139,10 @@ mode_hw_id:
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_dx10_clamp 1
 		.amdhsa_ieee_mode 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel clocks
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
 	.end_amdhsa_kernel

@@ -265,6 +265,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cos_f32
@@ -272,6 +273,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rcp_f16
@@ -279,6 +281,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_sqrt_f16
@@ -286,6 +289,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_rsq_f16
@@ -293,6 +297,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_log_f16
@@ -300,6 +305,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_exp_f16
@@ -307,6 +313,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_mant_f16
@@ -314,6 +321,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_frexp_exp_i16_f16
@@ -321,6 +329,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_fract_f16
@@ -328,6 +337,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_sin_f16
@@ -335,6 +345,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cos_f16
@@ -342,6 +353,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmp_class_f16
@@ -349,6 +361,7 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_cmpx_class_f16
@@ -356,4 +369,5 @@ v_cmpx_class_f16:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel

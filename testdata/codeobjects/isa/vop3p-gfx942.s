@@ -3201,6 +3201,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_lo_u16__110000
@@ -3208,6 +3209,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_lo_u16__300000
@@ -3215,6 +3217,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_lo_u16__220000
@@ -3222,6 +3225,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_lo_u16__010001
@@ -3229,6 +3233,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_lo_u16__030001
@@ -3236,6 +3241,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_i16__030000
@@ -3243,6 +3249,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_i16__110000
@@ -3250,6 +3257,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_i16__300000
@@ -3257,6 +3265,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_i16__220000
@@ -3264,6 +3273,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_i16__030010
@@ -3271,6 +3281,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_i16__010001
@@ -3278,6 +3289,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_i16__030001
@@ -3285,6 +3297,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_i16__030000
@@ -3292,6 +3305,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_i16__110000
@@ -3299,6 +3313,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_i16__300000
@@ -3306,6 +3321,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_i16__220000
@@ -3313,6 +3329,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_i16__030010
@@ -3320,6 +3337,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_i16__010001
@@ -3327,6 +3345,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_i16__030001
@@ -3334,6 +3353,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshlrev_b16__030000
@@ -3341,6 +3361,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshlrev_b16__110000
@@ -3348,6 +3369,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshlrev_b16__300000
@@ -3355,6 +3377,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshlrev_b16__220000
@@ -3362,6 +3385,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshlrev_b16__010001
@@ -3369,6 +3393,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshlrev_b16__030001
@@ -3376,6 +3401,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshrrev_b16__030000
@@ -3383,6 +3409,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshrrev_b16__110000
@@ -3390,6 +3417,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshrrev_b16__300000
@@ -3397,6 +3425,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshrrev_b16__220000
@@ -3404,6 +3433,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshrrev_b16__010001
@@ -3411,6 +3441,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_lshrrev_b16__030001
@@ -3418,6 +3449,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_ashrrev_i16__030000
@@ -3425,6 +3457,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_ashrrev_i16__110000
@@ -3432,6 +3465,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_ashrrev_i16__300000
@@ -3439,6 +3473,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_ashrrev_i16__220000
@@ -3446,6 +3481,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_ashrrev_i16__010001
@@ -3453,6 +3489,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_ashrrev_i16__030001
@@ -3460,6 +3497,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_i16__030000
@@ -3467,6 +3505,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_i16__110000
@@ -3474,6 +3513,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_i16__300000
@@ -3481,6 +3521,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_i16__220000
@@ -3488,6 +3529,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_i16__010001
@@ -3495,6 +3537,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_i16__030001
@@ -3502,6 +3545,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_i16__030000
@@ -3509,6 +3553,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_i16__110000
@@ -3516,6 +3561,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_i16__300000
@@ -3523,6 +3569,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_i16__220000
@@ -3530,6 +3577,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_i16__010001
@@ -3537,6 +3585,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_i16__030001
@@ -3544,6 +3593,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_u16__030000
@@ -3551,6 +3601,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_u16__110000
@@ -3558,6 +3609,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_u16__300000
@@ -3565,6 +3617,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_u16__220000
@@ -3572,6 +3625,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_u16__030010
@@ -3579,6 +3633,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_u16__010001
@@ -3586,6 +3641,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_u16__030001
@@ -3593,6 +3649,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_u16__030000
@@ -3600,6 +3657,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_u16__110000
@@ -3607,6 +3665,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_u16__300000
@@ -3614,6 +3673,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_u16__220000
@@ -3621,6 +3681,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_u16__030010
@@ -3628,6 +3689,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_u16__010001
@@ -3635,6 +3697,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_sub_u16__030001
@@ -3642,6 +3705,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_u16__030000
@@ -3649,6 +3713,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_u16__110000
@@ -3656,6 +3721,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_u16__300000
@@ -3663,6 +3729,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_u16__220000
@@ -3670,6 +3737,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_u16__010001
@@ -3677,6 +3745,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_u16__030001
@@ -3684,6 +3753,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_u16__030000
@@ -3691,6 +3761,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_u16__110000
@@ -3698,6 +3769,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_u16__300000
@@ -3705,6 +3777,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_u16__220000
@@ -3712,6 +3785,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_u16__010001
@@ -3719,6 +3793,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_u16__030001
@@ -3726,6 +3801,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__030000
@@ -3733,6 +3809,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__110000
@@ -3740,6 +3817,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__300000
@@ -3747,6 +3825,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__220000
@@ -3754,6 +3833,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__031200
@@ -3761,6 +3841,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__033300
@@ -3768,6 +3849,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__030010
@@ -3775,6 +3857,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__010001
@@ -3782,6 +3865,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f16__030001
@@ -3789,6 +3873,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__030000
@@ -3796,6 +3881,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__110000
@@ -3803,6 +3889,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__300000
@@ -3810,6 +3897,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__220000
@@ -3817,6 +3905,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__031200
@@ -3824,6 +3913,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__033300
@@ -3831,6 +3921,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__030010
@@ -3838,6 +3929,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__010001
@@ -3845,6 +3937,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f16__030001
@@ -3852,6 +3945,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__030000
@@ -3859,6 +3953,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__110000
@@ -3866,6 +3961,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__300000
@@ -3873,6 +3969,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__220000
@@ -3880,6 +3977,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__031200
@@ -3887,6 +3985,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__033300
@@ -3894,6 +3993,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__030010
@@ -3901,6 +4001,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__010001
@@ -3908,6 +4009,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_min_f16__030001
@@ -3915,6 +4017,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__030000
@@ -3922,6 +4025,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__110000
@@ -3929,6 +4033,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__300000
@@ -3936,6 +4041,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__220000
@@ -3943,6 +4049,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__031200
@@ -3950,6 +4057,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__033300
@@ -3957,6 +4065,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__030010
@@ -3964,6 +4073,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__010001
@@ -3971,6 +4081,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_max_f16__030001
@@ -3978,6 +4089,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__070000
@@ -3985,6 +4097,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__150000
@@ -3992,6 +4105,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__700000
@@ -3999,6 +4113,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__260000
@@ -4006,6 +4121,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__430000
@@ -4013,6 +4129,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__340000
@@ -4020,6 +4137,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__070010
@@ -4027,6 +4145,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__050001
@@ -4034,6 +4153,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_i16__070001
@@ -4041,6 +4161,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__070000
@@ -4048,6 +4169,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__150000
@@ -4055,6 +4177,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__700000
@@ -4062,6 +4185,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__260000
@@ -4069,6 +4193,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__430000
@@ -4076,6 +4201,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__340000
@@ -4083,6 +4209,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__070010
@@ -4090,6 +4217,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__050001
@@ -4097,6 +4225,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mad_u16__070001
@@ -4104,6 +4233,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__070000
@@ -4111,6 +4241,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__150000
@@ -4118,6 +4249,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__700000
@@ -4125,6 +4257,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__260000
@@ -4132,6 +4265,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__430000
@@ -4139,6 +4273,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__340000
@@ -4146,6 +4281,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__071200
@@ -4153,6 +4289,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__077700
@@ -4160,6 +4297,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__070010
@@ -4167,6 +4305,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__050001
@@ -4174,6 +4313,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f16__070001
@@ -4181,6 +4321,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f32__030000
@@ -4188,6 +4329,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f32__110000
@@ -4195,6 +4337,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f32__300000
@@ -4202,6 +4345,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f32__220000
@@ -4209,6 +4353,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f32__031200
@@ -4216,6 +4361,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f32__033300
@@ -4223,6 +4369,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mul_f32__030010
@@ -4230,6 +4377,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f32__030000
@@ -4237,6 +4385,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f32__110000
@@ -4244,6 +4393,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f32__300000
@@ -4251,6 +4401,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f32__220000
@@ -4258,6 +4409,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f32__031200
@@ -4265,6 +4417,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f32__033300
@@ -4272,6 +4425,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_add_f32__030010
@@ -4279,6 +4433,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mov_b32__030000
@@ -4286,6 +4441,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mov_b32__110000
@@ -4293,6 +4449,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mov_b32__300000
@@ -4300,6 +4457,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_mov_b32__220000
@@ -4307,6 +4465,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__070000
@@ -4314,6 +4473,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__150000
@@ -4321,6 +4481,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__700000
@@ -4328,6 +4489,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__260000
@@ -4335,6 +4497,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__430000
@@ -4342,6 +4505,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__340000
@@ -4349,6 +4513,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__071200
@@ -4356,6 +4521,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__077700
@@ -4363,6 +4529,7 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_pk_fma_f32__070010
@@ -4370,4 +4537,5 @@ v_pk_fma_f32__070010:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel

@@ -1,0 +1,570 @@
+//! What the MODE register does to VALU float arithmetic: denormal flushing (FP_DENORM),
+//! the directed rounding modes (FP_ROUND) of f32 add/multiply/fused multiply-add, NaN
+//! handling of `v_min`/`v_max` with IEEE mode on or off (IEEE), and the `clamp` modifier's
+//! NaN rule (DX10_CLAMP).
+//!
+//! MODE fields (Vega ISA §3.8 "Mode register"; the same on CDNA1/2/3):
+//! - FP_ROUND `[3:0]`: `[1:0]` f32, `[3:2]` f64 and f16; 0 round to nearest even, 1 toward
+//!   +∞, 2 toward −∞, 3 toward zero.
+//! - FP_DENORM `[7:4]`: `[5:4]` f32, `[7:6]` f64 and f16; 0 flush input and output
+//!   denormals, 1 keep input denormals and flush output ones, 2 flush input denormals and
+//!   keep output ones, 3 keep both. A flushed denormal becomes a zero of its sign.
+//! - DX10_CLAMP `[8]`: the `clamp` output modifier turns a NaN into +0 when set, passes it
+//!   through when clear.
+//! - IEEE `[9]`: `v_min_*`/`v_max_*` (and their 3-operand forms) quiet a signaling NaN
+//!   input and return it when set; when clear a signaling NaN is an ordinary NaN, which
+//!   loses to a number.
+//!
+//! Which instructions honour FP_DENORM here: every VALU instruction with float sources or
+//! a float result, except those that only move or classify bits (`v_mov_*`,
+//! `v_cndmask_b32`, `v_cmp*_class_*`); only the float sources are flushed
+//! (`v_ldexp_*`'s and `v_trig_preop_f64`'s second source is an integer).
+//! `v_mad_f32`/`v_mac_f32` flush f32 denormals (sources, the product and the result)
+//! whatever the mode: LLVM's AMDGPU backend selects them for `fmuladd` only when f32
+//! denormals are flushed, as they do not support denormals. Packed math (VOP3P
+//! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; MFMA, dot
+//! and `v_fma_mix*` instructions are not covered yet (they keep denormals).
+//!
+//! Directed rounding: f32 `v_add`/`v_sub`/`v_subrev`/`v_mul`/`v_fma`/`v_fmac`/`v_mad`/
+//! `v_mac` compute the exact result as an unevaluated sum of two f64 (an exact product, and
+//! Knuth's TwoSum error term for a sum) and round it to f32 by the mode. Float operations
+//! whose result does not depend on rounding (min/max, compares, `v_floor` and kin, f32→f64
+//! and f16→f32 conversions) run under any mode; any other float instruction under a
+//! non-default FP_ROUND for its precision is an illegal-instruction error naming the
+//! instruction and the mode ([`round_error`]).
+
+use super::decode::Instruction;
+use hsa_core::{error, Error, Status};
+
+/// FP_ROUND value: round toward +∞.
+const ROUND_UP: u32 = 1;
+/// FP_ROUND value: round toward −∞.
+const ROUND_DOWN: u32 = 2;
+/// FP_ROUND value: round toward zero.
+const ROUND_ZERO: u32 = 3;
+
+/// The float precision of a source or result, for FP_DENORM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// Not a float (or not flushed).
+    None,
+    /// f16, MODE FP_DENORM `[7:6]`.
+    F16,
+    /// f32, MODE FP_DENORM `[5:4]`.
+    F32,
+    /// f64, MODE FP_DENORM `[7:6]`.
+    F64,
+}
+
+/// `bits` (of precision `kind`) with a denormal replaced by a zero of its sign.
+#[inline]
+pub(super) fn flush(kind: Kind, bits: u64) -> u64 {
+    match kind {
+        Kind::None => bits,
+        Kind::F16 if bits & 0x7C00 == 0 => bits & !0x7FFF,
+        Kind::F32 if bits & 0x7F80_0000 == 0 => bits & !0x7FFF_FFFF,
+        Kind::F64 if bits & 0x7FF0_0000_0000_0000 == 0 => bits & 1 << 63,
+        _ => bits,
+    }
+}
+
+/// What MODE asks of one VALU instruction, worked out once per instruction
+/// ([`FloatMode::for_valu`]) and applied per lane.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct FloatMode {
+    /// Flush denormal float sources of this precision.
+    pub flush_in: Kind,
+    /// Which sources (bit i: source i) are floats of `flush_in`'s precision.
+    pub float_srcs: u8,
+    /// Flush a denormal result of this precision.
+    pub flush_out: Kind,
+    /// MODE.IEEE.
+    pub ieee: bool,
+    /// MODE.DX10_CLAMP.
+    pub dx10_clamp: bool,
+    /// MODE FP_ROUND `[1:0]`, the f32 rounding mode.
+    pub round32: u32,
+}
+
+impl FloatMode {
+    /// The mode for VALU mnemonic `name` (whose sources are f32, f64 or f16 as the flags
+    /// say) under MODE register value `mode`.
+    pub(super) fn for_valu(
+        mode: u32,
+        name: &str,
+        f32_in: bool,
+        f64_in: bool,
+        f16_in: bool,
+    ) -> Self {
+        let bits_only = name.starts_with("v_mov_")
+            || name == "v_cndmask_b32"
+            || name.starts_with("v_cmp") && name.contains("_class_");
+        let mad32 = matches!(name, "v_mad_f32" | "v_mac_f32" | "v_mad_legacy_f32");
+        // Keep flags: FP_DENORM bit 0 of a precision's pair keeps input denormals, bit 1
+        // keeps output denormals.
+        let d32 = if mad32 { 0 } else { mode >> 4 & 3 };
+        let d64 = mode >> 6 & 3;
+        let in_kind = if bits_only {
+            Kind::None
+        } else if f32_in {
+            Kind::F32
+        } else if f64_in {
+            Kind::F64
+        } else if f16_in {
+            Kind::F16
+        } else {
+            Kind::None
+        };
+        let keep_in = match in_kind {
+            Kind::F32 => d32 & 1 != 0,
+            Kind::F64 | Kind::F16 => d64 & 1 != 0,
+            Kind::None => true,
+        };
+        let out_kind = if bits_only {
+            Kind::None
+        } else {
+            result_kind(name)
+        };
+        let keep_out = match out_kind {
+            Kind::F32 => d32 & 2 != 0,
+            Kind::F64 | Kind::F16 => d64 & 2 != 0,
+            Kind::None => true,
+        };
+        let float_srcs = if name.starts_with("v_ldexp_") || name == "v_trig_preop_f64" {
+            0b001
+        } else {
+            0b111
+        };
+        FloatMode {
+            flush_in: if keep_in { Kind::None } else { in_kind },
+            float_srcs,
+            flush_out: if keep_out { Kind::None } else { out_kind },
+            ieee: mode >> 9 & 1 != 0,
+            dx10_clamp: mode >> 8 & 1 != 0,
+            round32: mode & 3,
+        }
+    }
+
+    /// Source `i`'s value `v` as the instruction sees it (flushed when it is a float
+    /// denormal the mode flushes).
+    #[inline]
+    pub(super) fn src(&self, i: usize, v: u64) -> u64 {
+        if self.flush_in != Kind::None && self.float_srcs >> i & 1 != 0 {
+            flush(self.flush_in, v)
+        } else {
+            v
+        }
+    }
+
+    /// The result `r` as written (flushed when it is a denormal the mode flushes).
+    #[inline]
+    pub(super) fn result(&self, r: u64) -> u64 {
+        flush(self.flush_out, r)
+    }
+
+    /// An f32 result with the `clamp` modifier: [0, 1], −0 → +0, NaN → +0 with DX10_CLAMP
+    /// set and NaN unchanged with it clear.
+    pub(super) fn clamp32(&self, x: f32) -> f32 {
+        if x.is_nan() {
+            if self.dx10_clamp {
+                0.0
+            } else {
+                x
+            }
+        } else {
+            x.clamp(0.0, 1.0)
+        }
+    }
+
+    /// An f16 result (bits) with the `clamp` modifier, NaN as [`FloatMode::clamp32`].
+    pub(super) fn clamp16(&self, h: u16) -> u16 {
+        if !self.dx10_clamp && h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 {
+            h
+        } else {
+            super::f16::clamp01(h)
+        }
+    }
+
+    /// The f32 result of `name` on sources `a`, `b`, `c` (`c` is the accumulator of
+    /// `v_mac`/`v_fmac`) rounded by a non-default f32 FP_ROUND; `None` when the mode is
+    /// round-to-nearest-even, the instruction is not one rounded here, or an operand is
+    /// infinite or NaN (the result is then the same in every mode).
+    pub(super) fn directed32(&self, name: &str, a: f32, b: f32, c: f32) -> Option<f32> {
+        let rm = self.round32;
+        if rm == 0 || [a, b, c].iter().any(|x| !x.is_finite()) {
+            return None;
+        }
+        Some(match name {
+            "v_add_f32" => add32(a, b, rm),
+            "v_sub_f32" => add32(a, -b, rm),
+            "v_subrev_f32" => add32(b, -a, rm),
+            "v_mul_f32" => round32(f64::from(a) * f64::from(b), 0.0, rm),
+            "v_fma_f32" | "v_fmac_f32" => fma32(a, b, c, rm),
+            "v_mad_f32" | "v_mac_f32" => mad32(a, b, c, rm),
+            _ => return None,
+        })
+    }
+}
+
+/// The precision of `name`'s result: the type the mnemonic ends in (for conversions the
+/// one after `v_cvt_`), `None` for integer results and compares.
+fn result_kind(name: &str) -> Kind {
+    let ty = match name.strip_prefix("v_cvt_") {
+        Some(rest) => rest.split('_').next().unwrap_or(""),
+        None if name.starts_with("v_cmp") || name.starts_with("v_frexp_exp") => "",
+        None => name.rsplit('_').next().unwrap_or(""),
+    };
+    match ty {
+        "f16" => Kind::F16,
+        "f32" => Kind::F32,
+        "f64" => Kind::F64,
+        _ => Kind::None,
+    }
+}
+
+/// Whether instruction `inst` cannot run under MODE `mode`'s FP_ROUND: false when the
+/// rounding mode of each float precision it names is round-to-nearest-even, when its
+/// result does not depend on rounding, or when it is an f32 operation
+/// [`FloatMode::directed32`] rounds (without an output multiplier or SDWA).
+pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
+    let name = inst.name();
+    let round = mode & 0xF;
+    let exact = name.starts_with("v_cmp")
+        || name.starts_with("v_min")
+        || name.starts_with("v_max")
+        || name.starts_with("v_med3")
+        || name.starts_with("v_mov")
+        || name.starts_with("v_cndmask")
+        || name.starts_with("v_accvgpr")
+        || name.starts_with("v_frexp")
+        || [
+            "v_floor",
+            "v_ceil",
+            "v_trunc",
+            "v_rndne",
+            "v_cvt_f64_f32",
+            "v_cvt_f32_f16",
+        ]
+        .iter()
+        .any(|p| name.starts_with(p));
+    let directed32 = matches!(
+        name,
+        "v_add_f32"
+            | "v_sub_f32"
+            | "v_subrev_f32"
+            | "v_mul_f32"
+            | "v_fma_f32"
+            | "v_fmac_f32"
+            | "v_mad_f32"
+            | "v_mac_f32"
+    ) && inst.mods.omod == 0
+        && inst.mods.sdwa.is_none();
+    let bad32 = name.contains("f32") && round & 3 != 0 && !exact && !directed32;
+    let bad64 = (name.contains("f64") || name.contains("f16")) && round >> 2 != 0 && !exact;
+    bad32 || bad64
+}
+
+/// The error for an instruction [`round_unsupported`] refuses: [`Status::IllegalInstruction`]
+/// naming the instruction and the FP_ROUND value.
+pub(super) fn round_error(mode: u32, inst: &Instruction) -> Error {
+    let round = mode & 0xF;
+    let rm = if inst.name().contains("f32") && round & 3 != 0 {
+        round & 3
+    } else {
+        round >> 2
+    };
+    error!(
+        Status::IllegalInstruction,
+        "{} under MODE.FP_ROUND {round:#x} (round {}): only round to nearest even is \
+         modelled for it (directed rounding covers f32 add, sub, mul, fma, mad)",
+        inst.name(),
+        round_name(rm)
+    )
+}
+
+fn round_name(rm: u32) -> &'static str {
+    match rm {
+        ROUND_UP => "toward +inf",
+        ROUND_DOWN => "toward -inf",
+        ROUND_ZERO => "toward zero",
+        _ => "nearest even",
+    }
+}
+
+/// Knuth's TwoSum: `(s, e)` with `s = fl(a + b)` and `a + b = s + e` exactly.
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    let e = (a - (s - bb)) + (b - bb);
+    (s, e)
+}
+
+/// The next f32 above `x` (+0 above −0 is the smallest denormal; +∞ stays).
+fn next_up(x: f32) -> f32 {
+    if x.is_nan() || x == f32::INFINITY {
+        return x;
+    }
+    if x == 0.0 {
+        return f32::from_bits(1);
+    }
+    let b = x.to_bits();
+    f32::from_bits(if x > 0.0 { b + 1 } else { b - 1 })
+}
+
+/// The next f32 below `x`.
+fn next_down(x: f32) -> f32 {
+    -next_up(-x)
+}
+
+/// The finite value `hi + lo` (exactly; `|lo|` at most half an f64 ulp of `hi`) rounded to
+/// f32 by FP_ROUND value `rm`: round to nearest even first, then one step toward the
+/// exact value when the mode's direction asks for it. For `rm` 0 `lo` must be 0 (a
+/// nonzero `lo` could break an f32 tie that `hi` alone shows).
+fn round32(hi: f64, lo: f64, rm: u32) -> f32 {
+    let n = hi as f32;
+    if n.is_infinite() {
+        // Beyond the largest finite f32 by at least half an ulp.
+        let pos = n > 0.0;
+        return match rm {
+            ROUND_ZERO => f32::MAX.copysign(n),
+            ROUND_UP if !pos => -f32::MAX,
+            ROUND_DOWN if pos => f32::MAX,
+            _ => n,
+        };
+    }
+    // hi − n is exact (they are within an f32 ulp of each other); its sign, or lo's when
+    // it is zero, says on which side of n the exact value lies.
+    let d = hi - f64::from(n);
+    let rem = if d != 0.0 { d } else { lo };
+    if rem == 0.0 {
+        return n;
+    }
+    match rm {
+        ROUND_UP if rem > 0.0 => next_up(n),
+        ROUND_DOWN if rem < 0.0 => next_down(n),
+        ROUND_ZERO if n == 0.0 => 0f32.copysign(rem as f32),
+        ROUND_ZERO if n > 0.0 && rem < 0.0 => next_down(n),
+        ROUND_ZERO if n < 0.0 && rem > 0.0 => next_up(n),
+        _ => n,
+    }
+}
+
+/// `V_MAD_F32`: `a × b` rounded by `rm` and flushed, plus `c`, rounded by `rm` (the
+/// caller flushes the sources and the result).
+pub(super) fn mad32(a: f32, b: f32, c: f32, rm: u32) -> f32 {
+    let p = round32(f64::from(a) * f64::from(b), 0.0, rm);
+    let p = f32::from_bits(flush(Kind::F32, u64::from(p.to_bits())) as u32);
+    if !p.is_finite() || !c.is_finite() {
+        return p + c;
+    }
+    add32(p, c, rm)
+}
+
+/// `a + b` rounded by `rm`; an exact zero sum is −0 when rounding toward −∞ unless both
+/// terms are +0 (IEEE 754 §6.3).
+fn add32(a: f32, b: f32, rm: u32) -> f32 {
+    if rm == 0 {
+        // round32 rounds hi alone to nearest: exact for the directed modes only.
+        return a + b;
+    }
+    let (hi, lo) = two_sum(f64::from(a), f64::from(b));
+    exact_zero_sign(round32(hi, lo, rm), hi, f64::from(a), f64::from(b), rm)
+}
+
+/// `a × b + c` with one rounding by `rm` (the product is exact in f64).
+fn fma32(a: f32, b: f32, c: f32, rm: u32) -> f32 {
+    if rm == 0 {
+        return a.mul_add(b, c);
+    }
+    let p = f64::from(a) * f64::from(b);
+    let (hi, lo) = two_sum(p, f64::from(c));
+    exact_zero_sign(round32(hi, lo, rm), hi, p, f64::from(c), rm)
+}
+
+fn exact_zero_sign(r: f32, hi: f64, x: f64, y: f64, rm: u32) -> f32 {
+    let both_pos_zero = x.to_bits() == 0 && y.to_bits() == 0;
+    if hi == 0.0 && rm == ROUND_DOWN && !both_pos_zero {
+        -0.0
+    } else {
+        r
+    }
+}
+
+/// Bits of an f16, f32 or f64 (`sign` its sign bit, `quiet` its quiet-NaN bit).
+#[derive(Clone, Copy)]
+pub(super) struct Fmt {
+    sign: u64,
+    quiet: u64,
+}
+
+/// f16.
+pub(super) const H: Fmt = Fmt {
+    sign: 1 << 15,
+    quiet: 1 << 9,
+};
+/// f32.
+pub(super) const S: Fmt = Fmt {
+    sign: 1 << 31,
+    quiet: 1 << 22,
+};
+/// f64.
+pub(super) const D: Fmt = Fmt {
+    sign: 1 << 63,
+    quiet: 1 << 51,
+};
+
+impl Fmt {
+    fn is_nan(self, x: u64) -> bool {
+        let mag = x & (self.sign - 1);
+        // Exponent all ones (the bits between the quiet bit's field and the sign) and a
+        // nonzero fraction.
+        let exp_mask = (self.sign - 1) & !((self.quiet << 1) - 1);
+        mag & exp_mask == exp_mask && mag & ((self.quiet << 1) - 1) != 0
+    }
+
+    /// Total order key of a non-NaN value: negative values reversed, −0 below +0.
+    fn key(self, x: u64) -> i128 {
+        let mag = i128::from(x & (self.sign - 1));
+        if x & self.sign != 0 {
+            -mag - 1
+        } else {
+            mag
+        }
+    }
+}
+
+/// `V_MIN_*` (`max` false) or `V_MAX_*` of float bits `a`, `b` in format `f` (Vega ISA
+/// VOP2 `V_MIN_F32`/`V_MAX_F32`, the same rule for F16/F64): with IEEE mode a signaling
+/// NaN source (src0 first) gives itself quieted; then a NaN source gives the other source;
+/// −0 is below +0; otherwise the smaller (larger) value.
+pub(super) fn min_max(f: Fmt, a: u64, b: u64, max: bool, ieee: bool) -> u64 {
+    let snan = |x: u64| f.is_nan(x) && x & f.quiet == 0;
+    if ieee && snan(a) {
+        return a | f.quiet;
+    }
+    if ieee && snan(b) {
+        return b | f.quiet;
+    }
+    if f.is_nan(a) {
+        return b;
+    }
+    if f.is_nan(b) {
+        return a;
+    }
+    if (f.key(a) < f.key(b)) != max {
+        a
+    } else {
+        b
+    }
+}
+
+/// `V_MED3_*` of float bits `a`, `b`, `c` (Vega ISA VOP3 `V_MED3_F32`): with a NaN source
+/// the [`min_max`] minimum of the three; otherwise the larger of the two sources other than
+/// the maximum (the first of them that equals the maximum when several do).
+pub(super) fn med3(f: Fmt, a: u64, b: u64, c: u64, ieee: bool) -> u64 {
+    if f.is_nan(a) || f.is_nan(b) || f.is_nan(c) {
+        let ab = min_max(f, a, b, false, ieee);
+        return min_max(f, ab, c, false, ieee);
+    }
+    let max3 = min_max(f, min_max(f, a, b, true, ieee), c, true, ieee);
+    if max3 == a {
+        min_max(f, b, c, true, ieee)
+    } else if max3 == b {
+        min_max(f, a, c, true, ieee)
+    } else {
+        min_max(f, a, b, true, ieee)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flush_keeps_the_sign_and_only_touches_denormals() {
+        assert_eq!(flush(Kind::F32, 0x8000_0001), 0x8000_0000);
+        assert_eq!(flush(Kind::F32, 0x007F_FFFF), 0);
+        assert_eq!(flush(Kind::F32, 0x0080_0000), 0x0080_0000);
+        assert_eq!(flush(Kind::F16, 0x83FF), 0x8000);
+        assert_eq!(flush(Kind::F16, 0x0400), 0x0400);
+        assert_eq!(flush(Kind::F64, 1), 0);
+        assert_eq!(flush(Kind::F64, 0x8000_0000_0000_0001), 1 << 63);
+        assert_eq!(flush(Kind::None, 1), 1);
+    }
+
+    #[test]
+    fn modes_decode_per_precision() {
+        // FP_DENORM f32 = 2 (flush in, keep out), f64/f16 = 1 (keep in, flush out).
+        let m = FloatMode::for_valu(0b01_10 << 4, "v_add_f32", true, false, false);
+        assert_eq!((m.flush_in, m.flush_out), (Kind::F32, Kind::None));
+        let m = FloatMode::for_valu(0b01_10 << 4, "v_add_f64", false, true, false);
+        assert_eq!((m.flush_in, m.flush_out), (Kind::None, Kind::F64));
+        // v_mad_f32 flushes in every mode.
+        let m = FloatMode::for_valu(0xF0, "v_mad_f32", true, false, false);
+        assert_eq!((m.flush_in, m.flush_out), (Kind::F32, Kind::F32));
+        // Bit moves do not flush; ldexp's exponent is not a float.
+        let m = FloatMode::for_valu(0, "v_cndmask_b32", true, false, false);
+        assert_eq!((m.flush_in, m.flush_out), (Kind::None, Kind::None));
+        let m = FloatMode::for_valu(0, "v_ldexp_f32", true, false, false);
+        assert_eq!(m.src(1, 1), 1);
+        assert_eq!(m.src(0, 1), 0);
+        let m = FloatMode::for_valu(0, "v_cvt_f16_f32", true, false, false);
+        assert_eq!((m.flush_in, m.flush_out), (Kind::F32, Kind::F16));
+        let m = FloatMode::for_valu(0, "v_cvt_i32_f32", true, false, false);
+        assert_eq!(m.flush_out, Kind::None);
+    }
+
+    #[test]
+    fn directed_rounding_of_f32() {
+        let one = 1.0f32;
+        let tiny = f32::from_bits(0x3380_0000); // 2^-24: half an ulp of 1
+        assert_eq!(add32(one, tiny, 0), one);
+        assert_eq!(add32(one, tiny, ROUND_UP), next_up(one));
+        assert_eq!(add32(one, tiny, ROUND_DOWN), one);
+        assert_eq!(add32(-one, -tiny, ROUND_DOWN), -next_up(one));
+        assert_eq!(add32(-one, -tiny, ROUND_ZERO), -one);
+        assert_eq!(add32(one, -tiny, ROUND_ZERO), next_down(one));
+        // x + (−x) is −0 only toward −∞.
+        assert_eq!(add32(one, -one, ROUND_DOWN).to_bits(), 0x8000_0000);
+        assert_eq!(add32(one, -one, ROUND_UP).to_bits(), 0);
+        assert_eq!(add32(0.0, 0.0, ROUND_DOWN).to_bits(), 0);
+        // Overflow: toward zero gives MAX, toward +∞ of a negative gives −MAX.
+        assert_eq!(add32(f32::MAX, f32::MAX, ROUND_ZERO), f32::MAX);
+        assert_eq!(add32(-f32::MAX, -f32::MAX, ROUND_UP), -f32::MAX);
+        assert_eq!(add32(-f32::MAX, -f32::MAX, ROUND_DOWN), f32::NEG_INFINITY);
+        // Underflow of a product: toward +∞ the smallest denormal, toward zero +0.
+        let m = f32::MIN_POSITIVE;
+        assert_eq!(
+            round32(f64::from(m) * f64::from(m), 0.0, ROUND_UP).to_bits(),
+            1
+        );
+        assert_eq!(
+            round32(f64::from(m) * f64::from(m), 0.0, ROUND_ZERO).to_bits(),
+            0
+        );
+        assert_eq!(
+            round32(-f64::from(m) * f64::from(m), 0.0, ROUND_DOWN).to_bits(),
+            0x8000_0001
+        );
+        // fma: 1 × 1 + 2^-30 rounds up only toward +∞.
+        let e = f32::from_bits(0x3080_0000);
+        assert_eq!(fma32(one, one, e, ROUND_UP), next_up(one));
+        assert_eq!(fma32(one, one, e, ROUND_ZERO), one);
+        assert_eq!(fma32(one, one, -e, ROUND_ZERO), next_down(one));
+    }
+
+    #[test]
+    fn min_max_nan_rules() {
+        let snan = 0x7F80_0001u64;
+        let qnan = 0x7FC0_0000u64;
+        let two = 2f32.to_bits() as u64;
+        assert_eq!(min_max(S, snan, two, false, true), 0x7FC0_0001);
+        assert_eq!(min_max(S, two, snan, true, true), 0x7FC0_0001);
+        assert_eq!(min_max(S, snan, two, false, false), two);
+        assert_eq!(min_max(S, qnan, two, true, true), two);
+        assert_eq!(min_max(S, 0x8000_0000, 0, false, true), 0x8000_0000);
+        assert_eq!(min_max(S, 0, 0x8000_0000, true, true), 0);
+        assert_eq!(min_max(H, 0x7C01, 0x3C00, false, true), 0x7E01);
+        assert_eq!(min_max(D, 0x7FF0_0000_0000_0001, 0, true, false), 0);
+    }
+}
