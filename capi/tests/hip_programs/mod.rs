@@ -2,9 +2,11 @@
 //! `kfd-emu/tests/hip.rs` (run on Debian's libhsa-runtime64 under kfd-emu, and compared with
 //! this library): `capi/hip/hip_check.hip`, the code-object file `capi/hip/module_kernels.hip`
 //! and `capi/hip/rocprim_check.hip` (rocPRIM's device algorithms, Debian's librocprim-dev
-//! 5.3.3), built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3); the sections of
-//! both programs, each run in its own process (HIP aborts the process on a queue error); and
-//! what each section's run means ([`outcome`]).
+//! 5.3.3), built with Debian's hipcc (HIP 5.2.3) as fat binaries for every processor of
+//! [`HIPCC_ARCHS`] (HIP's runtime loads the code object of the agent's processor); the
+//! sections of both programs, each run in its own process (HIP aborts the process on a queue
+//! error); the emulated device's profiles they run on besides the default MI210-like gfx90a
+//! ([`PROFILES`], [`profile_sections`]); and what each section's run means ([`outcome`]).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -21,6 +23,48 @@ pub fn eight_mi210s() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
         .join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology")
+}
+
+/// The processors hipcc compiles the programs for, one `--offload-arch=` each, into one fat
+/// binary (a clang offload bundle of one code object per processor). Debian's hipcc (clang
+/// 15) stops before gfx942; a gfx942 build (clang-19) is a build of its own.
+pub const HIPCC_ARCHS: [&str; 4] = ["gfx900", "gfx906", "gfx908", "gfx90a"];
+
+/// The emulated device's built-in profiles (`HSA_RT_PROFILE`, `kfd-emu --profile`) the
+/// hipcc-built programs run on besides the default one (the MI210-like gfx90a): each profile's
+/// name is the processor its GPU agent reports, whose code object of the fat binary HIP must
+/// load (`hsa_emu::device::builtin_topology_for`: gfx900 on the MI210-like machine, gfx906 an
+/// MI60, gfx908 an MI100).
+pub const PROFILES: [&str; 3] = ["gfx900", "gfx906", "gfx908"];
+
+/// Largest size `rocprim_sort` sorts on a profile of [`PROFILES`] (`rocprim_check
+/// rocprim_sort 4097`: 1, 1000 and 4097 elements, several blocks with a partial last one):
+/// its 30011-element sorts take a minute in the interpreter, so they run on the default
+/// profile only.
+pub const PROFILE_SORT_MAX: &str = "4097";
+
+/// The sections a profile of [`PROFILES`] runs, with their arguments after the section's name:
+/// every section of [`SECTIONS`] but `multigpu` (its topology is the 8-MI210 capture) and
+/// every section of [`ROCPRIM_SECTIONS`] (`rocprim_sort` up to [`PROFILE_SORT_MAX`]
+/// elements). `rocprim_*` sections are left out without librocprim-dev.
+pub fn profile_sections(programs: &Programs) -> Vec<(&'static str, Vec<String>)> {
+    let mut out = Vec::new();
+    for section in SECTIONS.iter().chain(&ROCPRIM_SECTIONS) {
+        if *section == "multigpu"
+            || (section.starts_with("rocprim_") && programs.rocprim_check.is_none())
+        {
+            continue;
+        }
+        let mut args: Vec<String> = section_args(section, programs)
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        if *section == "rocprim_sort" {
+            args.push(PROFILE_SORT_MAX.to_owned());
+        }
+        out.push((*section, args));
+    }
+    out
 }
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
@@ -106,12 +150,12 @@ pub fn hipcc() -> Option<PathBuf> {
         .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-/// Compiles `capi/hip/<src>` with hipcc for gfx90a (`extra` before the source) into
-/// `dir/out`.
+/// Compiles `capi/hip/<src>` with hipcc for every processor of [`HIPCC_ARCHS`] (`extra`
+/// before the source) into `dir/out`.
 fn build(hipcc: &Path, dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
     let exe = dir.join(out);
     let o = Command::new(hipcc)
-        .arg("--offload-arch=gfx90a")
+        .args(HIPCC_ARCHS.map(|a| format!("--offload-arch={a}")))
         .args(extra)
         .arg(Path::new(HIP_DIR).join(src))
         .arg("-o")
@@ -131,7 +175,8 @@ pub struct Programs {
     /// `hip_check`, linked (as hipcc links) to libamdhip64, which loads
     /// `libhsa-runtime64.so.1` by its soname.
     pub hip_check: PathBuf,
-    /// `module_kernels.co`, the code-object file of the `module` section.
+    /// `module_kernels.co`, the code-object file of the `module` section (with several
+    /// processors, a clang offload bundle, which `hipModuleLoad` unbundles).
     pub module_co: PathBuf,
     /// `rocprim_check` (built with `-std=c++17`, which rocPRIM 5.3's headers need); `None`
     /// without `/usr/include/rocprim/rocprim.hpp` (Debian's librocprim-dev).
