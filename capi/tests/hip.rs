@@ -33,7 +33,7 @@ fn programs() -> Option<&'static (PathBuf, Programs)> {
         .get_or_init(|| {
             let hipcc = hip_programs::hipcc()?;
             let libdir = common::library_dir("hip");
-            let programs = hip_programs::build_programs(&hipcc, &libdir);
+            let programs = hip_programs::build_programs(&hipcc);
             Some((libdir, programs))
         })
         .as_ref()

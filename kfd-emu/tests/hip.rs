@@ -39,7 +39,7 @@ fn built() -> Option<&'static (PathBuf, Programs)> {
         .get_or_init(|| {
             let hipcc = hip_programs::hipcc()?;
             let dir = common::capi_library_dir();
-            let programs = hip_programs::build_programs(&hipcc, &dir);
+            let programs = hip_programs::build_programs(&hipcc);
             Some((dir, programs))
         })
         .as_ref()

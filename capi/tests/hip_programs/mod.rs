@@ -151,15 +151,39 @@ pub fn hipcc() -> Option<PathBuf> {
 }
 
 /// Compiles `capi/hip/<src>` with hipcc for every processor of [`HIPCC_ARCHS`] (`extra`
-/// before the source) into `dir/out`.
-fn build(hipcc: &Path, dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
-    let exe = dir.join(out);
+/// before the source) into `<cache>/<out>-<key>`, or finds it there already: `<cache>` is
+/// `hip-programs` in cargo's workspace-wide test directory (`CARGO_TARGET_TMPDIR`), `<key>` a
+/// hash of hipcc's arguments, the source's text and `hipcc --version`, so that
+/// `capi/tests/hip.rs` and `kfd-emu/tests/hip.rs` (and a second run) compile each program
+/// once. Written under a temporary name and renamed, so a reader never sees half a file.
+fn build(hipcc: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let source = Path::new(HIP_DIR).join(src);
+    let mut args: Vec<String> = HIPCC_ARCHS
+        .iter()
+        .map(|a| format!("--offload-arch={a}"))
+        .collect();
+    args.extend(extra.iter().map(|e| (*e).to_owned()));
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    args.hash(&mut h);
+    std::fs::read(&source)
+        .expect("read the HIP source")
+        .hash(&mut h);
+    if let Ok(v) = Command::new(hipcc).arg("--version").output() {
+        v.stdout.hash(&mut h);
+    }
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hip-programs");
+    std::fs::create_dir_all(&cache).expect("create the HIP programs' cache");
+    let exe = cache.join(format!("{out}-{:016x}", h.finish()));
+    if exe.is_file() {
+        return exe;
+    }
+    let partial = cache.join(format!("{out}.{}.partial", std::process::id()));
     let o = Command::new(hipcc)
-        .args(HIPCC_ARCHS.map(|a| format!("--offload-arch={a}")))
-        .args(extra)
-        .arg(Path::new(HIP_DIR).join(src))
+        .args(&args)
+        .arg(&source)
         .arg("-o")
-        .arg(&exe)
+        .arg(&partial)
         .output()
         .expect("run hipcc");
     assert!(
@@ -167,6 +191,7 @@ fn build(hipcc: &Path, dir: &Path, src: &str, out: &str, extra: &[&str]) -> Path
         "hipcc {src} failed:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    std::fs::rename(&partial, &exe).expect("rename the built program");
     exe
 }
 
@@ -183,26 +208,20 @@ pub struct Programs {
     pub rocprim_check: Option<PathBuf>,
 }
 
-/// Builds hip_check and the module's code object into `dir` with `hipcc`.
-pub fn build_programs(hipcc: &Path, dir: &Path) -> Programs {
+/// Builds hip_check, the module's code object and rocprim_check with `hipcc` (or finds them
+/// built: see `build`).
+pub fn build_programs(hipcc: &Path) -> Programs {
     Programs {
-        hip_check: build(hipcc, dir, "hip_check.hip", "hip_check", &[]),
+        hip_check: build(hipcc, "hip_check.hip", "hip_check", &[]),
         module_co: build(
             hipcc,
-            dir,
             "module_kernels.hip",
             "module_kernels.co",
             &["--genco"],
         ),
-        rocprim_check: Path::new(ROCPRIM_HEADER).is_file().then(|| {
-            build(
-                hipcc,
-                dir,
-                "rocprim_check.hip",
-                "rocprim_check",
-                &["-std=c++17"],
-            )
-        }),
+        rocprim_check: Path::new(ROCPRIM_HEADER)
+            .is_file()
+            .then(|| build(hipcc, "rocprim_check.hip", "rocprim_check", &["-std=c++17"])),
     }
 }
 
