@@ -127,7 +127,7 @@ fn topology(o: &Options) -> Result<Topology, String> {
         }
         (None, None | Some("builtin")) => hsa_emu::builtin_topology(),
         (None, Some(name)) => {
-            builtin_profile(name).map_err(|e| format!("--profile: {}", e.detail()))?
+            builtin_profile(name).map_err(|e| format!("--profile {name}: {}", e.detail()))?
         }
     };
     complete_capture(&mut t);
