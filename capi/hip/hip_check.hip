@@ -1,5 +1,6 @@
 // HIP programs run on hsa-rt's libhsa-runtime64 (capi/tests/hip.rs builds this file with
-// hipcc --offload-arch=gfx90a and runs one section per process on the emulated device).
+// hipcc for gfx900, gfx906, gfx908 and gfx90a in one fat binary and runs one section per
+// process on the emulated device's profile of each).
 // Every result is compared with what the host computes; a section prints
 // "hip_check: <section> ok" and exits 0, or prints "FAIL ..." and exits 1.
 #include <hip/hip_runtime.h>
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #define CHECK(x)                                                                         \
@@ -441,7 +443,7 @@ static int module_section(const char* path) {
     } while (0)
 
 // hipRTC: a kernel compiled from a string at run time (hiprtcCompileProgram, through comgr)
-// for gfx90a, its code object loaded with hipModuleLoadData and launched with
+// for the device's processor (gcnArchName up to its first ':', e.g. gfx906), its code object loaded with hipModuleLoadData and launched with
 // hipModuleLaunchKernel's kernelParams.
 static const char RTC_SOURCE[] =
     "extern \"C\" __global__ void axpy_rtc(int a, const int* x, int* y, int n) {\n"
@@ -452,7 +454,11 @@ static const char RTC_SOURCE[] =
 static int hiprtc_section() {
     hiprtcProgram prog;
     RTC_CHECK(hiprtcCreateProgram(&prog, RTC_SOURCE, "axpy_rtc.hip", 0, nullptr, nullptr));
-    const char* options[] = {"--gpu-architecture=gfx90a"};
+    hipDeviceProp_t prop;
+    CHECK(hipGetDeviceProperties(&prop, 0));
+    std::string arch = prop.gcnArchName;
+    std::string option = "--gpu-architecture=" + arch.substr(0, arch.find(':'));
+    const char* options[] = {option.c_str()};
     hiprtcResult built = hiprtcCompileProgram(prog, 1, options);
     if (built != HIPRTC_SUCCESS) {
         size_t log_size = 0;

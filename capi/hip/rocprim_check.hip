@@ -1,6 +1,7 @@
 // rocPRIM's device-wide algorithms (Debian's librocprim-dev 5.3.3, header-only) run on the
-// emulated gfx90a: capi/tests/hip.rs builds this file with hipcc --offload-arch=gfx90a and
-// runs one section per process; kfd-emu/tests/hip.rs runs the same sections on Debian's ROCR.
+// emulated gfx900, gfx906, gfx908 and gfx90a: capi/tests/hip.rs builds this file with hipcc
+// for all four (one fat binary) and runs one section per process on each profile;
+// kfd-emu/tests/hip.rs runs the same sections on Debian's ROCR.
 // Each section runs its algorithm on several sizes (one element, a non-power-of-two inside
 // one block, and several blocks with a partial last one) and compares every result with
 // what the host computes from the same input. A section prints "rocprim_check: <section> ok"
@@ -11,7 +12,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <numeric>
 #include <utility>
 #include <vector>
@@ -26,8 +29,11 @@
     } while (0)
 
 // The sizes every algorithm runs on: 1, inside one block (not a power of two), a few blocks
-// with a partial last one, and many blocks.
-static const unsigned SIZES[] = {1, 1000, 4097, 30011};
+// with a partial last one, and many blocks. `rocprim_check SECTION MAX` runs only the sizes up
+// to MAX (the tests' runs on more targets than one keep to the smaller sizes of the slowest
+// section).
+static const unsigned ALL_SIZES[] = {1, 1000, 4097, 30011};
+static std::vector<unsigned> SIZES(std::begin(ALL_SIZES), std::end(ALL_SIZES));
 
 // Deterministic input: a 64-bit LCG (Knuth's MMIX constants), its high 32 bits.
 struct Lcg {
@@ -235,6 +241,15 @@ static int histogram_section() {
 int main(int argc, char** argv) {
     if (argc < 2) return 2;
     const char* s = argv[1];
+    if (argc > 2) {
+        unsigned long max = strtoul(argv[2], nullptr, 10);
+        SIZES.erase(std::remove_if(SIZES.begin(), SIZES.end(), [max](unsigned n) { return n > max; }),
+                    SIZES.end());
+        if (SIZES.empty()) {
+            printf("FAIL no size up to %s\n", argv[2]);
+            return 2;
+        }
+    }
     int r;
     if (!strcmp(s, "rocprim_reduce")) r = reduce_section();
     else if (!strcmp(s, "rocprim_scan")) r = scan_section();

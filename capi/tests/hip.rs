@@ -1,7 +1,10 @@
 //! HIP programs on this runtime: `hip/hip_check.hip` (and the code-object file
-//! `hip/module_kernels.hip`) and `hip/rocprim_check.hip` (rocPRIM's device algorithms) built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3), run
-//! against the built `libhsa-runtime64.so.1` on the emulated MI210, which interprets the
-//! kernels' real gfx90a machine code. Each section runs in its own process (HIP aborts the
+//! `hip/module_kernels.hip`) and `hip/rocprim_check.hip` (rocPRIM's device algorithms) built
+//! with Debian's hipcc (HIP 5.2.3) for gfx900, gfx906, gfx908 and gfx90a in one fat binary,
+//! run against the built `libhsa-runtime64.so.1` on the emulated MI210 (gfx90a), which
+//! interprets the kernels' real machine code, and on the built-in gfx900, gfx906 (MI60) and
+//! gfx908 (MI100) profiles (`HSA_RT_PROFILE`, [`hip_programs::PROFILES`]), where HIP loads
+//! the code object of that processor. Each section runs in its own process (HIP aborts the
 //! process on a queue error) and compares its results with the host's.
 //!
 //! The programs, their sections and what a run of one means are `hip_programs` (shared with
@@ -30,7 +33,7 @@ fn programs() -> Option<&'static (PathBuf, Programs)> {
         .get_or_init(|| {
             let hipcc = hip_programs::hipcc()?;
             let libdir = common::library_dir("hip");
-            let programs = hip_programs::build_programs(&hipcc, &libdir);
+            let programs = hip_programs::build_programs(&hipcc);
             Some((libdir, programs))
         })
         .as_ref()
@@ -58,7 +61,8 @@ fn run(section: &str, args: &[&Path], sysfs: Option<&Path>) -> Option<Output> {
         .env_remove("HSA_RT_EMULATION")
         // The emulated device then prints each queue error with its instruction.
         .env("HSA_RT_LOG", "1")
-        .env_remove("HSA_RT_SYSFS");
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_PROFILE");
     if let Some(dir) = sysfs {
         cmd.env("HSA_RT_SYSFS", dir);
     }
@@ -106,6 +110,75 @@ fn check(section: &str) {
         }
         other => panic!("hip_check {section}: {other:?}"),
     }
+}
+
+/// Runs every section of [`hip_programs::profile_sections`] on the emulated device's built-in
+/// profile `profile` (`HSA_RT_PROFILE`) and asserts each one's expected outcome (passing, or
+/// the `fault` section's memory fault); `vector_add` runs with `HSA_RT_LOG=debug` and must
+/// have loaded the code object of `profile`'s processor (the loader refuses any other on that
+/// agent) and interpreted its kernel on that processor.
+fn check_profile(profile: &str) {
+    let Some((libdir, programs)) = programs() else {
+        println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
+        return;
+    };
+    let mut failures = Vec::new();
+    for (section, args) in hip_programs::profile_sections(programs) {
+        let (exe, _) = hip_programs::program(section, programs).expect("built");
+        let log = if section == "vector_add" {
+            "debug"
+        } else {
+            "1"
+        };
+        let out = Command::new(exe)
+            .arg(section)
+            .args(&args)
+            .env("LD_LIBRARY_PATH", libdir)
+            .env("HSA_RT_DEVICE", "emulated")
+            .env("HSA_RT_PROFILE", profile)
+            .env("HSA_RT_LOG", log)
+            .env_remove("HSA_RT_EMULATION")
+            .env_remove("HSA_RT_SYSFS")
+            .output()
+            .expect("run a HIP program");
+        let outcome = hip_programs::outcome(section, &out);
+        if !hip_programs::expected(section, &outcome) {
+            failures.push(format!("{section}: {outcome:?}"));
+        } else if let Outcome::IsaGap(missing) = outcome {
+            println!("{profile} {section}: expected failure: {missing}");
+        }
+        if section == "vector_add" {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            for want in [
+                format!("hsa-rt: code object for {profile}:"),
+                format!(" interpreted on {profile}: "),
+            ] {
+                if !stderr.contains(&want) {
+                    failures.push(format!("vector_add: no {want:?} in\n{stderr}"));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "on {profile}: {failures:#?}");
+}
+
+/// Every section but `multigpu` on the emulated gfx900 (the MI210-like machine with a gfx900
+/// agent), HIP loading the fat binary's gfx900 code object.
+#[test]
+fn hip_and_rocprim_sections_on_gfx900() {
+    check_profile("gfx900");
+}
+
+/// Every section but `multigpu` on the emulated MI60 (gfx906), from its gfx906 code object.
+#[test]
+fn hip_and_rocprim_sections_on_gfx906() {
+    check_profile("gfx906");
+}
+
+/// Every section but `multigpu` on the emulated MI100 (gfx908), from its gfx908 code object.
+#[test]
+fn hip_and_rocprim_sections_on_gfx908() {
+    check_profile("gfx908");
 }
 
 #[test]
@@ -167,8 +240,9 @@ fn hip_module_load_and_launch() {
 }
 
 /// hipRTC: a kernel compiled from a string at run time (`hiprtcCompileProgram` with
-/// `--gpu-architecture=gfx90a`, through Debian's libamd-comgr2), its code object loaded with
-/// `hipModuleLoadData` and launched with `hipModuleLaunchKernel`.
+/// `--gpu-architecture=` the device's processor, gfx90a here, through Debian's
+/// libamd-comgr2), its code object loaded with `hipModuleLoadData` and launched with
+/// `hipModuleLaunchKernel`.
 #[test]
 fn hiprtc_compile_load_and_launch() {
     check("hiprtc");

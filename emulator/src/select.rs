@@ -5,7 +5,8 @@
 //! `HSA_RT_DEVICE=kfd|emulated` forces one; otherwise `/dev/kfd` when it exists, else the
 //! emulated device, announced once (a `log::warn!` record: on stderr under the C library's and the
 //! tools' logger). `HSA_RT_SYSFS=DIR` gives the emulated device a
-//! captured KFD topology instead of its built-in profile. `HSA_XNACK=0|1` sets the process's
+//! captured KFD topology instead of its built-in profile, `HSA_RT_PROFILE=NAME` another of its
+//! built-in profiles ([`crate::device::BUILTIN_PROFILES`]). `HSA_XNACK=0|1` sets the process's
 //! XNACK mode on either. Values are read as [`hsa_linux::env`] says (empty means unset).
 
 use std::ffi::OsStr;
@@ -21,7 +22,7 @@ use hsa_linux::LinuxPlatform;
 
 use crate::device::EmulatedKfd;
 
-pub use hsa_linux::env::{DEVICE_ENV, SYSFS_ENV, XNACK_ENV};
+pub use hsa_linux::env::{DEVICE_ENV, PROFILE_ENV, SYSFS_ENV, XNACK_ENV};
 
 /// The XNACK mode a value of `HSA_XNACK` (a choice, [`hsa_linux::env::parse_choice`]) asks for:
 /// `Some(true)` for `1`, `Some(false)` for `0`, `None` (the kernel's mode) when unset or
@@ -154,7 +155,9 @@ static ANNOUNCED: AtomicBool = AtomicBool::new(false);
 /// [`open_default`] is that, keeping the emulated device's handle.
 ///
 /// # Errors
-/// As [`device_request`], [`choose_device`] and [`xnack_request`]; the errors of
+/// As [`device_request`], [`choose_device`], [`xnack_request`] and [`profile_request`];
+/// [`Status::InvalidArgument`] when both `HSA_RT_SYSFS` and `HSA_RT_PROFILE` are set; the
+/// errors of
 /// [`Topology::read`] (sysfs or `HSA_RT_SYSFS`), [`DevKfd::open`], `make_emulated` and
 /// [`LinuxPlatform::with_xnack`].
 pub fn open_with(
@@ -171,11 +174,17 @@ pub fn open_with(
             LinuxPlatform::with_xnack(driver, topology, xnack)
         }
         DeviceChoice::Emulated { announce } => {
-            let mut topology = match hsa_linux::env::path(SYSFS_ENV) {
-                Some(dir) => Topology::read(&dir).map_err(|e| {
+            let profile = profile_request()?;
+            let mut topology = match (hsa_linux::env::path(SYSFS_ENV), profile) {
+                (Some(dir), Some(name)) => bail!(
+                    Status::InvalidArgument,
+                    "{SYSFS_ENV}={dir:?} and {PROFILE_ENV}={name} exclude each other"
+                ),
+                (Some(dir), None) => Topology::read(&dir).map_err(|e| {
                     hsa_core::error!(e.status(), "{SYSFS_ENV}={dir:?}: {}", e.detail())
                 })?,
-                None => builtin_topology(),
+                (None, Some(name)) => crate::device::builtin_profile(name)?,
+                (None, None) => builtin_topology(),
             };
             // A capture's CPU nodes are unnamed: named as libhsakmt names them.
             topology.name_cpus_from_host();
@@ -187,6 +196,15 @@ pub fn open_with(
             LinuxPlatform::with_xnack(driver, topology, xnack)
         }
     }
+}
+
+/// The built-in profile `HSA_RT_PROFILE` names, `None` when it is unset or empty.
+///
+/// # Errors
+/// [`Status::InvalidArgument`] naming the value and the profiles for any other value.
+pub fn profile_request() -> Result<Option<&'static str>, Error> {
+    let names = crate::device::BUILTIN_PROFILES.map(|(n, _)| (n, n));
+    hsa_linux::env::choice(PROFILE_ENV, &names)
 }
 
 /// The emulated device over the captured topology at `dir` (`--sysfs` of hsainfo and the

@@ -19,9 +19,10 @@
 //!   which answers `/dev/kfd` and the render nodes from the emulated device (see its docs);
 //! - with `--trace FILE`, every ioctl and mmap of those files recorded in FILE.
 //!
-//! Profiles (`--profile`): `builtin` (the default: the MI210-like gfx90a of
-//! `hsa_emu::builtin_topology`), or one of `gfx900`, `gfx90a`, `gfx942`, `gfx1030`,
-//! `gfx1100` (`hsa_emu::device::builtin_topology_for`).
+//! Profiles (`--profile`, `hsa_emu::device::BUILTIN_PROFILES`): `builtin` (the default: the
+//! MI210-like gfx90a of `hsa_emu::builtin_topology`), or one of `gfx900`, `gfx906` (an MI60),
+//! `gfx908` (an MI100), `gfx90a`, `gfx942`, `gfx1030`, `gfx1100`
+//! (`hsa_emu::device::builtin_topology_for`).
 //!
 //! Exit status: COMMAND's (kfd-emu replaces itself with it); 2 for a usage error; 1 when the
 //! namespace or the topology cannot be set up, with a message saying why (e.g. neither root
@@ -52,7 +53,7 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use hsa_emu::device::{builtin_topology_for, complete_capture};
+use hsa_emu::device::{builtin_profile, complete_capture};
 use hsa_linux::topology::Topology;
 
 /// The preloaded library's file name.
@@ -61,7 +62,8 @@ const PRELOAD_NAME: &str = "libkfd_emu_preload.so";
 const USAGE: &str =
     "usage: kfd-emu [--sysfs DIR | --profile NAME] [--trace FILE] [--] COMMAND [ARGS...]
   --sysfs DIR      emulate the captured KFD topology at DIR (its topology/ root)
-  --profile NAME   a built-in profile: builtin (default), gfx900, gfx90a, gfx942, gfx1030, gfx1100
+  --profile NAME   a built-in profile: builtin (default), gfx900, gfx906, gfx908, gfx90a,
+                   gfx942, gfx1030, gfx1100
   --trace FILE     record every ioctl and mmap of /dev/kfd and the render nodes in FILE";
 
 struct Options {
@@ -125,20 +127,7 @@ fn topology(o: &Options) -> Result<Topology, String> {
         }
         (None, None | Some("builtin")) => hsa_emu::builtin_topology(),
         (None, Some(name)) => {
-            let version = match name {
-                "gfx900" => 90000,
-                "gfx90a" => 90010,
-                "gfx942" => 90402,
-                "gfx1030" => 100300,
-                "gfx1100" => 110000,
-                other => {
-                    return Err(format!(
-                        "--profile {other}: the profiles are builtin, gfx900, gfx90a, gfx942, \
-                         gfx1030 and gfx1100"
-                    ))
-                }
-            };
-            builtin_topology_for(version).map_err(|e| e.detail().to_string())?
+            builtin_profile(name).map_err(|e| format!("--profile {name}: {}", e.detail()))?
         }
     };
     complete_capture(&mut t);
@@ -301,6 +290,9 @@ mod tests {
             "unknown option --bogus"
         );
         let e = topology(&parse(args(&["--profile", "gfx1", "x"])).unwrap()).unwrap_err();
-        assert!(e.contains("gfx1:"), "{e}");
+        assert!(
+            e.contains("\"gfx1\"") && e.contains("gfx906, gfx908"),
+            "{e}"
+        );
     }
 }

@@ -1,7 +1,9 @@
 //! The project's HIP test programs (capi's `hip_programs`: `capi/hip/hip_check.hip` and
-//! `capi/hip/rocprim_check.hip`, built with Debian's hipcc for gfx90a), linked as hipcc links them — Debian's libamdhip64 (HIP
-//! 5.2.3), which loads `libhsa-runtime64.so.1` — run twice per section, on the emulated
-//! device: on hsa-rt's library (`LD_LIBRARY_PATH`, `HSA_RT_DEVICE=emulated`), and on
+//! `capi/hip/rocprim_check.hip`, built with Debian's hipcc for gfx900, gfx906, gfx908 and
+//! gfx90a in one fat binary), linked as hipcc links them — Debian's libamdhip64 (HIP 5.2.3),
+//! which loads `libhsa-runtime64.so.1` — run twice per section, on the emulated device (the
+//! MI210-like gfx90a; some also on the built-in gfx906, gfx900 and gfx908 profiles, which ROCR
+//! 5.2 supports too): on hsa-rt's library (`LD_LIBRARY_PATH`, `HSA_RT_DEVICE=emulated`), and on
 //! Debian's ROCR 5.2.3 with its libhsakmt under kfd-emu (the emulated amdkfd and CP). Each
 //! section must pass on both, or fail the same known way on both ([`hip_programs::outcome`]:
 //! the `fault` section's memory fault, which ROCR reports from its VM-fault handler and
@@ -37,7 +39,7 @@ fn built() -> Option<&'static (PathBuf, Programs)> {
         .get_or_init(|| {
             let hipcc = hip_programs::hipcc()?;
             let dir = common::capi_library_dir();
-            let programs = hip_programs::build_programs(&hipcc, &dir);
+            let programs = hip_programs::build_programs(&hipcc);
             Some((dir, programs))
         })
         .as_ref()
@@ -51,11 +53,84 @@ fn on_ours(libdir: &Path, exe: &Path, args: &[String], sysfs: Option<&Path>) -> 
         .env("HSA_RT_DEVICE", "emulated")
         .env("HSA_RT_LOG", "1")
         .env_remove("HSA_RT_EMULATION")
-        .env_remove("HSA_RT_SYSFS");
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_PROFILE");
     if let Some(dir) = sysfs {
         cmd.env("HSA_RT_SYSFS", dir);
     }
     cmd.output().expect("run hip_check")
+}
+
+/// Runs each of `sections` (those of [`hip_programs::profile_sections`]) on the built-in
+/// profile `profile` on both libraries (`HSA_RT_PROFILE`; `kfd-emu --profile`) and asserts
+/// the same expected outcome on both.
+fn profile_on_both(profile: &str, sections: &[&str]) {
+    let Some((libdir, programs)) = built() else {
+        println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
+        return;
+    };
+    for (section, args) in hip_programs::profile_sections(programs) {
+        if !sections.contains(&section) {
+            continue;
+        }
+        let (exe, _) = hip_programs::program(section, programs).expect("built");
+        let mut argv = vec![section.to_owned()];
+        argv.extend(args);
+        let options = ["--profile".to_owned(), profile.to_owned()];
+        let args: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let Some(rocr) = common::kfd_emu_with(&options, &[], exe, &args) else {
+            return;
+        };
+        let ours = Command::new(exe)
+            .args(&argv)
+            .env("LD_LIBRARY_PATH", libdir)
+            .env("HSA_RT_DEVICE", "emulated")
+            .env("HSA_RT_PROFILE", profile)
+            .env("HSA_RT_LOG", "1")
+            .env_remove("HSA_RT_EMULATION")
+            .env_remove("HSA_RT_SYSFS")
+            .output()
+            .expect("run a HIP program");
+        let (ours, rocr) = (
+            hip_programs::outcome(section, &ours),
+            hip_programs::outcome(section, &rocr),
+        );
+        assert!(
+            hip_programs::expected(section, &rocr),
+            "{section} on {profile} on Debian's ROCR under kfd-emu: {rocr:?}"
+        );
+        assert!(
+            hip_programs::expected(section, &ours),
+            "{section} on {profile} on hsa-rt: {ours:?}"
+        );
+        assert_eq!(ours, rocr, "{section} on {profile}: hsa-rt, then ROCR");
+    }
+}
+
+/// Every section of `hip_programs::profile_sections` (all but `multigpu`; rocPRIM's sorts up
+/// to 4097 elements) on the emulated MI60 (gfx906), on both libraries.
+#[test]
+fn hip_and_rocprim_sections_on_gfx906_on_both() {
+    profile_on_both(
+        "gfx906",
+        &hip_programs::SECTIONS
+            .iter()
+            .chain(&hip_programs::ROCPRIM_SECTIONS)
+            .copied()
+            .collect::<Vec<_>>(),
+    );
+}
+
+/// vector_add, atomics, printf and rocPRIM's reduce on the emulated gfx900 and MI100
+/// (gfx908), on both libraries (the full list runs on hsa-rt in `capi/tests/hip.rs`).
+#[test]
+fn hip_sections_on_gfx900_and_gfx908_on_both() {
+    for profile in ["gfx900", "gfx908"] {
+        profile_on_both(
+            profile,
+            &["vector_add", "atomics", "printf", "rocprim_reduce"],
+        );
+    }
 }
 
 /// `hip_check ARGS` on Debian's ROCR under kfd-emu (`sysfs`: a capture; `envs` added);

@@ -28,6 +28,11 @@ pub const DEVICE_ENV: &str = "HSA_RT_DEVICE";
 /// emulated device instead of its built-in profile; unset or empty: the built-in profile.
 pub const SYSFS_ENV: &str = "HSA_RT_SYSFS";
 
+/// `HSA_RT_PROFILE`, a choice: which of the emulated device's built-in profiles it plays
+/// (`builtin`, `gfx900`, `gfx906`, `gfx908`, `gfx90a`, `gfx942`, `gfx1030`, `gfx1100`: hsa-emu's
+/// `device::BUILTIN_PROFILES`); unset or empty: `builtin`. Excludes `HSA_RT_SYSFS`.
+pub const PROFILE_ENV: &str = "HSA_RT_PROFILE";
+
 /// `HSA_XNACK`, a choice, as ROCR reads it: `1` asks for XNACK on, `0` for off; unset or
 /// empty leaves the kernel's mode. Not a switch: unset and `0` mean different things.
 pub const XNACK_ENV: &str = "HSA_XNACK";

@@ -59,6 +59,8 @@ pub fn gfx_target_version_from_device_id(device_id: u32) -> Option<u32> {
 /// ignored).
 const MARKETING_NAMES: &[(u32, &str)] = &[
     (0x6860, "AMD Radeon Instinct MI25"),
+    (0x66a1, "AMD Instinct MI60 / MI50"),
+    (0x738c, "AMD Instinct MI100"),
     (0x7408, "AMD Instinct MI250X"),
     (0x740c, "AMD Instinct MI250X / MI250"),
     (0x740f, "AMD Instinct MI210"),

@@ -5,9 +5,10 @@
 use std::process::{Command, Output};
 
 /// Every variable the runtime reads.
-const VARIABLES: [&str; 5] = [
+const VARIABLES: [&str; 6] = [
     "HSA_RT_DEVICE",
     "HSA_RT_SYSFS",
+    "HSA_RT_PROFILE",
     "HSA_RT_EMULATION",
     "HSA_XNACK",
     "HSA_RT_LOG",
@@ -68,6 +69,13 @@ fn unknown_values_are_errors_naming_the_variable() {
             "on",
             "hsainfo: HSA_XNACK value 'on': expected '0' or '1' (empty or unset: the default) \
              (HSA_STATUS_ERROR_INVALID_ARGUMENT)\n",
+        ),
+        (
+            "HSA_RT_PROFILE",
+            "mi50",
+            "hsainfo: HSA_RT_PROFILE value 'mi50': expected 'builtin', 'gfx900', 'gfx906', \
+             'gfx908', 'gfx90a', 'gfx942', 'gfx1030' or 'gfx1100' (empty or unset: the \
+             default) (HSA_STATUS_ERROR_INVALID_ARGUMENT)\n",
         ),
         (
             "HSA_RT_EMULATION",
@@ -134,7 +142,7 @@ fn variables_read(dir: &std::path::Path, out: &mut std::collections::BTreeSet<St
 }
 
 /// README's "Environment variables" section names every `HSA_*` variable the workspace reads
-/// (so it cannot drift from the code): the runtime's six, the emulated device's recorder and
+/// (so it cannot drift from the code): the runtime's seven, the emulated device's recorder and
 /// the tests' own.
 #[test]
 fn readme_lists_every_variable_read() {
@@ -158,4 +166,33 @@ fn readme_lists_every_variable_read() {
         .filter(|v| !section.contains(&format!("`{v}`")))
         .collect();
     assert!(missing.is_empty(), "README's section lacks {missing:?}");
+}
+
+/// `HSA_RT_PROFILE` picks a built-in profile (the MI60 of gfx906: its marketing name and 64
+/// compute units), and refuses to be set with `HSA_RT_SYSFS`, naming both.
+#[test]
+fn hsa_rt_profile_picks_a_builtin_profile() {
+    let out = hsainfo(&[("HSA_RT_DEVICE", "emulated"), ("HSA_RT_PROFILE", "gfx906")]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("AMD Instinct MI60 / MI50 (emulated)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("amdgcn-amd-amdhsa--gfx906"), "{stdout}");
+    let out = hsainfo(&[
+        ("HSA_RT_DEVICE", "emulated"),
+        ("HSA_RT_PROFILE", "gfx908"),
+        ("HSA_RT_SYSFS", "/nonexistent"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "hsainfo: HSA_RT_SYSFS=\"/nonexistent\" and HSA_RT_PROFILE=gfx908 exclude each other \
+         (HSA_STATUS_ERROR_INVALID_ARGUMENT)\n"
+    );
 }

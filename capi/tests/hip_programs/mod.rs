@@ -2,9 +2,11 @@
 //! `kfd-emu/tests/hip.rs` (run on Debian's libhsa-runtime64 under kfd-emu, and compared with
 //! this library): `capi/hip/hip_check.hip`, the code-object file `capi/hip/module_kernels.hip`
 //! and `capi/hip/rocprim_check.hip` (rocPRIM's device algorithms, Debian's librocprim-dev
-//! 5.3.3), built with Debian's `hipcc --offload-arch=gfx90a` (HIP 5.2.3); the sections of
-//! both programs, each run in its own process (HIP aborts the process on a queue error); and
-//! what each section's run means ([`outcome`]).
+//! 5.3.3), built with Debian's hipcc (HIP 5.2.3) as fat binaries for every processor of
+//! [`HIPCC_ARCHS`] (HIP's runtime loads the code object of the agent's processor); the
+//! sections of both programs, each run in its own process (HIP aborts the process on a queue
+//! error); the emulated device's profiles they run on besides the default MI210-like gfx90a
+//! ([`PROFILES`], [`profile_sections`]); and what each section's run means ([`outcome`]).
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
@@ -21,6 +23,48 @@ pub fn eight_mi210s() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
         .join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology")
+}
+
+/// The processors hipcc compiles the programs for, one `--offload-arch=` each, into one fat
+/// binary (a clang offload bundle of one code object per processor). Debian's hipcc (clang
+/// 15) stops before gfx942; a gfx942 build (clang-19) is a build of its own.
+pub const HIPCC_ARCHS: [&str; 4] = ["gfx900", "gfx906", "gfx908", "gfx90a"];
+
+/// The emulated device's built-in profiles (`HSA_RT_PROFILE`, `kfd-emu --profile`) the
+/// hipcc-built programs run on besides the default one (the MI210-like gfx90a): each profile's
+/// name is the processor its GPU agent reports, whose code object of the fat binary HIP must
+/// load (`hsa_emu::device::builtin_topology_for`: gfx900 on the MI210-like machine, gfx906 an
+/// MI60, gfx908 an MI100).
+pub const PROFILES: [&str; 3] = ["gfx900", "gfx906", "gfx908"];
+
+/// Largest size `rocprim_sort` sorts on a profile of [`PROFILES`] (`rocprim_check
+/// rocprim_sort 4097`: 1, 1000 and 4097 elements, several blocks with a partial last one):
+/// its 30011-element sorts take a minute in the interpreter, so they run on the default
+/// profile only.
+pub const PROFILE_SORT_MAX: &str = "4097";
+
+/// The sections a profile of [`PROFILES`] runs, with their arguments after the section's name:
+/// every section of [`SECTIONS`] but `multigpu` (its topology is the 8-MI210 capture) and
+/// every section of [`ROCPRIM_SECTIONS`] (`rocprim_sort` up to [`PROFILE_SORT_MAX`]
+/// elements). `rocprim_*` sections are left out without librocprim-dev.
+pub fn profile_sections(programs: &Programs) -> Vec<(&'static str, Vec<String>)> {
+    let mut out = Vec::new();
+    for section in SECTIONS.iter().chain(&ROCPRIM_SECTIONS) {
+        if *section == "multigpu"
+            || (section.starts_with("rocprim_") && programs.rocprim_check.is_none())
+        {
+            continue;
+        }
+        let mut args: Vec<String> = section_args(section, programs)
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        if *section == "rocprim_sort" {
+            args.push(PROFILE_SORT_MAX.to_owned());
+        }
+        out.push((*section, args));
+    }
+    out
 }
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
@@ -106,16 +150,40 @@ pub fn hipcc() -> Option<PathBuf> {
         .then(|| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
 }
 
-/// Compiles `capi/hip/<src>` with hipcc for gfx90a (`extra` before the source) into
-/// `dir/out`.
-fn build(hipcc: &Path, dir: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
-    let exe = dir.join(out);
+/// Compiles `capi/hip/<src>` with hipcc for every processor of [`HIPCC_ARCHS`] (`extra`
+/// before the source) into `<cache>/<out>-<key>`, or finds it there already: `<cache>` is
+/// `hip-programs` in cargo's workspace-wide test directory (`CARGO_TARGET_TMPDIR`), `<key>` a
+/// hash of hipcc's arguments, the source's text and `hipcc --version`, so that
+/// `capi/tests/hip.rs` and `kfd-emu/tests/hip.rs` (and a second run) compile each program
+/// once. Written under a temporary name and renamed, so a reader never sees half a file.
+fn build(hipcc: &Path, src: &str, out: &str, extra: &[&str]) -> PathBuf {
+    use std::hash::{Hash, Hasher};
+    let source = Path::new(HIP_DIR).join(src);
+    let mut args: Vec<String> = HIPCC_ARCHS
+        .iter()
+        .map(|a| format!("--offload-arch={a}"))
+        .collect();
+    args.extend(extra.iter().map(|e| (*e).to_owned()));
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    args.hash(&mut h);
+    std::fs::read(&source)
+        .expect("read the HIP source")
+        .hash(&mut h);
+    if let Ok(v) = Command::new(hipcc).arg("--version").output() {
+        v.stdout.hash(&mut h);
+    }
+    let cache = Path::new(env!("CARGO_TARGET_TMPDIR")).join("hip-programs");
+    std::fs::create_dir_all(&cache).expect("create the HIP programs' cache");
+    let exe = cache.join(format!("{out}-{:016x}", h.finish()));
+    if exe.is_file() {
+        return exe;
+    }
+    let partial = cache.join(format!("{out}.{}.partial", std::process::id()));
     let o = Command::new(hipcc)
-        .arg("--offload-arch=gfx90a")
-        .args(extra)
-        .arg(Path::new(HIP_DIR).join(src))
+        .args(&args)
+        .arg(&source)
         .arg("-o")
-        .arg(&exe)
+        .arg(&partial)
         .output()
         .expect("run hipcc");
     assert!(
@@ -123,6 +191,7 @@ fn build(hipcc: &Path, dir: &Path, src: &str, out: &str, extra: &[&str]) -> Path
         "hipcc {src} failed:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    std::fs::rename(&partial, &exe).expect("rename the built program");
     exe
 }
 
@@ -131,33 +200,28 @@ pub struct Programs {
     /// `hip_check`, linked (as hipcc links) to libamdhip64, which loads
     /// `libhsa-runtime64.so.1` by its soname.
     pub hip_check: PathBuf,
-    /// `module_kernels.co`, the code-object file of the `module` section.
+    /// `module_kernels.co`, the code-object file of the `module` section (with several
+    /// processors, a clang offload bundle, which `hipModuleLoad` unbundles).
     pub module_co: PathBuf,
     /// `rocprim_check` (built with `-std=c++17`, which rocPRIM 5.3's headers need); `None`
     /// without `/usr/include/rocprim/rocprim.hpp` (Debian's librocprim-dev).
     pub rocprim_check: Option<PathBuf>,
 }
 
-/// Builds hip_check and the module's code object into `dir` with `hipcc`.
-pub fn build_programs(hipcc: &Path, dir: &Path) -> Programs {
+/// Builds hip_check, the module's code object and rocprim_check with `hipcc` (or finds them
+/// built: see `build`).
+pub fn build_programs(hipcc: &Path) -> Programs {
     Programs {
-        hip_check: build(hipcc, dir, "hip_check.hip", "hip_check", &[]),
+        hip_check: build(hipcc, "hip_check.hip", "hip_check", &[]),
         module_co: build(
             hipcc,
-            dir,
             "module_kernels.hip",
             "module_kernels.co",
             &["--genco"],
         ),
-        rocprim_check: Path::new(ROCPRIM_HEADER).is_file().then(|| {
-            build(
-                hipcc,
-                dir,
-                "rocprim_check.hip",
-                "rocprim_check",
-                &["-std=c++17"],
-            )
-        }),
+        rocprim_check: Path::new(ROCPRIM_HEADER)
+            .is_file()
+            .then(|| build(hipcc, "rocprim_check.hip", "rocprim_check", &["-std=c++17"])),
     }
 }
 

@@ -108,8 +108,8 @@ pub use events::{EVENT_PAGE_BYTES, FIRST_NONSIGNAL_EVENT_ID, UNSIGNALED_EVENT_SL
 pub use interp::run_kernel_dispatch;
 pub use kernel::DispatchContext;
 pub use profile::{
-    builtin_topology, builtin_topology_for, complete_capture, BUILTIN_GPU_ID, BUILTIN_SYSTEM_BYTES,
-    BUILTIN_VRAM_BYTES,
+    builtin_profile, builtin_topology, builtin_topology_for, complete_capture, BUILTIN_GPU_ID,
+    BUILTIN_PROFILES, BUILTIN_SYSTEM_BYTES, BUILTIN_VRAM_BYTES,
 };
 
 use events::{Event, EventPage, Events};

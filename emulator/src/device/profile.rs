@@ -129,22 +129,59 @@ pub fn builtin_topology() -> Topology {
 
 /// PCI device ids [`builtin_topology_for`] gives a GPU of each `gfx_target_version`: a real
 /// product of that ISA (linux `amdgpu_drv.c` `pciidlist`; the device ids of our test data).
-const DEVICE_IDS: [(u32, u32); 5] = [
+const DEVICE_IDS: [(u32, u32); 7] = [
     (90000, 0x6860),  // gfx900: Radeon Instinct MI25
+    (90006, 0x66a1),  // gfx906: AMD Instinct MI60 / MI50
+    (90008, 0x738c),  // gfx908: AMD Instinct MI100
     (90010, 0x740f),  // gfx90a: AMD Instinct MI210
     (90402, 0x74a1),  // gfx942: AMD Instinct MI300X
     (100300, 0x73bf), // gfx1030: Radeon RX 6800/6900 (Navi 21)
     (110000, 0x744c), // gfx1100: Radeon RX 7900 XTX
 ];
 
+/// The names of the built-in profiles ([`builtin_profile`]) and the `gfx_target_version` of
+/// each (`builtin`: the MI210-like gfx90a of [`builtin_topology`]).
+pub const BUILTIN_PROFILES: [(&str, u32); 8] = [
+    ("builtin", 90010),
+    ("gfx900", 90000),
+    ("gfx906", 90006),
+    ("gfx908", 90008),
+    ("gfx90a", 90010),
+    ("gfx942", 90402),
+    ("gfx1030", 100300),
+    ("gfx1100", 110000),
+];
+
+/// The built-in profile called `name` (one of [`BUILTIN_PROFILES`]: `builtin`, `gfx900`,
+/// `gfx906`, `gfx908`, `gfx90a`, `gfx942`, `gfx1030`, `gfx1100`): `builtin` is
+/// [`builtin_topology`], the others [`builtin_topology_for`] their `gfx_target_version`.
+/// `kfd-emu --profile NAME` and `HSA_RT_PROFILE=NAME` choose one.
+///
+/// # Errors
+/// [`Status::InvalidArgument`](hsa_core::Status) naming `name` and the profiles when it is
+/// none of them.
+pub fn builtin_profile(name: &str) -> Result<Topology, hsa_core::Error> {
+    match BUILTIN_PROFILES.iter().find(|(n, _)| *n == name) {
+        Some(("builtin", _)) => Ok(builtin_topology()),
+        Some(&(_, version)) => builtin_topology_for(version),
+        None => Err(hsa_core::error!(
+            hsa_core::Status::InvalidArgument,
+            "profile {name:?}: the built-in profiles are builtin, gfx900, gfx906, gfx908, \
+             gfx90a, gfx942, gfx1030 and gfx1100"
+        )),
+    }
+}
+
 /// The built-in profile with its GPU's ISA changed to `gfx_target_version` (e.g. 90000 for
 /// gfx900, 90402 for gfx942): the node's `gfx_target_version`, `device_id` (a product of that
-/// ISA, see `DEVICE_IDS`), `name` (the ISA name) and `marketing_name` change; everything else
-/// stays the MI210-like profile (to test code for several targets on one shape of machine).
+/// ISA, see `DEVICE_IDS`), `name` (the ISA name) and `marketing_name` change. For 90006 and
+/// 90008 the GPU node is that product's as amdkfd reports it (an MI60 and an MI100: compute units, shader engines, waves per SIMD, clock, firmware, VRAM);
+/// for the others everything else stays the MI210-like profile (to test code for several
+/// targets on one shape of machine).
 ///
 /// # Errors
 /// [`Status::InvalidArgument`](hsa_core::Status) naming the value when it is not one of
-/// 90000, 90010, 90402, 100300, 110000.
+/// 90000, 90006, 90008, 90010, 90402, 100300, 110000.
 pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_core::Error> {
     let device_id = DEVICE_IDS
         .iter()
@@ -154,10 +191,15 @@ pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_cor
             hsa_core::error!(
                 hsa_core::Status::InvalidArgument,
                 "gfx_target_version {gfx_target_version}: the built-in profile knows 90000, \
-                 90010, 90402, 100300 and 110000"
+                 90006, 90008, 90010, 90402, 100300 and 110000"
             )
         })?;
     let mut t = builtin_topology();
+    match gfx_target_version {
+        90006 => mi60_gfx906(&mut t.nodes[1]),
+        90008 => mi100_gfx908(&mut t.nodes[1]),
+        _ => {}
+    }
     let gpu = &mut t.nodes[1].properties;
     gpu.gfx_target_version = gfx_target_version;
     gpu.device_id = device_id;
@@ -170,6 +212,47 @@ pub fn builtin_topology_for(gfx_target_version: u32) -> Result<Topology, hsa_cor
     let _ = gpu.marketing_name.push_str(marketing);
     let _ = gpu.marketing_name.push_str(" (emulated)");
     Ok(t)
+}
+
+/// Makes `gpu` an AMD Instinct MI60 (gfx906, Vega 20) as amdkfd reports it: 64 CUs in 4
+/// shader engines of one array of 16 CU slots, 4 SIMDs a CU, 10 waves a SIMD (rocminfo's "Max
+/// Waves Per CU: 40"), 1725 MHz, CP firmware 471 and SDMA firmware 145, 32 GiB of HBM2 (4096
+/// bits), a 16 KiB L1 and an 8 MiB L2 as rocminfo lists them. No public `properties` file of
+/// an MI50/MI60 was found; these are the values a public rocminfo of an MI60 prints
+/// (lamikr/rocm_sdk_builder issue 180; 64 CUs and 4x1 engines also in ROCm's
+/// legacy-rocm-build issue 1441), which libhsakmt read from that file.
+/// `testdata/kfd-topology/mi60-gfx906/topology` is this profile written out
+/// (its README cites the sources).
+fn mi60_gfx906(gpu: &mut TopologyNode) {
+    let p = &mut gpu.properties;
+    p.simd_count = 64 * 4;
+    p.array_count = 4;
+    p.simd_arrays_per_engine = 1;
+    p.cu_per_simd_array = 16;
+    p.simd_per_cu = 4;
+    p.max_waves_per_simd = 10;
+    p.max_engine_clk_fcompute = 1725;
+    p.fw_version = 471;
+    p.sdma_fw_version = 145;
+    gpu.memory_banks[0].size_bytes = 32 << 30;
+    gpu.memory_banks[0].mem_clk_max_mhz = 1000;
+}
+
+/// Makes `gpu` an AMD Instinct MI100 (gfx908, Arcturus) from AMD's public specifications (no
+/// public `properties` file of an MI100 was found): 120 CUs in 8 shader engines of one array
+/// of 16 CU slots, 4 SIMDs a CU, 10 waves a SIMD, 1502 MHz peak engine clock, 32 GiB of HBM2
+/// (4096 bits, 1200 MHz), a 16 KiB L1 and an 8 MiB L2 (the built-in profile's caches).
+fn mi100_gfx908(gpu: &mut TopologyNode) {
+    let p = &mut gpu.properties;
+    p.simd_count = 120 * 4;
+    p.array_count = 8;
+    p.simd_arrays_per_engine = 1;
+    p.cu_per_simd_array = 16;
+    p.simd_per_cu = 4;
+    p.max_waves_per_simd = 10;
+    p.max_engine_clk_fcompute = 1502;
+    gpu.memory_banks[0].size_bytes = 32 << 30;
+    gpu.memory_banks[0].mem_clk_max_mhz = 1200;
 }
 
 fn pcie_link(from: u32, to: u32) -> IoLink {
@@ -224,8 +307,8 @@ mod tests {
             builtin_topology_for(90010).unwrap(),
             builtin_topology_with_name()
         );
-        let e = builtin_topology_for(90006).unwrap_err();
-        assert!(e.detail().to_string().contains("90006"), "{}", e.detail());
+        let e = builtin_topology_for(90007).unwrap_err();
+        assert!(e.detail().to_string().contains("90007"), "{}", e.detail());
     }
 
     /// The built-in profile with the marketing name builtin_topology_for gives it.
@@ -425,5 +508,77 @@ mod capture_tests {
         assert_eq!(t.nodes[3].properties.gpu_id, 0xe003);
         assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
         assert!(complete_capture(&mut t).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod mi60_tests {
+    use super::*;
+    use hsa_core::isa::Processor;
+
+    /// The gfx906 profile is an MI60 as rocminfo reports one (64 CUs, 4x1 shader engines,
+    /// 40 waves a CU, 1725 MHz, 32 GiB; `testdata/kfd-topology/mi60-gfx906/README.md`), and
+    /// the checked-in tree reads back as that profile.
+    #[test]
+    fn gfx906_profile_is_the_checked_in_mi60_tree() {
+        let t = builtin_topology_for(90006).unwrap();
+        let g = &t.nodes[1];
+        assert_eq!(g.processor(), Some(Processor::GFX906));
+        assert_eq!(g.properties.compute_unit_count(), 64);
+        assert_eq!(g.properties.array_count, 4);
+        assert_eq!(
+            g.properties.max_waves_per_simd * g.properties.simd_per_cu,
+            40
+        );
+        assert_eq!(g.properties.device_id, 0x66a1);
+        assert_eq!(g.local_memory_bytes(), 32 << 30);
+        assert_eq!(
+            g.properties.marketing_name.as_str(),
+            "AMD Instinct MI60 / MI50 (emulated)"
+        );
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/kfd-topology/mi60-gfx906/topology");
+        let mut read = Topology::read(&root).unwrap();
+        assert!(complete_capture(&mut read).is_empty());
+        // What sysfs does not carry as the profile holds it: the marketing name (libhsakmt's
+        // and Topology::read's comes from the device id, without " (emulated)") and the ASIC
+        // revision (read from `capability`).
+        let mut want = t.nodes[1].clone();
+        want.properties.marketing_name = read.nodes[1].properties.marketing_name.clone();
+        want.properties.asic_revision = read.nodes[1].properties.asic_revision;
+        assert_eq!(read.nodes[1], want);
+        assert_eq!(read.nodes.len(), 2);
+    }
+
+    /// The gfx908 profile is an MI100 from AMD's specifications: 120 CUs in 8 engines, 32 GiB.
+    #[test]
+    fn gfx908_profile_is_an_mi100() {
+        let t = builtin_topology_for(90008).unwrap();
+        let g = &t.nodes[1];
+        assert_eq!(g.processor(), Some(Processor::GFX908));
+        assert_eq!(g.properties.compute_unit_count(), 120);
+        assert_eq!(g.properties.array_count, 8);
+        assert_eq!(g.properties.device_id, 0x738c);
+        assert_eq!(g.local_memory_bytes(), 32 << 30);
+        assert_eq!(
+            g.properties.marketing_name.as_str(),
+            "AMD Instinct MI100 (emulated)"
+        );
+    }
+
+    #[test]
+    fn profiles_by_name() {
+        for (name, version) in BUILTIN_PROFILES {
+            let t = builtin_profile(name).unwrap();
+            assert_eq!(t.nodes[1].properties.gfx_target_version, version, "{name}");
+        }
+        assert_eq!(builtin_profile("builtin").unwrap(), builtin_topology());
+        let e = builtin_profile("mi50").unwrap_err();
+        assert_eq!(e.status(), hsa_core::Status::InvalidArgument);
+        assert!(
+            e.detail().to_string().contains("\"mi50\""),
+            "{}",
+            e.detail()
+        );
     }
 }
