@@ -12,8 +12,14 @@
 //!   (`KFD_IOC_EVENT_HW_EXCEPTION`) event of the process at once, with the exception data
 //!   `WAIT_EVENTS` copies back ([`Events::signal_type`]; `kfd_signal_vm_fault_event`,
 //!   `kfd_signal_hw_exception_event`).
+//! - A thread blocked in `WAIT_EVENTS` is a [`Waiter`] registered with the ids it waits on;
+//!   setting or destroying an event wakes only the waiters on that event (amdkfd's
+//!   per-event wait queue, `ev->wq`), not every thread blocked in the device: a completion
+//!   that nobody waits on for (an active wait) wakes no one, and a process's other waiters
+//!   (ROCR's async-events thread, hsa-rt's monitor) sleep through it.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, Condvar};
 
 use rustix::io::Errno;
 
@@ -74,14 +80,32 @@ pub(crate) struct Event {
     pub(crate) data: [u8; 32],
 }
 
+/// A thread blocked in `WAIT_EVENTS` (amdkfd's `kfd_event_waiter`s of one wait, one per
+/// event, here one entry for all of them).
+#[derive(Debug)]
+pub(crate) struct Waiter {
+    /// The event ids it waits on.
+    ids: Vec<u32>,
+    /// Where it sleeps, with the lock of the event table ([`Events`]'s mutex) as the mutex.
+    cv: Arc<Condvar>,
+    /// Whether one of its events was set or destroyed since it last looked
+    /// ([`Events::take_woken`]).
+    woken: bool,
+}
+
+/// The key of a registered [`Waiter`] ([`Events::add_waiter`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct WaiterKey(u64);
+
 /// The event table.
 #[derive(Debug, Default)]
 pub(crate) struct Events {
     pub(crate) page: Option<EventPage>,
     pub(crate) table: BTreeMap<u32, Event>,
     next_other: u32,
-    /// Bumped on every change a waiter may care about.
-    pub(crate) seq: u64,
+    /// The threads blocked in `WAIT_EVENTS`, by key.
+    waiters: BTreeMap<WaiterKey, Waiter>,
+    next_waiter: u64,
 }
 
 impl Events {
@@ -114,7 +138,8 @@ impl Events {
     }
 
     /// What the kernel's interrupt handler does for `id`: a signal event whose slot was
-    /// written becomes signaled and the slot unsignaled. Returns whether anything changed.
+    /// written becomes signaled (its waiters woken) and the slot unsignaled. Returns whether
+    /// anything changed.
     pub(crate) fn poll_slot(&mut self, id: u32) -> bool {
         let Some(ev) = self.table.get(&id).copied() else {
             return false;
@@ -137,7 +162,8 @@ impl Events {
     /// (`kfd_signal_event_interrupt(pasid, context_id, 32)`): when `context_id` names a signal
     /// event whose slot was written, that event is set; otherwise the id is taken as invalid
     /// and every signal event whose slot was written is set. Each slot set goes back to
-    /// [`UNSIGNALED_EVENT_SLOT`]. Returns whether any event was set.
+    /// [`UNSIGNALED_EVENT_SLOT`], and the waiters of each event set are woken. Returns whether
+    /// any event was set.
     pub(crate) fn end_of_pipe_interrupt(&mut self, context_id: u32) -> bool {
         if self.poll_slot(context_id) {
             return true;
@@ -156,25 +182,141 @@ impl Events {
     }
 
     /// Sets every event of type `event_type` with exception data `data`, as amdkfd does for a
-    /// memory fault or a hardware exception; returns how many there were.
+    /// memory fault or a hardware exception, and wakes their waiters; returns how many there
+    /// were.
     pub(crate) fn signal_type(&mut self, event_type: u32, data: [u8; 32]) -> usize {
-        let mut n = 0;
-        for ev in self.table.values_mut() {
+        let mut set = Vec::new();
+        for (&id, ev) in self.table.iter_mut() {
             if ev.event_type == event_type {
                 ev.signaled = true;
                 ev.data = data;
-                n += 1;
+                set.push(id);
             }
         }
-        self.seq = self.seq.wrapping_add(1);
-        n
+        for &id in &set {
+            self.wake(id);
+        }
+        set.len()
     }
 
-    /// Sets event `id` (no-op for an unknown id).
+    /// Sets event `id` and wakes its waiters (no-op for an unknown id).
     pub(crate) fn set(&mut self, id: u32) {
         if let Some(ev) = self.table.get_mut(&id) {
             ev.signaled = true;
-            self.seq = self.seq.wrapping_add(1);
+            self.wake(id);
         }
+    }
+
+    /// Removes event `id` (its slot back to [`UNSIGNALED_EVENT_SLOT`]) and wakes its waiters,
+    /// whose wait then fails (`kfd_wait_on_events`: an event destroyed during the wait);
+    /// `None` for an unknown id.
+    pub(crate) fn destroy(&mut self, id: u32) -> Option<Event> {
+        let e = self.table.remove(&id)?;
+        if let Some(s) = e.slot {
+            self.clear_slot(s);
+        }
+        self.wake(id);
+        Some(e)
+    }
+
+    /// Registers a thread about to block in `WAIT_EVENTS` on `ids`: its key, and the
+    /// condition variable it sleeps on (with this table's mutex). It must call
+    /// [`Events::remove_waiter`] before it returns.
+    pub(crate) fn add_waiter(&mut self, ids: &[u32]) -> (WaiterKey, Arc<Condvar>) {
+        let key = WaiterKey(self.next_waiter);
+        self.next_waiter = self.next_waiter.wrapping_add(1);
+        let cv = Arc::new(Condvar::new());
+        self.waiters.insert(
+            key,
+            Waiter {
+                ids: ids.to_vec(),
+                cv: cv.clone(),
+                woken: false,
+            },
+        );
+        (key, cv)
+    }
+
+    /// Unregisters the waiter `key`.
+    pub(crate) fn remove_waiter(&mut self, key: WaiterKey) {
+        self.waiters.remove(&key);
+    }
+
+    /// Whether one of waiter `key`'s events was set or destroyed since the last call (and
+    /// clears that).
+    pub(crate) fn take_woken(&mut self, key: WaiterKey) -> bool {
+        self.waiters
+            .get_mut(&key)
+            .is_some_and(|w| std::mem::take(&mut w.woken))
+    }
+
+    /// Wakes the waiters of event `id`, and only those (amdkfd: `wake_up_all(&ev->wq)`).
+    fn wake(&mut self, id: u32) {
+        for w in self.waiters.values_mut() {
+            if w.ids.contains(&id) {
+                w.woken = true;
+                w.cv.notify_one();
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsa_linux::kfd::abi::{
+        KFD_IOC_EVENT_HW_EXCEPTION, KFD_IOC_EVENT_MEMORY, KFD_IOC_EVENT_SIGNAL,
+    };
+
+    fn event(event_type: u32) -> Event {
+        Event {
+            event_type,
+            auto_reset: true,
+            signaled: false,
+            slot: None,
+            data: [0; 32],
+        }
+    }
+
+    /// Setting, signalling by type and destroying an event wake the waiters on that event and
+    /// no other (kfd_events.c: each event has its own wait queue).
+    #[test]
+    fn only_the_waiters_on_an_event_are_woken() {
+        let mut ev = Events::default();
+        let (a, b, m) = (1, 2, FIRST_NONSIGNAL_EVENT_ID);
+        ev.table.insert(a, event(KFD_IOC_EVENT_SIGNAL));
+        ev.table.insert(b, event(KFD_IOC_EVENT_SIGNAL));
+        ev.table.insert(m, event(KFD_IOC_EVENT_MEMORY));
+        let (on_a, _) = ev.add_waiter(&[a]);
+        let (on_b_and_m, _) = ev.add_waiter(&[b, m]);
+        let (on_all, _) = ev.add_waiter(&[a, b, m]);
+
+        ev.set(a);
+        assert!(ev.take_woken(on_a));
+        assert!(!ev.take_woken(on_b_and_m));
+        assert!(ev.take_woken(on_all));
+        // Taken: not woken again until something else happens.
+        assert!(!ev.take_woken(on_a));
+
+        // A hardware exception sets no memory event: nobody wakes.
+        assert_eq!(ev.signal_type(KFD_IOC_EVENT_HW_EXCEPTION, [0; 32]), 0);
+        assert!(!ev.take_woken(on_a) && !ev.take_woken(on_b_and_m) && !ev.take_woken(on_all));
+        assert_eq!(ev.signal_type(KFD_IOC_EVENT_MEMORY, [7; 32]), 1);
+        assert!(!ev.take_woken(on_a));
+        assert!(ev.take_woken(on_b_and_m));
+        assert!(ev.take_woken(on_all));
+
+        assert!(ev.destroy(b).is_some());
+        assert!(!ev.take_woken(on_a));
+        assert!(ev.take_woken(on_b_and_m));
+        assert!(ev.take_woken(on_all));
+        assert!(ev.destroy(b).is_none());
+
+        // An unknown id wakes nobody; a removed waiter is not woken.
+        ev.set(99);
+        ev.remove_waiter(on_a);
+        ev.set(a);
+        assert!(!ev.take_woken(on_a) && !ev.take_woken(on_b_and_m));
+        assert!(ev.take_woken(on_all));
     }
 }

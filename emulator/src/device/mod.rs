@@ -396,8 +396,9 @@ pub(crate) struct Device {
     system_bytes: u64,
     user: UserMemory,
     pub(crate) allocs: RwLock<Allocs>,
+    /// The KFD events, and the threads blocked in `WAIT_EVENTS` on them (each woken only by
+    /// its own events).
     pub(crate) events: Mutex<Events>,
-    pub(crate) events_cv: Condvar,
     queues: Mutex<BTreeMap<u32, QueueEntry>>,
     /// The error each queue's CP stopped it with, by queue id: the device's own log (what
     /// amdkfd and the GPU print to the kernel log), kept until a new queue takes the id.
@@ -422,10 +423,7 @@ impl Device {
     /// end-of-pipe interrupt: event `data` when its mailbox slot was written, else every
     /// signal event whose slot was; waiters are woken.
     pub(crate) fn sq_message_interrupt(&self, data: u32) {
-        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
-        if events.end_of_pipe_interrupt(data & 0x7F_FFFF) {
-            self.events_cv.notify_all();
-        }
+        lock(&self.events).end_of_pipe_interrupt(data & 0x7F_FFFF);
     }
 
     pub(crate) fn mode(&self) -> ExecutionMode {
@@ -484,7 +482,6 @@ impl Device {
         };
         data[..16].copy_from_slice(d.as_bytes());
         lock(&self.events).signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
-        self.events_cv.notify_all();
     }
 
     /// Keeps `error` as queue `queue_id`'s in the device's log of queue errors
@@ -512,7 +509,6 @@ impl Device {
         let mut data = [0u8; 32];
         data.copy_from_slice(d.as_bytes());
         lock(&self.events).signal_type(KFD_IOC_EVENT_MEMORY, data);
-        self.events_cv.notify_all();
     }
 }
 
@@ -656,7 +652,6 @@ impl EmulatedKfd {
                 user,
                 allocs: RwLock::new(Allocs::default()),
                 events: Mutex::new(Events::default()),
-                events_cv: Condvar::new(),
                 queues: Mutex::new(BTreeMap::new()),
                 queue_errors: Mutex::new(HashMap::new()),
                 trap_handlers: Mutex::new(HashMap::new()),
@@ -938,7 +933,6 @@ impl EmulatedKfd {
                     _ => return Err(Errno::INVAL),
                 }
                 ev.set(a.event_id);
-                self.device.events_cv.notify_all();
                 Ok(())
             }),
             0x0B => with_args(request, arg, |a: &mut ResetEventArgs| {
@@ -1397,14 +1391,10 @@ impl EmulatedKfd {
     /// DESTROY_EVENT. The event page stays: amdkfd keeps it (and the user's buffer object
     /// behind it) until the process closes `/dev/kfd`, so later events keep their mailboxes.
     fn destroy_event(&self, id: u32) -> Result<(), Errno> {
-        let mut ev = lock(&self.device.events);
-        let e = ev.table.remove(&id).ok_or(Errno::INVAL)?;
-        if let Some(s) = e.slot {
-            ev.clear_slot(s);
-        }
-        ev.seq = ev.seq.wrapping_add(1);
-        self.device.events_cv.notify_all();
-        Ok(())
+        lock(&self.device.events)
+            .destroy(id)
+            .map(|_| ())
+            .ok_or(Errno::INVAL)
     }
 
     fn wait_events(&self, a: &mut WaitEventsArgs) -> Result<(), Errno> {
@@ -1431,7 +1421,28 @@ impl EmulatedKfd {
         if ids.iter().any(|id| !ev.table.contains_key(id)) {
             return Err(Errno::INVAL);
         }
+        // Woken by its own events only (set, signalled by type, or destroyed), as amdkfd's
+        // waiter on each event's wait queue; unregistered on every way out.
+        let (key, cv) = ev.add_waiter(&ids);
+        let r = self.wait_events_registered(a, &ids, deadline, ev, key, &cv);
+        lock(&self.device.events).remove_waiter(key);
+        r
+    }
+
+    /// The loop of [`EmulatedKfd::wait_events`] once its waiter `key` (sleeping on `cv`) is
+    /// registered; `ev` is the locked event table.
+    fn wait_events_registered(
+        &self,
+        a: &mut WaitEventsArgs,
+        ids: &[u32],
+        deadline: Option<Instant>,
+        mut ev: std::sync::MutexGuard<'_, Events>,
+        key: events::WaiterKey,
+        cv: &Condvar,
+    ) -> Result<(), Errno> {
         loop {
+            // Whatever woke it is looked at now; what happens from here on wakes it again.
+            ev.take_woken(key);
             let mut fired = Vec::new();
             for (i, &id) in ids.iter().enumerate() {
                 if !ev.table.contains_key(&id) {
@@ -1449,7 +1460,7 @@ impl EmulatedKfd {
                 !fired.is_empty()
             };
             if done {
-                for &id in &ids {
+                for &id in ids {
                     if let Some(e) = ev.table.get_mut(&id) {
                         if e.signaled && e.auto_reset {
                             e.signaled = false;
@@ -1483,10 +1494,9 @@ impl EmulatedKfd {
                 }
             };
             // Slots written by the host (not through SET_EVENT) are seen at the next poll; a
-            // SET_EVENT or a processor completion notifies at once.
-            ev = self
-                .device
-                .events_cv
+            // SET_EVENT, a processor's interrupt or a destroy of one of `ids` wakes this
+            // waiter at once (and no other).
+            ev = cv
                 .wait_timeout(ev, wait)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;

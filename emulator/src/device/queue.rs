@@ -487,14 +487,11 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn signal_event(&self, event_id: u32) {
-        let mut events = self
-            .device
+        self.device
             .events
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if events.poll_slot(event_id) {
-            self.device.events_cv.notify_all();
-        }
+            .unwrap_or_else(PoisonError::into_inner)
+            .poll_slot(event_id);
     }
 
     fn timestamp_ticks(&self) -> u64 {
@@ -565,13 +562,10 @@ impl Pm4Memory for CpHost<'_> {
     }
 
     fn end_of_pipe_interrupt(&self, context_id: u32) {
-        let mut events = self
-            .device
+        self.device
             .events
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if events.end_of_pipe_interrupt(context_id) {
-            self.device.events_cv.notify_all();
-        }
+            .unwrap_or_else(PoisonError::into_inner)
+            .end_of_pipe_interrupt(context_id);
     }
 }

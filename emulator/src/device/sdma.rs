@@ -685,15 +685,13 @@ impl SdmaMemory for SdmaHost<'_> {
     }
 
     fn trap(&self, int_ctx: u32) {
-        let mut events = self
-            .device
+        // amdkfd: kfd_signal_event_interrupt(pasid, int_ctx, 28); 28 bits name any signal
+        // event id (KFD_SIGNAL_EVENT_LIMIT is 4096), so it is the CP's lookup. Waking the
+        // events' waiters is the table's part.
+        self.device
             .events
             .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        // amdkfd: kfd_signal_event_interrupt(pasid, int_ctx, 28); 28 bits name any signal
-        // event id (KFD_SIGNAL_EVENT_LIMIT is 4096), so it is the CP's lookup.
-        if events.end_of_pipe_interrupt(int_ctx) {
-            self.device.events_cv.notify_all();
-        }
+            .unwrap_or_else(PoisonError::into_inner)
+            .end_of_pipe_interrupt(int_ctx);
     }
 }
