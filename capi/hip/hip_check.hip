@@ -4,6 +4,7 @@
 // Every result is compared with what the host computes; a section prints
 // "hip_check: <section> ok" and exits 0, or prints "FAIL ..." and exits 1.
 #include <hip/hip_runtime.h>
+#include <sched.h>
 #include <hip/hiprtc.h>
 
 #include <algorithm>
@@ -555,12 +556,27 @@ static double now_ns() {
 // for with hipStreamSynchronize, `n` times after 10 untimed; five batches of n / 5, and the
 // median batch's time per launch is printed as "hip_check: launch_loop N launches, X ns per
 // launch (batches: ...)".
+// Placement as in dispatch_round_trip.c: on CPU 1 while HIP and the runtime start their
+// threads (queues, the emulated command processor), then on CPU 0 for the timed loop, when CPUs
+// 0 and 1 are both allowed.
+static bool pin_to(int cpu) {
+    cpu_set_t allowed, one;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(0, &allowed) ||
+        !CPU_ISSET(1, &allowed))
+        return false;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    return sched_setaffinity(0, sizeof one, &one) == 0;
+}
+
 static int launch_loop_section(int n) {
     if (n < 5) { printf("FAIL launch_loop needs at least 5 launches\n"); return 1; }
+    bool pinned = pin_to(1);
     for (int i = 0; i < 10; i++) {
         hipLaunchKernelGGL(empty, dim3(1), dim3(64), 0, 0);
         CHECK(hipStreamSynchronize(0));
     }
+    if (pinned) pin_to(0);
     const int batches = 5, per = n / batches;
     double t[batches];
     for (int b = 0; b < batches; b++) {
