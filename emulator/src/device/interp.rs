@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::gfx9::exec::{
-    check_dispatch, run_workgroups, run_workgroups_preemptible, workgroup_total, DeviceMemory,
-    DispatchState, ExecStats, KernelCode,
+    check_dispatch, run_workgroups, run_workgroups_preemptible, workgroup_total, DecodeCache,
+    DeviceMemory, DispatchState, ExecStats, KernelCode,
 };
 use crate::gfx9::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
@@ -429,20 +429,24 @@ fn run_inner(
     check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
-    let run_range = |mem: &GpuMemory<'_>, range: Range<u64>, stats: &mut ExecStats| {
-        let r = run_workgroups_preemptible(
-            &code,
-            &descriptor,
-            target,
-            &state,
-            mem,
-            range,
-            stats,
-            preempt,
-        );
-        done.fetch_add(stats.workgroups, Ordering::Relaxed);
-        r
-    };
+    // Each thread decodes the kernel once (its own cache, kept over its chunks): the code was
+    // read for this dispatch, so no entry outlives it.
+    let run_range =
+        |mem: &GpuMemory<'_>, cache: &mut DecodeCache, range: Range<u64>, stats: &mut ExecStats| {
+            let r = run_workgroups_preemptible(
+                &code,
+                &descriptor,
+                target,
+                &state,
+                mem,
+                range,
+                stats,
+                preempt,
+                cache,
+            );
+            done.fetch_add(stats.workgroups, Ordering::Relaxed);
+            r
+        };
     // Workers take chunks of consecutive work-groups in increasing order. After an error no
     // new chunk starts, but every chunk handed out before it runs to its end or its first
     // error, so the error reported (the one at the lowest work-group) does not depend on
@@ -450,10 +454,16 @@ fn run_inner(
     let chunk = (total / (workers as u64 * 8)).clamp(1, 4096);
     if workers == 1 {
         let mut stats = ExecStats::default();
+        let mut cache = DecodeCache::new();
         let mut first = 0;
         while first < total {
             let mut part = ExecStats::default();
-            let r = run_range(&memory, first..(first + chunk).min(total), &mut part);
+            let r = run_range(
+                &memory,
+                &mut cache,
+                first..(first + chunk).min(total),
+                &mut part,
+            );
             stats.add(&part);
             r.map_err(setup)?;
             first += chunk;
@@ -467,6 +477,7 @@ fn run_inner(
             .map(|_| {
                 s.spawn(|| {
                     let mem = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
+                    let mut cache = DecodeCache::new();
                     let mut stats = ExecStats::default();
                     while !failed.load(Ordering::Relaxed) {
                         let first = next.fetch_add(chunk, Ordering::Relaxed);
@@ -475,7 +486,7 @@ fn run_inner(
                         }
                         let range = first..(first + chunk).min(total);
                         let mut part = ExecStats::default();
-                        let r = run_range(&mem, range, &mut part);
+                        let r = run_range(&mem, &mut cache, range, &mut part);
                         stats.add(&part);
                         if let Err(e) = r {
                             failed.store(true, Ordering::Relaxed);

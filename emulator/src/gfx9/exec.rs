@@ -345,7 +345,15 @@ pub fn run_workgroups(
 ) -> Result<()> {
     let never = AtomicBool::new(false);
     run_workgroups_preemptible(
-        code, descriptor, target, dispatch, memory, groups, stats, &never,
+        code,
+        descriptor,
+        target,
+        dispatch,
+        memory,
+        groups,
+        stats,
+        &never,
+        &mut DecodeCache::new(),
     )
 }
 
@@ -360,6 +368,9 @@ pub const PREEMPT_CHECK_INSTRUCTIONS: u64 = 4096;
 /// error saying so. A wave that spins on memory forever (a kernel waiting for a host flag
 /// that never comes) thus ends when its queue is destroyed rather than through a hang guard.
 ///
+/// `cache` holds the decoded instructions: pass the same one to every call of one thread for
+/// the same `code` (it empties itself when given another code).
+///
 /// # Errors
 /// As [`run_workgroups`], and [`Status::Exception`] when `preempt` was seen set (the
 /// message starts with `preempted`).
@@ -373,8 +384,10 @@ pub fn run_workgroups_preemptible(
     groups: core::ops::Range<u64>,
     stats: &mut ExecStats,
     preempt: &AtomicBool,
+    cache: &mut DecodeCache,
 ) -> Result<()> {
     check_dispatch(descriptor, dispatch)?;
+    cache.bind(code, target);
     let mut lds = vec![0u8; dispatch.group_segment_size as usize];
     let counts = workgroup_counts(dispatch);
     let end = groups.end.min(workgroup_total(dispatch));
@@ -408,7 +421,7 @@ pub fn run_workgroups_preemptible(
         ];
         ctx.lds.fill(0);
         stats.waves += waves_in_group(dispatch, group) as u64;
-        result = run_group(&mut ctx, descriptor, dispatch, group, &mut waves);
+        result = run_group(&mut ctx, cache, descriptor, dispatch, group, &mut waves);
         if result.is_err() {
             break;
         }
@@ -447,6 +460,7 @@ struct Ctx<'a, 'c> {
 
 fn run_group(
     ctx: &mut Ctx<'_, '_>,
+    cache: &mut DecodeCache,
     kd: &KernelDescriptor,
     dispatch: &DispatchState,
     group: [u32; 3],
@@ -477,7 +491,7 @@ fn run_group(
     loop {
         for w in waves.iter_mut() {
             while w.state == WaveState::Running {
-                step(ctx, w, dispatch.max_instructions_per_wave)?;
+                step(ctx, cache, w, dispatch.max_instructions_per_wave)?;
                 if w.executed % PREEMPT_CHECK_INSTRUCTIONS == 0
                     && ctx.preempt.load(Ordering::Relaxed)
                 {
@@ -647,9 +661,108 @@ enum Flow {
     End,
 }
 
-fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
-    let code = ctx.code;
-    let off = w.pc.wrapping_sub(code.base_address);
+/// Code bytes per page of a [`DecodeCache`]'s index (a power of two).
+const CACHE_PAGE_BYTES: u64 = 4096;
+
+/// The decoded instructions of one kernel's code, each decoded the first time a wave reaches
+/// it, so the interpreter decodes every instruction once per cache instead of once per
+/// execution.
+///
+/// A cache serves one [`KernelCode`] (the same `base_address` and `bytes`): the code is
+/// immutable while a dispatch runs, as a GPU's instruction cache assumes (the packet
+/// processor's acquire fence invalidates it between dispatches, not during one). Given
+/// another code (other bytes, address or length), the cache empties itself first, so code
+/// loaded at the same address later never hits stale entries; the emulated device makes one
+/// per dispatch and host thread over the code bytes it read for that dispatch.
+///
+/// Indexed by 4 KiB pages of code (few per kernel) of one `u32` slot per dword: a lookup
+/// is a compare against the last page used, an array load, and the instruction.
+#[derive(Debug, Default)]
+pub struct DecodeCache {
+    /// `(base_address, bytes.as_ptr(), bytes.len(), target)` of the code the entries are of.
+    code: Option<(u64, usize, usize, Gfx9Target)>,
+    /// `(page number, slot per dword: 0 = not decoded, else index + 1 into insts)`.
+    pages: Vec<(u64, Vec<u32>)>,
+    /// Index into `pages` of the page last looked up.
+    last: usize,
+    insts: Vec<Instruction>,
+    /// The instruction at the last unaligned pc (not cached).
+    unaligned: Option<Instruction>,
+}
+
+impl DecodeCache {
+    /// An empty cache.
+    pub fn new() -> DecodeCache {
+        DecodeCache::default()
+    }
+
+    /// Instructions decoded so far.
+    pub fn len(&self) -> usize {
+        self.insts.len()
+    }
+
+    /// Whether nothing is decoded yet.
+    pub fn is_empty(&self) -> bool {
+        self.insts.is_empty()
+    }
+
+    /// Empties the cache unless it holds `code`'s instructions for `target`.
+    fn bind(&mut self, code: &KernelCode<'_>, target: Gfx9Target) {
+        let id = (
+            code.base_address,
+            code.bytes.as_ptr() as usize,
+            code.bytes.len(),
+            target,
+        );
+        if self.code != Some(id) {
+            self.code = Some(id);
+            self.pages.clear();
+            self.insts.clear();
+            self.last = 0;
+            self.unaligned = None;
+        }
+    }
+
+    /// The instruction at `pc` of `code`, decoded now if it is not yet.
+    ///
+    /// # Errors
+    /// [`Status::IllegalInstruction`]: `pc` outside the code or not 4-byte aligned, or the
+    /// bytes there do not decode (the message names the kernel offset).
+    #[inline]
+    fn get(&mut self, code: &KernelCode<'_>, target: Gfx9Target, pc: u64) -> Result<&Instruction> {
+        let page = pc / CACHE_PAGE_BYTES;
+        let slot = (pc % CACHE_PAGE_BYTES / 4) as usize;
+        let p = match self.pages.get(self.last) {
+            Some((n, _)) if *n == page => self.last,
+            _ => match self.pages.iter().position(|(n, _)| *n == page) {
+                Some(p) => p,
+                None => {
+                    self.pages
+                        .push((page, vec![0; (CACHE_PAGE_BYTES / 4) as usize]));
+                    self.pages.len() - 1
+                }
+            },
+        };
+        self.last = p;
+        let i = self.pages[p].1[slot];
+        if i != 0 {
+            return Ok(&self.insts[i as usize - 1]);
+        }
+        let inst = decode_at(code, target, pc)?;
+        if pc % 4 != 0 {
+            // A slot is a dword: an unaligned pc (only `s_setpc_b64` makes one) is decoded
+            // each time it runs.
+            return Ok(self.unaligned.insert(inst));
+        }
+        self.insts.push(inst);
+        self.pages[p].1[slot] = self.insts.len() as u32;
+        Ok(&self.insts[self.insts.len() - 1])
+    }
+}
+
+/// Decodes the instruction at `pc` of `code`.
+fn decode_at(code: &KernelCode<'_>, target: Gfx9Target, pc: u64) -> Result<Instruction> {
+    let off = pc.wrapping_sub(code.base_address);
     let bytes = usize::try_from(off)
         .ok()
         .and_then(|o| code.bytes.get(o..))
@@ -658,25 +771,31 @@ fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
             error!(
                 Status::IllegalInstruction,
                 "pc {:#x} outside the kernel code ({:#x}..+{:#x})",
-                w.pc,
+                pc,
                 code.base_address,
                 code.bytes.len()
             )
         })?;
-    let kernel_off = w.pc.wrapping_sub(code.entry_address);
-    let inst = decode(&bytes[..bytes.len().min(8)], ctx.target)
-        .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))?;
+    let kernel_off = pc.wrapping_sub(code.entry_address);
+    decode(&bytes[..bytes.len().min(8)], target)
+        .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))
+}
+
+fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64) -> Result<()> {
+    let inst = cache.get(ctx.code, ctx.target, w.pc)?;
     w.executed += 1;
     ctx.instructions += 1;
     ctx.lane_instructions += u64::from(w.exec().count_ones());
     if w.executed > limit {
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         bail!(
             Status::Exception,
             "wave exceeded {limit} instructions (at kernel offset {kernel_off:#x})"
         );
     }
     let next = w.pc + inst.size as u64;
-    let flow = execute(ctx, w, &inst, next).map_err(|e| {
+    let flow = execute(ctx, w, inst, next).map_err(|e| {
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         error!(
             e.status(),
             "{} at kernel offset {kernel_off:#x}: {}",
@@ -3567,6 +3686,32 @@ fn atomic_op(ty: &str) -> Option<AtomicFn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn decode_cache_decodes_once_and_never_serves_other_code() {
+        // s_nop 0; s_endpgm (Vega ISA SOPP opcodes 0 and 1).
+        let a = [0x00, 0x00, 0x80, 0xBF, 0x00, 0x00, 0x81, 0xBF];
+        let code = KernelCode {
+            base_address: 0x1000,
+            bytes: &a,
+            entry_address: 0x1000,
+        };
+        let mut cache = DecodeCache::new();
+        cache.bind(&code, Gfx9Target::Gfx90a);
+        let t = Gfx9Target::Gfx90a;
+        assert_eq!(cache.get(&code, t, 0x1000).unwrap().name(), "s_nop");
+        assert_eq!(cache.get(&code, t, 0x1004).unwrap().name(), "s_endpgm");
+        assert_eq!(cache.get(&code, t, 0x1000).unwrap().name(), "s_nop");
+        assert_eq!(cache.len(), 2, "each instruction decoded once");
+        let e = cache.get(&code, t, 0x1008).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction);
+        // Other code loaded at the same address: the cache empties itself.
+        let b = [0x00, 0x00, 0x81, 0xBF];
+        let other = KernelCode { bytes: &b, ..code };
+        cache.bind(&other, t);
+        assert!(cache.is_empty());
+        assert_eq!(cache.get(&other, t, 0x1000).unwrap().name(), "s_endpgm");
+    }
 
     #[test]
     fn float_rounding_helpers() {
