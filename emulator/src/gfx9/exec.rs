@@ -30,6 +30,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
 use super::f16;
+use super::fast::{Done, Fast};
 use super::fdiv;
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
@@ -685,9 +686,10 @@ pub struct DecodeCache {
     pages: Vec<(u64, Vec<u32>)>,
     /// Index into `pages` of the page last looked up.
     last: usize,
-    insts: Vec<Instruction>,
+    /// Each decoded instruction with its fast-path form.
+    insts: Vec<(Instruction, Fast)>,
     /// The instruction at the last unaligned pc (not cached).
-    unaligned: Option<Instruction>,
+    unaligned: Option<(Instruction, Fast)>,
 }
 
 impl DecodeCache {
@@ -729,7 +731,12 @@ impl DecodeCache {
     /// [`Status::IllegalInstruction`]: `pc` outside the code or not 4-byte aligned, or the
     /// bytes there do not decode (the message names the kernel offset).
     #[inline]
-    fn get(&mut self, code: &KernelCode<'_>, target: Gfx9Target, pc: u64) -> Result<&Instruction> {
+    fn get(
+        &mut self,
+        code: &KernelCode<'_>,
+        target: Gfx9Target,
+        pc: u64,
+    ) -> Result<&(Instruction, Fast)> {
         let page = pc / CACHE_PAGE_BYTES;
         let slot = (pc % CACHE_PAGE_BYTES / 4) as usize;
         let p = match self.pages.get(self.last) {
@@ -749,6 +756,7 @@ impl DecodeCache {
             return Ok(&self.insts[i as usize - 1]);
         }
         let inst = decode_at(code, target, pc)?;
+        let inst = (inst, super::fast::classify(&inst, pc));
         if pc % 4 != 0 {
             // A slot is a dword: an unaligned pc (only `s_setpc_b64` makes one) is decoded
             // each time it runs.
@@ -782,7 +790,7 @@ fn decode_at(code: &KernelCode<'_>, target: Gfx9Target, pc: u64) -> Result<Instr
 }
 
 fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64) -> Result<()> {
-    let inst = cache.get(ctx.code, ctx.target, w.pc)?;
+    let (inst, fast) = cache.get(ctx.code, ctx.target, w.pc)?;
     w.executed += 1;
     ctx.instructions += 1;
     ctx.lane_instructions += u64::from(w.exec().count_ones());
@@ -794,6 +802,21 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         );
     }
     let next = w.pc + inst.size as u64;
+    match super::fast::run(w, fast) {
+        Done::Next => {
+            w.pc = next;
+            return Ok(());
+        }
+        Done::Jump(t) => {
+            w.pc = t;
+            return Ok(());
+        }
+        Done::End => {
+            w.state = WaveState::Ended;
+            return Ok(());
+        }
+        Done::Slow => {}
+    }
     let flow = execute(ctx, w, inst, next).map_err(|e| {
         let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         error!(
@@ -3699,9 +3722,9 @@ mod tests {
         let mut cache = DecodeCache::new();
         cache.bind(&code, Gfx9Target::Gfx90a);
         let t = Gfx9Target::Gfx90a;
-        assert_eq!(cache.get(&code, t, 0x1000).unwrap().name(), "s_nop");
-        assert_eq!(cache.get(&code, t, 0x1004).unwrap().name(), "s_endpgm");
-        assert_eq!(cache.get(&code, t, 0x1000).unwrap().name(), "s_nop");
+        assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
+        assert_eq!(cache.get(&code, t, 0x1004).unwrap().0.name(), "s_endpgm");
+        assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
         assert_eq!(cache.len(), 2, "each instruction decoded once");
         let e = cache.get(&code, t, 0x1008).unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction);
@@ -3710,7 +3733,7 @@ mod tests {
         let other = KernelCode { bytes: &b, ..code };
         cache.bind(&other, t);
         assert!(cache.is_empty());
-        assert_eq!(cache.get(&other, t, 0x1000).unwrap().name(), "s_endpgm");
+        assert_eq!(cache.get(&other, t, 0x1000).unwrap().0.name(), "s_endpgm");
     }
 
     #[test]

@@ -17,6 +17,7 @@ pub mod decode;
 mod disasm;
 pub mod exec;
 mod f16;
+mod fast;
 mod fdiv;
 mod mai;
 mod opcodes;

@@ -1,0 +1,864 @@
+//! The interpreter's fast path: the instructions kernels run most, classified once when the
+//! decode cache first decodes them ([`classify`]) into a compact [`Fast`] operation that
+//! [`run`] executes without looking at the mnemonic. VALU operations compute all 64 lanes
+//! in plain loops over register rows (which the host compiler vectorizes), then keep the
+//! results of the EXEC lanes only, so masked lanes cost nothing but the blend.
+//!
+//! Only the plain forms are classified: VOP1/VOP2/VOPC (e32) and VOP3 without `abs`, `neg`,
+//! `clamp`, `omod`, `op_sel`, SDWA or DPP, 32-bit VGPR/SGPR/constant sources; everything
+//! else (and every instruction not listed) stays [`Fast::Slow`] and runs through the general
+//! interpreter in `exec.rs`, whose semantics these operations repeat exactly (the same host
+//! operations per lane; the ISA tests run both).
+
+use super::decode::{Encoding, Instruction, Operand};
+use super::exec::F32_CONST;
+use super::wave::{Wave, WAVE_SIZE};
+
+/// A 32-bit source of a fast VALU operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Src {
+    /// VGPR `n`.
+    V(u8),
+    /// Scalar register `n` (operand code 0..=127), the same value in every lane.
+    S(u8),
+    /// A constant (inline or literal), the same in every lane.
+    K(u32),
+}
+
+/// VALU operations with one 32-bit result per lane from up to three 32-bit sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum VOp {
+    Mov,
+    AddU32,
+    SubU32,
+    SubrevU32,
+    MulLoU32,
+    MulHiU32,
+    MulU32U24,
+    And,
+    Or,
+    Xor,
+    Not,
+    LshlrevB32,
+    LshrrevB32,
+    AshrrevI32,
+    MinI32,
+    MaxI32,
+    MinU32,
+    MaxU32,
+    AddF32,
+    SubF32,
+    SubrevF32,
+    MulF32,
+    MinF32,
+    MaxF32,
+    CvtF32I32,
+    CvtF32U32,
+    /// `d = a * b + d` (two roundings), the destination read as the third source.
+    MacF32,
+    /// `a * b + c`, two roundings.
+    MadF32,
+    /// `fma(a, b, c)`, one rounding; `v_fmac_f32` has the destination as `c`.
+    FmaF32,
+    MadU32U24,
+    Add3U32,
+    LshlAddU32,
+    AddLshlU32,
+    LshlOrB32,
+    AndOrB32,
+    Or3B32,
+    XadU32,
+    BfeU32,
+    BfiB32,
+    AlignbitB32,
+}
+
+impl VOp {
+    /// Whether MODE.FP_ROUND applies (a float operation: the general path then reports the
+    /// rounding mode it does not model).
+    fn is_float(self) -> bool {
+        use VOp::*;
+        matches!(
+            self,
+            AddF32
+                | SubF32
+                | SubrevF32
+                | MulF32
+                | MinF32
+                | MaxF32
+                | CvtF32I32
+                | CvtF32U32
+                | MacF32
+                | MadF32
+                | FmaF32
+        )
+    }
+}
+
+/// Carry-out (and carry-in) VALU operations: the result to a VGPR, the carry to a mask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum COp {
+    AddCo,
+    SubCo,
+    SubrevCo,
+    Addc,
+    Subb,
+}
+
+/// 32-bit compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cmp {
+    Lt,
+    Eq,
+    Le,
+    Gt,
+    Ne,
+    Ge,
+}
+
+/// Compare operand types.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum CmpTy {
+    I32,
+    U32,
+}
+
+/// Scalar ALU operations on 32-bit (or, `wide`, 64-bit) values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SOp {
+    Mov,
+    AddU32,
+    SubU32,
+    AddI32,
+    SubI32,
+    AddcU32,
+    MulI32,
+    And,
+    Or,
+    Xor,
+    Andn2,
+    LshlB32,
+    LshrB32,
+    LshlB64,
+    Cselect,
+}
+
+/// Conditions of `s_cbranch_*`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Cond {
+    Always,
+    Scc0,
+    Scc1,
+    Vccz,
+    Vccnz,
+    Execz,
+    Execnz,
+}
+
+/// An instruction as the fast path runs it, or [`Fast::Slow`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Fast {
+    /// Not classified: the general interpreter runs it.
+    Slow,
+    /// `s_nop`, `s_waitcnt`: nothing.
+    Nop,
+    /// `s_endpgm`.
+    End,
+    /// `s_branch`/`s_cbranch_*` to this address.
+    Branch(Cond, u64),
+    /// A VALU operation into VGPR `dst`.
+    V { op: VOp, dst: u8, src: [Src; 3] },
+    /// `v_lshlrev_b64 v[dst:dst+1], shift, v[b:b+1]`.
+    LshlrevB64 { dst: u8, shift: Src, b: u8 },
+    /// A carry operation into VGPR `dst`, carry-in mask at scalar `cin` (ignored unless
+    /// `Addc`/`Subb`), carry-out mask to scalar pair `cout`.
+    C {
+        op: COp,
+        dst: u8,
+        a: Src,
+        b: Src,
+        cin: u8,
+        cout: u8,
+    },
+    /// `v_cndmask_b32`: `mask` lane bit ? b : a.
+    Cndmask { dst: u8, a: Src, b: Src, mask: u8 },
+    /// `v_cmp(x)_<cond>_<ty>` into scalar pair `sdst` (and EXEC for `v_cmpx`).
+    Cmp {
+        cond: Cmp,
+        ty: CmpTy,
+        a: Src,
+        b: Src,
+        sdst: u8,
+        x: bool,
+    },
+    /// A scalar ALU operation; a 32-bit one sets SCC as the general path does.
+    S {
+        op: SOp,
+        wide: bool,
+        dst: u8,
+        a: Src,
+        b: Src,
+    },
+    /// `s_cmp_<cond>_<ty>` (32-bit) into SCC.
+    SCmp {
+        cond: Cmp,
+        ty: CmpTy,
+        a: Src,
+        b: Src,
+    },
+}
+
+/// A 32-bit source: a VGPR, a scalar register or a constant; `None` for anything else
+/// (AGPRs, 64-bit operands, special operands).
+fn src32(op: &Operand) -> Option<Src> {
+    Some(match *op {
+        Operand::Vgpr { index, count: 1 } => Src::V(index),
+        Operand::Sreg { index, count: 1 } => Src::S(index),
+        Operand::InlineInt(v) => Src::K(v as i32 as u32),
+        Operand::InlineFloat(c) => Src::K(F32_CONST[(c - 240) as usize]),
+        Operand::Literal(v) => Src::K(v),
+        _ => return None,
+    })
+}
+
+/// A scalar register pair (a lane mask).
+fn pair(op: &Operand) -> Option<u8> {
+    match *op {
+        Operand::Sreg { index, count: 2 } if index < 127 => Some(index),
+        _ => None,
+    }
+}
+
+fn vdst(op: &Operand) -> Option<u8> {
+    match *op {
+        Operand::Vgpr { index, count: 1 } => Some(index),
+        _ => None,
+    }
+}
+
+fn sdst32(op: &Operand) -> Option<u8> {
+    match *op {
+        Operand::Sreg { index, count: 1 } => Some(index),
+        _ => None,
+    }
+}
+
+/// The fast form of `inst` at byte address `pc`, or [`Fast::Slow`].
+pub(super) fn classify(inst: &Instruction, pc: u64) -> Fast {
+    classify_inner(inst, pc).unwrap_or(Fast::Slow)
+}
+
+fn classify_inner(inst: &Instruction, pc: u64) -> Option<Fast> {
+    let name = inst.name();
+    match inst.encoding {
+        Encoding::Sopp => {
+            let target = pc
+                .wrapping_add(u64::from(inst.size))
+                .wrapping_add((i64::from(inst.imm) * 4) as u64);
+            let cond = match name {
+                "s_nop" | "s_waitcnt" => return Some(Fast::Nop),
+                "s_endpgm" => return Some(Fast::End),
+                "s_branch" => Cond::Always,
+                "s_cbranch_scc0" => Cond::Scc0,
+                "s_cbranch_scc1" => Cond::Scc1,
+                "s_cbranch_vccz" => Cond::Vccz,
+                "s_cbranch_vccnz" => Cond::Vccnz,
+                "s_cbranch_execz" => Cond::Execz,
+                "s_cbranch_execnz" => Cond::Execnz,
+                _ => return None,
+            };
+            Some(Fast::Branch(cond, target))
+        }
+        Encoding::Sop2 | Encoding::Sop1 => salu(inst),
+        Encoding::Sopc => {
+            let (cond, ty) = name.strip_prefix("s_cmp_")?.split_once('_')?;
+            Some(Fast::SCmp {
+                cond: cmp_cond(cond)?,
+                ty: cmp_ty(ty)?,
+                a: src32(&inst.src[0])?,
+                b: src32(&inst.src[1])?,
+            })
+        }
+        Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
+            let m = &inst.mods;
+            if m.abs != [false; 3]
+                || m.neg != [false; 3]
+                || m.clamp
+                || m.omod != 0
+                || m.op_sel != 0
+                || m.sdwa.is_some()
+                || m.dpp.is_some()
+                || inst.info.is_mai()
+            {
+                return None;
+            }
+            valu(inst)
+        }
+        _ => None,
+    }
+}
+
+fn cmp_cond(c: &str) -> Option<Cmp> {
+    Some(match c {
+        "lt" => Cmp::Lt,
+        "eq" => Cmp::Eq,
+        "le" => Cmp::Le,
+        "gt" => Cmp::Gt,
+        "lg" | "ne" => Cmp::Ne,
+        "ge" => Cmp::Ge,
+        _ => return None,
+    })
+}
+
+fn cmp_ty(t: &str) -> Option<CmpTy> {
+    Some(match t {
+        "i32" => CmpTy::I32,
+        "u32" => CmpTy::U32,
+        _ => return None,
+    })
+}
+
+fn salu(inst: &Instruction) -> Option<Fast> {
+    let name = inst.name();
+    let (op, wide) = match name {
+        "s_mov_b32" => (SOp::Mov, false),
+        "s_mov_b64" => (SOp::Mov, true),
+        "s_add_u32" => (SOp::AddU32, false),
+        "s_sub_u32" => (SOp::SubU32, false),
+        "s_add_i32" => (SOp::AddI32, false),
+        "s_sub_i32" => (SOp::SubI32, false),
+        "s_addc_u32" => (SOp::AddcU32, false),
+        "s_mul_i32" => (SOp::MulI32, false),
+        "s_and_b32" => (SOp::And, false),
+        "s_or_b32" => (SOp::Or, false),
+        "s_xor_b32" => (SOp::Xor, false),
+        "s_andn2_b32" => (SOp::Andn2, false),
+        "s_and_b64" => (SOp::And, true),
+        "s_or_b64" => (SOp::Or, true),
+        "s_xor_b64" => (SOp::Xor, true),
+        "s_andn2_b64" => (SOp::Andn2, true),
+        "s_lshl_b32" => (SOp::LshlB32, false),
+        "s_lshr_b32" => (SOp::LshrB32, false),
+        "s_lshl_b64" => (SOp::LshlB64, true),
+        "s_cselect_b32" => (SOp::Cselect, false),
+        "s_cselect_b64" => (SOp::Cselect, true),
+        _ => return None,
+    };
+    let wd = inst.info.widths;
+    // 64-bit operands: scalar pairs only (constants of 64-bit operands stay general).
+    let src = |i: usize| -> Option<Src> {
+        if wd[i + 1] == 2 {
+            pair(&inst.src[i]).map(Src::S)
+        } else {
+            src32(&inst.src[i])
+        }
+    };
+    let dst = if wide {
+        pair(&inst.dst)?
+    } else {
+        sdst32(&inst.dst)?
+    };
+    let a = src(0)?;
+    let b = if inst.encoding == Encoding::Sop2 {
+        src(1)?
+    } else {
+        Src::K(0)
+    };
+    if matches!(a, Src::V(_)) || matches!(b, Src::V(_)) {
+        return None;
+    }
+    Some(Fast::S {
+        op,
+        wide,
+        dst,
+        a,
+        b,
+    })
+}
+
+fn valu(inst: &Instruction) -> Option<Fast> {
+    let name = inst.name();
+    if let Some(rest) = name.strip_prefix("v_cmp") {
+        let (x, rest) = match rest.strip_prefix("x_") {
+            Some(r) => (true, r),
+            None => (false, rest.strip_prefix('_')?),
+        };
+        let (cond, ty) = rest.rsplit_once('_')?;
+        return Some(Fast::Cmp {
+            cond: cmp_cond(cond)?,
+            ty: cmp_ty(ty)?,
+            a: src32(&inst.src[0])?,
+            b: src32(&inst.src[1])?,
+            sdst: pair(&inst.sdst)?,
+            x,
+        });
+    }
+    let c_op = match name {
+        "v_add_co_u32" => Some(COp::AddCo),
+        "v_sub_co_u32" => Some(COp::SubCo),
+        "v_subrev_co_u32" => Some(COp::SubrevCo),
+        "v_addc_co_u32" => Some(COp::Addc),
+        "v_subb_co_u32" => Some(COp::Subb),
+        _ => None,
+    };
+    if let Some(op) = c_op {
+        let cin = if matches!(op, COp::Addc | COp::Subb) {
+            pair(&inst.src[2])?
+        } else {
+            0
+        };
+        return Some(Fast::C {
+            op,
+            dst: vdst(&inst.dst)?,
+            a: src32(&inst.src[0])?,
+            b: src32(&inst.src[1])?,
+            cin,
+            cout: pair(&inst.sdst)?,
+        });
+    }
+    if name == "v_cndmask_b32" {
+        return Some(Fast::Cndmask {
+            dst: vdst(&inst.dst)?,
+            a: src32(&inst.src[0])?,
+            b: src32(&inst.src[1])?,
+            mask: pair(&inst.src[2])?,
+        });
+    }
+    if name == "v_lshlrev_b64" {
+        let Operand::Vgpr { index, count: 2 } = inst.src[1] else {
+            return None;
+        };
+        let Operand::Vgpr {
+            index: dst,
+            count: 2,
+        } = inst.dst
+        else {
+            return None;
+        };
+        if dst == u8::MAX || index == u8::MAX {
+            return None;
+        }
+        return Some(Fast::LshlrevB64 {
+            dst,
+            shift: src32(&inst.src[0])?,
+            b: index,
+        });
+    }
+    use VOp::*;
+    let op = match name {
+        "v_mov_b32" => Mov,
+        "v_add_u32" => AddU32,
+        "v_sub_u32" => SubU32,
+        "v_subrev_u32" => SubrevU32,
+        "v_mul_lo_u32" => MulLoU32,
+        "v_mul_hi_u32" => MulHiU32,
+        "v_mul_u32_u24" => MulU32U24,
+        "v_and_b32" => And,
+        "v_or_b32" => Or,
+        "v_xor_b32" => Xor,
+        "v_not_b32" => Not,
+        "v_lshlrev_b32" => LshlrevB32,
+        "v_lshrrev_b32" => LshrrevB32,
+        "v_ashrrev_i32" => AshrrevI32,
+        "v_min_i32" => MinI32,
+        "v_max_i32" => MaxI32,
+        "v_min_u32" => MinU32,
+        "v_max_u32" => MaxU32,
+        "v_add_f32" => AddF32,
+        "v_sub_f32" => SubF32,
+        "v_subrev_f32" => SubrevF32,
+        "v_mul_f32" => MulF32,
+        "v_min_f32" => MinF32,
+        "v_max_f32" => MaxF32,
+        "v_cvt_f32_i32" => CvtF32I32,
+        "v_cvt_f32_u32" => CvtF32U32,
+        "v_mac_f32" => MacF32,
+        "v_mad_f32" => MadF32,
+        "v_fma_f32" | "v_fmac_f32" => FmaF32,
+        "v_mad_u32_u24" => MadU32U24,
+        "v_add3_u32" => Add3U32,
+        "v_lshl_add_u32" => LshlAddU32,
+        "v_add_lshl_u32" => AddLshlU32,
+        "v_lshl_or_b32" => LshlOrB32,
+        "v_and_or_b32" => AndOrB32,
+        "v_or3_b32" => Or3B32,
+        "v_xad_u32" => XadU32,
+        "v_bfe_u32" => BfeU32,
+        "v_bfi_b32" => BfiB32,
+        "v_alignbit_b32" => AlignbitB32,
+        _ => return None,
+    };
+    let dst = vdst(&inst.dst)?;
+    let wd = inst.info.widths;
+    if wd[0] != 1 || wd[1..].iter().any(|&w| w > 1) {
+        return None;
+    }
+    let mut src = [Src::K(0); 3];
+    for (i, s) in src.iter_mut().enumerate() {
+        if wd[i + 1] == 1 {
+            *s = src32(&inst.src[i])?;
+        }
+    }
+    // The accumulating forms read their destination as the third source.
+    if matches!(name, "v_mac_f32" | "v_fmac_f32") {
+        src[2] = Src::V(dst);
+    }
+    Some(Fast::V { op, dst, src })
+}
+
+/// What [`run`] did.
+pub(super) enum Done {
+    /// Go on at the next instruction.
+    Next,
+    /// Go on at this address.
+    Jump(u64),
+    /// The wave ended.
+    End,
+    /// Not run: the general path must (e.g. a float operation under a rounding mode the
+    /// general path reports).
+    Slow,
+}
+
+type Row = [u32; WAVE_SIZE];
+
+#[inline(always)]
+fn row(w: &Wave, s: Src) -> Row {
+    match s {
+        Src::V(r) => {
+            let r = r as usize * WAVE_SIZE;
+            let mut out = [0; WAVE_SIZE];
+            out.copy_from_slice(&w.vgpr[r..r + WAVE_SIZE]);
+            out
+        }
+        Src::S(i) => [w.sreg[i as usize]; WAVE_SIZE],
+        Src::K(k) => [k; WAVE_SIZE],
+    }
+}
+
+#[inline(always)]
+fn scalar(w: &Wave, s: Src, wide: bool) -> u64 {
+    match s {
+        Src::S(i) if wide => w.sreg64(i as usize),
+        Src::S(i) => u64::from(w.sreg[i as usize]),
+        Src::K(k) => u64::from(k),
+        Src::V(_) => 0,
+    }
+}
+
+/// Writes `r` into VGPR `dst` for the lanes of `exec`.
+#[inline(always)]
+fn put(w: &mut Wave, dst: u8, r: &Row, exec: u64) {
+    let d = dst as usize * WAVE_SIZE;
+    let d = &mut w.vgpr[d..d + WAVE_SIZE];
+    if exec == u64::MAX {
+        d.copy_from_slice(r);
+    } else {
+        for (l, (d, r)) in d.iter_mut().zip(r).enumerate() {
+            if exec >> l & 1 != 0 {
+                *d = *r;
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn map1(a: &Row, f: impl Fn(u32) -> u32) -> Row {
+    core::array::from_fn(|l| f(a[l]))
+}
+
+#[inline(always)]
+fn map2(a: &Row, b: &Row, f: impl Fn(u32, u32) -> u32) -> Row {
+    core::array::from_fn(|l| f(a[l], b[l]))
+}
+
+#[inline(always)]
+fn map3(a: &Row, b: &Row, c: &Row, f: impl Fn(u32, u32, u32) -> u32) -> Row {
+    core::array::from_fn(|l| f(a[l], b[l], c[l]))
+}
+
+/// Lane bits where `f` holds.
+#[inline(always)]
+fn mask2(a: &Row, b: &Row, f: impl Fn(u32, u32) -> bool) -> u64 {
+    let mut m = 0u64;
+    for l in 0..WAVE_SIZE {
+        m |= u64::from(f(a[l], b[l])) << l;
+    }
+    m
+}
+
+fn f(x: u32) -> f32 {
+    f32::from_bits(x)
+}
+
+fn cmp<T: Ord>(c: Cmp, a: T, b: T) -> bool {
+    match c {
+        Cmp::Lt => a < b,
+        Cmp::Eq => a == b,
+        Cmp::Le => a <= b,
+        Cmp::Gt => a > b,
+        Cmp::Ne => a != b,
+        Cmp::Ge => a >= b,
+    }
+}
+
+/// Runs `fast` on `w`.
+#[inline]
+pub(super) fn run(w: &mut Wave, fast: &Fast) -> Done {
+    let exec = w.exec();
+    match *fast {
+        Fast::Slow => return Done::Slow,
+        Fast::Nop => {}
+        Fast::End => return Done::End,
+        Fast::Branch(cond, target) => {
+            let taken = match cond {
+                Cond::Always => true,
+                Cond::Scc0 => !w.scc,
+                Cond::Scc1 => w.scc,
+                Cond::Vccz => w.vcc() == 0,
+                Cond::Vccnz => w.vcc() != 0,
+                Cond::Execz => exec == 0,
+                Cond::Execnz => exec != 0,
+            };
+            if taken {
+                return Done::Jump(target);
+            }
+        }
+        Fast::V { op, dst, src } => {
+            if op.is_float() && w.mode & 0xF != 0 {
+                return Done::Slow;
+            }
+            let a = row(w, src[0]);
+            use VOp::*;
+            let r = match op {
+                Mov => a,
+                Not => map1(&a, |x| !x),
+                CvtF32I32 => map1(&a, |x| (x as i32 as f32).to_bits()),
+                CvtF32U32 => map1(&a, |x| (x as f32).to_bits()),
+                _ => {
+                    let b = row(w, src[1]);
+                    match op {
+                        AddU32 => map2(&a, &b, u32::wrapping_add),
+                        SubU32 => map2(&a, &b, u32::wrapping_sub),
+                        SubrevU32 => map2(&a, &b, |x, y| y.wrapping_sub(x)),
+                        MulLoU32 => map2(&a, &b, u32::wrapping_mul),
+                        MulHiU32 => map2(&a, &b, |x, y| ((x as u64 * y as u64) >> 32) as u32),
+                        MulU32U24 => {
+                            map2(&a, &b, |x, y| (x & 0xFF_FFFF).wrapping_mul(y & 0xFF_FFFF))
+                        }
+                        And => map2(&a, &b, |x, y| x & y),
+                        Or => map2(&a, &b, |x, y| x | y),
+                        Xor => map2(&a, &b, |x, y| x ^ y),
+                        LshlrevB32 => map2(&a, &b, |x, y| y << (x & 31)),
+                        LshrrevB32 => map2(&a, &b, |x, y| y >> (x & 31)),
+                        AshrrevI32 => map2(&a, &b, |x, y| ((y as i32) >> (x & 31)) as u32),
+                        MinI32 => map2(&a, &b, |x, y| (x as i32).min(y as i32) as u32),
+                        MaxI32 => map2(&a, &b, |x, y| (x as i32).max(y as i32) as u32),
+                        MinU32 => map2(&a, &b, u32::min),
+                        MaxU32 => map2(&a, &b, u32::max),
+                        AddF32 => map2(&a, &b, |x, y| (f(x) + f(y)).to_bits()),
+                        SubF32 => map2(&a, &b, |x, y| (f(x) - f(y)).to_bits()),
+                        SubrevF32 => map2(&a, &b, |x, y| (f(y) - f(x)).to_bits()),
+                        MulF32 => map2(&a, &b, |x, y| (f(x) * f(y)).to_bits()),
+                        MinF32 => map2(&a, &b, |x, y| f(x).min(f(y)).to_bits()),
+                        MaxF32 => map2(&a, &b, |x, y| f(x).max(f(y)).to_bits()),
+                        _ => {
+                            let c = row(w, src[2]);
+                            match op {
+                                MacF32 | MadF32 => {
+                                    map3(&a, &b, &c, |x, y, z| (f(x) * f(y) + f(z)).to_bits())
+                                }
+                                FmaF32 => {
+                                    map3(&a, &b, &c, |x, y, z| f(x).mul_add(f(y), f(z)).to_bits())
+                                }
+                                MadU32U24 => map3(&a, &b, &c, |x, y, z| {
+                                    (x & 0xFF_FFFF).wrapping_mul(y & 0xFF_FFFF).wrapping_add(z)
+                                }),
+                                Add3U32 => {
+                                    map3(&a, &b, &c, |x, y, z| x.wrapping_add(y).wrapping_add(z))
+                                }
+                                LshlAddU32 => {
+                                    map3(&a, &b, &c, |x, y, z| (x << (y & 31)).wrapping_add(z))
+                                }
+                                AddLshlU32 => {
+                                    map3(&a, &b, &c, |x, y, z| x.wrapping_add(y) << (z & 31))
+                                }
+                                LshlOrB32 => map3(&a, &b, &c, |x, y, z| (x << (y & 31)) | z),
+                                AndOrB32 => map3(&a, &b, &c, |x, y, z| (x & y) | z),
+                                Or3B32 => map3(&a, &b, &c, |x, y, z| x | y | z),
+                                XadU32 => map3(&a, &b, &c, |x, y, z| (x ^ y).wrapping_add(z)),
+                                BfeU32 => map3(&a, &b, &c, |x, y, z| {
+                                    let (off, width) = (y & 31, z & 31);
+                                    if width == 0 {
+                                        0
+                                    } else {
+                                        (x >> off) & ((1u32 << width) - 1)
+                                    }
+                                }),
+                                BfiB32 => map3(&a, &b, &c, |x, y, z| (x & y) | (!x & z)),
+                                AlignbitB32 => map3(&a, &b, &c, |x, y, z| {
+                                    ((((x as u64) << 32) | y as u64) >> (z & 31)) as u32
+                                }),
+                                _ => unreachable!("three-source ops are listed above"),
+                            }
+                        }
+                    }
+                }
+            };
+            put(w, dst, &r, exec);
+        }
+        Fast::LshlrevB64 { dst, shift, b } => {
+            let s = row(w, shift);
+            let lo = row(w, Src::V(b));
+            let hi = row(w, Src::V(b.wrapping_add(1)));
+            let v: [u64; WAVE_SIZE] = core::array::from_fn(|l| {
+                (u64::from(hi[l]) << 32 | u64::from(lo[l])) << (s[l] & 63)
+            });
+            let rl = core::array::from_fn(|l| v[l] as u32);
+            let rh = core::array::from_fn(|l| (v[l] >> 32) as u32);
+            put(w, dst, &rl, exec);
+            put(w, dst.wrapping_add(1), &rh, exec);
+        }
+        Fast::C {
+            op,
+            dst,
+            a,
+            b,
+            cin,
+            cout,
+        } => {
+            let (a, b) = (row(w, a), row(w, b));
+            let ci = if matches!(op, COp::Addc | COp::Subb) {
+                w.sreg64(cin as usize)
+            } else {
+                0
+            };
+            let ci: Row = core::array::from_fn(|l| (ci >> l & 1) as u32);
+            let r = match op {
+                COp::AddCo => map2(&a, &b, u32::wrapping_add),
+                COp::SubCo => map2(&a, &b, u32::wrapping_sub),
+                COp::SubrevCo => map2(&a, &b, |x, y| y.wrapping_sub(x)),
+                COp::Addc => map3(&a, &b, &ci, |x, y, c| x.wrapping_add(y).wrapping_add(c)),
+                COp::Subb => map3(&a, &b, &ci, |x, y, c| x.wrapping_sub(y).wrapping_sub(c)),
+            };
+            let mut co = 0u64;
+            for l in 0..WAVE_SIZE {
+                let (x, y, c) = (u64::from(a[l]), u64::from(b[l]), u64::from(ci[l]));
+                let bit = match op {
+                    COp::AddCo => x + y > 0xFFFF_FFFF,
+                    COp::SubCo => y > x,
+                    COp::SubrevCo => x > y,
+                    COp::Addc => x + y + c > 0xFFFF_FFFF,
+                    COp::Subb => y + c > x,
+                };
+                co |= u64::from(bit) << l;
+            }
+            put(w, dst, &r, exec);
+            w.set_sreg64(cout as usize, co & exec);
+        }
+        Fast::Cndmask { dst, a, b, mask } => {
+            let m = w.sreg64(mask as usize);
+            let (a, b) = (row(w, a), row(w, b));
+            let r = core::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] });
+            put(w, dst, &r, exec);
+        }
+        Fast::Cmp {
+            cond,
+            ty,
+            a,
+            b,
+            sdst,
+            x,
+        } => {
+            let (a, b) = (row(w, a), row(w, b));
+            let m = match ty {
+                CmpTy::I32 => mask2(&a, &b, |x, y| cmp(cond, x as i32, y as i32)),
+                CmpTy::U32 => mask2(&a, &b, |x, y| cmp(cond, x, y)),
+            } & exec;
+            w.set_sreg64(sdst as usize, m);
+            if x {
+                w.set_exec(m);
+            }
+        }
+        Fast::S {
+            op,
+            wide,
+            dst,
+            a,
+            b,
+        } => {
+            let (a, b) = (scalar(w, a, wide), scalar(w, b, wide));
+            let (a32, b32) = (a as u32, b as u32);
+            let mut scc = w.scc;
+            let r = match op {
+                SOp::Mov => a,
+                SOp::AddU32 => {
+                    let (r, c) = a32.overflowing_add(b32);
+                    scc = c;
+                    u64::from(r)
+                }
+                SOp::SubU32 => {
+                    let (r, c) = a32.overflowing_sub(b32);
+                    scc = c;
+                    u64::from(r)
+                }
+                SOp::AddI32 => {
+                    let (r, o) = (a32 as i32).overflowing_add(b32 as i32);
+                    scc = o;
+                    u64::from(r as u32)
+                }
+                SOp::SubI32 => {
+                    let (r, o) = (a32 as i32).overflowing_sub(b32 as i32);
+                    scc = o;
+                    u64::from(r as u32)
+                }
+                SOp::AddcU32 => {
+                    let t = u64::from(a32) + u64::from(b32) + u64::from(w.scc);
+                    scc = t >> 32 != 0;
+                    u64::from(t as u32)
+                }
+                SOp::MulI32 => u64::from(a32.wrapping_mul(b32)),
+                SOp::Cselect => {
+                    if w.scc {
+                        a
+                    } else {
+                        b
+                    }
+                }
+                SOp::And
+                | SOp::Or
+                | SOp::Xor
+                | SOp::Andn2
+                | SOp::LshlB32
+                | SOp::LshrB32
+                | SOp::LshlB64 => {
+                    let r = match op {
+                        SOp::And => a & b,
+                        SOp::Or => a | b,
+                        SOp::Xor => a ^ b,
+                        SOp::Andn2 => a & !b,
+                        SOp::LshlB32 => u64::from(a32 << (b32 & 31)),
+                        SOp::LshrB32 => u64::from(a32 >> (b32 & 31)),
+                        _ => a << (b32 & 63),
+                    };
+                    let r = if wide { r } else { u64::from(r as u32) };
+                    scc = r != 0;
+                    r
+                }
+            };
+            if wide {
+                w.set_sreg64(dst as usize, r);
+            } else {
+                w.sreg[dst as usize] = r as u32;
+            }
+            w.scc = scc;
+        }
+        Fast::SCmp { cond, ty, a, b } => {
+            let (a, b) = (scalar(w, a, false) as u32, scalar(w, b, false) as u32);
+            w.scc = match ty {
+                CmpTy::I32 => cmp(cond, a as i32, b as i32),
+                CmpTy::U32 => cmp(cond, a, b),
+            };
+        }
+    }
+    Done::Next
+}
