@@ -3707,8 +3707,41 @@ fn atomic_op(ty: &str) -> Option<AtomicFn> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// Runs `inst` at `pc` through the general interpreter (not the fast path): `None` to go
+    /// on at the next instruction, `Some(Some(target))` for a jump, `Some(None)` at the end.
+    /// (Its memory, [`NoMemory`], faults on every access.)
+    pub(in crate::gfx9) fn general_step(
+        w: &mut Wave,
+        inst: &Instruction,
+        pc: u64,
+    ) -> Option<Option<u64>> {
+        let code = KernelCode {
+            base_address: pc,
+            bytes: &[],
+            entry_address: pc,
+        };
+        let never = AtomicBool::new(false);
+        let mut ctx = Ctx {
+            code: &code,
+            target: inst.target,
+            memory: &NoMemory,
+            lds: &mut [],
+            scratch: &mut [],
+            scratch_per_wave: 0,
+            instructions: 0,
+            lane_instructions: 0,
+            preempt: &never,
+        };
+        match execute(&mut ctx, w, inst, pc + u64::from(inst.size)).unwrap() {
+            Flow::Next => None,
+            Flow::Jump(t) => Some(Some(t)),
+            Flow::End => Some(None),
+            Flow::Barrier => panic!("barrier"),
+        }
+    }
 
     #[test]
     fn decode_cache_decodes_once_and_never_serves_other_code() {

@@ -862,3 +862,244 @@ pub(super) fn run(w: &mut Wave, fast: &Fast) -> Done {
     }
     Done::Next
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::exec::tests::general_step;
+    use super::*;
+    use crate::gfx9::{decode, Gfx9Target};
+    use std::process::{Command, Stdio};
+
+    /// Every instruction form the fast path takes, in `llvm-mc` syntax (gfx90a).
+    const FORMS: &[&str] = &[
+        "v_mov_b32 v1, v2",
+        "v_mov_b32 v1, s5",
+        "v_mov_b32 v1, -7",
+        "v_add_u32 v1, v2, v3",
+        "v_add_u32 v1, s5, v3",
+        "v_add_u32 v1, 0x12345, v2",
+        "v_add_u32 v1, 1.0, v2",
+        "v_add_u32_e64 v1, s5, 17",
+        "v_sub_u32 v1, v2, v3",
+        "v_subrev_u32 v1, v2, v3",
+        "v_mul_lo_u32 v1, v2, v3",
+        "v_mul_hi_u32 v1, v2, s5",
+        "v_mul_u32_u24 v1, v2, v3",
+        "v_and_b32 v1, v2, v3",
+        "v_or_b32 v1, v2, v3",
+        "v_xor_b32 v1, v2, v3",
+        "v_not_b32 v1, v2",
+        "v_lshlrev_b32 v1, v2, v3",
+        "v_lshrrev_b32 v1, v2, v3",
+        "v_ashrrev_i32 v1, v2, v3",
+        "v_min_i32 v1, v2, v3",
+        "v_max_i32 v1, v2, v3",
+        "v_min_u32 v1, v2, v3",
+        "v_max_u32 v1, v2, v3",
+        "v_add_f32 v1, v2, v3",
+        "v_add_f32 v1, 0.5, v2",
+        "v_sub_f32 v1, v2, v3",
+        "v_subrev_f32 v1, v2, v3",
+        "v_mul_f32 v1, v2, v3",
+        "v_mul_f32_e64 v1, v2, s5",
+        "v_min_f32 v1, v2, v3",
+        "v_max_f32 v1, v2, v3",
+        "v_cvt_f32_i32 v1, v2",
+        "v_cvt_f32_u32 v1, v2",
+        "v_mac_f32 v1, v2, v3",
+        "v_mad_f32 v1, v2, v3, v4",
+        "v_fma_f32 v1, v2, v3, v4",
+        "v_fmac_f32 v1, v2, v3",
+        "v_mad_u32_u24 v1, v2, v3, v4",
+        "v_add3_u32 v1, v2, v3, v4",
+        "v_lshl_add_u32 v1, v2, v3, v4",
+        "v_add_lshl_u32 v1, v2, v3, v4",
+        "v_lshl_or_b32 v1, v2, v3, v4",
+        "v_and_or_b32 v1, v2, v3, v4",
+        "v_or3_b32 v1, v2, v3, v4",
+        "v_xad_u32 v1, v2, v3, v4",
+        "v_bfe_u32 v1, v2, v3, v4",
+        "v_bfe_u32 v1, v2, 8, 5",
+        "v_bfi_b32 v1, v2, v3, v4",
+        "v_alignbit_b32 v1, v2, v3, v4",
+        "v_add_co_u32 v1, vcc, v2, v3",
+        "v_add_co_u32_e64 v1, s[6:7], v2, v3",
+        "v_sub_co_u32 v1, vcc, v2, v3",
+        "v_subrev_co_u32 v1, vcc, v2, v3",
+        "v_addc_co_u32 v1, vcc, v2, v3, vcc",
+        "v_addc_co_u32_e64 v1, s[6:7], v2, v3, s[8:9]",
+        "v_subb_co_u32 v1, vcc, v2, v3, vcc",
+        "v_cndmask_b32 v1, v2, v3, vcc",
+        "v_cndmask_b32_e64 v1, v2, v3, s[6:7]",
+        "v_cmp_lt_i32 vcc, v2, v3",
+        "v_cmp_eq_u32_e64 s[6:7], v2, v3",
+        "v_cmp_ne_u32 vcc, s5, v3",
+        "v_cmp_ge_i32 vcc, v2, v3",
+        "v_cmp_le_u32 vcc, v2, v3",
+        "v_cmp_gt_u32 vcc, v2, v3",
+        "v_cmpx_gt_u32 vcc, v2, v3",
+        "v_cmpx_eq_i32_e64 s[6:7], v2, v3",
+        "v_lshlrev_b64 v[4:5], v2, v[6:7]",
+        "v_lshlrev_b64 v[6:7], 3, v[6:7]",
+        "s_mov_b32 s4, s5",
+        "s_mov_b32 s4, 0x1234567",
+        "s_mov_b64 s[4:5], s[8:9]",
+        "s_add_u32 s4, s5, s8",
+        "s_add_u32 s4, s5, 0x7fffffff",
+        "s_sub_u32 s4, s5, s8",
+        "s_add_i32 s4, s5, s8",
+        "s_sub_i32 s4, s5, s8",
+        "s_addc_u32 s4, s5, s8",
+        "s_mul_i32 s4, s5, s8",
+        "s_and_b32 s4, s5, s8",
+        "s_or_b32 s4, s5, s8",
+        "s_xor_b32 s4, s5, s8",
+        "s_andn2_b32 s4, s5, s8",
+        "s_and_b64 s[4:5], s[8:9], exec",
+        "s_or_b64 s[4:5], s[8:9], s[10:11]",
+        "s_xor_b64 s[4:5], s[8:9], s[10:11]",
+        "s_andn2_b64 exec, exec, s[8:9]",
+        "s_lshl_b32 s4, s5, s8",
+        "s_lshl_b32 s4, s5, 3",
+        "s_lshr_b32 s4, s5, s8",
+        "s_lshl_b64 s[4:5], s[8:9], s10",
+        "s_cselect_b32 s4, s5, s8",
+        "s_cselect_b64 s[4:5], s[8:9], s[10:11]",
+        "s_cmp_eq_u32 s4, s5",
+        "s_cmp_lg_u32 s4, s5",
+        "s_cmp_lg_i32 s4, 0",
+        "s_cmp_lt_i32 s4, s5",
+        "s_cmp_gt_u32 s4, s5",
+        "s_cmp_ge_i32 s4, s5",
+        "s_cmp_le_u32 s4, s5",
+        "s_nop 0",
+        "s_waitcnt vmcnt(0)",
+        "s_endpgm",
+        "s_branch 5",
+        "s_cbranch_scc0 -3",
+        "s_cbranch_scc1 4",
+        "s_cbranch_vccz 4",
+        "s_cbranch_vccnz 4",
+        "s_cbranch_execz 4",
+        "s_cbranch_execnz 4",
+    ];
+
+    /// Instruction bytes of `forms` from `llvm-mc-19 -show-encoding`, or `None` without it.
+    fn assemble(forms: &[&str]) -> Option<Vec<Vec<u8>>> {
+        let mut child = Command::new("llvm-mc-19")
+            .args(["-arch=amdgcn", "-mcpu=gfx90a", "-show-encoding"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .ok()?;
+        use std::io::Write;
+        child
+            .stdin
+            .take()?
+            .write_all(forms.join("\n").as_bytes())
+            .ok()?;
+        let out = child.wait_with_output().ok()?;
+        assert!(out.status.success(), "llvm-mc-19 failed");
+        let text = String::from_utf8(out.stdout).unwrap();
+        let codes: Vec<Vec<u8>> = text
+            .lines()
+            .filter_map(|l| l.split_once("encoding: [")?.1.split_once(']'))
+            .map(|(bytes, _)| {
+                bytes
+                    .split(',')
+                    .map(|b| u8::from_str_radix(b.trim().trim_start_matches("0x"), 16).unwrap())
+                    .collect()
+            })
+            .collect();
+        assert_eq!(codes.len(), forms.len(), "llvm-mc-19 output: {text}");
+        Some(codes)
+    }
+
+    /// Values that find the edges: zero, all ones, sign bits, float specials, denormals.
+    const EDGES: [u32; 12] = [
+        0,
+        1,
+        u32::MAX,
+        0x8000_0000,
+        0x7FFF_FFFF,
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7FC0_0001,
+        0x0000_0001,
+        0x3F80_0000,
+        0xBF00_0000,
+        0x00FF_FFFF,
+    ];
+
+    /// Each fast form against the general interpreter over random and edge-case registers and
+    /// EXEC masks (all, none, random): the same registers, SCC and next pc.
+    #[test]
+    fn fast_path_matches_the_general_interpreter() {
+        let Some(codes) = assemble(FORMS) else {
+            println!("skipped: llvm-mc-19 not found");
+            return;
+        };
+        let target = Gfx9Target::Gfx90a;
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for (form, bytes) in FORMS.iter().zip(&codes) {
+            let inst = decode(bytes, target).unwrap();
+            let pc = 0x1000;
+            let fast = classify(&inst, pc);
+            assert_ne!(fast, Fast::Slow, "{form}: not on the fast path");
+            for round in 0..40 {
+                let mut w = Wave::new(pc, true);
+                for v in w.vgpr.iter_mut().take(8 * WAVE_SIZE) {
+                    let r = next();
+                    *v = if r % 3 == 0 {
+                        EDGES[(r >> 8) as usize % EDGES.len()]
+                    } else {
+                        (r >> 16) as u32
+                    };
+                }
+                for s in w.sreg.iter_mut() {
+                    let r = next();
+                    *s = if r % 4 == 0 {
+                        EDGES[(r >> 8) as usize % EDGES.len()]
+                    } else {
+                        (r >> 16) as u32
+                    };
+                }
+                w.scc = next() & 1 != 0;
+                let exec = match round % 4 {
+                    0 => u64::MAX,
+                    1 => 0,
+                    _ => next(),
+                };
+                w.set_exec(exec);
+                let mut general = w.clone();
+                let flow = general_step(&mut general, &inst, pc);
+                let done = run(&mut w, &fast);
+                let (want_pc, want_end) = match flow {
+                    None => (pc + u64::from(inst.size), false),
+                    Some(Some(t)) => (t, false),
+                    Some(None) => (pc, true),
+                };
+                match done {
+                    Done::Next => w.pc = pc + u64::from(inst.size),
+                    Done::Jump(t) => w.pc = t,
+                    Done::End => {}
+                    Done::Slow => panic!("{form}: fast path declined"),
+                }
+                assert_eq!(matches!(done, Done::End), want_end, "{form}: end");
+                assert_eq!(w.pc, want_pc, "{form}: next pc");
+                assert_eq!(w.scc, general.scc, "{form}: SCC (round {round})");
+                assert_eq!(w.sreg, general.sreg, "{form}: SGPRs (round {round})");
+                assert!(
+                    w.vgpr == general.vgpr,
+                    "{form}: VGPRs differ (round {round})"
+                );
+            }
+        }
+    }
+}
