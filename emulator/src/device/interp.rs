@@ -43,8 +43,9 @@ pub(crate) const MAX_INSTRUCTIONS_PER_WAVE: u64 = 100_000_000;
 pub(crate) type Interrupt<'a> = dyn Fn(u32) + Sync + 'a;
 
 /// Device memory of one GPU as the interpreter sees it: the live allocations mapped to that
-/// GPU, every access bounds-checked. Holds a one-entry cache of the last allocation hit; make
-/// one per thread.
+/// GPU, every access bounds-checked. Holds a small cache of the allocations hit last (most
+/// recent first, [`CACHED_ALLOCS`] of them: a kernel streaming from two buffers into a third
+/// hits it on every access); make one per thread.
 ///
 /// It takes the allocation table's read lock only to look an address up (a cache miss), never
 /// for the life of a dispatch: a kernel that runs for a long time (one spinning on a flag the
@@ -59,8 +60,8 @@ pub(crate) struct GpuMemory<'a> {
     /// Where `s_sendmsg sendmsg(MSG_INTERRUPT)` goes (the device's interrupt handler), if
     /// anywhere.
     interrupt: Option<&'a Interrupt<'a>>,
-    /// The last allocation hit.
-    last: RefCell<Option<CachedAlloc>>,
+    /// The allocations hit last, most recent first.
+    last: RefCell<[Option<CachedAlloc>; CACHED_ALLOCS]>,
     /// The first access that faulted.
     fault: Cell<Option<MemoryFault>>,
 }
@@ -69,6 +70,9 @@ pub(crate) struct GpuMemory<'a> {
 /// region, and its backing, kept alive while cached.
 type CachedAlloc = (u64, u64, Region, Option<Arc<Backing>>);
 
+/// Allocations a [`GpuMemory`] keeps looked up.
+const CACHED_ALLOCS: usize = 4;
+
 impl<'a> GpuMemory<'a> {
     /// The memory of GPU `gpu_id` over the allocation table `allocs`.
     pub(crate) fn new(allocs: &'a RwLock<Allocs>, gpu_id: u32) -> GpuMemory<'a> {
@@ -76,7 +80,7 @@ impl<'a> GpuMemory<'a> {
             allocs,
             gpu_id,
             interrupt: None,
-            last: RefCell::new(None),
+            last: RefCell::new([const { None }; CACHED_ALLOCS]),
             fault: Cell::new(None),
         }
     }
@@ -104,8 +108,19 @@ impl<'a> GpuMemory<'a> {
     /// [`Status::MemoryFault`] naming the access when it is not inside one live allocation
     /// mapped to the GPU.
     fn region(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
-        if let Some((va, end, r, _)) = &*self.last.borrow() {
-            if addr >= *va && addr.checked_add(len).is_some_and(|e| e <= *end) {
+        {
+            let mut last = self.last.borrow_mut();
+            let end = addr.checked_add(len);
+            let hit = last.iter().position(|c| {
+                c.as_ref()
+                    .is_some_and(|(va, e, _, _)| addr >= *va && end.is_some_and(|end| end <= *e))
+            });
+            if let Some(i) = hit {
+                // Most recent first: a hit moves up one place.
+                if i > 0 {
+                    last.swap(i, i - 1);
+                }
+                let (va, _, r, _) = last[i.saturating_sub(1)].as_ref().expect("hit");
                 if let Some(sub) = r.sub(addr - va, len) {
                     return Ok(sub);
                 }
@@ -130,7 +145,9 @@ impl<'a> GpuMemory<'a> {
             })?;
         if let Some(a) = allocs.containing(addr, len) {
             if let Some(whole) = allocs.device_region(self.gpu_id, a.va, a.size) {
-                *self.last.borrow_mut() = Some((a.va, a.va + a.size, whole, a.backing.clone()));
+                let mut last = self.last.borrow_mut();
+                last.rotate_right(1);
+                last[0] = Some((a.va, a.va + a.size, whole, a.backing.clone()));
             }
         }
         Ok(region)

@@ -484,7 +484,10 @@ fn run_group(
     }
     for (wi, w) in waves.iter_mut().take(nwaves).enumerate() {
         if wi < reused {
-            w.reset(ctx.code.entry_address);
+            // Every register a wave of this code wrote is below the bounds of the
+            // instructions decoded so far (they are decoded before they run; the cache lives
+            // at least as long as these waves).
+            w.reset_below(ctx.code.entry_address, cache.vgpr_bound, cache.agpr_bound);
         }
         init_wave(ctx, kd, dispatch, group, size, wi, items, w)?;
     }
@@ -690,6 +693,10 @@ pub struct DecodeCache {
     insts: Vec<(Instruction, Fast)>,
     /// The instruction at the last unaligned pc (not cached).
     unaligned: Option<(Instruction, Fast)>,
+    /// One past the highest VGPR / AGPR any decoded instruction names (at least the three
+    /// work-item id VGPRs): no wave running this code writes a register at or above it.
+    vgpr_bound: usize,
+    agpr_bound: usize,
 }
 
 impl DecodeCache {
@@ -722,6 +729,8 @@ impl DecodeCache {
             self.insts.clear();
             self.last = 0;
             self.unaligned = None;
+            self.vgpr_bound = 3;
+            self.agpr_bound = 0;
         }
     }
 
@@ -756,6 +765,23 @@ impl DecodeCache {
             return Ok(&self.insts[i as usize - 1]);
         }
         let inst = decode_at(code, target, pc)?;
+        for op in [
+            &inst.dst,
+            &inst.sdst,
+            &inst.src[0],
+            &inst.src[1],
+            &inst.src[2],
+        ] {
+            match *op {
+                Operand::Vgpr { index, count } => {
+                    self.vgpr_bound = self.vgpr_bound.max(index as usize + count.max(1) as usize)
+                }
+                Operand::Agpr { index, count } => {
+                    self.agpr_bound = self.agpr_bound.max(index as usize + count.max(1) as usize)
+                }
+                _ => {}
+            }
+        }
         let inst = (inst, super::fast::classify(&inst, pc));
         if pc % 4 != 0 {
             // A slot is a dword: an unaligned pc (only `s_setpc_b64` makes one) is decoded
