@@ -1554,7 +1554,7 @@ fn fma32(a: f32, b: f32, c: f32) -> f32 {
 
 /// An f32 result's bits, with a NaN made from non-NaN input `x` replaced by the ISA's
 /// default NaN (0x7FC0_0000; the host's is negative).
-fn canon32(x: u32, r: f32) -> u64 {
+pub(super) fn canon32(x: u32, r: f32) -> u64 {
     if r.is_nan() && !f32::from_bits(x).is_nan() {
         0x7FC0_0000
     } else {

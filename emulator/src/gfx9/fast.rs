@@ -11,7 +11,7 @@
 //! operations per lane; the ISA tests run both).
 
 use super::decode::{Encoding, Instruction, Operand};
-use super::exec::F32_CONST;
+use super::exec::{canon32, F32_CONST};
 use super::wave::{Wave, WAVE_SIZE};
 
 /// A 32-bit source of a fast VALU operation.
@@ -54,6 +54,9 @@ pub(super) enum VOp {
     MaxF32,
     CvtF32I32,
     CvtF32U32,
+    /// `v_rsq_f32`: 1/sqrt(a) computed in f64 and rounded once, the ISA's default NaN for a
+    /// NaN made from a non-NaN input (as the general path).
+    RsqF32,
     /// `d = a * b + d` (two roundings), the destination read as the third source.
     MacF32,
     /// `a * b + c`, two roundings.
@@ -88,6 +91,7 @@ impl VOp {
                 | MaxF32
                 | CvtF32I32
                 | CvtF32U32
+                | RsqF32
                 | MacF32
                 | MadF32
                 | FmaF32
@@ -472,6 +476,7 @@ fn valu(inst: &Instruction) -> Option<Fast> {
         "v_max_f32" => MaxF32,
         "v_cvt_f32_i32" => CvtF32I32,
         "v_cvt_f32_u32" => CvtF32U32,
+        "v_rsq_f32" => RsqF32,
         "v_mac_f32" => MacF32,
         "v_mad_f32" => MadF32,
         "v_fma_f32" | "v_fmac_f32" => FmaF32,
@@ -634,6 +639,9 @@ pub(super) fn run(w: &mut Wave, fast: &Fast) -> Done {
                 Not => map1(&a, |x| !x),
                 CvtF32I32 => map1(&a, |x| (x as i32 as f32).to_bits()),
                 CvtF32U32 => map1(&a, |x| (x as f32).to_bits()),
+                RsqF32 => map1(&a, |x| {
+                    canon32(x, (1.0 / f64::from(f(x)).sqrt()) as f32) as u32
+                }),
                 _ => {
                     let b = row(w, src[1]);
                     match op {
@@ -906,6 +914,7 @@ mod tests {
         "v_max_f32 v1, v2, v3",
         "v_cvt_f32_i32 v1, v2",
         "v_cvt_f32_u32 v1, v2",
+        "v_rsq_f32 v1, v2",
         "v_mac_f32 v1, v2, v3",
         "v_mad_f32 v1, v2, v3, v4",
         "v_fma_f32 v1, v2, v3, v4",
