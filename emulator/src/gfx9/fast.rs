@@ -159,6 +159,14 @@ pub(super) enum Cond {
     Execnz,
 }
 
+/// Packed f32 operations (gfx90a/gfx942 VOP3P `v_pk_*_f32`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum PkOp {
+    Fma,
+    Mul,
+    Add,
+}
+
 /// An instruction as the fast path runs it, or [`Fast::Slow`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Fast {
@@ -202,6 +210,16 @@ pub(super) enum Fast {
         dst: u8,
         a: Src,
         b: Src,
+    },
+    /// `v_pk_{fma,mul,add}_f32` on VGPR pairs: half `h` of source `i` is the pair's high
+    /// dword when bit `i` of `sel[h]` is set (`op_sel`, `op_sel_hi`), negated when bit `i` of
+    /// `neg[h]` is (`neg_lo`, `neg_hi`).
+    Pk {
+        op: PkOp,
+        dst: u8,
+        src: [u8; 3],
+        sel: [u8; 2],
+        neg: [u8; 2],
     },
     /// `s_cmp_<cond>_<ty>` (32-bit) into SCC.
     SCmp {
@@ -283,6 +301,7 @@ fn classify_inner(inst: &Instruction, pc: u64) -> Option<Fast> {
                 b: src32(&inst.src[1])?,
             })
         }
+        Encoding::Vop3p => packed(inst),
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
             let m = &inst.mods;
             if m.abs != [false; 3]
@@ -377,6 +396,40 @@ fn salu(inst: &Instruction) -> Option<Fast> {
         dst,
         a,
         b,
+    })
+}
+
+fn packed(inst: &Instruction) -> Option<Fast> {
+    let op = match inst.name() {
+        "v_pk_fma_f32" => PkOp::Fma,
+        "v_pk_mul_f32" => PkOp::Mul,
+        "v_pk_add_f32" => PkOp::Add,
+        _ => return None,
+    };
+    let m = &inst.mods;
+    if m.clamp || inst.info.is_mai() {
+        return None;
+    }
+    let pair = |o: &Operand| match *o {
+        Operand::Vgpr { index, count: 2 } if index < u8::MAX => Some(index),
+        _ => None,
+    };
+    let n = if op == PkOp::Fma { 3 } else { 2 };
+    let mut src = [0u8; 3];
+    for (i, s) in src.iter_mut().enumerate().take(n) {
+        *s = pair(&inst.src[i])?;
+    }
+    let neg_lo = m
+        .neg
+        .iter()
+        .enumerate()
+        .fold(0u8, |b, (i, &n)| b | (n as u8) << i);
+    Some(Fast::Pk {
+        op,
+        dst: pair(&inst.dst)?,
+        src,
+        sel: [m.op_sel, m.op_sel_hi],
+        neg: [neg_lo, m.neg_hi],
     })
 }
 
@@ -714,6 +767,42 @@ pub(super) fn run(w: &mut Wave, fast: &Fast) -> Done {
             };
             put(w, dst, &r, exec);
         }
+        Fast::Pk {
+            op,
+            dst,
+            src,
+            sel,
+            neg,
+        } => {
+            if w.mode & 0xF != 0 {
+                return Done::Slow;
+            }
+            let n = if op == PkOp::Fma { 3 } else { 2 };
+            let mut halves = [[0u32; WAVE_SIZE]; 2];
+            for (h, out) in halves.iter_mut().enumerate() {
+                let x: [Row; 3] = core::array::from_fn(|i| {
+                    if i >= n {
+                        return [0; WAVE_SIZE];
+                    }
+                    let reg = src[i] + (sel[h] >> i & 1);
+                    let r = row(w, Src::V(reg));
+                    if neg[h] >> i & 1 != 0 {
+                        map1(&r, |v| v ^ 0x8000_0000)
+                    } else {
+                        r
+                    }
+                });
+                *out = match op {
+                    PkOp::Fma => map3(&x[0], &x[1], &x[2], |a, b, c| {
+                        f(a).mul_add(f(b), f(c)).to_bits()
+                    }),
+                    PkOp::Mul => map2(&x[0], &x[1], |a, b| (f(a) * f(b)).to_bits()),
+                    PkOp::Add => map2(&x[0], &x[1], |a, b| (f(a) + f(b)).to_bits()),
+                };
+            }
+            put(w, dst, &halves[0], exec);
+            put(w, dst + 1, &halves[1], exec);
+        }
         Fast::LshlrevB64 { dst, shift, b } => {
             let s = row(w, shift);
             let lo = row(w, Src::V(b));
@@ -949,6 +1038,11 @@ mod tests {
         "v_cmpx_gt_u32 vcc, v2, v3",
         "v_cmpx_eq_i32_e64 s[6:7], v2, v3",
         "v_lshlrev_b64 v[4:5], v2, v[6:7]",
+        "v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7]",
+        "v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[6:7] op_sel_hi:[1,0,1]",
+        "v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[0:1] op_sel:[1,0,1] neg_lo:[1,0,0] neg_hi:[0,1,1]",
+        "v_pk_mul_f32 v[0:1], v[2:3], v[4:5] op_sel:[0,1]",
+        "v_pk_add_f32 v[4:5], v[2:3], v[4:5] neg_hi:[1,0]",
         "v_lshlrev_b64 v[6:7], 3, v[6:7]",
         "s_mov_b32 s4, s5",
         "s_mov_b32 s4, 0x1234567",
