@@ -828,7 +828,16 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         );
     }
     let next = w.pc + inst.size as u64;
-    match super::fast::run(w, fast) {
+    let r = super::fast::run(w, fast, ctx.memory).map_err(|e| {
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
+        error!(
+            e.status(),
+            "{} at kernel offset {kernel_off:#x}: {}",
+            inst.name(),
+            e.detail()
+        )
+    })?;
+    match r {
         Done::Next => {
             w.pc = next;
             return Ok(());
@@ -3806,7 +3815,7 @@ pub(super) mod tests {
         assert_eq!(rndne32(-0.4).to_bits(), 0x8000_0000);
     }
 
-    struct NoMemory;
+    pub(in crate::gfx9) struct NoMemory;
 
     impl DeviceMemory for NoMemory {
         fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<()> {

@@ -11,7 +11,12 @@
 //! operations per lane; the ISA tests run both).
 
 use super::decode::{Encoding, Instruction, Operand};
-use super::exec::{canon32, F32_CONST};
+use super::exec::{canon32, DeviceMemory, F32_CONST, SCRATCH_BACKING_BASE};
+use hsa_core::{error, Result};
+
+/// Bytes of the scratch backing window above [`SCRATCH_BACKING_BASE`] (`exec.rs`'s
+/// `read_global`/`write_global`): accesses there take the general path.
+const SCRATCH_WINDOW: u64 = 1 << 40;
 use super::wave::{Wave, WAVE_SIZE};
 
 /// A 32-bit source of a fast VALU operation.
@@ -221,6 +226,17 @@ pub(super) enum Fast {
         sel: [u8; 2],
         neg: [u8; 2],
     },
+    /// `global_load_dword{,x2,x3,x4}` into VGPRs `dst..`, or (`store`) `global_store_dword*`
+    /// from VGPRs `data..`: per lane the address is `saddr` (a scalar pair) + the VGPR
+    /// `vaddr`, or the VGPR pair `vaddr` without `saddr`, plus `offset`.
+    Global {
+        store: bool,
+        dwords: u8,
+        reg: u8,
+        vaddr: u8,
+        saddr: Option<u8>,
+        offset: i32,
+    },
     /// `s_cmp_<cond>_<ty>` (32-bit) into SCC.
     SCmp {
         cond: Cmp,
@@ -302,6 +318,7 @@ fn classify_inner(inst: &Instruction, pc: u64) -> Option<Fast> {
             })
         }
         Encoding::Vop3p => packed(inst),
+        Encoding::Flat => global(inst),
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
             let m = &inst.mods;
             if m.abs != [false; 3]
@@ -396,6 +413,44 @@ fn salu(inst: &Instruction) -> Option<Fast> {
         dst,
         a,
         b,
+    })
+}
+
+fn global(inst: &Instruction) -> Option<Fast> {
+    let name = inst.name();
+    let (store, ty) = match name.strip_prefix("global_load_") {
+        Some(t) => (false, t),
+        None => (true, name.strip_prefix("global_store_")?),
+    };
+    let dwords = match ty {
+        "dword" => 1,
+        "dwordx2" => 2,
+        "dwordx3" => 3,
+        "dwordx4" => 4,
+        _ => return None,
+    };
+    let reg = match if store { inst.src[1] } else { inst.dst } {
+        Operand::Vgpr { index, count }
+            if count == dwords && (index as usize) + (dwords as usize) <= 256 =>
+        {
+            index
+        }
+        _ => return None,
+    };
+    let (vaddr, saddr) = match (inst.src[0], inst.src[2]) {
+        (Operand::Vgpr { index, count: 1 }, Operand::Sreg { index: s, count: 2 }) if s < 127 => {
+            (index, Some(s))
+        }
+        (Operand::Vgpr { index, count: 2 }, Operand::None) if index < u8::MAX => (index, None),
+        _ => return None,
+    };
+    Some(Fast::Global {
+        store,
+        dwords,
+        reg,
+        vaddr,
+        saddr,
+        offset: inst.imm,
     })
 }
 
@@ -659,14 +714,76 @@ fn cmp<T: Ord>(c: Cmp, a: T, b: T) -> bool {
     }
 }
 
-/// Runs `fast` on `w`.
+/// Runs `fast` on `w` over `memory`.
+///
+/// # Errors
+/// A global access's memory fault, as the general path reports it (`lane N: ...`, the lanes
+/// before it done).
 #[inline]
-pub(super) fn run(w: &mut Wave, fast: &Fast) -> Done {
+pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Result<Done> {
     let exec = w.exec();
     match *fast {
-        Fast::Slow => return Done::Slow,
+        Fast::Global {
+            store,
+            dwords,
+            reg,
+            vaddr,
+            saddr,
+            offset,
+        } => {
+            let lo = row(w, Src::V(vaddr));
+            let base: [u64; WAVE_SIZE] = match saddr {
+                Some(s) => {
+                    let s = w.sreg64(s as usize);
+                    core::array::from_fn(|l| s.wrapping_add(u64::from(lo[l])))
+                }
+                None => {
+                    let hi = row(w, Src::V(vaddr + 1));
+                    core::array::from_fn(|l| u64::from(hi[l]) << 32 | u64::from(lo[l]))
+                }
+            };
+            let addr: [u64; WAVE_SIZE] =
+                core::array::from_fn(|l| base[l].wrapping_add(i64::from(offset) as u64));
+            // The interpreter's scratch backing is the general path's.
+            let scratch = |a: u64| {
+                a.checked_sub(SCRATCH_BACKING_BASE)
+                    .is_some_and(|o| o < SCRATCH_WINDOW)
+            };
+            if (0..WAVE_SIZE).any(|l| exec >> l & 1 != 0 && scratch(addr[l])) {
+                return Ok(Done::Slow);
+            }
+            let n = dwords as usize;
+            let mut b = [0u8; 16];
+            let lane_err =
+                |lane: usize, e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
+            for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+                if store {
+                    for k in 0..n {
+                        let v = w.vgpr[(reg as usize + k) * WAVE_SIZE + lane];
+                        b[k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
+                    }
+                    memory
+                        .write(addr[lane], &b[..n * 4])
+                        .map_err(|e| lane_err(lane, e))?;
+                } else {
+                    memory
+                        .read(addr[lane], &mut b[..n * 4])
+                        .map_err(|e| lane_err(lane, e))?;
+                    for k in 0..n {
+                        let v = u32::from_le_bytes([
+                            b[k * 4],
+                            b[k * 4 + 1],
+                            b[k * 4 + 2],
+                            b[k * 4 + 3],
+                        ]);
+                        w.vgpr[(reg as usize + k) * WAVE_SIZE + lane] = v;
+                    }
+                }
+            }
+        }
+        Fast::Slow => return Ok(Done::Slow),
         Fast::Nop => {}
-        Fast::End => return Done::End,
+        Fast::End => return Ok(Done::End),
         Fast::Branch(cond, target) => {
             let taken = match cond {
                 Cond::Always => true,
@@ -678,12 +795,12 @@ pub(super) fn run(w: &mut Wave, fast: &Fast) -> Done {
                 Cond::Execnz => exec != 0,
             };
             if taken {
-                return Done::Jump(target);
+                return Ok(Done::Jump(target));
             }
         }
         Fast::V { op, dst, src } => {
             if op.is_float() && w.mode & 0xF != 0 {
-                return Done::Slow;
+                return Ok(Done::Slow);
             }
             let a = row(w, src[0]);
             use VOp::*;
@@ -775,7 +892,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast) -> Done {
             neg,
         } => {
             if w.mode & 0xF != 0 {
-                return Done::Slow;
+                return Ok(Done::Slow);
             }
             let n = if op == PkOp::Fma { 3 } else { 2 };
             let mut halves = [[0u32; WAVE_SIZE]; 2];
@@ -957,12 +1074,12 @@ pub(super) fn run(w: &mut Wave, fast: &Fast) -> Done {
             };
         }
     }
-    Done::Next
+    Ok(Done::Next)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::exec::tests::general_step;
+    use super::super::exec::tests::{general_step, NoMemory};
     use super::*;
     use crate::gfx9::{decode, Gfx9Target};
     use std::process::{Command, Stdio};
@@ -1182,7 +1299,7 @@ mod tests {
                 w.set_exec(exec);
                 let mut general = w.clone();
                 let flow = general_step(&mut general, &inst, pc);
-                let done = run(&mut w, &fast);
+                let done = run(&mut w, &fast, &NoMemory).unwrap();
                 let (want_pc, want_end) = match flow {
                     None => (pc + u64::from(inst.size), false),
                     Some(Some(t)) => (t, false),
