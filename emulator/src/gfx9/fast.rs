@@ -845,9 +845,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
                                 MacF32 | MadF32 => {
                                     map3(&a, &b, &c, |x, y, z| (f(x) * f(y) + f(z)).to_bits())
                                 }
-                                FmaF32 => {
-                                    map3(&a, &b, &c, |x, y, z| f(x).mul_add(f(y), f(z)).to_bits())
-                                }
+                                FmaF32 => super::fma::fma_rows(&a, &b, &c),
                                 MadU32U24 => map3(&a, &b, &c, |x, y, z| {
                                     (x & 0xFF_FFFF).wrapping_mul(y & 0xFF_FFFF).wrapping_add(z)
                                 }),
@@ -910,9 +908,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
                     }
                 });
                 *out = match op {
-                    PkOp::Fma => map3(&x[0], &x[1], &x[2], |a, b, c| {
-                        f(a).mul_add(f(b), f(c)).to_bits()
-                    }),
+                    PkOp::Fma => super::fma::fma_rows(&x[0], &x[1], &x[2]),
                     PkOp::Mul => map2(&x[0], &x[1], |a, b| (f(a) * f(b)).to_bits()),
                     PkOp::Add => map2(&x[0], &x[1], |a, b| (f(a) + f(b)).to_bits()),
                 };

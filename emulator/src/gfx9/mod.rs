@@ -19,6 +19,7 @@ pub mod exec;
 mod f16;
 mod fast;
 mod fdiv;
+mod fma;
 mod mai;
 mod opcodes;
 pub mod wave;
