@@ -132,6 +132,51 @@ pub(super) enum CmpTy {
     U32,
 }
 
+/// f32 compare conditions (the VOPC float conditions but `f`/`tru` and `class`): which
+/// orderings of (a, b) give true, bit 0 less, 1 equal, 2 greater, 3 unordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FCond(u8);
+
+impl FCond {
+    fn of(c: &str) -> Option<FCond> {
+        const L: u8 = 1;
+        const E: u8 = 2;
+        const G: u8 = 4;
+        const U: u8 = 8;
+        Some(FCond(match c {
+            "lt" => L,
+            "eq" => E,
+            "le" => L | E,
+            "gt" => G,
+            "lg" => L | G,
+            "ge" => G | E,
+            "o" => L | E | G,
+            "u" => U,
+            "nge" => L | U,
+            "nlg" => E | U,
+            "ngt" => L | E | U,
+            "nle" => G | U,
+            "neq" => L | G | U,
+            "nlt" => E | G | U,
+            _ => return None,
+        }))
+    }
+
+    #[inline(always)]
+    fn holds(self, a: f32, b: f32) -> bool {
+        let bit = if a < b {
+            1
+        } else if a == b {
+            2
+        } else if a > b {
+            4
+        } else {
+            8
+        };
+        self.0 & bit != 0
+    }
+}
+
 /// Scalar ALU operations on 32-bit (or, `wide`, 64-bit) values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum SOp {
@@ -203,6 +248,14 @@ pub(super) enum Fast {
     Cmp {
         cond: Cmp,
         ty: CmpTy,
+        a: Src,
+        b: Src,
+        sdst: u8,
+        x: bool,
+    },
+    /// `v_cmp(x)_<cond>_f32` into scalar pair `sdst` (and EXEC for `v_cmpx`).
+    FCmp {
+        cond: FCond,
         a: Src,
         b: Src,
         sdst: u8,
@@ -496,6 +549,15 @@ fn valu(inst: &Instruction) -> Option<Fast> {
             None => (false, rest.strip_prefix('_')?),
         };
         let (cond, ty) = rest.rsplit_once('_')?;
+        if ty == "f32" {
+            return Some(Fast::FCmp {
+                cond: FCond::of(cond)?,
+                a: src32(&inst.src[0])?,
+                b: src32(&inst.src[1])?,
+                sdst: pair(&inst.sdst)?,
+                x,
+            });
+        }
         return Some(Fast::Cmp {
             cond: cmp_cond(cond)?,
             ty: cmp_ty(ty)?,
@@ -989,6 +1051,20 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
                 w.set_exec(m);
             }
         }
+        Fast::FCmp {
+            cond,
+            a,
+            b,
+            sdst,
+            x,
+        } => {
+            let (a, b) = (row(w, a), row(w, b));
+            let m = mask2(&a, &b, |x, y| cond.holds(f(x), f(y))) & exec;
+            w.set_sreg64(sdst as usize, m);
+            if x {
+                w.set_exec(m);
+            }
+        }
         Fast::S {
             op,
             wide,
@@ -1150,6 +1226,21 @@ mod tests {
         "v_cmp_gt_u32 vcc, v2, v3",
         "v_cmpx_gt_u32 vcc, v2, v3",
         "v_cmpx_eq_i32_e64 s[6:7], v2, v3",
+        "v_cmp_lt_f32 vcc, v2, v3",
+        "v_cmp_eq_f32 vcc, v2, v3",
+        "v_cmp_le_f32 vcc, s5, v3",
+        "v_cmp_gt_f32_e64 s[6:7], v2, v3",
+        "v_cmp_lg_f32 vcc, v2, v3",
+        "v_cmp_ge_f32 vcc, v2, v3",
+        "v_cmp_o_f32 vcc, v2, v3",
+        "v_cmp_u_f32 vcc, v2, v3",
+        "v_cmp_nge_f32 vcc, v2, v3",
+        "v_cmp_nlg_f32 vcc, v2, v3",
+        "v_cmp_ngt_f32 vcc, v2, v3",
+        "v_cmp_nle_f32 vcc, v2, v3",
+        "v_cmp_neq_f32 vcc, v2, v3",
+        "v_cmp_nlt_f32 vcc, 1.0, v3",
+        "v_cmpx_gt_f32 vcc, v2, v3",
         "v_lshlrev_b64 v[4:5], v2, v[6:7]",
         "v_pk_fma_f32 v[0:1], v[2:3], v[4:5], v[6:7]",
         "v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[6:7] op_sel_hi:[1,0,1]",
