@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::gfx9::exec::{
-    check_dispatch, run_workgroups, run_workgroups_preemptible, workgroup_total, DeviceMemory,
-    DispatchState, ExecStats, KernelCode,
+    check_dispatch, run_workgroups, run_workgroups_preemptible, workgroup_total, DecodeCache,
+    DeviceMemory, DispatchState, ExecStats, KernelCode,
 };
 use crate::gfx9::hwid::WaveLaunch;
 use crate::gfx9::Gfx9Target;
@@ -44,8 +44,9 @@ pub(crate) const MAX_INSTRUCTIONS_PER_WAVE: u64 = 100_000_000;
 pub(crate) type Interrupt<'a> = dyn Fn(u32) + Sync + 'a;
 
 /// Device memory of one GPU as the interpreter sees it: the live allocations mapped to that
-/// GPU, every access bounds-checked. Holds a one-entry cache of the last allocation hit; make
-/// one per thread.
+/// GPU, every access bounds-checked. Holds a small cache of the allocations hit last (most
+/// recent first, [`CACHED_ALLOCS`] of them: a kernel streaming from two buffers into a third
+/// hits it on every access); make one per thread.
 ///
 /// It takes the allocation table's read lock only to look an address up (a cache miss), never
 /// for the life of a dispatch: a kernel that runs for a long time (one spinning on a flag the
@@ -60,8 +61,8 @@ pub(crate) struct GpuMemory<'a> {
     /// Where `s_sendmsg sendmsg(MSG_INTERRUPT)` goes (the device's interrupt handler), if
     /// anywhere.
     interrupt: Option<&'a Interrupt<'a>>,
-    /// The last allocation hit.
-    last: RefCell<Option<CachedAlloc>>,
+    /// The allocations hit last, most recent first.
+    last: RefCell<[Option<CachedAlloc>; CACHED_ALLOCS]>,
     /// The first access that faulted.
     fault: Cell<Option<MemoryFault>>,
 }
@@ -70,6 +71,9 @@ pub(crate) struct GpuMemory<'a> {
 /// region, and its backing, kept alive while cached.
 type CachedAlloc = (u64, u64, Region, Option<Arc<Backing>>);
 
+/// Allocations a [`GpuMemory`] keeps looked up.
+const CACHED_ALLOCS: usize = 4;
+
 impl<'a> GpuMemory<'a> {
     /// The memory of GPU `gpu_id` over the allocation table `allocs`.
     pub(crate) fn new(allocs: &'a RwLock<Allocs>, gpu_id: u32) -> GpuMemory<'a> {
@@ -77,7 +81,7 @@ impl<'a> GpuMemory<'a> {
             allocs,
             gpu_id,
             interrupt: None,
-            last: RefCell::new(None),
+            last: RefCell::new([const { None }; CACHED_ALLOCS]),
             fault: Cell::new(None),
         }
     }
@@ -105,8 +109,19 @@ impl<'a> GpuMemory<'a> {
     /// [`Status::MemoryFault`] naming the access when it is not inside one live allocation
     /// mapped to the GPU.
     fn region(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
-        if let Some((va, end, r, _)) = &*self.last.borrow() {
-            if addr >= *va && addr.checked_add(len).is_some_and(|e| e <= *end) {
+        {
+            let mut last = self.last.borrow_mut();
+            let end = addr.checked_add(len);
+            let hit = last.iter().position(|c| {
+                c.as_ref()
+                    .is_some_and(|(va, e, _, _)| addr >= *va && end.is_some_and(|end| end <= *e))
+            });
+            if let Some(i) = hit {
+                // Most recent first: a hit moves up one place.
+                if i > 0 {
+                    last.swap(i, i - 1);
+                }
+                let (va, _, r, _) = last[i.saturating_sub(1)].as_ref().expect("hit");
                 if let Some(sub) = r.sub(addr - va, len) {
                     return Ok(sub);
                 }
@@ -131,7 +146,9 @@ impl<'a> GpuMemory<'a> {
             })?;
         if let Some(a) = allocs.containing(addr, len) {
             if let Some(whole) = allocs.device_region(self.gpu_id, a.va, a.size) {
-                *self.last.borrow_mut() = Some((a.va, a.va + a.size, whole, a.backing.clone()));
+                let mut last = self.last.borrow_mut();
+                last.rotate_right(1);
+                last[0] = Some((a.va, a.va + a.size, whole, a.backing.clone()));
             }
         }
         Ok(region)
@@ -436,20 +453,24 @@ fn run_inner(
     check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
-    let run_range = |mem: &GpuMemory<'_>, range: Range<u64>, stats: &mut ExecStats| {
-        let r = run_workgroups_preemptible(
-            &code,
-            &descriptor,
-            target,
-            &state,
-            mem,
-            range,
-            stats,
-            preempt,
-        );
-        done.fetch_add(stats.workgroups, Ordering::Relaxed);
-        r
-    };
+    // Each thread decodes the kernel once (its own cache, kept over its chunks): the code was
+    // read for this dispatch, so no entry outlives it.
+    let run_range =
+        |mem: &GpuMemory<'_>, cache: &mut DecodeCache, range: Range<u64>, stats: &mut ExecStats| {
+            let r = run_workgroups_preemptible(
+                &code,
+                &descriptor,
+                target,
+                &state,
+                mem,
+                range,
+                stats,
+                preempt,
+                cache,
+            );
+            done.fetch_add(stats.workgroups, Ordering::Relaxed);
+            r
+        };
     // Workers take chunks of consecutive work-groups in increasing order. After an error no
     // new chunk starts, but every chunk handed out before it runs to its end or its first
     // error, so the error reported (the one at the lowest work-group) does not depend on
@@ -457,10 +478,16 @@ fn run_inner(
     let chunk = (total / (workers as u64 * 8)).clamp(1, 4096);
     if workers == 1 {
         let mut stats = ExecStats::default();
+        let mut cache = DecodeCache::new();
         let mut first = 0;
         while first < total {
             let mut part = ExecStats::default();
-            let r = run_range(&memory, first..(first + chunk).min(total), &mut part);
+            let r = run_range(
+                &memory,
+                &mut cache,
+                first..(first + chunk).min(total),
+                &mut part,
+            );
             stats.add(&part);
             r.map_err(setup)?;
             first += chunk;
@@ -474,6 +501,7 @@ fn run_inner(
             .map(|_| {
                 s.spawn(|| {
                     let mem = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
+                    let mut cache = DecodeCache::new();
                     let mut stats = ExecStats::default();
                     while !failed.load(Ordering::Relaxed) {
                         let first = next.fetch_add(chunk, Ordering::Relaxed);
@@ -482,7 +510,7 @@ fn run_inner(
                         }
                         let range = first..(first + chunk).min(total);
                         let mut part = ExecStats::default();
-                        let r = run_range(&mem, range, &mut part);
+                        let r = run_range(&mem, &mut cache, range, &mut part);
                         stats.add(&part);
                         if let Err(e) = r {
                             failed.store(true, Ordering::Relaxed);

@@ -32,6 +32,7 @@ use core::sync::atomic::{AtomicBool, Ordering};
 
 use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
 use super::f16;
+use super::fast::{Done, Fast};
 use super::fdiv;
 use super::hwid::{enabled_cus, hw_id, CuId, WaveLaunch};
 use super::mode;
@@ -368,7 +369,15 @@ pub fn run_workgroups(
 ) -> Result<()> {
     let never = AtomicBool::new(false);
     run_workgroups_preemptible(
-        code, descriptor, target, dispatch, memory, groups, stats, &never,
+        code,
+        descriptor,
+        target,
+        dispatch,
+        memory,
+        groups,
+        stats,
+        &never,
+        &mut DecodeCache::new(),
     )
 }
 
@@ -383,6 +392,9 @@ pub const PREEMPT_CHECK_INSTRUCTIONS: u64 = 4096;
 /// error saying so. A wave that spins on memory forever (a kernel waiting for a host flag
 /// that never comes) thus ends when its queue is destroyed rather than through a hang guard.
 ///
+/// `cache` holds the decoded instructions: pass the same one to every call of one thread for
+/// the same `code` (it empties itself when given another code).
+///
 /// # Errors
 /// As [`run_workgroups`], and [`Status::Exception`] when `preempt` was seen set (the
 /// message starts with `preempted`).
@@ -396,6 +408,7 @@ pub fn run_workgroups_preemptible(
     groups: core::ops::Range<u64>,
     stats: &mut ExecStats,
     preempt: &AtomicBool,
+    cache: &mut DecodeCache,
 ) -> Result<()> {
     check_dispatch(descriptor, dispatch)?;
     // Work-group n runs on CU n mod k of the k enabled ones (hwid module docs).
@@ -407,6 +420,7 @@ pub fn run_workgroups_preemptible(
              all 0): no work-group can be launched"
         );
     }
+    cache.bind(code, target);
     let mut lds = vec![0u8; dispatch.group_segment_size as usize];
     let counts = workgroup_counts(dispatch);
     let end = groups.end.min(workgroup_total(dispatch));
@@ -442,7 +456,7 @@ pub fn run_workgroups_preemptible(
         ctx.lds.fill(0);
         ctx.cu = cus[(flat % cus.len() as u64) as usize];
         stats.waves += waves_in_group(dispatch, group) as u64;
-        result = run_group(&mut ctx, descriptor, dispatch, group, &mut waves);
+        result = run_group(&mut ctx, cache, descriptor, dispatch, group, &mut waves);
         if result.is_err() {
             break;
         }
@@ -483,6 +497,7 @@ struct Ctx<'a, 'c> {
 
 fn run_group(
     ctx: &mut Ctx<'_, '_>,
+    cache: &mut DecodeCache,
     kd: &KernelDescriptor,
     dispatch: &DispatchState,
     group: [u32; 3],
@@ -505,7 +520,10 @@ fn run_group(
     }
     for (wi, w) in waves.iter_mut().take(nwaves).enumerate() {
         if wi < reused {
-            w.reset(ctx.code.entry_address);
+            // Every register a wave of this code wrote is below the bounds of the
+            // instructions decoded so far (they are decoded before they run; the cache lives
+            // at least as long as these waves).
+            w.reset_below(ctx.code.entry_address, cache.vgpr_bound, cache.agpr_bound);
         }
         init_wave(ctx, kd, dispatch, group, size, wi, items, w)?;
     }
@@ -513,7 +531,7 @@ fn run_group(
     loop {
         for w in waves.iter_mut() {
             while w.state == WaveState::Running {
-                step(ctx, w, dispatch.max_instructions_per_wave)?;
+                step(ctx, cache, w, dispatch.max_instructions_per_wave)?;
                 if w.executed % PREEMPT_CHECK_INSTRUCTIONS == 0
                     && ctx.preempt.load(Ordering::Relaxed)
                 {
@@ -684,9 +702,138 @@ enum Flow {
     End,
 }
 
-fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
-    let code = ctx.code;
-    let off = w.pc.wrapping_sub(code.base_address);
+/// Code bytes per page of a [`DecodeCache`]'s index (a power of two).
+const CACHE_PAGE_BYTES: u64 = 4096;
+
+/// The decoded instructions of one kernel's code, each decoded the first time a wave reaches
+/// it, so the interpreter decodes every instruction once per cache instead of once per
+/// execution.
+///
+/// A cache serves one [`KernelCode`] (the same `base_address` and `bytes`): the code is
+/// immutable while a dispatch runs, as a GPU's instruction cache assumes (the packet
+/// processor's acquire fence invalidates it between dispatches, not during one). Given
+/// another code (other bytes, address or length), the cache empties itself first, so code
+/// loaded at the same address later never hits stale entries; the emulated device makes one
+/// per dispatch and host thread over the code bytes it read for that dispatch.
+///
+/// Indexed by 4 KiB pages of code (few per kernel) of one `u32` slot per dword: a lookup
+/// is a compare against the last page used, an array load, and the instruction.
+#[derive(Debug, Default)]
+pub struct DecodeCache {
+    /// `(base_address, bytes.as_ptr(), bytes.len(), target)` of the code the entries are of.
+    code: Option<(u64, usize, usize, Gfx9Target)>,
+    /// `(page number, slot per dword: 0 = not decoded, else index + 1 into insts)`.
+    pages: Vec<(u64, Vec<u32>)>,
+    /// Index into `pages` of the page last looked up.
+    last: usize,
+    /// Each decoded instruction with its fast-path form.
+    insts: Vec<(Instruction, Fast)>,
+    /// The instruction at the last unaligned pc (not cached).
+    unaligned: Option<(Instruction, Fast)>,
+    /// One past the highest VGPR / AGPR any decoded instruction names (at least the three
+    /// work-item id VGPRs): no wave running this code writes a register at or above it.
+    vgpr_bound: usize,
+    agpr_bound: usize,
+}
+
+impl DecodeCache {
+    /// An empty cache.
+    pub fn new() -> DecodeCache {
+        DecodeCache::default()
+    }
+
+    /// Instructions decoded so far.
+    pub fn len(&self) -> usize {
+        self.insts.len()
+    }
+
+    /// Whether nothing is decoded yet.
+    pub fn is_empty(&self) -> bool {
+        self.insts.is_empty()
+    }
+
+    /// Empties the cache unless it holds `code`'s instructions for `target`.
+    fn bind(&mut self, code: &KernelCode<'_>, target: Gfx9Target) {
+        let id = (
+            code.base_address,
+            code.bytes.as_ptr() as usize,
+            code.bytes.len(),
+            target,
+        );
+        if self.code != Some(id) {
+            self.code = Some(id);
+            self.pages.clear();
+            self.insts.clear();
+            self.last = 0;
+            self.unaligned = None;
+            self.vgpr_bound = 3;
+            self.agpr_bound = 0;
+        }
+    }
+
+    /// The instruction at `pc` of `code`, decoded now if it is not yet.
+    ///
+    /// # Errors
+    /// [`Status::IllegalInstruction`]: `pc` outside the code or not 4-byte aligned, or the
+    /// bytes there do not decode (the message names the kernel offset).
+    #[inline]
+    fn get(
+        &mut self,
+        code: &KernelCode<'_>,
+        target: Gfx9Target,
+        pc: u64,
+    ) -> Result<&(Instruction, Fast)> {
+        let page = pc / CACHE_PAGE_BYTES;
+        let slot = (pc % CACHE_PAGE_BYTES / 4) as usize;
+        let p = match self.pages.get(self.last) {
+            Some((n, _)) if *n == page => self.last,
+            _ => match self.pages.iter().position(|(n, _)| *n == page) {
+                Some(p) => p,
+                None => {
+                    self.pages
+                        .push((page, vec![0; (CACHE_PAGE_BYTES / 4) as usize]));
+                    self.pages.len() - 1
+                }
+            },
+        };
+        self.last = p;
+        let i = self.pages[p].1[slot];
+        if i != 0 {
+            return Ok(&self.insts[i as usize - 1]);
+        }
+        let inst = decode_at(code, target, pc)?;
+        for op in [
+            &inst.dst,
+            &inst.sdst,
+            &inst.src[0],
+            &inst.src[1],
+            &inst.src[2],
+        ] {
+            match *op {
+                Operand::Vgpr { index, count } => {
+                    self.vgpr_bound = self.vgpr_bound.max(index as usize + count.max(1) as usize)
+                }
+                Operand::Agpr { index, count } => {
+                    self.agpr_bound = self.agpr_bound.max(index as usize + count.max(1) as usize)
+                }
+                _ => {}
+            }
+        }
+        let inst = (inst, super::fast::classify(&inst, pc));
+        if pc % 4 != 0 {
+            // A slot is a dword: an unaligned pc (only `s_setpc_b64` makes one) is decoded
+            // each time it runs.
+            return Ok(self.unaligned.insert(inst));
+        }
+        self.insts.push(inst);
+        self.pages[p].1[slot] = self.insts.len() as u32;
+        Ok(&self.insts[self.insts.len() - 1])
+    }
+}
+
+/// Decodes the instruction at `pc` of `code`.
+fn decode_at(code: &KernelCode<'_>, target: Gfx9Target, pc: u64) -> Result<Instruction> {
+    let off = pc.wrapping_sub(code.base_address);
     let bytes = usize::try_from(off)
         .ok()
         .and_then(|o| code.bytes.get(o..))
@@ -695,25 +842,55 @@ fn step(ctx: &mut Ctx<'_, '_>, w: &mut Wave, limit: u64) -> Result<()> {
             error!(
                 Status::IllegalInstruction,
                 "pc {:#x} outside the kernel code ({:#x}..+{:#x})",
-                w.pc,
+                pc,
                 code.base_address,
                 code.bytes.len()
             )
         })?;
-    let kernel_off = w.pc.wrapping_sub(code.entry_address);
-    let inst = decode(&bytes[..bytes.len().min(8)], ctx.target)
-        .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))?;
+    let kernel_off = pc.wrapping_sub(code.entry_address);
+    decode(&bytes[..bytes.len().min(8)], target)
+        .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))
+}
+
+fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64) -> Result<()> {
+    let (inst, fast) = cache.get(ctx.code, ctx.target, w.pc)?;
     w.executed += 1;
     ctx.instructions += 1;
     ctx.lane_instructions += u64::from(w.exec().count_ones());
     if w.executed > limit {
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         bail!(
             Status::Exception,
             "wave exceeded {limit} instructions (at kernel offset {kernel_off:#x})"
         );
     }
     let next = w.pc + inst.size as u64;
-    let flow = execute(ctx, w, &inst, next).map_err(|e| {
+    let r = super::fast::run(w, fast, ctx.memory).map_err(|e| {
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
+        error!(
+            e.status(),
+            "{} at kernel offset {kernel_off:#x}: {}",
+            inst.name(),
+            e.detail()
+        )
+    })?;
+    match r {
+        Done::Next => {
+            w.pc = next;
+            return Ok(());
+        }
+        Done::Jump(t) => {
+            w.pc = t;
+            return Ok(());
+        }
+        Done::End => {
+            w.state = WaveState::Ended;
+            return Ok(());
+        }
+        Done::Slow => {}
+    }
+    let flow = execute(ctx, w, inst, next).map_err(|e| {
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         error!(
             e.status(),
             "{} at kernel offset {kernel_off:#x}: {}",
@@ -1435,7 +1612,7 @@ fn fma32(a: f32, b: f32, c: f32) -> f32 {
 
 /// An f32 result's bits, with a NaN made from non-NaN input `x` replaced by the ISA's
 /// default NaN (0x7FC0_0000; the host's is negative).
-fn canon32(x: u32, r: f32) -> u64 {
+pub(super) fn canon32(x: u32, r: f32) -> u64 {
     if r.is_nan() && !f32::from_bits(x).is_nan() {
         0x7FC0_0000
     } else {
@@ -3600,8 +3777,68 @@ fn atomic_op(ty: &str) -> Option<AtomicFn> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
+
+    /// Runs `inst` at `pc` through the general interpreter (not the fast path): `None` to go
+    /// on at the next instruction, `Some(Some(target))` for a jump, `Some(None)` at the end.
+    /// (Its memory, [`NoMemory`], faults on every access.)
+    pub(in crate::gfx9) fn general_step(
+        w: &mut Wave,
+        inst: &Instruction,
+        pc: u64,
+    ) -> Option<Option<u64>> {
+        let code = KernelCode {
+            base_address: pc,
+            bytes: &[],
+            entry_address: pc,
+        };
+        let never = AtomicBool::new(false);
+        let mut ctx = Ctx {
+            code: &code,
+            target: inst.target,
+            memory: &NoMemory,
+            lds: &mut [],
+            scratch: &mut [],
+            scratch_per_wave: 0,
+            instructions: 0,
+            lane_instructions: 0,
+            preempt: &never,
+            cu: CuId::default(),
+        };
+        match execute(&mut ctx, w, inst, pc + u64::from(inst.size)).unwrap() {
+            Flow::Next => None,
+            Flow::Jump(t) => Some(Some(t)),
+            Flow::End => Some(None),
+            Flow::Barrier => panic!("barrier"),
+        }
+    }
+
+    #[test]
+    fn decode_cache_decodes_once_and_never_serves_other_code() {
+        // s_nop 0; s_endpgm (Vega ISA SOPP opcodes 0 and 1).
+        let a = [0x00, 0x00, 0x80, 0xBF, 0x00, 0x00, 0x81, 0xBF];
+        let code = KernelCode {
+            base_address: 0x1000,
+            bytes: &a,
+            entry_address: 0x1000,
+        };
+        let mut cache = DecodeCache::new();
+        cache.bind(&code, Gfx9Target::Gfx90a);
+        let t = Gfx9Target::Gfx90a;
+        assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
+        assert_eq!(cache.get(&code, t, 0x1004).unwrap().0.name(), "s_endpgm");
+        assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
+        assert_eq!(cache.len(), 2, "each instruction decoded once");
+        let e = cache.get(&code, t, 0x1008).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction);
+        // Other code loaded at the same address: the cache empties itself.
+        let b = [0x00, 0x00, 0x81, 0xBF];
+        let other = KernelCode { bytes: &b, ..code };
+        cache.bind(&other, t);
+        assert!(cache.is_empty());
+        assert_eq!(cache.get(&other, t, 0x1000).unwrap().0.name(), "s_endpgm");
+    }
 
     #[test]
     fn float_rounding_helpers() {
@@ -3614,7 +3851,7 @@ mod tests {
         assert_eq!(rndne32(-0.4).to_bits(), 0x8000_0000);
     }
 
-    struct NoMemory;
+    pub(in crate::gfx9) struct NoMemory;
 
     impl DeviceMemory for NoMemory {
         fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<()> {

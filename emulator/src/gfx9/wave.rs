@@ -84,12 +84,21 @@ impl Wave {
 
     /// Resets every register to zero and the wave to `pc`, reusing the allocations.
     pub fn reset(&mut self, pc: u64) {
+        self.reset_below(pc, NUM_VGPRS, NUM_VGPRS);
+    }
+
+    /// [`Wave::reset`] for a wave that never wrote VGPRs from `vgprs` up nor AGPRs from
+    /// `agprs` up (those are still zero): zeroes only the registers below them, which is most
+    /// of the cost of starting a wave when a kernel uses few of the 2 x 256 registers.
+    pub fn reset_below(&mut self, pc: u64, vgprs: usize, agprs: usize) {
         self.sreg = [0; 128];
         self.scc = false;
         self.mode = 0;
         self.hw_id = 0;
-        self.vgpr.fill(0);
-        self.agpr.fill(0);
+        let v = (vgprs * WAVE_SIZE).min(self.vgpr.len());
+        self.vgpr[..v].fill(0);
+        let a = (agprs * WAVE_SIZE).min(self.agpr.len());
+        self.agpr[..a].fill(0);
         self.pc = pc;
         self.state = WaveState::Running;
         self.executed = 0;
