@@ -146,15 +146,19 @@ static void round_trip(int value) {
   }
 }
 
-/* Moves the calling thread to `cpu` when CPUs 0 and 1 are both allowed; returns whether it did. */
-static int pin(int cpu) {
-  cpu_set_t allowed, one;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0 || !CPU_ISSET(0, &allowed) ||
-      !CPU_ISSET(1, &allowed))
-    return 0;
+/* Moves the calling thread to `cpu`. */
+static void pin(int cpu) {
+  cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(cpu, &one);
-  return sched_setaffinity(0, sizeof one, &one) == 0;
+  (void)sched_setaffinity(0, sizeof one, &one);
+}
+
+/* Whether CPUs 0 and 1 are both allowed to this process. */
+static int two_cpus(void) {
+  cpu_set_t allowed;
+  return sched_getaffinity(0, sizeof allowed, &allowed) == 0 && CPU_ISSET(0, &allowed) &&
+         CPU_ISSET(1, &allowed);
 }
 
 int main(int argc, char** argv) {
@@ -168,7 +172,8 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  int pinned = pin(1);
+  int pinned = two_cpus();
+  if (pinned) pin(1);
   CHECK(hsa_init());
   hsa_agent_t gpu = {HSA_DEVICE_TYPE_GPU}, cpu = {HSA_DEVICE_TYPE_CPU};
   if (hsa_iterate_agents(find_agent, &gpu) != HSA_STATUS_INFO_BREAK ||
