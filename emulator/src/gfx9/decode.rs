@@ -428,6 +428,43 @@ fn word(bytes: &[u8], i: usize) -> Option<u32> {
 /// for the encoding, the encoding is not one of the supported formats (MIMG, EXP,
 /// VINTRP), or the opcode is not in the table for `target`.
 pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
+    let inst = decode_fields(bytes, target)?;
+    check_vector_tuples(&inst, bytes)?;
+    Ok(inst)
+}
+
+/// The vector-register ranges of a decoded instruction must lie in the 256-register file,
+/// and on gfx90a and gfx942 start at an even register when wider than one dword (CDNA2 ISA
+/// §3.6.4 "Alignment of VGPR/AGPR tuples": "64-bit and wider operands must be even-aligned";
+/// llvm-mc rejects odd ones).
+fn check_vector_tuples(inst: &Instruction, bytes: &[u8]) -> Result<()> {
+    let aligned = inst.target.has_acc_memory_operands();
+    let ops = [inst.dst, inst.sdst, inst.src[0], inst.src[1], inst.src[2]];
+    for op in ops {
+        let (Operand::Vgpr { index, count } | Operand::Agpr { index, count }) = op else {
+            continue;
+        };
+        let beyond = u32::from(index) + u32::from(count) > 256;
+        let odd = aligned && count > 1 && index & 1 != 0;
+        if beyond || odd {
+            let w: heapless::Vec<u32, 2> = (0..usize::from(inst.size) / 4)
+                .filter_map(|i| word(bytes, i))
+                .collect();
+            return Err(illegal(
+                inst.encoding.name(),
+                &w,
+                if beyond {
+                    "register range beyond the register file"
+                } else {
+                    "odd-aligned register tuple"
+                },
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     let Some(w0) = word(bytes, 0) else {
         return Err(hsa_core::error!(
             Status::IllegalInstruction,
@@ -488,6 +525,25 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.info = info;
             inst.encoding = Encoding::Sopp;
             inst.imm = (w0 & 0xFFFF) as u16 as i16 as i32;
+            let no_operand = matches!(
+                info.name,
+                "s_barrier"
+                    | "s_endpgm_saved"
+                    | "s_wakeup"
+                    | "s_icache_inv"
+                    | "s_ttracedata"
+                    | "s_endpgm_ordered_ps_done"
+                    | "s_set_gpr_idx_off"
+                    | "s_code_end"
+            );
+            if no_operand && inst.imm != 0 {
+                // No immediate operand: the field is 0 (llvm-mc rejects others).
+                return Err(illegal(
+                    "SOPP",
+                    &[w0],
+                    "immediate of an instruction without one",
+                ));
+            }
         } else if w0 >> 28 == 0xB {
             let info = find(Encoding::Sopk, (w0 >> 23) & 0x1F, &[w0])?;
             inst.info = info;
@@ -556,6 +612,14 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         }
         match enc {
             Encoding::Vop1 => {
+                if info.widths[0] == 0 && w0 & 0x01FE_01FF != 0 {
+                    // v_nop and the like: no operands, the fields are 0.
+                    return Err(illegal("VOP1", &[w0], "operand field of v_nop not 0"));
+                }
+                if info.has(F_SDST) && !matches!(inst.src[0], Operand::Vgpr { .. }) {
+                    // v_readfirstlane_b32 reads a VGPR (llvm-mc: `VRegOrLds_32`).
+                    return Err(illegal("VOP1", &[w0], "source is not a VGPR"));
+                }
                 if info.widths[0] > 0 {
                     inst.dst = if info.has(F_SDST) {
                         sreg_operand(1, w0 >> 17 & 0xFF, "VOP1", w0)?
@@ -613,10 +677,7 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 ));
             }
             inst.dst = sreg_operand(info.widths[0], w0 >> 6 & 0x7F, "SMEM", w0)?;
-            inst.src[0] = Operand::Sreg {
-                index: ((w0 & 0x3F) << 1) as u8,
-                count: 2,
-            };
+            inst.src[0] = sreg_operand(2, (w0 & 0x3F) << 1, "SMEM", w0)?;
             inst.mods.smem_glc = w0 >> 16 & 1 != 0;
             if w0 >> 17 & 1 != 0 {
                 inst.imm = (w1 & 0xF_FFFF) as i32;
@@ -716,6 +777,13 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     vgpr(w, idx)
                 }
             };
+            // Fields of operands the opcode does not have must be 0 (llvm-mc rejects others).
+            for (k, &w) in info.widths.iter().enumerate() {
+                let shift = [24, 0, 8, 16][k];
+                if w == 0 && w1 >> shift & 0xFF != 0 {
+                    return Err(illegal("DS", &[w0, w1], "unused operand field not 0"));
+                }
+            }
             inst.src[0] = vgpr(info.widths[1], w1 & 0xFF);
             if info.widths[2] > 0 {
                 inst.src[1] = data_reg(info.widths[2], w1 >> 8 & 0xFF);
@@ -751,12 +819,17 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             if w0 >> 13 & 1 != 0 && !sve {
                 return Err(illegal("FLAT", &[w0, w1], "lds bit unsupported"));
             }
-            // 13-bit signed offset for global and scratch (GFX9), 12-bit unsigned for flat.
+            // 13-bit signed offset for global and scratch (GFX9); flat's is unsigned (llvm-mc
+            // reads all 13 bits).
             inst.imm = if seg != 0 {
                 (((w0 & 0x1FFF) << 19) as i32) >> 19
             } else {
-                (w0 & 0xFFF) as i32
+                (w0 & 0x1FFF) as i32
             };
+            if seg == 0 && w1 >> 16 & 0x7F != 0 {
+                // Flat has no scalar address: the field is 0 (llvm-mc rejects others).
+                return Err(illegal("FLAT", &[w0, w1], "saddr of flat not 0"));
+            }
             inst.mods.glc = w0 >> 16 & 1 != 0;
             inst.mods.slc = w0 >> 17 & 1 != 0;
             inst.mods.sc1 = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
@@ -860,6 +933,15 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         if !valid {
             return Err(illegal(kind, &[w0, w1], "reserved dpp_ctrl"));
         }
+        let float = float_sources(info.name);
+        let vop1 = enc == Encoding::Vop1;
+        if w1 >> 17 & 3 != 0 || (vop1 && w1 >> 22 & 3 != 0) || (!float && w1 >> 20 & 0xF != 0) {
+            return Err(illegal(
+                kind,
+                &[w0, w1],
+                "reserved bits, or neg/abs of an operand without them",
+            ));
+        }
         inst.src[0] = vgpr(1, w1 & 0xFF);
         inst.mods.neg = [w1 >> 20 & 1 != 0, w1 >> 22 & 1 != 0, false];
         inst.mods.abs = [w1 >> 21 & 1 != 0, w1 >> 23 & 1 != 0, false];
@@ -870,6 +952,21 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
             bank_mask: (w1 >> 24 & 0xF) as u8,
         });
         return Ok(());
+    }
+    let float = float_sources(info.name);
+    let vop1 = enc == Encoding::Vop1;
+    // VOP1 has no src1 (its fields are 0); float operands have neg/abs and integer ones
+    // sext; only float results have an output modifier (llvm-mc rejects the others).
+    let bad = (vop1 && w1 >> 24 != 0)
+        || (float && w1 & (1 << 19 | 1 << 27) != 0)
+        || (!float && w1 & (3 << 20 | 3 << 28) != 0)
+        || (!float && enc != Encoding::Vopc && w1 >> 14 & 3 != 0);
+    if bad {
+        return Err(illegal(
+            kind,
+            &[w0, w1],
+            "modifier bits the operands do not have",
+        ));
     }
     let sel = |v: u32| SdwaSel::from_field(v).ok_or_else(|| illegal(kind, &[w0, w1], "bad sel"));
     let mut size = 8u8;
@@ -913,6 +1010,22 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         sext: [w1 >> 19 & 1 != 0, w1 >> 27 & 1 != 0],
     });
     Ok(())
+}
+
+/// Whether an instruction's sources are floating-point (take `neg`/`abs` in SDWA and DPP)
+/// rather than integers (take `sext`): by the mnemonic's last operand type, the source type
+/// of conversions (`v_cvt_f32_i32` reads an integer); `v_cvt_f32_ubyte*` read integers.
+pub(crate) fn float_sources(name: &str) -> bool {
+    if name.contains("ubyte") {
+        return false;
+    }
+    name.split('_')
+        .rev()
+        .find(|t| {
+            let b = t.as_bytes();
+            b.len() == 3 && matches!(b[0], b'f' | b'i' | b'u' | b'b') && b[1].is_ascii_digit()
+        })
+        .is_some_and(|t| t.starts_with('f'))
 }
 
 /// VOP3P (Vega ISA §12.10 "VOP3P"): `vdst` [7:0], `neg_hi` [10:8], `op_sel` [13:11],
@@ -1097,8 +1210,7 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     if info.widths[0] > 0 && returns {
         inst.dst = data_reg(info.widths[0], vdata);
     }
-    let srsrc = (w1 >> 16 & 0x1F) << 2;
-    inst.src[2] = sreg_operand(4, srsrc, "MUBUF", w0)?;
+    inst.src[2] = buffer_resource(w1, "MUBUF", w0)?;
     let mut size = 8u8;
     inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MUBUF", w0)? {
         op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
@@ -1147,14 +1259,48 @@ fn mtbuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     if info.widths[0] > 0 {
         inst.dst = data(info.widths[0]);
     }
-    let srsrc = (w1 >> 16 & 0x1F) << 2;
-    inst.src[2] = sreg_operand(4, srsrc, "MTBUF", w0)?;
+    inst.src[2] = buffer_resource(w1, "MTBUF", w0)?;
     let mut size = 8u8;
     inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MTBUF", w0)? {
         op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
         _ => return Err(illegal("MTBUF", &[w0, w1], "bad soffset")),
     };
     Ok(inst)
+}
+
+/// An SGPR range's first register as the hardware reads it: 64-bit operands start at an even
+/// register, wider ones at a multiple of 4 (the low bits of the field are ignored; Vega ISA
+/// §3.3 "SGPRs": "64-bit SGPR pairs must be even-aligned", and llvm-mc decodes so).
+///
+/// The special registers have no such rounding: a range wider than one dword starting in
+/// 102..=107 or 124..=127 must start at flat_scratch (102), xnack_mask (104), vcc (106) or
+/// exec (126) and be a pair; anything else is returned as 125 (a code no operand may have).
+fn align_sgpr(code: u32, width: u8) -> u32 {
+    let special = (102..108).contains(&code) || code >= 124;
+    match width {
+        0 | 1 => code,
+        2 | 3 if special => {
+            if code & 1 == 0 && code != 124 {
+                code
+            } else {
+                125
+            }
+        }
+        _ if special => 125,
+        2 | 3 => code & !1,
+        _ => code & !3,
+    }
+}
+
+/// A buffer resource (`srsrc` [52:48], the first SGPR / 4): four SGPRs s0..s99 or ttmps
+/// (a quad reaching past s101 or into the special registers is not a register of the
+/// operand's class; llvm-mc rejects it).
+fn buffer_resource(w1: u32, enc: &str, w0: u32) -> Result<Operand> {
+    let srsrc = (w1 >> 16 & 0x1F) << 2;
+    if (97..108).contains(&srsrc) || srsrc > 120 {
+        return Err(illegal(enc, &[w0, w1], "srsrc is not an SGPR quad"));
+    }
+    sreg_operand(4, srsrc, enc, w0)
 }
 
 fn vgpr(width: u8, index: u32) -> Operand {
@@ -1170,6 +1316,7 @@ fn sreg_operand(width: u8, code: u32, enc: &str, w0: u32) -> Result<Operand> {
     if width == 0 {
         return Ok(Operand::None);
     }
+    let code = align_sgpr(code, width);
     if code > 127 || code == 125 || code + width as u32 > 128 {
         return Err(illegal(enc, &[w0], "bad scalar register field"));
     }
@@ -1208,6 +1355,7 @@ fn vector_src(
 ) -> Result<Operand> {
     Ok(match code {
         0..=127 => {
+            let code = align_sgpr(code, width);
             if code == 125 || code + width as u32 > 128 {
                 return Err(illegal(enc, &[w0], "bad scalar source register"));
             }

@@ -117,10 +117,58 @@ impl fmt::Display for Hwreg {
 /// A VOP3 source with its `neg`/`abs` modifiers.
 struct Src<'a>(&'a Instruction, usize);
 
+/// Whether an operand type token of a mnemonic (`f16`, `u32`, `b64`, ...) is a 16-bit one:
+/// `Some(true)` for f16, `Some(false)` for i16/u16/b16, `None` otherwise.
+fn type16(token: &str) -> Option<bool> {
+    match token {
+        "f16" => Some(true),
+        "i16" | "u16" | "b16" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether the sources of a VOP1/VOP2/VOPC/VOP3 instruction are 16-bit, by its mnemonic's
+/// last operand type (the source type of conversions, `v_cvt_f32_f16`): `Some(true)` f16,
+/// `Some(false)` integer. llvm-objdump prints a 16-bit operand's literal as its low 16 bits,
+/// and an inline float constant of an integer one as the f16 bit pattern.
+fn sources16(name: &str) -> Option<bool> {
+    let last = name
+        .split('_')
+        .rev()
+        .find(|t| t.len() == 3 && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b'))?;
+    type16(last)
+}
+
+/// The f16 bit patterns of the inline float constants 240..=248.
+const F16_CONSTS: [u16; 9] = [
+    0x3800, 0xB800, 0x3C00, 0xBC00, 0x4000, 0xC000, 0x4400, 0xC400, 0x3118,
+];
+
+/// An operand in the text of `inst`'s source `i`.
+struct SrcOp<'a>(&'a Instruction, usize);
+
+impl fmt::Display for SrcOp<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let SrcOp(inst, i) = *self;
+        let op = &inst.src[i];
+        let vop = matches!(
+            inst.encoding,
+            Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3
+        );
+        match (vop.then(|| sources16(inst.info.name)).flatten(), *op) {
+            (Some(_), Operand::Literal(v)) => write!(f, "0x{:x}", v & 0xFFFF),
+            (Some(false), Operand::InlineFloat(c)) => {
+                write!(f, "0x{:x}", F16_CONSTS[usize::from(c - 240).min(8)])
+            }
+            _ => Op(op).fmt(f),
+        }
+    }
+}
+
 impl fmt::Display for Src<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Src(inst, i) = *self;
-        let op = Op(&inst.src[i]);
+        let op = SrcOp(inst, i);
         let extended = inst.mods.sdwa.is_some() || inst.mods.dpp.is_some();
         let mix = inst.encoding == Encoding::Vop3p && inst.info.name.starts_with("v_fma_mix");
         if inst.encoding != Encoding::Vop3 && !extended && !mix {
@@ -197,13 +245,20 @@ impl fmt::Display for Instruction {
                         write!(f, "{name} ")?;
                         sendmsg_text(f, imm)
                     }
-                    _ => write!(f, "{name} {imm}"),
+                    _ if name == "s_branch" || name.starts_with("s_cbranch") => {
+                        write!(f, "{name} {imm}")
+                    }
+                    // Other immediates: decimal up to 64 (an inline constant), else hex.
+                    _ if imm <= 64 => write!(f, "{name} {imm}"),
+                    _ => write!(f, "{name} 0x{imm:x}"),
                 }
             }
             Encoding::Smem => {
                 write!(f, "{name} {}, {}, ", Op(&self.dst), Op(&self.src[0]))?;
                 if self.src[1] != Operand::None {
                     write!(f, "{}", Op(&self.src[1]))?;
+                } else if self.imm < 0 {
+                    write!(f, "-0x{:x}", self.imm.unsigned_abs())?;
                 } else {
                     write!(f, "0x{:x}", self.imm)?;
                 }
@@ -338,7 +393,8 @@ impl fmt::Display for Instruction {
                 } else if self.imm != 0 {
                     write!(f, " offset:{}", self.imm)?;
                 }
-                if self.mods.gds {
+                // gfx90a and gfx942 have no GDS: llvm-objdump does not print the bit.
+                if self.mods.gds && !self.target.has_acc_memory_operands() {
                     f.write_str(" gds")?;
                 }
                 Ok(())
