@@ -227,7 +227,7 @@ pub enum Llvm {
     },
     /// `invalid instruction encoding` at byte 0.
     Reject,
-    /// Printed with an `/*Invalid register, ...*/` comment: llvm-mc decoded an operand the
+    /// Printed with an `/*Invalid ...*/` comment: llvm-mc decoded an operand the
     /// instruction cannot have. Counts as a rejection (the text is kept).
     Invalid(String),
     /// llvm-mc crashed on this case alone.
@@ -246,6 +246,13 @@ pub fn llvm_crashes_on(case: &[u8; 8]) -> bool {
     }
     let vopc = w0 >> 25 == 0x3E;
     (!vopc && w1 >> 8 & 7 == 7) || w1 >> 16 & 7 == 7 || w1 >> 24 & 7 == 7
+}
+
+/// Whether llvm-mc printed an `Invalid ...` comment in the text (`/*Invalid register, ...*/`,
+/// `/*Invalid immediate*/`, `/* Invalid dpp_ctrl value */`): it decoded a field value the
+/// instruction cannot have.
+fn is_invalid(text: &str) -> bool {
+    text.contains("/*Invalid") || text.contains("/* Invalid")
 }
 
 fn normalise(s: &str) -> String {
@@ -374,7 +381,7 @@ fn run_llvm_mc(cases: &[[u8; 8]], target: Gfx9Target) -> io::Result<Option<Vec<L
                     None => {
                         let l = next("second or marker", i)?;
                         if l == MARKER_TEXT {
-                            answers.push(if text.contains("/*Invalid register") {
+                            answers.push(if is_invalid(&text) {
                                 Llvm::Invalid(text)
                             } else {
                                 Llvm::Text {
@@ -388,7 +395,7 @@ fn run_llvm_mc(cases: &[[u8; 8]], target: Gfx9Target) -> io::Result<Option<Vec<L
                         4
                     }
                 };
-                if text.contains("/*Invalid register") {
+                if is_invalid(&text) {
                     Llvm::Invalid(text)
                 } else {
                     Llvm::Text {

@@ -433,31 +433,23 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     Ok(inst)
 }
 
-/// The vector-register ranges of a decoded instruction must lie in the 256-register file,
-/// and on gfx90a and gfx942 start at an even register when wider than one dword (CDNA2 ISA
-/// §3.6.4 "Alignment of VGPR/AGPR tuples": "64-bit and wider operands must be even-aligned";
-/// llvm-mc rejects odd ones).
+/// The vector-register ranges of a decoded instruction must lie in the 256-register file
+/// (llvm-mc rejects a range past v255/a255). Odd-aligned tuples on gfx90a/gfx942 are
+/// decoded, as llvm-mc decodes them.
 fn check_vector_tuples(inst: &Instruction, bytes: &[u8]) -> Result<()> {
-    let aligned = inst.target.has_acc_memory_operands();
     let ops = [inst.dst, inst.sdst, inst.src[0], inst.src[1], inst.src[2]];
     for op in ops {
         let (Operand::Vgpr { index, count } | Operand::Agpr { index, count }) = op else {
             continue;
         };
-        let beyond = u32::from(index) + u32::from(count) > 256;
-        let odd = aligned && count > 1 && index & 1 != 0;
-        if beyond || odd {
+        if u32::from(index) + u32::from(count) > 256 {
             let w: heapless::Vec<u32, 2> = (0..usize::from(inst.size) / 4)
                 .filter_map(|i| word(bytes, i))
                 .collect();
             return Err(illegal(
                 inst.encoding.name(),
                 &w,
-                if beyond {
-                    "register range beyond the register file"
-                } else {
-                    "odd-aligned register tuple"
-                },
+                "register range beyond the register file",
             ));
         }
     }
@@ -1292,12 +1284,12 @@ fn align_sgpr(code: u32, width: u8) -> u32 {
     }
 }
 
-/// A buffer resource (`srsrc` [52:48], the first SGPR / 4): four SGPRs s0..s99 or ttmps
-/// (a quad reaching past s101 or into the special registers is not a register of the
-/// operand's class; llvm-mc rejects it).
+/// A buffer resource (`srsrc` [52:48], the first SGPR / 4): four SGPRs from s0..s100 or
+/// ttmps (the quads at xnack_mask (104) and m0 (124) are not registers of the operand's
+/// class; llvm-mc rejects them).
 fn buffer_resource(w1: u32, enc: &str, w0: u32) -> Result<Operand> {
     let srsrc = (w1 >> 16 & 0x1F) << 2;
-    if (97..108).contains(&srsrc) || srsrc > 120 {
+    if srsrc == 104 || srsrc == 124 {
         return Err(illegal(enc, &[w0, w1], "srsrc is not an SGPR quad"));
     }
     sreg_operand(4, srsrc, enc, w0)
