@@ -173,6 +173,19 @@ fn rows(encoding: Encoding, opcode: u16) -> &'static [u16] {
         .map_or(&[], Vec::as_slice)
 }
 
+/// Whether the opcode table has an instruction of this mnemonic (without an `_e32`, `_e64`,
+/// `_sdwa` or `_dpp` suffix) on `target`: for telling apart, among words llvm-mc decodes and
+/// [`decode`] rejects, instructions the decoder lacks from field values it refuses.
+pub fn knows_mnemonic(name: &str, target: Gfx9Target) -> bool {
+    let base = ["_e32", "_e64", "_sdwa", "_dpp"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(name);
+    OPCODES
+        .iter()
+        .any(|o| o.name == base && o.targets & target.bit() != 0)
+}
+
 /// Looks up an opcode of an encoding for a target.
 pub(crate) fn lookup(
     encoding: Encoding,
@@ -499,6 +512,14 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.encoding = Encoding::Sop1;
             inst.dst = sreg_operand(info.widths[0], w0 >> 16 & 0x7F, "SOP1", w0)?;
             inst.src[0] = scalar_src(info.widths[1], w0 & 0xFF, w1, &mut inst.size, "SOP1", w0)?;
+            let register_only = matches!(
+                info.name,
+                "s_setpc_b64" | "s_rfe_b64" | "s_movrels_b32" | "s_movrels_b64"
+            );
+            if register_only && !matches!(inst.src[0], Operand::Sreg { .. }) {
+                // These read an SGPR (llvm-mc: "Invalid immediate" for a constant).
+                return Err(illegal("SOP1", &[w0], "source is not an SGPR"));
+            }
         } else if top9 == 0x17E {
             let info = find(Encoding::Sopc, (w0 >> 16) & 0x7F, &[w0])?;
             inst.info = info;
@@ -733,10 +754,15 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             }
             let mut size = 8u8;
             let nsrc = if enc == Encoding::Vop1 { 1 } else { 3 };
-            for i in 0..nsrc {
+            for i in 0..3 {
                 let code = w1 >> (9 * i) & 0x1FF;
                 let mut width = info.widths[i + 1];
-                if width == 0 {
+                if i >= nsrc || width == 0 {
+                    // A source the opcode does not have: its field and modifiers are 0
+                    // (llvm-mc rejects others).
+                    if code != 0 || inst.mods.neg[i] || inst.mods.abs[i] {
+                        return Err(illegal("VOP3", &[w0, w1], "unused source field not 0"));
+                    }
                     continue;
                 }
                 if i == 2 && info.has(F_CND | F_CI) {
@@ -748,6 +774,18 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 }
                 inst.src[i] = op;
             }
+            if info.has(F_CND | F_CI)
+                && !matches!(inst.src[2], Operand::Sreg { index, .. } if index != 126)
+            {
+                // The carry-in or lane mask is an SGPR pair other than exec.
+                return Err(illegal("VOP3", &[w0, w1], "lane mask is not an SGPR pair"));
+            }
+            if !(info.has(F_NONAME) && super::disasm::sources16(info.name).is_some()) {
+                // Only VOP3-only 16-bit opcodes have op_sel; llvm-mc ignores the bits of the
+                // others (and so does the decoder).
+                inst.mods.op_sel = 0;
+            }
+            vop3_modifiers_allowed(&inst, enc, &[w0, w1])?;
             Ok(inst)
         }
         0x36 => {
@@ -861,6 +899,18 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             if info.widths[1] > 0 {
                 inst.src[1] = data_reg(info.widths[1], w1 >> 8 & 0xFF);
             }
+            if info.has(F_ATOMIC) && target == Gfx9Target::Gfx90a && inst.mods.sc1 {
+                // gfx90a atomics have no scc bit (llvm-mc rejects it).
+                return Err(illegal("FLAT", &[w0, w1], "scc on an atomic"));
+            }
+            if info.has(F_NORTN) && w1 >> 24 != 0 {
+                // No returning form: the vdst field is 0 (llvm-mc rejects others).
+                return Err(illegal(
+                    "FLAT",
+                    &[w0, w1],
+                    "vdst of an atomic without return",
+                ));
+            }
             if info.has(F_NORTN) && inst.mods.glc {
                 return Err(illegal(
                     "FLAT",
@@ -927,11 +977,13 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         }
         let float = float_sources(info.name);
         let vop1 = enc == Encoding::Vop1;
-        if w1 >> 17 & 3 != 0 || (vop1 && w1 >> 22 & 3 != 0) || (!float && w1 >> 20 & 0xF != 0) {
+        // VOP1 has no src1 modifiers; integer operands have no neg/abs (llvm-mc rejects
+        // both; it ignores bits 18:17).
+        if (vop1 && w1 >> 22 & 3 != 0) || (!float && w1 >> 20 & 0xF != 0) {
             return Err(illegal(
                 kind,
                 &[w0, w1],
-                "reserved bits, or neg/abs of an operand without them",
+                "neg/abs of an operand without them",
             ));
         }
         inst.src[0] = vgpr(1, w1 & 0xFF);
@@ -945,14 +997,22 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         });
         return Ok(());
     }
+    if info.name.starts_with("v_mac_") || info.name.starts_with("v_fmac_") {
+        // No SDWA form of the accumulating MACs on GFX9 (llvm-mc rejects it).
+        return Err(illegal(kind, &[w0, w1], "no SDWA form of this opcode"));
+    }
     let float = float_sources(info.name);
     let vop1 = enc == Encoding::Vop1;
     // VOP1 has no src1 (its fields are 0); float operands have neg/abs and integer ones
     // sext; only float results have an output modifier (llvm-mc rejects the others).
+    // The second source of v_cmp_class/v_ldexp is an integer.
+    let float1 = float && !(info.name.contains("_class_") || info.name.starts_with("v_ldexp"));
     let bad = (vop1 && w1 >> 24 != 0)
-        || (float && w1 & (1 << 19 | 1 << 27) != 0)
-        || (!float && w1 & (3 << 20 | 3 << 28) != 0)
-        || (!float && enc != Encoding::Vopc && w1 >> 14 & 3 != 0);
+        || (float && w1 & (1 << 19) != 0)
+        || (float1 && w1 & (1 << 27) != 0)
+        || (!float && w1 & (3 << 20) != 0)
+        || (!float1 && w1 & (3 << 28) != 0)
+        || ((!float || info.name == "v_cndmask_b32") && enc != Encoding::Vopc && w1 >> 14 & 3 != 0);
     if bad {
         return Err(illegal(
             kind,
@@ -1004,10 +1064,71 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
     Ok(())
 }
 
+/// Whether the VOP3 (a or b) modifiers of a decoded instruction are ones its operands have,
+/// as llvm-mc decodes them: `neg`/`abs` only on
+/// floating-point sources (`v_cndmask_b32` included; `v_ldexp`'s, `v_cmp_class`'s and
+/// `v_trig_preop`'s second source is an integer); an output modifier only where a source or
+/// the result is floating-point and never on a compare; `clamp` on floating-point
+/// instructions (compares included) and the integer add/sub/mad/sad family.
+fn vop3_modifiers_allowed(inst: &Instruction, enc: Encoding, w: &[u32]) -> Result<()> {
+    let info = inst.info;
+    let name = info.name;
+    let m = &inst.mods;
+    let has_float = name.split('_').any(|t| matches!(t, "f16" | "f32" | "f64"));
+    let float_src = |i: usize| {
+        let second_int = i == 1
+            && (name.starts_with("v_ldexp")
+                || name.starts_with("v_cmp_class")
+                || name.starts_with("v_cmpx_class")
+                || name.starts_with("v_trig_preop"));
+        !second_int && (name == "v_cndmask_b32" || (has_float && float_sources(name)))
+    };
+    let mut why = None;
+    for i in 0..3 {
+        if (m.neg[i] || m.abs[i]) && !float_src(i) {
+            why = Some("neg/abs of an integer operand");
+        }
+    }
+    if m.omod != 0 && (enc == Encoding::Vopc || !has_float) {
+        why = Some("output modifier on an instruction without it");
+    }
+    let first = name.split('_').nth(1).unwrap_or("");
+    let second = name.split('_').nth(2).unwrap_or("");
+    let int_clamp = matches!(
+        first,
+        "add"
+            | "sub"
+            | "subrev"
+            | "addc"
+            | "subb"
+            | "subbrev"
+            | "mad"
+            | "sad"
+            | "msad"
+            | "qsad"
+            | "mqsad"
+    ) && second != "lshl";
+    if m.clamp && !has_float && !int_clamp {
+        why = Some("clamp on an instruction without it");
+    }
+    if info.has(F_SDST) && (m.clamp || m.omod != 0 || m.op_sel != 0) {
+        why = Some("modifiers of v_readlane/v_writelane");
+    }
+    match why {
+        Some(why) => Err(illegal("VOP3", w, why)),
+        None => Ok(()),
+    }
+}
+
 /// Whether an instruction's sources are floating-point (take `neg`/`abs` in SDWA and DPP)
 /// rather than integers (take `sext`): by the mnemonic's last operand type, the source type
-/// of conversions (`v_cvt_f32_i32` reads an integer); `v_cvt_f32_ubyte*` read integers.
+/// of conversions (`v_cvt_f32_i32` reads an integer); `v_cvt_f32_ubyte*` read integers;
+/// `v_cndmask_b32` takes the float modifiers.
 pub(crate) fn float_sources(name: &str) -> bool {
+    if name == "v_cndmask_b32" {
+        // A lane select with the float modifiers (llvm-mc decodes neg/abs on it).
+        return true;
+    }
     if name.contains("ubyte") {
         return false;
     }
@@ -1044,6 +1165,12 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     for i in 0..3 {
         let width = info.widths[i + 1];
         if width == 0 {
+            // A source the opcode does not have: its field, neg_lo, neg_hi and op_sel bits
+            // are 0 (llvm-mc rejects others).
+            let mods = (w1 >> (29 + i) & 1) | (w0 >> (8 + i) & 1) | (w0 >> (11 + i) & 1);
+            if w1 >> (9 * i) & 0x1FF != 0 || mods != 0 {
+                return Err(illegal("VOP3P", &[w0, w1], "unused source field not 0"));
+            }
             continue;
         }
         let op = vector_src(width, w1 >> (9 * i) & 0x1FF, None, &mut size, "VOP3P", w0)?;
@@ -1112,6 +1239,10 @@ fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<In
             if w0 >> 8 & 0x3F != 0 || w1 >> 29 != 0 {
                 return Err(mai_illegal(w, info.name, "neg or op_sel bits set"));
             }
+            if w1 >> 9 & 0x3_FFFF != 0 {
+                // No src1/src2: their fields are 0 (llvm-mc rejects others).
+                return Err(mai_illegal(w, info.name, "unused source field not 0"));
+            }
             let code = w1 & 0x1FF;
             if info.name == "v_accvgpr_read_b32" {
                 inst.dst = vgpr(1, w0 & 0xFF);
@@ -1176,8 +1307,30 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.mods.slc = w0 >> 17 & 1 != 0;
     inst.mods.sc1 = w0 >> 15 & 1 != 0 && target.has_acc_memory_operands();
     if info.widths[0] == 0 && info.widths[1] == 0 {
-        // Cache control: no operands.
+        // Cache control: no operands. llvm-mc ignores the other fields but rejects offen,
+        // idxen, glc and bit 15 (except on buffer_wbl2, which ignores them too).
+        let wbl2 = info.name == "buffer_wbl2";
+        let bits = if wbl2 { 0x3 } else { 0xF };
+        if w0 >> 12 & bits != 0 || w1 >> 23 & 1 != 0 {
+            return Err(illegal(
+                "MUBUF",
+                &[w0, w1],
+                "cache control with address bits",
+            ));
+        }
+        // Only gfx940's buffer_wbl2 keeps its sc0/sc1 bits (llvm-mc prints them).
+        let keep = wbl2 && target == Gfx9Target::Gfx942;
+        inst.mods.glc &= keep;
+        inst.mods.sc1 &= keep;
+        inst.mods.slc = false;
         return Ok(inst);
+    }
+    if w1 >> 23 & 1 != 0 && !target.has_acc_memory_operands() {
+        return Err(illegal(
+            "MUBUF",
+            &[w0, w1],
+            "tfe (texture fail enable) unsupported",
+        ));
     }
     let naddr = inst.mods.offen as u8 + inst.mods.idxen as u8;
     if naddr > 0 {
@@ -1205,7 +1358,11 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.src[2] = buffer_resource(w1, "MUBUF", w0)?;
     let mut size = 8u8;
     inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MUBUF", w0)? {
-        op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
+        // An SGPR or a constant (llvm-mc decodes inline floats and the special sources too).
+        op @ (Operand::Sreg { .. }
+        | Operand::InlineInt(_)
+        | Operand::InlineFloat(_)
+        | Operand::Special(_)) => op,
         _ => return Err(illegal("MUBUF", &[w0, w1], "bad soffset")),
     };
     Ok(inst)
@@ -1229,6 +1386,13 @@ fn mtbuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.mods.slc = w1 >> 22 & 1 != 0;
     inst.mods.sc1 = w1 >> 21 & 1 != 0 && target.has_acc_memory_operands();
     inst.mods.format = (w0 >> 19 & 0x7F) as u8;
+    if w1 >> 23 & 1 != 0 && !target.has_acc_memory_operands() {
+        return Err(illegal(
+            "MTBUF",
+            &[w0, w1],
+            "tfe (texture fail enable) unsupported",
+        ));
+    }
     let naddr = inst.mods.offen as u8 + inst.mods.idxen as u8;
     if naddr > 0 {
         inst.src[0] = vgpr(naddr, w1 & 0xFF);
@@ -1254,7 +1418,11 @@ fn mtbuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.src[2] = buffer_resource(w1, "MTBUF", w0)?;
     let mut size = 8u8;
     inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MTBUF", w0)? {
-        op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
+        // An SGPR or a constant (llvm-mc decodes inline floats and the special sources too).
+        op @ (Operand::Sreg { .. }
+        | Operand::InlineInt(_)
+        | Operand::InlineFloat(_)
+        | Operand::Special(_)) => op,
         _ => return Err(illegal("MTBUF", &[w0, w1], "bad soffset")),
     };
     Ok(inst)
@@ -1280,6 +1448,10 @@ fn align_sgpr(code: u32, width: u8) -> u32 {
         }
         _ if special => 125,
         2 | 3 => code & !1,
+        // A wider range must stay inside s0..s101 or the ttmps.
+        // (llvm-mc decodes ranges up to s103, e.g. s[88:103].)
+        _ if code < 102 && (code & !3) + u32::from(width) > 104 => 125,
+        _ if code >= 108 && (code & !3) + u32::from(width) > 124 => 125,
         _ => code & !3,
     }
 }

@@ -131,7 +131,7 @@ fn type16(token: &str) -> Option<bool> {
 /// last operand type (the source type of conversions, `v_cvt_f32_f16`): `Some(true)` f16,
 /// `Some(false)` integer. llvm-objdump prints a 16-bit operand's literal as its low 16 bits,
 /// and an inline float constant of an integer one as the f16 bit pattern.
-fn sources16(name: &str) -> Option<bool> {
+pub(super) fn sources16(name: &str) -> Option<bool> {
     let last = name
         .split('_')
         .rev()
@@ -156,14 +156,28 @@ impl fmt::Display for SrcOp<'_> {
             Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3
         );
         match (vop.then(|| sources16(inst.info.name)).flatten(), *op) {
-            (Some(_), Operand::Literal(v)) => write!(f, "0x{:x}", v & 0xFFFF),
+            (Some(float), Operand::Literal(v)) => {
+                // A literal whose low half is an inline constant prints as that constant.
+                let h = v as u16;
+                match F16_CONSTS.iter().position(|&c| c == h) {
+                    _ if float && (-16..=64).contains(&(h as i16)) => write!(f, "{}", h as i16),
+                    Some(k) if float => Op(&Operand::InlineFloat(240 + k as u8)).fmt(f),
+                    _ => write!(f, "0x{h:x}"),
+                }
+            }
             (Some(false), Operand::InlineFloat(c)) => {
                 write!(f, "0x{:x}", F16_CONSTS[usize::from(c - 240).min(8)])
+            }
+            (_, Operand::InlineFloat(248)) if inst.info.widths[i + 1] == 2 => {
+                f.write_str(INV_2PI_F64)
             }
             _ => Op(op).fmt(f),
         }
     }
 }
+
+/// 1/(2π) as llvm-objdump prints the inline constant 248 for a 64-bit operand.
+const INV_2PI_F64: &str = "0.15915494309189532";
 
 impl fmt::Display for Src<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -178,8 +192,14 @@ impl fmt::Display for Src<'_> {
             return write!(f, "sext({op})");
         }
         let (neg, abs) = (inst.mods.neg[i], inst.mods.abs[i]);
+        let constant = matches!(
+            inst.src[i],
+            Operand::InlineInt(_) | Operand::InlineFloat(_) | Operand::Literal(_)
+        );
         match (neg, abs) {
             (false, false) => op.fmt(f),
+            // A negated constant prints as neg(..), not to be read as a negative constant.
+            (true, false) if constant => write!(f, "neg({op})"),
             (true, false) => write!(f, "-{op}"),
             (false, true) => write!(f, "|{op}|"),
             (true, true) => write!(f, "-|{op}|"),
@@ -195,11 +215,19 @@ impl fmt::Display for Instruction {
             Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc => {
                 f.write_str(name)?;
                 let mut sep = " ";
-                for op in [&self.dst, &self.src[0], &self.src[1]] {
-                    if *op != Operand::None {
-                        write!(f, "{sep}{}", Op(op))?;
-                        sep = ", ";
+                for (k, op) in [&self.dst, &self.src[0], &self.src[1]]
+                    .into_iter()
+                    .enumerate()
+                {
+                    if *op == Operand::None {
+                        continue;
                     }
+                    if *op == Operand::InlineFloat(248) && k > 0 && info.widths[k] == 2 {
+                        write!(f, "{sep}{INV_2PI_F64}")?;
+                    } else {
+                        write!(f, "{sep}{}", Op(op))?;
+                    }
+                    sep = ", ";
                 }
                 Ok(())
             }
@@ -245,7 +273,10 @@ impl fmt::Display for Instruction {
                         write!(f, "{name} ")?;
                         sendmsg_text(f, imm)
                     }
-                    _ if name == "s_branch" || name.starts_with("s_cbranch") => {
+                    _ if name == "s_branch"
+                        || name.starts_with("s_cbranch")
+                        || name == "s_endpgm" =>
+                    {
                         write!(f, "{name} {imm}")
                     }
                     // Other immediates: decimal up to 64 (an inline constant), else hex.
