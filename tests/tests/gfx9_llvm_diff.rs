@@ -114,8 +114,25 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
         0xDC0051E1,
         Some("flat_atomic_add_x2 v[220:221], v[225:226], v[81:82] offset:5692 glc slc"),
     ),
-    // DS: the field of an operand the opcode lacks is 0.
+    // DS: the field of an operand the opcode lacks is 0; no GDS lane permutes.
     ("gfx900", 0xD8402CEF, 0x0505A66C, None),
+    ("gfx900", 0xD87F54C1, 0x2000C87C, None),
+    (
+        "gfx900",
+        0xD87E54C1,
+        0x2000C87C,
+        Some("ds_bpermute_b32 v32, v124, v200 offset:21697"),
+    ),
+    // SMEM loads write neither m0 nor exec; v_cndmask's lane mask has no neg.
+    ("gfx900", 0xC0033FE9, 0x57BEE922, None),
+    ("gfx900", 0xD1007973, 0xE0B716B3, None),
+    // VOP3: op_sel bits of an opcode without op_sel are ignored.
+    (
+        "gfx900",
+        0xD1CB5800,
+        0x040E0501,
+        Some("v_fma_f32 v0, v1, v2, v3"),
+    ),
     // MUBUF: no buffer resource at xnack_mask.
     ("gfx900", 0xE108D667, 0x12FA4D10, None),
     // v_readfirstlane_b32 reads a VGPR; v_nop has no operand fields.

@@ -690,6 +690,12 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 ));
             }
             inst.dst = sreg_operand(info.widths[0], w0 >> 6 & 0x7F, "SMEM", w0)?;
+            if let Operand::Sreg { index, count } = inst.dst {
+                if u32::from(index) + u32::from(count) > 124 {
+                    // Loads write neither m0 nor exec (llvm-mc: `SReg_32_XM0_XEXEC`).
+                    return Err(illegal("SMEM", &[w0, w1], "destination is m0 or exec"));
+                }
+            }
             inst.src[0] = sreg_operand(2, (w0 & 0x3F) << 1, "SMEM", w0)?;
             inst.mods.smem_glc = w0 >> 16 & 1 != 0;
             if w0 >> 17 & 1 != 0 {
@@ -796,6 +802,10 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.size = 8;
             inst.imm = (w0 & 0xFFFF) as i32;
             inst.mods.gds = w0 >> 16 & 1 != 0;
+            if inst.mods.gds && info.name.contains("permute") {
+                // ds_permute/ds_bpermute have no GDS form (llvm-mc rejects the bit).
+                return Err(illegal("DS", &[w0, w1], "gds on a lane permute"));
+            }
             let acc = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
             let data_reg = |w: u8, idx: u32| {
                 if acc {
@@ -1081,7 +1091,9 @@ fn vop3_modifiers_allowed(inst: &Instruction, enc: Encoding, w: &[u32]) -> Resul
                 || name.starts_with("v_cmp_class")
                 || name.starts_with("v_cmpx_class")
                 || name.starts_with("v_trig_preop"));
-        !second_int && (name == "v_cndmask_b32" || (has_float && float_sources(name)))
+        // The lane mask / carry-in (third source of v_cndmask, v_addc) has no modifiers.
+        let mask = i == 2 && info.has(F_CND | F_CI);
+        !second_int && !mask && (name == "v_cndmask_b32" || (has_float && float_sources(name)))
     };
     let mut why = None;
     for i in 0..3 {
