@@ -126,6 +126,17 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
     // SMEM loads write neither m0 nor exec; v_cndmask's lane mask has no neg.
     ("gfx900", 0xC0033FE9, 0x57BEE922, None),
     ("gfx900", 0xD1007973, 0xE0B716B3, None),
+    // SDWA: an output modifier only on a float result.
+    ("gfx90a", 0x7F921AF9, 0x00B3CDA2, None),
+    (
+        "gfx90a",
+        0x7F921AF9,
+        0x00B32DA2,
+        Some(
+            "v_cvt_flr_i32_f32_sdwa v201, -|34| clamp dst_sel:WORD_1 dst_unused:UNUSED_SEXT \
+             src0_sel:BYTE_3",
+        ),
+    ),
     // VOP3: op_sel bits of an opcode without op_sel are ignored.
     (
         "gfx900",

@@ -1022,7 +1022,7 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         || (float1 && w1 & (1 << 27) != 0)
         || (!float && w1 & (3 << 20) != 0)
         || (!float1 && w1 & (3 << 28) != 0)
-        || ((!float || info.name == "v_cndmask_b32") && enc != Encoding::Vopc && w1 >> 14 & 3 != 0);
+        || (!float_result(info.name) && enc != Encoding::Vopc && w1 >> 14 & 3 != 0);
     if bad {
         return Err(illegal(
             kind,
@@ -1130,6 +1130,18 @@ fn vop3_modifiers_allowed(inst: &Instruction, enc: Encoding, w: &[u32]) -> Resul
         Some(why) => Err(illegal("VOP3", w, why)),
         None => Ok(()),
     }
+}
+
+/// Whether an instruction's result is floating-point, by the first operand type of its
+/// mnemonic (`v_cvt_f32_i32`: yes; `v_cvt_flr_i32_f32`, `v_cndmask_b32`: no); only such
+/// results take an SDWA output modifier.
+fn float_result(name: &str) -> bool {
+    name.split('_')
+        .find(|t| {
+            let b = t.as_bytes();
+            b.len() == 3 && matches!(b[0], b'f' | b'i' | b'u' | b'b') && b[1].is_ascii_digit()
+        })
+        .is_some_and(|t| t.starts_with('f'))
 }
 
 /// Whether an instruction's sources are floating-point (take `neg`/`abs` in SDWA and DPP)
