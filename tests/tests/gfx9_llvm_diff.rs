@@ -137,6 +137,22 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
              src0_sel:BYTE_3",
         ),
     ),
+    // 1/(2π) as a 64-bit operand (SOP2, MFMA f64's C).
+    (
+        "gfx900",
+        0x86D143F8,
+        0,
+        Some("s_and_b64 s[80:81], 0.15915494309189532, s[66:67]"),
+    ),
+    (
+        "gfx90a",
+        0xD3EF214A,
+        0xC3E3596F,
+        Some(
+            "v_mfma_f64_4x4x4f64 v[74:75], v[111:112], v[172:173], 0.15915494309189532 \
+             cbsz:1 abid:4 blgp:6",
+        ),
+    ),
     // VOP3: op_sel bits of an opcode without op_sel are ignored.
     (
         "gfx900",

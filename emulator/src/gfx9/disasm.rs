@@ -366,11 +366,20 @@ impl fmt::Display for Instruction {
                 }
                 f.write_str(name)?;
                 let mut sep = " ";
-                for o in [&self.dst, &self.src[0], &self.src[1], &self.src[2]] {
-                    if *o != Operand::None {
-                        write!(f, "{sep}{}", Op(o))?;
-                        sep = ", ";
+                for (k, o) in [&self.dst, &self.src[0], &self.src[1], &self.src[2]]
+                    .into_iter()
+                    .enumerate()
+                {
+                    if *o == Operand::None {
+                        continue;
                     }
+                    if *o == Operand::InlineFloat(248) && k > 0 && info.widths[k] == 2 {
+                        // A 64-bit operand (MFMA f64's C): 1/(2π) as a double.
+                        write!(f, "{sep}{INV_2PI_F64}")?;
+                    } else {
+                        write!(f, "{sep}{}", Op(o))?;
+                    }
+                    sep = ", ";
                 }
                 if info.is_mai() {
                     return self.mai_text(f);
