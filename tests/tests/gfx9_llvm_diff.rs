@@ -153,6 +153,15 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
              cbsz:1 abid:4 blgp:6",
         ),
     ),
+    (
+        "gfx90a",
+        0xD3B072E7,
+        0x3A7DF012,
+        Some(
+            "v_pk_fma_f32 v[231:232], s[18:19], 0.15915494, 31 op_sel:[0,1,1] \
+             neg_lo:[1,0,0] neg_hi:[0,1,0]",
+        ),
+    ),
     // VOP3: op_sel bits of an opcode without op_sel are ignored.
     (
         "gfx900",

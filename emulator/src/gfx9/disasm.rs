@@ -373,8 +373,10 @@ impl fmt::Display for Instruction {
                     if *o == Operand::None {
                         continue;
                     }
-                    if *o == Operand::InlineFloat(248) && k > 0 && info.widths[k] == 2 {
-                        // A 64-bit operand (MFMA f64's C): 1/(2π) as a double.
+                    let f64_operand = info.is_mai() && info.widths[k] == 2;
+                    if *o == Operand::InlineFloat(248) && k > 0 && f64_operand {
+                        // MFMA f64's C: 1/(2π) as a double (packed f32 pairs keep the
+                        // single-precision text).
                         write!(f, "{sep}{INV_2PI_F64}")?;
                     } else {
                         write!(f, "{sep}{}", Op(o))?;
