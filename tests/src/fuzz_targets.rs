@@ -33,6 +33,7 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("ih_entry", ih_entry),
     ("gfx9_decode", gfx9_decode),
     ("kfd_ioctl", kfd_ioctl),
+    ("gfx9_llvm_diff", gfx9_llvm_diff),
 ];
 
 /// Code-object reader: [`CodeObject::parse`] on the bytes (copied to aligned storage), then
@@ -335,6 +336,56 @@ pub fn gfx9_decode(data: &[u8]) {
                 break;
             }
         }
+    }
+}
+
+/// The decoder against `llvm-mc-19 --disassemble` ([`crate::llvm_diff`]): byte 0 picks the
+/// target (gfx900, gfx906, gfx908, gfx90a, gfx942), the rest is up to 256 cases of 8 bytes
+/// (a short tail is padded with zeros), all decoded by one llvm-mc run.
+///
+/// Property: no case is ours-only or text-differs (the same text and size as llvm-mc, or
+/// both reject; words llvm-mc decodes and ours rejects are allowed). Without llvm-mc-19 the
+/// cases are only decoded (no panic).
+pub fn gfx9_llvm_diff(data: &[u8]) {
+    use crate::llvm_diff;
+    let Some((&sel, rest)) = data.split_first() else {
+        return;
+    };
+    let target = [
+        Gfx9Target::Gfx900,
+        Gfx9Target::Gfx906,
+        Gfx9Target::Gfx908,
+        Gfx9Target::Gfx90a,
+        Gfx9Target::Gfx942,
+    ][usize::from(sel) % 5];
+    let cases: Vec<[u8; 8]> = rest
+        .chunks(8)
+        .take(256)
+        .map(|c| {
+            let mut b = [0u8; 8];
+            b[..c.len()].copy_from_slice(c);
+            b
+        })
+        .collect();
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    if !*AVAILABLE.get_or_init(llvm_diff::llvm_mc_available) {
+        for c in &cases {
+            let _ = gfx9::decode(c, target).map(|i| i.to_string());
+        }
+        return;
+    }
+    let answers = llvm_diff::llvm_decode(&cases, target).expect("llvm-mc-19 runs");
+    for (c, a) in cases.iter().zip(&answers) {
+        let (v, class, ex) = llvm_diff::compare(c, target, a);
+        assert!(
+            !v.is_bug(),
+            "{} {class}: {:08x} {:08x}: ours {}, llvm {}",
+            v.name(),
+            ex.words[0],
+            ex.words[1],
+            ex.ours,
+            ex.llvm
+        );
     }
 }
 

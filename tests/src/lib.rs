@@ -5,3 +5,4 @@
 //! same code.
 
 pub mod fuzz_targets;
+pub mod llvm_diff;

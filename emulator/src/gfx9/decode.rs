@@ -173,6 +173,19 @@ fn rows(encoding: Encoding, opcode: u16) -> &'static [u16] {
         .map_or(&[], Vec::as_slice)
 }
 
+/// Whether the opcode table has an instruction of this mnemonic (without an `_e32`, `_e64`,
+/// `_sdwa` or `_dpp` suffix) on `target`: for telling apart, among words llvm-mc decodes and
+/// [`decode`] rejects, instructions the decoder lacks from field values it refuses.
+pub fn knows_mnemonic(name: &str, target: Gfx9Target) -> bool {
+    let base = ["_e32", "_e64", "_sdwa", "_dpp"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(name);
+    OPCODES
+        .iter()
+        .any(|o| o.name == base && o.targets & target.bit() != 0)
+}
+
 /// Looks up an opcode of an encoding for a target.
 pub(crate) fn lookup(
     encoding: Encoding,
@@ -428,6 +441,35 @@ fn word(bytes: &[u8], i: usize) -> Option<u32> {
 /// for the encoding, the encoding is not one of the supported formats (MIMG, EXP,
 /// VINTRP), or the opcode is not in the table for `target`.
 pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
+    let inst = decode_fields(bytes, target)?;
+    check_vector_tuples(&inst, bytes)?;
+    Ok(inst)
+}
+
+/// The vector-register ranges of a decoded instruction must lie in the 256-register file
+/// (llvm-mc rejects a range past v255/a255). Odd-aligned tuples on gfx90a/gfx942 are
+/// decoded, as llvm-mc decodes them.
+fn check_vector_tuples(inst: &Instruction, bytes: &[u8]) -> Result<()> {
+    let ops = [inst.dst, inst.sdst, inst.src[0], inst.src[1], inst.src[2]];
+    for op in ops {
+        let (Operand::Vgpr { index, count } | Operand::Agpr { index, count }) = op else {
+            continue;
+        };
+        if u32::from(index) + u32::from(count) > 256 {
+            let w: heapless::Vec<u32, 2> = (0..usize::from(inst.size) / 4)
+                .filter_map(|i| word(bytes, i))
+                .collect();
+            return Err(illegal(
+                inst.encoding.name(),
+                &w,
+                "register range beyond the register file",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     let Some(w0) = word(bytes, 0) else {
         return Err(hsa_core::error!(
             Status::IllegalInstruction,
@@ -470,6 +512,14 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.encoding = Encoding::Sop1;
             inst.dst = sreg_operand(info.widths[0], w0 >> 16 & 0x7F, "SOP1", w0)?;
             inst.src[0] = scalar_src(info.widths[1], w0 & 0xFF, w1, &mut inst.size, "SOP1", w0)?;
+            let register_only = matches!(
+                info.name,
+                "s_setpc_b64" | "s_rfe_b64" | "s_movrels_b32" | "s_movrels_b64"
+            );
+            if register_only && !matches!(inst.src[0], Operand::Sreg { .. }) {
+                // These read an SGPR (llvm-mc: "Invalid immediate" for a constant).
+                return Err(illegal("SOP1", &[w0], "source is not an SGPR"));
+            }
         } else if top9 == 0x17E {
             let info = find(Encoding::Sopc, (w0 >> 16) & 0x7F, &[w0])?;
             inst.info = info;
@@ -488,6 +538,25 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.info = info;
             inst.encoding = Encoding::Sopp;
             inst.imm = (w0 & 0xFFFF) as u16 as i16 as i32;
+            let no_operand = matches!(
+                info.name,
+                "s_barrier"
+                    | "s_endpgm_saved"
+                    | "s_wakeup"
+                    | "s_icache_inv"
+                    | "s_ttracedata"
+                    | "s_endpgm_ordered_ps_done"
+                    | "s_set_gpr_idx_off"
+                    | "s_code_end"
+            );
+            if no_operand && inst.imm != 0 {
+                // No immediate operand: the field is 0 (llvm-mc rejects others).
+                return Err(illegal(
+                    "SOPP",
+                    &[w0],
+                    "immediate of an instruction without one",
+                ));
+            }
         } else if w0 >> 28 == 0xB {
             let info = find(Encoding::Sopk, (w0 >> 23) & 0x1F, &[w0])?;
             inst.info = info;
@@ -556,6 +625,14 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         }
         match enc {
             Encoding::Vop1 => {
+                if info.widths[0] == 0 && w0 & 0x01FE_01FF != 0 {
+                    // v_nop and the like: no operands, the fields are 0.
+                    return Err(illegal("VOP1", &[w0], "operand field of v_nop not 0"));
+                }
+                if info.has(F_SDST) && !matches!(inst.src[0], Operand::Vgpr { .. }) {
+                    // v_readfirstlane_b32 reads a VGPR (llvm-mc: `VRegOrLds_32`).
+                    return Err(illegal("VOP1", &[w0], "source is not a VGPR"));
+                }
                 if info.widths[0] > 0 {
                     inst.dst = if info.has(F_SDST) {
                         sreg_operand(1, w0 >> 17 & 0xFF, "VOP1", w0)?
@@ -613,14 +690,25 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 ));
             }
             inst.dst = sreg_operand(info.widths[0], w0 >> 6 & 0x7F, "SMEM", w0)?;
+            if let Operand::Sreg { index, count } = inst.dst {
+                if u32::from(index) + u32::from(count) > 124 {
+                    // Loads write neither m0 nor exec (llvm-mc: `SReg_32_XM0_XEXEC`).
+                    return Err(illegal("SMEM", &[w0, w1], "destination is m0 or exec"));
+                }
+            }
             if matches!(info.name, "s_memtime" | "s_memrealtime") {
-                // No address: the sources stay None.
+                // No address: the sources stay None, the base and offset fields are ignored,
+                // but the IMM bit must be clear (llvm-mc-19 rejects the word otherwise).
+                if w0 >> 17 & 1 != 0 {
+                    return Err(illegal(
+                        "SMEM",
+                        &[w0, w1],
+                        "IMM set on an instruction without an offset",
+                    ));
+                }
                 return Ok(inst);
             }
-            inst.src[0] = Operand::Sreg {
-                index: ((w0 & 0x3F) << 1) as u8,
-                count: 2,
-            };
+            inst.src[0] = sreg_operand(2, (w0 & 0x3F) << 1, "SMEM", w0)?;
             inst.mods.smem_glc = w0 >> 16 & 1 != 0;
             if w0 >> 17 & 1 != 0 {
                 inst.imm = (w1 & 0xF_FFFF) as i32;
@@ -684,10 +772,15 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             }
             let mut size = 8u8;
             let nsrc = if enc == Encoding::Vop1 { 1 } else { 3 };
-            for i in 0..nsrc {
+            for i in 0..3 {
                 let code = w1 >> (9 * i) & 0x1FF;
                 let mut width = info.widths[i + 1];
-                if width == 0 {
+                if i >= nsrc || width == 0 {
+                    // A source the opcode does not have: its field and modifiers are 0
+                    // (llvm-mc rejects others).
+                    if code != 0 || inst.mods.neg[i] || inst.mods.abs[i] {
+                        return Err(illegal("VOP3", &[w0, w1], "unused source field not 0"));
+                    }
                     continue;
                 }
                 if i == 2 && info.has(F_CND | F_CI) {
@@ -699,6 +792,18 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 }
                 inst.src[i] = op;
             }
+            if info.has(F_CND | F_CI)
+                && !matches!(inst.src[2], Operand::Sreg { index, .. } if index != 126)
+            {
+                // The carry-in or lane mask is an SGPR pair other than exec.
+                return Err(illegal("VOP3", &[w0, w1], "lane mask is not an SGPR pair"));
+            }
+            if !(info.has(F_NONAME) && super::disasm::sources16(info.name).is_some()) {
+                // Only VOP3-only 16-bit opcodes have op_sel; llvm-mc ignores the bits of the
+                // others (and so does the decoder).
+                inst.mods.op_sel = 0;
+            }
+            vop3_modifiers_allowed(&inst, enc, &[w0, w1])?;
             Ok(inst)
         }
         0x36 => {
@@ -709,6 +814,10 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.size = 8;
             inst.imm = (w0 & 0xFFFF) as i32;
             inst.mods.gds = w0 >> 16 & 1 != 0;
+            if inst.mods.gds && info.name.contains("permute") {
+                // ds_permute/ds_bpermute have no GDS form (llvm-mc rejects the bit).
+                return Err(illegal("DS", &[w0, w1], "gds on a lane permute"));
+            }
             let acc = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
             let data_reg = |w: u8, idx: u32| {
                 if acc {
@@ -720,6 +829,13 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     vgpr(w, idx)
                 }
             };
+            // Fields of operands the opcode does not have must be 0 (llvm-mc rejects others).
+            for (k, &w) in info.widths.iter().enumerate() {
+                let shift = [24, 0, 8, 16][k];
+                if w == 0 && w1 >> shift & 0xFF != 0 {
+                    return Err(illegal("DS", &[w0, w1], "unused operand field not 0"));
+                }
+            }
             inst.src[0] = vgpr(info.widths[1], w1 & 0xFF);
             if info.widths[2] > 0 {
                 inst.src[1] = data_reg(info.widths[2], w1 >> 8 & 0xFF);
@@ -755,12 +871,17 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             if w0 >> 13 & 1 != 0 && !sve {
                 return Err(illegal("FLAT", &[w0, w1], "lds bit unsupported"));
             }
-            // 13-bit signed offset for global and scratch (GFX9), 12-bit unsigned for flat.
+            // 13-bit signed offset for global and scratch (GFX9); flat's is unsigned (llvm-mc
+            // reads all 13 bits).
             inst.imm = if seg != 0 {
                 (((w0 & 0x1FFF) << 19) as i32) >> 19
             } else {
-                (w0 & 0xFFF) as i32
+                (w0 & 0x1FFF) as i32
             };
+            if seg == 0 && w1 >> 16 & 0x7F != 0 {
+                // Flat has no scalar address: the field is 0 (llvm-mc rejects others).
+                return Err(illegal("FLAT", &[w0, w1], "saddr of flat not 0"));
+            }
             inst.mods.glc = w0 >> 16 & 1 != 0;
             inst.mods.slc = w0 >> 17 & 1 != 0;
             inst.mods.sc1 = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
@@ -799,6 +920,18 @@ pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             };
             if info.widths[1] > 0 {
                 inst.src[1] = data_reg(info.widths[1], w1 >> 8 & 0xFF);
+            }
+            if info.has(F_ATOMIC) && target == Gfx9Target::Gfx90a && inst.mods.sc1 {
+                // gfx90a atomics have no scc bit (llvm-mc rejects it).
+                return Err(illegal("FLAT", &[w0, w1], "scc on an atomic"));
+            }
+            if info.has(F_NORTN) && w1 >> 24 != 0 {
+                // No returning form: the vdst field is 0 (llvm-mc rejects others).
+                return Err(illegal(
+                    "FLAT",
+                    &[w0, w1],
+                    "vdst of an atomic without return",
+                ));
             }
             if info.has(F_NORTN) && inst.mods.glc {
                 return Err(illegal(
@@ -864,9 +997,23 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         if !valid {
             return Err(illegal(kind, &[w0, w1], "reserved dpp_ctrl"));
         }
+        let float = float_sources(info.name);
+        let vop1 = enc == Encoding::Vop1;
+        // VOP1 has no src1 modifiers; integer operands have no neg/abs (llvm-mc rejects
+        // both; it ignores bits 18:17).
+        if (vop1 && w1 >> 22 & 3 != 0) || (!float && w1 >> 20 & 0xF != 0) {
+            return Err(illegal(
+                kind,
+                &[w0, w1],
+                "neg/abs of an operand without them",
+            ));
+        }
         inst.src[0] = vgpr(1, w1 & 0xFF);
-        inst.mods.neg = [w1 >> 20 & 1 != 0, w1 >> 22 & 1 != 0, false];
-        inst.mods.abs = [w1 >> 21 & 1 != 0, w1 >> 23 & 1 != 0, false];
+        // v_ldexp_f16's second source is an i16: llvm-mc decodes its neg/abs bits and
+        // ignores them.
+        let float1 = !info.name.starts_with("v_ldexp");
+        inst.mods.neg = [w1 >> 20 & 1 != 0, float1 && w1 >> 22 & 1 != 0, false];
+        inst.mods.abs = [w1 >> 21 & 1 != 0, float1 && w1 >> 23 & 1 != 0, false];
         inst.mods.dpp = Some(Dpp {
             ctrl,
             bound_ctrl: w1 >> 19 & 1 != 0,
@@ -874,6 +1021,29 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
             bank_mask: (w1 >> 24 & 0xF) as u8,
         });
         return Ok(());
+    }
+    if info.name.starts_with("v_mac_") || info.name.starts_with("v_fmac_") {
+        // No SDWA form of the accumulating MACs on GFX9 (llvm-mc rejects it).
+        return Err(illegal(kind, &[w0, w1], "no SDWA form of this opcode"));
+    }
+    let float = float_sources(info.name);
+    let vop1 = enc == Encoding::Vop1;
+    // VOP1 has no src1 (its fields are 0); float operands have neg/abs and integer ones
+    // sext; only float results have an output modifier (llvm-mc rejects the others).
+    // The second source of v_cmp_class/v_ldexp is an integer.
+    let float1 = float && !(info.name.contains("_class_") || info.name.starts_with("v_ldexp"));
+    let bad = (vop1 && w1 >> 24 != 0)
+        || (float && w1 & (1 << 19) != 0)
+        || (float1 && w1 & (1 << 27) != 0)
+        || (!float && w1 & (3 << 20) != 0)
+        || (!float1 && w1 & (3 << 28) != 0)
+        || (!float_result(info.name) && enc != Encoding::Vopc && w1 >> 14 & 3 != 0);
+    if bad {
+        return Err(illegal(
+            kind,
+            &[w0, w1],
+            "modifier bits the operands do not have",
+        ));
     }
     let sel = |v: u32| SdwaSel::from_field(v).ok_or_else(|| illegal(kind, &[w0, w1], "bad sel"));
     let mut size = 8u8;
@@ -919,6 +1089,97 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
     Ok(())
 }
 
+/// Whether the VOP3 (a or b) modifiers of a decoded instruction are ones its operands have,
+/// as llvm-mc decodes them: `neg`/`abs` only on
+/// floating-point sources (`v_cndmask_b32` included; `v_ldexp`'s, `v_cmp_class`'s and
+/// `v_trig_preop`'s second source is an integer); an output modifier only where a source or
+/// the result is floating-point and never on a compare; `clamp` on floating-point
+/// instructions (compares included) and the integer add/sub/mad/sad family.
+fn vop3_modifiers_allowed(inst: &Instruction, enc: Encoding, w: &[u32]) -> Result<()> {
+    let info = inst.info;
+    let name = info.name;
+    let m = &inst.mods;
+    let has_float = name.split('_').any(|t| matches!(t, "f16" | "f32" | "f64"));
+    let float_src = |i: usize| {
+        let second_int = i == 1
+            && (name.starts_with("v_ldexp")
+                || name.starts_with("v_cmp_class")
+                || name.starts_with("v_cmpx_class")
+                || name.starts_with("v_trig_preop"));
+        // The lane mask / carry-in (third source of v_cndmask, v_addc) has no modifiers.
+        let mask = i == 2 && info.has(F_CND | F_CI);
+        !second_int && !mask && (name == "v_cndmask_b32" || (has_float && float_sources(name)))
+    };
+    let mut why = None;
+    for i in 0..3 {
+        if (m.neg[i] || m.abs[i]) && !float_src(i) {
+            why = Some("neg/abs of an integer operand");
+        }
+    }
+    if m.omod != 0 && (enc == Encoding::Vopc || !has_float) {
+        why = Some("output modifier on an instruction without it");
+    }
+    let first = name.split('_').nth(1).unwrap_or("");
+    let second = name.split('_').nth(2).unwrap_or("");
+    let int_clamp = matches!(
+        first,
+        "add"
+            | "sub"
+            | "subrev"
+            | "addc"
+            | "subb"
+            | "subbrev"
+            | "mad"
+            | "sad"
+            | "msad"
+            | "qsad"
+            | "mqsad"
+    ) && second != "lshl";
+    if m.clamp && !has_float && !int_clamp {
+        why = Some("clamp on an instruction without it");
+    }
+    if info.has(F_SDST) && (m.clamp || m.omod != 0 || m.op_sel != 0) {
+        why = Some("modifiers of v_readlane/v_writelane");
+    }
+    match why {
+        Some(why) => Err(illegal("VOP3", w, why)),
+        None => Ok(()),
+    }
+}
+
+/// Whether an instruction's result is floating-point, by the first operand type of its
+/// mnemonic (`v_cvt_f32_i32`: yes; `v_cvt_flr_i32_f32`, `v_cndmask_b32`: no); only such
+/// results take an SDWA output modifier.
+fn float_result(name: &str) -> bool {
+    name.split('_')
+        .find(|t| {
+            let b = t.as_bytes();
+            b.len() == 3 && matches!(b[0], b'f' | b'i' | b'u' | b'b') && b[1].is_ascii_digit()
+        })
+        .is_some_and(|t| t.starts_with('f'))
+}
+
+/// Whether an instruction's sources are floating-point (take `neg`/`abs` in SDWA and DPP)
+/// rather than integers (take `sext`): by the mnemonic's last operand type, the source type
+/// of conversions (`v_cvt_f32_i32` reads an integer); `v_cvt_f32_ubyte*` read integers;
+/// `v_cndmask_b32` takes the float modifiers.
+pub(crate) fn float_sources(name: &str) -> bool {
+    if name == "v_cndmask_b32" {
+        // A lane select with the float modifiers (llvm-mc decodes neg/abs on it).
+        return true;
+    }
+    if name.contains("ubyte") {
+        return false;
+    }
+    name.split('_')
+        .rev()
+        .find(|t| {
+            let b = t.as_bytes();
+            b.len() == 3 && matches!(b[0], b'f' | b'i' | b'u' | b'b') && b[1].is_ascii_digit()
+        })
+        .is_some_and(|t| t.starts_with('f'))
+}
+
 /// VOP3P (Vega ISA §12.10 "VOP3P"): `vdst` [7:0], `neg_hi` [10:8], `op_sel` [13:11],
 /// `op_sel_hi[2]` [14], `clamp` [15], `op` [22:16]; second dword: `src0..2` (9 bits each),
 /// `op_sel_hi[1:0]` [28:27], `neg_lo` [31:29]. No literal operand on GFX9.
@@ -943,6 +1204,12 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     for i in 0..3 {
         let width = info.widths[i + 1];
         if width == 0 {
+            // A source the opcode does not have: its field, neg_lo, neg_hi and op_sel bits
+            // are 0 (llvm-mc rejects others).
+            let mods = (w1 >> (29 + i) & 1) | (w0 >> (8 + i) & 1) | (w0 >> (11 + i) & 1);
+            if w1 >> (9 * i) & 0x1FF != 0 || mods != 0 {
+                return Err(illegal("VOP3P", &[w0, w1], "unused source field not 0"));
+            }
             continue;
         }
         let op = vector_src(width, w1 >> (9 * i) & 0x1FF, None, &mut size, "VOP3P", w0)?;
@@ -1011,6 +1278,10 @@ fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<In
             if w0 >> 8 & 0x3F != 0 || w1 >> 29 != 0 {
                 return Err(mai_illegal(w, info.name, "neg or op_sel bits set"));
             }
+            if w1 >> 9 & 0x3_FFFF != 0 {
+                // No src1/src2: their fields are 0 (llvm-mc rejects others).
+                return Err(mai_illegal(w, info.name, "unused source field not 0"));
+            }
             let code = w1 & 0x1FF;
             if info.name == "v_accvgpr_read_b32" {
                 inst.dst = vgpr(1, w0 & 0xFF);
@@ -1075,8 +1346,30 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.mods.slc = w0 >> 17 & 1 != 0;
     inst.mods.sc1 = w0 >> 15 & 1 != 0 && target.has_acc_memory_operands();
     if info.widths[0] == 0 && info.widths[1] == 0 {
-        // Cache control: no operands.
+        // Cache control: no operands. llvm-mc ignores the other fields but rejects offen,
+        // idxen, glc and bit 15 (except on buffer_wbl2, which ignores them too).
+        let wbl2 = info.name == "buffer_wbl2";
+        let bits = if wbl2 { 0x3 } else { 0xF };
+        if w0 >> 12 & bits != 0 || w1 >> 23 & 1 != 0 {
+            return Err(illegal(
+                "MUBUF",
+                &[w0, w1],
+                "cache control with address bits",
+            ));
+        }
+        // Only gfx940's buffer_wbl2 keeps its sc0/sc1 bits (llvm-mc prints them).
+        let keep = wbl2 && target == Gfx9Target::Gfx942;
+        inst.mods.glc &= keep;
+        inst.mods.sc1 &= keep;
+        inst.mods.slc = false;
         return Ok(inst);
+    }
+    if w1 >> 23 & 1 != 0 && !target.has_acc_memory_operands() {
+        return Err(illegal(
+            "MUBUF",
+            &[w0, w1],
+            "tfe (texture fail enable) unsupported",
+        ));
     }
     let naddr = inst.mods.offen as u8 + inst.mods.idxen as u8;
     if naddr > 0 {
@@ -1101,11 +1394,14 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     if info.widths[0] > 0 && returns {
         inst.dst = data_reg(info.widths[0], vdata);
     }
-    let srsrc = (w1 >> 16 & 0x1F) << 2;
-    inst.src[2] = sreg_operand(4, srsrc, "MUBUF", w0)?;
+    inst.src[2] = buffer_resource(w1, "MUBUF", w0)?;
     let mut size = 8u8;
     inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MUBUF", w0)? {
-        op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
+        // An SGPR or a constant (llvm-mc decodes inline floats and the special sources too).
+        op @ (Operand::Sreg { .. }
+        | Operand::InlineInt(_)
+        | Operand::InlineFloat(_)
+        | Operand::Special(_)) => op,
         _ => return Err(illegal("MUBUF", &[w0, w1], "bad soffset")),
     };
     Ok(inst)
@@ -1129,6 +1425,13 @@ fn mtbuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.mods.slc = w1 >> 22 & 1 != 0;
     inst.mods.sc1 = w1 >> 21 & 1 != 0 && target.has_acc_memory_operands();
     inst.mods.format = (w0 >> 19 & 0x7F) as u8;
+    if w1 >> 23 & 1 != 0 && !target.has_acc_memory_operands() {
+        return Err(illegal(
+            "MTBUF",
+            &[w0, w1],
+            "tfe (texture fail enable) unsupported",
+        ));
+    }
     let naddr = inst.mods.offen as u8 + inst.mods.idxen as u8;
     if naddr > 0 {
         inst.src[0] = vgpr(naddr, w1 & 0xFF);
@@ -1151,14 +1454,56 @@ fn mtbuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     if info.widths[0] > 0 {
         inst.dst = data(info.widths[0]);
     }
-    let srsrc = (w1 >> 16 & 0x1F) << 2;
-    inst.src[2] = sreg_operand(4, srsrc, "MTBUF", w0)?;
+    inst.src[2] = buffer_resource(w1, "MTBUF", w0)?;
     let mut size = 8u8;
     inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MTBUF", w0)? {
-        op @ (Operand::Sreg { .. } | Operand::InlineInt(_)) => op,
+        // An SGPR or a constant (llvm-mc decodes inline floats and the special sources too).
+        op @ (Operand::Sreg { .. }
+        | Operand::InlineInt(_)
+        | Operand::InlineFloat(_)
+        | Operand::Special(_)) => op,
         _ => return Err(illegal("MTBUF", &[w0, w1], "bad soffset")),
     };
     Ok(inst)
+}
+
+/// An SGPR range's first register as the hardware reads it: 64-bit operands start at an even
+/// register, wider ones at a multiple of 4 (the low bits of the field are ignored; Vega ISA
+/// §3.3 "SGPRs": "64-bit SGPR pairs must be even-aligned", and llvm-mc decodes so).
+///
+/// The special registers have no such rounding: a range wider than one dword starting in
+/// 102..=107 or 124..=127 must start at flat_scratch (102), xnack_mask (104), vcc (106) or
+/// exec (126) and be a pair; anything else is returned as 125 (a code no operand may have).
+fn align_sgpr(code: u32, width: u8) -> u32 {
+    let special = (102..108).contains(&code) || code >= 124;
+    match width {
+        0 | 1 => code,
+        2 | 3 if special => {
+            if code & 1 == 0 && code != 124 {
+                code
+            } else {
+                125
+            }
+        }
+        _ if special => 125,
+        2 | 3 => code & !1,
+        // A wider range must stay inside s0..s101 or the ttmps.
+        // (llvm-mc decodes ranges up to s103, e.g. s[88:103].)
+        _ if code < 102 && (code & !3) + u32::from(width) > 104 => 125,
+        _ if code >= 108 && (code & !3) + u32::from(width) > 124 => 125,
+        _ => code & !3,
+    }
+}
+
+/// A buffer resource (`srsrc` [52:48], the first SGPR / 4): four SGPRs from s0..s100 or
+/// ttmps (the quads at xnack_mask (104) and m0 (124) are not registers of the operand's
+/// class; llvm-mc rejects them).
+fn buffer_resource(w1: u32, enc: &str, w0: u32) -> Result<Operand> {
+    let srsrc = (w1 >> 16 & 0x1F) << 2;
+    if srsrc == 104 || srsrc == 124 {
+        return Err(illegal(enc, &[w0, w1], "srsrc is not an SGPR quad"));
+    }
+    sreg_operand(4, srsrc, enc, w0)
 }
 
 fn vgpr(width: u8, index: u32) -> Operand {
@@ -1174,6 +1519,7 @@ fn sreg_operand(width: u8, code: u32, enc: &str, w0: u32) -> Result<Operand> {
     if width == 0 {
         return Ok(Operand::None);
     }
+    let code = align_sgpr(code, width);
     if code > 127 || code == 125 || code + width as u32 > 128 {
         return Err(illegal(enc, &[w0], "bad scalar register field"));
     }
@@ -1212,6 +1558,7 @@ fn vector_src(
 ) -> Result<Operand> {
     Ok(match code {
         0..=127 => {
+            let code = align_sgpr(code, width);
             if code == 125 || code + width as u32 > 128 {
                 return Err(illegal(enc, &[w0], "bad scalar source register"));
             }

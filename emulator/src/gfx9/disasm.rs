@@ -117,10 +117,72 @@ impl fmt::Display for Hwreg {
 /// A VOP3 source with its `neg`/`abs` modifiers.
 struct Src<'a>(&'a Instruction, usize);
 
+/// Whether an operand type token of a mnemonic (`f16`, `u32`, `b64`, ...) is a 16-bit one:
+/// `Some(true)` for f16, `Some(false)` for i16/u16/b16, `None` otherwise.
+fn type16(token: &str) -> Option<bool> {
+    match token {
+        "f16" => Some(true),
+        "i16" | "u16" | "b16" => Some(false),
+        _ => None,
+    }
+}
+
+/// Whether the sources of a VOP1/VOP2/VOPC/VOP3 instruction are 16-bit, by its mnemonic's
+/// last operand type (the source type of conversions, `v_cvt_f32_f16`): `Some(true)` f16,
+/// `Some(false)` integer. llvm-objdump prints a 16-bit operand's literal as its low 16 bits,
+/// and an inline float constant of an integer one as the f16 bit pattern.
+pub(super) fn sources16(name: &str) -> Option<bool> {
+    let last = name
+        .split('_')
+        .rev()
+        .find(|t| t.len() == 3 && matches!(t.as_bytes()[0], b'f' | b'i' | b'u' | b'b'))?;
+    type16(last)
+}
+
+/// The f16 bit patterns of the inline float constants 240..=248.
+const F16_CONSTS: [u16; 9] = [
+    0x3800, 0xB800, 0x3C00, 0xBC00, 0x4000, 0xC000, 0x4400, 0xC400, 0x3118,
+];
+
+/// An operand in the text of `inst`'s source `i`.
+struct SrcOp<'a>(&'a Instruction, usize);
+
+impl fmt::Display for SrcOp<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let SrcOp(inst, i) = *self;
+        let op = &inst.src[i];
+        let vop = matches!(
+            inst.encoding,
+            Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3
+        );
+        match (vop.then(|| sources16(inst.info.name)).flatten(), *op) {
+            (Some(float), Operand::Literal(v)) => {
+                // A literal whose low half is an inline constant prints as that constant.
+                let h = v as u16;
+                match F16_CONSTS.iter().position(|&c| c == h) {
+                    _ if float && (-16..=64).contains(&(h as i16)) => write!(f, "{}", h as i16),
+                    Some(k) if float => Op(&Operand::InlineFloat(240 + k as u8)).fmt(f),
+                    _ => write!(f, "0x{h:x}"),
+                }
+            }
+            (Some(false), Operand::InlineFloat(c)) => {
+                write!(f, "0x{:x}", F16_CONSTS[usize::from(c - 240).min(8)])
+            }
+            (_, Operand::InlineFloat(248)) if inst.info.widths[i + 1] == 2 => {
+                f.write_str(INV_2PI_F64)
+            }
+            _ => Op(op).fmt(f),
+        }
+    }
+}
+
+/// 1/(2π) as llvm-objdump prints the inline constant 248 for a 64-bit operand.
+const INV_2PI_F64: &str = "0.15915494309189532";
+
 impl fmt::Display for Src<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Src(inst, i) = *self;
-        let op = Op(&inst.src[i]);
+        let op = SrcOp(inst, i);
         let extended = inst.mods.sdwa.is_some() || inst.mods.dpp.is_some();
         let mix = inst.encoding == Encoding::Vop3p && inst.info.name.starts_with("v_fma_mix");
         if inst.encoding != Encoding::Vop3 && !extended && !mix {
@@ -130,8 +192,14 @@ impl fmt::Display for Src<'_> {
             return write!(f, "sext({op})");
         }
         let (neg, abs) = (inst.mods.neg[i], inst.mods.abs[i]);
+        let constant = matches!(
+            inst.src[i],
+            Operand::InlineInt(_) | Operand::InlineFloat(_) | Operand::Literal(_)
+        );
         match (neg, abs) {
             (false, false) => op.fmt(f),
+            // A negated constant prints as neg(..), not to be read as a negative constant.
+            (true, false) if constant => write!(f, "neg({op})"),
             (true, false) => write!(f, "-{op}"),
             (false, true) => write!(f, "|{op}|"),
             (true, true) => write!(f, "-|{op}|"),
@@ -147,11 +215,19 @@ impl fmt::Display for Instruction {
             Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc => {
                 f.write_str(name)?;
                 let mut sep = " ";
-                for op in [&self.dst, &self.src[0], &self.src[1]] {
-                    if *op != Operand::None {
-                        write!(f, "{sep}{}", Op(op))?;
-                        sep = ", ";
+                for (k, op) in [&self.dst, &self.src[0], &self.src[1]]
+                    .into_iter()
+                    .enumerate()
+                {
+                    if *op == Operand::None {
+                        continue;
                     }
+                    if *op == Operand::InlineFloat(248) && k > 0 && info.widths[k] == 2 {
+                        write!(f, "{sep}{INV_2PI_F64}")?;
+                    } else {
+                        write!(f, "{sep}{}", Op(op))?;
+                    }
+                    sep = ", ";
                 }
                 Ok(())
             }
@@ -197,7 +273,15 @@ impl fmt::Display for Instruction {
                         write!(f, "{name} ")?;
                         sendmsg_text(f, imm)
                     }
-                    _ => write!(f, "{name} {imm}"),
+                    _ if name == "s_branch"
+                        || name.starts_with("s_cbranch")
+                        || name == "s_endpgm" =>
+                    {
+                        write!(f, "{name} {imm}")
+                    }
+                    // Other immediates: decimal up to 64 (an inline constant), else hex.
+                    _ if imm <= 64 => write!(f, "{name} {imm}"),
+                    _ => write!(f, "{name} 0x{imm:x}"),
                 }
             }
             Encoding::Smem if self.src[0] == Operand::None => {
@@ -207,6 +291,8 @@ impl fmt::Display for Instruction {
                 write!(f, "{name} {}, {}, ", Op(&self.dst), Op(&self.src[0]))?;
                 if self.src[1] != Operand::None {
                     write!(f, "{}", Op(&self.src[1]))?;
+                } else if self.imm < 0 {
+                    write!(f, "-0x{:x}", self.imm.unsigned_abs())?;
                 } else {
                     write!(f, "0x{:x}", self.imm)?;
                 }
@@ -283,11 +369,22 @@ impl fmt::Display for Instruction {
                 }
                 f.write_str(name)?;
                 let mut sep = " ";
-                for o in [&self.dst, &self.src[0], &self.src[1], &self.src[2]] {
-                    if *o != Operand::None {
-                        write!(f, "{sep}{}", Op(o))?;
-                        sep = ", ";
+                for (k, o) in [&self.dst, &self.src[0], &self.src[1], &self.src[2]]
+                    .into_iter()
+                    .enumerate()
+                {
+                    if *o == Operand::None {
+                        continue;
                     }
+                    let f64_operand = info.is_mai() && info.widths[k] == 2;
+                    if *o == Operand::InlineFloat(248) && k > 0 && f64_operand {
+                        // MFMA f64's C: 1/(2π) as a double (packed f32 pairs keep the
+                        // single-precision text).
+                        write!(f, "{sep}{INV_2PI_F64}")?;
+                    } else {
+                        write!(f, "{sep}{}", Op(o))?;
+                    }
+                    sep = ", ";
                 }
                 if info.is_mai() {
                     return self.mai_text(f);
@@ -341,7 +438,8 @@ impl fmt::Display for Instruction {
                 } else if self.imm != 0 {
                     write!(f, " offset:{}", self.imm)?;
                 }
-                if self.mods.gds {
+                // gfx90a and gfx942 have no GDS: llvm-objdump does not print the bit.
+                if self.mods.gds && !self.target.has_acc_memory_operands() {
                     f.write_str(" gds")?;
                 }
                 Ok(())

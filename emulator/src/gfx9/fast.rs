@@ -112,8 +112,7 @@ impl VOp {
 /// operation (`v_min`/`v_max_f32`). Any other mode runs the general path.
 fn plain_f32_mode(mode: u32, op: VOp) -> bool {
     use VOp::*;
-    mode & 0xF == 0
-        && (matches!(op, MacF32 | MadF32 | CvtF32I32 | CvtF32U32) || mode >> 4 & 3 == 3)
+    mode & 0xF == 0 && (matches!(op, MacF32 | MadF32 | CvtF32I32 | CvtF32U32) || mode >> 4 & 3 == 3)
 }
 
 /// Carry-out (and carry-in) VALU operations: the result to a VGPR, the carry to a mask.

@@ -1,0 +1,294 @@
+//! The gfx9 decoder against `llvm-mc-19 --disassemble` (see `hsa_tests::llvm_diff` and
+//! `docs/decoder-fuzz.md`).
+//!
+//! - `regressions_decode_as_llvm_mc_does`: words from the differential runs, one or more per
+//!   class of mismatch that was fixed, with llvm-mc-19's text (or its rejection) checked in;
+//!   no llvm needed.
+//! - `checked_in_texts_are_llvm_mc_19s`: the same table through llvm-mc-19 (skips without it).
+//! - `seeded_run_has_no_new_mismatch`: 20,000 seeded cases per target through both; fails on
+//!   any ours-only or text-differs class not listed in
+//!   `testdata/gfx9_llvm_diff/known_mismatches.txt` (skips without llvm-mc-19).
+
+use std::collections::BTreeSet;
+
+use hsa_emu::gfx9::{decode, Gfx9Target};
+use hsa_tests::llvm_diff::{self, Llvm, Verdict};
+
+const TARGETS: [Gfx9Target; 5] = [
+    Gfx9Target::Gfx900,
+    Gfx9Target::Gfx906,
+    Gfx9Target::Gfx908,
+    Gfx9Target::Gfx90a,
+    Gfx9Target::Gfx942,
+];
+
+fn target(name: &str) -> Gfx9Target {
+    TARGETS.into_iter().find(|t| t.name() == name).unwrap()
+}
+
+/// (target, w0, w1, llvm-mc-19's text or `None` for a rejection). `w1` is 0 for 4-byte
+/// instructions.
+const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
+    // s_memtime/s_memrealtime: base and offset fields ignored, the IMM bit rejected.
+    ("gfx900", 0xC0900000, 0, Some("s_memtime s[0:1]")),
+    ("gfx900", 0xC093B05F, 0x2D416F65, None),
+    // v_ldexp_f16's i16 source: DPP neg/abs bits decoded and ignored.
+    (
+        "gfx900",
+        0x66C76AFA,
+        0xDB88AEFB,
+        Some("v_ldexp_f16_dpp v99, v251, v181 quad_perm:[2,3,2,2] row_mask:0xd bank_mask:0xb bound_ctrl:1"),
+    ),
+    // SGPR pairs and quads: the low bits of the field are ignored.
+    (
+        "gfx90a",
+        0xBEF720A7,
+        0,
+        Some("s_and_saveexec_b64 ttmp[10:11], 39"),
+    ),
+    (
+        "gfx900",
+        0xC012B68F,
+        0x55B86D8A,
+        Some("s_load_dwordx16 s[88:103], s[30:31], -0x79276"),
+    ),
+    (
+        "gfx900",
+        0x7E1E1E39,
+        0,
+        Some("v_cvt_f32_f64_e32 v15, s[56:57]"),
+    ),
+    (
+        "gfx90a",
+        0xDD348B3B,
+        0x01EDA904,
+        Some("global_atomic_add_f32 v4, a169, ttmp[0:1] offset:2875"),
+    ),
+    // ... but special-register pairs must start at their even code.
+    ("gfx900", 0xBEFF0111, 0, None),
+    ("gfx900", 0xC00A1B3E, 0x296BBB57, None),
+    // SMEM: a negative offset.
+    (
+        "gfx942",
+        0xC0028107,
+        0xC4791BE6,
+        Some("s_load_dword s4, s[14:15], -0x6e41a"),
+    ),
+    // 16-bit operands: a literal's low half; an integer operand's inline float as f16 bits.
+    (
+        "gfx900",
+        0x7F5494FF,
+        0x1917BA99,
+        Some("v_cos_f16_e32 v170, 0xba99"),
+    ),
+    (
+        "gfx900",
+        0x7EA274F4,
+        0,
+        Some("v_cvt_f16_i16_e32 v81, 0x4000"),
+    ),
+    (
+        "gfx900",
+        0x58350AF6,
+        0,
+        Some("v_ashrrev_i16_e32 v26, 0x4400, v133"),
+    ),
+    // SOPP immediates: decimal up to 64, else hex; none on s_barrier.
+    ("gfx900", 0xBF803453, 0, Some("s_nop 0x3453")),
+    ("gfx900", 0xBF800040, 0, Some("s_nop 64")),
+    ("gfx900", 0xBF8A8765, 0, None),
+    // gds is not printed on gfx90a.
+    (
+        "gfx90a",
+        0xD8031B65,
+        0x0000C30C,
+        Some("ds_sub_u32 v12, v195 offset:7013"),
+    ),
+    (
+        "gfx900",
+        0xD8031B65,
+        0x0000C30C,
+        Some("ds_sub_u32 v12, v195 offset:7013 gds"),
+    ),
+    // Flat: a 13-bit offset, the saddr field 0; odd tuples decode on gfx90a.
+    (
+        "gfx90a",
+        0xDD1D1422,
+        0xE3807CEB,
+        Some("flat_atomic_umax a227, v[235:236], a124 offset:5154 glc"),
+    ),
+    ("gfx900", 0xDC500000, 0x027F0002, None),
+    (
+        "gfx90a",
+        0xDD8B163C,
+        0xDC0051E1,
+        Some("flat_atomic_add_x2 v[220:221], v[225:226], v[81:82] offset:5692 glc slc"),
+    ),
+    // DS: the field of an operand the opcode lacks is 0; no GDS lane permutes.
+    ("gfx900", 0xD8402CEF, 0x0505A66C, None),
+    ("gfx900", 0xD87F54C1, 0x2000C87C, None),
+    (
+        "gfx900",
+        0xD87E54C1,
+        0x2000C87C,
+        Some("ds_bpermute_b32 v32, v124, v200 offset:21697"),
+    ),
+    // SMEM loads write neither m0 nor exec; v_cndmask's lane mask has no neg.
+    ("gfx900", 0xC0033FE9, 0x57BEE922, None),
+    ("gfx900", 0xD1007973, 0xE0B716B3, None),
+    // SDWA: an output modifier only on a float result.
+    ("gfx90a", 0x7F921AF9, 0x00B3CDA2, None),
+    (
+        "gfx90a",
+        0x7F921AF9,
+        0x00B32DA2,
+        Some(
+            "v_cvt_flr_i32_f32_sdwa v201, -|34| clamp dst_sel:WORD_1 dst_unused:UNUSED_SEXT \
+             src0_sel:BYTE_3",
+        ),
+    ),
+    // 1/(2π) as a 64-bit operand (SOP2, MFMA f64's C).
+    (
+        "gfx900",
+        0x86D143F8,
+        0,
+        Some("s_and_b64 s[80:81], 0.15915494309189532, s[66:67]"),
+    ),
+    (
+        "gfx90a",
+        0xD3EF214A,
+        0xC3E3596F,
+        Some(
+            "v_mfma_f64_4x4x4f64 v[74:75], v[111:112], v[172:173], 0.15915494309189532 \
+             cbsz:1 abid:4 blgp:6",
+        ),
+    ),
+    (
+        "gfx90a",
+        0xD3B072E7,
+        0x3A7DF012,
+        Some(
+            "v_pk_fma_f32 v[231:232], s[18:19], 0.15915494, 31 op_sel:[0,1,1] \
+             neg_lo:[1,0,0] neg_hi:[0,1,0]",
+        ),
+    ),
+    // VOP3: op_sel bits of an opcode without op_sel are ignored.
+    (
+        "gfx900",
+        0xD1CB5800,
+        0x040E0501,
+        Some("v_fma_f32 v0, v1, v2, v3"),
+    ),
+    // MUBUF: no buffer resource at xnack_mask.
+    ("gfx900", 0xE108D667, 0x12FA4D10, None),
+    // v_readfirstlane_b32 reads a VGPR; v_nop has no operand fields.
+    ("gfx900", 0x7E220416, 0, None),
+    ("gfx900", 0x7F86013A, 0, None),
+    // SDWA: VOP1 has no src1 fields; DPP: integer operands have no neg/abs.
+    ("gfx900", 0x7E243EF9, 0x6D04E35E, None),
+    (
+        "gfx900",
+        0x7E243EF9,
+        0x0004E35E,
+        Some(
+            "v_floor_f32_sdwa v18, v94 clamp div:2 dst_sel:BYTE_3 dst_unused:UNUSED_PAD \
+             src0_sel:WORD_0",
+        ),
+    ),
+    ("gfx900", 0x6943ACFA, 0x4C134268, None),
+    (
+        "gfx900",
+        0x6943ACFA,
+        0x4C034268,
+        Some("v_add_u32_dpp v161, v104, v214 row_bcast:15 row_mask:0x4 bank_mask:0xc"),
+    ),
+];
+
+fn bytes(w0: u32, w1: u32) -> [u8; 8] {
+    let mut b = [0u8; 8];
+    b[..4].copy_from_slice(&w0.to_le_bytes());
+    b[4..].copy_from_slice(&w1.to_le_bytes());
+    b
+}
+
+#[test]
+fn regressions_decode_as_llvm_mc_does() {
+    for &(t, w0, w1, want) in REGRESSIONS {
+        let got = decode(&bytes(w0, w1), target(t)).map(|i| i.to_string());
+        match (want, got) {
+            (Some(w), Ok(g)) => assert_eq!(g, w, "{t} {w0:08x} {w1:08x}"),
+            (None, Err(_)) => {}
+            (w, g) => panic!("{t} {w0:08x} {w1:08x}: want {w:?}, got {g:?}"),
+        }
+    }
+}
+
+#[test]
+fn checked_in_texts_are_llvm_mc_19s() {
+    if !llvm_diff::llvm_mc_available() {
+        println!("skipped: {} not found", llvm_diff::LLVM_MC);
+        return;
+    }
+    for &(t, w0, w1, want) in REGRESSIONS {
+        let got = llvm_diff::llvm_decode(&[bytes(w0, w1)], target(t)).unwrap();
+        match (&got[0], want) {
+            (Llvm::Text { text, .. }, Some(w)) => assert_eq!(text, w, "{t} {w0:08x}"),
+            (Llvm::Reject | Llvm::Invalid(_), None) => {}
+            (g, w) => panic!("{t} {w0:08x} {w1:08x}: checked in {w:?}, llvm-mc says {g:?}"),
+        }
+    }
+}
+
+/// The mismatch classes known today, one `target verdict class` line each.
+fn known() -> BTreeSet<String> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../testdata/gfx9_llvm_diff/known_mismatches.txt"
+    );
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn seeded_run_has_no_new_mismatch() {
+    if !llvm_diff::llvm_mc_available() {
+        println!("skipped: {} not found", llvm_diff::LLVM_MC);
+        return;
+    }
+    let known = known();
+    let mut new = Vec::new();
+    let mut seen = BTreeSet::new();
+    for t in TARGETS {
+        let tally = llvm_diff::run(t, 20_000, 7, 20_000, |_| {}).unwrap();
+        assert_eq!(tally.total, 20_000);
+        // Every case was answered by llvm-mc (no crash outside the known SDWA words).
+        assert_eq!(
+            tally.verdicts.get(&Verdict::LlvmCrash),
+            None,
+            "{}",
+            t.name()
+        );
+        for ((v, class), (_, examples)) in &tally.classes {
+            if !v.is_bug() {
+                continue;
+            }
+            let line = format!("{} {} {class}", t.name(), v.name());
+            if !known.contains(&line) {
+                let e = &examples[0];
+                new.push(format!(
+                    "{line}\n    e.g. {:08x} {:08x}: ours {}, llvm {}",
+                    e.words[0], e.words[1], e.ours, e.llvm
+                ));
+            }
+            seen.insert(line);
+        }
+    }
+    for gone in known.difference(&seen) {
+        println!("known mismatch not seen any more (remove it from the list): {gone}");
+    }
+    assert!(new.is_empty(), "new mismatches:\n{}", new.join("\n"));
+}
