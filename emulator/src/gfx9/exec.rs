@@ -865,7 +865,7 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         );
     }
     let next = w.pc + inst.size as u64;
-    let r = super::fast::run(w, fast, ctx.memory).map_err(|e| {
+    let r = super::fast::run(w, fast, ctx.memory, ctx.lds).map_err(|e| {
         let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         error!(
             e.status(),
@@ -885,6 +885,11 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         }
         Done::End => {
             w.state = WaveState::Ended;
+            return Ok(());
+        }
+        Done::Barrier => {
+            w.pc = next;
+            w.state = WaveState::AtBarrier;
             return Ok(());
         }
         Done::Slow => {}
@@ -3780,14 +3785,16 @@ fn atomic_op(ty: &str) -> Option<AtomicFn> {
 pub(super) mod tests {
     use super::*;
 
-    /// Runs `inst` at `pc` through the general interpreter (not the fast path): `None` to go
-    /// on at the next instruction, `Some(Some(target))` for a jump, `Some(None)` at the end.
-    /// (Its memory, [`NoMemory`], faults on every access.)
+    /// Runs `inst` at `pc` through the general interpreter (not the fast path) over `memory`
+    /// and `lds`: `None` to go on at the next instruction, `Some(Some(target))` for a jump,
+    /// `Some(None)` at the end (a barrier counts as going on), or its error.
     pub(in crate::gfx9) fn general_step(
         w: &mut Wave,
         inst: &Instruction,
         pc: u64,
-    ) -> Option<Option<u64>> {
+        memory: &dyn DeviceMemory,
+        lds: &mut [u8],
+    ) -> Result<Option<Option<u64>>> {
         let code = KernelCode {
             base_address: pc,
             bytes: &[],
@@ -3797,8 +3804,8 @@ pub(super) mod tests {
         let mut ctx = Ctx {
             code: &code,
             target: inst.target,
-            memory: &NoMemory,
-            lds: &mut [],
+            memory,
+            lds,
             scratch: &mut [],
             scratch_per_wave: 0,
             instructions: 0,
@@ -3806,12 +3813,13 @@ pub(super) mod tests {
             preempt: &never,
             cu: CuId::default(),
         };
-        match execute(&mut ctx, w, inst, pc + u64::from(inst.size)).unwrap() {
-            Flow::Next => None,
-            Flow::Jump(t) => Some(Some(t)),
-            Flow::End => Some(None),
-            Flow::Barrier => panic!("barrier"),
-        }
+        Ok(
+            match execute(&mut ctx, w, inst, pc + u64::from(inst.size))? {
+                Flow::Next | Flow::Barrier => None,
+                Flow::Jump(t) => Some(Some(t)),
+                Flow::End => Some(None),
+            },
+        )
     }
 
     #[test]
