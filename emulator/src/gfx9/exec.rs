@@ -57,6 +57,51 @@ pub trait DeviceMemory {
     /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation.
     fn write(&self, addr: u64, data: &[u8]) -> Result<()>;
 
+    /// Reads `n` bytes (at most 16) at `addrs[lane]` into `out[lane]` for each lane whose bit
+    /// is set in `lanes`, lane by lane in increasing order: one wave-instruction's global
+    /// loads. The provided implementation calls [`DeviceMemory::read`] per lane; memories
+    /// override it to look their allocation up once when every lane's access falls in the
+    /// same one (the common case), with the same results and faults.
+    ///
+    /// # Errors
+    /// The first lane (in order) whose access [`DeviceMemory::read`] rejects, with that
+    /// error; the lanes before it are read.
+    fn read_lanes(
+        &self,
+        addrs: &[u64; WAVE_SIZE],
+        lanes: u64,
+        n: usize,
+        out: &mut [[u8; 16]; WAVE_SIZE],
+    ) -> core::result::Result<(), (usize, hsa_core::Error)> {
+        for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+            self.read(addrs[lane], &mut out[lane][..n])
+                .map_err(|e| (lane, e))?;
+        }
+        Ok(())
+    }
+
+    /// Writes `n` bytes (at most 16) of `data[lane]` at `addrs[lane]` for each lane whose bit
+    /// is set in `lanes`, lane by lane in increasing order (a later lane's bytes win where
+    /// accesses overlap): one wave-instruction's global stores. Provided and overridden as
+    /// [`DeviceMemory::read_lanes`].
+    ///
+    /// # Errors
+    /// The first lane (in order) whose access [`DeviceMemory::write`] rejects, with that
+    /// error; the lanes before it are written.
+    fn write_lanes(
+        &self,
+        addrs: &[u64; WAVE_SIZE],
+        lanes: u64,
+        n: usize,
+        data: &[[u8; 16]; WAVE_SIZE],
+    ) -> core::result::Result<(), (usize, hsa_core::Error)> {
+        for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+            self.write(addrs[lane], &data[lane][..n])
+                .map_err(|e| (lane, e))?;
+        }
+        Ok(())
+    }
+
     /// Atomically replaces the little-endian u32 at `addr` by `op(old)` and returns `old`
     /// (global atomics). The provided implementation reads, then writes: atomic only when
     /// nothing else accesses the memory meanwhile. Memories shared with other threads (work-

@@ -987,32 +987,41 @@ pub(super) fn run(
                 return Ok(Done::Slow);
             }
             let n = dwords as usize;
-            let mut b = [0u8; 16];
             let lane_err =
                 |lane: usize, e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
-            for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-                if store {
+            let reg = reg as usize * WAVE_SIZE;
+            let mut b = [[0u8; 16]; WAVE_SIZE];
+            if store {
+                for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
                     for k in 0..n {
-                        let v = w.vgpr[(reg as usize + k) * WAVE_SIZE + lane];
-                        b[k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
-                    }
-                    memory
-                        .write(addr[lane], &b[..n * 4])
-                        .map_err(|e| lane_err(lane, e))?;
-                } else {
-                    memory
-                        .read(addr[lane], &mut b[..n * 4])
-                        .map_err(|e| lane_err(lane, e))?;
-                    for k in 0..n {
-                        let v = u32::from_le_bytes([
-                            b[k * 4],
-                            b[k * 4 + 1],
-                            b[k * 4 + 2],
-                            b[k * 4 + 3],
-                        ]);
-                        w.vgpr[(reg as usize + k) * WAVE_SIZE + lane] = v;
+                        let v = w.vgpr[reg + k * WAVE_SIZE + lane];
+                        b[lane][k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
                     }
                 }
+                memory
+                    .write_lanes(&addr, exec, n * 4, &b)
+                    .map_err(|(lane, e)| lane_err(lane, e))?;
+            } else {
+                let r = memory.read_lanes(&addr, exec, n * 4, &mut b);
+                // The lanes before a faulting one are loaded (as the general path).
+                let done = match r {
+                    Ok(()) => exec,
+                    Err((lane, _)) => exec & ((1u64 << lane) - 1),
+                };
+                for k in 0..n {
+                    let row = &mut w.vgpr[reg + k * WAVE_SIZE..reg + (k + 1) * WAVE_SIZE];
+                    for (lane, (v, b)) in row.iter_mut().zip(&b).enumerate() {
+                        if done >> lane & 1 != 0 {
+                            *v = u32::from_le_bytes([
+                                b[k * 4],
+                                b[k * 4 + 1],
+                                b[k * 4 + 2],
+                                b[k * 4 + 3],
+                            ]);
+                        }
+                    }
+                }
+                r.map_err(|(lane, e)| lane_err(lane, e))?;
             }
         }
         Fast::Slow => return Ok(Done::Slow),
