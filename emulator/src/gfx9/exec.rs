@@ -601,6 +601,32 @@ fn run_group(
     }
 }
 
+/// The work-item ids `[x, y, z]` of the 64 flat work-item indices from `first` in a
+/// work-group of `size` (x fastest): the first by division, each next by counting, so a
+/// wave's setup divides once rather than per lane. Indices past the group continue the count
+/// (callers stop at the group's items).
+fn workitem_ids(first: u32, size: [u32; 3]) -> [[u32; 3]; WAVE_SIZE] {
+    let (mut x, mut y, mut z) = (
+        first % size[0],
+        (first / size[0]) % size[1],
+        first / (size[0] * size[1]),
+    );
+    core::array::from_fn(|lane| {
+        if lane > 0 {
+            x += 1;
+            if x == size[0] {
+                x = 0;
+                y += 1;
+                if y == size[1] {
+                    y = 0;
+                    z += 1;
+                }
+            }
+        }
+        [x, y, z]
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn init_wave(
     ctx: &Ctx<'_, '_>,
@@ -706,16 +732,13 @@ fn init_wave(
     }
     let ids = rsrc2.enable_vgpr_workitem_id();
     let mut exec = 0u64;
-    for lane in 0..WAVE_SIZE {
+    let ids_of = workitem_ids((wave_index * WAVE_SIZE) as u32, size);
+    for (lane, [x, y, z]) in ids_of.into_iter().enumerate() {
         let flat = wave_index * WAVE_SIZE + lane;
         if flat >= items {
             break;
         }
         exec |= 1 << lane;
-        let flat = flat as u32;
-        let x = flat % size[0];
-        let y = (flat / size[0]) % size[1];
-        let z = flat / (size[0] * size[1]);
         if ctx.target.packed_workitem_ids() {
             let mut v = x;
             if ids >= 1 {
@@ -3891,6 +3914,34 @@ pub(super) mod tests {
         cache.bind(&other, t);
         assert!(cache.is_empty());
         assert_eq!(cache.get(&other, t, 0x1000).unwrap().0.name(), "s_endpgm");
+    }
+
+    /// Counted work-item ids equal the division formula (flat = x + X*(y + Y*z)) for 1-, 2-
+    /// and 3-dimensional groups, from every wave of the group.
+    #[test]
+    fn workitem_ids_count_as_division() {
+        for size in [
+            [64, 1, 1],
+            [256, 1, 1],
+            [4, 3, 5],
+            [7, 9, 2],
+            [1, 1, 64],
+            [1, 2, 40],
+            [16, 16, 4],
+        ] {
+            let items = size[0] * size[1] * size[2];
+            for first in (0..items).step_by(WAVE_SIZE) {
+                let ids = workitem_ids(first, size);
+                for (lane, id) in ids.iter().enumerate() {
+                    let f = first + lane as u32;
+                    if f >= items {
+                        break;
+                    }
+                    let want = [f % size[0], f / size[0] % size[1], f / (size[0] * size[1])];
+                    assert_eq!(*id, want, "size {size:?}, flat {f}");
+                }
+            }
+        }
     }
 
     #[test]
