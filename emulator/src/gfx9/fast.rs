@@ -819,6 +819,43 @@ fn row(w: &Wave, s: Src) -> Row {
     }
 }
 
+/// A source row without a copy of VGPR sources: borrowed from the VGPR file, or a scalar or
+/// constant repeated 64 times.
+// The splat lives on the stack on purpose: boxing it would cost more than the copy it saves.
+#[allow(clippy::large_enum_variant)]
+enum RowRef<'a> {
+    Borrowed(&'a Row),
+    Splat(Row),
+}
+
+impl core::ops::Deref for RowRef<'_> {
+    type Target = Row;
+
+    #[inline(always)]
+    fn deref(&self) -> &Row {
+        match self {
+            RowRef::Borrowed(r) => r,
+            RowRef::Splat(r) => r,
+        }
+    }
+}
+
+#[inline(always)]
+fn rref(w: &Wave, s: Src) -> RowRef<'_> {
+    match s {
+        Src::V(r) => {
+            let r = r as usize * WAVE_SIZE;
+            RowRef::Borrowed(
+                w.vgpr[r..r + WAVE_SIZE]
+                    .try_into()
+                    .expect("a VGPR row is 64 lanes"),
+            )
+        }
+        Src::S(i) => RowRef::Splat([w.sreg[i as usize]; WAVE_SIZE]),
+        Src::K(k) => RowRef::Splat([k; WAVE_SIZE]),
+    }
+}
+
 #[inline(always)]
 fn scalar(w: &Wave, s: Src, wide: bool) -> u64 {
     match s {
@@ -1046,10 +1083,10 @@ pub(super) fn run(
                 return Ok(Done::Slow);
             }
             let ieee = w.mode >> 9 & 1 != 0;
-            let a = row(w, src[0]);
+            let a = rref(w, src[0]);
             use VOp::*;
             let r = match op {
-                Mov => a,
+                Mov => *a,
                 Not => map1(&a, |x| !x),
                 CvtF32I32 => map1(&a, |x| (x as i32 as f32).to_bits()),
                 CvtF32U32 => map1(&a, |x| (x as f32).to_bits()),
@@ -1057,7 +1094,7 @@ pub(super) fn run(
                     canon32(x, (1.0 / f64::from(f(x)).sqrt()) as f32) as u32
                 }),
                 _ => {
-                    let b = row(w, src[1]);
+                    let b = rref(w, src[1]);
                     match op {
                         AddU32 => map2(&a, &b, u32::wrapping_add),
                         SubU32 => map2(&a, &b, u32::wrapping_sub),
@@ -1088,7 +1125,7 @@ pub(super) fn run(
                             mode::min_max(mode::S, x.into(), y.into(), true, ieee) as u32
                         }),
                         _ => {
-                            let c = row(w, src[2]);
+                            let c = rref(w, src[2]);
                             match op {
                                 // V_MAD_F32/V_MAC_F32 flush f32 denormals whatever
                                 // MODE says (the `mode` module): sources, product, result.
@@ -1168,9 +1205,9 @@ pub(super) fn run(
             put(w, dst + 1, &halves[1], exec);
         }
         Fast::LshlrevB64 { dst, shift, b } => {
-            let s = row(w, shift);
-            let lo = row(w, Src::V(b));
-            let hi = row(w, Src::V(b.wrapping_add(1)));
+            let s = rref(w, shift);
+            let lo = rref(w, Src::V(b));
+            let hi = rref(w, Src::V(b.wrapping_add(1)));
             let v: [u64; WAVE_SIZE] = core::array::from_fn(|l| {
                 (u64::from(hi[l]) << 32 | u64::from(lo[l])) << (s[l] & 63)
             });
@@ -1187,7 +1224,7 @@ pub(super) fn run(
             cin,
             cout,
         } => {
-            let (a, b) = (row(w, a), row(w, b));
+            let (a, b) = (rref(w, a), rref(w, b));
             let ci = if matches!(op, COp::Addc | COp::Subb) {
                 w.sreg64(cin as usize)
             } else {
@@ -1218,7 +1255,7 @@ pub(super) fn run(
         }
         Fast::Cndmask { dst, a, b, mask } => {
             let m = w.sreg64(mask as usize);
-            let (a, b) = (row(w, a), row(w, b));
+            let (a, b) = (rref(w, a), rref(w, b));
             let r = core::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] });
             put(w, dst, &r, exec);
         }
@@ -1230,7 +1267,7 @@ pub(super) fn run(
             sdst,
             x,
         } => {
-            let (a, b) = (row(w, a), row(w, b));
+            let (a, b) = (rref(w, a), rref(w, b));
             let m = match ty {
                 CmpTy::I32 => mask2(&a, &b, |x, y| cmp(cond, x as i32, y as i32)),
                 CmpTy::U32 => mask2(&a, &b, |x, y| cmp(cond, x, y)),
@@ -1251,7 +1288,7 @@ pub(super) fn run(
             if w.mode >> 4 & 3 != 3 {
                 return Ok(Done::Slow);
             }
-            let (a, b) = (row(w, a), row(w, b));
+            let (a, b) = (rref(w, a), rref(w, b));
             let m = mask2(&a, &b, |x, y| cond.holds(f(x), f(y))) & exec;
             w.set_sreg64(sdst as usize, m);
             if x {
