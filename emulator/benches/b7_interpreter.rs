@@ -75,6 +75,80 @@ impl DeviceMemory for Memory {
         }
         Err(hsa_core::error!(Status::MemoryFault, "write at {addr:#x}"))
     }
+
+    // One buffer lookup per wave-instruction when every lane's access is in one buffer, as
+    // the emulated device's memory does; else lane by lane.
+    fn read_lanes(
+        &self,
+        addrs: &[u64; 64],
+        lanes: u64,
+        n: usize,
+        out: &mut [[u8; 16]; 64],
+    ) -> std::result::Result<(), (usize, hsa_core::Error)> {
+        let active = || (0..64).filter(move |l| lanes >> l & 1 != 0);
+        let regions = self.regions.borrow();
+        let Some((base, bytes)) = span(&regions, addrs, lanes, n) else {
+            drop(regions);
+            for lane in active() {
+                self.read(addrs[lane], &mut out[lane][..n])
+                    .map_err(|e| (lane, e))?;
+            }
+            return Ok(());
+        };
+        for lane in active() {
+            let o = (addrs[lane] - base) as usize;
+            out[lane][..n].copy_from_slice(&bytes[o..o + n]);
+        }
+        Ok(())
+    }
+
+    fn write_lanes(
+        &self,
+        addrs: &[u64; 64],
+        lanes: u64,
+        n: usize,
+        data: &[[u8; 16]; 64],
+    ) -> std::result::Result<(), (usize, hsa_core::Error)> {
+        let active = || (0..64).filter(move |l| lanes >> l & 1 != 0);
+        let mut regions = self.regions.borrow_mut();
+        let Some(i) = span(&regions, addrs, lanes, n).map(|(b, _)| b) else {
+            drop(regions);
+            for lane in active() {
+                self.write(addrs[lane], &data[lane][..n])
+                    .map_err(|e| (lane, e))?;
+            }
+            return Ok(());
+        };
+        let (base, bytes) = regions
+            .iter_mut()
+            .find(|(b, _)| *b == i)
+            .expect("found above");
+        for lane in active() {
+            let o = (addrs[lane] - *base) as usize;
+            bytes[o..o + n].copy_from_slice(&data[lane][..n]);
+        }
+        Ok(())
+    }
+}
+
+/// The buffer holding every access of `n` bytes at `addrs[lane]` for the lanes of `lanes`.
+fn span<'a>(
+    regions: &'a [(u64, Vec<u8>)],
+    addrs: &[u64; 64],
+    lanes: u64,
+    n: usize,
+) -> Option<(u64, &'a [u8])> {
+    let (mut lo, mut hi) = (u64::MAX, 0u64);
+    for (lane, &a) in addrs.iter().enumerate() {
+        if lanes >> lane & 1 != 0 {
+            lo = lo.min(a);
+            hi = hi.max(a.checked_add(n as u64)?);
+        }
+    }
+    regions
+        .iter()
+        .find(|(b, bytes)| lo < hi && lo >= *b && hi <= b + bytes.len() as u64)
+        .map(|(b, bytes)| (*b, bytes.as_slice()))
 }
 
 const LOAD_BASE: u64 = 0x7000_0000_0000;

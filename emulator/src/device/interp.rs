@@ -17,6 +17,7 @@ use crate::gfx9::exec::{
     DeviceMemory, DispatchState, ExecStats, KernelCode,
 };
 use crate::gfx9::hwid::WaveLaunch;
+use crate::gfx9::wave::WAVE_SIZE;
 use crate::gfx9::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::packet_processor::DecodedKernelDispatch;
@@ -103,12 +104,9 @@ impl<'a> GpuMemory<'a> {
         }
     }
 
-    /// The live region of `addr..addr+len`.
-    ///
-    /// # Errors
-    /// [`Status::MemoryFault`] naming the access when it is not inside one live allocation
-    /// mapped to the GPU.
-    fn region(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
+    /// The live region of `addr..addr+len`, or `None` (nothing recorded) when it is not
+    /// inside one live allocation mapped to the GPU.
+    fn lookup(&self, addr: u64, len: u64) -> Option<Region> {
         {
             let mut last = self.last.borrow_mut();
             let end = addr.checked_add(len);
@@ -123,27 +121,12 @@ impl<'a> GpuMemory<'a> {
                 }
                 let (va, _, r, _) = last[i.saturating_sub(1)].as_ref().expect("hit");
                 if let Some(sub) = r.sub(addr - va, len) {
-                    return Ok(sub);
+                    return Some(sub);
                 }
             }
         }
         let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
-        let region = allocs
-            .device_region(self.gpu_id, addr, len)
-            .ok_or_else(|| {
-                self.record_fault(addr, what);
-                let why = match allocs.containing(addr, len) {
-                    Some(_) => "not mapped to",
-                    None => "outside",
-                };
-                // Short: the interpreter and the queue add the instruction, lane, kernel and
-                // packet in front, and messages hold 192 bytes.
-                error!(
-                    Status::MemoryFault,
-                    "memory fault: {what} at {addr:#x} ({len} bytes) {why} GPU {:#x}'s memory",
-                    self.gpu_id
-                )
-            })?;
+        let region = allocs.device_region(self.gpu_id, addr, len)?;
         if let Some(a) = allocs.containing(addr, len) {
             if let Some(whole) = allocs.device_region(self.gpu_id, a.va, a.size) {
                 let mut last = self.last.borrow_mut();
@@ -151,7 +134,52 @@ impl<'a> GpuMemory<'a> {
                 last[0] = Some((a.va, a.va + a.size, whole, a.backing.clone()));
             }
         }
-        Ok(region)
+        Some(region)
+    }
+
+    /// The live region of `addr..addr+len`.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] naming the access when it is not inside one live allocation
+    /// mapped to the GPU.
+    fn region(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
+        if let Some(r) = self.lookup(addr, len) {
+            return Ok(r);
+        }
+        self.record_fault(addr, what);
+        let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
+        let why = match allocs.containing(addr, len) {
+            Some(_) => "not mapped to",
+            None => "outside",
+        };
+        // Short: the interpreter and the queue add the instruction, lane, kernel and packet
+        // in front, and messages hold 192 bytes.
+        Err(error!(
+            Status::MemoryFault,
+            "memory fault: {what} at {addr:#x} ({len} bytes) {why} GPU {:#x}'s memory", self.gpu_id
+        ))
+    }
+
+    /// The one region holding every access of `n` bytes at `addrs[lane]` for the lanes of
+    /// `lanes`, and its device address, or `None` (nothing recorded) when they do not all
+    /// fall in one live allocation mapped to the GPU (or no lane is active).
+    fn lanes_region(
+        &self,
+        addrs: &[u64; WAVE_SIZE],
+        lanes: u64,
+        n: usize,
+    ) -> Option<(u64, Region)> {
+        let (mut lo, mut hi) = (u64::MAX, 0u64);
+        for (lane, &a) in addrs.iter().enumerate() {
+            if lanes >> lane & 1 != 0 {
+                lo = lo.min(a);
+                hi = hi.max(a.checked_add(n as u64)?);
+            }
+        }
+        if lo >= hi {
+            return None;
+        }
+        Some((lo, self.lookup(lo, hi - lo)?))
     }
 }
 
@@ -164,6 +192,61 @@ impl DeviceMemory for GpuMemory<'_> {
     fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
         self.region(addr, data.len() as u64, "write")?
             .write_from(data);
+        Ok(())
+    }
+
+    fn read_lanes(
+        &self,
+        addrs: &[u64; WAVE_SIZE],
+        lanes: u64,
+        n: usize,
+        out: &mut [[u8; 16]; WAVE_SIZE],
+    ) -> core::result::Result<(), (usize, Error)> {
+        // One lookup when every lane's access is in one allocation; else lane by lane (the
+        // first faulting lane's error, as `read` words it).
+        let Some((lo, r)) = self.lanes_region(addrs, lanes, n) else {
+            for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+                self.read(addrs[lane], &mut out[lane][..n])
+                    .map_err(|e| (lane, e))?;
+            }
+            return Ok(());
+        };
+        for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+            let at = addrs[lane] - lo;
+            match n {
+                // Constant sizes: the copy is a load, not a call.
+                4 => r.read_at(at, &mut out[lane][..4]),
+                8 => r.read_at(at, &mut out[lane][..8]),
+                16 => r.read_at(at, &mut out[lane][..16]),
+                _ => r.read_at(at, &mut out[lane][..n]),
+            }
+        }
+        Ok(())
+    }
+
+    fn write_lanes(
+        &self,
+        addrs: &[u64; WAVE_SIZE],
+        lanes: u64,
+        n: usize,
+        data: &[[u8; 16]; WAVE_SIZE],
+    ) -> core::result::Result<(), (usize, Error)> {
+        let Some((lo, r)) = self.lanes_region(addrs, lanes, n) else {
+            for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+                self.write(addrs[lane], &data[lane][..n])
+                    .map_err(|e| (lane, e))?;
+            }
+            return Ok(());
+        };
+        for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+            let at = addrs[lane] - lo;
+            match n {
+                4 => r.write_at(at, &data[lane][..4]),
+                8 => r.write_at(at, &data[lane][..8]),
+                16 => r.write_at(at, &data[lane][..16]),
+                _ => r.write_at(at, &data[lane][..n]),
+            }
+        }
         Ok(())
     }
 
@@ -740,5 +823,98 @@ mod tests {
         assert_eq!(u64::from_le_bytes(b8), 1);
         let e = m.atomic_rmw_u64(0x10_1004, &mut |v| v).unwrap_err();
         assert!(e.detail().contains("not 8-byte aligned"), "{}", e.detail());
+    }
+
+    /// Wave-wide lane accesses (`read_lanes`/`write_lanes`, one lookup when all lanes share
+    /// an allocation) give what lane-by-lane `read`/`write` give: the bytes, the first
+    /// faulting lane with the same message, the lanes before it done, and the same first
+    /// fault recorded; lanes across two adjacent allocations still work lane by lane.
+    #[test]
+    fn gpu_memory_lane_accesses_match_lane_by_lane() {
+        let mut allocs = Allocs::default();
+        allocs.insert(alloc(0x10_0000, 1, Some(1)));
+        allocs.insert(alloc(0x10_1000, 2, Some(1)));
+        allocs.insert(alloc(0x20_0000, 3, None));
+        let allocs = RwLock::new(allocs);
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for round in 0..200 {
+            let (batched, single) = (GpuMemory::new(&allocs, 1), GpuMemory::new(&allocs, 1));
+            let n = [4, 8, 12, 16][round % 4];
+            let lanes = if round % 3 == 0 { u64::MAX } else { next() };
+            let addrs: [u64; WAVE_SIZE] = core::array::from_fn(|_| {
+                let r = next();
+                match (round / 4) % 5 {
+                    // All in one allocation.
+                    0 | 1 => 0x10_0000 + r % (4096 - n as u64),
+                    // Across the two adjacent ones (a lane may straddle them: a fault).
+                    2 => 0x10_0000 + r % (8192 - n as u64),
+                    // A rare lane past the end or in the unmapped allocation.
+                    3 if r % 23 == 0 => 0x10_2000 - 2,
+                    4 if r % 23 == 0 => 0x20_0000,
+                    _ => 0x10_1000 + r % (4096 - n as u64),
+                }
+            });
+            let data: [[u8; 16]; WAVE_SIZE] =
+                core::array::from_fn(|_| next().to_le_bytes().repeat(2).try_into().unwrap());
+            let store = round % 2 == 1;
+            // Both mapped allocations' bytes, and putting them back.
+            let snap = |m: &GpuMemory<'_>| {
+                let mut b = vec![0u8; 8192];
+                m.read(0x10_0000, &mut b[..4096]).unwrap();
+                m.read(0x10_1000, &mut b[4096..]).unwrap();
+                b
+            };
+            let put = |b: &[u8]| {
+                let m = GpuMemory::new(&allocs, 1);
+                m.write(0x10_0000, &b[..4096]).unwrap();
+                m.write(0x10_1000, &b[4096..]).unwrap();
+            };
+            let (rb, rs) = if store {
+                let before = snap(&GpuMemory::new(&allocs, 1));
+                let rb = batched.write_lanes(&addrs, lanes, n, &data);
+                let after_batched = snap(&GpuMemory::new(&allocs, 1));
+                put(&before);
+                let rs = (0..WAVE_SIZE)
+                    .filter(|l| lanes >> l & 1 != 0)
+                    .try_for_each(|l| single.write(addrs[l], &data[l][..n]).map_err(|e| (l, e)));
+                assert!(
+                    after_batched == snap(&GpuMemory::new(&allocs, 1)),
+                    "round {round}: bytes written"
+                );
+                (rb, rs)
+            } else {
+                let (mut ob, mut os) = ([[0u8; 16]; WAVE_SIZE], [[0u8; 16]; WAVE_SIZE]);
+                let rb = batched.read_lanes(&addrs, lanes, n, &mut ob);
+                let rs = (0..WAVE_SIZE)
+                    .filter(|l| lanes >> l & 1 != 0)
+                    .try_for_each(|l| single.read(addrs[l], &mut os[l][..n]).map_err(|e| (l, e)));
+                assert!(ob == os, "round {round}: bytes read");
+                (rb, rs)
+            };
+            match (rb, rs) {
+                (Ok(()), Ok(())) => {}
+                (Err((lb, eb)), Err((ls, es))) => {
+                    assert_eq!(lb, ls, "round {round}: faulting lane");
+                    assert_eq!(eb.status(), es.status());
+                    assert_eq!(eb.detail(), es.detail(), "round {round}");
+                }
+                (b, s) => panic!(
+                    "round {round}: batched {:?}, lane by lane {:?}",
+                    b.err(),
+                    s.err()
+                ),
+            }
+            assert_eq!(
+                batched.fault(),
+                single.fault(),
+                "round {round}: recorded fault"
+            );
+        }
     }
 }

@@ -312,6 +312,41 @@ impl Region {
         unsafe { std::ptr::copy(data.as_ptr(), self.base as *mut u8, n) };
     }
 
+    /// Copies the `out.len()` bytes at `offset` into `out`.
+    ///
+    /// # Panics
+    /// When `offset..offset + out.len()` is not inside the region (a caller's bug).
+    #[inline(always)]
+    pub(crate) fn read_at(&self, offset: u64, out: &mut [u8]) {
+        let n = out.len();
+        assert!(offset
+            .checked_add(n as u64)
+            .is_some_and(|e| e <= self.len as u64));
+        // SAFETY: the module invariant: `base..base+len` is live mapped memory, and
+        // `offset..offset+n` is inside it (checked above); `out` is a distinct Rust buffer.
+        unsafe {
+            std::ptr::copy(
+                (self.base + offset as usize) as *const u8,
+                out.as_mut_ptr(),
+                n,
+            )
+        };
+    }
+
+    /// Copies `data` to the bytes at `offset`.
+    ///
+    /// # Panics
+    /// When `offset..offset + data.len()` is not inside the region (a caller's bug).
+    #[inline(always)]
+    pub(crate) fn write_at(&self, offset: u64, data: &[u8]) {
+        let n = data.len();
+        assert!(offset
+            .checked_add(n as u64)
+            .is_some_and(|e| e <= self.len as u64));
+        // SAFETY: as for read_at; the memory is writable (as for write_from).
+        unsafe { std::ptr::copy(data.as_ptr(), (self.base + offset as usize) as *mut u8, n) };
+    }
+
     /// The 64-bit word at `offset` as an atomic; `None` when out of bounds or misaligned.
     pub(crate) fn atomic_u64(&self, offset: u64) -> Option<&AtomicU64> {
         let r = self.sub(offset, 8)?;

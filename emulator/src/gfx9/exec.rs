@@ -57,6 +57,51 @@ pub trait DeviceMemory {
     /// [`Status::MemoryFault`] naming the address when any byte is outside every allocation.
     fn write(&self, addr: u64, data: &[u8]) -> Result<()>;
 
+    /// Reads `n` bytes (at most 16) at `addrs[lane]` into `out[lane]` for each lane whose bit
+    /// is set in `lanes`, lane by lane in increasing order: one wave-instruction's global
+    /// loads. The provided implementation calls [`DeviceMemory::read`] per lane; memories
+    /// override it to look their allocation up once when every lane's access falls in the
+    /// same one (the common case), with the same results and faults.
+    ///
+    /// # Errors
+    /// The first lane (in order) whose access [`DeviceMemory::read`] rejects, with that
+    /// error; the lanes before it are read.
+    fn read_lanes(
+        &self,
+        addrs: &[u64; WAVE_SIZE],
+        lanes: u64,
+        n: usize,
+        out: &mut [[u8; 16]; WAVE_SIZE],
+    ) -> core::result::Result<(), (usize, hsa_core::Error)> {
+        for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+            self.read(addrs[lane], &mut out[lane][..n])
+                .map_err(|e| (lane, e))?;
+        }
+        Ok(())
+    }
+
+    /// Writes `n` bytes (at most 16) of `data[lane]` at `addrs[lane]` for each lane whose bit
+    /// is set in `lanes`, lane by lane in increasing order (a later lane's bytes win where
+    /// accesses overlap): one wave-instruction's global stores. Provided and overridden as
+    /// [`DeviceMemory::read_lanes`].
+    ///
+    /// # Errors
+    /// The first lane (in order) whose access [`DeviceMemory::write`] rejects, with that
+    /// error; the lanes before it are written.
+    fn write_lanes(
+        &self,
+        addrs: &[u64; WAVE_SIZE],
+        lanes: u64,
+        n: usize,
+        data: &[[u8; 16]; WAVE_SIZE],
+    ) -> core::result::Result<(), (usize, hsa_core::Error)> {
+        for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+            self.write(addrs[lane], &data[lane][..n])
+                .map_err(|e| (lane, e))?;
+        }
+        Ok(())
+    }
+
     /// Atomically replaces the little-endian u32 at `addr` by `op(old)` and returns `old`
     /// (global atomics). The provided implementation reads, then writes: atomic only when
     /// nothing else accesses the memory meanwhile. Memories shared with other threads (work-
@@ -556,6 +601,32 @@ fn run_group(
     }
 }
 
+/// The work-item ids `[x, y, z]` of the 64 flat work-item indices from `first` in a
+/// work-group of `size` (x fastest): the first by division, each next by counting, so a
+/// wave's setup divides once rather than per lane. Indices past the group continue the count
+/// (callers stop at the group's items).
+fn workitem_ids(first: u32, size: [u32; 3]) -> [[u32; 3]; WAVE_SIZE] {
+    let (mut x, mut y, mut z) = (
+        first % size[0],
+        (first / size[0]) % size[1],
+        first / (size[0] * size[1]),
+    );
+    core::array::from_fn(|lane| {
+        if lane > 0 {
+            x += 1;
+            if x == size[0] {
+                x = 0;
+                y += 1;
+                if y == size[1] {
+                    y = 0;
+                    z += 1;
+                }
+            }
+        }
+        [x, y, z]
+    })
+}
+
 #[allow(clippy::too_many_arguments)]
 fn init_wave(
     ctx: &Ctx<'_, '_>,
@@ -661,16 +732,13 @@ fn init_wave(
     }
     let ids = rsrc2.enable_vgpr_workitem_id();
     let mut exec = 0u64;
-    for lane in 0..WAVE_SIZE {
+    let ids_of = workitem_ids((wave_index * WAVE_SIZE) as u32, size);
+    for (lane, [x, y, z]) in ids_of.into_iter().enumerate() {
         let flat = wave_index * WAVE_SIZE + lane;
         if flat >= items {
             break;
         }
         exec |= 1 << lane;
-        let flat = flat as u32;
-        let x = flat % size[0];
-        let y = (flat / size[0]) % size[1];
-        let z = flat / (size[0] * size[1]);
         if ctx.target.packed_workitem_ids() {
             let mut v = x;
             if ids >= 1 {
@@ -865,7 +933,7 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         );
     }
     let next = w.pc + inst.size as u64;
-    let r = super::fast::run(w, fast, ctx.memory).map_err(|e| {
+    let r = super::fast::run(w, fast, ctx.memory, ctx.lds).map_err(|e| {
         let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         error!(
             e.status(),
@@ -885,6 +953,11 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         }
         Done::End => {
             w.state = WaveState::Ended;
+            return Ok(());
+        }
+        Done::Barrier => {
+            w.pc = next;
+            w.state = WaveState::AtBarrier;
             return Ok(());
         }
         Done::Slow => {}
@@ -3780,14 +3853,16 @@ fn atomic_op(ty: &str) -> Option<AtomicFn> {
 pub(super) mod tests {
     use super::*;
 
-    /// Runs `inst` at `pc` through the general interpreter (not the fast path): `None` to go
-    /// on at the next instruction, `Some(Some(target))` for a jump, `Some(None)` at the end.
-    /// (Its memory, [`NoMemory`], faults on every access.)
+    /// Runs `inst` at `pc` through the general interpreter (not the fast path) over `memory`
+    /// and `lds`: `None` to go on at the next instruction, `Some(Some(target))` for a jump,
+    /// `Some(None)` at the end (a barrier counts as going on), or its error.
     pub(in crate::gfx9) fn general_step(
         w: &mut Wave,
         inst: &Instruction,
         pc: u64,
-    ) -> Option<Option<u64>> {
+        memory: &dyn DeviceMemory,
+        lds: &mut [u8],
+    ) -> Result<Option<Option<u64>>> {
         let code = KernelCode {
             base_address: pc,
             bytes: &[],
@@ -3797,8 +3872,8 @@ pub(super) mod tests {
         let mut ctx = Ctx {
             code: &code,
             target: inst.target,
-            memory: &NoMemory,
-            lds: &mut [],
+            memory,
+            lds,
             scratch: &mut [],
             scratch_per_wave: 0,
             instructions: 0,
@@ -3806,12 +3881,13 @@ pub(super) mod tests {
             preempt: &never,
             cu: CuId::default(),
         };
-        match execute(&mut ctx, w, inst, pc + u64::from(inst.size)).unwrap() {
-            Flow::Next => None,
-            Flow::Jump(t) => Some(Some(t)),
-            Flow::End => Some(None),
-            Flow::Barrier => panic!("barrier"),
-        }
+        Ok(
+            match execute(&mut ctx, w, inst, pc + u64::from(inst.size))? {
+                Flow::Next | Flow::Barrier => None,
+                Flow::Jump(t) => Some(Some(t)),
+                Flow::End => Some(None),
+            },
+        )
     }
 
     #[test]
@@ -3838,6 +3914,34 @@ pub(super) mod tests {
         cache.bind(&other, t);
         assert!(cache.is_empty());
         assert_eq!(cache.get(&other, t, 0x1000).unwrap().0.name(), "s_endpgm");
+    }
+
+    /// Counted work-item ids equal the division formula (flat = x + X*(y + Y*z)) for 1-, 2-
+    /// and 3-dimensional groups, from every wave of the group.
+    #[test]
+    fn workitem_ids_count_as_division() {
+        for size in [
+            [64, 1, 1],
+            [256, 1, 1],
+            [4, 3, 5],
+            [7, 9, 2],
+            [1, 1, 64],
+            [1, 2, 40],
+            [16, 16, 4],
+        ] {
+            let items = size[0] * size[1] * size[2];
+            for first in (0..items).step_by(WAVE_SIZE) {
+                let ids = workitem_ids(first, size);
+                for (lane, id) in ids.iter().enumerate() {
+                    let f = first + lane as u32;
+                    if f >= items {
+                        break;
+                    }
+                    let want = [f % size[0], f / size[0] % size[1], f / (size[0] * size[1])];
+                    assert_eq!(*id, want, "size {size:?}, flat {f}");
+                }
+            }
+        }
     }
 
     #[test]

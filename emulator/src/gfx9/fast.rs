@@ -11,7 +11,10 @@
 //! operations per lane; the ISA tests run both).
 
 use super::decode::{Encoding, Instruction, Operand};
-use super::exec::{canon32, DeviceMemory, F32_CONST, SCRATCH_BACKING_BASE};
+use super::exec::{
+    canon32, DeviceMemory, F32_CONST, PRIVATE_APERTURE_BASE, SCRATCH_BACKING_BASE,
+    SHARED_APERTURE_BASE,
+};
 use super::mode::{self, Kind};
 use hsa_core::{error, Result};
 
@@ -292,8 +295,11 @@ pub(super) enum Fast {
     },
     /// `global_load_dword{,x2,x3,x4}` into VGPRs `dst..`, or (`store`) `global_store_dword*`
     /// from VGPRs `data..`: per lane the address is `saddr` (a scalar pair) + the VGPR
-    /// `vaddr`, or the VGPR pair `vaddr` without `saddr`, plus `offset`.
+    /// `vaddr`, or the VGPR pair `vaddr` without `saddr`, plus `offset`. `flat`: the same
+    /// forms of `flat_load`/`flat_store`, run here only when no active lane's address is in
+    /// the shared or private aperture.
     Global {
+        flat: bool,
         store: bool,
         dwords: u8,
         reg: u8,
@@ -301,6 +307,26 @@ pub(super) enum Fast {
         saddr: Option<u8>,
         offset: i32,
     },
+    /// `ds_read_b32`/`ds_read_b64` into VGPRs `reg..`, or (`store`) `ds_write_b32`/`b64`
+    /// from VGPRs `reg..`: per lane at LDS byte address VGPR `addr` + `offset`; an access
+    /// not wholly inside the work-group's LDS reads zeros or is dropped (as the general path).
+    Ds {
+        store: bool,
+        dwords: u8,
+        reg: u8,
+        addr: u8,
+        offset: u16,
+    },
+    /// `s_load_dword{,x2,x4,x8,x16}` into SGPRs `dst..` from the scalar pair `base` + the
+    /// byte offset `offset`, the address rounded down to a dword (as the general path).
+    SLoad {
+        dwords: u8,
+        dst: u8,
+        base: u8,
+        offset: i32,
+    },
+    /// `s_barrier`.
+    Barrier,
     /// `s_cmp_<cond>_<ty>` (32-bit) into SCC.
     SCmp {
         cond: Cmp,
@@ -360,6 +386,7 @@ fn classify_inner(inst: &Instruction, pc: u64) -> Option<Fast> {
             let cond = match name {
                 "s_nop" | "s_waitcnt" => return Some(Fast::Nop),
                 "s_endpgm" => return Some(Fast::End),
+                "s_barrier" => return Some(Fast::Barrier),
                 "s_branch" => Cond::Always,
                 "s_cbranch_scc0" => Cond::Scc0,
                 "s_cbranch_scc1" => Cond::Scc1,
@@ -383,6 +410,8 @@ fn classify_inner(inst: &Instruction, pc: u64) -> Option<Fast> {
         }
         Encoding::Vop3p => packed(inst),
         Encoding::Flat => global(inst),
+        Encoding::Ds => ds(inst),
+        Encoding::Smem => sload(inst),
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 => {
             let m = &inst.mods;
             if m.abs != [false; 3]
@@ -480,11 +509,74 @@ fn salu(inst: &Instruction) -> Option<Fast> {
     })
 }
 
+fn ds(inst: &Instruction) -> Option<Fast> {
+    if inst.mods.gds {
+        return None;
+    }
+    let (store, dwords) = match inst.name() {
+        "ds_read_b32" => (false, 1),
+        "ds_read_b64" => (false, 2),
+        "ds_write_b32" => (true, 1),
+        "ds_write_b64" => (true, 2),
+        _ => return None,
+    };
+    let addr = vdst(&inst.src[0])?;
+    let reg = match if store { inst.src[1] } else { inst.dst } {
+        Operand::Vgpr { index, count }
+            if count == dwords && (index as usize) + (dwords as usize) <= 256 =>
+        {
+            index
+        }
+        _ => return None,
+    };
+    Some(Fast::Ds {
+        store,
+        dwords,
+        reg,
+        addr,
+        offset: u16::try_from(inst.imm).ok()?,
+    })
+}
+
+fn sload(inst: &Instruction) -> Option<Fast> {
+    let dwords = match inst.name() {
+        "s_load_dword" => 1,
+        "s_load_dwordx2" => 2,
+        "s_load_dwordx4" => 4,
+        "s_load_dwordx8" => 8,
+        "s_load_dwordx16" => 16,
+        _ => return None,
+    };
+    let dst = match inst.dst {
+        // Destinations below the special registers (VCC, TTMPs, M0, EXEC stay general).
+        Operand::Sreg { index, count }
+            if count == dwords && index as usize + count as usize <= 102 =>
+        {
+            index
+        }
+        _ => return None,
+    };
+    let base = pair(&inst.src[0])?;
+    if inst.src[1] != Operand::None || inst.info.widths[0] != dwords {
+        return None;
+    }
+    Some(Fast::SLoad {
+        dwords,
+        dst,
+        base,
+        offset: inst.imm,
+    })
+}
+
 fn global(inst: &Instruction) -> Option<Fast> {
     let name = inst.name();
-    let (store, ty) = match name.strip_prefix("global_load_") {
+    let (flat, name) = match name.strip_prefix("flat_") {
+        Some(rest) => (true, rest),
+        None => (false, name.strip_prefix("global_")?),
+    };
+    let (store, ty) = match name.strip_prefix("load_") {
         Some(t) => (false, t),
-        None => (true, name.strip_prefix("global_store_")?),
+        None => (true, name.strip_prefix("store_")?),
     };
     let dwords = match ty {
         "dword" => 1,
@@ -508,7 +600,11 @@ fn global(inst: &Instruction) -> Option<Fast> {
         (Operand::Vgpr { index, count: 2 }, Operand::None) if index < u8::MAX => (index, None),
         _ => return None,
     };
+    if flat && saddr.is_some() {
+        return None;
+    }
     Some(Fast::Global {
+        flat,
         store,
         dwords,
         reg,
@@ -700,6 +796,8 @@ pub(super) enum Done {
     Jump(u64),
     /// The wave ended.
     End,
+    /// The wave waits at `s_barrier` (then goes on at the next instruction).
+    Barrier,
     /// Not run: the general path must (e.g. a float operation under a rounding mode the
     /// general path reports).
     Slow,
@@ -718,6 +816,43 @@ fn row(w: &Wave, s: Src) -> Row {
         }
         Src::S(i) => [w.sreg[i as usize]; WAVE_SIZE],
         Src::K(k) => [k; WAVE_SIZE],
+    }
+}
+
+/// A source row without a copy of VGPR sources: borrowed from the VGPR file, or a scalar or
+/// constant repeated 64 times.
+// The splat lives on the stack on purpose: boxing it would cost more than the copy it saves.
+#[allow(clippy::large_enum_variant)]
+enum RowRef<'a> {
+    Borrowed(&'a Row),
+    Splat(Row),
+}
+
+impl core::ops::Deref for RowRef<'_> {
+    type Target = Row;
+
+    #[inline(always)]
+    fn deref(&self) -> &Row {
+        match self {
+            RowRef::Borrowed(r) => r,
+            RowRef::Splat(r) => r,
+        }
+    }
+}
+
+#[inline(always)]
+fn rref(w: &Wave, s: Src) -> RowRef<'_> {
+    match s {
+        Src::V(r) => {
+            let r = r as usize * WAVE_SIZE;
+            RowRef::Borrowed(
+                w.vgpr[r..r + WAVE_SIZE]
+                    .try_into()
+                    .expect("a VGPR row is 64 lanes"),
+            )
+        }
+        Src::S(i) => RowRef::Splat([w.sreg[i as usize]; WAVE_SIZE]),
+        Src::K(k) => RowRef::Splat([k; WAVE_SIZE]),
     }
 }
 
@@ -793,10 +928,66 @@ fn cmp<T: Ord>(c: Cmp, a: T, b: T) -> bool {
 /// A global access's memory fault, as the general path reports it (`lane N: ...`, the lanes
 /// before it done).
 #[inline]
-pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Result<Done> {
+pub(super) fn run(
+    w: &mut Wave,
+    fast: &Fast,
+    memory: &dyn DeviceMemory,
+    lds: &mut [u8],
+) -> Result<Done> {
     let exec = w.exec();
     match *fast {
+        Fast::Ds {
+            store,
+            dwords,
+            reg,
+            addr,
+            offset,
+        } => {
+            let n = dwords as usize * 4;
+            let a = addr as usize * WAVE_SIZE;
+            let reg = reg as usize * WAVE_SIZE;
+            for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+                // The general path's address: the VGPR as u32 plus the offset, in u64.
+                let at = w.vgpr[a + lane] as usize + offset as usize;
+                if store {
+                    if let Some(d) = lds.get_mut(at..at + n) {
+                        for k in 0..dwords as usize {
+                            let v = w.vgpr[reg + k * WAVE_SIZE + lane];
+                            d[k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
+                        }
+                    }
+                } else {
+                    let s = lds.get(at..at + n);
+                    for k in 0..dwords as usize {
+                        let v = s.map_or(0, |s| {
+                            u32::from_le_bytes([s[k * 4], s[k * 4 + 1], s[k * 4 + 2], s[k * 4 + 3]])
+                        });
+                        w.vgpr[reg + k * WAVE_SIZE + lane] = v;
+                    }
+                }
+            }
+        }
+        Fast::SLoad {
+            dwords,
+            dst,
+            base,
+            offset,
+        } => {
+            let addr = w
+                .sreg64(base as usize)
+                .wrapping_add(i64::from(offset) as u64)
+                & !3;
+            let n = dwords as usize;
+            let mut buf = [0u8; 64];
+            memory.read(addr, &mut buf[..n * 4])?;
+            for k in 0..n {
+                let b = &buf[k * 4..k * 4 + 4];
+                w.sreg[dst as usize + k] = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+            }
+        }
+        Fast::Barrier => return Ok(Done::Barrier),
         Fast::Global {
+            flat,
             store,
             dwords,
             reg,
@@ -822,36 +1013,52 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
                 a.checked_sub(SCRATCH_BACKING_BASE)
                     .is_some_and(|o| o < SCRATCH_WINDOW)
             };
-            if (0..WAVE_SIZE).any(|l| exec >> l & 1 != 0 && scratch(addr[l])) {
+            // FLAT addresses in the shared or private aperture: LDS or scratch (general path).
+            let aperture = |a: u64| {
+                flat && [SHARED_APERTURE_BASE, PRIVATE_APERTURE_BASE]
+                    .iter()
+                    .any(|&b| a.checked_sub(b).is_some_and(|o| o >> 32 == 0))
+            };
+            if (0..WAVE_SIZE).any(|l| exec >> l & 1 != 0 && (scratch(addr[l]) || aperture(addr[l])))
+            {
                 return Ok(Done::Slow);
             }
             let n = dwords as usize;
-            let mut b = [0u8; 16];
             let lane_err =
                 |lane: usize, e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
-            for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-                if store {
+            let reg = reg as usize * WAVE_SIZE;
+            let mut b = [[0u8; 16]; WAVE_SIZE];
+            if store {
+                for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
                     for k in 0..n {
-                        let v = w.vgpr[(reg as usize + k) * WAVE_SIZE + lane];
-                        b[k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
-                    }
-                    memory
-                        .write(addr[lane], &b[..n * 4])
-                        .map_err(|e| lane_err(lane, e))?;
-                } else {
-                    memory
-                        .read(addr[lane], &mut b[..n * 4])
-                        .map_err(|e| lane_err(lane, e))?;
-                    for k in 0..n {
-                        let v = u32::from_le_bytes([
-                            b[k * 4],
-                            b[k * 4 + 1],
-                            b[k * 4 + 2],
-                            b[k * 4 + 3],
-                        ]);
-                        w.vgpr[(reg as usize + k) * WAVE_SIZE + lane] = v;
+                        let v = w.vgpr[reg + k * WAVE_SIZE + lane];
+                        b[lane][k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
                     }
                 }
+                memory
+                    .write_lanes(&addr, exec, n * 4, &b)
+                    .map_err(|(lane, e)| lane_err(lane, e))?;
+            } else {
+                let r = memory.read_lanes(&addr, exec, n * 4, &mut b);
+                // The lanes before a faulting one are loaded (as the general path).
+                let done = match r {
+                    Ok(()) => exec,
+                    Err((lane, _)) => exec & ((1u64 << lane) - 1),
+                };
+                for k in 0..n {
+                    let row = &mut w.vgpr[reg + k * WAVE_SIZE..reg + (k + 1) * WAVE_SIZE];
+                    for (lane, (v, b)) in row.iter_mut().zip(&b).enumerate() {
+                        if done >> lane & 1 != 0 {
+                            *v = u32::from_le_bytes([
+                                b[k * 4],
+                                b[k * 4 + 1],
+                                b[k * 4 + 2],
+                                b[k * 4 + 3],
+                            ]);
+                        }
+                    }
+                }
+                r.map_err(|(lane, e)| lane_err(lane, e))?;
             }
         }
         Fast::Slow => return Ok(Done::Slow),
@@ -876,10 +1083,10 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
                 return Ok(Done::Slow);
             }
             let ieee = w.mode >> 9 & 1 != 0;
-            let a = row(w, src[0]);
+            let a = rref(w, src[0]);
             use VOp::*;
             let r = match op {
-                Mov => a,
+                Mov => *a,
                 Not => map1(&a, |x| !x),
                 CvtF32I32 => map1(&a, |x| (x as i32 as f32).to_bits()),
                 CvtF32U32 => map1(&a, |x| (x as f32).to_bits()),
@@ -887,7 +1094,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
                     canon32(x, (1.0 / f64::from(f(x)).sqrt()) as f32) as u32
                 }),
                 _ => {
-                    let b = row(w, src[1]);
+                    let b = rref(w, src[1]);
                     match op {
                         AddU32 => map2(&a, &b, u32::wrapping_add),
                         SubU32 => map2(&a, &b, u32::wrapping_sub),
@@ -918,7 +1125,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
                             mode::min_max(mode::S, x.into(), y.into(), true, ieee) as u32
                         }),
                         _ => {
-                            let c = row(w, src[2]);
+                            let c = rref(w, src[2]);
                             match op {
                                 // V_MAD_F32/V_MAC_F32 flush f32 denormals whatever
                                 // MODE says (the `mode` module): sources, product, result.
@@ -998,9 +1205,9 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
             put(w, dst + 1, &halves[1], exec);
         }
         Fast::LshlrevB64 { dst, shift, b } => {
-            let s = row(w, shift);
-            let lo = row(w, Src::V(b));
-            let hi = row(w, Src::V(b.wrapping_add(1)));
+            let s = rref(w, shift);
+            let lo = rref(w, Src::V(b));
+            let hi = rref(w, Src::V(b.wrapping_add(1)));
             let v: [u64; WAVE_SIZE] = core::array::from_fn(|l| {
                 (u64::from(hi[l]) << 32 | u64::from(lo[l])) << (s[l] & 63)
             });
@@ -1017,7 +1224,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
             cin,
             cout,
         } => {
-            let (a, b) = (row(w, a), row(w, b));
+            let (a, b) = (rref(w, a), rref(w, b));
             let ci = if matches!(op, COp::Addc | COp::Subb) {
                 w.sreg64(cin as usize)
             } else {
@@ -1048,7 +1255,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
         }
         Fast::Cndmask { dst, a, b, mask } => {
             let m = w.sreg64(mask as usize);
-            let (a, b) = (row(w, a), row(w, b));
+            let (a, b) = (rref(w, a), rref(w, b));
             let r = core::array::from_fn(|l| if m >> l & 1 != 0 { b[l] } else { a[l] });
             put(w, dst, &r, exec);
         }
@@ -1060,7 +1267,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
             sdst,
             x,
         } => {
-            let (a, b) = (row(w, a), row(w, b));
+            let (a, b) = (rref(w, a), rref(w, b));
             let m = match ty {
                 CmpTy::I32 => mask2(&a, &b, |x, y| cmp(cond, x as i32, y as i32)),
                 CmpTy::U32 => mask2(&a, &b, |x, y| cmp(cond, x, y)),
@@ -1081,7 +1288,7 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
             if w.mode >> 4 & 3 != 3 {
                 return Ok(Done::Slow);
             }
-            let (a, b) = (row(w, a), row(w, b));
+            let (a, b) = (rref(w, a), rref(w, b));
             let m = mask2(&a, &b, |x, y| cond.holds(f(x), f(y))) & exec;
             w.set_sreg64(sdst as usize, m);
             if x {
@@ -1174,9 +1381,10 @@ pub(super) fn run(w: &mut Wave, fast: &Fast, memory: &dyn DeviceMemory) -> Resul
 
 #[cfg(test)]
 mod tests {
-    use super::super::exec::tests::{general_step, NoMemory};
+    use super::super::exec::tests::general_step;
     use super::*;
     use crate::gfx9::{decode, Gfx9Target};
+    use std::cell::RefCell;
     use std::process::{Command, Stdio};
 
     /// Every instruction form the fast path takes, in `llvm-mc` syntax (gfx90a).
@@ -1312,7 +1520,63 @@ mod tests {
         "s_cbranch_vccnz 4",
         "s_cbranch_execz 4",
         "s_cbranch_execnz 4",
+        "s_barrier",
+        "ds_read_b32 v1, v2",
+        "ds_read_b32 v1, v2 offset:1020",
+        "ds_read_b32 v2, v2 offset:4",
+        "ds_read_b64 v[4:5], v2 offset:8",
+        "ds_read_b64 v[2:3], v2",
+        "ds_write_b32 v2, v3",
+        "ds_write_b32 v2, v3 offset:2044",
+        "ds_write_b64 v2, v[4:5] offset:16",
+        "s_load_dword s8, s[4:5], 0x10",
+        "s_load_dwordx2 s[8:9], s[4:5], 0x0",
+        "s_load_dwordx4 s[8:11], s[4:5], 0x23",
+        "s_load_dwordx8 s[8:15], s[4:5], 0x40",
+        "s_load_dwordx16 s[16:31], s[4:5], 0xfc0",
+        "s_load_dword s8, s[4:5], -0x4",
+        "global_load_dword v1, v2, s[4:5] offset:4",
+        "global_load_dwordx2 v[2:3], v[6:7], off",
+        "global_load_dwordx4 v[0:3], v[6:7], off offset:-16",
+        "global_store_dword v2, v3, s[4:5]",
+        "global_store_dwordx3 v[6:7], v[2:4], off offset:8",
+        "flat_load_dword v1, v[6:7]",
+        "flat_load_dwordx2 v[6:7], v[6:7] offset:8",
+        "flat_load_dwordx4 v[0:3], v[6:7]",
+        "flat_store_dword v[6:7], v3",
+        "flat_store_dwordx2 v[6:7], v[2:3] offset:4",
     ];
+
+    /// Bytes of the test memory and of the test LDS.
+    const MEMORY_BYTES: usize = 4096;
+    const LDS_BYTES: usize = 2048;
+    /// Where the test memory starts (scalar pair s[4:5] holds it).
+    const MEMORY_BASE: u64 = 0x7000_0000;
+
+    /// One allocation of [`MEMORY_BYTES`] at [`MEMORY_BASE`]; an access not wholly inside it
+    /// faults naming its address.
+    struct TestMemory(RefCell<Vec<u8>>);
+
+    impl DeviceMemory for TestMemory {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+            let m = self.0.borrow();
+            let o = addr.wrapping_sub(MEMORY_BASE) as usize;
+            match m.get(o..o.wrapping_add(buf.len())) {
+                Some(s) if o < MEMORY_BYTES => buf.copy_from_slice(s),
+                _ => hsa_core::bail!(hsa_core::Status::MemoryFault, "read at {addr:#x}"),
+            }
+            Ok(())
+        }
+        fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
+            let mut m = self.0.borrow_mut();
+            let o = addr.wrapping_sub(MEMORY_BASE) as usize;
+            match m.get_mut(o..o.wrapping_add(data.len())) {
+                Some(s) if o < MEMORY_BYTES => s.copy_from_slice(data),
+                _ => hsa_core::bail!(hsa_core::Status::MemoryFault, "write at {addr:#x}"),
+            }
+            Ok(())
+        }
+    }
 
     /// Instruction bytes of `forms` from `llvm-mc-19 -show-encoding`, or `None` without it.
     fn assemble(forms: &[&str]) -> Option<Vec<Vec<u8>>> {
@@ -1411,22 +1675,101 @@ mod tests {
                     1 => 0,
                     _ => next(),
                 };
+                // Addresses of memory forms: mostly inside the test memory and LDS, some
+                // past their ends (faults; LDS zeros and dropped writes), some in a FLAT
+                // aperture (the fast path declines).
+                let is_mem = ["ds_", "s_load", "global_", "flat_"]
+                    .iter()
+                    .any(|p| form.starts_with(p));
+                if is_mem {
+                    let rare = if round % 5 == 4 { 8 } else { 2000 };
+                    for l in 0..WAVE_SIZE {
+                        let r = next();
+                        let over = r % rare == 0;
+                        let off = (r >> 16) as usize % if over { 64 } else { 1 };
+                        let in_mem = ((r >> 24) as usize % (MEMORY_BYTES - 12)) & !3;
+                        let (mem_off, lds_off) = if over {
+                            (MEMORY_BYTES - 8 + off, LDS_BYTES - 8 + off)
+                        } else {
+                            (in_mem, (r >> 40) as usize % (LDS_BYTES - 12))
+                        };
+                        let a = MEMORY_BASE + mem_off as u64;
+                        let a = if form.starts_with("flat_") && r % 97 == 1 && round % 5 == 4 {
+                            SHARED_APERTURE_BASE + 16
+                        } else {
+                            a
+                        };
+                        if form.starts_with("ds_") {
+                            w.vgpr[2 * WAVE_SIZE + l] = lds_off as u32;
+                        } else if form.contains("s[4:5]") && form.starts_with("global_") {
+                            w.vgpr[2 * WAVE_SIZE + l] = mem_off as u32;
+                        } else {
+                            w.vgpr[6 * WAVE_SIZE + l] = a as u32;
+                            w.vgpr[7 * WAVE_SIZE + l] = (a >> 32) as u32;
+                        }
+                    }
+                    let base = if form.starts_with("s_load") && round % 5 == 4 {
+                        MEMORY_BASE + MEMORY_BYTES as u64 - 32
+                    } else {
+                        MEMORY_BASE
+                    };
+                    w.set_sreg64(4, base);
+                }
+                let bytes: Vec<u8> = (0..MEMORY_BYTES).map(|_| next() as u8).collect();
+                let lds: Vec<u8> = (0..LDS_BYTES).map(|_| next() as u8).collect();
+                let (gm, fm) = (
+                    TestMemory(RefCell::new(bytes.clone())),
+                    TestMemory(RefCell::new(bytes)),
+                );
+                let (mut glds, mut flds) = (lds.clone(), lds);
                 w.set_exec(exec);
+                let aperture = form.starts_with("flat_")
+                    && (0..WAVE_SIZE).any(|l| {
+                        exec >> l & 1 != 0
+                            && w.vgpr[7 * WAVE_SIZE + l] == (SHARED_APERTURE_BASE >> 32) as u32
+                    });
                 let mut general = w.clone();
-                let flow = general_step(&mut general, &inst, pc);
-                let done = run(&mut w, &fast, &NoMemory).unwrap();
+                let flow = general_step(&mut general, &inst, pc, &gm, &mut glds);
+                let done = run(&mut w, &fast, &fm, &mut flds);
+                let (flow, done) = match (flow, done) {
+                    (Ok(f), Ok(d)) => (f, d),
+                    (Err(_), Ok(Done::Slow)) if aperture => continue,
+                    (Err(g), Ok(Done::Slow)) => {
+                        panic!("{form}: general path failed ({g}), fast path declined")
+                    }
+                    (Err(g), Err(f)) => {
+                        assert_eq!(f.status(), g.status(), "{form}: error status");
+                        assert_eq!(f.detail(), g.detail(), "{form}: error (round {round})");
+                        assert!(w.vgpr == general.vgpr, "{form}: VGPRs after the fault");
+                        assert_eq!(w.sreg, general.sreg, "{form}: SGPRs after the fault");
+                        assert!(*fm.0.borrow() == *gm.0.borrow(), "{form}: memory");
+                        continue;
+                    }
+                    (g, f) => panic!(
+                        "{form}: general {:?}, fast {:?} (round {round})",
+                        g.err(),
+                        f.err()
+                    ),
+                };
                 let (want_pc, want_end) = match flow {
                     None => (pc + u64::from(inst.size), false),
                     Some(Some(t)) => (t, false),
                     Some(None) => (pc, true),
                 };
                 match done {
-                    Done::Next => w.pc = pc + u64::from(inst.size),
+                    Done::Next | Done::Barrier => w.pc = pc + u64::from(inst.size),
                     Done::Jump(t) => w.pc = t,
                     Done::End => {}
-                    Done::Slow if w.mode >> 4 & 3 != 3 => continue,
+                    Done::Slow if w.mode >> 4 & 3 != 3 && !is_mem => continue,
+                    Done::Slow if aperture => continue,
                     Done::Slow => panic!("{form}: fast path declined (MODE {:#x})", w.mode),
                 }
+                assert!(!aperture, "{form}: an aperture address on the fast path");
+                assert!(
+                    *fm.0.borrow() == *gm.0.borrow(),
+                    "{form}: memory differs (round {round})"
+                );
+                assert!(flds == glds, "{form}: LDS differs (round {round})");
                 assert_eq!(matches!(done, Done::End), want_end, "{form}: end");
                 assert_eq!(w.pc, want_pc, "{form}: next pc");
                 assert_eq!(w.scc, general.scc, "{form}: SCC (round {round})");
