@@ -201,6 +201,7 @@ def run_benches(quick):
     for cmd in (CORE_CMD, EMU_CMD):
         run(nice + cmd.split() + ["--"] + extra)
     interp = interpreter_speed(runs=1 if quick else 3)
+    run_b7()
     b8 = run_b8(quick)
     if shutil.which("qemu-system-x86_64"):
         run_b9()
