@@ -96,17 +96,17 @@ BOUNDS = {
           "watching the doorbell word, the write index and the next header (no doorbell notification since "
           "issue 18): within 50 us of its last packet it spins, so a back-to-back round trip costs no wake-up; "
           "after that it sleeps 50 us doubling to 1 ms between looks.",
-    "B8": "(not profiled apart) the emulated CP's polling, which both runtimes share and which decides a run more "
-          "than either runtime does: the CP learns of a packet only by watching memory, spinning for 50 us "
-          "after its last activity and then sleeping 50 us doubling to 1 ms (a barrier waiting for a dependency "
-          "polls every 100 us). A run whose round trips keep within the spin window stays in it (tens of "
-          "microseconds per iteration on either runtime); one that falls out of it pays the CP's sleep on every "
-          "iteration (hundreds of microseconds). On this shared 2-core machine each run of either program lands "
-          "in one regime or the other, on either runtime, from run to run; the rounds in brackets show which.",
-    "B8 (HIP)": "as B8: the emulated CP's polling. HIP's launch and synchronize add their own packets (a barrier "
-          "or marker per synchronize) and a blocked wait (a spin, then KFD's event wait through the emulated "
-          "device), so a run that leaves the CP's spin window pays its sleep more than once per iteration. "
-          "Runs of the same binary on either runtime measured from about 12 us to about 500 us per launch here.",
+    "B8": "the emulated device's own cost per dispatch, which both runtimes share: the CP thread finding "
+          "the packet, setting up the dispatch (decoding the kernel, placing the work-group, the wave's "
+          "registers) and interpreting it, then writing the completion signal. With the client and the CP "
+          "thread each on its own CPU (how B8 places them since issue 21's fix) both runtimes take about "
+          "7 us per round trip and the ratio is near 1; B4, our runtime with the kernel replaced by an empty "
+          "host kernel, takes about 1.3 us, so roughly 5 us of each round trip is the emulated device's and "
+          "ours would have to cost less than nothing on the host to reach 0.5x. Earlier reports' ratios "
+          "(0.116x) came from runs where the scheduler happened to put ROCR's client and the CP on one CPU.",
+    "B8 (HIP)": "as B8: the emulated device's cost per launch, shared by both runtimes, plus HIP's own "
+                "(libamdhip64 5.2.3 is the same library on both sides); placed as B8, both take about "
+                "6 us per launch.",
     "B5": "the pool's spin lock and B-tree address index (O(log n) lookups on free) against glibc's per-size "
           "bins.",
     "B6": "the emulated event path: the waiter's AMDKFD_IOC_WAIT_EVENTS copies its event array in and out "
