@@ -32,7 +32,13 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
     // s_memtime/s_memrealtime: base and offset fields ignored, the IMM bit rejected.
     ("gfx900", 0xC0900000, 0, Some("s_memtime s[0:1]")),
     ("gfx900", 0xC093B05F, 0x2D416F65, None),
-    // v_ldexp_f16's i16 source: DPP neg/abs bits decoded and ignored.
+    // v_ldexp_f16's i16 source: the DPP abs bit is ignored, the neg bit prints as sext.
+    (
+        "gfx90a",
+        0x66F84AFA,
+        0x7C60EB07,
+        Some("v_ldexp_f16_dpp v124, |v7|, sext(v37) quad_perm:[3,2,2,3] row_mask:0x7 bank_mask:0xc"),
+    ),
     (
         "gfx900",
         0x66C76AFA,

@@ -363,6 +363,10 @@ pub struct Dpp {
     pub row_mask: u8,
     /// Banks (lanes 4k..4k+3 of each row) whose lanes write.
     pub bank_mask: u8,
+    /// `src1_neg` [22] of an integer second source (`v_ldexp_f16`'s i16 exponent), which
+    /// llvm-mc decodes as `sext(...)`. The interpreter reads that source as an i16 anyway, so
+    /// it changes nothing there.
+    pub src1_sext: bool,
 }
 
 /// A decoded instruction.
@@ -1009,8 +1013,8 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
             ));
         }
         inst.src[0] = vgpr(1, w1 & 0xFF);
-        // v_ldexp_f16's second source is an i16: llvm-mc decodes its neg/abs bits and
-        // ignores them.
+        // v_ldexp_f16's second source is an i16: llvm-mc decodes its neg bit as `sext` and
+        // ignores its abs bit.
         let float1 = !info.name.starts_with("v_ldexp");
         inst.mods.neg = [w1 >> 20 & 1 != 0, float1 && w1 >> 22 & 1 != 0, false];
         inst.mods.abs = [w1 >> 21 & 1 != 0, float1 && w1 >> 23 & 1 != 0, false];
@@ -1019,6 +1023,7 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
             bound_ctrl: w1 >> 19 & 1 != 0,
             row_mask: (w1 >> 28) as u8,
             bank_mask: (w1 >> 24 & 0xF) as u8,
+            src1_sext: !float1 && w1 >> 22 & 1 != 0,
         });
         return Ok(());
     }

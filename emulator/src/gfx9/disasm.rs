@@ -188,7 +188,9 @@ impl fmt::Display for Src<'_> {
         if inst.encoding != Encoding::Vop3 && !extended && !mix {
             return op.fmt(f);
         }
-        if i < 2 && inst.mods.sdwa.is_some_and(|s| s.sext[i]) {
+        if i < 2 && inst.mods.sdwa.is_some_and(|s| s.sext[i])
+            || i == 1 && inst.mods.dpp.is_some_and(|d| d.src1_sext)
+        {
             return write!(f, "sext({op})");
         }
         let (neg, abs) = (inst.mods.neg[i], inst.mods.abs[i]);
