@@ -32,6 +32,13 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
     // s_memtime/s_memrealtime: base and offset fields ignored, the IMM bit rejected.
     ("gfx900", 0xC0900000, 0, Some("s_memtime s[0:1]")),
     ("gfx900", 0xC093B05F, 0x2D416F65, None),
+    // 1/(2pi) as v_mfma_f64_16x16x4f64's 8-dword C prints in double precision.
+    (
+        "gfx90a",
+        0xD3EE6FB0,
+        0x33E355FB,
+        Some("v_mfma_f64_16x16x4f64 v[176:183], v[251:252], a[170:171], 0.15915494309189532 cbsz:7 abid:13 blgp:1"),
+    ),
     // v_ldexp_f16's i16 source: the DPP abs bit is ignored, the neg bit prints as sext.
     (
         "gfx90a",

@@ -378,7 +378,9 @@ impl fmt::Display for Instruction {
                     if *o == Operand::None {
                         continue;
                     }
-                    let f64_operand = info.is_mai() && info.widths[k] == 2;
+                    // k 3 is C: of v_mfma_f64_16x16x4f64 8 dwords, still f64 elements.
+                    let f64_operand = info.is_mai()
+                        && (info.widths[k] == 2 || k == 3 && name.starts_with("v_mfma_f64"));
                     if *o == Operand::InlineFloat(248) && k > 0 && f64_operand {
                         // MFMA f64's C: 1/(2π) as a double (packed f32 pairs keep the
                         // single-precision text).
