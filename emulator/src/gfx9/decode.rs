@@ -363,7 +363,7 @@ pub struct Dpp {
     pub row_mask: u8,
     /// Banks (lanes 4k..4k+3 of each row) whose lanes write.
     pub bank_mask: u8,
-    /// `src1_neg` [22] of an integer second source (`v_ldexp_f16`'s i16 exponent), which
+    /// `src1_neg` (bit 22) of an integer second source (`v_ldexp_f16`'s i16 exponent), which
     /// llvm-mc decodes as `sext(...)`. The interpreter reads that source as an i16 anyway, so
     /// it changes nothing there.
     pub src1_sext: bool,
