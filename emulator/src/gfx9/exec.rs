@@ -1148,7 +1148,7 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
         Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p
-            if w.mode & 0xF != 0 && mode::round_unsupported(w.mode, inst) =>
+            if mode::fp_round(w.mode) != 0 && mode::round_unsupported(w.mode, inst) =>
         {
             Err(mode::round_error(w.mode, inst))
         }

@@ -115,7 +115,9 @@ impl VOp {
 /// operation (`v_min`/`v_max_f32`). Any other mode runs the general path.
 fn plain_f32_mode(mode: u32, op: VOp) -> bool {
     use VOp::*;
-    mode & 0xF == 0 && (matches!(op, MacF32 | MadF32 | CvtF32I32 | CvtF32U32) || mode >> 4 & 3 == 3)
+    mode::fp_round(mode) == 0
+        && (matches!(op, MacF32 | MadF32 | CvtF32I32 | CvtF32U32)
+            || mode::f32_denorm(mode) == mode::DENORM_KEEP)
 }
 
 /// Carry-out (and carry-in) VALU operations: the result to a VGPR, the carry to a mask.
@@ -1082,7 +1084,7 @@ pub(super) fn run(
             if op.is_float() && !plain_f32_mode(w.mode, op) {
                 return Ok(Done::Slow);
             }
-            let ieee = w.mode >> 9 & 1 != 0;
+            let ieee = mode::ieee(w.mode);
             let a = rref(w, src[0]);
             use VOp::*;
             let r = match op {
@@ -1177,7 +1179,7 @@ pub(super) fn run(
             sel,
             neg,
         } => {
-            if w.mode & 0xF != 0 || w.mode >> 4 & 3 != 3 {
+            if mode::fp_round(w.mode) != 0 || mode::f32_denorm(w.mode) != mode::DENORM_KEEP {
                 return Ok(Done::Slow);
             }
             let n = if op == PkOp::Fma { 3 } else { 2 };
@@ -1285,7 +1287,7 @@ pub(super) fn run(
             x,
         } => {
             // A MODE that flushes f32 denormal inputs compares them as zeros: general path.
-            if w.mode >> 4 & 3 != 3 {
+            if mode::f32_denorm(w.mode) != mode::DENORM_KEEP {
                 return Ok(Done::Slow);
             }
             let (a, b) = (rref(w, a), rref(w, b));
@@ -1760,7 +1762,9 @@ mod tests {
                     Done::Next | Done::Barrier => w.pc = pc + u64::from(inst.size),
                     Done::Jump(t) => w.pc = t,
                     Done::End => {}
-                    Done::Slow if w.mode >> 4 & 3 != 3 && !is_mem => continue,
+                    Done::Slow if mode::f32_denorm(w.mode) != mode::DENORM_KEEP && !is_mem => {
+                        continue
+                    }
                     Done::Slow if aperture => continue,
                     Done::Slow => panic!("{form}: fast path declined (MODE {:#x})", w.mode),
                 }

@@ -43,6 +43,40 @@ const ROUND_DOWN: u32 = 2;
 /// FP_ROUND value: round toward zero.
 const ROUND_ZERO: u32 = 3;
 
+/// MODE FP_DENORM pair value: keep input and output denormals.
+pub(super) const DENORM_KEEP: u32 = 3;
+
+/// MODE FP_ROUND `[3:0]`: the f32 (`[1:0]`) and f64/f16 (`[3:2]`) rounding modes; 0 is
+/// round to nearest even for both.
+#[inline]
+pub(super) const fn fp_round(mode: u32) -> u32 {
+    mode & 0xF
+}
+
+/// MODE FP_DENORM `[5:4]`: the f32 denormal mode (0 to 3, [`DENORM_KEEP`] keeps both).
+#[inline]
+pub(super) const fn f32_denorm(mode: u32) -> u32 {
+    mode >> 4 & 3
+}
+
+/// MODE FP_DENORM `[7:6]`: the f64 and f16 denormal mode (0 to 3).
+#[inline]
+pub(super) const fn f64_f16_denorm(mode: u32) -> u32 {
+    mode >> 6 & 3
+}
+
+/// MODE DX10_CLAMP `[8]`.
+#[inline]
+pub(super) const fn dx10_clamp(mode: u32) -> bool {
+    mode >> 8 & 1 != 0
+}
+
+/// MODE IEEE `[9]`.
+#[inline]
+pub(super) const fn ieee(mode: u32) -> bool {
+    mode >> 9 & 1 != 0
+}
+
 /// The float precision of a source or result, for FP_DENORM.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Kind {
@@ -102,8 +136,8 @@ impl FloatMode {
         let mad32 = matches!(name, "v_mad_f32" | "v_mac_f32" | "v_mad_legacy_f32");
         // Keep flags: FP_DENORM bit 0 of a precision's pair keeps input denormals, bit 1
         // keeps output denormals.
-        let d32 = if mad32 { 0 } else { mode >> 4 & 3 };
-        let d64 = mode >> 6 & 3;
+        let d32 = if mad32 { 0 } else { f32_denorm(mode) };
+        let d64 = f64_f16_denorm(mode);
         let in_kind = if bits_only {
             Kind::None
         } else if f32_in {
@@ -139,8 +173,8 @@ impl FloatMode {
             flush_in: if keep_in { Kind::None } else { in_kind },
             float_srcs,
             flush_out: if keep_out { Kind::None } else { out_kind },
-            ieee: mode >> 9 & 1 != 0,
-            dx10_clamp: mode >> 8 & 1 != 0,
+            ieee: ieee(mode),
+            dx10_clamp: dx10_clamp(mode),
             round32: mode & 3,
         }
     }
@@ -228,7 +262,7 @@ fn result_kind(name: &str) -> Kind {
 /// [`FloatMode::directed32`] rounds (without an output multiplier or SDWA).
 pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
     let name = inst.name();
-    let round = mode & 0xF;
+    let round = fp_round(mode);
     let exact = name.starts_with("v_cmp")
         || name.starts_with("v_min")
         || name.starts_with("v_max")
@@ -267,7 +301,7 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
 /// The error for an instruction [`round_unsupported`] refuses: [`Status::IllegalInstruction`]
 /// naming the instruction and the FP_ROUND value.
 pub(super) fn round_error(mode: u32, inst: &Instruction) -> Error {
-    let round = mode & 0xF;
+    let round = fp_round(mode);
     let rm = if inst.name().contains("f32") && round & 3 != 0 {
         round & 3
     } else {
