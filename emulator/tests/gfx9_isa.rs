@@ -4209,27 +4209,25 @@ fn mode_denormals_ieee_clamp_and_rounding_match_the_isa() {
             );
         }
         // Not modelled: an error naming the instruction and the mode, never a wrong value.
-        for (k, needles) in [
-            ("rcp_f32_r1", ["v_rcp_f32", "toward +inf"]),
-            ("add_f64_r3", ["v_add_f64", "toward zero"]),
-        ] {
-            let e = isa
-                .run(
-                    k,
-                    64,
-                    &[
-                        vec![0; 4],
-                        vec![0; 512],
-                        vec![0; 512],
-                        vec![0; 256],
-                        vec![0; 512],
-                    ],
-                )
-                .unwrap_err();
-            assert_eq!(e.status(), Status::IllegalInstruction, "{cpu} {k}");
-            let msg = e.detail().to_string();
-            assert!(needles.iter().all(|s| msg.contains(s)), "{cpu} {k}: {msg}");
-        }
+        let e = isa
+            .run(
+                "rcp_f32_r1",
+                64,
+                &[
+                    vec![0; 4],
+                    vec![0; 512],
+                    vec![0; 512],
+                    vec![0; 256],
+                    vec![0; 512],
+                ],
+            )
+            .unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu} rcp_f32_r1");
+        let msg = e.detail().to_string();
+        assert!(
+            msg.contains("v_rcp_f32") && msg.contains("toward +inf"),
+            "{cpu} rcp_f32_r1: {msg}"
+        );
     }
 }
 
@@ -4489,5 +4487,215 @@ fn packed_math_under_the_mode_matches_the_isa() {
                 );
             }
         }
+    }
+}
+
+// --- FP_ROUND for f64 and f16 (the `round` family) ---------------------------------------------
+//
+// The references are the host's own IEEE arithmetic under each rounding mode, independent of
+// the interpreter: the x86-64 SSE unit (and glibc's `fma`) round by MXCSR, which
+// `fesetround` sets; f16 results go through F16C's `vcvtps2ph`, whose immediate selects the
+// rounding. Rounding an exact (or already directed-rounded) f64 to f32 and then to f16 in
+// the same direction is the same as rounding it to f16 once: each grid contains the next.
+
+mod host_rounding {
+    use std::hint::black_box;
+
+    extern "C" {
+        /// C99 `fesetround` (glibc's libm): sets the calling thread's rounding mode.
+        fn fesetround(mode: i32) -> i32;
+    }
+
+    /// `<fenv.h>` on x86-64 for ISA FP_ROUND values 0 (nearest), 1 (+inf), 2 (-inf), 3
+    /// (zero).
+    const FE: [i32; 4] = [0, 0x800, 0x400, 0xC00];
+
+    /// `f` run with the thread's rounding mode set to ISA FP_ROUND value `rm`, then reset
+    /// to round to nearest.
+    pub fn with_mode<T>(rm: u32, f: impl FnOnce() -> T) -> T {
+        // SAFETY: fesetround changes only this thread's floating-point control state
+        // (MXCSR and the x87 control word); every operation after it is meant to see it, and
+        // the mode is reset before returning. The inputs and results pass through
+        // black_box so the compiler neither folds them nor moves them across the calls.
+        unsafe { assert_eq!(fesetround(FE[rm as usize]), 0) };
+        let r = black_box(f());
+        // SAFETY: as above; back to the default mode.
+        unsafe { assert_eq!(fesetround(FE[0]), 0) };
+        r
+    }
+
+    /// f64 `a + b`, `a × b` or `a × b + c` (`op` "add", "mul", "fma") under FP_ROUND `rm`.
+    pub fn f64_op(op: &str, a: f64, b: f64, c: f64, rm: u32) -> f64 {
+        let (a, b, c) = (black_box(a), black_box(b), black_box(c));
+        with_mode(rm, || match op {
+            "add" => black_box(a) + black_box(b),
+            "sub" => black_box(a) - black_box(b),
+            "mul" => black_box(a) * black_box(b),
+            _ => black_box(a).mul_add(black_box(b), black_box(c)),
+        })
+    }
+
+    /// f64 `x` rounded to f16 bits by FP_ROUND `rm` (to f32 under the mode, then F16C).
+    pub fn f16_of(x: f64, rm: u32) -> u16 {
+        assert!(
+            std::arch::is_x86_feature_detected!("f16c"),
+            "the f16 reference needs F16C"
+        );
+        let s = with_mode(rm, || black_box(black_box(x) as f32));
+        // SAFETY: F16C is present (checked above).
+        unsafe { cvt_ph(s, rm) }
+    }
+
+    #[target_feature(enable = "f16c")]
+    unsafe fn cvt_ph(x: f32, rm: u32) -> u16 {
+        use std::arch::x86_64::{_mm_cvtps_ph, _mm_extract_epi16, _mm_set_ss};
+        let v = _mm_set_ss(x);
+        // vcvtps2ph imm8 [1:0]: 0 nearest, 1 down, 2 up, 3 toward zero (bit 2 clear: the
+        // immediate, not MXCSR).
+        let h = match rm {
+            1 => _mm_cvtps_ph::<2>(v),
+            2 => _mm_cvtps_ph::<1>(v),
+            3 => _mm_cvtps_ph::<3>(v),
+            _ => _mm_cvtps_ph::<0>(v),
+        };
+        _mm_extract_epi16::<0>(h) as u16
+    }
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn directed_rounding_of_f64_and_f16() {
+    use host_rounding::{f16_of, f64_op};
+    let d = |x: f64| x.to_bits();
+    let v64: Vec<u64> = vec![
+        d(1.0),
+        d(1.0) + 1, // 1 + ulp
+        d(2f64.powi(-60)),
+        d(-(2f64.powi(-60))),
+        d(0.1),
+        d(-0.3),
+        d(1.0 / 3.0),
+        d(3.0),
+        d(-5.0),
+        0,
+        1 << 63,
+        1,                     // smallest denormal
+        0x8000_0000_0000_0003, // -3 × smallest denormal
+        d(f64::MIN_POSITIVE),
+        d(f64::MAX),
+        d(-f64::MAX),
+        d(1e300),
+        d(-1e-300),
+        d(f64::INFINITY),
+        d(1.5),
+    ];
+    let n = v64.len() * v64.len();
+    let a64: Vec<u64> = (0..n).map(|i| v64[i / v64.len()]).collect();
+    let b64: Vec<u64> = (0..n).map(|i| v64[i % v64.len()]).collect();
+    let c64: Vec<u64> = (0..n).map(|i| v64[(i * 7 + 3) % v64.len()]).collect();
+    // f16 (low half of each dword): 1, 1 + ulp, the smallest denormal and its negative,
+    // the smallest normal, the largest finite value and its negative, 2^-11, 0.1, −0.3,
+    // 1/3, 3, ±0, ∞, 1.5, 2048.
+    let v16: Vec<u32> = vec![
+        0x3C00, 0x3C01, 0x0001, 0x8001, 0x0400, 0x7BFF, 0xFBFF, 0x1000, 0x2E66, 0xB4CD, 0x3555,
+        0x4200, 0x0000, 0x8000, 0x7C00, 0x3E00, 0x6800,
+    ];
+    let n16 = v16.len() * v16.len();
+    let a16: Vec<u32> = (0..n16).map(|i| v16[i / v16.len()]).collect();
+    let b16: Vec<u32> = (0..n16).map(|i| v16[i % v16.len()]).collect();
+    let c16: Vec<u32> = (0..n16).map(|i| v16[(i * 7 + 3) % v16.len()]).collect();
+    let h = |x: u32| half::f16::from_bits(x as u16).to_f64();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let kernels = isa.kernels();
+        let run = |k: &str, a: Vec<u8>, b: Vec<u8>, c: Vec<u8>, width: usize, m: usize| {
+            isa.run(k, m as u32, &[vec![0; 4], a, b, c, vec![0; m * width]])
+                .map(|out| out[4].clone())
+        };
+        for rm in 0..4u32 {
+            for op in ["add", "mul", "fma", "fmac"] {
+                let k = format!("{op}_f64_r{rm}");
+                if !kernels.contains(&k) {
+                    continue;
+                }
+                let got = u64s(
+                    &run(&k, bytes64(&a64), bytes64(&b64), bytes64(&c64), 8, n)
+                        .unwrap_or_else(|e| panic!("{cpu} {k}: {e}")),
+                );
+                for i in 0..n {
+                    let (x, y, z) = (
+                        f64::from_bits(a64[i]),
+                        f64::from_bits(b64[i]),
+                        f64::from_bits(c64[i]),
+                    );
+                    let want = f64_op(if op == "fmac" { "fma" } else { op }, x, y, z, rm);
+                    assert_eq!(got[i], want.to_bits(), "{cpu} {k} {x:e} {y:e} {z:e}");
+                }
+            }
+            for op in ["add", "sub", "mul", "fma"] {
+                let k = format!("{op}_f16_r{rm}");
+                let got = u32s(
+                    &run(&k, bytes32(&a16), bytes32(&b16), bytes32(&c16), 4, n16)
+                        .unwrap_or_else(|e| panic!("{cpu} {k}: {e}")),
+                );
+                for i in 0..n16 {
+                    let (x, y, z) = (h(a16[i]), h(b16[i]), h(c16[i]));
+                    // Sums, differences and products of f16 values are exact in f64; the
+                    // f64 fma is rounded once in the mode's direction (and skipped under
+                    // round to nearest, where a second rounding to f16 could differ).
+                    if op == "fma" && rm == 0 {
+                        continue;
+                    }
+                    let exact = f64_op(op, x, y, z, rm);
+                    let want = if rm == 0 {
+                        half::f16::from_f64(exact).to_bits()
+                    } else {
+                        f16_of(exact, rm)
+                    };
+                    assert_eq!(
+                        got[i] as u16, want,
+                        "{cpu} {k} {:#x} {:#x} {:#x} ({x:e}, {y:e}, {z:e})",
+                        a16[i], b16[i], c16[i]
+                    );
+                }
+            }
+        }
+        // s_setreg selects round toward zero for f64 at run time.
+        let got = u64s(
+            &run(
+                "setreg_r3_mul_f64",
+                bytes64(&a64),
+                bytes64(&b64),
+                bytes64(&c64),
+                8,
+                n,
+            )
+            .unwrap_or_else(|e| panic!("{cpu} setreg_r3_mul_f64: {e}")),
+        );
+        for i in 0..n {
+            let (x, y) = (f64::from_bits(a64[i]), f64::from_bits(b64[i]));
+            let want = f64_op("mul", x, y, 0.0, 3);
+            assert_eq!(
+                got[i],
+                want.to_bits(),
+                "{cpu} setreg_r3_mul_f64 {x:e} {y:e}"
+            );
+        }
+        // Still not modelled: an error naming the instruction and the mode.
+        let e = run(
+            "rcp_f64_r3",
+            bytes64(&a64),
+            bytes64(&b64),
+            bytes64(&c64),
+            8,
+            n,
+        )
+        .unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu} rcp_f64_r3");
+        let msg = e.detail().to_string();
+        assert!(
+            msg.contains("v_rcp_f64") && msg.contains("toward zero"),
+            "{cpu} rcp_f64_r3: {msg}"
+        );
     }
 }

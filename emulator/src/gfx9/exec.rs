@@ -2053,6 +2053,14 @@ fn valu<const DPP: bool>(
             Operand::Vgpr { index, .. } => w.v(index as usize, lane),
             _ => 0,
         };
+        // The destination pair's value before the instruction: `v_fmac_f64`'s accumulator.
+        let acc64 = |w: &Wave, lane: usize| match inst.dst {
+            Operand::Vgpr { index, .. } => {
+                let r = index as usize;
+                u64::from(w.v(r, lane)) | u64::from(w.v(r + 1, lane)) << 32
+            }
+            _ => 0,
+        };
         let mut co = false;
         let fr = |x: f32| x.to_bits() as u64;
         let r: u64 = match name {
@@ -2352,16 +2360,9 @@ fn valu<const DPP: bool>(
                 u64::from(fdiv::frexp_exp(fdiv::HALF, a & 0xFFFF) as i16 as u16)
             }
             "v_fma_f64" => da.mul_add(db, f64::from_bits(c)).to_bits(),
-            "v_fmac_f64" => {
-                let acc = match inst.dst {
-                    Operand::Vgpr { index, .. } => {
-                        let r = index as usize;
-                        u64::from(w.v(r, lane)) | u64::from(w.v(r + 1, lane)) << 32
-                    }
-                    _ => 0,
-                };
-                da.mul_add(db, f64::from_bits(fm.src(2, acc))).to_bits()
-            }
+            "v_fmac_f64" => da
+                .mul_add(db, f64::from_bits(fm.src(2, acc64(w, lane))))
+                .to_bits(),
             "v_div_scale_f32" => {
                 let (r, v) = fdiv::div_scale(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64);
                 co = v;
@@ -2382,13 +2383,13 @@ fn valu<const DPP: bool>(
             "v_div_fixup_f16" => fdiv::div_fixup(fdiv::HALF, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF),
             _ => return Err(not_implemented(inst)),
         };
-        let r = if fm.round32 != 0 {
-            let acc = if name.ends_with("mac_f32") {
-                f32::from_bits(fm.src(2, u64::from(d_old)) as u32)
-            } else {
-                fc
+        let r = if fm.directed_rounding() {
+            let acc = match name {
+                "v_mac_f32" | "v_fmac_f32" => fm.src(2, u64::from(d_old)),
+                "v_fmac_f64" => fm.src(2, acc64(w, lane)),
+                _ => c,
             };
-            fm.directed32(name, fa, fb, acc).map_or(r, fr)
+            fm.directed(name, a, b, acc).unwrap_or(r)
         } else {
             r
         };

@@ -24,6 +24,7 @@ pub mod hwid;
 mod mai;
 mod mode;
 mod opcodes;
+mod round;
 pub mod wave;
 
 pub use decode::{decode, Dpp, Encoding, Instruction, Modifiers, OpInfo, Operand, Sdwa, SdwaSel};

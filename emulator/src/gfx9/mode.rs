@@ -25,23 +25,17 @@
 //! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; MFMA, dot
 //! and `v_fma_mix*` instructions are not covered yet (they keep denormals).
 //!
-//! Directed rounding: f32 `v_add`/`v_sub`/`v_subrev`/`v_mul`/`v_fma`/`v_fmac`/`v_mad`/
-//! `v_mac` compute the exact result as an unevaluated sum of two f64 (an exact product, and
-//! Knuth's TwoSum error term for a sum) and round it to f32 by the mode. Float operations
-//! whose result does not depend on rounding (min/max, compares, `v_floor` and kin, f32→f64
-//! and f16→f32 conversions) run under any mode; any other float instruction under a
-//! non-default FP_ROUND for its precision is an illegal-instruction error naming the
-//! instruction and the mode ([`round_error`]).
+//! Directed rounding: `v_add`/`v_sub`/`v_subrev`/`v_mul`/`v_fma`/`v_fmac` of f32, f64 and
+//! f16 (those the target has) and f32 `v_mad`/`v_mac` form their exact result in integer
+//! arithmetic and round it once by the mode of their precision (the `round` module). Float
+//! operations whose result does not depend on rounding (min/max, compares, `v_floor` and
+//! kin, f32→f64 and f16→f32 conversions) run under any mode; any other float instruction
+//! under a non-default FP_ROUND for its precision is an illegal-instruction error naming
+//! the instruction and the mode ([`round_error`]).
 
 use super::decode::Instruction;
+use super::round;
 use hsa_core::{error, Error, Status};
-
-/// FP_ROUND value: round toward +∞.
-const ROUND_UP: u32 = 1;
-/// FP_ROUND value: round toward −∞.
-const ROUND_DOWN: u32 = 2;
-/// FP_ROUND value: round toward zero.
-const ROUND_ZERO: u32 = 3;
 
 /// MODE FP_DENORM pair value: keep input and output denormals.
 pub(super) const DENORM_KEEP: u32 = 3;
@@ -118,6 +112,8 @@ pub(super) struct FloatMode {
     pub dx10_clamp: bool,
     /// MODE FP_ROUND `[1:0]`, the f32 rounding mode.
     pub round32: u32,
+    /// MODE FP_ROUND `[3:2]`, the f64 and f16 rounding mode.
+    pub round64: u32,
 }
 
 impl FloatMode {
@@ -176,6 +172,7 @@ impl FloatMode {
             ieee: ieee(mode),
             dx10_clamp: dx10_clamp(mode),
             round32: mode & 3,
+            round64: fp_round(mode) >> 2,
         }
     }
 
@@ -219,26 +216,72 @@ impl FloatMode {
         }
     }
 
-    /// The f32 result of `name` on sources `a`, `b`, `c` (`c` is the accumulator of
-    /// `v_mac`/`v_fmac`) rounded by a non-default f32 FP_ROUND; `None` when the mode is
-    /// round-to-nearest-even, the instruction is not one rounded here, or an operand is
-    /// infinite or NaN (the result is then the same in every mode).
-    pub(super) fn directed32(&self, name: &str, a: f32, b: f32, c: f32) -> Option<f32> {
-        let rm = self.round32;
-        if rm == 0 || [a, b, c].iter().any(|x| !x.is_finite()) {
+    /// Whether a directed FP_ROUND is in force for f32 (`round32`) or for f64 and f16
+    /// (`round64`).
+    #[inline]
+    pub(super) fn directed_rounding(&self) -> bool {
+        self.round32 != 0 || self.round64 != 0
+    }
+
+    /// The result bits of `name` on source bits `a`, `b`, `c` (`c` is the accumulator of
+    /// `v_mac`/`v_fmac`) rounded by the non-default FP_ROUND of its precision (f32 `[1:0]`,
+    /// f64 and f16 `[3:2]`); `None` when that mode is round-to-nearest-even, the
+    /// instruction is not one rounded here ([`DIRECTED`]), or an operand is infinite or
+    /// NaN (the result is then the same in every mode).
+    pub(super) fn directed(&self, name: &str, a: u64, b: u64, c: u64) -> Option<u64> {
+        let (fmt, rm, x, y, z) = if name.ends_with("_f32") {
+            let f = |v: u64| f64::from(f32::from_bits(v as u32));
+            (round::F32, self.round32, f(a), f(b), f(c))
+        } else if name.ends_with("_f64") {
+            let f = f64::from_bits;
+            (round::F64, self.round64, f(a), f(b), f(c))
+        } else if name.ends_with("_f16") {
+            let f = |v: u64| super::f16::to_f64(v as u16);
+            (round::F16, self.round64, f(a), f(b), f(c))
+        } else {
+            return None;
+        };
+        if rm == round::NEAREST {
             return None;
         }
-        Some(match name {
-            "v_add_f32" => add32(a, b, rm),
-            "v_sub_f32" => add32(a, -b, rm),
-            "v_subrev_f32" => add32(b, -a, rm),
-            "v_mul_f32" => round32(f64::from(a) * f64::from(b), 0.0, rm),
-            "v_fma_f32" | "v_fmac_f32" => fma32(a, b, c, rm),
-            "v_mad_f32" | "v_mac_f32" => mad32(a, b, c, rm),
-            _ => return None,
-        })
+        match name {
+            "v_add_f32" | "v_add_f64" | "v_add_f16" => round::add2(x, y, fmt, rm),
+            "v_sub_f32" | "v_sub_f16" => round::add2(x, -y, fmt, rm),
+            "v_subrev_f32" | "v_subrev_f16" => round::add2(y, -x, fmt, rm),
+            "v_mul_f32" | "v_mul_f64" | "v_mul_f16" => round::mul(x, y, fmt, rm),
+            "v_fma_f32" | "v_fmac_f32" | "v_fma_f64" | "v_fmac_f64" | "v_fma_f16" => {
+                round::fma(x, y, z, fmt, rm)
+            }
+            "v_mad_f32" | "v_mac_f32" if [x, y, z].iter().all(|v| v.is_finite()) => {
+                Some(u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
+            }
+            _ => None,
+        }
     }
 }
+
+/// The instructions [`FloatMode::directed`] rounds by a directed FP_ROUND (IEEE 754
+/// add, subtract, multiply and fused multiply-add of each precision, and the f32
+/// multiply-add that rounds twice).
+const DIRECTED: [&str; 17] = [
+    "v_add_f32",
+    "v_sub_f32",
+    "v_subrev_f32",
+    "v_mul_f32",
+    "v_fma_f32",
+    "v_fmac_f32",
+    "v_mad_f32",
+    "v_mac_f32",
+    "v_add_f64",
+    "v_mul_f64",
+    "v_fma_f64",
+    "v_fmac_f64",
+    "v_add_f16",
+    "v_sub_f16",
+    "v_subrev_f16",
+    "v_mul_f16",
+    "v_fma_f16",
+];
 
 /// The precision of `name`'s result: the type the mnemonic ends in (for conversions the
 /// one after `v_cvt_`), `None` for integer results and compares.
@@ -259,7 +302,7 @@ fn result_kind(name: &str) -> Kind {
 /// Whether instruction `inst` cannot run under MODE `mode`'s FP_ROUND: false when the
 /// rounding mode of each float precision it names is round-to-nearest-even, when its
 /// result does not depend on rounding, or when it is an f32 operation
-/// [`FloatMode::directed32`] rounds (without an output multiplier or SDWA).
+/// [`FloatMode::directed`] rounds (without an output multiplier or SDWA).
 pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
     let name = inst.name();
     let round = fp_round(mode);
@@ -281,20 +324,10 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
         ]
         .iter()
         .any(|p| name.starts_with(p));
-    let directed32 = matches!(
-        name,
-        "v_add_f32"
-            | "v_sub_f32"
-            | "v_subrev_f32"
-            | "v_mul_f32"
-            | "v_fma_f32"
-            | "v_fmac_f32"
-            | "v_mad_f32"
-            | "v_mac_f32"
-    ) && inst.mods.omod == 0
-        && inst.mods.sdwa.is_none();
-    let bad32 = name.contains("f32") && round & 3 != 0 && !exact && !directed32;
-    let bad64 = (name.contains("f64") || name.contains("f16")) && round >> 2 != 0 && !exact;
+    let directed = DIRECTED.contains(&name) && inst.mods.omod == 0 && inst.mods.sdwa.is_none();
+    let bad32 = name.contains("f32") && round & 3 != 0 && !exact && !directed;
+    let bad64 =
+        (name.contains("f64") || name.contains("f16")) && round >> 2 != 0 && !exact && !directed;
     bad32 || bad64
 }
 
@@ -310,7 +343,7 @@ pub(super) fn round_error(mode: u32, inst: &Instruction) -> Error {
     error!(
         Status::IllegalInstruction,
         "{} under MODE.FP_ROUND {round:#x} (round {}): only round to nearest even is \
-         modelled for it (directed rounding covers f32 add, sub, mul, fma, mad)",
+         modelled for it (directed rounding covers add, sub, mul, fma of f16, f32 and f64, and f32 mad)",
         inst.name(),
         round_name(rm)
     )
@@ -318,110 +351,27 @@ pub(super) fn round_error(mode: u32, inst: &Instruction) -> Error {
 
 fn round_name(rm: u32) -> &'static str {
     match rm {
-        ROUND_UP => "toward +inf",
-        ROUND_DOWN => "toward -inf",
-        ROUND_ZERO => "toward zero",
+        round::UP => "toward +inf",
+        round::DOWN => "toward -inf",
+        round::ZERO => "toward zero",
         _ => "nearest even",
     }
 }
 
-/// Knuth's TwoSum: `(s, e)` with `s = fl(a + b)` and `a + b = s + e` exactly.
-fn two_sum(a: f64, b: f64) -> (f64, f64) {
-    let s = a + b;
-    let bb = s - a;
-    let e = (a - (s - bb)) + (b - bb);
-    (s, e)
-}
-
-/// The next f32 above `x` (+0 above −0 is the smallest denormal; +∞ stays).
-fn next_up(x: f32) -> f32 {
-    if x.is_nan() || x == f32::INFINITY {
-        return x;
-    }
-    if x == 0.0 {
-        return f32::from_bits(1);
-    }
-    let b = x.to_bits();
-    f32::from_bits(if x > 0.0 { b + 1 } else { b - 1 })
-}
-
-/// The next f32 below `x`.
-fn next_down(x: f32) -> f32 {
-    -next_up(-x)
-}
-
-/// The finite value `hi + lo` (exactly; `|lo|` at most half an f64 ulp of `hi`) rounded to
-/// f32 by FP_ROUND value `rm`: round to nearest even first, then one step toward the
-/// exact value when the mode's direction asks for it. For `rm` 0 `lo` must be 0 (a
-/// nonzero `lo` could break an f32 tie that `hi` alone shows).
-fn round32(hi: f64, lo: f64, rm: u32) -> f32 {
-    let n = hi as f32;
-    if n.is_infinite() {
-        // Beyond the largest finite f32 by at least half an ulp.
-        let pos = n > 0.0;
-        return match rm {
-            ROUND_ZERO => f32::MAX.copysign(n),
-            ROUND_UP if !pos => -f32::MAX,
-            ROUND_DOWN if pos => f32::MAX,
-            _ => n,
-        };
-    }
-    // hi − n is exact (they are within an f32 ulp of each other); its sign, or lo's when
-    // it is zero, says on which side of n the exact value lies.
-    let d = hi - f64::from(n);
-    let rem = if d != 0.0 { d } else { lo };
-    if rem == 0.0 {
-        return n;
-    }
-    match rm {
-        ROUND_UP if rem > 0.0 => next_up(n),
-        ROUND_DOWN if rem < 0.0 => next_down(n),
-        ROUND_ZERO if n == 0.0 => 0f32.copysign(rem as f32),
-        ROUND_ZERO if n > 0.0 && rem < 0.0 => next_down(n),
-        ROUND_ZERO if n < 0.0 && rem > 0.0 => next_up(n),
-        _ => n,
-    }
-}
-
-/// `V_MAD_F32`: `a × b` rounded by `rm` and flushed, plus `c`, rounded by `rm` (the
-/// caller flushes the sources and the result).
+/// `V_MAD_F32`: `a × b` rounded by FP_ROUND value `rm` and flushed, plus `c`, rounded by
+/// `rm` (the caller flushes the sources and the result).
 pub(super) fn mad32(a: f32, b: f32, c: f32, rm: u32) -> f32 {
-    let p = round32(f64::from(a) * f64::from(b), 0.0, rm);
+    let f32_of = |bits: u64| f32::from_bits(bits as u32);
+    let p = if rm == round::NEAREST {
+        a * b
+    } else {
+        round::mul(a.into(), b.into(), round::F32, rm).map_or(a * b, f32_of)
+    };
     let p = f32::from_bits(flush(Kind::F32, u64::from(p.to_bits())) as u32);
-    if !p.is_finite() || !c.is_finite() {
+    if rm == round::NEAREST {
         return p + c;
     }
-    add32(p, c, rm)
-}
-
-/// `a + b` rounded by `rm`; an exact zero sum is −0 when rounding toward −∞ unless both
-/// terms are +0 (IEEE 754 §6.3).
-fn add32(a: f32, b: f32, rm: u32) -> f32 {
-    if rm == 0 {
-        // round32 rounds hi alone to nearest: exact for the directed modes only.
-        return a + b;
-    }
-    let (hi, lo) = two_sum(f64::from(a), f64::from(b));
-    exact_zero_sign(round32(hi, lo, rm), hi, f64::from(a), f64::from(b), rm)
-}
-
-/// `a × b + c` with one rounding by `rm` (the product is exact in f64).
-fn fma32(a: f32, b: f32, c: f32, rm: u32) -> f32 {
-    if rm == 0 {
-        return a.mul_add(b, c);
-    }
-    let p = f64::from(a) * f64::from(b);
-    let (hi, lo) = two_sum(p, f64::from(c));
-    exact_zero_sign(round32(hi, lo, rm), hi, p, f64::from(c), rm)
-}
-
-fn exact_zero_sign(r: f32, hi: f64, x: f64, y: f64, rm: u32) -> f32 {
-    let both_pos_zero = x.to_bits() == 0 && y.to_bits() == 0;
-    if hi == 0.0 && rm == ROUND_DOWN && !both_pos_zero {
-        -0.0
-    } else {
-        r
-    }
+    round::add2(p.into(), c.into(), round::F32, rm).map_or(p + c, f32_of)
 }
 
 /// Bits of an f16, f32 or f64 (`sign` its sign bit, `quiet` its quiet-NaN bit).
@@ -550,9 +500,20 @@ mod tests {
 
     #[test]
     fn directed_rounding_of_f32() {
+        use round::{DOWN as ROUND_DOWN, UP as ROUND_UP, ZERO as ROUND_ZERO};
+        // Through FloatMode as the VALU uses it: MODE FP_ROUND [1:0], f32 denormals kept.
+        let d = |name: &str, a: f32, b: f32, c: f32, rm: u32| {
+            let fm = FloatMode::for_valu(0xF0 | rm, name, true, false, false);
+            let bits = |x: f32| u64::from(x.to_bits());
+            fm.directed(name, bits(a), bits(b), bits(c))
+                .map(|r| f32::from_bits(r as u32))
+        };
+        let add32 = |a, b, rm| d("v_add_f32", a, b, 0.0, rm).unwrap();
+        let next_up = |x: f32| f32::from_bits(x.to_bits() + 1);
+        let next_down = |x: f32| f32::from_bits(x.to_bits() - 1);
         let one = 1.0f32;
         let tiny = f32::from_bits(0x3380_0000); // 2^-24: half an ulp of 1
-        assert_eq!(add32(one, tiny, 0), one);
+        assert_eq!(d("v_add_f32", one, tiny, 0.0, 0), None);
         assert_eq!(add32(one, tiny, ROUND_UP), next_up(one));
         assert_eq!(add32(one, tiny, ROUND_DOWN), one);
         assert_eq!(add32(-one, -tiny, ROUND_DOWN), -next_up(one));
@@ -568,23 +529,26 @@ mod tests {
         assert_eq!(add32(-f32::MAX, -f32::MAX, ROUND_DOWN), f32::NEG_INFINITY);
         // Underflow of a product: toward +∞ the smallest denormal, toward zero +0.
         let m = f32::MIN_POSITIVE;
-        assert_eq!(
-            round32(f64::from(m) * f64::from(m), 0.0, ROUND_UP).to_bits(),
-            1
-        );
-        assert_eq!(
-            round32(f64::from(m) * f64::from(m), 0.0, ROUND_ZERO).to_bits(),
-            0
-        );
-        assert_eq!(
-            round32(-f64::from(m) * f64::from(m), 0.0, ROUND_DOWN).to_bits(),
-            0x8000_0001
-        );
+        let mul = |a, b, rm| d("v_mul_f32", a, b, 0.0, rm).unwrap().to_bits();
+        assert_eq!(mul(m, m, ROUND_UP), 1);
+        assert_eq!(mul(m, m, ROUND_ZERO), 0);
+        assert_eq!(mul(-m, m, ROUND_DOWN), 0x8000_0001);
         // fma: 1 × 1 + 2^-30 rounds up only toward +∞.
         let e = f32::from_bits(0x3080_0000);
-        assert_eq!(fma32(one, one, e, ROUND_UP), next_up(one));
-        assert_eq!(fma32(one, one, e, ROUND_ZERO), one);
-        assert_eq!(fma32(one, one, -e, ROUND_ZERO), next_down(one));
+        let fma = |c, rm| d("v_fma_f32", one, one, c, rm).unwrap();
+        assert_eq!(fma(e, ROUND_UP), next_up(one));
+        assert_eq!(fma(e, ROUND_ZERO), one);
+        assert_eq!(fma(-e, ROUND_ZERO), next_down(one));
+        // f64 and f16 follow FP_ROUND [3:2], not [1:0].
+        let fm = FloatMode::for_valu(0xF0 | 1 << 2, "v_add_f64", false, true, false);
+        let t = 2f64.powi(-60);
+        let up = fm.directed("v_add_f64", 1f64.to_bits(), t.to_bits(), 0);
+        assert_eq!(up, Some(1f64.to_bits() + 1));
+        assert_eq!(d("v_add_f32", one, tiny, 0.0, 0), None);
+        let fm = FloatMode::for_valu(0xF0 | 3 << 2, "v_add_f16", false, false, true);
+        // 65504 + 16: beyond the largest f16 but rounded toward zero stays there.
+        assert_eq!(fm.directed("v_add_f16", 0x7BFF, 0x4C00, 0), Some(0x7BFF));
+        assert_eq!(fm.directed("v_max_f16", 0x7BFF, 0x4C00, 0), None);
     }
 
     #[test]

@@ -941,8 +941,8 @@ def trans(cpu):
 #   max_f16;
 # - `clamp_dx10_<n>`: DX10_CLAMP n, `v_add_f32 ... clamp`;
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_32 n (denormals kept): add_f32, sub_f32, mul_f32,
-#   fma_f32, fmac_f32 (not gfx900), mad_f32 (not gfx942); `rcp_f32_r1` and `add_f64_r3`
-#   (FLOAT_ROUND_MODE_16_64 3) are not modelled: an error;
+#   fma_f32, fmac_f32 (not gfx900), mad_f32 (not gfx942); `rcp_f32_r1` is not modelled: an
+#   error; `add_f64_r3` (FLOAT_ROUND_MODE_16_64 3) is (the `round` family tests f64/f16);
 # - `pk_add_f16_d<n>` (FLOAT_DENORM_MODE_16_64 n), `pk_mul_f32_d<n>` (gfx90a/gfx942,
 #   FLOAT_DENORM_MODE_32 n; qwords: two f32 per lane), `pk_max_f16_ieee<n>`: packed math
 #   under the modes, n 0 or 3 (ieee 0 or 1);
@@ -1017,11 +1017,50 @@ def fpmode(cpu):
     return a
 
 
+# --- round: directed rounding (FLOAT_ROUND_MODE_16_64) of f64 and f16 -------------------------
+# Lane i: sources p1[i], p2[i], p3[i] (qwords for f64, dwords holding an f16 in the low half
+# for f16), result to p4[i]; denormals kept, IEEE mode on.
+# - `<op>_r<n>`: FLOAT_ROUND_MODE_16_64 n: add_f64, mul_f64, fma_f64, fmac_f64 (gfx90a and
+#   gfx942), add_f16, sub_f16, mul_f16, fma_f16;
+# - `setreg_r3_mul_f64`: round toward zero for f64 selected by s_setreg at run time;
+# - `rcp_f64_r3`: v_rcp_f64 under round toward zero is not modelled: an error.
+def round_family(cpu):
+    a = Asm(cpu)
+    d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+           "global_load_dword v4, v20, s[10:11]", "s_waitcnt vmcnt(0)"]
+    d64 = ["global_load_dwordx2 v[2:3], v21, s[6:7]", "global_load_dwordx2 v[4:5], v21, s[8:9]",
+           "global_load_dwordx2 v[8:9], v21, s[10:11]", "s_waitcnt vmcnt(0)"]
+    st32 = ["global_store_dword v20, v5, s[12:13]"]
+    st64 = ["global_store_dwordx2 v21, v[6:7], s[12:13]"]
+
+    def kd(r64):
+        return ("\t\t.amdhsa_float_denorm_mode_32 3\n\t\t.amdhsa_float_denorm_mode_16_64 3\n"
+                "\t\t.amdhsa_ieee_mode 1\n\t\t.amdhsa_dx10_clamp 1\n"
+                "\t\t.amdhsa_float_round_mode_32 0\n\t\t.amdhsa_float_round_mode_16_64 %d" % r64)
+    ops64 = {"add_f64": "v_add_f64 v[6:7], v[2:3], v[4:5]",
+             "mul_f64": "v_mul_f64 v[6:7], v[2:3], v[4:5]",
+             "fma_f64": "v_fma_f64 v[6:7], v[2:3], v[4:5], v[8:9]"}
+    if cpu in ("gfx90a", "gfx942"):
+        ops64["fmac_f64"] = ("v_mov_b32 v6, v8\n\tv_mov_b32 v7, v9\n"
+                             "\tv_fmac_f64 v[6:7], v[2:3], v[4:5]")
+    ops16 = {"add_f16": "v_add_f16 v5, v2, v3", "sub_f16": "v_sub_f16 v5, v2, v3",
+             "mul_f16": "v_mul_f16 v5, v2, v3", "fma_f16": "v_fma_f16 v5, v2, v3, v4"}
+    for r in range(4):
+        for name, ins in ops64.items():
+            a.kernel("%s_r%d" % (name, r), d64 + [ins] + st64, extra=kd(r))
+        for name, ins in ops16.items():
+            a.kernel("%s_r%d" % (name, r), d32 + [ins] + st32, extra=kd(r))
+    a.kernel("setreg_r3_mul_f64", d64 + ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 2, 2), 3",
+                                         ops64["mul_f64"]] + st64, extra=kd(0))
+    a.kernel("rcp_f64_r3", d64 + ["v_rcp_f64 v[6:7], v[2:3]"] + st64, extra=kd(3))
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
             "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
             "divide": divide, "sendmsg": sendmsg, "lanes": lanes, "d16": d16,
             "format": format_family, "cmp16": cmp16,
-            "trans": trans, "fpmode": fpmode}
+            "trans": trans, "fpmode": fpmode, "round": round_family}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
