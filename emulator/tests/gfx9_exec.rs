@@ -342,9 +342,12 @@ fn s_trap_3_debugtrap_continues() {
 
 // --- kernels_more.cl ---
 
-const MORE: [&str; 3] = [
+/// gfx940 and gfx941 run on the gfx942 model (their stores carry `sc0 sc1`).
+const MORE: [&str; 5] = [
     "more/kernels_more-gfx900-v5.hsaco",
     "more/kernels_more-gfx90a-v5.hsaco",
+    "more/kernels_more-gfx940-v5.hsaco",
+    "more/kernels_more-gfx941-v5.hsaco",
     "more/kernels_more-gfx942-v5.hsaco",
 ];
 

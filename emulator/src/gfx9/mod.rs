@@ -50,7 +50,10 @@ pub enum Gfx9Target {
     /// memory operands, packed f32 math, returning float atomics and f64 atomics.
     Gfx90a,
     /// gfx942 (MI300, CDNA3): packed work-item ids, `sc0`/`sc1`/`nt` cache bits,
-    /// architected flat scratch, `v_lshl_add_u64`, `v_mov_b64`.
+    /// architected flat scratch, `v_lshl_add_u64`, `v_mov_b64`. Also runs gfx940 and gfx941
+    /// code: the same instruction set (LLVM's GFX940 subtarget); those two only differ in
+    /// what the compiler emits (every store with `sc0 sc1`, AMDGPUUsage's memory model for
+    /// them), which this model runs as written.
     Gfx942,
 }
 
@@ -58,8 +61,8 @@ impl Gfx9Target {
     /// The interpreter's model of `processor` (a row of the crate's processor table, e.g. a
     /// code object's or an agent's
     /// [`TargetId::processor`](hsa_core::isa::TargetId::processor)): gfx900, its variants
-    /// gfx902/gfx904/gfx909/gfx90c and gfx9-generic → `Gfx900`; gfx906, gfx908, gfx90a,
-    /// gfx942. `None` for any other processor.
+    /// gfx902/gfx904/gfx909/gfx90c and gfx9-generic → `Gfx900`; gfx906, gfx908, gfx90a;
+    /// gfx940, gfx941 and gfx942 → `Gfx942`. `None` for any other processor.
     pub fn from_processor(processor: Processor) -> Option<Gfx9Target> {
         Some(match processor.name() {
             "gfx900" | "gfx902" | "gfx904" | "gfx909" | "gfx90c" | "gfx9-generic" => {
@@ -68,7 +71,7 @@ impl Gfx9Target {
             "gfx906" => Gfx9Target::Gfx906,
             "gfx908" => Gfx9Target::Gfx908,
             "gfx90a" => Gfx9Target::Gfx90a,
-            "gfx942" => Gfx9Target::Gfx942,
+            "gfx940" | "gfx941" | "gfx942" => Gfx9Target::Gfx942,
             _ => return None,
         })
     }
