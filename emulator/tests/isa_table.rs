@@ -179,6 +179,8 @@ fn table_matches_the_code_objects() {
             "gfx9-generic",
             "gfx900",
             "gfx90a",
+            "gfx940",
+            "gfx941",
             "gfx942"
         ]
     );

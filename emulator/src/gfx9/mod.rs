@@ -151,9 +151,11 @@ mod tests {
         assert_eq!(of("gfx906"), Some(Gfx9Target::Gfx906));
         assert_eq!(of("gfx908"), Some(Gfx9Target::Gfx908));
         assert_eq!(of("gfx90a"), Some(Gfx9Target::Gfx90a));
-        assert_eq!(of("gfx942"), Some(Gfx9Target::Gfx942));
-        // Not modelled (yet): gfx940/gfx941, gfx950, the gfx9-4 generic target, gfx10+.
-        for v in ["gfx940", "gfx941", "gfx950", "gfx9-4-generic", "gfx1030"] {
+        for v in ["gfx940", "gfx941", "gfx942"] {
+            assert_eq!(of(v), Some(Gfx9Target::Gfx942), "{v}");
+        }
+        // Not modelled (yet): gfx950, the gfx9-4 generic target (LLVM 20), gfx10+.
+        for v in ["gfx950", "gfx9-4-generic", "gfx1030"] {
             assert_eq!(of(v), None, "{v}");
         }
         // Feature differences (AMDGPUUsage): AGPRs from gfx908, packed work-item ids and AGPR
