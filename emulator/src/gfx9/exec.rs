@@ -34,6 +34,7 @@ use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, 
 use super::f16;
 use super::fast::{Done, Fast};
 use super::fdiv;
+use super::format::BufferFormat;
 use super::hwid::{enabled_cus, hw_id, CuId, WaveLaunch};
 use super::mode;
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
@@ -3533,20 +3534,20 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
             let w3 = w.sreg[r + 3];
             ((w3 >> 15 & 0xF) as u8, (w3 >> 12 & 7) as u8)
         };
-        let Some((bits, count)) = buffer_data_format(dfmt) else {
-            return Err(error!(
+        let f = BufferFormat::new(dfmt, nfmt).map_err(|why| {
+            error!(
                 Status::IllegalInstruction,
-                "{name}: data format BUF_DATA_FORMAT_{} not modelled",
-                super::disasm::DATA_FORMATS[usize::from(dfmt)]
-            ));
-        };
-        Some(BufferFormat { bits, count, nfmt })
+                "{name}: format [BUF_DATA_FORMAT_{},BUF_NUM_FORMAT_{}]: {why}",
+                super::disasm::DATA_FORMATS[usize::from(dfmt)],
+                super::disasm::NUM_FORMATS[usize::from(nfmt)]
+            )
+        })?;
+        Some(f)
     } else {
         None
     };
     let len = if let Some(f) = format {
-        let comps = inst.info.widths[0].max(inst.info.widths[1]) as usize;
-        f.bits as usize / 8 * comps.min(f.count)
+        f.bytes(format_components(op).0)
     } else if let Some(ty) = op.strip_prefix("load_") {
         access_bytes(ty, inst.info.widths[0])
     } else if let Some(ty) = op.strip_prefix("store_") {
@@ -3573,6 +3574,10 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
         let offset = voff + inst.imm as u64;
         if rsrc.out_of_range(index, offset, len as u64) {
             // Out of range: loads (and returning atomics) get zeros, stores are dropped.
+            if format.is_some() {
+                format_out_of_range(w, inst, lane);
+                continue;
+            }
             for k in 0..inst.info.widths[0] as usize {
                 set_vdst_dword(w, &inst.dst, lane, k, 0);
             }
@@ -3615,40 +3620,51 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
     Ok(())
 }
 
-/// A buffer element format: component width in bits, component count, numeric format
-/// (`nfmt`: 0 UNORM, 1 SNORM, 2 USCALED, 3 SSCALED, 4 UINT, 5 SINT, 7 FLOAT).
-#[derive(Clone, Copy, Debug)]
-struct BufferFormat {
-    bits: u32,
-    count: usize,
-    nfmt: u8,
+/// The components a format instruction (`op` the mnemonic after `buffer_`/`tbuffer_`)
+/// moves, and whether it is a D16 form and its `d16_hi` variant: `load_format_xyz` → (3,
+/// false, false), `store_format_d16_hi_x` → (1, true, true).
+fn format_components(op: &str) -> (usize, bool, bool) {
+    let comps = op.rsplit('_').next().map_or(0, str::len);
+    (comps, op.contains("_d16"), op.contains("_d16_hi"))
 }
 
-/// The component width and count of buffer data format `dfmt` (Vega ISA §8.1.8 "Buffer data
-/// formats"): `None` for INVALID, the packed 10/11-bit formats (not modelled) and 15.
-fn buffer_data_format(dfmt: u8) -> Option<(u32, usize)> {
-    Some(match dfmt {
-        1 => (8, 1),
-        2 => (16, 1),
-        3 => (8, 2),
-        4 => (32, 1),
-        5 => (16, 2),
-        10 => (8, 4),
-        11 => (32, 2),
-        12 => (16, 4),
-        13 => (32, 3),
-        14 => (32, 4),
-        _ => return None,
-    })
+/// One lane of a format load or store out of the buffer's range: every component the
+/// instruction loads reads 0 (a D16 form writes its halves and keeps the others, as in
+/// range); a store does nothing.
+fn format_out_of_range(w: &mut Wave, inst: &Instruction, lane: usize) {
+    let op = inst.name().split_once("buffer_").map_or("", |(_, o)| o);
+    let (comps, d16, hi) = format_components(op);
+    if inst.info.widths[0] == 0 {
+        return;
+    }
+    if !d16 {
+        for k in 0..comps {
+            set_vdst_dword(w, &inst.dst, lane, k, 0);
+        }
+        return;
+    }
+    for k in (0..comps).step_by(2) {
+        let old = vsrc_dword(w, &inst.dst, lane, k / 2);
+        let v = if hi {
+            old & 0xFFFF
+        } else if k + 1 < comps {
+            0
+        } else {
+            old & 0xFFFF_0000
+        };
+        set_vdst_dword(w, &inst.dst, lane, k / 2, v);
+    }
 }
 
-/// One lane of a format load or store (`buffer_/tbuffer_load/store_format_x..xyzw`, Vega ISA
-/// §8.1.8): each component of the element converts between its memory form and a 32-bit
-/// VGPR. Loads: UNORM `c / (2^n − 1)`, SNORM `max(c / (2^(n−1) − 1), −1)`, USCALED/SSCALED
-/// the integer as an f32, UINT/SINT zero- or sign-extended, FLOAT (16 or 32 bits) as f32;
-/// components the format lacks read 0, and 1 (1.0 for the float-valued formats) for W.
-/// Stores: UINT/SINT keep the low bits, FLOAT converts to the width (f16 rounded to nearest
-/// even); a store in the other numeric formats is an error (not modelled).
+/// One lane of a format load or store (`buffer_/tbuffer_load/store_format_[d16_][hi_]x..xyzw`,
+/// Vega ISA §8.1.8; the conversions are [`BufferFormat`]'s). A 32-bit form moves one
+/// component per VGPR. A D16 form packs two per VGPR (gfx9's packed D16): X in bits 15:0 of
+/// the first, Y in 31:16, Z and W likewise in the second; a load leaves the half it does not
+/// write as it was (`d16_x`, `d16_xyz`: the high half of the last VGPR; `d16_hi_x` writes
+/// the high half and keeps the low one, as `buffer_load_short_d16_hi` does), a `d16_hi_x`
+/// store takes X from the high half. A packed format (10/11/2-bit fields) is one dword: a
+/// load reads it whole, a store writes it whole with the components the instruction lacks
+/// as 0. Other formats move only the components the instruction names.
 fn format_access(
     ctx: &mut Ctx<'_, '_>,
     w: &mut Wave,
@@ -3658,63 +3674,43 @@ fn format_access(
     addr_of: &dyn Fn(u64) -> u64,
 ) -> Result<()> {
     let load = inst.info.widths[0] > 0;
-    let comps = inst.info.widths[0].max(inst.info.widths[1]) as usize;
-    let size = f.bits as usize / 8;
-    let mask = if f.bits == 32 {
-        u32::MAX
-    } else {
-        (1 << f.bits) - 1
-    };
-    let sext = |c: u32| ((c << (32 - f.bits)) as i32) >> (32 - f.bits);
-    let bad = || {
-        error!(
-            Status::IllegalInstruction,
-            "{}: numeric format BUF_NUM_FORMAT_{} with {}-bit components not modelled",
-            inst.name(),
-            super::disasm::NUM_FORMATS[usize::from(f.nfmt)],
-            f.bits
-        )
-    };
-    for k in 0..comps {
-        let addr = addr_of((k * size) as u64);
-        if load {
-            let v = if k < f.count {
-                let mut b = [0u8; 4];
-                read_global(ctx, addr, &mut b[..size])?;
-                let c = u32::from_le_bytes(b);
-                let one_less = |n: u32| ((1u64 << n) - 1) as f64;
-                match (f.nfmt, f.bits) {
-                    (0, 8 | 16) => (f64::from(c) / one_less(f.bits)) as f32,
-                    (1, 8 | 16) => ((f64::from(sext(c)) / one_less(f.bits - 1)).max(-1.0)) as f32,
-                    (2, _) => c as f32,
-                    (3, _) => sext(c) as f32,
-                    (4, _) => f32::from_bits(c),
-                    (5, _) => f32::from_bits(sext(c) as u32),
-                    (7, 32) => f32::from_bits(c),
-                    (7, 16) => f16::to_f64(c as u16) as f32,
-                    _ => return Err(bad()),
-                }
-                .to_bits()
-            } else if k == 3 {
-                if matches!(f.nfmt, 4 | 5) {
-                    1
+    let op = inst.name().split_once("buffer_").map_or("", |(_, o)| o);
+    let (comps, d16, hi) = format_components(op);
+    let len = f.bytes(comps);
+    let mut b = [0u8; 16];
+    if load {
+        read_global(ctx, addr_of(0), &mut b[..len])?;
+        let elem = u128::from_le_bytes(b);
+        if d16 {
+            for k in (0..comps).step_by(2) {
+                let x = u32::from(f.load_d16(elem, k));
+                let old = vsrc_dword(w, &inst.dst, lane, k / 2);
+                let v = if hi {
+                    old & 0xFFFF | x << 16
+                } else if k + 1 < comps {
+                    x | u32::from(f.load_d16(elem, k + 1)) << 16
                 } else {
-                    0x3F80_0000
-                }
-            } else {
-                0
-            };
-            set_vdst_dword(w, &inst.dst, lane, k, v);
-        } else if k < f.count {
-            let v = vsrc_dword(w, &inst.src[1], lane, k);
-            let c = match (f.nfmt, f.bits) {
-                (4 | 5, _) => v & mask,
-                (7, 32) => v,
-                (7, 16) => u32::from(f16::from_f64(f64::from(f32::from_bits(v)))),
-                _ => return Err(bad()),
-            };
-            write_global(ctx, addr, &c.to_le_bytes()[..size])?;
+                    old & 0xFFFF_0000 | x
+                };
+                set_vdst_dword(w, &inst.dst, lane, k / 2, v);
+            }
+        } else {
+            for k in 0..comps {
+                set_vdst_dword(w, &inst.dst, lane, k, f.load(elem, k));
+            }
         }
+    } else {
+        let mut elem = 0u128;
+        for k in 0..comps.min(f.count()) {
+            elem |= if d16 {
+                let v = vsrc_dword(w, &inst.src[1], lane, k / 2);
+                let h = if hi || k % 2 == 1 { v >> 16 } else { v };
+                f.store_d16(h as u16, k)
+            } else {
+                f.store(vsrc_dword(w, &inst.src[1], lane, k), k)
+            };
+        }
+        write_global(ctx, addr_of(0), &elem.to_le_bytes()[..len])?;
     }
     Ok(())
 }
