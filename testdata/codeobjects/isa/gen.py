@@ -844,44 +844,61 @@ def d16(cpu):
 
 # --- format: typed buffer loads and stores -----------------------------------------------
 # Lane i: the element at byte 16i of p1 (loads) or p4 (stores; the test fills p4 first),
-# through a raw buffer resource over that pointer; a load writes v[10:13] (preset to
-# 0xdeadbeef) to p4 at 16i; a store's data is p2's dwords at 16i. Kernels
-# `<buffer|tbuffer>_<load|store>_format_<x..xyzw>__<dfmt>_<nfmt>`: MUBUF takes the format
-# from the resource's word 3, MTBUF from the instruction.
-FORMAT_LOADS = [(4, 7), (4, 4), (1, 0), (1, 1), (2, 5), (3, 2), (5, 7), (10, 0), (10, 4),
-                (12, 3), (11, 4), (13, 5), (14, 7), (2, 7), (1, 3), (12, 1)]
-FORMAT_STORES = [(4, 4), (2, 5), (10, 4), (5, 7), (14, 7), (12, 4), (1, 5), (13, 4)]
+# through a raw buffer resource over that pointer with NUM_RECORDS = FORMAT_RECORDS bytes
+# (lanes 0..55 in range, lane 56 only for accesses of at most 2 bytes, the rest out of
+# range); a load writes v[10:13] (preset to 0xdeadbeef) to p4 at 16i; a store's data is
+# p2's dwords at 16i. Kernels `<buffer|tbuffer>_<load|store>_format_<[d16_][hi_]x..xyzw>__
+# <dfmt>_<nfmt>`: MUBUF takes the format from the resource's word 3, MTBUF from the
+# instruction. Every valid gfx9 combination runs the 4-component 32-bit and D16 loads and
+# stores (buffer and tbuffer alternating over the combinations); FORMAT_NARROW runs the
+# narrower forms in both encodings.
+FORMAT_VALID = [(d, n) for d in range(1, 15) for n in (0, 1, 2, 3, 4, 5, 7)
+                if n != 7 or d in (2, 4, 5, 6, 7, 11, 12, 13, 14)]
+FORMAT_NARROW = [(4, 7), (1, 0), (2, 5), (10, 1), (6, 7), (9, 0), (12, 7), (13, 3), (8, 4)]
+FORMAT_RECORDS = 16 * 56 + 2
 DFMT = ["INVALID", "8", "16", "8_8", "32", "16_16", "10_11_11", "11_11_10", "10_10_10_2",
         "2_10_10_10", "8_8_8_8", "32_32", "16_16_16_16", "32_32_32", "32_32_32_32"]
 NFMT = ["UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "RESERVED_6", "FLOAT"]
 
 
+def format_kernel(a, enc, op, d, n):
+    load = op.startswith("load")
+    x = op.rsplit("_", 1)[1]
+    d16 = "_d16" in op
+    nregs = (len(x) + 1) // 2 if d16 else len(x)
+    base = ("s6", "s7") if load else ("s12", "s13")
+    word3 = 0x27000 if enc == "tbuffer" else (n << 12 | d << 15)
+    body = ["v_lshlrev_b32 v22, 4, v1",
+            "global_load_dwordx4 v[2:5], v22, s[8:9]",
+            "v_mov_b32 v10, 0xdeadbeef", "v_mov_b32 v11, 0xdeadbeef",
+            "v_mov_b32 v12, 0xdeadbeef", "v_mov_b32 v13, 0xdeadbeef",
+            "s_mov_b32 s28, %s" % base[0], "s_and_b32 s29, %s, 0xffff" % base[1],
+            "s_mov_b32 s30, %d" % FORMAT_RECORDS, "s_mov_b32 s31, 0x%x" % word3,
+            "s_waitcnt vmcnt(0)"]
+    fmt = (" format:[BUF_DATA_FORMAT_%s,BUF_NUM_FORMAT_%s]" % (DFMT[d], NFMT[n])
+           if enc == "tbuffer" else "")
+    regs = "v10" if nregs == 1 else "v[10:%d]" % (9 + nregs)
+    data = "v2" if nregs == 1 else "v[2:%d]" % (1 + nregs)
+    body.append("%s_%s %s, v22, s[28:31], 0%s offen" % (enc, op, regs if load else data, fmt))
+    body.append("s_waitcnt vmcnt(0)")
+    if load:
+        body.append("global_store_dwordx4 v22, v[10:13], s[12:13]")
+    a.kernel("%s_%s__%d_%d" % (enc, op, d, n), body)
+
+
 def format_family(cpu):
     a = Asm(cpu)
-    for load, combos in ((True, FORMAT_LOADS), (False, FORMAT_STORES)):
-        for d, n in combos:
-            for c, x in enumerate(("x", "xy", "xyz", "xyzw")):
+    for i, (d, n) in enumerate(FORMAT_VALID):
+        for op in ("load_format_xyzw", "store_format_xyzw", "load_format_d16_xyzw",
+                   "store_format_d16_xyzw"):
+            format_kernel(a, ("buffer", "tbuffer")[(i + len(op)) % 2], op, d, n)
+    for d, n in FORMAT_NARROW:
+        for x in ("x", "xy", "xyz"):
+            for op in ("load_format_", "store_format_", "load_format_d16_", "store_format_d16_"):
                 for enc in ("buffer", "tbuffer"):
-                    base = ("s6", "s7") if load else ("s12", "s13")
-                    word3 = 0x27000 if enc == "tbuffer" else (n << 12 | d << 15)
-                    body = ["v_lshlrev_b32 v22, 4, v1",
-                            "global_load_dwordx4 v[2:5], v22, s[8:9]",
-                            "v_mov_b32 v10, 0xdeadbeef", "v_mov_b32 v11, 0xdeadbeef",
-                            "v_mov_b32 v12, 0xdeadbeef", "v_mov_b32 v13, 0xdeadbeef",
-                            "s_mov_b32 s28, %s" % base[0], "s_and_b32 s29, %s, 0xffff" % base[1],
-                            "s_mov_b32 s30, -1", "s_mov_b32 s31, 0x%x" % word3,
-                            "s_waitcnt vmcnt(0)"]
-                    fmt = (" format:[BUF_DATA_FORMAT_%s,BUF_NUM_FORMAT_%s]" % (DFMT[d], NFMT[n])
-                           if enc == "tbuffer" else "")
-                    regs = "v10" if c == 0 else "v[10:%d]" % (10 + c)
-                    data = "v2" if c == 0 else "v[2:%d]" % (2 + c)
-                    op = "load" if load else "store"
-                    body.append("%s_%s_format_%s %s, v22, s[28:31], 0%s offen" % (
-                        enc, op, x, regs if load else data, fmt))
-                    body.append("s_waitcnt vmcnt(0)")
-                    if load:
-                        body.append("global_store_dwordx4 v22, v[10:13], s[12:13]")
-                    a.kernel("%s_%s_format_%s__%d_%d" % (enc, op, x, d, n), body)
+                    format_kernel(a, enc, op + x, d, n)
+        for op in ("load_format_d16_hi_x", "store_format_d16_hi_x"):
+            format_kernel(a, "buffer", op, d, n)
     return a
 
 
