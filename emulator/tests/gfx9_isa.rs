@@ -3113,22 +3113,83 @@ fn division_steps_and_helpers_match_the_isa() {
 // --- lanes: ds_swizzle_b32, ds_permute_b32, ds_bpermute_b32; 16-bit compares ---------------
 
 /// The lane whose data lane `lane` of a `ds_swizzle_b32` receives, as the Vega ISA's
-/// `DS_SWIZZLE_B32` describes (gen.py's offsets are all below 0xC000): with bit 15 set, the
-/// quad's lane that the 2-bit field of the lane's place in its quad names; otherwise in the
-/// lane's 32-lane half, lane id bits 4:0 ANDed with bits 4:0, ORed with bits 9:5, XORed with
-/// bits 14:10.
+/// `DS_SWIZZLE_B32` pseudo-code describes it, in the lane's 32-lane half (`id` = lane bits
+/// 4:0): offset ≥ 0xE000 (FFT), `reverse_bits(id)` over 5 bits shifted right by the count of
+/// ones in bits 4:0, ORed with `id & bits 4:0`; 0xC000.. (rotate), `(id & mask) | ((id +
+/// r) & ~mask)` with r bits 9:5, negated by bit 10, over 5 bits; bit 15 set otherwise (quad
+/// mode), the quad's lane that the 2-bit field of the lane's place in its quad names; bit 15
+/// clear, `id` ANDed with bits 4:0, ORed with bits 9:5, XORed with bits 14:10.
 fn swizzle_ref(offset: u32, lane: usize) -> usize {
-    if offset & 0x8000 != 0 {
-        let quad = lane / 4 * 4;
-        let field = offset >> (2 * (lane % 4)) & 3;
-        quad + field as usize
+    let id = lane as u32 % 32;
+    let mask = offset & 31;
+    let j = if offset >= 0xE000 {
+        let mut rev = 0;
+        for b in 0..5 {
+            rev |= (id >> b & 1) << (4 - b);
+        }
+        (rev >> mask.count_ones()) | (id & mask)
+    } else if offset >= 0xC000 {
+        let amount = (offset >> 5) & 31;
+        let r = if offset & (1 << 10) != 0 {
+            32 - amount
+        } else {
+            amount
+        };
+        (id & mask) | (((id + r) % 32) & !mask & 31)
+    } else if offset & 0x8000 != 0 {
+        let field = offset >> (2 * (id % 4)) & 3;
+        id / 4 * 4 + field
     } else {
-        let id = lane as u32 % 32;
-        let and = offset & 31;
         let or = (offset >> 5) & 31;
         let xor = (offset >> 10) & 31;
-        (((id & and) | or) ^ xor) as usize + lane / 32 * 32
-    }
+        ((id & mask) | or) ^ xor
+    };
+    j as usize + lane / 32 * 32
+}
+
+/// The lane whose data lane `lane` receives under LLVM's `swizzle(NAME, args)` macro, as
+/// AMDGPUModifierSyntax describes the macros (within each 32-lane half):
+/// `BROADCAST,size,l` every lane of a group of `size` gets the group's lane `l`;
+/// `SWAP,size` neighbouring groups of `size` lanes swap; `REVERSE,size` the lanes of each
+/// group of `size` in reverse order; `QUAD_PERM,a,b,c,d` lane k of each quad gets the quad's
+/// lane of the k-th argument; `BITMASK_PERM,"m"` each lane id bit (the string's first
+/// character is bit 4) forced to 0 or 1, preserved (`p`) or inverted (`i`).
+fn swizzle_macro_ref(macro_: &str, lane: usize) -> usize {
+    let (name, args) = macro_.split_once('_').unwrap();
+    let (name, args) = if name == "QUAD" || name == "BITMASK" {
+        let (rest, args) = args.split_once('_').unwrap();
+        (format!("{name}_{rest}"), args)
+    } else {
+        (name.to_string(), args)
+    };
+    let nums: Vec<usize> = args.split('_').filter_map(|x| x.parse().ok()).collect();
+    let id = lane % 32;
+    let j = match name.as_str() {
+        "BROADCAST" => id / nums[0] * nums[0] + nums[1],
+        "SWAP" => id ^ nums[0],
+        "REVERSE" => id / nums[0] * nums[0] + (nums[0] - 1 - id % nums[0]),
+        "QUAD_PERM" => {
+            let digits: Vec<usize> = args.split('_').map(|x| x.parse().unwrap()).collect();
+            id / 4 * 4 + digits[id % 4]
+        }
+        "BITMASK_PERM" => {
+            let mut j = 0;
+            for (k, c) in args.chars().enumerate() {
+                let bit = 4 - k;
+                let v = id >> bit & 1;
+                j |= match c {
+                    '0' => 0,
+                    '1' => 1,
+                    'p' => v,
+                    'i' => v ^ 1,
+                    _ => panic!("{c}"),
+                } << bit;
+            }
+            j
+        }
+        n => panic!("macro {n}"),
+    };
+    j + lane / 32 * 32
 }
 
 /// A 16-bit integer compare (`v_cmp_<cond>_<i16|u16>`) of the low halves of `a` and `b`.
@@ -3158,7 +3219,9 @@ fn cmp16_ref(op: &str, a: u32, b: u32) -> bool {
 
 /// gen.py's `lanes` family against the Vega ISA's cross-lane DS instructions (a lane reads 0
 /// from a lane outside EXEC; only EXEC's lanes are written; a permute's lane is
-/// `(addr + offset) / 4 % 64`) and the SDWA form of the 16-bit integer compares (src0's high
+/// `(addr + offset) / 4 % 64`; `ds_swizzle_b32` in its four modes, bit-mask, quad, rotate
+/// and FFT, by offset, and by LLVM's `swizzle()` macros against their documented meaning)
+/// and the SDWA form of the 16-bit integer compares (src0's high
 /// half against src1's low half; family cmp16 has their e32, e64 and cmpx forms), on every
 /// target, with EXEC missing lanes of both halves.
 #[test]
@@ -3208,6 +3271,12 @@ fn cross_lane_ds_and_16_bit_compares_match_the_isa() {
                         want[l] = if on(s) { data[s] } else { 0 };
                     }
                 }
+                "swizzlem" => {
+                    for l in (0..n).filter(|&l| on(l)) {
+                        let s = swizzle_macro_ref(arg, l);
+                        want[l] = if on(s) { data[s] } else { 0 };
+                    }
+                }
                 "bpermute" | "permute" => {
                     let off: u32 = arg.parse().unwrap();
                     let lane_of = |l: usize| ((addr[l] + off) / 4 % 64) as usize;
@@ -3239,7 +3308,7 @@ fn cross_lane_ds_and_16_bit_compares_match_the_isa() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 5 * 37);
+    assert_eq!(ran, 5 * 64);
 }
 
 // --- d16: half-register loads and high-half stores ------------------------------------------

@@ -3048,22 +3048,44 @@ fn ds_lane_op(name: &str) -> bool {
 }
 
 /// The lane whose value lane `lane` of a `DS_SWIZZLE_B32` with 16-bit `offset` receives
-/// (Vega ISA, `DS_SWIZZLE_B32`): with `offset[15]` set (quad mode, `offset[14:8]` zero) the
-/// lane of its quad that `offset[2k+1:2k]` names, k the lane's place in the quad; with
-/// `offset[15]` clear (bit-mask mode) `((lane[4:0] & and_mask) | or_mask) ^ xor_mask` in
-/// the lane's half of the wave, the masks being `offset[4:0]`, `offset[9:5]` and
-/// `offset[14:10]`. `None` for the FFT and rotate modes (`offset >= 0xC000`), which gfx9
-/// code from LLVM never uses and the interpreter does not model.
-fn swizzle_source(offset: u32, lane: usize) -> Option<usize> {
-    if offset >= 0xC000 {
-        return None;
-    }
-    if offset & 0x8000 != 0 {
-        let k = lane & 3;
-        return Some((lane & !3) | (offset >> (2 * k) & 3) as usize);
-    }
-    let (and, or, xor) = (offset & 0x1F, offset >> 5 & 0x1F, offset >> 10 & 0x1F);
-    Some(((lane as u32 & 0x1F & and | or) ^ xor) as usize | (lane & 0x20))
+/// (Vega ISA, `DS_SWIZZLE_B32`; the same four modes in the CDNA1/2/3 guides). Every mode
+/// works within the lane's 32-lane half (lane bit 5 is kept), `i` below being the lane's
+/// bits 4:0:
+/// - `offset >= 0xE000`, FFT: with `mask = offset[4:0]`, the 5-bit bit reversal of `i`
+///   shifted right by the number of ones in `mask`, ORed with `i & mask`;
+/// - `0xC000..0xE000`, rotate: with `mask = offset[4:0]` and `r = offset[9:5]` (negated when
+///   `offset[10]` is set), `(i & mask) | ((i + r) & !mask)`, the sum taken modulo 32 (the
+///   ISA's pseudo-code adds in a wider integer; only bits 4:0 name a lane of the half);
+/// - `offset[15]` set below 0xC000, quad mode: the lane of its quad that `offset[2k+1:2k]`
+///   names, k the lane's place in the quad (`offset[14:8]` are zero in what LLVM emits);
+/// - `offset[15]` clear, bit-mask mode: `((i & and_mask) | or_mask) ^ xor_mask`, the masks
+///   being `offset[4:0]`, `offset[9:5]` and `offset[14:10]`.
+///
+/// llvm-mc-19 has no `swizzle(FFT, …)`/`swizzle(ROTATE, …)` macro for gfx9 (it writes and
+/// prints those offsets as plain numbers); its BROADCAST, SWAP, REVERSE and BITMASK_PERM
+/// macros encode bit-mask mode, QUAD_PERM quad mode.
+fn swizzle_source(offset: u32, lane: usize) -> usize {
+    let i = lane as u32 & 0x1F;
+    let half = lane & 0x20;
+    let mask = offset & 0x1F;
+    let j = if offset >= 0xE000 {
+        let rev = i.reverse_bits() >> 27;
+        (rev >> mask.count_ones()) | (i & mask)
+    } else if offset >= 0xC000 {
+        let r = offset >> 5 & 0x1F;
+        let r = if offset & 0x400 != 0 {
+            r.wrapping_neg()
+        } else {
+            r
+        };
+        (i & mask) | (i.wrapping_add(r) & !mask & 0x1F)
+    } else if offset & 0x8000 != 0 {
+        (i & !3) | (offset >> (2 * (i & 3)) & 3)
+    } else {
+        let (and, or, xor) = (mask, offset >> 5 & 0x1F, offset >> 10 & 0x1F);
+        (i & and | or) ^ xor
+    };
+    j as usize | half
 }
 
 /// `DS_SWIZZLE_B32`, `DS_PERMUTE_B32` and `DS_BPERMUTE_B32` (Vega ISA §12.13): every
@@ -3087,13 +3109,7 @@ fn ds_lanes(w: &mut Wave, inst: &Instruction) -> Result<()> {
     match inst.name() {
         "ds_swizzle_b32" => {
             for (lane, o) in out.iter_mut().enumerate() {
-                let Some(src) = swizzle_source(offset, lane) else {
-                    return Err(error!(
-                        Status::IllegalInstruction,
-                        "ds_swizzle_b32 offset:{offset:#x}: the FFT and rotate modes are not \
-                         implemented"
-                    ));
-                };
+                let src = swizzle_source(offset, lane);
                 if active(src) {
                     *o = vsrc(w, &inst.src[0], src, false, false) as u32;
                 }

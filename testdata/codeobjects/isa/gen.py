@@ -754,12 +754,23 @@ def sendmsg(cpu):
 # --- lanes: data moved between the lanes of a wave, and 16-bit integer compares ------------
 # Lane i: p0[i] != 0 puts it in EXEC, p1[i] is the data, p2[i] the address (permutes), p3[i]
 # the destination VGPR's old value; the destination goes to p4[i] (every lane: EXEC is
-# restored first). Kernels `swizzle__<offset hex>`, `permute__<offset>` and
+# restored first). Kernels `swizzle__<offset hex>`, `swizzlem__<macro>` (below), `permute__<offset>` and
 # `bpermute__<offset>`; `cmp__<op>__sdwa` (the SDWA form, src0 WORD_1, src1 WORD_0, of the
 # 16-bit integer compares; their e32/e64 and cmpx forms are family cmp16's) store 1 or 0 for
 # each lane of EXEC (v_cndmask of the result mask) and keep p3 elsewhere.
 SWIZZLES = [0x0000, 0x801B, 0x80E4, 0x80FF, 0x401F, 0x041F, 0x7C1F, 0x0C1F, 0x003C, 0x0020,
-            0x0907, 0x0421, 0x7FFF, 0x00FF, 0x1234]
+            0x0907, 0x0421, 0x7FFF, 0x00FF, 0x1234,
+            # FFT (0xE000 + mask) and rotate (0xC000 + dir[10] + amount[9:5] + mask[4:0]):
+            # llvm-mc-19 has no macro for them on gfx9; the numbers assemble as is.
+            0xE000, 0xE001, 0xE005, 0xE010, 0xE01F, 0xC000, 0xC020, 0xC420, 0xC3E0, 0xC7E0,
+            0xC0A3, 0xC4B1, 0xC21C]
+# LLVM's swizzle() macros (AMDGPUModifierSyntax "swizzle pattern"), kernel
+# `swizzlem__<name>_<args>`: the test computes each macro's meaning, not its encoding.
+SWIZZLE_MACROS = [("BROADCAST", (2, 1)), ("BROADCAST", (8, 5)), ("BROADCAST", (32, 31)),
+                  ("SWAP", (1,)), ("SWAP", (4,)), ("SWAP", (16,)), ("REVERSE", (2,)),
+                  ("REVERSE", (8,)), ("REVERSE", (32,)), ("QUAD_PERM", (1, 0, 3, 2)),
+                  ("QUAD_PERM", (3, 3, 0, 1)), ("BITMASK_PERM", ('"01pi0"',)),
+                  ("BITMASK_PERM", ('"iiiii"',)), ("BITMASK_PERM", ('"pp1ip"',))]
 CMP16_SDWA = ["v_cmp_%s_%s" % (c, t) for t in ("i16", "u16") for c in "f lt eq le gt ne ge t".split()]
 
 
@@ -772,6 +783,11 @@ def lanes(cpu):
     for off in SWIZZLES:
         a.kernel("swizzle__%04x" % off,
                  head + ["ds_swizzle_b32 v10, v2 offset:%d" % off, "s_waitcnt lgkmcnt(0)"] + tail)
+    for name, args in SWIZZLE_MACROS:
+        tag = "_".join(str(x).strip('"') for x in args)
+        a.kernel("swizzlem__%s_%s" % (name, tag),
+                 head + ["ds_swizzle_b32 v10, v2 offset:swizzle(%s,%s)"
+                         % (name, ",".join(str(x) for x in args)), "s_waitcnt lgkmcnt(0)"] + tail)
     for op in ("permute", "bpermute"):
         for off in (0, 4, 0xFFFC):
             a.kernel("%s__%d" % (op, off),
