@@ -3692,10 +3692,11 @@ fn format_access(
     let load = inst.info.widths[0] > 0;
     let op = inst.name().split_once("buffer_").map_or("", |(_, o)| o);
     let (comps, d16, hi) = format_components(op);
-    let len = f.bytes(comps);
     let mut b = [0u8; 16];
     if load {
-        read_global(ctx, addr_of(0), &mut b[..len])?;
+        for (at, n) in f.pieces(comps) {
+            read_global(ctx, addr_of(at as u64), &mut b[at..at + n])?;
+        }
         let elem = u128::from_le_bytes(b);
         if d16 {
             for k in (0..comps).step_by(2) {
@@ -3726,7 +3727,10 @@ fn format_access(
                 f.store(vsrc_dword(w, &inst.src[1], lane, k), k)
             };
         }
-        write_global(ctx, addr_of(0), &elem.to_le_bytes()[..len])?;
+        let bytes = elem.to_le_bytes();
+        for (at, n) in f.pieces(comps) {
+            write_global(ctx, addr_of(at as u64), &bytes[at..at + n])?;
+        }
     }
     Ok(())
 }

@@ -118,6 +118,25 @@ impl BufferFormat {
         }
     }
 
+    /// The byte ranges (start, length) in the element that an access of the first `comps`
+    /// components moves, each a unit the memory sees as contiguous: one per component, or
+    /// the whole dword of a packed format. A swizzled buffer places each at its own address.
+    pub(crate) fn pieces(&self, comps: usize) -> impl Iterator<Item = (usize, usize)> + '_ {
+        let n = if self.packed {
+            1
+        } else {
+            comps.min(self.count)
+        };
+        (0..n).map(move |k| {
+            if self.packed {
+                (0, 4)
+            } else {
+                let (off, w) = self.fields[k];
+                ((off / 8) as usize, (w / 8) as usize)
+            }
+        })
+    }
+
     /// The number of components of the format.
     pub(crate) fn count(&self) -> usize {
         self.count
