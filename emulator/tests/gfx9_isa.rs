@@ -3669,17 +3669,38 @@ fn format_loads_and_stores_match_the_isa() {
                 .run(&k, n as u32, &bufs)
                 .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
             let got = u32s(&out[4]);
+            let gotb = &out[4];
+            // Where byte b of lane i's element is: 16i + b, or in a swizzled buffer (STRIDE
+            // 16, ELEMENT_SIZE 4, INDEX_STRIDE 8; Vega ISA §8.1.5) `(index_msb * stride +
+            // offset_msb * element_size) * index_stride + index_lsb * element_size +
+            // offset_lsb`.
+            let swz = k.starts_with("swz_");
+            let addr = |i: usize, b: usize| {
+                if swz {
+                    (i / 8 * 16 + b / 4 * 4) * 8 + i % 8 * 4 + b % 4
+                } else {
+                    16 * i + b
+                }
+            };
+            // What a store leaves in p4 (the fill where it writes nothing).
+            let mut want_all = bytes32(&fill);
             for i in 0..n {
-                // A structured buffer (`idx_`) bounds the record index, a raw one the bytes.
+                // A structured buffer (`idx_`) bounds the record index, a raw one the bytes
+                // (a swizzled one has no range check).
                 let inside = if k.starts_with("idx_") {
                     i < 56
+                } else if swz {
+                    true
                 } else {
                     16 * i + len <= records
                 };
+                let elem_at = |bytes: &[u8]| {
+                    let e: Vec<u8> = (0..16).map(|b| bytes[addr(i, b)]).collect();
+                    u128::from_le_bytes(e.try_into().unwrap())
+                };
                 let at = |c: usize| {
                     let (o, w) = fields[c];
-                    let e = u128::from_le_bytes(mem[16 * i..16 * i + 16].try_into().unwrap());
-                    ((e >> o) as u64 & ((1u64 << w) - 1)) as u32
+                    ((elem_at(&mem) >> o) as u64 & ((1u64 << w) - 1)) as u32
                 };
                 if name.contains("_load_") {
                     // Each component's 32-bit or 16-bit result, None where any NaN will do.
@@ -3774,61 +3795,63 @@ fn format_loads_and_stores_match_the_isa() {
                             "{cpu} {k} lane {i} component {c}"
                         );
                     }
-                } else {
-                    let mut want = bytes32(&fill[4 * i..4 * i + 4]);
-                    if inside {
-                        let mut elem = 0u128;
-                        let mut nan_fields = Vec::new();
-                        for c in 0..comps.min(fields.len()) {
-                            let (o, w) = fields[c];
-                            let v = if d16 {
-                                let dw = data[4 * i + c / 2];
-                                let h = if hi || c % 2 == 1 { dw >> 16 } else { dw } as u16;
-                                match nf {
-                                    4 => u32::from(h),
-                                    5 => h as i16 as u32,
-                                    _ => {
-                                        let x = half::f16::from_bits(h).to_f64();
-                                        if nf == 7 && x.is_nan() {
-                                            nan_fields.push(c);
-                                        }
-                                        format_field(nf, w, x)
-                                    }
-                                }
-                            } else {
-                                let dw = data[4 * i + c];
-                                let x = f64::from(f32::from_bits(dw));
-                                if int || (nf == 7 && w == 32) {
-                                    dw
-                                } else {
+                } else if inside {
+                    let mut elem = 0u128;
+                    let mut nan_fields = Vec::new();
+                    for c in 0..comps.min(fields.len()) {
+                        let (o, w) = fields[c];
+                        let v = if d16 {
+                            let dw = data[4 * i + c / 2];
+                            let h = if hi || c % 2 == 1 { dw >> 16 } else { dw } as u16;
+                            match nf {
+                                4 => u32::from(h),
+                                5 => h as i16 as u32,
+                                _ => {
+                                    let x = half::f16::from_bits(h).to_f64();
                                     if nf == 7 && x.is_nan() {
                                         nan_fields.push(c);
                                     }
                                     format_field(nf, w, x)
                                 }
-                            };
-                            let m = ((1u64 << w) - 1) as u32;
-                            elem |= u128::from(v & m) << o;
-                        }
-                        let g = u128::from_le_bytes(
-                            bytes32(&got[4 * i..4 * i + 4])[..16].try_into().unwrap(),
-                        );
-                        // A NaN field: any NaN; take the memory's bits for it.
-                        for c in nan_fields {
-                            let (o, w) = fields[c];
-                            let m = ((1u128 << w) - 1) << o;
-                            let gf = ((g & m) >> o) as u32;
-                            assert!(field_is_nan(gf, w), "{cpu} {k} lane {i} c {c}: {gf:#x}");
-                            elem = elem & !m | g & m;
-                        }
-                        want[..len].copy_from_slice(&elem.to_le_bytes()[..len]);
+                            }
+                        } else {
+                            let dw = data[4 * i + c];
+                            let x = f64::from(f32::from_bits(dw));
+                            if int || (nf == 7 && w == 32) {
+                                dw
+                            } else {
+                                if nf == 7 && x.is_nan() {
+                                    nan_fields.push(c);
+                                }
+                                format_field(nf, w, x)
+                            }
+                        };
+                        let m = ((1u64 << w) - 1) as u32;
+                        elem |= u128::from(v & m) << o;
                     }
-                    assert_eq!(bytes32(&got[4 * i..4 * i + 4]), want, "{cpu} {k} lane {i}");
+                    let g = elem_at(gotb);
+                    // A NaN field: any NaN; take the memory's bits for it.
+                    for c in nan_fields {
+                        let (o, w) = fields[c];
+                        let m = ((1u128 << w) - 1) << o;
+                        let gf = ((g & m) >> o) as u32;
+                        assert!(field_is_nan(gf, w), "{cpu} {k} lane {i} c {c}: {gf:#x}");
+                        elem = elem & !m | g & m;
+                    }
+                    for (b, &v) in elem.to_le_bytes()[..len].iter().enumerate() {
+                        want_all[addr(i, b)] = v;
+                    }
+                }
+            }
+            if name.contains("_store_") {
+                for j in 0..n {
+                    let r = 16 * j..16 * j + 16;
+                    assert_eq!(gotb[r.clone()], want_all[r], "{cpu} {k} bytes {}..", 16 * j);
                 }
             }
             ran += 1;
         }
-        assert_eq!(ran, 622, "{cpu}");
+        assert_eq!(ran, 642, "{cpu}");
     }
 }
 

@@ -16501,6 +16501,576 @@ idx_buffer_store_format_d16_xyzw__9_5:
 .Lidx_buffer_store_format_d16_xyzw__9_5_end:
 	.size idx_buffer_store_format_d16_xyzw__9_5, .Lidx_buffer_store_format_d16_xyzw__9_5_end-idx_buffer_store_format_d16_xyzw__9_5
 
+	.globl swz_buffer_load_format_xyzw__14_7
+	.p2align 8
+	.type swz_buffer_load_format_xyzw__14_7,@function
+swz_buffer_load_format_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x77000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_xyzw v[10:13], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_buffer_load_format_xyzw__14_7_end:
+	.size swz_buffer_load_format_xyzw__14_7, .Lswz_buffer_load_format_xyzw__14_7_end-swz_buffer_load_format_xyzw__14_7
+
+	.globl swz_tbuffer_store_format_xyzw__14_7
+	.p2align 8
+	.type swz_tbuffer_store_format_xyzw__14_7,@function
+swz_tbuffer_store_format_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_xyzw v[2:5], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_tbuffer_store_format_xyzw__14_7_end:
+	.size swz_tbuffer_store_format_xyzw__14_7, .Lswz_tbuffer_store_format_xyzw__14_7_end-swz_tbuffer_store_format_xyzw__14_7
+
+	.globl swz_buffer_load_format_d16_xyzw__14_7
+	.p2align 8
+	.type swz_buffer_load_format_d16_xyzw__14_7,@function
+swz_buffer_load_format_d16_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x77000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_buffer_load_format_d16_xyzw__14_7_end:
+	.size swz_buffer_load_format_d16_xyzw__14_7, .Lswz_buffer_load_format_d16_xyzw__14_7_end-swz_buffer_load_format_d16_xyzw__14_7
+
+	.globl swz_tbuffer_store_format_d16_xyzw__14_7
+	.p2align 8
+	.type swz_tbuffer_store_format_d16_xyzw__14_7,@function
+swz_tbuffer_store_format_d16_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_tbuffer_store_format_d16_xyzw__14_7_end:
+	.size swz_tbuffer_store_format_d16_xyzw__14_7, .Lswz_tbuffer_store_format_d16_xyzw__14_7_end-swz_tbuffer_store_format_d16_xyzw__14_7
+
+	.globl swz_tbuffer_load_format_xyzw__10_0
+	.p2align 8
+	.type swz_tbuffer_load_format_xyzw__10_0,@function
+swz_tbuffer_load_format_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_load_format_xyzw v[10:13], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_tbuffer_load_format_xyzw__10_0_end:
+	.size swz_tbuffer_load_format_xyzw__10_0, .Lswz_tbuffer_load_format_xyzw__10_0_end-swz_tbuffer_load_format_xyzw__10_0
+
+	.globl swz_buffer_store_format_xyzw__10_0
+	.p2align 8
+	.type swz_buffer_store_format_xyzw__10_0,@function
+swz_buffer_store_format_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x50000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_store_format_xyzw v[2:5], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_buffer_store_format_xyzw__10_0_end:
+	.size swz_buffer_store_format_xyzw__10_0, .Lswz_buffer_store_format_xyzw__10_0_end-swz_buffer_store_format_xyzw__10_0
+
+	.globl swz_tbuffer_load_format_d16_xyzw__10_0
+	.p2align 8
+	.type swz_tbuffer_load_format_d16_xyzw__10_0,@function
+swz_tbuffer_load_format_d16_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_tbuffer_load_format_d16_xyzw__10_0_end:
+	.size swz_tbuffer_load_format_d16_xyzw__10_0, .Lswz_tbuffer_load_format_d16_xyzw__10_0_end-swz_tbuffer_load_format_d16_xyzw__10_0
+
+	.globl swz_buffer_store_format_d16_xyzw__10_0
+	.p2align 8
+	.type swz_buffer_store_format_d16_xyzw__10_0,@function
+swz_buffer_store_format_d16_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x50000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_buffer_store_format_d16_xyzw__10_0_end:
+	.size swz_buffer_store_format_d16_xyzw__10_0, .Lswz_buffer_store_format_d16_xyzw__10_0_end-swz_buffer_store_format_d16_xyzw__10_0
+
+	.globl swz_buffer_load_format_xyzw__12_4
+	.p2align 8
+	.type swz_buffer_load_format_xyzw__12_4,@function
+swz_buffer_load_format_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x64000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_xyzw v[10:13], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_buffer_load_format_xyzw__12_4_end:
+	.size swz_buffer_load_format_xyzw__12_4, .Lswz_buffer_load_format_xyzw__12_4_end-swz_buffer_load_format_xyzw__12_4
+
+	.globl swz_tbuffer_store_format_xyzw__12_4
+	.p2align 8
+	.type swz_tbuffer_store_format_xyzw__12_4,@function
+swz_tbuffer_store_format_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_xyzw v[2:5], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_tbuffer_store_format_xyzw__12_4_end:
+	.size swz_tbuffer_store_format_xyzw__12_4, .Lswz_tbuffer_store_format_xyzw__12_4_end-swz_tbuffer_store_format_xyzw__12_4
+
+	.globl swz_buffer_load_format_d16_xyzw__12_4
+	.p2align 8
+	.type swz_buffer_load_format_d16_xyzw__12_4,@function
+swz_buffer_load_format_d16_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x64000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_buffer_load_format_d16_xyzw__12_4_end:
+	.size swz_buffer_load_format_d16_xyzw__12_4, .Lswz_buffer_load_format_d16_xyzw__12_4_end-swz_buffer_load_format_d16_xyzw__12_4
+
+	.globl swz_tbuffer_store_format_d16_xyzw__12_4
+	.p2align 8
+	.type swz_tbuffer_store_format_d16_xyzw__12_4,@function
+swz_tbuffer_store_format_d16_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_tbuffer_store_format_d16_xyzw__12_4_end:
+	.size swz_tbuffer_store_format_d16_xyzw__12_4, .Lswz_tbuffer_store_format_d16_xyzw__12_4_end-swz_tbuffer_store_format_d16_xyzw__12_4
+
+	.globl swz_tbuffer_load_format_xyzw__9_5
+	.p2align 8
+	.type swz_tbuffer_load_format_xyzw__9_5,@function
+swz_tbuffer_load_format_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_load_format_xyzw v[10:13], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SINT] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_tbuffer_load_format_xyzw__9_5_end:
+	.size swz_tbuffer_load_format_xyzw__9_5, .Lswz_tbuffer_load_format_xyzw__9_5_end-swz_tbuffer_load_format_xyzw__9_5
+
+	.globl swz_buffer_store_format_xyzw__9_5
+	.p2align 8
+	.type swz_buffer_store_format_xyzw__9_5,@function
+swz_buffer_store_format_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x4d000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_store_format_xyzw v[2:5], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_buffer_store_format_xyzw__9_5_end:
+	.size swz_buffer_store_format_xyzw__9_5, .Lswz_buffer_store_format_xyzw__9_5_end-swz_buffer_store_format_xyzw__9_5
+
+	.globl swz_tbuffer_load_format_d16_xyzw__9_5
+	.p2align 8
+	.type swz_tbuffer_load_format_d16_xyzw__9_5,@function
+swz_tbuffer_load_format_d16_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SINT] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_tbuffer_load_format_d16_xyzw__9_5_end:
+	.size swz_tbuffer_load_format_d16_xyzw__9_5, .Lswz_tbuffer_load_format_d16_xyzw__9_5_end-swz_tbuffer_load_format_d16_xyzw__9_5
+
+	.globl swz_buffer_store_format_d16_xyzw__9_5
+	.p2align 8
+	.type swz_buffer_store_format_d16_xyzw__9_5,@function
+swz_buffer_store_format_d16_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x4d000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_buffer_store_format_d16_xyzw__9_5_end:
+	.size swz_buffer_store_format_d16_xyzw__9_5, .Lswz_buffer_store_format_d16_xyzw__9_5_end-swz_buffer_store_format_d16_xyzw__9_5
+
+	.globl swz_buffer_load_format_xyzw__13_3
+	.p2align 8
+	.type swz_buffer_load_format_xyzw__13_3,@function
+swz_buffer_load_format_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_xyzw v[10:13], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_buffer_load_format_xyzw__13_3_end:
+	.size swz_buffer_load_format_xyzw__13_3, .Lswz_buffer_load_format_xyzw__13_3_end-swz_buffer_load_format_xyzw__13_3
+
+	.globl swz_tbuffer_store_format_xyzw__13_3
+	.p2align 8
+	.type swz_tbuffer_store_format_xyzw__13_3,@function
+swz_tbuffer_store_format_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_xyzw v[2:5], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_tbuffer_store_format_xyzw__13_3_end:
+	.size swz_tbuffer_store_format_xyzw__13_3, .Lswz_tbuffer_store_format_xyzw__13_3_end-swz_tbuffer_store_format_xyzw__13_3
+
+	.globl swz_buffer_load_format_d16_xyzw__13_3
+	.p2align 8
+	.type swz_buffer_load_format_d16_xyzw__13_3,@function
+swz_buffer_load_format_d16_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_buffer_load_format_d16_xyzw__13_3_end:
+	.size swz_buffer_load_format_d16_xyzw__13_3, .Lswz_buffer_load_format_d16_xyzw__13_3_end-swz_buffer_load_format_d16_xyzw__13_3
+
+	.globl swz_tbuffer_store_format_d16_xyzw__13_3
+	.p2align 8
+	.type swz_tbuffer_store_format_d16_xyzw__13_3,@function
+swz_tbuffer_store_format_d16_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_tbuffer_store_format_d16_xyzw__13_3_end:
+	.size swz_tbuffer_store_format_d16_xyzw__13_3, .Lswz_tbuffer_store_format_d16_xyzw__13_3_end-swz_tbuffer_store_format_d16_xyzw__13_3
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel buffer_load_format_xyzw__1_0
@@ -20851,6 +21421,146 @@ idx_buffer_store_format_d16_xyzw__9_5:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel idx_buffer_store_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_d16_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_d16_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_load_format_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_store_format_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_load_format_d16_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_store_format_d16_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_d16_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_d16_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_load_format_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_store_format_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_load_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_store_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_d16_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_d16_xyzw__13_3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

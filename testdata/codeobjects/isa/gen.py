@@ -864,7 +864,7 @@ def d16(cpu):
 # (lanes 0..55 in range, lane 56 only for accesses of at most 2 bytes, the rest out of
 # range); a load writes v[10:13] (preset to 0xdeadbeef) to p4 at 16i; a store's data is
 # p2's dwords at 16i. Kernels `<buffer|tbuffer>_<load|store>_format_<[d16_][hi_]x..xyzw>__
-# <dfmt>_<nfmt>` (prefix `idx_`: a structured buffer, see FORMAT_INDEXED): MUBUF takes the format from the resource's word 3, MTBUF from the
+# <dfmt>_<nfmt>` (prefix `idx_`/`swz_`: a structured/swizzled buffer, below): MUBUF takes the format from the resource's word 3, MTBUF from the
 # instruction. Every valid gfx9 combination runs the 4-component 32-bit and D16 loads and
 # stores (buffer and tbuffer alternating over the combinations); FORMAT_NARROW runs the
 # narrower forms in both encodings.
@@ -876,12 +876,16 @@ FORMAT_RECORDS = 16 * 56 + 2
 # of FORMAT_INDEXED_RECORDS records: lanes 56..63 are out of range.
 FORMAT_INDEXED = [(10, 0), (6, 7), (12, 7), (9, 5)]
 FORMAT_INDEXED_RECORDS = 56
+# Kernels `swz_<...>`: a swizzled buffer (STRIDE 16, ELEMENT_SIZE 4, INDEX_STRIDE 8, idxen
+# with the global index; no range check): byte b of lane i's element at
+# (i / 8) * 128 + (b / 4) * 32 + (i % 8) * 4 + b % 4 (Vega ISA §8.1.5 "Buffer addressing").
+FORMAT_SWIZZLED = [(14, 7), (10, 0), (12, 4), (9, 5), (13, 3)]
 DFMT = ["INVALID", "8", "16", "8_8", "32", "16_16", "10_11_11", "11_11_10", "10_10_10_2",
         "2_10_10_10", "8_8_8_8", "32_32", "16_16_16_16", "32_32_32", "32_32_32_32"]
 NFMT = ["UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "RESERVED_6", "FLOAT"]
 
 
-def format_kernel(a, enc, op, d, n, structured=False):
+def format_kernel(a, enc, op, d, n, mode=""):
     load = op.startswith("load")
     x = op.rsplit("_", 1)[1]
     d16 = "_d16" in op
@@ -893,21 +897,25 @@ def format_kernel(a, enc, op, d, n, structured=False):
             "v_mov_b32 v10, 0xdeadbeef", "v_mov_b32 v11, 0xdeadbeef",
             "v_mov_b32 v12, 0xdeadbeef", "v_mov_b32 v13, 0xdeadbeef",
             "s_mov_b32 s28, %s" % base[0], "s_and_b32 s29, %s, 0xffff" % base[1],
-            "s_mov_b32 s30, %d" % (FORMAT_INDEXED_RECORDS if structured else FORMAT_RECORDS),
+            "s_mov_b32 s30, %d" % {"": FORMAT_RECORDS, "idx": FORMAT_INDEXED_RECORDS,
+                                   "swz": -1}[mode],
             "s_mov_b32 s31, 0x%x" % word3,
             "s_waitcnt vmcnt(0)"]
-    if structured:
+    if mode == "idx":
         body.append("s_or_b32 s29, s29, 0x100000")  # STRIDE 16
+    if mode == "swz":
+        # SWIZZLE_ENABLE, STRIDE 16; ELEMENT_SIZE 4 bytes (word3 [20:19] = 1), INDEX_STRIDE 8.
+        body += ["s_or_b32 s29, s29, 0x80100000", "s_or_b32 s31, s31, 0x80000"]
     fmt = (" format:[BUF_DATA_FORMAT_%s,BUF_NUM_FORMAT_%s]" % (DFMT[d], NFMT[n])
            if enc == "tbuffer" else "")
     regs = "v10" if nregs == 1 else "v[10:%d]" % (9 + nregs)
     data = "v2" if nregs == 1 else "v[2:%d]" % (1 + nregs)
-    addr = "v1, s[28:31], 0%s idxen" if structured else "v22, s[28:31], 0%s offen"
+    addr = "v1, s[28:31], 0%s idxen" if mode else "v22, s[28:31], 0%s offen"
     body.append("%s_%s %s, %s" % (enc, op, regs if load else data, addr % fmt))
     body.append("s_waitcnt vmcnt(0)")
     if load:
         body.append("global_store_dwordx4 v22, v[10:13], s[12:13]")
-    a.kernel("%s%s_%s__%d_%d" % ("idx_" if structured else "", enc, op, d, n), body)
+    a.kernel("%s%s_%s__%d_%d" % (mode + "_" if mode else "", enc, op, d, n), body)
 
 
 def format_family(cpu):
@@ -926,7 +934,11 @@ def format_family(cpu):
     for i, (d, n) in enumerate(FORMAT_INDEXED):
         for j, op in enumerate(("load_format_xyzw", "store_format_xyzw", "load_format_d16_xyzw",
                                 "store_format_d16_xyzw")):
-            format_kernel(a, ("buffer", "tbuffer")[(i + j) % 2], op, d, n, structured=True)
+            format_kernel(a, ("buffer", "tbuffer")[(i + j) % 2], op, d, n, mode="idx")
+    for i, (d, n) in enumerate(FORMAT_SWIZZLED):
+        for j, op in enumerate(("load_format_xyzw", "store_format_xyzw", "load_format_d16_xyzw",
+                                "store_format_d16_xyzw")):
+            format_kernel(a, ("buffer", "tbuffer")[(i + j) % 2], op, d, n, mode="swz")
     return a
 
 
