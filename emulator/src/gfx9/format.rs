@@ -23,13 +23,16 @@
 //!   exponent, 6-/5-bit mantissa, no sign; denormals, infinity and NaN as in binary16)
 //!   widened exactly to f32.
 //! - Components the format lacks read 0, except W, which reads 1 (1.0 for the float-valued
-//!   numeric formats, the integer 1 for UINT/SINT), the default the ISA gives missing
-//!   components of typed fetches (and what LLVM's lowering of `llvm.amdgcn.*buffer.load.format`
-//!   of a narrower format assumes: it never masks the extra components).
+//!   numeric formats, the integer 1 for UINT/SINT): the (0, 0, 0, 1) fill of typed fetches.
+//!   The buffer chapter does not spell the values out; this is the texture convention.
 //! - stores, from the 32-bit register: UNORM/SNORM clamp to [0, 1] / [−1, 1] (NaN → 0), scale
-//!   by `2^n − 1` / `2^(n−1) − 1` and round to the nearest integer, ties to even;
+//!   by `2^n − 1` / `2^(n−1) − 1` and round to the nearest integer, ties to even (the scale
+//!   is odd, so only ±0.5 lands on a tie: e.g. 127.5 → 128 for UNORM8, but 0.5 → 0 for a
+//!   2-bit SNORM field);
 //!   USCALED/SSCALED truncate toward zero and saturate to the field's range (NaN → 0), as
-//!   `v_cvt_u32_f32`/`v_cvt_i32_f32` do; UINT/SINT keep the low `n` bits; FLOAT 16-bit and
+//!   `v_cvt_u32_f32`/`v_cvt_i32_f32` do; UINT/SINT keep the low `n` bits (the ISA states
+//!   neither the SCALED rounding nor whether integer stores saturate: these two are the
+//!   interpreter's choice, untested against hardware); FLOAT 16-bit and
 //!   the 11-/10-bit unsigned floats round to nearest even (negative values and −0 to +0, NaN
 //!   stays NaN with the quiet bit set, a value past the largest finite one to +inf, denormals
 //!   kept).
