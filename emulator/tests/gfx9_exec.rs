@@ -271,8 +271,8 @@ fn out_of_bounds_kernarg_pointer_is_memory_fault() {
 fn illegal_instruction_names_encoding_and_offset() {
     let mem = TestMemory::new();
     mem.add(BUF[0], vec![0; 16]);
-    // MTBUF opcode 8, tbuffer_load_format_d16_x (not implemented), then s_endpgm.
-    let code_bytes = words(&[0xE8040000, 0x80000000, 0xBF810000]);
+    // MUBUF opcode 127 (no gfx9 instruction), then s_endpgm.
+    let code_bytes = words(&[0xE1FC0000, 0x80000000, 0xBF810000]);
     let code = KernelCode {
         base_address: 0x4000,
         bytes: &code_bytes,
@@ -283,7 +283,7 @@ fn illegal_instruction_names_encoding_and_offset() {
     let e = run_dispatch(&code, &kd, Gfx9Target::Gfx900, &st, &mem).unwrap_err();
     assert_eq!(e.status(), Status::IllegalInstruction);
     assert!(
-        e.detail().contains("MTBUF") && e.detail().contains("0x0"),
+        e.detail().contains("MUBUF") && e.detail().contains("0x0"),
         "{e}"
     );
 }

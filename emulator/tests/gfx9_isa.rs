@@ -3113,22 +3113,83 @@ fn division_steps_and_helpers_match_the_isa() {
 // --- lanes: ds_swizzle_b32, ds_permute_b32, ds_bpermute_b32; 16-bit compares ---------------
 
 /// The lane whose data lane `lane` of a `ds_swizzle_b32` receives, as the Vega ISA's
-/// `DS_SWIZZLE_B32` describes (gen.py's offsets are all below 0xC000): with bit 15 set, the
-/// quad's lane that the 2-bit field of the lane's place in its quad names; otherwise in the
-/// lane's 32-lane half, lane id bits 4:0 ANDed with bits 4:0, ORed with bits 9:5, XORed with
-/// bits 14:10.
+/// `DS_SWIZZLE_B32` pseudo-code describes it, in the lane's 32-lane half (`id` = lane bits
+/// 4:0): offset ≥ 0xE000 (FFT), `reverse_bits(id)` over 5 bits shifted right by the count of
+/// ones in bits 4:0, ORed with `id & bits 4:0`; 0xC000.. (rotate), `(id & mask) | ((id +
+/// r) & ~mask)` with r bits 9:5, negated by bit 10, over 5 bits; bit 15 set otherwise (quad
+/// mode), the quad's lane that the 2-bit field of the lane's place in its quad names; bit 15
+/// clear, `id` ANDed with bits 4:0, ORed with bits 9:5, XORed with bits 14:10.
 fn swizzle_ref(offset: u32, lane: usize) -> usize {
-    if offset & 0x8000 != 0 {
-        let quad = lane / 4 * 4;
-        let field = offset >> (2 * (lane % 4)) & 3;
-        quad + field as usize
+    let id = lane as u32 % 32;
+    let mask = offset & 31;
+    let j = if offset >= 0xE000 {
+        let mut rev = 0;
+        for b in 0..5 {
+            rev |= (id >> b & 1) << (4 - b);
+        }
+        (rev >> mask.count_ones()) | (id & mask)
+    } else if offset >= 0xC000 {
+        let amount = (offset >> 5) & 31;
+        let r = if offset & (1 << 10) != 0 {
+            32 - amount
+        } else {
+            amount
+        };
+        (id & mask) | (((id + r) % 32) & !mask & 31)
+    } else if offset & 0x8000 != 0 {
+        let field = offset >> (2 * (id % 4)) & 3;
+        id / 4 * 4 + field
     } else {
-        let id = lane as u32 % 32;
-        let and = offset & 31;
         let or = (offset >> 5) & 31;
         let xor = (offset >> 10) & 31;
-        (((id & and) | or) ^ xor) as usize + lane / 32 * 32
-    }
+        ((id & mask) | or) ^ xor
+    };
+    j as usize + lane / 32 * 32
+}
+
+/// The lane whose data lane `lane` receives under LLVM's `swizzle(NAME, args)` macro, as
+/// AMDGPUModifierSyntax describes the macros (within each 32-lane half):
+/// `BROADCAST,size,l` every lane of a group of `size` gets the group's lane `l`;
+/// `SWAP,size` neighbouring groups of `size` lanes swap; `REVERSE,size` the lanes of each
+/// group of `size` in reverse order; `QUAD_PERM,a,b,c,d` lane k of each quad gets the quad's
+/// lane of the k-th argument; `BITMASK_PERM,"m"` each lane id bit (the string's first
+/// character is bit 4) forced to 0 or 1, preserved (`p`) or inverted (`i`).
+fn swizzle_macro_ref(macro_: &str, lane: usize) -> usize {
+    let (name, args) = macro_.split_once('_').unwrap();
+    let (name, args) = if name == "QUAD" || name == "BITMASK" {
+        let (rest, args) = args.split_once('_').unwrap();
+        (format!("{name}_{rest}"), args)
+    } else {
+        (name.to_string(), args)
+    };
+    let nums: Vec<usize> = args.split('_').filter_map(|x| x.parse().ok()).collect();
+    let id = lane % 32;
+    let j = match name.as_str() {
+        "BROADCAST" => id / nums[0] * nums[0] + nums[1],
+        "SWAP" => id ^ nums[0],
+        "REVERSE" => id / nums[0] * nums[0] + (nums[0] - 1 - id % nums[0]),
+        "QUAD_PERM" => {
+            let digits: Vec<usize> = args.split('_').map(|x| x.parse().unwrap()).collect();
+            id / 4 * 4 + digits[id % 4]
+        }
+        "BITMASK_PERM" => {
+            let mut j = 0;
+            for (k, c) in args.chars().enumerate() {
+                let bit = 4 - k;
+                let v = id >> bit & 1;
+                j |= match c {
+                    '0' => 0,
+                    '1' => 1,
+                    'p' => v,
+                    'i' => v ^ 1,
+                    _ => panic!("{c}"),
+                } << bit;
+            }
+            j
+        }
+        n => panic!("macro {n}"),
+    };
+    j + lane / 32 * 32
 }
 
 /// A 16-bit integer compare (`v_cmp_<cond>_<i16|u16>`) of the low halves of `a` and `b`.
@@ -3158,7 +3219,9 @@ fn cmp16_ref(op: &str, a: u32, b: u32) -> bool {
 
 /// gen.py's `lanes` family against the Vega ISA's cross-lane DS instructions (a lane reads 0
 /// from a lane outside EXEC; only EXEC's lanes are written; a permute's lane is
-/// `(addr + offset) / 4 % 64`) and the SDWA form of the 16-bit integer compares (src0's high
+/// `(addr + offset) / 4 % 64`; `ds_swizzle_b32` in its four modes, bit-mask, quad, rotate
+/// and FFT, by offset, and by LLVM's `swizzle()` macros against their documented meaning)
+/// and the SDWA form of the 16-bit integer compares (src0's high
 /// half against src1's low half; family cmp16 has their e32, e64 and cmpx forms), on every
 /// target, with EXEC missing lanes of both halves.
 #[test]
@@ -3208,6 +3271,12 @@ fn cross_lane_ds_and_16_bit_compares_match_the_isa() {
                         want[l] = if on(s) { data[s] } else { 0 };
                     }
                 }
+                "swizzlem" => {
+                    for l in (0..n).filter(|&l| on(l)) {
+                        let s = swizzle_macro_ref(arg, l);
+                        want[l] = if on(s) { data[s] } else { 0 };
+                    }
+                }
                 "bpermute" | "permute" => {
                     let off: u32 = arg.parse().unwrap();
                     let lane_of = |l: usize| ((addr[l] + off) / 4 % 64) as usize;
@@ -3239,7 +3308,7 @@ fn cross_lane_ds_and_16_bit_compares_match_the_isa() {
             ran += 1;
         }
     }
-    assert_eq!(ran, 5 * 37);
+    assert_eq!(ran, 5 * 64);
 }
 
 // --- d16: half-register loads and high-half stores ------------------------------------------
@@ -3309,43 +3378,267 @@ fn d16_loads_and_stores_match_the_isa() {
 
 // --- format: typed buffer loads and stores --------------------------------------------------
 
-/// Component width in bits and count of buffer data format `d` (Vega ISA §8.1.8).
-fn data_format(d: u32) -> (u32, usize) {
+/// (bit offset, width) of each component of buffer data format `d`, X first (Vega ISA §8.1.8
+/// "Buffer data formats"; the packed formats are named from the most significant field, so
+/// X is the last-named field, in the low bits).
+fn format_fields(d: u32) -> Vec<(u32, u32)> {
+    let arr = |w: u32, n: u32| (0..n).map(|k| (k * w, w)).collect();
     match d {
-        1 => (8, 1),
-        2 => (16, 1),
-        3 => (8, 2),
-        4 => (32, 1),
-        5 => (16, 2),
-        10 => (8, 4),
-        11 => (32, 2),
-        12 => (16, 4),
-        13 => (32, 3),
-        14 => (32, 4),
+        1 => arr(8, 1),
+        2 => arr(16, 1),
+        3 => arr(8, 2),
+        4 => arr(32, 1),
+        5 => arr(16, 2),
+        6 => vec![(0, 11), (11, 11), (22, 10)],
+        7 => vec![(0, 10), (10, 11), (21, 11)],
+        8 => vec![(0, 2), (2, 10), (12, 10), (22, 10)],
+        9 => vec![(0, 10), (10, 10), (20, 10), (30, 2)],
+        10 => arr(8, 4),
+        11 => arr(32, 2),
+        12 => arr(16, 4),
+        13 => arr(32, 3),
+        14 => arr(32, 4),
         _ => panic!("data format {d}"),
     }
 }
 
-/// `buffer_load_format_*` (data and numeric format from the resource) and
-/// `tbuffer_load_format_*` (from the instruction) convert each component as the Vega ISA's
-/// §8.1.8 gives it (UNORM `c/(2^n−1)`, SNORM `max(c/(2^(n−1)−1), −1)`, (U|S)SCALED as f32,
-/// UINT/SINT extended, FLOAT16 to f32), fill missing components with 0 and W with 1 (1.0),
-/// and leave registers past the instruction's count alone; the stores write the low bits
-/// (UINT/SINT) or the f16/f32 value (FLOAT) of the components the format has.
+/// The value of an unsigned float field of `w` bits (5-bit exponent, bias 15, `w − 5`-bit
+/// mantissa): `m · 2^−14 / 2^mb` for exponent 0, `(1 + m / 2^mb) · 2^(e−15)` otherwise,
+/// infinity or NaN for exponent 31.
+fn ufloat_value(c: u32, w: u32) -> f64 {
+    let mb = w - 5;
+    let (e, m) = (c >> mb, c & ((1 << mb) - 1));
+    let frac = f64::from(m) / f64::from(1u32 << mb);
+    match e {
+        31 if m == 0 => f64::INFINITY,
+        31 => f64::NAN,
+        0 => frac * 2f64.powi(-14),
+        _ => (1.0 + frac) * 2f64.powi(e as i32 - 15),
+    }
+}
+
+/// The unsigned float field of `w` bits nearest to `x` (ties to the even code), found by
+/// search over every finite code and infinity (as 2^16, the next exponent's first value):
+/// negative values and −0 give 0, NaN a NaN (checked by the caller).
+fn ufloat_nearest(x: f64, w: u32) -> u32 {
+    let inf = 31 << (w - 5);
+    if x <= 0.0 {
+        return 0;
+    }
+    let val = |c: u32| {
+        if c == inf {
+            65536.0
+        } else {
+            ufloat_value(c, w)
+        }
+    };
+    let mut best = 0;
+    for c in 1..=inf {
+        let (d, db) = ((val(c) - x).abs(), (val(best) - x).abs());
+        if d < db || (d == db && c % 2 == 0) {
+            best = c;
+        }
+    }
+    best
+}
+
+/// The exact value a float-valued numeric format `nf` gives the `w`-bit field `c` (Vega ISA
+/// §8.1.8 "Numeric formats"): UNORM `c / (2^w − 1)`, SNORM `c / (2^(w−1) − 1)` clamped at
+/// −1, (U|S)SCALED the integer, FLOAT the f16/f32/unsigned-float value.
+fn format_value(nf: u32, w: u32, c: u32) -> f64 {
+    let max = |k: u32| ((1u64 << k) - 1) as f64;
+    let signed = ((u64::from(c) << (64 - w)) as i64 >> (64 - w)) as f64;
+    match nf {
+        0 => f64::from(c) / max(w),
+        1 => (signed / max(w - 1)).max(-1.0),
+        2 => f64::from(c),
+        3 => signed,
+        7 => match w {
+            32 => f64::from(f32::from_bits(c)),
+            16 => half::f16::from_bits(c as u16).to_f64(),
+            _ => ufloat_value(c, w),
+        },
+        _ => panic!("{nf}"),
+    }
+}
+
+/// The `w`-bit field a store of the value `x` writes in float-valued numeric format `nf`:
+/// UNORM/SNORM clamped to [0, 1] / [−1, 1] (NaN 0), scaled, rounded to nearest even;
+/// (U|S)SCALED truncated and saturated (NaN 0); FLOAT rounded to nearest even.
+fn format_field(nf: u32, w: u32, x: f64) -> u32 {
+    let max = |k: u32| ((1u64 << k) - 1) as f64;
+    let bits = |v: f64| (v as i64 as u64 & ((1u64 << w) - 1)) as u32;
+    if x.is_nan() && nf != 7 {
+        return 0;
+    }
+    match nf {
+        0 => bits((x.clamp(0.0, 1.0) * max(w)).round_ties_even()),
+        1 => bits((x.clamp(-1.0, 1.0) * max(w - 1)).round_ties_even()),
+        2 => bits(x.trunc().clamp(0.0, max(w))),
+        3 => bits(x.trunc().clamp(-max(w - 1) - 1.0, max(w - 1))),
+        _ => match w {
+            32 => (x as f32).to_bits(),
+            16 => u32::from(half::f16::from_f64(x).to_bits()),
+            _ => ufloat_nearest(x, w),
+        },
+    }
+}
+
+/// Whether the `w`-bit float field `c` (FLOAT: f32, f16 or unsigned float) is a NaN: all
+/// exponent bits set and a nonzero mantissa.
+fn field_is_nan(c: u32, w: u32) -> bool {
+    let (eb, mb) = match w {
+        32 => (8, 23),
+        16 => (5, 10),
+        _ => (5, w - 5),
+    };
+    let e = c >> mb & ((1 << eb) - 1);
+    e == (1 << eb) - 1 && c & ((1 << mb) - 1) != 0
+}
+
+/// Per-lane inputs of the format kernels: the memory elements (16 bytes a lane) and the
+/// store data (4 dwords a lane), edge cases first, then random.
+fn format_inputs() -> (Vec<u8>, Vec<u32>) {
+    let n = 64usize;
+    let mut r = prng(0xF0F0);
+    let mut mem = Vec::new();
+    // Bytes: 0, max, the SNORM −1 codes, ±1 around the middle.
+    for b in [0x00u8, 0xFF, 0x80, 0x7F, 0x81, 0x01, 0xFE, 0x55] {
+        mem.extend_from_slice(&[b; 16]);
+    }
+    // 16-bit halves: the f16 edges (denormals, infinities, NaNs, −0) and the 16-bit
+    // integer ends.
+    for l in 0..8 {
+        for k in 0..8 {
+            mem.extend_from_slice(&F16[(l * 3 + k) % 16].to_le_bytes());
+        }
+    }
+    // Dwords: f32 edges and the packed formats' fields at infinity, NaN, denormal, max.
+    let dw: [u32; 32] = [
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7FC0_0000,
+        0x7F80_0001,
+        0x8000_0000,
+        0x0000_0001,
+        0x807F_FFFF,
+        0x3F80_0000,
+        0x7C0 | 0x7C1 << 11 | 0x3E0 << 22, // 10_11_11: inf, NaN, inf
+        0x3E1 | 0x7C0 << 10 | 0x7FF << 21, // 11_11_10: NaN, inf, NaN
+        0x001 | 0x03F << 11 | 0x040 << 22, // denormals, the smallest normal
+        0x7BF | 0x7BF << 11 | 0x3DF << 22, // the largest finite values
+        0x3C0 | 0x3C1 << 11 | 0x3C0 << 22, // around 1.0
+        0x0000_0000,
+        0xFFFF_FFFF,
+        0x8000_0001,
+        0x4000_0200 | 0x200 << 10,
+        0x7FFF_FFFF,
+        0xC020_0802,
+        0x3FF0_0801,
+        0xAAAA_AAAA,
+        0x5555_5555,
+        0x8020_0800,
+        0x1FF7_FDFF,
+        0x0000_FFFF,
+        0xFFFF_0000,
+        0x0000_8000,
+        0x8000_8000,
+        0x7FFF_7FFF,
+        0x0001_0001,
+        0x00FF_00FF,
+        0xFF00_FF00,
+    ];
+    for d in dw {
+        mem.extend_from_slice(&d.to_le_bytes());
+    }
+    while mem.len() < n * 16 {
+        mem.extend_from_slice(&r().to_le_bytes());
+    }
+    // Store data: f32 edges (NaN, infinities, ±0, denormals), the clamp and rounding
+    // boundaries of the 8/10/16-bit fields and f16/unsigned-float overflow; f16 pairs for
+    // the D16 stores; then values in [−2, 2], wide values and raw bits.
+    let f = |x: f32| x.to_bits();
+    let mut data: Vec<u32> = vec![
+        0x7FC0_0000,
+        0xFFC0_0001,
+        0x7F80_0000,
+        0xFF80_0000,
+        0x8000_0000,
+        0,
+        1,
+        0x8000_0001,
+        f(1.0),
+        f(-1.0),
+        f(1.0000001),
+        f(-1.0000001),
+        f(0.5),
+        f(-0.5),
+        f(2.5),
+        f(-2.5),
+        f(3.7),
+        f(-3.7),
+        f(255.5),
+        f(256.0),
+        f(127.5),
+        f(-128.5),
+        f(-129.0),
+        f(1023.9),
+        f(1e10),
+        f(-1e10),
+        f(65519.0),
+        f(65520.0),
+        f(65280.0),
+        f(65279.0),
+        f(65024.0),
+        f(2f32.powi(-25)),
+        f(3.0 * 2f32.powi(-25)),
+        f(2f32.powi(-14)),
+        f(1.0 + 2f32.powi(-7)),
+        f(1.0 + 3.0 * 2f32.powi(-7)),
+        f(1.0 + 2f32.powi(-6)),
+        f(0.5 / 255.0),
+        f(1.5 / 255.0),
+        f(254.5 / 255.0),
+        f(1.5 / 127.0),
+        f(-126.5 / 127.0),
+        f(4294967296.0),
+        f(2147483648.0),
+        f(-2147483904.0),
+        f(1.0 / 3.0),
+        f(-1.0 / 3.0),
+        f(0.999),
+    ];
+    for k in 0..64 {
+        data.push(u32::from(F16[k % 16]) | u32::from(F16[(k * 7 + 3) % 16]) << 16);
+    }
+    while data.len() < n * 4 {
+        let x = r();
+        data.push(match data.len() % 3 {
+            0 => f(f32::from_bits(x >> 9 | 0x3F80_0000) * 4.0 - 6.0),
+            1 => f((x as i32 as f32) / 32768.0),
+            _ => x,
+        });
+    }
+    (mem, data)
+}
+
+/// `buffer_*_format_*` (format from the resource's word 3) and `tbuffer_*_format_*` (from
+/// the instruction), 32-bit and D16, for every DATA_FORMAT/NUM_FORMAT combination of gfx9,
+/// against the Vega ISA's §8.1.8 conversions as the reference above writes them: a load
+/// converts each field (UNORM/SNORM/SCALED/FLOAT to f32 (D16: f16, one rounding), UINT/SINT
+/// extended (D16: low 16 bits)), gives missing components 0 and W 1 (1.0), writes only the
+/// instruction's registers (D16: two components per VGPR, the unwritten half kept), and
+/// reads 0 past NUM_RECORDS; a store converts with clamping and round-to-nearest-even
+/// (SCALED truncating), writes a packed format's whole dword (missing fields 0) or the
+/// instruction's components, and is dropped past NUM_RECORDS (bytes of a raw buffer,
+/// records of a structured one).
 #[test]
 fn format_loads_and_stores_match_the_isa() {
     let n = 64usize;
-    let mut r = prng(0xF0F0);
-    let mem: Vec<u32> = (0..n * 4).map(|_| r()).collect();
-    let mut data: Vec<u32> = (0..n * 4).map(|_| r()).collect();
-    // FLOAT stores: ordinary values (f16-representable range).
-    for (i, d) in data.iter_mut().enumerate() {
-        if i % 3 == 0 {
-            *d = (f32::from_bits(*d >> 9 | 0x3F80_0000) * 3.0 - 4.5).to_bits();
-        }
-    }
+    let records = 16 * 56 + 2;
+    let (mem, data) = format_inputs();
+    let mut r = prng(0xF111);
     let fill: Vec<u32> = (0..n * 4).map(|_| r()).collect();
-    let mb = bytes32(&mem);
     for (cpu, target) in CPUS {
         let isa = Isa::load("format", cpu, target);
         let mut ran = 0;
@@ -3353,12 +3646,21 @@ fn format_loads_and_stores_match_the_isa() {
             let (name, fmt) = k.rsplit_once("__").unwrap();
             let (d, nf) = fmt.split_once('_').unwrap();
             let (d, nf): (u32, u32) = (d.parse().unwrap(), nf.parse().unwrap());
-            let comps = name.rsplit('_').next().unwrap().len();
-            let (bits, count) = data_format(d);
-            let size = bits as usize / 8;
+            let x = name.rsplit('_').next().unwrap();
+            let comps = x.len();
+            let (d16, hi) = (name.contains("_d16"), name.contains("_hi_"));
+            let fields = format_fields(d);
+            let packed = matches!(d, 6..=9);
+            let int = matches!(nf, 4 | 5);
+            let len = if packed {
+                4
+            } else {
+                let (o, w) = fields[comps.min(fields.len()) - 1];
+                ((o + w) / 8) as usize
+            };
             let bufs = vec![
                 vec![0; n * 16],
-                bytes32(&mem),
+                mem.clone(),
                 bytes32(&data),
                 vec![0; n * 16],
                 bytes32(&fill),
@@ -3367,69 +3669,189 @@ fn format_loads_and_stores_match_the_isa() {
                 .run(&k, n as u32, &bufs)
                 .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
             let got = u32s(&out[4]);
-            let mask = if bits == 32 {
-                u32::MAX
-            } else {
-                (1 << bits) - 1
-            };
-            let sext = |c: u32| ((c << (32 - bits)) as i32) >> (32 - bits);
-            for i in 0..n {
-                if name.contains("_load_") {
-                    for c in 0..4 {
-                        let want = if c >= comps {
-                            0xDEAD_BEEF
-                        } else if c >= count {
-                            match (c, nf) {
-                                (3, 4 | 5) => 1,
-                                (3, _) => 1.0f32.to_bits(),
-                                _ => 0,
-                            }
-                        } else {
-                            let at = 16 * i + c * size;
-                            let mut b = [0u8; 4];
-                            b[..size].copy_from_slice(&mb[at..at + size]);
-                            let raw = u32::from_le_bytes(b);
-                            let max = |k: u32| ((1u64 << k) - 1) as f64;
-                            match nf {
-                                0 => ((f64::from(raw) / max(bits)) as f32).to_bits(),
-                                1 => ((f64::from(sext(raw)) / max(bits - 1)).max(-1.0) as f32)
-                                    .to_bits(),
-                                2 => (raw as f32).to_bits(),
-                                3 => (sext(raw) as f32).to_bits(),
-                                4 => raw,
-                                5 => sext(raw) as u32,
-                                _ if bits == 16 => {
-                                    let h = half::f16::from_bits(raw as u16);
-                                    if h.is_nan() {
-                                        // NaN: any NaN (the payload is not checked).
-                                        assert!(f32::from_bits(got[4 * i + c]).is_nan());
-                                        got[4 * i + c]
-                                    } else {
-                                        h.to_f32().to_bits()
-                                    }
-                                }
-                                _ => raw,
-                            }
-                        };
-                        assert_eq!(got[4 * i + c], want, "{cpu} {k} lane {i} component {c}");
-                    }
+            let gotb = &out[4];
+            // Where byte b of lane i's element is: 16i + b, or in a swizzled buffer (STRIDE
+            // 16, ELEMENT_SIZE 4, INDEX_STRIDE 8; Vega ISA §8.1.5) `(index_msb * stride +
+            // offset_msb * element_size) * index_stride + index_lsb * element_size +
+            // offset_lsb`.
+            let swz = k.starts_with("swz_");
+            let addr = |i: usize, b: usize| {
+                if swz {
+                    (i / 8 * 16 + b / 4 * 4) * 8 + i % 8 * 4 + b % 4
                 } else {
-                    let mut want = bytes32(&fill[4 * i..4 * i + 4]);
-                    for c in 0..comps.min(count) {
-                        let v = data[4 * i + c];
-                        let m = if nf == 7 && bits == 16 {
-                            u32::from(half::f16::from_f32(f32::from_bits(v)).to_bits())
-                        } else {
-                            v & mask
-                        };
-                        want[c * size..c * size + size].copy_from_slice(&m.to_le_bytes()[..size]);
+                    16 * i + b
+                }
+            };
+            // What a store leaves in p4 (the fill where it writes nothing).
+            let mut want_all = bytes32(&fill);
+            for i in 0..n {
+                // A structured buffer (`idx_`) bounds the record index, a raw one the bytes
+                // (a swizzled one has no range check).
+                let inside = if k.starts_with("idx_") {
+                    i < 56
+                } else if swz {
+                    true
+                } else {
+                    16 * i + len <= records
+                };
+                let elem_at = |bytes: &[u8]| {
+                    let e: Vec<u8> = (0..16).map(|b| bytes[addr(i, b)]).collect();
+                    u128::from_le_bytes(e.try_into().unwrap())
+                };
+                let at = |c: usize| {
+                    let (o, w) = fields[c];
+                    ((elem_at(&mem) >> o) as u64 & ((1u64 << w) - 1)) as u32
+                };
+                if name.contains("_load_") {
+                    // Each component's 32-bit or 16-bit result, None where any NaN will do.
+                    let comp32 = |c: usize| -> Option<u32> {
+                        if !inside {
+                            return Some(0);
+                        }
+                        if c >= fields.len() {
+                            return Some(match (c, int) {
+                                (3, true) => 1,
+                                (3, false) => 1.0f32.to_bits(),
+                                _ => 0,
+                            });
+                        }
+                        let (raw, w) = (at(c), fields[c].1);
+                        let sx = ((u64::from(raw) << (64 - w)) as i64 >> (64 - w)) as u32;
+                        Some(match nf {
+                            4 => raw,
+                            5 => sx,
+                            7 if w == 32 => raw,
+                            _ => {
+                                let v = format_value(nf, w, raw);
+                                if v.is_nan() {
+                                    return None;
+                                }
+                                (v as f32).to_bits()
+                            }
+                        })
+                    };
+                    let comp16 = |c: usize| -> Option<u32> {
+                        if !inside {
+                            return Some(0);
+                        }
+                        if c >= fields.len() {
+                            return Some(match (c, int) {
+                                (3, true) => 1,
+                                (3, false) => 0x3C00,
+                                _ => 0,
+                            });
+                        }
+                        if int {
+                            return comp32(c).map(|v| v & 0xFFFF);
+                        }
+                        let v = format_value(nf, fields[c].1, at(c));
+                        if v.is_nan() {
+                            return None;
+                        }
+                        Some(u32::from(half::f16::from_f64(v).to_bits()))
+                    };
+                    let mut want = [Some(0xDEAD_BEEF_u32); 4];
+                    if d16 {
+                        for c in (0..comps).step_by(2) {
+                            let lo = comp16(c);
+                            let (l, h) = if hi {
+                                (Some(0xBEEF), lo)
+                            } else if c + 1 < comps {
+                                (lo, comp16(c + 1))
+                            } else {
+                                (lo, Some(0xDEAD))
+                            };
+                            want[c / 2] = l.zip(h).map(|(l, h)| l | h << 16);
+                            // A NaN half: check the other half and that this one is a NaN.
+                            let g = got[4 * i + c / 2];
+                            for (half, sh) in [(l, 0), (h, 16)] {
+                                if half.is_none() {
+                                    let b = half::f16::from_bits((g >> sh) as u16);
+                                    assert!(b.is_nan(), "{cpu} {k} lane {i} c {c}: {g:#x}");
+                                }
+                            }
+                            if want[c / 2].is_none() {
+                                let m = |v: Option<u32>, sh: u32| v.map_or(0, |_| 0xFFFFu32 << sh);
+                                let mask = m(l, 0) | m(h, 16);
+                                let w = l.unwrap_or(0) | h.unwrap_or(0) << 16;
+                                assert_eq!(g & mask, w & mask, "{cpu} {k} lane {i} c {c}");
+                                want[c / 2] = Some(g);
+                            }
+                        }
+                    } else {
+                        for (c, wc) in want.iter_mut().enumerate().take(comps) {
+                            *wc = comp32(c);
+                            if wc.is_none() {
+                                let g = got[4 * i + c];
+                                assert!(f32::from_bits(g).is_nan(), "{cpu} {k} lane {i} c {c}");
+                                *wc = Some(g);
+                            }
+                        }
                     }
-                    assert_eq!(bytes32(&got[4 * i..4 * i + 4]), want, "{cpu} {k} lane {i}");
+                    for c in 0..4 {
+                        assert_eq!(
+                            got[4 * i + c],
+                            want[c].unwrap(),
+                            "{cpu} {k} lane {i} component {c}"
+                        );
+                    }
+                } else if inside {
+                    let mut elem = 0u128;
+                    let mut nan_fields = Vec::new();
+                    for c in 0..comps.min(fields.len()) {
+                        let (o, w) = fields[c];
+                        let v = if d16 {
+                            let dw = data[4 * i + c / 2];
+                            let h = if hi || c % 2 == 1 { dw >> 16 } else { dw } as u16;
+                            match nf {
+                                4 => u32::from(h),
+                                5 => h as i16 as u32,
+                                _ => {
+                                    let x = half::f16::from_bits(h).to_f64();
+                                    if nf == 7 && x.is_nan() {
+                                        nan_fields.push(c);
+                                    }
+                                    format_field(nf, w, x)
+                                }
+                            }
+                        } else {
+                            let dw = data[4 * i + c];
+                            let x = f64::from(f32::from_bits(dw));
+                            if int || (nf == 7 && w == 32) {
+                                dw
+                            } else {
+                                if nf == 7 && x.is_nan() {
+                                    nan_fields.push(c);
+                                }
+                                format_field(nf, w, x)
+                            }
+                        };
+                        let m = ((1u64 << w) - 1) as u32;
+                        elem |= u128::from(v & m) << o;
+                    }
+                    let g = elem_at(gotb);
+                    // A NaN field: any NaN; take the memory's bits for it.
+                    for c in nan_fields {
+                        let (o, w) = fields[c];
+                        let m = ((1u128 << w) - 1) << o;
+                        let gf = ((g & m) >> o) as u32;
+                        assert!(field_is_nan(gf, w), "{cpu} {k} lane {i} c {c}: {gf:#x}");
+                        elem = elem & !m | g & m;
+                    }
+                    for (b, &v) in elem.to_le_bytes()[..len].iter().enumerate() {
+                        want_all[addr(i, b)] = v;
+                    }
+                }
+            }
+            if name.contains("_store_") {
+                for j in 0..n {
+                    let r = 16 * j..16 * j + 16;
+                    assert_eq!(gotb[r.clone()], want_all[r], "{cpu} {k} bytes {}..", 16 * j);
                 }
             }
             ran += 1;
         }
-        assert_eq!(ran, 192, "{cpu}");
+        assert_eq!(ran, 642, "{cpu}");
     }
 }
 

@@ -222,6 +222,15 @@ for i, x in enumerate(("x", "xy", "xyz", "xyzw")):
     row("MUBUF", "buffer_store_format_%s" % x, "0 %d" % (i + 1))
     row("MTBUF", "tbuffer_load_format_%s" % x, "%d" % (i + 1))
     row("MTBUF", "tbuffer_store_format_%s" % x, "0 %d" % (i + 1))
+# D16 forms: two 16-bit components per VGPR (gfx9 packed D16).
+for i, x in enumerate(("x", "xy", "xyz", "xyzw")):
+    w = (i + 2) // 2
+    row("MUBUF", "buffer_load_format_d16_%s" % x, "%d" % w)
+    row("MUBUF", "buffer_store_format_d16_%s" % x, "0 %d" % w)
+    row("MTBUF", "tbuffer_load_format_d16_%s" % x, "%d" % w)
+    row("MTBUF", "tbuffer_store_format_d16_%s" % x, "0 %d" % w)
+row("MUBUF", "buffer_load_format_d16_hi_x", "1")
+row("MUBUF", "buffer_store_format_d16_hi_x", "0 1")
 # Cache control (no operands): gfx9 L1 writeback-invalidate, gfx90a/gfx940 L2 writeback and
 # invalidate (ordering points for the interpreter).
 row("MUBUF", "buffer_wbinvl1 buffer_wbinvl1_vol buffer_wbl2 buffer_invl2 buffer_inv", "0")

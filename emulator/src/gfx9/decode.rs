@@ -1696,9 +1696,9 @@ mod tests {
         );
         // SMEM needs 2 dwords.
         assert!(dec(&[0xC0020242], Gfx9Target::Gfx900).is_err());
-        // MTBUF opcode 8 (tbuffer_load_format_d16_x): not in the table.
-        let e = dec(&[0xE8040000, 0], Gfx9Target::Gfx900).unwrap_err();
-        assert!(e.detail().contains("MTBUF"));
+        // MUBUF opcode 127: not in the table (MTBUF's 16 opcodes all are).
+        let e = dec(&[0xE1FC0000, 0], Gfx9Target::Gfx900).unwrap_err();
+        assert!(e.detail().contains("MUBUF"));
         // MIMG: no compute kernel's.
         let e = dec(&[0xF0000000, 0], Gfx9Target::Gfx900).unwrap_err();
         assert!(e.detail().contains("MIMG"));

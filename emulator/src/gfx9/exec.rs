@@ -34,6 +34,7 @@ use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, 
 use super::f16;
 use super::fast::{Done, Fast};
 use super::fdiv;
+use super::format::BufferFormat;
 use super::hwid::{enabled_cus, hw_id, CuId, WaveLaunch};
 use super::mode;
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
@@ -3048,22 +3049,44 @@ fn ds_lane_op(name: &str) -> bool {
 }
 
 /// The lane whose value lane `lane` of a `DS_SWIZZLE_B32` with 16-bit `offset` receives
-/// (Vega ISA, `DS_SWIZZLE_B32`): with `offset[15]` set (quad mode, `offset[14:8]` zero) the
-/// lane of its quad that `offset[2k+1:2k]` names, k the lane's place in the quad; with
-/// `offset[15]` clear (bit-mask mode) `((lane[4:0] & and_mask) | or_mask) ^ xor_mask` in
-/// the lane's half of the wave, the masks being `offset[4:0]`, `offset[9:5]` and
-/// `offset[14:10]`. `None` for the FFT and rotate modes (`offset >= 0xC000`), which gfx9
-/// code from LLVM never uses and the interpreter does not model.
-fn swizzle_source(offset: u32, lane: usize) -> Option<usize> {
-    if offset >= 0xC000 {
-        return None;
-    }
-    if offset & 0x8000 != 0 {
-        let k = lane & 3;
-        return Some((lane & !3) | (offset >> (2 * k) & 3) as usize);
-    }
-    let (and, or, xor) = (offset & 0x1F, offset >> 5 & 0x1F, offset >> 10 & 0x1F);
-    Some(((lane as u32 & 0x1F & and | or) ^ xor) as usize | (lane & 0x20))
+/// (Vega ISA, `DS_SWIZZLE_B32`; the same four modes in the CDNA1/2/3 guides). Every mode
+/// works within the lane's 32-lane half (lane bit 5 is kept), `i` below being the lane's
+/// bits 4:0:
+/// - `offset >= 0xE000`, FFT: with `mask = offset[4:0]`, the 5-bit bit reversal of `i`
+///   shifted right by the number of ones in `mask`, ORed with `i & mask`;
+/// - `0xC000..0xE000`, rotate: with `mask = offset[4:0]` and `r = offset[9:5]` (negated when
+///   `offset[10]` is set), `(i & mask) | ((i + r) & !mask)`, the sum taken modulo 32 (the
+///   ISA's pseudo-code adds in a wider integer; only bits 4:0 name a lane of the half);
+/// - `offset[15]` set below 0xC000, quad mode: the lane of its quad that `offset[2k+1:2k]`
+///   names, k the lane's place in the quad (`offset[14:8]` are zero in what LLVM emits);
+/// - `offset[15]` clear, bit-mask mode: `((i & and_mask) | or_mask) ^ xor_mask`, the masks
+///   being `offset[4:0]`, `offset[9:5]` and `offset[14:10]`.
+///
+/// llvm-mc-19 has no `swizzle(FFT, …)`/`swizzle(ROTATE, …)` macro for gfx9 (it writes and
+/// prints those offsets as plain numbers); its BROADCAST, SWAP, REVERSE and BITMASK_PERM
+/// macros encode bit-mask mode, QUAD_PERM quad mode.
+fn swizzle_source(offset: u32, lane: usize) -> usize {
+    let i = lane as u32 & 0x1F;
+    let half = lane & 0x20;
+    let mask = offset & 0x1F;
+    let j = if offset >= 0xE000 {
+        let rev = i.reverse_bits() >> 27;
+        (rev >> mask.count_ones()) | (i & mask)
+    } else if offset >= 0xC000 {
+        let r = offset >> 5 & 0x1F;
+        let r = if offset & 0x400 != 0 {
+            r.wrapping_neg()
+        } else {
+            r
+        };
+        (i & mask) | (i.wrapping_add(r) & !mask & 0x1F)
+    } else if offset & 0x8000 != 0 {
+        (i & !3) | (offset >> (2 * (i & 3)) & 3)
+    } else {
+        let (and, or, xor) = (mask, offset >> 5 & 0x1F, offset >> 10 & 0x1F);
+        (i & and | or) ^ xor
+    };
+    j as usize | half
 }
 
 /// `DS_SWIZZLE_B32`, `DS_PERMUTE_B32` and `DS_BPERMUTE_B32` (Vega ISA §12.13): every
@@ -3087,13 +3110,7 @@ fn ds_lanes(w: &mut Wave, inst: &Instruction) -> Result<()> {
     match inst.name() {
         "ds_swizzle_b32" => {
             for (lane, o) in out.iter_mut().enumerate() {
-                let Some(src) = swizzle_source(offset, lane) else {
-                    return Err(error!(
-                        Status::IllegalInstruction,
-                        "ds_swizzle_b32 offset:{offset:#x}: the FFT and rotate modes are not \
-                         implemented"
-                    ));
-                };
+                let src = swizzle_source(offset, lane);
                 if active(src) {
                     *o = vsrc(w, &inst.src[0], src, false, false) as u32;
                 }
@@ -3534,20 +3551,20 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
             let w3 = w.sreg[r + 3];
             ((w3 >> 15 & 0xF) as u8, (w3 >> 12 & 7) as u8)
         };
-        let Some((bits, count)) = buffer_data_format(dfmt) else {
-            return Err(error!(
+        let f = BufferFormat::new(dfmt, nfmt).map_err(|why| {
+            error!(
                 Status::IllegalInstruction,
-                "{name}: data format BUF_DATA_FORMAT_{} not modelled",
-                super::disasm::DATA_FORMATS[usize::from(dfmt)]
-            ));
-        };
-        Some(BufferFormat { bits, count, nfmt })
+                "{name}: format [BUF_DATA_FORMAT_{},BUF_NUM_FORMAT_{}]: {why}",
+                super::disasm::DATA_FORMATS[usize::from(dfmt)],
+                super::disasm::NUM_FORMATS[usize::from(nfmt)]
+            )
+        })?;
+        Some(f)
     } else {
         None
     };
     let len = if let Some(f) = format {
-        let comps = inst.info.widths[0].max(inst.info.widths[1]) as usize;
-        f.bits as usize / 8 * comps.min(f.count)
+        f.bytes(format_components(op).0)
     } else if let Some(ty) = op.strip_prefix("load_") {
         access_bytes(ty, inst.info.widths[0])
     } else if let Some(ty) = op.strip_prefix("store_") {
@@ -3574,6 +3591,10 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
         let offset = voff + inst.imm as u64;
         if rsrc.out_of_range(index, offset, len as u64) {
             // Out of range: loads (and returning atomics) get zeros, stores are dropped.
+            if format.is_some() {
+                format_out_of_range(w, inst, lane);
+                continue;
+            }
             for k in 0..inst.info.widths[0] as usize {
                 set_vdst_dword(w, &inst.dst, lane, k, 0);
             }
@@ -3616,40 +3637,51 @@ fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> 
     Ok(())
 }
 
-/// A buffer element format: component width in bits, component count, numeric format
-/// (`nfmt`: 0 UNORM, 1 SNORM, 2 USCALED, 3 SSCALED, 4 UINT, 5 SINT, 7 FLOAT).
-#[derive(Clone, Copy, Debug)]
-struct BufferFormat {
-    bits: u32,
-    count: usize,
-    nfmt: u8,
+/// The components a format instruction (`op` the mnemonic after `buffer_`/`tbuffer_`)
+/// moves, and whether it is a D16 form and its `d16_hi` variant: `load_format_xyz` → (3,
+/// false, false), `store_format_d16_hi_x` → (1, true, true).
+fn format_components(op: &str) -> (usize, bool, bool) {
+    let comps = op.rsplit('_').next().map_or(0, str::len);
+    (comps, op.contains("_d16"), op.contains("_d16_hi"))
 }
 
-/// The component width and count of buffer data format `dfmt` (Vega ISA §8.1.8 "Buffer data
-/// formats"): `None` for INVALID, the packed 10/11-bit formats (not modelled) and 15.
-fn buffer_data_format(dfmt: u8) -> Option<(u32, usize)> {
-    Some(match dfmt {
-        1 => (8, 1),
-        2 => (16, 1),
-        3 => (8, 2),
-        4 => (32, 1),
-        5 => (16, 2),
-        10 => (8, 4),
-        11 => (32, 2),
-        12 => (16, 4),
-        13 => (32, 3),
-        14 => (32, 4),
-        _ => return None,
-    })
+/// One lane of a format load or store out of the buffer's range: every component the
+/// instruction loads reads 0 (a D16 form writes its halves and keeps the others, as in
+/// range); a store does nothing.
+fn format_out_of_range(w: &mut Wave, inst: &Instruction, lane: usize) {
+    let op = inst.name().split_once("buffer_").map_or("", |(_, o)| o);
+    let (comps, d16, hi) = format_components(op);
+    if inst.info.widths[0] == 0 {
+        return;
+    }
+    if !d16 {
+        for k in 0..comps {
+            set_vdst_dword(w, &inst.dst, lane, k, 0);
+        }
+        return;
+    }
+    for k in (0..comps).step_by(2) {
+        let old = vsrc_dword(w, &inst.dst, lane, k / 2);
+        let v = if hi {
+            old & 0xFFFF
+        } else if k + 1 < comps {
+            0
+        } else {
+            old & 0xFFFF_0000
+        };
+        set_vdst_dword(w, &inst.dst, lane, k / 2, v);
+    }
 }
 
-/// One lane of a format load or store (`buffer_/tbuffer_load/store_format_x..xyzw`, Vega ISA
-/// §8.1.8): each component of the element converts between its memory form and a 32-bit
-/// VGPR. Loads: UNORM `c / (2^n − 1)`, SNORM `max(c / (2^(n−1) − 1), −1)`, USCALED/SSCALED
-/// the integer as an f32, UINT/SINT zero- or sign-extended, FLOAT (16 or 32 bits) as f32;
-/// components the format lacks read 0, and 1 (1.0 for the float-valued formats) for W.
-/// Stores: UINT/SINT keep the low bits, FLOAT converts to the width (f16 rounded to nearest
-/// even); a store in the other numeric formats is an error (not modelled).
+/// One lane of a format load or store (`buffer_/tbuffer_load/store_format_[d16_][hi_]x..xyzw`,
+/// Vega ISA §8.1.8; the conversions are [`BufferFormat`]'s). A 32-bit form moves one
+/// component per VGPR. A D16 form packs two per VGPR (gfx9's packed D16): X in bits 15:0 of
+/// the first, Y in 31:16, Z and W likewise in the second; a load leaves the half it does not
+/// write as it was (`d16_x`, `d16_xyz`: the high half of the last VGPR; `d16_hi_x` writes
+/// the high half and keeps the low one, as `buffer_load_short_d16_hi` does), a `d16_hi_x`
+/// store takes X from the high half. A packed format (10/11/2-bit fields) is one dword: a
+/// load reads it whole, a store writes it whole with the components the instruction lacks
+/// as 0. Other formats move only the components the instruction names.
 fn format_access(
     ctx: &mut Ctx<'_, '_>,
     w: &mut Wave,
@@ -3659,62 +3691,46 @@ fn format_access(
     addr_of: &dyn Fn(u64) -> u64,
 ) -> Result<()> {
     let load = inst.info.widths[0] > 0;
-    let comps = inst.info.widths[0].max(inst.info.widths[1]) as usize;
-    let size = f.bits as usize / 8;
-    let mask = if f.bits == 32 {
-        u32::MAX
-    } else {
-        (1 << f.bits) - 1
-    };
-    let sext = |c: u32| ((c << (32 - f.bits)) as i32) >> (32 - f.bits);
-    let bad = || {
-        error!(
-            Status::IllegalInstruction,
-            "{}: numeric format BUF_NUM_FORMAT_{} with {}-bit components not modelled",
-            inst.name(),
-            super::disasm::NUM_FORMATS[usize::from(f.nfmt)],
-            f.bits
-        )
-    };
-    for k in 0..comps {
-        let addr = addr_of((k * size) as u64);
-        if load {
-            let v = if k < f.count {
-                let mut b = [0u8; 4];
-                read_global(ctx, addr, &mut b[..size])?;
-                let c = u32::from_le_bytes(b);
-                let one_less = |n: u32| ((1u64 << n) - 1) as f64;
-                match (f.nfmt, f.bits) {
-                    (0, 8 | 16) => (f64::from(c) / one_less(f.bits)) as f32,
-                    (1, 8 | 16) => ((f64::from(sext(c)) / one_less(f.bits - 1)).max(-1.0)) as f32,
-                    (2, _) => c as f32,
-                    (3, _) => sext(c) as f32,
-                    (4, _) => f32::from_bits(c),
-                    (5, _) => f32::from_bits(sext(c) as u32),
-                    (7, 32) => f32::from_bits(c),
-                    (7, 16) => f16::to_f64(c as u16) as f32,
-                    _ => return Err(bad()),
-                }
-                .to_bits()
-            } else if k == 3 {
-                if matches!(f.nfmt, 4 | 5) {
-                    1
+    let op = inst.name().split_once("buffer_").map_or("", |(_, o)| o);
+    let (comps, d16, hi) = format_components(op);
+    let mut b = [0u8; 16];
+    if load {
+        for (at, n) in f.pieces(comps) {
+            read_global(ctx, addr_of(at as u64), &mut b[at..at + n])?;
+        }
+        let elem = u128::from_le_bytes(b);
+        if d16 {
+            for k in (0..comps).step_by(2) {
+                let x = u32::from(f.load_d16(elem, k));
+                let old = vsrc_dword(w, &inst.dst, lane, k / 2);
+                let v = if hi {
+                    old & 0xFFFF | x << 16
+                } else if k + 1 < comps {
+                    x | u32::from(f.load_d16(elem, k + 1)) << 16
                 } else {
-                    0x3F80_0000
-                }
+                    old & 0xFFFF_0000 | x
+                };
+                set_vdst_dword(w, &inst.dst, lane, k / 2, v);
+            }
+        } else {
+            for k in 0..comps {
+                set_vdst_dword(w, &inst.dst, lane, k, f.load(elem, k));
+            }
+        }
+    } else {
+        let mut elem = 0u128;
+        for k in 0..comps.min(f.count()) {
+            elem |= if d16 {
+                let v = vsrc_dword(w, &inst.src[1], lane, k / 2);
+                let h = if hi || k % 2 == 1 { v >> 16 } else { v };
+                f.store_d16(h as u16, k)
             } else {
-                0
+                f.store(vsrc_dword(w, &inst.src[1], lane, k), k)
             };
-            set_vdst_dword(w, &inst.dst, lane, k, v);
-        } else if k < f.count {
-            let v = vsrc_dword(w, &inst.src[1], lane, k);
-            let c = match (f.nfmt, f.bits) {
-                (4 | 5, _) => v & mask,
-                (7, 32) => v,
-                (7, 16) => u32::from(f16::from_f64(f64::from(f32::from_bits(v)))),
-                _ => return Err(bad()),
-            };
-            write_global(ctx, addr, &c.to_le_bytes()[..size])?;
+        }
+        let bytes = elem.to_le_bytes();
+        for (at, n) in f.pieces(comps) {
+            write_global(ctx, addr_of(at as u64), &bytes[at..at + n])?;
         }
     }
     Ok(())

@@ -20,6 +20,7 @@ mod f16;
 mod fast;
 mod fdiv;
 mod fma;
+mod format;
 pub mod hwid;
 mod mai;
 mod mode;

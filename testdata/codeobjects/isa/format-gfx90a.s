@@ -2,6 +2,9864 @@
 	.amdgcn_target "amdgcn-amd-amdhsa--gfx90a"
 	.amdhsa_code_object_version 5
 	.text
+	.globl buffer_load_format_xyzw__1_0
+	.p2align 8
+	.type buffer_load_format_xyzw__1_0,@function
+buffer_load_format_xyzw__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__1_0_end:
+	.size buffer_load_format_xyzw__1_0, .Lbuffer_load_format_xyzw__1_0_end-buffer_load_format_xyzw__1_0
+
+	.globl tbuffer_store_format_xyzw__1_0
+	.p2align 8
+	.type tbuffer_store_format_xyzw__1_0,@function
+tbuffer_store_format_xyzw__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__1_0_end:
+	.size tbuffer_store_format_xyzw__1_0, .Ltbuffer_store_format_xyzw__1_0_end-tbuffer_store_format_xyzw__1_0
+
+	.globl buffer_load_format_d16_xyzw__1_0
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__1_0,@function
+buffer_load_format_d16_xyzw__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__1_0_end:
+	.size buffer_load_format_d16_xyzw__1_0, .Lbuffer_load_format_d16_xyzw__1_0_end-buffer_load_format_d16_xyzw__1_0
+
+	.globl tbuffer_store_format_d16_xyzw__1_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__1_0,@function
+tbuffer_store_format_d16_xyzw__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__1_0_end:
+	.size tbuffer_store_format_d16_xyzw__1_0, .Ltbuffer_store_format_d16_xyzw__1_0_end-tbuffer_store_format_d16_xyzw__1_0
+
+	.globl tbuffer_load_format_xyzw__1_1
+	.p2align 8
+	.type tbuffer_load_format_xyzw__1_1,@function
+tbuffer_load_format_xyzw__1_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__1_1_end:
+	.size tbuffer_load_format_xyzw__1_1, .Ltbuffer_load_format_xyzw__1_1_end-tbuffer_load_format_xyzw__1_1
+
+	.globl buffer_store_format_xyzw__1_1
+	.p2align 8
+	.type buffer_store_format_xyzw__1_1,@function
+buffer_store_format_xyzw__1_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x9000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__1_1_end:
+	.size buffer_store_format_xyzw__1_1, .Lbuffer_store_format_xyzw__1_1_end-buffer_store_format_xyzw__1_1
+
+	.globl tbuffer_load_format_d16_xyzw__1_1
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__1_1,@function
+tbuffer_load_format_d16_xyzw__1_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__1_1_end:
+	.size tbuffer_load_format_d16_xyzw__1_1, .Ltbuffer_load_format_d16_xyzw__1_1_end-tbuffer_load_format_d16_xyzw__1_1
+
+	.globl buffer_store_format_d16_xyzw__1_1
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__1_1,@function
+buffer_store_format_d16_xyzw__1_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x9000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__1_1_end:
+	.size buffer_store_format_d16_xyzw__1_1, .Lbuffer_store_format_d16_xyzw__1_1_end-buffer_store_format_d16_xyzw__1_1
+
+	.globl buffer_load_format_xyzw__1_2
+	.p2align 8
+	.type buffer_load_format_xyzw__1_2,@function
+buffer_load_format_xyzw__1_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0xa000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__1_2_end:
+	.size buffer_load_format_xyzw__1_2, .Lbuffer_load_format_xyzw__1_2_end-buffer_load_format_xyzw__1_2
+
+	.globl tbuffer_store_format_xyzw__1_2
+	.p2align 8
+	.type tbuffer_store_format_xyzw__1_2,@function
+tbuffer_store_format_xyzw__1_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__1_2_end:
+	.size tbuffer_store_format_xyzw__1_2, .Ltbuffer_store_format_xyzw__1_2_end-tbuffer_store_format_xyzw__1_2
+
+	.globl buffer_load_format_d16_xyzw__1_2
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__1_2,@function
+buffer_load_format_d16_xyzw__1_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0xa000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__1_2_end:
+	.size buffer_load_format_d16_xyzw__1_2, .Lbuffer_load_format_d16_xyzw__1_2_end-buffer_load_format_d16_xyzw__1_2
+
+	.globl tbuffer_store_format_d16_xyzw__1_2
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__1_2,@function
+tbuffer_store_format_d16_xyzw__1_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__1_2_end:
+	.size tbuffer_store_format_d16_xyzw__1_2, .Ltbuffer_store_format_d16_xyzw__1_2_end-tbuffer_store_format_d16_xyzw__1_2
+
+	.globl tbuffer_load_format_xyzw__1_3
+	.p2align 8
+	.type tbuffer_load_format_xyzw__1_3,@function
+tbuffer_load_format_xyzw__1_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__1_3_end:
+	.size tbuffer_load_format_xyzw__1_3, .Ltbuffer_load_format_xyzw__1_3_end-tbuffer_load_format_xyzw__1_3
+
+	.globl buffer_store_format_xyzw__1_3
+	.p2align 8
+	.type buffer_store_format_xyzw__1_3,@function
+buffer_store_format_xyzw__1_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0xb000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__1_3_end:
+	.size buffer_store_format_xyzw__1_3, .Lbuffer_store_format_xyzw__1_3_end-buffer_store_format_xyzw__1_3
+
+	.globl tbuffer_load_format_d16_xyzw__1_3
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__1_3,@function
+tbuffer_load_format_d16_xyzw__1_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__1_3_end:
+	.size tbuffer_load_format_d16_xyzw__1_3, .Ltbuffer_load_format_d16_xyzw__1_3_end-tbuffer_load_format_d16_xyzw__1_3
+
+	.globl buffer_store_format_d16_xyzw__1_3
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__1_3,@function
+buffer_store_format_d16_xyzw__1_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0xb000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__1_3_end:
+	.size buffer_store_format_d16_xyzw__1_3, .Lbuffer_store_format_d16_xyzw__1_3_end-buffer_store_format_d16_xyzw__1_3
+
+	.globl buffer_load_format_xyzw__1_4
+	.p2align 8
+	.type buffer_load_format_xyzw__1_4,@function
+buffer_load_format_xyzw__1_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0xc000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__1_4_end:
+	.size buffer_load_format_xyzw__1_4, .Lbuffer_load_format_xyzw__1_4_end-buffer_load_format_xyzw__1_4
+
+	.globl tbuffer_store_format_xyzw__1_4
+	.p2align 8
+	.type tbuffer_store_format_xyzw__1_4,@function
+tbuffer_store_format_xyzw__1_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__1_4_end:
+	.size tbuffer_store_format_xyzw__1_4, .Ltbuffer_store_format_xyzw__1_4_end-tbuffer_store_format_xyzw__1_4
+
+	.globl buffer_load_format_d16_xyzw__1_4
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__1_4,@function
+buffer_load_format_d16_xyzw__1_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0xc000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__1_4_end:
+	.size buffer_load_format_d16_xyzw__1_4, .Lbuffer_load_format_d16_xyzw__1_4_end-buffer_load_format_d16_xyzw__1_4
+
+	.globl tbuffer_store_format_d16_xyzw__1_4
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__1_4,@function
+tbuffer_store_format_d16_xyzw__1_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__1_4_end:
+	.size tbuffer_store_format_d16_xyzw__1_4, .Ltbuffer_store_format_d16_xyzw__1_4_end-tbuffer_store_format_d16_xyzw__1_4
+
+	.globl tbuffer_load_format_xyzw__1_5
+	.p2align 8
+	.type tbuffer_load_format_xyzw__1_5,@function
+tbuffer_load_format_xyzw__1_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__1_5_end:
+	.size tbuffer_load_format_xyzw__1_5, .Ltbuffer_load_format_xyzw__1_5_end-tbuffer_load_format_xyzw__1_5
+
+	.globl buffer_store_format_xyzw__1_5
+	.p2align 8
+	.type buffer_store_format_xyzw__1_5,@function
+buffer_store_format_xyzw__1_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0xd000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__1_5_end:
+	.size buffer_store_format_xyzw__1_5, .Lbuffer_store_format_xyzw__1_5_end-buffer_store_format_xyzw__1_5
+
+	.globl tbuffer_load_format_d16_xyzw__1_5
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__1_5,@function
+tbuffer_load_format_d16_xyzw__1_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__1_5_end:
+	.size tbuffer_load_format_d16_xyzw__1_5, .Ltbuffer_load_format_d16_xyzw__1_5_end-tbuffer_load_format_d16_xyzw__1_5
+
+	.globl buffer_store_format_d16_xyzw__1_5
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__1_5,@function
+buffer_store_format_d16_xyzw__1_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0xd000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__1_5_end:
+	.size buffer_store_format_d16_xyzw__1_5, .Lbuffer_store_format_d16_xyzw__1_5_end-buffer_store_format_d16_xyzw__1_5
+
+	.globl buffer_load_format_xyzw__2_0
+	.p2align 8
+	.type buffer_load_format_xyzw__2_0,@function
+buffer_load_format_xyzw__2_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x10000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__2_0_end:
+	.size buffer_load_format_xyzw__2_0, .Lbuffer_load_format_xyzw__2_0_end-buffer_load_format_xyzw__2_0
+
+	.globl tbuffer_store_format_xyzw__2_0
+	.p2align 8
+	.type tbuffer_store_format_xyzw__2_0,@function
+tbuffer_store_format_xyzw__2_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__2_0_end:
+	.size tbuffer_store_format_xyzw__2_0, .Ltbuffer_store_format_xyzw__2_0_end-tbuffer_store_format_xyzw__2_0
+
+	.globl buffer_load_format_d16_xyzw__2_0
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__2_0,@function
+buffer_load_format_d16_xyzw__2_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x10000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__2_0_end:
+	.size buffer_load_format_d16_xyzw__2_0, .Lbuffer_load_format_d16_xyzw__2_0_end-buffer_load_format_d16_xyzw__2_0
+
+	.globl tbuffer_store_format_d16_xyzw__2_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__2_0,@function
+tbuffer_store_format_d16_xyzw__2_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__2_0_end:
+	.size tbuffer_store_format_d16_xyzw__2_0, .Ltbuffer_store_format_d16_xyzw__2_0_end-tbuffer_store_format_d16_xyzw__2_0
+
+	.globl tbuffer_load_format_xyzw__2_1
+	.p2align 8
+	.type tbuffer_load_format_xyzw__2_1,@function
+tbuffer_load_format_xyzw__2_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__2_1_end:
+	.size tbuffer_load_format_xyzw__2_1, .Ltbuffer_load_format_xyzw__2_1_end-tbuffer_load_format_xyzw__2_1
+
+	.globl buffer_store_format_xyzw__2_1
+	.p2align 8
+	.type buffer_store_format_xyzw__2_1,@function
+buffer_store_format_xyzw__2_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x11000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__2_1_end:
+	.size buffer_store_format_xyzw__2_1, .Lbuffer_store_format_xyzw__2_1_end-buffer_store_format_xyzw__2_1
+
+	.globl tbuffer_load_format_d16_xyzw__2_1
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__2_1,@function
+tbuffer_load_format_d16_xyzw__2_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__2_1_end:
+	.size tbuffer_load_format_d16_xyzw__2_1, .Ltbuffer_load_format_d16_xyzw__2_1_end-tbuffer_load_format_d16_xyzw__2_1
+
+	.globl buffer_store_format_d16_xyzw__2_1
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__2_1,@function
+buffer_store_format_d16_xyzw__2_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x11000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__2_1_end:
+	.size buffer_store_format_d16_xyzw__2_1, .Lbuffer_store_format_d16_xyzw__2_1_end-buffer_store_format_d16_xyzw__2_1
+
+	.globl buffer_load_format_xyzw__2_2
+	.p2align 8
+	.type buffer_load_format_xyzw__2_2,@function
+buffer_load_format_xyzw__2_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x12000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__2_2_end:
+	.size buffer_load_format_xyzw__2_2, .Lbuffer_load_format_xyzw__2_2_end-buffer_load_format_xyzw__2_2
+
+	.globl tbuffer_store_format_xyzw__2_2
+	.p2align 8
+	.type tbuffer_store_format_xyzw__2_2,@function
+tbuffer_store_format_xyzw__2_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__2_2_end:
+	.size tbuffer_store_format_xyzw__2_2, .Ltbuffer_store_format_xyzw__2_2_end-tbuffer_store_format_xyzw__2_2
+
+	.globl buffer_load_format_d16_xyzw__2_2
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__2_2,@function
+buffer_load_format_d16_xyzw__2_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x12000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__2_2_end:
+	.size buffer_load_format_d16_xyzw__2_2, .Lbuffer_load_format_d16_xyzw__2_2_end-buffer_load_format_d16_xyzw__2_2
+
+	.globl tbuffer_store_format_d16_xyzw__2_2
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__2_2,@function
+tbuffer_store_format_d16_xyzw__2_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__2_2_end:
+	.size tbuffer_store_format_d16_xyzw__2_2, .Ltbuffer_store_format_d16_xyzw__2_2_end-tbuffer_store_format_d16_xyzw__2_2
+
+	.globl tbuffer_load_format_xyzw__2_3
+	.p2align 8
+	.type tbuffer_load_format_xyzw__2_3,@function
+tbuffer_load_format_xyzw__2_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__2_3_end:
+	.size tbuffer_load_format_xyzw__2_3, .Ltbuffer_load_format_xyzw__2_3_end-tbuffer_load_format_xyzw__2_3
+
+	.globl buffer_store_format_xyzw__2_3
+	.p2align 8
+	.type buffer_store_format_xyzw__2_3,@function
+buffer_store_format_xyzw__2_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x13000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__2_3_end:
+	.size buffer_store_format_xyzw__2_3, .Lbuffer_store_format_xyzw__2_3_end-buffer_store_format_xyzw__2_3
+
+	.globl tbuffer_load_format_d16_xyzw__2_3
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__2_3,@function
+tbuffer_load_format_d16_xyzw__2_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__2_3_end:
+	.size tbuffer_load_format_d16_xyzw__2_3, .Ltbuffer_load_format_d16_xyzw__2_3_end-tbuffer_load_format_d16_xyzw__2_3
+
+	.globl buffer_store_format_d16_xyzw__2_3
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__2_3,@function
+buffer_store_format_d16_xyzw__2_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x13000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__2_3_end:
+	.size buffer_store_format_d16_xyzw__2_3, .Lbuffer_store_format_d16_xyzw__2_3_end-buffer_store_format_d16_xyzw__2_3
+
+	.globl buffer_load_format_xyzw__2_4
+	.p2align 8
+	.type buffer_load_format_xyzw__2_4,@function
+buffer_load_format_xyzw__2_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x14000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__2_4_end:
+	.size buffer_load_format_xyzw__2_4, .Lbuffer_load_format_xyzw__2_4_end-buffer_load_format_xyzw__2_4
+
+	.globl tbuffer_store_format_xyzw__2_4
+	.p2align 8
+	.type tbuffer_store_format_xyzw__2_4,@function
+tbuffer_store_format_xyzw__2_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__2_4_end:
+	.size tbuffer_store_format_xyzw__2_4, .Ltbuffer_store_format_xyzw__2_4_end-tbuffer_store_format_xyzw__2_4
+
+	.globl buffer_load_format_d16_xyzw__2_4
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__2_4,@function
+buffer_load_format_d16_xyzw__2_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x14000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__2_4_end:
+	.size buffer_load_format_d16_xyzw__2_4, .Lbuffer_load_format_d16_xyzw__2_4_end-buffer_load_format_d16_xyzw__2_4
+
+	.globl tbuffer_store_format_d16_xyzw__2_4
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__2_4,@function
+tbuffer_store_format_d16_xyzw__2_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__2_4_end:
+	.size tbuffer_store_format_d16_xyzw__2_4, .Ltbuffer_store_format_d16_xyzw__2_4_end-tbuffer_store_format_d16_xyzw__2_4
+
+	.globl tbuffer_load_format_xyzw__2_5
+	.p2align 8
+	.type tbuffer_load_format_xyzw__2_5,@function
+tbuffer_load_format_xyzw__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__2_5_end:
+	.size tbuffer_load_format_xyzw__2_5, .Ltbuffer_load_format_xyzw__2_5_end-tbuffer_load_format_xyzw__2_5
+
+	.globl buffer_store_format_xyzw__2_5
+	.p2align 8
+	.type buffer_store_format_xyzw__2_5,@function
+buffer_store_format_xyzw__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__2_5_end:
+	.size buffer_store_format_xyzw__2_5, .Lbuffer_store_format_xyzw__2_5_end-buffer_store_format_xyzw__2_5
+
+	.globl tbuffer_load_format_d16_xyzw__2_5
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__2_5,@function
+tbuffer_load_format_d16_xyzw__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__2_5_end:
+	.size tbuffer_load_format_d16_xyzw__2_5, .Ltbuffer_load_format_d16_xyzw__2_5_end-tbuffer_load_format_d16_xyzw__2_5
+
+	.globl buffer_store_format_d16_xyzw__2_5
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__2_5,@function
+buffer_store_format_d16_xyzw__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__2_5_end:
+	.size buffer_store_format_d16_xyzw__2_5, .Lbuffer_store_format_d16_xyzw__2_5_end-buffer_store_format_d16_xyzw__2_5
+
+	.globl buffer_load_format_xyzw__2_7
+	.p2align 8
+	.type buffer_load_format_xyzw__2_7,@function
+buffer_load_format_xyzw__2_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x17000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__2_7_end:
+	.size buffer_load_format_xyzw__2_7, .Lbuffer_load_format_xyzw__2_7_end-buffer_load_format_xyzw__2_7
+
+	.globl tbuffer_store_format_xyzw__2_7
+	.p2align 8
+	.type tbuffer_store_format_xyzw__2_7,@function
+tbuffer_store_format_xyzw__2_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__2_7_end:
+	.size tbuffer_store_format_xyzw__2_7, .Ltbuffer_store_format_xyzw__2_7_end-tbuffer_store_format_xyzw__2_7
+
+	.globl buffer_load_format_d16_xyzw__2_7
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__2_7,@function
+buffer_load_format_d16_xyzw__2_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x17000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__2_7_end:
+	.size buffer_load_format_d16_xyzw__2_7, .Lbuffer_load_format_d16_xyzw__2_7_end-buffer_load_format_d16_xyzw__2_7
+
+	.globl tbuffer_store_format_d16_xyzw__2_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__2_7,@function
+tbuffer_store_format_d16_xyzw__2_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__2_7_end:
+	.size tbuffer_store_format_d16_xyzw__2_7, .Ltbuffer_store_format_d16_xyzw__2_7_end-tbuffer_store_format_d16_xyzw__2_7
+
+	.globl tbuffer_load_format_xyzw__3_0
+	.p2align 8
+	.type tbuffer_load_format_xyzw__3_0,@function
+tbuffer_load_format_xyzw__3_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__3_0_end:
+	.size tbuffer_load_format_xyzw__3_0, .Ltbuffer_load_format_xyzw__3_0_end-tbuffer_load_format_xyzw__3_0
+
+	.globl buffer_store_format_xyzw__3_0
+	.p2align 8
+	.type buffer_store_format_xyzw__3_0,@function
+buffer_store_format_xyzw__3_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x18000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__3_0_end:
+	.size buffer_store_format_xyzw__3_0, .Lbuffer_store_format_xyzw__3_0_end-buffer_store_format_xyzw__3_0
+
+	.globl tbuffer_load_format_d16_xyzw__3_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__3_0,@function
+tbuffer_load_format_d16_xyzw__3_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__3_0_end:
+	.size tbuffer_load_format_d16_xyzw__3_0, .Ltbuffer_load_format_d16_xyzw__3_0_end-tbuffer_load_format_d16_xyzw__3_0
+
+	.globl buffer_store_format_d16_xyzw__3_0
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__3_0,@function
+buffer_store_format_d16_xyzw__3_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x18000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__3_0_end:
+	.size buffer_store_format_d16_xyzw__3_0, .Lbuffer_store_format_d16_xyzw__3_0_end-buffer_store_format_d16_xyzw__3_0
+
+	.globl buffer_load_format_xyzw__3_1
+	.p2align 8
+	.type buffer_load_format_xyzw__3_1,@function
+buffer_load_format_xyzw__3_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x19000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__3_1_end:
+	.size buffer_load_format_xyzw__3_1, .Lbuffer_load_format_xyzw__3_1_end-buffer_load_format_xyzw__3_1
+
+	.globl tbuffer_store_format_xyzw__3_1
+	.p2align 8
+	.type tbuffer_store_format_xyzw__3_1,@function
+tbuffer_store_format_xyzw__3_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__3_1_end:
+	.size tbuffer_store_format_xyzw__3_1, .Ltbuffer_store_format_xyzw__3_1_end-tbuffer_store_format_xyzw__3_1
+
+	.globl buffer_load_format_d16_xyzw__3_1
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__3_1,@function
+buffer_load_format_d16_xyzw__3_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x19000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__3_1_end:
+	.size buffer_load_format_d16_xyzw__3_1, .Lbuffer_load_format_d16_xyzw__3_1_end-buffer_load_format_d16_xyzw__3_1
+
+	.globl tbuffer_store_format_d16_xyzw__3_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__3_1,@function
+tbuffer_store_format_d16_xyzw__3_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__3_1_end:
+	.size tbuffer_store_format_d16_xyzw__3_1, .Ltbuffer_store_format_d16_xyzw__3_1_end-tbuffer_store_format_d16_xyzw__3_1
+
+	.globl tbuffer_load_format_xyzw__3_2
+	.p2align 8
+	.type tbuffer_load_format_xyzw__3_2,@function
+tbuffer_load_format_xyzw__3_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__3_2_end:
+	.size tbuffer_load_format_xyzw__3_2, .Ltbuffer_load_format_xyzw__3_2_end-tbuffer_load_format_xyzw__3_2
+
+	.globl buffer_store_format_xyzw__3_2
+	.p2align 8
+	.type buffer_store_format_xyzw__3_2,@function
+buffer_store_format_xyzw__3_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x1a000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__3_2_end:
+	.size buffer_store_format_xyzw__3_2, .Lbuffer_store_format_xyzw__3_2_end-buffer_store_format_xyzw__3_2
+
+	.globl tbuffer_load_format_d16_xyzw__3_2
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__3_2,@function
+tbuffer_load_format_d16_xyzw__3_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__3_2_end:
+	.size tbuffer_load_format_d16_xyzw__3_2, .Ltbuffer_load_format_d16_xyzw__3_2_end-tbuffer_load_format_d16_xyzw__3_2
+
+	.globl buffer_store_format_d16_xyzw__3_2
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__3_2,@function
+buffer_store_format_d16_xyzw__3_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x1a000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__3_2_end:
+	.size buffer_store_format_d16_xyzw__3_2, .Lbuffer_store_format_d16_xyzw__3_2_end-buffer_store_format_d16_xyzw__3_2
+
+	.globl buffer_load_format_xyzw__3_3
+	.p2align 8
+	.type buffer_load_format_xyzw__3_3,@function
+buffer_load_format_xyzw__3_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x1b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__3_3_end:
+	.size buffer_load_format_xyzw__3_3, .Lbuffer_load_format_xyzw__3_3_end-buffer_load_format_xyzw__3_3
+
+	.globl tbuffer_store_format_xyzw__3_3
+	.p2align 8
+	.type tbuffer_store_format_xyzw__3_3,@function
+tbuffer_store_format_xyzw__3_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__3_3_end:
+	.size tbuffer_store_format_xyzw__3_3, .Ltbuffer_store_format_xyzw__3_3_end-tbuffer_store_format_xyzw__3_3
+
+	.globl buffer_load_format_d16_xyzw__3_3
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__3_3,@function
+buffer_load_format_d16_xyzw__3_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x1b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__3_3_end:
+	.size buffer_load_format_d16_xyzw__3_3, .Lbuffer_load_format_d16_xyzw__3_3_end-buffer_load_format_d16_xyzw__3_3
+
+	.globl tbuffer_store_format_d16_xyzw__3_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__3_3,@function
+tbuffer_store_format_d16_xyzw__3_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__3_3_end:
+	.size tbuffer_store_format_d16_xyzw__3_3, .Ltbuffer_store_format_d16_xyzw__3_3_end-tbuffer_store_format_d16_xyzw__3_3
+
+	.globl tbuffer_load_format_xyzw__3_4
+	.p2align 8
+	.type tbuffer_load_format_xyzw__3_4,@function
+tbuffer_load_format_xyzw__3_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__3_4_end:
+	.size tbuffer_load_format_xyzw__3_4, .Ltbuffer_load_format_xyzw__3_4_end-tbuffer_load_format_xyzw__3_4
+
+	.globl buffer_store_format_xyzw__3_4
+	.p2align 8
+	.type buffer_store_format_xyzw__3_4,@function
+buffer_store_format_xyzw__3_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x1c000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__3_4_end:
+	.size buffer_store_format_xyzw__3_4, .Lbuffer_store_format_xyzw__3_4_end-buffer_store_format_xyzw__3_4
+
+	.globl tbuffer_load_format_d16_xyzw__3_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__3_4,@function
+tbuffer_load_format_d16_xyzw__3_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__3_4_end:
+	.size tbuffer_load_format_d16_xyzw__3_4, .Ltbuffer_load_format_d16_xyzw__3_4_end-tbuffer_load_format_d16_xyzw__3_4
+
+	.globl buffer_store_format_d16_xyzw__3_4
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__3_4,@function
+buffer_store_format_d16_xyzw__3_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x1c000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__3_4_end:
+	.size buffer_store_format_d16_xyzw__3_4, .Lbuffer_store_format_d16_xyzw__3_4_end-buffer_store_format_d16_xyzw__3_4
+
+	.globl buffer_load_format_xyzw__3_5
+	.p2align 8
+	.type buffer_load_format_xyzw__3_5,@function
+buffer_load_format_xyzw__3_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x1d000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__3_5_end:
+	.size buffer_load_format_xyzw__3_5, .Lbuffer_load_format_xyzw__3_5_end-buffer_load_format_xyzw__3_5
+
+	.globl tbuffer_store_format_xyzw__3_5
+	.p2align 8
+	.type tbuffer_store_format_xyzw__3_5,@function
+tbuffer_store_format_xyzw__3_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__3_5_end:
+	.size tbuffer_store_format_xyzw__3_5, .Ltbuffer_store_format_xyzw__3_5_end-tbuffer_store_format_xyzw__3_5
+
+	.globl buffer_load_format_d16_xyzw__3_5
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__3_5,@function
+buffer_load_format_d16_xyzw__3_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x1d000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__3_5_end:
+	.size buffer_load_format_d16_xyzw__3_5, .Lbuffer_load_format_d16_xyzw__3_5_end-buffer_load_format_d16_xyzw__3_5
+
+	.globl tbuffer_store_format_d16_xyzw__3_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__3_5,@function
+tbuffer_store_format_d16_xyzw__3_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__3_5_end:
+	.size tbuffer_store_format_d16_xyzw__3_5, .Ltbuffer_store_format_d16_xyzw__3_5_end-tbuffer_store_format_d16_xyzw__3_5
+
+	.globl tbuffer_load_format_xyzw__4_0
+	.p2align 8
+	.type tbuffer_load_format_xyzw__4_0,@function
+tbuffer_load_format_xyzw__4_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__4_0_end:
+	.size tbuffer_load_format_xyzw__4_0, .Ltbuffer_load_format_xyzw__4_0_end-tbuffer_load_format_xyzw__4_0
+
+	.globl buffer_store_format_xyzw__4_0
+	.p2align 8
+	.type buffer_store_format_xyzw__4_0,@function
+buffer_store_format_xyzw__4_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x20000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__4_0_end:
+	.size buffer_store_format_xyzw__4_0, .Lbuffer_store_format_xyzw__4_0_end-buffer_store_format_xyzw__4_0
+
+	.globl tbuffer_load_format_d16_xyzw__4_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__4_0,@function
+tbuffer_load_format_d16_xyzw__4_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__4_0_end:
+	.size tbuffer_load_format_d16_xyzw__4_0, .Ltbuffer_load_format_d16_xyzw__4_0_end-tbuffer_load_format_d16_xyzw__4_0
+
+	.globl buffer_store_format_d16_xyzw__4_0
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__4_0,@function
+buffer_store_format_d16_xyzw__4_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x20000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__4_0_end:
+	.size buffer_store_format_d16_xyzw__4_0, .Lbuffer_store_format_d16_xyzw__4_0_end-buffer_store_format_d16_xyzw__4_0
+
+	.globl buffer_load_format_xyzw__4_1
+	.p2align 8
+	.type buffer_load_format_xyzw__4_1,@function
+buffer_load_format_xyzw__4_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x21000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__4_1_end:
+	.size buffer_load_format_xyzw__4_1, .Lbuffer_load_format_xyzw__4_1_end-buffer_load_format_xyzw__4_1
+
+	.globl tbuffer_store_format_xyzw__4_1
+	.p2align 8
+	.type tbuffer_store_format_xyzw__4_1,@function
+tbuffer_store_format_xyzw__4_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__4_1_end:
+	.size tbuffer_store_format_xyzw__4_1, .Ltbuffer_store_format_xyzw__4_1_end-tbuffer_store_format_xyzw__4_1
+
+	.globl buffer_load_format_d16_xyzw__4_1
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__4_1,@function
+buffer_load_format_d16_xyzw__4_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x21000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__4_1_end:
+	.size buffer_load_format_d16_xyzw__4_1, .Lbuffer_load_format_d16_xyzw__4_1_end-buffer_load_format_d16_xyzw__4_1
+
+	.globl tbuffer_store_format_d16_xyzw__4_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__4_1,@function
+tbuffer_store_format_d16_xyzw__4_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__4_1_end:
+	.size tbuffer_store_format_d16_xyzw__4_1, .Ltbuffer_store_format_d16_xyzw__4_1_end-tbuffer_store_format_d16_xyzw__4_1
+
+	.globl tbuffer_load_format_xyzw__4_2
+	.p2align 8
+	.type tbuffer_load_format_xyzw__4_2,@function
+tbuffer_load_format_xyzw__4_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__4_2_end:
+	.size tbuffer_load_format_xyzw__4_2, .Ltbuffer_load_format_xyzw__4_2_end-tbuffer_load_format_xyzw__4_2
+
+	.globl buffer_store_format_xyzw__4_2
+	.p2align 8
+	.type buffer_store_format_xyzw__4_2,@function
+buffer_store_format_xyzw__4_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x22000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__4_2_end:
+	.size buffer_store_format_xyzw__4_2, .Lbuffer_store_format_xyzw__4_2_end-buffer_store_format_xyzw__4_2
+
+	.globl tbuffer_load_format_d16_xyzw__4_2
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__4_2,@function
+tbuffer_load_format_d16_xyzw__4_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__4_2_end:
+	.size tbuffer_load_format_d16_xyzw__4_2, .Ltbuffer_load_format_d16_xyzw__4_2_end-tbuffer_load_format_d16_xyzw__4_2
+
+	.globl buffer_store_format_d16_xyzw__4_2
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__4_2,@function
+buffer_store_format_d16_xyzw__4_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x22000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__4_2_end:
+	.size buffer_store_format_d16_xyzw__4_2, .Lbuffer_store_format_d16_xyzw__4_2_end-buffer_store_format_d16_xyzw__4_2
+
+	.globl buffer_load_format_xyzw__4_3
+	.p2align 8
+	.type buffer_load_format_xyzw__4_3,@function
+buffer_load_format_xyzw__4_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x23000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__4_3_end:
+	.size buffer_load_format_xyzw__4_3, .Lbuffer_load_format_xyzw__4_3_end-buffer_load_format_xyzw__4_3
+
+	.globl tbuffer_store_format_xyzw__4_3
+	.p2align 8
+	.type tbuffer_store_format_xyzw__4_3,@function
+tbuffer_store_format_xyzw__4_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__4_3_end:
+	.size tbuffer_store_format_xyzw__4_3, .Ltbuffer_store_format_xyzw__4_3_end-tbuffer_store_format_xyzw__4_3
+
+	.globl buffer_load_format_d16_xyzw__4_3
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__4_3,@function
+buffer_load_format_d16_xyzw__4_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x23000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__4_3_end:
+	.size buffer_load_format_d16_xyzw__4_3, .Lbuffer_load_format_d16_xyzw__4_3_end-buffer_load_format_d16_xyzw__4_3
+
+	.globl tbuffer_store_format_d16_xyzw__4_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__4_3,@function
+tbuffer_store_format_d16_xyzw__4_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__4_3_end:
+	.size tbuffer_store_format_d16_xyzw__4_3, .Ltbuffer_store_format_d16_xyzw__4_3_end-tbuffer_store_format_d16_xyzw__4_3
+
+	.globl tbuffer_load_format_xyzw__4_4
+	.p2align 8
+	.type tbuffer_load_format_xyzw__4_4,@function
+tbuffer_load_format_xyzw__4_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__4_4_end:
+	.size tbuffer_load_format_xyzw__4_4, .Ltbuffer_load_format_xyzw__4_4_end-tbuffer_load_format_xyzw__4_4
+
+	.globl buffer_store_format_xyzw__4_4
+	.p2align 8
+	.type buffer_store_format_xyzw__4_4,@function
+buffer_store_format_xyzw__4_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x24000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__4_4_end:
+	.size buffer_store_format_xyzw__4_4, .Lbuffer_store_format_xyzw__4_4_end-buffer_store_format_xyzw__4_4
+
+	.globl tbuffer_load_format_d16_xyzw__4_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__4_4,@function
+tbuffer_load_format_d16_xyzw__4_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__4_4_end:
+	.size tbuffer_load_format_d16_xyzw__4_4, .Ltbuffer_load_format_d16_xyzw__4_4_end-tbuffer_load_format_d16_xyzw__4_4
+
+	.globl buffer_store_format_d16_xyzw__4_4
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__4_4,@function
+buffer_store_format_d16_xyzw__4_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x24000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__4_4_end:
+	.size buffer_store_format_d16_xyzw__4_4, .Lbuffer_store_format_d16_xyzw__4_4_end-buffer_store_format_d16_xyzw__4_4
+
+	.globl buffer_load_format_xyzw__4_5
+	.p2align 8
+	.type buffer_load_format_xyzw__4_5,@function
+buffer_load_format_xyzw__4_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x25000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__4_5_end:
+	.size buffer_load_format_xyzw__4_5, .Lbuffer_load_format_xyzw__4_5_end-buffer_load_format_xyzw__4_5
+
+	.globl tbuffer_store_format_xyzw__4_5
+	.p2align 8
+	.type tbuffer_store_format_xyzw__4_5,@function
+tbuffer_store_format_xyzw__4_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__4_5_end:
+	.size tbuffer_store_format_xyzw__4_5, .Ltbuffer_store_format_xyzw__4_5_end-tbuffer_store_format_xyzw__4_5
+
+	.globl buffer_load_format_d16_xyzw__4_5
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__4_5,@function
+buffer_load_format_d16_xyzw__4_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x25000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__4_5_end:
+	.size buffer_load_format_d16_xyzw__4_5, .Lbuffer_load_format_d16_xyzw__4_5_end-buffer_load_format_d16_xyzw__4_5
+
+	.globl tbuffer_store_format_d16_xyzw__4_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__4_5,@function
+tbuffer_store_format_d16_xyzw__4_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__4_5_end:
+	.size tbuffer_store_format_d16_xyzw__4_5, .Ltbuffer_store_format_d16_xyzw__4_5_end-tbuffer_store_format_d16_xyzw__4_5
+
+	.globl tbuffer_load_format_xyzw__4_7
+	.p2align 8
+	.type tbuffer_load_format_xyzw__4_7,@function
+tbuffer_load_format_xyzw__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__4_7_end:
+	.size tbuffer_load_format_xyzw__4_7, .Ltbuffer_load_format_xyzw__4_7_end-tbuffer_load_format_xyzw__4_7
+
+	.globl buffer_store_format_xyzw__4_7
+	.p2align 8
+	.type buffer_store_format_xyzw__4_7,@function
+buffer_store_format_xyzw__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__4_7_end:
+	.size buffer_store_format_xyzw__4_7, .Lbuffer_store_format_xyzw__4_7_end-buffer_store_format_xyzw__4_7
+
+	.globl tbuffer_load_format_d16_xyzw__4_7
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__4_7,@function
+tbuffer_load_format_d16_xyzw__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__4_7_end:
+	.size tbuffer_load_format_d16_xyzw__4_7, .Ltbuffer_load_format_d16_xyzw__4_7_end-tbuffer_load_format_d16_xyzw__4_7
+
+	.globl buffer_store_format_d16_xyzw__4_7
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__4_7,@function
+buffer_store_format_d16_xyzw__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__4_7_end:
+	.size buffer_store_format_d16_xyzw__4_7, .Lbuffer_store_format_d16_xyzw__4_7_end-buffer_store_format_d16_xyzw__4_7
+
+	.globl buffer_load_format_xyzw__5_0
+	.p2align 8
+	.type buffer_load_format_xyzw__5_0,@function
+buffer_load_format_xyzw__5_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x28000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__5_0_end:
+	.size buffer_load_format_xyzw__5_0, .Lbuffer_load_format_xyzw__5_0_end-buffer_load_format_xyzw__5_0
+
+	.globl tbuffer_store_format_xyzw__5_0
+	.p2align 8
+	.type tbuffer_store_format_xyzw__5_0,@function
+tbuffer_store_format_xyzw__5_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__5_0_end:
+	.size tbuffer_store_format_xyzw__5_0, .Ltbuffer_store_format_xyzw__5_0_end-tbuffer_store_format_xyzw__5_0
+
+	.globl buffer_load_format_d16_xyzw__5_0
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__5_0,@function
+buffer_load_format_d16_xyzw__5_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x28000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__5_0_end:
+	.size buffer_load_format_d16_xyzw__5_0, .Lbuffer_load_format_d16_xyzw__5_0_end-buffer_load_format_d16_xyzw__5_0
+
+	.globl tbuffer_store_format_d16_xyzw__5_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__5_0,@function
+tbuffer_store_format_d16_xyzw__5_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__5_0_end:
+	.size tbuffer_store_format_d16_xyzw__5_0, .Ltbuffer_store_format_d16_xyzw__5_0_end-tbuffer_store_format_d16_xyzw__5_0
+
+	.globl tbuffer_load_format_xyzw__5_1
+	.p2align 8
+	.type tbuffer_load_format_xyzw__5_1,@function
+tbuffer_load_format_xyzw__5_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__5_1_end:
+	.size tbuffer_load_format_xyzw__5_1, .Ltbuffer_load_format_xyzw__5_1_end-tbuffer_load_format_xyzw__5_1
+
+	.globl buffer_store_format_xyzw__5_1
+	.p2align 8
+	.type buffer_store_format_xyzw__5_1,@function
+buffer_store_format_xyzw__5_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x29000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__5_1_end:
+	.size buffer_store_format_xyzw__5_1, .Lbuffer_store_format_xyzw__5_1_end-buffer_store_format_xyzw__5_1
+
+	.globl tbuffer_load_format_d16_xyzw__5_1
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__5_1,@function
+tbuffer_load_format_d16_xyzw__5_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__5_1_end:
+	.size tbuffer_load_format_d16_xyzw__5_1, .Ltbuffer_load_format_d16_xyzw__5_1_end-tbuffer_load_format_d16_xyzw__5_1
+
+	.globl buffer_store_format_d16_xyzw__5_1
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__5_1,@function
+buffer_store_format_d16_xyzw__5_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x29000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__5_1_end:
+	.size buffer_store_format_d16_xyzw__5_1, .Lbuffer_store_format_d16_xyzw__5_1_end-buffer_store_format_d16_xyzw__5_1
+
+	.globl buffer_load_format_xyzw__5_2
+	.p2align 8
+	.type buffer_load_format_xyzw__5_2,@function
+buffer_load_format_xyzw__5_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2a000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__5_2_end:
+	.size buffer_load_format_xyzw__5_2, .Lbuffer_load_format_xyzw__5_2_end-buffer_load_format_xyzw__5_2
+
+	.globl tbuffer_store_format_xyzw__5_2
+	.p2align 8
+	.type tbuffer_store_format_xyzw__5_2,@function
+tbuffer_store_format_xyzw__5_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__5_2_end:
+	.size tbuffer_store_format_xyzw__5_2, .Ltbuffer_store_format_xyzw__5_2_end-tbuffer_store_format_xyzw__5_2
+
+	.globl buffer_load_format_d16_xyzw__5_2
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__5_2,@function
+buffer_load_format_d16_xyzw__5_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2a000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__5_2_end:
+	.size buffer_load_format_d16_xyzw__5_2, .Lbuffer_load_format_d16_xyzw__5_2_end-buffer_load_format_d16_xyzw__5_2
+
+	.globl tbuffer_store_format_d16_xyzw__5_2
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__5_2,@function
+tbuffer_store_format_d16_xyzw__5_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__5_2_end:
+	.size tbuffer_store_format_d16_xyzw__5_2, .Ltbuffer_store_format_d16_xyzw__5_2_end-tbuffer_store_format_d16_xyzw__5_2
+
+	.globl tbuffer_load_format_xyzw__5_3
+	.p2align 8
+	.type tbuffer_load_format_xyzw__5_3,@function
+tbuffer_load_format_xyzw__5_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__5_3_end:
+	.size tbuffer_load_format_xyzw__5_3, .Ltbuffer_load_format_xyzw__5_3_end-tbuffer_load_format_xyzw__5_3
+
+	.globl buffer_store_format_xyzw__5_3
+	.p2align 8
+	.type buffer_store_format_xyzw__5_3,@function
+buffer_store_format_xyzw__5_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__5_3_end:
+	.size buffer_store_format_xyzw__5_3, .Lbuffer_store_format_xyzw__5_3_end-buffer_store_format_xyzw__5_3
+
+	.globl tbuffer_load_format_d16_xyzw__5_3
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__5_3,@function
+tbuffer_load_format_d16_xyzw__5_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__5_3_end:
+	.size tbuffer_load_format_d16_xyzw__5_3, .Ltbuffer_load_format_d16_xyzw__5_3_end-tbuffer_load_format_d16_xyzw__5_3
+
+	.globl buffer_store_format_d16_xyzw__5_3
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__5_3,@function
+buffer_store_format_d16_xyzw__5_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__5_3_end:
+	.size buffer_store_format_d16_xyzw__5_3, .Lbuffer_store_format_d16_xyzw__5_3_end-buffer_store_format_d16_xyzw__5_3
+
+	.globl buffer_load_format_xyzw__5_4
+	.p2align 8
+	.type buffer_load_format_xyzw__5_4,@function
+buffer_load_format_xyzw__5_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2c000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__5_4_end:
+	.size buffer_load_format_xyzw__5_4, .Lbuffer_load_format_xyzw__5_4_end-buffer_load_format_xyzw__5_4
+
+	.globl tbuffer_store_format_xyzw__5_4
+	.p2align 8
+	.type tbuffer_store_format_xyzw__5_4,@function
+tbuffer_store_format_xyzw__5_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__5_4_end:
+	.size tbuffer_store_format_xyzw__5_4, .Ltbuffer_store_format_xyzw__5_4_end-tbuffer_store_format_xyzw__5_4
+
+	.globl buffer_load_format_d16_xyzw__5_4
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__5_4,@function
+buffer_load_format_d16_xyzw__5_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2c000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__5_4_end:
+	.size buffer_load_format_d16_xyzw__5_4, .Lbuffer_load_format_d16_xyzw__5_4_end-buffer_load_format_d16_xyzw__5_4
+
+	.globl tbuffer_store_format_d16_xyzw__5_4
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__5_4,@function
+tbuffer_store_format_d16_xyzw__5_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__5_4_end:
+	.size tbuffer_store_format_d16_xyzw__5_4, .Ltbuffer_store_format_d16_xyzw__5_4_end-tbuffer_store_format_d16_xyzw__5_4
+
+	.globl tbuffer_load_format_xyzw__5_5
+	.p2align 8
+	.type tbuffer_load_format_xyzw__5_5,@function
+tbuffer_load_format_xyzw__5_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__5_5_end:
+	.size tbuffer_load_format_xyzw__5_5, .Ltbuffer_load_format_xyzw__5_5_end-tbuffer_load_format_xyzw__5_5
+
+	.globl buffer_store_format_xyzw__5_5
+	.p2align 8
+	.type buffer_store_format_xyzw__5_5,@function
+buffer_store_format_xyzw__5_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2d000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__5_5_end:
+	.size buffer_store_format_xyzw__5_5, .Lbuffer_store_format_xyzw__5_5_end-buffer_store_format_xyzw__5_5
+
+	.globl tbuffer_load_format_d16_xyzw__5_5
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__5_5,@function
+tbuffer_load_format_d16_xyzw__5_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__5_5_end:
+	.size tbuffer_load_format_d16_xyzw__5_5, .Ltbuffer_load_format_d16_xyzw__5_5_end-tbuffer_load_format_d16_xyzw__5_5
+
+	.globl buffer_store_format_d16_xyzw__5_5
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__5_5,@function
+buffer_store_format_d16_xyzw__5_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2d000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__5_5_end:
+	.size buffer_store_format_d16_xyzw__5_5, .Lbuffer_store_format_d16_xyzw__5_5_end-buffer_store_format_d16_xyzw__5_5
+
+	.globl buffer_load_format_xyzw__5_7
+	.p2align 8
+	.type buffer_load_format_xyzw__5_7,@function
+buffer_load_format_xyzw__5_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2f000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__5_7_end:
+	.size buffer_load_format_xyzw__5_7, .Lbuffer_load_format_xyzw__5_7_end-buffer_load_format_xyzw__5_7
+
+	.globl tbuffer_store_format_xyzw__5_7
+	.p2align 8
+	.type tbuffer_store_format_xyzw__5_7,@function
+tbuffer_store_format_xyzw__5_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__5_7_end:
+	.size tbuffer_store_format_xyzw__5_7, .Ltbuffer_store_format_xyzw__5_7_end-tbuffer_store_format_xyzw__5_7
+
+	.globl buffer_load_format_d16_xyzw__5_7
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__5_7,@function
+buffer_load_format_d16_xyzw__5_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x2f000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__5_7_end:
+	.size buffer_load_format_d16_xyzw__5_7, .Lbuffer_load_format_d16_xyzw__5_7_end-buffer_load_format_d16_xyzw__5_7
+
+	.globl tbuffer_store_format_d16_xyzw__5_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__5_7,@function
+tbuffer_store_format_d16_xyzw__5_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__5_7_end:
+	.size tbuffer_store_format_d16_xyzw__5_7, .Ltbuffer_store_format_d16_xyzw__5_7_end-tbuffer_store_format_d16_xyzw__5_7
+
+	.globl tbuffer_load_format_xyzw__6_0
+	.p2align 8
+	.type tbuffer_load_format_xyzw__6_0,@function
+tbuffer_load_format_xyzw__6_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__6_0_end:
+	.size tbuffer_load_format_xyzw__6_0, .Ltbuffer_load_format_xyzw__6_0_end-tbuffer_load_format_xyzw__6_0
+
+	.globl buffer_store_format_xyzw__6_0
+	.p2align 8
+	.type buffer_store_format_xyzw__6_0,@function
+buffer_store_format_xyzw__6_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x30000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__6_0_end:
+	.size buffer_store_format_xyzw__6_0, .Lbuffer_store_format_xyzw__6_0_end-buffer_store_format_xyzw__6_0
+
+	.globl tbuffer_load_format_d16_xyzw__6_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__6_0,@function
+tbuffer_load_format_d16_xyzw__6_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__6_0_end:
+	.size tbuffer_load_format_d16_xyzw__6_0, .Ltbuffer_load_format_d16_xyzw__6_0_end-tbuffer_load_format_d16_xyzw__6_0
+
+	.globl buffer_store_format_d16_xyzw__6_0
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__6_0,@function
+buffer_store_format_d16_xyzw__6_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x30000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__6_0_end:
+	.size buffer_store_format_d16_xyzw__6_0, .Lbuffer_store_format_d16_xyzw__6_0_end-buffer_store_format_d16_xyzw__6_0
+
+	.globl buffer_load_format_xyzw__6_1
+	.p2align 8
+	.type buffer_load_format_xyzw__6_1,@function
+buffer_load_format_xyzw__6_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x31000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__6_1_end:
+	.size buffer_load_format_xyzw__6_1, .Lbuffer_load_format_xyzw__6_1_end-buffer_load_format_xyzw__6_1
+
+	.globl tbuffer_store_format_xyzw__6_1
+	.p2align 8
+	.type tbuffer_store_format_xyzw__6_1,@function
+tbuffer_store_format_xyzw__6_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__6_1_end:
+	.size tbuffer_store_format_xyzw__6_1, .Ltbuffer_store_format_xyzw__6_1_end-tbuffer_store_format_xyzw__6_1
+
+	.globl buffer_load_format_d16_xyzw__6_1
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__6_1,@function
+buffer_load_format_d16_xyzw__6_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x31000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__6_1_end:
+	.size buffer_load_format_d16_xyzw__6_1, .Lbuffer_load_format_d16_xyzw__6_1_end-buffer_load_format_d16_xyzw__6_1
+
+	.globl tbuffer_store_format_d16_xyzw__6_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__6_1,@function
+tbuffer_store_format_d16_xyzw__6_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__6_1_end:
+	.size tbuffer_store_format_d16_xyzw__6_1, .Ltbuffer_store_format_d16_xyzw__6_1_end-tbuffer_store_format_d16_xyzw__6_1
+
+	.globl tbuffer_load_format_xyzw__6_2
+	.p2align 8
+	.type tbuffer_load_format_xyzw__6_2,@function
+tbuffer_load_format_xyzw__6_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__6_2_end:
+	.size tbuffer_load_format_xyzw__6_2, .Ltbuffer_load_format_xyzw__6_2_end-tbuffer_load_format_xyzw__6_2
+
+	.globl buffer_store_format_xyzw__6_2
+	.p2align 8
+	.type buffer_store_format_xyzw__6_2,@function
+buffer_store_format_xyzw__6_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x32000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__6_2_end:
+	.size buffer_store_format_xyzw__6_2, .Lbuffer_store_format_xyzw__6_2_end-buffer_store_format_xyzw__6_2
+
+	.globl tbuffer_load_format_d16_xyzw__6_2
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__6_2,@function
+tbuffer_load_format_d16_xyzw__6_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__6_2_end:
+	.size tbuffer_load_format_d16_xyzw__6_2, .Ltbuffer_load_format_d16_xyzw__6_2_end-tbuffer_load_format_d16_xyzw__6_2
+
+	.globl buffer_store_format_d16_xyzw__6_2
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__6_2,@function
+buffer_store_format_d16_xyzw__6_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x32000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__6_2_end:
+	.size buffer_store_format_d16_xyzw__6_2, .Lbuffer_store_format_d16_xyzw__6_2_end-buffer_store_format_d16_xyzw__6_2
+
+	.globl buffer_load_format_xyzw__6_3
+	.p2align 8
+	.type buffer_load_format_xyzw__6_3,@function
+buffer_load_format_xyzw__6_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x33000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__6_3_end:
+	.size buffer_load_format_xyzw__6_3, .Lbuffer_load_format_xyzw__6_3_end-buffer_load_format_xyzw__6_3
+
+	.globl tbuffer_store_format_xyzw__6_3
+	.p2align 8
+	.type tbuffer_store_format_xyzw__6_3,@function
+tbuffer_store_format_xyzw__6_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__6_3_end:
+	.size tbuffer_store_format_xyzw__6_3, .Ltbuffer_store_format_xyzw__6_3_end-tbuffer_store_format_xyzw__6_3
+
+	.globl buffer_load_format_d16_xyzw__6_3
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__6_3,@function
+buffer_load_format_d16_xyzw__6_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x33000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__6_3_end:
+	.size buffer_load_format_d16_xyzw__6_3, .Lbuffer_load_format_d16_xyzw__6_3_end-buffer_load_format_d16_xyzw__6_3
+
+	.globl tbuffer_store_format_d16_xyzw__6_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__6_3,@function
+tbuffer_store_format_d16_xyzw__6_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__6_3_end:
+	.size tbuffer_store_format_d16_xyzw__6_3, .Ltbuffer_store_format_d16_xyzw__6_3_end-tbuffer_store_format_d16_xyzw__6_3
+
+	.globl tbuffer_load_format_xyzw__6_4
+	.p2align 8
+	.type tbuffer_load_format_xyzw__6_4,@function
+tbuffer_load_format_xyzw__6_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__6_4_end:
+	.size tbuffer_load_format_xyzw__6_4, .Ltbuffer_load_format_xyzw__6_4_end-tbuffer_load_format_xyzw__6_4
+
+	.globl buffer_store_format_xyzw__6_4
+	.p2align 8
+	.type buffer_store_format_xyzw__6_4,@function
+buffer_store_format_xyzw__6_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x34000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__6_4_end:
+	.size buffer_store_format_xyzw__6_4, .Lbuffer_store_format_xyzw__6_4_end-buffer_store_format_xyzw__6_4
+
+	.globl tbuffer_load_format_d16_xyzw__6_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__6_4,@function
+tbuffer_load_format_d16_xyzw__6_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__6_4_end:
+	.size tbuffer_load_format_d16_xyzw__6_4, .Ltbuffer_load_format_d16_xyzw__6_4_end-tbuffer_load_format_d16_xyzw__6_4
+
+	.globl buffer_store_format_d16_xyzw__6_4
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__6_4,@function
+buffer_store_format_d16_xyzw__6_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x34000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__6_4_end:
+	.size buffer_store_format_d16_xyzw__6_4, .Lbuffer_store_format_d16_xyzw__6_4_end-buffer_store_format_d16_xyzw__6_4
+
+	.globl buffer_load_format_xyzw__6_5
+	.p2align 8
+	.type buffer_load_format_xyzw__6_5,@function
+buffer_load_format_xyzw__6_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x35000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__6_5_end:
+	.size buffer_load_format_xyzw__6_5, .Lbuffer_load_format_xyzw__6_5_end-buffer_load_format_xyzw__6_5
+
+	.globl tbuffer_store_format_xyzw__6_5
+	.p2align 8
+	.type tbuffer_store_format_xyzw__6_5,@function
+tbuffer_store_format_xyzw__6_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__6_5_end:
+	.size tbuffer_store_format_xyzw__6_5, .Ltbuffer_store_format_xyzw__6_5_end-tbuffer_store_format_xyzw__6_5
+
+	.globl buffer_load_format_d16_xyzw__6_5
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__6_5,@function
+buffer_load_format_d16_xyzw__6_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x35000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__6_5_end:
+	.size buffer_load_format_d16_xyzw__6_5, .Lbuffer_load_format_d16_xyzw__6_5_end-buffer_load_format_d16_xyzw__6_5
+
+	.globl tbuffer_store_format_d16_xyzw__6_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__6_5,@function
+tbuffer_store_format_d16_xyzw__6_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__6_5_end:
+	.size tbuffer_store_format_d16_xyzw__6_5, .Ltbuffer_store_format_d16_xyzw__6_5_end-tbuffer_store_format_d16_xyzw__6_5
+
+	.globl tbuffer_load_format_xyzw__6_7
+	.p2align 8
+	.type tbuffer_load_format_xyzw__6_7,@function
+tbuffer_load_format_xyzw__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__6_7_end:
+	.size tbuffer_load_format_xyzw__6_7, .Ltbuffer_load_format_xyzw__6_7_end-tbuffer_load_format_xyzw__6_7
+
+	.globl buffer_store_format_xyzw__6_7
+	.p2align 8
+	.type buffer_store_format_xyzw__6_7,@function
+buffer_store_format_xyzw__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__6_7_end:
+	.size buffer_store_format_xyzw__6_7, .Lbuffer_store_format_xyzw__6_7_end-buffer_store_format_xyzw__6_7
+
+	.globl tbuffer_load_format_d16_xyzw__6_7
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__6_7,@function
+tbuffer_load_format_d16_xyzw__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__6_7_end:
+	.size tbuffer_load_format_d16_xyzw__6_7, .Ltbuffer_load_format_d16_xyzw__6_7_end-tbuffer_load_format_d16_xyzw__6_7
+
+	.globl buffer_store_format_d16_xyzw__6_7
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__6_7,@function
+buffer_store_format_d16_xyzw__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__6_7_end:
+	.size buffer_store_format_d16_xyzw__6_7, .Lbuffer_store_format_d16_xyzw__6_7_end-buffer_store_format_d16_xyzw__6_7
+
+	.globl buffer_load_format_xyzw__7_0
+	.p2align 8
+	.type buffer_load_format_xyzw__7_0,@function
+buffer_load_format_xyzw__7_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x38000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__7_0_end:
+	.size buffer_load_format_xyzw__7_0, .Lbuffer_load_format_xyzw__7_0_end-buffer_load_format_xyzw__7_0
+
+	.globl tbuffer_store_format_xyzw__7_0
+	.p2align 8
+	.type tbuffer_store_format_xyzw__7_0,@function
+tbuffer_store_format_xyzw__7_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__7_0_end:
+	.size tbuffer_store_format_xyzw__7_0, .Ltbuffer_store_format_xyzw__7_0_end-tbuffer_store_format_xyzw__7_0
+
+	.globl buffer_load_format_d16_xyzw__7_0
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__7_0,@function
+buffer_load_format_d16_xyzw__7_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x38000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__7_0_end:
+	.size buffer_load_format_d16_xyzw__7_0, .Lbuffer_load_format_d16_xyzw__7_0_end-buffer_load_format_d16_xyzw__7_0
+
+	.globl tbuffer_store_format_d16_xyzw__7_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__7_0,@function
+tbuffer_store_format_d16_xyzw__7_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__7_0_end:
+	.size tbuffer_store_format_d16_xyzw__7_0, .Ltbuffer_store_format_d16_xyzw__7_0_end-tbuffer_store_format_d16_xyzw__7_0
+
+	.globl tbuffer_load_format_xyzw__7_1
+	.p2align 8
+	.type tbuffer_load_format_xyzw__7_1,@function
+tbuffer_load_format_xyzw__7_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__7_1_end:
+	.size tbuffer_load_format_xyzw__7_1, .Ltbuffer_load_format_xyzw__7_1_end-tbuffer_load_format_xyzw__7_1
+
+	.globl buffer_store_format_xyzw__7_1
+	.p2align 8
+	.type buffer_store_format_xyzw__7_1,@function
+buffer_store_format_xyzw__7_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x39000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__7_1_end:
+	.size buffer_store_format_xyzw__7_1, .Lbuffer_store_format_xyzw__7_1_end-buffer_store_format_xyzw__7_1
+
+	.globl tbuffer_load_format_d16_xyzw__7_1
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__7_1,@function
+tbuffer_load_format_d16_xyzw__7_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__7_1_end:
+	.size tbuffer_load_format_d16_xyzw__7_1, .Ltbuffer_load_format_d16_xyzw__7_1_end-tbuffer_load_format_d16_xyzw__7_1
+
+	.globl buffer_store_format_d16_xyzw__7_1
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__7_1,@function
+buffer_store_format_d16_xyzw__7_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x39000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__7_1_end:
+	.size buffer_store_format_d16_xyzw__7_1, .Lbuffer_store_format_d16_xyzw__7_1_end-buffer_store_format_d16_xyzw__7_1
+
+	.globl buffer_load_format_xyzw__7_2
+	.p2align 8
+	.type buffer_load_format_xyzw__7_2,@function
+buffer_load_format_xyzw__7_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3a000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__7_2_end:
+	.size buffer_load_format_xyzw__7_2, .Lbuffer_load_format_xyzw__7_2_end-buffer_load_format_xyzw__7_2
+
+	.globl tbuffer_store_format_xyzw__7_2
+	.p2align 8
+	.type tbuffer_store_format_xyzw__7_2,@function
+tbuffer_store_format_xyzw__7_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__7_2_end:
+	.size tbuffer_store_format_xyzw__7_2, .Ltbuffer_store_format_xyzw__7_2_end-tbuffer_store_format_xyzw__7_2
+
+	.globl buffer_load_format_d16_xyzw__7_2
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__7_2,@function
+buffer_load_format_d16_xyzw__7_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3a000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__7_2_end:
+	.size buffer_load_format_d16_xyzw__7_2, .Lbuffer_load_format_d16_xyzw__7_2_end-buffer_load_format_d16_xyzw__7_2
+
+	.globl tbuffer_store_format_d16_xyzw__7_2
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__7_2,@function
+tbuffer_store_format_d16_xyzw__7_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__7_2_end:
+	.size tbuffer_store_format_d16_xyzw__7_2, .Ltbuffer_store_format_d16_xyzw__7_2_end-tbuffer_store_format_d16_xyzw__7_2
+
+	.globl tbuffer_load_format_xyzw__7_3
+	.p2align 8
+	.type tbuffer_load_format_xyzw__7_3,@function
+tbuffer_load_format_xyzw__7_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__7_3_end:
+	.size tbuffer_load_format_xyzw__7_3, .Ltbuffer_load_format_xyzw__7_3_end-tbuffer_load_format_xyzw__7_3
+
+	.globl buffer_store_format_xyzw__7_3
+	.p2align 8
+	.type buffer_store_format_xyzw__7_3,@function
+buffer_store_format_xyzw__7_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__7_3_end:
+	.size buffer_store_format_xyzw__7_3, .Lbuffer_store_format_xyzw__7_3_end-buffer_store_format_xyzw__7_3
+
+	.globl tbuffer_load_format_d16_xyzw__7_3
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__7_3,@function
+tbuffer_load_format_d16_xyzw__7_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__7_3_end:
+	.size tbuffer_load_format_d16_xyzw__7_3, .Ltbuffer_load_format_d16_xyzw__7_3_end-tbuffer_load_format_d16_xyzw__7_3
+
+	.globl buffer_store_format_d16_xyzw__7_3
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__7_3,@function
+buffer_store_format_d16_xyzw__7_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__7_3_end:
+	.size buffer_store_format_d16_xyzw__7_3, .Lbuffer_store_format_d16_xyzw__7_3_end-buffer_store_format_d16_xyzw__7_3
+
+	.globl buffer_load_format_xyzw__7_4
+	.p2align 8
+	.type buffer_load_format_xyzw__7_4,@function
+buffer_load_format_xyzw__7_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3c000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__7_4_end:
+	.size buffer_load_format_xyzw__7_4, .Lbuffer_load_format_xyzw__7_4_end-buffer_load_format_xyzw__7_4
+
+	.globl tbuffer_store_format_xyzw__7_4
+	.p2align 8
+	.type tbuffer_store_format_xyzw__7_4,@function
+tbuffer_store_format_xyzw__7_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__7_4_end:
+	.size tbuffer_store_format_xyzw__7_4, .Ltbuffer_store_format_xyzw__7_4_end-tbuffer_store_format_xyzw__7_4
+
+	.globl buffer_load_format_d16_xyzw__7_4
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__7_4,@function
+buffer_load_format_d16_xyzw__7_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3c000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__7_4_end:
+	.size buffer_load_format_d16_xyzw__7_4, .Lbuffer_load_format_d16_xyzw__7_4_end-buffer_load_format_d16_xyzw__7_4
+
+	.globl tbuffer_store_format_d16_xyzw__7_4
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__7_4,@function
+tbuffer_store_format_d16_xyzw__7_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__7_4_end:
+	.size tbuffer_store_format_d16_xyzw__7_4, .Ltbuffer_store_format_d16_xyzw__7_4_end-tbuffer_store_format_d16_xyzw__7_4
+
+	.globl tbuffer_load_format_xyzw__7_5
+	.p2align 8
+	.type tbuffer_load_format_xyzw__7_5,@function
+tbuffer_load_format_xyzw__7_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__7_5_end:
+	.size tbuffer_load_format_xyzw__7_5, .Ltbuffer_load_format_xyzw__7_5_end-tbuffer_load_format_xyzw__7_5
+
+	.globl buffer_store_format_xyzw__7_5
+	.p2align 8
+	.type buffer_store_format_xyzw__7_5,@function
+buffer_store_format_xyzw__7_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3d000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__7_5_end:
+	.size buffer_store_format_xyzw__7_5, .Lbuffer_store_format_xyzw__7_5_end-buffer_store_format_xyzw__7_5
+
+	.globl tbuffer_load_format_d16_xyzw__7_5
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__7_5,@function
+tbuffer_load_format_d16_xyzw__7_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__7_5_end:
+	.size tbuffer_load_format_d16_xyzw__7_5, .Ltbuffer_load_format_d16_xyzw__7_5_end-tbuffer_load_format_d16_xyzw__7_5
+
+	.globl buffer_store_format_d16_xyzw__7_5
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__7_5,@function
+buffer_store_format_d16_xyzw__7_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3d000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__7_5_end:
+	.size buffer_store_format_d16_xyzw__7_5, .Lbuffer_store_format_d16_xyzw__7_5_end-buffer_store_format_d16_xyzw__7_5
+
+	.globl buffer_load_format_xyzw__7_7
+	.p2align 8
+	.type buffer_load_format_xyzw__7_7,@function
+buffer_load_format_xyzw__7_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3f000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__7_7_end:
+	.size buffer_load_format_xyzw__7_7, .Lbuffer_load_format_xyzw__7_7_end-buffer_load_format_xyzw__7_7
+
+	.globl tbuffer_store_format_xyzw__7_7
+	.p2align 8
+	.type tbuffer_store_format_xyzw__7_7,@function
+tbuffer_store_format_xyzw__7_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__7_7_end:
+	.size tbuffer_store_format_xyzw__7_7, .Ltbuffer_store_format_xyzw__7_7_end-tbuffer_store_format_xyzw__7_7
+
+	.globl buffer_load_format_d16_xyzw__7_7
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__7_7,@function
+buffer_load_format_d16_xyzw__7_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x3f000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__7_7_end:
+	.size buffer_load_format_d16_xyzw__7_7, .Lbuffer_load_format_d16_xyzw__7_7_end-buffer_load_format_d16_xyzw__7_7
+
+	.globl tbuffer_store_format_d16_xyzw__7_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__7_7,@function
+tbuffer_store_format_d16_xyzw__7_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_11_11_10,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__7_7_end:
+	.size tbuffer_store_format_d16_xyzw__7_7, .Ltbuffer_store_format_d16_xyzw__7_7_end-tbuffer_store_format_d16_xyzw__7_7
+
+	.globl tbuffer_load_format_xyzw__8_0
+	.p2align 8
+	.type tbuffer_load_format_xyzw__8_0,@function
+tbuffer_load_format_xyzw__8_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__8_0_end:
+	.size tbuffer_load_format_xyzw__8_0, .Ltbuffer_load_format_xyzw__8_0_end-tbuffer_load_format_xyzw__8_0
+
+	.globl buffer_store_format_xyzw__8_0
+	.p2align 8
+	.type buffer_store_format_xyzw__8_0,@function
+buffer_store_format_xyzw__8_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x40000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__8_0_end:
+	.size buffer_store_format_xyzw__8_0, .Lbuffer_store_format_xyzw__8_0_end-buffer_store_format_xyzw__8_0
+
+	.globl tbuffer_load_format_d16_xyzw__8_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__8_0,@function
+tbuffer_load_format_d16_xyzw__8_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__8_0_end:
+	.size tbuffer_load_format_d16_xyzw__8_0, .Ltbuffer_load_format_d16_xyzw__8_0_end-tbuffer_load_format_d16_xyzw__8_0
+
+	.globl buffer_store_format_d16_xyzw__8_0
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__8_0,@function
+buffer_store_format_d16_xyzw__8_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x40000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__8_0_end:
+	.size buffer_store_format_d16_xyzw__8_0, .Lbuffer_store_format_d16_xyzw__8_0_end-buffer_store_format_d16_xyzw__8_0
+
+	.globl buffer_load_format_xyzw__8_1
+	.p2align 8
+	.type buffer_load_format_xyzw__8_1,@function
+buffer_load_format_xyzw__8_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x41000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__8_1_end:
+	.size buffer_load_format_xyzw__8_1, .Lbuffer_load_format_xyzw__8_1_end-buffer_load_format_xyzw__8_1
+
+	.globl tbuffer_store_format_xyzw__8_1
+	.p2align 8
+	.type tbuffer_store_format_xyzw__8_1,@function
+tbuffer_store_format_xyzw__8_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__8_1_end:
+	.size tbuffer_store_format_xyzw__8_1, .Ltbuffer_store_format_xyzw__8_1_end-tbuffer_store_format_xyzw__8_1
+
+	.globl buffer_load_format_d16_xyzw__8_1
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__8_1,@function
+buffer_load_format_d16_xyzw__8_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x41000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__8_1_end:
+	.size buffer_load_format_d16_xyzw__8_1, .Lbuffer_load_format_d16_xyzw__8_1_end-buffer_load_format_d16_xyzw__8_1
+
+	.globl tbuffer_store_format_d16_xyzw__8_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__8_1,@function
+tbuffer_store_format_d16_xyzw__8_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__8_1_end:
+	.size tbuffer_store_format_d16_xyzw__8_1, .Ltbuffer_store_format_d16_xyzw__8_1_end-tbuffer_store_format_d16_xyzw__8_1
+
+	.globl tbuffer_load_format_xyzw__8_2
+	.p2align 8
+	.type tbuffer_load_format_xyzw__8_2,@function
+tbuffer_load_format_xyzw__8_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__8_2_end:
+	.size tbuffer_load_format_xyzw__8_2, .Ltbuffer_load_format_xyzw__8_2_end-tbuffer_load_format_xyzw__8_2
+
+	.globl buffer_store_format_xyzw__8_2
+	.p2align 8
+	.type buffer_store_format_xyzw__8_2,@function
+buffer_store_format_xyzw__8_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x42000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__8_2_end:
+	.size buffer_store_format_xyzw__8_2, .Lbuffer_store_format_xyzw__8_2_end-buffer_store_format_xyzw__8_2
+
+	.globl tbuffer_load_format_d16_xyzw__8_2
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__8_2,@function
+tbuffer_load_format_d16_xyzw__8_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__8_2_end:
+	.size tbuffer_load_format_d16_xyzw__8_2, .Ltbuffer_load_format_d16_xyzw__8_2_end-tbuffer_load_format_d16_xyzw__8_2
+
+	.globl buffer_store_format_d16_xyzw__8_2
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__8_2,@function
+buffer_store_format_d16_xyzw__8_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x42000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__8_2_end:
+	.size buffer_store_format_d16_xyzw__8_2, .Lbuffer_store_format_d16_xyzw__8_2_end-buffer_store_format_d16_xyzw__8_2
+
+	.globl buffer_load_format_xyzw__8_3
+	.p2align 8
+	.type buffer_load_format_xyzw__8_3,@function
+buffer_load_format_xyzw__8_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x43000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__8_3_end:
+	.size buffer_load_format_xyzw__8_3, .Lbuffer_load_format_xyzw__8_3_end-buffer_load_format_xyzw__8_3
+
+	.globl tbuffer_store_format_xyzw__8_3
+	.p2align 8
+	.type tbuffer_store_format_xyzw__8_3,@function
+tbuffer_store_format_xyzw__8_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__8_3_end:
+	.size tbuffer_store_format_xyzw__8_3, .Ltbuffer_store_format_xyzw__8_3_end-tbuffer_store_format_xyzw__8_3
+
+	.globl buffer_load_format_d16_xyzw__8_3
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__8_3,@function
+buffer_load_format_d16_xyzw__8_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x43000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__8_3_end:
+	.size buffer_load_format_d16_xyzw__8_3, .Lbuffer_load_format_d16_xyzw__8_3_end-buffer_load_format_d16_xyzw__8_3
+
+	.globl tbuffer_store_format_d16_xyzw__8_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__8_3,@function
+tbuffer_store_format_d16_xyzw__8_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__8_3_end:
+	.size tbuffer_store_format_d16_xyzw__8_3, .Ltbuffer_store_format_d16_xyzw__8_3_end-tbuffer_store_format_d16_xyzw__8_3
+
+	.globl tbuffer_load_format_xyzw__8_4
+	.p2align 8
+	.type tbuffer_load_format_xyzw__8_4,@function
+tbuffer_load_format_xyzw__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__8_4_end:
+	.size tbuffer_load_format_xyzw__8_4, .Ltbuffer_load_format_xyzw__8_4_end-tbuffer_load_format_xyzw__8_4
+
+	.globl buffer_store_format_xyzw__8_4
+	.p2align 8
+	.type buffer_store_format_xyzw__8_4,@function
+buffer_store_format_xyzw__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__8_4_end:
+	.size buffer_store_format_xyzw__8_4, .Lbuffer_store_format_xyzw__8_4_end-buffer_store_format_xyzw__8_4
+
+	.globl tbuffer_load_format_d16_xyzw__8_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__8_4,@function
+tbuffer_load_format_d16_xyzw__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__8_4_end:
+	.size tbuffer_load_format_d16_xyzw__8_4, .Ltbuffer_load_format_d16_xyzw__8_4_end-tbuffer_load_format_d16_xyzw__8_4
+
+	.globl buffer_store_format_d16_xyzw__8_4
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__8_4,@function
+buffer_store_format_d16_xyzw__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__8_4_end:
+	.size buffer_store_format_d16_xyzw__8_4, .Lbuffer_store_format_d16_xyzw__8_4_end-buffer_store_format_d16_xyzw__8_4
+
+	.globl buffer_load_format_xyzw__8_5
+	.p2align 8
+	.type buffer_load_format_xyzw__8_5,@function
+buffer_load_format_xyzw__8_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x45000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__8_5_end:
+	.size buffer_load_format_xyzw__8_5, .Lbuffer_load_format_xyzw__8_5_end-buffer_load_format_xyzw__8_5
+
+	.globl tbuffer_store_format_xyzw__8_5
+	.p2align 8
+	.type tbuffer_store_format_xyzw__8_5,@function
+tbuffer_store_format_xyzw__8_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__8_5_end:
+	.size tbuffer_store_format_xyzw__8_5, .Ltbuffer_store_format_xyzw__8_5_end-tbuffer_store_format_xyzw__8_5
+
+	.globl buffer_load_format_d16_xyzw__8_5
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__8_5,@function
+buffer_load_format_d16_xyzw__8_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x45000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__8_5_end:
+	.size buffer_load_format_d16_xyzw__8_5, .Lbuffer_load_format_d16_xyzw__8_5_end-buffer_load_format_d16_xyzw__8_5
+
+	.globl tbuffer_store_format_d16_xyzw__8_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__8_5,@function
+tbuffer_store_format_d16_xyzw__8_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__8_5_end:
+	.size tbuffer_store_format_d16_xyzw__8_5, .Ltbuffer_store_format_d16_xyzw__8_5_end-tbuffer_store_format_d16_xyzw__8_5
+
+	.globl tbuffer_load_format_xyzw__9_0
+	.p2align 8
+	.type tbuffer_load_format_xyzw__9_0,@function
+tbuffer_load_format_xyzw__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__9_0_end:
+	.size tbuffer_load_format_xyzw__9_0, .Ltbuffer_load_format_xyzw__9_0_end-tbuffer_load_format_xyzw__9_0
+
+	.globl buffer_store_format_xyzw__9_0
+	.p2align 8
+	.type buffer_store_format_xyzw__9_0,@function
+buffer_store_format_xyzw__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__9_0_end:
+	.size buffer_store_format_xyzw__9_0, .Lbuffer_store_format_xyzw__9_0_end-buffer_store_format_xyzw__9_0
+
+	.globl tbuffer_load_format_d16_xyzw__9_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__9_0,@function
+tbuffer_load_format_d16_xyzw__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__9_0_end:
+	.size tbuffer_load_format_d16_xyzw__9_0, .Ltbuffer_load_format_d16_xyzw__9_0_end-tbuffer_load_format_d16_xyzw__9_0
+
+	.globl buffer_store_format_d16_xyzw__9_0
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__9_0,@function
+buffer_store_format_d16_xyzw__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__9_0_end:
+	.size buffer_store_format_d16_xyzw__9_0, .Lbuffer_store_format_d16_xyzw__9_0_end-buffer_store_format_d16_xyzw__9_0
+
+	.globl buffer_load_format_xyzw__9_1
+	.p2align 8
+	.type buffer_load_format_xyzw__9_1,@function
+buffer_load_format_xyzw__9_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x49000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__9_1_end:
+	.size buffer_load_format_xyzw__9_1, .Lbuffer_load_format_xyzw__9_1_end-buffer_load_format_xyzw__9_1
+
+	.globl tbuffer_store_format_xyzw__9_1
+	.p2align 8
+	.type tbuffer_store_format_xyzw__9_1,@function
+tbuffer_store_format_xyzw__9_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__9_1_end:
+	.size tbuffer_store_format_xyzw__9_1, .Ltbuffer_store_format_xyzw__9_1_end-tbuffer_store_format_xyzw__9_1
+
+	.globl buffer_load_format_d16_xyzw__9_1
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__9_1,@function
+buffer_load_format_d16_xyzw__9_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x49000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__9_1_end:
+	.size buffer_load_format_d16_xyzw__9_1, .Lbuffer_load_format_d16_xyzw__9_1_end-buffer_load_format_d16_xyzw__9_1
+
+	.globl tbuffer_store_format_d16_xyzw__9_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__9_1,@function
+tbuffer_store_format_d16_xyzw__9_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__9_1_end:
+	.size tbuffer_store_format_d16_xyzw__9_1, .Ltbuffer_store_format_d16_xyzw__9_1_end-tbuffer_store_format_d16_xyzw__9_1
+
+	.globl tbuffer_load_format_xyzw__9_2
+	.p2align 8
+	.type tbuffer_load_format_xyzw__9_2,@function
+tbuffer_load_format_xyzw__9_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__9_2_end:
+	.size tbuffer_load_format_xyzw__9_2, .Ltbuffer_load_format_xyzw__9_2_end-tbuffer_load_format_xyzw__9_2
+
+	.globl buffer_store_format_xyzw__9_2
+	.p2align 8
+	.type buffer_store_format_xyzw__9_2,@function
+buffer_store_format_xyzw__9_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x4a000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__9_2_end:
+	.size buffer_store_format_xyzw__9_2, .Lbuffer_store_format_xyzw__9_2_end-buffer_store_format_xyzw__9_2
+
+	.globl tbuffer_load_format_d16_xyzw__9_2
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__9_2,@function
+tbuffer_load_format_d16_xyzw__9_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__9_2_end:
+	.size tbuffer_load_format_d16_xyzw__9_2, .Ltbuffer_load_format_d16_xyzw__9_2_end-tbuffer_load_format_d16_xyzw__9_2
+
+	.globl buffer_store_format_d16_xyzw__9_2
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__9_2,@function
+buffer_store_format_d16_xyzw__9_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x4a000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__9_2_end:
+	.size buffer_store_format_d16_xyzw__9_2, .Lbuffer_store_format_d16_xyzw__9_2_end-buffer_store_format_d16_xyzw__9_2
+
+	.globl buffer_load_format_xyzw__9_3
+	.p2align 8
+	.type buffer_load_format_xyzw__9_3,@function
+buffer_load_format_xyzw__9_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x4b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__9_3_end:
+	.size buffer_load_format_xyzw__9_3, .Lbuffer_load_format_xyzw__9_3_end-buffer_load_format_xyzw__9_3
+
+	.globl tbuffer_store_format_xyzw__9_3
+	.p2align 8
+	.type tbuffer_store_format_xyzw__9_3,@function
+tbuffer_store_format_xyzw__9_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__9_3_end:
+	.size tbuffer_store_format_xyzw__9_3, .Ltbuffer_store_format_xyzw__9_3_end-tbuffer_store_format_xyzw__9_3
+
+	.globl buffer_load_format_d16_xyzw__9_3
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__9_3,@function
+buffer_load_format_d16_xyzw__9_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x4b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__9_3_end:
+	.size buffer_load_format_d16_xyzw__9_3, .Lbuffer_load_format_d16_xyzw__9_3_end-buffer_load_format_d16_xyzw__9_3
+
+	.globl tbuffer_store_format_d16_xyzw__9_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__9_3,@function
+tbuffer_store_format_d16_xyzw__9_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__9_3_end:
+	.size tbuffer_store_format_d16_xyzw__9_3, .Ltbuffer_store_format_d16_xyzw__9_3_end-tbuffer_store_format_d16_xyzw__9_3
+
+	.globl tbuffer_load_format_xyzw__9_4
+	.p2align 8
+	.type tbuffer_load_format_xyzw__9_4,@function
+tbuffer_load_format_xyzw__9_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__9_4_end:
+	.size tbuffer_load_format_xyzw__9_4, .Ltbuffer_load_format_xyzw__9_4_end-tbuffer_load_format_xyzw__9_4
+
+	.globl buffer_store_format_xyzw__9_4
+	.p2align 8
+	.type buffer_store_format_xyzw__9_4,@function
+buffer_store_format_xyzw__9_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x4c000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__9_4_end:
+	.size buffer_store_format_xyzw__9_4, .Lbuffer_store_format_xyzw__9_4_end-buffer_store_format_xyzw__9_4
+
+	.globl tbuffer_load_format_d16_xyzw__9_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__9_4,@function
+tbuffer_load_format_d16_xyzw__9_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__9_4_end:
+	.size tbuffer_load_format_d16_xyzw__9_4, .Ltbuffer_load_format_d16_xyzw__9_4_end-tbuffer_load_format_d16_xyzw__9_4
+
+	.globl buffer_store_format_d16_xyzw__9_4
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__9_4,@function
+buffer_store_format_d16_xyzw__9_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x4c000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__9_4_end:
+	.size buffer_store_format_d16_xyzw__9_4, .Lbuffer_store_format_d16_xyzw__9_4_end-buffer_store_format_d16_xyzw__9_4
+
+	.globl buffer_load_format_xyzw__9_5
+	.p2align 8
+	.type buffer_load_format_xyzw__9_5,@function
+buffer_load_format_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x4d000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__9_5_end:
+	.size buffer_load_format_xyzw__9_5, .Lbuffer_load_format_xyzw__9_5_end-buffer_load_format_xyzw__9_5
+
+	.globl tbuffer_store_format_xyzw__9_5
+	.p2align 8
+	.type tbuffer_store_format_xyzw__9_5,@function
+tbuffer_store_format_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__9_5_end:
+	.size tbuffer_store_format_xyzw__9_5, .Ltbuffer_store_format_xyzw__9_5_end-tbuffer_store_format_xyzw__9_5
+
+	.globl buffer_load_format_d16_xyzw__9_5
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__9_5,@function
+buffer_load_format_d16_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x4d000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__9_5_end:
+	.size buffer_load_format_d16_xyzw__9_5, .Lbuffer_load_format_d16_xyzw__9_5_end-buffer_load_format_d16_xyzw__9_5
+
+	.globl tbuffer_store_format_d16_xyzw__9_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__9_5,@function
+tbuffer_store_format_d16_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__9_5_end:
+	.size tbuffer_store_format_d16_xyzw__9_5, .Ltbuffer_store_format_d16_xyzw__9_5_end-tbuffer_store_format_d16_xyzw__9_5
+
+	.globl tbuffer_load_format_xyzw__10_0
+	.p2align 8
+	.type tbuffer_load_format_xyzw__10_0,@function
+tbuffer_load_format_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__10_0_end:
+	.size tbuffer_load_format_xyzw__10_0, .Ltbuffer_load_format_xyzw__10_0_end-tbuffer_load_format_xyzw__10_0
+
+	.globl buffer_store_format_xyzw__10_0
+	.p2align 8
+	.type buffer_store_format_xyzw__10_0,@function
+buffer_store_format_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x50000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__10_0_end:
+	.size buffer_store_format_xyzw__10_0, .Lbuffer_store_format_xyzw__10_0_end-buffer_store_format_xyzw__10_0
+
+	.globl tbuffer_load_format_d16_xyzw__10_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__10_0,@function
+tbuffer_load_format_d16_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__10_0_end:
+	.size tbuffer_load_format_d16_xyzw__10_0, .Ltbuffer_load_format_d16_xyzw__10_0_end-tbuffer_load_format_d16_xyzw__10_0
+
+	.globl buffer_store_format_d16_xyzw__10_0
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__10_0,@function
+buffer_store_format_d16_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x50000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__10_0_end:
+	.size buffer_store_format_d16_xyzw__10_0, .Lbuffer_store_format_d16_xyzw__10_0_end-buffer_store_format_d16_xyzw__10_0
+
+	.globl buffer_load_format_xyzw__10_1
+	.p2align 8
+	.type buffer_load_format_xyzw__10_1,@function
+buffer_load_format_xyzw__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__10_1_end:
+	.size buffer_load_format_xyzw__10_1, .Lbuffer_load_format_xyzw__10_1_end-buffer_load_format_xyzw__10_1
+
+	.globl tbuffer_store_format_xyzw__10_1
+	.p2align 8
+	.type tbuffer_store_format_xyzw__10_1,@function
+tbuffer_store_format_xyzw__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__10_1_end:
+	.size tbuffer_store_format_xyzw__10_1, .Ltbuffer_store_format_xyzw__10_1_end-tbuffer_store_format_xyzw__10_1
+
+	.globl buffer_load_format_d16_xyzw__10_1
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__10_1,@function
+buffer_load_format_d16_xyzw__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__10_1_end:
+	.size buffer_load_format_d16_xyzw__10_1, .Lbuffer_load_format_d16_xyzw__10_1_end-buffer_load_format_d16_xyzw__10_1
+
+	.globl tbuffer_store_format_d16_xyzw__10_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__10_1,@function
+tbuffer_store_format_d16_xyzw__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__10_1_end:
+	.size tbuffer_store_format_d16_xyzw__10_1, .Ltbuffer_store_format_d16_xyzw__10_1_end-tbuffer_store_format_d16_xyzw__10_1
+
+	.globl tbuffer_load_format_xyzw__10_2
+	.p2align 8
+	.type tbuffer_load_format_xyzw__10_2,@function
+tbuffer_load_format_xyzw__10_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__10_2_end:
+	.size tbuffer_load_format_xyzw__10_2, .Ltbuffer_load_format_xyzw__10_2_end-tbuffer_load_format_xyzw__10_2
+
+	.globl buffer_store_format_xyzw__10_2
+	.p2align 8
+	.type buffer_store_format_xyzw__10_2,@function
+buffer_store_format_xyzw__10_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x52000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__10_2_end:
+	.size buffer_store_format_xyzw__10_2, .Lbuffer_store_format_xyzw__10_2_end-buffer_store_format_xyzw__10_2
+
+	.globl tbuffer_load_format_d16_xyzw__10_2
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__10_2,@function
+tbuffer_load_format_d16_xyzw__10_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__10_2_end:
+	.size tbuffer_load_format_d16_xyzw__10_2, .Ltbuffer_load_format_d16_xyzw__10_2_end-tbuffer_load_format_d16_xyzw__10_2
+
+	.globl buffer_store_format_d16_xyzw__10_2
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__10_2,@function
+buffer_store_format_d16_xyzw__10_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x52000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__10_2_end:
+	.size buffer_store_format_d16_xyzw__10_2, .Lbuffer_store_format_d16_xyzw__10_2_end-buffer_store_format_d16_xyzw__10_2
+
+	.globl buffer_load_format_xyzw__10_3
+	.p2align 8
+	.type buffer_load_format_xyzw__10_3,@function
+buffer_load_format_xyzw__10_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x53000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__10_3_end:
+	.size buffer_load_format_xyzw__10_3, .Lbuffer_load_format_xyzw__10_3_end-buffer_load_format_xyzw__10_3
+
+	.globl tbuffer_store_format_xyzw__10_3
+	.p2align 8
+	.type tbuffer_store_format_xyzw__10_3,@function
+tbuffer_store_format_xyzw__10_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__10_3_end:
+	.size tbuffer_store_format_xyzw__10_3, .Ltbuffer_store_format_xyzw__10_3_end-tbuffer_store_format_xyzw__10_3
+
+	.globl buffer_load_format_d16_xyzw__10_3
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__10_3,@function
+buffer_load_format_d16_xyzw__10_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x53000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__10_3_end:
+	.size buffer_load_format_d16_xyzw__10_3, .Lbuffer_load_format_d16_xyzw__10_3_end-buffer_load_format_d16_xyzw__10_3
+
+	.globl tbuffer_store_format_d16_xyzw__10_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__10_3,@function
+tbuffer_store_format_d16_xyzw__10_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__10_3_end:
+	.size tbuffer_store_format_d16_xyzw__10_3, .Ltbuffer_store_format_d16_xyzw__10_3_end-tbuffer_store_format_d16_xyzw__10_3
+
+	.globl tbuffer_load_format_xyzw__10_4
+	.p2align 8
+	.type tbuffer_load_format_xyzw__10_4,@function
+tbuffer_load_format_xyzw__10_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__10_4_end:
+	.size tbuffer_load_format_xyzw__10_4, .Ltbuffer_load_format_xyzw__10_4_end-tbuffer_load_format_xyzw__10_4
+
+	.globl buffer_store_format_xyzw__10_4
+	.p2align 8
+	.type buffer_store_format_xyzw__10_4,@function
+buffer_store_format_xyzw__10_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x54000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__10_4_end:
+	.size buffer_store_format_xyzw__10_4, .Lbuffer_store_format_xyzw__10_4_end-buffer_store_format_xyzw__10_4
+
+	.globl tbuffer_load_format_d16_xyzw__10_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__10_4,@function
+tbuffer_load_format_d16_xyzw__10_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__10_4_end:
+	.size tbuffer_load_format_d16_xyzw__10_4, .Ltbuffer_load_format_d16_xyzw__10_4_end-tbuffer_load_format_d16_xyzw__10_4
+
+	.globl buffer_store_format_d16_xyzw__10_4
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__10_4,@function
+buffer_store_format_d16_xyzw__10_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x54000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__10_4_end:
+	.size buffer_store_format_d16_xyzw__10_4, .Lbuffer_store_format_d16_xyzw__10_4_end-buffer_store_format_d16_xyzw__10_4
+
+	.globl buffer_load_format_xyzw__10_5
+	.p2align 8
+	.type buffer_load_format_xyzw__10_5,@function
+buffer_load_format_xyzw__10_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x55000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__10_5_end:
+	.size buffer_load_format_xyzw__10_5, .Lbuffer_load_format_xyzw__10_5_end-buffer_load_format_xyzw__10_5
+
+	.globl tbuffer_store_format_xyzw__10_5
+	.p2align 8
+	.type tbuffer_store_format_xyzw__10_5,@function
+tbuffer_store_format_xyzw__10_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__10_5_end:
+	.size tbuffer_store_format_xyzw__10_5, .Ltbuffer_store_format_xyzw__10_5_end-tbuffer_store_format_xyzw__10_5
+
+	.globl buffer_load_format_d16_xyzw__10_5
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__10_5,@function
+buffer_load_format_d16_xyzw__10_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x55000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__10_5_end:
+	.size buffer_load_format_d16_xyzw__10_5, .Lbuffer_load_format_d16_xyzw__10_5_end-buffer_load_format_d16_xyzw__10_5
+
+	.globl tbuffer_store_format_d16_xyzw__10_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__10_5,@function
+tbuffer_store_format_d16_xyzw__10_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__10_5_end:
+	.size tbuffer_store_format_d16_xyzw__10_5, .Ltbuffer_store_format_d16_xyzw__10_5_end-tbuffer_store_format_d16_xyzw__10_5
+
+	.globl tbuffer_load_format_xyzw__11_0
+	.p2align 8
+	.type tbuffer_load_format_xyzw__11_0,@function
+tbuffer_load_format_xyzw__11_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__11_0_end:
+	.size tbuffer_load_format_xyzw__11_0, .Ltbuffer_load_format_xyzw__11_0_end-tbuffer_load_format_xyzw__11_0
+
+	.globl buffer_store_format_xyzw__11_0
+	.p2align 8
+	.type buffer_store_format_xyzw__11_0,@function
+buffer_store_format_xyzw__11_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x58000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__11_0_end:
+	.size buffer_store_format_xyzw__11_0, .Lbuffer_store_format_xyzw__11_0_end-buffer_store_format_xyzw__11_0
+
+	.globl tbuffer_load_format_d16_xyzw__11_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__11_0,@function
+tbuffer_load_format_d16_xyzw__11_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__11_0_end:
+	.size tbuffer_load_format_d16_xyzw__11_0, .Ltbuffer_load_format_d16_xyzw__11_0_end-tbuffer_load_format_d16_xyzw__11_0
+
+	.globl buffer_store_format_d16_xyzw__11_0
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__11_0,@function
+buffer_store_format_d16_xyzw__11_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x58000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__11_0_end:
+	.size buffer_store_format_d16_xyzw__11_0, .Lbuffer_store_format_d16_xyzw__11_0_end-buffer_store_format_d16_xyzw__11_0
+
+	.globl buffer_load_format_xyzw__11_1
+	.p2align 8
+	.type buffer_load_format_xyzw__11_1,@function
+buffer_load_format_xyzw__11_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x59000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__11_1_end:
+	.size buffer_load_format_xyzw__11_1, .Lbuffer_load_format_xyzw__11_1_end-buffer_load_format_xyzw__11_1
+
+	.globl tbuffer_store_format_xyzw__11_1
+	.p2align 8
+	.type tbuffer_store_format_xyzw__11_1,@function
+tbuffer_store_format_xyzw__11_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__11_1_end:
+	.size tbuffer_store_format_xyzw__11_1, .Ltbuffer_store_format_xyzw__11_1_end-tbuffer_store_format_xyzw__11_1
+
+	.globl buffer_load_format_d16_xyzw__11_1
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__11_1,@function
+buffer_load_format_d16_xyzw__11_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x59000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__11_1_end:
+	.size buffer_load_format_d16_xyzw__11_1, .Lbuffer_load_format_d16_xyzw__11_1_end-buffer_load_format_d16_xyzw__11_1
+
+	.globl tbuffer_store_format_d16_xyzw__11_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__11_1,@function
+tbuffer_store_format_d16_xyzw__11_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__11_1_end:
+	.size tbuffer_store_format_d16_xyzw__11_1, .Ltbuffer_store_format_d16_xyzw__11_1_end-tbuffer_store_format_d16_xyzw__11_1
+
+	.globl tbuffer_load_format_xyzw__11_2
+	.p2align 8
+	.type tbuffer_load_format_xyzw__11_2,@function
+tbuffer_load_format_xyzw__11_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__11_2_end:
+	.size tbuffer_load_format_xyzw__11_2, .Ltbuffer_load_format_xyzw__11_2_end-tbuffer_load_format_xyzw__11_2
+
+	.globl buffer_store_format_xyzw__11_2
+	.p2align 8
+	.type buffer_store_format_xyzw__11_2,@function
+buffer_store_format_xyzw__11_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5a000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__11_2_end:
+	.size buffer_store_format_xyzw__11_2, .Lbuffer_store_format_xyzw__11_2_end-buffer_store_format_xyzw__11_2
+
+	.globl tbuffer_load_format_d16_xyzw__11_2
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__11_2,@function
+tbuffer_load_format_d16_xyzw__11_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__11_2_end:
+	.size tbuffer_load_format_d16_xyzw__11_2, .Ltbuffer_load_format_d16_xyzw__11_2_end-tbuffer_load_format_d16_xyzw__11_2
+
+	.globl buffer_store_format_d16_xyzw__11_2
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__11_2,@function
+buffer_store_format_d16_xyzw__11_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5a000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__11_2_end:
+	.size buffer_store_format_d16_xyzw__11_2, .Lbuffer_store_format_d16_xyzw__11_2_end-buffer_store_format_d16_xyzw__11_2
+
+	.globl buffer_load_format_xyzw__11_3
+	.p2align 8
+	.type buffer_load_format_xyzw__11_3,@function
+buffer_load_format_xyzw__11_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__11_3_end:
+	.size buffer_load_format_xyzw__11_3, .Lbuffer_load_format_xyzw__11_3_end-buffer_load_format_xyzw__11_3
+
+	.globl tbuffer_store_format_xyzw__11_3
+	.p2align 8
+	.type tbuffer_store_format_xyzw__11_3,@function
+tbuffer_store_format_xyzw__11_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__11_3_end:
+	.size tbuffer_store_format_xyzw__11_3, .Ltbuffer_store_format_xyzw__11_3_end-tbuffer_store_format_xyzw__11_3
+
+	.globl buffer_load_format_d16_xyzw__11_3
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__11_3,@function
+buffer_load_format_d16_xyzw__11_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__11_3_end:
+	.size buffer_load_format_d16_xyzw__11_3, .Lbuffer_load_format_d16_xyzw__11_3_end-buffer_load_format_d16_xyzw__11_3
+
+	.globl tbuffer_store_format_d16_xyzw__11_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__11_3,@function
+tbuffer_store_format_d16_xyzw__11_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__11_3_end:
+	.size tbuffer_store_format_d16_xyzw__11_3, .Ltbuffer_store_format_d16_xyzw__11_3_end-tbuffer_store_format_d16_xyzw__11_3
+
+	.globl tbuffer_load_format_xyzw__11_4
+	.p2align 8
+	.type tbuffer_load_format_xyzw__11_4,@function
+tbuffer_load_format_xyzw__11_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__11_4_end:
+	.size tbuffer_load_format_xyzw__11_4, .Ltbuffer_load_format_xyzw__11_4_end-tbuffer_load_format_xyzw__11_4
+
+	.globl buffer_store_format_xyzw__11_4
+	.p2align 8
+	.type buffer_store_format_xyzw__11_4,@function
+buffer_store_format_xyzw__11_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5c000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__11_4_end:
+	.size buffer_store_format_xyzw__11_4, .Lbuffer_store_format_xyzw__11_4_end-buffer_store_format_xyzw__11_4
+
+	.globl tbuffer_load_format_d16_xyzw__11_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__11_4,@function
+tbuffer_load_format_d16_xyzw__11_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__11_4_end:
+	.size tbuffer_load_format_d16_xyzw__11_4, .Ltbuffer_load_format_d16_xyzw__11_4_end-tbuffer_load_format_d16_xyzw__11_4
+
+	.globl buffer_store_format_d16_xyzw__11_4
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__11_4,@function
+buffer_store_format_d16_xyzw__11_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5c000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__11_4_end:
+	.size buffer_store_format_d16_xyzw__11_4, .Lbuffer_store_format_d16_xyzw__11_4_end-buffer_store_format_d16_xyzw__11_4
+
+	.globl buffer_load_format_xyzw__11_5
+	.p2align 8
+	.type buffer_load_format_xyzw__11_5,@function
+buffer_load_format_xyzw__11_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5d000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__11_5_end:
+	.size buffer_load_format_xyzw__11_5, .Lbuffer_load_format_xyzw__11_5_end-buffer_load_format_xyzw__11_5
+
+	.globl tbuffer_store_format_xyzw__11_5
+	.p2align 8
+	.type tbuffer_store_format_xyzw__11_5,@function
+tbuffer_store_format_xyzw__11_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__11_5_end:
+	.size tbuffer_store_format_xyzw__11_5, .Ltbuffer_store_format_xyzw__11_5_end-tbuffer_store_format_xyzw__11_5
+
+	.globl buffer_load_format_d16_xyzw__11_5
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__11_5,@function
+buffer_load_format_d16_xyzw__11_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5d000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__11_5_end:
+	.size buffer_load_format_d16_xyzw__11_5, .Lbuffer_load_format_d16_xyzw__11_5_end-buffer_load_format_d16_xyzw__11_5
+
+	.globl tbuffer_store_format_d16_xyzw__11_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__11_5,@function
+tbuffer_store_format_d16_xyzw__11_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__11_5_end:
+	.size tbuffer_store_format_d16_xyzw__11_5, .Ltbuffer_store_format_d16_xyzw__11_5_end-tbuffer_store_format_d16_xyzw__11_5
+
+	.globl tbuffer_load_format_xyzw__11_7
+	.p2align 8
+	.type tbuffer_load_format_xyzw__11_7,@function
+tbuffer_load_format_xyzw__11_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__11_7_end:
+	.size tbuffer_load_format_xyzw__11_7, .Ltbuffer_load_format_xyzw__11_7_end-tbuffer_load_format_xyzw__11_7
+
+	.globl buffer_store_format_xyzw__11_7
+	.p2align 8
+	.type buffer_store_format_xyzw__11_7,@function
+buffer_store_format_xyzw__11_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5f000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__11_7_end:
+	.size buffer_store_format_xyzw__11_7, .Lbuffer_store_format_xyzw__11_7_end-buffer_store_format_xyzw__11_7
+
+	.globl tbuffer_load_format_d16_xyzw__11_7
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__11_7,@function
+tbuffer_load_format_d16_xyzw__11_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__11_7_end:
+	.size tbuffer_load_format_d16_xyzw__11_7, .Ltbuffer_load_format_d16_xyzw__11_7_end-tbuffer_load_format_d16_xyzw__11_7
+
+	.globl buffer_store_format_d16_xyzw__11_7
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__11_7,@function
+buffer_store_format_d16_xyzw__11_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x5f000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__11_7_end:
+	.size buffer_store_format_d16_xyzw__11_7, .Lbuffer_store_format_d16_xyzw__11_7_end-buffer_store_format_d16_xyzw__11_7
+
+	.globl buffer_load_format_xyzw__12_0
+	.p2align 8
+	.type buffer_load_format_xyzw__12_0,@function
+buffer_load_format_xyzw__12_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x60000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__12_0_end:
+	.size buffer_load_format_xyzw__12_0, .Lbuffer_load_format_xyzw__12_0_end-buffer_load_format_xyzw__12_0
+
+	.globl tbuffer_store_format_xyzw__12_0
+	.p2align 8
+	.type tbuffer_store_format_xyzw__12_0,@function
+tbuffer_store_format_xyzw__12_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__12_0_end:
+	.size tbuffer_store_format_xyzw__12_0, .Ltbuffer_store_format_xyzw__12_0_end-tbuffer_store_format_xyzw__12_0
+
+	.globl buffer_load_format_d16_xyzw__12_0
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__12_0,@function
+buffer_load_format_d16_xyzw__12_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x60000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__12_0_end:
+	.size buffer_load_format_d16_xyzw__12_0, .Lbuffer_load_format_d16_xyzw__12_0_end-buffer_load_format_d16_xyzw__12_0
+
+	.globl tbuffer_store_format_d16_xyzw__12_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__12_0,@function
+tbuffer_store_format_d16_xyzw__12_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__12_0_end:
+	.size tbuffer_store_format_d16_xyzw__12_0, .Ltbuffer_store_format_d16_xyzw__12_0_end-tbuffer_store_format_d16_xyzw__12_0
+
+	.globl tbuffer_load_format_xyzw__12_1
+	.p2align 8
+	.type tbuffer_load_format_xyzw__12_1,@function
+tbuffer_load_format_xyzw__12_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__12_1_end:
+	.size tbuffer_load_format_xyzw__12_1, .Ltbuffer_load_format_xyzw__12_1_end-tbuffer_load_format_xyzw__12_1
+
+	.globl buffer_store_format_xyzw__12_1
+	.p2align 8
+	.type buffer_store_format_xyzw__12_1,@function
+buffer_store_format_xyzw__12_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x61000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__12_1_end:
+	.size buffer_store_format_xyzw__12_1, .Lbuffer_store_format_xyzw__12_1_end-buffer_store_format_xyzw__12_1
+
+	.globl tbuffer_load_format_d16_xyzw__12_1
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__12_1,@function
+tbuffer_load_format_d16_xyzw__12_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__12_1_end:
+	.size tbuffer_load_format_d16_xyzw__12_1, .Ltbuffer_load_format_d16_xyzw__12_1_end-tbuffer_load_format_d16_xyzw__12_1
+
+	.globl buffer_store_format_d16_xyzw__12_1
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__12_1,@function
+buffer_store_format_d16_xyzw__12_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x61000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__12_1_end:
+	.size buffer_store_format_d16_xyzw__12_1, .Lbuffer_store_format_d16_xyzw__12_1_end-buffer_store_format_d16_xyzw__12_1
+
+	.globl buffer_load_format_xyzw__12_2
+	.p2align 8
+	.type buffer_load_format_xyzw__12_2,@function
+buffer_load_format_xyzw__12_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x62000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__12_2_end:
+	.size buffer_load_format_xyzw__12_2, .Lbuffer_load_format_xyzw__12_2_end-buffer_load_format_xyzw__12_2
+
+	.globl tbuffer_store_format_xyzw__12_2
+	.p2align 8
+	.type tbuffer_store_format_xyzw__12_2,@function
+tbuffer_store_format_xyzw__12_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__12_2_end:
+	.size tbuffer_store_format_xyzw__12_2, .Ltbuffer_store_format_xyzw__12_2_end-tbuffer_store_format_xyzw__12_2
+
+	.globl buffer_load_format_d16_xyzw__12_2
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__12_2,@function
+buffer_load_format_d16_xyzw__12_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x62000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__12_2_end:
+	.size buffer_load_format_d16_xyzw__12_2, .Lbuffer_load_format_d16_xyzw__12_2_end-buffer_load_format_d16_xyzw__12_2
+
+	.globl tbuffer_store_format_d16_xyzw__12_2
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__12_2,@function
+tbuffer_store_format_d16_xyzw__12_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__12_2_end:
+	.size tbuffer_store_format_d16_xyzw__12_2, .Ltbuffer_store_format_d16_xyzw__12_2_end-tbuffer_store_format_d16_xyzw__12_2
+
+	.globl tbuffer_load_format_xyzw__12_3
+	.p2align 8
+	.type tbuffer_load_format_xyzw__12_3,@function
+tbuffer_load_format_xyzw__12_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__12_3_end:
+	.size tbuffer_load_format_xyzw__12_3, .Ltbuffer_load_format_xyzw__12_3_end-tbuffer_load_format_xyzw__12_3
+
+	.globl buffer_store_format_xyzw__12_3
+	.p2align 8
+	.type buffer_store_format_xyzw__12_3,@function
+buffer_store_format_xyzw__12_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x63000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__12_3_end:
+	.size buffer_store_format_xyzw__12_3, .Lbuffer_store_format_xyzw__12_3_end-buffer_store_format_xyzw__12_3
+
+	.globl tbuffer_load_format_d16_xyzw__12_3
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__12_3,@function
+tbuffer_load_format_d16_xyzw__12_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__12_3_end:
+	.size tbuffer_load_format_d16_xyzw__12_3, .Ltbuffer_load_format_d16_xyzw__12_3_end-tbuffer_load_format_d16_xyzw__12_3
+
+	.globl buffer_store_format_d16_xyzw__12_3
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__12_3,@function
+buffer_store_format_d16_xyzw__12_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x63000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__12_3_end:
+	.size buffer_store_format_d16_xyzw__12_3, .Lbuffer_store_format_d16_xyzw__12_3_end-buffer_store_format_d16_xyzw__12_3
+
+	.globl buffer_load_format_xyzw__12_4
+	.p2align 8
+	.type buffer_load_format_xyzw__12_4,@function
+buffer_load_format_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x64000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__12_4_end:
+	.size buffer_load_format_xyzw__12_4, .Lbuffer_load_format_xyzw__12_4_end-buffer_load_format_xyzw__12_4
+
+	.globl tbuffer_store_format_xyzw__12_4
+	.p2align 8
+	.type tbuffer_store_format_xyzw__12_4,@function
+tbuffer_store_format_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__12_4_end:
+	.size tbuffer_store_format_xyzw__12_4, .Ltbuffer_store_format_xyzw__12_4_end-tbuffer_store_format_xyzw__12_4
+
+	.globl buffer_load_format_d16_xyzw__12_4
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__12_4,@function
+buffer_load_format_d16_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x64000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__12_4_end:
+	.size buffer_load_format_d16_xyzw__12_4, .Lbuffer_load_format_d16_xyzw__12_4_end-buffer_load_format_d16_xyzw__12_4
+
+	.globl tbuffer_store_format_d16_xyzw__12_4
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__12_4,@function
+tbuffer_store_format_d16_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__12_4_end:
+	.size tbuffer_store_format_d16_xyzw__12_4, .Ltbuffer_store_format_d16_xyzw__12_4_end-tbuffer_store_format_d16_xyzw__12_4
+
+	.globl tbuffer_load_format_xyzw__12_5
+	.p2align 8
+	.type tbuffer_load_format_xyzw__12_5,@function
+tbuffer_load_format_xyzw__12_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__12_5_end:
+	.size tbuffer_load_format_xyzw__12_5, .Ltbuffer_load_format_xyzw__12_5_end-tbuffer_load_format_xyzw__12_5
+
+	.globl buffer_store_format_xyzw__12_5
+	.p2align 8
+	.type buffer_store_format_xyzw__12_5,@function
+buffer_store_format_xyzw__12_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x65000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__12_5_end:
+	.size buffer_store_format_xyzw__12_5, .Lbuffer_store_format_xyzw__12_5_end-buffer_store_format_xyzw__12_5
+
+	.globl tbuffer_load_format_d16_xyzw__12_5
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__12_5,@function
+tbuffer_load_format_d16_xyzw__12_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__12_5_end:
+	.size tbuffer_load_format_d16_xyzw__12_5, .Ltbuffer_load_format_d16_xyzw__12_5_end-tbuffer_load_format_d16_xyzw__12_5
+
+	.globl buffer_store_format_d16_xyzw__12_5
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__12_5,@function
+buffer_store_format_d16_xyzw__12_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x65000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__12_5_end:
+	.size buffer_store_format_d16_xyzw__12_5, .Lbuffer_store_format_d16_xyzw__12_5_end-buffer_store_format_d16_xyzw__12_5
+
+	.globl buffer_load_format_xyzw__12_7
+	.p2align 8
+	.type buffer_load_format_xyzw__12_7,@function
+buffer_load_format_xyzw__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__12_7_end:
+	.size buffer_load_format_xyzw__12_7, .Lbuffer_load_format_xyzw__12_7_end-buffer_load_format_xyzw__12_7
+
+	.globl tbuffer_store_format_xyzw__12_7
+	.p2align 8
+	.type tbuffer_store_format_xyzw__12_7,@function
+tbuffer_store_format_xyzw__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__12_7_end:
+	.size tbuffer_store_format_xyzw__12_7, .Ltbuffer_store_format_xyzw__12_7_end-tbuffer_store_format_xyzw__12_7
+
+	.globl buffer_load_format_d16_xyzw__12_7
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__12_7,@function
+buffer_load_format_d16_xyzw__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__12_7_end:
+	.size buffer_load_format_d16_xyzw__12_7, .Lbuffer_load_format_d16_xyzw__12_7_end-buffer_load_format_d16_xyzw__12_7
+
+	.globl tbuffer_store_format_d16_xyzw__12_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__12_7,@function
+tbuffer_store_format_d16_xyzw__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__12_7_end:
+	.size tbuffer_store_format_d16_xyzw__12_7, .Ltbuffer_store_format_d16_xyzw__12_7_end-tbuffer_store_format_d16_xyzw__12_7
+
+	.globl tbuffer_load_format_xyzw__13_0
+	.p2align 8
+	.type tbuffer_load_format_xyzw__13_0,@function
+tbuffer_load_format_xyzw__13_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__13_0_end:
+	.size tbuffer_load_format_xyzw__13_0, .Ltbuffer_load_format_xyzw__13_0_end-tbuffer_load_format_xyzw__13_0
+
+	.globl buffer_store_format_xyzw__13_0
+	.p2align 8
+	.type buffer_store_format_xyzw__13_0,@function
+buffer_store_format_xyzw__13_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x68000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__13_0_end:
+	.size buffer_store_format_xyzw__13_0, .Lbuffer_store_format_xyzw__13_0_end-buffer_store_format_xyzw__13_0
+
+	.globl tbuffer_load_format_d16_xyzw__13_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__13_0,@function
+tbuffer_load_format_d16_xyzw__13_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__13_0_end:
+	.size tbuffer_load_format_d16_xyzw__13_0, .Ltbuffer_load_format_d16_xyzw__13_0_end-tbuffer_load_format_d16_xyzw__13_0
+
+	.globl buffer_store_format_d16_xyzw__13_0
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__13_0,@function
+buffer_store_format_d16_xyzw__13_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x68000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__13_0_end:
+	.size buffer_store_format_d16_xyzw__13_0, .Lbuffer_store_format_d16_xyzw__13_0_end-buffer_store_format_d16_xyzw__13_0
+
+	.globl buffer_load_format_xyzw__13_1
+	.p2align 8
+	.type buffer_load_format_xyzw__13_1,@function
+buffer_load_format_xyzw__13_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x69000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__13_1_end:
+	.size buffer_load_format_xyzw__13_1, .Lbuffer_load_format_xyzw__13_1_end-buffer_load_format_xyzw__13_1
+
+	.globl tbuffer_store_format_xyzw__13_1
+	.p2align 8
+	.type tbuffer_store_format_xyzw__13_1,@function
+tbuffer_store_format_xyzw__13_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__13_1_end:
+	.size tbuffer_store_format_xyzw__13_1, .Ltbuffer_store_format_xyzw__13_1_end-tbuffer_store_format_xyzw__13_1
+
+	.globl buffer_load_format_d16_xyzw__13_1
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__13_1,@function
+buffer_load_format_d16_xyzw__13_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x69000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__13_1_end:
+	.size buffer_load_format_d16_xyzw__13_1, .Lbuffer_load_format_d16_xyzw__13_1_end-buffer_load_format_d16_xyzw__13_1
+
+	.globl tbuffer_store_format_d16_xyzw__13_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__13_1,@function
+tbuffer_store_format_d16_xyzw__13_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__13_1_end:
+	.size tbuffer_store_format_d16_xyzw__13_1, .Ltbuffer_store_format_d16_xyzw__13_1_end-tbuffer_store_format_d16_xyzw__13_1
+
+	.globl tbuffer_load_format_xyzw__13_2
+	.p2align 8
+	.type tbuffer_load_format_xyzw__13_2,@function
+tbuffer_load_format_xyzw__13_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__13_2_end:
+	.size tbuffer_load_format_xyzw__13_2, .Ltbuffer_load_format_xyzw__13_2_end-tbuffer_load_format_xyzw__13_2
+
+	.globl buffer_store_format_xyzw__13_2
+	.p2align 8
+	.type buffer_store_format_xyzw__13_2,@function
+buffer_store_format_xyzw__13_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6a000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__13_2_end:
+	.size buffer_store_format_xyzw__13_2, .Lbuffer_store_format_xyzw__13_2_end-buffer_store_format_xyzw__13_2
+
+	.globl tbuffer_load_format_d16_xyzw__13_2
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__13_2,@function
+tbuffer_load_format_d16_xyzw__13_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__13_2_end:
+	.size tbuffer_load_format_d16_xyzw__13_2, .Ltbuffer_load_format_d16_xyzw__13_2_end-tbuffer_load_format_d16_xyzw__13_2
+
+	.globl buffer_store_format_d16_xyzw__13_2
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__13_2,@function
+buffer_store_format_d16_xyzw__13_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6a000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__13_2_end:
+	.size buffer_store_format_d16_xyzw__13_2, .Lbuffer_store_format_d16_xyzw__13_2_end-buffer_store_format_d16_xyzw__13_2
+
+	.globl buffer_load_format_xyzw__13_3
+	.p2align 8
+	.type buffer_load_format_xyzw__13_3,@function
+buffer_load_format_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__13_3_end:
+	.size buffer_load_format_xyzw__13_3, .Lbuffer_load_format_xyzw__13_3_end-buffer_load_format_xyzw__13_3
+
+	.globl tbuffer_store_format_xyzw__13_3
+	.p2align 8
+	.type tbuffer_store_format_xyzw__13_3,@function
+tbuffer_store_format_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__13_3_end:
+	.size tbuffer_store_format_xyzw__13_3, .Ltbuffer_store_format_xyzw__13_3_end-tbuffer_store_format_xyzw__13_3
+
+	.globl buffer_load_format_d16_xyzw__13_3
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__13_3,@function
+buffer_load_format_d16_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__13_3_end:
+	.size buffer_load_format_d16_xyzw__13_3, .Lbuffer_load_format_d16_xyzw__13_3_end-buffer_load_format_d16_xyzw__13_3
+
+	.globl tbuffer_store_format_d16_xyzw__13_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__13_3,@function
+tbuffer_store_format_d16_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__13_3_end:
+	.size tbuffer_store_format_d16_xyzw__13_3, .Ltbuffer_store_format_d16_xyzw__13_3_end-tbuffer_store_format_d16_xyzw__13_3
+
+	.globl tbuffer_load_format_xyzw__13_4
+	.p2align 8
+	.type tbuffer_load_format_xyzw__13_4,@function
+tbuffer_load_format_xyzw__13_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__13_4_end:
+	.size tbuffer_load_format_xyzw__13_4, .Ltbuffer_load_format_xyzw__13_4_end-tbuffer_load_format_xyzw__13_4
+
+	.globl buffer_store_format_xyzw__13_4
+	.p2align 8
+	.type buffer_store_format_xyzw__13_4,@function
+buffer_store_format_xyzw__13_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6c000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__13_4_end:
+	.size buffer_store_format_xyzw__13_4, .Lbuffer_store_format_xyzw__13_4_end-buffer_store_format_xyzw__13_4
+
+	.globl tbuffer_load_format_d16_xyzw__13_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__13_4,@function
+tbuffer_load_format_d16_xyzw__13_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__13_4_end:
+	.size tbuffer_load_format_d16_xyzw__13_4, .Ltbuffer_load_format_d16_xyzw__13_4_end-tbuffer_load_format_d16_xyzw__13_4
+
+	.globl buffer_store_format_d16_xyzw__13_4
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__13_4,@function
+buffer_store_format_d16_xyzw__13_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6c000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__13_4_end:
+	.size buffer_store_format_d16_xyzw__13_4, .Lbuffer_store_format_d16_xyzw__13_4_end-buffer_store_format_d16_xyzw__13_4
+
+	.globl buffer_load_format_xyzw__13_5
+	.p2align 8
+	.type buffer_load_format_xyzw__13_5,@function
+buffer_load_format_xyzw__13_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6d000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__13_5_end:
+	.size buffer_load_format_xyzw__13_5, .Lbuffer_load_format_xyzw__13_5_end-buffer_load_format_xyzw__13_5
+
+	.globl tbuffer_store_format_xyzw__13_5
+	.p2align 8
+	.type tbuffer_store_format_xyzw__13_5,@function
+tbuffer_store_format_xyzw__13_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__13_5_end:
+	.size tbuffer_store_format_xyzw__13_5, .Ltbuffer_store_format_xyzw__13_5_end-tbuffer_store_format_xyzw__13_5
+
+	.globl buffer_load_format_d16_xyzw__13_5
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__13_5,@function
+buffer_load_format_d16_xyzw__13_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6d000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__13_5_end:
+	.size buffer_load_format_d16_xyzw__13_5, .Lbuffer_load_format_d16_xyzw__13_5_end-buffer_load_format_d16_xyzw__13_5
+
+	.globl tbuffer_store_format_d16_xyzw__13_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__13_5,@function
+tbuffer_store_format_d16_xyzw__13_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__13_5_end:
+	.size tbuffer_store_format_d16_xyzw__13_5, .Ltbuffer_store_format_d16_xyzw__13_5_end-tbuffer_store_format_d16_xyzw__13_5
+
+	.globl tbuffer_load_format_xyzw__13_7
+	.p2align 8
+	.type tbuffer_load_format_xyzw__13_7,@function
+tbuffer_load_format_xyzw__13_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__13_7_end:
+	.size tbuffer_load_format_xyzw__13_7, .Ltbuffer_load_format_xyzw__13_7_end-tbuffer_load_format_xyzw__13_7
+
+	.globl buffer_store_format_xyzw__13_7
+	.p2align 8
+	.type buffer_store_format_xyzw__13_7,@function
+buffer_store_format_xyzw__13_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6f000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__13_7_end:
+	.size buffer_store_format_xyzw__13_7, .Lbuffer_store_format_xyzw__13_7_end-buffer_store_format_xyzw__13_7
+
+	.globl tbuffer_load_format_d16_xyzw__13_7
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__13_7,@function
+tbuffer_load_format_d16_xyzw__13_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__13_7_end:
+	.size tbuffer_load_format_d16_xyzw__13_7, .Ltbuffer_load_format_d16_xyzw__13_7_end-tbuffer_load_format_d16_xyzw__13_7
+
+	.globl buffer_store_format_d16_xyzw__13_7
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__13_7,@function
+buffer_store_format_d16_xyzw__13_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6f000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__13_7_end:
+	.size buffer_store_format_d16_xyzw__13_7, .Lbuffer_store_format_d16_xyzw__13_7_end-buffer_store_format_d16_xyzw__13_7
+
+	.globl buffer_load_format_xyzw__14_0
+	.p2align 8
+	.type buffer_load_format_xyzw__14_0,@function
+buffer_load_format_xyzw__14_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x70000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__14_0_end:
+	.size buffer_load_format_xyzw__14_0, .Lbuffer_load_format_xyzw__14_0_end-buffer_load_format_xyzw__14_0
+
+	.globl tbuffer_store_format_xyzw__14_0
+	.p2align 8
+	.type tbuffer_store_format_xyzw__14_0,@function
+tbuffer_store_format_xyzw__14_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__14_0_end:
+	.size tbuffer_store_format_xyzw__14_0, .Ltbuffer_store_format_xyzw__14_0_end-tbuffer_store_format_xyzw__14_0
+
+	.globl buffer_load_format_d16_xyzw__14_0
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__14_0,@function
+buffer_load_format_d16_xyzw__14_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x70000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__14_0_end:
+	.size buffer_load_format_d16_xyzw__14_0, .Lbuffer_load_format_d16_xyzw__14_0_end-buffer_load_format_d16_xyzw__14_0
+
+	.globl tbuffer_store_format_d16_xyzw__14_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__14_0,@function
+tbuffer_store_format_d16_xyzw__14_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__14_0_end:
+	.size tbuffer_store_format_d16_xyzw__14_0, .Ltbuffer_store_format_d16_xyzw__14_0_end-tbuffer_store_format_d16_xyzw__14_0
+
+	.globl tbuffer_load_format_xyzw__14_1
+	.p2align 8
+	.type tbuffer_load_format_xyzw__14_1,@function
+tbuffer_load_format_xyzw__14_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__14_1_end:
+	.size tbuffer_load_format_xyzw__14_1, .Ltbuffer_load_format_xyzw__14_1_end-tbuffer_load_format_xyzw__14_1
+
+	.globl buffer_store_format_xyzw__14_1
+	.p2align 8
+	.type buffer_store_format_xyzw__14_1,@function
+buffer_store_format_xyzw__14_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x71000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__14_1_end:
+	.size buffer_store_format_xyzw__14_1, .Lbuffer_store_format_xyzw__14_1_end-buffer_store_format_xyzw__14_1
+
+	.globl tbuffer_load_format_d16_xyzw__14_1
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__14_1,@function
+tbuffer_load_format_d16_xyzw__14_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__14_1_end:
+	.size tbuffer_load_format_d16_xyzw__14_1, .Ltbuffer_load_format_d16_xyzw__14_1_end-tbuffer_load_format_d16_xyzw__14_1
+
+	.globl buffer_store_format_d16_xyzw__14_1
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__14_1,@function
+buffer_store_format_d16_xyzw__14_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x71000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__14_1_end:
+	.size buffer_store_format_d16_xyzw__14_1, .Lbuffer_store_format_d16_xyzw__14_1_end-buffer_store_format_d16_xyzw__14_1
+
+	.globl buffer_load_format_xyzw__14_2
+	.p2align 8
+	.type buffer_load_format_xyzw__14_2,@function
+buffer_load_format_xyzw__14_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x72000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__14_2_end:
+	.size buffer_load_format_xyzw__14_2, .Lbuffer_load_format_xyzw__14_2_end-buffer_load_format_xyzw__14_2
+
+	.globl tbuffer_store_format_xyzw__14_2
+	.p2align 8
+	.type tbuffer_store_format_xyzw__14_2,@function
+tbuffer_store_format_xyzw__14_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__14_2_end:
+	.size tbuffer_store_format_xyzw__14_2, .Ltbuffer_store_format_xyzw__14_2_end-tbuffer_store_format_xyzw__14_2
+
+	.globl buffer_load_format_d16_xyzw__14_2
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__14_2,@function
+buffer_load_format_d16_xyzw__14_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x72000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__14_2_end:
+	.size buffer_load_format_d16_xyzw__14_2, .Lbuffer_load_format_d16_xyzw__14_2_end-buffer_load_format_d16_xyzw__14_2
+
+	.globl tbuffer_store_format_d16_xyzw__14_2
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__14_2,@function
+tbuffer_store_format_d16_xyzw__14_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_USCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__14_2_end:
+	.size tbuffer_store_format_d16_xyzw__14_2, .Ltbuffer_store_format_d16_xyzw__14_2_end-tbuffer_store_format_d16_xyzw__14_2
+
+	.globl tbuffer_load_format_xyzw__14_3
+	.p2align 8
+	.type tbuffer_load_format_xyzw__14_3,@function
+tbuffer_load_format_xyzw__14_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__14_3_end:
+	.size tbuffer_load_format_xyzw__14_3, .Ltbuffer_load_format_xyzw__14_3_end-tbuffer_load_format_xyzw__14_3
+
+	.globl buffer_store_format_xyzw__14_3
+	.p2align 8
+	.type buffer_store_format_xyzw__14_3,@function
+buffer_store_format_xyzw__14_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x73000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__14_3_end:
+	.size buffer_store_format_xyzw__14_3, .Lbuffer_store_format_xyzw__14_3_end-buffer_store_format_xyzw__14_3
+
+	.globl tbuffer_load_format_d16_xyzw__14_3
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__14_3,@function
+tbuffer_load_format_d16_xyzw__14_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__14_3_end:
+	.size tbuffer_load_format_d16_xyzw__14_3, .Ltbuffer_load_format_d16_xyzw__14_3_end-tbuffer_load_format_d16_xyzw__14_3
+
+	.globl buffer_store_format_d16_xyzw__14_3
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__14_3,@function
+buffer_store_format_d16_xyzw__14_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x73000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__14_3_end:
+	.size buffer_store_format_d16_xyzw__14_3, .Lbuffer_store_format_d16_xyzw__14_3_end-buffer_store_format_d16_xyzw__14_3
+
+	.globl buffer_load_format_xyzw__14_4
+	.p2align 8
+	.type buffer_load_format_xyzw__14_4,@function
+buffer_load_format_xyzw__14_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x74000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__14_4_end:
+	.size buffer_load_format_xyzw__14_4, .Lbuffer_load_format_xyzw__14_4_end-buffer_load_format_xyzw__14_4
+
+	.globl tbuffer_store_format_xyzw__14_4
+	.p2align 8
+	.type tbuffer_store_format_xyzw__14_4,@function
+tbuffer_store_format_xyzw__14_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__14_4_end:
+	.size tbuffer_store_format_xyzw__14_4, .Ltbuffer_store_format_xyzw__14_4_end-tbuffer_store_format_xyzw__14_4
+
+	.globl buffer_load_format_d16_xyzw__14_4
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__14_4,@function
+buffer_load_format_d16_xyzw__14_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x74000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__14_4_end:
+	.size buffer_load_format_d16_xyzw__14_4, .Lbuffer_load_format_d16_xyzw__14_4_end-buffer_load_format_d16_xyzw__14_4
+
+	.globl tbuffer_store_format_d16_xyzw__14_4
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__14_4,@function
+tbuffer_store_format_d16_xyzw__14_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__14_4_end:
+	.size tbuffer_store_format_d16_xyzw__14_4, .Ltbuffer_store_format_d16_xyzw__14_4_end-tbuffer_store_format_d16_xyzw__14_4
+
+	.globl tbuffer_load_format_xyzw__14_5
+	.p2align 8
+	.type tbuffer_load_format_xyzw__14_5,@function
+tbuffer_load_format_xyzw__14_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyzw__14_5_end:
+	.size tbuffer_load_format_xyzw__14_5, .Ltbuffer_load_format_xyzw__14_5_end-tbuffer_load_format_xyzw__14_5
+
+	.globl buffer_store_format_xyzw__14_5
+	.p2align 8
+	.type buffer_store_format_xyzw__14_5,@function
+buffer_store_format_xyzw__14_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x75000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyzw__14_5_end:
+	.size buffer_store_format_xyzw__14_5, .Lbuffer_store_format_xyzw__14_5_end-buffer_store_format_xyzw__14_5
+
+	.globl tbuffer_load_format_d16_xyzw__14_5
+	.p2align 8
+	.type tbuffer_load_format_d16_xyzw__14_5,@function
+tbuffer_load_format_d16_xyzw__14_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyzw__14_5_end:
+	.size tbuffer_load_format_d16_xyzw__14_5, .Ltbuffer_load_format_d16_xyzw__14_5_end-tbuffer_load_format_d16_xyzw__14_5
+
+	.globl buffer_store_format_d16_xyzw__14_5
+	.p2align 8
+	.type buffer_store_format_d16_xyzw__14_5,@function
+buffer_store_format_d16_xyzw__14_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x75000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyzw__14_5_end:
+	.size buffer_store_format_d16_xyzw__14_5, .Lbuffer_store_format_d16_xyzw__14_5_end-buffer_store_format_d16_xyzw__14_5
+
+	.globl buffer_load_format_xyzw__14_7
+	.p2align 8
+	.type buffer_load_format_xyzw__14_7,@function
+buffer_load_format_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x77000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyzw__14_7_end:
+	.size buffer_load_format_xyzw__14_7, .Lbuffer_load_format_xyzw__14_7_end-buffer_load_format_xyzw__14_7
+
+	.globl tbuffer_store_format_xyzw__14_7
+	.p2align 8
+	.type tbuffer_store_format_xyzw__14_7,@function
+tbuffer_store_format_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyzw__14_7_end:
+	.size tbuffer_store_format_xyzw__14_7, .Ltbuffer_store_format_xyzw__14_7_end-tbuffer_store_format_xyzw__14_7
+
+	.globl buffer_load_format_d16_xyzw__14_7
+	.p2align 8
+	.type buffer_load_format_d16_xyzw__14_7,@function
+buffer_load_format_d16_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x77000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyzw v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyzw__14_7_end:
+	.size buffer_load_format_d16_xyzw__14_7, .Lbuffer_load_format_d16_xyzw__14_7_end-buffer_load_format_d16_xyzw__14_7
+
+	.globl tbuffer_store_format_d16_xyzw__14_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xyzw__14_7,@function
+tbuffer_store_format_d16_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyzw v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyzw__14_7_end:
+	.size tbuffer_store_format_d16_xyzw__14_7, .Ltbuffer_store_format_d16_xyzw__14_7_end-tbuffer_store_format_d16_xyzw__14_7
+
 	.globl buffer_load_format_x__4_7
 	.p2align 8
 	.type buffer_load_format_x__4_7,@function
@@ -19,7 +9877,7 @@ buffer_load_format_x__4_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_x v10, v22, s[28:31], 0 offen
@@ -46,7 +9904,7 @@ tbuffer_load_format_x__4_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
@@ -55,6 +9913,164 @@ tbuffer_load_format_x__4_7:
 	s_endpgm
 .Ltbuffer_load_format_x__4_7_end:
 	.size tbuffer_load_format_x__4_7, .Ltbuffer_load_format_x__4_7_end-tbuffer_load_format_x__4_7
+
+	.globl buffer_store_format_x__4_7
+	.p2align 8
+	.type buffer_store_format_x__4_7,@function
+buffer_store_format_x__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_x__4_7_end:
+	.size buffer_store_format_x__4_7, .Lbuffer_store_format_x__4_7_end-buffer_store_format_x__4_7
+
+	.globl tbuffer_store_format_x__4_7
+	.p2align 8
+	.type tbuffer_store_format_x__4_7,@function
+tbuffer_store_format_x__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_x__4_7_end:
+	.size tbuffer_store_format_x__4_7, .Ltbuffer_store_format_x__4_7_end-tbuffer_store_format_x__4_7
+
+	.globl buffer_load_format_d16_x__4_7
+	.p2align 8
+	.type buffer_load_format_d16_x__4_7,@function
+buffer_load_format_d16_x__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__4_7_end:
+	.size buffer_load_format_d16_x__4_7, .Lbuffer_load_format_d16_x__4_7_end-buffer_load_format_d16_x__4_7
+
+	.globl tbuffer_load_format_d16_x__4_7
+	.p2align 8
+	.type tbuffer_load_format_d16_x__4_7,@function
+tbuffer_load_format_d16_x__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__4_7_end:
+	.size tbuffer_load_format_d16_x__4_7, .Ltbuffer_load_format_d16_x__4_7_end-tbuffer_load_format_d16_x__4_7
+
+	.globl buffer_store_format_d16_x__4_7
+	.p2align 8
+	.type buffer_store_format_d16_x__4_7,@function
+buffer_store_format_d16_x__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__4_7_end:
+	.size buffer_store_format_d16_x__4_7, .Lbuffer_store_format_d16_x__4_7_end-buffer_store_format_d16_x__4_7
+
+	.globl tbuffer_store_format_d16_x__4_7
+	.p2align 8
+	.type tbuffer_store_format_d16_x__4_7,@function
+tbuffer_store_format_d16_x__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__4_7_end:
+	.size tbuffer_store_format_d16_x__4_7, .Ltbuffer_store_format_d16_x__4_7_end-tbuffer_store_format_d16_x__4_7
 
 	.globl buffer_load_format_xy__4_7
 	.p2align 8
@@ -73,7 +10089,7 @@ buffer_load_format_xy__4_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
@@ -100,7 +10116,7 @@ tbuffer_load_format_xy__4_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
@@ -109,6 +10125,164 @@ tbuffer_load_format_xy__4_7:
 	s_endpgm
 .Ltbuffer_load_format_xy__4_7_end:
 	.size tbuffer_load_format_xy__4_7, .Ltbuffer_load_format_xy__4_7_end-tbuffer_load_format_xy__4_7
+
+	.globl buffer_store_format_xy__4_7
+	.p2align 8
+	.type buffer_store_format_xy__4_7,@function
+buffer_store_format_xy__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xy__4_7_end:
+	.size buffer_store_format_xy__4_7, .Lbuffer_store_format_xy__4_7_end-buffer_store_format_xy__4_7
+
+	.globl tbuffer_store_format_xy__4_7
+	.p2align 8
+	.type tbuffer_store_format_xy__4_7,@function
+tbuffer_store_format_xy__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xy__4_7_end:
+	.size tbuffer_store_format_xy__4_7, .Ltbuffer_store_format_xy__4_7_end-tbuffer_store_format_xy__4_7
+
+	.globl buffer_load_format_d16_xy__4_7
+	.p2align 8
+	.type buffer_load_format_d16_xy__4_7,@function
+buffer_load_format_d16_xy__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__4_7_end:
+	.size buffer_load_format_d16_xy__4_7, .Lbuffer_load_format_d16_xy__4_7_end-buffer_load_format_d16_xy__4_7
+
+	.globl tbuffer_load_format_d16_xy__4_7
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__4_7,@function
+tbuffer_load_format_d16_xy__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__4_7_end:
+	.size tbuffer_load_format_d16_xy__4_7, .Ltbuffer_load_format_d16_xy__4_7_end-tbuffer_load_format_d16_xy__4_7
+
+	.globl buffer_store_format_d16_xy__4_7
+	.p2align 8
+	.type buffer_store_format_d16_xy__4_7,@function
+buffer_store_format_d16_xy__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__4_7_end:
+	.size buffer_store_format_d16_xy__4_7, .Lbuffer_store_format_d16_xy__4_7_end-buffer_store_format_d16_xy__4_7
+
+	.globl tbuffer_store_format_d16_xy__4_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__4_7,@function
+tbuffer_store_format_d16_xy__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__4_7_end:
+	.size tbuffer_store_format_d16_xy__4_7, .Ltbuffer_store_format_d16_xy__4_7_end-tbuffer_store_format_d16_xy__4_7
 
 	.globl buffer_load_format_xyz__4_7
 	.p2align 8
@@ -127,7 +10301,7 @@ buffer_load_format_xyz__4_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
@@ -154,7 +10328,7 @@ tbuffer_load_format_xyz__4_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
@@ -164,10 +10338,10 @@ tbuffer_load_format_xyz__4_7:
 .Ltbuffer_load_format_xyz__4_7_end:
 	.size tbuffer_load_format_xyz__4_7, .Ltbuffer_load_format_xyz__4_7_end-tbuffer_load_format_xyz__4_7
 
-	.globl buffer_load_format_xyzw__4_7
+	.globl buffer_store_format_xyz__4_7
 	.p2align 8
-	.type buffer_load_format_xyzw__4_7,@function
-buffer_load_format_xyzw__4_7:
+	.type buffer_store_format_xyz__4_7,@function
+buffer_store_format_xyz__4_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -179,22 +10353,21 @@ buffer_load_format_xyzw__4_7:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_load_format_xyzw__4_7_end:
-	.size buffer_load_format_xyzw__4_7, .Lbuffer_load_format_xyzw__4_7_end-buffer_load_format_xyzw__4_7
+.Lbuffer_store_format_xyz__4_7_end:
+	.size buffer_store_format_xyz__4_7, .Lbuffer_store_format_xyz__4_7_end-buffer_store_format_xyz__4_7
 
-	.globl tbuffer_load_format_xyzw__4_7
+	.globl tbuffer_store_format_xyz__4_7
 	.p2align 8
-	.type tbuffer_load_format_xyzw__4_7,@function
-tbuffer_load_format_xyzw__4_7:
+	.type tbuffer_store_format_xyz__4_7,@function
+tbuffer_store_format_xyz__4_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -206,22 +10379,21 @@ tbuffer_load_format_xyzw__4_7:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
 	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_xyzw__4_7_end:
-	.size tbuffer_load_format_xyzw__4_7, .Ltbuffer_load_format_xyzw__4_7_end-tbuffer_load_format_xyzw__4_7
+.Ltbuffer_store_format_xyz__4_7_end:
+	.size tbuffer_store_format_xyz__4_7, .Ltbuffer_store_format_xyz__4_7_end-tbuffer_store_format_xyz__4_7
 
-	.globl buffer_load_format_x__4_4
+	.globl buffer_load_format_d16_xyz__4_7
 	.p2align 8
-	.type buffer_load_format_x__4_4,@function
-buffer_load_format_x__4_4:
+	.type buffer_load_format_d16_xyz__4_7,@function
+buffer_load_format_d16_xyz__4_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -235,47 +10407,20 @@ buffer_load_format_x__4_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x24000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__4_4_end:
-	.size buffer_load_format_x__4_4, .Lbuffer_load_format_x__4_4_end-buffer_load_format_x__4_4
-
-	.globl tbuffer_load_format_x__4_4
-	.p2align 8
-	.type tbuffer_load_format_x__4_4,@function
-tbuffer_load_format_x__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_x__4_4_end:
-	.size tbuffer_load_format_x__4_4, .Ltbuffer_load_format_x__4_4_end-tbuffer_load_format_x__4_4
+.Lbuffer_load_format_d16_xyz__4_7_end:
+	.size buffer_load_format_d16_xyz__4_7, .Lbuffer_load_format_d16_xyz__4_7_end-buffer_load_format_d16_xyz__4_7
 
-	.globl buffer_load_format_xy__4_4
+	.globl tbuffer_load_format_d16_xyz__4_7
 	.p2align 8
-	.type buffer_load_format_xy__4_4,@function
-buffer_load_format_xy__4_4:
+	.type tbuffer_load_format_d16_xyz__4_7,@function
+tbuffer_load_format_d16_xyz__4_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -289,47 +10434,20 @@ buffer_load_format_xy__4_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x24000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__4_4_end:
-	.size buffer_load_format_xy__4_4, .Lbuffer_load_format_xy__4_4_end-buffer_load_format_xy__4_4
-
-	.globl tbuffer_load_format_xy__4_4
-	.p2align 8
-	.type tbuffer_load_format_xy__4_4,@function
-tbuffer_load_format_xy__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
 	s_waitcnt vmcnt(0)
 	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_xy__4_4_end:
-	.size tbuffer_load_format_xy__4_4, .Ltbuffer_load_format_xy__4_4_end-tbuffer_load_format_xy__4_4
+.Ltbuffer_load_format_d16_xyz__4_7_end:
+	.size tbuffer_load_format_d16_xyz__4_7, .Ltbuffer_load_format_d16_xyz__4_7_end-tbuffer_load_format_d16_xyz__4_7
 
-	.globl buffer_load_format_xyz__4_4
+	.globl buffer_store_format_d16_xyz__4_7
 	.p2align 8
-	.type buffer_load_format_xyz__4_4,@function
-buffer_load_format_xyz__4_4:
+	.type buffer_store_format_d16_xyz__4_7,@function
+buffer_store_format_d16_xyz__4_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -341,49 +10459,21 @@ buffer_load_format_xyz__4_4:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x24000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__4_4_end:
-	.size buffer_load_format_xyz__4_4, .Lbuffer_load_format_xyz__4_4_end-buffer_load_format_xyz__4_4
-
-	.globl tbuffer_load_format_xyz__4_4
-	.p2align 8
-	.type tbuffer_load_format_xyz__4_4,@function
-tbuffer_load_format_xyz__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_xyz__4_4_end:
-	.size tbuffer_load_format_xyz__4_4, .Ltbuffer_load_format_xyz__4_4_end-tbuffer_load_format_xyz__4_4
+.Lbuffer_store_format_d16_xyz__4_7_end:
+	.size buffer_store_format_d16_xyz__4_7, .Lbuffer_store_format_d16_xyz__4_7_end-buffer_store_format_d16_xyz__4_7
 
-	.globl buffer_load_format_xyzw__4_4
+	.globl tbuffer_store_format_d16_xyz__4_7
 	.p2align 8
-	.type buffer_load_format_xyzw__4_4,@function
-buffer_load_format_xyzw__4_4:
+	.type tbuffer_store_format_d16_xyz__4_7,@function
+tbuffer_store_format_d16_xyz__4_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -395,44 +10485,69 @@ buffer_load_format_xyzw__4_4:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x24000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__4_4_end:
-	.size buffer_load_format_xyzw__4_4, .Lbuffer_load_format_xyzw__4_4_end-buffer_load_format_xyzw__4_4
-
-	.globl tbuffer_load_format_xyzw__4_4
-	.p2align 8
-	.type tbuffer_load_format_xyzw__4_4,@function
-tbuffer_load_format_xyzw__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyz__4_7_end:
+	.size tbuffer_store_format_d16_xyz__4_7, .Ltbuffer_store_format_d16_xyz__4_7_end-tbuffer_store_format_d16_xyz__4_7
+
+	.globl buffer_load_format_d16_hi_x__4_7
+	.p2align 8
+	.type buffer_load_format_d16_hi_x__4_7,@function
+buffer_load_format_d16_hi_x__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_xyzw__4_4_end:
-	.size tbuffer_load_format_xyzw__4_4, .Ltbuffer_load_format_xyzw__4_4_end-tbuffer_load_format_xyzw__4_4
+.Lbuffer_load_format_d16_hi_x__4_7_end:
+	.size buffer_load_format_d16_hi_x__4_7, .Lbuffer_load_format_d16_hi_x__4_7_end-buffer_load_format_d16_hi_x__4_7
+
+	.globl buffer_store_format_d16_hi_x__4_7
+	.p2align 8
+	.type buffer_store_format_d16_hi_x__4_7,@function
+buffer_store_format_d16_hi_x__4_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_hi_x__4_7_end:
+	.size buffer_store_format_d16_hi_x__4_7, .Lbuffer_store_format_d16_hi_x__4_7_end-buffer_store_format_d16_hi_x__4_7
 
 	.globl buffer_load_format_x__1_0
 	.p2align 8
@@ -451,7 +10566,7 @@ buffer_load_format_x__1_0:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x8000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_x v10, v22, s[28:31], 0 offen
@@ -478,7 +10593,7 @@ tbuffer_load_format_x__1_0:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
@@ -487,6 +10602,164 @@ tbuffer_load_format_x__1_0:
 	s_endpgm
 .Ltbuffer_load_format_x__1_0_end:
 	.size tbuffer_load_format_x__1_0, .Ltbuffer_load_format_x__1_0_end-tbuffer_load_format_x__1_0
+
+	.globl buffer_store_format_x__1_0
+	.p2align 8
+	.type buffer_store_format_x__1_0,@function
+buffer_store_format_x__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_x__1_0_end:
+	.size buffer_store_format_x__1_0, .Lbuffer_store_format_x__1_0_end-buffer_store_format_x__1_0
+
+	.globl tbuffer_store_format_x__1_0
+	.p2align 8
+	.type tbuffer_store_format_x__1_0,@function
+tbuffer_store_format_x__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_x__1_0_end:
+	.size tbuffer_store_format_x__1_0, .Ltbuffer_store_format_x__1_0_end-tbuffer_store_format_x__1_0
+
+	.globl buffer_load_format_d16_x__1_0
+	.p2align 8
+	.type buffer_load_format_d16_x__1_0,@function
+buffer_load_format_d16_x__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__1_0_end:
+	.size buffer_load_format_d16_x__1_0, .Lbuffer_load_format_d16_x__1_0_end-buffer_load_format_d16_x__1_0
+
+	.globl tbuffer_load_format_d16_x__1_0
+	.p2align 8
+	.type tbuffer_load_format_d16_x__1_0,@function
+tbuffer_load_format_d16_x__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__1_0_end:
+	.size tbuffer_load_format_d16_x__1_0, .Ltbuffer_load_format_d16_x__1_0_end-tbuffer_load_format_d16_x__1_0
+
+	.globl buffer_store_format_d16_x__1_0
+	.p2align 8
+	.type buffer_store_format_d16_x__1_0,@function
+buffer_store_format_d16_x__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__1_0_end:
+	.size buffer_store_format_d16_x__1_0, .Lbuffer_store_format_d16_x__1_0_end-buffer_store_format_d16_x__1_0
+
+	.globl tbuffer_store_format_d16_x__1_0
+	.p2align 8
+	.type tbuffer_store_format_d16_x__1_0,@function
+tbuffer_store_format_d16_x__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__1_0_end:
+	.size tbuffer_store_format_d16_x__1_0, .Ltbuffer_store_format_d16_x__1_0_end-tbuffer_store_format_d16_x__1_0
 
 	.globl buffer_load_format_xy__1_0
 	.p2align 8
@@ -505,7 +10778,7 @@ buffer_load_format_xy__1_0:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x8000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
@@ -532,7 +10805,7 @@ tbuffer_load_format_xy__1_0:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
@@ -541,6 +10814,164 @@ tbuffer_load_format_xy__1_0:
 	s_endpgm
 .Ltbuffer_load_format_xy__1_0_end:
 	.size tbuffer_load_format_xy__1_0, .Ltbuffer_load_format_xy__1_0_end-tbuffer_load_format_xy__1_0
+
+	.globl buffer_store_format_xy__1_0
+	.p2align 8
+	.type buffer_store_format_xy__1_0,@function
+buffer_store_format_xy__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xy__1_0_end:
+	.size buffer_store_format_xy__1_0, .Lbuffer_store_format_xy__1_0_end-buffer_store_format_xy__1_0
+
+	.globl tbuffer_store_format_xy__1_0
+	.p2align 8
+	.type tbuffer_store_format_xy__1_0,@function
+tbuffer_store_format_xy__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xy__1_0_end:
+	.size tbuffer_store_format_xy__1_0, .Ltbuffer_store_format_xy__1_0_end-tbuffer_store_format_xy__1_0
+
+	.globl buffer_load_format_d16_xy__1_0
+	.p2align 8
+	.type buffer_load_format_d16_xy__1_0,@function
+buffer_load_format_d16_xy__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__1_0_end:
+	.size buffer_load_format_d16_xy__1_0, .Lbuffer_load_format_d16_xy__1_0_end-buffer_load_format_d16_xy__1_0
+
+	.globl tbuffer_load_format_d16_xy__1_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__1_0,@function
+tbuffer_load_format_d16_xy__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__1_0_end:
+	.size tbuffer_load_format_d16_xy__1_0, .Ltbuffer_load_format_d16_xy__1_0_end-tbuffer_load_format_d16_xy__1_0
+
+	.globl buffer_store_format_d16_xy__1_0
+	.p2align 8
+	.type buffer_store_format_d16_xy__1_0,@function
+buffer_store_format_d16_xy__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__1_0_end:
+	.size buffer_store_format_d16_xy__1_0, .Lbuffer_store_format_d16_xy__1_0_end-buffer_store_format_d16_xy__1_0
+
+	.globl tbuffer_store_format_d16_xy__1_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__1_0,@function
+tbuffer_store_format_d16_xy__1_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__1_0_end:
+	.size tbuffer_store_format_d16_xy__1_0, .Ltbuffer_store_format_d16_xy__1_0_end-tbuffer_store_format_d16_xy__1_0
 
 	.globl buffer_load_format_xyz__1_0
 	.p2align 8
@@ -559,7 +10990,7 @@ buffer_load_format_xyz__1_0:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x8000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
@@ -586,7 +11017,7 @@ tbuffer_load_format_xyz__1_0:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
@@ -596,10 +11027,10 @@ tbuffer_load_format_xyz__1_0:
 .Ltbuffer_load_format_xyz__1_0_end:
 	.size tbuffer_load_format_xyz__1_0, .Ltbuffer_load_format_xyz__1_0_end-tbuffer_load_format_xyz__1_0
 
-	.globl buffer_load_format_xyzw__1_0
+	.globl buffer_store_format_xyz__1_0
 	.p2align 8
-	.type buffer_load_format_xyzw__1_0,@function
-buffer_load_format_xyzw__1_0:
+	.type buffer_store_format_xyz__1_0,@function
+buffer_store_format_xyz__1_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -611,22 +11042,21 @@ buffer_load_format_xyzw__1_0:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x8000
 	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
+	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_load_format_xyzw__1_0_end:
-	.size buffer_load_format_xyzw__1_0, .Lbuffer_load_format_xyzw__1_0_end-buffer_load_format_xyzw__1_0
+.Lbuffer_store_format_xyz__1_0_end:
+	.size buffer_store_format_xyz__1_0, .Lbuffer_store_format_xyz__1_0_end-buffer_store_format_xyz__1_0
 
-	.globl tbuffer_load_format_xyzw__1_0
+	.globl tbuffer_store_format_xyz__1_0
 	.p2align 8
-	.type tbuffer_load_format_xyzw__1_0,@function
-tbuffer_load_format_xyzw__1_0:
+	.type tbuffer_store_format_xyz__1_0,@function
+tbuffer_store_format_xyz__1_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -638,22 +11068,21 @@ tbuffer_load_format_xyzw__1_0:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
+	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
 	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_xyzw__1_0_end:
-	.size tbuffer_load_format_xyzw__1_0, .Ltbuffer_load_format_xyzw__1_0_end-tbuffer_load_format_xyzw__1_0
+.Ltbuffer_store_format_xyz__1_0_end:
+	.size tbuffer_store_format_xyz__1_0, .Ltbuffer_store_format_xyz__1_0_end-tbuffer_store_format_xyz__1_0
 
-	.globl buffer_load_format_x__1_1
+	.globl buffer_load_format_d16_xyz__1_0
 	.p2align 8
-	.type buffer_load_format_x__1_1,@function
-buffer_load_format_x__1_1:
+	.type buffer_load_format_d16_xyz__1_0,@function
+buffer_load_format_d16_xyz__1_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -667,20 +11096,20 @@ buffer_load_format_x__1_1:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x9000
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
 	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_load_format_x__1_1_end:
-	.size buffer_load_format_x__1_1, .Lbuffer_load_format_x__1_1_end-buffer_load_format_x__1_1
+.Lbuffer_load_format_d16_xyz__1_0_end:
+	.size buffer_load_format_d16_xyz__1_0, .Lbuffer_load_format_d16_xyz__1_0_end-buffer_load_format_d16_xyz__1_0
 
-	.globl tbuffer_load_format_x__1_1
+	.globl tbuffer_load_format_d16_xyz__1_0
 	.p2align 8
-	.type tbuffer_load_format_x__1_1,@function
-tbuffer_load_format_x__1_1:
+	.type tbuffer_load_format_d16_xyz__1_0,@function
+tbuffer_load_format_d16_xyz__1_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -694,20 +11123,20 @@ tbuffer_load_format_x__1_1:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SNORM] offen
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
 	s_waitcnt vmcnt(0)
 	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_x__1_1_end:
-	.size tbuffer_load_format_x__1_1, .Ltbuffer_load_format_x__1_1_end-tbuffer_load_format_x__1_1
+.Ltbuffer_load_format_d16_xyz__1_0_end:
+	.size tbuffer_load_format_d16_xyz__1_0, .Ltbuffer_load_format_d16_xyz__1_0_end-tbuffer_load_format_d16_xyz__1_0
 
-	.globl buffer_load_format_xy__1_1
+	.globl buffer_store_format_d16_xyz__1_0
 	.p2align 8
-	.type buffer_load_format_xy__1_1,@function
-buffer_load_format_xy__1_1:
+	.type buffer_store_format_d16_xyz__1_0,@function
+buffer_store_format_d16_xyz__1_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -719,22 +11148,21 @@ buffer_load_format_xy__1_1:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x9000
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
 	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_load_format_xy__1_1_end:
-	.size buffer_load_format_xy__1_1, .Lbuffer_load_format_xy__1_1_end-buffer_load_format_xy__1_1
+.Lbuffer_store_format_d16_xyz__1_0_end:
+	.size buffer_store_format_d16_xyz__1_0, .Lbuffer_store_format_d16_xyz__1_0_end-buffer_store_format_d16_xyz__1_0
 
-	.globl tbuffer_load_format_xy__1_1
+	.globl tbuffer_store_format_d16_xyz__1_0
 	.p2align 8
-	.type tbuffer_load_format_xy__1_1,@function
-tbuffer_load_format_xy__1_1:
+	.type tbuffer_store_format_d16_xyz__1_0,@function
+tbuffer_store_format_d16_xyz__1_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -746,22 +11174,21 @@ tbuffer_load_format_xy__1_1:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SNORM] offen
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_UNORM] offen
 	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_xy__1_1_end:
-	.size tbuffer_load_format_xy__1_1, .Ltbuffer_load_format_xy__1_1_end-tbuffer_load_format_xy__1_1
+.Ltbuffer_store_format_d16_xyz__1_0_end:
+	.size tbuffer_store_format_d16_xyz__1_0, .Ltbuffer_store_format_d16_xyz__1_0_end-tbuffer_store_format_d16_xyz__1_0
 
-	.globl buffer_load_format_xyz__1_1
+	.globl buffer_load_format_d16_hi_x__1_0
 	.p2align 8
-	.type buffer_load_format_xyz__1_1,@function
-buffer_load_format_xyz__1_1:
+	.type buffer_load_format_d16_hi_x__1_0,@function
+buffer_load_format_d16_hi_x__1_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -775,20 +11202,20 @@ buffer_load_format_xyz__1_1:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x9000
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
 	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_load_format_xyz__1_1_end:
-	.size buffer_load_format_xyz__1_1, .Lbuffer_load_format_xyz__1_1_end-buffer_load_format_xyz__1_1
+.Lbuffer_load_format_d16_hi_x__1_0_end:
+	.size buffer_load_format_d16_hi_x__1_0, .Lbuffer_load_format_d16_hi_x__1_0_end-buffer_load_format_d16_hi_x__1_0
 
-	.globl tbuffer_load_format_xyz__1_1
+	.globl buffer_store_format_d16_hi_x__1_0
 	.p2align 8
-	.type tbuffer_load_format_xyz__1_1,@function
-tbuffer_load_format_xyz__1_1:
+	.type buffer_store_format_d16_hi_x__1_0,@function
+buffer_store_format_d16_hi_x__1_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -800,71 +11227,16 @@ tbuffer_load_format_xyz__1_1:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x8000
 	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SNORM] offen
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_load_format_xyz__1_1_end:
-	.size tbuffer_load_format_xyz__1_1, .Ltbuffer_load_format_xyz__1_1_end-tbuffer_load_format_xyz__1_1
-
-	.globl buffer_load_format_xyzw__1_1
-	.p2align 8
-	.type buffer_load_format_xyzw__1_1,@function
-buffer_load_format_xyzw__1_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x9000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__1_1_end:
-	.size buffer_load_format_xyzw__1_1, .Lbuffer_load_format_xyzw__1_1_end-buffer_load_format_xyzw__1_1
-
-	.globl tbuffer_load_format_xyzw__1_1
-	.p2align 8
-	.type tbuffer_load_format_xyzw__1_1,@function
-tbuffer_load_format_xyzw__1_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__1_1_end:
-	.size tbuffer_load_format_xyzw__1_1, .Ltbuffer_load_format_xyzw__1_1_end-tbuffer_load_format_xyzw__1_1
+.Lbuffer_store_format_d16_hi_x__1_0_end:
+	.size buffer_store_format_d16_hi_x__1_0, .Lbuffer_store_format_d16_hi_x__1_0_end-buffer_store_format_d16_hi_x__1_0
 
 	.globl buffer_load_format_x__2_5
 	.p2align 8
@@ -883,7 +11255,7 @@ buffer_load_format_x__2_5:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x15000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_x v10, v22, s[28:31], 0 offen
@@ -910,7 +11282,7 @@ tbuffer_load_format_x__2_5:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
@@ -919,6 +11291,164 @@ tbuffer_load_format_x__2_5:
 	s_endpgm
 .Ltbuffer_load_format_x__2_5_end:
 	.size tbuffer_load_format_x__2_5, .Ltbuffer_load_format_x__2_5_end-tbuffer_load_format_x__2_5
+
+	.globl buffer_store_format_x__2_5
+	.p2align 8
+	.type buffer_store_format_x__2_5,@function
+buffer_store_format_x__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_x__2_5_end:
+	.size buffer_store_format_x__2_5, .Lbuffer_store_format_x__2_5_end-buffer_store_format_x__2_5
+
+	.globl tbuffer_store_format_x__2_5
+	.p2align 8
+	.type tbuffer_store_format_x__2_5,@function
+tbuffer_store_format_x__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_x__2_5_end:
+	.size tbuffer_store_format_x__2_5, .Ltbuffer_store_format_x__2_5_end-tbuffer_store_format_x__2_5
+
+	.globl buffer_load_format_d16_x__2_5
+	.p2align 8
+	.type buffer_load_format_d16_x__2_5,@function
+buffer_load_format_d16_x__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__2_5_end:
+	.size buffer_load_format_d16_x__2_5, .Lbuffer_load_format_d16_x__2_5_end-buffer_load_format_d16_x__2_5
+
+	.globl tbuffer_load_format_d16_x__2_5
+	.p2align 8
+	.type tbuffer_load_format_d16_x__2_5,@function
+tbuffer_load_format_d16_x__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__2_5_end:
+	.size tbuffer_load_format_d16_x__2_5, .Ltbuffer_load_format_d16_x__2_5_end-tbuffer_load_format_d16_x__2_5
+
+	.globl buffer_store_format_d16_x__2_5
+	.p2align 8
+	.type buffer_store_format_d16_x__2_5,@function
+buffer_store_format_d16_x__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__2_5_end:
+	.size buffer_store_format_d16_x__2_5, .Lbuffer_store_format_d16_x__2_5_end-buffer_store_format_d16_x__2_5
+
+	.globl tbuffer_store_format_d16_x__2_5
+	.p2align 8
+	.type tbuffer_store_format_d16_x__2_5,@function
+tbuffer_store_format_d16_x__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__2_5_end:
+	.size tbuffer_store_format_d16_x__2_5, .Ltbuffer_store_format_d16_x__2_5_end-tbuffer_store_format_d16_x__2_5
 
 	.globl buffer_load_format_xy__2_5
 	.p2align 8
@@ -937,7 +11467,7 @@ buffer_load_format_xy__2_5:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x15000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
@@ -964,7 +11494,7 @@ tbuffer_load_format_xy__2_5:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
@@ -973,6 +11503,164 @@ tbuffer_load_format_xy__2_5:
 	s_endpgm
 .Ltbuffer_load_format_xy__2_5_end:
 	.size tbuffer_load_format_xy__2_5, .Ltbuffer_load_format_xy__2_5_end-tbuffer_load_format_xy__2_5
+
+	.globl buffer_store_format_xy__2_5
+	.p2align 8
+	.type buffer_store_format_xy__2_5,@function
+buffer_store_format_xy__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xy__2_5_end:
+	.size buffer_store_format_xy__2_5, .Lbuffer_store_format_xy__2_5_end-buffer_store_format_xy__2_5
+
+	.globl tbuffer_store_format_xy__2_5
+	.p2align 8
+	.type tbuffer_store_format_xy__2_5,@function
+tbuffer_store_format_xy__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xy__2_5_end:
+	.size tbuffer_store_format_xy__2_5, .Ltbuffer_store_format_xy__2_5_end-tbuffer_store_format_xy__2_5
+
+	.globl buffer_load_format_d16_xy__2_5
+	.p2align 8
+	.type buffer_load_format_d16_xy__2_5,@function
+buffer_load_format_d16_xy__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__2_5_end:
+	.size buffer_load_format_d16_xy__2_5, .Lbuffer_load_format_d16_xy__2_5_end-buffer_load_format_d16_xy__2_5
+
+	.globl tbuffer_load_format_d16_xy__2_5
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__2_5,@function
+tbuffer_load_format_d16_xy__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__2_5_end:
+	.size tbuffer_load_format_d16_xy__2_5, .Ltbuffer_load_format_d16_xy__2_5_end-tbuffer_load_format_d16_xy__2_5
+
+	.globl buffer_store_format_d16_xy__2_5
+	.p2align 8
+	.type buffer_store_format_d16_xy__2_5,@function
+buffer_store_format_d16_xy__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__2_5_end:
+	.size buffer_store_format_d16_xy__2_5, .Lbuffer_store_format_d16_xy__2_5_end-buffer_store_format_d16_xy__2_5
+
+	.globl tbuffer_store_format_d16_xy__2_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__2_5,@function
+tbuffer_store_format_d16_xy__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__2_5_end:
+	.size tbuffer_store_format_d16_xy__2_5, .Ltbuffer_store_format_d16_xy__2_5_end-tbuffer_store_format_d16_xy__2_5
 
 	.globl buffer_load_format_xyz__2_5
 	.p2align 8
@@ -991,7 +11679,7 @@ buffer_load_format_xyz__2_5:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x15000
 	s_waitcnt vmcnt(0)
 	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
@@ -1018,7 +11706,7 @@ tbuffer_load_format_xyz__2_5:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s6
 	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
@@ -1027,2748 +11715,6 @@ tbuffer_load_format_xyz__2_5:
 	s_endpgm
 .Ltbuffer_load_format_xyz__2_5_end:
 	.size tbuffer_load_format_xyz__2_5, .Ltbuffer_load_format_xyz__2_5_end-tbuffer_load_format_xyz__2_5
-
-	.globl buffer_load_format_xyzw__2_5
-	.p2align 8
-	.type buffer_load_format_xyzw__2_5,@function
-buffer_load_format_xyzw__2_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x15000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__2_5_end:
-	.size buffer_load_format_xyzw__2_5, .Lbuffer_load_format_xyzw__2_5_end-buffer_load_format_xyzw__2_5
-
-	.globl tbuffer_load_format_xyzw__2_5
-	.p2align 8
-	.type tbuffer_load_format_xyzw__2_5,@function
-tbuffer_load_format_xyzw__2_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__2_5_end:
-	.size tbuffer_load_format_xyzw__2_5, .Ltbuffer_load_format_xyzw__2_5_end-tbuffer_load_format_xyzw__2_5
-
-	.globl buffer_load_format_x__3_2
-	.p2align 8
-	.type buffer_load_format_x__3_2,@function
-buffer_load_format_x__3_2:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x1a000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__3_2_end:
-	.size buffer_load_format_x__3_2, .Lbuffer_load_format_x__3_2_end-buffer_load_format_x__3_2
-
-	.globl tbuffer_load_format_x__3_2
-	.p2align 8
-	.type tbuffer_load_format_x__3_2,@function
-tbuffer_load_format_x__3_2:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_USCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__3_2_end:
-	.size tbuffer_load_format_x__3_2, .Ltbuffer_load_format_x__3_2_end-tbuffer_load_format_x__3_2
-
-	.globl buffer_load_format_xy__3_2
-	.p2align 8
-	.type buffer_load_format_xy__3_2,@function
-buffer_load_format_xy__3_2:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x1a000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__3_2_end:
-	.size buffer_load_format_xy__3_2, .Lbuffer_load_format_xy__3_2_end-buffer_load_format_xy__3_2
-
-	.globl tbuffer_load_format_xy__3_2
-	.p2align 8
-	.type tbuffer_load_format_xy__3_2,@function
-tbuffer_load_format_xy__3_2:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_USCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__3_2_end:
-	.size tbuffer_load_format_xy__3_2, .Ltbuffer_load_format_xy__3_2_end-tbuffer_load_format_xy__3_2
-
-	.globl buffer_load_format_xyz__3_2
-	.p2align 8
-	.type buffer_load_format_xyz__3_2,@function
-buffer_load_format_xyz__3_2:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x1a000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__3_2_end:
-	.size buffer_load_format_xyz__3_2, .Lbuffer_load_format_xyz__3_2_end-buffer_load_format_xyz__3_2
-
-	.globl tbuffer_load_format_xyz__3_2
-	.p2align 8
-	.type tbuffer_load_format_xyz__3_2,@function
-tbuffer_load_format_xyz__3_2:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_USCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__3_2_end:
-	.size tbuffer_load_format_xyz__3_2, .Ltbuffer_load_format_xyz__3_2_end-tbuffer_load_format_xyz__3_2
-
-	.globl buffer_load_format_xyzw__3_2
-	.p2align 8
-	.type buffer_load_format_xyzw__3_2,@function
-buffer_load_format_xyzw__3_2:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x1a000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__3_2_end:
-	.size buffer_load_format_xyzw__3_2, .Lbuffer_load_format_xyzw__3_2_end-buffer_load_format_xyzw__3_2
-
-	.globl tbuffer_load_format_xyzw__3_2
-	.p2align 8
-	.type tbuffer_load_format_xyzw__3_2,@function
-tbuffer_load_format_xyzw__3_2:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8,BUF_NUM_FORMAT_USCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__3_2_end:
-	.size tbuffer_load_format_xyzw__3_2, .Ltbuffer_load_format_xyzw__3_2_end-tbuffer_load_format_xyzw__3_2
-
-	.globl buffer_load_format_x__5_7
-	.p2align 8
-	.type buffer_load_format_x__5_7,@function
-buffer_load_format_x__5_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x2f000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__5_7_end:
-	.size buffer_load_format_x__5_7, .Lbuffer_load_format_x__5_7_end-buffer_load_format_x__5_7
-
-	.globl tbuffer_load_format_x__5_7
-	.p2align 8
-	.type tbuffer_load_format_x__5_7,@function
-tbuffer_load_format_x__5_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__5_7_end:
-	.size tbuffer_load_format_x__5_7, .Ltbuffer_load_format_x__5_7_end-tbuffer_load_format_x__5_7
-
-	.globl buffer_load_format_xy__5_7
-	.p2align 8
-	.type buffer_load_format_xy__5_7,@function
-buffer_load_format_xy__5_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x2f000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__5_7_end:
-	.size buffer_load_format_xy__5_7, .Lbuffer_load_format_xy__5_7_end-buffer_load_format_xy__5_7
-
-	.globl tbuffer_load_format_xy__5_7
-	.p2align 8
-	.type tbuffer_load_format_xy__5_7,@function
-tbuffer_load_format_xy__5_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__5_7_end:
-	.size tbuffer_load_format_xy__5_7, .Ltbuffer_load_format_xy__5_7_end-tbuffer_load_format_xy__5_7
-
-	.globl buffer_load_format_xyz__5_7
-	.p2align 8
-	.type buffer_load_format_xyz__5_7,@function
-buffer_load_format_xyz__5_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x2f000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__5_7_end:
-	.size buffer_load_format_xyz__5_7, .Lbuffer_load_format_xyz__5_7_end-buffer_load_format_xyz__5_7
-
-	.globl tbuffer_load_format_xyz__5_7
-	.p2align 8
-	.type tbuffer_load_format_xyz__5_7,@function
-tbuffer_load_format_xyz__5_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__5_7_end:
-	.size tbuffer_load_format_xyz__5_7, .Ltbuffer_load_format_xyz__5_7_end-tbuffer_load_format_xyz__5_7
-
-	.globl buffer_load_format_xyzw__5_7
-	.p2align 8
-	.type buffer_load_format_xyzw__5_7,@function
-buffer_load_format_xyzw__5_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x2f000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__5_7_end:
-	.size buffer_load_format_xyzw__5_7, .Lbuffer_load_format_xyzw__5_7_end-buffer_load_format_xyzw__5_7
-
-	.globl tbuffer_load_format_xyzw__5_7
-	.p2align 8
-	.type tbuffer_load_format_xyzw__5_7,@function
-tbuffer_load_format_xyzw__5_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__5_7_end:
-	.size tbuffer_load_format_xyzw__5_7, .Ltbuffer_load_format_xyzw__5_7_end-tbuffer_load_format_xyzw__5_7
-
-	.globl buffer_load_format_x__10_0
-	.p2align 8
-	.type buffer_load_format_x__10_0,@function
-buffer_load_format_x__10_0:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x50000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__10_0_end:
-	.size buffer_load_format_x__10_0, .Lbuffer_load_format_x__10_0_end-buffer_load_format_x__10_0
-
-	.globl tbuffer_load_format_x__10_0
-	.p2align 8
-	.type tbuffer_load_format_x__10_0,@function
-tbuffer_load_format_x__10_0:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__10_0_end:
-	.size tbuffer_load_format_x__10_0, .Ltbuffer_load_format_x__10_0_end-tbuffer_load_format_x__10_0
-
-	.globl buffer_load_format_xy__10_0
-	.p2align 8
-	.type buffer_load_format_xy__10_0,@function
-buffer_load_format_xy__10_0:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x50000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__10_0_end:
-	.size buffer_load_format_xy__10_0, .Lbuffer_load_format_xy__10_0_end-buffer_load_format_xy__10_0
-
-	.globl tbuffer_load_format_xy__10_0
-	.p2align 8
-	.type tbuffer_load_format_xy__10_0,@function
-tbuffer_load_format_xy__10_0:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__10_0_end:
-	.size tbuffer_load_format_xy__10_0, .Ltbuffer_load_format_xy__10_0_end-tbuffer_load_format_xy__10_0
-
-	.globl buffer_load_format_xyz__10_0
-	.p2align 8
-	.type buffer_load_format_xyz__10_0,@function
-buffer_load_format_xyz__10_0:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x50000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__10_0_end:
-	.size buffer_load_format_xyz__10_0, .Lbuffer_load_format_xyz__10_0_end-buffer_load_format_xyz__10_0
-
-	.globl tbuffer_load_format_xyz__10_0
-	.p2align 8
-	.type tbuffer_load_format_xyz__10_0,@function
-tbuffer_load_format_xyz__10_0:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__10_0_end:
-	.size tbuffer_load_format_xyz__10_0, .Ltbuffer_load_format_xyz__10_0_end-tbuffer_load_format_xyz__10_0
-
-	.globl buffer_load_format_xyzw__10_0
-	.p2align 8
-	.type buffer_load_format_xyzw__10_0,@function
-buffer_load_format_xyzw__10_0:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x50000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__10_0_end:
-	.size buffer_load_format_xyzw__10_0, .Lbuffer_load_format_xyzw__10_0_end-buffer_load_format_xyzw__10_0
-
-	.globl tbuffer_load_format_xyzw__10_0
-	.p2align 8
-	.type tbuffer_load_format_xyzw__10_0,@function
-tbuffer_load_format_xyzw__10_0:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__10_0_end:
-	.size tbuffer_load_format_xyzw__10_0, .Ltbuffer_load_format_xyzw__10_0_end-tbuffer_load_format_xyzw__10_0
-
-	.globl buffer_load_format_x__10_4
-	.p2align 8
-	.type buffer_load_format_x__10_4,@function
-buffer_load_format_x__10_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x54000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__10_4_end:
-	.size buffer_load_format_x__10_4, .Lbuffer_load_format_x__10_4_end-buffer_load_format_x__10_4
-
-	.globl tbuffer_load_format_x__10_4
-	.p2align 8
-	.type tbuffer_load_format_x__10_4,@function
-tbuffer_load_format_x__10_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__10_4_end:
-	.size tbuffer_load_format_x__10_4, .Ltbuffer_load_format_x__10_4_end-tbuffer_load_format_x__10_4
-
-	.globl buffer_load_format_xy__10_4
-	.p2align 8
-	.type buffer_load_format_xy__10_4,@function
-buffer_load_format_xy__10_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x54000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__10_4_end:
-	.size buffer_load_format_xy__10_4, .Lbuffer_load_format_xy__10_4_end-buffer_load_format_xy__10_4
-
-	.globl tbuffer_load_format_xy__10_4
-	.p2align 8
-	.type tbuffer_load_format_xy__10_4,@function
-tbuffer_load_format_xy__10_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__10_4_end:
-	.size tbuffer_load_format_xy__10_4, .Ltbuffer_load_format_xy__10_4_end-tbuffer_load_format_xy__10_4
-
-	.globl buffer_load_format_xyz__10_4
-	.p2align 8
-	.type buffer_load_format_xyz__10_4,@function
-buffer_load_format_xyz__10_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x54000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__10_4_end:
-	.size buffer_load_format_xyz__10_4, .Lbuffer_load_format_xyz__10_4_end-buffer_load_format_xyz__10_4
-
-	.globl tbuffer_load_format_xyz__10_4
-	.p2align 8
-	.type tbuffer_load_format_xyz__10_4,@function
-tbuffer_load_format_xyz__10_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__10_4_end:
-	.size tbuffer_load_format_xyz__10_4, .Ltbuffer_load_format_xyz__10_4_end-tbuffer_load_format_xyz__10_4
-
-	.globl buffer_load_format_xyzw__10_4
-	.p2align 8
-	.type buffer_load_format_xyzw__10_4,@function
-buffer_load_format_xyzw__10_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x54000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__10_4_end:
-	.size buffer_load_format_xyzw__10_4, .Lbuffer_load_format_xyzw__10_4_end-buffer_load_format_xyzw__10_4
-
-	.globl tbuffer_load_format_xyzw__10_4
-	.p2align 8
-	.type tbuffer_load_format_xyzw__10_4,@function
-tbuffer_load_format_xyzw__10_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__10_4_end:
-	.size tbuffer_load_format_xyzw__10_4, .Ltbuffer_load_format_xyzw__10_4_end-tbuffer_load_format_xyzw__10_4
-
-	.globl buffer_load_format_x__12_3
-	.p2align 8
-	.type buffer_load_format_x__12_3,@function
-buffer_load_format_x__12_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x63000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__12_3_end:
-	.size buffer_load_format_x__12_3, .Lbuffer_load_format_x__12_3_end-buffer_load_format_x__12_3
-
-	.globl tbuffer_load_format_x__12_3
-	.p2align 8
-	.type tbuffer_load_format_x__12_3,@function
-tbuffer_load_format_x__12_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SSCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__12_3_end:
-	.size tbuffer_load_format_x__12_3, .Ltbuffer_load_format_x__12_3_end-tbuffer_load_format_x__12_3
-
-	.globl buffer_load_format_xy__12_3
-	.p2align 8
-	.type buffer_load_format_xy__12_3,@function
-buffer_load_format_xy__12_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x63000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__12_3_end:
-	.size buffer_load_format_xy__12_3, .Lbuffer_load_format_xy__12_3_end-buffer_load_format_xy__12_3
-
-	.globl tbuffer_load_format_xy__12_3
-	.p2align 8
-	.type tbuffer_load_format_xy__12_3,@function
-tbuffer_load_format_xy__12_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SSCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__12_3_end:
-	.size tbuffer_load_format_xy__12_3, .Ltbuffer_load_format_xy__12_3_end-tbuffer_load_format_xy__12_3
-
-	.globl buffer_load_format_xyz__12_3
-	.p2align 8
-	.type buffer_load_format_xyz__12_3,@function
-buffer_load_format_xyz__12_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x63000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__12_3_end:
-	.size buffer_load_format_xyz__12_3, .Lbuffer_load_format_xyz__12_3_end-buffer_load_format_xyz__12_3
-
-	.globl tbuffer_load_format_xyz__12_3
-	.p2align 8
-	.type tbuffer_load_format_xyz__12_3,@function
-tbuffer_load_format_xyz__12_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SSCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__12_3_end:
-	.size tbuffer_load_format_xyz__12_3, .Ltbuffer_load_format_xyz__12_3_end-tbuffer_load_format_xyz__12_3
-
-	.globl buffer_load_format_xyzw__12_3
-	.p2align 8
-	.type buffer_load_format_xyzw__12_3,@function
-buffer_load_format_xyzw__12_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x63000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__12_3_end:
-	.size buffer_load_format_xyzw__12_3, .Lbuffer_load_format_xyzw__12_3_end-buffer_load_format_xyzw__12_3
-
-	.globl tbuffer_load_format_xyzw__12_3
-	.p2align 8
-	.type tbuffer_load_format_xyzw__12_3,@function
-tbuffer_load_format_xyzw__12_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SSCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__12_3_end:
-	.size tbuffer_load_format_xyzw__12_3, .Ltbuffer_load_format_xyzw__12_3_end-tbuffer_load_format_xyzw__12_3
-
-	.globl buffer_load_format_x__11_4
-	.p2align 8
-	.type buffer_load_format_x__11_4,@function
-buffer_load_format_x__11_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x5c000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__11_4_end:
-	.size buffer_load_format_x__11_4, .Lbuffer_load_format_x__11_4_end-buffer_load_format_x__11_4
-
-	.globl tbuffer_load_format_x__11_4
-	.p2align 8
-	.type tbuffer_load_format_x__11_4,@function
-tbuffer_load_format_x__11_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__11_4_end:
-	.size tbuffer_load_format_x__11_4, .Ltbuffer_load_format_x__11_4_end-tbuffer_load_format_x__11_4
-
-	.globl buffer_load_format_xy__11_4
-	.p2align 8
-	.type buffer_load_format_xy__11_4,@function
-buffer_load_format_xy__11_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x5c000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__11_4_end:
-	.size buffer_load_format_xy__11_4, .Lbuffer_load_format_xy__11_4_end-buffer_load_format_xy__11_4
-
-	.globl tbuffer_load_format_xy__11_4
-	.p2align 8
-	.type tbuffer_load_format_xy__11_4,@function
-tbuffer_load_format_xy__11_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__11_4_end:
-	.size tbuffer_load_format_xy__11_4, .Ltbuffer_load_format_xy__11_4_end-tbuffer_load_format_xy__11_4
-
-	.globl buffer_load_format_xyz__11_4
-	.p2align 8
-	.type buffer_load_format_xyz__11_4,@function
-buffer_load_format_xyz__11_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x5c000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__11_4_end:
-	.size buffer_load_format_xyz__11_4, .Lbuffer_load_format_xyz__11_4_end-buffer_load_format_xyz__11_4
-
-	.globl tbuffer_load_format_xyz__11_4
-	.p2align 8
-	.type tbuffer_load_format_xyz__11_4,@function
-tbuffer_load_format_xyz__11_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__11_4_end:
-	.size tbuffer_load_format_xyz__11_4, .Ltbuffer_load_format_xyz__11_4_end-tbuffer_load_format_xyz__11_4
-
-	.globl buffer_load_format_xyzw__11_4
-	.p2align 8
-	.type buffer_load_format_xyzw__11_4,@function
-buffer_load_format_xyzw__11_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x5c000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__11_4_end:
-	.size buffer_load_format_xyzw__11_4, .Lbuffer_load_format_xyzw__11_4_end-buffer_load_format_xyzw__11_4
-
-	.globl tbuffer_load_format_xyzw__11_4
-	.p2align 8
-	.type tbuffer_load_format_xyzw__11_4,@function
-tbuffer_load_format_xyzw__11_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__11_4_end:
-	.size tbuffer_load_format_xyzw__11_4, .Ltbuffer_load_format_xyzw__11_4_end-tbuffer_load_format_xyzw__11_4
-
-	.globl buffer_load_format_x__13_5
-	.p2align 8
-	.type buffer_load_format_x__13_5,@function
-buffer_load_format_x__13_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x6d000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__13_5_end:
-	.size buffer_load_format_x__13_5, .Lbuffer_load_format_x__13_5_end-buffer_load_format_x__13_5
-
-	.globl tbuffer_load_format_x__13_5
-	.p2align 8
-	.type tbuffer_load_format_x__13_5,@function
-tbuffer_load_format_x__13_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__13_5_end:
-	.size tbuffer_load_format_x__13_5, .Ltbuffer_load_format_x__13_5_end-tbuffer_load_format_x__13_5
-
-	.globl buffer_load_format_xy__13_5
-	.p2align 8
-	.type buffer_load_format_xy__13_5,@function
-buffer_load_format_xy__13_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x6d000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__13_5_end:
-	.size buffer_load_format_xy__13_5, .Lbuffer_load_format_xy__13_5_end-buffer_load_format_xy__13_5
-
-	.globl tbuffer_load_format_xy__13_5
-	.p2align 8
-	.type tbuffer_load_format_xy__13_5,@function
-tbuffer_load_format_xy__13_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__13_5_end:
-	.size tbuffer_load_format_xy__13_5, .Ltbuffer_load_format_xy__13_5_end-tbuffer_load_format_xy__13_5
-
-	.globl buffer_load_format_xyz__13_5
-	.p2align 8
-	.type buffer_load_format_xyz__13_5,@function
-buffer_load_format_xyz__13_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x6d000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__13_5_end:
-	.size buffer_load_format_xyz__13_5, .Lbuffer_load_format_xyz__13_5_end-buffer_load_format_xyz__13_5
-
-	.globl tbuffer_load_format_xyz__13_5
-	.p2align 8
-	.type tbuffer_load_format_xyz__13_5,@function
-tbuffer_load_format_xyz__13_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__13_5_end:
-	.size tbuffer_load_format_xyz__13_5, .Ltbuffer_load_format_xyz__13_5_end-tbuffer_load_format_xyz__13_5
-
-	.globl buffer_load_format_xyzw__13_5
-	.p2align 8
-	.type buffer_load_format_xyzw__13_5,@function
-buffer_load_format_xyzw__13_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x6d000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__13_5_end:
-	.size buffer_load_format_xyzw__13_5, .Lbuffer_load_format_xyzw__13_5_end-buffer_load_format_xyzw__13_5
-
-	.globl tbuffer_load_format_xyzw__13_5
-	.p2align 8
-	.type tbuffer_load_format_xyzw__13_5,@function
-tbuffer_load_format_xyzw__13_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__13_5_end:
-	.size tbuffer_load_format_xyzw__13_5, .Ltbuffer_load_format_xyzw__13_5_end-tbuffer_load_format_xyzw__13_5
-
-	.globl buffer_load_format_x__14_7
-	.p2align 8
-	.type buffer_load_format_x__14_7,@function
-buffer_load_format_x__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x77000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__14_7_end:
-	.size buffer_load_format_x__14_7, .Lbuffer_load_format_x__14_7_end-buffer_load_format_x__14_7
-
-	.globl tbuffer_load_format_x__14_7
-	.p2align 8
-	.type tbuffer_load_format_x__14_7,@function
-tbuffer_load_format_x__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__14_7_end:
-	.size tbuffer_load_format_x__14_7, .Ltbuffer_load_format_x__14_7_end-tbuffer_load_format_x__14_7
-
-	.globl buffer_load_format_xy__14_7
-	.p2align 8
-	.type buffer_load_format_xy__14_7,@function
-buffer_load_format_xy__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x77000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__14_7_end:
-	.size buffer_load_format_xy__14_7, .Lbuffer_load_format_xy__14_7_end-buffer_load_format_xy__14_7
-
-	.globl tbuffer_load_format_xy__14_7
-	.p2align 8
-	.type tbuffer_load_format_xy__14_7,@function
-tbuffer_load_format_xy__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__14_7_end:
-	.size tbuffer_load_format_xy__14_7, .Ltbuffer_load_format_xy__14_7_end-tbuffer_load_format_xy__14_7
-
-	.globl buffer_load_format_xyz__14_7
-	.p2align 8
-	.type buffer_load_format_xyz__14_7,@function
-buffer_load_format_xyz__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x77000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__14_7_end:
-	.size buffer_load_format_xyz__14_7, .Lbuffer_load_format_xyz__14_7_end-buffer_load_format_xyz__14_7
-
-	.globl tbuffer_load_format_xyz__14_7
-	.p2align 8
-	.type tbuffer_load_format_xyz__14_7,@function
-tbuffer_load_format_xyz__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__14_7_end:
-	.size tbuffer_load_format_xyz__14_7, .Ltbuffer_load_format_xyz__14_7_end-tbuffer_load_format_xyz__14_7
-
-	.globl buffer_load_format_xyzw__14_7
-	.p2align 8
-	.type buffer_load_format_xyzw__14_7,@function
-buffer_load_format_xyzw__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x77000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__14_7_end:
-	.size buffer_load_format_xyzw__14_7, .Lbuffer_load_format_xyzw__14_7_end-buffer_load_format_xyzw__14_7
-
-	.globl tbuffer_load_format_xyzw__14_7
-	.p2align 8
-	.type tbuffer_load_format_xyzw__14_7,@function
-tbuffer_load_format_xyzw__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__14_7_end:
-	.size tbuffer_load_format_xyzw__14_7, .Ltbuffer_load_format_xyzw__14_7_end-tbuffer_load_format_xyzw__14_7
-
-	.globl buffer_load_format_x__2_7
-	.p2align 8
-	.type buffer_load_format_x__2_7,@function
-buffer_load_format_x__2_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x17000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__2_7_end:
-	.size buffer_load_format_x__2_7, .Lbuffer_load_format_x__2_7_end-buffer_load_format_x__2_7
-
-	.globl tbuffer_load_format_x__2_7
-	.p2align 8
-	.type tbuffer_load_format_x__2_7,@function
-tbuffer_load_format_x__2_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__2_7_end:
-	.size tbuffer_load_format_x__2_7, .Ltbuffer_load_format_x__2_7_end-tbuffer_load_format_x__2_7
-
-	.globl buffer_load_format_xy__2_7
-	.p2align 8
-	.type buffer_load_format_xy__2_7,@function
-buffer_load_format_xy__2_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x17000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__2_7_end:
-	.size buffer_load_format_xy__2_7, .Lbuffer_load_format_xy__2_7_end-buffer_load_format_xy__2_7
-
-	.globl tbuffer_load_format_xy__2_7
-	.p2align 8
-	.type tbuffer_load_format_xy__2_7,@function
-tbuffer_load_format_xy__2_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__2_7_end:
-	.size tbuffer_load_format_xy__2_7, .Ltbuffer_load_format_xy__2_7_end-tbuffer_load_format_xy__2_7
-
-	.globl buffer_load_format_xyz__2_7
-	.p2align 8
-	.type buffer_load_format_xyz__2_7,@function
-buffer_load_format_xyz__2_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x17000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__2_7_end:
-	.size buffer_load_format_xyz__2_7, .Lbuffer_load_format_xyz__2_7_end-buffer_load_format_xyz__2_7
-
-	.globl tbuffer_load_format_xyz__2_7
-	.p2align 8
-	.type tbuffer_load_format_xyz__2_7,@function
-tbuffer_load_format_xyz__2_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__2_7_end:
-	.size tbuffer_load_format_xyz__2_7, .Ltbuffer_load_format_xyz__2_7_end-tbuffer_load_format_xyz__2_7
-
-	.globl buffer_load_format_xyzw__2_7
-	.p2align 8
-	.type buffer_load_format_xyzw__2_7,@function
-buffer_load_format_xyzw__2_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x17000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__2_7_end:
-	.size buffer_load_format_xyzw__2_7, .Lbuffer_load_format_xyzw__2_7_end-buffer_load_format_xyzw__2_7
-
-	.globl tbuffer_load_format_xyzw__2_7
-	.p2align 8
-	.type tbuffer_load_format_xyzw__2_7,@function
-tbuffer_load_format_xyzw__2_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_FLOAT] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__2_7_end:
-	.size tbuffer_load_format_xyzw__2_7, .Ltbuffer_load_format_xyzw__2_7_end-tbuffer_load_format_xyzw__2_7
-
-	.globl buffer_load_format_x__1_3
-	.p2align 8
-	.type buffer_load_format_x__1_3,@function
-buffer_load_format_x__1_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0xb000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__1_3_end:
-	.size buffer_load_format_x__1_3, .Lbuffer_load_format_x__1_3_end-buffer_load_format_x__1_3
-
-	.globl tbuffer_load_format_x__1_3
-	.p2align 8
-	.type tbuffer_load_format_x__1_3,@function
-tbuffer_load_format_x__1_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SSCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__1_3_end:
-	.size tbuffer_load_format_x__1_3, .Ltbuffer_load_format_x__1_3_end-tbuffer_load_format_x__1_3
-
-	.globl buffer_load_format_xy__1_3
-	.p2align 8
-	.type buffer_load_format_xy__1_3,@function
-buffer_load_format_xy__1_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0xb000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__1_3_end:
-	.size buffer_load_format_xy__1_3, .Lbuffer_load_format_xy__1_3_end-buffer_load_format_xy__1_3
-
-	.globl tbuffer_load_format_xy__1_3
-	.p2align 8
-	.type tbuffer_load_format_xy__1_3,@function
-tbuffer_load_format_xy__1_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SSCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__1_3_end:
-	.size tbuffer_load_format_xy__1_3, .Ltbuffer_load_format_xy__1_3_end-tbuffer_load_format_xy__1_3
-
-	.globl buffer_load_format_xyz__1_3
-	.p2align 8
-	.type buffer_load_format_xyz__1_3,@function
-buffer_load_format_xyz__1_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0xb000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__1_3_end:
-	.size buffer_load_format_xyz__1_3, .Lbuffer_load_format_xyz__1_3_end-buffer_load_format_xyz__1_3
-
-	.globl tbuffer_load_format_xyz__1_3
-	.p2align 8
-	.type tbuffer_load_format_xyz__1_3,@function
-tbuffer_load_format_xyz__1_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SSCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__1_3_end:
-	.size tbuffer_load_format_xyz__1_3, .Ltbuffer_load_format_xyz__1_3_end-tbuffer_load_format_xyz__1_3
-
-	.globl buffer_load_format_xyzw__1_3
-	.p2align 8
-	.type buffer_load_format_xyzw__1_3,@function
-buffer_load_format_xyzw__1_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0xb000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__1_3_end:
-	.size buffer_load_format_xyzw__1_3, .Lbuffer_load_format_xyzw__1_3_end-buffer_load_format_xyzw__1_3
-
-	.globl tbuffer_load_format_xyzw__1_3
-	.p2align 8
-	.type tbuffer_load_format_xyzw__1_3,@function
-tbuffer_load_format_xyzw__1_3:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SSCALED] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__1_3_end:
-	.size tbuffer_load_format_xyzw__1_3, .Ltbuffer_load_format_xyzw__1_3_end-tbuffer_load_format_xyzw__1_3
-
-	.globl buffer_load_format_x__12_1
-	.p2align 8
-	.type buffer_load_format_x__12_1,@function
-buffer_load_format_x__12_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x61000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_x v10, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_x__12_1_end:
-	.size buffer_load_format_x__12_1, .Lbuffer_load_format_x__12_1_end-buffer_load_format_x__12_1
-
-	.globl tbuffer_load_format_x__12_1
-	.p2align 8
-	.type tbuffer_load_format_x__12_1,@function
-tbuffer_load_format_x__12_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_x__12_1_end:
-	.size tbuffer_load_format_x__12_1, .Ltbuffer_load_format_x__12_1_end-tbuffer_load_format_x__12_1
-
-	.globl buffer_load_format_xy__12_1
-	.p2align 8
-	.type buffer_load_format_xy__12_1,@function
-buffer_load_format_xy__12_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x61000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xy__12_1_end:
-	.size buffer_load_format_xy__12_1, .Lbuffer_load_format_xy__12_1_end-buffer_load_format_xy__12_1
-
-	.globl tbuffer_load_format_xy__12_1
-	.p2align 8
-	.type tbuffer_load_format_xy__12_1,@function
-tbuffer_load_format_xy__12_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xy__12_1_end:
-	.size tbuffer_load_format_xy__12_1, .Ltbuffer_load_format_xy__12_1_end-tbuffer_load_format_xy__12_1
-
-	.globl buffer_load_format_xyz__12_1
-	.p2align 8
-	.type buffer_load_format_xyz__12_1,@function
-buffer_load_format_xyz__12_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x61000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyz__12_1_end:
-	.size buffer_load_format_xyz__12_1, .Lbuffer_load_format_xyz__12_1_end-buffer_load_format_xyz__12_1
-
-	.globl tbuffer_load_format_xyz__12_1
-	.p2align 8
-	.type tbuffer_load_format_xyz__12_1,@function
-tbuffer_load_format_xyz__12_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyz__12_1_end:
-	.size tbuffer_load_format_xyz__12_1, .Ltbuffer_load_format_xyz__12_1_end-tbuffer_load_format_xyz__12_1
-
-	.globl buffer_load_format_xyzw__12_1
-	.p2align 8
-	.type buffer_load_format_xyzw__12_1,@function
-buffer_load_format_xyzw__12_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x61000
-	s_waitcnt vmcnt(0)
-	buffer_load_format_xyzw v[10:13], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Lbuffer_load_format_xyzw__12_1_end:
-	.size buffer_load_format_xyzw__12_1, .Lbuffer_load_format_xyzw__12_1_end-buffer_load_format_xyzw__12_1
-
-	.globl tbuffer_load_format_xyzw__12_1
-	.p2align 8
-	.type tbuffer_load_format_xyzw__12_1,@function
-tbuffer_load_format_xyzw__12_1:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s6
-	s_and_b32 s29, s7, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_load_format_xyzw v[10:13], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_SNORM] offen
-	s_waitcnt vmcnt(0)
-	global_store_dwordx4 v22, v[10:13], s[12:13]
-	s_endpgm
-.Ltbuffer_load_format_xyzw__12_1_end:
-	.size tbuffer_load_format_xyzw__12_1, .Ltbuffer_load_format_xyzw__12_1_end-tbuffer_load_format_xyzw__12_1
-
-	.globl buffer_store_format_x__4_4
-	.p2align 8
-	.type buffer_store_format_x__4_4,@function
-buffer_store_format_x__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x24000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_x v2, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_x__4_4_end:
-	.size buffer_store_format_x__4_4, .Lbuffer_store_format_x__4_4_end-buffer_store_format_x__4_4
-
-	.globl tbuffer_store_format_x__4_4
-	.p2align 8
-	.type tbuffer_store_format_x__4_4,@function
-tbuffer_store_format_x__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_x__4_4_end:
-	.size tbuffer_store_format_x__4_4, .Ltbuffer_store_format_x__4_4_end-tbuffer_store_format_x__4_4
-
-	.globl buffer_store_format_xy__4_4
-	.p2align 8
-	.type buffer_store_format_xy__4_4,@function
-buffer_store_format_xy__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x24000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xy__4_4_end:
-	.size buffer_store_format_xy__4_4, .Lbuffer_store_format_xy__4_4_end-buffer_store_format_xy__4_4
-
-	.globl tbuffer_store_format_xy__4_4
-	.p2align 8
-	.type tbuffer_store_format_xy__4_4,@function
-tbuffer_store_format_xy__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xy__4_4_end:
-	.size tbuffer_store_format_xy__4_4, .Ltbuffer_store_format_xy__4_4_end-tbuffer_store_format_xy__4_4
-
-	.globl buffer_store_format_xyz__4_4
-	.p2align 8
-	.type buffer_store_format_xyz__4_4,@function
-buffer_store_format_xyz__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x24000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xyz__4_4_end:
-	.size buffer_store_format_xyz__4_4, .Lbuffer_store_format_xyz__4_4_end-buffer_store_format_xyz__4_4
-
-	.globl tbuffer_store_format_xyz__4_4
-	.p2align 8
-	.type tbuffer_store_format_xyz__4_4,@function
-tbuffer_store_format_xyz__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xyz__4_4_end:
-	.size tbuffer_store_format_xyz__4_4, .Ltbuffer_store_format_xyz__4_4_end-tbuffer_store_format_xyz__4_4
-
-	.globl buffer_store_format_xyzw__4_4
-	.p2align 8
-	.type buffer_store_format_xyzw__4_4,@function
-buffer_store_format_xyzw__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x24000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xyzw__4_4_end:
-	.size buffer_store_format_xyzw__4_4, .Lbuffer_store_format_xyzw__4_4_end-buffer_store_format_xyzw__4_4
-
-	.globl tbuffer_store_format_xyzw__4_4
-	.p2align 8
-	.type tbuffer_store_format_xyzw__4_4,@function
-tbuffer_store_format_xyzw__4_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xyzw__4_4_end:
-	.size tbuffer_store_format_xyzw__4_4, .Ltbuffer_store_format_xyzw__4_4_end-tbuffer_store_format_xyzw__4_4
-
-	.globl buffer_store_format_x__2_5
-	.p2align 8
-	.type buffer_store_format_x__2_5,@function
-buffer_store_format_x__2_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x15000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_x v2, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_x__2_5_end:
-	.size buffer_store_format_x__2_5, .Lbuffer_store_format_x__2_5_end-buffer_store_format_x__2_5
-
-	.globl tbuffer_store_format_x__2_5
-	.p2align 8
-	.type tbuffer_store_format_x__2_5,@function
-tbuffer_store_format_x__2_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_x__2_5_end:
-	.size tbuffer_store_format_x__2_5, .Ltbuffer_store_format_x__2_5_end-tbuffer_store_format_x__2_5
-
-	.globl buffer_store_format_xy__2_5
-	.p2align 8
-	.type buffer_store_format_xy__2_5,@function
-buffer_store_format_xy__2_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x15000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xy__2_5_end:
-	.size buffer_store_format_xy__2_5, .Lbuffer_store_format_xy__2_5_end-buffer_store_format_xy__2_5
-
-	.globl tbuffer_store_format_xy__2_5
-	.p2align 8
-	.type tbuffer_store_format_xy__2_5,@function
-tbuffer_store_format_xy__2_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xy__2_5_end:
-	.size tbuffer_store_format_xy__2_5, .Ltbuffer_store_format_xy__2_5_end-tbuffer_store_format_xy__2_5
 
 	.globl buffer_store_format_xyz__2_5
 	.p2align 8
@@ -3787,7 +11733,7 @@ buffer_store_format_xyz__2_5:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x15000
 	s_waitcnt vmcnt(0)
 	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
@@ -3813,7 +11759,7 @@ tbuffer_store_format_xyz__2_5:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
 	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
@@ -3822,10 +11768,10 @@ tbuffer_store_format_xyz__2_5:
 .Ltbuffer_store_format_xyz__2_5_end:
 	.size tbuffer_store_format_xyz__2_5, .Ltbuffer_store_format_xyz__2_5_end-tbuffer_store_format_xyz__2_5
 
-	.globl buffer_store_format_xyzw__2_5
+	.globl buffer_load_format_d16_xyz__2_5
 	.p2align 8
-	.type buffer_store_format_xyzw__2_5,@function
-buffer_store_format_xyzw__2_5:
+	.type buffer_load_format_d16_xyz__2_5,@function
+buffer_load_format_d16_xyz__2_5:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -3837,21 +11783,22 @@ buffer_store_format_xyzw__2_5:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x15000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_store_format_xyzw__2_5_end:
-	.size buffer_store_format_xyzw__2_5, .Lbuffer_store_format_xyzw__2_5_end-buffer_store_format_xyzw__2_5
+.Lbuffer_load_format_d16_xyz__2_5_end:
+	.size buffer_load_format_d16_xyz__2_5, .Lbuffer_load_format_d16_xyz__2_5_end-buffer_load_format_d16_xyz__2_5
 
-	.globl tbuffer_store_format_xyzw__2_5
+	.globl tbuffer_load_format_d16_xyz__2_5
 	.p2align 8
-	.type tbuffer_store_format_xyzw__2_5,@function
-tbuffer_store_format_xyzw__2_5:
+	.type tbuffer_load_format_d16_xyz__2_5,@function
+tbuffer_load_format_d16_xyz__2_5:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -3863,21 +11810,22 @@ tbuffer_store_format_xyzw__2_5:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_store_format_xyzw__2_5_end:
-	.size tbuffer_store_format_xyzw__2_5, .Ltbuffer_store_format_xyzw__2_5_end-tbuffer_store_format_xyzw__2_5
+.Ltbuffer_load_format_d16_xyz__2_5_end:
+	.size tbuffer_load_format_d16_xyz__2_5, .Ltbuffer_load_format_d16_xyz__2_5_end-tbuffer_load_format_d16_xyz__2_5
 
-	.globl buffer_store_format_x__10_4
+	.globl buffer_store_format_d16_xyz__2_5
 	.p2align 8
-	.type buffer_store_format_x__10_4,@function
-buffer_store_format_x__10_4:
+	.type buffer_store_format_d16_xyz__2_5,@function
+buffer_store_format_d16_xyz__2_5:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -3891,19 +11839,178 @@ buffer_store_format_x__10_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x54000
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyz__2_5_end:
+	.size buffer_store_format_d16_xyz__2_5, .Lbuffer_store_format_d16_xyz__2_5_end-buffer_store_format_d16_xyz__2_5
+
+	.globl tbuffer_store_format_d16_xyz__2_5
+	.p2align 8
+	.type tbuffer_store_format_d16_xyz__2_5,@function
+tbuffer_store_format_d16_xyz__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16,BUF_NUM_FORMAT_SINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyz__2_5_end:
+	.size tbuffer_store_format_d16_xyz__2_5, .Ltbuffer_store_format_d16_xyz__2_5_end-tbuffer_store_format_d16_xyz__2_5
+
+	.globl buffer_load_format_d16_hi_x__2_5
+	.p2align 8
+	.type buffer_load_format_d16_hi_x__2_5,@function
+buffer_load_format_d16_hi_x__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_hi_x__2_5_end:
+	.size buffer_load_format_d16_hi_x__2_5, .Lbuffer_load_format_d16_hi_x__2_5_end-buffer_load_format_d16_hi_x__2_5
+
+	.globl buffer_store_format_d16_hi_x__2_5
+	.p2align 8
+	.type buffer_store_format_d16_hi_x__2_5,@function
+buffer_store_format_d16_hi_x__2_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x15000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_hi_x__2_5_end:
+	.size buffer_store_format_d16_hi_x__2_5, .Lbuffer_store_format_d16_hi_x__2_5_end-buffer_store_format_d16_hi_x__2_5
+
+	.globl buffer_load_format_x__10_1
+	.p2align 8
+	.type buffer_load_format_x__10_1,@function
+buffer_load_format_x__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_x__10_1_end:
+	.size buffer_load_format_x__10_1, .Lbuffer_load_format_x__10_1_end-buffer_load_format_x__10_1
+
+	.globl tbuffer_load_format_x__10_1
+	.p2align 8
+	.type tbuffer_load_format_x__10_1,@function
+tbuffer_load_format_x__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_x__10_1_end:
+	.size tbuffer_load_format_x__10_1, .Ltbuffer_load_format_x__10_1_end-tbuffer_load_format_x__10_1
+
+	.globl buffer_store_format_x__10_1
+	.p2align 8
+	.type buffer_store_format_x__10_1,@function
+buffer_store_format_x__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
 	s_waitcnt vmcnt(0)
 	buffer_store_format_x v2, v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Lbuffer_store_format_x__10_4_end:
-	.size buffer_store_format_x__10_4, .Lbuffer_store_format_x__10_4_end-buffer_store_format_x__10_4
+.Lbuffer_store_format_x__10_1_end:
+	.size buffer_store_format_x__10_1, .Lbuffer_store_format_x__10_1_end-buffer_store_format_x__10_1
 
-	.globl tbuffer_store_format_x__10_4
+	.globl tbuffer_store_format_x__10_1
 	.p2align 8
-	.type tbuffer_store_format_x__10_4,@function
-tbuffer_store_format_x__10_4:
+	.type tbuffer_store_format_x__10_1,@function
+tbuffer_store_format_x__10_1:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -3917,19 +12024,73 @@ tbuffer_store_format_x__10_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_x__10_4_end:
-	.size tbuffer_store_format_x__10_4, .Ltbuffer_store_format_x__10_4_end-tbuffer_store_format_x__10_4
+.Ltbuffer_store_format_x__10_1_end:
+	.size tbuffer_store_format_x__10_1, .Ltbuffer_store_format_x__10_1_end-tbuffer_store_format_x__10_1
 
-	.globl buffer_store_format_xy__10_4
+	.globl buffer_load_format_d16_x__10_1
 	.p2align 8
-	.type buffer_store_format_xy__10_4,@function
-buffer_store_format_xy__10_4:
+	.type buffer_load_format_d16_x__10_1,@function
+buffer_load_format_d16_x__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__10_1_end:
+	.size buffer_load_format_d16_x__10_1, .Lbuffer_load_format_d16_x__10_1_end-buffer_load_format_d16_x__10_1
+
+	.globl tbuffer_load_format_d16_x__10_1
+	.p2align 8
+	.type tbuffer_load_format_d16_x__10_1,@function
+tbuffer_load_format_d16_x__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__10_1_end:
+	.size tbuffer_load_format_d16_x__10_1, .Ltbuffer_load_format_d16_x__10_1_end-tbuffer_load_format_d16_x__10_1
+
+	.globl buffer_store_format_d16_x__10_1
+	.p2align 8
+	.type buffer_store_format_d16_x__10_1,@function
+buffer_store_format_d16_x__10_1:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -3943,19 +12104,125 @@ buffer_store_format_xy__10_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x54000
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__10_1_end:
+	.size buffer_store_format_d16_x__10_1, .Lbuffer_store_format_d16_x__10_1_end-buffer_store_format_d16_x__10_1
+
+	.globl tbuffer_store_format_d16_x__10_1
+	.p2align 8
+	.type tbuffer_store_format_d16_x__10_1,@function
+tbuffer_store_format_d16_x__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__10_1_end:
+	.size tbuffer_store_format_d16_x__10_1, .Ltbuffer_store_format_d16_x__10_1_end-tbuffer_store_format_d16_x__10_1
+
+	.globl buffer_load_format_xy__10_1
+	.p2align 8
+	.type buffer_load_format_xy__10_1,@function
+buffer_load_format_xy__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xy__10_1_end:
+	.size buffer_load_format_xy__10_1, .Lbuffer_load_format_xy__10_1_end-buffer_load_format_xy__10_1
+
+	.globl tbuffer_load_format_xy__10_1
+	.p2align 8
+	.type tbuffer_load_format_xy__10_1,@function
+tbuffer_load_format_xy__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xy__10_1_end:
+	.size tbuffer_load_format_xy__10_1, .Ltbuffer_load_format_xy__10_1_end-tbuffer_load_format_xy__10_1
+
+	.globl buffer_store_format_xy__10_1
+	.p2align 8
+	.type buffer_store_format_xy__10_1,@function
+buffer_store_format_xy__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
 	s_waitcnt vmcnt(0)
 	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Lbuffer_store_format_xy__10_4_end:
-	.size buffer_store_format_xy__10_4, .Lbuffer_store_format_xy__10_4_end-buffer_store_format_xy__10_4
+.Lbuffer_store_format_xy__10_1_end:
+	.size buffer_store_format_xy__10_1, .Lbuffer_store_format_xy__10_1_end-buffer_store_format_xy__10_1
 
-	.globl tbuffer_store_format_xy__10_4
+	.globl tbuffer_store_format_xy__10_1
 	.p2align 8
-	.type tbuffer_store_format_xy__10_4,@function
-tbuffer_store_format_xy__10_4:
+	.type tbuffer_store_format_xy__10_1,@function
+tbuffer_store_format_xy__10_1:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -3969,19 +12236,73 @@ tbuffer_store_format_xy__10_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_xy__10_4_end:
-	.size tbuffer_store_format_xy__10_4, .Ltbuffer_store_format_xy__10_4_end-tbuffer_store_format_xy__10_4
+.Ltbuffer_store_format_xy__10_1_end:
+	.size tbuffer_store_format_xy__10_1, .Ltbuffer_store_format_xy__10_1_end-tbuffer_store_format_xy__10_1
 
-	.globl buffer_store_format_xyz__10_4
+	.globl buffer_load_format_d16_xy__10_1
 	.p2align 8
-	.type buffer_store_format_xyz__10_4,@function
-buffer_store_format_xyz__10_4:
+	.type buffer_load_format_d16_xy__10_1,@function
+buffer_load_format_d16_xy__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__10_1_end:
+	.size buffer_load_format_d16_xy__10_1, .Lbuffer_load_format_d16_xy__10_1_end-buffer_load_format_d16_xy__10_1
+
+	.globl tbuffer_load_format_d16_xy__10_1
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__10_1,@function
+tbuffer_load_format_d16_xy__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__10_1_end:
+	.size tbuffer_load_format_d16_xy__10_1, .Ltbuffer_load_format_d16_xy__10_1_end-tbuffer_load_format_d16_xy__10_1
+
+	.globl buffer_store_format_d16_xy__10_1
+	.p2align 8
+	.type buffer_store_format_d16_xy__10_1,@function
+buffer_store_format_d16_xy__10_1:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -3995,19 +12316,125 @@ buffer_store_format_xyz__10_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x54000
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__10_1_end:
+	.size buffer_store_format_d16_xy__10_1, .Lbuffer_store_format_d16_xy__10_1_end-buffer_store_format_d16_xy__10_1
+
+	.globl tbuffer_store_format_d16_xy__10_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__10_1,@function
+tbuffer_store_format_d16_xy__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__10_1_end:
+	.size tbuffer_store_format_d16_xy__10_1, .Ltbuffer_store_format_d16_xy__10_1_end-tbuffer_store_format_d16_xy__10_1
+
+	.globl buffer_load_format_xyz__10_1
+	.p2align 8
+	.type buffer_load_format_xyz__10_1,@function
+buffer_load_format_xyz__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyz__10_1_end:
+	.size buffer_load_format_xyz__10_1, .Lbuffer_load_format_xyz__10_1_end-buffer_load_format_xyz__10_1
+
+	.globl tbuffer_load_format_xyz__10_1
+	.p2align 8
+	.type tbuffer_load_format_xyz__10_1,@function
+tbuffer_load_format_xyz__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyz__10_1_end:
+	.size tbuffer_load_format_xyz__10_1, .Ltbuffer_load_format_xyz__10_1_end-tbuffer_load_format_xyz__10_1
+
+	.globl buffer_store_format_xyz__10_1
+	.p2align 8
+	.type buffer_store_format_xyz__10_1,@function
+buffer_store_format_xyz__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
 	s_waitcnt vmcnt(0)
 	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Lbuffer_store_format_xyz__10_4_end:
-	.size buffer_store_format_xyz__10_4, .Lbuffer_store_format_xyz__10_4_end-buffer_store_format_xyz__10_4
+.Lbuffer_store_format_xyz__10_1_end:
+	.size buffer_store_format_xyz__10_1, .Lbuffer_store_format_xyz__10_1_end-buffer_store_format_xyz__10_1
 
-	.globl tbuffer_store_format_xyz__10_4
+	.globl tbuffer_store_format_xyz__10_1
 	.p2align 8
-	.type tbuffer_store_format_xyz__10_4,@function
-tbuffer_store_format_xyz__10_4:
+	.type tbuffer_store_format_xyz__10_1,@function
+tbuffer_store_format_xyz__10_1:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4021,19 +12448,19 @@ tbuffer_store_format_xyz__10_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
+	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_xyz__10_4_end:
-	.size tbuffer_store_format_xyz__10_4, .Ltbuffer_store_format_xyz__10_4_end-tbuffer_store_format_xyz__10_4
+.Ltbuffer_store_format_xyz__10_1_end:
+	.size tbuffer_store_format_xyz__10_1, .Ltbuffer_store_format_xyz__10_1_end-tbuffer_store_format_xyz__10_1
 
-	.globl buffer_store_format_xyzw__10_4
+	.globl buffer_load_format_d16_xyz__10_1
 	.p2align 8
-	.type buffer_store_format_xyzw__10_4,@function
-buffer_store_format_xyzw__10_4:
+	.type buffer_load_format_d16_xyz__10_1,@function
+buffer_load_format_d16_xyz__10_1:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4045,21 +12472,22 @@ buffer_store_format_xyzw__10_4:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x54000
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_store_format_xyzw__10_4_end:
-	.size buffer_store_format_xyzw__10_4, .Lbuffer_store_format_xyzw__10_4_end-buffer_store_format_xyzw__10_4
+.Lbuffer_load_format_d16_xyz__10_1_end:
+	.size buffer_load_format_d16_xyz__10_1, .Lbuffer_load_format_d16_xyz__10_1_end-buffer_load_format_d16_xyz__10_1
 
-	.globl tbuffer_store_format_xyzw__10_4
+	.globl tbuffer_load_format_d16_xyz__10_1
 	.p2align 8
-	.type tbuffer_store_format_xyzw__10_4,@function
-tbuffer_store_format_xyzw__10_4:
+	.type tbuffer_load_format_d16_xyz__10_1,@function
+tbuffer_load_format_d16_xyz__10_1:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4071,21 +12499,22 @@ tbuffer_store_format_xyzw__10_4:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UINT] offen
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_store_format_xyzw__10_4_end:
-	.size tbuffer_store_format_xyzw__10_4, .Ltbuffer_store_format_xyzw__10_4_end-tbuffer_store_format_xyzw__10_4
+.Ltbuffer_load_format_d16_xyz__10_1_end:
+	.size tbuffer_load_format_d16_xyz__10_1, .Ltbuffer_load_format_d16_xyz__10_1_end-tbuffer_load_format_d16_xyz__10_1
 
-	.globl buffer_store_format_x__5_7
+	.globl buffer_store_format_d16_xyz__10_1
 	.p2align 8
-	.type buffer_store_format_x__5_7,@function
-buffer_store_format_x__5_7:
+	.type buffer_store_format_d16_xyz__10_1,@function
+buffer_store_format_d16_xyz__10_1:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4099,19 +12528,178 @@ buffer_store_format_x__5_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x2f000
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyz__10_1_end:
+	.size buffer_store_format_d16_xyz__10_1, .Lbuffer_store_format_d16_xyz__10_1_end-buffer_store_format_d16_xyz__10_1
+
+	.globl tbuffer_store_format_d16_xyz__10_1
+	.p2align 8
+	.type tbuffer_store_format_d16_xyz__10_1,@function
+tbuffer_store_format_d16_xyz__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_SNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyz__10_1_end:
+	.size tbuffer_store_format_d16_xyz__10_1, .Ltbuffer_store_format_d16_xyz__10_1_end-tbuffer_store_format_d16_xyz__10_1
+
+	.globl buffer_load_format_d16_hi_x__10_1
+	.p2align 8
+	.type buffer_load_format_d16_hi_x__10_1,@function
+buffer_load_format_d16_hi_x__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_hi_x__10_1_end:
+	.size buffer_load_format_d16_hi_x__10_1, .Lbuffer_load_format_d16_hi_x__10_1_end-buffer_load_format_d16_hi_x__10_1
+
+	.globl buffer_store_format_d16_hi_x__10_1
+	.p2align 8
+	.type buffer_store_format_d16_hi_x__10_1,@function
+buffer_store_format_d16_hi_x__10_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x51000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_hi_x__10_1_end:
+	.size buffer_store_format_d16_hi_x__10_1, .Lbuffer_store_format_d16_hi_x__10_1_end-buffer_store_format_d16_hi_x__10_1
+
+	.globl buffer_load_format_x__6_7
+	.p2align 8
+	.type buffer_load_format_x__6_7,@function
+buffer_load_format_x__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_x__6_7_end:
+	.size buffer_load_format_x__6_7, .Lbuffer_load_format_x__6_7_end-buffer_load_format_x__6_7
+
+	.globl tbuffer_load_format_x__6_7
+	.p2align 8
+	.type tbuffer_load_format_x__6_7,@function
+tbuffer_load_format_x__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_x__6_7_end:
+	.size tbuffer_load_format_x__6_7, .Ltbuffer_load_format_x__6_7_end-tbuffer_load_format_x__6_7
+
+	.globl buffer_store_format_x__6_7
+	.p2align 8
+	.type buffer_store_format_x__6_7,@function
+buffer_store_format_x__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
 	s_waitcnt vmcnt(0)
 	buffer_store_format_x v2, v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Lbuffer_store_format_x__5_7_end:
-	.size buffer_store_format_x__5_7, .Lbuffer_store_format_x__5_7_end-buffer_store_format_x__5_7
+.Lbuffer_store_format_x__6_7_end:
+	.size buffer_store_format_x__6_7, .Lbuffer_store_format_x__6_7_end-buffer_store_format_x__6_7
 
-	.globl tbuffer_store_format_x__5_7
+	.globl tbuffer_store_format_x__6_7
 	.p2align 8
-	.type tbuffer_store_format_x__5_7,@function
-tbuffer_store_format_x__5_7:
+	.type tbuffer_store_format_x__6_7,@function
+tbuffer_store_format_x__6_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4125,19 +12713,73 @@ tbuffer_store_format_x__5_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_x__5_7_end:
-	.size tbuffer_store_format_x__5_7, .Ltbuffer_store_format_x__5_7_end-tbuffer_store_format_x__5_7
+.Ltbuffer_store_format_x__6_7_end:
+	.size tbuffer_store_format_x__6_7, .Ltbuffer_store_format_x__6_7_end-tbuffer_store_format_x__6_7
 
-	.globl buffer_store_format_xy__5_7
+	.globl buffer_load_format_d16_x__6_7
 	.p2align 8
-	.type buffer_store_format_xy__5_7,@function
-buffer_store_format_xy__5_7:
+	.type buffer_load_format_d16_x__6_7,@function
+buffer_load_format_d16_x__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__6_7_end:
+	.size buffer_load_format_d16_x__6_7, .Lbuffer_load_format_d16_x__6_7_end-buffer_load_format_d16_x__6_7
+
+	.globl tbuffer_load_format_d16_x__6_7
+	.p2align 8
+	.type tbuffer_load_format_d16_x__6_7,@function
+tbuffer_load_format_d16_x__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__6_7_end:
+	.size tbuffer_load_format_d16_x__6_7, .Ltbuffer_load_format_d16_x__6_7_end-tbuffer_load_format_d16_x__6_7
+
+	.globl buffer_store_format_d16_x__6_7
+	.p2align 8
+	.type buffer_store_format_d16_x__6_7,@function
+buffer_store_format_d16_x__6_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4151,19 +12793,125 @@ buffer_store_format_xy__5_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x2f000
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__6_7_end:
+	.size buffer_store_format_d16_x__6_7, .Lbuffer_store_format_d16_x__6_7_end-buffer_store_format_d16_x__6_7
+
+	.globl tbuffer_store_format_d16_x__6_7
+	.p2align 8
+	.type tbuffer_store_format_d16_x__6_7,@function
+tbuffer_store_format_d16_x__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__6_7_end:
+	.size tbuffer_store_format_d16_x__6_7, .Ltbuffer_store_format_d16_x__6_7_end-tbuffer_store_format_d16_x__6_7
+
+	.globl buffer_load_format_xy__6_7
+	.p2align 8
+	.type buffer_load_format_xy__6_7,@function
+buffer_load_format_xy__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xy__6_7_end:
+	.size buffer_load_format_xy__6_7, .Lbuffer_load_format_xy__6_7_end-buffer_load_format_xy__6_7
+
+	.globl tbuffer_load_format_xy__6_7
+	.p2align 8
+	.type tbuffer_load_format_xy__6_7,@function
+tbuffer_load_format_xy__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xy__6_7_end:
+	.size tbuffer_load_format_xy__6_7, .Ltbuffer_load_format_xy__6_7_end-tbuffer_load_format_xy__6_7
+
+	.globl buffer_store_format_xy__6_7
+	.p2align 8
+	.type buffer_store_format_xy__6_7,@function
+buffer_store_format_xy__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
 	s_waitcnt vmcnt(0)
 	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Lbuffer_store_format_xy__5_7_end:
-	.size buffer_store_format_xy__5_7, .Lbuffer_store_format_xy__5_7_end-buffer_store_format_xy__5_7
+.Lbuffer_store_format_xy__6_7_end:
+	.size buffer_store_format_xy__6_7, .Lbuffer_store_format_xy__6_7_end-buffer_store_format_xy__6_7
 
-	.globl tbuffer_store_format_xy__5_7
+	.globl tbuffer_store_format_xy__6_7
 	.p2align 8
-	.type tbuffer_store_format_xy__5_7,@function
-tbuffer_store_format_xy__5_7:
+	.type tbuffer_store_format_xy__6_7,@function
+tbuffer_store_format_xy__6_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4177,19 +12925,73 @@ tbuffer_store_format_xy__5_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_xy__5_7_end:
-	.size tbuffer_store_format_xy__5_7, .Ltbuffer_store_format_xy__5_7_end-tbuffer_store_format_xy__5_7
+.Ltbuffer_store_format_xy__6_7_end:
+	.size tbuffer_store_format_xy__6_7, .Ltbuffer_store_format_xy__6_7_end-tbuffer_store_format_xy__6_7
 
-	.globl buffer_store_format_xyz__5_7
+	.globl buffer_load_format_d16_xy__6_7
 	.p2align 8
-	.type buffer_store_format_xyz__5_7,@function
-buffer_store_format_xyz__5_7:
+	.type buffer_load_format_d16_xy__6_7,@function
+buffer_load_format_d16_xy__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__6_7_end:
+	.size buffer_load_format_d16_xy__6_7, .Lbuffer_load_format_d16_xy__6_7_end-buffer_load_format_d16_xy__6_7
+
+	.globl tbuffer_load_format_d16_xy__6_7
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__6_7,@function
+tbuffer_load_format_d16_xy__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__6_7_end:
+	.size tbuffer_load_format_d16_xy__6_7, .Ltbuffer_load_format_d16_xy__6_7_end-tbuffer_load_format_d16_xy__6_7
+
+	.globl buffer_store_format_d16_xy__6_7
+	.p2align 8
+	.type buffer_store_format_d16_xy__6_7,@function
+buffer_store_format_d16_xy__6_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4203,19 +13005,125 @@ buffer_store_format_xyz__5_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x2f000
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__6_7_end:
+	.size buffer_store_format_d16_xy__6_7, .Lbuffer_store_format_d16_xy__6_7_end-buffer_store_format_d16_xy__6_7
+
+	.globl tbuffer_store_format_d16_xy__6_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__6_7,@function
+tbuffer_store_format_d16_xy__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__6_7_end:
+	.size tbuffer_store_format_d16_xy__6_7, .Ltbuffer_store_format_d16_xy__6_7_end-tbuffer_store_format_d16_xy__6_7
+
+	.globl buffer_load_format_xyz__6_7
+	.p2align 8
+	.type buffer_load_format_xyz__6_7,@function
+buffer_load_format_xyz__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyz__6_7_end:
+	.size buffer_load_format_xyz__6_7, .Lbuffer_load_format_xyz__6_7_end-buffer_load_format_xyz__6_7
+
+	.globl tbuffer_load_format_xyz__6_7
+	.p2align 8
+	.type tbuffer_load_format_xyz__6_7,@function
+tbuffer_load_format_xyz__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyz__6_7_end:
+	.size tbuffer_load_format_xyz__6_7, .Ltbuffer_load_format_xyz__6_7_end-tbuffer_load_format_xyz__6_7
+
+	.globl buffer_store_format_xyz__6_7
+	.p2align 8
+	.type buffer_store_format_xyz__6_7,@function
+buffer_store_format_xyz__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
 	s_waitcnt vmcnt(0)
 	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Lbuffer_store_format_xyz__5_7_end:
-	.size buffer_store_format_xyz__5_7, .Lbuffer_store_format_xyz__5_7_end-buffer_store_format_xyz__5_7
+.Lbuffer_store_format_xyz__6_7_end:
+	.size buffer_store_format_xyz__6_7, .Lbuffer_store_format_xyz__6_7_end-buffer_store_format_xyz__6_7
 
-	.globl tbuffer_store_format_xyz__5_7
+	.globl tbuffer_store_format_xyz__6_7
 	.p2align 8
-	.type tbuffer_store_format_xyz__5_7,@function
-tbuffer_store_format_xyz__5_7:
+	.type tbuffer_store_format_xyz__6_7,@function
+tbuffer_store_format_xyz__6_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4229,19 +13137,19 @@ tbuffer_store_format_xyz__5_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_xyz__5_7_end:
-	.size tbuffer_store_format_xyz__5_7, .Ltbuffer_store_format_xyz__5_7_end-tbuffer_store_format_xyz__5_7
+.Ltbuffer_store_format_xyz__6_7_end:
+	.size tbuffer_store_format_xyz__6_7, .Ltbuffer_store_format_xyz__6_7_end-tbuffer_store_format_xyz__6_7
 
-	.globl buffer_store_format_xyzw__5_7
+	.globl buffer_load_format_d16_xyz__6_7
 	.p2align 8
-	.type buffer_store_format_xyzw__5_7,@function
-buffer_store_format_xyzw__5_7:
+	.type buffer_load_format_d16_xyz__6_7,@function
+buffer_load_format_d16_xyz__6_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4253,21 +13161,22 @@ buffer_store_format_xyzw__5_7:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x2f000
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_store_format_xyzw__5_7_end:
-	.size buffer_store_format_xyzw__5_7, .Lbuffer_store_format_xyzw__5_7_end-buffer_store_format_xyzw__5_7
+.Lbuffer_load_format_d16_xyz__6_7_end:
+	.size buffer_load_format_d16_xyz__6_7, .Lbuffer_load_format_d16_xyz__6_7_end-buffer_load_format_d16_xyz__6_7
 
-	.globl tbuffer_store_format_xyzw__5_7
+	.globl tbuffer_load_format_d16_xyz__6_7
 	.p2align 8
-	.type tbuffer_store_format_xyzw__5_7,@function
-tbuffer_store_format_xyzw__5_7:
+	.type tbuffer_load_format_d16_xyz__6_7,@function
+tbuffer_load_format_d16_xyz__6_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4279,21 +13188,22 @@ tbuffer_store_format_xyzw__5_7:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_store_format_xyzw__5_7_end:
-	.size tbuffer_store_format_xyzw__5_7, .Ltbuffer_store_format_xyzw__5_7_end-tbuffer_store_format_xyzw__5_7
+.Ltbuffer_load_format_d16_xyz__6_7_end:
+	.size tbuffer_load_format_d16_xyz__6_7, .Ltbuffer_load_format_d16_xyz__6_7_end-tbuffer_load_format_d16_xyz__6_7
 
-	.globl buffer_store_format_x__14_7
+	.globl buffer_store_format_d16_xyz__6_7
 	.p2align 8
-	.type buffer_store_format_x__14_7,@function
-buffer_store_format_x__14_7:
+	.type buffer_store_format_d16_xyz__6_7,@function
+buffer_store_format_d16_xyz__6_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4307,19 +13217,3323 @@ buffer_store_format_x__14_7:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyz__6_7_end:
+	.size buffer_store_format_d16_xyz__6_7, .Lbuffer_store_format_d16_xyz__6_7_end-buffer_store_format_d16_xyz__6_7
+
+	.globl tbuffer_store_format_d16_xyz__6_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xyz__6_7,@function
+tbuffer_store_format_d16_xyz__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyz__6_7_end:
+	.size tbuffer_store_format_d16_xyz__6_7, .Ltbuffer_store_format_d16_xyz__6_7_end-tbuffer_store_format_d16_xyz__6_7
+
+	.globl buffer_load_format_d16_hi_x__6_7
+	.p2align 8
+	.type buffer_load_format_d16_hi_x__6_7,@function
+buffer_load_format_d16_hi_x__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_hi_x__6_7_end:
+	.size buffer_load_format_d16_hi_x__6_7, .Lbuffer_load_format_d16_hi_x__6_7_end-buffer_load_format_d16_hi_x__6_7
+
+	.globl buffer_store_format_d16_hi_x__6_7
+	.p2align 8
+	.type buffer_store_format_d16_hi_x__6_7,@function
+buffer_store_format_d16_hi_x__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_hi_x__6_7_end:
+	.size buffer_store_format_d16_hi_x__6_7, .Lbuffer_store_format_d16_hi_x__6_7_end-buffer_store_format_d16_hi_x__6_7
+
+	.globl buffer_load_format_x__9_0
+	.p2align 8
+	.type buffer_load_format_x__9_0,@function
+buffer_load_format_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_x__9_0_end:
+	.size buffer_load_format_x__9_0, .Lbuffer_load_format_x__9_0_end-buffer_load_format_x__9_0
+
+	.globl tbuffer_load_format_x__9_0
+	.p2align 8
+	.type tbuffer_load_format_x__9_0,@function
+tbuffer_load_format_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_x__9_0_end:
+	.size tbuffer_load_format_x__9_0, .Ltbuffer_load_format_x__9_0_end-tbuffer_load_format_x__9_0
+
+	.globl buffer_store_format_x__9_0
+	.p2align 8
+	.type buffer_store_format_x__9_0,@function
+buffer_store_format_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_x__9_0_end:
+	.size buffer_store_format_x__9_0, .Lbuffer_store_format_x__9_0_end-buffer_store_format_x__9_0
+
+	.globl tbuffer_store_format_x__9_0
+	.p2align 8
+	.type tbuffer_store_format_x__9_0,@function
+tbuffer_store_format_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_x__9_0_end:
+	.size tbuffer_store_format_x__9_0, .Ltbuffer_store_format_x__9_0_end-tbuffer_store_format_x__9_0
+
+	.globl buffer_load_format_d16_x__9_0
+	.p2align 8
+	.type buffer_load_format_d16_x__9_0,@function
+buffer_load_format_d16_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__9_0_end:
+	.size buffer_load_format_d16_x__9_0, .Lbuffer_load_format_d16_x__9_0_end-buffer_load_format_d16_x__9_0
+
+	.globl tbuffer_load_format_d16_x__9_0
+	.p2align 8
+	.type tbuffer_load_format_d16_x__9_0,@function
+tbuffer_load_format_d16_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__9_0_end:
+	.size tbuffer_load_format_d16_x__9_0, .Ltbuffer_load_format_d16_x__9_0_end-tbuffer_load_format_d16_x__9_0
+
+	.globl buffer_store_format_d16_x__9_0
+	.p2align 8
+	.type buffer_store_format_d16_x__9_0,@function
+buffer_store_format_d16_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__9_0_end:
+	.size buffer_store_format_d16_x__9_0, .Lbuffer_store_format_d16_x__9_0_end-buffer_store_format_d16_x__9_0
+
+	.globl tbuffer_store_format_d16_x__9_0
+	.p2align 8
+	.type tbuffer_store_format_d16_x__9_0,@function
+tbuffer_store_format_d16_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__9_0_end:
+	.size tbuffer_store_format_d16_x__9_0, .Ltbuffer_store_format_d16_x__9_0_end-tbuffer_store_format_d16_x__9_0
+
+	.globl buffer_load_format_xy__9_0
+	.p2align 8
+	.type buffer_load_format_xy__9_0,@function
+buffer_load_format_xy__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xy__9_0_end:
+	.size buffer_load_format_xy__9_0, .Lbuffer_load_format_xy__9_0_end-buffer_load_format_xy__9_0
+
+	.globl tbuffer_load_format_xy__9_0
+	.p2align 8
+	.type tbuffer_load_format_xy__9_0,@function
+tbuffer_load_format_xy__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xy__9_0_end:
+	.size tbuffer_load_format_xy__9_0, .Ltbuffer_load_format_xy__9_0_end-tbuffer_load_format_xy__9_0
+
+	.globl buffer_store_format_xy__9_0
+	.p2align 8
+	.type buffer_store_format_xy__9_0,@function
+buffer_store_format_xy__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xy__9_0_end:
+	.size buffer_store_format_xy__9_0, .Lbuffer_store_format_xy__9_0_end-buffer_store_format_xy__9_0
+
+	.globl tbuffer_store_format_xy__9_0
+	.p2align 8
+	.type tbuffer_store_format_xy__9_0,@function
+tbuffer_store_format_xy__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xy__9_0_end:
+	.size tbuffer_store_format_xy__9_0, .Ltbuffer_store_format_xy__9_0_end-tbuffer_store_format_xy__9_0
+
+	.globl buffer_load_format_d16_xy__9_0
+	.p2align 8
+	.type buffer_load_format_d16_xy__9_0,@function
+buffer_load_format_d16_xy__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__9_0_end:
+	.size buffer_load_format_d16_xy__9_0, .Lbuffer_load_format_d16_xy__9_0_end-buffer_load_format_d16_xy__9_0
+
+	.globl tbuffer_load_format_d16_xy__9_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__9_0,@function
+tbuffer_load_format_d16_xy__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__9_0_end:
+	.size tbuffer_load_format_d16_xy__9_0, .Ltbuffer_load_format_d16_xy__9_0_end-tbuffer_load_format_d16_xy__9_0
+
+	.globl buffer_store_format_d16_xy__9_0
+	.p2align 8
+	.type buffer_store_format_d16_xy__9_0,@function
+buffer_store_format_d16_xy__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__9_0_end:
+	.size buffer_store_format_d16_xy__9_0, .Lbuffer_store_format_d16_xy__9_0_end-buffer_store_format_d16_xy__9_0
+
+	.globl tbuffer_store_format_d16_xy__9_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__9_0,@function
+tbuffer_store_format_d16_xy__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__9_0_end:
+	.size tbuffer_store_format_d16_xy__9_0, .Ltbuffer_store_format_d16_xy__9_0_end-tbuffer_store_format_d16_xy__9_0
+
+	.globl buffer_load_format_xyz__9_0
+	.p2align 8
+	.type buffer_load_format_xyz__9_0,@function
+buffer_load_format_xyz__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyz__9_0_end:
+	.size buffer_load_format_xyz__9_0, .Lbuffer_load_format_xyz__9_0_end-buffer_load_format_xyz__9_0
+
+	.globl tbuffer_load_format_xyz__9_0
+	.p2align 8
+	.type tbuffer_load_format_xyz__9_0,@function
+tbuffer_load_format_xyz__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyz__9_0_end:
+	.size tbuffer_load_format_xyz__9_0, .Ltbuffer_load_format_xyz__9_0_end-tbuffer_load_format_xyz__9_0
+
+	.globl buffer_store_format_xyz__9_0
+	.p2align 8
+	.type buffer_store_format_xyz__9_0,@function
+buffer_store_format_xyz__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyz__9_0_end:
+	.size buffer_store_format_xyz__9_0, .Lbuffer_store_format_xyz__9_0_end-buffer_store_format_xyz__9_0
+
+	.globl tbuffer_store_format_xyz__9_0
+	.p2align 8
+	.type tbuffer_store_format_xyz__9_0,@function
+tbuffer_store_format_xyz__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyz__9_0_end:
+	.size tbuffer_store_format_xyz__9_0, .Ltbuffer_store_format_xyz__9_0_end-tbuffer_store_format_xyz__9_0
+
+	.globl buffer_load_format_d16_xyz__9_0
+	.p2align 8
+	.type buffer_load_format_d16_xyz__9_0,@function
+buffer_load_format_d16_xyz__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyz__9_0_end:
+	.size buffer_load_format_d16_xyz__9_0, .Lbuffer_load_format_d16_xyz__9_0_end-buffer_load_format_d16_xyz__9_0
+
+	.globl tbuffer_load_format_d16_xyz__9_0
+	.p2align 8
+	.type tbuffer_load_format_d16_xyz__9_0,@function
+tbuffer_load_format_d16_xyz__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyz__9_0_end:
+	.size tbuffer_load_format_d16_xyz__9_0, .Ltbuffer_load_format_d16_xyz__9_0_end-tbuffer_load_format_d16_xyz__9_0
+
+	.globl buffer_store_format_d16_xyz__9_0
+	.p2align 8
+	.type buffer_store_format_d16_xyz__9_0,@function
+buffer_store_format_d16_xyz__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyz__9_0_end:
+	.size buffer_store_format_d16_xyz__9_0, .Lbuffer_store_format_d16_xyz__9_0_end-buffer_store_format_d16_xyz__9_0
+
+	.globl tbuffer_store_format_d16_xyz__9_0
+	.p2align 8
+	.type tbuffer_store_format_d16_xyz__9_0,@function
+tbuffer_store_format_d16_xyz__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_UNORM] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyz__9_0_end:
+	.size tbuffer_store_format_d16_xyz__9_0, .Ltbuffer_store_format_d16_xyz__9_0_end-tbuffer_store_format_d16_xyz__9_0
+
+	.globl buffer_load_format_d16_hi_x__9_0
+	.p2align 8
+	.type buffer_load_format_d16_hi_x__9_0,@function
+buffer_load_format_d16_hi_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_hi_x__9_0_end:
+	.size buffer_load_format_d16_hi_x__9_0, .Lbuffer_load_format_d16_hi_x__9_0_end-buffer_load_format_d16_hi_x__9_0
+
+	.globl buffer_store_format_d16_hi_x__9_0
+	.p2align 8
+	.type buffer_store_format_d16_hi_x__9_0,@function
+buffer_store_format_d16_hi_x__9_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x48000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_hi_x__9_0_end:
+	.size buffer_store_format_d16_hi_x__9_0, .Lbuffer_store_format_d16_hi_x__9_0_end-buffer_store_format_d16_hi_x__9_0
+
+	.globl buffer_load_format_x__12_7
+	.p2align 8
+	.type buffer_load_format_x__12_7,@function
+buffer_load_format_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_x__12_7_end:
+	.size buffer_load_format_x__12_7, .Lbuffer_load_format_x__12_7_end-buffer_load_format_x__12_7
+
+	.globl tbuffer_load_format_x__12_7
+	.p2align 8
+	.type tbuffer_load_format_x__12_7,@function
+tbuffer_load_format_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_x__12_7_end:
+	.size tbuffer_load_format_x__12_7, .Ltbuffer_load_format_x__12_7_end-tbuffer_load_format_x__12_7
+
+	.globl buffer_store_format_x__12_7
+	.p2align 8
+	.type buffer_store_format_x__12_7,@function
+buffer_store_format_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_x__12_7_end:
+	.size buffer_store_format_x__12_7, .Lbuffer_store_format_x__12_7_end-buffer_store_format_x__12_7
+
+	.globl tbuffer_store_format_x__12_7
+	.p2align 8
+	.type tbuffer_store_format_x__12_7,@function
+tbuffer_store_format_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_x__12_7_end:
+	.size tbuffer_store_format_x__12_7, .Ltbuffer_store_format_x__12_7_end-tbuffer_store_format_x__12_7
+
+	.globl buffer_load_format_d16_x__12_7
+	.p2align 8
+	.type buffer_load_format_d16_x__12_7,@function
+buffer_load_format_d16_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__12_7_end:
+	.size buffer_load_format_d16_x__12_7, .Lbuffer_load_format_d16_x__12_7_end-buffer_load_format_d16_x__12_7
+
+	.globl tbuffer_load_format_d16_x__12_7
+	.p2align 8
+	.type tbuffer_load_format_d16_x__12_7,@function
+tbuffer_load_format_d16_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__12_7_end:
+	.size tbuffer_load_format_d16_x__12_7, .Ltbuffer_load_format_d16_x__12_7_end-tbuffer_load_format_d16_x__12_7
+
+	.globl buffer_store_format_d16_x__12_7
+	.p2align 8
+	.type buffer_store_format_d16_x__12_7,@function
+buffer_store_format_d16_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__12_7_end:
+	.size buffer_store_format_d16_x__12_7, .Lbuffer_store_format_d16_x__12_7_end-buffer_store_format_d16_x__12_7
+
+	.globl tbuffer_store_format_d16_x__12_7
+	.p2align 8
+	.type tbuffer_store_format_d16_x__12_7,@function
+tbuffer_store_format_d16_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__12_7_end:
+	.size tbuffer_store_format_d16_x__12_7, .Ltbuffer_store_format_d16_x__12_7_end-tbuffer_store_format_d16_x__12_7
+
+	.globl buffer_load_format_xy__12_7
+	.p2align 8
+	.type buffer_load_format_xy__12_7,@function
+buffer_load_format_xy__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xy__12_7_end:
+	.size buffer_load_format_xy__12_7, .Lbuffer_load_format_xy__12_7_end-buffer_load_format_xy__12_7
+
+	.globl tbuffer_load_format_xy__12_7
+	.p2align 8
+	.type tbuffer_load_format_xy__12_7,@function
+tbuffer_load_format_xy__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xy__12_7_end:
+	.size tbuffer_load_format_xy__12_7, .Ltbuffer_load_format_xy__12_7_end-tbuffer_load_format_xy__12_7
+
+	.globl buffer_store_format_xy__12_7
+	.p2align 8
+	.type buffer_store_format_xy__12_7,@function
+buffer_store_format_xy__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xy__12_7_end:
+	.size buffer_store_format_xy__12_7, .Lbuffer_store_format_xy__12_7_end-buffer_store_format_xy__12_7
+
+	.globl tbuffer_store_format_xy__12_7
+	.p2align 8
+	.type tbuffer_store_format_xy__12_7,@function
+tbuffer_store_format_xy__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xy__12_7_end:
+	.size tbuffer_store_format_xy__12_7, .Ltbuffer_store_format_xy__12_7_end-tbuffer_store_format_xy__12_7
+
+	.globl buffer_load_format_d16_xy__12_7
+	.p2align 8
+	.type buffer_load_format_d16_xy__12_7,@function
+buffer_load_format_d16_xy__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__12_7_end:
+	.size buffer_load_format_d16_xy__12_7, .Lbuffer_load_format_d16_xy__12_7_end-buffer_load_format_d16_xy__12_7
+
+	.globl tbuffer_load_format_d16_xy__12_7
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__12_7,@function
+tbuffer_load_format_d16_xy__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__12_7_end:
+	.size tbuffer_load_format_d16_xy__12_7, .Ltbuffer_load_format_d16_xy__12_7_end-tbuffer_load_format_d16_xy__12_7
+
+	.globl buffer_store_format_d16_xy__12_7
+	.p2align 8
+	.type buffer_store_format_d16_xy__12_7,@function
+buffer_store_format_d16_xy__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__12_7_end:
+	.size buffer_store_format_d16_xy__12_7, .Lbuffer_store_format_d16_xy__12_7_end-buffer_store_format_d16_xy__12_7
+
+	.globl tbuffer_store_format_d16_xy__12_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__12_7,@function
+tbuffer_store_format_d16_xy__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__12_7_end:
+	.size tbuffer_store_format_d16_xy__12_7, .Ltbuffer_store_format_d16_xy__12_7_end-tbuffer_store_format_d16_xy__12_7
+
+	.globl buffer_load_format_xyz__12_7
+	.p2align 8
+	.type buffer_load_format_xyz__12_7,@function
+buffer_load_format_xyz__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyz__12_7_end:
+	.size buffer_load_format_xyz__12_7, .Lbuffer_load_format_xyz__12_7_end-buffer_load_format_xyz__12_7
+
+	.globl tbuffer_load_format_xyz__12_7
+	.p2align 8
+	.type tbuffer_load_format_xyz__12_7,@function
+tbuffer_load_format_xyz__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyz__12_7_end:
+	.size tbuffer_load_format_xyz__12_7, .Ltbuffer_load_format_xyz__12_7_end-tbuffer_load_format_xyz__12_7
+
+	.globl buffer_store_format_xyz__12_7
+	.p2align 8
+	.type buffer_store_format_xyz__12_7,@function
+buffer_store_format_xyz__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyz__12_7_end:
+	.size buffer_store_format_xyz__12_7, .Lbuffer_store_format_xyz__12_7_end-buffer_store_format_xyz__12_7
+
+	.globl tbuffer_store_format_xyz__12_7
+	.p2align 8
+	.type tbuffer_store_format_xyz__12_7,@function
+tbuffer_store_format_xyz__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyz__12_7_end:
+	.size tbuffer_store_format_xyz__12_7, .Ltbuffer_store_format_xyz__12_7_end-tbuffer_store_format_xyz__12_7
+
+	.globl buffer_load_format_d16_xyz__12_7
+	.p2align 8
+	.type buffer_load_format_d16_xyz__12_7,@function
+buffer_load_format_d16_xyz__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyz__12_7_end:
+	.size buffer_load_format_d16_xyz__12_7, .Lbuffer_load_format_d16_xyz__12_7_end-buffer_load_format_d16_xyz__12_7
+
+	.globl tbuffer_load_format_d16_xyz__12_7
+	.p2align 8
+	.type tbuffer_load_format_d16_xyz__12_7,@function
+tbuffer_load_format_d16_xyz__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyz__12_7_end:
+	.size tbuffer_load_format_d16_xyz__12_7, .Ltbuffer_load_format_d16_xyz__12_7_end-tbuffer_load_format_d16_xyz__12_7
+
+	.globl buffer_store_format_d16_xyz__12_7
+	.p2align 8
+	.type buffer_store_format_d16_xyz__12_7,@function
+buffer_store_format_d16_xyz__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyz__12_7_end:
+	.size buffer_store_format_d16_xyz__12_7, .Lbuffer_store_format_d16_xyz__12_7_end-buffer_store_format_d16_xyz__12_7
+
+	.globl tbuffer_store_format_d16_xyz__12_7
+	.p2align 8
+	.type tbuffer_store_format_d16_xyz__12_7,@function
+tbuffer_store_format_d16_xyz__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyz__12_7_end:
+	.size tbuffer_store_format_d16_xyz__12_7, .Ltbuffer_store_format_d16_xyz__12_7_end-tbuffer_store_format_d16_xyz__12_7
+
+	.globl buffer_load_format_d16_hi_x__12_7
+	.p2align 8
+	.type buffer_load_format_d16_hi_x__12_7,@function
+buffer_load_format_d16_hi_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_hi_x__12_7_end:
+	.size buffer_load_format_d16_hi_x__12_7, .Lbuffer_load_format_d16_hi_x__12_7_end-buffer_load_format_d16_hi_x__12_7
+
+	.globl buffer_store_format_d16_hi_x__12_7
+	.p2align 8
+	.type buffer_store_format_d16_hi_x__12_7,@function
+buffer_store_format_d16_hi_x__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_hi_x__12_7_end:
+	.size buffer_store_format_d16_hi_x__12_7, .Lbuffer_store_format_d16_hi_x__12_7_end-buffer_store_format_d16_hi_x__12_7
+
+	.globl buffer_load_format_x__13_3
+	.p2align 8
+	.type buffer_load_format_x__13_3,@function
+buffer_load_format_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_x__13_3_end:
+	.size buffer_load_format_x__13_3, .Lbuffer_load_format_x__13_3_end-buffer_load_format_x__13_3
+
+	.globl tbuffer_load_format_x__13_3
+	.p2align 8
+	.type tbuffer_load_format_x__13_3,@function
+tbuffer_load_format_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_x__13_3_end:
+	.size tbuffer_load_format_x__13_3, .Ltbuffer_load_format_x__13_3_end-tbuffer_load_format_x__13_3
+
+	.globl buffer_store_format_x__13_3
+	.p2align 8
+	.type buffer_store_format_x__13_3,@function
+buffer_store_format_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_x__13_3_end:
+	.size buffer_store_format_x__13_3, .Lbuffer_store_format_x__13_3_end-buffer_store_format_x__13_3
+
+	.globl tbuffer_store_format_x__13_3
+	.p2align 8
+	.type tbuffer_store_format_x__13_3,@function
+tbuffer_store_format_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_x__13_3_end:
+	.size tbuffer_store_format_x__13_3, .Ltbuffer_store_format_x__13_3_end-tbuffer_store_format_x__13_3
+
+	.globl buffer_load_format_d16_x__13_3
+	.p2align 8
+	.type buffer_load_format_d16_x__13_3,@function
+buffer_load_format_d16_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__13_3_end:
+	.size buffer_load_format_d16_x__13_3, .Lbuffer_load_format_d16_x__13_3_end-buffer_load_format_d16_x__13_3
+
+	.globl tbuffer_load_format_d16_x__13_3
+	.p2align 8
+	.type tbuffer_load_format_d16_x__13_3,@function
+tbuffer_load_format_d16_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__13_3_end:
+	.size tbuffer_load_format_d16_x__13_3, .Ltbuffer_load_format_d16_x__13_3_end-tbuffer_load_format_d16_x__13_3
+
+	.globl buffer_store_format_d16_x__13_3
+	.p2align 8
+	.type buffer_store_format_d16_x__13_3,@function
+buffer_store_format_d16_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__13_3_end:
+	.size buffer_store_format_d16_x__13_3, .Lbuffer_store_format_d16_x__13_3_end-buffer_store_format_d16_x__13_3
+
+	.globl tbuffer_store_format_d16_x__13_3
+	.p2align 8
+	.type tbuffer_store_format_d16_x__13_3,@function
+tbuffer_store_format_d16_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__13_3_end:
+	.size tbuffer_store_format_d16_x__13_3, .Ltbuffer_store_format_d16_x__13_3_end-tbuffer_store_format_d16_x__13_3
+
+	.globl buffer_load_format_xy__13_3
+	.p2align 8
+	.type buffer_load_format_xy__13_3,@function
+buffer_load_format_xy__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xy__13_3_end:
+	.size buffer_load_format_xy__13_3, .Lbuffer_load_format_xy__13_3_end-buffer_load_format_xy__13_3
+
+	.globl tbuffer_load_format_xy__13_3
+	.p2align 8
+	.type tbuffer_load_format_xy__13_3,@function
+tbuffer_load_format_xy__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xy__13_3_end:
+	.size tbuffer_load_format_xy__13_3, .Ltbuffer_load_format_xy__13_3_end-tbuffer_load_format_xy__13_3
+
+	.globl buffer_store_format_xy__13_3
+	.p2align 8
+	.type buffer_store_format_xy__13_3,@function
+buffer_store_format_xy__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xy__13_3_end:
+	.size buffer_store_format_xy__13_3, .Lbuffer_store_format_xy__13_3_end-buffer_store_format_xy__13_3
+
+	.globl tbuffer_store_format_xy__13_3
+	.p2align 8
+	.type tbuffer_store_format_xy__13_3,@function
+tbuffer_store_format_xy__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xy__13_3_end:
+	.size tbuffer_store_format_xy__13_3, .Ltbuffer_store_format_xy__13_3_end-tbuffer_store_format_xy__13_3
+
+	.globl buffer_load_format_d16_xy__13_3
+	.p2align 8
+	.type buffer_load_format_d16_xy__13_3,@function
+buffer_load_format_d16_xy__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__13_3_end:
+	.size buffer_load_format_d16_xy__13_3, .Lbuffer_load_format_d16_xy__13_3_end-buffer_load_format_d16_xy__13_3
+
+	.globl tbuffer_load_format_d16_xy__13_3
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__13_3,@function
+tbuffer_load_format_d16_xy__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__13_3_end:
+	.size tbuffer_load_format_d16_xy__13_3, .Ltbuffer_load_format_d16_xy__13_3_end-tbuffer_load_format_d16_xy__13_3
+
+	.globl buffer_store_format_d16_xy__13_3
+	.p2align 8
+	.type buffer_store_format_d16_xy__13_3,@function
+buffer_store_format_d16_xy__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__13_3_end:
+	.size buffer_store_format_d16_xy__13_3, .Lbuffer_store_format_d16_xy__13_3_end-buffer_store_format_d16_xy__13_3
+
+	.globl tbuffer_store_format_d16_xy__13_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__13_3,@function
+tbuffer_store_format_d16_xy__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__13_3_end:
+	.size tbuffer_store_format_d16_xy__13_3, .Ltbuffer_store_format_d16_xy__13_3_end-tbuffer_store_format_d16_xy__13_3
+
+	.globl buffer_load_format_xyz__13_3
+	.p2align 8
+	.type buffer_load_format_xyz__13_3,@function
+buffer_load_format_xyz__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyz__13_3_end:
+	.size buffer_load_format_xyz__13_3, .Lbuffer_load_format_xyz__13_3_end-buffer_load_format_xyz__13_3
+
+	.globl tbuffer_load_format_xyz__13_3
+	.p2align 8
+	.type tbuffer_load_format_xyz__13_3,@function
+tbuffer_load_format_xyz__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyz__13_3_end:
+	.size tbuffer_load_format_xyz__13_3, .Ltbuffer_load_format_xyz__13_3_end-tbuffer_load_format_xyz__13_3
+
+	.globl buffer_store_format_xyz__13_3
+	.p2align 8
+	.type buffer_store_format_xyz__13_3,@function
+buffer_store_format_xyz__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyz__13_3_end:
+	.size buffer_store_format_xyz__13_3, .Lbuffer_store_format_xyz__13_3_end-buffer_store_format_xyz__13_3
+
+	.globl tbuffer_store_format_xyz__13_3
+	.p2align 8
+	.type tbuffer_store_format_xyz__13_3,@function
+tbuffer_store_format_xyz__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyz__13_3_end:
+	.size tbuffer_store_format_xyz__13_3, .Ltbuffer_store_format_xyz__13_3_end-tbuffer_store_format_xyz__13_3
+
+	.globl buffer_load_format_d16_xyz__13_3
+	.p2align 8
+	.type buffer_load_format_d16_xyz__13_3,@function
+buffer_load_format_d16_xyz__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyz__13_3_end:
+	.size buffer_load_format_d16_xyz__13_3, .Lbuffer_load_format_d16_xyz__13_3_end-buffer_load_format_d16_xyz__13_3
+
+	.globl tbuffer_load_format_d16_xyz__13_3
+	.p2align 8
+	.type tbuffer_load_format_d16_xyz__13_3,@function
+tbuffer_load_format_d16_xyz__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyz__13_3_end:
+	.size tbuffer_load_format_d16_xyz__13_3, .Ltbuffer_load_format_d16_xyz__13_3_end-tbuffer_load_format_d16_xyz__13_3
+
+	.globl buffer_store_format_d16_xyz__13_3
+	.p2align 8
+	.type buffer_store_format_d16_xyz__13_3,@function
+buffer_store_format_d16_xyz__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyz__13_3_end:
+	.size buffer_store_format_d16_xyz__13_3, .Lbuffer_store_format_d16_xyz__13_3_end-buffer_store_format_d16_xyz__13_3
+
+	.globl tbuffer_store_format_d16_xyz__13_3
+	.p2align 8
+	.type tbuffer_store_format_d16_xyz__13_3,@function
+tbuffer_store_format_d16_xyz__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyz__13_3_end:
+	.size tbuffer_store_format_d16_xyz__13_3, .Ltbuffer_store_format_d16_xyz__13_3_end-tbuffer_store_format_d16_xyz__13_3
+
+	.globl buffer_load_format_d16_hi_x__13_3
+	.p2align 8
+	.type buffer_load_format_d16_hi_x__13_3,@function
+buffer_load_format_d16_hi_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_hi_x__13_3_end:
+	.size buffer_load_format_d16_hi_x__13_3, .Lbuffer_load_format_d16_hi_x__13_3_end-buffer_load_format_d16_hi_x__13_3
+
+	.globl buffer_store_format_d16_hi_x__13_3
+	.p2align 8
+	.type buffer_store_format_d16_hi_x__13_3,@function
+buffer_store_format_d16_hi_x__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_hi_x__13_3_end:
+	.size buffer_store_format_d16_hi_x__13_3, .Lbuffer_store_format_d16_hi_x__13_3_end-buffer_store_format_d16_hi_x__13_3
+
+	.globl buffer_load_format_x__8_4
+	.p2align 8
+	.type buffer_load_format_x__8_4,@function
+buffer_load_format_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_x__8_4_end:
+	.size buffer_load_format_x__8_4, .Lbuffer_load_format_x__8_4_end-buffer_load_format_x__8_4
+
+	.globl tbuffer_load_format_x__8_4
+	.p2align 8
+	.type tbuffer_load_format_x__8_4,@function
+tbuffer_load_format_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_x__8_4_end:
+	.size tbuffer_load_format_x__8_4, .Ltbuffer_load_format_x__8_4_end-tbuffer_load_format_x__8_4
+
+	.globl buffer_store_format_x__8_4
+	.p2align 8
+	.type buffer_store_format_x__8_4,@function
+buffer_store_format_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_x__8_4_end:
+	.size buffer_store_format_x__8_4, .Lbuffer_store_format_x__8_4_end-buffer_store_format_x__8_4
+
+	.globl tbuffer_store_format_x__8_4
+	.p2align 8
+	.type tbuffer_store_format_x__8_4,@function
+tbuffer_store_format_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_x__8_4_end:
+	.size tbuffer_store_format_x__8_4, .Ltbuffer_store_format_x__8_4_end-tbuffer_store_format_x__8_4
+
+	.globl buffer_load_format_d16_x__8_4
+	.p2align 8
+	.type buffer_load_format_d16_x__8_4,@function
+buffer_load_format_d16_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_x__8_4_end:
+	.size buffer_load_format_d16_x__8_4, .Lbuffer_load_format_d16_x__8_4_end-buffer_load_format_d16_x__8_4
+
+	.globl tbuffer_load_format_d16_x__8_4
+	.p2align 8
+	.type tbuffer_load_format_d16_x__8_4,@function
+tbuffer_load_format_d16_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_x v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_x__8_4_end:
+	.size tbuffer_load_format_d16_x__8_4, .Ltbuffer_load_format_d16_x__8_4_end-tbuffer_load_format_d16_x__8_4
+
+	.globl buffer_store_format_d16_x__8_4
+	.p2align 8
+	.type buffer_store_format_d16_x__8_4,@function
+buffer_store_format_d16_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_x__8_4_end:
+	.size buffer_store_format_d16_x__8_4, .Lbuffer_store_format_d16_x__8_4_end-buffer_store_format_d16_x__8_4
+
+	.globl tbuffer_store_format_d16_x__8_4
+	.p2align 8
+	.type tbuffer_store_format_d16_x__8_4,@function
+tbuffer_store_format_d16_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_x__8_4_end:
+	.size tbuffer_store_format_d16_x__8_4, .Ltbuffer_store_format_d16_x__8_4_end-tbuffer_store_format_d16_x__8_4
+
+	.globl buffer_load_format_xy__8_4
+	.p2align 8
+	.type buffer_load_format_xy__8_4,@function
+buffer_load_format_xy__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xy v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xy__8_4_end:
+	.size buffer_load_format_xy__8_4, .Lbuffer_load_format_xy__8_4_end-buffer_load_format_xy__8_4
+
+	.globl tbuffer_load_format_xy__8_4
+	.p2align 8
+	.type tbuffer_load_format_xy__8_4,@function
+tbuffer_load_format_xy__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xy v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xy__8_4_end:
+	.size tbuffer_load_format_xy__8_4, .Ltbuffer_load_format_xy__8_4_end-tbuffer_load_format_xy__8_4
+
+	.globl buffer_store_format_xy__8_4
+	.p2align 8
+	.type buffer_store_format_xy__8_4,@function
+buffer_store_format_xy__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xy__8_4_end:
+	.size buffer_store_format_xy__8_4, .Lbuffer_store_format_xy__8_4_end-buffer_store_format_xy__8_4
+
+	.globl tbuffer_store_format_xy__8_4
+	.p2align 8
+	.type tbuffer_store_format_xy__8_4,@function
+tbuffer_store_format_xy__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xy__8_4_end:
+	.size tbuffer_store_format_xy__8_4, .Ltbuffer_store_format_xy__8_4_end-tbuffer_store_format_xy__8_4
+
+	.globl buffer_load_format_d16_xy__8_4
+	.p2align 8
+	.type buffer_load_format_d16_xy__8_4,@function
+buffer_load_format_d16_xy__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xy v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xy__8_4_end:
+	.size buffer_load_format_d16_xy__8_4, .Lbuffer_load_format_d16_xy__8_4_end-buffer_load_format_d16_xy__8_4
+
+	.globl tbuffer_load_format_d16_xy__8_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xy__8_4,@function
+tbuffer_load_format_d16_xy__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xy v10, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xy__8_4_end:
+	.size tbuffer_load_format_d16_xy__8_4, .Ltbuffer_load_format_d16_xy__8_4_end-tbuffer_load_format_d16_xy__8_4
+
+	.globl buffer_store_format_d16_xy__8_4
+	.p2align 8
+	.type buffer_store_format_d16_xy__8_4,@function
+buffer_store_format_d16_xy__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xy v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xy__8_4_end:
+	.size buffer_store_format_d16_xy__8_4, .Lbuffer_store_format_d16_xy__8_4_end-buffer_store_format_d16_xy__8_4
+
+	.globl tbuffer_store_format_d16_xy__8_4
+	.p2align 8
+	.type tbuffer_store_format_d16_xy__8_4,@function
+tbuffer_store_format_d16_xy__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xy v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xy__8_4_end:
+	.size tbuffer_store_format_d16_xy__8_4, .Ltbuffer_store_format_d16_xy__8_4_end-tbuffer_store_format_d16_xy__8_4
+
+	.globl buffer_load_format_xyz__8_4
+	.p2align 8
+	.type buffer_load_format_xyz__8_4,@function
+buffer_load_format_xyz__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_xyz v[10:12], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_xyz__8_4_end:
+	.size buffer_load_format_xyz__8_4, .Lbuffer_load_format_xyz__8_4_end-buffer_load_format_xyz__8_4
+
+	.globl tbuffer_load_format_xyz__8_4
+	.p2align 8
+	.type tbuffer_load_format_xyz__8_4,@function
+tbuffer_load_format_xyz__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_xyz v[10:12], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_xyz__8_4_end:
+	.size tbuffer_load_format_xyz__8_4, .Ltbuffer_load_format_xyz__8_4_end-tbuffer_load_format_xyz__8_4
+
+	.globl buffer_store_format_xyz__8_4
+	.p2align 8
+	.type buffer_store_format_xyz__8_4,@function
+buffer_store_format_xyz__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_xyz__8_4_end:
+	.size buffer_store_format_xyz__8_4, .Lbuffer_store_format_xyz__8_4_end-buffer_store_format_xyz__8_4
+
+	.globl tbuffer_store_format_xyz__8_4
+	.p2align 8
+	.type tbuffer_store_format_xyz__8_4,@function
+tbuffer_store_format_xyz__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_xyz__8_4_end:
+	.size tbuffer_store_format_xyz__8_4, .Ltbuffer_store_format_xyz__8_4_end-tbuffer_store_format_xyz__8_4
+
+	.globl buffer_load_format_d16_xyz__8_4
+	.p2align 8
+	.type buffer_load_format_d16_xyz__8_4,@function
+buffer_load_format_d16_xyz__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_xyz__8_4_end:
+	.size buffer_load_format_d16_xyz__8_4, .Lbuffer_load_format_d16_xyz__8_4_end-buffer_load_format_d16_xyz__8_4
+
+	.globl tbuffer_load_format_d16_xyz__8_4
+	.p2align 8
+	.type tbuffer_load_format_d16_xyz__8_4,@function
+tbuffer_load_format_d16_xyz__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_load_format_d16_xyz v[10:11], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Ltbuffer_load_format_d16_xyz__8_4_end:
+	.size tbuffer_load_format_d16_xyz__8_4, .Ltbuffer_load_format_d16_xyz__8_4_end-tbuffer_load_format_d16_xyz__8_4
+
+	.globl buffer_store_format_d16_xyz__8_4
+	.p2align 8
+	.type buffer_store_format_d16_xyz__8_4,@function
+buffer_store_format_d16_xyz__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_xyz__8_4_end:
+	.size buffer_store_format_d16_xyz__8_4, .Lbuffer_store_format_d16_xyz__8_4_end-buffer_store_format_d16_xyz__8_4
+
+	.globl tbuffer_store_format_d16_xyz__8_4
+	.p2align 8
+	.type tbuffer_store_format_d16_xyz__8_4,@function
+tbuffer_store_format_d16_xyz__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	tbuffer_store_format_d16_xyz v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_10_10_10_2,BUF_NUM_FORMAT_UINT] offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Ltbuffer_store_format_d16_xyz__8_4_end:
+	.size tbuffer_store_format_d16_xyz__8_4, .Ltbuffer_store_format_d16_xyz__8_4_end-tbuffer_store_format_d16_xyz__8_4
+
+	.globl buffer_load_format_d16_hi_x__8_4
+	.p2align 8
+	.type buffer_load_format_d16_hi_x__8_4,@function
+buffer_load_format_d16_hi_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_load_format_d16_hi_x v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lbuffer_load_format_d16_hi_x__8_4_end:
+	.size buffer_load_format_d16_hi_x__8_4, .Lbuffer_load_format_d16_hi_x__8_4_end-buffer_load_format_d16_hi_x__8_4
+
+	.globl buffer_store_format_d16_hi_x__8_4
+	.p2align 8
+	.type buffer_store_format_d16_hi_x__8_4,@function
+buffer_store_format_d16_hi_x__8_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 898
+	s_mov_b32 s31, 0x44000
+	s_waitcnt vmcnt(0)
+	buffer_store_format_d16_hi_x v2, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbuffer_store_format_d16_hi_x__8_4_end:
+	.size buffer_store_format_d16_hi_x__8_4, .Lbuffer_store_format_d16_hi_x__8_4_end-buffer_store_format_d16_hi_x__8_4
+
+	.globl idx_buffer_load_format_xyzw__10_0
+	.p2align 8
+	.type idx_buffer_load_format_xyzw__10_0,@function
+idx_buffer_load_format_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x50000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	buffer_load_format_xyzw v[10:13], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lidx_buffer_load_format_xyzw__10_0_end:
+	.size idx_buffer_load_format_xyzw__10_0, .Lidx_buffer_load_format_xyzw__10_0_end-idx_buffer_load_format_xyzw__10_0
+
+	.globl idx_tbuffer_store_format_xyzw__10_0
+	.p2align 8
+	.type idx_tbuffer_store_format_xyzw__10_0,@function
+idx_tbuffer_store_format_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	tbuffer_store_format_xyzw v[2:5], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lidx_tbuffer_store_format_xyzw__10_0_end:
+	.size idx_tbuffer_store_format_xyzw__10_0, .Lidx_tbuffer_store_format_xyzw__10_0_end-idx_tbuffer_store_format_xyzw__10_0
+
+	.globl idx_buffer_load_format_d16_xyzw__10_0
+	.p2align 8
+	.type idx_buffer_load_format_d16_xyzw__10_0,@function
+idx_buffer_load_format_d16_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x50000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	buffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lidx_buffer_load_format_d16_xyzw__10_0_end:
+	.size idx_buffer_load_format_d16_xyzw__10_0, .Lidx_buffer_load_format_d16_xyzw__10_0_end-idx_buffer_load_format_d16_xyzw__10_0
+
+	.globl idx_tbuffer_store_format_d16_xyzw__10_0
+	.p2align 8
+	.type idx_tbuffer_store_format_d16_xyzw__10_0,@function
+idx_tbuffer_store_format_d16_xyzw__10_0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	tbuffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lidx_tbuffer_store_format_d16_xyzw__10_0_end:
+	.size idx_tbuffer_store_format_d16_xyzw__10_0, .Lidx_tbuffer_store_format_d16_xyzw__10_0_end-idx_tbuffer_store_format_d16_xyzw__10_0
+
+	.globl idx_tbuffer_load_format_xyzw__6_7
+	.p2align 8
+	.type idx_tbuffer_load_format_xyzw__6_7,@function
+idx_tbuffer_load_format_xyzw__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	tbuffer_load_format_xyzw v[10:13], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lidx_tbuffer_load_format_xyzw__6_7_end:
+	.size idx_tbuffer_load_format_xyzw__6_7, .Lidx_tbuffer_load_format_xyzw__6_7_end-idx_tbuffer_load_format_xyzw__6_7
+
+	.globl idx_buffer_store_format_xyzw__6_7
+	.p2align 8
+	.type idx_buffer_store_format_xyzw__6_7,@function
+idx_buffer_store_format_xyzw__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	buffer_store_format_xyzw v[2:5], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lidx_buffer_store_format_xyzw__6_7_end:
+	.size idx_buffer_store_format_xyzw__6_7, .Lidx_buffer_store_format_xyzw__6_7_end-idx_buffer_store_format_xyzw__6_7
+
+	.globl idx_tbuffer_load_format_d16_xyzw__6_7
+	.p2align 8
+	.type idx_tbuffer_load_format_d16_xyzw__6_7,@function
+idx_tbuffer_load_format_d16_xyzw__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	tbuffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_10_11_11,BUF_NUM_FORMAT_FLOAT] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lidx_tbuffer_load_format_d16_xyzw__6_7_end:
+	.size idx_tbuffer_load_format_d16_xyzw__6_7, .Lidx_tbuffer_load_format_d16_xyzw__6_7_end-idx_tbuffer_load_format_d16_xyzw__6_7
+
+	.globl idx_buffer_store_format_d16_xyzw__6_7
+	.p2align 8
+	.type idx_buffer_store_format_d16_xyzw__6_7,@function
+idx_buffer_store_format_d16_xyzw__6_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x37000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	buffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lidx_buffer_store_format_d16_xyzw__6_7_end:
+	.size idx_buffer_store_format_d16_xyzw__6_7, .Lidx_buffer_store_format_d16_xyzw__6_7_end-idx_buffer_store_format_d16_xyzw__6_7
+
+	.globl idx_buffer_load_format_xyzw__12_7
+	.p2align 8
+	.type idx_buffer_load_format_xyzw__12_7,@function
+idx_buffer_load_format_xyzw__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	buffer_load_format_xyzw v[10:13], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lidx_buffer_load_format_xyzw__12_7_end:
+	.size idx_buffer_load_format_xyzw__12_7, .Lidx_buffer_load_format_xyzw__12_7_end-idx_buffer_load_format_xyzw__12_7
+
+	.globl idx_tbuffer_store_format_xyzw__12_7
+	.p2align 8
+	.type idx_tbuffer_store_format_xyzw__12_7,@function
+idx_tbuffer_store_format_xyzw__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	tbuffer_store_format_xyzw v[2:5], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lidx_tbuffer_store_format_xyzw__12_7_end:
+	.size idx_tbuffer_store_format_xyzw__12_7, .Lidx_tbuffer_store_format_xyzw__12_7_end-idx_tbuffer_store_format_xyzw__12_7
+
+	.globl idx_buffer_load_format_d16_xyzw__12_7
+	.p2align 8
+	.type idx_buffer_load_format_d16_xyzw__12_7,@function
+idx_buffer_load_format_d16_xyzw__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x67000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	buffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lidx_buffer_load_format_d16_xyzw__12_7_end:
+	.size idx_buffer_load_format_d16_xyzw__12_7, .Lidx_buffer_load_format_d16_xyzw__12_7_end-idx_buffer_load_format_d16_xyzw__12_7
+
+	.globl idx_tbuffer_store_format_d16_xyzw__12_7
+	.p2align 8
+	.type idx_tbuffer_store_format_d16_xyzw__12_7,@function
+idx_tbuffer_store_format_d16_xyzw__12_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	tbuffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_FLOAT] idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lidx_tbuffer_store_format_d16_xyzw__12_7_end:
+	.size idx_tbuffer_store_format_d16_xyzw__12_7, .Lidx_tbuffer_store_format_d16_xyzw__12_7_end-idx_tbuffer_store_format_d16_xyzw__12_7
+
+	.globl idx_tbuffer_load_format_xyzw__9_5
+	.p2align 8
+	.type idx_tbuffer_load_format_xyzw__9_5,@function
+idx_tbuffer_load_format_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	tbuffer_load_format_xyzw v[10:13], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SINT] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lidx_tbuffer_load_format_xyzw__9_5_end:
+	.size idx_tbuffer_load_format_xyzw__9_5, .Lidx_tbuffer_load_format_xyzw__9_5_end-idx_tbuffer_load_format_xyzw__9_5
+
+	.globl idx_buffer_store_format_xyzw__9_5
+	.p2align 8
+	.type idx_buffer_store_format_xyzw__9_5,@function
+idx_buffer_store_format_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x4d000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	buffer_store_format_xyzw v[2:5], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lidx_buffer_store_format_xyzw__9_5_end:
+	.size idx_buffer_store_format_xyzw__9_5, .Lidx_buffer_store_format_xyzw__9_5_end-idx_buffer_store_format_xyzw__9_5
+
+	.globl idx_tbuffer_load_format_d16_xyzw__9_5
+	.p2align 8
+	.type idx_tbuffer_load_format_d16_xyzw__9_5,@function
+idx_tbuffer_load_format_d16_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	tbuffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SINT] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lidx_tbuffer_load_format_d16_xyzw__9_5_end:
+	.size idx_tbuffer_load_format_d16_xyzw__9_5, .Lidx_tbuffer_load_format_d16_xyzw__9_5_end-idx_tbuffer_load_format_d16_xyzw__9_5
+
+	.globl idx_buffer_store_format_d16_xyzw__9_5
+	.p2align 8
+	.type idx_buffer_store_format_d16_xyzw__9_5,@function
+idx_buffer_store_format_d16_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, 56
+	s_mov_b32 s31, 0x4d000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x100000
+	buffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lidx_buffer_store_format_d16_xyzw__9_5_end:
+	.size idx_buffer_store_format_d16_xyzw__9_5, .Lidx_buffer_store_format_d16_xyzw__9_5_end-idx_buffer_store_format_d16_xyzw__9_5
+
+	.globl swz_buffer_load_format_xyzw__14_7
+	.p2align 8
+	.type swz_buffer_load_format_xyzw__14_7,@function
+swz_buffer_load_format_xyzw__14_7:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x77000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_xyzw v[10:13], v1, s[28:31], 0 idxen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_store_format_x__14_7_end:
-	.size buffer_store_format_x__14_7, .Lbuffer_store_format_x__14_7_end-buffer_store_format_x__14_7
+.Lswz_buffer_load_format_xyzw__14_7_end:
+	.size swz_buffer_load_format_xyzw__14_7, .Lswz_buffer_load_format_xyzw__14_7_end-swz_buffer_load_format_xyzw__14_7
 
-	.globl tbuffer_store_format_x__14_7
+	.globl swz_tbuffer_store_format_xyzw__14_7
 	.p2align 8
-	.type tbuffer_store_format_x__14_7,@function
-tbuffer_store_format_x__14_7:
+	.type swz_tbuffer_store_format_xyzw__14_7,@function
+swz_tbuffer_store_format_xyzw__14_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4336,16 +16550,18 @@ tbuffer_store_format_x__14_7:
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_xyzw v[2:5], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] idxen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_x__14_7_end:
-	.size tbuffer_store_format_x__14_7, .Ltbuffer_store_format_x__14_7_end-tbuffer_store_format_x__14_7
+.Lswz_tbuffer_store_format_xyzw__14_7_end:
+	.size swz_tbuffer_store_format_xyzw__14_7, .Lswz_tbuffer_store_format_xyzw__14_7_end-swz_tbuffer_store_format_xyzw__14_7
 
-	.globl buffer_store_format_xy__14_7
+	.globl swz_buffer_load_format_d16_xyzw__14_7
 	.p2align 8
-	.type buffer_store_format_xy__14_7,@function
-buffer_store_format_xy__14_7:
+	.type swz_buffer_load_format_d16_xyzw__14_7,@function
+swz_buffer_load_format_d16_xyzw__14_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4357,21 +16573,24 @@ buffer_store_format_xy__14_7:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x77000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 idxen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_store_format_xy__14_7_end:
-	.size buffer_store_format_xy__14_7, .Lbuffer_store_format_xy__14_7_end-buffer_store_format_xy__14_7
+.Lswz_buffer_load_format_d16_xyzw__14_7_end:
+	.size swz_buffer_load_format_d16_xyzw__14_7, .Lswz_buffer_load_format_d16_xyzw__14_7_end-swz_buffer_load_format_d16_xyzw__14_7
 
-	.globl tbuffer_store_format_xy__14_7
+	.globl swz_tbuffer_store_format_d16_xyzw__14_7
 	.p2align 8
-	.type tbuffer_store_format_xy__14_7,@function
-tbuffer_store_format_xy__14_7:
+	.type swz_tbuffer_store_format_d16_xyzw__14_7,@function
+swz_tbuffer_store_format_d16_xyzw__14_7:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4388,16 +16607,18 @@ tbuffer_store_format_xy__14_7:
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] idxen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_xy__14_7_end:
-	.size tbuffer_store_format_xy__14_7, .Ltbuffer_store_format_xy__14_7_end-tbuffer_store_format_xy__14_7
+.Lswz_tbuffer_store_format_d16_xyzw__14_7_end:
+	.size swz_tbuffer_store_format_d16_xyzw__14_7, .Lswz_tbuffer_store_format_d16_xyzw__14_7_end-swz_tbuffer_store_format_d16_xyzw__14_7
 
-	.globl buffer_store_format_xyz__14_7
+	.globl swz_tbuffer_load_format_xyzw__10_0
 	.p2align 8
-	.type buffer_store_format_xyz__14_7,@function
-buffer_store_format_xyz__14_7:
+	.type swz_tbuffer_load_format_xyzw__10_0,@function
+swz_tbuffer_load_format_xyzw__10_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4409,47 +16630,24 @@ buffer_store_format_xyz__14_7:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x77000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xyz__14_7_end:
-	.size buffer_store_format_xyz__14_7, .Lbuffer_store_format_xyz__14_7_end-buffer_store_format_xyz__14_7
-
-	.globl tbuffer_store_format_xyz__14_7
-	.p2align 8
-	.type tbuffer_store_format_xyz__14_7,@function
-tbuffer_store_format_xyz__14_7:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_load_format_xyzw v[10:13], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] idxen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_store_format_xyz__14_7_end:
-	.size tbuffer_store_format_xyz__14_7, .Ltbuffer_store_format_xyz__14_7_end-tbuffer_store_format_xyz__14_7
+.Lswz_tbuffer_load_format_xyzw__10_0_end:
+	.size swz_tbuffer_load_format_xyzw__10_0, .Lswz_tbuffer_load_format_xyzw__10_0_end-swz_tbuffer_load_format_xyzw__10_0
 
-	.globl buffer_store_format_xyzw__14_7
+	.globl swz_buffer_store_format_xyzw__10_0
 	.p2align 8
-	.type buffer_store_format_xyzw__14_7,@function
-buffer_store_format_xyzw__14_7:
+	.type swz_buffer_store_format_xyzw__10_0,@function
+swz_buffer_store_format_xyzw__10_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4464,18 +16662,20 @@ buffer_store_format_xyzw__14_7:
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
 	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x77000
+	s_mov_b32 s31, 0x50000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_store_format_xyzw v[2:5], v1, s[28:31], 0 idxen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Lbuffer_store_format_xyzw__14_7_end:
-	.size buffer_store_format_xyzw__14_7, .Lbuffer_store_format_xyzw__14_7_end-buffer_store_format_xyzw__14_7
+.Lswz_buffer_store_format_xyzw__10_0_end:
+	.size swz_buffer_store_format_xyzw__10_0, .Lswz_buffer_store_format_xyzw__10_0_end-swz_buffer_store_format_xyzw__10_0
 
-	.globl tbuffer_store_format_xyzw__14_7
+	.globl swz_tbuffer_load_format_d16_xyzw__10_0
 	.p2align 8
-	.type tbuffer_store_format_xyzw__14_7,@function
-tbuffer_store_format_xyzw__14_7:
+	.type swz_tbuffer_load_format_d16_xyzw__10_0,@function
+swz_tbuffer_load_format_d16_xyzw__10_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4487,21 +16687,24 @@ tbuffer_store_format_xyzw__14_7:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32_32,BUF_NUM_FORMAT_FLOAT] offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_8_8_8_8,BUF_NUM_FORMAT_UNORM] idxen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Ltbuffer_store_format_xyzw__14_7_end:
-	.size tbuffer_store_format_xyzw__14_7, .Ltbuffer_store_format_xyzw__14_7_end-tbuffer_store_format_xyzw__14_7
+.Lswz_tbuffer_load_format_d16_xyzw__10_0_end:
+	.size swz_tbuffer_load_format_d16_xyzw__10_0, .Lswz_tbuffer_load_format_d16_xyzw__10_0_end-swz_tbuffer_load_format_d16_xyzw__10_0
 
-	.globl buffer_store_format_x__12_4
+	.globl swz_buffer_store_format_d16_xyzw__10_0
 	.p2align 8
-	.type buffer_store_format_x__12_4,@function
-buffer_store_format_x__12_4:
+	.type swz_buffer_store_format_d16_xyzw__10_0,@function
+swz_buffer_store_format_d16_xyzw__10_0:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4515,19 +16718,50 @@ buffer_store_format_x__12_4:
 	v_mov_b32 v13, 0xdeadbeef
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x50000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_buffer_store_format_d16_xyzw__10_0_end:
+	.size swz_buffer_store_format_d16_xyzw__10_0, .Lswz_buffer_store_format_d16_xyzw__10_0_end-swz_buffer_store_format_d16_xyzw__10_0
+
+	.globl swz_buffer_load_format_xyzw__12_4
+	.p2align 8
+	.type swz_buffer_load_format_xyzw__12_4,@function
+swz_buffer_load_format_xyzw__12_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x64000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_x v2, v22, s[28:31], 0 offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_xyzw v[10:13], v1, s[28:31], 0 idxen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_store_format_x__12_4_end:
-	.size buffer_store_format_x__12_4, .Lbuffer_store_format_x__12_4_end-buffer_store_format_x__12_4
+.Lswz_buffer_load_format_xyzw__12_4_end:
+	.size swz_buffer_load_format_xyzw__12_4, .Lswz_buffer_load_format_xyzw__12_4_end-swz_buffer_load_format_xyzw__12_4
 
-	.globl tbuffer_store_format_x__12_4
+	.globl swz_tbuffer_store_format_xyzw__12_4
 	.p2align 8
-	.type tbuffer_store_format_x__12_4,@function
-tbuffer_store_format_x__12_4:
+	.type swz_tbuffer_store_format_xyzw__12_4,@function
+swz_tbuffer_store_format_xyzw__12_4:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4544,16 +16778,18 @@ tbuffer_store_format_x__12_4:
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_xyzw v[2:5], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] idxen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_x__12_4_end:
-	.size tbuffer_store_format_x__12_4, .Ltbuffer_store_format_x__12_4_end-tbuffer_store_format_x__12_4
+.Lswz_tbuffer_store_format_xyzw__12_4_end:
+	.size swz_tbuffer_store_format_xyzw__12_4, .Lswz_tbuffer_store_format_xyzw__12_4_end-swz_tbuffer_store_format_xyzw__12_4
 
-	.globl buffer_store_format_xy__12_4
+	.globl swz_buffer_load_format_d16_xyzw__12_4
 	.p2align 8
-	.type buffer_store_format_xy__12_4,@function
-buffer_store_format_xy__12_4:
+	.type swz_buffer_load_format_d16_xyzw__12_4,@function
+swz_buffer_load_format_d16_xyzw__12_4:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4565,21 +16801,24 @@ buffer_store_format_xy__12_4:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x64000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 idxen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_store_format_xy__12_4_end:
-	.size buffer_store_format_xy__12_4, .Lbuffer_store_format_xy__12_4_end-buffer_store_format_xy__12_4
+.Lswz_buffer_load_format_d16_xyzw__12_4_end:
+	.size swz_buffer_load_format_d16_xyzw__12_4, .Lswz_buffer_load_format_d16_xyzw__12_4_end-swz_buffer_load_format_d16_xyzw__12_4
 
-	.globl tbuffer_store_format_xy__12_4
+	.globl swz_tbuffer_store_format_d16_xyzw__12_4
 	.p2align 8
-	.type tbuffer_store_format_xy__12_4,@function
-tbuffer_store_format_xy__12_4:
+	.type swz_tbuffer_store_format_d16_xyzw__12_4,@function
+swz_tbuffer_store_format_d16_xyzw__12_4:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4596,16 +16835,47 @@ tbuffer_store_format_xy__12_4:
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] idxen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_xy__12_4_end:
-	.size tbuffer_store_format_xy__12_4, .Ltbuffer_store_format_xy__12_4_end-tbuffer_store_format_xy__12_4
+.Lswz_tbuffer_store_format_d16_xyzw__12_4_end:
+	.size swz_tbuffer_store_format_d16_xyzw__12_4, .Lswz_tbuffer_store_format_d16_xyzw__12_4_end-swz_tbuffer_store_format_d16_xyzw__12_4
 
-	.globl buffer_store_format_xyz__12_4
+	.globl swz_tbuffer_load_format_xyzw__9_5
 	.p2align 8
-	.type buffer_store_format_xyz__12_4,@function
-buffer_store_format_xyz__12_4:
+	.type swz_tbuffer_load_format_xyzw__9_5,@function
+swz_tbuffer_load_format_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_load_format_xyzw v[10:13], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SINT] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_tbuffer_load_format_xyzw__9_5_end:
+	.size swz_tbuffer_load_format_xyzw__9_5, .Lswz_tbuffer_load_format_xyzw__9_5_end-swz_tbuffer_load_format_xyzw__9_5
+
+	.globl swz_buffer_store_format_xyzw__9_5
+	.p2align 8
+	.type swz_buffer_store_format_xyzw__9_5,@function
+swz_buffer_store_format_xyzw__9_5:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4620,18 +16890,106 @@ buffer_store_format_xyz__12_4:
 	s_mov_b32 s28, s12
 	s_and_b32 s29, s13, 0xffff
 	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x64000
+	s_mov_b32 s31, 0x4d000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_store_format_xyzw v[2:5], v1, s[28:31], 0 idxen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Lbuffer_store_format_xyz__12_4_end:
-	.size buffer_store_format_xyz__12_4, .Lbuffer_store_format_xyz__12_4_end-buffer_store_format_xyz__12_4
+.Lswz_buffer_store_format_xyzw__9_5_end:
+	.size swz_buffer_store_format_xyzw__9_5, .Lswz_buffer_store_format_xyzw__9_5_end-swz_buffer_store_format_xyzw__9_5
 
-	.globl tbuffer_store_format_xyz__12_4
+	.globl swz_tbuffer_load_format_d16_xyzw__9_5
 	.p2align 8
-	.type tbuffer_store_format_xyz__12_4,@function
-tbuffer_store_format_xyz__12_4:
+	.type swz_tbuffer_load_format_d16_xyzw__9_5,@function
+swz_tbuffer_load_format_d16_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_2_10_10_10,BUF_NUM_FORMAT_SINT] idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_tbuffer_load_format_d16_xyzw__9_5_end:
+	.size swz_tbuffer_load_format_d16_xyzw__9_5, .Lswz_tbuffer_load_format_d16_xyzw__9_5_end-swz_tbuffer_load_format_d16_xyzw__9_5
+
+	.globl swz_buffer_store_format_d16_xyzw__9_5
+	.p2align 8
+	.type swz_buffer_store_format_d16_xyzw__9_5,@function
+swz_buffer_store_format_d16_xyzw__9_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x4d000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lswz_buffer_store_format_d16_xyzw__9_5_end:
+	.size swz_buffer_store_format_d16_xyzw__9_5, .Lswz_buffer_store_format_d16_xyzw__9_5_end-swz_buffer_store_format_d16_xyzw__9_5
+
+	.globl swz_buffer_load_format_xyzw__13_3
+	.p2align 8
+	.type swz_buffer_load_format_xyzw__13_3,@function
+swz_buffer_load_format_xyzw__13_3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	v_mov_b32 v12, 0xdeadbeef
+	v_mov_b32 v13, 0xdeadbeef
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x6b000
+	s_waitcnt vmcnt(0)
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_xyzw v[10:13], v1, s[28:31], 0 idxen
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
+	s_endpgm
+.Lswz_buffer_load_format_xyzw__13_3_end:
+	.size swz_buffer_load_format_xyzw__13_3, .Lswz_buffer_load_format_xyzw__13_3_end-swz_buffer_load_format_xyzw__13_3
+
+	.globl swz_tbuffer_store_format_xyzw__13_3
+	.p2align 8
+	.type swz_tbuffer_store_format_xyzw__13_3,@function
+swz_tbuffer_store_format_xyzw__13_3:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4648,16 +17006,18 @@ tbuffer_store_format_xyz__12_4:
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_xyzw v[2:5], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] idxen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_xyz__12_4_end:
-	.size tbuffer_store_format_xyz__12_4, .Ltbuffer_store_format_xyz__12_4_end-tbuffer_store_format_xyz__12_4
+.Lswz_tbuffer_store_format_xyzw__13_3_end:
+	.size swz_tbuffer_store_format_xyzw__13_3, .Lswz_tbuffer_store_format_xyzw__13_3_end-swz_tbuffer_store_format_xyzw__13_3
 
-	.globl buffer_store_format_xyzw__12_4
+	.globl swz_buffer_load_format_d16_xyzw__13_3
 	.p2align 8
-	.type buffer_store_format_xyzw__12_4,@function
-buffer_store_format_xyzw__12_4:
+	.type swz_buffer_load_format_d16_xyzw__13_3,@function
+swz_buffer_load_format_d16_xyzw__13_3:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4669,73 +17029,24 @@ buffer_store_format_xyzw__12_4:
 	v_mov_b32 v11, 0xdeadbeef
 	v_mov_b32 v12, 0xdeadbeef
 	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
 	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x64000
+	s_mov_b32 s31, 0x6b000
 	s_waitcnt vmcnt(0)
-	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	buffer_load_format_d16_xyzw v[10:11], v1, s[28:31], 0 idxen
 	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[10:13], s[12:13]
 	s_endpgm
-.Lbuffer_store_format_xyzw__12_4_end:
-	.size buffer_store_format_xyzw__12_4, .Lbuffer_store_format_xyzw__12_4_end-buffer_store_format_xyzw__12_4
+.Lswz_buffer_load_format_d16_xyzw__13_3_end:
+	.size swz_buffer_load_format_d16_xyzw__13_3, .Lswz_buffer_load_format_d16_xyzw__13_3_end-swz_buffer_load_format_d16_xyzw__13_3
 
-	.globl tbuffer_store_format_xyzw__12_4
+	.globl swz_tbuffer_store_format_d16_xyzw__13_3
 	.p2align 8
-	.type tbuffer_store_format_xyzw__12_4,@function
-tbuffer_store_format_xyzw__12_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_16_16_16_16,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xyzw__12_4_end:
-	.size tbuffer_store_format_xyzw__12_4, .Ltbuffer_store_format_xyzw__12_4_end-tbuffer_store_format_xyzw__12_4
-
-	.globl buffer_store_format_x__1_5
-	.p2align 8
-	.type buffer_store_format_x__1_5,@function
-buffer_store_format_x__1_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0xd000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_x v2, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_x__1_5_end:
-	.size buffer_store_format_x__1_5, .Lbuffer_store_format_x__1_5_end-buffer_store_format_x__1_5
-
-	.globl tbuffer_store_format_x__1_5
-	.p2align 8
-	.type tbuffer_store_format_x__1_5,@function
-tbuffer_store_format_x__1_5:
+	.type swz_tbuffer_store_format_d16_xyzw__13_3,@function
+swz_tbuffer_store_format_d16_xyzw__13_3:
 	s_load_dwordx16 s[4:19], s[0:1], 0x0
 	v_lshl_add_u32 v1, s2, 6, v0
 	v_lshlrev_b32 v20, 2, v1
@@ -4752,377 +17063,2619 @@ tbuffer_store_format_x__1_5:
 	s_mov_b32 s30, -1
 	s_mov_b32 s31, 0x27000
 	s_waitcnt vmcnt(0)
-	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SINT] offen
+	s_or_b32 s29, s29, 0x80100000
+	s_or_b32 s31, s31, 0x80000
+	tbuffer_store_format_d16_xyzw v[2:3], v1, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_SSCALED] idxen
 	s_waitcnt vmcnt(0)
 	s_endpgm
-.Ltbuffer_store_format_x__1_5_end:
-	.size tbuffer_store_format_x__1_5, .Ltbuffer_store_format_x__1_5_end-tbuffer_store_format_x__1_5
-
-	.globl buffer_store_format_xy__1_5
-	.p2align 8
-	.type buffer_store_format_xy__1_5,@function
-buffer_store_format_xy__1_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0xd000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xy__1_5_end:
-	.size buffer_store_format_xy__1_5, .Lbuffer_store_format_xy__1_5_end-buffer_store_format_xy__1_5
-
-	.globl tbuffer_store_format_xy__1_5
-	.p2align 8
-	.type tbuffer_store_format_xy__1_5,@function
-tbuffer_store_format_xy__1_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xy__1_5_end:
-	.size tbuffer_store_format_xy__1_5, .Ltbuffer_store_format_xy__1_5_end-tbuffer_store_format_xy__1_5
-
-	.globl buffer_store_format_xyz__1_5
-	.p2align 8
-	.type buffer_store_format_xyz__1_5,@function
-buffer_store_format_xyz__1_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0xd000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xyz__1_5_end:
-	.size buffer_store_format_xyz__1_5, .Lbuffer_store_format_xyz__1_5_end-buffer_store_format_xyz__1_5
-
-	.globl tbuffer_store_format_xyz__1_5
-	.p2align 8
-	.type tbuffer_store_format_xyz__1_5,@function
-tbuffer_store_format_xyz__1_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xyz__1_5_end:
-	.size tbuffer_store_format_xyz__1_5, .Ltbuffer_store_format_xyz__1_5_end-tbuffer_store_format_xyz__1_5
-
-	.globl buffer_store_format_xyzw__1_5
-	.p2align 8
-	.type buffer_store_format_xyzw__1_5,@function
-buffer_store_format_xyzw__1_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0xd000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xyzw__1_5_end:
-	.size buffer_store_format_xyzw__1_5, .Lbuffer_store_format_xyzw__1_5_end-buffer_store_format_xyzw__1_5
-
-	.globl tbuffer_store_format_xyzw__1_5
-	.p2align 8
-	.type tbuffer_store_format_xyzw__1_5,@function
-tbuffer_store_format_xyzw__1_5:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_8,BUF_NUM_FORMAT_SINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xyzw__1_5_end:
-	.size tbuffer_store_format_xyzw__1_5, .Ltbuffer_store_format_xyzw__1_5_end-tbuffer_store_format_xyzw__1_5
-
-	.globl buffer_store_format_x__13_4
-	.p2align 8
-	.type buffer_store_format_x__13_4,@function
-buffer_store_format_x__13_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x6c000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_x v2, v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_x__13_4_end:
-	.size buffer_store_format_x__13_4, .Lbuffer_store_format_x__13_4_end-buffer_store_format_x__13_4
-
-	.globl tbuffer_store_format_x__13_4
-	.p2align 8
-	.type tbuffer_store_format_x__13_4,@function
-tbuffer_store_format_x__13_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_x v2, v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_x__13_4_end:
-	.size tbuffer_store_format_x__13_4, .Ltbuffer_store_format_x__13_4_end-tbuffer_store_format_x__13_4
-
-	.globl buffer_store_format_xy__13_4
-	.p2align 8
-	.type buffer_store_format_xy__13_4,@function
-buffer_store_format_xy__13_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x6c000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xy v[2:3], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xy__13_4_end:
-	.size buffer_store_format_xy__13_4, .Lbuffer_store_format_xy__13_4_end-buffer_store_format_xy__13_4
-
-	.globl tbuffer_store_format_xy__13_4
-	.p2align 8
-	.type tbuffer_store_format_xy__13_4,@function
-tbuffer_store_format_xy__13_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xy v[2:3], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xy__13_4_end:
-	.size tbuffer_store_format_xy__13_4, .Ltbuffer_store_format_xy__13_4_end-tbuffer_store_format_xy__13_4
-
-	.globl buffer_store_format_xyz__13_4
-	.p2align 8
-	.type buffer_store_format_xyz__13_4,@function
-buffer_store_format_xyz__13_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x6c000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xyz v[2:4], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xyz__13_4_end:
-	.size buffer_store_format_xyz__13_4, .Lbuffer_store_format_xyz__13_4_end-buffer_store_format_xyz__13_4
-
-	.globl tbuffer_store_format_xyz__13_4
-	.p2align 8
-	.type tbuffer_store_format_xyz__13_4,@function
-tbuffer_store_format_xyz__13_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyz v[2:4], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xyz__13_4_end:
-	.size tbuffer_store_format_xyz__13_4, .Ltbuffer_store_format_xyz__13_4_end-tbuffer_store_format_xyz__13_4
-
-	.globl buffer_store_format_xyzw__13_4
-	.p2align 8
-	.type buffer_store_format_xyzw__13_4,@function
-buffer_store_format_xyzw__13_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x6c000
-	s_waitcnt vmcnt(0)
-	buffer_store_format_xyzw v[2:5], v22, s[28:31], 0 offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Lbuffer_store_format_xyzw__13_4_end:
-	.size buffer_store_format_xyzw__13_4, .Lbuffer_store_format_xyzw__13_4_end-buffer_store_format_xyzw__13_4
-
-	.globl tbuffer_store_format_xyzw__13_4
-	.p2align 8
-	.type tbuffer_store_format_xyzw__13_4,@function
-tbuffer_store_format_xyzw__13_4:
-	s_load_dwordx16 s[4:19], s[0:1], 0x0
-	v_lshl_add_u32 v1, s2, 6, v0
-	v_lshlrev_b32 v20, 2, v1
-	v_lshlrev_b32 v21, 3, v1
-	s_waitcnt lgkmcnt(0)
-	v_lshlrev_b32 v22, 4, v1
-	global_load_dwordx4 v[2:5], v22, s[8:9]
-	v_mov_b32 v10, 0xdeadbeef
-	v_mov_b32 v11, 0xdeadbeef
-	v_mov_b32 v12, 0xdeadbeef
-	v_mov_b32 v13, 0xdeadbeef
-	s_mov_b32 s28, s12
-	s_and_b32 s29, s13, 0xffff
-	s_mov_b32 s30, -1
-	s_mov_b32 s31, 0x27000
-	s_waitcnt vmcnt(0)
-	tbuffer_store_format_xyzw v[2:5], v22, s[28:31], 0 format:[BUF_DATA_FORMAT_32_32_32,BUF_NUM_FORMAT_UINT] offen
-	s_waitcnt vmcnt(0)
-	s_endpgm
-.Ltbuffer_store_format_xyzw__13_4_end:
-	.size tbuffer_store_format_xyzw__13_4, .Ltbuffer_store_format_xyzw__13_4_end-tbuffer_store_format_xyzw__13_4
+.Lswz_tbuffer_store_format_d16_xyzw__13_3_end:
+	.size swz_tbuffer_store_format_d16_xyzw__13_3, .Lswz_tbuffer_store_format_d16_xyzw__13_3_end-swz_tbuffer_store_format_d16_xyzw__13_3
 
 	.rodata
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__1_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__1_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__1_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__1_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__1_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__1_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__1_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__1_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__1_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__1_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__1_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__1_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__1_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__1_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__1_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__1_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__1_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__1_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__1_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__1_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__2_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__2_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__2_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__2_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__2_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__2_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__2_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__2_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__2_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__2_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__2_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__2_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__2_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__2_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__2_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__2_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__2_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__2_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__2_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__2_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__2_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__2_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__2_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__2_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__3_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__3_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__3_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__3_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__3_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__3_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__3_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__3_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__3_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__3_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__3_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__3_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__3_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__3_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__3_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__3_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__3_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__3_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__3_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__3_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__3_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__3_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__3_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__3_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__4_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__4_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__4_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__4_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__4_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__4_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__4_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__4_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__4_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__4_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__4_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__4_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__4_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__4_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__4_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__4_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__4_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__4_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__4_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__4_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__4_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__4_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__4_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__4_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__5_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__5_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__5_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__5_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__5_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__5_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__5_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__5_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__5_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__5_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__5_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__5_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__5_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__5_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__5_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__5_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__5_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__5_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__5_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__5_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__5_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__5_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__5_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__5_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__5_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__5_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__5_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__5_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__6_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__6_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__6_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__6_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__6_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__6_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__6_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__6_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__6_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__6_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__6_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__6_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__6_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__6_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__6_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__6_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__6_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__6_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__6_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__6_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__6_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__6_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__6_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__6_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__7_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__7_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__7_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__7_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__7_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__7_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__7_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__7_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__7_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__7_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__7_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__7_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__7_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__7_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__7_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__7_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__7_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__7_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__7_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__7_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__7_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__7_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__7_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__7_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__7_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__7_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__7_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__7_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__8_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__8_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__8_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__8_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__8_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__8_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__8_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__8_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__8_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__8_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__8_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__8_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__8_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__8_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__8_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__8_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__8_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__8_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__8_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__8_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__9_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__9_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__9_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__9_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__9_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__9_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__9_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__9_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__9_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__9_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__9_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__9_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__9_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__9_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__9_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__9_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__10_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__10_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__10_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__10_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__10_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__10_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__10_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__10_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__10_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__10_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__10_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__10_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__10_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__10_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__10_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__10_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__10_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__10_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__10_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__10_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__11_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__11_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__11_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__11_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__11_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__11_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__11_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__11_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__11_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__11_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__11_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__11_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__11_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__11_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__11_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__11_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__11_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__11_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__11_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__11_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__11_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__11_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__11_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__11_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__11_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__11_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__11_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__11_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__12_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__12_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__12_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__12_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__12_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__12_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__12_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__12_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__12_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__12_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__12_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__12_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__12_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__12_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__12_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__12_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__12_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__12_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__12_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__12_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__13_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__13_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__13_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__13_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__13_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__13_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__13_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__13_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__13_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__13_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__13_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__13_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__13_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__13_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__13_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__13_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__13_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__13_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__13_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__13_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__13_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__13_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__13_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__13_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__14_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__14_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__14_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__14_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__14_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__14_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__14_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__14_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__14_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__14_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__14_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__14_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__14_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__14_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__14_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__14_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__14_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__14_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__14_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__14_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyzw__14_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyzw__14_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyzw__14_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyzw__14_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel buffer_load_format_x__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
@@ -5132,6 +19685,48 @@ tbuffer_store_format_xyzw__13_4:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel tbuffer_load_format_x__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_x__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_x__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_x__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_x__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_x__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_x__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5152,6 +19747,48 @@ tbuffer_store_format_xyzw__13_4:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel buffer_store_format_xy__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xy__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xy__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xy__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xy__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xy__4_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel buffer_load_format_xyz__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5166,70 +19803,56 @@ tbuffer_store_format_xyzw__13_4:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__4_7
+	.amdhsa_kernel buffer_store_format_xyz__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__4_7
+	.amdhsa_kernel tbuffer_store_format_xyz__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__4_4
+	.amdhsa_kernel buffer_load_format_d16_xyz__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__4_4
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__4_4
+	.amdhsa_kernel buffer_store_format_d16_xyz__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__4_4
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__4_4
+	.amdhsa_kernel buffer_load_format_d16_hi_x__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__4_4
+	.amdhsa_kernel buffer_store_format_d16_hi_x__4_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5250,6 +19873,48 @@ tbuffer_store_format_xyzw__13_4:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel buffer_store_format_x__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_x__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_x__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_x__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_x__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_x__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel buffer_load_format_xy__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5258,6 +19923,48 @@ tbuffer_store_format_xyzw__13_4:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel tbuffer_load_format_xy__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xy__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xy__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xy__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xy__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xy__1_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xy__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5278,70 +19985,56 @@ tbuffer_store_format_xyzw__13_4:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__1_0
+	.amdhsa_kernel buffer_store_format_xyz__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__1_0
+	.amdhsa_kernel tbuffer_store_format_xyz__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__1_1
+	.amdhsa_kernel buffer_load_format_d16_xyz__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__1_1
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__1_1
+	.amdhsa_kernel buffer_store_format_d16_xyz__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__1_1
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__1_1
+	.amdhsa_kernel buffer_load_format_d16_hi_x__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__1_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__1_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__1_1
+	.amdhsa_kernel buffer_store_format_d16_hi_x__1_0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5362,720 +20055,6 @@ tbuffer_store_format_xyzw__13_4:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__2_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__2_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__2_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__2_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__2_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__2_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__3_2
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__3_2
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__3_2
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__3_2
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__3_2
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__3_2
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__3_2
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__3_2
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__5_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__5_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__5_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__5_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__5_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__5_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__5_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__5_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__10_0
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__10_0
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__10_0
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__10_0
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__10_0
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__10_0
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__10_0
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__10_0
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__10_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__10_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__10_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__10_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__10_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__10_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__10_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__10_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__12_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__12_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__12_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__12_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__12_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__12_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__12_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__12_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__11_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__11_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__11_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__11_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__11_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__11_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__11_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__11_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__13_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__13_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__13_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__13_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__13_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__13_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__13_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__13_5
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__14_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__14_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__14_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__14_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__14_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__14_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__14_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__14_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__2_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__2_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__2_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__2_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__2_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__2_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__2_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__2_7
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__1_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__1_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__1_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__1_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__1_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__1_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__1_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__1_3
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_x__12_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_x__12_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xy__12_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xy__12_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyz__12_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyz__12_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_load_format_xyzw__12_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_load_format_xyzw__12_1
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_store_format_x__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_x__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_store_format_xy__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xy__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyz__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyz__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyzw__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyzw__4_4
-		.amdhsa_user_sgpr_kernarg_segment_ptr 1
-		.amdhsa_next_free_vgpr 64
-		.amdhsa_next_free_sgpr 32
-		.amdhsa_accum_offset 64
-	.end_amdhsa_kernel
-	.p2align 6
 	.amdhsa_kernel buffer_store_format_x__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6084,6 +20063,48 @@ tbuffer_store_format_xyzw__13_4:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel tbuffer_store_format_x__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_x__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_x__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_x__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_x__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xy__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xy__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -6104,6 +20125,48 @@ tbuffer_store_format_xyzw__13_4:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xy__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xy__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xy__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xy__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyz__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyz__2_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel buffer_store_format_xyz__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6118,350 +20181,1386 @@ tbuffer_store_format_xyzw__13_4:
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyzw__2_5
+	.amdhsa_kernel buffer_load_format_d16_xyz__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyzw__2_5
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_x__10_4
+	.amdhsa_kernel buffer_store_format_d16_xyz__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_x__10_4
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xy__10_4
+	.amdhsa_kernel buffer_load_format_d16_hi_x__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xy__10_4
+	.amdhsa_kernel buffer_store_format_d16_hi_x__2_5
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyz__10_4
+	.amdhsa_kernel buffer_load_format_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyz__10_4
+	.amdhsa_kernel tbuffer_load_format_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyzw__10_4
+	.amdhsa_kernel buffer_store_format_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyzw__10_4
+	.amdhsa_kernel tbuffer_store_format_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_x__5_7
+	.amdhsa_kernel buffer_load_format_d16_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_x__5_7
+	.amdhsa_kernel tbuffer_load_format_d16_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xy__5_7
+	.amdhsa_kernel buffer_store_format_d16_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xy__5_7
+	.amdhsa_kernel tbuffer_store_format_d16_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyz__5_7
+	.amdhsa_kernel buffer_load_format_xy__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyz__5_7
+	.amdhsa_kernel tbuffer_load_format_xy__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyzw__5_7
+	.amdhsa_kernel buffer_store_format_xy__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyzw__5_7
+	.amdhsa_kernel tbuffer_store_format_xy__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_x__14_7
+	.amdhsa_kernel buffer_load_format_d16_xy__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_x__14_7
+	.amdhsa_kernel tbuffer_load_format_d16_xy__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xy__14_7
+	.amdhsa_kernel buffer_store_format_d16_xy__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xy__14_7
+	.amdhsa_kernel tbuffer_store_format_d16_xy__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyz__14_7
+	.amdhsa_kernel buffer_load_format_xyz__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyz__14_7
+	.amdhsa_kernel tbuffer_load_format_xyz__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyzw__14_7
+	.amdhsa_kernel buffer_store_format_xyz__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyzw__14_7
+	.amdhsa_kernel tbuffer_store_format_xyz__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_x__12_4
+	.amdhsa_kernel buffer_load_format_d16_xyz__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_x__12_4
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xy__12_4
+	.amdhsa_kernel buffer_store_format_d16_xyz__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xy__12_4
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyz__12_4
+	.amdhsa_kernel buffer_load_format_d16_hi_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyz__12_4
+	.amdhsa_kernel buffer_store_format_d16_hi_x__10_1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyzw__12_4
+	.amdhsa_kernel buffer_load_format_x__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyzw__12_4
+	.amdhsa_kernel tbuffer_load_format_x__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_x__1_5
+	.amdhsa_kernel buffer_store_format_x__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_x__1_5
+	.amdhsa_kernel tbuffer_store_format_x__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xy__1_5
+	.amdhsa_kernel buffer_load_format_d16_x__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xy__1_5
+	.amdhsa_kernel tbuffer_load_format_d16_x__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyz__1_5
+	.amdhsa_kernel buffer_store_format_d16_x__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyz__1_5
+	.amdhsa_kernel tbuffer_store_format_d16_x__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyzw__1_5
+	.amdhsa_kernel buffer_load_format_xy__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyzw__1_5
+	.amdhsa_kernel tbuffer_load_format_xy__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_x__13_4
+	.amdhsa_kernel buffer_store_format_xy__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_x__13_4
+	.amdhsa_kernel tbuffer_store_format_xy__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xy__13_4
+	.amdhsa_kernel buffer_load_format_d16_xy__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xy__13_4
+	.amdhsa_kernel tbuffer_load_format_d16_xy__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyz__13_4
+	.amdhsa_kernel buffer_store_format_d16_xy__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyz__13_4
+	.amdhsa_kernel tbuffer_store_format_d16_xy__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel buffer_store_format_xyzw__13_4
+	.amdhsa_kernel buffer_load_format_xyz__6_7
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
 	.p2align 6
-	.amdhsa_kernel tbuffer_store_format_xyzw__13_4
+	.amdhsa_kernel tbuffer_load_format_xyz__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyz__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyz__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyz__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyz__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_hi_x__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_hi_x__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xy__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xy__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xy__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xy__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xy__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xy__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xy__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xy__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyz__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyz__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyz__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyz__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyz__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyz__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_hi_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_hi_x__9_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xy__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xy__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xy__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xy__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xy__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xy__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xy__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xy__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyz__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyz__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyz__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyz__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyz__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyz__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_hi_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_hi_x__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xy__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xy__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xy__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xy__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xy__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xy__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xy__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xy__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyz__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyz__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyz__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyz__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyz__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyz__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_hi_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_hi_x__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xy__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xy__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xy__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xy__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xy__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xy__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xy__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xy__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_xyz__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_xyz__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_xyz__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_xyz__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_xyz__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_load_format_d16_xyz__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_xyz__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel tbuffer_store_format_d16_xyz__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_load_format_d16_hi_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel buffer_store_format_d16_hi_x__8_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_buffer_load_format_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_tbuffer_store_format_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_buffer_load_format_d16_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_tbuffer_store_format_d16_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_tbuffer_load_format_xyzw__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_buffer_store_format_xyzw__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_tbuffer_load_format_d16_xyzw__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_buffer_store_format_d16_xyzw__6_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_buffer_load_format_xyzw__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_tbuffer_store_format_xyzw__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_buffer_load_format_d16_xyzw__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_tbuffer_store_format_d16_xyzw__12_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_tbuffer_load_format_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_buffer_store_format_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_tbuffer_load_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel idx_buffer_store_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_d16_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_d16_xyzw__14_7
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_load_format_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_store_format_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_load_format_d16_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_store_format_d16_xyzw__10_0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_d16_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_d16_xyzw__12_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_load_format_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_store_format_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_load_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_store_format_d16_xyzw__9_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_buffer_load_format_d16_xyzw__13_3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swz_tbuffer_store_format_d16_xyzw__13_3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

@@ -754,12 +754,23 @@ def sendmsg(cpu):
 # --- lanes: data moved between the lanes of a wave, and 16-bit integer compares ------------
 # Lane i: p0[i] != 0 puts it in EXEC, p1[i] is the data, p2[i] the address (permutes), p3[i]
 # the destination VGPR's old value; the destination goes to p4[i] (every lane: EXEC is
-# restored first). Kernels `swizzle__<offset hex>`, `permute__<offset>` and
+# restored first). Kernels `swizzle__<offset hex>`, `swizzlem__<macro>` (below), `permute__<offset>` and
 # `bpermute__<offset>`; `cmp__<op>__sdwa` (the SDWA form, src0 WORD_1, src1 WORD_0, of the
 # 16-bit integer compares; their e32/e64 and cmpx forms are family cmp16's) store 1 or 0 for
 # each lane of EXEC (v_cndmask of the result mask) and keep p3 elsewhere.
 SWIZZLES = [0x0000, 0x801B, 0x80E4, 0x80FF, 0x401F, 0x041F, 0x7C1F, 0x0C1F, 0x003C, 0x0020,
-            0x0907, 0x0421, 0x7FFF, 0x00FF, 0x1234]
+            0x0907, 0x0421, 0x7FFF, 0x00FF, 0x1234,
+            # FFT (0xE000 + mask) and rotate (0xC000 + dir[10] + amount[9:5] + mask[4:0]):
+            # llvm-mc-19 has no macro for them on gfx9; the numbers assemble as is.
+            0xE000, 0xE001, 0xE005, 0xE010, 0xE01F, 0xC000, 0xC020, 0xC420, 0xC3E0, 0xC7E0,
+            0xC0A3, 0xC4B1, 0xC21C]
+# LLVM's swizzle() macros (AMDGPUModifierSyntax "swizzle pattern"), kernel
+# `swizzlem__<name>_<args>`: the test computes each macro's meaning, not its encoding.
+SWIZZLE_MACROS = [("BROADCAST", (2, 1)), ("BROADCAST", (8, 5)), ("BROADCAST", (32, 31)),
+                  ("SWAP", (1,)), ("SWAP", (4,)), ("SWAP", (16,)), ("REVERSE", (2,)),
+                  ("REVERSE", (8,)), ("REVERSE", (32,)), ("QUAD_PERM", (1, 0, 3, 2)),
+                  ("QUAD_PERM", (3, 3, 0, 1)), ("BITMASK_PERM", ('"01pi0"',)),
+                  ("BITMASK_PERM", ('"iiiii"',)), ("BITMASK_PERM", ('"pp1ip"',))]
 CMP16_SDWA = ["v_cmp_%s_%s" % (c, t) for t in ("i16", "u16") for c in "f lt eq le gt ne ge t".split()]
 
 
@@ -772,6 +783,11 @@ def lanes(cpu):
     for off in SWIZZLES:
         a.kernel("swizzle__%04x" % off,
                  head + ["ds_swizzle_b32 v10, v2 offset:%d" % off, "s_waitcnt lgkmcnt(0)"] + tail)
+    for name, args in SWIZZLE_MACROS:
+        tag = "_".join(str(x).strip('"') for x in args)
+        a.kernel("swizzlem__%s_%s" % (name, tag),
+                 head + ["ds_swizzle_b32 v10, v2 offset:swizzle(%s,%s)"
+                         % (name, ",".join(str(x) for x in args)), "s_waitcnt lgkmcnt(0)"] + tail)
     for op in ("permute", "bpermute"):
         for off in (0, 4, 0xFFFC):
             a.kernel("%s__%d" % (op, off),
@@ -844,44 +860,85 @@ def d16(cpu):
 
 # --- format: typed buffer loads and stores -----------------------------------------------
 # Lane i: the element at byte 16i of p1 (loads) or p4 (stores; the test fills p4 first),
-# through a raw buffer resource over that pointer; a load writes v[10:13] (preset to
-# 0xdeadbeef) to p4 at 16i; a store's data is p2's dwords at 16i. Kernels
-# `<buffer|tbuffer>_<load|store>_format_<x..xyzw>__<dfmt>_<nfmt>`: MUBUF takes the format
-# from the resource's word 3, MTBUF from the instruction.
-FORMAT_LOADS = [(4, 7), (4, 4), (1, 0), (1, 1), (2, 5), (3, 2), (5, 7), (10, 0), (10, 4),
-                (12, 3), (11, 4), (13, 5), (14, 7), (2, 7), (1, 3), (12, 1)]
-FORMAT_STORES = [(4, 4), (2, 5), (10, 4), (5, 7), (14, 7), (12, 4), (1, 5), (13, 4)]
+# through a raw buffer resource over that pointer with NUM_RECORDS = FORMAT_RECORDS bytes
+# (lanes 0..55 in range, lane 56 only for accesses of at most 2 bytes, the rest out of
+# range); a load writes v[10:13] (preset to 0xdeadbeef) to p4 at 16i; a store's data is
+# p2's dwords at 16i. Kernels `<buffer|tbuffer>_<load|store>_format_<[d16_][hi_]x..xyzw>__
+# <dfmt>_<nfmt>` (prefix `idx_`/`swz_`: a structured/swizzled buffer, below): MUBUF takes the format from the resource's word 3, MTBUF from the
+# instruction. Every valid gfx9 combination runs the 4-component 32-bit and D16 loads and
+# stores (buffer and tbuffer alternating over the combinations); FORMAT_NARROW runs the
+# narrower forms in both encodings.
+FORMAT_VALID = [(d, n) for d in range(1, 15) for n in (0, 1, 2, 3, 4, 5, 7)
+                if n != 7 or d in (2, 4, 5, 6, 7, 11, 12, 13, 14)]
+FORMAT_NARROW = [(4, 7), (1, 0), (2, 5), (10, 1), (6, 7), (9, 0), (12, 7), (13, 3), (8, 4)]
+FORMAT_RECORDS = 16 * 56 + 2
+# Kernels `idx_<...>`: a structured buffer (STRIDE 16, idxen with the global index in v1)
+# of FORMAT_INDEXED_RECORDS records: lanes 56..63 are out of range.
+FORMAT_INDEXED = [(10, 0), (6, 7), (12, 7), (9, 5)]
+FORMAT_INDEXED_RECORDS = 56
+# Kernels `swz_<...>`: a swizzled buffer (STRIDE 16, ELEMENT_SIZE 4, INDEX_STRIDE 8, idxen
+# with the global index; no range check): byte b of lane i's element at
+# (i / 8) * 128 + (b / 4) * 32 + (i % 8) * 4 + b % 4 (Vega ISA §8.1.5 "Buffer addressing").
+FORMAT_SWIZZLED = [(14, 7), (10, 0), (12, 4), (9, 5), (13, 3)]
 DFMT = ["INVALID", "8", "16", "8_8", "32", "16_16", "10_11_11", "11_11_10", "10_10_10_2",
         "2_10_10_10", "8_8_8_8", "32_32", "16_16_16_16", "32_32_32", "32_32_32_32"]
 NFMT = ["UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "RESERVED_6", "FLOAT"]
 
 
+def format_kernel(a, enc, op, d, n, mode=""):
+    load = op.startswith("load")
+    x = op.rsplit("_", 1)[1]
+    d16 = "_d16" in op
+    nregs = (len(x) + 1) // 2 if d16 else len(x)
+    base = ("s6", "s7") if load else ("s12", "s13")
+    word3 = 0x27000 if enc == "tbuffer" else (n << 12 | d << 15)
+    body = ["v_lshlrev_b32 v22, 4, v1",
+            "global_load_dwordx4 v[2:5], v22, s[8:9]",
+            "v_mov_b32 v10, 0xdeadbeef", "v_mov_b32 v11, 0xdeadbeef",
+            "v_mov_b32 v12, 0xdeadbeef", "v_mov_b32 v13, 0xdeadbeef",
+            "s_mov_b32 s28, %s" % base[0], "s_and_b32 s29, %s, 0xffff" % base[1],
+            "s_mov_b32 s30, %d" % {"": FORMAT_RECORDS, "idx": FORMAT_INDEXED_RECORDS,
+                                   "swz": -1}[mode],
+            "s_mov_b32 s31, 0x%x" % word3,
+            "s_waitcnt vmcnt(0)"]
+    if mode == "idx":
+        body.append("s_or_b32 s29, s29, 0x100000")  # STRIDE 16
+    if mode == "swz":
+        # SWIZZLE_ENABLE, STRIDE 16; ELEMENT_SIZE 4 bytes (word3 [20:19] = 1), INDEX_STRIDE 8.
+        body += ["s_or_b32 s29, s29, 0x80100000", "s_or_b32 s31, s31, 0x80000"]
+    fmt = (" format:[BUF_DATA_FORMAT_%s,BUF_NUM_FORMAT_%s]" % (DFMT[d], NFMT[n])
+           if enc == "tbuffer" else "")
+    regs = "v10" if nregs == 1 else "v[10:%d]" % (9 + nregs)
+    data = "v2" if nregs == 1 else "v[2:%d]" % (1 + nregs)
+    addr = "v1, s[28:31], 0%s idxen" if mode else "v22, s[28:31], 0%s offen"
+    body.append("%s_%s %s, %s" % (enc, op, regs if load else data, addr % fmt))
+    body.append("s_waitcnt vmcnt(0)")
+    if load:
+        body.append("global_store_dwordx4 v22, v[10:13], s[12:13]")
+    a.kernel("%s%s_%s__%d_%d" % (mode + "_" if mode else "", enc, op, d, n), body)
+
+
 def format_family(cpu):
     a = Asm(cpu)
-    for load, combos in ((True, FORMAT_LOADS), (False, FORMAT_STORES)):
-        for d, n in combos:
-            for c, x in enumerate(("x", "xy", "xyz", "xyzw")):
+    for i, (d, n) in enumerate(FORMAT_VALID):
+        for op in ("load_format_xyzw", "store_format_xyzw", "load_format_d16_xyzw",
+                   "store_format_d16_xyzw"):
+            format_kernel(a, ("buffer", "tbuffer")[(i + len(op)) % 2], op, d, n)
+    for d, n in FORMAT_NARROW:
+        for x in ("x", "xy", "xyz"):
+            for op in ("load_format_", "store_format_", "load_format_d16_", "store_format_d16_"):
                 for enc in ("buffer", "tbuffer"):
-                    base = ("s6", "s7") if load else ("s12", "s13")
-                    word3 = 0x27000 if enc == "tbuffer" else (n << 12 | d << 15)
-                    body = ["v_lshlrev_b32 v22, 4, v1",
-                            "global_load_dwordx4 v[2:5], v22, s[8:9]",
-                            "v_mov_b32 v10, 0xdeadbeef", "v_mov_b32 v11, 0xdeadbeef",
-                            "v_mov_b32 v12, 0xdeadbeef", "v_mov_b32 v13, 0xdeadbeef",
-                            "s_mov_b32 s28, %s" % base[0], "s_and_b32 s29, %s, 0xffff" % base[1],
-                            "s_mov_b32 s30, -1", "s_mov_b32 s31, 0x%x" % word3,
-                            "s_waitcnt vmcnt(0)"]
-                    fmt = (" format:[BUF_DATA_FORMAT_%s,BUF_NUM_FORMAT_%s]" % (DFMT[d], NFMT[n])
-                           if enc == "tbuffer" else "")
-                    regs = "v10" if c == 0 else "v[10:%d]" % (10 + c)
-                    data = "v2" if c == 0 else "v[2:%d]" % (2 + c)
-                    op = "load" if load else "store"
-                    body.append("%s_%s_format_%s %s, v22, s[28:31], 0%s offen" % (
-                        enc, op, x, regs if load else data, fmt))
-                    body.append("s_waitcnt vmcnt(0)")
-                    if load:
-                        body.append("global_store_dwordx4 v22, v[10:13], s[12:13]")
-                    a.kernel("%s_%s_format_%s__%d_%d" % (enc, op, x, d, n), body)
+                    format_kernel(a, enc, op + x, d, n)
+        for op in ("load_format_d16_hi_x", "store_format_d16_hi_x"):
+            format_kernel(a, "buffer", op, d, n)
+    for i, (d, n) in enumerate(FORMAT_INDEXED):
+        for j, op in enumerate(("load_format_xyzw", "store_format_xyzw", "load_format_d16_xyzw",
+                                "store_format_d16_xyzw")):
+            format_kernel(a, ("buffer", "tbuffer")[(i + j) % 2], op, d, n, mode="idx")
+    for i, (d, n) in enumerate(FORMAT_SWIZZLED):
+        for j, op in enumerate(("load_format_xyzw", "store_format_xyzw", "load_format_d16_xyzw",
+                                "store_format_d16_xyzw")):
+            format_kernel(a, ("buffer", "tbuffer")[(i + j) % 2], op, d, n, mode="swz")
     return a
 
 

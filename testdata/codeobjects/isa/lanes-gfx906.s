@@ -362,6 +362,654 @@ swizzle__1234:
 .Lswizzle__1234_end:
 	.size swizzle__1234, .Lswizzle__1234_end-swizzle__1234
 
+	.globl swizzle__e000
+	.p2align 8
+	.type swizzle__e000,@function
+swizzle__e000:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:57344
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__e000_end:
+	.size swizzle__e000, .Lswizzle__e000_end-swizzle__e000
+
+	.globl swizzle__e001
+	.p2align 8
+	.type swizzle__e001,@function
+swizzle__e001:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:57345
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__e001_end:
+	.size swizzle__e001, .Lswizzle__e001_end-swizzle__e001
+
+	.globl swizzle__e005
+	.p2align 8
+	.type swizzle__e005,@function
+swizzle__e005:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:57349
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__e005_end:
+	.size swizzle__e005, .Lswizzle__e005_end-swizzle__e005
+
+	.globl swizzle__e010
+	.p2align 8
+	.type swizzle__e010,@function
+swizzle__e010:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:57360
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__e010_end:
+	.size swizzle__e010, .Lswizzle__e010_end-swizzle__e010
+
+	.globl swizzle__e01f
+	.p2align 8
+	.type swizzle__e01f,@function
+swizzle__e01f:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:57375
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__e01f_end:
+	.size swizzle__e01f, .Lswizzle__e01f_end-swizzle__e01f
+
+	.globl swizzle__c000
+	.p2align 8
+	.type swizzle__c000,@function
+swizzle__c000:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:49152
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__c000_end:
+	.size swizzle__c000, .Lswizzle__c000_end-swizzle__c000
+
+	.globl swizzle__c020
+	.p2align 8
+	.type swizzle__c020,@function
+swizzle__c020:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:49184
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__c020_end:
+	.size swizzle__c020, .Lswizzle__c020_end-swizzle__c020
+
+	.globl swizzle__c420
+	.p2align 8
+	.type swizzle__c420,@function
+swizzle__c420:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:50208
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__c420_end:
+	.size swizzle__c420, .Lswizzle__c420_end-swizzle__c420
+
+	.globl swizzle__c3e0
+	.p2align 8
+	.type swizzle__c3e0,@function
+swizzle__c3e0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:50144
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__c3e0_end:
+	.size swizzle__c3e0, .Lswizzle__c3e0_end-swizzle__c3e0
+
+	.globl swizzle__c7e0
+	.p2align 8
+	.type swizzle__c7e0,@function
+swizzle__c7e0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:51168
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__c7e0_end:
+	.size swizzle__c7e0, .Lswizzle__c7e0_end-swizzle__c7e0
+
+	.globl swizzle__c0a3
+	.p2align 8
+	.type swizzle__c0a3,@function
+swizzle__c0a3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:49315
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__c0a3_end:
+	.size swizzle__c0a3, .Lswizzle__c0a3_end-swizzle__c0a3
+
+	.globl swizzle__c4b1
+	.p2align 8
+	.type swizzle__c4b1,@function
+swizzle__c4b1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:50353
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__c4b1_end:
+	.size swizzle__c4b1, .Lswizzle__c4b1_end-swizzle__c4b1
+
+	.globl swizzle__c21c
+	.p2align 8
+	.type swizzle__c21c,@function
+swizzle__c21c:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:49692
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzle__c21c_end:
+	.size swizzle__c21c, .Lswizzle__c21c_end-swizzle__c21c
+
+	.globl swizzlem__BROADCAST_2_1
+	.p2align 8
+	.type swizzlem__BROADCAST_2_1,@function
+swizzlem__BROADCAST_2_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(BROADCAST,2,1)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__BROADCAST_2_1_end:
+	.size swizzlem__BROADCAST_2_1, .Lswizzlem__BROADCAST_2_1_end-swizzlem__BROADCAST_2_1
+
+	.globl swizzlem__BROADCAST_8_5
+	.p2align 8
+	.type swizzlem__BROADCAST_8_5,@function
+swizzlem__BROADCAST_8_5:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(BROADCAST,8,5)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__BROADCAST_8_5_end:
+	.size swizzlem__BROADCAST_8_5, .Lswizzlem__BROADCAST_8_5_end-swizzlem__BROADCAST_8_5
+
+	.globl swizzlem__BROADCAST_32_31
+	.p2align 8
+	.type swizzlem__BROADCAST_32_31,@function
+swizzlem__BROADCAST_32_31:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(BROADCAST,32,31)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__BROADCAST_32_31_end:
+	.size swizzlem__BROADCAST_32_31, .Lswizzlem__BROADCAST_32_31_end-swizzlem__BROADCAST_32_31
+
+	.globl swizzlem__SWAP_1
+	.p2align 8
+	.type swizzlem__SWAP_1,@function
+swizzlem__SWAP_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(SWAP,1)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__SWAP_1_end:
+	.size swizzlem__SWAP_1, .Lswizzlem__SWAP_1_end-swizzlem__SWAP_1
+
+	.globl swizzlem__SWAP_4
+	.p2align 8
+	.type swizzlem__SWAP_4,@function
+swizzlem__SWAP_4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(SWAP,4)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__SWAP_4_end:
+	.size swizzlem__SWAP_4, .Lswizzlem__SWAP_4_end-swizzlem__SWAP_4
+
+	.globl swizzlem__SWAP_16
+	.p2align 8
+	.type swizzlem__SWAP_16,@function
+swizzlem__SWAP_16:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(SWAP,16)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__SWAP_16_end:
+	.size swizzlem__SWAP_16, .Lswizzlem__SWAP_16_end-swizzlem__SWAP_16
+
+	.globl swizzlem__REVERSE_2
+	.p2align 8
+	.type swizzlem__REVERSE_2,@function
+swizzlem__REVERSE_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(REVERSE,2)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__REVERSE_2_end:
+	.size swizzlem__REVERSE_2, .Lswizzlem__REVERSE_2_end-swizzlem__REVERSE_2
+
+	.globl swizzlem__REVERSE_8
+	.p2align 8
+	.type swizzlem__REVERSE_8,@function
+swizzlem__REVERSE_8:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(REVERSE,8)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__REVERSE_8_end:
+	.size swizzlem__REVERSE_8, .Lswizzlem__REVERSE_8_end-swizzlem__REVERSE_8
+
+	.globl swizzlem__REVERSE_32
+	.p2align 8
+	.type swizzlem__REVERSE_32,@function
+swizzlem__REVERSE_32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(REVERSE,32)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__REVERSE_32_end:
+	.size swizzlem__REVERSE_32, .Lswizzlem__REVERSE_32_end-swizzlem__REVERSE_32
+
+	.globl swizzlem__QUAD_PERM_1_0_3_2
+	.p2align 8
+	.type swizzlem__QUAD_PERM_1_0_3_2,@function
+swizzlem__QUAD_PERM_1_0_3_2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(QUAD_PERM,1,0,3,2)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__QUAD_PERM_1_0_3_2_end:
+	.size swizzlem__QUAD_PERM_1_0_3_2, .Lswizzlem__QUAD_PERM_1_0_3_2_end-swizzlem__QUAD_PERM_1_0_3_2
+
+	.globl swizzlem__QUAD_PERM_3_3_0_1
+	.p2align 8
+	.type swizzlem__QUAD_PERM_3_3_0_1,@function
+swizzlem__QUAD_PERM_3_3_0_1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(QUAD_PERM,3,3,0,1)
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__QUAD_PERM_3_3_0_1_end:
+	.size swizzlem__QUAD_PERM_3_3_0_1, .Lswizzlem__QUAD_PERM_3_3_0_1_end-swizzlem__QUAD_PERM_3_3_0_1
+
+	.globl swizzlem__BITMASK_PERM_01pi0
+	.p2align 8
+	.type swizzlem__BITMASK_PERM_01pi0,@function
+swizzlem__BITMASK_PERM_01pi0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(BITMASK_PERM,"01pi0")
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__BITMASK_PERM_01pi0_end:
+	.size swizzlem__BITMASK_PERM_01pi0, .Lswizzlem__BITMASK_PERM_01pi0_end-swizzlem__BITMASK_PERM_01pi0
+
+	.globl swizzlem__BITMASK_PERM_iiiii
+	.p2align 8
+	.type swizzlem__BITMASK_PERM_iiiii,@function
+swizzlem__BITMASK_PERM_iiiii:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(BITMASK_PERM,"iiiii")
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__BITMASK_PERM_iiiii_end:
+	.size swizzlem__BITMASK_PERM_iiiii, .Lswizzlem__BITMASK_PERM_iiiii_end-swizzlem__BITMASK_PERM_iiiii
+
+	.globl swizzlem__BITMASK_PERM_pp1ip
+	.p2align 8
+	.type swizzlem__BITMASK_PERM_pp1ip,@function
+swizzlem__BITMASK_PERM_pp1ip:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	global_load_dword v10, v20, s[10:11]
+	global_load_dword v5, v20, s[4:5]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v5
+	s_and_saveexec_b64 s[40:41], vcc
+	ds_swizzle_b32 v10, v2 offset:swizzle(BITMASK_PERM,"pp1ip")
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 exec, s[40:41]
+	global_store_dword v20, v10, s[12:13]
+	s_endpgm
+.Lswizzlem__BITMASK_PERM_pp1ip_end:
+	.size swizzlem__BITMASK_PERM_pp1ip, .Lswizzlem__BITMASK_PERM_pp1ip_end-swizzlem__BITMASK_PERM_pp1ip
+
 	.globl permute__0
 	.p2align 8
 	.type permute__0,@function
@@ -977,6 +1625,168 @@ cmp__v_cmp_t_u16__sdwa:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel swizzle__1234
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__e000
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__e001
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__e005
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__e010
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__e01f
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__c000
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__c020
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__c420
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__c3e0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__c7e0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__c0a3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__c4b1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzle__c21c
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__BROADCAST_2_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__BROADCAST_8_5
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__BROADCAST_32_31
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__SWAP_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__SWAP_4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__SWAP_16
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__REVERSE_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__REVERSE_8
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__REVERSE_32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__QUAD_PERM_1_0_3_2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__QUAD_PERM_3_3_0_1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__BITMASK_PERM_01pi0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__BITMASK_PERM_iiiii
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel swizzlem__BITMASK_PERM_pp1ip
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
