@@ -92,6 +92,14 @@ row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
 row("VOP2", "v_fmac_f64", "2 2 2")
+# VOP2 with a 32-bit literal constant K after the word (madmk: S0 * K + S1, madak:
+# S0 * S1 + K; the fused fmamk/fmaak forms on gfx940+), the f16 MAC, the DX9 multiply, and the
+# accumulating packed FMA and dot products (gfx908+).
+row("VOP2", "v_madmk_f32 v_madak_f32 v_fmamk_f32 v_fmaak_f32 v_madmk_f16 v_madak_f16", "1 1 1 1",
+    "k")
+row("VOP2", "v_mac_f16 v_mul_legacy_f32 v_pk_fmac_f16 v_dot2c_f32_f16 v_dot2c_i32_i16 "
+    "v_dot4c_i32_i8 v_dot8c_i32_i4", "1 1 1")
+row("VOP3", "v_mul_legacy_f32", "1 1 1", "noname")
 for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64", 2),
               ("i16", 1), ("u16", 1), ("f16", 1)):
     if ty[0] == "f":
@@ -270,6 +278,10 @@ def sample(enc, n, w, flags):
         return "%s_e32 %s, %s" % (n, reg(dk, d[0], 0), reg("v", d[1], 20))
     if enc == "VOP2":
         a, b = reg("v", d[1], 20), reg("v", d[2], 40)
+        if "k" in flags.split():
+            if "mk" in n:
+                return "%s v0, %s, 0x4900, %s" % (n, a, b)
+            return "%s v0, %s, %s, 0x4900" % (n, a, b)
         if "co" in flags:
             return "%s_e32 v0, vcc, %s, %s" % (n, a, b)
         if "ci" in flags:
@@ -413,9 +425,11 @@ def main():
             sys.stderr.write("no target assembles %r\n" % s)
         d = w + [0] * (4 - len(w))
         for (op, no_rtn), cpus in sorted(groups.items()):
+            if e == "VOP3" and op < 0x1C0:
+                continue  # a VOP1/VOP2/VOPC opcode's VOP3 form: that row's, not this one's
             t = "T_ALL" if len(cpus) == len(CPUS) else " | ".join(bits[c] for c in cpus)
             fl = " | ".join("F_" + x.upper() for x in f.split() + (["nortn"] if no_rtn else [])
-                            if x != "mai") or "0"
+                            if x not in ("mai", "k")) or "0"
             out.write("    OpInfo::new(Encoding::%s, %d, %s, \"%s\", [%d, %d, %d, %d], %s),\n"
                       % (e.capitalize() if False else e_name(e), op, t, n, d[0], d[1], d[2], d[3], fl))
     out.write("];\n")

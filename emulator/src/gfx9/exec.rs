@@ -30,7 +30,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
+use super::decode::{
+    decode, Dpp, Encoding, Instruction, Modifiers, Operand, SdwaSel, F_CI, F_CND, F_CO,
+};
 use super::f16;
 use super::fast::{Done, Fast};
 use super::fdiv;
@@ -1959,6 +1961,8 @@ fn valu<const DPP: bool>(
             set_vdst(w, &inst.dst, lane, v, 1);
             return Ok(());
         }
+        "v_pk_fmac_f16" | "v_dot2c_f32_f16" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8"
+        | "v_dot8c_i32_i4" => return accumulate_packed::<DPP>(w, inst, lanes, dpp_src0),
         _ => {}
     }
     if let Some(rest) = name.strip_prefix("v_cmp") {
@@ -2151,6 +2155,16 @@ fn valu<const DPP: bool>(
             )),
             "v_mad_f32" => fr(mode::mad32(fa, fb, fc, 0)),
             "v_fma_f32" => fr(fma32(fa, fb, fc)),
+            // VOP2 with a constant K (decoded as the sources of a three-source
+            // multiply-add: src0 × src1 + src2) and the f16 MAC.
+            "v_madmk_f32" | "v_madak_f32" => fr(mode::mad32(fa, fb, fc, 0)),
+            "v_fmamk_f32" | "v_fmaak_f32" => fr(fma32(fa, fb, fc)),
+            "v_madmk_f16" | "v_madak_f16" => u64::from(mode::mad16(a as u16, b as u16, c as u16)),
+            "v_mac_f16" => {
+                let acc = fm.src(2, u64::from(d_old) & 0xFFFF) as u16;
+                u64::from(mode::mad16(a as u16, b as u16, acc))
+            }
+            "v_mul_legacy_f32" => mode::mul_legacy32(fa, fb, 0).to_bits().into(),
             "v_min3_f32" => {
                 let ab = mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, false, fm.ieee);
                 mode::min_max(mode::S, ab, c & 0xFFFF_FFFF, false, fm.ieee)
@@ -2470,6 +2484,65 @@ fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
     }
 }
 
+/// The accumulating VOP2 forms of packed math (gfx908+, CDNA1 ISA VOP2 opcodes 55..=60):
+/// `v_pk_fmac_f16` (each f16 half of D = S0 × S1 + D, fused, under MODE's f16 denormal mode
+/// as `v_pk_fma_f16`) and `v_dot2c_f32_f16`, `v_dot2c_i32_i16`, `v_dot4c_i32_i8`,
+/// `v_dot8c_i32_i4` (D = the dot product of S0 and S1 plus D, as [`dot`] computes
+/// `v_dot2_f32_f16`, `v_dot2_i32_i16`, `v_dot4_i32_i8`, `v_dot8_i32_i4` with D as S2; the VOP3
+/// form's `clamp` saturates the same way). With `DPP` src0 is `dpp_src0[lane]`.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] for `neg`/`abs` on a dot product's packed f16 sources
+/// (whether they act on one half or both is not modelled).
+fn accumulate_packed<const DPP: bool>(
+    w: &mut Wave,
+    inst: &Instruction,
+    lanes: u64,
+    dpp_src0: &[u32; WAVE_SIZE],
+) -> Result<()> {
+    let name = inst.name();
+    let m = inst.mods;
+    if m.neg.iter().chain(&m.abs).any(|&b| b) {
+        bail!(
+            Status::IllegalInstruction,
+            "{name}: neg/abs of a packed source: not modelled"
+        );
+    }
+    let fm = mode::FloatMode::for_valu(w.mode, "v_pk_fma_f16", false, false, true);
+    let kind = match name {
+        "v_dot2c_f32_f16" => Some((16, false, true)),
+        "v_dot2c_i32_i16" => Some((16, true, false)),
+        "v_dot4c_i32_i8" => Some((8, true, false)),
+        "v_dot8c_i32_i4" => Some((4, true, false)),
+        _ => None,
+    };
+    for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+        let a = if DPP {
+            dpp_src0[lane]
+        } else {
+            pk_src(w, &inst.src[0], lane, false) as u32
+        };
+        let b = pk_src(w, &inst.src[1], lane, false) as u32;
+        let d = match inst.dst {
+            Operand::Vgpr { index, .. } => w.v(index as usize, lane),
+            _ => 0,
+        };
+        let r = match kind {
+            Some((bits, signed, float)) => dot_value(bits, signed, float, [a, b, d], &m),
+            None => {
+                let half = |v: u32, k: u32| fm.src(0, u64::from(v >> (16 * k) & 0xFFFF)) as u16;
+                let h = |k: u32| {
+                    let r = f16::fma(half(a, k), half(b, k), half(d, k));
+                    fm.result(u64::from(r)) as u32
+                };
+                h(0) | h(1) << 16
+            }
+        };
+        set_vdst_dword(w, &inst.dst, lane, 0, r);
+    }
+    Ok(())
+}
+
 /// The gfx906+ dot products: `v_dot2_f32_f16` (two f16 products plus an f32), and the
 /// integer `v_dot2_{i32_i16,u32_u16}`, `v_dot4_{i32_i8,u32_u8}`, `v_dot8_{i32_i4,u32_u4}`
 /// (the sum of the products of the packed elements plus a 32-bit integer; `clamp` saturates
@@ -2506,8 +2579,18 @@ fn dot(w: &mut Wave, inst: &Instruction) -> Result<()> {
     };
     let exec = w.exec();
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-        let [a, b, c] = core::array::from_fn(|i| vsrc(w, &inst.src[i], lane, false, false) as u32);
-        let r = if float {
+        let abc = core::array::from_fn(|i| vsrc(w, &inst.src[i], lane, false, false) as u32);
+        let r = dot_value(bits, signed, float, abc, &m);
+        set_vdst_dword(w, &inst.dst, lane, 0, r);
+    }
+    Ok(())
+}
+
+/// One lane's dot product of `a` and `b` (packed elements of `bits` bits, signed or not, or
+/// f16 pairs with `float`) plus `c`, under `m`'s `neg`/`neg_hi` (f16 form) and `clamp`.
+fn dot_value(bits: u32, signed: bool, float: bool, [a, b, c]: [u32; 3], m: &Modifiers) -> u32 {
+    {
+        if float {
             let half = |v: u32, hi: bool, i: usize| {
                 let x = f16::to_f64((v >> (16 * hi as u32)) as u16);
                 let neg = if hi { m.neg_hi >> i & 1 != 0 } else { m.neg[i] };
@@ -2545,10 +2628,8 @@ fn dot(w: &mut Wave, inst: &Instruction) -> Result<()> {
                 (true, false) => sum.clamp(0, i64::from(u32::MAX)) as u32,
                 _ => sum as u32,
             }
-        };
-        set_vdst_dword(w, &inst.dst, lane, 0, r);
+        }
     }
-    Ok(())
 }
 
 /// `x` clamped to [0, 1] (the VOP3 `clamp` bit): NaN and −0 give +0.

@@ -19,9 +19,10 @@
 //! a float result, except those that only move or classify bits (`v_mov_*`,
 //! `v_cndmask_b32`, `v_cmp*_class_*`); only the float sources are flushed
 //! (`v_ldexp_*`'s and `v_trig_preop_f64`'s second source is an integer).
-//! `v_mad_f32`/`v_mac_f32` flush f32 denormals (sources, the product and the result)
-//! whatever the mode: LLVM's AMDGPU backend selects them for `fmuladd` only when f32
-//! denormals are flushed, as they do not support denormals. Packed math (VOP3P
+//! `v_mad_f32`/`v_mac_f32`/`v_madmk_f32`/`v_madak_f32` flush f32 denormals (sources, the
+//! product and the result) whatever the mode: LLVM's AMDGPU backend selects them for
+//! `fmuladd` only when f32 denormals are flushed, as they do not support denormals; the f16
+//! `v_mac_f16`/`v_madmk_f16`/`v_madak_f16` likewise flush f16 denormals. Packed math (VOP3P
 //! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; MFMA, dot
 //! and `v_fma_mix*` instructions are not covered yet (they keep denormals).
 //!
@@ -99,11 +100,15 @@ impl FloatMode {
         let bits_only = name.starts_with("v_mov_")
             || name == "v_cndmask_b32"
             || name.starts_with("v_cmp") && name.contains("_class_");
-        let mad32 = matches!(name, "v_mad_f32" | "v_mac_f32" | "v_mad_legacy_f32");
+        let mad32 = matches!(
+            name,
+            "v_mad_f32" | "v_mac_f32" | "v_mad_legacy_f32" | "v_madmk_f32" | "v_madak_f32"
+        );
+        let mad16 = matches!(name, "v_mac_f16" | "v_madmk_f16" | "v_madak_f16");
         // Keep flags: FP_DENORM bit 0 of a precision's pair keeps input denormals, bit 1
         // keeps output denormals.
         let d32 = if mad32 { 0 } else { mode >> 4 & 3 };
-        let d64 = mode >> 6 & 3;
+        let d64 = if mad16 { 0 } else { mode >> 6 & 3 };
         let in_kind = if bits_only {
             Kind::None
         } else if f32_in {
@@ -199,8 +204,9 @@ impl FloatMode {
             "v_sub_f32" => add32(a, -b, rm),
             "v_subrev_f32" => add32(b, -a, rm),
             "v_mul_f32" => round32(f64::from(a) * f64::from(b), 0.0, rm),
-            "v_fma_f32" | "v_fmac_f32" => fma32(a, b, c, rm),
-            "v_mad_f32" | "v_mac_f32" => mad32(a, b, c, rm),
+            "v_fma_f32" | "v_fmac_f32" | "v_fmamk_f32" | "v_fmaak_f32" => fma32(a, b, c, rm),
+            "v_mad_f32" | "v_mac_f32" | "v_madmk_f32" | "v_madak_f32" => mad32(a, b, c, rm),
+            "v_mul_legacy_f32" => mul_legacy32(a, b, rm),
             _ => return None,
         })
     }
@@ -257,6 +263,11 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
             | "v_fmac_f32"
             | "v_mad_f32"
             | "v_mac_f32"
+            | "v_madmk_f32"
+            | "v_madak_f32"
+            | "v_fmamk_f32"
+            | "v_fmaak_f32"
+            | "v_mul_legacy_f32"
     ) && inst.mods.omod == 0
         && inst.mods.sdwa.is_none();
     let bad32 = name.contains("f32") && round & 3 != 0 && !exact && !directed32;
@@ -358,6 +369,29 @@ pub(super) fn mad32(a: f32, b: f32, c: f32, rm: u32) -> f32 {
         return p + c;
     }
     add32(p, c, rm)
+}
+
+/// `V_MUL_LEGACY_F32` (Vega ISA VOP2 opcode 4; CDNA2/3 VOP3 opcode 0x2A1): `a × b` rounded
+/// by `rm`, except that a zero factor gives +0 whatever the other is (infinity and NaN
+/// included), the DX9 rule.
+pub(super) fn mul_legacy32(a: f32, b: f32, rm: u32) -> f32 {
+    if a == 0.0 || b == 0.0 {
+        return 0.0;
+    }
+    if rm == 0 || !a.is_finite() || !b.is_finite() {
+        return a * b;
+    }
+    round32(f64::from(a) * f64::from(b), 0.0, rm)
+}
+
+/// The f16 `V_MAD_F16`/`V_MAC_F16`/`V_MADAK_F16`/`V_MADMK_F16` (Vega ISA VOP2 opcodes
+/// 35..=37): `a × b` rounded to f16, then `+ c` rounded to f16 (not fused), f16 denormals
+/// flushed (sources, product and result) whatever the mode, as `v_mad_f32` does for f32
+/// (LLVM's AMDGPU backend selects them only when f16 denormals are flushed).
+pub(super) fn mad16(a: u16, b: u16, c: u16) -> u16 {
+    let fl = |h: u16| flush(Kind::F16, u64::from(h)) as u16;
+    let p = fl(super::f16::mul(fl(a), fl(b)));
+    fl(super::f16::add(p, fl(c)))
 }
 
 /// `a + b` rounded by `rm`; an exact zero sum is −0 when rounding toward −∞ unless both
