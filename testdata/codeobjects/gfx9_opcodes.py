@@ -49,6 +49,7 @@ row("SOPK", "s_movk_i32 s_cmovk_i32 s_cmpk_eq_i32 s_cmpk_lg_i32 s_cmpk_gt_i32 s_
 row("SOPK", "s_getreg_b32", "1")
 row("SOPK", "s_setreg_b32", "0 1")
 row("SOPK", "s_setreg_imm32_b32", "0")
+row("SOPK", "s_call_b64", "2")
 row("SOPC", "s_cmp_eq_i32 s_cmp_lg_i32 s_cmp_gt_i32 s_cmp_ge_i32 s_cmp_lt_i32 s_cmp_le_i32 "
     "s_cmp_eq_u32 s_cmp_lg_u32 s_cmp_gt_u32 s_cmp_ge_u32 s_cmp_lt_u32 s_cmp_le_u32 "
     "s_bitcmp0_b32 s_bitcmp1_b32", "0 1 1")
@@ -261,6 +262,7 @@ def sample(enc, n, w, flags):
         return {"s_getreg_b32": "s_getreg_b32 s0, hwreg(HW_REG_MODE, 0, 4)",
                 "s_setreg_b32": "s_setreg_b32 hwreg(HW_REG_MODE, 0, 4), s0",
                 "s_setreg_imm32_b32": "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 3",
+                "s_call_b64": "s_call_b64 s[0:1], 4",
                 }.get(n, "%s s0, 0x10" % n)
     if enc == "SOPC":
         return "%s %s, %s" % (n, reg("s", d[1], 20), reg("s", d[2], 40))

@@ -411,7 +411,8 @@ impl Instruction {
     pub fn branch_target(&self, address: u64) -> Option<u64> {
         let name = self.info.name;
         let branch = self.encoding == Encoding::Sopp
-            && (name == "s_branch" || name.starts_with("s_cbranch_"));
+            && (name == "s_branch" || name.starts_with("s_cbranch_"))
+            || name == "s_call_b64";
         branch.then(|| {
             address
                 .wrapping_add(4)
@@ -582,7 +583,8 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     };
                     inst.size = 8;
                 }
-                _ => inst.dst = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?,
+                // s_call_b64's is the SGPR pair that receives the return address.
+                _ => inst.dst = sreg_operand(info.widths[0], w0 >> 16 & 0x7F, "SOPK", w0)?,
             }
         } else {
             let info = find(Encoding::Sop2, (w0 >> 23) & 0x7F, &[w0])?;
@@ -1744,6 +1746,8 @@ mod tests {
         assert_eq!(dec(&[0xBF8CC07F], t).unwrap().branch_target(0), None);
         assert_eq!(dec(&[0xBF800000], t).unwrap().branch_target(0), None);
         assert_eq!(dec(&[0xB0000010], t).unwrap().branch_target(0), None);
+        // `s_call_b64 s[10:11], k` at 4 calls k at 0 (llvm-mc-19: BA8AFFFE).
+        assert_eq!(dec(&[0xBA8AFFFE], t).unwrap().branch_target(4), Some(0));
     }
 
     #[test]

@@ -249,6 +249,10 @@ impl fmt::Display for Instruction {
                     _ => write!(f, "{name} {hw}, {}", Op(&self.src[0])),
                 }
             }
+            // The call's offset prints as the raw simm16, unsigned, as a branch's.
+            Encoding::Sopk if name == "s_call_b64" => {
+                write!(f, "{name} {}, {}", Op(&self.dst), self.imm as u16)
+            }
             Encoding::Sopk => {
                 let imm = self.imm as u16;
                 write!(f, "{name} {}, 0x{imm:x}", Op(&self.dst))

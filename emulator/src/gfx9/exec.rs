@@ -1341,6 +1341,12 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                     Some(r as u32 as u64)
                 }
                 "s_mulk_i32" => Some(d.wrapping_mul(k) as u64),
+                // S_CALL_B64 (Vega ISA SOPK opcode 21): D = the address of the next
+                // instruction, PC = that + simm16 × 4.
+                "s_call_b64" => {
+                    set_sdst(w, &inst.dst, next);
+                    return Ok(Flow::Jump(next.wrapping_add((i64::from(imm) * 4) as u64)));
+                }
                 "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32" => {
                     let (id, offset, size) = (ku & 0x3F, ku >> 6 & 0x1F, (ku >> 11) + 1);
                     let mask = (((1u64 << size) - 1) << offset) as u32;

@@ -123,6 +123,7 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Sopk, 17, T_ALL, "s_getreg_b32", [1, 0, 0, 0], 0),
     OpInfo::new(Encoding::Sopk, 18, T_ALL, "s_setreg_b32", [0, 1, 0, 0], 0),
     OpInfo::new(Encoding::Sopk, 20, T_ALL, "s_setreg_imm32_b32", [0, 0, 0, 0], 0),
+    OpInfo::new(Encoding::Sopk, 21, T_ALL, "s_call_b64", [2, 0, 0, 0], 0),
     OpInfo::new(Encoding::Sopc, 0, T_ALL, "s_cmp_eq_i32", [0, 1, 1, 0], 0),
     OpInfo::new(Encoding::Sopc, 1, T_ALL, "s_cmp_lg_i32", [0, 1, 1, 0], 0),
     OpInfo::new(Encoding::Sopc, 2, T_ALL, "s_cmp_gt_i32", [0, 1, 1, 0], 0),

@@ -15,6 +15,9 @@ so that the forms that flush whatever the mode show it.
 - gfx908+: `v_pk_fmac_f16`, `v_dot2c_f32_f16`, `v_dot2c_i32_i16`, `v_dot4c_i32_i8`,
   `v_dot8c_i32_i4`, their `_e64_clamp` forms, and `<op>_dpp` (`v_mac_f16`, `v_dot2c_f32_f16`,
   `v_dot4c_i32_i8`) with quad_perm:[1,0,3,2] (src0 from lane i ^ 1).
+- `s_call_b64`: calls a subroutine before it and one after it (each returns with
+  s_setpc_b64 and adds 16 or 256 to v5), and adds 1 and 2 when the saved return addresses
+  are those of the instructions after the calls: p4[i] = 275.
 
 Usage: python3 gen_ops.py   (writes next to this file)
 """
@@ -58,6 +61,20 @@ def ops(cpu):
         for op in ("v_mac_f16", "v_dot2c_f32_f16", "v_dot4c_i32_i8"):
             k(op + "_dpp", "%s_dpp v5, v2, v3 quad_perm:[1,0,3,2] row_mask:0xf bank_mask:0xf"
               % op)
+    # s_call_b64 backward and forward; each subroutine adds to v5 and returns with
+    # s_setpc_b64; bit 0/1 of the stored sum say the saved return address was the address
+    # after the call (s_getpc_b64 there, minus 4).
+    a.kernel("s_call_b64", [
+        "v_mov_b32 v5, 0", "s_branch .Lcall_main",
+        ".Lcall_back:", "v_add_u32 v5, 16, v5", "s_setpc_b64 s[30:31]",
+        ".Lcall_main:", "s_call_b64 s[30:31], .Lcall_back", "s_getpc_b64 s[20:21]",
+        "s_sub_u32 s20, s20, 4", "s_subb_u32 s21, s21, 0", "s_cmp_eq_u64 s[20:21], s[30:31]",
+        "s_cselect_b32 s22, 1, 0",
+        "s_call_b64 s[28:29], .Lcall_fwd", "s_getpc_b64 s[24:25]",
+        "s_sub_u32 s24, s24, 4", "s_subb_u32 s25, s25, 0", "s_cmp_eq_u64 s[24:25], s[28:29]",
+        "s_cselect_b32 s23, 2, 0", "s_or_b32 s22, s22, s23", "v_add_u32 v5, s22, v5",
+        "global_store_dword v20, v5, s[12:13]", "s_endpgm",
+        ".Lcall_fwd:", "v_add_u32 v5, 0x100, v5", "s_setpc_b64 s[28:29]"])
     return a
 
 

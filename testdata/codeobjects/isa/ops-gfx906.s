@@ -402,6 +402,44 @@ v_mul_legacy_f32_e64_omod:
 .Lv_mul_legacy_f32_e64_omod_end:
 	.size v_mul_legacy_f32_e64_omod, .Lv_mul_legacy_f32_e64_omod_end-v_mul_legacy_f32_e64_omod
 
+	.globl s_call_b64
+	.p2align 8
+	.type s_call_b64,@function
+s_call_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, 0
+	s_branch .Lcall_main
+	.Lcall_back:
+	v_add_u32 v5, 16, v5
+	s_setpc_b64 s[30:31]
+	.Lcall_main:
+	s_call_b64 s[30:31], .Lcall_back
+	s_getpc_b64 s[20:21]
+	s_sub_u32 s20, s20, 4
+	s_subb_u32 s21, s21, 0
+	s_cmp_eq_u64 s[20:21], s[30:31]
+	s_cselect_b32 s22, 1, 0
+	s_call_b64 s[28:29], .Lcall_fwd
+	s_getpc_b64 s[24:25]
+	s_sub_u32 s24, s24, 4
+	s_subb_u32 s25, s25, 0
+	s_cmp_eq_u64 s[24:25], s[28:29]
+	s_cselect_b32 s23, 2, 0
+	s_or_b32 s22, s22, s23
+	v_add_u32 v5, s22, v5
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+	.Lcall_fwd:
+	v_add_u32 v5, 0x100, v5
+	s_setpc_b64 s[28:29]
+	s_endpgm
+.Ls_call_b64_end:
+	.size s_call_b64, .Ls_call_b64_end-s_call_b64
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel v_madak_f32_k41200000
@@ -538,6 +576,13 @@ v_mul_legacy_f32_e64_omod:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_mul_legacy_f32_e64_omod
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_call_b64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
