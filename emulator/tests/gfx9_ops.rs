@@ -473,6 +473,9 @@ fn issue_19_opcodes_match_the_isa() {
     for (cpu, target) in CPUS {
         let isa = Isa::load("ops", cpu, target);
         for kernel in isa.kernels() {
+            if kernel.starts_with("smem_") {
+                continue; // scalar_buffer_loads_and_scalar_stores_match_the_isa
+            }
             let f16 = kernel.contains("f16") && !kernel.starts_with("v_dot2c_f32");
             let ins = if kernel.starts_with("v_dot2c_f32_f16") {
                 dot_inputs(N)
@@ -516,4 +519,72 @@ fn issue_19_opcodes_match_the_isa() {
     }
     // 21 kernels on gfx900/gfx906, 33 on gfx908/gfx90a, 32 on gfx942.
     assert_eq!(checked, (21 + 21 + 33 + 33 + 32) * N);
+}
+
+/// What `smem_bload_*` leaves in s4..s19: dword k of a load at byte offset `off` from a V#
+/// whose buffer is `limit` bytes, `None` when the load has fewer dwords.
+fn scalar_buffer_ref(data: &[u32], off: u64, limit: u64, k: usize, dwords: usize) -> u32 {
+    let o = off + 4 * k as u64;
+    if k >= dwords || o >= limit {
+        0
+    } else {
+        data[(o / 4) as usize]
+    }
+}
+
+#[test]
+fn scalar_buffer_loads_and_scalar_stores_match_the_isa() {
+    let data: Vec<u32> = (0..64u32).map(|i| 0xA000_0000 | (i * 0x0101)).collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("ops", cpu, target);
+        // (kernel, byte offset, buffer size in bytes (NUM_RECORDS, or × STRIDE when
+        // swizzled), dwords loaded)
+        let loads = [
+            ("smem_bload_nr20_st0_sw0", 4, 0x20, 16),
+            ("smem_bload_nr4_st8_sw1", 4, 32, 16),
+            ("smem_bload_nr4_st8_sw0", 4, 4, 16),
+            ("smem_bload_nrffffffff_st0_sw0", 4, u64::from(u32::MAX), 16),
+            ("smem_bload_nr21_st0_sw0", 4, 0x21, 16),
+            ("smem_bload_soff", 0x10, 0x18, 4),
+        ];
+        for (kernel, off, limit, dwords) in loads {
+            let bufs = [
+                vec![0u8; 256],
+                bytes32(&data),
+                vec![0u8; 256],
+                vec![0u8; 256],
+                vec![0xEEu8; 64 * 64],
+            ];
+            let out = isa
+                .run(kernel, 64, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+            let got = u32s(&out[4]);
+            for lane in 0..64 {
+                for k in 0..16 {
+                    let want = scalar_buffer_ref(&data, off, limit, k, dwords);
+                    assert_eq!(
+                        got[lane * 16 + k],
+                        want,
+                        "{cpu} {kernel} lane {lane} s{}",
+                        4 + k
+                    );
+                }
+            }
+        }
+        let bufs: Vec<Vec<u8>> = (0..6).map(|_| vec![0u8; 256]).collect();
+        let out = isa
+            .run("smem_store", 64, &bufs)
+            .unwrap_or_else(|e| panic!("{cpu} smem_store: {e}"));
+        let v = [0x1111_1111, 0x2222_2222, 0x3333_3333, 0x4444_4444];
+        let mut want4 = vec![0u32; 64];
+        want4[2..6].copy_from_slice(&v);
+        want4[0x10] = v[1];
+        want4[0x20] = v[2];
+        want4[0x21] = v[3];
+        assert_eq!(u32s(&out[4]), want4, "{cpu} s_store_dword*");
+        // NUM_RECORDS 0x10: the dwords at bytes 8 and 12 are written, 16 and 20 dropped.
+        let mut want5 = vec![0u32; 64];
+        want5[2..4].copy_from_slice(&v[..2]);
+        assert_eq!(u32s(&out[5]), want5, "{cpu} s_buffer_store_dwordx4");
+    }
 }

@@ -63,6 +63,15 @@ row("SMEM", "s_load_dwordx2", "2")
 row("SMEM", "s_load_dwordx4", "4")
 row("SMEM", "s_load_dwordx8", "8")
 row("SMEM", "s_load_dwordx16", "16")
+# Scalar buffer loads (base and range from a V#), scalar stores (data in the SDATA field).
+row("SMEM", "s_buffer_load_dword", "1")
+row("SMEM", "s_buffer_load_dwordx2", "2")
+row("SMEM", "s_buffer_load_dwordx4", "4")
+row("SMEM", "s_buffer_load_dwordx8", "8")
+row("SMEM", "s_buffer_load_dwordx16", "16")
+row("SMEM", "s_store_dword s_buffer_store_dword", "1")
+row("SMEM", "s_store_dwordx2 s_buffer_store_dwordx2", "2")
+row("SMEM", "s_store_dwordx4 s_buffer_store_dwordx4", "4")
 row("VOP1", "v_nop", "0 0")
 row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_cvt_rpi_i32_f32 v_cvt_flr_i32_f32 v_cvt_f32_ubyte0 v_cvt_f32_ubyte1 v_cvt_f32_ubyte2 "
@@ -272,7 +281,8 @@ def sample(enc, n, w, flags):
                 "s_sendmsg": "s_sendmsg sendmsg(MSG_INTERRUPT)",
                 "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
     if enc == "SMEM":
-        return "%s %s, s[2:3], 0x4" % (n, reg("s", d[0], 4))
+        base = "s[8:11]" if n.startswith("s_buffer_") else "s[2:3]"
+        return "%s %s, %s, 0x4" % (n, reg("s", d[0], 4), base)
     if enc == "VOP1":
         if d[0] == 0:
             return n + "_e32"

@@ -717,7 +717,13 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 }
                 return Ok(inst);
             }
-            inst.src[0] = sreg_operand(2, (w0 & 0x3F) << 1, "SMEM", w0)?;
+            // SBASE: an SGPR pair (address), or a quad (V#) for the s_buffer_ forms.
+            let base_dwords = if info.name.starts_with("s_buffer_") {
+                4
+            } else {
+                2
+            };
+            inst.src[0] = sreg_operand(base_dwords, (w0 & 0x3F) << 1, "SMEM", w0)?;
             inst.mods.smem_glc = w0 >> 16 & 1 != 0;
             if w0 >> 17 & 1 != 0 {
                 inst.imm = (w1 & 0xF_FFFF) as i32;

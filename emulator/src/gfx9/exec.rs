@@ -1125,6 +1125,12 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             clock_counter(ctx, w, inst);
             Ok(Flow::Next)
         }
+        Encoding::Smem
+            if inst.name().starts_with("s_buffer_") || inst.name().starts_with("s_store_") =>
+        {
+            scalar_memory(ctx, w, inst)?;
+            Ok(Flow::Next)
+        }
         Encoding::Smem => {
             let base = w.sreg64(match inst.src[0] {
                 Operand::Sreg { index, .. } => index as usize,
@@ -3529,6 +3535,74 @@ fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
         };
         lane_access(ctx, w, inst, op, lane, space)
             .map_err(|e| error!(e.status(), "lane {lane}: {}", e.detail()))?;
+    }
+    Ok(())
+}
+
+/// Scalar buffer loads, and scalar stores through an address or a V# (Vega ISA §4.3
+/// "Scalar memory operations", SMEM opcodes 8..=12, 16..=18, 24..=26).
+///
+/// The byte offset is the immediate or the SGPR offset, the low two bits cleared. `s_store_*`
+/// write the SDATA registers at SBASE (an SGPR pair) + offset. The `s_buffer_*` forms take the
+/// base address from V# bits 47:0 and bound the access by NUM_RECORDS: the buffer's size in
+/// bytes is NUM_RECORDS when STRIDE is 0 or SWIZZLE_EN clear, else NUM_RECORDS × STRIDE; each
+/// dword whose byte offset is at or beyond it reads as 0 (a load) or is not written (a store).
+/// There is no scalar cache in the emulator: stores write memory at once, loads read it.
+///
+/// # Errors
+/// The memory's error for an access outside the device's memory.
+fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let Operand::Sreg { index: sbase, .. } = inst.src[0] else {
+        return Err(not_implemented(inst));
+    };
+    let sbase = usize::from(sbase);
+    let off = if inst.src[1] != Operand::None {
+        scalar(w, &inst.src[1], false, false) as u32 as u64
+    } else {
+        inst.imm as i64 as u64
+    } & !3;
+    let (base, limit) = if name.starts_with("s_buffer_") {
+        let v: [u32; 4] = core::array::from_fn(|k| w.sreg.get(sbase + k).copied().unwrap_or(0));
+        let stride = u64::from(v[1] >> 16 & 0x3FFF);
+        let swizzle = v[1] >> 31 != 0;
+        let records = u64::from(v[2]);
+        let bytes = if stride == 0 || !swizzle {
+            records
+        } else {
+            records * stride
+        };
+        (
+            u64::from(v[0]) | u64::from(v[1] & 0xFFFF) << 32,
+            Some(bytes),
+        )
+    } else {
+        (w.sreg64(sbase), None)
+    };
+    let Operand::Sreg { index: data, .. } = inst.dst else {
+        return Err(not_implemented(inst));
+    };
+    let data = usize::from(data);
+    let n = usize::from(inst.info.widths[0]);
+    let store = name.contains("_store_");
+    for k in 0..n {
+        let o = off.wrapping_add(4 * k as u64);
+        let in_range = limit.is_none_or(|l| o < l);
+        let addr = base.wrapping_add(o);
+        if store {
+            let v = w.sreg.get(data + k).copied().unwrap_or(0);
+            if in_range {
+                ctx.memory.write(addr, &v.to_le_bytes())?;
+            }
+        } else {
+            let mut b = [0u8; 4];
+            if in_range {
+                ctx.memory.read(addr, &mut b)?;
+            }
+            if let Some(r) = w.sreg.get_mut(data + k) {
+                *r = u32::from_le_bytes(b);
+            }
+        }
     }
     Ok(())
 }

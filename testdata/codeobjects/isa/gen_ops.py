@@ -18,6 +18,7 @@ so that the forms that flush whatever the mode show it.
 - `s_call_b64`: calls a subroutine before it and one after it (each returns with
   s_setpc_b64 and adds 16 or 256 to v5), and adds 1 and 2 when the saved return addresses
   are those of the instructions after the calls: p4[i] = 275.
+- `smem_*`: scalar buffer loads and scalar stores (see smem below).
 
 Usage: python3 gen_ops.py   (writes next to this file)
 """
@@ -75,7 +76,49 @@ def ops(cpu):
         "s_cselect_b32 s23, 2, 0", "s_or_b32 s22, s22, s23", "v_add_u32 v5, s22, v5",
         "global_store_dword v20, v5, s[12:13]", "s_endpgm",
         ".Lcall_fwd:", "v_add_u32 v5, 0x100, v5", "s_setpc_b64 s[28:29]"])
+    smem(a)
     return a
+
+
+# smem_* kernels (one wave): p1 holds the data scalar loads read, p4 and p5 receive stores.
+# - `smem_bload_nr<NR>_st<STRIDE>_sw<SWIZZLE>`: s_buffer_load_dwordx16 s[4:19] at byte 4 of
+#   the V# {base p1, STRIDE, SWIZZLE_EN, NUM_RECORDS NR}; lane i stores s4..s19 to
+#   p4[16i..16i+15] (s[4:19] zeroed before the load).
+# - `smem_bload_soff`: s_buffer_load_dwordx4 s[4:7] at SGPR offset 0x13 (0x10 used) with
+#   NUM_RECORDS 0x18, stored as above.
+# - `smem_store`: s_store_dwordx4 of 0x11111111.. at p4 + 8, s_store_dword at p4 + 0x40,
+#   s_store_dwordx2 at p4 + 0x80 (SGPR offset); s_buffer_store_dwordx4 at byte 8 of the V#
+#   {p5, NUM_RECORDS 0x10} (its last two dwords out of range).
+def smem(a):
+    save = ["s_mov_b64 s[20:21], s[6:7]", "s_mov_b64 s[2:3], s[12:13]",
+            "s_mov_b64 s[28:29], s[14:15]", "v_lshlrev_b32 v22, 6, v1"]
+    zero = ["s_mov_b64 s[%d:%d], 0" % (r, r + 1) for r in range(4, 20, 2)]
+    def vsharp(nr, stride, swz, base="s[20:21]"):
+        lo, hi = base[2:-1].split(":")
+        return ["s_mov_b32 s22, 0x%x" % nr, "s_mov_b32 s23, 0",
+                "s_and_b32 s21, s%s, 0xffff" % hi,
+                "s_or_b32 s21, s21, 0x%x" % (stride << 16 | swz << 31)]
+    def store16(n):
+        out = []
+        for k in range(n):
+            out += ["v_mov_b32 v5, s%d" % (4 + k),
+                    "global_store_dword v22, v5, s[2:3] offset:%d" % (4 * k)]
+        return out
+    for nr, st, sw in ((0x20, 0, 0), (4, 8, 1), (4, 8, 0), (0xFFFFFFFF, 0, 0), (0x21, 0, 0)):
+        a.kernel("smem_bload_nr%x_st%d_sw%d" % (nr, st, sw),
+                 save + zero + vsharp(nr, st, sw) +
+                 ["s_buffer_load_dwordx16 s[4:19], s[20:23], 0x4", "s_waitcnt lgkmcnt(0)"] +
+                 store16(16))
+    a.kernel("smem_bload_soff", save + zero + vsharp(0x18, 0, 0) +
+             ["s_movk_i32 s24, 0x13", "s_buffer_load_dwordx4 s[4:7], s[20:23], s24",
+              "s_waitcnt lgkmcnt(0)"] + store16(16))
+    a.kernel("smem_store", save + [
+        "s_mov_b32 s24, 0x11111111", "s_mov_b32 s25, 0x22222222",
+        "s_mov_b32 s26, 0x33333333", "s_mov_b32 s27, 0x44444444",
+        "s_store_dwordx4 s[24:27], s[2:3], 0x8", "s_store_dword s25, s[2:3], 0x40",
+        "s_movk_i32 s30, 0x80", "s_store_dwordx2 s[26:27], s[2:3], s30",
+        "s_mov_b64 s[20:21], s[28:29]"] + vsharp(0x10, 0, 0) + [
+        "s_buffer_store_dwordx4 s[24:27], s[20:23], 0x8", "s_waitcnt lgkmcnt(0)"])
 
 
 if __name__ == "__main__":

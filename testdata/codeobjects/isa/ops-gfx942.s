@@ -660,6 +660,417 @@ s_call_b64:
 .Ls_call_b64_end:
 	.size s_call_b64, .Ls_call_b64_end-s_call_b64
 
+	.globl smem_bload_nr20_st0_sw0
+	.p2align 8
+	.type smem_bload_nr20_st0_sw0,@function
+smem_bload_nr20_st0_sw0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b64 s[4:5], 0
+	s_mov_b64 s[6:7], 0
+	s_mov_b64 s[8:9], 0
+	s_mov_b64 s[10:11], 0
+	s_mov_b64 s[12:13], 0
+	s_mov_b64 s[14:15], 0
+	s_mov_b64 s[16:17], 0
+	s_mov_b64 s[18:19], 0
+	s_mov_b32 s22, 0x20
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_load_dwordx16 s[4:19], s[20:23], 0x4
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s4
+	global_store_dword v22, v5, s[2:3] offset:0
+	v_mov_b32 v5, s5
+	global_store_dword v22, v5, s[2:3] offset:4
+	v_mov_b32 v5, s6
+	global_store_dword v22, v5, s[2:3] offset:8
+	v_mov_b32 v5, s7
+	global_store_dword v22, v5, s[2:3] offset:12
+	v_mov_b32 v5, s8
+	global_store_dword v22, v5, s[2:3] offset:16
+	v_mov_b32 v5, s9
+	global_store_dword v22, v5, s[2:3] offset:20
+	v_mov_b32 v5, s10
+	global_store_dword v22, v5, s[2:3] offset:24
+	v_mov_b32 v5, s11
+	global_store_dword v22, v5, s[2:3] offset:28
+	v_mov_b32 v5, s12
+	global_store_dword v22, v5, s[2:3] offset:32
+	v_mov_b32 v5, s13
+	global_store_dword v22, v5, s[2:3] offset:36
+	v_mov_b32 v5, s14
+	global_store_dword v22, v5, s[2:3] offset:40
+	v_mov_b32 v5, s15
+	global_store_dword v22, v5, s[2:3] offset:44
+	v_mov_b32 v5, s16
+	global_store_dword v22, v5, s[2:3] offset:48
+	v_mov_b32 v5, s17
+	global_store_dword v22, v5, s[2:3] offset:52
+	v_mov_b32 v5, s18
+	global_store_dword v22, v5, s[2:3] offset:56
+	v_mov_b32 v5, s19
+	global_store_dword v22, v5, s[2:3] offset:60
+	s_endpgm
+.Lsmem_bload_nr20_st0_sw0_end:
+	.size smem_bload_nr20_st0_sw0, .Lsmem_bload_nr20_st0_sw0_end-smem_bload_nr20_st0_sw0
+
+	.globl smem_bload_nr4_st8_sw1
+	.p2align 8
+	.type smem_bload_nr4_st8_sw1,@function
+smem_bload_nr4_st8_sw1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b64 s[4:5], 0
+	s_mov_b64 s[6:7], 0
+	s_mov_b64 s[8:9], 0
+	s_mov_b64 s[10:11], 0
+	s_mov_b64 s[12:13], 0
+	s_mov_b64 s[14:15], 0
+	s_mov_b64 s[16:17], 0
+	s_mov_b64 s[18:19], 0
+	s_mov_b32 s22, 0x4
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x80080000
+	s_buffer_load_dwordx16 s[4:19], s[20:23], 0x4
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s4
+	global_store_dword v22, v5, s[2:3] offset:0
+	v_mov_b32 v5, s5
+	global_store_dword v22, v5, s[2:3] offset:4
+	v_mov_b32 v5, s6
+	global_store_dword v22, v5, s[2:3] offset:8
+	v_mov_b32 v5, s7
+	global_store_dword v22, v5, s[2:3] offset:12
+	v_mov_b32 v5, s8
+	global_store_dword v22, v5, s[2:3] offset:16
+	v_mov_b32 v5, s9
+	global_store_dword v22, v5, s[2:3] offset:20
+	v_mov_b32 v5, s10
+	global_store_dword v22, v5, s[2:3] offset:24
+	v_mov_b32 v5, s11
+	global_store_dword v22, v5, s[2:3] offset:28
+	v_mov_b32 v5, s12
+	global_store_dword v22, v5, s[2:3] offset:32
+	v_mov_b32 v5, s13
+	global_store_dword v22, v5, s[2:3] offset:36
+	v_mov_b32 v5, s14
+	global_store_dword v22, v5, s[2:3] offset:40
+	v_mov_b32 v5, s15
+	global_store_dword v22, v5, s[2:3] offset:44
+	v_mov_b32 v5, s16
+	global_store_dword v22, v5, s[2:3] offset:48
+	v_mov_b32 v5, s17
+	global_store_dword v22, v5, s[2:3] offset:52
+	v_mov_b32 v5, s18
+	global_store_dword v22, v5, s[2:3] offset:56
+	v_mov_b32 v5, s19
+	global_store_dword v22, v5, s[2:3] offset:60
+	s_endpgm
+.Lsmem_bload_nr4_st8_sw1_end:
+	.size smem_bload_nr4_st8_sw1, .Lsmem_bload_nr4_st8_sw1_end-smem_bload_nr4_st8_sw1
+
+	.globl smem_bload_nr4_st8_sw0
+	.p2align 8
+	.type smem_bload_nr4_st8_sw0,@function
+smem_bload_nr4_st8_sw0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b64 s[4:5], 0
+	s_mov_b64 s[6:7], 0
+	s_mov_b64 s[8:9], 0
+	s_mov_b64 s[10:11], 0
+	s_mov_b64 s[12:13], 0
+	s_mov_b64 s[14:15], 0
+	s_mov_b64 s[16:17], 0
+	s_mov_b64 s[18:19], 0
+	s_mov_b32 s22, 0x4
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x80000
+	s_buffer_load_dwordx16 s[4:19], s[20:23], 0x4
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s4
+	global_store_dword v22, v5, s[2:3] offset:0
+	v_mov_b32 v5, s5
+	global_store_dword v22, v5, s[2:3] offset:4
+	v_mov_b32 v5, s6
+	global_store_dword v22, v5, s[2:3] offset:8
+	v_mov_b32 v5, s7
+	global_store_dword v22, v5, s[2:3] offset:12
+	v_mov_b32 v5, s8
+	global_store_dword v22, v5, s[2:3] offset:16
+	v_mov_b32 v5, s9
+	global_store_dword v22, v5, s[2:3] offset:20
+	v_mov_b32 v5, s10
+	global_store_dword v22, v5, s[2:3] offset:24
+	v_mov_b32 v5, s11
+	global_store_dword v22, v5, s[2:3] offset:28
+	v_mov_b32 v5, s12
+	global_store_dword v22, v5, s[2:3] offset:32
+	v_mov_b32 v5, s13
+	global_store_dword v22, v5, s[2:3] offset:36
+	v_mov_b32 v5, s14
+	global_store_dword v22, v5, s[2:3] offset:40
+	v_mov_b32 v5, s15
+	global_store_dword v22, v5, s[2:3] offset:44
+	v_mov_b32 v5, s16
+	global_store_dword v22, v5, s[2:3] offset:48
+	v_mov_b32 v5, s17
+	global_store_dword v22, v5, s[2:3] offset:52
+	v_mov_b32 v5, s18
+	global_store_dword v22, v5, s[2:3] offset:56
+	v_mov_b32 v5, s19
+	global_store_dword v22, v5, s[2:3] offset:60
+	s_endpgm
+.Lsmem_bload_nr4_st8_sw0_end:
+	.size smem_bload_nr4_st8_sw0, .Lsmem_bload_nr4_st8_sw0_end-smem_bload_nr4_st8_sw0
+
+	.globl smem_bload_nrffffffff_st0_sw0
+	.p2align 8
+	.type smem_bload_nrffffffff_st0_sw0,@function
+smem_bload_nrffffffff_st0_sw0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b64 s[4:5], 0
+	s_mov_b64 s[6:7], 0
+	s_mov_b64 s[8:9], 0
+	s_mov_b64 s[10:11], 0
+	s_mov_b64 s[12:13], 0
+	s_mov_b64 s[14:15], 0
+	s_mov_b64 s[16:17], 0
+	s_mov_b64 s[18:19], 0
+	s_mov_b32 s22, 0xffffffff
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_load_dwordx16 s[4:19], s[20:23], 0x4
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s4
+	global_store_dword v22, v5, s[2:3] offset:0
+	v_mov_b32 v5, s5
+	global_store_dword v22, v5, s[2:3] offset:4
+	v_mov_b32 v5, s6
+	global_store_dword v22, v5, s[2:3] offset:8
+	v_mov_b32 v5, s7
+	global_store_dword v22, v5, s[2:3] offset:12
+	v_mov_b32 v5, s8
+	global_store_dword v22, v5, s[2:3] offset:16
+	v_mov_b32 v5, s9
+	global_store_dword v22, v5, s[2:3] offset:20
+	v_mov_b32 v5, s10
+	global_store_dword v22, v5, s[2:3] offset:24
+	v_mov_b32 v5, s11
+	global_store_dword v22, v5, s[2:3] offset:28
+	v_mov_b32 v5, s12
+	global_store_dword v22, v5, s[2:3] offset:32
+	v_mov_b32 v5, s13
+	global_store_dword v22, v5, s[2:3] offset:36
+	v_mov_b32 v5, s14
+	global_store_dword v22, v5, s[2:3] offset:40
+	v_mov_b32 v5, s15
+	global_store_dword v22, v5, s[2:3] offset:44
+	v_mov_b32 v5, s16
+	global_store_dword v22, v5, s[2:3] offset:48
+	v_mov_b32 v5, s17
+	global_store_dword v22, v5, s[2:3] offset:52
+	v_mov_b32 v5, s18
+	global_store_dword v22, v5, s[2:3] offset:56
+	v_mov_b32 v5, s19
+	global_store_dword v22, v5, s[2:3] offset:60
+	s_endpgm
+.Lsmem_bload_nrffffffff_st0_sw0_end:
+	.size smem_bload_nrffffffff_st0_sw0, .Lsmem_bload_nrffffffff_st0_sw0_end-smem_bload_nrffffffff_st0_sw0
+
+	.globl smem_bload_nr21_st0_sw0
+	.p2align 8
+	.type smem_bload_nr21_st0_sw0,@function
+smem_bload_nr21_st0_sw0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b64 s[4:5], 0
+	s_mov_b64 s[6:7], 0
+	s_mov_b64 s[8:9], 0
+	s_mov_b64 s[10:11], 0
+	s_mov_b64 s[12:13], 0
+	s_mov_b64 s[14:15], 0
+	s_mov_b64 s[16:17], 0
+	s_mov_b64 s[18:19], 0
+	s_mov_b32 s22, 0x21
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_load_dwordx16 s[4:19], s[20:23], 0x4
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s4
+	global_store_dword v22, v5, s[2:3] offset:0
+	v_mov_b32 v5, s5
+	global_store_dword v22, v5, s[2:3] offset:4
+	v_mov_b32 v5, s6
+	global_store_dword v22, v5, s[2:3] offset:8
+	v_mov_b32 v5, s7
+	global_store_dword v22, v5, s[2:3] offset:12
+	v_mov_b32 v5, s8
+	global_store_dword v22, v5, s[2:3] offset:16
+	v_mov_b32 v5, s9
+	global_store_dword v22, v5, s[2:3] offset:20
+	v_mov_b32 v5, s10
+	global_store_dword v22, v5, s[2:3] offset:24
+	v_mov_b32 v5, s11
+	global_store_dword v22, v5, s[2:3] offset:28
+	v_mov_b32 v5, s12
+	global_store_dword v22, v5, s[2:3] offset:32
+	v_mov_b32 v5, s13
+	global_store_dword v22, v5, s[2:3] offset:36
+	v_mov_b32 v5, s14
+	global_store_dword v22, v5, s[2:3] offset:40
+	v_mov_b32 v5, s15
+	global_store_dword v22, v5, s[2:3] offset:44
+	v_mov_b32 v5, s16
+	global_store_dword v22, v5, s[2:3] offset:48
+	v_mov_b32 v5, s17
+	global_store_dword v22, v5, s[2:3] offset:52
+	v_mov_b32 v5, s18
+	global_store_dword v22, v5, s[2:3] offset:56
+	v_mov_b32 v5, s19
+	global_store_dword v22, v5, s[2:3] offset:60
+	s_endpgm
+.Lsmem_bload_nr21_st0_sw0_end:
+	.size smem_bload_nr21_st0_sw0, .Lsmem_bload_nr21_st0_sw0_end-smem_bload_nr21_st0_sw0
+
+	.globl smem_bload_soff
+	.p2align 8
+	.type smem_bload_soff,@function
+smem_bload_soff:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b64 s[4:5], 0
+	s_mov_b64 s[6:7], 0
+	s_mov_b64 s[8:9], 0
+	s_mov_b64 s[10:11], 0
+	s_mov_b64 s[12:13], 0
+	s_mov_b64 s[14:15], 0
+	s_mov_b64 s[16:17], 0
+	s_mov_b64 s[18:19], 0
+	s_mov_b32 s22, 0x18
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_movk_i32 s24, 0x13
+	s_buffer_load_dwordx4 s[4:7], s[20:23], s24
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s4
+	global_store_dword v22, v5, s[2:3] offset:0
+	v_mov_b32 v5, s5
+	global_store_dword v22, v5, s[2:3] offset:4
+	v_mov_b32 v5, s6
+	global_store_dword v22, v5, s[2:3] offset:8
+	v_mov_b32 v5, s7
+	global_store_dword v22, v5, s[2:3] offset:12
+	v_mov_b32 v5, s8
+	global_store_dword v22, v5, s[2:3] offset:16
+	v_mov_b32 v5, s9
+	global_store_dword v22, v5, s[2:3] offset:20
+	v_mov_b32 v5, s10
+	global_store_dword v22, v5, s[2:3] offset:24
+	v_mov_b32 v5, s11
+	global_store_dword v22, v5, s[2:3] offset:28
+	v_mov_b32 v5, s12
+	global_store_dword v22, v5, s[2:3] offset:32
+	v_mov_b32 v5, s13
+	global_store_dword v22, v5, s[2:3] offset:36
+	v_mov_b32 v5, s14
+	global_store_dword v22, v5, s[2:3] offset:40
+	v_mov_b32 v5, s15
+	global_store_dword v22, v5, s[2:3] offset:44
+	v_mov_b32 v5, s16
+	global_store_dword v22, v5, s[2:3] offset:48
+	v_mov_b32 v5, s17
+	global_store_dword v22, v5, s[2:3] offset:52
+	v_mov_b32 v5, s18
+	global_store_dword v22, v5, s[2:3] offset:56
+	v_mov_b32 v5, s19
+	global_store_dword v22, v5, s[2:3] offset:60
+	s_endpgm
+.Lsmem_bload_soff_end:
+	.size smem_bload_soff, .Lsmem_bload_soff_end-smem_bload_soff
+
+	.globl smem_store
+	.p2align 8
+	.type smem_store,@function
+smem_store:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b32 s24, 0x11111111
+	s_mov_b32 s25, 0x22222222
+	s_mov_b32 s26, 0x33333333
+	s_mov_b32 s27, 0x44444444
+	s_store_dwordx4 s[24:27], s[2:3], 0x8
+	s_store_dword s25, s[2:3], 0x40
+	s_movk_i32 s30, 0x80
+	s_store_dwordx2 s[26:27], s[2:3], s30
+	s_mov_b64 s[20:21], s[28:29]
+	s_mov_b32 s22, 0x10
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_store_dwordx4 s[24:27], s[20:23], 0x8
+	s_waitcnt lgkmcnt(0)
+	s_endpgm
+.Lsmem_store_end:
+	.size smem_store, .Lsmem_store_end-smem_store
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel v_fmaak_f32_k41200000
@@ -911,6 +1322,62 @@ s_call_b64:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel s_call_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_bload_nr20_st0_sw0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_bload_nr4_st8_sw1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_bload_nr4_st8_sw0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_bload_nrffffffff_st0_sw0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_bload_nr21_st0_sw0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_bload_soff
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_store
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
