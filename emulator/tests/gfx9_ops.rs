@@ -588,3 +588,148 @@ fn scalar_buffer_loads_and_scalar_stores_match_the_isa() {
         assert_eq!(u32s(&out[5]), want5, "{cpu} s_buffer_store_dwordx4");
     }
 }
+
+/// The ISA's atomic operations (Vega ISA FLAT/SMEM atomic opcode tables) on a memory value
+/// `m` with data `s` and compare value `c`, 32 or (`wide`) 64 bits: the new memory value.
+fn atomic_ref(op: &str, m: u64, s: u64, c: u64, wide: bool) -> u64 {
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    let (m, s, c) = (m & mask, s & mask, c & mask);
+    let signed = |x: u64| {
+        if wide {
+            x as i64
+        } else {
+            i64::from(x as u32 as i32)
+        }
+    };
+    let r = match op {
+        "swap" => s,
+        "cmpswap" => {
+            if m == c {
+                s
+            } else {
+                m
+            }
+        }
+        "add" => m.wrapping_add(s),
+        "sub" => m.wrapping_sub(s),
+        "smin" => signed(m).min(signed(s)) as u64,
+        "smax" => signed(m).max(signed(s)) as u64,
+        "umin" => m.min(s),
+        "umax" => m.max(s),
+        "and" => m & s,
+        "or" => m | s,
+        "xor" => m ^ s,
+        // INC: tmp >= src ? 0 : tmp + 1; DEC: tmp == 0 || tmp > src ? src : tmp - 1.
+        "inc" => {
+            if m >= s {
+                0
+            } else {
+                m + 1
+            }
+        }
+        "dec" => {
+            if m == 0 || m > s {
+                s
+            } else {
+                m - 1
+            }
+        }
+        _ => panic!("{op}"),
+    };
+    r & mask
+}
+
+#[test]
+fn scalar_atomics_match_the_isa() {
+    const VALUES: [u64; 6] = [
+        0,
+        1,
+        0x7FFF_FFFF,
+        0x8000_0000,
+        0xFFFF_FFFF_FFFF_FFFF,
+        0x1_0000_0005,
+    ];
+    let mut checked = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("ops", cpu, target);
+        for kernel in isa.kernels() {
+            let Some(rest) = kernel
+                .strip_prefix("smem_atomic_")
+                .or_else(|| kernel.strip_prefix("smem_batomic_"))
+            else {
+                continue;
+            };
+            let (op, nr) = match rest.rsplit_once("_nr") {
+                Some((op, nr)) => (op, u64::from_str_radix(nr, 16).unwrap()),
+                None => (rest, u64::MAX),
+            };
+            let glc = !op.ends_with("_noglc");
+            let op = op.trim_end_matches("_noglc");
+            let wide = op.ends_with("_x2");
+            let base = op.trim_end_matches("_x2");
+            let dw = if wide { 2 } else { 1 };
+            for (i, &m) in VALUES.iter().enumerate() {
+                let s = VALUES[(i + 2) % 6];
+                let c = if i % 2 == 0 { m } else { VALUES[(i + 1) % 6] };
+                // SDATA s[24:27]: the data, then (cmpswap) the compare value.
+                let mut sdata = [0u32; 4];
+                for k in 0..dw {
+                    sdata[k] = (s >> (32 * k)) as u32;
+                    sdata[dw + k] = (c >> (32 * k)) as u32;
+                }
+                let mut mem = vec![0x5A5A_5A5Au32; 8];
+                mem[2] = m as u32;
+                mem[3] = (m >> 32) as u32;
+                let bufs = [
+                    bytes32(&mem),
+                    bytes32(&sdata),
+                    vec![0u8; 64],
+                    vec![0u8; 64],
+                    vec![0u8; 64 * 16],
+                ];
+                let out = isa
+                    .run(&kernel, 64, &bufs)
+                    .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+                let in_range = 8 + 4 * dw as u64 <= nr;
+                let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+                let want_mem = if in_range {
+                    atomic_ref(base, m, s, c, wide)
+                } else {
+                    m & mask
+                };
+                let mem_after = u32s(&out[0]);
+                let got_mem = u64::from(mem_after[2])
+                    | if wide {
+                        u64::from(mem_after[3]) << 32
+                    } else {
+                        0
+                    };
+                assert_eq!(
+                    got_mem, want_mem,
+                    "{cpu} {kernel} m {m:#x} s {s:#x} c {c:#x}"
+                );
+                if !wide {
+                    assert_eq!(mem_after[3], (m >> 32) as u32, "{cpu} {kernel}: next dword");
+                }
+                let mut want_regs = sdata;
+                if glc {
+                    let old = if in_range { m & mask } else { 0 };
+                    for (k, r) in want_regs.iter_mut().take(dw).enumerate() {
+                        *r = (old >> (32 * k)) as u32;
+                    }
+                }
+                let regs = u32s(&out[4]);
+                for lane in 0..64 {
+                    assert_eq!(
+                        regs[lane * 4..lane * 4 + 4],
+                        want_regs,
+                        "{cpu} {kernel} lane {lane} m {m:#x} s {s:#x} c {c:#x}: SDATA"
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    // 33 kernels (26 s_atomic_*, the no-glc add, 6 s_buffer_atomic_*) x 6 values x 5 targets.
+    assert_eq!(checked, 33 * 6 * 5);
+}

@@ -72,6 +72,11 @@ row("SMEM", "s_buffer_load_dwordx16", "16")
 row("SMEM", "s_store_dword s_buffer_store_dword", "1")
 row("SMEM", "s_store_dwordx2 s_buffer_store_dwordx2", "2")
 row("SMEM", "s_store_dwordx4 s_buffer_store_dwordx4", "4")
+# Scalar atomics (the pre-op value returned in SDATA with glc).
+for _p in ("s_atomic", "s_buffer_atomic"):
+    for _o in "swap cmpswap add sub smin umin smax umax and or xor inc dec".split():
+        row("SMEM", "%s_%s" % (_p, _o), "2" if _o == "cmpswap" else "1")
+        row("SMEM", "%s_%s_x2" % (_p, _o), "4" if _o == "cmpswap" else "2")
 row("VOP1", "v_nop", "0 0")
 row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_cvt_rpi_i32_f32 v_cvt_flr_i32_f32 v_cvt_f32_ubyte0 v_cvt_f32_ubyte1 v_cvt_f32_ubyte2 "

@@ -1126,7 +1126,9 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
         Encoding::Smem
-            if inst.name().starts_with("s_buffer_") || inst.name().starts_with("s_store_") =>
+            if inst.name().starts_with("s_buffer_")
+                || inst.name().starts_with("s_store_")
+                || inst.name().starts_with("s_atomic_") =>
         {
             scalar_memory(ctx, w, inst)?;
             Ok(Flow::Next)
@@ -3539,8 +3541,14 @@ fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     Ok(())
 }
 
-/// Scalar buffer loads, and scalar stores through an address or a V# (Vega ISA §4.3
-/// "Scalar memory operations", SMEM opcodes 8..=12, 16..=18, 24..=26).
+/// Scalar buffer loads, scalar stores and scalar atomics through an address or a V# (Vega
+/// ISA §4.3 "Scalar memory operations", SMEM opcodes 8..=12, 16..=18, 24..=26, 64..=76,
+/// 96..=108, 128..=140, 160..=172).
+///
+/// Atomics operate on the dword (qword for `_x2`) at the address as the FLAT/MUBUF atomics
+/// of the same name do; the data is SDATA (for `cmpswap` the source, then the compare value);
+/// with GLC the pre-op value is written back to SDATA's first dword(s). A buffer atomic is
+/// range-checked all or nothing (out of range: memory untouched, 0 returned).
 ///
 /// The byte offset is the immediate or the SGPR offset, the low two bits cleared. `s_store_*`
 /// write the SDATA registers at SBASE (an SGPR pair) + offset. The `s_buffer_*` forms take the
@@ -3583,6 +3591,36 @@ fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
         return Err(not_implemented(inst));
     };
     let data = usize::from(data);
+    if let Some(ty) = name.split_once("atomic_").map(|(_, t)| t) {
+        let f = atomic_op(ty).ok_or_else(|| not_implemented(inst))?;
+        let wide = ty.ends_with("_x2");
+        let dw = if wide { 2 } else { 1 };
+        let reg = |k: usize| u64::from(w.sreg.get(data + k).copied().unwrap_or(0));
+        let pair = |k: usize| reg(k) | if wide { reg(k + 1) << 32 } else { 0 };
+        let (src, cmp) = (pair(0), pair(dw));
+        // All or nothing: out of range, memory is untouched and the value returned is 0.
+        let in_range = limit.is_none_or(|l| off + 4 * dw as u64 <= l);
+        let addr = base.wrapping_add(off);
+        let old = if !in_range {
+            0
+        } else if wide {
+            ctx.memory
+                .atomic_rmw_u64(addr, &mut |o| f(o, src, cmp, true))?
+        } else {
+            let old = ctx
+                .memory
+                .atomic_rmw_u32(addr, &mut |o| f(u64::from(o), src, cmp, false) as u32)?;
+            u64::from(old)
+        };
+        if inst.mods.smem_glc {
+            for k in 0..dw {
+                if let Some(r) = w.sreg.get_mut(data + k) {
+                    *r = (old >> (32 * k)) as u32;
+                }
+            }
+        }
+        return Ok(());
+    }
     let n = usize::from(inst.info.widths[0]);
     let store = name.contains("_store_");
     for k in 0..n {

@@ -89,6 +89,9 @@ def ops(cpu):
 # - `smem_store`: s_store_dwordx4 of 0x11111111.. at p4 + 8, s_store_dword at p4 + 0x40,
 #   s_store_dwordx2 at p4 + 0x80 (SGPR offset); s_buffer_store_dwordx4 at byte 8 of the V#
 #   {p5, NUM_RECORDS 0x10} (its last two dwords out of range).
+# - `smem_atomic_<op>[_x2]` (glc) and `smem_atomic_add_noglc`: s_atomic_* on the word at
+#   p0 + 8 with SDATA s[24:27] = p1[0..4], then lane i stores s24..s27 to p4[4i..4i+3];
+#   `smem_batomic_<op>_nr<NR>`: s_buffer_atomic_* at byte 8 of the V# {p0, NUM_RECORDS NR}.
 def smem(a):
     save = ["s_mov_b64 s[20:21], s[6:7]", "s_mov_b64 s[2:3], s[12:13]",
             "s_mov_b64 s[28:29], s[14:15]", "v_lshlrev_b32 v22, 6, v1"]
@@ -119,6 +122,27 @@ def smem(a):
         "s_movk_i32 s30, 0x80", "s_store_dwordx2 s[26:27], s[2:3], s30",
         "s_mov_b64 s[20:21], s[28:29]"] + vsharp(0x10, 0, 0) + [
         "s_buffer_store_dwordx4 s[24:27], s[20:23], 0x8", "s_waitcnt lgkmcnt(0)"])
+    # Atomics: SDATA s[24:27] = p1[0..4]; the memory word is at p0 + 8; lane i stores
+    # s24..s27 afterwards to p4[4i..4i+3]. (A tab before glc: SMEM keeps the name glc on
+    # gfx940+, which Asm's cache_bits would rename.)
+    ops = "swap cmpswap add sub smin umin smax umax and or xor inc dec".split()
+    def data_regs(op):
+        n = (2 if op.startswith("cmpswap") else 1) * (2 if op.endswith("_x2") else 1)
+        return "s24" if n == 1 else "s[24:%d]" % (23 + n)
+    head = ["s_load_dwordx4 s[24:27], s[6:7], 0x0", "s_waitcnt lgkmcnt(0)",
+            "v_lshlrev_b32 v22, 4, v1"]
+    tail = ["s_waitcnt lgkmcnt(0)"] + sum(
+        (["v_mov_b32 v5, s%d" % (24 + k),
+          "global_store_dword v22, v5, s[12:13] offset:%d" % (4 * k)] for k in range(4)), [])
+    for op in ops + [o + "_x2" for o in ops]:
+        a.kernel("smem_atomic_" + op, head +
+                 ["s_atomic_%s %s, s[4:5], 0x8\tglc" % (op, data_regs(op))] + tail)
+    a.kernel("smem_atomic_add_noglc", head + ["s_atomic_add s24, s[4:5], 0x8"] + tail)
+    for op in ("add", "cmpswap_x2", "umax_x2"):
+        for nr in (0x100, 8):
+            a.kernel("smem_batomic_%s_nr%x" % (op, nr), head + [
+                "s_mov_b64 s[20:21], s[4:5]"] + vsharp(nr, 0, 0) + [
+                "s_buffer_atomic_%s %s, s[20:23], 0x8\tglc" % (op, data_regs(op))] + tail)
 
 
 if __name__ == "__main__":

@@ -1091,6 +1091,894 @@ smem_store:
 .Lsmem_store_end:
 	.size smem_store, .Lsmem_store_end-smem_store
 
+	.globl smem_atomic_swap
+	.p2align 8
+	.type smem_atomic_swap,@function
+smem_atomic_swap:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_swap s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_swap_end:
+	.size smem_atomic_swap, .Lsmem_atomic_swap_end-smem_atomic_swap
+
+	.globl smem_atomic_cmpswap
+	.p2align 8
+	.type smem_atomic_cmpswap,@function
+smem_atomic_cmpswap:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_cmpswap s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_cmpswap_end:
+	.size smem_atomic_cmpswap, .Lsmem_atomic_cmpswap_end-smem_atomic_cmpswap
+
+	.globl smem_atomic_add
+	.p2align 8
+	.type smem_atomic_add,@function
+smem_atomic_add:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_add s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_add_end:
+	.size smem_atomic_add, .Lsmem_atomic_add_end-smem_atomic_add
+
+	.globl smem_atomic_sub
+	.p2align 8
+	.type smem_atomic_sub,@function
+smem_atomic_sub:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_sub s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_sub_end:
+	.size smem_atomic_sub, .Lsmem_atomic_sub_end-smem_atomic_sub
+
+	.globl smem_atomic_smin
+	.p2align 8
+	.type smem_atomic_smin,@function
+smem_atomic_smin:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_smin s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_smin_end:
+	.size smem_atomic_smin, .Lsmem_atomic_smin_end-smem_atomic_smin
+
+	.globl smem_atomic_umin
+	.p2align 8
+	.type smem_atomic_umin,@function
+smem_atomic_umin:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_umin s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_umin_end:
+	.size smem_atomic_umin, .Lsmem_atomic_umin_end-smem_atomic_umin
+
+	.globl smem_atomic_smax
+	.p2align 8
+	.type smem_atomic_smax,@function
+smem_atomic_smax:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_smax s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_smax_end:
+	.size smem_atomic_smax, .Lsmem_atomic_smax_end-smem_atomic_smax
+
+	.globl smem_atomic_umax
+	.p2align 8
+	.type smem_atomic_umax,@function
+smem_atomic_umax:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_umax s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_umax_end:
+	.size smem_atomic_umax, .Lsmem_atomic_umax_end-smem_atomic_umax
+
+	.globl smem_atomic_and
+	.p2align 8
+	.type smem_atomic_and,@function
+smem_atomic_and:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_and s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_and_end:
+	.size smem_atomic_and, .Lsmem_atomic_and_end-smem_atomic_and
+
+	.globl smem_atomic_or
+	.p2align 8
+	.type smem_atomic_or,@function
+smem_atomic_or:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_or s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_or_end:
+	.size smem_atomic_or, .Lsmem_atomic_or_end-smem_atomic_or
+
+	.globl smem_atomic_xor
+	.p2align 8
+	.type smem_atomic_xor,@function
+smem_atomic_xor:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_xor s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_xor_end:
+	.size smem_atomic_xor, .Lsmem_atomic_xor_end-smem_atomic_xor
+
+	.globl smem_atomic_inc
+	.p2align 8
+	.type smem_atomic_inc,@function
+smem_atomic_inc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_inc s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_inc_end:
+	.size smem_atomic_inc, .Lsmem_atomic_inc_end-smem_atomic_inc
+
+	.globl smem_atomic_dec
+	.p2align 8
+	.type smem_atomic_dec,@function
+smem_atomic_dec:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_dec s24, s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_dec_end:
+	.size smem_atomic_dec, .Lsmem_atomic_dec_end-smem_atomic_dec
+
+	.globl smem_atomic_swap_x2
+	.p2align 8
+	.type smem_atomic_swap_x2,@function
+smem_atomic_swap_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_swap_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_swap_x2_end:
+	.size smem_atomic_swap_x2, .Lsmem_atomic_swap_x2_end-smem_atomic_swap_x2
+
+	.globl smem_atomic_cmpswap_x2
+	.p2align 8
+	.type smem_atomic_cmpswap_x2,@function
+smem_atomic_cmpswap_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_cmpswap_x2 s[24:27], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_cmpswap_x2_end:
+	.size smem_atomic_cmpswap_x2, .Lsmem_atomic_cmpswap_x2_end-smem_atomic_cmpswap_x2
+
+	.globl smem_atomic_add_x2
+	.p2align 8
+	.type smem_atomic_add_x2,@function
+smem_atomic_add_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_add_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_add_x2_end:
+	.size smem_atomic_add_x2, .Lsmem_atomic_add_x2_end-smem_atomic_add_x2
+
+	.globl smem_atomic_sub_x2
+	.p2align 8
+	.type smem_atomic_sub_x2,@function
+smem_atomic_sub_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_sub_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_sub_x2_end:
+	.size smem_atomic_sub_x2, .Lsmem_atomic_sub_x2_end-smem_atomic_sub_x2
+
+	.globl smem_atomic_smin_x2
+	.p2align 8
+	.type smem_atomic_smin_x2,@function
+smem_atomic_smin_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_smin_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_smin_x2_end:
+	.size smem_atomic_smin_x2, .Lsmem_atomic_smin_x2_end-smem_atomic_smin_x2
+
+	.globl smem_atomic_umin_x2
+	.p2align 8
+	.type smem_atomic_umin_x2,@function
+smem_atomic_umin_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_umin_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_umin_x2_end:
+	.size smem_atomic_umin_x2, .Lsmem_atomic_umin_x2_end-smem_atomic_umin_x2
+
+	.globl smem_atomic_smax_x2
+	.p2align 8
+	.type smem_atomic_smax_x2,@function
+smem_atomic_smax_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_smax_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_smax_x2_end:
+	.size smem_atomic_smax_x2, .Lsmem_atomic_smax_x2_end-smem_atomic_smax_x2
+
+	.globl smem_atomic_umax_x2
+	.p2align 8
+	.type smem_atomic_umax_x2,@function
+smem_atomic_umax_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_umax_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_umax_x2_end:
+	.size smem_atomic_umax_x2, .Lsmem_atomic_umax_x2_end-smem_atomic_umax_x2
+
+	.globl smem_atomic_and_x2
+	.p2align 8
+	.type smem_atomic_and_x2,@function
+smem_atomic_and_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_and_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_and_x2_end:
+	.size smem_atomic_and_x2, .Lsmem_atomic_and_x2_end-smem_atomic_and_x2
+
+	.globl smem_atomic_or_x2
+	.p2align 8
+	.type smem_atomic_or_x2,@function
+smem_atomic_or_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_or_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_or_x2_end:
+	.size smem_atomic_or_x2, .Lsmem_atomic_or_x2_end-smem_atomic_or_x2
+
+	.globl smem_atomic_xor_x2
+	.p2align 8
+	.type smem_atomic_xor_x2,@function
+smem_atomic_xor_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_xor_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_xor_x2_end:
+	.size smem_atomic_xor_x2, .Lsmem_atomic_xor_x2_end-smem_atomic_xor_x2
+
+	.globl smem_atomic_inc_x2
+	.p2align 8
+	.type smem_atomic_inc_x2,@function
+smem_atomic_inc_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_inc_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_inc_x2_end:
+	.size smem_atomic_inc_x2, .Lsmem_atomic_inc_x2_end-smem_atomic_inc_x2
+
+	.globl smem_atomic_dec_x2
+	.p2align 8
+	.type smem_atomic_dec_x2,@function
+smem_atomic_dec_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_dec_x2 s[24:25], s[4:5], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_dec_x2_end:
+	.size smem_atomic_dec_x2, .Lsmem_atomic_dec_x2_end-smem_atomic_dec_x2
+
+	.globl smem_atomic_add_noglc
+	.p2align 8
+	.type smem_atomic_add_noglc,@function
+smem_atomic_add_noglc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_atomic_add s24, s[4:5], 0x8
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_atomic_add_noglc_end:
+	.size smem_atomic_add_noglc, .Lsmem_atomic_add_noglc_end-smem_atomic_add_noglc
+
+	.globl smem_batomic_add_nr100
+	.p2align 8
+	.type smem_batomic_add_nr100,@function
+smem_batomic_add_nr100:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b64 s[20:21], s[4:5]
+	s_mov_b32 s22, 0x100
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_atomic_add s24, s[20:23], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_batomic_add_nr100_end:
+	.size smem_batomic_add_nr100, .Lsmem_batomic_add_nr100_end-smem_batomic_add_nr100
+
+	.globl smem_batomic_add_nr8
+	.p2align 8
+	.type smem_batomic_add_nr8,@function
+smem_batomic_add_nr8:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b64 s[20:21], s[4:5]
+	s_mov_b32 s22, 0x8
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_atomic_add s24, s[20:23], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_batomic_add_nr8_end:
+	.size smem_batomic_add_nr8, .Lsmem_batomic_add_nr8_end-smem_batomic_add_nr8
+
+	.globl smem_batomic_cmpswap_x2_nr100
+	.p2align 8
+	.type smem_batomic_cmpswap_x2_nr100,@function
+smem_batomic_cmpswap_x2_nr100:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b64 s[20:21], s[4:5]
+	s_mov_b32 s22, 0x100
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_atomic_cmpswap_x2 s[24:27], s[20:23], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_batomic_cmpswap_x2_nr100_end:
+	.size smem_batomic_cmpswap_x2_nr100, .Lsmem_batomic_cmpswap_x2_nr100_end-smem_batomic_cmpswap_x2_nr100
+
+	.globl smem_batomic_cmpswap_x2_nr8
+	.p2align 8
+	.type smem_batomic_cmpswap_x2_nr8,@function
+smem_batomic_cmpswap_x2_nr8:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b64 s[20:21], s[4:5]
+	s_mov_b32 s22, 0x8
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_atomic_cmpswap_x2 s[24:27], s[20:23], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_batomic_cmpswap_x2_nr8_end:
+	.size smem_batomic_cmpswap_x2_nr8, .Lsmem_batomic_cmpswap_x2_nr8_end-smem_batomic_cmpswap_x2_nr8
+
+	.globl smem_batomic_umax_x2_nr100
+	.p2align 8
+	.type smem_batomic_umax_x2_nr100,@function
+smem_batomic_umax_x2_nr100:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b64 s[20:21], s[4:5]
+	s_mov_b32 s22, 0x100
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_atomic_umax_x2 s[24:25], s[20:23], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_batomic_umax_x2_nr100_end:
+	.size smem_batomic_umax_x2_nr100, .Lsmem_batomic_umax_x2_nr100_end-smem_batomic_umax_x2_nr100
+
+	.globl smem_batomic_umax_x2_nr8
+	.p2align 8
+	.type smem_batomic_umax_x2_nr8,@function
+smem_batomic_umax_x2_nr8:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx4 s[24:27], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b64 s[20:21], s[4:5]
+	s_mov_b32 s22, 0x8
+	s_mov_b32 s23, 0
+	s_and_b32 s21, s21, 0xffff
+	s_or_b32 s21, s21, 0x0
+	s_buffer_atomic_umax_x2 s[24:25], s[20:23], 0x8	glc
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s24
+	global_store_dword v22, v5, s[12:13] offset:0
+	v_mov_b32 v5, s25
+	global_store_dword v22, v5, s[12:13] offset:4
+	v_mov_b32 v5, s26
+	global_store_dword v22, v5, s[12:13] offset:8
+	v_mov_b32 v5, s27
+	global_store_dword v22, v5, s[12:13] offset:12
+	s_endpgm
+.Lsmem_batomic_umax_x2_nr8_end:
+	.size smem_batomic_umax_x2_nr8, .Lsmem_batomic_umax_x2_nr8_end-smem_batomic_umax_x2_nr8
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel v_madak_f32_k41200000
@@ -1367,6 +2255,237 @@ smem_store:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel smem_store
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_swap
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_cmpswap
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_add
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_sub
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_smin
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_umin
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_smax
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_umax
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_and
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_or
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_xor
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_inc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_dec
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_swap_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_cmpswap_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_add_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_sub_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_smin_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_umin_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_smax_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_umax_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_and_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_or_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_xor_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_inc_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_dec_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_atomic_add_noglc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_batomic_add_nr100
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_batomic_add_nr8
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_batomic_cmpswap_x2_nr100
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_batomic_cmpswap_x2_nr8
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_batomic_umax_x2_nr100
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_batomic_umax_x2_nr8
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
