@@ -473,8 +473,8 @@ fn issue_19_opcodes_match_the_isa() {
     for (cpu, target) in CPUS {
         let isa = Isa::load("ops", cpu, target);
         for kernel in isa.kernels() {
-            if kernel.starts_with("smem_") {
-                continue; // scalar_buffer_loads_and_scalar_stores_match_the_isa
+            if kernel.starts_with("smem_") || kernel.starts_with("ds_") {
+                continue; // the scalar memory and LDS tests below
             }
             let f16 = kernel.contains("f16") && !kernel.starts_with("v_dot2c_f32");
             let ins = if kernel.starts_with("v_dot2c_f32_f16") {
@@ -732,4 +732,212 @@ fn scalar_atomics_match_the_isa() {
     }
     // 33 kernels (26 s_atomic_*, the no-glc add, 6 s_buffer_atomic_*) x 6 values x 5 targets.
     assert_eq!(checked, 33 * 6 * 5);
+}
+
+/// IEEE 754 minNum/maxNum of two floats given as bits (`wide`: f64, else f32) with −0 below
+/// +0; a NaN loses to a number, and of two NaNs the first is kept.
+fn min_max_bits(x: u64, y: u64, wide: bool, max: bool) -> u64 {
+    let f = |b: u64| {
+        if wide {
+            f64::from_bits(b)
+        } else {
+            f64::from(f32::from_bits(b as u32))
+        }
+    };
+    let (a, b) = (f(x), f(y));
+    if b.is_nan() {
+        return x;
+    }
+    if a.is_nan() {
+        return y;
+    }
+    // Order with -0 < +0: compare (value, sign) pairs.
+    let key = |v: f64| (v, !v.is_sign_negative());
+    let (ka, kb) = (key(a), key(b));
+    let b_wins = if max {
+        kb.0 > ka.0 || kb.0 == ka.0 && kb.1 && !ka.1
+    } else {
+        kb.0 < ka.0 || kb.0 == ka.0 && !kb.1 && ka.1
+    };
+    if b_wins {
+        y
+    } else {
+        x
+    }
+}
+
+/// The LDS value after `ds_<op>[_rtn]_<type>` on `m` with DATA0 `d0` and DATA1 `d1` (Vega
+/// ISA DS opcode descriptions; the compare-store takes the compare value in DATA0).
+fn ds_ref(name: &str, m: u64, d0: u64, d1: u64) -> u64 {
+    let rest = name.strip_prefix("ds_").unwrap().replace("_rtn", "");
+    let (op, ty) = rest.rsplit_once('_').unwrap();
+    let wide = ty.ends_with("64");
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    let (m, a, b) = (m & mask, d0 & mask, d1 & mask);
+    let sx = |x: u64| {
+        if wide {
+            x as i64
+        } else {
+            i64::from(x as u32 as i32)
+        }
+    };
+    let r = match (op, &ty[..1]) {
+        ("add", "f") => u64::from((f32::from_bits(m as u32) + f32::from_bits(a as u32)).to_bits()),
+        ("min" | "max", "f") => min_max_bits(m, a, wide, op == "max"),
+        ("cmpst", "f") => {
+            let eq = if wide {
+                f64::from_bits(m) == f64::from_bits(a)
+            } else {
+                f32::from_bits(m as u32) == f32::from_bits(a as u32)
+            };
+            if eq {
+                b
+            } else {
+                m
+            }
+        }
+        ("min", "i") => sx(m).min(sx(a)) as u64,
+        ("max", "i") => sx(m).max(sx(a)) as u64,
+        ("min", _) => m.min(a),
+        ("max", _) => m.max(a),
+        ("add", _) => m.wrapping_add(a),
+        ("sub", _) => m.wrapping_sub(a),
+        ("rsub", _) => a.wrapping_sub(m),
+        ("inc", _) => {
+            if m >= a {
+                0
+            } else {
+                m + 1
+            }
+        }
+        ("dec", _) => {
+            if m == 0 || m > a {
+                a
+            } else {
+                m - 1
+            }
+        }
+        ("and", _) => m & a,
+        ("or", _) => m | a,
+        ("xor", _) => m ^ a,
+        ("mskor", _) => (m & !a) | b,
+        ("cmpst", _) => {
+            if m == a {
+                b
+            } else {
+                m
+            }
+        }
+        ("wrxchg", _) => a,
+        ("wrap", _) => {
+            if m >= a {
+                m - a
+            } else {
+                m.wrapping_add(b)
+            }
+        }
+        _ => panic!("{name}"),
+    };
+    r & mask
+}
+
+#[test]
+fn lds_atomics_match_the_isa() {
+    const V32: [u32; 12] = [
+        0,
+        1,
+        5,
+        0x7FFF_FFFF,
+        0x8000_0000,
+        0xFFFF_FFFF,
+        0x3F80_0000,
+        0xBF80_0000,
+        0x7FC0_0000,
+        0x7F80_0000,
+        0x0000_0003,
+        0x8000_0000,
+    ];
+    const V64: [u64; 12] = [
+        0,
+        1,
+        5,
+        0x7FFF_FFFF_FFFF_FFFF,
+        0x8000_0000_0000_0000,
+        u64::MAX,
+        0x3FF0_0000_0000_0000,
+        0xBFF0_0000_0000_0000,
+        0x7FF8_0000_0000_0000,
+        0x7FF0_0000_0000_0000,
+        0x1_0000_0000,
+        0x0000_0000_FFFF_FFFF,
+    ];
+    let mut kernels = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("ops", cpu, target);
+        for kernel in isa.kernels().into_iter().filter(|k| k.starts_with("ds_")) {
+            let wide = kernel.ends_with("64");
+            let rtn = kernel.contains("_rtn_");
+            // Lane i: memory V[i % 12], DATA0 V[i / 12], DATA1 V[i / 7 % 12]; a second run
+            // shifts DATA0 by 5 and DATA1 by 10 places.
+            for shift in [0usize, 5] {
+                let pick = |i: usize, k: usize| (i / [1, 12, 7][k] + shift * k) % 12;
+                let col = |k: usize| -> Vec<u64> {
+                    (0..64)
+                        .map(|i| {
+                            if wide {
+                                V64[pick(i, k)]
+                            } else {
+                                u64::from(V32[pick(i, k)])
+                            }
+                        })
+                        .collect()
+                };
+                let (m, d0, d1) = (col(0), col(1), col(2));
+                let enc = |v: &[u64]| -> Vec<u8> {
+                    if wide {
+                        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+                    } else {
+                        v.iter().flat_map(|x| (*x as u32).to_le_bytes()).collect()
+                    }
+                };
+                let size = if wide { 8 * 64 } else { 4 * 64 };
+                let bufs = [
+                    enc(&m),
+                    enc(&d0),
+                    enc(&d1),
+                    vec![0u8; 64],
+                    vec![0u8; size],
+                    vec![0u8; size],
+                ];
+                let out = isa
+                    .run(&kernel, 64, &bufs)
+                    .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+                let read = |b: &[u8], i: usize| -> u64 {
+                    if wide {
+                        u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap())
+                    } else {
+                        u64::from(u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap()))
+                    }
+                };
+                for i in 0..64 {
+                    let want = ds_ref(&kernel, m[i], d0[i], d1[i]);
+                    let ctx = format!(
+                        "{cpu} {kernel} lane {i}: m {:#x} d0 {:#x} d1 {:#x}",
+                        m[i], d0[i], d1[i]
+                    );
+                    assert_eq!(read(&out[5], i), want, "{ctx}: LDS");
+                    let ret = if rtn {
+                        m[i]
+                    } else if wide {
+                        0xDEAD_BEEF_DEAD_BEEF
+                    } else {
+                        0xDEAD_BEEF
+                    };
+                    assert_eq!(read(&out[4], i), ret, "{ctx}: returned");
+                }
+            }
+            kernels += 1;
+        }
+    }
+    assert_eq!(kernels, 71 * 5);
 }

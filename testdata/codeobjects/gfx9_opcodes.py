@@ -160,6 +160,16 @@ row("DS", "ds_read_b64 ds_read2_b32 ds_read2st64_b32", "2 1")
 row("DS", "ds_read2_b64 ds_read2st64_b64 ds_read_b128", "4 1")
 row("DS", "ds_write_b128", "0 1 4")
 row("DS", "ds_add_rtn_u32", "1 1 1")
+# The other LDS atomics, returning (`_rtn_`) or not: integer, mask-or, compare-store, wrap,
+# exchange, f32/f64 min/max, f32 add (Vega ISA DS opcodes 0..=53, 64..=117).
+row("DS", "ds_sub_rtn_u32 ds_rsub_rtn_u32 ds_inc_rtn_u32 ds_dec_rtn_u32 ds_min_rtn_i32 ds_max_rtn_i32 ds_min_rtn_u32 ds_max_rtn_u32 ds_and_rtn_b32 ds_or_rtn_b32 ds_xor_rtn_b32 ds_wrxchg_rtn_b32 ds_min_rtn_f32 ds_max_rtn_f32 ds_add_rtn_f32", "1 1 1")
+row("DS", "ds_rsub_u32 ds_inc_u32 ds_dec_u32 ds_min_i32 ds_max_i32 ds_min_f32 ds_max_f32 ds_add_f32", "0 1 1")
+row("DS", "ds_mskor_b32 ds_cmpst_b32 ds_cmpst_f32", "0 1 1 1")
+row("DS", "ds_mskor_rtn_b32 ds_cmpst_rtn_b32 ds_cmpst_rtn_f32 ds_wrap_rtn_b32", "1 1 1 1")
+row("DS", "ds_sub_u64 ds_rsub_u64 ds_inc_u64 ds_dec_u64 ds_min_i64 ds_max_i64 ds_min_u64 ds_max_u64 ds_and_b64 ds_or_b64 ds_xor_b64 ds_add_u64 ds_min_f64 ds_max_f64", "0 1 2")
+row("DS", "ds_sub_rtn_u64 ds_rsub_rtn_u64 ds_inc_rtn_u64 ds_dec_rtn_u64 ds_min_rtn_i64 ds_max_rtn_i64 ds_min_rtn_u64 ds_max_rtn_u64 ds_and_rtn_b64 ds_or_rtn_b64 ds_xor_rtn_b64 ds_add_rtn_u64 ds_wrxchg_rtn_b64 ds_min_rtn_f64 ds_max_rtn_f64", "2 1 2")
+row("DS", "ds_mskor_b64 ds_cmpst_b64 ds_cmpst_f64", "0 1 2 2")
+row("DS", "ds_mskor_rtn_b64 ds_cmpst_rtn_b64 ds_cmpst_rtn_f64", "2 1 2 2")
 row("DS", "ds_swizzle_b32", "1 1")
 row("DS", "ds_permute_b32 ds_bpermute_b32", "1 1 1")
 row("DS", "ds_read_u8_d16 ds_read_u8_d16_hi ds_read_i8_d16 ds_read_i8_d16_hi ds_read_u16_d16 "
@@ -327,10 +337,14 @@ def sample(enc, n, w, flags):
             return "%s v1, %s, %s offset1:1" % (n, reg("v", d[2], 2), reg("v", d[3], 6))
         if n.startswith("ds_read2"):
             return "%s %s, v1 offset1:1" % (n, reg("v", d[0], 2))
+        if d[3]:
+            ops = ([reg("v", d[0], 4)] if d[0] else []) + ["v1", reg("v", d[2], 2),
+                                                            reg("v", d[3], 6)]
+            return "%s %s" % (n, ", ".join(ops))
         if d[0] == 0:
             return "%s v1, %s" % (n, reg("v", d[2], 2))
         if d[2]:
-            return "%s %s, v1, v2" % (n, reg("v", d[0], 4))
+            return "%s %s, v1, %s" % (n, reg("v", d[0], 4), reg("v", d[2], 2))
         return "%s %s, v1" % (n, reg("v", d[0], 2))
     if enc == "MTBUF":
         return "%s %s, v1, s[4:7], 0 offen" % (n, reg("v", d[0] or d[1], 2))

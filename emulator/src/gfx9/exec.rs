@@ -3125,7 +3125,16 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
                 };
                 set_vdst_dword(w, &inst.dst, lane, 0, v);
             }
-            _ => return Err(not_implemented(inst)),
+            _ => {
+                let (op, wide) = ds_atomic_kind(name).ok_or_else(|| not_implemented(inst))?;
+                let addr = base + offset;
+                let n = if wide { 8 } else { 4 };
+                lds_read(ctx.lds, addr, &mut b[..n]);
+                let old = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+                let new = ds_atomic_value(op, wide, old, d0, d1);
+                lds_write(ctx.lds, addr, &new.to_le_bytes()[..n]);
+                set_vdst(w, &inst.dst, lane, old, if wide { 2 } else { 1 });
+            }
         }
     }
     Ok(())
@@ -3539,6 +3548,143 @@ fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             .map_err(|e| error!(e.status(), "lane {lane}: {}", e.detail()))?;
     }
     Ok(())
+}
+
+/// The operation and width (64-bit: true) of an LDS atomic mnemonic other than the
+/// `ds_add_u32` group `ds` handles itself: `ds_<op>[_rtn]_<type>`, e.g. `("min_i", false)` for
+/// `ds_min_rtn_i32`; `None` for any other DS instruction.
+fn ds_atomic_kind(name: &str) -> Option<(&'static str, bool)> {
+    let rest = name.strip_prefix("ds_")?.replace("_rtn", "");
+    let (op, ty) = rest.rsplit_once('_')?;
+    let wide = match ty {
+        "u32" | "i32" | "b32" | "f32" => false,
+        "u64" | "i64" | "b64" | "f64" => true,
+        _ => return None,
+    };
+    let kind = ty.as_bytes()[0];
+    Some(match (op, kind) {
+        ("add", b'u') => "add",
+        ("add", b'f') if !wide => "add_f",
+        ("sub", b'u') => "sub",
+        ("rsub", b'u') => "rsub",
+        ("inc", b'u') => "inc",
+        ("dec", b'u') => "dec",
+        ("min", b'i') => "min_i",
+        ("max", b'i') => "max_i",
+        ("min", b'u') => "min_u",
+        ("max", b'u') => "max_u",
+        ("min", b'f') => "min_f",
+        ("max", b'f') => "max_f",
+        ("and", b'b') => "and",
+        ("or", b'b') => "or",
+        ("xor", b'b') => "xor",
+        ("mskor", b'b') => "mskor",
+        ("cmpst", b'b') => "cmpst",
+        ("cmpst", b'f') => "cmpst_f",
+        ("wrxchg", b'b') => "wrxchg",
+        ("wrap", b'b') if !wide => "wrap",
+        _ => return None,
+    })
+    .map(|op| (op, wide))
+}
+
+/// The new LDS value of atomic `op` ([`ds_atomic_kind`]) on the old value `old` with the
+/// instruction's DATA0 `d0` and DATA1 `d1`, 32 or (`wide`) 64 bits (Vega ISA §12.13 "DS"
+/// opcode descriptions): `rsub` is `d0 − old`; `inc` wraps to 0 when `old ≥ d0`, `dec` to
+/// `d0` when `old` is 0 or above `d0`; `mskor` is `(old & !d0) | d1`; `cmpst` stores `d1`
+/// when `old` equals `d0` (the compare value first, the opposite of the MUBUF/FLAT
+/// `cmpswap` order; the f32/f64 forms compare as floats: −0 equals +0, a NaN nothing);
+/// `wrap` is `old ≥ d0 ? old − d0 : old + d1`; f32/f64 min/max follow IEEE 754 minNum/maxNum
+/// with −0 below +0 (a NaN loses to a number; two NaNs keep the old value); `add_f` is an
+/// f32 add rounded to nearest even, denormals kept.
+fn ds_atomic_value(op: &str, wide: bool, old: u64, d0: u64, d1: u64) -> u64 {
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    let (o, a, b) = (old & mask, d0 & mask, d1 & mask);
+    let signed = |x: u64| {
+        if wide {
+            x as i64
+        } else {
+            i64::from(x as u32 as i32)
+        }
+    };
+    let float = |x: u64| {
+        if wide {
+            f64::from_bits(x)
+        } else {
+            f64::from(f32::from_bits(x as u32))
+        }
+    };
+    let min_max = |max: bool| {
+        let (x, y) = (float(o), float(a));
+        match (x.is_nan(), y.is_nan()) {
+            (true, false) => a,
+            (_, true) => o,
+            _ if x == y => {
+                // ±0: the max of the two is +0 unless both are −0 (and the min −0 unless both +0).
+                if max {
+                    o & a
+                } else {
+                    o | a
+                }
+            }
+            _ if (y > x) == max => a,
+            _ => o,
+        }
+    };
+    let r = match op {
+        "add" => o.wrapping_add(a),
+        "sub" => o.wrapping_sub(a),
+        "rsub" => a.wrapping_sub(o),
+        "inc" => {
+            if o >= a {
+                0
+            } else {
+                o + 1
+            }
+        }
+        "dec" => {
+            if o == 0 || o > a {
+                a
+            } else {
+                o - 1
+            }
+        }
+        "min_i" => signed(o).min(signed(a)) as u64,
+        "max_i" => signed(o).max(signed(a)) as u64,
+        "min_u" => o.min(a),
+        "max_u" => o.max(a),
+        "min_f" => min_max(false),
+        "max_f" => min_max(true),
+        "add_f" => u64::from((f32::from_bits(o as u32) + f32::from_bits(a as u32)).to_bits()),
+        "and" => o & a,
+        "or" => o | a,
+        "xor" => o ^ a,
+        "mskor" => (o & !a) | b,
+        "cmpst" => {
+            if o == a {
+                b
+            } else {
+                o
+            }
+        }
+        "cmpst_f" => {
+            if float(o) == float(a) {
+                b
+            } else {
+                o
+            }
+        }
+        "wrxchg" => a,
+        "wrap" => {
+            if o >= a {
+                o - a
+            } else {
+                o.wrapping_add(b)
+            }
+        }
+        _ => o,
+    };
+    r & mask
 }
 
 /// Scalar buffer loads, scalar stores and scalar atomics through an address or a V# (Vega

@@ -18,7 +18,8 @@ so that the forms that flush whatever the mode show it.
 - `s_call_b64`: calls a subroutine before it and one after it (each returns with
   s_setpc_b64 and adds 16 or 256 to v5), and adds 1 and 2 when the saved return addresses
   are those of the instructions after the calls: p4[i] = 275.
-- `smem_*`: scalar buffer loads and scalar stores (see smem below).
+- `smem_*`: scalar buffer loads, stores and atomics (see smem below).
+- `ds_*`: the LDS atomics other than ds_add_u32's group (see lds below).
 
 Usage: python3 gen_ops.py   (writes next to this file)
 """
@@ -77,7 +78,69 @@ def ops(cpu):
         "global_store_dword v20, v5, s[12:13]", "s_endpgm",
         ".Lcall_fwd:", "v_add_u32 v5, 0x100, v5", "s_setpc_b64 s[28:29]"])
     smem(a)
+    lds(a)
     return a
+
+
+# ds_* kernels (one wave, 512 bytes of LDS): lane i writes p0[i] (a dword, or a qword for
+# the 64-bit forms) to LDS at 4i (8i), runs the atomic there with DATA0 p1[i] and DATA1 p2[i],
+# and stores the returned value (0xdeadbeef when the form returns nothing) to p4[i] and the
+# LDS value afterwards to p5[i].
+DS_OPS = ("sub rsub inc dec min_i32 max_i32 min_u32 max_u32 and or xor mskor cmpst cmpst_f32 "
+          "min_f32 max_f32 wrxchg wrap add_f32").split()
+
+
+def ds_names():
+    names = []
+    for wide in (False, True):
+        for op in DS_OPS:
+            if "_" in op:
+                base, ty = op.split("_")
+                if wide:
+                    if base == "add":
+                        continue
+                    ty = ty.replace("32", "64")
+            else:
+                base = op
+                ty = {"sub": "u", "rsub": "u", "inc": "u", "dec": "u"}.get(op, "b") + (
+                    "64" if wide else "32")
+            if base == "wrap" and wide:
+                continue
+            rtn_only = base in ("wrxchg", "wrap")
+            if not rtn_only:
+                names.append("ds_%s_%s" % (base, ty))
+            names.append("ds_%s_rtn_%s" % (base, ty))
+        if wide:
+            names += ["ds_add_u64", "ds_add_rtn_u64"]
+    return names
+
+
+def lds(a):
+    kd = "\t\t.amdhsa_group_segment_fixed_size 512"
+    for n in ds_names():
+        wide = n[-2:] == "64"
+        two = "mskor" in n or "cmpst" in n or "wrap" in n
+        rtn = "_rtn_" in n
+        if wide:
+            body = ["global_load_dwordx2 v[6:7], v21, s[4:5]",
+                    "global_load_dwordx2 v[2:3], v21, s[6:7]",
+                    "global_load_dwordx2 v[8:9], v21, s[8:9]", "s_waitcnt vmcnt(0)",
+                    "v_mov_b32 v10, 0xdeadbeef", "v_mov_b32 v11, 0xdeadbeef",
+                    "ds_write_b64 v21, v[6:7]", "s_waitcnt lgkmcnt(0)"]
+            ops = (["v[10:11]"] if rtn else []) + ["v21", "v[2:3]"] + (["v[8:9]"] if two else [])
+            body += ["%s %s" % (n, ", ".join(ops)), "s_waitcnt lgkmcnt(0)",
+                     "ds_read_b64 v[12:13], v21", "s_waitcnt lgkmcnt(0)",
+                     "global_store_dwordx2 v21, v[10:11], s[12:13]",
+                     "global_store_dwordx2 v21, v[12:13], s[14:15]"]
+        else:
+            body = ["global_load_dword v6, v20, s[4:5]", "global_load_dword v2, v20, s[6:7]",
+                    "global_load_dword v3, v20, s[8:9]", "s_waitcnt vmcnt(0)",
+                    "v_mov_b32 v5, 0xdeadbeef", "ds_write_b32 v20, v6", "s_waitcnt lgkmcnt(0)"]
+            ops = (["v5"] if rtn else []) + ["v20", "v2"] + (["v3"] if two else [])
+            body += ["%s %s" % (n, ", ".join(ops)), "s_waitcnt lgkmcnt(0)",
+                     "ds_read_b32 v7, v20", "s_waitcnt lgkmcnt(0)",
+                     "global_store_dword v20, v5, s[12:13]", "global_store_dword v20, v7, s[14:15]"]
+        a.kernel(n, body, extra=kd)
 
 
 # smem_* kernels (one wave): p1 holds the data scalar loads read, p4 and p5 receive stores.

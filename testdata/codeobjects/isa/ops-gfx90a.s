@@ -1979,6 +1979,1887 @@ smem_batomic_umax_x2_nr8:
 .Lsmem_batomic_umax_x2_nr8_end:
 	.size smem_batomic_umax_x2_nr8, .Lsmem_batomic_umax_x2_nr8_end-smem_batomic_umax_x2_nr8
 
+	.globl ds_sub_u32
+	.p2align 8
+	.type ds_sub_u32,@function
+ds_sub_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_sub_u32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_sub_u32_end:
+	.size ds_sub_u32, .Lds_sub_u32_end-ds_sub_u32
+
+	.globl ds_sub_rtn_u32
+	.p2align 8
+	.type ds_sub_rtn_u32,@function
+ds_sub_rtn_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_sub_rtn_u32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_sub_rtn_u32_end:
+	.size ds_sub_rtn_u32, .Lds_sub_rtn_u32_end-ds_sub_rtn_u32
+
+	.globl ds_rsub_u32
+	.p2align 8
+	.type ds_rsub_u32,@function
+ds_rsub_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_rsub_u32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_rsub_u32_end:
+	.size ds_rsub_u32, .Lds_rsub_u32_end-ds_rsub_u32
+
+	.globl ds_rsub_rtn_u32
+	.p2align 8
+	.type ds_rsub_rtn_u32,@function
+ds_rsub_rtn_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_rsub_rtn_u32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_rsub_rtn_u32_end:
+	.size ds_rsub_rtn_u32, .Lds_rsub_rtn_u32_end-ds_rsub_rtn_u32
+
+	.globl ds_inc_u32
+	.p2align 8
+	.type ds_inc_u32,@function
+ds_inc_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_inc_u32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_inc_u32_end:
+	.size ds_inc_u32, .Lds_inc_u32_end-ds_inc_u32
+
+	.globl ds_inc_rtn_u32
+	.p2align 8
+	.type ds_inc_rtn_u32,@function
+ds_inc_rtn_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_inc_rtn_u32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_inc_rtn_u32_end:
+	.size ds_inc_rtn_u32, .Lds_inc_rtn_u32_end-ds_inc_rtn_u32
+
+	.globl ds_dec_u32
+	.p2align 8
+	.type ds_dec_u32,@function
+ds_dec_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_dec_u32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_dec_u32_end:
+	.size ds_dec_u32, .Lds_dec_u32_end-ds_dec_u32
+
+	.globl ds_dec_rtn_u32
+	.p2align 8
+	.type ds_dec_rtn_u32,@function
+ds_dec_rtn_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_dec_rtn_u32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_dec_rtn_u32_end:
+	.size ds_dec_rtn_u32, .Lds_dec_rtn_u32_end-ds_dec_rtn_u32
+
+	.globl ds_min_i32
+	.p2align 8
+	.type ds_min_i32,@function
+ds_min_i32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_min_i32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_min_i32_end:
+	.size ds_min_i32, .Lds_min_i32_end-ds_min_i32
+
+	.globl ds_min_rtn_i32
+	.p2align 8
+	.type ds_min_rtn_i32,@function
+ds_min_rtn_i32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_min_rtn_i32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_min_rtn_i32_end:
+	.size ds_min_rtn_i32, .Lds_min_rtn_i32_end-ds_min_rtn_i32
+
+	.globl ds_max_i32
+	.p2align 8
+	.type ds_max_i32,@function
+ds_max_i32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_max_i32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_max_i32_end:
+	.size ds_max_i32, .Lds_max_i32_end-ds_max_i32
+
+	.globl ds_max_rtn_i32
+	.p2align 8
+	.type ds_max_rtn_i32,@function
+ds_max_rtn_i32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_max_rtn_i32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_max_rtn_i32_end:
+	.size ds_max_rtn_i32, .Lds_max_rtn_i32_end-ds_max_rtn_i32
+
+	.globl ds_min_u32
+	.p2align 8
+	.type ds_min_u32,@function
+ds_min_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_min_u32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_min_u32_end:
+	.size ds_min_u32, .Lds_min_u32_end-ds_min_u32
+
+	.globl ds_min_rtn_u32
+	.p2align 8
+	.type ds_min_rtn_u32,@function
+ds_min_rtn_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_min_rtn_u32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_min_rtn_u32_end:
+	.size ds_min_rtn_u32, .Lds_min_rtn_u32_end-ds_min_rtn_u32
+
+	.globl ds_max_u32
+	.p2align 8
+	.type ds_max_u32,@function
+ds_max_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_max_u32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_max_u32_end:
+	.size ds_max_u32, .Lds_max_u32_end-ds_max_u32
+
+	.globl ds_max_rtn_u32
+	.p2align 8
+	.type ds_max_rtn_u32,@function
+ds_max_rtn_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_max_rtn_u32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_max_rtn_u32_end:
+	.size ds_max_rtn_u32, .Lds_max_rtn_u32_end-ds_max_rtn_u32
+
+	.globl ds_and_b32
+	.p2align 8
+	.type ds_and_b32,@function
+ds_and_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_and_b32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_and_b32_end:
+	.size ds_and_b32, .Lds_and_b32_end-ds_and_b32
+
+	.globl ds_and_rtn_b32
+	.p2align 8
+	.type ds_and_rtn_b32,@function
+ds_and_rtn_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_and_rtn_b32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_and_rtn_b32_end:
+	.size ds_and_rtn_b32, .Lds_and_rtn_b32_end-ds_and_rtn_b32
+
+	.globl ds_or_b32
+	.p2align 8
+	.type ds_or_b32,@function
+ds_or_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_or_b32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_or_b32_end:
+	.size ds_or_b32, .Lds_or_b32_end-ds_or_b32
+
+	.globl ds_or_rtn_b32
+	.p2align 8
+	.type ds_or_rtn_b32,@function
+ds_or_rtn_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_or_rtn_b32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_or_rtn_b32_end:
+	.size ds_or_rtn_b32, .Lds_or_rtn_b32_end-ds_or_rtn_b32
+
+	.globl ds_xor_b32
+	.p2align 8
+	.type ds_xor_b32,@function
+ds_xor_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_xor_b32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_xor_b32_end:
+	.size ds_xor_b32, .Lds_xor_b32_end-ds_xor_b32
+
+	.globl ds_xor_rtn_b32
+	.p2align 8
+	.type ds_xor_rtn_b32,@function
+ds_xor_rtn_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_xor_rtn_b32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_xor_rtn_b32_end:
+	.size ds_xor_rtn_b32, .Lds_xor_rtn_b32_end-ds_xor_rtn_b32
+
+	.globl ds_mskor_b32
+	.p2align 8
+	.type ds_mskor_b32,@function
+ds_mskor_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_mskor_b32 v20, v2, v3
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_mskor_b32_end:
+	.size ds_mskor_b32, .Lds_mskor_b32_end-ds_mskor_b32
+
+	.globl ds_mskor_rtn_b32
+	.p2align 8
+	.type ds_mskor_rtn_b32,@function
+ds_mskor_rtn_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_mskor_rtn_b32 v5, v20, v2, v3
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_mskor_rtn_b32_end:
+	.size ds_mskor_rtn_b32, .Lds_mskor_rtn_b32_end-ds_mskor_rtn_b32
+
+	.globl ds_cmpst_b32
+	.p2align 8
+	.type ds_cmpst_b32,@function
+ds_cmpst_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_cmpst_b32 v20, v2, v3
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_cmpst_b32_end:
+	.size ds_cmpst_b32, .Lds_cmpst_b32_end-ds_cmpst_b32
+
+	.globl ds_cmpst_rtn_b32
+	.p2align 8
+	.type ds_cmpst_rtn_b32,@function
+ds_cmpst_rtn_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_cmpst_rtn_b32 v5, v20, v2, v3
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_cmpst_rtn_b32_end:
+	.size ds_cmpst_rtn_b32, .Lds_cmpst_rtn_b32_end-ds_cmpst_rtn_b32
+
+	.globl ds_cmpst_f32
+	.p2align 8
+	.type ds_cmpst_f32,@function
+ds_cmpst_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_cmpst_f32 v20, v2, v3
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_cmpst_f32_end:
+	.size ds_cmpst_f32, .Lds_cmpst_f32_end-ds_cmpst_f32
+
+	.globl ds_cmpst_rtn_f32
+	.p2align 8
+	.type ds_cmpst_rtn_f32,@function
+ds_cmpst_rtn_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_cmpst_rtn_f32 v5, v20, v2, v3
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_cmpst_rtn_f32_end:
+	.size ds_cmpst_rtn_f32, .Lds_cmpst_rtn_f32_end-ds_cmpst_rtn_f32
+
+	.globl ds_min_f32
+	.p2align 8
+	.type ds_min_f32,@function
+ds_min_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_min_f32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_min_f32_end:
+	.size ds_min_f32, .Lds_min_f32_end-ds_min_f32
+
+	.globl ds_min_rtn_f32
+	.p2align 8
+	.type ds_min_rtn_f32,@function
+ds_min_rtn_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_min_rtn_f32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_min_rtn_f32_end:
+	.size ds_min_rtn_f32, .Lds_min_rtn_f32_end-ds_min_rtn_f32
+
+	.globl ds_max_f32
+	.p2align 8
+	.type ds_max_f32,@function
+ds_max_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_max_f32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_max_f32_end:
+	.size ds_max_f32, .Lds_max_f32_end-ds_max_f32
+
+	.globl ds_max_rtn_f32
+	.p2align 8
+	.type ds_max_rtn_f32,@function
+ds_max_rtn_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_max_rtn_f32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_max_rtn_f32_end:
+	.size ds_max_rtn_f32, .Lds_max_rtn_f32_end-ds_max_rtn_f32
+
+	.globl ds_wrxchg_rtn_b32
+	.p2align 8
+	.type ds_wrxchg_rtn_b32,@function
+ds_wrxchg_rtn_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_wrxchg_rtn_b32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_wrxchg_rtn_b32_end:
+	.size ds_wrxchg_rtn_b32, .Lds_wrxchg_rtn_b32_end-ds_wrxchg_rtn_b32
+
+	.globl ds_wrap_rtn_b32
+	.p2align 8
+	.type ds_wrap_rtn_b32,@function
+ds_wrap_rtn_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_wrap_rtn_b32 v5, v20, v2, v3
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_wrap_rtn_b32_end:
+	.size ds_wrap_rtn_b32, .Lds_wrap_rtn_b32_end-ds_wrap_rtn_b32
+
+	.globl ds_add_f32
+	.p2align 8
+	.type ds_add_f32,@function
+ds_add_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_add_f32 v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_add_f32_end:
+	.size ds_add_f32, .Lds_add_f32_end-ds_add_f32
+
+	.globl ds_add_rtn_f32
+	.p2align 8
+	.type ds_add_rtn_f32,@function
+ds_add_rtn_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v6, v20, s[4:5]
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0xdeadbeef
+	ds_write_b32 v20, v6
+	s_waitcnt lgkmcnt(0)
+	ds_add_rtn_f32 v5, v20, v2
+	s_waitcnt lgkmcnt(0)
+	ds_read_b32 v7, v20
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v7, s[14:15]
+	s_endpgm
+.Lds_add_rtn_f32_end:
+	.size ds_add_rtn_f32, .Lds_add_rtn_f32_end-ds_add_rtn_f32
+
+	.globl ds_sub_u64
+	.p2align 8
+	.type ds_sub_u64,@function
+ds_sub_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_sub_u64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_sub_u64_end:
+	.size ds_sub_u64, .Lds_sub_u64_end-ds_sub_u64
+
+	.globl ds_sub_rtn_u64
+	.p2align 8
+	.type ds_sub_rtn_u64,@function
+ds_sub_rtn_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_sub_rtn_u64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_sub_rtn_u64_end:
+	.size ds_sub_rtn_u64, .Lds_sub_rtn_u64_end-ds_sub_rtn_u64
+
+	.globl ds_rsub_u64
+	.p2align 8
+	.type ds_rsub_u64,@function
+ds_rsub_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_rsub_u64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_rsub_u64_end:
+	.size ds_rsub_u64, .Lds_rsub_u64_end-ds_rsub_u64
+
+	.globl ds_rsub_rtn_u64
+	.p2align 8
+	.type ds_rsub_rtn_u64,@function
+ds_rsub_rtn_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_rsub_rtn_u64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_rsub_rtn_u64_end:
+	.size ds_rsub_rtn_u64, .Lds_rsub_rtn_u64_end-ds_rsub_rtn_u64
+
+	.globl ds_inc_u64
+	.p2align 8
+	.type ds_inc_u64,@function
+ds_inc_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_inc_u64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_inc_u64_end:
+	.size ds_inc_u64, .Lds_inc_u64_end-ds_inc_u64
+
+	.globl ds_inc_rtn_u64
+	.p2align 8
+	.type ds_inc_rtn_u64,@function
+ds_inc_rtn_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_inc_rtn_u64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_inc_rtn_u64_end:
+	.size ds_inc_rtn_u64, .Lds_inc_rtn_u64_end-ds_inc_rtn_u64
+
+	.globl ds_dec_u64
+	.p2align 8
+	.type ds_dec_u64,@function
+ds_dec_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_dec_u64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_dec_u64_end:
+	.size ds_dec_u64, .Lds_dec_u64_end-ds_dec_u64
+
+	.globl ds_dec_rtn_u64
+	.p2align 8
+	.type ds_dec_rtn_u64,@function
+ds_dec_rtn_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_dec_rtn_u64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_dec_rtn_u64_end:
+	.size ds_dec_rtn_u64, .Lds_dec_rtn_u64_end-ds_dec_rtn_u64
+
+	.globl ds_min_i64
+	.p2align 8
+	.type ds_min_i64,@function
+ds_min_i64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_min_i64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_min_i64_end:
+	.size ds_min_i64, .Lds_min_i64_end-ds_min_i64
+
+	.globl ds_min_rtn_i64
+	.p2align 8
+	.type ds_min_rtn_i64,@function
+ds_min_rtn_i64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_min_rtn_i64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_min_rtn_i64_end:
+	.size ds_min_rtn_i64, .Lds_min_rtn_i64_end-ds_min_rtn_i64
+
+	.globl ds_max_i64
+	.p2align 8
+	.type ds_max_i64,@function
+ds_max_i64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_max_i64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_max_i64_end:
+	.size ds_max_i64, .Lds_max_i64_end-ds_max_i64
+
+	.globl ds_max_rtn_i64
+	.p2align 8
+	.type ds_max_rtn_i64,@function
+ds_max_rtn_i64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_max_rtn_i64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_max_rtn_i64_end:
+	.size ds_max_rtn_i64, .Lds_max_rtn_i64_end-ds_max_rtn_i64
+
+	.globl ds_min_u64
+	.p2align 8
+	.type ds_min_u64,@function
+ds_min_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_min_u64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_min_u64_end:
+	.size ds_min_u64, .Lds_min_u64_end-ds_min_u64
+
+	.globl ds_min_rtn_u64
+	.p2align 8
+	.type ds_min_rtn_u64,@function
+ds_min_rtn_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_min_rtn_u64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_min_rtn_u64_end:
+	.size ds_min_rtn_u64, .Lds_min_rtn_u64_end-ds_min_rtn_u64
+
+	.globl ds_max_u64
+	.p2align 8
+	.type ds_max_u64,@function
+ds_max_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_max_u64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_max_u64_end:
+	.size ds_max_u64, .Lds_max_u64_end-ds_max_u64
+
+	.globl ds_max_rtn_u64
+	.p2align 8
+	.type ds_max_rtn_u64,@function
+ds_max_rtn_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_max_rtn_u64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_max_rtn_u64_end:
+	.size ds_max_rtn_u64, .Lds_max_rtn_u64_end-ds_max_rtn_u64
+
+	.globl ds_and_b64
+	.p2align 8
+	.type ds_and_b64,@function
+ds_and_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_and_b64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_and_b64_end:
+	.size ds_and_b64, .Lds_and_b64_end-ds_and_b64
+
+	.globl ds_and_rtn_b64
+	.p2align 8
+	.type ds_and_rtn_b64,@function
+ds_and_rtn_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_and_rtn_b64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_and_rtn_b64_end:
+	.size ds_and_rtn_b64, .Lds_and_rtn_b64_end-ds_and_rtn_b64
+
+	.globl ds_or_b64
+	.p2align 8
+	.type ds_or_b64,@function
+ds_or_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_or_b64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_or_b64_end:
+	.size ds_or_b64, .Lds_or_b64_end-ds_or_b64
+
+	.globl ds_or_rtn_b64
+	.p2align 8
+	.type ds_or_rtn_b64,@function
+ds_or_rtn_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_or_rtn_b64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_or_rtn_b64_end:
+	.size ds_or_rtn_b64, .Lds_or_rtn_b64_end-ds_or_rtn_b64
+
+	.globl ds_xor_b64
+	.p2align 8
+	.type ds_xor_b64,@function
+ds_xor_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_xor_b64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_xor_b64_end:
+	.size ds_xor_b64, .Lds_xor_b64_end-ds_xor_b64
+
+	.globl ds_xor_rtn_b64
+	.p2align 8
+	.type ds_xor_rtn_b64,@function
+ds_xor_rtn_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_xor_rtn_b64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_xor_rtn_b64_end:
+	.size ds_xor_rtn_b64, .Lds_xor_rtn_b64_end-ds_xor_rtn_b64
+
+	.globl ds_mskor_b64
+	.p2align 8
+	.type ds_mskor_b64,@function
+ds_mskor_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_mskor_b64 v21, v[2:3], v[8:9]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_mskor_b64_end:
+	.size ds_mskor_b64, .Lds_mskor_b64_end-ds_mskor_b64
+
+	.globl ds_mskor_rtn_b64
+	.p2align 8
+	.type ds_mskor_rtn_b64,@function
+ds_mskor_rtn_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_mskor_rtn_b64 v[10:11], v21, v[2:3], v[8:9]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_mskor_rtn_b64_end:
+	.size ds_mskor_rtn_b64, .Lds_mskor_rtn_b64_end-ds_mskor_rtn_b64
+
+	.globl ds_cmpst_b64
+	.p2align 8
+	.type ds_cmpst_b64,@function
+ds_cmpst_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_cmpst_b64 v21, v[2:3], v[8:9]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_cmpst_b64_end:
+	.size ds_cmpst_b64, .Lds_cmpst_b64_end-ds_cmpst_b64
+
+	.globl ds_cmpst_rtn_b64
+	.p2align 8
+	.type ds_cmpst_rtn_b64,@function
+ds_cmpst_rtn_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_cmpst_rtn_b64 v[10:11], v21, v[2:3], v[8:9]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_cmpst_rtn_b64_end:
+	.size ds_cmpst_rtn_b64, .Lds_cmpst_rtn_b64_end-ds_cmpst_rtn_b64
+
+	.globl ds_cmpst_f64
+	.p2align 8
+	.type ds_cmpst_f64,@function
+ds_cmpst_f64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_cmpst_f64 v21, v[2:3], v[8:9]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_cmpst_f64_end:
+	.size ds_cmpst_f64, .Lds_cmpst_f64_end-ds_cmpst_f64
+
+	.globl ds_cmpst_rtn_f64
+	.p2align 8
+	.type ds_cmpst_rtn_f64,@function
+ds_cmpst_rtn_f64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_cmpst_rtn_f64 v[10:11], v21, v[2:3], v[8:9]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_cmpst_rtn_f64_end:
+	.size ds_cmpst_rtn_f64, .Lds_cmpst_rtn_f64_end-ds_cmpst_rtn_f64
+
+	.globl ds_min_f64
+	.p2align 8
+	.type ds_min_f64,@function
+ds_min_f64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_min_f64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_min_f64_end:
+	.size ds_min_f64, .Lds_min_f64_end-ds_min_f64
+
+	.globl ds_min_rtn_f64
+	.p2align 8
+	.type ds_min_rtn_f64,@function
+ds_min_rtn_f64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_min_rtn_f64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_min_rtn_f64_end:
+	.size ds_min_rtn_f64, .Lds_min_rtn_f64_end-ds_min_rtn_f64
+
+	.globl ds_max_f64
+	.p2align 8
+	.type ds_max_f64,@function
+ds_max_f64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_max_f64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_max_f64_end:
+	.size ds_max_f64, .Lds_max_f64_end-ds_max_f64
+
+	.globl ds_max_rtn_f64
+	.p2align 8
+	.type ds_max_rtn_f64,@function
+ds_max_rtn_f64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_max_rtn_f64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_max_rtn_f64_end:
+	.size ds_max_rtn_f64, .Lds_max_rtn_f64_end-ds_max_rtn_f64
+
+	.globl ds_wrxchg_rtn_b64
+	.p2align 8
+	.type ds_wrxchg_rtn_b64,@function
+ds_wrxchg_rtn_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_wrxchg_rtn_b64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_wrxchg_rtn_b64_end:
+	.size ds_wrxchg_rtn_b64, .Lds_wrxchg_rtn_b64_end-ds_wrxchg_rtn_b64
+
+	.globl ds_add_u64
+	.p2align 8
+	.type ds_add_u64,@function
+ds_add_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_add_u64 v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_add_u64_end:
+	.size ds_add_u64, .Lds_add_u64_end-ds_add_u64
+
+	.globl ds_add_rtn_u64
+	.p2align 8
+	.type ds_add_rtn_u64,@function
+ds_add_rtn_u64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[6:7], v21, s[4:5]
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[8:9], v21, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v10, 0xdeadbeef
+	v_mov_b32 v11, 0xdeadbeef
+	ds_write_b64 v21, v[6:7]
+	s_waitcnt lgkmcnt(0)
+	ds_add_rtn_u64 v[10:11], v21, v[2:3]
+	s_waitcnt lgkmcnt(0)
+	ds_read_b64 v[12:13], v21
+	s_waitcnt lgkmcnt(0)
+	global_store_dwordx2 v21, v[10:11], s[12:13]
+	global_store_dwordx2 v21, v[12:13], s[14:15]
+	s_endpgm
+.Lds_add_rtn_u64_end:
+	.size ds_add_rtn_u64, .Lds_add_rtn_u64_end-ds_add_rtn_u64
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel v_madak_f32_k41200000
@@ -2562,5 +4443,644 @@ smem_batomic_umax_x2_nr8:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_sub_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_sub_rtn_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_rsub_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_rsub_rtn_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_inc_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_inc_rtn_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_dec_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_dec_rtn_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_i32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_rtn_i32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_i32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_rtn_i32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_rtn_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_rtn_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_and_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_and_rtn_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_or_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_or_rtn_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_xor_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_xor_rtn_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_mskor_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_mskor_rtn_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_cmpst_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_cmpst_rtn_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_cmpst_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_cmpst_rtn_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_rtn_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_rtn_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_wrxchg_rtn_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_wrap_rtn_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_add_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_add_rtn_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_sub_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_sub_rtn_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_rsub_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_rsub_rtn_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_inc_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_inc_rtn_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_dec_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_dec_rtn_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_i64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_rtn_i64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_i64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_rtn_i64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_rtn_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_rtn_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_and_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_and_rtn_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_or_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_or_rtn_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_xor_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_xor_rtn_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_mskor_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_mskor_rtn_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_cmpst_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_cmpst_rtn_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_cmpst_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_cmpst_rtn_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_min_rtn_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_max_rtn_f64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_wrxchg_rtn_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_add_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ds_add_rtn_u64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 512
 		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
