@@ -1359,13 +1359,18 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                     let (id, offset, size) = (ku & 0x3F, ku >> 6 & 0x1F, (ku >> 11) + 1);
                     let mask = (((1u64 << size) - 1) << offset) as u32;
                     // HW_REG_HW_ID (4) is read-only: the SPI sets it at launch (hwid module).
+                    // HW_REG_XCC_ID (20, gfx940+) too: the XCC the wave runs on.
+                    let xcc = id == 20 && inst.target == super::Gfx9Target::Gfx942;
                     if id == 4 && name == "s_getreg_b32" {
                         Some(u64::from((w.hw_id & mask) >> offset))
+                    } else if xcc && name == "s_getreg_b32" {
+                        Some(u64::from((super::hwid::XCC_ID & mask) >> offset))
                     } else if id != 1 {
                         bail!(
                             Status::IllegalInstruction,
-                            "{name} of hardware register {id}: only HW_REG_MODE (1) and \
-                             s_getreg_b32 of HW_REG_HW_ID (4) are modelled"
+                            "{name} of hardware register {id}: only HW_REG_MODE (1), and \
+                             s_getreg_b32 of HW_REG_HW_ID (4) and gfx942's HW_REG_XCC_ID \
+                             (20), are modelled"
                         );
                     } else if name == "s_getreg_b32" {
                         Some(u64::from((w.mode & mask) >> offset))

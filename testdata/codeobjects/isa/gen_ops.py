@@ -20,6 +20,8 @@ so that the forms that flush whatever the mode show it.
   are those of the instructions after the calls: p4[i] = 275.
 - `smem_*`: scalar buffer loads, stores and atomics (see smem below).
 - `ds_*`: the LDS atomics other than ds_add_u32's group (see lds below).
+- `s_getreg_xcc_id` (gfx942): HW_REG_XCC_ID whole to p4[i], bits 3:0 to p5[i];
+  `s_getreg_hwreg20` (the other targets): hardware register 20 to p4[i].
 
 Usage: python3 gen_ops.py   (writes next to this file)
 """
@@ -79,6 +81,16 @@ def ops(cpu):
         ".Lcall_fwd:", "v_add_u32 v5, 0x100, v5", "s_setpc_b64 s[28:29]"])
     smem(a)
     lds(a)
+    if cpu != "gfx942":
+        # Register 20 is not XCC_ID before gfx940 (not modelled: an error).
+        a.kernel("s_getreg_hwreg20", ["s_getreg_b32 s20, hwreg(20)", "v_mov_b32 v5, s20",
+                                      "global_store_dword v20, v5, s[12:13]"])
+    if cpu == "gfx942":
+        # HW_REG_XCC_ID (gfx940+): p4[i] = the register, p5[i] = its bits 3:0.
+        a.kernel("s_getreg_xcc_id", ["s_getreg_b32 s20, hwreg(HW_REG_XCC_ID)",
+                                     "s_getreg_b32 s21, hwreg(HW_REG_XCC_ID, 0, 4)",
+                                     "v_mov_b32 v5, s20", "global_store_dword v20, v5, s[12:13]",
+                                     "v_mov_b32 v5, s21", "global_store_dword v20, v5, s[14:15]"])
     return a
 
 

@@ -3860,6 +3860,22 @@ ds_add_rtn_u64:
 .Lds_add_rtn_u64_end:
 	.size ds_add_rtn_u64, .Lds_add_rtn_u64_end-ds_add_rtn_u64
 
+	.globl s_getreg_hwreg20
+	.p2align 8
+	.type s_getreg_hwreg20,@function
+s_getreg_hwreg20:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_getreg_b32 s20, hwreg(20)
+	v_mov_b32 v5, s20
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ls_getreg_hwreg20_end:
+	.size s_getreg_hwreg20, .Ls_getreg_hwreg20_end-s_getreg_hwreg20
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel v_madak_f32_k41200000
@@ -4938,5 +4954,12 @@ ds_add_rtn_u64:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_group_segment_fixed_size 512
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_getreg_hwreg20
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
 		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
