@@ -115,6 +115,7 @@ row("VOP2", "v_madmk_f32 v_madak_f32 v_fmamk_f32 v_fmaak_f32 v_madmk_f16 v_madak
 row("VOP2", "v_mac_f16 v_mul_legacy_f32 v_pk_fmac_f16 v_dot2c_f32_f16 v_dot2c_i32_i16 "
     "v_dot4c_i32_i8 v_dot8c_i32_i4", "1 1 1")
 row("VOP3", "v_mul_legacy_f32", "1 1 1", "noname")
+row("VOP3", "v_mad_f16 v_mad_legacy_f32", "1 1 1 1", "noname")
 for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64", 2),
               ("i16", 1), ("u16", 1), ("f16", 1)):
     if ty[0] == "f":

@@ -2178,7 +2178,19 @@ fn valu<const DPP: bool>(
             // multiply-add: src0 × src1 + src2) and the f16 MAC.
             "v_madmk_f32" | "v_madak_f32" => fr(mode::mad32(fa, fb, fc, 0)),
             "v_fmamk_f32" | "v_fmaak_f32" => fr(fma32(fa, fb, fc)),
-            "v_madmk_f16" | "v_madak_f16" => u64::from(mode::mad16(a as u16, b as u16, c as u16)),
+            "v_mad_f16" | "v_madmk_f16" | "v_madak_f16" => {
+                u64::from(mode::mad16(a as u16, b as u16, c as u16))
+            }
+            // V_MAD_LEGACY_F32 (Vega ISA VOP3 opcode 0x1C0): v_mad_f32 whose product is +0
+            // when a factor is 0 (DX9 rule, inf and NaN included).
+            "v_mad_legacy_f32" => {
+                let (x, y) = if fa == 0.0 || fb == 0.0 {
+                    (0.0, 0.0)
+                } else {
+                    (fa, fb)
+                };
+                fr(mode::mad32(x, y, fc, 0))
+            }
             "v_mac_f16" => {
                 let acc = fm.src(2, u64::from(d_old) & 0xFFFF) as u16;
                 u64::from(mode::mad16(a as u16, b as u16, acc))

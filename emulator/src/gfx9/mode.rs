@@ -104,7 +104,10 @@ impl FloatMode {
             name,
             "v_mad_f32" | "v_mac_f32" | "v_mad_legacy_f32" | "v_madmk_f32" | "v_madak_f32"
         );
-        let mad16 = matches!(name, "v_mac_f16" | "v_madmk_f16" | "v_madak_f16");
+        let mad16 = matches!(
+            name,
+            "v_mad_f16" | "v_mac_f16" | "v_madmk_f16" | "v_madak_f16"
+        );
         // Keep flags: FP_DENORM bit 0 of a precision's pair keeps input denormals, bit 1
         // keeps output denormals.
         let d32 = if mad32 { 0 } else { mode >> 4 & 3 };
@@ -384,8 +387,8 @@ pub(super) fn mul_legacy32(a: f32, b: f32, rm: u32) -> f32 {
     round32(f64::from(a) * f64::from(b), 0.0, rm)
 }
 
-/// The f16 `V_MAD_F16`/`V_MAC_F16`/`V_MADAK_F16`/`V_MADMK_F16` (Vega ISA VOP2 opcodes
-/// 35..=37): `a × b` rounded to f16, then `+ c` rounded to f16 (not fused), f16 denormals
+/// The f16 `V_MAD_F16`/`V_MAC_F16`/`V_MADAK_F16`/`V_MADMK_F16` (Vega ISA VOP3 opcode 0x203,
+/// VOP2 opcodes 35..=37): `a × b` rounded to f16, then `+ c` rounded to f16 (not fused), f16 denormals
 /// flushed (sources, product and result) whatever the mode, as `v_mad_f32` does for f32
 /// (LLVM's AMDGPU backend selects them only when f16 denormals are flushed).
 pub(super) fn mad16(a: u16, b: u16, c: u16) -> u16 {

@@ -366,6 +366,8 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Vop2, 57, T_GFX908 | T_GFX90A | T_GFX942, "v_dot4c_i32_i8", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop2, 58, T_GFX908 | T_GFX90A | T_GFX942, "v_dot8c_i32_i4", [1, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vop3, 673, T_GFX90A | T_GFX942, "v_mul_legacy_f32", [1, 1, 1, 0], F_NONAME),
+    OpInfo::new(Encoding::Vop3, 515, T_ALL, "v_mad_f16", [1, 1, 1, 1], F_NONAME),
+    OpInfo::new(Encoding::Vop3, 448, T_GFX900 | T_GFX906 | T_GFX908 | T_GFX90A, "v_mad_legacy_f32", [1, 1, 1, 1], F_NONAME),
     OpInfo::new(Encoding::Vopc, 192, T_ALL, "v_cmp_f_i32", [2, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vopc, 193, T_ALL, "v_cmp_lt_i32", [2, 1, 1, 0], 0),
     OpInfo::new(Encoding::Vopc, 194, T_ALL, "v_cmp_eq_i32", [2, 1, 1, 0], 0),

@@ -10,7 +10,8 @@ so that the forms that flush whatever the mode show it.
   `v_fmamk_f32_k<K>` (gfx942): K the f32 bits in hex; `v_madak_f16_k<K>`, `v_madmk_f16_k<K>`:
   K the f16 bits. madak/fmaak: v2 * v3 + K; madmk/fmamk: v2 * K + v3.
 - `v_madak_f32_lit`: src0 a literal, the same dword as K (v_madak_f32 v5, K, v3, K).
-- `v_mac_f16`, `v_mul_legacy_f32` (VOP2 on gfx900..gfx908, VOP3 on gfx90a/gfx942),
+- `v_mac_f16`, `v_mad_f16` and `v_mad_legacy_f32` (VOP3, v2 * v3 + v4; not gfx942),
+  `v_mul_legacy_f32` (VOP2 on gfx900..gfx908, VOP3 on gfx90a/gfx942),
   `v_mul_legacy_f32_e64_omod` (VOP3 with mul:2; gfx900..gfx908 spell it `_e64`).
 - gfx908+: `v_pk_fmac_f16`, `v_dot2c_f32_f16`, `v_dot2c_i32_i16`, `v_dot4c_i32_i8`,
   `v_dot8c_i32_i4`, their `_e64_clamp` forms, and `<op>_dpp` (`v_mac_f16`, `v_dot2c_f32_f16`,
@@ -54,6 +55,9 @@ def ops(cpu):
             ins = ("%s v5, v2, v3, 0x%s" if "ak" in form else "%s v5, v2, 0x%s, v3") % (op, kk)
             k("%s_k%s" % (op, kk), ins)
     k("v_mac_f16", "v_mac_f16 v5, v2, v3")
+    k("v_mad_f16", "v_mad_f16 v5, v2, v3, v4")
+    if cpu != "gfx942":
+        k("v_mad_legacy_f32", "v_mad_legacy_f32 v5, v2, v3, v4")
     k("v_mul_legacy_f32", "v_mul_legacy_f32 v5, v2, v3")
     e64 = "" if cpu in ("gfx90a", "gfx942") else "_e64"
     k("v_mul_legacy_f32_e64_omod", "v_mul_legacy_f32%s v5, v2, v3 mul:2" % e64)
