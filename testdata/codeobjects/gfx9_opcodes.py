@@ -72,6 +72,8 @@ row("SMEM", "s_buffer_load_dwordx16", "16")
 row("SMEM", "s_store_dword s_buffer_store_dword", "1")
 row("SMEM", "s_store_dwordx2 s_buffer_store_dwordx2", "2")
 row("SMEM", "s_store_dwordx4 s_buffer_store_dwordx4", "4")
+# Scalar cache write-back and invalidation (no operands).
+row("SMEM", "s_dcache_inv s_dcache_wb s_dcache_inv_vol s_dcache_wb_vol", "0")
 # Scalar atomics (the pre-op value returned in SDATA with glc).
 for _p in ("s_atomic", "s_buffer_atomic"):
     for _o in "swap cmpswap add sub smin umin smax umax and or xor inc dec".split():
@@ -296,6 +298,8 @@ def sample(enc, n, w, flags):
                 "s_setprio": "s_setprio 1", "s_trap": "s_trap 2",
                 "s_sendmsg": "s_sendmsg sendmsg(MSG_INTERRUPT)",
                 "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
+    if enc == "SMEM" and n.startswith("s_dcache"):
+        return n
     if enc == "SMEM":
         base = "s[8:11]" if n.startswith("s_buffer_") else "s[2:3]"
         return "%s %s, %s, 0x4" % (n, reg("s", d[0], 4), base)

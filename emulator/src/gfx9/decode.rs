@@ -705,9 +705,12 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     return Err(illegal("SMEM", &[w0, w1], "destination is m0 or exec"));
                 }
             }
-            if matches!(info.name, "s_memtime" | "s_memrealtime") {
-                // No address: the sources stay None, the base and offset fields are ignored,
-                // but the IMM bit must be clear (llvm-mc-19 rejects the word otherwise).
+            if matches!(info.name, "s_memtime" | "s_memrealtime")
+                || info.name.starts_with("s_dcache_")
+            {
+                // No address: the sources stay None, the base and offset fields are ignored
+                // (and s_dcache_*'s SDATA and GLC), but the IMM bit must be clear (llvm-mc-19
+                // rejects the word otherwise).
                 if w0 >> 17 & 1 != 0 {
                     return Err(illegal(
                         "SMEM",

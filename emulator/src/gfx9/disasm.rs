@@ -299,6 +299,9 @@ impl fmt::Display for Instruction {
                     _ => write!(f, "{name} 0x{imm:x}"),
                 }
             }
+            Encoding::Smem if self.src[0] == Operand::None && self.dst == Operand::None => {
+                f.write_str(name)
+            }
             Encoding::Smem if self.src[0] == Operand::None => {
                 write!(f, "{name} {}", Op(&self.dst))
             }

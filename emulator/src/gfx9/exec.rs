@@ -1121,6 +1121,9 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
     match inst.encoding {
         Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
         Encoding::Sopp => sopp(ctx, w, inst, next),
+        // The emulator has no scalar cache: its write-back and invalidation have nothing to do
+        // (scalar stores write memory at once, loads read it).
+        Encoding::Smem if inst.name().starts_with("s_dcache_") => Ok(Flow::Next),
         Encoding::Smem if inst.src[0] == Operand::None => {
             clock_counter(ctx, w, inst);
             Ok(Flow::Next)

@@ -167,7 +167,8 @@ def lds(a):
 #   NUM_RECORDS 0x18, stored as above.
 # - `smem_store`: s_store_dwordx4 of 0x11111111.. at p4 + 8, s_store_dword at p4 + 0x40,
 #   s_store_dwordx2 at p4 + 0x80 (SGPR offset); s_buffer_store_dwordx4 at byte 8 of the V#
-#   {p5, NUM_RECORDS 0x10} (its last two dwords out of range).
+#   {p5, NUM_RECORDS 0x10} (its last two dwords out of range); then the s_dcache_* write-backs
+#   and invalidations.
 # - `smem_atomic_<op>[_x2]` (glc) and `smem_atomic_add_noglc`: s_atomic_* on the word at
 #   p0 + 8 with SDATA s[24:27] = p1[0..4], then lane i stores s24..s27 to p4[4i..4i+3];
 #   `smem_batomic_<op>_nr<NR>`: s_buffer_atomic_* at byte 8 of the V# {p0, NUM_RECORDS NR}.
@@ -200,7 +201,8 @@ def smem(a):
         "s_store_dwordx4 s[24:27], s[2:3], 0x8", "s_store_dword s25, s[2:3], 0x40",
         "s_movk_i32 s30, 0x80", "s_store_dwordx2 s[26:27], s[2:3], s30",
         "s_mov_b64 s[20:21], s[28:29]"] + vsharp(0x10, 0, 0) + [
-        "s_buffer_store_dwordx4 s[24:27], s[20:23], 0x8", "s_waitcnt lgkmcnt(0)"])
+        "s_buffer_store_dwordx4 s[24:27], s[20:23], 0x8", "s_waitcnt lgkmcnt(0)",
+        "s_dcache_wb", "s_dcache_wb_vol", "s_dcache_inv", "s_dcache_inv_vol"])
     # Atomics: SDATA s[24:27] = p1[0..4]; the memory word is at p0 + 8; lane i stores
     # s24..s27 afterwards to p4[4i..4i+3]. (A tab before glc: SMEM keeps the name glc on
     # gfx940+, which Asm's cache_bits would rename.)

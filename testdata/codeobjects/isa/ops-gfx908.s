@@ -1127,6 +1127,10 @@ smem_store:
 	s_or_b32 s21, s21, 0x0
 	s_buffer_store_dwordx4 s[24:27], s[20:23], 0x8
 	s_waitcnt lgkmcnt(0)
+	s_dcache_wb
+	s_dcache_wb_vol
+	s_dcache_inv
+	s_dcache_inv_vol
 	s_endpgm
 .Lsmem_store_end:
 	.size smem_store, .Lsmem_store_end-smem_store
