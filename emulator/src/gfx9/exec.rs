@@ -1216,6 +1216,110 @@ fn clock_counter(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) {
     set_sdst(w, &inst.dst, t);
 }
 
+/// Scalar buffer loads, scalar stores and scalar atomics through an address or a V# (Vega
+/// ISA §4.3 "Scalar memory operations", SMEM opcodes 8..=12, 16..=18, 24..=26, 64..=76,
+/// 96..=108, 128..=140, 160..=172).
+///
+/// Atomics operate on the dword (qword for `_x2`) at the address as the FLAT/MUBUF atomics
+/// of the same name do; the data is SDATA (for `cmpswap` the source, then the compare value);
+/// with GLC the pre-op value is written back to SDATA's first dword(s). A buffer atomic is
+/// range-checked all or nothing (out of range: memory untouched, 0 returned).
+///
+/// The byte offset is the immediate or the SGPR offset, the low two bits cleared. `s_store_*`
+/// write the SDATA registers at SBASE (an SGPR pair) + offset. The `s_buffer_*` forms take the
+/// base address from V# bits 47:0 and bound the access by NUM_RECORDS: the buffer's size in
+/// bytes is NUM_RECORDS when STRIDE is 0 or SWIZZLE_EN clear, else NUM_RECORDS × STRIDE; each
+/// dword whose byte offset is at or beyond it reads as 0 (a load) or is not written (a store).
+/// There is no scalar cache in the emulator: stores write memory at once, loads read it.
+///
+/// # Errors
+/// The memory's error for an access outside the device's memory.
+fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let Operand::Sreg { index: sbase, .. } = inst.src[0] else {
+        return Err(not_implemented(inst));
+    };
+    let sbase = usize::from(sbase);
+    let off = if inst.src[1] != Operand::None {
+        scalar(w, &inst.src[1], false, false) as u32 as u64
+    } else {
+        inst.imm as i64 as u64
+    } & !3;
+    let (base, limit) = if name.starts_with("s_buffer_") {
+        let v: [u32; 4] = core::array::from_fn(|k| w.sreg.get(sbase + k).copied().unwrap_or(0));
+        let stride = u64::from(v[1] >> 16 & 0x3FFF);
+        let swizzle = v[1] >> 31 != 0;
+        let records = u64::from(v[2]);
+        let bytes = if stride == 0 || !swizzle {
+            records
+        } else {
+            records * stride
+        };
+        (
+            u64::from(v[0]) | u64::from(v[1] & 0xFFFF) << 32,
+            Some(bytes),
+        )
+    } else {
+        (w.sreg64(sbase), None)
+    };
+    let Operand::Sreg { index: data, .. } = inst.dst else {
+        return Err(not_implemented(inst));
+    };
+    let data = usize::from(data);
+    if let Some(ty) = name.split_once("atomic_").map(|(_, t)| t) {
+        let f = atomic_op(ty).ok_or_else(|| not_implemented(inst))?;
+        let wide = ty.ends_with("_x2");
+        let dw = if wide { 2 } else { 1 };
+        let reg = |k: usize| u64::from(w.sreg.get(data + k).copied().unwrap_or(0));
+        let pair = |k: usize| reg(k) | if wide { reg(k + 1) << 32 } else { 0 };
+        let (src, cmp) = (pair(0), pair(dw));
+        // All or nothing: out of range, memory is untouched and the value returned is 0.
+        let in_range = limit.is_none_or(|l| off + 4 * dw as u64 <= l);
+        let addr = base.wrapping_add(off);
+        let old = if !in_range {
+            0
+        } else if wide {
+            ctx.memory
+                .atomic_rmw_u64(addr, &mut |o| f(o, src, cmp, true))?
+        } else {
+            let old = ctx
+                .memory
+                .atomic_rmw_u32(addr, &mut |o| f(u64::from(o), src, cmp, false) as u32)?;
+            u64::from(old)
+        };
+        if inst.mods.smem_glc {
+            for k in 0..dw {
+                if let Some(r) = w.sreg.get_mut(data + k) {
+                    *r = (old >> (32 * k)) as u32;
+                }
+            }
+        }
+        return Ok(());
+    }
+    let n = usize::from(inst.info.widths[0]);
+    let store = name.contains("_store_");
+    for k in 0..n {
+        let o = off.wrapping_add(4 * k as u64);
+        let in_range = limit.is_none_or(|l| o < l);
+        let addr = base.wrapping_add(o);
+        if store {
+            let v = w.sreg.get(data + k).copied().unwrap_or(0);
+            if in_range {
+                ctx.memory.write(addr, &v.to_le_bytes())?;
+            }
+        } else {
+            let mut b = [0u8; 4];
+            if in_range {
+                ctx.memory.read(addr, &mut b)?;
+            }
+            if let Some(r) = w.sreg.get_mut(data + k) {
+                *r = u32::from_le_bytes(b);
+            }
+        }
+    }
+    Ok(())
+}
+
 fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     let target = next.wrapping_add((inst.imm as i64 * 4) as u64);
     let taken = match inst.name() {
@@ -3160,6 +3264,143 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
     Ok(())
 }
 
+/// The operation and width (64-bit: true) of an LDS atomic mnemonic other than the
+/// `ds_add_u32` group `ds` handles itself: `ds_<op>[_rtn]_<type>`, e.g. `("min_i", false)` for
+/// `ds_min_rtn_i32`; `None` for any other DS instruction.
+fn ds_atomic_kind(name: &str) -> Option<(&'static str, bool)> {
+    let rest = name.strip_prefix("ds_")?.replace("_rtn", "");
+    let (op, ty) = rest.rsplit_once('_')?;
+    let wide = match ty {
+        "u32" | "i32" | "b32" | "f32" => false,
+        "u64" | "i64" | "b64" | "f64" => true,
+        _ => return None,
+    };
+    let kind = ty.as_bytes()[0];
+    Some(match (op, kind) {
+        ("add", b'u') => "add",
+        ("add", b'f') if !wide => "add_f",
+        ("sub", b'u') => "sub",
+        ("rsub", b'u') => "rsub",
+        ("inc", b'u') => "inc",
+        ("dec", b'u') => "dec",
+        ("min", b'i') => "min_i",
+        ("max", b'i') => "max_i",
+        ("min", b'u') => "min_u",
+        ("max", b'u') => "max_u",
+        ("min", b'f') => "min_f",
+        ("max", b'f') => "max_f",
+        ("and", b'b') => "and",
+        ("or", b'b') => "or",
+        ("xor", b'b') => "xor",
+        ("mskor", b'b') => "mskor",
+        ("cmpst", b'b') => "cmpst",
+        ("cmpst", b'f') => "cmpst_f",
+        ("wrxchg", b'b') => "wrxchg",
+        ("wrap", b'b') if !wide => "wrap",
+        _ => return None,
+    })
+    .map(|op| (op, wide))
+}
+
+/// The new LDS value of atomic `op` ([`ds_atomic_kind`]) on the old value `old` with the
+/// instruction's DATA0 `d0` and DATA1 `d1`, 32 or (`wide`) 64 bits (Vega ISA §12.13 "DS"
+/// opcode descriptions): `rsub` is `d0 − old`; `inc` wraps to 0 when `old ≥ d0`, `dec` to
+/// `d0` when `old` is 0 or above `d0`; `mskor` is `(old & !d0) | d1`; `cmpst` stores `d1`
+/// when `old` equals `d0` (the compare value first, the opposite of the MUBUF/FLAT
+/// `cmpswap` order; the f32/f64 forms compare as floats: −0 equals +0, a NaN nothing);
+/// `wrap` is `old ≥ d0 ? old − d0 : old + d1`; f32/f64 min/max follow IEEE 754 minNum/maxNum
+/// with −0 below +0 (a NaN loses to a number; two NaNs keep the old value); `add_f` is an
+/// f32 add rounded to nearest even, denormals kept.
+fn ds_atomic_value(op: &str, wide: bool, old: u64, d0: u64, d1: u64) -> u64 {
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    let (o, a, b) = (old & mask, d0 & mask, d1 & mask);
+    let signed = |x: u64| {
+        if wide {
+            x as i64
+        } else {
+            i64::from(x as u32 as i32)
+        }
+    };
+    let float = |x: u64| {
+        if wide {
+            f64::from_bits(x)
+        } else {
+            f64::from(f32::from_bits(x as u32))
+        }
+    };
+    let min_max = |max: bool| {
+        let (x, y) = (float(o), float(a));
+        match (x.is_nan(), y.is_nan()) {
+            (true, false) => a,
+            (_, true) => o,
+            _ if x == y => {
+                // ±0: the max of the two is +0 unless both are −0 (and the min −0 unless both +0).
+                if max {
+                    o & a
+                } else {
+                    o | a
+                }
+            }
+            _ if (y > x) == max => a,
+            _ => o,
+        }
+    };
+    let r = match op {
+        "add" => o.wrapping_add(a),
+        "sub" => o.wrapping_sub(a),
+        "rsub" => a.wrapping_sub(o),
+        "inc" => {
+            if o >= a {
+                0
+            } else {
+                o + 1
+            }
+        }
+        "dec" => {
+            if o == 0 || o > a {
+                a
+            } else {
+                o - 1
+            }
+        }
+        "min_i" => signed(o).min(signed(a)) as u64,
+        "max_i" => signed(o).max(signed(a)) as u64,
+        "min_u" => o.min(a),
+        "max_u" => o.max(a),
+        "min_f" => min_max(false),
+        "max_f" => min_max(true),
+        "add_f" => u64::from((f32::from_bits(o as u32) + f32::from_bits(a as u32)).to_bits()),
+        "and" => o & a,
+        "or" => o | a,
+        "xor" => o ^ a,
+        "mskor" => (o & !a) | b,
+        "cmpst" => {
+            if o == a {
+                b
+            } else {
+                o
+            }
+        }
+        "cmpst_f" => {
+            if float(o) == float(a) {
+                b
+            } else {
+                o
+            }
+        }
+        "wrxchg" => a,
+        "wrap" => {
+            if o >= a {
+                o - a
+            } else {
+                o.wrapping_add(b)
+            }
+        }
+        _ => o,
+    };
+    r & mask
+}
+
 /// Whether `name` is one of the DS instructions that move data between the lanes of a wave
 /// without touching LDS (Vega ISA §12.13 "LDS and GDS instructions": `DS_SWIZZLE_B32`,
 /// `DS_PERMUTE_B32`, `DS_BPERMUTE_B32`).
@@ -3566,247 +3807,6 @@ fn flat(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
         };
         lane_access(ctx, w, inst, op, lane, space)
             .map_err(|e| error!(e.status(), "lane {lane}: {}", e.detail()))?;
-    }
-    Ok(())
-}
-
-/// The operation and width (64-bit: true) of an LDS atomic mnemonic other than the
-/// `ds_add_u32` group `ds` handles itself: `ds_<op>[_rtn]_<type>`, e.g. `("min_i", false)` for
-/// `ds_min_rtn_i32`; `None` for any other DS instruction.
-fn ds_atomic_kind(name: &str) -> Option<(&'static str, bool)> {
-    let rest = name.strip_prefix("ds_")?.replace("_rtn", "");
-    let (op, ty) = rest.rsplit_once('_')?;
-    let wide = match ty {
-        "u32" | "i32" | "b32" | "f32" => false,
-        "u64" | "i64" | "b64" | "f64" => true,
-        _ => return None,
-    };
-    let kind = ty.as_bytes()[0];
-    Some(match (op, kind) {
-        ("add", b'u') => "add",
-        ("add", b'f') if !wide => "add_f",
-        ("sub", b'u') => "sub",
-        ("rsub", b'u') => "rsub",
-        ("inc", b'u') => "inc",
-        ("dec", b'u') => "dec",
-        ("min", b'i') => "min_i",
-        ("max", b'i') => "max_i",
-        ("min", b'u') => "min_u",
-        ("max", b'u') => "max_u",
-        ("min", b'f') => "min_f",
-        ("max", b'f') => "max_f",
-        ("and", b'b') => "and",
-        ("or", b'b') => "or",
-        ("xor", b'b') => "xor",
-        ("mskor", b'b') => "mskor",
-        ("cmpst", b'b') => "cmpst",
-        ("cmpst", b'f') => "cmpst_f",
-        ("wrxchg", b'b') => "wrxchg",
-        ("wrap", b'b') if !wide => "wrap",
-        _ => return None,
-    })
-    .map(|op| (op, wide))
-}
-
-/// The new LDS value of atomic `op` ([`ds_atomic_kind`]) on the old value `old` with the
-/// instruction's DATA0 `d0` and DATA1 `d1`, 32 or (`wide`) 64 bits (Vega ISA §12.13 "DS"
-/// opcode descriptions): `rsub` is `d0 − old`; `inc` wraps to 0 when `old ≥ d0`, `dec` to
-/// `d0` when `old` is 0 or above `d0`; `mskor` is `(old & !d0) | d1`; `cmpst` stores `d1`
-/// when `old` equals `d0` (the compare value first, the opposite of the MUBUF/FLAT
-/// `cmpswap` order; the f32/f64 forms compare as floats: −0 equals +0, a NaN nothing);
-/// `wrap` is `old ≥ d0 ? old − d0 : old + d1`; f32/f64 min/max follow IEEE 754 minNum/maxNum
-/// with −0 below +0 (a NaN loses to a number; two NaNs keep the old value); `add_f` is an
-/// f32 add rounded to nearest even, denormals kept.
-fn ds_atomic_value(op: &str, wide: bool, old: u64, d0: u64, d1: u64) -> u64 {
-    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
-    let (o, a, b) = (old & mask, d0 & mask, d1 & mask);
-    let signed = |x: u64| {
-        if wide {
-            x as i64
-        } else {
-            i64::from(x as u32 as i32)
-        }
-    };
-    let float = |x: u64| {
-        if wide {
-            f64::from_bits(x)
-        } else {
-            f64::from(f32::from_bits(x as u32))
-        }
-    };
-    let min_max = |max: bool| {
-        let (x, y) = (float(o), float(a));
-        match (x.is_nan(), y.is_nan()) {
-            (true, false) => a,
-            (_, true) => o,
-            _ if x == y => {
-                // ±0: the max of the two is +0 unless both are −0 (and the min −0 unless both +0).
-                if max {
-                    o & a
-                } else {
-                    o | a
-                }
-            }
-            _ if (y > x) == max => a,
-            _ => o,
-        }
-    };
-    let r = match op {
-        "add" => o.wrapping_add(a),
-        "sub" => o.wrapping_sub(a),
-        "rsub" => a.wrapping_sub(o),
-        "inc" => {
-            if o >= a {
-                0
-            } else {
-                o + 1
-            }
-        }
-        "dec" => {
-            if o == 0 || o > a {
-                a
-            } else {
-                o - 1
-            }
-        }
-        "min_i" => signed(o).min(signed(a)) as u64,
-        "max_i" => signed(o).max(signed(a)) as u64,
-        "min_u" => o.min(a),
-        "max_u" => o.max(a),
-        "min_f" => min_max(false),
-        "max_f" => min_max(true),
-        "add_f" => u64::from((f32::from_bits(o as u32) + f32::from_bits(a as u32)).to_bits()),
-        "and" => o & a,
-        "or" => o | a,
-        "xor" => o ^ a,
-        "mskor" => (o & !a) | b,
-        "cmpst" => {
-            if o == a {
-                b
-            } else {
-                o
-            }
-        }
-        "cmpst_f" => {
-            if float(o) == float(a) {
-                b
-            } else {
-                o
-            }
-        }
-        "wrxchg" => a,
-        "wrap" => {
-            if o >= a {
-                o - a
-            } else {
-                o.wrapping_add(b)
-            }
-        }
-        _ => o,
-    };
-    r & mask
-}
-
-/// Scalar buffer loads, scalar stores and scalar atomics through an address or a V# (Vega
-/// ISA §4.3 "Scalar memory operations", SMEM opcodes 8..=12, 16..=18, 24..=26, 64..=76,
-/// 96..=108, 128..=140, 160..=172).
-///
-/// Atomics operate on the dword (qword for `_x2`) at the address as the FLAT/MUBUF atomics
-/// of the same name do; the data is SDATA (for `cmpswap` the source, then the compare value);
-/// with GLC the pre-op value is written back to SDATA's first dword(s). A buffer atomic is
-/// range-checked all or nothing (out of range: memory untouched, 0 returned).
-///
-/// The byte offset is the immediate or the SGPR offset, the low two bits cleared. `s_store_*`
-/// write the SDATA registers at SBASE (an SGPR pair) + offset. The `s_buffer_*` forms take the
-/// base address from V# bits 47:0 and bound the access by NUM_RECORDS: the buffer's size in
-/// bytes is NUM_RECORDS when STRIDE is 0 or SWIZZLE_EN clear, else NUM_RECORDS × STRIDE; each
-/// dword whose byte offset is at or beyond it reads as 0 (a load) or is not written (a store).
-/// There is no scalar cache in the emulator: stores write memory at once, loads read it.
-///
-/// # Errors
-/// The memory's error for an access outside the device's memory.
-fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
-    let name = inst.name();
-    let Operand::Sreg { index: sbase, .. } = inst.src[0] else {
-        return Err(not_implemented(inst));
-    };
-    let sbase = usize::from(sbase);
-    let off = if inst.src[1] != Operand::None {
-        scalar(w, &inst.src[1], false, false) as u32 as u64
-    } else {
-        inst.imm as i64 as u64
-    } & !3;
-    let (base, limit) = if name.starts_with("s_buffer_") {
-        let v: [u32; 4] = core::array::from_fn(|k| w.sreg.get(sbase + k).copied().unwrap_or(0));
-        let stride = u64::from(v[1] >> 16 & 0x3FFF);
-        let swizzle = v[1] >> 31 != 0;
-        let records = u64::from(v[2]);
-        let bytes = if stride == 0 || !swizzle {
-            records
-        } else {
-            records * stride
-        };
-        (
-            u64::from(v[0]) | u64::from(v[1] & 0xFFFF) << 32,
-            Some(bytes),
-        )
-    } else {
-        (w.sreg64(sbase), None)
-    };
-    let Operand::Sreg { index: data, .. } = inst.dst else {
-        return Err(not_implemented(inst));
-    };
-    let data = usize::from(data);
-    if let Some(ty) = name.split_once("atomic_").map(|(_, t)| t) {
-        let f = atomic_op(ty).ok_or_else(|| not_implemented(inst))?;
-        let wide = ty.ends_with("_x2");
-        let dw = if wide { 2 } else { 1 };
-        let reg = |k: usize| u64::from(w.sreg.get(data + k).copied().unwrap_or(0));
-        let pair = |k: usize| reg(k) | if wide { reg(k + 1) << 32 } else { 0 };
-        let (src, cmp) = (pair(0), pair(dw));
-        // All or nothing: out of range, memory is untouched and the value returned is 0.
-        let in_range = limit.is_none_or(|l| off + 4 * dw as u64 <= l);
-        let addr = base.wrapping_add(off);
-        let old = if !in_range {
-            0
-        } else if wide {
-            ctx.memory
-                .atomic_rmw_u64(addr, &mut |o| f(o, src, cmp, true))?
-        } else {
-            let old = ctx
-                .memory
-                .atomic_rmw_u32(addr, &mut |o| f(u64::from(o), src, cmp, false) as u32)?;
-            u64::from(old)
-        };
-        if inst.mods.smem_glc {
-            for k in 0..dw {
-                if let Some(r) = w.sreg.get_mut(data + k) {
-                    *r = (old >> (32 * k)) as u32;
-                }
-            }
-        }
-        return Ok(());
-    }
-    let n = usize::from(inst.info.widths[0]);
-    let store = name.contains("_store_");
-    for k in 0..n {
-        let o = off.wrapping_add(4 * k as u64);
-        let in_range = limit.is_none_or(|l| o < l);
-        let addr = base.wrapping_add(o);
-        if store {
-            let v = w.sreg.get(data + k).copied().unwrap_or(0);
-            if in_range {
-                ctx.memory.write(addr, &v.to_le_bytes())?;
-            }
-        } else {
-            let mut b = [0u8; 4];
-            if in_range {
-                ctx.memory.read(addr, &mut b)?;
-            }
-            if let Some(r) = w.sreg.get_mut(data + k) {
-                *r = u32::from_le_bytes(b);
-            }
-        }
     }
     Ok(())
 }
