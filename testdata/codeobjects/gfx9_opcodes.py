@@ -49,6 +49,7 @@ row("SOPK", "s_movk_i32 s_cmovk_i32 s_cmpk_eq_i32 s_cmpk_lg_i32 s_cmpk_gt_i32 s_
 row("SOPK", "s_getreg_b32", "1")
 row("SOPK", "s_setreg_b32", "0 1")
 row("SOPK", "s_setreg_imm32_b32", "0")
+row("SOPK", "s_call_b64", "2")
 row("SOPC", "s_cmp_eq_i32 s_cmp_lg_i32 s_cmp_gt_i32 s_cmp_ge_i32 s_cmp_lt_i32 s_cmp_le_i32 "
     "s_cmp_eq_u32 s_cmp_lg_u32 s_cmp_gt_u32 s_cmp_ge_u32 s_cmp_lt_u32 s_cmp_le_u32 "
     "s_bitcmp0_b32 s_bitcmp1_b32", "0 1 1")
@@ -62,6 +63,22 @@ row("SMEM", "s_load_dwordx2", "2")
 row("SMEM", "s_load_dwordx4", "4")
 row("SMEM", "s_load_dwordx8", "8")
 row("SMEM", "s_load_dwordx16", "16")
+# Scalar buffer loads (base and range from a V#), scalar stores (data in the SDATA field).
+row("SMEM", "s_buffer_load_dword", "1")
+row("SMEM", "s_buffer_load_dwordx2", "2")
+row("SMEM", "s_buffer_load_dwordx4", "4")
+row("SMEM", "s_buffer_load_dwordx8", "8")
+row("SMEM", "s_buffer_load_dwordx16", "16")
+row("SMEM", "s_store_dword s_buffer_store_dword", "1")
+row("SMEM", "s_store_dwordx2 s_buffer_store_dwordx2", "2")
+row("SMEM", "s_store_dwordx4 s_buffer_store_dwordx4", "4")
+# Scalar cache write-back and invalidation (no operands).
+row("SMEM", "s_dcache_inv s_dcache_wb s_dcache_inv_vol s_dcache_wb_vol", "0")
+# Scalar atomics (the pre-op value returned in SDATA with glc).
+for _p in ("s_atomic", "s_buffer_atomic"):
+    for _o in "swap cmpswap add sub smin umin smax umax and or xor inc dec".split():
+        row("SMEM", "%s_%s" % (_p, _o), "2" if _o == "cmpswap" else "1")
+        row("SMEM", "%s_%s_x2" % (_p, _o), "4" if _o == "cmpswap" else "2")
 row("VOP1", "v_nop", "0 0")
 row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_cvt_rpi_i32_f32 v_cvt_flr_i32_f32 v_cvt_f32_ubyte0 v_cvt_f32_ubyte1 v_cvt_f32_ubyte2 "
@@ -92,6 +109,15 @@ row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
 row("VOP2", "v_fmac_f64", "2 2 2")
+# VOP2 with a 32-bit literal constant K after the word (madmk: S0 * K + S1, madak:
+# S0 * S1 + K; the fused fmamk/fmaak forms on gfx940+), the f16 MAC, the DX9 multiply, and the
+# accumulating packed FMA and dot products (gfx908+).
+row("VOP2", "v_madmk_f32 v_madak_f32 v_fmamk_f32 v_fmaak_f32 v_madmk_f16 v_madak_f16", "1 1 1 1",
+    "k")
+row("VOP2", "v_mac_f16 v_mul_legacy_f32 v_pk_fmac_f16 v_dot2c_f32_f16 v_dot2c_i32_i16 "
+    "v_dot4c_i32_i8 v_dot8c_i32_i4", "1 1 1")
+row("VOP3", "v_mul_legacy_f32", "1 1 1", "noname")
+row("VOP3", "v_mad_f16 v_mad_legacy_f32", "1 1 1 1", "noname")
 for ty, w in (("i32", 1), ("u32", 1), ("f32", 1), ("i64", 2), ("u64", 2), ("f64", 2),
               ("i16", 1), ("u16", 1), ("f16", 1)):
     if ty[0] == "f":
@@ -137,6 +163,16 @@ row("DS", "ds_read_b64 ds_read2_b32 ds_read2st64_b32", "2 1")
 row("DS", "ds_read2_b64 ds_read2st64_b64 ds_read_b128", "4 1")
 row("DS", "ds_write_b128", "0 1 4")
 row("DS", "ds_add_rtn_u32", "1 1 1")
+# The other LDS atomics, returning (`_rtn_`) or not: integer, mask-or, compare-store, wrap,
+# exchange, f32/f64 min/max, f32 add (Vega ISA DS opcodes 0..=53, 64..=117).
+row("DS", "ds_sub_rtn_u32 ds_rsub_rtn_u32 ds_inc_rtn_u32 ds_dec_rtn_u32 ds_min_rtn_i32 ds_max_rtn_i32 ds_min_rtn_u32 ds_max_rtn_u32 ds_and_rtn_b32 ds_or_rtn_b32 ds_xor_rtn_b32 ds_wrxchg_rtn_b32 ds_min_rtn_f32 ds_max_rtn_f32 ds_add_rtn_f32", "1 1 1")
+row("DS", "ds_rsub_u32 ds_inc_u32 ds_dec_u32 ds_min_i32 ds_max_i32 ds_min_f32 ds_max_f32 ds_add_f32", "0 1 1")
+row("DS", "ds_mskor_b32 ds_cmpst_b32 ds_cmpst_f32", "0 1 1 1")
+row("DS", "ds_mskor_rtn_b32 ds_cmpst_rtn_b32 ds_cmpst_rtn_f32 ds_wrap_rtn_b32", "1 1 1 1")
+row("DS", "ds_sub_u64 ds_rsub_u64 ds_inc_u64 ds_dec_u64 ds_min_i64 ds_max_i64 ds_min_u64 ds_max_u64 ds_and_b64 ds_or_b64 ds_xor_b64 ds_add_u64 ds_min_f64 ds_max_f64", "0 1 2")
+row("DS", "ds_sub_rtn_u64 ds_rsub_rtn_u64 ds_inc_rtn_u64 ds_dec_rtn_u64 ds_min_rtn_i64 ds_max_rtn_i64 ds_min_rtn_u64 ds_max_rtn_u64 ds_and_rtn_b64 ds_or_rtn_b64 ds_xor_rtn_b64 ds_add_rtn_u64 ds_wrxchg_rtn_b64 ds_min_rtn_f64 ds_max_rtn_f64", "2 1 2")
+row("DS", "ds_mskor_b64 ds_cmpst_b64 ds_cmpst_f64", "0 1 2 2")
+row("DS", "ds_mskor_rtn_b64 ds_cmpst_rtn_b64 ds_cmpst_rtn_f64", "2 1 2 2")
 row("DS", "ds_swizzle_b32", "1 1")
 row("DS", "ds_permute_b32 ds_bpermute_b32", "1 1 1")
 row("DS", "ds_read_u8_d16 ds_read_u8_d16_hi ds_read_i8_d16 ds_read_i8_d16_hi ds_read_u16_d16 "
@@ -262,6 +298,7 @@ def sample(enc, n, w, flags):
         return {"s_getreg_b32": "s_getreg_b32 s0, hwreg(HW_REG_MODE, 0, 4)",
                 "s_setreg_b32": "s_setreg_b32 hwreg(HW_REG_MODE, 0, 4), s0",
                 "s_setreg_imm32_b32": "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 3",
+                "s_call_b64": "s_call_b64 s[0:1], 4",
                 }.get(n, "%s s0, 0x10" % n)
     if enc == "SOPC":
         return "%s %s, %s" % (n, reg("s", d[1], 20), reg("s", d[2], 40))
@@ -270,8 +307,11 @@ def sample(enc, n, w, flags):
                 "s_setprio": "s_setprio 1", "s_trap": "s_trap 2",
                 "s_sendmsg": "s_sendmsg sendmsg(MSG_INTERRUPT)",
                 "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
+    if enc == "SMEM" and n.startswith("s_dcache"):
+        return n
     if enc == "SMEM":
-        return "%s %s, s[2:3], 0x4" % (n, reg("s", d[0], 4))
+        base = "s[8:11]" if n.startswith("s_buffer_") else "s[2:3]"
+        return "%s %s, %s, 0x4" % (n, reg("s", d[0], 4), base)
     if enc == "VOP1":
         if d[0] == 0:
             return n + "_e32"
@@ -279,6 +319,10 @@ def sample(enc, n, w, flags):
         return "%s_e32 %s, %s" % (n, reg(dk, d[0], 0), reg("v", d[1], 20))
     if enc == "VOP2":
         a, b = reg("v", d[1], 20), reg("v", d[2], 40)
+        if "k" in flags.split():
+            if "mk" in n:
+                return "%s v0, %s, 0x4900, %s" % (n, a, b)
+            return "%s v0, %s, %s, 0x4900" % (n, a, b)
         if "co" in flags:
             return "%s_e32 v0, vcc, %s, %s" % (n, a, b)
         if "ci" in flags:
@@ -307,10 +351,14 @@ def sample(enc, n, w, flags):
             return "%s v1, %s, %s offset1:1" % (n, reg("v", d[2], 2), reg("v", d[3], 6))
         if n.startswith("ds_read2"):
             return "%s %s, v1 offset1:1" % (n, reg("v", d[0], 2))
+        if d[3]:
+            ops = ([reg("v", d[0], 4)] if d[0] else []) + ["v1", reg("v", d[2], 2),
+                                                            reg("v", d[3], 6)]
+            return "%s %s" % (n, ", ".join(ops))
         if d[0] == 0:
             return "%s v1, %s" % (n, reg("v", d[2], 2))
         if d[2]:
-            return "%s %s, v1, v2" % (n, reg("v", d[0], 4))
+            return "%s %s, v1, %s" % (n, reg("v", d[0], 4), reg("v", d[2], 2))
         return "%s %s, v1" % (n, reg("v", d[0], 2))
     if enc == "MTBUF":
         return "%s %s, v1, s[4:7], 0 offen" % (n, reg("v", d[0] or d[1], 2))
@@ -422,9 +470,11 @@ def main():
             sys.stderr.write("no target assembles %r\n" % s)
         d = w + [0] * (4 - len(w))
         for (op, no_rtn), cpus in sorted(groups.items()):
+            if e == "VOP3" and op < 0x1C0:
+                continue  # a VOP1/VOP2/VOPC opcode's VOP3 form: that row's, not this one's
             t = "T_ALL" if len(cpus) == len(CPUS) else " | ".join(bits[c] for c in cpus)
             fl = " | ".join("F_" + x.upper() for x in f.split() + (["nortn"] if no_rtn else [])
-                            if x != "mai") or "0"
+                            if x not in ("mai", "k")) or "0"
             out.write("    OpInfo::new(Encoding::%s, %d, %s, \"%s\", [%d, %d, %d, %d], %s),\n"
                       % (e.capitalize() if False else e_name(e), op, t, n, d[0], d[1], d[2], d[3], fl))
     out.write("];\n")

@@ -29,6 +29,26 @@ fn target(name: &str) -> Gfx9Target {
 /// (target, w0, w1, llvm-mc-19's text or `None` for a rejection). `w1` is 0 for 4-byte
 /// instructions.
 const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
+    // VOP2 with a constant K: an f16 K prints all 32 bits of its dword, no _e32 suffix; a
+    // literal of a packed 16-bit pair prints its 32 bits.
+    (
+        "gfx900",
+        0x4A904196,
+        0x67F3E72D,
+        Some("v_madak_f16 v72, v150, v32, 0x67f3e72d"),
+    ),
+    (
+        "gfx90a",
+        0x7140C0FF,
+        0x63424DE4,
+        Some("v_dot2c_i32_i16_e32 v160, 0x63424de4, v96"),
+    ),
+    (
+        "gfx942",
+        0x794E8AFF,
+        0x426B4E85,
+        Some("v_pk_fmac_f16_e32 v167, 0x426b4e85, v69"),
+    ),
     // s_memtime/s_memrealtime: base and offset fields ignored, the IMM bit rejected.
     ("gfx900", 0xC0900000, 0, Some("s_memtime s[0:1]")),
     ("gfx900", 0xC093B05F, 0x2D416F65, None),

@@ -411,7 +411,8 @@ impl Instruction {
     pub fn branch_target(&self, address: u64) -> Option<u64> {
         let name = self.info.name;
         let branch = self.encoding == Encoding::Sopp
-            && (name == "s_branch" || name.starts_with("s_cbranch_"));
+            && (name == "s_branch" || name.starts_with("s_cbranch_"))
+            || name == "s_call_b64";
         branch.then(|| {
             address
                 .wrapping_add(4)
@@ -582,7 +583,8 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     };
                     inst.size = 8;
                 }
-                _ => inst.dst = sreg_operand(1, w0 >> 16 & 0x7F, "SOPK", w0)?,
+                // s_call_b64's is the SGPR pair that receives the return address.
+                _ => inst.dst = sreg_operand(info.widths[0], w0 >> 16 & 0x7F, "SOPK", w0)?,
             }
         } else {
             let info = find(Encoding::Sop2, (w0 >> 23) & 0x7F, &[w0])?;
@@ -620,6 +622,9 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 count: 1,
             };
             return Ok(inst);
+        }
+        if has_literal_k(info.name) {
+            return vop2_literal_k(inst, w0, need_w1("VOP2")?);
         }
         if src0 == 0xF9 || src0 == 0xFA {
             let w1 = need_w1(if src0 == 0xF9 { "SDWA" } else { "DPP" })?;
@@ -700,9 +705,12 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     return Err(illegal("SMEM", &[w0, w1], "destination is m0 or exec"));
                 }
             }
-            if matches!(info.name, "s_memtime" | "s_memrealtime") {
-                // No address: the sources stay None, the base and offset fields are ignored,
-                // but the IMM bit must be clear (llvm-mc-19 rejects the word otherwise).
+            if matches!(info.name, "s_memtime" | "s_memrealtime")
+                || info.name.starts_with("s_dcache_")
+            {
+                // No address: the sources stay None, the base and offset fields are ignored
+                // (and s_dcache_*'s SDATA and GLC), but the IMM bit must be clear (llvm-mc-19
+                // rejects the word otherwise).
                 if w0 >> 17 & 1 != 0 {
                     return Err(illegal(
                         "SMEM",
@@ -712,7 +720,13 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 }
                 return Ok(inst);
             }
-            inst.src[0] = sreg_operand(2, (w0 & 0x3F) << 1, "SMEM", w0)?;
+            // SBASE: an SGPR pair (address), or a quad (V#) for the s_buffer_ forms.
+            let base_dwords = if info.name.starts_with("s_buffer_") {
+                4
+            } else {
+                2
+            };
+            inst.src[0] = sreg_operand(base_dwords, (w0 & 0x3F) << 1, "SMEM", w0)?;
             inst.mods.smem_glc = w0 >> 16 & 1 != 0;
             if w0 >> 17 & 1 != 0 {
                 inst.imm = (w1 & 0xF_FFFF) as i32;
@@ -738,6 +752,10 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 _ => (Encoding::Vop3, op),
             };
             let info = find(enc, sub, &[w0, w1])?;
+            if has_literal_k(info.name) || info.name == "v_pk_fmac_f16" {
+                // VOP2 only (llvm-mc: "e64 variant of this instruction is not supported").
+                return Err(illegal("VOP3", &[w0, w1], "no VOP3 form of this opcode"));
+            }
             if info.is_mai() {
                 return Err(illegal(
                     "VOP3",
@@ -978,6 +996,11 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
     let enc = inst.encoding;
     let dpp = w0 & 0x1FF == 0xFA;
     let kind = if dpp { "DPP" } else { "SDWA" };
+    // The accumulating packed FMA has neither form, the accumulating dot products no SDWA
+    // form (llvm-mc-19 rejects them; gfx908 ISA VOP2 opcodes 55..=60).
+    if info.name == "v_pk_fmac_f16" || !dpp && info.name.starts_with("v_dot") {
+        return Err(illegal(kind, &[w0, w1], "no such form of this opcode"));
+    }
     let dst_ok = enc == Encoding::Vopc || info.widths[0] <= 1;
     if !dst_ok
         || info.widths[1..].iter().any(|&w| w > 1) && !info.has(F_CI | F_CND)
@@ -1139,6 +1162,9 @@ fn vop3_modifiers_allowed(inst: &Instruction, enc: Encoding, w: &[u32]) -> Resul
             | "msad"
             | "qsad"
             | "mqsad"
+            | "dot2c"
+            | "dot4c"
+            | "dot8c"
     ) && second != "lshl";
     if m.clamp && !has_float && !int_clamp {
         why = Some("clamp on an instruction without it");
@@ -1552,6 +1578,49 @@ fn scalar_src(
     })
 }
 
+/// Whether a VOP2 opcode carries a 32-bit constant K in the dword after the instruction
+/// (`v_madmk_*`/`v_fmamk_f32`: D = S0 × K + VSRC1; `v_madak_*`/`v_fmaak_f32`:
+/// D = S0 × VSRC1 + K; Vega ISA §6.2 "VOP2", VOP2 opcodes 23, 24, 36, 37).
+pub(crate) fn has_literal_k(name: &str) -> bool {
+    matches!(
+        name,
+        "v_madmk_f32"
+            | "v_madak_f32"
+            | "v_fmamk_f32"
+            | "v_fmaak_f32"
+            | "v_madmk_f16"
+            | "v_madak_f16"
+    )
+}
+
+/// The rest of a VOP2 instruction with a literal constant K (always 8 bytes: a literal src0
+/// is that same dword, as llvm-mc-19 encodes it). The sources are laid out as those of a
+/// three-source multiply-add, `src[0] × src[1] + src[2]`: K is `src[1]` of the `mk` forms
+/// and `src[2]` of the `ak` forms. No SDWA or DPP form.
+fn vop2_literal_k(mut inst: Instruction, w0: u32, k: u32) -> Result<Instruction> {
+    let src0 = w0 & 0x1FF;
+    if src0 == 0xF9 || src0 == 0xFA {
+        return Err(illegal(
+            "VOP2",
+            &[w0, k],
+            "no SDWA or DPP form of this opcode",
+        ));
+    }
+    let mut size = 8;
+    inst.src[0] = vector_src(1, src0, Some(k), &mut size, "VOP2", w0)?;
+    inst.size = 8;
+    inst.dst = vgpr(1, w0 >> 17 & 0xFF);
+    let vsrc1 = vgpr(1, w0 >> 9 & 0xFF);
+    if inst.info.name.contains("mk_") {
+        inst.src[1] = Operand::Literal(k);
+        inst.src[2] = vsrc1;
+    } else {
+        inst.src[1] = vsrc1;
+        inst.src[2] = Operand::Literal(k);
+    }
+    Ok(inst)
+}
+
 /// A 9-bit source field (VOP*): register, VGPR (256+), inline constant, special, literal.
 fn vector_src(
     width: u8,
@@ -1686,6 +1755,8 @@ mod tests {
         assert_eq!(dec(&[0xBF8CC07F], t).unwrap().branch_target(0), None);
         assert_eq!(dec(&[0xBF800000], t).unwrap().branch_target(0), None);
         assert_eq!(dec(&[0xB0000010], t).unwrap().branch_target(0), None);
+        // `s_call_b64 s[10:11], k` at 4 calls k at 0 (llvm-mc-19: BA8AFFFE).
+        assert_eq!(dec(&[0xBA8AFFFE], t).unwrap().branch_target(4), Some(0));
     }
 
     #[test]

@@ -132,6 +132,10 @@ fn type16(token: &str) -> Option<bool> {
 /// `Some(false)` integer. llvm-objdump prints a 16-bit operand's literal as its low 16 bits,
 /// and an inline float constant of an integer one as the f16 bit pattern.
 pub(super) fn sources16(name: &str) -> Option<bool> {
+    if name.starts_with("v_pk_") || name.starts_with("v_dot2c_") {
+        // Packed pairs of 16-bit values: a literal prints as its 32 bits.
+        return None;
+    }
     let last = name
         .split('_')
         .rev()
@@ -156,6 +160,11 @@ impl fmt::Display for SrcOp<'_> {
             Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3
         );
         match (vop.then(|| sources16(inst.info.name)).flatten(), *op) {
+            // The constant K of v_madak/v_madmk prints as its 32 bits in hex, an f16 one's
+            // too (llvm-objdump-19 decodes it as a KImm operand, never an inline value).
+            (_, Operand::Literal(v)) if i > 0 && super::decode::has_literal_k(inst.info.name) => {
+                write!(f, "0x{v:x}")
+            }
             (Some(float), Operand::Literal(v)) => {
                 // A literal whose low half is an inline constant prints as that constant.
                 let h = v as u16;
@@ -240,6 +249,10 @@ impl fmt::Display for Instruction {
                     _ => write!(f, "{name} {hw}, {}", Op(&self.src[0])),
                 }
             }
+            // The call's offset prints as the raw simm16, unsigned, as a branch's.
+            Encoding::Sopk if name == "s_call_b64" => {
+                write!(f, "{name} {}, {}", Op(&self.dst), self.imm as u16)
+            }
             Encoding::Sopk => {
                 let imm = self.imm as u16;
                 write!(f, "{name} {}, 0x{imm:x}", Op(&self.dst))
@@ -286,6 +299,9 @@ impl fmt::Display for Instruction {
                     _ => write!(f, "{name} 0x{imm:x}"),
                 }
             }
+            Encoding::Smem if self.src[0] == Operand::None && self.dst == Operand::None => {
+                f.write_str(name)
+            }
             Encoding::Smem if self.src[0] == Operand::None => {
                 write!(f, "{name} {}", Op(&self.dst))
             }
@@ -310,9 +326,12 @@ impl fmt::Display for Instruction {
                     f.write_str("_sdwa")?;
                 } else if self.mods.dpp.is_some() {
                     f.write_str("_dpp")?;
-                } else if !info.has(F_NONAME | F_SDST) && !info.is_mai() {
-                    // (v_readfirstlane_b32 has only its VOP1 form: llvm-objdump prints no
-                    // suffix.)
+                } else if !info.has(F_NONAME | F_SDST)
+                    && !info.is_mai()
+                    && !super::decode::has_literal_k(name)
+                {
+                    // (v_readfirstlane_b32 and the VOP2 forms with a constant K have only
+                    // their 32-bit encoding: llvm-objdump prints no suffix.)
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();

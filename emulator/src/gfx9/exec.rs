@@ -30,7 +30,9 @@ use alloc::vec;
 use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
-use super::decode::{decode, Dpp, Encoding, Instruction, Operand, SdwaSel, F_CI, F_CND, F_CO};
+use super::decode::{
+    decode, Dpp, Encoding, Instruction, Modifiers, Operand, SdwaSel, F_CI, F_CND, F_CO,
+};
 use super::f16;
 use super::fast::{Done, Fast};
 use super::fdiv;
@@ -1120,8 +1122,19 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
     match inst.encoding {
         Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
         Encoding::Sopp => sopp(ctx, w, inst, next),
+        // The emulator has no scalar cache: its write-back and invalidation have nothing to do
+        // (scalar stores write memory at once, loads read it).
+        Encoding::Smem if inst.name().starts_with("s_dcache_") => Ok(Flow::Next),
         Encoding::Smem if inst.src[0] == Operand::None => {
             clock_counter(ctx, w, inst);
+            Ok(Flow::Next)
+        }
+        Encoding::Smem
+            if inst.name().starts_with("s_buffer_")
+                || inst.name().starts_with("s_store_")
+                || inst.name().starts_with("s_atomic_") =>
+        {
+            scalar_memory(ctx, w, inst)?;
             Ok(Flow::Next)
         }
         Encoding::Smem => {
@@ -1202,6 +1215,110 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
 fn clock_counter(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) {
     let t = ctx.memory.clock_counter();
     set_sdst(w, &inst.dst, t);
+}
+
+/// Scalar buffer loads, scalar stores and scalar atomics through an address or a V# (Vega
+/// ISA §4.3 "Scalar memory operations", SMEM opcodes 8..=12, 16..=18, 24..=26, 64..=76,
+/// 96..=108, 128..=140, 160..=172).
+///
+/// Atomics operate on the dword (qword for `_x2`) at the address as the FLAT/MUBUF atomics
+/// of the same name do; the data is SDATA (for `cmpswap` the source, then the compare value);
+/// with GLC the pre-op value is written back to SDATA's first dword(s). A buffer atomic is
+/// range-checked all or nothing (out of range: memory untouched, 0 returned).
+///
+/// The byte offset is the immediate or the SGPR offset, the low two bits cleared. `s_store_*`
+/// write the SDATA registers at SBASE (an SGPR pair) + offset. The `s_buffer_*` forms take the
+/// base address from V# bits 47:0 and bound the access by NUM_RECORDS: the buffer's size in
+/// bytes is NUM_RECORDS when STRIDE is 0 or SWIZZLE_EN clear, else NUM_RECORDS × STRIDE; each
+/// dword whose byte offset is at or beyond it reads as 0 (a load) or is not written (a store).
+/// There is no scalar cache in the emulator: stores write memory at once, loads read it.
+///
+/// # Errors
+/// The memory's error for an access outside the device's memory.
+fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let name = inst.name();
+    let Operand::Sreg { index: sbase, .. } = inst.src[0] else {
+        return Err(not_implemented(inst));
+    };
+    let sbase = usize::from(sbase);
+    let off = if inst.src[1] != Operand::None {
+        scalar(w, &inst.src[1], false, false) as u32 as u64
+    } else {
+        inst.imm as i64 as u64
+    } & !3;
+    let (base, limit) = if name.starts_with("s_buffer_") {
+        let v: [u32; 4] = core::array::from_fn(|k| w.sreg.get(sbase + k).copied().unwrap_or(0));
+        let stride = u64::from(v[1] >> 16 & 0x3FFF);
+        let swizzle = v[1] >> 31 != 0;
+        let records = u64::from(v[2]);
+        let bytes = if stride == 0 || !swizzle {
+            records
+        } else {
+            records * stride
+        };
+        (
+            u64::from(v[0]) | u64::from(v[1] & 0xFFFF) << 32,
+            Some(bytes),
+        )
+    } else {
+        (w.sreg64(sbase), None)
+    };
+    let Operand::Sreg { index: data, .. } = inst.dst else {
+        return Err(not_implemented(inst));
+    };
+    let data = usize::from(data);
+    if let Some(ty) = name.split_once("atomic_").map(|(_, t)| t) {
+        let f = atomic_op(ty).ok_or_else(|| not_implemented(inst))?;
+        let wide = ty.ends_with("_x2");
+        let dw = if wide { 2 } else { 1 };
+        let reg = |k: usize| u64::from(w.sreg.get(data + k).copied().unwrap_or(0));
+        let pair = |k: usize| reg(k) | if wide { reg(k + 1) << 32 } else { 0 };
+        let (src, cmp) = (pair(0), pair(dw));
+        // All or nothing: out of range, memory is untouched and the value returned is 0.
+        let in_range = limit.is_none_or(|l| off + 4 * dw as u64 <= l);
+        let addr = base.wrapping_add(off);
+        let old = if !in_range {
+            0
+        } else if wide {
+            ctx.memory
+                .atomic_rmw_u64(addr, &mut |o| f(o, src, cmp, true))?
+        } else {
+            let old = ctx
+                .memory
+                .atomic_rmw_u32(addr, &mut |o| f(u64::from(o), src, cmp, false) as u32)?;
+            u64::from(old)
+        };
+        if inst.mods.smem_glc {
+            for k in 0..dw {
+                if let Some(r) = w.sreg.get_mut(data + k) {
+                    *r = (old >> (32 * k)) as u32;
+                }
+            }
+        }
+        return Ok(());
+    }
+    let n = usize::from(inst.info.widths[0]);
+    let store = name.contains("_store_");
+    for k in 0..n {
+        let o = off.wrapping_add(4 * k as u64);
+        let in_range = limit.is_none_or(|l| o < l);
+        let addr = base.wrapping_add(o);
+        if store {
+            let v = w.sreg.get(data + k).copied().unwrap_or(0);
+            if in_range {
+                ctx.memory.write(addr, &v.to_le_bytes())?;
+            }
+        } else {
+            let mut b = [0u8; 4];
+            if in_range {
+                ctx.memory.read(addr, &mut b)?;
+            }
+            if let Some(r) = w.sreg.get_mut(data + k) {
+                *r = u32::from_le_bytes(b);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
@@ -1340,17 +1457,28 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                     Some(r as u32 as u64)
                 }
                 "s_mulk_i32" => Some(d.wrapping_mul(k) as u64),
+                // S_CALL_B64 (Vega ISA SOPK opcode 21): D = the address of the next
+                // instruction, PC = that + simm16 × 4.
+                "s_call_b64" => {
+                    set_sdst(w, &inst.dst, next);
+                    return Ok(Flow::Jump(next.wrapping_add((i64::from(imm) * 4) as u64)));
+                }
                 "s_getreg_b32" | "s_setreg_b32" | "s_setreg_imm32_b32" => {
                     let (id, offset, size) = (ku & 0x3F, ku >> 6 & 0x1F, (ku >> 11) + 1);
                     let mask = (((1u64 << size) - 1) << offset) as u32;
                     // HW_REG_HW_ID (4) is read-only: the SPI sets it at launch (hwid module).
+                    // HW_REG_XCC_ID (20, gfx940+) too: the XCC the wave runs on.
+                    let xcc = id == 20 && inst.target == super::Gfx9Target::Gfx942;
                     if id == 4 && name == "s_getreg_b32" {
                         Some(u64::from((w.hw_id & mask) >> offset))
+                    } else if xcc && name == "s_getreg_b32" {
+                        Some(u64::from((super::hwid::XCC_ID & mask) >> offset))
                     } else if id != 1 {
                         bail!(
                             Status::IllegalInstruction,
-                            "{name} of hardware register {id}: only HW_REG_MODE (1) and \
-                             s_getreg_b32 of HW_REG_HW_ID (4) are modelled"
+                            "{name} of hardware register {id}: only HW_REG_MODE (1), and \
+                             s_getreg_b32 of HW_REG_HW_ID (4) and gfx942's HW_REG_XCC_ID \
+                             (20), are modelled"
                         );
                     } else if name == "s_getreg_b32" {
                         Some(u64::from((w.mode & mask) >> offset))
@@ -1960,6 +2088,8 @@ fn valu<const DPP: bool>(
             set_vdst(w, &inst.dst, lane, v, 1);
             return Ok(());
         }
+        "v_pk_fmac_f16" | "v_dot2c_f32_f16" | "v_dot2c_i32_i16" | "v_dot4c_i32_i8"
+        | "v_dot8c_i32_i4" => return accumulate_packed::<DPP>(w, inst, lanes, dpp_src0),
         _ => {}
     }
     if let Some(rest) = name.strip_prefix("v_cmp") {
@@ -2160,6 +2290,28 @@ fn valu<const DPP: bool>(
             )),
             "v_mad_f32" => fr(mode::mad32(fa, fb, fc, 0)),
             "v_fma_f32" => fr(fma32(fa, fb, fc)),
+            // VOP2 with a constant K (decoded as the sources of a three-source
+            // multiply-add: src0 × src1 + src2) and the f16 MAC.
+            "v_madmk_f32" | "v_madak_f32" => fr(mode::mad32(fa, fb, fc, 0)),
+            "v_fmamk_f32" | "v_fmaak_f32" => fr(fma32(fa, fb, fc)),
+            "v_mad_f16" | "v_madmk_f16" | "v_madak_f16" => {
+                u64::from(mode::mad16(a as u16, b as u16, c as u16))
+            }
+            // V_MAD_LEGACY_F32 (Vega ISA VOP3 opcode 0x1C0): v_mad_f32 whose product is +0
+            // when a factor is 0 (DX9 rule, inf and NaN included).
+            "v_mad_legacy_f32" => {
+                let (x, y) = if fa == 0.0 || fb == 0.0 {
+                    (0.0, 0.0)
+                } else {
+                    (fa, fb)
+                };
+                fr(mode::mad32(x, y, fc, 0))
+            }
+            "v_mac_f16" => {
+                let acc = fm.src(2, u64::from(d_old) & 0xFFFF) as u16;
+                u64::from(mode::mad16(a as u16, b as u16, acc))
+            }
+            "v_mul_legacy_f32" => mode::mul_legacy32(fa, fb, 0).to_bits().into(),
             "v_min3_f32" => {
                 let ab = mode::min_max(mode::S, a & 0xFFFF_FFFF, b & 0xFFFF_FFFF, false, fm.ieee);
                 mode::min_max(mode::S, ab, c & 0xFFFF_FFFF, false, fm.ieee)
@@ -2472,6 +2624,65 @@ fn pk_src(w: &Wave, op: &Operand, lane: usize, wide: bool) -> u64 {
     }
 }
 
+/// The accumulating VOP2 forms of packed math (gfx908+, CDNA1 ISA VOP2 opcodes 55..=60):
+/// `v_pk_fmac_f16` (each f16 half of D = S0 × S1 + D, fused, under MODE's f16 denormal mode
+/// as `v_pk_fma_f16`) and `v_dot2c_f32_f16`, `v_dot2c_i32_i16`, `v_dot4c_i32_i8`,
+/// `v_dot8c_i32_i4` (D = the dot product of S0 and S1 plus D, as [`dot`] computes
+/// `v_dot2_f32_f16`, `v_dot2_i32_i16`, `v_dot4_i32_i8`, `v_dot8_i32_i4` with D as S2; the VOP3
+/// form's `clamp` saturates the same way). With `DPP` src0 is `dpp_src0[lane]`.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] for `neg`/`abs` on a dot product's packed f16 sources
+/// (whether they act on one half or both is not modelled).
+fn accumulate_packed<const DPP: bool>(
+    w: &mut Wave,
+    inst: &Instruction,
+    lanes: u64,
+    dpp_src0: &[u32; WAVE_SIZE],
+) -> Result<()> {
+    let name = inst.name();
+    let m = inst.mods;
+    if m.neg.iter().chain(&m.abs).any(|&b| b) {
+        bail!(
+            Status::IllegalInstruction,
+            "{name}: neg/abs of a packed source: not modelled"
+        );
+    }
+    let fm = mode::FloatMode::for_valu(w.mode, "v_pk_fma_f16", false, false, true);
+    let kind = match name {
+        "v_dot2c_f32_f16" => Some((16, false, true)),
+        "v_dot2c_i32_i16" => Some((16, true, false)),
+        "v_dot4c_i32_i8" => Some((8, true, false)),
+        "v_dot8c_i32_i4" => Some((4, true, false)),
+        _ => None,
+    };
+    for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+        let a = if DPP {
+            dpp_src0[lane]
+        } else {
+            pk_src(w, &inst.src[0], lane, false) as u32
+        };
+        let b = pk_src(w, &inst.src[1], lane, false) as u32;
+        let d = match inst.dst {
+            Operand::Vgpr { index, .. } => w.v(index as usize, lane),
+            _ => 0,
+        };
+        let r = match kind {
+            Some((bits, signed, float)) => dot_value(bits, signed, float, [a, b, d], &m),
+            None => {
+                let half = |v: u32, k: u32| fm.src(0, u64::from(v >> (16 * k) & 0xFFFF)) as u16;
+                let h = |k: u32| {
+                    let r = f16::fma(half(a, k), half(b, k), half(d, k));
+                    fm.result(u64::from(r)) as u32
+                };
+                h(0) | h(1) << 16
+            }
+        };
+        set_vdst_dword(w, &inst.dst, lane, 0, r);
+    }
+    Ok(())
+}
+
 /// The gfx906+ dot products: `v_dot2_f32_f16` (two f16 products plus an f32), and the
 /// integer `v_dot2_{i32_i16,u32_u16}`, `v_dot4_{i32_i8,u32_u8}`, `v_dot8_{i32_i4,u32_u4}`
 /// (the sum of the products of the packed elements plus a 32-bit integer; `clamp` saturates
@@ -2508,8 +2719,18 @@ fn dot(w: &mut Wave, inst: &Instruction) -> Result<()> {
     };
     let exec = w.exec();
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
-        let [a, b, c] = core::array::from_fn(|i| vsrc(w, &inst.src[i], lane, false, false) as u32);
-        let r = if float {
+        let abc = core::array::from_fn(|i| vsrc(w, &inst.src[i], lane, false, false) as u32);
+        let r = dot_value(bits, signed, float, abc, &m);
+        set_vdst_dword(w, &inst.dst, lane, 0, r);
+    }
+    Ok(())
+}
+
+/// One lane's dot product of `a` and `b` (packed elements of `bits` bits, signed or not, or
+/// f16 pairs with `float`) plus `c`, under `m`'s `neg`/`neg_hi` (f16 form) and `clamp`.
+fn dot_value(bits: u32, signed: bool, float: bool, [a, b, c]: [u32; 3], m: &Modifiers) -> u32 {
+    {
+        if float {
             let half = |v: u32, hi: bool, i: usize| {
                 let x = f16::to_f64((v >> (16 * hi as u32)) as u16);
                 let neg = if hi { m.neg_hi >> i & 1 != 0 } else { m.neg[i] };
@@ -2547,10 +2768,8 @@ fn dot(w: &mut Wave, inst: &Instruction) -> Result<()> {
                 (true, false) => sum.clamp(0, i64::from(u32::MAX)) as u32,
                 _ => sum as u32,
             }
-        };
-        set_vdst_dword(w, &inst.dst, lane, 0, r);
+        }
     }
-    Ok(())
 }
 
 /// `x` clamped to [0, 1] (the VOP3 `clamp` bit): NaN and −0 give +0.
@@ -3032,10 +3251,156 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
                 };
                 set_vdst_dword(w, &inst.dst, lane, 0, v);
             }
-            _ => return Err(not_implemented(inst)),
+            _ => {
+                let (op, wide) = ds_atomic_kind(name).ok_or_else(|| not_implemented(inst))?;
+                let addr = base + offset;
+                let n = if wide { 8 } else { 4 };
+                lds_read(ctx.lds, addr, &mut b[..n]);
+                let old = u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]));
+                let new = ds_atomic_value(op, wide, old, d0, d1);
+                lds_write(ctx.lds, addr, &new.to_le_bytes()[..n]);
+                set_vdst(w, &inst.dst, lane, old, if wide { 2 } else { 1 });
+            }
         }
     }
     Ok(())
+}
+
+/// The operation and width (64-bit: true) of an LDS atomic mnemonic other than the
+/// `ds_add_u32` group `ds` handles itself: `ds_<op>[_rtn]_<type>`, e.g. `("min_i", false)` for
+/// `ds_min_rtn_i32`; `None` for any other DS instruction.
+fn ds_atomic_kind(name: &str) -> Option<(&'static str, bool)> {
+    let rest = name.strip_prefix("ds_")?.replace("_rtn", "");
+    let (op, ty) = rest.rsplit_once('_')?;
+    let wide = match ty {
+        "u32" | "i32" | "b32" | "f32" => false,
+        "u64" | "i64" | "b64" | "f64" => true,
+        _ => return None,
+    };
+    let kind = ty.as_bytes()[0];
+    Some(match (op, kind) {
+        ("add", b'u') => "add",
+        ("add", b'f') if !wide => "add_f",
+        ("sub", b'u') => "sub",
+        ("rsub", b'u') => "rsub",
+        ("inc", b'u') => "inc",
+        ("dec", b'u') => "dec",
+        ("min", b'i') => "min_i",
+        ("max", b'i') => "max_i",
+        ("min", b'u') => "min_u",
+        ("max", b'u') => "max_u",
+        ("min", b'f') => "min_f",
+        ("max", b'f') => "max_f",
+        ("and", b'b') => "and",
+        ("or", b'b') => "or",
+        ("xor", b'b') => "xor",
+        ("mskor", b'b') => "mskor",
+        ("cmpst", b'b') => "cmpst",
+        ("cmpst", b'f') => "cmpst_f",
+        ("wrxchg", b'b') => "wrxchg",
+        ("wrap", b'b') if !wide => "wrap",
+        _ => return None,
+    })
+    .map(|op| (op, wide))
+}
+
+/// The new LDS value of atomic `op` ([`ds_atomic_kind`]) on the old value `old` with the
+/// instruction's DATA0 `d0` and DATA1 `d1`, 32 or (`wide`) 64 bits (Vega ISA §12.13 "DS"
+/// opcode descriptions): `rsub` is `d0 − old`; `inc` wraps to 0 when `old ≥ d0`, `dec` to
+/// `d0` when `old` is 0 or above `d0`; `mskor` is `(old & !d0) | d1`; `cmpst` stores `d1`
+/// when `old` equals `d0` (the compare value first, the opposite of the MUBUF/FLAT
+/// `cmpswap` order; the f32/f64 forms compare as floats: −0 equals +0, a NaN nothing);
+/// `wrap` is `old ≥ d0 ? old − d0 : old + d1`; f32/f64 min/max follow IEEE 754 minNum/maxNum
+/// with −0 below +0 (a NaN loses to a number; two NaNs keep the old value); `add_f` is an
+/// f32 add rounded to nearest even, denormals kept.
+fn ds_atomic_value(op: &str, wide: bool, old: u64, d0: u64, d1: u64) -> u64 {
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    let (o, a, b) = (old & mask, d0 & mask, d1 & mask);
+    let signed = |x: u64| {
+        if wide {
+            x as i64
+        } else {
+            i64::from(x as u32 as i32)
+        }
+    };
+    let float = |x: u64| {
+        if wide {
+            f64::from_bits(x)
+        } else {
+            f64::from(f32::from_bits(x as u32))
+        }
+    };
+    let min_max = |max: bool| {
+        let (x, y) = (float(o), float(a));
+        match (x.is_nan(), y.is_nan()) {
+            (true, false) => a,
+            (_, true) => o,
+            _ if x == y => {
+                // ±0: the max of the two is +0 unless both are −0 (and the min −0 unless both +0).
+                if max {
+                    o & a
+                } else {
+                    o | a
+                }
+            }
+            _ if (y > x) == max => a,
+            _ => o,
+        }
+    };
+    let r = match op {
+        "add" => o.wrapping_add(a),
+        "sub" => o.wrapping_sub(a),
+        "rsub" => a.wrapping_sub(o),
+        "inc" => {
+            if o >= a {
+                0
+            } else {
+                o + 1
+            }
+        }
+        "dec" => {
+            if o == 0 || o > a {
+                a
+            } else {
+                o - 1
+            }
+        }
+        "min_i" => signed(o).min(signed(a)) as u64,
+        "max_i" => signed(o).max(signed(a)) as u64,
+        "min_u" => o.min(a),
+        "max_u" => o.max(a),
+        "min_f" => min_max(false),
+        "max_f" => min_max(true),
+        "add_f" => u64::from((f32::from_bits(o as u32) + f32::from_bits(a as u32)).to_bits()),
+        "and" => o & a,
+        "or" => o | a,
+        "xor" => o ^ a,
+        "mskor" => (o & !a) | b,
+        "cmpst" => {
+            if o == a {
+                b
+            } else {
+                o
+            }
+        }
+        "cmpst_f" => {
+            if float(o) == float(a) {
+                b
+            } else {
+                o
+            }
+        }
+        "wrxchg" => a,
+        "wrap" => {
+            if o >= a {
+                o - a
+            } else {
+                o.wrapping_add(b)
+            }
+        }
+        _ => o,
+    };
+    r & mask
 }
 
 /// Whether `name` is one of the DS instructions that move data between the lanes of a wave

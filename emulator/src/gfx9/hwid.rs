@@ -20,11 +20,20 @@
 //! STATE_ID `[29:27]` (graphics only: 0), ME_ID `[31:30]`. The SE_ID widths per target are
 //! those ROCm's HIP headers use for `__smid()` (`amd_device_functions.h`). A gfx942 GPU
 //! given more than 4 engines in one XCC (the built-in profile's MI210 shape under
-//! `builtin_topology_for(90402)`) thus reads SE_ID modulo 4; `HW_REG_XCC_ID` is not modelled.
+//! `builtin_topology_for(90402)`) thus reads SE_ID modulo 4.
+//!
+//! `s_getreg_b32 hwreg(HW_REG_XCC_ID)` (hardware register 20, gfx940+ only) reads
+//! [`XCC_ID`]: the emulated GPU is one XCC (its shader layout, `device::cu_mask`, is built
+//! from the node's engines and CUs without splitting them by `num_xcc`, and every built-in
+//! profile has `num_xcc` 1), so every wave runs on XCC 0.
 
 use alloc::vec::Vec;
 
 use super::Gfx9Target;
+
+/// What `HW_REG_XCC_ID` (gfx940+ hardware register 20; XCC_ID in bits `[3:0]`, CDNA3 ISA
+/// "Hardware registers") reads on the emulated GPU: 0, the one XCC it models (module docs).
+pub const XCC_ID: u32 = 0;
 
 /// Most shader engines an HQD has enable masks for (`COMPUTE_STATIC_THREAD_MGMT_SE0..SE7`).
 pub const MAX_SHADER_ENGINES: usize = 8;

@@ -19,9 +19,10 @@
 //! a float result, except those that only move or classify bits (`v_mov_*`,
 //! `v_cndmask_b32`, `v_cmp*_class_*`); only the float sources are flushed
 //! (`v_ldexp_*`'s and `v_trig_preop_f64`'s second source is an integer).
-//! `v_mad_f32`/`v_mac_f32` flush f32 denormals (sources, the product and the result)
-//! whatever the mode: LLVM's AMDGPU backend selects them for `fmuladd` only when f32
-//! denormals are flushed, as they do not support denormals. Packed math (VOP3P
+//! `v_mad_f32`/`v_mac_f32`/`v_madmk_f32`/`v_madak_f32` flush f32 denormals (sources, the
+//! product and the result) whatever the mode: LLVM's AMDGPU backend selects them for
+//! `fmuladd` only when f32 denormals are flushed, as they do not support denormals; the f16
+//! `v_mac_f16`/`v_madmk_f16`/`v_madak_f16` likewise flush f16 denormals. Packed math (VOP3P
 //! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; MFMA, dot
 //! and `v_fma_mix*` instructions are not covered yet (they keep denormals).
 //!
@@ -129,11 +130,18 @@ impl FloatMode {
         let bits_only = name.starts_with("v_mov_")
             || name == "v_cndmask_b32"
             || name.starts_with("v_cmp") && name.contains("_class_");
-        let mad32 = matches!(name, "v_mad_f32" | "v_mac_f32" | "v_mad_legacy_f32");
+        let mad32 = matches!(
+            name,
+            "v_mad_f32" | "v_mac_f32" | "v_mad_legacy_f32" | "v_madmk_f32" | "v_madak_f32"
+        );
+        let mad16 = matches!(
+            name,
+            "v_mad_f16" | "v_mac_f16" | "v_madmk_f16" | "v_madak_f16"
+        );
         // Keep flags: FP_DENORM bit 0 of a precision's pair keeps input denormals, bit 1
         // keeps output denormals.
         let d32 = if mad32 { 0 } else { f32_denorm(mode) };
-        let d64 = f64_f16_denorm(mode);
+        let d64 = if mad16 { 0 } else { f64_f16_denorm(mode) };
         let in_kind = if bits_only {
             Kind::None
         } else if f32_in {
@@ -249,12 +257,14 @@ impl FloatMode {
             "v_sub_f32" | "v_sub_f16" => round::add2(x, -y, fmt, rm),
             "v_subrev_f32" | "v_subrev_f16" => round::add2(y, -x, fmt, rm),
             "v_mul_f32" | "v_mul_f64" | "v_mul_f16" => round::mul(x, y, fmt, rm),
-            "v_fma_f32" | "v_fmac_f32" | "v_fma_f64" | "v_fmac_f64" | "v_fma_f16" => {
-                round::fma(x, y, z, fmt, rm)
-            }
-            "v_mad_f32" | "v_mac_f32" if [x, y, z].iter().all(|v| v.is_finite()) => {
+            "v_fma_f32" | "v_fmac_f32" | "v_fmamk_f32" | "v_fmaak_f32" | "v_fma_f64"
+            | "v_fmac_f64" | "v_fma_f16" => round::fma(x, y, z, fmt, rm),
+            "v_mad_f32" | "v_mac_f32" | "v_madmk_f32" | "v_madak_f32"
+                if [x, y, z].iter().all(|v| v.is_finite()) =>
+            {
                 Some(u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
             }
+            "v_mul_legacy_f32" => Some(u64::from(mul_legacy32(x as f32, y as f32, rm).to_bits())),
             _ => None,
         }
     }
@@ -263,7 +273,7 @@ impl FloatMode {
 /// The instructions [`FloatMode::directed`] rounds by a directed FP_ROUND (IEEE 754
 /// add, subtract, multiply and fused multiply-add of each precision, and the f32
 /// multiply-add that rounds twice).
-const DIRECTED: [&str; 17] = [
+const DIRECTED: [&str; 22] = [
     "v_add_f32",
     "v_sub_f32",
     "v_subrev_f32",
@@ -272,6 +282,11 @@ const DIRECTED: [&str; 17] = [
     "v_fmac_f32",
     "v_mad_f32",
     "v_mac_f32",
+    "v_madmk_f32",
+    "v_madak_f32",
+    "v_fmamk_f32",
+    "v_fmaak_f32",
+    "v_mul_legacy_f32",
     "v_add_f64",
     "v_mul_f64",
     "v_fma_f64",
@@ -372,6 +387,29 @@ pub(super) fn mad32(a: f32, b: f32, c: f32, rm: u32) -> f32 {
         return p + c;
     }
     round::add2(p.into(), c.into(), round::F32, rm).map_or(p + c, f32_of)
+}
+
+/// `V_MUL_LEGACY_F32` (Vega ISA VOP2 opcode 4; CDNA2/3 VOP3 opcode 0x2A1): `a × b` rounded
+/// by `rm`, except that a zero factor gives +0 whatever the other is (infinity and NaN
+/// included), the DX9 rule.
+pub(super) fn mul_legacy32(a: f32, b: f32, rm: u32) -> f32 {
+    if a == 0.0 || b == 0.0 {
+        return 0.0;
+    }
+    if rm == round::NEAREST {
+        return a * b;
+    }
+    round::mul(a.into(), b.into(), round::F32, rm).map_or(a * b, |r| f32::from_bits(r as u32))
+}
+
+/// The f16 `V_MAD_F16`/`V_MAC_F16`/`V_MADAK_F16`/`V_MADMK_F16` (Vega ISA VOP3 opcode 0x203,
+/// VOP2 opcodes 35..=37): `a × b` rounded to f16, then `+ c` rounded to f16 (not fused), f16
+/// denormals flushed (sources, product and result) whatever the mode, as `v_mad_f32` does for f32
+/// (LLVM's AMDGPU backend selects them only when f16 denormals are flushed).
+pub(super) fn mad16(a: u16, b: u16, c: u16) -> u16 {
+    let fl = |h: u16| flush(Kind::F16, u64::from(h)) as u16;
+    let p = fl(super::f16::mul(fl(a), fl(b)));
+    fl(super::f16::add(p, fl(c)))
 }
 
 /// Bits of an f16, f32 or f64 (`sign` its sign bit, `quiet` its quiet-NaN bit).
@@ -539,6 +577,14 @@ mod tests {
         assert_eq!(fma(e, ROUND_UP), next_up(one));
         assert_eq!(fma(e, ROUND_ZERO), one);
         assert_eq!(fma(-e, ROUND_ZERO), next_down(one));
+        // The literal-constant forms round as their three-operand siblings; the legacy
+        // multiply keeps its zero rule in every mode.
+        assert_eq!(d("v_fmaak_f32", one, one, e, ROUND_UP), Some(next_up(one)));
+        assert_eq!(d("v_madmk_f32", one, one, e, ROUND_UP), Some(next_up(one)));
+        let legacy = |a, b, rm| d("v_mul_legacy_f32", a, b, 0.0, rm).unwrap().to_bits();
+        assert_eq!(legacy(0.0, f32::INFINITY, ROUND_DOWN), 0);
+        assert_eq!(legacy(-0.0, 3.0, ROUND_DOWN), 0);
+        assert_eq!(legacy(m, m, ROUND_UP), 1);
         // f64 and f16 follow FP_ROUND [3:2], not [1:0].
         let fm = FloatMode::for_valu(0xF0 | 1 << 2, "v_add_f64", false, true, false);
         let t = 2f64.powi(-60);

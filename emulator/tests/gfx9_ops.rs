@@ -1,0 +1,973 @@
+//! Execution tests of the gfx9 opcodes added for issue 19 (VOP2 with a literal constant,
+//! `v_mac_f16`, `v_mul_legacy_f32`, the accumulating packed FMA and dot products, ...):
+//! kernels assembled with `llvm-mc-19` and linked with `ld.lld-19`
+//! (`testdata/codeobjects/isa/gen_ops.py`, which states their conventions) run each
+//! instruction over edge-case inputs, and every result is compared with a host reference
+//! written from the ISA documents (AMD "Vega" ISA for gfx900, "Vega 7nm" for gfx906, "AMD
+//! Instinct MI100" (CDNA1) for gfx908, "MI200" (CDNA2) for gfx90a, "MI300" (CDNA3) for gfx942).
+//! The harness is a small copy of `gfx9_isa.rs`'s.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+
+use hsa_core::abi::kernel_descriptor::KernelDescriptor;
+use hsa_core::{Result, Status};
+use hsa_emu::gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
+use hsa_emu::gfx9::hwid::WaveLaunch;
+use hsa_emu::gfx9::Gfx9Target;
+use object::{Object, ObjectSection, ObjectSymbol};
+use zerocopy::FromBytes;
+
+/// A flat device address space made of a few allocations.
+struct TestMemory {
+    allocs: RefCell<Vec<(u64, Vec<u8>)>>,
+}
+
+impl DeviceMemory for TestMemory {
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        for (base, bytes) in self.allocs.borrow().iter() {
+            if addr >= *base && addr + buf.len() as u64 <= base + bytes.len() as u64 {
+                let o = (addr - base) as usize;
+                buf.copy_from_slice(&bytes[o..o + buf.len()]);
+                return Ok(());
+            }
+        }
+        Err(hsa_core::error!(Status::MemoryFault, "read at {addr:#x}"))
+    }
+    fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
+        for (base, bytes) in self.allocs.borrow_mut().iter_mut() {
+            if addr >= *base && addr + data.len() as u64 <= *base + bytes.len() as u64 {
+                let o = (addr - *base) as usize;
+                bytes[o..o + data.len()].copy_from_slice(data);
+                return Ok(());
+            }
+        }
+        Err(hsa_core::error!(Status::MemoryFault, "write at {addr:#x}"))
+    }
+}
+
+const LOAD_BASE: u64 = 0x7000_0000_0000;
+const KERNARG: u64 = 0x2000;
+/// Where pointer argument `i` points.
+const fn buf(i: usize) -> u64 {
+    0x10_0000 * (i as u64 + 1)
+}
+
+const CPUS: [(&str, Gfx9Target); 5] = [
+    ("gfx900", Gfx9Target::Gfx900),
+    ("gfx906", Gfx9Target::Gfx906),
+    ("gfx908", Gfx9Target::Gfx908),
+    ("gfx90a", Gfx9Target::Gfx90a),
+    ("gfx942", Gfx9Target::Gfx942),
+];
+
+/// One assembled code object of `isa/`.
+struct Isa {
+    data: Vec<u8>,
+    target: Gfx9Target,
+}
+
+impl Isa {
+    fn load(family: &str, cpu: &str, target: Gfx9Target) -> Isa {
+        let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/codeobjects/isa")
+            .join(format!("{family}-{cpu}.hsaco"));
+        Isa {
+            data: std::fs::read(&p).unwrap_or_else(|e| panic!("{p:?}: {e}")),
+            target,
+        }
+    }
+
+    /// The kernels of the file (symbols with a `.kd` descriptor).
+    fn kernels(&self) -> Vec<String> {
+        let elf = object::File::parse(&*self.data).unwrap();
+        let mut v: Vec<String> = elf
+            .symbols()
+            .filter_map(|s| s.name().ok()?.strip_suffix(".kd").map(str::to_string))
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Runs `kernel` over `items` work-items (work-groups of 64) with pointer arguments to
+    /// `bufs` (placed at [`buf`]`(i)`), and returns the buffers afterwards.
+    fn run(&self, kernel: &str, items: u32, bufs: &[Vec<u8>]) -> Result<Vec<Vec<u8>>> {
+        let elf = object::File::parse(&*self.data).unwrap();
+        let kd_sym = elf
+            .symbols()
+            .find(|s| s.name() == Ok(&format!("{kernel}.kd")))
+            .unwrap_or_else(|| panic!("no kernel {kernel}"));
+        let rodata = elf
+            .section_by_index(kd_sym.section_index().unwrap())
+            .unwrap();
+        let off = (kd_sym.address() - rodata.address()) as usize;
+        let kd = KernelDescriptor::read_from_bytes(&rodata.data().unwrap()[off..off + 64]).unwrap();
+        let text = elf.section_by_name(".text").unwrap();
+        let code = KernelCode {
+            base_address: LOAD_BASE + text.address(),
+            bytes: text.data().unwrap(),
+            entry_address: (LOAD_BASE + kd_sym.address())
+                .wrapping_add(kd.kernel_code_entry_byte_offset as u64),
+        };
+        let mut args = Vec::new();
+        for i in 0..8 {
+            args.extend_from_slice(&buf(i).to_le_bytes());
+        }
+        let mut allocs = vec![(KERNARG, args)];
+        allocs.extend(bufs.iter().enumerate().map(|(i, b)| (buf(i), b.clone())));
+        let mem = TestMemory {
+            allocs: RefCell::new(allocs),
+        };
+        let mut st = DispatchState::one_dimensional(items, 64, 0, KERNARG);
+        st.group_segment_size = kd.group_segment_fixed_size;
+        st.private_segment_size = kd.private_segment_fixed_size;
+        st.launch = WaveLaunch::SINGLE_CU;
+        run_dispatch(&code, &kd, self.target, &st, &mem)?;
+        let a = mem.allocs.borrow();
+        Ok((0..bufs.len()).map(|i| a[i + 1].1.clone()).collect())
+    }
+}
+
+fn bytes32(v: &[u32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+fn u32s(b: &[u8]) -> Vec<u32> {
+    b.chunks(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+fn prng(seed: u64) -> impl FnMut() -> u32 {
+    let mut s = seed | 1;
+    move || {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    }
+}
+
+/// f32 edge values: zeros, denormals, infinities, NaNs (quiet and signaling), the largest
+/// finite value, values that overflow when multiplied, and ordinary ones.
+const EDGE32: [u32; 16] = [
+    0x0000_0000,
+    0x8000_0000,
+    0x0000_0001,
+    0x807F_FFFF,
+    0x0040_0000,
+    0x7F80_0000,
+    0xFF80_0000,
+    0x7FC0_0000,
+    0x7F80_0001,
+    0x7F7F_FFFF,
+    0x6000_0000,
+    0x3F80_0000,
+    0xC040_0000,
+    0x3EAA_AAAB,
+    0x0080_0000,
+    0x1F80_0000,
+];
+
+/// f16 edge values, as [`EDGE32`].
+const EDGE16: [u16; 16] = [
+    0x0000, 0x8000, 0x0001, 0x83FF, 0x0200, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0x7BFF, 0x5C00, 0x3C00,
+    0xC200, 0x3555, 0x0400, 0x2400,
+];
+
+/// `n` inputs: every edge value against every other (by lane), then random bits.
+fn inputs32(n: usize, seed: u64) -> [Vec<u32>; 3] {
+    let mut r = prng(seed);
+    let mut v: [Vec<u32>; 3] = Default::default();
+    for i in 0..n {
+        for (k, col) in v.iter_mut().enumerate() {
+            let x = if i < 256 {
+                EDGE32[((i >> (4 * k.min(1))) ^ (k * 5)) % 16]
+            } else {
+                r()
+            };
+            col.push(x);
+        }
+    }
+    v
+}
+
+/// `n` inputs of two f16 halves each from [`EDGE16`], then random bits.
+fn inputs16(n: usize, seed: u64) -> [Vec<u32>; 3] {
+    let mut r = prng(seed);
+    let mut v: [Vec<u32>; 3] = Default::default();
+    for i in 0..n {
+        for (k, col) in v.iter_mut().enumerate() {
+            let x = if i < 256 {
+                let lo = EDGE16[((i >> (4 * k.min(1))) ^ (k * 5)) % 16];
+                let hi = EDGE16[(i + 3 * k + 7) % 16];
+                u32::from(lo) | u32::from(hi) << 16
+            } else {
+                r()
+            };
+            col.push(x);
+        }
+    }
+    v
+}
+
+fn f16_is_nan(h: u16) -> bool {
+    h & 0x7C00 == 0x7C00 && h & 0x3FF != 0
+}
+
+/// The f16 value `m × 2^e` (`m` signed) rounded to nearest even, with `neg_zero` the sign
+/// of an exact zero: written from IEEE 754 binary16 (5-bit exponent, bias 15, 10-bit
+/// fraction, denormals down to 2^-24).
+fn f16_from_scaled(m: i128, e: i32, neg_zero: bool) -> u16 {
+    if m == 0 {
+        return if neg_zero { 0x8000 } else { 0 };
+    }
+    let sign = if m < 0 { 0x8000u16 } else { 0 };
+    let mag = m.unsigned_abs();
+    let top = 127 - mag.leading_zeros() as i32 + e; // exponent of the leading bit
+    let q = (top - 10).max(-24); // the quantum of the result
+    let shift = q - e;
+    let mut r = if shift <= 0 {
+        mag << -shift
+    } else if shift >= 128 {
+        0
+    } else {
+        let t = mag >> shift;
+        let rem = mag & ((1u128 << shift) - 1);
+        let half = 1u128 << (shift - 1);
+        if rem > half || rem == half && t & 1 == 1 {
+            t + 1
+        } else {
+            t
+        }
+    };
+    let mut q = q;
+    if r == 2048 {
+        r = 1024;
+        q += 1;
+    }
+    if r == 0 {
+        return sign;
+    }
+    if r < 1024 {
+        return sign | r as u16; // denormal (q = -24)
+    }
+    let exp = q + 25;
+    if exp >= 31 {
+        return sign | 0x7C00;
+    }
+    sign | (exp as u16) << 10 | (r as u16 - 1024)
+}
+
+/// A finite f16 as an integer multiple of 2^-24.
+fn f16_scaled(h: u16) -> i128 {
+    let exp = i32::from(h >> 10 & 0x1F);
+    let frac = i128::from(h & 0x3FF);
+    let mag = if exp == 0 {
+        frac
+    } else {
+        (frac | 1024) << (exp - 1)
+    };
+    if h & 0x8000 != 0 {
+        -mag
+    } else {
+        mag
+    }
+}
+
+fn f16_to_f64(h: u16) -> f64 {
+    if h & 0x7C00 == 0x7C00 {
+        let s = if h & 0x8000 != 0 { -1.0 } else { 1.0 };
+        return if h & 0x3FF != 0 {
+            f64::NAN
+        } else {
+            s * f64::INFINITY
+        };
+    }
+    let m = (f16_scaled(h) as f64 * 2f64.powi(-24)).abs();
+    if h & 0x8000 != 0 {
+        -m
+    } else {
+        m
+    }
+}
+
+/// `a × b + c` on f16 with the product rounded first unless `fused`; NaN as 0x7E00 (the
+/// comparison only checks that the result is a NaN).
+fn f16_muladd(a: u16, b: u16, c: u16, fused: bool) -> u16 {
+    let (x, y, z) = (f16_to_f64(a), f16_to_f64(b), f16_to_f64(c));
+    let special = |v: f64| v.is_nan() || v.is_infinite();
+    if special(x) || special(y) || special(z) {
+        let r = x * y + z;
+        return if r.is_nan() {
+            0x7E00
+        } else if r > 0.0 {
+            0x7C00
+        } else {
+            0xFC00
+        };
+    }
+    let prod_neg = (a ^ b) & 0x8000 != 0;
+    let p = f16_scaled(a) * f16_scaled(b); // units of 2^-48
+    let (p, pneg) = if fused {
+        (p, prod_neg)
+    } else {
+        let h = f16_from_scaled(p, -48, prod_neg);
+        if h & 0x7C00 == 0x7C00 {
+            return f16_muladd(h, 0x3C00, c, true); // the product overflowed
+        }
+        (f16_scaled(h) << 24, h & 0x8000 != 0)
+    };
+    let sum = p + (f16_scaled(c) << 24);
+    // An exact zero sum is +0 unless both terms are -0 (round to nearest).
+    f16_from_scaled(sum, -48, pneg && c & 0x8000 != 0)
+}
+
+fn flush16(h: u16) -> u16 {
+    if h & 0x7C00 == 0 {
+        h & 0x8000
+    } else {
+        h
+    }
+}
+
+fn flush32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        f32::from_bits(x.to_bits() & 0x8000_0000)
+    } else {
+        x
+    }
+}
+
+/// f32 results compare bit for bit, NaNs as NaNs (the payload is not checked).
+fn same32(got: u32, want: u32) -> bool {
+    got == want || f32::from_bits(got).is_nan() && f32::from_bits(want).is_nan()
+}
+
+/// 16-bit halves compare bit for bit, NaNs as NaNs.
+fn same16(got: u16, want: u16) -> bool {
+    got == want || f16_is_nan(got) && f16_is_nan(want)
+}
+
+/// The reference of one lane of an `ops` kernel (gen_ops.py): `a`, `b`, `c` are p1, p2, p3
+/// (`c` also the accumulator v5 held), `a_dpp` the src0 a DPP form reads.
+fn reference(kernel: &str, a: u32, b: u32, c: u32, a_dpp: u32) -> Option<u32> {
+    let (fa, fb, fc) = (f32::from_bits(a), f32::from_bits(b), f32::from_bits(c));
+    let k_of = |s: &str| u32::from_str_radix(s.rsplit("_k").next().unwrap(), 16).unwrap();
+    // V_MAD_F32 and kin: product rounded, then the sum; f32 denormals flushed (sources,
+    // product, result) whatever the mode.
+    let mad32 = |x: f32, y: f32, z: f32| {
+        let p = flush32(flush32(x) * flush32(y));
+        flush32(p + flush32(z)).to_bits()
+    };
+    // Fused, denormals kept (the kernels' mode).
+    let fma32 = |x: f32, y: f32, z: f32| x.mul_add(y, z).to_bits();
+    // V_MAD_F16: the same on f16 with f16 denormals flushed; the high half 0.
+    let mad16 = |x: u32, y: u32, z: u32| {
+        let p = f16_muladd(flush16(x as u16), flush16(y as u16), 0x8000, false);
+        let p = flush16(p);
+        u32::from(flush16(f16_muladd(p, 0x3C00, flush16(z as u16), true)))
+    };
+    let legacy = |x: f32, y: f32| {
+        if x == 0.0 || y == 0.0 {
+            0
+        } else {
+            (x * y).to_bits()
+        }
+    };
+    let name = kernel;
+    Some(match name {
+        _ if name.starts_with("v_madak_f32_k") => mad32(fa, fb, f32::from_bits(k_of(name))),
+        _ if name.starts_with("v_madmk_f32_k") => mad32(fa, f32::from_bits(k_of(name)), fb),
+        _ if name.starts_with("v_fmaak_f32_k") => fma32(fa, fb, f32::from_bits(k_of(name))),
+        _ if name.starts_with("v_fmamk_f32_k") => fma32(fa, f32::from_bits(k_of(name)), fb),
+        "v_madak_f32_lit" => mad32(1.5, fb, 1.5),
+        _ if name.starts_with("v_madak_f16_k") => mad16(a, b, k_of(name)),
+        _ if name.starts_with("v_madmk_f16_k") => mad16(a, k_of(name), b),
+        "v_mac_f16" | "v_mad_f16" => mad16(a, b, c),
+        "v_mad_legacy_f32" => {
+            let (x, y) = (flush32(fa), flush32(fb));
+            if x == 0.0 || y == 0.0 {
+                flush32(0.0 + flush32(fc)).to_bits()
+            } else {
+                mad32(fa, fb, fc)
+            }
+        }
+        "v_mac_f16_dpp" => mad16(a_dpp, b, c),
+        "s_call_b64" => 16 + 256 + 3,
+        "v_mul_legacy_f32" => legacy(fa, fb),
+        "v_mul_legacy_f32_e64_omod" => (f32::from_bits(legacy(fa, fb)) * 2.0).to_bits(),
+        "v_pk_fmac_f16" => {
+            let h = |k: u32| {
+                let x = |v: u32| (v >> (16 * k)) as u16;
+                u32::from(f16_muladd(x(a), x(b), x(c), true))
+            };
+            h(0) | h(1) << 16
+        }
+        _ if name.starts_with("v_dot") => {
+            let clamp = name.ends_with("_clamp");
+            let x = if name.ends_with("_dpp") { a_dpp } else { a };
+            if name.starts_with("v_dot2c_f32_f16") {
+                // Exact in f64 for the inputs `dot_inputs` makes; rounded once to f32.
+                let h = |v: u32, k: u32| f16_to_f64((v >> (16 * k)) as u16);
+                let s = h(x, 0) * h(b, 0) + h(x, 1) * h(b, 1) + f64::from(fc);
+                let r = s as f32;
+                let r = if clamp {
+                    if r.is_nan() || r <= 0.0 {
+                        0.0
+                    } else {
+                        r.min(1.0)
+                    }
+                } else {
+                    r
+                };
+                return Some(r.to_bits());
+            }
+            let bits = match &name[5..6] {
+                "2" => 16,
+                "4" => 8,
+                _ => 4,
+            };
+            let field = |v: u32, k: u32| -> i64 {
+                let f = v >> (k * bits) & ((1 << bits) - 1);
+                i64::from(((f << (32 - bits)) as i32) >> (32 - bits))
+            };
+            let s = (0..32 / bits).fold(i64::from(c as i32), |s, k| s + field(x, k) * field(b, k));
+            if clamp {
+                s.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as u32
+            } else {
+                s as u32
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// Inputs for the f16 dot product: f16 values with exponents -4..=6 (and every sign), an f32
+/// accumulator with 11 significant bits in the same range, so that the sum is exact in f64;
+/// edge values (infinities, NaN, zeros) in the first lanes.
+fn dot_inputs(n: usize) -> [Vec<u32>; 3] {
+    let mut r = prng(99);
+    let mut nice16 = || {
+        let x = r();
+        let exp = 11 + x % 11; // biased 11..=21: 2^-4..2^6
+        (x >> 8 & 0x8000 | exp << 10 | x >> 12 & 0x3FF) & 0xFFFF
+    };
+    let mut v: [Vec<u32>; 3] = Default::default();
+    for i in 0..n {
+        let a = nice16() | nice16() << 16;
+        let b = nice16() | nice16() << 16;
+        let c = f32::from_bits(nice16() << 13 | 0x3000_0000).to_bits();
+        let (a, b, c) = match i {
+            0 => (0x7C00_3C00, 0x3C00_3C00, 0),
+            1 => (0x7C00_3C00, 0x0000_3C00, 0),
+            2 => (0x7E00_3C00, 0x3C00_3C00, 0),
+            3 => (a, b, 0x7F80_0000),
+            4 => (0x8000_8000, 0x3C00_3C00, 0x8000_0000),
+            5 => (0x7BFF_7BFF, 0x7BFF_7BFF, 0x7F7F_FFFF),
+            _ => (a, b, c),
+        };
+        v[0].push(a);
+        v[1].push(b);
+        v[2].push(c);
+    }
+    v
+}
+
+#[test]
+fn issue_19_opcodes_match_the_isa() {
+    const N: usize = 512;
+    let mut checked = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("ops", cpu, target);
+        for kernel in isa.kernels() {
+            if kernel.starts_with("smem_")
+                || kernel.starts_with("ds_")
+                || kernel.starts_with("s_getreg")
+            {
+                continue; // the scalar memory and LDS tests below
+            }
+            let f16 = kernel.contains("f16") && !kernel.starts_with("v_dot2c_f32");
+            let ins = if kernel.starts_with("v_dot2c_f32_f16") {
+                dot_inputs(N)
+            } else if f16 || kernel.starts_with("v_dot") {
+                inputs16(N, 7)
+            } else {
+                inputs32(N, 3)
+            };
+            let bufs = [
+                vec![0u8; 4 * N],
+                bytes32(&ins[0]),
+                bytes32(&ins[1]),
+                bytes32(&ins[2]),
+                vec![0u8; 4 * N],
+            ];
+            let out = isa
+                .run(&kernel, N as u32, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..N {
+                let a_dpp = ins[0][i ^ 1];
+                let want = reference(&kernel, ins[0][i], ins[1][i], ins[2][i], a_dpp)
+                    .unwrap_or_else(|| panic!("no reference for {kernel}"));
+                let ok = if f16 {
+                    same16(got[i] as u16, want as u16)
+                        && same16((got[i] >> 16) as u16, (want >> 16) as u16)
+                } else {
+                    same32(got[i], want)
+                };
+                assert!(
+                    ok,
+                    "{cpu} {kernel} lane {i}: {:#010x} {:#010x} {:#010x} (dpp src0 {a_dpp:#010x}): got {:#010x}, want {want:#010x}",
+                    ins[0][i],
+                    ins[1][i],
+                    ins[2][i],
+                    got[i]
+                );
+                checked += 1;
+            }
+        }
+    }
+    // 23 kernels on gfx900/gfx906, 35 on gfx908/gfx90a, 33 on gfx942.
+    assert_eq!(checked, (23 + 23 + 35 + 35 + 33) * N);
+}
+
+/// What `smem_bload_*` leaves in s4..s19: dword k of a load at byte offset `off` from a V#
+/// whose buffer is `limit` bytes, `None` when the load has fewer dwords.
+fn scalar_buffer_ref(data: &[u32], off: u64, limit: u64, k: usize, dwords: usize) -> u32 {
+    let o = off + 4 * k as u64;
+    if k >= dwords || o >= limit {
+        0
+    } else {
+        data[(o / 4) as usize]
+    }
+}
+
+#[test]
+fn scalar_buffer_loads_and_scalar_stores_match_the_isa() {
+    let data: Vec<u32> = (0..64u32).map(|i| 0xA000_0000 | (i * 0x0101)).collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("ops", cpu, target);
+        // (kernel, byte offset, buffer size in bytes (NUM_RECORDS, or × STRIDE when
+        // swizzled), dwords loaded)
+        let loads = [
+            ("smem_bload_nr20_st0_sw0", 4, 0x20, 16),
+            ("smem_bload_nr4_st8_sw1", 4, 32, 16),
+            ("smem_bload_nr4_st8_sw0", 4, 4, 16),
+            ("smem_bload_nrffffffff_st0_sw0", 4, u64::from(u32::MAX), 16),
+            ("smem_bload_nr21_st0_sw0", 4, 0x21, 16),
+            ("smem_bload_soff", 0x10, 0x18, 4),
+        ];
+        for (kernel, off, limit, dwords) in loads {
+            let bufs = [
+                vec![0u8; 256],
+                bytes32(&data),
+                vec![0u8; 256],
+                vec![0u8; 256],
+                vec![0xEEu8; 64 * 64],
+            ];
+            let out = isa
+                .run(kernel, 64, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+            let got = u32s(&out[4]);
+            for lane in 0..64 {
+                for k in 0..16 {
+                    let want = scalar_buffer_ref(&data, off, limit, k, dwords);
+                    assert_eq!(
+                        got[lane * 16 + k],
+                        want,
+                        "{cpu} {kernel} lane {lane} s{}",
+                        4 + k
+                    );
+                }
+            }
+        }
+        let bufs: Vec<Vec<u8>> = (0..6).map(|_| vec![0u8; 256]).collect();
+        let out = isa
+            .run("smem_store", 64, &bufs)
+            .unwrap_or_else(|e| panic!("{cpu} smem_store: {e}"));
+        let v = [0x1111_1111, 0x2222_2222, 0x3333_3333, 0x4444_4444];
+        let mut want4 = vec![0u32; 64];
+        want4[2..6].copy_from_slice(&v);
+        want4[0x10] = v[1];
+        want4[0x20] = v[2];
+        want4[0x21] = v[3];
+        assert_eq!(u32s(&out[4]), want4, "{cpu} s_store_dword*");
+        // NUM_RECORDS 0x10: the dwords at bytes 8 and 12 are written, 16 and 20 dropped.
+        let mut want5 = vec![0u32; 64];
+        want5[2..4].copy_from_slice(&v[..2]);
+        assert_eq!(u32s(&out[5]), want5, "{cpu} s_buffer_store_dwordx4");
+    }
+}
+
+/// The ISA's atomic operations (Vega ISA FLAT/SMEM atomic opcode tables) on a memory value
+/// `m` with data `s` and compare value `c`, 32 or (`wide`) 64 bits: the new memory value.
+fn atomic_ref(op: &str, m: u64, s: u64, c: u64, wide: bool) -> u64 {
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    let (m, s, c) = (m & mask, s & mask, c & mask);
+    let signed = |x: u64| {
+        if wide {
+            x as i64
+        } else {
+            i64::from(x as u32 as i32)
+        }
+    };
+    let r = match op {
+        "swap" => s,
+        "cmpswap" => {
+            if m == c {
+                s
+            } else {
+                m
+            }
+        }
+        "add" => m.wrapping_add(s),
+        "sub" => m.wrapping_sub(s),
+        "smin" => signed(m).min(signed(s)) as u64,
+        "smax" => signed(m).max(signed(s)) as u64,
+        "umin" => m.min(s),
+        "umax" => m.max(s),
+        "and" => m & s,
+        "or" => m | s,
+        "xor" => m ^ s,
+        // INC: tmp >= src ? 0 : tmp + 1; DEC: tmp == 0 || tmp > src ? src : tmp - 1.
+        "inc" => {
+            if m >= s {
+                0
+            } else {
+                m + 1
+            }
+        }
+        "dec" => {
+            if m == 0 || m > s {
+                s
+            } else {
+                m - 1
+            }
+        }
+        _ => panic!("{op}"),
+    };
+    r & mask
+}
+
+#[test]
+fn scalar_atomics_match_the_isa() {
+    const VALUES: [u64; 6] = [
+        0,
+        1,
+        0x7FFF_FFFF,
+        0x8000_0000,
+        0xFFFF_FFFF_FFFF_FFFF,
+        0x1_0000_0005,
+    ];
+    let mut checked = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("ops", cpu, target);
+        for kernel in isa.kernels() {
+            let Some(rest) = kernel
+                .strip_prefix("smem_atomic_")
+                .or_else(|| kernel.strip_prefix("smem_batomic_"))
+            else {
+                continue;
+            };
+            let (op, nr) = match rest.rsplit_once("_nr") {
+                Some((op, nr)) => (op, u64::from_str_radix(nr, 16).unwrap()),
+                None => (rest, u64::MAX),
+            };
+            let glc = !op.ends_with("_noglc");
+            let op = op.trim_end_matches("_noglc");
+            let wide = op.ends_with("_x2");
+            let base = op.trim_end_matches("_x2");
+            let dw = if wide { 2 } else { 1 };
+            for (i, &m) in VALUES.iter().enumerate() {
+                let s = VALUES[(i + 2) % 6];
+                let c = if i % 2 == 0 { m } else { VALUES[(i + 1) % 6] };
+                // SDATA s[24:27]: the data, then (cmpswap) the compare value.
+                let mut sdata = [0u32; 4];
+                for k in 0..dw {
+                    sdata[k] = (s >> (32 * k)) as u32;
+                    sdata[dw + k] = (c >> (32 * k)) as u32;
+                }
+                let mut mem = vec![0x5A5A_5A5Au32; 8];
+                mem[2] = m as u32;
+                mem[3] = (m >> 32) as u32;
+                let bufs = [
+                    bytes32(&mem),
+                    bytes32(&sdata),
+                    vec![0u8; 64],
+                    vec![0u8; 64],
+                    vec![0u8; 64 * 16],
+                ];
+                let out = isa
+                    .run(&kernel, 64, &bufs)
+                    .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+                let in_range = 8 + 4 * dw as u64 <= nr;
+                let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+                let want_mem = if in_range {
+                    atomic_ref(base, m, s, c, wide)
+                } else {
+                    m & mask
+                };
+                let mem_after = u32s(&out[0]);
+                let got_mem = u64::from(mem_after[2])
+                    | if wide {
+                        u64::from(mem_after[3]) << 32
+                    } else {
+                        0
+                    };
+                assert_eq!(
+                    got_mem, want_mem,
+                    "{cpu} {kernel} m {m:#x} s {s:#x} c {c:#x}"
+                );
+                if !wide {
+                    assert_eq!(mem_after[3], (m >> 32) as u32, "{cpu} {kernel}: next dword");
+                }
+                let mut want_regs = sdata;
+                if glc {
+                    let old = if in_range { m & mask } else { 0 };
+                    for (k, r) in want_regs.iter_mut().take(dw).enumerate() {
+                        *r = (old >> (32 * k)) as u32;
+                    }
+                }
+                let regs = u32s(&out[4]);
+                for lane in 0..64 {
+                    assert_eq!(
+                        regs[lane * 4..lane * 4 + 4],
+                        want_regs,
+                        "{cpu} {kernel} lane {lane} m {m:#x} s {s:#x} c {c:#x}: SDATA"
+                    );
+                }
+                checked += 1;
+            }
+        }
+    }
+    // 33 kernels (26 s_atomic_*, the no-glc add, 6 s_buffer_atomic_*) x 6 values x 5 targets.
+    assert_eq!(checked, 33 * 6 * 5);
+}
+
+/// IEEE 754 minNum/maxNum of two floats given as bits (`wide`: f64, else f32) with −0 below
+/// +0; a NaN loses to a number, and of two NaNs the first is kept.
+fn min_max_bits(x: u64, y: u64, wide: bool, max: bool) -> u64 {
+    let f = |b: u64| {
+        if wide {
+            f64::from_bits(b)
+        } else {
+            f64::from(f32::from_bits(b as u32))
+        }
+    };
+    let (a, b) = (f(x), f(y));
+    if b.is_nan() {
+        return x;
+    }
+    if a.is_nan() {
+        return y;
+    }
+    // Order with -0 < +0: compare (value, sign) pairs.
+    let key = |v: f64| (v, !v.is_sign_negative());
+    let (ka, kb) = (key(a), key(b));
+    let b_wins = if max {
+        kb.0 > ka.0 || kb.0 == ka.0 && kb.1 && !ka.1
+    } else {
+        kb.0 < ka.0 || kb.0 == ka.0 && !kb.1 && ka.1
+    };
+    if b_wins {
+        y
+    } else {
+        x
+    }
+}
+
+/// The LDS value after `ds_<op>[_rtn]_<type>` on `m` with DATA0 `d0` and DATA1 `d1` (Vega
+/// ISA DS opcode descriptions; the compare-store takes the compare value in DATA0).
+fn ds_ref(name: &str, m: u64, d0: u64, d1: u64) -> u64 {
+    let rest = name.strip_prefix("ds_").unwrap().replace("_rtn", "");
+    let (op, ty) = rest.rsplit_once('_').unwrap();
+    let wide = ty.ends_with("64");
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    let (m, a, b) = (m & mask, d0 & mask, d1 & mask);
+    let sx = |x: u64| {
+        if wide {
+            x as i64
+        } else {
+            i64::from(x as u32 as i32)
+        }
+    };
+    let r = match (op, &ty[..1]) {
+        ("add", "f") => u64::from((f32::from_bits(m as u32) + f32::from_bits(a as u32)).to_bits()),
+        ("min" | "max", "f") => min_max_bits(m, a, wide, op == "max"),
+        ("cmpst", "f") => {
+            let eq = if wide {
+                f64::from_bits(m) == f64::from_bits(a)
+            } else {
+                f32::from_bits(m as u32) == f32::from_bits(a as u32)
+            };
+            if eq {
+                b
+            } else {
+                m
+            }
+        }
+        ("min", "i") => sx(m).min(sx(a)) as u64,
+        ("max", "i") => sx(m).max(sx(a)) as u64,
+        ("min", _) => m.min(a),
+        ("max", _) => m.max(a),
+        ("add", _) => m.wrapping_add(a),
+        ("sub", _) => m.wrapping_sub(a),
+        ("rsub", _) => a.wrapping_sub(m),
+        ("inc", _) => {
+            if m >= a {
+                0
+            } else {
+                m + 1
+            }
+        }
+        ("dec", _) => {
+            if m == 0 || m > a {
+                a
+            } else {
+                m - 1
+            }
+        }
+        ("and", _) => m & a,
+        ("or", _) => m | a,
+        ("xor", _) => m ^ a,
+        ("mskor", _) => (m & !a) | b,
+        ("cmpst", _) => {
+            if m == a {
+                b
+            } else {
+                m
+            }
+        }
+        ("wrxchg", _) => a,
+        ("wrap", _) => {
+            if m >= a {
+                m - a
+            } else {
+                m.wrapping_add(b)
+            }
+        }
+        _ => panic!("{name}"),
+    };
+    r & mask
+}
+
+#[test]
+fn lds_atomics_match_the_isa() {
+    const V32: [u32; 12] = [
+        0,
+        1,
+        5,
+        0x7FFF_FFFF,
+        0x8000_0000,
+        0xFFFF_FFFF,
+        0x3F80_0000,
+        0xBF80_0000,
+        0x7FC0_0000,
+        0x7F80_0000,
+        0x0000_0003,
+        0x8000_0000,
+    ];
+    const V64: [u64; 12] = [
+        0,
+        1,
+        5,
+        0x7FFF_FFFF_FFFF_FFFF,
+        0x8000_0000_0000_0000,
+        u64::MAX,
+        0x3FF0_0000_0000_0000,
+        0xBFF0_0000_0000_0000,
+        0x7FF8_0000_0000_0000,
+        0x7FF0_0000_0000_0000,
+        0x1_0000_0000,
+        0x0000_0000_FFFF_FFFF,
+    ];
+    let mut kernels = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("ops", cpu, target);
+        for kernel in isa.kernels().into_iter().filter(|k| k.starts_with("ds_")) {
+            let wide = kernel.ends_with("64");
+            let rtn = kernel.contains("_rtn_");
+            // Lane i: memory V[i % 12], DATA0 V[i / 12], DATA1 V[i / 7 % 12]; a second run
+            // shifts DATA0 by 5 and DATA1 by 10 places.
+            for shift in [0usize, 5] {
+                let pick = |i: usize, k: usize| (i / [1, 12, 7][k] + shift * k) % 12;
+                let col = |k: usize| -> Vec<u64> {
+                    (0..64)
+                        .map(|i| {
+                            if wide {
+                                V64[pick(i, k)]
+                            } else {
+                                u64::from(V32[pick(i, k)])
+                            }
+                        })
+                        .collect()
+                };
+                let (m, d0, d1) = (col(0), col(1), col(2));
+                let enc = |v: &[u64]| -> Vec<u8> {
+                    if wide {
+                        v.iter().flat_map(|x| x.to_le_bytes()).collect()
+                    } else {
+                        v.iter().flat_map(|x| (*x as u32).to_le_bytes()).collect()
+                    }
+                };
+                let size = if wide { 8 * 64 } else { 4 * 64 };
+                let bufs = [
+                    enc(&m),
+                    enc(&d0),
+                    enc(&d1),
+                    vec![0u8; 64],
+                    vec![0u8; size],
+                    vec![0u8; size],
+                ];
+                let out = isa
+                    .run(&kernel, 64, &bufs)
+                    .unwrap_or_else(|e| panic!("{cpu} {kernel}: {e}"));
+                let read = |b: &[u8], i: usize| -> u64 {
+                    if wide {
+                        u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().unwrap())
+                    } else {
+                        u64::from(u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap()))
+                    }
+                };
+                for i in 0..64 {
+                    let want = ds_ref(&kernel, m[i], d0[i], d1[i]);
+                    let ctx = format!(
+                        "{cpu} {kernel} lane {i}: m {:#x} d0 {:#x} d1 {:#x}",
+                        m[i], d0[i], d1[i]
+                    );
+                    assert_eq!(read(&out[5], i), want, "{ctx}: LDS");
+                    let ret = if rtn {
+                        m[i]
+                    } else if wide {
+                        0xDEAD_BEEF_DEAD_BEEF
+                    } else {
+                        0xDEAD_BEEF
+                    };
+                    assert_eq!(read(&out[4], i), ret, "{ctx}: returned");
+                }
+            }
+            kernels += 1;
+        }
+    }
+    assert_eq!(kernels, 71 * 5);
+}
+
+#[test]
+fn xcc_id_reads_the_one_modelled_xcc() {
+    // The emulated GPU is one XCC (hwid module docs): every wave reads XCC_ID 0, whole or
+    // as the field [3:0].
+    let isa = Isa::load("ops", "gfx942", Gfx9Target::Gfx942);
+    let bufs: Vec<Vec<u8>> = (0..6).map(|_| vec![0xEE; 4 * 128]).collect();
+    let out = isa.run("s_getreg_xcc_id", 128, &bufs).unwrap();
+    assert_eq!(u32s(&out[4]), vec![hsa_emu::gfx9::hwid::XCC_ID; 128]);
+    assert_eq!(u32s(&out[5]), vec![0; 128]);
+    // Register 20 is no XCC_ID before gfx940 (llvm-mc-19 has no such name there): reading
+    // it stays an illegal-instruction error naming the register.
+    for (cpu, target) in &CPUS[..4] {
+        let isa = Isa::load("ops", cpu, *target);
+        let e = isa.run("s_getreg_hwreg20", 64, &bufs).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        assert!(e.detail().contains("hardware register 20"), "{cpu}: {e}");
+    }
+}
