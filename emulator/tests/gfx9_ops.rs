@@ -349,6 +349,68 @@ fn same16(got: u16, want: u16) -> bool {
     got == want || f16_is_nan(got) && f16_is_nan(want)
 }
 
+/// gfx900's `v_mad_mix*` kernels (gen_ops.py): each source an f32 (f32 denormals flushed) or
+/// an f16 half, the product rounded to f32 and flushed, then the sum rounded once: to f32
+/// (flushed) for `_f32`, to f16 for `mixlo`/`mixhi` (their kernels take f16 sources, so the
+/// product is a multiple of 2^-48 below 2^33 and the sum exact in units of 2^-48).
+fn mad_mix(name: &str, a: u32, b: u32, c: u32) -> u32 {
+    let half = |v: u32, hi: bool| f16_to_f64((if hi { v >> 16 } else { v }) as u16) as f32;
+    let (x, y, z) = match name {
+        "v_mad_mix_f32" => (
+            flush32(f32::from_bits(a)),
+            flush32(f32::from_bits(b)),
+            flush32(f32::from_bits(c)),
+        ),
+        "v_mad_mix_f32_h" | "v_mad_mixlo_f16" => (half(a, false), half(b, false), half(c, false)),
+        "v_mad_mix_f32_hsel_clamp" => (-half(a, true), half(b, false).abs(), half(c, true)),
+        "v_mad_mixhi_f16_clamp" => (half(a, false), -half(b, true), half(c, false)),
+        _ => unreachable!("{name}"),
+    };
+    let clamp = name.ends_with("_clamp");
+    let p = flush32(x * y);
+    if name.starts_with("v_mad_mix_f32") {
+        let r = flush32(p + z);
+        let r = if clamp && (r.is_nan() || r <= 0.0) {
+            0.0
+        } else if clamp {
+            r.min(1.0)
+        } else {
+            r
+        };
+        return r.to_bits();
+    }
+    let h = if !p.is_finite() || !z.is_finite() {
+        let r = f64::from(p) + f64::from(z);
+        if r.is_nan() {
+            0x7E00
+        } else if r > 0.0 {
+            0x7C00
+        } else {
+            0xFC00
+        }
+    } else {
+        let scaled = |v: f32| (f64::from(v) * 2f64.powi(48)) as i128; // exact, see above
+        let neg_zero = p.is_sign_negative() && z.is_sign_negative();
+        f16_from_scaled(scaled(p) + scaled(z), -48, neg_zero)
+    };
+    let h = if clamp {
+        if f16_is_nan(h) || h & 0x8000 != 0 {
+            0
+        } else if f16_to_f64(h) > 1.0 {
+            0x3C00
+        } else {
+            h
+        }
+    } else {
+        h
+    };
+    if name.starts_with("v_mad_mixlo") {
+        c & 0xFFFF_0000 | u32::from(h)
+    } else {
+        c & 0xFFFF | u32::from(h) << 16
+    }
+}
+
 /// The reference of one lane of an `ops` kernel (gen_ops.py): `a`, `b`, `c` are p1, p2, p3
 /// (`c` also the accumulator v5 held), `a_dpp` the src0 a DPP form reads.
 fn reference(kernel: &str, a: u32, b: u32, c: u32, a_dpp: u32) -> Option<u32> {
@@ -394,6 +456,7 @@ fn reference(kernel: &str, a: u32, b: u32, c: u32, a_dpp: u32) -> Option<u32> {
             }
         }
         "v_mac_f16_dpp" => mad16(a_dpp, b, c),
+        _ if name.starts_with("v_mad_mix") => mad_mix(name, a, b, c),
         "s_call_b64" => 16 + 256 + 3,
         "v_mul_legacy_f32" => legacy(fa, fb),
         "v_mul_legacy_f32_e64_omod" => (f32::from_bits(legacy(fa, fb)) * 2.0).to_bits(),
@@ -490,7 +553,7 @@ fn issue_19_opcodes_match_the_isa() {
             let f16 = kernel.contains("f16") && !kernel.starts_with("v_dot2c_f32");
             let ins = if kernel.starts_with("v_dot2c_f32_f16") {
                 dot_inputs(N)
-            } else if f16 || kernel.starts_with("v_dot") {
+            } else if f16 || kernel.starts_with("v_dot") || kernel.starts_with("v_mad_mix_f32_") {
                 inputs16(N, 7)
             } else {
                 inputs32(N, 3)
@@ -528,8 +591,9 @@ fn issue_19_opcodes_match_the_isa() {
             }
         }
     }
-    // 23 kernels on gfx900/gfx906, 35 on gfx908/gfx90a, 33 on gfx942.
-    assert_eq!(checked, (23 + 23 + 35 + 35 + 33) * N);
+    // 28 kernels on gfx900 (5 of them v_mad_mix*), 23 on gfx906, 35 on gfx908/gfx90a, 33 on
+    // gfx942.
+    assert_eq!(checked, (28 + 23 + 35 + 35 + 33) * N);
 }
 
 /// What `smem_bload_*` leaves in s4..s19: dword k of a load at byte offset `off` from a V#

@@ -186,6 +186,9 @@ row("VOP3P", "v_pk_mul_f32 v_pk_add_f32 v_pk_mov_b32", "2 2 2")
 # gfx906+ dot products (dot*-insts) and mixed-precision FMA (fma-mix-insts).
 row("VOP3P", "v_dot2_f32_f16 v_dot2_i32_i16 v_dot2_u32_u16 v_dot4_i32_i8 v_dot4_u32_u8 "
     "v_dot8_i32_i4 v_dot8_u32_u4 v_fma_mix_f32 v_fma_mixlo_f16 v_fma_mixhi_f16", "1 1 1 1")
+# gfx900's mixed-precision multiply-add (mad-mix-insts; gfx906+ has the fma-mix forms above
+# at the same opcodes).
+row("VOP3P", "v_mad_mix_f32 v_mad_mixlo_f16 v_mad_mixhi_f16", "1 1 1 1")
 row("VOP3P", "v_pk_fma_f32", "2 2 2 2")
 # Matrix (MAI) instructions, VOP3P-MAI encoding: gfx908 (CDNA1), gfx90a (CDNA2), gfx940+
 # (CDNA3, which renames them: `_<blocks>b_` infixes, `_1k` bf16 forms as plain `bf16`). Widths:

@@ -1256,7 +1256,7 @@ fn vop3p(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     for i in 0..3 {
         inst.mods.neg[i] = w1 >> (29 + i) & 1 != 0;
     }
-    if info.name.starts_with("v_fma_mix") {
+    if info.name.starts_with("v_fma_mix") || info.name.starts_with("v_mad_mix") {
         // The mixed-precision FMAs read `neg_hi` as `abs` of each source.
         for i in 0..3 {
             inst.mods.abs[i] = inst.mods.neg_hi >> i & 1 != 0;

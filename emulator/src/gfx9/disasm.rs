@@ -193,7 +193,7 @@ impl fmt::Display for Src<'_> {
         let Src(inst, i) = *self;
         let op = SrcOp(inst, i);
         let extended = inst.mods.sdwa.is_some() || inst.mods.dpp.is_some();
-        let mix = inst.encoding == Encoding::Vop3p && inst.info.name.starts_with("v_fma_mix");
+        let mix = inst.encoding == Encoding::Vop3p && is_mix(inst.info.name);
         if inst.encoding != Encoding::Vop3 && !extended && !mix {
             return op.fmt(f);
         }
@@ -385,7 +385,7 @@ impl fmt::Display for Instruction {
                 Ok(())
             }
             Encoding::Vop3p => {
-                if name.starts_with("v_fma_mix") {
+                if is_mix(name) {
                     return self.mix_text(f);
                 }
                 f.write_str(name)?;
@@ -609,7 +609,7 @@ impl Instruction {
 
     /// The FLAT/MUBUF cache bits as llvm-objdump prints them: gfx940 `sc0 nt sc1`, else
     /// `glc slc` and gfx90a's `scc`.
-    /// `v_fma_mix*` as llvm-objdump prints it: sources with `-`/`|…|` (the `neg_lo`/`neg_hi`
+    /// `v_fma_mix*` and `v_mad_mix*` as llvm-objdump prints them: sources with `-`/`|…|` (the `neg_lo`/`neg_hi`
     /// bits are neg/abs), then `op_sel` and `op_sel_hi` when non-zero (their default is 0:
     /// f32 sources), then `clamp`.
     fn mix_text(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -943,4 +943,11 @@ mod tests {
             "v_pk_mov_b32 v[0:1], 0, 0"
         );
     }
+}
+
+/// Whether `name` is a mixed-precision multiply-add (`v_fma_mix*`, gfx906+; `v_mad_mix*`,
+/// gfx900), whose VOP3P `neg_hi` bits are `abs` and whose `op_sel_hi` bits choose f16
+/// sources.
+fn is_mix(name: &str) -> bool {
+    name.starts_with("v_fma_mix") || name.starts_with("v_mad_mix")
 }

@@ -2787,11 +2787,26 @@ fn clamp01_f32(x: f32) -> f32 {
 /// writes the f32 result; `mixlo`/`mixhi` round the exact result once to f16 into the low or
 /// high half, keeping the other half. `clamp` limits the result to [0, 1].
 ///
-/// Ref: Vega 7nm ISA, VOP3P opcodes 32..=34.
+/// `v_mad_mix_f32`, `v_mad_mixlo_f16`, `v_mad_mixhi_f16` (gfx900, the same opcodes and
+/// operands): not fused. The product is rounded to f32 first, and f32 denormals (sources,
+/// product, `_f32`'s result) are flushed whatever MODE says, as for `v_mad_f32`: LLVM selects
+/// them for `fmad` only when f32 denormals are flushed, and Mesa's ACO treats Vega 10's mix
+/// instructions as unfused. The sum is then rounded once to the result's precision. An f16
+/// source is exact in f32, so with f16 sources only the sum's rounding differs from fma.
+///
+/// Ref: Vega ISA and Vega 7nm ISA, VOP3P opcodes 32..=34.
 fn fma_mix(w: &mut Wave, inst: &Instruction) {
     let m = inst.mods;
     let name = inst.name();
+    let fused = name.starts_with("v_fma_mix");
     let exec = w.exec();
+    let fl = |x: f32| -> f32 {
+        if fused {
+            x
+        } else {
+            f32::from_bits(mode::flush(mode::Kind::F32, u64::from(x.to_bits())) as u32)
+        }
+    };
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
         let x: [f32; 3] = core::array::from_fn(|i| {
             let v = vsrc(w, &inst.src[i], lane, false, false) as u32;
@@ -2799,7 +2814,7 @@ fn fma_mix(w: &mut Wave, inst: &Instruction) {
                 let h = if m.op_sel >> i & 1 != 0 { v >> 16 } else { v };
                 f16::to_f64(h as u16) as f32
             } else {
-                f32::from_bits(v)
+                fl(f32::from_bits(v))
             };
             if m.abs[i] {
                 x = x.abs();
@@ -2810,16 +2825,25 @@ fn fma_mix(w: &mut Wave, inst: &Instruction) {
             x
         });
         let old = vsrc_dword(w, &inst.dst, lane, 0);
-        let r = if name == "v_fma_mix_f32" {
-            let mut r = x[0].mul_add(x[1], x[2]);
+        // The product: exact in f64 for fma; rounded to f32 and flushed for mad.
+        let p = if fused {
+            f64::from(x[0]) * f64::from(x[1])
+        } else {
+            f64::from(fl(x[0] * x[1]))
+        };
+        let r = if name.ends_with("mix_f32") {
+            let mut r = if fused {
+                x[0].mul_add(x[1], x[2])
+            } else {
+                fl(p as f32 + x[2])
+            };
             if m.clamp {
                 r = clamp01_f32(r);
             }
             r.to_bits()
         } else {
-            // The product of two f32 values is exact in f64; the sum's rounding error is
-            // exact too (two-sum), so the f16 rounding sees the exact result.
-            let p = f64::from(x[0]) * f64::from(x[1]);
+            // Both products are exact in f64 and so is the sum's rounding error (two-sum):
+            // the f16 rounding sees the exact result.
             let c = f64::from(x[2]);
             let s = p + c;
             let bb = s - p;
@@ -2829,7 +2853,7 @@ fn fma_mix(w: &mut Wave, inst: &Instruction) {
                 h = f16::clamp01(h);
             }
             let h = u32::from(h);
-            if name == "v_fma_mixlo_f16" {
+            if name.ends_with("mixlo_f16") {
                 old & 0xFFFF_0000 | h
             } else {
                 old & 0xFFFF | h << 16
@@ -2851,7 +2875,7 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
     if name.starts_with("v_dot") {
         return dot(w, inst);
     }
-    if name.starts_with("v_fma_mix") {
+    if name.starts_with("v_fma_mix") || name.starts_with("v_mad_mix") {
         fma_mix(w, inst);
         return Ok(());
     }

@@ -24,7 +24,8 @@
 //! `fmuladd` only when f32 denormals are flushed, as they do not support denormals; the f16
 //! `v_mac_f16`/`v_madmk_f16`/`v_madak_f16` likewise flush f16 denormals. Packed math (VOP3P
 //! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; MFMA, dot
-//! and `v_fma_mix*` instructions are not covered yet (they keep denormals).
+//! and `v_fma_mix*` instructions are not covered yet (they keep denormals); gfx900's
+//! `v_mad_mix*` flush f32 denormals as `v_mad_f32` does.
 //!
 //! Directed rounding: `v_add`/`v_sub`/`v_subrev`/`v_mul`/`v_fma`/`v_fmac` of f32, f64 and
 //! f16 (those the target has) and f32 `v_mad`/`v_mac` form their exact result in integer

@@ -16,6 +16,10 @@ so that the forms that flush whatever the mode show it.
 - gfx908+: `v_pk_fmac_f16`, `v_dot2c_f32_f16`, `v_dot2c_i32_i16`, `v_dot4c_i32_i8`,
   `v_dot8c_i32_i4`, their `_e64_clamp` forms, and `<op>_dpp` (`v_mac_f16`, `v_dot2c_f32_f16`,
   `v_dot4c_i32_i8`) with quad_perm:[1,0,3,2] (src0 from lane i ^ 1).
+- gfx900: `v_mad_mix_f32` (f32 sources), `v_mad_mix_f32_h` (the low f16 halves),
+  `v_mad_mix_f32_hsel_clamp` (-hi(v2) * |lo(v3)| + hi(v4), clamp), `v_mad_mixlo_f16` (low
+  halves, into v5's low half), `v_mad_mixhi_f16_clamp` (lo(v2) * -hi(v3) + lo(v4), clamp,
+  into v5's high half).
 - `s_call_b64`: calls a subroutine before it and one after it (each returns with
   s_setpc_b64 and adds 16 or 256 to v5), and adds 1 and 2 when the saved return addresses
   are those of the instructions after the calls: p4[i] = 275.
@@ -59,6 +63,15 @@ def ops(cpu):
     if cpu != "gfx942":
         k("v_mad_legacy_f32", "v_mad_legacy_f32 v5, v2, v3, v4")
     k("v_mul_legacy_f32", "v_mul_legacy_f32 v5, v2, v3")
+    if cpu == "gfx900":
+        # gfx900's unfused mixed-precision multiply-add (gfx906+ has v_fma_mix* there).
+        k("v_mad_mix_f32", "v_mad_mix_f32 v5, v2, v3, v4")
+        k("v_mad_mix_f32_h", "v_mad_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]")
+        k("v_mad_mix_f32_hsel_clamp",
+          "v_mad_mix_f32 v5, -v2, |v3|, v4 op_sel:[1,0,1] op_sel_hi:[1,1,1] clamp")
+        k("v_mad_mixlo_f16", "v_mad_mixlo_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]")
+        k("v_mad_mixhi_f16_clamp",
+          "v_mad_mixhi_f16 v5, v2, -v3, v4 op_sel:[0,1,0] op_sel_hi:[1,1,1] clamp")
     e64 = "" if cpu in ("gfx90a", "gfx942") else "_e64"
     k("v_mul_legacy_f32_e64_omod", "v_mul_legacy_f32%s v5, v2, v3 mul:2" % e64)
     if cpu in ("gfx908", "gfx90a", "gfx942"):

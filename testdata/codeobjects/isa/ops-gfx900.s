@@ -422,6 +422,106 @@ v_mul_legacy_f32:
 .Lv_mul_legacy_f32_end:
 	.size v_mul_legacy_f32, .Lv_mul_legacy_f32_end-v_mul_legacy_f32
 
+	.globl v_mad_mix_f32
+	.p2align 8
+	.type v_mad_mix_f32,@function
+v_mad_mix_f32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mad_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lv_mad_mix_f32_end:
+	.size v_mad_mix_f32, .Lv_mad_mix_f32_end-v_mad_mix_f32
+
+	.globl v_mad_mix_f32_h
+	.p2align 8
+	.type v_mad_mix_f32_h,@function
+v_mad_mix_f32_h:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mad_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lv_mad_mix_f32_h_end:
+	.size v_mad_mix_f32_h, .Lv_mad_mix_f32_h_end-v_mad_mix_f32_h
+
+	.globl v_mad_mix_f32_hsel_clamp
+	.p2align 8
+	.type v_mad_mix_f32_hsel_clamp,@function
+v_mad_mix_f32_hsel_clamp:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mad_mix_f32 v5, -v2, |v3|, v4 op_sel:[1,0,1] op_sel_hi:[1,1,1] clamp
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lv_mad_mix_f32_hsel_clamp_end:
+	.size v_mad_mix_f32_hsel_clamp, .Lv_mad_mix_f32_hsel_clamp_end-v_mad_mix_f32_hsel_clamp
+
+	.globl v_mad_mixlo_f16
+	.p2align 8
+	.type v_mad_mixlo_f16,@function
+v_mad_mixlo_f16:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mad_mixlo_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lv_mad_mixlo_f16_end:
+	.size v_mad_mixlo_f16, .Lv_mad_mixlo_f16_end-v_mad_mixlo_f16
+
+	.globl v_mad_mixhi_f16_clamp
+	.p2align 8
+	.type v_mad_mixhi_f16_clamp,@function
+v_mad_mixhi_f16_clamp:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mad_mixhi_f16 v5, v2, -v3, v4 op_sel:[0,1,0] op_sel_hi:[1,1,1] clamp
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lv_mad_mixhi_f16_clamp_end:
+	.size v_mad_mixhi_f16_clamp, .Lv_mad_mixhi_f16_clamp_end-v_mad_mixhi_f16_clamp
+
 	.globl v_mul_legacy_f32_e64_omod
 	.p2align 8
 	.type v_mul_legacy_f32_e64_omod,@function
@@ -3823,6 +3923,41 @@ s_getreg_hwreg20:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_mul_legacy_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mad_mix_f32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mad_mix_f32_h
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mad_mix_f32_hsel_clamp
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mad_mixlo_f16
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mad_mixhi_f16_clamp
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
