@@ -382,6 +382,11 @@ fn sdma_copy(c: &mut Criterion) {
     use hsa_core::sdma::{copy_commands, SdmaCompletion, SdmaQueue};
     use hsa_core::GpuVa;
 
+    // The SDMA queue's thread inherits the affinity of the thread that creates the queue:
+    // CPU 1, the other core; the bench thread then moves to CPU 0. Created from CPU 0 (where
+    // B4 and B6 leave the bench thread), the engine and the spinning bench thread shared one
+    // CPU and every copy waited for a time slice (~250 us).
+    pin(1);
     let (platform, emulated) = open_emulated();
     let node = emulated
         .topology()
@@ -391,6 +396,7 @@ fn sdma_copy(c: &mut Criterion) {
         .map(|i| NodeId(i as u32))
         .expect("a GPU node");
     let queue = SdmaQueue::create(&platform, node).expect("SDMA queue");
+    pin(0);
     const BYTES: u64 = 64 << 10;
     let chunk = platform
         .allocate_memory(&MemoryRequest {
