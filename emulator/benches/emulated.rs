@@ -17,7 +17,9 @@
 //! - SDMA copy: a 64 KiB linear copy on an SDMA queue of the emulated device
 //!   (`hsa_core::sdma::SdmaQueue`, the command of `copy_commands`: HDP flush, `COPY_LINEAR`,
 //!   the completion's `ATOMIC` decrement), submitted and spun on until the value reaches 0.
-//!   Baseline: a host `memcpy` of the same 64 KiB.
+//!   The queue is created from CPU 1 so its engine thread (which inherits its creator's
+//!   CPUs) runs beside the bench thread, not on its CPU. Baseline: a host `memcpy` of the
+//!   same 64 KiB.
 //!
 //! Run: `cargo bench -p hsa-emu --bench emulated` (the device is always the emulated one
 //! here); `BENCHMARKS.md` is made from criterion's output by `scripts/bench_report.py`.
