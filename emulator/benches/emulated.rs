@@ -17,7 +17,9 @@
 //! - SDMA copy: a 64 KiB linear copy on an SDMA queue of the emulated device
 //!   (`hsa_core::sdma::SdmaQueue`, the command of `copy_commands`: HDP flush, `COPY_LINEAR`,
 //!   the completion's `ATOMIC` decrement), submitted and spun on until the value reaches 0.
-//!   Baseline: a host `memcpy` of the same 64 KiB.
+//!   The queue is created from CPU 1 so its engine thread (which inherits its creator's
+//!   CPUs) runs beside the bench thread, not on its CPU. Baseline: a host `memcpy` of the
+//!   same 64 KiB.
 //!
 //! Run: `cargo bench -p hsa-emu --bench emulated` (the device is always the emulated one
 //! here); `BENCHMARKS.md` is made from criterion's output by `scripts/bench_report.py`.
@@ -63,6 +65,46 @@ fn pin(cpu: usize) {
     let mut set = rustix::thread::CpuSet::new();
     set.set(cpu % rustix::thread::CpuSet::MAX_CPU);
     let _ = rustix::thread::sched_setaffinity(None, &set);
+}
+
+/// Whether the calling thread may be pinned to `cpu` (its affinity is restored after).
+fn cpu_usable(cpu: usize) -> bool {
+    let Ok(before) = rustix::thread::sched_getaffinity(None) else {
+        return false;
+    };
+    pin(cpu);
+    let usable = rustix::thread::sched_getaffinity(None).is_ok_and(|s| s.is_set(cpu));
+    let _ = rustix::thread::sched_setaffinity(None, &before);
+    usable
+}
+
+/// Panics when a thread of this process whose name starts with `prefix` (an emulated
+/// engine's thread) may run on `cpu`, the bench thread's: the bench thread spins while it
+/// waits, so an engine sharing its CPU runs only when the scheduler preempts the spin, and
+/// the bench would time the scheduler's slices instead of the engine.
+fn assert_engines_apart(prefix: &str, cpu: usize) {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("/proc/self/task");
+    let mut seen = 0;
+    for t in tasks.flatten() {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !name.starts_with(prefix) {
+            continue;
+        }
+        let tid = t
+            .file_name()
+            .to_string_lossy()
+            .parse::<i32>()
+            .expect("task id");
+        let set = rustix::thread::sched_getaffinity(rustix::process::Pid::from_raw(tid))
+            .expect("engine thread's affinity");
+        assert!(
+            !set.is_set(cpu),
+            "{} (task {tid}) may run on CPU {cpu}, the bench thread's",
+            name.trim_end()
+        );
+        seen += 1;
+    }
+    assert!(seen > 0, "no {prefix}* thread in /proc/self/task");
 }
 
 /// CLOCK_MONOTONIC, ns (comparable across threads).
@@ -382,6 +424,11 @@ fn sdma_copy(c: &mut Criterion) {
     use hsa_core::sdma::{copy_commands, SdmaCompletion, SdmaQueue};
     use hsa_core::GpuVa;
 
+    // The SDMA queue's thread inherits the affinity of the thread that creates the queue:
+    // CPU 1, the other core; the bench thread then moves to CPU 0. Created from CPU 0 (where
+    // B4 and B6 leave the bench thread), the engine and the spinning bench thread shared one
+    // CPU and every copy waited for a time slice (~250 us); `assert_engines_apart` checks it.
+    pin(1);
     let (platform, emulated) = open_emulated();
     let node = emulated
         .topology()
@@ -391,6 +438,10 @@ fn sdma_copy(c: &mut Criterion) {
         .map(|i| NodeId(i as u32))
         .expect("a GPU node");
     let queue = SdmaQueue::create(&platform, node).expect("SDMA queue");
+    pin(0);
+    if cpu_usable(1) {
+        assert_engines_apart("emu-sdma-q", 0);
+    }
     const BYTES: u64 = 64 << 10;
     let chunk = platform
         .allocate_memory(&MemoryRequest {

@@ -970,3 +970,93 @@ fn core_sdma_submit_relaxes_while_the_ring_is_full() {
     // SAFETY: the queue is destroyed; nothing uses the chunk.
     unsafe { platform.free_memory(&chunk) }.unwrap();
 }
+
+/// The CPUs an `emu-sdma-q*` thread of this process may run on, one set per thread.
+fn sdma_engine_affinities() -> Vec<rustix::thread::CpuSet> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir("/proc/self/task").unwrap().flatten() {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if !name.starts_with("emu-sdma-q") {
+            continue;
+        }
+        let Ok(tid) = t.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        // A thread of another test may end between the listing and the look-up.
+        if let Ok(set) = rustix::thread::sched_getaffinity(rustix::process::Pid::from_raw(tid)) {
+            out.push(set);
+        }
+    }
+    out
+}
+
+/// An SDMA queue's engine thread may run on the CPUs of the thread that created the queue,
+/// no others: the placement the benches rely on (the `sdma_copy_64k` bench creates its queue
+/// from CPU 1 and spins on CPU 0; an engine thread sharing the spinning thread's CPU runs
+/// only when the scheduler preempts the spin, and each copy then waits a time slice).
+#[test]
+fn sdma_engine_thread_inherits_the_creators_cpus() {
+    let all = rustix::thread::sched_getaffinity(None).unwrap();
+    let Some(cpu) = (0..rustix::thread::CpuSet::MAX_CPU)
+        .rev()
+        .find(|&c| all.is_set(c))
+        .filter(|_| all.count() >= 2)
+    else {
+        println!("skipped: the test may run on one CPU only, so no pinning shows");
+        return;
+    };
+    let found = std::thread::spawn(move || {
+        let mut one = rustix::thread::CpuSet::new();
+        one.set(cpu);
+        rustix::thread::sched_setaffinity(None, &one).unwrap();
+        let s = setup();
+        // The engine runs: a NOP moves the read pointer.
+        s.run(&[0]);
+        // Other tests' engine threads (same name, unpinned creators) may run anywhere.
+        let pinned = sdma_engine_affinities()
+            .iter()
+            .filter(|set| set.count() == 1 && set.is_set(cpu))
+            .count();
+        drop(s);
+        pinned
+    })
+    .join()
+    .unwrap();
+    assert_eq!(found, 1, "emu-sdma-q* threads pinned to CPU {cpu} alone");
+}
+
+/// A packet written across the ring's end (the engine reads the ring as one stream: its
+/// first dwords at the end, the rest from offset 0) runs as written, in one batch with the
+/// NOPs before it.
+#[test]
+fn a_packet_across_the_rings_end_runs() {
+    let s = setup();
+    let data = pattern(256, 11);
+    s.put_bytes(SRC, &data);
+    // First batch: NOPs up to 8 bytes before the ring's end.
+    let nops = vec![0u32; (RING_BYTES as usize - 8) / 4];
+    s.run(&nops);
+    // Second batch, read across the end: two NOPs (the ring's last 8 bytes), then from offset
+    // 0 a copy, a NOP with count 1 (2 dwords) and a second copy.
+    let mut cmd = vec![0u32, 0];
+    cmd.extend(copy_linear(VA + SRC, VA + DST, 100));
+    cmd.extend([1 << 16, 0xdead]);
+    cmd.extend(copy_linear(VA + SRC + 100, VA + DST + 100, 156));
+    let before = s.d.execution_stats().sdma_packets;
+    s.run(&cmd);
+    assert_eq!(s.bytes(DST, 256), data);
+    assert_eq!(
+        s.word64(RPTR).load(Ordering::Acquire),
+        u64::from(RING_BYTES) - 8 + 4 * cmd.len() as u64
+    );
+    assert_eq!(s.d.execution_stats().sdma_packets, before + 5);
+    // A copy whose own dwords straddle the end: one NOP, then 3 of the copy's dwords before
+    // the end and 4 after.
+    let s2 = setup();
+    s2.put_bytes(SRC, &data);
+    s2.run(&vec![0u32; (RING_BYTES as usize - 16) / 4]);
+    let mut cmd = vec![0u32];
+    cmd.extend(copy_linear(VA + SRC, VA + DST, 256));
+    s2.run(&cmd);
+    assert_eq!(s2.bytes(DST, 256), data);
+}

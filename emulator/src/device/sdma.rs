@@ -60,6 +60,7 @@ use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 
 use hsa_core::{error, Error, Status};
+use zerocopy::IntoBytes;
 
 use super::mem::Region;
 use super::memory::{Allocs, MemoryFault};
@@ -505,6 +506,12 @@ fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
     Ok(())
 }
 
+/// How many doorbell reads of an idle engine's spin phase share one read of the clock (the
+/// check whether [`IDLE_SPIN`] is over): a read of the clock costs more than a read of the
+/// doorbell, and reading the doorbell only between batches of spin-loop hints let a producer
+/// wait for the whole batch.
+const SPIN_CLOCK_EVERY: u32 = 64;
+
 /// What an SDMA queue's thread needs.
 pub(crate) struct SdmaThread {
     pub(crate) device: Arc<Device>,
@@ -528,8 +535,10 @@ impl SdmaThread {
             .map_or(0, |w| w.load(Ordering::Acquire))
     }
 
-    /// The dwords written between `rptr` and `end` (bytes, both growing), in ring order.
-    fn pending(&self, rptr: u64, end: u64) -> Result<Vec<u32>, Error> {
+    /// Reads the dwords written between `rptr` and `end` (bytes, both growing) into `out`,
+    /// in ring order (`out`'s earlier contents are dropped; its allocation is reused from one
+    /// batch to the next).
+    fn pending(&self, rptr: u64, end: u64, out: &mut Vec<u32>) -> Result<(), Error> {
         let size = self.ring_bytes();
         let n = end.wrapping_sub(rptr);
         if n > size || n % 4 != 0 || rptr % 4 != 0 {
@@ -540,23 +549,25 @@ impl SdmaThread {
                 self.queue_id
             ));
         }
-        let mut out = Vec::with_capacity((n / 4) as usize);
+        out.clear();
+        out.resize((n / 4) as usize, 0);
+        let bytes = out.as_mut_bytes();
         let mut at = rptr;
+        let mut done = 0usize;
         while at != end {
             let off = at % size;
             let chunk = (size - off).min(end - at);
-            let mut bytes = vec![0u8; chunk as usize];
             if let Some(r) = self.ring.sub(off, chunk) {
-                r.read_into(&mut bytes);
+                r.read_into(&mut bytes[done..done + chunk as usize]);
             }
-            out.extend(
-                bytes
-                    .chunks_exact(4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            );
+            done += chunk as usize;
             at += chunk;
         }
-        Ok(out)
+        // The ring holds little-endian dwords (a no-op on x86).
+        for d in out.iter_mut() {
+            *d = u32::from_le(*d);
+        }
+        Ok(())
     }
 
     fn ring_bytes(&self) -> u64 {
@@ -571,14 +582,15 @@ impl SdmaThread {
         }
     }
 
-    /// Runs what was written from `rptr` up to `end`; returns the new read pointer and
-    /// whether a `POLL_REGMEM` made it wait.
+    /// Runs what was written from `rptr` up to `end` (read into `dw`); returns the new read
+    /// pointer and whether a `POLL_REGMEM` made it wait.
     fn run_pending(
         &self,
         mut rptr: u64,
         end: u64,
+        dw: &mut Vec<u32>,
     ) -> Result<(u64, bool), (Error, Option<MemoryFault>)> {
-        let dw = self.pending(rptr, end).map_err(|e| (e, None))?;
+        self.pending(rptr, end, dw).map_err(|e| (e, None))?;
         let allocs = self
             .device
             .allocs
@@ -619,31 +631,43 @@ impl SdmaThread {
     }
 
     /// The thread body: runs packets until the queue is destroyed or a packet stops it.
+    ///
+    /// Between batches it watches the doorbell as the CP thread watches its queue
+    /// (`queue.rs`): for [`IDLE_SPIN`] after the last packet it reads the doorbell once per
+    /// spin-loop hint, so a producer that submits again within that window is seen at once
+    /// (reading the clock only every [`SPIN_CLOCK_EVERY`] reads); then it sleeps
+    /// [`POLL_MIN`], doubling up to [`POLL_MAX`], between reads.
     pub(crate) fn run(self) {
         self.store_rptr(0);
         let mut rptr = 0u64;
         let mut activity = Instant::now();
+        let mut spinning = true;
+        let mut spins = 0u32;
         let mut sleep = POLL_MIN;
+        // The pending dwords of a batch; kept from one batch to the next.
+        let mut dw = Vec::new();
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let kicks = self.ctl.kicks();
             let end = self.doorbell();
             if end == rptr {
-                if activity.elapsed() < IDLE_SPIN {
-                    for _ in 0..32 {
-                        std::hint::spin_loop();
-                    }
+                if spinning {
+                    spins = spins.wrapping_add(1);
+                    spinning = spins % SPIN_CLOCK_EVERY != 0 || activity.elapsed() < IDLE_SPIN;
+                    std::hint::spin_loop();
                 } else {
                     self.ctl.sleep(kicks, sleep);
                     sleep = (sleep * 2).min(POLL_MAX);
                 }
                 continue;
             }
-            match self.run_pending(rptr, end) {
+            match self.run_pending(rptr, end, &mut dw) {
                 Ok((r, waiting)) => {
                     let moved = r != rptr;
                     rptr = r;
                     if moved {
                         activity = Instant::now();
+                        spinning = true;
+                        spins = 0;
                         sleep = POLL_MIN;
                     }
                     if waiting && !moved {
