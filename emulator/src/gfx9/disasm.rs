@@ -839,6 +839,13 @@ fn format_text(f: &mut fmt::Formatter<'_>, format: u8) -> fmt::Result {
     }
 }
 
+/// Whether `name` is a mixed-precision multiply-add (`v_fma_mix*`, gfx906+; `v_mad_mix*`,
+/// gfx900), whose VOP3P `neg_hi` bits are `abs` and whose `op_sel_hi` bits choose f16
+/// sources.
+fn is_mix(name: &str) -> bool {
+    name.starts_with("v_fma_mix") || name.starts_with("v_mad_mix")
+}
+
 #[cfg(test)]
 mod tests {
     use alloc::string::ToString;
@@ -943,11 +950,4 @@ mod tests {
             "v_pk_mov_b32 v[0:1], 0, 0"
         );
     }
-}
-
-/// Whether `name` is a mixed-precision multiply-add (`v_fma_mix*`, gfx906+; `v_mad_mix*`,
-/// gfx900), whose VOP3P `neg_hi` bits are `abs` and whose `op_sel_hi` bits choose f16
-/// sources.
-fn is_mix(name: &str) -> bool {
-    name.starts_with("v_fma_mix") || name.starts_with("v_mad_mix")
 }
