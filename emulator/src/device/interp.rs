@@ -329,6 +329,11 @@ pub(crate) enum Outcome {
 /// instructions and the dispatch fails with a `preempted` error. `launch` places the
 /// work-groups on the queue's enabled CUs and gives the waves their HW_ID
 /// ([`crate::gfx9::hwid`]).
+///
+/// `caches` are the caller's [`DecodeCache`]s, kept from one dispatch to the next (one per
+/// thread that runs work-groups, added as needed): each kernel is decoded once, not once per
+/// dispatch, and a dispatch allocates no waves (the caches check the code bytes, so code
+/// changed at an address is decoded again).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     dispatch: &DecodedKernelDispatch,
@@ -341,9 +346,11 @@ pub(crate) fn run(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
+    caches: &mut Vec<DecodeCache>,
 ) -> Outcome {
     match run_inner(
         dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt, interrupt, launch,
+        caches,
     ) {
         Ok(s) => Outcome::Ran(s),
         Err((e, fault)) => Outcome::Failed(e, fault),
@@ -502,6 +509,7 @@ fn run_inner(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
+    caches: &mut Vec<DecodeCache>,
 ) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
@@ -536,8 +544,11 @@ fn run_inner(
     check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
-    // Each thread decodes the kernel once (its own cache, kept over its chunks): the code was
-    // read for this dispatch, so no entry outlives it.
+    // Each thread has its own cache, kept over its chunks and the caller's dispatches; the
+    // caches validate their pages against the code read for this dispatch.
+    if caches.len() < workers {
+        caches.resize_with(workers, DecodeCache::new);
+    }
     let run_range =
         |mem: &GpuMemory<'_>, cache: &mut DecodeCache, range: Range<u64>, stats: &mut ExecStats| {
             let r = run_workgroups_preemptible(
@@ -561,16 +572,11 @@ fn run_inner(
     let chunk = (total / (workers as u64 * 8)).clamp(1, 4096);
     if workers == 1 {
         let mut stats = ExecStats::default();
-        let mut cache = DecodeCache::new();
+        let cache = &mut caches[0];
         let mut first = 0;
         while first < total {
             let mut part = ExecStats::default();
-            let r = run_range(
-                &memory,
-                &mut cache,
-                first..(first + chunk).min(total),
-                &mut part,
-            );
+            let r = run_range(&memory, cache, first..(first + chunk).min(total), &mut part);
             stats.add(&part);
             r.map_err(setup)?;
             first += chunk;
@@ -580,11 +586,11 @@ fn run_inner(
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let results: Vec<(ExecStats, Option<(u64, Failure)>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
+        let handles: Vec<_> = caches[..workers]
+            .iter_mut()
+            .map(|cache| {
                 s.spawn(|| {
                     let mem = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
-                    let mut cache = DecodeCache::new();
                     let mut stats = ExecStats::default();
                     while !failed.load(Ordering::Relaxed) {
                         let first = next.fetch_add(chunk, Ordering::Relaxed);
@@ -593,7 +599,7 @@ fn run_inner(
                         }
                         let range = first..(first + chunk).min(total);
                         let mut part = ExecStats::default();
-                        let r = run_range(&mem, &mut cache, range, &mut part);
+                        let r = run_range(&mem, cache, range, &mut part);
                         stats.add(&part);
                         if let Err(e) = r {
                             failed.store(true, Ordering::Relaxed);

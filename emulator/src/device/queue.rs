@@ -38,6 +38,7 @@ use super::mem::{Backing, Region};
 use super::memory::{Allocs, MemoryFault};
 use super::pm4::{self, Pm4Memory};
 use super::{interp, kernel, Device, ExecutionMode};
+use crate::gfx9::exec::DecodeCache;
 use crate::gfx9::hwid::{enabled_cus, WaveLaunch, MAX_SHADER_ENGINES};
 use crate::gfx9::Gfx9Target;
 
@@ -173,6 +174,8 @@ impl CpThread {
         let ring = *self.processor.ring();
         let mut watched = self.watched(&ring);
         let mut activity = Instant::now();
+        // The interpreter's decoded kernels and waves, kept over the queue's dispatches.
+        let caches = RefCell::new(Vec::new());
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
             if stopped {
@@ -194,6 +197,7 @@ impl CpThread {
                     vm_fault_raised: std::cell::Cell::new(false),
                     stop: &self.ctl.stop,
                     ctl: &self.ctl,
+                    caches: &caches,
                 };
                 let progress = self.processor.process(&host, 64);
                 (progress, (host.fault.get(), host.vm_fault_raised.get()))
@@ -242,6 +246,9 @@ struct CpHost<'a> {
     stop: &'a AtomicBool,
     /// The queue's control block (its CU enable masks, its wake-ups).
     ctl: &'a QueueCtl,
+    /// The interpreter's decode caches (one per thread running work-groups), kept by the
+    /// queue's thread from one dispatch to the next.
+    caches: &'a RefCell<Vec<DecodeCache>>,
 }
 
 impl CpHost<'_> {
@@ -391,6 +398,7 @@ impl ProcessorHost for CpHost<'_> {
             self.stop,
             &|data| self.device.sq_message_interrupt(data),
             launch,
+            &mut self.caches.borrow_mut(),
         ) {
             interp::Outcome::Ran(s) => {
                 let c = &self.device.stats;
