@@ -386,8 +386,15 @@ impl ProcessorHost for CpHost<'_> {
         };
         let launch = self.wave_launch()?;
         let threads = self.device.threads.load(Ordering::Relaxed);
+        let mut caches = self.caches.borrow_mut();
+        let counts = |caches: &[DecodeCache]| {
+            caches.iter().fold((0, 0), |(d, i), c| {
+                (d + c.decoded(), i + c.invalidated_pages())
+            })
+        };
+        let before = counts(&caches);
         let started = std::time::Instant::now();
-        match interp::run(
+        let outcome = interp::run(
             dispatch,
             target,
             self.allocs,
@@ -398,8 +405,15 @@ impl ProcessorHost for CpHost<'_> {
             self.stop,
             &|data| self.device.sq_message_interrupt(data),
             launch,
-            &mut self.caches.borrow_mut(),
-        ) {
+            &mut caches,
+        );
+        let after = counts(&caches);
+        drop(caches);
+        let c = &self.device.stats;
+        c.decoded.fetch_add(after.0 - before.0, Ordering::SeqCst);
+        c.invalidated_pages
+            .fetch_add(after.1 - before.1, Ordering::SeqCst);
+        match outcome {
             interp::Outcome::Ran(s) => {
                 let c = &self.device.stats;
                 c.interpreter_ns
