@@ -39,7 +39,9 @@ use super::memory::{Allocs, MemoryFault};
 use super::pm4::{self, Pm4Memory};
 use super::{interp, kernel, Device, ExecutionMode};
 use crate::gfx9::exec::DecodeCache;
-use crate::gfx9::hwid::{enabled_cus, WaveLaunch, MAX_SHADER_ENGINES};
+use crate::gfx9::hwid::{
+    WaveLaunch, MAX_CUS_PER_SHADER_ARRAY, MAX_SHADER_ARRAYS_PER_ENGINE, MAX_SHADER_ENGINES,
+};
 use crate::gfx9::Gfx9Target;
 
 /// How long the processor polls its doorbell, write index and next header in a spin loop
@@ -314,7 +316,10 @@ impl CpHost<'_> {
                 .cu_enable
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if !enabled_cus(&cu_enable).is_empty() {
+            // Some CU enabled (what `enabled_cus` would find, without making its list): every
+            // bit of a mask word is a CU (16 per shader array, 2 arrays per engine).
+            const _: () = assert!(MAX_CUS_PER_SHADER_ARRAY * MAX_SHADER_ARRAYS_PER_ENGINE == 32);
+            if cu_enable.iter().any(|&w| w != 0) {
                 return Ok(WaveLaunch {
                     cu_enable,
                     me_id: 1,
@@ -358,8 +363,8 @@ impl ProcessorHost for CpHost<'_> {
         if self.device.mode() == ExecutionMode::HostOnly {
             return self.run_host(dispatch);
         }
-        let (label, has_host) = self.kernel_label(dispatch);
         let Some(target) = self.target else {
+            let (label, has_host) = self.kernel_label(dispatch);
             if self.device.mode() == ExecutionMode::InterpretOnly {
                 return Err(error!(
                     Status::InvalidIsa,
@@ -422,10 +427,12 @@ impl ProcessorHost for CpHost<'_> {
                 c.lane_instructions
                     .fetch_add(s.lane_instructions, Ordering::SeqCst);
                 c.interpreted.fetch_add(1, Ordering::SeqCst);
+                // The label is made only for a message (not per dispatch).
                 log::debug!(
-                    "gpu_id {:#x}: {label} interpreted on {}: {} work-groups, {} instructions, \
+                    "gpu_id {:#x}: {} interpreted on {}: {} work-groups, {} instructions, \
                      {:.3} s",
                     self.gpu_id,
+                    self.kernel_label(dispatch).0,
                     target.name(),
                     s.workgroups,
                     s.instructions,
@@ -437,7 +444,8 @@ impl ProcessorHost for CpHost<'_> {
                 self.fault.set(fault);
                 Err(error!(
                     e.status(),
-                    "{label} on {}: {}",
+                    "{} on {}: {}",
+                    self.kernel_label(dispatch).0,
                     target.name(),
                     e.detail()
                 ))
