@@ -330,10 +330,8 @@ pub(crate) enum Outcome {
 /// work-groups on the queue's enabled CUs and gives the waves their HW_ID
 /// ([`crate::gfx9::hwid`]).
 ///
-/// `caches` are the caller's [`DecodeCache`]s, kept from one dispatch to the next (one per
-/// thread that runs work-groups, added as needed): each kernel is decoded once, not once per
-/// dispatch, and a dispatch allocates no waves (the caches check the code bytes, so code
-/// changed at an address is decoded again).
+/// `caches` is the caller's interpreter state, kept from one dispatch to the next
+/// ([`Interpreters`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     dispatch: &DecodedKernelDispatch,
@@ -346,7 +344,7 @@ pub(crate) fn run(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    caches: &mut Vec<DecodeCache>,
+    caches: &mut Interpreters,
 ) -> Outcome {
     match run_inner(
         dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt, interrupt, launch,
@@ -357,24 +355,37 @@ pub(crate) fn run(
     }
 }
 
+/// What [`run`] keeps from one dispatch to the next for its caller (a queue's CP thread):
+/// one [`DecodeCache`] per thread that runs work-groups (added as needed), so each kernel is
+/// decoded once rather than once per dispatch and a dispatch allocates no waves (the caches
+/// check the code bytes, so code changed at an address is decoded again), and the buffer the
+/// code is read into.
+#[derive(Debug, Default)]
+pub(crate) struct Interpreters {
+    /// The decode caches, one per worker thread.
+    pub(crate) caches: Vec<DecodeCache>,
+    /// The last dispatch's code bytes (reused as the next one's buffer).
+    code: Vec<u8>,
+}
+
 /// An error, with the fault of the memory that failed when it was one.
 type Failure = (Error, Option<MemoryFault>);
 
 /// What a dispatch needs before its work-groups run: the kernel descriptor, the code bytes
 /// and where they start, and the interpreter's dispatch state.
-struct Prepared {
+struct Prepared<'b> {
     descriptor: KernelDescriptor,
     code_start: u64,
-    code_bytes: Vec<u8>,
+    code_bytes: &'b [u8],
     entry: u64,
     state: DispatchState,
 }
 
-impl Prepared {
+impl Prepared<'_> {
     fn code(&self) -> KernelCode<'_> {
         KernelCode {
             base_address: self.code_start,
-            bytes: &self.code_bytes,
+            bytes: self.code_bytes,
             entry_address: self.entry,
         }
     }
@@ -382,13 +393,15 @@ impl Prepared {
 
 /// Reads the kernel descriptor at the packet's kernel object and the code around its entry
 /// point (inside `image(entry, descriptor)`, at most [`CODE_WINDOW_BYTES`] either side), and
-/// builds the dispatch state; checks the group segment against `lds_bytes`.
-fn prepare(
+/// builds the dispatch state; checks the group segment against `lds_bytes`. The code is read
+/// into `code_bytes` (a buffer the caller may reuse: its old contents are overwritten).
+fn prepare<'b>(
     dispatch: &DecodedKernelDispatch,
     memory: &dyn DeviceMemory,
     lds_bytes: u32,
+    code_bytes: &'b mut Vec<u8>,
     image: impl FnOnce(u64, &KernelDescriptor) -> Result<(u64, u64), Error>,
-) -> Result<Prepared, Error> {
+) -> Result<Prepared<'b>, Error> {
     let object = dispatch.kernel_object.0;
     let mut raw = [0u8; DESCRIPTOR_BYTES];
     memory
@@ -400,9 +413,10 @@ fn prepare(
     let (image_start, image_end) = image(entry, &descriptor)?;
     let start = image_start.max(entry.saturating_sub(CODE_WINDOW_BYTES));
     let end = image_end.min(entry.saturating_add(CODE_WINDOW_BYTES));
-    let mut code_bytes = vec![0u8; end.saturating_sub(start) as usize];
+    // Zeroes only what the buffer grows by; the read overwrites all of it.
+    code_bytes.resize(end.saturating_sub(start) as usize, 0);
     memory
-        .read(start, &mut code_bytes)
+        .read(start, code_bytes)
         .map_err(|e| error!(e.status(), "kernel code: {}", e.detail()))?;
     // The runtime puts the kernel's whole group segment size (the descriptor's fixed size
     // plus any dynamic LDS) in the packet; a packet that says less gets the fixed size.
@@ -472,7 +486,8 @@ pub fn run_kernel_dispatch(
     max_code_bytes: u64,
     lds_bytes: u32,
 ) -> Result<ExecStats, Error> {
-    let p = prepare(dispatch, memory, lds_bytes, |entry, _| {
+    let mut code_bytes = Vec::new();
+    let p = prepare(dispatch, memory, lds_bytes, &mut code_bytes, |entry, _| {
         if entry >= memory_end {
             return Err(error!(
                 Status::MemoryFault,
@@ -509,30 +524,36 @@ fn run_inner(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
-    caches: &mut Vec<DecodeCache>,
+    kept: &mut Interpreters,
 ) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
     let setup = |e: Error| (e, memory.fault());
     let object = dispatch.kernel_object.0;
-    let prepared = prepare(dispatch, &memory, lds_bytes, |entry, descriptor| {
-        allocs
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .containing(entry, 4)
-            .filter(|a| a.mapped.contains(&gpu_id))
-            .map(|a| (a.va, a.va + a.size))
-            .ok_or_else(|| {
-                memory.record_fault(entry, "execute");
-                error!(
-                    Status::MemoryFault,
-                    "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel \
+    let prepared = prepare(
+        dispatch,
+        &memory,
+        lds_bytes,
+        &mut kept.code,
+        |entry, descriptor| {
+            allocs
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .containing(entry, 4)
+                .filter(|a| a.mapped.contains(&gpu_id))
+                .map(|a| (a.va, a.va + a.size))
+                .ok_or_else(|| {
+                    memory.record_fault(entry, "execute");
+                    error!(
+                        Status::MemoryFault,
+                        "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel \
                      object {object:#x} + kernel_code_entry_byte_offset {:#x}) is not inside \
                      one live allocation mapped to this GPU",
-                    descriptor.kernel_code_entry_byte_offset
-                )
-            })
-    })
+                        descriptor.kernel_code_entry_byte_offset
+                    )
+                })
+        },
+    )
     .map_err(setup)?;
     let code = prepared.code();
     let descriptor = prepared.descriptor;
@@ -546,6 +567,7 @@ fn run_inner(
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
     // Each thread has its own cache, kept over its chunks and the caller's dispatches; the
     // caches validate their pages against the code read for this dispatch.
+    let caches = &mut kept.caches;
     if caches.len() < workers {
         caches.resize_with(workers, DecodeCache::new);
     }

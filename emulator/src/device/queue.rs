@@ -177,7 +177,7 @@ impl CpThread {
         let mut watched = self.watched(&ring);
         let mut activity = Instant::now();
         // The interpreter's decoded kernels and waves, kept over the queue's dispatches.
-        let caches = RefCell::new(Vec::new());
+        let caches = RefCell::new(interp::Interpreters::default());
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
             if stopped {
@@ -250,7 +250,7 @@ struct CpHost<'a> {
     ctl: &'a QueueCtl,
     /// The interpreter's decode caches (one per thread running work-groups), kept by the
     /// queue's thread from one dispatch to the next.
-    caches: &'a RefCell<Vec<DecodeCache>>,
+    caches: &'a RefCell<interp::Interpreters>,
 }
 
 impl CpHost<'_> {
@@ -397,7 +397,7 @@ impl ProcessorHost for CpHost<'_> {
                 (d + c.decoded(), i + c.invalidated_pages())
             })
         };
-        let before = counts(&caches);
+        let before = counts(&caches.caches);
         let started = std::time::Instant::now();
         let outcome = interp::run(
             dispatch,
@@ -412,7 +412,7 @@ impl ProcessorHost for CpHost<'_> {
             launch,
             &mut caches,
         );
-        let after = counts(&caches);
+        let after = counts(&caches.caches);
         drop(caches);
         let c = &self.device.stats;
         c.decoded.fetch_add(after.0 - before.0, Ordering::SeqCst);
