@@ -437,8 +437,9 @@ pub const PREEMPT_CHECK_INSTRUCTIONS: u64 = 4096;
 /// error saying so. A wave that spins on memory forever (a kernel waiting for a host flag
 /// that never comes) thus ends when its queue is destroyed rather than through a hang guard.
 ///
-/// `cache` holds the decoded instructions: pass the same one to every call of one thread for
-/// the same `code` (it empties itself when given another code).
+/// `cache` holds the decoded instructions and the thread's waves: pass the same one to every
+/// call of one thread, for this dispatch and later ones (it checks the code bytes it decoded
+/// against `code`'s, so other code at an address is decoded again: [`DecodeCache`]).
 ///
 /// # Errors
 /// As [`run_workgroups`], and [`Status::Exception`] when `preempt` was seen set (the
