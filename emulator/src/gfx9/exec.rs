@@ -1004,6 +1004,13 @@ impl DecodeCache {
         }
         let inst = decode_at(code, target, pc)?;
         self.decoded += 1;
+        let name = inst.name();
+        if name.starts_with("s_set_gpr_idx") || name.starts_with("v_movrel") {
+            // Indexed VGPR addressing (GPR index mode, M0-relative moves) reaches VGPRs past
+            // the ones the operands name: reused waves are then zeroed whole. (The decoder
+            // knows none of these for gfx90a yet; this keeps the bound right once it does.)
+            self.vgpr_bound = super::wave::NUM_VGPRS;
+        }
         for op in [
             &inst.dst,
             &inst.sdst,
