@@ -515,11 +515,23 @@ pub fn run_workgroups_preemptible(
     }
     stats.instructions += ctx.instructions;
     stats.lane_instructions += ctx.lane_instructions;
+    // Kept for the next call within bounds (a queue's thread keeps its cache while the queue
+    // lives): a few waves, the LDS (64 KiB at most), scratch up to 1 MiB.
+    waves.truncate(DECODE_CACHE_KEPT_WAVES);
     cache.waves = waves;
     cache.lds = lds;
-    cache.scratch = scratch;
+    if scratch.capacity() <= DECODE_CACHE_KEPT_SCRATCH_BYTES {
+        cache.scratch = scratch;
+    }
     result
 }
+
+/// Waves a [`DecodeCache`] keeps from one call to the next (each 64 KiB of VGPRs, and as many
+/// AGPRs on gfx90a/gfx942): enough for small dispatches to allocate none.
+const DECODE_CACHE_KEPT_WAVES: usize = 4;
+
+/// Most scratch backing, bytes, a [`DecodeCache`] keeps from one call to the next.
+const DECODE_CACHE_KEPT_SCRATCH_BYTES: usize = 1 << 20;
 
 /// Waves of work-group `group` (partial groups at the grid's edge have fewer work-items).
 fn waves_in_group(dispatch: &DispatchState, group: [u32; 3]) -> usize {
@@ -836,20 +848,20 @@ impl CachePage {
 /// decoded again from the new bytes. This is validation by content, so it holds for any
 /// runtime, also one that never invalidates an instruction cache (no PM4 ACQUIRE_MEM, no
 /// free/unmap notification is needed). Within one call the code is immutable, as a GPU's
-/// instruction cache assumes while a dispatch runs. A page's window includes the
-/// [`CACHE_PAGE_TAIL_BYTES`] past it and where the code ends, so an instruction crossing
-/// into the next page or ending at the code's end is revalidated with everything it was
-/// decoded from.
+/// instruction cache assumes while a dispatch runs. A page's window includes the 4 bytes
+/// past it (the rest of an 8-byte instruction starting on its last dword) and where the code
+/// ends, so an instruction crossing into the next page or ending at the code's end is
+/// revalidated with everything it was decoded from.
 ///
 /// Bounded: at most [`DECODE_CACHE_MAX_PAGES`] pages; another page evicts the one validated
 /// longest ago. Another [`Gfx9Target`] empties the cache.
 ///
-/// It also keeps the thread's waves (their register files, 64 KiB of VGPRs each, and as
-/// many AGPRs on gfx90a/gfx942), LDS and scratch buffers from one call to the next, so a
-/// dispatch allocates nothing: a reused wave's registers are zeroed below the highest
-/// register any instruction decoded since the cache was last emptied names (no wave running
-/// code of this cache writes above it), so every dispatch still starts from zeroed
-/// registers, as a new wave would.
+/// It also keeps the thread's first few waves (their register files, 64 KiB of VGPRs each,
+/// and as many AGPRs on gfx90a/gfx942), LDS and scratch buffers (up to 1 MiB) from one call
+/// to the next, so a small dispatch allocates nothing: a reused wave's registers are zeroed
+/// below the highest register any instruction decoded since the cache was last emptied
+/// names (no wave running code of this cache writes above it), so every dispatch still
+/// starts from zeroed registers, as a new wave would.
 ///
 /// Make one per host thread that runs work-groups and pass it to every call on that thread
 /// (the emulated device keeps one per queue and worker thread).
