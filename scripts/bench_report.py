@@ -96,17 +96,24 @@ BOUNDS = {
           "watching the doorbell word, the write index and the next header (no doorbell notification since "
           "issue 18): within 50 us of its last packet it spins, so a back-to-back round trip costs no wake-up; "
           "after that it sleeps 50 us doubling to 1 ms between looks.",
-    "B8": "the emulated device's own cost per dispatch, which both runtimes share: the CP thread finding "
-          "the packet, setting up the dispatch (decoding the kernel, placing the work-group, the wave's "
-          "registers) and interpreting it, then writing the completion signal. With the client and the CP "
-          "thread each on its own CPU (how B8 places them since issue 21's fix) both runtimes take about "
-          "7 us per round trip and the ratio is near 1; B4, our runtime with the kernel replaced by an empty "
-          "host kernel, takes about 1.3 us, so roughly 5 us of each round trip is the emulated device's and "
-          "ours would have to cost less than nothing on the host to reach 0.5x. Earlier reports' ratios "
-          "(0.116x) came from runs where the scheduler happened to put ROCR's client and the CP on one CPU.",
+    "B8": "the emulated device's cost per dispatch, which both runtimes share, and each runtime's own, "
+          "now about as large: the ratio is (ours + D) / (ROCR + D) with D the device's part. Issue 19's fix "
+          "took a round trip from about 7 us to about 2.3 to 3.5 us on either runtime (client and CP thread each on its own CPU). "
+          "Before it, a profile of the CP thread put its dispatch time in decoding the kernel again "
+          "(about a third: the decode cache lived one dispatch), zeroing a new wave's register files "
+          "(2 x 64 KiB on gfx90a, about a third) and interpreting 18 instructions 64 lanes wide for one "
+          "live lane, then the copy of the code image and the CU list; now the CP thread keeps its decoded "
+          "kernels (validated by content per page), waves and code buffer across dispatches and the fast "
+          "path writes only live lanes. What is left on the CP: interpreting (about 30% of its busy time), "
+          "launching the wave and reading and checking the code (about 30%), memory lookups (about 10%). "
+          "The CP finds the packet by spinning within 50 us of the last one, so no wake-up is involved. "
+          "The two runtimes' totals differ by under 0.5 us either way (7.04 against 7.47 us before, 2.75 "
+          "against 2.3 and 3.39 against 3.51 us after), so ROCR's host side is at most ours + 0.5 us; "
+          "with ours about 1 us (B4 with an empty host kernel: 1.3 us, the CP's part included), even "
+          "D = 0 would give about 1 / 1.5 = 0.67x: 0.5x needs our host side at half of ROCR's.",
     "B8 (HIP)": "as B8: the emulated device's cost per launch, shared by both runtimes, plus HIP's own "
                 "(libamdhip64 5.2.3 is the same library on both sides); placed as B8, both take about "
-                "6 us per launch.",
+                "2.5 to 3 us per launch since issue 19's fix (about 6 us before).",
     "B5": "the pool's spin lock and B-tree address index (O(log n) lookups on free) against glibc's per-size "
           "bins.",
     "B6": "the emulated event path: the waiter's AMDKFD_IOC_WAIT_EVENTS copies its event array in and out "

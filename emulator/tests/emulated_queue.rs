@@ -804,3 +804,127 @@ fn unknown_pm4_opcode_stops_the_queue() {
         0x1009_0000_0100
     );
 }
+
+/// 4 KiB of page-aligned memory for a hand-made kernel: its kernel descriptor at 0, its code
+/// at [`CODE_OFFSET`].
+#[repr(C, align(4096))]
+struct CodePage([AtomicU64; 512]);
+
+const CODE_OFFSET: u64 = 256;
+
+impl CodePage {
+    fn base(&self) -> u64 {
+        self as *const CodePage as u64
+    }
+
+    /// Writes a kernel descriptor (AMDGPUUsage "Kernel Descriptor": entry offset at byte 16,
+    /// COMPUTE_PGM_RSRC2 at 52 with USER_SGPR_COUNT 2 in bits 5:1, kernel_code_properties at
+    /// 56 with ENABLE_SGPR_KERNARG_SEGMENT_PTR, bit 3) and the code of a kernel that stores
+    /// `value` to the address in its first kernarg.
+    fn write_kernel(&self, value: u32) {
+        let mut bytes = [0u8; 4096];
+        bytes[16..24].copy_from_slice(&CODE_OFFSET.to_le_bytes());
+        bytes[52..56].copy_from_slice(&(2u32 << 1).to_le_bytes());
+        bytes[56..58].copy_from_slice(&(1u16 << 3).to_le_bytes());
+        // llvm-mc-19 -mcpu=gfx90a: s_load_dwordx2 s[2:3], s[0:1], 0x0; s_waitcnt
+        // lgkmcnt(0); v_mov_b32 v0, <value>; v_mov_b32 v1, 0; global_store_dword v1, v0,
+        // s[2:3]; s_endpgm.
+        let code: [u32; 10] = [
+            0xC006_0080,
+            0x0000_0000,
+            0xBF8C_C07F,
+            0x7E00_02FF,
+            value,
+            0x7E02_0280,
+            0xDC70_8000,
+            0x0002_0001,
+            0xBF81_0000,
+            0,
+        ];
+        for (i, w) in code.iter().enumerate() {
+            let o = CODE_OFFSET as usize + 4 * i;
+            bytes[o..o + 4].copy_from_slice(&w.to_le_bytes());
+        }
+        for (i, w) in self.0.iter().enumerate() {
+            w.store(
+                u64::from_le_bytes(bytes[8 * i..8 * i + 8].try_into().unwrap()),
+                Ordering::Release,
+            );
+        }
+    }
+
+    /// Registers the page as USERPTR memory mapped to the GPU; its handle.
+    fn register(&self, d: &EmulatedKfd) -> u64 {
+        let mut a = AllocMemoryOfGpuArgs {
+            va_addr: self.base(),
+            size: 4096,
+            handle: 0,
+            mmap_offset: self.base(),
+            gpu_id: BUILTIN_GPU_ID,
+            flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+                | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+                | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE,
+        };
+        // SAFETY: the page is 4 KiB, page-aligned, owned by the test, reached only through
+        // atomics, and outlives the device (declared before it in the test).
+        unsafe { calls::alloc_userptr_memory_of_gpu(d, &mut a) }.unwrap();
+        assert_eq!(
+            calls::map_memory_to_gpu(d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
+            1
+        );
+        a.handle
+    }
+}
+
+/// Issue 19: the CP decodes a kernel once, not once per dispatch, and never runs stale code:
+/// code rewritten in place between two dispatches, and code freed and loaded again at the
+/// same address, run as their new bytes.
+#[test]
+fn interpreted_kernel_is_decoded_once_and_never_runs_stale_code() {
+    let code = Box::new(CodePage(std::array::from_fn(|_| AtomicU64::new(0))));
+    let s = setup();
+    s.d.set_execution_mode(ExecutionMode::InterpretOnly);
+    s.d.set_interpreter_threads(1);
+    let base = s.arena.base();
+    s.arena.word(KERNARG).store(base + DST, Ordering::Relaxed);
+    code.write_kernel(0x1122_3344);
+    let handle = code.register(&s.d);
+    let run = |index: u64| -> u32 {
+        s.dispatch_kernel(index, base + KERNARG, 1, code.base());
+        assert!(s.wait_signal_zero(), "dispatch {index} did not complete");
+        assert_eq!(s.d.queue_error(s.queue_id), None);
+        s.arena.word(DST).load(Ordering::Acquire) as u32
+    };
+    // Six instructions (s_endpgm included), each decoded once.
+    assert_eq!(run(0), 0x1122_3344);
+    let first = s.d.execution_stats();
+    assert_eq!(first.decoded_instructions, 6);
+    assert_eq!(first.interpreted_dispatches, 1);
+    assert_eq!(run(1), 0x1122_3344);
+    assert_eq!(run(2), 0x1122_3344);
+    let again = s.d.execution_stats();
+    assert_eq!(again.interpreted_dispatches, 3);
+    assert_eq!(
+        again.decoded_instructions, 6,
+        "decoded again for a later dispatch"
+    );
+    assert_eq!(again.invalidated_code_pages, 0);
+
+    // The literal rewritten in place: the next dispatch runs the new bytes.
+    code.write_kernel(0x5566_7788);
+    assert_eq!(run(3), 0x5566_7788);
+    let rewritten = s.d.execution_stats();
+    assert_eq!(rewritten.invalidated_code_pages, 1);
+    assert_eq!(rewritten.decoded_instructions, 12);
+
+    // Freed, other code written, the same memory registered again at the same address.
+    assert_eq!(
+        calls::unmap_memory_from_gpu(&*s.d, handle, &[BUILTIN_GPU_ID]).unwrap(),
+        1
+    );
+    plain_ioctl(&*s.d, &mut FreeMemoryOfGpuArgs { handle }).unwrap();
+    code.write_kernel(0x99AA_BBCC);
+    let _handle = code.register(&s.d);
+    assert_eq!(run(4), 0x99AA_BBCC);
+    assert_eq!(s.d.execution_stats().invalidated_code_pages, 2);
+}

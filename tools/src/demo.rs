@@ -880,6 +880,8 @@ fn run_inner(
             interpreter_ns: now.interpreter_ns - before.interpreter_ns,
             pm4_packets: now.pm4_packets - before.pm4_packets,
             sdma_packets: now.sdma_packets - before.sdma_packets,
+            decoded_instructions: now.decoded_instructions - before.decoded_instructions,
+            invalidated_code_pages: now.invalidated_code_pages - before.invalidated_code_pages,
         }
     });
     let executor = match execution {

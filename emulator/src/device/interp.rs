@@ -329,6 +329,9 @@ pub(crate) enum Outcome {
 /// instructions and the dispatch fails with a `preempted` error. `launch` places the
 /// work-groups on the queue's enabled CUs and gives the waves their HW_ID
 /// ([`crate::gfx9::hwid`]).
+///
+/// `caches` is the caller's interpreter state, kept from one dispatch to the next
+/// ([`Interpreters`]).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     dispatch: &DecodedKernelDispatch,
@@ -341,13 +344,28 @@ pub(crate) fn run(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
+    caches: &mut Interpreters,
 ) -> Outcome {
     match run_inner(
         dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt, interrupt, launch,
+        caches,
     ) {
         Ok(s) => Outcome::Ran(s),
         Err((e, fault)) => Outcome::Failed(e, fault),
     }
+}
+
+/// What [`run`] keeps from one dispatch to the next for its caller (a queue's CP thread):
+/// one [`DecodeCache`] per thread that runs work-groups (added as needed), so each kernel is
+/// decoded once rather than once per dispatch and a dispatch allocates no waves (the caches
+/// check the code bytes, so code changed at an address is decoded again), and the buffer the
+/// code is read into.
+#[derive(Debug, Default)]
+pub(crate) struct Interpreters {
+    /// The decode caches, one per worker thread.
+    pub(crate) caches: Vec<DecodeCache>,
+    /// The last dispatch's code bytes (reused as the next one's buffer).
+    code: Vec<u8>,
 }
 
 /// An error, with the fault of the memory that failed when it was one.
@@ -355,19 +373,19 @@ type Failure = (Error, Option<MemoryFault>);
 
 /// What a dispatch needs before its work-groups run: the kernel descriptor, the code bytes
 /// and where they start, and the interpreter's dispatch state.
-struct Prepared {
+struct Prepared<'b> {
     descriptor: KernelDescriptor,
     code_start: u64,
-    code_bytes: Vec<u8>,
+    code_bytes: &'b [u8],
     entry: u64,
     state: DispatchState,
 }
 
-impl Prepared {
+impl Prepared<'_> {
     fn code(&self) -> KernelCode<'_> {
         KernelCode {
             base_address: self.code_start,
-            bytes: &self.code_bytes,
+            bytes: self.code_bytes,
             entry_address: self.entry,
         }
     }
@@ -375,13 +393,15 @@ impl Prepared {
 
 /// Reads the kernel descriptor at the packet's kernel object and the code around its entry
 /// point (inside `image(entry, descriptor)`, at most [`CODE_WINDOW_BYTES`] either side), and
-/// builds the dispatch state; checks the group segment against `lds_bytes`.
-fn prepare(
+/// builds the dispatch state; checks the group segment against `lds_bytes`. The code is read
+/// into `code_bytes` (a buffer the caller may reuse: its old contents are overwritten).
+fn prepare<'b>(
     dispatch: &DecodedKernelDispatch,
     memory: &dyn DeviceMemory,
     lds_bytes: u32,
+    code_bytes: &'b mut Vec<u8>,
     image: impl FnOnce(u64, &KernelDescriptor) -> Result<(u64, u64), Error>,
-) -> Result<Prepared, Error> {
+) -> Result<Prepared<'b>, Error> {
     let object = dispatch.kernel_object.0;
     let mut raw = [0u8; DESCRIPTOR_BYTES];
     memory
@@ -393,9 +413,10 @@ fn prepare(
     let (image_start, image_end) = image(entry, &descriptor)?;
     let start = image_start.max(entry.saturating_sub(CODE_WINDOW_BYTES));
     let end = image_end.min(entry.saturating_add(CODE_WINDOW_BYTES));
-    let mut code_bytes = vec![0u8; end.saturating_sub(start) as usize];
+    // Zeroes only what the buffer grows by; the read overwrites all of it.
+    code_bytes.resize(end.saturating_sub(start) as usize, 0);
     memory
-        .read(start, &mut code_bytes)
+        .read(start, code_bytes)
         .map_err(|e| error!(e.status(), "kernel code: {}", e.detail()))?;
     // The runtime puts the kernel's whole group segment size (the descriptor's fixed size
     // plus any dynamic LDS) in the packet; a packet that says less gets the fixed size.
@@ -465,7 +486,8 @@ pub fn run_kernel_dispatch(
     max_code_bytes: u64,
     lds_bytes: u32,
 ) -> Result<ExecStats, Error> {
-    let p = prepare(dispatch, memory, lds_bytes, |entry, _| {
+    let mut code_bytes = Vec::new();
+    let p = prepare(dispatch, memory, lds_bytes, &mut code_bytes, |entry, _| {
         if entry >= memory_end {
             return Err(error!(
                 Status::MemoryFault,
@@ -502,29 +524,36 @@ fn run_inner(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
+    kept: &mut Interpreters,
 ) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
     // Errors before the work-groups run: the fault, if any, is the main memory's.
     let setup = |e: Error| (e, memory.fault());
     let object = dispatch.kernel_object.0;
-    let prepared = prepare(dispatch, &memory, lds_bytes, |entry, descriptor| {
-        allocs
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .containing(entry, 4)
-            .filter(|a| a.mapped.contains(&gpu_id))
-            .map(|a| (a.va, a.va + a.size))
-            .ok_or_else(|| {
-                memory.record_fault(entry, "execute");
-                error!(
-                    Status::MemoryFault,
-                    "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel \
+    let prepared = prepare(
+        dispatch,
+        &memory,
+        lds_bytes,
+        &mut kept.code,
+        |entry, descriptor| {
+            allocs
+                .read()
+                .unwrap_or_else(PoisonError::into_inner)
+                .containing(entry, 4)
+                .filter(|a| a.mapped.contains(&gpu_id))
+                .map(|a| (a.va, a.va + a.size))
+                .ok_or_else(|| {
+                    memory.record_fault(entry, "execute");
+                    error!(
+                        Status::MemoryFault,
+                        "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel \
                      object {object:#x} + kernel_code_entry_byte_offset {:#x}) is not inside \
                      one live allocation mapped to this GPU",
-                    descriptor.kernel_code_entry_byte_offset
-                )
-            })
-    })
+                        descriptor.kernel_code_entry_byte_offset
+                    )
+                })
+        },
+    )
     .map_err(setup)?;
     let code = prepared.code();
     let descriptor = prepared.descriptor;
@@ -536,8 +565,12 @@ fn run_inner(
     check_dispatch(&descriptor, &state).map_err(setup)?;
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
-    // Each thread decodes the kernel once (its own cache, kept over its chunks): the code was
-    // read for this dispatch, so no entry outlives it.
+    // Each thread has its own cache, kept over its chunks and the caller's dispatches; the
+    // caches validate their pages against the code read for this dispatch.
+    let caches = &mut kept.caches;
+    if caches.len() < workers {
+        caches.resize_with(workers, DecodeCache::new);
+    }
     let run_range =
         |mem: &GpuMemory<'_>, cache: &mut DecodeCache, range: Range<u64>, stats: &mut ExecStats| {
             let r = run_workgroups_preemptible(
@@ -561,16 +594,11 @@ fn run_inner(
     let chunk = (total / (workers as u64 * 8)).clamp(1, 4096);
     if workers == 1 {
         let mut stats = ExecStats::default();
-        let mut cache = DecodeCache::new();
+        let cache = &mut caches[0];
         let mut first = 0;
         while first < total {
             let mut part = ExecStats::default();
-            let r = run_range(
-                &memory,
-                &mut cache,
-                first..(first + chunk).min(total),
-                &mut part,
-            );
+            let r = run_range(&memory, cache, first..(first + chunk).min(total), &mut part);
             stats.add(&part);
             r.map_err(setup)?;
             first += chunk;
@@ -580,11 +608,11 @@ fn run_inner(
     let next = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
     let results: Vec<(ExecStats, Option<(u64, Failure)>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..workers)
-            .map(|_| {
+        let handles: Vec<_> = caches[..workers]
+            .iter_mut()
+            .map(|cache| {
                 s.spawn(|| {
                     let mem = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
-                    let mut cache = DecodeCache::new();
                     let mut stats = ExecStats::default();
                     while !failed.load(Ordering::Relaxed) {
                         let first = next.fetch_add(chunk, Ordering::Relaxed);
@@ -593,7 +621,7 @@ fn run_inner(
                         }
                         let range = first..(first + chunk).min(total);
                         let mut part = ExecStats::default();
-                        let r = run_range(&mem, &mut cache, range, &mut part);
+                        let r = run_range(&mem, cache, range, &mut part);
                         stats.add(&part);
                         if let Err(e) = r {
                             failed.store(true, Ordering::Relaxed);

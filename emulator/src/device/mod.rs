@@ -342,6 +342,13 @@ pub struct ExecutionStats {
     pub pm4_packets: u64,
     /// SDMA packets the SDMA queues executed (all opcodes, `NOP` included).
     pub sdma_packets: u64,
+    /// Instructions the interpreter decoded: each kernel's once per queue thread (and worker
+    /// thread) while its code bytes stay the same, not once per dispatch
+    /// ([`DecodeCache`](crate::gfx9::exec::DecodeCache)).
+    pub decoded_instructions: u64,
+    /// Code pages whose decoded instructions were dropped because their bytes had changed
+    /// since they were decoded (code rewritten, or other code loaded at the address).
+    pub invalidated_code_pages: u64,
 }
 
 #[derive(Default)]
@@ -354,6 +361,8 @@ struct StatCounters {
     interpreter_ns: AtomicU64,
     pm4_packets: AtomicU64,
     sdma_packets: AtomicU64,
+    decoded: AtomicU64,
+    invalidated_pages: AtomicU64,
 }
 
 /// One emulated GPU.
@@ -738,6 +747,8 @@ impl EmulatedKfd {
             interpreter_ns: c.interpreter_ns.load(Ordering::SeqCst),
             pm4_packets: c.pm4_packets.load(Ordering::SeqCst),
             sdma_packets: c.sdma_packets.load(Ordering::SeqCst),
+            decoded_instructions: c.decoded.load(Ordering::SeqCst),
+            invalidated_code_pages: c.invalidated_pages.load(Ordering::SeqCst),
         }
     }
 

@@ -38,7 +38,10 @@ use super::mem::{Backing, Region};
 use super::memory::{Allocs, MemoryFault};
 use super::pm4::{self, Pm4Memory};
 use super::{interp, kernel, Device, ExecutionMode};
-use crate::gfx9::hwid::{enabled_cus, WaveLaunch, MAX_SHADER_ENGINES};
+use crate::gfx9::exec::DecodeCache;
+use crate::gfx9::hwid::{
+    WaveLaunch, MAX_CUS_PER_SHADER_ARRAY, MAX_SHADER_ARRAYS_PER_ENGINE, MAX_SHADER_ENGINES,
+};
 use crate::gfx9::Gfx9Target;
 
 /// How long the processor polls its doorbell, write index and next header in a spin loop
@@ -173,6 +176,8 @@ impl CpThread {
         let ring = *self.processor.ring();
         let mut watched = self.watched(&ring);
         let mut activity = Instant::now();
+        // The interpreter's decoded kernels and waves, kept over the queue's dispatches.
+        let caches = RefCell::new(interp::Interpreters::default());
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
             if stopped {
@@ -194,6 +199,7 @@ impl CpThread {
                     vm_fault_raised: std::cell::Cell::new(false),
                     stop: &self.ctl.stop,
                     ctl: &self.ctl,
+                    caches: &caches,
                 };
                 let progress = self.processor.process(&host, 64);
                 (progress, (host.fault.get(), host.vm_fault_raised.get()))
@@ -242,6 +248,9 @@ struct CpHost<'a> {
     stop: &'a AtomicBool,
     /// The queue's control block (its CU enable masks, its wake-ups).
     ctl: &'a QueueCtl,
+    /// The interpreter's decode caches (one per thread running work-groups), kept by the
+    /// queue's thread from one dispatch to the next.
+    caches: &'a RefCell<interp::Interpreters>,
 }
 
 impl CpHost<'_> {
@@ -307,7 +316,10 @@ impl CpHost<'_> {
                 .cu_enable
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if !enabled_cus(&cu_enable).is_empty() {
+            // Some CU enabled (what `enabled_cus` would find, without making its list): every
+            // bit of a mask word is a CU (16 per shader array, 2 arrays per engine).
+            const _: () = assert!(MAX_CUS_PER_SHADER_ARRAY * MAX_SHADER_ARRAYS_PER_ENGINE == 32);
+            if cu_enable.iter().any(|&w| w != 0) {
                 return Ok(WaveLaunch {
                     cu_enable,
                     me_id: 1,
@@ -351,8 +363,8 @@ impl ProcessorHost for CpHost<'_> {
         if self.device.mode() == ExecutionMode::HostOnly {
             return self.run_host(dispatch);
         }
-        let (label, has_host) = self.kernel_label(dispatch);
         let Some(target) = self.target else {
+            let (label, has_host) = self.kernel_label(dispatch);
             if self.device.mode() == ExecutionMode::InterpretOnly {
                 return Err(error!(
                     Status::InvalidIsa,
@@ -379,8 +391,15 @@ impl ProcessorHost for CpHost<'_> {
         };
         let launch = self.wave_launch()?;
         let threads = self.device.threads.load(Ordering::Relaxed);
+        let mut caches = self.caches.borrow_mut();
+        let counts = |caches: &[DecodeCache]| {
+            caches.iter().fold((0, 0), |(d, i), c| {
+                (d + c.decoded(), i + c.invalidated_pages())
+            })
+        };
+        let before = counts(&caches.caches);
         let started = std::time::Instant::now();
-        match interp::run(
+        let outcome = interp::run(
             dispatch,
             target,
             self.allocs,
@@ -391,7 +410,15 @@ impl ProcessorHost for CpHost<'_> {
             self.stop,
             &|data| self.device.sq_message_interrupt(data),
             launch,
-        ) {
+            &mut caches,
+        );
+        let after = counts(&caches.caches);
+        drop(caches);
+        let c = &self.device.stats;
+        c.decoded.fetch_add(after.0 - before.0, Ordering::SeqCst);
+        c.invalidated_pages
+            .fetch_add(after.1 - before.1, Ordering::SeqCst);
+        match outcome {
             interp::Outcome::Ran(s) => {
                 let c = &self.device.stats;
                 c.interpreter_ns
@@ -400,10 +427,12 @@ impl ProcessorHost for CpHost<'_> {
                 c.lane_instructions
                     .fetch_add(s.lane_instructions, Ordering::SeqCst);
                 c.interpreted.fetch_add(1, Ordering::SeqCst);
+                // The label is made only for a message (not per dispatch).
                 log::debug!(
-                    "gpu_id {:#x}: {label} interpreted on {}: {} work-groups, {} instructions, \
+                    "gpu_id {:#x}: {} interpreted on {}: {} work-groups, {} instructions, \
                      {:.3} s",
                     self.gpu_id,
+                    self.kernel_label(dispatch).0,
                     target.name(),
                     s.workgroups,
                     s.instructions,
@@ -415,7 +444,8 @@ impl ProcessorHost for CpHost<'_> {
                 self.fault.set(fault);
                 Err(error!(
                     e.status(),
-                    "{label} on {}: {}",
+                    "{} on {}: {}",
+                    self.kernel_label(dispatch).0,
                     target.name(),
                     e.detail()
                 ))

@@ -440,8 +440,9 @@ pub const PREEMPT_CHECK_INSTRUCTIONS: u64 = 4096;
 /// error saying so. A wave that spins on memory forever (a kernel waiting for a host flag
 /// that never comes) thus ends when its queue is destroyed rather than through a hang guard.
 ///
-/// `cache` holds the decoded instructions: pass the same one to every call of one thread for
-/// the same `code` (it empties itself when given another code).
+/// `cache` holds the decoded instructions and the thread's waves: pass the same one to every
+/// call of one thread, for this dispatch and later ones (it checks the code bytes it decoded
+/// against `code`'s, so other code at an address is decoded again: [`DecodeCache`]).
 ///
 /// # Errors
 /// As [`run_workgroups`], and [`Status::Exception`] when `preempt` was seen set (the
@@ -459,20 +460,23 @@ pub fn run_workgroups_preemptible(
     cache: &mut DecodeCache,
 ) -> Result<()> {
     check_dispatch(descriptor, dispatch)?;
+    cache.bind(target);
     // Work-group n runs on CU n mod k of the k enabled ones (hwid module docs).
-    let cus = enabled_cus(&dispatch.launch.cu_enable);
-    if cus.is_empty() {
+    let ncus = cache.cus(&dispatch.launch.cu_enable).len();
+    if ncus == 0 {
         bail!(
             Status::InvalidArgument,
             "the dispatch's queue has no compute unit enabled (COMPUTE_STATIC_THREAD_MGMT_SE* \
              all 0): no work-group can be launched"
         );
     }
-    cache.bind(code, target);
-    let mut lds = vec![0u8; dispatch.group_segment_size as usize];
+    // The cache's buffers, zeroed as new ones would be (taken back below).
+    let mut lds = core::mem::take(&mut cache.lds);
+    lds.clear();
+    lds.resize(dispatch.group_segment_size as usize, 0);
     let counts = workgroup_counts(dispatch);
     let end = groups.end.min(workgroup_total(dispatch));
-    let mut waves: Vec<Wave> = Vec::new();
+    let mut waves = core::mem::take(&mut cache.waves);
     // Scratch: 64 lanes' private segments per wave, for the most waves a group has.
     let scratch_per_wave = u64::from(private_bytes(descriptor, dispatch)) * WAVE_SIZE as u64;
     let wg_items: usize = dispatch
@@ -480,7 +484,9 @@ pub fn run_workgroups_preemptible(
         .iter()
         .map(|&d| d as usize)
         .product();
-    let mut scratch = vec![0u8; scratch_per_wave as usize * wg_items.div_ceil(WAVE_SIZE)];
+    let mut scratch = core::mem::take(&mut cache.scratch);
+    scratch.clear();
+    scratch.resize(scratch_per_wave as usize * wg_items.div_ceil(WAVE_SIZE), 0);
     let mut ctx = Ctx {
         code,
         target,
@@ -502,7 +508,7 @@ pub fn run_workgroups_preemptible(
             (flat / (cx * cy)) as u32,
         ];
         ctx.lds.fill(0);
-        ctx.cu = cus[(flat % cus.len() as u64) as usize];
+        ctx.cu = cache.cus(&dispatch.launch.cu_enable)[(flat % ncus as u64) as usize];
         stats.waves += waves_in_group(dispatch, group) as u64;
         result = run_group(&mut ctx, cache, descriptor, dispatch, group, &mut waves);
         if result.is_err() {
@@ -512,8 +518,23 @@ pub fn run_workgroups_preemptible(
     }
     stats.instructions += ctx.instructions;
     stats.lane_instructions += ctx.lane_instructions;
+    // Kept for the next call within bounds (a queue's thread keeps its cache while the queue
+    // lives): a few waves, the LDS (64 KiB at most), scratch up to 1 MiB.
+    waves.truncate(DECODE_CACHE_KEPT_WAVES);
+    cache.waves = waves;
+    cache.lds = lds;
+    if scratch.capacity() <= DECODE_CACHE_KEPT_SCRATCH_BYTES {
+        cache.scratch = scratch;
+    }
     result
 }
+
+/// Waves a [`DecodeCache`] keeps from one call to the next (each 64 KiB of VGPRs, and as many
+/// AGPRs on gfx90a/gfx942): enough for small dispatches to allocate none.
+const DECODE_CACHE_KEPT_WAVES: usize = 4;
+
+/// Most scratch backing, bytes, a [`DecodeCache`] keeps from one call to the next.
+const DECODE_CACHE_KEPT_SCRATCH_BYTES: usize = 1 << 20;
 
 /// Waves of work-group `group` (partial groups at the grid's edge have fewer work-items).
 fn waves_in_group(dispatch: &DispatchState, group: [u32; 3]) -> usize {
@@ -568,9 +589,9 @@ fn run_group(
     }
     for (wi, w) in waves.iter_mut().take(nwaves).enumerate() {
         if wi < reused {
-            // Every register a wave of this code wrote is below the bounds of the
-            // instructions decoded so far (they are decoded before they run; the cache lives
-            // at least as long as these waves).
+            // Every register a wave of the cache's code wrote is below the bounds of the
+            // instructions decoded since the cache was last emptied (they are decoded before
+            // they run; emptying the cache drops its waves).
             w.reset_below(ctx.code.entry_address, cache.vgpr_bound, cache.agpr_bound);
         }
         init_wave(ctx, kd, dispatch, group, size, wi, items, w)?;
@@ -773,38 +794,106 @@ enum Flow {
     End,
 }
 
-/// Code bytes per page of a [`DecodeCache`]'s index (a power of two).
+/// Code bytes per page of a [`DecodeCache`] (a power of two).
 const CACHE_PAGE_BYTES: u64 = 4096;
 
-/// The decoded instructions of one kernel's code, each decoded the first time a wave reaches
-/// it, so the interpreter decodes every instruction once per cache instead of once per
-/// execution.
-///
-/// A cache serves one [`KernelCode`] (the same `base_address` and `bytes`): the code is
-/// immutable while a dispatch runs, as a GPU's instruction cache assumes (the packet
-/// processor's acquire fence invalidates it between dispatches, not during one). Given
-/// another code (other bytes, address or length), the cache empties itself first, so code
-/// loaded at the same address later never hits stale entries; the emulated device makes one
-/// per dispatch and host thread over the code bytes it read for that dispatch.
-///
-/// Indexed by 4 KiB pages of code (few per kernel) of one `u32` slot per dword: a lookup
-/// is a compare against the last page used, an array load, and the instruction.
-#[derive(Debug, Default)]
-pub struct DecodeCache {
-    /// `(base_address, bytes.as_ptr(), bytes.len(), target)` of the code the entries are of.
-    code: Option<(u64, usize, usize, Gfx9Target)>,
-    /// `(page number, slot per dword: 0 = not decoded, else index + 1 into insts)`.
-    pages: Vec<(u64, Vec<u32>)>,
-    /// Index into `pages` of the page last looked up.
-    last: usize,
+/// Code bytes past a page's end that an instruction starting in it may cover: the longest
+/// gfx9 encoding is 8 bytes (a 32-bit encoding with a literal, or a 64-bit one), so one
+/// starting at the page's last dword ends 4 bytes into the next page.
+const CACHE_PAGE_TAIL_BYTES: u64 = 4;
+
+/// Most code pages a [`DecodeCache`] keeps (256 KiB of code); past it, the page validated
+/// longest ago is dropped. A page costs its raw bytes (4 KiB), its slot index (4 KiB) and
+/// the instructions decoded in it.
+pub const DECODE_CACHE_MAX_PAGES: usize = 64;
+
+/// One code page of a [`DecodeCache`].
+#[derive(Debug)]
+struct CachePage {
+    /// Page number (device address / [`CACHE_PAGE_BYTES`]).
+    number: u64,
+    /// Device address of `raw[0]`.
+    raw_start: u64,
+    /// The code bytes the page's instructions were decoded from: the page and
+    /// [`CACHE_PAGE_TAIL_BYTES`] past it, clipped to the code they came from.
+    raw: Vec<u8>,
+    /// One slot per dword: 0 = not decoded, else index + 1 into `insts`.
+    slots: Vec<u32>,
     /// Each decoded instruction with its fast-path form.
     insts: Vec<(Instruction, Fast)>,
+    /// The [`DecodeCache::generation`] the page was last validated in.
+    checked: u64,
+}
+
+impl CachePage {
+    /// The bytes of `code` the page covers (its raw window) and where they start.
+    fn window<'c>(number: u64, code: &KernelCode<'c>) -> (u64, &'c [u8]) {
+        let lo = (number * CACHE_PAGE_BYTES).max(code.base_address);
+        let hi = (number * CACHE_PAGE_BYTES + CACHE_PAGE_BYTES + CACHE_PAGE_TAIL_BYTES)
+            .min(code.base_address.saturating_add(code.bytes.len() as u64));
+        if lo >= hi {
+            return (lo, &[]);
+        }
+        let off = (lo - code.base_address) as usize;
+        (lo, &code.bytes[off..off + (hi - lo) as usize])
+    }
+}
+
+/// The decoded instructions of the code a thread runs, kept across dispatches: each
+/// instruction is decoded the first time a wave reaches it and served from here afterwards,
+/// by every later dispatch of the same kernel (issue 19: "decode each kernel once").
+///
+/// Never stale: entries are keyed by device address, but every page (4 KiB of code) keeps
+/// the raw bytes its instructions were decoded from, and the first time a page is used in a
+/// [`run_workgroups_preemptible`] call it is compared with the code bytes of that call (the
+/// bytes the device read for the dispatch); when they differ — a loader put other code at
+/// that address, a program rewrote its code — the page's instructions are dropped and
+/// decoded again from the new bytes. This is validation by content, so it holds for any
+/// runtime, also one that never invalidates an instruction cache (no PM4 ACQUIRE_MEM, no
+/// free/unmap notification is needed). Within one call the code is immutable, as a GPU's
+/// instruction cache assumes while a dispatch runs. A page's window includes the 4 bytes
+/// past it (the rest of an 8-byte instruction starting on its last dword) and where the code
+/// ends, so an instruction crossing into the next page or ending at the code's end is
+/// revalidated with everything it was decoded from.
+///
+/// Bounded: at most [`DECODE_CACHE_MAX_PAGES`] pages; another page evicts the one validated
+/// longest ago. Another [`Gfx9Target`] empties the cache.
+///
+/// It also keeps the thread's first few waves (their register files, 64 KiB of VGPRs each,
+/// and as many AGPRs on gfx90a/gfx942), LDS and scratch buffers (up to 1 MiB) from one call
+/// to the next, so a small dispatch allocates nothing: a reused wave's registers are zeroed
+/// below the highest register any instruction decoded since the cache was last emptied
+/// names (no wave running code of this cache writes above it), so every dispatch still
+/// starts from zeroed registers, as a new wave would.
+///
+/// Make one per host thread that runs work-groups and pass it to every call on that thread
+/// (the emulated device keeps one per queue and worker thread).
+#[derive(Debug, Default)]
+pub struct DecodeCache {
+    /// The target the entries were decoded for.
+    target: Option<Gfx9Target>,
+    /// Counts [`DecodeCache::bind`] calls: a page is validated once per generation.
+    generation: u64,
+    pages: Vec<CachePage>,
+    /// Index into `pages` of the page last looked up.
+    last: usize,
     /// The instruction at the last unaligned pc (not cached).
     unaligned: Option<(Instruction, Fast)>,
-    /// One past the highest VGPR / AGPR any decoded instruction names (at least the three
-    /// work-item id VGPRs): no wave running this code writes a register at or above it.
+    /// One past the highest VGPR / AGPR any instruction decoded since the cache was emptied
+    /// names (at least the three work-item id VGPRs): no wave running this code writes a
+    /// register at or above it.
     vgpr_bound: usize,
     agpr_bound: usize,
+    /// Instructions decoded over the cache's life.
+    decoded: u64,
+    /// Pages whose bytes had changed when they were validated, over the cache's life.
+    invalidated: u64,
+    /// The waves, LDS and scratch of the last call, reused by the next.
+    waves: Vec<Wave>,
+    lds: Vec<u8>,
+    scratch: Vec<u8>,
+    /// The CUs of the last CU enable masks seen (`enabled_cus` of them).
+    cus: Option<([u32; super::hwid::MAX_SHADER_ENGINES], Vec<CuId>)>,
 }
 
 impl DecodeCache {
@@ -813,33 +902,101 @@ impl DecodeCache {
         DecodeCache::default()
     }
 
-    /// Instructions decoded so far.
+    /// Instructions held decoded now.
     pub fn len(&self) -> usize {
-        self.insts.len()
+        self.pages.iter().map(|p| p.insts.len()).sum()
     }
 
-    /// Whether nothing is decoded yet.
+    /// Whether no instruction is held decoded.
     pub fn is_empty(&self) -> bool {
-        self.insts.is_empty()
+        self.len() == 0
     }
 
-    /// Empties the cache unless it holds `code`'s instructions for `target`.
-    fn bind(&mut self, code: &KernelCode<'_>, target: Gfx9Target) {
-        let id = (
-            code.base_address,
-            code.bytes.as_ptr() as usize,
-            code.bytes.len(),
-            target,
-        );
-        if self.code != Some(id) {
-            self.code = Some(id);
+    /// Instructions decoded over the cache's life (each decode of an instruction counts,
+    /// also one of an instruction decoded again because its bytes changed).
+    pub fn decoded(&self) -> u64 {
+        self.decoded
+    }
+
+    /// Pages found changed (their instructions dropped) over the cache's life.
+    pub fn invalidated_pages(&self) -> u64 {
+        self.invalidated
+    }
+
+    /// Code pages held now (at most [`DECODE_CACHE_MAX_PAGES`]).
+    pub fn pages(&self) -> usize {
+        self.pages.len()
+    }
+
+    /// Starts a call that runs `target` code: empties the cache when its entries are for
+    /// another target, and opens a new generation (every page is validated again on its
+    /// first use).
+    fn bind(&mut self, target: Gfx9Target) {
+        if self.target != Some(target) {
+            self.target = Some(target);
             self.pages.clear();
-            self.insts.clear();
+            self.waves.clear();
             self.last = 0;
             self.unaligned = None;
             self.vgpr_bound = 3;
             self.agpr_bound = 0;
         }
+        self.generation += 1;
+    }
+
+    /// The CUs `cu_enable` enables ([`enabled_cus`], computed once per mask).
+    fn cus(&mut self, cu_enable: &[u32; super::hwid::MAX_SHADER_ENGINES]) -> &[CuId] {
+        if self.cus.as_ref().is_none_or(|(m, _)| m != cu_enable) {
+            self.cus = Some((*cu_enable, enabled_cus(cu_enable)));
+        }
+        self.cus.as_ref().map_or(&[], |(_, cus)| cus.as_slice())
+    }
+
+    /// The index of page `number`, validated against `code` in this generation (its
+    /// instructions dropped when its bytes changed), added when absent.
+    fn page(&mut self, number: u64, code: &KernelCode<'_>) -> usize {
+        let p = match self.pages.get(self.last) {
+            Some(pg) if pg.number == number => self.last,
+            _ => match self.pages.iter().position(|pg| pg.number == number) {
+                Some(p) => p,
+                None => {
+                    if self.pages.len() >= DECODE_CACHE_MAX_PAGES {
+                        let oldest = (0..self.pages.len())
+                            .min_by_key(|&i| self.pages[i].checked)
+                            .unwrap_or(0);
+                        self.pages.swap_remove(oldest);
+                    }
+                    let (raw_start, raw) = CachePage::window(number, code);
+                    self.pages.push(CachePage {
+                        number,
+                        raw_start,
+                        raw: raw.to_vec(),
+                        slots: vec![0; (CACHE_PAGE_BYTES / 4) as usize],
+                        insts: Vec::new(),
+                        checked: self.generation,
+                    });
+                    self.pages.len() - 1
+                }
+            },
+        };
+        self.last = p;
+        let generation = self.generation;
+        let pg = &mut self.pages[p];
+        if pg.checked != generation {
+            pg.checked = generation;
+            let (start, now) = CachePage::window(number, code);
+            if start != pg.raw_start || now != pg.raw.as_slice() {
+                if !pg.insts.is_empty() {
+                    self.invalidated += 1;
+                }
+                pg.raw_start = start;
+                pg.raw.clear();
+                pg.raw.extend_from_slice(now);
+                pg.slots.fill(0);
+                pg.insts.clear();
+            }
+        }
+        p
     }
 
     /// The instruction at `pc` of `code`, decoded now if it is not yet.
@@ -854,25 +1011,21 @@ impl DecodeCache {
         target: Gfx9Target,
         pc: u64,
     ) -> Result<&(Instruction, Fast)> {
-        let page = pc / CACHE_PAGE_BYTES;
+        let p = self.page(pc / CACHE_PAGE_BYTES, code);
         let slot = (pc % CACHE_PAGE_BYTES / 4) as usize;
-        let p = match self.pages.get(self.last) {
-            Some((n, _)) if *n == page => self.last,
-            _ => match self.pages.iter().position(|(n, _)| *n == page) {
-                Some(p) => p,
-                None => {
-                    self.pages
-                        .push((page, vec![0; (CACHE_PAGE_BYTES / 4) as usize]));
-                    self.pages.len() - 1
-                }
-            },
-        };
-        self.last = p;
-        let i = self.pages[p].1[slot];
+        let i = self.pages[p].slots[slot];
         if i != 0 {
-            return Ok(&self.insts[i as usize - 1]);
+            return Ok(&self.pages[p].insts[i as usize - 1]);
         }
         let inst = decode_at(code, target, pc)?;
+        self.decoded += 1;
+        let name = inst.name();
+        if name.starts_with("s_set_gpr_idx") || name.starts_with("v_movrel") {
+            // Indexed VGPR addressing (GPR index mode, M0-relative moves) reaches VGPRs past
+            // the ones the operands name: reused waves are then zeroed whole. (The decoder
+            // knows none of these for gfx90a yet; this keeps the bound right once it does.)
+            self.vgpr_bound = super::wave::NUM_VGPRS;
+        }
         for op in [
             &inst.dst,
             &inst.sdst,
@@ -896,9 +1049,10 @@ impl DecodeCache {
             // each time it runs.
             return Ok(self.unaligned.insert(inst));
         }
-        self.insts.push(inst);
-        self.pages[p].1[slot] = self.insts.len() as u32;
-        Ok(&self.insts[self.insts.len() - 1])
+        let pg = &mut self.pages[p];
+        pg.insts.push(inst);
+        pg.slots[slot] = pg.insts.len() as u32;
+        Ok(&pg.insts[pg.insts.len() - 1])
     }
 }
 
@@ -4306,20 +4460,96 @@ pub(super) mod tests {
             entry_address: 0x1000,
         };
         let mut cache = DecodeCache::new();
-        cache.bind(&code, Gfx9Target::Gfx90a);
         let t = Gfx9Target::Gfx90a;
+        cache.bind(t);
         assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
         assert_eq!(cache.get(&code, t, 0x1004).unwrap().0.name(), "s_endpgm");
         assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
         assert_eq!(cache.len(), 2, "each instruction decoded once");
+        assert_eq!(cache.decoded(), 2);
         let e = cache.get(&code, t, 0x1008).unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction);
-        // Other code loaded at the same address: the cache empties itself.
+        // The same code in the next call: served as decoded.
+        cache.bind(t);
+        assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
+        assert_eq!(cache.decoded(), 2);
+        // Other code loaded at the same address: the page is decoded again.
         let b = [0x00, 0x00, 0x81, 0xBF];
         let other = KernelCode { bytes: &b, ..code };
-        cache.bind(&other, t);
-        assert!(cache.is_empty());
+        cache.bind(t);
         assert_eq!(cache.get(&other, t, 0x1000).unwrap().0.name(), "s_endpgm");
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.invalidated_pages(), 1);
+        // Another target empties it.
+        cache.bind(Gfx9Target::Gfx900);
+        assert!(cache.is_empty());
+    }
+
+    /// An instruction that starts on a page's last dword and ends on the next page: a change
+    /// of its second dword alone (on the next page) is seen.
+    #[test]
+    fn decode_cache_sees_a_change_past_the_page_end() {
+        // s_mov_b32 s0, literal (SOP1 0xBE80_00FF + literal), the literal in the next page.
+        let mut bytes = vec![0u8; 8];
+        bytes[..4].copy_from_slice(&0xBE80_00FFu32.to_le_bytes());
+        bytes[4..].copy_from_slice(&7u32.to_le_bytes());
+        let code = KernelCode {
+            base_address: 0x1FFC,
+            bytes: &bytes,
+            entry_address: 0x1FFC,
+        };
+        let t = Gfx9Target::Gfx90a;
+        let mut cache = DecodeCache::new();
+        cache.bind(t);
+        let first = cache.get(&code, t, 0x1FFC).unwrap().0;
+        assert_eq!(first.size, 8);
+        assert_eq!(first.src[0], Operand::Literal(7));
+        bytes[4..].copy_from_slice(&9u32.to_le_bytes());
+        let code = KernelCode {
+            base_address: 0x1FFC,
+            bytes: &bytes,
+            entry_address: 0x1FFC,
+        };
+        cache.bind(t);
+        assert_eq!(
+            cache.get(&code, t, 0x1FFC).unwrap().0.src[0],
+            Operand::Literal(9)
+        );
+        assert_eq!(cache.decoded(), 2);
+    }
+
+    /// The cache holds at most DECODE_CACHE_MAX_PAGES pages, dropping the one validated
+    /// longest ago.
+    #[test]
+    fn decode_cache_is_bounded() {
+        // s_endpgm at the start of every page.
+        let pages = DECODE_CACHE_MAX_PAGES + 3;
+        let mut bytes = vec![0u8; pages * CACHE_PAGE_BYTES as usize];
+        for p in 0..pages {
+            let o = p * CACHE_PAGE_BYTES as usize;
+            bytes[o..o + 4].copy_from_slice(&0xBF81_0000u32.to_le_bytes());
+        }
+        let code = KernelCode {
+            base_address: 0x10_0000,
+            bytes: &bytes,
+            entry_address: 0x10_0000,
+        };
+        let t = Gfx9Target::Gfx90a;
+        let mut cache = DecodeCache::new();
+        for p in 0..pages as u64 {
+            cache.bind(t);
+            let pc = 0x10_0000 + p * CACHE_PAGE_BYTES;
+            assert_eq!(cache.get(&code, t, pc).unwrap().0.name(), "s_endpgm");
+        }
+        assert_eq!(cache.pages(), DECODE_CACHE_MAX_PAGES);
+        assert_eq!(cache.len(), DECODE_CACHE_MAX_PAGES);
+        // The last page is still there; the first was dropped and is decoded again.
+        cache.bind(t);
+        let last = 0x10_0000 + (pages as u64 - 1) * CACHE_PAGE_BYTES;
+        cache.get(&code, t, last).unwrap();
+        assert_eq!(cache.decoded(), pages as u64);
+        cache.get(&code, t, 0x10_0000).unwrap();
+        assert_eq!(cache.decoded(), pages as u64 + 1);
     }
 
     /// Counted work-item ids equal the division formula (flat = x + X*(y + Y*z)) for 1-, 2-

@@ -876,10 +876,12 @@ fn put(w: &mut Wave, dst: u8, r: &Row, exec: u64) {
     if exec == u64::MAX {
         d.copy_from_slice(r);
     } else {
-        for (l, (d, r)) in d.iter_mut().zip(r).enumerate() {
-            if exec >> l & 1 != 0 {
-                *d = *r;
-            }
+        // The live lanes only (a one-work-item dispatch has one).
+        let mut m = exec;
+        while m != 0 {
+            let l = m.trailing_zeros() as usize;
+            d[l] = r[l];
+            m &= m - 1;
         }
     }
 }
@@ -905,6 +907,16 @@ fn mask2(a: &Row, b: &Row, f: impl Fn(u32, u32) -> bool) -> u64 {
     let mut m = 0u64;
     for l in 0..WAVE_SIZE {
         m |= u64::from(f(a[l], b[l])) << l;
+    }
+    m
+}
+
+/// Lane bits where `f` holds, of three rows.
+#[inline(always)]
+fn mask3(a: &Row, b: &Row, c: &Row, f: impl Fn(u32, u32, u32) -> bool) -> u64 {
+    let mut m = 0u64;
+    for l in 0..WAVE_SIZE {
+        m |= u64::from(f(a[l], b[l], c[l])) << l;
     }
     m
 }
@@ -1240,18 +1252,17 @@ pub(super) fn run(
                 COp::Addc => map3(&a, &b, &ci, |x, y, c| x.wrapping_add(y).wrapping_add(c)),
                 COp::Subb => map3(&a, &b, &ci, |x, y, c| x.wrapping_sub(y).wrapping_sub(c)),
             };
-            let mut co = 0u64;
-            for l in 0..WAVE_SIZE {
-                let (x, y, c) = (u64::from(a[l]), u64::from(b[l]), u64::from(ci[l]));
-                let bit = match op {
-                    COp::AddCo => x + y > 0xFFFF_FFFF,
-                    COp::SubCo => y > x,
-                    COp::SubrevCo => x > y,
-                    COp::Addc => x + y + c > 0xFFFF_FFFF,
-                    COp::Subb => y + c > x,
-                };
-                co |= u64::from(bit) << l;
-            }
+            // The operation chosen once, not per lane.
+            let w64 = u64::from;
+            let co = match op {
+                COp::AddCo => mask2(&a, &b, |x, y| w64(x) + w64(y) > 0xFFFF_FFFF),
+                COp::SubCo => mask2(&a, &b, |x, y| y > x),
+                COp::SubrevCo => mask2(&a, &b, |x, y| x > y),
+                COp::Addc => mask3(&a, &b, &ci, |x, y, c| {
+                    w64(x) + w64(y) + w64(c) > 0xFFFF_FFFF
+                }),
+                COp::Subb => mask3(&a, &b, &ci, |x, y, c| w64(y) + w64(c) > w64(x)),
+            };
             put(w, dst, &r, exec);
             w.set_sreg64(cout as usize, co & exec);
         }
