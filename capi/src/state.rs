@@ -244,13 +244,19 @@ impl State {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The signal behind a handle, `None` when no live signal of this runtime has it (a
+    /// lookup that may miss without an error to format: the doorbell path).
+    pub(crate) fn find_signal(&self, handle: u64) -> Option<Arc<Sig>> {
+        read(&self.signals).get(&handle).cloned()
+    }
+
     /// The signal behind a handle.
     ///
     /// # Errors
     /// `Status::InvalidSignal` when no live signal of this runtime has that handle.
     pub(crate) fn signal(&self, handle: u64) -> Result<Arc<Sig>, Error> {
-        match read(&self.signals).get(&handle) {
-            Some(s) => Ok(s.clone()),
+        match self.find_signal(handle) {
+            Some(s) => Ok(s),
             None => bail!(
                 Status::InvalidSignal,
                 "signal handle {handle:#x} is not a live signal"

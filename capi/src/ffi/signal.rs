@@ -96,13 +96,14 @@ fn with_signal<T>(name: &str, signal: u64, fallback: T, f: impl FnOnce(&Sig) -> 
 fn store(name: &str, signal: u64, value: i64, order: StoreOrder, silent: bool) {
     guard_value(name, (), || {
         let st = state::state()?;
-        match st.signal(signal) {
-            Ok(s) if silent => s.silent_store(value, order),
-            Ok(s) => s.store(value, order),
-            Err(e) => {
-                // A doorbell signal: ring the queue.
+        match st.find_signal(signal) {
+            Some(s) if silent => s.silent_store(value, order),
+            Some(s) => s.store(value, order),
+            None => {
+                // A doorbell signal: ring the queue (every dispatch comes here, so no error
+                // is made unless the handle is neither).
                 let Some(q) = st.queue_by_doorbell(signal) else {
-                    return Err(e);
+                    return st.signal(signal).map(drop);
                 };
                 if let QueueImpl::Aql(lock) = &*q {
                     if let Some(queue) = state::read(lock).as_ref() {

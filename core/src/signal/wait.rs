@@ -277,6 +277,13 @@ pub fn wait_value<P: Platform>(
     observed
 }
 
+/// Polls of an active timed wait between two reads of the clock (1 under loom, whose model
+/// explores every spin hint).
+#[cfg(not(loom))]
+const ACTIVE_POLLS_PER_CLOCK: u32 = 32;
+#[cfg(loom)]
+const ACTIVE_POLLS_PER_CLOCK: u32 = 1;
+
 /// The loop of [`wait_value`] after its first read; sets `registered` when it registers in
 /// the event's waiter count (the caller unregisters).
 #[allow(clippy::too_many_arguments)]
@@ -296,6 +303,7 @@ fn wait_loop<'a, P: Platform>(
     let spin_ns = platform.wait_spin_ns();
     let mut backoff = Backoff::new();
     let mut event = event;
+    let mut polls: u32 = 0;
     loop {
         let observed = value.load(order.ordering());
         if condition.holds(observed, compare) {
@@ -303,9 +311,13 @@ fn wait_loop<'a, P: Platform>(
         }
         if state == WaitState::Active {
             // Busy-wait: one spin hint per poll (no exponential backoff, which would add up
-            // to its longest round, ~1024 hints, to the wake-up latency).
+            // to its longest round, ~1024 hints, to the wake-up latency). The clock costs more
+            // than a poll (a vDSO call, more under a hypervisor), so a timed wait reads it
+            // every ACTIVE_POLLS_PER_CLOCK polls: its timeout is noticed that many polls late
+            // at most.
             spin_hint();
-            if timed && clock.elapsed_ns() >= timeout_ns {
+            polls = polls.wrapping_add(1);
+            if timed && polls % ACTIVE_POLLS_PER_CLOCK == 0 && clock.elapsed_ns() >= timeout_ns {
                 return value.load(order.ordering());
             }
             continue;
