@@ -599,6 +599,24 @@ mod tests {
     }
 
     #[test]
+    fn every_directed_instruction_is_rounded_by_directed() {
+        // round_unsupported lets the DIRECTED names run under a directed FP_ROUND; each must
+        // then be rounded by `directed` (None would leave the round-to-nearest result).
+        let mode = 0xF0 | round::UP | round::UP << 2;
+        for name in DIRECTED {
+            let one = if name.ends_with("_f64") {
+                1f64.to_bits()
+            } else if name.ends_with("_f16") {
+                0x3C00
+            } else {
+                u64::from(1f32.to_bits())
+            };
+            let fm = FloatMode::for_valu(mode, name, true, false, false);
+            assert!(fm.directed(name, one, one, one).is_some(), "{name}");
+        }
+    }
+
+    #[test]
     fn min_max_nan_rules() {
         let snan = 0x7F80_0001u64;
         let qnan = 0x7FC0_0000u64;
