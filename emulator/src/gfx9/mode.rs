@@ -254,12 +254,19 @@ impl FloatMode {
             return None;
         }
         match name {
-            "v_add_f32" | "v_add_f64" | "v_add_f16" => round::add2(x, y, fmt, rm),
+            "v_add_f32" | "v_add_f64" | "v_add_f16" | "v_pk_add_f16" | "v_pk_add_f32" => {
+                round::add2(x, y, fmt, rm)
+            }
             "v_sub_f32" | "v_sub_f16" => round::add2(x, -y, fmt, rm),
             "v_subrev_f32" | "v_subrev_f16" => round::add2(y, -x, fmt, rm),
-            "v_mul_f32" | "v_mul_f64" | "v_mul_f16" => round::mul(x, y, fmt, rm),
+            "v_mul_f32" | "v_mul_f64" | "v_mul_f16" | "v_pk_mul_f16" | "v_pk_mul_f32" => {
+                round::mul(x, y, fmt, rm)
+            }
             "v_fma_f32" | "v_fmac_f32" | "v_fmamk_f32" | "v_fmaak_f32" | "v_fma_f64"
-            | "v_fmac_f64" | "v_fma_f16" => round::fma(x, y, z, fmt, rm),
+            | "v_fmac_f64" | "v_fma_f16" | "v_pk_fma_f16" | "v_pk_fmac_f16" | "v_pk_fma_f32"
+            | "v_fma_mix_f32" | "v_fma_mixlo_f16" | "v_fma_mixhi_f16" => {
+                round::fma(x, y, z, fmt, rm)
+            }
             "v_mad_f32" | "v_mac_f32" | "v_madmk_f32" | "v_madak_f32"
                 if [x, y, z].iter().all(|v| v.is_finite()) =>
             {
@@ -273,8 +280,12 @@ impl FloatMode {
 
 /// The instructions [`FloatMode::directed`] rounds by a directed FP_ROUND (IEEE 754
 /// add, subtract, multiply and fused multiply-add of each precision, and the f32
-/// multiply-add that rounds twice).
-const DIRECTED: [&str; 22] = [
+/// multiply-add that rounds twice). The packed forms (Vega ISA §6.2.2 "Packed math",
+/// CDNA2 ISA `V_PK_FMA_F32`/`V_PK_MUL_F32`/`V_PK_ADD_F32`) are the same operation on each
+/// half or dword, called with one half's operands; `v_fma_mix*` (Vega 7nm ISA VOP3P
+/// opcodes 32..=34) with its sources converted to f64 exactly, rounded by the mode of its
+/// destination precision (f32 `[1:0]`; f16 `[3:2]` for `mixlo`/`mixhi`).
+const DIRECTED: [&str; 32] = [
     "v_add_f32",
     "v_sub_f32",
     "v_subrev_f32",
@@ -297,6 +308,16 @@ const DIRECTED: [&str; 22] = [
     "v_subrev_f16",
     "v_mul_f16",
     "v_fma_f16",
+    "v_pk_add_f16",
+    "v_pk_mul_f16",
+    "v_pk_fma_f16",
+    "v_pk_fmac_f16",
+    "v_pk_add_f32",
+    "v_pk_mul_f32",
+    "v_pk_fma_f32",
+    "v_fma_mix_f32",
+    "v_fma_mixlo_f16",
+    "v_fma_mixhi_f16",
 ];
 
 /// The precision of `name`'s result: the type the mnemonic ends in (for conversions the

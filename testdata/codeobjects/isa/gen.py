@@ -1080,7 +1080,16 @@ def fpmode(cpu):
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_16_64 n: add_f64, mul_f64, fma_f64, fmac_f64 (gfx90a and
 #   gfx942), add_f16, sub_f16, mul_f16, fma_f16;
 # - `setreg_r3_mul_f64`: round toward zero for f64 selected by s_setreg at run time;
-# - `rcp_f64_r3`: v_rcp_f64 under round toward zero is not modelled: an error.
+# - `rcp_f64_r3`: v_rcp_f64 under round toward zero is not modelled: an error;
+# - `<op>_r<n>_d<m>`, packed math: FLOAT_ROUND_MODE n and FLOAT_DENORM_MODE m of the op's
+#   precision, the other precision's fields set otherwise ((n + 1) % 4 and 3 - m) so that
+#   reading the wrong field shows: pk_add_f16, pk_mul_f16, pk_fma_f16 (dwords, two f16 each),
+#   pk_fmac_f16 (gfx908+; D = p3[i] before), pk_add_f32, pk_mul_f32, pk_fma_f32 (gfx90a,
+#   gfx942; qwords, two f32 each);
+# - `<op>_r<n>_d<m>`, gfx906+ mixed precision with FLOAT_ROUND_MODE_32 and _16_64 both n,
+#   FLOAT_DENORM_MODE_32 and _16_64 both m (0 or 3): mix_f32_h (v_fma_mix_f32 of the low f16
+#   halves), mix_f32_s (of f32 sources), mixlo_f16_s (f32 sources, f16 result in the low
+#   half, high half 0), mixhi_f16_h (f16 sources, f16 result in the high half, low half 0).
 def round_family(cpu):
     a = Asm(cpu)
     d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
@@ -1090,10 +1099,11 @@ def round_family(cpu):
     st32 = ["global_store_dword v20, v5, s[12:13]"]
     st64 = ["global_store_dwordx2 v21, v[6:7], s[12:13]"]
 
-    def kd(r64):
-        return ("\t\t.amdhsa_float_denorm_mode_32 3\n\t\t.amdhsa_float_denorm_mode_16_64 3\n"
+    def kd(r64, r32=0, d32=3, d64=3):
+        return ("\t\t.amdhsa_float_denorm_mode_32 %d\n\t\t.amdhsa_float_denorm_mode_16_64 %d\n"
                 "\t\t.amdhsa_ieee_mode 1\n\t\t.amdhsa_dx10_clamp 1\n"
-                "\t\t.amdhsa_float_round_mode_32 0\n\t\t.amdhsa_float_round_mode_16_64 %d" % r64)
+                "\t\t.amdhsa_float_round_mode_32 %d\n\t\t.amdhsa_float_round_mode_16_64 %d"
+                % (d32, d64, r32, r64))
     ops64 = {"add_f64": "v_add_f64 v[6:7], v[2:3], v[4:5]",
              "mul_f64": "v_mul_f64 v[6:7], v[2:3], v[4:5]",
              "fma_f64": "v_fma_f64 v[6:7], v[2:3], v[4:5], v[8:9]"}
@@ -1110,6 +1120,34 @@ def round_family(cpu):
     a.kernel("setreg_r3_mul_f64", d64 + ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 2, 2), 3",
                                          ops64["mul_f64"]] + st64, extra=kd(0))
     a.kernel("rcp_f64_r3", d64 + ["v_rcp_f64 v[6:7], v[2:3]"] + st64, extra=kd(3))
+    pk16 = {"pk_add_f16": "v_pk_add_f16 v5, v2, v3", "pk_mul_f16": "v_pk_mul_f16 v5, v2, v3",
+            "pk_fma_f16": "v_pk_fma_f16 v5, v2, v3, v4"}
+    if cpu != "gfx900" and cpu != "gfx906":
+        pk16["pk_fmac_f16"] = "v_mov_b32 v5, v4\n\tv_pk_fmac_f16 v5, v2, v3"
+    pk32 = {}
+    if cpu in ("gfx90a", "gfx942"):
+        pk32 = {"pk_add_f32": "v_pk_add_f32 v[6:7], v[2:3], v[4:5]",
+                "pk_mul_f32": "v_pk_mul_f32 v[6:7], v[2:3], v[4:5]",
+                "pk_fma_f32": "v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]"}
+    mix = {}
+    if cpu != "gfx900":
+        mix = {"mix_f32_h": "v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]",
+               "mix_f32_s": "v_fma_mix_f32 v5, v2, v3, v4",
+               "mixlo_f16_s": "v_mov_b32 v5, 0\n\tv_fma_mixlo_f16 v5, v2, v3, v4",
+               "mixhi_f16_h": "v_mov_b32 v5, 0\n\tv_fma_mixhi_f16 v5, v2, v3, v4 "
+                              "op_sel_hi:[1,1,1]"}
+    for r in range(4):
+        for d in range(4):
+            for name, ins in pk16.items():
+                a.kernel("%s_r%d_d%d" % (name, r, d), d32 + [ins] + st32,
+                         extra=kd(r, r32=(r + 1) % 4, d32=3 - d, d64=d))
+            for name, ins in pk32.items():
+                a.kernel("%s_r%d_d%d" % (name, r, d), d64 + [ins] + st64,
+                         extra=kd((r + 1) % 4, r32=r, d32=d, d64=3 - d))
+        for d in (0, 3):
+            for name, ins in mix.items():
+                a.kernel("%s_r%d_d%d" % (name, r, d), d32 + [ins] + st32,
+                         extra=kd(r, r32=r, d32=d, d64=d))
     return a
 
 

@@ -573,6 +573,1862 @@ rcp_f64_r3:
 .Lrcp_f64_r3_end:
 	.size rcp_f64_r3, .Lrcp_f64_r3_end-rcp_f64_r3
 
+	.globl pk_add_f16_r0_d0
+	.p2align 8
+	.type pk_add_f16_r0_d0,@function
+pk_add_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r0_d0_end:
+	.size pk_add_f16_r0_d0, .Lpk_add_f16_r0_d0_end-pk_add_f16_r0_d0
+
+	.globl pk_mul_f16_r0_d0
+	.p2align 8
+	.type pk_mul_f16_r0_d0,@function
+pk_mul_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r0_d0_end:
+	.size pk_mul_f16_r0_d0, .Lpk_mul_f16_r0_d0_end-pk_mul_f16_r0_d0
+
+	.globl pk_fma_f16_r0_d0
+	.p2align 8
+	.type pk_fma_f16_r0_d0,@function
+pk_fma_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r0_d0_end:
+	.size pk_fma_f16_r0_d0, .Lpk_fma_f16_r0_d0_end-pk_fma_f16_r0_d0
+
+	.globl pk_fmac_f16_r0_d0
+	.p2align 8
+	.type pk_fmac_f16_r0_d0,@function
+pk_fmac_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r0_d0_end:
+	.size pk_fmac_f16_r0_d0, .Lpk_fmac_f16_r0_d0_end-pk_fmac_f16_r0_d0
+
+	.globl pk_add_f16_r0_d1
+	.p2align 8
+	.type pk_add_f16_r0_d1,@function
+pk_add_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r0_d1_end:
+	.size pk_add_f16_r0_d1, .Lpk_add_f16_r0_d1_end-pk_add_f16_r0_d1
+
+	.globl pk_mul_f16_r0_d1
+	.p2align 8
+	.type pk_mul_f16_r0_d1,@function
+pk_mul_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r0_d1_end:
+	.size pk_mul_f16_r0_d1, .Lpk_mul_f16_r0_d1_end-pk_mul_f16_r0_d1
+
+	.globl pk_fma_f16_r0_d1
+	.p2align 8
+	.type pk_fma_f16_r0_d1,@function
+pk_fma_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r0_d1_end:
+	.size pk_fma_f16_r0_d1, .Lpk_fma_f16_r0_d1_end-pk_fma_f16_r0_d1
+
+	.globl pk_fmac_f16_r0_d1
+	.p2align 8
+	.type pk_fmac_f16_r0_d1,@function
+pk_fmac_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r0_d1_end:
+	.size pk_fmac_f16_r0_d1, .Lpk_fmac_f16_r0_d1_end-pk_fmac_f16_r0_d1
+
+	.globl pk_add_f16_r0_d2
+	.p2align 8
+	.type pk_add_f16_r0_d2,@function
+pk_add_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r0_d2_end:
+	.size pk_add_f16_r0_d2, .Lpk_add_f16_r0_d2_end-pk_add_f16_r0_d2
+
+	.globl pk_mul_f16_r0_d2
+	.p2align 8
+	.type pk_mul_f16_r0_d2,@function
+pk_mul_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r0_d2_end:
+	.size pk_mul_f16_r0_d2, .Lpk_mul_f16_r0_d2_end-pk_mul_f16_r0_d2
+
+	.globl pk_fma_f16_r0_d2
+	.p2align 8
+	.type pk_fma_f16_r0_d2,@function
+pk_fma_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r0_d2_end:
+	.size pk_fma_f16_r0_d2, .Lpk_fma_f16_r0_d2_end-pk_fma_f16_r0_d2
+
+	.globl pk_fmac_f16_r0_d2
+	.p2align 8
+	.type pk_fmac_f16_r0_d2,@function
+pk_fmac_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r0_d2_end:
+	.size pk_fmac_f16_r0_d2, .Lpk_fmac_f16_r0_d2_end-pk_fmac_f16_r0_d2
+
+	.globl pk_add_f16_r0_d3
+	.p2align 8
+	.type pk_add_f16_r0_d3,@function
+pk_add_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r0_d3_end:
+	.size pk_add_f16_r0_d3, .Lpk_add_f16_r0_d3_end-pk_add_f16_r0_d3
+
+	.globl pk_mul_f16_r0_d3
+	.p2align 8
+	.type pk_mul_f16_r0_d3,@function
+pk_mul_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r0_d3_end:
+	.size pk_mul_f16_r0_d3, .Lpk_mul_f16_r0_d3_end-pk_mul_f16_r0_d3
+
+	.globl pk_fma_f16_r0_d3
+	.p2align 8
+	.type pk_fma_f16_r0_d3,@function
+pk_fma_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r0_d3_end:
+	.size pk_fma_f16_r0_d3, .Lpk_fma_f16_r0_d3_end-pk_fma_f16_r0_d3
+
+	.globl pk_fmac_f16_r0_d3
+	.p2align 8
+	.type pk_fmac_f16_r0_d3,@function
+pk_fmac_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r0_d3_end:
+	.size pk_fmac_f16_r0_d3, .Lpk_fmac_f16_r0_d3_end-pk_fmac_f16_r0_d3
+
+	.globl mix_f32_h_r0_d0
+	.p2align 8
+	.type mix_f32_h_r0_d0,@function
+mix_f32_h_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r0_d0_end:
+	.size mix_f32_h_r0_d0, .Lmix_f32_h_r0_d0_end-mix_f32_h_r0_d0
+
+	.globl mix_f32_s_r0_d0
+	.p2align 8
+	.type mix_f32_s_r0_d0,@function
+mix_f32_s_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r0_d0_end:
+	.size mix_f32_s_r0_d0, .Lmix_f32_s_r0_d0_end-mix_f32_s_r0_d0
+
+	.globl mixlo_f16_s_r0_d0
+	.p2align 8
+	.type mixlo_f16_s_r0_d0,@function
+mixlo_f16_s_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r0_d0_end:
+	.size mixlo_f16_s_r0_d0, .Lmixlo_f16_s_r0_d0_end-mixlo_f16_s_r0_d0
+
+	.globl mixhi_f16_h_r0_d0
+	.p2align 8
+	.type mixhi_f16_h_r0_d0,@function
+mixhi_f16_h_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r0_d0_end:
+	.size mixhi_f16_h_r0_d0, .Lmixhi_f16_h_r0_d0_end-mixhi_f16_h_r0_d0
+
+	.globl mix_f32_h_r0_d3
+	.p2align 8
+	.type mix_f32_h_r0_d3,@function
+mix_f32_h_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r0_d3_end:
+	.size mix_f32_h_r0_d3, .Lmix_f32_h_r0_d3_end-mix_f32_h_r0_d3
+
+	.globl mix_f32_s_r0_d3
+	.p2align 8
+	.type mix_f32_s_r0_d3,@function
+mix_f32_s_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r0_d3_end:
+	.size mix_f32_s_r0_d3, .Lmix_f32_s_r0_d3_end-mix_f32_s_r0_d3
+
+	.globl mixlo_f16_s_r0_d3
+	.p2align 8
+	.type mixlo_f16_s_r0_d3,@function
+mixlo_f16_s_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r0_d3_end:
+	.size mixlo_f16_s_r0_d3, .Lmixlo_f16_s_r0_d3_end-mixlo_f16_s_r0_d3
+
+	.globl mixhi_f16_h_r0_d3
+	.p2align 8
+	.type mixhi_f16_h_r0_d3,@function
+mixhi_f16_h_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r0_d3_end:
+	.size mixhi_f16_h_r0_d3, .Lmixhi_f16_h_r0_d3_end-mixhi_f16_h_r0_d3
+
+	.globl pk_add_f16_r1_d0
+	.p2align 8
+	.type pk_add_f16_r1_d0,@function
+pk_add_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r1_d0_end:
+	.size pk_add_f16_r1_d0, .Lpk_add_f16_r1_d0_end-pk_add_f16_r1_d0
+
+	.globl pk_mul_f16_r1_d0
+	.p2align 8
+	.type pk_mul_f16_r1_d0,@function
+pk_mul_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r1_d0_end:
+	.size pk_mul_f16_r1_d0, .Lpk_mul_f16_r1_d0_end-pk_mul_f16_r1_d0
+
+	.globl pk_fma_f16_r1_d0
+	.p2align 8
+	.type pk_fma_f16_r1_d0,@function
+pk_fma_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r1_d0_end:
+	.size pk_fma_f16_r1_d0, .Lpk_fma_f16_r1_d0_end-pk_fma_f16_r1_d0
+
+	.globl pk_fmac_f16_r1_d0
+	.p2align 8
+	.type pk_fmac_f16_r1_d0,@function
+pk_fmac_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r1_d0_end:
+	.size pk_fmac_f16_r1_d0, .Lpk_fmac_f16_r1_d0_end-pk_fmac_f16_r1_d0
+
+	.globl pk_add_f16_r1_d1
+	.p2align 8
+	.type pk_add_f16_r1_d1,@function
+pk_add_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r1_d1_end:
+	.size pk_add_f16_r1_d1, .Lpk_add_f16_r1_d1_end-pk_add_f16_r1_d1
+
+	.globl pk_mul_f16_r1_d1
+	.p2align 8
+	.type pk_mul_f16_r1_d1,@function
+pk_mul_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r1_d1_end:
+	.size pk_mul_f16_r1_d1, .Lpk_mul_f16_r1_d1_end-pk_mul_f16_r1_d1
+
+	.globl pk_fma_f16_r1_d1
+	.p2align 8
+	.type pk_fma_f16_r1_d1,@function
+pk_fma_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r1_d1_end:
+	.size pk_fma_f16_r1_d1, .Lpk_fma_f16_r1_d1_end-pk_fma_f16_r1_d1
+
+	.globl pk_fmac_f16_r1_d1
+	.p2align 8
+	.type pk_fmac_f16_r1_d1,@function
+pk_fmac_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r1_d1_end:
+	.size pk_fmac_f16_r1_d1, .Lpk_fmac_f16_r1_d1_end-pk_fmac_f16_r1_d1
+
+	.globl pk_add_f16_r1_d2
+	.p2align 8
+	.type pk_add_f16_r1_d2,@function
+pk_add_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r1_d2_end:
+	.size pk_add_f16_r1_d2, .Lpk_add_f16_r1_d2_end-pk_add_f16_r1_d2
+
+	.globl pk_mul_f16_r1_d2
+	.p2align 8
+	.type pk_mul_f16_r1_d2,@function
+pk_mul_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r1_d2_end:
+	.size pk_mul_f16_r1_d2, .Lpk_mul_f16_r1_d2_end-pk_mul_f16_r1_d2
+
+	.globl pk_fma_f16_r1_d2
+	.p2align 8
+	.type pk_fma_f16_r1_d2,@function
+pk_fma_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r1_d2_end:
+	.size pk_fma_f16_r1_d2, .Lpk_fma_f16_r1_d2_end-pk_fma_f16_r1_d2
+
+	.globl pk_fmac_f16_r1_d2
+	.p2align 8
+	.type pk_fmac_f16_r1_d2,@function
+pk_fmac_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r1_d2_end:
+	.size pk_fmac_f16_r1_d2, .Lpk_fmac_f16_r1_d2_end-pk_fmac_f16_r1_d2
+
+	.globl pk_add_f16_r1_d3
+	.p2align 8
+	.type pk_add_f16_r1_d3,@function
+pk_add_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r1_d3_end:
+	.size pk_add_f16_r1_d3, .Lpk_add_f16_r1_d3_end-pk_add_f16_r1_d3
+
+	.globl pk_mul_f16_r1_d3
+	.p2align 8
+	.type pk_mul_f16_r1_d3,@function
+pk_mul_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r1_d3_end:
+	.size pk_mul_f16_r1_d3, .Lpk_mul_f16_r1_d3_end-pk_mul_f16_r1_d3
+
+	.globl pk_fma_f16_r1_d3
+	.p2align 8
+	.type pk_fma_f16_r1_d3,@function
+pk_fma_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r1_d3_end:
+	.size pk_fma_f16_r1_d3, .Lpk_fma_f16_r1_d3_end-pk_fma_f16_r1_d3
+
+	.globl pk_fmac_f16_r1_d3
+	.p2align 8
+	.type pk_fmac_f16_r1_d3,@function
+pk_fmac_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r1_d3_end:
+	.size pk_fmac_f16_r1_d3, .Lpk_fmac_f16_r1_d3_end-pk_fmac_f16_r1_d3
+
+	.globl mix_f32_h_r1_d0
+	.p2align 8
+	.type mix_f32_h_r1_d0,@function
+mix_f32_h_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r1_d0_end:
+	.size mix_f32_h_r1_d0, .Lmix_f32_h_r1_d0_end-mix_f32_h_r1_d0
+
+	.globl mix_f32_s_r1_d0
+	.p2align 8
+	.type mix_f32_s_r1_d0,@function
+mix_f32_s_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r1_d0_end:
+	.size mix_f32_s_r1_d0, .Lmix_f32_s_r1_d0_end-mix_f32_s_r1_d0
+
+	.globl mixlo_f16_s_r1_d0
+	.p2align 8
+	.type mixlo_f16_s_r1_d0,@function
+mixlo_f16_s_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r1_d0_end:
+	.size mixlo_f16_s_r1_d0, .Lmixlo_f16_s_r1_d0_end-mixlo_f16_s_r1_d0
+
+	.globl mixhi_f16_h_r1_d0
+	.p2align 8
+	.type mixhi_f16_h_r1_d0,@function
+mixhi_f16_h_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r1_d0_end:
+	.size mixhi_f16_h_r1_d0, .Lmixhi_f16_h_r1_d0_end-mixhi_f16_h_r1_d0
+
+	.globl mix_f32_h_r1_d3
+	.p2align 8
+	.type mix_f32_h_r1_d3,@function
+mix_f32_h_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r1_d3_end:
+	.size mix_f32_h_r1_d3, .Lmix_f32_h_r1_d3_end-mix_f32_h_r1_d3
+
+	.globl mix_f32_s_r1_d3
+	.p2align 8
+	.type mix_f32_s_r1_d3,@function
+mix_f32_s_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r1_d3_end:
+	.size mix_f32_s_r1_d3, .Lmix_f32_s_r1_d3_end-mix_f32_s_r1_d3
+
+	.globl mixlo_f16_s_r1_d3
+	.p2align 8
+	.type mixlo_f16_s_r1_d3,@function
+mixlo_f16_s_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r1_d3_end:
+	.size mixlo_f16_s_r1_d3, .Lmixlo_f16_s_r1_d3_end-mixlo_f16_s_r1_d3
+
+	.globl mixhi_f16_h_r1_d3
+	.p2align 8
+	.type mixhi_f16_h_r1_d3,@function
+mixhi_f16_h_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r1_d3_end:
+	.size mixhi_f16_h_r1_d3, .Lmixhi_f16_h_r1_d3_end-mixhi_f16_h_r1_d3
+
+	.globl pk_add_f16_r2_d0
+	.p2align 8
+	.type pk_add_f16_r2_d0,@function
+pk_add_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r2_d0_end:
+	.size pk_add_f16_r2_d0, .Lpk_add_f16_r2_d0_end-pk_add_f16_r2_d0
+
+	.globl pk_mul_f16_r2_d0
+	.p2align 8
+	.type pk_mul_f16_r2_d0,@function
+pk_mul_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r2_d0_end:
+	.size pk_mul_f16_r2_d0, .Lpk_mul_f16_r2_d0_end-pk_mul_f16_r2_d0
+
+	.globl pk_fma_f16_r2_d0
+	.p2align 8
+	.type pk_fma_f16_r2_d0,@function
+pk_fma_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r2_d0_end:
+	.size pk_fma_f16_r2_d0, .Lpk_fma_f16_r2_d0_end-pk_fma_f16_r2_d0
+
+	.globl pk_fmac_f16_r2_d0
+	.p2align 8
+	.type pk_fmac_f16_r2_d0,@function
+pk_fmac_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r2_d0_end:
+	.size pk_fmac_f16_r2_d0, .Lpk_fmac_f16_r2_d0_end-pk_fmac_f16_r2_d0
+
+	.globl pk_add_f16_r2_d1
+	.p2align 8
+	.type pk_add_f16_r2_d1,@function
+pk_add_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r2_d1_end:
+	.size pk_add_f16_r2_d1, .Lpk_add_f16_r2_d1_end-pk_add_f16_r2_d1
+
+	.globl pk_mul_f16_r2_d1
+	.p2align 8
+	.type pk_mul_f16_r2_d1,@function
+pk_mul_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r2_d1_end:
+	.size pk_mul_f16_r2_d1, .Lpk_mul_f16_r2_d1_end-pk_mul_f16_r2_d1
+
+	.globl pk_fma_f16_r2_d1
+	.p2align 8
+	.type pk_fma_f16_r2_d1,@function
+pk_fma_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r2_d1_end:
+	.size pk_fma_f16_r2_d1, .Lpk_fma_f16_r2_d1_end-pk_fma_f16_r2_d1
+
+	.globl pk_fmac_f16_r2_d1
+	.p2align 8
+	.type pk_fmac_f16_r2_d1,@function
+pk_fmac_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r2_d1_end:
+	.size pk_fmac_f16_r2_d1, .Lpk_fmac_f16_r2_d1_end-pk_fmac_f16_r2_d1
+
+	.globl pk_add_f16_r2_d2
+	.p2align 8
+	.type pk_add_f16_r2_d2,@function
+pk_add_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r2_d2_end:
+	.size pk_add_f16_r2_d2, .Lpk_add_f16_r2_d2_end-pk_add_f16_r2_d2
+
+	.globl pk_mul_f16_r2_d2
+	.p2align 8
+	.type pk_mul_f16_r2_d2,@function
+pk_mul_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r2_d2_end:
+	.size pk_mul_f16_r2_d2, .Lpk_mul_f16_r2_d2_end-pk_mul_f16_r2_d2
+
+	.globl pk_fma_f16_r2_d2
+	.p2align 8
+	.type pk_fma_f16_r2_d2,@function
+pk_fma_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r2_d2_end:
+	.size pk_fma_f16_r2_d2, .Lpk_fma_f16_r2_d2_end-pk_fma_f16_r2_d2
+
+	.globl pk_fmac_f16_r2_d2
+	.p2align 8
+	.type pk_fmac_f16_r2_d2,@function
+pk_fmac_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r2_d2_end:
+	.size pk_fmac_f16_r2_d2, .Lpk_fmac_f16_r2_d2_end-pk_fmac_f16_r2_d2
+
+	.globl pk_add_f16_r2_d3
+	.p2align 8
+	.type pk_add_f16_r2_d3,@function
+pk_add_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r2_d3_end:
+	.size pk_add_f16_r2_d3, .Lpk_add_f16_r2_d3_end-pk_add_f16_r2_d3
+
+	.globl pk_mul_f16_r2_d3
+	.p2align 8
+	.type pk_mul_f16_r2_d3,@function
+pk_mul_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r2_d3_end:
+	.size pk_mul_f16_r2_d3, .Lpk_mul_f16_r2_d3_end-pk_mul_f16_r2_d3
+
+	.globl pk_fma_f16_r2_d3
+	.p2align 8
+	.type pk_fma_f16_r2_d3,@function
+pk_fma_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r2_d3_end:
+	.size pk_fma_f16_r2_d3, .Lpk_fma_f16_r2_d3_end-pk_fma_f16_r2_d3
+
+	.globl pk_fmac_f16_r2_d3
+	.p2align 8
+	.type pk_fmac_f16_r2_d3,@function
+pk_fmac_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r2_d3_end:
+	.size pk_fmac_f16_r2_d3, .Lpk_fmac_f16_r2_d3_end-pk_fmac_f16_r2_d3
+
+	.globl mix_f32_h_r2_d0
+	.p2align 8
+	.type mix_f32_h_r2_d0,@function
+mix_f32_h_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r2_d0_end:
+	.size mix_f32_h_r2_d0, .Lmix_f32_h_r2_d0_end-mix_f32_h_r2_d0
+
+	.globl mix_f32_s_r2_d0
+	.p2align 8
+	.type mix_f32_s_r2_d0,@function
+mix_f32_s_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r2_d0_end:
+	.size mix_f32_s_r2_d0, .Lmix_f32_s_r2_d0_end-mix_f32_s_r2_d0
+
+	.globl mixlo_f16_s_r2_d0
+	.p2align 8
+	.type mixlo_f16_s_r2_d0,@function
+mixlo_f16_s_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r2_d0_end:
+	.size mixlo_f16_s_r2_d0, .Lmixlo_f16_s_r2_d0_end-mixlo_f16_s_r2_d0
+
+	.globl mixhi_f16_h_r2_d0
+	.p2align 8
+	.type mixhi_f16_h_r2_d0,@function
+mixhi_f16_h_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r2_d0_end:
+	.size mixhi_f16_h_r2_d0, .Lmixhi_f16_h_r2_d0_end-mixhi_f16_h_r2_d0
+
+	.globl mix_f32_h_r2_d3
+	.p2align 8
+	.type mix_f32_h_r2_d3,@function
+mix_f32_h_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r2_d3_end:
+	.size mix_f32_h_r2_d3, .Lmix_f32_h_r2_d3_end-mix_f32_h_r2_d3
+
+	.globl mix_f32_s_r2_d3
+	.p2align 8
+	.type mix_f32_s_r2_d3,@function
+mix_f32_s_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r2_d3_end:
+	.size mix_f32_s_r2_d3, .Lmix_f32_s_r2_d3_end-mix_f32_s_r2_d3
+
+	.globl mixlo_f16_s_r2_d3
+	.p2align 8
+	.type mixlo_f16_s_r2_d3,@function
+mixlo_f16_s_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r2_d3_end:
+	.size mixlo_f16_s_r2_d3, .Lmixlo_f16_s_r2_d3_end-mixlo_f16_s_r2_d3
+
+	.globl mixhi_f16_h_r2_d3
+	.p2align 8
+	.type mixhi_f16_h_r2_d3,@function
+mixhi_f16_h_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r2_d3_end:
+	.size mixhi_f16_h_r2_d3, .Lmixhi_f16_h_r2_d3_end-mixhi_f16_h_r2_d3
+
+	.globl pk_add_f16_r3_d0
+	.p2align 8
+	.type pk_add_f16_r3_d0,@function
+pk_add_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r3_d0_end:
+	.size pk_add_f16_r3_d0, .Lpk_add_f16_r3_d0_end-pk_add_f16_r3_d0
+
+	.globl pk_mul_f16_r3_d0
+	.p2align 8
+	.type pk_mul_f16_r3_d0,@function
+pk_mul_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r3_d0_end:
+	.size pk_mul_f16_r3_d0, .Lpk_mul_f16_r3_d0_end-pk_mul_f16_r3_d0
+
+	.globl pk_fma_f16_r3_d0
+	.p2align 8
+	.type pk_fma_f16_r3_d0,@function
+pk_fma_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r3_d0_end:
+	.size pk_fma_f16_r3_d0, .Lpk_fma_f16_r3_d0_end-pk_fma_f16_r3_d0
+
+	.globl pk_fmac_f16_r3_d0
+	.p2align 8
+	.type pk_fmac_f16_r3_d0,@function
+pk_fmac_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r3_d0_end:
+	.size pk_fmac_f16_r3_d0, .Lpk_fmac_f16_r3_d0_end-pk_fmac_f16_r3_d0
+
+	.globl pk_add_f16_r3_d1
+	.p2align 8
+	.type pk_add_f16_r3_d1,@function
+pk_add_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r3_d1_end:
+	.size pk_add_f16_r3_d1, .Lpk_add_f16_r3_d1_end-pk_add_f16_r3_d1
+
+	.globl pk_mul_f16_r3_d1
+	.p2align 8
+	.type pk_mul_f16_r3_d1,@function
+pk_mul_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r3_d1_end:
+	.size pk_mul_f16_r3_d1, .Lpk_mul_f16_r3_d1_end-pk_mul_f16_r3_d1
+
+	.globl pk_fma_f16_r3_d1
+	.p2align 8
+	.type pk_fma_f16_r3_d1,@function
+pk_fma_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r3_d1_end:
+	.size pk_fma_f16_r3_d1, .Lpk_fma_f16_r3_d1_end-pk_fma_f16_r3_d1
+
+	.globl pk_fmac_f16_r3_d1
+	.p2align 8
+	.type pk_fmac_f16_r3_d1,@function
+pk_fmac_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r3_d1_end:
+	.size pk_fmac_f16_r3_d1, .Lpk_fmac_f16_r3_d1_end-pk_fmac_f16_r3_d1
+
+	.globl pk_add_f16_r3_d2
+	.p2align 8
+	.type pk_add_f16_r3_d2,@function
+pk_add_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r3_d2_end:
+	.size pk_add_f16_r3_d2, .Lpk_add_f16_r3_d2_end-pk_add_f16_r3_d2
+
+	.globl pk_mul_f16_r3_d2
+	.p2align 8
+	.type pk_mul_f16_r3_d2,@function
+pk_mul_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r3_d2_end:
+	.size pk_mul_f16_r3_d2, .Lpk_mul_f16_r3_d2_end-pk_mul_f16_r3_d2
+
+	.globl pk_fma_f16_r3_d2
+	.p2align 8
+	.type pk_fma_f16_r3_d2,@function
+pk_fma_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r3_d2_end:
+	.size pk_fma_f16_r3_d2, .Lpk_fma_f16_r3_d2_end-pk_fma_f16_r3_d2
+
+	.globl pk_fmac_f16_r3_d2
+	.p2align 8
+	.type pk_fmac_f16_r3_d2,@function
+pk_fmac_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r3_d2_end:
+	.size pk_fmac_f16_r3_d2, .Lpk_fmac_f16_r3_d2_end-pk_fmac_f16_r3_d2
+
+	.globl pk_add_f16_r3_d3
+	.p2align 8
+	.type pk_add_f16_r3_d3,@function
+pk_add_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r3_d3_end:
+	.size pk_add_f16_r3_d3, .Lpk_add_f16_r3_d3_end-pk_add_f16_r3_d3
+
+	.globl pk_mul_f16_r3_d3
+	.p2align 8
+	.type pk_mul_f16_r3_d3,@function
+pk_mul_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r3_d3_end:
+	.size pk_mul_f16_r3_d3, .Lpk_mul_f16_r3_d3_end-pk_mul_f16_r3_d3
+
+	.globl pk_fma_f16_r3_d3
+	.p2align 8
+	.type pk_fma_f16_r3_d3,@function
+pk_fma_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r3_d3_end:
+	.size pk_fma_f16_r3_d3, .Lpk_fma_f16_r3_d3_end-pk_fma_f16_r3_d3
+
+	.globl pk_fmac_f16_r3_d3
+	.p2align 8
+	.type pk_fmac_f16_r3_d3,@function
+pk_fmac_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r3_d3_end:
+	.size pk_fmac_f16_r3_d3, .Lpk_fmac_f16_r3_d3_end-pk_fmac_f16_r3_d3
+
+	.globl mix_f32_h_r3_d0
+	.p2align 8
+	.type mix_f32_h_r3_d0,@function
+mix_f32_h_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r3_d0_end:
+	.size mix_f32_h_r3_d0, .Lmix_f32_h_r3_d0_end-mix_f32_h_r3_d0
+
+	.globl mix_f32_s_r3_d0
+	.p2align 8
+	.type mix_f32_s_r3_d0,@function
+mix_f32_s_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r3_d0_end:
+	.size mix_f32_s_r3_d0, .Lmix_f32_s_r3_d0_end-mix_f32_s_r3_d0
+
+	.globl mixlo_f16_s_r3_d0
+	.p2align 8
+	.type mixlo_f16_s_r3_d0,@function
+mixlo_f16_s_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r3_d0_end:
+	.size mixlo_f16_s_r3_d0, .Lmixlo_f16_s_r3_d0_end-mixlo_f16_s_r3_d0
+
+	.globl mixhi_f16_h_r3_d0
+	.p2align 8
+	.type mixhi_f16_h_r3_d0,@function
+mixhi_f16_h_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r3_d0_end:
+	.size mixhi_f16_h_r3_d0, .Lmixhi_f16_h_r3_d0_end-mixhi_f16_h_r3_d0
+
+	.globl mix_f32_h_r3_d3
+	.p2align 8
+	.type mix_f32_h_r3_d3,@function
+mix_f32_h_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r3_d3_end:
+	.size mix_f32_h_r3_d3, .Lmix_f32_h_r3_d3_end-mix_f32_h_r3_d3
+
+	.globl mix_f32_s_r3_d3
+	.p2align 8
+	.type mix_f32_s_r3_d3,@function
+mix_f32_s_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r3_d3_end:
+	.size mix_f32_s_r3_d3, .Lmix_f32_s_r3_d3_end-mix_f32_s_r3_d3
+
+	.globl mixlo_f16_s_r3_d3
+	.p2align 8
+	.type mixlo_f16_s_r3_d3,@function
+mixlo_f16_s_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r3_d3_end:
+	.size mixlo_f16_s_r3_d3, .Lmixlo_f16_s_r3_d3_end-mixlo_f16_s_r3_d3
+
+	.globl mixhi_f16_h_r3_d3
+	.p2align 8
+	.type mixhi_f16_h_r3_d3,@function
+mixhi_f16_h_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r3_d3_end:
+	.size mixhi_f16_h_r3_d3, .Lmixhi_f16_h_r3_d3_end-mixhi_f16_h_r3_d3
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel add_f64_r0
@@ -932,5 +2788,1157 @@ rcp_f64_r3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
