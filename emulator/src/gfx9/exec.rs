@@ -2683,9 +2683,17 @@ fn valu<const DPP: bool>(
             }
             "v_div_fmas_f32" => {
                 let v = vcc_in >> lane & 1 != 0;
-                fdiv::div_fmas(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64, v)
+                let (a, b, c) = (a32 as u64, b32 as u64, c32 as u64);
+                let scale = fdiv::div_fmas_scale(fdiv::SINGLE, c, v);
+                fm.div_fmas(name, a, b, c, scale)
+                    .unwrap_or_else(|| fdiv::div_fmas(fdiv::SINGLE, a, b, c, v))
             }
-            "v_div_fmas_f64" => fdiv::div_fmas(fdiv::DOUBLE, a, b, c, vcc_in >> lane & 1 != 0),
+            "v_div_fmas_f64" => {
+                let v = vcc_in >> lane & 1 != 0;
+                let scale = fdiv::div_fmas_scale(fdiv::DOUBLE, c, v);
+                fm.div_fmas(name, a, b, c, scale)
+                    .unwrap_or_else(|| fdiv::div_fmas(fdiv::DOUBLE, a, b, c, v))
+            }
             "v_div_fixup_f32" => fdiv::div_fixup(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64),
             "v_div_fixup_f64" => fdiv::div_fixup(fdiv::DOUBLE, a, b, c),
             "v_div_fixup_f16" => fdiv::div_fixup(fdiv::HALF, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF),

@@ -238,6 +238,30 @@ impl FloatMode {
     /// instruction is not one rounded here ([`DIRECTED`]), or an operand is infinite or
     /// NaN (the result is then the same in every mode).
     pub(super) fn directed(&self, name: &str, a: u64, b: u64, c: u64) -> Option<u64> {
+        // Conversions that can be inexact and `v_ldexp_*`: the exact value (times 2^S1)
+        // rounded once to the destination's precision by its mode.
+        let h = |v: u64| super::f16::to_f64(v as u16);
+        let f = |v: u64| f64::from(f32::from_bits(v as u32));
+        let (r32, r64) = (self.round32, self.round64);
+        let exact = match name {
+            "v_cvt_f32_f64" => Some((f64::from_bits(a), 0, round::F32, r32)),
+            "v_cvt_f32_i32" => Some((f64::from(a as u32 as i32), 0, round::F32, r32)),
+            "v_cvt_f32_u32" => Some((f64::from(a as u32), 0, round::F32, r32)),
+            "v_cvt_f16_f32" => Some((f(a), 0, round::F16, r64)),
+            "v_cvt_f16_u16" => Some((f64::from(a as u16), 0, round::F16, r64)),
+            "v_cvt_f16_i16" => Some((f64::from(a as u16 as i16), 0, round::F16, r64)),
+            "v_ldexp_f32" => Some((f(a), b as u32 as i32, round::F32, r32)),
+            "v_ldexp_f64" => Some((f64::from_bits(a), b as u32 as i32, round::F64, r64)),
+            "v_ldexp_f16" => Some((h(a), i32::from(b as u16 as i16), round::F16, r64)),
+            _ => None,
+        };
+        if let Some((x, n, fmt, rm)) = exact {
+            return if rm == round::NEAREST {
+                None
+            } else {
+                round::scaled(x, n, fmt, rm)
+            };
+        }
         let (fmt, rm, x, y, z) = if name.ends_with("_f32") {
             let f = |v: u64| f64::from(f32::from_bits(v as u32));
             (round::F32, self.round32, f(a), f(b), f(c))
@@ -278,6 +302,24 @@ impl FloatMode {
     }
 }
 
+impl FloatMode {
+    /// `V_DIV_FMAS_F32/F64` (`name`) of source bits `a`, `b`, `c` scaled by 2^`scale`,
+    /// rounded once by the directed FP_ROUND of its precision; `None` under round to
+    /// nearest or with an infinite or NaN operand (as [`FloatMode::directed`]).
+    pub(super) fn div_fmas(&self, name: &str, a: u64, b: u64, c: u64, scale: i32) -> Option<u64> {
+        let (fmt, rm, [x, y, z]) = if name.ends_with("_f64") {
+            (round::F64, self.round64, [a, b, c].map(f64::from_bits))
+        } else {
+            let f = |v: u64| f64::from(f32::from_bits(v as u32));
+            (round::F32, self.round32, [a, b, c].map(f))
+        };
+        if rm == round::NEAREST {
+            return None;
+        }
+        round::fma_scaled(x, y, z, scale, fmt, rm)
+    }
+}
+
 /// The instructions [`FloatMode::directed`] rounds by a directed FP_ROUND (IEEE 754
 /// add, subtract, multiply and fused multiply-add of each precision, and the f32
 /// multiply-add that rounds twice). The packed forms (Vega ISA §6.2.2 "Packed math",
@@ -285,7 +327,7 @@ impl FloatMode {
 /// half or dword, called with one half's operands; `v_fma_mix*` (Vega 7nm ISA VOP3P
 /// opcodes 32..=34) with its sources converted to f64 exactly, rounded by the mode of its
 /// destination precision (f32 `[1:0]`; f16 `[3:2]` for `mixlo`/`mixhi`).
-const DIRECTED: [&str; 32] = [
+const DIRECTED: [&str; 41] = [
     "v_add_f32",
     "v_sub_f32",
     "v_subrev_f32",
@@ -318,7 +360,20 @@ const DIRECTED: [&str; 32] = [
     "v_fma_mix_f32",
     "v_fma_mixlo_f16",
     "v_fma_mixhi_f16",
+    "v_cvt_f32_f64",
+    "v_cvt_f32_i32",
+    "v_cvt_f32_u32",
+    "v_cvt_f16_f32",
+    "v_cvt_f16_u16",
+    "v_cvt_f16_i16",
+    "v_ldexp_f32",
+    "v_ldexp_f64",
+    "v_ldexp_f16",
 ];
+
+/// `V_DIV_FMAS_F32/F64`: S0 × S1 + S2, scaled by 2^±64 (f32) or 2^±128 (f64) when VCC says
+/// so, rounded once by the mode of its precision ([`FloatMode::div_fmas`]).
+const SCALED_FMA: [&str; 2] = ["v_div_fmas_f32", "v_div_fmas_f64"];
 
 /// The precision of `name`'s result: the type the mnemonic ends in (for conversions the
 /// one after `v_cvt_`), `None` for integer results and compares.
@@ -338,8 +393,27 @@ fn result_kind(name: &str) -> Kind {
 
 /// Whether instruction `inst` cannot run under MODE `mode`'s FP_ROUND: false when the
 /// rounding mode of each float precision it names is round-to-nearest-even, when its
-/// result does not depend on rounding, or when it is an f32 operation
-/// [`FloatMode::directed`] rounds (without an output multiplier or SDWA).
+/// result does not depend on rounding, or when it is an operation [`FloatMode::directed`]
+/// or [`FloatMode::div_fmas`] rounds (without an output multiplier or SDWA).
+///
+/// Mode-independent here: compares, min/max/med3, moves, `v_frexp_*`, `v_floor`/`v_ceil`/
+/// `v_trunc`/`v_rndne` (integral results), widening float conversions, the conversions from
+/// 32-bit integers to f64 (exact), from floats to integers (Vega ISA `V_CVT_I32_F32` and kin:
+/// `(int)S0`, truncation, and the `_rpi`/`_flr` forms round as named), `v_cvt_pkrtz_f16_f32`
+/// (always toward zero), `v_cvt_f32_ubyte*` (exact), `v_div_scale_*` (scales by a power of
+/// two, exactly) and `v_div_fixup_*` (special cases of the quotient it is given).
+///
+/// Still refused under a directed mode, because the documents leave it unspecified:
+/// - the approximate functions `v_rcp*`, `v_rsq*`, `v_sqrt*`, `v_exp*`, `v_log*`, `v_sin*`,
+///   `v_cos*` and `v_rcp_iflag`: the Vega and CDNA ISA documents state only their precision
+///   (in ULP), not a rounding, so what FP_ROUND does to them is not documented;
+/// - the dot products (`v_dot*` with a float result): the ISA documents give their
+///   operation, not how or how often the sum is rounded nor which MODE fields they honour;
+/// - MFMA (`v_mfma_*`): the CDNA ISA documents do not state a rounding for them; AMD's
+///   MIOpen documentation ("MI200 MFMA behavior specifics") says only that on MI200 the
+///   f16/bf16 MFMAs flush denormal inputs and outputs;
+/// - the gfx900 `v_mad_mix*` (which mode rounds the f32 product of an f16 result is not
+///   documented), and every other float instruction not named above.
 pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
     let name = inst.name();
     let round = fp_round(mode);
@@ -351,6 +425,10 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
         || name.starts_with("v_cndmask")
         || name.starts_with("v_accvgpr")
         || name.starts_with("v_frexp")
+        || name.starts_with("v_div_scale_")
+        || name.starts_with("v_div_fixup_")
+        || name.starts_with("v_cvt_f32_ubyte")
+        || MODE_INDEPENDENT.contains(&name)
         || [
             "v_floor",
             "v_ceil",
@@ -361,27 +439,62 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
         ]
         .iter()
         .any(|p| name.starts_with(p));
-    let directed = DIRECTED.contains(&name) && inst.mods.omod == 0 && inst.mods.sdwa.is_none();
+    let directed = (DIRECTED.contains(&name) || SCALED_FMA.contains(&name))
+        && inst.mods.omod == 0
+        && inst.mods.sdwa.is_none();
     let bad32 = name.contains("f32") && round & 3 != 0 && !exact && !directed;
     let bad64 =
         (name.contains("f64") || name.contains("f16")) && round >> 2 != 0 && !exact && !directed;
     bad32 || bad64
 }
 
+/// Float instructions whose result is the same under every FP_ROUND (see
+/// [`round_unsupported`]).
+const MODE_INDEPENDENT: [&str; 11] = [
+    "v_cvt_f64_i32",
+    "v_cvt_f64_u32",
+    "v_cvt_i32_f32",
+    "v_cvt_u32_f32",
+    "v_cvt_i32_f64",
+    "v_cvt_u32_f64",
+    "v_cvt_i16_f16",
+    "v_cvt_u16_f16",
+    "v_cvt_rpi_i32_f32",
+    "v_cvt_flr_i32_f32",
+    "v_cvt_pkrtz_f16_f32",
+];
+
 /// The error for an instruction [`round_unsupported`] refuses: [`Status::IllegalInstruction`]
-/// naming the instruction and the FP_ROUND value.
+/// naming the instruction, the FP_ROUND value and why it is not modelled.
 pub(super) fn round_error(mode: u32, inst: &Instruction) -> Error {
     let round = fp_round(mode);
-    let rm = if inst.name().contains("f32") && round & 3 != 0 {
+    let name = inst.name();
+    let rm = if name.contains("f32") && round & 3 != 0 {
         round & 3
     } else {
         round >> 2
     };
+    let why = if [
+        "v_rcp", "v_rsq", "v_sqrt", "v_exp", "v_log", "v_sin", "v_cos",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+    {
+        "the ISA states only its precision in ULP, not how FP_ROUND affects it"
+    } else if name.starts_with("v_dot") {
+        "the ISA does not state how a dot product rounds its sum or which MODE fields it honours"
+    } else if name.starts_with("v_mfma") {
+        "the CDNA ISA does not state how MFMA results are rounded"
+    } else if name.starts_with("v_mad_mix") {
+        "the ISA does not state which mode rounds the unfused mix product"
+    } else if inst.mods.omod != 0 || inst.mods.sdwa.is_some() {
+        "directed rounding is modelled without an output modifier or SDWA only"
+    } else {
+        "only round to nearest even is modelled for it"
+    };
     error!(
         Status::IllegalInstruction,
-        "{} under MODE.FP_ROUND {round:#x} (round {}): only round to nearest even is \
-         modelled for it (directed rounding covers add, sub, mul, fma of f16, f32 and f64, and f32 mad)",
-        inst.name(),
+        "{name} under MODE.FP_ROUND {round:#x} (round {}): {why}",
         round_name(rm)
     )
 }
@@ -634,6 +747,15 @@ mod tests {
             };
             let fm = FloatMode::for_valu(mode, name, true, false, false);
             assert!(fm.directed(name, one, one, one).is_some(), "{name}");
+        }
+        for name in SCALED_FMA {
+            let one = if name.ends_with("_f64") {
+                1f64.to_bits()
+            } else {
+                u64::from(1f32.to_bits())
+            };
+            let fm = FloatMode::for_valu(mode, name, true, false, false);
+            assert!(fm.div_fmas(name, one, one, one, 64).is_some(), "{name}");
         }
     }
 
