@@ -248,6 +248,39 @@ pub(super) fn mul(a: f64, b: f64, f: Format, rm: u32) -> Option<u64> {
     })
 }
 
+/// `(a × b + c) × 2^n` (the product, sum and scaling exact, one rounding) rounded to `f` by
+/// `rm`: `V_DIV_FMAS`'s scaled fused multiply-add, and with `b` = 1, `c` = 0 the exact scaling
+/// of `V_LDEXP` and the conversions (`n` = 0). A zero result keeps the sign [`fma`] gives
+/// it. `None` when an operand is infinite or NaN (see [`fma`]).
+pub(super) fn fma_scaled(a: f64, b: f64, c: f64, n: i32, f: Format, rm: u32) -> Option<u64> {
+    if !(a.is_finite() && b.is_finite() && c.is_finite()) {
+        return None;
+    }
+    let p = Exact::of(a).mul(Exact::of(b));
+    match add(p, Exact::of(c)) {
+        // Beyond ±4096 every finite nonzero value of every format overflows or underflows
+        // alike; the clamp keeps the exponent arithmetic in range.
+        Some(x) => Some(round(
+            Exact {
+                e: x.e + n.clamp(-4096, 4096),
+                ..x
+            },
+            f,
+            rm,
+        )),
+        None => fma(a, b, c, f, rm),
+    }
+}
+
+/// `x × 2^n` rounded to `f` by `rm` (see [`fma_scaled`]); `n` = 0 rounds `x` to `f`, and a
+/// zero keeps its sign.
+pub(super) fn scaled(x: f64, n: i32, f: Format, rm: u32) -> Option<u64> {
+    if x == 0.0 {
+        return x.is_finite().then(|| f.sign(x.is_sign_negative()));
+    }
+    fma_scaled(x, 1.0, 0.0, n, f, rm)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,37 +463,4 @@ mod tests {
             Some(u64::from((-(2f32.powi(-46))).to_bits()))
         );
     }
-}
-
-/// `(a × b + c) × 2^n` (the product, sum and scaling exact, one rounding) rounded to `f` by
-/// `rm`: `V_DIV_FMAS`'s scaled fused multiply-add, and with `b` = 1, `c` = 0 the exact scaling
-/// of `V_LDEXP` and the conversions (`n` = 0). A zero result keeps the sign [`fma`] gives
-/// it. `None` when an operand is infinite or NaN (see [`fma`]).
-pub(super) fn fma_scaled(a: f64, b: f64, c: f64, n: i32, f: Format, rm: u32) -> Option<u64> {
-    if !(a.is_finite() && b.is_finite() && c.is_finite()) {
-        return None;
-    }
-    let p = Exact::of(a).mul(Exact::of(b));
-    match add(p, Exact::of(c)) {
-        // Beyond ±4096 every finite nonzero value of every format overflows or underflows
-        // alike; the clamp keeps the exponent arithmetic in range.
-        Some(x) => Some(round(
-            Exact {
-                e: x.e + n.clamp(-4096, 4096),
-                ..x
-            },
-            f,
-            rm,
-        )),
-        None => fma(a, b, c, f, rm),
-    }
-}
-
-/// `x × 2^n` rounded to `f` by `rm` (see [`fma_scaled`]); `n` = 0 rounds `x` to `f`, and a
-/// zero keeps its sign.
-pub(super) fn scaled(x: f64, n: i32, f: Format, rm: u32) -> Option<u64> {
-    if x == 0.0 {
-        return x.is_finite().then(|| f.sign(x.is_sign_negative()));
-    }
-    fma_scaled(x, 1.0, 0.0, n, f, rm)
 }
