@@ -4778,6 +4778,27 @@ mod host_rounding {
         })
     }
 
+    /// f64 `x` rounded to f32 by FP_ROUND `rm` (SSE `cvtsd2ss` under MXCSR).
+    pub fn f32_of(x: f64, rm: u32) -> f32 {
+        with_mode(rm, || black_box(black_box(x) as f32))
+    }
+
+    /// Integer `i` rounded to f32 by FP_ROUND `rm` (SSE `cvtsi2ss` under MXCSR).
+    pub fn f32_of_int(i: i64, rm: u32) -> f32 {
+        with_mode(rm, || black_box(black_box(i) as f32))
+    }
+
+    extern "C" {
+        /// C99 `ldexp` (glibc's libm): `x × 2^n`, rounded by the current mode.
+        fn ldexp(x: f64, n: i32) -> f64;
+    }
+
+    /// f64 `x × 2^n` rounded by FP_ROUND `rm` (glibc's `ldexp`).
+    pub fn ldexp64(x: f64, n: i32, rm: u32) -> f64 {
+        // SAFETY: ldexp is a pure libm function of two numbers.
+        with_mode(rm, || unsafe { ldexp(black_box(x), black_box(n)) })
+    }
+
     /// f64 `x` rounded to f16 bits by FP_ROUND `rm` (to f32 under the mode, then F16C).
     pub fn f16_of(x: f64, rm: u32) -> u16 {
         assert!(
@@ -5181,4 +5202,440 @@ fn directed_rounding_of_packed_and_mixed() {
         }
     }
     assert!(checked > 100_000, "{checked} results checked");
+}
+
+/// The conversions that can be inexact (`v_cvt_f32_f64`, `v_cvt_f32_i32`, `v_cvt_f32_u32`,
+/// `v_cvt_f16_f32`, `v_cvt_f16_u16`, `v_cvt_f16_i16`), `v_ldexp_f32/f16/f64` and
+/// `v_div_fmas_f32/f64` under every FP_ROUND of their result's precision (the other field
+/// set differently) and with denormals flushed or kept, against the host's conversions,
+/// `ldexp` and `fma` under `fesetround` (f16 through F16C).
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn directed_rounding_of_conversions_ldexp_and_div_fmas() {
+    use host_rounding::{f16_of, f32_of, f32_of_int, f64_op, ldexp64};
+    let p2 = |n: i32| 2f64.powi(n);
+    let f64s: Vec<f64> = vec![
+        1.0,
+        1.0 + p2(-24), // a tie between two f32
+        1.0 + p2(-24) + p2(-52),
+        1.0 + p2(-25),
+        -(1.0 + p2(-24)),
+        f64::from(f32::MAX),
+        f64::from(f32::MAX) + p2(103), // halfway to 2^128
+        1e39,
+        -1e39,
+        p2(-149),
+        p2(-150),
+        3.0 * p2(-151),
+        -p2(-150),
+        p2(-126) * (1.0 - p2(-24)),
+        f64::from_bits(1),
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NAN,
+        0.1,
+        -0.3,
+        1.0 / 3.0,
+    ];
+    let i32s: Vec<u32> = vec![
+        0,
+        1,
+        u32::MAX, // -1, or 2^32 - 1
+        16_777_217,
+        16_777_219,
+        (-16_777_217i32) as u32,
+        i32::MAX as u32,
+        i32::MIN as u32,
+        0x7FFF_FFC0,
+        123_456_789,
+        (-123_456_789i32) as u32,
+        0x8000_0001,
+        0xFFFF_FF80,
+        0x0100_0001,
+    ];
+    let f = |x: f32| x.to_bits();
+    let f32s: Vec<u32> = vec![
+        f(1.0),
+        0x3F80_0001,
+        0x3F80_1000, // 1 + 2^-11: a tie between two f16
+        0x3F80_1001,
+        0xBF80_1000,
+        f(65504.0),
+        f(65520.0),
+        f(65519.99),
+        f(-65520.0),
+        0x3300_0000, // 2^-25: half the smallest f16 denormal
+        0x3340_0000,
+        0xB300_0000,
+        0x3880_0000,
+        0x387F_E000, // half way between the largest f16 denormal and 2^-14
+        f(1e-10),
+        f(1e10),
+        1,
+        0x8000_0003,
+        0x0080_0000,
+        0x7F7F_FFFF,
+        0xFF7F_FFFF,
+        0,
+        0x8000_0000,
+        0x7F80_0000,
+        0x7FC0_0000,
+        f(0.1),
+        f(-0.3),
+        f(1.0 / 3.0),
+        f(3.0),
+    ];
+    let u16s: Vec<u32> = vec![
+        0, 1, 2049, 2051, 4097, 65535, 65519, 65520, 32767, 0x8000, 0xF7FF, 0x8001, 0xFFFF,
+    ];
+    // ldexp: every value with every exponent.
+    let n32: Vec<i32> = vec![
+        0,
+        1,
+        -1,
+        -126,
+        -127,
+        -149,
+        -150,
+        -151,
+        -148,
+        127,
+        128,
+        254,
+        -300,
+        300,
+        i32::MIN,
+        i32::MAX,
+        -24,
+        -23,
+    ];
+    let n16: Vec<i32> = vec![
+        0, 1, -1, -14, -15, -24, -25, -26, 15, 16, 30, -40, 40, 32767, -32768,
+    ];
+    let n64: Vec<i32> = vec![
+        0,
+        1,
+        -1,
+        -1022,
+        -1023,
+        -1074,
+        -1075,
+        -1076,
+        1023,
+        1024,
+        2046,
+        -2100,
+        2100,
+        i32::MIN,
+        i32::MAX,
+        -52,
+        -53,
+    ];
+    let v16: Vec<u32> = vec![
+        0x3C00, 0x3C01, 0x0001, 0x8001, 0x0400, 0x7BFF, 0xFBFF, 0x3E00, 0x0000, 0x8000, 0x7C00,
+        0x7E00, 0x03FF, 0x3555, 0x4200,
+    ];
+    let x64s: Vec<f64> = vec![
+        1.0,
+        1.5,
+        1.0 + f64::EPSILON,
+        1.0 + 3.0 * f64::EPSILON,
+        -3.0,
+        f64::MIN_POSITIVE,
+        f64::from_bits(1),
+        f64::from_bits(0x800F_FFFF_FFFF_FFFF),
+        f64::MAX,
+        -f64::MAX,
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        0.1,
+        1.0 / 3.0,
+    ];
+    let pairs = |xs: usize, ns: usize| (0..xs * ns).map(move |i| (i / ns, i % ns));
+    let ftz32 = |x: u32, on: bool| if on { ftz(x.into(), 32, 23) as u32 } else { x };
+    let ftz16 = |x: u16, on: bool| if on { ftz(x.into(), 16, 10) as u16 } else { x };
+    let ftz64 = |x: u64, on: bool| if on { ftz(x, 64, 52) } else { x };
+    let h64 = |x: u16| half::f16::from_bits(x).to_f64();
+    let to_f16 = |x: f64, rm: u32| {
+        if rm == 0 {
+            half::f16::from_f64(x).to_bits()
+        } else {
+            f16_of(x, rm)
+        }
+    };
+    // div_fmas: values in [2^-500, 2^500] (so the unscaled f64 fma neither overflows nor
+    // underflows), every pair, S2 and VCC varying with the lane.
+    let d32: Vec<u32> = vec![
+        f(1.0),
+        0x3F80_0001,
+        f(3.0),
+        f(1.0 / 3.0),
+        f(-0.1),
+        0x0080_0000,
+        0x0000_0003,
+        0x7F7F_FFFF,
+        0xFF00_0001,
+        0x2000_0000,
+        0x5F80_0000,
+        0,
+        0x8000_0000,
+        f(1.5),
+    ];
+    let d64: Vec<f64> = vec![
+        1.0,
+        1.0 + f64::EPSILON,
+        3.0,
+        1.0 / 3.0,
+        -0.1,
+        p2(500),
+        -1.5 * p2(500),
+        p2(-500),
+        p2(-470) * (1.0 + f64::EPSILON),
+        p2(-450),
+        p2(450) * 1.75,
+        0.0,
+        -0.0,
+        1.5,
+    ];
+    let mut checked = 0usize;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let run = |k: &str, bufs: [Vec<u8>; 4], width: usize, m: usize| {
+            // An unused source (empty) is zeros the kernel may still load.
+            let [p0, p1, p2, p3] = bufs.map(|b| if b.is_empty() { vec![0; m * 8] } else { b });
+            let out = isa
+                .run(k, m as u32, &[p0, p1, p2, p3, vec![0; m * width]])
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            out[4].clone()
+        };
+        for rm in 0..4u32 {
+            for d in [0u32, 3] {
+                let fl = d == 0;
+                let k = |op: &str| format!("{op}_r{rm}_d{d}");
+                let mut check = |k: &str, got: u64, want: u64, bits: u32, frac: u32, what: &str| {
+                    assert!(
+                        same_or_nan(got, want, bits, frac),
+                        "{cpu} {k} {what}: gave {got:#x}, want {want:#x}"
+                    );
+                    checked += 1;
+                };
+                // v_cvt_f32_f64.
+                let src: Vec<u64> = f64s.iter().map(|x| x.to_bits()).collect();
+                let got = u32s(&run(
+                    &k("cvt_f32_f64"),
+                    [vec![0; 4], bytes64(&src), vec![], vec![]],
+                    4,
+                    src.len(),
+                ));
+                for (i, &x) in src.iter().enumerate() {
+                    let x = f64::from_bits(ftz64(x, fl));
+                    let want = ftz32(f32_of(x, rm).to_bits(), fl);
+                    check(
+                        &k("cvt_f32_f64"),
+                        got[i].into(),
+                        want.into(),
+                        32,
+                        23,
+                        &format!("{x:e}"),
+                    );
+                }
+                // v_cvt_f32_i32 / _u32.
+                for (op, signed) in [("cvt_f32_i32", true), ("cvt_f32_u32", false)] {
+                    let got = u32s(&run(
+                        &k(op),
+                        [vec![0; 4], bytes32(&i32s), vec![], vec![]],
+                        4,
+                        i32s.len(),
+                    ));
+                    for (i, &x) in i32s.iter().enumerate() {
+                        let v = if signed {
+                            i64::from(x as i32)
+                        } else {
+                            i64::from(x)
+                        };
+                        let want = f32_of_int(v, rm).to_bits();
+                        check(&k(op), got[i].into(), want.into(), 32, 23, &format!("{v}"));
+                    }
+                }
+                // v_cvt_f16_f32.
+                let got = u32s(&run(
+                    &k("cvt_f16_f32"),
+                    [vec![0; 4], bytes32(&f32s), vec![], vec![]],
+                    4,
+                    f32s.len(),
+                ));
+                for (i, &x) in f32s.iter().enumerate() {
+                    let x = f64::from(f32::from_bits(ftz32(x, fl)));
+                    let want = ftz16(to_f16(x, rm), fl);
+                    check(
+                        &k("cvt_f16_f32"),
+                        (got[i] & 0xFFFF).into(),
+                        want.into(),
+                        16,
+                        10,
+                        &format!("{x:e}"),
+                    );
+                }
+                // v_cvt_f16_u16 / _i16.
+                for (op, signed) in [("cvt_f16_u16", false), ("cvt_f16_i16", true)] {
+                    let got = u32s(&run(
+                        &k(op),
+                        [vec![0; 4], bytes32(&u16s), vec![], vec![]],
+                        4,
+                        u16s.len(),
+                    ));
+                    for (i, &x) in u16s.iter().enumerate() {
+                        let v = if signed {
+                            f64::from(x as u16 as i16)
+                        } else {
+                            f64::from(x as u16)
+                        };
+                        let want = to_f16(v, rm);
+                        check(
+                            &k(op),
+                            (got[i] & 0xFFFF).into(),
+                            want.into(),
+                            16,
+                            10,
+                            &format!("{v}"),
+                        );
+                    }
+                }
+                // v_ldexp_f32.
+                let (xs, ns): (Vec<u32>, Vec<u32>) = pairs(f32s.len(), n32.len())
+                    .map(|(a, b)| (f32s[a], n32[b] as u32))
+                    .unzip();
+                let got = u32s(&run(
+                    &k("ldexp_f32"),
+                    [vec![0; 4], bytes32(&xs), bytes32(&ns), vec![]],
+                    4,
+                    xs.len(),
+                ));
+                for i in 0..xs.len() {
+                    let x = f64::from(f32::from_bits(ftz32(xs[i], fl)));
+                    let n = (ns[i] as i32).clamp(-400, 400);
+                    let want = ftz32(f32_of(x * p2(n), rm).to_bits(), fl);
+                    check(
+                        &k("ldexp_f32"),
+                        got[i].into(),
+                        want.into(),
+                        32,
+                        23,
+                        &format!("{x:e} 2^{}", ns[i] as i32),
+                    );
+                }
+                // v_ldexp_f16 (the exponent a signed 16-bit value).
+                let (xs, ns): (Vec<u32>, Vec<u32>) = pairs(v16.len(), n16.len())
+                    .map(|(a, b)| (v16[a], u32::from(n16[b] as i16 as u16)))
+                    .unzip();
+                let got = u32s(&run(
+                    &k("ldexp_f16"),
+                    [vec![0; 4], bytes32(&xs), bytes32(&ns), vec![]],
+                    4,
+                    xs.len(),
+                ));
+                for i in 0..xs.len() {
+                    let x = h64(ftz16(xs[i] as u16, fl));
+                    let n = i32::from(ns[i] as u16 as i16).clamp(-100, 100);
+                    let want = ftz16(to_f16(x * p2(n), rm), fl);
+                    check(
+                        &k("ldexp_f16"),
+                        (got[i] & 0xFFFF).into(),
+                        want.into(),
+                        16,
+                        10,
+                        &format!("{x:e} 2^{n}"),
+                    );
+                }
+                // v_ldexp_f64.
+                let (xs, ns): (Vec<u64>, Vec<u32>) = pairs(x64s.len(), n64.len())
+                    .map(|(a, b)| (x64s[a].to_bits(), n64[b] as u32))
+                    .unzip();
+                let got = u64s(&run(
+                    &k("ldexp_f64"),
+                    [vec![0; 4], bytes64(&xs), bytes32(&ns), vec![]],
+                    8,
+                    xs.len(),
+                ));
+                for i in 0..xs.len() {
+                    let x = f64::from_bits(ftz64(xs[i], fl));
+                    let want = ftz64(ldexp64(x, ns[i] as i32, rm).to_bits(), fl);
+                    check(
+                        &k("ldexp_f64"),
+                        got[i],
+                        want,
+                        64,
+                        52,
+                        &format!("{x:e} 2^{}", ns[i] as i32),
+                    );
+                }
+                // v_div_fmas: the f64 fma rounds once in the mode's direction, the scaling is
+                // exact, the last rounding goes the same way (so under round to nearest,
+                // where it could round twice, it is not checked).
+                if rm == 0 {
+                    continue;
+                }
+                let n = d32.len();
+                let lanes = n * n;
+                let a32: Vec<u32> = (0..lanes).map(|i| d32[i / n]).collect();
+                let b32: Vec<u32> = (0..lanes).map(|i| d32[i % n]).collect();
+                let c32: Vec<u32> = (0..lanes).map(|i| d32[(i * 7 + 3) % n]).collect();
+                let vcc: Vec<u32> = (0..lanes).map(|i| (i as u32 / 3) & 1).collect();
+                let got = u32s(&run(
+                    &k("div_fmas_f32"),
+                    [bytes32(&c32), bytes32(&a32), bytes32(&b32), bytes32(&vcc)],
+                    4,
+                    lanes,
+                ));
+                for i in 0..lanes {
+                    let v = |x: u32| f64::from(f32::from_bits(ftz32(x, fl)));
+                    let c = ftz32(c32[i], fl);
+                    let scale = match (vcc[i], c >> 23 & 0xFF > 127) {
+                        (0, _) => 0,
+                        (_, true) => 64,
+                        _ => -64,
+                    };
+                    let r = f64_op("fma", v(a32[i]), v(b32[i]), v(c), rm) * p2(scale);
+                    let want = ftz32(f32_of(r, rm).to_bits(), fl);
+                    let what = format!("{:e} {:e} {:e} vcc {}", v(a32[i]), v(b32[i]), v(c), vcc[i]);
+                    check(
+                        &k("div_fmas_f32"),
+                        got[i].into(),
+                        want.into(),
+                        32,
+                        23,
+                        &what,
+                    );
+                }
+                let n = d64.len();
+                let lanes = n * n;
+                let a64: Vec<u64> = (0..lanes).map(|i| d64[i / n].to_bits()).collect();
+                let b64: Vec<u64> = (0..lanes).map(|i| d64[i % n].to_bits()).collect();
+                let c64: Vec<u64> = (0..lanes).map(|i| d64[(i * 7 + 3) % n].to_bits()).collect();
+                let vcc: Vec<u32> = (0..lanes).map(|i| (i as u32 / 3) & 1).collect();
+                let got = u64s(&run(
+                    &k("div_fmas_f64"),
+                    [bytes64(&c64), bytes64(&a64), bytes64(&b64), bytes32(&vcc)],
+                    8,
+                    lanes,
+                ));
+                for i in 0..lanes {
+                    let v = |x: u64| f64::from_bits(ftz64(x, fl));
+                    let c = ftz64(c64[i], fl);
+                    let scale = match (vcc[i], c >> 52 & 0x7FF > 1023) {
+                        (0, _) => 0,
+                        (_, true) => 128,
+                        _ => -128,
+                    };
+                    let r = f64_op("fma", v(a64[i]), v(b64[i]), v(c), rm);
+                    let want = ftz64(f64_op("mul", r, p2(scale), 0.0, rm).to_bits(), fl);
+                    let what = format!("{:e} {:e} {:e} vcc {}", v(a64[i]), v(b64[i]), v(c), vcc[i]);
+                    check(&k("div_fmas_f64"), got[i], want, 64, 52, &what);
+                }
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked} results checked");
 }

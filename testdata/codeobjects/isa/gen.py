@@ -1089,7 +1089,13 @@ def fpmode(cpu):
 # - `<op>_r<n>_d<m>`, gfx906+ mixed precision with FLOAT_ROUND_MODE_32 and _16_64 both n,
 #   FLOAT_DENORM_MODE_32 and _16_64 both m (0 or 3): mix_f32_h (v_fma_mix_f32 of the low f16
 #   halves), mix_f32_s (of f32 sources), mixlo_f16_s (f32 sources, f16 result in the low
-#   half, high half 0), mixhi_f16_h (f16 sources, f16 result in the high half, low half 0).
+#   half, high half 0), mixhi_f16_h (f16 sources, f16 result in the high half, low half 0);
+# - `<op>_r<n>_d<m>`, conversions, ldexp and div_fmas: FLOAT_ROUND_MODE n of the result's
+#   precision (the other field (n + 1) % 4), both FLOAT_DENORM_MODEs m (0 or 3):
+#   cvt_f32_f64 (qword p1), cvt_f32_i32, cvt_f32_u32, cvt_f16_f32, cvt_f16_u16, cvt_f16_i16
+#   (dword p1), ldexp_f32, ldexp_f16 (dwords p1, p2), ldexp_f64 (qword p1, dword p2),
+#   div_fmas_f32 (dwords: S0 p1, S1 p2, S2 p0, VCC = p3 != 0), div_fmas_f64 (qwords p1, p2,
+#   p0; VCC = p3 dword != 0).
 def round_family(cpu):
     a = Asm(cpu)
     d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
@@ -1136,6 +1142,31 @@ def round_family(cpu):
                "mixlo_f16_s": "v_mov_b32 v5, 0\n\tv_fma_mixlo_f16 v5, v2, v3, v4",
                "mixhi_f16_h": "v_mov_b32 v5, 0\n\tv_fma_mixhi_f16 v5, v2, v3, v4 "
                               "op_sel_hi:[1,1,1]"}
+    q1 = ["global_load_dwordx2 v[2:3], v21, s[6:7]", "s_waitcnt vmcnt(0)"]
+    conv = {
+        "cvt_f32_f64": (q1 + ["v_cvt_f32_f64 v5, v[2:3]"], st32, "f32"),
+        "cvt_f32_i32": (d32 + ["v_cvt_f32_i32 v5, v2"], st32, "f32"),
+        "cvt_f32_u32": (d32 + ["v_cvt_f32_u32 v5, v2"], st32, "f32"),
+        "cvt_f16_f32": (d32 + ["v_cvt_f16_f32 v5, v2"], st32, "f16"),
+        "cvt_f16_u16": (d32 + ["v_cvt_f16_u16 v5, v2"], st32, "f16"),
+        "cvt_f16_i16": (d32 + ["v_cvt_f16_i16 v5, v2"], st32, "f16"),
+        "ldexp_f32": (d32 + ["v_ldexp_f32 v5, v2, v3"], st32, "f32"),
+        "ldexp_f16": (d32 + ["v_ldexp_f16 v5, v2, v3"], st32, "f16"),
+        "ldexp_f64": (["global_load_dwordx2 v[2:3], v21, s[6:7]",
+                       "global_load_dword v4, v20, s[8:9]", "s_waitcnt vmcnt(0)",
+                       "v_ldexp_f64 v[6:7], v[2:3], v4"], st64, "f64"),
+        "div_fmas_f32": (["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+                          "global_load_dword v4, v20, s[4:5]",
+                          "global_load_dword v6, v20, s[10:11]", "s_waitcnt vmcnt(0)",
+                          "v_cmp_ne_u32 vcc, 0, v6", "v_div_fmas_f32 v5, v2, v3, v4"],
+                         st32, "f32"),
+        "div_fmas_f64": (["global_load_dwordx2 v[2:3], v21, s[6:7]",
+                          "global_load_dwordx2 v[4:5], v21, s[8:9]",
+                          "global_load_dwordx2 v[8:9], v21, s[4:5]",
+                          "global_load_dword v10, v20, s[10:11]", "s_waitcnt vmcnt(0)",
+                          "v_cmp_ne_u32 vcc, 0, v10",
+                          "v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]"], st64, "f64"),
+    }
     for r in range(4):
         for d in range(4):
             for name, ins in pk16.items():
@@ -1145,6 +1176,10 @@ def round_family(cpu):
                 a.kernel("%s_r%d_d%d" % (name, r, d), d64 + [ins] + st64,
                          extra=kd((r + 1) % 4, r32=r, d32=d, d64=3 - d))
         for d in (0, 3):
+            for name, (body, st, res) in conv.items():
+                other = (r + 1) % 4
+                rr = dict(r64=r, r32=other) if res != "f32" else dict(r64=other, r32=r)
+                a.kernel("%s_r%d_d%d" % (name, r, d), body + st, extra=kd(d32=d, d64=d, **rr))
             for name, ins in mix.items():
                 a.kernel("%s_r%d_d%d" % (name, r, d), d32 + [ins] + st32,
                          extra=kd(r, r32=r, d32=d, d64=d))

@@ -801,6 +801,426 @@ pk_fma_f16_r0_d3:
 .Lpk_fma_f16_r0_d3_end:
 	.size pk_fma_f16_r0_d3, .Lpk_fma_f16_r0_d3_end-pk_fma_f16_r0_d3
 
+	.globl cvt_f32_f64_r0_d0
+	.p2align 8
+	.type cvt_f32_f64_r0_d0,@function
+cvt_f32_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r0_d0_end:
+	.size cvt_f32_f64_r0_d0, .Lcvt_f32_f64_r0_d0_end-cvt_f32_f64_r0_d0
+
+	.globl cvt_f32_i32_r0_d0
+	.p2align 8
+	.type cvt_f32_i32_r0_d0,@function
+cvt_f32_i32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r0_d0_end:
+	.size cvt_f32_i32_r0_d0, .Lcvt_f32_i32_r0_d0_end-cvt_f32_i32_r0_d0
+
+	.globl cvt_f32_u32_r0_d0
+	.p2align 8
+	.type cvt_f32_u32_r0_d0,@function
+cvt_f32_u32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r0_d0_end:
+	.size cvt_f32_u32_r0_d0, .Lcvt_f32_u32_r0_d0_end-cvt_f32_u32_r0_d0
+
+	.globl cvt_f16_f32_r0_d0
+	.p2align 8
+	.type cvt_f16_f32_r0_d0,@function
+cvt_f16_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r0_d0_end:
+	.size cvt_f16_f32_r0_d0, .Lcvt_f16_f32_r0_d0_end-cvt_f16_f32_r0_d0
+
+	.globl cvt_f16_u16_r0_d0
+	.p2align 8
+	.type cvt_f16_u16_r0_d0,@function
+cvt_f16_u16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r0_d0_end:
+	.size cvt_f16_u16_r0_d0, .Lcvt_f16_u16_r0_d0_end-cvt_f16_u16_r0_d0
+
+	.globl cvt_f16_i16_r0_d0
+	.p2align 8
+	.type cvt_f16_i16_r0_d0,@function
+cvt_f16_i16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r0_d0_end:
+	.size cvt_f16_i16_r0_d0, .Lcvt_f16_i16_r0_d0_end-cvt_f16_i16_r0_d0
+
+	.globl ldexp_f32_r0_d0
+	.p2align 8
+	.type ldexp_f32_r0_d0,@function
+ldexp_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r0_d0_end:
+	.size ldexp_f32_r0_d0, .Lldexp_f32_r0_d0_end-ldexp_f32_r0_d0
+
+	.globl ldexp_f16_r0_d0
+	.p2align 8
+	.type ldexp_f16_r0_d0,@function
+ldexp_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r0_d0_end:
+	.size ldexp_f16_r0_d0, .Lldexp_f16_r0_d0_end-ldexp_f16_r0_d0
+
+	.globl ldexp_f64_r0_d0
+	.p2align 8
+	.type ldexp_f64_r0_d0,@function
+ldexp_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r0_d0_end:
+	.size ldexp_f64_r0_d0, .Lldexp_f64_r0_d0_end-ldexp_f64_r0_d0
+
+	.globl div_fmas_f32_r0_d0
+	.p2align 8
+	.type div_fmas_f32_r0_d0,@function
+div_fmas_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r0_d0_end:
+	.size div_fmas_f32_r0_d0, .Ldiv_fmas_f32_r0_d0_end-div_fmas_f32_r0_d0
+
+	.globl div_fmas_f64_r0_d0
+	.p2align 8
+	.type div_fmas_f64_r0_d0,@function
+div_fmas_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r0_d0_end:
+	.size div_fmas_f64_r0_d0, .Ldiv_fmas_f64_r0_d0_end-div_fmas_f64_r0_d0
+
+	.globl cvt_f32_f64_r0_d3
+	.p2align 8
+	.type cvt_f32_f64_r0_d3,@function
+cvt_f32_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r0_d3_end:
+	.size cvt_f32_f64_r0_d3, .Lcvt_f32_f64_r0_d3_end-cvt_f32_f64_r0_d3
+
+	.globl cvt_f32_i32_r0_d3
+	.p2align 8
+	.type cvt_f32_i32_r0_d3,@function
+cvt_f32_i32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r0_d3_end:
+	.size cvt_f32_i32_r0_d3, .Lcvt_f32_i32_r0_d3_end-cvt_f32_i32_r0_d3
+
+	.globl cvt_f32_u32_r0_d3
+	.p2align 8
+	.type cvt_f32_u32_r0_d3,@function
+cvt_f32_u32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r0_d3_end:
+	.size cvt_f32_u32_r0_d3, .Lcvt_f32_u32_r0_d3_end-cvt_f32_u32_r0_d3
+
+	.globl cvt_f16_f32_r0_d3
+	.p2align 8
+	.type cvt_f16_f32_r0_d3,@function
+cvt_f16_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r0_d3_end:
+	.size cvt_f16_f32_r0_d3, .Lcvt_f16_f32_r0_d3_end-cvt_f16_f32_r0_d3
+
+	.globl cvt_f16_u16_r0_d3
+	.p2align 8
+	.type cvt_f16_u16_r0_d3,@function
+cvt_f16_u16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r0_d3_end:
+	.size cvt_f16_u16_r0_d3, .Lcvt_f16_u16_r0_d3_end-cvt_f16_u16_r0_d3
+
+	.globl cvt_f16_i16_r0_d3
+	.p2align 8
+	.type cvt_f16_i16_r0_d3,@function
+cvt_f16_i16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r0_d3_end:
+	.size cvt_f16_i16_r0_d3, .Lcvt_f16_i16_r0_d3_end-cvt_f16_i16_r0_d3
+
+	.globl ldexp_f32_r0_d3
+	.p2align 8
+	.type ldexp_f32_r0_d3,@function
+ldexp_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r0_d3_end:
+	.size ldexp_f32_r0_d3, .Lldexp_f32_r0_d3_end-ldexp_f32_r0_d3
+
+	.globl ldexp_f16_r0_d3
+	.p2align 8
+	.type ldexp_f16_r0_d3,@function
+ldexp_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r0_d3_end:
+	.size ldexp_f16_r0_d3, .Lldexp_f16_r0_d3_end-ldexp_f16_r0_d3
+
+	.globl ldexp_f64_r0_d3
+	.p2align 8
+	.type ldexp_f64_r0_d3,@function
+ldexp_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r0_d3_end:
+	.size ldexp_f64_r0_d3, .Lldexp_f64_r0_d3_end-ldexp_f64_r0_d3
+
+	.globl div_fmas_f32_r0_d3
+	.p2align 8
+	.type div_fmas_f32_r0_d3,@function
+div_fmas_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r0_d3_end:
+	.size div_fmas_f32_r0_d3, .Ldiv_fmas_f32_r0_d3_end-div_fmas_f32_r0_d3
+
+	.globl div_fmas_f64_r0_d3
+	.p2align 8
+	.type div_fmas_f64_r0_d3,@function
+div_fmas_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r0_d3_end:
+	.size div_fmas_f64_r0_d3, .Ldiv_fmas_f64_r0_d3_end-div_fmas_f64_r0_d3
+
 	.globl pk_add_f16_r1_d0
 	.p2align 8
 	.type pk_add_f16_r1_d0,@function
@@ -1028,6 +1448,426 @@ pk_fma_f16_r1_d3:
 	s_endpgm
 .Lpk_fma_f16_r1_d3_end:
 	.size pk_fma_f16_r1_d3, .Lpk_fma_f16_r1_d3_end-pk_fma_f16_r1_d3
+
+	.globl cvt_f32_f64_r1_d0
+	.p2align 8
+	.type cvt_f32_f64_r1_d0,@function
+cvt_f32_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r1_d0_end:
+	.size cvt_f32_f64_r1_d0, .Lcvt_f32_f64_r1_d0_end-cvt_f32_f64_r1_d0
+
+	.globl cvt_f32_i32_r1_d0
+	.p2align 8
+	.type cvt_f32_i32_r1_d0,@function
+cvt_f32_i32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r1_d0_end:
+	.size cvt_f32_i32_r1_d0, .Lcvt_f32_i32_r1_d0_end-cvt_f32_i32_r1_d0
+
+	.globl cvt_f32_u32_r1_d0
+	.p2align 8
+	.type cvt_f32_u32_r1_d0,@function
+cvt_f32_u32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r1_d0_end:
+	.size cvt_f32_u32_r1_d0, .Lcvt_f32_u32_r1_d0_end-cvt_f32_u32_r1_d0
+
+	.globl cvt_f16_f32_r1_d0
+	.p2align 8
+	.type cvt_f16_f32_r1_d0,@function
+cvt_f16_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r1_d0_end:
+	.size cvt_f16_f32_r1_d0, .Lcvt_f16_f32_r1_d0_end-cvt_f16_f32_r1_d0
+
+	.globl cvt_f16_u16_r1_d0
+	.p2align 8
+	.type cvt_f16_u16_r1_d0,@function
+cvt_f16_u16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r1_d0_end:
+	.size cvt_f16_u16_r1_d0, .Lcvt_f16_u16_r1_d0_end-cvt_f16_u16_r1_d0
+
+	.globl cvt_f16_i16_r1_d0
+	.p2align 8
+	.type cvt_f16_i16_r1_d0,@function
+cvt_f16_i16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r1_d0_end:
+	.size cvt_f16_i16_r1_d0, .Lcvt_f16_i16_r1_d0_end-cvt_f16_i16_r1_d0
+
+	.globl ldexp_f32_r1_d0
+	.p2align 8
+	.type ldexp_f32_r1_d0,@function
+ldexp_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r1_d0_end:
+	.size ldexp_f32_r1_d0, .Lldexp_f32_r1_d0_end-ldexp_f32_r1_d0
+
+	.globl ldexp_f16_r1_d0
+	.p2align 8
+	.type ldexp_f16_r1_d0,@function
+ldexp_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r1_d0_end:
+	.size ldexp_f16_r1_d0, .Lldexp_f16_r1_d0_end-ldexp_f16_r1_d0
+
+	.globl ldexp_f64_r1_d0
+	.p2align 8
+	.type ldexp_f64_r1_d0,@function
+ldexp_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r1_d0_end:
+	.size ldexp_f64_r1_d0, .Lldexp_f64_r1_d0_end-ldexp_f64_r1_d0
+
+	.globl div_fmas_f32_r1_d0
+	.p2align 8
+	.type div_fmas_f32_r1_d0,@function
+div_fmas_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r1_d0_end:
+	.size div_fmas_f32_r1_d0, .Ldiv_fmas_f32_r1_d0_end-div_fmas_f32_r1_d0
+
+	.globl div_fmas_f64_r1_d0
+	.p2align 8
+	.type div_fmas_f64_r1_d0,@function
+div_fmas_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r1_d0_end:
+	.size div_fmas_f64_r1_d0, .Ldiv_fmas_f64_r1_d0_end-div_fmas_f64_r1_d0
+
+	.globl cvt_f32_f64_r1_d3
+	.p2align 8
+	.type cvt_f32_f64_r1_d3,@function
+cvt_f32_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r1_d3_end:
+	.size cvt_f32_f64_r1_d3, .Lcvt_f32_f64_r1_d3_end-cvt_f32_f64_r1_d3
+
+	.globl cvt_f32_i32_r1_d3
+	.p2align 8
+	.type cvt_f32_i32_r1_d3,@function
+cvt_f32_i32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r1_d3_end:
+	.size cvt_f32_i32_r1_d3, .Lcvt_f32_i32_r1_d3_end-cvt_f32_i32_r1_d3
+
+	.globl cvt_f32_u32_r1_d3
+	.p2align 8
+	.type cvt_f32_u32_r1_d3,@function
+cvt_f32_u32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r1_d3_end:
+	.size cvt_f32_u32_r1_d3, .Lcvt_f32_u32_r1_d3_end-cvt_f32_u32_r1_d3
+
+	.globl cvt_f16_f32_r1_d3
+	.p2align 8
+	.type cvt_f16_f32_r1_d3,@function
+cvt_f16_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r1_d3_end:
+	.size cvt_f16_f32_r1_d3, .Lcvt_f16_f32_r1_d3_end-cvt_f16_f32_r1_d3
+
+	.globl cvt_f16_u16_r1_d3
+	.p2align 8
+	.type cvt_f16_u16_r1_d3,@function
+cvt_f16_u16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r1_d3_end:
+	.size cvt_f16_u16_r1_d3, .Lcvt_f16_u16_r1_d3_end-cvt_f16_u16_r1_d3
+
+	.globl cvt_f16_i16_r1_d3
+	.p2align 8
+	.type cvt_f16_i16_r1_d3,@function
+cvt_f16_i16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r1_d3_end:
+	.size cvt_f16_i16_r1_d3, .Lcvt_f16_i16_r1_d3_end-cvt_f16_i16_r1_d3
+
+	.globl ldexp_f32_r1_d3
+	.p2align 8
+	.type ldexp_f32_r1_d3,@function
+ldexp_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r1_d3_end:
+	.size ldexp_f32_r1_d3, .Lldexp_f32_r1_d3_end-ldexp_f32_r1_d3
+
+	.globl ldexp_f16_r1_d3
+	.p2align 8
+	.type ldexp_f16_r1_d3,@function
+ldexp_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r1_d3_end:
+	.size ldexp_f16_r1_d3, .Lldexp_f16_r1_d3_end-ldexp_f16_r1_d3
+
+	.globl ldexp_f64_r1_d3
+	.p2align 8
+	.type ldexp_f64_r1_d3,@function
+ldexp_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r1_d3_end:
+	.size ldexp_f64_r1_d3, .Lldexp_f64_r1_d3_end-ldexp_f64_r1_d3
+
+	.globl div_fmas_f32_r1_d3
+	.p2align 8
+	.type div_fmas_f32_r1_d3,@function
+div_fmas_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r1_d3_end:
+	.size div_fmas_f32_r1_d3, .Ldiv_fmas_f32_r1_d3_end-div_fmas_f32_r1_d3
+
+	.globl div_fmas_f64_r1_d3
+	.p2align 8
+	.type div_fmas_f64_r1_d3,@function
+div_fmas_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r1_d3_end:
+	.size div_fmas_f64_r1_d3, .Ldiv_fmas_f64_r1_d3_end-div_fmas_f64_r1_d3
 
 	.globl pk_add_f16_r2_d0
 	.p2align 8
@@ -1257,6 +2097,426 @@ pk_fma_f16_r2_d3:
 .Lpk_fma_f16_r2_d3_end:
 	.size pk_fma_f16_r2_d3, .Lpk_fma_f16_r2_d3_end-pk_fma_f16_r2_d3
 
+	.globl cvt_f32_f64_r2_d0
+	.p2align 8
+	.type cvt_f32_f64_r2_d0,@function
+cvt_f32_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r2_d0_end:
+	.size cvt_f32_f64_r2_d0, .Lcvt_f32_f64_r2_d0_end-cvt_f32_f64_r2_d0
+
+	.globl cvt_f32_i32_r2_d0
+	.p2align 8
+	.type cvt_f32_i32_r2_d0,@function
+cvt_f32_i32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r2_d0_end:
+	.size cvt_f32_i32_r2_d0, .Lcvt_f32_i32_r2_d0_end-cvt_f32_i32_r2_d0
+
+	.globl cvt_f32_u32_r2_d0
+	.p2align 8
+	.type cvt_f32_u32_r2_d0,@function
+cvt_f32_u32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r2_d0_end:
+	.size cvt_f32_u32_r2_d0, .Lcvt_f32_u32_r2_d0_end-cvt_f32_u32_r2_d0
+
+	.globl cvt_f16_f32_r2_d0
+	.p2align 8
+	.type cvt_f16_f32_r2_d0,@function
+cvt_f16_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r2_d0_end:
+	.size cvt_f16_f32_r2_d0, .Lcvt_f16_f32_r2_d0_end-cvt_f16_f32_r2_d0
+
+	.globl cvt_f16_u16_r2_d0
+	.p2align 8
+	.type cvt_f16_u16_r2_d0,@function
+cvt_f16_u16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r2_d0_end:
+	.size cvt_f16_u16_r2_d0, .Lcvt_f16_u16_r2_d0_end-cvt_f16_u16_r2_d0
+
+	.globl cvt_f16_i16_r2_d0
+	.p2align 8
+	.type cvt_f16_i16_r2_d0,@function
+cvt_f16_i16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r2_d0_end:
+	.size cvt_f16_i16_r2_d0, .Lcvt_f16_i16_r2_d0_end-cvt_f16_i16_r2_d0
+
+	.globl ldexp_f32_r2_d0
+	.p2align 8
+	.type ldexp_f32_r2_d0,@function
+ldexp_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r2_d0_end:
+	.size ldexp_f32_r2_d0, .Lldexp_f32_r2_d0_end-ldexp_f32_r2_d0
+
+	.globl ldexp_f16_r2_d0
+	.p2align 8
+	.type ldexp_f16_r2_d0,@function
+ldexp_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r2_d0_end:
+	.size ldexp_f16_r2_d0, .Lldexp_f16_r2_d0_end-ldexp_f16_r2_d0
+
+	.globl ldexp_f64_r2_d0
+	.p2align 8
+	.type ldexp_f64_r2_d0,@function
+ldexp_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r2_d0_end:
+	.size ldexp_f64_r2_d0, .Lldexp_f64_r2_d0_end-ldexp_f64_r2_d0
+
+	.globl div_fmas_f32_r2_d0
+	.p2align 8
+	.type div_fmas_f32_r2_d0,@function
+div_fmas_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r2_d0_end:
+	.size div_fmas_f32_r2_d0, .Ldiv_fmas_f32_r2_d0_end-div_fmas_f32_r2_d0
+
+	.globl div_fmas_f64_r2_d0
+	.p2align 8
+	.type div_fmas_f64_r2_d0,@function
+div_fmas_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r2_d0_end:
+	.size div_fmas_f64_r2_d0, .Ldiv_fmas_f64_r2_d0_end-div_fmas_f64_r2_d0
+
+	.globl cvt_f32_f64_r2_d3
+	.p2align 8
+	.type cvt_f32_f64_r2_d3,@function
+cvt_f32_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r2_d3_end:
+	.size cvt_f32_f64_r2_d3, .Lcvt_f32_f64_r2_d3_end-cvt_f32_f64_r2_d3
+
+	.globl cvt_f32_i32_r2_d3
+	.p2align 8
+	.type cvt_f32_i32_r2_d3,@function
+cvt_f32_i32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r2_d3_end:
+	.size cvt_f32_i32_r2_d3, .Lcvt_f32_i32_r2_d3_end-cvt_f32_i32_r2_d3
+
+	.globl cvt_f32_u32_r2_d3
+	.p2align 8
+	.type cvt_f32_u32_r2_d3,@function
+cvt_f32_u32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r2_d3_end:
+	.size cvt_f32_u32_r2_d3, .Lcvt_f32_u32_r2_d3_end-cvt_f32_u32_r2_d3
+
+	.globl cvt_f16_f32_r2_d3
+	.p2align 8
+	.type cvt_f16_f32_r2_d3,@function
+cvt_f16_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r2_d3_end:
+	.size cvt_f16_f32_r2_d3, .Lcvt_f16_f32_r2_d3_end-cvt_f16_f32_r2_d3
+
+	.globl cvt_f16_u16_r2_d3
+	.p2align 8
+	.type cvt_f16_u16_r2_d3,@function
+cvt_f16_u16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r2_d3_end:
+	.size cvt_f16_u16_r2_d3, .Lcvt_f16_u16_r2_d3_end-cvt_f16_u16_r2_d3
+
+	.globl cvt_f16_i16_r2_d3
+	.p2align 8
+	.type cvt_f16_i16_r2_d3,@function
+cvt_f16_i16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r2_d3_end:
+	.size cvt_f16_i16_r2_d3, .Lcvt_f16_i16_r2_d3_end-cvt_f16_i16_r2_d3
+
+	.globl ldexp_f32_r2_d3
+	.p2align 8
+	.type ldexp_f32_r2_d3,@function
+ldexp_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r2_d3_end:
+	.size ldexp_f32_r2_d3, .Lldexp_f32_r2_d3_end-ldexp_f32_r2_d3
+
+	.globl ldexp_f16_r2_d3
+	.p2align 8
+	.type ldexp_f16_r2_d3,@function
+ldexp_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r2_d3_end:
+	.size ldexp_f16_r2_d3, .Lldexp_f16_r2_d3_end-ldexp_f16_r2_d3
+
+	.globl ldexp_f64_r2_d3
+	.p2align 8
+	.type ldexp_f64_r2_d3,@function
+ldexp_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r2_d3_end:
+	.size ldexp_f64_r2_d3, .Lldexp_f64_r2_d3_end-ldexp_f64_r2_d3
+
+	.globl div_fmas_f32_r2_d3
+	.p2align 8
+	.type div_fmas_f32_r2_d3,@function
+div_fmas_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r2_d3_end:
+	.size div_fmas_f32_r2_d3, .Ldiv_fmas_f32_r2_d3_end-div_fmas_f32_r2_d3
+
+	.globl div_fmas_f64_r2_d3
+	.p2align 8
+	.type div_fmas_f64_r2_d3,@function
+div_fmas_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r2_d3_end:
+	.size div_fmas_f64_r2_d3, .Ldiv_fmas_f64_r2_d3_end-div_fmas_f64_r2_d3
+
 	.globl pk_add_f16_r3_d0
 	.p2align 8
 	.type pk_add_f16_r3_d0,@function
@@ -1484,6 +2744,426 @@ pk_fma_f16_r3_d3:
 	s_endpgm
 .Lpk_fma_f16_r3_d3_end:
 	.size pk_fma_f16_r3_d3, .Lpk_fma_f16_r3_d3_end-pk_fma_f16_r3_d3
+
+	.globl cvt_f32_f64_r3_d0
+	.p2align 8
+	.type cvt_f32_f64_r3_d0,@function
+cvt_f32_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r3_d0_end:
+	.size cvt_f32_f64_r3_d0, .Lcvt_f32_f64_r3_d0_end-cvt_f32_f64_r3_d0
+
+	.globl cvt_f32_i32_r3_d0
+	.p2align 8
+	.type cvt_f32_i32_r3_d0,@function
+cvt_f32_i32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r3_d0_end:
+	.size cvt_f32_i32_r3_d0, .Lcvt_f32_i32_r3_d0_end-cvt_f32_i32_r3_d0
+
+	.globl cvt_f32_u32_r3_d0
+	.p2align 8
+	.type cvt_f32_u32_r3_d0,@function
+cvt_f32_u32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r3_d0_end:
+	.size cvt_f32_u32_r3_d0, .Lcvt_f32_u32_r3_d0_end-cvt_f32_u32_r3_d0
+
+	.globl cvt_f16_f32_r3_d0
+	.p2align 8
+	.type cvt_f16_f32_r3_d0,@function
+cvt_f16_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r3_d0_end:
+	.size cvt_f16_f32_r3_d0, .Lcvt_f16_f32_r3_d0_end-cvt_f16_f32_r3_d0
+
+	.globl cvt_f16_u16_r3_d0
+	.p2align 8
+	.type cvt_f16_u16_r3_d0,@function
+cvt_f16_u16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r3_d0_end:
+	.size cvt_f16_u16_r3_d0, .Lcvt_f16_u16_r3_d0_end-cvt_f16_u16_r3_d0
+
+	.globl cvt_f16_i16_r3_d0
+	.p2align 8
+	.type cvt_f16_i16_r3_d0,@function
+cvt_f16_i16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r3_d0_end:
+	.size cvt_f16_i16_r3_d0, .Lcvt_f16_i16_r3_d0_end-cvt_f16_i16_r3_d0
+
+	.globl ldexp_f32_r3_d0
+	.p2align 8
+	.type ldexp_f32_r3_d0,@function
+ldexp_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r3_d0_end:
+	.size ldexp_f32_r3_d0, .Lldexp_f32_r3_d0_end-ldexp_f32_r3_d0
+
+	.globl ldexp_f16_r3_d0
+	.p2align 8
+	.type ldexp_f16_r3_d0,@function
+ldexp_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r3_d0_end:
+	.size ldexp_f16_r3_d0, .Lldexp_f16_r3_d0_end-ldexp_f16_r3_d0
+
+	.globl ldexp_f64_r3_d0
+	.p2align 8
+	.type ldexp_f64_r3_d0,@function
+ldexp_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r3_d0_end:
+	.size ldexp_f64_r3_d0, .Lldexp_f64_r3_d0_end-ldexp_f64_r3_d0
+
+	.globl div_fmas_f32_r3_d0
+	.p2align 8
+	.type div_fmas_f32_r3_d0,@function
+div_fmas_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r3_d0_end:
+	.size div_fmas_f32_r3_d0, .Ldiv_fmas_f32_r3_d0_end-div_fmas_f32_r3_d0
+
+	.globl div_fmas_f64_r3_d0
+	.p2align 8
+	.type div_fmas_f64_r3_d0,@function
+div_fmas_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r3_d0_end:
+	.size div_fmas_f64_r3_d0, .Ldiv_fmas_f64_r3_d0_end-div_fmas_f64_r3_d0
+
+	.globl cvt_f32_f64_r3_d3
+	.p2align 8
+	.type cvt_f32_f64_r3_d3,@function
+cvt_f32_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r3_d3_end:
+	.size cvt_f32_f64_r3_d3, .Lcvt_f32_f64_r3_d3_end-cvt_f32_f64_r3_d3
+
+	.globl cvt_f32_i32_r3_d3
+	.p2align 8
+	.type cvt_f32_i32_r3_d3,@function
+cvt_f32_i32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r3_d3_end:
+	.size cvt_f32_i32_r3_d3, .Lcvt_f32_i32_r3_d3_end-cvt_f32_i32_r3_d3
+
+	.globl cvt_f32_u32_r3_d3
+	.p2align 8
+	.type cvt_f32_u32_r3_d3,@function
+cvt_f32_u32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r3_d3_end:
+	.size cvt_f32_u32_r3_d3, .Lcvt_f32_u32_r3_d3_end-cvt_f32_u32_r3_d3
+
+	.globl cvt_f16_f32_r3_d3
+	.p2align 8
+	.type cvt_f16_f32_r3_d3,@function
+cvt_f16_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r3_d3_end:
+	.size cvt_f16_f32_r3_d3, .Lcvt_f16_f32_r3_d3_end-cvt_f16_f32_r3_d3
+
+	.globl cvt_f16_u16_r3_d3
+	.p2align 8
+	.type cvt_f16_u16_r3_d3,@function
+cvt_f16_u16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r3_d3_end:
+	.size cvt_f16_u16_r3_d3, .Lcvt_f16_u16_r3_d3_end-cvt_f16_u16_r3_d3
+
+	.globl cvt_f16_i16_r3_d3
+	.p2align 8
+	.type cvt_f16_i16_r3_d3,@function
+cvt_f16_i16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r3_d3_end:
+	.size cvt_f16_i16_r3_d3, .Lcvt_f16_i16_r3_d3_end-cvt_f16_i16_r3_d3
+
+	.globl ldexp_f32_r3_d3
+	.p2align 8
+	.type ldexp_f32_r3_d3,@function
+ldexp_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r3_d3_end:
+	.size ldexp_f32_r3_d3, .Lldexp_f32_r3_d3_end-ldexp_f32_r3_d3
+
+	.globl ldexp_f16_r3_d3
+	.p2align 8
+	.type ldexp_f16_r3_d3,@function
+ldexp_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r3_d3_end:
+	.size ldexp_f16_r3_d3, .Lldexp_f16_r3_d3_end-ldexp_f16_r3_d3
+
+	.globl ldexp_f64_r3_d3
+	.p2align 8
+	.type ldexp_f64_r3_d3,@function
+ldexp_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r3_d3_end:
+	.size ldexp_f64_r3_d3, .Lldexp_f64_r3_d3_end-ldexp_f64_r3_d3
+
+	.globl div_fmas_f32_r3_d3
+	.p2align 8
+	.type div_fmas_f32_r3_d3,@function
+div_fmas_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r3_d3_end:
+	.size div_fmas_f32_r3_d3, .Ldiv_fmas_f32_r3_d3_end-div_fmas_f32_r3_d3
+
+	.globl div_fmas_f64_r3_d3
+	.p2align 8
+	.type div_fmas_f64_r3_d3,@function
+div_fmas_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r3_d3_end:
+	.size div_fmas_f64_r3_d3, .Ldiv_fmas_f64_r3_d3_end-div_fmas_f64_r3_d3
 
 	.rodata
 	.p2align 6
@@ -1991,6 +3671,270 @@ pk_fma_f16_r3_d3:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r1_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -2128,6 +4072,270 @@ pk_fma_f16_r3_d3:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
@@ -2279,6 +4487,270 @@ pk_fma_f16_r3_d3:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r3_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -2416,6 +4888,270 @@ pk_fma_f16_r3_d3:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
 		.amdhsa_float_denorm_mode_16_64 3
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1

@@ -881,6 +881,216 @@ pk_fmac_f16_r0_d3:
 .Lpk_fmac_f16_r0_d3_end:
 	.size pk_fmac_f16_r0_d3, .Lpk_fmac_f16_r0_d3_end-pk_fmac_f16_r0_d3
 
+	.globl cvt_f32_f64_r0_d0
+	.p2align 8
+	.type cvt_f32_f64_r0_d0,@function
+cvt_f32_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r0_d0_end:
+	.size cvt_f32_f64_r0_d0, .Lcvt_f32_f64_r0_d0_end-cvt_f32_f64_r0_d0
+
+	.globl cvt_f32_i32_r0_d0
+	.p2align 8
+	.type cvt_f32_i32_r0_d0,@function
+cvt_f32_i32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r0_d0_end:
+	.size cvt_f32_i32_r0_d0, .Lcvt_f32_i32_r0_d0_end-cvt_f32_i32_r0_d0
+
+	.globl cvt_f32_u32_r0_d0
+	.p2align 8
+	.type cvt_f32_u32_r0_d0,@function
+cvt_f32_u32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r0_d0_end:
+	.size cvt_f32_u32_r0_d0, .Lcvt_f32_u32_r0_d0_end-cvt_f32_u32_r0_d0
+
+	.globl cvt_f16_f32_r0_d0
+	.p2align 8
+	.type cvt_f16_f32_r0_d0,@function
+cvt_f16_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r0_d0_end:
+	.size cvt_f16_f32_r0_d0, .Lcvt_f16_f32_r0_d0_end-cvt_f16_f32_r0_d0
+
+	.globl cvt_f16_u16_r0_d0
+	.p2align 8
+	.type cvt_f16_u16_r0_d0,@function
+cvt_f16_u16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r0_d0_end:
+	.size cvt_f16_u16_r0_d0, .Lcvt_f16_u16_r0_d0_end-cvt_f16_u16_r0_d0
+
+	.globl cvt_f16_i16_r0_d0
+	.p2align 8
+	.type cvt_f16_i16_r0_d0,@function
+cvt_f16_i16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r0_d0_end:
+	.size cvt_f16_i16_r0_d0, .Lcvt_f16_i16_r0_d0_end-cvt_f16_i16_r0_d0
+
+	.globl ldexp_f32_r0_d0
+	.p2align 8
+	.type ldexp_f32_r0_d0,@function
+ldexp_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r0_d0_end:
+	.size ldexp_f32_r0_d0, .Lldexp_f32_r0_d0_end-ldexp_f32_r0_d0
+
+	.globl ldexp_f16_r0_d0
+	.p2align 8
+	.type ldexp_f16_r0_d0,@function
+ldexp_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r0_d0_end:
+	.size ldexp_f16_r0_d0, .Lldexp_f16_r0_d0_end-ldexp_f16_r0_d0
+
+	.globl ldexp_f64_r0_d0
+	.p2align 8
+	.type ldexp_f64_r0_d0,@function
+ldexp_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r0_d0_end:
+	.size ldexp_f64_r0_d0, .Lldexp_f64_r0_d0_end-ldexp_f64_r0_d0
+
+	.globl div_fmas_f32_r0_d0
+	.p2align 8
+	.type div_fmas_f32_r0_d0,@function
+div_fmas_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r0_d0_end:
+	.size div_fmas_f32_r0_d0, .Ldiv_fmas_f32_r0_d0_end-div_fmas_f32_r0_d0
+
+	.globl div_fmas_f64_r0_d0
+	.p2align 8
+	.type div_fmas_f64_r0_d0,@function
+div_fmas_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r0_d0_end:
+	.size div_fmas_f64_r0_d0, .Ldiv_fmas_f64_r0_d0_end-div_fmas_f64_r0_d0
+
 	.globl mix_f32_h_r0_d0
 	.p2align 8
 	.type mix_f32_h_r0_d0,@function
@@ -958,6 +1168,216 @@ mixhi_f16_h_r0_d0:
 	s_endpgm
 .Lmixhi_f16_h_r0_d0_end:
 	.size mixhi_f16_h_r0_d0, .Lmixhi_f16_h_r0_d0_end-mixhi_f16_h_r0_d0
+
+	.globl cvt_f32_f64_r0_d3
+	.p2align 8
+	.type cvt_f32_f64_r0_d3,@function
+cvt_f32_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r0_d3_end:
+	.size cvt_f32_f64_r0_d3, .Lcvt_f32_f64_r0_d3_end-cvt_f32_f64_r0_d3
+
+	.globl cvt_f32_i32_r0_d3
+	.p2align 8
+	.type cvt_f32_i32_r0_d3,@function
+cvt_f32_i32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r0_d3_end:
+	.size cvt_f32_i32_r0_d3, .Lcvt_f32_i32_r0_d3_end-cvt_f32_i32_r0_d3
+
+	.globl cvt_f32_u32_r0_d3
+	.p2align 8
+	.type cvt_f32_u32_r0_d3,@function
+cvt_f32_u32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r0_d3_end:
+	.size cvt_f32_u32_r0_d3, .Lcvt_f32_u32_r0_d3_end-cvt_f32_u32_r0_d3
+
+	.globl cvt_f16_f32_r0_d3
+	.p2align 8
+	.type cvt_f16_f32_r0_d3,@function
+cvt_f16_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r0_d3_end:
+	.size cvt_f16_f32_r0_d3, .Lcvt_f16_f32_r0_d3_end-cvt_f16_f32_r0_d3
+
+	.globl cvt_f16_u16_r0_d3
+	.p2align 8
+	.type cvt_f16_u16_r0_d3,@function
+cvt_f16_u16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r0_d3_end:
+	.size cvt_f16_u16_r0_d3, .Lcvt_f16_u16_r0_d3_end-cvt_f16_u16_r0_d3
+
+	.globl cvt_f16_i16_r0_d3
+	.p2align 8
+	.type cvt_f16_i16_r0_d3,@function
+cvt_f16_i16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r0_d3_end:
+	.size cvt_f16_i16_r0_d3, .Lcvt_f16_i16_r0_d3_end-cvt_f16_i16_r0_d3
+
+	.globl ldexp_f32_r0_d3
+	.p2align 8
+	.type ldexp_f32_r0_d3,@function
+ldexp_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r0_d3_end:
+	.size ldexp_f32_r0_d3, .Lldexp_f32_r0_d3_end-ldexp_f32_r0_d3
+
+	.globl ldexp_f16_r0_d3
+	.p2align 8
+	.type ldexp_f16_r0_d3,@function
+ldexp_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r0_d3_end:
+	.size ldexp_f16_r0_d3, .Lldexp_f16_r0_d3_end-ldexp_f16_r0_d3
+
+	.globl ldexp_f64_r0_d3
+	.p2align 8
+	.type ldexp_f64_r0_d3,@function
+ldexp_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r0_d3_end:
+	.size ldexp_f64_r0_d3, .Lldexp_f64_r0_d3_end-ldexp_f64_r0_d3
+
+	.globl div_fmas_f32_r0_d3
+	.p2align 8
+	.type div_fmas_f32_r0_d3,@function
+div_fmas_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r0_d3_end:
+	.size div_fmas_f32_r0_d3, .Ldiv_fmas_f32_r0_d3_end-div_fmas_f32_r0_d3
+
+	.globl div_fmas_f64_r0_d3
+	.p2align 8
+	.type div_fmas_f64_r0_d3,@function
+div_fmas_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r0_d3_end:
+	.size div_fmas_f64_r0_d3, .Ldiv_fmas_f64_r0_d3_end-div_fmas_f64_r0_d3
 
 	.globl mix_f32_h_r0_d3
 	.p2align 8
@@ -1345,6 +1765,216 @@ pk_fmac_f16_r1_d3:
 .Lpk_fmac_f16_r1_d3_end:
 	.size pk_fmac_f16_r1_d3, .Lpk_fmac_f16_r1_d3_end-pk_fmac_f16_r1_d3
 
+	.globl cvt_f32_f64_r1_d0
+	.p2align 8
+	.type cvt_f32_f64_r1_d0,@function
+cvt_f32_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r1_d0_end:
+	.size cvt_f32_f64_r1_d0, .Lcvt_f32_f64_r1_d0_end-cvt_f32_f64_r1_d0
+
+	.globl cvt_f32_i32_r1_d0
+	.p2align 8
+	.type cvt_f32_i32_r1_d0,@function
+cvt_f32_i32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r1_d0_end:
+	.size cvt_f32_i32_r1_d0, .Lcvt_f32_i32_r1_d0_end-cvt_f32_i32_r1_d0
+
+	.globl cvt_f32_u32_r1_d0
+	.p2align 8
+	.type cvt_f32_u32_r1_d0,@function
+cvt_f32_u32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r1_d0_end:
+	.size cvt_f32_u32_r1_d0, .Lcvt_f32_u32_r1_d0_end-cvt_f32_u32_r1_d0
+
+	.globl cvt_f16_f32_r1_d0
+	.p2align 8
+	.type cvt_f16_f32_r1_d0,@function
+cvt_f16_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r1_d0_end:
+	.size cvt_f16_f32_r1_d0, .Lcvt_f16_f32_r1_d0_end-cvt_f16_f32_r1_d0
+
+	.globl cvt_f16_u16_r1_d0
+	.p2align 8
+	.type cvt_f16_u16_r1_d0,@function
+cvt_f16_u16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r1_d0_end:
+	.size cvt_f16_u16_r1_d0, .Lcvt_f16_u16_r1_d0_end-cvt_f16_u16_r1_d0
+
+	.globl cvt_f16_i16_r1_d0
+	.p2align 8
+	.type cvt_f16_i16_r1_d0,@function
+cvt_f16_i16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r1_d0_end:
+	.size cvt_f16_i16_r1_d0, .Lcvt_f16_i16_r1_d0_end-cvt_f16_i16_r1_d0
+
+	.globl ldexp_f32_r1_d0
+	.p2align 8
+	.type ldexp_f32_r1_d0,@function
+ldexp_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r1_d0_end:
+	.size ldexp_f32_r1_d0, .Lldexp_f32_r1_d0_end-ldexp_f32_r1_d0
+
+	.globl ldexp_f16_r1_d0
+	.p2align 8
+	.type ldexp_f16_r1_d0,@function
+ldexp_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r1_d0_end:
+	.size ldexp_f16_r1_d0, .Lldexp_f16_r1_d0_end-ldexp_f16_r1_d0
+
+	.globl ldexp_f64_r1_d0
+	.p2align 8
+	.type ldexp_f64_r1_d0,@function
+ldexp_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r1_d0_end:
+	.size ldexp_f64_r1_d0, .Lldexp_f64_r1_d0_end-ldexp_f64_r1_d0
+
+	.globl div_fmas_f32_r1_d0
+	.p2align 8
+	.type div_fmas_f32_r1_d0,@function
+div_fmas_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r1_d0_end:
+	.size div_fmas_f32_r1_d0, .Ldiv_fmas_f32_r1_d0_end-div_fmas_f32_r1_d0
+
+	.globl div_fmas_f64_r1_d0
+	.p2align 8
+	.type div_fmas_f64_r1_d0,@function
+div_fmas_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r1_d0_end:
+	.size div_fmas_f64_r1_d0, .Ldiv_fmas_f64_r1_d0_end-div_fmas_f64_r1_d0
+
 	.globl mix_f32_h_r1_d0
 	.p2align 8
 	.type mix_f32_h_r1_d0,@function
@@ -1422,6 +2052,216 @@ mixhi_f16_h_r1_d0:
 	s_endpgm
 .Lmixhi_f16_h_r1_d0_end:
 	.size mixhi_f16_h_r1_d0, .Lmixhi_f16_h_r1_d0_end-mixhi_f16_h_r1_d0
+
+	.globl cvt_f32_f64_r1_d3
+	.p2align 8
+	.type cvt_f32_f64_r1_d3,@function
+cvt_f32_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r1_d3_end:
+	.size cvt_f32_f64_r1_d3, .Lcvt_f32_f64_r1_d3_end-cvt_f32_f64_r1_d3
+
+	.globl cvt_f32_i32_r1_d3
+	.p2align 8
+	.type cvt_f32_i32_r1_d3,@function
+cvt_f32_i32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r1_d3_end:
+	.size cvt_f32_i32_r1_d3, .Lcvt_f32_i32_r1_d3_end-cvt_f32_i32_r1_d3
+
+	.globl cvt_f32_u32_r1_d3
+	.p2align 8
+	.type cvt_f32_u32_r1_d3,@function
+cvt_f32_u32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r1_d3_end:
+	.size cvt_f32_u32_r1_d3, .Lcvt_f32_u32_r1_d3_end-cvt_f32_u32_r1_d3
+
+	.globl cvt_f16_f32_r1_d3
+	.p2align 8
+	.type cvt_f16_f32_r1_d3,@function
+cvt_f16_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r1_d3_end:
+	.size cvt_f16_f32_r1_d3, .Lcvt_f16_f32_r1_d3_end-cvt_f16_f32_r1_d3
+
+	.globl cvt_f16_u16_r1_d3
+	.p2align 8
+	.type cvt_f16_u16_r1_d3,@function
+cvt_f16_u16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r1_d3_end:
+	.size cvt_f16_u16_r1_d3, .Lcvt_f16_u16_r1_d3_end-cvt_f16_u16_r1_d3
+
+	.globl cvt_f16_i16_r1_d3
+	.p2align 8
+	.type cvt_f16_i16_r1_d3,@function
+cvt_f16_i16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r1_d3_end:
+	.size cvt_f16_i16_r1_d3, .Lcvt_f16_i16_r1_d3_end-cvt_f16_i16_r1_d3
+
+	.globl ldexp_f32_r1_d3
+	.p2align 8
+	.type ldexp_f32_r1_d3,@function
+ldexp_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r1_d3_end:
+	.size ldexp_f32_r1_d3, .Lldexp_f32_r1_d3_end-ldexp_f32_r1_d3
+
+	.globl ldexp_f16_r1_d3
+	.p2align 8
+	.type ldexp_f16_r1_d3,@function
+ldexp_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r1_d3_end:
+	.size ldexp_f16_r1_d3, .Lldexp_f16_r1_d3_end-ldexp_f16_r1_d3
+
+	.globl ldexp_f64_r1_d3
+	.p2align 8
+	.type ldexp_f64_r1_d3,@function
+ldexp_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r1_d3_end:
+	.size ldexp_f64_r1_d3, .Lldexp_f64_r1_d3_end-ldexp_f64_r1_d3
+
+	.globl div_fmas_f32_r1_d3
+	.p2align 8
+	.type div_fmas_f32_r1_d3,@function
+div_fmas_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r1_d3_end:
+	.size div_fmas_f32_r1_d3, .Ldiv_fmas_f32_r1_d3_end-div_fmas_f32_r1_d3
+
+	.globl div_fmas_f64_r1_d3
+	.p2align 8
+	.type div_fmas_f64_r1_d3,@function
+div_fmas_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r1_d3_end:
+	.size div_fmas_f64_r1_d3, .Ldiv_fmas_f64_r1_d3_end-div_fmas_f64_r1_d3
 
 	.globl mix_f32_h_r1_d3
 	.p2align 8
@@ -1809,6 +2649,216 @@ pk_fmac_f16_r2_d3:
 .Lpk_fmac_f16_r2_d3_end:
 	.size pk_fmac_f16_r2_d3, .Lpk_fmac_f16_r2_d3_end-pk_fmac_f16_r2_d3
 
+	.globl cvt_f32_f64_r2_d0
+	.p2align 8
+	.type cvt_f32_f64_r2_d0,@function
+cvt_f32_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r2_d0_end:
+	.size cvt_f32_f64_r2_d0, .Lcvt_f32_f64_r2_d0_end-cvt_f32_f64_r2_d0
+
+	.globl cvt_f32_i32_r2_d0
+	.p2align 8
+	.type cvt_f32_i32_r2_d0,@function
+cvt_f32_i32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r2_d0_end:
+	.size cvt_f32_i32_r2_d0, .Lcvt_f32_i32_r2_d0_end-cvt_f32_i32_r2_d0
+
+	.globl cvt_f32_u32_r2_d0
+	.p2align 8
+	.type cvt_f32_u32_r2_d0,@function
+cvt_f32_u32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r2_d0_end:
+	.size cvt_f32_u32_r2_d0, .Lcvt_f32_u32_r2_d0_end-cvt_f32_u32_r2_d0
+
+	.globl cvt_f16_f32_r2_d0
+	.p2align 8
+	.type cvt_f16_f32_r2_d0,@function
+cvt_f16_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r2_d0_end:
+	.size cvt_f16_f32_r2_d0, .Lcvt_f16_f32_r2_d0_end-cvt_f16_f32_r2_d0
+
+	.globl cvt_f16_u16_r2_d0
+	.p2align 8
+	.type cvt_f16_u16_r2_d0,@function
+cvt_f16_u16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r2_d0_end:
+	.size cvt_f16_u16_r2_d0, .Lcvt_f16_u16_r2_d0_end-cvt_f16_u16_r2_d0
+
+	.globl cvt_f16_i16_r2_d0
+	.p2align 8
+	.type cvt_f16_i16_r2_d0,@function
+cvt_f16_i16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r2_d0_end:
+	.size cvt_f16_i16_r2_d0, .Lcvt_f16_i16_r2_d0_end-cvt_f16_i16_r2_d0
+
+	.globl ldexp_f32_r2_d0
+	.p2align 8
+	.type ldexp_f32_r2_d0,@function
+ldexp_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r2_d0_end:
+	.size ldexp_f32_r2_d0, .Lldexp_f32_r2_d0_end-ldexp_f32_r2_d0
+
+	.globl ldexp_f16_r2_d0
+	.p2align 8
+	.type ldexp_f16_r2_d0,@function
+ldexp_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r2_d0_end:
+	.size ldexp_f16_r2_d0, .Lldexp_f16_r2_d0_end-ldexp_f16_r2_d0
+
+	.globl ldexp_f64_r2_d0
+	.p2align 8
+	.type ldexp_f64_r2_d0,@function
+ldexp_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r2_d0_end:
+	.size ldexp_f64_r2_d0, .Lldexp_f64_r2_d0_end-ldexp_f64_r2_d0
+
+	.globl div_fmas_f32_r2_d0
+	.p2align 8
+	.type div_fmas_f32_r2_d0,@function
+div_fmas_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r2_d0_end:
+	.size div_fmas_f32_r2_d0, .Ldiv_fmas_f32_r2_d0_end-div_fmas_f32_r2_d0
+
+	.globl div_fmas_f64_r2_d0
+	.p2align 8
+	.type div_fmas_f64_r2_d0,@function
+div_fmas_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r2_d0_end:
+	.size div_fmas_f64_r2_d0, .Ldiv_fmas_f64_r2_d0_end-div_fmas_f64_r2_d0
+
 	.globl mix_f32_h_r2_d0
 	.p2align 8
 	.type mix_f32_h_r2_d0,@function
@@ -1886,6 +2936,216 @@ mixhi_f16_h_r2_d0:
 	s_endpgm
 .Lmixhi_f16_h_r2_d0_end:
 	.size mixhi_f16_h_r2_d0, .Lmixhi_f16_h_r2_d0_end-mixhi_f16_h_r2_d0
+
+	.globl cvt_f32_f64_r2_d3
+	.p2align 8
+	.type cvt_f32_f64_r2_d3,@function
+cvt_f32_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r2_d3_end:
+	.size cvt_f32_f64_r2_d3, .Lcvt_f32_f64_r2_d3_end-cvt_f32_f64_r2_d3
+
+	.globl cvt_f32_i32_r2_d3
+	.p2align 8
+	.type cvt_f32_i32_r2_d3,@function
+cvt_f32_i32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r2_d3_end:
+	.size cvt_f32_i32_r2_d3, .Lcvt_f32_i32_r2_d3_end-cvt_f32_i32_r2_d3
+
+	.globl cvt_f32_u32_r2_d3
+	.p2align 8
+	.type cvt_f32_u32_r2_d3,@function
+cvt_f32_u32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r2_d3_end:
+	.size cvt_f32_u32_r2_d3, .Lcvt_f32_u32_r2_d3_end-cvt_f32_u32_r2_d3
+
+	.globl cvt_f16_f32_r2_d3
+	.p2align 8
+	.type cvt_f16_f32_r2_d3,@function
+cvt_f16_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r2_d3_end:
+	.size cvt_f16_f32_r2_d3, .Lcvt_f16_f32_r2_d3_end-cvt_f16_f32_r2_d3
+
+	.globl cvt_f16_u16_r2_d3
+	.p2align 8
+	.type cvt_f16_u16_r2_d3,@function
+cvt_f16_u16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r2_d3_end:
+	.size cvt_f16_u16_r2_d3, .Lcvt_f16_u16_r2_d3_end-cvt_f16_u16_r2_d3
+
+	.globl cvt_f16_i16_r2_d3
+	.p2align 8
+	.type cvt_f16_i16_r2_d3,@function
+cvt_f16_i16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r2_d3_end:
+	.size cvt_f16_i16_r2_d3, .Lcvt_f16_i16_r2_d3_end-cvt_f16_i16_r2_d3
+
+	.globl ldexp_f32_r2_d3
+	.p2align 8
+	.type ldexp_f32_r2_d3,@function
+ldexp_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r2_d3_end:
+	.size ldexp_f32_r2_d3, .Lldexp_f32_r2_d3_end-ldexp_f32_r2_d3
+
+	.globl ldexp_f16_r2_d3
+	.p2align 8
+	.type ldexp_f16_r2_d3,@function
+ldexp_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r2_d3_end:
+	.size ldexp_f16_r2_d3, .Lldexp_f16_r2_d3_end-ldexp_f16_r2_d3
+
+	.globl ldexp_f64_r2_d3
+	.p2align 8
+	.type ldexp_f64_r2_d3,@function
+ldexp_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r2_d3_end:
+	.size ldexp_f64_r2_d3, .Lldexp_f64_r2_d3_end-ldexp_f64_r2_d3
+
+	.globl div_fmas_f32_r2_d3
+	.p2align 8
+	.type div_fmas_f32_r2_d3,@function
+div_fmas_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r2_d3_end:
+	.size div_fmas_f32_r2_d3, .Ldiv_fmas_f32_r2_d3_end-div_fmas_f32_r2_d3
+
+	.globl div_fmas_f64_r2_d3
+	.p2align 8
+	.type div_fmas_f64_r2_d3,@function
+div_fmas_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r2_d3_end:
+	.size div_fmas_f64_r2_d3, .Ldiv_fmas_f64_r2_d3_end-div_fmas_f64_r2_d3
 
 	.globl mix_f32_h_r2_d3
 	.p2align 8
@@ -2273,6 +3533,216 @@ pk_fmac_f16_r3_d3:
 .Lpk_fmac_f16_r3_d3_end:
 	.size pk_fmac_f16_r3_d3, .Lpk_fmac_f16_r3_d3_end-pk_fmac_f16_r3_d3
 
+	.globl cvt_f32_f64_r3_d0
+	.p2align 8
+	.type cvt_f32_f64_r3_d0,@function
+cvt_f32_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r3_d0_end:
+	.size cvt_f32_f64_r3_d0, .Lcvt_f32_f64_r3_d0_end-cvt_f32_f64_r3_d0
+
+	.globl cvt_f32_i32_r3_d0
+	.p2align 8
+	.type cvt_f32_i32_r3_d0,@function
+cvt_f32_i32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r3_d0_end:
+	.size cvt_f32_i32_r3_d0, .Lcvt_f32_i32_r3_d0_end-cvt_f32_i32_r3_d0
+
+	.globl cvt_f32_u32_r3_d0
+	.p2align 8
+	.type cvt_f32_u32_r3_d0,@function
+cvt_f32_u32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r3_d0_end:
+	.size cvt_f32_u32_r3_d0, .Lcvt_f32_u32_r3_d0_end-cvt_f32_u32_r3_d0
+
+	.globl cvt_f16_f32_r3_d0
+	.p2align 8
+	.type cvt_f16_f32_r3_d0,@function
+cvt_f16_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r3_d0_end:
+	.size cvt_f16_f32_r3_d0, .Lcvt_f16_f32_r3_d0_end-cvt_f16_f32_r3_d0
+
+	.globl cvt_f16_u16_r3_d0
+	.p2align 8
+	.type cvt_f16_u16_r3_d0,@function
+cvt_f16_u16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r3_d0_end:
+	.size cvt_f16_u16_r3_d0, .Lcvt_f16_u16_r3_d0_end-cvt_f16_u16_r3_d0
+
+	.globl cvt_f16_i16_r3_d0
+	.p2align 8
+	.type cvt_f16_i16_r3_d0,@function
+cvt_f16_i16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r3_d0_end:
+	.size cvt_f16_i16_r3_d0, .Lcvt_f16_i16_r3_d0_end-cvt_f16_i16_r3_d0
+
+	.globl ldexp_f32_r3_d0
+	.p2align 8
+	.type ldexp_f32_r3_d0,@function
+ldexp_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r3_d0_end:
+	.size ldexp_f32_r3_d0, .Lldexp_f32_r3_d0_end-ldexp_f32_r3_d0
+
+	.globl ldexp_f16_r3_d0
+	.p2align 8
+	.type ldexp_f16_r3_d0,@function
+ldexp_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r3_d0_end:
+	.size ldexp_f16_r3_d0, .Lldexp_f16_r3_d0_end-ldexp_f16_r3_d0
+
+	.globl ldexp_f64_r3_d0
+	.p2align 8
+	.type ldexp_f64_r3_d0,@function
+ldexp_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r3_d0_end:
+	.size ldexp_f64_r3_d0, .Lldexp_f64_r3_d0_end-ldexp_f64_r3_d0
+
+	.globl div_fmas_f32_r3_d0
+	.p2align 8
+	.type div_fmas_f32_r3_d0,@function
+div_fmas_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r3_d0_end:
+	.size div_fmas_f32_r3_d0, .Ldiv_fmas_f32_r3_d0_end-div_fmas_f32_r3_d0
+
+	.globl div_fmas_f64_r3_d0
+	.p2align 8
+	.type div_fmas_f64_r3_d0,@function
+div_fmas_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r3_d0_end:
+	.size div_fmas_f64_r3_d0, .Ldiv_fmas_f64_r3_d0_end-div_fmas_f64_r3_d0
+
 	.globl mix_f32_h_r3_d0
 	.p2align 8
 	.type mix_f32_h_r3_d0,@function
@@ -2350,6 +3820,216 @@ mixhi_f16_h_r3_d0:
 	s_endpgm
 .Lmixhi_f16_h_r3_d0_end:
 	.size mixhi_f16_h_r3_d0, .Lmixhi_f16_h_r3_d0_end-mixhi_f16_h_r3_d0
+
+	.globl cvt_f32_f64_r3_d3
+	.p2align 8
+	.type cvt_f32_f64_r3_d3,@function
+cvt_f32_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r3_d3_end:
+	.size cvt_f32_f64_r3_d3, .Lcvt_f32_f64_r3_d3_end-cvt_f32_f64_r3_d3
+
+	.globl cvt_f32_i32_r3_d3
+	.p2align 8
+	.type cvt_f32_i32_r3_d3,@function
+cvt_f32_i32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r3_d3_end:
+	.size cvt_f32_i32_r3_d3, .Lcvt_f32_i32_r3_d3_end-cvt_f32_i32_r3_d3
+
+	.globl cvt_f32_u32_r3_d3
+	.p2align 8
+	.type cvt_f32_u32_r3_d3,@function
+cvt_f32_u32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r3_d3_end:
+	.size cvt_f32_u32_r3_d3, .Lcvt_f32_u32_r3_d3_end-cvt_f32_u32_r3_d3
+
+	.globl cvt_f16_f32_r3_d3
+	.p2align 8
+	.type cvt_f16_f32_r3_d3,@function
+cvt_f16_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r3_d3_end:
+	.size cvt_f16_f32_r3_d3, .Lcvt_f16_f32_r3_d3_end-cvt_f16_f32_r3_d3
+
+	.globl cvt_f16_u16_r3_d3
+	.p2align 8
+	.type cvt_f16_u16_r3_d3,@function
+cvt_f16_u16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r3_d3_end:
+	.size cvt_f16_u16_r3_d3, .Lcvt_f16_u16_r3_d3_end-cvt_f16_u16_r3_d3
+
+	.globl cvt_f16_i16_r3_d3
+	.p2align 8
+	.type cvt_f16_i16_r3_d3,@function
+cvt_f16_i16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r3_d3_end:
+	.size cvt_f16_i16_r3_d3, .Lcvt_f16_i16_r3_d3_end-cvt_f16_i16_r3_d3
+
+	.globl ldexp_f32_r3_d3
+	.p2align 8
+	.type ldexp_f32_r3_d3,@function
+ldexp_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r3_d3_end:
+	.size ldexp_f32_r3_d3, .Lldexp_f32_r3_d3_end-ldexp_f32_r3_d3
+
+	.globl ldexp_f16_r3_d3
+	.p2align 8
+	.type ldexp_f16_r3_d3,@function
+ldexp_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r3_d3_end:
+	.size ldexp_f16_r3_d3, .Lldexp_f16_r3_d3_end-ldexp_f16_r3_d3
+
+	.globl ldexp_f64_r3_d3
+	.p2align 8
+	.type ldexp_f64_r3_d3,@function
+ldexp_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r3_d3_end:
+	.size ldexp_f64_r3_d3, .Lldexp_f64_r3_d3_end-ldexp_f64_r3_d3
+
+	.globl div_fmas_f32_r3_d3
+	.p2align 8
+	.type div_fmas_f32_r3_d3,@function
+div_fmas_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r3_d3_end:
+	.size div_fmas_f32_r3_d3, .Ldiv_fmas_f32_r3_d3_end-div_fmas_f32_r3_d3
+
+	.globl div_fmas_f64_r3_d3
+	.p2align 8
+	.type div_fmas_f64_r3_d3,@function
+div_fmas_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r3_d3_end:
+	.size div_fmas_f64_r3_d3, .Ldiv_fmas_f64_r3_d3_end-div_fmas_f64_r3_d3
 
 	.globl mix_f32_h_r3_d3
 	.p2align 8
@@ -2983,6 +4663,138 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mix_f32_h_r0_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -3028,6 +4840,138 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
@@ -3271,6 +5215,138 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mix_f32_h_r1_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -3316,6 +5392,138 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
@@ -3559,6 +5767,138 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mix_f32_h_r2_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -3604,6 +5944,138 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
@@ -3847,6 +6319,138 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mix_f32_h_r3_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -3892,6 +6496,138 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6

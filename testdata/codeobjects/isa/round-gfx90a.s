@@ -1193,6 +1193,216 @@ pk_fma_f32_r0_d3:
 .Lpk_fma_f32_r0_d3_end:
 	.size pk_fma_f32_r0_d3, .Lpk_fma_f32_r0_d3_end-pk_fma_f32_r0_d3
 
+	.globl cvt_f32_f64_r0_d0
+	.p2align 8
+	.type cvt_f32_f64_r0_d0,@function
+cvt_f32_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r0_d0_end:
+	.size cvt_f32_f64_r0_d0, .Lcvt_f32_f64_r0_d0_end-cvt_f32_f64_r0_d0
+
+	.globl cvt_f32_i32_r0_d0
+	.p2align 8
+	.type cvt_f32_i32_r0_d0,@function
+cvt_f32_i32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r0_d0_end:
+	.size cvt_f32_i32_r0_d0, .Lcvt_f32_i32_r0_d0_end-cvt_f32_i32_r0_d0
+
+	.globl cvt_f32_u32_r0_d0
+	.p2align 8
+	.type cvt_f32_u32_r0_d0,@function
+cvt_f32_u32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r0_d0_end:
+	.size cvt_f32_u32_r0_d0, .Lcvt_f32_u32_r0_d0_end-cvt_f32_u32_r0_d0
+
+	.globl cvt_f16_f32_r0_d0
+	.p2align 8
+	.type cvt_f16_f32_r0_d0,@function
+cvt_f16_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r0_d0_end:
+	.size cvt_f16_f32_r0_d0, .Lcvt_f16_f32_r0_d0_end-cvt_f16_f32_r0_d0
+
+	.globl cvt_f16_u16_r0_d0
+	.p2align 8
+	.type cvt_f16_u16_r0_d0,@function
+cvt_f16_u16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r0_d0_end:
+	.size cvt_f16_u16_r0_d0, .Lcvt_f16_u16_r0_d0_end-cvt_f16_u16_r0_d0
+
+	.globl cvt_f16_i16_r0_d0
+	.p2align 8
+	.type cvt_f16_i16_r0_d0,@function
+cvt_f16_i16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r0_d0_end:
+	.size cvt_f16_i16_r0_d0, .Lcvt_f16_i16_r0_d0_end-cvt_f16_i16_r0_d0
+
+	.globl ldexp_f32_r0_d0
+	.p2align 8
+	.type ldexp_f32_r0_d0,@function
+ldexp_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r0_d0_end:
+	.size ldexp_f32_r0_d0, .Lldexp_f32_r0_d0_end-ldexp_f32_r0_d0
+
+	.globl ldexp_f16_r0_d0
+	.p2align 8
+	.type ldexp_f16_r0_d0,@function
+ldexp_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r0_d0_end:
+	.size ldexp_f16_r0_d0, .Lldexp_f16_r0_d0_end-ldexp_f16_r0_d0
+
+	.globl ldexp_f64_r0_d0
+	.p2align 8
+	.type ldexp_f64_r0_d0,@function
+ldexp_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r0_d0_end:
+	.size ldexp_f64_r0_d0, .Lldexp_f64_r0_d0_end-ldexp_f64_r0_d0
+
+	.globl div_fmas_f32_r0_d0
+	.p2align 8
+	.type div_fmas_f32_r0_d0,@function
+div_fmas_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r0_d0_end:
+	.size div_fmas_f32_r0_d0, .Ldiv_fmas_f32_r0_d0_end-div_fmas_f32_r0_d0
+
+	.globl div_fmas_f64_r0_d0
+	.p2align 8
+	.type div_fmas_f64_r0_d0,@function
+div_fmas_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r0_d0_end:
+	.size div_fmas_f64_r0_d0, .Ldiv_fmas_f64_r0_d0_end-div_fmas_f64_r0_d0
+
 	.globl mix_f32_h_r0_d0
 	.p2align 8
 	.type mix_f32_h_r0_d0,@function
@@ -1270,6 +1480,216 @@ mixhi_f16_h_r0_d0:
 	s_endpgm
 .Lmixhi_f16_h_r0_d0_end:
 	.size mixhi_f16_h_r0_d0, .Lmixhi_f16_h_r0_d0_end-mixhi_f16_h_r0_d0
+
+	.globl cvt_f32_f64_r0_d3
+	.p2align 8
+	.type cvt_f32_f64_r0_d3,@function
+cvt_f32_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r0_d3_end:
+	.size cvt_f32_f64_r0_d3, .Lcvt_f32_f64_r0_d3_end-cvt_f32_f64_r0_d3
+
+	.globl cvt_f32_i32_r0_d3
+	.p2align 8
+	.type cvt_f32_i32_r0_d3,@function
+cvt_f32_i32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r0_d3_end:
+	.size cvt_f32_i32_r0_d3, .Lcvt_f32_i32_r0_d3_end-cvt_f32_i32_r0_d3
+
+	.globl cvt_f32_u32_r0_d3
+	.p2align 8
+	.type cvt_f32_u32_r0_d3,@function
+cvt_f32_u32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r0_d3_end:
+	.size cvt_f32_u32_r0_d3, .Lcvt_f32_u32_r0_d3_end-cvt_f32_u32_r0_d3
+
+	.globl cvt_f16_f32_r0_d3
+	.p2align 8
+	.type cvt_f16_f32_r0_d3,@function
+cvt_f16_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r0_d3_end:
+	.size cvt_f16_f32_r0_d3, .Lcvt_f16_f32_r0_d3_end-cvt_f16_f32_r0_d3
+
+	.globl cvt_f16_u16_r0_d3
+	.p2align 8
+	.type cvt_f16_u16_r0_d3,@function
+cvt_f16_u16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r0_d3_end:
+	.size cvt_f16_u16_r0_d3, .Lcvt_f16_u16_r0_d3_end-cvt_f16_u16_r0_d3
+
+	.globl cvt_f16_i16_r0_d3
+	.p2align 8
+	.type cvt_f16_i16_r0_d3,@function
+cvt_f16_i16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r0_d3_end:
+	.size cvt_f16_i16_r0_d3, .Lcvt_f16_i16_r0_d3_end-cvt_f16_i16_r0_d3
+
+	.globl ldexp_f32_r0_d3
+	.p2align 8
+	.type ldexp_f32_r0_d3,@function
+ldexp_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r0_d3_end:
+	.size ldexp_f32_r0_d3, .Lldexp_f32_r0_d3_end-ldexp_f32_r0_d3
+
+	.globl ldexp_f16_r0_d3
+	.p2align 8
+	.type ldexp_f16_r0_d3,@function
+ldexp_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r0_d3_end:
+	.size ldexp_f16_r0_d3, .Lldexp_f16_r0_d3_end-ldexp_f16_r0_d3
+
+	.globl ldexp_f64_r0_d3
+	.p2align 8
+	.type ldexp_f64_r0_d3,@function
+ldexp_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r0_d3_end:
+	.size ldexp_f64_r0_d3, .Lldexp_f64_r0_d3_end-ldexp_f64_r0_d3
+
+	.globl div_fmas_f32_r0_d3
+	.p2align 8
+	.type div_fmas_f32_r0_d3,@function
+div_fmas_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r0_d3_end:
+	.size div_fmas_f32_r0_d3, .Ldiv_fmas_f32_r0_d3_end-div_fmas_f32_r0_d3
+
+	.globl div_fmas_f64_r0_d3
+	.p2align 8
+	.type div_fmas_f64_r0_d3,@function
+div_fmas_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r0_d3_end:
+	.size div_fmas_f64_r0_d3, .Ldiv_fmas_f64_r0_d3_end-div_fmas_f64_r0_d3
 
 	.globl mix_f32_h_r0_d3
 	.p2align 8
@@ -1885,6 +2305,216 @@ pk_fma_f32_r1_d3:
 .Lpk_fma_f32_r1_d3_end:
 	.size pk_fma_f32_r1_d3, .Lpk_fma_f32_r1_d3_end-pk_fma_f32_r1_d3
 
+	.globl cvt_f32_f64_r1_d0
+	.p2align 8
+	.type cvt_f32_f64_r1_d0,@function
+cvt_f32_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r1_d0_end:
+	.size cvt_f32_f64_r1_d0, .Lcvt_f32_f64_r1_d0_end-cvt_f32_f64_r1_d0
+
+	.globl cvt_f32_i32_r1_d0
+	.p2align 8
+	.type cvt_f32_i32_r1_d0,@function
+cvt_f32_i32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r1_d0_end:
+	.size cvt_f32_i32_r1_d0, .Lcvt_f32_i32_r1_d0_end-cvt_f32_i32_r1_d0
+
+	.globl cvt_f32_u32_r1_d0
+	.p2align 8
+	.type cvt_f32_u32_r1_d0,@function
+cvt_f32_u32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r1_d0_end:
+	.size cvt_f32_u32_r1_d0, .Lcvt_f32_u32_r1_d0_end-cvt_f32_u32_r1_d0
+
+	.globl cvt_f16_f32_r1_d0
+	.p2align 8
+	.type cvt_f16_f32_r1_d0,@function
+cvt_f16_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r1_d0_end:
+	.size cvt_f16_f32_r1_d0, .Lcvt_f16_f32_r1_d0_end-cvt_f16_f32_r1_d0
+
+	.globl cvt_f16_u16_r1_d0
+	.p2align 8
+	.type cvt_f16_u16_r1_d0,@function
+cvt_f16_u16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r1_d0_end:
+	.size cvt_f16_u16_r1_d0, .Lcvt_f16_u16_r1_d0_end-cvt_f16_u16_r1_d0
+
+	.globl cvt_f16_i16_r1_d0
+	.p2align 8
+	.type cvt_f16_i16_r1_d0,@function
+cvt_f16_i16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r1_d0_end:
+	.size cvt_f16_i16_r1_d0, .Lcvt_f16_i16_r1_d0_end-cvt_f16_i16_r1_d0
+
+	.globl ldexp_f32_r1_d0
+	.p2align 8
+	.type ldexp_f32_r1_d0,@function
+ldexp_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r1_d0_end:
+	.size ldexp_f32_r1_d0, .Lldexp_f32_r1_d0_end-ldexp_f32_r1_d0
+
+	.globl ldexp_f16_r1_d0
+	.p2align 8
+	.type ldexp_f16_r1_d0,@function
+ldexp_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r1_d0_end:
+	.size ldexp_f16_r1_d0, .Lldexp_f16_r1_d0_end-ldexp_f16_r1_d0
+
+	.globl ldexp_f64_r1_d0
+	.p2align 8
+	.type ldexp_f64_r1_d0,@function
+ldexp_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r1_d0_end:
+	.size ldexp_f64_r1_d0, .Lldexp_f64_r1_d0_end-ldexp_f64_r1_d0
+
+	.globl div_fmas_f32_r1_d0
+	.p2align 8
+	.type div_fmas_f32_r1_d0,@function
+div_fmas_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r1_d0_end:
+	.size div_fmas_f32_r1_d0, .Ldiv_fmas_f32_r1_d0_end-div_fmas_f32_r1_d0
+
+	.globl div_fmas_f64_r1_d0
+	.p2align 8
+	.type div_fmas_f64_r1_d0,@function
+div_fmas_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r1_d0_end:
+	.size div_fmas_f64_r1_d0, .Ldiv_fmas_f64_r1_d0_end-div_fmas_f64_r1_d0
+
 	.globl mix_f32_h_r1_d0
 	.p2align 8
 	.type mix_f32_h_r1_d0,@function
@@ -1962,6 +2592,216 @@ mixhi_f16_h_r1_d0:
 	s_endpgm
 .Lmixhi_f16_h_r1_d0_end:
 	.size mixhi_f16_h_r1_d0, .Lmixhi_f16_h_r1_d0_end-mixhi_f16_h_r1_d0
+
+	.globl cvt_f32_f64_r1_d3
+	.p2align 8
+	.type cvt_f32_f64_r1_d3,@function
+cvt_f32_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r1_d3_end:
+	.size cvt_f32_f64_r1_d3, .Lcvt_f32_f64_r1_d3_end-cvt_f32_f64_r1_d3
+
+	.globl cvt_f32_i32_r1_d3
+	.p2align 8
+	.type cvt_f32_i32_r1_d3,@function
+cvt_f32_i32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r1_d3_end:
+	.size cvt_f32_i32_r1_d3, .Lcvt_f32_i32_r1_d3_end-cvt_f32_i32_r1_d3
+
+	.globl cvt_f32_u32_r1_d3
+	.p2align 8
+	.type cvt_f32_u32_r1_d3,@function
+cvt_f32_u32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r1_d3_end:
+	.size cvt_f32_u32_r1_d3, .Lcvt_f32_u32_r1_d3_end-cvt_f32_u32_r1_d3
+
+	.globl cvt_f16_f32_r1_d3
+	.p2align 8
+	.type cvt_f16_f32_r1_d3,@function
+cvt_f16_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r1_d3_end:
+	.size cvt_f16_f32_r1_d3, .Lcvt_f16_f32_r1_d3_end-cvt_f16_f32_r1_d3
+
+	.globl cvt_f16_u16_r1_d3
+	.p2align 8
+	.type cvt_f16_u16_r1_d3,@function
+cvt_f16_u16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r1_d3_end:
+	.size cvt_f16_u16_r1_d3, .Lcvt_f16_u16_r1_d3_end-cvt_f16_u16_r1_d3
+
+	.globl cvt_f16_i16_r1_d3
+	.p2align 8
+	.type cvt_f16_i16_r1_d3,@function
+cvt_f16_i16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r1_d3_end:
+	.size cvt_f16_i16_r1_d3, .Lcvt_f16_i16_r1_d3_end-cvt_f16_i16_r1_d3
+
+	.globl ldexp_f32_r1_d3
+	.p2align 8
+	.type ldexp_f32_r1_d3,@function
+ldexp_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r1_d3_end:
+	.size ldexp_f32_r1_d3, .Lldexp_f32_r1_d3_end-ldexp_f32_r1_d3
+
+	.globl ldexp_f16_r1_d3
+	.p2align 8
+	.type ldexp_f16_r1_d3,@function
+ldexp_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r1_d3_end:
+	.size ldexp_f16_r1_d3, .Lldexp_f16_r1_d3_end-ldexp_f16_r1_d3
+
+	.globl ldexp_f64_r1_d3
+	.p2align 8
+	.type ldexp_f64_r1_d3,@function
+ldexp_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r1_d3_end:
+	.size ldexp_f64_r1_d3, .Lldexp_f64_r1_d3_end-ldexp_f64_r1_d3
+
+	.globl div_fmas_f32_r1_d3
+	.p2align 8
+	.type div_fmas_f32_r1_d3,@function
+div_fmas_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r1_d3_end:
+	.size div_fmas_f32_r1_d3, .Ldiv_fmas_f32_r1_d3_end-div_fmas_f32_r1_d3
+
+	.globl div_fmas_f64_r1_d3
+	.p2align 8
+	.type div_fmas_f64_r1_d3,@function
+div_fmas_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r1_d3_end:
+	.size div_fmas_f64_r1_d3, .Ldiv_fmas_f64_r1_d3_end-div_fmas_f64_r1_d3
 
 	.globl mix_f32_h_r1_d3
 	.p2align 8
@@ -2577,6 +3417,216 @@ pk_fma_f32_r2_d3:
 .Lpk_fma_f32_r2_d3_end:
 	.size pk_fma_f32_r2_d3, .Lpk_fma_f32_r2_d3_end-pk_fma_f32_r2_d3
 
+	.globl cvt_f32_f64_r2_d0
+	.p2align 8
+	.type cvt_f32_f64_r2_d0,@function
+cvt_f32_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r2_d0_end:
+	.size cvt_f32_f64_r2_d0, .Lcvt_f32_f64_r2_d0_end-cvt_f32_f64_r2_d0
+
+	.globl cvt_f32_i32_r2_d0
+	.p2align 8
+	.type cvt_f32_i32_r2_d0,@function
+cvt_f32_i32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r2_d0_end:
+	.size cvt_f32_i32_r2_d0, .Lcvt_f32_i32_r2_d0_end-cvt_f32_i32_r2_d0
+
+	.globl cvt_f32_u32_r2_d0
+	.p2align 8
+	.type cvt_f32_u32_r2_d0,@function
+cvt_f32_u32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r2_d0_end:
+	.size cvt_f32_u32_r2_d0, .Lcvt_f32_u32_r2_d0_end-cvt_f32_u32_r2_d0
+
+	.globl cvt_f16_f32_r2_d0
+	.p2align 8
+	.type cvt_f16_f32_r2_d0,@function
+cvt_f16_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r2_d0_end:
+	.size cvt_f16_f32_r2_d0, .Lcvt_f16_f32_r2_d0_end-cvt_f16_f32_r2_d0
+
+	.globl cvt_f16_u16_r2_d0
+	.p2align 8
+	.type cvt_f16_u16_r2_d0,@function
+cvt_f16_u16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r2_d0_end:
+	.size cvt_f16_u16_r2_d0, .Lcvt_f16_u16_r2_d0_end-cvt_f16_u16_r2_d0
+
+	.globl cvt_f16_i16_r2_d0
+	.p2align 8
+	.type cvt_f16_i16_r2_d0,@function
+cvt_f16_i16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r2_d0_end:
+	.size cvt_f16_i16_r2_d0, .Lcvt_f16_i16_r2_d0_end-cvt_f16_i16_r2_d0
+
+	.globl ldexp_f32_r2_d0
+	.p2align 8
+	.type ldexp_f32_r2_d0,@function
+ldexp_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r2_d0_end:
+	.size ldexp_f32_r2_d0, .Lldexp_f32_r2_d0_end-ldexp_f32_r2_d0
+
+	.globl ldexp_f16_r2_d0
+	.p2align 8
+	.type ldexp_f16_r2_d0,@function
+ldexp_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r2_d0_end:
+	.size ldexp_f16_r2_d0, .Lldexp_f16_r2_d0_end-ldexp_f16_r2_d0
+
+	.globl ldexp_f64_r2_d0
+	.p2align 8
+	.type ldexp_f64_r2_d0,@function
+ldexp_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r2_d0_end:
+	.size ldexp_f64_r2_d0, .Lldexp_f64_r2_d0_end-ldexp_f64_r2_d0
+
+	.globl div_fmas_f32_r2_d0
+	.p2align 8
+	.type div_fmas_f32_r2_d0,@function
+div_fmas_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r2_d0_end:
+	.size div_fmas_f32_r2_d0, .Ldiv_fmas_f32_r2_d0_end-div_fmas_f32_r2_d0
+
+	.globl div_fmas_f64_r2_d0
+	.p2align 8
+	.type div_fmas_f64_r2_d0,@function
+div_fmas_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r2_d0_end:
+	.size div_fmas_f64_r2_d0, .Ldiv_fmas_f64_r2_d0_end-div_fmas_f64_r2_d0
+
 	.globl mix_f32_h_r2_d0
 	.p2align 8
 	.type mix_f32_h_r2_d0,@function
@@ -2654,6 +3704,216 @@ mixhi_f16_h_r2_d0:
 	s_endpgm
 .Lmixhi_f16_h_r2_d0_end:
 	.size mixhi_f16_h_r2_d0, .Lmixhi_f16_h_r2_d0_end-mixhi_f16_h_r2_d0
+
+	.globl cvt_f32_f64_r2_d3
+	.p2align 8
+	.type cvt_f32_f64_r2_d3,@function
+cvt_f32_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r2_d3_end:
+	.size cvt_f32_f64_r2_d3, .Lcvt_f32_f64_r2_d3_end-cvt_f32_f64_r2_d3
+
+	.globl cvt_f32_i32_r2_d3
+	.p2align 8
+	.type cvt_f32_i32_r2_d3,@function
+cvt_f32_i32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r2_d3_end:
+	.size cvt_f32_i32_r2_d3, .Lcvt_f32_i32_r2_d3_end-cvt_f32_i32_r2_d3
+
+	.globl cvt_f32_u32_r2_d3
+	.p2align 8
+	.type cvt_f32_u32_r2_d3,@function
+cvt_f32_u32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r2_d3_end:
+	.size cvt_f32_u32_r2_d3, .Lcvt_f32_u32_r2_d3_end-cvt_f32_u32_r2_d3
+
+	.globl cvt_f16_f32_r2_d3
+	.p2align 8
+	.type cvt_f16_f32_r2_d3,@function
+cvt_f16_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r2_d3_end:
+	.size cvt_f16_f32_r2_d3, .Lcvt_f16_f32_r2_d3_end-cvt_f16_f32_r2_d3
+
+	.globl cvt_f16_u16_r2_d3
+	.p2align 8
+	.type cvt_f16_u16_r2_d3,@function
+cvt_f16_u16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r2_d3_end:
+	.size cvt_f16_u16_r2_d3, .Lcvt_f16_u16_r2_d3_end-cvt_f16_u16_r2_d3
+
+	.globl cvt_f16_i16_r2_d3
+	.p2align 8
+	.type cvt_f16_i16_r2_d3,@function
+cvt_f16_i16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r2_d3_end:
+	.size cvt_f16_i16_r2_d3, .Lcvt_f16_i16_r2_d3_end-cvt_f16_i16_r2_d3
+
+	.globl ldexp_f32_r2_d3
+	.p2align 8
+	.type ldexp_f32_r2_d3,@function
+ldexp_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r2_d3_end:
+	.size ldexp_f32_r2_d3, .Lldexp_f32_r2_d3_end-ldexp_f32_r2_d3
+
+	.globl ldexp_f16_r2_d3
+	.p2align 8
+	.type ldexp_f16_r2_d3,@function
+ldexp_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r2_d3_end:
+	.size ldexp_f16_r2_d3, .Lldexp_f16_r2_d3_end-ldexp_f16_r2_d3
+
+	.globl ldexp_f64_r2_d3
+	.p2align 8
+	.type ldexp_f64_r2_d3,@function
+ldexp_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r2_d3_end:
+	.size ldexp_f64_r2_d3, .Lldexp_f64_r2_d3_end-ldexp_f64_r2_d3
+
+	.globl div_fmas_f32_r2_d3
+	.p2align 8
+	.type div_fmas_f32_r2_d3,@function
+div_fmas_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r2_d3_end:
+	.size div_fmas_f32_r2_d3, .Ldiv_fmas_f32_r2_d3_end-div_fmas_f32_r2_d3
+
+	.globl div_fmas_f64_r2_d3
+	.p2align 8
+	.type div_fmas_f64_r2_d3,@function
+div_fmas_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r2_d3_end:
+	.size div_fmas_f64_r2_d3, .Ldiv_fmas_f64_r2_d3_end-div_fmas_f64_r2_d3
 
 	.globl mix_f32_h_r2_d3
 	.p2align 8
@@ -3269,6 +4529,216 @@ pk_fma_f32_r3_d3:
 .Lpk_fma_f32_r3_d3_end:
 	.size pk_fma_f32_r3_d3, .Lpk_fma_f32_r3_d3_end-pk_fma_f32_r3_d3
 
+	.globl cvt_f32_f64_r3_d0
+	.p2align 8
+	.type cvt_f32_f64_r3_d0,@function
+cvt_f32_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r3_d0_end:
+	.size cvt_f32_f64_r3_d0, .Lcvt_f32_f64_r3_d0_end-cvt_f32_f64_r3_d0
+
+	.globl cvt_f32_i32_r3_d0
+	.p2align 8
+	.type cvt_f32_i32_r3_d0,@function
+cvt_f32_i32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r3_d0_end:
+	.size cvt_f32_i32_r3_d0, .Lcvt_f32_i32_r3_d0_end-cvt_f32_i32_r3_d0
+
+	.globl cvt_f32_u32_r3_d0
+	.p2align 8
+	.type cvt_f32_u32_r3_d0,@function
+cvt_f32_u32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r3_d0_end:
+	.size cvt_f32_u32_r3_d0, .Lcvt_f32_u32_r3_d0_end-cvt_f32_u32_r3_d0
+
+	.globl cvt_f16_f32_r3_d0
+	.p2align 8
+	.type cvt_f16_f32_r3_d0,@function
+cvt_f16_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r3_d0_end:
+	.size cvt_f16_f32_r3_d0, .Lcvt_f16_f32_r3_d0_end-cvt_f16_f32_r3_d0
+
+	.globl cvt_f16_u16_r3_d0
+	.p2align 8
+	.type cvt_f16_u16_r3_d0,@function
+cvt_f16_u16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r3_d0_end:
+	.size cvt_f16_u16_r3_d0, .Lcvt_f16_u16_r3_d0_end-cvt_f16_u16_r3_d0
+
+	.globl cvt_f16_i16_r3_d0
+	.p2align 8
+	.type cvt_f16_i16_r3_d0,@function
+cvt_f16_i16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r3_d0_end:
+	.size cvt_f16_i16_r3_d0, .Lcvt_f16_i16_r3_d0_end-cvt_f16_i16_r3_d0
+
+	.globl ldexp_f32_r3_d0
+	.p2align 8
+	.type ldexp_f32_r3_d0,@function
+ldexp_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r3_d0_end:
+	.size ldexp_f32_r3_d0, .Lldexp_f32_r3_d0_end-ldexp_f32_r3_d0
+
+	.globl ldexp_f16_r3_d0
+	.p2align 8
+	.type ldexp_f16_r3_d0,@function
+ldexp_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r3_d0_end:
+	.size ldexp_f16_r3_d0, .Lldexp_f16_r3_d0_end-ldexp_f16_r3_d0
+
+	.globl ldexp_f64_r3_d0
+	.p2align 8
+	.type ldexp_f64_r3_d0,@function
+ldexp_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r3_d0_end:
+	.size ldexp_f64_r3_d0, .Lldexp_f64_r3_d0_end-ldexp_f64_r3_d0
+
+	.globl div_fmas_f32_r3_d0
+	.p2align 8
+	.type div_fmas_f32_r3_d0,@function
+div_fmas_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r3_d0_end:
+	.size div_fmas_f32_r3_d0, .Ldiv_fmas_f32_r3_d0_end-div_fmas_f32_r3_d0
+
+	.globl div_fmas_f64_r3_d0
+	.p2align 8
+	.type div_fmas_f64_r3_d0,@function
+div_fmas_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r3_d0_end:
+	.size div_fmas_f64_r3_d0, .Ldiv_fmas_f64_r3_d0_end-div_fmas_f64_r3_d0
+
 	.globl mix_f32_h_r3_d0
 	.p2align 8
 	.type mix_f32_h_r3_d0,@function
@@ -3346,6 +4816,216 @@ mixhi_f16_h_r3_d0:
 	s_endpgm
 .Lmixhi_f16_h_r3_d0_end:
 	.size mixhi_f16_h_r3_d0, .Lmixhi_f16_h_r3_d0_end-mixhi_f16_h_r3_d0
+
+	.globl cvt_f32_f64_r3_d3
+	.p2align 8
+	.type cvt_f32_f64_r3_d3,@function
+cvt_f32_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r3_d3_end:
+	.size cvt_f32_f64_r3_d3, .Lcvt_f32_f64_r3_d3_end-cvt_f32_f64_r3_d3
+
+	.globl cvt_f32_i32_r3_d3
+	.p2align 8
+	.type cvt_f32_i32_r3_d3,@function
+cvt_f32_i32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r3_d3_end:
+	.size cvt_f32_i32_r3_d3, .Lcvt_f32_i32_r3_d3_end-cvt_f32_i32_r3_d3
+
+	.globl cvt_f32_u32_r3_d3
+	.p2align 8
+	.type cvt_f32_u32_r3_d3,@function
+cvt_f32_u32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r3_d3_end:
+	.size cvt_f32_u32_r3_d3, .Lcvt_f32_u32_r3_d3_end-cvt_f32_u32_r3_d3
+
+	.globl cvt_f16_f32_r3_d3
+	.p2align 8
+	.type cvt_f16_f32_r3_d3,@function
+cvt_f16_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r3_d3_end:
+	.size cvt_f16_f32_r3_d3, .Lcvt_f16_f32_r3_d3_end-cvt_f16_f32_r3_d3
+
+	.globl cvt_f16_u16_r3_d3
+	.p2align 8
+	.type cvt_f16_u16_r3_d3,@function
+cvt_f16_u16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r3_d3_end:
+	.size cvt_f16_u16_r3_d3, .Lcvt_f16_u16_r3_d3_end-cvt_f16_u16_r3_d3
+
+	.globl cvt_f16_i16_r3_d3
+	.p2align 8
+	.type cvt_f16_i16_r3_d3,@function
+cvt_f16_i16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r3_d3_end:
+	.size cvt_f16_i16_r3_d3, .Lcvt_f16_i16_r3_d3_end-cvt_f16_i16_r3_d3
+
+	.globl ldexp_f32_r3_d3
+	.p2align 8
+	.type ldexp_f32_r3_d3,@function
+ldexp_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r3_d3_end:
+	.size ldexp_f32_r3_d3, .Lldexp_f32_r3_d3_end-ldexp_f32_r3_d3
+
+	.globl ldexp_f16_r3_d3
+	.p2align 8
+	.type ldexp_f16_r3_d3,@function
+ldexp_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r3_d3_end:
+	.size ldexp_f16_r3_d3, .Lldexp_f16_r3_d3_end-ldexp_f16_r3_d3
+
+	.globl ldexp_f64_r3_d3
+	.p2align 8
+	.type ldexp_f64_r3_d3,@function
+ldexp_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r3_d3_end:
+	.size ldexp_f64_r3_d3, .Lldexp_f64_r3_d3_end-ldexp_f64_r3_d3
+
+	.globl div_fmas_f32_r3_d3
+	.p2align 8
+	.type div_fmas_f32_r3_d3,@function
+div_fmas_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r3_d3_end:
+	.size div_fmas_f32_r3_d3, .Ldiv_fmas_f32_r3_d3_end-div_fmas_f32_r3_d3
+
+	.globl div_fmas_f64_r3_d3
+	.p2align 8
+	.type div_fmas_f64_r3_d3,@function
+div_fmas_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r3_d3_end:
+	.size div_fmas_f64_r3_d3, .Ldiv_fmas_f64_r3_d3_end-div_fmas_f64_r3_d3
 
 	.globl mix_f32_h_r3_d3
 	.p2align 8
@@ -4233,6 +5913,149 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mix_f32_h_r0_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4282,6 +6105,149 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
@@ -4701,6 +6667,149 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mix_f32_h_r1_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4750,6 +6859,149 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
@@ -5169,6 +7421,149 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mix_f32_h_r2_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5218,6 +7613,149 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
@@ -5637,6 +8175,149 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mix_f32_h_r3_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5686,6 +8367,149 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
