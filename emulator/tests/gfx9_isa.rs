@@ -5639,3 +5639,96 @@ fn directed_rounding_of_conversions_ldexp_and_div_fmas() {
     }
     assert!(checked > 10_000, "{checked} results checked");
 }
+
+/// MFMA and MODE: MI200's (gfx90a) f16 and bf16 MFMAs flush denormal inputs (A, B, C) and
+/// outputs to zero whatever FP_DENORM says (AMD's MIOpen documentation, "MI200 matrix fused
+/// multiply-add (MFMA) behavior specifics"); gfx908's and gfx942's keep them. Each block of a
+/// 4x4 MFMA gets one case (every A element `x`, every B element `y`, C `c`), so each D element
+/// is `K·x·y + c`, computed here in f64 (exact for these values).
+#[test]
+fn mfma_denormals_on_mi200() {
+    // (x, y, c) per block: f16 (or bf16) bits of x and y, f32 bits of c.
+    let f16_cases: [(u16, u16, u32); 8] = [
+        (0x0001, 0x3C00, 0),           // a denormal f16 input
+        (0x8001, 0x3C00, 0),           // its negative
+        (0x03FF, 0x3C00, 0x3F80_0000), // the largest f16 denormal, plus 1
+        (0x0000, 0x0000, 5),           // a denormal C
+        (0x0000, 0x0000, 0x8040_0000), // a negative denormal C
+        (0x3C00, 0x3C00, 0),
+        (0x0400, 0x0400, 0),
+        (0x3C00, 0x3800, 1),
+    ];
+    let bf16_cases: [(u16, u16, u32); 6] = [
+        (0x0001, 0x3F80, 0),           // a denormal bf16 input (2^-133)
+        (0x0080, 0x3E00, 0),           // normal inputs, a denormal sum (2^-126 · 2^-3 · K)
+        (0x0000, 0x0000, 5),           // a denormal C
+        (0x3F80, 0x3F80, 0x3F80_0000), // K + 1
+        (0x8001, 0x3F80, 0x3F80_0000),
+        (0x0100, 0x0100, 0),
+    ];
+    let mut checked = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let kernels = isa.kernels();
+        for (k, kk, bf) in [
+            ("mfma_f16", 4, false),
+            ("mfma_bf16", 2, true),
+            ("mfma_bf16_1k", 4, true),
+        ] {
+            if !kernels.contains(&k.to_string()) {
+                continue;
+            }
+            let cases: &[(u16, u16, u32)] = if bf { &bf16_cases } else { &f16_cases };
+            let case = |lane: usize| cases[(lane / 4) % cases.len()];
+            let a: Vec<u32> = (0..64).map(|l| u32::from(case(l).0)).collect();
+            let b: Vec<u32> = (0..64).map(|l| u32::from(case(l).1)).collect();
+            let c: Vec<u32> = (0..64).map(|l| case(l).2).collect();
+            let out = isa
+                .run(
+                    k,
+                    64,
+                    &[
+                        vec![0; 4],
+                        bytes32(&a),
+                        bytes32(&b),
+                        bytes32(&c),
+                        vec![0; 256],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            let flush = cpu == "gfx90a";
+            let ftz32 = |x: u32| {
+                if flush {
+                    ftz(x.into(), 32, 23) as u32
+                } else {
+                    x
+                }
+            };
+            let value = |h: u16| {
+                if bf {
+                    f64::from(f32::from_bits(ftz32(u32::from(h) << 16)))
+                } else {
+                    let h = if flush {
+                        ftz(h.into(), 16, 10) as u16
+                    } else {
+                        h
+                    };
+                    half::f16::from_bits(h).to_f64()
+                }
+            };
+            for (lane, &g) in got.iter().enumerate() {
+                let (x, y, cc) = case(lane);
+                let sum =
+                    f64::from(kk) * value(x) * value(y) + f64::from(f32::from_bits(ftz32(cc)));
+                let want = ftz32((sum as f32).to_bits());
+                assert_eq!(
+                    g, want,
+                    "{cpu} {k} lane {lane}: x {x:#x} y {y:#x} c {cc:#x}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 5 * 64, "{checked}");
+}

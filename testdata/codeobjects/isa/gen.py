@@ -1095,7 +1095,11 @@ def fpmode(cpu):
 #   cvt_f32_f64 (qword p1), cvt_f32_i32, cvt_f32_u32, cvt_f16_f32, cvt_f16_u16, cvt_f16_i16
 #   (dword p1), ldexp_f32, ldexp_f16 (dwords p1, p2), ldexp_f64 (qword p1, dword p2),
 #   div_fmas_f32 (dwords: S0 p1, S1 p2, S2 p0, VCC = p3 != 0), div_fmas_f64 (qwords p1, p2,
-#   p0; VCC = p3 dword != 0).
+#   p0; VCC = p3 dword != 0);
+# - `mfma_f16`, `mfma_bf16` (gfx908, gfx90a: 4x4x2bf16), `mfma_bf16_1k` (gfx90a; gfx942's
+#   4x4x4_16b_bf16): a 4x4 MFMA of 16 blocks, lanes 4b..4b+3 holding block b's A (p1 dword,
+#   each 16-bit element the low half of it), B (p2) and C (p3, all four registers); D
+#   register 0 to p4.
 def round_family(cpu):
     a = Asm(cpu)
     d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
@@ -1183,6 +1187,22 @@ def round_family(cpu):
             for name, ins in mix.items():
                 a.kernel("%s_r%d_d%d" % (name, r, d), d32 + [ins] + st32,
                          extra=kd(r, r32=r, d32=d, d64=d))
+    mfmas = {"gfx908": {"mfma_f16": "v_mfma_f32_4x4x4f16", "mfma_bf16": "v_mfma_f32_4x4x2bf16"},
+             "gfx90a": {"mfma_f16": "v_mfma_f32_4x4x4f16", "mfma_bf16": "v_mfma_f32_4x4x2bf16",
+                        "mfma_bf16_1k": "v_mfma_f32_4x4x4bf16_1k"},
+             "gfx942": {"mfma_f16": "v_mfma_f32_4x4x4_16b_f16",
+                        "mfma_bf16_1k": "v_mfma_f32_4x4x4_16b_bf16"}}
+    for name, op in mfmas.get(cpu, {}).items():
+        wide = name != "mfma_bf16"
+        ab = ("v[2:3], v[4:5]" if wide else "v2, v4")
+        body = d32 + ["v_mov_b32 v6, v4",
+                      "v_and_b32 v2, 0xffff, v2", "v_lshl_or_b32 v2, v2, 16, v2",
+                      "v_and_b32 v4, 0xffff, v3", "v_lshl_or_b32 v4, v4, 16, v4",
+                      "v_mov_b32 v3, v2", "v_mov_b32 v5, v4"]
+        body += ["v_accvgpr_write_b32 a%d, v6" % k for k in range(4)]
+        body += ["%s a[0:3], %s, a[0:3]" % (op, ab), "s_nop 7", "s_nop 7",
+                 "v_accvgpr_read_b32 v5, a0"] + st32
+        a.kernel(name, body, agprs=4, extra=kd(0))
     return a
 
 
