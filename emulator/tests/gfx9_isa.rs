@@ -5658,8 +5658,9 @@ fn mfma_denormals_on_mi200() {
         (0x0400, 0x0400, 0),
         (0x3C00, 0x3800, 1),
     ];
-    let bf16_cases: [(u16, u16, u32); 6] = [
+    let bf16_cases: [(u16, u16, u32); 7] = [
         (0x0001, 0x3F80, 0),           // a denormal bf16 input (2^-133)
+        (0x007F, 0x4B00, 0),           // the largest bf16 denormal × 2^23: a normal result
         (0x0080, 0x3E00, 0),           // normal inputs, a denormal sum (2^-126 · 2^-3 · K)
         (0x0000, 0x0000, 5),           // a denormal C
         (0x3F80, 0x3F80, 0x3F80_0000), // K + 1
