@@ -23,17 +23,20 @@
 //! product and the result) whatever the mode: LLVM's AMDGPU backend selects them for
 //! `fmuladd` only when f32 denormals are flushed, as they do not support denormals; the f16
 //! `v_mac_f16`/`v_madmk_f16`/`v_madak_f16` likewise flush f16 denormals. Packed math (VOP3P
-//! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; MFMA, dot
-//! and `v_fma_mix*` instructions are not covered yet (they keep denormals); gfx900's
-//! `v_mad_mix*` flush f32 denormals as `v_mad_f32` does.
+//! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; the fused
+//! `v_fma_mix*` flush each source by its own precision's mode and the result by the
+//! destination's; gfx900's `v_mad_mix*` flush f32 denormals as `v_mad_f32` does. MFMA
+//! ignores FP_DENORM (gfx90a's f16/bf16 forms always flush, the `mai` module); the dot
+//! products keep denormals (not covered: the ISA does not say).
 //!
 //! Directed rounding: `v_add`/`v_sub`/`v_subrev`/`v_mul`/`v_fma`/`v_fmac` of f32, f64 and
-//! f16 (those the target has) and f32 `v_mad`/`v_mac` form their exact result in integer
-//! arithmetic and round it once by the mode of their precision (the `round` module). Float
-//! operations whose result does not depend on rounding (min/max, compares, `v_floor` and
-//! kin, f32→f64 and f16→f32 conversions) run under any mode; any other float instruction
-//! under a non-default FP_ROUND for its precision is an illegal-instruction error naming
-//! the instruction and the mode ([`round_error`]).
+//! f16 (those the target has), their packed forms, the fused `v_fma_mix*`, f32 `v_mad`/
+//! `v_mac`, `v_div_fmas_*`, `v_ldexp_*` and the conversions that can be inexact form their
+//! exact result in integer arithmetic and round it once by the mode of their result's
+//! precision (the `round` module). Float operations whose result does not depend on rounding
+//! run under any mode; any other float instruction under a non-default FP_ROUND for its
+//! precision is an illegal-instruction error naming the instruction, the mode and why
+//! ([`round_unsupported`] lists them, [`round_error`]).
 
 use super::decode::Instruction;
 use super::round;
