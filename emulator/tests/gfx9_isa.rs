@@ -5733,3 +5733,48 @@ fn mfma_denormals_on_mi200() {
     }
     assert!(checked >= 5 * 64, "{checked}");
 }
+
+/// What the documents leave unspecified under a directed FP_ROUND stays refused, with an
+/// error naming the instruction, the mode and why: `v_sqrt_f32` (the ISA gives only its
+/// precision in ULP), `v_dot2_f32_f16` (no rounding stated for the sum), an f16 MFMA (no
+/// rounding stated).
+#[test]
+fn refused_under_directed_rounding_says_why() {
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let kernels = isa.kernels();
+        for (k, inst, mode, why) in [
+            ("sqrt_f32_r2", "v_sqrt_f32", "toward -inf", "ULP"),
+            (
+                "dot2_f32_f16_r1",
+                "v_dot2_f32_f16",
+                "toward +inf",
+                "dot product",
+            ),
+            ("mfma_f16_r3", "v_mfma_f32_4x4x4", "toward zero", "MFMA"),
+        ] {
+            if !kernels.contains(&k.to_string()) {
+                continue;
+            }
+            let e = isa
+                .run(
+                    k,
+                    64,
+                    &[
+                        vec![0; 4],
+                        vec![0; 256],
+                        vec![0; 256],
+                        vec![0; 256],
+                        vec![0; 256],
+                    ],
+                )
+                .unwrap_err();
+            assert_eq!(e.status(), Status::IllegalInstruction, "{cpu} {k}");
+            let msg = e.detail().to_string();
+            assert!(
+                msg.contains(inst) && msg.contains(mode) && msg.contains(why),
+                "{cpu} {k}: {msg}"
+            );
+        }
+    }
+}

@@ -1099,7 +1099,10 @@ def fpmode(cpu):
 # - `mfma_f16`, `mfma_bf16` (gfx908, gfx90a: 4x4x2bf16), `mfma_bf16_1k` (gfx90a; gfx942's
 #   4x4x4_16b_bf16): a 4x4 MFMA of 16 blocks, lanes 4b..4b+3 holding block b's A (p1 dword,
 #   each 16-bit element the low half of it), B (p2) and C (p3, all four registers); D
-#   register 0 to p4.
+#   register 0 to p4;
+# - refused under a directed mode (the ISA leaves it unspecified), an error saying why:
+#   `sqrt_f32_r2` (FLOAT_ROUND_MODE_32 2), `dot2_f32_f16_r1` (gfx906+, FLOAT_ROUND_MODE_32 1),
+#   `mfma_f16_r3` (gfx908+, FLOAT_ROUND_MODE_32 3).
 def round_family(cpu):
     a = Asm(cpu)
     d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
@@ -1203,6 +1206,12 @@ def round_family(cpu):
         body += ["%s a[0:3], %s, a[0:3]" % (op, ab), "s_nop 7", "s_nop 7",
                  "v_accvgpr_read_b32 v5, a0"] + st32
         a.kernel(name, body, agprs=4, extra=kd(0))
+        if name == "mfma_f16":
+            a.kernel("mfma_f16_r3", body, agprs=4, extra=kd(0, r32=3))
+    a.kernel("sqrt_f32_r2", d32 + ["v_sqrt_f32 v5, v2"] + st32, extra=kd(0, r32=2))
+    if cpu != "gfx900":
+        a.kernel("dot2_f32_f16_r1", d32 + ["v_dot2_f32_f16 v5, v2, v3, v4"] + st32,
+                 extra=kd(0, r32=1))
     return a
 
 

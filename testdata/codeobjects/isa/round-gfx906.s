@@ -3789,6 +3789,44 @@ mixhi_f16_h_r3_d3:
 .Lmixhi_f16_h_r3_d3_end:
 	.size mixhi_f16_h_r3_d3, .Lmixhi_f16_h_r3_d3_end-mixhi_f16_h_r3_d3
 
+	.globl sqrt_f32_r2
+	.p2align 8
+	.type sqrt_f32_r2,@function
+sqrt_f32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_sqrt_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lsqrt_f32_r2_end:
+	.size sqrt_f32_r2, .Lsqrt_f32_r2_end-sqrt_f32_r2
+
+	.globl dot2_f32_f16_r1
+	.p2align 8
+	.type dot2_f32_f16_r1,@function
+dot2_f32_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_dot2_f32_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldot2_f32_f16_r1_end:
+	.size dot2_f32_f16_r1, .Ldot2_f32_f16_r1_end-dot2_f32_f16_r1
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel add_f64_r0
@@ -6165,4 +6203,28 @@ mixhi_f16_h_r3_d3:
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 3
 		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel sqrt_f32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel dot2_f32_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel

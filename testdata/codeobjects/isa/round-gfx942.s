@@ -5138,6 +5138,39 @@ mfma_f16:
 .Lmfma_f16_end:
 	.size mfma_f16, .Lmfma_f16_end-mfma_f16
 
+	.globl mfma_f16_r3
+	.p2align 8
+	.type mfma_f16_r3,@function
+mfma_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v6, v4
+	v_and_b32 v2, 0xffff, v2
+	v_lshl_or_b32 v2, v2, 16, v2
+	v_and_b32 v4, 0xffff, v3
+	v_lshl_or_b32 v4, v4, 16, v4
+	v_mov_b32 v3, v2
+	v_mov_b32 v5, v4
+	v_accvgpr_write_b32 a0, v6
+	v_accvgpr_write_b32 a1, v6
+	v_accvgpr_write_b32 a2, v6
+	v_accvgpr_write_b32 a3, v6
+	v_mfma_f32_4x4x4_16b_f16 a[0:3], v[2:3], v[4:5], a[0:3]
+	s_nop 7
+	s_nop 7
+	v_accvgpr_read_b32 v5, a0
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmfma_f16_r3_end:
+	.size mfma_f16_r3, .Lmfma_f16_r3_end-mfma_f16_r3
+
 	.globl mfma_bf16_1k
 	.p2align 8
 	.type mfma_bf16_1k,@function
@@ -5170,6 +5203,44 @@ mfma_bf16_1k:
 	s_endpgm
 .Lmfma_bf16_1k_end:
 	.size mfma_bf16_1k, .Lmfma_bf16_1k_end-mfma_bf16_1k
+
+	.globl sqrt_f32_r2
+	.p2align 8
+	.type sqrt_f32_r2,@function
+sqrt_f32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_sqrt_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lsqrt_f32_r2_end:
+	.size sqrt_f32_r2, .Lsqrt_f32_r2_end-sqrt_f32_r2
+
+	.globl dot2_f32_f16_r1
+	.p2align 8
+	.type dot2_f32_f16_r1,@function
+dot2_f32_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_dot2_f32_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldot2_f32_f16_r1_end:
+	.size dot2_f32_f16_r1, .Ldot2_f32_f16_r1_end-dot2_f32_f16_r1
 
 	.rodata
 	.p2align 6
@@ -8644,6 +8715,19 @@ mfma_bf16_1k:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel mfma_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 68
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel mfma_bf16_1k
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 68
@@ -8654,5 +8738,31 @@ mfma_bf16_1k:
 		.amdhsa_ieee_mode 1
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel sqrt_f32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel dot2_f32_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
