@@ -242,7 +242,10 @@ impl FloatMode {
     /// NaN (the result is then the same in every mode).
     pub(super) fn directed(&self, name: &str, a: u64, b: u64, c: u64) -> Option<u64> {
         // Conversions that can be inexact and `v_ldexp_*`: the exact value (times 2^S1)
-        // rounded once to the destination's precision by its mode.
+        // rounded once to the destination's precision by its mode. For `v_cvt_f16_f32` that
+        // is FP_ROUND [3:2], the field LLVM's AMDGPU backend sets around it to lower
+        // `llvm.fptrunc.round` (an f32 source, an f16 result); `v_cvt_f32_f64` and the
+        // integer sources follow the same rule, which no document states.
         let h = |v: u64| super::f16::to_f64(v as u16);
         let f = |v: u64| f64::from(f32::from_bits(v as u32));
         let (r32, r64) = (self.round32, self.round64);
