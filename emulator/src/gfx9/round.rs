@@ -463,4 +463,39 @@ mod tests {
             Some(u64::from((-(2f32.powi(-46))).to_bits()))
         );
     }
+
+    #[test]
+    fn scaled_rounds_only_at_the_ends_of_the_range() {
+        let f32_bits = |x: f32| Some(u64::from(x.to_bits()));
+        // In range: exact in every mode.
+        for rm in [NEAREST, UP, DOWN, ZERO] {
+            assert_eq!(scaled(1.5, 3, F32, rm), f32_bits(12.0));
+            assert_eq!(scaled(-0.0, 100, F32, rm), f32_bits(-0.0));
+        }
+        // Below the smallest denormal: toward +inf the smallest denormal, else zero.
+        assert_eq!(scaled(1.0, -160, F32, UP), Some(1));
+        assert_eq!(scaled(1.0, -160, F32, ZERO), Some(0));
+        assert_eq!(scaled(-1.0, -160, F32, DOWN), Some(0x8000_0001));
+        assert_eq!(scaled(-1.0, -160, F32, UP), Some(0x8000_0000));
+        // Half the smallest denormal: a tie, to even (zero) under round to nearest.
+        assert_eq!(scaled(1.0, -150, F32, NEAREST), Some(0));
+        assert_eq!(scaled(1.5, -150, F32, NEAREST), Some(1));
+        // Overflow: toward zero the largest finite value; an exponent beyond i32's clamp.
+        assert_eq!(scaled(1.0, 128, F32, ZERO), f32_bits(f32::MAX));
+        assert_eq!(scaled(1.0, i32::MAX, F16, UP), Some(0x7C00));
+        assert_eq!(scaled(-1.0, i32::MAX, F16, UP), Some(0xFBFF));
+        assert_eq!(scaled(1.0, i32::MIN, F64, UP), Some(1));
+        assert_eq!(scaled(f64::INFINITY, -5, F32, UP), None);
+        // The scaled fma: (1 + 2^-23)(1 - 2^-23) - 1 = -2^-46, times 2^-100, rounds once.
+        let e = 2f64.powi(-23);
+        assert_eq!(
+            fma_scaled(1.0 + e, 1.0 - e, -1.0, -100, F32, UP),
+            Some(0x8000_0008) // -2^-146: -8 × the smallest denormal, exact
+        );
+        assert_eq!(
+            fma_scaled(1.0 + e, 1.0 - e, -1.0, -110, F32, DOWN),
+            Some(0x8000_0001)
+        );
+        assert_eq!(fma_scaled(1.0, -1.0, 1.0, 64, F32, DOWN), f32_bits(-0.0));
+    }
 }
