@@ -4722,7 +4722,7 @@ fn packed_math_under_the_mode_matches_the_isa() {
     }
 }
 
-// --- FP_ROUND for f64 and f16 (the `round` family) ---------------------------------------------
+// --- FP_ROUND and MODE's other effects (the `round` family) -------------------------------------
 //
 // The references are the host's own IEEE arithmetic under each rounding mode, independent of
 // the interpreter: the x86-64 SSE unit (and glibc's `fma`) round by MXCSR, which

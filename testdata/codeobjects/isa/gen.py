@@ -1074,9 +1074,10 @@ def fpmode(cpu):
     return a
 
 
-# --- round: directed rounding (FLOAT_ROUND_MODE_16_64) of f64 and f16 -------------------------
+# --- round: directed rounding (FLOAT_ROUND_MODE) and MODE's other effects --------------------
 # Lane i: sources p1[i], p2[i], p3[i] (qwords for f64, dwords holding an f16 in the low half
-# for f16), result to p4[i]; denormals kept, IEEE mode on.
+# for f16), result to p4[i]; denormals kept, IEEE mode on, unless a kernel below says
+# otherwise.
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_16_64 n: add_f64, mul_f64, fma_f64, fmac_f64 (gfx90a and
 #   gfx942), add_f16, sub_f16, mul_f16, fma_f16;
 # - `setreg_r3_mul_f64`: round toward zero for f64 selected by s_setreg at run time;
