@@ -4924,6 +4924,42 @@ fn directed_rounding_of_f64_and_f16() {
                 }
             }
         }
+        // The unfused f16 multiply-adds: the product rounded to f16 and flushed, plus the
+        // addend, rounded and flushed (f16 denormals flushed whatever FP_DENORM says), both
+        // roundings by FP_ROUND [3:2].
+        let fl16 = |x: u16| ftz(x.into(), 16, 10) as u16;
+        let round16 = |x: f64, rm: u32| {
+            if rm == 0 {
+                half::f16::from_f64(x).to_bits()
+            } else {
+                f16_of(x, rm)
+            }
+        };
+        for rm in 0..4u32 {
+            for op in ["mad", "mac", "madak", "madmk"] {
+                let k = format!("{op}_f16_r{rm}");
+                let got = u32s(
+                    &run(&k, bytes32(&a16), bytes32(&b16), bytes32(&c16), 4, n16)
+                        .unwrap_or_else(|e| panic!("{cpu} {k}: {e}")),
+                );
+                for i in 0..n16 {
+                    let (x, y, z) = match op {
+                        "madak" => (a16[i], b16[i], 0x3C01),
+                        "madmk" => (a16[i], 0x3555, b16[i]),
+                        _ => (a16[i], b16[i], c16[i]),
+                    };
+                    let v = |w: u32| h(u32::from(fl16(w as u16)));
+                    let p = fl16(round16(f64_op("mul", v(x), v(y), 0.0, rm), rm));
+                    let sum = f64_op("add", h(u32::from(p)), v(z), 0.0, rm);
+                    let want = fl16(round16(sum, rm));
+                    let g = got[i] as u16;
+                    assert!(
+                        g == want || g & 0x7FFF > 0x7C00 && want & 0x7FFF > 0x7C00,
+                        "{cpu} {k} {x:#x} {y:#x} {z:#x}: gave {g:#x}, want {want:#x}"
+                    );
+                }
+            }
+        }
         // s_setreg selects round toward zero for f64 at run time.
         let got = u64s(
             &run(

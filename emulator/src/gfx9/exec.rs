@@ -2450,7 +2450,7 @@ fn valu<const DPP: bool>(
             "v_madmk_f32" | "v_madak_f32" => fr(mode::mad32(fa, fb, fc, 0)),
             "v_fmamk_f32" | "v_fmaak_f32" => fr(fma32(fa, fb, fc)),
             "v_mad_f16" | "v_madmk_f16" | "v_madak_f16" => {
-                u64::from(mode::mad16(a as u16, b as u16, c as u16))
+                u64::from(mode::mad16(a as u16, b as u16, c as u16, 0))
             }
             // V_MAD_LEGACY_F32 (Vega ISA VOP3 opcode 0x1C0): v_mad_f32 whose product is +0
             // when a factor is 0 (DX9 rule, inf and NaN included).
@@ -2464,7 +2464,7 @@ fn valu<const DPP: bool>(
             }
             "v_mac_f16" => {
                 let acc = fm.src(2, u64::from(d_old) & 0xFFFF) as u16;
-                u64::from(mode::mad16(a as u16, b as u16, acc))
+                u64::from(mode::mad16(a as u16, b as u16, acc, 0))
             }
             "v_mul_legacy_f32" => mode::mul_legacy32(fa, fb, 0).to_bits().into(),
             "v_min3_f32" => {
@@ -2702,6 +2702,7 @@ fn valu<const DPP: bool>(
         let r = if fm.directed_rounding() {
             let acc = match name {
                 "v_mac_f32" | "v_fmac_f32" => fm.src(2, u64::from(d_old)),
+                "v_mac_f16" => fm.src(2, u64::from(d_old) & 0xFFFF),
                 "v_fmac_f64" => fm.src(2, acc64(w, lane)),
                 _ => c,
             };

@@ -303,6 +303,9 @@ impl FloatMode {
                 Some(u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
             }
             "v_mul_legacy_f32" => Some(u64::from(mul_legacy32(x as f32, y as f32, rm).to_bits())),
+            "v_mad_f16" | "v_mac_f16" | "v_madmk_f16" | "v_madak_f16" => {
+                Some(u64::from(mad16(a as u16, b as u16, c as u16, rm)))
+            }
             _ => None,
         }
     }
@@ -333,7 +336,7 @@ impl FloatMode {
 /// half or dword, called with one half's operands; `v_fma_mix*` (Vega 7nm ISA VOP3P
 /// opcodes 32..=34) with its sources converted to f64 exactly, rounded by the mode of its
 /// destination precision (f32 `[1:0]`; f16 `[3:2]` for `mixlo`/`mixhi`).
-const DIRECTED: [&str; 41] = [
+const DIRECTED: [&str; 45] = [
     "v_add_f32",
     "v_sub_f32",
     "v_subrev_f32",
@@ -375,6 +378,10 @@ const DIRECTED: [&str; 41] = [
     "v_ldexp_f32",
     "v_ldexp_f64",
     "v_ldexp_f16",
+    "v_mad_f16",
+    "v_mac_f16",
+    "v_madmk_f16",
+    "v_madak_f16",
 ];
 
 /// `V_DIV_FMAS_F32/F64`: S0 × S1 + S2, scaled by 2^±64 (f32) or 2^±128 (f64) when VCC says
@@ -546,11 +553,20 @@ pub(super) fn mul_legacy32(a: f32, b: f32, rm: u32) -> f32 {
 /// The f16 `V_MAD_F16`/`V_MAC_F16`/`V_MADAK_F16`/`V_MADMK_F16` (Vega ISA VOP3 opcode 0x203,
 /// VOP2 opcodes 35..=37): `a × b` rounded to f16, then `+ c` rounded to f16 (not fused), f16
 /// denormals flushed (sources, product and result) whatever the mode, as `v_mad_f32` does for f32
-/// (LLVM's AMDGPU backend selects them only when f16 denormals are flushed).
-pub(super) fn mad16(a: u16, b: u16, c: u16) -> u16 {
+/// (LLVM's AMDGPU backend selects them only when f16 denormals are flushed). Both roundings
+/// follow FP_ROUND value `rm` (the f16 field, `[3:2]`), as [`mad32`]'s do.
+pub(super) fn mad16(a: u16, b: u16, c: u16, rm: u32) -> u16 {
+    use super::f16;
     let fl = |h: u16| flush(Kind::F16, u64::from(h)) as u16;
-    let p = fl(super::f16::mul(fl(a), fl(b)));
-    fl(super::f16::add(p, fl(c)))
+    let (a, b, c) = (fl(a), fl(b), fl(c));
+    if rm == round::NEAREST {
+        return fl(f16::add(fl(f16::mul(a, b)), c));
+    }
+    let h = |x: u16| f16::to_f64(x);
+    let p = round::mul(h(a), h(b), round::F16, rm).map_or(f16::mul(a, b), |r| r as u16);
+    let p = fl(p);
+    let s = round::add2(h(p), h(c), round::F16, rm).map_or(f16::add(p, c), |r| r as u16);
+    fl(s)
 }
 
 /// Bits of an f16, f32 or f64 (`sign` its sign bit, `quiet` its quiet-NaN bit).

@@ -1079,7 +1079,8 @@ def fpmode(cpu):
 # for f16), result to p4[i]; denormals kept, IEEE mode on, unless a kernel below says
 # otherwise.
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_16_64 n: add_f64, mul_f64, fma_f64, fmac_f64 (gfx90a and
-#   gfx942), add_f16, sub_f16, mul_f16, fma_f16;
+#   gfx942), add_f16, sub_f16, mul_f16, fma_f16, mad_f16, mac_f16 (D = p3[i] before),
+#   madak_f16 (K = 0x3c01), madmk_f16 (p1[i] × K + p2[i], K = 0x3555);
 # - `setreg_r3_mul_f64`: round toward zero for f64 selected by s_setreg at run time;
 # - `rcp_f64_r3`: v_rcp_f64 under round toward zero is not modelled: an error;
 # - `<op>_r<n>_d<m>`, packed math: FLOAT_ROUND_MODE n and FLOAT_DENORM_MODE m of the op's
@@ -1125,7 +1126,11 @@ def round_family(cpu):
         ops64["fmac_f64"] = ("v_mov_b32 v6, v8\n\tv_mov_b32 v7, v9\n"
                              "\tv_fmac_f64 v[6:7], v[2:3], v[4:5]")
     ops16 = {"add_f16": "v_add_f16 v5, v2, v3", "sub_f16": "v_sub_f16 v5, v2, v3",
-             "mul_f16": "v_mul_f16 v5, v2, v3", "fma_f16": "v_fma_f16 v5, v2, v3, v4"}
+             "mul_f16": "v_mul_f16 v5, v2, v3", "fma_f16": "v_fma_f16 v5, v2, v3, v4",
+             "mad_f16": "v_mad_f16 v5, v2, v3, v4",
+             "mac_f16": "v_mov_b32 v5, v4\n\tv_mac_f16 v5, v2, v3",
+             "madak_f16": "v_madak_f16 v5, v2, v3, 0x3c01",
+             "madmk_f16": "v_madmk_f16 v5, v2, 0x3555, v3"}
     for r in range(4):
         for name, ins in ops64.items():
             a.kernel("%s_r%d" % (name, r), d64 + [ins] + st64, extra=kd(r))

@@ -156,6 +156,83 @@ fma_f16_r0:
 .Lfma_f16_r0_end:
 	.size fma_f16_r0, .Lfma_f16_r0_end-fma_f16_r0
 
+	.globl mad_f16_r0
+	.p2align 8
+	.type mad_f16_r0,@function
+mad_f16_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_f16_r0_end:
+	.size mad_f16_r0, .Lmad_f16_r0_end-mad_f16_r0
+
+	.globl mac_f16_r0
+	.p2align 8
+	.type mac_f16_r0,@function
+mac_f16_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmac_f16_r0_end:
+	.size mac_f16_r0, .Lmac_f16_r0_end-mac_f16_r0
+
+	.globl madak_f16_r0
+	.p2align 8
+	.type madak_f16_r0,@function
+madak_f16_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madak_f16 v5, v2, v3, 0x3c01
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadak_f16_r0_end:
+	.size madak_f16_r0, .Lmadak_f16_r0_end-madak_f16_r0
+
+	.globl madmk_f16_r0
+	.p2align 8
+	.type madmk_f16_r0,@function
+madmk_f16_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madmk_f16 v5, v2, 0x3555, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadmk_f16_r0_end:
+	.size madmk_f16_r0, .Lmadmk_f16_r0_end-madmk_f16_r0
+
 	.globl add_f64_r1
 	.p2align 8
 	.type add_f64_r1,@function
@@ -309,6 +386,83 @@ fma_f16_r1:
 	s_endpgm
 .Lfma_f16_r1_end:
 	.size fma_f16_r1, .Lfma_f16_r1_end-fma_f16_r1
+
+	.globl mad_f16_r1
+	.p2align 8
+	.type mad_f16_r1,@function
+mad_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_f16_r1_end:
+	.size mad_f16_r1, .Lmad_f16_r1_end-mad_f16_r1
+
+	.globl mac_f16_r1
+	.p2align 8
+	.type mac_f16_r1,@function
+mac_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmac_f16_r1_end:
+	.size mac_f16_r1, .Lmac_f16_r1_end-mac_f16_r1
+
+	.globl madak_f16_r1
+	.p2align 8
+	.type madak_f16_r1,@function
+madak_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madak_f16 v5, v2, v3, 0x3c01
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadak_f16_r1_end:
+	.size madak_f16_r1, .Lmadak_f16_r1_end-madak_f16_r1
+
+	.globl madmk_f16_r1
+	.p2align 8
+	.type madmk_f16_r1,@function
+madmk_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madmk_f16 v5, v2, 0x3555, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadmk_f16_r1_end:
+	.size madmk_f16_r1, .Lmadmk_f16_r1_end-madmk_f16_r1
 
 	.globl add_f64_r2
 	.p2align 8
@@ -464,6 +618,83 @@ fma_f16_r2:
 .Lfma_f16_r2_end:
 	.size fma_f16_r2, .Lfma_f16_r2_end-fma_f16_r2
 
+	.globl mad_f16_r2
+	.p2align 8
+	.type mad_f16_r2,@function
+mad_f16_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_f16_r2_end:
+	.size mad_f16_r2, .Lmad_f16_r2_end-mad_f16_r2
+
+	.globl mac_f16_r2
+	.p2align 8
+	.type mac_f16_r2,@function
+mac_f16_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmac_f16_r2_end:
+	.size mac_f16_r2, .Lmac_f16_r2_end-mac_f16_r2
+
+	.globl madak_f16_r2
+	.p2align 8
+	.type madak_f16_r2,@function
+madak_f16_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madak_f16 v5, v2, v3, 0x3c01
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadak_f16_r2_end:
+	.size madak_f16_r2, .Lmadak_f16_r2_end-madak_f16_r2
+
+	.globl madmk_f16_r2
+	.p2align 8
+	.type madmk_f16_r2,@function
+madmk_f16_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madmk_f16 v5, v2, 0x3555, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadmk_f16_r2_end:
+	.size madmk_f16_r2, .Lmadmk_f16_r2_end-madmk_f16_r2
+
 	.globl add_f64_r3
 	.p2align 8
 	.type add_f64_r3,@function
@@ -617,6 +848,83 @@ fma_f16_r3:
 	s_endpgm
 .Lfma_f16_r3_end:
 	.size fma_f16_r3, .Lfma_f16_r3_end-fma_f16_r3
+
+	.globl mad_f16_r3
+	.p2align 8
+	.type mad_f16_r3,@function
+mad_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_f16_r3_end:
+	.size mad_f16_r3, .Lmad_f16_r3_end-mad_f16_r3
+
+	.globl mac_f16_r3
+	.p2align 8
+	.type mac_f16_r3,@function
+mac_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmac_f16_r3_end:
+	.size mac_f16_r3, .Lmac_f16_r3_end-mac_f16_r3
+
+	.globl madak_f16_r3
+	.p2align 8
+	.type madak_f16_r3,@function
+madak_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madak_f16 v5, v2, v3, 0x3c01
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadak_f16_r3_end:
+	.size madak_f16_r3, .Lmadak_f16_r3_end-madak_f16_r3
+
+	.globl madmk_f16_r3
+	.p2align 8
+	.type madmk_f16_r3,@function
+madmk_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madmk_f16 v5, v2, 0x3555, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadmk_f16_r3_end:
+	.size madmk_f16_r3, .Lmadmk_f16_r3_end-madmk_f16_r3
 
 	.globl setreg_r3_mul_f64
 	.p2align 8
@@ -5348,6 +5656,58 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel mad_f16_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mac_f16_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madak_f16_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madmk_f16_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel add_f64_r1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5440,6 +5800,58 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel fma_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mad_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mac_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madak_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madmk_f16_r1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5556,6 +5968,58 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel mad_f16_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mac_f16_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madak_f16_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madmk_f16_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel add_f64_r3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5648,6 +6112,58 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel fma_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mad_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mac_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madak_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madmk_f16_r3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
