@@ -30,8 +30,8 @@
 //! products keep denormals (not covered: the ISA does not say).
 //!
 //! Directed rounding: `v_add`/`v_sub`/`v_subrev`/`v_mul`/`v_fma`/`v_fmac` of f32, f64 and
-//! f16 (those the target has), their packed forms, the fused `v_fma_mix*`, f32 `v_mad`/
-//! `v_mac`, `v_div_fmas_*`, `v_ldexp_*` and the conversions that can be inexact form their
+//! f16 (those the target has), their packed forms, the fused `v_fma_mix*`, the unfused f32
+//! and f16 `v_mad`/`v_mac` (each of their two roundings), `v_div_fmas_*`, `v_ldexp_*` and the conversions that can be inexact form their
 //! exact result in integer arithmetic and round it once by the mode of their result's
 //! precision (the `round` module). Float operations whose result does not depend on rounding
 //! run under any mode; any other float instruction under a non-default FP_ROUND for its
@@ -330,8 +330,8 @@ impl FloatMode {
 }
 
 /// The instructions [`FloatMode::directed`] rounds by a directed FP_ROUND (IEEE 754
-/// add, subtract, multiply and fused multiply-add of each precision, and the f32
-/// multiply-add that rounds twice). The packed forms (Vega ISA §6.2.2 "Packed math",
+/// add, subtract, multiply and fused multiply-add of each precision, and the f32 and f16
+/// multiply-adds that round twice). The packed forms (Vega ISA §6.2.2 "Packed math",
 /// CDNA2 ISA `V_PK_FMA_F32`/`V_PK_MUL_F32`/`V_PK_ADD_F32`) are the same operation on each
 /// half or dword, called with one half's operands; `v_fma_mix*` (Vega 7nm ISA VOP3P
 /// opcodes 32..=34) with its sources converted to f64 exactly, rounded by the mode of its
