@@ -4076,6 +4076,16 @@ fn directed_ref(op: &str, a: f32, b: f32, c: f32, rm: u32) -> u32 {
             let r = round_sum(&[t(f(p)), t(f(c))], rm);
             ftz(u64::from(r), 32, 23) as u32
         }
+        // A zero factor (after flushing) gives a +0 product whatever the other one is.
+        "mad_legacy_f32" => {
+            let f = |x: f32| f32::from_bits(ftz(u64::from(x.to_bits()), 32, 23) as u32);
+            let (a, b) = if f(a) == 0.0 || f(b) == 0.0 {
+                (0.0, 0.0)
+            } else {
+                (a, b)
+            };
+            directed_ref("mad_f32", a, b, c, rm)
+        }
         _ => unreachable!("{op}"),
     }
 }
@@ -4416,7 +4426,13 @@ fn mode_denormals_ieee_clamp_and_rounding_match_the_isa() {
         let m = ra.len();
         for rm in 0..4u32 {
             for op in [
-                "add_f32", "sub_f32", "mul_f32", "fma_f32", "fmac_f32", "mad_f32",
+                "add_f32",
+                "sub_f32",
+                "mul_f32",
+                "fma_f32",
+                "fmac_f32",
+                "mad_f32",
+                "mad_legacy_f32",
             ] {
                 let k = format!("{op}_r{rm}");
                 if !kernels.contains(&k) {
@@ -5118,7 +5134,7 @@ fn directed_rounding_of_packed_and_mixed() {
         for rm in 0..4u32 {
             for d in 0..4u32 {
                 let (fin, fout) = (d & 1 == 0, d & 2 == 0);
-                for op in ["add", "mul", "fma", "fmac"] {
+                for op in ["add", "mul", "fma", "fmac", "max"] {
                     let k = format!("pk_{op}_f16_r{rm}_d{d}");
                     if !kernels.contains(&k) {
                         continue;
@@ -5134,8 +5150,20 @@ fn directed_rounding_of_packed_and_mixed() {
                                 continue;
                             }
                             let hop = if op == "fmac" { "fma" } else { op };
-                            let exact = f64_op(hop, h64(x(0)), h64(x(1)), h64(x(2)), rm);
-                            let want = fl16(f16_round(exact, rm), fout);
+                            let want = if op == "max" {
+                                // The larger value, +0 above −0 (no NaN among the inputs);
+                                // the same under every rounding mode.
+                                let (p, q) = (h64(x(0)), h64(x(1)));
+                                let m = if p > q || p == q && x(1) == 0x8000 {
+                                    x(0)
+                                } else {
+                                    x(1)
+                                };
+                                fl16(m, fout)
+                            } else {
+                                let exact = f64_op(hop, h64(x(0)), h64(x(1)), h64(x(2)), rm);
+                                fl16(f16_round(exact, rm), fout)
+                            };
                             let g = (got[i] >> (16 * half)) as u16;
                             assert!(
                                 same_or_nan(g.into(), want.into(), 16, 10),

@@ -302,6 +302,19 @@ impl FloatMode {
             {
                 Some(u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
             }
+            // V_MAD_LEGACY_F32: a zero factor makes the product +0 (infinity and NaN
+            // included), then as v_mad_f32.
+            "v_mad_legacy_f32" => {
+                let (x, y) = if x == 0.0 || y == 0.0 {
+                    (0.0, 0.0)
+                } else {
+                    (x, y)
+                };
+                [x, y, z]
+                    .iter()
+                    .all(|v| v.is_finite())
+                    .then(|| u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
+            }
             "v_mul_legacy_f32" => Some(u64::from(mul_legacy32(x as f32, y as f32, rm).to_bits())),
             "v_mad_f16" | "v_mac_f16" | "v_madmk_f16" | "v_madak_f16" => {
                 Some(u64::from(mad16(a as u16, b as u16, c as u16, rm)))
@@ -336,7 +349,7 @@ impl FloatMode {
 /// half or dword, called with one half's operands; `v_fma_mix*` (Vega 7nm ISA VOP3P
 /// opcodes 32..=34) with its sources converted to f64 exactly, rounded by the mode of its
 /// destination precision (f32 `[1:0]`; f16 `[3:2]` for `mixlo`/`mixhi`).
-const DIRECTED: [&str; 45] = [
+const DIRECTED: [&str; 46] = [
     "v_add_f32",
     "v_sub_f32",
     "v_subrev_f32",
@@ -382,6 +395,7 @@ const DIRECTED: [&str; 45] = [
     "v_mac_f16",
     "v_madmk_f16",
     "v_madak_f16",
+    "v_mad_legacy_f32",
 ];
 
 /// `V_DIV_FMAS_F32/F64`: S0 × S1 + S2, scaled by 2^±64 (f32) or 2^±128 (f64) when VCC says
@@ -409,7 +423,7 @@ fn result_kind(name: &str) -> Kind {
 /// result does not depend on rounding, or when it is an operation [`FloatMode::directed`]
 /// or [`FloatMode::div_fmas`] rounds (without an output multiplier or SDWA).
 ///
-/// Mode-independent here: compares, min/max/med3, moves, `v_frexp_*`, `v_floor`/`v_ceil`/
+/// Mode-independent here: compares, min/max/med3 (and the packed f16 min/max), moves, `v_frexp_*`, `v_floor`/`v_ceil`/
 /// `v_trunc`/`v_rndne` (integral results), widening float conversions, the conversions from
 /// 32-bit integers to f64 (exact), from floats to integers (Vega ISA `V_CVT_I32_F32` and kin:
 /// `(int)S0`, truncation, and the `_rpi`/`_flr` forms round as named), `v_cvt_pkrtz_f16_f32`
@@ -463,7 +477,7 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
 
 /// Float instructions whose result is the same under every FP_ROUND (see
 /// [`round_unsupported`]).
-const MODE_INDEPENDENT: [&str; 11] = [
+const MODE_INDEPENDENT: [&str; 13] = [
     "v_cvt_f64_i32",
     "v_cvt_f64_u32",
     "v_cvt_i32_f32",
@@ -475,6 +489,8 @@ const MODE_INDEPENDENT: [&str; 11] = [
     "v_cvt_rpi_i32_f32",
     "v_cvt_flr_i32_f32",
     "v_cvt_pkrtz_f16_f32",
+    "v_pk_min_f16",
+    "v_pk_max_f16",
 ];
 
 /// The error for an instruction [`round_unsupported`] refuses: [`Status::IllegalInstruction`]

@@ -998,7 +998,8 @@ def trans(cpu):
 #   max_f16;
 # - `clamp_dx10_<n>`: DX10_CLAMP n, `v_add_f32 ... clamp`;
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_32 n (denormals kept): add_f32, sub_f32, mul_f32,
-#   fma_f32, fmac_f32 (not gfx900), mad_f32 (not gfx942); `rcp_f32_r1` is not modelled: an
+#   fma_f32, fmac_f32 (not gfx900), mad_f32 and mad_legacy_f32 (not gfx942); `rcp_f32_r1` is
+#   not modelled: an
 #   error; `add_f64_r3` (FLOAT_ROUND_MODE_16_64 3) is (the `round` family tests f64/f16);
 # - `pk_add_f16_d<n>` (FLOAT_DENORM_MODE_16_64 n), `pk_mul_f32_d<n>` (gfx90a/gfx942,
 #   FLOAT_DENORM_MODE_32 n; qwords: two f32 per lane), `pk_max_f16_ieee<n>`: packed math
@@ -1052,6 +1053,7 @@ def fpmode(cpu):
         rops["fmac_f32"] = "v_mov_b32 v5, v4\n\tv_fmac_f32 v5, v2, v3"
     if mad:
         rops["mad_f32"] = "v_mad_f32 v5, v2, v3, v4"
+        rops["mad_legacy_f32"] = "v_mad_legacy_f32 v5, v2, v3, v4"
     for r in range(4):
         for name, ins in rops.items():
             a.kernel("%s_r%d" % (name, r), d32 + [ins] + st32, extra=kd(r32=r))
@@ -1085,7 +1087,8 @@ def fpmode(cpu):
 # - `rcp_f64_r3`: v_rcp_f64 under round toward zero is not modelled: an error;
 # - `<op>_r<n>_d<m>`, packed math: FLOAT_ROUND_MODE n and FLOAT_DENORM_MODE m of the op's
 #   precision, the other precision's fields set otherwise ((n + 1) % 4 and 3 - m) so that
-#   reading the wrong field shows: pk_add_f16, pk_mul_f16, pk_fma_f16 (dwords, two f16 each),
+#   reading the wrong field shows: pk_add_f16, pk_mul_f16, pk_fma_f16, pk_max_f16 (dwords, two
+#   f16 each),
 #   pk_fmac_f16 (gfx908+; D = p3[i] before), pk_add_f32, pk_mul_f32, pk_fma_f32 (gfx90a,
 #   gfx942; qwords, two f32 each);
 # - `<op>_r<n>_d<m>`, gfx906+ mixed precision with FLOAT_ROUND_MODE_32 and _16_64 both n,
@@ -1140,7 +1143,7 @@ def round_family(cpu):
                                          ops64["mul_f64"]] + st64, extra=kd(0))
     a.kernel("rcp_f64_r3", d64 + ["v_rcp_f64 v[6:7], v[2:3]"] + st64, extra=kd(3))
     pk16 = {"pk_add_f16": "v_pk_add_f16 v5, v2, v3", "pk_mul_f16": "v_pk_mul_f16 v5, v2, v3",
-            "pk_fma_f16": "v_pk_fma_f16 v5, v2, v3, v4"}
+            "pk_fma_f16": "v_pk_fma_f16 v5, v2, v3, v4", "pk_max_f16": "v_pk_max_f16 v5, v2, v3"}
     if cpu != "gfx900" and cpu != "gfx906":
         pk16["pk_fmac_f16"] = "v_mov_b32 v5, v4\n\tv_pk_fmac_f16 v5, v2, v3"
     pk32 = {}

@@ -938,6 +938,25 @@ pk_fma_f16_r0_d0:
 .Lpk_fma_f16_r0_d0_end:
 	.size pk_fma_f16_r0_d0, .Lpk_fma_f16_r0_d0_end-pk_fma_f16_r0_d0
 
+	.globl pk_max_f16_r0_d0
+	.p2align 8
+	.type pk_max_f16_r0_d0,@function
+pk_max_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d0_end:
+	.size pk_max_f16_r0_d0, .Lpk_max_f16_r0_d0_end-pk_max_f16_r0_d0
+
 	.globl pk_add_f16_r0_d1
 	.p2align 8
 	.type pk_add_f16_r0_d1,@function
@@ -994,6 +1013,25 @@ pk_fma_f16_r0_d1:
 	s_endpgm
 .Lpk_fma_f16_r0_d1_end:
 	.size pk_fma_f16_r0_d1, .Lpk_fma_f16_r0_d1_end-pk_fma_f16_r0_d1
+
+	.globl pk_max_f16_r0_d1
+	.p2align 8
+	.type pk_max_f16_r0_d1,@function
+pk_max_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d1_end:
+	.size pk_max_f16_r0_d1, .Lpk_max_f16_r0_d1_end-pk_max_f16_r0_d1
 
 	.globl pk_add_f16_r0_d2
 	.p2align 8
@@ -1052,6 +1090,25 @@ pk_fma_f16_r0_d2:
 .Lpk_fma_f16_r0_d2_end:
 	.size pk_fma_f16_r0_d2, .Lpk_fma_f16_r0_d2_end-pk_fma_f16_r0_d2
 
+	.globl pk_max_f16_r0_d2
+	.p2align 8
+	.type pk_max_f16_r0_d2,@function
+pk_max_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d2_end:
+	.size pk_max_f16_r0_d2, .Lpk_max_f16_r0_d2_end-pk_max_f16_r0_d2
+
 	.globl pk_add_f16_r0_d3
 	.p2align 8
 	.type pk_add_f16_r0_d3,@function
@@ -1108,6 +1165,25 @@ pk_fma_f16_r0_d3:
 	s_endpgm
 .Lpk_fma_f16_r0_d3_end:
 	.size pk_fma_f16_r0_d3, .Lpk_fma_f16_r0_d3_end-pk_fma_f16_r0_d3
+
+	.globl pk_max_f16_r0_d3
+	.p2align 8
+	.type pk_max_f16_r0_d3,@function
+pk_max_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d3_end:
+	.size pk_max_f16_r0_d3, .Lpk_max_f16_r0_d3_end-pk_max_f16_r0_d3
 
 	.globl cvt_f32_f64_r0_d0
 	.p2align 8
@@ -1586,6 +1662,25 @@ pk_fma_f16_r1_d0:
 .Lpk_fma_f16_r1_d0_end:
 	.size pk_fma_f16_r1_d0, .Lpk_fma_f16_r1_d0_end-pk_fma_f16_r1_d0
 
+	.globl pk_max_f16_r1_d0
+	.p2align 8
+	.type pk_max_f16_r1_d0,@function
+pk_max_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d0_end:
+	.size pk_max_f16_r1_d0, .Lpk_max_f16_r1_d0_end-pk_max_f16_r1_d0
+
 	.globl pk_add_f16_r1_d1
 	.p2align 8
 	.type pk_add_f16_r1_d1,@function
@@ -1642,6 +1737,25 @@ pk_fma_f16_r1_d1:
 	s_endpgm
 .Lpk_fma_f16_r1_d1_end:
 	.size pk_fma_f16_r1_d1, .Lpk_fma_f16_r1_d1_end-pk_fma_f16_r1_d1
+
+	.globl pk_max_f16_r1_d1
+	.p2align 8
+	.type pk_max_f16_r1_d1,@function
+pk_max_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d1_end:
+	.size pk_max_f16_r1_d1, .Lpk_max_f16_r1_d1_end-pk_max_f16_r1_d1
 
 	.globl pk_add_f16_r1_d2
 	.p2align 8
@@ -1700,6 +1814,25 @@ pk_fma_f16_r1_d2:
 .Lpk_fma_f16_r1_d2_end:
 	.size pk_fma_f16_r1_d2, .Lpk_fma_f16_r1_d2_end-pk_fma_f16_r1_d2
 
+	.globl pk_max_f16_r1_d2
+	.p2align 8
+	.type pk_max_f16_r1_d2,@function
+pk_max_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d2_end:
+	.size pk_max_f16_r1_d2, .Lpk_max_f16_r1_d2_end-pk_max_f16_r1_d2
+
 	.globl pk_add_f16_r1_d3
 	.p2align 8
 	.type pk_add_f16_r1_d3,@function
@@ -1756,6 +1889,25 @@ pk_fma_f16_r1_d3:
 	s_endpgm
 .Lpk_fma_f16_r1_d3_end:
 	.size pk_fma_f16_r1_d3, .Lpk_fma_f16_r1_d3_end-pk_fma_f16_r1_d3
+
+	.globl pk_max_f16_r1_d3
+	.p2align 8
+	.type pk_max_f16_r1_d3,@function
+pk_max_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d3_end:
+	.size pk_max_f16_r1_d3, .Lpk_max_f16_r1_d3_end-pk_max_f16_r1_d3
 
 	.globl cvt_f32_f64_r1_d0
 	.p2align 8
@@ -2234,6 +2386,25 @@ pk_fma_f16_r2_d0:
 .Lpk_fma_f16_r2_d0_end:
 	.size pk_fma_f16_r2_d0, .Lpk_fma_f16_r2_d0_end-pk_fma_f16_r2_d0
 
+	.globl pk_max_f16_r2_d0
+	.p2align 8
+	.type pk_max_f16_r2_d0,@function
+pk_max_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d0_end:
+	.size pk_max_f16_r2_d0, .Lpk_max_f16_r2_d0_end-pk_max_f16_r2_d0
+
 	.globl pk_add_f16_r2_d1
 	.p2align 8
 	.type pk_add_f16_r2_d1,@function
@@ -2290,6 +2461,25 @@ pk_fma_f16_r2_d1:
 	s_endpgm
 .Lpk_fma_f16_r2_d1_end:
 	.size pk_fma_f16_r2_d1, .Lpk_fma_f16_r2_d1_end-pk_fma_f16_r2_d1
+
+	.globl pk_max_f16_r2_d1
+	.p2align 8
+	.type pk_max_f16_r2_d1,@function
+pk_max_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d1_end:
+	.size pk_max_f16_r2_d1, .Lpk_max_f16_r2_d1_end-pk_max_f16_r2_d1
 
 	.globl pk_add_f16_r2_d2
 	.p2align 8
@@ -2348,6 +2538,25 @@ pk_fma_f16_r2_d2:
 .Lpk_fma_f16_r2_d2_end:
 	.size pk_fma_f16_r2_d2, .Lpk_fma_f16_r2_d2_end-pk_fma_f16_r2_d2
 
+	.globl pk_max_f16_r2_d2
+	.p2align 8
+	.type pk_max_f16_r2_d2,@function
+pk_max_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d2_end:
+	.size pk_max_f16_r2_d2, .Lpk_max_f16_r2_d2_end-pk_max_f16_r2_d2
+
 	.globl pk_add_f16_r2_d3
 	.p2align 8
 	.type pk_add_f16_r2_d3,@function
@@ -2404,6 +2613,25 @@ pk_fma_f16_r2_d3:
 	s_endpgm
 .Lpk_fma_f16_r2_d3_end:
 	.size pk_fma_f16_r2_d3, .Lpk_fma_f16_r2_d3_end-pk_fma_f16_r2_d3
+
+	.globl pk_max_f16_r2_d3
+	.p2align 8
+	.type pk_max_f16_r2_d3,@function
+pk_max_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d3_end:
+	.size pk_max_f16_r2_d3, .Lpk_max_f16_r2_d3_end-pk_max_f16_r2_d3
 
 	.globl cvt_f32_f64_r2_d0
 	.p2align 8
@@ -2882,6 +3110,25 @@ pk_fma_f16_r3_d0:
 .Lpk_fma_f16_r3_d0_end:
 	.size pk_fma_f16_r3_d0, .Lpk_fma_f16_r3_d0_end-pk_fma_f16_r3_d0
 
+	.globl pk_max_f16_r3_d0
+	.p2align 8
+	.type pk_max_f16_r3_d0,@function
+pk_max_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d0_end:
+	.size pk_max_f16_r3_d0, .Lpk_max_f16_r3_d0_end-pk_max_f16_r3_d0
+
 	.globl pk_add_f16_r3_d1
 	.p2align 8
 	.type pk_add_f16_r3_d1,@function
@@ -2938,6 +3185,25 @@ pk_fma_f16_r3_d1:
 	s_endpgm
 .Lpk_fma_f16_r3_d1_end:
 	.size pk_fma_f16_r3_d1, .Lpk_fma_f16_r3_d1_end-pk_fma_f16_r3_d1
+
+	.globl pk_max_f16_r3_d1
+	.p2align 8
+	.type pk_max_f16_r3_d1,@function
+pk_max_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d1_end:
+	.size pk_max_f16_r3_d1, .Lpk_max_f16_r3_d1_end-pk_max_f16_r3_d1
 
 	.globl pk_add_f16_r3_d2
 	.p2align 8
@@ -2996,6 +3262,25 @@ pk_fma_f16_r3_d2:
 .Lpk_fma_f16_r3_d2_end:
 	.size pk_fma_f16_r3_d2, .Lpk_fma_f16_r3_d2_end-pk_fma_f16_r3_d2
 
+	.globl pk_max_f16_r3_d2
+	.p2align 8
+	.type pk_max_f16_r3_d2,@function
+pk_max_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d2_end:
+	.size pk_max_f16_r3_d2, .Lpk_max_f16_r3_d2_end-pk_max_f16_r3_d2
+
 	.globl pk_add_f16_r3_d3
 	.p2align 8
 	.type pk_add_f16_r3_d3,@function
@@ -3052,6 +3337,25 @@ pk_fma_f16_r3_d3:
 	s_endpgm
 .Lpk_fma_f16_r3_d3_end:
 	.size pk_fma_f16_r3_d3, .Lpk_fma_f16_r3_d3_end-pk_fma_f16_r3_d3
+
+	.globl pk_max_f16_r3_d3
+	.p2align 8
+	.type pk_max_f16_r3_d3,@function
+pk_max_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d3_end:
+	.size pk_max_f16_r3_d3, .Lpk_max_f16_r3_d3_end-pk_max_f16_r3_d3
 
 	.globl cvt_f32_f64_r3_d0
 	.p2align 8
@@ -4082,6 +4386,18 @@ sqrt_f32_r2:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r0_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4107,6 +4423,18 @@ sqrt_f32_r2:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -4154,6 +4482,18 @@ sqrt_f32_r2:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r0_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4179,6 +4519,18 @@ sqrt_f32_r2:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -4490,6 +4842,18 @@ sqrt_f32_r2:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r1_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4515,6 +4879,18 @@ sqrt_f32_r2:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -4562,6 +4938,18 @@ sqrt_f32_r2:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r1_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4587,6 +4975,18 @@ sqrt_f32_r2:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -4898,6 +5298,18 @@ sqrt_f32_r2:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r2_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4923,6 +5335,18 @@ sqrt_f32_r2:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -4970,6 +5394,18 @@ sqrt_f32_r2:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r2_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4995,6 +5431,18 @@ sqrt_f32_r2:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5306,6 +5754,18 @@ sqrt_f32_r2:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r3_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5331,6 +5791,18 @@ sqrt_f32_r2:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5378,6 +5850,18 @@ sqrt_f32_r2:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r3_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5403,6 +5887,18 @@ sqrt_f32_r2:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

@@ -938,6 +938,25 @@ pk_fma_f16_r0_d0:
 .Lpk_fma_f16_r0_d0_end:
 	.size pk_fma_f16_r0_d0, .Lpk_fma_f16_r0_d0_end-pk_fma_f16_r0_d0
 
+	.globl pk_max_f16_r0_d0
+	.p2align 8
+	.type pk_max_f16_r0_d0,@function
+pk_max_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d0_end:
+	.size pk_max_f16_r0_d0, .Lpk_max_f16_r0_d0_end-pk_max_f16_r0_d0
+
 	.globl pk_add_f16_r0_d1
 	.p2align 8
 	.type pk_add_f16_r0_d1,@function
@@ -994,6 +1013,25 @@ pk_fma_f16_r0_d1:
 	s_endpgm
 .Lpk_fma_f16_r0_d1_end:
 	.size pk_fma_f16_r0_d1, .Lpk_fma_f16_r0_d1_end-pk_fma_f16_r0_d1
+
+	.globl pk_max_f16_r0_d1
+	.p2align 8
+	.type pk_max_f16_r0_d1,@function
+pk_max_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d1_end:
+	.size pk_max_f16_r0_d1, .Lpk_max_f16_r0_d1_end-pk_max_f16_r0_d1
 
 	.globl pk_add_f16_r0_d2
 	.p2align 8
@@ -1052,6 +1090,25 @@ pk_fma_f16_r0_d2:
 .Lpk_fma_f16_r0_d2_end:
 	.size pk_fma_f16_r0_d2, .Lpk_fma_f16_r0_d2_end-pk_fma_f16_r0_d2
 
+	.globl pk_max_f16_r0_d2
+	.p2align 8
+	.type pk_max_f16_r0_d2,@function
+pk_max_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d2_end:
+	.size pk_max_f16_r0_d2, .Lpk_max_f16_r0_d2_end-pk_max_f16_r0_d2
+
 	.globl pk_add_f16_r0_d3
 	.p2align 8
 	.type pk_add_f16_r0_d3,@function
@@ -1108,6 +1165,25 @@ pk_fma_f16_r0_d3:
 	s_endpgm
 .Lpk_fma_f16_r0_d3_end:
 	.size pk_fma_f16_r0_d3, .Lpk_fma_f16_r0_d3_end-pk_fma_f16_r0_d3
+
+	.globl pk_max_f16_r0_d3
+	.p2align 8
+	.type pk_max_f16_r0_d3,@function
+pk_max_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d3_end:
+	.size pk_max_f16_r0_d3, .Lpk_max_f16_r0_d3_end-pk_max_f16_r0_d3
 
 	.globl cvt_f32_f64_r0_d0
 	.p2align 8
@@ -1742,6 +1818,25 @@ pk_fma_f16_r1_d0:
 .Lpk_fma_f16_r1_d0_end:
 	.size pk_fma_f16_r1_d0, .Lpk_fma_f16_r1_d0_end-pk_fma_f16_r1_d0
 
+	.globl pk_max_f16_r1_d0
+	.p2align 8
+	.type pk_max_f16_r1_d0,@function
+pk_max_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d0_end:
+	.size pk_max_f16_r1_d0, .Lpk_max_f16_r1_d0_end-pk_max_f16_r1_d0
+
 	.globl pk_add_f16_r1_d1
 	.p2align 8
 	.type pk_add_f16_r1_d1,@function
@@ -1798,6 +1893,25 @@ pk_fma_f16_r1_d1:
 	s_endpgm
 .Lpk_fma_f16_r1_d1_end:
 	.size pk_fma_f16_r1_d1, .Lpk_fma_f16_r1_d1_end-pk_fma_f16_r1_d1
+
+	.globl pk_max_f16_r1_d1
+	.p2align 8
+	.type pk_max_f16_r1_d1,@function
+pk_max_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d1_end:
+	.size pk_max_f16_r1_d1, .Lpk_max_f16_r1_d1_end-pk_max_f16_r1_d1
 
 	.globl pk_add_f16_r1_d2
 	.p2align 8
@@ -1856,6 +1970,25 @@ pk_fma_f16_r1_d2:
 .Lpk_fma_f16_r1_d2_end:
 	.size pk_fma_f16_r1_d2, .Lpk_fma_f16_r1_d2_end-pk_fma_f16_r1_d2
 
+	.globl pk_max_f16_r1_d2
+	.p2align 8
+	.type pk_max_f16_r1_d2,@function
+pk_max_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d2_end:
+	.size pk_max_f16_r1_d2, .Lpk_max_f16_r1_d2_end-pk_max_f16_r1_d2
+
 	.globl pk_add_f16_r1_d3
 	.p2align 8
 	.type pk_add_f16_r1_d3,@function
@@ -1912,6 +2045,25 @@ pk_fma_f16_r1_d3:
 	s_endpgm
 .Lpk_fma_f16_r1_d3_end:
 	.size pk_fma_f16_r1_d3, .Lpk_fma_f16_r1_d3_end-pk_fma_f16_r1_d3
+
+	.globl pk_max_f16_r1_d3
+	.p2align 8
+	.type pk_max_f16_r1_d3,@function
+pk_max_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d3_end:
+	.size pk_max_f16_r1_d3, .Lpk_max_f16_r1_d3_end-pk_max_f16_r1_d3
 
 	.globl cvt_f32_f64_r1_d0
 	.p2align 8
@@ -2546,6 +2698,25 @@ pk_fma_f16_r2_d0:
 .Lpk_fma_f16_r2_d0_end:
 	.size pk_fma_f16_r2_d0, .Lpk_fma_f16_r2_d0_end-pk_fma_f16_r2_d0
 
+	.globl pk_max_f16_r2_d0
+	.p2align 8
+	.type pk_max_f16_r2_d0,@function
+pk_max_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d0_end:
+	.size pk_max_f16_r2_d0, .Lpk_max_f16_r2_d0_end-pk_max_f16_r2_d0
+
 	.globl pk_add_f16_r2_d1
 	.p2align 8
 	.type pk_add_f16_r2_d1,@function
@@ -2602,6 +2773,25 @@ pk_fma_f16_r2_d1:
 	s_endpgm
 .Lpk_fma_f16_r2_d1_end:
 	.size pk_fma_f16_r2_d1, .Lpk_fma_f16_r2_d1_end-pk_fma_f16_r2_d1
+
+	.globl pk_max_f16_r2_d1
+	.p2align 8
+	.type pk_max_f16_r2_d1,@function
+pk_max_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d1_end:
+	.size pk_max_f16_r2_d1, .Lpk_max_f16_r2_d1_end-pk_max_f16_r2_d1
 
 	.globl pk_add_f16_r2_d2
 	.p2align 8
@@ -2660,6 +2850,25 @@ pk_fma_f16_r2_d2:
 .Lpk_fma_f16_r2_d2_end:
 	.size pk_fma_f16_r2_d2, .Lpk_fma_f16_r2_d2_end-pk_fma_f16_r2_d2
 
+	.globl pk_max_f16_r2_d2
+	.p2align 8
+	.type pk_max_f16_r2_d2,@function
+pk_max_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d2_end:
+	.size pk_max_f16_r2_d2, .Lpk_max_f16_r2_d2_end-pk_max_f16_r2_d2
+
 	.globl pk_add_f16_r2_d3
 	.p2align 8
 	.type pk_add_f16_r2_d3,@function
@@ -2716,6 +2925,25 @@ pk_fma_f16_r2_d3:
 	s_endpgm
 .Lpk_fma_f16_r2_d3_end:
 	.size pk_fma_f16_r2_d3, .Lpk_fma_f16_r2_d3_end-pk_fma_f16_r2_d3
+
+	.globl pk_max_f16_r2_d3
+	.p2align 8
+	.type pk_max_f16_r2_d3,@function
+pk_max_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d3_end:
+	.size pk_max_f16_r2_d3, .Lpk_max_f16_r2_d3_end-pk_max_f16_r2_d3
 
 	.globl cvt_f32_f64_r2_d0
 	.p2align 8
@@ -3350,6 +3578,25 @@ pk_fma_f16_r3_d0:
 .Lpk_fma_f16_r3_d0_end:
 	.size pk_fma_f16_r3_d0, .Lpk_fma_f16_r3_d0_end-pk_fma_f16_r3_d0
 
+	.globl pk_max_f16_r3_d0
+	.p2align 8
+	.type pk_max_f16_r3_d0,@function
+pk_max_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d0_end:
+	.size pk_max_f16_r3_d0, .Lpk_max_f16_r3_d0_end-pk_max_f16_r3_d0
+
 	.globl pk_add_f16_r3_d1
 	.p2align 8
 	.type pk_add_f16_r3_d1,@function
@@ -3406,6 +3653,25 @@ pk_fma_f16_r3_d1:
 	s_endpgm
 .Lpk_fma_f16_r3_d1_end:
 	.size pk_fma_f16_r3_d1, .Lpk_fma_f16_r3_d1_end-pk_fma_f16_r3_d1
+
+	.globl pk_max_f16_r3_d1
+	.p2align 8
+	.type pk_max_f16_r3_d1,@function
+pk_max_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d1_end:
+	.size pk_max_f16_r3_d1, .Lpk_max_f16_r3_d1_end-pk_max_f16_r3_d1
 
 	.globl pk_add_f16_r3_d2
 	.p2align 8
@@ -3464,6 +3730,25 @@ pk_fma_f16_r3_d2:
 .Lpk_fma_f16_r3_d2_end:
 	.size pk_fma_f16_r3_d2, .Lpk_fma_f16_r3_d2_end-pk_fma_f16_r3_d2
 
+	.globl pk_max_f16_r3_d2
+	.p2align 8
+	.type pk_max_f16_r3_d2,@function
+pk_max_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d2_end:
+	.size pk_max_f16_r3_d2, .Lpk_max_f16_r3_d2_end-pk_max_f16_r3_d2
+
 	.globl pk_add_f16_r3_d3
 	.p2align 8
 	.type pk_add_f16_r3_d3,@function
@@ -3520,6 +3805,25 @@ pk_fma_f16_r3_d3:
 	s_endpgm
 .Lpk_fma_f16_r3_d3_end:
 	.size pk_fma_f16_r3_d3, .Lpk_fma_f16_r3_d3_end-pk_fma_f16_r3_d3
+
+	.globl pk_max_f16_r3_d3
+	.p2align 8
+	.type pk_max_f16_r3_d3,@function
+pk_max_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d3_end:
+	.size pk_max_f16_r3_d3, .Lpk_max_f16_r3_d3_end-pk_max_f16_r3_d3
 
 	.globl cvt_f32_f64_r3_d0
 	.p2align 8
@@ -4725,6 +5029,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r0_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4750,6 +5066,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -4797,6 +5125,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r0_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -4822,6 +5162,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5229,6 +5581,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r1_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5254,6 +5618,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5301,6 +5677,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r1_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5326,6 +5714,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5733,6 +6133,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r2_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5758,6 +6170,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5805,6 +6229,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r2_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5830,6 +6266,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -6237,6 +6685,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r3_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6262,6 +6722,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -6309,6 +6781,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_add_f16_r3_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6334,6 +6818,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

@@ -938,6 +938,25 @@ pk_fma_f16_r0_d0:
 .Lpk_fma_f16_r0_d0_end:
 	.size pk_fma_f16_r0_d0, .Lpk_fma_f16_r0_d0_end-pk_fma_f16_r0_d0
 
+	.globl pk_max_f16_r0_d0
+	.p2align 8
+	.type pk_max_f16_r0_d0,@function
+pk_max_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d0_end:
+	.size pk_max_f16_r0_d0, .Lpk_max_f16_r0_d0_end-pk_max_f16_r0_d0
+
 	.globl pk_fmac_f16_r0_d0
 	.p2align 8
 	.type pk_fmac_f16_r0_d0,@function
@@ -1014,6 +1033,25 @@ pk_fma_f16_r0_d1:
 	s_endpgm
 .Lpk_fma_f16_r0_d1_end:
 	.size pk_fma_f16_r0_d1, .Lpk_fma_f16_r0_d1_end-pk_fma_f16_r0_d1
+
+	.globl pk_max_f16_r0_d1
+	.p2align 8
+	.type pk_max_f16_r0_d1,@function
+pk_max_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d1_end:
+	.size pk_max_f16_r0_d1, .Lpk_max_f16_r0_d1_end-pk_max_f16_r0_d1
 
 	.globl pk_fmac_f16_r0_d1
 	.p2align 8
@@ -1092,6 +1130,25 @@ pk_fma_f16_r0_d2:
 .Lpk_fma_f16_r0_d2_end:
 	.size pk_fma_f16_r0_d2, .Lpk_fma_f16_r0_d2_end-pk_fma_f16_r0_d2
 
+	.globl pk_max_f16_r0_d2
+	.p2align 8
+	.type pk_max_f16_r0_d2,@function
+pk_max_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d2_end:
+	.size pk_max_f16_r0_d2, .Lpk_max_f16_r0_d2_end-pk_max_f16_r0_d2
+
 	.globl pk_fmac_f16_r0_d2
 	.p2align 8
 	.type pk_fmac_f16_r0_d2,@function
@@ -1168,6 +1225,25 @@ pk_fma_f16_r0_d3:
 	s_endpgm
 .Lpk_fma_f16_r0_d3_end:
 	.size pk_fma_f16_r0_d3, .Lpk_fma_f16_r0_d3_end-pk_fma_f16_r0_d3
+
+	.globl pk_max_f16_r0_d3
+	.p2align 8
+	.type pk_max_f16_r0_d3,@function
+pk_max_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d3_end:
+	.size pk_max_f16_r0_d3, .Lpk_max_f16_r0_d3_end-pk_max_f16_r0_d3
 
 	.globl pk_fmac_f16_r0_d3
 	.p2align 8
@@ -1822,6 +1898,25 @@ pk_fma_f16_r1_d0:
 .Lpk_fma_f16_r1_d0_end:
 	.size pk_fma_f16_r1_d0, .Lpk_fma_f16_r1_d0_end-pk_fma_f16_r1_d0
 
+	.globl pk_max_f16_r1_d0
+	.p2align 8
+	.type pk_max_f16_r1_d0,@function
+pk_max_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d0_end:
+	.size pk_max_f16_r1_d0, .Lpk_max_f16_r1_d0_end-pk_max_f16_r1_d0
+
 	.globl pk_fmac_f16_r1_d0
 	.p2align 8
 	.type pk_fmac_f16_r1_d0,@function
@@ -1898,6 +1993,25 @@ pk_fma_f16_r1_d1:
 	s_endpgm
 .Lpk_fma_f16_r1_d1_end:
 	.size pk_fma_f16_r1_d1, .Lpk_fma_f16_r1_d1_end-pk_fma_f16_r1_d1
+
+	.globl pk_max_f16_r1_d1
+	.p2align 8
+	.type pk_max_f16_r1_d1,@function
+pk_max_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d1_end:
+	.size pk_max_f16_r1_d1, .Lpk_max_f16_r1_d1_end-pk_max_f16_r1_d1
 
 	.globl pk_fmac_f16_r1_d1
 	.p2align 8
@@ -1976,6 +2090,25 @@ pk_fma_f16_r1_d2:
 .Lpk_fma_f16_r1_d2_end:
 	.size pk_fma_f16_r1_d2, .Lpk_fma_f16_r1_d2_end-pk_fma_f16_r1_d2
 
+	.globl pk_max_f16_r1_d2
+	.p2align 8
+	.type pk_max_f16_r1_d2,@function
+pk_max_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d2_end:
+	.size pk_max_f16_r1_d2, .Lpk_max_f16_r1_d2_end-pk_max_f16_r1_d2
+
 	.globl pk_fmac_f16_r1_d2
 	.p2align 8
 	.type pk_fmac_f16_r1_d2,@function
@@ -2052,6 +2185,25 @@ pk_fma_f16_r1_d3:
 	s_endpgm
 .Lpk_fma_f16_r1_d3_end:
 	.size pk_fma_f16_r1_d3, .Lpk_fma_f16_r1_d3_end-pk_fma_f16_r1_d3
+
+	.globl pk_max_f16_r1_d3
+	.p2align 8
+	.type pk_max_f16_r1_d3,@function
+pk_max_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d3_end:
+	.size pk_max_f16_r1_d3, .Lpk_max_f16_r1_d3_end-pk_max_f16_r1_d3
 
 	.globl pk_fmac_f16_r1_d3
 	.p2align 8
@@ -2706,6 +2858,25 @@ pk_fma_f16_r2_d0:
 .Lpk_fma_f16_r2_d0_end:
 	.size pk_fma_f16_r2_d0, .Lpk_fma_f16_r2_d0_end-pk_fma_f16_r2_d0
 
+	.globl pk_max_f16_r2_d0
+	.p2align 8
+	.type pk_max_f16_r2_d0,@function
+pk_max_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d0_end:
+	.size pk_max_f16_r2_d0, .Lpk_max_f16_r2_d0_end-pk_max_f16_r2_d0
+
 	.globl pk_fmac_f16_r2_d0
 	.p2align 8
 	.type pk_fmac_f16_r2_d0,@function
@@ -2782,6 +2953,25 @@ pk_fma_f16_r2_d1:
 	s_endpgm
 .Lpk_fma_f16_r2_d1_end:
 	.size pk_fma_f16_r2_d1, .Lpk_fma_f16_r2_d1_end-pk_fma_f16_r2_d1
+
+	.globl pk_max_f16_r2_d1
+	.p2align 8
+	.type pk_max_f16_r2_d1,@function
+pk_max_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d1_end:
+	.size pk_max_f16_r2_d1, .Lpk_max_f16_r2_d1_end-pk_max_f16_r2_d1
 
 	.globl pk_fmac_f16_r2_d1
 	.p2align 8
@@ -2860,6 +3050,25 @@ pk_fma_f16_r2_d2:
 .Lpk_fma_f16_r2_d2_end:
 	.size pk_fma_f16_r2_d2, .Lpk_fma_f16_r2_d2_end-pk_fma_f16_r2_d2
 
+	.globl pk_max_f16_r2_d2
+	.p2align 8
+	.type pk_max_f16_r2_d2,@function
+pk_max_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d2_end:
+	.size pk_max_f16_r2_d2, .Lpk_max_f16_r2_d2_end-pk_max_f16_r2_d2
+
 	.globl pk_fmac_f16_r2_d2
 	.p2align 8
 	.type pk_fmac_f16_r2_d2,@function
@@ -2936,6 +3145,25 @@ pk_fma_f16_r2_d3:
 	s_endpgm
 .Lpk_fma_f16_r2_d3_end:
 	.size pk_fma_f16_r2_d3, .Lpk_fma_f16_r2_d3_end-pk_fma_f16_r2_d3
+
+	.globl pk_max_f16_r2_d3
+	.p2align 8
+	.type pk_max_f16_r2_d3,@function
+pk_max_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d3_end:
+	.size pk_max_f16_r2_d3, .Lpk_max_f16_r2_d3_end-pk_max_f16_r2_d3
 
 	.globl pk_fmac_f16_r2_d3
 	.p2align 8
@@ -3590,6 +3818,25 @@ pk_fma_f16_r3_d0:
 .Lpk_fma_f16_r3_d0_end:
 	.size pk_fma_f16_r3_d0, .Lpk_fma_f16_r3_d0_end-pk_fma_f16_r3_d0
 
+	.globl pk_max_f16_r3_d0
+	.p2align 8
+	.type pk_max_f16_r3_d0,@function
+pk_max_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d0_end:
+	.size pk_max_f16_r3_d0, .Lpk_max_f16_r3_d0_end-pk_max_f16_r3_d0
+
 	.globl pk_fmac_f16_r3_d0
 	.p2align 8
 	.type pk_fmac_f16_r3_d0,@function
@@ -3666,6 +3913,25 @@ pk_fma_f16_r3_d1:
 	s_endpgm
 .Lpk_fma_f16_r3_d1_end:
 	.size pk_fma_f16_r3_d1, .Lpk_fma_f16_r3_d1_end-pk_fma_f16_r3_d1
+
+	.globl pk_max_f16_r3_d1
+	.p2align 8
+	.type pk_max_f16_r3_d1,@function
+pk_max_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d1_end:
+	.size pk_max_f16_r3_d1, .Lpk_max_f16_r3_d1_end-pk_max_f16_r3_d1
 
 	.globl pk_fmac_f16_r3_d1
 	.p2align 8
@@ -3744,6 +4010,25 @@ pk_fma_f16_r3_d2:
 .Lpk_fma_f16_r3_d2_end:
 	.size pk_fma_f16_r3_d2, .Lpk_fma_f16_r3_d2_end-pk_fma_f16_r3_d2
 
+	.globl pk_max_f16_r3_d2
+	.p2align 8
+	.type pk_max_f16_r3_d2,@function
+pk_max_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d2_end:
+	.size pk_max_f16_r3_d2, .Lpk_max_f16_r3_d2_end-pk_max_f16_r3_d2
+
 	.globl pk_fmac_f16_r3_d2
 	.p2align 8
 	.type pk_fmac_f16_r3_d2,@function
@@ -3820,6 +4105,25 @@ pk_fma_f16_r3_d3:
 	s_endpgm
 .Lpk_fma_f16_r3_d3_end:
 	.size pk_fma_f16_r3_d3, .Lpk_fma_f16_r3_d3_end-pk_fma_f16_r3_d3
+
+	.globl pk_max_f16_r3_d3
+	.p2align 8
+	.type pk_max_f16_r3_d3,@function
+pk_max_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d3_end:
+	.size pk_max_f16_r3_d3, .Lpk_max_f16_r3_d3_end-pk_max_f16_r3_d3
 
 	.globl pk_fmac_f16_r3_d3
 	.p2align 8
@@ -5144,6 +5448,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r0_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5181,6 +5497,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5240,6 +5568,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r0_d2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5277,6 +5617,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5696,6 +6048,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r1_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5733,6 +6097,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -5792,6 +6168,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r1_d2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -5829,6 +6217,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -6248,6 +6648,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r2_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6285,6 +6697,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -6344,6 +6768,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r2_d2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6381,6 +6817,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -6800,6 +7248,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r3_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6837,6 +7297,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -6896,6 +7368,18 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r3_d2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6933,6 +7417,18 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

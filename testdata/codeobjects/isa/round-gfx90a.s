@@ -1022,6 +1022,25 @@ pk_fma_f16_r0_d0:
 .Lpk_fma_f16_r0_d0_end:
 	.size pk_fma_f16_r0_d0, .Lpk_fma_f16_r0_d0_end-pk_fma_f16_r0_d0
 
+	.globl pk_max_f16_r0_d0
+	.p2align 8
+	.type pk_max_f16_r0_d0,@function
+pk_max_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d0_end:
+	.size pk_max_f16_r0_d0, .Lpk_max_f16_r0_d0_end-pk_max_f16_r0_d0
+
 	.globl pk_fmac_f16_r0_d0
 	.p2align 8
 	.type pk_fmac_f16_r0_d0,@function
@@ -1155,6 +1174,25 @@ pk_fma_f16_r0_d1:
 	s_endpgm
 .Lpk_fma_f16_r0_d1_end:
 	.size pk_fma_f16_r0_d1, .Lpk_fma_f16_r0_d1_end-pk_fma_f16_r0_d1
+
+	.globl pk_max_f16_r0_d1
+	.p2align 8
+	.type pk_max_f16_r0_d1,@function
+pk_max_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d1_end:
+	.size pk_max_f16_r0_d1, .Lpk_max_f16_r0_d1_end-pk_max_f16_r0_d1
 
 	.globl pk_fmac_f16_r0_d1
 	.p2align 8
@@ -1290,6 +1328,25 @@ pk_fma_f16_r0_d2:
 .Lpk_fma_f16_r0_d2_end:
 	.size pk_fma_f16_r0_d2, .Lpk_fma_f16_r0_d2_end-pk_fma_f16_r0_d2
 
+	.globl pk_max_f16_r0_d2
+	.p2align 8
+	.type pk_max_f16_r0_d2,@function
+pk_max_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d2_end:
+	.size pk_max_f16_r0_d2, .Lpk_max_f16_r0_d2_end-pk_max_f16_r0_d2
+
 	.globl pk_fmac_f16_r0_d2
 	.p2align 8
 	.type pk_fmac_f16_r0_d2,@function
@@ -1423,6 +1480,25 @@ pk_fma_f16_r0_d3:
 	s_endpgm
 .Lpk_fma_f16_r0_d3_end:
 	.size pk_fma_f16_r0_d3, .Lpk_fma_f16_r0_d3_end-pk_fma_f16_r0_d3
+
+	.globl pk_max_f16_r0_d3
+	.p2align 8
+	.type pk_max_f16_r0_d3,@function
+pk_max_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d3_end:
+	.size pk_max_f16_r0_d3, .Lpk_max_f16_r0_d3_end-pk_max_f16_r0_d3
 
 	.globl pk_fmac_f16_r0_d3
 	.p2align 8
@@ -2134,6 +2210,25 @@ pk_fma_f16_r1_d0:
 .Lpk_fma_f16_r1_d0_end:
 	.size pk_fma_f16_r1_d0, .Lpk_fma_f16_r1_d0_end-pk_fma_f16_r1_d0
 
+	.globl pk_max_f16_r1_d0
+	.p2align 8
+	.type pk_max_f16_r1_d0,@function
+pk_max_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d0_end:
+	.size pk_max_f16_r1_d0, .Lpk_max_f16_r1_d0_end-pk_max_f16_r1_d0
+
 	.globl pk_fmac_f16_r1_d0
 	.p2align 8
 	.type pk_fmac_f16_r1_d0,@function
@@ -2267,6 +2362,25 @@ pk_fma_f16_r1_d1:
 	s_endpgm
 .Lpk_fma_f16_r1_d1_end:
 	.size pk_fma_f16_r1_d1, .Lpk_fma_f16_r1_d1_end-pk_fma_f16_r1_d1
+
+	.globl pk_max_f16_r1_d1
+	.p2align 8
+	.type pk_max_f16_r1_d1,@function
+pk_max_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d1_end:
+	.size pk_max_f16_r1_d1, .Lpk_max_f16_r1_d1_end-pk_max_f16_r1_d1
 
 	.globl pk_fmac_f16_r1_d1
 	.p2align 8
@@ -2402,6 +2516,25 @@ pk_fma_f16_r1_d2:
 .Lpk_fma_f16_r1_d2_end:
 	.size pk_fma_f16_r1_d2, .Lpk_fma_f16_r1_d2_end-pk_fma_f16_r1_d2
 
+	.globl pk_max_f16_r1_d2
+	.p2align 8
+	.type pk_max_f16_r1_d2,@function
+pk_max_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d2_end:
+	.size pk_max_f16_r1_d2, .Lpk_max_f16_r1_d2_end-pk_max_f16_r1_d2
+
 	.globl pk_fmac_f16_r1_d2
 	.p2align 8
 	.type pk_fmac_f16_r1_d2,@function
@@ -2535,6 +2668,25 @@ pk_fma_f16_r1_d3:
 	s_endpgm
 .Lpk_fma_f16_r1_d3_end:
 	.size pk_fma_f16_r1_d3, .Lpk_fma_f16_r1_d3_end-pk_fma_f16_r1_d3
+
+	.globl pk_max_f16_r1_d3
+	.p2align 8
+	.type pk_max_f16_r1_d3,@function
+pk_max_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d3_end:
+	.size pk_max_f16_r1_d3, .Lpk_max_f16_r1_d3_end-pk_max_f16_r1_d3
 
 	.globl pk_fmac_f16_r1_d3
 	.p2align 8
@@ -3246,6 +3398,25 @@ pk_fma_f16_r2_d0:
 .Lpk_fma_f16_r2_d0_end:
 	.size pk_fma_f16_r2_d0, .Lpk_fma_f16_r2_d0_end-pk_fma_f16_r2_d0
 
+	.globl pk_max_f16_r2_d0
+	.p2align 8
+	.type pk_max_f16_r2_d0,@function
+pk_max_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d0_end:
+	.size pk_max_f16_r2_d0, .Lpk_max_f16_r2_d0_end-pk_max_f16_r2_d0
+
 	.globl pk_fmac_f16_r2_d0
 	.p2align 8
 	.type pk_fmac_f16_r2_d0,@function
@@ -3379,6 +3550,25 @@ pk_fma_f16_r2_d1:
 	s_endpgm
 .Lpk_fma_f16_r2_d1_end:
 	.size pk_fma_f16_r2_d1, .Lpk_fma_f16_r2_d1_end-pk_fma_f16_r2_d1
+
+	.globl pk_max_f16_r2_d1
+	.p2align 8
+	.type pk_max_f16_r2_d1,@function
+pk_max_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d1_end:
+	.size pk_max_f16_r2_d1, .Lpk_max_f16_r2_d1_end-pk_max_f16_r2_d1
 
 	.globl pk_fmac_f16_r2_d1
 	.p2align 8
@@ -3514,6 +3704,25 @@ pk_fma_f16_r2_d2:
 .Lpk_fma_f16_r2_d2_end:
 	.size pk_fma_f16_r2_d2, .Lpk_fma_f16_r2_d2_end-pk_fma_f16_r2_d2
 
+	.globl pk_max_f16_r2_d2
+	.p2align 8
+	.type pk_max_f16_r2_d2,@function
+pk_max_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d2_end:
+	.size pk_max_f16_r2_d2, .Lpk_max_f16_r2_d2_end-pk_max_f16_r2_d2
+
 	.globl pk_fmac_f16_r2_d2
 	.p2align 8
 	.type pk_fmac_f16_r2_d2,@function
@@ -3647,6 +3856,25 @@ pk_fma_f16_r2_d3:
 	s_endpgm
 .Lpk_fma_f16_r2_d3_end:
 	.size pk_fma_f16_r2_d3, .Lpk_fma_f16_r2_d3_end-pk_fma_f16_r2_d3
+
+	.globl pk_max_f16_r2_d3
+	.p2align 8
+	.type pk_max_f16_r2_d3,@function
+pk_max_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d3_end:
+	.size pk_max_f16_r2_d3, .Lpk_max_f16_r2_d3_end-pk_max_f16_r2_d3
 
 	.globl pk_fmac_f16_r2_d3
 	.p2align 8
@@ -4358,6 +4586,25 @@ pk_fma_f16_r3_d0:
 .Lpk_fma_f16_r3_d0_end:
 	.size pk_fma_f16_r3_d0, .Lpk_fma_f16_r3_d0_end-pk_fma_f16_r3_d0
 
+	.globl pk_max_f16_r3_d0
+	.p2align 8
+	.type pk_max_f16_r3_d0,@function
+pk_max_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d0_end:
+	.size pk_max_f16_r3_d0, .Lpk_max_f16_r3_d0_end-pk_max_f16_r3_d0
+
 	.globl pk_fmac_f16_r3_d0
 	.p2align 8
 	.type pk_fmac_f16_r3_d0,@function
@@ -4491,6 +4738,25 @@ pk_fma_f16_r3_d1:
 	s_endpgm
 .Lpk_fma_f16_r3_d1_end:
 	.size pk_fma_f16_r3_d1, .Lpk_fma_f16_r3_d1_end-pk_fma_f16_r3_d1
+
+	.globl pk_max_f16_r3_d1
+	.p2align 8
+	.type pk_max_f16_r3_d1,@function
+pk_max_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d1_end:
+	.size pk_max_f16_r3_d1, .Lpk_max_f16_r3_d1_end-pk_max_f16_r3_d1
 
 	.globl pk_fmac_f16_r3_d1
 	.p2align 8
@@ -4626,6 +4892,25 @@ pk_fma_f16_r3_d2:
 .Lpk_fma_f16_r3_d2_end:
 	.size pk_fma_f16_r3_d2, .Lpk_fma_f16_r3_d2_end-pk_fma_f16_r3_d2
 
+	.globl pk_max_f16_r3_d2
+	.p2align 8
+	.type pk_max_f16_r3_d2,@function
+pk_max_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d2_end:
+	.size pk_max_f16_r3_d2, .Lpk_max_f16_r3_d2_end-pk_max_f16_r3_d2
+
 	.globl pk_fmac_f16_r3_d2
 	.p2align 8
 	.type pk_fmac_f16_r3_d2,@function
@@ -4759,6 +5044,25 @@ pk_fma_f16_r3_d3:
 	s_endpgm
 .Lpk_fma_f16_r3_d3_end:
 	.size pk_fma_f16_r3_d3, .Lpk_fma_f16_r3_d3_end-pk_fma_f16_r3_d3
+
+	.globl pk_max_f16_r3_d3
+	.p2align 8
+	.type pk_max_f16_r3_d3,@function
+pk_max_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d3_end:
+	.size pk_max_f16_r3_d3, .Lpk_max_f16_r3_d3_end-pk_max_f16_r3_d3
 
 	.globl pk_fmac_f16_r3_d3
 	.p2align 8
@@ -6274,6 +6578,19 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r0_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6353,6 +6670,19 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -6456,6 +6786,19 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r0_d2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -6535,6 +6878,19 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -7028,6 +7384,19 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r1_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -7107,6 +7476,19 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -7210,6 +7592,19 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r1_d2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -7289,6 +7684,19 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -7782,6 +8190,19 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r2_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -7861,6 +8282,19 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -7964,6 +8398,19 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 2
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r2_d2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -8043,6 +8490,19 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -8536,6 +8996,19 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r3_d0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -8615,6 +9088,19 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -8718,6 +9204,19 @@ dot2_f32_f16_r1:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel pk_fmac_f16_r3_d2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -8797,6 +9296,19 @@ dot2_f32_f16_r1:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel pk_fma_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
