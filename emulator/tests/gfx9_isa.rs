@@ -5842,3 +5842,68 @@ fn refused_under_directed_rounding_says_why() {
         }
     }
 }
+
+/// Conversions whose result no rounding mode changes run under every FP_ROUND: f32 → i32/u32
+/// truncate and saturate (NaN gives 0: Vega ISA `V_CVT_I32_F32`, `V_CVT_U32_F32`), i32 → f64
+/// is exact; the host's own conversions (Rust `as`) are the reference.
+#[test]
+fn mode_independent_conversions_run_under_every_rounding_mode() {
+    let f = |x: f32| x.to_bits();
+    let v: Vec<u32> = vec![
+        f(1.5),
+        f(-1.5),
+        f(2.5),
+        f(-0.999_999_9),
+        f(0.999_999_9),
+        f(2147483520.0),
+        f(2147483648.0),
+        f(-2147483648.0),
+        f(-3e9),
+        f(4294967040.0),
+        f(5e9),
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7FC0_0000,
+        1,
+        0x8000_0001,
+        0,
+        0x8000_0000,
+        16_777_217,
+        i32::MIN as u32,
+        u32::MAX,
+    ];
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let run = |k: &str, width: usize| {
+            let out = isa
+                .run(
+                    k,
+                    v.len() as u32,
+                    &[
+                        vec![0; 4],
+                        bytes32(&v),
+                        vec![0; 256],
+                        vec![0; 256],
+                        vec![0; v.len() * width],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            out[4].clone()
+        };
+        for rm in 0..4 {
+            let i = u32s(&run(&format!("cvt_i32_f32_r{rm}"), 4));
+            let u = u32s(&run(&format!("cvt_u32_f32_r{rm}"), 4));
+            let d = u64s(&run(&format!("cvt_f64_i32_r{rm}"), 8));
+            for (k, &x) in v.iter().enumerate() {
+                let xf = f32::from_bits(x);
+                assert_eq!(i[k], xf as i32 as u32, "{cpu} cvt_i32_f32_r{rm} {xf:e}");
+                assert_eq!(u[k], xf as u32, "{cpu} cvt_u32_f32_r{rm} {xf:e}");
+                assert_eq!(
+                    d[k],
+                    f64::from(x as i32).to_bits(),
+                    "{cpu} cvt_f64_i32_r{rm} {x:#x}"
+                );
+            }
+        }
+    }
+}

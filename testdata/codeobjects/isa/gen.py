@@ -1105,6 +1105,8 @@ def fpmode(cpu):
 #   4x4x4_16b_bf16): a 4x4 MFMA of 16 blocks, lanes 4b..4b+3 holding block b's A (p1 dword,
 #   each 16-bit element the low half of it), B (p2) and C (p3, all four registers); D
 #   register 0 to p4;
+# - `<op>_r<n>`, mode-independent conversions under FLOAT_ROUND_MODE_32 and _16_64 both n:
+#   cvt_i32_f32, cvt_u32_f32 (dword p1), cvt_f64_i32 (dword p1, qword result);
 # - refused under a directed mode (the ISA leaves it unspecified), an error saying why:
 #   `sqrt_f32_r2` (FLOAT_ROUND_MODE_32 2), `dot2_f32_f16_r1` (gfx906+, FLOAT_ROUND_MODE_32 1),
 #   `mfma_f16_r3` (gfx908+, FLOAT_ROUND_MODE_32 3).
@@ -1217,6 +1219,11 @@ def round_family(cpu):
         a.kernel(name, body, agprs=4, extra=kd(0))
         if name == "mfma_f16":
             a.kernel("mfma_f16_r3", body, agprs=4, extra=kd(0, r32=3))
+    for r in range(4):
+        a.kernel("cvt_i32_f32_r%d" % r, d32 + ["v_cvt_i32_f32 v5, v2"] + st32, extra=kd(r, r32=r))
+        a.kernel("cvt_u32_f32_r%d" % r, d32 + ["v_cvt_u32_f32 v5, v2"] + st32, extra=kd(r, r32=r))
+        a.kernel("cvt_f64_i32_r%d" % r, d32 + ["v_cvt_f64_i32 v[6:7], v2"] + st64,
+                 extra=kd(r, r32=r))
     a.kernel("sqrt_f32_r2", d32 + ["v_sqrt_f32 v5, v2"] + st32, extra=kd(0, r32=2))
     if cpu != "gfx900":
         a.kernel("dot2_f32_f16_r1", d32 + ["v_dot2_f32_f16 v5, v2, v3, v4"] + st32,

@@ -5816,6 +5816,234 @@ mfma_bf16_1k:
 .Lmfma_bf16_1k_end:
 	.size mfma_bf16_1k, .Lmfma_bf16_1k_end-mfma_bf16_1k
 
+	.globl cvt_i32_f32_r0
+	.p2align 8
+	.type cvt_i32_f32_r0,@function
+cvt_i32_f32_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_i32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_i32_f32_r0_end:
+	.size cvt_i32_f32_r0, .Lcvt_i32_f32_r0_end-cvt_i32_f32_r0
+
+	.globl cvt_u32_f32_r0
+	.p2align 8
+	.type cvt_u32_f32_r0,@function
+cvt_u32_f32_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_u32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_u32_f32_r0_end:
+	.size cvt_u32_f32_r0, .Lcvt_u32_f32_r0_end-cvt_u32_f32_r0
+
+	.globl cvt_f64_i32_r0
+	.p2align 8
+	.type cvt_f64_i32_r0,@function
+cvt_f64_i32_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f64_i32 v[6:7], v2
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lcvt_f64_i32_r0_end:
+	.size cvt_f64_i32_r0, .Lcvt_f64_i32_r0_end-cvt_f64_i32_r0
+
+	.globl cvt_i32_f32_r1
+	.p2align 8
+	.type cvt_i32_f32_r1,@function
+cvt_i32_f32_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_i32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_i32_f32_r1_end:
+	.size cvt_i32_f32_r1, .Lcvt_i32_f32_r1_end-cvt_i32_f32_r1
+
+	.globl cvt_u32_f32_r1
+	.p2align 8
+	.type cvt_u32_f32_r1,@function
+cvt_u32_f32_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_u32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_u32_f32_r1_end:
+	.size cvt_u32_f32_r1, .Lcvt_u32_f32_r1_end-cvt_u32_f32_r1
+
+	.globl cvt_f64_i32_r1
+	.p2align 8
+	.type cvt_f64_i32_r1,@function
+cvt_f64_i32_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f64_i32 v[6:7], v2
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lcvt_f64_i32_r1_end:
+	.size cvt_f64_i32_r1, .Lcvt_f64_i32_r1_end-cvt_f64_i32_r1
+
+	.globl cvt_i32_f32_r2
+	.p2align 8
+	.type cvt_i32_f32_r2,@function
+cvt_i32_f32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_i32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_i32_f32_r2_end:
+	.size cvt_i32_f32_r2, .Lcvt_i32_f32_r2_end-cvt_i32_f32_r2
+
+	.globl cvt_u32_f32_r2
+	.p2align 8
+	.type cvt_u32_f32_r2,@function
+cvt_u32_f32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_u32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_u32_f32_r2_end:
+	.size cvt_u32_f32_r2, .Lcvt_u32_f32_r2_end-cvt_u32_f32_r2
+
+	.globl cvt_f64_i32_r2
+	.p2align 8
+	.type cvt_f64_i32_r2,@function
+cvt_f64_i32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f64_i32 v[6:7], v2
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lcvt_f64_i32_r2_end:
+	.size cvt_f64_i32_r2, .Lcvt_f64_i32_r2_end-cvt_f64_i32_r2
+
+	.globl cvt_i32_f32_r3
+	.p2align 8
+	.type cvt_i32_f32_r3,@function
+cvt_i32_f32_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_i32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_i32_f32_r3_end:
+	.size cvt_i32_f32_r3, .Lcvt_i32_f32_r3_end-cvt_i32_f32_r3
+
+	.globl cvt_u32_f32_r3
+	.p2align 8
+	.type cvt_u32_f32_r3,@function
+cvt_u32_f32_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_u32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_u32_f32_r3_end:
+	.size cvt_u32_f32_r3, .Lcvt_u32_f32_r3_end-cvt_u32_f32_r3
+
+	.globl cvt_f64_i32_r3
+	.p2align 8
+	.type cvt_f64_i32_r3,@function
+cvt_f64_i32_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f64_i32 v[6:7], v2
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lcvt_f64_i32_r3_end:
+	.size cvt_f64_i32_r3, .Lcvt_f64_i32_r3_end-cvt_f64_i32_r3
+
 	.globl sqrt_f32_r2
 	.p2align 8
 	.type sqrt_f32_r2,@function
@@ -9767,6 +9995,162 @@ dot2_f32_f16_r1:
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_i32_f32_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_u32_f32_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f64_i32_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_i32_f32_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_u32_f32_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f64_i32_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_i32_f32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_u32_f32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f64_i32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_i32_f32_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_u32_f32_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f64_i32_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel sqrt_f32_r2
