@@ -4076,6 +4076,16 @@ fn directed_ref(op: &str, a: f32, b: f32, c: f32, rm: u32) -> u32 {
             let r = round_sum(&[t(f(p)), t(f(c))], rm);
             ftz(u64::from(r), 32, 23) as u32
         }
+        // A zero factor (after flushing) gives a +0 product whatever the other one is.
+        "mad_legacy_f32" => {
+            let f = |x: f32| f32::from_bits(ftz(u64::from(x.to_bits()), 32, 23) as u32);
+            let (a, b) = if f(a) == 0.0 || f(b) == 0.0 {
+                (0.0, 0.0)
+            } else {
+                (a, b)
+            };
+            directed_ref("mad_f32", a, b, c, rm)
+        }
         _ => unreachable!("{op}"),
     }
 }
@@ -4416,7 +4426,13 @@ fn mode_denormals_ieee_clamp_and_rounding_match_the_isa() {
         let m = ra.len();
         for rm in 0..4u32 {
             for op in [
-                "add_f32", "sub_f32", "mul_f32", "fma_f32", "fmac_f32", "mad_f32",
+                "add_f32",
+                "sub_f32",
+                "mul_f32",
+                "fma_f32",
+                "fmac_f32",
+                "mad_f32",
+                "mad_legacy_f32",
             ] {
                 let k = format!("{op}_r{rm}");
                 if !kernels.contains(&k) {
@@ -4722,7 +4738,7 @@ fn packed_math_under_the_mode_matches_the_isa() {
     }
 }
 
-// --- FP_ROUND for f64 and f16 (the `round` family) ---------------------------------------------
+// --- FP_ROUND and MODE's other effects (the `round` family) -------------------------------------
 //
 // The references are the host's own IEEE arithmetic under each rounding mode, independent of
 // the interpreter: the x86-64 SSE unit (and glibc's `fma`) round by MXCSR, which
@@ -4765,6 +4781,38 @@ mod host_rounding {
             "mul" => black_box(a) * black_box(b),
             _ => black_box(a).mul_add(black_box(b), black_box(c)),
         })
+    }
+
+    /// f32 `a + b`, `a × b` or `a × b + c` (`op` "add", "mul", "fma": the SSE unit, and
+    /// glibc's `fmaf`, under MXCSR) under FP_ROUND `rm`.
+    pub fn f32_op(op: &str, a: f32, b: f32, c: f32, rm: u32) -> f32 {
+        let (a, b, c) = (black_box(a), black_box(b), black_box(c));
+        with_mode(rm, || match op {
+            "add" => black_box(a) + black_box(b),
+            "mul" => black_box(a) * black_box(b),
+            _ => black_box(a).mul_add(black_box(b), black_box(c)),
+        })
+    }
+
+    /// f64 `x` rounded to f32 by FP_ROUND `rm` (SSE `cvtsd2ss` under MXCSR).
+    pub fn f32_of(x: f64, rm: u32) -> f32 {
+        with_mode(rm, || black_box(black_box(x) as f32))
+    }
+
+    /// Integer `i` rounded to f32 by FP_ROUND `rm` (SSE `cvtsi2ss` under MXCSR).
+    pub fn f32_of_int(i: i64, rm: u32) -> f32 {
+        with_mode(rm, || black_box(black_box(i) as f32))
+    }
+
+    extern "C" {
+        /// C99 `ldexp` (glibc's libm): `x × 2^n`, rounded by the current mode.
+        fn ldexp(x: f64, n: i32) -> f64;
+    }
+
+    /// f64 `x × 2^n` rounded by FP_ROUND `rm` (glibc's `ldexp`).
+    pub fn ldexp64(x: f64, n: i32, rm: u32) -> f64 {
+        // SAFETY: ldexp is a pure libm function of two numbers.
+        with_mode(rm, || unsafe { ldexp(black_box(x), black_box(n)) })
     }
 
     /// f64 `x` rounded to f16 bits by FP_ROUND `rm` (to f32 under the mode, then F16C).
@@ -4892,6 +4940,42 @@ fn directed_rounding_of_f64_and_f16() {
                 }
             }
         }
+        // The unfused f16 multiply-adds: the product rounded to f16 and flushed, plus the
+        // addend, rounded and flushed (f16 denormals flushed whatever FP_DENORM says), both
+        // roundings by FP_ROUND [3:2].
+        let fl16 = |x: u16| ftz(x.into(), 16, 10) as u16;
+        let round16 = |x: f64, rm: u32| {
+            if rm == 0 {
+                half::f16::from_f64(x).to_bits()
+            } else {
+                f16_of(x, rm)
+            }
+        };
+        for rm in 0..4u32 {
+            for op in ["mad", "mac", "madak", "madmk"] {
+                let k = format!("{op}_f16_r{rm}");
+                let got = u32s(
+                    &run(&k, bytes32(&a16), bytes32(&b16), bytes32(&c16), 4, n16)
+                        .unwrap_or_else(|e| panic!("{cpu} {k}: {e}")),
+                );
+                for i in 0..n16 {
+                    let (x, y, z) = match op {
+                        "madak" => (a16[i], b16[i], 0x3C01),
+                        "madmk" => (a16[i], 0x3555, b16[i]),
+                        _ => (a16[i], b16[i], c16[i]),
+                    };
+                    let v = |w: u32| h(u32::from(fl16(w as u16)));
+                    let p = fl16(round16(f64_op("mul", v(x), v(y), 0.0, rm), rm));
+                    let sum = f64_op("add", h(u32::from(p)), v(z), 0.0, rm);
+                    let want = fl16(round16(sum, rm));
+                    let g = got[i] as u16;
+                    assert!(
+                        g == want || g & 0x7FFF > 0x7C00 && want & 0x7FFF > 0x7C00,
+                        "{cpu} {k} {x:#x} {y:#x} {z:#x}: gave {g:#x}, want {want:#x}"
+                    );
+                }
+            }
+        }
         // s_setreg selects round toward zero for f64 at run time.
         let got = u64s(
             &run(
@@ -4929,5 +5013,897 @@ fn directed_rounding_of_f64_and_f16() {
             msg.contains("v_rcp_f64") && msg.contains("toward zero"),
             "{cpu} rcp_f64_r3: {msg}"
         );
+    }
+}
+
+/// `got` equals `want`, or both are NaNs (whose payloads the host and the ISA choose
+/// differently) of format `bits`/`frac`.
+fn same_or_nan(got: u64, want: u64, bits: u32, frac: u32) -> bool {
+    let nan = |x: u64| {
+        let exp = ((1u64 << (bits - 1)) - 1) & !((1u64 << frac) - 1);
+        x & exp == exp && x & ((1u64 << frac) - 1) != 0
+    };
+    got == want || nan(got) && nan(want)
+}
+
+/// Packed math (`v_pk_{add,mul,fma}_f16`, `v_pk_fmac_f16`, `v_pk_{add,mul,fma}_f32`) and the
+/// fused mixed-precision `v_fma_mix*` under every FP_ROUND and FP_DENORM of their precision
+/// (the other precision's fields set differently, so reading the wrong field shows), each half
+/// against the host's IEEE arithmetic under `fesetround` (f16 through F16C).
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn directed_rounding_of_packed_and_mixed() {
+    use host_rounding::{f16_of, f32_op, f64_op};
+    let v16: Vec<u16> = vec![
+        0x3C00, 0x3C01, 0x0001, 0x8001, 0x0400, 0x7BFF, 0xFBFF, 0x1000, 0x9000, 0x2E66, 0xB4CD,
+        0x3555, 0x4200, 0x0000, 0x8000, 0x7C00, 0x3E00, 0x6800, 0x03FF, 0x0200,
+    ];
+    let f = |x: f32| x.to_bits();
+    let v32: Vec<u32> = vec![
+        f(1.0),
+        0x3F80_0001,
+        0x3380_0000, // 2^-24: half an ulp of 1
+        0xB380_0000,
+        0x3080_0000,
+        f(0.1),
+        f(-0.3),
+        f(1.0 / 3.0),
+        f(3.0),
+        f(-5.0),
+        0,
+        0x8000_0000,
+        1,
+        0x8000_0003,
+        0x0040_0000,
+        0x0080_0000,
+        0x7F7F_FFFF,
+        0xFF7F_FFFF,
+        f(1e30),
+        f(-1e-30),
+        0x7F80_0000,
+        f(1.5),
+        f(65520.0),  // halfway between the largest f16 and 2^16
+        0x3300_0000, // 2^-25: half the smallest f16 denormal
+        0x3880_0000, // 2^-14: the smallest f16 normal
+    ];
+    let h64 = |x: u16| half::f16::from_bits(x).to_f64();
+    let f16_round = |x: f64, rm: u32| {
+        if rm == 0 {
+            half::f16::from_f64(x).to_bits()
+        } else {
+            f16_of(x, rm)
+        }
+    };
+    let fl16 = |x: u16, flush: bool| {
+        if flush {
+            ftz(x.into(), 16, 10) as u16
+        } else {
+            x
+        }
+    };
+    let fl32 = |x: u32, flush: bool| {
+        if flush {
+            ftz(x.into(), 32, 23) as u32
+        } else {
+            x
+        }
+    };
+    // Lane i: half/dword 0 and 1 of each source cover every pair of values.
+    let (n16, n32) = (v16.len(), v32.len());
+    let pick16 = |i: usize, k: usize| -> u32 {
+        let n = n16;
+        let (lo, hi) = match k {
+            0 => (v16[i / n], v16[i % n]),
+            1 => (v16[i % n], v16[i / n]),
+            _ => (v16[(i * 7 + 3) % n], v16[(i * 5 + 1) % n]),
+        };
+        u32::from(lo) | u32::from(hi) << 16
+    };
+    let pick32 = |i: usize, k: usize| -> u64 {
+        let n = n32;
+        let (lo, hi) = match k {
+            0 => (v32[i / n], v32[i % n]),
+            1 => (v32[i % n], v32[i / n]),
+            _ => (v32[(i * 7 + 3) % n], v32[(i * 5 + 1) % n]),
+        };
+        u64::from(lo) | u64::from(hi) << 32
+    };
+    let m16 = n16 * n16;
+    let s16: Vec<Vec<u32>> = (0..3)
+        .map(|k| (0..m16).map(|i| pick16(i, k)).collect())
+        .collect();
+    let m32 = n32 * n32;
+    let s64: Vec<Vec<u64>> = (0..3)
+        .map(|k| (0..m32).map(|i| pick32(i, k)).collect())
+        .collect();
+    // f32 sources for the mix kernels: the low dwords of the packed f32 sources.
+    let s32: Vec<Vec<u32>> = s64
+        .iter()
+        .map(|v| v.iter().map(|&x| x as u32).collect())
+        .collect();
+    let mut checked = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let kernels = isa.kernels();
+        let run = |k: &str, srcs: [Vec<u8>; 3], width: usize, m: usize| {
+            let [a, b, c] = srcs;
+            isa.run(k, m as u32, &[vec![0; 4], a, b, c, vec![0; m * width]])
+                .map(|out| out[4].clone())
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"))
+        };
+        for rm in 0..4u32 {
+            for d in 0..4u32 {
+                let (fin, fout) = (d & 1 == 0, d & 2 == 0);
+                for op in ["add", "mul", "fma", "fmac", "max"] {
+                    let k = format!("pk_{op}_f16_r{rm}_d{d}");
+                    if !kernels.contains(&k) {
+                        continue;
+                    }
+                    let src = [0, 1, 2].map(|j| bytes32(&s16[j]));
+                    let got = u32s(&run(&k, src, 4, m16));
+                    for i in 0..m16 {
+                        for half in 0..2 {
+                            let x = |j: usize| fl16((s16[j][i] >> (16 * half)) as u16, fin);
+                            // The f64 fma rounds once in the mode's direction; under round to
+                            // nearest a second rounding to f16 could differ: not checked.
+                            if op.starts_with("fma") && rm == 0 {
+                                continue;
+                            }
+                            let hop = if op == "fmac" { "fma" } else { op };
+                            let want = if op == "max" {
+                                // The larger value, +0 above −0 (no NaN among the inputs);
+                                // the same under every rounding mode.
+                                let (p, q) = (h64(x(0)), h64(x(1)));
+                                let m = if p > q || p == q && x(1) == 0x8000 {
+                                    x(0)
+                                } else {
+                                    x(1)
+                                };
+                                fl16(m, fout)
+                            } else {
+                                let exact = f64_op(hop, h64(x(0)), h64(x(1)), h64(x(2)), rm);
+                                fl16(f16_round(exact, rm), fout)
+                            };
+                            let g = (got[i] >> (16 * half)) as u16;
+                            assert!(
+                                same_or_nan(g.into(), want.into(), 16, 10),
+                                "{cpu} {k} half {half}: {:#x} {:#x} {:#x} gave {g:#x}, want {want:#x}",
+                                x(0),
+                                x(1),
+                                x(2)
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+                for op in ["add", "mul", "fma"] {
+                    let k = format!("pk_{op}_f32_r{rm}_d{d}");
+                    if !kernels.contains(&k) {
+                        continue;
+                    }
+                    let src = [0, 1, 2].map(|j| bytes64(&s64[j]));
+                    let got = u64s(&run(&k, src, 8, m32));
+                    for i in 0..m32 {
+                        for half in 0..2 {
+                            let x = |j: usize| {
+                                f32::from_bits(fl32((s64[j][i] >> (32 * half)) as u32, fin))
+                            };
+                            let want = fl32(f32_op(op, x(0), x(1), x(2), rm).to_bits(), fout);
+                            let g = (got[i] >> (32 * half)) as u32;
+                            assert!(
+                                same_or_nan(g.into(), want.into(), 32, 23),
+                                "{cpu} {k} dword {half}: {:e} {:e} {:e} gave {g:#x}, want {want:#x}",
+                                x(0),
+                                x(1),
+                                x(2)
+                            );
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+            for d in [0u32, 3] {
+                let fl = d == 0;
+                for k in ["mix_f32_h", "mix_f32_s", "mixlo_f16_s", "mixhi_f16_h"] {
+                    let kn = format!("{k}_r{rm}_d{d}");
+                    if !kernels.contains(&kn) {
+                        continue;
+                    }
+                    let f16_src = k.ends_with("_h");
+                    let (m, src) = if f16_src {
+                        (m16, [0, 1, 2].map(|j| bytes32(&s16[j])))
+                    } else {
+                        (m32, [0, 1, 2].map(|j| bytes32(&s32[j])))
+                    };
+                    let got = u32s(&run(&kn, src, 4, m));
+                    for i in 0..m {
+                        // Each source as f64 (exact), flushed by its own precision's mode.
+                        let x = |j: usize| {
+                            if f16_src {
+                                h64(fl16(s16[j][i] as u16, fl))
+                            } else {
+                                f64::from(f32::from_bits(fl32(s32[j][i], fl)))
+                            }
+                        };
+                        let want = if k.starts_with("mix_f32") {
+                            // f16 and f32 sources are exact in f32.
+                            let r = f32_op("fma", x(0) as f32, x(1) as f32, x(2) as f32, rm);
+                            fl32(r.to_bits(), fl)
+                        } else {
+                            if rm == 0 {
+                                continue;
+                            }
+                            let exact = f64_op("fma", x(0), x(1), x(2), rm);
+                            let h = u32::from(fl16(f16_of(exact, rm), fl));
+                            if k.starts_with("mixhi") {
+                                h << 16
+                            } else {
+                                h
+                            }
+                        };
+                        let (bits, frac, shift) = match k {
+                            "mixhi_f16_h" => (16, 10, 16),
+                            "mixlo_f16_s" => (16, 10, 0),
+                            _ => (32, 23, 0),
+                        };
+                        assert!(
+                            same_or_nan(
+                                u64::from(got[i] >> shift),
+                                u64::from(want >> shift),
+                                bits,
+                                frac
+                            ) && (bits == 32 || got[i] & !(0xFFFF << shift) == 0),
+                            "{cpu} {kn}: {:e} {:e} {:e} gave {:#x}, want {want:#x}",
+                            x(0),
+                            x(1),
+                            x(2),
+                            got[i]
+                        );
+                        checked += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 100_000, "{checked} results checked");
+}
+
+/// The conversions that can be inexact (`v_cvt_f32_f64`, `v_cvt_f32_i32`, `v_cvt_f32_u32`,
+/// `v_cvt_f16_f32`, `v_cvt_f16_u16`, `v_cvt_f16_i16`), `v_ldexp_f32/f16/f64` and
+/// `v_div_fmas_f32/f64` under every FP_ROUND of their result's precision (the other field
+/// set differently) and with denormals flushed or kept, against the host's conversions,
+/// `ldexp` and `fma` under `fesetround` (f16 through F16C).
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn directed_rounding_of_conversions_ldexp_and_div_fmas() {
+    use host_rounding::{f16_of, f32_of, f32_of_int, f64_op, ldexp64};
+    let p2 = |n: i32| 2f64.powi(n);
+    let f64s: Vec<f64> = vec![
+        1.0,
+        1.0 + p2(-24), // a tie between two f32
+        1.0 + p2(-24) + p2(-52),
+        1.0 + p2(-25),
+        -(1.0 + p2(-24)),
+        f64::from(f32::MAX),
+        f64::from(f32::MAX) + p2(103), // halfway to 2^128
+        1e39,
+        -1e39,
+        p2(-149),
+        p2(-150),
+        3.0 * p2(-151),
+        -p2(-150),
+        p2(-126) * (1.0 - p2(-24)),
+        f64::from_bits(1),
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        f64::NAN,
+        0.1,
+        -0.3,
+        1.0 / 3.0,
+    ];
+    let i32s: Vec<u32> = vec![
+        0,
+        1,
+        u32::MAX, // -1, or 2^32 - 1
+        16_777_217,
+        16_777_219,
+        (-16_777_217i32) as u32,
+        i32::MAX as u32,
+        i32::MIN as u32,
+        0x7FFF_FFC0,
+        123_456_789,
+        (-123_456_789i32) as u32,
+        0x8000_0001,
+        0xFFFF_FF80,
+        0x0100_0001,
+    ];
+    let f = |x: f32| x.to_bits();
+    let f32s: Vec<u32> = vec![
+        f(1.0),
+        0x3F80_0001,
+        0x3F80_1000, // 1 + 2^-11: a tie between two f16
+        0x3F80_1001,
+        0xBF80_1000,
+        f(65504.0),
+        f(65520.0),
+        f(65519.99),
+        f(-65520.0),
+        0x3300_0000, // 2^-25: half the smallest f16 denormal
+        0x3340_0000,
+        0xB300_0000,
+        0x3880_0000,
+        0x387F_E000, // half way between the largest f16 denormal and 2^-14
+        f(1e-10),
+        f(1e10),
+        1,
+        0x8000_0003,
+        0x0080_0000,
+        0x7F7F_FFFF,
+        0xFF7F_FFFF,
+        0,
+        0x8000_0000,
+        0x7F80_0000,
+        0x7FC0_0000,
+        f(0.1),
+        f(-0.3),
+        f(1.0 / 3.0),
+        f(3.0),
+    ];
+    let u16s: Vec<u32> = vec![
+        0, 1, 2049, 2051, 4097, 65535, 65519, 65520, 32767, 0x8000, 0xF7FF, 0x8001, 0xFFFF,
+    ];
+    // ldexp: every value with every exponent.
+    let n32: Vec<i32> = vec![
+        0,
+        1,
+        -1,
+        -126,
+        -127,
+        -149,
+        -150,
+        -151,
+        -148,
+        127,
+        128,
+        254,
+        -300,
+        300,
+        i32::MIN,
+        i32::MAX,
+        -24,
+        -23,
+    ];
+    let n16: Vec<i32> = vec![
+        0, 1, -1, -14, -15, -24, -25, -26, 15, 16, 30, -40, 40, 32767, -32768,
+    ];
+    let n64: Vec<i32> = vec![
+        0,
+        1,
+        -1,
+        -1022,
+        -1023,
+        -1074,
+        -1075,
+        -1076,
+        1023,
+        1024,
+        2046,
+        -2100,
+        2100,
+        i32::MIN,
+        i32::MAX,
+        -52,
+        -53,
+    ];
+    let v16: Vec<u32> = vec![
+        0x3C00, 0x3C01, 0x0001, 0x8001, 0x0400, 0x7BFF, 0xFBFF, 0x3E00, 0x0000, 0x8000, 0x7C00,
+        0x7E00, 0x03FF, 0x3555, 0x4200,
+    ];
+    let x64s: Vec<f64> = vec![
+        1.0,
+        1.5,
+        1.0 + f64::EPSILON,
+        1.0 + 3.0 * f64::EPSILON,
+        -3.0,
+        f64::MIN_POSITIVE,
+        f64::from_bits(1),
+        f64::from_bits(0x800F_FFFF_FFFF_FFFF),
+        f64::MAX,
+        -f64::MAX,
+        0.0,
+        -0.0,
+        f64::INFINITY,
+        0.1,
+        1.0 / 3.0,
+    ];
+    let pairs = |xs: usize, ns: usize| (0..xs * ns).map(move |i| (i / ns, i % ns));
+    let ftz32 = |x: u32, on: bool| if on { ftz(x.into(), 32, 23) as u32 } else { x };
+    let ftz16 = |x: u16, on: bool| if on { ftz(x.into(), 16, 10) as u16 } else { x };
+    let ftz64 = |x: u64, on: bool| if on { ftz(x, 64, 52) } else { x };
+    let h64 = |x: u16| half::f16::from_bits(x).to_f64();
+    let to_f16 = |x: f64, rm: u32| {
+        if rm == 0 {
+            half::f16::from_f64(x).to_bits()
+        } else {
+            f16_of(x, rm)
+        }
+    };
+    // div_fmas: values in [2^-500, 2^500] (so the unscaled f64 fma neither overflows nor
+    // underflows), every pair, S2 and VCC varying with the lane.
+    let d32: Vec<u32> = vec![
+        f(1.0),
+        0x3F80_0001,
+        f(3.0),
+        f(1.0 / 3.0),
+        f(-0.1),
+        0x0080_0000,
+        0x0000_0003,
+        0x7F7F_FFFF,
+        0xFF00_0001,
+        0x2000_0000,
+        0x5F80_0000,
+        0,
+        0x8000_0000,
+        f(1.5),
+    ];
+    let d64: Vec<f64> = vec![
+        1.0,
+        1.0 + f64::EPSILON,
+        3.0,
+        1.0 / 3.0,
+        -0.1,
+        p2(500),
+        -1.5 * p2(500),
+        p2(-500),
+        p2(-470) * (1.0 + f64::EPSILON),
+        p2(-450),
+        p2(450) * 1.75,
+        0.0,
+        -0.0,
+        1.5,
+    ];
+    let mut checked = 0usize;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let run = |k: &str, bufs: [Vec<u8>; 4], width: usize, m: usize| {
+            // An unused source (empty) is zeros the kernel may still load.
+            let [p0, p1, p2, p3] = bufs.map(|b| if b.is_empty() { vec![0; m * 8] } else { b });
+            let out = isa
+                .run(k, m as u32, &[p0, p1, p2, p3, vec![0; m * width]])
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            out[4].clone()
+        };
+        for rm in 0..4u32 {
+            for d in [0u32, 3] {
+                let fl = d == 0;
+                let k = |op: &str| format!("{op}_r{rm}_d{d}");
+                let mut check = |k: &str, got: u64, want: u64, bits: u32, frac: u32, what: &str| {
+                    assert!(
+                        same_or_nan(got, want, bits, frac),
+                        "{cpu} {k} {what}: gave {got:#x}, want {want:#x}"
+                    );
+                    checked += 1;
+                };
+                // v_cvt_f32_f64.
+                let src: Vec<u64> = f64s.iter().map(|x| x.to_bits()).collect();
+                let got = u32s(&run(
+                    &k("cvt_f32_f64"),
+                    [vec![0; 4], bytes64(&src), vec![], vec![]],
+                    4,
+                    src.len(),
+                ));
+                for (i, &x) in src.iter().enumerate() {
+                    let x = f64::from_bits(ftz64(x, fl));
+                    let want = ftz32(f32_of(x, rm).to_bits(), fl);
+                    check(
+                        &k("cvt_f32_f64"),
+                        got[i].into(),
+                        want.into(),
+                        32,
+                        23,
+                        &format!("{x:e}"),
+                    );
+                }
+                // v_cvt_f32_i32 / _u32.
+                for (op, signed) in [("cvt_f32_i32", true), ("cvt_f32_u32", false)] {
+                    let got = u32s(&run(
+                        &k(op),
+                        [vec![0; 4], bytes32(&i32s), vec![], vec![]],
+                        4,
+                        i32s.len(),
+                    ));
+                    for (i, &x) in i32s.iter().enumerate() {
+                        let v = if signed {
+                            i64::from(x as i32)
+                        } else {
+                            i64::from(x)
+                        };
+                        let want = f32_of_int(v, rm).to_bits();
+                        check(&k(op), got[i].into(), want.into(), 32, 23, &format!("{v}"));
+                    }
+                }
+                // v_cvt_f16_f32.
+                let got = u32s(&run(
+                    &k("cvt_f16_f32"),
+                    [vec![0; 4], bytes32(&f32s), vec![], vec![]],
+                    4,
+                    f32s.len(),
+                ));
+                for (i, &x) in f32s.iter().enumerate() {
+                    let x = f64::from(f32::from_bits(ftz32(x, fl)));
+                    let want = ftz16(to_f16(x, rm), fl);
+                    check(
+                        &k("cvt_f16_f32"),
+                        (got[i] & 0xFFFF).into(),
+                        want.into(),
+                        16,
+                        10,
+                        &format!("{x:e}"),
+                    );
+                }
+                // v_cvt_f16_u16 / _i16.
+                for (op, signed) in [("cvt_f16_u16", false), ("cvt_f16_i16", true)] {
+                    let got = u32s(&run(
+                        &k(op),
+                        [vec![0; 4], bytes32(&u16s), vec![], vec![]],
+                        4,
+                        u16s.len(),
+                    ));
+                    for (i, &x) in u16s.iter().enumerate() {
+                        let v = if signed {
+                            f64::from(x as u16 as i16)
+                        } else {
+                            f64::from(x as u16)
+                        };
+                        let want = to_f16(v, rm);
+                        check(
+                            &k(op),
+                            (got[i] & 0xFFFF).into(),
+                            want.into(),
+                            16,
+                            10,
+                            &format!("{v}"),
+                        );
+                    }
+                }
+                // v_ldexp_f32.
+                let (xs, ns): (Vec<u32>, Vec<u32>) = pairs(f32s.len(), n32.len())
+                    .map(|(a, b)| (f32s[a], n32[b] as u32))
+                    .unzip();
+                let got = u32s(&run(
+                    &k("ldexp_f32"),
+                    [vec![0; 4], bytes32(&xs), bytes32(&ns), vec![]],
+                    4,
+                    xs.len(),
+                ));
+                for i in 0..xs.len() {
+                    let x = f64::from(f32::from_bits(ftz32(xs[i], fl)));
+                    let n = (ns[i] as i32).clamp(-400, 400);
+                    let want = ftz32(f32_of(x * p2(n), rm).to_bits(), fl);
+                    check(
+                        &k("ldexp_f32"),
+                        got[i].into(),
+                        want.into(),
+                        32,
+                        23,
+                        &format!("{x:e} 2^{}", ns[i] as i32),
+                    );
+                }
+                // v_ldexp_f16 (the exponent a signed 16-bit value).
+                let (xs, ns): (Vec<u32>, Vec<u32>) = pairs(v16.len(), n16.len())
+                    .map(|(a, b)| (v16[a], u32::from(n16[b] as i16 as u16)))
+                    .unzip();
+                let got = u32s(&run(
+                    &k("ldexp_f16"),
+                    [vec![0; 4], bytes32(&xs), bytes32(&ns), vec![]],
+                    4,
+                    xs.len(),
+                ));
+                for i in 0..xs.len() {
+                    let x = h64(ftz16(xs[i] as u16, fl));
+                    let n = i32::from(ns[i] as u16 as i16).clamp(-100, 100);
+                    let want = ftz16(to_f16(x * p2(n), rm), fl);
+                    check(
+                        &k("ldexp_f16"),
+                        (got[i] & 0xFFFF).into(),
+                        want.into(),
+                        16,
+                        10,
+                        &format!("{x:e} 2^{n}"),
+                    );
+                }
+                // v_ldexp_f64.
+                let (xs, ns): (Vec<u64>, Vec<u32>) = pairs(x64s.len(), n64.len())
+                    .map(|(a, b)| (x64s[a].to_bits(), n64[b] as u32))
+                    .unzip();
+                let got = u64s(&run(
+                    &k("ldexp_f64"),
+                    [vec![0; 4], bytes64(&xs), bytes32(&ns), vec![]],
+                    8,
+                    xs.len(),
+                ));
+                for i in 0..xs.len() {
+                    let x = f64::from_bits(ftz64(xs[i], fl));
+                    let want = ftz64(ldexp64(x, ns[i] as i32, rm).to_bits(), fl);
+                    check(
+                        &k("ldexp_f64"),
+                        got[i],
+                        want,
+                        64,
+                        52,
+                        &format!("{x:e} 2^{}", ns[i] as i32),
+                    );
+                }
+                // v_div_fmas: the f64 fma rounds once in the mode's direction, the scaling is
+                // exact, the last rounding goes the same way (so under round to nearest,
+                // where it could round twice, it is not checked).
+                if rm == 0 {
+                    continue;
+                }
+                let n = d32.len();
+                let lanes = n * n;
+                let a32: Vec<u32> = (0..lanes).map(|i| d32[i / n]).collect();
+                let b32: Vec<u32> = (0..lanes).map(|i| d32[i % n]).collect();
+                let c32: Vec<u32> = (0..lanes).map(|i| d32[(i * 7 + 3) % n]).collect();
+                let vcc: Vec<u32> = (0..lanes).map(|i| (i as u32 / 3) & 1).collect();
+                let got = u32s(&run(
+                    &k("div_fmas_f32"),
+                    [bytes32(&c32), bytes32(&a32), bytes32(&b32), bytes32(&vcc)],
+                    4,
+                    lanes,
+                ));
+                for i in 0..lanes {
+                    let v = |x: u32| f64::from(f32::from_bits(ftz32(x, fl)));
+                    let c = ftz32(c32[i], fl);
+                    let scale = match (vcc[i], c >> 23 & 0xFF > 127) {
+                        (0, _) => 0,
+                        (_, true) => 64,
+                        _ => -64,
+                    };
+                    let r = f64_op("fma", v(a32[i]), v(b32[i]), v(c), rm) * p2(scale);
+                    let want = ftz32(f32_of(r, rm).to_bits(), fl);
+                    let what = format!("{:e} {:e} {:e} vcc {}", v(a32[i]), v(b32[i]), v(c), vcc[i]);
+                    check(
+                        &k("div_fmas_f32"),
+                        got[i].into(),
+                        want.into(),
+                        32,
+                        23,
+                        &what,
+                    );
+                }
+                let n = d64.len();
+                let lanes = n * n;
+                let a64: Vec<u64> = (0..lanes).map(|i| d64[i / n].to_bits()).collect();
+                let b64: Vec<u64> = (0..lanes).map(|i| d64[i % n].to_bits()).collect();
+                let c64: Vec<u64> = (0..lanes).map(|i| d64[(i * 7 + 3) % n].to_bits()).collect();
+                let vcc: Vec<u32> = (0..lanes).map(|i| (i as u32 / 3) & 1).collect();
+                let got = u64s(&run(
+                    &k("div_fmas_f64"),
+                    [bytes64(&c64), bytes64(&a64), bytes64(&b64), bytes32(&vcc)],
+                    8,
+                    lanes,
+                ));
+                for i in 0..lanes {
+                    let v = |x: u64| f64::from_bits(ftz64(x, fl));
+                    let c = ftz64(c64[i], fl);
+                    let scale = match (vcc[i], c >> 52 & 0x7FF > 1023) {
+                        (0, _) => 0,
+                        (_, true) => 128,
+                        _ => -128,
+                    };
+                    let r = f64_op("fma", v(a64[i]), v(b64[i]), v(c), rm);
+                    let want = ftz64(f64_op("mul", r, p2(scale), 0.0, rm).to_bits(), fl);
+                    let what = format!("{:e} {:e} {:e} vcc {}", v(a64[i]), v(b64[i]), v(c), vcc[i]);
+                    check(&k("div_fmas_f64"), got[i], want, 64, 52, &what);
+                }
+            }
+        }
+    }
+    assert!(checked > 10_000, "{checked} results checked");
+}
+
+/// MFMA and MODE: MI200's (gfx90a) f16 and bf16 MFMAs flush denormal inputs (A, B, C) and
+/// outputs to zero whatever FP_DENORM says (AMD's MIOpen documentation, "MI200 matrix fused
+/// multiply-add (MFMA) behavior specifics"); gfx908's and gfx942's keep them. Each block of a
+/// 4x4 MFMA gets one case (every A element `x`, every B element `y`, C `c`), so each D element
+/// is `K·x·y + c`, computed here in f64 (exact for these values).
+#[test]
+fn mfma_denormals_on_mi200() {
+    // (x, y, c) per block: f16 (or bf16) bits of x and y, f32 bits of c.
+    let f16_cases: [(u16, u16, u32); 8] = [
+        (0x0001, 0x3C00, 0),           // a denormal f16 input
+        (0x8001, 0x3C00, 0),           // its negative
+        (0x03FF, 0x3C00, 0x3F80_0000), // the largest f16 denormal, plus 1
+        (0x0000, 0x0000, 5),           // a denormal C
+        (0x0000, 0x0000, 0x8040_0000), // a negative denormal C
+        (0x3C00, 0x3C00, 0),
+        (0x0400, 0x0400, 0),
+        (0x3C00, 0x3800, 1),
+    ];
+    let bf16_cases: [(u16, u16, u32); 7] = [
+        (0x0001, 0x3F80, 0),           // a denormal bf16 input (2^-133)
+        (0x007F, 0x4B00, 0),           // the largest bf16 denormal × 2^23: a normal result
+        (0x0080, 0x3E00, 0),           // normal inputs, a denormal sum (2^-126 · 2^-3 · K)
+        (0x0000, 0x0000, 5),           // a denormal C
+        (0x3F80, 0x3F80, 0x3F80_0000), // K + 1
+        (0x8001, 0x3F80, 0x3F80_0000),
+        (0x0100, 0x0100, 0),
+    ];
+    let mut checked = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let kernels = isa.kernels();
+        for (k, kk, bf) in [
+            ("mfma_f16", 4, false),
+            ("mfma_bf16", 2, true),
+            ("mfma_bf16_1k", 4, true),
+        ] {
+            if !kernels.contains(&k.to_string()) {
+                continue;
+            }
+            let cases: &[(u16, u16, u32)] = if bf { &bf16_cases } else { &f16_cases };
+            let case = |lane: usize| cases[(lane / 4) % cases.len()];
+            let a: Vec<u32> = (0..64).map(|l| u32::from(case(l).0)).collect();
+            let b: Vec<u32> = (0..64).map(|l| u32::from(case(l).1)).collect();
+            let c: Vec<u32> = (0..64).map(|l| case(l).2).collect();
+            let out = isa
+                .run(
+                    k,
+                    64,
+                    &[
+                        vec![0; 4],
+                        bytes32(&a),
+                        bytes32(&b),
+                        bytes32(&c),
+                        vec![0; 256],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            let got = u32s(&out[4]);
+            let flush = cpu == "gfx90a";
+            let ftz32 = |x: u32| {
+                if flush {
+                    ftz(x.into(), 32, 23) as u32
+                } else {
+                    x
+                }
+            };
+            let value = |h: u16| {
+                if bf {
+                    f64::from(f32::from_bits(ftz32(u32::from(h) << 16)))
+                } else {
+                    let h = if flush {
+                        ftz(h.into(), 16, 10) as u16
+                    } else {
+                        h
+                    };
+                    half::f16::from_bits(h).to_f64()
+                }
+            };
+            for (lane, &g) in got.iter().enumerate() {
+                let (x, y, cc) = case(lane);
+                let sum =
+                    f64::from(kk) * value(x) * value(y) + f64::from(f32::from_bits(ftz32(cc)));
+                let want = ftz32((sum as f32).to_bits());
+                assert_eq!(
+                    g, want,
+                    "{cpu} {k} lane {lane}: x {x:#x} y {y:#x} c {cc:#x}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 5 * 64, "{checked}");
+}
+
+/// What the documents leave unspecified under a directed FP_ROUND stays refused, with an
+/// error naming the instruction, the mode and why: `v_sqrt_f32` (the ISA gives only its
+/// precision in ULP), `v_dot2_f32_f16` (no rounding stated for the sum), an f16 MFMA (no
+/// rounding stated).
+#[test]
+fn refused_under_directed_rounding_says_why() {
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let kernels = isa.kernels();
+        for (k, inst, mode, why) in [
+            ("sqrt_f32_r2", "v_sqrt_f32", "toward -inf", "ULP"),
+            (
+                "dot2_f32_f16_r1",
+                "v_dot2_f32_f16",
+                "toward +inf",
+                "dot product",
+            ),
+            ("mfma_f16_r3", "v_mfma_f32_4x4x4", "toward zero", "MFMA"),
+        ] {
+            if !kernels.contains(&k.to_string()) {
+                continue;
+            }
+            let e = isa
+                .run(
+                    k,
+                    64,
+                    &[
+                        vec![0; 4],
+                        vec![0; 256],
+                        vec![0; 256],
+                        vec![0; 256],
+                        vec![0; 256],
+                    ],
+                )
+                .unwrap_err();
+            assert_eq!(e.status(), Status::IllegalInstruction, "{cpu} {k}");
+            let msg = e.detail().to_string();
+            assert!(
+                msg.contains(inst) && msg.contains(mode) && msg.contains(why),
+                "{cpu} {k}: {msg}"
+            );
+        }
+    }
+}
+
+/// Conversions whose result no rounding mode changes run under every FP_ROUND: f32 → i32/u32
+/// truncate and saturate (NaN gives 0: Vega ISA `V_CVT_I32_F32`, `V_CVT_U32_F32`), i32 → f64
+/// is exact; the host's own conversions (Rust `as`) are the reference.
+#[test]
+fn mode_independent_conversions_run_under_every_rounding_mode() {
+    let f = |x: f32| x.to_bits();
+    let v: Vec<u32> = vec![
+        f(1.5),
+        f(-1.5),
+        f(2.5),
+        f(-0.999_999_9),
+        f(0.999_999_9),
+        f(2147483520.0),
+        f(2147483648.0),
+        f(-2147483648.0),
+        f(-3e9),
+        f(4294967040.0),
+        f(5e9),
+        0x7F80_0000,
+        0xFF80_0000,
+        0x7FC0_0000,
+        1,
+        0x8000_0001,
+        0,
+        0x8000_0000,
+        16_777_217,
+        i32::MIN as u32,
+        u32::MAX,
+    ];
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("round", cpu, target);
+        let run = |k: &str, width: usize| {
+            let out = isa
+                .run(
+                    k,
+                    v.len() as u32,
+                    &[
+                        vec![0; 4],
+                        bytes32(&v),
+                        vec![0; 256],
+                        vec![0; 256],
+                        vec![0; v.len() * width],
+                    ],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e}"));
+            out[4].clone()
+        };
+        for rm in 0..4 {
+            let i = u32s(&run(&format!("cvt_i32_f32_r{rm}"), 4));
+            let u = u32s(&run(&format!("cvt_u32_f32_r{rm}"), 4));
+            let d = u64s(&run(&format!("cvt_f64_i32_r{rm}"), 8));
+            for (k, &x) in v.iter().enumerate() {
+                let xf = f32::from_bits(x);
+                assert_eq!(i[k], xf as i32 as u32, "{cpu} cvt_i32_f32_r{rm} {xf:e}");
+                assert_eq!(u[k], xf as u32, "{cpu} cvt_u32_f32_r{rm} {xf:e}");
+                assert_eq!(
+                    d[k],
+                    f64::from(x as i32).to_bits(),
+                    "{cpu} cvt_f64_i32_r{rm} {x:#x}"
+                );
+            }
+        }
     }
 }

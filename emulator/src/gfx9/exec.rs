@@ -39,6 +39,7 @@ use super::fdiv;
 use super::format::BufferFormat;
 use super::hwid::{enabled_cus, hw_id, CuId, WaveLaunch};
 use super::mode;
+use super::round;
 use super::wave::{Wave, WaveState, FLAT_SCRATCH, M0, WAVE_SIZE};
 use super::Gfx9Target;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
@@ -2449,7 +2450,7 @@ fn valu<const DPP: bool>(
             "v_madmk_f32" | "v_madak_f32" => fr(mode::mad32(fa, fb, fc, 0)),
             "v_fmamk_f32" | "v_fmaak_f32" => fr(fma32(fa, fb, fc)),
             "v_mad_f16" | "v_madmk_f16" | "v_madak_f16" => {
-                u64::from(mode::mad16(a as u16, b as u16, c as u16))
+                u64::from(mode::mad16(a as u16, b as u16, c as u16, 0))
             }
             // V_MAD_LEGACY_F32 (Vega ISA VOP3 opcode 0x1C0): v_mad_f32 whose product is +0
             // when a factor is 0 (DX9 rule, inf and NaN included).
@@ -2463,7 +2464,7 @@ fn valu<const DPP: bool>(
             }
             "v_mac_f16" => {
                 let acc = fm.src(2, u64::from(d_old) & 0xFFFF) as u16;
-                u64::from(mode::mad16(a as u16, b as u16, acc))
+                u64::from(mode::mad16(a as u16, b as u16, acc, 0))
             }
             "v_mul_legacy_f32" => mode::mul_legacy32(fa, fb, 0).to_bits().into(),
             "v_min3_f32" => {
@@ -2682,9 +2683,17 @@ fn valu<const DPP: bool>(
             }
             "v_div_fmas_f32" => {
                 let v = vcc_in >> lane & 1 != 0;
-                fdiv::div_fmas(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64, v)
+                let (a, b, c) = (a32 as u64, b32 as u64, c32 as u64);
+                let scale = fdiv::div_fmas_scale(fdiv::SINGLE, c, v);
+                fm.div_fmas(name, a, b, c, scale)
+                    .unwrap_or_else(|| fdiv::div_fmas(fdiv::SINGLE, a, b, c, v))
             }
-            "v_div_fmas_f64" => fdiv::div_fmas(fdiv::DOUBLE, a, b, c, vcc_in >> lane & 1 != 0),
+            "v_div_fmas_f64" => {
+                let v = vcc_in >> lane & 1 != 0;
+                let scale = fdiv::div_fmas_scale(fdiv::DOUBLE, c, v);
+                fm.div_fmas(name, a, b, c, scale)
+                    .unwrap_or_else(|| fdiv::div_fmas(fdiv::DOUBLE, a, b, c, v))
+            }
             "v_div_fixup_f32" => fdiv::div_fixup(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64),
             "v_div_fixup_f64" => fdiv::div_fixup(fdiv::DOUBLE, a, b, c),
             "v_div_fixup_f16" => fdiv::div_fixup(fdiv::HALF, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF),
@@ -2693,6 +2702,7 @@ fn valu<const DPP: bool>(
         let r = if fm.directed_rounding() {
             let acc = match name {
                 "v_mac_f32" | "v_fmac_f32" => fm.src(2, u64::from(d_old)),
+                "v_mac_f16" => fm.src(2, u64::from(d_old) & 0xFFFF),
                 "v_fmac_f64" => fm.src(2, acc64(w, lane)),
                 _ => c,
             };
@@ -2826,8 +2836,15 @@ fn accumulate_packed<const DPP: bool>(
             None => {
                 let half = |v: u32, k: u32| fm.src(0, u64::from(v >> (16 * k) & 0xFFFF)) as u16;
                 let h = |k: u32| {
-                    let r = f16::fma(half(a, k), half(b, k), half(d, k));
-                    fm.result(u64::from(r)) as u32
+                    let (x, y, z) = (half(a, k), half(b, k), half(d, k));
+                    let r = u64::from(f16::fma(x, y, z));
+                    let r = if fm.round64 != 0 {
+                        let wide = |v: u16| u64::from(v);
+                        fm.directed(name, wide(x), wide(y), wide(z)).unwrap_or(r)
+                    } else {
+                        r
+                    };
+                    fm.result(r) as u32
                 };
                 h(0) | h(1) << 16
             }
@@ -2948,17 +2965,42 @@ fn clamp01_f32(x: f32) -> f32 {
 /// instructions as unfused. The sum is then rounded once to the result's precision. An f16
 /// source is exact in f32, so with f16 sources only the sum's rounding differs from fma.
 ///
+/// MODE (the fused forms): each source is flushed when it is a denormal of its own precision
+/// (f32 or f16) and that precision's FP_DENORM flushes inputs; the result is rounded by the
+/// FP_ROUND of the destination's precision (`[1:0]` for `_f32`, `[3:2]` for `mixlo`/`mixhi`)
+/// and flushed by that precision's output denormal mode, as every VALU float operation
+/// (Vega ISA §3.8 "Mode register" gives FP_ROUND and FP_DENORM per precision of the
+/// operation). The unfused gfx900 forms keep their fixed flushing above and are refused under
+/// a directed FP_ROUND ([`mode::round_unsupported`]): which mode rounds their f32 product
+/// when the result is f16 is not documented.
+///
 /// Ref: Vega ISA and Vega 7nm ISA, VOP3P opcodes 32..=34.
 fn fma_mix(w: &mut Wave, inst: &Instruction) {
     let m = inst.mods;
     let name = inst.name();
     let fused = name.starts_with("v_fma_mix");
     let exec = w.exec();
+    let to_f16 = !name.ends_with("mix_f32");
+    let (keep32, keep16) = (mode::f32_denorm(w.mode), mode::f64_f16_denorm(w.mode));
+    let (rm, fmt, keep_out) = if to_f16 {
+        (mode::fp_round(w.mode) >> 2, round::F16, keep16 & 2 != 0)
+    } else {
+        (mode::fp_round(w.mode) & 3, round::F32, keep32 & 2 != 0)
+    };
+    let rm = if fused { rm } else { round::NEAREST };
+    let keep_out = !fused && to_f16 || fused && keep_out;
     let fl = |x: f32| -> f32 {
-        if fused {
+        if fused && keep32 & 1 != 0 {
             x
         } else {
             f32::from_bits(mode::flush(mode::Kind::F32, u64::from(x.to_bits())) as u32)
+        }
+    };
+    let fl16 = |h: u16| -> u16 {
+        if fused && keep16 & 1 == 0 {
+            mode::flush(mode::Kind::F16, u64::from(h)) as u16
+        } else {
+            h
         }
     };
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
@@ -2966,7 +3008,7 @@ fn fma_mix(w: &mut Wave, inst: &Instruction) {
             let v = vsrc(w, &inst.src[i], lane, false, false) as u32;
             let mut x = if m.op_sel_hi >> i & 1 != 0 {
                 let h = if m.op_sel >> i & 1 != 0 { v >> 16 } else { v };
-                f16::to_f64(h as u16) as f32
+                f16::to_f64(fl16(h as u16)) as f32
             } else {
                 fl(f32::from_bits(v))
             };
@@ -2985,12 +3027,21 @@ fn fma_mix(w: &mut Wave, inst: &Instruction) {
         } else {
             f64::from(fl(x[0] * x[1]))
         };
+        let directed = if rm != round::NEAREST {
+            let [a, b, c] = x.map(f64::from);
+            round::fma(a, b, c, fmt, rm)
+        } else {
+            None
+        };
         let r = if name.ends_with("mix_f32") {
             let mut r = if fused {
-                x[0].mul_add(x[1], x[2])
+                directed.map_or_else(|| x[0].mul_add(x[1], x[2]), |d| f32::from_bits(d as u32))
             } else {
                 fl(p as f32 + x[2])
             };
+            if !keep_out {
+                r = f32::from_bits(mode::flush(mode::Kind::F32, u64::from(r.to_bits())) as u32);
+            }
             if m.clamp {
                 r = clamp01_f32(r);
             }
@@ -3002,7 +3053,10 @@ fn fma_mix(w: &mut Wave, inst: &Instruction) {
             let s = p + c;
             let bb = s - p;
             let err = (p - (s - bb)) + (c - bb);
-            let mut h = f16::from_f64_sticky(s, err);
+            let mut h = directed.map_or_else(|| f16::from_f64_sticky(s, err), |d| d as u16);
+            if !keep_out {
+                h = mode::flush(mode::Kind::F16, u64::from(h)) as u16;
+            }
             if m.clamp {
                 h = f16::clamp01(h);
             }
@@ -3101,6 +3155,13 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     }
                     _ => return Err(not_implemented(inst)),
                 };
+                let r = if fm.round32 != 0 {
+                    let bits = |i: usize| u64::from(x[i]);
+                    fm.directed(name, bits(0), bits(1), bits(2))
+                        .map_or(r, |d| f32::from_bits(d as u32))
+                } else {
+                    r
+                };
                 let r = if mods.clamp { fm.clamp32(r) } else { r };
                 *slot = fm.result(u64::from(r.to_bits()));
                 continue;
@@ -3148,6 +3209,12 @@ fn vop3p(w: &mut Wave, inst: &Instruction) -> Result<()> {
                 "v_pk_min_f16" => mode::min_max(mode::H, a.into(), b.into(), false, fm.ieee) as u16,
                 "v_pk_max_f16" => mode::min_max(mode::H, a.into(), b.into(), true, fm.ieee) as u16,
                 _ => return Err(not_implemented(inst)),
+            };
+            let r = if float && fm.round64 != 0 {
+                let d = fm.directed(name, a.into(), b.into(), c.into());
+                d.map_or(r, |d| d as u16)
+            } else {
+                r
             };
             let r = if float && mods.clamp {
                 fm.clamp16(r)

@@ -280,15 +280,19 @@ fn ratio_exponent(m2: u64, x2: i32, m1: u64, x1: i32) -> i32 {
 /// 2^±128 (f64) when `vcc`: up when `S2` (the quotient estimate) has an exponent above the
 /// bias, else down.
 pub(super) fn div_fmas(f: Format, s0: u64, s1: u64, s2: u64, vcc: bool) -> u64 {
+    fma_scaled(f, s0, s1, s2, div_fmas_scale(f, s2, vcc))
+}
+
+/// The power of two `V_DIV_FMAS_F32/F64` scales by (see [`div_fmas`]): 0 without `vcc`.
+pub(super) fn div_fmas_scale(f: Format, s2: u64, vcc: bool) -> i32 {
     let big = if f == DOUBLE { 128 } else { 64 };
-    let scale = if !vcc {
+    if !vcc {
         0
     } else if f.exponent(s2) > f.bias() {
         big
     } else {
         -big
-    };
-    fma_scaled(f, s0, s1, s2, scale)
+    }
 }
 
 /// `V_DIV_FIXUP_F16/F32/F64` for one lane: `s0` the quotient, `s1` the denominator, `s2`

@@ -26,10 +26,18 @@
 //! f64 forms accumulate with one fused multiply-add per `k` in order; i8 forms are exact
 //! wrapping i32 sums. The ISA guides do not state the accumulation order of the hardware, so
 //! results agree with it bit for bit whenever the exact sum is representable.
+//!
+//! MODE: the MFMAs ignore FP_DENORM. On MI200 (gfx90a) the f16 and bf16 forms (`bf16_1k`
+//! included) flush denormal input and output data to zero (AMD's MIOpen documentation, "MI200
+//! matrix fused multiply-add (MFMA) behavior specifics"): here a denormal A or B element, a
+//! denormal C and a denormal D become zeros of their sign. The other forms and targets keep
+//! denormals. FP_ROUND: the CDNA ISA guides state no rounding for MFMA, so a directed mode is
+//! refused before an MFMA runs ([`super::mode::round_unsupported`]).
 
 use super::decode::{Instruction, Operand};
 use super::exec::{set_vdst_dword, vsrc_dword, F32_CONST, F64_CONST};
 use super::f16;
+use super::mode::{self, Kind};
 use super::wave::{Wave, WAVE_SIZE};
 use super::Gfx9Target;
 use alloc::vec;
@@ -150,16 +158,21 @@ impl Shape {
     }
 }
 
-/// Element `e` of `lane`'s operand `op` as an f64 (i8: its integer value).
-fn element(w: &Wave, op: &Operand, lane: usize, e: usize, elem: Elem) -> f64 {
+/// Element `e` of `lane`'s operand `op` as an f64 (i8: its integer value); with `flush` a
+/// denormal f16 or bf16 element is a zero of its sign.
+fn element(w: &Wave, op: &Operand, lane: usize, e: usize, elem: Elem, flush: bool) -> f64 {
     let bits = elem.bits() as usize;
     let dword = e * bits / 32;
     let shift = (e * bits % 32) as u32;
     let v = vsrc_dword(w, op, lane, dword);
+    let fl = |kind: Kind, x: u64| if flush { mode::flush(kind, x) } else { x };
     match elem {
         Elem::F32 => f64::from(f32::from_bits(v)),
-        Elem::F16 => f16::to_f64((v >> shift) as u16),
-        Elem::Bf16 => f64::from(f32::from_bits((v >> shift) << 16)),
+        Elem::F16 => f16::to_f64(fl(Kind::F16, u64::from(v >> shift & 0xFFFF)) as u16),
+        Elem::Bf16 => {
+            let x = fl(Kind::F32, u64::from((v >> shift) << 16));
+            f64::from(f32::from_bits(x as u32))
+        }
         Elem::I8 => f64::from((v >> shift) as u8 as i8),
         Elem::F64 => {
             let hi = vsrc_dword(w, op, lane, dword + 1);
@@ -231,6 +244,9 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
             s.blocks
         );
     }
+    // MI200's f16/bf16 MFMAs flush denormal inputs and outputs (see the module doc).
+    let flush = inst.target == Gfx9Target::Gfx90a && matches!(s.elem, Elem::F16 | Elem::Bf16);
+    let fl32 = |x: u64| if flush { mode::flush(Kind::F32, x) } else { x };
     let (mm, nn, kk, bb) = (s.m, s.n, s.k, s.blocks);
     let mut a = vec![0f64; bb * mm * kk];
     let mut b = vec![0f64; bb * kk * nn];
@@ -238,9 +254,9 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
         for i in 0..mm {
             for k in 0..kk {
                 let (lane, e) = s.input_at(i, k, blk);
-                a[(blk * mm + i) * kk + k] = element(w, &inst.src[0], lane, e, s.elem);
+                a[(blk * mm + i) * kk + k] = element(w, &inst.src[0], lane, e, s.elem, flush);
                 b[(blk * kk + k) * nn + i] =
-                    element(w, &inst.src[1], blgp_lane(lane, blgp), e, s.elem);
+                    element(w, &inst.src[1], blgp_lane(lane, blgp), e, s.elem, flush);
             }
         }
     }
@@ -286,11 +302,11 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
                     }
                     acc.to_bits()
                 } else {
-                    let mut acc = f64::from(f32::from_bits(c as u32));
+                    let mut acc = f64::from(f32::from_bits(fl32(c) as u32));
                     for (k, x) in arow.iter().enumerate() {
                         acc += x * bcol(k);
                     }
-                    u64::from((acc as f32).to_bits())
+                    fl32(u64::from((acc as f32).to_bits()))
                 };
                 out[(blk * mm + i) * nn + j] = d;
             }

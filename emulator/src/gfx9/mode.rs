@@ -23,17 +23,20 @@
 //! product and the result) whatever the mode: LLVM's AMDGPU backend selects them for
 //! `fmuladd` only when f32 denormals are flushed, as they do not support denormals; the f16
 //! `v_mac_f16`/`v_madmk_f16`/`v_madak_f16` likewise flush f16 denormals. Packed math (VOP3P
-//! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; MFMA, dot
-//! and `v_fma_mix*` instructions are not covered yet (they keep denormals); gfx900's
-//! `v_mad_mix*` flush f32 denormals as `v_mad_f32` does.
+//! `v_pk_*`) flushes, quiets and clamps per component as the VOP1/2/3 forms do; the fused
+//! `v_fma_mix*` flush each source by its own precision's mode and the result by the
+//! destination's; gfx900's `v_mad_mix*` flush f32 denormals as `v_mad_f32` does. MFMA
+//! ignores FP_DENORM (gfx90a's f16/bf16 forms always flush, the `mai` module); the dot
+//! products keep denormals (not covered: the ISA does not say).
 //!
 //! Directed rounding: `v_add`/`v_sub`/`v_subrev`/`v_mul`/`v_fma`/`v_fmac` of f32, f64 and
-//! f16 (those the target has) and f32 `v_mad`/`v_mac` form their exact result in integer
-//! arithmetic and round it once by the mode of their precision (the `round` module). Float
-//! operations whose result does not depend on rounding (min/max, compares, `v_floor` and
-//! kin, f32→f64 and f16→f32 conversions) run under any mode; any other float instruction
-//! under a non-default FP_ROUND for its precision is an illegal-instruction error naming
-//! the instruction and the mode ([`round_error`]).
+//! f16 (those the target has), their packed forms, the fused `v_fma_mix*`, the unfused f32
+//! and f16 `v_mad`/`v_mac` (each of their two roundings), `v_div_fmas_*`, `v_ldexp_*` and the conversions that can be inexact form their
+//! exact result in integer arithmetic and round it once by the mode of their result's
+//! precision (the `round` module). Float operations whose result does not depend on rounding
+//! run under any mode; any other float instruction under a non-default FP_ROUND for its
+//! precision is an illegal-instruction error naming the instruction, the mode and why
+//! ([`round_unsupported`] lists them, [`round_error`]).
 
 use super::decode::Instruction;
 use super::round;
@@ -238,6 +241,33 @@ impl FloatMode {
     /// instruction is not one rounded here ([`DIRECTED`]), or an operand is infinite or
     /// NaN (the result is then the same in every mode).
     pub(super) fn directed(&self, name: &str, a: u64, b: u64, c: u64) -> Option<u64> {
+        // Conversions that can be inexact and `v_ldexp_*`: the exact value (times 2^S1)
+        // rounded once to the destination's precision by its mode. For `v_cvt_f16_f32` that
+        // is FP_ROUND [3:2], the field LLVM's AMDGPU backend sets around it to lower
+        // `llvm.fptrunc.round` (an f32 source, an f16 result); `v_cvt_f32_f64` and the
+        // integer sources follow the same rule, which no document states.
+        let h = |v: u64| super::f16::to_f64(v as u16);
+        let f = |v: u64| f64::from(f32::from_bits(v as u32));
+        let (r32, r64) = (self.round32, self.round64);
+        let exact = match name {
+            "v_cvt_f32_f64" => Some((f64::from_bits(a), 0, round::F32, r32)),
+            "v_cvt_f32_i32" => Some((f64::from(a as u32 as i32), 0, round::F32, r32)),
+            "v_cvt_f32_u32" => Some((f64::from(a as u32), 0, round::F32, r32)),
+            "v_cvt_f16_f32" => Some((f(a), 0, round::F16, r64)),
+            "v_cvt_f16_u16" => Some((f64::from(a as u16), 0, round::F16, r64)),
+            "v_cvt_f16_i16" => Some((f64::from(a as u16 as i16), 0, round::F16, r64)),
+            "v_ldexp_f32" => Some((f(a), b as u32 as i32, round::F32, r32)),
+            "v_ldexp_f64" => Some((f64::from_bits(a), b as u32 as i32, round::F64, r64)),
+            "v_ldexp_f16" => Some((h(a), i32::from(b as u16 as i16), round::F16, r64)),
+            _ => None,
+        };
+        if let Some((x, n, fmt, rm)) = exact {
+            return if rm == round::NEAREST {
+                None
+            } else {
+                round::scaled(x, n, fmt, rm)
+            };
+        }
         let (fmt, rm, x, y, z) = if name.ends_with("_f32") {
             let f = |v: u64| f64::from(f32::from_bits(v as u32));
             (round::F32, self.round32, f(a), f(b), f(c))
@@ -254,27 +284,72 @@ impl FloatMode {
             return None;
         }
         match name {
-            "v_add_f32" | "v_add_f64" | "v_add_f16" => round::add2(x, y, fmt, rm),
+            "v_add_f32" | "v_add_f64" | "v_add_f16" | "v_pk_add_f16" | "v_pk_add_f32" => {
+                round::add2(x, y, fmt, rm)
+            }
             "v_sub_f32" | "v_sub_f16" => round::add2(x, -y, fmt, rm),
             "v_subrev_f32" | "v_subrev_f16" => round::add2(y, -x, fmt, rm),
-            "v_mul_f32" | "v_mul_f64" | "v_mul_f16" => round::mul(x, y, fmt, rm),
+            "v_mul_f32" | "v_mul_f64" | "v_mul_f16" | "v_pk_mul_f16" | "v_pk_mul_f32" => {
+                round::mul(x, y, fmt, rm)
+            }
             "v_fma_f32" | "v_fmac_f32" | "v_fmamk_f32" | "v_fmaak_f32" | "v_fma_f64"
-            | "v_fmac_f64" | "v_fma_f16" => round::fma(x, y, z, fmt, rm),
+            | "v_fmac_f64" | "v_fma_f16" | "v_pk_fma_f16" | "v_pk_fmac_f16" | "v_pk_fma_f32"
+            | "v_fma_mix_f32" | "v_fma_mixlo_f16" | "v_fma_mixhi_f16" => {
+                round::fma(x, y, z, fmt, rm)
+            }
             "v_mad_f32" | "v_mac_f32" | "v_madmk_f32" | "v_madak_f32"
                 if [x, y, z].iter().all(|v| v.is_finite()) =>
             {
                 Some(u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
             }
+            // V_MAD_LEGACY_F32: a zero factor makes the product +0 (infinity and NaN
+            // included), then as v_mad_f32.
+            "v_mad_legacy_f32" => {
+                let (x, y) = if x == 0.0 || y == 0.0 {
+                    (0.0, 0.0)
+                } else {
+                    (x, y)
+                };
+                [x, y, z]
+                    .iter()
+                    .all(|v| v.is_finite())
+                    .then(|| u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
+            }
             "v_mul_legacy_f32" => Some(u64::from(mul_legacy32(x as f32, y as f32, rm).to_bits())),
+            "v_mad_f16" | "v_mac_f16" | "v_madmk_f16" | "v_madak_f16" => {
+                Some(u64::from(mad16(a as u16, b as u16, c as u16, rm)))
+            }
             _ => None,
         }
     }
 }
 
+impl FloatMode {
+    /// `V_DIV_FMAS_F32/F64` (`name`) of source bits `a`, `b`, `c` scaled by 2^`scale`,
+    /// rounded once by the directed FP_ROUND of its precision; `None` under round to
+    /// nearest or with an infinite or NaN operand (as [`FloatMode::directed`]).
+    pub(super) fn div_fmas(&self, name: &str, a: u64, b: u64, c: u64, scale: i32) -> Option<u64> {
+        let (fmt, rm, [x, y, z]) = if name.ends_with("_f64") {
+            (round::F64, self.round64, [a, b, c].map(f64::from_bits))
+        } else {
+            let f = |v: u64| f64::from(f32::from_bits(v as u32));
+            (round::F32, self.round32, [a, b, c].map(f))
+        };
+        if rm == round::NEAREST {
+            return None;
+        }
+        round::fma_scaled(x, y, z, scale, fmt, rm)
+    }
+}
+
 /// The instructions [`FloatMode::directed`] rounds by a directed FP_ROUND (IEEE 754
-/// add, subtract, multiply and fused multiply-add of each precision, and the f32
-/// multiply-add that rounds twice).
-const DIRECTED: [&str; 22] = [
+/// add, subtract, multiply and fused multiply-add of each precision, and the f32 and f16
+/// multiply-adds that round twice). The packed forms (Vega ISA §6.2.2 "Packed math",
+/// CDNA2 ISA `V_PK_FMA_F32`/`V_PK_MUL_F32`/`V_PK_ADD_F32`) are the same operation on each
+/// half or dword, called with one half's operands; `v_fma_mix*` (Vega 7nm ISA VOP3P
+/// opcodes 32..=34) with its sources converted to f64 exactly, rounded by the mode of its
+/// destination precision (f32 `[1:0]`; f16 `[3:2]` for `mixlo`/`mixhi`).
+const DIRECTED: [&str; 46] = [
     "v_add_f32",
     "v_sub_f32",
     "v_subrev_f32",
@@ -297,7 +372,35 @@ const DIRECTED: [&str; 22] = [
     "v_subrev_f16",
     "v_mul_f16",
     "v_fma_f16",
+    "v_pk_add_f16",
+    "v_pk_mul_f16",
+    "v_pk_fma_f16",
+    "v_pk_fmac_f16",
+    "v_pk_add_f32",
+    "v_pk_mul_f32",
+    "v_pk_fma_f32",
+    "v_fma_mix_f32",
+    "v_fma_mixlo_f16",
+    "v_fma_mixhi_f16",
+    "v_cvt_f32_f64",
+    "v_cvt_f32_i32",
+    "v_cvt_f32_u32",
+    "v_cvt_f16_f32",
+    "v_cvt_f16_u16",
+    "v_cvt_f16_i16",
+    "v_ldexp_f32",
+    "v_ldexp_f64",
+    "v_ldexp_f16",
+    "v_mad_f16",
+    "v_mac_f16",
+    "v_madmk_f16",
+    "v_madak_f16",
+    "v_mad_legacy_f32",
 ];
+
+/// `V_DIV_FMAS_F32/F64`: S0 × S1 + S2, scaled by 2^±64 (f32) or 2^±128 (f64) when VCC says
+/// so, rounded once by the mode of its precision ([`FloatMode::div_fmas`]).
+const SCALED_FMA: [&str; 2] = ["v_div_fmas_f32", "v_div_fmas_f64"];
 
 /// The precision of `name`'s result: the type the mnemonic ends in (for conversions the
 /// one after `v_cvt_`), `None` for integer results and compares.
@@ -317,8 +420,27 @@ fn result_kind(name: &str) -> Kind {
 
 /// Whether instruction `inst` cannot run under MODE `mode`'s FP_ROUND: false when the
 /// rounding mode of each float precision it names is round-to-nearest-even, when its
-/// result does not depend on rounding, or when it is an f32 operation
-/// [`FloatMode::directed`] rounds (without an output multiplier or SDWA).
+/// result does not depend on rounding, or when it is an operation [`FloatMode::directed`]
+/// or [`FloatMode::div_fmas`] rounds (without an output multiplier or SDWA).
+///
+/// Mode-independent here: compares, min/max/med3 (and the packed f16 min/max), moves, `v_frexp_*`, `v_floor`/`v_ceil`/
+/// `v_trunc`/`v_rndne` (integral results), widening float conversions, the conversions from
+/// 32-bit integers to f64 (exact), from floats to integers (Vega ISA `V_CVT_I32_F32` and kin:
+/// `(int)S0`, truncation, and the `_rpi`/`_flr` forms round as named), `v_cvt_pkrtz_f16_f32`
+/// (always toward zero), `v_cvt_f32_ubyte*` (exact), `v_div_scale_*` (scales by a power of
+/// two, exactly) and `v_div_fixup_*` (special cases of the quotient it is given).
+///
+/// Still refused under a directed mode, because the documents leave it unspecified:
+/// - the approximate functions `v_rcp*`, `v_rsq*`, `v_sqrt*`, `v_exp*`, `v_log*`, `v_sin*`,
+///   `v_cos*` and `v_rcp_iflag`: the Vega and CDNA ISA documents state only their precision
+///   (in ULP), not a rounding, so what FP_ROUND does to them is not documented;
+/// - the dot products (`v_dot*` with a float result): the ISA documents give their
+///   operation, not how or how often the sum is rounded nor which MODE fields they honour;
+/// - MFMA (`v_mfma_*`): the CDNA ISA documents do not state a rounding for them; AMD's
+///   MIOpen documentation ("MI200 MFMA behavior specifics") says only that on MI200 the
+///   f16/bf16 MFMAs flush denormal inputs and outputs;
+/// - the gfx900 `v_mad_mix*` (which mode rounds the f32 product of an f16 result is not
+///   documented), and every other float instruction not named above.
 pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
     let name = inst.name();
     let round = fp_round(mode);
@@ -330,6 +452,10 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
         || name.starts_with("v_cndmask")
         || name.starts_with("v_accvgpr")
         || name.starts_with("v_frexp")
+        || name.starts_with("v_div_scale_")
+        || name.starts_with("v_div_fixup_")
+        || name.starts_with("v_cvt_f32_ubyte")
+        || MODE_INDEPENDENT.contains(&name)
         || [
             "v_floor",
             "v_ceil",
@@ -340,27 +466,64 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
         ]
         .iter()
         .any(|p| name.starts_with(p));
-    let directed = DIRECTED.contains(&name) && inst.mods.omod == 0 && inst.mods.sdwa.is_none();
+    let directed = (DIRECTED.contains(&name) || SCALED_FMA.contains(&name))
+        && inst.mods.omod == 0
+        && inst.mods.sdwa.is_none();
     let bad32 = name.contains("f32") && round & 3 != 0 && !exact && !directed;
     let bad64 =
         (name.contains("f64") || name.contains("f16")) && round >> 2 != 0 && !exact && !directed;
     bad32 || bad64
 }
 
+/// Float instructions whose result is the same under every FP_ROUND (see
+/// [`round_unsupported`]).
+const MODE_INDEPENDENT: [&str; 13] = [
+    "v_cvt_f64_i32",
+    "v_cvt_f64_u32",
+    "v_cvt_i32_f32",
+    "v_cvt_u32_f32",
+    "v_cvt_i32_f64",
+    "v_cvt_u32_f64",
+    "v_cvt_i16_f16",
+    "v_cvt_u16_f16",
+    "v_cvt_rpi_i32_f32",
+    "v_cvt_flr_i32_f32",
+    "v_cvt_pkrtz_f16_f32",
+    "v_pk_min_f16",
+    "v_pk_max_f16",
+];
+
 /// The error for an instruction [`round_unsupported`] refuses: [`Status::IllegalInstruction`]
-/// naming the instruction and the FP_ROUND value.
+/// naming the instruction, the FP_ROUND value and why it is not modelled.
 pub(super) fn round_error(mode: u32, inst: &Instruction) -> Error {
     let round = fp_round(mode);
-    let rm = if inst.name().contains("f32") && round & 3 != 0 {
+    let name = inst.name();
+    let rm = if name.contains("f32") && round & 3 != 0 {
         round & 3
     } else {
         round >> 2
     };
+    let why = if [
+        "v_rcp", "v_rsq", "v_sqrt", "v_exp", "v_log", "v_sin", "v_cos",
+    ]
+    .iter()
+    .any(|p| name.starts_with(p))
+    {
+        "the ISA states only its precision in ULP, not how FP_ROUND affects it"
+    } else if name.starts_with("v_dot") {
+        "the ISA does not state how a dot product rounds its sum or which MODE fields it honours"
+    } else if name.starts_with("v_mfma") {
+        "the CDNA ISA does not state how MFMA results are rounded"
+    } else if name.starts_with("v_mad_mix") {
+        "the ISA does not state which mode rounds the unfused mix product"
+    } else if inst.mods.omod != 0 || inst.mods.sdwa.is_some() {
+        "directed rounding is modelled without an output modifier or SDWA only"
+    } else {
+        "only round to nearest even is modelled for it"
+    };
     error!(
         Status::IllegalInstruction,
-        "{} under MODE.FP_ROUND {round:#x} (round {}): only round to nearest even is \
-         modelled for it (directed rounding covers add, sub, mul, fma of f16, f32 and f64, and f32 mad)",
-        inst.name(),
+        "{name} under MODE.FP_ROUND {round:#x} (round {}): {why}",
         round_name(rm)
     )
 }
@@ -406,11 +569,20 @@ pub(super) fn mul_legacy32(a: f32, b: f32, rm: u32) -> f32 {
 /// The f16 `V_MAD_F16`/`V_MAC_F16`/`V_MADAK_F16`/`V_MADMK_F16` (Vega ISA VOP3 opcode 0x203,
 /// VOP2 opcodes 35..=37): `a × b` rounded to f16, then `+ c` rounded to f16 (not fused), f16
 /// denormals flushed (sources, product and result) whatever the mode, as `v_mad_f32` does for f32
-/// (LLVM's AMDGPU backend selects them only when f16 denormals are flushed).
-pub(super) fn mad16(a: u16, b: u16, c: u16) -> u16 {
+/// (LLVM's AMDGPU backend selects them only when f16 denormals are flushed). Both roundings
+/// follow FP_ROUND value `rm` (the f16 field, `[3:2]`), as [`mad32`]'s do.
+pub(super) fn mad16(a: u16, b: u16, c: u16, rm: u32) -> u16 {
+    use super::f16;
     let fl = |h: u16| flush(Kind::F16, u64::from(h)) as u16;
-    let p = fl(super::f16::mul(fl(a), fl(b)));
-    fl(super::f16::add(p, fl(c)))
+    let (a, b, c) = (fl(a), fl(b), fl(c));
+    if rm == round::NEAREST {
+        return fl(f16::add(fl(f16::mul(a, b)), c));
+    }
+    let h = |x: u16| f16::to_f64(x);
+    let p = round::mul(h(a), h(b), round::F16, rm).map_or(f16::mul(a, b), |r| r as u16);
+    let p = fl(p);
+    let s = round::add2(h(p), h(c), round::F16, rm).map_or(f16::add(p, c), |r| r as u16);
+    fl(s)
 }
 
 /// Bits of an f16, f32 or f64 (`sign` its sign bit, `quiet` its quiet-NaN bit).
@@ -613,6 +785,15 @@ mod tests {
             };
             let fm = FloatMode::for_valu(mode, name, true, false, false);
             assert!(fm.directed(name, one, one, one).is_some(), "{name}");
+        }
+        for name in SCALED_FMA {
+            let one = if name.ends_with("_f64") {
+                1f64.to_bits()
+            } else {
+                u64::from(1f32.to_bits())
+            };
+            let fm = FloatMode::for_valu(mode, name, true, false, false);
+            assert!(fm.div_fmas(name, one, one, one, 64).is_some(), "{name}");
         }
     }
 

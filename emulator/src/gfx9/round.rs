@@ -248,6 +248,39 @@ pub(super) fn mul(a: f64, b: f64, f: Format, rm: u32) -> Option<u64> {
     })
 }
 
+/// `(a × b + c) × 2^n` (the product, sum and scaling exact, one rounding) rounded to `f` by
+/// `rm`: `V_DIV_FMAS`'s scaled fused multiply-add, and with `b` = 1, `c` = 0 the exact scaling
+/// of `V_LDEXP` and the conversions (`n` = 0). A zero result keeps the sign [`fma`] gives
+/// it. `None` when an operand is infinite or NaN (see [`fma`]).
+pub(super) fn fma_scaled(a: f64, b: f64, c: f64, n: i32, f: Format, rm: u32) -> Option<u64> {
+    if !(a.is_finite() && b.is_finite() && c.is_finite()) {
+        return None;
+    }
+    let p = Exact::of(a).mul(Exact::of(b));
+    match add(p, Exact::of(c)) {
+        // Beyond ±4096 every finite nonzero value of every format overflows or underflows
+        // alike; the clamp keeps the exponent arithmetic in range.
+        Some(x) => Some(round(
+            Exact {
+                e: x.e + n.clamp(-4096, 4096),
+                ..x
+            },
+            f,
+            rm,
+        )),
+        None => fma(a, b, c, f, rm),
+    }
+}
+
+/// `x × 2^n` rounded to `f` by `rm` (see [`fma_scaled`]); `n` = 0 rounds `x` to `f`, and a
+/// zero keeps its sign.
+pub(super) fn scaled(x: f64, n: i32, f: Format, rm: u32) -> Option<u64> {
+    if x == 0.0 {
+        return x.is_finite().then(|| f.sign(x.is_sign_negative()));
+    }
+    fma_scaled(x, 1.0, 0.0, n, f, rm)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -429,5 +462,40 @@ mod tests {
             fma(1.0 + e, 1.0 - e, -1.0, F32, NEAREST),
             Some(u64::from((-(2f32.powi(-46))).to_bits()))
         );
+    }
+
+    #[test]
+    fn scaled_rounds_only_at_the_ends_of_the_range() {
+        let f32_bits = |x: f32| Some(u64::from(x.to_bits()));
+        // In range: exact in every mode.
+        for rm in [NEAREST, UP, DOWN, ZERO] {
+            assert_eq!(scaled(1.5, 3, F32, rm), f32_bits(12.0));
+            assert_eq!(scaled(-0.0, 100, F32, rm), f32_bits(-0.0));
+        }
+        // Below the smallest denormal: toward +inf the smallest denormal, else zero.
+        assert_eq!(scaled(1.0, -160, F32, UP), Some(1));
+        assert_eq!(scaled(1.0, -160, F32, ZERO), Some(0));
+        assert_eq!(scaled(-1.0, -160, F32, DOWN), Some(0x8000_0001));
+        assert_eq!(scaled(-1.0, -160, F32, UP), Some(0x8000_0000));
+        // Half the smallest denormal: a tie, to even (zero) under round to nearest.
+        assert_eq!(scaled(1.0, -150, F32, NEAREST), Some(0));
+        assert_eq!(scaled(1.5, -150, F32, NEAREST), Some(1));
+        // Overflow: toward zero the largest finite value; an exponent beyond i32's clamp.
+        assert_eq!(scaled(1.0, 128, F32, ZERO), f32_bits(f32::MAX));
+        assert_eq!(scaled(1.0, i32::MAX, F16, UP), Some(0x7C00));
+        assert_eq!(scaled(-1.0, i32::MAX, F16, UP), Some(0xFBFF));
+        assert_eq!(scaled(1.0, i32::MIN, F64, UP), Some(1));
+        assert_eq!(scaled(f64::INFINITY, -5, F32, UP), None);
+        // The scaled fma: (1 + 2^-23)(1 - 2^-23) - 1 = -2^-46, times 2^-100, rounds once.
+        let e = 2f64.powi(-23);
+        assert_eq!(
+            fma_scaled(1.0 + e, 1.0 - e, -1.0, -100, F32, UP),
+            Some(0x8000_0008) // -2^-146: -8 × the smallest denormal, exact
+        );
+        assert_eq!(
+            fma_scaled(1.0 + e, 1.0 - e, -1.0, -110, F32, DOWN),
+            Some(0x8000_0001)
+        );
+        assert_eq!(fma_scaled(1.0, -1.0, 1.0, 64, F32, DOWN), f32_bits(-0.0));
     }
 }

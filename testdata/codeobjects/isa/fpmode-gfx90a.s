@@ -985,6 +985,25 @@ mad_f32_r0:
 .Lmad_f32_r0_end:
 	.size mad_f32_r0, .Lmad_f32_r0_end-mad_f32_r0
 
+	.globl mad_legacy_f32_r0
+	.p2align 8
+	.type mad_legacy_f32_r0,@function
+mad_legacy_f32_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_legacy_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_legacy_f32_r0_end:
+	.size mad_legacy_f32_r0, .Lmad_legacy_f32_r0_end-mad_legacy_f32_r0
+
 	.globl add_f32_r1
 	.p2align 8
 	.type add_f32_r1,@function
@@ -1099,6 +1118,25 @@ mad_f32_r1:
 	s_endpgm
 .Lmad_f32_r1_end:
 	.size mad_f32_r1, .Lmad_f32_r1_end-mad_f32_r1
+
+	.globl mad_legacy_f32_r1
+	.p2align 8
+	.type mad_legacy_f32_r1,@function
+mad_legacy_f32_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_legacy_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_legacy_f32_r1_end:
+	.size mad_legacy_f32_r1, .Lmad_legacy_f32_r1_end-mad_legacy_f32_r1
 
 	.globl add_f32_r2
 	.p2align 8
@@ -1215,6 +1253,25 @@ mad_f32_r2:
 .Lmad_f32_r2_end:
 	.size mad_f32_r2, .Lmad_f32_r2_end-mad_f32_r2
 
+	.globl mad_legacy_f32_r2
+	.p2align 8
+	.type mad_legacy_f32_r2,@function
+mad_legacy_f32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_legacy_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_legacy_f32_r2_end:
+	.size mad_legacy_f32_r2, .Lmad_legacy_f32_r2_end-mad_legacy_f32_r2
+
 	.globl add_f32_r3
 	.p2align 8
 	.type add_f32_r3,@function
@@ -1329,6 +1386,25 @@ mad_f32_r3:
 	s_endpgm
 .Lmad_f32_r3_end:
 	.size mad_f32_r3, .Lmad_f32_r3_end-mad_f32_r3
+
+	.globl mad_legacy_f32_r3
+	.p2align 8
+	.type mad_legacy_f32_r3,@function
+mad_legacy_f32_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_legacy_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_legacy_f32_r3_end:
+	.size mad_legacy_f32_r3, .Lmad_legacy_f32_r3_end-mad_legacy_f32_r3
 
 	.globl rcp_f32_r1
 	.p2align 8
@@ -2215,6 +2291,19 @@ setreg_r2_add_f32:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel mad_legacy_f32_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel add_f32_r1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -2281,6 +2370,19 @@ setreg_r2_add_f32:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel mad_f32_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mad_legacy_f32_r1
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -2371,6 +2473,19 @@ setreg_r2_add_f32:
 		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel mad_legacy_f32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel add_f32_r3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -2437,6 +2552,19 @@ setreg_r2_add_f32:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel mad_f32_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mad_legacy_f32_r3
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

@@ -998,7 +998,8 @@ def trans(cpu):
 #   max_f16;
 # - `clamp_dx10_<n>`: DX10_CLAMP n, `v_add_f32 ... clamp`;
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_32 n (denormals kept): add_f32, sub_f32, mul_f32,
-#   fma_f32, fmac_f32 (not gfx900), mad_f32 (not gfx942); `rcp_f32_r1` is not modelled: an
+#   fma_f32, fmac_f32 (not gfx900), mad_f32 and mad_legacy_f32 (not gfx942); `rcp_f32_r1` is
+#   not modelled: an
 #   error; `add_f64_r3` (FLOAT_ROUND_MODE_16_64 3) is (the `round` family tests f64/f16);
 # - `pk_add_f16_d<n>` (FLOAT_DENORM_MODE_16_64 n), `pk_mul_f32_d<n>` (gfx90a/gfx942,
 #   FLOAT_DENORM_MODE_32 n; qwords: two f32 per lane), `pk_max_f16_ieee<n>`: packed math
@@ -1052,6 +1053,7 @@ def fpmode(cpu):
         rops["fmac_f32"] = "v_mov_b32 v5, v4\n\tv_fmac_f32 v5, v2, v3"
     if mad:
         rops["mad_f32"] = "v_mad_f32 v5, v2, v3, v4"
+        rops["mad_legacy_f32"] = "v_mad_legacy_f32 v5, v2, v3, v4"
     for r in range(4):
         for name, ins in rops.items():
             a.kernel("%s_r%d" % (name, r), d32 + [ins] + st32, extra=kd(r32=r))
@@ -1074,13 +1076,40 @@ def fpmode(cpu):
     return a
 
 
-# --- round: directed rounding (FLOAT_ROUND_MODE_16_64) of f64 and f16 -------------------------
+# --- round: directed rounding (FLOAT_ROUND_MODE) and MODE's other effects --------------------
 # Lane i: sources p1[i], p2[i], p3[i] (qwords for f64, dwords holding an f16 in the low half
-# for f16), result to p4[i]; denormals kept, IEEE mode on.
+# for f16), result to p4[i]; denormals kept, IEEE mode on, unless a kernel below says
+# otherwise.
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_16_64 n: add_f64, mul_f64, fma_f64, fmac_f64 (gfx90a and
-#   gfx942), add_f16, sub_f16, mul_f16, fma_f16;
+#   gfx942), add_f16, sub_f16, mul_f16, fma_f16, mad_f16, mac_f16 (D = p3[i] before),
+#   madak_f16 (K = 0x3c01), madmk_f16 (p1[i] × K + p2[i], K = 0x3555);
 # - `setreg_r3_mul_f64`: round toward zero for f64 selected by s_setreg at run time;
-# - `rcp_f64_r3`: v_rcp_f64 under round toward zero is not modelled: an error.
+# - `rcp_f64_r3`: v_rcp_f64 under round toward zero is not modelled: an error;
+# - `<op>_r<n>_d<m>`, packed math: FLOAT_ROUND_MODE n and FLOAT_DENORM_MODE m of the op's
+#   precision, the other precision's fields set otherwise ((n + 1) % 4 and 3 - m) so that
+#   reading the wrong field shows: pk_add_f16, pk_mul_f16, pk_fma_f16, pk_max_f16 (dwords, two
+#   f16 each),
+#   pk_fmac_f16 (gfx908+; D = p3[i] before), pk_add_f32, pk_mul_f32, pk_fma_f32 (gfx90a,
+#   gfx942; qwords, two f32 each);
+# - `<op>_r<n>_d<m>`, gfx906+ mixed precision with FLOAT_ROUND_MODE_32 and _16_64 both n,
+#   FLOAT_DENORM_MODE_32 and _16_64 both m (0 or 3): mix_f32_h (v_fma_mix_f32 of the low f16
+#   halves), mix_f32_s (of f32 sources), mixlo_f16_s (f32 sources, f16 result in the low
+#   half, high half 0), mixhi_f16_h (f16 sources, f16 result in the high half, low half 0);
+# - `<op>_r<n>_d<m>`, conversions, ldexp and div_fmas: FLOAT_ROUND_MODE n of the result's
+#   precision (the other field (n + 1) % 4), both FLOAT_DENORM_MODEs m (0 or 3):
+#   cvt_f32_f64 (qword p1), cvt_f32_i32, cvt_f32_u32, cvt_f16_f32, cvt_f16_u16, cvt_f16_i16
+#   (dword p1), ldexp_f32, ldexp_f16 (dwords p1, p2), ldexp_f64 (qword p1, dword p2),
+#   div_fmas_f32 (dwords: S0 p1, S1 p2, S2 p0, VCC = p3 != 0), div_fmas_f64 (qwords p1, p2,
+#   p0; VCC = p3 dword != 0);
+# - `mfma_f16`, `mfma_bf16` (gfx908, gfx90a: 4x4x2bf16), `mfma_bf16_1k` (gfx90a; gfx942's
+#   4x4x4_16b_bf16): a 4x4 MFMA of 16 blocks, lanes 4b..4b+3 holding block b's A (p1 dword,
+#   each 16-bit element the low half of it), B (p2) and C (p3, all four registers); D
+#   register 0 to p4;
+# - `<op>_r<n>`, mode-independent conversions under FLOAT_ROUND_MODE_32 and _16_64 both n:
+#   cvt_i32_f32, cvt_u32_f32 (dword p1), cvt_f64_i32 (dword p1, qword result);
+# - refused under a directed mode (the ISA leaves it unspecified), an error saying why:
+#   `sqrt_f32_r2` (FLOAT_ROUND_MODE_32 2), `dot2_f32_f16_r1` (gfx906+, FLOAT_ROUND_MODE_32 1),
+#   `mfma_f16_r3` (gfx908+, FLOAT_ROUND_MODE_32 3).
 def round_family(cpu):
     a = Asm(cpu)
     d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
@@ -1090,10 +1119,11 @@ def round_family(cpu):
     st32 = ["global_store_dword v20, v5, s[12:13]"]
     st64 = ["global_store_dwordx2 v21, v[6:7], s[12:13]"]
 
-    def kd(r64):
-        return ("\t\t.amdhsa_float_denorm_mode_32 3\n\t\t.amdhsa_float_denorm_mode_16_64 3\n"
+    def kd(r64, r32=0, d32=3, d64=3):
+        return ("\t\t.amdhsa_float_denorm_mode_32 %d\n\t\t.amdhsa_float_denorm_mode_16_64 %d\n"
                 "\t\t.amdhsa_ieee_mode 1\n\t\t.amdhsa_dx10_clamp 1\n"
-                "\t\t.amdhsa_float_round_mode_32 0\n\t\t.amdhsa_float_round_mode_16_64 %d" % r64)
+                "\t\t.amdhsa_float_round_mode_32 %d\n\t\t.amdhsa_float_round_mode_16_64 %d"
+                % (d32, d64, r32, r64))
     ops64 = {"add_f64": "v_add_f64 v[6:7], v[2:3], v[4:5]",
              "mul_f64": "v_mul_f64 v[6:7], v[2:3], v[4:5]",
              "fma_f64": "v_fma_f64 v[6:7], v[2:3], v[4:5], v[8:9]"}
@@ -1101,7 +1131,11 @@ def round_family(cpu):
         ops64["fmac_f64"] = ("v_mov_b32 v6, v8\n\tv_mov_b32 v7, v9\n"
                              "\tv_fmac_f64 v[6:7], v[2:3], v[4:5]")
     ops16 = {"add_f16": "v_add_f16 v5, v2, v3", "sub_f16": "v_sub_f16 v5, v2, v3",
-             "mul_f16": "v_mul_f16 v5, v2, v3", "fma_f16": "v_fma_f16 v5, v2, v3, v4"}
+             "mul_f16": "v_mul_f16 v5, v2, v3", "fma_f16": "v_fma_f16 v5, v2, v3, v4",
+             "mad_f16": "v_mad_f16 v5, v2, v3, v4",
+             "mac_f16": "v_mov_b32 v5, v4\n\tv_mac_f16 v5, v2, v3",
+             "madak_f16": "v_madak_f16 v5, v2, v3, 0x3c01",
+             "madmk_f16": "v_madmk_f16 v5, v2, 0x3555, v3"}
     for r in range(4):
         for name, ins in ops64.items():
             a.kernel("%s_r%d" % (name, r), d64 + [ins] + st64, extra=kd(r))
@@ -1110,6 +1144,90 @@ def round_family(cpu):
     a.kernel("setreg_r3_mul_f64", d64 + ["s_setreg_imm32_b32 hwreg(HW_REG_MODE, 2, 2), 3",
                                          ops64["mul_f64"]] + st64, extra=kd(0))
     a.kernel("rcp_f64_r3", d64 + ["v_rcp_f64 v[6:7], v[2:3]"] + st64, extra=kd(3))
+    pk16 = {"pk_add_f16": "v_pk_add_f16 v5, v2, v3", "pk_mul_f16": "v_pk_mul_f16 v5, v2, v3",
+            "pk_fma_f16": "v_pk_fma_f16 v5, v2, v3, v4", "pk_max_f16": "v_pk_max_f16 v5, v2, v3"}
+    if cpu != "gfx900" and cpu != "gfx906":
+        pk16["pk_fmac_f16"] = "v_mov_b32 v5, v4\n\tv_pk_fmac_f16 v5, v2, v3"
+    pk32 = {}
+    if cpu in ("gfx90a", "gfx942"):
+        pk32 = {"pk_add_f32": "v_pk_add_f32 v[6:7], v[2:3], v[4:5]",
+                "pk_mul_f32": "v_pk_mul_f32 v[6:7], v[2:3], v[4:5]",
+                "pk_fma_f32": "v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]"}
+    mix = {}
+    if cpu != "gfx900":
+        mix = {"mix_f32_h": "v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]",
+               "mix_f32_s": "v_fma_mix_f32 v5, v2, v3, v4",
+               "mixlo_f16_s": "v_mov_b32 v5, 0\n\tv_fma_mixlo_f16 v5, v2, v3, v4",
+               "mixhi_f16_h": "v_mov_b32 v5, 0\n\tv_fma_mixhi_f16 v5, v2, v3, v4 "
+                              "op_sel_hi:[1,1,1]"}
+    q1 = ["global_load_dwordx2 v[2:3], v21, s[6:7]", "s_waitcnt vmcnt(0)"]
+    conv = {
+        "cvt_f32_f64": (q1 + ["v_cvt_f32_f64 v5, v[2:3]"], st32, "f32"),
+        "cvt_f32_i32": (d32 + ["v_cvt_f32_i32 v5, v2"], st32, "f32"),
+        "cvt_f32_u32": (d32 + ["v_cvt_f32_u32 v5, v2"], st32, "f32"),
+        "cvt_f16_f32": (d32 + ["v_cvt_f16_f32 v5, v2"], st32, "f16"),
+        "cvt_f16_u16": (d32 + ["v_cvt_f16_u16 v5, v2"], st32, "f16"),
+        "cvt_f16_i16": (d32 + ["v_cvt_f16_i16 v5, v2"], st32, "f16"),
+        "ldexp_f32": (d32 + ["v_ldexp_f32 v5, v2, v3"], st32, "f32"),
+        "ldexp_f16": (d32 + ["v_ldexp_f16 v5, v2, v3"], st32, "f16"),
+        "ldexp_f64": (["global_load_dwordx2 v[2:3], v21, s[6:7]",
+                       "global_load_dword v4, v20, s[8:9]", "s_waitcnt vmcnt(0)",
+                       "v_ldexp_f64 v[6:7], v[2:3], v4"], st64, "f64"),
+        "div_fmas_f32": (["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+                          "global_load_dword v4, v20, s[4:5]",
+                          "global_load_dword v6, v20, s[10:11]", "s_waitcnt vmcnt(0)",
+                          "v_cmp_ne_u32 vcc, 0, v6", "v_div_fmas_f32 v5, v2, v3, v4"],
+                         st32, "f32"),
+        "div_fmas_f64": (["global_load_dwordx2 v[2:3], v21, s[6:7]",
+                          "global_load_dwordx2 v[4:5], v21, s[8:9]",
+                          "global_load_dwordx2 v[8:9], v21, s[4:5]",
+                          "global_load_dword v10, v20, s[10:11]", "s_waitcnt vmcnt(0)",
+                          "v_cmp_ne_u32 vcc, 0, v10",
+                          "v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]"], st64, "f64"),
+    }
+    for r in range(4):
+        for d in range(4):
+            for name, ins in pk16.items():
+                a.kernel("%s_r%d_d%d" % (name, r, d), d32 + [ins] + st32,
+                         extra=kd(r, r32=(r + 1) % 4, d32=3 - d, d64=d))
+            for name, ins in pk32.items():
+                a.kernel("%s_r%d_d%d" % (name, r, d), d64 + [ins] + st64,
+                         extra=kd((r + 1) % 4, r32=r, d32=d, d64=3 - d))
+        for d in (0, 3):
+            for name, (body, st, res) in conv.items():
+                other = (r + 1) % 4
+                rr = dict(r64=r, r32=other) if res != "f32" else dict(r64=other, r32=r)
+                a.kernel("%s_r%d_d%d" % (name, r, d), body + st, extra=kd(d32=d, d64=d, **rr))
+            for name, ins in mix.items():
+                a.kernel("%s_r%d_d%d" % (name, r, d), d32 + [ins] + st32,
+                         extra=kd(r, r32=r, d32=d, d64=d))
+    mfmas = {"gfx908": {"mfma_f16": "v_mfma_f32_4x4x4f16", "mfma_bf16": "v_mfma_f32_4x4x2bf16"},
+             "gfx90a": {"mfma_f16": "v_mfma_f32_4x4x4f16", "mfma_bf16": "v_mfma_f32_4x4x2bf16",
+                        "mfma_bf16_1k": "v_mfma_f32_4x4x4bf16_1k"},
+             "gfx942": {"mfma_f16": "v_mfma_f32_4x4x4_16b_f16",
+                        "mfma_bf16_1k": "v_mfma_f32_4x4x4_16b_bf16"}}
+    for name, op in mfmas.get(cpu, {}).items():
+        wide = name != "mfma_bf16"
+        ab = ("v[2:3], v[4:5]" if wide else "v2, v4")
+        body = d32 + ["v_mov_b32 v6, v4",
+                      "v_and_b32 v2, 0xffff, v2", "v_lshl_or_b32 v2, v2, 16, v2",
+                      "v_and_b32 v4, 0xffff, v3", "v_lshl_or_b32 v4, v4, 16, v4",
+                      "v_mov_b32 v3, v2", "v_mov_b32 v5, v4"]
+        body += ["v_accvgpr_write_b32 a%d, v6" % k for k in range(4)]
+        body += ["%s a[0:3], %s, a[0:3]" % (op, ab), "s_nop 7", "s_nop 7",
+                 "v_accvgpr_read_b32 v5, a0"] + st32
+        a.kernel(name, body, agprs=4, extra=kd(0))
+        if name == "mfma_f16":
+            a.kernel("mfma_f16_r3", body, agprs=4, extra=kd(0, r32=3))
+    for r in range(4):
+        a.kernel("cvt_i32_f32_r%d" % r, d32 + ["v_cvt_i32_f32 v5, v2"] + st32, extra=kd(r, r32=r))
+        a.kernel("cvt_u32_f32_r%d" % r, d32 + ["v_cvt_u32_f32 v5, v2"] + st32, extra=kd(r, r32=r))
+        a.kernel("cvt_f64_i32_r%d" % r, d32 + ["v_cvt_f64_i32 v[6:7], v2"] + st64,
+                 extra=kd(r, r32=r))
+    a.kernel("sqrt_f32_r2", d32 + ["v_sqrt_f32 v5, v2"] + st32, extra=kd(0, r32=2))
+    if cpu != "gfx900":
+        a.kernel("dot2_f32_f16_r1", d32 + ["v_dot2_f32_f16 v5, v2, v3, v4"] + st32,
+                 extra=kd(0, r32=1))
     return a
 
 

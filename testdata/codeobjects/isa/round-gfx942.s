@@ -156,6 +156,83 @@ fma_f16_r0:
 .Lfma_f16_r0_end:
 	.size fma_f16_r0, .Lfma_f16_r0_end-fma_f16_r0
 
+	.globl mad_f16_r0
+	.p2align 8
+	.type mad_f16_r0,@function
+mad_f16_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_f16_r0_end:
+	.size mad_f16_r0, .Lmad_f16_r0_end-mad_f16_r0
+
+	.globl mac_f16_r0
+	.p2align 8
+	.type mac_f16_r0,@function
+mac_f16_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmac_f16_r0_end:
+	.size mac_f16_r0, .Lmac_f16_r0_end-mac_f16_r0
+
+	.globl madak_f16_r0
+	.p2align 8
+	.type madak_f16_r0,@function
+madak_f16_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madak_f16 v5, v2, v3, 0x3c01
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadak_f16_r0_end:
+	.size madak_f16_r0, .Lmadak_f16_r0_end-madak_f16_r0
+
+	.globl madmk_f16_r0
+	.p2align 8
+	.type madmk_f16_r0,@function
+madmk_f16_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madmk_f16 v5, v2, 0x3555, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadmk_f16_r0_end:
+	.size madmk_f16_r0, .Lmadmk_f16_r0_end-madmk_f16_r0
+
 	.globl add_f64_r1
 	.p2align 8
 	.type add_f64_r1,@function
@@ -309,6 +386,83 @@ fma_f16_r1:
 	s_endpgm
 .Lfma_f16_r1_end:
 	.size fma_f16_r1, .Lfma_f16_r1_end-fma_f16_r1
+
+	.globl mad_f16_r1
+	.p2align 8
+	.type mad_f16_r1,@function
+mad_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_f16_r1_end:
+	.size mad_f16_r1, .Lmad_f16_r1_end-mad_f16_r1
+
+	.globl mac_f16_r1
+	.p2align 8
+	.type mac_f16_r1,@function
+mac_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmac_f16_r1_end:
+	.size mac_f16_r1, .Lmac_f16_r1_end-mac_f16_r1
+
+	.globl madak_f16_r1
+	.p2align 8
+	.type madak_f16_r1,@function
+madak_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madak_f16 v5, v2, v3, 0x3c01
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadak_f16_r1_end:
+	.size madak_f16_r1, .Lmadak_f16_r1_end-madak_f16_r1
+
+	.globl madmk_f16_r1
+	.p2align 8
+	.type madmk_f16_r1,@function
+madmk_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madmk_f16 v5, v2, 0x3555, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadmk_f16_r1_end:
+	.size madmk_f16_r1, .Lmadmk_f16_r1_end-madmk_f16_r1
 
 	.globl add_f64_r2
 	.p2align 8
@@ -464,6 +618,83 @@ fma_f16_r2:
 .Lfma_f16_r2_end:
 	.size fma_f16_r2, .Lfma_f16_r2_end-fma_f16_r2
 
+	.globl mad_f16_r2
+	.p2align 8
+	.type mad_f16_r2,@function
+mad_f16_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_f16_r2_end:
+	.size mad_f16_r2, .Lmad_f16_r2_end-mad_f16_r2
+
+	.globl mac_f16_r2
+	.p2align 8
+	.type mac_f16_r2,@function
+mac_f16_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmac_f16_r2_end:
+	.size mac_f16_r2, .Lmac_f16_r2_end-mac_f16_r2
+
+	.globl madak_f16_r2
+	.p2align 8
+	.type madak_f16_r2,@function
+madak_f16_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madak_f16 v5, v2, v3, 0x3c01
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadak_f16_r2_end:
+	.size madak_f16_r2, .Lmadak_f16_r2_end-madak_f16_r2
+
+	.globl madmk_f16_r2
+	.p2align 8
+	.type madmk_f16_r2,@function
+madmk_f16_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madmk_f16 v5, v2, 0x3555, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadmk_f16_r2_end:
+	.size madmk_f16_r2, .Lmadmk_f16_r2_end-madmk_f16_r2
+
 	.globl add_f64_r3
 	.p2align 8
 	.type add_f64_r3,@function
@@ -618,6 +849,83 @@ fma_f16_r3:
 .Lfma_f16_r3_end:
 	.size fma_f16_r3, .Lfma_f16_r3_end-fma_f16_r3
 
+	.globl mad_f16_r3
+	.p2align 8
+	.type mad_f16_r3,@function
+mad_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mad_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmad_f16_r3_end:
+	.size mad_f16_r3, .Lmad_f16_r3_end-mad_f16_r3
+
+	.globl mac_f16_r3
+	.p2align 8
+	.type mac_f16_r3,@function
+mac_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_mac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmac_f16_r3_end:
+	.size mac_f16_r3, .Lmac_f16_r3_end-mac_f16_r3
+
+	.globl madak_f16_r3
+	.p2align 8
+	.type madak_f16_r3,@function
+madak_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madak_f16 v5, v2, v3, 0x3c01
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadak_f16_r3_end:
+	.size madak_f16_r3, .Lmadak_f16_r3_end-madak_f16_r3
+
+	.globl madmk_f16_r3
+	.p2align 8
+	.type madmk_f16_r3,@function
+madmk_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_madmk_f16 v5, v2, 0x3555, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmadmk_f16_r3_end:
+	.size madmk_f16_r3, .Lmadmk_f16_r3_end-madmk_f16_r3
+
 	.globl setreg_r3_mul_f64
 	.p2align 8
 	.type setreg_r3_mul_f64,@function
@@ -656,6 +964,5123 @@ rcp_f64_r3:
 	s_endpgm
 .Lrcp_f64_r3_end:
 	.size rcp_f64_r3, .Lrcp_f64_r3_end-rcp_f64_r3
+
+	.globl pk_add_f16_r0_d0
+	.p2align 8
+	.type pk_add_f16_r0_d0,@function
+pk_add_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r0_d0_end:
+	.size pk_add_f16_r0_d0, .Lpk_add_f16_r0_d0_end-pk_add_f16_r0_d0
+
+	.globl pk_mul_f16_r0_d0
+	.p2align 8
+	.type pk_mul_f16_r0_d0,@function
+pk_mul_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r0_d0_end:
+	.size pk_mul_f16_r0_d0, .Lpk_mul_f16_r0_d0_end-pk_mul_f16_r0_d0
+
+	.globl pk_fma_f16_r0_d0
+	.p2align 8
+	.type pk_fma_f16_r0_d0,@function
+pk_fma_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r0_d0_end:
+	.size pk_fma_f16_r0_d0, .Lpk_fma_f16_r0_d0_end-pk_fma_f16_r0_d0
+
+	.globl pk_max_f16_r0_d0
+	.p2align 8
+	.type pk_max_f16_r0_d0,@function
+pk_max_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d0_end:
+	.size pk_max_f16_r0_d0, .Lpk_max_f16_r0_d0_end-pk_max_f16_r0_d0
+
+	.globl pk_fmac_f16_r0_d0
+	.p2align 8
+	.type pk_fmac_f16_r0_d0,@function
+pk_fmac_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r0_d0_end:
+	.size pk_fmac_f16_r0_d0, .Lpk_fmac_f16_r0_d0_end-pk_fmac_f16_r0_d0
+
+	.globl pk_add_f32_r0_d0
+	.p2align 8
+	.type pk_add_f32_r0_d0,@function
+pk_add_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r0_d0_end:
+	.size pk_add_f32_r0_d0, .Lpk_add_f32_r0_d0_end-pk_add_f32_r0_d0
+
+	.globl pk_mul_f32_r0_d0
+	.p2align 8
+	.type pk_mul_f32_r0_d0,@function
+pk_mul_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r0_d0_end:
+	.size pk_mul_f32_r0_d0, .Lpk_mul_f32_r0_d0_end-pk_mul_f32_r0_d0
+
+	.globl pk_fma_f32_r0_d0
+	.p2align 8
+	.type pk_fma_f32_r0_d0,@function
+pk_fma_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r0_d0_end:
+	.size pk_fma_f32_r0_d0, .Lpk_fma_f32_r0_d0_end-pk_fma_f32_r0_d0
+
+	.globl pk_add_f16_r0_d1
+	.p2align 8
+	.type pk_add_f16_r0_d1,@function
+pk_add_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r0_d1_end:
+	.size pk_add_f16_r0_d1, .Lpk_add_f16_r0_d1_end-pk_add_f16_r0_d1
+
+	.globl pk_mul_f16_r0_d1
+	.p2align 8
+	.type pk_mul_f16_r0_d1,@function
+pk_mul_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r0_d1_end:
+	.size pk_mul_f16_r0_d1, .Lpk_mul_f16_r0_d1_end-pk_mul_f16_r0_d1
+
+	.globl pk_fma_f16_r0_d1
+	.p2align 8
+	.type pk_fma_f16_r0_d1,@function
+pk_fma_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r0_d1_end:
+	.size pk_fma_f16_r0_d1, .Lpk_fma_f16_r0_d1_end-pk_fma_f16_r0_d1
+
+	.globl pk_max_f16_r0_d1
+	.p2align 8
+	.type pk_max_f16_r0_d1,@function
+pk_max_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d1_end:
+	.size pk_max_f16_r0_d1, .Lpk_max_f16_r0_d1_end-pk_max_f16_r0_d1
+
+	.globl pk_fmac_f16_r0_d1
+	.p2align 8
+	.type pk_fmac_f16_r0_d1,@function
+pk_fmac_f16_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r0_d1_end:
+	.size pk_fmac_f16_r0_d1, .Lpk_fmac_f16_r0_d1_end-pk_fmac_f16_r0_d1
+
+	.globl pk_add_f32_r0_d1
+	.p2align 8
+	.type pk_add_f32_r0_d1,@function
+pk_add_f32_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r0_d1_end:
+	.size pk_add_f32_r0_d1, .Lpk_add_f32_r0_d1_end-pk_add_f32_r0_d1
+
+	.globl pk_mul_f32_r0_d1
+	.p2align 8
+	.type pk_mul_f32_r0_d1,@function
+pk_mul_f32_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r0_d1_end:
+	.size pk_mul_f32_r0_d1, .Lpk_mul_f32_r0_d1_end-pk_mul_f32_r0_d1
+
+	.globl pk_fma_f32_r0_d1
+	.p2align 8
+	.type pk_fma_f32_r0_d1,@function
+pk_fma_f32_r0_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r0_d1_end:
+	.size pk_fma_f32_r0_d1, .Lpk_fma_f32_r0_d1_end-pk_fma_f32_r0_d1
+
+	.globl pk_add_f16_r0_d2
+	.p2align 8
+	.type pk_add_f16_r0_d2,@function
+pk_add_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r0_d2_end:
+	.size pk_add_f16_r0_d2, .Lpk_add_f16_r0_d2_end-pk_add_f16_r0_d2
+
+	.globl pk_mul_f16_r0_d2
+	.p2align 8
+	.type pk_mul_f16_r0_d2,@function
+pk_mul_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r0_d2_end:
+	.size pk_mul_f16_r0_d2, .Lpk_mul_f16_r0_d2_end-pk_mul_f16_r0_d2
+
+	.globl pk_fma_f16_r0_d2
+	.p2align 8
+	.type pk_fma_f16_r0_d2,@function
+pk_fma_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r0_d2_end:
+	.size pk_fma_f16_r0_d2, .Lpk_fma_f16_r0_d2_end-pk_fma_f16_r0_d2
+
+	.globl pk_max_f16_r0_d2
+	.p2align 8
+	.type pk_max_f16_r0_d2,@function
+pk_max_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d2_end:
+	.size pk_max_f16_r0_d2, .Lpk_max_f16_r0_d2_end-pk_max_f16_r0_d2
+
+	.globl pk_fmac_f16_r0_d2
+	.p2align 8
+	.type pk_fmac_f16_r0_d2,@function
+pk_fmac_f16_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r0_d2_end:
+	.size pk_fmac_f16_r0_d2, .Lpk_fmac_f16_r0_d2_end-pk_fmac_f16_r0_d2
+
+	.globl pk_add_f32_r0_d2
+	.p2align 8
+	.type pk_add_f32_r0_d2,@function
+pk_add_f32_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r0_d2_end:
+	.size pk_add_f32_r0_d2, .Lpk_add_f32_r0_d2_end-pk_add_f32_r0_d2
+
+	.globl pk_mul_f32_r0_d2
+	.p2align 8
+	.type pk_mul_f32_r0_d2,@function
+pk_mul_f32_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r0_d2_end:
+	.size pk_mul_f32_r0_d2, .Lpk_mul_f32_r0_d2_end-pk_mul_f32_r0_d2
+
+	.globl pk_fma_f32_r0_d2
+	.p2align 8
+	.type pk_fma_f32_r0_d2,@function
+pk_fma_f32_r0_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r0_d2_end:
+	.size pk_fma_f32_r0_d2, .Lpk_fma_f32_r0_d2_end-pk_fma_f32_r0_d2
+
+	.globl pk_add_f16_r0_d3
+	.p2align 8
+	.type pk_add_f16_r0_d3,@function
+pk_add_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r0_d3_end:
+	.size pk_add_f16_r0_d3, .Lpk_add_f16_r0_d3_end-pk_add_f16_r0_d3
+
+	.globl pk_mul_f16_r0_d3
+	.p2align 8
+	.type pk_mul_f16_r0_d3,@function
+pk_mul_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r0_d3_end:
+	.size pk_mul_f16_r0_d3, .Lpk_mul_f16_r0_d3_end-pk_mul_f16_r0_d3
+
+	.globl pk_fma_f16_r0_d3
+	.p2align 8
+	.type pk_fma_f16_r0_d3,@function
+pk_fma_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r0_d3_end:
+	.size pk_fma_f16_r0_d3, .Lpk_fma_f16_r0_d3_end-pk_fma_f16_r0_d3
+
+	.globl pk_max_f16_r0_d3
+	.p2align 8
+	.type pk_max_f16_r0_d3,@function
+pk_max_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r0_d3_end:
+	.size pk_max_f16_r0_d3, .Lpk_max_f16_r0_d3_end-pk_max_f16_r0_d3
+
+	.globl pk_fmac_f16_r0_d3
+	.p2align 8
+	.type pk_fmac_f16_r0_d3,@function
+pk_fmac_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r0_d3_end:
+	.size pk_fmac_f16_r0_d3, .Lpk_fmac_f16_r0_d3_end-pk_fmac_f16_r0_d3
+
+	.globl pk_add_f32_r0_d3
+	.p2align 8
+	.type pk_add_f32_r0_d3,@function
+pk_add_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r0_d3_end:
+	.size pk_add_f32_r0_d3, .Lpk_add_f32_r0_d3_end-pk_add_f32_r0_d3
+
+	.globl pk_mul_f32_r0_d3
+	.p2align 8
+	.type pk_mul_f32_r0_d3,@function
+pk_mul_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r0_d3_end:
+	.size pk_mul_f32_r0_d3, .Lpk_mul_f32_r0_d3_end-pk_mul_f32_r0_d3
+
+	.globl pk_fma_f32_r0_d3
+	.p2align 8
+	.type pk_fma_f32_r0_d3,@function
+pk_fma_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r0_d3_end:
+	.size pk_fma_f32_r0_d3, .Lpk_fma_f32_r0_d3_end-pk_fma_f32_r0_d3
+
+	.globl cvt_f32_f64_r0_d0
+	.p2align 8
+	.type cvt_f32_f64_r0_d0,@function
+cvt_f32_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r0_d0_end:
+	.size cvt_f32_f64_r0_d0, .Lcvt_f32_f64_r0_d0_end-cvt_f32_f64_r0_d0
+
+	.globl cvt_f32_i32_r0_d0
+	.p2align 8
+	.type cvt_f32_i32_r0_d0,@function
+cvt_f32_i32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r0_d0_end:
+	.size cvt_f32_i32_r0_d0, .Lcvt_f32_i32_r0_d0_end-cvt_f32_i32_r0_d0
+
+	.globl cvt_f32_u32_r0_d0
+	.p2align 8
+	.type cvt_f32_u32_r0_d0,@function
+cvt_f32_u32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r0_d0_end:
+	.size cvt_f32_u32_r0_d0, .Lcvt_f32_u32_r0_d0_end-cvt_f32_u32_r0_d0
+
+	.globl cvt_f16_f32_r0_d0
+	.p2align 8
+	.type cvt_f16_f32_r0_d0,@function
+cvt_f16_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r0_d0_end:
+	.size cvt_f16_f32_r0_d0, .Lcvt_f16_f32_r0_d0_end-cvt_f16_f32_r0_d0
+
+	.globl cvt_f16_u16_r0_d0
+	.p2align 8
+	.type cvt_f16_u16_r0_d0,@function
+cvt_f16_u16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r0_d0_end:
+	.size cvt_f16_u16_r0_d0, .Lcvt_f16_u16_r0_d0_end-cvt_f16_u16_r0_d0
+
+	.globl cvt_f16_i16_r0_d0
+	.p2align 8
+	.type cvt_f16_i16_r0_d0,@function
+cvt_f16_i16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r0_d0_end:
+	.size cvt_f16_i16_r0_d0, .Lcvt_f16_i16_r0_d0_end-cvt_f16_i16_r0_d0
+
+	.globl ldexp_f32_r0_d0
+	.p2align 8
+	.type ldexp_f32_r0_d0,@function
+ldexp_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r0_d0_end:
+	.size ldexp_f32_r0_d0, .Lldexp_f32_r0_d0_end-ldexp_f32_r0_d0
+
+	.globl ldexp_f16_r0_d0
+	.p2align 8
+	.type ldexp_f16_r0_d0,@function
+ldexp_f16_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r0_d0_end:
+	.size ldexp_f16_r0_d0, .Lldexp_f16_r0_d0_end-ldexp_f16_r0_d0
+
+	.globl ldexp_f64_r0_d0
+	.p2align 8
+	.type ldexp_f64_r0_d0,@function
+ldexp_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r0_d0_end:
+	.size ldexp_f64_r0_d0, .Lldexp_f64_r0_d0_end-ldexp_f64_r0_d0
+
+	.globl div_fmas_f32_r0_d0
+	.p2align 8
+	.type div_fmas_f32_r0_d0,@function
+div_fmas_f32_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r0_d0_end:
+	.size div_fmas_f32_r0_d0, .Ldiv_fmas_f32_r0_d0_end-div_fmas_f32_r0_d0
+
+	.globl div_fmas_f64_r0_d0
+	.p2align 8
+	.type div_fmas_f64_r0_d0,@function
+div_fmas_f64_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r0_d0_end:
+	.size div_fmas_f64_r0_d0, .Ldiv_fmas_f64_r0_d0_end-div_fmas_f64_r0_d0
+
+	.globl mix_f32_h_r0_d0
+	.p2align 8
+	.type mix_f32_h_r0_d0,@function
+mix_f32_h_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r0_d0_end:
+	.size mix_f32_h_r0_d0, .Lmix_f32_h_r0_d0_end-mix_f32_h_r0_d0
+
+	.globl mix_f32_s_r0_d0
+	.p2align 8
+	.type mix_f32_s_r0_d0,@function
+mix_f32_s_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r0_d0_end:
+	.size mix_f32_s_r0_d0, .Lmix_f32_s_r0_d0_end-mix_f32_s_r0_d0
+
+	.globl mixlo_f16_s_r0_d0
+	.p2align 8
+	.type mixlo_f16_s_r0_d0,@function
+mixlo_f16_s_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r0_d0_end:
+	.size mixlo_f16_s_r0_d0, .Lmixlo_f16_s_r0_d0_end-mixlo_f16_s_r0_d0
+
+	.globl mixhi_f16_h_r0_d0
+	.p2align 8
+	.type mixhi_f16_h_r0_d0,@function
+mixhi_f16_h_r0_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r0_d0_end:
+	.size mixhi_f16_h_r0_d0, .Lmixhi_f16_h_r0_d0_end-mixhi_f16_h_r0_d0
+
+	.globl cvt_f32_f64_r0_d3
+	.p2align 8
+	.type cvt_f32_f64_r0_d3,@function
+cvt_f32_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r0_d3_end:
+	.size cvt_f32_f64_r0_d3, .Lcvt_f32_f64_r0_d3_end-cvt_f32_f64_r0_d3
+
+	.globl cvt_f32_i32_r0_d3
+	.p2align 8
+	.type cvt_f32_i32_r0_d3,@function
+cvt_f32_i32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r0_d3_end:
+	.size cvt_f32_i32_r0_d3, .Lcvt_f32_i32_r0_d3_end-cvt_f32_i32_r0_d3
+
+	.globl cvt_f32_u32_r0_d3
+	.p2align 8
+	.type cvt_f32_u32_r0_d3,@function
+cvt_f32_u32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r0_d3_end:
+	.size cvt_f32_u32_r0_d3, .Lcvt_f32_u32_r0_d3_end-cvt_f32_u32_r0_d3
+
+	.globl cvt_f16_f32_r0_d3
+	.p2align 8
+	.type cvt_f16_f32_r0_d3,@function
+cvt_f16_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r0_d3_end:
+	.size cvt_f16_f32_r0_d3, .Lcvt_f16_f32_r0_d3_end-cvt_f16_f32_r0_d3
+
+	.globl cvt_f16_u16_r0_d3
+	.p2align 8
+	.type cvt_f16_u16_r0_d3,@function
+cvt_f16_u16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r0_d3_end:
+	.size cvt_f16_u16_r0_d3, .Lcvt_f16_u16_r0_d3_end-cvt_f16_u16_r0_d3
+
+	.globl cvt_f16_i16_r0_d3
+	.p2align 8
+	.type cvt_f16_i16_r0_d3,@function
+cvt_f16_i16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r0_d3_end:
+	.size cvt_f16_i16_r0_d3, .Lcvt_f16_i16_r0_d3_end-cvt_f16_i16_r0_d3
+
+	.globl ldexp_f32_r0_d3
+	.p2align 8
+	.type ldexp_f32_r0_d3,@function
+ldexp_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r0_d3_end:
+	.size ldexp_f32_r0_d3, .Lldexp_f32_r0_d3_end-ldexp_f32_r0_d3
+
+	.globl ldexp_f16_r0_d3
+	.p2align 8
+	.type ldexp_f16_r0_d3,@function
+ldexp_f16_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r0_d3_end:
+	.size ldexp_f16_r0_d3, .Lldexp_f16_r0_d3_end-ldexp_f16_r0_d3
+
+	.globl ldexp_f64_r0_d3
+	.p2align 8
+	.type ldexp_f64_r0_d3,@function
+ldexp_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r0_d3_end:
+	.size ldexp_f64_r0_d3, .Lldexp_f64_r0_d3_end-ldexp_f64_r0_d3
+
+	.globl div_fmas_f32_r0_d3
+	.p2align 8
+	.type div_fmas_f32_r0_d3,@function
+div_fmas_f32_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r0_d3_end:
+	.size div_fmas_f32_r0_d3, .Ldiv_fmas_f32_r0_d3_end-div_fmas_f32_r0_d3
+
+	.globl div_fmas_f64_r0_d3
+	.p2align 8
+	.type div_fmas_f64_r0_d3,@function
+div_fmas_f64_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r0_d3_end:
+	.size div_fmas_f64_r0_d3, .Ldiv_fmas_f64_r0_d3_end-div_fmas_f64_r0_d3
+
+	.globl mix_f32_h_r0_d3
+	.p2align 8
+	.type mix_f32_h_r0_d3,@function
+mix_f32_h_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r0_d3_end:
+	.size mix_f32_h_r0_d3, .Lmix_f32_h_r0_d3_end-mix_f32_h_r0_d3
+
+	.globl mix_f32_s_r0_d3
+	.p2align 8
+	.type mix_f32_s_r0_d3,@function
+mix_f32_s_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r0_d3_end:
+	.size mix_f32_s_r0_d3, .Lmix_f32_s_r0_d3_end-mix_f32_s_r0_d3
+
+	.globl mixlo_f16_s_r0_d3
+	.p2align 8
+	.type mixlo_f16_s_r0_d3,@function
+mixlo_f16_s_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r0_d3_end:
+	.size mixlo_f16_s_r0_d3, .Lmixlo_f16_s_r0_d3_end-mixlo_f16_s_r0_d3
+
+	.globl mixhi_f16_h_r0_d3
+	.p2align 8
+	.type mixhi_f16_h_r0_d3,@function
+mixhi_f16_h_r0_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r0_d3_end:
+	.size mixhi_f16_h_r0_d3, .Lmixhi_f16_h_r0_d3_end-mixhi_f16_h_r0_d3
+
+	.globl pk_add_f16_r1_d0
+	.p2align 8
+	.type pk_add_f16_r1_d0,@function
+pk_add_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r1_d0_end:
+	.size pk_add_f16_r1_d0, .Lpk_add_f16_r1_d0_end-pk_add_f16_r1_d0
+
+	.globl pk_mul_f16_r1_d0
+	.p2align 8
+	.type pk_mul_f16_r1_d0,@function
+pk_mul_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r1_d0_end:
+	.size pk_mul_f16_r1_d0, .Lpk_mul_f16_r1_d0_end-pk_mul_f16_r1_d0
+
+	.globl pk_fma_f16_r1_d0
+	.p2align 8
+	.type pk_fma_f16_r1_d0,@function
+pk_fma_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r1_d0_end:
+	.size pk_fma_f16_r1_d0, .Lpk_fma_f16_r1_d0_end-pk_fma_f16_r1_d0
+
+	.globl pk_max_f16_r1_d0
+	.p2align 8
+	.type pk_max_f16_r1_d0,@function
+pk_max_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d0_end:
+	.size pk_max_f16_r1_d0, .Lpk_max_f16_r1_d0_end-pk_max_f16_r1_d0
+
+	.globl pk_fmac_f16_r1_d0
+	.p2align 8
+	.type pk_fmac_f16_r1_d0,@function
+pk_fmac_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r1_d0_end:
+	.size pk_fmac_f16_r1_d0, .Lpk_fmac_f16_r1_d0_end-pk_fmac_f16_r1_d0
+
+	.globl pk_add_f32_r1_d0
+	.p2align 8
+	.type pk_add_f32_r1_d0,@function
+pk_add_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r1_d0_end:
+	.size pk_add_f32_r1_d0, .Lpk_add_f32_r1_d0_end-pk_add_f32_r1_d0
+
+	.globl pk_mul_f32_r1_d0
+	.p2align 8
+	.type pk_mul_f32_r1_d0,@function
+pk_mul_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r1_d0_end:
+	.size pk_mul_f32_r1_d0, .Lpk_mul_f32_r1_d0_end-pk_mul_f32_r1_d0
+
+	.globl pk_fma_f32_r1_d0
+	.p2align 8
+	.type pk_fma_f32_r1_d0,@function
+pk_fma_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r1_d0_end:
+	.size pk_fma_f32_r1_d0, .Lpk_fma_f32_r1_d0_end-pk_fma_f32_r1_d0
+
+	.globl pk_add_f16_r1_d1
+	.p2align 8
+	.type pk_add_f16_r1_d1,@function
+pk_add_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r1_d1_end:
+	.size pk_add_f16_r1_d1, .Lpk_add_f16_r1_d1_end-pk_add_f16_r1_d1
+
+	.globl pk_mul_f16_r1_d1
+	.p2align 8
+	.type pk_mul_f16_r1_d1,@function
+pk_mul_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r1_d1_end:
+	.size pk_mul_f16_r1_d1, .Lpk_mul_f16_r1_d1_end-pk_mul_f16_r1_d1
+
+	.globl pk_fma_f16_r1_d1
+	.p2align 8
+	.type pk_fma_f16_r1_d1,@function
+pk_fma_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r1_d1_end:
+	.size pk_fma_f16_r1_d1, .Lpk_fma_f16_r1_d1_end-pk_fma_f16_r1_d1
+
+	.globl pk_max_f16_r1_d1
+	.p2align 8
+	.type pk_max_f16_r1_d1,@function
+pk_max_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d1_end:
+	.size pk_max_f16_r1_d1, .Lpk_max_f16_r1_d1_end-pk_max_f16_r1_d1
+
+	.globl pk_fmac_f16_r1_d1
+	.p2align 8
+	.type pk_fmac_f16_r1_d1,@function
+pk_fmac_f16_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r1_d1_end:
+	.size pk_fmac_f16_r1_d1, .Lpk_fmac_f16_r1_d1_end-pk_fmac_f16_r1_d1
+
+	.globl pk_add_f32_r1_d1
+	.p2align 8
+	.type pk_add_f32_r1_d1,@function
+pk_add_f32_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r1_d1_end:
+	.size pk_add_f32_r1_d1, .Lpk_add_f32_r1_d1_end-pk_add_f32_r1_d1
+
+	.globl pk_mul_f32_r1_d1
+	.p2align 8
+	.type pk_mul_f32_r1_d1,@function
+pk_mul_f32_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r1_d1_end:
+	.size pk_mul_f32_r1_d1, .Lpk_mul_f32_r1_d1_end-pk_mul_f32_r1_d1
+
+	.globl pk_fma_f32_r1_d1
+	.p2align 8
+	.type pk_fma_f32_r1_d1,@function
+pk_fma_f32_r1_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r1_d1_end:
+	.size pk_fma_f32_r1_d1, .Lpk_fma_f32_r1_d1_end-pk_fma_f32_r1_d1
+
+	.globl pk_add_f16_r1_d2
+	.p2align 8
+	.type pk_add_f16_r1_d2,@function
+pk_add_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r1_d2_end:
+	.size pk_add_f16_r1_d2, .Lpk_add_f16_r1_d2_end-pk_add_f16_r1_d2
+
+	.globl pk_mul_f16_r1_d2
+	.p2align 8
+	.type pk_mul_f16_r1_d2,@function
+pk_mul_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r1_d2_end:
+	.size pk_mul_f16_r1_d2, .Lpk_mul_f16_r1_d2_end-pk_mul_f16_r1_d2
+
+	.globl pk_fma_f16_r1_d2
+	.p2align 8
+	.type pk_fma_f16_r1_d2,@function
+pk_fma_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r1_d2_end:
+	.size pk_fma_f16_r1_d2, .Lpk_fma_f16_r1_d2_end-pk_fma_f16_r1_d2
+
+	.globl pk_max_f16_r1_d2
+	.p2align 8
+	.type pk_max_f16_r1_d2,@function
+pk_max_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d2_end:
+	.size pk_max_f16_r1_d2, .Lpk_max_f16_r1_d2_end-pk_max_f16_r1_d2
+
+	.globl pk_fmac_f16_r1_d2
+	.p2align 8
+	.type pk_fmac_f16_r1_d2,@function
+pk_fmac_f16_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r1_d2_end:
+	.size pk_fmac_f16_r1_d2, .Lpk_fmac_f16_r1_d2_end-pk_fmac_f16_r1_d2
+
+	.globl pk_add_f32_r1_d2
+	.p2align 8
+	.type pk_add_f32_r1_d2,@function
+pk_add_f32_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r1_d2_end:
+	.size pk_add_f32_r1_d2, .Lpk_add_f32_r1_d2_end-pk_add_f32_r1_d2
+
+	.globl pk_mul_f32_r1_d2
+	.p2align 8
+	.type pk_mul_f32_r1_d2,@function
+pk_mul_f32_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r1_d2_end:
+	.size pk_mul_f32_r1_d2, .Lpk_mul_f32_r1_d2_end-pk_mul_f32_r1_d2
+
+	.globl pk_fma_f32_r1_d2
+	.p2align 8
+	.type pk_fma_f32_r1_d2,@function
+pk_fma_f32_r1_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r1_d2_end:
+	.size pk_fma_f32_r1_d2, .Lpk_fma_f32_r1_d2_end-pk_fma_f32_r1_d2
+
+	.globl pk_add_f16_r1_d3
+	.p2align 8
+	.type pk_add_f16_r1_d3,@function
+pk_add_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r1_d3_end:
+	.size pk_add_f16_r1_d3, .Lpk_add_f16_r1_d3_end-pk_add_f16_r1_d3
+
+	.globl pk_mul_f16_r1_d3
+	.p2align 8
+	.type pk_mul_f16_r1_d3,@function
+pk_mul_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r1_d3_end:
+	.size pk_mul_f16_r1_d3, .Lpk_mul_f16_r1_d3_end-pk_mul_f16_r1_d3
+
+	.globl pk_fma_f16_r1_d3
+	.p2align 8
+	.type pk_fma_f16_r1_d3,@function
+pk_fma_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r1_d3_end:
+	.size pk_fma_f16_r1_d3, .Lpk_fma_f16_r1_d3_end-pk_fma_f16_r1_d3
+
+	.globl pk_max_f16_r1_d3
+	.p2align 8
+	.type pk_max_f16_r1_d3,@function
+pk_max_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r1_d3_end:
+	.size pk_max_f16_r1_d3, .Lpk_max_f16_r1_d3_end-pk_max_f16_r1_d3
+
+	.globl pk_fmac_f16_r1_d3
+	.p2align 8
+	.type pk_fmac_f16_r1_d3,@function
+pk_fmac_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r1_d3_end:
+	.size pk_fmac_f16_r1_d3, .Lpk_fmac_f16_r1_d3_end-pk_fmac_f16_r1_d3
+
+	.globl pk_add_f32_r1_d3
+	.p2align 8
+	.type pk_add_f32_r1_d3,@function
+pk_add_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r1_d3_end:
+	.size pk_add_f32_r1_d3, .Lpk_add_f32_r1_d3_end-pk_add_f32_r1_d3
+
+	.globl pk_mul_f32_r1_d3
+	.p2align 8
+	.type pk_mul_f32_r1_d3,@function
+pk_mul_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r1_d3_end:
+	.size pk_mul_f32_r1_d3, .Lpk_mul_f32_r1_d3_end-pk_mul_f32_r1_d3
+
+	.globl pk_fma_f32_r1_d3
+	.p2align 8
+	.type pk_fma_f32_r1_d3,@function
+pk_fma_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r1_d3_end:
+	.size pk_fma_f32_r1_d3, .Lpk_fma_f32_r1_d3_end-pk_fma_f32_r1_d3
+
+	.globl cvt_f32_f64_r1_d0
+	.p2align 8
+	.type cvt_f32_f64_r1_d0,@function
+cvt_f32_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r1_d0_end:
+	.size cvt_f32_f64_r1_d0, .Lcvt_f32_f64_r1_d0_end-cvt_f32_f64_r1_d0
+
+	.globl cvt_f32_i32_r1_d0
+	.p2align 8
+	.type cvt_f32_i32_r1_d0,@function
+cvt_f32_i32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r1_d0_end:
+	.size cvt_f32_i32_r1_d0, .Lcvt_f32_i32_r1_d0_end-cvt_f32_i32_r1_d0
+
+	.globl cvt_f32_u32_r1_d0
+	.p2align 8
+	.type cvt_f32_u32_r1_d0,@function
+cvt_f32_u32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r1_d0_end:
+	.size cvt_f32_u32_r1_d0, .Lcvt_f32_u32_r1_d0_end-cvt_f32_u32_r1_d0
+
+	.globl cvt_f16_f32_r1_d0
+	.p2align 8
+	.type cvt_f16_f32_r1_d0,@function
+cvt_f16_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r1_d0_end:
+	.size cvt_f16_f32_r1_d0, .Lcvt_f16_f32_r1_d0_end-cvt_f16_f32_r1_d0
+
+	.globl cvt_f16_u16_r1_d0
+	.p2align 8
+	.type cvt_f16_u16_r1_d0,@function
+cvt_f16_u16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r1_d0_end:
+	.size cvt_f16_u16_r1_d0, .Lcvt_f16_u16_r1_d0_end-cvt_f16_u16_r1_d0
+
+	.globl cvt_f16_i16_r1_d0
+	.p2align 8
+	.type cvt_f16_i16_r1_d0,@function
+cvt_f16_i16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r1_d0_end:
+	.size cvt_f16_i16_r1_d0, .Lcvt_f16_i16_r1_d0_end-cvt_f16_i16_r1_d0
+
+	.globl ldexp_f32_r1_d0
+	.p2align 8
+	.type ldexp_f32_r1_d0,@function
+ldexp_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r1_d0_end:
+	.size ldexp_f32_r1_d0, .Lldexp_f32_r1_d0_end-ldexp_f32_r1_d0
+
+	.globl ldexp_f16_r1_d0
+	.p2align 8
+	.type ldexp_f16_r1_d0,@function
+ldexp_f16_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r1_d0_end:
+	.size ldexp_f16_r1_d0, .Lldexp_f16_r1_d0_end-ldexp_f16_r1_d0
+
+	.globl ldexp_f64_r1_d0
+	.p2align 8
+	.type ldexp_f64_r1_d0,@function
+ldexp_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r1_d0_end:
+	.size ldexp_f64_r1_d0, .Lldexp_f64_r1_d0_end-ldexp_f64_r1_d0
+
+	.globl div_fmas_f32_r1_d0
+	.p2align 8
+	.type div_fmas_f32_r1_d0,@function
+div_fmas_f32_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r1_d0_end:
+	.size div_fmas_f32_r1_d0, .Ldiv_fmas_f32_r1_d0_end-div_fmas_f32_r1_d0
+
+	.globl div_fmas_f64_r1_d0
+	.p2align 8
+	.type div_fmas_f64_r1_d0,@function
+div_fmas_f64_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r1_d0_end:
+	.size div_fmas_f64_r1_d0, .Ldiv_fmas_f64_r1_d0_end-div_fmas_f64_r1_d0
+
+	.globl mix_f32_h_r1_d0
+	.p2align 8
+	.type mix_f32_h_r1_d0,@function
+mix_f32_h_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r1_d0_end:
+	.size mix_f32_h_r1_d0, .Lmix_f32_h_r1_d0_end-mix_f32_h_r1_d0
+
+	.globl mix_f32_s_r1_d0
+	.p2align 8
+	.type mix_f32_s_r1_d0,@function
+mix_f32_s_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r1_d0_end:
+	.size mix_f32_s_r1_d0, .Lmix_f32_s_r1_d0_end-mix_f32_s_r1_d0
+
+	.globl mixlo_f16_s_r1_d0
+	.p2align 8
+	.type mixlo_f16_s_r1_d0,@function
+mixlo_f16_s_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r1_d0_end:
+	.size mixlo_f16_s_r1_d0, .Lmixlo_f16_s_r1_d0_end-mixlo_f16_s_r1_d0
+
+	.globl mixhi_f16_h_r1_d0
+	.p2align 8
+	.type mixhi_f16_h_r1_d0,@function
+mixhi_f16_h_r1_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r1_d0_end:
+	.size mixhi_f16_h_r1_d0, .Lmixhi_f16_h_r1_d0_end-mixhi_f16_h_r1_d0
+
+	.globl cvt_f32_f64_r1_d3
+	.p2align 8
+	.type cvt_f32_f64_r1_d3,@function
+cvt_f32_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r1_d3_end:
+	.size cvt_f32_f64_r1_d3, .Lcvt_f32_f64_r1_d3_end-cvt_f32_f64_r1_d3
+
+	.globl cvt_f32_i32_r1_d3
+	.p2align 8
+	.type cvt_f32_i32_r1_d3,@function
+cvt_f32_i32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r1_d3_end:
+	.size cvt_f32_i32_r1_d3, .Lcvt_f32_i32_r1_d3_end-cvt_f32_i32_r1_d3
+
+	.globl cvt_f32_u32_r1_d3
+	.p2align 8
+	.type cvt_f32_u32_r1_d3,@function
+cvt_f32_u32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r1_d3_end:
+	.size cvt_f32_u32_r1_d3, .Lcvt_f32_u32_r1_d3_end-cvt_f32_u32_r1_d3
+
+	.globl cvt_f16_f32_r1_d3
+	.p2align 8
+	.type cvt_f16_f32_r1_d3,@function
+cvt_f16_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r1_d3_end:
+	.size cvt_f16_f32_r1_d3, .Lcvt_f16_f32_r1_d3_end-cvt_f16_f32_r1_d3
+
+	.globl cvt_f16_u16_r1_d3
+	.p2align 8
+	.type cvt_f16_u16_r1_d3,@function
+cvt_f16_u16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r1_d3_end:
+	.size cvt_f16_u16_r1_d3, .Lcvt_f16_u16_r1_d3_end-cvt_f16_u16_r1_d3
+
+	.globl cvt_f16_i16_r1_d3
+	.p2align 8
+	.type cvt_f16_i16_r1_d3,@function
+cvt_f16_i16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r1_d3_end:
+	.size cvt_f16_i16_r1_d3, .Lcvt_f16_i16_r1_d3_end-cvt_f16_i16_r1_d3
+
+	.globl ldexp_f32_r1_d3
+	.p2align 8
+	.type ldexp_f32_r1_d3,@function
+ldexp_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r1_d3_end:
+	.size ldexp_f32_r1_d3, .Lldexp_f32_r1_d3_end-ldexp_f32_r1_d3
+
+	.globl ldexp_f16_r1_d3
+	.p2align 8
+	.type ldexp_f16_r1_d3,@function
+ldexp_f16_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r1_d3_end:
+	.size ldexp_f16_r1_d3, .Lldexp_f16_r1_d3_end-ldexp_f16_r1_d3
+
+	.globl ldexp_f64_r1_d3
+	.p2align 8
+	.type ldexp_f64_r1_d3,@function
+ldexp_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r1_d3_end:
+	.size ldexp_f64_r1_d3, .Lldexp_f64_r1_d3_end-ldexp_f64_r1_d3
+
+	.globl div_fmas_f32_r1_d3
+	.p2align 8
+	.type div_fmas_f32_r1_d3,@function
+div_fmas_f32_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r1_d3_end:
+	.size div_fmas_f32_r1_d3, .Ldiv_fmas_f32_r1_d3_end-div_fmas_f32_r1_d3
+
+	.globl div_fmas_f64_r1_d3
+	.p2align 8
+	.type div_fmas_f64_r1_d3,@function
+div_fmas_f64_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r1_d3_end:
+	.size div_fmas_f64_r1_d3, .Ldiv_fmas_f64_r1_d3_end-div_fmas_f64_r1_d3
+
+	.globl mix_f32_h_r1_d3
+	.p2align 8
+	.type mix_f32_h_r1_d3,@function
+mix_f32_h_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r1_d3_end:
+	.size mix_f32_h_r1_d3, .Lmix_f32_h_r1_d3_end-mix_f32_h_r1_d3
+
+	.globl mix_f32_s_r1_d3
+	.p2align 8
+	.type mix_f32_s_r1_d3,@function
+mix_f32_s_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r1_d3_end:
+	.size mix_f32_s_r1_d3, .Lmix_f32_s_r1_d3_end-mix_f32_s_r1_d3
+
+	.globl mixlo_f16_s_r1_d3
+	.p2align 8
+	.type mixlo_f16_s_r1_d3,@function
+mixlo_f16_s_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r1_d3_end:
+	.size mixlo_f16_s_r1_d3, .Lmixlo_f16_s_r1_d3_end-mixlo_f16_s_r1_d3
+
+	.globl mixhi_f16_h_r1_d3
+	.p2align 8
+	.type mixhi_f16_h_r1_d3,@function
+mixhi_f16_h_r1_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r1_d3_end:
+	.size mixhi_f16_h_r1_d3, .Lmixhi_f16_h_r1_d3_end-mixhi_f16_h_r1_d3
+
+	.globl pk_add_f16_r2_d0
+	.p2align 8
+	.type pk_add_f16_r2_d0,@function
+pk_add_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r2_d0_end:
+	.size pk_add_f16_r2_d0, .Lpk_add_f16_r2_d0_end-pk_add_f16_r2_d0
+
+	.globl pk_mul_f16_r2_d0
+	.p2align 8
+	.type pk_mul_f16_r2_d0,@function
+pk_mul_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r2_d0_end:
+	.size pk_mul_f16_r2_d0, .Lpk_mul_f16_r2_d0_end-pk_mul_f16_r2_d0
+
+	.globl pk_fma_f16_r2_d0
+	.p2align 8
+	.type pk_fma_f16_r2_d0,@function
+pk_fma_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r2_d0_end:
+	.size pk_fma_f16_r2_d0, .Lpk_fma_f16_r2_d0_end-pk_fma_f16_r2_d0
+
+	.globl pk_max_f16_r2_d0
+	.p2align 8
+	.type pk_max_f16_r2_d0,@function
+pk_max_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d0_end:
+	.size pk_max_f16_r2_d0, .Lpk_max_f16_r2_d0_end-pk_max_f16_r2_d0
+
+	.globl pk_fmac_f16_r2_d0
+	.p2align 8
+	.type pk_fmac_f16_r2_d0,@function
+pk_fmac_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r2_d0_end:
+	.size pk_fmac_f16_r2_d0, .Lpk_fmac_f16_r2_d0_end-pk_fmac_f16_r2_d0
+
+	.globl pk_add_f32_r2_d0
+	.p2align 8
+	.type pk_add_f32_r2_d0,@function
+pk_add_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r2_d0_end:
+	.size pk_add_f32_r2_d0, .Lpk_add_f32_r2_d0_end-pk_add_f32_r2_d0
+
+	.globl pk_mul_f32_r2_d0
+	.p2align 8
+	.type pk_mul_f32_r2_d0,@function
+pk_mul_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r2_d0_end:
+	.size pk_mul_f32_r2_d0, .Lpk_mul_f32_r2_d0_end-pk_mul_f32_r2_d0
+
+	.globl pk_fma_f32_r2_d0
+	.p2align 8
+	.type pk_fma_f32_r2_d0,@function
+pk_fma_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r2_d0_end:
+	.size pk_fma_f32_r2_d0, .Lpk_fma_f32_r2_d0_end-pk_fma_f32_r2_d0
+
+	.globl pk_add_f16_r2_d1
+	.p2align 8
+	.type pk_add_f16_r2_d1,@function
+pk_add_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r2_d1_end:
+	.size pk_add_f16_r2_d1, .Lpk_add_f16_r2_d1_end-pk_add_f16_r2_d1
+
+	.globl pk_mul_f16_r2_d1
+	.p2align 8
+	.type pk_mul_f16_r2_d1,@function
+pk_mul_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r2_d1_end:
+	.size pk_mul_f16_r2_d1, .Lpk_mul_f16_r2_d1_end-pk_mul_f16_r2_d1
+
+	.globl pk_fma_f16_r2_d1
+	.p2align 8
+	.type pk_fma_f16_r2_d1,@function
+pk_fma_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r2_d1_end:
+	.size pk_fma_f16_r2_d1, .Lpk_fma_f16_r2_d1_end-pk_fma_f16_r2_d1
+
+	.globl pk_max_f16_r2_d1
+	.p2align 8
+	.type pk_max_f16_r2_d1,@function
+pk_max_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d1_end:
+	.size pk_max_f16_r2_d1, .Lpk_max_f16_r2_d1_end-pk_max_f16_r2_d1
+
+	.globl pk_fmac_f16_r2_d1
+	.p2align 8
+	.type pk_fmac_f16_r2_d1,@function
+pk_fmac_f16_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r2_d1_end:
+	.size pk_fmac_f16_r2_d1, .Lpk_fmac_f16_r2_d1_end-pk_fmac_f16_r2_d1
+
+	.globl pk_add_f32_r2_d1
+	.p2align 8
+	.type pk_add_f32_r2_d1,@function
+pk_add_f32_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r2_d1_end:
+	.size pk_add_f32_r2_d1, .Lpk_add_f32_r2_d1_end-pk_add_f32_r2_d1
+
+	.globl pk_mul_f32_r2_d1
+	.p2align 8
+	.type pk_mul_f32_r2_d1,@function
+pk_mul_f32_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r2_d1_end:
+	.size pk_mul_f32_r2_d1, .Lpk_mul_f32_r2_d1_end-pk_mul_f32_r2_d1
+
+	.globl pk_fma_f32_r2_d1
+	.p2align 8
+	.type pk_fma_f32_r2_d1,@function
+pk_fma_f32_r2_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r2_d1_end:
+	.size pk_fma_f32_r2_d1, .Lpk_fma_f32_r2_d1_end-pk_fma_f32_r2_d1
+
+	.globl pk_add_f16_r2_d2
+	.p2align 8
+	.type pk_add_f16_r2_d2,@function
+pk_add_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r2_d2_end:
+	.size pk_add_f16_r2_d2, .Lpk_add_f16_r2_d2_end-pk_add_f16_r2_d2
+
+	.globl pk_mul_f16_r2_d2
+	.p2align 8
+	.type pk_mul_f16_r2_d2,@function
+pk_mul_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r2_d2_end:
+	.size pk_mul_f16_r2_d2, .Lpk_mul_f16_r2_d2_end-pk_mul_f16_r2_d2
+
+	.globl pk_fma_f16_r2_d2
+	.p2align 8
+	.type pk_fma_f16_r2_d2,@function
+pk_fma_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r2_d2_end:
+	.size pk_fma_f16_r2_d2, .Lpk_fma_f16_r2_d2_end-pk_fma_f16_r2_d2
+
+	.globl pk_max_f16_r2_d2
+	.p2align 8
+	.type pk_max_f16_r2_d2,@function
+pk_max_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d2_end:
+	.size pk_max_f16_r2_d2, .Lpk_max_f16_r2_d2_end-pk_max_f16_r2_d2
+
+	.globl pk_fmac_f16_r2_d2
+	.p2align 8
+	.type pk_fmac_f16_r2_d2,@function
+pk_fmac_f16_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r2_d2_end:
+	.size pk_fmac_f16_r2_d2, .Lpk_fmac_f16_r2_d2_end-pk_fmac_f16_r2_d2
+
+	.globl pk_add_f32_r2_d2
+	.p2align 8
+	.type pk_add_f32_r2_d2,@function
+pk_add_f32_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r2_d2_end:
+	.size pk_add_f32_r2_d2, .Lpk_add_f32_r2_d2_end-pk_add_f32_r2_d2
+
+	.globl pk_mul_f32_r2_d2
+	.p2align 8
+	.type pk_mul_f32_r2_d2,@function
+pk_mul_f32_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r2_d2_end:
+	.size pk_mul_f32_r2_d2, .Lpk_mul_f32_r2_d2_end-pk_mul_f32_r2_d2
+
+	.globl pk_fma_f32_r2_d2
+	.p2align 8
+	.type pk_fma_f32_r2_d2,@function
+pk_fma_f32_r2_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r2_d2_end:
+	.size pk_fma_f32_r2_d2, .Lpk_fma_f32_r2_d2_end-pk_fma_f32_r2_d2
+
+	.globl pk_add_f16_r2_d3
+	.p2align 8
+	.type pk_add_f16_r2_d3,@function
+pk_add_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r2_d3_end:
+	.size pk_add_f16_r2_d3, .Lpk_add_f16_r2_d3_end-pk_add_f16_r2_d3
+
+	.globl pk_mul_f16_r2_d3
+	.p2align 8
+	.type pk_mul_f16_r2_d3,@function
+pk_mul_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r2_d3_end:
+	.size pk_mul_f16_r2_d3, .Lpk_mul_f16_r2_d3_end-pk_mul_f16_r2_d3
+
+	.globl pk_fma_f16_r2_d3
+	.p2align 8
+	.type pk_fma_f16_r2_d3,@function
+pk_fma_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r2_d3_end:
+	.size pk_fma_f16_r2_d3, .Lpk_fma_f16_r2_d3_end-pk_fma_f16_r2_d3
+
+	.globl pk_max_f16_r2_d3
+	.p2align 8
+	.type pk_max_f16_r2_d3,@function
+pk_max_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r2_d3_end:
+	.size pk_max_f16_r2_d3, .Lpk_max_f16_r2_d3_end-pk_max_f16_r2_d3
+
+	.globl pk_fmac_f16_r2_d3
+	.p2align 8
+	.type pk_fmac_f16_r2_d3,@function
+pk_fmac_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r2_d3_end:
+	.size pk_fmac_f16_r2_d3, .Lpk_fmac_f16_r2_d3_end-pk_fmac_f16_r2_d3
+
+	.globl pk_add_f32_r2_d3
+	.p2align 8
+	.type pk_add_f32_r2_d3,@function
+pk_add_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r2_d3_end:
+	.size pk_add_f32_r2_d3, .Lpk_add_f32_r2_d3_end-pk_add_f32_r2_d3
+
+	.globl pk_mul_f32_r2_d3
+	.p2align 8
+	.type pk_mul_f32_r2_d3,@function
+pk_mul_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r2_d3_end:
+	.size pk_mul_f32_r2_d3, .Lpk_mul_f32_r2_d3_end-pk_mul_f32_r2_d3
+
+	.globl pk_fma_f32_r2_d3
+	.p2align 8
+	.type pk_fma_f32_r2_d3,@function
+pk_fma_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r2_d3_end:
+	.size pk_fma_f32_r2_d3, .Lpk_fma_f32_r2_d3_end-pk_fma_f32_r2_d3
+
+	.globl cvt_f32_f64_r2_d0
+	.p2align 8
+	.type cvt_f32_f64_r2_d0,@function
+cvt_f32_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r2_d0_end:
+	.size cvt_f32_f64_r2_d0, .Lcvt_f32_f64_r2_d0_end-cvt_f32_f64_r2_d0
+
+	.globl cvt_f32_i32_r2_d0
+	.p2align 8
+	.type cvt_f32_i32_r2_d0,@function
+cvt_f32_i32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r2_d0_end:
+	.size cvt_f32_i32_r2_d0, .Lcvt_f32_i32_r2_d0_end-cvt_f32_i32_r2_d0
+
+	.globl cvt_f32_u32_r2_d0
+	.p2align 8
+	.type cvt_f32_u32_r2_d0,@function
+cvt_f32_u32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r2_d0_end:
+	.size cvt_f32_u32_r2_d0, .Lcvt_f32_u32_r2_d0_end-cvt_f32_u32_r2_d0
+
+	.globl cvt_f16_f32_r2_d0
+	.p2align 8
+	.type cvt_f16_f32_r2_d0,@function
+cvt_f16_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r2_d0_end:
+	.size cvt_f16_f32_r2_d0, .Lcvt_f16_f32_r2_d0_end-cvt_f16_f32_r2_d0
+
+	.globl cvt_f16_u16_r2_d0
+	.p2align 8
+	.type cvt_f16_u16_r2_d0,@function
+cvt_f16_u16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r2_d0_end:
+	.size cvt_f16_u16_r2_d0, .Lcvt_f16_u16_r2_d0_end-cvt_f16_u16_r2_d0
+
+	.globl cvt_f16_i16_r2_d0
+	.p2align 8
+	.type cvt_f16_i16_r2_d0,@function
+cvt_f16_i16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r2_d0_end:
+	.size cvt_f16_i16_r2_d0, .Lcvt_f16_i16_r2_d0_end-cvt_f16_i16_r2_d0
+
+	.globl ldexp_f32_r2_d0
+	.p2align 8
+	.type ldexp_f32_r2_d0,@function
+ldexp_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r2_d0_end:
+	.size ldexp_f32_r2_d0, .Lldexp_f32_r2_d0_end-ldexp_f32_r2_d0
+
+	.globl ldexp_f16_r2_d0
+	.p2align 8
+	.type ldexp_f16_r2_d0,@function
+ldexp_f16_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r2_d0_end:
+	.size ldexp_f16_r2_d0, .Lldexp_f16_r2_d0_end-ldexp_f16_r2_d0
+
+	.globl ldexp_f64_r2_d0
+	.p2align 8
+	.type ldexp_f64_r2_d0,@function
+ldexp_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r2_d0_end:
+	.size ldexp_f64_r2_d0, .Lldexp_f64_r2_d0_end-ldexp_f64_r2_d0
+
+	.globl div_fmas_f32_r2_d0
+	.p2align 8
+	.type div_fmas_f32_r2_d0,@function
+div_fmas_f32_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r2_d0_end:
+	.size div_fmas_f32_r2_d0, .Ldiv_fmas_f32_r2_d0_end-div_fmas_f32_r2_d0
+
+	.globl div_fmas_f64_r2_d0
+	.p2align 8
+	.type div_fmas_f64_r2_d0,@function
+div_fmas_f64_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r2_d0_end:
+	.size div_fmas_f64_r2_d0, .Ldiv_fmas_f64_r2_d0_end-div_fmas_f64_r2_d0
+
+	.globl mix_f32_h_r2_d0
+	.p2align 8
+	.type mix_f32_h_r2_d0,@function
+mix_f32_h_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r2_d0_end:
+	.size mix_f32_h_r2_d0, .Lmix_f32_h_r2_d0_end-mix_f32_h_r2_d0
+
+	.globl mix_f32_s_r2_d0
+	.p2align 8
+	.type mix_f32_s_r2_d0,@function
+mix_f32_s_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r2_d0_end:
+	.size mix_f32_s_r2_d0, .Lmix_f32_s_r2_d0_end-mix_f32_s_r2_d0
+
+	.globl mixlo_f16_s_r2_d0
+	.p2align 8
+	.type mixlo_f16_s_r2_d0,@function
+mixlo_f16_s_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r2_d0_end:
+	.size mixlo_f16_s_r2_d0, .Lmixlo_f16_s_r2_d0_end-mixlo_f16_s_r2_d0
+
+	.globl mixhi_f16_h_r2_d0
+	.p2align 8
+	.type mixhi_f16_h_r2_d0,@function
+mixhi_f16_h_r2_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r2_d0_end:
+	.size mixhi_f16_h_r2_d0, .Lmixhi_f16_h_r2_d0_end-mixhi_f16_h_r2_d0
+
+	.globl cvt_f32_f64_r2_d3
+	.p2align 8
+	.type cvt_f32_f64_r2_d3,@function
+cvt_f32_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r2_d3_end:
+	.size cvt_f32_f64_r2_d3, .Lcvt_f32_f64_r2_d3_end-cvt_f32_f64_r2_d3
+
+	.globl cvt_f32_i32_r2_d3
+	.p2align 8
+	.type cvt_f32_i32_r2_d3,@function
+cvt_f32_i32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r2_d3_end:
+	.size cvt_f32_i32_r2_d3, .Lcvt_f32_i32_r2_d3_end-cvt_f32_i32_r2_d3
+
+	.globl cvt_f32_u32_r2_d3
+	.p2align 8
+	.type cvt_f32_u32_r2_d3,@function
+cvt_f32_u32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r2_d3_end:
+	.size cvt_f32_u32_r2_d3, .Lcvt_f32_u32_r2_d3_end-cvt_f32_u32_r2_d3
+
+	.globl cvt_f16_f32_r2_d3
+	.p2align 8
+	.type cvt_f16_f32_r2_d3,@function
+cvt_f16_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r2_d3_end:
+	.size cvt_f16_f32_r2_d3, .Lcvt_f16_f32_r2_d3_end-cvt_f16_f32_r2_d3
+
+	.globl cvt_f16_u16_r2_d3
+	.p2align 8
+	.type cvt_f16_u16_r2_d3,@function
+cvt_f16_u16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r2_d3_end:
+	.size cvt_f16_u16_r2_d3, .Lcvt_f16_u16_r2_d3_end-cvt_f16_u16_r2_d3
+
+	.globl cvt_f16_i16_r2_d3
+	.p2align 8
+	.type cvt_f16_i16_r2_d3,@function
+cvt_f16_i16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r2_d3_end:
+	.size cvt_f16_i16_r2_d3, .Lcvt_f16_i16_r2_d3_end-cvt_f16_i16_r2_d3
+
+	.globl ldexp_f32_r2_d3
+	.p2align 8
+	.type ldexp_f32_r2_d3,@function
+ldexp_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r2_d3_end:
+	.size ldexp_f32_r2_d3, .Lldexp_f32_r2_d3_end-ldexp_f32_r2_d3
+
+	.globl ldexp_f16_r2_d3
+	.p2align 8
+	.type ldexp_f16_r2_d3,@function
+ldexp_f16_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r2_d3_end:
+	.size ldexp_f16_r2_d3, .Lldexp_f16_r2_d3_end-ldexp_f16_r2_d3
+
+	.globl ldexp_f64_r2_d3
+	.p2align 8
+	.type ldexp_f64_r2_d3,@function
+ldexp_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r2_d3_end:
+	.size ldexp_f64_r2_d3, .Lldexp_f64_r2_d3_end-ldexp_f64_r2_d3
+
+	.globl div_fmas_f32_r2_d3
+	.p2align 8
+	.type div_fmas_f32_r2_d3,@function
+div_fmas_f32_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r2_d3_end:
+	.size div_fmas_f32_r2_d3, .Ldiv_fmas_f32_r2_d3_end-div_fmas_f32_r2_d3
+
+	.globl div_fmas_f64_r2_d3
+	.p2align 8
+	.type div_fmas_f64_r2_d3,@function
+div_fmas_f64_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r2_d3_end:
+	.size div_fmas_f64_r2_d3, .Ldiv_fmas_f64_r2_d3_end-div_fmas_f64_r2_d3
+
+	.globl mix_f32_h_r2_d3
+	.p2align 8
+	.type mix_f32_h_r2_d3,@function
+mix_f32_h_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r2_d3_end:
+	.size mix_f32_h_r2_d3, .Lmix_f32_h_r2_d3_end-mix_f32_h_r2_d3
+
+	.globl mix_f32_s_r2_d3
+	.p2align 8
+	.type mix_f32_s_r2_d3,@function
+mix_f32_s_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r2_d3_end:
+	.size mix_f32_s_r2_d3, .Lmix_f32_s_r2_d3_end-mix_f32_s_r2_d3
+
+	.globl mixlo_f16_s_r2_d3
+	.p2align 8
+	.type mixlo_f16_s_r2_d3,@function
+mixlo_f16_s_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r2_d3_end:
+	.size mixlo_f16_s_r2_d3, .Lmixlo_f16_s_r2_d3_end-mixlo_f16_s_r2_d3
+
+	.globl mixhi_f16_h_r2_d3
+	.p2align 8
+	.type mixhi_f16_h_r2_d3,@function
+mixhi_f16_h_r2_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r2_d3_end:
+	.size mixhi_f16_h_r2_d3, .Lmixhi_f16_h_r2_d3_end-mixhi_f16_h_r2_d3
+
+	.globl pk_add_f16_r3_d0
+	.p2align 8
+	.type pk_add_f16_r3_d0,@function
+pk_add_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r3_d0_end:
+	.size pk_add_f16_r3_d0, .Lpk_add_f16_r3_d0_end-pk_add_f16_r3_d0
+
+	.globl pk_mul_f16_r3_d0
+	.p2align 8
+	.type pk_mul_f16_r3_d0,@function
+pk_mul_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r3_d0_end:
+	.size pk_mul_f16_r3_d0, .Lpk_mul_f16_r3_d0_end-pk_mul_f16_r3_d0
+
+	.globl pk_fma_f16_r3_d0
+	.p2align 8
+	.type pk_fma_f16_r3_d0,@function
+pk_fma_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r3_d0_end:
+	.size pk_fma_f16_r3_d0, .Lpk_fma_f16_r3_d0_end-pk_fma_f16_r3_d0
+
+	.globl pk_max_f16_r3_d0
+	.p2align 8
+	.type pk_max_f16_r3_d0,@function
+pk_max_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d0_end:
+	.size pk_max_f16_r3_d0, .Lpk_max_f16_r3_d0_end-pk_max_f16_r3_d0
+
+	.globl pk_fmac_f16_r3_d0
+	.p2align 8
+	.type pk_fmac_f16_r3_d0,@function
+pk_fmac_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r3_d0_end:
+	.size pk_fmac_f16_r3_d0, .Lpk_fmac_f16_r3_d0_end-pk_fmac_f16_r3_d0
+
+	.globl pk_add_f32_r3_d0
+	.p2align 8
+	.type pk_add_f32_r3_d0,@function
+pk_add_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r3_d0_end:
+	.size pk_add_f32_r3_d0, .Lpk_add_f32_r3_d0_end-pk_add_f32_r3_d0
+
+	.globl pk_mul_f32_r3_d0
+	.p2align 8
+	.type pk_mul_f32_r3_d0,@function
+pk_mul_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r3_d0_end:
+	.size pk_mul_f32_r3_d0, .Lpk_mul_f32_r3_d0_end-pk_mul_f32_r3_d0
+
+	.globl pk_fma_f32_r3_d0
+	.p2align 8
+	.type pk_fma_f32_r3_d0,@function
+pk_fma_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r3_d0_end:
+	.size pk_fma_f32_r3_d0, .Lpk_fma_f32_r3_d0_end-pk_fma_f32_r3_d0
+
+	.globl pk_add_f16_r3_d1
+	.p2align 8
+	.type pk_add_f16_r3_d1,@function
+pk_add_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r3_d1_end:
+	.size pk_add_f16_r3_d1, .Lpk_add_f16_r3_d1_end-pk_add_f16_r3_d1
+
+	.globl pk_mul_f16_r3_d1
+	.p2align 8
+	.type pk_mul_f16_r3_d1,@function
+pk_mul_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r3_d1_end:
+	.size pk_mul_f16_r3_d1, .Lpk_mul_f16_r3_d1_end-pk_mul_f16_r3_d1
+
+	.globl pk_fma_f16_r3_d1
+	.p2align 8
+	.type pk_fma_f16_r3_d1,@function
+pk_fma_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r3_d1_end:
+	.size pk_fma_f16_r3_d1, .Lpk_fma_f16_r3_d1_end-pk_fma_f16_r3_d1
+
+	.globl pk_max_f16_r3_d1
+	.p2align 8
+	.type pk_max_f16_r3_d1,@function
+pk_max_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d1_end:
+	.size pk_max_f16_r3_d1, .Lpk_max_f16_r3_d1_end-pk_max_f16_r3_d1
+
+	.globl pk_fmac_f16_r3_d1
+	.p2align 8
+	.type pk_fmac_f16_r3_d1,@function
+pk_fmac_f16_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r3_d1_end:
+	.size pk_fmac_f16_r3_d1, .Lpk_fmac_f16_r3_d1_end-pk_fmac_f16_r3_d1
+
+	.globl pk_add_f32_r3_d1
+	.p2align 8
+	.type pk_add_f32_r3_d1,@function
+pk_add_f32_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r3_d1_end:
+	.size pk_add_f32_r3_d1, .Lpk_add_f32_r3_d1_end-pk_add_f32_r3_d1
+
+	.globl pk_mul_f32_r3_d1
+	.p2align 8
+	.type pk_mul_f32_r3_d1,@function
+pk_mul_f32_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r3_d1_end:
+	.size pk_mul_f32_r3_d1, .Lpk_mul_f32_r3_d1_end-pk_mul_f32_r3_d1
+
+	.globl pk_fma_f32_r3_d1
+	.p2align 8
+	.type pk_fma_f32_r3_d1,@function
+pk_fma_f32_r3_d1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r3_d1_end:
+	.size pk_fma_f32_r3_d1, .Lpk_fma_f32_r3_d1_end-pk_fma_f32_r3_d1
+
+	.globl pk_add_f16_r3_d2
+	.p2align 8
+	.type pk_add_f16_r3_d2,@function
+pk_add_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r3_d2_end:
+	.size pk_add_f16_r3_d2, .Lpk_add_f16_r3_d2_end-pk_add_f16_r3_d2
+
+	.globl pk_mul_f16_r3_d2
+	.p2align 8
+	.type pk_mul_f16_r3_d2,@function
+pk_mul_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r3_d2_end:
+	.size pk_mul_f16_r3_d2, .Lpk_mul_f16_r3_d2_end-pk_mul_f16_r3_d2
+
+	.globl pk_fma_f16_r3_d2
+	.p2align 8
+	.type pk_fma_f16_r3_d2,@function
+pk_fma_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r3_d2_end:
+	.size pk_fma_f16_r3_d2, .Lpk_fma_f16_r3_d2_end-pk_fma_f16_r3_d2
+
+	.globl pk_max_f16_r3_d2
+	.p2align 8
+	.type pk_max_f16_r3_d2,@function
+pk_max_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d2_end:
+	.size pk_max_f16_r3_d2, .Lpk_max_f16_r3_d2_end-pk_max_f16_r3_d2
+
+	.globl pk_fmac_f16_r3_d2
+	.p2align 8
+	.type pk_fmac_f16_r3_d2,@function
+pk_fmac_f16_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r3_d2_end:
+	.size pk_fmac_f16_r3_d2, .Lpk_fmac_f16_r3_d2_end-pk_fmac_f16_r3_d2
+
+	.globl pk_add_f32_r3_d2
+	.p2align 8
+	.type pk_add_f32_r3_d2,@function
+pk_add_f32_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r3_d2_end:
+	.size pk_add_f32_r3_d2, .Lpk_add_f32_r3_d2_end-pk_add_f32_r3_d2
+
+	.globl pk_mul_f32_r3_d2
+	.p2align 8
+	.type pk_mul_f32_r3_d2,@function
+pk_mul_f32_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r3_d2_end:
+	.size pk_mul_f32_r3_d2, .Lpk_mul_f32_r3_d2_end-pk_mul_f32_r3_d2
+
+	.globl pk_fma_f32_r3_d2
+	.p2align 8
+	.type pk_fma_f32_r3_d2,@function
+pk_fma_f32_r3_d2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r3_d2_end:
+	.size pk_fma_f32_r3_d2, .Lpk_fma_f32_r3_d2_end-pk_fma_f32_r3_d2
+
+	.globl pk_add_f16_r3_d3
+	.p2align 8
+	.type pk_add_f16_r3_d3,@function
+pk_add_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_add_f16_r3_d3_end:
+	.size pk_add_f16_r3_d3, .Lpk_add_f16_r3_d3_end-pk_add_f16_r3_d3
+
+	.globl pk_mul_f16_r3_d3
+	.p2align 8
+	.type pk_mul_f16_r3_d3,@function
+pk_mul_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_mul_f16_r3_d3_end:
+	.size pk_mul_f16_r3_d3, .Lpk_mul_f16_r3_d3_end-pk_mul_f16_r3_d3
+
+	.globl pk_fma_f16_r3_d3
+	.p2align 8
+	.type pk_fma_f16_r3_d3,@function
+pk_fma_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fma_f16_r3_d3_end:
+	.size pk_fma_f16_r3_d3, .Lpk_fma_f16_r3_d3_end-pk_fma_f16_r3_d3
+
+	.globl pk_max_f16_r3_d3
+	.p2align 8
+	.type pk_max_f16_r3_d3,@function
+pk_max_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_max_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_max_f16_r3_d3_end:
+	.size pk_max_f16_r3_d3, .Lpk_max_f16_r3_d3_end-pk_max_f16_r3_d3
+
+	.globl pk_fmac_f16_r3_d3
+	.p2align 8
+	.type pk_fmac_f16_r3_d3,@function
+pk_fmac_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_pk_fmac_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lpk_fmac_f16_r3_d3_end:
+	.size pk_fmac_f16_r3_d3, .Lpk_fmac_f16_r3_d3_end-pk_fmac_f16_r3_d3
+
+	.globl pk_add_f32_r3_d3
+	.p2align 8
+	.type pk_add_f32_r3_d3,@function
+pk_add_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_add_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_add_f32_r3_d3_end:
+	.size pk_add_f32_r3_d3, .Lpk_add_f32_r3_d3_end-pk_add_f32_r3_d3
+
+	.globl pk_mul_f32_r3_d3
+	.p2align 8
+	.type pk_mul_f32_r3_d3,@function
+pk_mul_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_mul_f32 v[6:7], v[2:3], v[4:5]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_mul_f32_r3_d3_end:
+	.size pk_mul_f32_r3_d3, .Lpk_mul_f32_r3_d3_end-pk_mul_f32_r3_d3
+
+	.globl pk_fma_f32_r3_d3
+	.p2align 8
+	.type pk_fma_f32_r3_d3,@function
+pk_fma_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_pk_fma_f32 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lpk_fma_f32_r3_d3_end:
+	.size pk_fma_f32_r3_d3, .Lpk_fma_f32_r3_d3_end-pk_fma_f32_r3_d3
+
+	.globl cvt_f32_f64_r3_d0
+	.p2align 8
+	.type cvt_f32_f64_r3_d0,@function
+cvt_f32_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r3_d0_end:
+	.size cvt_f32_f64_r3_d0, .Lcvt_f32_f64_r3_d0_end-cvt_f32_f64_r3_d0
+
+	.globl cvt_f32_i32_r3_d0
+	.p2align 8
+	.type cvt_f32_i32_r3_d0,@function
+cvt_f32_i32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r3_d0_end:
+	.size cvt_f32_i32_r3_d0, .Lcvt_f32_i32_r3_d0_end-cvt_f32_i32_r3_d0
+
+	.globl cvt_f32_u32_r3_d0
+	.p2align 8
+	.type cvt_f32_u32_r3_d0,@function
+cvt_f32_u32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r3_d0_end:
+	.size cvt_f32_u32_r3_d0, .Lcvt_f32_u32_r3_d0_end-cvt_f32_u32_r3_d0
+
+	.globl cvt_f16_f32_r3_d0
+	.p2align 8
+	.type cvt_f16_f32_r3_d0,@function
+cvt_f16_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r3_d0_end:
+	.size cvt_f16_f32_r3_d0, .Lcvt_f16_f32_r3_d0_end-cvt_f16_f32_r3_d0
+
+	.globl cvt_f16_u16_r3_d0
+	.p2align 8
+	.type cvt_f16_u16_r3_d0,@function
+cvt_f16_u16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r3_d0_end:
+	.size cvt_f16_u16_r3_d0, .Lcvt_f16_u16_r3_d0_end-cvt_f16_u16_r3_d0
+
+	.globl cvt_f16_i16_r3_d0
+	.p2align 8
+	.type cvt_f16_i16_r3_d0,@function
+cvt_f16_i16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r3_d0_end:
+	.size cvt_f16_i16_r3_d0, .Lcvt_f16_i16_r3_d0_end-cvt_f16_i16_r3_d0
+
+	.globl ldexp_f32_r3_d0
+	.p2align 8
+	.type ldexp_f32_r3_d0,@function
+ldexp_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r3_d0_end:
+	.size ldexp_f32_r3_d0, .Lldexp_f32_r3_d0_end-ldexp_f32_r3_d0
+
+	.globl ldexp_f16_r3_d0
+	.p2align 8
+	.type ldexp_f16_r3_d0,@function
+ldexp_f16_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r3_d0_end:
+	.size ldexp_f16_r3_d0, .Lldexp_f16_r3_d0_end-ldexp_f16_r3_d0
+
+	.globl ldexp_f64_r3_d0
+	.p2align 8
+	.type ldexp_f64_r3_d0,@function
+ldexp_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r3_d0_end:
+	.size ldexp_f64_r3_d0, .Lldexp_f64_r3_d0_end-ldexp_f64_r3_d0
+
+	.globl div_fmas_f32_r3_d0
+	.p2align 8
+	.type div_fmas_f32_r3_d0,@function
+div_fmas_f32_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r3_d0_end:
+	.size div_fmas_f32_r3_d0, .Ldiv_fmas_f32_r3_d0_end-div_fmas_f32_r3_d0
+
+	.globl div_fmas_f64_r3_d0
+	.p2align 8
+	.type div_fmas_f64_r3_d0,@function
+div_fmas_f64_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r3_d0_end:
+	.size div_fmas_f64_r3_d0, .Ldiv_fmas_f64_r3_d0_end-div_fmas_f64_r3_d0
+
+	.globl mix_f32_h_r3_d0
+	.p2align 8
+	.type mix_f32_h_r3_d0,@function
+mix_f32_h_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r3_d0_end:
+	.size mix_f32_h_r3_d0, .Lmix_f32_h_r3_d0_end-mix_f32_h_r3_d0
+
+	.globl mix_f32_s_r3_d0
+	.p2align 8
+	.type mix_f32_s_r3_d0,@function
+mix_f32_s_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r3_d0_end:
+	.size mix_f32_s_r3_d0, .Lmix_f32_s_r3_d0_end-mix_f32_s_r3_d0
+
+	.globl mixlo_f16_s_r3_d0
+	.p2align 8
+	.type mixlo_f16_s_r3_d0,@function
+mixlo_f16_s_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r3_d0_end:
+	.size mixlo_f16_s_r3_d0, .Lmixlo_f16_s_r3_d0_end-mixlo_f16_s_r3_d0
+
+	.globl mixhi_f16_h_r3_d0
+	.p2align 8
+	.type mixhi_f16_h_r3_d0,@function
+mixhi_f16_h_r3_d0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r3_d0_end:
+	.size mixhi_f16_h_r3_d0, .Lmixhi_f16_h_r3_d0_end-mixhi_f16_h_r3_d0
+
+	.globl cvt_f32_f64_r3_d3
+	.p2align 8
+	.type cvt_f32_f64_r3_d3,@function
+cvt_f32_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_f64 v5, v[2:3]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_f64_r3_d3_end:
+	.size cvt_f32_f64_r3_d3, .Lcvt_f32_f64_r3_d3_end-cvt_f32_f64_r3_d3
+
+	.globl cvt_f32_i32_r3_d3
+	.p2align 8
+	.type cvt_f32_i32_r3_d3,@function
+cvt_f32_i32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_i32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_i32_r3_d3_end:
+	.size cvt_f32_i32_r3_d3, .Lcvt_f32_i32_r3_d3_end-cvt_f32_i32_r3_d3
+
+	.globl cvt_f32_u32_r3_d3
+	.p2align 8
+	.type cvt_f32_u32_r3_d3,@function
+cvt_f32_u32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f32_u32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f32_u32_r3_d3_end:
+	.size cvt_f32_u32_r3_d3, .Lcvt_f32_u32_r3_d3_end-cvt_f32_u32_r3_d3
+
+	.globl cvt_f16_f32_r3_d3
+	.p2align 8
+	.type cvt_f16_f32_r3_d3,@function
+cvt_f16_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_f32_r3_d3_end:
+	.size cvt_f16_f32_r3_d3, .Lcvt_f16_f32_r3_d3_end-cvt_f16_f32_r3_d3
+
+	.globl cvt_f16_u16_r3_d3
+	.p2align 8
+	.type cvt_f16_u16_r3_d3,@function
+cvt_f16_u16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_u16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_u16_r3_d3_end:
+	.size cvt_f16_u16_r3_d3, .Lcvt_f16_u16_r3_d3_end-cvt_f16_u16_r3_d3
+
+	.globl cvt_f16_i16_r3_d3
+	.p2align 8
+	.type cvt_f16_i16_r3_d3,@function
+cvt_f16_i16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f16_i16 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_f16_i16_r3_d3_end:
+	.size cvt_f16_i16_r3_d3, .Lcvt_f16_i16_r3_d3_end-cvt_f16_i16_r3_d3
+
+	.globl ldexp_f32_r3_d3
+	.p2align 8
+	.type ldexp_f32_r3_d3,@function
+ldexp_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f32 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f32_r3_d3_end:
+	.size ldexp_f32_r3_d3, .Lldexp_f32_r3_d3_end-ldexp_f32_r3_d3
+
+	.globl ldexp_f16_r3_d3
+	.p2align 8
+	.type ldexp_f16_r3_d3,@function
+ldexp_f16_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f16 v5, v2, v3
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lldexp_f16_r3_d3_end:
+	.size ldexp_f16_r3_d3, .Lldexp_f16_r3_d3_end-ldexp_f16_r3_d3
+
+	.globl ldexp_f64_r3_d3
+	.p2align 8
+	.type ldexp_f64_r3_d3,@function
+ldexp_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dword v4, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_ldexp_f64 v[6:7], v[2:3], v4
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lldexp_f64_r3_d3_end:
+	.size ldexp_f64_r3_d3, .Lldexp_f64_r3_d3_end-ldexp_f64_r3_d3
+
+	.globl div_fmas_f32_r3_d3
+	.p2align 8
+	.type div_fmas_f32_r3_d3,@function
+div_fmas_f32_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[4:5]
+	global_load_dword v6, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v6
+	v_div_fmas_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldiv_fmas_f32_r3_d3_end:
+	.size div_fmas_f32_r3_d3, .Ldiv_fmas_f32_r3_d3_end-div_fmas_f32_r3_d3
+
+	.globl div_fmas_f64_r3_d3
+	.p2align 8
+	.type div_fmas_f64_r3_d3,@function
+div_fmas_f64_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[2:3], v21, s[6:7]
+	global_load_dwordx2 v[4:5], v21, s[8:9]
+	global_load_dwordx2 v[8:9], v21, s[4:5]
+	global_load_dword v10, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cmp_ne_u32 vcc, 0, v10
+	v_div_fmas_f64 v[6:7], v[2:3], v[4:5], v[8:9]
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Ldiv_fmas_f64_r3_d3_end:
+	.size div_fmas_f64_r3_d3, .Ldiv_fmas_f64_r3_d3_end-div_fmas_f64_r3_d3
+
+	.globl mix_f32_h_r3_d3
+	.p2align 8
+	.type mix_f32_h_r3_d3,@function
+mix_f32_h_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_h_r3_d3_end:
+	.size mix_f32_h_r3_d3, .Lmix_f32_h_r3_d3_end-mix_f32_h_r3_d3
+
+	.globl mix_f32_s_r3_d3
+	.p2align 8
+	.type mix_f32_s_r3_d3,@function
+mix_f32_s_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_fma_mix_f32 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmix_f32_s_r3_d3_end:
+	.size mix_f32_s_r3_d3, .Lmix_f32_s_r3_d3_end-mix_f32_s_r3_d3
+
+	.globl mixlo_f16_s_r3_d3
+	.p2align 8
+	.type mixlo_f16_s_r3_d3,@function
+mixlo_f16_s_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixlo_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixlo_f16_s_r3_d3_end:
+	.size mixlo_f16_s_r3_d3, .Lmixlo_f16_s_r3_d3_end-mixlo_f16_s_r3_d3
+
+	.globl mixhi_f16_h_r3_d3
+	.p2align 8
+	.type mixhi_f16_h_r3_d3,@function
+mixhi_f16_h_r3_d3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, 0
+	v_fma_mixhi_f16 v5, v2, v3, v4 op_sel_hi:[1,1,1]
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmixhi_f16_h_r3_d3_end:
+	.size mixhi_f16_h_r3_d3, .Lmixhi_f16_h_r3_d3_end-mixhi_f16_h_r3_d3
+
+	.globl mfma_f16
+	.p2align 8
+	.type mfma_f16,@function
+mfma_f16:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v6, v4
+	v_and_b32 v2, 0xffff, v2
+	v_lshl_or_b32 v2, v2, 16, v2
+	v_and_b32 v4, 0xffff, v3
+	v_lshl_or_b32 v4, v4, 16, v4
+	v_mov_b32 v3, v2
+	v_mov_b32 v5, v4
+	v_accvgpr_write_b32 a0, v6
+	v_accvgpr_write_b32 a1, v6
+	v_accvgpr_write_b32 a2, v6
+	v_accvgpr_write_b32 a3, v6
+	v_mfma_f32_4x4x4_16b_f16 a[0:3], v[2:3], v[4:5], a[0:3]
+	s_nop 7
+	s_nop 7
+	v_accvgpr_read_b32 v5, a0
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmfma_f16_end:
+	.size mfma_f16, .Lmfma_f16_end-mfma_f16
+
+	.globl mfma_f16_r3
+	.p2align 8
+	.type mfma_f16_r3,@function
+mfma_f16_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v6, v4
+	v_and_b32 v2, 0xffff, v2
+	v_lshl_or_b32 v2, v2, 16, v2
+	v_and_b32 v4, 0xffff, v3
+	v_lshl_or_b32 v4, v4, 16, v4
+	v_mov_b32 v3, v2
+	v_mov_b32 v5, v4
+	v_accvgpr_write_b32 a0, v6
+	v_accvgpr_write_b32 a1, v6
+	v_accvgpr_write_b32 a2, v6
+	v_accvgpr_write_b32 a3, v6
+	v_mfma_f32_4x4x4_16b_f16 a[0:3], v[2:3], v[4:5], a[0:3]
+	s_nop 7
+	s_nop 7
+	v_accvgpr_read_b32 v5, a0
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmfma_f16_r3_end:
+	.size mfma_f16_r3, .Lmfma_f16_r3_end-mfma_f16_r3
+
+	.globl mfma_bf16_1k
+	.p2align 8
+	.type mfma_bf16_1k,@function
+mfma_bf16_1k:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v6, v4
+	v_and_b32 v2, 0xffff, v2
+	v_lshl_or_b32 v2, v2, 16, v2
+	v_and_b32 v4, 0xffff, v3
+	v_lshl_or_b32 v4, v4, 16, v4
+	v_mov_b32 v3, v2
+	v_mov_b32 v5, v4
+	v_accvgpr_write_b32 a0, v6
+	v_accvgpr_write_b32 a1, v6
+	v_accvgpr_write_b32 a2, v6
+	v_accvgpr_write_b32 a3, v6
+	v_mfma_f32_4x4x4_16b_bf16 a[0:3], v[2:3], v[4:5], a[0:3]
+	s_nop 7
+	s_nop 7
+	v_accvgpr_read_b32 v5, a0
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lmfma_bf16_1k_end:
+	.size mfma_bf16_1k, .Lmfma_bf16_1k_end-mfma_bf16_1k
+
+	.globl cvt_i32_f32_r0
+	.p2align 8
+	.type cvt_i32_f32_r0,@function
+cvt_i32_f32_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_i32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_i32_f32_r0_end:
+	.size cvt_i32_f32_r0, .Lcvt_i32_f32_r0_end-cvt_i32_f32_r0
+
+	.globl cvt_u32_f32_r0
+	.p2align 8
+	.type cvt_u32_f32_r0,@function
+cvt_u32_f32_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_u32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_u32_f32_r0_end:
+	.size cvt_u32_f32_r0, .Lcvt_u32_f32_r0_end-cvt_u32_f32_r0
+
+	.globl cvt_f64_i32_r0
+	.p2align 8
+	.type cvt_f64_i32_r0,@function
+cvt_f64_i32_r0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f64_i32 v[6:7], v2
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lcvt_f64_i32_r0_end:
+	.size cvt_f64_i32_r0, .Lcvt_f64_i32_r0_end-cvt_f64_i32_r0
+
+	.globl cvt_i32_f32_r1
+	.p2align 8
+	.type cvt_i32_f32_r1,@function
+cvt_i32_f32_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_i32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_i32_f32_r1_end:
+	.size cvt_i32_f32_r1, .Lcvt_i32_f32_r1_end-cvt_i32_f32_r1
+
+	.globl cvt_u32_f32_r1
+	.p2align 8
+	.type cvt_u32_f32_r1,@function
+cvt_u32_f32_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_u32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_u32_f32_r1_end:
+	.size cvt_u32_f32_r1, .Lcvt_u32_f32_r1_end-cvt_u32_f32_r1
+
+	.globl cvt_f64_i32_r1
+	.p2align 8
+	.type cvt_f64_i32_r1,@function
+cvt_f64_i32_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f64_i32 v[6:7], v2
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lcvt_f64_i32_r1_end:
+	.size cvt_f64_i32_r1, .Lcvt_f64_i32_r1_end-cvt_f64_i32_r1
+
+	.globl cvt_i32_f32_r2
+	.p2align 8
+	.type cvt_i32_f32_r2,@function
+cvt_i32_f32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_i32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_i32_f32_r2_end:
+	.size cvt_i32_f32_r2, .Lcvt_i32_f32_r2_end-cvt_i32_f32_r2
+
+	.globl cvt_u32_f32_r2
+	.p2align 8
+	.type cvt_u32_f32_r2,@function
+cvt_u32_f32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_u32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_u32_f32_r2_end:
+	.size cvt_u32_f32_r2, .Lcvt_u32_f32_r2_end-cvt_u32_f32_r2
+
+	.globl cvt_f64_i32_r2
+	.p2align 8
+	.type cvt_f64_i32_r2,@function
+cvt_f64_i32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f64_i32 v[6:7], v2
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lcvt_f64_i32_r2_end:
+	.size cvt_f64_i32_r2, .Lcvt_f64_i32_r2_end-cvt_f64_i32_r2
+
+	.globl cvt_i32_f32_r3
+	.p2align 8
+	.type cvt_i32_f32_r3,@function
+cvt_i32_f32_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_i32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_i32_f32_r3_end:
+	.size cvt_i32_f32_r3, .Lcvt_i32_f32_r3_end-cvt_i32_f32_r3
+
+	.globl cvt_u32_f32_r3
+	.p2align 8
+	.type cvt_u32_f32_r3,@function
+cvt_u32_f32_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_u32_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lcvt_u32_f32_r3_end:
+	.size cvt_u32_f32_r3, .Lcvt_u32_f32_r3_end-cvt_u32_f32_r3
+
+	.globl cvt_f64_i32_r3
+	.p2align 8
+	.type cvt_f64_i32_r3,@function
+cvt_f64_i32_r3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_cvt_f64_i32 v[6:7], v2
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	s_endpgm
+.Lcvt_f64_i32_r3_end:
+	.size cvt_f64_i32_r3, .Lcvt_f64_i32_r3_end-cvt_f64_i32_r3
+
+	.globl sqrt_f32_r2
+	.p2align 8
+	.type sqrt_f32_r2,@function
+sqrt_f32_r2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_sqrt_f32 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lsqrt_f32_r2_end:
+	.size sqrt_f32_r2, .Lsqrt_f32_r2_end-sqrt_f32_r2
+
+	.globl dot2_f32_f16_r1
+	.p2align 8
+	.type dot2_f32_f16_r1,@function
+dot2_f32_f16_r1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_dot2_f32_f16 v5, v2, v3, v4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Ldot2_f32_f16_r1_end:
+	.size dot2_f32_f16_r1, .Ldot2_f32_f16_r1_end-dot2_f32_f16_r1
 
 	.rodata
 	.p2align 6
@@ -751,6 +6176,58 @@ rcp_f64_r3:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel fma_f16_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mad_f16_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mac_f16_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madak_f16_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madmk_f16_r0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -867,6 +6344,58 @@ rcp_f64_r3:
 		.amdhsa_float_round_mode_16_64 1
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel mad_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mac_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madak_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madmk_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel add_f64_r2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -959,6 +6488,58 @@ rcp_f64_r3:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel fma_f16_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mad_f16_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mac_f16_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madak_f16_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madmk_f16_r2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -1075,6 +6656,58 @@ rcp_f64_r3:
 		.amdhsa_float_round_mode_16_64 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel mad_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mac_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madak_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel madmk_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel setreg_r3_mul_f64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -1099,4 +6732,3449 @@ rcp_f64_r3:
 		.amdhsa_dx10_clamp 1
 		.amdhsa_float_round_mode_32 0
 		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r0_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r0_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r0_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r0_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r1_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r1_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r1_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r1_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r2_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r2_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r2_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r2_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r3_d1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 1
+		.amdhsa_float_denorm_mode_16_64 2
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r3_d2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 2
+		.amdhsa_float_denorm_mode_16_64 1
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_max_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fmac_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_add_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_mul_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel pk_fma_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r3_d0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 0
+		.amdhsa_float_denorm_mode_16_64 0
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_i32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f32_u32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_u16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f16_i16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f16_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel ldexp_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f32_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel div_fmas_f64_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_h_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mix_f32_s_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixlo_f16_s_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mixhi_f16_h_r3_d3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mfma_f16
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 68
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mfma_f16_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 68
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel mfma_bf16_1k
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 68
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_i32_f32_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_u32_f32_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f64_i32_r0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 0
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_i32_f32_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_u32_f32_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f64_i32_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 1
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_i32_f32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_u32_f32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f64_i32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 2
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_i32_f32_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_u32_f32_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cvt_f64_i32_r3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 3
+		.amdhsa_float_round_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel sqrt_f32_r2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 2
+		.amdhsa_float_round_mode_16_64 0
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel dot2_f32_f16_r1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+		.amdhsa_float_denorm_mode_16_64 3
+		.amdhsa_ieee_mode 1
+		.amdhsa_dx10_clamp 1
+		.amdhsa_float_round_mode_32 1
+		.amdhsa_float_round_mode_16_64 0
 	.end_amdhsa_kernel
