@@ -79,6 +79,8 @@ for _p in ("s_atomic", "s_buffer_atomic"):
     for _o in "swap cmpswap add sub smin umin smax umax and or xor inc dec".split():
         row("SMEM", "%s_%s" % (_p, _o), "2" if _o == "cmpswap" else "1")
         row("SMEM", "%s_%s_x2" % (_p, _o), "4" if _o == "cmpswap" else "2")
+# The 64-bit clock counters (Vega ISA SMEM opcodes 36, 37): a destination, no address.
+row("SMEM", "s_memtime s_memrealtime", "2")
 row("VOP1", "v_nop", "0 0")
 row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_cvt_rpi_i32_f32 v_cvt_flr_i32_f32 v_cvt_f32_ubyte0 v_cvt_f32_ubyte1 v_cvt_f32_ubyte2 "
@@ -104,7 +106,7 @@ row("VOP2", "v_add_f32 v_sub_f32 v_subrev_f32 v_mul_f32 v_mul_i32_i24 v_mul_hi_i
     "v_mac_f32 v_add_u32 v_sub_u32 v_subrev_u32 v_fmac_f32 v_xnor_b32", "1 1 1")
 row("VOP2", "v_add_u16 v_sub_u16 v_subrev_u16 v_mul_lo_u16 v_lshlrev_b16 v_lshrrev_b16 "
     "v_ashrrev_i16 v_max_u16 v_max_i16 v_min_u16 v_min_i16", "1 1 1")
-row("VOP2", "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_min_f16", "1 1 1")
+row("VOP2", "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_ldexp_f16 v_min_f16", "1 1 1")
 row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
@@ -164,15 +166,24 @@ row("DS", "ds_read2_b64 ds_read2st64_b64 ds_read_b128", "4 1")
 row("DS", "ds_write_b128", "0 1 4")
 row("DS", "ds_add_rtn_u32", "1 1 1")
 # The other LDS atomics, returning (`_rtn_`) or not: integer, mask-or, compare-store, wrap,
-# exchange, f32/f64 min/max, f32 add (Vega ISA DS opcodes 0..=53, 64..=117).
-row("DS", "ds_sub_rtn_u32 ds_rsub_rtn_u32 ds_inc_rtn_u32 ds_dec_rtn_u32 ds_min_rtn_i32 ds_max_rtn_i32 ds_min_rtn_u32 ds_max_rtn_u32 ds_and_rtn_b32 ds_or_rtn_b32 ds_xor_rtn_b32 ds_wrxchg_rtn_b32 ds_min_rtn_f32 ds_max_rtn_f32 ds_add_rtn_f32", "1 1 1")
-row("DS", "ds_rsub_u32 ds_inc_u32 ds_dec_u32 ds_min_i32 ds_max_i32 ds_min_f32 ds_max_f32 ds_add_f32", "0 1 1")
-row("DS", "ds_mskor_b32 ds_cmpst_b32 ds_cmpst_f32", "0 1 1 1")
-row("DS", "ds_mskor_rtn_b32 ds_cmpst_rtn_b32 ds_cmpst_rtn_f32 ds_wrap_rtn_b32", "1 1 1 1")
-row("DS", "ds_sub_u64 ds_rsub_u64 ds_inc_u64 ds_dec_u64 ds_min_i64 ds_max_i64 ds_min_u64 ds_max_u64 ds_and_b64 ds_or_b64 ds_xor_b64 ds_add_u64 ds_min_f64 ds_max_f64", "0 1 2")
-row("DS", "ds_sub_rtn_u64 ds_rsub_rtn_u64 ds_inc_rtn_u64 ds_dec_rtn_u64 ds_min_rtn_i64 ds_max_rtn_i64 ds_min_rtn_u64 ds_max_rtn_u64 ds_and_rtn_b64 ds_or_rtn_b64 ds_xor_rtn_b64 ds_add_rtn_u64 ds_wrxchg_rtn_b64 ds_min_rtn_f64 ds_max_rtn_f64", "2 1 2")
-row("DS", "ds_mskor_b64 ds_cmpst_b64 ds_cmpst_f64", "0 1 2 2")
-row("DS", "ds_mskor_rtn_b64 ds_cmpst_rtn_b64 ds_cmpst_rtn_f64", "2 1 2 2")
+# exchange, f32/f64 min/max, f32 add (Vega ISA DS opcodes 0..=53, 64..=117). Each returning
+# form follows its non-returning one (those of ds_sub/min/max_u32, and/or/xor_b32 are above).
+for _o in ("sub_rtn_u32 rsub_u32 rsub_rtn_u32 inc_u32 inc_rtn_u32 dec_u32 dec_rtn_u32 min_i32 "
+           "min_rtn_i32 max_i32 max_rtn_i32 min_rtn_u32 max_rtn_u32 and_rtn_b32 or_rtn_b32 "
+           "xor_rtn_b32 mskor_b32 mskor_rtn_b32 cmpst_b32 cmpst_rtn_b32 wrxchg_rtn_b32 cmpst_f32 "
+           "cmpst_rtn_f32 min_f32 min_rtn_f32 max_f32 max_rtn_f32").split():
+    _three = _o.startswith(("mskor", "cmpst"))
+    row("DS", "ds_" + _o, ("1" if "rtn" in _o else "0") + (" 1 1 1" if _three else " 1 1"))
+for _o in ("sub_u64 rsub_u64 inc_u64 dec_u64 min_i64 max_i64 min_u64 max_u64 and_b64 or_b64 "
+           "xor_b64 add_u64 mskor_b64 cmpst_b64 wrxchg_b64 cmpst_f64 min_f64 max_f64").split():
+    _op, _t = _o.rsplit("_", 1)
+    _three = _op in ("mskor", "cmpst")
+    if _op != "wrxchg":  # (exchange has only the returning form)
+        row("DS", "ds_%s_%s" % (_op, _t), "0 1 2 2" if _three else "0 1 2")
+    row("DS", "ds_%s_rtn_%s" % (_op, _t), "2 1 2 2" if _three else "2 1 2")
+row("DS", "ds_wrap_rtn_b32", "1 1 1 1")
+row("DS", "ds_add_f32", "0 1 1")
+row("DS", "ds_add_rtn_f32", "1 1 1")
 row("DS", "ds_swizzle_b32", "1 1")
 row("DS", "ds_permute_b32 ds_bpermute_b32", "1 1 1")
 row("DS", "ds_read_u8_d16 ds_read_u8_d16_hi ds_read_i8_d16 ds_read_i8_d16_hi ds_read_u16_d16 "
@@ -185,10 +196,11 @@ row("VOP3P", "v_pk_mad_i16 v_pk_mad_u16 v_pk_fma_f16", "1 1 1 1")
 row("VOP3P", "v_pk_mul_f32 v_pk_add_f32 v_pk_mov_b32", "2 2 2")
 # gfx906+ dot products (dot*-insts) and mixed-precision FMA (fma-mix-insts).
 row("VOP3P", "v_dot2_f32_f16 v_dot2_i32_i16 v_dot2_u32_u16 v_dot4_i32_i8 v_dot4_u32_u8 "
-    "v_dot8_i32_i4 v_dot8_u32_u4 v_fma_mix_f32 v_fma_mixlo_f16 v_fma_mixhi_f16", "1 1 1 1")
+    "v_dot8_i32_i4 v_dot8_u32_u4", "1 1 1 1")
 # gfx900's mixed-precision multiply-add (mad-mix-insts; gfx906+ has the fma-mix forms above
 # at the same opcodes).
 row("VOP3P", "v_mad_mix_f32 v_mad_mixlo_f16 v_mad_mixhi_f16", "1 1 1 1")
+row("VOP3P", "v_fma_mix_f32 v_fma_mixlo_f16 v_fma_mixhi_f16", "1 1 1 1")
 row("VOP3P", "v_pk_fma_f32", "2 2 2 2")
 # Matrix (MAI) instructions, VOP3P-MAI encoding: gfx908 (CDNA1), gfx90a (CDNA2), gfx940+
 # (CDNA3, which renames them: `_<blocks>b_` infixes, `_1k` bf16 forms as plain `bf16`). Widths:
@@ -312,6 +324,8 @@ def sample(enc, n, w, flags):
                 "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
     if enc == "SMEM" and n.startswith("s_dcache"):
         return n
+    if enc == "SMEM" and n.startswith("s_mem"):
+        return "%s s[4:5]" % n
     if enc == "SMEM":
         base = "s[8:11]" if n.startswith("s_buffer_") else "s[2:3]"
         return "%s %s, %s, 0x4" % (n, reg("s", d[0], 4), base)

@@ -231,7 +231,6 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Smem, 107, T_ALL, "s_buffer_atomic_inc_x2", [2, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 76, T_ALL, "s_buffer_atomic_dec", [1, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 108, T_ALL, "s_buffer_atomic_dec_x2", [2, 0, 0, 0], 0),
-    // The 64-bit clock counters (Vega ISA SMEM opcodes 36, 37): a destination, no address.
     OpInfo::new(Encoding::Smem, 36, T_ALL, "s_memtime", [2, 0, 0, 0], 0),
     OpInfo::new(Encoding::Smem, 37, T_ALL, "s_memrealtime", [2, 0, 0, 0], 0),
     OpInfo::new(Encoding::Vop1, 0, T_ALL, "v_nop", [0, 0, 0, 0], 0),
