@@ -81,6 +81,10 @@ for _p in ("s_atomic", "s_buffer_atomic"):
         row("SMEM", "%s_%s_x2" % (_p, _o), "4" if _o == "cmpswap" else "2")
 # The 64-bit clock counters (Vega ISA SMEM opcodes 36, 37): a destination, no address.
 row("SMEM", "s_memtime s_memrealtime", "2")
+# Scalar scratch loads and stores: the address is FLAT_SCRATCH plus the offset (SBASE unused).
+row("SMEM", "s_scratch_load_dword s_scratch_store_dword", "1")
+row("SMEM", "s_scratch_load_dwordx2 s_scratch_store_dwordx2", "2")
+row("SMEM", "s_scratch_load_dwordx4 s_scratch_store_dwordx4", "4")
 row("VOP1", "v_nop", "0 0")
 row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_cvt_rpi_i32_f32 v_cvt_flr_i32_f32 v_cvt_f32_ubyte0 v_cvt_f32_ubyte1 v_cvt_f32_ubyte2 "
@@ -189,6 +193,19 @@ row("DS", "ds_permute_b32 ds_bpermute_b32", "1 1 1")
 row("DS", "ds_read_u8_d16 ds_read_u8_d16_hi ds_read_i8_d16 ds_read_i8_d16_hi ds_read_u16_d16 "
     "ds_read_u16_d16_hi", "1 1")
 row("DS", "ds_write_b8_d16_hi ds_write_b16_d16_hi", "0 1 1")
+# Two exchanges at OFFSET0/OFFSET1 (scaled as ds_write2/ds_write2st64), both old values
+# returned; the conditional 32-bit exchange pair (Vega ISA DS opcodes 46, 47, 110, 111, 126).
+row("DS", "ds_wrxchg2_rtn_b32 ds_wrxchg2st64_rtn_b32", "2 1 1 1")
+row("DS", "ds_wrxchg2_rtn_b64 ds_wrxchg2st64_rtn_b64", "4 1 2 2")
+row("DS", "ds_condxchg32_rtn_b64", "2 1 2")
+# The LDS-to-LDS forms (gfx900..gfx908): DS[A] op= DS[B], B from the offset field or ADDR's
+# high bits (Vega ISA DS opcodes 128..147, 192..211); no data VGPRs.
+row("DS", " ".join("ds_%s_src2_%s" % (o, t) for t in ("u32", "u64") for o in
+                   "add sub rsub inc dec".split()), "0 1")
+row("DS", " ".join("ds_%s_src2_%s" % (o, t) for w in ("32", "64") for o, t in
+                   (("min", "i" + w), ("max", "i" + w), ("min", "u" + w), ("max", "u" + w),
+                    ("and", "b" + w), ("or", "b" + w), ("xor", "b" + w), ("write", "b" + w),
+                    ("min", "f" + w), ("max", "f" + w))), "0 1")
 row("VOP3P", "v_pk_mul_lo_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_lshlrev_b16 v_pk_lshrrev_b16 "
     "v_pk_ashrrev_i16 v_pk_max_i16 v_pk_min_i16 v_pk_add_u16 v_pk_sub_u16 v_pk_max_u16 "
     "v_pk_min_u16 v_pk_add_f16 v_pk_mul_f16 v_pk_min_f16 v_pk_max_f16", "1 1 1")
@@ -372,6 +389,8 @@ def sample(enc, n, w, flags):
             ops = ([reg("v", d[0], 4)] if d[0] else []) + ["v1", reg("v", d[2], 2),
                                                             reg("v", d[3], 6)]
             return "%s %s" % (n, ", ".join(ops))
+        if d[0] == 0 and d[2] == 0:
+            return "%s v1" % n
         if d[0] == 0:
             return "%s v1, %s" % (n, reg("v", d[2], 2))
         if d[2]:

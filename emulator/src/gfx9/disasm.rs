@@ -451,7 +451,10 @@ impl fmt::Display for Instruction {
                     if self.imm != 0 {
                         write!(f, " offset:{}", Swizzle(self.imm as u16))?;
                     }
-                } else if name.contains("2_") || name.contains("2st64_") {
+                } else if ["ds_read2", "ds_write2", "ds_wrxchg2"]
+                    .iter()
+                    .any(|p| name.starts_with(p))
+                {
                     if o0 != 0 {
                         write!(f, " offset0:{o0}")?;
                     }

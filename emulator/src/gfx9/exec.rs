@@ -1283,6 +1283,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             clock_counter(ctx, w, inst);
             Ok(Flow::Next)
         }
+        Encoding::Smem if inst.name().starts_with("s_scratch_") => {
+            scalar_scratch(ctx, w, inst)?;
+            Ok(Flow::Next)
+        }
         Encoding::Smem
             if inst.name().starts_with("s_buffer_")
                 || inst.name().starts_with("s_store_")
@@ -1467,6 +1471,46 @@ fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
             if in_range {
                 ctx.memory.read(addr, &mut b)?;
             }
+            if let Some(r) = w.sreg.get_mut(data + k) {
+                *r = u32::from_le_bytes(b);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `s_scratch_load_dword[x2,x4]` and `s_scratch_store_dword[x2,x4]` (Vega ISA SMEM opcodes
+/// 5..=7, 21..=23): SDATA's dwords from or to the wave's scratch at FLAT_SCRATCH plus the
+/// immediate or SGPR byte offset, its low two bits cleared. The SBASE field is not used (the
+/// hardware supplies FLAT_SCRATCH instead: AMDGPU's assembler reference, gfx9 `sbase` of the
+/// scalar scratch instructions). The access is one per wave, so there is no per-lane
+/// swizzle: the bytes are at that address of the scratch backing, as a `global_` access of
+/// FLAT_SCRATCH + offset sees them (outside the running group's backing: reads 0, writes
+/// dropped, as [`read_global`] and [`write_global`] do for every private access).
+///
+/// # Errors
+/// The memory's error for an access at a FLAT_SCRATCH outside the scratch backing and the
+/// device's memory.
+fn scalar_scratch(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let Operand::Sreg { index: data, .. } = inst.dst else {
+        return Err(not_implemented(inst));
+    };
+    let data = usize::from(data);
+    let off = if inst.src[1] != Operand::None {
+        scalar(w, &inst.src[1], false, false) as u32 as u64
+    } else {
+        inst.imm as i64 as u64
+    } & !3;
+    let base = w.sreg64(FLAT_SCRATCH).wrapping_add(off);
+    let store = inst.name().starts_with("s_scratch_store");
+    for k in 0..usize::from(inst.info.widths[0]) {
+        let addr = base.wrapping_add(4 * k as u64);
+        if store {
+            let v = w.sreg.get(data + k).copied().unwrap_or(0);
+            write_global(ctx, addr, &v.to_le_bytes())?;
+        } else {
+            let mut b = [0u8; 4];
+            read_global(ctx, addr, &mut b)?;
             if let Some(r) = w.sreg.get_mut(data + k) {
                 *r = u32::from_le_bytes(b);
             }
@@ -3429,6 +3473,47 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
                 };
                 set_vdst_dword(w, &inst.dst, lane, 0, v);
             }
+            "ds_wrxchg2_rtn_b32"
+            | "ds_wrxchg2st64_rtn_b32"
+            | "ds_wrxchg2_rtn_b64"
+            | "ds_wrxchg2st64_rtn_b64" => {
+                // Two exchanges, each address scaled as ds_write2[st64]'s; the old values go
+                // to the destination in offset order (dword pair or qword pair).
+                let size = if name.ends_with("b64") { 8usize } else { 4 };
+                let scale = size as u64 * if name.contains("st64") { 64 } else { 1 };
+                for (k, (o, d)) in [(o0, d0), (o1, d1)].into_iter().enumerate() {
+                    let addr = base + o * scale;
+                    let mut old = [0u8; 8];
+                    lds_read(ctx.lds, addr, &mut old[..size]);
+                    lds_write(ctx.lds, addr, &d.to_le_bytes()[..size]);
+                    for j in 0..size / 4 {
+                        let v = u32::from_le_bytes([
+                            old[4 * j],
+                            old[4 * j + 1],
+                            old[4 * j + 2],
+                            old[4 * j + 3],
+                        ]);
+                        set_vdst_dword(w, &inst.dst, lane, k * size / 4 + j, v);
+                    }
+                }
+            }
+            "ds_condxchg32_rtn_b64" => {
+                // Two dwords at (ADDR + {OFFSET1, OFFSET0}) & 0xFFF8 and 4 bytes above; each
+                // returned, and replaced by the matching data dword with bit 31 cleared when
+                // that dword's bit 31 is set.
+                let addr0 = (base as u32).wrapping_add(offset as u32) as u64 & 0xFFF8;
+                for k in 0..2 {
+                    let addr = addr0 + 4 * k as u64;
+                    lds_read(ctx.lds, addr, &mut b[..4]);
+                    let data = (d0 >> (32 * k)) as u32;
+                    if data >> 31 != 0 {
+                        lds_write(ctx.lds, addr, &(data & 0x7FFF_FFFF).to_le_bytes());
+                    }
+                    let old = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    set_vdst_dword(w, &inst.dst, lane, k, old);
+                }
+            }
+            _ if name.contains("_src2_") => ds_src2(ctx.lds, inst, base)?,
             _ => {
                 let (op, wide) = ds_atomic_kind(name).ok_or_else(|| not_implemented(inst))?;
                 let addr = base + offset;
@@ -3441,6 +3526,49 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// `ds_<op>_src2_<type>` (gfx900, gfx906, gfx908; Vega ISA DS opcodes 128..=147, 192..=211):
+/// `DS[A] = DS[A] op DS[B]` with both operands in LDS, for one lane whose address VGPR holds
+/// `a`. The Vega ISA's rule: `A = ADDR_BASE`; `B = A + 4 * (offset1[7] ? {A[31], A[31:17]} :
+/// {offset1[6], offset1[6:0], offset0})`, both braces a 16-bit two's-complement dword count
+/// (bit 15 repeats the sign) — taken here sign-extended, so B is A − 65536..=A + 65532.
+/// The 64-bit forms read and write a qword at A and B with the same B rule. `write` stores
+/// DS[B]; the others are the atomics of the same name with DS[B] as DATA0
+/// ([`ds_atomic_value`]). With offset1[7] set, A's bits 31:17 are the offset and stay part
+/// of A as the document writes it: such an A lies past any LDS and, as every out-of-range LDS
+/// access here, reads 0 and is not written.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] for a `_src2_` mnemonic the interpreter does not know.
+fn ds_src2(lds: &mut [u8], inst: &Instruction, a: u64) -> Result<()> {
+    let name = inst.name();
+    let rest = name
+        .strip_prefix("ds_")
+        .unwrap_or(name)
+        .replace("_src2", "");
+    let (op, wide) = match ds_atomic_kind(&format!("ds_{rest}")) {
+        Some(k) => k,
+        None if rest == "write_b32" => ("wrxchg", false),
+        None if rest == "write_b64" => ("wrxchg", true),
+        None => return Err(not_implemented(inst)),
+    };
+    let field = inst.imm as u32 & 0xFFFF;
+    let dwords = if field & 0x8000 != 0 {
+        (a as u32 >> 17 & 0x7FFF) | (a as u32 >> 16 & 0x8000)
+    } else {
+        (field & 0x7FFF) | (field << 1 & 0x8000)
+    } as u16 as i16;
+    let b = (a as u32).wrapping_add((i32::from(dwords) * 4) as u32) as u64;
+    let n = if wide { 8 } else { 4 };
+    let mut x = [0u8; 8];
+    let mut y = [0u8; 8];
+    lds_read(lds, a, &mut x[..n]);
+    lds_read(lds, b, &mut y[..n]);
+    let (old, src) = (u64::from_le_bytes(x), u64::from_le_bytes(y));
+    let new = ds_atomic_value(op, wide, old, src, 0);
+    lds_write(lds, a, &new.to_le_bytes()[..n]);
     Ok(())
 }
 
