@@ -1215,5 +1215,82 @@ fn malformed_new_ds_and_smem_words_are_errors() {
         let e = decode(&words(&[sl[0] | 1 << 14, sl[1]]), target).unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
         assert!(e.detail().contains("soe"), "{cpu}: {e}");
+        // s_set_gpr_idx_off has no immediate (llvm-mc-19: invalid encoding when it is not 0);
+        // s_set_gpr_idx_on takes a constant source, and a literal needs its second dword.
+        let e = decode(&words(&[0xBF9C_0001]), target).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        assert_eq!(
+            decode(&words(&[0xBF11_0F81]), target).unwrap().to_string(),
+            "s_set_gpr_idx_on 1, gpr_idx(SRC0,SRC1,SRC2,DST)",
+            "{cpu}"
+        );
+        let e = decode(&words(&[0xBF11_0100 | 0xFF]), target).unwrap_err();
+        assert_eq!(
+            e.status(),
+            Status::IllegalInstruction,
+            "{cpu}: a literal with no dword"
+        );
+    }
+}
+
+#[test]
+fn gpr_index_mode_moves_the_flagged_vgpr_operands() {
+    // Vega ISA S_SET_GPR_IDX_ON/OFF/IDX/MODE (the same in the CDNA1/2/3 guides): with
+    // MODE.GPR_IDX_EN set, VALU operands whose M0[15:12] bit (src0, src1, src2, dst) is set
+    // address VGPR n + M0[7:0]; `on` writes M0[7:0] and M0[15:12], `idx` M0[7:0], `mode`
+    // M0[15:12], keeping M0's other bits. gen_ops.py's `gpr_idx_*` kernels.
+    let p1: Vec<u32> = (0..64u32)
+        .map(|i| i.wrapping_mul(0x9E37_79B9) ^ 0x8000_0001)
+        .collect();
+    let p2: Vec<u32> = (0..64u32).map(|i| 0x0F0F_0000 | i).collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("dsops", cpu, target);
+        let bufs = [
+            vec![0u8; 64],
+            bytes32(&p1),
+            bytes32(&p2),
+            vec![0u8; 64],
+            vec![0u8; 48 * 64],
+        ];
+        for kernel in ["src0", "dst_sgpr", "vop3", "idx_mode", "b64"] {
+            let out = isa
+                .run(&format!("gpr_idx_{kernel}"), 64, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} gpr_idx_{kernel}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..64 {
+                let mut v: Vec<u32> = (0..8u32)
+                    .map(|k| p1[i] ^ 0x1111_1111u32.wrapping_mul(k))
+                    .collect();
+                let mut r = [0xDEAD_BEEFu32; 4];
+                match kernel {
+                    "src0" => {
+                        r[0] = v[3];
+                        r[1] = 0xABCD_1003;
+                        r[2] = v[0];
+                    }
+                    "dst_sgpr" => v[5] = p2[i],
+                    "vop3" => r[0] = v[0].wrapping_add(v[2]).wrapping_add(v[3]),
+                    "idx_mode" => {
+                        r[0] = v[0].wrapping_sub(v[7]);
+                        r[1] = 0xFFFF_2F06;
+                    }
+                    _ => {
+                        let x = (u64::from(v[3]) << 32 | u64::from(v[2])) << 1;
+                        v[2] = x as u32;
+                        v[3] = (x >> 32) as u32;
+                    }
+                }
+                v.extend_from_slice(&r);
+                assert_eq!(
+                    got[12 * i..12 * i + 12],
+                    v[..],
+                    "{cpu} gpr_idx_{kernel} lane {i}"
+                );
+            }
+        }
+        // An index that moves an operand past v255 is refused, naming the mode.
+        let e = isa.run("gpr_idx_past_v255", 64, &bufs).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        assert!(e.detail().contains("GPR index mode"), "{cpu}: {e}");
     }
 }

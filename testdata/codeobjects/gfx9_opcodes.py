@@ -58,6 +58,11 @@ row("SOPC", "s_bitcmp0_b64 s_bitcmp1_b64", "0 2 1")
 row("SOPP", "s_nop s_endpgm s_branch s_cbranch_scc0 s_cbranch_scc1 s_cbranch_vccz "
     "s_cbranch_vccnz s_cbranch_execz s_cbranch_execnz s_barrier s_waitcnt s_sleep s_setprio "
     "s_endpgm_saved s_trap s_sendmsg s_sendmsghalt", "0")
+# GPR index mode (Vega ISA S_SET_GPR_IDX_*: MODE.GPR_IDX_EN, M0[7:0] the index, M0[15:12]
+# which VALU operands it applies to): on, off, the index, the operand mask.
+row("SOPC", "s_set_gpr_idx_on", "0 1 0")
+row("SOPP", "s_set_gpr_idx_off s_set_gpr_idx_mode", "0")
+row("SOP1", "s_set_gpr_idx_idx", "0 1")
 row("SMEM", "s_load_dword", "1")
 row("SMEM", "s_load_dwordx2", "2")
 row("SMEM", "s_load_dwordx4", "4")
@@ -332,6 +337,10 @@ def sample(enc, n, w, flags):
                 "s_setreg_imm32_b32": "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 3",
                 "s_call_b64": "s_call_b64 s[0:1], 4",
                 }.get(n, "%s s0, 0x10" % n)
+    if n == "s_set_gpr_idx_on":
+        return "s_set_gpr_idx_on s20, gpr_idx(SRC0,DST)"
+    if n == "s_set_gpr_idx_mode":
+        return "s_set_gpr_idx_mode gpr_idx(SRC1)"
     if enc == "SOPC":
         return "%s %s, %s" % (n, reg("s", d[1], 20), reg("s", d[2], 40))
     if enc == "SOPP":

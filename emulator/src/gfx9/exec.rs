@@ -1022,8 +1022,7 @@ impl DecodeCache {
         let name = inst.name();
         if name.starts_with("s_set_gpr_idx") || name.starts_with("v_movrel") {
             // Indexed VGPR addressing (GPR index mode, M0-relative moves) reaches VGPRs past
-            // the ones the operands name: reused waves are then zeroed whole. (The decoder
-            // knows none of these for gfx90a yet; this keeps the bound right once it does.)
+            // the ones the operands name: reused waves are then zeroed whole.
             self.vgpr_bound = super::wave::NUM_VGPRS;
         }
         for op in [
@@ -1090,7 +1089,34 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         );
     }
     let next = w.pc + inst.size as u64;
-    let r = super::fast::run(w, fast, ctx.memory, ctx.lds).map_err(|e| {
+    let indexed;
+    let gpr_idx = w.mode & MODE_GPR_IDX_EN != 0
+        && matches!(
+            inst.encoding,
+            Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p
+        );
+    let inst = if gpr_idx {
+        // GPR index mode: the VALU instruction runs with its operands moved, never through
+        // the fast path (whose operands are fixed at decode).
+        indexed = gpr_indexed(w, inst).map_err(|e| {
+            let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
+            error!(
+                e.status(),
+                "{} at kernel offset {kernel_off:#x}: {}",
+                inst.name(),
+                e.detail()
+            )
+        })?;
+        &indexed
+    } else {
+        inst
+    };
+    let r = if gpr_idx {
+        Ok(Done::Slow)
+    } else {
+        super::fast::run(w, fast, ctx.memory, ctx.lds)
+    }
+    .map_err(|e| {
         let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         error!(
             e.status(),
@@ -1274,6 +1300,12 @@ fn set_vdst(w: &mut Wave, op: &Operand, lane: usize, v: u64, count: u8) {
 
 fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     match inst.encoding {
+        Encoding::Sop1 | Encoding::Sopc | Encoding::Sopp
+            if inst.name().starts_with("s_set_gpr_idx_") =>
+        {
+            set_gpr_idx(w, inst);
+            Ok(Flow::Next)
+        }
         Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
         Encoding::Sopp => sopp(ctx, w, inst, next),
         // The emulator has no scalar cache: its write-back and invalidation have nothing to do
@@ -1364,6 +1396,63 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
     }
+}
+
+/// MODE bit 27, GPR_IDX_EN: VALU instructions address VGPRs relative to M0[7:0] (Vega ISA
+/// MODE register table and S_SET_GPR_IDX_ON).
+pub(super) const MODE_GPR_IDX_EN: u32 = 1 << 27;
+
+/// `s_set_gpr_idx_on`, `_off`, `_idx` and `_mode` (Vega ISA SOPC opcode 17, SOPP opcodes 28
+/// and 29, SOP1 opcode 50; the same in the CDNA1/2/3 guides): `on` sets MODE.GPR_IDX_EN,
+/// M0[7:0] = S0[7:0] and M0[15:12] = the SSRC1 field's bits 3:0 (VSRC0_REL, VSRC1_REL,
+/// VSRC2_REL, VDST_REL); `off` clears MODE.GPR_IDX_EN; `idx` sets M0[7:0] = S0[7:0]; `mode`
+/// sets M0[15:12] = SIMM16[3:0]. The other bits of M0 are kept.
+fn set_gpr_idx(w: &mut Wave, inst: &Instruction) {
+    let m0 = w.sreg[M0];
+    let s0 = scalar(w, &inst.src[0], false, false) as u32;
+    let mask = (inst.imm as u32 & 0xF) << 12;
+    match inst.name() {
+        "s_set_gpr_idx_on" => {
+            w.mode |= MODE_GPR_IDX_EN;
+            w.sreg[M0] = m0 & !0xF0FF | mask | s0 & 0xFF;
+        }
+        "s_set_gpr_idx_off" => w.mode &= !MODE_GPR_IDX_EN,
+        "s_set_gpr_idx_idx" => w.sreg[M0] = m0 & !0xFF | s0 & 0xFF,
+        _ => w.sreg[M0] = m0 & !0xF000 | mask,
+    }
+}
+
+/// `inst` with the GPR index applied, for a VALU instruction while MODE.GPR_IDX_EN is set:
+/// M0[7:0] added to the VGPR number of src0, src1, src2 and the destination whose bit
+/// M0[12], M0[13], M0[14], M0[15] is set (Vega ISA S_SET_GPR_IDX_ON; the whole range of a
+/// 64-bit operand moves). SGPR, constant and AGPR operands are not indexed.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] when an indexed range would end past v255.
+fn gpr_indexed(w: &Wave, inst: &Instruction) -> Result<Instruction> {
+    let m0 = w.sreg[M0];
+    let index = m0 & 0xFF;
+    let mut out = *inst;
+    let [s0, s1, s2] = &mut out.src;
+    for (k, op) in [s0, s1, s2, &mut out.dst].into_iter().enumerate() {
+        if m0 >> (12 + k) & 1 == 0 {
+            continue;
+        }
+        if let Operand::Vgpr { index: v, count } = *op {
+            let first = u32::from(v) + index;
+            if first + u32::from(count.max(1)) > 256 {
+                return Err(error!(
+                    Status::IllegalInstruction,
+                    "GPR index mode: v{v} + M0[7:0] {index} is past v255"
+                ));
+            }
+            *op = Operand::Vgpr {
+                index: first as u8,
+                count,
+            };
+        }
+    }
+    Ok(out)
 }
 
 /// `s_memtime` and `s_memrealtime`: the 64-bit counter into the destination SGPR pair,

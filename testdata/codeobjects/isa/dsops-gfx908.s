@@ -3602,6 +3602,224 @@ src2_max_f64_o8000:
 .Lsrc2_max_f64_o8000_end:
 	.size src2_max_f64_o8000, .Lsrc2_max_f64_o8000_end-src2_max_f64_o8000
 
+	.globl gpr_idx_src0
+	.p2align 8
+	.type gpr_idx_src0,@function
+gpr_idx_src0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mul_u32_u24 v24, 48, v1
+	v_xor_b32 v10, 0x0, v2
+	v_xor_b32 v11, 0x11111111, v2
+	v_xor_b32 v12, 0x22222222, v2
+	v_xor_b32 v13, 0x33333333, v2
+	v_xor_b32 v14, 0x44444444, v2
+	v_xor_b32 v15, 0x55555555, v2
+	v_xor_b32 v16, 0x66666666, v2
+	v_xor_b32 v17, 0x77777777, v2
+	v_mov_b32 v30, 0xdeadbeef
+	v_mov_b32 v31, 0xdeadbeef
+	v_mov_b32 v32, 0xdeadbeef
+	v_mov_b32 v33, 0xdeadbeef
+	s_mov_b32 m0, 0xabcd0000
+	s_set_gpr_idx_on 3, gpr_idx(SRC0)
+	v_mov_b32 v30, v10
+	s_set_gpr_idx_off
+	v_mov_b32 v31, m0
+	v_mov_b32 v32, v10
+	global_store_dwordx4 v24, v[10:13], s[12:13]
+	global_store_dwordx4 v24, v[14:17], s[12:13] offset:16
+	global_store_dwordx4 v24, v[30:33], s[12:13] offset:32
+	s_endpgm
+.Lgpr_idx_src0_end:
+	.size gpr_idx_src0, .Lgpr_idx_src0_end-gpr_idx_src0
+
+	.globl gpr_idx_dst_sgpr
+	.p2align 8
+	.type gpr_idx_dst_sgpr,@function
+gpr_idx_dst_sgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mul_u32_u24 v24, 48, v1
+	v_xor_b32 v10, 0x0, v2
+	v_xor_b32 v11, 0x11111111, v2
+	v_xor_b32 v12, 0x22222222, v2
+	v_xor_b32 v13, 0x33333333, v2
+	v_xor_b32 v14, 0x44444444, v2
+	v_xor_b32 v15, 0x55555555, v2
+	v_xor_b32 v16, 0x66666666, v2
+	v_xor_b32 v17, 0x77777777, v2
+	v_mov_b32 v30, 0xdeadbeef
+	v_mov_b32 v31, 0xdeadbeef
+	v_mov_b32 v32, 0xdeadbeef
+	v_mov_b32 v33, 0xdeadbeef
+	s_movk_i32 s22, 0x105
+	s_set_gpr_idx_on s22, gpr_idx(DST)
+	v_mov_b32 v10, v3
+	s_set_gpr_idx_off
+	global_store_dwordx4 v24, v[10:13], s[12:13]
+	global_store_dwordx4 v24, v[14:17], s[12:13] offset:16
+	global_store_dwordx4 v24, v[30:33], s[12:13] offset:32
+	s_endpgm
+.Lgpr_idx_dst_sgpr_end:
+	.size gpr_idx_dst_sgpr, .Lgpr_idx_dst_sgpr_end-gpr_idx_dst_sgpr
+
+	.globl gpr_idx_vop3
+	.p2align 8
+	.type gpr_idx_vop3,@function
+gpr_idx_vop3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mul_u32_u24 v24, 48, v1
+	v_xor_b32 v10, 0x0, v2
+	v_xor_b32 v11, 0x11111111, v2
+	v_xor_b32 v12, 0x22222222, v2
+	v_xor_b32 v13, 0x33333333, v2
+	v_xor_b32 v14, 0x44444444, v2
+	v_xor_b32 v15, 0x55555555, v2
+	v_xor_b32 v16, 0x66666666, v2
+	v_xor_b32 v17, 0x77777777, v2
+	v_mov_b32 v30, 0xdeadbeef
+	v_mov_b32 v31, 0xdeadbeef
+	v_mov_b32 v32, 0xdeadbeef
+	v_mov_b32 v33, 0xdeadbeef
+	s_set_gpr_idx_on 1, gpr_idx(SRC1,SRC2)
+	v_add3_u32 v30, v10, v11, v12
+	s_set_gpr_idx_off
+	global_store_dwordx4 v24, v[10:13], s[12:13]
+	global_store_dwordx4 v24, v[14:17], s[12:13] offset:16
+	global_store_dwordx4 v24, v[30:33], s[12:13] offset:32
+	s_endpgm
+.Lgpr_idx_vop3_end:
+	.size gpr_idx_vop3, .Lgpr_idx_vop3_end-gpr_idx_vop3
+
+	.globl gpr_idx_idx_mode
+	.p2align 8
+	.type gpr_idx_idx_mode,@function
+gpr_idx_idx_mode:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mul_u32_u24 v24, 48, v1
+	v_xor_b32 v10, 0x0, v2
+	v_xor_b32 v11, 0x11111111, v2
+	v_xor_b32 v12, 0x22222222, v2
+	v_xor_b32 v13, 0x33333333, v2
+	v_xor_b32 v14, 0x44444444, v2
+	v_xor_b32 v15, 0x55555555, v2
+	v_xor_b32 v16, 0x66666666, v2
+	v_xor_b32 v17, 0x77777777, v2
+	v_mov_b32 v30, 0xdeadbeef
+	v_mov_b32 v31, 0xdeadbeef
+	v_mov_b32 v32, 0xdeadbeef
+	v_mov_b32 v33, 0xdeadbeef
+	s_mov_b32 m0, -1
+	s_set_gpr_idx_on 1, gpr_idx(SRC0)
+	s_set_gpr_idx_idx 6
+	s_set_gpr_idx_mode gpr_idx(SRC1)
+	v_sub_u32 v30, v10, v11
+	s_set_gpr_idx_off
+	v_mov_b32 v31, m0
+	global_store_dwordx4 v24, v[10:13], s[12:13]
+	global_store_dwordx4 v24, v[14:17], s[12:13] offset:16
+	global_store_dwordx4 v24, v[30:33], s[12:13] offset:32
+	s_endpgm
+.Lgpr_idx_idx_mode_end:
+	.size gpr_idx_idx_mode, .Lgpr_idx_idx_mode_end-gpr_idx_idx_mode
+
+	.globl gpr_idx_b64
+	.p2align 8
+	.type gpr_idx_b64,@function
+gpr_idx_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mul_u32_u24 v24, 48, v1
+	v_xor_b32 v10, 0x0, v2
+	v_xor_b32 v11, 0x11111111, v2
+	v_xor_b32 v12, 0x22222222, v2
+	v_xor_b32 v13, 0x33333333, v2
+	v_xor_b32 v14, 0x44444444, v2
+	v_xor_b32 v15, 0x55555555, v2
+	v_xor_b32 v16, 0x66666666, v2
+	v_xor_b32 v17, 0x77777777, v2
+	v_mov_b32 v30, 0xdeadbeef
+	v_mov_b32 v31, 0xdeadbeef
+	v_mov_b32 v32, 0xdeadbeef
+	v_mov_b32 v33, 0xdeadbeef
+	s_set_gpr_idx_on 2, gpr_idx(SRC1,DST)
+	v_lshlrev_b64 v[10:11], 1, v[10:11]
+	s_set_gpr_idx_off
+	global_store_dwordx4 v24, v[10:13], s[12:13]
+	global_store_dwordx4 v24, v[14:17], s[12:13] offset:16
+	global_store_dwordx4 v24, v[30:33], s[12:13] offset:32
+	s_endpgm
+.Lgpr_idx_b64_end:
+	.size gpr_idx_b64, .Lgpr_idx_b64_end-gpr_idx_b64
+
+	.globl gpr_idx_past_v255
+	.p2align 8
+	.type gpr_idx_past_v255,@function
+gpr_idx_past_v255:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	s_waitcnt vmcnt(0)
+	v_mul_u32_u24 v24, 48, v1
+	v_xor_b32 v10, 0x0, v2
+	v_xor_b32 v11, 0x11111111, v2
+	v_xor_b32 v12, 0x22222222, v2
+	v_xor_b32 v13, 0x33333333, v2
+	v_xor_b32 v14, 0x44444444, v2
+	v_xor_b32 v15, 0x55555555, v2
+	v_xor_b32 v16, 0x66666666, v2
+	v_xor_b32 v17, 0x77777777, v2
+	v_mov_b32 v30, 0xdeadbeef
+	v_mov_b32 v31, 0xdeadbeef
+	v_mov_b32 v32, 0xdeadbeef
+	v_mov_b32 v33, 0xdeadbeef
+	s_set_gpr_idx_on 250, gpr_idx(SRC0)
+	v_mov_b32 v30, v10
+	s_set_gpr_idx_off
+	global_store_dwordx4 v24, v[10:13], s[12:13]
+	global_store_dwordx4 v24, v[14:17], s[12:13] offset:16
+	global_store_dwordx4 v24, v[30:33], s[12:13] offset:32
+	s_endpgm
+.Lgpr_idx_past_v255_end:
+	.size gpr_idx_past_v255, .Lgpr_idx_past_v255_end-gpr_idx_past_v255
+
 	.globl s_scratch
 	.p2align 8
 	.type s_scratch,@function
@@ -4374,6 +4592,42 @@ s_scratch:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_group_segment_fixed_size 2048
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel gpr_idx_src0
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel gpr_idx_dst_sgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel gpr_idx_vop3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel gpr_idx_idx_mode
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel gpr_idx_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel gpr_idx_past_v255
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel s_scratch

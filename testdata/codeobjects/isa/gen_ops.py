@@ -248,6 +248,7 @@ def smem(a):
 # - `xchg2_<op>_o<O0>_<O1>`: ds_wrxchg2[st64]_rtn_b32/_b64 with offset0 O0, offset1 O1;
 # - `condxchg_o<O>`: ds_condxchg32_rtn_b64 with offset O;
 # - `src2_<op>_o<O>` (gfx900..gfx908): ds_<op>_src2_<type> with offset O.
+# `gpr_idx_*` kernels: GPR index mode (see GPR_IDX).
 # s_scratch kernels (the scratch launch state of gen.py's scratch family; p_k in
 # s[12+2k:13+2k]); every lane stores the same values:
 # - `s_scratch`: p1[0..8] into s[0:7]; s_scratch_store_dwordx4 s[0:3] at 0x40,
@@ -266,6 +267,25 @@ SRC2 = ["%s_%s%s" % (o, t, w) for w in ("32", "64") for o, t in
          ("max", "i"), ("min", "u"), ("max", "u"), ("and", "b"), ("or", "b"), ("xor", "b"),
          ("write", "b"), ("min", "f"), ("max", "f"))]
 SRC2_OFFSETS = (4, 0x7FFC, 0x8000)
+# `gpr_idx_<name>` (all targets): lane i sets v[10+k] = p1[i] ^ (0x11111111 * k), k < 8,
+# v3 = p2[i], v[30:33] = 0xdeadbeef, runs the body and stores v[10:17] and v[30:33] to p4 at
+# 48i.
+GPR_IDX = [
+    ("src0", ["s_mov_b32 m0, 0xabcd0000", "s_set_gpr_idx_on 3, gpr_idx(SRC0)",
+              "v_mov_b32 v30, v10", "s_set_gpr_idx_off", "v_mov_b32 v31, m0",
+              "v_mov_b32 v32, v10"]),
+    ("dst_sgpr", ["s_movk_i32 s22, 0x105", "s_set_gpr_idx_on s22, gpr_idx(DST)",
+                  "v_mov_b32 v10, v3", "s_set_gpr_idx_off"]),
+    ("vop3", ["s_set_gpr_idx_on 1, gpr_idx(SRC1,SRC2)", "v_add3_u32 v30, v10, v11, v12",
+              "s_set_gpr_idx_off"]),
+    ("idx_mode", ["s_mov_b32 m0, -1", "s_set_gpr_idx_on 1, gpr_idx(SRC0)",
+                  "s_set_gpr_idx_idx 6", "s_set_gpr_idx_mode gpr_idx(SRC1)",
+                  "v_sub_u32 v30, v10, v11", "s_set_gpr_idx_off", "v_mov_b32 v31, m0"]),
+    ("b64", ["s_set_gpr_idx_on 2, gpr_idx(SRC1,DST)", "v_lshlrev_b64 v[10:11], 1, v[10:11]",
+             "s_set_gpr_idx_off"]),
+    ("past_v255", ["s_set_gpr_idx_on 250, gpr_idx(SRC0)", "v_mov_b32 v30, v10",
+                   "s_set_gpr_idx_off"]),
+]
 
 
 def dsops(cpu):
@@ -301,6 +321,16 @@ def dsops(cpu):
             for o in SRC2_OFFSETS:
                 a.kernel("src2_%s_o%x" % (op, o),
                          head + ["ds_%s_src2_%s v3 offset:%d" % (base, ty, o)] + tail, extra=kd)
+    # GPR index mode.
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "s_waitcnt vmcnt(0)", "v_mul_u32_u24 v24, 48, v1"]
+    head += ["v_xor_b32 v%d, 0x%x, v2" % (10 + k, 0x11111111 * k) for k in range(8)]
+    head += ["v_mov_b32 v%d, 0xdeadbeef" % r for r in range(30, 34)]
+    tail = ["global_store_dwordx4 v24, v[10:13], s[12:13]",
+            "global_store_dwordx4 v24, v[14:17], s[12:13] offset:16",
+            "global_store_dwordx4 v24, v[30:33], s[12:13] offset:32"]
+    for name, body in GPR_IDX:
+        a.kernel("gpr_idx_" + name, head + body + tail)
     # Scalar scratch.
     body = ["s_load_dwordx8 s[0:7], s[14:15], 0x0", "s_waitcnt lgkmcnt(0)",
             "s_scratch_store_dwordx4 s[0:3], s[0:1], 0x40",
