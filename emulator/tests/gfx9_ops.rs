@@ -1035,8 +1035,8 @@ fn wrxchg2_exchanges_two_locations() {
 
 #[test]
 fn condxchg32_writes_each_flagged_half() {
-    // AMD CDNA3 ISA DS_CONDXCHG32_RTN_B64 (the Vega and CDNA1/2 guides list the opcode
-    // without pseudocode): ADDR0 = (ADDR + offset) & 0xFFF8, ADDR1 = ADDR0 + 4; both old
+    // DS_CONDXCHG32_RTN_B64 as the pseudocode of AMD's CDNA4 ISA guide gives it (same
+    // opcode, 126, on every gfx9 target): ADDR0 = (ADDR + offset) & 0xFFF8, ADDR1 = ADDR0 + 4; both old
     // dwords returned; dword k of DATA, bit 31 cleared, written at ADDRk iff its bit 31 is
     // set. Lane i's address is 8i plus 0, 3 (cleared by the mask), 0x10000 or 0x7FFF0000
     // (bits above 15 dropped).

@@ -3589,7 +3589,8 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             "ds_condxchg32_rtn_b64" => {
                 // Two dwords at (ADDR + {OFFSET1, OFFSET0}) & 0xFFF8 and 4 bytes above; each
                 // returned, and replaced by the matching data dword with bit 31 cleared when
-                // that dword's bit 31 is set.
+                // that dword's bit 31 is set (the pseudocode of AMD's CDNA4 ISA guide, DS
+                // opcode 126 there as on every gfx9 target).
                 let addr0 = (base as u32).wrapping_add(offset as u32) as u64 & 0xFFF8;
                 for k in 0..2 {
                     let addr = addr0 + 4 * k as u64;
