@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Writes and assembles the `ops` family of gfx9 instruction test kernels (ops-CPU.s,
-ops-CPU.hsaco) with gen.py's conventions (see its docstring): the opcodes added for issue 19.
+"""Writes and assembles the `ops` and `dsops` families of gfx9 instruction test kernels
+(ops-CPU.s/.hsaco, dsops-CPU.s/.hsaco) with gen.py's conventions (see its docstring): the
+opcodes added for issue 19. `dsops` (the two-address and LDS-to-LDS DS forms, scalar scratch,
+GPR index mode) is described above its generator, dsops(), below.
 
 Kernel `<op>[_<variant>]`: lane i reads p1[i] into v2, p2[i] into v3, p3[i] into v4, sets
 v5 = v4 (the accumulator of the MAC and dot forms), runs the instruction into v5 and stores
