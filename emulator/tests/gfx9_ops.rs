@@ -910,3 +910,387 @@ fn xcc_id_reads_the_one_modelled_xcc() {
         assert!(e.detail().contains("hardware register 20"), "{cpu}: {e}");
     }
 }
+
+/// 64-bit LDS values for the `dsops` kernels: zeros, extremes, ±1.0 and NaN/infinity bit
+/// patterns (as f64 and in each f32 half), values with and without bit 31/63 set.
+const DS_VALUES: [u64; 12] = [
+    0,
+    1,
+    0x7FFF_FFFF_FFFF_FFFF,
+    0x8000_0000_0000_0000,
+    u64::MAX,
+    0x3FF0_0000_3F80_0000,
+    0xBFF0_0000_BF80_0000,
+    0x7FF8_0000_7FC0_0000,
+    0xFFF0_0000_FF80_0000,
+    0x8000_0005_0000_0003,
+    0x0000_0003_8000_0005,
+    0x1234_5678_9ABC_DEF0,
+];
+
+/// Runs `dsops` kernel `kernel` (gen_ops.py's convention): the whole LDS (2048 bytes) starts
+/// as `lds`, lane i gets address `addr[i]`, DATA0 `d0[i]` and DATA1 `d1[i]`; returns what
+/// each lane's v[30:33] held afterwards and the final LDS.
+fn run_dsops(
+    isa: &Isa,
+    kernel: &str,
+    lds: &[u8],
+    addr: &[u32],
+    d0: &[u64],
+    d1: &[u64],
+) -> (Vec<[u32; 4]>, Vec<u8>) {
+    let bufs = [
+        lds.to_vec(),
+        bytes64(d0),
+        bytes64(d1),
+        bytes32(addr),
+        vec![0u8; 16 * 64],
+        vec![0u8; 2048],
+    ];
+    let out = isa
+        .run(kernel, 64, &bufs)
+        .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+    let ret = u32s(&out[4])
+        .chunks(4)
+        .map(|c| [c[0], c[1], c[2], c[3]])
+        .collect();
+    (ret, out[5].clone())
+}
+
+fn lds_get(lds: &[u8], addr: u64, n: usize) -> u64 {
+    let mut b = [0u8; 8];
+    if let Some(s) = usize::try_from(addr)
+        .ok()
+        .and_then(|a| lds.get(a..a.checked_add(n)?))
+    {
+        b[..n].copy_from_slice(s);
+    }
+    u64::from_le_bytes(b)
+}
+
+fn lds_put(lds: &mut [u8], addr: u64, n: usize, v: u64) {
+    if let Some(s) = usize::try_from(addr)
+        .ok()
+        .and_then(|a| lds.get_mut(a..a.checked_add(n)?))
+    {
+        s.copy_from_slice(&v.to_le_bytes()[..n]);
+    }
+}
+
+/// The initial LDS of a `dsops` run: qword q is `DS_VALUES[(7q + q / 11 + shift) % 12]`.
+fn ds_image(shift: usize) -> Vec<u8> {
+    (0..256)
+        .flat_map(|q| DS_VALUES[(7 * q + q / 11 + shift) % 12].to_le_bytes())
+        .collect()
+}
+
+#[test]
+fn wrxchg2_exchanges_two_locations() {
+    // Vega ISA DS_WRXCHG2[ST64]_RTN_B32/B64: ADDR + OFFSET0 * s and ADDR + OFFSET1 * s, s the
+    // element size (x64 for st64), each swapped with DATA0/DATA1, the old values returned in
+    // that order. Lane addresses keep the 64 lanes' locations apart.
+    let mut kernels = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("dsops", cpu, target);
+        for kernel in isa
+            .kernels()
+            .into_iter()
+            .filter(|k| k.starts_with("xchg2_"))
+        {
+            let (name, offs) = kernel["xchg2_".len()..].split_once("_o").unwrap();
+            let (o0, o1) = offs.split_once('_').unwrap();
+            let (o0, o1): (u64, u64) = (o0.parse().unwrap(), o1.parse().unwrap());
+            let size = if name.ends_with("b64") { 8usize } else { 4 };
+            let st64 = name.contains("st64");
+            let scale = size as u64 * if st64 { 64 } else { 1 };
+            let addr: Vec<u32> = (0..64u32)
+                .map(|i| if st64 { i * size as u32 } else { 16 * i })
+                .collect();
+            for shift in [0, 5] {
+                let lds0 = ds_image(shift);
+                let d0: Vec<u64> = (0..64).map(|i| DS_VALUES[(i + shift) % 12]).collect();
+                let d1: Vec<u64> = (0..64).map(|i| DS_VALUES[(i / 12 + 3) % 12]).collect();
+                let (ret, lds) = run_dsops(&isa, &kernel, &lds0, &addr, &d0, &d1);
+                let mut want = lds0.clone();
+                for i in 0..64 {
+                    let mut r = [0xDEAD_BEEFu32; 4];
+                    for (k, (o, d)) in [(o0, d0[i]), (o1, d1[i])].into_iter().enumerate() {
+                        let a = u64::from(addr[i]) + o * scale;
+                        let old = lds_get(&want, a, size);
+                        lds_put(&mut want, a, size, d);
+                        for j in 0..size / 4 {
+                            r[k * size / 4 + j] = (old >> (32 * j)) as u32;
+                        }
+                    }
+                    assert_eq!(ret[i], r, "{cpu} {kernel} lane {i}: returned");
+                }
+                assert!(lds == want, "{cpu} {kernel}: final LDS differs");
+            }
+            kernels += 1;
+        }
+    }
+    // 8 kernels on each of the five targets.
+    assert_eq!(kernels, 8 * 5);
+}
+
+#[test]
+fn condxchg32_writes_each_flagged_half() {
+    // DS_CONDXCHG32_RTN_B64 as the pseudocode of AMD's CDNA4 ISA guide gives it (same
+    // opcode, 126, on every gfx9 target): ADDR0 = (ADDR + offset) & 0xFFF8, ADDR1 = ADDR0 + 4; both old
+    // dwords returned; dword k of DATA, bit 31 cleared, written at ADDRk iff its bit 31 is
+    // set. Lane i's address is 8i plus 0, 3 (cleared by the mask), 0x10000 or 0x7FFF0000
+    // (bits above 15 dropped).
+    let mut kernels = 0;
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("dsops", cpu, target);
+        for kernel in isa
+            .kernels()
+            .into_iter()
+            .filter(|k| k.starts_with("condxchg_"))
+        {
+            let offset: u32 = kernel["condxchg_o".len()..].parse().unwrap();
+            let addr: Vec<u32> = (0..64u32)
+                .map(|i| 8 * i + [0, 3, 0x10000, 0x7FFF_0000][i as usize % 4])
+                .collect();
+            for shift in [0, 7] {
+                let lds0 = ds_image(shift);
+                let d0: Vec<u64> = (0..64).map(|i| DS_VALUES[(i + shift) % 12]).collect();
+                let (ret, lds) = run_dsops(&isa, &kernel, &lds0, &addr, &d0, &d0);
+                let mut want = lds0.clone();
+                for i in 0..64 {
+                    let a0 = u64::from(addr[i].wrapping_add(offset) & 0xFFF8);
+                    let mut r = [0xDEAD_BEEFu32; 4];
+                    for (k, rk) in r.iter_mut().enumerate().take(2) {
+                        let a = a0 + 4 * k as u64;
+                        *rk = lds_get(&want, a, 4) as u32;
+                        let d = (d0[i] >> (32 * k)) as u32;
+                        if d >> 31 != 0 {
+                            lds_put(&mut want, a, 4, u64::from(d & 0x7FFF_FFFF));
+                        }
+                    }
+                    assert_eq!(ret[i], r, "{cpu} {kernel} lane {i}: returned");
+                }
+                assert!(lds == want, "{cpu} {kernel}: final LDS differs");
+            }
+            kernels += 1;
+        }
+    }
+    assert_eq!(kernels, 2 * 5);
+}
+
+#[test]
+fn src2_forms_combine_two_lds_locations() {
+    // Vega ISA DS_<OP>_SRC2_<TYPE>: A = ADDR; B = A + 4 * (offset1[7] ? {A[31], A[31:17]} :
+    // {offset1[6], offset1[6:0], offset0}), a 16-bit two's-complement dword count; DS[A] =
+    // DS[A] op DS[B] (write: DS[B]), the op that of the LDS atomic of the same name with
+    // DS[B] as its data. Offsets 4 (B = A + 16), 0x7FFC (B = A − 16) and 0x8000 with A below
+    // 2^17 (B = A); lane i's A = 32i + 16, so no lane's B is another lane's A. gfx900..gfx908
+    // only (llvm-mc-19 rejects the forms on gfx90a and gfx942).
+    let mut kernels = 0;
+    for (cpu, target) in &CPUS[..3] {
+        let isa = Isa::load("dsops", cpu, *target);
+        for kernel in isa.kernels().into_iter().filter(|k| k.starts_with("src2_")) {
+            let (op, off) = kernel["src2_".len()..].rsplit_once("_o").unwrap();
+            let off = u32::from_str_radix(off, 16).unwrap();
+            let (base, ty) = op.split_once('_').unwrap();
+            let wide = ty.ends_with("64");
+            let n = if wide { 8 } else { 4 };
+            let addr: Vec<u32> = (0..64u32).map(|i| 32 * i + 16).collect();
+            for shift in [0, 3, 8] {
+                let lds0 = ds_image(shift);
+                let (ret, lds) = run_dsops(&isa, &kernel, &lds0, &addr, &[0; 64], &[0; 64]);
+                let mut want = lds0.clone();
+                for (i, &a) in addr.iter().enumerate() {
+                    let dwords = if off & 0x8000 != 0 {
+                        ((a >> 17 & 0x7FFF) | (a >> 16 & 0x8000)) as u16 as i16
+                    } else {
+                        ((off & 0x7FFF) | (off << 1 & 0x8000)) as u16 as i16
+                    };
+                    let b = (i64::from(a) + 4 * i64::from(dwords)) as u64;
+                    let (x, y) = (lds_get(&want, a.into(), n), lds_get(&want, b, n));
+                    let r = if base == "write" {
+                        y
+                    } else {
+                        ds_ref(&format!("ds_{base}_{ty}"), x, y, 0)
+                    };
+                    lds_put(&mut want, a.into(), n, r);
+                    assert_eq!(ret[i], [0xDEAD_BEEF; 4], "{cpu} {kernel} lane {i}");
+                }
+                for q in 0..256 {
+                    assert_eq!(
+                        lds_get(&lds, 8 * q, 8),
+                        lds_get(&want, 8 * q, 8),
+                        "{cpu} {kernel} shift {shift}: LDS qword {q}"
+                    );
+                }
+            }
+            kernels += 1;
+        }
+    }
+    // 30 forms x 3 offsets on each of gfx900, gfx906, gfx908.
+    assert_eq!(kernels, 30 * 3 * 3);
+    // gfx90a and gfx942 have none of them.
+    for (cpu, target) in &CPUS[3..] {
+        let isa = Isa::load("dsops", cpu, *target);
+        assert!(
+            !isa.kernels().iter().any(|k| k.starts_with("src2_")),
+            "{cpu}"
+        );
+    }
+}
+
+#[test]
+fn scalar_scratch_accesses_flat_scratch_plus_offset() {
+    // s_scratch_store/load at FLAT_SCRATCH + offset (SBASE ignored), the offset's low two bits
+    // cleared, an SGPR offset too; the bytes are those a global access of FLAT_SCRATCH +
+    // offset sees (gen_ops.py's `s_scratch`).
+    let data: Vec<u32> = (0..12)
+        .map(|k| 0x1111_1111u32.wrapping_mul(k + 1) ^ 0x8000_0001)
+        .collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("dsops", cpu, target);
+        let bufs = [
+            vec![0u8; 64],
+            bytes32(&data),
+            vec![0u8; 64],
+            vec![0u8; 64],
+            vec![0u8; 32 * 64],
+            vec![0u8; 32 * 64],
+        ];
+        let out = isa
+            .run("s_scratch", 64, &bufs)
+            .unwrap_or_else(|e| panic!("{cpu}: {e}"));
+        let (p4, p5) = (u32s(&out[4]), u32s(&out[5]));
+        for i in 0..64 {
+            // s[0:3] from 0x40, s4 from 0x84, s5 untouched (0), s[6:7] from 0x100.
+            let want4 = [
+                data[0], data[1], data[2], data[3], data[4], 0, data[6], data[7],
+            ];
+            assert_eq!(p4[8 * i..8 * i + 8], want4, "{cpu} lane {i}: scalar loads");
+            // The global view of FLAT_SCRATCH + 0x40, then the scalar load of what a global
+            // store put at FLAT_SCRATCH + 0x200.
+            let want5 = [
+                data[0], data[1], data[2], data[3], data[8], data[9], data[10], data[11],
+            ];
+            assert_eq!(p5[8 * i..8 * i + 8], want5, "{cpu} lane {i}: global view");
+        }
+    }
+}
+
+#[test]
+fn malformed_new_ds_and_smem_words_are_errors() {
+    use hsa_emu::gfx9::decode;
+    let words = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
+    // ds_add_src2_u32 v1 (llvm-mc-19: [0x00,0x00,0x00,0xd9,0x01,0x00,0x00,0x00]).
+    let src2 = [0xD900_0000, 0x0000_0001];
+    for (cpu, target) in CPUS {
+        let ok = decode(&words(&src2), target);
+        if matches!(target, Gfx9Target::Gfx90a | Gfx9Target::Gfx942) {
+            // No such opcode there (llvm-mc-19: "instruction not supported on this GPU").
+            let e = ok.unwrap_err();
+            assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        } else {
+            assert_eq!(ok.unwrap().to_string(), "ds_add_src2_u32 v1", "{cpu}");
+            // A VDATA0, VDATA1 or VDST field the form does not have must be 0.
+            for field in [8, 16, 24] {
+                let e = decode(&words(&[src2[0], src2[1] | 5 << field]), target).unwrap_err();
+                assert_eq!(e.status(), Status::IllegalInstruction, "{cpu} {field}");
+                assert!(e.detail().contains("unused operand field"), "{cpu}: {e}");
+            }
+        }
+        // ds_condxchg32_rtn_b64 has no DATA1: a nonzero VDATA1 field is refused.
+        let cx = [0xD8FC_0000, 0x0400_0201];
+        assert!(decode(&words(&cx), target).is_ok(), "{cpu}");
+        let e = decode(&words(&[cx[0], cx[1] | 6 << 16]), target).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        // s_scratch_load_dword s4, s[2:3], 0x4 truncated to one word, and with SOE set.
+        let sl = [0xC016_0101, 0x0000_0004];
+        assert_eq!(
+            decode(&words(&sl), target).unwrap().to_string(),
+            "s_scratch_load_dword s4, s[2:3], 0x4",
+            "{cpu}"
+        );
+        let e = decode(&words(&sl[..1]), target).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        let e = decode(&words(&[sl[0] | 1 << 14, sl[1]]), target).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        assert!(e.detail().contains("soe"), "{cpu}: {e}");
+        // s_set_gpr_idx_off has no immediate (llvm-mc-19: invalid encoding when it is not 0);
+        // s_set_gpr_idx_on takes a constant source, and a literal needs its second dword.
+        let e = decode(&words(&[0xBF9C_0001]), target).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        assert_eq!(
+            decode(&words(&[0xBF11_0F81]), target).unwrap().to_string(),
+            "s_set_gpr_idx_on 1, gpr_idx(SRC0,SRC1,SRC2,DST)",
+            "{cpu}"
+        );
+        let e = decode(&words(&[0xBF11_0100 | 0xFF]), target).unwrap_err();
+        assert_eq!(
+            e.status(),
+            Status::IllegalInstruction,
+            "{cpu}: a literal with no dword"
+        );
+    }
+}
+
+#[test]
+fn gpr_index_mode_moves_the_flagged_vgpr_operands() {
+    // Vega ISA S_SET_GPR_IDX_ON/OFF/IDX/MODE (the same in the CDNA1/2/3 guides): with
+    // MODE.GPR_IDX_EN set, VALU operands whose M0[15:12] bit (src0, src1, src2, dst) is set
+    // address VGPR n + M0[7:0]; `on` writes M0[7:0] and M0[15:12], `idx` M0[7:0], `mode`
+    // M0[15:12], keeping M0's other bits. gen_ops.py's `gpr_idx_*` kernels.
+    let p1: Vec<u32> = (0..64u32)
+        .map(|i| i.wrapping_mul(0x9E37_79B9) ^ 0x8000_0001)
+        .collect();
+    let p2: Vec<u32> = (0..64u32).map(|i| 0x0F0F_0000 | i).collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("dsops", cpu, target);
+        let bufs = [
+            vec![0u8; 64],
+            bytes32(&p1),
+            bytes32(&p2),
+            vec![0u8; 64],
+            vec![0u8; 48 * 64],
+        ];
+        for kernel in ["src0", "dst_sgpr", "vop3", "idx_mode", "b64"] {
+            let out = isa
+                .run(&format!("gpr_idx_{kernel}"), 64, &bufs)
+                .unwrap_or_else(|e| panic!("{cpu} gpr_idx_{kernel}: {e}"));
+            let got = u32s(&out[4]);
+            for i in 0..64 {
+                let mut v: Vec<u32> = (0..8u32)
+                    .map(|k| p1[i] ^ 0x1111_1111u32.wrapping_mul(k))
+                    .collect();
+                let mut r = [0xDEAD_BEEFu32; 4];
+                match kernel {
+                    "src0" => {
+                        r[0] = v[3];
+                        r[1] = 0xABCD_1003;
+                        r[2] = v[0];
+                    }
+                    "dst_sgpr" => v[5] = p2[i],
+                    "vop3" => r[0] = v[0].wrapping_add(v[2]).wrapping_add(v[3]),
+                    "idx_mode" => {
+                        r[0] = v[0].wrapping_sub(v[7]);
+                        r[1] = 0xFFFF_2F06;
+                    }
+                    _ => {
+                        let x = (u64::from(v[3]) << 32 | u64::from(v[2])) << 1;
+                        v[2] = x as u32;
+                        v[3] = (x >> 32) as u32;
+                    }
+                }
+                v.extend_from_slice(&r);
+                assert_eq!(
+                    got[12 * i..12 * i + 12],
+                    v[..],
+                    "{cpu} gpr_idx_{kernel} lane {i}"
+                );
+            }
+        }
+        // An index that moves an operand past v255 is refused, naming the mode.
+        let e = isa.run("gpr_idx_past_v255", 64, &bufs).unwrap_err();
+        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
+        assert!(e.detail().contains("GPR index mode"), "{cpu}: {e}");
+    }
+}

@@ -58,6 +58,11 @@ row("SOPC", "s_bitcmp0_b64 s_bitcmp1_b64", "0 2 1")
 row("SOPP", "s_nop s_endpgm s_branch s_cbranch_scc0 s_cbranch_scc1 s_cbranch_vccz "
     "s_cbranch_vccnz s_cbranch_execz s_cbranch_execnz s_barrier s_waitcnt s_sleep s_setprio "
     "s_endpgm_saved s_trap s_sendmsg s_sendmsghalt", "0")
+# GPR index mode (Vega ISA S_SET_GPR_IDX_*: MODE.GPR_IDX_EN, M0[7:0] the index, M0[15:12]
+# which VALU operands it applies to): on, off, the index, the operand mask.
+row("SOPC", "s_set_gpr_idx_on", "0 1 0")
+row("SOPP", "s_set_gpr_idx_off s_set_gpr_idx_mode", "0")
+row("SOP1", "s_set_gpr_idx_idx", "0 1")
 row("SMEM", "s_load_dword", "1")
 row("SMEM", "s_load_dwordx2", "2")
 row("SMEM", "s_load_dwordx4", "4")
@@ -79,6 +84,12 @@ for _p in ("s_atomic", "s_buffer_atomic"):
     for _o in "swap cmpswap add sub smin umin smax umax and or xor inc dec".split():
         row("SMEM", "%s_%s" % (_p, _o), "2" if _o == "cmpswap" else "1")
         row("SMEM", "%s_%s_x2" % (_p, _o), "4" if _o == "cmpswap" else "2")
+# The 64-bit clock counters (Vega ISA SMEM opcodes 36, 37): a destination, no address.
+row("SMEM", "s_memtime s_memrealtime", "2")
+# Scalar scratch loads and stores: the address is FLAT_SCRATCH plus the offset (SBASE unused).
+row("SMEM", "s_scratch_load_dword s_scratch_store_dword", "1")
+row("SMEM", "s_scratch_load_dwordx2 s_scratch_store_dwordx2", "2")
+row("SMEM", "s_scratch_load_dwordx4 s_scratch_store_dwordx4", "4")
 row("VOP1", "v_nop", "0 0")
 row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_cvt_rpi_i32_f32 v_cvt_flr_i32_f32 v_cvt_f32_ubyte0 v_cvt_f32_ubyte1 v_cvt_f32_ubyte2 "
@@ -104,7 +115,7 @@ row("VOP2", "v_add_f32 v_sub_f32 v_subrev_f32 v_mul_f32 v_mul_i32_i24 v_mul_hi_i
     "v_mac_f32 v_add_u32 v_sub_u32 v_subrev_u32 v_fmac_f32 v_xnor_b32", "1 1 1")
 row("VOP2", "v_add_u16 v_sub_u16 v_subrev_u16 v_mul_lo_u16 v_lshlrev_b16 v_lshrrev_b16 "
     "v_ashrrev_i16 v_max_u16 v_max_i16 v_min_u16 v_min_i16", "1 1 1")
-row("VOP2", "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_min_f16", "1 1 1")
+row("VOP2", "v_add_f16 v_sub_f16 v_subrev_f16 v_mul_f16 v_max_f16 v_ldexp_f16 v_min_f16", "1 1 1")
 row("VOP2", "v_add_co_u32 v_sub_co_u32 v_subrev_co_u32", "1 1 1", "co")
 row("VOP2", "v_addc_co_u32 v_subb_co_u32 v_subbrev_co_u32", "1 1 1 2", "ci")
 row("VOP2", "v_cndmask_b32", "1 1 1 2", "cnd")
@@ -164,20 +175,42 @@ row("DS", "ds_read2_b64 ds_read2st64_b64 ds_read_b128", "4 1")
 row("DS", "ds_write_b128", "0 1 4")
 row("DS", "ds_add_rtn_u32", "1 1 1")
 # The other LDS atomics, returning (`_rtn_`) or not: integer, mask-or, compare-store, wrap,
-# exchange, f32/f64 min/max, f32 add (Vega ISA DS opcodes 0..=53, 64..=117).
-row("DS", "ds_sub_rtn_u32 ds_rsub_rtn_u32 ds_inc_rtn_u32 ds_dec_rtn_u32 ds_min_rtn_i32 ds_max_rtn_i32 ds_min_rtn_u32 ds_max_rtn_u32 ds_and_rtn_b32 ds_or_rtn_b32 ds_xor_rtn_b32 ds_wrxchg_rtn_b32 ds_min_rtn_f32 ds_max_rtn_f32 ds_add_rtn_f32", "1 1 1")
-row("DS", "ds_rsub_u32 ds_inc_u32 ds_dec_u32 ds_min_i32 ds_max_i32 ds_min_f32 ds_max_f32 ds_add_f32", "0 1 1")
-row("DS", "ds_mskor_b32 ds_cmpst_b32 ds_cmpst_f32", "0 1 1 1")
-row("DS", "ds_mskor_rtn_b32 ds_cmpst_rtn_b32 ds_cmpst_rtn_f32 ds_wrap_rtn_b32", "1 1 1 1")
-row("DS", "ds_sub_u64 ds_rsub_u64 ds_inc_u64 ds_dec_u64 ds_min_i64 ds_max_i64 ds_min_u64 ds_max_u64 ds_and_b64 ds_or_b64 ds_xor_b64 ds_add_u64 ds_min_f64 ds_max_f64", "0 1 2")
-row("DS", "ds_sub_rtn_u64 ds_rsub_rtn_u64 ds_inc_rtn_u64 ds_dec_rtn_u64 ds_min_rtn_i64 ds_max_rtn_i64 ds_min_rtn_u64 ds_max_rtn_u64 ds_and_rtn_b64 ds_or_rtn_b64 ds_xor_rtn_b64 ds_add_rtn_u64 ds_wrxchg_rtn_b64 ds_min_rtn_f64 ds_max_rtn_f64", "2 1 2")
-row("DS", "ds_mskor_b64 ds_cmpst_b64 ds_cmpst_f64", "0 1 2 2")
-row("DS", "ds_mskor_rtn_b64 ds_cmpst_rtn_b64 ds_cmpst_rtn_f64", "2 1 2 2")
+# exchange, f32/f64 min/max, f32 add (Vega ISA DS opcodes 0..=53, 64..=117). Each returning
+# form follows its non-returning one (those of ds_sub/min/max_u32, and/or/xor_b32 are above).
+for _o in ("sub_rtn_u32 rsub_u32 rsub_rtn_u32 inc_u32 inc_rtn_u32 dec_u32 dec_rtn_u32 min_i32 "
+           "min_rtn_i32 max_i32 max_rtn_i32 min_rtn_u32 max_rtn_u32 and_rtn_b32 or_rtn_b32 "
+           "xor_rtn_b32 mskor_b32 mskor_rtn_b32 cmpst_b32 cmpst_rtn_b32 wrxchg_rtn_b32 cmpst_f32 "
+           "cmpst_rtn_f32 min_f32 min_rtn_f32 max_f32 max_rtn_f32").split():
+    _three = _o.startswith(("mskor", "cmpst"))
+    row("DS", "ds_" + _o, ("1" if "rtn" in _o else "0") + (" 1 1 1" if _three else " 1 1"))
+for _o in ("sub_u64 rsub_u64 inc_u64 dec_u64 min_i64 max_i64 min_u64 max_u64 and_b64 or_b64 "
+           "xor_b64 add_u64 mskor_b64 cmpst_b64 wrxchg_b64 cmpst_f64 min_f64 max_f64").split():
+    _op, _t = _o.rsplit("_", 1)
+    _three = _op in ("mskor", "cmpst")
+    if _op != "wrxchg":  # (exchange has only the returning form)
+        row("DS", "ds_%s_%s" % (_op, _t), "0 1 2 2" if _three else "0 1 2")
+    row("DS", "ds_%s_rtn_%s" % (_op, _t), "2 1 2 2" if _three else "2 1 2")
+row("DS", "ds_wrap_rtn_b32", "1 1 1 1")
+row("DS", "ds_add_f32", "0 1 1")
+row("DS", "ds_add_rtn_f32", "1 1 1")
 row("DS", "ds_swizzle_b32", "1 1")
 row("DS", "ds_permute_b32 ds_bpermute_b32", "1 1 1")
 row("DS", "ds_read_u8_d16 ds_read_u8_d16_hi ds_read_i8_d16 ds_read_i8_d16_hi ds_read_u16_d16 "
     "ds_read_u16_d16_hi", "1 1")
 row("DS", "ds_write_b8_d16_hi ds_write_b16_d16_hi", "0 1 1")
+# Two exchanges at OFFSET0/OFFSET1 (scaled as ds_write2/ds_write2st64), both old values
+# returned; the conditional 32-bit exchange pair (Vega ISA DS opcodes 46, 47, 110, 111, 126).
+row("DS", "ds_wrxchg2_rtn_b32 ds_wrxchg2st64_rtn_b32", "2 1 1 1")
+row("DS", "ds_wrxchg2_rtn_b64 ds_wrxchg2st64_rtn_b64", "4 1 2 2")
+row("DS", "ds_condxchg32_rtn_b64", "2 1 2")
+# The LDS-to-LDS forms (gfx900..gfx908): DS[A] op= DS[B], B from the offset field or ADDR's
+# high bits (Vega ISA DS opcodes 128..147, 192..211); no data VGPRs.
+row("DS", " ".join("ds_%s_src2_%s" % (o, t) for t in ("u32", "u64") for o in
+                   "add sub rsub inc dec".split()), "0 1")
+row("DS", " ".join("ds_%s_src2_%s" % (o, t) for w in ("32", "64") for o, t in
+                   (("min", "i" + w), ("max", "i" + w), ("min", "u" + w), ("max", "u" + w),
+                    ("and", "b" + w), ("or", "b" + w), ("xor", "b" + w), ("write", "b" + w),
+                    ("min", "f" + w), ("max", "f" + w))), "0 1")
 row("VOP3P", "v_pk_mul_lo_u16 v_pk_add_i16 v_pk_sub_i16 v_pk_lshlrev_b16 v_pk_lshrrev_b16 "
     "v_pk_ashrrev_i16 v_pk_max_i16 v_pk_min_i16 v_pk_add_u16 v_pk_sub_u16 v_pk_max_u16 "
     "v_pk_min_u16 v_pk_add_f16 v_pk_mul_f16 v_pk_min_f16 v_pk_max_f16", "1 1 1")
@@ -185,10 +218,11 @@ row("VOP3P", "v_pk_mad_i16 v_pk_mad_u16 v_pk_fma_f16", "1 1 1 1")
 row("VOP3P", "v_pk_mul_f32 v_pk_add_f32 v_pk_mov_b32", "2 2 2")
 # gfx906+ dot products (dot*-insts) and mixed-precision FMA (fma-mix-insts).
 row("VOP3P", "v_dot2_f32_f16 v_dot2_i32_i16 v_dot2_u32_u16 v_dot4_i32_i8 v_dot4_u32_u8 "
-    "v_dot8_i32_i4 v_dot8_u32_u4 v_fma_mix_f32 v_fma_mixlo_f16 v_fma_mixhi_f16", "1 1 1 1")
+    "v_dot8_i32_i4 v_dot8_u32_u4", "1 1 1 1")
 # gfx900's mixed-precision multiply-add (mad-mix-insts; gfx906+ has the fma-mix forms above
 # at the same opcodes).
 row("VOP3P", "v_mad_mix_f32 v_mad_mixlo_f16 v_mad_mixhi_f16", "1 1 1 1")
+row("VOP3P", "v_fma_mix_f32 v_fma_mixlo_f16 v_fma_mixhi_f16", "1 1 1 1")
 row("VOP3P", "v_pk_fma_f32", "2 2 2 2")
 # Matrix (MAI) instructions, VOP3P-MAI encoding: gfx908 (CDNA1), gfx90a (CDNA2), gfx940+
 # (CDNA3, which renames them: `_<blocks>b_` infixes, `_1k` bf16 forms as plain `bf16`). Widths:
@@ -303,6 +337,10 @@ def sample(enc, n, w, flags):
                 "s_setreg_imm32_b32": "s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 3",
                 "s_call_b64": "s_call_b64 s[0:1], 4",
                 }.get(n, "%s s0, 0x10" % n)
+    if n == "s_set_gpr_idx_on":
+        return "s_set_gpr_idx_on s20, gpr_idx(SRC0,DST)"
+    if n == "s_set_gpr_idx_mode":
+        return "s_set_gpr_idx_mode gpr_idx(SRC1)"
     if enc == "SOPC":
         return "%s %s, %s" % (n, reg("s", d[1], 20), reg("s", d[2], 40))
     if enc == "SOPP":
@@ -312,6 +350,8 @@ def sample(enc, n, w, flags):
                 "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
     if enc == "SMEM" and n.startswith("s_dcache"):
         return n
+    if enc == "SMEM" and n.startswith("s_mem"):
+        return "%s s[4:5]" % n
     if enc == "SMEM":
         base = "s[8:11]" if n.startswith("s_buffer_") else "s[2:3]"
         return "%s %s, %s, 0x4" % (n, reg("s", d[0], 4), base)
@@ -358,6 +398,8 @@ def sample(enc, n, w, flags):
             ops = ([reg("v", d[0], 4)] if d[0] else []) + ["v1", reg("v", d[2], 2),
                                                             reg("v", d[3], 6)]
             return "%s %s" % (n, ", ".join(ops))
+        if d[0] == 0 and d[2] == 0:
+            return "%s v1" % n
         if d[0] == 0:
             return "%s v1, %s" % (n, reg("v", d[2], 2))
         if d[2]:

@@ -530,6 +530,12 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.info = info;
             inst.encoding = Encoding::Sopc;
             inst.src[0] = scalar_src(info.widths[1], w0 & 0xFF, w1, &mut inst.size, "SOPC", w0)?;
+            if info.name == "s_set_gpr_idx_on" {
+                // SSRC1 holds the raw operand mask (Vega ISA S_SET_GPR_IDX_ON: S1[0..3] =
+                // VSRC0_REL, VSRC1_REL, VSRC2_REL, VDST_REL), not a source.
+                inst.imm = (w0 >> 8 & 0xFF) as i32;
+                return Ok(inst);
+            }
             inst.src[1] = scalar_src(
                 info.widths[2],
                 w0 >> 8 & 0xFF,

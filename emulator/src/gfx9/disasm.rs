@@ -218,11 +218,45 @@ impl fmt::Display for Src<'_> {
     }
 }
 
+/// The operand mask of `s_set_gpr_idx_on`/`s_set_gpr_idx_mode` as llvm-objdump prints it:
+/// `gpr_idx(SRC0,SRC1,SRC2,DST)` listing the set bits 0..=3, or the raw value in hex when
+/// bits above 3 are set.
+struct GprIdx(u16);
+
+impl fmt::Display for GprIdx {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0 > 15 {
+            return write!(f, "0x{:x}", self.0);
+        }
+        f.write_str("gpr_idx(")?;
+        let mut sep = "";
+        for (k, n) in ["SRC0", "SRC1", "SRC2", "DST"].iter().enumerate() {
+            if self.0 >> k & 1 != 0 {
+                write!(f, "{sep}{n}")?;
+                sep = ",";
+            }
+        }
+        f.write_str(")")
+    }
+}
+
 impl fmt::Display for Instruction {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let info = self.info;
         let name = info.name;
         match self.encoding {
+            Encoding::Sopc if name == "s_set_gpr_idx_on" => {
+                write!(
+                    f,
+                    "{name} {}, {}",
+                    Op(&self.src[0]),
+                    GprIdx(self.imm as u16)
+                )
+            }
+            Encoding::Sopp if name == "s_set_gpr_idx_mode" => {
+                write!(f, "{name} {}", GprIdx(self.imm as u16))
+            }
+            Encoding::Sopp if name == "s_set_gpr_idx_off" => f.write_str(name),
             Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc => {
                 f.write_str(name)?;
                 let mut sep = " ";
@@ -451,7 +485,10 @@ impl fmt::Display for Instruction {
                     if self.imm != 0 {
                         write!(f, " offset:{}", Swizzle(self.imm as u16))?;
                     }
-                } else if name.contains("2_") || name.contains("2st64_") {
+                } else if ["ds_read2", "ds_write2", "ds_wrxchg2"]
+                    .iter()
+                    .any(|p| name.starts_with(p))
+                {
                     if o0 != 0 {
                         write!(f, " offset0:{o0}")?;
                     }

@@ -1023,8 +1023,7 @@ impl DecodeCache {
         let name = inst.name();
         if name.starts_with("s_set_gpr_idx") || name.starts_with("v_movrel") {
             // Indexed VGPR addressing (GPR index mode, M0-relative moves) reaches VGPRs past
-            // the ones the operands name: reused waves are then zeroed whole. (The decoder
-            // knows none of these for gfx90a yet; this keeps the bound right once it does.)
+            // the ones the operands name: reused waves are then zeroed whole.
             self.vgpr_bound = super::wave::NUM_VGPRS;
         }
         for op in [
@@ -1091,7 +1090,34 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         );
     }
     let next = w.pc + inst.size as u64;
-    let r = super::fast::run(w, fast, ctx.memory, ctx.lds).map_err(|e| {
+    let indexed;
+    let gpr_idx = w.mode & MODE_GPR_IDX_EN != 0
+        && matches!(
+            inst.encoding,
+            Encoding::Vop1 | Encoding::Vop2 | Encoding::Vopc | Encoding::Vop3 | Encoding::Vop3p
+        );
+    let inst = if gpr_idx {
+        // GPR index mode: the VALU instruction runs with its operands moved, never through
+        // the fast path (whose operands are fixed at decode).
+        indexed = gpr_indexed(w, inst).map_err(|e| {
+            let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
+            error!(
+                e.status(),
+                "{} at kernel offset {kernel_off:#x}: {}",
+                inst.name(),
+                e.detail()
+            )
+        })?;
+        &indexed
+    } else {
+        inst
+    };
+    let r = if gpr_idx {
+        Ok(Done::Slow)
+    } else {
+        super::fast::run(w, fast, ctx.memory, ctx.lds)
+    }
+    .map_err(|e| {
         let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
         error!(
             e.status(),
@@ -1275,6 +1301,12 @@ fn set_vdst(w: &mut Wave, op: &Operand, lane: usize, v: u64, count: u8) {
 
 fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     match inst.encoding {
+        Encoding::Sop1 | Encoding::Sopc | Encoding::Sopp
+            if inst.name().starts_with("s_set_gpr_idx_") =>
+        {
+            set_gpr_idx(w, inst);
+            Ok(Flow::Next)
+        }
         Encoding::Sop2 | Encoding::Sop1 | Encoding::Sopc | Encoding::Sopk => salu(w, inst, next),
         Encoding::Sopp => sopp(ctx, w, inst, next),
         // The emulator has no scalar cache: its write-back and invalidation have nothing to do
@@ -1282,6 +1314,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
         Encoding::Smem if inst.name().starts_with("s_dcache_") => Ok(Flow::Next),
         Encoding::Smem if inst.src[0] == Operand::None => {
             clock_counter(ctx, w, inst);
+            Ok(Flow::Next)
+        }
+        Encoding::Smem if inst.name().starts_with("s_scratch_") => {
+            scalar_scratch(ctx, w, inst)?;
             Ok(Flow::Next)
         }
         Encoding::Smem
@@ -1361,6 +1397,63 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
             Ok(Flow::Next)
         }
     }
+}
+
+/// MODE bit 27, GPR_IDX_EN: VALU instructions address VGPRs relative to M0[7:0] (Vega ISA
+/// MODE register table and S_SET_GPR_IDX_ON).
+pub(super) const MODE_GPR_IDX_EN: u32 = 1 << 27;
+
+/// `s_set_gpr_idx_on`, `_off`, `_idx` and `_mode` (Vega ISA SOPC opcode 17, SOPP opcodes 28
+/// and 29, SOP1 opcode 50; the same in the CDNA1/2/3 guides): `on` sets MODE.GPR_IDX_EN,
+/// M0[7:0] = S0[7:0] and M0[15:12] = the SSRC1 field's bits 3:0 (VSRC0_REL, VSRC1_REL,
+/// VSRC2_REL, VDST_REL); `off` clears MODE.GPR_IDX_EN; `idx` sets M0[7:0] = S0[7:0]; `mode`
+/// sets M0[15:12] = SIMM16[3:0]. The other bits of M0 are kept.
+fn set_gpr_idx(w: &mut Wave, inst: &Instruction) {
+    let m0 = w.sreg[M0];
+    let s0 = scalar(w, &inst.src[0], false, false) as u32;
+    let mask = (inst.imm as u32 & 0xF) << 12;
+    match inst.name() {
+        "s_set_gpr_idx_on" => {
+            w.mode |= MODE_GPR_IDX_EN;
+            w.sreg[M0] = m0 & !0xF0FF | mask | s0 & 0xFF;
+        }
+        "s_set_gpr_idx_off" => w.mode &= !MODE_GPR_IDX_EN,
+        "s_set_gpr_idx_idx" => w.sreg[M0] = m0 & !0xFF | s0 & 0xFF,
+        _ => w.sreg[M0] = m0 & !0xF000 | mask,
+    }
+}
+
+/// `inst` with the GPR index applied, for a VALU instruction while MODE.GPR_IDX_EN is set:
+/// M0[7:0] added to the VGPR number of src0, src1, src2 and the destination whose bit
+/// M0[12], M0[13], M0[14], M0[15] is set (Vega ISA S_SET_GPR_IDX_ON; the whole range of a
+/// 64-bit operand moves). SGPR, constant and AGPR operands are not indexed.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] when an indexed range would end past v255.
+fn gpr_indexed(w: &Wave, inst: &Instruction) -> Result<Instruction> {
+    let m0 = w.sreg[M0];
+    let index = m0 & 0xFF;
+    let mut out = *inst;
+    let [s0, s1, s2] = &mut out.src;
+    for (k, op) in [s0, s1, s2, &mut out.dst].into_iter().enumerate() {
+        if m0 >> (12 + k) & 1 == 0 {
+            continue;
+        }
+        if let Operand::Vgpr { index: v, count } = *op {
+            let first = u32::from(v) + index;
+            if first + u32::from(count.max(1)) > 256 {
+                return Err(error!(
+                    Status::IllegalInstruction,
+                    "GPR index mode: v{v} + M0[7:0] {index} is past v255"
+                ));
+            }
+            *op = Operand::Vgpr {
+                index: first as u8,
+                count,
+            };
+        }
+    }
+    Ok(out)
 }
 
 /// `s_memtime` and `s_memrealtime`: the 64-bit counter into the destination SGPR pair,
@@ -1468,6 +1561,46 @@ fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
             if in_range {
                 ctx.memory.read(addr, &mut b)?;
             }
+            if let Some(r) = w.sreg.get_mut(data + k) {
+                *r = u32::from_le_bytes(b);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `s_scratch_load_dword[x2,x4]` and `s_scratch_store_dword[x2,x4]` (Vega ISA SMEM opcodes
+/// 5..=7, 21..=23): SDATA's dwords from or to the wave's scratch at FLAT_SCRATCH plus the
+/// immediate or SGPR byte offset, its low two bits cleared. The SBASE field is not used (the
+/// hardware supplies FLAT_SCRATCH instead: AMDGPU's assembler reference, gfx9 `sbase` of the
+/// scalar scratch instructions). The access is one per wave, so there is no per-lane
+/// swizzle: the bytes are at that address of the scratch backing, as a `global_` access of
+/// FLAT_SCRATCH + offset sees them (outside the running group's backing: reads 0, writes
+/// dropped, as [`read_global`] and [`write_global`] do for every private access).
+///
+/// # Errors
+/// The memory's error for an access at a FLAT_SCRATCH outside the scratch backing and the
+/// device's memory.
+fn scalar_scratch(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
+    let Operand::Sreg { index: data, .. } = inst.dst else {
+        return Err(not_implemented(inst));
+    };
+    let data = usize::from(data);
+    let off = if inst.src[1] != Operand::None {
+        scalar(w, &inst.src[1], false, false) as u32 as u64
+    } else {
+        inst.imm as i64 as u64
+    } & !3;
+    let base = w.sreg64(FLAT_SCRATCH).wrapping_add(off);
+    let store = inst.name().starts_with("s_scratch_store");
+    for k in 0..usize::from(inst.info.widths[0]) {
+        let addr = base.wrapping_add(4 * k as u64);
+        if store {
+            let v = w.sreg.get(data + k).copied().unwrap_or(0);
+            write_global(ctx, addr, &v.to_le_bytes())?;
+        } else {
+            let mut b = [0u8; 4];
+            read_global(ctx, addr, &mut b)?;
             if let Some(r) = w.sreg.get_mut(data + k) {
                 *r = u32::from_le_bytes(b);
             }
@@ -3496,6 +3629,48 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
                 };
                 set_vdst_dword(w, &inst.dst, lane, 0, v);
             }
+            "ds_wrxchg2_rtn_b32"
+            | "ds_wrxchg2st64_rtn_b32"
+            | "ds_wrxchg2_rtn_b64"
+            | "ds_wrxchg2st64_rtn_b64" => {
+                // Two exchanges, each address scaled as ds_write2[st64]'s; the old values go
+                // to the destination in offset order (dword pair or qword pair).
+                let size = if name.ends_with("b64") { 8usize } else { 4 };
+                let scale = size as u64 * if name.contains("st64") { 64 } else { 1 };
+                for (k, (o, d)) in [(o0, d0), (o1, d1)].into_iter().enumerate() {
+                    let addr = base + o * scale;
+                    let mut old = [0u8; 8];
+                    lds_read(ctx.lds, addr, &mut old[..size]);
+                    lds_write(ctx.lds, addr, &d.to_le_bytes()[..size]);
+                    for j in 0..size / 4 {
+                        let v = u32::from_le_bytes([
+                            old[4 * j],
+                            old[4 * j + 1],
+                            old[4 * j + 2],
+                            old[4 * j + 3],
+                        ]);
+                        set_vdst_dword(w, &inst.dst, lane, k * size / 4 + j, v);
+                    }
+                }
+            }
+            "ds_condxchg32_rtn_b64" => {
+                // Two dwords at (ADDR + {OFFSET1, OFFSET0}) & 0xFFF8 and 4 bytes above; each
+                // returned, and replaced by the matching data dword with bit 31 cleared when
+                // that dword's bit 31 is set (the pseudocode of AMD's CDNA4 ISA guide, DS
+                // opcode 126 there as on every gfx9 target).
+                let addr0 = (base as u32).wrapping_add(offset as u32) as u64 & 0xFFF8;
+                for k in 0..2 {
+                    let addr = addr0 + 4 * k as u64;
+                    lds_read(ctx.lds, addr, &mut b[..4]);
+                    let data = (d0 >> (32 * k)) as u32;
+                    if data >> 31 != 0 {
+                        lds_write(ctx.lds, addr, &(data & 0x7FFF_FFFF).to_le_bytes());
+                    }
+                    let old = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                    set_vdst_dword(w, &inst.dst, lane, k, old);
+                }
+            }
+            _ if name.contains("_src2_") => ds_src2(ctx.lds, inst, base)?,
             _ => {
                 let (op, wide) = ds_atomic_kind(name).ok_or_else(|| not_implemented(inst))?;
                 let addr = base + offset;
@@ -3508,6 +3683,49 @@ fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
             }
         }
     }
+    Ok(())
+}
+
+/// `ds_<op>_src2_<type>` (gfx900, gfx906, gfx908; Vega ISA DS opcodes 128..=147, 192..=211):
+/// `DS[A] = DS[A] op DS[B]` with both operands in LDS, for one lane whose address VGPR holds
+/// `a`. The Vega ISA's rule: `A = ADDR_BASE`; `B = A + 4 * (offset1[7] ? {A[31], A[31:17]} :
+/// {offset1[6], offset1[6:0], offset0})`, both braces a 16-bit two's-complement dword count
+/// (bit 15 repeats the sign) — taken here sign-extended, so B is A − 65536..=A + 65532.
+/// The 64-bit forms read and write a qword at A and B with the same B rule. `write` stores
+/// DS[B]; the others are the atomics of the same name with DS[B] as DATA0
+/// ([`ds_atomic_value`]). With offset1[7] set, A's bits 31:17 are the offset and stay part
+/// of A as the document writes it: such an A lies past any LDS and, as every out-of-range LDS
+/// access here, reads 0 and is not written.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] for a `_src2_` mnemonic the interpreter does not know.
+fn ds_src2(lds: &mut [u8], inst: &Instruction, a: u64) -> Result<()> {
+    let name = inst.name();
+    let rest = name
+        .strip_prefix("ds_")
+        .unwrap_or(name)
+        .replace("_src2", "");
+    let (op, wide) = match ds_atomic_kind(&format!("ds_{rest}")) {
+        Some(k) => k,
+        None if rest == "write_b32" => ("wrxchg", false),
+        None if rest == "write_b64" => ("wrxchg", true),
+        None => return Err(not_implemented(inst)),
+    };
+    let field = inst.imm as u32 & 0xFFFF;
+    let dwords = if field & 0x8000 != 0 {
+        (a as u32 >> 17 & 0x7FFF) | (a as u32 >> 16 & 0x8000)
+    } else {
+        (field & 0x7FFF) | (field << 1 & 0x8000)
+    } as u16 as i16;
+    let b = (a as u32).wrapping_add((i32::from(dwords) * 4) as u32) as u64;
+    let n = if wide { 8 } else { 4 };
+    let mut x = [0u8; 8];
+    let mut y = [0u8; 8];
+    lds_read(lds, a, &mut x[..n]);
+    lds_read(lds, b, &mut y[..n]);
+    let (old, src) = (u64::from_le_bytes(x), u64::from_le_bytes(y));
+    let new = ds_atomic_value(op, wide, old, src, 0);
+    lds_write(lds, a, &new.to_le_bytes()[..n]);
     Ok(())
 }
 

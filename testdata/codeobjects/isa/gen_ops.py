@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Writes and assembles the `ops` family of gfx9 instruction test kernels (ops-CPU.s,
-ops-CPU.hsaco) with gen.py's conventions (see its docstring): the opcodes added for issue 19.
+"""Writes and assembles the `ops` and `dsops` families of gfx9 instruction test kernels
+(ops-CPU.s/.hsaco, dsops-CPU.s/.hsaco) with gen.py's conventions (see its docstring): the
+opcodes added for issue 19. `dsops` (the two-address and LDS-to-LDS DS forms, scalar scratch,
+GPR index mode) is described above its generator, dsops(), below.
 
 Kernel `<op>[_<variant>]`: lane i reads p1[i] into v2, p2[i] into v3, p3[i] into v4, sets
 v5 = v4 (the accumulator of the MAC and dot forms), runs the instruction into v5 and stores
@@ -239,6 +241,126 @@ def smem(a):
                 "s_buffer_atomic_%s %s, s[20:23], 0x8\tglc" % (op, data_regs(op))] + tail)
 
 
+# --- dsops: the last DS and SMEM opcodes (issue 19) ---------------------------------------
+# One wave, 2048 bytes of LDS. Lane i copies p0's bytes 32i..32i+31 to LDS at 32i (p0 is
+# the whole initial LDS), sets v[30:33] = 0xdeadbeef, loads its address VGPR v3 = p3[i]
+# (a dword), DATA0 v[24:25] = p1[i] and DATA1 v[26:27] = p2[i] (qwords; the 32-bit forms use
+# the low dwords), runs the instruction, and stores v[30:33] (what it returned) to p4 at 16i
+# and LDS bytes 32i..32i+31 afterwards to p5 at 32i (p5 is the whole final LDS).
+# - `xchg2_<op>_o<O0>_<O1>`: ds_wrxchg2[st64]_rtn_b32/_b64 with offset0 O0, offset1 O1;
+# - `condxchg_o<O>`: ds_condxchg32_rtn_b64 with offset O;
+# - `src2_<op>_o<O>` (gfx900..gfx908): ds_<op>_src2_<type> with offset O.
+# `gpr_idx_*` kernels: GPR index mode (see GPR_IDX).
+# s_scratch kernels (the scratch launch state of gen.py's scratch family; p_k in
+# s[12+2k:13+2k]); every lane stores the same values:
+# - `s_scratch`: p1[0..8] into s[0:7]; s_scratch_store_dwordx4 s[0:3] at 0x40,
+#   s_scratch_store_dword s4 at SGPR offset 0x87 (0x84 used), s_scratch_store_dwordx2
+#   s[6:7] at 0x103 (0x100); then s_scratch_load_dwordx4 at 0x40, s_scratch_load_dword at
+#   0x84, s_scratch_load_dwordx2 at 0x100 into s[0:6] (zeroed first), stored to p4 at 32i;
+#   a global_load_dwordx4 of FLAT_SCRATCH + 0x40 and global_store_dwordx4 of p1[8..12] at
+#   FLAT_SCRATCH + 0x200 (the scalar accesses' addresses seen by vector memory) put the former
+#   to p5 at 32i, and an s_scratch_load_dwordx4 at 0x200 puts the latter to p5 at 32i + 16.
+XCHG2 = [("ds_wrxchg2_rtn_b32", 0, 1), ("ds_wrxchg2_rtn_b32", 2, 3),
+         ("ds_wrxchg2_rtn_b64", 0, 1), ("ds_wrxchg2_rtn_b64", 2, 3),
+         ("ds_wrxchg2st64_rtn_b32", 0, 1), ("ds_wrxchg2st64_rtn_b32", 1, 2),
+         ("ds_wrxchg2st64_rtn_b64", 0, 1), ("ds_wrxchg2st64_rtn_b64", 1, 2)]
+SRC2 = ["%s_%s%s" % (o, t, w) for w in ("32", "64") for o, t in
+        (("add", "u"), ("sub", "u"), ("rsub", "u"), ("inc", "u"), ("dec", "u"), ("min", "i"),
+         ("max", "i"), ("min", "u"), ("max", "u"), ("and", "b"), ("or", "b"), ("xor", "b"),
+         ("write", "b"), ("min", "f"), ("max", "f"))]
+SRC2_OFFSETS = (4, 0x7FFC, 0x8000)
+# `gpr_idx_<name>` (all targets): lane i sets v[10+k] = p1[i] ^ (0x11111111 * k), k < 8,
+# v3 = p2[i], v[30:33] = 0xdeadbeef, runs the body and stores v[10:17] and v[30:33] to p4 at
+# 48i.
+GPR_IDX = [
+    ("src0", ["s_mov_b32 m0, 0xabcd0000", "s_set_gpr_idx_on 3, gpr_idx(SRC0)",
+              "v_mov_b32 v30, v10", "s_set_gpr_idx_off", "v_mov_b32 v31, m0",
+              "v_mov_b32 v32, v10"]),
+    ("dst_sgpr", ["s_movk_i32 s22, 0x105", "s_set_gpr_idx_on s22, gpr_idx(DST)",
+                  "v_mov_b32 v10, v3", "s_set_gpr_idx_off"]),
+    ("vop3", ["s_set_gpr_idx_on 1, gpr_idx(SRC1,SRC2)", "v_add3_u32 v30, v10, v11, v12",
+              "s_set_gpr_idx_off"]),
+    ("idx_mode", ["s_mov_b32 m0, -1", "s_set_gpr_idx_on 1, gpr_idx(SRC0)",
+                  "s_set_gpr_idx_idx 6", "s_set_gpr_idx_mode gpr_idx(SRC1)",
+                  "v_sub_u32 v30, v10, v11", "s_set_gpr_idx_off", "v_mov_b32 v31, m0"]),
+    ("b64", ["s_set_gpr_idx_on 2, gpr_idx(SRC1,DST)", "v_lshlrev_b64 v[10:11], 1, v[10:11]",
+             "s_set_gpr_idx_off"]),
+    ("past_v255", ["s_set_gpr_idx_on 250, gpr_idx(SRC0)", "v_mov_b32 v30, v10",
+                   "s_set_gpr_idx_off"]),
+]
+
+
+def dsops(cpu):
+    from gen import scratch_prologue, scratch_directives
+    a = Asm(cpu)
+    kd = "\t\t.amdhsa_group_segment_fixed_size 2048"
+    head = ["v_lshlrev_b32 v22, 5, v1", "v_lshlrev_b32 v23, 4, v1",
+            "global_load_dwordx4 v[6:9], v22, s[4:5]",
+            "global_load_dwordx4 v[10:13], v22, s[4:5] offset:16",
+            "global_load_dword v3, v20, s[10:11]",
+            "global_load_dwordx2 v[24:25], v21, s[6:7]",
+            "global_load_dwordx2 v[26:27], v21, s[8:9]", "s_waitcnt vmcnt(0)",
+            "ds_write_b128 v22, v[6:9]", "ds_write_b128 v22, v[10:13] offset:16",
+            "s_waitcnt lgkmcnt(0)"] + ["v_mov_b32 v%d, 0xdeadbeef" % r for r in range(30, 34)]
+    tail = ["s_waitcnt lgkmcnt(0)", "ds_read_b128 v[6:9], v22",
+            "ds_read_b128 v[10:13], v22 offset:16", "s_waitcnt lgkmcnt(0)",
+            "global_store_dwordx4 v23, v[30:33], s[12:13]",
+            "global_store_dwordx4 v22, v[6:9], s[14:15]",
+            "global_store_dwordx4 v22, v[10:13], s[14:15] offset:16"]
+    for op, o0, o1 in XCHG2:
+        if op.endswith("b64"):
+            ins = "%s v[30:33], v3, v[24:25], v[26:27]" % op
+        else:
+            ins = "%s v[30:31], v3, v24, v26" % op
+        ins += "".join(" offset%d:%d" % (k, o) for k, o in ((0, o0), (1, o1)) if o)
+        a.kernel("xchg2_%s_o%d_%d" % (op[3:], o0, o1), head + [ins] + tail, extra=kd)
+    for o in (0, 20):
+        ins = "ds_condxchg32_rtn_b64 v[30:31], v3, v[24:25]" + (" offset:%d" % o if o else "")
+        a.kernel("condxchg_o%d" % o, head + [ins] + tail, extra=kd)
+    if cpu in ("gfx900", "gfx906", "gfx908"):
+        for op in SRC2:
+            base, ty = op.split("_")
+            for o in SRC2_OFFSETS:
+                a.kernel("src2_%s_o%x" % (op, o),
+                         head + ["ds_%s_src2_%s v3 offset:%d" % (base, ty, o)] + tail, extra=kd)
+    # GPR index mode.
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "s_waitcnt vmcnt(0)", "v_mul_u32_u24 v24, 48, v1"]
+    head += ["v_xor_b32 v%d, 0x%x, v2" % (10 + k, 0x11111111 * k) for k in range(8)]
+    head += ["v_mov_b32 v%d, 0xdeadbeef" % r for r in range(30, 34)]
+    tail = ["global_store_dwordx4 v24, v[10:13], s[12:13]",
+            "global_store_dwordx4 v24, v[14:17], s[12:13] offset:16",
+            "global_store_dwordx4 v24, v[30:33], s[12:13] offset:32"]
+    for name, body in GPR_IDX:
+        a.kernel("gpr_idx_" + name, head + body + tail)
+    # Scalar scratch.
+    body = ["s_load_dwordx8 s[0:7], s[14:15], 0x0", "s_waitcnt lgkmcnt(0)",
+            "s_scratch_store_dwordx4 s[0:3], s[0:1], 0x40",
+            "s_movk_i32 s8, 0x87", "s_scratch_store_dword s4, s[0:1], s8",
+            "s_scratch_store_dwordx2 s[6:7], s[0:1], 0x103", "s_waitcnt lgkmcnt(0)"]
+    body += ["s_mov_b32 s%d, 0" % r for r in range(8)]
+    body += ["s_scratch_load_dwordx4 s[0:3], s[8:9], 0x40",
+             "s_scratch_load_dword s4, s[8:9], 0x84",
+             "s_scratch_load_dwordx2 s[6:7], s[8:9], 0x100", "s_waitcnt lgkmcnt(0)",
+             "v_lshlrev_b32 v22, 5, v1"]
+    for r in range(8):
+        body += ["v_mov_b32 v5, s%d" % r, "global_store_dword v22, v5, s[20:21] offset:%d" % (4 * r)]
+    body += ["v_mov_b32 v40, flat_scratch_lo", "v_mov_b32 v41, flat_scratch_hi",
+             "global_load_dwordx4 v[42:45], v[40:41], off offset:0x40",
+             "v_mov_b32 v50, 0", "global_load_dwordx4 v[46:49], v50, s[14:15] offset:32",
+             "s_waitcnt vmcnt(0)",
+             "global_store_dwordx4 v22, v[42:45], s[22:23]"]
+    # One lane writes the dwords the scalar load reads (all lanes write the same bytes).
+    body += ["global_store_dwordx4 v[40:41], v[46:49], off offset:0x200", "s_waitcnt vmcnt(0)",
+             "s_scratch_load_dwordx4 s[0:3], s[8:9], 0x200", "s_waitcnt lgkmcnt(0)"]
+    for r in range(4):
+        body += ["v_mov_b32 v5, s%d" % r,
+                 "global_store_dword v22, v5, s[22:23] offset:%d" % (16 + 4 * r)]
+    a.kernel("s_scratch", body, prologue=scratch_prologue(cpu), extra=scratch_directives(cpu))
+    return a
+
+
 if __name__ == "__main__":
     for cpu in ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]:
         build("ops", cpu, ops(cpu))
+        build("dsops", cpu, dsops(cpu))
