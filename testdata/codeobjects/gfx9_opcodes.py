@@ -95,7 +95,7 @@ row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_cvt_rpi_i32_f32 v_cvt_flr_i32_f32 v_cvt_f32_ubyte0 v_cvt_f32_ubyte1 v_cvt_f32_ubyte2 "
     "v_cvt_f32_ubyte3 v_fract_f32 v_trunc_f32 v_ceil_f32 v_rndne_f32 v_floor_f32 v_exp_f32 "
     "v_log_f32 v_rcp_f32 v_rcp_iflag_f32 v_rsq_f32 v_sqrt_f32 v_not_b32 v_bfrev_b32 v_ffbh_u32 "
-    "v_ffbl_b32 v_ffbh_i32 v_frexp_exp_i32_f32 v_frexp_mant_f32", "1 1")
+    "v_ffbl_b32 v_ffbh_i32 v_frexp_exp_i32_f32 v_frexp_mant_f32 v_cvt_off_f32_i4", "1 1")
 row("VOP1", "v_readfirstlane_b32", "1 1", "sdst")
 row("VOP1", "v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f16 "
     "v_cvt_i16_f16 v_trunc_f16 v_ceil_f16 v_floor_f16 v_rndne_f16", "1 1")

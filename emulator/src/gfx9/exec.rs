@@ -1056,6 +1056,11 @@ impl DecodeCache {
     }
 }
 
+/// Whether conversion `name` has an f32 result (the output modifiers apply to it).
+fn cvt_to_f32(name: &str) -> bool {
+    name.starts_with("v_cvt_f32") || name == "v_cvt_off_f32_i4"
+}
+
 /// Decodes the instruction at `pc` of `code`.
 fn decode_at(code: &KernelCode<'_>, target: Gfx9Target, pc: u64) -> Result<Instruction> {
     let off = pc.wrapping_sub(code.base_address);
@@ -2494,6 +2499,9 @@ fn valu<const DPP: bool>(
             "v_cvt_f32_ubyte1" => fr((a32 >> 8 & 0xFF) as f32),
             "v_cvt_f32_ubyte2" => fr((a32 >> 16 & 0xFF) as f32),
             "v_cvt_f32_ubyte3" => fr((a32 >> 24) as f32),
+            // A signed 4-bit integer in sixteenths: -0.5 for 0x8 to 0.4375 for 0x7 (Vega ISA
+            // V_CVT_OFF_F32_I4; exact, so no rounding mode applies).
+            "v_cvt_off_f32_i4" => fr(((a32 << 28) as i32 >> 28) as f32 / 16.0),
             "v_cvt_f64_f32" => (fa as f64).to_bits(),
             "v_cvt_f64_i32" => (a32 as i32 as f64).to_bits(),
             "v_cvt_f64_u32" => (a32 as f64).to_bits(),
@@ -2857,10 +2865,10 @@ fn valu<const DPP: bool>(
             u64::from(h)
         } else if f32_in
             || name.ends_with("_f32") && !name.starts_with("v_cvt_")
-            || name.starts_with("v_cvt_f32")
+            || cvt_to_f32(name)
         {
             let mut x = f32::from_bits(r as u32);
-            if name.starts_with("v_cvt_") && !name.starts_with("v_cvt_f32") {
+            if name.starts_with("v_cvt_") && !cvt_to_f32(name) {
                 r
             } else {
                 match mods.omod {

@@ -427,7 +427,7 @@ fn result_kind(name: &str) -> Kind {
 /// `v_trunc`/`v_rndne` (integral results), widening float conversions, the conversions from
 /// 32-bit integers to f64 (exact), from floats to integers (Vega ISA `V_CVT_I32_F32` and kin:
 /// `(int)S0`, truncation, and the `_rpi`/`_flr` forms round as named), `v_cvt_pkrtz_f16_f32`
-/// (always toward zero), `v_cvt_f32_ubyte*` (exact), `v_div_scale_*` (scales by a power of
+/// (always toward zero), `v_cvt_f32_ubyte*` and `v_cvt_off_f32_i4` (exact), `v_div_scale_*` (scales by a power of
 /// two, exactly) and `v_div_fixup_*` (special cases of the quotient it is given).
 ///
 /// Still refused under a directed mode, because the documents leave it unspecified:
@@ -477,8 +477,9 @@ pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
 
 /// Float instructions whose result is the same under every FP_ROUND (see
 /// [`round_unsupported`]).
-const MODE_INDEPENDENT: [&str; 13] = [
+const MODE_INDEPENDENT: [&str; 14] = [
     "v_cvt_f64_i32",
+    "v_cvt_off_f32_i4",
     "v_cvt_f64_u32",
     "v_cvt_i32_f32",
     "v_cvt_u32_f32",

@@ -273,6 +273,7 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Vop1, 47, T_ALL, "v_ffbh_i32", [1, 1, 0, 0], 0),
     OpInfo::new(Encoding::Vop1, 51, T_ALL, "v_frexp_exp_i32_f32", [1, 1, 0, 0], 0),
     OpInfo::new(Encoding::Vop1, 52, T_ALL, "v_frexp_mant_f32", [1, 1, 0, 0], 0),
+    OpInfo::new(Encoding::Vop1, 14, T_ALL, "v_cvt_off_f32_i4", [1, 1, 0, 0], 0),
     OpInfo::new(Encoding::Vop1, 2, T_ALL, "v_readfirstlane_b32", [1, 1, 0, 0], F_SDST),
     OpInfo::new(Encoding::Vop1, 10, T_ALL, "v_cvt_f16_f32", [1, 1, 0, 0], 0),
     OpInfo::new(Encoding::Vop1, 11, T_ALL, "v_cvt_f32_f16", [1, 1, 0, 0], 0),

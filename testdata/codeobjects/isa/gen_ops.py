@@ -22,6 +22,8 @@ so that the forms that flush whatever the mode show it.
   `v_mad_mix_f32_hsel_clamp` (-hi(v2) * |lo(v3)| + hi(v4), clamp), `v_mad_mixlo_f16` (low
   halves, into v5's low half), `v_mad_mixhi_f16_clamp` (lo(v2) * -hi(v3) + lo(v4), clamp,
   into v5's high half).
+- `v_cvt_off_f32_i4` (v2's low 4 bits, signed, in sixteenths), `v_cvt_off_f32_i4_e64_omod`
+  (the same, mul:4).
 - `s_call_b64`: calls a subroutine before it and one after it (each returns with
   s_setpc_b64 and adds 16 or 256 to v5), and adds 1 and 2 when the saved return addresses
   are those of the instructions after the calls: p4[i] = 275.
@@ -76,6 +78,8 @@ def ops(cpu):
           "v_mad_mixhi_f16 v5, v2, -v3, v4 op_sel:[0,1,0] op_sel_hi:[1,1,1] clamp")
     e64 = "" if cpu in ("gfx90a", "gfx942") else "_e64"
     k("v_mul_legacy_f32_e64_omod", "v_mul_legacy_f32%s v5, v2, v3 mul:2" % e64)
+    k("v_cvt_off_f32_i4", "v_cvt_off_f32_i4 v5, v2")
+    k("v_cvt_off_f32_i4_e64_omod", "v_cvt_off_f32_i4_e64 v5, v2 mul:4")
     if cpu in ("gfx908", "gfx90a", "gfx942"):
         k("v_pk_fmac_f16", "v_pk_fmac_f16 v5, v2, v3")
         for op in DOTC:

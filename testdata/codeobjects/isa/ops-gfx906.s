@@ -442,6 +442,46 @@ v_mul_legacy_f32_e64_omod:
 .Lv_mul_legacy_f32_e64_omod_end:
 	.size v_mul_legacy_f32_e64_omod, .Lv_mul_legacy_f32_e64_omod_end-v_mul_legacy_f32_e64_omod
 
+	.globl v_cvt_off_f32_i4
+	.p2align 8
+	.type v_cvt_off_f32_i4,@function
+v_cvt_off_f32_i4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_cvt_off_f32_i4 v5, v2
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lv_cvt_off_f32_i4_end:
+	.size v_cvt_off_f32_i4, .Lv_cvt_off_f32_i4_end-v_cvt_off_f32_i4
+
+	.globl v_cvt_off_f32_i4_e64_omod
+	.p2align 8
+	.type v_cvt_off_f32_i4_e64_omod,@function
+v_cvt_off_f32_i4_e64_omod:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	global_load_dword v3, v20, s[8:9]
+	global_load_dword v4, v20, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_mov_b32 v5, v4
+	v_cvt_off_f32_i4_e64 v5, v2 mul:4
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lv_cvt_off_f32_i4_e64_omod_end:
+	.size v_cvt_off_f32_i4_e64_omod, .Lv_cvt_off_f32_i4_e64_omod_end-v_cvt_off_f32_i4_e64_omod
+
 	.globl s_call_b64
 	.p2align 8
 	.type s_call_b64,@function
@@ -3830,6 +3870,20 @@ s_getreg_hwreg20:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_mul_legacy_f32_e64_omod
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_cvt_off_f32_i4
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_cvt_off_f32_i4_e64_omod
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
