@@ -549,11 +549,16 @@ impl Pm4Memory for CpHost<'_> {
     fn read_dwords(&self, va: u64, out: &mut [u32]) -> hsa_core::Result<()> {
         let len = out.len() as u64 * 4;
         let allocs = self.allocs();
-        let region = allocs
-            .device_region_or_fault(self.gpu_id, va, len, "PM4 indirect buffer read")
-            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "read"))))?;
+        // The buffer may cross from one allocation into the next: the CP, like any GPU
+        // client, needs its pages mapped, not one buffer object.
+        let span = allocs
+            .device_span(self.gpu_id, va, len, "PM4 indirect buffer read")
+            .map_err(|f| {
+                self.fault.set(Some(MemoryFault::of(f.address, "read")));
+                f.error
+            })?;
         let mut bytes = vec![0u8; out.len() * 4];
-        region.read_into(&mut bytes);
+        span.read_into(&mut bytes);
         for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
             *o = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         }

@@ -50,8 +50,10 @@
 //!
 //! Anything else — another opcode or sub-opcode, a field value the engine does not emulate,
 //! a packet longer than what was written — stops the queue with `INVALID_PACKET_FORMAT`
-//! naming the packet, its place in the ring and the value; an address the GPU cannot reach
-//! is a `MEMORY_FAULT`. The device reports a stopped SDMA queue as it reports a stopped
+//! naming the packet, its place in the ring and the value. A packet's memory range may cross
+//! from one buffer object into the next, as on the engine, which needs only every page of it
+//! mapped in the GPU's VM; a byte the GPU cannot reach is a `MEMORY_FAULT` naming the access
+//! and that byte. The device reports a stopped SDMA queue as it reports a stopped
 //! compute queue (`Device::report_queue_error`: its log, and the KFD hardware-exception or
 //! memory event). Nothing is skipped silently.
 
@@ -63,7 +65,7 @@ use hsa_core::{error, Error, Status};
 use zerocopy::IntoBytes;
 
 use super::mem::Region;
-use super::memory::{Allocs, MemoryFault};
+use super::memory::{Allocs, DeviceSpan, MemoryFault};
 use super::queue::{QueueCtl, BLOCKED_POLL, IDLE_SPIN, POLL_MAX, POLL_MIN};
 use super::Device;
 
@@ -92,12 +94,13 @@ pub(crate) const SUBOP_TIMESTAMP_GET_GLOBAL: u32 = 2;
 
 /// What the SDMA engine reaches: the GPU's view of memory, its clock and its interrupt line.
 pub(crate) trait SdmaMemory {
-    /// The live memory behind the device range `va..va + len`.
+    /// The live memory behind the device range `va..va + len`, which may cross from one
+    /// allocation into the next (the engine needs every page mapped, nothing more).
     ///
     /// # Errors
-    /// `Status::MemoryFault` naming the access (`what`) when the range is not memory the GPU
-    /// reaches.
-    fn region(&self, va: u64, len: u64, what: &str) -> Result<Region, Error>;
+    /// `Status::MemoryFault` naming the access (`what`) and the first byte of the range that
+    /// is not memory the GPU reaches.
+    fn span(&self, va: u64, len: u64, what: &str) -> Result<DeviceSpan, Error>;
 
     /// The GPU clock counter, in the ticks of `GET_CLOCK_COUNTERS.gpu_clock_counter`.
     fn gpu_clock(&self) -> u64;
@@ -220,8 +223,9 @@ fn with_word32<R>(
             "{what} address {va:#x} is not 4-byte aligned"
         )));
     }
-    let r = mem.region(va, 4, what)?;
-    r.atomic_u32(0)
+    let r = mem.span(va, 4, what)?.single();
+    r.as_ref()
+        .and_then(|r| r.atomic_u32(0))
         .map(f)
         .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 4-byte aligned")))
 }
@@ -238,8 +242,9 @@ fn with_word64<R>(
             "{what} address {va:#x} is not 8-byte aligned"
         )));
     }
-    let r = mem.region(va, 8, what)?;
-    r.atomic_u64(0)
+    let r = mem.span(va, 8, what)?.single();
+    r.as_ref()
+        .and_then(|r| r.atomic_u64(0))
         .map(f)
         .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 8-byte aligned")))
 }
@@ -266,8 +271,8 @@ fn copy_linear(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
     }
     let src = u64::from(p[3]) | u64::from(p[4]) << 32;
     let dst = u64::from(p[5]) | u64::from(p[6]) << 32;
-    let s = mem.region(src, bytes, "COPY LINEAR source read")?;
-    let d = mem.region(dst, bytes, "COPY LINEAR destination write")?;
+    let s = mem.span(src, bytes, "COPY LINEAR source read")?;
+    let d = mem.span(dst, bytes, "COPY LINEAR destination write")?;
     d.copy_from(&s);
     Ok(())
 }
@@ -317,8 +322,8 @@ fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
                     "COPY LINEAR_RECT row {y} of slice {z} lies past the end of the address space"
                 )));
             };
-            let sr = mem.region(s, row_bytes, "COPY LINEAR_RECT source read")?;
-            let dr = mem.region(d, row_bytes, "COPY LINEAR_RECT destination write")?;
+            let sr = mem.span(s, row_bytes, "COPY LINEAR_RECT source read")?;
+            let dr = mem.span(d, row_bytes, "COPY LINEAR_RECT destination write")?;
             dr.copy_from(&sr);
         }
     }
@@ -500,7 +505,7 @@ fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
         )));
     }
     let dwords = u64::from(p[4] >> 2) + 1;
-    let r = mem.region(va, dwords * 4, "CONST_FILL write")?;
+    let r = mem.span(va, dwords * 4, "CONST_FILL write")?;
     let data = p[3].to_le_bytes().repeat(dwords as usize);
     r.write_from(&data);
     Ok(())
@@ -698,10 +703,13 @@ struct SdmaHost<'a> {
 }
 
 impl SdmaMemory for SdmaHost<'_> {
-    fn region(&self, va: u64, len: u64, what: &str) -> Result<Region, Error> {
+    fn span(&self, va: u64, len: u64, what: &str) -> Result<DeviceSpan, Error> {
         self.allocs
-            .device_region_or_fault(self.gpu_id, va, len, what)
-            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, what))))
+            .device_span(self.gpu_id, va, len, what)
+            .map_err(|f| {
+                self.fault.set(Some(MemoryFault::of(f.address, what)));
+                f.error
+            })
     }
 
     fn gpu_clock(&self) -> u64 {
