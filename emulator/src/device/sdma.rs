@@ -59,14 +59,14 @@
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hsa_core::{error, Error, Status};
 use zerocopy::IntoBytes;
 
 use super::mem::Region;
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
-use super::queue::{QueueCtl, BLOCKED_POLL, IDLE_SPIN, POLL_MAX, POLL_MIN};
+use super::queue::{IdlePoll, QueueCtl, BLOCKED_POLL};
 use super::Device;
 
 /// SDMA opcode `NOP`.
@@ -511,12 +511,6 @@ fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
     Ok(())
 }
 
-/// How many doorbell reads of an idle engine's spin phase share one read of the clock (the
-/// check whether [`IDLE_SPIN`] is over): a read of the clock costs more than a read of the
-/// doorbell, and reading the doorbell only between batches of spin-loop hints let a producer
-/// wait for the whole batch.
-const SPIN_CLOCK_EVERY: u32 = 64;
-
 /// What an SDMA queue's thread needs.
 pub(crate) struct SdmaThread {
     pub(crate) device: Arc<Device>,
@@ -637,32 +631,22 @@ impl SdmaThread {
 
     /// The thread body: runs packets until the queue is destroyed or a packet stops it.
     ///
-    /// Between batches it watches the doorbell as the CP thread watches its queue
-    /// (`queue.rs`): for [`IDLE_SPIN`] after the last packet it reads the doorbell once per
-    /// spin-loop hint, so a producer that submits again within that window is seen at once
-    /// (reading the clock only every [`SPIN_CLOCK_EVERY`] reads); then it sleeps
-    /// [`POLL_MIN`], doubling up to [`POLL_MAX`], between reads.
+    /// Between batches it watches the doorbell as the CP thread watches its queue, by the
+    /// same [`IdlePoll`]: for [`IDLE_SPIN`](super::queue::IDLE_SPIN) after the last packet
+    /// it reads the doorbell once per spin-loop hint, so a producer that submits again within
+    /// that window is seen at once; then it sleeps [`POLL_MIN`](super::queue::POLL_MIN),
+    /// doubling up to [`POLL_MAX`](super::queue::POLL_MAX), between reads.
     pub(crate) fn run(self) {
         self.store_rptr(0);
         let mut rptr = 0u64;
-        let mut activity = Instant::now();
-        let mut spinning = true;
-        let mut spins = 0u32;
-        let mut sleep = POLL_MIN;
+        let mut idle = IdlePoll::new();
         // The pending dwords of a batch; kept from one batch to the next.
         let mut dw = Vec::new();
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let kicks = self.ctl.kicks();
             let end = self.doorbell();
             if end == rptr {
-                if spinning {
-                    spins = spins.wrapping_add(1);
-                    spinning = spins % SPIN_CLOCK_EVERY != 0 || activity.elapsed() < IDLE_SPIN;
-                    std::hint::spin_loop();
-                } else {
-                    self.ctl.sleep(kicks, sleep);
-                    sleep = (sleep * 2).min(POLL_MAX);
-                }
+                idle.idle(&self.ctl, kicks);
                 continue;
             }
             match self.run_pending(rptr, end, &mut dw) {
@@ -670,10 +654,7 @@ impl SdmaThread {
                     let moved = r != rptr;
                     rptr = r;
                     if moved {
-                        activity = Instant::now();
-                        spinning = true;
-                        spins = 0;
-                        sleep = POLL_MIN;
+                        idle.active();
                     }
                     if waiting && !moved {
                         self.ctl.sleep(kicks, BLOCKED_POLL);
