@@ -70,6 +70,53 @@ pub(crate) enum QueueImpl {
     Soft(SoftQueue),
 }
 
+/// The queues made through the C API, by `hsa_queue_t` address, and the AQL ones also by
+/// their doorbell signal's handle: a store to a doorbell signal (every dispatch) finds its
+/// queue with one lookup, taking no queue's lock. Both maps change together, under the one
+/// lock of the table.
+#[derive(Default)]
+pub(crate) struct QueueTable {
+    by_address: BTreeMap<u64, Arc<QueueImpl>>,
+    by_doorbell: BTreeMap<u64, Arc<QueueImpl>>,
+}
+
+impl QueueTable {
+    /// Registers an AQL queue at its `hsa_queue_t` address with its doorbell signal's handle.
+    pub(crate) fn insert_aql(&mut self, address: u64, doorbell: u64, queue: Arc<QueueImpl>) {
+        self.by_doorbell.insert(doorbell, queue.clone());
+        self.by_address.insert(address, queue);
+    }
+
+    /// Registers a soft queue at its `hsa_queue_t` address (its doorbell is an ordinary
+    /// signal the application rings itself).
+    pub(crate) fn insert_soft(&mut self, address: u64, queue: Arc<QueueImpl>) {
+        self.by_address.insert(address, queue);
+    }
+
+    /// Unregisters the queue at `address` (and its doorbell); `None` when none is there.
+    pub(crate) fn remove(&mut self, address: u64) -> Option<Arc<QueueImpl>> {
+        let q = self.by_address.remove(&address)?;
+        self.by_doorbell.retain(|_, d| !Arc::ptr_eq(d, &q));
+        Some(q)
+    }
+
+    /// The queue at an `hsa_queue_t` address.
+    pub(crate) fn get(&self, address: u64) -> Option<&Arc<QueueImpl>> {
+        self.by_address.get(&address)
+    }
+
+    /// The AQL queue whose doorbell signal has handle `handle`.
+    pub(crate) fn by_doorbell(&self, handle: u64) -> Option<&Arc<QueueImpl>> {
+        self.by_doorbell.get(&handle)
+    }
+
+    /// Empties the table, returning the queues (the state's shut-down destroys them).
+    fn take_all(&mut self) -> BTreeMap<u64, Arc<QueueImpl>> {
+        self.by_doorbell.clear();
+        core::mem::take(&mut self.by_address)
+    }
+}
+
 /// The memory of a soft queue.
 pub(crate) struct SoftQueue {
     /// The 256-byte `amd_queue_t` (its first 40 bytes are the `hsa_queue_t`).
@@ -174,8 +221,8 @@ pub(crate) struct State {
     pub(crate) signals: RwLock<BTreeMap<u64, Arc<Sig>>>,
     /// Signal groups by id: their member signals.
     pub(crate) groups: Mutex<BTreeMap<u64, Vec<Arc<Sig>>>>,
-    /// Queues by `hsa_queue_t` address.
-    pub(crate) queues: RwLock<BTreeMap<u64, Arc<QueueImpl>>>,
+    /// Queues by `hsa_queue_t` address and by doorbell signal.
+    pub(crate) queues: RwLock<QueueTable>,
     /// Executables by id.
     pub(crate) executables: Mutex<BTreeMap<u64, Arc<Mutex<ExecEntry>>>>,
     /// Code object readers by id.
@@ -206,7 +253,7 @@ impl State {
         Ok(State {
             signals: RwLock::new(BTreeMap::new()),
             groups: Mutex::new(BTreeMap::new()),
-            queues: RwLock::new(BTreeMap::new()),
+            queues: RwLock::new(QueueTable::default()),
             executables: Mutex::new(BTreeMap::new()),
             readers: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(1),
@@ -269,7 +316,7 @@ impl State {
     /// # Errors
     /// `Status::InvalidQueue` when no live queue is there.
     pub(crate) fn queue(&self, address: u64) -> Result<Arc<QueueImpl>, Error> {
-        match read(&self.queues).get(&address) {
+        match read(&self.queues).get(address) {
             Some(q) => Ok(q.clone()),
             None => bail!(
                 Status::InvalidQueue,
@@ -278,17 +325,10 @@ impl State {
         }
     }
 
-    /// The queue whose doorbell signal has handle `handle`.
+    /// The live AQL queue whose doorbell signal has handle `handle`: one map lookup under the
+    /// queue table's read lock, no queue's own lock (the doorbell path of every dispatch).
     pub(crate) fn queue_by_doorbell(&self, handle: u64) -> Option<Arc<QueueImpl>> {
-        read(&self.queues)
-            .values()
-            .find(|q| match &***q {
-                QueueImpl::Aql(lock) => read(lock)
-                    .as_ref()
-                    .is_some_and(|a| a.doorbell_signal().handle().0 == handle),
-                QueueImpl::Soft(_) => false,
-            })
-            .cloned()
+        read(&self.queues).by_doorbell(handle).cloned()
     }
 
     /// The executable behind a handle.
@@ -333,7 +373,8 @@ impl Drop for State {
         self.ext.shut_down(self);
         lock(&self.groups).clear();
         write(&self.signals).clear();
-        for (_, q) in core::mem::take(&mut *write(&self.queues)) {
+        let queues = write(&self.queues).take_all();
+        for (_, q) in queues {
             match &*q {
                 QueueImpl::Aql(lock) => {
                     if let Some(queue) = write(lock).take() {
@@ -453,6 +494,109 @@ mod tests {
         lock(&GLOBAL).0 = 1;
         shut_down().unwrap();
         assert!(state().is_err());
+    }
+
+    /// Stores to doorbell signals find their queue through the table's doorbell map: after
+    /// four queues are created and two destroyed, a store to a destroyed queue's doorbell is
+    /// refused as a store to any dead handle is (`INVALID_SIGNAL`, "... is not a live
+    /// signal"; the C store logs it and does nothing), and no entry of it is left; a live
+    /// queue's doorbell still rings (the doorbell word holds the value) and its barrier
+    /// packet completes.
+    #[test]
+    #[allow(unsafe_code)] // the C entry points, and a read of the doorbell word
+    fn doorbell_stores_follow_queue_create_and_destroy() {
+        use crate::ffi::queue::{hsa_queue_create, hsa_queue_destroy};
+        use crate::ffi::signal::{hsa_signal_create, hsa_signal_destroy, ring_doorbell};
+        use hsa_core::abi::SignalHandle;
+        use hsa_core::packet::{BarrierAnd, HeaderFlags};
+
+        let _serial = lock(&SERIAL);
+        init().unwrap();
+        let st = state().unwrap();
+        let gpu = st.rt().first_gpu().expect("the emulated GPU").handle().0;
+        let mut queues = Vec::new();
+        for _ in 0..4 {
+            let mut q: *mut core::ffi::c_void = core::ptr::null_mut();
+            // SAFETY: no callback; `q` is a writable hsa_queue_t* slot.
+            let status =
+                unsafe { hsa_queue_create(gpu, 64, 0, None, core::ptr::null_mut(), 0, 0, &mut q) };
+            assert_eq!(status, Status::Success.raw());
+            queues.push(q);
+        }
+        let doorbell_of = |q: *mut core::ffi::c_void| match &*st.queue(q as u64).unwrap() {
+            QueueImpl::Aql(l) => read(l).as_ref().unwrap().doorbell_signal().handle().0,
+            QueueImpl::Soft(_) => unreachable!("hsa_queue_create made it"),
+        };
+        let doorbells: Vec<u64> = queues.iter().map(|&q| doorbell_of(q)).collect();
+        for (&q, &d) in queues.iter().zip(&doorbells) {
+            assert!(Arc::ptr_eq(
+                &st.queue_by_doorbell(d).unwrap(),
+                &st.queue(q as u64).unwrap()
+            ));
+        }
+        assert_eq!(hsa_queue_destroy(queues[1]), Status::Success.raw());
+        assert_eq!(hsa_queue_destroy(queues[3]), Status::Success.raw());
+        for &dead in [doorbells[1], doorbells[3]].iter() {
+            assert!(st.queue_by_doorbell(dead).is_none());
+            let e = ring_doorbell(&st, dead, 1, StoreOrder::Release).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidSignal);
+            assert_eq!(
+                e.detail(),
+                alloc::format!("signal handle {dead:#x} is not a live signal")
+            );
+        }
+        assert_eq!(read(&st.queues).by_doorbell.len(), 2);
+
+        // The live queue 2: barrier-AND packets, the last with a completion signal, rung
+        // through the doorbell path.
+        let mut done = 0u64;
+        // SAFETY: no consumers; `done` is a writable hsa_signal_t.
+        let status = unsafe { hsa_signal_create(1, 0, core::ptr::null(), &raw mut done) };
+        assert_eq!(status, Status::Success.raw());
+        let live = st.queue(queues[2] as u64).unwrap();
+        let QueueImpl::Aql(l) = &*live else {
+            unreachable!("hsa_queue_create made it")
+        };
+        let (index, bell) = {
+            let guard = read(l);
+            let aql = guard.as_ref().unwrap();
+            let packet = |signal| {
+                BarrierAnd::new(HeaderFlags::NONE, &[], signal)
+                    .unwrap()
+                    .emit()
+                    .unwrap()
+            };
+            // Two packets, so that the doorbell's value (the last one's index, 1) differs
+            // from the word's initial 0.
+            let mut r = aql.reserve(2).unwrap();
+            r.write(0, &packet(SignalHandle::NULL)).unwrap();
+            (
+                r.write(1, &packet(SignalHandle(done))).unwrap(),
+                aql.doorbell_signal().doorbell_address(),
+            )
+        };
+        ring_doorbell(&st, doorbells[2], index as i64, StoreOrder::Release).unwrap();
+        // SAFETY: the doorbell page's word of a live queue, mapped for the platform's life
+        // and 8-byte aligned; read once, volatile (the device reads it too).
+        let rung = unsafe { core::ptr::read_volatile(bell as *const u64) };
+        assert_eq!(rung, index);
+        let signal = st.signal(done).unwrap();
+        let t = std::time::Instant::now();
+        while signal.load(LoadOrder::Acquire) != 0 {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(10),
+                "the barrier packet never completed"
+            );
+            std::thread::yield_now();
+        }
+        drop((signal, live));
+        assert_eq!(hsa_signal_destroy(done), Status::Success.raw());
+        assert_eq!(hsa_queue_destroy(queues[0]), Status::Success.raw());
+        assert_eq!(hsa_queue_destroy(queues[2]), Status::Success.raw());
+        assert!(st.queue_by_doorbell(doorbells[2]).is_none());
+        assert!(read(&st.queues).by_doorbell.is_empty());
+        drop(st);
+        shut_down().unwrap();
     }
 
     /// A signal still held when the last `hsa_shut_down` drops the state (a call in another

@@ -774,6 +774,113 @@ fn pm4_ib_vendor_packet_runs_its_indirect_buffer() {
     );
 }
 
+/// An indirect buffer may cross from one buffer object into the next, as on the CP (its
+/// fetches need the pages mapped in the GPU's VM, not one buffer object): here a WRITE_DATA
+/// whose header and control dword are the arena's (USERPTR) last 8 bytes and whose address
+/// and data are the first bytes of a GTT buffer object the test allocates at the device
+/// address right after the arena. Moving the IB's start to the arena's end before the other
+/// buffer exists faults at the first byte past the arena instead.
+#[test]
+fn pm4_indirect_buffer_spans_adjacent_allocations() {
+    let s = setup();
+    let base = s.arena.base();
+    let arena_end = base + 16384;
+    let out = base + PM4_OUT;
+    let ib = [
+        0xc004_3700u32,
+        5 << 8,
+        out as u32,
+        (out >> 32) as u32,
+        0xaaaa_5555,
+        0x1234_abcd,
+    ];
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: arena_end,
+        size: 4096,
+        gpu_id: BUILTIN_GPU_ID,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        ..Default::default()
+    };
+    // SAFETY: without USERPTR the argument carries no pointer.
+    unsafe { s.d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes()) }.unwrap();
+    assert_eq!(
+        calls::map_memory_to_gpu(&*s.d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
+        1
+    );
+    let tail = calls::mmap(
+        &*s.d,
+        MapTarget::RenderNode(BUILTIN_GPU_ID),
+        a.mmap_offset,
+        4096,
+    )
+    .unwrap();
+    s.put_dwords(16384 - 8, &ib[..2]);
+    for (k, &d) in ib[2..].iter().enumerate() {
+        // SAFETY: inside the live 4 KiB GTT mapping, 4-aligned; no packet runs meanwhile.
+        unsafe { tail.as_ptr().cast::<u32>().add(k).write_volatile(d) };
+    }
+    // The packet's INDIRECT_BUFFER names arena offset IB: point it at the arena's end.
+    let ib_va = arena_end - 8;
+    s.arena.word(SIGNAL + 8).store(1, Ordering::Release);
+    let mut p = hsa_core::abi::packet::AmdAqlPm4IbPacket {
+        ib_jump_cmd: [
+            3 << 30 | 2 << 16 | 0x3f << 8,
+            ib_va as u32,
+            (ib_va >> 32) as u32,
+            ib.len() as u32 | 1 << 23,
+        ],
+        dw_cnt_remain: 0xa,
+        completion_signal: SignalHandle(base + SIGNAL),
+        ..Default::default()
+    };
+    p.header.amd_format = 1;
+    let mut bytes = [0u8; PACKET_SIZE_BYTES];
+    bytes.copy_from_slice(p.as_bytes());
+    // SAFETY: single producer; slot 0 was never used, so its header is INVALID.
+    unsafe { s.ring.write_body(0, &bytes) };
+    s.ring.write_index().store(1, Ordering::Release);
+    s.ring.publish(0, 1 << 16);
+    // SAFETY: as in `dispatch_kernel`.
+    let bell = unsafe { AtomicU64::from_ptr(s.doorbell.as_ptr()) };
+    bell.store(0, Ordering::Release);
+    assert!(s.wait_signal_zero(), "completion signal never reached 0");
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    assert_eq!(
+        s.arena.word(PM4_OUT).load(Ordering::Acquire),
+        0x1234_abcd_aaaa_5555
+    );
+
+    // Without the neighbour: a fault at its first byte, the IB's access named.
+    let s = setup();
+    let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
+    s.put_dwords(16384 - 8, &ib[..2]);
+    let mut p2 = p;
+    p2.completion_signal = SignalHandle(s.arena.base() + SIGNAL);
+    let ib_va = s.arena.base() + 16384 - 8;
+    p2.ib_jump_cmd[1] = ib_va as u32;
+    p2.ib_jump_cmd[2] = (ib_va >> 32) as u32;
+    s.arena.word(SIGNAL + 8).store(1, Ordering::Release);
+    let mut bytes = [0u8; PACKET_SIZE_BYTES];
+    bytes.copy_from_slice(p2.as_bytes());
+    // SAFETY: as above.
+    unsafe { s.ring.write_body(0, &bytes) };
+    s.ring.write_index().store(1, Ordering::Release);
+    s.ring.publish(0, 1 << 16);
+    let [m, _] = wait_exception(&s.d, memory_event, hw_event);
+    assert_eq!(m.memory_exception().va, s.arena.base() + 16384);
+    let logged = s.d.queue_error(s.queue_id).expect("logged");
+    assert_eq!(logged.status(), Status::MemoryFault);
+    assert!(
+        logged.detail().contains(&format!(
+            "PM4 indirect buffer read at {ib_va:#x} (24 bytes): byte {:#x} is in no live \
+             allocation",
+            ib_va + 8
+        )),
+        "{logged}"
+    );
+}
+
 /// A PM4 opcode the emulated CP does not execute (here EVENT_WRITE, 0x46) stops the queue
 /// at the vendor packet with INVALID_PACKET_FORMAT naming the opcode and where it is.
 #[test]

@@ -494,12 +494,191 @@ fn copy_out_of_range_is_a_memory_fault_naming_the_address() {
         e.detail().to_string(),
         format!(
             "SDMA queue 0 at ring offset 0x0 (read pointer 0x0): memory fault on GPU {:#x}: COPY \
-             LINEAR destination write at {:#x} (64 bytes): not inside one live allocation",
+             LINEAR destination write at {:#x} (64 bytes): byte {:#x} is in no live allocation",
             BUILTIN_GPU_ID,
-            VA + SIZE - 16
+            VA + SIZE - 16,
+            VA + SIZE
         )
     );
     assert_eq!(s.bytes(DST, 4), vec![0; 4]);
+}
+
+/// A second GTT buffer of `SIZE` bytes at `VA + SIZE`, right after the test's own: the two
+/// are adjacent in the GPU's address space (`ALLOC_MEMORY_OF_GPU` takes the device address the
+/// caller picks, as ROCR's allocator does), separate buffer objects with separate backing
+/// memory. Returns its host mapping.
+fn neighbour(s: &Sdma) -> NonNull<u8> {
+    let a = alloc_gtt(&s.d, VA + SIZE, SIZE);
+    calls::mmap(
+        &*s.d,
+        MapTarget::RenderNode(BUILTIN_GPU_ID),
+        a.mmap_offset,
+        SIZE as usize,
+    )
+    .unwrap()
+}
+
+/// The two adjacent buffers' bytes `VA + offset .. + len` as the host sees them (`offset`
+/// counts from `VA` across both).
+fn both_bytes(s: &Sdma, second: NonNull<u8>, offset: u64, len: u64) -> Vec<u8> {
+    (offset..offset + len)
+        .map(|o| {
+            let (base, at) = if o < SIZE {
+                (s.host, o)
+            } else {
+                (second, o - SIZE)
+            };
+            assert!(at < SIZE);
+            // SAFETY: inside one of the two live GTT mappings (checked); read after the read
+            // pointer's Acquire load showed the device done with the packet.
+            unsafe { base.as_ptr().add(at as usize).read_volatile() }
+        })
+        .collect()
+}
+
+/// Writes `data` at `VA + offset` across the two adjacent buffers, as [`both_bytes`] reads.
+fn put_both(s: &Sdma, second: NonNull<u8>, offset: u64, data: &[u8]) {
+    for (i, &b) in data.iter().enumerate() {
+        let o = offset + i as u64;
+        let (base, at) = if o < SIZE {
+            (s.host, o)
+        } else {
+            (second, o - SIZE)
+        };
+        assert!(at < SIZE);
+        // SAFETY: inside one of the two live GTT mappings (checked); no packet runs meanwhile.
+        unsafe { base.as_ptr().add(at as usize).write_volatile(b) };
+    }
+}
+
+/// An SDMA packet's range may cross from one buffer object into the adjacent one, as on the
+/// engine (it needs every page mapped in the GPU's VM, nothing more): linear copies whose
+/// source, destination or both cross, one whose two sides overlap across the boundary
+/// (`memmove`), a rect copy with a row across it, and a fill across it, each checked against
+/// the same operations done on a host copy of the two buffers.
+#[test]
+fn packets_span_adjacent_allocations() {
+    let s = setup();
+    let second = neighbour(&s);
+    let edge = SIZE; // offset from VA of the second buffer's first byte
+    let (start, stop) = (edge - 8192, edge + 16384);
+    put_both(&s, second, start, &pattern((stop - start) as usize, 11));
+    let mut model = both_bytes(&s, second, start, stop - start);
+    let at = |o: u64| (o - start) as usize;
+    let check = |model: &[u8], what: &str| {
+        assert!(
+            both_bytes(&s, second, start, stop - start) == model,
+            "{what}: the bytes differ from the host's"
+        );
+    };
+
+    // Source across the boundary, destination inside the second buffer.
+    s.run(&copy_linear(VA + edge - 1500, VA + edge + 4099, 3000));
+    model.copy_within(at(edge - 1500)..at(edge + 1500), at(edge + 4099));
+    check(&model, "source across");
+    // Destination across the boundary, source inside the first buffer.
+    s.run(&copy_linear(VA + edge - 7000, VA + edge - 999, 2001));
+    model.copy_within(at(edge - 7000)..at(edge - 4999), at(edge - 999));
+    check(&model, "destination across");
+    // Both across, overlapping: memmove, as within one buffer (forward and backward).
+    s.run(&copy_linear(VA + edge - 1500, VA + edge - 1000, 3000));
+    model.copy_within(at(edge - 1500)..at(edge + 1500), at(edge - 1000));
+    check(&model, "overlapping, destination above");
+    s.run(&copy_linear(VA + edge - 600, VA + edge - 1100, 2500));
+    model.copy_within(at(edge - 600)..at(edge + 1900), at(edge - 1100));
+    check(&model, "overlapping, destination below");
+
+    // LINEAR_RECT: 4-byte elements, source rows of 64 elements at pitch 64 from
+    // `edge - 300` (row 1 crosses the boundary), 3 rows, to pitch 80 at `edge + 8192`.
+    let (src, dst) = (VA + edge - 300, VA + edge + 8192);
+    let header = 1 | (4 << 8) | (2 << 29);
+    s.run(&[
+        header,
+        lo(src),
+        hi(src),
+        0,
+        63 << 13,
+        0,
+        lo(dst),
+        hi(dst),
+        0,
+        79 << 13,
+        0,
+        63 | (2 << 16),
+        0,
+    ]);
+    for y in 0..3u64 {
+        let so = at(edge - 300 + y * 256);
+        model.copy_within(so..so + 256, at(edge + 8192 + y * 320));
+    }
+    check(&model, "rect");
+
+    // CONST_FILL of 32 dwords across the boundary.
+    let fill = VA + edge - 64;
+    s.run(&[11 | (2 << 30), lo(fill), hi(fill), 0x5a5a_c3c3, 31 << 2]);
+    for k in 0..32 {
+        let o = at(edge - 64 + 4 * k);
+        model[o..o + 4].copy_from_slice(&0x5a5a_c3c3u32.to_le_bytes());
+    }
+    check(&model, "fill");
+}
+
+/// A range crossing from a buffer object into unmapped space faults naming the access and the
+/// first unmapped byte, and writes nothing, although its first bytes are mapped; so does one
+/// crossing into a buffer object that is not mapped to the GPU.
+#[test]
+fn a_range_across_a_hole_faults_at_the_first_unmapped_byte() {
+    let s = setup();
+    let second = neighbour(&s);
+    let end = 2 * SIZE; // VA + end: nothing there
+    s.submit(&copy_linear(VA + SRC, VA + end - 16, 64));
+    let e = s.wait_error();
+    assert_eq!(e.status(), Status::MemoryFault);
+    assert_eq!(
+        e.detail().to_string(),
+        format!(
+            "SDMA queue 0 at ring offset 0x0 (read pointer 0x0): memory fault on GPU {:#x}: COPY \
+             LINEAR destination write at {:#x} (64 bytes): byte {:#x} is in no live allocation",
+            BUILTIN_GPU_ID,
+            VA + end - 16,
+            VA + end
+        )
+    );
+    assert_eq!(both_bytes(&s, second, end - 16, 16), vec![0; 16]);
+
+    // A third buffer object after the second, allocated but not mapped to the GPU: a fill
+    // crossing into it faults at its first byte.
+    let s = setup();
+    let second = neighbour(&s);
+    let mut third = AllocMemoryOfGpuArgs {
+        va_addr: VA + end,
+        size: SIZE,
+        gpu_id: BUILTIN_GPU_ID,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        ..Default::default()
+    };
+    // SAFETY: without USERPTR the argument carries no pointer.
+    unsafe {
+        s.d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, third.as_mut_bytes())
+    }
+    .unwrap();
+    let fill = VA + end - 8;
+    s.submit(&[11 | (2 << 30), lo(fill), hi(fill), 0x1234_5678, 3 << 2]);
+    let e = s.wait_error();
+    assert_eq!(e.status(), Status::MemoryFault);
+    assert_eq!(
+        e.detail().to_string(),
+        format!(
+            "SDMA queue 0 at ring offset 0x0 (read pointer 0x0): memory fault on GPU {:#x}: \
+             CONST_FILL write at {:#x} (16 bytes): byte {:#x} is in the allocation at {:#x}, \
+             which is not mapped to this GPU",
+            BUILTIN_GPU_ID,
+            VA + end - 8,
+            VA + end,
+            VA + end
+        )
+    );
+    assert_eq!(both_bytes(&s, second, end - 8, 8), vec![0; 8]);
 }
 
 #[test]

@@ -120,7 +120,12 @@ pub unsafe extern "C" fn hsa_queue_create(
         if let Some((_, cb)) = lock(&QUEUE_CALLBACKS).iter_mut().find(|(k, _)| *k == key) {
             cb.queue = address;
         }
-        write(&st.queues).insert(address, Arc::new(QueueImpl::Aql(RwLock::new(Some(q)))));
+        let doorbell = q.doorbell_signal().handle().0;
+        write(&st.queues).insert_aql(
+            address,
+            doorbell,
+            Arc::new(QueueImpl::Aql(RwLock::new(Some(q)))),
+        );
         // SAFETY: non-NULL, the caller's hsa_queue_t* slot.
         unsafe { queue.write(address as *mut c_void) };
         Ok(Status::Success)
@@ -210,7 +215,7 @@ pub unsafe extern "C" fn hsa_soft_queue_create(
             }
         }
         let address = descriptor.va.0;
-        write(&st.queues).insert(
+        write(&st.queues).insert_soft(
             address,
             Arc::new(QueueImpl::Soft(SoftQueue { descriptor, ring })),
         );
@@ -225,7 +230,7 @@ pub extern "C" fn hsa_queue_destroy(queue: *mut c_void) -> HsaStatus {
     guard("hsa_queue_destroy", || {
         let st = state::state()?;
         non_null(queue, "queue")?;
-        let Some(q) = write(&st.queues).remove(&(queue as u64)) else {
+        let Some(q) = write(&st.queues).remove(queue as u64) else {
             bail!(
                 Status::InvalidQueue,
                 "queue {:#x} is not a live queue",

@@ -99,21 +99,33 @@ fn store(name: &str, signal: u64, value: i64, order: StoreOrder, silent: bool) {
         match st.find_signal(signal) {
             Some(s) if silent => s.silent_store(value, order),
             Some(s) => s.store(value, order),
-            None => {
-                // A doorbell signal: ring the queue (every dispatch comes here, so no error
-                // is made unless the handle is neither).
-                let Some(q) = st.queue_by_doorbell(signal) else {
-                    return st.signal(signal).map(drop);
-                };
-                if let QueueImpl::Aql(lock) = &*q {
-                    if let Some(queue) = state::read(lock).as_ref() {
-                        queue.doorbell_signal().store(value as u64, order);
-                    }
-                }
-            }
+            None => ring_doorbell(&st, signal, value, order)?,
         }
         Ok(())
     })
+}
+
+/// A store to a handle that is no live signal of the table: a doorbell signal's, which rings
+/// its queue (every dispatch comes here, so no error is made unless the handle is neither).
+///
+/// # Errors
+/// `Status::InvalidSignal` ("signal handle ... is not a live signal") when `signal` is no
+/// live signal and no live queue's doorbell signal (a destroyed queue's, too).
+pub(crate) fn ring_doorbell(
+    st: &State,
+    signal: u64,
+    value: i64,
+    order: StoreOrder,
+) -> Result<(), Error> {
+    let Some(q) = st.queue_by_doorbell(signal) else {
+        return st.signal(signal).map(drop);
+    };
+    if let QueueImpl::Aql(lock) = &*q {
+        if let Some(queue) = state::read(lock).as_ref() {
+            queue.doorbell_signal().store(value as u64, order);
+        }
+    }
+    Ok(())
 }
 
 macro_rules! load_fn {

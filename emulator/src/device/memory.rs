@@ -201,6 +201,73 @@ impl Allocs {
         a.region.sub(va - a.va, len)
     }
 
+    /// Translates the device access `va..va+len` of GPU `gpu_id` to live memory that may span
+    /// allocations: every byte must lie in a live allocation mapped to that GPU, as a copy
+    /// engine needs only every page of its range mapped in the GPU's VM (adjacent buffer
+    /// objects are one range to it). An empty range touches no byte and never faults.
+    ///
+    /// # Errors
+    /// A [`SpanFault`] at the first byte that is in no live allocation, or in one that is not
+    /// mapped to `gpu_id`: its error is [`Status::MemoryFault`] naming the access (`what`),
+    /// the range and that byte.
+    pub(crate) fn device_span(
+        &self,
+        gpu_id: u32,
+        va: u64,
+        len: u64,
+        what: &str,
+    ) -> Result<DeviceSpan, SpanFault> {
+        if let Some(r) = self.device_region(gpu_id, va, len) {
+            return Ok(DeviceSpan::One(r));
+        }
+        let fault = |at: u64, why: std::fmt::Arguments<'_>| SpanFault {
+            address: at,
+            error: error!(
+                Status::MemoryFault,
+                "memory fault on GPU {gpu_id:#x}: {what} at {va:#x} ({len} bytes): {why}"
+            ),
+        };
+        let Some(end) = va.checked_add(len) else {
+            return Err(fault(
+                va,
+                format_args!("the range runs past the end of the address space"),
+            ));
+        };
+        let mut pieces = Vec::new();
+        let mut at = va;
+        while at < end {
+            let Some(a) = self.containing(at, 1) else {
+                return Err(fault(
+                    at,
+                    format_args!("byte {at:#x} is in no live allocation"),
+                ));
+            };
+            if !a.mapped.contains(&gpu_id) {
+                return Err(fault(
+                    at,
+                    format_args!(
+                        "byte {at:#x} is in the allocation at {:#x}, which is not mapped to \
+                         this GPU",
+                        a.va
+                    ),
+                ));
+            }
+            let n = end.min(a.va + a.size) - at;
+            let Some(r) = a.region.sub(at - a.va, n) else {
+                return Err(fault(
+                    at,
+                    format_args!("byte {at:#x} lies past the allocation's memory"),
+                ));
+            };
+            pieces.push(r);
+            at += n;
+        }
+        Ok(match pieces[..] {
+            [one] => DeviceSpan::One(one),
+            _ => DeviceSpan::Many(pieces),
+        })
+    }
+
     /// As [`Allocs::device_region`], with a [`Status::MemoryFault`] error naming the access.
     ///
     /// # Errors
@@ -223,5 +290,120 @@ impl Allocs {
                 "memory fault on GPU {gpu_id:#x}: {what} at {va:#x} ({len} bytes): {why}"
             )
         })
+    }
+}
+
+/// A device access that [`Allocs::device_span`] refused: the error to report and the first
+/// byte that faulted (what the device reports to amdkfd's memory event, as a GPU's VM fault
+/// names the faulting address).
+#[derive(Debug)]
+pub(crate) struct SpanFault {
+    /// The first device address of the range that is not reachable.
+    pub(crate) address: u64,
+    /// [`Status::MemoryFault`] naming the access, the range and that address.
+    pub(crate) error: Error,
+}
+
+/// The live memory behind a device range ([`Allocs::device_span`]): the one region of the
+/// allocation holding it, or the regions of the consecutive allocations it spans, in address
+/// order. Valid while the allocation table's read lock that made it is held.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum DeviceSpan {
+    /// The range lies inside one allocation.
+    One(Region),
+    /// The range crosses allocations: their pieces, in address order, at least two.
+    Many(Vec<Region>),
+}
+
+impl DeviceSpan {
+    /// The pieces, in address order.
+    fn pieces(&self) -> &[Region] {
+        match self {
+            DeviceSpan::One(r) => std::slice::from_ref(r),
+            DeviceSpan::Many(v) => v,
+        }
+    }
+
+    /// The one region of a range inside one allocation (an aligned word always is: buffer
+    /// objects are whole pages); `None` for a range that spans allocations.
+    pub(crate) fn single(&self) -> Option<Region> {
+        match self {
+            DeviceSpan::One(r) => Some(*r),
+            DeviceSpan::Many(_) => None,
+        }
+    }
+
+    /// The range's length, bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.pieces().iter().map(Region::len).sum()
+    }
+
+    /// Copies the range's bytes into `out` (at most the shorter length).
+    pub(crate) fn read_into(&self, out: &mut [u8]) {
+        let mut done = 0;
+        for r in self.pieces() {
+            let n = r.len().min(out.len() - done);
+            r.read_into(&mut out[done..done + n]);
+            done += n;
+        }
+    }
+
+    /// Copies `data` into the range (at most the range's length).
+    pub(crate) fn write_from(&self, data: &[u8]) {
+        let mut done = 0;
+        for r in self.pieces() {
+            let n = r.len().min(data.len() - done);
+            r.write_from(&data[done..done + n]);
+            done += n;
+        }
+    }
+
+    /// Copies `src`'s bytes into this range (at most the shorter length) as `memmove`: the
+    /// result is as if all of `src` was read before anything was written, however the two
+    /// overlap (an SDMA copy within one buffer, or across the same pages reached through two
+    /// buffer objects).
+    pub(crate) fn copy_from(&self, src: &DeviceSpan) {
+        if let (DeviceSpan::One(d), DeviceSpan::One(s)) = (self, src) {
+            d.copy_from(s);
+            return;
+        }
+        let n = self.len().min(src.len());
+        let host = |r: &Region| (r.addr(), r.addr() + r.len() as u64);
+        let overlap = self.pieces().iter().any(|d| {
+            let (d0, d1) = host(d);
+            src.pieces().iter().any(|s| {
+                let (s0, s1) = host(s);
+                d0 < s1 && s0 < d1
+            })
+        });
+        if overlap {
+            // Pieces alias each other in an order the walk below could break: read first.
+            let mut bounce = vec![0u8; n];
+            src.read_into(&mut bounce);
+            self.write_from(&bounce);
+            return;
+        }
+        // No piece of one side touches a piece of the other: copy piece pair by piece pair.
+        let (mut di, mut si) = (self.pieces().iter(), src.pieces().iter());
+        let (mut d, mut s) = (di.next().copied(), si.next().copied());
+        let mut left = n as u64;
+        while left > 0 {
+            let (Some(dr), Some(sr)) = (d, s) else { break };
+            let k = (dr.len().min(sr.len()) as u64).min(left);
+            if let (Some(dk), Some(sk)) = (dr.sub(0, k), sr.sub(0, k)) {
+                dk.copy_from(&sk);
+            }
+            left -= k;
+            d = if k == dr.len() as u64 {
+                di.next().copied()
+            } else {
+                dr.sub(k, dr.len() as u64 - k)
+            };
+            s = if k == sr.len() as u64 {
+                si.next().copied()
+            } else {
+                sr.sub(k, sr.len() as u64 - k)
+            };
+        }
     }
 }

@@ -29,7 +29,9 @@
 //! The caches' action bits are accepted and need no work, for the same reason. Anything else
 //! — another opcode, a type-0 register write, a field value the engine does not emulate, a
 //! packet that runs past its buffer — stops the queue with `INVALID_PACKET_FORMAT` naming
-//! the packet, its place and the value; memory the GPU cannot reach is a `MEMORY_FAULT`.
+//! the packet, its place and the value; memory the GPU cannot reach is a `MEMORY_FAULT`
+//! (an indirect buffer may cross from one buffer object into the next: the GPU needs its
+//! pages mapped, nothing more).
 //! Nothing is skipped silently.
 
 use std::sync::atomic::{fence, Ordering};

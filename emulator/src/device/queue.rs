@@ -9,8 +9,9 @@
 //! and its cost:
 //!
 //! - after activity (packets processed, or the doorbell or write index moved) it polls those
-//!   words in a spin loop for [`IDLE_SPIN`]: a producer that rings again within that window
-//!   is seen within a few hundred nanoseconds, with no system call on either side (the
+//!   words in a spin loop for [`IDLE_SPIN`], once per spin-loop hint, reading the clock only
+//!   every [`SPIN_CLOCK_EVERY`] polls: a producer that rings again within that window is
+//!   seen within a few hundred nanoseconds, with no system call on either side (the
 //!   dispatch round trip of B4). That costs up to [`IDLE_SPIN`] of one core per burst;
 //! - then it sleeps between polls, [`POLL_MIN`] at first, doubling up to [`POLL_MAX`]: an
 //!   idle queue costs about `1 s / POLL_MAX` wake-ups per second (a few microseconds of CPU
@@ -19,6 +20,8 @@
 //! - a queue whose barrier packet waits for a dependency polls every [`BLOCKED_POLL`];
 //! - destroying the queue wakes the thread at once (the device's own condition variable, not
 //!   a doorbell).
+//!
+//! [`IdlePoll`] is that policy; the SDMA engine's threads (`sdma.rs`) follow it too.
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -100,6 +103,67 @@ impl QueueCtl {
     }
 }
 
+/// How many polls of an idle queue's spin phase share one read of the clock (the check
+/// whether [`IDLE_SPIN`] is over): a read of the clock costs more than a poll of a few words,
+/// and polling only between batches of spin-loop hints let a producer wait for the batch.
+pub(crate) const SPIN_CLOCK_EVERY: u32 = 64;
+
+/// The idle-wait policy a queue's thread (the CP's and the SDMA engine's) follows between
+/// polls of what a producer writes (see the module docs): for [`IDLE_SPIN`] after the last
+/// activity, one `spin_loop` hint per poll, reading the clock only every
+/// [`SPIN_CLOCK_EVERY`] polls; then a sleep of [`POLL_MIN`], doubling up to [`POLL_MAX`],
+/// that a kick ([`QueueCtl::kick`]) ends early.
+///
+/// The thread calls [`IdlePoll::active`] when it saw activity (packets ran, a watched word
+/// moved) and [`IdlePoll::idle`] after each poll that found nothing.
+#[derive(Debug)]
+pub(crate) struct IdlePoll {
+    /// When the last activity was seen.
+    activity: Instant,
+    /// Polls since the last activity (or clock read), counting to [`SPIN_CLOCK_EVERY`].
+    polls: u32,
+    /// Whether the spin phase is still on.
+    spinning: bool,
+    /// The next sleep, once spinning is over.
+    sleep: Duration,
+}
+
+impl IdlePoll {
+    /// A policy whose last activity is now.
+    pub(crate) fn new() -> IdlePoll {
+        IdlePoll {
+            activity: Instant::now(),
+            polls: 0,
+            spinning: true,
+            sleep: POLL_MIN,
+        }
+    }
+
+    /// Activity was seen: the spin phase starts again and the sleeps start over at
+    /// [`POLL_MIN`].
+    pub(crate) fn active(&mut self) {
+        *self = IdlePoll::new();
+    }
+
+    /// A poll found nothing: spins once (the clock read every [`SPIN_CLOCK_EVERY`] calls)
+    /// while the spin phase lasts, else sleeps on `ctl` (unless it was kicked after `kicks`
+    /// was read) and doubles the next sleep.
+    #[inline]
+    pub(crate) fn idle(&mut self, ctl: &QueueCtl, kicks: u32) {
+        if self.spinning {
+            self.polls += 1;
+            if self.polls == SPIN_CLOCK_EVERY {
+                self.polls = 0;
+                self.spinning = self.activity.elapsed() < IDLE_SPIN;
+            }
+            std::hint::spin_loop();
+        } else {
+            ctl.sleep(kicks, self.sleep);
+            self.sleep = (self.sleep * 2).min(POLL_MAX);
+        }
+    }
+}
+
 /// What the processor thread of one queue needs.
 pub(crate) struct CpThread {
     pub(crate) device: Arc<Device>,
@@ -140,11 +204,9 @@ impl CpThread {
     }
 
     /// Waits until a producer did something: the doorbell or the write index moved, or the
-    /// next slot holds a packet (see the module docs for the policy). `activity` is when the
-    /// last activity was seen; `watched` what was seen then. Returns early when the queue is
-    /// being stopped.
-    fn wait_for_work(&self, ring: &Ring, watched: &mut Watched, activity: &mut Instant) {
-        let mut sleep = POLL_MIN;
+    /// next slot holds a packet (the module docs' policy, [`IdlePoll`]). `watched` is what was
+    /// seen at the last activity. Returns early when the queue is being stopped.
+    fn wait_for_work(&self, ring: &Ring, watched: &mut Watched, idle: &mut IdlePoll) {
         loop {
             let kicks = self.ctl.kick.load(Ordering::SeqCst);
             if self.ctl.stop.load(Ordering::SeqCst) {
@@ -153,20 +215,13 @@ impl CpThread {
             let now = self.watched(ring);
             if now != *watched {
                 *watched = now;
-                *activity = Instant::now();
+                idle.active();
                 return;
             }
             if self.next_packet_ready(ring) {
                 return;
             }
-            if activity.elapsed() < IDLE_SPIN {
-                for _ in 0..32 {
-                    std::hint::spin_loop();
-                }
-                continue;
-            }
-            self.ctl.sleep(kicks, sleep);
-            sleep = (sleep * 2).min(POLL_MAX);
+            idle.idle(&self.ctl, kicks);
         }
     }
 
@@ -175,7 +230,7 @@ impl CpThread {
         let mut stopped = false;
         let ring = *self.processor.ring();
         let mut watched = self.watched(&ring);
-        let mut activity = Instant::now();
+        let mut idle = IdlePoll::new();
         // The interpreter's decoded kernels and waves, kept over the queue's dispatches.
         let caches = RefCell::new(interp::Interpreters::default());
         while !self.ctl.stop.load(Ordering::SeqCst) {
@@ -206,10 +261,10 @@ impl CpThread {
             };
             match progress {
                 Progress::Processed(_) => {
-                    activity = Instant::now();
+                    idle.active();
                     watched = self.watched(&ring);
                 }
-                Progress::Idle => self.wait_for_work(&ring, &mut watched, &mut activity),
+                Progress::Idle => self.wait_for_work(&ring, &mut watched, &mut idle),
                 Progress::Blocked => self.ctl.sleep(seen, BLOCKED_POLL),
                 Progress::Stopped(e) => {
                     stopped = true;
@@ -549,11 +604,16 @@ impl Pm4Memory for CpHost<'_> {
     fn read_dwords(&self, va: u64, out: &mut [u32]) -> hsa_core::Result<()> {
         let len = out.len() as u64 * 4;
         let allocs = self.allocs();
-        let region = allocs
-            .device_region_or_fault(self.gpu_id, va, len, "PM4 indirect buffer read")
-            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "read"))))?;
+        // The buffer may cross from one allocation into the next: the CP, like any GPU
+        // client, needs its pages mapped, not one buffer object.
+        let span = allocs
+            .device_span(self.gpu_id, va, len, "PM4 indirect buffer read")
+            .map_err(|f| {
+                self.fault.set(Some(MemoryFault::of(f.address, "read")));
+                f.error
+            })?;
         let mut bytes = vec![0u8; out.len() * 4];
-        region.read_into(&mut bytes);
+        span.read_into(&mut bytes);
         for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
             *o = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         }
@@ -597,5 +657,55 @@ impl Pm4Memory for CpHost<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .end_of_pipe_interrupt(context_id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The policy's steps, without timing anything: a poll whose last activity is long past
+    /// still spins until its clock read ([`SPIN_CLOCK_EVERY`] polls), then sleeps — here not
+    /// at all, the control block having been kicked since `kicks` was read — doubling the
+    /// sleep from [`POLL_MIN`] up to [`POLL_MAX`]; activity starts it over.
+    #[test]
+    fn idle_poll_spins_until_its_clock_read_then_backs_off() {
+        let ctl = QueueCtl::default();
+        let stale = ctl.kicks();
+        ctl.kick();
+        let mut idle = IdlePoll::new();
+        idle.activity -= IDLE_SPIN * 2;
+        for _ in 0..SPIN_CLOCK_EVERY - 1 {
+            idle.idle(&ctl, stale);
+            assert!(idle.spinning);
+        }
+        idle.idle(&ctl, stale);
+        assert!(!idle.spinning);
+        let mut sleeps = Vec::new();
+        for _ in 0..8 {
+            sleeps.push(idle.sleep);
+            idle.idle(&ctl, stale);
+        }
+        let us = |n| Duration::from_micros(n);
+        assert_eq!(
+            sleeps,
+            [
+                us(50),
+                us(100),
+                us(200),
+                us(400),
+                us(800),
+                us(1000),
+                us(1000),
+                us(1000)
+            ]
+        );
+        idle.active();
+        assert!(idle.spinning && idle.polls == 0 && idle.sleep == POLL_MIN);
+        // Within the spin window the clock read keeps it spinning.
+        for _ in 0..SPIN_CLOCK_EVERY {
+            idle.idle(&ctl, stale);
+        }
+        assert!(idle.spinning || idle.activity.elapsed() >= IDLE_SPIN);
     }
 }

@@ -50,21 +50,23 @@
 //!
 //! Anything else — another opcode or sub-opcode, a field value the engine does not emulate,
 //! a packet longer than what was written — stops the queue with `INVALID_PACKET_FORMAT`
-//! naming the packet, its place in the ring and the value; an address the GPU cannot reach
-//! is a `MEMORY_FAULT`. The device reports a stopped SDMA queue as it reports a stopped
+//! naming the packet, its place in the ring and the value. A packet's memory range may cross
+//! from one buffer object into the next, as on the engine, which needs only every page of it
+//! mapped in the GPU's VM; a byte the GPU cannot reach is a `MEMORY_FAULT` naming the access
+//! and that byte. The device reports a stopped SDMA queue as it reports a stopped
 //! compute queue (`Device::report_queue_error`: its log, and the KFD hardware-exception or
 //! memory event). Nothing is skipped silently.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hsa_core::{error, Error, Status};
 use zerocopy::IntoBytes;
 
 use super::mem::Region;
-use super::memory::{Allocs, MemoryFault};
-use super::queue::{QueueCtl, BLOCKED_POLL, IDLE_SPIN, POLL_MAX, POLL_MIN};
+use super::memory::{Allocs, DeviceSpan, MemoryFault};
+use super::queue::{IdlePoll, QueueCtl, BLOCKED_POLL};
 use super::Device;
 
 /// SDMA opcode `NOP`.
@@ -92,12 +94,13 @@ pub(crate) const SUBOP_TIMESTAMP_GET_GLOBAL: u32 = 2;
 
 /// What the SDMA engine reaches: the GPU's view of memory, its clock and its interrupt line.
 pub(crate) trait SdmaMemory {
-    /// The live memory behind the device range `va..va + len`.
+    /// The live memory behind the device range `va..va + len`, which may cross from one
+    /// allocation into the next (the engine needs every page mapped, nothing more).
     ///
     /// # Errors
-    /// `Status::MemoryFault` naming the access (`what`) when the range is not memory the GPU
-    /// reaches.
-    fn region(&self, va: u64, len: u64, what: &str) -> Result<Region, Error>;
+    /// `Status::MemoryFault` naming the access (`what`) and the first byte of the range that
+    /// is not memory the GPU reaches.
+    fn span(&self, va: u64, len: u64, what: &str) -> Result<DeviceSpan, Error>;
 
     /// The GPU clock counter, in the ticks of `GET_CLOCK_COUNTERS.gpu_clock_counter`.
     fn gpu_clock(&self) -> u64;
@@ -220,8 +223,9 @@ fn with_word32<R>(
             "{what} address {va:#x} is not 4-byte aligned"
         )));
     }
-    let r = mem.region(va, 4, what)?;
-    r.atomic_u32(0)
+    let r = mem.span(va, 4, what)?.single();
+    r.as_ref()
+        .and_then(|r| r.atomic_u32(0))
         .map(f)
         .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 4-byte aligned")))
 }
@@ -238,8 +242,9 @@ fn with_word64<R>(
             "{what} address {va:#x} is not 8-byte aligned"
         )));
     }
-    let r = mem.region(va, 8, what)?;
-    r.atomic_u64(0)
+    let r = mem.span(va, 8, what)?.single();
+    r.as_ref()
+        .and_then(|r| r.atomic_u64(0))
         .map(f)
         .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 8-byte aligned")))
 }
@@ -266,8 +271,8 @@ fn copy_linear(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
     }
     let src = u64::from(p[3]) | u64::from(p[4]) << 32;
     let dst = u64::from(p[5]) | u64::from(p[6]) << 32;
-    let s = mem.region(src, bytes, "COPY LINEAR source read")?;
-    let d = mem.region(dst, bytes, "COPY LINEAR destination write")?;
+    let s = mem.span(src, bytes, "COPY LINEAR source read")?;
+    let d = mem.span(dst, bytes, "COPY LINEAR destination write")?;
     d.copy_from(&s);
     Ok(())
 }
@@ -317,8 +322,8 @@ fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
                     "COPY LINEAR_RECT row {y} of slice {z} lies past the end of the address space"
                 )));
             };
-            let sr = mem.region(s, row_bytes, "COPY LINEAR_RECT source read")?;
-            let dr = mem.region(d, row_bytes, "COPY LINEAR_RECT destination write")?;
+            let sr = mem.span(s, row_bytes, "COPY LINEAR_RECT source read")?;
+            let dr = mem.span(d, row_bytes, "COPY LINEAR_RECT destination write")?;
             dr.copy_from(&sr);
         }
     }
@@ -500,17 +505,11 @@ fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
         )));
     }
     let dwords = u64::from(p[4] >> 2) + 1;
-    let r = mem.region(va, dwords * 4, "CONST_FILL write")?;
+    let r = mem.span(va, dwords * 4, "CONST_FILL write")?;
     let data = p[3].to_le_bytes().repeat(dwords as usize);
     r.write_from(&data);
     Ok(())
 }
-
-/// How many doorbell reads of an idle engine's spin phase share one read of the clock (the
-/// check whether [`IDLE_SPIN`] is over): a read of the clock costs more than a read of the
-/// doorbell, and reading the doorbell only between batches of spin-loop hints let a producer
-/// wait for the whole batch.
-const SPIN_CLOCK_EVERY: u32 = 64;
 
 /// What an SDMA queue's thread needs.
 pub(crate) struct SdmaThread {
@@ -632,32 +631,22 @@ impl SdmaThread {
 
     /// The thread body: runs packets until the queue is destroyed or a packet stops it.
     ///
-    /// Between batches it watches the doorbell as the CP thread watches its queue
-    /// (`queue.rs`): for [`IDLE_SPIN`] after the last packet it reads the doorbell once per
-    /// spin-loop hint, so a producer that submits again within that window is seen at once
-    /// (reading the clock only every [`SPIN_CLOCK_EVERY`] reads); then it sleeps
-    /// [`POLL_MIN`], doubling up to [`POLL_MAX`], between reads.
+    /// Between batches it watches the doorbell as the CP thread watches its queue, by the
+    /// same [`IdlePoll`]: for [`IDLE_SPIN`](super::queue::IDLE_SPIN) after the last packet
+    /// it reads the doorbell once per spin-loop hint, so a producer that submits again within
+    /// that window is seen at once; then it sleeps [`POLL_MIN`](super::queue::POLL_MIN),
+    /// doubling up to [`POLL_MAX`](super::queue::POLL_MAX), between reads.
     pub(crate) fn run(self) {
         self.store_rptr(0);
         let mut rptr = 0u64;
-        let mut activity = Instant::now();
-        let mut spinning = true;
-        let mut spins = 0u32;
-        let mut sleep = POLL_MIN;
+        let mut idle = IdlePoll::new();
         // The pending dwords of a batch; kept from one batch to the next.
         let mut dw = Vec::new();
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let kicks = self.ctl.kicks();
             let end = self.doorbell();
             if end == rptr {
-                if spinning {
-                    spins = spins.wrapping_add(1);
-                    spinning = spins % SPIN_CLOCK_EVERY != 0 || activity.elapsed() < IDLE_SPIN;
-                    std::hint::spin_loop();
-                } else {
-                    self.ctl.sleep(kicks, sleep);
-                    sleep = (sleep * 2).min(POLL_MAX);
-                }
+                idle.idle(&self.ctl, kicks);
                 continue;
             }
             match self.run_pending(rptr, end, &mut dw) {
@@ -665,10 +654,7 @@ impl SdmaThread {
                     let moved = r != rptr;
                     rptr = r;
                     if moved {
-                        activity = Instant::now();
-                        spinning = true;
-                        spins = 0;
-                        sleep = POLL_MIN;
+                        idle.active();
                     }
                     if waiting && !moved {
                         self.ctl.sleep(kicks, BLOCKED_POLL);
@@ -698,10 +684,13 @@ struct SdmaHost<'a> {
 }
 
 impl SdmaMemory for SdmaHost<'_> {
-    fn region(&self, va: u64, len: u64, what: &str) -> Result<Region, Error> {
+    fn span(&self, va: u64, len: u64, what: &str) -> Result<DeviceSpan, Error> {
         self.allocs
-            .device_region_or_fault(self.gpu_id, va, len, what)
-            .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, what))))
+            .device_span(self.gpu_id, va, len, what)
+            .map_err(|f| {
+                self.fault.set(Some(MemoryFault::of(f.address, what)));
+                f.error
+            })
     }
 
     fn gpu_clock(&self) -> u64 {
