@@ -4997,22 +4997,28 @@ fn directed_rounding_of_f64_and_f16() {
                 "{cpu} setreg_r3_mul_f64 {x:e} {y:e}"
             );
         }
-        // Still not modelled: an error naming the instruction and the mode.
-        let e = run(
-            "rcp_f64_r3",
-            bytes64(&a64),
-            bytes64(&b64),
-            bytes64(&c64),
-            8,
-            n,
-        )
-        .unwrap_err();
-        assert_eq!(e.status(), Status::IllegalInstruction, "{cpu} rcp_f64_r3");
-        let msg = e.detail().to_string();
-        assert!(
-            msg.contains("v_rcp_f64") && msg.contains("toward zero"),
-            "{cpu} rcp_f64_r3: {msg}"
+        // An approximation (the ISA gives its precision, 1 ULP, not a rounding) runs under a
+        // directed mode with the default mode's result: here the correctly rounded 1/x.
+        let got = u64s(
+            &run(
+                "rcp_f64_r3",
+                bytes64(&a64),
+                bytes64(&b64),
+                bytes64(&c64),
+                8,
+                n,
+            )
+            .unwrap_or_else(|e| panic!("{cpu} rcp_f64_r3: {e}")),
         );
+        for i in 0..n {
+            let x = f64::from_bits(a64[i]);
+            let want = (1.0 / x).to_bits();
+            assert!(
+                same_or_nan(got[i], want, 64, 52),
+                "{cpu} rcp_f64_r3 {x:e}: gave {:#x}, want {want:#x}",
+                got[i]
+            );
+        }
     }
 }
 
@@ -5799,16 +5805,16 @@ fn mfma_denormals_on_mi200() {
 }
 
 /// What the documents leave unspecified under a directed FP_ROUND stays refused, with an
-/// error naming the instruction, the mode and why: `v_sqrt_f32` (the ISA gives only its
-/// precision in ULP), `v_dot2_f32_f16` (no rounding stated for the sum), an f16 MFMA (no
-/// rounding stated).
+/// error naming the instruction, the mode and why: `v_dot2_f32_f16` (no rounding stated for
+/// the sum), an f16 MFMA (no rounding stated). An approximation the ISA specifies by its
+/// precision (`v_sqrt_f32`, 1 ULP) runs, with the default mode's result: the host's
+/// correctly rounded square root.
 #[test]
 fn refused_under_directed_rounding_says_why() {
     for (cpu, target) in CPUS {
         let isa = Isa::load("round", cpu, target);
         let kernels = isa.kernels();
         for (k, inst, mode, why) in [
-            ("sqrt_f32_r2", "v_sqrt_f32", "toward -inf", "ULP"),
             (
                 "dot2_f32_f16_r1",
                 "v_dot2_f32_f16",
@@ -5838,6 +5844,40 @@ fn refused_under_directed_rounding_says_why() {
             assert!(
                 msg.contains(inst) && msg.contains(mode) && msg.contains(why),
                 "{cpu} {k}: {msg}"
+            );
+        }
+        // v_sqrt_f32 under round toward -inf: 64 lanes of squares, non-squares (whose
+        // correctly rounded roots differ from the rounded-down ones), a denormal, 0, -0, -1,
+        // infinity.
+        let xs: Vec<u32> = (0..64u32)
+            .map(|i| match i {
+                0 => 0,
+                1 => 0x8000_0000,
+                2 => (-1.0f32).to_bits(),
+                3 => f32::INFINITY.to_bits(),
+                4 => 1,
+                _ => (2.0f32 + i as f32 * 0.37).to_bits(),
+            })
+            .collect();
+        let out = isa
+            .run(
+                "sqrt_f32_r2",
+                64,
+                &[
+                    vec![0; 4],
+                    bytes32(&xs),
+                    vec![0; 256],
+                    vec![0; 256],
+                    vec![0; 256],
+                ],
+            )
+            .unwrap_or_else(|e| panic!("{cpu} sqrt_f32_r2: {e}"));
+        for (i, &g) in u32s(&out[4]).iter().enumerate() {
+            let want = f32::from_bits(xs[i]).sqrt().to_bits();
+            assert!(
+                g == want || f32::from_bits(g).is_nan() && f32::from_bits(want).is_nan(),
+                "{cpu} sqrt_f32_r2 {:#x}: gave {g:#x}, want {want:#x}",
+                xs[i]
             );
         }
     }

@@ -1084,7 +1084,7 @@ def fpmode(cpu):
 #   gfx942), add_f16, sub_f16, mul_f16, fma_f16, mad_f16, mac_f16 (D = p3[i] before),
 #   madak_f16 (K = 0x3c01), madmk_f16 (p1[i] × K + p2[i], K = 0x3555);
 # - `setreg_r3_mul_f64`: round toward zero for f64 selected by s_setreg at run time;
-# - `rcp_f64_r3`: v_rcp_f64 under round toward zero is not modelled: an error;
+# - `rcp_f64_r3`: v_rcp_f64 under round toward zero (an approximation: the default mode's result);
 # - `<op>_r<n>_d<m>`, packed math: FLOAT_ROUND_MODE n and FLOAT_DENORM_MODE m of the op's
 #   precision, the other precision's fields set otherwise ((n + 1) % 4 and 3 - m) so that
 #   reading the wrong field shows: pk_add_f16, pk_mul_f16, pk_fma_f16, pk_max_f16 (dwords, two
@@ -1107,9 +1107,10 @@ def fpmode(cpu):
 #   register 0 to p4;
 # - `<op>_r<n>`, mode-independent conversions under FLOAT_ROUND_MODE_32 and _16_64 both n:
 #   cvt_i32_f32, cvt_u32_f32 (dword p1), cvt_f64_i32 (dword p1, qword result);
+# - `sqrt_f32_r2` (FLOAT_ROUND_MODE_32 2): an approximation, the default mode's result;
 # - refused under a directed mode (the ISA leaves it unspecified), an error saying why:
-#   `sqrt_f32_r2` (FLOAT_ROUND_MODE_32 2), `dot2_f32_f16_r1` (gfx906+, FLOAT_ROUND_MODE_32 1),
-#   `mfma_f16_r3` (gfx908+, FLOAT_ROUND_MODE_32 3).
+#   `dot2_f32_f16_r1` (gfx906+, FLOAT_ROUND_MODE_32 1), `mfma_f16_r3` (gfx908+,
+#   FLOAT_ROUND_MODE_32 3).
 def round_family(cpu):
     a = Asm(cpu)
     d32 = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
