@@ -49,6 +49,8 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
         0x426B4E85,
         Some("v_pk_fmac_f16_e32 v167, 0x426b4e85, v69"),
     ),
+    // v_cvt_off_f32_i4 reads an integer: no abs/neg in DPP (llvm-mc rejects them).
+    ("gfx900", 0x7FAE1CFA, 0x2626113B, None),
     // s_memtime/s_memrealtime: base and offset fields ignored, the IMM bit rejected.
     ("gfx900", 0xC0900000, 0, Some("s_memtime s[0:1]")),
     ("gfx900", 0xC093B05F, 0x2D416F65, None),

@@ -1198,14 +1198,14 @@ fn float_result(name: &str) -> bool {
 
 /// Whether an instruction's sources are floating-point (take `neg`/`abs` in SDWA and DPP)
 /// rather than integers (take `sext`): by the mnemonic's last operand type, the source type
-/// of conversions (`v_cvt_f32_i32` reads an integer); `v_cvt_f32_ubyte*` read integers;
-/// `v_cndmask_b32` takes the float modifiers.
+/// of conversions (`v_cvt_f32_i32` reads an integer); `v_cvt_f32_ubyte*` and
+/// `v_cvt_off_f32_i4` read integers; `v_cndmask_b32` takes the float modifiers.
 pub(crate) fn float_sources(name: &str) -> bool {
     if name == "v_cndmask_b32" {
         // A lane select with the float modifiers (llvm-mc decodes neg/abs on it).
         return true;
     }
-    if name.contains("ubyte") {
+    if name.contains("ubyte") || name == "v_cvt_off_f32_i4" {
         return false;
     }
     name.split('_')
