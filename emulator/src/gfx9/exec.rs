@@ -1875,6 +1875,28 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                         (if v < 0 { !a32 } else { a32 }).leading_zeros() as u64
                     }
                 }
+                // S_FLBIT_I32_I64 (Vega ISA SOP1 opcode 21): s_flbit_i32 of 64 bits.
+                "s_flbit_i32_i64" => {
+                    if a == 0 || a == u64::MAX {
+                        u32::MAX as u64
+                    } else {
+                        (if (a as i64) < 0 { !a } else { a }).leading_zeros() as u64
+                    }
+                }
+                // S_WQM_B32/B64 (Vega ISA SOP1 opcodes 6, 7): each nibble with a bit set
+                // becomes 0xF; SCC = D != 0.
+                "s_wqm_b32" | "s_wqm_b64" => {
+                    let r = (0..16).fold(0u64, |r, k| {
+                        if a >> (4 * k) & 0xF != 0 {
+                            r | 0xF << (4 * k)
+                        } else {
+                            r
+                        }
+                    });
+                    let r = if wd[0] == 2 { r } else { r & 0xFFFF_FFFF };
+                    new_scc = nz(r);
+                    r
+                }
                 "s_sext_i32_i8" => a32 as i8 as i32 as u32 as u64,
                 "s_sext_i32_i16" => a32 as i16 as i32 as u32 as u64,
                 "s_bitset0_b32" => (d_old & !(1 << (a32 & 31))) as u64,
