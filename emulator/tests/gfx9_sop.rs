@@ -162,6 +162,14 @@ fn reference(op: &str, k: Option<u16>, c: Case) -> Option<Out> {
     }
     match op {
         // SOP2
+        "s_add_u32" => {
+            let (r, c) = a32.overflowing_add(b32);
+            out(keep(r), c)
+        }
+        "s_addc_u32" => {
+            let sum = u64::from(a32) + u64::from(b32) + u64::from(scc);
+            out(keep(sum as u32), sum >> 32 != 0)
+        }
         "s_add_i32" => {
             let (r, o) = (a32 as i32).overflowing_add(b32 as i32);
             out(keep(r as u32), o)
@@ -201,6 +209,7 @@ fn reference(op: &str, k: Option<u16>, c: Case) -> Option<Out> {
         "s_pack_lh_b32_b16" => same32(a32 & 0xFFFF | b32 & 0xFFFF_0000),
         "s_pack_hh_b32_b16" => same32(a32 >> 16 | b32 & 0xFFFF_0000),
         "s_cselect_b64" => out(if scc { a } else { b }, scc),
+        "s_and_b64" => nz64(a & b),
         "s_or_b64" => nz64(a | b),
         "s_xor_b64" => nz64(a ^ b),
         "s_andn2_b64" => nz64(a & !b),
@@ -349,8 +358,9 @@ fn split_k(kernel: &str) -> (&str, Option<u16>) {
     }
 }
 
-const OTHER: [&str; 7] = [
+const OTHER: [&str; 8] = [
     "s_swappc_b64",
+    "s_nop",
     "s_setprio",
     "s_sleep",
     "s_barrier",
@@ -385,9 +395,9 @@ fn scalar_alu_matches_the_isa() {
             kernels += 1;
         }
     }
-    // Per target: 29 + 8 + 5 + 1 SOP2, 15 + 4 + 6 + 11 SOP1, 14 + 1 + 2 SOPC, and
+    // Per target: 31 + 9 + 5 + 1 SOP2, 15 + 4 + 6 + 11 SOP1, 14 + 1 + 2 SOPC, and
     // (12 s_cmpk_* + 3) x 5 immediates.
-    assert_eq!(kernels, (43 + 36 + 17 + 75) * 5);
+    assert_eq!(kernels, (46 + 36 + 17 + 75) * 5);
     assert!(
         checked > kernels * (cases.len() - 40),
         "{checked} cases checked"
@@ -442,9 +452,9 @@ fn program_control_matches_the_isa() {
         // s25 = 0x5ab and returned through D.
         let got = run_cases(&isa, cpu, "s_swappc_b64", &one)[0];
         assert_eq!(got.d, 0x5ab_0000_0001, "{cpu} s_swappc_b64");
-        // s_setprio, s_sleep, s_barrier (a one-wave work-group) and trap 3 (llvm.debugtrap,
+        // s_nop, s_setprio, s_sleep, s_barrier (a one-wave work-group) and trap 3 (llvm.debugtrap,
         // no debugger: the handler returns) go on to the next instruction.
-        for k in ["s_setprio", "s_sleep", "s_barrier", "s_trap_3"] {
+        for k in ["s_nop", "s_setprio", "s_sleep", "s_barrier", "s_trap_3"] {
             let got = run_cases(&isa, cpu, k, &one)[0];
             assert_eq!(got.d, 0x1234_5678_0000_600d, "{cpu} {k}");
         }

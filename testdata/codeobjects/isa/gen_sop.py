@@ -20,8 +20,8 @@ as above.
 Other kernels (one wave, records as above):
 - `s_swappc_b64`: s_swappc_b64 s[30:31] to a subroutine that sets s25 = 0x5ab and returns
   with s_setpc_b64 s[30:31]; D lo = 1 when s[30:31] was the address after the s_swappc_b64.
-- `s_setprio`, `s_sleep`, `s_barrier`, `s_trap_3` (llvm.debugtrap's id): the instruction, then
-  D lo = 0x600d.
+- `s_nop`, `s_setprio`, `s_sleep`, `s_barrier`, `s_trap_3` (llvm.debugtrap's id): the
+  instruction, then D lo = 0x600d.
 - `s_trap_2` (`__builtin_trap`'s id): the instruction; the dispatch must fail (no trap
   handler), D lo = 0xbad if it went on.
 - `s_endpgm_saved`: stores the record with D lo = 0x600d, then s_endpgm_saved, then stores
@@ -39,12 +39,12 @@ Usage: python3 gen_sop.py   (writes next to this file)
 """
 from gen import Asm, build
 
-SOP2_32 = ("s_add_i32 s_sub_i32 s_min_i32 s_min_u32 s_max_i32 s_max_u32 s_andn2_b32 "
+SOP2_32 = ("s_add_u32 s_addc_u32 s_add_i32 s_sub_i32 s_min_i32 s_min_u32 s_max_i32 s_max_u32 s_andn2_b32 "
            "s_orn2_b32 s_nand_b32 s_nor_b32 s_xnor_b32 s_xor_b32 s_lshl_b32 s_lshr_b32 "
            "s_ashr_i32 s_bfm_b32 s_mul_i32 s_bfe_u32 s_bfe_i32 s_absdiff_i32 s_lshl1_add_u32 "
            "s_lshl2_add_u32 s_lshl3_add_u32 s_lshl4_add_u32 s_mul_hi_u32 s_mul_hi_i32 "
            "s_pack_ll_b32_b16 s_pack_lh_b32_b16 s_pack_hh_b32_b16").split()
-SOP2_64 = ("s_cselect_b64 s_or_b64 s_xor_b64 s_andn2_b64 s_orn2_b64 s_nand_b64 s_nor_b64 "
+SOP2_64 = ("s_cselect_b64 s_and_b64 s_or_b64 s_xor_b64 s_andn2_b64 s_orn2_b64 s_nand_b64 s_nor_b64 "
            "s_xnor_b64").split()
 # 64-bit data, 32-bit second source.
 SOP2_64_32 = "s_lshl_b64 s_lshr_b64 s_ashr_i64 s_bfe_u64 s_bfe_i64".split()
@@ -132,8 +132,9 @@ def misc(a):
         "s_swappc_b64 s[30:31], s[20:21]", r + ":", "s_getpc_b64 s[28:29]",
         "s_sub_u32 s28, s28, 4", "s_subb_u32 s29, s29, 0", "s_cmp_eq_u64 s[28:29], s[30:31]",
         "s_cselect_b32 s24, 1, 0"] + TAIL)
-    for name, ins in (("s_setprio", "s_setprio 3"), ("s_sleep", "s_sleep 1"),
-                      ("s_barrier", "s_barrier"), ("s_trap_3", "s_trap 3")):
+    for name, ins in (("s_nop", "s_nop 7"), ("s_setprio", "s_setprio 3"),
+                      ("s_sleep", "s_sleep 1"), ("s_barrier", "s_barrier"),
+                      ("s_trap_3", "s_trap 3")):
         a.kernel(name, HEAD + [ins, "s_movk_i32 s24, 0x600d"] + TAIL)
     a.kernel("s_trap_2", HEAD + ["s_trap 2", "s_movk_i32 s24, 0xbad"] + TAIL)
     a.kernel("s_endpgm_saved", HEAD + ["s_movk_i32 s24, 0x600d"] + TAIL + [

@@ -2,6 +2,72 @@
 	.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
 	.amdhsa_code_object_version 5
 	.text
+	.globl s_add_u32
+	.p2align 8
+	.type s_add_u32,@function
+s_add_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_lshl_b32 s3, s2, 3
+	s_load_dwordx2 s[20:21], s[6:7], s3
+	s_load_dwordx2 s[22:23], s[8:9], s3
+	s_lshl_b32 s3, s2, 4
+	s_load_dwordx4 s[24:27], s[10:11], s3
+	v_mov_b32 v22, s2
+	v_lshlrev_b32 v22, 5, v22
+	s_waitcnt lgkmcnt(0)
+	s_cmp_lg_u32 s26, 0
+	s_add_u32 s24, s20, s22
+	s_cselect_b32 s26, 1, 0
+	s_mov_b64 s[28:29], exec
+	s_mov_b64 exec, -1
+	v_mov_b32 v6, s24
+	v_mov_b32 v7, s25
+	v_mov_b32 v8, s26
+	v_mov_b32 v9, s28
+	v_mov_b32 v10, s29
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	global_store_dword v22, v10, s[12:13] offset:16
+	s_endpgm
+.Ls_add_u32_end:
+	.size s_add_u32, .Ls_add_u32_end-s_add_u32
+
+	.globl s_addc_u32
+	.p2align 8
+	.type s_addc_u32,@function
+s_addc_u32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_lshl_b32 s3, s2, 3
+	s_load_dwordx2 s[20:21], s[6:7], s3
+	s_load_dwordx2 s[22:23], s[8:9], s3
+	s_lshl_b32 s3, s2, 4
+	s_load_dwordx4 s[24:27], s[10:11], s3
+	v_mov_b32 v22, s2
+	v_lshlrev_b32 v22, 5, v22
+	s_waitcnt lgkmcnt(0)
+	s_cmp_lg_u32 s26, 0
+	s_addc_u32 s24, s20, s22
+	s_cselect_b32 s26, 1, 0
+	s_mov_b64 s[28:29], exec
+	s_mov_b64 exec, -1
+	v_mov_b32 v6, s24
+	v_mov_b32 v7, s25
+	v_mov_b32 v8, s26
+	v_mov_b32 v9, s28
+	v_mov_b32 v10, s29
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	global_store_dword v22, v10, s[12:13] offset:16
+	s_endpgm
+.Ls_addc_u32_end:
+	.size s_addc_u32, .Ls_addc_u32_end-s_addc_u32
+
 	.globl s_add_i32
 	.p2align 8
 	.type s_add_i32,@function
@@ -991,6 +1057,39 @@ s_cselect_b64:
 	s_endpgm
 .Ls_cselect_b64_end:
 	.size s_cselect_b64, .Ls_cselect_b64_end-s_cselect_b64
+
+	.globl s_and_b64
+	.p2align 8
+	.type s_and_b64,@function
+s_and_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_lshl_b32 s3, s2, 3
+	s_load_dwordx2 s[20:21], s[6:7], s3
+	s_load_dwordx2 s[22:23], s[8:9], s3
+	s_lshl_b32 s3, s2, 4
+	s_load_dwordx4 s[24:27], s[10:11], s3
+	v_mov_b32 v22, s2
+	v_lshlrev_b32 v22, 5, v22
+	s_waitcnt lgkmcnt(0)
+	s_cmp_lg_u32 s26, 0
+	s_and_b64 s[24:25], s[20:21], s[22:23]
+	s_cselect_b32 s26, 1, 0
+	s_mov_b64 s[28:29], exec
+	s_mov_b64 exec, -1
+	v_mov_b32 v6, s24
+	v_mov_b32 v7, s25
+	v_mov_b32 v8, s26
+	v_mov_b32 v9, s28
+	v_mov_b32 v10, s29
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	global_store_dword v22, v10, s[12:13] offset:16
+	s_endpgm
+.Ls_and_b64_end:
+	.size s_and_b64, .Ls_and_b64_end-s_and_b64
 
 	.globl s_or_b64
 	.p2align 8
@@ -5948,6 +6047,40 @@ s_swappc_b64:
 .Ls_swappc_b64_end:
 	.size s_swappc_b64, .Ls_swappc_b64_end-s_swappc_b64
 
+	.globl s_nop
+	.p2align 8
+	.type s_nop,@function
+s_nop:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_lshl_b32 s3, s2, 3
+	s_load_dwordx2 s[20:21], s[6:7], s3
+	s_load_dwordx2 s[22:23], s[8:9], s3
+	s_lshl_b32 s3, s2, 4
+	s_load_dwordx4 s[24:27], s[10:11], s3
+	v_mov_b32 v22, s2
+	v_lshlrev_b32 v22, 5, v22
+	s_waitcnt lgkmcnt(0)
+	s_cmp_lg_u32 s26, 0
+	s_nop 7
+	s_movk_i32 s24, 0x600d
+	s_cselect_b32 s26, 1, 0
+	s_mov_b64 s[28:29], exec
+	s_mov_b64 exec, -1
+	v_mov_b32 v6, s24
+	v_mov_b32 v7, s25
+	v_mov_b32 v8, s26
+	v_mov_b32 v9, s28
+	v_mov_b32 v10, s29
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	global_store_dword v22, v10, s[12:13] offset:16
+	s_endpgm
+.Ls_nop_end:
+	.size s_nop, .Ls_nop_end-s_nop
+
 	.globl s_setprio
 	.p2align 8
 	.type s_setprio,@function
@@ -8213,6 +8346,20 @@ smem_batomic_dec_x2_nrc:
 
 	.rodata
 	.p2align 6
+	.amdhsa_kernel s_add_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_addc_u32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel s_add_i32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -8417,6 +8564,13 @@ smem_batomic_dec_x2_nrc:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel s_cselect_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_and_b64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -9453,6 +9607,13 @@ smem_batomic_dec_x2_nrc:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel s_swappc_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_nop
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
