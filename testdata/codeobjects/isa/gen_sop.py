@@ -128,7 +128,11 @@ def misc(a):
     a.kernel("s_swappc_b64", HEAD + [
         "s_branch " + m, s + ":", "s_movk_i32 s25, 0x5ab", "s_setpc_b64 s[30:31]",
         m + ":", "s_getpc_b64 s[20:21]", p + ":",
-        "s_sub_u32 s20, s20, %s-%s" % (p, s), "s_subb_u32 s21, s21, 0",
+        # The distance back to the subroutine, as a literal above the inline range (llvm-mc
+        # writes the fixed-up expression as a literal; llvm-objdump prints a literal of an
+        # inline value as that value, the emulator's disassembler in hex).
+        "s_add_u32 s20, s20, 0x1000-(%s-%s)" % (p, s), "s_addc_u32 s21, s21, 0",
+        "s_sub_u32 s20, s20, 0x1000", "s_subb_u32 s21, s21, 0",
         "s_swappc_b64 s[30:31], s[20:21]", r + ":", "s_getpc_b64 s[28:29]",
         "s_sub_u32 s28, s28, 4", "s_subb_u32 s29, s29, 0", "s_cmp_eq_u64 s[28:29], s[30:31]",
         "s_cselect_b32 s24, 1, 0"] + TAIL)

@@ -6024,7 +6024,9 @@ s_swappc_b64:
 	.Lswappc_main:
 	s_getpc_b64 s[20:21]
 	.Lswappc_pc:
-	s_sub_u32 s20, s20, .Lswappc_pc-.Lswappc_sub
+	s_add_u32 s20, s20, 0x1000-(.Lswappc_pc-.Lswappc_sub)
+	s_addc_u32 s21, s21, 0
+	s_sub_u32 s20, s20, 0x1000
 	s_subb_u32 s21, s21, 0
 	s_swappc_b64 s[30:31], s[20:21]
 	.Lswappc_ret:
