@@ -203,8 +203,8 @@ fn reference(op: &str, k: Option<u16>, c: Case) -> Option<Out> {
         "s_bfe_u32" => nz32(bfe(u64::from(a32), b32, 32, false)? as u32),
         "s_bfe_i32" => nz32(bfe(u64::from(a32), b32, 32, true)? as u32),
         "s_absdiff_i32" => nz32((a32 as i32).wrapping_sub(b32 as i32).unsigned_abs()),
-        "s_mul_hi_u32" => same32((u64::from(a32) * u64::from(b32) >> 32) as u32),
-        "s_mul_hi_i32" => same32((i64::from(a32 as i32) * i64::from(b32 as i32) >> 32) as u32),
+        "s_mul_hi_u32" => same32(((u64::from(a32) * u64::from(b32)) >> 32) as u32),
+        "s_mul_hi_i32" => same32(((i64::from(a32 as i32) * i64::from(b32 as i32)) >> 32) as u32),
         "s_pack_ll_b32_b16" => same32(a32 & 0xFFFF | b32 << 16),
         "s_pack_lh_b32_b16" => same32(a32 & 0xFFFF | b32 & 0xFFFF_0000),
         "s_pack_hh_b32_b16" => same32(a32 >> 16 | b32 & 0xFFFF_0000),
@@ -471,7 +471,7 @@ fn program_control_matches_the_isa() {
 
 /// Buffer bytes the scalar buffer kernels' V#s cover, and their initial dwords.
 fn pattern(n: usize, tag: u32) -> Vec<u32> {
-    (0..n as u32).map(|i| tag | i * 0x0101).collect()
+    (0..n as u32).map(|i| tag | (i * 0x0101)).collect()
 }
 
 #[test]
