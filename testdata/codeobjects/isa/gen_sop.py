@@ -39,13 +39,14 @@ Usage: python3 gen_sop.py   (writes next to this file)
 """
 from gen import Asm, build
 
-SOP2_32 = ("s_add_u32 s_addc_u32 s_add_i32 s_sub_i32 s_min_i32 s_min_u32 s_max_i32 s_max_u32 s_andn2_b32 "
-           "s_orn2_b32 s_nand_b32 s_nor_b32 s_xnor_b32 s_xor_b32 s_lshl_b32 s_lshr_b32 "
-           "s_ashr_i32 s_bfm_b32 s_mul_i32 s_bfe_u32 s_bfe_i32 s_absdiff_i32 s_lshl1_add_u32 "
-           "s_lshl2_add_u32 s_lshl3_add_u32 s_lshl4_add_u32 s_mul_hi_u32 s_mul_hi_i32 "
-           "s_pack_ll_b32_b16 s_pack_lh_b32_b16 s_pack_hh_b32_b16").split()
-SOP2_64 = ("s_cselect_b64 s_and_b64 s_or_b64 s_xor_b64 s_andn2_b64 s_orn2_b64 s_nand_b64 s_nor_b64 "
-           "s_xnor_b64").split()
+SOP2_32 = ("s_add_u32 s_addc_u32 s_add_i32 s_sub_i32 s_min_i32 s_min_u32 s_max_i32 "
+           "s_max_u32 s_andn2_b32 s_orn2_b32 s_nand_b32 s_nor_b32 s_xnor_b32 s_xor_b32 "
+           "s_lshl_b32 s_lshr_b32 s_ashr_i32 s_bfm_b32 s_mul_i32 s_bfe_u32 s_bfe_i32 "
+           "s_absdiff_i32 s_lshl1_add_u32 s_lshl2_add_u32 s_lshl3_add_u32 s_lshl4_add_u32 "
+           "s_mul_hi_u32 s_mul_hi_i32 s_pack_ll_b32_b16 s_pack_lh_b32_b16 "
+           "s_pack_hh_b32_b16").split()
+SOP2_64 = ("s_cselect_b64 s_and_b64 s_or_b64 s_xor_b64 s_andn2_b64 s_orn2_b64 s_nand_b64 "
+           "s_nor_b64 s_xnor_b64").split()
 # 64-bit data, 32-bit second source.
 SOP2_64_32 = "s_lshl_b64 s_lshr_b64 s_ashr_i64 s_bfe_u64 s_bfe_i64".split()
 SOP1_32 = ("s_cmov_b32 s_not_b32 s_wqm_b32 s_brev_b32 s_bcnt0_i32_b32 s_bcnt1_i32_b32 "
