@@ -605,7 +605,8 @@ def dot(cpu):
 # mode_launch: p4[i] = MODE as the kernel descriptor sets it (denorm f32 flush, f16/f64 keep,
 # DX10 clamp and IEEE on). mode_set: p4[i] = MODE bits 4..7 after setting bits 4..5 to 3 with
 # s_setreg_imm32_b32, p5[i] = the whole MODE after clearing IEEE (bit 9) with s_setreg_b32.
-# mode_rtz: selects round toward zero, then v_rcp_f32 (not modelled: an error). mode_hw_id:
+# mode_rtz: selects round toward zero, then v_rcp_f32 (an approximation: the default
+# mode's result). mode_hw_id:
 # p4[i] = HW_REG_HW_ID (where the wave runs and which queue sent it). clocks: lane i stores,
 # as qwords, s_memrealtime to p4[3i], then two s_memtime reads to p4[3i+1] and p4[3i+2].
 def mode(cpu):
@@ -998,9 +999,8 @@ def trans(cpu):
 #   max_f16;
 # - `clamp_dx10_<n>`: DX10_CLAMP n, `v_add_f32 ... clamp`;
 # - `<op>_r<n>`: FLOAT_ROUND_MODE_32 n (denormals kept): add_f32, sub_f32, mul_f32,
-#   fma_f32, fmac_f32 (not gfx900), mad_f32 and mad_legacy_f32 (not gfx942); `rcp_f32_r1` is
-#   not modelled: an
-#   error; `add_f64_r3` (FLOAT_ROUND_MODE_16_64 3) is (the `round` family tests f64/f16);
+#   fma_f32, fmac_f32 (not gfx900), mad_f32 and mad_legacy_f32 (not gfx942); `rcp_f32_r1`
+#   (an approximation) gives the default mode's result; `add_f64_r3` (FLOAT_ROUND_MODE_16_64 3) is (the `round` family tests f64/f16);
 # - `pk_add_f16_d<n>` (FLOAT_DENORM_MODE_16_64 n), `pk_mul_f32_d<n>` (gfx90a/gfx942,
 #   FLOAT_DENORM_MODE_32 n; qwords: two f32 per lane), `pk_max_f16_ieee<n>`: packed math
 #   under the modes, n 0 or 3 (ieee 0 or 1);
