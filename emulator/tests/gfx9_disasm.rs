@@ -25,7 +25,7 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
 /// gfx906, gfx908, gfx90a, gfx942), dot x (gfx906 and up), mfma and the clang-built gemm-*
 /// x (gfx908, gfx90a, gfx942), isa/private-* (gfx900, gfx90a, gfx942) and the clang-built
 /// division kernels isa/fdiv-* (all five targets).
-const ISA_FILES: usize = 18 * 5 + 4 + 3 + 3 + 3 + 5;
+const ISA_FILES: usize = 18 * 5 + 4 + 3 + 3 + 3 + 5 + 5;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");

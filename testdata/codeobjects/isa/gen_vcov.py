@@ -7,8 +7,8 @@ Each kernel exists on every target whose table row has its instruction. FLOAT_DE
 
 - `cmp_<op>` / `cmp_<op>_e64` (every v_cmp_*/v_cmpx_* below): lane i compares p1[i] with
   p2[i] (dwords; qwords into v[2:3]/v[4:5] for the 64-bit types) into VCC (`_e32`) or
-  s[20:21] (`_e64`); v5 is 7 before and set to 1 after the compare (so 1 only where the lane
-  is still active), then with EXEC all ones p4[i] = v5, p5[i] = the mask bit, p6[i] = the
+  s[20:21] (`_e64`); v15 is 7 before and set to 1 after the compare (so 1 only where the
+  lane is still active), then with EXEC all ones p4[i] = v15, p5[i] = the mask bit, p6[i] = the
   EXEC bit after the compare.
 - `alu_<name>` (ALU table): lane i loads p1[i], p2[i], p3[i] (qwords) into v[8:9], v[10:11],
   v[12:13], sets VCC = p3[i] & 1 (the carry/borrow in), v[6:7] = 0xdeadbeef, runs the
@@ -190,14 +190,14 @@ def vcov(cpu):
         else:
             head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]"]
             srcs = "v2, v3"
-        head += ["s_waitcnt vmcnt(0)", "v_mov_b32 v5, 7"]
+        head += ["s_waitcnt vmcnt(0)", "v_mov_b32 v15, 7"]
         for form, dst in (("_e32", "vcc"), ("_e64", "s[20:21]")):
             a.kernel("cmp_%s%s" % (op[2:], form if form == "_e64" else ""), head + [
-                "%s%s %s, %s" % (op, form, dst, srcs), "v_mov_b32 v5, 1",
+                "%s%s %s, %s" % (op, form, dst, srcs), "v_mov_b32 v15, 1",
                 "s_mov_b64 s[22:23], exec", "s_mov_b64 exec, -1",
                 "v_cndmask_b32_e64 v6, 0, 1, %s" % dst,
                 "v_cndmask_b32_e64 v7, 0, 1, s[22:23]",
-                "global_store_dword v20, v5, s[12:13]", "global_store_dword v20, v6, s[14:15]",
+                "global_store_dword v20, v15, s[12:13]", "global_store_dword v20, v6, s[14:15]",
                 "global_store_dword v20, v7, s[16:17]"])
     # ALU.
     head = ["global_load_dwordx2 v[8:9], v21, s[6:7]", "global_load_dwordx2 v[10:11], v21, s[8:9]",

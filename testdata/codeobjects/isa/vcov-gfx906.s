@@ -14,14 +14,14 @@ cmp_cmp_f_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -40,14 +40,14 @@ cmp_cmp_f_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -66,14 +66,14 @@ cmp_cmpx_f_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -92,14 +92,14 @@ cmp_cmpx_f_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -118,14 +118,14 @@ cmp_cmp_lt_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -144,14 +144,14 @@ cmp_cmp_lt_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -170,14 +170,14 @@ cmp_cmpx_lt_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -196,14 +196,14 @@ cmp_cmpx_lt_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -222,14 +222,14 @@ cmp_cmp_eq_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -248,14 +248,14 @@ cmp_cmp_eq_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -274,14 +274,14 @@ cmp_cmpx_eq_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -300,14 +300,14 @@ cmp_cmpx_eq_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -326,14 +326,14 @@ cmp_cmp_le_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -352,14 +352,14 @@ cmp_cmp_le_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -378,14 +378,14 @@ cmp_cmpx_le_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -404,14 +404,14 @@ cmp_cmpx_le_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -430,14 +430,14 @@ cmp_cmp_gt_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -456,14 +456,14 @@ cmp_cmp_gt_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -482,14 +482,14 @@ cmp_cmpx_gt_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -508,14 +508,14 @@ cmp_cmpx_gt_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -534,14 +534,14 @@ cmp_cmp_lg_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lg_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -560,14 +560,14 @@ cmp_cmp_lg_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lg_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -586,14 +586,14 @@ cmp_cmpx_lg_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lg_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -612,14 +612,14 @@ cmp_cmpx_lg_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lg_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -638,14 +638,14 @@ cmp_cmp_ge_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -664,14 +664,14 @@ cmp_cmp_ge_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -690,14 +690,14 @@ cmp_cmpx_ge_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -716,14 +716,14 @@ cmp_cmpx_ge_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -742,14 +742,14 @@ cmp_cmp_o_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_o_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -768,14 +768,14 @@ cmp_cmp_o_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_o_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -794,14 +794,14 @@ cmp_cmpx_o_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_o_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -820,14 +820,14 @@ cmp_cmpx_o_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_o_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -846,14 +846,14 @@ cmp_cmp_u_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_u_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -872,14 +872,14 @@ cmp_cmp_u_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_u_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -898,14 +898,14 @@ cmp_cmpx_u_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_u_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -924,14 +924,14 @@ cmp_cmpx_u_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_u_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -950,14 +950,14 @@ cmp_cmp_nge_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nge_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -976,14 +976,14 @@ cmp_cmp_nge_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nge_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1002,14 +1002,14 @@ cmp_cmpx_nge_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nge_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1028,14 +1028,14 @@ cmp_cmpx_nge_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nge_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1054,14 +1054,14 @@ cmp_cmp_nlg_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nlg_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1080,14 +1080,14 @@ cmp_cmp_nlg_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nlg_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1106,14 +1106,14 @@ cmp_cmpx_nlg_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nlg_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1132,14 +1132,14 @@ cmp_cmpx_nlg_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nlg_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1158,14 +1158,14 @@ cmp_cmp_ngt_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ngt_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1184,14 +1184,14 @@ cmp_cmp_ngt_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ngt_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1210,14 +1210,14 @@ cmp_cmpx_ngt_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ngt_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1236,14 +1236,14 @@ cmp_cmpx_ngt_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ngt_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1262,14 +1262,14 @@ cmp_cmp_nle_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nle_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1288,14 +1288,14 @@ cmp_cmp_nle_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nle_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1314,14 +1314,14 @@ cmp_cmpx_nle_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nle_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1340,14 +1340,14 @@ cmp_cmpx_nle_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nle_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1366,14 +1366,14 @@ cmp_cmp_neq_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_neq_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1392,14 +1392,14 @@ cmp_cmp_neq_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_neq_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1418,14 +1418,14 @@ cmp_cmpx_neq_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_neq_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1444,14 +1444,14 @@ cmp_cmpx_neq_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_neq_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1470,14 +1470,14 @@ cmp_cmp_nlt_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nlt_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1496,14 +1496,14 @@ cmp_cmp_nlt_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nlt_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1522,14 +1522,14 @@ cmp_cmpx_nlt_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nlt_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1548,14 +1548,14 @@ cmp_cmpx_nlt_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nlt_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1574,14 +1574,14 @@ cmp_cmp_tru_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_tru_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1600,14 +1600,14 @@ cmp_cmp_tru_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_tru_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1626,14 +1626,14 @@ cmp_cmpx_tru_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_tru_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1652,14 +1652,14 @@ cmp_cmpx_tru_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_tru_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1678,14 +1678,14 @@ cmp_cmp_f_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1704,14 +1704,14 @@ cmp_cmp_f_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1730,14 +1730,14 @@ cmp_cmpx_f_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1756,14 +1756,14 @@ cmp_cmpx_f_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1782,14 +1782,14 @@ cmp_cmp_lt_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1808,14 +1808,14 @@ cmp_cmp_lt_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1834,14 +1834,14 @@ cmp_cmpx_lt_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1860,14 +1860,14 @@ cmp_cmpx_lt_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1886,14 +1886,14 @@ cmp_cmp_eq_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1912,14 +1912,14 @@ cmp_cmp_eq_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1938,14 +1938,14 @@ cmp_cmpx_eq_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1964,14 +1964,14 @@ cmp_cmpx_eq_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -1990,14 +1990,14 @@ cmp_cmp_le_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2016,14 +2016,14 @@ cmp_cmp_le_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2042,14 +2042,14 @@ cmp_cmpx_le_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2068,14 +2068,14 @@ cmp_cmpx_le_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2094,14 +2094,14 @@ cmp_cmp_gt_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2120,14 +2120,14 @@ cmp_cmp_gt_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2146,14 +2146,14 @@ cmp_cmpx_gt_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2172,14 +2172,14 @@ cmp_cmpx_gt_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2198,14 +2198,14 @@ cmp_cmp_lg_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lg_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2224,14 +2224,14 @@ cmp_cmp_lg_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lg_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2250,14 +2250,14 @@ cmp_cmpx_lg_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lg_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2276,14 +2276,14 @@ cmp_cmpx_lg_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lg_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2302,14 +2302,14 @@ cmp_cmp_ge_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2328,14 +2328,14 @@ cmp_cmp_ge_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2354,14 +2354,14 @@ cmp_cmpx_ge_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2380,14 +2380,14 @@ cmp_cmpx_ge_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2406,14 +2406,14 @@ cmp_cmp_o_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_o_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2432,14 +2432,14 @@ cmp_cmp_o_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_o_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2458,14 +2458,14 @@ cmp_cmpx_o_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_o_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2484,14 +2484,14 @@ cmp_cmpx_o_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_o_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2510,14 +2510,14 @@ cmp_cmp_u_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_u_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2536,14 +2536,14 @@ cmp_cmp_u_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_u_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2562,14 +2562,14 @@ cmp_cmpx_u_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_u_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2588,14 +2588,14 @@ cmp_cmpx_u_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_u_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2614,14 +2614,14 @@ cmp_cmp_nge_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nge_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2640,14 +2640,14 @@ cmp_cmp_nge_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nge_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2666,14 +2666,14 @@ cmp_cmpx_nge_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nge_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2692,14 +2692,14 @@ cmp_cmpx_nge_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nge_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2718,14 +2718,14 @@ cmp_cmp_nlg_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nlg_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2744,14 +2744,14 @@ cmp_cmp_nlg_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nlg_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2770,14 +2770,14 @@ cmp_cmpx_nlg_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nlg_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2796,14 +2796,14 @@ cmp_cmpx_nlg_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nlg_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2822,14 +2822,14 @@ cmp_cmp_ngt_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ngt_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2848,14 +2848,14 @@ cmp_cmp_ngt_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ngt_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2874,14 +2874,14 @@ cmp_cmpx_ngt_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ngt_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2900,14 +2900,14 @@ cmp_cmpx_ngt_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ngt_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2926,14 +2926,14 @@ cmp_cmp_nle_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nle_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2952,14 +2952,14 @@ cmp_cmp_nle_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nle_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -2978,14 +2978,14 @@ cmp_cmpx_nle_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nle_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3004,14 +3004,14 @@ cmp_cmpx_nle_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nle_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3030,14 +3030,14 @@ cmp_cmp_neq_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_neq_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3056,14 +3056,14 @@ cmp_cmp_neq_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_neq_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3082,14 +3082,14 @@ cmp_cmpx_neq_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_neq_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3108,14 +3108,14 @@ cmp_cmpx_neq_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_neq_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3134,14 +3134,14 @@ cmp_cmp_nlt_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nlt_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3160,14 +3160,14 @@ cmp_cmp_nlt_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_nlt_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3186,14 +3186,14 @@ cmp_cmpx_nlt_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nlt_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3212,14 +3212,14 @@ cmp_cmpx_nlt_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_nlt_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3238,14 +3238,14 @@ cmp_cmp_tru_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_tru_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3264,14 +3264,14 @@ cmp_cmp_tru_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_tru_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3290,14 +3290,14 @@ cmp_cmpx_tru_f64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_tru_f64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3316,14 +3316,14 @@ cmp_cmpx_tru_f64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_tru_f64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3342,14 +3342,14 @@ cmp_cmp_f_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3368,14 +3368,14 @@ cmp_cmp_f_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3394,14 +3394,14 @@ cmp_cmpx_f_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3420,14 +3420,14 @@ cmp_cmpx_f_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3446,14 +3446,14 @@ cmp_cmp_lt_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3472,14 +3472,14 @@ cmp_cmp_lt_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3498,14 +3498,14 @@ cmp_cmpx_lt_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3524,14 +3524,14 @@ cmp_cmpx_lt_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3550,14 +3550,14 @@ cmp_cmp_eq_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3576,14 +3576,14 @@ cmp_cmp_eq_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3602,14 +3602,14 @@ cmp_cmpx_eq_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3628,14 +3628,14 @@ cmp_cmpx_eq_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3654,14 +3654,14 @@ cmp_cmp_le_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3680,14 +3680,14 @@ cmp_cmp_le_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3706,14 +3706,14 @@ cmp_cmpx_le_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3732,14 +3732,14 @@ cmp_cmpx_le_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3758,14 +3758,14 @@ cmp_cmp_gt_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3784,14 +3784,14 @@ cmp_cmp_gt_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3810,14 +3810,14 @@ cmp_cmpx_gt_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3836,14 +3836,14 @@ cmp_cmpx_gt_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3862,14 +3862,14 @@ cmp_cmp_ne_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ne_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3888,14 +3888,14 @@ cmp_cmp_ne_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ne_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3914,14 +3914,14 @@ cmp_cmpx_ne_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ne_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3940,14 +3940,14 @@ cmp_cmpx_ne_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ne_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3966,14 +3966,14 @@ cmp_cmp_ge_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -3992,14 +3992,14 @@ cmp_cmp_ge_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4018,14 +4018,14 @@ cmp_cmpx_ge_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4044,14 +4044,14 @@ cmp_cmpx_ge_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4070,14 +4070,14 @@ cmp_cmp_t_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_t_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4096,14 +4096,14 @@ cmp_cmp_t_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_t_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4122,14 +4122,14 @@ cmp_cmpx_t_i32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_t_i32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4148,14 +4148,14 @@ cmp_cmpx_t_i32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_t_i32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4174,14 +4174,14 @@ cmp_cmp_f_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4200,14 +4200,14 @@ cmp_cmp_f_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4226,14 +4226,14 @@ cmp_cmpx_f_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4252,14 +4252,14 @@ cmp_cmpx_f_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4278,14 +4278,14 @@ cmp_cmp_lt_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4304,14 +4304,14 @@ cmp_cmp_lt_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4330,14 +4330,14 @@ cmp_cmpx_lt_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4356,14 +4356,14 @@ cmp_cmpx_lt_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4382,14 +4382,14 @@ cmp_cmp_eq_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4408,14 +4408,14 @@ cmp_cmp_eq_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4434,14 +4434,14 @@ cmp_cmpx_eq_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4460,14 +4460,14 @@ cmp_cmpx_eq_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4486,14 +4486,14 @@ cmp_cmp_le_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4512,14 +4512,14 @@ cmp_cmp_le_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4538,14 +4538,14 @@ cmp_cmpx_le_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4564,14 +4564,14 @@ cmp_cmpx_le_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4590,14 +4590,14 @@ cmp_cmp_gt_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4616,14 +4616,14 @@ cmp_cmp_gt_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4642,14 +4642,14 @@ cmp_cmpx_gt_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4668,14 +4668,14 @@ cmp_cmpx_gt_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4694,14 +4694,14 @@ cmp_cmp_ne_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ne_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4720,14 +4720,14 @@ cmp_cmp_ne_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ne_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4746,14 +4746,14 @@ cmp_cmpx_ne_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ne_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4772,14 +4772,14 @@ cmp_cmpx_ne_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ne_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4798,14 +4798,14 @@ cmp_cmp_ge_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4824,14 +4824,14 @@ cmp_cmp_ge_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4850,14 +4850,14 @@ cmp_cmpx_ge_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4876,14 +4876,14 @@ cmp_cmpx_ge_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4902,14 +4902,14 @@ cmp_cmp_t_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_t_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4928,14 +4928,14 @@ cmp_cmp_t_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_t_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4954,14 +4954,14 @@ cmp_cmpx_t_i64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_t_i64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -4980,14 +4980,14 @@ cmp_cmpx_t_i64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_t_i64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5006,14 +5006,14 @@ cmp_cmp_f_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5032,14 +5032,14 @@ cmp_cmp_f_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5058,14 +5058,14 @@ cmp_cmpx_f_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5084,14 +5084,14 @@ cmp_cmpx_f_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5110,14 +5110,14 @@ cmp_cmp_lt_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5136,14 +5136,14 @@ cmp_cmp_lt_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5162,14 +5162,14 @@ cmp_cmpx_lt_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5188,14 +5188,14 @@ cmp_cmpx_lt_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5214,14 +5214,14 @@ cmp_cmp_eq_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5240,14 +5240,14 @@ cmp_cmp_eq_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5266,14 +5266,14 @@ cmp_cmpx_eq_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5292,14 +5292,14 @@ cmp_cmpx_eq_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5318,14 +5318,14 @@ cmp_cmp_le_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5344,14 +5344,14 @@ cmp_cmp_le_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5370,14 +5370,14 @@ cmp_cmpx_le_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5396,14 +5396,14 @@ cmp_cmpx_le_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5422,14 +5422,14 @@ cmp_cmp_gt_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5448,14 +5448,14 @@ cmp_cmp_gt_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5474,14 +5474,14 @@ cmp_cmpx_gt_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5500,14 +5500,14 @@ cmp_cmpx_gt_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5526,14 +5526,14 @@ cmp_cmp_ne_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ne_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5552,14 +5552,14 @@ cmp_cmp_ne_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ne_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5578,14 +5578,14 @@ cmp_cmpx_ne_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ne_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5604,14 +5604,14 @@ cmp_cmpx_ne_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ne_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5630,14 +5630,14 @@ cmp_cmp_ge_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5656,14 +5656,14 @@ cmp_cmp_ge_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5682,14 +5682,14 @@ cmp_cmpx_ge_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5708,14 +5708,14 @@ cmp_cmpx_ge_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5734,14 +5734,14 @@ cmp_cmp_t_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_t_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5760,14 +5760,14 @@ cmp_cmp_t_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_t_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5786,14 +5786,14 @@ cmp_cmpx_t_u32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_t_u32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5812,14 +5812,14 @@ cmp_cmpx_t_u32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_t_u32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5838,14 +5838,14 @@ cmp_cmp_f_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5864,14 +5864,14 @@ cmp_cmp_f_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_f_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5890,14 +5890,14 @@ cmp_cmpx_f_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5916,14 +5916,14 @@ cmp_cmpx_f_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_f_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5942,14 +5942,14 @@ cmp_cmp_lt_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5968,14 +5968,14 @@ cmp_cmp_lt_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_lt_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -5994,14 +5994,14 @@ cmp_cmpx_lt_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6020,14 +6020,14 @@ cmp_cmpx_lt_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_lt_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6046,14 +6046,14 @@ cmp_cmp_eq_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6072,14 +6072,14 @@ cmp_cmp_eq_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_eq_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6098,14 +6098,14 @@ cmp_cmpx_eq_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6124,14 +6124,14 @@ cmp_cmpx_eq_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_eq_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6150,14 +6150,14 @@ cmp_cmp_le_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6176,14 +6176,14 @@ cmp_cmp_le_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_le_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6202,14 +6202,14 @@ cmp_cmpx_le_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6228,14 +6228,14 @@ cmp_cmpx_le_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_le_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6254,14 +6254,14 @@ cmp_cmp_gt_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6280,14 +6280,14 @@ cmp_cmp_gt_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_gt_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6306,14 +6306,14 @@ cmp_cmpx_gt_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6332,14 +6332,14 @@ cmp_cmpx_gt_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_gt_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6358,14 +6358,14 @@ cmp_cmp_ne_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ne_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6384,14 +6384,14 @@ cmp_cmp_ne_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ne_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6410,14 +6410,14 @@ cmp_cmpx_ne_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ne_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6436,14 +6436,14 @@ cmp_cmpx_ne_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ne_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6462,14 +6462,14 @@ cmp_cmp_ge_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6488,14 +6488,14 @@ cmp_cmp_ge_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_ge_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6514,14 +6514,14 @@ cmp_cmpx_ge_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6540,14 +6540,14 @@ cmp_cmpx_ge_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_ge_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6566,14 +6566,14 @@ cmp_cmp_t_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_t_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6592,14 +6592,14 @@ cmp_cmp_t_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_t_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6618,14 +6618,14 @@ cmp_cmpx_t_u64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_t_u64_e32 vcc, v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6644,14 +6644,14 @@ cmp_cmpx_t_u64_e64:
 	global_load_dwordx2 v[2:3], v21, s[6:7]
 	global_load_dwordx2 v[4:5], v21, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_t_u64_e64 s[20:21], v[2:3], v[4:5]
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6670,14 +6670,14 @@ cmp_cmp_class_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_class_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6696,14 +6696,14 @@ cmp_cmp_class_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmp_class_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6722,14 +6722,14 @@ cmp_cmpx_class_f32:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_class_f32_e32 vcc, v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, vcc
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
@@ -6748,14 +6748,14 @@ cmp_cmpx_class_f32_e64:
 	global_load_dword v2, v20, s[6:7]
 	global_load_dword v3, v20, s[8:9]
 	s_waitcnt vmcnt(0)
-	v_mov_b32 v5, 7
+	v_mov_b32 v15, 7
 	v_cmpx_class_f32_e64 s[20:21], v2, v3
-	v_mov_b32 v5, 1
+	v_mov_b32 v15, 1
 	s_mov_b64 s[22:23], exec
 	s_mov_b64 exec, -1
 	v_cndmask_b32_e64 v6, 0, 1, s[20:21]
 	v_cndmask_b32_e64 v7, 0, 1, s[22:23]
-	global_store_dword v20, v5, s[12:13]
+	global_store_dword v20, v15, s[12:13]
 	global_store_dword v20, v6, s[14:15]
 	global_store_dword v20, v7, s[16:17]
 	s_endpgm
