@@ -363,7 +363,7 @@ impl fmt::Display for Instruction {
                 } else if !info.has(F_NONAME | F_SDST)
                     && !info.is_mai()
                     && !super::decode::has_literal_k(name)
-                    && !(name == "v_nop" && !e64)
+                    && (e64 || name != "v_nop")
                 {
                     // (v_readfirstlane_b32 and the VOP2 forms with a constant K have only
                     // their 32-bit encoding: llvm-objdump prints no suffix; nor does it for
