@@ -363,9 +363,11 @@ impl fmt::Display for Instruction {
                 } else if !info.has(F_NONAME | F_SDST)
                     && !info.is_mai()
                     && !super::decode::has_literal_k(name)
+                    && (e64 || name != "v_nop")
                 {
                     // (v_readfirstlane_b32 and the VOP2 forms with a constant K have only
-                    // their 32-bit encoding: llvm-objdump prints no suffix.)
+                    // their 32-bit encoding: llvm-objdump prints no suffix; nor does it for
+                    // the 32-bit v_nop, which has no operands.)
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();

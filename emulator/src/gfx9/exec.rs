@@ -2575,6 +2575,9 @@ fn valu<const DPP: bool>(
             "v_max_f16" => mode::min_max(mode::H, a & 0xFFFF, b & 0xFFFF, true, fm.ieee),
             "v_min_f16" => mode::min_max(mode::H, a & 0xFFFF, b & 0xFFFF, false, fm.ieee),
             "v_cvt_f16_f32" => u64::from(f16::from_f64(f64::from(fa))),
+            "v_cvt_pkrtz_f16_f32" => {
+                u64::from(f16::from_f32_rtz(a32)) | u64::from(f16::from_f32_rtz(b32)) << 16
+            }
             "v_cvt_f32_f16" => {
                 let h = a as u16;
                 if h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 {
@@ -2759,6 +2762,12 @@ fn valu<const DPP: bool>(
                 t as u64
             }
             "v_bfe_u32" => bfe(a32 as u64, b32 & 31, c32 & 31, false, 32) as u32 as u64,
+            // A field that reaches past bit 31 is S0 >> offset, arithmetic: the bits above
+            // bit 31 are sign copies (gfx9 VALU BFE_I32, as D3D's ibfe; found by
+            // gfx9_vcov's alu_ops_match_the_isa).
+            "v_bfe_i32" if c32 & 31 != 0 && (b32 & 31) + (c32 & 31) > 32 => {
+                ((a32 as i32) >> (b32 & 31)) as u32 as u64
+            }
             "v_bfe_i32" => bfe(a32 as u64, b32 & 31, c32 & 31, true, 32) as u32 as u64,
             "v_bfi_b32" => ((a32 & b32) | (!a32 & c32)) as u64,
             "v_alignbit_b32" => ((((a32 as u64) << 32) | b32 as u64) >> (c32 & 31)) as u32 as u64,
@@ -2773,6 +2782,8 @@ fn valu<const DPP: bool>(
             "v_and_or_b32" => ((a32 & b32) | c32) as u64,
             "v_or3_b32" => (a32 | b32 | c32) as u64,
             "v_xad_u32" => (a32 ^ b32).wrapping_add(c32) as u64,
+            // Vega ISA V_SAD_U32: the unsigned absolute difference plus S2.
+            "v_sad_u32" => a32.abs_diff(b32).wrapping_add(c32) as u64,
             "v_lshl_add_u64" => (a << (b32 & 7)).wrapping_add(c),
             "v_bcnt_u32_b32" => a32.count_ones().wrapping_add(b32) as u64,
             "v_mbcnt_lo_u32_b32" => {

@@ -105,6 +105,40 @@ pub(crate) fn from_f64(x: f64) -> u16 {
     from_f64_sticky(x, 0.0)
 }
 
+/// f32 bits `x` to f16 rounded toward zero (Vega ISA `V_CVT_PKRTZ_F16_F32`): a finite value
+/// never becomes an infinity (at most ±65504), an infinity stays one, a NaN gives a quiet NaN
+/// with the sign and the top of the payload kept, and values below f16's denormals give ±0.
+pub(crate) fn from_f32_rtz(x: u32) -> u16 {
+    let sign = (x >> 16 & 0x8000) as u16;
+    let exp = (x >> 23 & 0xFF) as i32;
+    let frac = x & 0x7F_FFFF;
+    if exp == 0xFF {
+        return sign
+            | if frac == 0 {
+                0x7C00
+            } else {
+                0x7E00 | (frac >> 13) as u16
+            };
+    }
+    if exp == 0 {
+        return sign; // an f32 denormal is far below 2^-24
+    }
+    let e = exp - 127;
+    if e > 15 {
+        return sign | 0x7BFF;
+    }
+    if e >= -14 {
+        return sign | ((e + 15) as u16) << 10 | (frac >> 13) as u16;
+    }
+    // (2^23 + frac) * 2^(e - 23), in units of the f16 denormal 2^-24, truncated.
+    let shift = -(e + 1);
+    sign | if shift >= 32 {
+        0
+    } else {
+        ((0x80_0000 | frac) >> shift) as u16
+    }
+}
+
 /// Quiets a NaN operand result the way IEEE arithmetic does (a NaN input propagates with the
 /// quiet bit set); `None` when neither is a NaN.
 fn nan2(a: u16, b: u16) -> Option<u16> {

@@ -1,6 +1,7 @@
-//! The harness of the gfx9 instruction tests (`gfx9_isa.rs`, `gfx9_ops.rs`, `gfx9_sop.rs`): the
-//! assembled code objects of `testdata/codeobjects/isa` (gen.py, gen_ops.py, gen_sop.py), a flat
-//! test memory, and one dispatch of one kernel over pointer arguments.
+//! The harness of the gfx9 instruction tests (`gfx9_isa.rs`, `gfx9_ops.rs`, `gfx9_sop.rs`,
+//! `gfx9_vcov.rs`): the assembled code objects of `testdata/codeobjects/isa` (gen.py,
+//! gen_ops.py, gen_sop.py, gen_vcov.py), a flat test memory, and one dispatch of one kernel
+//! over pointer arguments.
 // Each test crate that includes this module uses a different part of it.
 #![allow(dead_code)]
 
