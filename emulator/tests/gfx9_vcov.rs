@@ -496,6 +496,24 @@ fn alu_table() -> Vec<(&'static str, AluRef)> {
         ("v_or3_b32", |x, i| {
             r32(lo(x.a[i]) | lo(x.b[i]) | lo(x.c[i]))
         }),
+        // V_LSHL_OR_B32: (S0 << S1[4:0]) | S2.
+        ("v_lshl_or_b32", |x, i| {
+            r32(lo(x.a[i]) << (lo(x.b[i]) & 31) | lo(x.c[i]))
+        }),
+        ("v_xnor_b32", |x, i| r32(!(lo(x.a[i]) ^ lo(x.b[i])))),
+        // V_MAC_F32: D = S0 * S1 + D, as V_MAD_F32: the product rounded, f32 denormals
+        // flushed (sources, product, result) whatever the mode.
+        ("v_mac_f32", |x, i| {
+            let flush = |v: f32| {
+                if v.is_subnormal() {
+                    f32::from_bits(v.to_bits() & 0x8000_0000)
+                } else {
+                    v
+                }
+            };
+            let p = flush(flush(fa(x.a[i])) * flush(fa(x.b[i])));
+            f32r(flush(p + flush(fa(x.c[i]))))
+        }),
         // V_MBCNT_LO/HI: the set bits of S0 at lanes below this one (bits 31:0 for lanes
         // 0..31 of the mask, 63:32 for the hi form), plus S1.
         ("v_mbcnt_lo_u32_b32", |x, i| {
@@ -1027,11 +1045,13 @@ fn cache_invalidations_order_memory() {
                 "cache_buffer_invl2",
                 "cache_buffer_wbinvl1",
                 "cache_buffer_wbinvl1_vol",
+                "cache_buffer_wbl2",
             ],
             "gfx942" => &[
                 "cache_buffer_inv",
                 "cache_buffer_wbinvl1",
                 "cache_buffer_wbinvl1_vol",
+                "cache_buffer_wbl2",
             ],
             _ => &["cache_buffer_wbinvl1", "cache_buffer_wbinvl1_vol"],
         };
@@ -1149,5 +1169,38 @@ fn lds_forms_match_the_isa() {
             seen += 1;
         }
         assert_eq!(seen, 16, "{cpu}: lds kernels");
+    }
+}
+
+/// `buffer_load_dword[x2/x3/x4]` and `buffer_store_dword[x2/x3/x4]` (raw buffer, `offen`, the
+/// vcov kernels `bufvec_x<N>`): lane i copies the first N dwords of p1's 16-byte element i to
+/// p4's; the rest of p4 keeps its bytes.
+#[test]
+fn buffer_dword_vectors_copy() {
+    let n = 128;
+    for (cpu, isa) in cpus() {
+        let mut seen = 0;
+        for nd in [1usize, 2, 3, 4] {
+            let k = format!("bufvec_x{nd}");
+            if !isa.kernels().contains(&k) {
+                continue;
+            }
+            let p1 = random_bytes(16 * n, 11);
+            let p4 = random_bytes(16 * n, 12);
+            let out = isa
+                .run(
+                    &k,
+                    n as u32,
+                    &[vec![], p1.clone(), vec![], vec![], p4.clone()],
+                )
+                .unwrap_or_else(|e| panic!("{cpu} {k}: {e:?}"));
+            let mut want = p4.clone();
+            for i in 0..n {
+                want[16 * i..16 * i + 4 * nd].copy_from_slice(&p1[16 * i..16 * i + 4 * nd]);
+            }
+            assert!(out[4] == want, "{cpu} {k}");
+            seen += 1;
+        }
+        assert_eq!(seen, 4, "{cpu}: the four bufvec kernels");
     }
 }

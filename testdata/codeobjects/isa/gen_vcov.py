@@ -107,6 +107,9 @@ ALU = [
     ("v_min_u32", "v_min_u32 v6, v8, v10"),
     ("v_or_b32", "v_or_b32 v6, v8, v10"),
     ("v_or3_b32", "v_or3_b32 v6, v8, v10, v12"),
+    ("v_lshl_or_b32", "v_lshl_or_b32 v6, v8, v10, v12"),
+    ("v_xnor_b32", "v_xnor_b32 v6, v8, v10"),
+    ("v_mac_f32", "v_mov_b32 v6, v12\n\tv_mac_f32 v6, v8, v10"),
     ("v_mbcnt_lo_u32_b32", "v_mbcnt_lo_u32_b32 v6, v8, v10"),
     ("v_mbcnt_hi_u32_b32", "v_mbcnt_hi_u32_b32 v6, v8, v10"),
     ("v_mul_hi_i32", "v_mul_hi_i32 v6, v8, v10"),
@@ -161,7 +164,7 @@ SCR_LOADS = BUF_LOADS + ["sbyte_d16", "sbyte_d16_hi", "ubyte_d16", "ubyte_d16_hi
                          "short_d16", "short_d16_hi"]
 SCR_STORES = BUF_STORES + ["byte_d16_hi", "short_d16_hi"]
 ATOMICS = "swap cmpswap add sub smin umin smax umax and or xor inc dec".split()
-CACHE = ["buffer_wbinvl1", "buffer_wbinvl1_vol", "buffer_inv", "buffer_invl2"]
+CACHE = ["buffer_wbinvl1", "buffer_wbinvl1_vol", "buffer_inv", "buffer_invl2", "buffer_wbl2"]
 # (op, offset0, offset1): ranges of the 64 lanes do not overlap (see the docstring).
 LDS2 = [("ds_read2_b32", 128, 64), ("ds_read2st64_b32", 2, 1), ("ds_read2_b64", 128, 64),
         ("ds_read2st64_b64", 2, 1), ("ds_write2_b32", 128, 64), ("ds_write2st64_b32", 2, 1),
@@ -242,6 +245,16 @@ def vcov(cpu):
         "v_mov_b32 v11, v10", "v_mov_b32 v12, v10", "v_mov_b32 v13, v10",
         "global_load_dwordx3 v[10:12], v22, s[6:7]", "s_waitcnt vmcnt(0)",
         "global_store_dwordx4 v22, v[10:13], s[12:13]"])
+    # MUBUF dwords: lane i copies dwords 0..N-1 of p1's 16-byte element i to p4's.
+    for nd in (1, 2, 3, 4):
+        x = "" if nd == 1 else "x%d" % nd
+        if has("buffer_load_dword" + x) and has("buffer_store_dword" + x):
+            regs = "v10" if nd == 1 else "v[10:%d]" % (9 + nd)
+            a.kernel("bufvec_x%d" % nd, ["v_lshlrev_b32 v22, 4, v1"] + vs("s6", "s7") + [
+                "buffer_load_dword%s %s, v22, s[28:31], 0 offen" % (x, regs),
+                "s_waitcnt vmcnt(0)"] + vs("s12", "s13") + [
+                "buffer_store_dword%s %s, v22, s[28:31], 0 offen" % (x, regs),
+                "s_waitcnt vmcnt(0)"])
     # Scratch.
     pro, ext = scratch_prologue(cpu), scratch_directives(cpu)
     head = ["global_load_dword v2, v20, s[14:15]", "global_load_dword v10, v20, s[16:17]",

@@ -7516,6 +7516,58 @@ alu_v_or3_b32:
 .Lalu_v_or3_b32_end:
 	.size alu_v_or3_b32, .Lalu_v_or3_b32_end-alu_v_or3_b32
 
+	.globl alu_v_lshl_or_b32
+	.p2align 8
+	.type alu_v_lshl_or_b32,@function
+alu_v_lshl_or_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[8:9], v21, s[6:7]
+	global_load_dwordx2 v[10:11], v21, s[8:9]
+	global_load_dwordx2 v[12:13], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_and_b32 v14, 1, v12
+	v_cmp_ne_u32 vcc, 0, v14
+	s_mov_b64 s[20:21], vcc
+	v_mov_b32 v6, 0xdeadbeef
+	v_mov_b32 v7, 0xdeadbeef
+	v_lshl_or_b32 v6, v8, v10, v12
+	v_cndmask_b32_e64 v15, 0, 1, vcc
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	global_store_dword v20, v15, s[14:15]
+	s_endpgm
+.Lalu_v_lshl_or_b32_end:
+	.size alu_v_lshl_or_b32, .Lalu_v_lshl_or_b32_end-alu_v_lshl_or_b32
+
+	.globl alu_v_xnor_b32
+	.p2align 8
+	.type alu_v_xnor_b32,@function
+alu_v_xnor_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx2 v[8:9], v21, s[6:7]
+	global_load_dwordx2 v[10:11], v21, s[8:9]
+	global_load_dwordx2 v[12:13], v21, s[10:11]
+	s_waitcnt vmcnt(0)
+	v_and_b32 v14, 1, v12
+	v_cmp_ne_u32 vcc, 0, v14
+	s_mov_b64 s[20:21], vcc
+	v_mov_b32 v6, 0xdeadbeef
+	v_mov_b32 v7, 0xdeadbeef
+	v_xnor_b32 v6, v8, v10
+	v_cndmask_b32_e64 v15, 0, 1, vcc
+	global_store_dwordx2 v21, v[6:7], s[12:13]
+	global_store_dword v20, v15, s[14:15]
+	s_endpgm
+.Lalu_v_xnor_b32_end:
+	.size alu_v_xnor_b32, .Lalu_v_xnor_b32_end-alu_v_xnor_b32
+
 	.globl alu_v_mbcnt_lo_u32_b32
 	.p2align 8
 	.type alu_v_mbcnt_lo_u32_b32,@function
@@ -9015,6 +9067,110 @@ mem_global_load_dwordx3:
 	s_endpgm
 .Lmem_global_load_dwordx3_end:
 	.size mem_global_load_dwordx3, .Lmem_global_load_dwordx3_end-mem_global_load_dwordx3
+
+	.globl bufvec_x1
+	.p2align 8
+	.type bufvec_x1,@function
+bufvec_x1:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	buffer_load_dword v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	buffer_store_dword v10, v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbufvec_x1_end:
+	.size bufvec_x1, .Lbufvec_x1_end-bufvec_x1
+
+	.globl bufvec_x2
+	.p2align 8
+	.type bufvec_x2,@function
+bufvec_x2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	buffer_load_dwordx2 v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	buffer_store_dwordx2 v[10:11], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbufvec_x2_end:
+	.size bufvec_x2, .Lbufvec_x2_end-bufvec_x2
+
+	.globl bufvec_x3
+	.p2align 8
+	.type bufvec_x3,@function
+bufvec_x3:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	buffer_load_dwordx3 v[10:12], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	buffer_store_dwordx3 v[10:12], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbufvec_x3_end:
+	.size bufvec_x3, .Lbufvec_x3_end-bufvec_x3
+
+	.globl bufvec_x4
+	.p2align 8
+	.type bufvec_x4,@function
+bufvec_x4:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 4, v1
+	s_mov_b32 s28, s6
+	s_and_b32 s29, s7, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	buffer_load_dwordx4 v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_mov_b32 s28, s12
+	s_and_b32 s29, s13, 0xffff
+	s_mov_b32 s30, -1
+	s_mov_b32 s31, 0x27000
+	buffer_store_dwordx4 v[10:13], v22, s[28:31], 0 offen
+	s_waitcnt vmcnt(0)
+	s_endpgm
+.Lbufvec_x4_end:
+	.size bufvec_x4, .Lbufvec_x4_end-bufvec_x4
 
 	.globl scr_sbyte
 	.p2align 8
@@ -10607,6 +10763,28 @@ cache_buffer_inv:
 	s_endpgm
 .Lcache_buffer_inv_end:
 	.size cache_buffer_inv, .Lcache_buffer_inv_end-cache_buffer_inv
+
+	.globl cache_buffer_wbl2
+	.p2align 8
+	.type cache_buffer_wbl2,@function
+cache_buffer_wbl2:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dword v2, v20, s[6:7]
+	s_waitcnt vmcnt(0)
+	global_store_dword v20, v2, s[12:13]
+	s_waitcnt vmcnt(0)
+	buffer_wbl2
+	global_load_dword v3, v20, s[12:13]
+	s_waitcnt vmcnt(0)
+	v_add_u32 v3, 1, v3
+	global_store_dword v20, v3, s[14:15]
+	s_endpgm
+.Lcache_buffer_wbl2_end:
+	.size cache_buffer_wbl2, .Lcache_buffer_wbl2_end-cache_buffer_wbl2
 
 	.globl lds_ds_read2_b32
 	.p2align 8
@@ -13484,6 +13662,22 @@ lds_ds_add_rtn_u32:
 		.amdhsa_float_denorm_mode_32 3
 	.end_amdhsa_kernel
 	.p2align 6
+	.amdhsa_kernel alu_v_lshl_or_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel alu_v_xnor_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
 	.amdhsa_kernel alu_v_mbcnt_lo_u32_b32
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
@@ -13965,6 +14159,38 @@ lds_ds_add_rtn_u32:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel mem_global_load_dwordx3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel bufvec_x1
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel bufvec_x2
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel bufvec_x3
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel bufvec_x4
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
@@ -14545,6 +14771,14 @@ lds_ds_add_rtn_u32:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel cache_buffer_inv
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel cache_buffer_wbl2
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
