@@ -49,6 +49,19 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
         0x426B4E85,
         Some("v_pk_fmac_f16_e32 v167, 0x426b4e85, v69"),
     ),
+    // A literal holding a value an inline constant could encode prints as that constant
+    // (llvm-mc emits such literals for label differences): 32-bit integers -16..=64 and the
+    // f32 constants (1/(2π) too) for any 32-bit operand, 0..=64 for a zero-extended 64-bit
+    // integer, the f64 constants for a 64-bit float source (the literal is the high half).
+    ("gfx900", 0x8000FF01, 0x0000000C, Some("s_add_u32 s0, s1, 12")),
+    ("gfx900", 0x020002FF, 0xFFFFFFF0, Some("v_add_f32_e32 v0, -16, v1")),
+    ("gfx900", 0x680002FF, 0x3F800000, Some("v_add_u32_e32 v0, 1.0, v1")),
+    ("gfx90a", 0x7E0002FF, 0x3E22F983, Some("v_mov_b32_e32 v0, 0.15915494")),
+    ("gfx90a", 0xBE8001FF, 0x00000040, Some("s_mov_b64 s[0:1], 64")),
+    ("gfx90a", 0xBE8001FF, 0xFFFFFFF0, Some("s_mov_b64 s[0:1], 0xfffffff0")),
+    ("gfx90a", 0x7E001EFF, 0xBFF00000, Some("v_cvt_f32_f64_e32 v0, -1.0")),
+    ("gfx90a", 0x7E001EFF, 0x0000000C, Some("v_cvt_f32_f64_e32 v0, 0xc")),
+    ("gfx90a", 0xBF00FF00, 0x00000040, Some("s_cmp_eq_i32 s0, 64")),
     // v_cvt_off_f32_i4 reads an integer: no abs/neg in DPP (llvm-mc rejects them).
     ("gfx900", 0x7FAE1CFA, 0x2626113B, None),
     // s_memtime/s_memrealtime: base and offset fields ignored, the IMM bit rejected.

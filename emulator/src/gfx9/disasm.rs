@@ -180,9 +180,48 @@ impl fmt::Display for SrcOp<'_> {
             (_, Operand::InlineFloat(248)) if inst.info.widths[i + 1] == 2 => {
                 f.write_str(INV_2PI_F64)
             }
+            (_, Operand::Literal(v))
+                if !inst.info.name.starts_with("v_pk_")
+                    && !inst.info.name.starts_with("v_dot2c_") =>
+            {
+                let wide = inst.info.widths[i + 1] == 2;
+                let f64_source = wide && vop && super::exec::float_input(inst.info.name).1;
+                literal(f, v, wide, f64_source)
+            }
             _ => Op(op).fmt(f),
         }
     }
+}
+
+/// A 32-bit literal operand as llvm-objdump-19 prints it: a value an inline constant could
+/// have encoded prints as that constant (an integer -16..=64, or one of the float constants,
+/// 1/(2π) included, for a 32-bit operand), anything else in hex. A 64-bit float source reads
+/// the literal as the high half of the double (`wide`, `f64_source`); a 64-bit integer source
+/// zero-extends it, so only 0..=64 print as integers.
+fn literal(f: &mut fmt::Formatter<'_>, v: u32, wide: bool, f64_source: bool) -> fmt::Result {
+    use super::exec::{F32_CONST, F64_CONST};
+    let inline_float = |f: &mut fmt::Formatter<'_>, k: usize| {
+        fmt::Display::fmt(&Op(&Operand::InlineFloat(240 + k as u8)), f)
+    };
+    if !wide {
+        if (-16..=64).contains(&(v as i32)) {
+            return write!(f, "{}", v as i32);
+        }
+        if let Some(k) = F32_CONST.iter().position(|&c| c == v) {
+            return inline_float(f, k);
+        }
+    } else if f64_source {
+        let value = u64::from(v) << 32;
+        if value == 0 {
+            return f.write_str("0");
+        }
+        if let Some(k) = F64_CONST[..8].iter().position(|&c| c == value) {
+            return inline_float(f, k);
+        }
+    } else if v <= 64 {
+        return write!(f, "{v}");
+    }
+    write!(f, "0x{v:x}")
 }
 
 /// 1/(2π) as llvm-objdump prints the inline constant 248 for a 64-bit operand.
@@ -269,6 +308,9 @@ impl fmt::Display for Instruction {
                     }
                     if *op == Operand::InlineFloat(248) && k > 0 && info.widths[k] == 2 {
                         write!(f, "{sep}{INV_2PI_F64}")?;
+                    } else if let Operand::Literal(v) = *op {
+                        f.write_str(sep)?;
+                        literal(f, v, info.widths[k] == 2, false)?;
                     } else {
                         write!(f, "{sep}{}", Op(op))?;
                     }

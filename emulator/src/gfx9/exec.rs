@@ -2201,7 +2201,8 @@ fn sext24(v: u32) -> i64 {
     (((v << 8) as i32) >> 8) as i64
 }
 
-fn float_input(name: &str) -> (bool, bool) {
+/// Whether VALU instruction `name` reads f32 and f64 sources: (f32 source, f64 source).
+pub(super) fn float_input(name: &str) -> (bool, bool) {
     // (f32 source, f64 source)
     let src_ty = if name == "v_cndmask_b32" {
         // Its VOP3 `neg`/`abs` act on the sign bit as on an f32 (LLVM folds fneg/fabs of a
