@@ -370,6 +370,8 @@ pub(crate) struct Interpreters {
     pub(crate) caches: Vec<DecodeCache>,
     /// The last dispatch's code bytes (reused as the next one's buffer).
     code: Vec<u8>,
+    /// Code bytes read from device memory over its life.
+    pub(crate) code_bytes_read: u64,
 }
 
 /// An error, with the fault of the memory that failed when it was one.
@@ -559,6 +561,7 @@ fn run_inner(
         },
     )
     .map_err(setup)?;
+    kept.code_bytes_read += prepared.code_bytes.len() as u64;
     let code = prepared.code();
     let descriptor = prepared.descriptor;
     let state = DispatchState {

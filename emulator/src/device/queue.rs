@@ -453,6 +453,7 @@ impl ProcessorHost for CpHost<'_> {
             })
         };
         let before = counts(&caches.caches);
+        let read_before = caches.code_bytes_read;
         let started = std::time::Instant::now();
         let outcome = interp::run(
             dispatch,
@@ -468,8 +469,10 @@ impl ProcessorHost for CpHost<'_> {
             &mut caches,
         );
         let after = counts(&caches.caches);
+        let read = caches.code_bytes_read - read_before;
         drop(caches);
         let c = &self.device.stats;
+        c.code_bytes_read.fetch_add(read, Ordering::SeqCst);
         c.decoded.fetch_add(after.0 - before.0, Ordering::SeqCst);
         c.invalidated_pages
             .fetch_add(after.1 - before.1, Ordering::SeqCst);
