@@ -931,7 +931,9 @@ impl CachePage {
     fn window(number: u64, code: &CodeSource<'_>) -> (u64, u64) {
         let start = number * CACHE_PAGE_BYTES;
         let lo = start.max(code.base_address());
-        let hi = (start + CACHE_PAGE_BYTES + CACHE_PAGE_TAIL_BYTES).min(code.end_address());
+        let hi = start
+            .saturating_add(CACHE_PAGE_BYTES + CACHE_PAGE_TAIL_BYTES)
+            .min(code.end_address());
         (lo, hi.max(lo))
     }
 }
@@ -5124,6 +5126,8 @@ pub(super) mod tests {
             // A pc at the code's end, and far past it.
             (3 * CACHE_PAGE_BYTES, BASE + 3 * CACHE_PAGE_BYTES),
             (3 * CACHE_PAGE_BYTES, BASE + 0x10_0000),
+            // A pc on the address space's last page (a branch there): no overflow.
+            (3 * CACHE_PAGE_BYTES, u64::MAX - 3),
             // s_mov_b32 with its literal past the code's end.
             (0x2000, BASE + 0x1FFC),
         ] {
