@@ -1046,8 +1046,9 @@ fn interpreted_kernel_is_decoded_once_and_never_runs_stale_code() {
 /// A dispatch reads from device memory only the code pages its waves run, each once: a small
 /// kernel in the middle of a 4 MiB code allocation (a big code object's loaded image) costs
 /// its one page and the 4 bytes past it (the rest of an instruction that could start on the
-/// page's last dword) per dispatch, not the allocation; a later dispatch reads the page again
-/// (it is validated by content) but decodes nothing.
+/// page's last dword) per dispatch, not the allocation, and once although the dispatch's 4
+/// work-groups run as 4 chunks on the one interpreter thread; a later dispatch reads the page
+/// again (it is validated by content) but decodes nothing.
 #[test]
 fn interpreted_dispatch_reads_only_the_code_pages_it_runs() {
     const PAGES: usize = 1024;
