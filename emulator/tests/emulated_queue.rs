@@ -16,7 +16,7 @@ use hsa_core::abi::SignalHandle;
 use hsa_core::queue::ring::{Ring, INVALID_HEADER_WORD};
 use hsa_core::{GpuVa, Status};
 use hsa_emu::device::{
-    builtin_topology, EmulatedKfd, ExecutionMode, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
+    builtin_topology, EmulatedKfd, ExecutionMode, ExecutionStats, BUILTIN_GPU_ID, EVENT_PAGE_BYTES,
 };
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::calls::{self, plain_ioctl};
@@ -962,25 +962,32 @@ impl CodePage {
 
     /// Registers the page as USERPTR memory mapped to the GPU; its handle.
     fn register(&self, d: &EmulatedKfd) -> u64 {
-        let mut a = AllocMemoryOfGpuArgs {
-            va_addr: self.base(),
-            size: 4096,
-            handle: 0,
-            mmap_offset: self.base(),
-            gpu_id: BUILTIN_GPU_ID,
-            flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
-                | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
-                | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE,
-        };
-        // SAFETY: the page is 4 KiB, page-aligned, owned by the test, reached only through
-        // atomics, and outlives the device (declared before it in the test).
-        unsafe { calls::alloc_userptr_memory_of_gpu(d, &mut a) }.unwrap();
-        assert_eq!(
-            calls::map_memory_to_gpu(d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
-            1
-        );
-        a.handle
+        register_code_pages(std::slice::from_ref(self), d)
     }
+}
+
+/// Registers `pages` (contiguous) as one USERPTR allocation mapped to the GPU; its handle.
+fn register_code_pages(pages: &[CodePage], d: &EmulatedKfd) -> u64 {
+    let base = pages[0].base();
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: base,
+        size: 4096 * pages.len() as u64,
+        handle: 0,
+        mmap_offset: base,
+        gpu_id: BUILTIN_GPU_ID,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+            | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE
+            | KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE,
+    };
+    // SAFETY: the pages are 4 KiB each, contiguous (one slice), page-aligned, owned by
+    // the test, reached only through atomics, and outlive the device (declared before it
+    // in the test).
+    unsafe { calls::alloc_userptr_memory_of_gpu(d, &mut a) }.unwrap();
+    assert_eq!(
+        calls::map_memory_to_gpu(d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
+        1
+    );
+    a.handle
 }
 
 /// Issue 19: the CP decodes a kernel once, not once per dispatch, and never runs stale code:
@@ -1034,4 +1041,45 @@ fn interpreted_kernel_is_decoded_once_and_never_runs_stale_code() {
     let _handle = code.register(&s.d);
     assert_eq!(run(4), 0x99AA_BBCC);
     assert_eq!(s.d.execution_stats().invalidated_code_pages, 2);
+}
+
+/// A dispatch reads from device memory only the code pages its waves run, each once: a small
+/// kernel in the middle of a 4 MiB code allocation (a big code object's loaded image) costs
+/// its one page and the 4 bytes past it (the rest of an instruction that could start on the
+/// page's last dword) per dispatch, not the allocation, and once although the dispatch's 4
+/// work-groups run as 4 chunks on the one interpreter thread; a later dispatch reads the page
+/// again (it is validated by content) but decodes nothing.
+#[test]
+fn interpreted_dispatch_reads_only_the_code_pages_it_runs() {
+    const PAGES: usize = 1024;
+    let code: Box<[CodePage]> = (0..PAGES)
+        .map(|_| CodePage(std::array::from_fn(|_| AtomicU64::new(0))))
+        .collect();
+    let s = setup();
+    s.d.set_execution_mode(ExecutionMode::InterpretOnly);
+    s.d.set_interpreter_threads(1);
+    let base = s.arena.base();
+    s.arena.word(KERNARG).store(base + DST, Ordering::Relaxed);
+    let kernel = &code[PAGES / 2];
+    kernel.write_kernel(0x0BAD_C0DE);
+    register_code_pages(&code, &s.d);
+    let run = |index: u64| -> ExecutionStats {
+        s.dispatch_kernel(index, base + KERNARG, 1, kernel.base());
+        assert!(s.wait_signal_zero(), "dispatch {index} did not complete");
+        assert_eq!(s.d.queue_error(s.queue_id), None);
+        assert_eq!(
+            s.arena.word(DST).load(Ordering::Acquire) as u32,
+            0x0BAD_C0DE
+        );
+        s.d.execution_stats()
+    };
+    let first = run(0);
+    assert_eq!(first.code_bytes_read, 4096 + 4, "first dispatch");
+    let second = run(1);
+    assert_eq!(
+        second.code_bytes_read - first.code_bytes_read,
+        4096 + 4,
+        "second dispatch"
+    );
+    assert_eq!(second.decoded_instructions, first.decoded_instructions);
 }

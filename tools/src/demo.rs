@@ -882,6 +882,7 @@ fn run_inner(
             sdma_packets: now.sdma_packets - before.sdma_packets,
             decoded_instructions: now.decoded_instructions - before.decoded_instructions,
             invalidated_code_pages: now.invalidated_code_pages - before.invalidated_code_pages,
+            code_bytes_read: now.code_bytes_read - before.code_bytes_read,
         }
     });
     let executor = match execution {

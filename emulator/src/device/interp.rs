@@ -13,8 +13,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::gfx9::exec::{
-    check_dispatch, run_workgroups, run_workgroups_preemptible, workgroup_total, DecodeCache,
-    DeviceMemory, DispatchState, ExecStats, KernelCode,
+    check_dispatch, run_workgroups_preemptible, workgroup_total, CodeSource, DecodeCache,
+    DeviceCode, DeviceMemory, DispatchState, ExecStats,
 };
 use crate::gfx9::hwid::WaveLaunch;
 use crate::gfx9::wave::WAVE_SIZE;
@@ -30,8 +30,9 @@ use super::memory::{Allocs, MemoryFault};
 /// Size of the AMDGPU kernel descriptor, bytes (AMDGPUUsage "Kernel Descriptor").
 const DESCRIPTOR_BYTES: usize = 64;
 
-/// Most code bytes read either side of the entry point (the loaded image is one allocation
-/// per code object; a larger allocation is read in this window).
+/// Most code bytes either side of the entry point a dispatch may run (the loaded image is one
+/// allocation per code object; a larger allocation is cut to this window). Only the pages
+/// its waves reach are read ([`DeviceCode`]).
 const CODE_WINDOW_BYTES: u64 = 8 << 20;
 
 /// Instructions one wave may execute in [`run_kernel_dispatch`] before the dispatch is
@@ -362,50 +363,35 @@ pub(crate) fn run(
 /// What [`run`] keeps from one dispatch to the next for its caller (a queue's CP thread):
 /// one [`DecodeCache`] per thread that runs work-groups (added as needed), so each kernel is
 /// decoded once rather than once per dispatch and a dispatch allocates no waves (the caches
-/// check the code bytes, so code changed at an address is decoded again), and the buffer the
-/// code is read into.
+/// read each code page a dispatch runs from device memory once and check its bytes, so code
+/// changed at an address is decoded again).
 #[derive(Debug, Default)]
 pub(crate) struct Interpreters {
     /// The decode caches, one per worker thread.
     pub(crate) caches: Vec<DecodeCache>,
-    /// The last dispatch's code bytes (reused as the next one's buffer).
-    code: Vec<u8>,
 }
 
 /// An error, with the fault of the memory that failed when it was one.
 type Failure = (Error, Option<MemoryFault>);
 
-/// What a dispatch needs before its work-groups run: the kernel descriptor, the code bytes
-/// and where they start, and the interpreter's dispatch state.
-struct Prepared<'b> {
+/// What a dispatch needs before its work-groups run: the kernel descriptor, where its code
+/// is, and the interpreter's dispatch state.
+struct Prepared {
     descriptor: KernelDescriptor,
-    code_start: u64,
-    code_bytes: &'b [u8],
-    entry: u64,
+    code: DeviceCode,
     state: DispatchState,
 }
 
-impl Prepared<'_> {
-    fn code(&self) -> KernelCode<'_> {
-        KernelCode {
-            base_address: self.code_start,
-            bytes: self.code_bytes,
-            entry_address: self.entry,
-        }
-    }
-}
-
-/// Reads the kernel descriptor at the packet's kernel object and the code around its entry
-/// point (inside `image(entry, descriptor)`, at most [`CODE_WINDOW_BYTES`] either side), and
-/// builds the dispatch state; checks the group segment against `lds_bytes`. The code is read
-/// into `code_bytes` (a buffer the caller may reuse: its old contents are overwritten).
-fn prepare<'b>(
+/// Reads the kernel descriptor at the packet's kernel object, finds the code around its
+/// entry point (inside `image(entry, descriptor)`, at most [`CODE_WINDOW_BYTES`] either side;
+/// none of it is read here: the interpreter reads the pages waves reach), and builds the
+/// dispatch state; checks the group segment against `lds_bytes`.
+fn prepare(
     dispatch: &DecodedKernelDispatch,
     memory: &dyn DeviceMemory,
     lds_bytes: u32,
-    code_bytes: &'b mut Vec<u8>,
     image: impl FnOnce(u64, &KernelDescriptor) -> Result<(u64, u64), Error>,
-) -> Result<Prepared<'b>, Error> {
+) -> Result<Prepared, Error> {
     let object = dispatch.kernel_object.0;
     let mut raw = [0u8; DESCRIPTOR_BYTES];
     memory
@@ -417,11 +403,11 @@ fn prepare<'b>(
     let (image_start, image_end) = image(entry, &descriptor)?;
     let start = image_start.max(entry.saturating_sub(CODE_WINDOW_BYTES));
     let end = image_end.min(entry.saturating_add(CODE_WINDOW_BYTES));
-    // Zeroes only what the buffer grows by; the read overwrites all of it.
-    code_bytes.resize(end.saturating_sub(start) as usize, 0);
-    memory
-        .read(start, code_bytes)
-        .map_err(|e| error!(e.status(), "kernel code: {}", e.detail()))?;
+    let code = DeviceCode {
+        base_address: start,
+        len: end.saturating_sub(start),
+        entry_address: entry,
+    };
     // The runtime puts the kernel's whole group segment size (the descriptor's fixed size
     // plus any dynamic LDS) in the packet; a packet that says less gets the fixed size.
     let group = dispatch
@@ -452,9 +438,7 @@ fn prepare<'b>(
     };
     Ok(Prepared {
         descriptor,
-        code_start: start,
-        code_bytes,
-        entry,
+        code,
         state,
     })
 }
@@ -462,11 +446,12 @@ fn prepare<'b>(
 /// Runs a kernel dispatch packet's kernel as GFX9 machine code for `target` over `memory`, on
 /// the calling thread: the emulated device's shader engine for a command processor that is
 /// not [`EmulatedKfd`](super::EmulatedKfd)'s, such as one serving a queue in a virtual
-/// machine's RAM. It reads the kernel descriptor at `dispatch.kernel_object`, then the
-/// kernel's code from its entry point (`kernel_object + kernel_code_entry_byte_offset`):
-/// `max_code_bytes`, or up to `memory_end` (the exclusive end of the memory the code lies in)
-/// when that comes first — a branch past what was read is an illegal instruction. Then it
-/// runs every work-group with `lds_bytes` of LDS.
+/// machine's RAM. It reads the kernel descriptor at `dispatch.kernel_object`, then runs
+/// every work-group with `lds_bytes` of LDS. The kernel's code starts at its entry point
+/// (`kernel_object + kernel_code_entry_byte_offset`) and is `max_code_bytes` long, or ends at
+/// `memory_end` (the exclusive end of the memory the code lies in) when that comes first — a
+/// branch past it is an illegal instruction; of it, only the pages (4 KiB) waves reach are
+/// read, each once.
 ///
 /// The packet was decoded and validated by the core's packet processor
 /// ([`hsa_core::packet_processor::PacketProcessor`]): this is what a
@@ -490,8 +475,7 @@ pub fn run_kernel_dispatch(
     max_code_bytes: u64,
     lds_bytes: u32,
 ) -> Result<ExecStats, Error> {
-    let mut code_bytes = Vec::new();
-    let p = prepare(dispatch, memory, lds_bytes, &mut code_bytes, |entry, _| {
+    let p = prepare(dispatch, memory, lds_bytes, |entry, _| {
         if entry >= memory_end {
             return Err(error!(
                 Status::MemoryFault,
@@ -504,14 +488,17 @@ pub fn run_kernel_dispatch(
     })?;
     check_dispatch(&p.descriptor, &p.state)?;
     let mut stats = ExecStats::default();
-    run_workgroups(
-        &p.code(),
+    // A cache for this dispatch alone: each page the waves reach is read once.
+    run_workgroups_preemptible(
+        CodeSource::Device(p.code),
         &p.descriptor,
         target,
         &p.state,
         memory,
         0..workgroup_total(&p.state),
         &mut stats,
+        &AtomicBool::new(false),
+        &mut DecodeCache::new(),
     )?;
     Ok(stats)
 }
@@ -534,32 +521,26 @@ fn run_inner(
     // Errors before the work-groups run: the fault, if any, is the main memory's.
     let setup = |e: Error| (e, memory.fault());
     let object = dispatch.kernel_object.0;
-    let prepared = prepare(
-        dispatch,
-        &memory,
-        lds_bytes,
-        &mut kept.code,
-        |entry, descriptor| {
-            allocs
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .containing(entry, 4)
-                .filter(|a| a.mapped.contains(&gpu_id))
-                .map(|a| (a.va, a.va + a.size))
-                .ok_or_else(|| {
-                    memory.record_fault(entry, "execute");
-                    error!(
-                        Status::MemoryFault,
-                        "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel \
+    let prepared = prepare(dispatch, &memory, lds_bytes, |entry, descriptor| {
+        allocs
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .containing(entry, 4)
+            .filter(|a| a.mapped.contains(&gpu_id))
+            .map(|a| (a.va, a.va + a.size))
+            .ok_or_else(|| {
+                memory.record_fault(entry, "execute");
+                error!(
+                    Status::MemoryFault,
+                    "memory fault on GPU {gpu_id:#x}: kernel code entry {entry:#x} (kernel \
                      object {object:#x} + kernel_code_entry_byte_offset {:#x}) is not inside \
                      one live allocation mapped to this GPU",
-                        descriptor.kernel_code_entry_byte_offset
-                    )
-                })
-        },
-    )
+                    descriptor.kernel_code_entry_byte_offset
+                )
+            })
+    })
     .map_err(setup)?;
-    let code = prepared.code();
+    let code = CodeSource::Device(prepared.code);
     let descriptor = prepared.descriptor;
     let state = DispatchState {
         max_instructions_per_wave: u64::MAX,
@@ -570,15 +551,19 @@ fn run_inner(
     let total = workgroup_total(&state);
     let workers = (threads.max(1) as u64).min(total).max(1) as usize;
     // Each thread has its own cache, kept over its chunks and the caller's dispatches; the
-    // caches validate their pages against the code read for this dispatch.
+    // caches read each page of `code` they run once per dispatch, through the thread's
+    // memory, and validate their pages against it.
     let caches = &mut kept.caches;
     if caches.len() < workers {
         caches.resize_with(workers, DecodeCache::new);
     }
+    for cache in &mut caches[..workers] {
+        cache.begin_dispatch();
+    }
     let run_range =
         |mem: &GpuMemory<'_>, cache: &mut DecodeCache, range: Range<u64>, stats: &mut ExecStats| {
             let r = run_workgroups_preemptible(
-                &code,
+                code,
                 &descriptor,
                 target,
                 &state,
@@ -785,6 +770,49 @@ mod tests {
             "group_segment_size 4294967295 (packet 4294967295, descriptor 0) exceeds the \
              GPU's LDS of 65536 bytes"
         );
+    }
+
+    /// `run_kernel_dispatch` with 4 MiB of code allowed past the entry point reads only the
+    /// page the kernel runs (from the entry to the page's end and the 4 bytes past it), not
+    /// the 4 MiB.
+    #[test]
+    fn run_kernel_dispatch_reads_only_the_code_it_runs() {
+        struct Counting(Flat, std::cell::Cell<u64>);
+        impl DeviceMemory for Counting {
+            fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
+                if addr >= 0x1100 {
+                    self.1.set(self.1.get() + buf.len() as u64);
+                }
+                self.0.read(addr, buf)
+            }
+            fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
+                self.0.write(addr, data)
+            }
+        }
+        let mut m = vec![0u8; 0x50_0000];
+        // As run_kernel_dispatch_runs_over_any_memory: the descriptor at 0x1000, `s_endpgm`
+        // at 0x1100; the packet and kernarg segment below the code.
+        m[0x1010..0x1018].copy_from_slice(&0x100i64.to_le_bytes());
+        m[0x1100..0x1104].copy_from_slice(&0xbf81_0000u32.to_le_bytes());
+        let mem = Counting(Flat(std::cell::RefCell::new(m)), std::cell::Cell::new(0));
+        let packet = hsa_core::packet::KernelDispatch::one_dimensional(
+            hsa_core::GpuVa(0x1000),
+            hsa_core::GpuVa(0x800),
+            64,
+            64,
+        );
+        let d = DecodedKernelDispatch {
+            packet,
+            packet_address: hsa_core::GpuVa(0xC00),
+            queue_address: hsa_core::GpuVa(0),
+            dispatch_id: 0,
+        };
+        let target =
+            Gfx9Target::from_processor(hsa_core::isa::Processor::from_name("gfx90a").unwrap())
+                .unwrap();
+        let stats = run_kernel_dispatch(&d, target, &mem, 0x50_0000, 4 << 20, 65536).unwrap();
+        assert_eq!(stats.instructions, 1);
+        assert_eq!(mem.1.get(), 0x2004 - 0x1100);
     }
 
     /// Two adjacent mapped allocations and one not mapped: reads inside one succeed (also

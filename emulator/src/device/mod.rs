@@ -349,6 +349,11 @@ pub struct ExecutionStats {
     /// Code pages whose decoded instructions were dropped because their bytes had changed
     /// since they were decoded (code rewritten, or other code loaded at the address).
     pub invalidated_code_pages: u64,
+    /// Kernel code bytes the interpreter read from device memory to run dispatches: each
+    /// code page (4 KiB and the 4 bytes past it) a dispatch's waves reach, once per dispatch
+    /// and worker thread, never the whole code object
+    /// ([`DecodeCache`](crate::gfx9::exec::DecodeCache)).
+    pub code_bytes_read: u64,
 }
 
 #[derive(Default)]
@@ -363,6 +368,7 @@ struct StatCounters {
     sdma_packets: AtomicU64,
     decoded: AtomicU64,
     invalidated_pages: AtomicU64,
+    code_bytes_read: AtomicU64,
 }
 
 /// One emulated GPU.
@@ -749,6 +755,7 @@ impl EmulatedKfd {
             sdma_packets: c.sdma_packets.load(Ordering::SeqCst),
             decoded_instructions: c.decoded.load(Ordering::SeqCst),
             invalidated_code_pages: c.invalidated_pages.load(Ordering::SeqCst),
+            code_bytes_read: c.code_bytes_read.load(Ordering::SeqCst),
         }
     }
 

@@ -448,8 +448,12 @@ impl ProcessorHost for CpHost<'_> {
         let threads = self.device.threads.load(Ordering::Relaxed);
         let mut caches = self.caches.borrow_mut();
         let counts = |caches: &[DecodeCache]| {
-            caches.iter().fold((0, 0), |(d, i), c| {
-                (d + c.decoded(), i + c.invalidated_pages())
+            caches.iter().fold((0, 0, 0), |(d, i, r), c| {
+                (
+                    d + c.decoded(),
+                    i + c.invalidated_pages(),
+                    r + c.code_bytes_read(),
+                )
             })
         };
         let before = counts(&caches.caches);
@@ -470,6 +474,8 @@ impl ProcessorHost for CpHost<'_> {
         let after = counts(&caches.caches);
         drop(caches);
         let c = &self.device.stats;
+        c.code_bytes_read
+            .fetch_add(after.2 - before.2, Ordering::SeqCst);
         c.decoded.fetch_add(after.0 - before.0, Ordering::SeqCst);
         c.invalidated_pages
             .fetch_add(after.1 - before.1, Ordering::SeqCst);

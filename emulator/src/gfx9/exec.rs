@@ -186,6 +186,100 @@ pub struct KernelCode<'a> {
     pub entry_address: u64,
 }
 
+/// A kernel's machine code in device memory: the interpreter reads it through the
+/// [`DeviceMemory`] of the call, one code page (4 KiB and the 4 bytes past it) at a time, the
+/// first time a wave reaches the page in the call ([`DecodeCache`]), rather than the whole
+/// image up front: a dispatch reads only the code it runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceCode {
+    /// Device address of the code's first byte (e.g. the start of the loaded image).
+    pub base_address: u64,
+    /// Code bytes from `base_address`, all readable through the call's memory: a pc at or
+    /// past `base_address + len` is outside the code (an illegal instruction), and no
+    /// instruction is read past it.
+    pub len: u64,
+    /// Device address of the first instruction (kernel descriptor address +
+    /// `kernel_code_entry_byte_offset`).
+    pub entry_address: u64,
+}
+
+/// Where the interpreter reads a kernel's code from: bytes the caller holds
+/// ([`KernelCode`]), or device memory ([`DeviceCode`]).
+#[derive(Clone, Copy, Debug)]
+pub enum CodeSource<'a> {
+    /// Code bytes in host memory (a code object's loaded image, a test's bytes).
+    Host(KernelCode<'a>),
+    /// Code in device memory, read a page at a time as waves reach it.
+    Device(DeviceCode),
+}
+
+impl<'a> From<&KernelCode<'a>> for CodeSource<'a> {
+    fn from(code: &KernelCode<'a>) -> CodeSource<'a> {
+        CodeSource::Host(*code)
+    }
+}
+
+impl<'a> From<KernelCode<'a>> for CodeSource<'a> {
+    fn from(code: KernelCode<'a>) -> CodeSource<'a> {
+        CodeSource::Host(code)
+    }
+}
+
+impl From<DeviceCode> for CodeSource<'_> {
+    fn from(code: DeviceCode) -> Self {
+        CodeSource::Device(code)
+    }
+}
+
+impl CodeSource<'_> {
+    /// Device address of the code's first byte.
+    pub fn base_address(&self) -> u64 {
+        match self {
+            CodeSource::Host(c) => c.base_address,
+            CodeSource::Device(c) => c.base_address,
+        }
+    }
+
+    /// Device address one past the code's last byte (saturating at `u64::MAX`).
+    pub fn end_address(&self) -> u64 {
+        match self {
+            CodeSource::Host(c) => c.base_address.saturating_add(c.bytes.len() as u64),
+            CodeSource::Device(c) => c.base_address.saturating_add(c.len),
+        }
+    }
+
+    /// Device address of the first instruction.
+    pub fn entry_address(&self) -> u64 {
+        match self {
+            CodeSource::Host(c) => c.entry_address,
+            CodeSource::Device(c) => c.entry_address,
+        }
+    }
+
+    /// Reads the code bytes at `addr..addr + buf.len()` (inside the code): a copy of the
+    /// host bytes, or a read through `memory`.
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`] from `memory` (device code), the message naming the range.
+    fn read(&self, addr: u64, buf: &mut [u8], memory: &dyn DeviceMemory) -> Result<()> {
+        match self {
+            CodeSource::Host(c) => {
+                let off = (addr - c.base_address) as usize;
+                buf.copy_from_slice(&c.bytes[off..off + buf.len()]);
+                Ok(())
+            }
+            CodeSource::Device(_) => memory.read(addr, buf).map_err(|e| {
+                error!(
+                    e.status(),
+                    "kernel code {addr:#x}..{:#x}: {}",
+                    addr + buf.len() as u64,
+                    e.detail()
+                )
+            }),
+        }
+    }
+}
+
 /// What a kernel dispatch packet and its queue tell the interpreter.
 #[derive(Clone, Copy, Debug)]
 pub struct DispatchState {
@@ -418,7 +512,7 @@ pub fn run_workgroups(
 ) -> Result<()> {
     let never = AtomicBool::new(false);
     run_workgroups_preemptible(
-        code,
+        code.into(),
         descriptor,
         target,
         dispatch,
@@ -443,14 +537,18 @@ pub const PREEMPT_CHECK_INSTRUCTIONS: u64 = 4096;
 ///
 /// `cache` holds the decoded instructions and the thread's waves: pass the same one to every
 /// call of one thread, for this dispatch and later ones (it checks the code bytes it decoded
-/// against `code`'s, so other code at an address is decoded again: [`DecodeCache`]).
+/// against `code`'s, so other code at an address is decoded again: [`DecodeCache`]), and call
+/// [`DecodeCache::begin_dispatch`] on it before each dispatch's first call on the thread (a
+/// page is validated once per dispatch: without it, code changed since the last dispatch
+/// would not be seen). Device code ([`CodeSource::Device`]) is read through `memory` a page
+/// at a time, once per dispatch, as waves reach it.
 ///
 /// # Errors
 /// As [`run_workgroups`], and [`Status::Exception`] when `preempt` was seen set (the
 /// message starts with `preempted`).
 #[allow(clippy::too_many_arguments)]
 pub fn run_workgroups_preemptible(
-    code: &KernelCode<'_>,
+    code: CodeSource<'_>,
     descriptor: &KernelDescriptor,
     target: Gfx9Target,
     dispatch: &DispatchState,
@@ -549,7 +647,7 @@ fn waves_in_group(dispatch: &DispatchState, group: [u32; 3]) -> usize {
 }
 
 struct Ctx<'a, 'c> {
-    code: &'a KernelCode<'c>,
+    code: CodeSource<'c>,
     target: Gfx9Target,
     memory: &'a dyn DeviceMemory,
     lds: &'a mut [u8],
@@ -586,14 +684,14 @@ fn run_group(
     // dispatch's time.
     let reused = waves.len().min(nwaves);
     while waves.len() < nwaves {
-        waves.push(Wave::new(ctx.code.entry_address, agprs));
+        waves.push(Wave::new(ctx.code.entry_address(), agprs));
     }
     for (wi, w) in waves.iter_mut().take(nwaves).enumerate() {
         if wi < reused {
             // Every register a wave of the cache's code wrote is below the bounds of the
             // instructions decoded since the cache was last emptied (they are decoded before
             // they run; emptying the cache drops its waves).
-            w.reset_below(ctx.code.entry_address, cache.vgpr_bound, cache.agpr_bound);
+            w.reset_below(ctx.code.entry_address(), cache.vgpr_bound, cache.agpr_bound);
         }
         init_wave(ctx, kd, dispatch, group, size, wi, items, w)?;
     }
@@ -827,16 +925,16 @@ struct CachePage {
 }
 
 impl CachePage {
-    /// The bytes of `code` the page covers (its raw window) and where they start.
-    fn window<'c>(number: u64, code: &KernelCode<'c>) -> (u64, &'c [u8]) {
-        let lo = (number * CACHE_PAGE_BYTES).max(code.base_address);
-        let hi = (number * CACHE_PAGE_BYTES + CACHE_PAGE_BYTES + CACHE_PAGE_TAIL_BYTES)
-            .min(code.base_address.saturating_add(code.bytes.len() as u64));
-        if lo >= hi {
-            return (lo, &[]);
-        }
-        let off = (lo - code.base_address) as usize;
-        (lo, &code.bytes[off..off + (hi - lo) as usize])
+    /// The device addresses of the code bytes page `number` covers (its raw window: the page
+    /// and [`CACHE_PAGE_TAIL_BYTES`] past it, clipped to `code`); empty when the page holds
+    /// none of the code.
+    fn window(number: u64, code: &CodeSource<'_>) -> (u64, u64) {
+        let start = number * CACHE_PAGE_BYTES;
+        let lo = start.max(code.base_address());
+        let hi = start
+            .saturating_add(CACHE_PAGE_BYTES + CACHE_PAGE_TAIL_BYTES)
+            .min(code.end_address());
+        (lo, hi.max(lo))
     }
 }
 
@@ -846,13 +944,14 @@ impl CachePage {
 ///
 /// Never stale: entries are keyed by device address, but every page (4 KiB of code) keeps
 /// the raw bytes its instructions were decoded from, and the first time a page is used in a
-/// [`run_workgroups_preemptible`] call it is compared with the code bytes of that call (the
-/// bytes the device read for the dispatch); when they differ — a loader put other code at
-/// that address, a program rewrote its code — the page's instructions are dropped and
-/// decoded again from the new bytes. This is validation by content, so it holds for any
-/// runtime, also one that never invalidates an instruction cache (no PM4 ACQUIRE_MEM, no
-/// free/unmap notification is needed). Within one call the code is immutable, as a GPU's
-/// instruction cache assumes while a dispatch runs. A page's window includes the 4 bytes
+/// dispatch (after [`DecodeCache::begin_dispatch`]) it is compared with the code bytes of
+/// that dispatch's code source: for [`DeviceCode`], the page is read from device memory then,
+/// once per dispatch, and only the pages waves reach are read, never the whole image. When
+/// they differ — a loader put other code at that address, a program rewrote its code — the
+/// page's instructions are dropped and decoded again from the new bytes. This is validation
+/// by content, so it holds for any runtime, also one that never invalidates an instruction
+/// cache (no PM4 ACQUIRE_MEM, no free/unmap notification is needed). Within one dispatch the
+/// code is immutable, as a GPU's instruction cache assumes while a dispatch runs. A page's window includes the 4 bytes
 /// past it (the rest of an 8-byte instruction starting on its last dword) and where the code
 /// ends, so an instruction crossing into the next page or ending at the code's end is
 /// revalidated with everything it was decoded from.
@@ -873,7 +972,7 @@ impl CachePage {
 pub struct DecodeCache {
     /// The target the entries were decoded for.
     target: Option<Gfx9Target>,
-    /// Counts [`DecodeCache::bind`] calls: a page is validated once per generation.
+    /// Counts [`DecodeCache::begin_dispatch`] calls: a page is validated once per generation.
     generation: u64,
     pages: Vec<CachePage>,
     /// Index into `pages` of the page last looked up.
@@ -889,6 +988,8 @@ pub struct DecodeCache {
     decoded: u64,
     /// Pages whose bytes had changed when they were validated, over the cache's life.
     invalidated: u64,
+    /// Code bytes read from device memory ([`CodeSource::Device`]), over the cache's life.
+    code_bytes_read: u64,
     /// The waves, LDS and scratch of the last call, reused by the next.
     waves: Vec<Wave>,
     lds: Vec<u8>,
@@ -924,14 +1025,28 @@ impl DecodeCache {
         self.invalidated
     }
 
+    /// Code bytes read from device memory ([`CodeSource::Device`]) over the cache's life:
+    /// each page a call's waves reach, once per call (4 KiB and the 4 bytes past it, clipped
+    /// to the code). Host bytes ([`CodeSource::Host`]) are compared in place and not counted.
+    pub fn code_bytes_read(&self) -> u64 {
+        self.code_bytes_read
+    }
+
     /// Code pages held now (at most [`DECODE_CACHE_MAX_PAGES`]).
     pub fn pages(&self) -> usize {
         self.pages.len()
     }
 
+    /// Starts a dispatch: every page is validated again on its first use after this (device
+    /// code read again), once, however many [`run_workgroups_preemptible`] calls run the
+    /// dispatch's work-groups with this cache. Call it before a dispatch's first call on the
+    /// thread: the code may have changed since the last dispatch.
+    pub fn begin_dispatch(&mut self) {
+        self.generation += 1;
+    }
+
     /// Starts a call that runs `target` code: empties the cache when its entries are for
-    /// another target, and opens a new generation (every page is validated again on its
-    /// first use).
+    /// another target.
     fn bind(&mut self, target: Gfx9Target) {
         if self.target != Some(target) {
             self.target = Some(target);
@@ -942,7 +1057,50 @@ impl DecodeCache {
             self.vgpr_bound = 3;
             self.agpr_bound = 0;
         }
-        self.generation += 1;
+    }
+
+    /// Decodes the instruction at `pc` of `code` from the bytes of its page `p` (validated in
+    /// this generation); an unaligned pc within 8 bytes of the page's window end (only
+    /// `s_setpc_b64` makes one, decoded each time it runs) is read from `code`.
+    ///
+    /// # Errors
+    /// As [`DecodeCache::get`].
+    #[cold]
+    #[inline(never)]
+    fn decode_at(
+        &mut self,
+        p: usize,
+        code: &CodeSource<'_>,
+        memory: &dyn DeviceMemory,
+        target: Gfx9Target,
+        pc: u64,
+    ) -> Result<Instruction> {
+        let (base, end) = (code.base_address(), code.end_address());
+        if pc < base || pc >= end {
+            bail!(
+                Status::IllegalInstruction,
+                "pc {pc:#x} outside the kernel code ({base:#x}..+{:#x})",
+                end - base
+            );
+        }
+        // The longest encoding is 8 bytes; none is read past the code's end.
+        let n = (end - pc).min(8) as usize;
+        let pg = &self.pages[p];
+        let off = (pc - pg.raw_start) as usize;
+        let mut buf = [0u8; 8];
+        let bytes = match pg.raw.get(off..off + n) {
+            Some(b) => b,
+            None => {
+                code.read(pc, &mut buf[..n], memory)?;
+                if let CodeSource::Device(_) = code {
+                    self.code_bytes_read += n as u64;
+                }
+                &buf[..n]
+            }
+        };
+        let kernel_off = pc.wrapping_sub(code.entry_address());
+        decode(bytes, target)
+            .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))
     }
 
     /// The CUs `cu_enable` enables ([`enabled_cus`], computed once per mask).
@@ -955,7 +1113,16 @@ impl DecodeCache {
 
     /// The index of page `number`, validated against `code` in this generation (its
     /// instructions dropped when its bytes changed), added when absent.
-    fn page(&mut self, number: u64, code: &KernelCode<'_>) -> usize {
+    ///
+    /// # Errors
+    /// [`Status::MemoryFault`]: reading device code failed.
+    #[inline]
+    fn page(
+        &mut self,
+        number: u64,
+        code: &CodeSource<'_>,
+        memory: &dyn DeviceMemory,
+    ) -> Result<usize> {
         let p = match self.pages.get(self.last) {
             Some(pg) if pg.number == number => self.last,
             _ => match self.pages.iter().position(|pg| pg.number == number) {
@@ -967,58 +1134,93 @@ impl DecodeCache {
                             .unwrap_or(0);
                         self.pages.swap_remove(oldest);
                     }
-                    let (raw_start, raw) = CachePage::window(number, code);
+                    // Filled by the validation below.
                     self.pages.push(CachePage {
                         number,
-                        raw_start,
-                        raw: raw.to_vec(),
+                        raw_start: u64::MAX,
+                        raw: Vec::new(),
                         slots: vec![0; (CACHE_PAGE_BYTES / 4) as usize],
                         insts: Vec::new(),
-                        checked: self.generation,
+                        checked: self.generation.wrapping_sub(1),
                     });
                     self.pages.len() - 1
                 }
             },
         };
         self.last = p;
-        let generation = self.generation;
-        let pg = &mut self.pages[p];
-        if pg.checked != generation {
-            pg.checked = generation;
-            let (start, now) = CachePage::window(number, code);
-            if start != pg.raw_start || now != pg.raw.as_slice() {
-                if !pg.insts.is_empty() {
-                    self.invalidated += 1;
-                }
-                pg.raw_start = start;
-                pg.raw.clear();
-                pg.raw.extend_from_slice(now);
-                pg.slots.fill(0);
-                pg.insts.clear();
-            }
+        if self.pages[p].checked != self.generation {
+            self.validate(p, code, memory)?;
         }
-        p
+        Ok(p)
     }
 
-    /// The instruction at `pc` of `code`, decoded now if it is not yet.
+    /// Validates page `p` against `code` for this generation: compares the code bytes of its
+    /// window now (device code read through `memory`) with those it was decoded from, and
+    /// drops its instructions when they differ.
     ///
     /// # Errors
-    /// [`Status::IllegalInstruction`]: `pc` outside the code or not 4-byte aligned, or the
-    /// bytes there do not decode (the message names the kernel offset).
+    /// [`Status::MemoryFault`]: reading device code failed (the page stays unvalidated).
+    #[cold]
+    #[inline(never)]
+    fn validate(
+        &mut self,
+        p: usize,
+        code: &CodeSource<'_>,
+        memory: &dyn DeviceMemory,
+    ) -> Result<()> {
+        let pg = &mut self.pages[p];
+        let (lo, hi) = CachePage::window(pg.number, code);
+        let mut buf = [0u8; (CACHE_PAGE_BYTES + CACHE_PAGE_TAIL_BYTES) as usize];
+        let now: &[u8] = match code {
+            CodeSource::Host(c) => {
+                let off = (lo - c.base_address) as usize;
+                c.bytes.get(off..off + (hi - lo) as usize).unwrap_or(&[])
+            }
+            CodeSource::Device(_) => {
+                let now = &mut buf[..(hi - lo) as usize];
+                if !now.is_empty() {
+                    code.read(lo, now, memory)?;
+                    self.code_bytes_read += now.len() as u64;
+                }
+                now
+            }
+        };
+        if lo != pg.raw_start || now != pg.raw.as_slice() {
+            if !pg.insts.is_empty() {
+                self.invalidated += 1;
+            }
+            pg.raw_start = lo;
+            pg.raw.clear();
+            pg.raw.extend_from_slice(now);
+            pg.slots.fill(0);
+            pg.insts.clear();
+        }
+        pg.checked = self.generation;
+        Ok(())
+    }
+
+    /// The instruction at `pc` of `code`, decoded now if it is not yet (device code is read
+    /// through `memory`).
+    ///
+    /// # Errors
+    /// - [`Status::IllegalInstruction`]: `pc` outside the code, or the bytes there do not
+    ///   decode (the message names the kernel offset).
+    /// - [`Status::MemoryFault`]: reading device code failed.
     #[inline]
     fn get(
         &mut self,
-        code: &KernelCode<'_>,
+        code: &CodeSource<'_>,
+        memory: &dyn DeviceMemory,
         target: Gfx9Target,
         pc: u64,
     ) -> Result<&(Instruction, Fast)> {
-        let p = self.page(pc / CACHE_PAGE_BYTES, code);
+        let p = self.page(pc / CACHE_PAGE_BYTES, code, memory)?;
         let slot = (pc % CACHE_PAGE_BYTES / 4) as usize;
         let i = self.pages[p].slots[slot];
         if i != 0 {
             return Ok(&self.pages[p].insts[i as usize - 1]);
         }
-        let inst = decode_at(code, target, pc)?;
+        let inst = self.decode_at(p, code, memory, target, pc)?;
         self.decoded += 1;
         let name = inst.name();
         if name.starts_with("s_set_gpr_idx") || name.starts_with("v_movrel") {
@@ -1061,34 +1263,13 @@ fn cvt_to_f32(name: &str) -> bool {
     name.starts_with("v_cvt_f32") || name == "v_cvt_off_f32_i4"
 }
 
-/// Decodes the instruction at `pc` of `code`.
-fn decode_at(code: &KernelCode<'_>, target: Gfx9Target, pc: u64) -> Result<Instruction> {
-    let off = pc.wrapping_sub(code.base_address);
-    let bytes = usize::try_from(off)
-        .ok()
-        .and_then(|o| code.bytes.get(o..))
-        .filter(|b| !b.is_empty())
-        .ok_or_else(|| {
-            error!(
-                Status::IllegalInstruction,
-                "pc {:#x} outside the kernel code ({:#x}..+{:#x})",
-                pc,
-                code.base_address,
-                code.bytes.len()
-            )
-        })?;
-    let kernel_off = pc.wrapping_sub(code.entry_address);
-    decode(&bytes[..bytes.len().min(8)], target)
-        .map_err(|e| error!(e.status(), "kernel offset {kernel_off:#x}: {}", e.detail()))
-}
-
 fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64) -> Result<()> {
-    let (inst, fast) = cache.get(ctx.code, ctx.target, w.pc)?;
+    let (inst, fast) = cache.get(&ctx.code, ctx.memory, ctx.target, w.pc)?;
     w.executed += 1;
     ctx.instructions += 1;
     ctx.lane_instructions += u64::from(w.exec().count_ones());
     if w.executed > limit {
-        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address());
         bail!(
             Status::Exception,
             "wave exceeded {limit} instructions (at kernel offset {kernel_off:#x})"
@@ -1105,7 +1286,7 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         // GPR index mode: the VALU instruction runs with its operands moved, never through
         // the fast path (whose operands are fixed at decode).
         indexed = gpr_indexed(w, inst).map_err(|e| {
-            let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
+            let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address());
             error!(
                 e.status(),
                 "{} at kernel offset {kernel_off:#x}: {}",
@@ -1123,7 +1304,7 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         super::fast::run(w, fast, ctx.memory, ctx.lds)
     }
     .map_err(|e| {
-        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address());
         error!(
             e.status(),
             "{} at kernel offset {kernel_off:#x}: {}",
@@ -1152,7 +1333,7 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         Done::Slow => {}
     }
     let flow = execute(ctx, w, inst, next).map_err(|e| {
-        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address);
+        let kernel_off = w.pc.wrapping_sub(ctx.code.entry_address());
         error!(
             e.status(),
             "{} at kernel offset {kernel_off:#x}: {}",
@@ -4757,7 +4938,7 @@ pub(super) mod tests {
         };
         let never = AtomicBool::new(false);
         let mut ctx = Ctx {
-            code: &code,
+            code: code.into(),
             target: inst.target,
             memory,
             lds,
@@ -4788,23 +4969,63 @@ pub(super) mod tests {
         };
         let mut cache = DecodeCache::new();
         let t = Gfx9Target::Gfx90a;
+        cache.begin_dispatch();
         cache.bind(t);
-        assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
-        assert_eq!(cache.get(&code, t, 0x1004).unwrap().0.name(), "s_endpgm");
-        assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
+        assert_eq!(
+            cache
+                .get(&(&code).into(), &NoMemory, t, 0x1000)
+                .unwrap()
+                .0
+                .name(),
+            "s_nop"
+        );
+        assert_eq!(
+            cache
+                .get(&(&code).into(), &NoMemory, t, 0x1004)
+                .unwrap()
+                .0
+                .name(),
+            "s_endpgm"
+        );
+        assert_eq!(
+            cache
+                .get(&(&code).into(), &NoMemory, t, 0x1000)
+                .unwrap()
+                .0
+                .name(),
+            "s_nop"
+        );
         assert_eq!(cache.len(), 2, "each instruction decoded once");
         assert_eq!(cache.decoded(), 2);
-        let e = cache.get(&code, t, 0x1008).unwrap_err();
+        let e = cache
+            .get(&(&code).into(), &NoMemory, t, 0x1008)
+            .unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction);
         // The same code in the next call: served as decoded.
+        cache.begin_dispatch();
         cache.bind(t);
-        assert_eq!(cache.get(&code, t, 0x1000).unwrap().0.name(), "s_nop");
+        assert_eq!(
+            cache
+                .get(&(&code).into(), &NoMemory, t, 0x1000)
+                .unwrap()
+                .0
+                .name(),
+            "s_nop"
+        );
         assert_eq!(cache.decoded(), 2);
         // Other code loaded at the same address: the page is decoded again.
         let b = [0x00, 0x00, 0x81, 0xBF];
         let other = KernelCode { bytes: &b, ..code };
+        cache.begin_dispatch();
         cache.bind(t);
-        assert_eq!(cache.get(&other, t, 0x1000).unwrap().0.name(), "s_endpgm");
+        assert_eq!(
+            cache
+                .get(&(&other).into(), &NoMemory, t, 0x1000)
+                .unwrap()
+                .0
+                .name(),
+            "s_endpgm"
+        );
         assert_eq!(cache.len(), 1);
         assert_eq!(cache.invalidated_pages(), 1);
         // Another target empties it.
@@ -4827,8 +5048,9 @@ pub(super) mod tests {
         };
         let t = Gfx9Target::Gfx90a;
         let mut cache = DecodeCache::new();
+        cache.begin_dispatch();
         cache.bind(t);
-        let first = cache.get(&code, t, 0x1FFC).unwrap().0;
+        let first = cache.get(&(&code).into(), &NoMemory, t, 0x1FFC).unwrap().0;
         assert_eq!(first.size, 8);
         assert_eq!(first.src[0], Operand::Literal(7));
         bytes[4..].copy_from_slice(&9u32.to_le_bytes());
@@ -4837,12 +5059,149 @@ pub(super) mod tests {
             bytes: &bytes,
             entry_address: 0x1FFC,
         };
+        cache.begin_dispatch();
         cache.bind(t);
         assert_eq!(
-            cache.get(&code, t, 0x1FFC).unwrap().0.src[0],
+            cache
+                .get(&(&code).into(), &NoMemory, t, 0x1FFC)
+                .unwrap()
+                .0
+                .src[0],
             Operand::Literal(9)
         );
         assert_eq!(cache.decoded(), 2);
+    }
+
+    /// Device memory over `bytes` from `base` that counts the bytes read.
+    struct CountingMemory {
+        base: u64,
+        bytes: core::cell::RefCell<Vec<u8>>,
+        read: core::cell::Cell<u64>,
+    }
+
+    impl DeviceMemory for CountingMemory {
+        fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+            let b = self.bytes.borrow();
+            let src = usize::try_from(addr.wrapping_sub(self.base))
+                .ok()
+                .and_then(|o| b.get(o..o.checked_add(buf.len())?))
+                .ok_or_else(|| error!(Status::MemoryFault, "read at {addr:#x}"))?;
+            buf.copy_from_slice(src);
+            self.read.set(self.read.get() + buf.len() as u64);
+            Ok(())
+        }
+        fn write(&self, addr: u64, _data: &[u8]) -> Result<()> {
+            bail!(Status::MemoryFault, "write at {addr:#x}")
+        }
+    }
+
+    /// Device code is read through the memory a page (4 KiB and the 4 bytes past it) at a
+    /// time, only the pages reached, once per dispatch: not again within the dispatch, again
+    /// (and checked) in the next one, where a change past a page's end is seen; a pc outside
+    /// the code, an instruction cut by the code's end and a page the memory cannot read are
+    /// the errors host bytes give, or a memory fault naming the address.
+    #[test]
+    fn decode_cache_reads_device_code_a_page_once_per_dispatch() {
+        const BASE: u64 = 0x10_0000;
+        let mut bytes = vec![0u8; 3 * CACHE_PAGE_BYTES as usize];
+        // s_nop 0; s_endpgm at the start; s_mov_b32 s0, 7 (literal on the next page) on the
+        // second page's last dword.
+        bytes[..8].copy_from_slice(&[0x00, 0x00, 0x80, 0xBF, 0x00, 0x00, 0x81, 0xBF]);
+        bytes[0x1FFC..0x2000].copy_from_slice(&0xBE80_00FFu32.to_le_bytes());
+        bytes[0x2000..0x2004].copy_from_slice(&7u32.to_le_bytes());
+        let mem = CountingMemory {
+            base: BASE,
+            bytes: core::cell::RefCell::new(bytes),
+            read: core::cell::Cell::new(0),
+        };
+        let code: CodeSource<'_> = DeviceCode {
+            base_address: BASE,
+            len: 3 * CACHE_PAGE_BYTES,
+            entry_address: BASE,
+        }
+        .into();
+        let t = Gfx9Target::Gfx90a;
+        let mut cache = DecodeCache::new();
+        let window = CACHE_PAGE_BYTES + CACHE_PAGE_TAIL_BYTES;
+        cache.begin_dispatch();
+        cache.bind(t);
+        assert_eq!(cache.get(&code, &mem, t, BASE).unwrap().0.name(), "s_nop");
+        assert_eq!(mem.read.get(), window);
+        assert_eq!(
+            cache.get(&code, &mem, t, BASE + 4).unwrap().0.name(),
+            "s_endpgm"
+        );
+        let lit = |cache: &mut DecodeCache| cache.get(&code, &mem, t, BASE + 0x1FFC).unwrap().0;
+        assert_eq!(lit(&mut cache).src[0], Operand::Literal(7));
+        assert_eq!(mem.read.get(), 2 * window, "the pages reached, each once");
+        assert_eq!(cache.code_bytes_read(), 2 * window);
+        // The next dispatch reads a page again on its first use, and decodes nothing again.
+        cache.begin_dispatch();
+        cache.bind(t);
+        assert_eq!(cache.get(&code, &mem, t, BASE).unwrap().0.name(), "s_nop");
+        assert_eq!(mem.read.get(), 3 * window);
+        assert_eq!(cache.decoded(), 3);
+        // The literal rewritten (on the page after the instruction's): seen by the next
+        // dispatch, which decodes it again.
+        mem.bytes.borrow_mut()[0x2000..0x2004].copy_from_slice(&9u32.to_le_bytes());
+        cache.begin_dispatch();
+        cache.bind(t);
+        assert_eq!(lit(&mut cache).src[0], Operand::Literal(9));
+        assert_eq!((cache.decoded(), cache.invalidated_pages()), (4, 1));
+        // Within the dispatch the page is not read again.
+        let read = mem.read.get();
+        mem.bytes.borrow_mut()[0x2000..0x2004].copy_from_slice(&11u32.to_le_bytes());
+        assert_eq!(lit(&mut cache).src[0], Operand::Literal(9));
+        assert_eq!(mem.read.get(), read);
+
+        // Errors: the same as over the same bytes in host memory.
+        let host_bytes = mem.bytes.borrow().clone();
+        for (len, pc) in [
+            // A pc at the code's end, and far past it.
+            (3 * CACHE_PAGE_BYTES, BASE + 3 * CACHE_PAGE_BYTES),
+            (3 * CACHE_PAGE_BYTES, BASE + 0x10_0000),
+            // A pc on the address space's last page (a branch there): no overflow.
+            (3 * CACHE_PAGE_BYTES, u64::MAX - 3),
+            // s_mov_b32 with its literal past the code's end.
+            (0x2000, BASE + 0x1FFC),
+        ] {
+            let device: CodeSource<'_> = DeviceCode {
+                base_address: BASE,
+                len,
+                entry_address: BASE,
+            }
+            .into();
+            let host: CodeSource<'_> = KernelCode {
+                base_address: BASE,
+                bytes: &host_bytes[..len as usize],
+                entry_address: BASE,
+            }
+            .into();
+            let (mut dc, mut hc) = (DecodeCache::new(), DecodeCache::new());
+            dc.bind(t);
+            hc.bind(t);
+            let d = dc.get(&device, &mem, t, pc).unwrap_err();
+            let h = hc.get(&host, &NoMemory, t, pc).unwrap_err();
+            assert_eq!(d.status(), Status::IllegalInstruction, "{}", d.detail());
+            assert_eq!((d.status(), d.detail()), (h.status(), h.detail()));
+        }
+        // Code the memory does not hold: a memory fault naming the address.
+        let short: CodeSource<'_> = DeviceCode {
+            base_address: BASE,
+            len: 4 * CACHE_PAGE_BYTES,
+            entry_address: BASE,
+        }
+        .into();
+        let mut c = DecodeCache::new();
+        c.bind(t);
+        let e = c
+            .get(&short, &mem, t, BASE + 3 * CACHE_PAGE_BYTES)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::MemoryFault);
+        assert_eq!(
+            e.detail(),
+            "kernel code 0x103000..0x104000: read at 0x103000"
+        );
     }
 
     /// The cache holds at most DECODE_CACHE_MAX_PAGES pages, dropping the one validated
@@ -4864,18 +5223,27 @@ pub(super) mod tests {
         let t = Gfx9Target::Gfx90a;
         let mut cache = DecodeCache::new();
         for p in 0..pages as u64 {
+            cache.begin_dispatch();
             cache.bind(t);
             let pc = 0x10_0000 + p * CACHE_PAGE_BYTES;
-            assert_eq!(cache.get(&code, t, pc).unwrap().0.name(), "s_endpgm");
+            assert_eq!(
+                cache
+                    .get(&(&code).into(), &NoMemory, t, pc)
+                    .unwrap()
+                    .0
+                    .name(),
+                "s_endpgm"
+            );
         }
         assert_eq!(cache.pages(), DECODE_CACHE_MAX_PAGES);
         assert_eq!(cache.len(), DECODE_CACHE_MAX_PAGES);
         // The last page is still there; the first was dropped and is decoded again.
+        cache.begin_dispatch();
         cache.bind(t);
         let last = 0x10_0000 + (pages as u64 - 1) * CACHE_PAGE_BYTES;
-        cache.get(&code, t, last).unwrap();
+        cache.get(&(&code).into(), &NoMemory, t, last).unwrap();
         assert_eq!(cache.decoded(), pages as u64);
-        cache.get(&code, t, 0x10_0000).unwrap();
+        cache.get(&(&code).into(), &NoMemory, t, 0x10_0000).unwrap();
         assert_eq!(cache.decoded(), pages as u64 + 1);
     }
 
