@@ -1041,9 +1041,36 @@ fn interpreted_kernel_is_decoded_once_and_never_runs_stale_code() {
     assert_eq!(s.d.execution_stats().invalidated_code_pages, 2);
 }
 
+/// The arena's byte at offset `o`, as the host sees it.
+fn arena_byte(s: &Setup, o: u64) -> u8 {
+    (s.arena.word(o & !7).load(Ordering::Acquire) >> (8 * (o % 8))) as u8
+}
+
+/// Sets the arena's byte at offset `o` (no dispatch runs meanwhile).
+fn set_arena_byte(s: &Setup, o: u64, v: u8) {
+    let w = s.arena.word(o & !7);
+    let old = w.load(Ordering::Relaxed) & !(0xff << (8 * (o % 8)));
+    w.store(old | u64::from(v) << (8 * (o % 8)), Ordering::Relaxed);
+}
+
+/// Byte `o` (below 4096) of a page [`gtt_page_at`] mapped, as the host sees it.
+fn page_byte(p: NonNull<u8>, o: usize) -> u8 {
+    assert!(o < 4096);
+    // SAFETY: `p` is a live 4 KiB mapping of the device's and `o` inside it; no dispatch
+    // runs while the host reads it.
+    unsafe { p.as_ptr().add(o).read_volatile() }
+}
+
+/// Sets byte `o` (below 4096) of a page [`gtt_page_at`] mapped.
+fn set_page_byte(p: NonNull<u8>, o: usize, v: u8) {
+    assert!(o < 4096);
+    // SAFETY: as in `page_byte`.
+    unsafe { p.as_ptr().add(o).write_volatile(v) }
+}
+
 /// A GTT buffer object of one page at `va`, mapped to the built-in GPU, and its CPU mapping
 /// (as `pm4_indirect_buffer_spans_adjacent_allocations` makes the arena's neighbour).
-fn gtt_page_at(s: &Setup, va: u64) -> std::ptr::NonNull<u8> {
+fn gtt_page_at(s: &Setup, va: u64) -> NonNull<u8> {
     let mut a = AllocMemoryOfGpuArgs {
         va_addr: va,
         size: 4096,
@@ -1080,35 +1107,14 @@ fn interpreted_kernel_accesses_straddle_adjacent_allocations() {
     let (e, f) = (base + 16384, base + 16384 + 4096);
     let first = gtt_page_at(&s, e);
     let second = gtt_page_at(&s, f);
-    // The host's view: bytes of the arena (its last 16) and of the two pages.
-    let arena_byte = |o: u64| (s.arena.word(o & !7).load(Ordering::Acquire) >> (8 * (o % 8))) as u8;
-    let set_arena_byte = |o: u64, v: u8| {
-        let w = s.arena.word(o & !7);
-        let old = w.load(Ordering::Relaxed) & !(0xff << (8 * (o % 8)));
-        w.store(old | u64::from(v) << (8 * (o % 8)), Ordering::Relaxed);
-    };
-    let page = |p: std::ptr::NonNull<u8>, o: usize| {
-        assert!(o < 4096);
-        // SAFETY: `p` is a live 4 KiB mapping of the device's and `o` inside it; the kernel
-        // has not started or has ended when the host accesses it.
-        unsafe { p.as_ptr().add(o) }
-    };
-    let get = |p, o| {
-        // SAFETY: `page` gives a pointer into a live mapping, no other access meanwhile.
-        unsafe { page(p, o).read_volatile() }
-    };
-    let set = |p, o, v: u8| {
-        // SAFETY: as `get`'s.
-        unsafe { page(p, o).write_volatile(v) }
-    };
     // The 32 bytes around each boundary: 16 before, 16 after.
     let around_e = || -> Vec<u8> {
         (0..32)
             .map(|k| {
                 if k < 16 {
-                    arena_byte(16384 - 16 + k as u64)
+                    arena_byte(&s, 16384 - 16 + k as u64)
                 } else {
-                    get(first, k - 16)
+                    page_byte(first, k - 16)
                 }
             })
             .collect()
@@ -1117,19 +1123,19 @@ fn interpreted_kernel_accesses_straddle_adjacent_allocations() {
         (0..32)
             .map(|k| {
                 if k < 16 {
-                    get(first, 4080 + k)
+                    page_byte(first, 4080 + k)
                 } else {
-                    get(second, k - 16)
+                    page_byte(second, k - 16)
                 }
             })
             .collect()
     };
     // Distinct bytes around both boundaries.
     for k in 0..16 {
-        set_arena_byte(16384 - 16 + k as u64, 0x40 + k as u8);
-        set(first, k, 0x50 + k as u8);
-        set(first, 4080 + k, 0x60 + k as u8);
-        set(second, k, 0x70 + k as u8);
+        set_arena_byte(&s, 16384 - 16 + k as u64, 0x40 + k as u8);
+        set_page_byte(first, k, 0x50 + k as u8);
+        set_page_byte(first, 4080 + k, 0x60 + k as u8);
+        set_page_byte(second, k, 0x70 + k as u8);
     }
     let (at_e, mut at_f) = (around_e(), around_f());
     s.arena.word(KERNARG).store(e, Ordering::Relaxed);
@@ -1221,7 +1227,7 @@ fn interpreted_kernel_accesses_straddle_adjacent_allocations() {
     for (from, n) in [(14, 4), (12, 8), (9, 16), (8, 16)] {
         want.extend_from_slice(&at_e[from..from + n]);
     }
-    let out: Vec<u8> = (0..44).map(|k| arena_byte(DST + k)).collect();
+    let out: Vec<u8> = (0..44).map(|k| arena_byte(&s, DST + k)).collect();
     assert_eq!(out, want, "the loaded bytes");
     assert_eq!(around_e(), at_e, "the loads changed nothing");
     // Stores, in order: 16 bytes at f-13, 8 at f-5, 4 at f-1.
@@ -1230,4 +1236,101 @@ fn interpreted_kernel_accesses_straddle_adjacent_allocations() {
     at_f[11..19].copy_from_slice(&c[..8]);
     at_f[15..19].copy_from_slice(&c[..4]);
     assert_eq!(around_f(), at_f, "the stored bytes");
+}
+
+/// A host kernel's accesses through `DispatchContext` (`read`, `read_slice`, `write`,
+/// `write_slice`) may cross from one buffer object into the adjacent one, as the
+/// interpreter's do, and move the bytes of both; one crossing from a buffer object into a
+/// hole is a memory fault whose memory event names the hole's first byte, and writes nothing.
+#[test]
+fn host_kernel_accesses_straddle_adjacent_allocations() {
+    const STRADDLE: u64 = KERNEL_OBJECT + 0x40;
+    let s = setup();
+    let base = s.arena.base();
+    let (e, f) = (base + 16384, base + 16384 + 4096);
+    let first = gtt_page_at(&s, e);
+    let second = gtt_page_at(&s, f);
+    for k in 0..16 {
+        set_arena_byte(&s, 16384 - 16 + k as u64, 0x40 + k as u8);
+        set_page_byte(first, k, 0x50 + k as u8);
+    }
+    s.d.register_kernel(GpuVa(STRADDLE), "straddle", |ctx| {
+        let (e, out, f) = (
+            ctx.kernarg_u64(0)?,
+            ctx.kernarg_u64(8)?,
+            ctx.kernarg_u64(16)?,
+        );
+        let a: u32 = ctx.read(e - 2)?;
+        let b: u64 = ctx.read(e - 4)?;
+        let c: Vec<u8> = ctx.read_slice(e - 7, 16)?;
+        ctx.write(out, a)?;
+        ctx.write(out + 4, b)?;
+        ctx.write_slice(out + 12, &c)?;
+        ctx.write_slice(f - 13, &(0..16).collect::<Vec<u8>>())?;
+        ctx.write(f - 5, 0x0706_0504_0302_0100u64)
+    })
+    .unwrap();
+    s.arena.word(KERNARG).store(e, Ordering::Relaxed);
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+    s.arena.word(KERNARG + 16).store(f, Ordering::Relaxed);
+    s.dispatch_kernel(0, base + KERNARG, 1, STRADDLE);
+    assert!(s.wait_signal_zero(), "the dispatch did not complete");
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    // Bytes e-16..e+16 as placed above.
+    let at_e: Vec<u8> = (0..32).map(|k| 0x40 + k as u8).collect();
+    let mut want = Vec::new();
+    for (from, n) in [(14, 4), (12, 8), (9, 16)] {
+        want.extend_from_slice(&at_e[from..from + n]);
+    }
+    let out: Vec<u8> = (0..28).map(|k| arena_byte(&s, DST + k)).collect();
+    assert_eq!(out, want, "the bytes read");
+    let around_f: Vec<u8> = (0..32)
+        .map(|k| {
+            if k < 16 {
+                page_byte(first, 4080 + k)
+            } else {
+                page_byte(second, k - 16)
+            }
+        })
+        .collect();
+    let mut at_f = vec![0u8; 32];
+    at_f[3..19].copy_from_slice(&(0..16).collect::<Vec<u8>>());
+    at_f[11..19].copy_from_slice(&[0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(around_f, at_f, "the bytes written");
+
+    // From the second page into the hole after it (a fresh queue: the fault stops it).
+    let s = setup();
+    let base = s.arena.base();
+    let (e, f) = (base + 16384, base + 16384 + 4096);
+    let _first = gtt_page_at(&s, e);
+    let second = gtt_page_at(&s, f);
+    let hole = f + 4096;
+    let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
+    s.d.register_kernel(GpuVa(STRADDLE), "into_hole", |ctx| {
+        let hole = ctx.kernarg_u64(0)?;
+        ctx.write(hole - 4, u64::MAX)
+    })
+    .unwrap();
+    s.arena.word(KERNARG).store(hole, Ordering::Relaxed);
+    s.dispatch_kernel(0, base + KERNARG, 1, STRADDLE);
+    let [m, _] = wait_exception(&s.d, memory_event, hw_event);
+    assert_eq!(m.memory_exception().va, hole);
+    let logged = s.d.queue_error(s.queue_id).expect("logged");
+    assert_eq!(logged.status(), Status::MemoryFault);
+    assert!(
+        logged
+            .detail()
+            .contains(&format!("byte {hole:#x} is in no live allocation")),
+        "{logged}"
+    );
+    assert_eq!(
+        (4092..4096)
+            .map(|o| page_byte(second, o))
+            .collect::<Vec<_>>(),
+        [0; 4],
+        "nothing written"
+    );
 }
