@@ -253,8 +253,8 @@ impl<'a> DispatchContext<'a> {
     /// the adjacent one, as a GPU's access may).
     ///
     /// # Errors
-    /// [`Status::MemoryFault`] naming the access and the first byte of `addr ..
-    /// + size_of::<T>()` that is in no live allocation mapped to the GPU.
+    /// [`Status::MemoryFault`] naming the access and its first byte (of the
+    /// `size_of::<T>()` at `addr`) that is in no live allocation mapped to the GPU.
     pub fn read<T: FromBytes + IntoBytes>(&self, addr: u64) -> Result<T, Error> {
         let r = self.span(addr, 1, size_of::<T>(), "read")?;
         let mut v = T::new_zeroed();
