@@ -924,19 +924,13 @@ impl CodePage {
         self as *const CodePage as u64
     }
 
-    /// Writes a kernel descriptor (AMDGPUUsage "Kernel Descriptor": entry offset at byte 16,
-    /// COMPUTE_PGM_RSRC2 at 52 with USER_SGPR_COUNT 2 in bits 5:1, kernel_code_properties at
-    /// 56 with ENABLE_SGPR_KERNARG_SEGMENT_PTR, bit 3) and the code of a kernel that stores
-    /// `value` to the address in its first kernarg.
+    /// Writes the code of a kernel that stores `value` to the address in its first kernarg
+    /// ([`CodePage::write_code`]).
     fn write_kernel(&self, value: u32) {
-        let mut bytes = [0u8; 4096];
-        bytes[16..24].copy_from_slice(&CODE_OFFSET.to_le_bytes());
-        bytes[52..56].copy_from_slice(&(2u32 << 1).to_le_bytes());
-        bytes[56..58].copy_from_slice(&(1u16 << 3).to_le_bytes());
         // llvm-mc-19 -mcpu=gfx90a: s_load_dwordx2 s[2:3], s[0:1], 0x0; s_waitcnt
         // lgkmcnt(0); v_mov_b32 v0, <value>; v_mov_b32 v1, 0; global_store_dword v1, v0,
         // s[2:3]; s_endpgm.
-        let code: [u32; 10] = [
+        self.write_code(&[
             0xC006_0080,
             0x0000_0000,
             0xBF8C_C07F,
@@ -947,7 +941,18 @@ impl CodePage {
             0x0002_0001,
             0xBF81_0000,
             0,
-        ];
+        ]);
+    }
+
+    /// Writes a kernel descriptor (AMDGPUUsage "Kernel Descriptor": entry offset at byte 16,
+    /// COMPUTE_PGM_RSRC2 at 52 with USER_SGPR_COUNT 2 in bits 5:1, kernel_code_properties at
+    /// 56 with ENABLE_SGPR_KERNARG_SEGMENT_PTR, bit 3: the kernarg pointer in s[0:1]) and
+    /// `code` at its entry point.
+    fn write_code(&self, code: &[u32]) {
+        let mut bytes = [0u8; 4096];
+        bytes[16..24].copy_from_slice(&CODE_OFFSET.to_le_bytes());
+        bytes[52..56].copy_from_slice(&(2u32 << 1).to_le_bytes());
+        bytes[56..58].copy_from_slice(&(1u16 << 3).to_le_bytes());
         for (i, w) in code.iter().enumerate() {
             let o = CODE_OFFSET as usize + 4 * i;
             bytes[o..o + 4].copy_from_slice(&w.to_le_bytes());
@@ -1082,4 +1087,298 @@ fn interpreted_dispatch_reads_only_the_code_pages_it_runs() {
         "second dispatch"
     );
     assert_eq!(second.decoded_instructions, first.decoded_instructions);
+}
+
+/// The arena's byte at offset `o`, as the host sees it.
+fn arena_byte(s: &Setup, o: u64) -> u8 {
+    (s.arena.word(o & !7).load(Ordering::Acquire) >> (8 * (o % 8))) as u8
+}
+
+/// Sets the arena's byte at offset `o` (no dispatch runs meanwhile).
+fn set_arena_byte(s: &Setup, o: u64, v: u8) {
+    let w = s.arena.word(o & !7);
+    let old = w.load(Ordering::Relaxed) & !(0xff << (8 * (o % 8)));
+    w.store(old | u64::from(v) << (8 * (o % 8)), Ordering::Relaxed);
+}
+
+/// Byte `o` (below 4096) of a page [`gtt_page_at`] mapped, as the host sees it.
+fn page_byte(p: NonNull<u8>, o: usize) -> u8 {
+    assert!(o < 4096);
+    // SAFETY: `p` is a live 4 KiB mapping of the device's and `o` inside it; no dispatch
+    // runs while the host reads it.
+    unsafe { p.as_ptr().add(o).read_volatile() }
+}
+
+/// Sets byte `o` (below 4096) of a page [`gtt_page_at`] mapped.
+fn set_page_byte(p: NonNull<u8>, o: usize, v: u8) {
+    assert!(o < 4096);
+    // SAFETY: as in `page_byte`.
+    unsafe { p.as_ptr().add(o).write_volatile(v) }
+}
+
+/// A GTT buffer object of one page at `va`, mapped to the built-in GPU, and its CPU mapping
+/// (as `pm4_indirect_buffer_spans_adjacent_allocations` makes the arena's neighbour).
+fn gtt_page_at(s: &Setup, va: u64) -> NonNull<u8> {
+    let mut a = AllocMemoryOfGpuArgs {
+        va_addr: va,
+        size: 4096,
+        gpu_id: BUILTIN_GPU_ID,
+        flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+        ..Default::default()
+    };
+    // SAFETY: without USERPTR the argument carries no pointer.
+    unsafe { s.d.ioctl(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, a.as_mut_bytes()) }.unwrap();
+    assert_eq!(
+        calls::map_memory_to_gpu(&*s.d, a.handle, &[BUILTIN_GPU_ID]).unwrap(),
+        1
+    );
+    calls::mmap(
+        &*s.d,
+        MapTarget::RenderNode(BUILTIN_GPU_ID),
+        a.mmap_offset,
+        4096,
+    )
+    .unwrap()
+}
+
+/// An interpreted kernel's loads and stores of 4, 8 and 16 bytes (GLOBAL, and a scalar
+/// `s_load_dwordx4`) that straddle two adjacent buffer objects read and write the bytes of
+/// both, as a GPU's do (its VM sees only pages): loads across the arena's end into the GTT
+/// page after it, stores across that page's end into a second one; every byte checked
+/// against the host's view of the three.
+#[test]
+fn interpreted_kernel_accesses_straddle_adjacent_allocations() {
+    let code = Box::new(CodePage(std::array::from_fn(|_| AtomicU64::new(0))));
+    let s = setup();
+    s.d.set_execution_mode(ExecutionMode::InterpretOnly);
+    let base = s.arena.base();
+    let (e, f) = (base + 16384, base + 16384 + 4096);
+    let first = gtt_page_at(&s, e);
+    let second = gtt_page_at(&s, f);
+    // The 32 bytes around each boundary: 16 before, 16 after.
+    let around_e = || -> Vec<u8> {
+        (0..32)
+            .map(|k| {
+                if k < 16 {
+                    arena_byte(&s, 16384 - 16 + k as u64)
+                } else {
+                    page_byte(first, k - 16)
+                }
+            })
+            .collect()
+    };
+    let around_f = || -> Vec<u8> {
+        (0..32)
+            .map(|k| {
+                if k < 16 {
+                    page_byte(first, 4080 + k)
+                } else {
+                    page_byte(second, k - 16)
+                }
+            })
+            .collect()
+    };
+    // Distinct bytes around both boundaries.
+    for k in 0..16 {
+        set_arena_byte(&s, 16384 - 16 + k as u64, 0x40 + k as u8);
+        set_page_byte(first, k, 0x50 + k as u8);
+        set_page_byte(first, 4080 + k, 0x60 + k as u8);
+        set_page_byte(second, k, 0x70 + k as u8);
+    }
+    let (at_e, mut at_f) = (around_e(), around_f());
+    s.arena.word(KERNARG).store(e, Ordering::Relaxed);
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+    s.arena.word(KERNARG + 16).store(f, Ordering::Relaxed);
+    // llvm-mc-19 -mcpu=gfx90a. Kernargs: e (the arena's end), out (DST), f (the first
+    // page's end). Every lane of every work-group does the same: the stores write what the
+    // loads do not read.
+    code.write_code(&[
+        // s_load_dwordx2 s[2:3], s[0:1], 0x0
+        0xC006_0080,
+        0x0000_0000,
+        // s_load_dwordx2 s[4:5], s[0:1], 0x8
+        0xC006_0100,
+        0x0000_0008,
+        // s_load_dwordx2 s[12:13], s[0:1], 0x10
+        0xC006_0300,
+        0x0000_0010,
+        // s_waitcnt lgkmcnt(0)
+        0xBF8C_C07F,
+        // v_mov_b32_e32 v0, 0
+        0x7E00_0280,
+        // global_load_dword v1, v0, s[2:3] offset:-2
+        0xDC50_9FFE,
+        0x0102_0000,
+        // global_load_dwordx2 v[2:3], v0, s[2:3] offset:-4
+        0xDC54_9FFC,
+        0x0202_0000,
+        // global_load_dwordx4 v[4:7], v0, s[2:3] offset:-7
+        0xDC5C_9FF9,
+        0x0402_0000,
+        // s_add_u32 s6, s2, -8
+        0x8006_C802,
+        // s_addc_u32 s7, s3, -1
+        0x8207_C103,
+        // s_load_dwordx4 s[8:11], s[6:7], 0x0
+        0xC00A_0203,
+        0x0000_0000,
+        // s_waitcnt vmcnt(0) lgkmcnt(0)
+        0xBF8C_0070,
+        // v_mov_b32_e32 v12, s8 (v13..v15 from s9..s11)
+        0x7E18_0208,
+        0x7E1A_0209,
+        0x7E1C_020A,
+        0x7E1E_020B,
+        // global_store_dword v0, v1, s[4:5]
+        0xDC70_8000,
+        0x0004_0100,
+        // global_store_dwordx2 v0, v[2:3], s[4:5] offset:4
+        0xDC74_8004,
+        0x0004_0200,
+        // global_store_dwordx4 v0, v[4:7], s[4:5] offset:12
+        0xDC7C_800C,
+        0x0004_0400,
+        // global_store_dwordx4 v0, v[12:15], s[4:5] offset:28
+        0xDC7C_801C,
+        0x0004_0C00,
+        // v_mov_b32_e32 v8..v11, 0x03020100, 0x07060504, 0x0b0a0908, 0x0f0e0d0c
+        0x7E10_02FF,
+        0x0302_0100,
+        0x7E12_02FF,
+        0x0706_0504,
+        0x7E14_02FF,
+        0x0B0A_0908,
+        0x7E16_02FF,
+        0x0F0E_0D0C,
+        // global_store_dwordx4 v0, v[8:11], s[12:13] offset:-13
+        0xDC7C_9FF3,
+        0x000C_0800,
+        // global_store_dwordx2 v0, v[8:9], s[12:13] offset:-5
+        0xDC74_9FFB,
+        0x000C_0800,
+        // global_store_dword v0, v8, s[12:13] offset:-1
+        0xDC70_9FFF,
+        0x000C_0800,
+        // s_endpgm
+        0xBF81_0000,
+    ]);
+    let _handle = code.register(&s.d);
+    s.dispatch_kernel(0, base + KERNARG, 1, code.base());
+    assert!(s.wait_signal_zero(), "the dispatch did not complete");
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+
+    // Loads: the dword at e-2, the dwordx2 at e-4, the dwordx4 at e-7, the scalar dwordx4 at
+    // e-8 (byte 16 of `at_e` is e's).
+    let mut want = Vec::new();
+    for (from, n) in [(14, 4), (12, 8), (9, 16), (8, 16)] {
+        want.extend_from_slice(&at_e[from..from + n]);
+    }
+    let out: Vec<u8> = (0..44).map(|k| arena_byte(&s, DST + k)).collect();
+    assert_eq!(out, want, "the loaded bytes");
+    assert_eq!(around_e(), at_e, "the loads changed nothing");
+    // Stores, in order: 16 bytes at f-13, 8 at f-5, 4 at f-1.
+    let c: Vec<u8> = (0..16).collect();
+    at_f[3..19].copy_from_slice(&c);
+    at_f[11..19].copy_from_slice(&c[..8]);
+    at_f[15..19].copy_from_slice(&c[..4]);
+    assert_eq!(around_f(), at_f, "the stored bytes");
+}
+
+/// A host kernel's accesses through `DispatchContext` (`read`, `read_slice`, `write`,
+/// `write_slice`) may cross from one buffer object into the adjacent one, as the
+/// interpreter's do, and move the bytes of both; one crossing from a buffer object into a
+/// hole is a memory fault whose memory event names the hole's first byte, and writes nothing.
+#[test]
+fn host_kernel_accesses_straddle_adjacent_allocations() {
+    const STRADDLE: u64 = KERNEL_OBJECT + 0x40;
+    let s = setup();
+    let base = s.arena.base();
+    let (e, f) = (base + 16384, base + 16384 + 4096);
+    let first = gtt_page_at(&s, e);
+    let second = gtt_page_at(&s, f);
+    for k in 0..16 {
+        set_arena_byte(&s, 16384 - 16 + k as u64, 0x40 + k as u8);
+        set_page_byte(first, k, 0x50 + k as u8);
+    }
+    s.d.register_kernel(GpuVa(STRADDLE), "straddle", |ctx| {
+        let (e, out, f) = (
+            ctx.kernarg_u64(0)?,
+            ctx.kernarg_u64(8)?,
+            ctx.kernarg_u64(16)?,
+        );
+        let a: u32 = ctx.read(e - 2)?;
+        let b: u64 = ctx.read(e - 4)?;
+        let c: Vec<u8> = ctx.read_slice(e - 7, 16)?;
+        ctx.write(out, a)?;
+        ctx.write(out + 4, b)?;
+        ctx.write_slice(out + 12, &c)?;
+        ctx.write_slice(f - 13, &(0..16).collect::<Vec<u8>>())?;
+        ctx.write(f - 5, 0x0706_0504_0302_0100u64)
+    })
+    .unwrap();
+    s.arena.word(KERNARG).store(e, Ordering::Relaxed);
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+    s.arena.word(KERNARG + 16).store(f, Ordering::Relaxed);
+    s.dispatch_kernel(0, base + KERNARG, 1, STRADDLE);
+    assert!(s.wait_signal_zero(), "the dispatch did not complete");
+    assert_eq!(s.d.queue_error(s.queue_id), None);
+    // Bytes e-16..e+16 as placed above.
+    let at_e: Vec<u8> = (0..32).map(|k| 0x40 + k as u8).collect();
+    let mut want = Vec::new();
+    for (from, n) in [(14, 4), (12, 8), (9, 16)] {
+        want.extend_from_slice(&at_e[from..from + n]);
+    }
+    let out: Vec<u8> = (0..28).map(|k| arena_byte(&s, DST + k)).collect();
+    assert_eq!(out, want, "the bytes read");
+    let around_f: Vec<u8> = (0..32)
+        .map(|k| {
+            if k < 16 {
+                page_byte(first, 4080 + k)
+            } else {
+                page_byte(second, k - 16)
+            }
+        })
+        .collect();
+    let mut at_f = vec![0u8; 32];
+    at_f[3..19].copy_from_slice(&(0..16).collect::<Vec<u8>>());
+    at_f[11..19].copy_from_slice(&[0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(around_f, at_f, "the bytes written");
+
+    // From the second page into the hole after it (a fresh queue: the fault stops it).
+    let s = setup();
+    let base = s.arena.base();
+    let (e, f) = (base + 16384, base + 16384 + 4096);
+    let _first = gtt_page_at(&s, e);
+    let second = gtt_page_at(&s, f);
+    let hole = f + 4096;
+    let memory_event = exception_event(&s.d, KFD_IOC_EVENT_MEMORY);
+    let hw_event = exception_event(&s.d, KFD_IOC_EVENT_HW_EXCEPTION);
+    s.d.register_kernel(GpuVa(STRADDLE), "into_hole", |ctx| {
+        let hole = ctx.kernarg_u64(0)?;
+        ctx.write(hole - 4, u64::MAX)
+    })
+    .unwrap();
+    s.arena.word(KERNARG).store(hole, Ordering::Relaxed);
+    s.dispatch_kernel(0, base + KERNARG, 1, STRADDLE);
+    let [m, _] = wait_exception(&s.d, memory_event, hw_event);
+    assert_eq!(m.memory_exception().va, hole);
+    let logged = s.d.queue_error(s.queue_id).expect("logged");
+    assert_eq!(logged.status(), Status::MemoryFault);
+    assert!(
+        logged
+            .detail()
+            .contains(&format!("byte {hole:#x} is in no live allocation")),
+        "{logged}"
+    );
+    assert_eq!(
+        (4092..4096)
+            .map(|o| page_byte(second, o))
+            .collect::<Vec<_>>(),
+        [0; 4],
+        "nothing written"
+    );
 }

@@ -11,7 +11,7 @@ use hsa_core::{error, Error, GpuVa, Status};
 use zerocopy::{FromBytes, Immutable, IntoBytes};
 
 use super::mem::Region;
-use super::memory::{Allocs, MemoryFault};
+use super::memory::{Allocs, DeviceSpan, MemoryFault};
 
 /// A host implementation of a kernel: called once per work-group of a dispatch.
 pub(crate) type KernelFn = Arc<dyn Fn(&mut DispatchContext<'_>) -> Result<(), Error> + Send + Sync>;
@@ -165,11 +165,12 @@ impl<'a> DispatchContext<'a> {
         self.dispatch.kernarg_address
     }
 
-    /// `len` bytes of the kernarg segment from byte `offset`.
+    /// `len` bytes of the kernarg segment from byte `offset` (they may cross from one
+    /// allocation into the adjacent one).
     ///
     /// # Errors
-    /// [`Status::MemoryFault`] when `kernarg_address + offset .. + len` is not inside one live
-    /// allocation mapped to the GPU (the message names the address).
+    /// [`Status::MemoryFault`] when a byte of `kernarg_address + offset .. + len` is in no
+    /// live allocation mapped to the GPU (the message names the access and that byte).
     pub fn kernarg_bytes(&self, offset: u64, len: usize) -> Result<Vec<u8>, Error> {
         let va = self
             .dispatch
@@ -182,7 +183,7 @@ impl<'a> DispatchContext<'a> {
                     "kernarg offset {offset:#x} overflows the address space"
                 )
             })?;
-        let r = self.checked(va, len as u64, "kernarg read")?;
+        let r = self.span(va, 1, len, "kernarg read")?;
         let mut out = vec![0u8; len];
         r.read_into(&mut out);
         Ok(out)
@@ -208,45 +209,66 @@ impl<'a> DispatchContext<'a> {
         Ok(u64::from_le_bytes(w))
     }
 
-    /// The live region of `addr..addr + len`; a fault is recorded.
-    fn checked(&self, addr: u64, len: u64, what: &str) -> Result<Region, Error> {
-        self.allocs
-            .device_region_or_fault(self.gpu_id, addr, len, what)
-            .inspect_err(|_| {
-                if self.fault.get().is_none() {
-                    self.fault.set(Some(MemoryFault::of(addr, what)));
-                }
-            })
-    }
-
-    fn region(&self, addr: u64, count: usize, size: usize, what: &str) -> Result<Region, Error> {
-        let bytes = (count as u64).checked_mul(size as u64).ok_or_else(|| {
+    /// The bytes of `count` elements of `size` bytes at `addr`, or the error of their
+    /// overflowing the address space.
+    fn bytes(addr: u64, count: usize, size: usize, what: &str) -> Result<u64, Error> {
+        (count as u64).checked_mul(size as u64).ok_or_else(|| {
             error!(
                 Status::MemoryFault,
                 "{what} of {count} elements at {addr:#x} overflows"
             )
-        })?;
-        self.checked(addr, bytes, what)
+        })
     }
 
-    /// Reads one `T` at device address `addr`.
+    /// Records `address` as the dispatch's fault unless one was recorded already.
+    fn record_fault(&self, address: u64, what: &str) {
+        if self.fault.get().is_none() {
+            self.fault.set(Some(MemoryFault::of(address, what)));
+        }
+    }
+
+    /// The live region of `count` elements of `size` bytes at `addr`, inside one allocation
+    /// (a slice into device memory is one host mapping); a fault is recorded at `addr`.
+    fn region(&self, addr: u64, count: usize, size: usize, what: &str) -> Result<Region, Error> {
+        let len = Self::bytes(addr, count, size, what)?;
+        self.allocs
+            .device_region_or_fault(self.gpu_id, addr, len, what)
+            .inspect_err(|_| self.record_fault(addr, what))
+    }
+
+    /// The live memory of `count` elements of `size` bytes at `addr`, which may cross from one
+    /// allocation into the adjacent one, as a GPU's access may ([`Allocs::device_span`]); a
+    /// fault is recorded at the first byte in no live allocation mapped to the GPU.
+    fn span(&self, addr: u64, count: usize, size: usize, what: &str) -> Result<DeviceSpan, Error> {
+        let len = Self::bytes(addr, count, size, what)?;
+        self.allocs
+            .device_span(self.gpu_id, addr, len, what)
+            .map_err(|f| {
+                self.record_fault(f.address, what);
+                f.error
+            })
+    }
+
+    /// Reads one `T` at device address `addr` (its bytes may cross from one allocation into
+    /// the adjacent one, as a GPU's access may).
     ///
     /// # Errors
-    /// [`Status::MemoryFault`] naming the address when `addr .. + size_of::<T>()` is not inside
-    /// one live allocation mapped to the GPU.
+    /// [`Status::MemoryFault`] naming the access and its first byte (of the
+    /// `size_of::<T>()` at `addr`) that is in no live allocation mapped to the GPU.
     pub fn read<T: FromBytes + IntoBytes>(&self, addr: u64) -> Result<T, Error> {
-        let r = self.region(addr, 1, size_of::<T>(), "read")?;
+        let r = self.span(addr, 1, size_of::<T>(), "read")?;
         let mut v = T::new_zeroed();
         r.read_into(v.as_mut_bytes());
         Ok(v)
     }
 
-    /// Writes one `T` at device address `addr`.
+    /// Writes one `T` at device address `addr` (across allocations as
+    /// [`DispatchContext::read`]); nothing is written when a byte faults.
     ///
     /// # Errors
     /// As [`DispatchContext::read`].
     pub fn write<T: IntoBytes + Immutable>(&self, addr: u64, value: T) -> Result<(), Error> {
-        let r = self.region(addr, 1, size_of::<T>(), "write")?;
+        let r = self.span(addr, 1, size_of::<T>(), "write")?;
         r.write_from(value.as_bytes());
         Ok(())
     }
@@ -260,13 +282,13 @@ impl<'a> DispatchContext<'a> {
         addr: u64,
         count: usize,
     ) -> Result<Vec<T>, Error> {
-        let r = self.region(addr, count, size_of::<T>(), "read")?;
+        let r = self.span(addr, count, size_of::<T>(), "read")?;
         let mut v = vec![T::new_zeroed(); count];
         r.read_into(v.as_mut_slice().as_mut_bytes());
         Ok(v)
     }
 
-    /// Writes `values` consecutively at `addr`.
+    /// Writes `values` consecutively at `addr`; nothing is written when a byte faults.
     ///
     /// # Errors
     /// As [`DispatchContext::read`], for the whole range.
@@ -275,7 +297,7 @@ impl<'a> DispatchContext<'a> {
         addr: u64,
         values: &[T],
     ) -> Result<(), Error> {
-        let r = self.region(addr, values.len(), size_of::<T>(), "write")?;
+        let r = self.span(addr, values.len(), size_of::<T>(), "write")?;
         r.write_from(values.as_bytes());
         Ok(())
     }
@@ -286,7 +308,9 @@ impl<'a> DispatchContext<'a> {
     ///
     /// # Errors
     /// [`Status::MemoryFault`] naming the address when the range is not inside one live
-    /// allocation mapped to the GPU or `addr` is not aligned for `T`.
+    /// allocation mapped to the GPU (a slice, unlike [`DispatchContext::read_slice`], cannot
+    /// cross into the adjacent allocation: it is one host mapping) or `addr` is not aligned
+    /// for `T`.
     pub fn memory_slice<T: FromBytes + IntoBytes>(
         &mut self,
         addr: u64,

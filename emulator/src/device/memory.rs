@@ -203,8 +203,9 @@ impl Allocs {
 
     /// Translates the device access `va..va+len` of GPU `gpu_id` to live memory that may span
     /// allocations: every byte must lie in a live allocation mapped to that GPU, as a copy
-    /// engine needs only every page of its range mapped in the GPU's VM (adjacent buffer
-    /// objects are one range to it). An empty range touches no byte and never faults.
+    /// engine, the CP or a wave needs only every page of its range mapped in the GPU's VM
+    /// (adjacent buffer objects are one range to it). An empty range touches no byte and
+    /// never faults.
     ///
     /// # Errors
     /// A [`SpanFault`] at the first byte that is in no live allocation, or in one that is not
