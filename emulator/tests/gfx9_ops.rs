@@ -507,6 +507,9 @@ fn scalar_buffer_loads_and_scalar_stores_match_the_isa() {
             ("smem_bload_nrffffffff_st0_sw0", 4, u64::from(u32::MAX), 16),
             ("smem_bload_nr21_st0_sw0", 4, 0x21, 16),
             ("smem_bload_soff", 0x10, 0x18, 4),
+            // s_load with SOE: SGPR offset plus immediate (0x13 + 9, 0x40 - 8), dword-aligned.
+            ("smem_load_soe", 0x1C, 256, 4),
+            ("smem_load_soe_neg", 0x38, 256, 1),
         ];
         for (kernel, off, limit, dwords) in loads {
             let bufs = [
@@ -1214,7 +1217,9 @@ fn malformed_new_ds_and_smem_words_are_errors() {
         assert!(decode(&words(&cx), target).is_ok(), "{cpu}");
         let e = decode(&words(&[cx[0], cx[1] | 6 << 16]), target).unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
-        // s_scratch_load_dword s4, s[2:3], 0x4 truncated to one word, and with SOE set.
+        // s_scratch_load_dword s4, s[2:3], 0x4 truncated to one word, with SOE set (the SGPR
+        // in SOFFSET plus the immediate, as llvm-mc-19 prints it), and with SOE but no IMM
+        // (refused).
         let sl = [0xC016_0101, 0x0000_0004];
         assert_eq!(
             decode(&words(&sl), target).unwrap().to_string(),
@@ -1223,7 +1228,14 @@ fn malformed_new_ds_and_smem_words_are_errors() {
         );
         let e = decode(&words(&sl[..1]), target).unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
-        let e = decode(&words(&[sl[0] | 1 << 14, sl[1]]), target).unwrap_err();
+        assert_eq!(
+            decode(&words(&[sl[0] | 1 << 14, sl[1]]), target)
+                .unwrap()
+                .to_string(),
+            "s_scratch_load_dword s4, s[2:3], s0 offset:0x4",
+            "{cpu}"
+        );
+        let e = decode(&words(&[(sl[0] | 1 << 14) & !(1 << 17), sl[1]]), target).unwrap_err();
         assert_eq!(e.status(), Status::IllegalInstruction, "{cpu}");
         assert!(e.detail().contains("soe"), "{cpu}: {e}");
         // s_set_gpr_idx_off has no immediate (llvm-mc-19: invalid encoding when it is not 0);

@@ -62,6 +62,25 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
     ("gfx90a", 0x7E001EFF, 0xBFF00000, Some("v_cvt_f32_f64_e32 v0, -1.0")),
     ("gfx90a", 0x7E001EFF, 0x0000000C, Some("v_cvt_f32_f64_e32 v0, 0xc")),
     ("gfx90a", 0xBF00FF00, 0x00000040, Some("s_cmp_eq_i32 s0, 64")),
+    // SMEM soe with imm: the SGPR in SOFFSET plus the signed 21-bit immediate.
+    (
+        "gfx90a",
+        0xC0024000,
+        0x04000004,
+        Some("s_load_dword s0, s[0:1], s2 offset:0x4"),
+    ),
+    (
+        "gfx900",
+        0xC0024000,
+        0x04100004,
+        Some("s_load_dword s0, s[0:1], s2 offset:-0xffffc"),
+    ),
+    (
+        "gfx900",
+        0xC1224000,
+        0x04000000,
+        Some("s_buffer_atomic_and s0, s[0:3], s2 offset:0x0"),
+    ),
     // v_cvt_off_f32_i4 reads an integer: no abs/neg in DPP (llvm-mc rejects them).
     ("gfx900", 0x7FAE1CFA, 0x2626113B, None),
     // s_memtime/s_memrealtime: base and offset fields ignored, the IMM bit rejected.

@@ -279,6 +279,8 @@ pub struct Modifiers {
     pub gds: bool,
     /// SMEM `glc`.
     pub smem_glc: bool,
+    /// SMEM `soe` with `imm`: the offset is the SGPR `src[1]` plus the immediate `imm`.
+    pub smem_soe: bool,
     /// MUBUF `offen`: the VGPR address holds a byte offset.
     pub offen: bool,
     /// MUBUF `idxen`: the VGPR address holds an index (first, when both are set).
@@ -697,11 +699,15 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.info = info;
             inst.encoding = Encoding::Smem;
             inst.size = 8;
-            if w0 >> 14 & 1 != 0 {
+            // SOE (bit 14): an SGPR offset in w1[31:25] added to the immediate; only with IMM
+            // (the form compilers emit, `s2 offset:0x4`); SOE without IMM, which llvm-mc-19
+            // prints as the SGPR alone, ignoring the offset field, is refused.
+            let soe = w0 >> 14 & 1 != 0;
+            if soe && w0 >> 17 & 1 == 0 {
                 return Err(illegal(
                     "SMEM",
                     &[w0, w1],
-                    "soe (SGPR offset plus immediate) unsupported",
+                    "soe (SGPR offset) without imm unsupported",
                 ));
             }
             inst.dst = sreg_operand(info.widths[0], w0 >> 6 & 0x7F, "SMEM", w0)?;
@@ -739,6 +745,10 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 // 21-bit signed offset on GFX9: bit 20 is the sign.
                 if w1 & 0x10_0000 != 0 {
                     inst.imm = ((w1 & 0x1F_FFFF) | 0xFFE0_0000) as i32;
+                }
+                if soe {
+                    inst.src[1] = sreg_operand(1, w1 >> 25, "SMEM", w0)?;
+                    inst.mods.smem_soe = true;
                 }
             } else {
                 inst.src[1] = sreg_operand(1, w1 & 0xFF, "SMEM", w0)?;

@@ -383,7 +383,10 @@ impl fmt::Display for Instruction {
             }
             Encoding::Smem => {
                 write!(f, "{name} {}, {}, ", Op(&self.dst), Op(&self.src[0]))?;
-                if self.src[1] != Operand::None {
+                if self.mods.smem_soe {
+                    write!(f, "{} offset:", Op(&self.src[1]))?;
+                }
+                if self.src[1] != Operand::None && !self.mods.smem_soe {
                     write!(f, "{}", Op(&self.src[1]))?;
                 } else if self.imm < 0 {
                     write!(f, "-0x{:x}", self.imm.unsigned_abs())?;

@@ -1263,6 +1263,21 @@ fn cvt_to_f32(name: &str) -> bool {
     name.starts_with("v_cvt_f32") || name == "v_cvt_off_f32_i4"
 }
 
+/// The byte offset an SMEM instruction adds to its base (Vega ISA "Scalar Memory
+/// Operations"): the SGPR `OFFSET` names (zero-extended), the signed 21-bit immediate, or
+/// with `soe` the SGPR in SOFFSET plus the immediate.
+fn smem_offset(w: &Wave, inst: &Instruction) -> u64 {
+    if inst.src[1] == Operand::None {
+        return inst.imm as i64 as u64;
+    }
+    let sgpr = scalar(w, &inst.src[1], false, false) as u32 as u64;
+    if inst.mods.smem_soe {
+        sgpr.wrapping_add(inst.imm as i64 as u64)
+    } else {
+        sgpr
+    }
+}
+
 fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64) -> Result<()> {
     let (inst, fast) = cache.get(&ctx.code, ctx.memory, ctx.target, w.pc)?;
     w.executed += 1;
@@ -1519,11 +1534,7 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
                 Operand::Sreg { index, .. } => index as usize,
                 _ => 0,
             });
-            let off = if inst.src[1] != Operand::None {
-                scalar(w, &inst.src[1], false, false)
-            } else {
-                inst.imm as i64 as u64
-            };
+            let off = smem_offset(w, inst);
             let addr = base.wrapping_add(off) & !3;
             let n = inst.info.widths[0] as usize;
             let mut buf = [0u8; 64];
@@ -1675,11 +1686,7 @@ fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
         return Err(not_implemented(inst));
     };
     let sbase = usize::from(sbase);
-    let off = if inst.src[1] != Operand::None {
-        scalar(w, &inst.src[1], false, false) as u32 as u64
-    } else {
-        inst.imm as i64 as u64
-    } & !3;
+    let off = smem_offset(w, inst) & !3;
     let (base, limit) = if name.starts_with("s_buffer_") {
         let v: [u32; 4] = core::array::from_fn(|k| w.sreg.get(sbase + k).copied().unwrap_or(0));
         let stride = u64::from(v[1] >> 16 & 0x3FFF);
@@ -1772,11 +1779,7 @@ fn scalar_scratch(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Re
         return Err(not_implemented(inst));
     };
     let data = usize::from(data);
-    let off = if inst.src[1] != Operand::None {
-        scalar(w, &inst.src[1], false, false) as u32 as u64
-    } else {
-        inst.imm as i64 as u64
-    } & !3;
+    let off = smem_offset(w, inst) & !3;
     let base = w.sreg64(FLAT_SCRATCH).wrapping_add(off);
     let store = inst.name().starts_with("s_scratch_store");
     for k in 0..usize::from(inst.info.widths[0]) {

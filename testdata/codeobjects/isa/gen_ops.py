@@ -214,6 +214,13 @@ def smem(a):
     a.kernel("smem_bload_soff", save + zero + vsharp(0x18, 0, 0) +
              ["s_movk_i32 s24, 0x13", "s_buffer_load_dwordx4 s[4:7], s[20:23], s24",
               "s_waitcnt lgkmcnt(0)"] + store16(16))
+    # SOE: the SGPR offset plus the immediate (0x13 + 9 = 0x1c; 0x40 - 8 = 0x38).
+    a.kernel("smem_load_soe", save + zero + [
+        "s_movk_i32 s24, 0x13", "s_load_dwordx4 s[4:7], s[20:21], s24 offset:0x9",
+        "s_waitcnt lgkmcnt(0)"] + store16(16))
+    a.kernel("smem_load_soe_neg", save + zero + [
+        "s_movk_i32 s24, 0x40", "s_load_dword s4, s[20:21], s24 offset:-0x8",
+        "s_waitcnt lgkmcnt(0)"] + store16(16))
     a.kernel("smem_store", save + [
         "s_mov_b32 s24, 0x11111111", "s_mov_b32 s25, 0x22222222",
         "s_mov_b32 s26, 0x33333333", "s_mov_b32 s27, 0x44444444",

@@ -999,6 +999,126 @@ smem_bload_soff:
 .Lsmem_bload_soff_end:
 	.size smem_bload_soff, .Lsmem_bload_soff_end-smem_bload_soff
 
+	.globl smem_load_soe
+	.p2align 8
+	.type smem_load_soe,@function
+smem_load_soe:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b64 s[4:5], 0
+	s_mov_b64 s[6:7], 0
+	s_mov_b64 s[8:9], 0
+	s_mov_b64 s[10:11], 0
+	s_mov_b64 s[12:13], 0
+	s_mov_b64 s[14:15], 0
+	s_mov_b64 s[16:17], 0
+	s_mov_b64 s[18:19], 0
+	s_movk_i32 s24, 0x13
+	s_load_dwordx4 s[4:7], s[20:21], s24 offset:0x9
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s4
+	global_store_dword v22, v5, s[2:3] offset:0
+	v_mov_b32 v5, s5
+	global_store_dword v22, v5, s[2:3] offset:4
+	v_mov_b32 v5, s6
+	global_store_dword v22, v5, s[2:3] offset:8
+	v_mov_b32 v5, s7
+	global_store_dword v22, v5, s[2:3] offset:12
+	v_mov_b32 v5, s8
+	global_store_dword v22, v5, s[2:3] offset:16
+	v_mov_b32 v5, s9
+	global_store_dword v22, v5, s[2:3] offset:20
+	v_mov_b32 v5, s10
+	global_store_dword v22, v5, s[2:3] offset:24
+	v_mov_b32 v5, s11
+	global_store_dword v22, v5, s[2:3] offset:28
+	v_mov_b32 v5, s12
+	global_store_dword v22, v5, s[2:3] offset:32
+	v_mov_b32 v5, s13
+	global_store_dword v22, v5, s[2:3] offset:36
+	v_mov_b32 v5, s14
+	global_store_dword v22, v5, s[2:3] offset:40
+	v_mov_b32 v5, s15
+	global_store_dword v22, v5, s[2:3] offset:44
+	v_mov_b32 v5, s16
+	global_store_dword v22, v5, s[2:3] offset:48
+	v_mov_b32 v5, s17
+	global_store_dword v22, v5, s[2:3] offset:52
+	v_mov_b32 v5, s18
+	global_store_dword v22, v5, s[2:3] offset:56
+	v_mov_b32 v5, s19
+	global_store_dword v22, v5, s[2:3] offset:60
+	s_endpgm
+.Lsmem_load_soe_end:
+	.size smem_load_soe, .Lsmem_load_soe_end-smem_load_soe
+
+	.globl smem_load_soe_neg
+	.p2align 8
+	.type smem_load_soe_neg,@function
+smem_load_soe_neg:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b64 s[20:21], s[6:7]
+	s_mov_b64 s[2:3], s[12:13]
+	s_mov_b64 s[28:29], s[14:15]
+	v_lshlrev_b32 v22, 6, v1
+	s_mov_b64 s[4:5], 0
+	s_mov_b64 s[6:7], 0
+	s_mov_b64 s[8:9], 0
+	s_mov_b64 s[10:11], 0
+	s_mov_b64 s[12:13], 0
+	s_mov_b64 s[14:15], 0
+	s_mov_b64 s[16:17], 0
+	s_mov_b64 s[18:19], 0
+	s_movk_i32 s24, 0x40
+	s_load_dword s4, s[20:21], s24 offset:-0x8
+	s_waitcnt lgkmcnt(0)
+	v_mov_b32 v5, s4
+	global_store_dword v22, v5, s[2:3] offset:0
+	v_mov_b32 v5, s5
+	global_store_dword v22, v5, s[2:3] offset:4
+	v_mov_b32 v5, s6
+	global_store_dword v22, v5, s[2:3] offset:8
+	v_mov_b32 v5, s7
+	global_store_dword v22, v5, s[2:3] offset:12
+	v_mov_b32 v5, s8
+	global_store_dword v22, v5, s[2:3] offset:16
+	v_mov_b32 v5, s9
+	global_store_dword v22, v5, s[2:3] offset:20
+	v_mov_b32 v5, s10
+	global_store_dword v22, v5, s[2:3] offset:24
+	v_mov_b32 v5, s11
+	global_store_dword v22, v5, s[2:3] offset:28
+	v_mov_b32 v5, s12
+	global_store_dword v22, v5, s[2:3] offset:32
+	v_mov_b32 v5, s13
+	global_store_dword v22, v5, s[2:3] offset:36
+	v_mov_b32 v5, s14
+	global_store_dword v22, v5, s[2:3] offset:40
+	v_mov_b32 v5, s15
+	global_store_dword v22, v5, s[2:3] offset:44
+	v_mov_b32 v5, s16
+	global_store_dword v22, v5, s[2:3] offset:48
+	v_mov_b32 v5, s17
+	global_store_dword v22, v5, s[2:3] offset:52
+	v_mov_b32 v5, s18
+	global_store_dword v22, v5, s[2:3] offset:56
+	v_mov_b32 v5, s19
+	global_store_dword v22, v5, s[2:3] offset:60
+	s_endpgm
+.Lsmem_load_soe_neg_end:
+	.size smem_load_soe_neg, .Lsmem_load_soe_neg_end-smem_load_soe_neg
+
 	.globl smem_store
 	.p2align 8
 	.type smem_store,@function
@@ -4068,6 +4188,20 @@ s_getreg_hwreg20:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel smem_bload_soff
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_load_soe
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_32 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel smem_load_soe_neg
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
