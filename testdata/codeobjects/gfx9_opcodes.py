@@ -41,6 +41,7 @@ row("SOP1", "s_mov_b64 s_cmov_b64 s_not_b64 s_wqm_b64 s_brev_b64 s_and_saveexec_
     "s_orn1_saveexec_b64 s_andn1_wrexec_b64 s_andn2_wrexec_b64 s_swappc_b64", "2 2")
 row("SOP1", "s_bcnt0_i32_b64 s_bcnt1_i32_b64 s_ff0_i32_b64 s_ff1_i32_b64 s_flbit_i32_b64 "
     "s_flbit_i32_i64", "1 2")
+row("SOP1", "s_bitset0_b64 s_bitset1_b64", "2 1")
 row("SOP1", "s_getpc_b64", "2 0")
 row("SOP1", "s_setpc_b64", "0 2")
 row("SOPK", "s_movk_i32 s_cmovk_i32 s_cmpk_eq_i32 s_cmpk_lg_i32 s_cmpk_gt_i32 s_cmpk_ge_i32 "

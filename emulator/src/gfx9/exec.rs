@@ -2085,6 +2085,9 @@ fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
                 "s_sext_i32_i16" => a32 as i16 as i32 as u32 as u64,
                 "s_bitset0_b32" => (d_old & !(1 << (a32 & 31))) as u64,
                 "s_bitset1_b32" => (d_old | 1 << (a32 & 31)) as u64,
+                // S_BITSET0/1_B64 (Vega ISA SOP1 opcodes 25, 27): D.u64[S0.u[5:0]] = 0 / 1.
+                "s_bitset0_b64" => scalar(w, &inst.dst, true, false) & !(1u64 << (a32 & 63)),
+                "s_bitset1_b64" => scalar(w, &inst.dst, true, false) | 1u64 << (a32 & 63),
                 "s_abs_i32" => {
                     let r = (a32 as i32).unsigned_abs() as u64;
                     new_scc = nz(r);

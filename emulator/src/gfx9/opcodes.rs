@@ -102,6 +102,8 @@ pub(crate) static OPCODES: &[OpInfo] = &[
     OpInfo::new(Encoding::Sop1, 17, T_ALL, "s_ff1_i32_b64", [1, 2, 0, 0], 0),
     OpInfo::new(Encoding::Sop1, 19, T_ALL, "s_flbit_i32_b64", [1, 2, 0, 0], 0),
     OpInfo::new(Encoding::Sop1, 21, T_ALL, "s_flbit_i32_i64", [1, 2, 0, 0], 0),
+    OpInfo::new(Encoding::Sop1, 25, T_ALL, "s_bitset0_b64", [2, 1, 0, 0], 0),
+    OpInfo::new(Encoding::Sop1, 27, T_ALL, "s_bitset1_b64", [2, 1, 0, 0], 0),
     OpInfo::new(Encoding::Sop1, 28, T_ALL, "s_getpc_b64", [2, 0, 0, 0], 0),
     OpInfo::new(Encoding::Sop1, 29, T_ALL, "s_setpc_b64", [0, 2, 0, 0], 0),
     OpInfo::new(Encoding::Sopk, 0, T_ALL, "s_movk_i32", [1, 0, 0, 0], 0),

@@ -96,6 +96,8 @@ def alu(a):
         k(op, ["%s s[24:25], s[20:21]" % op])
     for op in SOP1_32_64:
         k(op, ["%s s24, s[20:21]" % op])
+    for op in ("s_bitset0_b64", "s_bitset1_b64"):
+        k(op, ["%s s[24:25], s20" % op])
     for op in EXEC_OPS:
         k(op, ["s_mov_b64 exec, s[22:23]", "%s s[24:25], s[20:21]" % op])
     for op in SOPC_32:

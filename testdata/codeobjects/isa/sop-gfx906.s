@@ -2345,6 +2345,72 @@ s_flbit_i32_i64:
 .Ls_flbit_i32_i64_end:
 	.size s_flbit_i32_i64, .Ls_flbit_i32_i64_end-s_flbit_i32_i64
 
+	.globl s_bitset0_b64
+	.p2align 8
+	.type s_bitset0_b64,@function
+s_bitset0_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_lshl_b32 s3, s2, 3
+	s_load_dwordx2 s[20:21], s[6:7], s3
+	s_load_dwordx2 s[22:23], s[8:9], s3
+	s_lshl_b32 s3, s2, 4
+	s_load_dwordx4 s[24:27], s[10:11], s3
+	v_mov_b32 v22, s2
+	v_lshlrev_b32 v22, 5, v22
+	s_waitcnt lgkmcnt(0)
+	s_cmp_lg_u32 s26, 0
+	s_bitset0_b64 s[24:25], s20
+	s_cselect_b32 s26, 1, 0
+	s_mov_b64 s[28:29], exec
+	s_mov_b64 exec, -1
+	v_mov_b32 v6, s24
+	v_mov_b32 v7, s25
+	v_mov_b32 v8, s26
+	v_mov_b32 v9, s28
+	v_mov_b32 v10, s29
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	global_store_dword v22, v10, s[12:13] offset:16
+	s_endpgm
+.Ls_bitset0_b64_end:
+	.size s_bitset0_b64, .Ls_bitset0_b64_end-s_bitset0_b64
+
+	.globl s_bitset1_b64
+	.p2align 8
+	.type s_bitset1_b64,@function
+s_bitset1_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_lshl_b32 s3, s2, 3
+	s_load_dwordx2 s[20:21], s[6:7], s3
+	s_load_dwordx2 s[22:23], s[8:9], s3
+	s_lshl_b32 s3, s2, 4
+	s_load_dwordx4 s[24:27], s[10:11], s3
+	v_mov_b32 v22, s2
+	v_lshlrev_b32 v22, 5, v22
+	s_waitcnt lgkmcnt(0)
+	s_cmp_lg_u32 s26, 0
+	s_bitset1_b64 s[24:25], s20
+	s_cselect_b32 s26, 1, 0
+	s_mov_b64 s[28:29], exec
+	s_mov_b64 exec, -1
+	v_mov_b32 v6, s24
+	v_mov_b32 v7, s25
+	v_mov_b32 v8, s26
+	v_mov_b32 v9, s28
+	v_mov_b32 v10, s29
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	global_store_dword v22, v10, s[12:13] offset:16
+	s_endpgm
+.Ls_bitset1_b64_end:
+	.size s_bitset1_b64, .Ls_bitset1_b64_end-s_bitset1_b64
+
 	.globl s_or_saveexec_b64
 	.p2align 8
 	.type s_or_saveexec_b64,@function
@@ -8769,6 +8835,18 @@ smem_batomic_dec_x2_nrc:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel s_flbit_i32_i64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_bitset0_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_bitset1_b64
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
