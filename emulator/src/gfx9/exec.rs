@@ -1223,7 +1223,15 @@ impl DecodeCache {
         let inst = self.decode_at(p, code, memory, target, pc)?;
         self.decoded += 1;
         let name = inst.name();
-        if name.starts_with("s_set_gpr_idx") || name.starts_with("v_movrel") {
+        // An s_setreg of HW_REG_MODE (id 1) whose field covers bit 27 (GPR_IDX_EN) can turn
+        // GPR index mode on as s_set_gpr_idx_on does.
+        let hwreg = inst.imm as u16 as u32;
+        let (id, offset, size) = (hwreg & 0x3F, hwreg >> 6 & 0x1F, (hwreg >> 11) + 1);
+        let sets_gpr_idx = matches!(name, "s_setreg_b32" | "s_setreg_imm32_b32")
+            && id == 1
+            && offset <= 27
+            && 27 < offset + size;
+        if name.starts_with("s_set_gpr_idx") || name.starts_with("v_movrel") || sets_gpr_idx {
             // Indexed VGPR addressing (GPR index mode, M0-relative moves) reaches VGPRs past
             // the ones the operands name: reused waves are then zeroed whole.
             self.vgpr_bound = super::wave::NUM_VGPRS;
@@ -1716,7 +1724,8 @@ fn scalar_memory(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
         let pair = |k: usize| reg(k) | if wide { reg(k + 1) << 32 } else { 0 };
         let (src, cmp) = (pair(0), pair(dw));
         // All or nothing: out of range, memory is untouched and the value returned is 0.
-        let in_range = limit.is_none_or(|l| off + 4 * dw as u64 <= l);
+        let in_range =
+            limit.is_none_or(|l| off.checked_add(4 * dw as u64).is_some_and(|end| end <= l));
         let addr = base.wrapping_add(off);
         let old = if !in_range {
             0
@@ -5290,6 +5299,60 @@ pub(super) mod tests {
         assert_eq!(rndne32(2.5), 2.0);
         assert_eq!(rndne32(3.5), 4.0);
         assert_eq!(rndne32(-0.4).to_bits(), 0x8000_0000);
+    }
+
+    /// `s_buffer_atomic_add` whose offset, the signed immediate -4 (alone, or with `soe` added
+    /// to an SGPR holding 0), lies below the buffer: out of range, so memory is untouched
+    /// (`NoMemory` would fail any access), as a scalar buffer load of that offset reads 0; it
+    /// once overflowed adding the access size to the offset.
+    #[test]
+    fn scalar_buffer_atomic_below_the_buffer_is_out_of_range() {
+        // s_buffer_atomic_add s5, s[8:11], -0x4; the same with soe (s2 offset:-0x4); and
+        // s_buffer_atomic_add_x2 s[4:5], s[8:11], s2 offset:-0x4 (llvm-mc-19's words).
+        for (w0, w1) in [
+            (0xC10A_0144u32, 0x001F_FFFCu32),
+            (0xC10A_4144, 0x041F_FFFC),
+            (0xC18A_4104, 0x041F_FFFC),
+        ] {
+            let mut bytes = w0.to_le_bytes().to_vec();
+            bytes.extend_from_slice(&w1.to_le_bytes());
+            let inst = decode(&bytes, Gfx9Target::Gfx900).unwrap();
+            let mut w = Wave::new(0x1000, false);
+            // V#: base 0x100000, stride 0, NUM_RECORDS 64; s2 = 0; s4/s5 hold the data.
+            w.sreg[8..12].copy_from_slice(&[0x10_0000, 0, 64, 0]);
+            w.sreg[2] = 0;
+            w.sreg[4] = 7;
+            w.sreg[5] = 9;
+            general_step(&mut w, &inst, 0x1000, &NoMemory, &mut [])
+                .unwrap_or_else(|e| panic!("{inst}: {e}"));
+        }
+    }
+
+    /// An `s_setreg` of HW_REG_MODE whose field covers bit 27 (GPR_IDX_EN) can turn GPR index
+    /// mode on: the cache then zeroes reused waves whole, as for `s_set_gpr_idx_on`; a setreg
+    /// of the denormal bits alone does not.
+    #[test]
+    fn setreg_of_gpr_idx_en_raises_the_vgpr_bound() {
+        let t = Gfx9Target::Gfx900;
+        // s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 0xf; then hwreg(HW_REG_MODE), whole.
+        for (w0, whole) in [(0xBA00_1901u32, false), (0xBA00_F801, true)] {
+            let mut a = w0.to_le_bytes().to_vec();
+            a.extend_from_slice(&0xFu32.to_le_bytes());
+            let code = KernelCode {
+                base_address: 0x1000,
+                bytes: &a,
+                entry_address: 0x1000,
+            };
+            let mut cache = DecodeCache::new();
+            cache.begin_dispatch();
+            cache.bind(t);
+            cache.get(&(&code).into(), &NoMemory, t, 0x1000).unwrap();
+            assert_eq!(
+                cache.vgpr_bound == crate::gfx9::wave::NUM_VGPRS,
+                whole,
+                "{w0:#x}"
+            );
+        }
     }
 
     pub(in crate::gfx9) struct NoMemory;
