@@ -106,14 +106,6 @@ const F16: [u16; 16] = [
 const ITEMS: u32 = 256;
 
 /// f32 with a denormal flushed to zero of the same sign.
-fn flush32(x: f32) -> f32 {
-    if x.is_subnormal() {
-        f32::from_bits(x.to_bits() & 0x8000_0000)
-    } else {
-        x
-    }
-}
-
 /// IEEE minNum/maxNum with -0 < +0; a NaN loses to a number, two NaNs give the first
 /// quieted (CDNA2 ISA §9.5.3, float atomics' NaN and signed-zero rules).
 fn min_max_f64(a: f64, b: f64, max: bool) -> f64 {
@@ -1359,17 +1351,6 @@ fn vop3_byte_ops_match_the_isa() {
 }
 
 // --- dot products and mixed-precision FMA (gfx906+) -----------------------------------------
-
-/// Deterministic pseudo-random words (xorshift64*).
-fn prng(seed: u64) -> impl FnMut() -> u32 {
-    let mut s = seed | 1;
-    move || {
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
-    }
-}
 
 /// An f16 with exponent −4..=6 and any mantissa and sign: products and sums of these (and of
 /// [`nice_f32`] values) with an f32 are exact in f64, so rounding the f64 result once is the

@@ -13,16 +13,6 @@ use hsa_emu::gfx9::Gfx9Target;
 mod isa_harness;
 use isa_harness::*;
 
-fn prng(seed: u64) -> impl FnMut() -> u32 {
-    let mut s = seed | 1;
-    move || {
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
-    }
-}
-
 /// f32 edge values: zeros, denormals, infinities, NaNs (quiet and signaling), the largest
 /// finite value, values that overflow when multiplied, and ordinary ones.
 const EDGE32: [u32; 16] = [
@@ -203,14 +193,6 @@ fn flush16(h: u16) -> u16 {
         h & 0x8000
     } else {
         h
-    }
-}
-
-fn flush32(x: f32) -> f32 {
-    if x.is_subnormal() {
-        f32::from_bits(x.to_bits() & 0x8000_0000)
-    } else {
-        x
     }
 }
 

@@ -205,3 +205,23 @@ pub fn u64s(b: &[u8]) -> Vec<u64> {
         .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
         .collect()
 }
+
+/// Deterministic pseudo-random words (xorshift64*), the inputs of the instruction tests.
+pub fn prng(seed: u64) -> impl FnMut() -> u32 {
+    let mut s = seed | 1;
+    move || {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        (s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    }
+}
+
+/// `x` with an f32 denormal flushed to a zero of its sign.
+pub fn flush32(x: f32) -> f32 {
+    if x.is_subnormal() {
+        f32::from_bits(x.to_bits() & 0x8000_0000)
+    } else {
+        x
+    }
+}
