@@ -34,4 +34,6 @@ mod extras;
 #[macro_use]
 pub mod ffi;
 pub mod backend;
+mod handle_map;
+mod rcu;
 mod state;

@@ -30,6 +30,8 @@ use hsa_core::signal::{Signal, SignalPool};
 use hsa_core::{bail, Error, NodeId, Status};
 
 use crate::backend::{self, Device};
+pub(crate) use crate::handle_map::{HandleMap, Held};
+use crate::rcu::{self, ReadSection};
 
 /// The platform under the C API (the backend's).
 pub(crate) use crate::backend::Plat;
@@ -76,44 +78,70 @@ pub(crate) enum QueueImpl {
 /// lock of the table.
 #[derive(Default)]
 pub(crate) struct QueueTable {
-    by_address: BTreeMap<u64, Arc<QueueImpl>>,
-    by_doorbell: BTreeMap<u64, Arc<QueueImpl>>,
+    by_address: HandleMap<QueueImpl>,
+    by_doorbell: HandleMap<QueueImpl>,
+    /// Serialises registrations, so the two maps change together.
+    changes: Mutex<()>,
 }
 
 impl QueueTable {
     /// Registers an AQL queue at its `hsa_queue_t` address with its doorbell signal's handle.
-    pub(crate) fn insert_aql(&mut self, address: u64, doorbell: u64, queue: Arc<QueueImpl>) {
+    pub(crate) fn insert_aql(&self, address: u64, doorbell: u64, queue: Arc<QueueImpl>) {
+        let _change = lock(&self.changes);
         self.by_doorbell.insert(doorbell, queue.clone());
         self.by_address.insert(address, queue);
     }
 
     /// Registers a soft queue at its `hsa_queue_t` address (its doorbell is an ordinary
     /// signal the application rings itself).
-    pub(crate) fn insert_soft(&mut self, address: u64, queue: Arc<QueueImpl>) {
+    pub(crate) fn insert_soft(&self, address: u64, queue: Arc<QueueImpl>) {
+        let _change = lock(&self.changes);
         self.by_address.insert(address, queue);
     }
 
-    /// Unregisters the queue at `address` (and its doorbell); `None` when none is there.
-    pub(crate) fn remove(&mut self, address: u64) -> Option<Arc<QueueImpl>> {
-        let q = self.by_address.remove(&address)?;
-        self.by_doorbell.retain(|_, d| !Arc::ptr_eq(d, &q));
+    /// Unregisters the queue at `address` (and its doorbell), once no read section can still
+    /// be using it; `None` when none is there.
+    pub(crate) fn remove(&self, address: u64) -> Option<Arc<QueueImpl>> {
+        let _change = lock(&self.changes);
+        let q = self.by_address.remove(address)?;
+        if let QueueImpl::Aql(lock) = &*q {
+            if let Some(aql) = read(lock).as_ref() {
+                self.by_doorbell.remove(aql.doorbell_signal().handle().0);
+            }
+        }
         Some(q)
     }
 
-    /// The queue at an `hsa_queue_t` address.
-    pub(crate) fn get(&self, address: u64) -> Option<&Arc<QueueImpl>> {
-        self.by_address.get(&address)
+    /// The queue at an `hsa_queue_t` address: borrowed inside `section`, else shared.
+    pub(crate) fn get<'a>(
+        &'a self,
+        address: u64,
+        section: Option<&'a ReadSection>,
+    ) -> Option<Held<'a, QueueImpl>> {
+        self.by_address.get(address, section)
     }
 
-    /// The AQL queue whose doorbell signal has handle `handle`.
-    pub(crate) fn by_doorbell(&self, handle: u64) -> Option<&Arc<QueueImpl>> {
-        self.by_doorbell.get(&handle)
+    /// The AQL queue whose doorbell signal has handle `handle`: borrowed inside `section`,
+    /// else shared.
+    pub(crate) fn by_doorbell<'a>(
+        &'a self,
+        handle: u64,
+        section: Option<&'a ReadSection>,
+    ) -> Option<Held<'a, QueueImpl>> {
+        self.by_doorbell.get(handle, section)
+    }
+
+    /// Live doorbells (tests).
+    #[cfg(all(test, feature = "linux"))]
+    fn doorbells(&self) -> usize {
+        self.by_doorbell.len()
     }
 
     /// Empties the table, returning the queues (the state's shut-down destroys them).
-    fn take_all(&mut self) -> BTreeMap<u64, Arc<QueueImpl>> {
-        self.by_doorbell.clear();
-        core::mem::take(&mut self.by_address)
+    fn take_all(&self) -> Vec<Arc<QueueImpl>> {
+        let _change = lock(&self.changes);
+        self.by_doorbell.take_all();
+        self.by_address.take_all()
     }
 }
 
@@ -218,11 +246,11 @@ mod locks {
 /// Everything one initialised runtime holds.
 pub(crate) struct State {
     /// Signals by handle.
-    pub(crate) signals: RwLock<BTreeMap<u64, Arc<Sig>>>,
+    pub(crate) signals: HandleMap<Sig>,
     /// Signal groups by id: their member signals.
     pub(crate) groups: Mutex<BTreeMap<u64, Vec<Arc<Sig>>>>,
     /// Queues by `hsa_queue_t` address and by doorbell signal.
-    pub(crate) queues: RwLock<QueueTable>,
+    pub(crate) queues: QueueTable,
     /// Executables by id.
     pub(crate) executables: Mutex<BTreeMap<u64, Arc<Mutex<ExecEntry>>>>,
     /// Code object readers by id.
@@ -251,9 +279,9 @@ impl State {
             NodeId(cpu_node),
         ));
         Ok(State {
-            signals: RwLock::new(BTreeMap::new()),
+            signals: HandleMap::default(),
             groups: Mutex::new(BTreeMap::new()),
-            queues: RwLock::new(QueueTable::default()),
+            queues: QueueTable::default(),
             executables: Mutex::new(BTreeMap::new()),
             readers: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(1),
@@ -294,7 +322,7 @@ impl State {
     /// The signal behind a handle, `None` when no live signal of this runtime has it (a
     /// lookup that may miss without an error to format: the doorbell path).
     pub(crate) fn find_signal(&self, handle: u64) -> Option<Arc<Sig>> {
-        read(&self.signals).get(&handle).cloned()
+        self.signals.get_arc(handle)
     }
 
     /// The signal behind a handle.
@@ -316,8 +344,8 @@ impl State {
     /// # Errors
     /// `Status::InvalidQueue` when no live queue is there.
     pub(crate) fn queue(&self, address: u64) -> Result<Arc<QueueImpl>, Error> {
-        match read(&self.queues).get(address) {
-            Some(q) => Ok(q.clone()),
+        match self.queues.by_address.get_arc(address) {
+            Some(q) => Ok(q),
             None => bail!(
                 Status::InvalidQueue,
                 "queue {address:#x} is not a live queue"
@@ -327,8 +355,9 @@ impl State {
 
     /// The live AQL queue whose doorbell signal has handle `handle`: one map lookup under the
     /// queue table's read lock, no queue's own lock (the doorbell path of every dispatch).
+    #[cfg(all(test, feature = "linux"))]
     pub(crate) fn queue_by_doorbell(&self, handle: u64) -> Option<Arc<QueueImpl>> {
-        read(&self.queues).by_doorbell(handle).cloned()
+        self.queues.by_doorbell.get_arc(handle)
     }
 
     /// The executable behind a handle.
@@ -372,9 +401,8 @@ impl Drop for State {
         #[cfg(feature = "linux")]
         self.ext.shut_down(self);
         lock(&self.groups).clear();
-        write(&self.signals).clear();
-        let queues = write(&self.queues).take_all();
-        for (_, q) in queues {
+        drop(self.signals.take_all());
+        for q in self.queues.take_all() {
             match &*q {
                 QueueImpl::Aql(lock) => {
                     if let Some(queue) = write(lock).take() {
@@ -399,6 +427,49 @@ impl Drop for State {
 /// The global runtime: reference count and state.
 static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
 
+pub(crate) use current::with_state;
+use current::CURRENT;
+
+/// The current state for lock-free reads (its one `unsafe`: the dereference).
+#[allow(unsafe_code)]
+mod current {
+    use super::{rcu, ReadSection, State};
+    use core::sync::atomic::{AtomicPtr, Ordering};
+    use hsa_core::{bail, Error, Status};
+
+    /// The state `GLOBAL` holds, for [`with_state`]'s lock-free reads (null when there is none).
+    /// Set and cleared under `GLOBAL`'s lock; the state it points to is dropped only after it
+    /// was cleared and a grace period passed.
+    pub(super) static CURRENT: AtomicPtr<State> = AtomicPtr::new(core::ptr::null_mut());
+
+    /// Runs `f` on the current state: inside a read section when the thread can enter one (no
+    /// lock, no reference count; `f` then gets the section for lock-free registry lookups), else
+    /// on a shared [`state`]. For short calls that neither block nor call the application (signal
+    /// values, queue indices, doorbells): `hsa_shut_down` waits for them.
+    ///
+    /// # Errors
+    /// `Status::NotInitialized` as [`state`]; `f`'s.
+    pub(crate) fn with_state<R>(
+        f: impl FnOnce(&State, Option<&ReadSection>) -> Result<R, Error>,
+    ) -> Result<R, Error> {
+        let Some(section) = rcu::read() else {
+            return f(&*super::state()?, None);
+        };
+        let current = CURRENT.load(Ordering::Acquire);
+        if current.is_null() {
+            bail!(
+                Status::NotInitialized,
+                "the HSA runtime is not initialized (call hsa_init first)"
+            );
+        }
+        // SAFETY: CURRENT points into the `Arc<State>` GLOBAL holds; `shut_down` clears it, then
+        // waits out a grace period before dropping that `Arc`, and this section began before the
+        // load above.
+        let st = unsafe { &*current };
+        f(st, Some(&section))
+    }
+}
+
 /// `hsa_init`: the first call opens the backend's platform (`backend::open`: on Linux
 /// `/dev/kfd` or the emulated device, after installing the stderr logger at `HSA_RT_LOG`'s
 /// level; on bare metal the host `hsa_rt_baremetal_init` registered) and builds the runtime;
@@ -417,15 +488,18 @@ pub(crate) fn init() -> Result<(), Error> {
         );
     }
     if g.0 == 0 {
+        rcu::prepare();
         let (platform, opened) = backend::open()?;
-        g.1 = Some(Arc::new(State::new(platform, opened)?));
+        let state = Arc::new(State::new(platform, opened)?);
+        CURRENT.store(Arc::as_ptr(&state).cast_mut(), Ordering::Release);
+        g.1 = Some(state);
     }
     g.0 += 1;
     Ok(())
 }
 
 /// `hsa_shut_down`: counts down; at 0 the state is released (destroyed when the last call
-/// still using it returns).
+/// still using it returns; a call inside [`with_state`] is waited for).
 ///
 /// # Errors
 /// `Status::NotInitialized` when the count is 0.
@@ -440,11 +514,16 @@ pub(crate) fn shut_down() -> Result<(), Error> {
         }
         g.0 -= 1;
         if g.0 == 0 {
+            CURRENT.store(core::ptr::null_mut(), Ordering::Release);
             g.1.take()
         } else {
             None
         }
     };
+    if state.is_some() {
+        // Calls that read CURRENT before it was cleared end before the state may go.
+        rcu::synchronize();
+    }
     // Dropped outside the global lock: destroying queues can take a while.
     drop(state);
     Ok(())
@@ -545,7 +624,7 @@ mod tests {
                 alloc::format!("signal handle {dead:#x} is not a live signal")
             );
         }
-        assert_eq!(read(&st.queues).by_doorbell.len(), 2);
+        assert_eq!(st.queues.doorbells(), 2);
 
         // The live queue 2: barrier-AND packets, the last with a completion signal, rung
         // through the doorbell path.
@@ -594,7 +673,7 @@ mod tests {
         assert_eq!(hsa_queue_destroy(queues[0]), Status::Success.raw());
         assert_eq!(hsa_queue_destroy(queues[2]), Status::Success.raw());
         assert!(st.queue_by_doorbell(doorbells[2]).is_none());
-        assert!(read(&st.queues).by_doorbell.is_empty());
+        assert_eq!(st.queues.doorbells(), 0);
         drop(st);
         shut_down().unwrap();
     }

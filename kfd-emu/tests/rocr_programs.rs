@@ -229,7 +229,9 @@ fn b8_dispatch_round_trip_runs_on_both() {
     for (who, out) in [("ROCR", rocr), ("hsa-rt", ours)] {
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
-            out.status.success() && stdout.starts_with("dispatch_round_trip: 10 dispatches, "),
+            out.status.success()
+                && stdout.starts_with("dispatch_round_trip: 10 dispatches, ")
+                && stdout.contains("\ndispatch_round_trip: submit "),
             "{who}: {:?}\n{stdout}\n{}",
             out.status,
             String::from_utf8_lossy(&out.stderr)

@@ -49,7 +49,7 @@ use hsa_core::{bail, Error, GpuVa, NodeId, Status};
 
 use super::agent::agent_of;
 use super::{guard, non_null, HsaStatus};
-use crate::state::{self, lock, write, Sig, State};
+use crate::state::{self, lock, Sig, State};
 
 /// `hsa_amd_ipc_memory_t`: eight 32-bit words.
 pub type IpcMemory = [u32; 8];
@@ -427,7 +427,7 @@ pub unsafe extern "C" fn hsa_amd_ipc_signal_attach(
             }
         };
         let h = s.handle().0;
-        write(&st.signals).insert(h, Arc::new(s));
+        st.signals.insert(h, Arc::new(s));
         // SAFETY: non-NULL, writable per the caller's contract.
         unsafe { signal.write(h) };
         Ok(Status::Success)

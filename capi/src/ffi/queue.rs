@@ -121,7 +121,7 @@ pub unsafe extern "C" fn hsa_queue_create(
             cb.queue = address;
         }
         let doorbell = q.doorbell_signal().handle().0;
-        write(&st.queues).insert_aql(
+        st.queues.insert_aql(
             address,
             doorbell,
             Arc::new(QueueImpl::Aql(RwLock::new(Some(q)))),
@@ -215,7 +215,7 @@ pub unsafe extern "C" fn hsa_soft_queue_create(
             }
         }
         let address = descriptor.va.0;
-        write(&st.queues).insert_soft(
+        st.queues.insert_soft(
             address,
             Arc::new(QueueImpl::Soft(SoftQueue { descriptor, ring })),
         );
@@ -230,7 +230,7 @@ pub extern "C" fn hsa_queue_destroy(queue: *mut c_void) -> HsaStatus {
     guard("hsa_queue_destroy", || {
         let st = state::state()?;
         non_null(queue, "queue")?;
-        let Some(q) = write(&st.queues).remove(queue as u64) else {
+        let Some(q) = st.queues.remove(queue as u64) else {
             bail!(
                 Status::InvalidQueue,
                 "queue {:#x} is not a live queue",
@@ -286,39 +286,46 @@ fn with_index<T>(
     f: impl FnOnce(&AtomicU64) -> T,
 ) -> T {
     guard_value(name, fallback, || {
-        let st = state::state()?;
-        let q = st.queue(queue as u64)?;
-        match &*q {
-            QueueImpl::Aql(lock) => {
-                let guard = read(lock);
-                let Some(aql) = guard.as_ref() else {
-                    bail!(Status::InvalidQueue, "queue destroyed");
-                };
-                // SAFETY: the Ring is used only inside this call, while the read lock keeps
-                // the queue alive (destroy takes the write lock).
-                let ring = unsafe { aql.ring() };
-                Ok(f(if read_index {
-                    ring.read_index()
-                } else {
-                    ring.write_index()
-                }))
+        state::with_state(|st, section| {
+            let Some(q) = st.queues.get(queue as u64, section) else {
+                bail!(
+                    Status::InvalidQueue,
+                    "queue {:#x} is not a live queue",
+                    queue as u64
+                );
+            };
+            match &*q {
+                QueueImpl::Aql(lock) => {
+                    let guard = read(lock);
+                    let Some(aql) = guard.as_ref() else {
+                        bail!(Status::InvalidQueue, "queue destroyed");
+                    };
+                    // SAFETY: the Ring is used only inside this call, while the read lock keeps
+                    // the queue alive (destroy takes the write lock).
+                    let ring = unsafe { aql.ring() };
+                    Ok(f(if read_index {
+                        ring.read_index()
+                    } else {
+                        ring.write_index()
+                    }))
+                }
+                QueueImpl::Soft(soft) => {
+                    let host = soft.descriptor.host_ptr.ok_or_else(|| {
+                        hsa_core::error!(Status::InvalidQueue, "soft queue without host memory")
+                    })?;
+                    let offset = if read_index {
+                        READ_INDEX_OFFSET
+                    } else {
+                        WRITE_INDEX_OFFSET
+                    };
+                    // SAFETY: the descriptor is a live 256-byte, 64-aligned allocation (kept by
+                    // the registry entry `q` holds); offsets 56 and 128 are its 8-aligned index
+                    // words, only ever accessed atomically.
+                    let index = unsafe { &*host.as_ptr().add(offset).cast::<AtomicU64>() };
+                    Ok(f(index))
+                }
             }
-            QueueImpl::Soft(soft) => {
-                let host = soft.descriptor.host_ptr.ok_or_else(|| {
-                    hsa_core::error!(Status::InvalidQueue, "soft queue without host memory")
-                })?;
-                let offset = if read_index {
-                    READ_INDEX_OFFSET
-                } else {
-                    WRITE_INDEX_OFFSET
-                };
-                // SAFETY: the descriptor is a live 256-byte, 64-aligned allocation (kept by
-                // the registry entry `q` holds); offsets 56 and 128 are its 8-aligned index
-                // words, only ever accessed atomically.
-                let index = unsafe { &*host.as_ptr().add(offset).cast::<AtomicU64>() };
-                Ok(f(index))
-            }
-        }
+        })
     })
 }
 

@@ -14,7 +14,8 @@ use hsa_core::signal::{
 use hsa_core::{bail, Error, Status};
 
 use super::{guard, guard_value, non_null, HsaStatus};
-use crate::state::{self, lock, untag, write, QueueImpl, Sig, State, GROUP_BASE};
+use crate::rcu::ReadSection;
+use crate::state::{self, lock, read, untag, QueueImpl, Sig, State, GROUP_BASE};
 
 /// Converts an HSA timeout hint (system timestamp ticks) to nanoseconds.
 fn ticks_to_ns(st: &State, ticks: u64) -> u64 {
@@ -59,7 +60,7 @@ pub unsafe extern "C" fn hsa_signal_create(
             pool.create_interrupt(initial_value)?
         };
         let handle = s.handle().0;
-        write(&st.signals).insert(handle, Arc::new(s));
+        st.signals.insert(handle, Arc::new(s));
         // SAFETY: non-NULL, the caller's hsa_signal_t slot.
         unsafe { signal.write(handle) };
         Ok(Status::Success)
@@ -71,7 +72,7 @@ pub unsafe extern "C" fn hsa_signal_create(
 pub extern "C" fn hsa_signal_destroy(signal: u64) -> HsaStatus {
     guard("hsa_signal_destroy", || {
         let st = state::state()?;
-        let Some(s) = write(&st.signals).remove(&signal) else {
+        let Some(s) = st.signals.remove(signal) else {
             bail!(
                 Status::InvalidSignal,
                 "signal handle {signal:#x} is not a live signal"
@@ -85,23 +86,34 @@ pub extern "C" fn hsa_signal_destroy(signal: u64) -> HsaStatus {
     })
 }
 
+/// Runs a value operation on a live signal (found without a lock: [`state::with_state`]).
 fn with_signal<T>(name: &str, signal: u64, fallback: T, f: impl FnOnce(&Sig) -> T) -> T {
     guard_value(name, fallback, || {
-        let st = state::state()?;
-        let s = st.signal(signal)?;
-        Ok(f(&s))
+        state::with_state(|st, section| match st.signals.get(signal, section) {
+            Some(s) => Ok(f(&s)),
+            None => Err(dead_signal(signal)),
+        })
     })
+}
+
+/// The error of a handle that is no live signal.
+fn dead_signal(signal: u64) -> Error {
+    hsa_core::error!(
+        Status::InvalidSignal,
+        "signal handle {signal:#x} is not a live signal"
+    )
 }
 
 fn store(name: &str, signal: u64, value: i64, order: StoreOrder, silent: bool) {
     guard_value(name, (), || {
-        let st = state::state()?;
-        match st.find_signal(signal) {
-            Some(s) if silent => s.silent_store(value, order),
-            Some(s) => s.store(value, order),
-            None => ring_doorbell(&st, signal, value, order)?,
-        }
-        Ok(())
+        state::with_state(|st, section| {
+            match st.signals.get(signal, section) {
+                Some(s) if silent => s.silent_store(value, order),
+                Some(s) => s.store(value, order),
+                None => ring_doorbell_in(st, section, signal, value, order)?,
+            }
+            Ok(())
+        })
     })
 }
 
@@ -111,17 +123,32 @@ fn store(name: &str, signal: u64, value: i64, order: StoreOrder, silent: bool) {
 /// # Errors
 /// `Status::InvalidSignal` ("signal handle ... is not a live signal") when `signal` is no
 /// live signal and no live queue's doorbell signal (a destroyed queue's, too).
+#[cfg(all(test, feature = "linux"))]
 pub(crate) fn ring_doorbell(
     st: &State,
     signal: u64,
     value: i64,
     order: StoreOrder,
 ) -> Result<(), Error> {
-    let Some(q) = st.queue_by_doorbell(signal) else {
-        return st.signal(signal).map(drop);
+    ring_doorbell_in(st, None, signal, value, order)
+}
+
+/// [`ring_doorbell`], with the queue found inside `section` when there is one.
+fn ring_doorbell_in(
+    st: &State,
+    section: Option<&ReadSection>,
+    signal: u64,
+    value: i64,
+    order: StoreOrder,
+) -> Result<(), Error> {
+    let Some(q) = st.queues.by_doorbell(signal, section) else {
+        return match st.signals.get(signal, section) {
+            Some(_) => Ok(()),
+            None => Err(dead_signal(signal)),
+        };
     };
     if let QueueImpl::Aql(lock) = &*q {
-        if let Some(queue) = state::read(lock).as_ref() {
+        if let Some(queue) = read(lock).as_ref() {
             queue.doorbell_signal().store(value as u64, order);
         }
     }
@@ -255,6 +282,21 @@ fn wait(
     order: LoadOrder,
 ) -> i64 {
     guard_value(name, 0, || {
+        // A condition that already holds is answered inside the read section; a wait that
+        // may block takes its own references (a grace period must not wait for it).
+        let holds = state::with_state(|st, section| {
+            let s = st
+                .signals
+                .get(signal, section)
+                .ok_or_else(|| dead_signal(signal))?;
+            let condition = SignalCondition::from_raw(condition)?;
+            WaitState::from_raw(wait_state_hint)?;
+            let value = s.load(order);
+            Ok(condition.holds(value, compare_value).then_some(value))
+        })?;
+        if let Some(value) = holds {
+            return Ok(value);
+        }
         let st = state::state()?;
         let s = st.signal(signal)?;
         let condition = SignalCondition::from_raw(condition)?;

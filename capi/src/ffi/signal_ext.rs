@@ -43,7 +43,7 @@ use hsa_core::signal::{SignalCondition, SignalKind, StoreOrder, WaitState};
 use hsa_core::{bail, Error, Status};
 
 use super::{guard, non_null, HsaStatus};
-use crate::state::{self, lock, write, Sig, State};
+use crate::state::{self, lock, Sig, State};
 
 /// `HSA_AMD_SIGNAL_AMD_GPU_ONLY`: only GPUs wait on the signal (no event).
 pub const HSA_AMD_SIGNAL_AMD_GPU_ONLY: u64 = 1;
@@ -387,7 +387,7 @@ pub unsafe extern "C" fn hsa_amd_signal_create(
             pool.create(initial_value)?
         };
         let handle = s.handle().0;
-        write(&st.signals).insert(handle, Arc::new(s));
+        st.signals.insert(handle, Arc::new(s));
         // SAFETY: non-NULL, the caller's hsa_signal_t slot.
         unsafe { signal.write(handle) };
         Ok(Status::Success)
