@@ -65,11 +65,72 @@ pub(crate) fn untag(handle: u64, base: u64) -> Option<u64> {
 #[allow(clippy::large_enum_variant)]
 pub(crate) enum QueueImpl {
     /// `hsa_queue_create`: an AQL queue the platform's packet processor consumes. `None` once
-    /// destroyed (a racing call then sees no queue).
-    Aql(RwLock<Option<AqlQueue<PlatRef>>>),
+    /// destroyed (a racing call then sees no queue); beside it, the view the hot calls use
+    /// without the lock.
+    Aql(RwLock<Option<AqlQueue<PlatRef>>>, AqlHot),
     /// `hsa_soft_queue_create`: descriptor and ring in region memory, consumed by the
     /// application itself.
     Soft(SoftQueue),
+}
+
+pub(crate) use hot::{hot_view, AqlHot};
+
+/// The part of an AQL queue the hot calls (index operations, doorbell stores) use without the
+/// queue's lock.
+#[allow(unsafe_code)] // the ring view's contract
+mod hot {
+    use super::{Held, PlatRef, QueueImpl};
+    use core::sync::atomic::AtomicU64;
+    use hsa_core::queue::ring::Ring;
+    use hsa_core::queue::AqlQueue;
+    use hsa_core::signal::{DoorbellRinger, StoreOrder};
+
+    /// An AQL queue's ring indices and doorbell, reachable only through [`hot_view`] of a
+    /// queue found inside a read section: `hsa_queue_destroy` unlinks the queue from the
+    /// tables and waits out a grace period before it destroys the queue (and frees the
+    /// `amd_queue_t` holding the indices). The doorbell stays sound to ring even after that
+    /// (`DoorbellRinger`).
+    pub(crate) struct AqlHot {
+        ring: Ring,
+        ringer: DoorbellRinger<PlatRef>,
+    }
+
+    impl AqlHot {
+        /// The view of a queue just created, before it is registered.
+        pub(crate) fn new(queue: &AqlQueue<PlatRef>) -> AqlHot {
+            AqlHot {
+                // SAFETY: `Ring`'s contract (not used once the queue is destroyed) holds
+                // because `hot_view` hands it out only inside a read section that found the
+                // queue registered, and destruction comes after unregistration and a grace
+                // period (`QueueTable::remove`).
+                ring: unsafe { queue.ring() },
+                ringer: queue.doorbell_signal().ringer(),
+            }
+        }
+
+        /// `amd_queue_t.read_dispatch_id` or `write_dispatch_id`.
+        pub(crate) fn index(&self, read_index: bool) -> &AtomicU64 {
+            if read_index {
+                self.ring.read_index()
+            } else {
+                self.ring.write_index()
+            }
+        }
+
+        /// Rings the queue's doorbell with `value`.
+        pub(crate) fn ring_doorbell(&self, value: u64, order: StoreOrder) {
+            self.ringer.ring(value, order);
+        }
+    }
+
+    /// The lock-free view of an AQL queue found inside a read section; `None` for a queue
+    /// found under the table's lock (no section) or a soft queue.
+    pub(crate) fn hot_view<'a>(queue: &'a Held<'a, QueueImpl>) -> Option<&'a AqlHot> {
+        match queue {
+            Held::Borrowed(QueueImpl::Aql(_, hot)) => Some(hot),
+            _ => None,
+        }
+    }
 }
 
 /// The queues made through the C API, by `hsa_queue_t` address, and the AQL ones also by
@@ -104,7 +165,7 @@ impl QueueTable {
     pub(crate) fn remove(&self, address: u64) -> Option<Arc<QueueImpl>> {
         let _change = lock(&self.changes);
         let q = self.by_address.remove(address)?;
-        if let QueueImpl::Aql(lock) = &*q {
+        if let QueueImpl::Aql(lock, _) = &*q {
             if let Some(aql) = read(lock).as_ref() {
                 self.by_doorbell.remove(aql.doorbell_signal().handle().0);
             }
@@ -404,7 +465,7 @@ impl Drop for State {
         drop(self.signals.take_all());
         for q in self.queues.take_all() {
             match &*q {
-                QueueImpl::Aql(lock) => {
+                QueueImpl::Aql(lock, _) => {
                     if let Some(queue) = write(lock).take() {
                         let _ = queue.destroy();
                     }
@@ -603,7 +664,7 @@ mod tests {
             queues.push(q);
         }
         let doorbell_of = |q: *mut core::ffi::c_void| match &*st.queue(q as u64).unwrap() {
-            QueueImpl::Aql(l) => read(l).as_ref().unwrap().doorbell_signal().handle().0,
+            QueueImpl::Aql(l, _) => read(l).as_ref().unwrap().doorbell_signal().handle().0,
             QueueImpl::Soft(_) => unreachable!("hsa_queue_create made it"),
         };
         let doorbells: Vec<u64> = queues.iter().map(|&q| doorbell_of(q)).collect();
@@ -633,7 +694,7 @@ mod tests {
         let status = unsafe { hsa_signal_create(1, 0, core::ptr::null(), &raw mut done) };
         assert_eq!(status, Status::Success.raw());
         let live = st.queue(queues[2] as u64).unwrap();
-        let QueueImpl::Aql(l) = &*live else {
+        let QueueImpl::Aql(l, _) = &*live else {
             unreachable!("hsa_queue_create made it")
         };
         let (index, bell) = {

@@ -20,7 +20,8 @@ use hsa_core::{bail, Error, NodeId, QueueId, Status};
 
 use super::{guard, guard_value, non_null, HsaStatus};
 use crate::state::{
-    self, lock, read, write, QueueCallback, QueueImpl, RwLock, SoftQueue, QUEUE_CALLBACKS,
+    self, hot_view, lock, read, write, AqlHot, QueueCallback, QueueImpl, RwLock, SoftQueue,
+    QUEUE_CALLBACKS,
 };
 
 /// The C queue error callback: `void (*)(hsa_status_t, hsa_queue_t*, void*)`.
@@ -121,10 +122,11 @@ pub unsafe extern "C" fn hsa_queue_create(
             cb.queue = address;
         }
         let doorbell = q.doorbell_signal().handle().0;
+        let hot = AqlHot::new(&q);
         st.queues.insert_aql(
             address,
             doorbell,
-            Arc::new(QueueImpl::Aql(RwLock::new(Some(q)))),
+            Arc::new(QueueImpl::Aql(RwLock::new(Some(q)), hot)),
         );
         // SAFETY: non-NULL, the caller's hsa_queue_t* slot.
         unsafe { queue.write(address as *mut c_void) };
@@ -238,7 +240,7 @@ pub extern "C" fn hsa_queue_destroy(queue: *mut c_void) -> HsaStatus {
             );
         };
         match &*q {
-            QueueImpl::Aql(lock) => {
+            QueueImpl::Aql(lock, _) => {
                 // Close under the read lock first: a call still using the queue (it holds
                 // the read lock) sees it destroyed and returns, so the write lock below
                 // cannot wait on a thread that waits for this queue.
@@ -266,7 +268,7 @@ pub extern "C" fn hsa_queue_inactivate(queue: *mut c_void) -> HsaStatus {
         let st = state::state()?;
         non_null(queue, "queue")?;
         let q = st.queue(queue as u64)?;
-        if let QueueImpl::Aql(lock) = &*q {
+        if let QueueImpl::Aql(lock, _) = &*q {
             if let Some(aql) = write(lock).as_mut() {
                 if aql.is_active() {
                     aql.inactivate()?;
@@ -294,8 +296,11 @@ fn with_index<T>(
                     queue as u64
                 );
             };
+            if let Some(hot) = hot_view(&q) {
+                return Ok(f(hot.index(read_index)));
+            }
             match &*q {
-                QueueImpl::Aql(lock) => {
+                QueueImpl::Aql(lock, _) => {
                     let guard = read(lock);
                     let Some(aql) = guard.as_ref() else {
                         bail!(Status::InvalidQueue, "queue destroyed");

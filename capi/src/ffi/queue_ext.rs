@@ -67,7 +67,7 @@ fn with_aql<T>(
     non_null(queue, "queue")?;
     let q = st.queue(queue as u64)?;
     match &*q {
-        QueueImpl::Aql(lock) => match read(lock).as_ref() {
+        QueueImpl::Aql(lock, _) => match read(lock).as_ref() {
             Some(aql) => f(aql),
             None => bail!(Status::InvalidQueue, "queue {queue:p} was destroyed"),
         },
@@ -232,7 +232,7 @@ pub extern "C" fn hsa_amd_profiling_set_profiler_enabled(
         non_null(queue, "queue")?;
         let q = st.queue(queue as u64)?;
         match &*q {
-            QueueImpl::Aql(lock) => match read(lock).as_ref() {
+            QueueImpl::Aql(lock, _) => match read(lock).as_ref() {
                 Some(aql) => aql.set_profiling(enable != 0),
                 None => bail!(Status::InvalidQueue, "queue {queue:p} was destroyed"),
             },

@@ -147,7 +147,9 @@ fn ring_doorbell_in(
             None => Err(dead_signal(signal)),
         };
     };
-    if let QueueImpl::Aql(lock) = &*q {
+    if let Some(hot) = state::hot_view(&q) {
+        hot.ring_doorbell(value as u64, order);
+    } else if let QueueImpl::Aql(lock, _) = &*q {
         if let Some(queue) = read(lock).as_ref() {
             queue.doorbell_signal().store(value as u64, order);
         }

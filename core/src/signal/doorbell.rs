@@ -54,16 +54,54 @@ impl<H: PlatformRef> DoorbellSignal<H> {
         self.raw.value().load(crate::sync::Ordering::Relaxed) as u64
     }
 
+    /// What rings this doorbell, detached from the queue (for a caller that must ring it
+    /// without holding the queue: the C ABI's doorbell stores).
+    pub fn ringer(&self) -> DoorbellRinger<H> {
+        DoorbellRinger {
+            platform: self.platform.clone(),
+            doorbell: self.doorbell.clone(),
+        }
+    }
+
     /// Rings the doorbell with `packet_id` (`hsa_signal_store_relaxed` / `_screlease` on a
     /// doorbell signal). Packets up to `packet_id` must already be published; the platform
     /// orders the doorbell after them (store fence / HDP flush). No monotonicity check here:
     /// [`AqlQueue::ring_doorbell`](crate::queue::AqlQueue::ring_doorbell) does that. Takes no
     /// lock: one store through the queue's doorbell handle.
     pub fn store(&self, packet_id: u64, order: StoreOrder) {
-        if order == StoreOrder::Release {
-            // Pairs with the packet processor's acquire of the doorbell value.
-            crate::sync::fence(crate::sync::Ordering::Release);
-        }
-        self.platform.ring_doorbell(&self.doorbell, packet_id);
+        ring(&self.platform, &self.doorbell, packet_id, order);
     }
+}
+
+/// A queue's doorbell handle and the platform that rings it, without the queue: it stays
+/// sound to ring after the queue is destroyed (a store then reaches a doorbell no live queue
+/// depends on: [`Platform::Doorbell`]'s contract). Made by [`DoorbellSignal::ringer`].
+#[derive(Clone)]
+pub struct DoorbellRinger<H: PlatformRef> {
+    platform: H,
+    doorbell: DoorbellOf<H>,
+}
+
+impl<H: PlatformRef> fmt::Debug for DoorbellRinger<H> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DoorbellRinger")
+            .field("doorbell", &self.doorbell)
+            .finish()
+    }
+}
+
+impl<H: PlatformRef> DoorbellRinger<H> {
+    /// Rings the doorbell with `packet_id`, as [`DoorbellSignal::store`] does.
+    pub fn ring(&self, packet_id: u64, order: StoreOrder) {
+        ring(&self.platform, &self.doorbell, packet_id, order);
+    }
+}
+
+/// One doorbell store: a release fence first when asked (it pairs with the packet
+/// processor's acquire of the doorbell value), then the platform's store.
+fn ring<H: PlatformRef>(platform: &H, doorbell: &DoorbellOf<H>, packet_id: u64, order: StoreOrder) {
+    if order == StoreOrder::Release {
+        crate::sync::fence(crate::sync::Ordering::Release);
+    }
+    platform.ring_doorbell(doorbell, packet_id);
 }

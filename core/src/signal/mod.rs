@@ -21,7 +21,7 @@ mod pool;
 pub mod raw;
 pub mod wait;
 
-pub use doorbell::DoorbellSignal;
+pub use doorbell::{DoorbellRinger, DoorbellSignal};
 pub use group::{wait_any, SignalGroup, MAX_WAIT_EVENTS};
 pub use order::{LoadOrder, MemoryOrder, StoreOrder};
 #[cfg(not(feature = "alloc"))]
