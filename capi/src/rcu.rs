@@ -27,7 +27,7 @@
 #[cfg(not(target_os = "none"))]
 mod imp {
     use core::marker::PhantomData;
-    use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, Ordering};
+    use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
     use std::boxed::Box;
     use std::sync::{Mutex, OnceLock, PoisonError};
     use std::vec::Vec;
@@ -41,6 +41,11 @@ mod imp {
 
     /// Every counter ever handed out (a thread's is leaked, then reused after it exits).
     static READERS: Mutex<Vec<&'static Reader>> = Mutex::new(Vec::new());
+
+    /// The process the counters belong to (0 before the first): a child of `fork` has only
+    /// the forking thread, so there the other threads' counters, perhaps left odd in the
+    /// middle of a section, are reset before a grace period would wait on them for ever.
+    static PROCESS: AtomicU32 = AtomicU32::new(0);
 
     /// The calling thread's counter, given back when the thread exits.
     struct Registration(&'static Reader);
@@ -58,6 +63,8 @@ mod imp {
     /// A free counter, or a new one.
     fn claim() -> &'static Reader {
         let mut readers = READERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ =
+            PROCESS.compare_exchange(0, std::process::id(), Ordering::Relaxed, Ordering::Relaxed);
         for r in readers.iter() {
             if r.owned
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -162,11 +169,22 @@ mod imp {
     /// Waits until every section that had begun when this was called has ended (a grace
     /// period). Call it after unlinking an object and before dropping it.
     pub(crate) fn synchronize() {
-        let readers: Vec<&'static Reader> = READERS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
         let own = MINE.try_with(|m| m.0 as *const Reader).ok();
+        let readers: Vec<&'static Reader> = {
+            let readers = READERS.lock().unwrap_or_else(PoisonError::into_inner);
+            let process = std::process::id();
+            let recorded = PROCESS.load(Ordering::Relaxed);
+            if recorded != 0 && recorded != process {
+                // A forked child: no other thread of this process exists.
+                for r in readers.iter().filter(|r| Some(**r as *const Reader) != own) {
+                    let left = r.sections.load(Ordering::Relaxed);
+                    r.sections.store(left & !1, Ordering::Relaxed);
+                    r.owned.store(false, Ordering::Relaxed);
+                }
+                PROCESS.store(process, Ordering::Relaxed);
+            }
+            readers.clone()
+        };
         barrier_all();
         for r in readers {
             if Some(r as *const Reader) == own {
