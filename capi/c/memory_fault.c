@@ -4,7 +4,10 @@
  * Runtime::VMFaultHandler runs before the queue's error handler). The kernel is vector_copy
  * with its input at 0x1000, an address nothing maps. Values are checked in C; prints
  * "memory_fault: ok" and exits 0 when every check holds.
- * Usage: memory_fault KERNELS_CODE_OBJECT */
+ * With "shut-down-in-callback" after the code object, the queue's callback uses the completion
+ * signal and then calls the last hsa_shut_down itself (on the runtime's event thread, which the
+ * platform then must not join), and the program checks the runtime is gone.
+ * Usage: memory_fault KERNELS_CODE_OBJECT [shut-down-in-callback] */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <stdatomic.h>
@@ -81,10 +84,21 @@ static hsa_status_t on_system_event(const hsa_amd_event_t* event, void* data) {
 static atomic_int queue_errors;
 static int queue_error_at;
 static hsa_status_t queue_status;
+/* The "shut-down-in-callback" mode: the completion signal, what the callback saw in it and
+ * what its hsa_shut_down returned. */
+static int shut_down_in_callback;
+static hsa_signal_t done;
+static hsa_signal_value_t callback_value;
+static hsa_status_t callback_shut_down = HSA_STATUS_ERROR;
 static void on_queue_error(hsa_status_t status, hsa_queue_t* q, void* data) {
   (void)q;
   (void)data;
   queue_status = status;
+  if (shut_down_in_callback) {
+    hsa_signal_store_screlease(done, 5);
+    callback_value = hsa_signal_load_scacquire(done);
+    callback_shut_down = hsa_shut_down();
+  }
   queue_error_at = atomic_fetch_add(&sequence, 1);
   atomic_fetch_add(&queue_errors, 1);
 }
@@ -132,7 +146,7 @@ int main(int argc, char** argv) {
 
   hsa_queue_t* queue = NULL;
   OK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, on_queue_error, NULL, 0, 0, &queue));
-  hsa_signal_t done;
+  shut_down_in_callback = argc > 2 && !strcmp(argv[2], "shut-down-in-callback");
   OK(hsa_signal_create(1, 0, NULL, &done));
   int* out = NULL;
   void* kernarg = NULL;
@@ -174,6 +188,21 @@ int main(int argc, char** argv) {
   }
   EXPECT(handler_a.seen_at < handler_b.seen_at); /* in registration order */
   EXPECT(atomic_load(&queue_errors) == 1);
+  if (shut_down_in_callback) {
+    EXPECT(callback_value == 5);
+    EXPECT(callback_shut_down == HSA_STATUS_SUCCESS);
+    /* The runtime is gone: value operations do nothing, calls with a status say so. */
+    EXPECT(hsa_signal_load_scacquire(done) == 0);
+    EXPECT(hsa_queue_destroy(queue) == HSA_STATUS_ERROR_NOT_INITIALIZED);
+    EXPECT(hsa_shut_down() == HSA_STATUS_ERROR_NOT_INITIALIZED);
+    free(bytes);
+    if (failures) {
+      fprintf(stderr, "memory_fault: %d checks failed\n", failures);
+      return 1;
+    }
+    printf("memory_fault: shut down in the queue's callback: ok\n");
+    return 0;
+  }
   EXPECT(hsa_signal_load_scacquire(done) == 1); /* the dispatch never completed */
 
   OK(hsa_queue_destroy(queue));

@@ -11,6 +11,9 @@
 //! one (tombstones dropped) when live slots and tombstones pass half of it; the old table is
 //! freed after a grace period too. Keys never move within a table, so a probe racing an
 //! insert or removal sees the handle either present or absent, never another's object.
+//! Handles 0 and 1 (the table's empty and tombstone keys) have a pointer each beside the
+//! table: a section takes no lock even for them (a removal holds the lock while it waits for
+//! sections to end).
 
 #![allow(unsafe_code)] // dereferences of the published table and object pointers
 
@@ -131,6 +134,9 @@ pub(crate) struct HandleMap<T> {
     /// The probe table (a `Box` leaked; replaced and freed only under `owners`' lock, after a
     /// grace period).
     table: AtomicPtr<Table<T>>,
+    /// The objects of handles 0 and 1 (the probe table's empty and tombstone keys), by handle;
+    /// null when absent. Set and cleared as a slot's object is.
+    low: [AtomicPtr<T>; 2],
     owners: Mutex<Owners<T>>,
 }
 
@@ -138,6 +144,10 @@ impl<T> Default for HandleMap<T> {
     fn default() -> Self {
         HandleMap {
             table: AtomicPtr::new(Box::into_raw(Table::with_slots(MIN_SLOTS))),
+            low: [
+                AtomicPtr::new(core::ptr::null_mut()),
+                AtomicPtr::new(core::ptr::null_mut()),
+            ],
             owners: Mutex::new(Owners {
                 by_handle: BTreeMap::new(),
                 tombstones: 0,
@@ -156,28 +166,33 @@ impl<T> Drop for HandleMap<T> {
 
 impl<T> HandleMap<T> {
     /// The object of `handle`: without a lock inside `section`, else under the map's lock.
-    /// Handles 0 and 1 (never addresses) are looked up under the lock only.
+    /// Handles 0 and 1 (never addresses, but what a caller may pass) are read from their own
+    /// two pointers, as lock-free: a section never takes the map's lock, which a removal holds
+    /// while it waits for sections to end.
     pub(crate) fn get<'a>(
         &'a self,
         handle: u64,
         section: Option<&'a ReadSection>,
     ) -> Option<Held<'a, T>> {
-        match section {
-            Some(_) if handle > TOMBSTONE => {
-                // SAFETY: a table is freed only after it was replaced and a grace period
-                // passed; this section began before the load.
-                let table = unsafe { &*self.table.load(Ordering::Acquire) };
-                let object = table.find(handle);
-                // SAFETY: a non-null slot object is an `Arc` of `owners`, which a removal lets
-                // go only after clearing the slot and a grace period; the section holds.
-                (!object.is_null()).then(|| Held::Borrowed(unsafe { &*object }))
-            }
-            _ => lock(&self.owners)
+        if section.is_none() {
+            return lock(&self.owners)
                 .by_handle
                 .get(&handle)
                 .cloned()
-                .map(Held::Shared),
+                .map(Held::Shared);
         }
+        let object = match self.low.get(handle as usize) {
+            Some(low) if handle <= TOMBSTONE => low.load(Ordering::Acquire).cast_const(),
+            _ => {
+                // SAFETY: a table is freed only after it was replaced and a grace period
+                // passed; this section began before the load.
+                let table = unsafe { &*self.table.load(Ordering::Acquire) };
+                table.find(handle)
+            }
+        };
+        // SAFETY: a non-null slot (or low) object is an `Arc` of `owners`, which a removal
+        // lets go only after clearing the pointer and a grace period; the section holds.
+        (!object.is_null()).then(|| Held::Borrowed(unsafe { &*object }))
     }
 
     /// The object of `handle`, shared (for a caller that keeps it past a section: waits,
@@ -206,7 +221,9 @@ impl<T> HandleMap<T> {
         if old.is_some() {
             self.unlink(&mut owners, handle);
         }
-        if handle > TOMBSTONE {
+        if handle <= TOMBSTONE {
+            self.low[handle as usize].store(Arc::as_ptr(&object).cast_mut(), Ordering::Release);
+        } else {
             self.reserve(&mut owners);
             // SAFETY: the current table; only changes (under the lock held) replace it.
             let table = unsafe { &*self.table.load(Ordering::Acquire) };
@@ -236,6 +253,9 @@ impl<T> HandleMap<T> {
         let mut owners = lock(&self.owners);
         let fresh = Box::into_raw(Table::with_slots(MIN_SLOTS));
         let old = self.table.swap(fresh, Ordering::AcqRel);
+        for low in &self.low {
+            low.store(core::ptr::null_mut(), Ordering::Release);
+        }
         owners.tombstones = 0;
         let objects = core::mem::take(&mut owners.by_handle)
             .into_values()
@@ -252,9 +272,11 @@ impl<T> HandleMap<T> {
         lock(&self.owners).by_handle.len()
     }
 
-    /// Clears `handle`'s slot: object first, then the key becomes a tombstone.
+    /// Clears `handle`'s slot: object first, then the key becomes a tombstone (handles 0 and
+    /// 1: their pointer).
     fn unlink(&self, owners: &mut Owners<T>, handle: u64) {
         if handle <= TOMBSTONE {
+            self.low[handle as usize].store(core::ptr::null_mut(), Ordering::Release);
             return;
         }
         // SAFETY: the current table; only changes (under the lock held) replace it.
@@ -431,5 +453,32 @@ mod tests {
             assert!(found > 0);
             assert_eq!(bad, 0);
         }
+    }
+
+    /// A lookup of handle 0 or 1 inside a section while another thread removes a handle (it
+    /// holds the map's lock across its grace period, which waits for that section): the
+    /// lookup takes no lock, so both finish. (When those handles were looked up under the
+    /// lock, the section waited for the lock and the grace period for the section: a C
+    /// `hsa_signal_load_relaxed` of a zero handle racing `hsa_signal_destroy` hung both.)
+    #[test]
+    fn low_handles_inside_a_section_take_no_lock() {
+        let map = Arc::new(HandleMap::default());
+        map.insert(1, obj(1));
+        map.insert(0x40, obj(0x40));
+        let section = rcu::read().unwrap();
+        let remover = {
+            let map = map.clone();
+            thread::spawn(move || map.remove(0x40).map(|o| o.handle))
+        };
+        // Until the remover holds the lock (it keeps it until this section ends).
+        while map.owners.try_lock().is_ok() {
+            thread::yield_now();
+        }
+        assert!(map.get(0, Some(&section)).is_none());
+        assert_eq!(map.get(1, Some(&section)).unwrap().handle, 1);
+        drop(section);
+        assert_eq!(remover.join().unwrap(), Some(0x40));
+        assert_eq!(map.remove(1).unwrap().handle, 1);
+        assert!(map.get(1, rcu::read().as_ref()).is_none());
     }
 }

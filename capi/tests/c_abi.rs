@@ -574,6 +574,40 @@ fn c_memory_fault_reaches_the_system_event_handlers_first() {
     assert_eq!(stdout, "memory_fault: ok\n");
 }
 
+/// `c/memory_fault.c shut-down-in-callback`: the queue's error callback stores to and loads a
+/// signal, then calls the last `hsa_shut_down`, which returns `HSA_STATUS_SUCCESS` (the
+/// platform is dropped on its own event thread, which it then must not join: the join failed
+/// with EDEADLK, a panic the call reported as `HSA_STATUS_ERROR`, leaving the platform half
+/// dropped); afterwards a signal load gives 0 and `hsa_queue_destroy` and `hsa_shut_down` give
+/// `HSA_STATUS_ERROR_NOT_INITIALIZED`.
+#[test]
+fn c_shut_down_inside_a_queue_error_callback() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("memory_fault");
+    let out = Command::new(&exe)
+        .arg(common::crate_dir().join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
+        .arg("shut-down-in-callback")
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .output()
+        .expect("run memory_fault");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "memory_fault shut-down-in-callback failed:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        stdout,
+        "memory_fault: shut down in the queue's callback: ok\n"
+    );
+    assert!(!stderr.contains("panic"), "{stderr}");
+}
+
 /// `c/lock_agents.c` on the 8-GPU MI210 capture (`HSA_RT_SYSFS`): memory locked for GPU 2 is
 /// read by a kernel there, while GPU 5's read faults at the agent pointer (the system event
 /// handler names GPU 5 and that address; the queue's callback gets MEMORY_FAULT) and

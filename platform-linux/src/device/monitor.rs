@@ -446,7 +446,12 @@ impl Drop for Monitor {
             .filter(|&e| !destroy(e))
             .collect();
         if let Some(t) = self.thread.take() {
-            let _ = t.join();
+            // The last reference may go on the monitor thread itself (a queue error callback
+            // that calls hsa_shut_down): it cannot join itself, and ends by itself once the
+            // callback returns and it sees `stop` (it owns its `Shared`).
+            if t.thread().id() != std::thread::current().id() {
+                let _ = t.join();
+            }
         }
         for e in left {
             let _ = destroy(e);
