@@ -51,6 +51,19 @@ __global__ void scale(float* p, float f, int n) {
     if (i < n) p[i] *= f;
 }
 
+// scale, and each work-group's first thread folds the device's clock (clock64: s_memtime) at
+// its start and end into t[0] (earliest start) and t[1] (latest end).
+__global__ void scale_timed(float* p, float f, int n, unsigned long long* t) {
+    unsigned long long start = clock64();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] *= f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicMin(&t[0], start);
+        atomicMax(&t[1], (unsigned long long)clock64());
+    }
+}
+
 __global__ void add_one(int* p, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) p[i] += 1;
@@ -175,11 +188,17 @@ static int memset_section() {
 }
 
 // Two streams ordered by an event, async copies, and the elapsed time of a kernel between two
-// events, which must lie between 0 and the host's time around the whole run.
+// events: it must cover the span of the device's clock (clock64, at
+// hipDeviceProp_t::clockInstructionRate kHz) from the kernel's earliest work-group start to its
+// latest end, and lie within the host's time around the whole run.
 static int streams_section() {
     const int n = 1 << 16;
     float* d;
     CHECK(hipMalloc(&d, n * 4));
+    unsigned long long* dt;
+    CHECK(hipMalloc(&dt, 16));
+    unsigned long long t[2] = {~0ull, 0};
+    CHECK(hipMemcpy(dt, t, 16, hipMemcpyHostToDevice));
     std::vector<float> h(n, 2.0f);
     hipStream_t s1, s2;
     CHECK(hipStreamCreate(&s1));
@@ -190,7 +209,7 @@ static int streams_section() {
     auto t0 = std::chrono::steady_clock::now();
     CHECK(hipMemcpyAsync(d, h.data(), n * 4, hipMemcpyHostToDevice, s1));
     CHECK(hipEventRecord(e0, s1));
-    hipLaunchKernelGGL(scale, dim3(n / 256), dim3(256), 0, s1, d, 3.0f, n);
+    hipLaunchKernelGGL(scale_timed, dim3(n / 256), dim3(256), 0, s1, d, 3.0f, n, dt);
     CHECK(hipEventRecord(e1, s1));
     CHECK(hipStreamWaitEvent(s2, e1, 0));
     hipLaunchKernelGGL(scale, dim3(n / 256), dim3(256), 0, s2, d, 0.5f, n);
@@ -200,12 +219,25 @@ static int streams_section() {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     for (int i = 0; i < n; i++)
         if (h[i] != 3.0f) { printf("FAIL streams h[%d] = %f\n", i, h[i]); return 1; }
-    float ms = -1;
-    CHECK(hipEventElapsedTime(&ms, e0, e1));
-    if (!(ms > 0 && ms <= wall_ms)) {
-        printf("FAIL elapsed %f ms outside (0, %f]\n", ms, wall_ms);
+    CHECK(hipMemcpy(t, dt, 16, hipMemcpyDeviceToHost));
+    hipDeviceProp_t prop;
+    CHECK(hipGetDeviceProperties(&prop, 0));
+    int rate_khz = prop.clockInstructionRate;
+    if (rate_khz <= 0 || t[0] == ~0ull || t[1] < t[0]) {
+        printf("FAIL clock rate %d kHz, kernel clock %llu to %llu\n", rate_khz, t[0], t[1]);
         return 1;
     }
+    double kernel_ms = (double)(t[1] - t[0]) / rate_khz;
+    float ms = -1;
+    CHECK(hipEventElapsedTime(&ms, e0, e1));
+    // float ms: allow its rounding (2^-20 relative) below the kernel's span.
+    if (!(ms > 0 && ms >= kernel_ms * (1 - 1e-6) && ms <= wall_ms)) {
+        printf("FAIL elapsed %f ms outside [%f (the kernel's clock span), %f (host)]\n", ms,
+               kernel_ms, wall_ms);
+        return 1;
+    }
+    printf("hip_check: elapsed %f ms, kernel %f ms (%d kHz), host %f ms\n", ms, kernel_ms,
+           rate_khz, wall_ms);
     CHECK(hipStreamDestroy(s1));
     CHECK(hipStreamDestroy(s2));
     return 0;

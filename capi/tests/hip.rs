@@ -201,6 +201,11 @@ fn hip_memset_of_every_width() {
     check("memset");
 }
 
+/// Two streams ordered by `hipStreamWaitEvent`, async copies, and `hipEventElapsedTime` of a
+/// kernel between two events (HIP reads the events' barrier-packet timestamps with
+/// `hsa_amd_profiling_get_dispatch_time`): at least the span of the device clock (`clock64`,
+/// at `clockInstructionRate`) from the kernel's first work-group start to its last end, at
+/// most the host's time around the run.
 #[test]
 fn hip_streams_events_and_elapsed_time() {
     check("streams");
