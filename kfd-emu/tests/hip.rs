@@ -241,6 +241,12 @@ fn hip_stream_callbacks_on_both() {
     same_on_both("callbacks");
 }
 
+/// `__device__` variables through hipMemcpyToSymbol / FromSymbol / GetSymbolAddress.
+#[test]
+fn hip_device_variables_on_both() {
+    same_on_both("symbols");
+}
+
 #[test]
 fn hip_atomics_on_both() {
     same_on_both("atomics");
