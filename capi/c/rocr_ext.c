@@ -8,6 +8,7 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <hsa/hsa_ext_finalize.h>
+#include <hsa/hsa_ext_image.h>
 #include <hsa/hsa_ven_amd_loader.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -803,10 +804,68 @@ static void agents_and_code_objects(const void* bytes, size_t size) {
   hsa_ext_image_t image;
   IS(hsa_ext_image_create(gpu, NULL, NULL, HSA_ACCESS_PERMISSION_RW, &image),
      HSA_STATUS_ERROR_NOT_INITIALIZED);
+  /* Every other image and sampler function: NOT_INITIALIZED, as ROCR's hsa_ext_null. */
+  hsa_ext_image_descriptor_t idesc = {HSA_EXT_IMAGE_GEOMETRY_2D, 16, 16, 0, 0,
+                                      {HSA_EXT_IMAGE_CHANNEL_TYPE_UNSIGNED_INT8,
+                                       HSA_EXT_IMAGE_CHANNEL_ORDER_RGBA}};
+  uint32_t cap = 0;
+  IS(hsa_ext_image_get_capability(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &idesc.format, &cap),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_get_capability_with_layout(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &idesc.format,
+                                              HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, &cap),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_ext_image_data_info_t idata;
+  IS(hsa_ext_image_data_get_info(gpu, &idesc, HSA_ACCESS_PERMISSION_RW, &idata),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_data_get_info_with_layout(gpu, &idesc, HSA_ACCESS_PERMISSION_RW,
+                                             HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 64, 0, &idata),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  static uint8_t pixels[16 * 16 * 4];
+  IS(hsa_ext_image_create_with_layout(gpu, &idesc, pixels, HSA_ACCESS_PERMISSION_RW,
+                                      HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 64, 0, &image),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_amd_image_descriptor_t ilayout = {1, 0x1002, {0}};
+  IS(hsa_amd_image_create(gpu, &idesc, &ilayout, pixels, HSA_ACCESS_PERMISSION_RW, &image),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  uint32_t max_dim[3] = {0};
+  IS(hsa_amd_image_get_info_max_dim(gpu, HSA_EXT_AGENT_INFO_IMAGE_2D_MAX_ELEMENTS, max_dim),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  image.handle = 1;
+  hsa_dim3_t origin = {0, 0, 0}, extent = {16, 16, 1};
+  hsa_ext_image_region_t iregion = {origin, extent};
+  IS(hsa_ext_image_copy(gpu, image, &origin, image, &origin, &extent),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_import(gpu, pixels, 64, 0, image, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_export(gpu, image, pixels, 64, 0, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  uint32_t clear_color[4] = {0};
+  IS(hsa_ext_image_clear(gpu, image, clear_color, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_destroy(gpu, image), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_ext_sampler_descriptor_t sdesc = {HSA_EXT_SAMPLER_COORDINATE_MODE_UNNORMALIZED,
+                                        HSA_EXT_SAMPLER_FILTER_MODE_NEAREST,
+                                        HSA_EXT_SAMPLER_ADDRESSING_MODE_CLAMP_TO_EDGE};
+  hsa_ext_sampler_t sampler = {1};
+  IS(hsa_ext_sampler_create(gpu, &sdesc, &sampler), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_sampler_destroy(gpu, sampler), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  /* The finalizer's program functions: NOT_INITIALIZED, as ROCR without it. */
   hsa_ext_program_t program;
   IS(hsa_ext_program_create(HSA_MACHINE_MODEL_LARGE, HSA_PROFILE_BASE,
                             HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL, &program),
      HSA_STATUS_ERROR_NOT_INITIALIZED);
+  program.handle = 1;
+  hsa_ext_module_t module = NULL;
+  IS(hsa_ext_program_add_module(program, module), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_program_iterate_modules(program, NULL, NULL), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_machine_model_t model;
+  IS(hsa_ext_program_get_info(program, HSA_EXT_PROGRAM_INFO_MACHINE_MODEL, &model),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_ext_control_directives_t directives;
+  memset(&directives, 0, sizeof directives);
+  hsa_isa_t no_isa = {0};
+  hsa_code_object_t finalized;
+  IS(hsa_ext_program_finalize(program, no_isa, 0, directives, NULL,
+                              HSA_CODE_OBJECT_TYPE_PROGRAM, &finalized),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_program_destroy(program), HSA_STATUS_ERROR_NOT_INITIALIZED);
   void* p;
   OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, &p));
   hsa_amd_ipc_memory_t ipc;
@@ -816,6 +875,11 @@ static void agents_and_code_objects(const void* bytes, size_t size) {
   IS(hsa_amd_svm_attributes_set(p, 4096, &attr, 1), HSA_STATUS_ERROR);
   attr.attribute = HSA_AMD_SVM_ATTRIB_PREFETCH_LOCATION;
   IS(hsa_amd_svm_attributes_set(p, 4096, &attr, 1), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  /* Reading: a readable attribute gets ERROR (no SVM), one only for setting INVALID_ARGUMENT. */
+  hsa_amd_svm_attribute_pair_t get = {HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG, 0};
+  IS(hsa_amd_svm_attributes_get(p, 4096, &get, 1), HSA_STATUS_ERROR);
+  get.attribute = HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE;
+  IS(hsa_amd_svm_attributes_get(p, 4096, &get, 1), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   IS(hsa_amd_memory_migrate(p, vram, 0), HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   bool can = true;
   IS(hsa_amd_memory_pool_can_migrate(fine, vram, &can), HSA_STATUS_ERROR_OUT_OF_RESOURCES);
