@@ -1,5 +1,6 @@
 /* Exercises the parts of the C API vector_copy.c does not: signal operations (every memory
- * order of each), waits, signal groups, hsa_amd_signal_wait_any, soft queues and index operations, regions,
+ * order of each), waits, signal groups, hsa_amd_signal_wait_any, soft queues and index
+ * operations (every memory order), regions,
  * hsa_memory_allocate/copy/free/assign_agent, hsa_amd_pointer_info, symbol iteration, error
  * statuses. Prints "api_check: ok" and exits 0 when every check holds.
  * Usage: api_check CODE_OBJECT */

@@ -400,6 +400,8 @@ static void queues(const void* bytes, size_t size) {
   OK(hsa_amd_queue_cu_set_mask(r.queue, 0, NULL));
   OK(hsa_amd_queue_cu_get_mask(r.queue, 128, mask));
   EXPECT(mask[1] == 0xffffffffu && mask[3] == 0xffu);
+  /* KFD UPDATE_QUEUE with priority 0, then 15 (capi/tests/c_abi.rs reads the record). */
+  OK(hsa_amd_queue_set_priority(r.queue, HSA_AMD_QUEUE_PRIORITY_LOW));
   OK(hsa_amd_queue_set_priority(r.queue, HSA_AMD_QUEUE_PRIORITY_HIGH));
   IS(hsa_amd_queue_set_priority(r.queue, (hsa_amd_queue_priority_t)7),
      HSA_STATUS_ERROR_INVALID_ARGUMENT);

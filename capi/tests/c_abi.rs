@@ -494,10 +494,12 @@ fn c_api_check_passes() {
 /// descriptors, host addresses), HDP_FLUSH, async copies (with a dependency, odd sizes, rects,
 /// copy profiling), fills, locked memory (its agent pointer, pointer info, copies through it),
 /// AMD signals, async handlers and functions, deallocation callbacks and user data, dispatch
-/// profiling on a live queue, tick translation, CU masks, priorities, caches, ISA queries,
+/// profiling on a live queue, tick translation, CU masks, priorities (KFD `UPDATE_QUEUE` with
+/// priorities 0 and 15 in the record), caches, ISA queries,
 /// coherency, executable info, variable definitions resolving `extern_var`'s relocation (its
 /// kernel reads the defined variable), the HSA 1.0 code object API, and ROCR's statuses for
-/// images, the finalizer, IPC of system memory, SVM, migration and interop.
+/// every image, sampler and finalizer function, IPC of system memory, SVM, migration and
+/// interop.
 #[test]
 fn c_rocr_ext_passes() {
     if !have_headers() {
@@ -544,6 +546,19 @@ fn c_rocr_ext_passes() {
             .filter(|args| args.get(80..88) == Some("01000000"))
             .count();
         assert_eq!(sdma_queues, usize::from(sdma), "SDMA {sdma}");
+        // hsa_amd_queue_set_priority(LOW, then HIGH) reached KFD as UPDATE_QUEUE
+        // (`_IOW('K', 7, kfd_ioctl_update_queue_args)`, 24 bytes) that succeeded, with
+        // queue_percentage 100 (byte 16) and queue_priority 0, then 15 (byte 20).
+        let updates: Vec<(&str, &str)> = record
+            .lines()
+            .filter_map(|l| l.strip_prefix("ioctl kfd 0x40184b07 0 "))
+            .filter_map(|args| Some((args.get(32..40)?, args.get(40..48)?)))
+            .collect();
+        assert_eq!(
+            updates,
+            [("64000000", "00000000"), ("64000000", "0f000000")],
+            "SDMA {sdma}"
+        );
     }
 }
 
