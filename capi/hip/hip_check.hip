@@ -258,9 +258,9 @@ static int memset_section() {
     CHECK(hipMemset(d, 0x5a, n * 4));
     CHECK(hipMemsetD8((hipDeviceptr_t)(d + 1), 0xc3, 1001));
     memset(&want[1], 0xc3, 1001);
-    // (An unaligned start with fewer than 7 bytes is left out: HIP 5.2's fill splits it into a
-    // head and a remainder whose size underflows, and its fill kernel then writes until it
-    // faults, on ROCR as on hsa-rt.)
+    // (A range inside one 8-byte-aligned word that does not start at its first byte is left
+    // out: HIP 5.2's fill kernel then writes far past it until it faults, on ROCR as on
+    // hsa-rt.)
     CHECK(hipMemsetAsync(d + 2003, 0x17, 7, st));
     memset(&want[2003], 0x17, 7);
     CHECK(hipMemsetD8Async((hipDeviceptr_t)(d + 3001), 0x71, 65537, st));
