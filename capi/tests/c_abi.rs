@@ -589,6 +589,38 @@ fn c_memory_fault_reaches_the_system_event_handlers_first() {
     assert_eq!(stdout, "memory_fault: ok\n");
 }
 
+/// `c/sdma_fault.c`: an SDMA copy whose source was freed before its dependency released it
+/// faults on the emulated SDMA engine; the system event handler gets the fault (GPU, source
+/// address), the copy's completion signal becomes -1, a later copy on that GPU is refused with
+/// `HSA_STATUS_ERROR` instead of waiting on a queue amdkfd evicted, and a host copy still
+/// completes.
+#[test]
+fn c_sdma_fault_fails_the_copies_on_the_stopped_queue() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("sdma_fault");
+    let out = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .env_remove("HSA_ENABLE_SDMA")
+        .output()
+        .expect("run sdma_fault");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "sdma_fault failed:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(stdout, "sdma_fault: ok\n");
+    assert!(
+        stderr.contains("a GPU memory fault ended its SDMA queue; 1 copies on it did not complete"),
+        "{stderr}"
+    );
+}
+
 /// `c/lock_agents.c` on the 8-GPU MI210 capture (`HSA_RT_SYSFS`): memory locked for GPU 2 is
 /// read by a kernel there, while GPU 5's read faults at the agent pointer (the system event
 /// handler names GPU 5 and that address; the queue's callback gets MEMORY_FAULT) and
