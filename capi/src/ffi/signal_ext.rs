@@ -19,7 +19,9 @@
 //! reasons, on the platform's thread and before the error callback of the queue the fault
 //! stopped, as ROCR 5.2's `Runtime::VMFaultHandler` does. Unlike ROCR, a fault no handler
 //! answers with `HSA_STATUS_SUCCESS` does not abort the process here: it goes on to the queue's
-//! callback (and aborts only without one).
+//! callback (and aborts only without one). The same platform handler then tells the copy
+//! engine, whose SDMA queue on that GPU the fault ended; it is installed at the first system
+//! event handler or at the copy engine's first SDMA queue, whichever comes first.
 //!
 //! `hsa_core::signal::wait_any` blocks on all the signals' events at once
 //! (`Platform::wait_any_event`: on Linux one `AMDKFD_IOC_WAIT_EVENTS`, as ROCR's
