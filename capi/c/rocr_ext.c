@@ -444,9 +444,26 @@ static void variables(const void* bytes, size_t size) {
   IS(hsa_executable_agent_global_variable_define(e, gpu, "ext_var", ext),
      HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED);
   OK(hsa_executable_global_variable_define(e, "program_var", ext + 1));
+  /* A read-only variable: an agent symbol of the readonly segment (ROCR 5.2's agent
+     symbols hold it too). */
+  OK(hsa_executable_readonly_variable_define(e, gpu, "ro_var", ext + 2));
+  IS(hsa_executable_readonly_variable_define(e, gpu, "ro_var", ext + 2),
+     HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED);
   OK(hsa_executable_load_agent_code_object(e, gpu, reader, NULL, NULL));
   OK(hsa_executable_freeze(e, NULL));
   IS(hsa_executable_global_variable_define(e, "late", ext), HSA_STATUS_ERROR_FROZEN_EXECUTABLE);
+  IS(hsa_executable_readonly_variable_define(e, gpu, "late", ext),
+     HSA_STATUS_ERROR_FROZEN_EXECUTABLE);
+  hsa_executable_symbol_t ro;
+  OK(hsa_executable_get_symbol_by_name(e, "ro_var", &gpu, &ro));
+  uint64_t ro_address = 0;
+  uint32_t ro_segment = 9;
+  OK(hsa_executable_symbol_get_info(ro, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
+                                    &ro_address));
+  EXPECT(ro_address == (uint64_t)(uintptr_t)(ext + 2));
+  OK(hsa_executable_symbol_get_info(ro, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT,
+                                    &ro_segment));
+  EXPECT(ro_segment == HSA_VARIABLE_SEGMENT_READONLY);
 
   hsa_executable_symbol_t var;
   OK(hsa_executable_get_symbol_by_name(e, "ext_var", &gpu, &var));
@@ -460,7 +477,7 @@ static void variables(const void* bytes, size_t size) {
   EXPECT(kind == HSA_SYMBOL_KIND_VARIABLE);
   int agent_symbols = 0, program_symbols = 0;
   OK(hsa_executable_iterate_agent_symbols(e, gpu, count_agent_symbols, &agent_symbols));
-  EXPECT(agent_symbols == 2); /* read_ext.kd and ext_var */
+  EXPECT(agent_symbols == 3); /* read_ext.kd, ext_var and ro_var */
   OK(hsa_executable_iterate_program_symbols(e, count_program_symbols, &program_symbols));
   EXPECT(program_symbols == 1);
 
