@@ -1,5 +1,6 @@
-/* Exercises the parts of the C API vector_copy.c does not: signal operations, waits, signal
- * groups, hsa_amd_signal_wait_any, soft queues and index operations, regions,
+/* Exercises the parts of the C API vector_copy.c does not: signal operations (every memory
+ * order of each), waits, signal groups, hsa_amd_signal_wait_any, soft queues and index
+ * operations (every memory order), regions,
  * hsa_memory_allocate/copy/free/assign_agent, hsa_amd_pointer_info, symbol iteration, error
  * statuses. Prints "api_check: ok" and exits 0 when every check holds.
  * Usage: api_check CODE_OBJECT */
@@ -90,6 +91,37 @@ int main(int argc, char** argv) {
   EXPECT(hsa_signal_load_scacquire(s) == 6);
   EXPECT(hsa_signal_wait_scacquire(s, HSA_SIGNAL_CONDITION_EQ, 6, UINT64_MAX,
                                    HSA_WAIT_STATE_ACTIVE) == 6);
+  /* Every memory order of each read-modify-write, one step at a time from a known value. */
+  hsa_signal_store_relaxed(s, 100);
+  hsa_signal_add_scacquire(s, 5);
+  hsa_signal_add_screlease(s, 6);
+  hsa_signal_add_scacq_screl(s, 7);
+  EXPECT(hsa_signal_load_relaxed(s) == 118);
+  hsa_signal_subtract_relaxed(s, 1);
+  hsa_signal_subtract_scacquire(s, 2);
+  hsa_signal_subtract_screlease(s, 3);
+  EXPECT(hsa_signal_load_relaxed(s) == 112);
+  hsa_signal_and_relaxed(s, 0x7e);   /* 0x70 & 0x7e */
+  EXPECT(hsa_signal_load_relaxed(s) == 0x70);
+  hsa_signal_and_scacquire(s, 0x3f);  /* 0x30 */
+  hsa_signal_and_scacq_screl(s, 0x2f);  /* 0x20 */
+  EXPECT(hsa_signal_load_relaxed(s) == 0x20);
+  hsa_signal_or_relaxed(s, 1);
+  hsa_signal_or_screlease(s, 2);
+  hsa_signal_or_scacq_screl(s, 0x100);
+  EXPECT(hsa_signal_load_relaxed(s) == 0x123);
+  hsa_signal_xor_scacquire(s, 0x3);
+  hsa_signal_xor_screlease(s, 0x20);
+  hsa_signal_xor_scacq_screl(s, 0x1000);
+  EXPECT(hsa_signal_load_relaxed(s) == 0x1100);
+  EXPECT(hsa_signal_exchange_relaxed(s, 1) == 0x1100);
+  EXPECT(hsa_signal_exchange_scacquire(s, 2) == 1);
+  EXPECT(hsa_signal_exchange_screlease(s, 3) == 2);
+  EXPECT(hsa_signal_cas_relaxed(s, 3, 4) == 3);
+  EXPECT(hsa_signal_cas_relaxed(s, 3, 5) == 4); /* no match: unchanged */
+  EXPECT(hsa_signal_cas_scacq_screl(s, 4, 6) == 4);
+  hsa_signal_silent_store_screlease(s, 6);
+  EXPECT(hsa_signal_load_scacquire(s) == 6);
   /* Timeout: 1 ms at the reported frequency. */
   uint64_t freq;
   OK(hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &freq));
@@ -115,6 +147,10 @@ int main(int argc, char** argv) {
   vals[0] = 6;
   hsa_signal_t which = {0};
   OK(hsa_signal_group_wait_any_scacquire(g, conds, vals, HSA_WAIT_STATE_BLOCKED, &which, &got));
+  EXPECT(which.handle == s.handle && got == 6);
+  which.handle = 0;
+  got = 0;
+  OK(hsa_signal_group_wait_any_relaxed(g, conds, vals, HSA_WAIT_STATE_ACTIVE, &which, &got));
   EXPECT(which.handle == s.handle && got == 6);
   OK(hsa_signal_group_destroy(g));
   EXPECT(hsa_signal_group_destroy(g) == HSA_STATUS_ERROR_INVALID_SIGNAL_GROUP);
@@ -169,6 +205,15 @@ int main(int argc, char** argv) {
   hsa_queue_store_read_index_screlease(q, 2);
   EXPECT(hsa_queue_load_read_index_relaxed(q) == 2);
   EXPECT(hsa_queue_load_write_index_relaxed(q) == 8);
+  /* The other memory orders of the index operations. */
+  EXPECT(hsa_queue_add_write_index_scacquire(q, 2) == 8);
+  EXPECT(hsa_queue_cas_write_index_scacquire(q, 10, 11) == 10);
+  EXPECT(hsa_queue_cas_write_index_screlease(q, 99, 12) == 11); /* no match */
+  EXPECT(hsa_queue_cas_write_index_scacq_screl(q, 11, 13) == 11);
+  hsa_queue_store_write_index_relaxed(q, 20);
+  hsa_queue_store_read_index_relaxed(q, 17);
+  EXPECT(hsa_queue_load_write_index_scacquire(q) == 20);
+  EXPECT(hsa_queue_load_read_index_scacquire(q) == 17);
   OK(hsa_queue_inactivate(q));
   OK(hsa_queue_destroy(q));
   EXPECT(hsa_queue_destroy(q) == HSA_STATUS_ERROR_INVALID_QUEUE);

@@ -8,6 +8,7 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <hsa/hsa_ext_finalize.h>
+#include <hsa/hsa_ext_image.h>
 #include <hsa/hsa_ven_amd_loader.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -399,6 +400,8 @@ static void queues(const void* bytes, size_t size) {
   OK(hsa_amd_queue_cu_set_mask(r.queue, 0, NULL));
   OK(hsa_amd_queue_cu_get_mask(r.queue, 128, mask));
   EXPECT(mask[1] == 0xffffffffu && mask[3] == 0xffu);
+  /* KFD UPDATE_QUEUE with priority 0, then 15 (capi/tests/c_abi.rs reads the record). */
+  OK(hsa_amd_queue_set_priority(r.queue, HSA_AMD_QUEUE_PRIORITY_LOW));
   OK(hsa_amd_queue_set_priority(r.queue, HSA_AMD_QUEUE_PRIORITY_HIGH));
   IS(hsa_amd_queue_set_priority(r.queue, (hsa_amd_queue_priority_t)7),
      HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -441,9 +444,26 @@ static void variables(const void* bytes, size_t size) {
   IS(hsa_executable_agent_global_variable_define(e, gpu, "ext_var", ext),
      HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED);
   OK(hsa_executable_global_variable_define(e, "program_var", ext + 1));
+  /* A read-only variable: an agent symbol of the readonly segment (ROCR 5.2's agent
+     symbols hold it too). */
+  OK(hsa_executable_readonly_variable_define(e, gpu, "ro_var", ext + 2));
+  IS(hsa_executable_readonly_variable_define(e, gpu, "ro_var", ext + 2),
+     HSA_STATUS_ERROR_VARIABLE_ALREADY_DEFINED);
   OK(hsa_executable_load_agent_code_object(e, gpu, reader, NULL, NULL));
   OK(hsa_executable_freeze(e, NULL));
   IS(hsa_executable_global_variable_define(e, "late", ext), HSA_STATUS_ERROR_FROZEN_EXECUTABLE);
+  IS(hsa_executable_readonly_variable_define(e, gpu, "late", ext),
+     HSA_STATUS_ERROR_FROZEN_EXECUTABLE);
+  hsa_executable_symbol_t ro;
+  OK(hsa_executable_get_symbol_by_name(e, "ro_var", &gpu, &ro));
+  uint64_t ro_address = 0;
+  uint32_t ro_segment = 9;
+  OK(hsa_executable_symbol_get_info(ro, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
+                                    &ro_address));
+  EXPECT(ro_address == (uint64_t)(uintptr_t)(ext + 2));
+  OK(hsa_executable_symbol_get_info(ro, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT,
+                                    &ro_segment));
+  EXPECT(ro_segment == HSA_VARIABLE_SEGMENT_READONLY);
 
   hsa_executable_symbol_t var;
   OK(hsa_executable_get_symbol_by_name(e, "ext_var", &gpu, &var));
@@ -457,7 +477,7 @@ static void variables(const void* bytes, size_t size) {
   EXPECT(kind == HSA_SYMBOL_KIND_VARIABLE);
   int agent_symbols = 0, program_symbols = 0;
   OK(hsa_executable_iterate_agent_symbols(e, gpu, count_agent_symbols, &agent_symbols));
-  EXPECT(agent_symbols == 2); /* read_ext.kd and ext_var */
+  EXPECT(agent_symbols == 3); /* read_ext.kd, ext_var and ro_var */
   OK(hsa_executable_iterate_program_symbols(e, count_program_symbols, &program_symbols));
   EXPECT(program_symbols == 1);
 
@@ -803,10 +823,68 @@ static void agents_and_code_objects(const void* bytes, size_t size) {
   hsa_ext_image_t image;
   IS(hsa_ext_image_create(gpu, NULL, NULL, HSA_ACCESS_PERMISSION_RW, &image),
      HSA_STATUS_ERROR_NOT_INITIALIZED);
+  /* Every other image and sampler function: NOT_INITIALIZED, as ROCR's hsa_ext_null. */
+  hsa_ext_image_descriptor_t idesc = {HSA_EXT_IMAGE_GEOMETRY_2D, 16, 16, 0, 0,
+                                      {HSA_EXT_IMAGE_CHANNEL_TYPE_UNSIGNED_INT8,
+                                       HSA_EXT_IMAGE_CHANNEL_ORDER_RGBA}};
+  uint32_t cap = 0;
+  IS(hsa_ext_image_get_capability(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &idesc.format, &cap),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_get_capability_with_layout(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &idesc.format,
+                                              HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, &cap),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_ext_image_data_info_t idata;
+  IS(hsa_ext_image_data_get_info(gpu, &idesc, HSA_ACCESS_PERMISSION_RW, &idata),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_data_get_info_with_layout(gpu, &idesc, HSA_ACCESS_PERMISSION_RW,
+                                             HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 64, 0, &idata),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  static uint8_t pixels[16 * 16 * 4];
+  IS(hsa_ext_image_create_with_layout(gpu, &idesc, pixels, HSA_ACCESS_PERMISSION_RW,
+                                      HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 64, 0, &image),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_amd_image_descriptor_t ilayout = {1, 0x1002, {0}};
+  IS(hsa_amd_image_create(gpu, &idesc, &ilayout, pixels, HSA_ACCESS_PERMISSION_RW, &image),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  uint32_t max_dim[3] = {0};
+  IS(hsa_amd_image_get_info_max_dim(gpu, HSA_EXT_AGENT_INFO_IMAGE_2D_MAX_ELEMENTS, max_dim),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  image.handle = 1;
+  hsa_dim3_t origin = {0, 0, 0}, extent = {16, 16, 1};
+  hsa_ext_image_region_t iregion = {origin, extent};
+  IS(hsa_ext_image_copy(gpu, image, &origin, image, &origin, &extent),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_import(gpu, pixels, 64, 0, image, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_export(gpu, image, pixels, 64, 0, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  uint32_t clear_color[4] = {0};
+  IS(hsa_ext_image_clear(gpu, image, clear_color, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_image_destroy(gpu, image), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_ext_sampler_descriptor_t sdesc = {HSA_EXT_SAMPLER_COORDINATE_MODE_UNNORMALIZED,
+                                        HSA_EXT_SAMPLER_FILTER_MODE_NEAREST,
+                                        HSA_EXT_SAMPLER_ADDRESSING_MODE_CLAMP_TO_EDGE};
+  hsa_ext_sampler_t sampler = {1};
+  IS(hsa_ext_sampler_create(gpu, &sdesc, &sampler), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_sampler_destroy(gpu, sampler), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  /* The finalizer's program functions: NOT_INITIALIZED, as ROCR without it. */
   hsa_ext_program_t program;
   IS(hsa_ext_program_create(HSA_MACHINE_MODEL_LARGE, HSA_PROFILE_BASE,
                             HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL, &program),
      HSA_STATUS_ERROR_NOT_INITIALIZED);
+  program.handle = 1;
+  hsa_ext_module_t module = NULL;
+  IS(hsa_ext_program_add_module(program, module), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_program_iterate_modules(program, NULL, NULL), HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_machine_model_t model;
+  IS(hsa_ext_program_get_info(program, HSA_EXT_PROGRAM_INFO_MACHINE_MODEL, &model),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  hsa_ext_control_directives_t directives;
+  memset(&directives, 0, sizeof directives);
+  hsa_isa_t no_isa = {0};
+  hsa_code_object_t finalized;
+  IS(hsa_ext_program_finalize(program, no_isa, 0, directives, NULL,
+                              HSA_CODE_OBJECT_TYPE_PROGRAM, &finalized),
+     HSA_STATUS_ERROR_NOT_INITIALIZED);
+  IS(hsa_ext_program_destroy(program), HSA_STATUS_ERROR_NOT_INITIALIZED);
   void* p;
   OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, &p));
   hsa_amd_ipc_memory_t ipc;
@@ -816,6 +894,11 @@ static void agents_and_code_objects(const void* bytes, size_t size) {
   IS(hsa_amd_svm_attributes_set(p, 4096, &attr, 1), HSA_STATUS_ERROR);
   attr.attribute = HSA_AMD_SVM_ATTRIB_PREFETCH_LOCATION;
   IS(hsa_amd_svm_attributes_set(p, 4096, &attr, 1), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  /* Reading: a readable attribute gets ERROR (no SVM), one only for setting INVALID_ARGUMENT. */
+  hsa_amd_svm_attribute_pair_t get = {HSA_AMD_SVM_ATTRIB_GLOBAL_FLAG, 0};
+  IS(hsa_amd_svm_attributes_get(p, 4096, &get, 1), HSA_STATUS_ERROR);
+  get.attribute = HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE;
+  IS(hsa_amd_svm_attributes_get(p, 4096, &get, 1), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   IS(hsa_amd_memory_migrate(p, vram, 0), HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   bool can = true;
   IS(hsa_amd_memory_pool_can_migrate(fine, vram, &can), HSA_STATUS_ERROR_OUT_OF_RESOURCES);

@@ -51,6 +51,19 @@ __global__ void scale(float* p, float f, int n) {
     if (i < n) p[i] *= f;
 }
 
+// scale, and each work-group's first thread folds the device's clock (clock64: s_memtime) at
+// its start and end into t[0] (earliest start) and t[1] (latest end).
+__global__ void scale_timed(float* p, float f, int n, unsigned long long* t) {
+    unsigned long long start = clock64();
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] *= f;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        atomicMin(&t[0], start);
+        atomicMax(&t[1], (unsigned long long)clock64());
+    }
+}
+
 __global__ void add_one(int* p, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) p[i] += 1;
@@ -151,6 +164,71 @@ static int memcpy_section() {
     for (int i = 0; i < 1000; i++) x[i] = i * i;
     CHECK(hipMemcpy(y.data(), x.data(), 4000, hipMemcpyHostToHost));
     if (x != y) { printf("FAIL host to host\n"); return 1; }
+
+    // hipMemcpyDefault: HIP tells the direction from the pointers (unified addressing), host to
+    // device, device to device, device to host and host to host.
+    const size_t m = 100003;
+    std::vector<unsigned char> p(m), q(m, 0), r(m, 0);
+    for (size_t i = 0; i < m; i++) p[i] = (unsigned char)(i * 13 + 5);
+    unsigned char *e1, *e2;
+    CHECK(hipMalloc(&e1, m));
+    CHECK(hipMalloc(&e2, m));
+    CHECK(hipMemcpy(e1, p.data(), m, hipMemcpyDefault));
+    CHECK(hipMemcpy(e2, e1, m, hipMemcpyDefault));
+    CHECK(hipMemcpy(q.data(), e2, m, hipMemcpyDefault));
+    CHECK(hipMemcpy(r.data(), q.data(), m, hipMemcpyDefault));
+    if (memcmp(p.data(), r.data(), m)) { printf("FAIL hipMemcpyDefault\n"); return 1; }
+
+    // hipMemcpyAsync of every direction on one stream, between pinned host buffers and device
+    // memory, ordered by the stream alone.
+    hipStream_t st;
+    CHECK(hipStreamCreate(&st));
+    unsigned char *hp, *hq;
+    CHECK(hipHostMalloc(&hp, m));
+    CHECK(hipHostMalloc(&hq, m));
+    for (size_t i = 0; i < m; i++) { hp[i] = (unsigned char)(i * 29 + 1); hq[i] = 0; }
+    CHECK(hipMemsetAsync(e1, 0, m, st));
+    CHECK(hipMemsetAsync(e2, 0, m, st));
+    CHECK(hipMemcpyAsync(e1, hp, m, hipMemcpyHostToDevice, st));
+    CHECK(hipMemcpyAsync(e2 + 1, e1, m - 1, hipMemcpyDeviceToDevice, st));
+    CHECK(hipMemcpyAsync(hq + 1, e2 + 1, m - 1, hipMemcpyDeviceToHost, st));
+    CHECK(hipStreamSynchronize(st));
+    if (hq[0] != 0 || memcmp(hp, hq + 1, m - 1)) { printf("FAIL hipMemcpyAsync\n"); return 1; }
+
+    // hipMemcpy2D: a 61 x 37 byte rectangle at row 2, column 5 of a host array of pitch 100
+    // into a device array of pitch 128 at row 1, column 7; from there device to device
+    // (hipMemcpy2DAsync) into one of pitch 192; then back into a host array of pitch 80,
+    // where every byte outside the rectangle stays untouched.
+    const size_t w = 61, hgt = 37, spitch = 100, hpitch = 80;
+    std::vector<unsigned char> src(spitch * 40), dst(hpitch * hgt, 0xee);
+    for (size_t i = 0; i < src.size(); i++) src[i] = (unsigned char)(i * 7 + i / 100);
+    // (Plain allocations with pitches of our own: HIP 5.2's hipMallocPitch refuses a device
+    // without image support, which hsa-rt does not offer.)
+    unsigned char *dp, *dq;
+    const size_t pitch = 128, pitch2 = 192;
+    CHECK(hipMalloc(&dp, pitch * 40));
+    CHECK(hipMalloc(&dq, pitch2 * 40));
+    const unsigned char* at = src.data() + 2 * spitch + 5;
+    CHECK(hipMemcpy2D(dp + pitch + 7, pitch, at, spitch, w, hgt, hipMemcpyHostToDevice));
+    CHECK(hipMemcpy2DAsync(dq, pitch2, dp + pitch + 7, pitch, w, hgt, hipMemcpyDeviceToDevice, st));
+    CHECK(hipStreamSynchronize(st));
+    CHECK(hipMemcpy2D(dst.data(), hpitch, dq, pitch2, w, hgt, hipMemcpyDeviceToHost));
+    for (size_t row = 0; row < hgt; row++)
+        for (size_t col = 0; col < hpitch; col++) {
+            unsigned char want = col < w ? at[row * spitch + col] : 0xee;
+            if (dst[row * hpitch + col] != want) {
+                printf("FAIL hipMemcpy2D row %zu column %zu: %x, want %x\n", row, col,
+                       dst[row * hpitch + col], want);
+                return 1;
+            }
+        }
+    CHECK(hipStreamDestroy(st));
+    CHECK(hipHostFree(hp));
+    CHECK(hipHostFree(hq));
+    CHECK(hipFree(e1));
+    CHECK(hipFree(e2));
+    CHECK(hipFree(dp));
+    CHECK(hipFree(dq));
     return 0;
 }
 
@@ -171,15 +249,51 @@ static int memset_section() {
     CHECK(hipMemcpy(h.data(), d, n * 4, hipMemcpyDeviceToHost));
     for (size_t i = 0; i < n; i++)
         if (((unsigned*)h.data())[i] != 0x89abcdefu) { printf("FAIL memset32 [%zu]\n", i); return 1; }
+
+    // Every width again, at unaligned starts and odd counts, synchronous and async: each
+    // writes exactly its range over a known background.
+    hipStream_t st;
+    CHECK(hipStreamCreate(&st));
+    std::vector<unsigned char> want(n * 4, 0x5a);
+    CHECK(hipMemset(d, 0x5a, n * 4));
+    CHECK(hipMemsetD8((hipDeviceptr_t)(d + 1), 0xc3, 1001));
+    memset(&want[1], 0xc3, 1001);
+    // (A range inside one 8-byte-aligned word that does not start at its first byte is left
+    // out: HIP 5.2's fill kernel then writes far past it until it faults, on ROCR as on
+    // hsa-rt.)
+    CHECK(hipMemsetAsync(d + 2003, 0x17, 7, st));
+    memset(&want[2003], 0x17, 7);
+    CHECK(hipMemsetD8Async((hipDeviceptr_t)(d + 3001), 0x71, 65537, st));
+    memset(&want[3001], 0x71, 65537);
+    CHECK(hipMemsetD16Async((hipDeviceptr_t)(d + 70002), 0xbeef, 999, st));
+    for (size_t i = 0; i < 999; i++) { want[70002 + 2 * i] = 0xef; want[70003 + 2 * i] = 0xbe; }
+    CHECK(hipMemsetD32Async((hipDeviceptr_t)(d + 80004), 0x01020304, 12345, st));
+    for (size_t i = 0; i < 12345; i++)
+        for (int k = 0; k < 4; k++) want[80004 + 4 * i + k] = (unsigned char)(4 - k);
+    CHECK(hipStreamSynchronize(st));
+    CHECK(hipMemcpy(h.data(), d, n * 4, hipMemcpyDeviceToHost));
+    for (size_t i = 0; i < n * 4; i++)
+        if (h[i] != want[i]) {
+            printf("FAIL memset ranges [%zu] = %x, want %x\n", i, h[i], want[i]);
+            return 1;
+        }
+    CHECK(hipStreamDestroy(st));
+    CHECK(hipFree(d));
     return 0;
 }
 
 // Two streams ordered by an event, async copies, and the elapsed time of a kernel between two
-// events, which must lie between 0 and the host's time around the whole run.
+// events: it must cover the span of the device's clock (clock64, at
+// hipDeviceProp_t::clockInstructionRate kHz) from the kernel's earliest work-group start to its
+// latest end, and lie within the host's time around the whole run.
 static int streams_section() {
     const int n = 1 << 16;
     float* d;
     CHECK(hipMalloc(&d, n * 4));
+    unsigned long long* dt;
+    CHECK(hipMalloc(&dt, 16));
+    unsigned long long t[2] = {~0ull, 0};
+    CHECK(hipMemcpy(dt, t, 16, hipMemcpyHostToDevice));
     std::vector<float> h(n, 2.0f);
     hipStream_t s1, s2;
     CHECK(hipStreamCreate(&s1));
@@ -190,7 +304,7 @@ static int streams_section() {
     auto t0 = std::chrono::steady_clock::now();
     CHECK(hipMemcpyAsync(d, h.data(), n * 4, hipMemcpyHostToDevice, s1));
     CHECK(hipEventRecord(e0, s1));
-    hipLaunchKernelGGL(scale, dim3(n / 256), dim3(256), 0, s1, d, 3.0f, n);
+    hipLaunchKernelGGL(scale_timed, dim3(n / 256), dim3(256), 0, s1, d, 3.0f, n, dt);
     CHECK(hipEventRecord(e1, s1));
     CHECK(hipStreamWaitEvent(s2, e1, 0));
     hipLaunchKernelGGL(scale, dim3(n / 256), dim3(256), 0, s2, d, 0.5f, n);
@@ -200,12 +314,25 @@ static int streams_section() {
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     for (int i = 0; i < n; i++)
         if (h[i] != 3.0f) { printf("FAIL streams h[%d] = %f\n", i, h[i]); return 1; }
-    float ms = -1;
-    CHECK(hipEventElapsedTime(&ms, e0, e1));
-    if (!(ms > 0 && ms <= wall_ms)) {
-        printf("FAIL elapsed %f ms outside (0, %f]\n", ms, wall_ms);
+    CHECK(hipMemcpy(t, dt, 16, hipMemcpyDeviceToHost));
+    hipDeviceProp_t prop;
+    CHECK(hipGetDeviceProperties(&prop, 0));
+    int rate_khz = prop.clockInstructionRate;
+    if (rate_khz <= 0 || t[0] == ~0ull || t[1] < t[0]) {
+        printf("FAIL clock rate %d kHz, kernel clock %llu to %llu\n", rate_khz, t[0], t[1]);
         return 1;
     }
+    double kernel_ms = (double)(t[1] - t[0]) / rate_khz;
+    float ms = -1;
+    CHECK(hipEventElapsedTime(&ms, e0, e1));
+    // float ms: allow its rounding (2^-20 relative) below the kernel's span.
+    if (!(ms > 0 && ms >= kernel_ms * (1 - 1e-6) && ms <= wall_ms)) {
+        printf("FAIL elapsed %f ms outside [%f (the kernel's clock span), %f (host)]\n", ms,
+               kernel_ms, wall_ms);
+        return 1;
+    }
+    printf("hip_check: elapsed %f ms, kernel %f ms (%d kHz), host %f ms\n", ms, kernel_ms,
+           rate_khz, wall_ms);
     CHECK(hipStreamDestroy(s1));
     CHECK(hipStreamDestroy(s2));
     return 0;
@@ -235,6 +362,60 @@ static int hostmem_section() {
         if (r[i] != 2 * i + 1) { printf("FAIL hipHostRegister r[%d] = %d\n", i, r[i]); return 1; }
     CHECK(hipHostUnregister(r));
     free(m);
+    return 0;
+}
+
+// __device__ variables: HIP finds them among the code object's symbols (the loader's
+// variable symbols: address and size) for hipMemcpyToSymbol and friends.
+__device__ int sym_table[300];
+__device__ int sym_bias = 11;
+
+__global__ void use_symbols(int* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = sym_table[i] * 2 + sym_bias;
+        sym_table[i] = -i;
+    }
+}
+
+// hipMemcpyToSymbol (and its async form at an offset), a kernel using the variables,
+// hipMemcpyFromSymbol, hipGetSymbolAddress and hipGetSymbolSize.
+static int symbols_section() {
+    const int n = 300;
+    size_t size = 0;
+    CHECK(hipGetSymbolSize(&size, HIP_SYMBOL(sym_table)));
+    if (size != n * sizeof(int)) { printf("FAIL hipGetSymbolSize %zu\n", size); return 1; }
+    int bias = 0;
+    CHECK(hipMemcpyFromSymbol(&bias, HIP_SYMBOL(sym_bias), sizeof bias));
+    if (bias != 11) { printf("FAIL sym_bias initial value %d\n", bias); return 1; }
+    std::vector<int> t(n), out(n), back(n);
+    for (int i = 0; i < n; i++) t[i] = i * i - 50;
+    CHECK(hipMemcpyToSymbol(HIP_SYMBOL(sym_table), t.data(), 100 * sizeof(int)));
+    hipStream_t st;
+    CHECK(hipStreamCreate(&st));
+    CHECK(hipMemcpyToSymbolAsync(HIP_SYMBOL(sym_table), t.data() + 100, 200 * sizeof(int),
+                                 100 * sizeof(int), hipMemcpyHostToDevice, st));
+    CHECK(hipStreamSynchronize(st));
+    bias = -3;
+    CHECK(hipMemcpyToSymbol(HIP_SYMBOL(sym_bias), &bias, sizeof bias));
+    int* d;
+    CHECK(hipMalloc(&d, n * sizeof(int)));
+    hipLaunchKernelGGL(use_symbols, dim3((n + 63) / 64), dim3(64), 0, 0, d, n);
+    CHECK(hipGetLastError());
+    CHECK(hipMemcpy(out.data(), d, n * sizeof(int), hipMemcpyDeviceToHost));
+    CHECK(hipMemcpyFromSymbol(back.data(), HIP_SYMBOL(sym_table), n * sizeof(int)));
+    for (int i = 0; i < n; i++)
+        if (out[i] != t[i] * 2 - 3 || back[i] != -i) {
+            printf("FAIL symbols [%d]: %d and %d\n", i, out[i], back[i]);
+            return 1;
+        }
+    int* addr = nullptr;
+    CHECK(hipGetSymbolAddress((void**)&addr, HIP_SYMBOL(sym_table)));
+    int v = 0;
+    CHECK(hipMemcpy(&v, addr + 7, sizeof v, hipMemcpyDeviceToHost));
+    if (v != -7) { printf("FAIL hipGetSymbolAddress: sym_table[7] read %d\n", v); return 1; }
+    CHECK(hipStreamDestroy(st));
+    CHECK(hipFree(d));
     return 0;
 }
 
@@ -612,6 +793,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(s, "streams")) r = streams_section();
     else if (!strcmp(s, "hostmem")) r = hostmem_section();
     else if (!strcmp(s, "callbacks")) r = callbacks_section();
+    else if (!strcmp(s, "symbols")) r = symbols_section();
     else if (!strcmp(s, "atomics")) r = atomics_section();
     else if (!strcmp(s, "math")) r = math_section();
     else if (!strcmp(s, "printf")) r = printf_section();

@@ -494,10 +494,12 @@ fn c_api_check_passes() {
 /// descriptors, host addresses), HDP_FLUSH, async copies (with a dependency, odd sizes, rects,
 /// copy profiling), fills, locked memory (its agent pointer, pointer info, copies through it),
 /// AMD signals, async handlers and functions, deallocation callbacks and user data, dispatch
-/// profiling on a live queue, tick translation, CU masks, priorities, caches, ISA queries,
+/// profiling on a live queue, tick translation, CU masks, priorities (KFD `UPDATE_QUEUE` with
+/// priorities 0 and 15 in the record), caches, ISA queries,
 /// coherency, executable info, variable definitions resolving `extern_var`'s relocation (its
 /// kernel reads the defined variable), the HSA 1.0 code object API, and ROCR's statuses for
-/// images, the finalizer, IPC of system memory, SVM, migration and interop.
+/// every image, sampler and finalizer function, IPC of system memory, SVM, migration and
+/// interop.
 #[test]
 fn c_rocr_ext_passes() {
     if !have_headers() {
@@ -544,6 +546,19 @@ fn c_rocr_ext_passes() {
             .filter(|args| args.get(80..88) == Some("01000000"))
             .count();
         assert_eq!(sdma_queues, usize::from(sdma), "SDMA {sdma}");
+        // hsa_amd_queue_set_priority(LOW, then HIGH) reached KFD as UPDATE_QUEUE
+        // (`_IOW('K', 7, kfd_ioctl_update_queue_args)`, 24 bytes) that succeeded, with
+        // queue_percentage 100 (byte 16) and queue_priority 0, then 15 (byte 20).
+        let updates: Vec<(&str, &str)> = record
+            .lines()
+            .filter_map(|l| l.strip_prefix("ioctl kfd 0x40184b07 0 "))
+            .filter_map(|args| Some((args.get(32..40)?, args.get(40..48)?)))
+            .collect();
+        assert_eq!(
+            updates,
+            [("64000000", "00000000"), ("64000000", "0f000000")],
+            "SDMA {sdma}"
+        );
     }
 }
 
@@ -606,6 +621,38 @@ fn c_shut_down_inside_a_queue_error_callback() {
         "memory_fault: shut down in the queue's callback: ok\n"
     );
     assert!(!stderr.contains("panic"), "{stderr}");
+}
+
+/// `c/sdma_fault.c`: an SDMA copy whose source was freed before its dependency released it
+/// faults on the emulated SDMA engine; the system event handler gets the fault (GPU, source
+/// address), the copy's completion signal becomes -1, a later copy on that GPU is refused with
+/// `HSA_STATUS_ERROR` instead of waiting on a queue amdkfd evicted, and a host copy still
+/// completes.
+#[test]
+fn c_sdma_fault_fails_the_copies_on_the_stopped_queue() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("sdma_fault");
+    let out = Command::new(&exe)
+        .env("LD_LIBRARY_PATH", &libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION")
+        .env_remove("HSA_ENABLE_SDMA")
+        .output()
+        .expect("run sdma_fault");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "sdma_fault failed:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(stdout, "sdma_fault: ok\n");
+    assert!(
+        stderr.contains("a GPU memory fault ended its SDMA queue; 1 copies on it did not complete"),
+        "{stderr}"
+    );
 }
 
 /// `c/lock_agents.c` on the 8-GPU MI210 capture (`HSA_RT_SYSFS`): memory locked for GPU 2 is

@@ -191,16 +191,27 @@ fn hip_static_and_dynamic_shared_memory() {
     check("shared");
 }
 
+/// hipMemcpy host to device, device to device and back, 1 byte to 64 MiB at aligned and odd
+/// offsets; host to host; `hipMemcpyDefault` in every direction; `hipMemcpyAsync` of every
+/// direction on one stream; `hipMemcpy2D` / `hipMemcpy2DAsync` between pitched arrays (the
+/// device-to-host one through `hsa_amd_memory_async_copy_rect`).
 #[test]
 fn hip_memcpy_every_direction_1_byte_to_64_mib() {
     check("memcpy");
 }
 
+/// `hipMemset`, `hipMemsetD8/D16/D32` and their async forms, whole buffers and ranges at
+/// unaligned starts with odd counts over a known background.
 #[test]
 fn hip_memset_of_every_width() {
     check("memset");
 }
 
+/// Two streams ordered by `hipStreamWaitEvent`, async copies, and `hipEventElapsedTime` of a
+/// kernel between two events (HIP reads the events' barrier-packet timestamps with
+/// `hsa_amd_profiling_get_dispatch_time`): at least the span of the device clock (`clock64`,
+/// at `clockInstructionRate`) from the kernel's first work-group start to its last end, at
+/// most the host's time around the run.
 #[test]
 fn hip_streams_events_and_elapsed_time() {
     check("streams");
@@ -214,6 +225,14 @@ fn hip_host_malloc_and_host_register() {
 #[test]
 fn hip_stream_callbacks() {
     check("callbacks");
+}
+
+/// `__device__` variables: `hipMemcpyToSymbol` (and its async form at an offset), a kernel
+/// reading and writing them, `hipMemcpyFromSymbol`, `hipGetSymbolAddress`, `hipGetSymbolSize`
+/// (HIP finds them among the loaded code object's variable symbols).
+#[test]
+fn hip_device_variables_through_symbols() {
+    check("symbols");
 }
 
 #[test]

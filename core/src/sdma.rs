@@ -8,7 +8,10 @@
 //!   pointer the engine writes back and a 64-bit write pointer, both growing byte offsets;
 //!   [`SdmaQueue::submit`] writes a command at the write pointer (padding the ring's end with
 //!   zero dwords — one-dword NOPs — when it would wrap, as ROCR's `PadRingToEnd`), waits for
-//!   ring space, stores the write pointer, then rings the doorbell with it.
+//!   ring space, stores the write pointer, then rings the doorbell with it. A queue the
+//!   runtime knows to be gone ([`SdmaQueue::mark_stopped`]: amdkfd evicts a process's queues
+//!   on a GPU memory fault) takes no more commands: `submit` fails at once, and so does one
+//!   waiting for ring space, instead of waiting for an engine that will never read the ring.
 //! - [`copy_commands`] (with `alloc`): the command of one linear copy as ROCR 5.2's
 //!   `SubmitCommand` builds it: two `POLL_REGMEM` per dependency signal (the value's high
 //!   then low half equal to 0), a `TIMESTAMP` before and after when profiling, an HDP flush,
@@ -26,7 +29,7 @@ use crate::platform::{
 };
 use crate::platform_ref::{PlatformOf, PlatformRef};
 use crate::status::{Error, Result, Status};
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// The SDMA 4.x packets the runtime writes, as dword arrays.
 pub mod packet {
@@ -379,6 +382,8 @@ pub struct SdmaQueue<H: PlatformRef> {
     hw: HwQueue<<H::Target as Platform>::Doorbell>,
     /// The write pointer (bytes, growing); the lock orders submissions.
     wptr: spin::Mutex<u64>,
+    /// [`SdmaQueue::mark_stopped`] was called.
+    stopped: AtomicBool,
 }
 
 // SAFETY: `host` points into `chunk`, which the queue owns; the ring is written under the
@@ -454,7 +459,34 @@ impl<H: PlatformRef> SdmaQueue<H> {
             host,
             hw,
             wptr: spin::Mutex::new(0),
+            stopped: AtomicBool::new(false),
         })
+    }
+
+    /// Marks the queue as stopped for good (the engine will read no more of its ring, e.g.
+    /// amdkfd evicted the process's queues after a GPU memory fault): every later
+    /// [`submit`](Self::submit), and one waiting for ring space, fails.
+    pub fn mark_stopped(&self) {
+        self.stopped.store(true, Ordering::Release);
+    }
+
+    /// Whether [`mark_stopped`](Self::mark_stopped) was called.
+    pub fn is_stopped(&self) -> bool {
+        self.stopped.load(Ordering::Acquire)
+    }
+
+    fn stopped_error(&self) -> Error {
+        Error::lazy(
+            Status::Error,
+            [u64::from(self.node.0), u64::from(self.hw.id.0)],
+            |&[n, q, ..], f| {
+                write!(
+                    f,
+                    "the SDMA queue {q} of node {n} has stopped (a GPU memory fault ended it): \
+                     its engine runs no more commands"
+                )
+            },
+        )
     }
 
     /// The GPU node.
@@ -494,9 +526,14 @@ impl<H: PlatformRef> SdmaQueue<H> {
     /// ([`Platform::relax`]) for 1 µs, doubling up to [`RING_FULL_RELAX_MAX_NS`], re-reading
     /// the read pointer in between (the engine raises no event for ring space).
     ///
+    /// Returns the write pointer after the command (bytes, growing): the engine has run the
+    /// command once its [`read_pointer`](Self::read_pointer) reaches it.
+    ///
     /// # Errors
-    /// `Status::InvalidArgument` for an empty command or one as large as the ring.
-    pub fn submit(&self, dwords: &[u32]) -> Result<()> {
+    /// `Status::InvalidArgument` for an empty command or one as large as the ring;
+    /// `Status::Error` once the queue is [marked stopped](Self::mark_stopped), also while
+    /// waiting for ring space.
+    pub fn submit(&self, dwords: &[u32]) -> Result<u64> {
         let bytes = dwords.len() as u64 * 4;
         if bytes == 0 || bytes >= SDMA_RING_BYTES {
             return Err(Error::lazy(
@@ -506,6 +543,9 @@ impl<H: PlatformRef> SdmaQueue<H> {
             ));
         }
         let mut w = self.wptr.lock();
+        if self.is_stopped() {
+            return Err(self.stopped_error());
+        }
         // Pad the ring's end with one-dword NOPs when the command would wrap.
         let off = *w % SDMA_RING_BYTES;
         let pad = if off + bytes > SDMA_RING_BYTES {
@@ -521,6 +561,9 @@ impl<H: PlatformRef> SdmaQueue<H> {
             let mut backoff = crate::signal::wait::Backoff::new();
             let mut relax_ns = 1_000;
             while end - self.read_pointer() > SDMA_RING_BYTES - 4 {
+                if self.is_stopped() {
+                    return Err(self.stopped_error());
+                }
                 if clock.elapsed_ns() < spin_ns {
                     backoff.spin();
                 } else {
@@ -543,7 +586,7 @@ impl<H: PlatformRef> SdmaQueue<H> {
         // doorbell (the engine's Acquire load of the doorbell).
         self.pointer(8).store(end, Ordering::Release);
         self.platform.ring_doorbell(&self.hw.doorbell, end);
-        Ok(())
+        Ok(end)
     }
 }
 

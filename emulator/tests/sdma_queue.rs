@@ -1150,6 +1150,78 @@ fn core_sdma_submit_relaxes_while_the_ring_is_full() {
     unsafe { platform.free_memory(&chunk) }.unwrap();
 }
 
+/// hsa-core's `SdmaQueue::submit` returns the write pointer after each command (what the
+/// read pointer reaches once the engine ran it); once the queue is marked stopped (the
+/// runtime learnt that amdkfd evicted it), a `submit` waiting for ring space returns
+/// `Status::Error` instead of waiting for ever, and so does every later one.
+#[test]
+fn core_sdma_submit_fails_once_the_queue_is_marked_stopped() {
+    use hsa_core::addr::{GpuVa, NodeId};
+    use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform};
+    use hsa_core::sdma::{packet, SdmaQueue};
+    use hsa_core::Status;
+
+    let emu = EmulatedKfd::new(builtin_topology()).unwrap();
+    let node = emu
+        .topology()
+        .nodes
+        .iter()
+        .position(|n| n.properties.gpu_id != 0)
+        .map(|i| NodeId(i as u32))
+        .unwrap();
+    let platform = Arc::new(
+        hsa_emu::SelectedDevice::emulated(emu.clone())
+            .unwrap()
+            .platform,
+    );
+    let queue = Arc::new(SdmaQueue::create(platform.clone(), node).unwrap());
+    let chunk = platform
+        .allocate_memory(&MemoryRequest {
+            node,
+            kind: MemoryKind::System,
+            size_bytes: 4096,
+            align_bytes: 4096,
+            flags: MemoryFlags::HOST_ACCESS | MemoryFlags::FINE_GRAINED,
+        })
+        .unwrap();
+    // SAFETY: as in core_sdma_submit_relaxes_while_the_ring_is_full.
+    let word = unsafe { AtomicU32::from_ptr(chunk.host_ptr.unwrap().as_ptr().cast()) };
+    word.store(1, Ordering::Release);
+    // The poll is 24 bytes, each NOP command 64 KiB: the engine waits at the poll.
+    let poll = packet::poll_mem_eq(GpuVa(chunk.gpu_va.0), 0);
+    assert_eq!(queue.submit(&poll).unwrap(), 24);
+    let nops = vec![0u32; 16384];
+    for i in 1..=15u64 {
+        assert_eq!(queue.submit(&nops).unwrap(), 24 + i * 65536);
+    }
+    assert!(!queue.is_stopped());
+    let q = queue.clone();
+    let n = nops.clone();
+    let blocked = std::thread::spawn(move || q.submit(&n));
+    std::thread::sleep(Duration::from_millis(20));
+    assert!(!blocked.is_finished(), "submit returned with the ring full");
+    queue.mark_stopped();
+    let e = blocked.join().unwrap().unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    assert!(e.detail().contains("has stopped"), "{e}");
+    assert!(queue.is_stopped());
+    let e = queue.submit(&poll).unwrap_err();
+    assert_eq!(e.status(), Status::Error);
+    // Nothing more reached the ring: the engine, released, stops at the last NOP command.
+    word.store(0, Ordering::Release);
+    let t = Instant::now();
+    while queue.read_pointer() != 24 + 15 * 65536 {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the engine never caught up"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    drop(queue);
+    // SAFETY: the queue is destroyed; nothing uses the chunk.
+    unsafe { platform.free_memory(&chunk) }.unwrap();
+}
+
 /// The CPUs an `emu-sdma-q*` thread of this process may run on, one set per thread.
 fn sdma_engine_affinities() -> Vec<rustix::thread::CpuSet> {
     let mut out = Vec::new();

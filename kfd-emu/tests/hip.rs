@@ -223,6 +223,9 @@ fn hip_memset_on_both() {
     same_on_both("memset");
 }
 
+/// Streams, `hipStreamWaitEvent`, and `hipEventElapsedTime` covering the kernel's own
+/// device-clock span (the emulated CP's packet timestamps and the shader clock in one tick
+/// domain, converted by each runtime's `hsa_amd_profiling_get_dispatch_time`).
 #[test]
 fn hip_streams_and_events_on_both() {
     same_on_both("streams");
@@ -236,6 +239,12 @@ fn hip_host_malloc_and_register_on_both() {
 #[test]
 fn hip_stream_callbacks_on_both() {
     same_on_both("callbacks");
+}
+
+/// `__device__` variables through hipMemcpyToSymbol / FromSymbol / GetSymbolAddress.
+#[test]
+fn hip_device_variables_on_both() {
+    same_on_both("symbols");
 }
 
 #[test]

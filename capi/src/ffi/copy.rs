@@ -19,7 +19,11 @@
 //! memory the copy agent reaches (its own pool, a system pool, or a pool it was allowed) and
 //! `HSA_ENABLE_SDMA` is not `0` (ROCR's switch); otherwise — no GPU agent, the application's
 //! own memory, a platform without SDMA queues (creating one failed: said once at debug
-//! level) — the copy runs on the host, as below, and so do fills.
+//! level) — the copy runs on the host, as below, and so do fills. A GPU memory fault ends the
+//! GPU's SDMA queue (amdkfd evicts the process's queues, `kfd_dqm_evict_pasid`):
+//! `CopyEngine::on_gpu_memory_fault` sets the completion signal of each copy on it that had
+//! not completed to -1 and marks the queue stopped, so later copies on it fail with `ERROR`
+//! rather than wait for an engine that is gone.
 //!
 //! Host copies (`memmove` between the host mappings of the two ranges; ROCR does
 //! the same for copies between CPU agents, `Runtime::CopyMemory`) run in submission order, as an
@@ -138,7 +142,14 @@ pub(crate) struct CopyEngine {
     /// SDMA queues by GPU node, made at the first copy that uses one; `None` when the
     /// platform refused (that node's copies stay on the host).
     sdma: Mutex<HashMap<u32, Option<Arc<SdmaQueue<PlatRef>>>>>,
+    /// SDMA commands submitted that may not have run yet, by GPU node: the queue's write
+    /// pointer after each, and its completion signal.
+    in_flight: Mutex<HashMap<u32, Vec<InFlight>>>,
 }
+
+/// An SDMA command that may not have run yet: the queue's write pointer after it, and its
+/// copy's completion signal.
+type InFlight = (u64, Weak<Sig>);
 
 /// A profiled copy's completion signal and the GPU node whose SDMA engine stamped its times
 /// (`None`: the host).
@@ -171,12 +182,18 @@ fn gpu_range(st: &State, ptr: u64, len: usize, node: NodeId) -> Option<GpuVa> {
 impl CopyEngine {
     /// The SDMA queue of GPU `node`, made at the first call; `None` when the platform has
     /// none (said once, at debug level).
+    /// The first queue made also starts watching GPU memory faults
+    /// ([`super::signal_ext::watch_memory_faults`]), which end it
+    /// ([`CopyEngine::on_gpu_memory_fault`]).
     fn sdma_queue(&self, st: &State, node: NodeId) -> Option<Arc<SdmaQueue<PlatRef>>> {
-        let mut queues = lock(&self.sdma);
-        queues
+        let mut made = false;
+        let queue = lock(&self.sdma)
             .entry(node.0)
             .or_insert_with(|| match SdmaQueue::create(st.platform_ref(), node) {
-                Ok(q) => Some(Arc::new(q)),
+                Ok(q) => {
+                    made = true;
+                    Some(Arc::new(q))
+                }
                 Err(e) => {
                     log::debug!(
                         "node {}: no SDMA queue ({}); copies run on the host",
@@ -186,7 +203,51 @@ impl CopyEngine {
                     None
                 }
             })
-            .clone()
+            .clone();
+        if made {
+            // After the queue map's lock is released: the fault handler takes it.
+            super::signal_ext::watch_memory_faults(st);
+        }
+        queue
+    }
+
+    /// A GPU memory fault on `node`: amdkfd evicts the process's queues of that GPU
+    /// (`kfd_dqm_evict_pasid`), its SDMA queue included, so the engine runs no more of the
+    /// ring. The queue is marked stopped (later copies on it fail with `ERROR` instead of
+    /// waiting for ever), and every copy submitted to it that had not completed gets its
+    /// completion signal set to -1, the error `hsa_ext_amd.h` gives for a failed copy.
+    pub(crate) fn on_gpu_memory_fault(&self, node: NodeId) {
+        let queue = lock(&self.sdma).get(&node.0).cloned().flatten();
+        let Some(queue) = queue else {
+            return;
+        };
+        queue.mark_stopped();
+        let failed = self.fail_in_flight(&queue);
+        log::error!(
+            "node {}: a GPU memory fault ended its SDMA queue; {failed} copies on it did not \
+             complete (completion signals set to -1), later ones fail",
+            node.0
+        );
+    }
+
+    /// Sets the completion signal of every command of `queue` past its read pointer that is
+    /// still above 0 to -1 (the queue has stopped); how many there were.
+    fn fail_in_flight(&self, queue: &SdmaQueue<PlatRef>) -> usize {
+        let read = queue.read_pointer();
+        let stuck: Vec<Weak<Sig>> = {
+            let mut in_flight = lock(&self.in_flight);
+            let list = in_flight.entry(queue.node().0).or_default();
+            let (stuck, _done): (Vec<_>, Vec<_>) = list.drain(..).partition(|(end, _)| *end > read);
+            stuck.into_iter().map(|(_, s)| s).collect()
+        };
+        let mut failed = 0;
+        for sig in stuck.iter().filter_map(Weak::upgrade) {
+            if sig.load(LoadOrder::Acquire) > 0 {
+                sig.store(-1, StoreOrder::Release);
+                failed += 1;
+            }
+        }
+        failed
     }
 
     /// Runs a copy on the SDMA queue of GPU `node` when it can (module docs): `build` appends
@@ -219,13 +280,25 @@ impl CopyEngine {
         };
         let mut cmd = Vec::new();
         build(&mut cmd, &dep_values, &target)?;
+        let end = queue.submit(&cmd)?;
         if profile {
             lock(&self.profiled).insert(
                 completion.handle().0,
                 (Arc::downgrade(completion), Some(node)),
             );
         }
-        queue.submit(&cmd)?;
+        {
+            let read = queue.read_pointer();
+            let mut in_flight = lock(&self.in_flight);
+            let list = in_flight.entry(node.0).or_default();
+            list.retain(|(e, _)| *e > read);
+            list.push((end, Arc::downgrade(completion)));
+        }
+        // A fault handler that stopped the queue between the submit and the entry above
+        // did not see this copy.
+        if queue.is_stopped() {
+            self.fail_in_flight(&queue);
+        }
         Ok(true)
     }
 }

@@ -19,7 +19,9 @@
 //! reasons, on the platform's thread and before the error callback of the queue the fault
 //! stopped, as ROCR 5.2's `Runtime::VMFaultHandler` does. Unlike ROCR, a fault no handler
 //! answers with `HSA_STATUS_SUCCESS` does not abort the process here: it goes on to the queue's
-//! callback (and aborts only without one).
+//! callback (and aborts only without one). The same platform handler then tells the copy
+//! engine, whose SDMA queue on that GPU the fault ended; it is installed at the first system
+//! event handler or at the copy engine's first SDMA queue, whichever comes first.
 //!
 //! `hsa_core::signal::wait_any` blocks on all the signals' events at once
 //! (`Platform::wait_any_event`: on Linux one `AMDKFD_IOC_WAIT_EVENTS`, as ROCR's
@@ -106,8 +108,19 @@ static SYSTEM_EVENTS: Mutex<SystemEvents> = Mutex::new(SystemEvents {
 });
 
 /// The platform's memory-fault handler: hands `fault` to every system event handler as an
-/// `HSA_AMD_GPU_MEMORY_FAULT_EVENT`, in registration order, with no lock held.
+/// `HSA_AMD_GPU_MEMORY_FAULT_EVENT`, in registration order, with no lock held; then tells the
+/// copy engine ([`super::copy::CopyEngine::on_gpu_memory_fault`]).
 fn on_memory_fault(fault: &MemoryFault, _data: usize) {
+    notify_system_event_handlers(fault);
+    // Then (as a queue's error callback comes after the handlers) the fault ends the GPU's
+    // SDMA queue, if copies made one: its pending copies fail.
+    if let Ok(st) = state::state() {
+        st.ext.copy.on_gpu_memory_fault(fault.node);
+    }
+}
+
+/// Hands `fault` to every system event handler (see [`on_memory_fault`]).
+fn notify_system_event_handlers(fault: &MemoryFault) {
     let (handlers, agent) = {
         let ev = lock(&SYSTEM_EVENTS);
         let agent = ev
@@ -520,26 +533,34 @@ pub extern "C" fn hsa_amd_register_system_event_handler(
         let Some(cb) = callback else {
             return Ok(Status::Success);
         };
-        let mut ev = lock(&SYSTEM_EVENTS);
-        if ev.agents.is_empty() {
-            ev.agents = st
-                .rt()
-                .agents()
-                .iter()
-                .filter(|a| a.is_gpu())
-                .map(|a| (a.node(), a.handle().0))
-                .collect();
-            let handler = MemoryFaultHandler {
-                func: on_memory_fault,
-                data: 0,
-            };
-            if let Err(e) = st.platform_ref().set_memory_fault_handler(Some(handler)) {
-                super::log_error("hsa_amd_register_system_event_handler", &e);
-            }
-        }
-        ev.handlers.push((cb, data as usize));
+        watch_memory_faults(&st);
+        lock(&SYSTEM_EVENTS).handlers.push((cb, data as usize));
         Ok(Status::Success)
     })
+}
+
+/// Installs the platform's memory-fault handler ([`on_memory_fault`]) unless it is
+/// installed: at the first system event handler, or when the copy engine makes its first
+/// SDMA queue (a fault ends it). It stays until the runtime shuts down.
+pub(crate) fn watch_memory_faults(st: &State) {
+    let mut ev = lock(&SYSTEM_EVENTS);
+    if !ev.agents.is_empty() {
+        return;
+    }
+    ev.agents = st
+        .rt()
+        .agents()
+        .iter()
+        .filter(|a| a.is_gpu())
+        .map(|a| (a.node(), a.handle().0))
+        .collect();
+    let handler = MemoryFaultHandler {
+        func: on_memory_fault,
+        data: 0,
+    };
+    if let Err(e) = st.platform_ref().set_memory_fault_handler(Some(handler)) {
+        super::log_error("hsa_amd_register_system_event_handler", &e);
+    }
 }
 
 export!(

@@ -172,7 +172,9 @@ fn svm(
                 true
             }
             SVM_PREFETCH_LOCATION => !set,
-            a if SVM_AGENT_ATTRIBUTES.contains(&a) => {
+            // The agent access attributes can only be set (ROCR's `GetSvmAttrib` refuses
+            // them, as `hsa_ext_amd.h` says).
+            a if set && SVM_AGENT_ATTRIBUTES.contains(&a) => {
                 agent_of(st, p.value)?;
                 true
             }
@@ -239,8 +241,8 @@ pub unsafe extern "C" fn hsa_amd_svm_attributes_set(
 /// `hsa_amd_svm_attributes_get`: as [`hsa_amd_svm_attributes_set`] for reading.
 ///
 /// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for an unknown attribute; `INVALID_AGENT`; else
-/// `ERROR`.
+/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for an unknown attribute or one that can only be set
+/// (the agent access attributes); `INVALID_AGENT`; else `ERROR`.
 ///
 /// # Safety
 /// `attribute_list` is NULL or holds `attribute_count` pairs.

@@ -68,7 +68,7 @@ pub fn profile_sections(programs: &Programs) -> Vec<(&'static str, Vec<String>)>
 }
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
-pub const SECTIONS: [&str; 15] = [
+pub const SECTIONS: [&str; 16] = [
     "vector_add",
     "shared",
     "memcpy",
@@ -76,6 +76,7 @@ pub const SECTIONS: [&str; 15] = [
     "streams",
     "hostmem",
     "callbacks",
+    "symbols",
     "atomics",
     "math",
     "printf",
