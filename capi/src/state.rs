@@ -739,6 +739,88 @@ mod tests {
         shut_down().unwrap();
     }
 
+    /// The async handler thread (`hsa_amd_signal_async_handler`, issue 20: "without
+    /// busy-polling") sleeps while no watched signal changes: over 300 ms with a handler armed
+    /// on a signal nobody touches, the thread named "hsa-rt async handlers" is given under 3
+    /// clock ticks of CPU time (`/proc/self/task/TID/stat` utime + stime, 100 per second), where
+    /// polling would take about 30. (CPU time, not a speed: the wall-clock wait only gives a
+    /// poller the chance to burn it.) Then the handler runs once the signal changes.
+    #[test]
+    #[allow(unsafe_code)] // the C entry points and the handler's argument
+    fn the_async_handler_thread_sleeps_until_a_signal_changes() {
+        use crate::ffi::signal::{hsa_signal_create, hsa_signal_destroy};
+        use crate::ffi::signal_ext::hsa_amd_signal_async_handler;
+        use core::sync::atomic::AtomicBool;
+
+        /// utime + stime of this process's thread whose name starts with `prefix`.
+        fn cpu_ticks(prefix: &str) -> Option<u64> {
+            for task in std::fs::read_dir("/proc/self/task").ok()? {
+                let dir = task.ok()?.path();
+                let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
+                if !comm.starts_with(prefix) {
+                    continue;
+                }
+                let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+                // Fields after the ")" that ends the name: state is the 3rd field, utime the
+                // 14th and stime the 15th.
+                let rest = &stat[stat.rfind(')')? + 2..];
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                return Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?);
+            }
+            None
+        }
+        unsafe extern "C" fn handler(value: i64, arg: *mut core::ffi::c_void) -> bool {
+            // SAFETY: `arg` is the test's `AtomicBool`, alive until the handler has run.
+            let ran = unsafe { &*arg.cast::<AtomicBool>() };
+            ran.store(value == 5, Ordering::Release);
+            false
+        }
+
+        let _serial = lock(&SERIAL);
+        init().unwrap();
+        let mut signal = 0u64;
+        // SAFETY: no consumers; `signal` is a writable hsa_signal_t.
+        let status = unsafe { hsa_signal_create(0, 0, core::ptr::null(), &raw mut signal) };
+        assert_eq!(status, Status::Success.raw());
+        let ran = AtomicBool::new(false);
+        // SAFETY: a live signal, a valid handler; `ran` outlives the registration (the handler
+        // runs, and returns false, before the test ends).
+        let status = unsafe {
+            hsa_amd_signal_async_handler(
+                signal,
+                0, // HSA_SIGNAL_CONDITION_EQ
+                5,
+                Some(handler),
+                (&raw const ran).cast_mut().cast(),
+            )
+        };
+        assert_eq!(status, Status::Success.raw());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let before = cpu_ticks("hsa-rt async").expect("the async handler thread");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let after = cpu_ticks("hsa-rt async").expect("the async handler thread");
+        assert!(
+            after - before < 3,
+            "the idle async handler thread used {} ticks in 300 ms",
+            after - before
+        );
+        state()
+            .unwrap()
+            .signal(signal)
+            .unwrap()
+            .store(5, StoreOrder::Release);
+        let t = std::time::Instant::now();
+        while !ran.load(Ordering::Acquire) {
+            assert!(
+                t.elapsed() < std::time::Duration::from_secs(10),
+                "the handler never ran"
+            );
+            std::thread::yield_now();
+        }
+        assert_eq!(hsa_signal_destroy(signal), Status::Success.raw());
+        shut_down().unwrap();
+    }
+
     /// A signal still held when the last `hsa_shut_down` drops the state (a call in another
     /// thread that looked it up, here this test) stays usable: it keeps its pool and the
     /// platform alive, and gives its slot back when it goes. (When the state owned the pool
