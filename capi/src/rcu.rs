@@ -22,6 +22,10 @@
 //! gives `None` and the caller takes its slow path, as it does on a target without
 //! thread-local storage (`target_os = "none"`), where sections never exist and grace periods
 //! are immediate.
+//!
+//! A forked child has only the forking thread: a `pthread_atfork` child handler closes every
+//! other counter it inherited (one left odd by a section running at the fork would hold the
+//! child's grace periods for ever).
 
 /// Entering a section and waiting for sections: threads with thread-local storage.
 #[cfg(not(target_os = "none"))]
@@ -110,9 +114,64 @@ mod imp {
     }
 
     /// Decides now how sections order their reads (registering for `membarrier`, which
-    /// waits for a kernel grace period: milliseconds), so the first section does not pay it.
+    /// waits for a kernel grace period: milliseconds), so the first section does not pay it;
+    /// and, once, has a forked child forget its parent's other threads' counters.
     pub(crate) fn prepare() {
         asymmetric();
+        static FORK: OnceLock<()> = OnceLock::new();
+        FORK.get_or_init(fork::register);
+    }
+
+    /// The counters a forked child inherits: only the forking thread lives on in the child, so
+    /// a counter another thread of the parent left odd (a section running at the fork) would
+    /// make every grace period of the child wait for ever.
+    #[cfg(all(feature = "linux", not(miri)))]
+    #[allow(unsafe_code)] // registering the handler with the C library
+    mod fork {
+        use super::{Reader, MINE, READERS};
+        use core::sync::atomic::Ordering;
+
+        extern "C" {
+            /// POSIX `pthread_atfork` (glibc, musl): handlers run around every `fork()`.
+            fn pthread_atfork(
+                prepare: Option<extern "C" fn()>,
+                parent: Option<extern "C" fn()>,
+                child: Option<extern "C" fn()>,
+            ) -> i32;
+        }
+
+        /// Registers [`in_child`] (a failure, `ENOMEM`, leaves forked children as before).
+        pub(super) fn register() {
+            // SAFETY: a plain C call with an `extern "C" fn()` of this library (glibc's
+            // `pthread_atfork` records the library's `__dso_handle` and drops the handler if
+            // the library is unloaded).
+            let _ = unsafe { pthread_atfork(None, None, Some(in_child)) };
+        }
+
+        /// In the child, right after `fork()`: every counter but the calling thread's belongs
+        /// to a thread the child does not have; each is closed (made even) and freed for reuse.
+        /// Skipped when the counters' list was locked at the fork (its holder is gone too).
+        extern "C" fn in_child() {
+            let own = MINE.try_with(|m| m.0 as *const Reader).ok();
+            let Ok(readers) = READERS.try_lock() else {
+                return;
+            };
+            for r in readers.iter() {
+                if Some(*r as *const Reader) == own {
+                    continue;
+                }
+                let seen = r.sections.load(Ordering::Relaxed);
+                r.sections
+                    .store(seen.wrapping_add(seen & 1), Ordering::Release);
+                r.owned.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// Without the C library's fork handlers (miri, bare builds): nothing to register.
+    #[cfg(any(not(feature = "linux"), miri))]
+    mod fork {
+        pub(super) fn register() {}
     }
 
     /// A read-side section of the calling thread; ends when dropped. Not `Send`: it is the
