@@ -30,10 +30,11 @@
 /// Entering a section and waiting for sections: threads with thread-local storage.
 #[cfg(not(target_os = "none"))]
 mod imp {
+    use core::cell::Cell;
     use core::marker::PhantomData;
     use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, Ordering};
     use std::boxed::Box;
-    use std::sync::{Mutex, OnceLock, PoisonError};
+    use std::sync::OnceLock;
     use std::vec::Vec;
 
     /// One thread's section counter: even outside a section, odd inside.
@@ -43,25 +44,35 @@ mod imp {
         owned: AtomicBool,
     }
 
-    /// Every counter ever handed out (a thread's is leaked, then reused after it exits).
-    static READERS: Mutex<Vec<&'static Reader>> = Mutex::new(Vec::new());
+    /// Every counter ever handed out (a thread's is leaked, then reused after it exits). A
+    /// spin lock, held for a push or a copy only: the fork handlers hold it across `fork()`
+    /// and release it in parent and child, which a `std` mutex cannot do.
+    static READERS: spin::Mutex<Vec<&'static Reader>> = spin::Mutex::new(Vec::new());
 
     /// The calling thread's counter, given back when the thread exits.
     struct Registration(&'static Reader);
 
     impl Drop for Registration {
         fn drop(&mut self) {
+            let _ = OWN.try_with(|o| o.set(core::ptr::null()));
             self.0.owned.store(false, Ordering::Release);
         }
     }
 
     std::thread_local! {
-        static MINE: Registration = Registration(claim());
+        static MINE: Registration = {
+            let r = claim();
+            OWN.with(|o| o.set(r));
+            Registration(r)
+        };
+        /// The calling thread's counter once `MINE` holds it (null before): for the fork
+        /// handler, which must not make `MINE` (that takes the lock it holds).
+        static OWN: Cell<*const Reader> = const { Cell::new(core::ptr::null()) };
     }
 
     /// A free counter, or a new one.
     fn claim() -> &'static Reader {
-        let mut readers = READERS.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut readers = READERS.lock();
         for r in readers.iter() {
             if r.owned
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -126,9 +137,10 @@ mod imp {
     /// a counter another thread of the parent left odd (a section running at the fork) would
     /// make every grace period of the child wait for ever.
     #[cfg(all(feature = "linux", not(miri)))]
-    #[allow(unsafe_code)] // registering the handler with the C library
+    #[allow(unsafe_code)] // registering the handlers; releasing the lock they hold
     mod fork {
-        use super::{Reader, MINE, READERS};
+        use super::{OWN, READERS};
+        use core::cell::Cell;
         use core::sync::atomic::Ordering;
 
         extern "C" {
@@ -140,24 +152,37 @@ mod imp {
             ) -> i32;
         }
 
-        /// Registers [`in_child`] (a failure, `ENOMEM`, leaves forked children as before).
+        /// Registers the handlers (a failure, `ENOMEM`, leaves forked children as before).
         pub(super) fn register() {
-            // SAFETY: a plain C call with an `extern "C" fn()` of this library (glibc's
-            // `pthread_atfork` records the library's `__dso_handle` and drops the handler if
+            // SAFETY: a plain C call with `extern "C" fn()`s of this library (glibc's
+            // `pthread_atfork` records the library's `__dso_handle` and drops the handlers if
             // the library is unloaded).
-            let _ = unsafe { pthread_atfork(None, None, Some(in_child)) };
+            let _ = unsafe { pthread_atfork(Some(before), Some(in_parent), Some(in_child)) };
+        }
+
+        /// Before `fork()`: takes the counters' lock, so that no thread holds it at the fork
+        /// (the child would never see it released).
+        extern "C" fn before() {
+            core::mem::forget(READERS.lock());
+        }
+
+        /// In the parent after `fork()`: releases the lock [`before`] took.
+        extern "C" fn in_parent() {
+            // SAFETY: `before` took the lock on this thread and forgot its guard; nothing
+            // else can hold it.
+            unsafe { READERS.force_unlock() };
         }
 
         /// In the child, right after `fork()`: every counter but the calling thread's belongs
-        /// to a thread the child does not have; each is closed (made even) and freed for reuse.
-        /// Skipped when the counters' list was locked at the fork (its holder is gone too).
+        /// to a thread the child does not have; each is closed (made even) and freed for
+        /// reuse. Then releases the lock [`before`] took.
         extern "C" fn in_child() {
-            let own = MINE.try_with(|m| m.0 as *const Reader).ok();
-            let Ok(readers) = READERS.try_lock() else {
-                return;
-            };
-            for r in readers.iter() {
-                if Some(*r as *const Reader) == own {
+            // SAFETY: `before` took the lock and forgot its guard; the child's only thread is
+            // the one that took it.
+            unsafe { READERS.force_unlock() };
+            let own = OWN.try_with(Cell::get).unwrap_or(core::ptr::null());
+            for r in READERS.lock().iter() {
+                if core::ptr::eq(*r, own) {
                     continue;
                 }
                 let seen = r.sections.load(Ordering::Relaxed);
@@ -221,10 +246,7 @@ mod imp {
     /// Waits until every section that had begun when this was called has ended (a grace
     /// period). Call it after unlinking an object and before dropping it.
     pub(crate) fn synchronize() {
-        let readers: Vec<&'static Reader> = READERS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
+        let readers: Vec<&'static Reader> = READERS.lock().clone();
         let own = MINE.try_with(|m| m.0 as *const Reader).ok();
         barrier_all();
         for r in readers {
