@@ -22,14 +22,19 @@
 //! gives `None` and the caller takes its slow path, as it does on a target without
 //! thread-local storage (`target_os = "none"`), where sections never exist and grace periods
 //! are immediate.
+//!
+//! A forked child has only the forking thread: a `pthread_atfork` child handler closes every
+//! other counter it inherited (one left odd by a section running at the fork would hold the
+//! child's grace periods for ever).
 
 /// Entering a section and waiting for sections: threads with thread-local storage.
 #[cfg(not(target_os = "none"))]
 mod imp {
+    use core::cell::Cell;
     use core::marker::PhantomData;
-    use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
+    use core::sync::atomic::{compiler_fence, fence, AtomicBool, AtomicU64, Ordering};
     use std::boxed::Box;
-    use std::sync::{Mutex, OnceLock, PoisonError};
+    use std::sync::OnceLock;
     use std::vec::Vec;
 
     /// One thread's section counter: even outside a section, odd inside.
@@ -39,32 +44,35 @@ mod imp {
         owned: AtomicBool,
     }
 
-    /// Every counter ever handed out (a thread's is leaked, then reused after it exits).
-    static READERS: Mutex<Vec<&'static Reader>> = Mutex::new(Vec::new());
-
-    /// The process the counters belong to (0 before the first): a child of `fork` has only
-    /// the forking thread, so there the other threads' counters, perhaps left odd in the
-    /// middle of a section, are reset before a grace period would wait on them for ever.
-    static PROCESS: AtomicU32 = AtomicU32::new(0);
+    /// Every counter ever handed out (a thread's is leaked, then reused after it exits). A
+    /// spin lock, held for a push or a copy only: the fork handlers hold it across `fork()`
+    /// and release it in parent and child, which a `std` mutex cannot do.
+    static READERS: spin::Mutex<Vec<&'static Reader>> = spin::Mutex::new(Vec::new());
 
     /// The calling thread's counter, given back when the thread exits.
     struct Registration(&'static Reader);
 
     impl Drop for Registration {
         fn drop(&mut self) {
+            let _ = OWN.try_with(|o| o.set(core::ptr::null()));
             self.0.owned.store(false, Ordering::Release);
         }
     }
 
     std::thread_local! {
-        static MINE: Registration = Registration(claim());
+        static MINE: Registration = {
+            let r = claim();
+            OWN.with(|o| o.set(r));
+            Registration(r)
+        };
+        /// The calling thread's counter once `MINE` holds it (null before): for the fork
+        /// handler, which must not make `MINE` (that takes the lock it holds).
+        static OWN: Cell<*const Reader> = const { Cell::new(core::ptr::null()) };
     }
 
     /// A free counter, or a new one.
     fn claim() -> &'static Reader {
-        let mut readers = READERS.lock().unwrap_or_else(PoisonError::into_inner);
-        let _ =
-            PROCESS.compare_exchange(0, std::process::id(), Ordering::Relaxed, Ordering::Relaxed);
+        let mut readers = READERS.lock();
         for r in readers.iter() {
             if r.owned
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
@@ -117,9 +125,78 @@ mod imp {
     }
 
     /// Decides now how sections order their reads (registering for `membarrier`, which
-    /// waits for a kernel grace period: milliseconds), so the first section does not pay it.
+    /// waits for a kernel grace period: milliseconds), so the first section does not pay it;
+    /// and, once, has a forked child forget its parent's other threads' counters.
     pub(crate) fn prepare() {
         asymmetric();
+        static FORK: OnceLock<()> = OnceLock::new();
+        FORK.get_or_init(fork::register);
+    }
+
+    /// The counters a forked child inherits: only the forking thread lives on in the child, so
+    /// a counter another thread of the parent left odd (a section running at the fork) would
+    /// make every grace period of the child wait for ever.
+    #[cfg(all(feature = "linux", not(miri)))]
+    #[allow(unsafe_code)] // registering the handlers; releasing the lock they hold
+    mod fork {
+        use super::{OWN, READERS};
+        use core::cell::Cell;
+        use core::sync::atomic::Ordering;
+
+        extern "C" {
+            /// POSIX `pthread_atfork` (glibc, musl): handlers run around every `fork()`.
+            fn pthread_atfork(
+                prepare: Option<extern "C" fn()>,
+                parent: Option<extern "C" fn()>,
+                child: Option<extern "C" fn()>,
+            ) -> i32;
+        }
+
+        /// Registers the handlers (a failure, `ENOMEM`, leaves forked children as before).
+        pub(super) fn register() {
+            // SAFETY: a plain C call with `extern "C" fn()`s of this library (glibc's
+            // `pthread_atfork` records the library's `__dso_handle` and drops the handlers if
+            // the library is unloaded).
+            let _ = unsafe { pthread_atfork(Some(before), Some(in_parent), Some(in_child)) };
+        }
+
+        /// Before `fork()`: takes the counters' lock, so that no thread holds it at the fork
+        /// (the child would never see it released).
+        extern "C" fn before() {
+            core::mem::forget(READERS.lock());
+        }
+
+        /// In the parent after `fork()`: releases the lock [`before`] took.
+        extern "C" fn in_parent() {
+            // SAFETY: `before` took the lock on this thread and forgot its guard; nothing
+            // else can hold it.
+            unsafe { READERS.force_unlock() };
+        }
+
+        /// In the child, right after `fork()`: every counter but the calling thread's belongs
+        /// to a thread the child does not have; each is closed (made even) and freed for
+        /// reuse. Then releases the lock [`before`] took.
+        extern "C" fn in_child() {
+            // SAFETY: `before` took the lock and forgot its guard; the child's only thread is
+            // the one that took it.
+            unsafe { READERS.force_unlock() };
+            let own = OWN.try_with(Cell::get).unwrap_or(core::ptr::null());
+            for r in READERS.lock().iter() {
+                if core::ptr::eq(*r, own) {
+                    continue;
+                }
+                let seen = r.sections.load(Ordering::Relaxed);
+                r.sections
+                    .store(seen.wrapping_add(seen & 1), Ordering::Release);
+                r.owned.store(false, Ordering::Release);
+            }
+        }
+    }
+
+    /// Without the C library's fork handlers (miri, bare builds): nothing to register.
+    #[cfg(any(not(feature = "linux"), miri))]
+    mod fork {
+        pub(super) fn register() {}
     }
 
     /// A read-side section of the calling thread; ends when dropped. Not `Send`: it is the
@@ -169,22 +246,8 @@ mod imp {
     /// Waits until every section that had begun when this was called has ended (a grace
     /// period). Call it after unlinking an object and before dropping it.
     pub(crate) fn synchronize() {
+        let readers: Vec<&'static Reader> = READERS.lock().clone();
         let own = MINE.try_with(|m| m.0 as *const Reader).ok();
-        let readers: Vec<&'static Reader> = {
-            let readers = READERS.lock().unwrap_or_else(PoisonError::into_inner);
-            let process = std::process::id();
-            let recorded = PROCESS.load(Ordering::Relaxed);
-            if recorded != 0 && recorded != process {
-                // A forked child: no other thread of this process exists.
-                for r in readers.iter().filter(|r| Some(**r as *const Reader) != own) {
-                    let left = r.sections.load(Ordering::Relaxed);
-                    r.sections.store(left & !1, Ordering::Relaxed);
-                    r.owned.store(false, Ordering::Relaxed);
-                }
-                PROCESS.store(process, Ordering::Relaxed);
-            }
-            readers.clone()
-        };
         barrier_all();
         for r in readers {
             if Some(r as *const Reader) == own {

@@ -165,10 +165,18 @@ impl QueueTable {
     pub(crate) fn remove(&self, address: u64) -> Option<Arc<QueueImpl>> {
         let _change = lock(&self.changes);
         let q = self.by_address.remove(address)?;
-        if let QueueImpl::Aql(lock, _) = &*q {
-            if let Some(aql) = read(lock).as_ref() {
-                self.by_doorbell.remove(aql.doorbell_signal().handle().0);
-            }
+        // The queue's lock is let go before the doorbell's grace period: nothing a section
+        // may wait for is held across one (a section that took the queue's read lock behind
+        // a waiting writer, hsa_queue_inactivate, would wait for this call while the grace
+        // period waited for it).
+        let doorbell = match &*q {
+            QueueImpl::Aql(lock, _) => read(lock)
+                .as_ref()
+                .map(|aql| aql.doorbell_signal().handle().0),
+            QueueImpl::Soft(_) => None,
+        };
+        if let Some(doorbell) = doorbell {
+            self.by_doorbell.remove(doorbell);
         }
         Some(q)
     }
@@ -847,5 +855,76 @@ mod tests {
         assert_eq!(signal.load(LoadOrder::Acquire), 7);
         assert_eq!(signal.handle().0, handle);
         drop(signal);
+    }
+
+    /// `QueueTable::remove` does not hold the queue's lock across the doorbell's grace period:
+    /// a thread that finds the lock read-held from inside a section (the remover between its
+    /// two maps) keeps its section and still gets the write lock (as hsa_queue_inactivate
+    /// would) before the remover can finish. When the remover held the read lock while it
+    /// waited for sections, this never happened: a doorbell store waiting behind a waiting
+    /// writer and the remover's grace period waited for each other.
+    #[test]
+    #[allow(unsafe_code)] // the C entry points
+    fn a_queue_removal_waits_for_sections_without_the_queue_lock() {
+        use crate::ffi::queue::{hsa_queue_create, hsa_queue_destroy};
+        use core::sync::atomic::AtomicBool;
+
+        let _serial = lock(&SERIAL);
+        init().unwrap();
+        let st = state().unwrap();
+        let gpu = st.rt().first_gpu().expect("the emulated GPU").handle().0;
+        let mut caught = 0;
+        // Queues until the prober caught the remover holding the lock once (a count, not a time).
+        while caught < 1 {
+            let mut q: *mut core::ffi::c_void = core::ptr::null_mut();
+            // SAFETY: no callback; `q` is a writable hsa_queue_t* slot.
+            let status =
+                unsafe { hsa_queue_create(gpu, 64, 0, None, core::ptr::null_mut(), 0, 0, &mut q) };
+            assert_eq!(status, Status::Success.raw());
+            let address = q as u64;
+            let queue = st.queue(address).unwrap();
+            let done = Arc::new(AtomicBool::new(false));
+            let prober = {
+                let (queue, done) = (queue.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let QueueImpl::Aql(l) = &*queue else {
+                        unreachable!("hsa_queue_create made it")
+                    };
+                    while !done.load(Ordering::Acquire) {
+                        let section = rcu::read().unwrap();
+                        if l.try_write().is_ok() {
+                            continue;
+                        }
+                        // The remover holds the read lock: with this section kept, the write
+                        // lock must still come.
+                        while l.try_write().is_err() {
+                            std::thread::yield_now();
+                        }
+                        drop(section);
+                        return true;
+                    }
+                    false
+                })
+            };
+            let removed = st.queues.remove(address).unwrap();
+            done.store(true, Ordering::Release);
+            caught += usize::from(prober.join().unwrap());
+            assert!(st.queues.by_doorbell(doorbell_of(&removed), None).is_none());
+            // Registered again, so that the C call destroys it.
+            st.queues
+                .insert_aql(address, doorbell_of(&removed), removed);
+            drop(queue);
+            assert_eq!(hsa_queue_destroy(q), Status::Success.raw());
+        }
+        drop(st);
+        shut_down().unwrap();
+    }
+
+    /// The doorbell signal handle of an AQL queue of the table.
+    fn doorbell_of(q: &QueueImpl) -> u64 {
+        match q {
+            QueueImpl::Aql(l) => read(l).as_ref().unwrap().doorbell_signal().handle().0,
+            QueueImpl::Soft(_) => unreachable!("hsa_queue_create made it"),
+        }
     }
 }
