@@ -887,7 +887,7 @@ mod tests {
             let prober = {
                 let (queue, done) = (queue.clone(), done.clone());
                 std::thread::spawn(move || {
-                    let QueueImpl::Aql(l) = &*queue else {
+                    let QueueImpl::Aql(l, _) = &*queue else {
                         unreachable!("hsa_queue_create made it")
                     };
                     while !done.load(Ordering::Acquire) {
@@ -923,7 +923,7 @@ mod tests {
     /// The doorbell signal handle of an AQL queue of the table.
     fn doorbell_of(q: &QueueImpl) -> u64 {
         match q {
-            QueueImpl::Aql(l) => read(l).as_ref().unwrap().doorbell_signal().handle().0,
+            QueueImpl::Aql(l, _) => read(l).as_ref().unwrap().doorbell_signal().handle().0,
             QueueImpl::Soft(_) => unreachable!("hsa_queue_create made it"),
         }
     }
