@@ -106,8 +106,8 @@ BOUNDS = {
           "both runtimes share, however fast either host side gets. (The host part did shrink: the hot "
           "calls now take no lock and no reference count, ARCHITECTURE's 'read-side sections'.)",
     "B8 (HIP)": "as B8: the emulated device's cost per launch, shared by both runtimes, plus HIP's own "
-                "(libamdhip64 5.2.3 is the same library on both sides); placed as B8, both take about "
-                "2.5 to 3 us per launch since issue 19's fix (about 6 us before).",
+                "(libamdhip64 5.2.3 is the same library on both sides), so the two per-launch times "
+                "stay within a few per cent of each other (about 6 us each before issue 19's fix).",
     "B5": "the pool's spin lock and B-tree address index (O(log n) lookups on free) against glibc's per-size "
           "bins.",
     "B6": "the emulated event path: the waiter's AMDKFD_IOC_WAIT_EVENTS copies its event array in and out "
