@@ -1382,3 +1382,39 @@ fn host_kernel_accesses_straddle_adjacent_allocations() {
         "nothing written"
     );
 }
+
+/// UPDATE_QUEUE with `queue_percentage` 0 makes the queue inactive, as amdkfd's
+/// `QUEUE_IS_ACTIVE` does (ROCR's `AqlQueue::Suspend`): a packet rung meanwhile is not taken
+/// (its read index stays 0 and its completion signal 1 while the test polls 200 times, 1 ms
+/// apart); an update back to 100 makes the CP take and complete it.
+#[test]
+fn a_queue_updated_to_zero_percent_takes_no_packet_until_updated_back() {
+    let s = setup();
+    let base = s.arena.base();
+    s.arena.word(KERNARG).store(base + SRC, Ordering::Relaxed);
+    s.arena
+        .word(KERNARG + 8)
+        .store(base + DST, Ordering::Relaxed);
+    let update = |percentage: u32| {
+        let mut u = UpdateQueueArgs {
+            ring_base_address: base,
+            queue_id: s.queue_id,
+            ring_size: 1024,
+            queue_percentage: percentage,
+            queue_priority: 7,
+        };
+        // SAFETY: the queue's own ring (EmulatedKfd refuses to move a ring and uses
+        // UPDATE_QUEUE's address for nothing else).
+        unsafe { s.d.ioctl(AMDKFD_IOC_UPDATE_QUEUE, u.as_mut_bytes()) }.unwrap();
+    };
+    update(0);
+    s.dispatch(0, base + KERNARG, 1);
+    for _ in 0..200 {
+        assert_eq!(s.ring.read_index().load(Ordering::Acquire), 0);
+        assert_eq!(s.arena.word(SIGNAL + 8).load(Ordering::Acquire), 1);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    update(100);
+    assert!(s.wait_signal_zero(), "completion signal never reached 0");
+    assert_eq!(s.ring.read_index().load(Ordering::Acquire), 1);
+}

@@ -1568,6 +1568,8 @@ impl EmulatedKfd {
         let consumer =
             mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
         let ctl = Arc::new(QueueCtl::default());
+        ctl.inactive
+            .store(a.queue_percentage == 0, Ordering::SeqCst);
         *lock(&ctl.cu_enable) = gpu.layout.all_cus();
         let mut processor = PacketProcessor::new(consumer);
         // The kernel's dispatch and queue pointers are device addresses, not the device's
@@ -1691,6 +1693,8 @@ impl EmulatedKfd {
             w.store(0, Ordering::Release);
         }
         let ctl = Arc::new(QueueCtl::default());
+        ctl.inactive
+            .store(a.queue_percentage == 0, Ordering::SeqCst);
         let engine = sdma::SdmaThread {
             device: self.device.clone(),
             ctl: ctl.clone(),
@@ -1753,6 +1757,12 @@ impl EmulatedKfd {
         Ok(())
     }
 
+    /// UPDATE_QUEUE (`kfd_ioctl_update_queue`, `pqm_update_queue_properties`): percentage
+    /// and priority beyond their maxima are `EINVAL`, as is an unknown queue. The ring must
+    /// stay where it is (`EINVAL` otherwise; amdkfd would move the queue to a new ring, which
+    /// ROCR never asks). A `queue_percentage` of 0 makes the queue inactive, as amdkfd's
+    /// `QUEUE_IS_ACTIVE` does (ROCR's `AqlQueue::Suspend`): its engine takes no packet until
+    /// an update with a non-zero percentage.
     fn update_queue(&self, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
         let queues = lock(&self.device.queues);
         let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
@@ -1764,6 +1774,10 @@ impl EmulatedKfd {
         if a.ring_base_address != q.ring_va || a.ring_size != q.ring_size {
             return Err(Errno::INVAL);
         }
+        q.ctl
+            .inactive
+            .store(a.queue_percentage == 0, Ordering::SeqCst);
+        q.ctl.kick();
         Ok(())
     }
 

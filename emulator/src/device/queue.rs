@@ -70,6 +70,11 @@ pub(crate) struct QueueCtl {
     /// enable masks, [`crate::gfx9::hwid`]): every CU of the GPU at CREATE_QUEUE, the mapped
     /// user mask after SET_CU_MASK. Read at the start of each dispatch.
     pub(crate) cu_enable: Mutex<[u32; MAX_SHADER_ENGINES]>,
+    /// Whether the queue is inactive: created or updated (UPDATE_QUEUE) with
+    /// `queue_percentage` 0, which amdkfd's `QUEUE_IS_ACTIVE` counts as not active (ROCR's
+    /// `AqlQueue::Suspend` does this). Its engine takes no packet until an UPDATE_QUEUE with a
+    /// non-zero percentage, which kicks it.
+    pub(crate) inactive: AtomicBool,
 }
 
 impl QueueCtl {
@@ -235,7 +240,7 @@ impl CpThread {
         let caches = RefCell::new(interp::Interpreters::default());
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let seen = self.ctl.kick.load(Ordering::SeqCst);
-            if stopped {
+            if stopped || self.ctl.inactive.load(Ordering::SeqCst) {
                 self.ctl.sleep(seen, Duration::from_secs(1));
                 continue;
             }

@@ -644,6 +644,10 @@ impl SdmaThread {
         let mut dw = Vec::new();
         while !self.ctl.stop.load(Ordering::SeqCst) {
             let kicks = self.ctl.kicks();
+            if self.ctl.inactive.load(Ordering::SeqCst) {
+                self.ctl.sleep(kicks, Duration::from_secs(1));
+                continue;
+            }
             let end = self.doorbell();
             if end == rptr {
                 idle.idle(&self.ctl, kicks);
