@@ -442,6 +442,17 @@ fn c_cu_mask_restricts_work_groups_to_the_enabled_cus() {
 }
 
 /// Compiles `c/<name>.c` with gcc against the headers, linked against the library as
+/// A command running the C program `exe` against the library in `libdir` on the emulated
+/// device (no sysfs capture, no emulation override), as most tests here run theirs.
+fn on_emulated_device(exe: &Path, libdir: &Path) -> Command {
+    let mut cmd = Command::new(exe);
+    cmd.env("LD_LIBRARY_PATH", libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_EMULATION");
+    cmd
+}
+
 /// `libhsa-runtime64.so.1`; returns the directory holding both and the executable.
 fn build_c_program(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let libdir = common::library_dir(name);
@@ -572,12 +583,8 @@ fn c_memory_fault_reaches_the_system_event_handlers_first() {
         return;
     }
     let (libdir, exe) = build_c_program("memory_fault");
-    let out = Command::new(&exe)
+    let out = on_emulated_device(&exe, &libdir)
         .arg(common::crate_dir().join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
-        .env("LD_LIBRARY_PATH", &libdir)
-        .env("HSA_RT_DEVICE", "emulated")
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_RT_EMULATION")
         .output()
         .expect("run memory_fault");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -601,13 +608,9 @@ fn c_shut_down_inside_a_queue_error_callback() {
         return;
     }
     let (libdir, exe) = build_c_program("memory_fault");
-    let out = Command::new(&exe)
+    let out = on_emulated_device(&exe, &libdir)
         .arg(common::crate_dir().join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
         .arg("shut-down-in-callback")
-        .env("LD_LIBRARY_PATH", &libdir)
-        .env("HSA_RT_DEVICE", "emulated")
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_RT_EMULATION")
         .output()
         .expect("run memory_fault");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -634,11 +637,7 @@ fn c_sdma_fault_fails_the_copies_on_the_stopped_queue() {
         return;
     }
     let (libdir, exe) = build_c_program("sdma_fault");
-    let out = Command::new(&exe)
-        .env("LD_LIBRARY_PATH", &libdir)
-        .env("HSA_RT_DEVICE", "emulated")
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_RT_EMULATION")
+    let out = on_emulated_device(&exe, &libdir)
         .env_remove("HSA_ENABLE_SDMA")
         .output()
         .expect("run sdma_fault");
@@ -706,13 +705,7 @@ fn c_ipc_shares_memory_and_a_signal_between_processes() {
         return;
     }
     let (libdir, exe) = build_c_program("ipc");
-    let out = Command::new(&exe)
-        .env("LD_LIBRARY_PATH", &libdir)
-        .env("HSA_RT_DEVICE", "emulated")
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_RT_EMULATION")
-        .output()
-        .expect("run ipc");
+    let out = on_emulated_device(&exe, &libdir).output().expect("run ipc");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
@@ -1005,11 +998,7 @@ fn c_fork_child_does_not_wait_for_the_parents_threads() {
         return;
     }
     let (libdir, exe) = build_c_program("fork_child");
-    let out = Command::new(&exe)
-        .env("LD_LIBRARY_PATH", &libdir)
-        .env("HSA_RT_DEVICE", "emulated")
-        .env_remove("HSA_RT_SYSFS")
-        .env_remove("HSA_RT_EMULATION")
+    let out = on_emulated_device(&exe, &libdir)
         .output()
         .expect("run fork_child");
     let stdout = String::from_utf8_lossy(&out.stdout);
