@@ -2,7 +2,7 @@
  * queries and the AMD loader table, HDP_FLUSH, async copies, fills and their profiling, locked
  * host memory, AMD signals and async handlers, dispatch profiling, CU masks and priorities,
  * caches, ISA queries, coherency, executable info, variable definitions, the HSA 1.0 code object
- * API, and the statuses of the features not provided. Values are checked in C; prints
+ * API, the image extension, and the statuses of the features not provided. Values are checked in C; prints
  * "rocr_ext: ok" and exits 0 when every check holds.
  * Usage: rocr_ext KERNELS_CODE_OBJECT EXTERN_VAR_CODE_OBJECT */
 #include <hsa/hsa.h>
@@ -113,6 +113,8 @@ static void extensions(void) {
   OK(hsa_system_extension_supported(HSA_EXTENSION_AMD_LOADER, 1, 4, &yes));
   EXPECT(!yes);
   OK(hsa_system_extension_supported(HSA_EXTENSION_IMAGES, 1, 0, &yes));
+  EXPECT(yes);
+  OK(hsa_system_extension_supported(HSA_EXTENSION_IMAGES, 1, 1, &yes));
   EXPECT(!yes);
   OK(hsa_system_extension_supported(HSA_EXTENSION_AMD_PROFILER, 1, 0, &yes));
   EXPECT(yes);
@@ -132,8 +134,9 @@ static void extensions(void) {
   OK(hsa_system_get_info(HSA_SYSTEM_INFO_EXTENSIONS, mask));
   EXPECT(mask[HSA_EXTENSION_AMD_LOADER / 8] & (1 << (HSA_EXTENSION_AMD_LOADER % 8)));
   EXPECT(mask[HSA_EXTENSION_AMD_PROFILER / 8] & (1 << (HSA_EXTENSION_AMD_PROFILER % 8)));
-  EXPECT(!(mask[0] & (1 << HSA_EXTENSION_IMAGES)));
+  EXPECT(mask[0] & (1 << HSA_EXTENSION_IMAGES));
   OK(hsa_agent_get_info(gpu, HSA_AGENT_INFO_EXTENSIONS, mask));
+  EXPECT(mask[0] & (1 << HSA_EXTENSION_IMAGES));
   EXPECT(mask[HSA_EXTENSION_AMD_LOADER / 8] & (1 << (HSA_EXTENSION_AMD_LOADER % 8)));
 
   /* Tables: the 1.00 table is the first three entries; the rest is left alone. */
@@ -148,7 +151,7 @@ static void extensions(void) {
   EXPECT(loader.hsa_ven_amd_loader_iterate_executables != NULL);
   IS(hsa_system_get_major_extension_table(HSA_EXTENSION_AMD_LOADER, 2, sizeof loader, raw),
      HSA_STATUS_ERROR);
-  IS(hsa_system_get_major_extension_table(HSA_EXTENSION_IMAGES, 1, 64, raw), HSA_STATUS_ERROR);
+  IS(hsa_system_get_major_extension_table(HSA_EXTENSION_FINALIZER, 1, 64, raw), HSA_STATUS_ERROR);
   IS(hsa_system_get_major_extension_table(HSA_EXTENSION_AMD_LOADER, 1, 0, raw),
      HSA_STATUS_ERROR_INVALID_ARGUMENT);
   IS(hsa_system_get_major_extension_table(HSA_EXTENSION_AMD_LOADER, 1, 8, NULL),
@@ -820,51 +823,6 @@ static void agents_and_code_objects(const void* bytes, size_t size) {
   IS(hsa_code_object_destroy(co), HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
 
   /* Features not provided: ROCR 5.2's statuses without them. */
-  hsa_ext_image_t image;
-  IS(hsa_ext_image_create(gpu, NULL, NULL, HSA_ACCESS_PERMISSION_RW, &image),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  /* Every other image and sampler function: NOT_INITIALIZED, as ROCR's hsa_ext_null. */
-  hsa_ext_image_descriptor_t idesc = {HSA_EXT_IMAGE_GEOMETRY_2D, 16, 16, 0, 0,
-                                      {HSA_EXT_IMAGE_CHANNEL_TYPE_UNSIGNED_INT8,
-                                       HSA_EXT_IMAGE_CHANNEL_ORDER_RGBA}};
-  uint32_t cap = 0;
-  IS(hsa_ext_image_get_capability(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &idesc.format, &cap),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  IS(hsa_ext_image_get_capability_with_layout(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &idesc.format,
-                                              HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, &cap),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  hsa_ext_image_data_info_t idata;
-  IS(hsa_ext_image_data_get_info(gpu, &idesc, HSA_ACCESS_PERMISSION_RW, &idata),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  IS(hsa_ext_image_data_get_info_with_layout(gpu, &idesc, HSA_ACCESS_PERMISSION_RW,
-                                             HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 64, 0, &idata),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  static uint8_t pixels[16 * 16 * 4];
-  IS(hsa_ext_image_create_with_layout(gpu, &idesc, pixels, HSA_ACCESS_PERMISSION_RW,
-                                      HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 64, 0, &image),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  hsa_amd_image_descriptor_t ilayout = {1, 0x1002, {0}};
-  IS(hsa_amd_image_create(gpu, &idesc, &ilayout, pixels, HSA_ACCESS_PERMISSION_RW, &image),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  uint32_t max_dim[3] = {0};
-  IS(hsa_amd_image_get_info_max_dim(gpu, HSA_EXT_AGENT_INFO_IMAGE_2D_MAX_ELEMENTS, max_dim),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  image.handle = 1;
-  hsa_dim3_t origin = {0, 0, 0}, extent = {16, 16, 1};
-  hsa_ext_image_region_t iregion = {origin, extent};
-  IS(hsa_ext_image_copy(gpu, image, &origin, image, &origin, &extent),
-     HSA_STATUS_ERROR_NOT_INITIALIZED);
-  IS(hsa_ext_image_import(gpu, pixels, 64, 0, image, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
-  IS(hsa_ext_image_export(gpu, image, pixels, 64, 0, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
-  uint32_t clear_color[4] = {0};
-  IS(hsa_ext_image_clear(gpu, image, clear_color, &iregion), HSA_STATUS_ERROR_NOT_INITIALIZED);
-  IS(hsa_ext_image_destroy(gpu, image), HSA_STATUS_ERROR_NOT_INITIALIZED);
-  hsa_ext_sampler_descriptor_t sdesc = {HSA_EXT_SAMPLER_COORDINATE_MODE_UNNORMALIZED,
-                                        HSA_EXT_SAMPLER_FILTER_MODE_NEAREST,
-                                        HSA_EXT_SAMPLER_ADDRESSING_MODE_CLAMP_TO_EDGE};
-  hsa_ext_sampler_t sampler = {1};
-  IS(hsa_ext_sampler_create(gpu, &sdesc, &sampler), HSA_STATUS_ERROR_NOT_INITIALIZED);
-  IS(hsa_ext_sampler_destroy(gpu, sampler), HSA_STATUS_ERROR_NOT_INITIALIZED);
   /* The finalizer's program functions: NOT_INITIALIZED, as ROCR without it. */
   hsa_ext_program_t program;
   IS(hsa_ext_program_create(HSA_MACHINE_MODEL_LARGE, HSA_PROFILE_BASE,
@@ -916,6 +874,215 @@ static void agents_and_code_objects(const void* bytes, size_t size) {
   OK(hsa_amd_memory_pool_free(p));
 }
 
+/* ---- the image extension (hsa_ext_image.h) ---- */
+
+/* The dword `i` of an image or sampler object (handles are the objects' addresses). */
+static uint32_t word(uint64_t handle, int i) { return ((const uint32_t*)(uintptr_t)handle)[i]; }
+
+static void images(void) {
+  bool yes = false;
+  uint16_t minor = 9;
+  OK(hsa_agent_extension_supported(HSA_EXTENSION_IMAGES, gpu, 1, 0, &yes));
+  EXPECT(yes);
+  OK(hsa_agent_major_extension_supported(HSA_EXTENSION_IMAGES, gpu, 1, &minor, &yes));
+  EXPECT(yes && minor == 0);
+  OK(hsa_agent_extension_supported(HSA_EXTENSION_IMAGES, cpu, 1, 0, &yes));
+  EXPECT(!yes);
+
+  /* The tables: 1.00 is the first ten functions, the major table all thirteen. */
+  hsa_ext_images_1_pfn_t t;
+  OK(hsa_system_get_major_extension_table(HSA_EXTENSION_IMAGES, 1, sizeof t, &t));
+  EXPECT(t.hsa_ext_image_create == hsa_ext_image_create);
+  EXPECT(t.hsa_ext_sampler_destroy == hsa_ext_sampler_destroy);
+  EXPECT(t.hsa_ext_image_create_with_layout == hsa_ext_image_create_with_layout);
+  unsigned char raw[sizeof(hsa_ext_images_1_pfn_t)];
+  memset(raw, 0xee, sizeof raw);
+  OK(hsa_system_get_extension_table(HSA_EXTENSION_IMAGES, 1, 0, raw));
+  EXPECT(((hsa_ext_images_1_00_pfn_t*)raw)->hsa_ext_image_clear == hsa_ext_image_clear);
+  EXPECT(raw[sizeof(hsa_ext_images_1_00_pfn_t)] == 0xee);
+
+  /* Limits: the T#'s 14-bit width/height and 13-bit depth fields; ROCR's handle counts. */
+  uint32_t dims[3] = {0, 0, 0}, n = 0;
+  OK(hsa_agent_get_info(gpu, (hsa_agent_info_t)HSA_EXT_AGENT_INFO_IMAGE_2D_MAX_ELEMENTS, dims));
+  EXPECT(dims[0] == 16384 && dims[1] == 16384);
+  OK(hsa_agent_get_info(gpu, (hsa_agent_info_t)HSA_EXT_AGENT_INFO_IMAGE_3D_MAX_ELEMENTS, dims));
+  EXPECT(dims[0] == 16384 && dims[1] == 16384 && dims[2] == 8192);
+  OK(hsa_agent_get_info(gpu, (hsa_agent_info_t)HSA_EXT_AGENT_INFO_IMAGE_ARRAY_MAX_LAYERS, &n));
+  EXPECT(n == 8192);
+  OK(hsa_agent_get_info(gpu, (hsa_agent_info_t)HSA_EXT_AGENT_INFO_MAX_IMAGE_RD_HANDLES, &n));
+  EXPECT(n == 128);
+  OK(hsa_agent_get_info(gpu, (hsa_agent_info_t)HSA_EXT_AGENT_INFO_MAX_IMAGE_RORW_HANDLES, &n));
+  EXPECT(n == 64);
+  OK(hsa_agent_get_info(gpu, (hsa_agent_info_t)HSA_EXT_AGENT_INFO_MAX_SAMPLER_HANDLERS, &n));
+  EXPECT(n == 16);
+  OK(hsa_agent_get_info(cpu, (hsa_agent_info_t)HSA_EXT_AGENT_INFO_MAX_SAMPLER_HANDLERS, &n));
+  EXPECT(n == 0);
+  dims[0] = dims[1] = 0;
+  OK(hsa_amd_image_get_info_max_dim(gpu, HSA_EXT_AGENT_INFO_IMAGE_2DA_MAX_ELEMENTS, dims));
+  EXPECT(dims[0] == 16384 && dims[1] == 16384);
+  IS(hsa_amd_image_get_info_max_dim(gpu, HSA_AGENT_INFO_NAME, dims),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT);
+
+  /* Capabilities. */
+  hsa_ext_image_format_t rgba8 = {HSA_EXT_IMAGE_CHANNEL_TYPE_UNORM_INT8,
+                                  HSA_EXT_IMAGE_CHANNEL_ORDER_RGBA};
+  hsa_ext_image_format_t srgba = {HSA_EXT_IMAGE_CHANNEL_TYPE_UNORM_INT8,
+                                  HSA_EXT_IMAGE_CHANNEL_ORDER_SRGBA};
+  hsa_ext_image_format_t r24 = {HSA_EXT_IMAGE_CHANNEL_TYPE_UNORM_INT24,
+                                HSA_EXT_IMAGE_CHANNEL_ORDER_R};
+  uint32_t cap = 99;
+  OK(hsa_ext_image_get_capability(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &rgba8, &cap));
+  EXPECT(cap == (HSA_EXT_IMAGE_CAPABILITY_READ_ONLY | HSA_EXT_IMAGE_CAPABILITY_WRITE_ONLY |
+                 HSA_EXT_IMAGE_CAPABILITY_READ_WRITE));
+  OK(hsa_ext_image_get_capability(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &srgba, &cap));
+  EXPECT(cap == HSA_EXT_IMAGE_CAPABILITY_READ_ONLY);
+  OK(hsa_ext_image_get_capability(gpu, HSA_EXT_IMAGE_GEOMETRY_2D, &r24, &cap));
+  EXPECT(cap == 0);
+  OK(hsa_ext_image_get_capability(cpu, HSA_EXT_IMAGE_GEOMETRY_2D, &rgba8, &cap));
+  EXPECT(cap == 0);
+  IS(hsa_ext_image_get_capability(gpu, (hsa_ext_image_geometry_t)8, &rgba8, &cap),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  IS(hsa_ext_image_get_capability((hsa_agent_t){0}, HSA_EXT_IMAGE_GEOMETRY_2D, &rgba8, &cap),
+     HSA_STATUS_ERROR_INVALID_AGENT);
+  OK(hsa_ext_image_get_capability_with_layout(gpu, HSA_EXT_IMAGE_GEOMETRY_3D, &rgba8,
+                                              HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, &cap));
+  EXPECT(cap == 7);
+  IS(hsa_ext_image_get_capability_with_layout(gpu, HSA_EXT_IMAGE_GEOMETRY_3D, &rgba8,
+                                              HSA_EXT_IMAGE_DATA_LAYOUT_OPAQUE, &cap),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT);
+
+  /* Sizes: 100 texels of 4 bytes are 400 bytes, a row pitch of 512; 3 rows. */
+  hsa_ext_image_descriptor_t d = {HSA_EXT_IMAGE_GEOMETRY_2D, 100, 3, 0, 0, rgba8};
+  hsa_ext_image_data_info_t info = {0, 0};
+  OK(hsa_ext_image_data_get_info(gpu, &d, HSA_ACCESS_PERMISSION_RW, &info));
+  EXPECT(info.size == 1536 && info.alignment == 256);
+  OK(hsa_ext_image_data_get_info_with_layout(gpu, &d, HSA_ACCESS_PERMISSION_RO,
+                                             HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 1024, 0, &info));
+  EXPECT(info.size == 3072);
+  IS(hsa_ext_image_data_get_info_with_layout(gpu, &d, HSA_ACCESS_PERMISSION_RO,
+                                             HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR, 0, 0, &info),
+     HSA_EXT_STATUS_ERROR_IMAGE_PITCH_UNSUPPORTED); /* 400 bytes is no multiple of 256 */
+  IS(hsa_ext_image_data_get_info(gpu, &d, (hsa_access_permission_t)0, &info),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  hsa_ext_image_descriptor_t bad = d;
+  bad.width = 0;
+  IS(hsa_ext_image_data_get_info(gpu, &bad, HSA_ACCESS_PERMISSION_RW, &info),
+     HSA_EXT_STATUS_ERROR_IMAGE_SIZE_UNSUPPORTED);
+  bad = d;
+  bad.format = r24;
+  IS(hsa_ext_image_data_get_info(gpu, &bad, HSA_ACCESS_PERMISSION_RW, &info),
+     HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED);
+  const char* text = NULL;
+  OK(hsa_status_string((hsa_status_t)HSA_EXT_STATUS_ERROR_IMAGE_SIZE_UNSUPPORTED, &text));
+  EXPECT(text && strstr(text, "HSA_EXT_STATUS_ERROR_IMAGE_SIZE_UNSUPPORTED"));
+
+  /* An image over system memory; its object holds the T# and ROCm's three extra dwords. */
+  uint8_t *mem, *mem2;
+  OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, (void**)&mem));
+  OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, (void**)&mem2));
+  memset(mem, 0, 4096);
+  memset(mem2, 0, 4096);
+  hsa_ext_image_t img = {0}, img2 = {0};
+  IS(hsa_ext_image_create(gpu, &d, mem + 4, HSA_ACCESS_PERMISSION_RW, &img),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  OK(hsa_ext_image_create(gpu, &d, mem, HSA_ACCESS_PERMISSION_RW, &img));
+  EXPECT(img.handle != 0 && img.handle % 16 == 0);
+  uint64_t addr = (uint64_t)(uintptr_t)mem;
+  EXPECT(word(img.handle, 0) == (uint32_t)(addr >> 8));
+  EXPECT((word(img.handle, 1) & 0xff) == (uint32_t)((addr >> 40) & 0xff));
+  EXPECT(((word(img.handle, 1) >> 20) & 0x3f) == 10); /* IMG_DATA_FORMAT 8_8_8_8 */
+  EXPECT((word(img.handle, 2) & 0x3fff) == 99 && ((word(img.handle, 2) >> 14) & 0x3fff) == 2);
+  EXPECT((word(img.handle, 3) >> 28) == 9);                       /* SQ_RSRC_IMG_2D */
+  EXPECT(((word(img.handle, 4) >> 13) & 0xffff) == 127);          /* PITCH-1, texels */
+  EXPECT(word(img.handle, 8) == HSA_EXT_IMAGE_CHANNEL_TYPE_UNORM_INT8);
+  EXPECT(word(img.handle, 9) == HSA_EXT_IMAGE_CHANNEL_ORDER_RGBA);
+  EXPECT(word(img.handle, 10) == 100);
+
+  /* Import the whole image from tightly packed bytes: rows land 512 bytes apart. */
+  uint8_t src[400 * 3], out[20 * 4 * 2];
+  for (int i = 0; i < 1200; i++) src[i] = (uint8_t)(i * 7 + 3);
+  hsa_ext_image_region_t whole = {{0, 0, 0}, {100, 3, 1}};
+  OK(hsa_ext_image_import(gpu, src, 0, 0, img, &whole));
+  for (int row = 0; row < 3; row++) EXPECT(!memcmp(mem + row * 512, src + row * 400, 400));
+  EXPECT(mem[400] == 0); /* padding untouched */
+  /* Export 20 x 2 texels from (10, 1). */
+  hsa_ext_image_region_t part = {{10, 1, 0}, {20, 2, 1}};
+  OK(hsa_ext_image_export(gpu, img, out, 80, 0, &part));
+  for (int row = 0; row < 2; row++)
+    EXPECT(!memcmp(out + row * 80, src + (row + 1) * 400 + 40, 80));
+  hsa_ext_image_region_t outside = {{90, 0, 0}, {20, 1, 1}};
+  IS(hsa_ext_image_export(gpu, img, out, 0, 0, &outside), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  IS(hsa_ext_image_import(gpu, src, 10, 0, img, &whole), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+
+  /* Clear 2 texels of row 2 to (1.0, 0.5, 0, 0.25): unorm8 255, 128 (ties to even), 0, 64. */
+  float color[4] = {1.0f, 0.5f, 0.0f, 0.25f};
+  hsa_ext_image_region_t two = {{5, 2, 0}, {2, 1, 1}};
+  OK(hsa_ext_image_clear(gpu, img, color, &two));
+  const uint8_t want[8] = {255, 128, 0, 64, 255, 128, 0, 64};
+  EXPECT(!memcmp(mem + 2 * 512 + 5 * 4, want, 8));
+  EXPECT(!memcmp(mem + 2 * 512 + 7 * 4, src + 2 * 400 + 28, 4)); /* the next texel kept */
+
+  /* Copy a 4 x 2 block to (0, 0) of a second image of the same format; other formats refuse. */
+  OK(hsa_ext_image_create(gpu, &d, mem2, HSA_ACCESS_PERMISSION_RW, &img2));
+  hsa_dim3_t from = {4, 1, 0}, to = {0, 0, 0}, range = {4, 2, 1};
+  OK(hsa_ext_image_copy(gpu, img, &from, img2, &to, &range));
+  EXPECT(!memcmp(mem2, mem + 512 + 16, 16) && !memcmp(mem2 + 512, mem + 1024 + 16, 16));
+  hsa_ext_image_descriptor_t rd = d;
+  rd.format.channel_type = HSA_EXT_IMAGE_CHANNEL_TYPE_UNSIGNED_INT8;
+  hsa_ext_image_t img3;
+  OK(hsa_ext_image_create(gpu, &rd, mem2 + 2048, HSA_ACCESS_PERMISSION_RW, &img3));
+  IS(hsa_ext_image_copy(gpu, img, &from, img3, &to, &range),
+     HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
+  OK(hsa_ext_image_destroy(gpu, img3));
+
+  /* hsa_amd_image_create: a linear T# layout of this device, given the image's own words. */
+  hsa_amd_image_descriptor_t* layout = malloc(sizeof(*layout) + 8 * sizeof(uint32_t));
+  uint32_t chip = 0;
+  OK(hsa_agent_get_info(gpu, (hsa_agent_info_t)HSA_AMD_AGENT_INFO_CHIP_ID, &chip));
+  layout->version = 1;
+  layout->deviceID = 0x1002u << 16 | chip;
+  for (int i = 0; i < 8; i++) layout->data[i] = word(img.handle, i);
+  hsa_ext_image_t imported;
+  OK(hsa_amd_image_create(gpu, &d, layout, mem2 + 1024, HSA_ACCESS_PERMISSION_RW, &imported));
+  EXPECT(word(imported.handle, 0) == (uint32_t)(((uint64_t)(uintptr_t)mem2 + 1024) >> 8));
+  EXPECT(word(imported.handle, 4) == word(img.handle, 4));
+  OK(hsa_ext_image_destroy(gpu, imported));
+  layout->deviceID ^= 1;
+  IS(hsa_amd_image_create(gpu, &d, layout, mem2, HSA_ACCESS_PERMISSION_RW, &imported),
+     HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED);
+  layout->deviceID ^= 1;
+  layout->data[3] |= 9u << 20; /* SW_MODE 9: a swizzled layout */
+  IS(hsa_amd_image_create(gpu, &d, layout, mem2, HSA_ACCESS_PERMISSION_RW, &imported),
+     HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED);
+  IS(hsa_amd_image_create(gpu, &d, layout, mem2 + 16, HSA_ACCESS_PERMISSION_RW, &imported),
+     HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  free(layout);
+
+  /* Samplers: the S# in the object the handle points to. */
+  hsa_ext_sampler_descriptor_t sd = {HSA_EXT_SAMPLER_COORDINATE_MODE_NORMALIZED,
+                                     HSA_EXT_SAMPLER_FILTER_MODE_LINEAR,
+                                     HSA_EXT_SAMPLER_ADDRESSING_MODE_CLAMP_TO_EDGE};
+  hsa_ext_sampler_t smp;
+  OK(hsa_ext_sampler_create(gpu, &sd, &smp));
+  EXPECT((word(smp.handle, 0) & 7) == 2);          /* SQ_TEX_CLAMP_LAST_TEXEL */
+  EXPECT(((word(smp.handle, 0) >> 15) & 1) == 0);  /* normalized */
+  EXPECT(((word(smp.handle, 2) >> 20) & 0xf) == 5); /* bilinear mag and min */
+  OK(hsa_ext_sampler_destroy(gpu, smp));
+  IS(hsa_ext_sampler_destroy(gpu, smp), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  sd.filter_mode = (hsa_ext_sampler_filter_mode32_t)7;
+  IS(hsa_ext_sampler_create(gpu, &sd, &smp), HSA_EXT_STATUS_ERROR_SAMPLER_DESCRIPTOR_UNSUPPORTED);
+  sd.filter_mode = HSA_EXT_SAMPLER_FILTER_MODE_NEAREST;
+  IS(hsa_ext_sampler_create(cpu, &sd, &smp), HSA_STATUS_ERROR_INVALID_AGENT);
+
+  OK(hsa_ext_image_destroy(gpu, img));
+  OK(hsa_ext_image_destroy(gpu, img2));
+  IS(hsa_ext_image_destroy(gpu, img), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  IS(hsa_ext_image_destroy((hsa_agent_t){0}, img2), HSA_STATUS_ERROR_INVALID_AGENT);
+  IS(hsa_ext_image_import(gpu, src, 0, 0, img, &whole), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  OK(hsa_amd_memory_pool_free(mem));
+  OK(hsa_amd_memory_pool_free(mem2));
+}
+
 int main(int argc, char** argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: rocr_ext KERNELS_CODE_OBJECT EXTERN_VAR_CODE_OBJECT\n");
@@ -942,6 +1109,7 @@ int main(int argc, char** argv) {
   copies();
   signals();
   agents_and_code_objects(bytes, size);
+  images();
   OK(hsa_shut_down());
   free(bytes);
   free(ext);

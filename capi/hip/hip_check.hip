@@ -202,8 +202,7 @@ static int memcpy_section() {
     const size_t w = 61, hgt = 37, spitch = 100, hpitch = 80;
     std::vector<unsigned char> src(spitch * 40), dst(hpitch * hgt, 0xee);
     for (size_t i = 0; i < src.size(); i++) src[i] = (unsigned char)(i * 7 + i / 100);
-    // (Plain allocations with pitches of our own: HIP 5.2's hipMallocPitch refuses a device
-    // without image support, which hsa-rt does not offer.)
+    // (Plain allocations with pitches of our own here; hipMallocPitch: the pitched section.)
     unsigned char *dp, *dq;
     const size_t pitch = 128, pitch2 = 192;
     CHECK(hipMalloc(&dp, pitch * 40));
@@ -782,6 +781,87 @@ static int launch_loop_section(int n) {
     return 0;
 }
 
+// Writes row * 1000 + column into each float of a width x height array whose rows are
+// `pitch` bytes apart (hipMallocPitch's layout).
+__global__ void fill_pitched(float* p, size_t pitch, int width, int height) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y;
+    if (x < width && y < height) {
+        float* row = (float*)((char*)p + y * pitch);
+        row[x] = (float)(y * 1000 + x);
+    }
+}
+
+// Pitched allocations, which HIP 5.2 makes only on a device with image support
+// (hipDeviceAttributeImageSupport): hipMallocPitch pads rows to the device's 256-byte image
+// pitch alignment; a kernel fills one through its pitch; hipMalloc3D, hipMemset3D and
+// hipMemcpy3D move a box in and out of a pitched 3D array.
+static int pitched_section() {
+    int images = 0;
+    CHECK(hipDeviceGetAttribute(&images, hipDeviceAttributeImageSupport, 0));
+    if (images != 1) { printf("FAIL image support %d, want 1\n", images); return 1; }
+
+    const int width = 75, height = 20;
+    float* p;
+    size_t pitch = 0;
+    CHECK(hipMallocPitch((void**)&p, &pitch, width * sizeof(float), height));
+    if (pitch != 512) { printf("FAIL hipMallocPitch pitch %zu, want 512\n", pitch); return 1; }
+    hipLaunchKernelGGL(fill_pitched, dim3(2, height), dim3(64), 0, 0, p, pitch, width, height);
+    CHECK(hipGetLastError());
+    std::vector<float> h(width * height, -1.0f);
+    CHECK(hipMemcpy2D(h.data(), width * sizeof(float), p, pitch, width * sizeof(float), height,
+                      hipMemcpyDeviceToHost));
+    for (int y = 0; y < height; y++)
+        for (int x = 0; x < width; x++)
+            if (h[y * width + x] != (float)(y * 1000 + x)) {
+                printf("FAIL pitched (%d, %d): %f\n", x, y, h[y * width + x]);
+                return 1;
+            }
+    CHECK(hipFree(p));
+
+    // A 100-byte x 7 x 5 array: rows padded to 256 bytes.
+    hipExtent ext = make_hipExtent(100, 7, 5);
+    hipPitchedPtr pp;
+    CHECK(hipMalloc3D(&pp, ext));
+    if (pp.pitch != 256 || pp.xsize != 100 || pp.ysize != 7) {
+        printf("FAIL hipMalloc3D pitch %zu xsize %zu ysize %zu\n", pp.pitch, pp.xsize, pp.ysize);
+        return 1;
+    }
+    CHECK(hipMemset3D(pp, 0x5a, ext));
+    // Host box of 100 x 7 x 5 bytes, tightly packed; copy a 40 x 3 x 2 box of it to
+    // (10, 2, 1) in the device array, then the whole array back.
+    std::vector<unsigned char> box(100 * 7 * 5), back(100 * 7 * 5, 0);
+    for (size_t i = 0; i < box.size(); i++) box[i] = (unsigned char)(i * 13 + 1);
+    hipMemcpy3DParms in = {};
+    in.srcPtr = make_hipPitchedPtr(box.data(), 100, 100, 7);
+    in.srcPos = make_hipPos(3, 1, 2);
+    in.dstPtr = pp;
+    in.dstPos = make_hipPos(10, 2, 1);
+    in.extent = make_hipExtent(40, 3, 2);
+    in.kind = hipMemcpyHostToDevice;
+    CHECK(hipMemcpy3D(&in));
+    hipMemcpy3DParms out = {};
+    out.srcPtr = pp;
+    out.dstPtr = make_hipPitchedPtr(back.data(), 100, 100, 7);
+    out.extent = ext;
+    out.kind = hipMemcpyDeviceToHost;
+    CHECK(hipMemcpy3D(&out));
+    for (size_t z = 0; z < 5; z++)
+        for (size_t y = 0; y < 7; y++)
+            for (size_t x = 0; x < 100; x++) {
+                bool inside = x >= 10 && x < 50 && y >= 2 && y < 5 && z >= 1 && z < 3;
+                unsigned char want =
+                    inside ? box[(z - 1 + 2) * 700 + (y - 2 + 1) * 100 + (x - 10 + 3)] : 0x5a;
+                unsigned char got = back[z * 700 + y * 100 + x];
+                if (got != want) {
+                    printf("FAIL hipMemcpy3D (%zu, %zu, %zu): %x, want %x\n", x, y, z, got, want);
+                    return 1;
+                }
+            }
+    CHECK(hipFree(pp.ptr));
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) { printf("usage: hip_check SECTION [CODE_OBJECT | LAUNCHES]\n"); return 2; }
     const char* s = argv[1];
@@ -790,6 +870,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(s, "shared")) r = shared_section();
     else if (!strcmp(s, "memcpy")) r = memcpy_section();
     else if (!strcmp(s, "memset")) r = memset_section();
+    else if (!strcmp(s, "pitched")) r = pitched_section();
     else if (!strcmp(s, "streams")) r = streams_section();
     else if (!strcmp(s, "hostmem")) r = hostmem_section();
     else if (!strcmp(s, "callbacks")) r = callbacks_section();

@@ -7,6 +7,7 @@ use crate::ffi::agent_ext::AgentExtras;
 use crate::ffi::copy::CopyEngine;
 use crate::ffi::executable_ext::CodeObjects;
 use crate::ffi::host_memory::HostMemory;
+use crate::ffi::image::Images;
 use crate::ffi::ipc::Ipc;
 use crate::ffi::queue_ext::QueueExtras;
 use crate::ffi::signal_ext::AsyncHandlers;
@@ -29,6 +30,8 @@ pub(crate) struct Extras {
     pub(crate) code_objects: CodeObjects,
     /// IPC memory this process attached.
     pub(crate) ipc: Ipc,
+    /// Images and samplers (`hsa_ext_image_*`).
+    pub(crate) images: Images,
 }
 
 impl Extras {

@@ -191,6 +191,15 @@ fn hip_static_and_dynamic_shared_memory() {
     check("shared");
 }
 
+/// Pitched allocations, which HIP 5.2 allows only where the runtime has the image extension:
+/// `hipDeviceAttributeImageSupport` 1, `hipMallocPitch` rows padded to 256 bytes and filled by
+/// a kernel through the pitch, `hipMalloc3D` + `hipMemset3D` + `hipMemcpy3D` of a sub-box
+/// against the host's expected bytes.
+#[test]
+fn hip_pitched_allocations_through_the_image_extension() {
+    check("pitched");
+}
+
 /// hipMemcpy host to device, device to device and back, 1 byte to 64 MiB at aligned and odd
 /// offsets; host to host; `hipMemcpyDefault` in every direction; `hipMemcpyAsync` of every
 /// direction on one stream; `hipMemcpy2D` / `hipMemcpy2DAsync` between pitched arrays (the

@@ -155,6 +155,7 @@ extern crate std;
 
 pub mod abi;
 pub mod addr;
+pub mod image;
 pub mod isa;
 pub mod loader;
 pub mod memory;

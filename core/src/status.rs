@@ -157,6 +157,14 @@ statuses! {
     MemoryFault = 43, "HSA_STATUS_ERROR_MEMORY_FAULT", "memory fault: an inaccessible address was accessed";
     /// The CU mask was set, but CUs disabled for the process stay disabled (`hsa_ext_amd.h`).
     CuMaskReduced = 44, "HSA_STATUS_CU_MASK_REDUCED", "the CU mask was reduced to the CUs the process may use";
+    /// The image format is not supported (`hsa_ext_image.h`).
+    ImageFormatUnsupported = 0x3000, "HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED", "the image format is not supported";
+    /// The image size is not supported (`hsa_ext_image.h`).
+    ImageSizeUnsupported = 0x3001, "HSA_EXT_STATUS_ERROR_IMAGE_SIZE_UNSUPPORTED", "the image size is not supported";
+    /// The image pitch is not supported or invalid (`hsa_ext_image.h`).
+    ImagePitchUnsupported = 0x3002, "HSA_EXT_STATUS_ERROR_IMAGE_PITCH_UNSUPPORTED", "the image pitch is not supported or invalid";
+    /// The sampler descriptor is not supported or invalid (`hsa_ext_image.h`).
+    SamplerDescriptorUnsupported = 0x3003, "HSA_EXT_STATUS_ERROR_SAMPLER_DESCRIPTOR_UNSUPPORTED", "the sampler descriptor is not supported or invalid";
 }
 
 impl Status {
@@ -822,8 +830,9 @@ mod tests {
         for &s in Status::ALL {
             assert_eq!(Status::from_raw(s.raw()), Ok(s));
         }
-        // hsa.h: 0, 1, 0x1000..=0x1019, 0x1020..=0x1026; hsa_ext_amd.h: 40..=44.
-        assert_eq!(Status::ALL.len(), 40);
+        // hsa.h: 0, 1, 0x1000..=0x1019, 0x1020..=0x1026; hsa_ext_amd.h: 40..=44;
+        // hsa_ext_image.h: 0x3000..=0x3003.
+        assert_eq!(Status::ALL.len(), 44);
         assert_eq!(Status::from_raw(0x1027), Err(UnknownStatus(0x1027)));
         assert_eq!(Status::from_raw(2), Err(UnknownStatus(2)));
     }

@@ -423,7 +423,7 @@ fn published(e: &EncodedPacket) -> [u8; 64] {
 fn c_program(layouts: &[Layout], enums: &[Entry], golden: &[GoldenPacket]) -> String {
     let mut s = String::from(
         "#include <stdio.h>\n#include <stddef.h>\n#include <string.h>\n\
-         #include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\n\
+         #include <hsa/hsa.h>\n#include <hsa/hsa_ext_amd.h>\n#include <hsa/hsa_ext_image.h>\n\
          #include <hsa/amd_hsa_queue.h>\n#include <hsa/amd_hsa_signal.h>\n\
          #define P(k, e) printf(\"%s %lld\\n\", k, (long long)(e))\n\
          int main(void) {\n",
@@ -573,13 +573,14 @@ fn abi_matches_c_headers() {
         }
     }
     // And the reverse for statuses: every `HSA_STATUS_*` enumerator of hsa.h and
-    // hsa_ext_amd.h is in `Status::ALL`.
+    // hsa_ext_amd.h, and every `HSA_EXT_STATUS_*` of hsa_ext_image.h, is in `Status::ALL`.
     let mut enumerators = 0;
-    for header in ["hsa/hsa.h", "hsa/hsa_ext_amd.h"] {
+    for header in ["hsa/hsa.h", "hsa/hsa_ext_amd.h", "hsa/hsa_ext_image.h"] {
         let text = std::fs::read_to_string(include_root().join(header)).unwrap();
         for line in text.lines().map(str::trim_start) {
             let name = line.split_whitespace().next().unwrap_or("");
-            if name.starts_with("HSA_STATUS_") && line.contains('=') {
+            let status = name.starts_with("HSA_STATUS_") || name.starts_with("HSA_EXT_STATUS_");
+            if status && line.contains('=') {
                 enumerators += 1;
                 if !Status::ALL.iter().any(|s| s.c_name() == name) {
                     failures.push(format!("{header}: {name} has no Status"));
@@ -589,7 +590,8 @@ fn abi_matches_c_headers() {
     }
     if enumerators != Status::ALL.len() {
         failures.push(format!(
-            "headers define {enumerators} HSA_STATUS_* enumerators, Status::ALL has {}",
+            "headers define {enumerators} HSA_STATUS_*/HSA_EXT_STATUS_* enumerators, Status::ALL \
+             has {}",
             Status::ALL.len()
         ));
     }

@@ -106,8 +106,9 @@ fn watch_points(agent: &Agent) -> u32 {
 /// NULL pointers: this runtime maps no HDP registers (no KFD MMIO-remap page), which is what
 /// ROCR 5.2 reports for a GPU without an MMIO-remap heap and for every CPU agent
 /// (`amd_gpu_agent.cpp`, `amd_cpu_agent.cpp`); HIP refuses a device whose query fails.
-/// `EXTENSIONS` has the bits of the provided extensions on GPU agents
-/// ([`super::extension::extension_mask`]) and none on CPU agents.
+/// `EXTENSIONS` has the bits of the provided extensions on GPU agents (images only where the
+/// agent has them) and none on CPU agents. The image extension's `HSA_EXT_AGENT_INFO_*`
+/// attributes (`0x3000..=0x300C`, Linux build) give its limits: see `ffi::image::agent_info`.
 ///
 /// # Safety
 /// `value` is NULL or points to memory of the attribute's documented size.
@@ -154,7 +155,7 @@ pub unsafe extern "C" fn hsa_agent_get_info(
                 HSA_AGENT_INFO_EXTENSIONS => put::<[u8; 128]>(
                     value,
                     if gpu {
-                        super::ext_hooks::extension_mask()
+                        super::ext_hooks::agent_extension_mask(a)
                     } else {
                         [0; 128]
                     },
@@ -189,7 +190,11 @@ pub unsafe extern "C" fn hsa_agent_get_info(
                 HSA_AMD_AGENT_INFO_COOPERATIVE_COMPUTE_UNIT_COUNT => {
                     put::<u32>(value, a.compute_unit_count())
                 }
-                other => return Err(bad_attribute("agent", other)),
+                other => {
+                    if super::ext_hooks::image_agent_info(a, other, value).is_none() {
+                        return Err(bad_attribute("agent", other));
+                    }
+                }
             }
         }
         Ok(Status::Success)

@@ -1,8 +1,8 @@
 //! HSA extensions: the support queries (`hsa_system_extension_supported`,
 //! `hsa_agent_extension_supported` and their `_major_` forms, `hsa_extension_get_name`), the
 //! function tables (`hsa_system_get_extension_table`, `hsa_system_get_major_extension_table`)
-//! and the one table this runtime provides, the AMD loader's (`hsa_ven_amd_loader.h`, versions
-//! 1.00 to 1.03).
+//! and the AMD loader's table (`hsa_ven_amd_loader.h`, versions 1.00 to 1.03); the image
+//! extension's table is [`super::image::IMAGES_1`].
 //!
 //! What is supported is said truthfully (ROCR 5.2 answers `true` for every version up to the
 //! runtime's own from `hsa_system_extension_supported`, and for every extension of a GPU agent):
@@ -10,10 +10,13 @@
 //! - `HSA_EXTENSION_AMD_PROFILER` 1.0, system-wide and on GPU agents: the
 //!   `hsa_amd_profiling_*` functions (ROCR sets its bit in `HSA_SYSTEM_INFO_EXTENSIONS` and
 //!   `HSA_AGENT_INFO_EXTENSIONS` too).
-//! - Nothing else: images, the finalizer, performance counters, profiling events and
-//!   aqlprofile are not provided. Their tables answer `HSA_STATUS_ERROR`, as ROCR 5.2's do
-//!   when the image library, finalizer or `libhsa-amd-aqlprofile64.so` is absent
-//!   (`hsa.cpp` `hsa_system_get_major_extension_table`).
+//! - `HSA_EXTENSION_IMAGES` 1.0, system-wide and on the GPU agents that have images (gfx9
+//!   other than gfx94x, [`super::image::agent_has_images`]): `hsa_ext_images_1_pfn_t` (the
+//!   1.00 table is its first ten functions).
+//! - Nothing else: the finalizer, performance counters, profiling events and aqlprofile are
+//!   not provided. Their tables answer `HSA_STATUS_ERROR`, as ROCR 5.2's do when the
+//!   finalizer or `libhsa-amd-aqlprofile64.so` is absent (`hsa.cpp`
+//!   `hsa_system_get_major_extension_table`).
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.
@@ -53,7 +56,8 @@ pub const HSA_EXTENSION_AMD_AQLPROFILE: u16 = 0x202;
 pub const HSA_AMD_LAST_EXTENSION: u16 = 0x202;
 
 /// The extensions this runtime provides: (id, major version, highest minor version).
-pub const SUPPORTED: [(u16, u16, u16); 2] = [
+pub const SUPPORTED: [(u16, u16, u16); 3] = [
+    (HSA_EXTENSION_IMAGES, 1, 0),
     (HSA_EXTENSION_AMD_PROFILER, 1, 0),
     (HSA_EXTENSION_AMD_LOADER, 1, 3),
 ];
@@ -64,6 +68,16 @@ pub fn extension_mask() -> [u8; 128] {
     let mut mask = [0u8; 128];
     for (id, _, _) in SUPPORTED {
         mask[usize::from(id / 8)] |= 1 << (id % 8);
+    }
+    mask
+}
+
+/// A GPU agent's `HSA_AGENT_INFO_EXTENSIONS`: [`extension_mask`] without the image bit where
+/// the agent has no images.
+pub fn agent_extension_mask(agent: &hsa_core::runtime::Agent) -> [u8; 128] {
+    let mut mask = extension_mask();
+    if !super::image::agent_has_images(agent) {
+        mask[usize::from(HSA_EXTENSION_IMAGES / 8)] &= !(1 << (HSA_EXTENSION_IMAGES % 8));
     }
     mask
 }
@@ -314,23 +328,25 @@ pub unsafe extern "C" fn hsa_system_get_major_extension_table(
         if table_length == 0 {
             bail!(Status::InvalidArgument, "table_length is 0");
         }
-        if extension != HSA_EXTENSION_AMD_LOADER || version_major != 1 {
-            bail!(
+        let (source, size) = match (extension, version_major) {
+            (HSA_EXTENSION_AMD_LOADER, 1) => (
+                (&raw const AMD_LOADER).cast::<u8>(),
+                std::mem::size_of::<AmdLoader103>(),
+            ),
+            (HSA_EXTENSION_IMAGES, 1) => (
+                (&raw const super::image::IMAGES_1).cast::<u8>(),
+                std::mem::size_of::<super::image::Images1>(),
+            ),
+            _ => bail!(
                 Status::Error,
                 "extension {extension:#x} version {version_major} has no table here \
-                 (only HSA_EXTENSION_AMD_LOADER 1 is provided)"
-            );
-        }
-        let n = table_length.min(std::mem::size_of::<AmdLoader103>());
-        // SAFETY: `table` holds `table_length` >= n writable bytes (the caller's contract);
-        // a byte copy of the first n bytes of the static table.
-        unsafe {
-            std::ptr::copy_nonoverlapping(
-                (&raw const AMD_LOADER).cast::<u8>(),
-                table.cast::<u8>(),
-                n,
-            )
+                 (HSA_EXTENSION_IMAGES 1 and HSA_EXTENSION_AMD_LOADER 1 are provided)"
+            ),
         };
+        let n = table_length.min(size);
+        // SAFETY: `table` holds `table_length` >= n writable bytes (the caller's contract);
+        // a byte copy of the first n bytes of a static table.
+        unsafe { std::ptr::copy_nonoverlapping(source, table.cast::<u8>(), n) };
         Ok(Status::Success)
     })
 }
@@ -353,10 +369,11 @@ pub unsafe extern "C" fn hsa_system_get_extension_table(
 ) -> HsaStatus {
     let length = match (extension, version_major) {
         (HSA_EXTENSION_AMD_LOADER, 1) => loader_table_bytes(version_minor).unwrap_or(0),
-        // hsa_ext_images_1_00_pfn_t, hsa_ext_finalizer_1_00_pfn_t,
-        // hsa_ven_amd_aqlprofile_1_00_pfn_t: not provided; any non-zero length leads to the
-        // ERROR the major form returns for them.
-        (HSA_EXTENSION_IMAGES | HSA_EXTENSION_FINALIZER | HSA_EXTENSION_AMD_AQLPROFILE, 1)
+        // hsa_ext_images_1_00_pfn_t: the first ten functions of the image table.
+        (HSA_EXTENSION_IMAGES, 1) if version_minor == 0 => 10 * 8,
+        // hsa_ext_finalizer_1_00_pfn_t, hsa_ven_amd_aqlprofile_1_00_pfn_t: not provided; any
+        // non-zero length leads to the ERROR the major form returns for them.
+        (HSA_EXTENSION_FINALIZER | HSA_EXTENSION_AMD_AQLPROFILE, 1)
             if version_minor == 0 =>
         {
             8
@@ -386,10 +403,10 @@ fn agent_provides(
     // SAFETY: non-NULL, writable per the caller's contract (ROCR clears it first).
     unsafe { result.write(false) };
     let a = agent_of(st, agent)?;
-    Ok(if a.is_gpu() {
-        provided(extension, major)
-    } else {
+    Ok(if !a.is_gpu() || (extension == HSA_EXTENSION_IMAGES && !super::image::agent_has_images(a)) {
         None
+    } else {
+        provided(extension, major)
     })
 }
 

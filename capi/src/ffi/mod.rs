@@ -54,6 +54,8 @@ pub mod extension;
 #[cfg(feature = "linux")]
 pub mod host_memory;
 #[cfg(feature = "linux")]
+pub mod image;
+#[cfg(feature = "linux")]
 pub mod ipc;
 pub mod loader;
 pub mod memory;
@@ -78,6 +80,25 @@ pub(crate) mod ext_hooks {
     /// `HSA_*_INFO_EXTENSIONS`' bits of the extensions provided.
     pub(crate) fn extension_mask() -> [u8; 128] {
         super::extension::extension_mask()
+    }
+
+    /// `HSA_AGENT_INFO_EXTENSIONS` of GPU agent `agent`: the system's, without images where
+    /// the agent has none.
+    pub(crate) fn agent_extension_mask(agent: &hsa_core::runtime::Agent) -> [u8; 128] {
+        super::extension::agent_extension_mask(agent)
+    }
+
+    /// The image extension's agent attributes (`HSA_EXT_AGENT_INFO_*`); `None` for others.
+    ///
+    /// # Safety
+    /// `value` is as large as the attribute's type.
+    pub(crate) unsafe fn image_agent_info(
+        agent: &hsa_core::runtime::Agent,
+        attribute: u32,
+        value: *mut core::ffi::c_void,
+    ) -> Option<()> {
+        // SAFETY: the caller's contract.
+        unsafe { super::image::agent_info(agent, attribute, value) }
     }
 
     /// Runs the deallocation callbacks of `[base, base + size)` before it is freed; `false`
@@ -129,6 +150,23 @@ pub(crate) mod ext_hooks {
     /// No extension is provided.
     pub(crate) fn extension_mask() -> [u8; 128] {
         [0; 128]
+    }
+
+    /// No extension is provided.
+    pub(crate) fn agent_extension_mask(_: &hsa_core::runtime::Agent) -> [u8; 128] {
+        [0; 128]
+    }
+
+    /// No image attributes: images are not provided.
+    ///
+    /// # Safety
+    /// Nothing is written.
+    pub(crate) unsafe fn image_agent_info(
+        _: &hsa_core::runtime::Agent,
+        _: u32,
+        _: *mut core::ffi::c_void,
+    ) -> Option<()> {
+        None
     }
 
     /// No deallocation callbacks exist, so no free runs inside another.

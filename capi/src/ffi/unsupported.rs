@@ -5,7 +5,6 @@
 //!
 //! | feature | functions | status | ROCR 5.2 without it |
 //! |---|---|---|---|
-//! | images | `hsa_ext_image_*`, `hsa_ext_sampler_*`, `hsa_amd_image_create`, `hsa_amd_image_get_info_max_dim` | `NOT_INITIALIZED` | the image table's `hsa_ext_null` entries (`hsa_ext_interface.cpp`) |
 //! | finalizer | `hsa_ext_program_*` | `NOT_INITIALIZED` | the finalizer table's `hsa_ext_null` entries |
 //! | graphics interop | `hsa_amd_interop_map_buffer`; `hsa_amd_interop_unmap_buffer` | `ERROR`; `SUCCESS` | `hsaKmtRegisterGraphicsHandleToNodes` failing; unmap ignores its result |
 //! | SVM (KFD `SVM` ioctl) | `hsa_amd_svm_attributes_set/get` | `ERROR` after the attribute checks | `hsaKmtSVMSetAttr`/`GetAttr` failing |
@@ -26,7 +25,7 @@ use super::{guard, non_null, HsaStatus};
 use crate::state;
 
 /// Defines functions that return `NOT_INITIALIZED` whatever their arguments, as ROCR 5.2's
-/// `hsa_ext_null` table entries do when the image library or the finalizer is not loaded (it
+/// `hsa_ext_null` table entries do when the finalizer is not loaded (it
 /// does not even check that the runtime is initialised). They are declared without
 /// parameters: the C caller's arguments (in registers or its own stack area, caller-cleaned in
 /// the C ABI) are never read.
@@ -39,25 +38,6 @@ macro_rules! not_loaded {
         export!($name);
     )*};
 }
-
-not_loaded!(
-    "images":
-    hsa_ext_image_get_capability,
-    hsa_ext_image_get_capability_with_layout,
-    hsa_ext_image_data_get_info,
-    hsa_ext_image_data_get_info_with_layout,
-    hsa_ext_image_create,
-    hsa_ext_image_create_with_layout,
-    hsa_ext_image_import,
-    hsa_ext_image_export,
-    hsa_ext_image_copy,
-    hsa_ext_image_clear,
-    hsa_ext_image_destroy,
-    hsa_ext_sampler_create,
-    hsa_ext_sampler_destroy,
-    hsa_amd_image_create,
-    hsa_amd_image_get_info_max_dim,
-);
 
 not_loaded!(
     "the finalizer and HSAIL programs":
