@@ -862,6 +862,78 @@ static int pitched_section() {
     return 0;
 }
 
+// Reads texel (x, y) of a 2D float texture at its centre (unnormalized coordinates).
+__global__ void texture_read(hipTextureObject_t t, float* out, int width, int height) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y;
+    if (x < width && y < height) out[y * width + x] = tex2D<float>(t, x + 0.5f, y + 0.5f);
+}
+
+// Writes y * 100 + x + 0.25 into texel (x, y) of a 2D float surface.
+__global__ void surface_write(hipSurfaceObject_t s, int width, int height) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y;
+    if (x < width && y < height) surf2Dwrite((float)(y * 100 + x) + 0.25f, s, x * 4, y);
+}
+
+// Images through HIP: a hipArray filled by hipMemcpy2DToArray and read by a kernel through a
+// texture object (point sampling); a surface object over another hipArray written by a
+// kernel and read back with hipMemcpy2DFromArray.
+static int images_section() {
+    const int w = 37, h = 5;
+    hipChannelFormatDesc desc = hipCreateChannelDesc<float>();
+    hipArray* arr;
+    CHECK(hipMallocArray(&arr, &desc, w, h));
+    std::vector<float> host(w * h);
+    for (int i = 0; i < w * h; i++) host[i] = (float)i * 1.5f - 7.0f;
+    CHECK(hipMemcpy2DToArray(arr, 0, 0, host.data(), w * 4, w * 4, h, hipMemcpyHostToDevice));
+    hipResourceDesc res = {};
+    res.resType = hipResourceTypeArray;
+    res.res.array.array = arr;
+    hipTextureDesc td = {};
+    td.addressMode[0] = hipAddressModeClamp;
+    td.addressMode[1] = hipAddressModeClamp;
+    td.filterMode = hipFilterModePoint;
+    td.readMode = hipReadModeElementType;
+    td.normalizedCoords = 0;
+    hipTextureObject_t tex;
+    CHECK(hipCreateTextureObject(&tex, &res, &td, nullptr));
+    float* out;
+    CHECK(hipMalloc(&out, w * h * 4));
+    hipLaunchKernelGGL(texture_read, dim3(1, h), dim3(64), 0, 0, tex, out, w, h);
+    CHECK(hipGetLastError());
+    std::vector<float> got(w * h, 0.0f);
+    CHECK(hipMemcpy(got.data(), out, w * h * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < w * h; i++)
+        if (got[i] != host[i]) {
+            printf("FAIL tex2D texel %d: %f, want %f\n", i, got[i], host[i]);
+            return 1;
+        }
+    CHECK(hipDestroyTextureObject(tex));
+
+    hipArray* sarr;
+    CHECK(hipMallocArray(&sarr, &desc, w, h, hipArraySurfaceLoadStore));
+    res.res.array.array = sarr;
+    hipSurfaceObject_t surf;
+    CHECK(hipCreateSurfaceObject(&surf, &res));
+    hipLaunchKernelGGL(surface_write, dim3(1, h), dim3(64), 0, 0, surf, w, h);
+    CHECK(hipGetLastError());
+    CHECK(hipDeviceSynchronize());
+    std::fill(got.begin(), got.end(), 0.0f);
+    CHECK(hipMemcpy2DFromArray(got.data(), w * 4, sarr, 0, 0, w * 4, h, hipMemcpyDeviceToHost));
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            if (got[y * w + x] != (float)(y * 100 + x) + 0.25f) {
+                printf("FAIL surf2Dwrite (%d, %d): %f\n", x, y, got[y * w + x]);
+                return 1;
+            }
+    CHECK(hipDestroySurfaceObject(surf));
+    CHECK(hipFreeArray(arr));
+    CHECK(hipFreeArray(sarr));
+    CHECK(hipFree(out));
+    return 0;
+}
+
 int main(int argc, char** argv) {
     if (argc < 2) { printf("usage: hip_check SECTION [CODE_OBJECT | LAUNCHES]\n"); return 2; }
     const char* s = argv[1];
@@ -871,6 +943,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(s, "memcpy")) r = memcpy_section();
     else if (!strcmp(s, "memset")) r = memset_section();
     else if (!strcmp(s, "pitched")) r = pitched_section();
+    else if (!strcmp(s, "images")) r = images_section();
     else if (!strcmp(s, "streams")) r = streams_section();
     else if (!strcmp(s, "hostmem")) r = hostmem_section();
     else if (!strcmp(s, "callbacks")) r = callbacks_section();

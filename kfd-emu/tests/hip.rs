@@ -223,6 +223,13 @@ fn hip_memset_on_both() {
     same_on_both("memset");
 }
 
+/// Pitched allocations (`hipMallocPitch`, `hipMalloc3D`, `hipMemset3D`, `hipMemcpy3D`), which
+/// HIP 5.2 allows only where the runtime has the image extension: both libraries have it.
+#[test]
+fn hip_pitched_on_both() {
+    same_on_both("pitched");
+}
+
 /// Streams, `hipStreamWaitEvent`, and `hipEventElapsedTime` covering the kernel's own
 /// device-clock span (the emulated CP's packet timestamps and the shader clock in one tick
 /// domain, converted by each runtime's `hsa_amd_profiling_get_dispatch_time`).

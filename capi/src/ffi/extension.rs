@@ -11,7 +11,7 @@
 //!   `hsa_amd_profiling_*` functions (ROCR sets its bit in `HSA_SYSTEM_INFO_EXTENSIONS` and
 //!   `HSA_AGENT_INFO_EXTENSIONS` too).
 //! - `HSA_EXTENSION_IMAGES` 1.0, system-wide and on the GPU agents that have images (gfx9
-//!   other than gfx94x, [`super::image::agent_has_images`]): `hsa_ext_images_1_pfn_t` (the
+//!   other than gfx94x, `image::agent_has_images`): `hsa_ext_images_1_pfn_t` (the
 //!   1.00 table is its first ten functions).
 //! - Nothing else: the finalizer, performance counters, profiling events and aqlprofile are
 //!   not provided. Their tables answer `HSA_STATUS_ERROR`, as ROCR 5.2's do when the
@@ -373,11 +373,7 @@ pub unsafe extern "C" fn hsa_system_get_extension_table(
         (HSA_EXTENSION_IMAGES, 1) if version_minor == 0 => 10 * 8,
         // hsa_ext_finalizer_1_00_pfn_t, hsa_ven_amd_aqlprofile_1_00_pfn_t: not provided; any
         // non-zero length leads to the ERROR the major form returns for them.
-        (HSA_EXTENSION_FINALIZER | HSA_EXTENSION_AMD_AQLPROFILE, 1)
-            if version_minor == 0 =>
-        {
-            8
-        }
+        (HSA_EXTENSION_FINALIZER | HSA_EXTENSION_AMD_AQLPROFILE, 1) if version_minor == 0 => 8,
         _ => 0,
     };
     // SAFETY: the caller's contract, with the length of the version it asked for.
@@ -403,11 +399,14 @@ fn agent_provides(
     // SAFETY: non-NULL, writable per the caller's contract (ROCR clears it first).
     unsafe { result.write(false) };
     let a = agent_of(st, agent)?;
-    Ok(if !a.is_gpu() || (extension == HSA_EXTENSION_IMAGES && !super::image::agent_has_images(a)) {
-        None
-    } else {
-        provided(extension, major)
-    })
+    Ok(
+        if !a.is_gpu() || (extension == HSA_EXTENSION_IMAGES && !super::image::agent_has_images(a))
+        {
+            None
+        } else {
+            provided(extension, major)
+        },
+    )
 }
 
 /// `hsa_agent_extension_supported` (deprecated): whether `agent` provides version

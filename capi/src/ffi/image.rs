@@ -162,10 +162,7 @@ pub(crate) struct Images {
 /// image library covers gfx9 to gfx11; this runtime writes gfx9 descriptors only, and ROCR
 /// reports no image support on gfx94x).
 pub(crate) fn agent_has_images(agent: &Agent) -> bool {
-    let Some(v) = agent
-        .isa()
-        .and_then(|t| t.processor.gfx_target_version())
-    else {
+    let Some(v) = agent.isa().and_then(|t| t.processor.gfx_target_version()) else {
         return false;
     };
     agent.is_gpu() && v / 10000 == 9 && (v / 100) % 100 != 4
@@ -388,7 +385,15 @@ pub unsafe extern "C" fn hsa_ext_image_data_get_info(
 ) -> HsaStatus {
     guard("hsa_ext_image_data_get_info", || {
         // SAFETY: the caller's contract.
-        unsafe { data_info(agent, image_descriptor, access_permission, None, image_data_info) }
+        unsafe {
+            data_info(
+                agent,
+                image_descriptor,
+                access_permission,
+                None,
+                image_data_info,
+            )
+        }
     })
 }
 
@@ -479,7 +484,9 @@ fn new_object(st: &State, words: &[u32]) -> Result<u64, Error> {
     };
     // SAFETY: the allocation holds at least words.len() * 4 bytes, host-mapped at `host`,
     // aligned to the pool's alignment (at least 16 bytes).
-    unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), host.as_ptr().cast::<u32>(), words.len()) };
+    unsafe {
+        std::ptr::copy_nonoverlapping(words.as_ptr(), host.as_ptr().cast::<u32>(), words.len())
+    };
     Ok(a.va.0)
 }
 
@@ -651,6 +658,7 @@ pub unsafe extern "C" fn hsa_amd_image_create(
         }
         // SAFETY: non-NULL, readable per the caller's contract.
         let meta = unsafe { image_layout.read_unaligned() };
+        // SAFETY: non-NULL, readable per the caller's contract.
         let d = core_descriptor(&unsafe { image_descriptor.read_unaligned() })?;
         if d.geometry == Geometry::D1Buffer {
             bail!(
@@ -681,7 +689,11 @@ pub unsafe extern "C" fn hsa_amd_image_create(
                 Status::ImageFormatUnsupported,
                 "image layout has swizzle mode {sw_mode}{}: only linear, uncompressed layouts \
                  are supported",
-                if compressed { " with compression metadata" } else { "" }
+                if compressed {
+                    " with compression metadata"
+                } else {
+                    ""
+                }
             );
         }
         // The layout this runtime would give, for the format's checks and the host copies.
@@ -695,7 +707,8 @@ pub unsafe extern "C" fn hsa_amd_image_create(
         words[..8].copy_from_slice(&w);
         words[0] = ours[0];
         // BASE_ADDRESS_HI, DATA_FORMAT, NUM_FORMAT.
-        words[1] = (w[1] & !(0xff | 0x3f << 20 | 0xf << 26)) | (ours[1] & (0xff | 0x3f << 20 | 0xf << 26));
+        words[1] =
+            (w[1] & !(0xff | 0x3f << 20 | 0xf << 26)) | (ours[1] & (0xff | 0x3f << 20 | 0xf << 26));
         // DST_SEL_X..W, TYPE.
         words[3] = (w[3] & !(0xfff | 0xf << 28)) | (ours[3] & (0xfff | 0xf << 28));
         words[8..].copy_from_slice(&ours[8..]);
@@ -760,7 +773,10 @@ pub extern "C" fn hsa_ext_image_destroy(agent: u64, image: u64) -> HsaStatus {
         let st = state::state()?;
         image_agent(&st, agent)?;
         let Some(_) = lock(&st.ext.images.images).remove(&image) else {
-            bail!(Status::InvalidArgument, "image {image:#x} is not a live image");
+            bail!(
+                Status::InvalidArgument,
+                "image {image:#x} is not a live image"
+            );
         };
         st.rt().free(hsa_core::GpuVa(image))?;
         Ok(Status::Success)
@@ -771,7 +787,12 @@ fn image_rec(st: &State, image: u64, what: &str) -> Result<ImageRec, Error> {
     lock(&st.ext.images.images)
         .get(&image)
         .copied()
-        .ok_or_else(|| error!(Status::InvalidArgument, "{what} {image:#x} is not a live image"))
+        .ok_or_else(|| {
+            error!(
+                Status::InvalidArgument,
+                "{what} {image:#x} is not a live image"
+            )
+        })
 }
 
 /// Checks that `region` lies inside `img` and says how many texels it has per row, rows per
@@ -1038,9 +1059,24 @@ pub unsafe extern "C" fn hsa_ext_image_copy(
         for z in 0..u64::from(r.z) {
             for y in 0..u64::from(r.y) {
                 let s = texel_address(&src, so.x.into(), u64::from(so.y) + y, u64::from(so.z) + z);
-                let d = texel_address(&dst, d_o.x.into(), u64::from(d_o.y) + y, u64::from(d_o.z) + z);
-                let sp = host_range(&st, s as *const c_void, row_bytes as usize, "src_image data")?;
-                let dp = host_range(&st, d as *const c_void, row_bytes as usize, "dst_image data")?;
+                let d = texel_address(
+                    &dst,
+                    d_o.x.into(),
+                    u64::from(d_o.y) + y,
+                    u64::from(d_o.z) + z,
+                );
+                let sp = host_range(
+                    &st,
+                    s as *const c_void,
+                    row_bytes as usize,
+                    "src_image data",
+                )?;
+                let dp = host_range(
+                    &st,
+                    d as *const c_void,
+                    row_bytes as usize,
+                    "dst_image data",
+                )?;
                 // SAFETY: both ranges hold row_bytes bytes (checked by host_range or the
                 // application's contract for its own memory); `copy` allows overlap.
                 unsafe { std::ptr::copy(sp, dp, row_bytes as usize) };
@@ -1160,15 +1196,19 @@ pub extern "C" fn hsa_ext_sampler_destroy(agent: u64, sampler: u64) -> HsaStatus
 /// Signature of `hsa_ext_image_get_capability`.
 type GetCapabilityFn = unsafe extern "C" fn(u64, u32, *const ImageFormat, *mut u32) -> u32;
 /// Signature of `hsa_ext_image_data_get_info`.
-type DataGetInfoFn = unsafe extern "C" fn(u64, *const ImageDescriptor, u32, *mut ImageDataInfo) -> u32;
+type DataGetInfoFn =
+    unsafe extern "C" fn(u64, *const ImageDescriptor, u32, *mut ImageDataInfo) -> u32;
 /// Signature of `hsa_ext_image_create`.
-type CreateFn = unsafe extern "C" fn(u64, *const ImageDescriptor, *const c_void, u32, *mut u64) -> u32;
+type CreateFn =
+    unsafe extern "C" fn(u64, *const ImageDescriptor, *const c_void, u32, *mut u64) -> u32;
 /// Signature of `hsa_ext_image_copy`.
 type CopyFn = unsafe extern "C" fn(u64, u64, *const Dim3, u64, *const Dim3, *const Dim3) -> u32;
 /// Signature of `hsa_ext_image_import`.
-type ImportFn = unsafe extern "C" fn(u64, *const c_void, usize, usize, u64, *const ImageRegion) -> u32;
+type ImportFn =
+    unsafe extern "C" fn(u64, *const c_void, usize, usize, u64, *const ImageRegion) -> u32;
 /// Signature of `hsa_ext_image_export`.
-type ExportFn = unsafe extern "C" fn(u64, u64, *mut c_void, usize, usize, *const ImageRegion) -> u32;
+type ExportFn =
+    unsafe extern "C" fn(u64, u64, *mut c_void, usize, usize, *const ImageRegion) -> u32;
 /// Signature of `hsa_ext_image_clear`.
 type ClearFn = unsafe extern "C" fn(u64, u64, *const c_void, *const ImageRegion) -> u32;
 /// Signature of `hsa_ext_sampler_create`.
