@@ -281,10 +281,10 @@ impl Sampler {
     }
 }
 
-/// The error of `inst` for a bad resource or operand: `Status::IllegalInstruction` with the
-/// mnemonic and the reason.
-fn bad(inst: &Instruction, why: &str) -> hsa_core::Error {
-    error!(Status::IllegalInstruction, "{}: {why}", inst.name())
+/// The error for a bad resource or operand: `Status::IllegalInstruction` with the reason
+/// (the interpreter prefixes the mnemonic and its offset).
+fn bad(_inst: &Instruction, why: &str) -> hsa_core::Error {
+    error!(Status::IllegalInstruction, "{why}")
 }
 
 /// Runs a MIMG instruction for every active lane.
