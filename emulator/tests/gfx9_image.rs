@@ -5,6 +5,9 @@
 //! `image/resource_ai.h`), and every result is compared with a value computed on the host
 //! (unorm8 → x / 255, the bilinear mix of the four texels, ...).
 
+// Lane and component numbers index several arrays at once in the references.
+#![allow(clippy::needless_range_loop)]
+
 use hsa_core::Status;
 use hsa_emu::gfx9::Gfx9Target;
 
@@ -548,5 +551,272 @@ fn dst_sel_and_dmask_pick_components() {
     let t = TDesc::new(T1D, 10, 0, [16, 1, 1]);
     for (cpu, got, _) in run_ok("load_m1_tfe", &t, &SDesc::new(0, 0), &addr, &[], &texels) {
         assert_eq!(got[5], [rgba8_value(5)[0], 0, DEADBEEF, DEADBEEF], "{cpu}");
+    }
+}
+
+/// The bytes `image_store` writes for register value `v` into an `n`-bit field of numeric
+/// format `nfmt` (host reference: UNORM/SNORM clamp, scale by 2^n − 1 / 2^(n−1) − 1, round
+/// to nearest even, NaN → 0; UINT/SINT the low n bits; FLOAT16 the nearest binary16).
+fn store_ref(nfmt: u32, n: u32, v: u32) -> u64 {
+    let x = f64::from(f32::from_bits(v));
+    let mask = (1u64 << n) - 1;
+    match nfmt {
+        0 if x.is_nan() => 0,
+        0 => (x.clamp(0.0, 1.0) * mask as f64).round_ties_even() as u64,
+        1 if x.is_nan() => 0,
+        1 => ((x.clamp(-1.0, 1.0) * (mask >> 1) as f64).round_ties_even() as i64 as u64) & mask,
+        4 | 5 => u64::from(v) & mask,
+        _ if n == 16 => u64::from(half::f16::from_f32(f32::from_bits(v)).to_bits()),
+        _ => u64::from(v),
+    }
+}
+
+/// `image_store` converts each component to the format (unorm/snorm clamping and rounding,
+/// the tie 0.5 · 255 = 127.5 → 128, NaN → 0, integer low bits, f16 rounding), writes only
+/// the `dmask`ed components (the others keep their bytes), drops out-of-range texels, and
+/// a store-then-load gives the value back; on a 2D array (`da`) the slice selects the rows.
+#[test]
+fn image_store_converts_clamps_and_masks() {
+    let vals: Vec<u32> = [
+        -0.5f32,
+        0.0,
+        0.25,
+        0.5 / 255.0 * 255.0 / 255.0,
+        127.5 / 255.0,
+        1.0,
+        1.5,
+        f32::NAN,
+        f32::INFINITY,
+        -1.0,
+        -0.3,
+        0.75,
+        1.0 / 3.0,
+        2.0 / 255.0,
+        100.0,
+        -100.0,
+    ]
+    .iter()
+    .map(|x| x.to_bits())
+    .chain([0x1_23, 0xFFFF_FF80, 0x7F, 0x8000_0001])
+    .collect();
+    let mut rng = prng(11);
+    let data: Vec<[u32; 4]> = (0..64)
+        .map(|_| [0; 4].map(|_| vals[rng() as usize % vals.len()]))
+        .collect();
+    let old: Vec<u8> = (0..64 * 8).map(|i| (i * 37 % 251) as u8).collect();
+    // (dfmt, nfmt, bits per component, bytes per texel) over 4 components.
+    for (dfmt, nfmt, n, bytes) in [
+        (10, 0, 8, 4),
+        (10, 1, 8, 4),
+        (10, 4, 8, 4),
+        (10, 5, 8, 4),
+        (12, 7, 16, 8),
+        (12, 0, 16, 8),
+    ] {
+        let t = TDesc::new(T1D, dfmt, nfmt, [60, 1, 1]);
+        let addr: Vec<[u32; 4]> = (0..64).map(|i| [i, 0, 0, 0]).collect();
+        for (kernel, mask) in [("store_mf", 0xF), ("store_m5", 0x5), ("store_mc", 0xC)] {
+            let texels = &old[..64 * bytes];
+            for (cpu, _, tex) in run_ok(kernel, &t, &SDesc::new(0, 0), &addr, &data, texels) {
+                for lane in 0..64 {
+                    let mut want = texels[lane * bytes..(lane + 1) * bytes].to_vec();
+                    if lane < 60 {
+                        let mut next = 0;
+                        for k in 0..4 {
+                            if mask >> k & 1 == 0 {
+                                continue;
+                            }
+                            let c = store_ref(nfmt, n, data[lane][next]);
+                            next += 1;
+                            let nb = (n / 8) as usize;
+                            want[k * nb..(k + 1) * nb].copy_from_slice(&c.to_le_bytes()[..nb]);
+                        }
+                    }
+                    assert_eq!(
+                        &tex[lane * bytes..(lane + 1) * bytes],
+                        &want[..],
+                        "{cpu} {kernel} dfmt {dfmt} nfmt {nfmt} lane {lane} data {:x?}",
+                        data[lane]
+                    );
+                }
+            }
+        }
+    }
+    // 2D array 3x2, 3 slices, pitch 4: store at (x, y, slice) then load it back.
+    let mut t = TDesc::new(T2DA, 10, 4, [3, 2, 3]);
+    t.pitch = 4;
+    // Lanes 18.. store out of range (x 3): dropped.
+    let addr: Vec<[u32; 4]> = (0..64)
+        .map(|i| {
+            if i < 18 {
+                [i % 3, i / 3 % 2, i / 6, 0]
+            } else {
+                [3, 0, 0, 0]
+            }
+        })
+        .collect();
+    let data: Vec<[u32; 4]> = (0..18).map(|i| [i, 100 + i, 200 + i, 7]).collect();
+    let zero = vec![0u8; 4 * 4 * 2 * 3];
+    for (cpu, _, tex) in run_ok("store_da_mf", &t, &SDesc::new(0, 0), &addr, &data, &zero) {
+        for i in 0..18usize {
+            let (x, y, z) = (i % 3, i / 3 % 2, i / 6);
+            let at = ((z * 2 + y) * 4 + x) * 4;
+            assert_eq!(
+                &tex[at..at + 4],
+                &[i as u8, 100 + i as u8, 200 + i as u8, 7],
+                "{cpu} {i}"
+            );
+        }
+        for (cpu2, got, _) in run_ok("load_da_mf", &t, &SDesc::new(0, 0), &addr, &[], &tex) {
+            for i in 0..18u32 {
+                assert_eq!(
+                    got[i as usize],
+                    [i, 100 + i, 200 + i, 7],
+                    "{cpu}/{cpu2} {i}"
+                );
+            }
+        }
+    }
+}
+
+/// The packed formats store whole: 5_6_5 and 2_10_10_10 UNORM fields at their bit
+/// positions (X low), rounded as UNORM.
+#[test]
+fn image_store_packs_5_6_5_and_2_10_10_10() {
+    let data: Vec<[u32; 4]> = (0..64)
+        .map(|i| {
+            [
+                i as f32 / 63.0,
+                1.0 - i as f32 / 63.0,
+                0.5,
+                (i % 4) as f32 / 3.0,
+            ]
+            .map(f)
+        })
+        .collect();
+    let addr: Vec<[u32; 4]> = (0..64).map(|i| [i, 0, 0, 0]).collect();
+    for (dfmt, fields, bytes) in [(16, F5_6_5, 2), (9, F2_10_10_10, 4), (17, F1_5_5_5, 2)] {
+        let t = TDesc::new(T1D, dfmt, 0, [64, 1, 1]);
+        for (cpu, _, tex) in run_ok(
+            "store_mf",
+            &t,
+            &SDesc::new(0, 0),
+            &addr,
+            &data,
+            &vec![0; 64 * bytes],
+        ) {
+            for lane in 0..64 {
+                let mut want = 0u64;
+                for (k, &(off, n)) in fields.iter().enumerate() {
+                    want |= store_ref(0, n, data[lane][k]) << off;
+                }
+                let mut b = [0u8; 8];
+                b[..bytes].copy_from_slice(&tex[lane * bytes..(lane + 1) * bytes]);
+                assert_eq!(u64::from_le_bytes(b), want, "{cpu} dfmt {dfmt} lane {lane}");
+            }
+        }
+    }
+}
+
+/// `image_get_resinfo` gives width, height, depth or slices and the level count as integers
+/// (`dmask` 0x5: width and depth), shifted by the mip level in the address VGPR.
+#[test]
+fn resinfo_reports_the_size() {
+    let cases: [(u32, [u32; 3]); 5] = [
+        (T1D, [13, 1, 1]),
+        (T2D, [13, 7, 1]),
+        (T3D, [13, 7, 5]),
+        (T1DA, [13, 1, 6]),
+        (T2DA, [13, 7, 6]),
+    ];
+    for (ty, size) in cases {
+        let mut t = TDesc::new(ty, 10, 0, size);
+        t.last_level = 3;
+        let addr: Vec<[u32; 4]> = (0..4).map(|l| [l, 0, 0, 0]).collect();
+        for (cpu, got, _) in run_ok("resinfo_mf", &t, &SDesc::new(0, 0), &addr, &[], &[0; 16]) {
+            for l in 0..4usize {
+                let sh = |v: u32| (v >> l).max(1);
+                let z = if ty == T3D { sh(size[2]) } else { size[2] };
+                assert_eq!(
+                    got[l],
+                    [sh(size[0]), sh(size[1]), z, 4],
+                    "{cpu} type {ty} level {l}"
+                );
+            }
+        }
+        for (cpu, got, _) in run_ok("resinfo_m5", &t, &SDesc::new(0, 0), &addr, &[], &[0; 16]) {
+            assert_eq!(
+                got[0],
+                [size[0], size[2], DEADBEEF, DEADBEEF],
+                "{cpu} type {ty}"
+            );
+        }
+    }
+}
+
+/// D16: a load packs two binary16 components a VGPR (an odd count leaves the last high half
+/// 0), a store takes them from the halves; A16: x and y are the halves of one VGPR.
+#[test]
+fn d16_data_and_a16_addresses() {
+    let texels = rgba8(64);
+    let t = TDesc::new(T1D, 10, 0, [64, 1, 1]);
+    let addr: Vec<[u32; 4]> = (0..64).map(|i| [i, 0, 0, 0]).collect();
+    let h = |x: u32| u32::from(half::f16::from_f64(f64::from(x) / 255.0).to_bits());
+    for (cpu, got, _) in run_ok("load_mf_d16", &t, &SDesc::new(0, 0), &addr, &[], &texels) {
+        for lane in 0..64 {
+            let b = &texels[lane * 4..lane * 4 + 4];
+            let b = [0, 1, 2, 3].map(|k| u32::from(b[k]));
+            assert_eq!(
+                got[lane],
+                [
+                    h(b[0]) | h(b[1]) << 16,
+                    h(b[2]) | h(b[3]) << 16,
+                    DEADBEEF,
+                    DEADBEEF
+                ],
+                "{cpu} {lane}"
+            );
+        }
+    }
+    for (cpu, got, _) in run_ok("load_m7_d16", &t, &SDesc::new(0, 0), &addr, &[], &texels) {
+        let b = [9u32, 19, 246, 63];
+        assert_eq!(
+            got[9],
+            [h(b[0]) | h(b[1]) << 16, h(b[2]), DEADBEEF, DEADBEEF],
+            "{cpu}"
+        );
+    }
+    let data: Vec<[u32; 4]> = (0..64)
+        .map(|i| {
+            let x = |v: f32| u32::from(half::f16::from_f32(v).to_bits());
+            [
+                x(i as f32 / 64.0) | x(0.5) << 16,
+                x(1.0) | x(-1.0) << 16,
+                0,
+                0,
+            ]
+        })
+        .collect();
+    for (cpu, _, tex) in run_ok(
+        "store_mf_d16",
+        &t,
+        &SDesc::new(0, 0),
+        &addr,
+        &data,
+        &[0; 256],
+    ) {
+        for lane in 0..64 {
+            let want = [store_ref(0, 8, f(lane as f32 / 64.0)) as u8, 128, 255, 0];
+            assert_eq!(&tex[lane * 4..lane * 4 + 4], &want, "{cpu} {lane}");
+        }
+    }
+    let t2 = TDesc::new(T2D, 10, 0, [8, 8, 1]);
+    let addr: Vec<[u32; 4]> = (0..64)
+        .map(|i| [(i % 8) | (i / 8) << 16, 0, 0, 0])
+        .collect();
+    for (cpu, got, _) in run_ok("load_mf_a16", &t2, &SDesc::new(0, 0), &addr, &[], &texels) {
+        for lane in 0..64 {
+            assert_eq!(got[lane], rgba8_value(lane), "{cpu} {lane}");
+        }
     }
 }
