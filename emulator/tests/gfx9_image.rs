@@ -820,3 +820,285 @@ fn d16_data_and_a16_addresses() {
         }
     }
 }
+
+/// Texel index `i` on an axis of `n` texels under CLAMP mode `mode` (host reference):
+/// `None` for a border texel.
+fn wrap_ref(mode: u32, i: i64, n: i64) -> Option<i64> {
+    match mode {
+        0 => Some(((i % n) + n) % n),
+        1 => {
+            let p = ((i % (2 * n)) + 2 * n) % (2 * n);
+            Some(if p < n { p } else { 2 * n - 1 - p })
+        }
+        2 => Some(i.max(0).min(n - 1)),
+        3 => Some(if i < 0 { -1 - i } else { i }.min(n - 1)),
+        _ => {
+            if i < 0 || i >= n {
+                None
+            } else {
+                Some(i)
+            }
+        }
+    }
+}
+
+/// The sample of a 2D (or, with `h` = 1, 1D) RGBA8 UNORM image (pitch = width `w`) at
+/// texel-space coordinates (u, v) (host reference): point takes texel (⌊u⌋, ⌊v⌋); bilinear
+/// mixes the texels around (u − ½, v − ½) by the fractions; a border texel is `border`.
+fn sample_ref(
+    tex: &[u8],
+    (w, h): (i64, i64),
+    mode: u32,
+    bilinear: bool,
+    border: [f64; 4],
+    (u, v): (f64, f64),
+) -> [u32; 4] {
+    let texel = |x: Option<i64>, y: Option<i64>| -> [f64; 4] {
+        match (x, y) {
+            (Some(x), Some(y)) => {
+                let at = ((y * w + x) * 4) as usize;
+                [0, 1, 2, 3].map(|k| f64::from(tex[at + k]) / 255.0)
+            }
+            _ => border,
+        }
+    };
+    if !bilinear {
+        let t = texel(
+            wrap_ref(mode, u.floor() as i64, w),
+            wrap_ref(mode, v.floor() as i64, h),
+        );
+        return t.map(|x| (x as f32).to_bits());
+    }
+    let (us, vs) = (u - 0.5, if h == 1 { 0.5 } else { v - 0.5 });
+    let (i0, j0) = (us.floor(), vs.floor());
+    let (a, b) = (us - i0, vs - j0);
+    let mut acc = [0f64; 4];
+    for (di, wx) in [(0, 1.0 - a), (1, a)] {
+        for (dj, wy) in [(0, 1.0 - b), (1, b)] {
+            let t = texel(
+                wrap_ref(mode, i0 as i64 + di, w),
+                wrap_ref(mode, j0 as i64 + dj, h),
+            );
+            for k in 0..4 {
+                acc[k] += wx * wy * t[k];
+            }
+        }
+    }
+    acc.map(|x| (x as f32).to_bits())
+}
+
+/// Whether two f32 results agree to 1 ULP (the blend's sums may round in another order).
+fn close(a: [u32; 4], b: [u32; 4]) -> bool {
+    (0..4).all(|k| (a[k] as i64 - b[k] as i64).abs() <= 1)
+}
+
+/// `image_sample` (and `_lz`, `_l`, whose LOD is ignored on single-level images) of a 5x3
+/// RGBA8 UNORM image at pseudo-random normalized coordinates in [−0.6, 1.6], for each
+/// address mode (wrap, mirror, clamp-last-texel, mirror-once, clamp-border with the three
+/// border colours) with point and bilinear filtering, against the host reference; the same
+/// in texel coordinates through the instruction's `unorm` and the S#'s FORCE_UNNORMALIZED.
+#[test]
+fn image_sample_point_and_bilinear_match_the_reference() {
+    let (w, h) = (5i64, 3i64);
+    let texels = rgba8(15);
+    let t = TDesc::new(T2D, 10, 0, [5, 3, 1]);
+    let mut rng = prng(5);
+    let coord = |r: u32| -0.6 + 2.2 * f64::from(r % 10_000) / 10_000.0;
+    let mut addr: Vec<[u32; 4]> = (0..64)
+        .map(|_| [f(coord(rng()) as f32), f(coord(rng()) as f32), 0, 0])
+        .collect();
+    // Texel centres and edges exactly.
+    addr[0] = [f(0.1), f(0.5 / 3.0), 0, 0];
+    addr[1] = [f(0.0), f(0.0), 0, 0];
+    addr[2] = [f(1.0), f(1.0), 0, 0];
+    for (mode, border) in [(0, 0), (1, 0), (2, 0), (3, 0), (6, 0), (6, 1), (6, 2)] {
+        let bcol = match border {
+            0 => [0.0; 4],
+            1 => [0.0, 0.0, 0.0, 1.0],
+            _ => [1.0; 4],
+        };
+        for filter in [0, 1] {
+            let mut s = SDesc::new(mode, filter);
+            s.border = border;
+            for kernel in ["sample_mf", "sample_lz_mf", "sample_l_mf"] {
+                for (cpu, got, _) in run_ok(kernel, &t, &s, &addr, &[], &texels) {
+                    for lane in 0..64 {
+                        let (u, v) = (
+                            f64::from(f32::from_bits(addr[lane][0])) * w as f64,
+                            f64::from(f32::from_bits(addr[lane][1])) * h as f64,
+                        );
+                        let want = sample_ref(&texels, (w, h), mode, filter == 1, bcol, (u, v));
+                        assert!(
+                            close(got[lane], want),
+                            "{cpu} {kernel} mode {mode} border {border} filter {filter} lane {lane} ({u}, {v}): {:x?} want {want:x?}",
+                            got[lane]
+                        );
+                    }
+                }
+            }
+            // Texel coordinates: the instruction's unorm, or the sampler's.
+            let taddr: Vec<[u32; 4]> = addr
+                .iter()
+                .map(|a| {
+                    let x = f32::from_bits(a[0]) * 5.0;
+                    let y = f32::from_bits(a[1]) * 3.0;
+                    [f(x), f(y), 0, 0]
+                })
+                .collect();
+            let mut su = s;
+            su.unnormalized = true;
+            for (kernel, s) in [("sample_mf_unorm", s), ("sample_mf", su)] {
+                for (cpu, got, _) in run_ok(kernel, &t, &s, &taddr, &[], &texels) {
+                    for lane in 0..64 {
+                        let (u, v) = (
+                            f64::from(f32::from_bits(taddr[lane][0])),
+                            f64::from(f32::from_bits(taddr[lane][1])),
+                        );
+                        let want = sample_ref(&texels, (w, h), mode, filter == 1, bcol, (u, v));
+                        assert!(
+                            close(got[lane], want),
+                            "{cpu} {kernel} unnormalized lane {lane}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A 2D array samples the slice nearest its third coordinate (ties to even, clamped to the
+/// slices); a 1D image filters along x only; DST_SEL applies to the filtered value.
+#[test]
+fn image_sample_slices_1d_and_swizzle() {
+    // 2x2 texels, 3 slices: slice z is texel values 10z + i.
+    let tex: Vec<u8> = (0..12u8)
+        .flat_map(|i| [10 * (i / 4) + i % 4, 0, 0, 255])
+        .collect();
+    let t = TDesc::new(T2DA, 10, 0, [2, 2, 3]);
+    let slices = [0.4f32, 0.5, 0.6, 1.5, 2.5, -3.0, 9.0];
+    let want_slice = [0u8, 0, 1, 2, 2, 0, 2];
+    let addr: Vec<[u32; 4]> = slices
+        .iter()
+        .map(|&z| [f(0.25), f(0.75), f(z), 0])
+        .collect();
+    for (cpu, got, _) in run_ok("sample_da_mf", &t, &SDesc::new(2, 0), &addr, &[], &tex) {
+        for (k, &z) in want_slice.iter().enumerate() {
+            // (0.25, 0.75) of 2x2 is texel (0, 1): index 2.
+            assert_eq!(
+                got[k][0],
+                f(f32::from(10 * z + 2) / 255.0),
+                "{cpu} slice coord {}",
+                slices[k]
+            );
+        }
+    }
+    let t = TDesc::new(T1D, 10, 0, [15, 1, 1]);
+    let texels = rgba8(15);
+    let addr: Vec<[u32; 4]> = (0..64)
+        .map(|i| [f(i as f32 / 50.0), f(123.0), 0, 0])
+        .collect();
+    for (cpu, got, _) in run_ok("sample_mf", &t, &SDesc::new(2, 1), &addr, &[], &texels) {
+        for lane in 0..64 {
+            let u = f64::from(f32::from_bits(addr[lane][0])) * 15.0;
+            let want = sample_ref(&texels, (15, 1), 2, true, [0.0; 4], (u, 0.0));
+            assert!(close(got[lane], want), "{cpu} 1D lane {lane}");
+        }
+    }
+    let mut t = TDesc::new(T1D, 10, 0, [15, 1, 1]);
+    t.sel = [6, 5, 4, 1];
+    for (cpu, got, _) in run_ok("sample_mf", &t, &SDesc::new(2, 0), &addr, &[], &texels) {
+        let v = rgba8_value(3);
+        // lane 10: u = 0.2 · 15 = 3 → texel 3.
+        assert_eq!(got[10], [v[2], v[1], v[0], f(1.0)], "{cpu}");
+    }
+}
+
+/// A 3D image with Z_FILTER linear mixes the two nearest slices too (trilinear); with
+/// Z_FILTER point it takes the nearest one.
+#[test]
+fn image_sample_3d_filters_between_slices() {
+    // 2x2x2: slice 0 all 0, slice 1 all 255 (every component).
+    let tex: Vec<u8> = (0..8)
+        .flat_map(|i| [if i < 4 { 0 } else { 255 }; 4])
+        .collect();
+    let t = TDesc::new(T3D, 10, 0, [2, 2, 2]);
+    let zs = [0.25f32, 0.375, 0.5, 0.625, 0.75, 0.1];
+    let addr: Vec<[u32; 4]> = zs.iter().map(|&z| [f(0.5), f(0.5), f(z), 0]).collect();
+    let mut s = SDesc::new(2, 1);
+    s.z_filter = 2;
+    for (cpu, got, _) in run_ok("sample_mf", &t, &s, &addr, &[], &tex) {
+        for (k, &z) in zs.iter().enumerate() {
+            let frac = (f64::from(z) * 2.0 - 0.5).clamp(0.0, 1.0);
+            assert_eq!(got[k][0], f(frac as f32), "{cpu} z {z}");
+        }
+    }
+    s.z_filter = 1;
+    for (cpu, got, _) in run_ok("sample_mf", &t, &s, &addr, &[], &tex) {
+        for (k, &z) in zs.iter().enumerate() {
+            let want = if z * 2.0 >= 1.0 { 1.0 } else { 0.0 };
+            assert_eq!(got[k][0], f(want), "{cpu} z {z}");
+        }
+    }
+}
+
+/// `image_atomic_add`, `swap` and `cmpswap` on a 32-bit UINT image: each lane's texel
+/// changes as the operation says, `glc` returns the old value (without it the result VGPR
+/// keeps 0xdeadbeef), lanes sharing a texel apply in lane order, an out-of-range lane
+/// changes nothing and gets 0 back.
+#[test]
+fn image_atomics_add_swap_cmpswap() {
+    let t = TDesc::new(T2D, 4, 4, [8, 4, 1]);
+    let init: Vec<u32> = (0..32).map(|i| 1000 + i * 3).collect();
+    // Lane i → texel i % 32 (lanes 32..63 hit the same texels again); lane 63 out of range.
+    let addr: Vec<[u32; 4]> = (0..64u32)
+        .map(|i| {
+            if i == 63 {
+                [8, 0, 0, 0]
+            } else {
+                [i % 8, i / 8 % 4, 0, 0]
+            }
+        })
+        .collect();
+    let data: Vec<[u32; 4]> = (0..64u32)
+        .map(|i| [i * 7 + 1, 1000 + (i % 32) * 3, 0, 0])
+        .collect();
+    for kernel in [
+        "atomic_add_rtn",
+        "atomic_add",
+        "atomic_swap_rtn",
+        "atomic_swap",
+        "atomic_cmpswap_rtn",
+    ] {
+        for (cpu, got, tex) in run_ok(kernel, &t, &SDesc::new(0, 0), &addr, &data, &bytes32(&init))
+        {
+            let mut mem = init.clone();
+            for lane in 0..64 {
+                if lane == 63 {
+                    let want = if kernel.ends_with("_rtn") {
+                        0
+                    } else {
+                        DEADBEEF
+                    };
+                    assert_eq!(got[lane][0], want, "{cpu} {kernel} out of range");
+                    continue;
+                }
+                let at = lane % 32;
+                let old = mem[at];
+                let d = data[lane];
+                mem[at] = match kernel {
+                    "atomic_add_rtn" | "atomic_add" => old.wrapping_add(d[0]),
+                    "atomic_swap_rtn" | "atomic_swap" => d[0],
+                    _ if old == d[1] => d[0],
+                    _ => old,
+                };
+                let want = if kernel.ends_with("_rtn") {
+                    old
+                } else {
+                    DEADBEEF
+                };
+                assert_eq!(got[lane][0], want, "{cpu} {kernel} lane {lane}");
+            }
+            assert_eq!(u32s(&tex), mem, "{cpu} {kernel}");
+        }
+    }
+}

@@ -35,8 +35,9 @@
 //!   writes only those (a packed format's element is written whole, the others as 0).
 //!   `tfe` writes 0 (no fault) to the VGPR after the data.
 //! - Out-of-range coordinates (x ≥ width, y ≥ height, z ≥ depth or slice count): a load
-//!   returns 0 in every component, a store or atomic does nothing, as the hardware's bounds
-//!   check does.
+//!   returns 0 in every component (before DST_SEL: SEL_1 components are 0 too), a store or
+//!   atomic changes nothing and a returning atomic gets 0, as the hardware's bounds check
+//!   does for buffers (the image chapter does not spell out the returned values).
 //! - `image_get_resinfo` at mip level L (vaddr): x = max(width >> L, 1), y = max(height >>
 //!   L, 1), z = depth (3D: max(depth >> L, 1)) or the slice count of an array, w = the
 //!   number of levels (LAST_LEVEL − BASE_LEVEL + 1), as integers, picked by `dmask`.
@@ -437,6 +438,8 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             for lane in lanes {
                 let c: [u32; 4] = core::array::from_fn(|k| addr(w, lane, k));
                 let Some(at) = res.address(res.texel_of(&c)) else {
+                    // Out of range: nothing changes, a returning atomic gets 0.
+                    set_vdst_dword(w, &inst.dst, lane, 0, 0);
                     continue;
                 };
                 let data = vsrc_dword(w, &inst.src[1], lane, 0);
