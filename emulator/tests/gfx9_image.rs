@@ -1102,3 +1102,43 @@ fn image_atomics_add_swap_cmpswap() {
         }
     }
 }
+
+/// NaN, infinite and huge sample coordinates run through every address mode and filter
+/// without a fault: NaN samples texel 0, ±inf and ±3e38 the image's far edges (or the
+/// border), every result a value of the image or the border (in [0, 1]).
+#[test]
+fn odd_sample_coordinates_stay_in_the_image() {
+    let texels = rgba8(15);
+    let t = TDesc::new(T2D, 10, 0, [5, 3, 1]);
+    let odd = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 3e38, -3e38, 0.5];
+    let addr: Vec<[u32; 4]> = odd
+        .iter()
+        .flat_map(|&x| odd.iter().map(move |&y| [f(x), f(y), 0, 0]))
+        .collect();
+    for mode in [0, 1, 2, 3, 6] {
+        for filter in [0, 1] {
+            for (cpu, got, _) in run_ok(
+                "sample_mf",
+                &t,
+                &SDesc::new(mode, filter),
+                &addr,
+                &[],
+                &texels,
+            ) {
+                for (lane, g) in got.iter().take(addr.len()).enumerate() {
+                    for &c in g {
+                        let x = f32::from_bits(c);
+                        assert!(
+                            (0.0..=1.0).contains(&x),
+                            "{cpu} mode {mode} filter {filter} lane {lane}: {x}"
+                        );
+                    }
+                }
+                // (NaN, NaN) point-samples texel (0, 0) in every mode.
+                if filter == 0 {
+                    assert_eq!(got[0], rgba8_value(0), "{cpu} mode {mode}");
+                }
+            }
+        }
+    }
+}

@@ -33,7 +33,8 @@
 //!   consecutive VGPRs (`d16`: two per VGPR, float-valued ones as binary16). A store takes
 //!   the `dmask`ed components in order from consecutive VGPRs (DST_SEL does not apply) and
 //!   writes only those (a packed format's element is written whole, the others as 0).
-//!   `tfe` writes 0 (no fault) to the VGPR after the data.
+//!   `tfe` writes 0 (no fault) to the VGPR after the data; `lwe`, `glc` and `slc` change
+//!   nothing (no LOD warnings arise; memory is coherent).
 //! - Out-of-range coordinates (x ≥ width, y ≥ height, z ≥ depth or slice count): a load
 //!   returns 0 in every component (before DST_SEL: SEL_1 components are 0 too), a store or
 //!   atomic changes nothing and a returning atomic gets 0, as the hardware's bounds check
@@ -276,7 +277,7 @@ impl Sampler {
                 Some(if m >= n { 2 * n - 1 - m } else { m })
             }
             2 => Some(i.clamp(0, n - 1)),
-            3 => Some((if i < 0 { -i - 1 } else { i }).min(n - 1)),
+            3 => Some((if i < 0 { -(i + 1) } else { i }).min(n - 1)),
             _ => (0..n).contains(&i).then_some(i),
         }
     }
@@ -589,6 +590,13 @@ fn sample(
             c[d]
         } else {
             c[d] * size as f64
+        };
+        // NaN reads texel 0; infinities and huge values stop at ±2^30 texels (any address
+        // mode maps those into the image or the border as the value itself would).
+        let u = if u.is_nan() {
+            0.0
+        } else {
+            u.clamp(-(2f64.powi(30)), 2f64.powi(30))
         };
         let linear = s.bilinear && (d < 2 || s.z_linear);
         taps[d] = if linear {
