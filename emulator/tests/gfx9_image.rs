@@ -1217,3 +1217,60 @@ fn opencl_image_builtins_run() {
         }
     }
 }
+
+/// `image_load_mip`/`image_store_mip` at level 0 are `image_load`/`image_store` (the level is
+/// the component after the coordinates); gfx90a's `acc` form moves the data through AGPRs;
+/// `a16` sampling takes x and y as the binary16 halves of one VGPR.
+#[test]
+fn mip_level_0_acc_data_and_a16_sampling() {
+    let texels = rgba8(24);
+    let t = TDesc::new(T2D, 10, 0, [6, 4, 1]);
+    let addr: Vec<[u32; 4]> = (0..64).map(|i| [i % 6, i / 6 % 4, 0, 0]).collect();
+    for (cpu, got, _) in run_ok("load_mip_mf", &t, &SDesc::new(0, 0), &addr, &[], &texels) {
+        for lane in 0..64 {
+            assert_eq!(
+                got[lane],
+                rgba8_value(lane % 24),
+                "{cpu} load_mip lane {lane}"
+            );
+        }
+    }
+    let data: Vec<[u32; 4]> = (0..64).map(|i| [i, 2 * i, 3 * i, 4 * i]).collect();
+    let u = TDesc::new(T2D, 10, 4, [6, 4, 1]);
+    let addr24: Vec<[u32; 4]> = (0..64)
+        .map(|i| {
+            if i < 24 {
+                [i % 6, i / 6, 0, 0]
+            } else {
+                [6, 0, 0, 0]
+            }
+        })
+        .collect();
+    for kernel in ["store_mip_mf", "store_mf_acc"] {
+        for (cpu, _, tex) in run_ok(kernel, &u, &SDesc::new(0, 0), &addr24, &data, &[0; 96]) {
+            for i in 0..24usize {
+                let want = [i, 2 * i, 3 * i, 4 * i].map(|x| x as u8);
+                assert_eq!(&tex[i * 4..i * 4 + 4], &want, "{cpu} {kernel} texel {i}");
+            }
+        }
+    }
+    for (cpu, got, _) in run_ok("load_mf_acc", &t, &SDesc::new(0, 0), &addr, &[], &texels) {
+        assert_eq!(cpu, "gfx90a");
+        for lane in 0..64 {
+            assert_eq!(got[lane], rgba8_value(lane % 24), "{cpu} acc lane {lane}");
+        }
+    }
+    // a16: (x, y) = the texel centres as binary16 halves; point filtering.
+    let h = |x: f32| u32::from(half::f16::from_f32(x).to_bits());
+    let addr: Vec<[u32; 4]> = (0..24)
+        .map(|i| {
+            let (x, y) = ((i % 6) as f32 + 0.5, (i / 6) as f32 + 0.5);
+            [h(x / 6.0) | h(y / 4.0) << 16, 0, 0, 0]
+        })
+        .collect();
+    for (cpu, got, _) in run_ok("sample_mf_a16", &t, &SDesc::new(2, 0), &addr, &[], &texels) {
+        for i in 0..24 {
+            assert_eq!(got[i], rgba8_value(i), "{cpu} a16 sample {i}");
+        }
+    }
+}

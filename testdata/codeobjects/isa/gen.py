@@ -1283,6 +1283,17 @@ def image(cpu):
     k("load_mf_a16", ["image_load v[6:9], v2, s[20:27] dmask:0xf unorm a16"])
     if cpu != "gfx90a":
         k("load_m1_tfe", ["image_load v[6:7], v2, s[20:27] dmask:0x1 unorm tfe"])
+    k("sample_mf_a16", ["image_sample v[6:9], v2, s[20:27], s[28:31] dmask:0xf a16"])
+    if cpu == "gfx90a":
+        # The tfe bit is gfx90a's acc: the data are AGPRs.
+        a.kernel("load_mf_acc", pro + ["image_load a[0:3], v2, s[20:27] dmask:0xf unorm",
+                                       "v_accvgpr_read_b32 v6, a0", "v_accvgpr_read_b32 v7, a1",
+                                       "v_accvgpr_read_b32 v8, a2", "v_accvgpr_read_b32 v9, a3"]
+                 + out, agprs=4)
+        a.kernel("store_mf_acc", pro + ["v_accvgpr_write_b32 a0, v10", "v_accvgpr_write_b32 a1, v11",
+                                        "v_accvgpr_write_b32 a2, v12", "v_accvgpr_write_b32 a3, v13",
+                                        "image_store a[0:3], v2, s[20:27] dmask:0xf unorm glc"]
+                 + out, agprs=4)
     k("resinfo_mf", ["image_get_resinfo v[6:9], v2, s[20:27] dmask:0xf unorm"])
     k("resinfo_m5", ["image_get_resinfo v[6:7], v2, s[20:27] dmask:0x5 unorm"])
     for op in ("add", "swap"):

@@ -1001,6 +1001,33 @@ load_m1_tfe:
 .Lload_m1_tfe_end:
 	.size load_m1_tfe, .Lload_m1_tfe_end-load_m1_tfe
 
+	.globl sample_mf_a16
+	.p2align 8
+	.type sample_mf_a16,@function
+sample_mf_a16:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx8 s[20:27], s[4:5], 0x0
+	s_load_dwordx4 s[28:31], s[6:7], 0x0
+	v_lshlrev_b32 v22, 4, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	global_load_dwordx4 v[10:13], v22, s[10:11]
+	v_mov_b32 v6, 0xdeadbeef
+	v_mov_b32 v7, 0xdeadbeef
+	v_mov_b32 v8, 0xdeadbeef
+	v_mov_b32 v9, 0xdeadbeef
+	s_waitcnt vmcnt(0)
+	image_sample v[6:9], v2, s[20:27], s[28:31] dmask:0xf a16
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	s_endpgm
+.Lsample_mf_a16_end:
+	.size sample_mf_a16, .Lsample_mf_a16_end-sample_mf_a16
+
 	.globl resinfo_mf
 	.p2align 8
 	.type resinfo_mf,@function
@@ -1439,6 +1466,12 @@ atomic_sub:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel load_m1_tfe
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel sample_mf_a16
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

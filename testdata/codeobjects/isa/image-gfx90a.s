@@ -866,6 +866,95 @@ load_mf_a16:
 .Lload_mf_a16_end:
 	.size load_mf_a16, .Lload_mf_a16_end-load_mf_a16
 
+	.globl sample_mf_a16
+	.p2align 8
+	.type sample_mf_a16,@function
+sample_mf_a16:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx8 s[20:27], s[4:5], 0x0
+	s_load_dwordx4 s[28:31], s[6:7], 0x0
+	v_lshlrev_b32 v22, 4, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	global_load_dwordx4 v[10:13], v22, s[10:11]
+	v_mov_b32 v6, 0xdeadbeef
+	v_mov_b32 v7, 0xdeadbeef
+	v_mov_b32 v8, 0xdeadbeef
+	v_mov_b32 v9, 0xdeadbeef
+	s_waitcnt vmcnt(0)
+	image_sample v[6:9], v2, s[20:27], s[28:31] dmask:0xf a16
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	s_endpgm
+.Lsample_mf_a16_end:
+	.size sample_mf_a16, .Lsample_mf_a16_end-sample_mf_a16
+
+	.globl load_mf_acc
+	.p2align 8
+	.type load_mf_acc,@function
+load_mf_acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx8 s[20:27], s[4:5], 0x0
+	s_load_dwordx4 s[28:31], s[6:7], 0x0
+	v_lshlrev_b32 v22, 4, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	global_load_dwordx4 v[10:13], v22, s[10:11]
+	v_mov_b32 v6, 0xdeadbeef
+	v_mov_b32 v7, 0xdeadbeef
+	v_mov_b32 v8, 0xdeadbeef
+	v_mov_b32 v9, 0xdeadbeef
+	s_waitcnt vmcnt(0)
+	image_load a[0:3], v2, s[20:27] dmask:0xf unorm
+	v_accvgpr_read_b32 v6, a0
+	v_accvgpr_read_b32 v7, a1
+	v_accvgpr_read_b32 v8, a2
+	v_accvgpr_read_b32 v9, a3
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	s_endpgm
+.Lload_mf_acc_end:
+	.size load_mf_acc, .Lload_mf_acc_end-load_mf_acc
+
+	.globl store_mf_acc
+	.p2align 8
+	.type store_mf_acc,@function
+store_mf_acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx8 s[20:27], s[4:5], 0x0
+	s_load_dwordx4 s[28:31], s[6:7], 0x0
+	v_lshlrev_b32 v22, 4, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	global_load_dwordx4 v[10:13], v22, s[10:11]
+	v_mov_b32 v6, 0xdeadbeef
+	v_mov_b32 v7, 0xdeadbeef
+	v_mov_b32 v8, 0xdeadbeef
+	v_mov_b32 v9, 0xdeadbeef
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v10
+	v_accvgpr_write_b32 a1, v11
+	v_accvgpr_write_b32 a2, v12
+	v_accvgpr_write_b32 a3, v13
+	image_store a[0:3], v2, s[20:27] dmask:0xf unorm glc
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	s_endpgm
+.Lstore_mf_acc_end:
+	.size store_mf_acc, .Lstore_mf_acc_end-store_mf_acc
+
 	.globl resinfo_mf
 	.p2align 8
 	.type resinfo_mf,@function
@@ -1307,6 +1396,27 @@ atomic_sub:
 	.amdhsa_kernel load_mf_a16
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel sample_mf_a16
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel load_mf_acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 68
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel store_mf_acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 68
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
 	.end_amdhsa_kernel
