@@ -24,8 +24,9 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
 /// divide, sendmsg, lanes, d16, format, cmp16, trans, fpmode, round, ops, dsops, sop, vcov) x
 /// targets (gfx900, gfx906, gfx908, gfx90a, gfx942), dot x (gfx906 and up), mfma and the
 /// clang-built gemm-* x (gfx908, gfx90a, gfx942), isa/private-* (gfx900, gfx90a, gfx942) and
-/// the clang-built division kernels isa/fdiv-* (all five targets).
-const ISA_FILES: usize = 20 * 5 + 4 + 3 + 3 + 3 + 5;
+/// the clang-built division kernels isa/fdiv-* (all five targets), image x (gfx900, gfx906,
+/// gfx908, gfx90a) and the clang-built isa/image_ocl-* (gfx900, gfx90a).
+const ISA_FILES: usize = 20 * 5 + 4 + 3 + 3 + 3 + 5 + 4 + 2;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");
@@ -324,6 +325,140 @@ fn sendmsg_operands_match_llvm_mc() {
                 let inst = decode(&w.to_le_bytes(), target).unwrap();
                 assert_eq!(normalize(&inst.to_string()), *want, "{mcpu} {w:#010x}");
             }
+        }
+    }
+}
+
+/// `llvm-mc-19 --disassemble`'s text for each of `words` (two dwords each) on `mcpu`, `None`
+/// where it refuses the word; `None` overall when llvm-mc-19 is not installed.
+fn llvm_mc_disassemble(mcpu: &str, words: &[[u32; 2]]) -> Option<Vec<Option<String>>> {
+    // One word per line, each followed by a marker llvm-mc always decodes (s_nop 0), so a
+    // refused word shows as a missing line between two markers.
+    let mut input = String::new();
+    for w in words {
+        for x in w.iter().flat_map(|x| x.to_le_bytes()) {
+            input += &format!("{x:#04x} ");
+        }
+        input += "\n0x00 0x00 0x80 0xbf\n";
+    }
+    let mut child = Command::new("llvm-mc-19")
+        .args(["-arch=amdgcn", &format!("-mcpu={mcpu}"), "--disassemble"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut result = Vec::new();
+    let mut pending: Option<String> = None;
+    for line in text.lines().map(normalize).filter(|l| !l.is_empty()) {
+        if line == "s_nop 0" {
+            result.push(pending.take());
+        } else if !line.starts_with('.') {
+            // A refused 8-byte word may decode as two 4-byte instructions: those are not
+            // an image instruction either.
+            pending = if pending.is_none() && line.starts_with("image_") {
+                Some(line)
+            } else {
+                Some(String::new())
+            };
+        }
+    }
+    assert_eq!(result.len(), words.len(), "{text}");
+    Some(
+        result
+            .into_iter()
+            .map(|l| l.filter(|l| !l.is_empty()))
+            .collect(),
+    )
+}
+
+/// MIMG (image) words disassemble to `llvm-mc-19 --disassemble`'s text on gfx900, gfx908 and
+/// gfx90a, and are refused exactly where llvm-mc refuses them (gfx942 has no MIMG): every
+/// opcode 0..=127 with plain operands, then image_load, image_store, image_sample,
+/// image_get_resinfo and the atomics with each modifier bit (dmask values, unorm, glc, da,
+/// a16, tfe/acc, lwe, slc, d16, bit 7 (gfx90a scc), reserved bit 0), each resource and
+/// sampler field value, and data registers at the end of the register file.
+#[test]
+#[cfg_attr(miri, ignore = "runs llvm-mc, which miri cannot spawn")]
+fn mimg_matches_llvm_mc() {
+    let mut words: Vec<[u32; 2]> = Vec::new();
+    let base = |op: u32| 0xF000_0000 | op << 18 | 0xF << 8;
+    for op in 0..128 {
+        words.push([base(op), 0x0002_0004]);
+    }
+    for op in [0u32, 1, 8, 9, 14, 16, 17, 18, 32, 36, 39] {
+        for bit in [0u32, 7, 12, 13, 14, 15, 16, 17, 25] {
+            words.push([base(op) | 1 << bit, 0x0002_0004]);
+        }
+        for dmask in [0u32, 1, 2, 3, 5, 7, 8, 0xE] {
+            words.push([0xF000_0000 | op << 18 | dmask << 8, 0x0002_0004]);
+            words.push([0xF000_0000 | op << 18 | dmask << 8 | 1 << 16, 0x8002_0004]);
+        }
+        for srsrc in 0..32u32 {
+            words.push([base(op), srsrc << 16 | 0x0200]);
+        }
+        for ssamp in [1u32, 7, 23, 24, 25, 26, 27, 28, 30, 31] {
+            words.push([base(op), ssamp << 21 | 2 << 16 | 0x0300]);
+        }
+        // d16, the ignored bits 30:26, and data ranges at the end of the file.
+        words.push([base(op), 0x8002_0004]);
+        words.push([base(op), 0x7C02_0004]);
+        words.push([base(op), 0x0002_FC04]);
+        words.push([base(op), 0x0002_FE04]);
+        words.push([base(op), 0x0002_FFFF]);
+        words.push([base(op) | 1 << 16, 0x0002_FF04]);
+    }
+    for (mcpu, target) in [
+        ("gfx900", Gfx9Target::Gfx900),
+        ("gfx908", Gfx9Target::Gfx908),
+        ("gfx90a", Gfx9Target::Gfx90a),
+        ("gfx942", Gfx9Target::Gfx942),
+    ] {
+        let Some(want) = llvm_mc_disassemble(mcpu, &words) else {
+            println!("skipped: llvm-mc-19 not installed");
+            return;
+        };
+        let mut decoded = 0;
+        for (w, want) in words.iter().zip(&want) {
+            let b: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+            let decoded_inst = decode(&b, target);
+            // llvm-mc prints a register it cannot name ("Invalid register") and, for a data
+            // range past v255/a255 or an atomic's dmask of neither 32- nor 64-bit data, a
+            // register of some other size: words the decoder refuses.
+            let want = &want.clone().filter(|t| !t.contains("Invalid register"));
+            if let Err(e) = &decoded_inst {
+                if e.detail().contains("beyond the register file")
+                    || e.detail().contains("dmask of an atomic")
+                    || e.detail().contains("tfe on an atomic")
+                {
+                    continue;
+                }
+            }
+            let got = decoded_inst.ok().map(|i| normalize(&i.to_string()));
+            // Opcodes the table leaves out (the image_gather4/_pck/_c/_o forms) are refused
+            // even where llvm-mc knows them.
+            if let (None, Some(text)) = (&got, want) {
+                let name = text.split_whitespace().next().unwrap();
+                if !hsa_emu::gfx9::decode::knows_mnemonic(name, target) {
+                    continue;
+                }
+            }
+            assert_eq!(got.as_ref(), want.as_ref(), "{mcpu} {w:#010x?}");
+            decoded += got.is_some() as usize;
+        }
+        if target == Gfx9Target::Gfx942 {
+            assert_eq!(decoded, 0);
+        } else {
+            assert!(decoded > 300, "{mcpu}: {decoded}");
         }
     }
 }

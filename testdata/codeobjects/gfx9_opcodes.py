@@ -308,6 +308,13 @@ row("MUBUF", "buffer_store_format_d16_hi_x", "0 1")
 # Cache control (no operands): gfx9 L1 writeback-invalidate, gfx90a/gfx940 L2 writeback and
 # invalidate (ordering points for the interpreter).
 row("MUBUF", "buffer_wbinvl1 buffer_wbinvl1_vol buffer_wbl2 buffer_invl2 buffer_inv", "0")
+# Image memory (MIMG, gfx900..gfx90a): the data and address widths follow the instruction's
+# dmask, d16, tfe and the image type, so the table only says whether there is a result (1) and
+# store data (1); the decoder sizes the registers.
+row("MIMG", "image_load image_load_mip image_get_resinfo", "1")
+row("MIMG", "image_store image_store_mip", "0 1")
+row("MIMG", " ".join("image_atomic_%s" % o for o in _ops + ["cmpswap"]), "1 1", "atomic")
+row("MIMG", "image_sample image_sample_l image_sample_lz", "1")
 
 
 def reg(kind, w, base):
@@ -408,6 +415,16 @@ def sample(enc, n, w, flags):
         return "%s %s, v1" % (n, reg("v", d[0], 2))
     if enc == "MTBUF":
         return "%s %s, v1, s[4:7], 0 offen" % (n, reg("v", d[0] or d[1], 2))
+    if enc == "MIMG":
+        if n.startswith("image_sample"):
+            return "%s v[0:3], v[4:6], s[8:15], s[16:19] dmask:0xf" % n
+        if n == "image_get_resinfo":
+            return "%s v[0:3], v4, s[8:15] dmask:0xf unorm" % n
+        if n == "image_atomic_cmpswap":
+            return "%s v[0:1], v[4:5], s[8:15] dmask:0x3 unorm glc" % n
+        if "atomic" in flags:
+            return "%s v0, v[4:5], s[8:15] dmask:0x1 unorm glc" % n
+        return "%s v[0:3], v[4:6], s[8:15] dmask:0xf unorm" % n
     if enc == "MUBUF":
         if d[0] == 0 and d[1] == 0:
             return n
@@ -455,7 +472,7 @@ def opcode(enc, words):
         return (w >> 16) & 0x7F
     if enc == "DS":
         return (w >> 17) & 0xFF
-    if enc in ("FLAT", "MUBUF"):
+    if enc in ("FLAT", "MUBUF", "MIMG"):
         return (w >> 18) & 0x7F
     if enc == "MTBUF":
         return (w >> 15) & 0xF
@@ -529,7 +546,8 @@ def main():
 def e_name(e):
     return {"SOP2": "Sop2", "SOP1": "Sop1", "SOPK": "Sopk", "SOPC": "Sopc", "SOPP": "Sopp",
             "SMEM": "Smem", "VOP1": "Vop1", "VOP2": "Vop2", "VOPC": "Vopc", "VOP3": "Vop3", "VOP3P": "Vop3p",
-            "DS": "Ds", "FLAT": "Flat", "MUBUF": "Mubuf", "MTBUF": "Mtbuf"}[e]
+            "DS": "Ds", "FLAT": "Flat", "MUBUF": "Mubuf", "MTBUF": "Mtbuf",
+            "MIMG": "Mimg"}[e]
 
 
 if __name__ == "__main__":

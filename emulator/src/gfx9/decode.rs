@@ -2,7 +2,7 @@
 //!
 //! Covers the encodings the compiler emits for ordinary compute kernels: SOP2, SOP1, SOPK,
 //! SOPC, SOPP, SMEM, VOP1, VOP2, VOPC, VOP3 (a and b forms), VOP3P, DS, FLAT/GLOBAL/SCRATCH,
-//! MUBUF and MTBUF, with inline constants and 32-bit literals. The opcodes known are those of the generated table in
+//! MUBUF, MTBUF and MIMG, with inline constants and 32-bit literals. The opcodes known are those of the generated table in
 //! `opcodes.rs` (numbers of AMD's "Vega" (gfx900), "CDNA2" (gfx90a) and "CDNA3" (gfx942)
 //! ISA reference guides). No-panic contract: any byte slice decodes to an `Instruction` or an
 //! [`Error`] with [`Status::IllegalInstruction`] naming the encoding and the dword(s).
@@ -49,11 +49,14 @@ pub enum Encoding {
     /// Typed buffer memory: MUBUF with the data and numeric format in the instruction
     /// (`[31:26] = 0x3A`), 2 dwords.
     Mtbuf,
+    /// Image memory through an image resource (T#) and, for sampling, a sampler (S#)
+    /// (`[31:26] = 0x3C`), 2 dwords; gfx900..gfx90a (gfx940 has no image instructions).
+    Mimg,
 }
 
 impl Encoding {
-    /// Number of encodings (the enum's variants; Mtbuf is the last).
-    const COUNT: usize = Encoding::Mtbuf as usize + 1;
+    /// Number of encodings (the enum's variants; Mimg is the last).
+    const COUNT: usize = Encoding::Mimg as usize + 1;
 
     /// Upper-case name as in the ISA guides, e.g. `"VOP3"`.
     pub const fn name(self) -> &'static str {
@@ -73,6 +76,7 @@ impl Encoding {
             Encoding::Flat => "FLAT",
             Encoding::Mubuf => "MUBUF",
             Encoding::Mtbuf => "MTBUF",
+            Encoding::Mimg => "MIMG",
         }
     }
 }
@@ -287,6 +291,22 @@ pub struct Modifiers {
     pub idxen: bool,
     /// MTBUF `dfmt` (bits 3:0) and `nfmt` (bits 6:4): the buffer data and numeric format.
     pub format: u8,
+    /// MIMG `dmask`: the components (X, Y, Z, W = bits 0..3) loaded, stored or sampled; an
+    /// atomic's data (1 = 32-bit, 3 = 32-bit compare-swap pair).
+    pub dmask: u8,
+    /// MIMG `unorm`: the coordinates of a sample are in texels, not in [0, 1].
+    pub unorm: bool,
+    /// MIMG `da`: the image is an array (the last address component is the slice).
+    pub da: bool,
+    /// MIMG `a16` (gfx9's use of the `r128` bit): 16-bit address components.
+    pub a16: bool,
+    /// MIMG `tfe` (gfx900..gfx908; gfx90a reads the bit as `acc`): texture-fail status in
+    /// one more VGPR.
+    pub tfe: bool,
+    /// MIMG `lwe`: LOD-warning status (with `tfe`).
+    pub lwe: bool,
+    /// MIMG `d16`: 16-bit data, two components per VGPR.
+    pub d16: bool,
     /// VOP1/VOP2/VOPC in the SDWA form (sub-dword selects), with its fields.
     pub sdwa: Option<Sdwa>,
     /// VOP1/VOP2 in the DPP form (data-parallel lane moves of src0), with its fields.
@@ -388,9 +408,12 @@ pub struct Instruction {
     pub sdst: Operand,
     /// Sources. SMEM: base pair, offset; DS: address, data0, data1; FLAT: address (`None` =
     /// `off`), data, scalar base or offset (`None` = `off`); MUBUF: address (`None` = `off`),
-    /// data (stores and atomics), the 4-SGPR buffer resource.
+    /// data (stores and atomics), the 4-SGPR buffer resource; MIMG: the first address VGPR
+    /// (one register, as llvm-objdump prints it: how many the instruction reads follows the
+    /// image's type in the T#), data (stores and atomics), the 8-SGPR image resource (T#).
     pub src: [Operand; 3],
-    /// MUBUF: the scalar byte offset `soffset` (an SGPR or inline constant); `None` otherwise.
+    /// MUBUF: the scalar byte offset `soffset` (an SGPR or inline constant); MIMG
+    /// `image_sample*`: the 4-SGPR sampler (S#); `None` otherwise.
     pub soffset: Operand,
     /// Modifier bits.
     pub mods: Modifiers,
@@ -445,8 +468,8 @@ fn word(bytes: &[u8], i: usize) -> Option<u32> {
 ///
 /// # Errors
 /// [`Status::IllegalInstruction`] naming the encoding and dword(s) when the bytes are too short
-/// for the encoding, the encoding is not one of the supported formats (MIMG, EXP,
-/// VINTRP), or the opcode is not in the table for `target`.
+/// for the encoding, the encoding is not one of the supported formats (EXP, VINTRP), or
+/// the opcode is not in the table for `target` (MIMG on gfx942 among them).
 pub fn decode(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
     let inst = decode_fields(bytes, target)?;
     check_vector_tuples(&inst, bytes)?;
@@ -994,7 +1017,10 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             let w1 = need_w1("MTBUF")?;
             mtbuf(inst, w0, w1, target)
         }
-        0x3C => Err(illegal("MIMG", &[w0], "unsupported encoding")),
+        0x3C => {
+            let w1 = need_w1("MIMG")?;
+            mimg(inst, w0, w1, target)
+        }
         _ => Err(illegal("unknown", &[w0], "unknown encoding")),
     }
 }
@@ -1514,6 +1540,115 @@ fn mtbuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     Ok(inst)
 }
 
+/// MIMG (Vega ISA §12.13 "MIMG"; CDNA2 for gfx90a's `acc` and `scc`): bit 0 reserved (0),
+/// bit 7 gfx90a `scc`, `dmask` [11:8], `unorm` [12], `glc` [13], `da` [14], `a16` (the
+/// `r128` bit of older chips) [15], `tfe` [16] (gfx90a: `acc`, the data are AGPRs), `lwe`
+/// [17], `op` [24:18], `slc` [25]; second dword: `vaddr` [7:0], `vdata` [15:8], `srsrc`
+/// [20:16] (SGPR index / 4, 8 SGPRs), `ssamp` [25:21] (SGPR index / 4, 4 SGPRs; 0 unless
+/// sampling), `d16` [31]. The data registers: one per `dmask` bit (at least one), halved
+/// (rounded up) by `d16`, plus one for `tfe` (llvm-mc's sizing).
+fn mimg(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<Instruction> {
+    let op = (w0 >> 18) & 0x7F;
+    let words = [w0, w1];
+    let info = lookup(Encoding::Mimg, op as u16, target).ok_or_else(|| {
+        let mut msg: heapless::String<48> = heapless::String::new();
+        let _ = core::fmt::write(
+            &mut msg,
+            format_args!("unknown opcode {op} for {}", target.name()),
+        );
+        illegal("MIMG", &words, &msg)
+    })?;
+    inst.info = info;
+    inst.encoding = Encoding::Mimg;
+    inst.size = 8;
+    if w0 & 1 != 0 {
+        return Err(illegal("MIMG", &words, "reserved bit 0 set"));
+    }
+    let m = &mut inst.mods;
+    m.sc1 = w0 >> 7 & 1 != 0 && target == Gfx9Target::Gfx90a;
+    m.dmask = (w0 >> 8 & 0xF) as u8;
+    m.unorm = w0 >> 12 & 1 != 0;
+    m.glc = w0 >> 13 & 1 != 0;
+    m.da = w0 >> 14 & 1 != 0;
+    m.a16 = w0 >> 15 & 1 != 0;
+    let acc = w0 >> 16 & 1 != 0 && target.has_acc_memory_operands();
+    m.tfe = w0 >> 16 & 1 != 0 && !acc;
+    m.lwe = w0 >> 17 & 1 != 0;
+    m.slc = w0 >> 25 & 1 != 0;
+    m.d16 = w1 >> 31 != 0;
+    let sample = info.name.starts_with("image_sample");
+    if m.d16 && (info.has(F_ATOMIC) || info.name == "image_get_resinfo") {
+        return Err(illegal(
+            "MIMG",
+            &words,
+            "d16 on an atomic or image_get_resinfo",
+        ));
+    }
+    if info.has(F_ATOMIC) {
+        // 32- or 64-bit data: dmask 0x1 or 0x3, a compare-swap's pair 0x3 or 0xf.
+        let ok = if info.name == "image_atomic_cmpswap" {
+            matches!(m.dmask, 0x3 | 0xF)
+        } else {
+            matches!(m.dmask, 0x1 | 0x3)
+        };
+        if !ok {
+            return Err(illegal(
+                "MIMG",
+                &words,
+                "dmask of an atomic not 32- or 64-bit data",
+            ));
+        }
+        if m.tfe {
+            // (llvm-mc-19 sizes a 128-bit compare-swap with tfe as two VGPRs.)
+            return Err(illegal("MIMG", &words, "tfe on an atomic unsupported"));
+        }
+    }
+    let ssamp = (w1 >> 21 & 0x1F) << 2;
+    if !sample && ssamp != 0 {
+        return Err(illegal(
+            "MIMG",
+            &words,
+            "ssamp of an instruction without a sampler",
+        ));
+    }
+    let quad = |code: u32, count: u8| -> Result<Operand> {
+        // SGPRs, or trap temporaries; not a range over flat_scratch/xnack/vcc/m0/exec.
+        // llvm-mc names an aligned range ending at s103 (s[96:103], s[100:103]).
+        let end = code + u32::from(count);
+        if (code < 102 && end > 104) || (102..108).contains(&code) || end > 124 {
+            return Err(illegal("MIMG", &words, "resource is not an SGPR range"));
+        }
+        Ok(Operand::Sreg {
+            index: code as u8,
+            count,
+        })
+    };
+    inst.src[2] = quad((w1 >> 16 & 0x1F) << 2, 8)?;
+    if sample {
+        inst.soffset = quad(ssamp, 4)?;
+    }
+    let comps = m.dmask.count_ones().max(1) as u8;
+    let data = if m.d16 { comps.div_ceil(2) } else { comps } + m.tfe as u8;
+    let vdata = w1 >> 8 & 0xFF;
+    let reg = if acc {
+        Operand::Agpr {
+            index: vdata as u8,
+            count: data,
+        }
+    } else {
+        vgpr(data, vdata)
+    };
+    if info.widths[1] > 0 {
+        inst.src[1] = reg;
+    }
+    // An atomic returns the old value only with glc.
+    if info.widths[0] > 0 && (!info.has(F_ATOMIC) || inst.mods.glc) {
+        inst.dst = reg;
+    }
+    inst.src[0] = vgpr(1, w1 & 0xFF);
+    Ok(inst)
+}
+
 /// An SGPR range's first register as the hardware reads it: 64-bit operands start at an even
 /// register, wider ones at a multiple of 4 (the low bits of the field are ignored; Vega ISA
 /// §3.3 "SGPRs": "64-bit SGPR pairs must be even-aligned", and llvm-mc decodes so).
@@ -1786,8 +1921,35 @@ mod tests {
         // MUBUF opcode 127: not in the table (MTBUF's 16 opcodes all are).
         let e = dec(&[0xE1FC0000, 0], Gfx9Target::Gfx900).unwrap_err();
         assert!(e.detail().contains("MUBUF"));
-        // MIMG: no compute kernel's.
-        let e = dec(&[0xF0000000, 0], Gfx9Target::Gfx900).unwrap_err();
-        assert!(e.detail().contains("MIMG"));
+        // MIMG: gfx940 has none; an opcode outside the table; bit 0 reserved; a sampler
+        // field on an instruction without one; a resource range over flat_scratch.
+        let e = dec(&[0xF0000F00, 0x0002_0004], Gfx9Target::Gfx942).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            "MIMG 0xf0000f00 0x00020004: unknown opcode 0 for gfx942"
+        );
+        let e = dec(&[0xF0080F00, 0x0002_0004], Gfx9Target::Gfx900).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            "MIMG 0xf0080f00 0x00020004: unknown opcode 2 for gfx900"
+        );
+        let e = dec(&[0xF0000F01, 0x0002_0004], Gfx9Target::Gfx900).unwrap_err();
+        assert_eq!(e.detail(), "MIMG 0xf0000f01 0x00020004: reserved bit 0 set");
+        let e = dec(&[0xF0000F00, 0x0022_0004], Gfx9Target::Gfx900).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            "MIMG 0xf0000f00 0x00220004: ssamp of an instruction without a sampler"
+        );
+        let e = dec(&[0xF0000F00, 0x0019_0004], Gfx9Target::Gfx900).unwrap_err();
+        assert_eq!(
+            e.detail(),
+            "MIMG 0xf0000f00 0x00190004: resource is not an SGPR range"
+        );
+        // image_load v[0:3], v4, s[8:15] dmask:0xf unorm: the fields.
+        let i = dec(&[0xF0001F00, 0x0002_0004], Gfx9Target::Gfx900).unwrap();
+        assert_eq!(i.dst, Operand::Vgpr { index: 0, count: 4 });
+        assert_eq!(i.src[0], Operand::Vgpr { index: 4, count: 1 });
+        assert_eq!(i.src[2], Operand::Sreg { index: 8, count: 8 });
+        assert_eq!((i.mods.dmask, i.mods.unorm, i.size), (0xF, true, 8));
     }
 }

@@ -610,6 +610,45 @@ impl fmt::Display for Instruction {
                 }
                 self.cache_bits(f)
             }
+            Encoding::Mimg => {
+                // vdata (a store's or atomic's data, else the result), vaddr, srsrc, ssamp,
+                // then the modifiers in llvm-objdump's order.
+                let vdata = if self.src[1] != Operand::None {
+                    &self.src[1]
+                } else {
+                    &self.dst
+                };
+                write!(
+                    f,
+                    "{name} {}, {}, {}",
+                    Op(vdata),
+                    Op(&self.src[0]),
+                    Op(&self.src[2])
+                )?;
+                if self.soffset != Operand::None {
+                    write!(f, ", {}", Op(&self.soffset))?;
+                }
+                let m = &self.mods;
+                if m.dmask != 0 {
+                    write!(f, " dmask:0x{:x}", m.dmask)?;
+                }
+                if m.unorm {
+                    f.write_str(" unorm")?;
+                }
+                self.cache_bits(f)?;
+                for (on, text) in [
+                    (m.a16, " a16"),
+                    (m.tfe, " tfe"),
+                    (m.lwe, " lwe"),
+                    (m.da, " da"),
+                    (m.d16, " d16"),
+                ] {
+                    if on {
+                        f.write_str(text)?;
+                    }
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -1385,6 +1385,9 @@ fn not_implemented(inst: &Instruction) -> hsa_core::Error {
     )
 }
 
+mod image;
+use image::image;
+
 pub(super) const F32_CONST: [u32; 9] = [
     0x3F00_0000,
     0xBF00_0000,
@@ -1599,6 +1602,10 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
         }
         Encoding::Mubuf | Encoding::Mtbuf => {
             mubuf(ctx, w, inst)?;
+            Ok(Flow::Next)
+        }
+        Encoding::Mimg => {
+            image(ctx, w, inst)?;
             Ok(Flow::Next)
         }
     }

@@ -57,8 +57,11 @@ pub(crate) struct BufferFormat {
     fields: [(u32, u32); 4],
     /// Number of components of the format.
     count: usize,
-    /// Whether the components are fields of one dword (the 10/11-bit and 2-bit formats).
+    /// Whether the components are fields of one dword (the 10/11-bit and 2-bit formats) or,
+    /// for the image formats 5_6_5 and 1_5_5_5, of one 16-bit word.
     packed: bool,
+    /// Bytes of a packed element: 4, or 2 for 5_6_5 and 1_5_5_5.
+    packed_bytes: usize,
 }
 
 impl BufferFormat {
@@ -103,14 +106,58 @@ impl BufferFormat {
             fields,
             count,
             packed,
+            packed_bytes: 4,
         })
+    }
+
+    /// The format of an image resource's (T#'s) DATA_FORMAT `dfmt` (6 bits) and NUM_FORMAT
+    /// `nfmt` (4 bits): the buffer formats 1..=14 with NUM_FORMAT 0..=7, and the 16-bit
+    /// packed image formats 5_6_5 (16: X [4:0], Y [10:5], Z [15:11]) and 1_5_5_5 (17:
+    /// X [4:0], Y [9:5], Z [14:10], W [15]) with UNORM, the only numeric format ROCR's image
+    /// table pairs them with (gfx9 IMG_DATA_FORMAT/IMG_NUM_FORMAT numbers, as ROCR's
+    /// `resource_ai.h` lists them).
+    ///
+    /// # Errors
+    /// A sentence naming what is unsupported: NUM_FORMAT 8 and above (SRGB 9 among them),
+    /// DATA_FORMAT 0, 15 and 18 and above, 5_6_5/1_5_5_5 with anything but UNORM, or an
+    /// invalid buffer combination.
+    pub(crate) fn image(dfmt: u8, nfmt: u8) -> Result<BufferFormat, &'static str> {
+        if nfmt > 7 {
+            return Err("unsupported numeric format (only UNORM, SNORM, USCALED, SSCALED, UINT, SINT, FLOAT)");
+        }
+        let (fields, count) = match dfmt {
+            1..=14 => return BufferFormat::new(dfmt, nfmt),
+            16 => ([(0, 5), (5, 6), (11, 5), (0, 0)], 3),
+            17 => ([(0, 5), (5, 5), (10, 5), (15, 1)], 4),
+            _ => return Err("unsupported data format"),
+        };
+        if nfmt != 0 {
+            return Err("only UNORM with this data format");
+        }
+        Ok(BufferFormat {
+            nfmt,
+            fields,
+            count,
+            packed: true,
+            packed_bytes: 2,
+        })
+    }
+
+    /// Bytes of one element (all of its components).
+    pub(crate) fn element_bytes(&self) -> usize {
+        self.bytes(4)
+    }
+
+    /// Whether the component values are integers (UINT, SINT), not float-valued.
+    pub(crate) fn is_integer(&self) -> bool {
+        self.integer()
     }
 
     /// Bytes of memory an access of the first `comps` components touches (from the start of
     /// the element): the whole dword for the packed formats.
     pub(crate) fn bytes(&self, comps: usize) -> usize {
         if self.packed {
-            4
+            self.packed_bytes
         } else {
             let k = comps.min(self.count);
             if k == 0 {
@@ -132,7 +179,7 @@ impl BufferFormat {
         };
         (0..n).map(move |k| {
             if self.packed {
-                (0, 4)
+                (0, self.packed_bytes)
             } else {
                 let (off, w) = self.fields[k];
                 ((off / 8) as usize, (w / 8) as usize)

@@ -3,7 +3,7 @@
 //!
 //! - [`decode()`]: bytes → [`Instruction`] (SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC
 //!   with SDWA/DPP, VOP3a/b, VOP3P and VOP3P-MAI (`v_mfma_*`, `v_accvgpr_*` on gfx908+), DS,
-//!   FLAT/GLOBAL/SCRATCH, MUBUF, MTBUF); unknown encodings are [`Status::IllegalInstruction`](hsa_core::Status)
+//!   FLAT/GLOBAL/SCRATCH, MUBUF, MTBUF, MIMG (gfx900..gfx90a)); unknown encodings are [`Status::IllegalInstruction`](hsa_core::Status)
 //!   errors, never panics.
 //! - `Display` for [`Instruction`]: text in `llvm-objdump`'s syntax.
 //! - [`exec`]: [`exec::run_dispatch`] runs every work-group of a dispatch over

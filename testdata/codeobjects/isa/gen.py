@@ -1232,11 +1232,85 @@ def round_family(cpu):
     return a
 
 
+# --- image: MIMG loads, stores, resinfo, sampling and atomics (gfx900..gfx90a) -------------
+# p0 holds the image resource (T#, 8 dwords, loaded into s[20:27]), p1 the sampler (S#, 4
+# dwords, s[28:31]); lane i's address components are p2[4i..4i+3] (v[2:5]), its store or
+# atomic data p3[4i..4i+3] (v[10:13]); the result VGPRs v[6:9] (preset to 0xdeadbeef) go to
+# p4[4i..4i+3]. The image's texels are in p5 (the test points the T# there). Kernel names:
+# the instruction, then `_da` (array), the dmask as `_m<hex>`, and the other modifiers set.
+def image(cpu):
+    if cpu == "gfx942":
+        return None  # no image instructions on gfx940+
+    a = Asm(cpu)
+    pro = ["s_load_dwordx8 s[20:27], s[4:5], 0x0",
+           "s_load_dwordx4 s[28:31], s[6:7], 0x0",
+           "v_lshlrev_b32 v22, 4, v1",
+           "s_waitcnt lgkmcnt(0)",
+           "global_load_dwordx4 v[2:5], v22, s[8:9]",
+           "global_load_dwordx4 v[10:13], v22, s[10:11]",
+           "v_mov_b32 v6, 0xdeadbeef", "v_mov_b32 v7, 0xdeadbeef",
+           "v_mov_b32 v8, 0xdeadbeef", "v_mov_b32 v9, 0xdeadbeef",
+           "s_waitcnt vmcnt(0)"]
+    out = ["s_waitcnt vmcnt(0)", "global_store_dwordx4 v22, v[6:9], s[12:13]"]
+    def data(mask, base=6):
+        n = max(bin(mask).count("1"), 1)
+        return "v%d" % base if n == 1 else "v[%d:%d]" % (base, base + n - 1)
+    def mods(mask, tail):
+        return (" dmask:0x%x" % mask) + tail
+    def k(name, body):
+        a.kernel(name, pro + body + out)
+    for da in ("", " da"):
+        sfx = "_da" if da else ""
+        for mask in (0xF, 0x1, 0x3, 0x5, 0xC):
+            k("load%s_m%x" % (sfx, mask),
+              ["image_load %s, v2, s[20:27]%s" % (data(mask), mods(mask, " unorm" + da))])
+            k("store%s_m%x" % (sfx, mask),
+              ["image_store %s, v2, s[20:27]%s" % (data(mask, 10), mods(mask, " unorm glc" + da))])
+        k("load_mip%s_mf" % sfx,
+          ["image_load_mip v[6:9], v2, s[20:27] dmask:0xf unorm%s" % da])
+        k("store_mip%s_mf" % sfx,
+          ["image_store_mip v[10:13], v2, s[20:27] dmask:0xf unorm glc%s" % da])
+        for op in ("sample", "sample_lz", "sample_l"):
+            if op != "sample" and cpu == "gfx90a":
+                continue  # gfx90a has image_sample but not its _lz/_l forms
+            k("%s%s_mf" % (op, sfx),
+              ["image_%s v[6:9], v2, s[20:27], s[28:31] dmask:0xf%s" % (op, da)])
+        k("sample%s_mf_unorm" % sfx,
+          ["image_sample v[6:9], v2, s[20:27], s[28:31] dmask:0xf unorm%s" % da])
+    k("load_mf_d16", ["image_load v[6:7], v2, s[20:27] dmask:0xf unorm d16"])
+    k("load_m7_d16", ["image_load v[6:7], v2, s[20:27] dmask:0x7 unorm d16"])
+    k("store_mf_d16", ["image_store v[10:11], v2, s[20:27] dmask:0xf unorm glc d16"])
+    k("load_mf_a16", ["image_load v[6:9], v2, s[20:27] dmask:0xf unorm a16"])
+    if cpu != "gfx90a":
+        k("load_m1_tfe", ["image_load v[6:7], v2, s[20:27] dmask:0x1 unorm tfe"])
+    k("sample_mf_a16", ["image_sample v[6:9], v2, s[20:27], s[28:31] dmask:0xf a16"])
+    if cpu == "gfx90a":
+        # The tfe bit is gfx90a's acc: the data are AGPRs.
+        a.kernel("load_mf_acc", pro + ["image_load a[0:3], v2, s[20:27] dmask:0xf unorm",
+                                       "v_accvgpr_read_b32 v6, a0", "v_accvgpr_read_b32 v7, a1",
+                                       "v_accvgpr_read_b32 v8, a2", "v_accvgpr_read_b32 v9, a3"]
+                 + out, agprs=4)
+        a.kernel("store_mf_acc", pro + ["v_accvgpr_write_b32 a0, v10", "v_accvgpr_write_b32 a1, v11",
+                                        "v_accvgpr_write_b32 a2, v12", "v_accvgpr_write_b32 a3, v13",
+                                        "image_store a[0:3], v2, s[20:27] dmask:0xf unorm glc"]
+                 + out, agprs=4)
+    k("resinfo_mf", ["image_get_resinfo v[6:9], v2, s[20:27] dmask:0xf unorm"])
+    k("resinfo_m5", ["image_get_resinfo v[6:7], v2, s[20:27] dmask:0x5 unorm"])
+    for op in ("add", "swap"):
+        k("atomic_%s_rtn" % op, ["image_atomic_%s v10, v2, s[20:27] dmask:0x1 unorm glc" % op,
+                                 "v_mov_b32 v6, v10"])
+        k("atomic_%s" % op, ["image_atomic_%s v10, v2, s[20:27] dmask:0x1 unorm" % op])
+    k("atomic_cmpswap_rtn", ["image_atomic_cmpswap v[10:11], v2, s[20:27] dmask:0x3 unorm glc",
+                             "v_mov_b32 v6, v10"])
+    k("atomic_sub", ["image_atomic_sub v10, v2, s[20:27] dmask:0x1 unorm"])
+    return a
+
+
 FAMILIES = {"atomics": atomics, "vop3p": vop3p, "scratch": scratch, "sdwa_dpp": sdwa_dpp,
             "mfma": mfma, "vop3": vop3, "dot": dot, "mode": mode, "f16": f16,
             "divide": divide, "sendmsg": sendmsg, "lanes": lanes, "d16": d16,
             "format": format_family, "cmp16": cmp16,
-            "trans": trans, "fpmode": fpmode, "round": round_family}
+            "trans": trans, "fpmode": fpmode, "round": round_family, "image": image}
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 
