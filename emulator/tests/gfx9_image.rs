@@ -1274,3 +1274,21 @@ fn mip_level_0_acc_data_and_a16_sampling() {
         }
     }
 }
+
+/// With EXEC 0 an image instruction reads no descriptor: even a T# the interpreter refuses
+/// does not fail the dispatch, and the result VGPRs keep their values.
+#[test]
+fn no_active_lane_reads_no_descriptor() {
+    let mut t = TDesc::new(T2D, 10, 0, [4, 4, 1]);
+    t.sw_mode = 9;
+    for (cpu, got, _) in run_ok(
+        "load_mf_exec0",
+        &t,
+        &SDesc::new(0, 0),
+        &[[0; 4]],
+        &[],
+        &[0; 64],
+    ) {
+        assert_eq!(got[0], [DEADBEEF; 4], "{cpu}");
+    }
+}

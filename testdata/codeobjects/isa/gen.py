@@ -1283,6 +1283,9 @@ def image(cpu):
     k("load_mf_a16", ["image_load v[6:9], v2, s[20:27] dmask:0xf unorm a16"])
     if cpu != "gfx90a":
         k("load_m1_tfe", ["image_load v[6:7], v2, s[20:27] dmask:0x1 unorm tfe"])
+    k("load_mf_exec0", ["s_mov_b64 s[0:1], exec", "s_mov_b64 exec, 0",
+                        "image_load v[6:9], v2, s[20:27] dmask:0xf unorm",
+                        "s_mov_b64 exec, s[0:1]"])
     k("sample_mf_a16", ["image_sample v[6:9], v2, s[20:27], s[28:31] dmask:0xf a16"])
     if cpu == "gfx90a":
         # The tfe bit is gfx90a's acc: the data are AGPRs.

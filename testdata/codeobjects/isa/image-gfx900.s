@@ -1001,6 +1001,36 @@ load_m1_tfe:
 .Lload_m1_tfe_end:
 	.size load_m1_tfe, .Lload_m1_tfe_end-load_m1_tfe
 
+	.globl load_mf_exec0
+	.p2align 8
+	.type load_mf_exec0,@function
+load_mf_exec0:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx8 s[20:27], s[4:5], 0x0
+	s_load_dwordx4 s[28:31], s[6:7], 0x0
+	v_lshlrev_b32 v22, 4, v1
+	s_waitcnt lgkmcnt(0)
+	global_load_dwordx4 v[2:5], v22, s[8:9]
+	global_load_dwordx4 v[10:13], v22, s[10:11]
+	v_mov_b32 v6, 0xdeadbeef
+	v_mov_b32 v7, 0xdeadbeef
+	v_mov_b32 v8, 0xdeadbeef
+	v_mov_b32 v9, 0xdeadbeef
+	s_waitcnt vmcnt(0)
+	s_mov_b64 s[0:1], exec
+	s_mov_b64 exec, 0
+	image_load v[6:9], v2, s[20:27] dmask:0xf unorm
+	s_mov_b64 exec, s[0:1]
+	s_waitcnt vmcnt(0)
+	global_store_dwordx4 v22, v[6:9], s[12:13]
+	s_endpgm
+.Lload_mf_exec0_end:
+	.size load_mf_exec0, .Lload_mf_exec0_end-load_mf_exec0
+
 	.globl sample_mf_a16
 	.p2align 8
 	.type sample_mf_a16,@function
@@ -1466,6 +1496,12 @@ atomic_sub:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel load_m1_tfe
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel load_mf_exec0
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32

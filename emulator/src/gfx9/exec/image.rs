@@ -285,7 +285,7 @@ impl Sampler {
 
 /// The error for a bad resource or operand: `Status::IllegalInstruction` with the reason
 /// (the interpreter prefixes the mnemonic and its offset).
-fn bad(_inst: &Instruction, why: &str) -> hsa_core::Error {
+fn bad(why: &str) -> hsa_core::Error {
     error!(Status::IllegalInstruction, "{why}")
 }
 
@@ -295,24 +295,25 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
     let Operand::Sreg { index: r, .. } = inst.src[2] else {
         return Err(not_implemented(inst));
     };
+    if w.exec() == 0 {
+        // No lane runs: the descriptors are not read.
+        return Ok(());
+    }
     let r = usize::from(r);
     let words: [u32; 8] = core::array::from_fn(|k| w.sreg[r + k]);
-    let res = ImageResource::from_words(words).map_err(|why| bad(inst, &why))?;
+    let res = ImageResource::from_words(words).map_err(|why| bad(&why))?;
     let m = inst.mods;
     if name != "image_get_resinfo" && m.da != res.array() {
-        return Err(bad(
-            inst,
-            &format!(
-                "da {} does not match T# TYPE {} ({})",
-                m.da as u8,
-                res.ty,
-                if res.array() {
-                    "an array"
-                } else {
-                    "not an array"
-                }
-            ),
-        ));
+        return Err(bad(&format!(
+            "da {} does not match T# TYPE {} ({})",
+            m.da as u8,
+            res.ty,
+            if res.array() {
+                "an array"
+            } else {
+                "not an array"
+            }
+        )));
     }
     let Operand::Vgpr { index: va, .. } = inst.src[0] else {
         return Err(not_implemented(inst));
@@ -350,10 +351,10 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             for lane in lanes {
                 let c: [u32; 4] = core::array::from_fn(|k| addr(w, lane, k));
                 if name == "image_load_mip" && c[n] != 0 {
-                    return Err(bad(
-                        inst,
-                        &format!("lane {lane}: mip level {}: only level 0 is supported", c[n]),
-                    ));
+                    return Err(bad(&format!(
+                        "lane {lane}: mip level {}: only level 0 is supported",
+                        c[n]
+                    )));
                 }
                 let t = res.texel_of(&c);
                 let v = if res.address(t).is_some() {
@@ -370,10 +371,10 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             for lane in lanes {
                 let c: [u32; 4] = core::array::from_fn(|k| addr(w, lane, k));
                 if name == "image_store_mip" && c[n] != 0 {
-                    return Err(bad(
-                        inst,
-                        &format!("lane {lane}: mip level {}: only level 0 is supported", c[n]),
-                    ));
+                    return Err(bad(&format!(
+                        "lane {lane}: mip level {}: only level 0 is supported",
+                        c[n]
+                    )));
                 }
                 let Some(at) = res.address(res.texel_of(&c)) else {
                     continue;
@@ -388,11 +389,9 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             };
             let s = usize::from(s);
             let samp = Sampler::from_words(core::array::from_fn(|k| w.sreg[s + k]))
-                .map_err(|why| bad(inst, &why))?;
+                .map_err(|why| bad(&why))?;
             if res.levels > 1 {
-                return Err(bad(
-                    inst,
-                    &format!(
+                return Err(bad(&format!(
                         "T# LAST_LEVEL {}: sampling an image with more than one mip level is unsupported",
                         res.levels - 1
                     ),
@@ -400,7 +399,6 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             }
             if samp.bilinear && res.format.is_integer() {
                 return Err(bad(
-                    inst,
                     "bilinear filtering of a UINT/SINT format is unsupported",
                 ));
             }
@@ -425,16 +423,15 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
                 && res.format.is_integer();
             if !dfmt_ok {
                 return Err(bad(
-                    inst,
                     "T# format: atomics need a 32-bit one-component UINT or SINT format",
                 ));
             }
             let want = if name == "image_atomic_cmpswap" { 3 } else { 1 };
             if m.dmask != want {
-                return Err(bad(
-                    inst,
-                    &format!("dmask 0x{:x}: this atomic takes dmask 0x{want:x}", m.dmask),
-                ));
+                return Err(bad(&format!(
+                    "dmask 0x{:x}: this atomic takes dmask 0x{want:x}",
+                    m.dmask
+                )));
             }
             for lane in lanes {
                 let c: [u32; 4] = core::array::from_fn(|k| addr(w, lane, k));
