@@ -401,10 +401,7 @@ impl State {
     pub(crate) fn signal(&self, handle: u64) -> Result<Arc<Sig>, Error> {
         match self.find_signal(handle) {
             Some(s) => Ok(s),
-            None => bail!(
-                Status::InvalidSignal,
-                "signal handle {handle:#x} is not a live signal"
-            ),
+            None => Err(crate::ffi::signal::dead_signal(handle)),
         }
     }
 

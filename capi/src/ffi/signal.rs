@@ -73,10 +73,7 @@ pub extern "C" fn hsa_signal_destroy(signal: u64) -> HsaStatus {
     guard("hsa_signal_destroy", || {
         let st = state::state()?;
         let Some(s) = st.signals.remove(signal) else {
-            bail!(
-                Status::InvalidSignal,
-                "signal handle {signal:#x} is not a live signal"
-            );
+            return Err(dead_signal(signal));
         };
         match Arc::try_unwrap(s) {
             Ok(s) => s.destroy()?,
@@ -96,8 +93,9 @@ fn with_signal<T>(name: &str, signal: u64, fallback: T, f: impl FnOnce(&Sig) -> 
     })
 }
 
-/// The error of a handle that is no live signal.
-fn dead_signal(signal: u64) -> Error {
+/// The error of a handle that is no live signal (`INVALID_SIGNAL`), worded the same by every
+/// call that looks one up ([`crate::state::State::signal`] too).
+pub(crate) fn dead_signal(signal: u64) -> Error {
     hsa_core::error!(
         Status::InvalidSignal,
         "signal handle {signal:#x} is not a live signal"
