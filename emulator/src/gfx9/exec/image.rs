@@ -19,12 +19,13 @@
 //!   bytes`. Any other SW_MODE, a non-zero BASE_LEVEL, an `_mip` access of a level other
 //!   than 0 and sampling an image with more than one level (LAST_LEVEL ≠ BASE_LEVEL) are
 //!   errors naming the field.
-//! - The T#'s TYPE must agree with the instruction's `da` (array) bit: `da` with a 1D, 2D or
-//!   3D TYPE, or no `da` with an array TYPE, is an error (the compiler sets `da` exactly for
-//!   array images).
-//! - Address VGPRs (from `vaddr` on): x, then y (2D, 3D, 2D array), then z (3D) or the slice
-//!   (arrays), then the mip level (`_mip`) or, for `image_sample_l`, the LOD (ignored:
-//!   level 0 is sampled). With `a16` two components share a VGPR (low half first).
+//! - Address VGPRs (from `vaddr` on): x, then y (2D, 3D, 2D array), then z (3D), then the
+//!   slice when the instruction's `da` (declare array) bit is set, then the mip level
+//!   (`_mip`) or, for `image_sample_l`, the LOD (ignored: level 0 is sampled). With `a16`
+//!   two components share a VGPR (low half first). The T#'s TYPE decides which components
+//!   locate the texel, so `da` need not agree with it, as on hardware: ROCclr's blit kernels
+//!   bind every image as `image2d_array_t` (`da` set, a slice component) whatever its type.
+//!   A slice given to a non-array TYPE is ignored; an array TYPE without `da` reads slice 0.
 //! - Loads and stores convert as the typed buffer instructions do (`format.rs`; the formats
 //!   of ROCR's image table: 8-, 16- and 32-bit 1, 2 and 4 components, 32-bit 3 components,
 //!   10_11_11 and friends, 2_10_10_10, and the image-only 5_6_5 and 1_5_5_5 UNORM).
@@ -166,6 +167,29 @@ impl ImageResource {
         }
     }
 
+    /// The address components `given` of an instruction (its `da` bit says whether a slice
+    /// follows the spatial ones) in this resource's order: the [`coords`](Self::coords)
+    /// components that locate a texel (an array's slice 0 when `da` gave none), then the
+    /// component after them (the mip level or LOD) at index `coords()`.
+    fn canonical<T: Copy + Default>(&self, da: bool, given: [T; 4]) -> [T; 4] {
+        let spatial = match self.ty {
+            IMG_1D | IMG_1D_ARRAY => 1,
+            IMG_2D | IMG_2D_ARRAY => 2,
+            _ => 3,
+        };
+        let slice_given = da && self.ty != IMG_3D;
+        let declared = spatial + usize::from(slice_given);
+        let mut out = [T::default(); 4];
+        out[..spatial].copy_from_slice(&given[..spatial]);
+        if self.array() && slice_given {
+            out[spatial] = given[spatial];
+        }
+        if declared < 4 && self.coords() < 4 {
+            out[self.coords()] = given[declared];
+        }
+        out
+    }
+
     /// Texel `(x, y, z)` of the address components `c` (in the order of `coords`).
     fn texel_of(&self, c: &[u32]) -> [u32; 3] {
         match self.ty {
@@ -303,18 +327,6 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
     let words: [u32; 8] = core::array::from_fn(|k| w.sreg[r + k]);
     let res = ImageResource::from_words(words).map_err(|why| bad(&why))?;
     let m = inst.mods;
-    if name != "image_get_resinfo" && m.da != res.array() {
-        return Err(bad(&format!(
-            "da {} does not match T# TYPE {} ({})",
-            m.da as u8,
-            res.ty,
-            if res.array() {
-                "an array"
-            } else {
-                "not an array"
-            }
-        )));
-    }
     let Operand::Vgpr { index: va, .. } = inst.src[0] else {
         return Err(not_implemented(inst));
     };
@@ -349,7 +361,7 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
         "image_load" | "image_load_mip" => {
             let n = res.coords();
             for lane in lanes {
-                let c: [u32; 4] = core::array::from_fn(|k| addr(w, lane, k));
+                let c = res.canonical(m.da, core::array::from_fn(|k| addr(w, lane, k)));
                 if name == "image_load_mip" && c[n] != 0 {
                     return Err(bad(&format!(
                         "lane {lane}: mip level {}: only level 0 is supported",
@@ -369,7 +381,7 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
         "image_store" | "image_store_mip" => {
             let n = res.coords();
             for lane in lanes {
-                let c: [u32; 4] = core::array::from_fn(|k| addr(w, lane, k));
+                let c = res.canonical(m.da, core::array::from_fn(|k| addr(w, lane, k)));
                 if name == "image_store_mip" && c[n] != 0 {
                     return Err(bad(&format!(
                         "lane {lane}: mip level {}: only level 0 is supported",
@@ -403,7 +415,7 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
                 ));
             }
             for lane in lanes {
-                let c: [f64; 3] = core::array::from_fn(|k| {
+                let given: [f64; 4] = core::array::from_fn(|k| {
                     let b = addr(w, lane, k);
                     if m.a16 {
                         f16::to_f64(b as u16)
@@ -411,6 +423,8 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
                         f64::from(f32::from_bits(b))
                     }
                 });
+                let g = res.canonical(m.da, given);
+                let c = [g[0], g[1], g[2]];
                 let v = sample(ctx, &res, &samp, m.unorm || samp.unnormalized, c)
                     .map_err(fault(lane))?;
                 write_result(w, inst, lane, res.swizzle(v), res.format.is_integer());
@@ -434,7 +448,7 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
                 )));
             }
             for lane in lanes {
-                let c: [u32; 4] = core::array::from_fn(|k| addr(w, lane, k));
+                let c = res.canonical(m.da, core::array::from_fn(|k| addr(w, lane, k)));
                 let Some(at) = res.address(res.texel_of(&c)) else {
                     // Out of range: nothing changes, a returning atomic gets 0.
                     set_vdst_dword(w, &inst.dst, lane, 0, 0);
