@@ -200,6 +200,15 @@ fn hip_pitched_allocations_through_the_image_extension() {
     check("pitched");
 }
 
+/// Images through HIP: `hipMallocArray`, `hipMemcpy2DToArray`, a texture object read with
+/// `tex2D` (point sampling, unnormalized coordinates), a surface object written with
+/// `surf2Dwrite` and read back with `hipMemcpy2DFromArray`, against the host's values. The
+/// image instructions (MIMG) run in the interpreter over the image extension's linear T#.
+#[test]
+fn hip_textures_and_surfaces() {
+    check("images");
+}
+
 /// hipMemcpy host to device, device to device and back, 1 byte to 64 MiB at aligned and odd
 /// offsets; host to host; `hipMemcpyDefault` in every direction; `hipMemcpyAsync` of every
 /// direction on one stream; `hipMemcpy2D` / `hipMemcpy2DAsync` between pitched arrays (the

@@ -68,12 +68,13 @@ pub fn profile_sections(programs: &Programs) -> Vec<(&'static str, Vec<String>)>
 }
 
 /// Every section of hip_check that is a test (`launch_loop` is B8's bench, not listed).
-pub const SECTIONS: [&str; 17] = [
+pub const SECTIONS: [&str; 18] = [
     "vector_add",
     "shared",
     "memcpy",
     "memset",
     "pitched",
+    "images",
     "streams",
     "hostmem",
     "callbacks",
