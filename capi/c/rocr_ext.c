@@ -12,6 +12,7 @@
 #include <hsa/hsa_ven_amd_loader.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -985,6 +986,9 @@ static void images(void) {
   hsa_ext_image_t img = {0}, img2 = {0};
   IS(hsa_ext_image_create(gpu, &d, mem + 4, HSA_ACCESS_PERMISSION_RW, &img),
      HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  IS(hsa_ext_image_create(gpu, &d, (void*)(uintptr_t)0xffffffffffffff00ull,
+                          HSA_ACCESS_PERMISSION_RW, &img),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT); /* its 1536 bytes would wrap around */
   OK(hsa_ext_image_create(gpu, &d, mem, HSA_ACCESS_PERMISSION_RW, &img));
   EXPECT(img.handle != 0 && img.handle % 16 == 0);
   uint64_t addr = (uint64_t)(uintptr_t)mem;
@@ -1013,6 +1017,8 @@ static void images(void) {
   hsa_ext_image_region_t outside = {{90, 0, 0}, {20, 1, 1}};
   IS(hsa_ext_image_export(gpu, img, out, 0, 0, &outside), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   IS(hsa_ext_image_import(gpu, src, 10, 0, img, &whole), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  /* A row pitch whose last row lies past the end of the address space. */
+  IS(hsa_ext_image_export(gpu, img, out, SIZE_MAX - 64, 0, &part), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 
   /* Clear 2 texels of row 2 to (1.0, 0.5, 0, 0.25): unorm8 255, 128 (ties to even), 0, 64. */
   float color[4] = {1.0f, 0.5f, 0.0f, 0.25f};
@@ -1056,6 +1062,10 @@ static void images(void) {
      HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED);
   IS(hsa_amd_image_create(gpu, &d, layout, mem2 + 16, HSA_ACCESS_PERMISSION_RW, &imported),
      HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  layout->data[3] &= ~(0x1fu << 20); /* linear again, but a PITCH of 51 texels < width 100 */
+  layout->data[4] = (layout->data[4] & ~(0xffffu << 13)) | (50u << 13);
+  IS(hsa_amd_image_create(gpu, &d, layout, mem2, HSA_ACCESS_PERMISSION_RW, &imported),
+     HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED);
   free(layout);
 
   /* Samplers: the S# in the object the handle points to. */

@@ -304,7 +304,10 @@ fn the_resource_type_not_da_locates_the_texel() {
     let t2da = TDesc::new(T2DA, 10, 0, [w, h, d]);
     let addr: Vec<[u32; 4]> = (0..64u32).map(|l| [l % w, l / w % h, 1, 0]).collect();
     for (cpu, got, _) in run_ok("load_mf", &t2da, &SDesc::new(0, 0), &addr, &[], &texels) {
-        assert_eq!(got, want, "{cpu}: load without da of a 2D array reads slice 0");
+        assert_eq!(
+            got, want,
+            "{cpu}: load without da of a 2D array reads slice 0"
+        );
     }
 }
 

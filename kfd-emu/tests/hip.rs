@@ -259,8 +259,13 @@ fn hip_images_on_both() {
         Outcome::Passed,
         "images on hsa-rt"
     );
-    let Some(rocr) = on_rocr(exe, &args, None, &[("HSA_RT_LOG", "error".to_owned())], None)
-    else {
+    let Some(rocr) = on_rocr(
+        exe,
+        &args,
+        None,
+        &[("HSA_RT_LOG", "error".to_owned())],
+        None,
+    ) else {
         return;
     };
     // HIP aborts in its queue callback; the emulated device's own line naming the SW_MODE

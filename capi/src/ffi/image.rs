@@ -591,6 +591,13 @@ unsafe fn create(
             l.alignment
         );
     }
+    if data.checked_add(l.size).is_none() {
+        bail!(
+            Status::InvalidArgument,
+            "image_data {data:#x} + {} bytes runs past the end of the address space",
+            l.size
+        );
+    }
     let handle = new_object(&st, &image::image_object(&d, &l, data))?;
     lock(&st.ext.images.images).insert(
         handle,
@@ -699,9 +706,24 @@ pub unsafe extern "C" fn hsa_amd_image_create(
         // The layout this runtime would give, for the format's checks and the host copies.
         let mut l = image_layout_checked(a, &d)?;
         let e = u64::from(l.info.element_bytes);
-        l.row_pitch = (u64::from((w[4] >> 13) & 0xffff) + 1) * e;
+        let pitch_texels = u64::from((w[4] >> 13) & 0xffff) + 1;
+        if pitch_texels < d.width {
+            bail!(
+                Status::ImageFormatUnsupported,
+                "image layout's PITCH of {pitch_texels} texels is below the width {}",
+                d.width
+            );
+        }
+        l.row_pitch = pitch_texels * e;
         l.slice_pitch = l.row_pitch * l.rows;
         l.size = l.slice_pitch * l.slices;
+        if data.checked_add(l.size).is_none() {
+            bail!(
+                Status::InvalidArgument,
+                "image_data {data:#x} + {} bytes runs past the end of the address space",
+                l.size
+            );
+        }
         let ours = image::image_object(&d, &l, data);
         let mut words = [0u32; image::IMAGE_OBJECT_DWORDS];
         words[..8].copy_from_slice(&w);
@@ -876,7 +898,7 @@ fn memory_pitches(img: &ImageRec, region: &ImageRegion, row: usize, slice: usize
         row as u64
     };
     let slice = if slice == 0 {
-        row * u64::from(region.range.y)
+        row.saturating_mul(u64::from(region.range.y))
     } else {
         slice as u64
     };
@@ -973,12 +995,25 @@ unsafe fn transfer(
     check_region(&img, region.offset, region.range, img_name)?;
     let (row, slice) = memory_pitches(&img, &region, row_pitch, slice_pitch);
     let need_row = u64::from(region.range.x) * u64::from(img.layout.info.element_bytes);
-    if row < need_row || (region.range.z > 1 && slice < row * u64::from(region.range.y)) {
+    let rows = u64::from(region.range.y);
+    if row < need_row || (region.range.z > 1 && slice < row.saturating_mul(rows)) {
         bail!(
             Status::InvalidArgument,
             "{mem_name} pitches (row {row}, slice {slice} bytes) are below the region's row of \
-             {need_row} bytes or slice of {} rows",
-            region.range.y
+             {need_row} bytes or slice of {rows} rows"
+        );
+    }
+    // The last byte of the linear memory must be addressable.
+    let last = u64::from(region.range.z - 1)
+        .checked_mul(slice)
+        .and_then(|v| v.checked_add((rows - 1).checked_mul(row)?))
+        .and_then(|v| v.checked_add(need_row))
+        .and_then(|v| v.checked_add(memory));
+    if last.is_none() {
+        bail!(
+            Status::InvalidArgument,
+            "{mem_name} {memory:#x} with pitches (row {row}, slice {slice} bytes) runs past the \
+             end of the address space"
         );
     }
     copy_rows(&st, &img, &region, memory, row, slice, to_image)?;
