@@ -273,8 +273,9 @@ mod tests {
         // vector_copy of kernels-gfx90a-v5.hsaco: .text at vaddr 0x1c00, file offset 0xc00.
         let mut bytes = testdata("kernels-gfx90a-v5.hsaco");
         // 0x1c10 `v_mov_b32_e32 v1, 0` → 0xffffffff (no encoding); 0x1c14 `s_waitcnt` → the
-        // first dword of a MIMG `image_load` (llvm-objdump knows it; the decoder has no image
-        // instructions: compute kernels of HIP and OpenCL without images use none).
+        // first dword of a MIMG `image_load` whose second dword (the next instruction's)
+        // names a sampler register, which `image_load` has none of: llvm-mc-19 refuses the
+        // pair too ("invalid instruction encoding").
         patch(&mut bytes, 0xc10, 0xffff_ffff);
         patch(&mut bytes, 0xc14, 0xf000_0000);
         let r = disassembly_report(&bytes, "p").unwrap();
@@ -287,7 +288,8 @@ mod tests {
         assert_eq!(
             lines[1],
             "\t.long 0xf0000000                                           // 000000001C14: F0000000 \
-             // not decoded by hsa-rt: MIMG 0xf0000000: unsupported encoding"
+             // not decoded by hsa-rt: MIMG 0xf0000000 0x8604ff09: ssamp of an instruction \
+             without a sampler"
         );
         // Decoding goes on with the next word.
         assert_eq!(
