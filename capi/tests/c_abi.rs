@@ -573,6 +573,31 @@ fn c_rocr_ext_passes() {
     }
 }
 
+/// `c/image_edges.c`: the image extension at its edges as the header and ROCR define them:
+/// import/export pitches below the region's row or slice (the tight value is used), a depth
+/// image's one-float clear value ending at an unreadable page (read past it, the runtime
+/// crashed), an sRGBA clear (linear values stored sRGB-encoded: 0.5 is 188), copies between
+/// geometries (2D into a 3D slice and a 2DA layer, 1D into a 2D row, a 1DA layer into a 1D
+/// image) and 1DA regions whose y is the layer.
+#[test]
+fn c_image_edges_pass() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("image_edges");
+    let out = on_emulated_device(&exe, &libdir)
+        .output()
+        .expect("run image_edges");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "image_edges failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "image_edges: ok\n");
+}
+
 /// `c/memory_fault.c`: a kernel reading 0x1000 (nothing maps it) on the emulated gfx90a; both
 /// registered system event handlers get `HSA_AMD_GPU_MEMORY_FAULT_EVENT` with the GPU agent,
 /// the address 0x1000 and `HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT`, in registration order, each
