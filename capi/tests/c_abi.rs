@@ -598,6 +598,32 @@ fn c_image_edges_pass() {
     assert_eq!(stdout, "image_edges: ok\n");
 }
 
+/// `c/image_kernel.c`: clang-built OpenCL image kernels (`isa/image_ocl-gfx90a.hsaco`, ROCm
+/// device-libs) dispatched on images made by `hsa_ext_image_create` over the padded layout
+/// `hsa_ext_image_data_get_info` gives: RGBA8 UNORM to RGBA16 HALF_FLOAT (x / 255 as binary16)
+/// and a 4-layer 2DA RGBA8 UINT to RGBA16 UINT plus (1, 2, 3, 4), every texel checked in C
+/// after `hsa_ext_image_export`.
+#[test]
+fn c_image_kernel_reads_and_writes_runtime_images() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("image_kernel");
+    let code = common::crate_dir().join("../testdata/codeobjects/isa/image_ocl-gfx90a.hsaco");
+    let out = on_emulated_device(&exe, &libdir)
+        .arg(code)
+        .output()
+        .expect("run image_kernel");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "image_kernel failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "image_kernel: ok\n");
+}
+
 /// `c/memory_fault.c`: a kernel reading 0x1000 (nothing maps it) on the emulated gfx90a; both
 /// registered system event handlers get `HSA_AMD_GPU_MEMORY_FAULT_EVENT` with the GPU agent,
 /// the address 0x1000 and `HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT`, in registration order, each
