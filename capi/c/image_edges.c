@@ -5,7 +5,7 @@
  * clear (linear values converted to sRGB, HSA PRM 1.2 §7.1.4.1.2, as ROCR does), copies between
  * geometries (the header allows any pair of regions of the same size), and a 1DA image's
  * regions whose y is the layer (the header: 1DA is "addressed by width and index coordinate";
- * ROCR's blits read it as (x, layer)). Values are checked in C; prints "image_edges: ok" and
+ * ROCR's blits read it as (x, layer)), and images running past their allocation. Values are checked in C; prints "image_edges: ok" and
  * exits 0 when every check holds. */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
@@ -187,6 +187,34 @@ static void mixed_copies(void) {
   drop(i1a, m1a);
 }
 
+/* An image whose texels would run past the runtime allocation its memory starts in is
+ * refused (the host copies would write past it): a 16x4 RGBA8 image needs 3 * 256 + 64 = 832
+ * bytes from its start; and hsa_amd_image_create's PITCH of 65536 texels makes 3 * 256 KiB
+ * + 64 bytes. */
+static void past_the_allocation(void) {
+  uint8_t* mem;
+  OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, (void**)&mem));
+  hsa_ext_image_descriptor_t d = {HSA_EXT_IMAGE_GEOMETRY_2D, 16, 4, 0, 0, rgba8};
+  hsa_ext_image_t img, other;
+  IS(hsa_ext_image_create(gpu, &d, mem + 4096 - 768, HSA_ACCESS_PERMISSION_RW, &img),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  OK(hsa_ext_image_create(gpu, &d, mem + 4096 - 1024, HSA_ACCESS_PERMISSION_RW, &img));
+  uint32_t chip = 0;
+  OK(hsa_agent_get_info(gpu, (hsa_agent_info_t)HSA_AMD_AGENT_INFO_CHIP_ID, &chip));
+  hsa_amd_image_descriptor_t* layout = calloc(1, sizeof(*layout) + 8 * sizeof(uint32_t));
+  layout->version = 1;
+  layout->deviceID = 0x1002u << 16 | chip;
+  memcpy(layout->data, (const void*)(uintptr_t)img.handle, 8 * sizeof(uint32_t));
+  OK(hsa_amd_image_create(gpu, &d, layout, mem, HSA_ACCESS_PERMISSION_RW, &other));
+  OK(hsa_ext_image_destroy(gpu, other));
+  layout->data[4] |= 0xffffu << 13; /* PITCH - 1 = 65535 */
+  IS(hsa_amd_image_create(gpu, &d, layout, mem, HSA_ACCESS_PERMISSION_RW, &other),
+     HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  free(layout);
+  OK(hsa_ext_image_destroy(gpu, img));
+  OK(hsa_amd_memory_pool_free(mem));
+}
+
 int main(void) {
   OK(hsa_init());
   OK(hsa_iterate_agents(pick_agents, NULL));
@@ -195,6 +223,7 @@ int main(void) {
   depth_clear();
   srgb_clear();
   mixed_copies();
+  past_the_allocation();
   OK(hsa_shut_down());
   if (failures) {
     fprintf(stderr, "image_edges: %d failures\n", failures);

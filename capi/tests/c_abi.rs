@@ -578,7 +578,8 @@ fn c_rocr_ext_passes() {
 /// image's one-float clear value ending at an unreadable page (read past it, the runtime
 /// crashed), an sRGBA clear (linear values stored sRGB-encoded: 0.5 is 188), copies between
 /// geometries (2D into a 3D slice and a 2DA layer, 1D into a 2D row, a 1DA layer into a 1D
-/// image) and 1DA regions whose y is the layer.
+/// image), 1DA regions whose y is the layer, and images whose texels would run past the
+/// allocation their memory starts in (refused; the copies wrote past it).
 #[test]
 fn c_image_edges_pass() {
     if !have_headers() {

@@ -496,7 +496,8 @@ fn new_object(st: &State, words: &[u32]) -> Result<u64, Error> {
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers, a permission
-/// outside RO/WO/RW, a bad geometry or `image_data` not 256-byte aligned; the
+/// outside RO/WO/RW, a bad geometry, `image_data` not 256-byte aligned or inside a runtime
+/// allocation the image's texels would run past; the
 /// `HSA_EXT_STATUS_ERROR_IMAGE_*` statuses of [`hsa_ext_image_data_get_info`];
 /// `OUT_OF_RESOURCES` when the object cannot be allocated.
 ///
@@ -598,6 +599,7 @@ unsafe fn create(
             l.size
         );
     }
+    check_extent(&st, data, &d, &l)?;
     let handle = new_object(&st, &image::image_object(&d, &l, data))?;
     lock(&st.ext.images.images).insert(
         handle,
@@ -611,6 +613,31 @@ unsafe fn create(
     // SAFETY: non-NULL, writable per the caller's contract.
     unsafe { image.write_unaligned(handle) };
     Ok(Status::Success)
+}
+
+/// Refuses an image whose texels would run past the runtime allocation its memory starts in
+/// (the last texel ends `(slices - 1) * slice_pitch + (rows - 1) * row_pitch + width *
+/// element bytes` after `data`): the host copies would otherwise write past it. Memory the
+/// runtime did not allocate is the application's to size.
+fn check_extent(st: &State, data: u64, d: &Descriptor, l: &Layout) -> Result<(), Error> {
+    let Ok(info) = st.rt().pointer_info(hsa_core::GpuVa(data)) else {
+        return Ok(());
+    };
+    let a = info.allocation;
+    let extent = (l.slices - 1) * l.slice_pitch
+        + (l.rows - 1) * l.row_pitch
+        + d.width * u64::from(l.info.element_bytes);
+    let offset = data - a.va.0;
+    if offset + extent > a.size_bytes {
+        bail!(
+            Status::InvalidArgument,
+            "image_data {data:#x}: the image's {extent} bytes run past its allocation ({:#x}, {} \
+             bytes)",
+            a.va.0,
+            a.size_bytes
+        );
+    }
+    Ok(())
 }
 
 /// `hsa_amd_image_descriptor_t`'s head: version 1, then `0x1002 << 16 | chip id`, then the 8
@@ -633,8 +660,9 @@ pub struct AmdImageDescriptor {
 /// ROCR patches them.
 ///
 /// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers or a 1DB
-/// geometry; `INVALID_ALLOCATION` for `image_data` not 256-byte aligned;
+/// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers, a 1DB
+/// geometry, or `image_data` inside a runtime allocation the image's rows (at the layout's
+/// PITCH) would run past; `INVALID_ALLOCATION` for `image_data` not 256-byte aligned;
 /// `HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED` for a version other than 1, another
 /// device's id, a swizzled or compressed layout, or an unsupported format.
 ///
@@ -724,6 +752,7 @@ pub unsafe extern "C" fn hsa_amd_image_create(
                 l.size
             );
         }
+        check_extent(&st, data, &d, &l)?;
         let ours = image::image_object(&d, &l, data);
         let mut words = [0u32; image::IMAGE_OBJECT_DWORDS];
         words[..8].copy_from_slice(&w);
