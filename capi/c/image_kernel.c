@@ -6,8 +6,14 @@
  * - copy_f: an 8x8 RGBA8 UNORM image into an RGBA16 HALF_FLOAT one, x / 255 as binary16;
  * - copy_ui_array: a 4x4, 4-layer 2DA RGBA8 UINT image into an RGBA16 UINT one, plus
  *   (1, 2, 3, 4).
+ * With a second code object (c/image_queries.cl for gfx90a), also:
+ * - queries: get_image_width of a 1DB and a 1DA image, the 1DA's array size, a 3D image's
+ *   depth and height, the CL channel order and type (CL_R 0x10B0, CL_UNSIGNED_INT32 0x10DC),
+ *   texel 3 of the 1DB and texel (1, layer 2) of the 1DA image;
+ * - sampled: read_imagef of a 4x2 R32F image (texel x + 10 y) through samplers of
+ *   hsa_ext_sampler_create in each addressing mode, normalized and not, nearest and linear.
  * Prints "image_kernel: ok" and exits 0 when every check holds.
- * Usage: image_kernel IMAGE_OCL_GFX90A_CODE_OBJECT */
+ * Usage: image_kernel IMAGE_OCL_GFX90A_CODE_OBJECT [IMAGE_QUERIES_GFX90A_CODE_OBJECT] */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <hsa/hsa_ext_image.h>
@@ -28,7 +34,7 @@ static int failures;
 
 static hsa_agent_t cpu, gpu;
 static hsa_amd_memory_pool_t fine, kernarg_pool;
-static hsa_executable_t exe;
+static hsa_executable_t exe, exe2;
 static hsa_queue_t* queue;
 
 static hsa_status_t pick_agents(hsa_agent_t a, void* data) {
@@ -64,12 +70,12 @@ static hsa_ext_image_t make(hsa_ext_image_descriptor_t d, hsa_access_permission_
   return img;
 }
 
-/* Runs kernel NAME on 64 work-items (one group) with the two image handles as arguments. */
-static void run(const char* name, hsa_ext_image_t a, hsa_ext_image_t b) {
+/* Runs kernel NAME of X on 64 work-items (one group) with the N 8-byte arguments ARGS. */
+static void run_args(hsa_executable_t x, const char* name, const uint64_t* args, int n) {
   hsa_executable_symbol_t sym;
   uint64_t object = 0;
   uint32_t ka_size = 0, group = 0, priv = 0;
-  OK(hsa_executable_get_symbol_by_name(exe, name, &gpu, &sym));
+  OK(hsa_executable_get_symbol_by_name(x, name, &gpu, &sym));
   OK(hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &object));
   OK(hsa_executable_symbol_get_info(sym, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
                                     &ka_size));
@@ -80,14 +86,13 @@ static void run(const char* name, hsa_ext_image_t a, hsa_ext_image_t b) {
   uint8_t* ka;
   OK(hsa_amd_memory_pool_allocate(kernarg_pool, ka_size < 256 ? 256 : ka_size, 0, (void**)&ka));
   memset(ka, 0, 256);
-  memcpy(ka, &a.handle, 8);
-  memcpy(ka + 8, &b.handle, 8);
-  /* Code object v5 hidden arguments from byte 16: block counts (1, 1, 1), group sizes
-   * (64, 1, 1) as uint16_t, global offsets 0 (AMDGPUUsage "Code Object V5 Metadata"). */
+  memcpy(ka, args, 8 * (size_t)n);
+  /* Code object v5 hidden arguments after the explicit ones: block counts (1, 1, 1), group
+   * sizes (64, 1, 1) as uint16_t, global offsets 0 (AMDGPUUsage "Code Object V5 Metadata"). */
   uint32_t blocks[3] = {1, 1, 1};
   uint16_t sizes[3] = {64, 1, 1};
-  memcpy(ka + 16, blocks, sizeof blocks);
-  memcpy(ka + 28, sizes, sizeof sizes);
+  memcpy(ka + 8 * n, blocks, sizeof blocks);
+  memcpy(ka + 8 * n + 12, sizes, sizeof sizes);
   hsa_signal_t done;
   OK(hsa_signal_create(1, 0, NULL, &done));
   uint64_t index = hsa_queue_add_write_index_relaxed(queue, 1);
@@ -112,6 +117,107 @@ static void run(const char* name, hsa_ext_image_t a, hsa_ext_image_t b) {
                                    HSA_WAIT_STATE_BLOCKED) == 0);
   OK(hsa_signal_destroy(done));
   OK(hsa_amd_memory_pool_free(ka));
+}
+
+/* Kernel NAME of exe with the two image handles as arguments. */
+static void run(const char* name, hsa_ext_image_t a, hsa_ext_image_t b) {
+  uint64_t args[2] = {a.handle, b.handle};
+  run_args(exe, name, args, 2);
+}
+
+static void queries(void) {
+  uint8_t *mb, *ma, *mt;
+  int32_t* out;
+  hsa_ext_image_format_t r32 = {HSA_EXT_IMAGE_CHANNEL_TYPE_UNSIGNED_INT32,
+                                HSA_EXT_IMAGE_CHANNEL_ORDER_R};
+  hsa_ext_image_format_t rgba8 = {HSA_EXT_IMAGE_CHANNEL_TYPE_UNORM_INT8,
+                                  HSA_EXT_IMAGE_CHANNEL_ORDER_RGBA};
+  hsa_ext_image_t b = make((hsa_ext_image_descriptor_t){HSA_EXT_IMAGE_GEOMETRY_1DB, 10, 0, 0, 0,
+                                                        r32},
+                           HSA_ACCESS_PERMISSION_RO, &mb);
+  hsa_ext_image_t a = make((hsa_ext_image_descriptor_t){HSA_EXT_IMAGE_GEOMETRY_1DA, 7, 0, 0, 5,
+                                                        r32},
+                           HSA_ACCESS_PERMISSION_RO, &ma);
+  hsa_ext_image_t t = make((hsa_ext_image_descriptor_t){HSA_EXT_IMAGE_GEOMETRY_3D, 4, 3, 6, 0,
+                                                        rgba8},
+                           HSA_ACCESS_PERMISSION_RO, &mt);
+  uint32_t bv[10], av[35];
+  for (int i = 0; i < 10; i++) bv[i] = 100 + (uint32_t)i;
+  for (int i = 0; i < 35; i++) av[i] = 1000 + (uint32_t)i;
+  hsa_ext_image_region_t rb = {{0, 0, 0}, {10, 1, 1}}, ra = {{0, 0, 0}, {7, 5, 1}};
+  OK(hsa_ext_image_import(gpu, bv, 0, 0, b, &rb));
+  OK(hsa_ext_image_import(gpu, av, 0, 0, a, &ra)); /* a 1DA region's y counts layers */
+  OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, (void**)&out));
+  memset(out, 0xff, 64);
+  uint64_t args[4] = {b.handle, a.handle, t.handle, (uint64_t)(uintptr_t)out};
+  run_args(exe2, "queries.kd", args, 4);
+  const int32_t want[9] = {10, 7, 5, 6, 0x10B0, 0x10DC, 103, 1000 + 2 * 7 + 1, 3};
+  for (int i = 0; i < 9; i++) {
+    if (out[i] != want[i]) fprintf(stderr, "queries %d: %d, want %d\n", i, out[i], want[i]);
+    EXPECT(out[i] == want[i]);
+  }
+  OK(hsa_ext_image_destroy(gpu, b));
+  OK(hsa_ext_image_destroy(gpu, a));
+  OK(hsa_ext_image_destroy(gpu, t));
+  OK(hsa_amd_memory_pool_free(mb));
+  OK(hsa_amd_memory_pool_free(ma));
+  OK(hsa_amd_memory_pool_free(mt));
+  OK(hsa_amd_memory_pool_free(out));
+}
+
+/* read_imagef of IMG at (x0, y0) and (x1, y1) through a sampler of modes (CM, FM, AM): w0, w1. */
+static void sample(hsa_ext_image_t img, int cm, int fm, int am, float x0, float y0, float x1,
+                   float y1, float w0, float w1) {
+  hsa_ext_sampler_descriptor_t sd = {(hsa_ext_sampler_coordinate_mode32_t)cm,
+                                     (hsa_ext_sampler_filter_mode32_t)fm,
+                                     (hsa_ext_sampler_addressing_mode32_t)am};
+  hsa_ext_sampler_t smp;
+  OK(hsa_ext_sampler_create(gpu, &sd, &smp));
+  float *c, *out;
+  OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, (void**)&c));
+  OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, (void**)&out));
+  c[0] = x0;
+  c[1] = y0;
+  c[2] = x1;
+  c[3] = y1;
+  uint64_t args[4] = {img.handle, smp.handle, (uint64_t)(uintptr_t)c, (uint64_t)(uintptr_t)out};
+  run_args(exe2, "sampled.kd", args, 4);
+  if (out[0] != w0 || out[1] != w1)
+    fprintf(stderr, "sampler (%d, %d, %d): %g %g, want %g %g\n", cm, fm, am, (double)out[0],
+            (double)out[1], (double)w0, (double)w1);
+  EXPECT(out[0] == w0 && out[1] == w1);
+  OK(hsa_ext_sampler_destroy(gpu, smp));
+  OK(hsa_amd_memory_pool_free(c));
+  OK(hsa_amd_memory_pool_free(out));
+}
+
+static void samplers(void) {
+  uint8_t* m;
+  hsa_ext_image_format_t r32f = {HSA_EXT_IMAGE_CHANNEL_TYPE_FLOAT, HSA_EXT_IMAGE_CHANNEL_ORDER_R};
+  hsa_ext_image_t img = make((hsa_ext_image_descriptor_t){HSA_EXT_IMAGE_GEOMETRY_2D, 4, 2, 0, 0,
+                                                          r32f},
+                             HSA_ACCESS_PERMISSION_RO, &m);
+  float v[8];
+  for (int i = 0; i < 8; i++) v[i] = (float)(i % 4 + 10 * (i / 4));
+  hsa_ext_image_region_t r = {{0, 0, 0}, {4, 2, 1}};
+  OK(hsa_ext_image_import(gpu, v, 0, 0, img, &r));
+  enum { UNNORM, NORM };
+  enum { NEAREST, LINEAR };
+  enum { UNDEF, EDGE, BORDER, REPEAT, MIRROR };
+  /* Unnormalized, clamp to edge: (-3, 1.5) -> texel (0, 1); (1.5, 0.5) -> (1, 0) (read as
+   * normalized it would be (6, 1) -> (3, 1), 13). */
+  sample(img, UNNORM, NEAREST, EDGE, -3.0f, 1.5f, 1.5f, 0.5f, 10, 1);
+  /* Repeat: u = 1.3 * 4 = 5.2 -> 5 mod 4 = 1, v = 1.5 -> 1; u = -0.8 -> -1 -> 3. */
+  sample(img, NORM, NEAREST, REPEAT, 1.3f, 0.75f, -0.2f, 0.25f, 11, 3);
+  /* Linear: (2, 1) - 0.5 mixes texels 1, 2 of rows 0, 1 equally: 6.5; (0.5, 0.5) - 0.5 is
+   * texel (0, 0) alone. */
+  sample(img, NORM, LINEAR, EDGE, 0.5f, 0.5f, 0.125f, 0.25f, 6.5f, 0);
+  /* Clamp to border: transparent black outside. */
+  sample(img, UNNORM, NEAREST, BORDER, -1.0f, 0.0f, 3.5f, 2.5f, 0, 0);
+  /* Mirrored repeat: u = 4.4 -> 4 -> 3; u = -0.4 -> -1 -> 0, v = 1.5 -> 1. */
+  sample(img, NORM, NEAREST, MIRROR, 1.1f, 0.25f, -0.1f, 0.75f, 3, 10);
+  OK(hsa_ext_image_destroy(gpu, img));
+  OK(hsa_amd_memory_pool_free(m));
 }
 
 static void copy_f(void) {
@@ -180,18 +286,12 @@ static void copy_ui_array(void) {
   OK(hsa_amd_memory_pool_free(md));
 }
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    fprintf(stderr, "usage: image_kernel IMAGE_OCL_GFX90A_CODE_OBJECT\n");
-    return 2;
-  }
-  OK(hsa_init());
-  OK(hsa_iterate_agents(pick_agents, NULL));
-  OK(hsa_amd_agent_iterate_memory_pools(cpu, pick_pools, NULL));
-  FILE* f = fopen(argv[1], "rb");
+/* Loads the code object at PATH for the GPU into a frozen executable *X; 0 if unreadable. */
+static int load(const char* path, hsa_executable_t* x) {
+  FILE* f = fopen(path, "rb");
   if (!f) {
-    fprintf(stderr, "cannot read %s\n", argv[1]);
-    return 2;
+    fprintf(stderr, "cannot read %s\n", path);
+    return 0;
   }
   fseek(f, 0, SEEK_END);
   size_t size = (size_t)ftell(f);
@@ -202,17 +302,34 @@ int main(int argc, char** argv) {
   hsa_code_object_reader_t reader;
   OK(hsa_code_object_reader_create_from_memory(bytes, size, &reader));
   OK(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL,
-                               &exe));
-  OK(hsa_executable_load_agent_code_object(exe, gpu, reader, NULL, NULL));
-  OK(hsa_executable_freeze(exe, NULL));
+                               x));
+  OK(hsa_executable_load_agent_code_object(*x, gpu, reader, NULL, NULL));
+  OK(hsa_executable_freeze(*x, NULL));
+  OK(hsa_code_object_reader_destroy(reader));
+  free(bytes);
+  return 1;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: image_kernel IMAGE_OCL_GFX90A_CODE_OBJECT [IMAGE_QUERIES]\n");
+    return 2;
+  }
+  OK(hsa_init());
+  OK(hsa_iterate_agents(pick_agents, NULL));
+  OK(hsa_amd_agent_iterate_memory_pools(cpu, pick_pools, NULL));
+  if (!load(argv[1], &exe) || (argc > 2 && !load(argv[2], &exe2))) return 2;
   OK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, UINT32_MAX, UINT32_MAX,
                       &queue));
   copy_f();
   copy_ui_array();
+  if (argc > 2) {
+    queries();
+    samplers();
+    OK(hsa_executable_destroy(exe2));
+  }
   OK(hsa_queue_destroy(queue));
   OK(hsa_executable_destroy(exe));
-  OK(hsa_code_object_reader_destroy(reader));
-  free(bytes);
   OK(hsa_shut_down());
   if (failures) {
     fprintf(stderr, "image_kernel: %d failures\n", failures);

@@ -603,7 +603,10 @@ fn c_image_edges_pass() {
 /// device-libs) dispatched on images made by `hsa_ext_image_create` over the padded layout
 /// `hsa_ext_image_data_get_info` gives: RGBA8 UNORM to RGBA16 HALF_FLOAT (x / 255 as binary16)
 /// and a 4-layer 2DA RGBA8 UINT to RGBA16 UINT plus (1, 2, 3, 4), every texel checked in C
-/// after `hsa_ext_image_export`.
+/// after `hsa_ext_image_export`. With clang-19, ld.lld-19 and Debian's ROCm device-libs, also
+/// `c/image_queries.cl` built here: the OpenCL queries (width, array size, depth, height,
+/// channel order and type) and reads of 1DB, 1DA and 3D images, and reads through samplers of
+/// `hsa_ext_sampler_create` in each addressing mode (nearest and linear, normalized and not).
 #[test]
 fn c_image_kernel_reads_and_writes_runtime_images() {
     if !have_headers() {
@@ -611,10 +614,60 @@ fn c_image_kernel_reads_and_writes_runtime_images() {
     }
     let (libdir, exe) = build_c_program("image_kernel");
     let code = common::crate_dir().join("../testdata/codeobjects/isa/image_ocl-gfx90a.hsaco");
-    let out = on_emulated_device(&exe, &libdir)
-        .arg(code)
-        .output()
-        .expect("run image_kernel");
+    let mut cmd = on_emulated_device(&exe, &libdir);
+    cmd.arg(code);
+    let devlibs = Path::new("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode");
+    if which("clang-19") && which("ld.lld-19") && devlibs.exists() {
+        let dir = common::temp_dir("image-queries");
+        let obj = dir.join("image_queries.o");
+        let hsaco = dir.join("image_queries.hsaco");
+        let cl = common::crate_dir().join("c/image_queries.cl");
+        for (tool, args) in [
+            (
+                "clang-19",
+                vec![
+                    "-x".into(),
+                    "cl".into(),
+                    "-Xclang".into(),
+                    "-finclude-default-header".into(),
+                    "-cl-std=CL2.0".into(),
+                    "-target".into(),
+                    "amdgcn-amd-amdhsa".into(),
+                    "-mcpu=gfx90a".into(),
+                    "-mcode-object-version=5".into(),
+                    "-O2".into(),
+                    format!("--rocm-device-lib-path={}", devlibs.display()),
+                    "-c".into(),
+                    cl.display().to_string(),
+                    "-o".into(),
+                    obj.display().to_string(),
+                ],
+            ),
+            (
+                "ld.lld-19",
+                vec![
+                    "-shared".into(),
+                    obj.display().to_string(),
+                    "-o".into(),
+                    hsaco.display().to_string(),
+                ],
+            ),
+        ] {
+            let out = Command::new(tool).args(&args).output().expect(tool);
+            assert!(
+                out.status.success(),
+                "{tool} failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        cmd.arg(hsaco);
+    } else {
+        println!(
+            "skipped: c/image_queries.cl (needs clang-19, ld.lld-19 and {})",
+            devlibs.display()
+        );
+    }
+    let out = cmd.output().expect("run image_kernel");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
         out.status.success(),
