@@ -15,7 +15,10 @@
 //! - **Import, export, copy and clear** run on the host, synchronously as the extension
 //!   specifies: the image's memory must be host-reachable (system memory, or device memory
 //!   the host maps, as the emulated device's is); device memory the host cannot map is refused
-//!   with `INVALID_ARGUMENT` naming the range (ROCR runs blit kernels there).
+//!   with `INVALID_ARGUMENT` naming the range (ROCR runs blit kernels there). Regions are
+//!   (x, y, z) texels; a 1DA image's y is its layer, as ROCR's blits read it. Copies may mix
+//!   geometries (a 2D block into a slice of a 3D image). An image whose texels would run past
+//!   the runtime allocation its memory starts in is refused at creation.
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.
