@@ -573,6 +573,111 @@ fn c_rocr_ext_passes() {
     }
 }
 
+/// `c/image_edges.c`: the image extension at its edges as the header and ROCR define them:
+/// import/export pitches below the region's row or slice (the tight value is used), a depth
+/// image's one-float clear value ending at an unreadable page (read past it, the runtime
+/// crashed), an sRGBA clear (linear values stored sRGB-encoded: 0.5 is 188), copies between
+/// geometries (2D into a 3D slice and a 2DA layer, 1D into a 2D row, a 1DA layer into a 1D
+/// image), 1DA regions whose y is the layer, and images whose texels would run past the
+/// allocation their memory starts in (refused; the copies wrote past it).
+#[test]
+fn c_image_edges_pass() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("image_edges");
+    let out = on_emulated_device(&exe, &libdir)
+        .output()
+        .expect("run image_edges");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "image_edges failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "image_edges: ok\n");
+}
+
+/// `c/image_kernel.c`: clang-built OpenCL image kernels (`isa/image_ocl-gfx90a.hsaco`, ROCm
+/// device-libs) dispatched on images made by `hsa_ext_image_create` over the padded layout
+/// `hsa_ext_image_data_get_info` gives: RGBA8 UNORM to RGBA16 HALF_FLOAT (x / 255 as binary16)
+/// and a 4-layer 2DA RGBA8 UINT to RGBA16 UINT plus (1, 2, 3, 4), every texel checked in C
+/// after `hsa_ext_image_export`. With clang-19, ld.lld-19 and Debian's ROCm device-libs, also
+/// `c/image_queries.cl` built here: the OpenCL queries (width, array size, depth, height,
+/// channel order and type) and reads of 1DB, 1DA and 3D images, and reads through samplers of
+/// `hsa_ext_sampler_create` in each addressing mode (nearest and linear, normalized and not).
+#[test]
+fn c_image_kernel_reads_and_writes_runtime_images() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("image_kernel");
+    let code = common::crate_dir().join("../testdata/codeobjects/isa/image_ocl-gfx90a.hsaco");
+    let mut cmd = on_emulated_device(&exe, &libdir);
+    cmd.arg(code);
+    let devlibs = Path::new("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode");
+    if which("clang-19") && which("ld.lld-19") && devlibs.exists() {
+        let dir = common::temp_dir("image-queries");
+        let obj = dir.join("image_queries.o");
+        let hsaco = dir.join("image_queries.hsaco");
+        let cl = common::crate_dir().join("c/image_queries.cl");
+        for (tool, args) in [
+            (
+                "clang-19",
+                vec![
+                    "-x".into(),
+                    "cl".into(),
+                    "-Xclang".into(),
+                    "-finclude-default-header".into(),
+                    "-cl-std=CL2.0".into(),
+                    "-target".into(),
+                    "amdgcn-amd-amdhsa".into(),
+                    "-mcpu=gfx90a".into(),
+                    "-mcode-object-version=5".into(),
+                    "-O2".into(),
+                    format!("--rocm-device-lib-path={}", devlibs.display()),
+                    "-c".into(),
+                    cl.display().to_string(),
+                    "-o".into(),
+                    obj.display().to_string(),
+                ],
+            ),
+            (
+                "ld.lld-19",
+                vec![
+                    "-shared".into(),
+                    obj.display().to_string(),
+                    "-o".into(),
+                    hsaco.display().to_string(),
+                ],
+            ),
+        ] {
+            let out = Command::new(tool).args(&args).output().expect(tool);
+            assert!(
+                out.status.success(),
+                "{tool} failed:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        cmd.arg(hsaco);
+    } else {
+        println!(
+            "skipped: c/image_queries.cl (needs clang-19, ld.lld-19 and {})",
+            devlibs.display()
+        );
+    }
+    let out = cmd.output().expect("run image_kernel");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "image_kernel failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "image_kernel: ok\n");
+}
+
 /// `c/memory_fault.c`: a kernel reading 0x1000 (nothing maps it) on the emulated gfx90a; both
 /// registered system event handlers get `HSA_AMD_GPU_MEMORY_FAULT_EVENT` with the GPU agent,
 /// the address 0x1000 and `HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT`, in registration order, each

@@ -428,7 +428,8 @@ fn align_up(v: u64, a: u64) -> Option<u64> {
 ///   geometry ([`format_info`]).
 /// - `HSA_EXT_STATUS_ERROR_IMAGE_SIZE_UNSUPPORTED`: a width of 0, a height of 0 in a
 ///   geometry with rows, a 3D image of depth 0, or a dimension above
-///   [`Geometry::max_dims`] (or a 1DB image above 4 GiB).
+///   [`Geometry::max_dims`] (1 for a dimension the geometry does not use; or a 1DB image
+///   above 4 GiB).
 /// - `HSA_EXT_STATUS_ERROR_IMAGE_PITCH_UNSUPPORTED`: a row pitch below a row's bytes, not a
 ///   multiple of 256 or above the T#'s 65536-texel PITCH; a slice pitch other than row pitch
 ///   times rows (gfx9's linear slices follow each other).
@@ -452,6 +453,20 @@ pub fn layout(desc: &Descriptor, row_pitch: u64, slice_pitch: u64) -> Result<Lay
     };
     if desc.width == 0 || desc.width > max_w {
         return Err(too_big("width", desc.width, max_w));
+    }
+    // A dimension the geometry does not use must be 0 (`hsa_ext_image_descriptor_t`); ROCR
+    // takes 1 too (its maximum for it) and so does this.
+    for (what, v, max) in [
+        ("height", desc.height, max_h),
+        ("depth", desc.depth, max_d),
+        ("array size", desc.array_size, max_l),
+    ] {
+        if v > max {
+            bail!(
+                Status::ImageSizeUnsupported,
+                "image {what} {v} is above {max} for geometry {g:?}"
+            );
+        }
     }
     let rows = if g.has_height() {
         if desc.height == 0 || desc.height > max_h {
@@ -868,6 +883,20 @@ mod tests {
             st(desc(Geometry::D2Array, 4, 4, 0, 8193, rgba8()), 0, 0),
             Status::ImageSizeUnsupported
         );
+        // Unused dimensions: 0 or 1 (ROCR's maximum 1), not more.
+        assert_eq!(
+            st(desc(Geometry::D1, 4, 2, 0, 0, rgba8()), 0, 0),
+            Status::ImageSizeUnsupported
+        );
+        assert_eq!(
+            st(desc(Geometry::D2, 4, 4, 3, 0, rgba8()), 0, 0),
+            Status::ImageSizeUnsupported
+        );
+        assert_eq!(
+            st(desc(Geometry::D3, 4, 4, 4, 2, rgba8()), 0, 0),
+            Status::ImageSizeUnsupported
+        );
+        assert!(layout(&desc(Geometry::D1Array, 4, 1, 1, 3, rgba8()), 0, 0).is_ok());
         // Pitch below a row, not a multiple of 256, slices not back to back.
         assert_eq!(
             st(desc(Geometry::D2, 100, 4, 0, 0, rgba8()), 256, 0),

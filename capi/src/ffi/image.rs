@@ -15,7 +15,10 @@
 //! - **Import, export, copy and clear** run on the host, synchronously as the extension
 //!   specifies: the image's memory must be host-reachable (system memory, or device memory
 //!   the host maps, as the emulated device's is); device memory the host cannot map is refused
-//!   with `INVALID_ARGUMENT` naming the range (ROCR runs blit kernels there).
+//!   with `INVALID_ARGUMENT` naming the range (ROCR runs blit kernels there). Regions are
+//!   (x, y, z) texels; a 1DA image's y is its layer, as ROCR's blits read it. Copies may mix
+//!   geometries (a 2D block into a slice of a 3D image). An image whose texels would run past
+//!   the runtime allocation its memory starts in is refused at creation.
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.
@@ -496,7 +499,8 @@ fn new_object(st: &State, words: &[u32]) -> Result<u64, Error> {
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers, a permission
-/// outside RO/WO/RW, a bad geometry or `image_data` not 256-byte aligned; the
+/// outside RO/WO/RW, a bad geometry, `image_data` not 256-byte aligned or inside a runtime
+/// allocation the image's texels would run past; the
 /// `HSA_EXT_STATUS_ERROR_IMAGE_*` statuses of [`hsa_ext_image_data_get_info`];
 /// `OUT_OF_RESOURCES` when the object cannot be allocated.
 ///
@@ -598,6 +602,7 @@ unsafe fn create(
             l.size
         );
     }
+    check_extent(&st, data, &d, &l)?;
     let handle = new_object(&st, &image::image_object(&d, &l, data))?;
     lock(&st.ext.images.images).insert(
         handle,
@@ -611,6 +616,31 @@ unsafe fn create(
     // SAFETY: non-NULL, writable per the caller's contract.
     unsafe { image.write_unaligned(handle) };
     Ok(Status::Success)
+}
+
+/// Refuses an image whose texels would run past the runtime allocation its memory starts in
+/// (the last texel ends `(slices - 1) * slice_pitch + (rows - 1) * row_pitch + width *
+/// element bytes` after `data`): the host copies would otherwise write past it. Memory the
+/// runtime did not allocate is the application's to size.
+fn check_extent(st: &State, data: u64, d: &Descriptor, l: &Layout) -> Result<(), Error> {
+    let Ok(info) = st.rt().pointer_info(hsa_core::GpuVa(data)) else {
+        return Ok(());
+    };
+    let a = info.allocation;
+    let extent = (l.slices - 1) * l.slice_pitch
+        + (l.rows - 1) * l.row_pitch
+        + d.width * u64::from(l.info.element_bytes);
+    let offset = data - a.va.0;
+    if offset + extent > a.size_bytes {
+        bail!(
+            Status::InvalidArgument,
+            "image_data {data:#x}: the image's {extent} bytes run past its allocation ({:#x}, {} \
+             bytes)",
+            a.va.0,
+            a.size_bytes
+        );
+    }
+    Ok(())
 }
 
 /// `hsa_amd_image_descriptor_t`'s head: version 1, then `0x1002 << 16 | chip id`, then the 8
@@ -633,8 +663,9 @@ pub struct AmdImageDescriptor {
 /// ROCR patches them.
 ///
 /// # Errors (as status)
-/// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers or a 1DB
-/// geometry; `INVALID_ALLOCATION` for `image_data` not 256-byte aligned;
+/// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers, a 1DB
+/// geometry, or `image_data` inside a runtime allocation the image's rows (at the layout's
+/// PITCH) would run past; `INVALID_ALLOCATION` for `image_data` not 256-byte aligned;
 /// `HSA_EXT_STATUS_ERROR_IMAGE_FORMAT_UNSUPPORTED` for a version other than 1, another
 /// device's id, a swizzled or compressed layout, or an unsupported format.
 ///
@@ -724,6 +755,7 @@ pub unsafe extern "C" fn hsa_amd_image_create(
                 l.size
             );
         }
+        check_extent(&st, data, &d, &l)?;
         let ours = image::image_object(&d, &l, data);
         let mut words = [0u32; image::IMAGE_OBJECT_DWORDS];
         words[..8].copy_from_slice(&w);
@@ -817,12 +849,22 @@ fn image_rec(st: &State, image: u64, what: &str) -> Result<ImageRec, Error> {
         })
 }
 
-/// Checks that `region` lies inside `img` and says how many texels it has per row, rows per
-/// slice and slices.
-fn check_region(img: &ImageRec, offset: Dim3, range: Dim3, what: &str) -> Result<(), Error> {
-    let d = &img.desc;
+/// The extent of `img` in region coordinates (x, y, z): width, rows and slices, except that
+/// a 1DA image's layers are its y (the header: 1DA is "addressed by width and index
+/// coordinate", the index second, as ROCR's blits and OpenCL's 1D-array origins read it).
+fn region_dims(img: &ImageRec) -> [u64; 3] {
     let l = &img.layout;
-    let dims = [d.width, l.rows, l.slices];
+    if img.desc.geometry == Geometry::D1Array {
+        [img.desc.width, l.slices, 1]
+    } else {
+        [img.desc.width, l.rows, l.slices]
+    }
+}
+
+/// Checks that `region` lies inside `img` (in region coordinates, [`region_dims`]) and is not
+/// empty.
+fn check_region(img: &ImageRec, offset: Dim3, range: Dim3, what: &str) -> Result<(), Error> {
+    let dims = region_dims(img);
     let off = [offset.x, offset.y, offset.z].map(u64::from);
     let rng = [range.x, range.y, range.z].map(u64::from);
     for k in 0..3 {
@@ -846,10 +888,16 @@ fn check_region(img: &ImageRec, offset: Dim3, range: Dim3, what: &str) -> Result
     Ok(())
 }
 
-/// The device address of texel (x, y, z) of `img`.
+/// The device address of the texel at region coordinates (x, y, z) of `img`
+/// ([`region_dims`]: a 1DA image's y is its layer).
 fn texel_address(img: &ImageRec, x: u64, y: u64, z: u64) -> u64 {
     let l = &img.layout;
-    img.data + z * l.slice_pitch + y * l.row_pitch + x * u64::from(l.info.element_bytes)
+    let (row, slice) = if img.desc.geometry == Geometry::D1Array {
+        (0, y)
+    } else {
+        (y, z)
+    };
+    img.data + slice * l.slice_pitch + row * l.row_pitch + x * u64::from(l.info.element_bytes)
 }
 
 /// Copies rows between an image region and linear memory on the host; `to_image` chooses the
@@ -889,29 +937,32 @@ fn copy_rows(
     Ok(())
 }
 
-/// The linear memory pitches of an import or export: 0 means tightly packed.
+/// The linear memory's steps, bytes, between consecutive region rows (y) and slices (z) of
+/// an import or export, from the application's pitches as the header defines them: a row
+/// pitch below the region's row of texels is that row; a slice pitch below the row pitch times
+/// the region's height is that product; for a 1DA image, whose region y counts layers
+/// ([`region_dims`]), the slice pitch is the layers' step, and the row pitch where it is
+/// smaller.
 fn memory_pitches(img: &ImageRec, region: &ImageRegion, row: usize, slice: usize) -> (u64, u64) {
     let e = u64::from(img.layout.info.element_bytes);
-    let row = if row == 0 {
-        u64::from(region.range.x) * e
-    } else {
-        row as u64
-    };
-    let slice = if slice == 0 {
-        row.saturating_mul(u64::from(region.range.y))
-    } else {
-        slice as u64
-    };
+    let row = (row as u64).max(u64::from(region.range.x) * e);
+    if img.desc.geometry == Geometry::D1Array {
+        let layer = (slice as u64).max(row);
+        return (layer, layer.saturating_mul(u64::from(region.range.y)));
+    }
+    let slice = (slice as u64).max(row.saturating_mul(u64::from(region.range.y)));
     (row, slice)
 }
 
 /// `hsa_ext_image_import`: copies `image_region` of `dst_image` from linear memory at
-/// `src_memory` (`src_row_pitch`/`src_slice_pitch` bytes apart; 0: tightly packed), now.
+/// `src_memory` (`src_row_pitch`/`src_slice_pitch` bytes apart; a pitch below the region's
+/// row or slice, 0 included, is the tight one, as the header says), now. The region is in
+/// region coordinates (a 1DA image's y is its layer).
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers, a dead image,
-/// a region outside the image or empty, pitches below a row or slice of the region, or image
-/// memory the host cannot reach (module doc).
+/// a region outside the image or empty, memory whose last byte would wrap the address space,
+/// or image memory the host cannot reach (module doc).
 ///
 /// # Safety
 /// `src_memory` holds the region at its pitches; `image_region` is NULL or readable.
@@ -996,13 +1047,6 @@ unsafe fn transfer(
     let (row, slice) = memory_pitches(&img, &region, row_pitch, slice_pitch);
     let need_row = u64::from(region.range.x) * u64::from(img.layout.info.element_bytes);
     let rows = u64::from(region.range.y);
-    if row < need_row || (region.range.z > 1 && slice < row.saturating_mul(rows)) {
-        bail!(
-            Status::InvalidArgument,
-            "{mem_name} pitches (row {row}, slice {slice} bytes) are below the region's row of \
-             {need_row} bytes or slice of {rows} rows"
-        );
-    }
     // The last byte of the linear memory must be addressable.
     let last = u64::from(region.range.z - 1)
         .checked_mul(slice)
@@ -1021,12 +1065,15 @@ unsafe fn transfer(
 }
 
 /// `hsa_ext_image_copy`: copies `range` texels from `src_offset` in `src_image` to
-/// `dst_offset` in `dst_image`, now. The formats must be the same, except that sRGBA and
-/// RGBA unorm8 mix (HSA image extension: the bytes are copied, not converted).
+/// `dst_offset` in `dst_image`, now. The geometries may differ (the header: any pair of
+/// regions of the same size, e.g. a 2D block into a slice of a 3D image; offsets and range in
+/// region coordinates, a 1DA image's y its layer). The formats must be the same, except that
+/// sRGBA and RGBA unorm8 mix (the bytes are copied, not converted; ROCR's blit converts
+/// between the colour spaces).
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers, dead images,
-/// images of different geometry or regions outside them; `INCOMPATIBLE_ARGUMENTS` for
+/// images of different agents or regions outside them; `INCOMPATIBLE_ARGUMENTS` for
 /// different formats.
 ///
 /// # Safety
@@ -1061,14 +1108,6 @@ pub unsafe extern "C" fn hsa_ext_image_copy(
                 "src_image and dst_image belong to different agents ({:#x}, {:#x})",
                 src.agent,
                 dst.agent
-            );
-        }
-        if src.desc.geometry != dst.desc.geometry {
-            bail!(
-                Status::InvalidArgument,
-                "image geometries differ: {:?} and {:?}",
-                src.desc.geometry,
-                dst.desc.geometry
             );
         }
         let srgb_pair = |a: Format, b: Format| {
@@ -1122,9 +1161,11 @@ pub unsafe extern "C" fn hsa_ext_image_copy(
 }
 
 /// `hsa_ext_image_clear`: fills `image_region` of `image` with the colour at `data` (four
-/// `float`s, `int32_t`s or `uint32_t`s by the format's channel type, components R, G, B, A),
-/// converted to the format as an image store converts it ([`hsa_core::image::pack_texel`]),
-/// now.
+/// `float`s, `int32_t`s or `uint32_t`s by the format's channel type, components R, G, B, A;
+/// one `float` for the depth orders, whose texels have one access component), converted to
+/// the format as an image store converts it ([`hsa_core::image::pack_texel`]; for the sRGB
+/// orders R, G and B are linear and stored sRGB-encoded, HSA PRM 1.2 §7.1.4.1.2, as ROCR
+/// stores them), now.
 ///
 /// # Errors (as status)
 /// `NOT_INITIALIZED`; `INVALID_AGENT`; `INVALID_ARGUMENT` for NULL pointers, a dead image, a
@@ -1145,13 +1186,22 @@ pub unsafe extern "C" fn hsa_ext_image_clear(
         non_null(image_region, "image_region")?;
         let img = image_rec(&st, image, "image")?;
         // SAFETY: non-NULL, readable per the caller's contract.
-        let (value, region) = unsafe {
-            (
-                data.cast::<[u32; 4]>().read_unaligned(),
-                image_region.read_unaligned(),
-            )
-        };
+        let region = unsafe { image_region.read_unaligned() };
         check_region(&img, region.offset, region.range, "image")?;
+        let mut value = [0u32; 4];
+        if is_depth(img.desc.format) {
+            // One access component (the header: as many elements as the order has).
+            // SAFETY: non-NULL, readable for 4 bytes per the caller's contract.
+            value[0] = unsafe { data.cast::<u32>().read_unaligned() };
+        } else {
+            // SAFETY: non-NULL, readable for 16 bytes per the caller's contract.
+            value = unsafe { data.cast::<[u32; 4]>().read_unaligned() };
+        }
+        if is_srgb(img.desc.format) {
+            for v in &mut value[..3] {
+                *v = linear_to_srgb(f32::from_bits(*v)).to_bits();
+            }
+        }
         let e = img.layout.info.element_bytes as usize;
         let texel = image::pack_texel(&img.layout.info, value);
         let row: Vec<u8> = texel[..e]
@@ -1164,6 +1214,35 @@ pub unsafe extern "C" fn hsa_ext_image_clear(
         copy_rows(&st, &img, &region, row_addr, 0, 0, true)?;
         Ok(Status::Success)
     })
+}
+
+/// Whether `f` has a depth channel order (one access component).
+fn is_depth(f: Format) -> bool {
+    use image::channel_order as o;
+    matches!(f.channel_order, o::DEPTH | o::DEPTH_STENCIL)
+}
+
+/// Whether `f` has an sRGB ("s-form") channel order.
+fn is_srgb(f: Format) -> bool {
+    use image::channel_order as o;
+    matches!(f.channel_order, o::SRGB | o::SRGBX | o::SRGBA | o::SBGRA)
+}
+
+/// A linear colour component as its sRGB encoding, both in [0, 1] (HSA PRM 1.2 §7.1.4.1.2
+/// "Standard RGB (s-Form)"): NaN is 0, values are clamped, then `12.92 l` below 0.0031308 and
+/// `1.055 l^(1/2.4) - 0.055` above.
+fn linear_to_srgb(l: f32) -> f32 {
+    let l = if l.is_nan() {
+        0.0
+    } else {
+        f64::from(l).clamp(0.0, 1.0)
+    };
+    let s = if l < 0.0031308 {
+        12.92 * l
+    } else {
+        1.055 * l.powf(1.0 / 2.4) - 0.055
+    };
+    s as f32
 }
 
 /// `hsa_ext_sampler_create`: a sampler of `sampler_descriptor` for `agent`; the handle is
