@@ -876,9 +876,22 @@ __global__ void surface_write(hipSurfaceObject_t s, int width, int height) {
     if (x < width && y < height) surf2Dwrite((float)(y * 100 + x) + 0.25f, s, x * 4, y);
 }
 
+// Samples a 2D float texture with normalized coordinates at (u, v) for each of n points.
+__global__ void texture_sample(hipTextureObject_t t, const float2* at, float* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex2D<float>(t, at[i].x, at[i].y);
+}
+
+// Fetches element i of a texture over linear memory (a 1D buffer image).
+__global__ void texture_fetch(hipTextureObject_t t, int* out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = tex1Dfetch<int>(t, i);
+}
+
 // Images through HIP: a hipArray filled by hipMemcpy2DToArray and read by a kernel through a
 // texture object (point sampling); a surface object over another hipArray written by a
-// kernel and read back with hipMemcpy2DFromArray.
+// kernel and read back with hipMemcpy2DFromArray; bilinear filtering with normalized
+// coordinates; a texture over linear memory read with tex1Dfetch.
 static int images_section() {
     const int w = 37, h = 5;
     hipChannelFormatDesc desc = hipCreateChannelDesc<float>();
@@ -931,6 +944,82 @@ static int images_section() {
     CHECK(hipFreeArray(arr));
     CHECK(hipFreeArray(sarr));
     CHECK(hipFree(out));
+
+    // Bilinear filtering with normalized coordinates and clamping, over a 4 x 2 texture: the
+    // expected values are the texel-centre blend computed here.
+    const int bw = 4, bh = 2;
+    float texels[bw * bh] = {0.0f, 8.0f, 16.0f, 24.0f, 100.0f, 108.0f, 116.0f, 124.0f};
+    hipArray* barr;
+    CHECK(hipMallocArray(&barr, &desc, bw, bh));
+    CHECK(hipMemcpy2DToArray(barr, 0, 0, texels, bw * 4, bw * 4, bh, hipMemcpyHostToDevice));
+    res.res.array.array = barr;
+    td.filterMode = hipFilterModeLinear;
+    td.normalizedCoords = 1;
+    CHECK(hipCreateTextureObject(&tex, &res, &td, nullptr));
+    const int np = 4;
+    float2 pts[np] = {{0.5f, 0.5f}, {0.25f, 0.25f}, {0.375f, 0.75f}, {0.0f, 0.0f}};
+    float2* dpts;
+    float* dres;
+    CHECK(hipMalloc(&dpts, sizeof pts));
+    CHECK(hipMalloc(&dres, np * 4));
+    CHECK(hipMemcpy(dpts, pts, sizeof pts, hipMemcpyHostToDevice));
+    hipLaunchKernelGGL(texture_sample, dim3(1), dim3(64), 0, 0, tex, dpts, dres, np);
+    CHECK(hipGetLastError());
+    float sampled[np];
+    CHECK(hipMemcpy(sampled, dres, np * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < np; i++) {
+        // Texel-centre convention, clamp to the edge texels.
+        float x = pts[i].x * bw - 0.5f, y = pts[i].y * bh - 0.5f;
+        int x0 = (int)std::floor(x), y0 = (int)std::floor(y);
+        float fx = x - x0, fy = y - y0;
+        auto at = [&](int xx, int yy) {
+            xx = std::min(std::max(xx, 0), bw - 1);
+            yy = std::min(std::max(yy, 0), bh - 1);
+            return texels[yy * bw + xx];
+        };
+        float want = (1 - fx) * (1 - fy) * at(x0, y0) + fx * (1 - fy) * at(x0 + 1, y0) +
+                     (1 - fx) * fy * at(x0, y0 + 1) + fx * fy * at(x0 + 1, y0 + 1);
+        // The hardware blends with 8-bit fractions: allow a 1/256 step of the texel spread.
+        if (std::fabs(sampled[i] - want) > 124.0f / 256.0f) {
+            printf("FAIL bilinear sample %d at (%f, %f): %f, want %f\n", i, pts[i].x, pts[i].y,
+                   sampled[i], want);
+            return 1;
+        }
+    }
+    CHECK(hipDestroyTextureObject(tex));
+    CHECK(hipFreeArray(barr));
+    CHECK(hipFree(dpts));
+    CHECK(hipFree(dres));
+
+    // A texture over linear memory (hipResourceTypeLinear: a 1D buffer image), tex1Dfetch.
+    const int nl = 300;
+    std::vector<int> lin(nl);
+    for (int i = 0; i < nl; i++) lin[i] = i * 3 - 100;
+    int *dlin, *dout;
+    CHECK(hipMalloc(&dlin, nl * 4));
+    CHECK(hipMalloc(&dout, nl * 4));
+    CHECK(hipMemcpy(dlin, lin.data(), nl * 4, hipMemcpyHostToDevice));
+    hipResourceDesc lres = {};
+    lres.resType = hipResourceTypeLinear;
+    lres.res.linear.devPtr = dlin;
+    lres.res.linear.desc = hipCreateChannelDesc<int>();
+    lres.res.linear.sizeInBytes = nl * 4;
+    hipTextureDesc ltd = {};
+    ltd.readMode = hipReadModeElementType;
+    hipTextureObject_t ltex;
+    CHECK(hipCreateTextureObject(&ltex, &lres, &ltd, nullptr));
+    hipLaunchKernelGGL(texture_fetch, dim3(5), dim3(64), 0, 0, ltex, dout, nl);
+    CHECK(hipGetLastError());
+    std::vector<int> lgot(nl, 0);
+    CHECK(hipMemcpy(lgot.data(), dout, nl * 4, hipMemcpyDeviceToHost));
+    for (int i = 0; i < nl; i++)
+        if (lgot[i] != lin[i]) {
+            printf("FAIL tex1Dfetch %d: %d, want %d\n", i, lgot[i], lin[i]);
+            return 1;
+        }
+    CHECK(hipDestroyTextureObject(ltex));
+    CHECK(hipFree(dlin));
+    CHECK(hipFree(dout));
     return 0;
 }
 

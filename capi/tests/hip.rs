@@ -202,8 +202,10 @@ fn hip_pitched_allocations_through_the_image_extension() {
 
 /// Images through HIP: `hipMallocArray`, `hipMemcpy2DToArray`, a texture object read with
 /// `tex2D` (point sampling, unnormalized coordinates), a surface object written with
-/// `surf2Dwrite` and read back with `hipMemcpy2DFromArray`, against the host's values. The
-/// image instructions (MIMG) run in the interpreter over the image extension's linear T#.
+/// `surf2Dwrite` and read back with `hipMemcpy2DFromArray`, bilinear filtering with
+/// normalized coordinates, and `tex1Dfetch` from a texture over linear memory (a 1DB image's
+/// buffer resource), against the host's values. The image instructions (MIMG) run in the
+/// interpreter over the image extension's linear T#.
 #[test]
 fn hip_textures_and_surfaces() {
     check("images");
