@@ -249,7 +249,7 @@ pub struct FormatInfo {
     /// The destination selects X, Y, Z, W (`SQ_SEL_*`) mapping stored channels to the
     /// channel order's components.
     pub dst_sel: [u8; 4],
-    /// Stored channels per texel and bits per channel (0 bits: a packed format, see
+    /// Stored channels per texel (3 for the packed RGB formats, whose widths are
     /// [`FormatInfo::packed`]).
     pub channels: u32,
     /// Bits of each stored channel, low first, for the packed RGB formats (5-5-5-1,

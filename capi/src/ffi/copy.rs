@@ -394,8 +394,13 @@ fn run(job: Job) {
     }
 }
 
-/// Copies `len` bytes between two host-reachable ranges (overlap allowed).
-fn copy_bytes(st: &State, dst: u64, src: u64, len: usize) -> Result<(), Error> {
+/// Copies `len` bytes between two host-reachable ranges (overlap allowed): the host copy of
+/// this module, and the image extension's row copies (`ffi::image`).
+///
+/// # Errors
+/// `INVALID_ARGUMENT` naming `dst` or `src` for a pool range the host cannot reach or that
+/// runs past its allocation ([`host_range`]).
+pub(crate) fn copy_bytes(st: &State, dst: u64, src: u64, len: usize) -> Result<(), Error> {
     let d = host_range(st, dst as *const c_void, len, "dst")?;
     let s = host_range(st, src as *const c_void, len, "src")?;
     // SAFETY: both ranges hold `len` bytes: pool ranges were checked by host_range; other

@@ -35,7 +35,7 @@ use hsa_core::runtime::Agent;
 use hsa_core::{bail, error, Error, Status};
 
 use super::agent::agent_of;
-use super::memory::host_range;
+use super::copy::copy_bytes;
 use super::{guard, non_null, put, HsaStatus};
 use crate::state::{self, lock, State};
 
@@ -68,6 +68,22 @@ pub const HSA_EXT_AGENT_INFO_IMAGE_LINEAR_ROW_PITCH_ALIGNMENT: u32 = 0x300C;
 
 /// `HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR`.
 const LAYOUT_LINEAR: u32 = 1;
+
+/// The `_with_layout` functions' first check (ROCR's): the runtime is initialised and the
+/// layout is `HSA_EXT_IMAGE_DATA_LAYOUT_LINEAR`.
+///
+/// # Errors
+/// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for another layout.
+fn require_linear(image_data_layout: u32) -> Result<(), Error> {
+    state::state()?;
+    if image_data_layout != LAYOUT_LINEAR {
+        bail!(
+            Status::InvalidArgument,
+            "image data layout {image_data_layout} is not LINEAR (1)"
+        );
+    }
+    Ok(())
+}
 
 /// `hsa_ext_image_format_t`.
 #[repr(C)]
@@ -286,10 +302,6 @@ fn check_permission(access_permission: u32) -> Result<(), Error> {
     Ok(())
 }
 
-fn check_geometry(geometry: u32) -> Result<Geometry, Error> {
-    Geometry::from_raw(geometry)
-}
-
 /// `hsa_ext_image_get_capability`: the access capability mask of `image_format` in
 /// `geometry` on `agent` (read-only 1, write-only 2, read-write 4), 0 when unsupported
 /// (always on CPU agents and on GPUs without images).
@@ -328,13 +340,7 @@ pub unsafe extern "C" fn hsa_ext_image_get_capability_with_layout(
     capability_mask: *mut u32,
 ) -> HsaStatus {
     guard("hsa_ext_image_get_capability_with_layout", || {
-        if image_data_layout != LAYOUT_LINEAR {
-            state::state()?;
-            bail!(
-                Status::InvalidArgument,
-                "image data layout {image_data_layout} is not LINEAR (1)"
-            );
-        }
+        require_linear(image_data_layout)?;
         // SAFETY: the caller's contract.
         unsafe { capability(agent, geometry, image_format, capability_mask) }
     })
@@ -350,7 +356,7 @@ unsafe fn capability(
     let a = image_agent(&st, agent)?;
     non_null(image_format, "image_format")?;
     non_null(capability_mask, "capability_mask")?;
-    let g = check_geometry(geometry)?;
+    let g = Geometry::from_raw(geometry)?;
     // SAFETY: non-NULL, readable per the caller's contract.
     let f = unsafe { image_format.read_unaligned() };
     let cap = if agent_has_images(a) {
@@ -420,13 +426,7 @@ pub unsafe extern "C" fn hsa_ext_image_data_get_info_with_layout(
     image_data_info: *mut ImageDataInfo,
 ) -> HsaStatus {
     guard("hsa_ext_image_data_get_info_with_layout", || {
-        if image_data_layout != LAYOUT_LINEAR {
-            state::state()?;
-            bail!(
-                Status::InvalidArgument,
-                "image data layout {image_data_layout} is not LINEAR (1)"
-            );
-        }
+        require_linear(image_data_layout)?;
         // SAFETY: the caller's contract.
         unsafe {
             data_info(
@@ -549,13 +549,7 @@ pub unsafe extern "C" fn hsa_ext_image_create_with_layout(
     image: *mut u64,
 ) -> HsaStatus {
     guard("hsa_ext_image_create_with_layout", || {
-        if image_data_layout != LAYOUT_LINEAR {
-            state::state()?;
-            bail!(
-                Status::InvalidArgument,
-                "image data layout {image_data_layout} is not LINEAR (1)"
-            );
-        }
+        require_linear(image_data_layout)?;
         // SAFETY: the caller's contract.
         unsafe {
             create(
@@ -595,6 +589,43 @@ unsafe fn create(
             l.alignment
         );
     }
+    check_extent(&st, data, &d, &l)?;
+    let rec = ImageRec {
+        agent,
+        desc: d,
+        layout: l,
+        data,
+    };
+    // SAFETY: `image` is non-NULL and writable per the caller's contract.
+    unsafe { register(&st, rec, &image::image_object(&d, &l, data), image) }
+}
+
+/// Makes the object of image `rec` from `words`, records it and writes its handle to `image`.
+///
+/// # Errors
+/// `OUT_OF_RESOURCES` when the object cannot be allocated.
+///
+/// # Safety
+/// `image` is non-NULL and writable.
+unsafe fn register(
+    st: &State,
+    rec: ImageRec,
+    words: &[u32; image::IMAGE_OBJECT_DWORDS],
+    image: *mut u64,
+) -> Result<Status, Error> {
+    let handle = new_object(st, words)?;
+    lock(&st.ext.images.images).insert(handle, rec);
+    // SAFETY: per this function's contract.
+    unsafe { image.write_unaligned(handle) };
+    Ok(Status::Success)
+}
+
+/// Refuses an image whose memory would wrap the address space, or whose texels would run past
+/// the runtime allocation its memory starts in
+/// (the last texel ends `(slices - 1) * slice_pitch + (rows - 1) * row_pitch + width *
+/// element bytes` after `data`): the host copies would otherwise write past it. Memory the
+/// runtime did not allocate is the application's to size.
+fn check_extent(st: &State, data: u64, d: &Descriptor, l: &Layout) -> Result<(), Error> {
     if data.checked_add(l.size).is_none() {
         bail!(
             Status::InvalidArgument,
@@ -602,27 +633,6 @@ unsafe fn create(
             l.size
         );
     }
-    check_extent(&st, data, &d, &l)?;
-    let handle = new_object(&st, &image::image_object(&d, &l, data))?;
-    lock(&st.ext.images.images).insert(
-        handle,
-        ImageRec {
-            agent,
-            desc: d,
-            layout: l,
-            data,
-        },
-    );
-    // SAFETY: non-NULL, writable per the caller's contract.
-    unsafe { image.write_unaligned(handle) };
-    Ok(Status::Success)
-}
-
-/// Refuses an image whose texels would run past the runtime allocation its memory starts in
-/// (the last texel ends `(slices - 1) * slice_pitch + (rows - 1) * row_pitch + width *
-/// element bytes` after `data`): the host copies would otherwise write past it. Memory the
-/// runtime did not allocate is the application's to size.
-fn check_extent(st: &State, data: u64, d: &Descriptor, l: &Layout) -> Result<(), Error> {
     let Ok(info) = st.rt().pointer_info(hsa_core::GpuVa(data)) else {
         return Ok(());
     };
@@ -735,7 +745,8 @@ pub unsafe extern "C" fn hsa_amd_image_create(
             );
         }
         // The layout this runtime would give, for the format's checks and the host copies.
-        let mut l = image_layout_checked(a, &d)?;
+        // (`self::`: the `image_layout` parameter shadows the function.)
+        let mut l = self::image_layout(a, &d, None)?;
         let e = u64::from(l.info.element_bytes);
         let pitch_texels = u64::from((w[4] >> 13) & 0xffff) + 1;
         if pitch_texels < d.width {
@@ -748,13 +759,6 @@ pub unsafe extern "C" fn hsa_amd_image_create(
         l.row_pitch = pitch_texels * e;
         l.slice_pitch = l.row_pitch * l.rows;
         l.size = l.slice_pitch * l.slices;
-        if data.checked_add(l.size).is_none() {
-            bail!(
-                Status::InvalidArgument,
-                "image_data {data:#x} + {} bytes runs past the end of the address space",
-                l.size
-            );
-        }
         check_extent(&st, data, &d, &l)?;
         let ours = image::image_object(&d, &l, data);
         let mut words = [0u32; image::IMAGE_OBJECT_DWORDS];
@@ -766,25 +770,15 @@ pub unsafe extern "C" fn hsa_amd_image_create(
         // DST_SEL_X..W, TYPE.
         words[3] = (w[3] & !(0xfff | 0xf << 28)) | (ours[3] & (0xfff | 0xf << 28));
         words[8..].copy_from_slice(&ours[8..]);
-        let handle = new_object(&st, &words)?;
-        lock(&st.ext.images.images).insert(
-            handle,
-            ImageRec {
-                agent,
-                desc: d,
-                layout: l,
-                data,
-            },
-        );
-        // SAFETY: non-NULL, writable per the caller's contract.
-        unsafe { image.write_unaligned(handle) };
-        Ok(Status::Success)
+        let rec = ImageRec {
+            agent,
+            desc: d,
+            layout: l,
+            data,
+        };
+        // SAFETY: `image` is non-NULL and writable per the caller's contract.
+        unsafe { register(&st, rec, &words, image) }
     })
-}
-
-/// The opaque layout of `d` on `a` (format and size checks of [`image::layout`]).
-fn image_layout_checked(a: &Agent, d: &Descriptor) -> Result<Layout, Error> {
-    image_layout(a, d, None)
 }
 
 /// `hsa_amd_image_get_info_max_dim`: the image attributes of `hsa_agent_get_info`
@@ -922,16 +916,8 @@ fn copy_rows(
                 u64::from(region.offset.z) + z,
             );
             let m = mem + z * mem_slice + y * mem_row;
-            let image_side = host_range(st, at as *const c_void, row_bytes as usize, "image data")?;
-            let mem_side = host_range(st, m as *const c_void, row_bytes as usize, "memory")?;
-            let (src, dst) = if to_image {
-                (mem_side, image_side)
-            } else {
-                (image_side, mem_side)
-            };
-            // SAFETY: both ranges hold row_bytes bytes (pool ranges checked by host_range,
-            // the application's memory by the function's contract); `copy` allows overlap.
-            unsafe { std::ptr::copy(src, dst, row_bytes as usize) };
+            let (dst, src) = if to_image { (at, m) } else { (m, at) };
+            copy_bytes(st, dst, src, row_bytes as usize)?;
         }
     }
     Ok(())
@@ -1139,21 +1125,7 @@ pub unsafe extern "C" fn hsa_ext_image_copy(
                     u64::from(d_o.y) + y,
                     u64::from(d_o.z) + z,
                 );
-                let sp = host_range(
-                    &st,
-                    s as *const c_void,
-                    row_bytes as usize,
-                    "src_image data",
-                )?;
-                let dp = host_range(
-                    &st,
-                    d as *const c_void,
-                    row_bytes as usize,
-                    "dst_image data",
-                )?;
-                // SAFETY: both ranges hold row_bytes bytes (checked by host_range or the
-                // application's contract for its own memory); `copy` allows overlap.
-                unsafe { std::ptr::copy(sp, dp, row_bytes as usize) };
+                copy_bytes(&st, d, s, row_bytes as usize)?;
             }
         }
         Ok(Status::Success)
