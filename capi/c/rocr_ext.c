@@ -20,28 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-#define EXPECT(cond)                                                        \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      fprintf(stderr, "%s:%d: expected %s\n", __FILE__, __LINE__, #cond);   \
-      failures++;                                                           \
-    }                                                                       \
-  } while (0)
-#define OK(call) EXPECT((call) == HSA_STATUS_SUCCESS)
-#define IS(call, status) EXPECT((call) == (hsa_status_t)(status))
+#include "check.h"
 
-static hsa_agent_t cpu, gpu;
 static hsa_amd_memory_pool_t vram, fine;
-
-static hsa_status_t pick_agents(hsa_agent_t a, void* data) {
-  (void)data;
-  hsa_device_type_t t;
-  hsa_agent_get_info(a, HSA_AGENT_INFO_DEVICE, &t);
-  if (t == HSA_DEVICE_TYPE_CPU && !cpu.handle) cpu = a;
-  if (t == HSA_DEVICE_TYPE_GPU && !gpu.handle) gpu = a;
-  return HSA_STATUS_SUCCESS;
-}
 
 static hsa_status_t pick_pool(hsa_amd_memory_pool_t p, void* data) {
   uint32_t flags;
