@@ -155,24 +155,26 @@ fn on_rocr(
     common::kfd_emu_with(&options, envs, exe, &args)
 }
 
-/// Runs `section` on both libraries and asserts the same expected outcome.
-fn same_on_both(section: &str) {
+/// What a run of `section` needs: hsa-rt's library directory, the program, its arguments
+/// (the section's name first) and the section's topology; `None` after a `skipped: ...` line
+/// when hipcc, the program or the topology is missing.
+fn prepare(section: &str) -> Option<(&'static Path, &'static Path, Vec<String>, Option<PathBuf>)> {
     let Some((libdir, programs)) = built() else {
         println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
-        return;
+        return None;
     };
     let sysfs = match hip_programs::section_topology(section) {
         Ok(t) => t,
         Err(skipped) => {
             println!("{skipped}");
-            return;
+            return None;
         }
     };
     let exe = match hip_programs::program(section, programs) {
         Ok((exe, _)) => exe,
         Err(skipped) => {
             println!("{skipped}");
-            return;
+            return None;
         }
     };
     let mut args = vec![section.to_owned()];
@@ -181,6 +183,14 @@ fn same_on_both(section: &str) {
             .iter()
             .map(|p| p.to_string_lossy().into_owned()),
     );
+    Some((libdir, exe, args, sysfs))
+}
+
+/// Runs `section` on both libraries and asserts the same expected outcome.
+fn same_on_both(section: &str) {
+    let Some((libdir, exe, args, sysfs)) = prepare(section) else {
+        return;
+    };
     let Some(rocr) = on_rocr(exe, &args, sysfs.as_deref(), &[], None) else {
         return;
     };
@@ -241,19 +251,10 @@ fn hip_pitched_on_both() {
 /// down (it fails once ROCR's run passes, to be made `same_on_both`).
 #[test]
 fn hip_images_on_both() {
-    let Some((libdir, programs)) = built() else {
-        println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
+    let Some((libdir, exe, args, sysfs)) = prepare("images") else {
         return;
     };
-    let exe = match hip_programs::program("images", programs) {
-        Ok((exe, _)) => exe,
-        Err(skipped) => {
-            println!("{skipped}");
-            return;
-        }
-    };
-    let args = vec!["images".to_owned()];
-    let ours = on_ours(libdir, exe, &args, None);
+    let ours = on_ours(libdir, exe, &args, sysfs.as_deref());
     assert_eq!(
         hip_programs::outcome("images", &ours),
         Outcome::Passed,
