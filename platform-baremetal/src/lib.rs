@@ -22,7 +22,7 @@
 //! see [`BaremetalPlatform::report_queue_errors`].
 //!
 //! GPU memory faults: a page-fault entry of a VM client (see [`irq`]) goes to the handler
-//! installed with `Platform::set_memory_fault_handler`, from the ISR, during the drain — so
+//! installed with `MemoryFaultReports::set_memory_fault_handler`, from the ISR, during the drain — so
 //! before the callbacks of the queues the fault stopped, which run after it.
 //!
 //! With feature `alloc`, `heap::CarveOutHeap` is a spin-locked `linked_list_allocator` heap
@@ -122,7 +122,7 @@ pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
     /// A queue-error entry arrived (or a check was asked for) and the queues' inactive
     /// signals were not read since.
     queue_errors_pending: AtomicBool,
-    /// `Platform::set_memory_fault_handler`'s handler (the ISR only tries the lock).
+    /// `MemoryFaultReports::set_memory_fault_handler`'s handler (the ISR only tries the lock).
     fault_handler: spin::Mutex<Option<MemoryFaultHandler>>,
 }
 

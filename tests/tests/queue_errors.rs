@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet::{BarrierAnd, EncodedPacket, HeaderFlags};
 use hsa_core::platform::fake::FakePlatform;
-use hsa_core::platform::QueueErrorCallback;
+use hsa_core::platform::{MemoryFaultReports, QueueErrorCallback};
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
@@ -585,7 +585,7 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
     rt.free(kernarg.va).unwrap();
 }
 
-/// The platform's memory-fault handler (`Platform::set_memory_fault_handler`, what the C API's
+/// The platform's memory-fault handler (`MemoryFaultReports::set_memory_fault_handler`, what the C API's
 /// system event handlers hang on) is told of a kernel's bad access from the KFD memory event:
 /// the GPU's node, the address and "page not present" — before the queue's error callback
 /// runs; with the handler removed, the next fault reaches only the callback.

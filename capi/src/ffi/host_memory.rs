@@ -5,7 +5,7 @@
 //! `hsa_amd_register_deallocation_callback`, `hsa_amd_deregister_deallocation_callback`).
 //!
 //! A lock registers the pages holding the buffer with the platform
-//! (`Platform::register_host_memory`: on Linux a KFD `USERPTR` buffer) for the GPU agents it
+//! (`HostMemoryRegistration::register_host_memory`: on Linux a KFD `USERPTR` buffer) for the GPU agents it
 //! lists — every GPU agent when it lists none — as ROCR's `MemoryRegion::Lock` does (CPU agents
 //! in the list need nothing); the agents reach them at the device address the platform chose,
 //! so `*agent_ptr` differs from `host_ptr` (as ROCR's on a discrete GPU, which HIP 5.2 relies
@@ -33,7 +33,7 @@ use std::ffi::c_void;
 use std::ptr::NonNull;
 use std::sync::Mutex;
 
-use hsa_core::platform::{MemoryChunk, Platform};
+use hsa_core::platform::{HostMemoryRegistration, MemoryChunk, Platform};
 use hsa_core::runtime::PoolHandle;
 use hsa_core::{bail, Error, GpuVa, NodeId, Status};
 

@@ -2,8 +2,8 @@
 //! `hsa_amd_ipc_memory_attach`, `hsa_amd_ipc_memory_detach`, `hsa_amd_ipc_signal_create`,
 //! `hsa_amd_ipc_signal_attach`; `hsa_ext_amd.h`).
 //!
-//! Sharing goes through the platform ([`Platform::export_memory`],
-//! [`Platform::import_memory`]): on Linux, KFD exports the buffer object holding the memory as
+//! Sharing goes through the platform ([`MemorySharing::export_memory`],
+//! [`MemorySharing::import_memory`]): on Linux, KFD exports the buffer object holding the memory as
 //! a dma-buf, which the attaching process takes from the exporter (`pidfd_getfd`), imports
 //! (KFD `IMPORT_DMABUF`) and maps for its agents and its host, at a device address that is
 //! also the host address. Both processes then reach the same pages, as two processes sharing
@@ -42,7 +42,7 @@ use std::ffi::c_void;
 use std::sync::{Arc, Mutex};
 
 use hsa_core::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, SharedMemory,
+    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, MemorySharing, Platform, SharedMemory,
 };
 use hsa_core::signal::Signal;
 use hsa_core::{bail, Error, GpuVa, NodeId, Status};
@@ -239,7 +239,7 @@ pub unsafe extern "C" fn hsa_amd_ipc_memory_create(
 /// `NOT_INITIALIZED`; `INVALID_ARGUMENT` for a NULL `ipc` or `mapped_ptr`, a NULL
 /// `mapping_agents` with `num_agents` > 0, a `len` of 0 or beyond the shared allocation, a
 /// handle that is not a memory handle of this runtime, or whose export is gone (the exporter
-/// freed the memory or exited) or cannot be taken (see [`Platform::import_memory`]);
+/// freed the memory or exited) or cannot be taken (see [`MemorySharing::import_memory`]);
 /// `INVALID_AGENT` for an unknown agent; `OUT_OF_RESOURCES` when it cannot be mapped.
 ///
 /// # Safety

@@ -14,7 +14,7 @@
 //! not an error").
 //!
 //! System event handlers (`hsa_amd_register_system_event_handler`) are told of every GPU
-//! memory fault the platform reports (`Platform::set_memory_fault_handler`; on Linux the KFD
+//! memory fault the platform reports (`MemoryFaultReports::set_memory_fault_handler`; on Linux the KFD
 //! memory event), as `HSA_AMD_GPU_MEMORY_FAULT_EVENT` with the GPU agent, the address and the
 //! reasons, on the platform's thread and before the error callback of the queue the fault
 //! stopped, as ROCR 5.2's `Runtime::VMFaultHandler` does. Unlike ROCR, a fault no handler
@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::{JoinHandle, ThreadId};
 
-use hsa_core::platform::{MemoryFault, MemoryFaultHandler, Platform};
+use hsa_core::platform::{MemoryFault, MemoryFaultHandler, MemoryFaultReports};
 use hsa_core::signal::{SignalCondition, SignalKind, StoreOrder, WaitState};
 use hsa_core::{bail, Error, Status};
 
@@ -519,7 +519,7 @@ pub unsafe extern "C" fn hsa_amd_async_function(
 /// ROCR 5.2). The only system event `hsa_ext_amd.h` defines is a GPU memory fault: each
 /// handler is called with an `HSA_AMD_GPU_MEMORY_FAULT_EVENT` for every fault the platform
 /// reports, before the error callback of the queue the fault stopped (see the module doc). A
-/// platform that reports no faults (the default of `Platform::set_memory_fault_handler`)
+/// platform that reports no faults (the default of `MemoryFaultReports::set_memory_fault_handler`)
 /// keeps the registration and never calls it.
 ///
 /// # Errors (as status)

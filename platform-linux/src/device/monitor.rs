@@ -29,7 +29,7 @@
 //!   (two platforms may share the process's events). Callbacks run on the monitor's thread,
 //!   after its locks are released, so they may call back into the platform;
 //! - a memory event is also a GPU memory fault: before any queue callback runs, the handler
-//!   installed with `Platform::set_memory_fault_handler` (the C API's system event handlers)
+//!   installed with `MemoryFaultReports::set_memory_fault_handler` (the C API's system event handlers)
 //!   is told the GPU's node, the address and the reasons, as ROCR's `Runtime::VMFaultHandler`
 //!   builds `HSA_AMD_GPU_MEMORY_FAULT_EVENT` from the same data ([`memory_fault`]);
 //! - dropping the platform stops the thread: it sets the stop flag and destroys the two
@@ -228,7 +228,7 @@ pub(crate) struct Shared {
     queues: Mutex<HashMap<u32, WatchedQueue>>,
     /// The KFD `gpu_id` and topology node of each GPU.
     gpu_nodes: Vec<(u32, NodeId)>,
-    /// Told of every memory fault first (`Platform::set_memory_fault_handler`).
+    /// Told of every memory fault first (`MemoryFaultReports::set_memory_fault_handler`).
     fault_handler: Mutex<Option<MemoryFaultHandler>>,
     stop: AtomicBool,
 }
