@@ -435,6 +435,12 @@ pub struct QueueRequest {
     /// (hsa-baremetal reads `queue_inactive_signal` after a queue-error IH entry). `None`
     /// leaves the error to the platform's policy. The fake platform runs no queue and only
     /// records it.
+    ///
+    /// The platform calls it at most once per queue, and never after
+    /// [`Platform::destroy_queue`] of the queue has returned: a call running on another thread
+    /// is waited for (a callback that destroys its own queue on the platform's thread is not),
+    /// so `data` need only stay valid until then. [`AqlQueue`](crate::queue::AqlQueue) relies
+    /// on it: its data is the address of the record that keeps the error.
     pub on_error: Option<QueueErrorCallback>,
 }
 

@@ -1,11 +1,13 @@
 //! `hsa_core::platform::Platform` for [`BaremetalPlatform`].
 #![allow(unsafe_code)] // the unsafe impl and the trait's unsafe fns; one unsafe call (map_queue)
 
+use core::sync::atomic::Ordering;
 use hsa_core::platform::{
     Cache, Capabilities, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler,
     MemoryFaultReports, MemoryRequest, NodeProperties, Platform, QueueKind, QueueRequest,
     TopologySource, WaitOutcome,
 };
+
 use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
 
 use crate::host::{Host, QueueMapping};
@@ -203,6 +205,15 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
 
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
         let destroyed = self.destroy_queue_locked(queue);
+        if destroyed.is_ok() {
+            // A call of the queue's error callback another CPU began before the slot was
+            // freed ends before this returns (QueueRequest::on_error's contract). Acquire pairs
+            // with the Release of report_queue_errors after the call.
+            let delivering = &self.delivering[queue.get() as usize];
+            while delivering.load(Ordering::Acquire) != 0 {
+                core::hint::spin_loop();
+            }
+        }
         self.report_queue_errors();
         destroyed
     }

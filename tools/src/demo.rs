@@ -16,8 +16,7 @@
 #![allow(unsafe_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::isa::TargetId;
@@ -25,11 +24,11 @@ use hsa_core::loader::executable::Executable;
 use hsa_core::loader::CodeObject;
 use hsa_core::memory::{Allocation, GlobalFlags};
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
-use hsa_core::platform::{MemoryKind, QueueErrorCallback};
+use hsa_core::platform::MemoryKind;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
-use hsa_core::{bail, error, Error, NodeId, QueueId, Status};
+use hsa_core::{bail, error, Error, NodeId, Status};
 
 use hsa_emu::{ExecutionStats, SelectedDevice};
 
@@ -293,28 +292,6 @@ fn validate_options(config: &DemoConfig) -> Result<(), Error> {
         );
     }
     Ok(())
-}
-
-/// Errors reported through queue error callbacks, by the run token in the callback's `data`
-/// (queue ids repeat across devices, and several runs may share a process).
-static QUEUE_ERRORS: Mutex<Vec<(usize, QueueId, Error)>> = Mutex::new(Vec::new());
-
-/// The next run's token.
-static NEXT_RUN: AtomicUsize = AtomicUsize::new(1);
-
-fn record_queue_error(error: &Error, queue: QueueId, run: usize) {
-    QUEUE_ERRORS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push((run, queue, error.clone()));
-}
-
-fn queue_error(run: usize) -> Option<Error> {
-    let errors = QUEUE_ERRORS.lock().unwrap_or_else(|p| p.into_inner());
-    errors
-        .iter()
-        .find(|(r, _, _)| *r == run)
-        .map(|(_, q, e)| e.clone().context(&format!("queue {}", q.0)))
 }
 
 /// Checks the work-group size against the kernel's `.max_flat_workgroup_size` (AMDGPUUsage
@@ -640,13 +617,8 @@ fn run_inner(
     check_memory(config, kernarg_bytes, &fine_info, &kernarg_info)?;
 
     let gpu_node = NodeId(gpu.node());
-    let run_token = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
-    let mut queue_config =
-        QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
-    queue_config.on_error = Some(QueueErrorCallback {
-        func: record_queue_error,
-        data: run_token,
-    });
+    // No error callback: the queue records why it stopped (`AqlQueue::error`).
+    let queue_config = QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
     let queue = AqlQueue::create(rt.platform(), &queue_config)?;
 
     let mut executable = Executable::new(rt.platform());
@@ -779,8 +751,9 @@ fn run_inner(
         if v < 1 {
             break;
         }
-        if let Some(e) = queue_error(run_token) {
-            // The callback has what amdkfd reported (the status, the event's data); the
+        if let Some(e) = queue.error() {
+            let e = e.context(&format!("queue {}", queue.hw_id().0));
+            // The queue has what amdkfd reported (the status, the event's data); the
             // emulated device's log has what its packet processor and interpreter saw.
             let detailed = emulated
                 .as_ref()

@@ -715,6 +715,11 @@ impl HostConfig {
 }
 
 /// What [`open`] found besides the platform: nothing.
+/// A queue made by `hsa_queue_create` without a callback records its error and goes on: the
+/// firmware has no process to abort (ROCR's policy on Linux).
+pub(crate) const QUEUE_ERROR_WITHOUT_CALLBACK: Option<hsa_core::platform::QueueErrorCallback> =
+    None;
+
 pub(crate) type Opened = ();
 
 /// The platform the IH interrupt goes to ([`hsa_rt_baremetal_interrupt`]), while a runtime

@@ -55,3 +55,12 @@ pub(crate) fn open() -> Result<(Plat, Opened), Error> {
     );
     Ok((platform, emulated))
 }
+
+/// What a queue made by `hsa_queue_create` without a callback does on an error: print it and
+/// abort the process, as ROCR does (`hsa_linux::device::abort_on_queue_error`; the queue
+/// records the error first).
+pub(crate) const QUEUE_ERROR_WITHOUT_CALLBACK: Option<hsa_core::platform::QueueErrorCallback> =
+    Some(hsa_core::platform::QueueErrorCallback {
+        func: hsa_linux::device::abort_on_queue_error,
+        data: 0,
+    });

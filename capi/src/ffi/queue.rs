@@ -95,6 +95,7 @@ pub unsafe extern "C" fn hsa_queue_create(
         config.agent_queue_type = a.queue_type();
         config.queue_type = type_;
         let key = st.next_id() as usize;
+        config.on_error = crate::backend::QUEUE_ERROR_WITHOUT_CALLBACK;
         if let Some(func) = callback {
             lock(&QUEUE_CALLBACKS).push((
                 key,

@@ -866,14 +866,16 @@ impl LinuxPlatform {
     }
 }
 
-/// The error policy of a queue created without an error callback: the error is printed on
+/// The error policy of a queue created without an error callback (and the callback the C API
+/// gives `hsa_queue_create` without one, whose `hsa_core::queue::AqlQueue` records the error
+/// first): the error is printed on
 /// stderr with what amdkfd reported (the status, the event data) and the process aborts, as
 /// ROCR does for a queue error nobody listens to (a waiter on the queue's signals would
 /// otherwise wait forever). When a `log` backend takes errors, the error line is the one
 /// [`super::monitor::deliver`] logged just before, and only the abort is said here; otherwise
 /// this prints the error itself. The device's own detail is in its log (the kernel log; the
 /// emulated device's `log` records).
-fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
+pub fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
     if !log::log_enabled!(log::Level::Error) {
         eprintln!(
             "hsa-rt: queue {} stopped with {}: {}",
