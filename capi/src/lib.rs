@@ -29,8 +29,6 @@ extern crate alloc;
 extern crate std;
 
 pub mod abi;
-#[cfg(feature = "linux")]
-mod extras;
 #[macro_use]
 pub mod ffi;
 pub mod backend;

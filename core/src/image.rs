@@ -22,6 +22,9 @@
 use crate::status::{Error, Result, Status};
 use crate::{bail, error};
 
+pub mod region;
+pub use region::Region;
+
 /// `hsa_ext_image_geometry_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
