@@ -414,7 +414,7 @@ impl State {
     /// The clock ioctl's error on `/dev/kfd`.
     #[cfg(feature = "linux")]
     pub(crate) fn system_ticks(&self, node: NodeId, tick: u64) -> Result<u64, Error> {
-        if self.device.emulated().is_some() {
+        if self.device.is_emulated() {
             return Ok(tick);
         }
         let platform = self.platform_ref();
@@ -441,7 +441,7 @@ impl State {
     }
 
     /// The backend's part of the state.
-    #[cfg(feature = "linux")]
+    #[cfg(feature = "emulated")]
     pub(crate) fn device(&self) -> &Device {
         &self.device
     }

@@ -2,21 +2,26 @@
 //! emulated device, registered from C.
 #![allow(unsafe_code)]
 
+#[cfg(feature = "emulated")]
 use alloc::format;
 use core::ffi::c_void;
 
 use hsa_core::{bail, Status};
+#[cfg(feature = "emulated")]
 use hsa_emu::device::DispatchContext;
 
 use super::{guard, HsaStatus};
 use crate::abi::*;
 use crate::state;
 
+/// A C host kernel and its `user` pointer.
+#[cfg(feature = "emulated")]
 struct CKernel {
     func: HostKernelFn,
     user: usize,
 }
 
+#[cfg(feature = "emulated")]
 impl CKernel {
     fn run(&self, ctx: &mut DispatchContext<'_>) -> Result<(), hsa_core::Error> {
         let mut d = HsaRtDispatch {
@@ -55,7 +60,7 @@ impl CKernel {
 /// # Errors
 /// `NOT_INITIALIZED` before `hsa_init`; `INVALID_ARGUMENT` for a NULL `fn` or a kernel object
 /// that is 0 or not 64-byte aligned; `INVALID_AGENT` when the runtime is not on the emulated
-/// device.
+/// device (always in a build without the `emulated` feature).
 ///
 /// # Safety
 /// `fn` is NULL or a valid function, callable from another thread with `user` until the
@@ -70,6 +75,17 @@ pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
         let Some(func) = func else {
             bail!(Status::InvalidArgument, "fn is NULL");
         };
+        #[cfg(not(feature = "emulated"))]
+        {
+            let _ = (kernel_object, func, user);
+            bail!(
+                Status::InvalidAgent,
+                "the runtime runs on {}, not on the emulated device (this library was built \
+                 without it)",
+                st.rt().platform().device_kind()
+            );
+        }
+        #[cfg(feature = "emulated")]
         let Some(emulated) = st.device().emulated() else {
             bail!(
                 Status::InvalidAgent,
@@ -77,15 +93,19 @@ pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
                 st.rt().platform().device_kind()
             );
         };
+        #[cfg(feature = "emulated")]
         let kernel = CKernel {
             func,
             user: user as usize,
         };
-        let label = format!("at kernel object {kernel_object:#x}");
-        emulated.register_kernel(hsa_core::GpuVa(kernel_object), &label, move |ctx| {
-            kernel.run(ctx)
-        })?;
-        Ok(Status::Success)
+        #[cfg(feature = "emulated")]
+        {
+            let label = format!("at kernel object {kernel_object:#x}");
+            emulated.register_kernel(hsa_core::GpuVa(kernel_object), &label, move |ctx| {
+                kernel.run(ctx)
+            })?;
+            Ok(Status::Success)
+        }
     })
 }
 
