@@ -704,3 +704,50 @@ fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
     );
     rt.free(kernarg.va).unwrap();
 }
+
+/// A queue destroyed while the platform runs its error callback on the monitor's thread:
+/// `destroy` returns only after the callback returned (`QueueRequest::on_error`'s promise,
+/// which lets `AqlQueue` hand the platform the address of its error record). The callback
+/// sleeps 300 ms once it started; the test destroys the queue as soon as it starts.
+#[test]
+fn destroying_a_queue_waits_for_its_running_error_callback() {
+    use std::sync::atomic::AtomicBool;
+    /// What the callback reports through its data: it started, it finished.
+    struct Progress {
+        started: AtomicBool,
+        finished: AtomicBool,
+    }
+    fn slow(_: &Error, _: QueueId, data: usize) {
+        // SAFETY: `data` is the test's `Progress`, alive until after the queue is destroyed
+        // (and so, by the promise under test, after this returns).
+        let p = unsafe { &*(data as *const Progress) };
+        p.started.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        p.finished.store(true, Ordering::SeqCst);
+    }
+    let progress = Progress {
+        started: AtomicBool::new(false),
+        finished: AtomicBool::new(false),
+    };
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated).unwrap().platform,
+    ))
+    .unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let mut config = QueueConfig::new(NodeId(gpu.node()), 64, 64, gpu.queue_max_size());
+    config.on_error = Some(QueueErrorCallback {
+        func: slow,
+        data: &progress as *const Progress as usize,
+    });
+    let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    submit(&q, &malformed());
+    wait_until("the callback starts", || {
+        progress.started.load(Ordering::SeqCst)
+    });
+    q.destroy().unwrap();
+    assert!(
+        progress.finished.load(Ordering::SeqCst),
+        "destroy returned while the queue's error callback still ran"
+    );
+}
