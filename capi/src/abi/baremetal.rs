@@ -23,7 +23,7 @@ pub const HOST_VISIBLE_VRAM: u32 = 1;
 pub const PRIVATE_VRAM: u32 = 2;
 
 /// `hsa_rt_baremetal_carve_out_t`: one region of memory the runtime manages
-/// ([`hsa_baremetal::CarveOut`]). 40 bytes.
+/// (`hsa_baremetal::CarveOut`). 40 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct HsaRtCarveOut {
@@ -44,7 +44,7 @@ pub struct HsaRtCarveOut {
 const _: () = assert!(core::mem::size_of::<HsaRtCarveOut>() == 40);
 
 /// `hsa_rt_baremetal_doorbells_t`: the doorbell aperture and the doorbells the runtime may
-/// use ([`hsa_baremetal::DoorbellAperture`]). 24 bytes.
+/// use (`hsa_baremetal::DoorbellAperture`). 24 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct HsaRtDoorbells {
@@ -60,7 +60,7 @@ pub struct HsaRtDoorbells {
 const _: () = assert!(core::mem::size_of::<HsaRtDoorbells>() == 24);
 
 /// `hsa_rt_baremetal_ih_ring_t`: the soc15 IH ring the host set up and the read-pointer
-/// register ([`hsa_baremetal::IhRingConfig`]). 48 bytes.
+/// register (`hsa_baremetal::IhRingConfig`). 48 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct HsaRtIhRing {
@@ -82,7 +82,7 @@ pub struct HsaRtIhRing {
 const _: () = assert!(core::mem::size_of::<HsaRtIhRing>() == 48);
 
 /// `hsa_rt_baremetal_mqd_t`: the gfx9 MQD register images of a compute queue
-/// ([`hsa_baremetal::ComputeMqd`], amdkfd `struct v9_mqd` field names). 48 bytes.
+/// (`hsa_baremetal::ComputeMqd`, amdkfd `struct v9_mqd` field names). 48 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HsaRtMqd {
@@ -114,7 +114,7 @@ pub struct HsaRtMqd {
 const _: () = assert!(core::mem::size_of::<HsaRtMqd>() == 48);
 
 /// `hsa_rt_baremetal_queue_mapping_t`: what the host's `map_queue`/`unmap_queue` get
-/// ([`hsa_baremetal::QueueMapping`]). Addresses are GPU addresses. 112 bytes.
+/// (`hsa_baremetal::QueueMapping`). Addresses are GPU addresses. 112 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct HsaRtQueueMapping {

@@ -3,7 +3,7 @@
 //! `_query_executable`, `_executable_iterate_loaded_code_objects`,
 //! `_loaded_code_object_get_info`, `_code_object_reader_create_from_file_with_offset_size`,
 //! `_iterate_executables`), reached through the table `hsa_system_get_major_extension_table`
-//! hands out ([`AMD_LOADER`]; not exported, as in ROCR), and the code object URIs it reports.
+//! hands out (`AMD_LOADER`; not exported, as in ROCR), and the code object URIs it reports.
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.

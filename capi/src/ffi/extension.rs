@@ -1,7 +1,7 @@
 //! HSA extensions: the support queries (`hsa_system_extension_supported`,
 //! `hsa_agent_extension_supported` and their `_major_` forms, `hsa_extension_get_name`), the
 //! function tables (`hsa_system_get_extension_table`, `hsa_system_get_major_extension_table`)
-//! and the tables they hand out: the AMD loader's ([`super::amd_loader::AMD_LOADER`],
+//! and the tables they hand out: the AMD loader's (`amd_loader::AMD_LOADER`,
 //! `hsa_ven_amd_loader.h`, versions 1.00 to 1.03) and the image extension's
 //! ([`super::image::IMAGES_1`]).
 //!

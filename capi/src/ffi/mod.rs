@@ -3,7 +3,7 @@
 //! of [`crate::abi`] into Rust values) and call the Rust APIs below them — the core runtime
 //! (`hsa_core`), the runtime services (`hsa_runtime`: copy engine, images, async handlers,
 //! IPC), the host-memory records (`hsa_core::runtime::host_memory`) and the registries of
-//! [`crate::state`]. Nothing outside this module imports from it (`tests/structure.rs`).
+//! `crate::state`. Nothing outside this module imports from it (`tests/structure.rs`).
 //!
 //! Every function body runs inside `guard`: errors cross the boundary as `hsa_status_t`, a
 //! panic as `HSA_STATUS_ERROR`. Every pointer argument is checked for NULL

@@ -872,7 +872,7 @@ impl LinuxPlatform {
 /// stderr with what amdkfd reported (the status, the event data) and the process aborts, as
 /// ROCR does for a queue error nobody listens to (a waiter on the queue's signals would
 /// otherwise wait forever). When a `log` backend takes errors, the error line is the one
-/// [`super::monitor::deliver`] logged just before, and only the abort is said here; otherwise
+/// `monitor::deliver` logged just before, and only the abort is said here; otherwise
 /// this prints the error itself. The device's own detail is in its log (the kernel log; the
 /// emulated device's `log` records).
 pub fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
