@@ -39,5 +39,6 @@ pub mod abi;
 pub mod ffi;
 pub mod backend;
 mod handle_map;
+mod locks;
 mod rcu;
 mod state;

@@ -257,56 +257,7 @@ pub(crate) fn dead_signal(signal: u64) -> Error {
     )
 }
 
-pub(crate) use locks::{lock, read, write, Mutex, RwLock};
-
-/// The registries' locks: std's where there is an OS (a blocked caller sleeps), spin locks
-/// on a target without one (`x86_64-unknown-none`).
-#[cfg(not(target_os = "none"))]
-mod locks {
-    use std::sync::PoisonError;
-    pub(crate) use std::sync::{Mutex, RwLock};
-    use std::sync::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
-
-    /// Locks a mutex, taking the data of a poisoned one (a panic in another call was caught
-    /// and reported as `HSA_STATUS_ERROR`; the registries stay consistent because every
-    /// update is a single insert or remove).
-    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Read access to an `RwLock`, poison ignored as for [`lock`].
-    pub(crate) fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-        m.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Write access to an `RwLock`, poison ignored as for [`lock`].
-    pub(crate) fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-        m.write().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The registries' locks without an OS: spin locks (a panic aborts there, so nothing is
-/// poisoned).
-#[cfg(target_os = "none")]
-mod locks {
-    pub(crate) use spin::{Mutex, RwLock};
-    use spin::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
-
-    /// Locks a mutex.
-    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock()
-    }
-
-    /// Read access to an `RwLock`.
-    pub(crate) fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-        m.read()
-    }
-
-    /// Write access to an `RwLock`.
-    pub(crate) fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-        m.write()
-    }
-}
+pub(crate) use crate::locks::{lock, read, write, Mutex, RwLock};
 
 /// Everything one initialised runtime holds.
 pub(crate) struct State {
@@ -382,7 +333,7 @@ impl State {
             readers: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(1),
             #[cfg(feature = "linux")]
-            services: backend::services(&runtime, &host, &signal_pool),
+            services: services(&runtime, &host, &signal_pool),
             signal_pool,
             device: Device::new(opened, runtime.platform_ref()),
             runtime,
@@ -573,6 +524,30 @@ impl Drop for State {
         }
         lock(&self.readers).clear();
     }
+}
+
+/// The runtime services of the Linux build (`hsa-runtime`), configured by the backend; a
+/// signal the application destroyed (no longer in the state's registry under its handle)
+/// drops the async handlers registered on it, as ROCR's `AsyncEventsLoop` does.
+#[cfg(feature = "linux")]
+fn services(
+    runtime: &Arc<Runtime<PlatRef>>,
+    host: &Arc<HostMemory>,
+    signals: &Arc<SignalPool<PlatRef>>,
+) -> hsa_runtime::Services<Plat> {
+    let live: hsa_runtime::Liveness<Plat> = Arc::new(|s| {
+        state().is_ok_and(|st| {
+            st.find_signal(s.handle().0)
+                .is_some_and(|live| core::ptr::eq(&*live, s))
+        })
+    });
+    hsa_runtime::Services::with_liveness(
+        runtime.clone(),
+        host.clone(),
+        signals.clone(),
+        backend::services_config(),
+        live,
+    )
 }
 
 /// The global runtime: reference count and state.

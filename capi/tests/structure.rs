@@ -2,6 +2,8 @@
 //!
 //! - `src/ffi` is the outer layer: nothing outside it imports from it (no `crate::ffi`,
 //!   `super::ffi` or `ffi::` path in another module), so there is no import cycle through it;
+//! - the crate's top-level modules (`abi`, `backend`, `ffi`, `state`, ...) import each other
+//!   without a cycle;
 //! - every C type (a `#[repr(C)]` struct or union, an `extern "C" fn` type) is defined in
 //!   `src/abi`, and no C type is defined twice: no two definitions share a Rust name or the C
 //!   name their doc opens with.
@@ -139,6 +141,79 @@ fn nothing_outside_ffi_imports_from_it() {
     );
 }
 
+/// The top-level module a source file belongs to (`src/state.rs` → `state`,
+/// `src/ffi/copy.rs` → `ffi`); `None` for the crate root.
+fn module_of(root: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(root).ok()?;
+    let first = rel.components().next()?.as_os_str().to_str()?;
+    let name = first.strip_suffix(".rs").unwrap_or(first);
+    (name != "lib").then(|| name.to_string())
+}
+
+/// The top-level modules `text` names with a `crate::` path.
+fn crate_paths(text: &str) -> Vec<String> {
+    code_of(text)
+        .split("crate::")
+        .skip(1)
+        .map(ident)
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// A cycle of `graph` (module → the modules it imports), if it has one.
+fn cycle(graph: &BTreeMap<String, Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        m: &str,
+        graph: &BTreeMap<String, Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            let mut c = path[i..].to_vec();
+            c.push(m.to_string());
+            return Some(c);
+        }
+        if done.iter().any(|d| d == m) {
+            return None;
+        }
+        path.push(m.to_string());
+        for next in graph.get(m).into_iter().flatten() {
+            if let Some(c) = visit(next, graph, path, done) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        done.push(m.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    graph
+        .keys()
+        .find_map(|m| visit(m, graph, &mut Vec::new(), &mut done))
+}
+
+#[test]
+fn the_top_level_modules_import_each_other_without_a_cycle() {
+    let root = src();
+    let mut graph: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in rust_files(&root) {
+        let Some(m) = module_of(&root, &f) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&f).unwrap();
+        let edges = graph.entry(m.clone()).or_default();
+        for to in crate_paths(&text) {
+            if to != m && !edges.contains(&to) {
+                edges.push(to);
+            }
+        }
+    }
+    for m in ["abi", "backend", "ffi", "state"] {
+        assert!(graph.contains_key(m), "module {m} not found: {graph:?}");
+    }
+    assert_eq!(cycle(&graph), None, "import graph: {graph:?}");
+}
+
 #[test]
 fn every_c_type_is_in_abi_once() {
     let root = src();
@@ -195,5 +270,25 @@ fn the_scanners_find_what_they_look_for() {
             ("Dim3".to_string(), Some("hsa_dim3_t".to_string())),
             ("Cb".to_string(), None)
         ]
+    );
+    let g = |edges: &[(&str, &str)]| {
+        let mut g: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for (a, b) in edges {
+            g.entry(a.to_string()).or_default().push(b.to_string());
+        }
+        g
+    };
+    assert_eq!(
+        cycle(&g(&[("state", "ffi"), ("ffi", "state"), ("ffi", "abi")])),
+        Some(vec![
+            "ffi".to_string(),
+            "state".to_string(),
+            "ffi".to_string()
+        ])
+    );
+    assert_eq!(cycle(&g(&[("ffi", "state"), ("state", "abi")])), None);
+    assert_eq!(
+        crate_paths("use crate::state::{self, lock};\nx = crate::abi::Dim3; // crate::ffi"),
+        ["state", "abi"]
     );
 }

@@ -140,31 +140,12 @@ pub(crate) const QUEUE_ERROR_WITHOUT_CALLBACK: Option<hsa_core::platform::QueueE
         data: 0,
     });
 
-/// The runtime services of the Linux build (`hsa-runtime`): copies use SDMA queues unless
-/// `HSA_ENABLE_SDMA` is `0` (ROCR's switch; `open` refused another value), and a signal the
-/// application destroyed (no longer in the state's registry under its handle) drops the async
-/// handlers registered on it, as ROCR's `AsyncEventsLoop` does.
-pub(crate) fn services(
-    runtime: &Arc<hsa_core::runtime::Runtime<Arc<Plat>>>,
-    host: &Arc<hsa_core::runtime::host_memory::HostMemory>,
-    signals: &Arc<hsa_core::signal::SignalPool<Arc<Plat>>>,
-) -> hsa_runtime::Services<Plat> {
-    let config = hsa_runtime::ServicesConfig {
+/// How the runtime services of the Linux build behave: copies use SDMA queues unless
+/// `HSA_ENABLE_SDMA` is `0` (ROCR's switch; [`open`] refused another value).
+pub(crate) fn services_config() -> hsa_runtime::ServicesConfig {
+    hsa_runtime::ServicesConfig {
         copy: hsa_runtime::CopyConfig {
             sdma: hsa_linux::env::sdma_enabled().unwrap_or(true),
         },
-    };
-    let live: hsa_runtime::Liveness<Plat> = Arc::new(|s| {
-        crate::state::state().is_ok_and(|st| {
-            st.find_signal(s.handle().0)
-                .is_some_and(|live| std::ptr::eq(&*live, s))
-        })
-    });
-    hsa_runtime::Services::with_liveness(
-        runtime.clone(),
-        host.clone(),
-        signals.clone(),
-        config,
-        live,
-    )
+    }
 }

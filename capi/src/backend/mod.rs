@@ -29,4 +29,4 @@ mod linux;
 #[cfg(feature = "baremetal")]
 pub(crate) use baremetal::{open, Device, Opened, Plat, QUEUE_ERROR_WITHOUT_CALLBACK};
 #[cfg(feature = "linux")]
-pub(crate) use linux::{open, services, Device, Opened, Plat, QUEUE_ERROR_WITHOUT_CALLBACK};
+pub(crate) use linux::{open, services_config, Device, Opened, Plat, QUEUE_ERROR_WITHOUT_CALLBACK};
