@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generates emulator/src/gfx9/opcodes.rs: the GFX9 (gfx900, gfx906, gfx908, gfx90a, gfx942) opcode table the
+"""Generates gfx9/src/opcodes.rs: the GFX9 (gfx900, gfx906, gfx908, gfx90a, gfx942) opcode table the
 hsa-emu decoder and wave interpreter support. Each row names an instruction and its operand
 widths (dwords); the opcode number per target is taken by assembling a sample with
 `llvm-mc-19 -arch=amdgcn -mcpu=<cpu> -show-encoding` (same numbers as AMD's Vega / CDNA2 /
 CDNA3 ISA guides' opcode tables). A row that a target cannot assemble is absent for it.
 
-Usage: python3 gfx9_opcodes.py > ../../emulator/src/gfx9/opcodes.rs && cargo fmt
+Usage: python3 gfx9_opcodes.py > ../../gfx9/src/opcodes.rs && cargo fmt
 """
 import re
 import subprocess

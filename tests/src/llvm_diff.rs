@@ -1,4 +1,4 @@
-//! Differential testing of the gfx9 decoder and disassembler (`hsa_emu::gfx9::decode` and
+//! Differential testing of the gfx9 decoder and disassembler (`hsa_gfx9::decode` and
 //! the `Display` text of its `Instruction`) against `llvm-mc-19 --disassemble`.
 //!
 //! Each case is 8 bytes (two little-endian dwords `w0`, `w1`): the instruction starts at
@@ -38,7 +38,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hsa_emu::gfx9::{self, Gfx9Target};
+use hsa_gfx9::{self as gfx9, Gfx9Target};
 
 /// The program the decoder is compared with.
 pub const LLVM_MC: &str = "llvm-mc-19";

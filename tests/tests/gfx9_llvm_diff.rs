@@ -11,7 +11,7 @@
 
 use std::collections::BTreeSet;
 
-use hsa_emu::gfx9::{decode, Gfx9Target};
+use hsa_gfx9::{decode, Gfx9Target};
 use hsa_tests::llvm_diff::{self, Llvm, Verdict};
 
 const TARGETS: [Gfx9Target; 5] = [

@@ -345,7 +345,7 @@ pub(super) fn accvgpr(w: &mut Wave, inst: &Instruction) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gfx9::decode;
+    use crate::decode;
 
     fn shape(words: [u32; 2], t: Gfx9Target) -> Shape {
         let mut b = [0u8; 8];

@@ -27,7 +27,7 @@ use hsa_core::loader::code_object::AlignedBytes;
 use hsa_core::loader::CodeObject;
 use hsa_core::platform::NodeProperties;
 use hsa_core::runtime::{Agent, AgentHandle};
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::Gfx9Target;
 
 /// Rows whose values come from LLVM's ELF.h and AMDGPUUsage after llvm-19 (llvm-mc-19 writes
 /// `EF_AMDGPU_MACH_NONE` for them).

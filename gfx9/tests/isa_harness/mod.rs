@@ -10,9 +10,9 @@ use std::path::PathBuf;
 
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::{Result, Status};
-use hsa_emu::gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
-use hsa_emu::gfx9::hwid::WaveLaunch;
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
+use hsa_gfx9::hwid::WaveLaunch;
+use hsa_gfx9::Gfx9Target;
 use object::{Object, ObjectSection, ObjectSymbol};
 use zerocopy::FromBytes;
 
@@ -43,6 +43,12 @@ thread_local! {
 }
 
 impl DeviceMemory for TestMemory {
+    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
+    fn clock_counter(&self) -> u64 {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+
     fn message_interrupt(&self, data: u32) -> Result<()> {
         INTERRUPTS.with(|v| v.borrow_mut().push(data));
         Ok(())

@@ -352,12 +352,12 @@ mod tests {
             .collect();
         for &x in &grid {
             for &y in &grid {
-                let (dx, dy) = (crate::gfx9::f16::to_f64(x), crate::gfx9::f16::to_f64(y));
+                let (dx, dy) = (crate::f16::to_f64(x), crate::f16::to_f64(y));
                 if let Some(r) = add2(dx, dy, F16, NEAREST) {
-                    assert_eq!(r as u16, crate::gfx9::f16::add(x, y), "{x:#x} + {y:#x}");
+                    assert_eq!(r as u16, crate::f16::add(x, y), "{x:#x} + {y:#x}");
                 }
                 if let Some(r) = mul(dx, dy, F16, NEAREST) {
-                    assert_eq!(r as u16, crate::gfx9::f16::mul(x, y), "{x:#x} * {y:#x}");
+                    assert_eq!(r as u16, crate::f16::mul(x, y), "{x:#x} * {y:#x}");
                 }
             }
         }

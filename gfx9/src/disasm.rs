@@ -973,7 +973,7 @@ fn is_mix(name: &str) -> bool {
 mod tests {
     use alloc::string::ToString;
 
-    use crate::gfx9::{decode, Gfx9Target};
+    use crate::{decode, Gfx9Target};
 
     fn text(words: &[u32], t: Gfx9Target) -> alloc::string::String {
         let mut b = alloc::vec::Vec::new();

@@ -1,5 +1,11 @@
+//! # hsa-gfx9
+//!
 //! GFX9 (wave64) machine code: decoder, disassembler text and a wave interpreter, so the
-//! emulated device can run the real kernels of gfx900, gfx90a and gfx942 code objects.
+//! emulated device (`hsa-emu`), hsainfo's disassembler, the fuzz targets and a VM's device
+//! model run and print the real kernels of gfx900, gfx90a and gfx942 code objects. It depends
+//! on `hsa-core` only (for `Status`, the kernel descriptor and the processor table): whatever
+//! it needs from a host (device memory, the message interrupt, the clock counter) comes in
+//! through [`exec::DeviceMemory`].
 //!
 //! - [`decode()`]: bytes → [`Instruction`] (SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC
 //!   with SDWA/DPP, VOP3a/b, VOP3P and VOP3P-MAI (`v_mfma_*`, `v_accvgpr_*` on gfx908+), DS,
@@ -12,6 +18,10 @@
 //!
 //! Ref: AMD "Vega" Instruction Set Architecture (gfx900), "AMD Instinct MI200" (CDNA2, gfx90a)
 //! and "AMD Instinct MI300" (CDNA3, gfx942) ISA reference guides; LLVM AMDGPUUsage.
+
+#![deny(unsafe_code)]
+
+extern crate alloc;
 
 pub mod decode;
 mod disasm;

@@ -158,19 +158,9 @@ pub trait DeviceMemory {
     }
 
     /// The 64-bit clock counter `s_memtime` and `s_memrealtime` read, in the ticks of the
-    /// device's timestamps. The provided implementation is [`device_clock_ns`], the
-    /// emulated device's clock (nanoseconds of `CLOCK_MONOTONIC`, 1 GHz).
-    fn clock_counter(&self) -> u64 {
-        device_clock_ns()
-    }
-}
-
-/// The device's 64-bit clock counter, in nanoseconds of the host's `CLOCK_MONOTONIC`: what
-/// `s_memtime` and `s_memrealtime` read. The emulated device's other timestamps (PM4
-/// `RELEASE_MEM` and SDMA timestamps, `AMDKFD_IOC_GET_CLOCK_COUNTERS`' `gpu_clock_counter`,
-/// whose `system_clock_freq` is 1 GHz) count in the same ticks.
-pub fn device_clock_ns() -> u64 {
-    crate::device::monotonic_ns()
+    /// device's timestamps (the emulated device: nanoseconds of `CLOCK_MONOTONIC`, 1 GHz, the
+    /// clock of its other timestamps). The host supplies it: the ISA has no clock of its own.
+    fn clock_counter(&self) -> u64;
 }
 
 /// A kernel's machine code: the bytes of (at least) its code, where they live on the device,
@@ -4946,7 +4936,7 @@ pub(super) mod tests {
     /// Runs `inst` at `pc` through the general interpreter (not the fast path) over `memory`
     /// and `lds`: `None` to go on at the next instruction, `Some(Some(target))` for a jump,
     /// `Some(None)` at the end (a barrier counts as going on), or its error.
-    pub(in crate::gfx9) fn general_step(
+    pub(crate) fn general_step(
         w: &mut Wave,
         inst: &Instruction,
         pc: u64,
@@ -5102,6 +5092,10 @@ pub(super) mod tests {
     }
 
     impl DeviceMemory for CountingMemory {
+        fn clock_counter(&self) -> u64 {
+            0
+        }
+
         fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
             let b = self.bytes.borrow();
             let src = usize::try_from(addr.wrapping_sub(self.base))
@@ -5354,17 +5348,17 @@ pub(super) mod tests {
             cache.begin_dispatch();
             cache.bind(t);
             cache.get(&(&code).into(), &NoMemory, t, 0x1000).unwrap();
-            assert_eq!(
-                cache.vgpr_bound == crate::gfx9::wave::NUM_VGPRS,
-                whole,
-                "{w0:#x}"
-            );
+            assert_eq!(cache.vgpr_bound == crate::wave::NUM_VGPRS, whole, "{w0:#x}");
         }
     }
 
-    pub(in crate::gfx9) struct NoMemory;
+    pub(crate) struct NoMemory;
 
     impl DeviceMemory for NoMemory {
+        fn clock_counter(&self) -> u64 {
+            0
+        }
+
         fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<()> {
             bail!(Status::MemoryFault, "read at {addr:#x}")
         }

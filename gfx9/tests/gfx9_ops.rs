@@ -8,7 +8,7 @@
 //! The harness is `gfx9_isa.rs`'s (`isa_harness`).
 
 use hsa_core::Status;
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::Gfx9Target;
 
 mod isa_harness;
 use isa_harness::*;
@@ -895,7 +895,7 @@ fn xcc_id_reads_the_one_modelled_xcc() {
     let isa = Isa::load("ops", "gfx942", Gfx9Target::Gfx942);
     let bufs: Vec<Vec<u8>> = (0..6).map(|_| vec![0xEE; 4 * 128]).collect();
     let out = isa.run("s_getreg_xcc_id", 128, &bufs).unwrap();
-    assert_eq!(u32s(&out[4]), vec![hsa_emu::gfx9::hwid::XCC_ID; 128]);
+    assert_eq!(u32s(&out[4]), vec![hsa_gfx9::hwid::XCC_ID; 128]);
     assert_eq!(u32s(&out[5]), vec![0; 128]);
     // Register 20 is no XCC_ID before gfx940 (llvm-mc-19 has no such name there): reading
     // it stays an illegal-instruction error naming the register.
@@ -1175,7 +1175,7 @@ fn scalar_scratch_accesses_flat_scratch_plus_offset() {
 
 #[test]
 fn malformed_new_ds_and_smem_words_are_errors() {
-    use hsa_emu::gfx9::decode;
+    use hsa_gfx9::decode;
     let words = |w: &[u32]| -> Vec<u8> { w.iter().flat_map(|x| x.to_le_bytes()).collect() };
     // ds_add_src2_u32 v1 (llvm-mc-19: [0x00,0x00,0x00,0xd9,0x01,0x00,0x00,0x00]).
     let src2 = [0xD900_0000, 0x0000_0001];

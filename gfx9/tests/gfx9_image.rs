@@ -9,7 +9,7 @@
 #![allow(clippy::needless_range_loop)]
 
 use hsa_core::Status;
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::Gfx9Target;
 
 mod isa_harness;
 use isa_harness::*;

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
 use hsa_core::packet::KernelDispatch;
 use hsa_core::{GpuVa, Result, Status};
-use hsa_emu::gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
+use hsa_gfx9::Gfx9Target;
 use object::{Object, ObjectSection};
 
 /// A flat device address space made of a few allocations.
@@ -33,6 +33,12 @@ impl TestMemory {
 }
 
 impl DeviceMemory for TestMemory {
+    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
+    fn clock_counter(&self) -> u64 {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
         for (base, bytes) in self.allocs.borrow().iter() {
             if addr >= *base && addr + buf.len() as u64 <= base + bytes.len() as u64 {

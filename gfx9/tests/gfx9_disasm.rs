@@ -1,12 +1,12 @@
 //! Disassembles every kernel of the gfx9 code objects in `testdata/codeobjects/` with
-//! `hsa_emu::gfx9` and compares each instruction's text with `llvm-objdump-19 -d`, run at
+//! `hsa_gfx9` and compares each instruction's text with `llvm-objdump-19 -d`, run at
 //! test time (skipped with a message when llvm-objdump-19 is not installed).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use hsa_core::isa::{Processor, EF_AMDGPU_MACH};
-use hsa_emu::gfx9::{decode, Gfx9Target};
+use hsa_gfx9::{decode, Gfx9Target};
 use object::{Object, ObjectSection, ObjectSymbol, SymbolKind};
 
 fn codeobjects() -> PathBuf {
@@ -448,7 +448,7 @@ fn mimg_matches_llvm_mc() {
             // even where llvm-mc knows them.
             if let (None, Some(text)) = (&got, want) {
                 let name = text.split_whitespace().next().unwrap();
-                if !hsa_emu::gfx9::decode::knows_mnemonic(name, target) {
+                if !hsa_gfx9::decode::knows_mnemonic(name, target) {
                     continue;
                 }
             }

@@ -8,8 +8,8 @@
 use std::path::PathBuf;
 
 use hsa_core::Status;
-use hsa_emu::gfx9::hwid::WaveLaunch;
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::hwid::WaveLaunch;
+use hsa_gfx9::Gfx9Target;
 
 mod isa_harness;
 use isa_harness::*;

@@ -1396,7 +1396,7 @@ pub(super) fn run(
 mod tests {
     use super::super::exec::tests::general_step;
     use super::*;
-    use crate::gfx9::{decode, Gfx9Target};
+    use crate::{decode, Gfx9Target};
     use std::cell::RefCell;
     use std::process::{Command, Stdio};
 
@@ -1571,6 +1571,10 @@ mod tests {
     struct TestMemory(RefCell<Vec<u8>>);
 
     impl DeviceMemory for TestMemory {
+        fn clock_counter(&self) -> u64 {
+            0
+        }
+
         fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
             let m = self.0.borrow();
             let o = addr.wrapping_sub(MEMORY_BASE) as usize;
