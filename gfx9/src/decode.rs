@@ -10,6 +10,7 @@
 //! Field layouts (Vega ISA §12 "Microcode Formats"; CDNA3 ISA §10 for the gfx940+ cache
 //! bits `sc0`/`sc1`/`nt` that replace `glc`/`slc`).
 
+use super::op::Op;
 use super::opcodes::OPCODES;
 use super::Gfx9Target;
 use hsa_core::{Error, Result, Status};
@@ -121,6 +122,8 @@ pub struct OpInfo {
     /// The opcode field value.
     pub opcode: u16,
     pub(crate) targets: u8,
+    /// The instruction (its attributes: [`Op::attrs`]).
+    pub op: Op,
     /// Mnemonic without the `_e32`/`_e64` suffix, e.g. `"v_add_co_u32"`.
     pub name: &'static str,
     /// Operand widths in dwords: `[dst, src0, src1, src2]` (0 = no such operand).
@@ -133,6 +136,7 @@ impl OpInfo {
         encoding: Encoding,
         opcode: u16,
         targets: u8,
+        op: Op,
         name: &'static str,
         widths: [u8; 4],
         flags: u8,
@@ -141,6 +145,7 @@ impl OpInfo {
             encoding,
             opcode,
             targets,
+            op,
             name,
             widths,
             flags,
@@ -153,7 +158,10 @@ impl OpInfo {
 
     /// Whether the opcode is a matrix (MAI) instruction: `v_mfma_*`, `v_accvgpr_*`.
     pub fn is_mai(&self) -> bool {
-        self.name.starts_with("v_mfma_") || self.name.starts_with("v_accvgpr_")
+        matches!(
+            self.op.attrs().class,
+            super::op::Class::Mfma | super::op::Class::Accvgpr
+        )
     }
 }
 
@@ -422,6 +430,12 @@ pub struct Instruction {
 }
 
 impl Instruction {
+    /// The instruction (its attributes: [`Op::attrs`]).
+    #[inline]
+    pub fn op(&self) -> Op {
+        self.info.op
+    }
+
     /// The mnemonic without encoding suffix, e.g. `"v_add_co_u32"`.
     pub fn name(&self) -> &'static str {
         self.info.name

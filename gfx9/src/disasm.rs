@@ -185,7 +185,7 @@ impl fmt::Display for SrcOp<'_> {
                     && !inst.info.name.starts_with("v_dot2c_") =>
             {
                 let wide = inst.info.widths[i + 1] == 2;
-                let f64_source = wide && vop && super::exec::float_input(inst.info.name).1;
+                let f64_source = wide && vop && super::exec::float_input(inst.op()).1;
                 literal(f, v, wide, f64_source)
             }
             _ => Op(op).fmt(f),

@@ -11,10 +11,17 @@
 //!   with SDWA/DPP, VOP3a/b, VOP3P and VOP3P-MAI (`v_mfma_*`, `v_accvgpr_*` on gfx908+), DS,
 //!   FLAT/GLOBAL/SCRATCH, MUBUF, MTBUF, MIMG (gfx900..gfx90a)); unknown encodings are [`Status::IllegalInstruction`](hsa_core::Status)
 //!   errors, never panics.
+//! - [`Op`]: the typed instruction, one variant per mnemonic, with its [`OpAttrs`] (execution
+//!   class, operand float kinds, compare, atomic, memory access, MODE rounding class, MFMA
+//!   shape, targets), generated with the opcode table (`opcodes.rs`) by
+//!   `testdata/codeobjects/gfx9_opcodes.py`; the interpreter executes by `Op` and its
+//!   attributes, never by the mnemonic.
 //! - `Display` for [`Instruction`]: text in `llvm-objdump`'s syntax.
 //! - [`exec`]: [`exec::run_dispatch`] runs every work-group of a dispatch over
 //!   a [`exec::DeviceMemory`], with the launch state of AMDGPUUsage "Initial Kernel Execution
-//!   State".
+//!   State"; one module per encoding family (`exec/scalar.rs` SOP*, `smem.rs`, `valu.rs`
+//!   VOP1/VOP2/VOPC/VOP3 with SDWA/DPP, `vop3p.rs`, `ds.rs`, `memory.rs` FLAT/MUBUF/MTBUF,
+//!   `image.rs` MIMG; `cache.rs` the decode cache).
 //!
 //! Ref: AMD "Vega" Instruction Set Architecture (gfx900), "AMD Instinct MI200" (CDNA2, gfx90a)
 //! and "AMD Instinct MI300" (CDNA3, gfx942) ISA reference guides; LLVM AMDGPUUsage.
@@ -34,11 +41,13 @@ mod format;
 pub mod hwid;
 mod mai;
 mod mode;
+pub mod op;
 mod opcodes;
 mod round;
 pub mod wave;
 
 pub use decode::{decode, Dpp, Encoding, Instruction, Modifiers, OpInfo, Operand, Sdwa, SdwaSel};
+pub use op::{Op, OpAttrs};
 
 use hsa_core::isa::Processor;
 
@@ -131,6 +140,7 @@ impl Gfx9Target {
         matches!(self, Gfx9Target::Gfx942)
     }
 
+    /// The target's bit in the opcode table's target masks.
     pub(crate) const fn bit(self) -> u8 {
         match self {
             Gfx9Target::Gfx900 => decode::T_GFX900,

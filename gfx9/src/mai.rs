@@ -38,29 +38,19 @@ use super::decode::{Instruction, Operand};
 use super::exec::{set_vdst_dword, vsrc_dword, F32_CONST, F64_CONST};
 use super::f16;
 use super::mode::{self, Kind};
+use super::op::{Elem, Mfma};
 use super::wave::{Wave, WAVE_SIZE};
 use super::Gfx9Target;
 use alloc::vec;
 use hsa_core::{bail, Result, Status};
 
-/// Element type of an MFMA's A and B matrices.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Elem {
-    F32,
-    F16,
-    Bf16,
-    I8,
-    F64,
-}
-
-impl Elem {
-    const fn bits(self) -> u32 {
-        match self {
-            Elem::F32 => 32,
-            Elem::F16 | Elem::Bf16 => 16,
-            Elem::I8 => 8,
-            Elem::F64 => 64,
-        }
+/// Bits of an MFMA element type.
+const fn bits(elem: Elem) -> u32 {
+    match elem {
+        Elem::F32 => 32,
+        Elem::F16 | Elem::Bf16 => 16,
+        Elem::I8 => 8,
+        Elem::F64 => 64,
     }
 }
 
@@ -77,48 +67,25 @@ struct Shape {
 }
 
 impl Shape {
-    /// Parses `v_mfma_<out>_<M>x<N>x<K>…<type>` (both the gfx908/gfx90a and the gfx940
-    /// spellings, e.g. `v_mfma_f32_32x32x4bf16_1k` and `v_mfma_f32_32x32x4_2b_bf16`).
+    /// The shape of MFMA `inst`: its [`Mfma`] attributes (`v_mfma_<out>_<M>x<N>x<K>…<type>`
+    /// in both the gfx908/gfx90a and the gfx940 spellings) and its operand widths.
     fn of(inst: &Instruction) -> Option<Shape> {
-        let name = inst.name();
-        let rest = name.strip_prefix("v_mfma_")?;
-        let (out, rest) = rest.split_at_checked(4)?;
-        let mut dims = [0usize; 3];
-        let mut tail = rest;
-        for (d, dim) in dims.iter_mut().enumerate() {
-            let end = tail
-                .find(|c: char| !c.is_ascii_digit())
-                .unwrap_or(tail.len());
-            *dim = tail[..end].parse().ok()?;
-            tail = &tail[end..];
-            if d < 2 {
-                tail = tail.strip_prefix('x')?;
-            }
-        }
-        let elem = if tail.contains("xf32") || tail.contains("fp8") || tail.contains("bf8") {
-            return None;
-        } else if tail.contains("bf16") {
-            Elem::Bf16
-        } else if tail.contains("f16") {
-            Elem::F16
-        } else if tail.contains("i8") {
-            Elem::I8
-        } else if tail.contains("f64") {
-            Elem::F64
-        } else if tail.contains("f32") {
-            Elem::F32
-        } else {
-            return None;
-        };
-        let [m, n, k] = dims;
+        let Mfma {
+            m,
+            n,
+            k,
+            elem,
+            f64_out,
+        } = inst.op().attrs().mfma?;
+        let (m, n, k) = (usize::from(m), usize::from(n), usize::from(k));
         let [wd, wa, ..] = inst.info.widths;
-        let out_dwords = if out == "f64_" {
+        let out_dwords = if f64_out {
             wd as usize / 2
         } else {
             wd as usize
         };
         let blocks = out_dwords * WAVE_SIZE / (m * n).max(1);
-        let kl = wa as usize * 32 / elem.bits() as usize;
+        let kl = wa as usize * 32 / bits(elem) as usize;
         let shape = Shape {
             m,
             n,
@@ -161,7 +128,7 @@ impl Shape {
 /// Element `e` of `lane`'s operand `op` as an f64 (i8: its integer value); with `flush` a
 /// denormal f16 or bf16 element is a zero of its sign.
 fn element(w: &Wave, op: &Operand, lane: usize, e: usize, elem: Elem, flush: bool) -> f64 {
-    let bits = elem.bits() as usize;
+    let bits = bits(elem) as usize;
     let dword = e * bits / 32;
     let shift = (e * bits % 32) as u32;
     let v = vsrc_dword(w, op, lane, dword);

@@ -39,6 +39,7 @@
 //! ([`round_unsupported`] lists them, [`round_error`]).
 
 use super::decode::Instruction;
+use super::op::{Cond, Fp, Op, Rounding, Unmodelled};
 use super::round;
 use hsa_core::{error, Error, Status};
 
@@ -122,25 +123,18 @@ pub(super) struct FloatMode {
 }
 
 impl FloatMode {
-    /// The mode for VALU mnemonic `name` (whose sources are f32, f64 or f16 as the flags
+    /// The mode for VALU instruction `op` (whose sources are f32, f64 or f16 as the flags
     /// say) under MODE register value `mode`.
-    pub(super) fn for_valu(
-        mode: u32,
-        name: &str,
-        f32_in: bool,
-        f64_in: bool,
-        f16_in: bool,
-    ) -> Self {
-        let bits_only = name.starts_with("v_mov_")
-            || name == "v_cndmask_b32"
-            || name.starts_with("v_cmp") && name.contains("_class_");
+    pub(super) fn for_valu(mode: u32, op: Op, f32_in: bool, f64_in: bool, f16_in: bool) -> Self {
+        let bits_only = matches!(op, Op::VMovB32 | Op::VMovB64 | Op::VCndmaskB32)
+            || op.attrs().compare.is_some_and(|c| c.cond == Cond::Class);
         let mad32 = matches!(
-            name,
-            "v_mad_f32" | "v_mac_f32" | "v_mad_legacy_f32" | "v_madmk_f32" | "v_madak_f32"
+            op,
+            Op::VMadF32 | Op::VMacF32 | Op::VMadLegacyF32 | Op::VMadmkF32 | Op::VMadakF32
         );
         let mad16 = matches!(
-            name,
-            "v_mad_f16" | "v_mac_f16" | "v_madmk_f16" | "v_madak_f16"
+            op,
+            Op::VMadF16 | Op::VMacF16 | Op::VMadmkF16 | Op::VMadakF16
         );
         // Keep flags: FP_DENORM bit 0 of a precision's pair keeps input denormals, bit 1
         // keeps output denormals.
@@ -165,14 +159,17 @@ impl FloatMode {
         let out_kind = if bits_only {
             Kind::None
         } else {
-            result_kind(name)
+            kind(op.attrs().result_fp)
         };
         let keep_out = match out_kind {
             Kind::F32 => d32 & 2 != 0,
             Kind::F64 | Kind::F16 => d64 & 2 != 0,
             Kind::None => true,
         };
-        let float_srcs = if name.starts_with("v_ldexp_") || name == "v_trig_preop_f64" {
+        let float_srcs = if matches!(
+            op,
+            Op::VLdexpF16 | Op::VLdexpF32 | Op::VLdexpF64 | Op::VTrigPreopF64
+        ) {
             0b001
         } else {
             0b111
@@ -235,12 +232,12 @@ impl FloatMode {
         self.round32 != 0 || self.round64 != 0
     }
 
-    /// The result bits of `name` on source bits `a`, `b`, `c` (`c` is the accumulator of
+    /// The result bits of `op` on source bits `a`, `b`, `c` (`c` is the accumulator of
     /// `v_mac`/`v_fmac`) rounded by the non-default FP_ROUND of its precision (f32 `[1:0]`,
     /// f64 and f16 `[3:2]`); `None` when that mode is round-to-nearest-even, the
-    /// instruction is not one rounded here ([`DIRECTED`]), or an operand is infinite or
+    /// instruction is not one rounded here ([`Rounding::Directed`]), or an operand is infinite or
     /// NaN (the result is then the same in every mode).
-    pub(super) fn directed(&self, name: &str, a: u64, b: u64, c: u64) -> Option<u64> {
+    pub(super) fn directed(&self, op: Op, a: u64, b: u64, c: u64) -> Option<u64> {
         // Conversions that can be inexact and `v_ldexp_*`: the exact value (times 2^S1)
         // rounded once to the destination's precision by its mode. For `v_cvt_f16_f32` that
         // is FP_ROUND [3:2], the field LLVM's AMDGPU backend sets around it to lower
@@ -249,16 +246,16 @@ impl FloatMode {
         let h = |v: u64| super::f16::to_f64(v as u16);
         let f = |v: u64| f64::from(f32::from_bits(v as u32));
         let (r32, r64) = (self.round32, self.round64);
-        let exact = match name {
-            "v_cvt_f32_f64" => Some((f64::from_bits(a), 0, round::F32, r32)),
-            "v_cvt_f32_i32" => Some((f64::from(a as u32 as i32), 0, round::F32, r32)),
-            "v_cvt_f32_u32" => Some((f64::from(a as u32), 0, round::F32, r32)),
-            "v_cvt_f16_f32" => Some((f(a), 0, round::F16, r64)),
-            "v_cvt_f16_u16" => Some((f64::from(a as u16), 0, round::F16, r64)),
-            "v_cvt_f16_i16" => Some((f64::from(a as u16 as i16), 0, round::F16, r64)),
-            "v_ldexp_f32" => Some((f(a), b as u32 as i32, round::F32, r32)),
-            "v_ldexp_f64" => Some((f64::from_bits(a), b as u32 as i32, round::F64, r64)),
-            "v_ldexp_f16" => Some((h(a), i32::from(b as u16 as i16), round::F16, r64)),
+        let exact = match op {
+            Op::VCvtF32F64 => Some((f64::from_bits(a), 0, round::F32, r32)),
+            Op::VCvtF32I32 => Some((f64::from(a as u32 as i32), 0, round::F32, r32)),
+            Op::VCvtF32U32 => Some((f64::from(a as u32), 0, round::F32, r32)),
+            Op::VCvtF16F32 => Some((f(a), 0, round::F16, r64)),
+            Op::VCvtF16U16 => Some((f64::from(a as u16), 0, round::F16, r64)),
+            Op::VCvtF16I16 => Some((f64::from(a as u16 as i16), 0, round::F16, r64)),
+            Op::VLdexpF32 => Some((f(a), b as u32 as i32, round::F32, r32)),
+            Op::VLdexpF64 => Some((f64::from_bits(a), b as u32 as i32, round::F64, r64)),
+            Op::VLdexpF16 => Some((h(a), i32::from(b as u16 as i16), round::F16, r64)),
             _ => None,
         };
         if let Some((x, n, fmt, rm)) = exact {
@@ -268,43 +265,54 @@ impl FloatMode {
                 round::scaled(x, n, fmt, rm)
             };
         }
-        let (fmt, rm, x, y, z) = if name.ends_with("_f32") {
-            let f = |v: u64| f64::from(f32::from_bits(v as u32));
-            (round::F32, self.round32, f(a), f(b), f(c))
-        } else if name.ends_with("_f64") {
-            let f = f64::from_bits;
-            (round::F64, self.round64, f(a), f(b), f(c))
-        } else if name.ends_with("_f16") {
-            let f = |v: u64| super::f16::to_f64(v as u16);
-            (round::F16, self.round64, f(a), f(b), f(c))
-        } else {
-            return None;
+        let (fmt, rm, x, y, z) = match op.attrs().result_fp {
+            Fp::F32 => {
+                let f = |v: u64| f64::from(f32::from_bits(v as u32));
+                (round::F32, self.round32, f(a), f(b), f(c))
+            }
+            Fp::F64 => {
+                let f = f64::from_bits;
+                (round::F64, self.round64, f(a), f(b), f(c))
+            }
+            Fp::F16 => {
+                let f = |v: u64| super::f16::to_f64(v as u16);
+                (round::F16, self.round64, f(a), f(b), f(c))
+            }
+            Fp::None => return None,
         };
         if rm == round::NEAREST {
             return None;
         }
-        match name {
-            "v_add_f32" | "v_add_f64" | "v_add_f16" | "v_pk_add_f16" | "v_pk_add_f32" => {
+        match op {
+            Op::VAddF32 | Op::VAddF64 | Op::VAddF16 | Op::VPkAddF16 | Op::VPkAddF32 => {
                 round::add2(x, y, fmt, rm)
             }
-            "v_sub_f32" | "v_sub_f16" => round::add2(x, -y, fmt, rm),
-            "v_subrev_f32" | "v_subrev_f16" => round::add2(y, -x, fmt, rm),
-            "v_mul_f32" | "v_mul_f64" | "v_mul_f16" | "v_pk_mul_f16" | "v_pk_mul_f32" => {
+            Op::VSubF32 | Op::VSubF16 => round::add2(x, -y, fmt, rm),
+            Op::VSubrevF32 | Op::VSubrevF16 => round::add2(y, -x, fmt, rm),
+            Op::VMulF32 | Op::VMulF64 | Op::VMulF16 | Op::VPkMulF16 | Op::VPkMulF32 => {
                 round::mul(x, y, fmt, rm)
             }
-            "v_fma_f32" | "v_fmac_f32" | "v_fmamk_f32" | "v_fmaak_f32" | "v_fma_f64"
-            | "v_fmac_f64" | "v_fma_f16" | "v_pk_fma_f16" | "v_pk_fmac_f16" | "v_pk_fma_f32"
-            | "v_fma_mix_f32" | "v_fma_mixlo_f16" | "v_fma_mixhi_f16" => {
-                round::fma(x, y, z, fmt, rm)
-            }
-            "v_mad_f32" | "v_mac_f32" | "v_madmk_f32" | "v_madak_f32"
+            Op::VFmaF32
+            | Op::VFmacF32
+            | Op::VFmamkF32
+            | Op::VFmaakF32
+            | Op::VFmaF64
+            | Op::VFmacF64
+            | Op::VFmaF16
+            | Op::VPkFmaF16
+            | Op::VPkFmacF16
+            | Op::VPkFmaF32
+            | Op::VFmaMixF32
+            | Op::VFmaMixloF16
+            | Op::VFmaMixhiF16 => round::fma(x, y, z, fmt, rm),
+            Op::VMadF32 | Op::VMacF32 | Op::VMadmkF32 | Op::VMadakF32
                 if [x, y, z].iter().all(|v| v.is_finite()) =>
             {
                 Some(u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
             }
             // V_MAD_LEGACY_F32: a zero factor makes the product +0 (infinity and NaN
             // included), then as v_mad_f32.
-            "v_mad_legacy_f32" => {
+            Op::VMadLegacyF32 => {
                 let (x, y) = if x == 0.0 || y == 0.0 {
                     (0.0, 0.0)
                 } else {
@@ -315,8 +323,8 @@ impl FloatMode {
                     .all(|v| v.is_finite())
                     .then(|| u64::from(mad32(x as f32, y as f32, z as f32, rm).to_bits()))
             }
-            "v_mul_legacy_f32" => Some(u64::from(mul_legacy32(x as f32, y as f32, rm).to_bits())),
-            "v_mad_f16" | "v_mac_f16" | "v_madmk_f16" | "v_madak_f16" => {
+            Op::VMulLegacyF32 => Some(u64::from(mul_legacy32(x as f32, y as f32, rm).to_bits())),
+            Op::VMadF16 | Op::VMacF16 | Op::VMadmkF16 | Op::VMadakF16 => {
                 Some(u64::from(mad16(a as u16, b as u16, c as u16, rm)))
             }
             _ => None,
@@ -325,11 +333,11 @@ impl FloatMode {
 }
 
 impl FloatMode {
-    /// `V_DIV_FMAS_F32/F64` (`name`) of source bits `a`, `b`, `c` scaled by 2^`scale`,
+    /// `V_DIV_FMAS_F32/F64` (`op`) of source bits `a`, `b`, `c` scaled by 2^`scale`,
     /// rounded once by the directed FP_ROUND of its precision; `None` under round to
     /// nearest or with an infinite or NaN operand (as [`FloatMode::directed`]).
-    pub(super) fn div_fmas(&self, name: &str, a: u64, b: u64, c: u64, scale: i32) -> Option<u64> {
-        let (fmt, rm, [x, y, z]) = if name.ends_with("_f64") {
+    pub(super) fn div_fmas(&self, op: Op, a: u64, b: u64, c: u64, scale: i32) -> Option<u64> {
+        let (fmt, rm, [x, y, z]) = if op == Op::VDivFmasF64 {
             (round::F64, self.round64, [a, b, c].map(f64::from_bits))
         } else {
             let f = |v: u64| f64::from(f32::from_bits(v as u32));
@@ -342,79 +350,13 @@ impl FloatMode {
     }
 }
 
-/// The instructions [`FloatMode::directed`] rounds by a directed FP_ROUND (IEEE 754
-/// add, subtract, multiply and fused multiply-add of each precision, and the f32 and f16
-/// multiply-adds that round twice). The packed forms (Vega ISA §6.2.2 "Packed math",
-/// CDNA2 ISA `V_PK_FMA_F32`/`V_PK_MUL_F32`/`V_PK_ADD_F32`) are the same operation on each
-/// half or dword, called with one half's operands; `v_fma_mix*` (Vega 7nm ISA VOP3P
-/// opcodes 32..=34) with its sources converted to f64 exactly, rounded by the mode of its
-/// destination precision (f32 `[1:0]`; f16 `[3:2]` for `mixlo`/`mixhi`).
-const DIRECTED: [&str; 46] = [
-    "v_add_f32",
-    "v_sub_f32",
-    "v_subrev_f32",
-    "v_mul_f32",
-    "v_fma_f32",
-    "v_fmac_f32",
-    "v_mad_f32",
-    "v_mac_f32",
-    "v_madmk_f32",
-    "v_madak_f32",
-    "v_fmamk_f32",
-    "v_fmaak_f32",
-    "v_mul_legacy_f32",
-    "v_add_f64",
-    "v_mul_f64",
-    "v_fma_f64",
-    "v_fmac_f64",
-    "v_add_f16",
-    "v_sub_f16",
-    "v_subrev_f16",
-    "v_mul_f16",
-    "v_fma_f16",
-    "v_pk_add_f16",
-    "v_pk_mul_f16",
-    "v_pk_fma_f16",
-    "v_pk_fmac_f16",
-    "v_pk_add_f32",
-    "v_pk_mul_f32",
-    "v_pk_fma_f32",
-    "v_fma_mix_f32",
-    "v_fma_mixlo_f16",
-    "v_fma_mixhi_f16",
-    "v_cvt_f32_f64",
-    "v_cvt_f32_i32",
-    "v_cvt_f32_u32",
-    "v_cvt_f16_f32",
-    "v_cvt_f16_u16",
-    "v_cvt_f16_i16",
-    "v_ldexp_f32",
-    "v_ldexp_f64",
-    "v_ldexp_f16",
-    "v_mad_f16",
-    "v_mac_f16",
-    "v_madmk_f16",
-    "v_madak_f16",
-    "v_mad_legacy_f32",
-];
-
-/// `V_DIV_FMAS_F32/F64`: S0 × S1 + S2, scaled by 2^±64 (f32) or 2^±128 (f64) when VCC says
-/// so, rounded once by the mode of its precision ([`FloatMode::div_fmas`]).
-const SCALED_FMA: [&str; 2] = ["v_div_fmas_f32", "v_div_fmas_f64"];
-
-/// The precision of `name`'s result: the type the mnemonic ends in (for conversions the
-/// one after `v_cvt_`), `None` for integer results and compares.
-fn result_kind(name: &str) -> Kind {
-    let ty = match name.strip_prefix("v_cvt_") {
-        Some(rest) => rest.split('_').next().unwrap_or(""),
-        None if name.starts_with("v_cmp") || name.starts_with("v_frexp_exp") => "",
-        None => name.rsplit('_').next().unwrap_or(""),
-    };
-    match ty {
-        "f16" => Kind::F16,
-        "f32" => Kind::F32,
-        "f64" => Kind::F64,
-        _ => Kind::None,
+/// The MODE precision of a float kind.
+fn kind(fp: Fp) -> Kind {
+    match fp {
+        Fp::F16 => Kind::F16,
+        Fp::F32 => Kind::F32,
+        Fp::F64 => Kind::F64,
+        Fp::None => Kind::None,
     }
 }
 
@@ -430,7 +372,7 @@ fn result_kind(name: &str) -> Kind {
 /// (always toward zero), `v_cvt_f32_ubyte*` and `v_cvt_off_f32_i4` (exact), `v_div_scale_*` (scales by a power of
 /// two, exactly) and `v_div_fixup_*` (special cases of the quotient it is given).
 ///
-/// The approximate functions ([`APPROXIMATE`]: `v_rcp*`, `v_rsq*`, `v_sqrt*`, `v_exp*`,
+/// The approximate functions (`v_rcp*`, `v_rsq*`, `v_sqrt*`, `v_exp*`,
 /// `v_log*`, `v_sin*`, `v_cos*`, `v_rcp_iflag`) also run under every mode: the Vega and CDNA
 /// ISA documents specify them by their precision in ULP (1 ULP for `v_rcp_f32`, `v_sqrt_f32`
 /// and kin), not by a rounding, and the result the model gives in the default mode (the
@@ -447,90 +389,46 @@ fn result_kind(name: &str) -> Kind {
 /// - the gfx900 `v_mad_mix*` (which mode rounds the f32 product of an f16 result is not
 ///   documented), and every other float instruction not named above.
 pub(super) fn round_unsupported(mode: u32, inst: &Instruction) -> bool {
-    let name = inst.name();
+    let a = inst.op().attrs();
     let round = fp_round(mode);
-    let exact = name.starts_with("v_cmp")
-        || name.starts_with("v_min")
-        || name.starts_with("v_max")
-        || name.starts_with("v_med3")
-        || name.starts_with("v_mov")
-        || name.starts_with("v_cndmask")
-        || name.starts_with("v_accvgpr")
-        || name.starts_with("v_frexp")
-        || name.starts_with("v_div_scale_")
-        || name.starts_with("v_div_fixup_")
-        || name.starts_with("v_cvt_f32_ubyte")
-        || MODE_INDEPENDENT.contains(&name)
-        || APPROXIMATE.iter().any(|p| name.starts_with(p))
-        || [
-            "v_floor",
-            "v_ceil",
-            "v_trunc",
-            "v_rndne",
-            "v_cvt_f64_f32",
-            "v_cvt_f32_f16",
-        ]
-        .iter()
-        .any(|p| name.starts_with(p));
-    let directed = (DIRECTED.contains(&name) || SCALED_FMA.contains(&name))
+    let exact = a.rounding == Rounding::Exact;
+    let directed = matches!(a.rounding, Rounding::Directed | Rounding::ScaledFma)
         && inst.mods.omod == 0
         && inst.mods.sdwa.is_none();
-    let bad32 = name.contains("f32") && round & 3 != 0 && !exact && !directed;
-    let bad64 =
-        (name.contains("f64") || name.contains("f16")) && round >> 2 != 0 && !exact && !directed;
+    let bad32 = a.fp_names & 1 != 0 && round & 3 != 0 && !exact && !directed;
+    let bad64 = a.fp_names & 2 != 0 && round >> 2 != 0 && !exact && !directed;
     bad32 || bad64
 }
-
-/// Prefixes of the approximate functions, which the ISA documents specify by a precision in
-/// ULP rather than a rounding: they give the same result under every FP_ROUND (see
-/// [`round_unsupported`]).
-pub(super) const APPROXIMATE: [&str; 7] = [
-    "v_rcp", "v_rsq", "v_sqrt", "v_exp", "v_log", "v_sin", "v_cos",
-];
-
-/// Float instructions whose result is the same under every FP_ROUND (see
-/// [`round_unsupported`]).
-const MODE_INDEPENDENT: [&str; 14] = [
-    "v_cvt_f64_i32",
-    "v_cvt_off_f32_i4",
-    "v_cvt_f64_u32",
-    "v_cvt_i32_f32",
-    "v_cvt_u32_f32",
-    "v_cvt_i32_f64",
-    "v_cvt_u32_f64",
-    "v_cvt_i16_f16",
-    "v_cvt_u16_f16",
-    "v_cvt_rpi_i32_f32",
-    "v_cvt_flr_i32_f32",
-    "v_cvt_pkrtz_f16_f32",
-    "v_pk_min_f16",
-    "v_pk_max_f16",
-];
 
 /// The error for an instruction [`round_unsupported`] refuses: [`Status::IllegalInstruction`]
 /// naming the instruction, the FP_ROUND value and why it is not modelled.
 pub(super) fn round_error(mode: u32, inst: &Instruction) -> Error {
     let round = fp_round(mode);
-    let name = inst.name();
-    let rm = if name.contains("f32") && round & 3 != 0 {
+    let a = inst.op().attrs();
+    let rm = if a.fp_names & 1 != 0 && round & 3 != 0 {
         round & 3
     } else {
         round >> 2
     };
-    let why = if name.starts_with("v_dot") {
-        "the ISA does not state how a dot product rounds its sum or which MODE fields it honours"
-    } else if name.starts_with("v_mfma") {
-        "the CDNA ISA does not state how MFMA results are rounded"
-    } else if name.starts_with("v_mad_mix") {
-        "the ISA does not state which mode rounds the unfused mix product"
-    } else if inst.mods.omod != 0 || inst.mods.sdwa.is_some() {
-        "directed rounding is modelled without an output modifier or SDWA only"
-    } else {
-        "only round to nearest even is modelled for it"
+    let why = match a.rounding {
+        Rounding::Unmodelled(Unmodelled::Dot) => {
+            "the ISA does not state how a dot product rounds its sum or which MODE fields it honours"
+        }
+        Rounding::Unmodelled(Unmodelled::Mfma) => {
+            "the CDNA ISA does not state how MFMA results are rounded"
+        }
+        Rounding::Unmodelled(Unmodelled::MadMix) => {
+            "the ISA does not state which mode rounds the unfused mix product"
+        }
+        _ if inst.mods.omod != 0 || inst.mods.sdwa.is_some() => {
+            "directed rounding is modelled without an output modifier or SDWA only"
+        }
+        _ => "only round to nearest even is modelled for it",
     };
     error!(
         Status::IllegalInstruction,
-        "{name} under MODE.FP_ROUND {round:#x} (round {}): {why}",
+        "{} under MODE.FP_ROUND {round:#x} (round {}): {why}",
+        inst.name(),
         round_name(rm)
     )
 }
@@ -697,22 +595,22 @@ mod tests {
     #[test]
     fn modes_decode_per_precision() {
         // FP_DENORM f32 = 2 (flush in, keep out), f64/f16 = 1 (keep in, flush out).
-        let m = FloatMode::for_valu(0b01_10 << 4, "v_add_f32", true, false, false);
+        let m = FloatMode::for_valu(0b01_10 << 4, Op::VAddF32, true, false, false);
         assert_eq!((m.flush_in, m.flush_out), (Kind::F32, Kind::None));
-        let m = FloatMode::for_valu(0b01_10 << 4, "v_add_f64", false, true, false);
+        let m = FloatMode::for_valu(0b01_10 << 4, Op::VAddF64, false, true, false);
         assert_eq!((m.flush_in, m.flush_out), (Kind::None, Kind::F64));
         // v_mad_f32 flushes in every mode.
-        let m = FloatMode::for_valu(0xF0, "v_mad_f32", true, false, false);
+        let m = FloatMode::for_valu(0xF0, Op::VMadF32, true, false, false);
         assert_eq!((m.flush_in, m.flush_out), (Kind::F32, Kind::F32));
         // Bit moves do not flush; ldexp's exponent is not a float.
-        let m = FloatMode::for_valu(0, "v_cndmask_b32", true, false, false);
+        let m = FloatMode::for_valu(0, Op::VCndmaskB32, true, false, false);
         assert_eq!((m.flush_in, m.flush_out), (Kind::None, Kind::None));
-        let m = FloatMode::for_valu(0, "v_ldexp_f32", true, false, false);
+        let m = FloatMode::for_valu(0, Op::VLdexpF32, true, false, false);
         assert_eq!(m.src(1, 1), 1);
         assert_eq!(m.src(0, 1), 0);
-        let m = FloatMode::for_valu(0, "v_cvt_f16_f32", true, false, false);
+        let m = FloatMode::for_valu(0, Op::VCvtF16F32, true, false, false);
         assert_eq!((m.flush_in, m.flush_out), (Kind::F32, Kind::F16));
-        let m = FloatMode::for_valu(0, "v_cvt_i32_f32", true, false, false);
+        let m = FloatMode::for_valu(0, Op::VCvtI32F32, true, false, false);
         assert_eq!(m.flush_out, Kind::None);
     }
 
@@ -720,18 +618,18 @@ mod tests {
     fn directed_rounding_of_f32() {
         use round::{DOWN as ROUND_DOWN, UP as ROUND_UP, ZERO as ROUND_ZERO};
         // Through FloatMode as the VALU uses it: MODE FP_ROUND [1:0], f32 denormals kept.
-        let d = |name: &str, a: f32, b: f32, c: f32, rm: u32| {
-            let fm = FloatMode::for_valu(0xF0 | rm, name, true, false, false);
+        let d = |op: Op, a: f32, b: f32, c: f32, rm: u32| {
+            let fm = FloatMode::for_valu(0xF0 | rm, op, true, false, false);
             let bits = |x: f32| u64::from(x.to_bits());
-            fm.directed(name, bits(a), bits(b), bits(c))
+            fm.directed(op, bits(a), bits(b), bits(c))
                 .map(|r| f32::from_bits(r as u32))
         };
-        let add32 = |a, b, rm| d("v_add_f32", a, b, 0.0, rm).unwrap();
+        let add32 = |a, b, rm| d(Op::VAddF32, a, b, 0.0, rm).unwrap();
         let next_up = |x: f32| f32::from_bits(x.to_bits() + 1);
         let next_down = |x: f32| f32::from_bits(x.to_bits() - 1);
         let one = 1.0f32;
         let tiny = f32::from_bits(0x3380_0000); // 2^-24: half an ulp of 1
-        assert_eq!(d("v_add_f32", one, tiny, 0.0, 0), None);
+        assert_eq!(d(Op::VAddF32, one, tiny, 0.0, 0), None);
         assert_eq!(add32(one, tiny, ROUND_UP), next_up(one));
         assert_eq!(add32(one, tiny, ROUND_DOWN), one);
         assert_eq!(add32(-one, -tiny, ROUND_DOWN), -next_up(one));
@@ -747,60 +645,59 @@ mod tests {
         assert_eq!(add32(-f32::MAX, -f32::MAX, ROUND_DOWN), f32::NEG_INFINITY);
         // Underflow of a product: toward +∞ the smallest denormal, toward zero +0.
         let m = f32::MIN_POSITIVE;
-        let mul = |a, b, rm| d("v_mul_f32", a, b, 0.0, rm).unwrap().to_bits();
+        let mul = |a, b, rm| d(Op::VMulF32, a, b, 0.0, rm).unwrap().to_bits();
         assert_eq!(mul(m, m, ROUND_UP), 1);
         assert_eq!(mul(m, m, ROUND_ZERO), 0);
         assert_eq!(mul(-m, m, ROUND_DOWN), 0x8000_0001);
         // fma: 1 × 1 + 2^-30 rounds up only toward +∞.
         let e = f32::from_bits(0x3080_0000);
-        let fma = |c, rm| d("v_fma_f32", one, one, c, rm).unwrap();
+        let fma = |c, rm| d(Op::VFmaF32, one, one, c, rm).unwrap();
         assert_eq!(fma(e, ROUND_UP), next_up(one));
         assert_eq!(fma(e, ROUND_ZERO), one);
         assert_eq!(fma(-e, ROUND_ZERO), next_down(one));
         // The literal-constant forms round as their three-operand siblings; the legacy
         // multiply keeps its zero rule in every mode.
-        assert_eq!(d("v_fmaak_f32", one, one, e, ROUND_UP), Some(next_up(one)));
-        assert_eq!(d("v_madmk_f32", one, one, e, ROUND_UP), Some(next_up(one)));
-        let legacy = |a, b, rm| d("v_mul_legacy_f32", a, b, 0.0, rm).unwrap().to_bits();
+        assert_eq!(d(Op::VFmaakF32, one, one, e, ROUND_UP), Some(next_up(one)));
+        assert_eq!(d(Op::VMadmkF32, one, one, e, ROUND_UP), Some(next_up(one)));
+        let legacy = |a, b, rm| d(Op::VMulLegacyF32, a, b, 0.0, rm).unwrap().to_bits();
         assert_eq!(legacy(0.0, f32::INFINITY, ROUND_DOWN), 0);
         assert_eq!(legacy(-0.0, 3.0, ROUND_DOWN), 0);
         assert_eq!(legacy(m, m, ROUND_UP), 1);
         // f64 and f16 follow FP_ROUND [3:2], not [1:0].
-        let fm = FloatMode::for_valu(0xF0 | 1 << 2, "v_add_f64", false, true, false);
+        let fm = FloatMode::for_valu(0xF0 | 1 << 2, Op::VAddF64, false, true, false);
         let t = 2f64.powi(-60);
-        let up = fm.directed("v_add_f64", 1f64.to_bits(), t.to_bits(), 0);
+        let up = fm.directed(Op::VAddF64, 1f64.to_bits(), t.to_bits(), 0);
         assert_eq!(up, Some(1f64.to_bits() + 1));
-        assert_eq!(d("v_add_f32", one, tiny, 0.0, 0), None);
-        let fm = FloatMode::for_valu(0xF0 | 3 << 2, "v_add_f16", false, false, true);
+        assert_eq!(d(Op::VAddF32, one, tiny, 0.0, 0), None);
+        let fm = FloatMode::for_valu(0xF0 | 3 << 2, Op::VAddF16, false, false, true);
         // 65504 + 16: beyond the largest f16 but rounded toward zero stays there.
-        assert_eq!(fm.directed("v_add_f16", 0x7BFF, 0x4C00, 0), Some(0x7BFF));
-        assert_eq!(fm.directed("v_max_f16", 0x7BFF, 0x4C00, 0), None);
+        assert_eq!(fm.directed(Op::VAddF16, 0x7BFF, 0x4C00, 0), Some(0x7BFF));
+        assert_eq!(fm.directed(Op::VMaxF16, 0x7BFF, 0x4C00, 0), None);
     }
 
     #[test]
     fn every_directed_instruction_is_rounded_by_directed() {
-        // round_unsupported lets the DIRECTED names run under a directed FP_ROUND; each must
+        // round_unsupported lets the Rounding::Directed instructions run under a directed FP_ROUND; each must
         // then be rounded by `directed` (None would leave the round-to-nearest result).
         let mode = 0xF0 | round::UP | round::UP << 2;
-        for name in DIRECTED {
-            let one = if name.ends_with("_f64") {
-                1f64.to_bits()
-            } else if name.ends_with("_f16") {
-                0x3C00
-            } else {
-                u64::from(1f32.to_bits())
+        let rounded = |r: Rounding| Op::ALL.into_iter().filter(move |o| o.attrs().rounding == r);
+        for op in rounded(Rounding::Directed) {
+            let one = match op.attrs().result_fp {
+                Fp::F64 => 1f64.to_bits(),
+                Fp::F16 => 0x3C00,
+                _ => u64::from(1f32.to_bits()),
             };
-            let fm = FloatMode::for_valu(mode, name, true, false, false);
-            assert!(fm.directed(name, one, one, one).is_some(), "{name}");
+            let fm = FloatMode::for_valu(mode, op, true, false, false);
+            assert!(fm.directed(op, one, one, one).is_some(), "{op}");
         }
-        for name in SCALED_FMA {
-            let one = if name.ends_with("_f64") {
+        for op in rounded(Rounding::ScaledFma) {
+            let one = if op == Op::VDivFmasF64 {
                 1f64.to_bits()
             } else {
                 u64::from(1f32.to_bits())
             };
-            let fm = FloatMode::for_valu(mode, name, true, false, false);
-            assert!(fm.div_fmas(name, one, one, one, 64).is_some(), "{name}");
+            let fm = FloatMode::for_valu(mode, op, true, false, false);
+            assert!(fm.div_fmas(op, one, one, one, 64).is_some(), "{op}");
         }
     }
 

@@ -22,7 +22,7 @@ fn repo() -> PathBuf {
 }
 
 /// The opcode table's mnemonics with the target masks (`T_*` names) of their rows, read
-/// from the generated `opcodes.rs` (`OpInfo::new(encoding, opcode, targets, "name", ...)`).
+/// from the generated `opcodes.rs` (`OpInfo::new(encoding, opcode, targets, op, "name", ...)`).
 fn table() -> BTreeMap<String, BTreeSet<String>> {
     let text = std::fs::read_to_string(repo().join("gfx9/src/opcodes.rs")).unwrap();
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

@@ -66,6 +66,7 @@ use super::{
     error, f16, not_implemented, read_global, set_vdst_dword, vsrc_dword, write_global,
     BufferFormat, Ctx, Instruction, Operand, Result, Status, Wave, WAVE_SIZE,
 };
+use crate::op::Op;
 
 /// T# TYPE values (SQ_RSRC_IMG_*).
 const IMG_1D: u8 = 8;
@@ -315,7 +316,7 @@ fn bad(why: &str) -> hsa_core::Error {
 
 /// Runs a MIMG instruction for every active lane.
 pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Result<()> {
-    let name = inst.name();
+    let op = inst.op();
     let Operand::Sreg { index: r, .. } = inst.src[2] else {
         return Err(not_implemented(inst));
     };
@@ -343,8 +344,8 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
     let lanes = (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0);
     let fault =
         |lane: usize| move |e: hsa_core::Error| error!(e.status(), "lane {lane}: {}", e.detail());
-    match name {
-        "image_get_resinfo" => {
+    match op {
+        Op::ImageGetResinfo => {
             for lane in lanes {
                 let level = addr(w, lane, 0);
                 let shift = |v: u32| v.checked_shr(level).unwrap_or(0).max(1);
@@ -358,11 +359,11 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             }
             Ok(())
         }
-        "image_load" | "image_load_mip" => {
+        Op::ImageLoad | Op::ImageLoadMip => {
             let n = res.coords();
             for lane in lanes {
                 let c = res.canonical(m.da, core::array::from_fn(|k| addr(w, lane, k)));
-                if name == "image_load_mip" && c[n] != 0 {
+                if op == Op::ImageLoadMip && c[n] != 0 {
                     return Err(bad(&format!(
                         "lane {lane}: mip level {}: only level 0 is supported",
                         c[n]
@@ -378,11 +379,11 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             }
             Ok(())
         }
-        "image_store" | "image_store_mip" => {
+        Op::ImageStore | Op::ImageStoreMip => {
             let n = res.coords();
             for lane in lanes {
                 let c = res.canonical(m.da, core::array::from_fn(|k| addr(w, lane, k)));
-                if name == "image_store_mip" && c[n] != 0 {
+                if op == Op::ImageStoreMip && c[n] != 0 {
                     return Err(bad(&format!(
                         "lane {lane}: mip level {}: only level 0 is supported",
                         c[n]
@@ -395,7 +396,7 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             }
             Ok(())
         }
-        "image_sample" | "image_sample_lz" | "image_sample_l" => {
+        Op::ImageSample | Op::ImageSampleLz | Op::ImageSampleL => {
             let Operand::Sreg { index: s, .. } = inst.soffset else {
                 return Err(not_implemented(inst));
             };
@@ -431,7 +432,7 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
             }
             Ok(())
         }
-        "image_atomic_add" | "image_atomic_swap" | "image_atomic_cmpswap" => {
+        Op::ImageAtomicAdd | Op::ImageAtomicSwap | Op::ImageAtomicCmpswap => {
             let dfmt_ok = res.format.element_bytes() == 4
                 && res.format.count() == 1
                 && res.format.is_integer();
@@ -440,7 +441,7 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
                     "T# format: atomics need a 32-bit one-component UINT or SINT format",
                 ));
             }
-            let want = if name == "image_atomic_cmpswap" { 3 } else { 1 };
+            let want = if op == Op::ImageAtomicCmpswap { 3 } else { 1 };
             if m.dmask != want {
                 return Err(bad(&format!(
                     "dmask 0x{:x}: this atomic takes dmask 0x{want:x}",
@@ -458,9 +459,9 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
                 let cmp = vsrc_dword(w, &inst.src[1], lane, 1);
                 let old = ctx
                     .memory
-                    .atomic_rmw_u32(at, &mut |old| match name {
-                        "image_atomic_add" => old.wrapping_add(data),
-                        "image_atomic_swap" => data,
+                    .atomic_rmw_u32(at, &mut |old| match op {
+                        Op::ImageAtomicAdd => old.wrapping_add(data),
+                        Op::ImageAtomicSwap => data,
                         _ if old == cmp => data,
                         _ => old,
                     })

@@ -51,7 +51,7 @@ def table():
     """mnemonic -> set of targets, from the interpreter's opcode table."""
     path = os.path.join(HERE, "../../../gfx9/src/opcodes.rs")
     out = {}
-    for m in re.finditer(r'OpInfo::new\(Encoding::\w+, \d+, ([A-Z0-9_ |]+), "(\w+)"',
+    for m in re.finditer(r'OpInfo::new\(Encoding::\w+, \d+, ([A-Z0-9_ |]+), Op::\w+, "(\w+)"',
                          open(path).read()):
         ts = set()
         for t in m.group(1).split("|"):
