@@ -671,6 +671,16 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
         if has_literal_k(info.name) {
             return vop2_literal_k(inst, w0, need_w1("VOP2")?);
         }
+        if info.op == Op::VSwapB32 {
+            // VOP1 only (no SDWA, DPP or VOP3 form), both operands VGPRs (llvm-mc: an SGPR
+            // or constant source is an invalid register or immediate).
+            if src0 < 0x100 {
+                return Err(illegal("VOP1", &[w0], "source is not a VGPR"));
+            }
+            inst.src[0] = vgpr(1, src0 & 0xFF);
+            inst.dst = vgpr(1, w0 >> 17 & 0xFF);
+            return Ok(inst);
+        }
         if src0 == 0xF9 || src0 == 0xFA {
             let w1 = need_w1(if src0 == 0xF9 { "SDWA" } else { "DPP" })?;
             sdwa_dpp(&mut inst, w0, w1, target)?;
@@ -805,7 +815,7 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 _ => (Encoding::Vop3, op),
             };
             let info = find(enc, sub, &[w0, w1])?;
-            if has_literal_k(info.name) || info.name == "v_pk_fmac_f16" {
+            if has_literal_k(info.name) || info.name == "v_pk_fmac_f16" || info.op == Op::VSwapB32 {
                 // VOP2 only (llvm-mc: "e64 variant of this instruction is not supported").
                 return Err(illegal("VOP3", &[w0, w1], "no VOP3 form of this opcode"));
             }
@@ -1106,8 +1116,12 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         });
         return Ok(());
     }
-    if info.name.starts_with("v_mac_") || info.name.starts_with("v_fmac_") {
-        // No SDWA form of the accumulating MACs on GFX9 (llvm-mc rejects it).
+    if info.name.starts_with("v_mac_")
+        || info.name.starts_with("v_fmac_")
+        || info.op == Op::VSatPkU8I16
+    {
+        // No SDWA form of the accumulating MACs and v_sat_pk_u8_i16 on GFX9 (llvm-mc
+        // rejects it).
         return Err(illegal(kind, &[w0, w1], "no SDWA form of this opcode"));
     }
     let float = float_sources(info.name);

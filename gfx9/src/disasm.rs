@@ -132,7 +132,7 @@ fn type16(token: &str) -> Option<bool> {
 /// `Some(false)` integer. llvm-objdump prints a 16-bit operand's literal as its low 16 bits,
 /// and an inline float constant of an integer one as the f16 bit pattern.
 pub(super) fn sources16(name: &str) -> Option<bool> {
-    if name.starts_with("v_pk_") || name.starts_with("v_dot2c_") {
+    if name.starts_with("v_pk_") || name.starts_with("v_dot2c_") || name == "v_sat_pk_u8_i16" {
         // Packed pairs of 16-bit values: a literal prints as its 32 bits.
         return None;
     }
@@ -409,10 +409,12 @@ impl fmt::Display for Instruction {
                     && !info.is_mai()
                     && !super::decode::has_literal_k(name)
                     && (e64 || name != "v_nop")
+                    && info.op != super::op::Op::VSwapB32
+                    && !(e64 && info.op == super::op::Op::VNop)
                 {
-                    // (v_readfirstlane_b32 and the VOP2 forms with a constant K have only
-                    // their 32-bit encoding: llvm-objdump prints no suffix; nor does it for
-                    // the 32-bit v_nop, which has no operands.)
+                    // (v_readfirstlane_b32, v_swap_b32 and the VOP2 forms with a constant K
+                    // have only their 32-bit encoding: llvm-objdump prints no suffix; nor does
+                    // it for v_nop, which has no operands, in either encoding.)
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();

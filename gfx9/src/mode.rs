@@ -216,6 +216,19 @@ impl FloatMode {
         }
     }
 
+    /// An f64 result with the `clamp` modifier, NaN as [`FloatMode::clamp32`].
+    pub(super) fn clamp64(&self, x: f64) -> f64 {
+        if x.is_nan() {
+            if self.dx10_clamp {
+                0.0
+            } else {
+                x
+            }
+        } else {
+            x.clamp(0.0, 1.0)
+        }
+    }
+
     /// An f16 result (bits) with the `clamp` modifier, NaN as [`FloatMode::clamp32`].
     pub(super) fn clamp16(&self, h: u16) -> u16 {
         if !self.dx10_clamp && h & 0x7C00 == 0x7C00 && h & 0x3FF != 0 {

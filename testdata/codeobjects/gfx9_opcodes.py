@@ -102,6 +102,9 @@ row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_log_f32 v_rcp_f32 v_rcp_iflag_f32 v_rsq_f32 v_sqrt_f32 v_not_b32 v_bfrev_b32 v_ffbh_u32 "
     "v_ffbl_b32 v_ffbh_i32 v_frexp_exp_i32_f32 v_frexp_mant_f32 v_cvt_off_f32_i4", "1 1")
 row("VOP1", "v_readfirstlane_b32", "1 1", "sdst")
+# Swap of two VGPRs (vdst and src0 both written) and the i16 pair to u8 saturation (Vega ISA
+# VOP1 opcodes 81, 79).
+row("VOP1", "v_swap_b32 v_sat_pk_u8_i16", "1 1")
 row("VOP1", "v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f16 "
     "v_cvt_i16_f16 v_trunc_f16 v_ceil_f16 v_floor_f16 v_rndne_f16", "1 1")
 row("VOP1", "v_cvt_f64_f32 v_cvt_f64_i32 v_cvt_f64_u32", "2 1")
@@ -167,6 +170,14 @@ row("VOP3", "v_div_fmas_f64 v_div_fixup_f64", "2 2 2 2", "noname")
 row("VOP3", "v_ldexp_f64 v_trig_preop_f64", "2 2 1", "noname")
 row("VOP3", "v_mad_u64_u32 v_mad_i64_i32", "2 1 1 2", "noname b")
 row("VOP3", "v_lshl_add_u64", "2 2 1 2", "noname")
+# Issue 39 (census): gfx9's VOP3-only signed add/sub with clamp saturation, 16-bit add/sub,
+# f16 pack (op_sel selects halves), 16-bit and mixed-width mads, 16-bit min3/max3/med3, bit
+# mask, SAD and lerp byte ops (Vega ISA VOP3 opcodes 0x1d9..0x2a0).
+row("VOP3", "v_add_i32 v_sub_i32 v_add_i16 v_sub_i16 v_pack_b32_f16 v_bfm_b32", "1 1 1",
+    "noname")
+row("VOP3", "v_mad_u16 v_mad_i16 v_mad_u32_u16 v_mad_i32_i16 v_min3_f16 v_min3_i16 v_min3_u16 "
+    "v_max3_f16 v_max3_i16 v_max3_u16 v_med3_f16 v_med3_i16 v_med3_u16 v_sad_u8 v_sad_hi_u8 "
+    "v_sad_u16 v_msad_u8 v_lerp_u8", "1 1 1 1", "noname")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")
 row("VOP3", "v_writelane_b32", "1 1 1", "noname")
 row("DS", "ds_write_b32 ds_write_b8 ds_write_b16 ds_add_u32 ds_sub_u32 ds_min_u32 ds_max_u32 "

@@ -41,7 +41,10 @@ def src_fp(name):
 
 
 def out_f16(name):
-    """Whether the result is an f16 (output modifiers and clamp act on it as an f16)."""
+    """Whether the result is an f16 (output modifiers and clamp act on it as an f16);
+    `v_pack_b32_f16`'s result is a pair of them, its bits."""
+    if name == "v_pack_b32_f16":
+        return False
     if name.startswith("v_cvt_"):
         return name[len("v_cvt_"):].startswith("f16_")
     return name.endswith("_f16")
@@ -52,7 +55,7 @@ def result_fp(name):
     (for conversions the one after `v_cvt_`); none for compares and `v_frexp_exp`."""
     if name.startswith("v_cvt_"):
         t = name[len("v_cvt_"):].split("_")[0]
-    elif name.startswith("v_cmp") or name.startswith("v_frexp_exp"):
+    elif name.startswith("v_cmp") or name.startswith("v_frexp_exp") or name == "v_pack_b32_f16":
         t = ""
     else:
         t = name.rsplit("_", 1)[-1]
@@ -251,7 +254,7 @@ SCALED_FMA = {"v_div_fmas_f32", "v_div_fmas_f64"}
 APPROXIMATE = ("v_rcp", "v_rsq", "v_sqrt", "v_exp", "v_log", "v_sin", "v_cos")
 MODE_INDEPENDENT = set("""v_cvt_f64_i32 v_cvt_off_f32_i4 v_cvt_f64_u32 v_cvt_i32_f32
 v_cvt_u32_f32 v_cvt_i32_f64 v_cvt_u32_f64 v_cvt_i16_f16 v_cvt_u16_f16 v_cvt_rpi_i32_f32
-v_cvt_flr_i32_f32 v_cvt_pkrtz_f16_f32 v_pk_min_f16 v_pk_max_f16""".split())
+v_cvt_flr_i32_f32 v_cvt_pkrtz_f16_f32 v_pk_min_f16 v_pk_max_f16 v_pack_b32_f16""".split())
 
 
 def rounding(name):

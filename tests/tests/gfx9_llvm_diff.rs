@@ -31,6 +31,18 @@ fn target(name: &str) -> Gfx9Target {
 /// (target, w0, w1, llvm-mc-19's text or `None` for a rejection). `w1` is 0 for 4-byte
 /// instructions.
 const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
+    // Issue 39: v_sat_pk_u8_i16's source is a packed pair (a literal prints its 32 bits);
+    // v_swap_b32 has no SDWA, DPP or constant source; v_nop's VOP3 form prints no suffix.
+    (
+        "gfx900",
+        0x7E289EFF,
+        0xCAF185AE,
+        Some("v_sat_pk_u8_i16_e32 v20, 0xcaf185ae"),
+    ),
+    ("gfx90a", 0x7E1AA2F9, 0xE5CAC965, None),
+    ("gfx90a", 0x7E9AA2FA, 0x60713030, None),
+    ("gfx942", 0x7E04A304, 0, Some("v_swap_b32 v2, v4")),
+    ("gfx900", 0xD1400000, 0, Some("v_nop")),
     // VOP2 with a constant K: an f16 K prints all 32 bits of its dword, no _e32 suffix; a
     // literal of a packed 16-bit pair prints its 32 bits.
     (

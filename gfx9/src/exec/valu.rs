@@ -221,6 +221,11 @@ pub(crate) fn read_operand(
     if let Some(sd) = mods.sdwa.filter(|_| i < 2) {
         v = sdwa_select(v as u32, sd.src_sel[i], sd.sext[i]) as u64;
     }
+    if mods.op_sel >> i & 1 != 0 {
+        // VOP3 op_sel of a 16-bit source (Vega ISA §12.9 "VOP3"; the decoder keeps the bits
+        // only on the VOP3-only 16-bit opcodes): its high half.
+        v = v >> 16 & 0xFFFF;
+    }
     if f16_in {
         // The f16 is the low half; abs/neg act on its sign (bit 15).
         v &= 0xFFFF;
@@ -248,6 +253,34 @@ pub(crate) fn read_operand(
     v
 }
 
+/// `t` saturated to `min..=max` (VOP3 `clamp` of an integer result), or wrapped to its low
+/// `bits` bits.
+fn sat_or_wrap(t: i64, min: i64, max: i64, clamp: bool, bits: u32) -> u64 {
+    if clamp {
+        t.clamp(min, max) as u64 & (u64::MAX >> (64 - bits))
+    } else {
+        t as u64 & (u64::MAX >> (64 - bits))
+    }
+}
+
+/// Whether `op`'s result is 16 bits wide (where VOP3 `op_sel[3]` writes the high half).
+fn result16(op: Op) -> bool {
+    op.attrs().out_f16
+        || matches!(
+            op,
+            Op::VMadU16
+                | Op::VMadI16
+                | Op::VAddI16
+                | Op::VSubI16
+                | Op::VMin3I16
+                | Op::VMin3U16
+                | Op::VMax3I16
+                | Op::VMax3U16
+                | Op::VMed3I16
+                | Op::VMed3U16
+        )
+}
+
 /// Src0 of no lane: what non-DPP instructions pass as `dpp_src0`.
 pub(crate) const NO_DPP_SRC0: [u32; WAVE_SIZE] = [0; WAVE_SIZE];
 
@@ -266,12 +299,6 @@ pub(crate) fn valu<const DPP: bool>(
     let wd = info.widths;
     let exec = w.exec();
     let mods = inst.mods;
-    if mods.op_sel != 0 {
-        return Err(error!(
-            Status::IllegalInstruction,
-            "{op}: op_sel not implemented"
-        ));
-    }
     let (f32_in, f64_in) = float_input(op);
     let f16_in = op.attrs().src_fp == Fp::F16;
     let fm = mode::FloatMode::for_valu(w.mode, op, f32_in, f64_in, f16_in);
@@ -279,6 +306,20 @@ pub(crate) fn valu<const DPP: bool>(
     // Lane-crossing and scalar-destination ops.
     match op {
         Op::VNop => return Ok(()),
+        // V_SWAP_B32 (Vega ISA VOP1 opcode 81): tmp = D; D = S0; S0 = tmp, for the lanes of
+        // EXEC. Both operands are VGPRs.
+        Op::VSwapB32 => {
+            if let (Operand::Vgpr { index: d, .. }, Operand::Vgpr { index: s0, .. }) =
+                (inst.dst, inst.src[0])
+            {
+                for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+                    let (x, y) = (w.v(d.into(), lane), w.v(s0.into(), lane));
+                    w.set_v(d.into(), lane, y);
+                    w.set_v(s0.into(), lane, x);
+                }
+            }
+            return Ok(());
+        }
         Op::VReadfirstlaneB32 => {
             let lane = if exec == 0 {
                 0
@@ -555,12 +596,20 @@ pub(crate) fn valu<const DPP: bool>(
             Op::VMulHiI32I24 => ((sext24(a32) * sext24(b32)) >> 32) as u32 as u64,
             Op::VMulU32U24 => ((a32 & 0xFF_FFFF) as u64 * (b32 & 0xFF_FFFF) as u64) as u32 as u64,
             Op::VMulHiU32U24 => ((a32 & 0xFF_FFFF) as u64 * (b32 & 0xFF_FFFF) as u64) >> 32,
-            Op::VMadI32I24 => (sext24(a32) * sext24(b32) + c32 as i32 as i64) as u32 as u64,
-            Op::VMadU32U24 => {
-                ((a32 & 0xFF_FFFF)
-                    .wrapping_mul(b32 & 0xFF_FFFF)
-                    .wrapping_add(c32)) as u64
-            }
+            Op::VMadI32I24 => sat_or_wrap(
+                sext24(a32) * sext24(b32) + i64::from(c32 as i32),
+                i64::from(i32::MIN),
+                i64::from(i32::MAX),
+                mods.clamp,
+                32,
+            ),
+            Op::VMadU32U24 => sat_or_wrap(
+                i64::from(a32 & 0xFF_FFFF) * i64::from(b32 & 0xFF_FFFF) + i64::from(c32),
+                0,
+                i64::from(u32::MAX),
+                mods.clamp,
+                32,
+            ),
             Op::VMinI32 => (a32 as i32).min(b32 as i32) as u32 as u64,
             Op::VMaxI32 => (a32 as i32).max(b32 as i32) as u32 as u64,
             Op::VMinU32 => a32.min(b32) as u64,
@@ -584,34 +633,45 @@ pub(crate) fn valu<const DPP: bool>(
             Op::VOrB32 => (a32 | b32) as u64,
             Op::VXorB32 => (a32 ^ b32) as u64,
             Op::VXnorB32 => !(a32 ^ b32) as u64,
-            Op::VAddU32 => a32.wrapping_add(b32) as u64,
-            Op::VSubU32 => a32.wrapping_sub(b32) as u64,
-            Op::VSubrevU32 => b32.wrapping_sub(a32) as u64,
-            Op::VAddCoU32 => {
-                let t = a32 as u64 + b32 as u64;
+            // VOP3 `clamp` saturates the unsigned result (Vega ISA §6.2 "Integer clamp";
+            // LLVM selects `v_add_u32_e64 ... clamp` for `uadd.sat`).
+            Op::VAddU32 => sat_or_wrap(
+                i64::from(a32) + i64::from(b32),
+                0,
+                i64::from(u32::MAX),
+                mods.clamp,
+                32,
+            ),
+            Op::VSubU32 => sat_or_wrap(
+                i64::from(a32) - i64::from(b32),
+                0,
+                i64::from(u32::MAX),
+                mods.clamp,
+                32,
+            ),
+            Op::VSubrevU32 => sat_or_wrap(
+                i64::from(b32) - i64::from(a32),
+                0,
+                i64::from(u32::MAX),
+                mods.clamp,
+                32,
+            ),
+            // The carry (borrow) out in VCC or SDST; VOP3 `clamp` also saturates the
+            // unsigned result (Vega ISA §6.2 "Integer clamp").
+            Op::VAddCoU32 | Op::VAddcCoU32 => {
+                let t = i64::from(a32) + i64::from(b32) + ci as i64;
                 co = t >> 32 != 0;
-                t as u32 as u64
+                sat_or_wrap(t, 0, i64::from(u32::MAX), mods.clamp, 32)
             }
-            Op::VSubCoU32 => {
-                co = b32 > a32;
-                a32.wrapping_sub(b32) as u64
+            Op::VSubCoU32 | Op::VSubbCoU32 => {
+                let t = i64::from(a32) - i64::from(b32) - ci as i64;
+                co = t < 0;
+                sat_or_wrap(t, 0, i64::from(u32::MAX), mods.clamp, 32)
             }
-            Op::VSubrevCoU32 => {
-                co = a32 > b32;
-                b32.wrapping_sub(a32) as u64
-            }
-            Op::VAddcCoU32 => {
-                let t = a32 as u64 + b32 as u64 + ci;
-                co = t >> 32 != 0;
-                t as u32 as u64
-            }
-            Op::VSubbCoU32 => {
-                co = b32 as u64 + ci > a32 as u64;
-                (a32 as u64).wrapping_sub(b32 as u64 + ci) as u32 as u64
-            }
-            Op::VSubbrevCoU32 => {
-                co = a32 as u64 + ci > b32 as u64;
-                (b32 as u64).wrapping_sub(a32 as u64 + ci) as u32 as u64
+            Op::VSubrevCoU32 | Op::VSubbrevCoU32 => {
+                let t = i64::from(b32) - i64::from(a32) - ci as i64;
+                co = t < 0;
+                sat_or_wrap(t, 0, i64::from(u32::MAX), mods.clamp, 32)
             }
             Op::VCndmaskB32 => {
                 if ci != 0 {
@@ -653,12 +713,20 @@ pub(crate) fn valu<const DPP: bool>(
             Op::VMadU64U32 => {
                 let t = a32 as u128 * b32 as u128 + c as u128;
                 co = t >> 64 != 0;
-                t as u64
+                if mods.clamp && co {
+                    u64::MAX
+                } else {
+                    t as u64
+                }
             }
             Op::VMadI64I32 => {
                 let t = a32 as i32 as i128 * b32 as i32 as i128 + c as i64 as i128;
                 co = t > i64::MAX as i128 || t < i64::MIN as i128;
-                t as u64
+                if mods.clamp {
+                    t.clamp(i64::MIN.into(), i64::MAX.into()) as u64
+                } else {
+                    t as u64
+                }
             }
             Op::VBfeU32 => bfe(a32 as u64, b32 & 31, c32 & 31, false, 32) as u32 as u64,
             // A field that reaches past bit 31 is S0 >> offset, arithmetic: the bits above
@@ -682,7 +750,13 @@ pub(crate) fn valu<const DPP: bool>(
             Op::VOr3B32 => (a32 | b32 | c32) as u64,
             Op::VXadU32 => (a32 ^ b32).wrapping_add(c32) as u64,
             // Vega ISA V_SAD_U32: the unsigned absolute difference plus S2.
-            Op::VSadU32 => a32.abs_diff(b32).wrapping_add(c32) as u64,
+            Op::VSadU32 => sat_or_wrap(
+                i64::from(a32.abs_diff(b32)) + i64::from(c32),
+                0,
+                i64::from(u32::MAX),
+                mods.clamp,
+                32,
+            ),
             Op::VLshlAddU64 => (a << (b32 & 7)).wrapping_add(c),
             Op::VBcntU32B32 => a32.count_ones().wrapping_add(b32) as u64,
             Op::VMbcntLoU32B32 => {
@@ -768,6 +842,92 @@ pub(crate) fn valu<const DPP: bool>(
             Op::VDivFixupF32 => fdiv::div_fixup(fdiv::SINGLE, a32 as u64, b32 as u64, c32 as u64),
             Op::VDivFixupF64 => fdiv::div_fixup(fdiv::DOUBLE, a, b, c),
             Op::VDivFixupF16 => fdiv::div_fixup(fdiv::HALF, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF),
+            // Issue 39: gfx9's VOP3-only integer, pack and byte ops (Vega ISA VOP3 opcode
+            // table, 0x1d9..0x2a0; `clamp` saturates the integer results).
+            Op::VAddI32 | Op::VSubI32 => {
+                let (x, y) = (i64::from(a32 as i32), i64::from(b32 as i32));
+                let t = if op == Op::VAddI32 { x + y } else { x - y };
+                sat_or_wrap(t, i64::from(i32::MIN), i64::from(i32::MAX), mods.clamp, 32)
+            }
+            Op::VAddI16 | Op::VSubI16 => {
+                let (x, y) = (i64::from(a32 as i16), i64::from(b32 as i16));
+                let t = if op == Op::VAddI16 { x + y } else { x - y };
+                sat_or_wrap(t, i64::from(i16::MIN), i64::from(i16::MAX), mods.clamp, 16)
+            }
+            Op::VMadU16 => {
+                let t = i64::from(a32 as u16) * i64::from(b32 as u16) + i64::from(c32 as u16);
+                sat_or_wrap(t, 0, 0xFFFF, mods.clamp, 16)
+            }
+            Op::VMadI16 => {
+                let t = i64::from(a32 as i16) * i64::from(b32 as i16) + i64::from(c32 as i16);
+                sat_or_wrap(t, i64::from(i16::MIN), i64::from(i16::MAX), mods.clamp, 16)
+            }
+            Op::VMadU32U16 => {
+                let t = i64::from(a32 as u16) * i64::from(b32 as u16) + i64::from(c32);
+                sat_or_wrap(t, 0, i64::from(u32::MAX), mods.clamp, 32)
+            }
+            Op::VMadI32I16 => {
+                let t = i64::from(a32 as i16) * i64::from(b32 as i16) + i64::from(c32 as i32);
+                sat_or_wrap(t, i64::from(i32::MIN), i64::from(i32::MAX), mods.clamp, 32)
+            }
+            Op::VPackB32F16 => (a & 0xFFFF) | (b & 0xFFFF) << 16,
+            Op::VBfmB32 => (((1u64 << (a32 & 31)) - 1) << (b32 & 31)) & 0xFFFF_FFFF,
+            Op::VMin3F16 => {
+                let ab = mode::min_max(mode::H, a & 0xFFFF, b & 0xFFFF, false, fm.ieee);
+                mode::min_max(mode::H, ab, c & 0xFFFF, false, fm.ieee)
+            }
+            Op::VMax3F16 => {
+                let ab = mode::min_max(mode::H, a & 0xFFFF, b & 0xFFFF, true, fm.ieee);
+                mode::min_max(mode::H, ab, c & 0xFFFF, true, fm.ieee)
+            }
+            Op::VMed3F16 => mode::med3(mode::H, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF, fm.ieee),
+            Op::VMin3I16 => (a32 as i16).min(b32 as i16).min(c32 as i16) as u16 as u64,
+            Op::VMax3I16 => (a32 as i16).max(b32 as i16).max(c32 as i16) as u16 as u64,
+            Op::VMin3U16 => (a32 as u16).min(b32 as u16).min(c32 as u16) as u64,
+            Op::VMax3U16 => (a32 as u16).max(b32 as u16).max(c32 as u16) as u64,
+            Op::VMed3I16 => {
+                let (x, y, z) = (a32 as i16, b32 as i16, c32 as i16);
+                x.min(y).max(x.max(y).min(z)) as u16 as u64
+            }
+            Op::VMed3U16 => {
+                let (x, y, z) = (a32 as u16, b32 as u16, c32 as u16);
+                x.min(y).max(x.max(y).min(z)) as u64
+            }
+            Op::VSadU8 | Op::VSadHiU8 | Op::VMsadU8 => {
+                let sum: u32 = (0..4)
+                    .map(|k| (a32 >> (8 * k) & 0xFF, b32 >> (8 * k) & 0xFF))
+                    // MSAD skips the bytes whose reference (S1) byte is 0.
+                    .filter(|&(_, y)| op != Op::VMsadU8 || y != 0)
+                    .map(|(x, y)| x.abs_diff(y))
+                    .sum();
+                let sum = if op == Op::VSadHiU8 { sum << 16 } else { sum };
+                sat_or_wrap(
+                    i64::from(sum) + i64::from(c32),
+                    0,
+                    i64::from(u32::MAX),
+                    mods.clamp,
+                    32,
+                )
+            }
+            Op::VSadU16 => {
+                let sum = (a32 & 0xFFFF).abs_diff(b32 & 0xFFFF) + (a32 >> 16).abs_diff(b32 >> 16);
+                sat_or_wrap(
+                    i64::from(sum) + i64::from(c32),
+                    0,
+                    i64::from(u32::MAX),
+                    mods.clamp,
+                    32,
+                )
+            }
+            Op::VLerpU8 => (0..4).fold(0u64, |acc, k| {
+                let byte = |x: u32| x >> (8 * k) & 0xFF;
+                let r = (byte(a32) + byte(b32) + (c32 >> (8 * k) & 1)) >> 1;
+                acc | u64::from(r) << (8 * k)
+            }),
+            Op::VSatPkU8I16 => {
+                let sat = |h: u32| (h as u16 as i16).clamp(0, 255) as u64;
+                sat(a32) | sat(a32 >> 16) << 8
+            }
             _ => return Err(not_implemented(inst)),
         };
         let r = if fm.directed_rounding() {
@@ -811,6 +971,20 @@ pub(crate) fn valu<const DPP: bool>(
                     r
                 }
             }
+        } else if op.attrs().result_fp == Fp::F64 && (mods.omod != 0 || mods.clamp) {
+            // An f64 result takes the output modifier and clamp as an f32 one does (they
+            // were ignored before issue 39).
+            let mut x = f64::from_bits(r);
+            match mods.omod {
+                1 => x *= 2.0,
+                2 => x *= 4.0,
+                3 => x *= 0.5,
+                _ => {}
+            }
+            if mods.clamp {
+                x = fm.clamp64(x);
+            }
+            x.to_bits()
         } else {
             r
         };
@@ -820,6 +994,12 @@ pub(crate) fn valu<const DPP: bool>(
                 sdwa_place(r as u32, d_old, sd.dst_sel, sd.dst_unused) as u64
             }
             _ => r,
+        };
+        let r = if mods.op_sel & 8 != 0 && result16(op) {
+            // op_sel[3]: the 16-bit result goes to the high half, the low half is kept.
+            u64::from(d_old & 0xFFFF) | (r & 0xFFFF) << 16
+        } else {
+            r
         };
         set_vdst(w, &inst.dst, lane, r, out_w);
         carry_out |= (co as u64) << lane;
