@@ -336,7 +336,12 @@ impl fmt::Display for Instruction {
             Encoding::Sopp => {
                 let imm = self.imm as u16;
                 match name {
-                    "s_endpgm" | "s_barrier" | "s_endpgm_saved" if imm == 0 => f.write_str(name),
+                    "s_endpgm" | "s_barrier" | "s_endpgm_saved" | "s_icache_inv" | "s_wakeup"
+                    | "s_ttracedata"
+                        if imm == 0 =>
+                    {
+                        f.write_str(name)
+                    }
                     "s_waitcnt" => {
                         let vm = (imm & 0xF) | (imm >> 14 & 3) << 4;
                         let exp = imm >> 4 & 7;

@@ -265,7 +265,11 @@ fn census_vop3_and_vop1_additions_match_the_isa() {
         let isa = Isa::load("vop3x", cpu, target);
         let mut ran = 0;
         for kernel in isa.kernels() {
-            if kernel == "v_swap_b32" || kernel.contains("f64") {
+            if kernel == "v_swap_b32"
+                || kernel.contains("f64")
+                || kernel.starts_with("s_")
+                || kernel == "sopp_noops"
+            {
                 continue;
             }
             let (got, _) = run(&isa, &kernel, &x);
@@ -370,5 +374,73 @@ fn swap_exchanges_the_two_vgprs() {
         // v5 held p3[i], v6 p2[i]; after v_swap_b32 v5, v6 they trade places.
         assert_eq!(d, x[1], "{cpu} v_swap_b32 destination");
         assert_eq!(s, x[2], "{cpu} v_swap_b32 source");
+    }
+}
+
+#[test]
+fn quadmask_bitreplicate_and_program_control_no_ops() {
+    let quad = |x: u64, groups: u32| {
+        (0..groups).fold(0u64, |r, k| r | u64::from(x >> (4 * k) & 0xF != 0) << k)
+    };
+    let repl = |x: u32| (0..32).fold(0u64, |r, i| r | (u64::from(x >> i & 1) * 3) << (2 * i));
+    let values: [u64; 6] = [
+        0,
+        1,
+        0xF000_0000_0000_000F,
+        0x0101_0101_1010_1010,
+        u64::MAX,
+        0x8000_0000,
+    ];
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("vop3x", cpu, target);
+        for &x in &values {
+            let bufs = [
+                vec![0; 4],
+                bytes64(&[x]),
+                vec![0; 4],
+                vec![0; 4],
+                vec![0; 64 * 4],
+                vec![0; 64 * 4],
+                vec![0; 64 * 4],
+            ];
+            let o = isa.run("s_quadmask_b32", 64, &bufs).unwrap();
+            let want = quad(x & 0xFFFF_FFFF, 8);
+            assert_eq!(u32s(&o[4])[5], want as u32, "{cpu} s_quadmask_b32 {x:#x}");
+            assert_eq!(
+                u32s(&o[5])[5],
+                u32::from(want != 0),
+                "{cpu} s_quadmask_b32 scc"
+            );
+            let o = isa.run("s_quadmask_b64", 64, &bufs).unwrap();
+            let want = quad(x, 16);
+            assert_eq!(u32s(&o[4])[9], want as u32, "{cpu} s_quadmask_b64 {x:#x}");
+            assert_eq!(
+                u32s(&o[5])[9],
+                (want >> 32) as u32,
+                "{cpu} s_quadmask_b64 hi"
+            );
+            assert_eq!(
+                u32s(&o[6])[9],
+                u32::from(want != 0),
+                "{cpu} s_quadmask_b64 scc"
+            );
+            let o = isa.run("s_bitreplicate_b64_b32", 64, &bufs).unwrap();
+            let want = repl(x as u32);
+            assert_eq!(u32s(&o[4])[63], want as u32, "{cpu} s_bitreplicate {x:#x}");
+            assert_eq!(
+                u32s(&o[5])[63],
+                (want >> 32) as u32,
+                "{cpu} s_bitreplicate hi"
+            );
+            assert_eq!(u32s(&o[6])[63], 1, "{cpu} s_bitreplicate keeps SCC");
+        }
+        let o = isa
+            .run(
+                "sopp_noops",
+                64,
+                &[vec![0; 4], vec![0; 4], vec![0; 4], vec![0; 4], vec![0; 256]],
+            )
+            .unwrap();
+        assert_eq!(u32s(&o[4]), vec![7; 64], "{cpu} sopp no-ops");
     }
 }

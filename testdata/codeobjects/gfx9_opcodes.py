@@ -46,6 +46,13 @@ row("SOP1", "s_mov_b64 s_cmov_b64 s_not_b64 s_wqm_b64 s_brev_b64 s_and_saveexec_
 row("SOP1", "s_bcnt0_i32_b64 s_bcnt1_i32_b64 s_ff0_i32_b64 s_ff1_i32_b64 s_flbit_i32_b64 "
     "s_flbit_i32_i64", "1 2")
 row("SOP1", "s_bitset0_b64 s_bitset1_b64", "2 1")
+# Issue 39: the quad mask (whole-quad mode's inverse) and bit replication.
+row("SOP1", "s_quadmask_b32", "1 1")
+row("SOP1", "s_quadmask_b64", "2 2")
+row("SOP1", "s_bitreplicate_b64_b32", "2 1")
+# Program-control instructions with nothing to do in the emulator (no instruction cache,
+# performance level or thread trace; s_wakeup of waves s_sleep ends anyway).
+row("SOPP", "s_wakeup s_icache_inv s_incperflevel s_decperflevel s_ttracedata", "0")
 row("SOP1", "s_getpc_b64", "2 0")
 row("SOP1", "s_setpc_b64", "0 2")
 row("SOPK", "s_movk_i32 s_cmovk_i32 s_cmpk_eq_i32 s_cmpk_lg_i32 s_cmpk_gt_i32 s_cmpk_ge_i32 "
@@ -370,7 +377,8 @@ def sample(enc, n, w, flags):
         return {"s_nop": "s_nop 0", "s_waitcnt": "s_waitcnt 0", "s_sleep": "s_sleep 1",
                 "s_setprio": "s_setprio 1", "s_trap": "s_trap 2",
                 "s_sendmsg": "s_sendmsg sendmsg(MSG_INTERRUPT)",
-                "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
+                "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)",
+                "s_incperflevel": "s_incperflevel 1", "s_decperflevel": "s_decperflevel 1"}.get(n, n if "branch" not in n else n + " 4")
     if enc == "SMEM" and n.startswith("s_dcache"):
         return n
     if enc == "SMEM" and n.startswith("s_mem"):

@@ -64,6 +64,13 @@ pub(crate) fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u6
     let target = next.wrapping_add((inst.imm as i64 * 4) as u64);
     let taken = match inst.op() {
         Op::SNop | Op::SWaitcnt | Op::SSetprio => return Ok(Flow::Next),
+        // Nothing to do here (Vega ISA SOPP): there is no instruction cache to invalidate
+        // (s_icache_inv), no sleeping wave that s_sleep does not end by itself (s_wakeup), no
+        // performance level (s_incperflevel, s_decperflevel) and no thread trace
+        // (s_ttracedata).
+        Op::SIcacheInv | Op::SWakeup | Op::SIncperflevel | Op::SDecperflevel | Op::STtracedata => {
+            return Ok(Flow::Next)
+        }
         // A sleeping wave lets others run: here the host thread gives up its time slice (a
         // kernel polling memory the host writes, such as hostcall's, waits this way).
         Op::SSleep => {
@@ -344,6 +351,20 @@ pub(crate) fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> 
                     let r = if wd[0] == 2 { r } else { r & 0xFFFF_FFFF };
                     new_scc = nz(r);
                     r
+                }
+                // S_QUADMASK_B32/B64 (Vega ISA SOP1 40, 41): bit k of D is set when the
+                // 4-bit group k of S0 is not 0; SCC = D != 0.
+                Op::SQuadmaskB32 | Op::SQuadmaskB64 => {
+                    let groups = if wd[0] == 2 { 16 } else { 8 };
+                    let r =
+                        (0..groups).fold(0u64, |r, k| r | u64::from(a >> (4 * k) & 0xF != 0) << k);
+                    new_scc = nz(r);
+                    r
+                }
+                // S_BITREPLICATE_B64_B32 (Vega ISA SOP1 55): bit i of S0 into bits 2i and
+                // 2i + 1 of D; SCC unchanged.
+                Op::SBitreplicateB64B32 => {
+                    (0..32).fold(0u64, |r, i| r | ((a >> i & 1) * 3) << (2 * i))
                 }
                 Op::SSextI32I8 => a32 as i8 as i32 as u32 as u64,
                 Op::SSextI32I16 => a32 as i16 as i32 as u32 as u64,

@@ -73,6 +73,26 @@ def vop3x(cpu):
     k("v_sat_pk_u8_i16_e64", "v_sat_pk_u8_i16_e64 v5, v2")
     a.kernel("v_swap_b32", head + ["v_mov_b32 v6, v3", "v_swap_b32 v5, v6"] + tail
              + ["global_store_dword v20, v6, s[14:15]"], extra=extra)
+    # Scalar: p1's first dword(s) through the instruction; p4[i] = D's low dword, p5[i] =
+    # its high dword (or SCC for the 32-bit quad mask), p6[i] = SCC of the 64-bit one.
+    def scalar(name, load, ins, outs):
+        body = [load, "s_waitcnt lgkmcnt(0)", ins, "s_cselect_b32 s24, 1, 0"]
+        for reg, ptr in outs:
+            body += ["v_mov_b32 v5, %s" % reg, "global_store_dword v20, v5, %s" % ptr]
+        a.kernel(name, body, extra=extra)
+    scalar("s_quadmask_b32", "s_load_dword s20, s[6:7], 0x0", "s_quadmask_b32 s22, s20",
+           [("s22", "s[12:13]"), ("s24", "s[14:15]")])
+    scalar("s_quadmask_b64", "s_load_dwordx2 s[20:21], s[6:7], 0x0",
+           "s_quadmask_b64 s[22:23], s[20:21]",
+           [("s22", "s[12:13]"), ("s23", "s[14:15]"), ("s24", "s[16:17]")])
+    # SCC set before, kept by s_bitreplicate (p6 = 1).
+    scalar("s_bitreplicate_b64_b32", "s_load_dword s20, s[6:7], 0x0",
+           "s_cmp_eq_u32 0, 0\n\ts_bitreplicate_b64_b32 s[22:23], s20",
+           [("s22", "s[12:13]"), ("s23", "s[14:15]"), ("s24", "s[16:17]")])
+    # The program-control instructions with nothing to do: the wave goes on (p4[i] = 7).
+    a.kernel("sopp_noops", ["s_icache_inv", "s_wakeup", "s_incperflevel 1",
+                            "s_decperflevel 1", "s_ttracedata", "v_mov_b32 v5, 7",
+                            "global_store_dword v20, v5, s[12:13]"], extra=extra)
     return a
 
 

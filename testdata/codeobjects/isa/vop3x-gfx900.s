@@ -1176,6 +1176,94 @@ v_swap_b32:
 .Lv_swap_b32_end:
 	.size v_swap_b32, .Lv_swap_b32_end-v_swap_b32
 
+	.globl s_quadmask_b32
+	.p2align 8
+	.type s_quadmask_b32,@function
+s_quadmask_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dword s20, s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	s_quadmask_b32 s22, s20
+	s_cselect_b32 s24, 1, 0
+	v_mov_b32 v5, s22
+	global_store_dword v20, v5, s[12:13]
+	v_mov_b32 v5, s24
+	global_store_dword v20, v5, s[14:15]
+	s_endpgm
+.Ls_quadmask_b32_end:
+	.size s_quadmask_b32, .Ls_quadmask_b32_end-s_quadmask_b32
+
+	.globl s_quadmask_b64
+	.p2align 8
+	.type s_quadmask_b64,@function
+s_quadmask_b64:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dwordx2 s[20:21], s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	s_quadmask_b64 s[22:23], s[20:21]
+	s_cselect_b32 s24, 1, 0
+	v_mov_b32 v5, s22
+	global_store_dword v20, v5, s[12:13]
+	v_mov_b32 v5, s23
+	global_store_dword v20, v5, s[14:15]
+	v_mov_b32 v5, s24
+	global_store_dword v20, v5, s[16:17]
+	s_endpgm
+.Ls_quadmask_b64_end:
+	.size s_quadmask_b64, .Ls_quadmask_b64_end-s_quadmask_b64
+
+	.globl s_bitreplicate_b64_b32
+	.p2align 8
+	.type s_bitreplicate_b64_b32,@function
+s_bitreplicate_b64_b32:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_load_dword s20, s[6:7], 0x0
+	s_waitcnt lgkmcnt(0)
+	s_cmp_eq_u32 0, 0
+	s_bitreplicate_b64_b32 s[22:23], s20
+	s_cselect_b32 s24, 1, 0
+	v_mov_b32 v5, s22
+	global_store_dword v20, v5, s[12:13]
+	v_mov_b32 v5, s23
+	global_store_dword v20, v5, s[14:15]
+	v_mov_b32 v5, s24
+	global_store_dword v20, v5, s[16:17]
+	s_endpgm
+.Ls_bitreplicate_b64_b32_end:
+	.size s_bitreplicate_b64_b32, .Ls_bitreplicate_b64_b32_end-s_bitreplicate_b64_b32
+
+	.globl sopp_noops
+	.p2align 8
+	.type sopp_noops,@function
+sopp_noops:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_icache_inv
+	s_wakeup
+	s_incperflevel 1
+	s_decperflevel 1
+	s_ttracedata
+	v_mov_b32 v5, 7
+	global_store_dword v20, v5, s[12:13]
+	s_endpgm
+.Lsopp_noops_end:
+	.size sopp_noops, .Lsopp_noops_end-sopp_noops
+
 	.rodata
 	.p2align 6
 	.amdhsa_kernel v_add_i32
@@ -1585,6 +1673,34 @@ v_swap_b32:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_swap_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_quadmask_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_quadmask_b64
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel s_bitreplicate_b64_b32
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_float_denorm_mode_16_64 3
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel sopp_noops
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
