@@ -482,6 +482,17 @@ fn unknown_opcode_stops_the_queue_naming_it() {
         calls::wait_events(&*s.d, &mut data, false, 5000).unwrap(),
         KFD_IOC_WAIT_RESULT_COMPLETE
     );
+    // As amdkfd's kfd_signal_reset_event after the hung engine's GPU reset: memory lost
+    // (ROCR acts on the event only then), a hang, reset_type 0 (whole GPU).
+    assert_eq!(
+        data[0].hw_exception(),
+        HsaHwExceptionData {
+            reset_type: KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+            reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+            memory_lost: 1,
+            gpu_id: BUILTIN_GPU_ID,
+        }
+    );
     assert_eq!(
         s.word64(RPTR).load(Ordering::Acquire),
         4,

@@ -55,9 +55,10 @@
 //! naming the packet, its place in the ring and the value. A packet's memory range may cross
 //! from one buffer object into the next, as on the engine, which needs only every page of it
 //! mapped in the GPU's VM; a byte the GPU cannot reach is a `MEMORY_FAULT` naming the access
-//! and that byte. The device reports a stopped SDMA queue as it reports a stopped
-//! compute queue (`Device::report_queue_error`: its log, and the KFD hardware-exception or
-//! memory event). Nothing is skipped silently.
+//! and that byte. A stopped SDMA queue goes into the device's log of queue errors; a memory
+//! fault is reported as the compute queues' are (`Device::report_queue_error`: the KFD
+//! memory event), anything else as amdkfd reports a hung engine, by a GPU reset
+//! ([`report_hang`]). Nothing is skipped silently.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -719,8 +720,7 @@ impl SdmaThread {
                     }
                 }
                 Err((e, fault)) => {
-                    self.device
-                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault, false);
+                    report_stop(&self.device, self.queue_id, self.gpu_id, &e, fault);
                     // Stopped: wait to be destroyed.
                     while !self.ctl.stop.load(Ordering::SeqCst) {
                         let k = self.ctl.kicks();
@@ -731,6 +731,59 @@ impl SdmaThread {
             }
         }
     }
+}
+
+/// Tells the process that SDMA queue `queue_id` stopped with `error`: a memory fault as the
+/// CP's are ([`Device::report_queue_error`]: the KFD memory event with the address), anything
+/// else by [`report_hang`].
+fn report_stop(
+    device: &Device,
+    queue_id: u32,
+    gpu_id: u32,
+    error: &Error,
+    fault: Option<MemoryFault>,
+) {
+    if error.status() == Status::MemoryFault {
+        device.report_queue_error(queue_id, gpu_id, error, fault, false);
+        return;
+    }
+    log::error!(
+        "SDMA queue {queue_id} stopped with {}: {}",
+        error.status().c_name(),
+        error.detail()
+    );
+    device.record_queue_error(queue_id, error);
+    report_hang(device, gpu_id);
+}
+
+/// An SDMA engine that met a packet it does not run stops, and nothing in the queue tells
+/// anyone: an SDMA queue has no `queue_inactive_signal`, and the copies' completion signals
+/// are never decremented. On a GPU the scheduler finds the engine hung (its queue cannot be
+/// preempted) and amdgpu resets the GPU; amdkfd then sets every `KFD_IOC_EVENT_HW_EXCEPTION`
+/// event of the process with `kfd_signal_reset_event`'s data: the GPU, `memory_lost` 1, the
+/// cause `KFD_HW_EXCEPTION_GPU_HANG`, and `reset_type` left 0 (whole-GPU reset). The emulated
+/// device reports the stop so at once. ROCR's `Signal::WaitAny` (its exception handler's
+/// wait) acts on a hardware-exception event only when `memory_lost` is set: it then aborts
+/// with "HW Exception by GPU node-N ... reason :GPU Hang" instead of waiting for ever on the
+/// copy; hsa-rt's queue monitor ends every queue of the GPU.
+fn report_hang(device: &Device, gpu_id: u32) {
+    use hsa_linux::kfd::abi::{
+        HsaHwExceptionData, KFD_HW_EXCEPTION_GPU_HANG, KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+        KFD_IOC_EVENT_HW_EXCEPTION,
+    };
+    let d = HsaHwExceptionData {
+        reset_type: KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+        reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+        memory_lost: 1,
+        gpu_id,
+    };
+    let mut data = [0u8; 32];
+    data[..16].copy_from_slice(d.as_bytes());
+    device
+        .events
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
 }
 
 /// The [`SdmaMemory`] of one SDMA queue while it holds the allocation table's read lock.
