@@ -32,12 +32,15 @@
 # only ROCm's source packages are pinned to experimental (an apt preference on `src:` names),
 # since `-t experimental` would pull glibc and OpenSSL from experimental as well;
 # rocrtst (libhsa-runtime64-tests 7.2.4) depends on libamd-smi26, which neither suite has
-# (sid has libamd-smi27), so its files are unpacked by hand (dpkg-deb -x, apt never sees it).
+# (sid has libamd-smi27), so its files are unpacked by hand (dpkg-deb -x, apt never sees it)
+# and /usr/local/lib/rocrtst-compat/libamd_smi.so.26 links to sid's libamd_smi.so.27 (run
+# rocrtst64 with LD_LIBRARY_PATH=/usr/local/lib/rocrtst-compat).
 set -euo pipefail
 
 DEFAULT_ROOT=/work/chroots/rocm7
 DEBS=${ROCM7_DEBS:-/var/cache/hsa-rt/rocm7-debs}
 MIRROR=${ROCM7_MIRROR:-http://deb.debian.org/debian}
+ROCRTST_COMPAT=/usr/local/lib/rocrtst-compat
 CHROOT_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 
 # ROCm's source packages, every binary of which comes from experimental (7.2.4). rocminfo
@@ -89,6 +92,7 @@ configure_apt() {
 // hsa-rt's ROCm 7 chroot (scripts/rocm7-chroot.sh): the archive is a frozen snapshot whose
 // sid and experimental Release files have expired.
 Acquire::Check-Valid-Until "false";
+Acquire::Languages "none";
 APT::Install-Recommends "false";
 APT::Install-Suggests "false";
 EOF
@@ -100,7 +104,9 @@ EOF
         echo "Pin-Priority: 990"
     } >"$root/etc/apt/preferences.d/rocm-experimental"
     cat >"$root/etc/dpkg/dpkg.cfg.d/01hsa-rt-nodoc" <<'EOF'
-# hsa-rt's ROCm 7 chroot: no documentation.
+# hsa-rt's ROCm 7 chroot: no documentation, and no fsync per file while unpacking (a
+# rebuilt chroot is rebuilt again if the machine stops halfway).
+force-unsafe-io
 path-exclude /usr/share/doc/*
 path-include /usr/share/doc/*/copyright
 path-exclude /usr/share/man/*
@@ -118,6 +124,7 @@ apt_phase() {
     local root=$1
     mount --bind "$DEBS" "$root/var/cache/apt/archives"
     mount -t proc proc "$root/proc"
+    mount --rbind /dev "$root/dev"
     local apt=(chroot "$root" env -i PATH="$CHROOT_PATH" DEBIAN_FRONTEND=noninteractive
         LC_ALL=C.UTF-8 apt-get -o DPkg::Lock::Timeout=600 -y -q)
     "${apt[@]}" update
@@ -132,6 +139,11 @@ apt_phase() {
     [ -f "$DEBS/$deb" ] || chroot "$root" sh -c "cd /var/cache/apt/archives &&
         apt-get -q -o APT::Sandbox::User=root download libhsa-runtime64-tests=$version"
     dpkg-deb -x "$DEBS/$deb" "$root"
+    # rocrtst64 needs libamd_smi.so.26; sid's libamd-smi27 has the AMDSMI_1 symbols it calls
+    # (init, shut_down, handles, board info, clocks, fans, temperature). A directory of its
+    # own, for LD_LIBRARY_PATH (ldconfig would file the link under its soname, .27).
+    mkdir -p "$root$ROCRTST_COMPAT"
+    ln -sfn /usr/lib/x86_64-linux-gnu/libamd_smi.so.27 "$root$ROCRTST_COMPAT/libamd_smi.so.26"
     echo "rocm7-chroot: unpacked $deb (rocrtst) by hand"
 }
 
@@ -151,6 +163,7 @@ build() {
         mkdir -p "$root"
         debootstrap --variant=minbase --cache-dir="$DEBS" sid "$root" "$MIRROR"
     fi
+    echo "rocm7-chroot: base system after $((SECONDS - start)) s"
     configure_apt "$root"
     unshare --mount --propagation private -- "$0" __apt_phase "$root"
     local size
