@@ -46,6 +46,17 @@
 //! gcc -std=gnu11 -Wall -Icapi/include capi/c/vector_copy.c -lhsa-runtime64 -o target/vector_copy_rocr
 //! target/debug/kfd-emu -- target/vector_copy_rocr testdata/codeobjects/kernels-gfx90a-v5.hsaco noregister
 //! ```
+//!
+//! ROCm 7.2.4 (rocminfo, HIP, ROCR 7.2.4) needs a newer glibc than Debian 12's: it runs in
+//! the ROCm 7 chroot (`scripts/rocm7-chroot.sh`, as root), with kfd-emu and its preloaded
+//! library bound in (`docs/rocm7-status.md` says what runs there):
+//!
+//! ```text
+//! scripts/rocm7-chroot.sh build
+//! scripts/rocm7-chroot.sh run --bind $PWD/target/debug:/opt/hsa-rt/kfd-emu -- \
+//!     env KFD_EMU_PRELOAD=/opt/hsa-rt/kfd-emu/libkfd_emu_preload.so \
+//!     /opt/hsa-rt/kfd-emu/kfd-emu -- rocminfo
+//! ```
 #![deny(unsafe_code)]
 
 mod namespace;
