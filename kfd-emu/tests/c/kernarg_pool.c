@@ -10,7 +10,8 @@
  *
  * Usage: kernarg_pool CODE_OBJECT DISPATCHES [allow]
  * Prints the pool's attributes, then "kernarg_pool: N dispatches verified" and exits 0 when
- * every dispatch copied its slice; 1 on an error, 3 when the queue reported one. Built
+ * every dispatch copied its slice; 1 on an error, 3 when the queue reported one. Each
+ * dispatch's kernarg address goes to stderr ("kernarg_pool: dispatch D kernarg 0x..."). Built
  * against hsa.h alone: runs on any libhsa-runtime64. */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
     uint32_t bytes = kernarg_size > 16 ? kernarg_size : 16;
     CHECK(hsa_amd_memory_pool_allocate(p.kernarg, bytes, 0, &kernarg));
     if (allow) CHECK(hsa_amd_agents_allow_access(1, &a.gpu, NULL, kernarg));
+    fprintf(stderr, "kernarg_pool: dispatch %u kernarg %p\n", d, kernarg);
     memset(kernarg, 0, bytes);
     int* src = in + d * slice;
     int* dst = out + d * slice;
