@@ -14,7 +14,7 @@ op_sel (one digit per operand, destination last), `_neg` with -src0 and |src1|.
 
 Usage: python3 gen_census.py   (writes next to this file)
 """
-from gen import Asm, build
+from gen import Asm, build, load_regs, rng, store_regs
 
 THREE = ["v_mad_u16", "v_mad_i16", "v_mad_u32_u16", "v_mad_i32_i16", "v_min3_f16",
          "v_min3_i16", "v_min3_u16", "v_max3_f16", "v_max3_i16", "v_max3_u16", "v_med3_f16",
@@ -96,6 +96,121 @@ def vop3x(cpu):
     return a
 
 
+
+# --- vop3y: the VALU instructions the census closed last (issue 39) -----------------------
+# Kernel `<name>` (gen_census's vop3x conventions: v2, v3, v4 = p1[i], p2[i], p3[i]; v5 = v4;
+# the instruction writes v5; p4[i] = v5), f32, f16 and f64 denormals kept:
+# - VOP1 `v_cvt_norm_i16_f16`, `v_cvt_norm_u16_f16`, `v_exp_legacy_f32`,
+#   `v_log_legacy_f32`; `v_cvt_norm_i16_f16_sdwa` (src0_sel:WORD_1, dst_sel:WORD_1 with the
+#   low half preserved); `v_exp_legacy_f32_neg_clamp` (-v2 clamp), `v_log_legacy_f32_abs_mul2`
+#   (|v2| mul:2);
+# - VOP3 `v_cube{id,sc,tc,ma}_f32`, `v_cvt_pk_u8_f32`, the legacy mads and div_fixup (v2, v3,
+#   v4); `v_cubesc_f32_neg` (-v2, |v3|, v4); `v_mad_legacy_u16_clamp`, `v_mad_legacy_i16_clamp`;
+# - VOP3 two sources (v2, v3): `v_cvt_pkaccum_u8_f32` (into v5, which held p3[i]), the
+#   pknorm and saturating packs; `v_cvt_pknorm_i16_f16_opsel110`, `v_cvt_pknorm_u16_f16_neg`
+#   (-v2, |v3|);
+# - references: `v_mad_f16`, `v_fma_f16`, `v_div_fixup_f16` (the legacy ones must equal them);
+# - `qsad_<op>[_clamp]`: v[2:3] = p1 as qwords, v4 = p2[i], the accumulator v[8:9] (p3 as
+#   qwords; v_mqsad_u32_u8: v[8:11], p3 as 16-byte rows), the result (v[12:13] / v[12:15]) to
+#   p4 in the same layout;
+# - `v_clrexcp`: both encodings, then p4[i] = 7.
+LEGACY = ("v_mad_legacy_f16", "v_mad_legacy_u16", "v_mad_legacy_i16", "v_fma_legacy_f16",
+          "v_div_fixup_legacy_f16")
+CUBE = ("v_cubeid_f32", "v_cubesc_f32", "v_cubetc_f32", "v_cubema_f32")
+PACKS = ("v_cvt_pkaccum_u8_f32", "v_cvt_pknorm_i16_f32", "v_cvt_pknorm_u16_f32",
+         "v_cvt_pknorm_i16_f16", "v_cvt_pknorm_u16_f16", "v_cvt_pk_i16_i32", "v_cvt_pk_u16_u32")
+KEEP = "\t\t.amdhsa_float_denorm_mode_16_64 3\n\t\t.amdhsa_float_denorm_mode_32 3"
+
+
+def vop3y(cpu):
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "global_load_dword v4, v20, s[10:11]", "s_waitcnt vmcnt(0)", "v_mov_b32 v5, v4"]
+    tail = ["global_store_dword v20, v5, s[12:13]"]
+
+    def k(name, ins):
+        a.kernel(name, head + [ins] + tail, extra=KEEP)
+    for op in ("v_cvt_norm_i16_f16", "v_cvt_norm_u16_f16", "v_exp_legacy_f32",
+               "v_log_legacy_f32"):
+        k(op, "%s v5, v2" % op)
+    k("v_cvt_norm_i16_f16_sdwa", "v_cvt_norm_i16_f16_sdwa v5, v2 dst_sel:WORD_1 "
+      "dst_unused:UNUSED_PRESERVE src0_sel:WORD_1")
+    k("v_exp_legacy_f32_neg_clamp", "v_exp_legacy_f32_e64 v5, -v2 clamp")
+    k("v_log_legacy_f32_abs_mul2", "v_log_legacy_f32_e64 v5, |v2| mul:2")
+    for op in CUBE + ("v_cvt_pk_u8_f32",) + LEGACY + ("v_mad_f16", "v_fma_f16",
+                                                       "v_div_fixup_f16"):
+        k(op, "%s v5, v2, v3, v4" % op)
+    k("v_cubesc_f32_neg", "v_cubesc_f32 v5, -v2, |v3|, v4")
+    k("v_mad_legacy_u16_clamp", "v_mad_legacy_u16 v5, v2, v3, v4 clamp")
+    k("v_mad_legacy_i16_clamp", "v_mad_legacy_i16 v5, v2, v3, v4 clamp")
+    for op in PACKS:
+        k(op, "%s v5, v2, v3" % op)
+    k("v_cvt_pknorm_i16_f16_opsel110", "v_cvt_pknorm_i16_f16 v5, v2, v3 op_sel:[1,1,0]")
+    k("v_cvt_pknorm_u16_f16_neg", "v_cvt_pknorm_u16_f16 v5, -v2, |v3|")
+    for op, clamp in (("v_qsad_pk_u16_u8", ""), ("v_qsad_pk_u16_u8", " clamp"),
+                      ("v_mqsad_pk_u16_u8", ""), ("v_mqsad_u32_u8", ""),
+                      ("v_mqsad_u32_u8", " clamp")):
+        wide = op == "v_mqsad_u32_u8"
+        body = ["global_load_dwordx2 v[2:3], v21, s[6:7]", "global_load_dword v4, v20, s[8:9]",
+                "v_lshlrev_b32 v22, 4, v1"]
+        if wide:
+            body += ["global_load_dwordx4 v[8:11], v22, s[10:11]", "s_waitcnt vmcnt(0)",
+                     "%s v[12:15], v[2:3], v4, v[8:11]%s" % (op, clamp),
+                     "global_store_dwordx4 v22, v[12:15], s[12:13]"]
+        else:
+            body += ["global_load_dwordx2 v[8:9], v21, s[10:11]", "s_waitcnt vmcnt(0)",
+                     "%s v[12:13], v[2:3], v4, v[8:9]%s" % (op, clamp),
+                     "global_store_dwordx2 v21, v[12:13], s[12:13]"]
+        a.kernel("qsad_%s%s" % (op, clamp.replace(" ", "_")), body, extra=KEEP)
+    a.kernel("v_clrexcp", ["v_clrexcp", "v_clrexcp_e64", "v_mov_b32 v5, 7"] + tail, extra=KEEP)
+    return a
+
+
+# --- fp8 (gfx942): the FP8/BF8 conversions --------------------------------------------------
+# Kernel `<name>` (vop3y's conventions):
+# - `v_cvt_f32_<f>`: p4[i] = the f32 of byte 0 of p1[i]; `_b<n>`: SDWA src0_sel:BYTE_n;
+# - `v_cvt_pk_f32_<f>`: v[6:7] = the two f32 of p1[i]'s low word (`_w1`: SDWA WORD_1), to
+#   p4 as qwords;
+# - `v_cvt_pk_<f>_f32`: the pair (v2, v3) into v5's low word (p3[i] held), `_hi` op_sel:[0,0,1]
+#   its high word, `_neg` (-v2, |v3|);
+# - `v_cvt_sr_<f>_f32_b<n>`: v2 rounded with the random dword v3 into byte n of v5 (op_sel
+#   [3:2] = n).
+def fp8(cpu):
+    if cpu != "gfx942":
+        return None
+    a = Asm(cpu)
+    head = ["global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "global_load_dword v4, v20, s[10:11]", "s_waitcnt vmcnt(0)", "v_mov_b32 v5, v4"]
+    tail = ["global_store_dword v20, v5, s[12:13]"]
+    tail64 = ["global_store_dwordx2 v21, v[6:7], s[12:13]"]
+    for f in ("fp8", "bf8"):
+        a.kernel("v_cvt_f32_%s" % f, head + ["v_cvt_f32_%s v5, v2" % f] + tail, extra=KEEP)
+        for b in (1, 2, 3):
+            a.kernel("v_cvt_f32_%s_b%d" % (f, b),
+                     head + ["v_cvt_f32_%s_sdwa v5, v2 src0_sel:BYTE_%d" % (f, b)] + tail,
+                     extra=KEEP)
+        a.kernel("v_cvt_pk_f32_%s" % f, head + ["v_cvt_pk_f32_%s v[6:7], v2" % f] + tail64,
+                 extra=KEEP)
+        a.kernel("v_cvt_pk_f32_%s_w1" % f,
+                 head + ["v_cvt_pk_f32_%s_sdwa v[6:7], v2 src0_sel:WORD_1" % f] + tail64,
+                 extra=KEEP)
+        a.kernel("v_cvt_pk_%s_f32" % f, head + ["v_cvt_pk_%s_f32 v5, v2, v3" % f] + tail,
+                 extra=KEEP)
+        a.kernel("v_cvt_pk_%s_f32_hi" % f,
+                 head + ["v_cvt_pk_%s_f32 v5, v2, v3 op_sel:[0,0,1]" % f] + tail, extra=KEEP)
+        a.kernel("v_cvt_pk_%s_f32_neg" % f,
+                 head + ["v_cvt_pk_%s_f32 v5, -v2, |v3|" % f] + tail, extra=KEEP)
+        for b in range(4):
+            sel = "" if b == 0 else " op_sel:[0,0,%d,%d]" % (b & 1, b >> 1)
+            a.kernel("v_cvt_sr_%s_f32_b%d" % (f, b),
+                     head + ["v_cvt_sr_%s_f32 v5, v2, v3%s" % (f, sel)] + tail, extra=KEEP)
+    return a
+
+
 if __name__ == "__main__":
     for cpu in ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]:
         build("vop3x", cpu, vop3x(cpu))
+        build("vop3y", cpu, vop3y(cpu))
+        f = fp8(cpu)
+        if f is not None:
+            build("fp8", cpu, f)
