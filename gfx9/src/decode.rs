@@ -1465,6 +1465,11 @@ fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<In
     let c = w1 >> 18 & 0x1FF;
     inst.src[2] = match c {
         128..=208 | 240..=248 => vector_src(wc, c, None, &mut size, "VOP3P-MAI", w0)?,
+        // The sparse forms' src2 is the compression index, a VGPR even when acc_cd makes
+        // C/D AGPRs (llvm-objdump prints `v8` after `a[0:3]`).
+        _ if info.op.attrs().mfma.is_some_and(|m| m.sparse) => {
+            vector_range(c, wc, false, w, "src2 (index)")?
+        }
         _ => vector_range(c, wc, acc_cd, w, "src2 (C)")?,
     };
     inst.mods.cbsz = (w0 >> 8 & 7) as u8;

@@ -284,7 +284,12 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
     };
     let mut out = vec![0u64; bb * mm * nn];
     for blk in 0..bb {
-        let ablk = (blk / group) * group + m.abid as usize;
+        // The sparse forms' abid picks an index set (sparse_row), not an A block.
+        let ablk = if s.sparse {
+            blk
+        } else {
+            (blk / group) * group + m.abid as usize
+        };
         for i in 0..mm {
             for j in 0..nn {
                 let (reg, lane) = s.output_at(i, j, blk);

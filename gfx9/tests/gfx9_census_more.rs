@@ -586,3 +586,386 @@ fn fp8_and_bf8_conversions_match_the_cdna3_isa() {
     }
     assert_eq!(ran, 26);
 }
+
+// --- DS ----------------------------------------------------------------------------------
+
+/// `bufs` of `n` zero bytes each after p0 (4 bytes).
+fn zeros(k: usize, n: usize) -> Vec<Vec<u8>> {
+    let mut v = vec![vec![0u8; 4]];
+    v.extend((0..k).map(|_| vec![0u8; n]));
+    v
+}
+
+#[test]
+fn ds_b96_append_consume_and_addtid_match_the_isa() {
+    let mut r = prng(0xD5);
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("dsx", cpu, target);
+        // ds_write_b96/ds_read_b96 (and ds_nop between): each work-group's items reversed,
+        // 12 bytes each.
+        let items: Vec<u32> = (0..3 * N).map(|_| r()).collect();
+        let mut bufs = zeros(4, 3 * N * 4);
+        bufs[1] = bytes32(&items);
+        let out = isa.run("ds_b96", N as u32, &bufs).unwrap();
+        let got = u32s(&out[4]);
+        for i in 0..N {
+            let src = i / 64 * 64 + 63 - i % 64;
+            assert_eq!(
+                got[3 * i..3 * i + 3],
+                items[3 * src..3 * src + 3],
+                "{cpu} ds_b96 {i}"
+            );
+        }
+        // ds_append/ds_consume: the counter's old value to every active lane, +/- the active
+        // lanes' count (Vega ISA DS_APPEND/DS_CONSUME).
+        for (mask, init) in [
+            (u64::MAX, 5u32),
+            (0x8000_0000_0000_0001, 0xFFFF_FFFF),
+            (0x0F0F_0000_FFFF_1234, 1),
+        ] {
+            let mut bufs = zeros(7, 64 * 4);
+            bufs[1] = bytes64(&[mask]);
+            bufs[2] = bytes32(&[init]);
+            let out = isa.run("ds_append_consume", 64, &bufs).unwrap();
+            let n = mask.count_ones();
+            for lane in 0..64 {
+                let on = mask >> lane & 1 != 0;
+                let (v5, v6) = if on { (init, init) } else { (0xDEAD, 0xBEEF) };
+                assert_eq!(u32s(&out[4])[lane], v5, "{cpu} ds_append lane {lane}");
+                assert_eq!(u32s(&out[5])[lane], v6, "{cpu} ds_consume lane {lane}");
+                assert_eq!(
+                    u32s(&out[6])[lane],
+                    init.wrapping_add(n),
+                    "{cpu} append counter"
+                );
+                assert_eq!(
+                    u32s(&out[7])[lane],
+                    init.wrapping_sub(n),
+                    "{cpu} consume counter"
+                );
+            }
+        }
+        // ds_write/read_addtid_b32: LDS[M0[15:0] + offset + lane * 4].
+        let vals: Vec<u32> = (0..N).map(|_| r()).collect();
+        let mut bufs = zeros(5, N * 4);
+        bufs[1] = bytes32(&vals);
+        let out = isa.run("ds_addtid", N as u32, &bufs).unwrap();
+        for i in 0..N {
+            assert_eq!(u32s(&out[4])[i], vals[i ^ 1], "{cpu} addtid neighbour {i}");
+            assert_eq!(u32s(&out[5])[i], vals[i], "{cpu} ds_read_addtid {i}");
+        }
+    }
+}
+
+#[test]
+fn ds_float_adds_match_the_isa() {
+    let mut r = prng(0xADD);
+    let f64s: Vec<u64> = (0..N)
+        .map(|i| match i % 8 {
+            0 => [
+                0.0,
+                -0.0,
+                1.5,
+                f64::INFINITY,
+                f64::NAN,
+                5e-324,
+                1e308,
+                -2.25,
+            ][i / 8 % 8]
+                .to_bits(),
+            _ => (f64::from(r() as i32) / 65536.0).to_bits(),
+        })
+        .collect();
+    let g64: Vec<u64> = (0..N)
+        .map(|i| (f64::from(r() as i32) * if i % 3 == 0 { 1e-310 } else { 1.0 }).to_bits())
+        .collect();
+    let d32: Vec<u32> = (0..N)
+        .map(|i| {
+            if i < 32 {
+                u32::from(F16S[i % 16]) | u32::from(F16S[i / 2 % 16]) << 16
+            } else {
+                r()
+            }
+        })
+        .collect();
+    let e32: Vec<u32> = (0..N).map(|_| r()).collect();
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("dsx", cpu, target);
+        for kernel in isa.kernels() {
+            let rtn = kernel.contains("_rtn_");
+            let out = if kernel.contains("f64") {
+                let mut bufs = zeros(5, N * 8);
+                bufs[1] = bytes64(&f64s);
+                bufs[2] = bytes64(&g64);
+                isa.run(&kernel, N as u32, &bufs).unwrap()
+            } else if kernel.starts_with("ds_pk_add") {
+                let mut bufs = zeros(5, N * 4);
+                bufs[1] = bytes32(&d32);
+                bufs[2] = bytes32(&e32);
+                isa.run(&kernel, N as u32, &bufs).unwrap()
+            } else {
+                continue;
+            };
+            for i in 0..N {
+                let (new, old) = if kernel.contains("f64") {
+                    // f64 add, rounded to nearest even, denormals kept.
+                    let s = f64::from_bits(g64[i]) + f64::from_bits(f64s[i]);
+                    let (n, o) = (u64s(&out[4])[i], u64s(&out[5])[i]);
+                    assert!(
+                        n == s.to_bits() || f64::from_bits(n).is_nan() && s.is_nan(),
+                        "{cpu} {kernel} {i}: {n:#x} want {s}"
+                    );
+                    (0, o == if rtn { g64[i] } else { 0 })
+                } else {
+                    let bf16 = kernel.contains("bf16");
+                    let half = |x: u32, y: u32| -> u32 {
+                        let (x, y) = (x as u16, y as u16);
+                        if bf16 {
+                            // bf16 sum in f32 (exact), rounded to nearest even.
+                            let s = f32::from_bits(u32::from(x) << 16)
+                                + f32::from_bits(u32::from(y) << 16);
+                            let b = s.to_bits();
+                            if s.is_nan() {
+                                u32::from((b >> 16) as u16 | 0x40)
+                            } else {
+                                b.wrapping_add(0x7FFF + (b >> 16 & 1)) >> 16
+                            }
+                        } else {
+                            let s = h64(x) + h64(y);
+                            if s.is_nan() {
+                                0x7E00
+                            } else {
+                                u32::from(half::f16::from_f64(s).to_bits())
+                            }
+                        }
+                    };
+                    let want = half(e32[i], d32[i]) | half(e32[i] >> 16, d32[i] >> 16) << 16;
+                    let n = u32s(&out[4])[i];
+                    let nan16 = |v: u32| {
+                        if bf16 {
+                            v & 0x7F80 == 0x7F80 && v & 0x7F != 0
+                        } else {
+                            v & 0x7C00 == 0x7C00 && v & 0x3FF != 0
+                        }
+                    };
+                    for k in [0, 16] {
+                        let (g, w) = (n >> k & 0xFFFF, want >> k & 0xFFFF);
+                        assert!(
+                            g == w || nan16(g) && nan16(w),
+                            "{cpu} {kernel} {i}: {e:#x} + {d:#x} got {n:#x} want {want:#x}",
+                            e = e32[i],
+                            d = d32[i]
+                        );
+                    }
+                    (0, u32s(&out[5])[i] == if rtn { e32[i] } else { 0 })
+                };
+                let _ = new;
+                assert!(old, "{cpu} {kernel} {i}: returned value");
+            }
+        }
+        if !matches!(cpu, "gfx900" | "gfx906" | "gfx908") {
+            continue;
+        }
+        // ds_add_src2_f32: LDS[A] += LDS[A + 4 × 64] (f32, denormals kept).
+        let x = inputs();
+        let mut bufs = zeros(4, N * 4);
+        bufs[1] = bytes32(&x[0]);
+        bufs[2] = bytes32(&x[1]);
+        let out = isa.run("ds_add_src2_f32", N as u32, &bufs).unwrap();
+        for i in 0..N {
+            let s = f32_of(x[0][i]) + f32_of(x[1][i]);
+            let g = u32s(&out[4])[i];
+            assert!(
+                g == s.to_bits() || f32_of(g).is_nan() && s.is_nan(),
+                "{cpu} ds_add_src2_f32 {i}"
+            );
+        }
+    }
+}
+
+#[test]
+fn gws_semaphores_and_barriers() {
+    for (cpu, target) in CPUS {
+        let isa = Isa::load("dsx", cpu, target);
+        let out = isa.run("gws", 64, &zeros(4, 256)).unwrap();
+        assert_eq!(u32s(&out[4]), vec![7; 64], "{cpu} gws");
+        // A semaphore nothing signals: the wave waits for ever, which is an error here.
+        let e = isa.run("gws_deadlock", 64, &zeros(4, 256)).unwrap_err();
+        assert!(e.detail().contains("GWS"), "{cpu}: {}", e.detail());
+        // Four waves meet at the GWS barrier: each sees every wave's flag.
+        let out = isa
+            .run_group_size("gws_barrier4", 256, 256, &zeros(4, 1024))
+            .unwrap();
+        assert_eq!(u32s(&out[4]), vec![4; 256], "{cpu} gws_barrier4");
+    }
+}
+
+// --- SMFMAC (gfx942) ----------------------------------------------------------------------
+
+/// One small integer per (which, lane, index), exact in every element type and in sums.
+fn small(which: u64, lane: usize, idx: usize) -> i64 {
+    let h = (lane as u64 * 0x9E37_79B9 + idx as u64 * 0x85EB_CA6B + which * 0xC2B2_AE35)
+        .wrapping_mul(0x2545_F491_4F6C_DD1D);
+    let span = if which == 2 { 101 } else { 9 };
+    (h >> 40) as i64 % span - span / 2
+}
+
+/// The bits of small integer `v` as an element `kind` ("f16", "bf16", "i8", "fp8", "bf8").
+fn encode(v: i64, kind: &str) -> u32 {
+    match kind {
+        "f16" => u32::from(half::f16::from_f64(v as f64).to_bits()),
+        "bf16" => (v as f32).to_bits() >> 16,
+        "i8" => u32::from(v as i8 as u8),
+        _ => {
+            let bf8 = kind == "bf8";
+            u32::from(to_fnuz(v as f32, bf8))
+        }
+    }
+}
+
+#[test]
+// (lane, element) loops follow the ISA's layout equations.
+#[allow(clippy::needless_range_loop)]
+fn sparse_mfma_matches_a_host_matrix_multiply() {
+    let isa = Isa::load("smfmac", "gfx942", hsa_gfx9::Gfx9Target::Gfx942);
+    let mut ran = 0;
+    for kernel in isa.kernels() {
+        let (op, abid) = kernel.split_once("__").unwrap();
+        let abid: usize = abid.parse().unwrap();
+        // v_smfmac_<out>_<M>x<N>x<K>_<a>[_<b>]
+        let parts: Vec<&str> = op.split('_').collect();
+        let dims: Vec<usize> = parts[3].split('x').map(|d| d.parse().unwrap()).collect();
+        let (m, k) = (dims[0], dims[2]);
+        let (ka, kb) = (parts[4], *parts.get(5).unwrap_or(&parts[4]));
+        let int = ka == "i8";
+        let bits = match ka {
+            "f16" | "bf16" => 16,
+            _ => 8,
+        };
+        // Per lane: B holds kl = 128 / bits elements (4 dwords); A the kl / 2 kept of them
+        // (2 dwords); a lane group g (lanes i + M g) covers K positions g kl .. (g + 1) kl.
+        let kl = 128 / bits;
+        let groups = k / kl;
+        assert_eq!(m * groups, 64, "{op}");
+        let wd = m * m / 64;
+        let (mut a, mut b, mut idx, mut c) = (
+            vec![0u32; 64 * 2],
+            vec![0u32; 64 * 4],
+            vec![0u32; 64],
+            vec![0u32; 64 * 16],
+        );
+        let mut amat = vec![0i64; m * k];
+        let mut bmat = vec![0i64; k * m];
+        for lane in 0..64 {
+            let (i, g) = (lane % m, lane / m);
+            for e in 0..kl {
+                let v = small(1, lane, e);
+                bmat[(g * kl + e) * m + i] = v;
+                b[lane * 4 + e * bits / 32] |= encode(v, kb) << (e * bits % 32);
+            }
+            // Compression index set `abid` (of kl bits): for stored element e, its place in
+            // its group of four (2 bits at bit 2e); the other sets hold decoys.
+            let mut word = 0u32;
+            for set in 0..32 / kl {
+                for q in 0..kl / 4 {
+                    let h = small(3, lane, 16 * set + q).unsigned_abs() as u32;
+                    let (lo, hi) = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)][h as usize % 6];
+                    word |= (lo | hi << 2) << (set * kl + 4 * q);
+                    if set == abid {
+                        for (half, place) in [(0, lo), (1, hi)] {
+                            let e = 2 * q + half;
+                            let v = small(0, lane, e);
+                            amat[i * k + g * kl + 4 * q + place as usize] = v;
+                            a[lane * 2 + e * bits / 32] |= encode(v, ka) << (e * bits % 32);
+                        }
+                    }
+                }
+            }
+            idx[lane] = word;
+        }
+        // C/D: the dense MFMAs' output layout (16×16: register i % 4, lane 16 ⌊i/4⌋ + j;
+        // 32×32: register 4 ⌊i/8⌋ + i % 4, lane 32 (⌊i/4⌋ % 2) + j).
+        let at = |i: usize, j: usize| {
+            if m == 16 {
+                (i % 4, 16 * (i / 4) + j)
+            } else {
+                (4 * (i / 8) + i % 4, 32 * ((i / 4) % 2) + j)
+            }
+        };
+        let mut cmat = vec![0i64; m * m];
+        for i in 0..m {
+            for j in 0..m {
+                let v = small(2, i, j);
+                cmat[i * m + j] = v;
+                let (reg, lane) = at(i, j);
+                c[lane * 16 + reg] = if int {
+                    v as i32 as u32
+                } else {
+                    (v as f32).to_bits()
+                };
+            }
+        }
+        let out = isa
+            .run(
+                &kernel,
+                64,
+                &[
+                    vec![0; 4],
+                    bytes32(&a),
+                    bytes32(&b),
+                    bytes32(&idx),
+                    bytes32(&c),
+                    vec![0; 64 * 64],
+                ],
+            )
+            .unwrap_or_else(|e| panic!("{kernel}: {e}"));
+        let got = u32s(&out[5]);
+        for i in 0..m {
+            for j in 0..m {
+                let d = cmat[i * m + j]
+                    + (0..k)
+                        .map(|kk| amat[i * k + kk] * bmat[kk * m + j])
+                        .sum::<i64>();
+                let want = if int {
+                    d as i32 as u32
+                } else {
+                    (d as f32).to_bits()
+                };
+                let (reg, lane) = at(i, j);
+                assert!(reg < wd);
+                if got[lane * 16 + reg] != want {
+                    eprintln!(
+                        "MM {kernel} {i} {j} {} {}",
+                        f32::from_bits(got[lane * 16 + reg]),
+                        f32::from_bits(want)
+                    );
+                }
+            }
+        }
+        ran += 1;
+    }
+    assert_eq!(ran, 36);
+}
+
+/// gfx940's xf32 MFMA reads its f32 inputs with the low 13 mantissa bits cleared (Tensile's
+/// and rocBLAS's xf32 host references truncate so): 1 + 2^-23 is read as 1.
+#[test]
+fn xf32_mfma_truncates_its_inputs() {
+    let isa = Isa::load("mfma", "gfx942", hsa_gfx9::Gfx9Target::Gfx942);
+    // v_mfma_f32_16x16x8_xf32: A, B 2 dwords a lane, C/D 4; all A = 1 + 2^-23 (or + 2^-13,
+    // which stays), B = 1, C = 0: D = 8 × A.
+    for (a_bits, want) in [
+        (0x3F80_0001u32, 8.0f32),
+        (0x3F80_2000, 8.0 * (1.0 + 1.0 / 1024.0)),
+    ] {
+        let bufs = vec![
+            vec![0; 4],
+            bytes32(&[a_bits; 128]),
+            bytes32(&[0x3F80_0000; 128]),
+            vec![0; 64 * 16],
+            vec![0; 64 * 16],
+        ];
+        let out = isa.run("v_mfma_f32_16x16x8_xf32__acc", 64, &bufs).unwrap();
+        assert_eq!(u32s(&out[4]), vec![want.to_bits(); 256], "A = {a_bits:#x}");
+    }
+}

@@ -207,10 +207,149 @@ def fp8(cpu):
     return a
 
 
+# --- smfmac (gfx942): the sparse MFMAs -------------------------------------------------------
+# Kernel `<op>__<abid>`: lane l loads 2 dwords of A (compressed) from p1 (8 bytes a lane),
+# 4 of B from p2 (16 bytes), the compression index from p3 (a dword), C/D (4 or 16 dwords)
+# from p4 (64 bytes a lane) into a[0:3]/a[0:15], runs `<op> a[..], v[2:3], v[4:7], v8
+# abid:<abid>` and stores D to p5 in p4's layout.
+SMFMAC = [("v_smfmac_f32_16x16x32_f16", 4), ("v_smfmac_f32_32x32x16_f16", 16),
+          ("v_smfmac_f32_16x16x32_bf16", 4), ("v_smfmac_f32_32x32x16_bf16", 16),
+          ("v_smfmac_i32_16x16x64_i8", 4), ("v_smfmac_i32_32x32x32_i8", 16)] + [
+    ("v_smfmac_f32_%s_%s_%s" % (s, a, b), w) for s, w in (("16x16x64", 4), ("32x32x32", 16))
+    for a in ("bf8", "fp8") for b in ("bf8", "fp8")]
+
+
+def smfmac(cpu):
+    if cpu != "gfx942":
+        return None
+    a = Asm(cpu)
+    for op, wd in SMFMAC:
+        sets = 4 if ("f16" in op or "bf16" in op) else 2
+        for abid in range(sets):
+            body = ["v_lshlrev_b32 v22, 4, v1", "v_lshlrev_b32 v23, 6, v1",
+                    "global_load_dwordx2 v[2:3], v21, s[6:7]",
+                    "global_load_dwordx4 v[4:7], v22, s[8:9]",
+                    "global_load_dword v8, v20, s[10:11]"]
+            body += load_regs(64, wd, "v23", "s[12:13]")
+            body.append("s_waitcnt vmcnt(0)")
+            body += ["v_accvgpr_write_b32 a%d, v%d" % (k, 64 + k) for k in range(wd)]
+            mods = " abid:%d" % abid if abid else ""
+            body.append("%s %s, v[2:3], v[4:7], v8%s" % (op, rng("a", 0, wd), mods))
+            body += ["s_nop 7", "s_nop 7"]
+            body += ["v_accvgpr_read_b32 v%d, a%d" % (100 + k, k) for k in range(wd)]
+            body += store_regs(100, wd, "v23", "s[14:15]")
+            a.kernel("%s__%d" % (op, abid), body, vgprs=136, agprs=16)
+    return a
+
+
+# --- dsx: the DS instructions the census closed (issue 39) ---------------------------------
+# One wave per work-group unless said; LDS 4 KiB.
+# - `ds_b96`: lane l writes p1's 12 bytes of its item at LDS 16 + 12 l (ds_write_b96), runs
+#   ds_nop, reads lane 63 − l's back (ds_read_b96) into p4 (12 bytes an item).
+# - `ds_append_consume`: M0 = 0x100; lane 0 sets the counters at 0x100 and 0x104 to p2[0];
+#   with EXEC = p1's qword, ds_append into v5 (else 0xdead) and ds_consume (offset:4) into v6
+#   (else 0xbeef); p4 = v5, p5 = v6, p6/p7 = the counters afterwards.
+# - `ds_addtid`: M0 = 0x40: ds_write_addtid_b32 of p1 at offset 8; p4 = the dword lane l ^ 1
+#   wrote (ds_read_b32 at 0x48 + 4 (l ^ 1)), p5 = ds_read_addtid_b32 offset:8.
+# - `ds_add_f64`/`ds_add_rtn_f64` (gfx90a+): LDS[8 l] = p2's qword, += p1's; p4 = the new
+#   value read back, p5 = the returned one (0 without return). `ds_pk_add_<f16|bf16>[_rtn]`
+#   (gfx942): the same on dwords.
+# - `ds_add_src2_f32` (gfx900..gfx908): LDS[4 l] = p1, LDS[256 + 4 l] = p2, then
+#   ds_add_src2_f32 at 4 l offset:64 (B = A + 256); p4 = LDS[4 l].
+# - `gws`: one wave through every GWS instruction (semaphore 3 of M0[21:16] = 0 and offset
+#   3: init 1, p, v, br 2, p ×3; barrier 5 of one wave); p4 = 7 when it got through.
+# - `gws_deadlock`: ds_gws_sema_p on a semaphore of value 0: never satisfied.
+# - `gws_barrier4` (work-groups of 256, 4 waves): wave 0 inits barrier 0 for 4 waves; each
+#   wave sets its flag in LDS, waits at ds_gws_barrier, then p4 = the sum of the 4 flags.
+def dsx(cpu):
+    a = Asm(cpu)
+    lds = "\t\t.amdhsa_group_segment_fixed_size 4096"
+    a.kernel("ds_b96", ["v_mul_u32_u24 v22, 12, v1", "global_load_dwordx3 v[2:4], v22, s[6:7]",
+                        "v_mul_u32_u24 v23, 12, v0", "s_waitcnt vmcnt(0)",
+                        "ds_write_b96 v23, v[2:4] offset:16", "s_waitcnt lgkmcnt(0)", "ds_nop",
+                        "v_sub_u32 v24, 63, v0", "v_mul_u32_u24 v24, 12, v24",
+                        "ds_read_b96 v[6:8], v24 offset:16", "s_waitcnt lgkmcnt(0)",
+                        "global_store_dwordx3 v22, v[6:8], s[12:13]"], extra=lds)
+    a.kernel("ds_append_consume", [
+        "s_mov_b32 m0, 0x100", "v_mov_b32 v11, 0x100",
+        "s_load_dwordx2 s[20:21], s[6:7], 0x0", "s_load_dword s22, s[8:9], 0x0",
+        "s_waitcnt lgkmcnt(0)", "v_mov_b32 v12, s22", "s_mov_b64 s[24:25], exec",
+        "s_mov_b64 exec, 1", "ds_write_b32 v11, v12", "ds_write_b32 v11, v12 offset:4",
+        "s_mov_b64 exec, s[24:25]", "s_waitcnt lgkmcnt(0)",
+        "v_mov_b32 v5, 0xdead", "v_mov_b32 v6, 0xbeef",
+        "s_and_b64 exec, exec, s[20:21]", "ds_append v5", "ds_consume v6 offset:4",
+        "s_mov_b64 exec, s[24:25]", "s_waitcnt lgkmcnt(0)",
+        "ds_read_b32 v7, v11", "ds_read_b32 v8, v11 offset:4", "s_waitcnt lgkmcnt(0)",
+        "global_store_dword v20, v5, s[12:13]", "global_store_dword v20, v6, s[14:15]",
+        "global_store_dword v20, v7, s[16:17]", "global_store_dword v20, v8, s[18:19]"],
+        extra=lds)
+    a.kernel("ds_addtid", [
+        "global_load_dword v2, v20, s[6:7]", "s_waitcnt vmcnt(0)", "s_mov_b32 m0, 0x40",
+        "ds_write_addtid_b32 v2 offset:8", "s_waitcnt lgkmcnt(0)",
+        "v_xor_b32 v9, 1, v0", "v_lshlrev_b32 v9, 2, v9", "ds_read_b32 v6, v9 offset:72",
+        "ds_read_addtid_b32 v7 offset:8", "s_waitcnt lgkmcnt(0)",
+        "global_store_dword v20, v6, s[12:13]", "global_store_dword v20, v7, s[14:15]"],
+        extra=lds)
+    adds = []
+    if cpu in ("gfx90a", "gfx942"):
+        adds += [("ds_add_f64", 2, False), ("ds_add_rtn_f64", 2, True)]
+    if cpu == "gfx942":
+        adds += [("ds_pk_add_f16", 1, False), ("ds_pk_add_rtn_f16", 1, True),
+                 ("ds_pk_add_bf16", 1, False), ("ds_pk_add_rtn_bf16", 1, True)]
+    for op, n, rtn in adds:
+        off, sh = ("v21", 3) if n == 2 else ("v20", 2)
+        ld = "global_load_dwordx2" if n == 2 else "global_load_dword"
+        st = "global_store_dwordx2" if n == 2 else "global_store_dword"
+        rd = "ds_read_b64" if n == 2 else "ds_read_b32"
+        wr = "ds_write_b64" if n == 2 else "ds_write_b32"
+        data, got, old, new = (rng("v", 2, n), rng("v", 4, n), rng("v", 10, n),
+                               rng("v", 12, n))
+        ins = "%s %s, v9, %s" % (op, old, data) if rtn else "%s v9, %s" % (op, data)
+        a.kernel(op, ["v_lshlrev_b32 v9, %d, v0" % sh, "%s %s, %s, s[6:7]" % (ld, data, off),
+                      "%s %s, %s, s[8:9]" % (ld, got, off), "v_mov_b32 v10, 0",
+                      "v_mov_b32 v11, 0", "s_waitcnt vmcnt(0)", "%s v9, %s" % (wr, got),
+                      "s_waitcnt lgkmcnt(0)", ins, "s_waitcnt lgkmcnt(0)",
+                      "%s %s, v9" % (rd, new), "s_waitcnt lgkmcnt(0)",
+                      "%s %s, %s, s[12:13]" % (st, off, new),
+                      "%s %s, %s, s[14:15]" % (st, off, old)], extra=lds)
+    if cpu in ("gfx900", "gfx906", "gfx908"):
+        a.kernel("ds_add_src2_f32", [
+            "global_load_dword v2, v20, s[6:7]", "global_load_dword v3, v20, s[8:9]",
+            "v_lshlrev_b32 v9, 2, v0", "s_waitcnt vmcnt(0)", "ds_write_b32 v9, v2",
+            "ds_write_b32 v9, v3 offset:256", "s_waitcnt lgkmcnt(0)",
+            "ds_add_src2_f32 v9 offset:64", "s_waitcnt lgkmcnt(0)", "ds_read_b32 v5, v9",
+            "s_waitcnt lgkmcnt(0)", "global_store_dword v20, v5, s[12:13]"], extra=lds)
+    a.kernel("gws", [
+        "s_mov_b32 m0, 0", "v_mov_b32 v10, 1", "ds_gws_init v10 offset:3 gds",
+        "ds_gws_sema_p offset:3 gds", "ds_gws_sema_v offset:3 gds", "v_mov_b32 v10, 2",
+        "ds_gws_sema_br v10 offset:3 gds", "ds_gws_sema_p offset:3 gds",
+        "ds_gws_sema_p offset:3 gds", "ds_gws_sema_p offset:3 gds",
+        "ds_gws_sema_release_all offset:3 gds", "v_mov_b32 v10, 0",
+        "ds_gws_init v10 offset:5 gds", "ds_gws_barrier v10 offset:5 gds",
+        "s_waitcnt lgkmcnt(0)", "v_mov_b32 v5, 7", "global_store_dword v20, v5, s[12:13]"],
+        extra=lds)
+    a.kernel("gws_deadlock", [
+        "s_mov_b32 m0, 0", "v_mov_b32 v10, 0", "ds_gws_init v10 offset:1 gds",
+        "ds_gws_sema_p offset:1 gds", "v_mov_b32 v5, 7", "global_store_dword v20, v5, s[12:13]"],
+        extra=lds)
+    a.kernel("gws_barrier4", [
+        "s_mov_b32 m0, 0", "v_readfirstlane_b32 s20, v0", "s_cmp_eq_u32 s20, 0",
+        "s_cbranch_scc0 .Lgws_skip_%s" % cpu, "v_mov_b32 v10, 3", "ds_gws_init v10 gds",
+        ".Lgws_skip_%s:" % cpu, "s_waitcnt lgkmcnt(0)", "s_barrier",
+        "v_lshrrev_b32 v11, 6, v0", "v_lshlrev_b32 v11, 2, v11", "v_mov_b32 v12, 1",
+        "ds_write_b32 v11, v12", "s_waitcnt lgkmcnt(0)", "ds_gws_barrier v10 gds",
+        "v_mov_b32 v13, 0", "ds_read_b128 v[14:17], v13", "s_waitcnt lgkmcnt(0)",
+        "v_add3_u32 v5, v14, v15, v16", "v_add_u32 v5, v5, v17",
+        "v_lshlrev_b32 v20, 2, v0", "global_store_dword v20, v5, s[12:13]"], extra=lds)
+    return a
+
+
 if __name__ == "__main__":
     for cpu in ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]:
         build("vop3x", cpu, vop3x(cpu))
         build("vop3y", cpu, vop3y(cpu))
-        f = fp8(cpu)
-        if f is not None:
-            build("fp8", cpu, f)
+        build("dsx", cpu, dsx(cpu))
+        for fam, gen in (("fp8", fp8), ("smfmac", smfmac)):
+            f = gen(cpu)
+            if f is not None:
+                build(fam, cpu, f)
