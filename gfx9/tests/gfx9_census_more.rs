@@ -933,13 +933,7 @@ fn sparse_mfma_matches_a_host_matrix_multiply() {
                 };
                 let (reg, lane) = at(i, j);
                 assert!(reg < wd);
-                if got[lane * 16 + reg] != want {
-                    eprintln!(
-                        "MM {kernel} {i} {j} {} {}",
-                        f32::from_bits(got[lane * 16 + reg]),
-                        f32::from_bits(want)
-                    );
-                }
+                assert_eq!(got[lane * 16 + reg], want, "{kernel}: D[{i}][{j}]");
             }
         }
         ran += 1;
