@@ -181,6 +181,26 @@ fn hip_and_rocprim_sections_on_gfx908() {
     check_profile("gfx908");
 }
 
+/// `vector_add` with `HSA_RT_SYSFS` on `testdata/kfd-topology/mi100-gpu-only` (one gfx908
+/// GPU node, no CPU node), which the emulated device completes with the CPU node amdkfd
+/// always reports: HIP finds the MI100 and runs the gfx908 kernel. Before, HIP found no
+/// device (the platform's open failed on the event page's GTT memory, which the emulated
+/// device bounded by CPU nodes' banks).
+#[test]
+fn hip_vector_add_on_a_gpu_only_capture() {
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/kfd-topology/mi100-gpu-only/topology");
+    let Some(out) = run("vector_add", &[], Some(&tree)) else {
+        return;
+    };
+    assert_eq!(
+        hip_programs::outcome("vector_add", &out),
+        Outcome::Passed,
+        "{:?}",
+        text(&out)
+    );
+}
+
 #[test]
 fn hip_vector_add() {
     check("vector_add");
