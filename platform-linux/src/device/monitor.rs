@@ -12,8 +12,9 @@
 //! event at start-up and handles them on a thread (`Runtime::VMFaultHandler`,
 //! `HwExceptionHandler`); so does the monitor:
 //!
-//! - [`super::LinuxPlatform`] creates the two events (auto-reset) when it opens a machine
-//!   with GPUs, and a thread blocked in `WAIT_EVENTS` on both (in slices of
+//! - [`super::LinuxPlatform`] creates the two events (auto-reset) with its first compute
+//!   queue (not at open: a platform that runs no queue, such as a report on the topology,
+//!   then asks KFD for no event or event page), and a thread blocked in `WAIT_EVENTS` on both (in slices of
 //!   [`MONITOR_SLICE_MS`], so that it notices a stop request even if the wake-up below
 //!   failed);
 //! - every queue the platform creates is watched: its GPU, its inactive signal and its error
