@@ -170,7 +170,7 @@ pub fn open_with(
     match choose_device(forced, kfd_present)? {
         DeviceChoice::Kfd => {
             let topology = Topology::read_default()?;
-            let driver: Arc<dyn KfdDriver> = Arc::new(DevKfd::open(&topology)?);
+            let driver: Arc<dyn KfdDriver> = DevKfd::open(&topology)?;
             LinuxPlatform::with_xnack(driver, topology, xnack)
         }
         DeviceChoice::Emulated { announce } => {

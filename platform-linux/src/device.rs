@@ -175,7 +175,7 @@ struct State {
 /// use hsa_linux::LinuxPlatform;
 ///
 /// let topology = Topology::read_default()?;
-/// let driver = Arc::new(DevKfd::open(&topology)?);
+/// let driver = DevKfd::open(&topology)?;
 /// let platform = LinuxPlatform::new(driver, topology)?;
 /// # Ok::<(), hsa_core::Error>(())
 /// ```

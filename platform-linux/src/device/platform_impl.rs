@@ -816,6 +816,15 @@ impl LinuxPlatform {
         if let Err(e) = call(&*self.driver, &mut a) {
             if let Some(c) = new_chunk {
                 let _ = self.free_chunk(c.gpu_va.0);
+                if e.status() == Status::InvalidArgument {
+                    // amdkfd keeps one event page per process (kfd_kmap_event_page: "Event
+                    // page is already set"): another descriptor of this process's /dev/kfd
+                    // handed it one already.
+                    return Err(e.context(
+                        "handing KFD the process's event page (amdkfd takes one per process; \
+                         another open of /dev/kfd in this process may have set it)",
+                    ));
+                }
             }
             return Err(e);
         }
