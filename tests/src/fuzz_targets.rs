@@ -10,6 +10,13 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+mod engines;
+mod image;
+pub mod seeds;
+
+pub use engines::{drm_ioctl, ih_ring, mqd, pm4, sdma};
+pub use image::{image, image_descriptor};
+
 use hsa_baremetal::ih::IhEntry;
 use hsa_core::loader::code_object::AlignedBytes;
 use hsa_core::loader::CodeObject;
@@ -34,6 +41,13 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("gfx9_decode", gfx9_decode),
     ("kfd_ioctl", kfd_ioctl),
     ("gfx9_llvm_diff", gfx9_llvm_diff),
+    ("pm4", pm4),
+    ("sdma", sdma),
+    ("mqd", mqd),
+    ("ih_ring", ih_ring),
+    ("image", image),
+    ("image_descriptor", image_descriptor),
+    ("drm_ioctl", drm_ioctl),
 ];
 
 /// Code-object reader: [`CodeObject::parse`] on the bytes (copied to aligned storage), then

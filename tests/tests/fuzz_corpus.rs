@@ -108,3 +108,28 @@ fn topology_seeds_encode_the_captured_dumps() {
     }
     assert!(n == 0 || n == 4, "{n} of the four dumps found");
 }
+
+/// The seeds of the engine and image targets are what `hsa_tests::fuzz_targets::seeds`
+/// builds from the runtime's own packet, MQD, IH and image builders (`HSA_RT_WRITE_SEEDS=1`
+/// rewrites them), and each runs through its target.
+#[test]
+fn engine_and_image_seeds_are_the_builders_output() {
+    use hsa_tests::fuzz_targets::seeds::seeds;
+    let write = std::env::var_os("HSA_RT_WRITE_SEEDS").is_some_and(|v| v == "1");
+    for (target, name, bytes) in seeds() {
+        let path = fuzz_dir().join("seeds").join(target).join(name);
+        if write {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let on_disk = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (HSA_RT_WRITE_SEEDS=1 writes it)", path.display()));
+        assert!(
+            on_disk == bytes,
+            "{} differs from its builder",
+            path.display()
+        );
+        let run = TARGETS.iter().find(|(t, _)| *t == target).unwrap().1;
+        run(&bytes);
+    }
+}

@@ -93,6 +93,9 @@ use hsa_linux::topology::Topology;
 pub mod cu_mask;
 pub mod drm;
 mod events;
+#[cfg(feature = "_fuzz")]
+#[doc(hidden)]
+pub mod fuzz;
 pub mod host_kernels;
 mod interp;
 mod kernel;
