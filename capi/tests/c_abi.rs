@@ -701,6 +701,54 @@ fn c_memory_fault_reaches_the_system_event_handlers_first() {
     assert_eq!(stdout, "memory_fault: ok\n");
 }
 
+/// `c/memory_fault.c unmapped-lock`: host memory locked with `hsa_amd_memory_lock` and then
+/// unmapped by the program is the kernel's input. The GPU's read faults as a GPU's access to a
+/// userptr buffer object whose pages went: `HSA_AMD_GPU_MEMORY_FAULT_EVENT` at the locked
+/// pointer, then the queue's callback with `HSA_STATUS_ERROR_MEMORY_FAULT`; the process lives
+/// on and `hsa_amd_memory_unlock` succeeds. (Before, the emulated device read the unmapped
+/// page directly and the process died of SIGSEGV.)
+#[test]
+fn c_unmapped_locked_memory_faults_instead_of_crashing() {
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("memory_fault");
+    let code_object = common::crate_dir().join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco");
+    let out = on_emulated_device(&exe, &libdir)
+        .arg(&code_object)
+        .arg("unmapped-lock")
+        .output()
+        .expect("run memory_fault unmapped-lock");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "memory_fault unmapped-lock failed ({:?}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "memory_fault: unmapped lock: ok\n");
+    // The same while 2^20 work-items read 4 MiB of it: completion first, or a fault inside
+    // the locked range; the process never dies.
+    for _ in 0..3 {
+        let out = on_emulated_device(&exe, &libdir)
+            .arg(&code_object)
+            .arg("unmap-while-reading")
+            .output()
+            .expect("run memory_fault unmap-while-reading");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "memory_fault unmap-while-reading failed ({:?}):\n{stdout}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.starts_with("memory_fault: unmap while reading: "),
+            "{stdout}"
+        );
+    }
+}
+
 /// `c/memory_fault.c shut-down-in-callback`: the queue's error callback stores to and loads a
 /// signal, then calls the last `hsa_shut_down`, which returns `HSA_STATUS_SUCCESS` (the
 /// platform is dropped on its own event thread, which it then must not join: the join failed

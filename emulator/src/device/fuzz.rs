@@ -160,6 +160,13 @@ impl SdmaMemory for Memory {
     fn trap(&self, int_ctx: u32) {
         self.interrupts.borrow_mut().push(int_ctx);
     }
+
+    fn unmapped(&self, va: u64, what: &str) -> Error {
+        hsa_core::error!(
+            Status::MemoryFault,
+            "{what} at {va:#x}: unmapped user memory"
+        )
+    }
 }
 
 thread_local! {

@@ -96,6 +96,7 @@ mod events;
 #[cfg(feature = "_fuzz")]
 #[doc(hidden)]
 pub mod fuzz;
+mod guarded;
 pub mod host_kernels;
 mod interp;
 mod kernel;
