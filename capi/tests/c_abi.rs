@@ -701,6 +701,61 @@ fn c_memory_fault_reaches_the_system_event_handlers_first() {
     assert_eq!(stdout, "memory_fault: ok\n");
 }
 
+/// `c/async_many.c`: 300 async handlers (more than hsa-core's fixed wait list of 256 without
+/// `alloc`) each run when their signal reaches 1, the last as well as the first. The
+/// mechanism, from the emulated device's ioctl record (`HSA_RT_KFD_RECORD`): once every
+/// handler is registered, the handler thread blocks in one `AMDKFD_IOC_WAIT_EVENTS` naming
+/// every handler's event and its wake signal's (301), waiting for any, with no timeout; no
+/// wait of it has a timeout (a wait that polls some signals in turns would have 1 ms).
+/// Before, past 256 events the rest were polled every 1 ms, so their handlers ran up to 1 ms
+/// late.
+#[test]
+fn c_async_handlers_wait_in_one_wait_over_every_event() {
+    use hsa_emu::device::record::KfdCall;
+    use hsa_linux::kfd::abi::{WaitEventsArgs, AMDKFD_IOC_WAIT_EVENTS};
+    use zerocopy::FromBytes;
+    if !have_headers() {
+        return;
+    }
+    let (libdir, exe) = build_c_program("async_many");
+    let record = common::temp_dir("async_many_record").join("kfd-record.txt");
+    let _ = std::fs::remove_file(&record);
+    let out = on_emulated_device(&exe, &libdir)
+        .env("HSA_RT_KFD_RECORD", &record)
+        .output()
+        .expect("run async_many");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "async_many failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout, "async_many: ok\n");
+    let text = std::fs::read_to_string(&record).expect("the ioctl record");
+    let waits: Vec<WaitEventsArgs> = text
+        .lines()
+        .filter_map(|l| match KfdCall::parse(l) {
+            Ok(KfdCall::Ioctl {
+                request, before, ..
+            }) if request == AMDKFD_IOC_WAIT_EVENTS => {
+                WaitEventsArgs::read_from_bytes(&before).ok()
+            }
+            _ => None,
+        })
+        // The queue-error monitor waits on its own two events; the thread's first waits cover
+        // the handlers registered so far.
+        .filter(|a| a.num_events > 2)
+        .collect();
+    assert!(
+        waits.iter().any(|a| a.num_events == 301),
+        "no wait over all 301 events: {:?}",
+        waits.iter().map(|a| a.num_events).collect::<Vec<_>>()
+    );
+    for a in &waits {
+        assert_eq!((a.wait_for_all, a.timeout), (0, u32::MAX), "{a:?}");
+    }
+}
+
 /// `c/memory_fault.c unmapped-lock`: host memory locked with `hsa_amd_memory_lock` and then
 /// unmapped by the program is the kernel's input. The GPU's read faults as a GPU's access to a
 /// userptr buffer object whose pages went: `HSA_AMD_GPU_MEMORY_FAULT_EVENT` at the locked
