@@ -51,6 +51,33 @@ use crate::topology::{Topology, TopologyNode};
 /// costs no memory until used).
 pub const VA_RESERVATION_BYTES: u64 = 64 << 30;
 
+/// The smallest address reservation [`reserve_va`] falls back to, bytes (4 GiB).
+pub const MIN_VA_RESERVATION_BYTES: u64 = 4 << 30;
+
+/// Reserves the process's GPU address range: [`VA_RESERVATION_BYTES`], or, where the address
+/// space cannot take that much at once (a `ulimit -v`, valgrind's address-space manager, which
+/// refuses 64 GiB), the largest half of it that it can, down to
+/// [`MIN_VA_RESERVATION_BYTES`]: chunks then run out sooner (`OUT_OF_RESOURCES`), nothing
+/// else changes.
+///
+/// # Errors
+/// [`Status::OutOfResources`] (`ENOMEM`) or [`Status::Error`] naming the errno when not even
+/// the minimum can be reserved.
+fn reserve_va() -> Result<VaSpace, Error> {
+    let mut len = VA_RESERVATION_BYTES;
+    loop {
+        match VaSpace::reserve(len) {
+            Ok(v) => return Ok(v),
+            Err(e)
+                if len > MIN_VA_RESERVATION_BYTES && matches!(e, Errno::NOMEM | Errno::INVAL) =>
+            {
+                len /= 2;
+            }
+            Err(e) => return Err(va_error("reserving the GPU address range", e)),
+        }
+    }
+}
+
 /// Chunks of at least this size are placed at multiples of it, so the GPU can use 2 MiB pages
 /// (libhsakmt's `GPU_HUGE_PAGE_SIZE`), bytes.
 pub const HUGE_PAGE_BYTES: u64 = 2 << 20;
@@ -379,10 +406,7 @@ impl LinuxPlatform {
                 gpuvm_limit: 0,
             })
             .collect();
-        let process = process::process_of(&driver, || {
-            VaSpace::reserve(VA_RESERVATION_BYTES)
-                .map_err(|e| va_error("reserving the GPU address range", e))
-        })?;
+        let process = process::process_of(&driver, reserve_va)?;
         let va = &process.va;
 
         for gpu in &gpus {
