@@ -322,6 +322,10 @@ impl Shared {
                 ..EventData::default()
             });
             match calls::wait_events(&*self.driver, &mut data, false, MONITOR_SLICE_MS) {
+                // A wait that ends after the stop request is its wake-up (the events being
+                // destroyed), whatever the driver answered: nothing to report while the
+                // platform goes (no callback runs while its queues are destroyed).
+                Ok(_) if self.stop.load(Ordering::Acquire) => break,
                 Ok(KFD_IOC_WAIT_RESULT_COMPLETE) => self.on_exceptions(&exceptions(&data)),
                 Ok(_) => {}
                 Err(_) if self.stop.load(Ordering::Acquire) => break,
