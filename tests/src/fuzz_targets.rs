@@ -166,6 +166,13 @@ pub fn topology(data: &[u8]) {
     }
 }
 
+/// Whether `data`, as the [`topology`] target reads it, builds a tree that
+/// [`Topology::read_from`] accepts (the corpus should mostly reach past the reader's checks).
+pub fn topology_accepts(data: &[u8]) -> bool {
+    let root = Path::new("/fuzz/topology");
+    Topology::read_from(&topology_tree(root, data), root).is_ok()
+}
+
 /// Builds a sysfs topology tree under `root`, in memory, from fuzz bytes. Chunks (split at
 /// NUL): chunk 0 is `generation_id`, chunk 1 `system_properties` (each absent when its chunk
 /// is empty); every later chunk starts
