@@ -21,7 +21,7 @@ use hsa_core::{Error, Status};
 use super::mem::{Backing, Region};
 use super::memory::{Alloc, Allocs, DeviceSpan, Kind};
 use super::pm4::{self, Pm4Memory};
-use super::sdma::{self, SdmaMemory, Step};
+use super::sdma::{self, CountWidth, SdmaMemory, Step};
 
 /// The `gpu_id` the fuzzed engines run as.
 pub const FUZZ_GPU_ID: u32 = 0x1234;
@@ -220,7 +220,8 @@ pub fn pm4(data: &[u8]) {
 }
 
 /// The SDMA engine on a ring: the input's first byte is the number of ring dwords that
-/// follow (little-endian, zero-padded), the rest the fuzzed memory's bytes. Packets run in
+/// follow (little-endian, zero-padded), the rest the fuzzed memory's bytes; an even count runs
+/// the engine of SDMA 4.0-4.2 (22-bit byte counts), an odd one SDMA 4.4's (30 bits). Packets run in
 /// order, as the engine's thread runs them, until one fails, waits (`POLL_REGMEM` or a looping
 /// `ATOMIC` whose condition does not hold) or [`FUZZ_SDMA_PACKETS`] ran.
 ///
@@ -234,6 +235,11 @@ pub fn sdma(data: &[u8]) {
     let (ring, image) = rest.split_at(rest.len().min(usize::from(n) * 4));
     let mut dw = le_u32s(ring);
     dw.resize(usize::from(n), 0);
+    let width = if n % 2 == 0 {
+        CountWidth::SDMA_4_0
+    } else {
+        CountWidth::SDMA_4_4
+    };
     MEMORY.with(|m| {
         m.reset(image);
         let mut i = 0;
@@ -241,7 +247,7 @@ pub fn sdma(data: &[u8]) {
             if i >= dw.len() {
                 break;
             }
-            match sdma::execute(&dw[i..], m) {
+            match sdma::execute(&dw[i..], m, width) {
                 Ok(Step::Done(len)) => {
                     let len = len as usize;
                     assert!(len >= 1 && i + len <= dw.len(), "packet of {len} at {i}");

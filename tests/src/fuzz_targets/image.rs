@@ -11,8 +11,8 @@ use hsa_core::image::{
     IMAGE_ALIGNMENT,
 };
 use hsa_core::Status;
-use hsa_emu::gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode};
+use hsa_gfx9::Gfx9Target;
 use object::{Object, ObjectSection, ObjectSymbol};
 use zerocopy::FromBytes;
 
@@ -256,6 +256,11 @@ impl DeviceMemory for FlatMemory {
                     buf.len()
                 )
             })
+    }
+
+    /// A fixed clock: the image kernels read none, and a fuzz run must not depend on time.
+    fn clock_counter(&self) -> u64 {
+        0x1234_5678
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
