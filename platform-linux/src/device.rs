@@ -51,7 +51,8 @@ use crate::topology::{Topology, TopologyNode};
 /// costs no memory until used).
 pub const VA_RESERVATION_BYTES: u64 = 64 << 30;
 
-/// The smallest address reservation [`reserve_va`] falls back to, bytes (4 GiB).
+/// The smallest address reservation the platform falls back to where the address space
+/// refuses [`VA_RESERVATION_BYTES`] (halving from it), bytes (4 GiB).
 pub const MIN_VA_RESERVATION_BYTES: u64 = 4 << 30;
 
 /// Reserves the process's GPU address range: [`VA_RESERVATION_BYTES`], or, where the address

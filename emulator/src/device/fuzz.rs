@@ -5,7 +5,7 @@
 //! `hsa_tests::fuzz_targets`); nothing of the device's interface depends on it.
 //!
 //! Both run against the memory the device's engines see: buffer objects in an allocation
-//! table ([`Allocs`]) translated as the engines translate them (`device_span`, which lets a
+//! table (`Allocs`) translated as the engines translate them (`device_span`, which lets a
 //! range cross from one buffer object into the next and faults on any byte that is not mapped
 //! to the GPU). The table holds two adjacent 16 KiB buffer objects mapped to GPU
 //! [`FUZZ_GPU_ID`] at [`FUZZ_MEMORY_VA`] and a third, not mapped to it, 64 KiB above; the input
