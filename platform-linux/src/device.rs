@@ -11,6 +11,7 @@
 //! | `allocate_memory` DeviceLocal | `ALLOC_MEMORY_OF_GPU(VRAM)` at a carved VA, render-node mmap when host-visible, `MAP_MEMORY_TO_GPU` (its GPU) |
 //! | `free_memory` | `UNMAP_MEMORY_FROM_GPU`, `FREE_MEMORY_OF_GPU`, VA back to the reservation |
 //! | `create_queue` | the first time: `CREATE_EVENT(MEMORY)` and `CREATE_EVENT(HW_EXCEPTION)` for the queue-error [`monitor`]; then EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap; the queue is watched by the [`monitor`] |
+//! | `create_sdma_queue` | the first queue of either kind starts the [`monitor`] (as `create_queue`); then `CREATE_QUEUE(SDMA)` on the caller's ring, doorbell page mmap; the engine's faults arrive as the monitor's events |
 //! | `ring_doorbell` | one 64-bit release store to the doorbell word through the queue's [`KfdDoorbell`]: no lock, no lookup |
 //! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the process's first event (this one, or the monitor's) hands KFD the event page |
 //! | `wait_event` / `signal_event` / `destroy_event` | `WAIT_EVENTS` / `SET_EVENT` / `DESTROY_EVENT` |

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
     MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, NodeProperties, Platform, QueueKind,
-    QueueRequest, TopologySource, WaitOutcome,
+    QueueRequest, SdmaQueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::Status;
 use hsa_linux::device::monitor::MONITOR_SLICE_MS;
@@ -540,6 +540,49 @@ fn the_first_queue_starts_the_monitor() {
     // SAFETY: as above.
     unsafe { p.create_queue(&queue_request(&ring2, &amdq2)) }.unwrap();
     assert_eq!(fake.count(AMDKFD_IOC_CREATE_EVENT), 2);
+}
+
+/// An SDMA queue starts the monitor too when it is the platform's first queue, before its
+/// CREATE_QUEUE: an SDMA engine's memory fault reaches the process only through the monitor's
+/// events (without them the C library's sdma_fault saw no fault event and its copy's signal
+/// never went to -1).
+#[test]
+fn the_first_sdma_queue_starts_the_monitor() {
+    let (fake, p) = open();
+    let (ring, _amdq) = queue_memory(&p);
+    let before = fake.log.lock().unwrap().calls.len();
+    let request = SdmaQueueRequest {
+        node: GPU_NODE,
+        ring: ring.gpu_va,
+        ring_size_bytes: 4096,
+        read_pointer: GpuVa(ring.gpu_va.0 + 8192),
+        write_pointer: GpuVa(ring.gpu_va.0 + 8200),
+    };
+    // SAFETY: the ring and pointer words are in `ring`, which lives until the platform drops.
+    unsafe { p.create_sdma_queue(&request) }.unwrap();
+    let order: Vec<u32> = fake.log.lock().unwrap().calls[before..]
+        .iter()
+        .map(|c| c.0)
+        .collect();
+    let first_create_queue = order
+        .iter()
+        .position(|&c| c == AMDKFD_IOC_CREATE_QUEUE)
+        .expect("CREATE_QUEUE");
+    let events: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c == AMDKFD_IOC_CREATE_EVENT)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(events.len(), 2, "{order:x?}");
+    assert!(events[1] < first_create_queue, "{order:x?}");
+    let kinds: Vec<u32> = fake
+        .calls::<CreateEventArgs>(AMDKFD_IOC_CREATE_EVENT)
+        .iter()
+        .map(|e| e.event_type)
+        .collect();
+    assert_eq!(kinds, [KFD_IOC_EVENT_MEMORY, KFD_IOC_EVENT_HW_EXCEPTION]);
+    assert!(p.exception_events().is_some());
 }
 
 /// A monitor that cannot start (its event cannot be created) fails the queue, named, before

@@ -510,13 +510,15 @@ unsafe impl Platform for LinuxPlatform {
     /// `CREATE_QUEUE` of `KFD_IOC_QUEUE_TYPE_SDMA` as ROCR 5.2's `BlitSdma::Initialize` asks
     /// libhsakmt for it: 100 %, the highest priority (15), the caller's ring and pointers, no
     /// EOP or context-save buffer; the GPU's doorbell page mapped once, as for compute queues.
-    /// Queue errors of an SDMA engine reach the process as KFD hardware-exception events
-    /// (nothing to watch: it has no `queue_inactive_signal`).
+    /// Queue errors of an SDMA engine reach the process as KFD memory and hardware-exception
+    /// events (nothing to watch: it has no `queue_inactive_signal`), so the platform's first
+    /// queue of either kind starts the queue-error monitor.
     ///
     /// # Errors
     /// [`Status::InvalidAgent`] for an unknown node; [`Status::InvalidQueueCreation`] for a CPU
     /// node, a GPU before gfx9 (32-bit SDMA pointers), or a ring size that is not a power of
-    /// two in `1024..=2^31` bytes; the ioctl's error (`OutOfResources` for amdkfd's `ENOMEM`
+    /// two in `1024..=2^31` bytes; the monitor's (`"creating the KFD memory event that reports
+    /// queue errors: ..."`); the ioctl's error (`OutOfResources` for amdkfd's `ENOMEM`
     /// when the GPU's SDMA queues are all in use).
     unsafe fn create_sdma_queue(
         &self,
@@ -552,6 +554,10 @@ unsafe impl Platform for LinuxPlatform {
                 gpu.gfx_target_version
             );
         }
+        // The queue-error monitor before the queue can fail: an SDMA engine's memory fault
+        // reaches the process only through the KFD memory and hardware-exception events that
+        // the monitor waits on.
+        self.monitor()?;
         let mut a = CreateQueueArgs {
             ring_base_address: request.ring.0,
             write_pointer_address: request.write_pointer.0,
