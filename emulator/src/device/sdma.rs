@@ -24,7 +24,13 @@
 //!   `LINEAR_RECT` (sub-op 4), 13 dwords: a sub-window of `rect_x + 1` elements by
 //!   `rect_y + 1` rows by `rect_z + 1` slices, elements of `1 << element` bytes (bits 29..32
 //!   of dword 0), each side's pitch and slice pitch in elements minus one.
-//!   Byte swapping (`dst_swap`/`src_swap`) and broadcast copies are not emulated.
+//!   Byte swapping (`dst_swap`/`src_swap`) and broadcast copies are not emulated, nor a
+//!   destination whose rows overlap (a pitch below `rect_x + 1`, or a slice pitch below
+//!   `rect_y` pitches plus `rect_x + 1` with more than one slice: ROCR's
+//!   `hsa_amd_memory_async_copy_rect` never asks for one): the engine would write the same
+//!   bytes once per overlapping row, up to 2^25 rows of 256 KiB over a few pages, which the
+//!   emulator does not spend its time on. With disjoint destination rows a packet writes at
+//!   most the bytes mapped at its destination, row by row.
 //! - `FENCE` (5), 4 dwords: stores the 32-bit data to the 4-byte aligned address.
 //! - `TRAP` (6), 2 dwords: raises the engine's trap interrupt with the 28-bit `int_ctx`,
 //!   which amdkfd turns into KFD events (`kfd_signal_event_interrupt(pasid, int_ctx, 28)`):
@@ -406,6 +412,22 @@ fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
     let ry = u64::from((p[11] >> 16) & 0x3fff) + 1;
     let rz = u64::from(p[12] & 0x7ff) + 1;
     let row_bytes = rx * element;
+    // Disjoint destination rows bound the work by the memory written (see the module's doc).
+    let (dst_pitch, dst_slice) = (dst.4, dst.5);
+    if ry > 1 && dst_pitch < rx {
+        return Err(bad(format_args!(
+            "COPY LINEAR_RECT destination pitch {dst_pitch} elements is below the rectangle's \
+             width {rx}: overlapping destination rows are not emulated"
+        )));
+    }
+    if rz > 1 && dst_slice < (ry - 1) * dst_pitch + rx {
+        return Err(bad(format_args!(
+            "COPY LINEAR_RECT destination slice pitch {dst_slice} elements is below the \
+             {} elements of a slice's {ry} rows: overlapping destination slices are not \
+             emulated",
+            (ry - 1) * dst_pitch + rx
+        )));
+    }
     let at = |s: (u64, u64, u64, u64, u64, u64), y: u64, z: u64| {
         let (base, ox, oy, oz, pitch, slice) = s;
         let elems = ox + (oy + y) * pitch + (oz + z) * slice;
