@@ -2,14 +2,16 @@
 # Mutation testing of the modules a no-alloc embedder depends on (issue 43), with cargo-mutants
 # (https://mutants.rs; settings in .cargo/mutants.toml, results in docs/mutants.md).
 #
-#   scripts/mutants.sh [MODULE... | all] [--shard K/N] [--list]
+#   scripts/mutants.sh [MODULE... | all] [--shard K/N] [--re REGEX] [--list]
 #   scripts/mutants.sh --ci
 #
 # MODULE is one of the names `scripts/mutants.sh --modules` prints (default: all). --shard K/N
 # runs the K-th of N slices (0-based, cargo-mutants' `--shard`) of the selected mutants, so a
-# 2-core machine can spread the hours over several sessions. --ci runs the shard of all modules
+# 2-core machine can spread the hours over several sessions. --re runs only the mutants whose
+# name (as --list prints it) matches REGEX (cargo-mutants' `--re`). --ci runs the shard of all modules
 # that the commit count picks (K = commits mod CI_SHARDS), so CI walks the whole set in turn;
-# it fails when a mutant is missed that docs/mutants.md does not explain (see `explained`).
+# it fails when a mutant is missed that docs/mutants.md does not explain, in the modules
+# STRICT_MODULES names.
 #
 # The mutants are tested in a copy of the work tree, target/mutants/tree (cargo-mutants
 # `--in-place` there), which keeps its own target dir between runs: the work tree itself is
@@ -24,9 +26,12 @@ root=$PWD
 
 # The pinned cargo-mutants (.ci/run installs this version).
 MUTANTS_VERSION=27.1.0
-# CI's slices of all modules: each ~30 mutants at ~10 s, so a shard takes ~5 min after the
+# CI's slices of all modules: each ~20 mutants at ~10 s, so a shard takes ~4 min after the
 # ~3 min build.
-CI_SHARDS=64
+CI_SHARDS=96
+# The modules whose every missed mutant docs/mutants.md explains (a full run showed it): in
+# these, --ci fails on a missed mutant the doc does not explain. Elsewhere it reports only.
+STRICT_MODULES="suballoc packet"
 
 modules() {
     cat <<'EOF'
@@ -47,12 +52,14 @@ EOF
 
 selected=()
 shard=""
+re=""
 list=0
 ci=0
 while [ $# -gt 0 ]; do
     case "$1" in
     --shard) shard=$2; shift 2 ;;
     --shard=*) shard=${1#--shard=}; shift ;;
+    --re) re=$2; shift 2 ;;
     --list) list=1; shift ;;
     --ci) ci=1; shift ;;
     --modules) modules | awk '{print $1}'; exit 0 ;;
@@ -97,9 +104,12 @@ for f in "${files[@]}"; do file_args+=(-f "$f"); done
 label=$(IFS=+; echo "${selected[*]}")
 [ ${#selected[@]} -eq "$(modules | wc -l)" ] && label=all
 [ -n "$shard" ] && label="$label-shard-${shard/\//-of-}"
+[ -n "$re" ] && label="$label-re"
+re_args=()
+[ -n "$re" ] && re_args=(--re "$re")
 
 if [ $list = 1 ]; then
-    cargo mutants --list --line-col=false "${file_args[@]}" ${shard:+--shard "$shard"}
+    cargo mutants --list "${file_args[@]}" "${re_args[@]}" ${shard:+--shard "$shard"}
     exit 0
 fi
 
@@ -119,7 +129,7 @@ start=$(date +%s)
 status=0
 # Exit codes: 0 all caught, 2 some missed, 3 some timed out, 4 the baseline failed.
 env -u CARGO_TARGET_DIR cargo mutants --in-place -d "$tree" --no-shuffle \
-    --colors never -o "$out" "${file_args[@]}" ${shard:+--shard "$shard"} || status=$?
+    --colors never -o "$out" "${file_args[@]}" "${re_args[@]}" ${shard:+--shard "$shard"} || status=$?
 if [ $status -ne 0 ] && [ $status -ne 2 ] && [ $status -ne 3 ]; then
     echo "mutants.sh: cargo mutants failed (exit $status)" >&2
     exit $status
@@ -151,10 +161,26 @@ elapsed=$(($(date +%s) - start))
 # The per-module table (target/mutants/out/LABEL/summary.md), and the missed mutants that
 # docs/mutants.md does not explain (it names each explained survivor, as cargo-mutants
 # prints it, in backquotes) in unexplained.txt.
-python3 scripts/mutants_lib.py summary "$out" "$elapsed" docs/mutants.md "$shard" "${selected[@]}"
-if [ $ci = 1 ] && [ -s "$out/unexplained.txt" ]; then
+python3 scripts/mutants_lib.py summary "$out" "$elapsed" docs/mutants.md "$shard" \
+    "${selected[@]}"
+strict_files=()
+for m in $STRICT_MODULES; do
+    read -r -a f < <(modules | awk -v m="$m" '$1 == m { $1 = ""; print }')
+    strict_files+=("${f[@]}")
+done
+: >"$out/unexplained-strict.txt"
+while read -r name; do
+    for f in "${strict_files[@]}"; do
+        # shellcheck disable=SC2053 # $f is a glob on purpose
+        if [[ ${name%%:*} == $f ]]; then
+            echo "$name" >>"$out/unexplained-strict.txt"
+            break
+        fi
+    done
+done <"$out/unexplained.txt"
+if [ $ci = 1 ] && [ -s "$out/unexplained-strict.txt" ]; then
     echo "mutants.sh: missed mutants that docs/mutants.md does not explain (write a test that" >&2
     echo "catches each, or explain it there):" >&2
-    cat "$out/unexplained.txt" >&2
+    cat "$out/unexplained-strict.txt" >&2
     exit 1
 fi
