@@ -253,6 +253,12 @@ impl<'a> GpuMemory<'a> {
 }
 
 impl DeviceMemory for GpuMemory<'_> {
+    /// The device's clock: nanoseconds of `CLOCK_MONOTONIC` (1 GHz), the ticks of its
+    /// other timestamps (PM4 and SDMA timestamps, `GET_CLOCK_COUNTERS`).
+    fn clock_counter(&self) -> u64 {
+        super::monotonic_ns()
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
         match self.lookup(addr, buf.len() as u64) {
             Some(r) => r.read_into(buf),
@@ -751,6 +757,10 @@ mod tests {
     struct Flat(std::cell::RefCell<Vec<u8>>);
 
     impl DeviceMemory for Flat {
+        fn clock_counter(&self) -> u64 {
+            0
+        }
+
         fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
             let m = self.0.borrow();
             let src = m
@@ -849,6 +859,10 @@ mod tests {
     fn run_kernel_dispatch_reads_only_the_code_it_runs() {
         struct Counting(Flat, std::cell::Cell<u64>);
         impl DeviceMemory for Counting {
+            fn clock_counter(&self) -> u64 {
+                0
+            }
+
             fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
                 if addr >= 0x1100 {
                     self.1.set(self.1.get() + buf.len() as u64);
