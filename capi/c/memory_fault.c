@@ -8,7 +8,8 @@
  * signal and then calls the last hsa_shut_down itself (on the runtime's event thread, which the
  * platform then must not join), and the program checks the runtime is gone.
  * With "unmapped-lock", the input is host memory the program locked (hsa_amd_memory_lock) and
- * then unmapped: the GPU's read of it faults at the locked pointer, as a GPU's access to a
+ * then unmapped (replaced by a PROT_NONE mapping, so no other mapping takes the address before
+ * the dispatch): the GPU's read of it faults at the locked pointer, as a GPU's access to a
  * userptr buffer object whose pages went does, and the process lives on (hsa_amd_memory_unlock
  * still succeeds). With "unmap-while-reading", 4 MiB of locked input are copied by 2^20
  * work-items while the program unmaps it: the dispatch either completes first or faults at an
@@ -149,7 +150,13 @@ int main(int argc, char** argv) {
     EXPECT(host != MAP_FAILED);
     memset(host, 0x5a, input_bytes);
     OK(hsa_amd_memory_lock(host, input_bytes, &gpu, 1, &input));
-    if (unmapped_lock) EXPECT(munmap(host, input_bytes) == 0);
+    /* The pages go at once, replaced by an inaccessible mapping that keeps the address: after
+     * a plain munmap a later mapping of this process (a thread's stack, a malloc arena) could
+     * take the hole before the kernel ran, and the GPU then read that memory instead of
+     * faulting (seen: the kernel copied 2 from an anonymous mapping over the locked range). */
+    if (unmapped_lock)
+      EXPECT(mmap(host, input_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+             host);
   }
   uint64_t fault_lo = (uint64_t)(uintptr_t)input;
   uint64_t fault_hi = racing ? fault_lo + input_bytes : fault_lo + 1;
@@ -246,7 +253,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   EXPECT(hsa_signal_load_scacquire(done) == 1); /* the dispatch never completed */
-  if (unmapped_lock) OK(hsa_amd_memory_unlock(host));
+  if (unmapped_lock) {
+    OK(hsa_amd_memory_unlock(host));
+    EXPECT(munmap(host, input_bytes) == 0);
+  }
 
   OK(hsa_queue_destroy(queue));
   OK(hsa_signal_destroy(done));
