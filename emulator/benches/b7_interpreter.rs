@@ -9,7 +9,7 @@
 //!   LDS with barriers, over 1,048,576 u32 on a grid of 16,384.
 //!
 //! Each interpreter iteration is one whole dispatch through
-//! [`run_workgroups`](hsa_emu::gfx9::exec::run_workgroups) over a flat memory on the bench's
+//! [`run_workgroups`](hsa_gfx9::exec::run_workgroups) over a flat memory on the bench's
 //! thread (no emulated device, no queue). Setup checks its results against the host's. The
 //! lane-instructions of one dispatch (active lanes summed over the instructions executed) go
 //! to `<target>/criterion/hsa_b7.json`, from which `scripts/bench_report.py --b7` makes
@@ -27,8 +27,8 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
 use hsa_core::{Result, Status};
-use hsa_emu::gfx9::exec::{run_workgroups, DeviceMemory, DispatchState, ExecStats, KernelCode};
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::exec::{run_workgroups, DeviceMemory, DispatchState, ExecStats, KernelCode};
+use hsa_gfx9::Gfx9Target;
 
 /// Flat device memory: a few buffers at fixed addresses.
 struct Memory {
@@ -54,6 +54,12 @@ impl Memory {
 }
 
 impl DeviceMemory for Memory {
+    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
+    fn clock_counter(&self) -> u64 {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
         for (base, bytes) in self.regions.borrow().iter() {
             if addr >= *base && addr + buf.len() as u64 <= base + bytes.len() as u64 {
@@ -207,7 +213,7 @@ fn dispatch(k: &Kernel, st: &DispatchState, mem: &Memory) -> ExecStats {
         entry_address: k.base,
     };
     let mut stats = ExecStats::default();
-    let groups = hsa_emu::gfx9::exec::workgroup_total(st);
+    let groups = hsa_gfx9::exec::workgroup_total(st);
     run_workgroups(
         &code,
         &k.descriptor,

@@ -4,8 +4,9 @@
 //! same amdkfd interface the Linux backend (`hsa-linux`) drives on real hardware. It is a std
 //! crate apart from the runtime: nothing in `hsa-core` or `hsa-linux` depends on it.
 //!
-//! - [`gfx9`]: the GFX9 (wave64) decoder, disassembler text (`llvm-objdump`'s syntax) and wave
-//!   interpreter, which runs the real machine code of gfx900, gfx90a and gfx942 code objects.
+//! - [`gfx9`]: the `hsa-gfx9` crate, the GFX9 (wave64) decoder, disassembler text
+//!   (`llvm-objdump`'s syntax) and wave interpreter, which runs the real machine code of gfx900,
+//!   gfx90a and gfx942 code objects; this crate's device supplies its memory and clock.
 //! - [`device`]: the emulated device — [`EmulatedKfd`], a model of amdkfd (ioctl semantics of
 //!   `kfd_chardev.c`: memory, queues, events) that implements
 //!   [`hsa_linux::kfd::driver::KfdDriver`]; its command processor (one thread per AQL queue,
@@ -24,7 +25,9 @@
 extern crate alloc;
 
 pub mod device;
-pub mod gfx9;
+/// The GFX9 instruction set the emulated device runs: the `hsa-gfx9` crate (decoder,
+/// disassembler, wave interpreter), re-exported under its old path.
+pub use hsa_gfx9 as gfx9;
 pub mod select;
 
 pub use device::{builtin_topology, EmulatedKfd, ExecutionMode, ExecutionStats};

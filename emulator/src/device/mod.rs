@@ -93,6 +93,10 @@ use hsa_linux::topology::Topology;
 pub mod cu_mask;
 pub mod drm;
 mod events;
+#[cfg(feature = "_fuzz")]
+#[doc(hidden)]
+pub mod fuzz;
+mod guarded;
 pub mod host_kernels;
 mod interp;
 mod kernel;
@@ -391,6 +395,8 @@ struct Gpu {
     target: Option<Gfx9Target>,
     /// The ISA's name (`gfx90a`), or `gfx_target_version N` when it has none.
     isa: String,
+    /// The width of its SDMA engines' count fields.
+    sdma_count_width: sdma::CountWidth,
 }
 
 struct QueueEntry {
@@ -640,6 +646,7 @@ impl EmulatedKfd {
                     || format!("gfx_target_version {}", p.gfx_target_version),
                     |processor| processor.name().to_owned(),
                 ),
+                sdma_count_width: sdma::CountWidth::for_target(p.gfx_target_version),
             });
         }
         if gpus.is_empty() {
@@ -1703,6 +1710,7 @@ impl EmulatedKfd {
             doorbell,
             queue_id: qid,
             gpu_id: gpu.gpu_id,
+            count_width: gpu.sdma_count_width,
         };
         let thread = std::thread::Builder::new()
             .name(format!("emu-sdma-q{qid}"))

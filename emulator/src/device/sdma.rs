@@ -18,12 +18,19 @@
 //!
 //! - `NOP` (0): `1 + count` dwords (count in bits 16..30); a zero dword is a one-dword NOP
 //!   (ROCR pads the ring's end with zeros).
-//! - `COPY` (1), `LINEAR` (sub-op 0), 7 dwords: `count + 1` bytes (bits 0..22 of dword 1)
-//!   from the source (dwords 3, 4) to the destination (dwords 5, 6), as `memmove`.
+//! - `COPY` (1), `LINEAR` (sub-op 0), 7 dwords: `count + 1` bytes (dword 1, a field of
+//!   [`CountWidth`] bits: 22 on SDMA 4.0-4.2, 30 on SDMA 4.4) from the source (dwords 3, 4)
+//!   to the destination (dwords 5, 6), as `memmove`.
 //!   `LINEAR_RECT` (sub-op 4), 13 dwords: a sub-window of `rect_x + 1` elements by
 //!   `rect_y + 1` rows by `rect_z + 1` slices, elements of `1 << element` bytes (bits 29..32
 //!   of dword 0), each side's pitch and slice pitch in elements minus one.
-//!   Byte swapping (`dst_swap`/`src_swap`) and broadcast copies are not emulated.
+//!   Byte swapping (`dst_swap`/`src_swap`) and broadcast copies are not emulated, nor a
+//!   destination whose rows overlap (a pitch below `rect_x + 1`, or a slice pitch below
+//!   `rect_y` pitches plus `rect_x + 1` with more than one slice: ROCR's
+//!   `hsa_amd_memory_async_copy_rect` never asks for one): the engine would write the same
+//!   bytes once per overlapping row, up to 2^25 rows of 256 KiB over a few pages, which the
+//!   emulator does not spend its time on. With disjoint destination rows a packet writes at
+//!   most the bytes mapped at its destination, row by row.
 //! - `FENCE` (5), 4 dwords: stores the 32-bit data to the 4-byte aligned address.
 //! - `TRAP` (6), 2 dwords: raises the engine's trap interrupt with the 28-bit `int_ctx`,
 //!   which amdkfd turns into KFD events (`kfd_signal_event_interrupt(pasid, int_ctx, 28)`):
@@ -43,7 +50,8 @@
 //!   a `POLL_REGMEM`).
 //! - `CONST_FILL` (11), 5 dwords: with `fillsize` 2 (dwords, bits 30..32) fills
 //!   `(count >> 2) + 1` dwords at the 4-byte aligned destination with the data (amdgpu
-//!   writes `bytes - 1`, ROCR `bytes - 4`: the low two bits do not count).
+//!   writes `bytes - 1`, ROCR `bytes - 4`: the low two bits do not count); the count field
+//!   is as wide as COPY LINEAR's.
 //! - `TIMESTAMP` (13), `GET_GLOBAL_TIMESTAMP` (sub-op 2), 3 dwords: stores the GPU clock
 //!   counter (the ticks of `GET_CLOCK_COUNTERS.gpu_clock_counter`) as 64 bits at the
 //!   8-byte aligned address (ROCR's copy profiling: the signal's start and end times).
@@ -53,18 +61,19 @@
 //! naming the packet, its place in the ring and the value. A packet's memory range may cross
 //! from one buffer object into the next, as on the engine, which needs only every page of it
 //! mapped in the GPU's VM; a byte the GPU cannot reach is a `MEMORY_FAULT` naming the access
-//! and that byte. The device reports a stopped SDMA queue as it reports a stopped
-//! compute queue (`Device::report_queue_error`: its log, and the KFD hardware-exception or
-//! memory event). Nothing is skipped silently.
+//! and that byte. A stopped SDMA queue goes into the device's log of queue errors; a memory
+//! fault is reported as the compute queues' are (`Device::report_queue_error`: the KFD
+//! memory event), anything else as amdkfd reports a hung engine, by a GPU reset
+//! ([`report_hang`]). Nothing is skipped silently.
 
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use hsa_core::{error, Error, Status};
 use zerocopy::IntoBytes;
 
-use super::mem::Region;
+use super::mem::{CopyFault, Region, RegionFault};
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
 use super::queue::{IdlePoll, QueueCtl, BLOCKED_POLL};
 use super::Device;
@@ -107,6 +116,73 @@ pub(crate) trait SdmaMemory {
 
     /// Raises the engine's trap interrupt with the 28-bit context `int_ctx`.
     fn trap(&self, int_ctx: u32);
+
+    /// The memory fault of an access (`what`) that reached, at device address `va`, user
+    /// memory its owner unmapped (a `USERPTR` buffer object whose pages went: amdgpu
+    /// invalidates it, and the engine's access faults), recorded for the memory event.
+    fn unmapped(&self, va: u64, what: &str) -> Error;
+}
+
+/// The width in bits of the byte-count fields of `COPY LINEAR` (dword 1) and `CONST_FILL`
+/// (dword 4), which depends on the SDMA engine's version:
+///
+/// - SDMA 4.0 to 4.2 (gfx900 Vega 10 4.0.0, gfx906 Vega 20 4.2.0, gfx908 Arcturus 4.2.2,
+///   gfx90c Renoir 4.1.2) and SDMA 5.0 (gfx101x): 22 bits. `vega10_sdma_pkt_open.h`'s
+///   `SDMA_PKT_COPY_LINEAR_COUNT_count` mask 0x003FFFFF; amdgpu's `sdma_v4_0_buffer_funcs`
+///   `copy_max_bytes`/`fill_max_bytes` `1 << 22`.
+/// - SDMA 4.4 (gfx90a Aldebaran 4.4.0, gfx940/941/942 4.4.2, gfx950 4.4.5), SDMA 5.2
+///   (gfx103x), SDMA 6 and 7 (gfx11, gfx12): 30 bits. amdgpu's `sdma_v4_4_buffer_funcs`
+///   (IP 4.4.0 and later in `sdma_v4_0.c`), `sdma_v4_4_2_buffer_funcs` and
+///   `sdma_v5_2_buffer_funcs` copy and fill up to `1 << 30` bytes ("SDMA 4.4.x has increased
+///   transfer limits"); ROCR 7's `GpuAgent::CreateBlitSdma` uses `count_ext` (30 bits,
+///   `sdma_registers.h`) for gfx90a and gfx9.4+ and for gfx10.3+, the 22-bit `count`
+///   elsewhere.
+///
+/// A count with bits above the width is a packet the engine does not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CountWidth(u32);
+
+impl CountWidth {
+    /// 22 bits: SDMA 4.0-4.2 and 5.0.
+    pub(crate) const SDMA_4_0: CountWidth = CountWidth(22);
+    /// 30 bits: SDMA 4.4, 5.2, 6 and 7.
+    pub(crate) const SDMA_4_4: CountWidth = CountWidth(30);
+
+    /// The width on the GPU of `gfx_target_version` (the topology's `major * 10000 + minor *
+    /// 100 + stepping`: 90010 for gfx90a).
+    pub(crate) fn for_target(gfx_target_version: u32) -> CountWidth {
+        let (major, minor, stepping) = (
+            gfx_target_version / 10000,
+            gfx_target_version / 100 % 100,
+            gfx_target_version % 100,
+        );
+        match (major, minor, stepping) {
+            (9, 4.., _) | (9, 0, 10) | (10, 3.., _) | (11.., _, _) => CountWidth::SDMA_4_4,
+            _ => CountWidth::SDMA_4_0,
+        }
+    }
+
+    /// The width in bits.
+    pub(crate) fn bits(self) -> u32 {
+        self.0
+    }
+
+    /// `count` if it fits in the field, else an error naming the packet's dword.
+    fn check(self, packet: &str, dword: u32) -> Result<u32, Error> {
+        if dword >> self.bits() != 0 {
+            return Err(bad(format_args!(
+                "{packet} count dword {dword:#010x} has bits above the {}-bit count of this \
+                 SDMA engine ({})",
+                self.bits(),
+                if self.bits() == 22 {
+                    "SDMA 4.0-4.2"
+                } else {
+                    "SDMA 4.4 and later"
+                }
+            )));
+        }
+        Ok(dword)
+    }
 }
 
 /// What one packet did.
@@ -142,12 +218,12 @@ fn packet_dwords(header: u32) -> Option<u32> {
 }
 
 /// Runs the packet at the start of `dw` (the dwords written and not yet read, in ring
-/// order) against `mem`.
+/// order) against `mem`, on an engine whose count fields are `width` wide.
 ///
 /// # Errors
 /// `Status::InvalidPacketFormat` naming the packet and field for anything the engine does not
 /// run (module docs), or for a packet longer than `dw`; `Status::MemoryFault` from `mem`.
-pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory) -> Result<Step, Error> {
+pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Result<Step, Error> {
     let Some(&header) = dw.first() else {
         return Err(bad(format_args!("no packet to run")));
     };
@@ -180,12 +256,12 @@ pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory) -> Result<Step, Error> {
     let addr = |lo: usize| u64::from(p[lo]) | u64::from(p[lo + 1]) << 32;
     match op {
         OP_NOP => {}
-        OP_COPY if sub_op == SUBOP_COPY_LINEAR => copy_linear(p, mem)?,
+        OP_COPY if sub_op == SUBOP_COPY_LINEAR => copy_linear(p, mem, width)?,
         OP_COPY => copy_rect(p, mem)?,
         OP_FENCE => {
             let va = addr(1);
-            // Release pairs with the Acquire load of whoever polls the word.
-            with_word32(mem, va, "FENCE write", |w| w.store(p[3], Ordering::Release))?;
+            // SeqCst (rmw32): after everything before it, before whoever polls the word.
+            rmw32(mem, va, "FENCE write", |_| Some(p[3]))?;
         }
         OP_TRAP => mem.trap(p[1] & 0x0fff_ffff),
         OP_POLL_REGMEM => {
@@ -198,65 +274,91 @@ pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory) -> Result<Step, Error> {
                 return Ok(Step::Wait);
             }
         }
-        OP_CONST_FILL => const_fill(p, mem)?,
+        OP_CONST_FILL => const_fill(p, mem, width)?,
         OP_TIMESTAMP => {
             let va = addr(1);
             let now = mem.gpu_clock();
-            with_word64(mem, va, "TIMESTAMP write", |w| {
-                w.store(now, Ordering::Release)
-            })?;
+            rmw64(mem, va, "TIMESTAMP write", |_| Some(now))?;
         }
         _ => unreachable!("packet_dwords knows only the opcodes above"),
     }
     Ok(Step::Done(len))
 }
 
-/// Runs `f` on the aligned 32-bit word at `va`.
-fn with_word32<R>(
+/// Read-modify-write of the aligned 32-bit word at `va` (SeqCst: the engine's accesses are
+/// ordered with the host's and the other engines' accesses to the word, a signal's value):
+/// `op(old)` is the new value, `None` to leave it; returns the old value. A word of user
+/// memory whose owner unmapped it is a memory fault ([`SdmaMemory::unmapped`]).
+fn rmw32(
     mem: &dyn SdmaMemory,
     va: u64,
     what: &str,
-    f: impl FnOnce(&AtomicU32) -> R,
-) -> Result<R, Error> {
+    mut op: impl FnMut(u32) -> Option<u32>,
+) -> Result<u32, Error> {
+    let misaligned = || bad(format_args!("{what} address {va:#x} is not 4-byte aligned"));
     if va % 4 != 0 {
-        return Err(bad(format_args!(
-            "{what} address {va:#x} is not 4-byte aligned"
-        )));
+        return Err(misaligned());
     }
-    let r = mem.span(va, 4, what)?.single();
-    r.as_ref()
-        .and_then(|r| r.atomic_u32(0))
-        .map(f)
-        .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 4-byte aligned")))
+    let r = mem.span(va, 4, what)?.single().ok_or_else(misaligned)?;
+    let fault = |f: RegionFault| mem.unmapped(va + f.offset, what);
+    let mut old = r
+        .try_cas_u32(0, 0, 0)
+        .map_err(fault)?
+        .ok_or_else(misaligned)?;
+    loop {
+        let Some(new) = op(old) else {
+            return Ok(old);
+        };
+        match r.try_cas_u32(0, old, new).map_err(fault)? {
+            Some(v) if v == old => return Ok(old),
+            Some(v) => old = v,
+            None => return Err(misaligned()),
+        }
+    }
 }
 
-/// Runs `f` on the aligned 64-bit word at `va`.
-fn with_word64<R>(
+/// [`rmw32`] of the aligned 64-bit word at `va`.
+fn rmw64(
     mem: &dyn SdmaMemory,
     va: u64,
     what: &str,
-    f: impl FnOnce(&AtomicU64) -> R,
-) -> Result<R, Error> {
+    mut op: impl FnMut(u64) -> Option<u64>,
+) -> Result<u64, Error> {
+    let misaligned = || bad(format_args!("{what} address {va:#x} is not 8-byte aligned"));
     if va % 8 != 0 {
-        return Err(bad(format_args!(
-            "{what} address {va:#x} is not 8-byte aligned"
-        )));
+        return Err(misaligned());
     }
-    let r = mem.span(va, 8, what)?.single();
-    r.as_ref()
-        .and_then(|r| r.atomic_u64(0))
-        .map(f)
-        .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 8-byte aligned")))
+    let r = mem.span(va, 8, what)?.single().ok_or_else(misaligned)?;
+    let fault = |f: RegionFault| mem.unmapped(va + f.offset, what);
+    let mut old = r
+        .try_cas_u64(0, 0, 0)
+        .map_err(fault)?
+        .ok_or_else(misaligned)?;
+    loop {
+        let Some(new) = op(old) else {
+            return Ok(old);
+        };
+        match r.try_cas_u64(0, old, new).map_err(fault)? {
+            Some(v) if v == old => return Ok(old),
+            Some(v) => old = v,
+            None => return Err(misaligned()),
+        }
+    }
 }
 
-fn copy_linear(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
-    let bytes = u64::from(p[1] & 0x3f_ffff) + 1;
-    if p[1] >> 22 != 0 {
-        return Err(bad(format_args!(
-            "COPY LINEAR count dword {:#010x} has bits above the 22-bit count",
-            p[1]
-        )));
+/// The memory fault of a copy whose side `f` faulted, the copy reading from `src` and
+/// writing to `dst` (device addresses of the spans' starts).
+fn copy_fault(mem: &dyn SdmaMemory, f: CopyFault, src: u64, dst: u64, what: &str) -> Error {
+    match f {
+        CopyFault::Source(o) => mem.unmapped(src + o.offset, &format!("{what} source read")),
+        CopyFault::Destination(o) => {
+            mem.unmapped(dst + o.offset, &format!("{what} destination write"))
+        }
     }
+}
+
+fn copy_linear(p: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Result<(), Error> {
+    let bytes = u64::from(width.check("COPY LINEAR", p[1])?) + 1;
     let (dst_swap, src_swap) = ((p[2] >> 16) & 3, (p[2] >> 24) & 3);
     if dst_swap != 0 || src_swap != 0 {
         return Err(bad(format_args!(
@@ -273,8 +375,8 @@ fn copy_linear(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
     let dst = u64::from(p[5]) | u64::from(p[6]) << 32;
     let s = mem.span(src, bytes, "COPY LINEAR source read")?;
     let d = mem.span(dst, bytes, "COPY LINEAR destination write")?;
-    d.copy_from(&s);
-    Ok(())
+    d.try_copy_from(&s)
+        .map_err(|f| copy_fault(mem, f, src, dst, "COPY LINEAR"))
 }
 
 fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
@@ -310,6 +412,22 @@ fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
     let ry = u64::from((p[11] >> 16) & 0x3fff) + 1;
     let rz = u64::from(p[12] & 0x7ff) + 1;
     let row_bytes = rx * element;
+    // Disjoint destination rows bound the work by the memory written (see the module's doc).
+    let (dst_pitch, dst_slice) = (dst.4, dst.5);
+    if ry > 1 && dst_pitch < rx {
+        return Err(bad(format_args!(
+            "COPY LINEAR_RECT destination pitch {dst_pitch} elements is below the rectangle's \
+             width {rx}: overlapping destination rows are not emulated"
+        )));
+    }
+    if rz > 1 && dst_slice < (ry - 1) * dst_pitch + rx {
+        return Err(bad(format_args!(
+            "COPY LINEAR_RECT destination slice pitch {dst_slice} elements is below the \
+             {} elements of a slice's {ry} rows: overlapping destination slices are not \
+             emulated",
+            (ry - 1) * dst_pitch + rx
+        )));
+    }
     let at = |s: (u64, u64, u64, u64, u64, u64), y: u64, z: u64| {
         let (base, ox, oy, oz, pitch, slice) = s;
         let elems = ox + (oy + y) * pitch + (oz + z) * slice;
@@ -324,7 +442,8 @@ fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
             };
             let sr = mem.span(s, row_bytes, "COPY LINEAR_RECT source read")?;
             let dr = mem.span(d, row_bytes, "COPY LINEAR_RECT destination write")?;
-            dr.copy_from(&sr);
+            dr.try_copy_from(&sr)
+                .map_err(|f| copy_fault(mem, f, s, d, "COPY LINEAR_RECT"))?;
         }
     }
     Ok(())
@@ -348,8 +467,8 @@ fn poll_regmem(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
         )));
     }
     let va = u64::from(p[1]) | u64::from(p[2]) << 32;
-    // Acquire pairs with the Release store of whoever changes the word (a signal's value).
-    let v = with_word32(mem, va, "POLL_REGMEM read", |w| w.load(Ordering::Acquire))? & p[4];
+    // SeqCst (rmw32 reading): ordered after the store of whoever changes the word.
+    let v = rmw32(mem, va, "POLL_REGMEM read", |_| None)? & p[4];
     let reference = p[3];
     Ok(match func {
         0 => true,
@@ -455,29 +574,21 @@ fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
         )));
     }
     let done = if bits == 64 {
-        // AcqRel: the engine's read-modify-write is ordered with the host's and the
-        // other engines' accesses to the word (a signal's value).
-        with_word64(mem, va, "ATOMIC", |w| {
-            w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
-                atomic_result(code, old, src, cmp, 64)
-            })
-            .map(|old| code != 0x28 || old == cmp)
-            .unwrap_or(true)
-        })?
+        let old = rmw64(mem, va, "ATOMIC", |old| {
+            atomic_result(code, old, src, cmp, 64)
+        })?;
+        code != 0x28 || old == cmp
     } else {
         let (s, c) = (src & 0xffff_ffff, cmp & 0xffff_ffff);
-        with_word32(mem, va, "ATOMIC", |w| {
-            w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
-                atomic_result(code, u64::from(old), s, c, 32).map(|v| v as u32)
-            })
-            .map(|old| code != 0x28 || u64::from(old) == c)
-            .unwrap_or(true)
-        })?
+        let old = rmw32(mem, va, "ATOMIC", |old| {
+            atomic_result(code, u64::from(old), s, c, 32).map(|v| v as u32)
+        })?;
+        code != 0x28 || u64::from(old) == c
     };
     Ok(done || !looped)
 }
 
-fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
+fn const_fill(p: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Result<(), Error> {
     let fillsize = p[0] >> 30;
     if fillsize != 2 {
         return Err(bad(format_args!(
@@ -498,17 +609,11 @@ fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
             "CONST_FILL destination {va:#x} is not 4-byte aligned"
         )));
     }
-    if p[4] >> 22 != 0 {
-        return Err(bad(format_args!(
-            "CONST_FILL count dword {:#010x} has bits above the 22-bit count",
-            p[4]
-        )));
-    }
-    let dwords = u64::from(p[4] >> 2) + 1;
+    let dwords = u64::from(width.check("CONST_FILL", p[4])? >> 2) + 1;
     let r = mem.span(va, dwords * 4, "CONST_FILL write")?;
     let data = p[3].to_le_bytes().repeat(dwords as usize);
-    r.write_from(&data);
-    Ok(())
+    r.try_write_from(&data)
+        .map_err(|f| mem.unmapped(va + f.offset, "CONST_FILL write"))
 }
 
 /// What an SDMA queue's thread needs.
@@ -523,6 +628,8 @@ pub(crate) struct SdmaThread {
     pub(crate) doorbell: Region,
     pub(crate) queue_id: u32,
     pub(crate) gpu_id: u32,
+    /// The width of the GPU's SDMA count fields.
+    pub(crate) count_width: CountWidth,
 }
 
 impl SdmaThread {
@@ -603,7 +710,7 @@ impl SdmaThread {
         };
         let mut i = 0usize;
         while i < dw.len() {
-            match execute(&dw[i..], &host) {
+            match execute(&dw[i..], &host, self.count_width) {
                 Ok(Step::Done(n)) => {
                     i += n as usize;
                     rptr += u64::from(n) * 4;
@@ -665,8 +772,7 @@ impl SdmaThread {
                     }
                 }
                 Err((e, fault)) => {
-                    self.device
-                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault, false);
+                    report_stop(&self.device, self.queue_id, self.gpu_id, &e, fault);
                     // Stopped: wait to be destroyed.
                     while !self.ctl.stop.load(Ordering::SeqCst) {
                         let k = self.ctl.kicks();
@@ -677,6 +783,59 @@ impl SdmaThread {
             }
         }
     }
+}
+
+/// Tells the process that SDMA queue `queue_id` stopped with `error`: a memory fault as the
+/// CP's are ([`Device::report_queue_error`]: the KFD memory event with the address), anything
+/// else by [`report_hang`].
+fn report_stop(
+    device: &Device,
+    queue_id: u32,
+    gpu_id: u32,
+    error: &Error,
+    fault: Option<MemoryFault>,
+) {
+    if error.status() == Status::MemoryFault {
+        device.report_queue_error(queue_id, gpu_id, error, fault, false);
+        return;
+    }
+    log::error!(
+        "SDMA queue {queue_id} stopped with {}: {}",
+        error.status().c_name(),
+        error.detail()
+    );
+    device.record_queue_error(queue_id, error);
+    report_hang(device, gpu_id);
+}
+
+/// An SDMA engine that met a packet it does not run stops, and nothing in the queue tells
+/// anyone: an SDMA queue has no `queue_inactive_signal`, and the copies' completion signals
+/// are never decremented. On a GPU the scheduler finds the engine hung (its queue cannot be
+/// preempted) and amdgpu resets the GPU; amdkfd then sets every `KFD_IOC_EVENT_HW_EXCEPTION`
+/// event of the process with `kfd_signal_reset_event`'s data: the GPU, `memory_lost` 1, the
+/// cause `KFD_HW_EXCEPTION_GPU_HANG`, and `reset_type` left 0 (whole-GPU reset). The emulated
+/// device reports the stop so at once. ROCR's `Signal::WaitAny` (its exception handler's
+/// wait) acts on a hardware-exception event only when `memory_lost` is set: it then aborts
+/// with "HW Exception by GPU node-N ... reason :GPU Hang" instead of waiting for ever on the
+/// copy; hsa-rt's queue monitor ends every queue of the GPU.
+fn report_hang(device: &Device, gpu_id: u32) {
+    use hsa_linux::kfd::abi::{
+        HsaHwExceptionData, KFD_HW_EXCEPTION_GPU_HANG, KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+        KFD_IOC_EVENT_HW_EXCEPTION,
+    };
+    let d = HsaHwExceptionData {
+        reset_type: KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+        reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+        memory_lost: 1,
+        gpu_id,
+    };
+    let mut data = [0u8; 32];
+    data[..16].copy_from_slice(d.as_bytes());
+    device
+        .events
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
 }
 
 /// The [`SdmaMemory`] of one SDMA queue while it holds the allocation table's read lock.
@@ -710,5 +869,77 @@ impl SdmaMemory for SdmaHost<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .end_of_pipe_interrupt(int_ctx);
+    }
+
+    fn unmapped(&self, va: u64, what: &str) -> Error {
+        self.fault.set(Some(MemoryFault::of(va, what)));
+        error!(
+            Status::MemoryFault,
+            "memory fault on GPU {:#x}: {what} at {va:#x}: user memory that was unmapped",
+            self.gpu_id
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_width_per_sdma_version() {
+        // gfx_target_version as the topology writes it; SDMA IP versions from amdgpu's IP
+        // discovery tables (Vega 10 4.0.0, Vega 20 4.2.0, Arcturus 4.2.2, Renoir 4.1.2,
+        // Aldebaran 4.4.0, GC 9.4.3 4.4.2, GC 9.5.0 4.4.5, Navi 10 5.0, Navi 21 5.2).
+        for (target, bits) in [
+            (90000, 22),  // gfx900
+            (90006, 22),  // gfx906
+            (90008, 22),  // gfx908
+            (90012, 22),  // gfx90c
+            (90010, 30),  // gfx90a
+            (90400, 30),  // gfx940
+            (90402, 30),  // gfx942
+            (90500, 30),  // gfx950
+            (100100, 22), // gfx1010
+            (100300, 30), // gfx1030
+            (110000, 30), // gfx1100
+            (120001, 30), // gfx1201
+        ] {
+            assert_eq!(CountWidth::for_target(target).bits(), bits, "{target}");
+        }
+    }
+
+    #[test]
+    fn count_width_checks_the_field() {
+        // The largest counts each width holds: 0x003FFFFF (vega10_sdma_pkt_open.h's
+        // SDMA_PKT_COPY_LINEAR_COUNT_count mask) and 0x3FFFFFFF (ROCR's count_ext, 30 bits).
+        assert_eq!(
+            CountWidth::SDMA_4_0
+                .check("COPY LINEAR", 0x3f_ffff)
+                .unwrap(),
+            0x3f_ffff
+        );
+        assert_eq!(
+            CountWidth::SDMA_4_0
+                .check("COPY LINEAR", 0x40_0000)
+                .unwrap_err()
+                .detail(),
+            "COPY LINEAR count dword 0x00400000 has bits above the 22-bit count of this SDMA \
+             engine (SDMA 4.0-4.2)"
+        );
+        assert_eq!(
+            CountWidth::SDMA_4_4
+                .check("CONST_FILL", 0x3fff_ffff)
+                .unwrap(),
+            0x3fff_ffff
+        );
+        let e = CountWidth::SDMA_4_4
+            .check("CONST_FILL", 0x4000_0000)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidPacketFormat);
+        assert_eq!(
+            e.detail(),
+            "CONST_FILL count dword 0x40000000 has bits above the 30-bit count of this SDMA \
+             engine (SDMA 4.4 and later)"
+        );
     }
 }
