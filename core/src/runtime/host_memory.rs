@@ -526,10 +526,8 @@ mod tests {
         let a = rt.allocate(pool, 8192).unwrap();
         let hm = HostMemory::new();
         // SAFETY: the runtime's own memory; nothing is registered.
-        assert_eq!(
-            unsafe { hm.lock(&rt, a.va.0 + 16, 32, &[NodeId(1)]) },
-            Ok(a.va.0 + 16)
-        );
+        let locked = unsafe { hm.lock(&rt, a.va.0 + 16, 32, &[NodeId(1)]) };
+        assert_eq!(locked, Ok(a.va.0 + 16));
         assert!(
             hm.locked_info(a.va.0 + 16).is_none(),
             "runtime memory is not LOCKED"
