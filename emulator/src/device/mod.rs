@@ -93,6 +93,10 @@ use hsa_linux::topology::Topology;
 pub mod cu_mask;
 pub mod drm;
 mod events;
+#[cfg(feature = "_fuzz")]
+#[doc(hidden)]
+pub mod fuzz;
+mod guarded;
 pub mod host_kernels;
 mod interp;
 mod kernel;
