@@ -29,10 +29,11 @@ pub(crate) fn general_step(
         preempt: &never,
         cu: CuId::default(),
         gb_addr_config: 0,
+        gws: Gws::new(),
     };
     Ok(
         match execute(&mut ctx, w, inst, pc + u64::from(inst.size))? {
-            Flow::Next | Flow::Barrier => None,
+            Flow::Next | Flow::Barrier | Flow::Wait => None,
             Flow::Jump(t) => Some(Some(t)),
             Flow::End => Some(None),
         },
