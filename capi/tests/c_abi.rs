@@ -801,6 +801,7 @@ fn c_library_under_valgrind_has_no_memory_errors_or_leaks() {
 /// Before, past 256 events the rest were polled every 1 ms, so their handlers ran up to 1 ms
 /// late.
 #[test]
+#[cfg(feature = "emulated")]
 fn c_async_handlers_wait_in_one_wait_over_every_event() {
     use hsa_emu::device::record::KfdCall;
     use hsa_linux::kfd::abi::{WaitEventsArgs, AMDKFD_IOC_WAIT_EVENTS};

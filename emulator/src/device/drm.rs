@@ -10,7 +10,7 @@
 //! - `DRM_IOCTL_AMDGPU_INFO`: `ACCEL_WORKING` (1), `DEV_INFO` (the node's PCI device id,
 //!   family, shader engines, CUs, clocks, wavefront size, VRAM width, the GPU's address
 //!   space) and `READ_MMR_REG` (`GB_ADDR_CONFIG`, dword 0x263e, which libdrm reads at
-//!   start, is the value amdgpu composes for the GPU, [`super::profile::gb_addr_config`], the
+//!   start, is the value amdgpu composes for the GPU, `profile::gb_addr_config`, the
 //!   one amdkfd's `GET_TILE_CONFIG` reports; every other register reads 0: the emulated GPU
 //!   has no register file). At most
 //!   `return_size` bytes go to `return_pointer`, as the kernel copies `min(size, return_size)`.
