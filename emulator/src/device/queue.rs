@@ -591,7 +591,7 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn timestamp_ticks(&self) -> u64 {
-        super::monotonic_ns()
+        super::clock::monotonic_ns()
     }
 
     fn report_error(&self, _error: &Error) {
@@ -659,7 +659,7 @@ impl Pm4Memory for CpHost<'_> {
     }
 
     fn gpu_clock(&self) -> u64 {
-        super::monotonic_ns()
+        super::clock::monotonic_ns()
     }
 
     fn end_of_pipe_interrupt(&self, context_id: u32) {

@@ -62,12 +62,16 @@ use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use hsa_core::{error, Error, Status};
+use rustix::io::Errno;
 use zerocopy::IntoBytes;
+
+use hsa_linux::kfd::abi::*;
 
 use super::mem::Region;
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
 use super::queue::{IdlePoll, QueueCtl, BLOCKED_POLL};
-use super::Device;
+use super::queue_manager::{QueueEntry, MAX_QUEUES_PER_PROCESS};
+use super::{lock, Device};
 
 /// SDMA opcode `NOP`.
 pub(crate) const OP_NOP: u32 = 0;
@@ -698,7 +702,7 @@ impl SdmaMemory for SdmaHost<'_> {
     }
 
     fn gpu_clock(&self) -> u64 {
-        super::monotonic_ns()
+        super::clock::monotonic_ns()
     }
 
     fn trap(&self, int_ctx: u32) {
@@ -711,4 +715,119 @@ impl SdmaMemory for SdmaHost<'_> {
             .unwrap_or_else(PoisonError::into_inner)
             .end_of_pipe_interrupt(int_ctx);
     }
+}
+
+/// CREATE_QUEUE of an SDMA queue (amdkfd `set_queue_properties_from_user`,
+/// `allocate_sdma_queue`): the ring, read and write pointers must lie in memory mapped to
+/// the GPU (the pointers 8-byte aligned: the engine writes the 64-bit read pointer back);
+/// EOP and context-save buffers are not used.
+pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+    let gpu = device.gpu_by_id(a.gpu_id)?;
+    if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
+        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+        || !a.ring_size.is_power_of_two()
+        || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
+    {
+        return Err(Errno::INVAL);
+    }
+    if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
+        return Err(Errno::FAULT);
+    }
+    if a.read_pointer_address % 8 != 0 || a.write_pointer_address % 8 != 0 {
+        return Err(Errno::INVAL);
+    }
+    let props = device
+        .topology
+        .nodes
+        .iter()
+        .find(|n| n.properties.gpu_id == gpu.gpu_id)
+        .map(|n| n.properties.clone())
+        .ok_or(Errno::INVAL)?;
+    let xgmi = a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
+    let engines = if xgmi {
+        props.num_sdma_xgmi_engines
+    } else {
+        props.num_sdma_engines
+    };
+    let sdma_slots = engines.saturating_mul(props.num_sdma_queues_per_engine);
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    let ring = allocs
+        .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
+        .ok_or(Errno::INVAL)?;
+    let rptr = allocs
+        .device_region(gpu.gpu_id, a.read_pointer_address, 8)
+        .ok_or(Errno::FAULT)?;
+    allocs
+        .device_region(gpu.gpu_id, a.write_pointer_address, 8)
+        .ok_or(Errno::FAULT)?;
+    let mut queues = lock(&device.queues);
+    let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
+    if on_gpu >= gpu.max_queues {
+        return Err(Errno::NOSPC);
+    }
+    let sdma_on_gpu = queues
+        .values()
+        .filter(|q| q.gpu_id == gpu.gpu_id && q.queue_type == a.queue_type)
+        .count() as u32;
+    if sdma_on_gpu >= sdma_slots {
+        return Err(Errno::NOMEM);
+    }
+    let qid = (0..MAX_QUEUES_PER_PROCESS)
+        .find(|i| !queues.contains_key(i))
+        .ok_or(Errno::NOSPC)?;
+    let doorbell = gpu
+        .doorbells
+        .region()
+        .sub(u64::from(qid) * 8, 8)
+        .ok_or(Errno::NOSPC)?;
+    // A new queue starts at 0: its doorbell too (a destroyed queue's may be left over).
+    if let Some(w) = doorbell.atomic_u64(0) {
+        w.store(0, Ordering::Release);
+    }
+    let ctl = Arc::new(QueueCtl::default());
+    ctl.inactive
+        .store(a.queue_percentage == 0, Ordering::SeqCst);
+    let engine = SdmaThread {
+        device: device.clone(),
+        ctl: ctl.clone(),
+        ring,
+        rptr,
+        doorbell,
+        queue_id: qid,
+        gpu_id: gpu.gpu_id,
+    };
+    let thread = std::thread::Builder::new()
+        .name(format!("emu-sdma-q{qid}"))
+        .spawn(move || engine.run())
+        .map_err(|_| Errno::NOMEM)?;
+    let mut pinned = Vec::new();
+    for va in [
+        a.ring_base_address,
+        a.read_pointer_address,
+        a.write_pointer_address,
+    ] {
+        if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
+            al.pins += 1;
+            pinned.push(al.handle);
+        }
+    }
+    queues.insert(
+        qid,
+        QueueEntry {
+            gpu_id: gpu.gpu_id,
+            queue_type: a.queue_type,
+            ring_va: a.ring_base_address,
+            ring_size: a.ring_size,
+            pinned,
+            ctl,
+            thread: Some(thread),
+        },
+    );
+    lock(&device.queue_errors).remove(&qid);
+    a.queue_id = qid;
+    a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
+    Ok(())
 }
