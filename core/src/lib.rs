@@ -170,6 +170,7 @@ pub mod sdma;
 pub mod signal;
 pub mod status;
 pub mod sync;
+pub mod wire;
 
 pub use addr::{DoorbellIndex, EventId, GpuVa, NodeId, PacketIndex, PhysAddr, QueueId};
 pub use platform_ref::PlatformRef;
