@@ -65,6 +65,11 @@ use hsa_core::{error, Error, Status};
 use rustix::io::Errno;
 use zerocopy::IntoBytes;
 
+use hsa_core::wire::sdma::{
+    Atomic, ConstFill, CopyLinear, CopyLinearRect, Packet, PollRegMem, RectSide, Repr, SdmaFormat,
+    FILLSIZE_DWORDS, OP_COPY, OP_TIMESTAMP, SDMA_4_0,
+};
+use hsa_core::wire::WireError;
 use hsa_linux::kfd::abi::*;
 
 use super::mem::Region;
@@ -72,29 +77,6 @@ use super::memory::{Allocs, DeviceSpan, MemoryFault};
 use super::queue::{IdlePoll, QueueCtl, BLOCKED_POLL};
 use super::queue_manager::{QueueEntry, MAX_QUEUES_PER_PROCESS};
 use super::{lock, Device};
-
-/// SDMA opcode `NOP`.
-pub(crate) const OP_NOP: u32 = 0;
-/// SDMA opcode `COPY`.
-pub(crate) const OP_COPY: u32 = 1;
-/// SDMA opcode `FENCE`.
-pub(crate) const OP_FENCE: u32 = 5;
-/// SDMA opcode `TRAP`.
-pub(crate) const OP_TRAP: u32 = 6;
-/// SDMA opcode `POLL_REGMEM`.
-pub(crate) const OP_POLL_REGMEM: u32 = 8;
-/// SDMA opcode `ATOMIC`.
-pub(crate) const OP_ATOMIC: u32 = 10;
-/// SDMA opcode `CONST_FILL`.
-pub(crate) const OP_CONST_FILL: u32 = 11;
-/// SDMA opcode `TIMESTAMP`.
-pub(crate) const OP_TIMESTAMP: u32 = 13;
-/// `COPY` sub-opcode `LINEAR`.
-pub(crate) const SUBOP_COPY_LINEAR: u32 = 0;
-/// `COPY` sub-opcode `LINEAR_RECT` (a sub-window).
-pub(crate) const SUBOP_COPY_LINEAR_RECT: u32 = 4;
-/// `TIMESTAMP` sub-opcode `GET_GLOBAL_TIMESTAMP`.
-pub(crate) const SUBOP_TIMESTAMP_GET_GLOBAL: u32 = 2;
 
 /// What the SDMA engine reaches: the GPU's view of memory, its clock and its interrupt line.
 pub(crate) trait SdmaMemory {
@@ -126,91 +108,88 @@ fn bad(what: std::fmt::Arguments<'_>) -> Error {
     error!(Status::InvalidPacketFormat, "{what}")
 }
 
-/// How many dwords the packet starting with `header` is; `None` for an opcode or sub-opcode
-/// the engine does not run (the caller names it).
-fn packet_dwords(header: u32) -> Option<u32> {
-    let op = header & 0xff;
-    let sub_op = (header >> 8) & 0xff;
-    Some(match (op, sub_op) {
-        (OP_NOP, _) => 1 + ((header >> 16) & 0x3fff),
-        (OP_COPY, SUBOP_COPY_LINEAR) => 7,
-        (OP_COPY, SUBOP_COPY_LINEAR_RECT) => 13,
-        (OP_FENCE, _) => 4,
-        (OP_TRAP, _) => 2,
-        (OP_POLL_REGMEM, _) => 6,
-        (OP_ATOMIC, _) => 8,
-        (OP_CONST_FILL, _) => 5,
-        (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL) => 3,
-        _ => return None,
-    })
-}
-
 /// Runs the packet at the start of `dw` (the dwords written and not yet read, in ring
-/// order) against `mem`.
+/// order) against `mem`, reading it as SDMA version `format` lays it out
+/// ([`hsa_core::wire::sdma`]).
 ///
 /// # Errors
 /// `Status::InvalidPacketFormat` naming the packet and field for anything the engine does not
 /// run (module docs), or for a packet longer than `dw`; `Status::MemoryFault` from `mem`.
-pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory) -> Result<Step, Error> {
-    let Some(&header) = dw.first() else {
-        return Err(bad(format_args!("no packet to run")));
-    };
+pub(crate) fn execute(
+    dw: &[u32],
+    mem: &dyn SdmaMemory,
+    format: &SdmaFormat,
+) -> Result<Step, Error> {
+    let header = dw.first().copied().unwrap_or(0);
     let op = header & 0xff;
     let sub_op = (header >> 8) & 0xff;
-    let Some(len) = packet_dwords(header) else {
-        return Err(match op {
-            OP_COPY => bad(format_args!(
-                "COPY sub-opcode {sub_op} (header {header:#010x}) is not one the emulated SDMA \
-                 engine runs (LINEAR 0, LINEAR_RECT 4)"
-            )),
-            OP_TIMESTAMP => bad(format_args!(
-                "TIMESTAMP sub-opcode {sub_op} (header {header:#010x}) is not one the emulated \
-                 SDMA engine runs (GET_GLOBAL_TIMESTAMP 2)"
-            )),
-            _ => bad(format_args!(
-                "opcode {op} (header {header:#010x}) is not one the emulated SDMA engine runs \
-                 (NOP 0, COPY 1, FENCE 5, TRAP 6, POLL_REGMEM 8, ATOMIC 10, CONST_FILL 11, \
-                 TIMESTAMP 13)"
-            )),
-        });
+    let packet = match Packet::new_checked(dw) {
+        Ok(p) => p,
+        Err(WireError::UnknownOpcode { .. }) => {
+            return Err(match op {
+                OP_COPY => bad(format_args!(
+                    "COPY sub-opcode {sub_op} (header {header:#010x}) is not one the emulated \
+                     SDMA engine runs (LINEAR 0, LINEAR_RECT 4)"
+                )),
+                OP_TIMESTAMP => bad(format_args!(
+                    "TIMESTAMP sub-opcode {sub_op} (header {header:#010x}) is not one the \
+                     emulated SDMA engine runs (GET_GLOBAL_TIMESTAMP 2)"
+                )),
+                _ => bad(format_args!(
+                    "opcode {op} (header {header:#010x}) is not one the emulated SDMA engine \
+                     runs (NOP 0, COPY 1, FENCE 5, TRAP 6, POLL_REGMEM 8, ATOMIC 10, \
+                     CONST_FILL 11, TIMESTAMP 13)"
+                )),
+            });
+        }
+        Err(WireError::Truncated { needed: 1, .. }) => {
+            return Err(bad(format_args!("no packet to run")))
+        }
+        Err(WireError::Truncated {
+            needed, available, ..
+        }) => {
+            return Err(bad(format_args!(
+                "packet {header:#010x} (opcode {op}) is {needed} dwords, but only {available} \
+                 were written before the write pointer"
+            )))
+        }
+        Err(e) => return Err(bad(format_args!("{e}"))),
     };
-    let Some(p) = dw.get(..len as usize) else {
-        return Err(bad(format_args!(
-            "packet {header:#010x} (opcode {op}) is {len} dwords, but only {} were written \
-             before the write pointer",
-            dw.len()
-        )));
-    };
-    let addr = |lo: usize| u64::from(p[lo]) | u64::from(p[lo + 1]) << 32;
-    match op {
-        OP_NOP => {}
-        OP_COPY if sub_op == SUBOP_COPY_LINEAR => copy_linear(p, mem)?,
-        OP_COPY => copy_rect(p, mem)?,
-        OP_FENCE => {
-            let va = addr(1);
+    let len = packet.len_dwords().unwrap_or(1) as u32;
+    let repr = Repr::parse(&packet, format).map_err(|e| match e {
+        WireError::ReservedBits { field, dword, bits } => bad(format_args!(
+            "{field} dword {dword:#010x} has bits above the {bits}-bit count"
+        )),
+        e => bad(format_args!("{e}")),
+    })?;
+    match repr {
+        Repr::Nop { .. } => {}
+        Repr::CopyLinear(c) => copy_linear(&c, header, mem)?,
+        Repr::CopyLinearRect(r) => copy_rect(&r, mem)?,
+        Repr::Fence { addr, data } => {
             // Release pairs with the Acquire load of whoever polls the word.
-            with_word32(mem, va, "FENCE write", |w| w.store(p[3], Ordering::Release))?;
+            with_word32(mem, addr, "FENCE write", |w| {
+                w.store(data, Ordering::Release)
+            })?;
         }
-        OP_TRAP => mem.trap(p[1] & 0x0fff_ffff),
-        OP_POLL_REGMEM => {
-            if !poll_regmem(p, mem)? {
+        Repr::Trap { int_context } => mem.trap(int_context),
+        Repr::PollRegMem(p) => {
+            if !poll_regmem(&p, header, mem)? {
                 return Ok(Step::Wait);
             }
         }
-        OP_ATOMIC => {
-            if !atomic(p, mem)? {
+        Repr::Atomic(a) => {
+            if !atomic(&a, header, mem)? {
                 return Ok(Step::Wait);
             }
         }
-        OP_CONST_FILL => const_fill(p, mem)?,
-        OP_TIMESTAMP => {
-            let va = addr(1);
+        Repr::ConstFill(c) => const_fill(&c, header, mem)?,
+        Repr::Timestamp { addr } => {
             let now = mem.gpu_clock();
-            with_word64(mem, va, "TIMESTAMP write", |w| {
+            with_word64(mem, addr, "TIMESTAMP write", |w| {
                 w.store(now, Ordering::Release)
             })?;
         }
-        _ => unreachable!("packet_dwords knows only the opcodes above"),
     }
     Ok(Step::Done(len))
 }
@@ -253,75 +232,52 @@ fn with_word64<R>(
         .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 8-byte aligned")))
 }
 
-fn copy_linear(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
-    let bytes = u64::from(p[1] & 0x3f_ffff) + 1;
-    if p[1] >> 22 != 0 {
+fn copy_linear(c: &CopyLinear, header: u32, mem: &dyn SdmaMemory) -> Result<(), Error> {
+    let bytes = u64::from(c.count) + 1;
+    if c.dst_sw != 0 || c.src_sw != 0 {
         return Err(bad(format_args!(
-            "COPY LINEAR count dword {:#010x} has bits above the 22-bit count",
-            p[1]
+            "COPY LINEAR byte swap (dst_sw {}, src_sw {}) is not emulated",
+            c.dst_sw, c.src_sw
         )));
     }
-    let (dst_swap, src_swap) = ((p[2] >> 16) & 3, (p[2] >> 24) & 3);
-    if dst_swap != 0 || src_swap != 0 {
+    if c.broadcast {
         return Err(bad(format_args!(
-            "COPY LINEAR byte swap (dst_swap {dst_swap}, src_swap {src_swap}) is not emulated"
+            "COPY LINEAR broadcast (header {header:#010x}) is not emulated"
         )));
     }
-    if p[0] & (1 << 27) != 0 {
-        return Err(bad(format_args!(
-            "COPY LINEAR broadcast (header {:#010x}) is not emulated",
-            p[0]
-        )));
-    }
-    let src = u64::from(p[3]) | u64::from(p[4]) << 32;
-    let dst = u64::from(p[5]) | u64::from(p[6]) << 32;
-    let s = mem.span(src, bytes, "COPY LINEAR source read")?;
-    let d = mem.span(dst, bytes, "COPY LINEAR destination write")?;
+    let s = mem.span(c.src, bytes, "COPY LINEAR source read")?;
+    let d = mem.span(c.dst, bytes, "COPY LINEAR destination write")?;
     d.copy_from(&s);
     Ok(())
 }
 
-fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
-    let element = 1u64 << (p[0] >> 29);
-    if p[0] >> 29 > 4 {
+fn copy_rect(r: &CopyLinearRect, mem: &dyn SdmaMemory) -> Result<(), Error> {
+    if r.element > 4 {
         return Err(bad(format_args!(
             "COPY LINEAR_RECT element size code {} is above 4 (16 bytes)",
-            p[0] >> 29
+            r.element
         )));
     }
-    let (dst_swap, src_swap) = ((p[12] >> 16) & 3, (p[12] >> 24) & 3);
-    if dst_swap != 0 || src_swap != 0 {
+    let element = 1u64 << r.element;
+    if r.dst_sw != 0 || r.src_sw != 0 {
         return Err(bad(format_args!(
-            "COPY LINEAR_RECT byte swap (dst_swap {dst_swap}, src_swap {src_swap}) is not \
-             emulated"
+            "COPY LINEAR_RECT byte swap (dst_sw {}, src_sw {}) is not emulated",
+            r.dst_sw, r.src_sw
         )));
     }
-    // One side: base, offsets (x, y, z) and pitches (row, slice) in elements.
-    let side = |i: usize| {
-        let base = u64::from(p[i]) | u64::from(p[i + 1]) << 32;
-        let (ox, oy) = (
-            u64::from(p[i + 2] & 0x3fff),
-            u64::from((p[i + 2] >> 16) & 0x3fff),
-        );
-        let oz = u64::from(p[i + 3] & 0x7ff);
-        let pitch = u64::from(p[i + 3] >> 13) + 1;
-        let slice = u64::from(p[i + 4] & 0x0fff_ffff) + 1;
-        (base, ox, oy, oz, pitch, slice)
-    };
-    let src = side(1);
-    let dst = side(6);
-    let rx = u64::from(p[11] & 0x3fff) + 1;
-    let ry = u64::from((p[11] >> 16) & 0x3fff) + 1;
-    let rz = u64::from(p[12] & 0x7ff) + 1;
+    let rx = u64::from(r.rect_x) + 1;
+    let ry = u64::from(r.rect_y) + 1;
+    let rz = u64::from(r.rect_z) + 1;
     let row_bytes = rx * element;
-    let at = |s: (u64, u64, u64, u64, u64, u64), y: u64, z: u64| {
-        let (base, ox, oy, oz, pitch, slice) = s;
-        let elems = ox + (oy + y) * pitch + (oz + z) * slice;
-        base.checked_add(elems * element)
+    // One side's row y of slice z: base plus (x, y, z) offsets and pitches in elements.
+    let at = |s: &RectSide, y: u64, z: u64| {
+        let (pitch, slice) = (u64::from(s.pitch) + 1, u64::from(s.slice_pitch) + 1);
+        let elems = u64::from(s.x) + (u64::from(s.y) + y) * pitch + (u64::from(s.z) + z) * slice;
+        s.addr.checked_add(elems * element)
     };
     for z in 0..rz {
         for y in 0..ry {
-            let (Some(s), Some(d)) = (at(src, y, z), at(dst, y, z)) else {
+            let (Some(s), Some(d)) = (at(&r.src, y, z), at(&r.dst, y, z)) else {
                 return Err(bad(format_args!(
                     "COPY LINEAR_RECT row {y} of slice {z} lies past the end of the address space"
                 )));
@@ -335,26 +291,25 @@ fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
 }
 
 /// Whether the `POLL_REGMEM` condition holds.
-fn poll_regmem(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
-    let hdp_flush = p[0] & (1 << 26) != 0;
-    let func = (p[0] >> 28) & 7;
-    let mem_poll = p[0] >> 31 != 0;
-    if hdp_flush || (!mem_poll && func == 0) {
+fn poll_regmem(p: &PollRegMem, header: u32, mem: &dyn SdmaMemory) -> Result<bool, Error> {
+    let func = p.func;
+    if p.hdp_flush || (!p.mem_poll && func == 0) {
         // An HDP flush: the emulated device has no HDP; every write is already visible.
         fence(Ordering::SeqCst);
         return Ok(true);
     }
-    if !mem_poll {
+    if !p.mem_poll {
         return Err(bad(format_args!(
             "POLL_REGMEM of register {:#x} (function {func}): the emulated SDMA engine has no \
              registers to poll",
-            p[1]
+            p.addr as u32
         )));
     }
-    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
     // Acquire pairs with the Release store of whoever changes the word (a signal's value).
-    let v = with_word32(mem, va, "POLL_REGMEM read", |w| w.load(Ordering::Acquire))? & p[4];
-    let reference = p[3];
+    let v = with_word32(mem, p.addr, "POLL_REGMEM read", |w| {
+        w.load(Ordering::Acquire)
+    })? & p.mask;
+    let reference = p.value;
     Ok(match func {
         0 => true,
         1 => v < reference,
@@ -365,8 +320,7 @@ fn poll_regmem(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
         6 => v > reference,
         _ => {
             return Err(bad(format_args!(
-                "POLL_REGMEM function 7 (header {:#010x}) is reserved",
-                p[0]
+                "POLL_REGMEM function 7 (header {header:#010x}) is reserved"
             )))
         }
     })
@@ -440,12 +394,10 @@ fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, bits: u32) -> Option<u64
 
 /// Runs an `ATOMIC`; `false` for a looping compare-swap that did not swap yet (nothing was
 /// written: the queue retries the packet, as it retries a `POLL_REGMEM`).
-fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
-    let op = p[0] >> 25;
-    let looped = p[0] & (1 << 16) != 0;
-    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
-    let src = u64::from(p[3]) | u64::from(p[4]) << 32;
-    let cmp = u64::from(p[5]) | u64::from(p[6]) << 32;
+fn atomic(a: &Atomic, header: u32, mem: &dyn SdmaMemory) -> Result<bool, Error> {
+    let op = u32::from(a.op);
+    let looped = a.looped;
+    let (va, src, cmp) = (a.addr, a.src_data, a.cmp_data);
     let (code, bits) = match op {
         0x07..=0x08 | 0x0f..=0x19 => (op + 0x20, 32),
         0x27..=0x28 | 0x2f..=0x39 => (op, 64),
@@ -453,9 +405,8 @@ fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
     };
     if bits == 0 || atomic_result(code, 0, 0, 0, bits).is_none() {
         return Err(bad(format_args!(
-            "ATOMIC operation {op:#04x} (header {:#010x}) is not one the emulated SDMA engine \
-             runs (swap 0x07/0x27, cmpswap 0x08/0x28, add..dec 0x0f-0x19/0x2f-0x39)",
-            p[0]
+            "ATOMIC operation {op:#04x} (header {header:#010x}) is not one the emulated SDMA \
+             engine runs (swap 0x07/0x27, cmpswap 0x08/0x28, add..dec 0x0f-0x19/0x2f-0x39)"
         )));
     }
     let done = if bits == 64 {
@@ -481,36 +432,29 @@ fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
     Ok(done || !looped)
 }
 
-fn const_fill(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
-    let fillsize = p[0] >> 30;
-    if fillsize != 2 {
+fn const_fill(c: &ConstFill, header: u32, mem: &dyn SdmaMemory) -> Result<(), Error> {
+    if u32::from(c.fillsize) != FILLSIZE_DWORDS {
         return Err(bad(format_args!(
-            "CONST_FILL fillsize {fillsize} (header {:#010x}): the emulated SDMA engine fills \
+            "CONST_FILL fillsize {} (header {header:#010x}): the emulated SDMA engine fills \
              dwords (2) only",
-            p[0]
+            c.fillsize
         )));
     }
-    if (p[0] >> 16) & 3 != 0 {
+    if c.sw != 0 {
         return Err(bad(format_args!(
             "CONST_FILL byte swap {} is not emulated",
-            (p[0] >> 16) & 3
+            c.sw
         )));
     }
-    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
+    let va = c.dst;
     if va % 4 != 0 {
         return Err(bad(format_args!(
             "CONST_FILL destination {va:#x} is not 4-byte aligned"
         )));
     }
-    if p[4] >> 22 != 0 {
-        return Err(bad(format_args!(
-            "CONST_FILL count dword {:#010x} has bits above the 22-bit count",
-            p[4]
-        )));
-    }
-    let dwords = u64::from(p[4] >> 2) + 1;
+    let dwords = u64::from(c.count >> 2) + 1;
     let r = mem.span(va, dwords * 4, "CONST_FILL write")?;
-    let data = p[3].to_le_bytes().repeat(dwords as usize);
+    let data = c.data.to_le_bytes().repeat(dwords as usize);
     r.write_from(&data);
     Ok(())
 }
@@ -527,6 +471,8 @@ pub(crate) struct SdmaThread {
     pub(crate) doorbell: Region,
     pub(crate) queue_id: u32,
     pub(crate) gpu_id: u32,
+    /// The engine's packet format (its SDMA version's field widths).
+    pub(crate) format: &'static SdmaFormat,
 }
 
 impl SdmaThread {
@@ -607,7 +553,7 @@ impl SdmaThread {
         };
         let mut i = 0usize;
         while i < dw.len() {
-            match execute(&dw[i..], &host) {
+            match execute(&dw[i..], &host, self.format) {
                 Ok(Step::Done(n)) => {
                     i += n as usize;
                     rptr += u64::from(n) * 4;
@@ -798,6 +744,8 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         doorbell,
         queue_id: qid,
         gpu_id: gpu.gpu_id,
+        // Every GPU the device emulates is gfx9 with SDMA 4.x's 22-bit COPY_LINEAR count.
+        format: &SDMA_4_0,
     };
     let thread = std::thread::Builder::new()
         .name(format!("emu-sdma-q{qid}"))
