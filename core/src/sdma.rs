@@ -34,9 +34,8 @@ use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 #[cfg(feature = "alloc")]
 use crate::wire::sdma::{CopyLinearRect, RectSide, Repr};
 
-/// The SDMA 4.x packets the runtime writes, as dword arrays ([`crate::wire::sdma`]'s
-/// [`Repr`](crate::wire::sdma::Repr) emitted in [`SDMA_4_0`](crate::wire::sdma::SDMA_4_0)'s
-/// format).
+/// The SDMA 4.x packets the runtime writes, as dword arrays (`Repr`s of [`crate::wire::sdma`]
+/// emitted in `SDMA_4_0`'s format).
 pub mod packet {
     use crate::addr::GpuVa;
     use crate::wire::sdma::{Atomic, CopyLinear, PollRegMem, Repr};

@@ -42,8 +42,9 @@
 //!   `num_sdma_queues_per_engine` of them, as amdkfd's SDMA queue bitmap; one more is
 //!   `ENOMEM`. The device counts the SDMA packets it ran ([`ExecutionStats::sdma_packets`]).
 //! - Kernel dispatches ([`ExecutionMode`]): by default the kernel's real machine code runs in
-//!   the GFX9 wave interpreter of [`crate::gfx9::exec`] when the GPU's ISA is gfx900,
-//!   gfx90a or gfx942: the kernel descriptor at the packet's kernel object and the code are read
+//!   the GFX9 wave interpreter of [`crate::gfx9::exec`] when the GPU's ISA is one it runs
+//!   ([`Gfx9Target::from_processor`]: gfx900 and its variants, gfx906, gfx908, gfx90a,
+//!   gfx940/941/942): the kernel descriptor at the packet's kernel object and the code are read
 //!   from GPU memory, the dispatch and queue pointers are the packet's and `amd_queue_t`'s
 //!   device addresses, and the work-groups run on several host threads. Otherwise (another
 //!   ISA) the host implementation registered for the packet's kernel object
@@ -166,7 +167,7 @@ pub enum ExecutionMode {
     /// Run the kernel's machine code in the GFX9 interpreter; machine code that fails (an
     /// encoding the interpreter does not implement, a memory fault) stops the queue with the
     /// interpreter's error, never a host implementation. Only on a GPU whose ISA the
-    /// interpreter does not run (gfx900, gfx90a, gfx942) does a host implementation
+    /// interpreter does not run (it runs gfx900 and its variants, gfx906, gfx908, gfx90a and gfx940/941/942) does a host implementation
     /// registered for the kernel object run instead, and each such dispatch says so on
     /// stderr; without one the dispatch stops the queue with `INVALID_ISA`.
     #[default]
@@ -293,7 +294,7 @@ struct Gpu {
     mmio: Arc<Backing>,
     /// Its shader engines, arrays and CUs (from the topology node).
     layout: cu_mask::ShaderLayout,
-    /// The ISA the interpreter runs for it; `None` when it is not gfx900/gfx90a/gfx942.
+    /// The ISA the interpreter runs for it; `None` for an ISA [`Gfx9Target::from_processor`] does not know.
     target: Option<Gfx9Target>,
     /// The ISA's name (`gfx90a`), or `gfx_target_version N` when it has none.
     isa: String,
