@@ -101,14 +101,11 @@ macro_rules! amdkfd_ioctl_table {
 }
 
 /// amdkfd's ioctl table as this device emulates it, indexed by ioctl number (module docs).
+#[rustfmt::skip] // One row a line, as amdkfd's table.
 pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize] = amdkfd_ioctl_table![
     amdkfd_ioctl_def!(AMDKFD_IOC_GET_VERSION, process::get_version, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_CREATE_QUEUE, queue_manager::create_queue, 0),
-    amdkfd_ioctl_def!(
-        AMDKFD_IOC_DESTROY_QUEUE,
-        queue_manager::destroy_queue_ioctl,
-        0
-    ),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DESTROY_QUEUE, queue_manager::destroy_queue_ioctl, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_MEMORY_POLICY, process::set_memory_policy, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_GET_CLOCK_COUNTERS, clock::get_clock_counters, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_UPDATE_QUEUE, queue_manager::update_queue, 0),
@@ -117,31 +114,15 @@ pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize]
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_EVENT, events::set_event, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_RESET_EVENT, events::reset_event, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_WAIT_EVENTS, events::wait_events, 0),
-    amdkfd_ioctl_def!(
-        AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
-        process::set_scratch_backing_va,
-        0
-    ),
+    amdkfd_ioctl_def!(AMDKFD_IOC_SET_SCRATCH_BACKING_VA, process::set_scratch_backing_va, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_GET_TILE_CONFIG, process::get_tile_config, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_TRAP_HANDLER, process::set_trap_handler, 0),
-    amdkfd_ioctl_def!(
-        AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
-        process::get_process_apertures_new,
-        0
-    ),
+    amdkfd_ioctl_def!(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, process::get_process_apertures_new, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_ACQUIRE_VM, process::acquire_vm, 0),
-    amdkfd_ioctl_def!(
-        AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
-        memory::alloc_memory_of_gpu,
-        0
-    ),
+    amdkfd_ioctl_def!(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, memory::alloc_memory_of_gpu, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_FREE_MEMORY_OF_GPU, memory::free_memory_of_gpu, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_MAP_MEMORY_TO_GPU, memory::map_memory_to_gpu, 0),
-    amdkfd_ioctl_def!(
-        AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
-        memory::unmap_memory_from_gpu,
-        0
-    ),
+    amdkfd_ioctl_def!(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, memory::unmap_memory_from_gpu, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_CU_MASK, queue_manager::set_cu_mask, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_IMPORT_DMABUF, dmabuf::import_dmabuf, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_XNACK_MODE, process::set_xnack_mode, 0),
