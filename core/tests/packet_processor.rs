@@ -516,6 +516,29 @@ fn barrier_value_compares_masked_value() {
 }
 
 #[test]
+fn barrier_value_with_null_signal_is_a_satisfied_dependency() {
+    // hsa_ext_amd.h (hsa_amd_barrier_value_packet_t.signal): "A signal with a handle value
+    // of 0 is allowed and is interpreted by the packet processor as a satisfied dependency";
+    // HIP 7.2.4 sends one at hipEventRecord. Whatever the condition: EQ 5 on a value no
+    // signal holds still completes.
+    let p = FakePlatform::new();
+    let host = TestHost::new(&p);
+    let mut q = TestQueue::new(&p, false, false);
+    let done = q.signal(0, 1);
+    let mut bv = BarrierValuePacket::default();
+    bv.header.header = hdr(0, true);
+    bv.header.amd_format = AMD_PACKET_TYPE_BARRIER_VALUE;
+    bv.signal = N;
+    bv.mask = -1;
+    bv.value = 5;
+    bv.cond = 0; // EQ
+    bv.completion_signal = done.handle();
+    assert_eq!(q.submit(&host, &bv), Progress::Idle);
+    assert_eq!(q.read_index(), 1);
+    assert_eq!(done.value().load(Ordering::Acquire), 0);
+}
+
+#[test]
 fn agent_dispatch_runs_the_registered_function() {
     let p = FakePlatform::new();
     let mut host = TestHost::new(&p);

@@ -9,7 +9,7 @@
 //!   LDS with barriers, over 1,048,576 u32 on a grid of 16,384.
 //!
 //! Each interpreter iteration is one whole dispatch through
-//! [`run_workgroups`](hsa_emu::gfx9::exec::run_workgroups) over a flat memory on the bench's
+//! [`run_workgroups`](hsa_gfx9::exec::run_workgroups) over a flat memory on the bench's
 //! thread (no emulated device, no queue). Setup checks its results against the host's. The
 //! lane-instructions of one dispatch (active lanes summed over the instructions executed) go
 //! to `<target>/criterion/hsa_b7.json`, from which `scripts/bench_report.py --b7` makes
@@ -25,8 +25,8 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
-use hsa_emu::gfx9::exec::{run_workgroups, DispatchState, ExecStats, KernelCode};
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::exec::{run_workgroups, DispatchState, ExecStats, KernelCode};
+use hsa_gfx9::Gfx9Target;
 
 /// The flat device memory of the interpreter's tests (one region lookup per
 /// wave-instruction when every lane's access is in one region, as the emulated device's
@@ -89,7 +89,7 @@ fn dispatch(k: &Kernel, st: &DispatchState, mem: &Memory) -> ExecStats {
         entry_address: k.base,
     };
     let mut stats = ExecStats::default();
-    let groups = hsa_emu::gfx9::exec::workgroup_total(st);
+    let groups = hsa_gfx9::exec::workgroup_total(st);
     run_workgroups(
         &code,
         &k.descriptor,

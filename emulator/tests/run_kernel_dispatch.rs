@@ -98,6 +98,9 @@ fn run_kernel_dispatch_reads_only_the_code_it_runs() {
         fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
             self.0.write(addr, data)
         }
+        fn clock_counter(&self) -> u64 {
+            DeviceMemory::clock_counter(&self.0)
+        }
     }
     let mut m = vec![0u8; 0x50_0000];
     // As run_kernel_dispatch_runs_over_any_memory: the descriptor at 0x1000, `s_endpgm`

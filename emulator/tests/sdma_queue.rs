@@ -80,7 +80,12 @@ fn try_create(d: &EmulatedKfd, q: &mut CreateQueueArgs) -> Result<(), Errno> {
 }
 
 fn setup() -> Sdma {
-    let d = EmulatedKfd::new(builtin_topology()).unwrap();
+    setup_on(builtin_topology())
+}
+
+/// [`setup`] on another topology whose GPU has the built-in `gpu_id` (a built-in profile).
+fn setup_on(topology: hsa_linux::topology::Topology) -> Sdma {
+    let d = EmulatedKfd::new(topology).unwrap();
     let a = alloc_gtt(&d, VA, SIZE);
     let host = calls::mmap(
         &*d,
@@ -477,6 +482,17 @@ fn unknown_opcode_stops_the_queue_naming_it() {
         calls::wait_events(&*s.d, &mut data, false, 5000).unwrap(),
         KFD_IOC_WAIT_RESULT_COMPLETE
     );
+    // As amdkfd's kfd_signal_reset_event after the hung engine's GPU reset: memory lost
+    // (ROCR acts on the event only then), a hang, reset_type 0 (whole GPU).
+    assert_eq!(
+        data[0].hw_exception(),
+        HsaHwExceptionData {
+            reset_type: KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+            reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+            memory_lost: 1,
+            gpu_id: BUILTIN_GPU_ID,
+        }
+    );
     assert_eq!(
         s.word64(RPTR).load(Ordering::Acquire),
         4,
@@ -685,8 +701,14 @@ fn a_range_across_a_hole_faults_at_the_first_unmapped_byte() {
 fn bad_sizes_and_fields_stop_the_queue() {
     for (p, want) in [
         (
-            vec![1, 0x40_0000, 0, 0, 0, 0, 0],
-            "COPY LINEAR count dword 0x00400000 has bits above the 22-bit count",
+            // The built-in gfx90a's SDMA 4.4 counts are 30 bits wide.
+            vec![1, 0x4000_0000, 0, 0, 0, 0, 0],
+            "COPY LINEAR count dword 0x40000000 has bits above the 30-bit count of this SDMA \
+             engine (SDMA 4.4 and later)",
+        ),
+        (
+            vec![11 | (2 << 30), 0, 0, 0, 0x8000_0000],
+            "CONST_FILL count dword 0x80000000 has bits above the 30-bit count",
         ),
         (
             vec![1 | (3 << 8)],
@@ -715,6 +737,83 @@ fn bad_sizes_and_fields_stop_the_queue() {
         let e = s.wait_error();
         assert_eq!(e.status(), Status::InvalidPacketFormat, "{p:x?}");
         assert!(e.detail().to_string().contains(want), "{p:x?}: {e}");
+    }
+}
+
+/// A COPY LINEAR of `0x40_0000 + 64` bytes (a count with bit 22 set, as ROCR 7 writes for
+/// copies above 4 MiB on gfx90a and gfx94x) and a CONST_FILL of as many bytes, between two
+/// 8 MiB GTT buffers: what each profile's SDMA engine makes of them.
+fn wide_count_packets(s: &Sdma) -> (NonNull<u8>, [u32; 7], [u32; 5]) {
+    const BIG_VA: u64 = 0x7200_0000_0000;
+    const BIG: u64 = 8 << 20;
+    let src = alloc_gtt(&s.d, BIG_VA, BIG);
+    let dst = alloc_gtt(&s.d, BIG_VA + BIG, BIG);
+    let bytes: u32 = 0x40_0000 + 64;
+    let map = |a: &AllocMemoryOfGpuArgs| {
+        calls::mmap(
+            &*s.d,
+            MapTarget::RenderNode(BUILTIN_GPU_ID),
+            a.mmap_offset,
+            BIG as usize,
+        )
+        .unwrap()
+    };
+    let (src_host, dst_host) = (map(&src), map(&dst));
+    let data = pattern(bytes as usize, 7);
+    // SAFETY: the 8 MiB mapping the device returned; `data` is shorter.
+    unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), src_host.as_ptr(), data.len()) };
+    let fill = [
+        11 | (2 << 30),
+        lo(BIG_VA + BIG),
+        hi(BIG_VA + BIG),
+        0xdead_beef,
+        bytes - 4,
+    ];
+    (dst_host, copy_linear(BIG_VA, BIG_VA + BIG, bytes), fill)
+}
+
+#[test]
+fn sdma_4_4_counts_are_30_bits_wide() {
+    // gfx90a (the built-in profile, SDMA 4.4.0) and gfx942 (SDMA 4.4.2) copy and fill past
+    // 4 MiB in one packet (amdgpu's sdma_v4_4 and sdma_v4_4_2 buffer funcs: 1 << 30 bytes).
+    for topology in [
+        builtin_topology(),
+        hsa_emu::device::builtin_profile("gfx942").unwrap(),
+    ] {
+        let s = setup_on(topology);
+        let (dst, copy, fill) = wide_count_packets(&s);
+        let bytes = 0x40_0000 + 64usize;
+        // SAFETY: the 8 MiB destination mapping, read once the engine moved past the packet.
+        let read = || unsafe { std::slice::from_raw_parts(dst.as_ptr(), bytes) }.to_vec();
+        s.run(&copy);
+        assert!(read() == pattern(bytes, 7), "copy of {bytes} bytes");
+        s.run(&fill);
+        let got = read();
+        assert!(
+            got.chunks(4).all(|c| c == 0xdead_beefu32.to_le_bytes()),
+            "fill of {bytes} bytes"
+        );
+    }
+}
+
+#[test]
+fn sdma_4_0_counts_are_22_bits_wide() {
+    // gfx908 (an MI100, SDMA 4.2.2) and gfx900 (SDMA 4.0.0) stop the queue on the same copy
+    // (amdgpu's sdma_v4_0 buffer funcs: 1 << 22 bytes; vega10_sdma_pkt_open.h's count mask
+    // 0x003FFFFF).
+    for profile in ["gfx908", "gfx900"] {
+        let s = setup_on(hsa_emu::device::builtin_profile(profile).unwrap());
+        let (_, copy, _) = wide_count_packets(&s);
+        s.submit(&copy);
+        let e = s.wait_error();
+        assert_eq!(e.status(), Status::InvalidPacketFormat, "{profile}");
+        assert!(
+            e.detail().to_string().contains(
+                "COPY LINEAR count dword 0x0040003f has bits above the 22-bit count of this \
+                 SDMA engine (SDMA 4.0-4.2)"
+            ),
+            "{profile}: {e}"
+        );
     }
 }
 

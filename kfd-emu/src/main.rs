@@ -14,7 +14,10 @@
 //!   there, not from KFD), so that nothing of the host's CPUs reaches the results (on a
 //!   kernel without NUMA, where that directory does not exist, libhsakmt reads the host's
 //!   `/sys/devices/system/cpu` instead);
-//! - an `lsmod` first on `PATH` that lists `amdgpu` (rocminfo runs `lsmod | grep amdgpu`);
+//! - an `lsmod` first on `PATH` that lists `amdgpu` (rocminfo 5 runs `lsmod | grep amdgpu`),
+//!   and amdgpu's `/sys/module/amdgpu` with `initstate` `live` (rocminfo 7 reads it);
+//! - any root: `/` need not be a mount point (a chroot into a plain directory), as long as
+//!   `/proc` and `/sys` are mounts inside it;
 //! - `libkfd_emu_preload.so` preloaded (found beside this binary, or at `$KFD_EMU_PRELOAD`),
 //!   which answers `/dev/kfd` and the render nodes from the emulated device (see its docs);
 //! - with `--trace FILE`, every ioctl and mmap of those files recorded in FILE.
@@ -42,6 +45,17 @@
 //! target/debug/kfd-emu -- rocminfo
 //! gcc -std=gnu11 -Wall -Icapi/include capi/c/vector_copy.c -lhsa-runtime64 -o target/vector_copy_rocr
 //! target/debug/kfd-emu -- target/vector_copy_rocr testdata/codeobjects/kernels-gfx90a-v5.hsaco noregister
+//! ```
+//!
+//! ROCm 7.2.4 (rocminfo, HIP, ROCR 7.2.4) needs a newer glibc than Debian 12's: it runs in
+//! the ROCm 7 chroot (`scripts/rocm7-chroot.sh`, as root), with kfd-emu and its preloaded
+//! library bound in (`docs/rocm7-status.md` says what runs there):
+//!
+//! ```text
+//! scripts/rocm7-chroot.sh build
+//! scripts/rocm7-chroot.sh run --bind $PWD/target/debug:/opt/hsa-rt/kfd-emu -- \
+//!     env KFD_EMU_PRELOAD=/opt/hsa-rt/kfd-emu/libkfd_emu_preload.so \
+//!     /opt/hsa-rt/kfd-emu/kfd-emu -- rocminfo
 //! ```
 #![deny(unsafe_code)]
 
@@ -175,6 +189,13 @@ fn run(o: Options) -> Result<std::io::Error, String> {
     namespace::enter()?;
     let root = namespace::make_topology_dir()?;
     sysfs::write_topology(&topology, &root)?;
+    sysfs::write_module(
+        &namespace::make_module_dir()?,
+        (
+            hsa_linux::kfd::abi::KFD_IOCTL_MAJOR_VERSION,
+            hsa_linux::kfd::abi::KFD_IOCTL_MINOR_VERSION,
+        ),
+    )?;
     let helpers = Path::new(namespace::HELPER_DIR);
     let processors = std::thread::available_parallelism().map_or(1, |n| n.get());
     let cpuinfo = helpers.join("cpuinfo");

@@ -1,7 +1,7 @@
 //! The private mount namespace the command runs in: the KFD sysfs topology at
-//! `/sys/devices/virtual/kfd/kfd/topology`, a fixture `/proc/cpuinfo`, a fixture
-//! `/sys/devices/system/node` (libhsakmt reads CPU caches there) and a directory of helper
-//! programs (`lsmod`).
+//! `/sys/devices/virtual/kfd/kfd/topology`, amdgpu's `/sys/module/amdgpu`, a fixture
+//! `/proc/cpuinfo`, a fixture `/sys/devices/system/node` (libhsakmt reads CPU caches there)
+//! and a directory of helper programs (`lsmod`).
 //!
 //! Root gets a new mount namespace (`unshare(CLONE_NEWNS)`); anyone else a new user
 //! namespace too, in which their uid and gid map to themselves. Nothing outside the
@@ -19,6 +19,8 @@ use rustix::thread::UnshareFlags;
 pub const KFD_DIR: &str = "/sys/devices/virtual/kfd";
 /// The topology root inside [`KFD_DIR`].
 pub const TOPOLOGY_ROOT: &str = "/sys/devices/virtual/kfd/kfd/topology";
+/// amdgpu's module directory, where rocminfo 7 reads `initstate` and `version`.
+pub const MODULE_DIR: &str = "/sys/module/amdgpu";
 /// The directory (in the namespace's tmpfs) of helper programs and fixtures.
 pub const HELPER_DIR: &str = "/sys/devices/virtual/kfd/kfd-emu";
 
@@ -73,12 +75,72 @@ fn unshare(flags: UnshareFlags) -> rustix::io::Result<()> {
     unsafe { rustix::thread::unshare_unsafe(flags) }
 }
 
+/// Makes every mount the program can reach private to the new namespace, so that nothing
+/// kfd-emu mounts propagates back to the host (a new mount namespace made by root keeps the
+/// host's shared peer groups).
+///
+/// The usual way is one recursive change at `/`. In a root that is not a mount point (a
+/// chroot into a plain directory), `/` is a directory inside a mount whose own root lies
+/// outside the process's root: the kernel refuses the change there with EINVAL, and that
+/// mount cannot be named at all. Then each mount visible in `/proc/self/mountinfo` (those
+/// under the root) is made private instead, and the ones kfd-emu mounts into, `/proc` and
+/// `/sys`, must be among them: a mount made on the unreachable one could propagate out.
 fn private() -> Result<(), String> {
-    mount_change(
-        "/",
-        MountPropagationFlags::PRIVATE | MountPropagationFlags::REC,
-    )
-    .map_err(|e| format!("making / private in the new namespace: {e}"))
+    let all = MountPropagationFlags::PRIVATE | MountPropagationFlags::REC;
+    match mount_change("/", all) {
+        Ok(()) => return Ok(()),
+        Err(rustix::io::Errno::INVAL) => {}
+        Err(e) => return Err(format!("making / private in the new namespace: {e}")),
+    }
+    let text = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("/proc/self/mountinfo: {e}"))?;
+    let points = mount_points(&text);
+    for need in ["/proc", "/sys"] {
+        if !points.iter().any(|p| p == need) {
+            return Err(format!(
+                "/ is not a mount point here (a chroot into a plain directory?) and {need} is                  not a mount of its own either, so what kfd-emu mounts there could reach the                  host: mount {need} inside the root, or bind the root on itself (mount --bind                  ROOT ROOT) before entering it"
+            ));
+        }
+    }
+    for point in &points {
+        mount_change(point.as_str(), all)
+            .map_err(|e| format!("making {point} private in the new namespace: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The mount points (field 5) of a `/proc/self/mountinfo` text, octal escapes (`\040` for a
+/// space) decoded; a line too short to have one is skipped.
+fn mount_points(mountinfo: &str) -> Vec<String> {
+    mountinfo
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(unescape_octal)
+        .collect()
+}
+
+/// Decodes mountinfo's `\NNN` octal escapes; a malformed escape is kept as written.
+fn unescape_octal(field: &str) -> String {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let code = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .map(|d| d.iter().fold(0u32, |v, c| v * 8 + u32::from(c - b'0')));
+        match code.and_then(|c| u8::try_from(c).ok()) {
+            Some(c) => {
+                out.push(c);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn tmpfs(at: &str) -> Result<(), String> {
@@ -99,35 +161,57 @@ fn tmpfs(at: &str) -> Result<(), String> {
 /// # Errors
 /// The mount or directory that failed.
 pub fn make_topology_dir() -> Result<PathBuf, String> {
-    let virt = "/sys/devices/virtual";
-    if Path::new(KFD_DIR).is_dir() {
-        tmpfs(KFD_DIR)?;
-    } else {
-        // Keep a handle on the directory being covered, to bind its entries back from it.
-        let old = rustix::fs::open(virt, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
-            .map_err(|e| format!("{virt}: {e}"))?;
-        let entries: Vec<_> = std::fs::read_dir(virt)
-            .map_err(|e| format!("{virt}: {e}"))?
-            .flatten()
-            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-            .map(|e| e.file_name())
-            .collect();
-        tmpfs(virt)?;
-        for name in entries {
-            let to = Path::new(virt).join(&name);
-            std::fs::create_dir(&to).map_err(|e| format!("{}: {e}", to.display()))?;
-            let from = format!(
-                "/proc/self/fd/{}/{}",
-                old.as_raw_fd(),
-                name.to_string_lossy()
-            );
-            mount_bind_recursive(from.as_str(), &to)
-                .map_err(|e| format!("binding {} back: {e}", to.display()))?;
-        }
-    }
+    cover(KFD_DIR)?;
     std::fs::create_dir_all(TOPOLOGY_ROOT).map_err(|e| format!("{TOPOLOGY_ROOT}: {e}"))?;
     std::fs::create_dir_all(HELPER_DIR).map_err(|e| format!("{HELPER_DIR}: {e}"))?;
     Ok(PathBuf::from(TOPOLOGY_ROOT))
+}
+
+/// Makes [`MODULE_DIR`] an empty, writable directory, the same way as
+/// [`make_topology_dir`]: a tmpfs over it when the host has amdgpu loaded, else over
+/// `/sys/module` with each module's directory bound back in place.
+///
+/// # Errors
+/// The mount or directory that failed.
+pub fn make_module_dir() -> Result<PathBuf, String> {
+    cover(MODULE_DIR)?;
+    std::fs::create_dir_all(MODULE_DIR).map_err(|e| format!("{MODULE_DIR}: {e}"))?;
+    Ok(PathBuf::from(MODULE_DIR))
+}
+
+/// A writable, empty `dir` in the namespace: a tmpfs over it when it exists; else a tmpfs
+/// over its parent (which must exist) with each of the parent's subdirectories bound back
+/// in place, so that `dir` can then be made in the tmpfs.
+fn cover(dir: &str) -> Result<(), String> {
+    if Path::new(dir).is_dir() {
+        return tmpfs(dir);
+    }
+    let parent = Path::new(dir)
+        .parent()
+        .and_then(Path::to_str)
+        .ok_or_else(|| format!("{dir} has no parent"))?;
+    // Keep a handle on the directory being covered, to bind its entries back from it.
+    let old = rustix::fs::open(parent, OFlags::PATH | OFlags::DIRECTORY, Mode::empty())
+        .map_err(|e| format!("{parent}: {e}"))?;
+    let entries: Vec<_> = std::fs::read_dir(parent)
+        .map_err(|e| format!("{parent}: {e}"))?
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name())
+        .collect();
+    tmpfs(parent)?;
+    for name in entries {
+        let to = Path::new(parent).join(&name);
+        std::fs::create_dir(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+        let from = format!(
+            "/proc/self/fd/{}/{}",
+            old.as_raw_fd(),
+            name.to_string_lossy()
+        );
+        mount_bind_recursive(from.as_str(), &to)
+            .map_err(|e| format!("binding {} back: {e}", to.display()))?;
+    }
+    Ok(())
 }
 
 /// Binds `file` over `target` (a fixture over a host file).
@@ -149,4 +233,23 @@ pub fn hide_dir(dir: &str) -> Result<bool, String> {
         return Ok(true);
     }
     Ok(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_points_of_mountinfo() {
+        // Lines of a chroot's mountinfo (the root itself not a mount point: no "/" line).
+        let text = "22 27 0:21 / /proc rw,relatime - proc proc rw\n\
+                    23 27 0:22 / /sys rw,relatime - sysfs sysfs rw\n\
+                    40 23 0:40 / /mnt/a\\040b rw - tmpfs tmpfs rw\n\
+                    41 23 0:41 / /mnt/bad\\09 rw - tmpfs tmpfs rw\n\
+                    short line\n";
+        assert_eq!(
+            mount_points(text),
+            ["/proc", "/sys", "/mnt/a b", "/mnt/bad\\09"]
+        );
+    }
 }

@@ -156,6 +156,28 @@ pub fn write_topology(topology: &Topology, root: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Writes amdgpu's module directory (`/sys/module/amdgpu`, kernel/module/sysfs.c) under
+/// `dir`: `initstate` `live` (a module whose init has returned; rocminfo 7 reads it before
+/// anything else and stops with "ROCk module is NOT live" otherwise) and `version`, which
+/// only amdgpu's DKMS builds have (the in-tree module sets no MODULE_VERSION): here the
+/// amdkfd ioctl interface version the emulated device answers AMDKFD_IOC_GET_VERSION with,
+/// `major.minor`, so that rocminfo's "ROCk module version ... is loaded" names the interface
+/// the program talks to. ROCR and libhsakmt 7.2 read nothing under `/sys/module`.
+///
+/// # Errors
+/// The file that could not be written, with its path.
+pub fn write_module(dir: &Path, interface_version: (u32, u32)) -> Result<(), String> {
+    let put = |name: &str, text: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    };
+    put("initstate", "live\n".into())?;
+    put(
+        "version",
+        format!("{}.{}\n", interface_version.0, interface_version.1),
+    )
+}
+
 /// The raw `heap_type` of a [`HeapType`] (`HSA_HEAPTYPE_*`).
 fn heap_type_raw(h: HeapType) -> u32 {
     match h {
@@ -348,6 +370,21 @@ mod tests {
             "00000001\n"
         );
         assert!(!d.join("node1").exists(), "node 1 is the GPU");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn module_dir_says_live() {
+        let d = tmp("module");
+        write_module(&d, (1, 11)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(d.join("initstate")).unwrap(),
+            "live\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(d.join("version")).unwrap(),
+            "1.11\n"
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 

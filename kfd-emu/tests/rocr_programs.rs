@@ -233,3 +233,53 @@ fn b8_dispatch_round_trip_runs_on_both() {
         );
     }
 }
+
+/// Kernarg buffers from the CPU agent's KERNARG_INIT pool, allocated per dispatch with
+/// `hsa_amd_memory_pool_allocate` (`tests/c/kernarg_pool.c`), on Debian's ROCR 5.2.3 under
+/// kfd-emu. ROCR allocates pool memory restricted (`AllocateRestrict`: the trace shows
+/// `ALLOC_MEMORY_OF_GPU` of a userptr and no `MAP_MEMORY_TO_GPU`; ROCR's own pointer info
+/// says `CanAccess: 0`) and answers the GPU's access to that pool with
+/// `HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT` (2): amdkfd maps a buffer only on
+/// `MAP_MEMORY_TO_GPU`, so the kernel's first kernarg load faults, as the emulated device
+/// reports and ROCR's VM fault handler prints, unless the program grants the GPU access with
+/// `hsa_amd_agents_allow_access`; then 16 dispatches, each freeing its buffer and allocating
+/// the next, verify. (hsa-rt's own library maps pool memory to every GPU at allocation, so the
+/// program without `allow` passes there: more permissive than ROCR, never less.)
+#[test]
+fn kernarg_pool_buffers_need_allow_access_on_debian_rocr() {
+    let Some(exe) = build_c("kernarg_pool", &["tests/c/kernarg_pool.c"], &[]) else {
+        return;
+    };
+    let object = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco");
+    let object = object.to_str().unwrap();
+    let Some(out) = kfd_emu(&exe, &[object, "16", "allow"]) else {
+        return;
+    };
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    assert_eq!(
+        stdout,
+        "kernarg_pool: kernarg pool accessible by all: yes; GPU access 2\n\
+         kernarg_pool: 16 dispatches verified\n",
+        "{stderr}"
+    );
+    let Some(out) = kfd_emu(&exe, &[object, "1"]) else {
+        return;
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    // ROCR's VM fault report names the kernarg buffer (page-aligned: a pool allocation),
+    // which it mapped to no GPU.
+    let kernarg = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("kernarg_pool: dispatch 0 kernarg "))
+        .unwrap_or_else(|| panic!("no kernarg address:\n{stderr}"));
+    assert!(
+        stderr.contains("Memory access fault by GPU node-1 (Agent handle: ")
+            && stderr.contains(&format!("on address {kernarg}. Reason: Page not present")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("CanAccess: 0"), "{stderr}");
+}

@@ -33,7 +33,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hsa_core::isa::Processor;
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::Gfx9Target;
 
 use device::{Device, DeviceStats, Mapping};
 use protocol::*;

@@ -1,8 +1,8 @@
 //! What hsa-rt's tests share, in one place (a dev-dependency only; not published):
 //!
 //! - [`FlatMemory`]: device memory made of a few regions at fixed addresses, as the gfx9
-//!   interpreter's tests and benches build it (with the `device-memory` feature it is the
-//!   interpreter's `DeviceMemory`);
+//!   interpreter's tests and benches build it (with the `device-memory` feature it is
+//!   `hsa_gfx9`'s `DeviceMemory`, with `CLOCK_MONOTONIC` as its clock);
 //! - [`shared`]: the captured KFD topologies and rocminfo outputs of `../shared/testdata`
 //!   (`HSA_RT_SHARED`), found the one way every test finds them, or `skipped: ...` said;
 //! - [`cargo`]: `cargo build -p PACKAGE --lib` from a test, into a target directory of its

@@ -131,7 +131,7 @@ fn offset_in(base: u64, size: usize, addr: u64, len: usize) -> Option<usize> {
 
 #[cfg(feature = "device-memory")]
 mod device_memory {
-    use hsa_emu::gfx9::exec::DeviceMemory;
+    use hsa_gfx9::exec::DeviceMemory;
 
     use super::{offset_in, FlatMemory};
 
@@ -209,6 +209,14 @@ mod device_memory {
         fn message_interrupt(&self, data: u32) -> hsa_core::Result<()> {
             self.raise_interrupt(data);
             Ok(())
+        }
+
+        /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
+        fn clock_counter(&self) -> u64 {
+            let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+            (t.tv_sec as u64)
+                .wrapping_mul(1_000_000_000)
+                .wrapping_add(t.tv_nsec as u64)
         }
     }
 }

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Generates emulator/src/gfx9/opcodes.rs: the GFX9 (gfx900, gfx906, gfx908, gfx90a, gfx942) opcode table the
+"""Generates gfx9/src/opcodes.rs: the GFX9 (gfx900, gfx906, gfx908, gfx90a, gfx942) opcode table the
 hsa-emu decoder and wave interpreter support. Each row names an instruction and its operand
 widths (dwords); the opcode number per target is taken by assembling a sample with
 `llvm-mc-19 -arch=amdgcn -mcpu=<cpu> -show-encoding` (same numbers as AMD's Vega / CDNA2 /
 CDNA3 ISA guides' opcode tables). A row that a target cannot assemble is absent for it.
 
-Usage: python3 gfx9_opcodes.py > ../../emulator/src/gfx9/opcodes.rs && cargo fmt
+Usage: python3 gfx9_opcodes.py > ../../gfx9/src/opcodes.rs && cargo fmt
 """
+import json
+import os
 import re
 import subprocess
 import sys
+
+import gfx9_ops
 
 CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
@@ -42,6 +46,13 @@ row("SOP1", "s_mov_b64 s_cmov_b64 s_not_b64 s_wqm_b64 s_brev_b64 s_and_saveexec_
 row("SOP1", "s_bcnt0_i32_b64 s_bcnt1_i32_b64 s_ff0_i32_b64 s_ff1_i32_b64 s_flbit_i32_b64 "
     "s_flbit_i32_i64", "1 2")
 row("SOP1", "s_bitset0_b64 s_bitset1_b64", "2 1")
+# Issue 39: the quad mask (whole-quad mode's inverse) and bit replication.
+row("SOP1", "s_quadmask_b32", "1 1")
+row("SOP1", "s_quadmask_b64", "2 2")
+row("SOP1", "s_bitreplicate_b64_b32", "2 1")
+# Program-control instructions with nothing to do in the emulator (no instruction cache,
+# performance level or thread trace; s_wakeup of waves s_sleep ends anyway).
+row("SOPP", "s_wakeup s_icache_inv s_incperflevel s_decperflevel s_ttracedata", "0")
 row("SOP1", "s_getpc_b64", "2 0")
 row("SOP1", "s_setpc_b64", "0 2")
 row("SOPK", "s_movk_i32 s_cmovk_i32 s_cmpk_eq_i32 s_cmpk_lg_i32 s_cmpk_gt_i32 s_cmpk_ge_i32 "
@@ -98,6 +109,9 @@ row("VOP1", "v_mov_b32 v_cvt_f32_i32 v_cvt_f32_u32 v_cvt_u32_f32 v_cvt_i32_f32 "
     "v_log_f32 v_rcp_f32 v_rcp_iflag_f32 v_rsq_f32 v_sqrt_f32 v_not_b32 v_bfrev_b32 v_ffbh_u32 "
     "v_ffbl_b32 v_ffbh_i32 v_frexp_exp_i32_f32 v_frexp_mant_f32 v_cvt_off_f32_i4", "1 1")
 row("VOP1", "v_readfirstlane_b32", "1 1", "sdst")
+# Swap of two VGPRs (vdst and src0 both written) and the i16 pair to u8 saturation (Vega ISA
+# VOP1 opcodes 81, 79).
+row("VOP1", "v_swap_b32 v_sat_pk_u8_i16", "1 1")
 row("VOP1", "v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f16 "
     "v_cvt_i16_f16 v_trunc_f16 v_ceil_f16 v_floor_f16 v_rndne_f16", "1 1")
 row("VOP1", "v_cvt_f64_f32 v_cvt_f64_i32 v_cvt_f64_u32", "2 1")
@@ -163,6 +177,14 @@ row("VOP3", "v_div_fmas_f64 v_div_fixup_f64", "2 2 2 2", "noname")
 row("VOP3", "v_ldexp_f64 v_trig_preop_f64", "2 2 1", "noname")
 row("VOP3", "v_mad_u64_u32 v_mad_i64_i32", "2 1 1 2", "noname b")
 row("VOP3", "v_lshl_add_u64", "2 2 1 2", "noname")
+# Issue 39 (census): gfx9's VOP3-only signed add/sub with clamp saturation, 16-bit add/sub,
+# f16 pack (op_sel selects halves), 16-bit and mixed-width mads, 16-bit min3/max3/med3, bit
+# mask, SAD and lerp byte ops (Vega ISA VOP3 opcodes 0x1d9..0x2a0).
+row("VOP3", "v_add_i32 v_sub_i32 v_add_i16 v_sub_i16 v_pack_b32_f16 v_bfm_b32", "1 1 1",
+    "noname")
+row("VOP3", "v_mad_u16 v_mad_i16 v_mad_u32_u16 v_mad_i32_i16 v_min3_f16 v_min3_i16 v_min3_u16 "
+    "v_max3_f16 v_max3_i16 v_max3_u16 v_med3_f16 v_med3_i16 v_med3_u16 v_sad_u8 v_sad_hi_u8 "
+    "v_sad_u16 v_msad_u8 v_lerp_u8", "1 1 1 1", "noname")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")
 row("VOP3", "v_writelane_b32", "1 1 1", "noname")
 row("DS", "ds_write_b32 ds_write_b8 ds_write_b16 ds_add_u32 ds_sub_u32 ds_min_u32 ds_max_u32 "
@@ -355,7 +377,8 @@ def sample(enc, n, w, flags):
         return {"s_nop": "s_nop 0", "s_waitcnt": "s_waitcnt 0", "s_sleep": "s_sleep 1",
                 "s_setprio": "s_setprio 1", "s_trap": "s_trap 2",
                 "s_sendmsg": "s_sendmsg sendmsg(MSG_INTERRUPT)",
-                "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)"}.get(n, n if "branch" not in n else n + " 4")
+                "s_sendmsghalt": "s_sendmsghalt sendmsg(MSG_INTERRUPT)",
+                "s_incperflevel": "s_incperflevel 1", "s_decperflevel": "s_decperflevel 1"}.get(n, n if "branch" not in n else n + " 4")
     if enc == "SMEM" and n.startswith("s_dcache"):
         return n
     if enc == "SMEM" and n.startswith("s_mem"):
@@ -501,9 +524,22 @@ def main():
     exact = {s for s, (_, _, _, f) in zip(samples, ROWS) if "mai" in f.split()}
     per_cpu = {}
     nortn = {}  # (cpu, sample) -> True when only the non-returning atomic form assembles
+    # GFX9_OPCODES_CACHE=file keeps llvm-mc's answers between runs (a run asks it about every
+    # row on every target: minutes); the file is not part of the repository.
+    cache_path = os.environ.get("GFX9_OPCODES_CACHE")
+    cache = {}
+    if cache_path and os.path.exists(cache_path):
+        with open(cache_path) as f:
+            cache = json.load(f)
     for cpu in CPUS:
         got = {}
         for s in samples:  # one call per line: a failing line must not hide the others
+            key = cpu + "|" + s
+            if key in cache:
+                got[s], rt = cache[key]
+                if rt:
+                    nortn[(cpu, s)] = True
+                continue
             r = assemble(cpu, [s], exact=s in exact)
             if not r and s.endswith(" glc") and "atomic" in s:
                 # gfx908's float atomics have no returning form: try without glc.
@@ -512,16 +548,21 @@ def main():
                 if r:
                     nortn[(cpu, s)] = True
             got[s] = next(iter(r.values())) if r else None
+            cache[key] = [got[s], nortn.get((cpu, s), False)]
         per_cpu[cpu] = got
+    if cache_path:
+        with open(cache_path, "w") as f:
+            json.dump(cache, f)
     out = sys.stdout
     out.write("//! GFX9 opcode table: generated by `testdata/codeobjects/gfx9_opcodes.py` from\n")
-    out.write("//! `llvm-mc-19 -show-encoding` (the numbers of AMD's Vega, Vega 7nm, CDNA1, CDNA2 and CDNA3 ISA\n//! guides).\n")
+    out.write("//! `llvm-mc-19 -show-encoding` (the numbers of AMD's Vega, Vega 7nm, CDNA1, CDNA2 and CDNA3 ISA\n//! guides), with the typed [`Op`] of each mnemonic and its attributes (`gfx9_ops.py`).\n")
     out.write("//! Do not edit by hand.\n\n")
-    out.write("use super::decode::{\n    Encoding, OpInfo, F_ATOMIC, F_B, F_CI, F_CND, F_CO, F_NONAME, F_NORTN, F_SDST, T_ALL, T_GFX900,\n    T_GFX906, T_GFX908, T_GFX90A, T_GFX942,\n};\n\n")
-    out.write("/// Supported instructions: encoding, opcode, targets, mnemonic, operand widths, flags.\n")
-    out.write("#[rustfmt::skip]\npub(crate) static OPCODES: &[OpInfo] = &[\n")
+    out.write("use super::decode::{\n    Encoding, OpInfo, F_ATOMIC, F_B, F_CI, F_CND, F_CO, F_NONAME, F_NORTN, F_SDST, T_ALL, T_GFX900,\n    T_GFX906, T_GFX908, T_GFX90A, T_GFX942,\n};\n")
+    out.write("use super::op::{\n    Atomic, AtomicOp, Class, Compare, Cond, Dir, Elem, Fp, Mem, MemTy, Mfma, OpAttrs, Rounding, Ty,\n    Unmodelled,\n};\n\n")
     bits = {"gfx900": "T_GFX900", "gfx906": "T_GFX906", "gfx908": "T_GFX908",
             "gfx90a": "T_GFX90A", "gfx942": "T_GFX942"}
+    lines = []
+    targets_of = {}
     for (e, n, w, f), s in zip(ROWS, samples):
         groups = {}
         for cpu in CPUS:
@@ -535,11 +576,20 @@ def main():
         for (op, no_rtn), cpus in sorted(groups.items()):
             if e == "VOP3" and op < 0x1C0:
                 continue  # a VOP1/VOP2/VOPC opcode's VOP3 form: that row's, not this one's
+            got = targets_of.setdefault(n, [])
+            got += [c for c in cpus if c not in got]
             t = "T_ALL" if len(cpus) == len(CPUS) else " | ".join(bits[c] for c in cpus)
             fl = " | ".join("F_" + x.upper() for x in f.split() + (["nortn"] if no_rtn else [])
                             if x not in ("mai", "k")) or "0"
-            out.write("    OpInfo::new(Encoding::%s, %d, %s, \"%s\", [%d, %d, %d, %d], %s),\n"
-                      % (e.capitalize() if False else e_name(e), op, t, n, d[0], d[1], d[2], d[3], fl))
+            lines.append((e_name(e), op, t, n, d, fl))
+    for n in targets_of:
+        targets_of[n] = [c for c in CPUS if c in targets_of[n]]
+    variant = gfx9_ops.emit(out, ROWS, targets_of, bits)
+    out.write("\n/// Supported instructions: encoding, opcode, targets, instruction, mnemonic, operand\n/// widths, flags.\n")
+    out.write("#[rustfmt::skip]\npub(crate) static OPCODES: &[OpInfo] = &[\n")
+    for e, op, t, n, d, fl in lines:
+        out.write("    OpInfo::new(Encoding::%s, %d, %s, Op::%s, \"%s\", [%d, %d, %d, %d], %s),\n"
+                  % (e, op, t, variant[n], n, d[0], d[1], d[2], d[3], fl))
     out.write("];\n")
 
 

@@ -1,4 +1,4 @@
-// OpenCL image kernels for the gfx9 interpreter's MIMG tests (emulator/tests/gfx9_image.rs):
+// OpenCL image kernels for the gfx9 interpreter's MIMG tests (gfx9/tests/gfx9_image.rs):
 // the image built-ins of ROCm's device-libs compile to image_load/image_store/image_sample*.
 // One work-item per texel of row 0 (the tests run 1D dispatches).
 __kernel void copy_f(read_only image2d_t src, write_only image2d_t dst) {

@@ -16,7 +16,7 @@ use hsa_core::loader::CodeObject;
 use hsa_core::packet::AqlPacket;
 use hsa_core::Status;
 use hsa_emu::device::{builtin_topology, complete_capture, EmulatedKfd, BUILTIN_GPU_ID};
-use hsa_emu::gfx9::{self, Gfx9Target};
+use hsa_gfx9::{self as gfx9, Gfx9Target};
 use hsa_linux::kfd::abi::*;
 use hsa_linux::kfd::driver::KfdDriver;
 use hsa_linux::topology::{MemoryTree, Properties, Topology};

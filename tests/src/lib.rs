@@ -4,5 +4,6 @@
 //! crate and `cargo test` (which replays the checked-in corpus and every crash input) call the
 //! same code.
 
+pub mod census;
 pub mod fuzz_targets;
 pub mod llvm_diff;

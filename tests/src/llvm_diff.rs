@@ -1,4 +1,4 @@
-//! Differential testing of the gfx9 decoder and disassembler (`hsa_emu::gfx9::decode` and
+//! Differential testing of the gfx9 decoder and disassembler (`hsa_gfx9::decode` and
 //! the `Display` text of its `Instruction`) against `llvm-mc-19 --disassemble`.
 //!
 //! Each case is 8 bytes (two little-endian dwords `w0`, `w1`): the instruction starts at
@@ -38,7 +38,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hsa_emu::gfx9::{self, Gfx9Target};
+use hsa_gfx9::{self as gfx9, Gfx9Target};
 
 /// The program the decoder is compared with.
 pub const LLVM_MC: &str = "llvm-mc-19";
@@ -269,29 +269,38 @@ static FILE_SEQ: AtomicU64 = AtomicU64::new(0);
 /// llvm-mc cannot be started, or its output cannot be attributed to the cases (the error
 /// names what was unexpected).
 pub fn llvm_decode(cases: &[[u8; 8]], target: Gfx9Target) -> io::Result<Vec<Llvm>> {
+    llvm_decode_cpu(cases, target.name())
+}
+
+/// [`llvm_decode`] for the processor named `cpu` (`-mcpu=`, e.g. `"gfx904"`), which may be
+/// one our [`Gfx9Target`] models as another.
+///
+/// # Errors
+/// As [`llvm_decode`].
+pub fn llvm_decode_cpu(cases: &[[u8; 8]], cpu: &str) -> io::Result<Vec<Llvm>> {
     let mut out = vec![Llvm::NotSent; cases.len()];
     let sent: Vec<usize> = (0..cases.len())
         .filter(|&i| !llvm_crashes_on(&cases[i]))
         .collect();
     let batch: Vec<[u8; 8]> = sent.iter().map(|&i| cases[i]).collect();
-    let answers = llvm_decode_sent(&batch, target)?;
+    let answers = llvm_decode_sent(&batch, cpu)?;
     for (i, a) in sent.into_iter().zip(answers) {
         out[i] = a;
     }
     Ok(out)
 }
 
-fn llvm_decode_sent(cases: &[[u8; 8]], target: Gfx9Target) -> io::Result<Vec<Llvm>> {
+fn llvm_decode_sent(cases: &[[u8; 8]], cpu: &str) -> io::Result<Vec<Llvm>> {
     if cases.is_empty() {
         return Ok(Vec::new());
     }
-    match run_llvm_mc(cases, target)? {
+    match run_llvm_mc(cases, cpu)? {
         Some(v) => Ok(v),
         None if cases.len() == 1 => Ok(vec![Llvm::Crash]),
         None => {
             let (a, b) = cases.split_at(cases.len() / 2);
-            let mut v = llvm_decode_sent(a, target)?;
-            v.extend(llvm_decode_sent(b, target)?);
+            let mut v = llvm_decode_sent(a, cpu)?;
+            v.extend(llvm_decode_sent(b, cpu)?);
             Ok(v)
         }
     }
@@ -302,7 +311,7 @@ fn bad(msg: String) -> io::Error {
 }
 
 /// One llvm-mc run; `None` when it died of a signal.
-fn run_llvm_mc(cases: &[[u8; 8]], target: Gfx9Target) -> io::Result<Option<Vec<Llvm>>> {
+fn run_llvm_mc(cases: &[[u8; 8]], cpu: &str) -> io::Result<Option<Vec<Llvm>>> {
     let mut input = String::with_capacity(cases.len() * 64);
     for c in cases {
         input.push('[');
@@ -321,7 +330,7 @@ fn run_llvm_mc(cases: &[[u8; 8]], target: Gfx9Target) -> io::Result<Option<Vec<L
     let result = Command::new(LLVM_MC)
         .arg("--disassemble")
         .arg("-triple=amdgcn-amd-amdhsa")
-        .arg(format!("-mcpu={}", target.name()))
+        .arg(format!("-mcpu={cpu}"))
         .arg(&path)
         .output();
     let _ = std::fs::remove_file(&path);

@@ -211,7 +211,8 @@ fn catalogue() -> Vec<Row> {
         row("misaligned kernarg address", Status::InvalidPacketFormat, "kernarg_address is 0x7f0000002004; must be 16-byte aligned", || parse(dispatch_bytes(|b| put_u64(b, 40, 0x7f00_0000_2004)))),
         row("vendor packet with AmdFormat 7", Status::InvalidPacketFormat, "AmdFormat (vendor packet byte 2) is 7", || parse(dispatch_bytes(|b| { put_u16(b, 0, 2 << 9 | 2 << 11); b[2] = 7; }))),
         row("barrier-value with condition 9", Status::InvalidPacketFormat, "condition is 9; must be in 0..=3", || parse(dispatch_bytes(|b| { *b = [0; 64]; put_u16(b, 0, 2 << 9 | 2 << 11); b[2] = 2; put_u64(b, 8, 0x1000); put_u32(b, 32, 9); }))),
-        row("barrier-value with null signal", Status::InvalidPacketFormat, "signal is null (0x0)", || parse(dispatch_bytes(|b| { *b = [0; 64]; put_u16(b, 0, 2 << 9 | 2 << 11); b[2] = 2; }))),
+        // hsa_ext_amd.h: a 0 dependency signal is a satisfied dependency (HIP 7 sends one).
+        row("barrier-value with null signal is accepted", Status::Success, "", || parse(dispatch_bytes(|b| { *b = [0; 64]; put_u16(b, 0, 2 << 9 | 2 << 11); b[2] = 2; }))),
         row("short packet buffer", Status::InvalidArgument, "AQL packet buffer is 63 bytes; must be 64", || AqlPacket::new_checked(&[0u8; 63][..]).map(|_| ())),
         row("builder: dispatch with grid 0", Status::InvalidArgument, "grid_size_x is 0; must be >= 1", || {
             KernelDispatch::one_dimensional(GpuVa(0x1000), GpuVa(0x2000), 1, 0).emit().map(|_| ())

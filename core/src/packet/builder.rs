@@ -400,14 +400,17 @@ impl AgentDispatch {
 }
 
 /// AMD's barrier-value packet (vendor-specific, format `HSA_AMD_PACKET_TYPE_BARRIER_VALUE`):
-/// completes when `(signal.value & mask) <condition> value` holds.
+/// completes when `(signal.value & mask) <condition> value` holds, or at once when `signal`
+/// is null: `hsa_ext_amd.h` makes a 0 handle a satisfied dependency (HIP 7 puts such a
+/// packet on the queue at `hipEventRecord`).
 ///
 /// Ref: `hsa_amd_barrier_value_packet_t` in `hsa_ext_amd.h`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct BarrierValue {
     /// Barrier bit and fence scopes.
     pub flags: HeaderFlags,
-    /// The signal whose value is compared; non-null.
+    /// The signal whose value is compared; [`SignalHandle::NULL`] for a satisfied
+    /// dependency.
     pub signal: SignalHandle,
     /// The value compared against.
     pub value: i64,
@@ -421,9 +424,6 @@ pub struct BarrierValue {
 
 impl BarrierValue {
     pub(crate) fn check(&self) -> core::result::Result<(), Violation> {
-        if self.signal.is_null() {
-            return Err(Violation::new("signal", 0, Rule::NonNull));
-        }
         if self.condition > MAX_BARRIER_VALUE_CONDITION {
             return Err(Violation::new(
                 "condition",
@@ -437,7 +437,7 @@ impl BarrierValue {
     /// Checks the fields without encoding.
     ///
     /// # Errors
-    /// [`Status::InvalidArgument`] when `signal` is null or `condition` is above 3.
+    /// [`Status::InvalidArgument`] when `condition` is above 3.
     pub fn validate(&self) -> Result<()> {
         self.check()
             .map_err(|v| v.into_error(Status::InvalidArgument))
@@ -737,10 +737,9 @@ mod tests {
             condition: 0,
             completion_signal: SignalHandle::NULL,
         };
-        assert_eq!(
-            p.emit().unwrap_err().detail(),
-            "signal is null (0x0); must be non-null"
-        );
+        // hsa_ext_amd.h: a 0 signal handle is a satisfied dependency, not an error.
+        let e = p.emit().unwrap();
+        assert_eq!(e.bytes[8..16], [0; 8], "signal at byte 8 is 0");
         p.signal = SignalHandle(0x40);
         p.condition = 4;
         let e = p.emit().unwrap_err();

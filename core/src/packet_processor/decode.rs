@@ -421,12 +421,16 @@ mod tests {
         };
         assert_eq!(cond, SignalCondition::Gte);
         assert_eq!((b.signal, b.mask, b.condition), (SignalHandle(0x80), -1, 3));
-        let cases: [Case<BarrierValuePacket>; 3] = [
+        // hsa_ext_amd.h: a 0 dependency signal is allowed (a satisfied dependency).
+        let mut null = barrier_value();
+        null.signal = SignalHandle::NULL;
+        let (_, c) = decode(&bytes_of(&null)).unwrap();
+        assert!(
+            matches!(c, Command::BarrierValue(b, _) if b.signal.is_null()),
+            "{c:?}"
+        );
+        let cases: [Case<BarrierValuePacket>; 2] = [
             (|p| p.cond = 4, "condition is 4; must be in 0..=3"),
-            (
-                |p| p.signal = SignalHandle::NULL,
-                "signal is null (0x0); must be non-null",
-            ),
             (
                 |p| p.header.amd_format = 1,
                 "AmdFormat (vendor packet byte 2) is 1; must be in 2..=2",

@@ -456,6 +456,8 @@ impl PacketProcessor {
                 }
                 any
             }
+            // hsa_ext_amd.h: a 0 dependency handle is satisfied, whatever the condition.
+            Command::BarrierValue(b, _) if b.signal.is_null() => true,
             Command::BarrierValue(b, cond) => {
                 let sig = host.resolve_signal(b.signal)?;
                 let v = sig.value().load(Ordering::Acquire);

@@ -8,8 +8,10 @@
 //! header ([`packet_dwords`]): a `NOP` is `1 + count` dwords (a zero dword is a one-dword
 //! NOP, ROCR's ring padding), the others have fixed lengths.
 //!
-//! Field widths that differ between SDMA versions are an [`SdmaFormat`]: today the width of
-//! `COPY_LINEAR`'s byte count (22 bits on SDMA 4.0, [`SDMA_4_0`]; later engines widen it).
+//! Field widths that differ between SDMA versions are an [`SdmaFormat`]: the width of the byte
+//! counts of `COPY_LINEAR` and `CONST_FILL` (22 bits on SDMA 4.0-4.2 and 5.0, [`SDMA_4_0`];
+//! 30 bits on SDMA 4.4, 5.2, 6 and 7, [`SDMA_4_4`]); [`SdmaFormat::for_gfx_target_version`]
+//! says which a GPU's engines have.
 //! Only the packets below are known here; any other opcode or sub-opcode is
 //! [`WireError::UnknownOpcode`], which the engine turns into a queue error.
 //!
@@ -49,30 +51,62 @@ pub const FILLSIZE_DWORDS: u32 = 2;
 /// The field widths of one SDMA version's packets, where versions differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SdmaFormat {
-    /// The version's name (`"SDMA 4.0"`), for messages.
+    /// The versions with this format (`"SDMA 4.0-4.2"`), for messages.
     pub name: &'static str,
-    /// Width of `SDMA_PKT_COPY_LINEAR_COUNT.count` (dword 1 from bit 0), bits: the count
-    /// holds `bytes - 1`.
-    pub copy_linear_count_bits: u32,
+    /// Width, bits, of the byte counts `SDMA_PKT_COPY_LINEAR_COUNT.count` (dword 1 from bit
+    /// 0) and `SDMA_PKT_CONSTANT_FILL_COUNT.count` (dword 4 from bit 0): each holds
+    /// `bytes - 1`.
+    pub count_bits: u32,
 }
 
 impl SdmaFormat {
     /// `COPY_LINEAR`'s count field in this version.
     pub const fn copy_linear_count(&self) -> Field {
-        Field::new(1, 0, self.copy_linear_count_bits)
+        Field::new(1, 0, self.count_bits)
+    }
+
+    /// `CONST_FILL`'s count field in this version.
+    pub const fn const_fill_count(&self) -> Field {
+        Field::new(4, 0, self.count_bits)
     }
 
     /// The most bytes one `COPY_LINEAR` of this version moves (count all ones, plus one).
     pub const fn copy_linear_max_bytes(&self) -> u64 {
-        1 << self.copy_linear_count_bits
+        1 << self.count_bits
+    }
+
+    /// The format of the SDMA engines of the GPU whose `gfx_target_version` is given (the
+    /// topology's `major * 10000 + minor * 100 + stepping`: 90010 for gfx90a). SDMA IP
+    /// versions as amdgpu's IP discovery names them: 4.0-4.2 on gfx900, gfx906, gfx908 and
+    /// gfx90c, 5.0 on gfx101x ([`SDMA_4_0`]); 4.4 on gfx90a and gfx94x/gfx950, 5.2 on
+    /// gfx103x, 6 and 7 on gfx11 and gfx12 ([`SDMA_4_4`]: amdgpu's `sdma_v4_4` and later
+    /// buffer functions copy and fill up to `1 << 30` bytes; ROCR 7 uses the 30-bit
+    /// `count_ext` there).
+    pub const fn for_gfx_target_version(gfx_target_version: u32) -> &'static SdmaFormat {
+        let (major, minor, stepping) = (
+            gfx_target_version / 10000,
+            gfx_target_version / 100 % 100,
+            gfx_target_version % 100,
+        );
+        match (major, minor, stepping) {
+            (9, 4.., _) | (9, 0, 10) | (10, 3.., _) | (11.., _, _) => &SDMA_4_4,
+            _ => &SDMA_4_0,
+        }
     }
 }
 
-/// SDMA 4.0 (Vega10's `vega10_sdma_pkt_open.h`, gfx9): a 22-bit `COPY_LINEAR` count
+/// SDMA 4.0-4.2 and 5.0 (`vega10_sdma_pkt_open.h`): 22-bit counts
 /// (`SDMA_PKT_COPY_LINEAR_COUNT_count_mask` 0x003FFFFF).
 pub const SDMA_4_0: SdmaFormat = SdmaFormat {
-    name: "SDMA 4.0",
-    copy_linear_count_bits: 22,
+    name: "SDMA 4.0-4.2",
+    count_bits: 22,
+};
+
+/// SDMA 4.4 and later (4.4.x, 5.2, 6, 7): 30-bit counts (amdgpu's `sdma_v4_4` buffer
+/// functions' `1 << 30`; ROCR's `count_ext`).
+pub const SDMA_4_4: SdmaFormat = SdmaFormat {
+    name: "SDMA 4.4 and later",
+    count_bits: 30,
 };
 
 /// The fields, by packet, named as `vega10_sdma_pkt_open.h` names them (dword, shift, width).
@@ -173,9 +207,8 @@ pub mod field {
     pub const FILL_DST_ADDR: usize = 1;
     /// `SDMA_PKT_CONSTANT_FILL_DATA`.
     pub const FILL_DATA: Field = Field::new(3, 0, 32);
-    /// `SDMA_PKT_CONSTANT_FILL_COUNT.count`: bytes minus one (the low two bits ignored for
-    /// dwords).
-    pub const FILL_COUNT: Field = Field::new(4, 0, 22);
+    // `SDMA_PKT_CONSTANT_FILL_COUNT.count` (dword 4): as wide as the version's counts,
+    // `SdmaFormat::const_fill_count`.
 
     /// `SDMA_PKT_TIMESTAMP_GET_GLOBAL_WRITE_ADDR_LO` (`_HI` at 2).
     pub const TIMESTAMP_ADDR: usize = 1;
@@ -398,7 +431,8 @@ pub struct ConstFill {
     pub dst: u64,
     /// The fill value.
     pub data: u32,
-    /// Bytes minus one (22 bits).
+    /// Bytes minus one ([`SdmaFormat::const_fill_count`] wide; the low two bits do not count
+    /// for dwords).
     pub count: u32,
 }
 
@@ -456,9 +490,8 @@ impl Repr {
     /// Reads the packet `p` of SDMA version `format`.
     ///
     /// # Errors
-    /// As [`Packet::new_checked`]; [`WireError::ReservedBits`] for a `COPY_LINEAR` count
-    /// dword with bits above `format`'s count, or a `CONST_FILL` count dword with bits above
-    /// its 22.
+    /// As [`Packet::new_checked`]; [`WireError::ReservedBits`] for a `COPY_LINEAR` or
+    /// `CONST_FILL` count dword with bits above `format`'s count.
     pub fn parse<T: AsRef<[u32]>>(p: &Packet<T>, format: &SdmaFormat) -> Result<Repr, WireError> {
         let p = Packet::new_checked(p.dwords())?;
         let d = p.dwords();
@@ -527,13 +560,14 @@ impl Repr {
                 loop_interval: p.get(field::ATOMIC_LOOP_INTERVAL) as u16,
             }),
             (OP_CONST_FILL, _) => {
-                bits_above(field::FILL_COUNT, d[4], "CONST_FILL count", d[4])?;
+                let count = format.const_fill_count();
+                bits_above(count, d[4], "CONST_FILL count", d[4])?;
                 Repr::ConstFill(ConstFill {
                     sw: p.get(field::FILL_SW) as u8,
                     fillsize: p.get(field::FILL_FILLSIZE) as u8,
                     dst: p.get_u64(field::FILL_DST_ADDR),
                     data: p.get(field::FILL_DATA),
-                    count: p.get(field::FILL_COUNT),
+                    count: p.get(count),
                 })
             }
             _ => Repr::Timestamp {
@@ -641,7 +675,7 @@ impl Repr {
                 p.set(field::FILL_FILLSIZE, c.fillsize.into());
                 p.set_u64(field::FILL_DST_ADDR, c.dst);
                 p.set(field::FILL_DATA, c.data);
-                p.set(field::FILL_COUNT, c.count);
+                p.set(format.const_fill_count(), c.count);
             }
             Repr::Timestamp { addr } => p.set_u64(field::TIMESTAMP_ADDR, addr),
         }
@@ -819,15 +853,35 @@ mod tests {
             }
         );
         // A version with a wider count reads it.
-        let wide = SdmaFormat {
-            name: "wide",
-            copy_linear_count_bits: 30,
-        };
-        match Repr::parse(&p, &wide).unwrap() {
+        match Repr::parse(&p, &SDMA_4_4).unwrap() {
             Repr::CopyLinear(c) => assert_eq!(c.count, 1 << 22),
             other => panic!("{other:?}"),
         }
         assert_eq!(SDMA_4_0.copy_linear_max_bytes(), 0x40_0000);
+        assert_eq!(SDMA_4_4.copy_linear_max_bytes(), 0x4000_0000);
+        // SDMA IP versions from amdgpu's IP discovery tables (Vega 10 4.0.0, Vega 20 4.2.0,
+        // Arcturus 4.2.2, Renoir 4.1.2, Aldebaran 4.4.0, GC 9.4.3 4.4.2, GC 9.5.0 4.4.5,
+        // Navi 10 5.0, Navi 21 5.2).
+        for (target, bits) in [
+            (90000, 22),
+            (90006, 22),
+            (90008, 22),
+            (90012, 22),
+            (90010, 30),
+            (90400, 30),
+            (90402, 30),
+            (90500, 30),
+            (100100, 22),
+            (100300, 30),
+            (110000, 30),
+            (120001, 30),
+        ] {
+            assert_eq!(
+                SdmaFormat::for_gfx_target_version(target).count_bits,
+                bits,
+                "{target}"
+            );
+        }
         let p = Packet::new_checked(&[11u32 | 2 << 30, 0, 0, 0, 1 << 22][..]).unwrap();
         assert!(matches!(
             Repr::parse(&p, &SDMA_4_0),

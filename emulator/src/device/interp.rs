@@ -253,6 +253,12 @@ impl<'a> GpuMemory<'a> {
 }
 
 impl DeviceMemory for GpuMemory<'_> {
+    /// The device's clock: nanoseconds of `CLOCK_MONOTONIC` (1 GHz), the ticks of its
+    /// other timestamps (PM4 and SDMA timestamps, `GET_CLOCK_COUNTERS`).
+    fn clock_counter(&self) -> u64 {
+        super::monotonic_ns()
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
         match self.lookup(addr, buf.len() as u64) {
             Some(r) => r.read_into(buf),

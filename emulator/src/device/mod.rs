@@ -298,6 +298,8 @@ struct Gpu {
     target: Option<Gfx9Target>,
     /// The ISA's name (`gfx90a`), or `gfx_target_version N` when it has none.
     isa: String,
+    /// The width of its SDMA engines' count fields.
+    sdma_count_width: sdma::CountWidth,
 }
 
 /// The device state shared with the processor threads.
@@ -517,6 +519,7 @@ impl EmulatedKfd {
                     || format!("gfx_target_version {}", p.gfx_target_version),
                     |processor| processor.name().to_owned(),
                 ),
+                sdma_count_width: sdma::CountWidth::for_target(p.gfx_target_version),
             });
         }
         if gpus.is_empty() {

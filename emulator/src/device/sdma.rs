@@ -18,8 +18,9 @@
 //!
 //! - `NOP` (0): `1 + count` dwords (count in bits 16..30); a zero dword is a one-dword NOP
 //!   (ROCR pads the ring's end with zeros).
-//! - `COPY` (1), `LINEAR` (sub-op 0), 7 dwords: `count + 1` bytes (bits 0..22 of dword 1)
-//!   from the source (dwords 3, 4) to the destination (dwords 5, 6), as `memmove`.
+//! - `COPY` (1), `LINEAR` (sub-op 0), 7 dwords: `count + 1` bytes (dword 1, a field of
+//!   [`CountWidth`] bits: 22 on SDMA 4.0-4.2, 30 on SDMA 4.4) from the source (dwords 3, 4)
+//!   to the destination (dwords 5, 6), as `memmove`.
 //!   `LINEAR_RECT` (sub-op 4), 13 dwords: a sub-window of `rect_x + 1` elements by
 //!   `rect_y + 1` rows by `rect_z + 1` slices, elements of `1 << element` bytes (bits 29..32
 //!   of dword 0), each side's pitch and slice pitch in elements minus one.
@@ -43,7 +44,8 @@
 //!   a `POLL_REGMEM`).
 //! - `CONST_FILL` (11), 5 dwords: with `fillsize` 2 (dwords, bits 30..32) fills
 //!   `(count >> 2) + 1` dwords at the 4-byte aligned destination with the data (amdgpu
-//!   writes `bytes - 1`, ROCR `bytes - 4`: the low two bits do not count).
+//!   writes `bytes - 1`, ROCR `bytes - 4`: the low two bits do not count); the count field
+//!   is as wide as COPY LINEAR's.
 //! - `TIMESTAMP` (13), `GET_GLOBAL_TIMESTAMP` (sub-op 2), 3 dwords: stores the GPU clock
 //!   counter (the ticks of `GET_CLOCK_COUNTERS.gpu_clock_counter`) as 64 bits at the
 //!   8-byte aligned address (ROCR's copy profiling: the signal's start and end times).
@@ -53,9 +55,13 @@
 //! naming the packet, its place in the ring and the value. A packet's memory range may cross
 //! from one buffer object into the next, as on the engine, which needs only every page of it
 //! mapped in the GPU's VM; a byte the GPU cannot reach is a `MEMORY_FAULT` naming the access
-//! and that byte. The device reports a stopped SDMA queue as it reports a stopped
-//! compute queue (`Device::report_queue_error`: its log, and the KFD hardware-exception or
-//! memory event). Nothing is skipped silently.
+//! and that byte. A stopped SDMA queue goes into the device's log of queue errors; a memory
+//! fault is reported as the compute queues' are (`Device::report_queue_error`: the KFD
+//! memory event), anything else as amdkfd reports a hung engine, by a GPU reset
+//! ([`report_hang`]). Nothing is skipped silently.
+//!
+//! The packets are read through [`hsa_core::wire::sdma`] (the layout hsa-core's producer
+//! writes with), in the engine's [`SdmaFormat`]; the rules above are the engine's own.
 
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError};
@@ -67,7 +73,7 @@ use zerocopy::IntoBytes;
 
 use hsa_core::wire::sdma::{
     Atomic, ConstFill, CopyLinear, CopyLinearRect, Packet, PollRegMem, RectSide, Repr, SdmaFormat,
-    FILLSIZE_DWORDS, OP_COPY, OP_TIMESTAMP, SDMA_4_0,
+    FILLSIZE_DWORDS, OP_COPY, OP_TIMESTAMP,
 };
 use hsa_core::wire::WireError;
 use hsa_linux::kfd::abi::*;
@@ -95,6 +101,72 @@ pub(crate) trait SdmaMemory {
     fn trap(&self, int_ctx: u32);
 }
 
+/// The width in bits of the byte-count fields of `COPY LINEAR` (dword 1) and `CONST_FILL`
+/// (dword 4), which depends on the SDMA engine's version:
+///
+/// - SDMA 4.0 to 4.2 (gfx900 Vega 10 4.0.0, gfx906 Vega 20 4.2.0, gfx908 Arcturus 4.2.2,
+///   gfx90c Renoir 4.1.2) and SDMA 5.0 (gfx101x): 22 bits. `vega10_sdma_pkt_open.h`'s
+///   `SDMA_PKT_COPY_LINEAR_COUNT_count` mask 0x003FFFFF; amdgpu's `sdma_v4_0_buffer_funcs`
+///   `copy_max_bytes`/`fill_max_bytes` `1 << 22`.
+/// - SDMA 4.4 (gfx90a Aldebaran 4.4.0, gfx940/941/942 4.4.2, gfx950 4.4.5), SDMA 5.2
+///   (gfx103x), SDMA 6 and 7 (gfx11, gfx12): 30 bits. amdgpu's `sdma_v4_4_buffer_funcs`
+///   (IP 4.4.0 and later in `sdma_v4_0.c`), `sdma_v4_4_2_buffer_funcs` and
+///   `sdma_v5_2_buffer_funcs` copy and fill up to `1 << 30` bytes ("SDMA 4.4.x has increased
+///   transfer limits"); ROCR 7's `GpuAgent::CreateBlitSdma` uses `count_ext` (30 bits,
+///   `sdma_registers.h`) for gfx90a and gfx9.4+ and for gfx10.3+, the 22-bit `count`
+///   elsewhere.
+///
+/// A count with bits above the width is a packet the engine does not run.
+///
+/// The widths are the wire module's [`SdmaFormat`]s (`SDMA_4_0`, `SDMA_4_4`; the choice by
+/// target is [`SdmaFormat::for_gfx_target_version`]); this is the engine's handle on them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct CountWidth(&'static SdmaFormat);
+
+impl CountWidth {
+    /// 22 bits: SDMA 4.0-4.2 and 5.0.
+    #[cfg(test)]
+    pub(crate) const SDMA_4_0: CountWidth = CountWidth(&hsa_core::wire::sdma::SDMA_4_0);
+    /// 30 bits: SDMA 4.4, 5.2, 6 and 7.
+    #[cfg(test)]
+    pub(crate) const SDMA_4_4: CountWidth = CountWidth(&hsa_core::wire::sdma::SDMA_4_4);
+
+    /// The width on the GPU of `gfx_target_version` (the topology's `major * 10000 + minor *
+    /// 100 + stepping`: 90010 for gfx90a).
+    pub(crate) fn for_target(gfx_target_version: u32) -> CountWidth {
+        CountWidth(SdmaFormat::for_gfx_target_version(gfx_target_version))
+    }
+
+    /// The width in bits.
+    pub(crate) fn bits(self) -> u32 {
+        self.0.count_bits
+    }
+
+    /// The packet format of an engine with this width.
+    pub(crate) fn format(self) -> &'static SdmaFormat {
+        self.0
+    }
+
+    /// `count` if it fits in the field, else an error naming the packet's dword.
+    #[cfg(test)]
+    fn check(self, packet: &str, dword: u32) -> Result<u32, Error> {
+        if dword >> self.bits() != 0 {
+            return Err(self.too_wide(packet, dword));
+        }
+        Ok(dword)
+    }
+
+    /// The error of a `packet` count dword with bits above the width.
+    fn too_wide(self, packet: &str, dword: u32) -> Error {
+        bad(format_args!(
+            "{packet} count dword {dword:#010x} has bits above the {}-bit count of this SDMA \
+             engine ({})",
+            self.bits(),
+            self.0.name
+        ))
+    }
+}
+
 /// What one packet did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Step {
@@ -109,17 +181,13 @@ fn bad(what: std::fmt::Arguments<'_>) -> Error {
 }
 
 /// Runs the packet at the start of `dw` (the dwords written and not yet read, in ring
-/// order) against `mem`, reading it as SDMA version `format` lays it out
-/// ([`hsa_core::wire::sdma`]).
+/// order) against `mem`, on an engine whose count fields are `width` wide (reading it as that
+/// SDMA version lays it out, [`hsa_core::wire::sdma`]).
 ///
 /// # Errors
 /// `Status::InvalidPacketFormat` naming the packet and field for anything the engine does not
 /// run (module docs), or for a packet longer than `dw`; `Status::MemoryFault` from `mem`.
-pub(crate) fn execute(
-    dw: &[u32],
-    mem: &dyn SdmaMemory,
-    format: &SdmaFormat,
-) -> Result<Step, Error> {
+pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Result<Step, Error> {
     let header = dw.first().copied().unwrap_or(0);
     let op = header & 0xff;
     let sub_op = (header >> 8) & 0xff;
@@ -156,10 +224,10 @@ pub(crate) fn execute(
         Err(e) => return Err(bad(format_args!("{e}"))),
     };
     let len = packet.len_dwords().unwrap_or(1) as u32;
-    let repr = Repr::parse(&packet, format).map_err(|e| match e {
-        WireError::ReservedBits { field, dword, bits } => bad(format_args!(
-            "{field} dword {dword:#010x} has bits above the {bits}-bit count"
-        )),
+    let repr = Repr::parse(&packet, width.format()).map_err(|e| match e {
+        WireError::ReservedBits { field, dword, .. } => {
+            width.too_wide(field.trim_end_matches(" count"), dword)
+        }
         e => bad(format_args!("{e}")),
     })?;
     match repr {
@@ -471,8 +539,8 @@ pub(crate) struct SdmaThread {
     pub(crate) doorbell: Region,
     pub(crate) queue_id: u32,
     pub(crate) gpu_id: u32,
-    /// The engine's packet format (its SDMA version's field widths).
-    pub(crate) format: &'static SdmaFormat,
+    /// The width of the GPU's SDMA count fields.
+    pub(crate) count_width: CountWidth,
 }
 
 impl SdmaThread {
@@ -553,7 +621,7 @@ impl SdmaThread {
         };
         let mut i = 0usize;
         while i < dw.len() {
-            match execute(&dw[i..], &host, self.format) {
+            match execute(&dw[i..], &host, self.count_width) {
                 Ok(Step::Done(n)) => {
                     i += n as usize;
                     rptr += u64::from(n) * 4;
@@ -615,8 +683,7 @@ impl SdmaThread {
                     }
                 }
                 Err((e, fault)) => {
-                    self.device
-                        .report_queue_error(self.queue_id, self.gpu_id, &e, fault, false);
+                    report_stop(&self.device, self.queue_id, self.gpu_id, &e, fault);
                     // Stopped: wait to be destroyed.
                     while !self.ctl.stop.load(Ordering::SeqCst) {
                         let k = self.ctl.kicks();
@@ -627,6 +694,59 @@ impl SdmaThread {
             }
         }
     }
+}
+
+/// Tells the process that SDMA queue `queue_id` stopped with `error`: a memory fault as the
+/// CP's are ([`Device::report_queue_error`]: the KFD memory event with the address), anything
+/// else by [`report_hang`].
+fn report_stop(
+    device: &Device,
+    queue_id: u32,
+    gpu_id: u32,
+    error: &Error,
+    fault: Option<MemoryFault>,
+) {
+    if error.status() == Status::MemoryFault {
+        device.report_queue_error(queue_id, gpu_id, error, fault, false);
+        return;
+    }
+    log::error!(
+        "SDMA queue {queue_id} stopped with {}: {}",
+        error.status().c_name(),
+        error.detail()
+    );
+    device.record_queue_error(queue_id, error);
+    report_hang(device, gpu_id);
+}
+
+/// An SDMA engine that met a packet it does not run stops, and nothing in the queue tells
+/// anyone: an SDMA queue has no `queue_inactive_signal`, and the copies' completion signals
+/// are never decremented. On a GPU the scheduler finds the engine hung (its queue cannot be
+/// preempted) and amdgpu resets the GPU; amdkfd then sets every `KFD_IOC_EVENT_HW_EXCEPTION`
+/// event of the process with `kfd_signal_reset_event`'s data: the GPU, `memory_lost` 1, the
+/// cause `KFD_HW_EXCEPTION_GPU_HANG`, and `reset_type` left 0 (whole-GPU reset). The emulated
+/// device reports the stop so at once. ROCR's `Signal::WaitAny` (its exception handler's
+/// wait) acts on a hardware-exception event only when `memory_lost` is set: it then aborts
+/// with "HW Exception by GPU node-N ... reason :GPU Hang" instead of waiting for ever on the
+/// copy; hsa-rt's queue monitor ends every queue of the GPU.
+fn report_hang(device: &Device, gpu_id: u32) {
+    use hsa_linux::kfd::abi::{
+        HsaHwExceptionData, KFD_HW_EXCEPTION_GPU_HANG, KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+        KFD_IOC_EVENT_HW_EXCEPTION,
+    };
+    let d = HsaHwExceptionData {
+        reset_type: KFD_HW_EXCEPTION_WHOLE_GPU_RESET,
+        reset_cause: KFD_HW_EXCEPTION_GPU_HANG,
+        memory_lost: 1,
+        gpu_id,
+    };
+    let mut data = [0u8; 32];
+    data[..16].copy_from_slice(d.as_bytes());
+    device
+        .events
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .signal_type(KFD_IOC_EVENT_HW_EXCEPTION, data);
 }
 
 /// The [`SdmaMemory`] of one SDMA queue while it holds the allocation table's read lock.
@@ -744,8 +864,7 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
         doorbell,
         queue_id: qid,
         gpu_id: gpu.gpu_id,
-        // Every GPU the device emulates is gfx9 with SDMA 4.x's 22-bit COPY_LINEAR count.
-        format: &SDMA_4_0,
+        count_width: gpu.sdma_count_width,
     };
     let thread = std::thread::Builder::new()
         .name(format!("emu-sdma-q{qid}"))
@@ -778,4 +897,67 @@ pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Res
     a.queue_id = qid;
     a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_width_per_sdma_version() {
+        // gfx_target_version as the topology writes it; SDMA IP versions from amdgpu's IP
+        // discovery tables (Vega 10 4.0.0, Vega 20 4.2.0, Arcturus 4.2.2, Renoir 4.1.2,
+        // Aldebaran 4.4.0, GC 9.4.3 4.4.2, GC 9.5.0 4.4.5, Navi 10 5.0, Navi 21 5.2).
+        for (target, bits) in [
+            (90000, 22),  // gfx900
+            (90006, 22),  // gfx906
+            (90008, 22),  // gfx908
+            (90012, 22),  // gfx90c
+            (90010, 30),  // gfx90a
+            (90400, 30),  // gfx940
+            (90402, 30),  // gfx942
+            (90500, 30),  // gfx950
+            (100100, 22), // gfx1010
+            (100300, 30), // gfx1030
+            (110000, 30), // gfx1100
+            (120001, 30), // gfx1201
+        ] {
+            assert_eq!(CountWidth::for_target(target).bits(), bits, "{target}");
+        }
+    }
+
+    #[test]
+    fn count_width_checks_the_field() {
+        // The largest counts each width holds: 0x003FFFFF (vega10_sdma_pkt_open.h's
+        // SDMA_PKT_COPY_LINEAR_COUNT_count mask) and 0x3FFFFFFF (ROCR's count_ext, 30 bits).
+        assert_eq!(
+            CountWidth::SDMA_4_0
+                .check("COPY LINEAR", 0x3f_ffff)
+                .unwrap(),
+            0x3f_ffff
+        );
+        assert_eq!(
+            CountWidth::SDMA_4_0
+                .check("COPY LINEAR", 0x40_0000)
+                .unwrap_err()
+                .detail(),
+            "COPY LINEAR count dword 0x00400000 has bits above the 22-bit count of this SDMA \
+             engine (SDMA 4.0-4.2)"
+        );
+        assert_eq!(
+            CountWidth::SDMA_4_4
+                .check("CONST_FILL", 0x3fff_ffff)
+                .unwrap(),
+            0x3fff_ffff
+        );
+        let e = CountWidth::SDMA_4_4
+            .check("CONST_FILL", 0x4000_0000)
+            .unwrap_err();
+        assert_eq!(e.status(), Status::InvalidPacketFormat);
+        assert_eq!(
+            e.detail(),
+            "CONST_FILL count dword 0x40000000 has bits above the 30-bit count of this SDMA \
+             engine (SDMA 4.4 and later)"
+        );
+    }
 }

@@ -39,8 +39,8 @@ use hsa_core::packet_processor::{
 use hsa_core::queue::ring::Ring;
 use hsa_core::signal::raw::RawSignal;
 use hsa_core::{error, Error, GpuVa, Status};
-use hsa_emu::gfx9::exec::DeviceMemory;
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::exec::DeviceMemory;
+use hsa_gfx9::Gfx9Target;
 use rustix::event::{poll, PollFd, PollFlags};
 
 use crate::protocol::*;
@@ -140,6 +140,12 @@ impl Drop for Mapping {
 pub struct GuestMemory<'a>(pub &'a Mapping);
 
 impl DeviceMemory for GuestMemory<'_> {
+    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
+    fn clock_counter(&self) -> u64 {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
+    }
+
     fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
         let p = self.0.at(addr, buf.len() as u64).ok_or_else(|| {
             error!(

@@ -2,7 +2,7 @@
 """Writes the gfx9 instruction test kernels (FAMILY-CPU.s) and assembles each with
 `llvm-mc-19 -triple=amdgcn-amd-amdhsa` and `ld.lld-19 -shared` into FAMILY-CPU.hsaco.
 
-Every kernel follows one convention, which emulator/tests/gfx9_isa.rs relies on:
+Every kernel follows one convention, which gfx9/tests/gfx9_isa.rs relies on:
 - kernarg segment: 8 pointers p0..p7 (64 bytes), loaded into s[4:19] (p0 = s[4:5], ...);
 - work-groups of 64 work-items, one wave each: s2 = work-group id x, v0 = work-item id x;
 - v1 = the global index (s2 * 64 + v0), v20 = v1 * 4 and v21 = v1 * 8 (byte offsets);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes and assembles the `sop` family of gfx9 instruction test kernels (sop-CPU.s/.hsaco)
 with gen.py's conventions (see its docstring): the scalar ALU, branch, program-control and
-scalar buffer instructions issue 19 left untested. emulator/tests/gfx9_sop.rs checks them.
+scalar buffer instructions issue 19 left untested. gfx9/tests/gfx9_sop.rs checks them.
 
 ALU kernels `<op>` and `<op>_k<K>` (SOPK, K the 16-bit immediate in hex): one case per wave,
 64 work-items a wave. Wave w (= the work-group id) loads A = p1[w] into s[20:21], B = p2[w]

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes and assembles the `vcov` family of gfx9 instruction test kernels (vcov-CPU.s/.hsaco)
 with gen.py's conventions (see its docstring): the vector ALU and memory opcodes of the
-interpreter's table (emulator/src/gfx9/opcodes.rs) that no other family ran (issue 19).
+interpreter's table (gfx9/src/opcodes.rs) that no other family ran (issue 19).
 Each kernel exists on every target whose table row has its instruction. FLOAT_DENORM_MODE_32 3
-(f32 denormals kept). emulator/tests/gfx9_vcov.rs runs them against host references.
+(f32 denormals kept). gfx9/tests/gfx9_vcov.rs runs them against host references.
 
 - `cmp_<op>` / `cmp_<op>_e64` (every v_cmp_*/v_cmpx_* below): lane i compares p1[i] with
   p2[i] (dwords; qwords into v[2:3]/v[4:5] for the 64-bit types) into VCC (`_e32`) or
@@ -49,9 +49,9 @@ TBITS = {"T_GFX900": "gfx900", "T_GFX906": "gfx906", "T_GFX908": "gfx908",
 
 def table():
     """mnemonic -> set of targets, from the interpreter's opcode table."""
-    path = os.path.join(HERE, "../../../emulator/src/gfx9/opcodes.rs")
+    path = os.path.join(HERE, "../../../gfx9/src/opcodes.rs")
     out = {}
-    for m in re.finditer(r'OpInfo::new\(Encoding::\w+, \d+, ([A-Z0-9_ |]+), "(\w+)"',
+    for m in re.finditer(r'OpInfo::new\(Encoding::\w+, \d+, ([A-Z0-9_ |]+), Op::\w+, "(\w+)"',
                          open(path).read()):
         ts = set()
         for t in m.group(1).split("|"):

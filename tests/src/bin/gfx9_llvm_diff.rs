@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::time::Instant;
 
-use hsa_emu::gfx9::Gfx9Target;
+use hsa_gfx9::Gfx9Target;
 use hsa_tests::llvm_diff::{self, Verdict};
 
 fn main() -> ExitCode {

@@ -26,7 +26,7 @@
 //!   lie inside `.text` ([`CodeObject::kernel_code`]); llvm-objdump goes on to the next symbol,
 //!   so it also lists the alignment padding after each kernel (`s_nop 0`, or `s_code_end` at
 //!   the end of `.text`), which no wave executes.
-//! - A word the decoder of `hsa_emu::gfx9` does not know is printed as llvm-objdump prints an
+//! - A word the decoder of `hsa_gfx9` does not know is printed as llvm-objdump prints an
 //!   unknown word (`.long 0x<word>`, the next instruction starting 4 bytes on; `.byte` for a
 //!   tail shorter than 4 bytes), followed by ` // not decoded by hsa-rt: <reason>`: the
 //!   emulated device would stop there with `HSA_STATUS_ERROR_ILLEGAL_INSTRUCTION`, while
@@ -45,7 +45,7 @@ use std::fmt::Write as _;
 
 use hsa_core::loader::{AlignedBytes, CodeObject, TextSection};
 use hsa_core::{bail, Result, Status};
-use hsa_emu::gfx9::{decode, Gfx9Target};
+use hsa_gfx9::{decode, Gfx9Target};
 
 /// The column (0-based, the leading tab counting as one) where llvm-objdump starts the
 /// `// address: encoding` comment of an instruction line.

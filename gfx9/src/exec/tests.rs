@@ -1,0 +1,520 @@
+use super::cache::{CACHE_PAGE_BYTES, CACHE_PAGE_TAIL_BYTES};
+use super::*;
+
+/// Runs `inst` at `pc` through the general interpreter (not the fast path) over `memory`
+/// and `lds`: `None` to go on at the next instruction, `Some(Some(target))` for a jump,
+/// `Some(None)` at the end (a barrier counts as going on), or its error.
+pub(crate) fn general_step(
+    w: &mut Wave,
+    inst: &Instruction,
+    pc: u64,
+    memory: &dyn DeviceMemory,
+    lds: &mut [u8],
+) -> Result<Option<Option<u64>>> {
+    let code = KernelCode {
+        base_address: pc,
+        bytes: &[],
+        entry_address: pc,
+    };
+    let never = AtomicBool::new(false);
+    let mut ctx = Ctx {
+        code: code.into(),
+        target: inst.target,
+        memory,
+        lds,
+        scratch: &mut [],
+        scratch_per_wave: 0,
+        instructions: 0,
+        lane_instructions: 0,
+        preempt: &never,
+        cu: CuId::default(),
+    };
+    Ok(
+        match execute(&mut ctx, w, inst, pc + u64::from(inst.size))? {
+            Flow::Next | Flow::Barrier => None,
+            Flow::Jump(t) => Some(Some(t)),
+            Flow::End => Some(None),
+        },
+    )
+}
+
+#[test]
+fn decode_cache_decodes_once_and_never_serves_other_code() {
+    // s_nop 0; s_endpgm (Vega ISA SOPP opcodes 0 and 1).
+    let a = [0x00, 0x00, 0x80, 0xBF, 0x00, 0x00, 0x81, 0xBF];
+    let code = KernelCode {
+        base_address: 0x1000,
+        bytes: &a,
+        entry_address: 0x1000,
+    };
+    let mut cache = DecodeCache::new();
+    let t = Gfx9Target::Gfx90a;
+    cache.begin_dispatch();
+    cache.bind(t);
+    assert_eq!(
+        cache
+            .get(&(&code).into(), &NoMemory, t, 0x1000)
+            .unwrap()
+            .0
+            .name(),
+        "s_nop"
+    );
+    assert_eq!(
+        cache
+            .get(&(&code).into(), &NoMemory, t, 0x1004)
+            .unwrap()
+            .0
+            .name(),
+        "s_endpgm"
+    );
+    assert_eq!(
+        cache
+            .get(&(&code).into(), &NoMemory, t, 0x1000)
+            .unwrap()
+            .0
+            .name(),
+        "s_nop"
+    );
+    assert_eq!(cache.len(), 2, "each instruction decoded once");
+    assert_eq!(cache.decoded(), 2);
+    let e = cache
+        .get(&(&code).into(), &NoMemory, t, 0x1008)
+        .unwrap_err();
+    assert_eq!(e.status(), Status::IllegalInstruction);
+    // The same code in the next call: served as decoded.
+    cache.begin_dispatch();
+    cache.bind(t);
+    assert_eq!(
+        cache
+            .get(&(&code).into(), &NoMemory, t, 0x1000)
+            .unwrap()
+            .0
+            .name(),
+        "s_nop"
+    );
+    assert_eq!(cache.decoded(), 2);
+    // Other code loaded at the same address: the page is decoded again.
+    let b = [0x00, 0x00, 0x81, 0xBF];
+    let other = KernelCode { bytes: &b, ..code };
+    cache.begin_dispatch();
+    cache.bind(t);
+    assert_eq!(
+        cache
+            .get(&(&other).into(), &NoMemory, t, 0x1000)
+            .unwrap()
+            .0
+            .name(),
+        "s_endpgm"
+    );
+    assert_eq!(cache.len(), 1);
+    assert_eq!(cache.invalidated_pages(), 1);
+    // Another target empties it.
+    cache.bind(Gfx9Target::Gfx900);
+    assert!(cache.is_empty());
+}
+
+/// An instruction that starts on a page's last dword and ends on the next page: a change
+/// of its second dword alone (on the next page) is seen.
+#[test]
+fn decode_cache_sees_a_change_past_the_page_end() {
+    // s_mov_b32 s0, literal (SOP1 0xBE80_00FF + literal), the literal in the next page.
+    let mut bytes = vec![0u8; 8];
+    bytes[..4].copy_from_slice(&0xBE80_00FFu32.to_le_bytes());
+    bytes[4..].copy_from_slice(&7u32.to_le_bytes());
+    let code = KernelCode {
+        base_address: 0x1FFC,
+        bytes: &bytes,
+        entry_address: 0x1FFC,
+    };
+    let t = Gfx9Target::Gfx90a;
+    let mut cache = DecodeCache::new();
+    cache.begin_dispatch();
+    cache.bind(t);
+    let first = cache.get(&(&code).into(), &NoMemory, t, 0x1FFC).unwrap().0;
+    assert_eq!(first.size, 8);
+    assert_eq!(first.src[0], Operand::Literal(7));
+    bytes[4..].copy_from_slice(&9u32.to_le_bytes());
+    let code = KernelCode {
+        base_address: 0x1FFC,
+        bytes: &bytes,
+        entry_address: 0x1FFC,
+    };
+    cache.begin_dispatch();
+    cache.bind(t);
+    assert_eq!(
+        cache
+            .get(&(&code).into(), &NoMemory, t, 0x1FFC)
+            .unwrap()
+            .0
+            .src[0],
+        Operand::Literal(9)
+    );
+    assert_eq!(cache.decoded(), 2);
+}
+
+/// Device memory over `bytes` from `base` that counts the bytes read.
+struct CountingMemory {
+    base: u64,
+    bytes: core::cell::RefCell<Vec<u8>>,
+    read: core::cell::Cell<u64>,
+}
+
+impl DeviceMemory for CountingMemory {
+    fn clock_counter(&self) -> u64 {
+        0
+    }
+
+    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
+        let b = self.bytes.borrow();
+        let src = usize::try_from(addr.wrapping_sub(self.base))
+            .ok()
+            .and_then(|o| b.get(o..o.checked_add(buf.len())?))
+            .ok_or_else(|| error!(Status::MemoryFault, "read at {addr:#x}"))?;
+        buf.copy_from_slice(src);
+        self.read.set(self.read.get() + buf.len() as u64);
+        Ok(())
+    }
+    fn write(&self, addr: u64, _data: &[u8]) -> Result<()> {
+        bail!(Status::MemoryFault, "write at {addr:#x}")
+    }
+}
+
+/// Device code is read through the memory a page (4 KiB and the 4 bytes past it) at a
+/// time, only the pages reached, once per dispatch: not again within the dispatch, again
+/// (and checked) in the next one, where a change past a page's end is seen; a pc outside
+/// the code, an instruction cut by the code's end and a page the memory cannot read are
+/// the errors host bytes give, or a memory fault naming the address.
+#[test]
+fn decode_cache_reads_device_code_a_page_once_per_dispatch() {
+    const BASE: u64 = 0x10_0000;
+    let mut bytes = vec![0u8; 3 * CACHE_PAGE_BYTES as usize];
+    // s_nop 0; s_endpgm at the start; s_mov_b32 s0, 7 (literal on the next page) on the
+    // second page's last dword.
+    bytes[..8].copy_from_slice(&[0x00, 0x00, 0x80, 0xBF, 0x00, 0x00, 0x81, 0xBF]);
+    bytes[0x1FFC..0x2000].copy_from_slice(&0xBE80_00FFu32.to_le_bytes());
+    bytes[0x2000..0x2004].copy_from_slice(&7u32.to_le_bytes());
+    let mem = CountingMemory {
+        base: BASE,
+        bytes: core::cell::RefCell::new(bytes),
+        read: core::cell::Cell::new(0),
+    };
+    let code: CodeSource<'_> = DeviceCode {
+        base_address: BASE,
+        len: 3 * CACHE_PAGE_BYTES,
+        entry_address: BASE,
+    }
+    .into();
+    let t = Gfx9Target::Gfx90a;
+    let mut cache = DecodeCache::new();
+    let window = CACHE_PAGE_BYTES + CACHE_PAGE_TAIL_BYTES;
+    cache.begin_dispatch();
+    cache.bind(t);
+    assert_eq!(cache.get(&code, &mem, t, BASE).unwrap().0.name(), "s_nop");
+    assert_eq!(mem.read.get(), window);
+    assert_eq!(
+        cache.get(&code, &mem, t, BASE + 4).unwrap().0.name(),
+        "s_endpgm"
+    );
+    let lit = |cache: &mut DecodeCache| cache.get(&code, &mem, t, BASE + 0x1FFC).unwrap().0;
+    assert_eq!(lit(&mut cache).src[0], Operand::Literal(7));
+    assert_eq!(mem.read.get(), 2 * window, "the pages reached, each once");
+    assert_eq!(cache.code_bytes_read(), 2 * window);
+    // The next dispatch reads a page again on its first use, and decodes nothing again.
+    cache.begin_dispatch();
+    cache.bind(t);
+    assert_eq!(cache.get(&code, &mem, t, BASE).unwrap().0.name(), "s_nop");
+    assert_eq!(mem.read.get(), 3 * window);
+    assert_eq!(cache.decoded(), 3);
+    // The literal rewritten (on the page after the instruction's): seen by the next
+    // dispatch, which decodes it again.
+    mem.bytes.borrow_mut()[0x2000..0x2004].copy_from_slice(&9u32.to_le_bytes());
+    cache.begin_dispatch();
+    cache.bind(t);
+    assert_eq!(lit(&mut cache).src[0], Operand::Literal(9));
+    assert_eq!((cache.decoded(), cache.invalidated_pages()), (4, 1));
+    // Within the dispatch the page is not read again.
+    let read = mem.read.get();
+    mem.bytes.borrow_mut()[0x2000..0x2004].copy_from_slice(&11u32.to_le_bytes());
+    assert_eq!(lit(&mut cache).src[0], Operand::Literal(9));
+    assert_eq!(mem.read.get(), read);
+
+    // Errors: the same as over the same bytes in host memory.
+    let host_bytes = mem.bytes.borrow().clone();
+    for (len, pc) in [
+        // A pc at the code's end, and far past it.
+        (3 * CACHE_PAGE_BYTES, BASE + 3 * CACHE_PAGE_BYTES),
+        (3 * CACHE_PAGE_BYTES, BASE + 0x10_0000),
+        // A pc on the address space's last page (a branch there): no overflow.
+        (3 * CACHE_PAGE_BYTES, u64::MAX - 3),
+        // s_mov_b32 with its literal past the code's end.
+        (0x2000, BASE + 0x1FFC),
+    ] {
+        let device: CodeSource<'_> = DeviceCode {
+            base_address: BASE,
+            len,
+            entry_address: BASE,
+        }
+        .into();
+        let host: CodeSource<'_> = KernelCode {
+            base_address: BASE,
+            bytes: &host_bytes[..len as usize],
+            entry_address: BASE,
+        }
+        .into();
+        let (mut dc, mut hc) = (DecodeCache::new(), DecodeCache::new());
+        dc.bind(t);
+        hc.bind(t);
+        let d = dc.get(&device, &mem, t, pc).unwrap_err();
+        let h = hc.get(&host, &NoMemory, t, pc).unwrap_err();
+        assert_eq!(d.status(), Status::IllegalInstruction, "{}", d.detail());
+        assert_eq!((d.status(), d.detail()), (h.status(), h.detail()));
+    }
+    // Code the memory does not hold: a memory fault naming the address.
+    let short: CodeSource<'_> = DeviceCode {
+        base_address: BASE,
+        len: 4 * CACHE_PAGE_BYTES,
+        entry_address: BASE,
+    }
+    .into();
+    let mut c = DecodeCache::new();
+    c.bind(t);
+    let e = c
+        .get(&short, &mem, t, BASE + 3 * CACHE_PAGE_BYTES)
+        .unwrap_err();
+    assert_eq!(e.status(), Status::MemoryFault);
+    assert_eq!(
+        e.detail(),
+        "kernel code 0x103000..0x104000: read at 0x103000"
+    );
+}
+
+/// The cache holds at most DECODE_CACHE_MAX_PAGES pages, dropping the one validated
+/// longest ago.
+#[test]
+fn decode_cache_is_bounded() {
+    // s_endpgm at the start of every page.
+    let pages = DECODE_CACHE_MAX_PAGES + 3;
+    let mut bytes = vec![0u8; pages * CACHE_PAGE_BYTES as usize];
+    for p in 0..pages {
+        let o = p * CACHE_PAGE_BYTES as usize;
+        bytes[o..o + 4].copy_from_slice(&0xBF81_0000u32.to_le_bytes());
+    }
+    let code = KernelCode {
+        base_address: 0x10_0000,
+        bytes: &bytes,
+        entry_address: 0x10_0000,
+    };
+    let t = Gfx9Target::Gfx90a;
+    let mut cache = DecodeCache::new();
+    for p in 0..pages as u64 {
+        cache.begin_dispatch();
+        cache.bind(t);
+        let pc = 0x10_0000 + p * CACHE_PAGE_BYTES;
+        assert_eq!(
+            cache
+                .get(&(&code).into(), &NoMemory, t, pc)
+                .unwrap()
+                .0
+                .name(),
+            "s_endpgm"
+        );
+    }
+    assert_eq!(cache.pages(), DECODE_CACHE_MAX_PAGES);
+    assert_eq!(cache.len(), DECODE_CACHE_MAX_PAGES);
+    // The last page is still there; the first was dropped and is decoded again.
+    cache.begin_dispatch();
+    cache.bind(t);
+    let last = 0x10_0000 + (pages as u64 - 1) * CACHE_PAGE_BYTES;
+    cache.get(&(&code).into(), &NoMemory, t, last).unwrap();
+    assert_eq!(cache.decoded(), pages as u64);
+    cache.get(&(&code).into(), &NoMemory, t, 0x10_0000).unwrap();
+    assert_eq!(cache.decoded(), pages as u64 + 1);
+}
+
+/// Counted work-item ids equal the division formula (flat = x + X*(y + Y*z)) for 1-, 2-
+/// and 3-dimensional groups, from every wave of the group.
+#[test]
+fn workitem_ids_count_as_division() {
+    for size in [
+        [64, 1, 1],
+        [256, 1, 1],
+        [4, 3, 5],
+        [7, 9, 2],
+        [1, 1, 64],
+        [1, 2, 40],
+        [16, 16, 4],
+    ] {
+        let items = size[0] * size[1] * size[2];
+        for first in (0..items).step_by(WAVE_SIZE) {
+            let ids = workitem_ids(first, size);
+            for (lane, id) in ids.iter().enumerate() {
+                let f = first + lane as u32;
+                if f >= items {
+                    break;
+                }
+                let want = [f % size[0], f / size[0] % size[1], f / (size[0] * size[1])];
+                assert_eq!(*id, want, "size {size:?}, flat {f}");
+            }
+        }
+    }
+}
+
+#[test]
+fn float_rounding_helpers() {
+    assert_eq!(floor32(-1.5), -2.0);
+    assert_eq!(floor32(1.5), 1.0);
+    assert_eq!(ceil32(1.25), 2.0);
+    assert_eq!(trunc32(-2.75), -2.0);
+    assert_eq!(rndne32(2.5), 2.0);
+    assert_eq!(rndne32(3.5), 4.0);
+    assert_eq!(rndne32(-0.4).to_bits(), 0x8000_0000);
+}
+
+/// `s_buffer_atomic_add` whose offset, the signed immediate -4 (alone, or with `soe` added
+/// to an SGPR holding 0), lies below the buffer: out of range, so memory is untouched
+/// (`NoMemory` would fail any access), as a scalar buffer load of that offset reads 0; it
+/// once overflowed adding the access size to the offset.
+#[test]
+fn scalar_buffer_atomic_below_the_buffer_is_out_of_range() {
+    // s_buffer_atomic_add s5, s[8:11], -0x4; the same with soe (s2 offset:-0x4); and
+    // s_buffer_atomic_add_x2 s[4:5], s[8:11], s2 offset:-0x4 (llvm-mc-19's words).
+    for (w0, w1) in [
+        (0xC10A_0144u32, 0x001F_FFFCu32),
+        (0xC10A_4144, 0x041F_FFFC),
+        (0xC18A_4104, 0x041F_FFFC),
+    ] {
+        let mut bytes = w0.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&w1.to_le_bytes());
+        let inst = decode(&bytes, Gfx9Target::Gfx900).unwrap();
+        let mut w = Wave::new(0x1000, false);
+        // V#: base 0x100000, stride 0, NUM_RECORDS 64; s2 = 0; s4/s5 hold the data.
+        w.sreg[8..12].copy_from_slice(&[0x10_0000, 0, 64, 0]);
+        w.sreg[2] = 0;
+        w.sreg[4] = 7;
+        w.sreg[5] = 9;
+        general_step(&mut w, &inst, 0x1000, &NoMemory, &mut [])
+            .unwrap_or_else(|e| panic!("{inst}: {e}"));
+    }
+}
+
+/// An `s_setreg` of HW_REG_MODE whose field covers bit 27 (GPR_IDX_EN) can turn GPR index
+/// mode on: the cache then zeroes reused waves whole, as for `s_set_gpr_idx_on`; a setreg
+/// of the denormal bits alone does not.
+#[test]
+fn setreg_of_gpr_idx_en_raises_the_vgpr_bound() {
+    let t = Gfx9Target::Gfx900;
+    // s_setreg_imm32_b32 hwreg(HW_REG_MODE, 4, 4), 0xf; then hwreg(HW_REG_MODE), whole.
+    for (w0, whole) in [(0xBA00_1901u32, false), (0xBA00_F801, true)] {
+        let mut a = w0.to_le_bytes().to_vec();
+        a.extend_from_slice(&0xFu32.to_le_bytes());
+        let code = KernelCode {
+            base_address: 0x1000,
+            bytes: &a,
+            entry_address: 0x1000,
+        };
+        let mut cache = DecodeCache::new();
+        cache.begin_dispatch();
+        cache.bind(t);
+        cache.get(&(&code).into(), &NoMemory, t, 0x1000).unwrap();
+        assert_eq!(cache.vgpr_bound == crate::wave::NUM_VGPRS, whole, "{w0:#x}");
+    }
+}
+
+pub(crate) struct NoMemory;
+
+impl DeviceMemory for NoMemory {
+    fn clock_counter(&self) -> u64 {
+        0
+    }
+
+    fn read(&self, addr: u64, _buf: &mut [u8]) -> Result<()> {
+        bail!(Status::MemoryFault, "read at {addr:#x}")
+    }
+    fn write(&self, addr: u64, _data: &[u8]) -> Result<()> {
+        bail!(Status::MemoryFault, "write at {addr:#x}")
+    }
+}
+
+/// `s_endpgm` alone over a 200-item grid of 64-item groups: 4 groups (the last of 8
+/// items), 4 waves, 4 instructions, 200 lane-instructions; split ranges add up to the
+/// whole dispatch, and a range past the end runs nothing.
+#[test]
+fn workgroup_ranges_partition_the_dispatch_and_count() {
+    let bytes = 0xBF81_0000u32.to_le_bytes();
+    let code = KernelCode {
+        base_address: 0x1000,
+        bytes: &bytes,
+        entry_address: 0x1000,
+    };
+    let kd = KernelDescriptor::default();
+    let st = DispatchState::one_dimensional(200, 64, 0, 0);
+    assert_eq!(workgroup_counts(&st), [4, 1, 1]);
+    assert_eq!(workgroup_total(&st), 4);
+    let mut all = ExecStats::default();
+    run_workgroups(
+        &code,
+        &kd,
+        Gfx9Target::Gfx900,
+        &st,
+        &NoMemory,
+        0..4,
+        &mut all,
+    )
+    .unwrap();
+    assert_eq!(
+        all,
+        ExecStats {
+            workgroups: 4,
+            waves: 4,
+            instructions: 4,
+            lane_instructions: 200
+        }
+    );
+    let mut parts = ExecStats::default();
+    for r in [0..1, 1..3, 3..9, 9..12] {
+        run_workgroups(
+            &code,
+            &kd,
+            Gfx9Target::Gfx90a,
+            &st,
+            &NoMemory,
+            r,
+            &mut parts,
+        )
+        .unwrap();
+    }
+    assert_eq!(parts, all);
+    let bad = KernelCode {
+        entry_address: 0x2000,
+        ..code
+    };
+    let mut s = ExecStats::default();
+    let e =
+        run_workgroups(&bad, &kd, Gfx9Target::Gfx900, &st, &NoMemory, 0..4, &mut s).unwrap_err();
+    assert_eq!(e.status(), Status::IllegalInstruction);
+    assert_eq!((s.workgroups, s.waves), (0, 1));
+    let mut zero = st;
+    zero.workgroup_size = [0, 1, 1];
+    assert_eq!(
+        check_dispatch(&kd, &zero).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+}
+
+#[test]
+fn perm_selects_bytes_signs_and_constants() {
+    // {hi, lo} = 0x8877_6655_4433_2211: selectors 0..=7 pick bytes, 8..=11 the sign of
+    // byte 1/3/5/7 (0x22, 0x44 positive; 0x66 positive; 0x88 negative), 12 zero, 13+ 0xFF.
+    let (hi, lo) = (0x8877_6655, 0x4433_2211);
+    assert_eq!(perm_b32(hi, lo, 0x0706_0100), 0x8877_2211);
+    assert_eq!(perm_b32(hi, lo, 0x0B0A_0908), 0xFF00_0000);
+    assert_eq!(perm_b32(hi, lo, 0x0C0D_FF03), 0x00FF_FF44);
+}
+
+#[test]
+fn bitfield_extract() {
+    // s_bfe_i64 s[4:5], s[6:7], 0x100000: sign-extend the low 16 bits.
+    assert_eq!(bfe(0x8000, 0, 16, true, 64), 0xFFFF_FFFF_FFFF_8000);
+    assert_eq!(bfe(0xABCD, 4, 8, false, 32), 0xBC);
+    assert_eq!(bfe(0xFF, 0, 0, false, 32), 0);
+}

@@ -1,0 +1,199 @@
+//! # hsa-gfx9
+//!
+//! GFX9 (wave64) machine code: decoder, disassembler text and a wave interpreter, so the
+//! emulated device (`hsa-emu`), hsainfo's disassembler, the fuzz targets and a VM's device
+//! model run and print the real kernels of gfx900, gfx90a and gfx942 code objects. It depends
+//! on `hsa-core` only (for `Status`, the kernel descriptor and the processor table): whatever
+//! it needs from a host (device memory, the message interrupt, the clock counter) comes in
+//! through [`exec::DeviceMemory`].
+//!
+//! - [`decode()`]: bytes → [`Instruction`] (SOP1/SOP2/SOPK/SOPC/SOPP, SMEM, VOP1/VOP2/VOPC
+//!   with SDWA/DPP, VOP3a/b, VOP3P and VOP3P-MAI (`v_mfma_*`, `v_accvgpr_*` on gfx908+), DS,
+//!   FLAT/GLOBAL/SCRATCH, MUBUF, MTBUF, MIMG (gfx900..gfx90a)); unknown encodings are [`Status::IllegalInstruction`](hsa_core::Status)
+//!   errors, never panics.
+//! - [`Op`]: the typed instruction, one variant per mnemonic, with its [`OpAttrs`] (execution
+//!   class, operand float kinds, compare, atomic, memory access, MODE rounding class, MFMA
+//!   shape, targets), generated with the opcode table (`opcodes.rs`) by
+//!   `testdata/codeobjects/gfx9_opcodes.py`; the interpreter executes by `Op` and its
+//!   attributes, never by the mnemonic.
+//! - `Display` for [`Instruction`]: text in `llvm-objdump`'s syntax.
+//! - [`exec`]: [`exec::run_dispatch`] runs every work-group of a dispatch over
+//!   a [`exec::DeviceMemory`], with the launch state of AMDGPUUsage "Initial Kernel Execution
+//!   State"; one module per encoding family (`exec/scalar.rs` SOP*, `smem.rs`, `valu.rs`
+//!   VOP1/VOP2/VOPC/VOP3 with SDWA/DPP, `vop3p.rs`, `ds.rs`, `memory.rs` FLAT/MUBUF/MTBUF,
+//!   `image.rs` MIMG; `cache.rs` the decode cache).
+//!
+//! Ref: AMD "Vega" Instruction Set Architecture (gfx900), "AMD Instinct MI200" (CDNA2, gfx90a)
+//! and "AMD Instinct MI300" (CDNA3, gfx942) ISA reference guides; LLVM AMDGPUUsage.
+
+#![deny(unsafe_code)]
+
+extern crate alloc;
+
+pub mod decode;
+mod disasm;
+pub mod exec;
+mod f16;
+mod fast;
+mod fdiv;
+mod fma;
+mod format;
+pub mod hwid;
+mod mai;
+mod mode;
+pub mod op;
+mod opcodes;
+mod round;
+pub mod wave;
+
+pub use decode::{decode, Dpp, Encoding, Instruction, Modifiers, OpInfo, Operand, Sdwa, SdwaSel};
+pub use op::{Op, OpAttrs};
+
+use hsa_core::isa::Processor;
+
+/// A GFX9 processor whose machine code this module runs. gfx9-generic code objects and the
+/// gfx900 variants (gfx902, gfx904, gfx909, gfx90c: the same instructions, AMDGPUUsage's
+/// processor table lists no ISA feature of theirs beyond gfx900's) use
+/// [`Gfx9Target::Gfx900`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Gfx9Target {
+    /// gfx900 (Vega 10), also used for gfx9-generic and gfx902/gfx904/gfx909/gfx90c.
+    Gfx900,
+    /// gfx906 (Vega 20, MI50/MI60): gfx900 plus the dot-product, `v_fma_mix` and
+    /// `v_fmac_f32` instructions (AMDGPUUsage: dl-insts, dot*-insts), sramecc.
+    Gfx906,
+    /// gfx908 (MI100, CDNA1): gfx906 plus AGPRs and MFMA, and the non-returning
+    /// `global_atomic_add_f32`/`global_atomic_pk_add_f16`.
+    Gfx908,
+    /// gfx90a (MI200, CDNA2): packed work-item ids, AGPRs in the unified register file and as
+    /// memory operands, packed f32 math, returning float atomics and f64 atomics.
+    Gfx90a,
+    /// gfx942 (MI300, CDNA3): packed work-item ids, `sc0`/`sc1`/`nt` cache bits,
+    /// architected flat scratch, `v_lshl_add_u64`, `v_mov_b64`. Also runs gfx940 and gfx941
+    /// code: the same instruction set (LLVM's GFX940 subtarget); those two only differ in
+    /// what the compiler emits (every store with `sc0 sc1`, AMDGPUUsage's memory model for
+    /// them), which this model runs as written.
+    Gfx942,
+}
+
+impl Gfx9Target {
+    /// The interpreter's model of `processor` (a row of the crate's processor table, e.g. a
+    /// code object's or an agent's
+    /// [`TargetId::processor`](hsa_core::isa::TargetId::processor)): gfx900, its variants
+    /// gfx902/gfx904/gfx909/gfx90c and gfx9-generic → `Gfx900`; gfx906, gfx908, gfx90a;
+    /// gfx940, gfx941 and gfx942 → `Gfx942`. `None` for any other processor.
+    pub fn from_processor(processor: Processor) -> Option<Gfx9Target> {
+        Some(match processor.name() {
+            "gfx900" | "gfx902" | "gfx904" | "gfx909" | "gfx90c" | "gfx9-generic" => {
+                Gfx9Target::Gfx900
+            }
+            "gfx906" => Gfx9Target::Gfx906,
+            "gfx908" => Gfx9Target::Gfx908,
+            "gfx90a" => Gfx9Target::Gfx90a,
+            "gfx940" | "gfx941" | "gfx942" => Gfx9Target::Gfx942,
+            _ => return None,
+        })
+    }
+
+    /// The processor whose machine code this model runs (gfx900 for its variants and for
+    /// gfx9-generic code too).
+    pub const fn processor(self) -> Processor {
+        match self {
+            Gfx9Target::Gfx900 => Processor::GFX900,
+            Gfx9Target::Gfx906 => Processor::GFX906,
+            Gfx9Target::Gfx908 => Processor::GFX908,
+            Gfx9Target::Gfx90a => Processor::GFX90A,
+            Gfx9Target::Gfx942 => Processor::GFX942,
+        }
+    }
+
+    /// The processor name, e.g. `"gfx90a"`.
+    pub fn name(self) -> &'static str {
+        self.processor().name()
+    }
+
+    /// Whether work-item ids are packed into v0 (bits 0..9 x, 10..19 y, 20..29 z):
+    /// gfx90a and gfx942 (AMDGPUUsage "Initial Kernel Execution State").
+    pub const fn packed_workitem_ids(self) -> bool {
+        matches!(self, Gfx9Target::Gfx90a | Gfx9Target::Gfx942)
+    }
+
+    /// Whether waves have AGPRs (accumulation registers): gfx908, gfx90a, gfx942.
+    pub const fn has_agprs(self) -> bool {
+        matches!(
+            self,
+            Gfx9Target::Gfx908 | Gfx9Target::Gfx90a | Gfx9Target::Gfx942
+        )
+    }
+
+    /// Whether DS, FLAT and MUBUF instructions can name AGPRs as data (the `acc` bit) and
+    /// carry a third cache bit (gfx90a `scc`, gfx940 `sc1`): gfx90a and gfx942.
+    pub const fn has_acc_memory_operands(self) -> bool {
+        matches!(self, Gfx9Target::Gfx90a | Gfx9Target::Gfx942)
+    }
+
+    /// Whether the hardware initializes FLAT_SCRATCH to the wave's scratch ("architected
+    /// flat scratch", gfx940+): no private segment buffer or wave offset SGPRs
+    /// (AMDGPUUsage "Flat Scratch").
+    pub const fn architected_flat_scratch(self) -> bool {
+        matches!(self, Gfx9Target::Gfx942)
+    }
+
+    /// The target's bit in the opcode table's target masks.
+    pub(crate) const fn bit(self) -> u8 {
+        match self {
+            Gfx9Target::Gfx900 => decode::T_GFX900,
+            Gfx9Target::Gfx906 => decode::T_GFX906,
+            Gfx9Target::Gfx908 => decode::T_GFX908,
+            Gfx9Target::Gfx90a => decode::T_GFX90A,
+            Gfx9Target::Gfx942 => decode::T_GFX942,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn processors_map_to_their_models() {
+        let of = |name: &str| Gfx9Target::from_processor(Processor::from_name(name).unwrap());
+        for v in [
+            "gfx900",
+            "gfx902",
+            "gfx904",
+            "gfx909",
+            "gfx90c",
+            "gfx9-generic",
+        ] {
+            assert_eq!(of(v), Some(Gfx9Target::Gfx900), "{v}");
+        }
+        assert_eq!(of("gfx906"), Some(Gfx9Target::Gfx906));
+        assert_eq!(of("gfx908"), Some(Gfx9Target::Gfx908));
+        assert_eq!(of("gfx90a"), Some(Gfx9Target::Gfx90a));
+        for v in ["gfx940", "gfx941", "gfx942"] {
+            assert_eq!(of(v), Some(Gfx9Target::Gfx942), "{v}");
+        }
+        // Not modelled (yet): gfx950, the gfx9-4 generic target (LLVM 20), gfx10+.
+        for v in ["gfx950", "gfx9-4-generic", "gfx1030"] {
+            assert_eq!(of(v), None, "{v}");
+        }
+        // Feature differences (AMDGPUUsage): AGPRs from gfx908, packed work-item ids and AGPR
+        // memory operands from gfx90a, architected flat scratch on gfx940+.
+        let t = [
+            Gfx9Target::Gfx900,
+            Gfx9Target::Gfx906,
+            Gfx9Target::Gfx908,
+            Gfx9Target::Gfx90a,
+            Gfx9Target::Gfx942,
+        ];
+        let agprs: Vec<bool> = t.iter().map(|t| t.has_agprs()).collect();
+        assert_eq!(agprs, [false, false, true, true, true]);
+        let packed: Vec<bool> = t.iter().map(|t| t.packed_workitem_ids()).collect();
+        assert_eq!(packed, [false, false, false, true, true]);
+        let arch: Vec<bool> = t.iter().map(|t| t.architected_flat_scratch()).collect();
+        assert_eq!(arch, [false, false, false, false, true]);
+        assert_eq!(Gfx9Target::Gfx908.name(), "gfx908");
+    }
+}
