@@ -423,6 +423,29 @@ mod tests {
     }
 
     #[test]
+    fn kind_predicates_follow_segment_flags_and_chunk_flags() {
+        // A coarse-grained device pool: not kernarg, no host access, its own alignment.
+        let mut p = PoolInfo::new(NodeId(1), GlobalFlags::COARSE_GRAINED, 1 << 20);
+        p.chunk_flags = MemoryFlags::empty();
+        p.alloc_alignment_bytes = 4;
+        assert!(p.is_coarse_grained());
+        assert!(!p.is_kernarg());
+        assert!(!p.host_accessible());
+        assert_eq!(p.effective_alignment_bytes(), 4);
+        // A fine-grained system pool: host access (PoolInfo::new's default), not coarse.
+        let p = PoolInfo::new(NodeId(0), GlobalFlags::FINE_GRAINED, 1 << 20);
+        assert!(!p.is_coarse_grained());
+        assert!(!p.is_kernarg());
+        assert!(p.host_accessible());
+        // The kernarg segment is kernarg without the global flag.
+        let mut p = PoolInfo::new(NodeId(0), GlobalFlags::FINE_GRAINED, 1 << 20);
+        p.segment = Segment::Kernarg;
+        p.alloc_alignment_bytes = 8;
+        assert!(p.is_kernarg());
+        assert_eq!(p.effective_alignment_bytes(), 16);
+    }
+
+    #[test]
     fn access_rules_and_kernarg_alignment() {
         let mut p = PoolInfo::new(
             NodeId(1),

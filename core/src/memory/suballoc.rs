@@ -139,6 +139,10 @@ pub struct SubAllocStats {
     pub allocations: usize,
     /// Ranges added and not removed.
     pub ranges: usize,
+    /// Block records in use: one per free or used block. Without `alloc` this never exceeds
+    /// the record capacity `N` ([`SubAllocator::RECORD_CAPACITY`]), so an embedder sizes `N`
+    /// from it.
+    pub records: usize,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -224,6 +228,16 @@ fn round_up(v: u64, align: u64) -> Option<u64> {
 }
 
 impl<T: Copy, const N: usize> SubAllocator<T, N> {
+    /// How many block records this sub-allocator can hold: `Some(N)` without `alloc` (fixed
+    /// storage; when it is full, [`add_range`](Self::add_range) and
+    /// [`allocate`](Self::allocate) return [`SubAllocError::NoRecords`]), `None` with `alloc`
+    /// (records grow on the heap).
+    pub const RECORD_CAPACITY: Option<usize> = if cfg!(feature = "alloc") {
+        None
+    } else {
+        Some(N)
+    };
+
     /// An empty sub-allocator whose sizes and addresses are multiples of `unit_bytes`.
     ///
     /// # Errors
@@ -497,7 +511,9 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         let needed = size
             .checked_add(align - self.unit)
             .ok_or(SubAllocError::BadArgument)?;
-        if !self.records_available(2) || self.index_full() {
+        // Two records at most (front padding, remainder behind). Live allocations never
+        // outnumber records, so the address index (capacity N) cannot be full here.
+        if !self.records_available(2) {
             return Err(SubAllocError::NoRecords);
         }
         let found = mapping_search(needed)
@@ -703,6 +719,7 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
             largest_free_bytes: largest,
             allocations: self.index.len(),
             ranges: self.ranges.iter().flatten().count(),
+            records: self.blocks.len() - self.vacant_count,
         }
     }
 
@@ -718,17 +735,6 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
     }
 
     // ---- address index ----
-
-    fn index_full(&self) -> bool {
-        #[cfg(feature = "alloc")]
-        {
-            false
-        }
-        #[cfg(not(feature = "alloc"))]
-        {
-            self.index.len() >= N
-        }
-    }
 
     fn index_insert(&mut self, addr: u64, idx: u32) -> Result<(), SubAllocError> {
         #[cfg(feature = "alloc")]
@@ -817,6 +823,21 @@ impl<T: Copy, const N: usize> SubAllocator<T, N> {
         assert_eq!(listed, free_count, "free lists and ranges disagree");
         assert_eq!(used, self.in_use_bytes);
         assert_eq!(total, self.total_bytes);
+        // Every record is linked into a range or on the vacant chain, and the chain is as long
+        // as its count says.
+        let mut vacant = 0usize;
+        let mut cur = self.vacant;
+        while cur != NIL {
+            let State::Vacant(next) = self.blocks[cur as usize].state else {
+                panic!("record {cur} on the vacant chain is not vacant");
+            };
+            vacant += 1;
+            cur = next;
+        }
+        assert_eq!(vacant, self.vacant_count, "vacant chain length");
+        let linked = free_count + self.index.len();
+        assert_eq!(linked + vacant, self.blocks.len(), "records leaked");
+        assert_eq!(self.stats().records, linked);
     }
 }
 
@@ -972,6 +993,152 @@ mod tests {
                 );
             }
         }
+        sa.check_invariants();
+    }
+
+    #[test]
+    fn unit_bytes_is_the_unit_given() {
+        assert_eq!(Sa::new(64).unwrap().unit_bytes(), 64);
+        assert_eq!(Sa::new(4096).unwrap().unit_bytes(), 4096);
+    }
+
+    /// The TLSF list of a size computed the long way: log2 by shifting, then the list whose
+    /// interval holds the size.
+    fn class_of(size: u64) -> (usize, usize) {
+        if size < 16 {
+            return (0, size as usize);
+        }
+        let mut log2 = 0;
+        while log2 < 63 && size >> (log2 + 1) != 0 {
+            log2 += 1;
+        }
+        ((log2 - 3) as usize, ((size >> (log2 - 4)) - 16) as usize)
+    }
+
+    /// The smallest size list (fl, sl) holds.
+    fn list_min(fl: usize, sl: usize) -> u64 {
+        if fl == 0 {
+            sl as u64
+        } else {
+            (16 + sl as u64) << (fl - 1)
+        }
+    }
+
+    /// Good fit the long way: the first list whose every block is at least `size`.
+    fn good_fit_of(size: u64) -> Option<(usize, usize)> {
+        (0..=60)
+            .flat_map(|fl| (0..16).map(move |sl| (fl, sl)))
+            .find(|&(fl, sl)| list_min(fl, sl) >= size)
+    }
+
+    /// Every size below 64 and each list's lower bound, one below and one above it (under
+    /// miri, a few of each kind: the first-level classes 1, 2, 9, 31 and 60, second-level 0,
+    /// 1 and 15).
+    fn boundary_sizes() -> StdVec<u64> {
+        let miri = cfg!(miri);
+        let mut sizes: StdVec<u64> = (1..64).step_by(if miri { 7 } else { 1 }).collect();
+        for fl in (1..=60).filter(|fl| !miri || [1, 2, 9, 31, 60].contains(fl)) {
+            for sl in (0..16).filter(|sl| !miri || [0, 1, 15].contains(sl)) {
+                let m = list_min(fl, sl);
+                sizes.extend([m - 1, m, m.saturating_add(1)]);
+            }
+        }
+        sizes
+    }
+
+    #[test]
+    fn every_class_boundary_maps_to_its_list_and_searches_to_the_next_fitting_one() {
+        for size in boundary_sizes() {
+            assert_eq!(mapping_insert(size), class_of(size), "insert {size:#x}");
+            let (fl, sl) = mapping_insert(size);
+            assert!(list_min(fl, sl) <= size, "{size:#x} below its list");
+            assert_eq!(mapping_search(size), good_fit_of(size), "search {size:#x}");
+        }
+        // The largest sizes have no list whose every block fits them.
+        assert_eq!(mapping_search(31 << 59), Some((60, 15)));
+        assert_eq!(mapping_search((31 << 59) + 1), None);
+    }
+
+    #[test]
+    fn allocation_at_every_class_boundary_takes_an_exact_fit_and_skips_a_smaller_block() {
+        // Unit 1, so sizes below 16 (first-level class 0) are reachable too.
+        let sizes = boundary_sizes();
+        for &size in sizes.iter().filter(|&&s| s <= 1 << 40) {
+            // One block of exactly `size`: good fit or the fallback scan must take it whole.
+            let mut sa = SubAllocator::<u32, 16>::new(1).unwrap();
+            let r = sa.add_range(1 << 44, size).unwrap();
+            let g = sa.allocate(size, 1, 7).unwrap();
+            assert_eq!(
+                g,
+                Grant {
+                    addr: 1 << 44,
+                    size,
+                    range: r
+                },
+                "exact {size:#x}"
+            );
+            assert_eq!(sa.stats().largest_free_bytes, 0);
+            sa.free(g.addr).unwrap();
+            assert_eq!(sa.allocate(size + 1, 1, 0), Err(SubAllocError::NoRoom));
+            // A block one byte short sits in the same or the list below; a block 3x the size
+            // lies above. The search must not stop at the short one.
+            let mut sa = SubAllocator::<u32, 16>::new(1).unwrap();
+            if size > 1 {
+                sa.add_range(0, size - 1).unwrap();
+            }
+            let big = sa.add_range(1 << 44, 3 * size).unwrap();
+            let g = sa.allocate(size, 1, 0).unwrap();
+            assert_eq!((g.addr, g.size, g.range), (1 << 44, size, big), "{size:#x}");
+            sa.check_invariants();
+        }
+    }
+
+    #[test]
+    fn records_are_counted_reused_and_given_back() {
+        let mut sa = SubAllocator::<u32, 8>::new(16).unwrap();
+        assert_eq!(sa.stats().records, 0);
+        let r = sa.add_range(0x1000, 0x1000).unwrap();
+        assert_eq!(sa.stats().records, 1);
+        // Front padding, the allocation and the remainder behind: three records.
+        let a = sa.allocate(0x100, 0x100, 1).unwrap();
+        assert_eq!(a.addr, 0x1000);
+        let b = sa.allocate(0x10, 0x800, 2).unwrap();
+        assert_eq!(b.addr, 0x1800);
+        // [a][pad 0x1100..0x1800][b][tail]: four blocks.
+        assert_eq!(sa.stats().records, 4);
+        sa.check_invariants();
+        // Freeing b merges it with the padding and the tail: one free block after a.
+        sa.free(b.addr).unwrap();
+        assert_eq!(sa.stats().records, 2);
+        sa.check_invariants();
+        // The released records are reused, not new ones taken.
+        let c = sa.allocate(0x10, 0x800, 3).unwrap();
+        assert_eq!(c.addr, 0x1800);
+        assert_eq!(sa.stats().records, 4);
+        sa.check_invariants();
+        sa.free(a.addr).unwrap();
+        sa.free(c.addr).unwrap();
+        assert_eq!(sa.stats().records, 1);
+        assert_eq!(sa.remove_range(r), Ok((0x1000, 0x1000)));
+        assert_eq!(sa.stats().records, 0);
+        sa.check_invariants();
+    }
+
+    #[test]
+    fn with_alloc_ranges_are_not_limited_to_the_fixed_capacity() {
+        assert_eq!(Sa::RECORD_CAPACITY, None);
+        let mut sa = SubAllocator::<u32, 2>::new(16).unwrap();
+        for i in 0..RANGE_CAPACITY as u64 + 36 {
+            sa.add_range(i * 0x100, 0x100).unwrap();
+        }
+        for i in 0..RANGE_CAPACITY as u64 + 36 {
+            assert_eq!(
+                sa.allocate(0x100, 16, 0).map(|g| g.addr & 0xff),
+                Ok(0),
+                "{i}"
+            );
+        }
+        assert_eq!(sa.stats().ranges, RANGE_CAPACITY + 36);
         sa.check_invariants();
     }
 

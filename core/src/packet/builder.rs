@@ -365,18 +365,14 @@ pub struct AgentDispatch {
 }
 
 impl AgentDispatch {
-    pub(crate) fn check(&self) -> core::result::Result<(), Violation> {
-        // `hsa.h` puts no constraint on `type`, `return_address` or the arguments.
-        Ok(())
-    }
-
-    /// Checks the fields without encoding.
+    /// Checks the fields without encoding: there is nothing to check, `hsa.h`
+    /// (`hsa_agent_dispatch_packet_t`) puts no constraint on `type` (application-defined),
+    /// `return_address` or the arguments. Kept for a uniform builder API.
     ///
     /// # Errors
-    /// None today: every value of the fields is valid. Kept for a uniform builder API.
+    /// None: every value of the fields is valid.
     pub fn validate(&self) -> Result<()> {
-        self.check()
-            .map_err(|v| v.into_error(Status::InvalidArgument))
+        Ok(())
     }
 
     /// Encodes the packet.
@@ -535,7 +531,8 @@ impl Packet {
             Packet::KernelDispatch(p) => p.check_wire(),
             Packet::BarrierAnd(p) => p.check(),
             Packet::BarrierOr(p) => p.check(),
-            Packet::AgentDispatch(p) => p.check(),
+            // Every agent dispatch is valid on the wire (see `AgentDispatch::validate`).
+            Packet::AgentDispatch(_) => Ok(()),
             Packet::BarrierValue(p) => p.check(),
         }
     }
