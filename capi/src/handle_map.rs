@@ -24,8 +24,8 @@ use alloc::vec::Vec;
 use core::ops::Deref;
 use core::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 
+use crate::locks::{lock, Mutex};
 use crate::rcu::{self, ReadSection};
-use crate::state::{lock, Mutex};
 
 /// Key of a slot never used.
 const EMPTY: u64 = 0;

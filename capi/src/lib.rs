@@ -14,9 +14,15 @@
 //! extension is declared in
 //! `include/hsa_rt_ext.h`.
 //!
-//! To run a ROCm application on it: `ln -s libhsa_runtime64.so DIR/libhsa-runtime64.so.1` and
-//! `LD_LIBRARY_PATH=DIR`. The device is the default platform's (`/dev/kfd`, else the emulated
-//! device; `HSA_RT_DEVICE=kfd|emulated`, `HSA_RT_SYSFS=DIR` for a captured topology).
+//! Installed with `cargo cinstall -p hsa-capi` (cargo-c: `libhsa-runtime64.so.1` and its
+//! links, `hsa-runtime64.pc`, `hsa_rt_ext.h`; `README.md`), C and HIP programs link with
+//! `pkg-config --libs hsa-runtime64`. The device is the default platform's (`/dev/kfd`, else
+//! the emulated device with the default feature `emulated`; `HSA_RT_DEVICE=kfd|emulated`,
+//! `HSA_RT_SYSFS=DIR` for a captured topology).
+//!
+//! Layers: [`ffi`] holds the exported functions, which check and convert their arguments and
+//! call the Rust APIs (the core runtime, the runtime services of `hsa-runtime`, the registries
+//! of the state); [`abi`] every C type, once; nothing outside `ffi` imports from it.
 //!
 //! The platform is the [`backend`]'s, chosen by feature: `linux` (the default) or
 //! `baremetal` (firmware written in C registers its machine with
@@ -31,11 +37,10 @@ extern crate alloc;
 extern crate std;
 
 pub mod abi;
-#[cfg(feature = "linux")]
-mod extras;
 #[macro_use]
 pub mod ffi;
 pub mod backend;
 mod handle_map;
+mod locks;
 mod rcu;
 mod state;

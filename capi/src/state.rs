@@ -25,6 +25,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use hsa_core::loader::executable::Executable;
 use hsa_core::memory::Allocation;
 use hsa_core::queue::AqlQueue;
+use hsa_core::runtime::host_memory::HostMemory;
 use hsa_core::runtime::{Runtime, MAX_REFCOUNT};
 use hsa_core::signal::{Signal, SignalPool};
 use hsa_core::{bail, Error, NodeId, Status};
@@ -202,7 +203,7 @@ impl QueueTable {
 
     /// Live doorbells (tests).
     #[cfg(all(test, feature = "linux"))]
-    fn doorbells(&self) -> usize {
+    pub(crate) fn doorbells(&self) -> usize {
         self.by_doorbell.len()
     }
 
@@ -247,70 +248,16 @@ pub(crate) struct ExecEntry {
     pub(crate) rounding_mode: u32,
 }
 
-/// A C queue-error callback (`hsa_queue_create`'s `callback` and `data`).
-#[derive(Clone, Copy)]
-pub(crate) struct QueueCallback {
-    /// The callback.
-    pub(crate) func: unsafe extern "C" fn(u32, *mut core::ffi::c_void, *mut core::ffi::c_void),
-    /// Its `data`, as an address.
-    pub(crate) data: usize,
-    /// The `hsa_queue_t` address (0 until the queue exists).
-    pub(crate) queue: u64,
+/// The error of a handle that is no live signal (`INVALID_SIGNAL`), worded the same by every
+/// call that looks one up ([`State::signal`] and the signal functions).
+pub(crate) fn dead_signal(signal: u64) -> Error {
+    hsa_core::error!(
+        Status::InvalidSignal,
+        "signal handle {signal:#x} is not a live signal"
+    )
 }
 
-/// Registered C queue-error callbacks by key (the core callback's `data`).
-pub(crate) static QUEUE_CALLBACKS: Mutex<Vec<(usize, QueueCallback)>> = Mutex::new(Vec::new());
-
-pub(crate) use locks::{lock, read, write, Mutex, RwLock};
-
-/// The registries' locks: std's where there is an OS (a blocked caller sleeps), spin locks
-/// on a target without one (`x86_64-unknown-none`).
-#[cfg(not(target_os = "none"))]
-mod locks {
-    use std::sync::PoisonError;
-    pub(crate) use std::sync::{Mutex, RwLock};
-    use std::sync::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
-
-    /// Locks a mutex, taking the data of a poisoned one (a panic in another call was caught
-    /// and reported as `HSA_STATUS_ERROR`; the registries stay consistent because every
-    /// update is a single insert or remove).
-    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Read access to an `RwLock`, poison ignored as for [`lock`].
-    pub(crate) fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-        m.read().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Write access to an `RwLock`, poison ignored as for [`lock`].
-    pub(crate) fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-        m.write().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// The registries' locks without an OS: spin locks (a panic aborts there, so nothing is
-/// poisoned).
-#[cfg(target_os = "none")]
-mod locks {
-    pub(crate) use spin::{Mutex, RwLock};
-    use spin::{MutexGuard, RwLockReadGuard, RwLockWriteGuard};
-
-    /// Locks a mutex.
-    pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-        m.lock()
-    }
-
-    /// Read access to an `RwLock`.
-    pub(crate) fn read<T>(m: &RwLock<T>) -> RwLockReadGuard<'_, T> {
-        m.read()
-    }
-
-    /// Write access to an `RwLock`.
-    pub(crate) fn write<T>(m: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
-        m.write()
-    }
-}
+pub(crate) use crate::locks::{lock, read, write, Mutex, RwLock};
 
 /// Everything one initialised runtime holds.
 pub(crate) struct State {
@@ -328,25 +275,56 @@ pub(crate) struct State {
     next_id: AtomicU64,
     /// The pool of the signals made through the C API; each signal shares it.
     signal_pool: Arc<SignalPool<PlatRef>>,
-    /// The runtime.
-    runtime: Runtime<PlatRef>,
+    /// The runtime (shared with the services, whose pending copies keep it).
+    runtime: Arc<Runtime<PlatRef>>,
+    /// Locked memory, user data and deallocation callbacks of the runtime's allocations
+    /// (`hsa_core::runtime::host_memory`): consulted by `hsa_amd_pointer_info` and every free
+    /// in both builds.
+    host: Arc<HostMemory>,
+    /// The runtime services (copy engine, images, async handlers, memory-fault events, IPC):
+    /// `hsa-runtime`, a std crate, so the Linux build only.
+    #[cfg(feature = "linux")]
+    services: hsa_runtime::Services<Plat>,
+    /// What the C API keeps that no Rust API has: handles it hands out and per-object settings
+    /// (the functions that use them are the Linux build's).
+    #[cfg_attr(feature = "baremetal", allow(dead_code))]
+    pub(crate) records: Records,
     /// The backend's part: the emulated device (Linux), the interrupt path's registration
     /// (bare metal, kept for its drop).
     #[cfg_attr(feature = "baremetal", allow(dead_code))]
     device: Device,
-    /// What the ROCR extension functions keep (locked memory, async handlers, ...).
+}
+
+/// What the C API keeps per runtime that no Rust API has: the HSA 1.0 code objects
+/// (`hsa_code_object_deserialize`), the coherency types agents were given and the cache names
+/// handed out (`const char*` valid while the runtime is), CU masks of queues, and per GPU node
+/// the clock samples that translate its ticks to the system domain.
+#[derive(Default)]
+#[cfg_attr(feature = "baremetal", allow(dead_code))]
+pub(crate) struct Records {
+    /// HSA 1.0 code objects by id.
+    pub(crate) code_objects: Mutex<BTreeMap<u64, Arc<Reader>>>,
+    /// Coherency types set with `hsa_amd_coherency_set_type`, by agent handle.
+    pub(crate) coherency: Mutex<BTreeMap<u64, u32>>,
+    /// Cache names handed out, by cache handle.
+    pub(crate) cache_names: Mutex<BTreeMap<u64, alloc::ffi::CString>>,
+    /// The current CU mask of each AQL queue (by `hsa_queue_t` address) that has been given
+    /// one; a queue without an entry runs on all its agent's CUs.
+    pub(crate) cu_masks: Mutex<BTreeMap<u64, Vec<u32>>>,
+    /// Per GPU node: the first clock sample and the latest (Linux: `LinuxPlatform::clock_sample`).
     #[cfg(feature = "linux")]
-    pub(crate) ext: crate::extras::Extras,
+    pub(crate) clocks: Mutex<BTreeMap<u32, (hsa_linux::ClockSample, hsa_linux::ClockSample)>>,
 }
 
 impl State {
     fn new(platform: Plat, opened: backend::Opened) -> Result<State, Error> {
-        let runtime = Runtime::new(Arc::new(platform))?;
+        let runtime = Arc::new(Runtime::new(Arc::new(platform))?);
         let cpu_node = runtime.first_cpu().map_or(0, |a| a.node());
         let signal_pool = Arc::new(SignalPool::new(
             runtime.platform_ref().clone(),
             NodeId(cpu_node),
         ));
+        let host = Arc::new(HostMemory::new());
         Ok(State {
             signals: HandleMap::default(),
             groups: Mutex::new(BTreeMap::new()),
@@ -354,16 +332,67 @@ impl State {
             executables: Mutex::new(BTreeMap::new()),
             readers: Mutex::new(BTreeMap::new()),
             next_id: AtomicU64::new(1),
+            #[cfg(feature = "linux")]
+            services: services(&runtime, &host, &signal_pool),
             signal_pool,
             device: Device::new(opened, runtime.platform_ref()),
             runtime,
-            #[cfg(feature = "linux")]
-            ext: crate::extras::Extras::default(),
+            host,
+            records: Records::default(),
         })
     }
 
-    /// The backend's part of the state.
+    /// The runtime services.
     #[cfg(feature = "linux")]
+    pub(crate) fn services(&self) -> &hsa_runtime::Services<Plat> {
+        &self.services
+    }
+
+    /// Locked memory and the records of allocations.
+    pub(crate) fn host(&self) -> &HostMemory {
+        &self.host
+    }
+
+    /// One tick of GPU `node` in the system domain (`HSA_SYSTEM_INFO_TIMESTAMP`), as ROCR 5.2
+    /// translates them (`GpuAgent::TranslateTime`): the emulated command processor stamps the
+    /// system timestamp itself, so its ticks translate to themselves; on `/dev/kfd` from two
+    /// samples of the GPU's counter and the system clock (`LinuxPlatform::clock_sample`,
+    /// `AMDKFD_IOC_GET_CLOCK_COUNTERS`), the first taken at the first translation for the
+    /// node, the second refreshed when a tick lies beyond it by more than a quarter of their
+    /// distance or is more than 1/16 s old.
+    ///
+    /// # Errors
+    /// The clock ioctl's error on `/dev/kfd`.
+    #[cfg(feature = "linux")]
+    pub(crate) fn system_ticks(&self, node: NodeId, tick: u64) -> Result<u64, Error> {
+        if self.device.is_emulated() {
+            return Ok(tick);
+        }
+        let platform = self.platform_ref();
+        let mut clocks = lock(&self.records.clocks);
+        let (t0, mut t1) = match clocks.get(&node.0) {
+            Some(s) => *s,
+            None => {
+                let t0 = platform.clock_sample(node)?;
+                // Two samples a millisecond apart give the first frequency ratio.
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                (t0, platform.clock_sample(node)?)
+            }
+        };
+        let now = hsa_core::platform::Platform::timestamp_ticks(&*platform);
+        let stale = now.saturating_sub(t1.system) > 1_000_000_000 / 16;
+        if stale || tick > t1.gpu.saturating_add(t1.gpu.saturating_sub(t0.gpu) / 4) {
+            t1 = platform.clock_sample(node)?;
+        }
+        clocks.insert(node.0, (t0, t1));
+        let gpu_span = t1.gpu.saturating_sub(t0.gpu).max(1) as f64;
+        let ratio = t1.system.saturating_sub(t0.system) as f64 / gpu_span;
+        let offset = (tick as i128 - i128::from(t1.gpu)) as f64 * ratio;
+        Ok((i128::from(t1.system) + offset as i128).max(0) as u64)
+    }
+
+    /// The backend's part of the state.
+    #[cfg(feature = "emulated")]
     pub(crate) fn device(&self) -> &Device {
         &self.device
     }
@@ -401,7 +430,7 @@ impl State {
     pub(crate) fn signal(&self, handle: u64) -> Result<Arc<Sig>, Error> {
         match self.find_signal(handle) {
             Some(s) => Ok(s),
-            None => Err(crate::ffi::signal::dead_signal(handle)),
+            None => Err(dead_signal(handle)),
         }
     }
 
@@ -463,9 +492,16 @@ impl Drop for State {
     /// destroyed (their hardware queues stopped), soft queues' memory and executables freed.
     /// Nothing here is needed for soundness: each object owns what it uses.
     fn drop(&mut self) {
-        // The ROCR extensions' objects (async handlers, locked memory) first.
+        // The services first (the async handler thread, the memory-fault handler, IPC
+        // attachments), then locked memory: what runs on behalf of the runtime or holds it.
         #[cfg(feature = "linux")]
-        self.ext.shut_down(self);
+        self.services.shut_down();
+        // SAFETY: the runtime is going (hsa_shut_down): the application no longer uses locked
+        // memory from agents.
+        #[allow(unsafe_code)]
+        unsafe {
+            self.host.shut_down(&self.runtime)
+        };
         lock(&self.groups).clear();
         drop(self.signals.take_all());
         for q in self.queues.take_all() {
@@ -490,8 +526,32 @@ impl Drop for State {
     }
 }
 
+/// The runtime services of the Linux build (`hsa-runtime`), configured by the backend; a
+/// signal the application destroyed (no longer in the state's registry under its handle)
+/// drops the async handlers registered on it, as ROCR's `AsyncEventsLoop` does.
+#[cfg(feature = "linux")]
+fn services(
+    runtime: &Arc<Runtime<PlatRef>>,
+    host: &Arc<HostMemory>,
+    signals: &Arc<SignalPool<PlatRef>>,
+) -> hsa_runtime::Services<Plat> {
+    let live: hsa_runtime::Liveness<Plat> = Arc::new(|s| {
+        state().is_ok_and(|st| {
+            st.find_signal(s.handle().0)
+                .is_some_and(|live| core::ptr::eq(&*live, s))
+        })
+    });
+    hsa_runtime::Services::with_liveness(
+        runtime.clone(),
+        host.clone(),
+        signals.clone(),
+        backend::services_config(),
+        live,
+    )
+}
+
 /// The global runtime: reference count and state.
-static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
+pub(crate) static GLOBAL: Mutex<(u32, Option<Arc<State>>)> = Mutex::new((0, None));
 
 pub(crate) use current::with_state;
 use current::CURRENT;
@@ -606,322 +666,5 @@ pub(crate) fn state() -> Result<Arc<State>, Error> {
             Status::NotInitialized,
             "the HSA runtime is not initialized (call hsa_init first)"
         ),
-    }
-}
-
-// The tests run the Linux backend (the emulated device); the bare-metal one is tested from C
-// (`tests/baremetal.rs`).
-#[cfg(all(test, feature = "linux"))]
-mod tests {
-    use super::*;
-    use hsa_core::signal::{LoadOrder, StoreOrder};
-
-    /// The tests share the process-wide runtime: one at a time.
-    static SERIAL: Mutex<()> = Mutex::new(());
-
-    /// `hsa_init` counts to `INT32_MAX` and the next call is `REFCOUNT_OVERFLOW`, as ROCR 5.2;
-    /// the count then still goes down to 0. (Counting there one call at a time takes a
-    /// minute: the test starts the count near the limit.)
-    #[test]
-    fn init_stops_at_int32_max() {
-        let _serial = lock(&SERIAL);
-        init().unwrap();
-        lock(&GLOBAL).0 = 0x7fff_fffe;
-        init().unwrap();
-        assert_eq!(lock(&GLOBAL).0, 0x7fff_ffff);
-        let e = init().unwrap_err();
-        assert_eq!(e.status(), Status::RefcountOverflow);
-        assert_eq!(
-            e.detail(),
-            "hsa_init called 2147483647 times without hsa_shut_down"
-        );
-        assert_eq!(lock(&GLOBAL).0, 0x7fff_ffff);
-        lock(&GLOBAL).0 = 1;
-        shut_down().unwrap();
-        assert!(state().is_err());
-    }
-
-    /// Stores to doorbell signals find their queue through the table's doorbell map: after
-    /// four queues are created and two destroyed, a store to a destroyed queue's doorbell is
-    /// refused as a store to any dead handle is (`INVALID_SIGNAL`, "... is not a live
-    /// signal"; the C store logs it and does nothing), and no entry of it is left; a live
-    /// queue's doorbell still rings (the doorbell word holds the value) and its barrier
-    /// packet completes.
-    #[test]
-    #[allow(unsafe_code)] // the C entry points, and a read of the doorbell word
-    fn doorbell_stores_follow_queue_create_and_destroy() {
-        use crate::ffi::queue::{hsa_queue_create, hsa_queue_destroy};
-        use crate::ffi::signal::{hsa_signal_create, hsa_signal_destroy, ring_doorbell};
-        use hsa_core::abi::SignalHandle;
-        use hsa_core::packet::{BarrierAnd, HeaderFlags};
-
-        let _serial = lock(&SERIAL);
-        init().unwrap();
-        let st = state().unwrap();
-        let gpu = st.rt().first_gpu().expect("the emulated GPU").handle().0;
-        let mut queues = Vec::new();
-        for _ in 0..4 {
-            let mut q: *mut core::ffi::c_void = core::ptr::null_mut();
-            // SAFETY: no callback; `q` is a writable hsa_queue_t* slot.
-            let status =
-                unsafe { hsa_queue_create(gpu, 64, 0, None, core::ptr::null_mut(), 0, 0, &mut q) };
-            assert_eq!(status, Status::Success.raw());
-            queues.push(q);
-        }
-        let doorbell_of = |q: *mut core::ffi::c_void| match &*st.queue(q as u64).unwrap() {
-            QueueImpl::Aql(l, _) => read(l).as_ref().unwrap().doorbell_signal().handle().0,
-            QueueImpl::Soft(_) => unreachable!("hsa_queue_create made it"),
-        };
-        let doorbells: Vec<u64> = queues.iter().map(|&q| doorbell_of(q)).collect();
-        for (&q, &d) in queues.iter().zip(&doorbells) {
-            assert!(Arc::ptr_eq(
-                &st.queue_by_doorbell(d).unwrap(),
-                &st.queue(q as u64).unwrap()
-            ));
-        }
-        assert_eq!(hsa_queue_destroy(queues[1]), Status::Success.raw());
-        assert_eq!(hsa_queue_destroy(queues[3]), Status::Success.raw());
-        for &dead in [doorbells[1], doorbells[3]].iter() {
-            assert!(st.queue_by_doorbell(dead).is_none());
-            let e = ring_doorbell(&st, dead, 1, StoreOrder::Release).unwrap_err();
-            assert_eq!(e.status(), Status::InvalidSignal);
-            assert_eq!(
-                e.detail(),
-                alloc::format!("signal handle {dead:#x} is not a live signal")
-            );
-        }
-        assert_eq!(st.queues.doorbells(), 2);
-
-        // The live queue 2: barrier-AND packets, the last with a completion signal, rung
-        // through the doorbell path.
-        let mut done = 0u64;
-        // SAFETY: no consumers; `done` is a writable hsa_signal_t.
-        let status = unsafe { hsa_signal_create(1, 0, core::ptr::null(), &raw mut done) };
-        assert_eq!(status, Status::Success.raw());
-        let live = st.queue(queues[2] as u64).unwrap();
-        let QueueImpl::Aql(l, _) = &*live else {
-            unreachable!("hsa_queue_create made it")
-        };
-        let (index, bell) = {
-            let guard = read(l);
-            let aql = guard.as_ref().unwrap();
-            let packet = |signal| {
-                BarrierAnd::new(HeaderFlags::NONE, &[], signal)
-                    .unwrap()
-                    .emit()
-                    .unwrap()
-            };
-            // Two packets, so that the doorbell's value (the last one's index, 1) differs
-            // from the word's initial 0.
-            let mut r = aql.reserve(2).unwrap();
-            r.write(0, &packet(SignalHandle::NULL)).unwrap();
-            (
-                r.write(1, &packet(SignalHandle(done))).unwrap(),
-                aql.doorbell_signal().doorbell_address(),
-            )
-        };
-        ring_doorbell(&st, doorbells[2], index as i64, StoreOrder::Release).unwrap();
-        // SAFETY: the doorbell page's word of a live queue, mapped for the platform's life
-        // and 8-byte aligned; read once, volatile (the device reads it too).
-        let rung = unsafe { core::ptr::read_volatile(bell as *const u64) };
-        assert_eq!(rung, index);
-        let signal = st.signal(done).unwrap();
-        let t = std::time::Instant::now();
-        while signal.load(LoadOrder::Acquire) != 0 {
-            assert!(
-                t.elapsed() < std::time::Duration::from_secs(10),
-                "the barrier packet never completed"
-            );
-            std::thread::yield_now();
-        }
-        drop((signal, live));
-        assert_eq!(hsa_signal_destroy(done), Status::Success.raw());
-        assert_eq!(hsa_queue_destroy(queues[0]), Status::Success.raw());
-        assert_eq!(hsa_queue_destroy(queues[2]), Status::Success.raw());
-        assert!(st.queue_by_doorbell(doorbells[2]).is_none());
-        assert_eq!(st.queues.doorbells(), 0);
-        drop(st);
-        shut_down().unwrap();
-    }
-
-    /// The async handler thread (`hsa_amd_signal_async_handler`, issue 20: "without
-    /// busy-polling") sleeps while no watched signal changes: over 300 ms with a handler armed
-    /// on a signal nobody touches, the thread named "hsa-rt async handlers" is given under 3
-    /// clock ticks of CPU time (`/proc/self/task/TID/stat` utime + stime, 100 per second), where
-    /// polling would take about 30. (CPU time, not a speed: the wall-clock wait only gives a
-    /// poller the chance to burn it.) Then the handler runs once the signal changes.
-    #[test]
-    #[allow(unsafe_code)] // the C entry points and the handler's argument
-    fn the_async_handler_thread_sleeps_until_a_signal_changes() {
-        use crate::ffi::signal::{hsa_signal_create, hsa_signal_destroy};
-        use crate::ffi::signal_ext::hsa_amd_signal_async_handler;
-        use core::sync::atomic::AtomicBool;
-
-        /// utime + stime of this process's thread whose name starts with `prefix`.
-        fn cpu_ticks(prefix: &str) -> Option<u64> {
-            for task in std::fs::read_dir("/proc/self/task").ok()? {
-                let dir = task.ok()?.path();
-                let comm = std::fs::read_to_string(dir.join("comm")).ok()?;
-                if !comm.starts_with(prefix) {
-                    continue;
-                }
-                let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
-                // Fields after the ")" that ends the name: state is the 3rd field, utime the
-                // 14th and stime the 15th.
-                let rest = &stat[stat.rfind(')')? + 2..];
-                let f: Vec<&str> = rest.split_whitespace().collect();
-                return Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?);
-            }
-            None
-        }
-        unsafe extern "C" fn handler(value: i64, arg: *mut core::ffi::c_void) -> bool {
-            // SAFETY: `arg` is the test's `AtomicBool`, alive until the handler has run.
-            let ran = unsafe { &*arg.cast::<AtomicBool>() };
-            ran.store(value == 5, Ordering::Release);
-            false
-        }
-
-        let _serial = lock(&SERIAL);
-        init().unwrap();
-        let mut signal = 0u64;
-        // SAFETY: no consumers; `signal` is a writable hsa_signal_t.
-        let status = unsafe { hsa_signal_create(0, 0, core::ptr::null(), &raw mut signal) };
-        assert_eq!(status, Status::Success.raw());
-        let ran = AtomicBool::new(false);
-        // SAFETY: a live signal, a valid handler; `ran` outlives the registration (the handler
-        // runs, and returns false, before the test ends).
-        let status = unsafe {
-            hsa_amd_signal_async_handler(
-                signal,
-                0, // HSA_SIGNAL_CONDITION_EQ
-                5,
-                Some(handler),
-                (&raw const ran).cast_mut().cast(),
-            )
-        };
-        assert_eq!(status, Status::Success.raw());
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        let before = cpu_ticks("hsa-rt async").expect("the async handler thread");
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let after = cpu_ticks("hsa-rt async").expect("the async handler thread");
-        assert!(
-            after - before < 3,
-            "the idle async handler thread used {} ticks in 300 ms",
-            after - before
-        );
-        state()
-            .unwrap()
-            .signal(signal)
-            .unwrap()
-            .store(5, StoreOrder::Release);
-        let t = std::time::Instant::now();
-        while !ran.load(Ordering::Acquire) {
-            assert!(
-                t.elapsed() < std::time::Duration::from_secs(10),
-                "the handler never ran"
-            );
-            std::thread::yield_now();
-        }
-        assert_eq!(hsa_signal_destroy(signal), Status::Success.raw());
-        shut_down().unwrap();
-    }
-
-    /// A signal still held when the last `hsa_shut_down` drops the state (a call in another
-    /// thread that looked it up, here this test) stays usable: it keeps its pool and the
-    /// platform alive, and gives its slot back when it goes. (When the state owned the pool
-    /// and the platform, the shut-down freed the signal's memory under it.)
-    #[test]
-    #[allow(unsafe_code)] // creates the signal through the C entry point, as a C caller does
-    fn a_signal_held_past_shut_down_keeps_its_memory() {
-        let _serial = lock(&SERIAL);
-        init().unwrap();
-        let mut handle = 0u64;
-        // SAFETY: no consumers; `handle` is a writable hsa_signal_t.
-        let status = unsafe {
-            crate::ffi::signal::hsa_signal_create(41, 0, core::ptr::null(), &raw mut handle)
-        };
-        assert_eq!(status, Status::Success.raw());
-        let signal = state().unwrap().signal(handle).unwrap();
-        shut_down().unwrap();
-        assert_eq!(
-            state().err().map(|e| e.status()),
-            Some(Status::NotInitialized)
-        );
-        assert_eq!(signal.load(LoadOrder::Acquire), 41);
-        signal.store(7, StoreOrder::Release);
-        assert_eq!(signal.load(LoadOrder::Acquire), 7);
-        assert_eq!(signal.handle().0, handle);
-        drop(signal);
-    }
-
-    /// `QueueTable::remove` does not hold the queue's lock across the doorbell's grace period:
-    /// a thread that finds the lock read-held from inside a section (the remover between its
-    /// two maps) keeps its section and still gets the write lock (as hsa_queue_inactivate
-    /// would) before the remover can finish. When the remover held the read lock while it
-    /// waited for sections, this never happened: a doorbell store waiting behind a waiting
-    /// writer and the remover's grace period waited for each other.
-    #[test]
-    #[allow(unsafe_code)] // the C entry points
-    fn a_queue_removal_waits_for_sections_without_the_queue_lock() {
-        use crate::ffi::queue::{hsa_queue_create, hsa_queue_destroy};
-        use core::sync::atomic::AtomicBool;
-
-        let _serial = lock(&SERIAL);
-        init().unwrap();
-        let st = state().unwrap();
-        let gpu = st.rt().first_gpu().expect("the emulated GPU").handle().0;
-        let mut caught = 0;
-        // Queues until the prober caught the remover holding the lock once (a count, not a time).
-        while caught < 1 {
-            let mut q: *mut core::ffi::c_void = core::ptr::null_mut();
-            // SAFETY: no callback; `q` is a writable hsa_queue_t* slot.
-            let status =
-                unsafe { hsa_queue_create(gpu, 64, 0, None, core::ptr::null_mut(), 0, 0, &mut q) };
-            assert_eq!(status, Status::Success.raw());
-            let address = q as u64;
-            let queue = st.queue(address).unwrap();
-            let done = Arc::new(AtomicBool::new(false));
-            let prober = {
-                let (queue, done) = (queue.clone(), done.clone());
-                std::thread::spawn(move || {
-                    let QueueImpl::Aql(l, _) = &*queue else {
-                        unreachable!("hsa_queue_create made it")
-                    };
-                    while !done.load(Ordering::Acquire) {
-                        let section = rcu::read().unwrap();
-                        if l.try_write().is_ok() {
-                            continue;
-                        }
-                        // The remover holds the read lock: with this section kept, the write
-                        // lock must still come.
-                        while l.try_write().is_err() {
-                            std::thread::yield_now();
-                        }
-                        drop(section);
-                        return true;
-                    }
-                    false
-                })
-            };
-            let removed = st.queues.remove(address).unwrap();
-            done.store(true, Ordering::Release);
-            caught += usize::from(prober.join().unwrap());
-            assert!(st.queues.by_doorbell(doorbell_of(&removed), None).is_none());
-            // Registered again, so that the C call destroys it.
-            st.queues
-                .insert_aql(address, doorbell_of(&removed), removed);
-            drop(queue);
-            assert_eq!(hsa_queue_destroy(q), Status::Success.raw());
-        }
-        drop(st);
-        shut_down().unwrap();
-    }
-
-    /// The doorbell signal handle of an AQL queue of the table.
-    fn doorbell_of(q: &QueueImpl) -> u64 {
-        match q {
-            QueueImpl::Aql(l, _) => read(l).as_ref().unwrap().doorbell_signal().handle().0,
-            QueueImpl::Soft(_) => unreachable!("hsa_queue_create made it"),
-        }
     }
 }

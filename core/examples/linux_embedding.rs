@@ -18,17 +18,17 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hsa_core::loader::executable::Executable;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{HeaderFlags, KernelDispatch};
-use hsa_core::platform::{MemoryKind, QueueErrorCallback};
+use hsa_core::platform::MemoryKind;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
-use hsa_core::{Error, NodeId, QueueId};
+use hsa_core::NodeId;
 
 /// Elements (32-bit ints) copied.
 const N: usize = 1 << 16;
@@ -36,15 +36,6 @@ const N: usize = 1 << 16;
 const WORKGROUP: u16 = 256;
 /// How long to wait for the dispatch before giving up.
 const TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The first queue error the device reported (the callback runs on the runtime's thread).
-static QUEUE_ERROR: Mutex<Option<Error>> = Mutex::new(None);
-
-fn on_queue_error(error: &Error, queue: QueueId, _data: usize) {
-    eprintln!("linux_embedding: queue {} error: {error}", queue.0);
-    let mut slot = QUEUE_ERROR.lock().unwrap_or_else(|p| p.into_inner());
-    slot.get_or_insert_with(|| error.clone());
-}
 
 /// Runs vector_copy from `code_object` (default: the one for the agent's processor) and
 /// returns what `main` prints after `linux_embedding: `.
@@ -65,11 +56,8 @@ fn run(code_object: Option<PathBuf>) -> Result<String, Box<dyn std::error::Error
         .ok_or("no fine-grained pool")?
         .handle();
 
-    let mut config = QueueConfig::new(gpu_node, 64, gpu.queue_min_size(), gpu.queue_max_size());
-    config.on_error = Some(QueueErrorCallback {
-        func: on_queue_error,
-        data: 0,
-    });
+    // No error callback: the queue records why it stopped (`AqlQueue::error`).
+    let config = QueueConfig::new(gpu_node, 64, gpu.queue_min_size(), gpu.queue_max_size());
     let queue = AqlQueue::create(rt.platform(), &config)?;
 
     let path = match code_object {
@@ -150,8 +138,8 @@ fn run(code_object: Option<PathBuf>) -> Result<String, Box<dyn std::error::Error
         LoadOrder::Acquire,
     ) != 0
     {
-        if let Some(e) = QUEUE_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return Err(e.into());
+        if let Some(e) = queue.error() {
+            return Err(format!("queue {} error: {e}", queue.id()).into());
         }
         if started.elapsed() > TIMEOUT {
             return Err(format!("the dispatch did not complete in {TIMEOUT:?}").into());

@@ -23,6 +23,9 @@ use crate::status::{Error, Result, Status};
 use crate::wire::gfx9_rsrc::{img_type, BufferRsrc, ImageRsrc, SamplerRsrc};
 use crate::{bail, error};
 
+pub mod region;
+pub use region::Region;
+
 /// `hsa_ext_image_geometry_t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]

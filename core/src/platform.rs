@@ -13,8 +13,13 @@
 //! runs. Errors are the core's own [`Error`].
 #![allow(unsafe_code)] // an unsafe trait with unsafe methods; no unsafe blocks here
 
+pub mod capability;
 #[cfg(feature = "fake")]
 pub mod fake;
+
+pub use capability::{
+    Capabilities, HostMemoryRegistration, MemoryFaultReports, MemorySharing, SdmaQueues,
+};
 
 use core::fmt;
 use core::ptr::NonNull;
@@ -259,7 +264,7 @@ bitflags::bitflags! {
         const EXECUTABLE = 1 << 3;
         /// Read-only for the device.
         const READ_ONLY = 1 << 4;
-        /// Other processes may import it ([`Platform::export_memory`]): on Linux a system
+        /// Other processes may import it ([`MemorySharing::export_memory`]): on Linux a system
         /// chunk is then a KFD GTT buffer object, not host pages registered as USERPTR
         /// (which amdgpu does not export). Device-local chunks are shareable anyway.
         const SHAREABLE = 1 << 5;
@@ -310,7 +315,7 @@ unsafe impl Send for MemoryChunk {}
 unsafe impl Sync for MemoryChunk {}
 
 /// What another process needs to import a chunk this process exported
-/// ([`Platform::export_memory`], [`Platform::import_memory`]): four words whose meaning is the
+/// ([`MemorySharing::export_memory`], [`MemorySharing::import_memory`]): four words whose meaning is the
 /// platform's (on Linux the exporter's process id, its dma-buf file descriptor and the
 /// dma-buf's inode number, which tells a live export from a stale one) and the chunk's size.
 ///
@@ -389,7 +394,7 @@ pub struct MemoryFault {
 }
 
 /// A function the platform calls on every GPU memory fault it learns of
-/// ([`Platform::set_memory_fault_handler`]), with the user data given. C-shaped so it needs no
+/// ([`MemoryFaultReports::set_memory_fault_handler`]), with the user data given. C-shaped so it needs no
 /// allocator.
 ///
 /// Ref: ROCR's `Runtime::VMFaultHandler`, which hands each fault to the handlers of
@@ -430,6 +435,12 @@ pub struct QueueRequest {
     /// (hsa-baremetal reads `queue_inactive_signal` after a queue-error IH entry). `None`
     /// leaves the error to the platform's policy. The fake platform runs no queue and only
     /// records it.
+    ///
+    /// The platform calls it at most once per queue, and never after
+    /// [`Platform::destroy_queue`] of the queue has returned: a call running on another thread
+    /// is waited for (a callback that destroys its own queue on the platform's thread is not),
+    /// so `data` need only stay valid until then. [`AqlQueue`](crate::queue::AqlQueue) relies
+    /// on it: its data is the address of the record that keeps the error.
     pub on_error: Option<QueueErrorCallback>,
 }
 
@@ -590,108 +601,6 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// never reused).
     unsafe fn free_memory(&self, chunk: &MemoryChunk) -> Result<()>;
 
-    /// Makes `size_bytes` of memory the host already has at `host` reachable by the agents of
-    /// `nodes` (`hsa_amd_memory_lock`: KFD `ALLOC_MEMORY_OF_GPU` with `USERPTR`, then
-    /// `MAP_MEMORY_TO_GPU`). The chunk returned has `host_ptr` equal to `host` and `gpu_va`
-    /// where the agents reach the pages, which the platform chooses: a fresh device address,
-    /// as ROCR's `agent_ptr` for locked memory on a discrete GPU (HIP relies on the two
-    /// differing). [`Platform::deregister_host_memory`] gives it back. A CPU node in `nodes`
-    /// needs nothing (the host reaches its own memory).
-    ///
-    /// The default is for platforms that cannot register memory they did not allocate: it
-    /// returns `Status::Error`, ROCR's status when the driver refuses the registration
-    /// (`MemoryRegion::Lock`).
-    ///
-    /// # Safety
-    /// The caller guarantees that `[host, host + size_bytes)` is mapped read-write memory of
-    /// this process and stays mapped until `deregister_host_memory` of the chunk has
-    /// returned. (The same pages may be registered more than once, each time at another
-    /// device address.)
-    ///
-    /// # Errors
-    /// `Status::InvalidArgument` for an address or size that is not page-aligned, a size of 0
-    /// or an unknown node; `Status::Error` when the memory cannot be registered;
-    /// `Status::OutOfResources` when it cannot be mapped to an agent.
-    unsafe fn register_host_memory(
-        &self,
-        host: NonNull<u8>,
-        size_bytes: u64,
-        nodes: &[NodeId],
-    ) -> Result<MemoryChunk, Error> {
-        let _ = nodes;
-        Err(crate::error!(
-            Status::Error,
-            "{size_bytes} bytes at {:p}: the {} platform cannot register host memory",
-            host.as_ptr(),
-            self.device_name()
-        ))
-    }
-
-    /// Ends a registration of [`Platform::register_host_memory`]: the agents no longer reach
-    /// the memory; the host memory itself stays the caller's.
-    ///
-    /// # Safety
-    /// The caller guarantees that `chunk` was returned by this platform's
-    /// `register_host_memory`, has not been deregistered, and that no queue uses it any more.
-    ///
-    /// # Errors
-    /// `Status::InvalidArgument` for a chunk that is not a live registration;
-    /// `Status::ResourceFree` when the driver would not release it.
-    unsafe fn deregister_host_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
-        Err(crate::error!(
-            Status::InvalidArgument,
-            "{} is not registered host memory of the {} platform",
-            chunk.gpu_va,
-            self.device_name()
-        ))
-    }
-
-    /// Makes `chunk` (from [`Platform::allocate_memory`]) importable by other processes
-    /// (`hsa_amd_ipc_memory_create`; KFD `EXPORT_DMABUF`): returns what
-    /// [`Platform::import_memory`] in another process (or this one) needs. The export lasts
-    /// until the chunk is freed; exporting a chunk again returns the same description.
-    ///
-    /// The default is for platforms without other processes to share with: it returns
-    /// `Status::InvalidArgument`, ROCR's status when the driver cannot share memory
-    /// (`hsaKmtShareMemory` failing in `IPCCreate`).
-    ///
-    /// # Errors
-    /// `Status::InvalidArgument` when the chunk is not a live allocation of this platform or
-    /// its memory cannot be exported (registered host memory; system memory allocated
-    /// without [`MemoryFlags::SHAREABLE`]) or the platform cannot share memory at all.
-    fn export_memory(&self, chunk: &MemoryChunk) -> Result<SharedMemory> {
-        Err(crate::error!(
-            Status::InvalidArgument,
-            "{} bytes at {}: the {} platform cannot share memory with other processes",
-            chunk.size_bytes,
-            chunk.gpu_va,
-            self.device_name()
-        ))
-    }
-
-    /// Maps a chunk another process (or this one) exported ([`Platform::export_memory`]) into
-    /// this process: a new chunk over the same memory, reachable by the agents of `nodes` and
-    /// by the host (`host_ptr` set), at a device address of this platform's choosing.
-    /// [`Platform::free_memory`] of the returned chunk ends the import (the memory stays the
-    /// exporter's).
-    ///
-    /// The default returns `Status::InvalidArgument`, as [`Platform::export_memory`]'s.
-    ///
-    /// # Errors
-    /// `Status::InvalidArgument` for a description that names no live export (the exporter
-    /// freed the chunk or exited, the words are not an export of this platform's kind, the
-    /// size differs), or an unknown node; `Status::OutOfResources` when there is no address
-    /// space or the mapping cannot be made.
-    fn import_memory(&self, shared: &SharedMemory, nodes: &[NodeId]) -> Result<MemoryChunk> {
-        let _ = nodes;
-        Err(crate::error!(
-            Status::InvalidArgument,
-            "{} shared bytes: the {} platform cannot import memory of other processes",
-            shared.size_bytes,
-            self.device_name()
-        ))
-    }
-
     /// Makes `chunk` accessible to the agents of `nodes` (KFD MAP_MEMORY_TO_GPU).
     ///
     /// # Errors
@@ -716,32 +625,6 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// `Status::OutOfResources` when the node has no free hardware queue slot;
     /// `Status::InvalidQueueCreation` for a request the hardware cannot serve.
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<Self::Doorbell>>;
-
-    /// Creates an SDMA queue over the ring and pointers of `request`, which the core has
-    /// zeroed (Ref: ROCR `BlitSdma::Initialize`, `hsaKmtCreateQueue(HSA_QUEUE_SDMA)`). The
-    /// returned doorbell is rung with [`Platform::ring_doorbell`] and the new write pointer in
-    /// bytes; [`Platform::destroy_queue`] destroys it. May block. The default has no SDMA
-    /// engine and refuses (bare metal: copies stay on the host).
-    ///
-    /// # Safety
-    /// The caller guarantees the ring and the two pointer words stay valid and are not freed
-    /// until `destroy_queue` has returned for this queue, and that the pointer words are
-    /// accessed atomically.
-    ///
-    /// # Errors
-    /// `Status::InvalidQueueCreation` when the platform or node has no SDMA engine or the
-    /// request is malformed; `Status::OutOfResources` when the node has no free SDMA queue.
-    unsafe fn create_sdma_queue(
-        &self,
-        request: &SdmaQueueRequest,
-    ) -> Result<HwQueue<Self::Doorbell>> {
-        Err(crate::error!(
-            Status::InvalidQueueCreation,
-            "node {}: the {} platform has no SDMA engine",
-            request.node.0,
-            self.device_name()
-        ))
-    }
 
     /// Tells the packet processor that packets up to and including `write_index` may be
     /// valid: one 64-bit store of the index to the queue's doorbell (after whatever fence the
@@ -817,26 +700,16 @@ pub unsafe trait Platform: TopologySource + Send + Sync {
     /// `Status::InvalidArgument` for an unknown event.
     fn signal_event(&self, event: EventId) -> Result<()>;
 
-    /// Installs the function the platform calls on every GPU memory fault it learns of
-    /// (`None`: none from now on), replacing the one before. The handler runs on a thread of the
-    /// platform's choosing — Linux: the event monitor's, on each `KFD_IOC_EVENT_MEMORY` event
-    /// (its `kfd_hsa_memory_exception_data`); bare metal: the host's IH interrupt handler —
-    /// and, for a fault that stopped queues, before their [`QueueRequest::on_error`]
-    /// callbacks, as ROCR's memory-fault handler runs before the queue's error handler. It may
-    /// call back into the platform. Never blocks.
-    ///
-    /// The default is for platforms that learn of no memory faults: it returns
-    /// `Status::Error` and installs nothing.
-    ///
-    /// # Errors
-    /// `Status::Error` when the platform cannot report memory faults.
-    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<()> {
-        let _ = handler;
-        Err(crate::error!(
-            Status::Error,
-            "the {} platform cannot report GPU memory faults",
-            self.device_name()
-        ))
+    // ---- optional capabilities ----
+
+    /// What this platform can do beyond the methods above, each an optional trait of its own
+    /// ([`capability`]): SDMA queues, host-memory registration, memory sharing between
+    /// processes, GPU memory-fault reports. The default has none of them; a caller that needs
+    /// one that is missing returns the status ROCR returns when the driver lacks it (each
+    /// capability's doc says which). Cheap: called on cold paths (queue creation, locks,
+    /// exports), never per packet.
+    fn capabilities(&self) -> Capabilities<'_, Self::Doorbell> {
+        Capabilities::none()
     }
 
     // ---- time ----

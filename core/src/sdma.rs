@@ -4,7 +4,7 @@
 //! - [`packet`]: the SDMA 4.x packets the runtime writes, from the one layout of
 //!   [`crate::wire::sdma`] (linux `drivers/gpu/drm/amd/amdgpu/vega10_sdma_pkt_open.h`, ROCR
 //!   `sdma_registers.h`).
-//! - [`SdmaQueue`]: one SDMA queue of a GPU node ([`Platform::create_sdma_queue`]): a byte
+//! - [`SdmaQueue`]: one SDMA queue of a GPU node ([`SdmaQueues::create_sdma_queue`]): a byte
 //!   ring in system memory the GPU reaches (1 MiB, as ROCR's `kQueueSize`), a 64-bit read
 //!   pointer the engine writes back and a 64-bit write pointer, both growing byte offsets;
 //!   [`SdmaQueue::submit`] writes a command at the write pointer (padding the ring's end with
@@ -25,6 +25,8 @@
 use core::ptr::NonNull;
 
 use crate::addr::{GpuVa, NodeId};
+#[allow(unused_imports)] // doc links
+use crate::platform::SdmaQueues;
 use crate::platform::{
     HwQueue, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, SdmaQueueRequest,
 };
@@ -407,12 +409,23 @@ impl<H: PlatformRef> core::fmt::Debug for SdmaQueue<H> {
 impl<H: PlatformRef> SdmaQueue<H> {
     /// Creates an SDMA queue on GPU `node`: allocates its ring and pointers (system memory,
     /// host-accessible, uncached, as ROCR's `system_allocator` with `AllocateExecutable`) and
-    /// asks the platform for the queue ([`Platform::create_sdma_queue`]).
+    /// asks the platform for the queue ([`SdmaQueues::create_sdma_queue`], the platform's
+    /// optional capability).
     ///
     /// # Errors
-    /// The allocation's error; the platform's (`Status::InvalidQueueCreation` where it has
-    /// no SDMA engine), after the memory was given back.
+    /// `Status::InvalidQueueCreation` naming the platform when it has no SDMA queues
+    /// ([`Capabilities::sdma`](crate::platform::Capabilities::sdma) is `None`), before
+    /// anything is allocated; the allocation's error; the platform's, after the memory was
+    /// given back.
     pub fn create(platform: H, node: NodeId) -> Result<SdmaQueue<H>> {
+        if platform.capabilities().sdma.is_none() {
+            return Err(crate::error!(
+                Status::InvalidQueueCreation,
+                "node {}: the {} platform has no SDMA engine",
+                node.0,
+                crate::platform::TopologySource::device_name(&*platform)
+            ));
+        }
         let size_bytes = SDMA_RING_BYTES + POINTER_PAGE_BYTES;
         let chunk = platform.allocate_memory(&MemoryRequest {
             node,
@@ -444,7 +457,17 @@ impl<H: PlatformRef> SdmaQueue<H> {
         // SAFETY: the ring and pointers are in `chunk`, which the queue owns and frees only
         // after destroy_queue returned (Drop); the pointer words are only accessed through
         // atomics here.
-        let hw = match unsafe { platform.create_sdma_queue(&request) } {
+        let created = match platform.capabilities().sdma {
+            // SAFETY: as above.
+            Some(sdma) => unsafe { sdma.create_sdma_queue(&request) },
+            None => Err(crate::error!(
+                Status::InvalidQueueCreation,
+                "node {}: the {} platform has no SDMA engine",
+                node.0,
+                crate::platform::TopologySource::device_name(&*platform)
+            )),
+        };
+        let hw = match created {
             Ok(hw) => hw,
             Err(e) => {
                 // SAFETY: no queue uses the chunk.
@@ -670,8 +693,8 @@ mod tests {
         assert_eq!(out, want);
     }
 
-    /// A platform without SDMA queues refuses with the default's status, and the ring's
-    /// memory goes back.
+    /// A platform without SDMA queues refuses with `INVALID_QUEUE_CREATION` and allocates
+    /// nothing.
     #[test]
     fn a_platform_without_sdma_refuses_and_frees_the_ring() {
         let p = FakePlatform::new();

@@ -28,7 +28,7 @@
 
 use std::hint::spin_loop;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -39,11 +39,11 @@ use hsa_core::abi::SignalHandle;
 use hsa_core::loader::executable::Executable;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{HeaderFlags, KernelDispatch};
-use hsa_core::platform::{MemoryKind, QueueErrorCallback};
+use hsa_core::platform::MemoryKind;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, StoreOrder, WaitState};
-use hsa_core::{Error, NodeId, QueueId};
+use hsa_core::NodeId;
 use hsa_emu::{EmulatedKfd, ExecutionMode};
 use hsa_linux::LinuxPlatform;
 use hsa_tools::demo::{default_code_object_dir, find_code_object};
@@ -113,29 +113,20 @@ fn now_ns() -> u64 {
     t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
 }
 
-/// The error B4's queue's callback got (the status and the KFD event's data; the queue's
-/// waiter only sees the status).
-static QUEUE_ERROR: Mutex<Option<String>> = Mutex::new(None);
-
-fn record_queue_error(error: &Error, queue: QueueId, _data: usize) {
-    *QUEUE_ERROR.lock().unwrap_or_else(|p| p.into_inner()) =
-        Some(format!("queue {queue:?}: {error}"));
-}
-
-/// Why the CP stopped B4's queue: the device's log has the whole detail; the callback (the
-/// platform's event monitor calls it after the CP stored the status, which ends the wait)
-/// what amdkfd's event said, so wait for it a little.
-fn cp_error(emulated: &EmulatedKfd, queue_id: u32) -> String {
+/// Why the CP stopped B4's queue: the device's log has the whole detail; the queue what
+/// amdkfd's event said (the platform's event monitor records it after the CP stored the
+/// status, which ends the wait), so wait for it a little.
+fn cp_error<H: hsa_core::PlatformRef>(emulated: &EmulatedKfd, queue: &AqlQueue<H>) -> String {
     let logged = emulated
-        .queue_error(queue_id)
+        .queue_error(queue.hw_id().0)
         .map_or_else(|| "nothing".to_owned(), |e| e.to_string());
     let deadline = Instant::now() + Duration::from_secs(1);
     loop {
-        if let Some(e) = QUEUE_ERROR.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return format!("the CP logged {logged}; the callback got {e}");
+        if let Some(e) = queue.error() {
+            return format!("the CP logged {logged}; the queue recorded {e}");
         }
         if Instant::now() > deadline {
-            return format!("the CP logged {logged}; no callback within 1 s");
+            return format!("the CP logged {logged}; no queue error within 1 s");
         }
         thread::sleep(Duration::from_millis(1));
     }
@@ -167,11 +158,7 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
         .expect("kernarg pool")
         .handle();
     let gpu_node = NodeId(gpu.node());
-    let mut config = QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
-    config.on_error = Some(QueueErrorCallback {
-        func: record_queue_error,
-        data: 0,
-    });
+    let config = QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
     let queue = AqlQueue::create(rt.platform(), &config).expect("queue");
     pin(0);
     let path = find_code_object(&default_code_object_dir(), &target).expect("code object");
@@ -234,10 +221,7 @@ fn b4_dispatch_round_trip(c: &mut Criterion) {
                     WaitState::Active,
                 )
                 .unwrap_or_else(|e| {
-                    panic!(
-                        "dispatch failed: {e}; {}",
-                        cp_error(&emulated, queue.hw_id().0)
-                    )
+                    panic!("dispatch failed: {e}; {}", cp_error(&emulated, &queue))
                 });
             assert_eq!(
                 v, 0,

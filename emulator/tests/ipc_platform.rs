@@ -1,11 +1,13 @@
-//! `Platform::export_memory` / `import_memory` of the Linux backend over two emulated devices
+//! `MemorySharing::export_memory` / `import_memory` of the Linux backend over two emulated devices
 //! (one per platform, as two processes each have theirs): the import is the exporter's pages
 //! at an address of the importer's own, and the backend's statuses for what cannot be shared
 //! or imported.
 
 use std::sync::Arc;
 
-use hsa_core::platform::{MemoryFlags, MemoryKind, MemoryRequest, Platform, SharedMemory};
+use hsa_core::platform::{
+    MemoryFlags, MemoryKind, MemoryRequest, MemorySharing, Platform, SharedMemory,
+};
 use hsa_core::{NodeId, Status};
 use hsa_emu::device::builtin_topology;
 use hsa_emu::{EmulatedKfd, SelectedDevice};

@@ -22,7 +22,7 @@
 //! see [`BaremetalPlatform::report_queue_errors`].
 //!
 //! GPU memory faults: a page-fault entry of a VM client (see [`irq`]) goes to the handler
-//! installed with `Platform::set_memory_fault_handler`, from the ISR, during the drain — so
+//! installed with `MemoryFaultReports::set_memory_fault_handler`, from the ISR, during the drain — so
 //! before the callbacks of the queues the fault stopped, which run after it.
 //!
 //! With feature `alloc`, `heap::CarveOutHeap` is a spin-locked `linked_list_allocator` heap
@@ -53,7 +53,7 @@ pub mod mqd;
 mod platform;
 
 use core::ptr::NonNull;
-use core::sync::atomic::{fence, AtomicBool, Ordering};
+use core::sync::atomic::{fence, AtomicBool, AtomicU32, Ordering};
 
 use hsa_core::platform::{
     MemoryChunk, MemoryFault, MemoryFaultHandler, MemoryFaultReason, MemoryFlags, MemoryKind,
@@ -122,7 +122,11 @@ pub struct BaremetalPlatform<H: Host, const EVENT_WORDS: usize = 4> {
     /// A queue-error entry arrived (or a check was asked for) and the queues' inactive
     /// signals were not read since.
     queue_errors_pending: AtomicBool,
-    /// `Platform::set_memory_fault_handler`'s handler (the ISR only tries the lock).
+    /// Calls of each queue slot's error callback in progress (set under the queue table's
+    /// lock, cleared after the call): `destroy_queue` waits for them, so that no callback runs
+    /// after its queue's destroy returned (`QueueRequest::on_error`).
+    delivering: [AtomicU32; MAX_QUEUES],
+    /// `MemoryFaultReports::set_memory_fault_handler`'s handler (the ISR only tries the lock).
     fault_handler: spin::Mutex<Option<MemoryFaultHandler>>,
 }
 
@@ -239,6 +243,7 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             events: EventTable::new(),
             event_page,
             queues: spin::Mutex::new([const { None }; MAX_QUEUES]),
+            delivering: [const { AtomicU32::new(0) }; MAX_QUEUES],
             queue_errors_pending: AtomicBool::new(false),
             fault_handler: spin::Mutex::new(None),
         })
@@ -308,7 +313,9 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     ///
     /// Callbacks run on the caller's CPU after the queue table's lock is released, so they
     /// may call back into the platform; from [`on_interrupt`](Self::on_interrupt) that is the
-    /// host's ISR, where a callback must not block or wait. Never blocks: when the queue table
+    /// host's ISR, where a callback must not block or wait (nor destroy its own queue:
+    /// `destroy_queue` waits until no call of the queue's callback is in progress). Never
+    /// blocks: when the queue table
     /// is locked (the ISR interrupted `create_queue` or `destroy_queue`), the look is left to
     /// the lock's holder, which makes it on release.
     ///
@@ -337,6 +344,12 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
                 w.reported = true;
                 *call = Some((w.callback, v));
             }
+            for (i, call) in calls.iter().enumerate() {
+                if call.is_some() {
+                    // Relaxed: the table's lock (held) orders it before destroy_queue's look.
+                    self.delivering[i].fetch_add(1, Ordering::Relaxed);
+                }
+            }
             drop(slots);
             for (i, call) in calls.iter().enumerate() {
                 let Some((callback, v)) = *call else {
@@ -349,6 +362,8 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
                 // At error level whether or not the callback handles it, as the Linux backend.
                 log::error!("queue {i} stopped by its packet processor: {e}");
                 (callback.func)(&e, QueueId(i as u32), callback.data);
+                // Release pairs with destroy_queue's Acquire load: the call happened before.
+                self.delivering[i].fetch_sub(1, Ordering::Release);
                 called += 1;
             }
         }

@@ -1,10 +1,13 @@
 //! `hsa_core::platform::Platform` for [`BaremetalPlatform`].
 #![allow(unsafe_code)] // the unsafe impl and the trait's unsafe fns; one unsafe call (map_queue)
 
+use core::sync::atomic::Ordering;
 use hsa_core::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler, MemoryRequest,
-    NodeProperties, Platform, QueueKind, QueueRequest, TopologySource, WaitOutcome,
+    Cache, Capabilities, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler,
+    MemoryFaultReports, MemoryRequest, NodeProperties, Platform, QueueKind, QueueRequest,
+    TopologySource, WaitOutcome,
 };
+
 use hsa_core::{DoorbellIndex, Error, EventId, NodeId, QueueId, Status};
 
 use crate::host::{Host, QueueMapping};
@@ -200,17 +203,17 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         let _ = self.doorbells.ring(*doorbell, write_index);
     }
 
-    /// The handler runs from the host's ISR ([`BaremetalPlatform::on_interrupt`]) for each
-    /// page-fault entry of a VM client in the IH ring (`VMC`, `VMC1`, `UTCL2`; see
-    /// [`crate::irq`]), before that interrupt reports the queues the fault stopped; it must
-    /// not block. The fault is the host's first GPU node's.
-    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<(), Error> {
-        *self.fault_handler.lock() = handler;
-        Ok(())
-    }
-
     fn destroy_queue(&self, queue: QueueId) -> Result<(), Error> {
         let destroyed = self.destroy_queue_locked(queue);
+        if destroyed.is_ok() {
+            // A call of the queue's error callback another CPU began before the slot was
+            // freed ends before this returns (QueueRequest::on_error's contract). Acquire pairs
+            // with the Release of report_queue_errors after the call.
+            let delivering = &self.delivering[queue.get() as usize];
+            while delivering.load(Ordering::Acquire) != 0 {
+                core::hint::spin_loop();
+            }
+        }
         self.report_queue_errors();
         destroyed
     }
@@ -259,5 +262,25 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
     /// [`Host::wait_spin_ns`].
     fn wait_spin_ns(&self) -> u64 {
         self.host.wait_spin_ns()
+    }
+
+    /// Memory-fault reports (the IH ring's VM-fault entries); no SDMA queues, no host-memory
+    /// registration, no sharing (no other processes).
+    fn capabilities(&self) -> Capabilities<'_, DoorbellIndex> {
+        Capabilities {
+            memory_faults: Some(self),
+            ..Capabilities::none()
+        }
+    }
+}
+
+impl<H: Host, const W: usize> MemoryFaultReports for BaremetalPlatform<H, W> {
+    /// The handler runs from the host's ISR ([`BaremetalPlatform::on_interrupt`]) for each
+    /// page-fault entry of a VM client in the IH ring (`VMC`, `VMC1`, `UTCL2`; see
+    /// [`crate::irq`]), before that interrupt reports the queues the fault stopped; it must
+    /// not block. The fault is the host's first GPU node's.
+    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<(), Error> {
+        *self.fault_handler.lock() = handler;
+        Ok(())
     }
 }

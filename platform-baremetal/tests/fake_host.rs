@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use hsa_baremetal::ih::IhEntry;
 use hsa_baremetal::BaremetalPlatform;
 use hsa_core::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, Platform, QueueErrorCallback, QueueKind,
-    QueueRequest, TopologySource, WaitOutcome,
+    MemoryChunk, MemoryFaultReports, MemoryFlags, MemoryKind, MemoryRequest, Platform,
+    QueueErrorCallback, QueueKind, QueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::signal::{wait_any, LoadOrder, SignalCondition, SignalPool, WaitState};
 use hsa_core::{DoorbellIndex, Error, EventId, GpuVa, NodeId, QueueId, Status};
@@ -616,7 +616,7 @@ fn the_hosts_spin_phase_is_every_blocked_waits() {
 }
 
 /// A GPU page-fault entry in the IH ring (client UTCL2, as a gfx9 GFX-hub fault) reaches the
-/// handler of `Platform::set_memory_fault_handler` with the GPU's node, the page's address and
+/// handler of `MemoryFaultReports::set_memory_fault_handler` with the GPU's node, the page's address and
 /// the reasons of its `ring_id` bits — before the callback of the queue the fault stopped,
 /// which the following CP_BAD_OPCODE entry reports; without a handler it is only counted.
 #[test]

@@ -6,8 +6,7 @@
 
 mod sim;
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -361,30 +360,17 @@ fn overflowed_ih_ring_is_recovered_once_and_later_interrupts_still_arrive() {
     unsafe { p.free_memory(&kernarg) }.unwrap();
 }
 
-/// What the error callbacks of this file's queues were told: (data, queue id, status,
-/// detail).
-static CALLBACKS: Mutex<Vec<(usize, QueueId, Status, String)>> = Mutex::new(Vec::new());
-
-fn record_error(e: &Error, queue: QueueId, data: usize) {
-    CALLBACKS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push((data, queue, e.status(), e.detail().to_string()));
-}
-
-fn callbacks(data: usize) -> Vec<(QueueId, Status, String)> {
-    CALLBACKS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .filter(|c| c.0 == data)
-        .map(|c| (c.1, c.2, c.3.clone()))
-        .collect()
+/// A queue-error callback that counts its calls in the `AtomicUsize` its data points to (the
+/// queue itself keeps the error: `AqlQueue::error`).
+fn count_calls(_: &Error, _: QueueId, counter: usize) {
+    // SAFETY: `counter` is the address of a test's `AtomicUsize`, which outlives its queues
+    // (the platform calls no callback after the queue's destroy returned).
+    unsafe { &*(counter as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);
 }
 
 #[test]
 fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
-    const DATA: usize = 0xb0b;
+    let calls = [AtomicUsize::new(0), AtomicUsize::new(0)];
     let p = platform();
     let dev = SimDevice::new(&p);
     let pool = SignalPool::new(&p, NodeId(0));
@@ -392,15 +378,15 @@ fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
     let kernarg = system_chunk(&p);
     let mut config = QueueConfig::new(NodeId(1), 64, 64, 1 << 17);
     config.on_error = Some(QueueErrorCallback {
-        func: record_error,
-        data: DATA,
+        func: count_calls,
+        data: &calls[0] as *const AtomicUsize as usize,
     });
     let queue = AqlQueue::create(&p, &config).unwrap();
     // A second queue, with a callback, that does not fail: never reported.
     let mut quiet = config;
     quiet.on_error = Some(QueueErrorCallback {
-        func: record_error,
-        data: DATA + 1,
+        func: count_calls,
+        data: &calls[1] as *const AtomicUsize as usize,
     });
     let other = AqlQueue::create(&p, &quiet).unwrap();
     // A kernel object nobody registered.
@@ -423,29 +409,32 @@ fn bad_packets_stop_the_queue_and_are_reported_by_the_device() {
     );
     assert_eq!(done.load(LoadOrder::Acquire), 1, "not completed");
     assert_eq!(queue.load_read_index(LoadOrder::Acquire), 0);
-    // The platform learnt it from the CP_BAD_OPCODE entry and called the queue's callback
-    // once, with the status the processor stored and the value it read.
+    // The platform learnt it from the CP_BAD_OPCODE entry and reported it once (the queue
+    // recorded it, then called its callback), with the status the processor stored and the
+    // value it read.
     let stored = queue.inactive_signal().load(LoadOrder::Acquire);
     assert_eq!(
         stored,
         hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false)
     );
-    let want = vec![(
-        queue.hw_queue().id,
-        Status::InvalidPacketFormat,
-        format!("queue_inactive_signal {stored:#x}"),
-    )];
-    assert_eq!(callbacks(DATA), want);
+    let e = queue.error().expect("the queue's error");
+    assert_eq!(e.status(), Status::InvalidPacketFormat);
+    assert_eq!(
+        e.detail(),
+        format!("queue_inactive_signal {stored:#x}").as_str()
+    );
+    let count = |i: usize| calls[i].load(Ordering::SeqCst);
+    assert_eq!(count(0), 1);
     assert_eq!(p.irq_stats().queue_errors, 1);
     // Stopped for good: reported once, even when the platform looks again.
     assert_eq!(dev.poll(), 0);
     assert_eq!(dev.errors().len(), 1);
     assert_eq!(p.check_queue_errors(), 0);
-    assert_eq!(callbacks(DATA), want);
-    assert_eq!(callbacks(DATA + 1), vec![]);
+    assert_eq!(count(0), 1);
+    assert_eq!((count(1), other.error()), (0, None));
     queue.destroy().unwrap();
     other.destroy().unwrap();
-    assert_eq!(callbacks(DATA), want, "destruction reports nothing more");
+    assert_eq!(count(0), 1, "destruction reports nothing more");
     // SAFETY: nothing uses the chunk any more.
     unsafe { p.free_memory(&kernarg) }.unwrap();
 }

@@ -21,6 +21,7 @@
 mod cwsr;
 pub mod monitor;
 mod platform_impl;
+pub use platform_impl::abort_on_queue_error;
 mod process;
 pub mod va;
 

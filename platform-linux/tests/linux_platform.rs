@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
-    MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, NodeProperties, Platform, QueueKind,
-    QueueRequest, TopologySource, WaitOutcome,
+    HostMemoryRegistration, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, NodeProperties,
+    Platform, QueueKind, QueueRequest, TopologySource, WaitOutcome,
 };
 use hsa_core::Status;
 use hsa_linux::device::monitor::MONITOR_SLICE_MS;

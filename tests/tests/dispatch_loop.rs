@@ -9,20 +9,18 @@
 //! event page, so the next signal's mailbox was outside any event page and its dispatch
 //! stopped the queue with `INVALID_SIGNAL` (amdkfd keeps the page for the process's life).
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use std::sync::Mutex;
 
 use hsa_core::loader::code_object::AlignedBytes;
 use hsa_core::loader::executable::Executable;
 use hsa_core::loader::CodeObject;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{HeaderFlags, KernelDispatch};
-use hsa_core::platform::{MemoryKind, QueueErrorCallback};
+use hsa_core::platform::MemoryKind;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{SignalCondition, SignalPool, WaitState};
-use hsa_core::{Error, NodeId, QueueId};
+use hsa_core::NodeId;
 use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 use hsa_linux::topology::Topology;
 use hsa_linux::LinuxPlatform;
@@ -30,14 +28,6 @@ use hsa_linux::LinuxPlatform;
 const ELEMENTS: u32 = 256;
 const WORKGROUP: u16 = 64;
 const QUEUE_EVERY: u32 = 97;
-
-static QUEUE_ERRORS: AtomicU32 = AtomicU32::new(0);
-static LAST_ERROR: Mutex<Option<String>> = Mutex::new(None);
-
-fn on_queue_error(e: &Error, q: QueueId, _: usize) {
-    QUEUE_ERRORS.fetch_add(1, Ordering::SeqCst);
-    *LAST_ERROR.lock().unwrap() = Some(format!("queue {}: {e}", q.0));
-}
 
 /// xorshift64*: reproducible kernarg sizes.
 struct Rng(u64);
@@ -100,16 +90,13 @@ fn run_loop(emulated: std::sync::Arc<EmulatedKfd>, code_object_file: &str, itera
     let out_ptr = output.host_ptr.unwrap().as_ptr().cast::<i32>();
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let mut config = QueueConfig::new(gpu_node, 64, gpu.queue_min_size(), gpu.queue_max_size());
-    config.on_error = Some(QueueErrorCallback {
-        func: on_queue_error,
-        data: 0,
-    });
+    let config = QueueConfig::new(gpu_node, 64, gpu.queue_min_size(), gpu.queue_max_size());
 
     let mut queue: Option<AqlQueue<&LinuxPlatform>> = None;
     for iteration in 0..iterations {
         if iteration % QUEUE_EVERY == 0 {
             if let Some(q) = queue.take() {
+                assert_eq!(q.error(), None, "iteration {iteration}: queue error");
                 q.destroy().unwrap();
             }
             queue = Some(AqlQueue::create(rt.platform(), &config).unwrap());
@@ -164,8 +151,8 @@ fn run_loop(emulated: std::sync::Arc<EmulatedKfd>, code_object_file: &str, itera
             .unwrap_or_else(|e| panic!("iteration {iteration}: {e}"));
         assert!(
             v < 1,
-            "iteration {iteration}: not complete after 30 s (signal {v}); queue errors: {:?}",
-            LAST_ERROR.lock().unwrap()
+            "iteration {iteration}: not complete after 30 s (signal {v}); queue error: {:?}",
+            q.error()
         );
         for i in 0..ELEMENTS as usize {
             // SAFETY: as above; the dispatch completed (acquire wait).
@@ -180,13 +167,9 @@ fn run_loop(emulated: std::sync::Arc<EmulatedKfd>, code_object_file: &str, itera
         rt.free(kernarg.va).unwrap();
         done.destroy().unwrap();
     }
-    queue.unwrap().destroy().unwrap();
-    assert_eq!(
-        QUEUE_ERRORS.load(Ordering::SeqCst),
-        0,
-        "{:?}",
-        LAST_ERROR.lock().unwrap()
-    );
+    let queue = queue.unwrap();
+    assert_eq!(queue.error(), None, "queue error");
+    queue.destroy().unwrap();
     assert_eq!(signals.live_signals(), 0);
     rt.free(input.va).unwrap();
     rt.free(output.va).unwrap();

@@ -1,16 +1,15 @@
-//! Queue errors reach the `log` facade at error level with their full detail, also when the
-//! queue has an error callback: a test logger (this test binary's only `log` backend)
-//! captures the records while a malformed packet stops a queue of the emulated device.
+//! Queue errors reach the `log` facade at error level with their full detail, whether or not
+//! the queue has an error callback (here none: the queue records the error, `AqlQueue::error`):
+//! a test logger (this test binary's only `log` backend) captures the records while a
+//! malformed packet stops a queue of the emulated device.
 
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use hsa_core::packet::EncodedPacket;
-use hsa_core::platform::QueueErrorCallback;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
-use hsa_core::{Error, NodeId, QueueId, Status};
+use hsa_core::{NodeId, Status};
 use hsa_emu::device::BUILTIN_GPU_ID;
 use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 use log::{Level, LevelFilter, Log, Metadata, Record};
@@ -40,11 +39,6 @@ impl Log for Capture {
 }
 
 static CAPTURE: Capture = Capture;
-static CALLS: AtomicU32 = AtomicU32::new(0);
-
-fn on_error(_: &Error, _: QueueId, _: usize) {
-    CALLS.fetch_add(1, Ordering::SeqCst);
-}
 
 #[test]
 fn a_queue_error_is_logged_at_error_level_with_its_detail() {
@@ -56,11 +50,7 @@ fn a_queue_error_is_logged_at_error_level_with_its_detail() {
     ))
     .unwrap();
     let gpu = rt.first_gpu().unwrap();
-    let mut config = QueueConfig::new(NodeId(gpu.node()), 64, 64, gpu.queue_max_size());
-    config.on_error = Some(QueueErrorCallback {
-        func: on_error,
-        data: 0,
-    });
+    let config = QueueConfig::new(NodeId(gpu.node()), 64, 64, gpu.queue_max_size());
     let q = AqlQueue::create(rt.platform(), &config).unwrap();
     // A packet whose header says type 6 (undefined).
     let packet = EncodedPacket {
@@ -71,10 +61,16 @@ fn a_queue_error_is_logged_at_error_level_with_its_detail() {
     let last = r.write_next(&packet).unwrap();
     q.ring_doorbell(last).unwrap();
     let started = Instant::now();
-    while CALLS.load(Ordering::SeqCst) == 0 {
-        assert!(started.elapsed() < Duration::from_secs(30), "no callback");
+    let error = loop {
+        if let Some(e) = q.error() {
+            break e;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no queue error"
+        );
         std::thread::sleep(Duration::from_millis(10));
-    }
+    };
     let errors: Vec<(String, String)> = RECORDS
         .lock()
         .unwrap()
@@ -83,6 +79,13 @@ fn a_queue_error_is_logged_at_error_level_with_its_detail() {
         .map(|(_, target, message)| (target.clone(), message.clone()))
         .collect();
     let code = hsa_core::queue::inactive::encode(Status::InvalidPacketFormat, false);
+    let detail = format!(
+        "queue_inactive_signal {code:#x}; KFD hardware exception event on gpu_id \
+         {BUILTIN_GPU_ID:#x}: per-engine reset after a GPU hang"
+    );
+    // The queue keeps the error the platform reported, as it logged it.
+    assert_eq!(error.status(), Status::InvalidPacketFormat);
+    assert_eq!(error.detail(), detail.as_str());
     assert_eq!(
         errors,
         [
@@ -93,14 +96,10 @@ fn a_queue_error_is_logged_at_error_level_with_its_detail() {
                  packet type (header bits 0..8) is 6; must be in 0..=5"
                     .to_string()
             ),
-            // The runtime's, before the callback: what amdkfd reported.
+            // The runtime's, before the queue records it: what amdkfd reported.
             (
                 "hsa_linux::device::monitor".to_string(),
-                format!(
-                    "queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: \
-                     queue_inactive_signal {code:#x}; KFD hardware exception event on gpu_id \
-                     {BUILTIN_GPU_ID:#x}: per-engine reset after a GPU hang"
-                )
+                format!("queue 0 stopped with HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: {detail}")
             ),
         ]
     );

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use hsa_core::abi::SignalHandle;
 use hsa_core::packet::{BarrierAnd, EncodedPacket, HeaderFlags};
 use hsa_core::platform::fake::FakePlatform;
-use hsa_core::platform::QueueErrorCallback;
+use hsa_core::platform::{MemoryFaultReports, QueueErrorCallback};
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
@@ -22,13 +22,11 @@ use hsa_core::{Error, NodeId, PlatformRef, QueueId, Status};
 use hsa_emu::device::BUILTIN_GPU_ID;
 use hsa_emu::{builtin_topology, EmulatedKfd, SelectedDevice};
 
-/// Callback counters and the last error, per callback slot.
-static CALLS: [AtomicU32; 2] = [AtomicU32::new(0), AtomicU32::new(0)];
-static LAST: Mutex<Option<(Status, String)>> = Mutex::new(None);
-
-fn on_error(e: &Error, _q: QueueId, slot: usize) {
-    CALLS[slot].fetch_add(1, Ordering::SeqCst);
-    *LAST.lock().unwrap() = Some((e.status(), e.detail().to_string()));
+/// A queue-error callback that counts its calls in the `AtomicU32` its data points to.
+fn count_calls(_: &Error, _q: QueueId, counter: usize) {
+    // SAFETY: `counter` is the address of an `AtomicU32` of the test, which outlives the
+    // queue (the platform calls no callback after the queue's destroy returned).
+    unsafe { &*(counter as *const AtomicU32) }.fetch_add(1, Ordering::SeqCst);
 }
 
 /// A packet whose header says type 6 (undefined), with a valid-looking body.
@@ -73,7 +71,8 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
-    let config = |slot| {
+    let calls = [AtomicU32::new(0), AtomicU32::new(0)];
+    let config = |slot: usize| {
         let mut c = QueueConfig::new(
             NodeId(gpu.node()),
             1024,
@@ -81,8 +80,8 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
             gpu.queue_max_size(),
         );
         c.on_error = Some(QueueErrorCallback {
-            func: on_error,
-            data: slot,
+            func: count_calls,
+            data: &calls[slot] as *const AtomicU32 as usize,
         });
         c
     };
@@ -93,11 +92,12 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     submit(&bad, &malformed());
     // The callback comes only through the KFD event the emulated device sets: without it the
     // monitor never looks at the queue.
-    wait_until("error callback", || CALLS[0].load(Ordering::SeqCst) == 1);
-    let (status, msg) = LAST.lock().unwrap().clone().unwrap();
-    assert_eq!(status, Status::InvalidPacketFormat);
+    wait_until("error callback", || calls[0].load(Ordering::SeqCst) == 1);
+    // The queue keeps the error it was given.
+    let e = bad.error().expect("the queue's error");
+    assert_eq!(e.status(), Status::InvalidPacketFormat);
     assert_eq!(
-        msg,
+        e.detail().to_string(),
         format!(
             "queue_inactive_signal {:#x}; KFD hardware exception event on gpu_id {BUILTIN_GPU_ID:#x}: \
              per-engine reset after a GPU hang",
@@ -134,7 +134,7 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     );
     assert_eq!(v, 1, "a stopped queue ran a packet");
     assert_eq!(
-        CALLS[0].load(Ordering::SeqCst),
+        calls[0].load(Ordering::SeqCst),
         1,
         "reported more than once"
     );
@@ -167,10 +167,11 @@ fn malformed_packet_stops_its_queue_once_and_others_keep_running() {
     );
     assert_eq!(v, 0);
     assert_eq!(
-        CALLS[1].load(Ordering::SeqCst),
+        calls[1].load(Ordering::SeqCst),
         0,
         "the good queue reported an error"
     );
+    assert_eq!(good.error(), None);
     assert_eq!(emulated.live_handles().queues, 1);
     drop((after, done, done2));
     good.destroy().unwrap();
@@ -332,18 +333,13 @@ fn a_failed_queue_ends_completion_waits_with_its_status() {
     .unwrap();
     let gpu = rt.first_gpu().unwrap();
     let cpu = rt.first_cpu().unwrap();
-    let mut config = QueueConfig::new(
+    // No callback: the queue records the error, nothing aborts.
+    let config = QueueConfig::new(
         NodeId(gpu.node()),
         gpu.queue_min_size(),
         gpu.queue_min_size(),
         gpu.queue_max_size(),
     );
-    // A callback, so that the error does not abort the process (the default).
-    fn ignore(_: &Error, _: QueueId, _: usize) {}
-    config.on_error = Some(QueueErrorCallback {
-        func: ignore,
-        data: 0,
-    });
     let q = AqlQueue::create(rt.platform(), &config).unwrap();
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let ok = signals.create_interrupt(1).unwrap();
@@ -384,10 +380,13 @@ fn a_failed_queue_ends_completion_waits_with_its_status() {
 }
 
 /// In a child process (`HSA_RT_TEST_CHILD` names the case): a malformed packet on a queue
-/// created with a callback (`"callback"`) or without one (`"none"`); the child then waits
-/// for the packet after it, which never completes. The child installs the stderr logger of
-/// the tools and the C library (at `HSA_RT_LOG`'s level), except in the case `"none-nolog"`
-/// (a program with no `log` backend; the queue has no callback).
+/// created with a callback (`"callback"`), with the abort policy ROCR applies to a queue
+/// without one (`"abort"`: `hsa_linux::device::abort_on_queue_error`, what the C API's
+/// `hsa_queue_create` gives a NULL callback) or with none (`"none"`: the queue records the
+/// error); the child then waits for the packet after it, which never completes, and prints
+/// the queue's error. The child installs the stderr logger of the tools and the C library (at
+/// `HSA_RT_LOG`'s level), except in the case `"abort-nolog"` (a program with no `log`
+/// backend).
 #[test]
 fn queue_error_child() {
     let Ok(case) = std::env::var("HSA_RT_TEST_CHILD") else {
@@ -411,11 +410,20 @@ fn queue_error_child() {
     fn report(e: &Error, q: QueueId, _: usize) {
         println!("callback: queue {} {}", q.0, e.status().c_name());
     }
-    if case == "callback" {
-        config.on_error = Some(QueueErrorCallback {
-            func: report,
-            data: 0,
-        });
+    match case.as_str() {
+        "callback" => {
+            config.on_error = Some(QueueErrorCallback {
+                func: report,
+                data: 0,
+            })
+        }
+        "abort" => {
+            config.on_error = Some(QueueErrorCallback {
+                func: hsa_linux::device::abort_on_queue_error,
+                data: 0,
+            })
+        }
+        _ => {}
     }
     let q = AqlQueue::create(rt.platform(), &config).unwrap();
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
@@ -430,6 +438,10 @@ fn queue_error_child() {
         LoadOrder::Acquire,
     );
     println!("child: wait returned {v}");
+    println!(
+        "child: queue error {}",
+        q.error().map_or("none", |e| e.status().c_name())
+    );
 }
 
 fn run_child(case: &str, log: Option<&str>) -> std::process::Output {
@@ -448,16 +460,32 @@ fn run_child(case: &str, log: Option<&str>) -> std::process::Output {
     cmd.output().unwrap()
 }
 
-/// With or without a `log` backend, the error's line is printed once (by the logger at error
-/// level, or by the abort policy itself when nothing takes error records), then the abort.
+/// Under the abort policy (ROCR's for a queue without a callback), with or without a `log`
+/// backend, the error's line is printed once (by the logger at error level, or by the abort
+/// policy itself when nothing takes error records), then the abort.
 #[test]
-fn a_queue_error_without_a_callback_is_printed_and_aborts_the_process() {
-    for case in ["none", "none-nolog"] {
-        a_queue_error_without_a_callback_aborts(case);
+fn a_queue_error_under_the_abort_policy_is_printed_and_aborts_the_process() {
+    for case in ["abort", "abort-nolog"] {
+        a_queue_error_under_the_abort_policy_aborts(case);
     }
 }
 
-fn a_queue_error_without_a_callback_aborts(case: &str) {
+/// A Rust queue without a callback does not abort: the waits go on (here the one on the packet
+/// after the bad one times out), and the queue keeps the error.
+#[test]
+fn a_queue_error_without_a_callback_is_recorded_and_the_process_goes_on() {
+    let out = run_child("none", None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(stdout.contains("child: wait returned 1\n"), "{stdout}");
+    assert!(
+        stdout.contains("child: queue error HSA_STATUS_ERROR_INVALID_PACKET_FORMAT\n"),
+        "{stdout}"
+    );
+}
+
+fn a_queue_error_under_the_abort_policy_aborts(case: &str) {
     use std::os::unix::process::ExitStatusExt;
     let out = run_child(case, None);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -521,13 +549,6 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
     use hsa_core::memory::GlobalFlags;
     use hsa_core::packet::KernelDispatch;
 
-    static FAULTS: Mutex<Vec<(Status, String)>> = Mutex::new(Vec::new());
-    fn on_fault(e: &Error, _q: QueueId, _: usize) {
-        FAULTS
-            .lock()
-            .unwrap()
-            .push((e.status(), e.detail().to_string()));
-    }
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
     emulated.set_execution_mode(hsa_emu::ExecutionMode::HostOnly);
     let rt = Runtime::new(Arc::new(
@@ -549,26 +570,22 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
             ctx.read::<u32>(0xdead_0000_0000).map(|_| ())
         })
         .unwrap();
-    let mut config = QueueConfig::new(
+    let config = QueueConfig::new(
         NodeId(gpu.node()),
         gpu.queue_min_size(),
         gpu.queue_min_size(),
         gpu.queue_max_size(),
     );
-    config.on_error = Some(QueueErrorCallback {
-        func: on_fault,
-        data: 0,
-    });
     let q = AqlQueue::create(rt.platform(), &config).unwrap();
     let packet = KernelDispatch::one_dimensional(kernel_object, kernarg.va, 1, 1)
         .emit()
         .unwrap();
     submit(&q, &packet);
-    wait_until("error callback", || !FAULTS.lock().unwrap().is_empty());
-    let (status, detail) = FAULTS.lock().unwrap()[0].clone();
-    assert_eq!(status, Status::MemoryFault);
+    wait_until("queue error", || q.error().is_some());
+    let e = q.error().unwrap();
+    assert_eq!(e.status(), Status::MemoryFault);
     assert_eq!(
-        detail,
+        e.detail().to_string(),
         format!(
             "queue_inactive_signal {:#x}; KFD memory event: page not present at \
              0xdead00000000 on gpu_id {BUILTIN_GPU_ID:#x}",
@@ -585,7 +602,7 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
     rt.free(kernarg.va).unwrap();
 }
 
-/// The platform's memory-fault handler (`Platform::set_memory_fault_handler`, what the C API's
+/// The platform's memory-fault handler (`MemoryFaultReports::set_memory_fault_handler`, what the C API's
 /// system event handlers hang on) is told of a kernel's bad access from the KFD memory event:
 /// the GPU's node, the address and "page not present" — before the queue's error callback
 /// runs; with the handler removed, the next fault reaches only the callback.
@@ -593,7 +610,7 @@ fn a_memory_fault_reaches_the_callback_through_the_memory_event() {
 fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
     use hsa_core::memory::GlobalFlags;
     use hsa_core::packet::KernelDispatch;
-    use hsa_core::platform::{MemoryFault, MemoryFaultHandler, MemoryFaultReason, Platform};
+    use hsa_core::platform::{MemoryFault, MemoryFaultHandler, MemoryFaultReason};
 
     /// What happened, in order.
     #[derive(Debug, PartialEq)]
@@ -601,13 +618,21 @@ fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
         Fault(MemoryFault, usize),
         QueueError(Status),
     }
-    static SEEN: Mutex<Vec<Seen>> = Mutex::new(Vec::new());
+    /// The fault handler and the queue callback push to the test's list their data points to.
+    fn push(data: usize, seen: Seen) {
+        // SAFETY: `data` is the address of the test's `Mutex<Vec<Seen>>`, declared before the
+        // runtime so that it outlives the platform and its monitor thread.
+        let list = unsafe { &*(data as *const Mutex<Vec<Seen>>) };
+        list.lock().unwrap().push(seen);
+    }
     fn on_fault(f: &MemoryFault, data: usize) {
-        SEEN.lock().unwrap().push(Seen::Fault(*f, data));
+        push(data, Seen::Fault(*f, data));
     }
-    fn on_queue_error(e: &Error, _q: QueueId, _: usize) {
-        SEEN.lock().unwrap().push(Seen::QueueError(e.status()));
+    fn on_queue_error(e: &Error, _q: QueueId, data: usize) {
+        push(data, Seen::QueueError(e.status()));
     }
+    let list: Mutex<Vec<Seen>> = Mutex::new(Vec::new());
+    let data = &list as *const Mutex<Vec<Seen>> as usize;
     let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
     emulated.set_execution_mode(hsa_emu::ExecutionMode::HostOnly);
     let rt = Runtime::new(Arc::new(
@@ -617,7 +642,7 @@ fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
     rt.platform()
         .set_memory_fault_handler(Some(MemoryFaultHandler {
             func: on_fault,
-            data: 77,
+            data,
         }))
         .unwrap();
     let gpu = rt.first_gpu().unwrap();
@@ -642,7 +667,7 @@ fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
         );
         config.on_error = Some(QueueErrorCallback {
             func: on_queue_error,
-            data: 0,
+            data,
         });
         let q = AqlQueue::create(rt.platform(), &config).unwrap();
         let packet = KernelDispatch::one_dimensional(kernel_object, kernarg.va, 1, 1)
@@ -650,13 +675,13 @@ fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
             .unwrap();
         submit(&q, &packet);
         wait_until("error callback", || {
-            SEEN.lock()
+            list.lock()
                 .unwrap()
                 .iter()
                 .any(|s| matches!(s, Seen::QueueError(_)))
         });
         q.destroy().unwrap();
-        std::mem::take(&mut *SEEN.lock().unwrap())
+        std::mem::take(&mut *list.lock().unwrap())
     };
     assert_eq!(
         run_faulting_kernel(),
@@ -667,7 +692,7 @@ fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
                     address: hsa_core::GpuVa(0x1000),
                     reason: MemoryFaultReason::PAGE_NOT_PRESENT,
                 },
-                77
+                data
             ),
             Seen::QueueError(Status::MemoryFault),
         ]
@@ -678,4 +703,51 @@ fn a_memory_fault_reaches_the_fault_handler_before_the_queue_callback() {
         [Seen::QueueError(Status::MemoryFault)]
     );
     rt.free(kernarg.va).unwrap();
+}
+
+/// A queue destroyed while the platform runs its error callback on the monitor's thread:
+/// `destroy` returns only after the callback returned (`QueueRequest::on_error`'s promise,
+/// which lets `AqlQueue` hand the platform the address of its error record). The callback
+/// sleeps 300 ms once it started; the test destroys the queue as soon as it starts.
+#[test]
+fn destroying_a_queue_waits_for_its_running_error_callback() {
+    use std::sync::atomic::AtomicBool;
+    /// What the callback reports through its data: it started, it finished.
+    struct Progress {
+        started: AtomicBool,
+        finished: AtomicBool,
+    }
+    fn slow(_: &Error, _: QueueId, data: usize) {
+        // SAFETY: `data` is the test's `Progress`, alive until after the queue is destroyed
+        // (and so, by the promise under test, after this returns).
+        let p = unsafe { &*(data as *const Progress) };
+        p.started.store(true, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(300));
+        p.finished.store(true, Ordering::SeqCst);
+    }
+    let progress = Progress {
+        started: AtomicBool::new(false),
+        finished: AtomicBool::new(false),
+    };
+    let emulated = EmulatedKfd::new(builtin_topology()).unwrap();
+    let rt = Runtime::new(Arc::new(
+        SelectedDevice::emulated(emulated).unwrap().platform,
+    ))
+    .unwrap();
+    let gpu = rt.first_gpu().unwrap();
+    let mut config = QueueConfig::new(NodeId(gpu.node()), 64, 64, gpu.queue_max_size());
+    config.on_error = Some(QueueErrorCallback {
+        func: slow,
+        data: &progress as *const Progress as usize,
+    });
+    let q = AqlQueue::create(rt.platform(), &config).unwrap();
+    submit(&q, &malformed());
+    wait_until("the callback starts", || {
+        progress.started.load(Ordering::SeqCst)
+    });
+    q.destroy().unwrap();
+    assert!(
+        progress.finished.load(Ordering::SeqCst),
+        "destroy returned while the queue's error callback still ran"
+    );
 }

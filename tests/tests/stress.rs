@@ -11,17 +11,16 @@
 //! overrides the packet count.
 
 use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::memory::GlobalFlags;
 use hsa_core::packet::{BarrierAnd, BarrierOr, HeaderFlags, KernelDispatch};
-use hsa_core::platform::QueueErrorCallback;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, SignalPool};
-use hsa_core::{Error, GpuVa, NodeId, PlatformRef, QueueId, Status};
+use hsa_core::{GpuVa, NodeId, PlatformRef, Status};
 use hsa_emu::{builtin_topology, EmulatedKfd, ExecutionMode, SelectedDevice};
 
 const KERNEL_OBJECT: u64 = 0x5_0000;
@@ -30,13 +29,6 @@ const PRODUCERS: u64 = 2;
 const BARRIER_EVERY: u64 = 8;
 /// Packets reserved and published per doorbell.
 const BATCH: u64 = 16;
-
-/// The error the queue's processor reported (through the device's KFD event), if any.
-static QUEUE_ERROR: Mutex<Option<String>> = Mutex::new(None);
-
-fn record_error(e: &Error, _queue: QueueId, _data: usize) {
-    *QUEUE_ERROR.lock().unwrap() = Some(e.to_string());
-}
 
 fn packet_count() -> u64 {
     std::env::var("HSA_STRESS_PACKETS")
@@ -75,16 +67,12 @@ fn run(total: u64) {
         .unwrap()
         .handle();
     let kernarg = rt.allocate(kernarg_pool, 64).unwrap();
-    let mut config = QueueConfig::new(
+    let config = QueueConfig::new(
         NodeId(gpu.node()),
         1024,
         gpu.queue_min_size(),
         gpu.queue_max_size(),
     );
-    config.on_error = Some(QueueErrorCallback {
-        func: record_error,
-        data: 0,
-    });
     let queue = AqlQueue::create(rt.platform(), &config).expect("queue");
     let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
     let zero = signals.create(0).unwrap();
@@ -107,8 +95,8 @@ fn run(total: u64) {
     let written = queue.load_write_index(LoadOrder::Acquire);
     let drained = Instant::now();
     while queue.load_read_index(LoadOrder::Acquire) < written {
-        if let Some(msg) = QUEUE_ERROR.lock().unwrap().as_ref() {
-            panic!("queue stopped: {msg}");
+        if let Some(e) = queue.error() {
+            panic!("queue stopped: {e}");
         }
         assert!(
             drained.elapsed() < Duration::from_secs(60),
@@ -156,7 +144,7 @@ fn run(total: u64) {
         queue.load_write_index(LoadOrder::Acquire),
         per_producer * PRODUCERS
     );
-    assert_eq!(*QUEUE_ERROR.lock().unwrap(), None, "queue error");
+    assert_eq!(queue.error(), None, "queue error");
     drop(done);
     drop(zero);
     queue.destroy().unwrap();
@@ -174,14 +162,13 @@ fn produce<H: PlatformRef>(
     let mut i = 0;
     while i < count {
         let n = BATCH.min(count - i);
-        // try_reserve + a look at the error callback's record: `reserve` spins forever on a
-        // stopped queue, and a stress test must fail, not hang.
+        // try_reserve + a look at the queue's error: a stress test must fail, not hang.
         let mut r = loop {
             match queue.try_reserve(n as u32) {
                 Ok(r) => break r,
                 Err(e) if e.status() == Status::OutOfResources => {
-                    if let Some(msg) = QUEUE_ERROR.lock().unwrap().as_ref() {
-                        panic!("queue stopped: {msg}");
+                    if let Some(e) = queue.error() {
+                        panic!("queue stopped: {e}");
                     }
                     std::thread::yield_now();
                 }

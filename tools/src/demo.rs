@@ -16,8 +16,7 @@
 #![allow(unsafe_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::isa::TargetId;
@@ -25,11 +24,11 @@ use hsa_core::loader::executable::{Executable, KernelInfo};
 use hsa_core::loader::CodeObject;
 use hsa_core::memory::{Allocation, GlobalFlags};
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
-use hsa_core::platform::{MemoryKind, QueueErrorCallback};
+use hsa_core::platform::MemoryKind;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
 use hsa_core::signal::{LoadOrder, Signal, SignalCondition, SignalPool, WaitState};
-use hsa_core::{bail, error, Error, NodeId, QueueId, Status};
+use hsa_core::{bail, error, Error, NodeId, Status};
 
 use hsa_emu::{ExecutionStats, SelectedDevice};
 use hsa_linux::LinuxPlatform;
@@ -276,28 +275,6 @@ fn validate_options(config: &DemoConfig) -> Result<(), Error> {
     Ok(())
 }
 
-/// Errors reported through queue error callbacks, by the run token in the callback's `data`
-/// (queue ids repeat across devices, and several runs may share a process).
-static QUEUE_ERRORS: Mutex<Vec<(usize, QueueId, Error)>> = Mutex::new(Vec::new());
-
-/// The next run's token.
-static NEXT_RUN: AtomicUsize = AtomicUsize::new(1);
-
-fn record_queue_error(error: &Error, queue: QueueId, run: usize) {
-    QUEUE_ERRORS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push((run, queue, error.clone()));
-}
-
-fn queue_error(run: usize) -> Option<Error> {
-    let errors = QUEUE_ERRORS.lock().unwrap_or_else(|p| p.into_inner());
-    errors
-        .iter()
-        .find(|(r, _, _)| *r == run)
-        .map(|(_, q, e)| e.clone().context(&format!("queue {}", q.0)))
-}
-
 /// Checks the work-group size against the kernel's `.max_flat_workgroup_size` (AMDGPUUsage
 /// code object metadata; the code is compiled for at most that many work-items) and the
 /// agent's `HSA_AGENT_INFO_WORKGROUP_MAX_SIZE`.
@@ -529,7 +506,6 @@ pub struct Job {
     code_object_bytes: Vec<u8>,
     kernarg_bytes: u32,
     hidden: Vec<HiddenArg>,
-    run_token: usize,
     rt: Runtime<Shared>,
 }
 
@@ -700,13 +676,9 @@ impl Job {
         check_memory(config, kernarg_bytes, &fine_info, &kernarg_info)?;
 
         let gpu_node = NodeId(gpu.node());
-        let run_token = NEXT_RUN.fetch_add(1, Ordering::Relaxed);
-        let mut queue_config =
+        // No error callback: the queue records why it stopped (`AqlQueue::error`).
+        let queue_config =
             QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
-        queue_config.on_error = Some(QueueErrorCallback {
-            func: record_queue_error,
-            data: run_token,
-        });
         let queue = AqlQueue::create(rt.platform_ref().clone(), &queue_config)?;
         Ok(Job {
             config: config.clone(),
@@ -724,7 +696,6 @@ impl Job {
             kernarg_bytes,
             hidden,
             queue,
-            run_token,
             rt,
         })
     }
@@ -944,10 +915,11 @@ impl Job {
             if v < 1 {
                 return Ok(());
             }
-            if let Some(e) = queue_error(self.run_token) {
-                // The callback has what amdkfd reported (the status, the event's data); the
+            if let Some(e) = self.queue.error() {
+                // The queue has what amdkfd reported (the status, the event's data); the
                 // emulated device's log has what its packet processor and interpreter saw.
                 let q = self.queue.hw_id().0;
+                let e = e.context(&format!("queue {q}"));
                 let detailed = self
                     .emulated
                     .as_ref()

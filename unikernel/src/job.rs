@@ -64,24 +64,18 @@ pub static LAST_ECHO_TSC: AtomicU64 = AtomicU64::new(0);
 /// Echo interrupts taken.
 pub static ECHO_INTERRUPTS: AtomicU64 = AtomicU64::new(0);
 
-/// Calls of the job's queue error callback.
+/// Calls of the job's queue error callback that were given [`QUEUE_ERROR_DATA`] (the queue
+/// itself keeps the error: `AqlQueue::error`).
 static QUEUE_ERROR_CALLS: AtomicU64 = AtomicU64::new(0);
-/// What the last call was told: queue id, `data`, status, detail.
-static QUEUE_ERROR: spin::Mutex<Option<(u32, usize, Status, heapless::String<128>)>> =
-    spin::Mutex::new(None);
 /// The `data` the job's queues give their error callback.
 const QUEUE_ERROR_DATA: usize = 0x4853_4121;
 
-/// The job's queue error callback (`hsa_queue_create`'s `callback`). hsa-baremetal calls it
-/// from `on_interrupt`, in the IH interrupt handler: it records and returns, without
-/// allocating or blocking.
-fn on_queue_error(e: &Error, queue: QueueId, data: usize) {
-    use core::fmt::Write;
-    QUEUE_ERROR_CALLS.fetch_add(1, Ordering::AcqRel);
-    if let Some(mut last) = QUEUE_ERROR.try_lock() {
-        let mut detail = heapless::String::new();
-        let _ = write!(detail, "{}", e.detail());
-        *last = Some((queue.get(), data, e.status(), detail));
+/// The job's queue error callback (`hsa_queue_create`'s `callback`), after the queue recorded
+/// the error. hsa-baremetal calls it from `on_interrupt`, in the IH interrupt handler: it
+/// counts and returns, without allocating or blocking.
+fn on_queue_error(_: &Error, _: QueueId, data: usize) {
+    if data == QUEUE_ERROR_DATA {
+        QUEUE_ERROR_CALLS.fetch_add(1, Ordering::AcqRel);
     }
 }
 
@@ -723,18 +717,22 @@ fn faults(
         .inactive_signal()
         .load(hsa_core::signal::LoadOrder::Acquire);
     let calls = QUEUE_ERROR_CALLS.load(Ordering::Acquire);
-    let told = QUEUE_ERROR.lock().clone();
-    let Some((id, data, status, detail)) = told.filter(|_| calls == 1) else {
+    let Some(recorded) = queue.error().filter(|_| calls == 1) else {
         hsa_core::bail!(
             Status::Error,
-            "queue error: the error callback ran {calls} times (expected once)"
+            "queue error: the error callback ran {calls} times with its data (expected once)"
         );
     };
-    if id != queue.hw_queue().id.get() || data != QUEUE_ERROR_DATA || status != Status::MemoryFault
-    {
+    let (id, data, status, detail) = (
+        queue.hw_queue().id.get(),
+        QUEUE_ERROR_DATA,
+        recorded.status(),
+        recorded.detail(),
+    );
+    if status != Status::MemoryFault {
         hsa_core::bail!(
             Status::Error,
-            "queue error: the callback was told queue {id}, data {data:#x}, {status:?} ({detail})"
+            "queue error: the queue recorded {status:?} ({detail})"
         );
     }
     crate::println!(

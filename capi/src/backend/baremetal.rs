@@ -1,8 +1,8 @@
 //! The bare-metal backend (feature `baremetal`): `hsa_baremetal::BaremetalPlatform` over a
 //! host that firmware written in C describes with a struct of function pointers and tables,
 //! `hsa_rt_baremetal_host_t` (`include/hsa_rt_ext.h`), registered with
-//! [`hsa_rt_baremetal_init`] before `hsa_init`. The firmware's ISR for the IH interrupt calls
-//! [`hsa_rt_baremetal_interrupt`].
+//! `hsa_rt_baremetal_init` before `hsa_init`. The firmware's ISR for the IH interrupt calls
+//! `hsa_rt_baremetal_interrupt`.
 //!
 //! Everything the host struct says is copied and checked when it is registered (the tables
 //! need not outlive the call); its callbacks and `context` must stay valid until the last
@@ -23,267 +23,7 @@ use hsa_baremetal::{
 use hsa_core::platform::{HeapType, MemoryBank, NodeProperties, NAME_CAPACITY};
 use hsa_core::{bail, error, DoorbellIndex, Error, GpuVa, NodeId, PhysAddr, Status};
 
-use crate::ffi::{guard, HsaStatus};
-
-/// `HSA_RT_BAREMETAL_HOST_VERSION`: the layout of `hsa_rt_baremetal_host_t` this library
-/// reads; the host struct's `version` must equal it.
-pub const HOST_VERSION: u32 = 1;
-
-/// `hsa_rt_baremetal_memory_kind_t` `HSA_RT_BAREMETAL_SYSTEM_MEMORY`: host DRAM the GPU
-/// reaches over the bus; CPU-visible, identity-mapped for the GPU.
-pub const SYSTEM_MEMORY: u32 = 0;
-/// `HSA_RT_BAREMETAL_HOST_VISIBLE_VRAM`: VRAM the CPU reaches through a BAR mapping.
-pub const HOST_VISIBLE_VRAM: u32 = 1;
-/// `HSA_RT_BAREMETAL_PRIVATE_VRAM`: VRAM the CPU cannot touch (`virt_base` 0).
-pub const PRIVATE_VRAM: u32 = 2;
-
-/// `hsa_rt_baremetal_carve_out_t`: one region of memory the runtime manages
-/// ([`hsa_baremetal::CarveOut`]). 40 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HsaRtCarveOut {
-    /// Topology node id whose memory it is.
-    pub node: u32,
-    /// `hsa_rt_baremetal_memory_kind_t`: [`SYSTEM_MEMORY`], [`HOST_VISIBLE_VRAM`],
-    /// [`PRIVATE_VRAM`].
-    pub kind: u32,
-    /// Physical (bus) address of the first byte.
-    pub phys_base: u64,
-    /// CPU virtual address of the first byte; 0 when the CPU cannot touch it.
-    pub virt_base: u64,
-    /// GPU virtual address of the first byte (equal to `virt_base` for system memory).
-    pub gpu_va: u64,
-    /// Size, bytes (a multiple of 4096).
-    pub size_bytes: u64,
-}
-
-/// `hsa_rt_baremetal_doorbells_t`: the doorbell aperture and the doorbells the runtime may
-/// use ([`hsa_baremetal::DoorbellAperture`]). 24 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HsaRtDoorbells {
-    /// CPU virtual address of doorbell 0, mapped uncached.
-    pub virt_base: u64,
-    /// Size of the mapping, bytes.
-    pub size_bytes: u64,
-    /// The first doorbell index the runtime may use.
-    pub first: u32,
-    /// How many consecutive doorbells from `first`.
-    pub count: u32,
-}
-
-/// `hsa_rt_baremetal_ih_ring_t`: the soc15 IH ring the host set up and the read-pointer
-/// register ([`hsa_baremetal::IhRingConfig`]). 48 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HsaRtIhRing {
-    /// CPU virtual address of the ring (8-byte aligned).
-    pub ring_virt_base: u64,
-    /// Ring size, bytes: a power of two, at least 32.
-    pub ring_size_bytes: u32,
-    /// Zero.
-    pub reserved: u32,
-    /// CPU virtual address of the 32-bit write-pointer write-back (8-byte aligned).
-    pub wptr_virt: u64,
-    /// CPU virtual address of the register block holding `IH_RB_RPTR` (8-byte aligned).
-    pub rptr_block_virt_base: u64,
-    /// Size of that block's mapping, bytes.
-    pub rptr_block_size_bytes: u64,
-    /// Byte offset of `IH_RB_RPTR` in the block (a multiple of 4).
-    pub rptr_offset_bytes: u64,
-}
-
-/// `hsa_rt_baremetal_mqd_t`: the gfx9 MQD register images the runtime computes for a compute
-/// queue, copied from its MQD ([`hsa_baremetal::ComputeMqd`], a full `struct v9_mqd`:
-/// [`hsa_core::wire::mqd::V9Mqd`], whose field names these are). 48 bytes: the C ABI of
-/// `hsa_rt_ext.h` carries these twelve, not the 2048-byte MQD.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HsaRtMqd {
-    /// `cp_hqd_pq_base_lo`.
-    pub cp_hqd_pq_base_lo: u32,
-    /// `cp_hqd_pq_base_hi`.
-    pub cp_hqd_pq_base_hi: u32,
-    /// `cp_hqd_pq_control`.
-    pub cp_hqd_pq_control: u32,
-    /// `cp_hqd_pq_rptr_report_addr_lo`.
-    pub cp_hqd_pq_rptr_report_addr_lo: u32,
-    /// `cp_hqd_pq_rptr_report_addr_hi`.
-    pub cp_hqd_pq_rptr_report_addr_hi: u32,
-    /// `cp_hqd_pq_wptr_poll_addr_lo`.
-    pub cp_hqd_pq_wptr_poll_addr_lo: u32,
-    /// `cp_hqd_pq_wptr_poll_addr_hi`.
-    pub cp_hqd_pq_wptr_poll_addr_hi: u32,
-    /// `cp_hqd_pq_doorbell_control`.
-    pub cp_hqd_pq_doorbell_control: u32,
-    /// `cp_hqd_aql_control`.
-    pub cp_hqd_aql_control: u32,
-    /// `cp_hqd_eop_base_addr_lo`.
-    pub cp_hqd_eop_base_addr_lo: u32,
-    /// `cp_hqd_eop_base_addr_hi`.
-    pub cp_hqd_eop_base_addr_hi: u32,
-    /// `cp_hqd_eop_control`.
-    pub cp_hqd_eop_control: u32,
-}
-
-/// `hsa_rt_baremetal_queue_mapping_t`: what the host's `map_queue`/`unmap_queue` get
-/// ([`hsa_baremetal::QueueMapping`]). Addresses are GPU addresses. 112 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HsaRtQueueMapping {
-    /// The GPU node id.
-    pub node: u32,
-    /// The doorbell index the queue listens on.
-    pub doorbell: u32,
-    /// The ring of 64-byte AQL packets.
-    pub ring: u64,
-    /// Ring size, bytes.
-    pub ring_size_bytes: u64,
-    /// Where the CP reports the read index (`amd_queue_t.read_dispatch_id`).
-    pub read_pointer: u64,
-    /// Where the CP polls the write index (`amd_queue_t.write_dispatch_id`).
-    pub write_pointer: u64,
-    /// The `amd_queue_t`.
-    pub amd_queue: u64,
-    /// The end-of-pipe buffer.
-    pub eop: u64,
-    /// EOP buffer size, bytes.
-    pub eop_size_bytes: u64,
-    /// The MQD fields computed from the above.
-    pub mqd: HsaRtMqd,
-}
-
-/// `hsa_rt_baremetal_memory_bank_t`: one memory bank of a node (KFD
-/// `nodes/N/mem_banks/M/properties`; [`hsa_core::platform::MemoryBank`]). 24 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HsaRtMemoryBank {
-    /// `heap_type`: 0 system, 1 frame buffer public, 2 frame buffer private, ...
-    pub heap_type: u32,
-    /// `flags` (`HSA_MEM_FLAGS_*`).
-    pub flags: u32,
-    /// `size_in_bytes`.
-    pub size_bytes: u64,
-    /// `width`: bus width, bits.
-    pub width_bits: u32,
-    /// `mem_clk_max`: MHz.
-    pub mem_clk_max_mhz: u32,
-}
-
-/// `hsa_rt_baremetal_node_t`: one topology node, with the fields and meanings of KFD's
-/// `nodes/N/properties` ([`hsa_core::platform::NodeProperties`]); caches and IO links are not
-/// described (the runtime reports none). 304 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-#[allow(missing_docs)] // each field is the KFD property of its name (see NodeProperties)
-pub struct HsaRtNode {
-    pub node_id: u32,
-    pub gpu_id: u32,
-    /// NUL-terminated, UTF-8 ("gfx90a", or a CPU's model).
-    pub name: [c_char; NAME_CAPACITY],
-    /// NUL-terminated, UTF-8; may be empty.
-    pub marketing_name: [c_char; NAME_CAPACITY],
-    pub cpu_cores_count: u32,
-    pub simd_count: u32,
-    pub cpu_core_id_base: u32,
-    pub simd_id_base: u32,
-    pub max_waves_per_simd: u32,
-    pub lds_size_in_kb: u32,
-    pub gds_size_in_kb: u32,
-    pub num_gws: u32,
-    pub wave_front_size: u32,
-    pub array_count: u32,
-    pub simd_arrays_per_engine: u32,
-    pub cu_per_simd_array: u32,
-    pub simd_per_cu: u32,
-    pub max_slots_scratch_cu: u32,
-    pub gfx_target_version: u32,
-    pub vendor_id: u32,
-    pub device_id: u32,
-    pub location_id: u32,
-    pub domain: u32,
-    pub num_sdma_engines: u32,
-    pub num_sdma_xgmi_engines: u32,
-    pub num_sdma_queues_per_engine: u32,
-    pub num_cp_queues: u32,
-    pub max_engine_clk_fcompute: u32,
-    pub max_engine_clk_ccompute: u32,
-    pub fw_version: u32,
-    pub capability: u32,
-    pub debug_prop: u32,
-    pub sdma_fw_version: u32,
-    pub num_xcc: u32,
-    pub asic_revision: u32,
-    /// Zero.
-    pub reserved: u32,
-    pub hive_id: u64,
-    pub unique_id: u64,
-    pub local_mem_size: u64,
-    /// `mem_banks_count` entries; NULL when 0.
-    pub mem_banks: *const HsaRtMemoryBank,
-    pub mem_banks_count: u32,
-    /// Zero.
-    pub reserved1: u32,
-}
-
-/// `bool (*)(void* waiter)`: the check a host's `wait_for_interrupt` makes with interrupts
-/// masked.
-pub type StillWaitingFn = unsafe extern "C" fn(*mut c_void) -> bool;
-
-/// `hsa_rt_baremetal_host_t`: everything the firmware hands the runtime. Callbacks get
-/// `context` first; `NULL` optional callbacks mean "nothing to do".
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HsaRtBaremetalHost {
-    /// [`HOST_VERSION`].
-    pub version: u32,
-    /// Zero.
-    pub reserved: u32,
-    /// Passed to every callback.
-    pub context: *mut c_void,
-    /// `carve_out_count` carve-outs.
-    pub carve_outs: *const HsaRtCarveOut,
-    /// Number of carve-outs (at least one of system memory).
-    pub carve_out_count: u32,
-    /// Number of topology nodes.
-    pub node_count: u32,
-    /// `node_count` nodes, in node-id order.
-    pub nodes: *const HsaRtNode,
-    /// The doorbell aperture.
-    pub doorbells: HsaRtDoorbells,
-    /// The IH ring.
-    pub ih_ring: HsaRtIhRing,
-    /// Ticks per second of `timestamp_ticks`; not 0.
-    pub timestamp_frequency_hz: u64,
-    /// Zeroes private VRAM (an SDMA fill); required when a carve-out is private VRAM.
-    pub clear_device_memory: Option<unsafe extern "C" fn(*mut c_void, u64, u64) -> u32>,
-    /// Makes a carve-out range reachable by the GPUs of `nodes`; optional.
-    pub map_memory: Option<unsafe extern "C" fn(*mut c_void, u64, u64, *const u32, u32) -> u32>,
-    /// Makes the GPU serve a queue (MQD to HQD); required.
-    pub map_queue: Option<unsafe extern "C" fn(*mut c_void, *const HsaRtQueueMapping) -> u32>,
-    /// Stops a queue; after it returns the GPU no longer reads the ring; required.
-    pub unmap_queue: Option<unsafe extern "C" fn(*mut c_void, *const HsaRtQueueMapping) -> u32>,
-    /// Clears `RB_OVERFLOW` (`IH_RB_CNTL.WPTR_OVERFLOW_CLEAR`); optional; interrupt context.
-    pub ih_overflow_clear: Option<unsafe extern "C" fn(*mut c_void)>,
-    /// Sleeps until an interrupt may have arrived or the deadline passed; required.
-    pub wait_for_interrupt:
-        Option<unsafe extern "C" fn(*mut c_void, u64, StillWaitingFn, *mut c_void)>,
-    /// Wakes CPUs sleeping in `wait_for_interrupt`; optional; must not block.
-    pub wake_waiters: Option<unsafe extern "C" fn(*mut c_void)>,
-    /// A monotonic timestamp in ticks of `timestamp_frequency_hz`; required.
-    pub timestamp_ticks: Option<unsafe extern "C" fn(*mut c_void) -> u64>,
-    /// Receives each failing call's error message (one NUL-terminated line); optional.
-    pub log: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
-    /// The library's heap in a build without an OS (`x86_64-unknown-none`): `size` bytes
-    /// aligned to `align` (a power of two), or NULL; required there, ignored elsewhere.
-    pub allocate: Option<unsafe extern "C" fn(*mut c_void, usize, usize) -> *mut c_void>,
-    /// Gives back what `allocate` returned, with the same size and alignment; required with
-    /// `allocate`.
-    pub deallocate: Option<unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize)>,
-    /// Called with a message when the library panics in a build without an OS; must not
-    /// return. Optional (the CPU then spins forever); ignored where there is an OS.
-    pub abort: Option<unsafe extern "C" fn(*mut c_void, *const c_char)>,
-}
+use crate::abi::*;
 
 /// A `Send + Sync` copy of the host's `context` pointer.
 #[derive(Clone, Copy, Debug)]
@@ -312,7 +52,7 @@ unsafe impl Send for HostConfig {}
 // SAFETY: as for Send.
 unsafe impl Sync for HostConfig {}
 
-/// The host registered by [`hsa_rt_baremetal_init`]; the next first `hsa_init` builds the
+/// The host registered by `hsa_rt_baremetal_init`; the next first `hsa_init` builds the
 /// platform over it.
 static HOST: spin::RwLock<Option<Arc<HostConfig>>> = spin::RwLock::new(None);
 
@@ -717,9 +457,14 @@ impl HostConfig {
 }
 
 /// What [`open`] found besides the platform: nothing.
+/// A queue made by `hsa_queue_create` without a callback records its error and goes on: the
+/// firmware has no process to abort (ROCR's policy on Linux).
+pub(crate) const QUEUE_ERROR_WITHOUT_CALLBACK: Option<hsa_core::platform::QueueErrorCallback> =
+    None;
+
 pub(crate) type Opened = ();
 
-/// The platform the IH interrupt goes to ([`hsa_rt_baremetal_interrupt`]), while a runtime
+/// The platform the IH interrupt goes to (`hsa_rt_baremetal_interrupt`), while a runtime
 /// exists. The ISR only ever tries a read lock; a thread holding the write lock (to set or
 /// clear it) handles an interrupt that arrived meanwhile itself ([`ISR_PENDING`]).
 static ISR_PLATFORM: spin::RwLock<Option<Arc<Plat>>> = spin::RwLock::new(None);
@@ -765,7 +510,7 @@ impl Drop for Device {
 }
 
 /// The first `hsa_init`'s platform: `BaremetalPlatform` over the host
-/// [`hsa_rt_baremetal_init`] registered.
+/// `hsa_rt_baremetal_init` registered.
 ///
 /// # Errors
 /// `Status::InvalidRuntimeState` when no host is registered; `BaremetalPlatform::new`'s
@@ -805,7 +550,7 @@ static HOST_LOGGER: HostLogger = HostLogger;
 
 /// Makes [`HostLogger`] the `log` backend at info level when the host takes log lines (its
 /// `log` is not NULL) and no other backend is installed (a Rust firmware linking the
-/// staticlib may have its own): at the registration ([`hsa_rt_baremetal_init`], so that a
+/// staticlib may have its own): at the registration (`hsa_rt_baremetal_init`, so that a
 /// later registration's refusal reaches the host registered before) and at `hsa_init`.
 /// Installing happens once; a later host without `log` gets nothing, as [`log_line`] checks.
 fn install_host_logger(host: &HsaRtBaremetalHost) {
@@ -833,49 +578,28 @@ fn log_line(line: &str) {
     unsafe { f(host.context.0, text.as_ptr()) }
 }
 
-/// `hsa_rt_baremetal_init`: registers the host the next first `hsa_init` builds the runtime
-/// over: checks it and copies its tables (they need not outlive the call); its callbacks and
-/// `context` must stay valid until the last `hsa_shut_down` returns. Replaces an earlier
-/// registration.
+/// Registers the host the next first `hsa_init` builds the runtime over
+/// (`hsa_rt_baremetal_init`): checks it and copies its tables, installs its logger, replaces
+/// an earlier registration.
 ///
 /// # Errors
-/// `INVALID_ARGUMENT` for a NULL `host`, a `version` other than
-/// `HSA_RT_BAREMETAL_HOST_VERSION`, a NULL required callback (`map_queue`, `unmap_queue`,
-/// `wait_for_interrupt`, `timestamp_ticks`), a zero `timestamp_frequency_hz`, a table pointer
-/// that is NULL with a non-zero count, an unknown carve-out kind, a private-VRAM carve-out
-/// with a `virt_base` or without `clear_device_memory`, a CPU-visible one without
-/// `virt_base`, or a node name that is not NUL-terminated UTF-8 (the message names the field
-/// and index); `INVALID_RUNTIME_STATE` while the runtime is initialized. What only the
-/// platform checks (overlapping carve-outs, doorbells outside the aperture, the IH ring's
-/// alignment) is reported by `hsa_init`.
+/// `Status::InvalidArgument` for what `hsa_rt_baremetal_init` documents (the message names
+/// the field and index).
 ///
 /// # Safety
-/// `host` is NULL or points to a host struct whose tables are valid for their counts and
-/// which keeps the promises `hsa_rt_ext.h` lists (memory, doorbells and IH ring mapped and
-/// used by this runtime only; callbacks callable from any thread).
-pub unsafe extern "C" fn hsa_rt_baremetal_init(host: *const HsaRtBaremetalHost) -> HsaStatus {
-    guard("hsa_rt_baremetal_init", || {
-        crate::ffi::non_null(host, "host")?;
-        if crate::state::state().is_ok() {
-            bail!(
-                Status::InvalidRuntimeState,
-                "the runtime is initialized: register the host before hsa_init or after the \
-                 last hsa_shut_down"
-            );
-        }
-        // SAFETY: non-NULL; the caller's contract covers the struct and its tables.
-        let config = unsafe { HostConfig::from_c(&*host) }?;
-        install_host_logger(&config.raw);
-        *HOST.write() = Some(Arc::new(config));
-        Ok(Status::Success)
-    })
+/// `host`'s tables are valid for their counts and it keeps the promises `hsa_rt_ext.h` lists.
+pub(crate) unsafe fn register(host: &HsaRtBaremetalHost) -> Result<(), Error> {
+    // SAFETY: the caller's contract covers the struct and its tables.
+    let config = unsafe { HostConfig::from_c(host) }?;
+    install_host_logger(&config.raw);
+    *HOST.write() = Some(Arc::new(config));
+    Ok(())
 }
 
-/// `hsa_rt_baremetal_interrupt`: the firmware's ISR for the GPU's IH interrupt calls this.
-/// Drains the IH ring, marks the events its end-of-pipe entries name, writes the read pointer
-/// back and wakes waiters (`BaremetalPlatform::on_interrupt`). Returns the number of events
-/// signaled; 0 when the runtime is not initialized. Never blocks, never allocates.
-pub extern "C" fn hsa_rt_baremetal_interrupt() -> u64 {
+/// The IH interrupt (`hsa_rt_baremetal_interrupt`): drains the IH ring of the registered
+/// platform (`BaremetalPlatform::on_interrupt`); the number of events signaled, 0 when no
+/// runtime exists. Never blocks, never allocates.
+pub(crate) fn interrupt() -> u64 {
     match ISR_PLATFORM.try_read() {
         Some(slot) => slot.as_ref().map_or(0, |p| p.on_interrupt()),
         None => {
@@ -886,45 +610,24 @@ pub extern "C" fn hsa_rt_baremetal_interrupt() -> u64 {
     }
 }
 
-export!(hsa_rt_baremetal_init, hsa_rt_baremetal_interrupt,);
-
-const _: () = assert!(core::mem::size_of::<HsaRtCarveOut>() == 40);
-const _: () = assert!(core::mem::size_of::<HsaRtDoorbells>() == 24);
-const _: () = assert!(core::mem::size_of::<HsaRtIhRing>() == 48);
-const _: () = assert!(core::mem::size_of::<HsaRtMqd>() == 48);
-const _: () = assert!(core::mem::size_of::<HsaRtQueueMapping>() == 112);
-const _: () = assert!(core::mem::size_of::<HsaRtMemoryBank>() == 24);
-const _: () = assert!(core::mem::size_of::<HsaRtNode>() == 304);
-const _: () = assert!(core::mem::offset_of!(HsaRtNode, cpu_cores_count) == 136);
-const _: () = assert!(core::mem::offset_of!(HsaRtNode, hive_id) == 264);
-const _: () = assert!(core::mem::offset_of!(HsaRtNode, mem_banks) == 288);
-const _: () = assert!(core::mem::size_of::<HsaRtBaremetalHost>() == 216);
-const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, doorbells) == 40);
-const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, timestamp_frequency_hz) == 112);
-const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, log) == 184);
-const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, allocate) == 192);
-const _: () = assert!(core::mem::offset_of!(HsaRtBaremetalHost, abort) == 208);
-
 /// What a build without an OS (`x86_64-unknown-none`) needs from the firmware besides the
 /// platform: the heap (the host's `allocate`/`deallocate`) and what a panic does (log it, then
 /// the host's `abort`).
 #[cfg(target_os = "none")]
 mod no_os {
     use core::alloc::{GlobalAlloc, Layout};
-    use core::ffi::{c_char, c_void};
+    use core::ffi::c_char;
     use core::fmt::Write;
 
     use hsa_core::{bail, Error, Status};
 
-    use super::{Context, HsaRtBaremetalHost, HOST};
-
-    type AllocateFn = unsafe extern "C" fn(*mut c_void, usize, usize) -> *mut c_void;
-    type DeallocateFn = unsafe extern "C" fn(*mut c_void, *mut c_void, usize, usize);
+    use super::{Context, HOST};
+    use crate::abi::{HostAllocateFn, HostDeallocateFn, HsaRtBaremetalHost};
 
     /// The heap the first registration installed.
     struct Heap {
-        allocate: AllocateFn,
-        deallocate: DeallocateFn,
+        allocate: HostAllocateFn,
+        deallocate: HostDeallocateFn,
         context: Context,
     }
 

@@ -6,7 +6,8 @@
 //! Each backend gives the rest of the crate the same few items: `Plat` (the platform type),
 //! `open` (the first `hsa_init`'s platform, and what else it found: `Opened`), `Device` (what
 //! the state keeps besides the platform: the emulated device, or the interrupt path's
-//! registration). `open` also installs the backend's `log` backend (where the library's log
+//! registration), `QUEUE_ERROR_WITHOUT_CALLBACK` (what a queue made without an error
+//! callback does on an error). `open` also installs the backend's `log` backend (where the library's log
 //! records, failing calls' errors among them, go) unless the process has one.
 
 #[cfg(all(feature = "linux", feature = "baremetal"))]
@@ -26,6 +27,6 @@ pub mod baremetal;
 mod linux;
 
 #[cfg(feature = "baremetal")]
-pub(crate) use baremetal::{open, Device, Opened, Plat};
+pub(crate) use baremetal::{open, Device, Opened, Plat, QUEUE_ERROR_WITHOUT_CALLBACK};
 #[cfg(feature = "linux")]
-pub(crate) use linux::{open, Device, Opened, Plat};
+pub(crate) use linux::{open, services_config, Device, Opened, Plat, QUEUE_ERROR_WITHOUT_CALLBACK};

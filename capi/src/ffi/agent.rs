@@ -11,9 +11,6 @@ use super::{bad_attribute, guard, non_null, put, put_str, HsaStatus};
 use crate::abi::*;
 use crate::state::{self, untag, State, ISA_BASE};
 
-/// A C callback taking a handle and the user's data.
-pub type HandleCallback = unsafe extern "C" fn(u64, *mut c_void) -> u32;
-
 /// What an iteration does after a C callback returned `raw`: SUCCESS continues (`None`);
 /// anything else stops and is returned as is (INFO_BREAK included, as the `hsa_iterate_*`
 /// functions document).
@@ -155,7 +152,7 @@ pub unsafe extern "C" fn hsa_agent_get_info(
                 HSA_AGENT_INFO_EXTENSIONS => put::<[u8; 128]>(
                     value,
                     if gpu {
-                        super::ext_hooks::agent_extension_mask(a)
+                        super::agent_extension_mask(a)
                     } else {
                         [0; 128]
                     },
@@ -191,7 +188,7 @@ pub unsafe extern "C" fn hsa_agent_get_info(
                     put::<u32>(value, a.compute_unit_count())
                 }
                 other => {
-                    if super::ext_hooks::image_agent_info(a, other, value).is_none() {
+                    if super::image_agent_info(a, other, value).is_none() {
                         return Err(bad_attribute("agent", other));
                     }
                 }

@@ -16,16 +16,15 @@ use std::prelude::rust_2021::*;
 // Named: the 2021 prelude of Rust 1.85 (the rust-version) does not re-export `format!`.
 use std::format;
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::sync::Mutex;
 
 use hsa_core::platform::TopologySource;
 use hsa_core::runtime::Agent;
 use hsa_core::{bail, Error, Status};
 
-use super::agent::{agent_of, callback_result, isa_agent, isa_handle, HandleCallback};
+use super::agent::{agent_of, callback_result, isa_agent, isa_handle};
 use super::{bad_attribute, guard, non_null, put, HsaStatus};
+use crate::abi::*;
 use crate::state::{self, lock, untag, State};
 
 /// Tag of cache handles (`hsa_cache_t`): base | agent index << 8 | cache position.
@@ -51,16 +50,6 @@ const COHERENCY_NONCOHERENT: u32 = 1;
 const CACHE_TYPE_INSTRUCTION: u32 = 2;
 const CACHE_TYPE_CPU: u32 = 4;
 const CACHE_TYPE_HSACU: u32 = 8;
-
-/// The per-runtime state of this module.
-#[derive(Default)]
-pub(crate) struct AgentExtras {
-    /// Coherency types set with `hsa_amd_coherency_set_type`, by agent handle.
-    coherency: Mutex<HashMap<u64, u32>>,
-    /// Cache names handed out (`HSA_CACHE_INFO_NAME` is a `const char*` valid while the
-    /// runtime is).
-    cache_names: Mutex<HashMap<u64, CString>>,
-}
 
 /// One cache of an agent, as `hsa_cache_get_info` reports it.
 struct AgentCache {
@@ -158,7 +147,7 @@ pub unsafe extern "C" fn hsa_cache_get_info(
             match attribute {
                 HSA_CACHE_INFO_NAME_LENGTH => put::<u32>(value, name.len() as u32),
                 HSA_CACHE_INFO_NAME => {
-                    let mut names = lock(&st.ext.agents.cache_names);
+                    let mut names = lock(&st.records.cache_names);
                     let s = names
                         .entry(cache)
                         .or_insert_with(|| CString::new(name).unwrap_or_default());
@@ -372,7 +361,7 @@ pub unsafe extern "C" fn hsa_amd_coherency_get_type(agent: u64, type_: *mut u32)
         agent_of(&st, agent)?;
         non_null(type_, "type")?;
         let agent = coherency_agent(&st, agent)?;
-        let t = lock(&st.ext.agents.coherency)
+        let t = lock(&st.records.coherency)
             .get(&agent)
             .copied()
             .unwrap_or(COHERENCY_NONCOHERENT);
@@ -400,7 +389,7 @@ pub extern "C" fn hsa_amd_coherency_set_type(agent: u64, type_: u32) -> HsaStatu
             );
         }
         let agent = coherency_agent(&st, agent)?;
-        lock(&st.ext.agents.coherency).insert(agent, type_);
+        lock(&st.records.coherency).insert(agent, type_);
         Ok(Status::Success)
     })
 }

@@ -24,9 +24,8 @@ use std::prelude::rust_2021::*;
 // Named: the 2021 prelude of Rust 1.85 (the rust-version) does not re-export `format!`.
 use std::format;
 
-use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
 use hsa_core::loader::executable::ExternalVariable;
@@ -54,12 +53,6 @@ const HSA_CODE_OBJECT_INFO_ISA: u32 = 2;
 const HSA_CODE_OBJECT_INFO_MACHINE_MODEL: u32 = 3;
 const HSA_CODE_OBJECT_INFO_PROFILE: u32 = 4;
 const HSA_CODE_OBJECT_INFO_DEFAULT_FLOAT_ROUNDING_MODE: u32 = 5;
-
-/// The per-runtime state of this module: HSA 1.0 code objects by id.
-#[derive(Default)]
-pub(crate) struct CodeObjects {
-    objects: Mutex<HashMap<u64, Arc<Reader>>>,
-}
 
 /// `hsa_executable_get_info`: `PROFILE` and `DEFAULT_FLOAT_ROUNDING_MODE` (as created),
 /// `STATE` (`UNFROZEN` 0 / `FROZEN` 1).
@@ -186,9 +179,6 @@ pub unsafe extern "C" fn hsa_executable_readonly_variable_define(
     })
 }
 
-/// The program-symbol iteration callback (`executable, symbol, data`).
-pub type ProgramSymbolCallback = unsafe extern "C" fn(u64, u64, *mut c_void) -> u32;
-
 /// `hsa_executable_iterate_program_symbols`: the program variables defined with
 /// [`hsa_executable_global_variable_define`] (loaded code objects have agent symbols only).
 ///
@@ -284,7 +274,7 @@ pub extern "C" fn hsa_executable_load_program_code_object(
 /// The code object behind a handle.
 fn code_object_of(st: &State, handle: u64) -> Result<Arc<Reader>, Error> {
     let found = untag(handle, CODE_OBJECT_BASE)
-        .and_then(|id| lock(&st.ext.code_objects.objects).get(&id).cloned());
+        .and_then(|id| lock(&st.records.code_objects).get(&id).cloned());
     match found {
         Some(r) => Ok(r),
         None => bail!(
@@ -363,17 +353,14 @@ pub unsafe extern "C" fn hsa_code_object_deserialize(
         let id = st.next_id();
         let reader = Reader {
             bytes: bytes.to_vec(),
-            uri: super::extension::memory_uri(serialized_code_object as u64, size),
+            uri: super::amd_loader::memory_uri(serialized_code_object as u64, size),
         };
-        lock(&st.ext.code_objects.objects).insert(id, Arc::new(reader));
+        lock(&st.records.code_objects).insert(id, Arc::new(reader));
         // SAFETY: non-NULL, the caller's hsa_code_object_t slot.
         unsafe { code_object.write(CODE_OBJECT_BASE | id) };
         Ok(Status::Success)
     })
 }
-
-/// The allocation callback of `hsa_code_object_serialize`.
-pub type SerializeAlloc = unsafe extern "C" fn(usize, u64, *mut *mut c_void) -> u32;
 
 /// `hsa_code_object_serialize`: the code object's bytes, in memory `alloc_callback` gives.
 ///
@@ -428,7 +415,7 @@ pub extern "C" fn hsa_code_object_destroy(code_object: u64) -> HsaStatus {
     guard("hsa_code_object_destroy", || {
         let st = state::state()?;
         let removed = untag(code_object, CODE_OBJECT_BASE)
-            .and_then(|id| lock(&st.ext.code_objects.objects).remove(&id));
+            .and_then(|id| lock(&st.records.code_objects).remove(&id));
         if removed.is_none() {
             bail!(
                 Status::InvalidCodeObject,
@@ -560,9 +547,6 @@ pub unsafe extern "C" fn hsa_code_object_get_symbol_from_name(
         Ok(Status::Success)
     })
 }
-
-/// The code-symbol iteration callback (`code_object, symbol, data`).
-pub type CodeSymbolCallback = unsafe extern "C" fn(u64, u64, *mut c_void) -> u32;
 
 /// `hsa_code_object_iterate_symbols`: kernels, then variables.
 ///

@@ -4,8 +4,12 @@
 //! allocations for the application (`hsa_amd_pointer_info_set_userdata`,
 //! `hsa_amd_register_deallocation_callback`, `hsa_amd_deregister_deallocation_callback`).
 //!
+//! The records themselves are `hsa_core::runtime::host_memory::HostMemory` (the state's, in
+//! both builds: frees and `hsa_amd_pointer_info` consult them); these functions check and
+//! convert the arguments.
+//!
 //! A lock registers the pages holding the buffer with the platform
-//! (`Platform::register_host_memory`: on Linux a KFD `USERPTR` buffer) for the GPU agents it
+//! (`HostMemoryRegistration::register_host_memory`: on Linux a KFD `USERPTR` buffer) for the GPU agents it
 //! lists — every GPU agent when it lists none — as ROCR's `MemoryRegion::Lock` does (CPU agents
 //! in the list need nothing); the agents reach them at the device address the platform chose,
 //! so `*agent_ptr` differs from `host_ptr` (as ROCR's on a discrete GPU, which HIP 5.2 relies
@@ -25,289 +29,16 @@
 // A Linux-build module (std): the std prelude, as in a std crate.
 #[allow(unused_imports)]
 use std::prelude::rust_2021::*;
-// Named: the 2021 prelude of Rust 1.85 (the rust-version) does not re-export `format!`.
-use std::format;
 
-use std::collections::HashMap;
 use std::ffi::c_void;
-use std::ptr::NonNull;
-use std::sync::Mutex;
 
-use hsa_core::platform::{MemoryChunk, Platform};
 use hsa_core::runtime::PoolHandle;
-use hsa_core::{bail, Error, GpuVa, NodeId, Status};
+use hsa_core::{bail, Error, NodeId, Status};
 
 use super::agent::agent_of;
 use super::{guard, non_null, HsaStatus};
-use crate::state::{self, lock, State};
-
-/// Page size of registrations, bytes.
-const PAGE: u64 = 4096;
-
-/// `hsa_amd_deallocation_callback_t`: `void (*)(void* ptr, void* user_data)`.
-pub type DeallocationCallback = unsafe extern "C" fn(*mut c_void, *mut c_void);
-
-/// One registered page range.
-struct Registered {
-    /// First page and end (page-aligned) of the host range.
-    start: u64,
-    end: u64,
-    chunk: MemoryChunk,
-    /// The GPU nodes it is mapped to.
-    gpus: Vec<NodeId>,
-    /// Locks using it.
-    refs: u32,
-}
-
-/// One lock of the application.
-struct Locked {
-    /// The locked host pointer and size.
-    ptr: u64,
-    size: u64,
-    /// Where the agents reach `ptr`.
-    agent_ptr: u64,
-    /// The host range of the registration it uses (`None` for runtime memory).
-    registration: Option<(u64, u64)>,
-}
-
-/// A deallocation callback.
-#[derive(Clone, Copy)]
-struct Notifier {
-    ptr: u64,
-    callback: DeallocationCallback,
-    user_data: usize,
-}
-
-#[derive(Default)]
-struct Table {
-    registrations: Vec<Registered>,
-    locks: Vec<Locked>,
-}
-
-/// The host-memory state of one runtime.
-#[derive(Default)]
-pub(crate) struct HostMemory {
-    table: Mutex<Table>,
-    /// `hsa_amd_pointer_info_set_userdata`: base address → user data.
-    user_data: Mutex<HashMap<u64, usize>>,
-    /// `hsa_amd_register_deallocation_callback` registrations.
-    notifiers: Mutex<Vec<Notifier>>,
-    /// Base addresses of allocations being freed (their callbacks running): to the
-    /// application they are gone already, as in ROCR 5.2 (`Runtime::FreeMemory`).
-    freeing: Mutex<Vec<u64>>,
-}
-
-/// What `hsa_amd_pointer_info` reports for locked memory.
-pub(crate) struct LockedInfo {
-    /// The locked host pointer.
-    pub(crate) base: u64,
-    /// Where the agents reach it.
-    pub(crate) agent_base: u64,
-    /// The locked size, bytes.
-    pub(crate) size: u64,
-    /// `hsa_amd_pointer_info_set_userdata` of the base.
-    pub(crate) user_data: usize,
-    /// The GPU nodes that reach it.
-    pub(crate) gpus: Vec<NodeId>,
-}
-
-impl HostMemory {
-    /// Deregisters everything still registered (the runtime is going).
-    pub(crate) fn shut_down(&self, st: &State) {
-        let mut t = lock(&self.table);
-        t.locks.clear();
-        for r in std::mem::take(&mut t.registrations) {
-            // SAFETY: a registration of this platform, used by no lock any more; queues that
-            // might still read it are destroyed after (the runtime is shutting down and
-            // kernels using locked memory must have completed, as for hsa_amd_memory_unlock).
-            let _ = unsafe { st.platform_ref().deregister_host_memory(&r.chunk) };
-        }
-    }
-
-    /// The user data set for the allocation at `base`, 0 when none.
-    pub(crate) fn user_data(&self, base: u64) -> usize {
-        lock(&self.user_data).get(&base).copied().unwrap_or(0)
-    }
-
-    /// Called before the runtime frees its allocation `[base, base + size)`: marks it as being
-    /// freed, runs the deallocation callbacks registered inside it (then forgets them) and
-    /// forgets its user data; [`HostMemory::after_free`] ends the mark. `false` (nothing done)
-    /// when the allocation is being freed already: a callback frees it again, which ROCR 5.2
-    /// answers with `INVALID_ALLOCATION` (the allocation left its map before the callbacks
-    /// ran).
-    pub(crate) fn before_free(&self, base: u64, size: u64) -> bool {
-        {
-            let mut f = lock(&self.freeing);
-            if f.contains(&base) {
-                return false;
-            }
-            f.push(base);
-        }
-        let due: Vec<Notifier> = {
-            let mut n = lock(&self.notifiers);
-            let (due, keep) = std::mem::take(&mut *n)
-                .into_iter()
-                .partition(|x| x.ptr >= base && x.ptr - base < size.max(1));
-            *n = keep;
-            due
-        };
-        lock(&self.user_data).remove(&base);
-        for x in due {
-            // SAFETY: the application's callback with the signature it registered, its
-            // pointer and data; no lock is held.
-            unsafe { (x.callback)(x.ptr as *mut c_void, x.user_data as *mut c_void) };
-        }
-        true
-    }
-
-    /// Called after the runtime freed (or failed to free) the allocation at `base` that
-    /// [`HostMemory::before_free`] marked: ends the mark.
-    pub(crate) fn after_free(&self, base: u64) {
-        lock(&self.freeing).retain(|&b| b != base);
-    }
-
-    /// The lock whose host or agent range contains `ptr`, for `hsa_amd_pointer_info`.
-    pub(crate) fn locked_info(&self, ptr: u64) -> Option<LockedInfo> {
-        let t = lock(&self.table);
-        let inside = |base: u64, size: u64| ptr >= base && ptr - base < size;
-        t.locks
-            .iter()
-            .rev()
-            .find(|l| {
-                l.registration.is_some() && (inside(l.ptr, l.size) || inside(l.agent_ptr, l.size))
-            })
-            .map(|l| LockedInfo {
-                base: l.ptr,
-                agent_base: l.agent_ptr,
-                size: l.size,
-                user_data: self.user_data(l.ptr),
-                gpus: l
-                    .registration
-                    .and_then(|(start, end)| {
-                        t.registrations
-                            .iter()
-                            .find(|r| r.start == start && r.end == end)
-                    })
-                    .map(|r| r.gpus.clone())
-                    .unwrap_or_default(),
-            })
-    }
-
-    /// The host address of `len` bytes at `ptr` when they lie in a lock's agent range (the
-    /// copy engine reaches locked memory through the host mapping); `None` otherwise.
-    pub(crate) fn agent_to_host(&self, ptr: u64, len: u64) -> Option<u64> {
-        let t = lock(&self.table);
-        t.locks.iter().rev().find_map(|l| {
-            let offset = ptr.checked_sub(l.agent_ptr)?;
-            (l.registration.is_some() && offset.checked_add(len)? <= l.size)
-                .then_some(l.ptr + offset)
-        })
-    }
-}
-
-/// Makes `[ptr, ptr + size)` reachable by the GPU agents of `gpus` (nodes); returns the agent
-/// pointer.
-fn lock_range(st: &State, ptr: u64, size: u64, gpus: &[NodeId]) -> Result<u64, Error> {
-    let ext = &st.ext.host;
-    if st.rt().pointer_info(GpuVa(ptr)).is_ok() {
-        // The runtime's own memory: already reachable, at its address.
-        lock(&ext.table).locks.push(Locked {
-            ptr,
-            size,
-            agent_ptr: ptr,
-            registration: None,
-        });
-        return Ok(ptr);
-    }
-    let start = ptr / PAGE * PAGE;
-    let end = ptr
-        .checked_add(size)
-        .and_then(|e| e.checked_next_multiple_of(PAGE))
-        .ok_or_else(|| {
-            hsa_core::error!(Status::InvalidArgument, "{size} bytes at {ptr:#x} overflow")
-        })?;
-    let mut t = lock(&ext.table);
-    let shared = t
-        .registrations
-        .iter_mut()
-        .find(|r| r.start == start && r.end == end);
-    let agent_base = match shared {
-        Some(r) => {
-            // The GPUs this lock adds reach the shared registration too (libhsakmt maps a
-            // registered range again for the nodes asked).
-            let more: Vec<NodeId> = gpus
-                .iter()
-                .copied()
-                .filter(|g| !r.gpus.contains(g))
-                .collect();
-            if !more.is_empty() {
-                st.platform_ref()
-                    .map_memory(&r.chunk, &more)
-                    .map_err(|e| e.context(&format!("locking {size} bytes at {ptr:#x}")))?;
-                r.gpus.extend(more);
-            }
-            r.refs += 1;
-            r.chunk.gpu_va.0
-        }
-        None => {
-            let host = NonNull::new(start as *mut u8)
-                .ok_or_else(|| hsa_core::error!(Status::InvalidArgument, "address 0"))?;
-            // SAFETY: the application's memory, which it keeps mapped while locked
-            // (hsa_amd_memory_lock's contract).
-            let chunk = unsafe {
-                st.platform_ref()
-                    .register_host_memory(host, end - start, gpus)
-            }
-            .map_err(|e| e.context(&format!("locking {size} bytes at {ptr:#x}")))?;
-            let base = chunk.gpu_va.0;
-            t.registrations.push(Registered {
-                start,
-                end,
-                chunk,
-                gpus: gpus.to_vec(),
-                refs: 1,
-            });
-            base
-        }
-    };
-    let agent_ptr = agent_base + (ptr - start);
-    t.locks.push(Locked {
-        ptr,
-        size,
-        agent_ptr,
-        registration: Some((start, end)),
-    });
-    Ok(agent_ptr)
-}
-
-/// Undoes the most recent lock of `ptr`; whether there was one.
-fn unlock_range(st: &State, ptr: u64) -> bool {
-    let mut t = lock(&st.ext.host.table);
-    let Some(i) = t.locks.iter().rposition(|l| l.ptr == ptr) else {
-        return false;
-    };
-    let l = t.locks.remove(i);
-    let Some((start, end)) = l.registration else {
-        return true;
-    };
-    let Some(j) = t
-        .registrations
-        .iter()
-        .position(|r| r.start == start && r.end == end)
-    else {
-        return true;
-    };
-    t.registrations[j].refs -= 1;
-    if t.registrations[j].refs == 0 {
-        let r = t.registrations.remove(j);
-        // SAFETY: a registration of this platform that no lock uses any more; the application
-        // does not use the memory from agents after unlocking it.
-        if let Err(e) = unsafe { st.platform_ref().deregister_host_memory(&r.chunk) } {
-            super::log_error("hsa_amd_memory_unlock", &e);
-        }
-    }
-    true
-}
+use crate::abi::*;
+use crate::state::{self, State};
 
 /// The GPU nodes a lock maps its memory to, with ROCR's checks of the agent list: those of the
 /// GPU agents listed (each once; CPU agents need nothing), every GPU agent's when the list is
@@ -374,7 +105,9 @@ pub unsafe extern "C" fn hsa_amd_memory_lock(
         // SAFETY: non-NULL, writable per the caller's contract (ROCR clears it first).
         unsafe { agent_ptr.write(std::ptr::null_mut()) };
         let gpus = lock_gpus(&st, agents, num_agent)?;
-        let p = lock_range(&st, host_ptr as u64, size as u64, &gpus)?;
+        // SAFETY: the application keeps the memory mapped while it is locked (the caller's
+        // contract).
+        let p = unsafe { st.host().lock(st.rt(), host_ptr as u64, size as u64, &gpus) }?;
         // SAFETY: as above.
         unsafe { agent_ptr.write(p as *mut c_void) };
         Ok(Status::Success)
@@ -423,7 +156,8 @@ pub unsafe extern "C" fn hsa_amd_memory_lock_to_pool(
                 "pool {pool:#x} is device memory: memory is locked to a CPU agent's pool"
             );
         }
-        let p = lock_range(&st, host_ptr as u64, size as u64, &gpus)?;
+        // SAFETY: as in hsa_amd_memory_lock.
+        let p = unsafe { st.host().lock(st.rt(), host_ptr as u64, size as u64, &gpus) }?;
         // SAFETY: as above.
         unsafe { agent_ptr.write(p as *mut c_void) };
         Ok(Status::Success)
@@ -438,7 +172,8 @@ pub unsafe extern "C" fn hsa_amd_memory_lock_to_pool(
 pub extern "C" fn hsa_amd_memory_unlock(host_ptr: *mut c_void) -> HsaStatus {
     guard("hsa_amd_memory_unlock", || {
         let st = state::state()?;
-        unlock_range(&st, host_ptr as u64);
+        // SAFETY: the application does not use the memory from agents after unlocking it.
+        unsafe { st.host().unlock(st.rt(), host_ptr as u64) };
         Ok(Status::Success)
     })
 }
@@ -471,14 +206,6 @@ pub extern "C" fn hsa_memory_deregister(address: *mut c_void, size: usize) -> Hs
     })
 }
 
-/// The allocation of the runtime holding `ptr`: (base, size).
-fn allocation_of(st: &State, ptr: u64) -> Option<(u64, u64)> {
-    st.rt()
-        .pointer_info(GpuVa(ptr))
-        .ok()
-        .map(|p| (p.allocation.va.0, p.allocation.size_bytes))
-}
-
 /// `hsa_amd_pointer_info_set_userdata`: sets the `userData` `hsa_amd_pointer_info` reports for
 /// the allocation (or lock) starting at `ptr`.
 ///
@@ -492,16 +219,8 @@ pub extern "C" fn hsa_amd_pointer_info_set_userdata(
     guard("hsa_amd_pointer_info_set_userdata", || {
         let st = state::state()?;
         non_null(ptr, "ptr")?;
-        let p = ptr as u64;
-        let is_base = allocation_of(&st, p).is_some_and(|(base, _)| base == p)
-            || st.ext.host.locked_info(p).is_some_and(|l| l.base == p);
-        if !is_base {
-            bail!(
-                Status::InvalidArgument,
-                "{p:#x} is not the start of an allocation or of locked memory"
-            );
-        }
-        lock(&st.ext.host.user_data).insert(p, userdata as usize);
+        st.host()
+            .set_user_data(st.rt(), ptr as u64, userdata as usize)?;
         Ok(Status::Success)
     })
 }
@@ -524,17 +243,15 @@ pub extern "C" fn hsa_amd_register_deallocation_callback(
         let Some(callback) = callback else {
             bail!(Status::InvalidArgument, "callback is NULL");
         };
-        if allocation_of(&st, ptr as u64).is_none() {
-            bail!(
-                Status::InvalidAllocation,
-                "{ptr:p} is not inside an allocation of this runtime"
-            );
-        }
-        lock(&st.ext.host.notifiers).push(Notifier {
-            ptr: ptr as u64,
-            callback,
-            user_data: user_data as usize,
-        });
+        let user_data = user_data as usize;
+        st.host().register_deallocation_callback(
+            st.rt(),
+            ptr as u64,
+            callback as usize,
+            // SAFETY: the application's callback with the signature it registered, its
+            // pointer and data; the runtime holds no lock while it runs.
+            Box::new(move |p| unsafe { callback(p as *mut c_void, user_data as *mut c_void) }),
+        )?;
         Ok(Status::Success)
     })
 }
@@ -555,16 +272,8 @@ pub extern "C" fn hsa_amd_deregister_deallocation_callback(
         let Some(callback) = callback else {
             bail!(Status::InvalidArgument, "callback is NULL");
         };
-        let mut n = lock(&st.ext.host.notifiers);
-        let before = n.len();
-        n.retain(|x| !(x.ptr == ptr as u64 && x.callback as usize == callback as usize));
-        if n.len() == before {
-            bail!(
-                Status::InvalidArgument,
-                "no deallocation callback {:#x} is registered for {ptr:p}",
-                callback as usize
-            );
-        }
+        st.host()
+            .deregister_deallocation_callback(ptr as u64, callback as usize)?;
         Ok(Status::Success)
     })
 }

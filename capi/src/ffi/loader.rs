@@ -61,7 +61,7 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_memory(
         // SAFETY: non-NULL, `size` readable bytes per the caller's contract.
         let bytes = unsafe { core::slice::from_raw_parts(code_object.cast::<u8>(), size) };
         #[cfg(feature = "linux")]
-        let uri = super::extension::memory_uri(code_object as u64, size);
+        let uri = super::amd_loader::memory_uri(code_object as u64, size);
         // Without an OS there is no process id to name (AMD loader extension: Linux build).
         #[cfg(not(feature = "linux"))]
         let uri = alloc::format!("memory://0#offset={:#x}&size={size}", code_object as u64);
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn hsa_code_object_reader_create_from_file(
         let st = state::state()?;
         non_null(code_object_reader, "code_object_reader")?;
         let bytes = read_code_object_fd(file, 0, None)?;
-        let uri = super::extension::file_uri(file, 0, bytes.len(), true);
+        let uri = super::amd_loader::file_uri(file, 0, bytes.len(), true);
         new_reader(&st, bytes, uri, code_object_reader)
     })
 }
@@ -441,9 +441,6 @@ pub unsafe extern "C" fn hsa_executable_get_symbol_by_name(
     })
 }
 
-/// The C symbol iteration callback.
-pub type SymbolCallback = unsafe extern "C" fn(u64, u64, *mut c_void) -> u32;
-
 fn iterate_symbols(
     executable: u64,
     agent: Option<u64>,
@@ -498,9 +495,6 @@ pub unsafe extern "C" fn hsa_executable_iterate_symbols(
         iterate_symbols(executable, None, callback, data)
     })
 }
-
-/// The agent-symbol iteration callback (`executable, agent, symbol, data`).
-pub type AgentSymbolCallback = unsafe extern "C" fn(u64, u64, u64, *mut c_void) -> u32;
 
 /// `hsa_executable_iterate_agent_symbols`: the symbols loaded for `agent`, then the variables
 /// defined for it (`hsa_executable_agent_global_variable_define`).

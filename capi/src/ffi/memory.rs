@@ -14,75 +14,10 @@ use hsa_core::memory::{AccessPermission, AgentAccess};
 use hsa_core::runtime::{AgentHandle, PoolHandle, RuntimePool};
 use hsa_core::{bail, Error, GpuVa, NodeId, Status};
 
-use super::agent::{agent_of, iterate, HandleCallback};
+use super::agent::{agent_of, iterate};
 use super::{bad_attribute, guard, non_null, put, HsaStatus};
 use crate::abi::*;
 use crate::state::{self, PlatRef, State};
-
-/// `hsa_amd_pointer_info_t` (`hsa_ext_amd.h`, ROCR 5.2): 56 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HsaAmdPointerInfo {
-    /// Size of the structure, bytes: set by the caller, reduced to what was filled.
-    pub size: u32,
-    /// `hsa_amd_pointer_type_t`.
-    pub type_: u32,
-    /// Base address of the allocation for agents.
-    pub agent_base_address: *mut c_void,
-    /// Base address of the allocation for the host.
-    pub host_base_address: *mut c_void,
-    /// Size of the allocation, bytes.
-    pub size_in_bytes: usize,
-    /// Application data (none: NULL).
-    pub user_data: *mut c_void,
-    /// The agent owning the allocation's pool.
-    pub agent_owner: u64,
-    /// The pool's `hsa_amd_memory_pool_global_flag_t` bits.
-    pub global_flags: u32,
-}
-
-const _: () = assert!(core::mem::size_of::<HsaAmdPointerInfo>() == 56);
-const _: () = assert!(core::mem::offset_of!(HsaAmdPointerInfo, agent_owner) == 40);
-const _: () = assert!(core::mem::offset_of!(HsaAmdPointerInfo, global_flags) == 48);
-
-/// `hsa_amd_memory_pool_link_info_t` (`hsa_ext_amd.h`, ROCR 5.2): 28 bytes.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HsaAmdMemoryPoolLinkInfo {
-    /// Minimum transfer latency, ns.
-    pub min_latency: u32,
-    /// Maximum transfer latency, ns.
-    pub max_latency: u32,
-    /// Minimum bandwidth, MB/s.
-    pub min_bandwidth: u32,
-    /// Maximum bandwidth, MB/s.
-    pub max_bandwidth: u32,
-    /// 32-bit atomics across the link.
-    pub atomic_support_32bit: bool,
-    /// 64-bit atomics across the link.
-    pub atomic_support_64bit: bool,
-    /// Cache-coherent transactions across the link.
-    pub coherent_support: bool,
-    /// `hsa_amd_link_info_type_t`.
-    pub link_type: u32,
-    /// NUMA distance (the link's weight).
-    pub numa_distance: u32,
-}
-
-const _: () = assert!(core::mem::size_of::<HsaAmdMemoryPoolLinkInfo>() == 28);
-const _: () = assert!(core::mem::offset_of!(HsaAmdMemoryPoolLinkInfo, link_type) == 20);
-const _: () = assert!(core::mem::offset_of!(HsaAmdMemoryPoolLinkInfo, numa_distance) == 24);
-
-/// `HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE` (ROCm 6 `hsa_ext_amd.h`; not in the
-/// installed 5.2 header).
-pub const HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_REC_GRANULE: u32 = 18;
-
-/// `HSA_EXT_POINTER_TYPE_UNKNOWN`.
-pub const HSA_EXT_POINTER_TYPE_UNKNOWN: u32 = 0;
-/// `HSA_EXT_POINTER_TYPE_HSA`.
-pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
-/// `HSA_EXT_POINTER_TYPE_LOCKED`.
-pub const HSA_EXT_POINTER_TYPE_LOCKED: u32 = 2;
 
 fn pool_of(st: &State, handle: u64) -> Result<&RuntimePool<PlatRef>, Error> {
     st.rt().pool(PoolHandle(handle))
@@ -336,32 +271,14 @@ pub unsafe extern "C" fn hsa_amd_memory_pool_allocate(
     })
 }
 
+/// Frees an allocation of the runtime as ROCR 5.2's `Runtime::FreeMemory` does (the
+/// deallocation callbacks first: `HostMemory::free`); NULL: nothing.
 fn free(ptr: *mut c_void) -> Result<Status, Error> {
     let st = state::state()?;
     if ptr.is_null() {
         return Ok(Status::Success);
     }
-    let va = ptr as u64;
-    // As ROCR 5.2 (`Runtime::FreeMemory`): an address that does not start a live allocation is
-    // INVALID_ALLOCATION; the allocation is gone to the application before its deallocation
-    // callbacks run (so a callback freeing it again gets INVALID_ALLOCATION too), and its
-    // memory goes after them.
-    let size = match st.rt().pointer_info(GpuVa(va)) {
-        Ok(p) if p.allocation.va.0 == va => p.allocation.size_bytes,
-        _ => bail!(
-            Status::InvalidAllocation,
-            "{va:#x} is not the start of a live allocation of this runtime"
-        ),
-    };
-    if !super::ext_hooks::before_free(&st, va, size) {
-        bail!(
-            Status::InvalidAllocation,
-            "{va:#x} is being freed already (a deallocation callback frees it again)"
-        );
-    }
-    let freed = st.rt().free(GpuVa(va));
-    super::ext_hooks::after_free(&st, va);
-    freed?;
+    st.host().free(st.rt(), ptr as u64)?;
     Ok(Status::Success)
 }
 
@@ -383,46 +300,6 @@ pub extern "C" fn hsa_amd_memory_pool_free(ptr: *mut c_void) -> HsaStatus {
     guard("hsa_amd_memory_pool_free", || free(ptr))
 }
 
-/// The host address of `len` bytes at `ptr`: inside a pool allocation, its host mapping
-/// (checked to hold `len` bytes); inside the agent range of locked memory, the host memory
-/// locked there; outside both, `ptr` itself (host memory of the application, e.g. malloc).
-pub(crate) fn host_range(
-    st: &State,
-    ptr: *const c_void,
-    len: usize,
-    what: &str,
-) -> Result<*mut u8, Error> {
-    let va = ptr as u64;
-    let Ok(info) = st.rt().pointer_info(GpuVa(va)) else {
-        if let Some(host) = super::ext_hooks::agent_to_host(st, va, len as u64) {
-            return Ok(host as *mut u8);
-        }
-        return Ok(ptr as *mut u8);
-    };
-    let a = info.allocation;
-    let offset = va - a.va.0;
-    if offset
-        .checked_add(len as u64)
-        .is_none_or(|end| end > a.size_bytes)
-    {
-        bail!(
-            Status::InvalidArgument,
-            "{what} {va:#x} + {len} bytes runs past its allocation ({:#x}, {} bytes)",
-            a.va.0,
-            a.size_bytes
-        );
-    }
-    match a.host_ptr {
-        // SAFETY: offset + len <= size_bytes (checked above): inside the host mapping.
-        Some(h) => Ok(unsafe { h.as_ptr().add(offset as usize) }),
-        None => bail!(
-            Status::InvalidArgument,
-            "{what} {va:#x} is device memory the host cannot reach (this copy runs on the \
-             host: only async copies between pool memory a GPU reaches use its SDMA queue)"
-        ),
-    }
-}
-
 /// `hsa_memory_copy`: copies `size` bytes from `src` to `dst` with the host (both must be
 /// host-accessible: pool memory with a host mapping, or the application's own memory).
 ///
@@ -437,11 +314,9 @@ pub unsafe extern "C" fn hsa_memory_copy(
         let st = state::state()?;
         non_null(dst, "dst")?;
         non_null(src, "src")?;
-        let d = host_range(&st, dst, size, "dst")?;
-        let s = host_range(&st, src, size, "src")?;
-        // SAFETY: both ranges hold `size` bytes (pool ranges checked by host_range, others by
-        // the caller's contract); `copy` allows overlap.
-        unsafe { core::ptr::copy(s, d, size) };
+        // SAFETY: outside pool memory and locks, both ranges hold `size` bytes (the caller's
+        // contract); `copy_bytes` allows overlap.
+        unsafe { st.host().copy_bytes(st.rt(), dst as u64, src as u64, size) }?;
         Ok(Status::Success)
     })
 }
@@ -501,9 +376,6 @@ pub unsafe extern "C" fn hsa_amd_agents_allow_access(
     })
 }
 
-/// The allocation callback of `hsa_amd_pointer_info`.
-pub type AllocFn = unsafe extern "C" fn(usize) -> *mut c_void;
-
 /// `hsa_amd_pointer_info`: what `ptr` is. Memory not from this runtime is
 /// `HSA_EXT_POINTER_TYPE_UNKNOWN` (success, as ROCR). Memory locked with
 /// `hsa_amd_memory_lock` (asked about at its host or its agent address) is
@@ -551,7 +423,7 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
             out.size_in_bytes = p.allocation.size_bytes as usize;
             out.agent_owner = agent_of_node(&st, p.pool_owner);
             out.global_flags = p.global_flags.bits();
-            out.user_data = super::ext_hooks::user_data(&st, p.allocation.va.0) as *mut c_void;
+            out.user_data = st.host().user_data(p.allocation.va.0) as *mut c_void;
             let pool_info = st
                 .rt()
                 .pools()
@@ -571,7 +443,7 @@ pub unsafe extern "C" fn hsa_amd_pointer_info(
                     agents.push(a.handle().0);
                 }
             }
-        } else if let Some(l) = super::ext_hooks::locked_info(&st, ptr as u64) {
+        } else if let Some(l) = st.host().locked_info(ptr as u64) {
             out.type_ = HSA_EXT_POINTER_TYPE_LOCKED;
             out.agent_base_address = l.agent_base as *mut c_void;
             out.host_base_address = l.base as *mut c_void;

@@ -1,4 +1,9 @@
-//! The exported C functions (`hsa.h`, `hsa_ext_amd.h` of ROCR 5.2, and `hsa_rt_ext.h`).
+//! The exported C functions (`hsa.h`, `hsa_ext_amd.h` of ROCR 5.2, and `hsa_rt_ext.h`): thin
+//! wrappers that check and convert their arguments (NULL pointers, handles looked up, C structs
+//! of [`crate::abi`] into Rust values) and call the Rust APIs below them — the core runtime
+//! (`hsa_core`), the runtime services (`hsa_runtime`: copy engine, images, async handlers,
+//! IPC), the host-memory records (`hsa_core::runtime::host_memory`) and the registries of
+//! `crate::state`. Nothing outside this module imports from it (`tests/structure.rs`).
 //!
 //! Every function body runs inside `guard`: errors cross the boundary as `hsa_status_t`, a
 //! panic as `HSA_STATUS_ERROR`. Every pointer argument is checked for NULL
@@ -43,16 +48,20 @@ pub mod agent;
 #[cfg(feature = "linux")]
 pub mod agent_ext;
 #[cfg(feature = "linux")]
+pub mod amd_loader;
+#[cfg(feature = "baremetal")]
+pub mod baremetal;
+#[cfg(feature = "linux")]
 pub mod copy;
 pub mod deprecated;
 #[cfg(feature = "linux")]
 pub mod executable_ext;
 #[cfg(feature = "linux")]
-pub mod ext;
-#[cfg(feature = "linux")]
 pub mod extension;
 #[cfg(feature = "linux")]
 pub mod host_memory;
+#[cfg(feature = "linux")]
+pub mod hsa_rt;
 #[cfg(feature = "linux")]
 pub mod image;
 #[cfg(feature = "linux")]
@@ -66,138 +75,16 @@ pub mod signal;
 #[cfg(feature = "linux")]
 pub mod signal_ext;
 pub mod system;
+#[cfg(all(test, feature = "linux"))]
+mod tests;
 #[cfg(feature = "linux")]
 pub mod unsupported;
 
-/// What the shared C-ABI modules ask of the ROCR extensions (the AMD extension table, locked
-/// host memory, pointer user data, deallocation callbacks): the Linux build's registries; the
-/// bare-metal build provides none of those functions, so nothing is ever registered there.
-#[cfg(feature = "linux")]
-pub(crate) mod ext_hooks {
-    pub(crate) use super::host_memory::LockedInfo;
-    use crate::state::State;
-
-    /// `HSA_*_INFO_EXTENSIONS`' bits of the extensions provided.
-    pub(crate) fn extension_mask() -> [u8; 128] {
-        super::extension::extension_mask()
-    }
-
-    /// `HSA_AGENT_INFO_EXTENSIONS` of GPU agent `agent`: the system's, without images where
-    /// the agent has none.
-    pub(crate) fn agent_extension_mask(agent: &hsa_core::runtime::Agent) -> [u8; 128] {
-        super::extension::agent_extension_mask(agent)
-    }
-
-    /// The image extension's agent attributes (`HSA_EXT_AGENT_INFO_*`); `None` for others.
-    ///
-    /// # Safety
-    /// `value` is as large as the attribute's type.
-    pub(crate) unsafe fn image_agent_info(
-        agent: &hsa_core::runtime::Agent,
-        attribute: u32,
-        value: *mut core::ffi::c_void,
-    ) -> Option<()> {
-        // SAFETY: the caller's contract.
-        unsafe { super::image::agent_info(agent, attribute, value) }
-    }
-
-    /// Runs the deallocation callbacks of `[base, base + size)` before it is freed; `false`
-    /// when it is being freed already (by a callback of the same free).
-    pub(crate) fn before_free(st: &State, base: u64, size: u64) -> bool {
-        st.ext.host.before_free(base, size)
-    }
-
-    /// Ends what [`before_free`] began, once the allocation at `base` is freed.
-    pub(crate) fn after_free(st: &State, base: u64) {
-        st.ext.host.after_free(base)
-    }
-
-    /// The host address of the agent pointer `ptr` of locked memory (`len` bytes), if it is one.
-    pub(crate) fn agent_to_host(st: &State, ptr: u64, len: u64) -> Option<u64> {
-        st.ext.host.agent_to_host(ptr, len)
-    }
-
-    /// `hsa_amd_pointer_info_set_userdata` of the allocation at `base` (0: none).
-    pub(crate) fn user_data(st: &State, base: u64) -> usize {
-        st.ext.host.user_data(base)
-    }
-
-    /// The locked range holding `ptr`, if any.
-    pub(crate) fn locked_info(st: &State, ptr: u64) -> Option<LockedInfo> {
-        st.ext.host.locked_info(ptr)
-    }
-}
-
-/// The bare-metal build's answers: no extension tables, nothing locked or annotated.
-#[cfg(not(feature = "linux"))]
-pub(crate) mod ext_hooks {
-    use crate::state::State;
-
-    /// What `hsa_amd_pointer_info` reports for locked memory (never, here).
-    pub(crate) struct LockedInfo {
-        /// The locked host pointer.
-        pub(crate) base: u64,
-        /// Where the agents reach it.
-        pub(crate) agent_base: u64,
-        /// The locked size, bytes.
-        pub(crate) size: u64,
-        /// The user data of the base.
-        pub(crate) user_data: usize,
-        /// The GPU nodes that reach it.
-        pub(crate) gpus: alloc::vec::Vec<hsa_core::NodeId>,
-    }
-
-    /// No extension is provided.
-    pub(crate) fn extension_mask() -> [u8; 128] {
-        [0; 128]
-    }
-
-    /// No extension is provided.
-    pub(crate) fn agent_extension_mask(_: &hsa_core::runtime::Agent) -> [u8; 128] {
-        [0; 128]
-    }
-
-    /// No image attributes: images are not provided.
-    ///
-    /// # Safety
-    /// Nothing is written.
-    pub(crate) unsafe fn image_agent_info(
-        _: &hsa_core::runtime::Agent,
-        _: u32,
-        _: *mut core::ffi::c_void,
-    ) -> Option<()> {
-        None
-    }
-
-    /// No deallocation callbacks exist, so no free runs inside another.
-    pub(crate) fn before_free(_: &State, _: u64, _: u64) -> bool {
-        true
-    }
-
-    /// Nothing to end.
-    pub(crate) fn after_free(_: &State, _: u64) {}
-
-    /// Nothing is locked.
-    pub(crate) fn agent_to_host(_: &State, _: u64, _: u64) -> Option<u64> {
-        None
-    }
-
-    /// No user data is set.
-    pub(crate) fn user_data(_: &State, _: u64) -> usize {
-        0
-    }
-
-    /// Nothing is locked.
-    pub(crate) fn locked_info(_: &State, _: u64) -> Option<LockedInfo> {
-        None
-    }
-}
 use core::ffi::c_void;
 
 use hsa_core::{bail, Error, Status};
 
-/// `hsa_status_t`.
-pub type HsaStatus = u32;
+pub(crate) use crate::abi::HsaStatus;
 
 /// Logs a failing call's error at info level (the caller gets the status; the message says
 /// why): `<function>: <message> (<STATUS>)` — the error's Display names the status once.
@@ -292,4 +179,44 @@ pub(crate) fn bad_attribute(what: &str, attribute: u32) -> Error {
         Status::InvalidArgument,
         "{what} attribute {attribute:#x} is not supported"
     )
+}
+
+/// `HSA_SYSTEM_INFO_EXTENSIONS`' bits of the extensions this build provides: the Linux build's
+/// ([`extension::extension_mask`]); the bare-metal build exports none of their functions.
+pub(crate) fn extension_mask() -> [u8; 128] {
+    #[cfg(feature = "linux")]
+    return extension::extension_mask();
+    #[cfg(not(feature = "linux"))]
+    return [0; 128];
+}
+
+/// `HSA_AGENT_INFO_EXTENSIONS` of GPU agent `agent` in this build (see [`extension_mask`]).
+pub(crate) fn agent_extension_mask(agent: &hsa_core::runtime::Agent) -> [u8; 128] {
+    #[cfg(feature = "linux")]
+    return extension::agent_extension_mask(agent);
+    #[cfg(not(feature = "linux"))]
+    {
+        let _ = agent;
+        [0; 128]
+    }
+}
+
+/// The image extension's agent attributes (`HSA_EXT_AGENT_INFO_*`) in this build; `None` for
+/// other attributes, and for all of them without images (the bare-metal build).
+///
+/// # Safety
+/// `value` is as large as the attribute's type.
+pub(crate) unsafe fn image_agent_info(
+    agent: &hsa_core::runtime::Agent,
+    attribute: u32,
+    value: *mut c_void,
+) -> Option<()> {
+    #[cfg(feature = "linux")]
+    // SAFETY: the caller's contract.
+    return unsafe { image::agent_info(agent, attribute, value) };
+    #[cfg(not(feature = "linux"))]
+    {
+        let _ = (agent, attribute, value);
+        None
+    }
 }

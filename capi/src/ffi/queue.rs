@@ -6,6 +6,7 @@
 #![allow(unsafe_code)]
 
 use alloc::sync::Arc;
+use alloc::vec::Vec;
 use core::ffi::c_void;
 use core::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,13 +20,10 @@ use hsa_core::signal::{LoadOrder, MemoryOrder, StoreOrder};
 use hsa_core::{bail, Error, NodeId, QueueId, Status};
 
 use super::{guard, guard_value, non_null, HsaStatus};
+use crate::abi::*;
 use crate::state::{
-    self, hot_view, lock, read, write, AqlHot, QueueCallback, QueueImpl, RwLock, SoftQueue,
-    QUEUE_CALLBACKS,
+    self, hot_view, lock, read, write, AqlHot, Mutex, QueueImpl, RwLock, SoftQueue,
 };
-
-/// The C queue error callback: `void (*)(hsa_status_t, hsa_queue_t*, void*)`.
-pub type QueueErrorFn = unsafe extern "C" fn(u32, *mut c_void, *mut c_void);
 
 /// Byte offset of `write_dispatch_id` in `amd_queue_t`.
 const WRITE_INDEX_OFFSET: usize = 56;
@@ -37,6 +35,23 @@ const _: () = assert!(core::mem::offset_of!(AmdQueue, read_dispatch_id) == READ_
 /// Soft queue ids, above any AQL queue id the core hands out.
 static NEXT_SOFT_ID: AtomicU64 = AtomicU64::new(1 << 48);
 
+/// A C queue-error callback (`hsa_queue_create`'s `callback` and `data`).
+#[derive(Clone, Copy)]
+struct QueueCallback {
+    /// The callback.
+    func: QueueErrorFn,
+    /// Its `data`, as an address.
+    data: usize,
+    /// The `hsa_queue_t` address (0 until the queue exists).
+    queue: u64,
+}
+
+/// Registered C queue-error callbacks by key (the core callback's `data`): what the trampoline
+/// hands a queue's error to.
+static QUEUE_CALLBACKS: Mutex<Vec<(usize, QueueCallback)>> = Mutex::new(Vec::new());
+
+/// The core's queue-error callback of a queue made with a C callback: calls the C callback of
+/// `key` with the status, the `hsa_queue_t*` and its data.
 fn trampoline(error: &Error, _queue: QueueId, key: usize) {
     let cb = lock(&QUEUE_CALLBACKS)
         .iter()
@@ -95,6 +110,7 @@ pub unsafe extern "C" fn hsa_queue_create(
         config.agent_queue_type = a.queue_type();
         config.queue_type = type_;
         let key = st.next_id() as usize;
+        config.on_error = crate::backend::QUEUE_ERROR_WITHOUT_CALLBACK;
         if let Some(func) = callback {
             lock(&QUEUE_CALLBACKS).push((
                 key,

@@ -12,7 +12,7 @@
 //! ROCR 5.2 does (`GpuAgent::TranslateTime`): from two samples of the counter and the system
 //! clock (`LinuxPlatform::clock_sample`, `AMDKFD_IOC_GET_CLOCK_COUNTERS`), the first taken at
 //! the first translation for the agent, the second refreshed when a tick lies beyond it by more
-//! than a quarter of their distance or is more than 1/16 s old.
+//! than a quarter of their distance or is more than 1/16 s old (`State::system_ticks`).
 #![allow(unsafe_code)]
 
 // A Linux-build module (std): the std prelude, as in a std crate.
@@ -21,42 +21,20 @@ use std::prelude::rust_2021::*;
 // Named: the 2021 prelude of Rust 1.85 (the rust-version) does not re-export `vec!`.
 use std::vec;
 
-use std::collections::HashMap;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Mutex;
 
 use hsa_core::abi::queue::AMD_QUEUE_PROPERTIES_ENABLE_PROFILING;
 use hsa_core::{bail, Error, NodeId, Status};
-use hsa_linux::ClockSample;
 
 use super::agent::agent_of;
 use super::{guard, non_null, HsaStatus};
+use crate::abi::*;
 use crate::state::{self, lock, read, QueueImpl, State};
-
-/// `hsa_amd_profiling_dispatch_time_t`: start and end, system timestamp ticks.
-#[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DispatchTime {
-    /// When the dispatch started.
-    pub start: u64,
-    /// When it completed.
-    pub end: u64,
-}
 
 /// `HSA_AMD_QUEUE_PRIORITY_LOW`, `_NORMAL`, `_HIGH` and the KFD priorities libhsakmt maps
 /// them to (`HSA_QUEUE_PRIORITY_MINIMUM`, `_NORMAL`, `_MAXIMUM`: 0, 7, 15).
 const PRIORITIES: [(u32, u32); 3] = [(0, 0), (1, 7), (2, 15)];
-
-/// The per-runtime state of this module.
-#[derive(Default)]
-pub(crate) struct QueueExtras {
-    /// The current CU mask of each AQL queue (by `hsa_queue_t` address) that has been given
-    /// one; a queue without an entry runs on all its agent's CUs.
-    cu_masks: Mutex<HashMap<u64, Vec<u32>>>,
-    /// Per GPU node: the first clock sample and the latest.
-    clocks: Mutex<HashMap<u32, (ClockSample, ClockSample)>>,
-}
 
 /// The AQL queue at `queue`, given to `f`.
 fn with_aql<T>(
@@ -138,7 +116,7 @@ pub unsafe extern "C" fn hsa_amd_queue_cu_set_mask(
         st.platform_ref()
             .set_queue_cu_mask(id, &mask)
             .map_err(|e| hsa_core::error!(Status::Error, "{}", e.detail()))?;
-        lock(&st.ext.queues.cu_masks).insert(queue as u64, mask);
+        lock(&st.records.cu_masks).insert(queue as u64, mask);
         Ok(Status::Success)
     })
 }
@@ -169,7 +147,7 @@ pub unsafe extern "C" fn hsa_amd_queue_cu_get_mask(
             );
         }
         let (cus, words) = mask_words(&st, queue)?;
-        let current = lock(&st.ext.queues.cu_masks)
+        let current = lock(&st.records.cu_masks)
             .get(&(queue as u64))
             .cloned()
             .unwrap_or_else(|| {
@@ -270,35 +248,6 @@ fn gpu_node(st: &State, agent: u64) -> Result<NodeId, Error> {
     Ok(NodeId(a.node()))
 }
 
-/// One tick of the GPU `node` in the system domain (see the module doc).
-pub(crate) fn translate(st: &State, node: NodeId, tick: u64) -> Result<u64, Error> {
-    if st.device().emulated().is_some() {
-        // The emulated command processor stamps the system timestamp itself.
-        return Ok(tick);
-    }
-    let platform = st.platform_ref();
-    let mut clocks = lock(&st.ext.queues.clocks);
-    let (t0, mut t1) = match clocks.get(&node.0) {
-        Some(s) => *s,
-        None => {
-            let t0 = platform.clock_sample(node)?;
-            // Two samples a millisecond apart give the first frequency ratio.
-            std::thread::sleep(std::time::Duration::from_millis(1));
-            (t0, platform.clock_sample(node)?)
-        }
-    };
-    let now = hsa_core::platform::Platform::timestamp_ticks(&*platform);
-    let stale = now.saturating_sub(t1.system) > 1_000_000_000 / 16;
-    if stale || tick > t1.gpu.saturating_add(t1.gpu.saturating_sub(t0.gpu) / 4) {
-        t1 = platform.clock_sample(node)?;
-    }
-    clocks.insert(node.0, (t0, t1));
-    let gpu_span = t1.gpu.saturating_sub(t0.gpu).max(1) as f64;
-    let ratio = t1.system.saturating_sub(t0.system) as f64 / gpu_span;
-    let offset = (tick as i128 - i128::from(t1.gpu)) as f64 * ratio;
-    Ok((i128::from(t1.system) + offset as i128).max(0) as u64)
-}
-
 /// `hsa_amd_profiling_get_dispatch_time`: when the profiled dispatch that completed `signal`
 /// on `agent` started and ended, in the system domain (end translated first, as ROCR).
 ///
@@ -324,8 +273,8 @@ pub unsafe extern "C" fn hsa_amd_profiling_get_dispatch_time(
             raw.start_ts().load(Ordering::Acquire),
             raw.end_ts().load(Ordering::Acquire),
         );
-        let end = translate(&st, node, end)?;
-        let start = translate(&st, node, start)?;
+        let end = st.system_ticks(node, end)?;
+        let start = st.system_ticks(node, start)?;
         // SAFETY: non-NULL, writable per the caller's contract.
         unsafe { time.write_unaligned(DispatchTime { start, end }) };
         Ok(Status::Success)
@@ -350,7 +299,7 @@ pub unsafe extern "C" fn hsa_amd_profiling_convert_tick_to_system_domain(
         let st = state::state()?;
         non_null(system_tick, "system_tick")?;
         let node = gpu_node(&st, agent)?;
-        let t = translate(&st, node, agent_tick)?;
+        let t = st.system_ticks(node, agent_tick)?;
         // SAFETY: non-NULL, writable per the caller's contract.
         unsafe { system_tick.write(t) };
         Ok(Status::Success)

@@ -15,7 +15,7 @@ use hsa_core::{bail, Error, Status};
 
 use super::{guard, guard_value, non_null, HsaStatus};
 use crate::rcu::ReadSection;
-use crate::state::{self, lock, read, untag, QueueImpl, Sig, State, GROUP_BASE};
+use crate::state::{self, dead_signal, lock, read, untag, QueueImpl, Sig, State, GROUP_BASE};
 
 /// Converts an HSA timeout hint (system timestamp ticks) to nanoseconds.
 fn ticks_to_ns(st: &State, ticks: u64) -> u64 {
@@ -91,15 +91,6 @@ fn with_signal<T>(name: &str, signal: u64, fallback: T, f: impl FnOnce(&Sig) -> 
             None => Err(dead_signal(signal)),
         })
     })
-}
-
-/// The error of a handle that is no live signal (`INVALID_SIGNAL`), worded the same by every
-/// call that looks one up ([`crate::state::State::signal`] too).
-pub(crate) fn dead_signal(signal: u64) -> Error {
-    hsa_core::error!(
-        Status::InvalidSignal,
-        "signal handle {signal:#x} is not a live signal"
-    )
 }
 
 fn store(name: &str, signal: u64, value: i64, order: StoreOrder, silent: bool) {

@@ -83,7 +83,7 @@ pub unsafe extern "C" fn hsa_system_get_info(attribute: u32, value: *mut c_void)
                 HSA_SYSTEM_INFO_MACHINE_MODEL => put::<u32>(value, info.machine_model as u32),
                 HSA_SYSTEM_INFO_EXTENSIONS => {
                     let mut mask = info.extensions;
-                    for (m, e) in mask.iter_mut().zip(super::ext_hooks::extension_mask()) {
+                    for (m, e) in mask.iter_mut().zip(super::extension_mask()) {
                         *m |= e;
                     }
                     put::<[u8; 128]>(value, mask)

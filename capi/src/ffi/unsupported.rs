@@ -22,6 +22,7 @@ use hsa_core::{bail, Error, Status};
 
 use super::agent::agent_of;
 use super::{guard, non_null, HsaStatus};
+use crate::abi::*;
 use crate::state;
 
 /// Defines functions that return `NOT_INITIALIZED` whatever their arguments, as ROCR 5.2's
@@ -103,16 +104,6 @@ pub extern "C" fn hsa_amd_interop_unmap_buffer(ptr: *mut c_void) -> HsaStatus {
         state::state()?;
         Ok(Status::Success)
     })
-}
-
-/// `hsa_amd_svm_attribute_pair_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct SvmAttributePair {
-    /// `hsa_amd_svm_attribute_t`.
-    pub attribute: u64,
-    /// Its value.
-    pub value: u64,
 }
 
 /// `HSA_AMD_SVM_ATTRIB_PREFERRED_LOCATION`: an agent, or 0.

@@ -35,9 +35,9 @@ use std::vec::Vec;
 
 use crate::addr::{EventId, GpuVa, NodeId, QueueId};
 use crate::platform::{
-    Cache, Event, HeapType, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest,
-    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, TopologySource,
-    WaitOutcome,
+    Cache, Capabilities, Event, HeapType, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryRequest,
+    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, SdmaQueues,
+    TopologySource, WaitOutcome,
 };
 use crate::status::{Result, Status};
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
@@ -1012,28 +1012,10 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         self.check(FaultMethod::MapMemory)?;
         self.inner.map_memory(chunk, nodes)
     }
-    fn export_memory(&self, chunk: &MemoryChunk) -> Result<crate::platform::SharedMemory> {
-        self.inner.export_memory(chunk)
-    }
-    fn import_memory(
-        &self,
-        shared: &crate::platform::SharedMemory,
-        nodes: &[NodeId],
-    ) -> Result<MemoryChunk> {
-        self.inner.import_memory(shared, nodes)
-    }
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<P::Doorbell>> {
         self.check(FaultMethod::CreateQueue)?;
         // SAFETY: the caller's guarantees are passed on unchanged.
         unsafe { self.inner.create_queue(request) }
-    }
-    unsafe fn create_sdma_queue(
-        &self,
-        request: &crate::platform::SdmaQueueRequest,
-    ) -> Result<HwQueue<P::Doorbell>> {
-        self.check(FaultMethod::CreateQueue)?;
-        // SAFETY: the caller's guarantees are passed on unchanged.
-        unsafe { self.inner.create_sdma_queue(request) }
     }
     fn ring_doorbell(&self, doorbell: &P::Doorbell, write_index: u64) {
         self.inner.ring_doorbell(doorbell, write_index)
@@ -1082,11 +1064,35 @@ unsafe impl<P: Platform> Platform for FaultInjector<P> {
         self.inner.relax(ns)
     }
 
-    fn set_memory_fault_handler(
+    /// The inner platform's capabilities, SDMA queues through this wrapper (their creation
+    /// counts and fails as [`FaultMethod::CreateQueue`]).
+    fn capabilities(&self) -> Capabilities<'_, P::Doorbell> {
+        let inner = self.inner.capabilities();
+        Capabilities {
+            sdma: inner.sdma.map(|_| self as &dyn SdmaQueues<P::Doorbell>),
+            ..inner
+        }
+    }
+}
+
+// SAFETY: creation fails before touching anything or delegates to the inner platform's SDMA
+// queues, whose guarantees carry over unchanged.
+unsafe impl<P: Platform> SdmaQueues<P::Doorbell> for FaultInjector<P> {
+    unsafe fn create_sdma_queue(
         &self,
-        handler: Option<crate::platform::MemoryFaultHandler>,
-    ) -> Result<()> {
-        self.inner.set_memory_fault_handler(handler)
+        request: &crate::platform::SdmaQueueRequest,
+    ) -> Result<HwQueue<P::Doorbell>> {
+        self.check(FaultMethod::CreateQueue)?;
+        let Some(sdma) = self.inner.capabilities().sdma else {
+            crate::bail!(
+                Status::InvalidQueueCreation,
+                "node {}: the {} platform has no SDMA engine",
+                request.node.0,
+                self.inner.device_name()
+            );
+        };
+        // SAFETY: the caller's guarantees are passed on unchanged.
+        unsafe { sdma.create_sdma_queue(request) }
     }
 }
 
@@ -1106,29 +1112,22 @@ mod tests {
         }
     }
 
-    /// The fake keeps the trait's default: it registers no host memory, with ROCR's status.
+    /// The fake keeps the trait's default: none of the optional capabilities (no SDMA
+    /// queues, no host-memory registration, no sharing, no memory-fault reports), and the
+    /// fault injector over it has none either.
     #[test]
-    fn host_memory_registration_is_refused_by_default() {
+    fn the_fake_has_no_optional_capability() {
         let p = FakePlatform::new();
-        let mut page = [0u8; 4096];
-        let host = core::ptr::NonNull::new(page.as_mut_ptr()).unwrap();
-        // SAFETY: the default never touches the memory.
-        let e = unsafe { p.register_host_memory(host, 4096, &[NodeId(1)]) }.unwrap_err();
-        assert_eq!(e.status(), Status::Error);
-        assert!(
-            e.detail()
-                .ends_with("the fake platform cannot register host memory"),
-            "{e}"
+        let c = p.capabilities();
+        assert!(c.sdma.is_none());
+        assert!(c.host_memory.is_none());
+        assert!(c.sharing.is_none());
+        assert!(c.memory_faults.is_none());
+        let f = FaultInjector::new(FakePlatform::new());
+        assert_eq!(
+            std::format!("{:?}", f.capabilities()),
+            "Capabilities { sdma: false, host_memory: false, sharing: false, memory_faults: false }"
         );
-        let chunk = MemoryChunk {
-            gpu_va: GpuVa(host.as_ptr() as u64),
-            host_ptr: Some(host),
-            size_bytes: 4096,
-            handle: 0,
-        };
-        // SAFETY: as above.
-        let e = unsafe { p.deregister_host_memory(&chunk) }.unwrap_err();
-        assert_eq!(e.status(), Status::InvalidArgument);
     }
 
     #[test]

@@ -98,10 +98,13 @@ mod aql {
         pub features: u32,
         /// Set `AMD_QUEUE_PROPERTIES_ENABLE_PROFILING` (`hsa_amd_profiling_set_profiler_enabled`).
         pub profiling: bool,
-        /// Called by the platform when the processor stops the queue with an error. `None`
-        /// leaves the error to the platform's policy: the Linux backend prints it with its
-        /// full detail and aborts the process, as ROCR does for a queue created without a
-        /// callback; the waits of [`AqlQueue::wait_completion`] end with the error either way.
+        /// Called after the queue recorded the error the platform reported when the processor
+        /// stopped the queue ([`AqlQueue::error`]), on the platform's thread (see
+        /// [`QueueRequest::on_error`]). Optional: without it the error is recorded, logged by
+        /// the platform, and ends the waits of [`AqlQueue::wait_completion`]; nothing aborts.
+        /// (The C API passes a callback that aborts for `hsa_queue_create` without one, as
+        /// ROCR does.) Without the `alloc` feature the queue keeps no record and the platform
+        /// gets this callback directly (`None`: its own policy).
         pub on_error: Option<QueueErrorCallback>,
     }
 
@@ -267,6 +270,40 @@ mod aql {
         /// `LIFE_*`: changed by `inactivate` and `close`, read by every waiter (a plain core
         /// atomic: the queue type is not part of the loom models).
         lifecycle: core::sync::atomic::AtomicU8,
+        /// Where the platform's error callback records why the queue stopped; its address is
+        /// the callback's data, so it stays put (boxed) and outlives the hardware queue.
+        #[cfg(feature = "alloc")]
+        record: Option<alloc::boxed::Box<ErrorRecord>>,
+    }
+
+    /// Why a queue stopped, as the platform reported it ([`QueueRequest::on_error`]), and the
+    /// application's callback to tell after recording it.
+    #[cfg(feature = "alloc")]
+    struct ErrorRecord {
+        error: spin::Mutex<Option<Error>>,
+        forward: Option<QueueErrorCallback>,
+    }
+
+    /// The platform's error callback of every queue (with `alloc`): records the error in the
+    /// queue's [`ErrorRecord`] (the first one: a platform reports a queue once), then calls the
+    /// application's callback.
+    #[cfg(feature = "alloc")]
+    #[allow(unsafe_code)] // the record's address as the callback's data
+    fn record_error(error: &Error, queue: QueueId, data: usize) {
+        // SAFETY: `data` is the address of the boxed ErrorRecord of a queue whose hardware
+        // queue this platform created with this callback; the platform calls it only before
+        // `destroy_queue` of that queue returned (QueueRequest::on_error's contract), and the
+        // queue frees the record only after that returned (or never, `AqlQueue::drop`).
+        let record = unsafe { &*(data as *const ErrorRecord) };
+        {
+            let mut slot = record.error.lock();
+            if slot.is_none() {
+                *slot = Some(error.clone());
+            }
+        }
+        if let Some(cb) = record.forward {
+            (cb.func)(error, queue, cb.data);
+        }
     }
 
     /// `InvalidQueue`: queue `id` was inactivated (formatted only when displayed).
@@ -360,6 +397,19 @@ mod aql {
                 write_pointer: GpuVa(amd_va.get() + 56),
                 on_error: config.on_error,
             };
+            #[cfg(feature = "alloc")]
+            let record = alloc::boxed::Box::new(ErrorRecord {
+                error: spin::Mutex::new(None),
+                forward: config.on_error,
+            });
+            #[cfg(feature = "alloc")]
+            let request = QueueRequest {
+                on_error: Some(QueueErrorCallback {
+                    func: record_error,
+                    data: &*record as *const ErrorRecord as usize,
+                }),
+                ..request
+            };
             let hw = memory.create_queue(&*platform, &request)?;
             // The doorbell signal's value is the doorbell address (ROCR's hardware_doorbell_ptr).
             db_raw
@@ -387,6 +437,8 @@ mod aql {
                 inactive,
                 last_doorbell: core::sync::atomic::AtomicU64::new(0),
                 lifecycle: core::sync::atomic::AtomicU8::new(LIFE_ACTIVE),
+                #[cfg(feature = "alloc")]
+                record: Some(record),
             })
         }
 
@@ -483,10 +535,42 @@ mod aql {
             }
             // Acquire pairs with the processor's Release store of its status.
             match self.inactive.load(LoadOrder::Acquire) {
-                0 => QueueState::Active,
+                // A queue the platform reported stopped without a status in its signal (amdkfd
+                // evicts every queue of a GPU after a memory fault).
+                0 => match self.recorded_error() {
+                    Some(e) => QueueState::Stopped(e.status()),
+                    None => QueueState::Active,
+                },
                 QUEUE_DESTROYED => QueueState::Destroyed,
                 v => QueueState::Stopped(super::inactive::decode(v).unwrap_or(Status::Error)),
             }
+        }
+
+        /// Why the queue stopped, as the platform reported it through the queue-error path
+        /// (the status and what the platform knows: on Linux the `queue_inactive_signal` value
+        /// and the KFD events' data; on bare metal the signal's value), once it has; `None`
+        /// while no error was reported. Without the `alloc` feature the queue keeps no record:
+        /// a queue its processor stopped gives the status read from `queue_inactive_signal`.
+        pub fn error(&self) -> Option<Error> {
+            if let Some(e) = self.recorded_error() {
+                return Some(e);
+            }
+            #[cfg(not(feature = "alloc"))]
+            if let v @ 1.. = self.inactive.load(LoadOrder::Acquire) {
+                let status = super::inactive::decode(v).unwrap_or(Status::Error);
+                return Some(Error::lazy(status, [v as u64], |&[v, ..], f| {
+                    write!(f, "queue_inactive_signal {v:#x}")
+                }));
+            }
+            None
+        }
+
+        /// The error the platform's callback recorded, if any.
+        fn recorded_error(&self) -> Option<Error> {
+            #[cfg(feature = "alloc")]
+            return self.record.as_ref().and_then(|r| r.error.lock().clone());
+            #[cfg(not(feature = "alloc"))]
+            return None;
         }
 
         /// The error a waiter on this queue gets when the queue no longer consumes packets;
@@ -759,6 +843,14 @@ mod aql {
         fn drop(&mut self) {
             // Errors are reported by `destroy`; a drop can only release what it safely can.
             let _ = self.teardown();
+            // A hardware queue the platform failed to destroy may still report its error:
+            // its record stays, as its memory does.
+            #[cfg(feature = "alloc")]
+            if self.memory.hw_queue_live() {
+                if let Some(record) = self.record.take() {
+                    alloc::boxed::Box::leak(record);
+                }
+            }
         }
     }
 
@@ -870,11 +962,7 @@ mod aql {
             assert_eq!(req.node, NodeId(1));
             assert_eq!(q.node(), NodeId(1));
             assert_eq!(req.ring_host_addr, q.ring_address().get());
-            assert_eq!(
-                req.on_error.unwrap().data,
-                42,
-                "callback registered at creation"
-            );
+            assert!(req.on_error.is_some(), "callback registered at creation");
             let q2 = AqlQueue::create(&plat, &config(64)).unwrap();
             assert_ne!(q2.id(), q.id());
             assert_eq!(q2.memory.descriptor_snapshot().queue_properties, 1 << 1);
@@ -889,6 +977,52 @@ mod aql {
             drop(q2);
             assert_eq!(plat.live_queue_count(), 0);
             assert_eq!(plat.live_chunks().len(), 0);
+        }
+
+        /// The platform's queue-error callback (played here: the fake only records it) is the
+        /// queue's recorder: the queue keeps the first error it is given, reports itself
+        /// stopped with its status (here with nothing in `queue_inactive_signal`, as a queue
+        /// amdkfd evicted after a memory fault), ends a completion wait with it, and passes it
+        /// on to the application's callback with its data.
+        #[test]
+        fn the_queue_records_the_error_its_platform_reports() {
+            use core::sync::atomic::AtomicUsize;
+            fn count(_: &Error, _: QueueId, data: usize) {
+                // SAFETY: `data` is the test's `AtomicUsize`, alive while the queue is.
+                let n = unsafe { &*(data as *const AtomicUsize) };
+                n.fetch_add(1, core::sync::atomic::Ordering::SeqCst);
+            }
+            let plat = platform();
+            let calls = AtomicUsize::new(0);
+            let mut cfg = config(64);
+            cfg.on_error = Some(QueueErrorCallback {
+                func: count,
+                data: &calls as *const AtomicUsize as usize,
+            });
+            let q = AqlQueue::create(&plat, &cfg).unwrap();
+            let quiet = AqlQueue::create(&plat, &config(64)).unwrap();
+            assert!(q.error().is_none());
+            assert_eq!(q.state(), QueueState::Active);
+            let report = plat.queue_request(q.hw_id()).unwrap().on_error.unwrap();
+            let fault = crate::error!(Status::MemoryFault, "KFD memory event at 0x1000");
+            (report.func)(&fault, q.hw_id(), report.data);
+            (report.func)(&Error::from(Status::Error), q.hw_id(), report.data);
+            assert_eq!(q.error(), Some(fault.clone()), "the first error is kept");
+            assert_eq!(q.state(), QueueState::Stopped(Status::MemoryFault));
+            assert_eq!(calls.load(core::sync::atomic::Ordering::SeqCst), 2);
+            let pool = crate::signal::SignalPool::new(&plat, NodeId(0));
+            let done = pool.create(1).unwrap();
+            let e = q
+                .wait_completion(&done, SignalCondition::Eq, 0, u64::MAX, WaitState::Active)
+                .unwrap_err();
+            assert_eq!(e.status(), Status::MemoryFault);
+            // A queue created without a callback records all the same.
+            let report = plat.queue_request(quiet.hw_id()).unwrap().on_error.unwrap();
+            (report.func)(&fault, quiet.hw_id(), report.data);
+            assert_eq!(quiet.error(), Some(fault));
+            drop(done);
+            q.destroy().unwrap();
+            quiet.destroy().unwrap();
         }
 
         #[test]

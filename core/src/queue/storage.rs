@@ -209,6 +209,13 @@ impl QueueMemory {
         Ok(())
     }
 
+    /// Whether the hardware queue still exists (created, and not destroyed: a failed
+    /// `destroy_queue` leaves it).
+    #[cfg(feature = "alloc")]
+    pub(super) fn hw_queue_live(&self) -> bool {
+        self.hw.lock().is_some()
+    }
+
     /// Destroys the hardware queue, then gives both chunks back; idempotent. The owner
     /// (`AqlQueue`) calls it only from its teardown, after which it uses no `Ring` or
     /// `RawSignal` over this memory (the queue never hands out a `Ring` except through an

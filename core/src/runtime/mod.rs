@@ -9,6 +9,7 @@
 //! information".
 
 pub mod agent;
+pub mod host_memory;
 pub mod links;
 pub mod pools;
 

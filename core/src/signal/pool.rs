@@ -591,20 +591,7 @@ mod in_chunk_tests {
         let e = unsafe { Signal::in_chunk(&plat, zeroed, None) }.unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
         assert_eq!(plat.live_chunks(), [zeroed]);
-        // The default Platform cannot share: InvalidArgument.
-        assert_eq!(
-            plat.export_memory(&zeroed).unwrap_err().status(),
-            Status::InvalidArgument
-        );
-        let shared = crate::platform::SharedMemory {
-            token: [1, 2, 3, 4],
-            size_bytes: 4096,
-        };
-        assert_eq!(
-            plat.import_memory(&shared, &[NodeId(0)])
-                .unwrap_err()
-                .status(),
-            Status::InvalidArgument
-        );
+        // The fake cannot share with other processes (no sharing capability).
+        assert!(plat.capabilities().sharing.is_none());
     }
 }

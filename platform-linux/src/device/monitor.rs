@@ -27,9 +27,12 @@
 //!   whole-GPU reset), every queue of that GPU is reported, with `MEMORY_FAULT` or `ERROR`;
 //!   a per-engine reset that stopped none of this platform's queues is another platform's
 //!   (two platforms may share the process's events). Callbacks run on the monitor's thread,
-//!   after its locks are released, so they may call back into the platform;
+//!   after its locks are released, so they may call back into the platform; a queue destroyed
+//!   meanwhile is not called, and `destroy_queue` on another thread waits for a call of its
+//!   queue's callback in progress, so that no callback runs after its queue's destroy
+//!   returned (`QueueRequest::on_error`);
 //! - a memory event is also a GPU memory fault: before any queue callback runs, the handler
-//!   installed with `Platform::set_memory_fault_handler` (the C API's system event handlers)
+//!   installed with `MemoryFaultReports::set_memory_fault_handler` (the C API's system event handlers)
 //!   is told the GPU's node, the address and the reasons, as ROCR's `Runtime::VMFaultHandler`
 //!   builds `HSA_AMD_GPU_MEMORY_FAULT_EVENT` from the same data ([`memory_fault`]);
 //! - dropping the platform stops the thread: it sets the stop flag and destroys the two
@@ -41,8 +44,8 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::thread::{JoinHandle, ThreadId};
 
 use hsa_core::platform::{MemoryFault, MemoryFaultHandler, MemoryFaultReason, QueueErrorCallback};
 use hsa_core::{error, Error, GpuVa, NodeId, QueueId, Status};
@@ -228,9 +231,17 @@ pub(crate) struct Shared {
     queues: Mutex<HashMap<u32, WatchedQueue>>,
     /// The KFD `gpu_id` and topology node of each GPU.
     gpu_nodes: Vec<(u32, NodeId)>,
-    /// Told of every memory fault first (`Platform::set_memory_fault_handler`).
+    /// Told of every memory fault first (`MemoryFaultReports::set_memory_fault_handler`).
     fault_handler: Mutex<Option<MemoryFaultHandler>>,
     stop: AtomicBool,
+    /// The queue whose callback the thread is calling now (`QueueRequest::on_error`'s
+    /// contract: `destroy_queue` waits for it, [`Monitor::unwatch`]); taken after `queues`
+    /// when both are held.
+    delivering: Mutex<Option<u32>>,
+    /// Notified when `delivering` is cleared.
+    delivered: Condvar,
+    /// The monitor thread's id (a callback it runs may destroy queues: it waits for nothing).
+    thread: OnceLock<ThreadId>,
 }
 
 impl Shared {
@@ -310,7 +321,19 @@ impl Shared {
             }
         }
         for (id, cb, e) in calls {
+            {
+                // A queue destroyed since (by an earlier callback, or another thread) is not
+                // called: its callback's data may be gone. Marked under the queues' lock, so
+                // that `unwatch` either came first or waits for this call.
+                let queues = lock(&self.queues);
+                if !queues.contains_key(&id) {
+                    continue;
+                }
+                *lock(&self.delivering) = Some(id);
+            }
             deliver(&cb, &e, QueueId(id));
+            *lock(&self.delivering) = None;
+            self.delivered.notify_all();
         }
     }
 
@@ -368,6 +391,9 @@ impl Monitor {
             gpu_nodes,
             fault_handler: Mutex::new(None),
             stop: AtomicBool::new(false),
+            delivering: Mutex::new(None),
+            delivered: Condvar::new(),
+            thread: OnceLock::new(),
         });
         let s = shared.clone();
         let thread = std::thread::Builder::new()
@@ -379,6 +405,7 @@ impl Monitor {
                     "starting the KFD event monitor thread: {e}"
                 )
             })?;
+        let _ = shared.thread.set(thread.thread().id());
         Ok(Monitor {
             shared,
             memory_event,
@@ -403,9 +430,22 @@ impl Monitor {
     }
 
     /// Stops watching queue `queue_id` (whose memory may go away once this returns: the
-    /// thread reads a queue's signal only under the lock this takes); what was watched.
+    /// thread reads a queue's signal only under the lock this takes, and a call of the
+    /// queue's callback the thread was making has returned, unless this runs on the thread
+    /// itself); what was watched.
     pub(crate) fn unwatch(&self, queue_id: u32) -> Option<WatchedQueue> {
-        lock(&self.shared.queues).remove(&queue_id)
+        let watched = lock(&self.shared.queues).remove(&queue_id);
+        if self.shared.thread.get() != Some(&std::thread::current().id()) {
+            let mut delivering = lock(&self.shared.delivering);
+            while *delivering == Some(queue_id) {
+                delivering = self
+                    .shared
+                    .delivered
+                    .wait(delivering)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+        }
+        watched
     }
 
     /// The error `queue` (watched until now as `queue_id`, its queue destroyed but its

@@ -7,9 +7,10 @@
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
-    Cache, Event, HwQueue, IoLink, MemoryBank, MemoryChunk, MemoryFaultHandler, MemoryFlags,
-    MemoryKind, MemoryRequest, NodeProperties, Platform, QueueErrorCallback, QueueKind,
-    QueueRequest, SdmaQueueRequest, SharedMemory, TopologySource, WaitOutcome,
+    Cache, Capabilities, Event, HostMemoryRegistration, HwQueue, IoLink, MemoryBank, MemoryChunk,
+    MemoryFaultHandler, MemoryFaultReports, MemoryFlags, MemoryKind, MemoryRequest, MemorySharing,
+    NodeProperties, Platform, QueueErrorCallback, QueueKind, QueueRequest, SdmaQueueRequest,
+    SdmaQueues, SharedMemory, TopologySource, WaitOutcome,
 };
 use hsa_core::{bail, error, Error, Status};
 use std::mem::offset_of;
@@ -128,147 +129,6 @@ unsafe impl Platform for LinuxPlatform {
             );
         }
         self.free_chunk(chunk.gpu_va.0)
-    }
-
-    /// Registers the application's pages with KFD as a `USERPTR` buffer at a device address
-    /// carved from the reservation (as libhsakmt gives registered memory an address of its
-    /// GPUVM aperture: ROCR's "alternate VA"), allocated on the first GPU of `nodes` and mapped
-    /// to every GPU of `nodes`; coherent (fine-grained), as the host writes the pages while
-    /// kernels may read them. Only CPU nodes: nothing to register; the chunk's device address
-    /// is then the host address (recorded without a KFD handle).
-    ///
-    /// # Errors
-    /// [`Status::InvalidArgument`] for an address or size that is not page-aligned, a size of
-    /// 0, an unknown node, or memory inside this platform's own reservation (already
-    /// reachable); the ALLOC ioctl's error as `Status::Error` (ROCR's status when
-    /// registration fails); `Status::OutOfResources` when MAP fails.
-    unsafe fn register_host_memory(
-        &self,
-        host: NonNull<u8>,
-        size_bytes: u64,
-        nodes: &[NodeId],
-    ) -> Result<MemoryChunk, Error> {
-        let va = host.as_ptr() as u64;
-        let page = self.process.va.page_bytes();
-        if size_bytes == 0 || size_bytes % page != 0 || va % page != 0 {
-            bail!(
-                Status::InvalidArgument,
-                "{size_bytes} bytes at {va:#x}: address and size must be multiples of the page \
-                 size {page} (and the size not 0)"
-            );
-        }
-        if va.checked_add(size_bytes).is_none() || self.in_reservation(va, size_bytes) {
-            bail!(
-                Status::InvalidArgument,
-                "{size_bytes} bytes at {va:#x} overlap this platform's own memory"
-            );
-        }
-        let mut gpu_ids = Vec::new();
-        for &n in nodes {
-            if self.node_by_id(n).is_none() {
-                bail!(Status::InvalidArgument, "node {} does not exist", n.0);
-            }
-            if let Some(g) = self.gpu_by_node(n) {
-                if !gpu_ids.contains(&g.gpu_id) {
-                    gpu_ids.push(g.gpu_id);
-                }
-            }
-        }
-        let Some(&alloc_gpu) = gpu_ids.first() else {
-            if lock(&self.state).chunks.contains_key(&va) {
-                bail!(
-                    Status::InvalidArgument,
-                    "{size_bytes} bytes at {va:#x} are already registered for the host alone"
-                );
-            }
-            self.record_user(va, size_bytes, None, Vec::new(), false);
-            return Ok(MemoryChunk {
-                gpu_va: GpuVa(va),
-                host_ptr: Some(host),
-                size_bytes,
-                handle: 0,
-            });
-        };
-        let gpu_va = self.process.va.carve(size_bytes, page).ok_or_else(|| {
-            error!(
-                Status::OutOfResources,
-                "no address space left to register {size_bytes} bytes ({} of {} bytes free)",
-                self.process.va.free_bytes(),
-                self.process.va.len_bytes()
-            )
-        })?;
-        let mut a = AllocMemoryOfGpuArgs {
-            va_addr: gpu_va,
-            size: size_bytes,
-            handle: 0,
-            // USERPTR: the user address goes in mmap_offset (kfd_ioctl.h).
-            mmap_offset: va,
-            gpu_id: alloc_gpu,
-            flags: kfd_alloc_flags_for(KfdPlacement::UserPtr, MemoryFlags::FINE_GRAINED),
-        };
-        // SAFETY: `[va, va + size_bytes)` is mapped read-write memory of this process that
-        // stays mapped until deregister_host_memory returns (this function's contract); the
-        // device address is a fresh carved range of the reservation, so no other buffer uses
-        // it.
-        if let Err(e) = unsafe { calls::alloc_userptr_memory_of_gpu(&*self.driver, &mut a) } {
-            let _ = self.process.va.release(gpu_va);
-            bail!(Status::Error, "{}", e.detail());
-        }
-        let handle = a.handle;
-        if let Err(e) = self.map_handle(handle, &gpu_ids) {
-            if call(&*self.driver, &mut FreeMemoryOfGpuArgs { handle }).is_err() {
-                // KFD keeps the buffer: record it (its address stays carved) so that the
-                // platform's drop retries.
-                self.record_user(gpu_va, size_bytes, Some(handle), Vec::new(), true);
-            } else {
-                let _ = self.process.va.release(gpu_va);
-            }
-            bail!(Status::OutOfResources, "{}", e.detail());
-        }
-        self.record_user(gpu_va, size_bytes, Some(handle), gpu_ids, true);
-        Ok(MemoryChunk {
-            gpu_va: GpuVa(gpu_va),
-            host_ptr: Some(host),
-            size_bytes,
-            handle,
-        })
-    }
-
-    unsafe fn deregister_host_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
-        if self.chunk_is_user(chunk.gpu_va.0) != Some(true) {
-            bail!(
-                Status::InvalidArgument,
-                "gpu_va {} is not registered host memory",
-                chunk.gpu_va
-            );
-        }
-        self.free_chunk(chunk.gpu_va.0)
-    }
-
-    /// KFD `EXPORT_DMABUF` of the chunk's buffer object, once; the description is this
-    /// process's id, the dma-buf's descriptor (kept open until the chunk is freed) and its
-    /// inode number.
-    ///
-    /// # Errors
-    /// [`Status::InvalidArgument`] for an unknown chunk, registered host memory, USERPTR
-    /// system memory (allocated without [`MemoryFlags::SHAREABLE`]: amdgpu refuses it,
-    /// `EPERM`), or host memory of a machine without GPUs.
-    fn export_memory(&self, chunk: &MemoryChunk) -> Result<SharedMemory, Error> {
-        self.export_chunk(chunk.gpu_va.0)
-    }
-
-    /// Takes the exporter's dma-buf (`pidfd_open`, `pidfd_getfd`), checks it is still the
-    /// export, KFD `IMPORT_DMABUF` at a fresh device address on the first GPU of `nodes`,
-    /// mapped for the host through the dma-buf (the address is the host's too) and to the GPUs
-    /// of `nodes`.
-    ///
-    /// # Errors
-    /// [`Status::InvalidArgument`] when the exporter is gone, the descriptor is closed or no
-    /// longer the export (the memory was freed), ptrace access to the exporter is refused
-    /// (`pidfd_getfd`'s `EPERM`), the size differs, KFD refuses the dma-buf, or a node is
-    /// unknown; [`Status::OutOfResources`] without address space or when a mapping fails.
-    fn import_memory(&self, shared: &SharedMemory, nodes: &[NodeId]) -> Result<MemoryChunk, Error> {
-        self.import_chunk(shared, nodes)
     }
 
     fn map_memory(&self, chunk: &MemoryChunk, nodes: &[NodeId]) -> Result<(), Error> {
@@ -500,113 +360,6 @@ unsafe impl Platform for LinuxPlatform {
         })
     }
 
-    /// `CREATE_QUEUE` of `KFD_IOC_QUEUE_TYPE_SDMA` as ROCR 5.2's `BlitSdma::Initialize` asks
-    /// libhsakmt for it: 100 %, the highest priority (15), the caller's ring and pointers, no
-    /// EOP or context-save buffer; the GPU's doorbell page mapped once, as for compute queues.
-    /// Queue errors of an SDMA engine reach the process as KFD hardware-exception events
-    /// (nothing to watch: it has no `queue_inactive_signal`).
-    ///
-    /// # Errors
-    /// [`Status::InvalidAgent`] for an unknown node; [`Status::InvalidQueueCreation`] for a CPU
-    /// node, a GPU before gfx9 (32-bit SDMA pointers), or a ring size that is not a power of
-    /// two in `1024..=2^31` bytes; the ioctl's error (`OutOfResources` for amdkfd's `ENOMEM`
-    /// when the GPU's SDMA queues are all in use).
-    unsafe fn create_sdma_queue(
-        &self,
-        request: &SdmaQueueRequest,
-    ) -> Result<HwQueue<KfdDoorbell>, Error> {
-        if self.node_by_id(request.node).is_none() {
-            bail!(
-                Status::InvalidAgent,
-                "node {} does not exist",
-                request.node.0
-            );
-        }
-        let Some(gpu) = self.gpu_by_node(request.node).copied() else {
-            bail!(
-                Status::InvalidQueueCreation,
-                "node {} is not a GPU",
-                request.node.0
-            );
-        };
-        let ring = request.ring_size_bytes;
-        if !ring.is_power_of_two() || ring < u64::from(KFD_MIN_QUEUE_RING_SIZE) || ring > 1 << 31 {
-            bail!(
-                Status::InvalidQueueCreation,
-                "ring_size_bytes {ring} is not a power of two in {KFD_MIN_QUEUE_RING_SIZE}..=2^31"
-            );
-        }
-        if gpu.gfx_target_version < 90000 {
-            bail!(
-                Status::InvalidQueueCreation,
-                "node {}: gfx_target_version {} is before gfx9 (32-bit SDMA pointers are not \
-                 supported)",
-                request.node.0,
-                gpu.gfx_target_version
-            );
-        }
-        let mut a = CreateQueueArgs {
-            ring_base_address: request.ring.0,
-            write_pointer_address: request.write_pointer.0,
-            read_pointer_address: request.read_pointer.0,
-            ring_size: ring as u32,
-            gpu_id: gpu.gpu_id,
-            queue_type: KFD_IOC_QUEUE_TYPE_SDMA,
-            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
-            queue_priority: KFD_MAX_QUEUE_PRIORITY,
-            ..Default::default()
-        };
-        // SAFETY: the ring and both pointers are the caller's (`Platform::create_sdma_queue`'s
-        // contract: chunks of this platform, mapped to the GPU, that outlive the queue, the
-        // pointer words accessed atomically).
-        unsafe { calls::create_queue(&*self.driver, &mut a) }?;
-        let mask = DOORBELL_PAGE_BYTES - 1;
-        let within = a.doorbell_offset & mask;
-        let page = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
-            Ok(page) if within % 8 == 0 && within + 8 <= page.len_bytes() => page,
-            r => {
-                let e = r.err().unwrap_or_else(|| {
-                    error!(
-                        Status::Error,
-                        "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned \
-                         inside the doorbell page",
-                        a.doorbell_offset
-                    )
-                });
-                let rec = QueueRecord {
-                    eop: None,
-                    cwsr: None,
-                    ring: (request.ring.0, ring as u32),
-                };
-                let mut d = DestroyQueueArgs {
-                    queue_id: a.queue_id,
-                    pad: 0,
-                };
-                if call(&*self.driver, &mut d).is_err() {
-                    lock(&self.state).queues.insert(a.queue_id, rec);
-                }
-                return Err(e);
-            }
-        };
-        lock(&self.state).queues.insert(
-            a.queue_id,
-            QueueRecord {
-                eop: None,
-                cwsr: None,
-                ring: (request.ring.0, ring as u32),
-            },
-        );
-        let doorbell = KfdDoorbell {
-            page,
-            offset: within,
-        };
-        Ok(HwQueue {
-            id: QueueId(a.queue_id),
-            doorbell_address: doorbell.address(),
-            doorbell,
-        })
-    }
-
     /// One release store of `write_index` to the queue's doorbell word ([`KfdDoorbell`]):
     /// the device (the GPU's command processor, or the emulated one) watches that word.
     fn ring_doorbell(&self, doorbell: &KfdDoorbell, write_index: u64) {
@@ -745,17 +498,6 @@ unsafe impl Platform for LinuxPlatform {
         call(&*self.driver, &mut s)
     }
 
-    /// The monitor calls `handler` for each `KFD_IOC_EVENT_MEMORY` event it sees (from its
-    /// `kfd_hsa_memory_exception_data`: [`monitor::memory_fault`]),
-    /// on its thread, before the callbacks of the queues the fault stopped. A machine without
-    /// GPUs has no faults to report: the handler is accepted and never called.
-    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<(), Error> {
-        if let Some(m) = &self.monitor {
-            m.set_fault_handler(handler);
-        }
-        Ok(())
-    }
-
     fn timestamp_ticks(&self) -> u64 {
         let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
         (t.tv_sec as u64)
@@ -767,10 +509,293 @@ unsafe impl Platform for LinuxPlatform {
         1_000_000_000
     }
 
+    /// Every optional capability: SDMA queues, host-memory registration (`USERPTR`), sharing
+    /// (dma-buf), memory-fault reports (the monitor).
+    fn capabilities(&self) -> Capabilities<'_, KfdDoorbell> {
+        Capabilities {
+            sdma: Some(self),
+            host_memory: Some(self),
+            sharing: Some(self),
+            memory_faults: Some(self),
+        }
+    }
+
     /// Sleeps the thread for `ns` (the scheduler runs others meanwhile, the emulated
     /// device's engine threads among them).
     fn relax(&self, ns: u64) {
         std::thread::sleep(std::time::Duration::from_nanos(ns));
+    }
+}
+
+// SAFETY: as the `Platform` impl: the queue reads only the ring and pointers of the request.
+unsafe impl SdmaQueues<KfdDoorbell> for LinuxPlatform {
+    /// `CREATE_QUEUE` of `KFD_IOC_QUEUE_TYPE_SDMA` as ROCR 5.2's `BlitSdma::Initialize` asks
+    /// libhsakmt for it: 100 %, the highest priority (15), the caller's ring and pointers, no
+    /// EOP or context-save buffer; the GPU's doorbell page mapped once, as for compute queues.
+    /// Queue errors of an SDMA engine reach the process as KFD hardware-exception events
+    /// (nothing to watch: it has no `queue_inactive_signal`).
+    ///
+    /// # Errors
+    /// [`Status::InvalidAgent`] for an unknown node; [`Status::InvalidQueueCreation`] for a CPU
+    /// node, a GPU before gfx9 (32-bit SDMA pointers), or a ring size that is not a power of
+    /// two in `1024..=2^31` bytes; the ioctl's error (`OutOfResources` for amdkfd's `ENOMEM`
+    /// when the GPU's SDMA queues are all in use).
+    unsafe fn create_sdma_queue(
+        &self,
+        request: &SdmaQueueRequest,
+    ) -> Result<HwQueue<KfdDoorbell>, Error> {
+        if self.node_by_id(request.node).is_none() {
+            bail!(
+                Status::InvalidAgent,
+                "node {} does not exist",
+                request.node.0
+            );
+        }
+        let Some(gpu) = self.gpu_by_node(request.node).copied() else {
+            bail!(
+                Status::InvalidQueueCreation,
+                "node {} is not a GPU",
+                request.node.0
+            );
+        };
+        let ring = request.ring_size_bytes;
+        if !ring.is_power_of_two() || ring < u64::from(KFD_MIN_QUEUE_RING_SIZE) || ring > 1 << 31 {
+            bail!(
+                Status::InvalidQueueCreation,
+                "ring_size_bytes {ring} is not a power of two in {KFD_MIN_QUEUE_RING_SIZE}..=2^31"
+            );
+        }
+        if gpu.gfx_target_version < 90000 {
+            bail!(
+                Status::InvalidQueueCreation,
+                "node {}: gfx_target_version {} is before gfx9 (32-bit SDMA pointers are not \
+                 supported)",
+                request.node.0,
+                gpu.gfx_target_version
+            );
+        }
+        let mut a = CreateQueueArgs {
+            ring_base_address: request.ring.0,
+            write_pointer_address: request.write_pointer.0,
+            read_pointer_address: request.read_pointer.0,
+            ring_size: ring as u32,
+            gpu_id: gpu.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_SDMA,
+            queue_percentage: KFD_MAX_QUEUE_PERCENTAGE,
+            queue_priority: KFD_MAX_QUEUE_PRIORITY,
+            ..Default::default()
+        };
+        // SAFETY: the ring and both pointers are the caller's (`SdmaQueues::create_sdma_queue`'s
+        // contract: chunks of this platform, mapped to the GPU, that outlive the queue, the
+        // pointer words accessed atomically).
+        unsafe { calls::create_queue(&*self.driver, &mut a) }?;
+        let mask = DOORBELL_PAGE_BYTES - 1;
+        let within = a.doorbell_offset & mask;
+        let page = match self.doorbell_page(gpu.gpu_id, a.doorbell_offset & !mask) {
+            Ok(page) if within % 8 == 0 && within + 8 <= page.len_bytes() => page,
+            r => {
+                let e = r.err().unwrap_or_else(|| {
+                    error!(
+                        Status::Error,
+                        "AMDKFD_IOC_CREATE_QUEUE returned doorbell_offset {:#x}, not 8-byte aligned \
+                         inside the doorbell page",
+                        a.doorbell_offset
+                    )
+                });
+                let rec = QueueRecord {
+                    eop: None,
+                    cwsr: None,
+                    ring: (request.ring.0, ring as u32),
+                };
+                let mut d = DestroyQueueArgs {
+                    queue_id: a.queue_id,
+                    pad: 0,
+                };
+                if call(&*self.driver, &mut d).is_err() {
+                    lock(&self.state).queues.insert(a.queue_id, rec);
+                }
+                return Err(e);
+            }
+        };
+        lock(&self.state).queues.insert(
+            a.queue_id,
+            QueueRecord {
+                eop: None,
+                cwsr: None,
+                ring: (request.ring.0, ring as u32),
+            },
+        );
+        let doorbell = KfdDoorbell {
+            page,
+            offset: within,
+        };
+        Ok(HwQueue {
+            id: QueueId(a.queue_id),
+            doorbell_address: doorbell.address(),
+            doorbell,
+        })
+    }
+}
+
+// SAFETY: a registration's chunk has the caller's host pointer and a fresh carved device
+// address mapped to the GPUs named, until deregistered.
+unsafe impl HostMemoryRegistration for LinuxPlatform {
+    /// Registers the application's pages with KFD as a `USERPTR` buffer at a device address
+    /// carved from the reservation (as libhsakmt gives registered memory an address of its
+    /// GPUVM aperture: ROCR's "alternate VA"), allocated on the first GPU of `nodes` and mapped
+    /// to every GPU of `nodes`; coherent (fine-grained), as the host writes the pages while
+    /// kernels may read them. Only CPU nodes: nothing to register; the chunk's device address
+    /// is then the host address (recorded without a KFD handle).
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for an address or size that is not page-aligned, a size of
+    /// 0, an unknown node, or memory inside this platform's own reservation (already
+    /// reachable); the ALLOC ioctl's error as `Status::Error` (ROCR's status when
+    /// registration fails); `Status::OutOfResources` when MAP fails.
+    unsafe fn register_host_memory(
+        &self,
+        host: NonNull<u8>,
+        size_bytes: u64,
+        nodes: &[NodeId],
+    ) -> Result<MemoryChunk, Error> {
+        let va = host.as_ptr() as u64;
+        let page = self.process.va.page_bytes();
+        if size_bytes == 0 || size_bytes % page != 0 || va % page != 0 {
+            bail!(
+                Status::InvalidArgument,
+                "{size_bytes} bytes at {va:#x}: address and size must be multiples of the page \
+                 size {page} (and the size not 0)"
+            );
+        }
+        if va.checked_add(size_bytes).is_none() || self.in_reservation(va, size_bytes) {
+            bail!(
+                Status::InvalidArgument,
+                "{size_bytes} bytes at {va:#x} overlap this platform's own memory"
+            );
+        }
+        let mut gpu_ids = Vec::new();
+        for &n in nodes {
+            if self.node_by_id(n).is_none() {
+                bail!(Status::InvalidArgument, "node {} does not exist", n.0);
+            }
+            if let Some(g) = self.gpu_by_node(n) {
+                if !gpu_ids.contains(&g.gpu_id) {
+                    gpu_ids.push(g.gpu_id);
+                }
+            }
+        }
+        let Some(&alloc_gpu) = gpu_ids.first() else {
+            if lock(&self.state).chunks.contains_key(&va) {
+                bail!(
+                    Status::InvalidArgument,
+                    "{size_bytes} bytes at {va:#x} are already registered for the host alone"
+                );
+            }
+            self.record_user(va, size_bytes, None, Vec::new(), false);
+            return Ok(MemoryChunk {
+                gpu_va: GpuVa(va),
+                host_ptr: Some(host),
+                size_bytes,
+                handle: 0,
+            });
+        };
+        let gpu_va = self.process.va.carve(size_bytes, page).ok_or_else(|| {
+            error!(
+                Status::OutOfResources,
+                "no address space left to register {size_bytes} bytes ({} of {} bytes free)",
+                self.process.va.free_bytes(),
+                self.process.va.len_bytes()
+            )
+        })?;
+        let mut a = AllocMemoryOfGpuArgs {
+            va_addr: gpu_va,
+            size: size_bytes,
+            handle: 0,
+            // USERPTR: the user address goes in mmap_offset (kfd_ioctl.h).
+            mmap_offset: va,
+            gpu_id: alloc_gpu,
+            flags: kfd_alloc_flags_for(KfdPlacement::UserPtr, MemoryFlags::FINE_GRAINED),
+        };
+        // SAFETY: `[va, va + size_bytes)` is mapped read-write memory of this process that
+        // stays mapped until deregister_host_memory returns (this function's contract); the
+        // device address is a fresh carved range of the reservation, so no other buffer uses
+        // it.
+        if let Err(e) = unsafe { calls::alloc_userptr_memory_of_gpu(&*self.driver, &mut a) } {
+            let _ = self.process.va.release(gpu_va);
+            bail!(Status::Error, "{}", e.detail());
+        }
+        let handle = a.handle;
+        if let Err(e) = self.map_handle(handle, &gpu_ids) {
+            if call(&*self.driver, &mut FreeMemoryOfGpuArgs { handle }).is_err() {
+                // KFD keeps the buffer: record it (its address stays carved) so that the
+                // platform's drop retries.
+                self.record_user(gpu_va, size_bytes, Some(handle), Vec::new(), true);
+            } else {
+                let _ = self.process.va.release(gpu_va);
+            }
+            bail!(Status::OutOfResources, "{}", e.detail());
+        }
+        self.record_user(gpu_va, size_bytes, Some(handle), gpu_ids, true);
+        Ok(MemoryChunk {
+            gpu_va: GpuVa(gpu_va),
+            host_ptr: Some(host),
+            size_bytes,
+            handle,
+        })
+    }
+
+    unsafe fn deregister_host_memory(&self, chunk: &MemoryChunk) -> Result<(), Error> {
+        if self.chunk_is_user(chunk.gpu_va.0) != Some(true) {
+            bail!(
+                Status::InvalidArgument,
+                "gpu_va {} is not registered host memory",
+                chunk.gpu_va
+            );
+        }
+        self.free_chunk(chunk.gpu_va.0)
+    }
+}
+
+// SAFETY: an import is a KFD buffer object mapped for the host and the GPUs named, valid
+// until freed.
+unsafe impl MemorySharing for LinuxPlatform {
+    /// KFD `EXPORT_DMABUF` of the chunk's buffer object, once; the description is this
+    /// process's id, the dma-buf's descriptor (kept open until the chunk is freed) and its
+    /// inode number.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] for an unknown chunk, registered host memory, USERPTR
+    /// system memory (allocated without [`MemoryFlags::SHAREABLE`]: amdgpu refuses it,
+    /// `EPERM`), or host memory of a machine without GPUs.
+    fn export_memory(&self, chunk: &MemoryChunk) -> Result<SharedMemory, Error> {
+        self.export_chunk(chunk.gpu_va.0)
+    }
+
+    /// Takes the exporter's dma-buf (`pidfd_open`, `pidfd_getfd`), checks it is still the
+    /// export, KFD `IMPORT_DMABUF` at a fresh device address on the first GPU of `nodes`,
+    /// mapped for the host through the dma-buf (the address is the host's too) and to the GPUs
+    /// of `nodes`.
+    ///
+    /// # Errors
+    /// [`Status::InvalidArgument`] when the exporter is gone, the descriptor is closed or no
+    /// longer the export (the memory was freed), ptrace access to the exporter is refused
+    /// (`pidfd_getfd`'s `EPERM`), the size differs, KFD refuses the dma-buf, or a node is
+    /// unknown; [`Status::OutOfResources`] without address space or when a mapping fails.
+    fn import_memory(&self, shared: &SharedMemory, nodes: &[NodeId]) -> Result<MemoryChunk, Error> {
+        self.import_chunk(shared, nodes)
+    }
+}
+
+impl MemoryFaultReports for LinuxPlatform {
+    /// The monitor calls `handler` for each `KFD_IOC_EVENT_MEMORY` event it sees (from its
+    /// `kfd_hsa_memory_exception_data`: [`monitor::memory_fault`]),
+    /// on its thread, before the callbacks of the queues the fault stopped. A machine without
+    /// GPUs has no faults to report: the handler is accepted and never called.
+    fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<(), Error> {
+        if let Some(m) = &self.monitor {
+            m.set_fault_handler(handler);
+        }
+        Ok(())
     }
 }
 
@@ -841,14 +866,16 @@ impl LinuxPlatform {
     }
 }
 
-/// The error policy of a queue created without an error callback: the error is printed on
+/// The error policy of a queue created without an error callback (and the callback the C API
+/// gives `hsa_queue_create` without one, whose `hsa_core::queue::AqlQueue` records the error
+/// first): the error is printed on
 /// stderr with what amdkfd reported (the status, the event data) and the process aborts, as
 /// ROCR does for a queue error nobody listens to (a waiter on the queue's signals would
 /// otherwise wait forever). When a `log` backend takes errors, the error line is the one
-/// [`super::monitor::deliver`] logged just before, and only the abort is said here; otherwise
+/// `monitor::deliver` logged just before, and only the abort is said here; otherwise
 /// this prints the error itself. The device's own detail is in its log (the kernel log; the
 /// emulated device's `log` records).
-fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
+pub fn abort_on_queue_error(error: &Error, queue: QueueId, _data: usize) {
     if !log::log_enabled!(log::Level::Error) {
         eprintln!(
             "hsa-rt: queue {} stopped with {}: {}",

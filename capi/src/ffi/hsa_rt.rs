@@ -2,59 +2,26 @@
 //! emulated device, registered from C.
 #![allow(unsafe_code)]
 
+#[cfg(feature = "emulated")]
 use alloc::format;
 use core::ffi::c_void;
 
 use hsa_core::{bail, Status};
+#[cfg(feature = "emulated")]
 use hsa_emu::device::DispatchContext;
 
 use super::{guard, HsaStatus};
+use crate::abi::*;
 use crate::state;
 
-/// `hsa_rt_dispatch_t`: what a host kernel sees of one work-group (sizes in work-items,
-/// addresses are device addresses, which on the emulated device are host addresses too).
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct HsaRtDispatch {
-    /// Grid dimensions, 1..=3.
-    pub dimensions: u32,
-    /// Grid size x/y/z, work-items.
-    pub grid_size: [u32; 3],
-    /// Work-group size x/y/z, work-items.
-    pub workgroup_size: [u16; 3],
-    /// Padding.
-    pub reserved0: u16,
-    /// Work-groups per dimension.
-    pub workgroup_count: [u32; 3],
-    /// This work-group's id x/y/z.
-    pub workgroup_id: [u32; 3],
-    /// Group segment bytes of the dispatch.
-    pub group_segment_size: u32,
-    /// Private segment bytes per work-item.
-    pub private_segment_size: u32,
-    /// The kernel object (kernel descriptor address).
-    pub kernel_object: u64,
-    /// The kernarg segment.
-    pub kernarg_address: *mut c_void,
-    /// This work-group's group segment (LDS): `group_segment_size` zeroed bytes, valid
-    /// during the call.
-    pub group_segment: *mut c_void,
-}
-
-const _: () = assert!(core::mem::size_of::<HsaRtDispatch>() == 80);
-const _: () = assert!(core::mem::offset_of!(HsaRtDispatch, workgroup_count) == 24);
-const _: () = assert!(core::mem::offset_of!(HsaRtDispatch, kernel_object) == 56);
-const _: () = assert!(core::mem::offset_of!(HsaRtDispatch, group_segment) == 72);
-
-/// `hsa_rt_host_kernel_fn`: called once per work-group; a status other than SUCCESS stops the
-/// queue with that error.
-pub type HostKernelFn = unsafe extern "C" fn(*const HsaRtDispatch, *mut c_void) -> u32;
-
+/// A C host kernel and its `user` pointer.
+#[cfg(feature = "emulated")]
 struct CKernel {
     func: HostKernelFn,
     user: usize,
 }
 
+#[cfg(feature = "emulated")]
 impl CKernel {
     fn run(&self, ctx: &mut DispatchContext<'_>) -> Result<(), hsa_core::Error> {
         let mut d = HsaRtDispatch {
@@ -93,7 +60,7 @@ impl CKernel {
 /// # Errors
 /// `NOT_INITIALIZED` before `hsa_init`; `INVALID_ARGUMENT` for a NULL `fn` or a kernel object
 /// that is 0 or not 64-byte aligned; `INVALID_AGENT` when the runtime is not on the emulated
-/// device.
+/// device (always in a build without the `emulated` feature).
 ///
 /// # Safety
 /// `fn` is NULL or a valid function, callable from another thread with `user` until the
@@ -108,6 +75,17 @@ pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
         let Some(func) = func else {
             bail!(Status::InvalidArgument, "fn is NULL");
         };
+        #[cfg(not(feature = "emulated"))]
+        {
+            let _ = (kernel_object, func, user);
+            bail!(
+                Status::InvalidAgent,
+                "the runtime runs on {}, not on the emulated device (this library was built \
+                 without it)",
+                st.rt().platform().device_kind()
+            );
+        }
+        #[cfg(feature = "emulated")]
         let Some(emulated) = st.device().emulated() else {
             bail!(
                 Status::InvalidAgent,
@@ -115,15 +93,19 @@ pub unsafe extern "C" fn hsa_rt_emulated_register_kernel(
                 st.rt().platform().device_kind()
             );
         };
+        #[cfg(feature = "emulated")]
         let kernel = CKernel {
             func,
             user: user as usize,
         };
-        let label = format!("at kernel object {kernel_object:#x}");
-        emulated.register_kernel(hsa_core::GpuVa(kernel_object), &label, move |ctx| {
-            kernel.run(ctx)
-        })?;
-        Ok(Status::Success)
+        #[cfg(feature = "emulated")]
+        {
+            let label = format!("at kernel object {kernel_object:#x}");
+            emulated.register_kernel(hsa_core::GpuVa(kernel_object), &label, move |ctx| {
+                kernel.run(ctx)
+            })?;
+            Ok(Status::Success)
+        }
     })
 }
 
