@@ -7,13 +7,21 @@
  * With "shut-down-in-callback" after the code object, the queue's callback uses the completion
  * signal and then calls the last hsa_shut_down itself (on the runtime's event thread, which the
  * platform then must not join), and the program checks the runtime is gone.
- * Usage: memory_fault KERNELS_CODE_OBJECT [shut-down-in-callback] */
+ * With "unmapped-lock", the input is host memory the program locked (hsa_amd_memory_lock) and
+ * then unmapped (replaced by a PROT_NONE mapping, so no other mapping takes the address before
+ * the dispatch): the GPU's read of it faults at the locked pointer, as a GPU's access to a
+ * userptr buffer object whose pages went does, and the process lives on (hsa_amd_memory_unlock
+ * still succeeds). With "unmap-while-reading", 4 MiB of locked input are copied by 2^20
+ * work-items while the program unmaps it: the dispatch either completes first or faults at an
+ * address inside the locked range; never a crash.
+ * Usage: memory_fault KERNELS_CODE_OBJECT [shut-down-in-callback|unmapped-lock|unmap-while-reading] */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "check.h"
@@ -130,21 +138,47 @@ int main(int argc, char** argv) {
   OK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_MULTI, on_queue_error, NULL, 0, 0, &queue));
   shut_down_in_callback = argc > 2 && !strcmp(argv[2], "shut-down-in-callback");
   OK(hsa_signal_create(1, 0, NULL, &done));
+  int unmapped_lock = argc > 2 && !strcmp(argv[2], "unmapped-lock");
+  int racing = argc > 2 && !strcmp(argv[2], "unmap-while-reading");
+  /* The input: FAULT_ADDRESS, or locked host memory (unmapped before or during the dispatch). */
+  uint32_t items = racing ? 1u << 20 : 1;
+  size_t input_bytes = (size_t)items * sizeof(int) < 65536 ? 65536 : (size_t)items * sizeof(int);
+  void* host = NULL;
+  void* input = (void*)(uintptr_t)FAULT_ADDRESS;
+  if (unmapped_lock || racing) {
+    host = mmap(NULL, input_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT(host != MAP_FAILED);
+    memset(host, 0x5a, input_bytes);
+    OK(hsa_amd_memory_lock(host, input_bytes, &gpu, 1, &input));
+    /* The pages go at once, replaced by an inaccessible mapping that keeps the address: after
+     * a plain munmap a later mapping of this process (a thread's stack, a malloc arena) could
+     * take the hole before the kernel ran, and the GPU then read that memory instead of
+     * faulting (seen: the kernel copied 2 from an anonymous mapping over the locked range). */
+    if (unmapped_lock)
+      EXPECT(mmap(host, input_bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
+             host);
+  }
+  uint64_t fault_lo = (uint64_t)(uintptr_t)input;
+  uint64_t fault_hi = racing ? fault_lo + input_bytes : fault_lo + 1;
   int* out = NULL;
   void* kernarg = NULL;
-  OK(hsa_amd_memory_pool_allocate(fine, 4096, 0, (void**)&out));
+  OK(hsa_amd_memory_pool_allocate(fine, (size_t)items * sizeof(int) < 4096 ? 4096
+                                                                            : (size_t)items * sizeof(int),
+                                  0, (void**)&out));
   OK(hsa_amd_memory_pool_allocate(fine, kernarg_size < 64 ? 64 : kernarg_size, 0, &kernarg));
   memset(kernarg, 0, kernarg_size);
-  void* args[2] = {(void*)(uintptr_t)FAULT_ADDRESS, out};
+  void* args[2] = {input, out};
   memcpy(kernarg, args, sizeof args);
 
-  /* One work-item: out[0] = in[0], a read of FAULT_ADDRESS. */
+  /* One work-item (2^20 when racing): out[i] = in[i], a read of the input. */
   uint64_t index = hsa_queue_add_write_index_screlease(queue, 1);
   hsa_kernel_dispatch_packet_t* p =
       (hsa_kernel_dispatch_packet_t*)queue->base_address + (index & (queue->size - 1));
   memset((char*)p + 4, 0, sizeof *p - 4);
-  p->workgroup_size_x = p->workgroup_size_y = p->workgroup_size_z = 1;
-  p->grid_size_x = p->grid_size_y = p->grid_size_z = 1;
+  p->workgroup_size_x = racing ? 256 : 1;
+  p->workgroup_size_y = p->workgroup_size_z = 1;
+  p->grid_size_x = items;
+  p->grid_size_y = p->grid_size_z = 1;
   p->kernel_object = kernel_object;
   p->kernarg_address = kernarg;
   p->completion_signal = done;
@@ -155,6 +189,39 @@ int main(int argc, char** argv) {
   __atomic_store_n((uint32_t*)p, header | ((uint32_t)setup << 16), __ATOMIC_RELEASE);
   hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
 
+  if (racing) {
+    /* Unmap while the work-groups read it, then wait for the dispatch's end: completion, or a
+     * memory fault inside the locked range. */
+    EXPECT(munmap(host, input_bytes) == 0);
+    struct timespec t = {0, 10 * 1000000L};
+    for (int i = 0; i < 3000 && !atomic_load(&queue_errors) && hsa_signal_load_scacquire(done);
+         i++)
+      nanosleep(&t, NULL);
+    int faulted = atomic_load(&queue_errors) == 1;
+    EXPECT(faulted || hsa_signal_load_scacquire(done) == 0);
+    if (faulted) {
+      EXPECT(queue_status == (hsa_status_t)HSA_STATUS_ERROR_MEMORY_FAULT);
+      EXPECT(wait_for(&handler_a.calls, 1));
+      uint64_t at = handler_a.event.memory_fault.virtual_address;
+      EXPECT(at >= fault_lo && at < fault_hi);
+    }
+    OK(hsa_amd_memory_unlock(host));
+    OK(hsa_queue_destroy(queue));
+    OK(hsa_signal_destroy(done));
+    OK(hsa_amd_memory_pool_free(out));
+    OK(hsa_amd_memory_pool_free(kernarg));
+    OK(hsa_executable_destroy(e));
+    OK(hsa_code_object_reader_destroy(reader));
+    OK(hsa_shut_down());
+    free(bytes);
+    if (failures) {
+      fprintf(stderr, "memory_fault: %d checks failed\n", failures);
+      return 1;
+    }
+    printf("memory_fault: unmap while reading: %s: ok\n", faulted ? "faulted" : "completed first");
+    return 0;
+  }
+
   EXPECT(wait_for(&queue_errors, 1));
   EXPECT(queue_status == (hsa_status_t)HSA_STATUS_ERROR_MEMORY_FAULT);
   /* Each handler once, with the fault, both before the queue's callback. */
@@ -164,7 +231,7 @@ int main(int argc, char** argv) {
     EXPECT(atomic_load(&s->calls) == 1);
     EXPECT(s->event.event_type == HSA_AMD_GPU_MEMORY_FAULT_EVENT);
     EXPECT(s->event.memory_fault.agent.handle == gpu.handle);
-    EXPECT(s->event.memory_fault.virtual_address == FAULT_ADDRESS);
+    EXPECT(s->event.memory_fault.virtual_address == fault_lo);
     EXPECT(s->event.memory_fault.fault_reason_mask == HSA_AMD_MEMORY_FAULT_PAGE_NOT_PRESENT);
     EXPECT(s->seen_at < queue_error_at);
   }
@@ -186,6 +253,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   EXPECT(hsa_signal_load_scacquire(done) == 1); /* the dispatch never completed */
+  if (unmapped_lock) {
+    OK(hsa_amd_memory_unlock(host));
+    EXPECT(munmap(host, input_bytes) == 0);
+  }
 
   OK(hsa_queue_destroy(queue));
   OK(hsa_signal_destroy(done));
@@ -199,6 +270,6 @@ int main(int argc, char** argv) {
     fprintf(stderr, "memory_fault: %d checks failed\n", failures);
     return 1;
   }
-  printf("memory_fault: ok\n");
+  printf(unmapped_lock ? "memory_fault: unmapped lock: ok\n" : "memory_fault: ok\n");
   return 0;
 }

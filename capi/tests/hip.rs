@@ -181,6 +181,65 @@ fn hip_and_rocprim_sections_on_gfx908() {
     check_profile("gfx908");
 }
 
+/// `vector_add` with `HSA_RT_SYSFS` on `testdata/kfd-topology/mi100-gpu-only` (one gfx908
+/// GPU node, no CPU node), which the emulated device completes with the CPU node amdkfd
+/// always reports: HIP finds the MI100 and runs the gfx908 kernel. Before, HIP found no
+/// device (the platform's open failed on the event page's GTT memory, which the emulated
+/// device bounded by CPU nodes' banks).
+#[test]
+fn hip_vector_add_on_a_gpu_only_capture() {
+    let tree = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/kfd-topology/mi100-gpu-only/topology");
+    let Some(out) = run("vector_add", &[], Some(&tree)) else {
+        return;
+    };
+    assert_eq!(
+        hip_programs::outcome("vector_add", &out),
+        Outcome::Passed,
+        "{:?}",
+        text(&out)
+    );
+}
+
+/// `hip/hip_soak.hip` on the emulated device: 3 host threads each create and destroy streams,
+/// events, device and pinned buffers and a module per round while launching kernels and
+/// copying, every element checked; afterwards the emulated device's buffer objects are back to
+/// their bytes after the warm-up round exactly and the resident set within 48 MiB. Short by
+/// default (4 rounds); `HSA_RT_SOAK_ROUNDS=N` runs the long form.
+#[test]
+fn hip_soak_creates_and_destroys_while_launching_and_leaks_nothing() {
+    let Some((libdir, programs)) = programs() else {
+        println!("skipped: hipcc not found (install hipcc, libamdhip64-dev, rocm-device-libs)");
+        return;
+    };
+    let hipcc = hip_programs::hipcc().expect("hipcc");
+    let exe = hip_programs::build_soak(&hipcc);
+    let rounds = std::env::var("HSA_RT_SOAK_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .filter(|&r| r > 0)
+        .unwrap_or(4)
+        .to_string();
+    let out = Command::new(exe)
+        .arg(&programs.module_co)
+        .args(["3", &rounds])
+        .env("LD_LIBRARY_PATH", libdir)
+        .env("HSA_RT_DEVICE", "emulated")
+        .env("HSA_RT_LOG", "1")
+        .env_remove("HSA_RT_EMULATION")
+        .env_remove("HSA_RT_SYSFS")
+        .env_remove("HSA_RT_PROFILE")
+        .output()
+        .expect("run hip_soak");
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
+    assert!(
+        stdout.starts_with(&format!("hip_soak: ok: 3 threads x {rounds} rounds; ")),
+        "{stdout}"
+    );
+    println!("{}", stdout.trim());
+}
+
 #[test]
 fn hip_vector_add() {
     check("vector_add");

@@ -170,7 +170,7 @@ pub fn open_with(
     match choose_device(forced, kfd_present)? {
         DeviceChoice::Kfd => {
             let topology = Topology::read_default()?;
-            let driver: Arc<dyn KfdDriver> = Arc::new(DevKfd::open(&topology)?);
+            let driver: Arc<dyn KfdDriver> = DevKfd::open(&topology)?;
             LinuxPlatform::with_xnack(driver, topology, xnack)
         }
         DeviceChoice::Emulated { announce } => {
@@ -186,9 +186,10 @@ pub fn open_with(
                 (None, Some(name)) => crate::device::builtin_profile(name)?,
                 (None, None) => builtin_topology(),
             };
-            // A capture's CPU nodes are unnamed: named as libhsakmt names them.
-            topology.name_cpus_from_host();
+            // Completed first (it may add a CPU node); a capture's CPU nodes are unnamed:
+            // named as libhsakmt names them.
             crate::device::complete_capture(&mut topology);
+            topology.name_cpus_from_host();
             if announce && !ANNOUNCED.swap(true, Ordering::Relaxed) {
                 log::warn!("{}", emulated_notice(&topology));
             }
@@ -228,8 +229,10 @@ pub fn open_capture(dir: &Path) -> Result<SelectedDevice, Error> {
     }
     let xnack = xnack_request(std::env::var_os(XNACK_ENV).as_deref())?;
     let mut topology = Topology::read(dir)?;
-    // A capture's CPU nodes are unnamed: named as libhsakmt names them, after this machine's
-    // processor (rocminfo over the same capture prints that name).
+    // Completed first (it may add a CPU node, as EmulatedKfd::new would); a capture's CPU
+    // nodes are unnamed: named as libhsakmt names them, after this machine's processor
+    // (rocminfo over the same capture prints that name).
+    crate::device::complete_capture(&mut topology);
     topology.name_cpus_from_host();
     let emulated = EmulatedKfd::new(topology)?;
     let topology = emulated.topology().clone();

@@ -923,3 +923,71 @@ fn dmabuf_export_and_import_share_pages_between_devices() {
     assert_eq!(plain_ioctl(&*b, &mut foreign), Err(Errno::INVAL));
     assert_eq!(b.live_handles().memory, 0);
 }
+
+/// A second descriptor of one emulated process: every call goes to the same `EmulatedKfd`
+/// (amdkfd's one `kfd_process` per address space), as a second `open("/dev/kfd")` in one
+/// process would.
+struct SecondDescriptor(Arc<EmulatedKfd>);
+
+impl KfdDriver for SecondDescriptor {
+    fn name(&self) -> &str {
+        "emulated (second descriptor)"
+    }
+
+    unsafe fn ioctl(&self, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { self.0.ioctl(request, arg) }
+    }
+
+    unsafe fn mmap(
+        &self,
+        target: MapTarget,
+        offset: u64,
+        len: usize,
+        addr: Option<std::ptr::NonNull<u8>>,
+    ) -> Result<std::ptr::NonNull<u8>, Errno> {
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { self.0.mmap(target, offset, len, addr) }
+    }
+
+    fn render_node_fd(&self, gpu_id: u32) -> Result<i32, Errno> {
+        self.0.render_node_fd(gpu_id)
+    }
+}
+
+/// amdkfd takes one event page per process and refuses a second one
+/// (`kfd_kmap_event_page`: "Event page is already set", `EINVAL`). Two platforms on one
+/// driver share the process's page (its first event hands it over once; the second
+/// platform's events get mailboxes in it); a platform on a second descriptor of the same
+/// process hands over a page of its own, which the emulated amdkfd refuses as amdkfd does,
+/// and the error says why. That is why `DevKfd::open` opens `/dev/kfd` once per process.
+#[test]
+fn a_second_descriptor_of_the_process_cannot_hand_kfd_another_event_page() {
+    use hsa_core::platform::Platform;
+    use hsa_linux::LinuxPlatform;
+    let d = dev();
+    let topology = d.topology().clone();
+    let first = LinuxPlatform::new(d.clone(), topology.clone()).unwrap();
+    let e1 = first.create_event().unwrap();
+    let same = LinuxPlatform::new(d.clone(), topology.clone()).unwrap();
+    let e2 = same.create_event().unwrap();
+    // One page: the mailboxes are slots of it (8 bytes each).
+    assert_eq!(
+        e2.mailbox.0.wrapping_sub(e1.mailbox.0),
+        8 * u64::from(e2.id.0.wrapping_sub(e1.id.0))
+    );
+    let memory = d.live_handles().memory;
+    let second = LinuxPlatform::new(Arc::new(SecondDescriptor(d.clone())), topology).unwrap();
+    let e = second.create_event().unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(
+        e.detail().starts_with(
+            "handing KFD the process's event page (amdkfd takes one per process; another \
+             open of /dev/kfd in this process may have set it): AMDKFD_IOC_CREATE_EVENT: "
+        ),
+        "{}",
+        e.detail()
+    );
+    // The refused page was freed again.
+    assert_eq!(d.live_handles().memory, memory);
+}

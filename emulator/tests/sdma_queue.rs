@@ -731,6 +731,19 @@ fn bad_sizes_and_fields_stop_the_queue() {
             vec![1, 15, 0],
             "packet 0x00000001 (opcode 1) is 7 dwords, but only 3 were written",
         ),
+        (
+            // LINEAR_RECT of 1-byte elements, 1 x 16129 x 2043 (the fuzzer's 41 s input):
+            // destination pitch 1 and slice pitch 1 put all its rows on a few bytes.
+            vec![1 | (4 << 8), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x3f00 << 16, 0x7fa],
+            "COPY LINEAR_RECT destination slice pitch 1 elements is below the 16129 elements \
+             of a slice's 16129 rows: overlapping destination slices are not emulated",
+        ),
+        (
+            // 8 elements a row, destination pitch 4: rows overlap.
+            vec![1 | (4 << 8), 0, 0, 0, 0, 0, 0, 0, 0, 3 << 13, 0, 7 | (1 << 16), 0],
+            "COPY LINEAR_RECT destination pitch 4 elements is below the rectangle's width 8: \
+             overlapping destination rows are not emulated",
+        ),
     ] {
         let s = setup();
         s.submit(&p);

@@ -134,8 +134,10 @@ fn topology(o: &Options) -> Result<Topology, String> {
     let mut t = match (&o.sysfs, o.profile.as_deref()) {
         (Some(dir), _) => {
             let mut t = Topology::read(dir).map_err(|e| format!("--sysfs: {}", e.detail()))?;
-            // Unnamed CPU nodes get this machine's processor name, as hsainfo gives them
-            // (the fixture /proc/cpuinfo then names them so for libhsakmt).
+            // Completed first (it may add a CPU node); unnamed CPU nodes get this machine's
+            // processor name, as hsainfo gives them (the fixture /proc/cpuinfo then names
+            // them so for libhsakmt).
+            complete_capture(&mut t);
             t.name_cpus_from_host();
             t
         }

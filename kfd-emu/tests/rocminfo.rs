@@ -291,6 +291,40 @@ fn rocminfo_on_every_capture_equals_hsainfo() {
     }
 }
 
+/// Debian's ROCR 5.2 (rocminfo) under kfd-emu on `testdata/kfd-topology/mi100-gpu-only`, a
+/// tree of one gfx908 GPU node and no CPU node: kfd-emu presents it completed as amdkfd
+/// would (a CPU node 0, the GPU node 1), so ROCR starts and lists both agents as hsainfo
+/// does, field by field. Before, ROCR found no CPU agent and aborted in an assertion
+/// ("Shared object allocator is not set": its system allocator comes from the first CPU
+/// agent's memory).
+#[test]
+fn rocminfo_on_a_gpu_only_capture_equals_hsainfo() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../testdata/kfd-topology/mi100-gpu-only/topology");
+    let Some(out) = kfd_emu(&["--sysfs", root.to_str().unwrap(), "--", ROCMINFO]) else {
+        return;
+    };
+    let text = rocminfo_text(&out, "mi100-gpu-only");
+    let mut topology = Topology::read(&root).expect("topology");
+    hsa_emu::device::complete_capture(&mut topology);
+    topology.name_cpus_from_host();
+    let ours = hsainfo(topology);
+    let n = compare("mi100-gpu-only", &text, &ours, false);
+    assert!(n > 40, "only {n} fields compared");
+    assert_eq!(
+        text.matches("Device Type:             GPU").count(),
+        1,
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("Device Type:             CPU").count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("  Name:                    gfx908"), "{text}");
+    assert!(text.contains("  Compute Unit:            120"), "{text}");
+}
+
 #[test]
 fn trace_records_ioctls_and_mmaps_by_name() {
     let trace = std::env::temp_dir().join(format!("kfd-emu-trace-{}.txt", std::process::id()));

@@ -562,7 +562,19 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
     }
 
     fn wait(&self, id: EventId, timeout_ns: u64) -> Result<WaitOutcome, Error> {
-        if !self.events.is_allocated(id) {
+        self.wait_any(core::slice::from_ref(&id), timeout_ns)
+    }
+
+    /// Waits until any of `ids` is pending (consuming the first pending one, in list order;
+    /// the others stay pending for the next wait), a destroyed one (a spurious return), or
+    /// the timeout: spins [`Host::wait_spin_ns`], then
+    /// sleeps in [`Host::wait_for_interrupt`] until the deadline, re-checking after each
+    /// wake-up.
+    fn wait_any(&self, ids: &[EventId], timeout_ns: u64) -> Result<WaitOutcome, Error> {
+        if ids.is_empty() {
+            hsa_core::bail!(Status::InvalidArgument, "wait_any_event: no events");
+        }
+        if let Some(&id) = ids.iter().find(|&&id| !self.events.is_allocated(id)) {
             return Err(event_not_allocated(id));
         }
         let freq = self.host.timestamp_frequency_hz().max(1);
@@ -577,7 +589,10 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             .min(deadline);
         loop {
             // A destroyed event wakes its waiters (a spurious return: callers re-check).
-            if self.events.take(id) || !self.events.is_allocated(id) {
+            if ids
+                .iter()
+                .any(|&id| self.events.take(id) || !self.events.is_allocated(id))
+            {
                 return Ok(WaitOutcome::Signaled);
             }
             let now = self.host.timestamp_ticks();
@@ -591,7 +606,8 @@ impl<H: Host, const EVENT_WORDS: usize> BaremetalPlatform<H, EVENT_WORDS> {
             // Check after arming: the host re-evaluates this with interrupts masked and sleeps
             // only if the event is still not pending.
             self.host.wait_for_interrupt(deadline, &|| {
-                !self.events.is_pending(id) && self.events.is_allocated(id)
+                ids.iter()
+                    .all(|&id| !self.events.is_pending(id) && self.events.is_allocated(id))
             });
         }
     }

@@ -243,6 +243,17 @@ unsafe impl<H: Host, const W: usize> Platform for BaremetalPlatform<H, W> {
         self.wait(event, timeout_ns)
     }
 
+    /// One wait over all of `events`: returns as soon as any is pending (consuming the first
+    /// pending one; the caller re-reads its signals, as after a KFD wait-any), sleeping in
+    /// [`Host::wait_for_interrupt`] until the caller's deadline while none is. No event waits
+    /// for another's turn (the trait's default waits on the first for at most 1 ms).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` for an empty list or an event that is not allocated.
+    fn wait_any_event(&self, events: &[EventId], timeout_ns: u64) -> Result<WaitOutcome, Error> {
+        self.wait_any(events, timeout_ns)
+    }
+
     fn signal_event(&self, event: EventId) -> Result<(), Error> {
         if !self.events.set_pending(event) {
             return Err(crate::event_not_allocated(event));

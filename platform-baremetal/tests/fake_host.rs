@@ -268,6 +268,48 @@ fn waiter_is_woken_by_another_threads_interrupt() {
     }
 }
 
+/// `wait_any_event` waits on every event at once: a waiter on three events sleeps once and
+/// is woken by the interrupt of the last one (the trait's default would wait on the first
+/// alone, for at most 1 ms, and return TimedOut); a pending event among them returns at once
+/// without sleeping, and only that one is consumed.
+#[test]
+fn wait_any_event_sleeps_once_over_every_event() {
+    let p = platform();
+    let evs: Vec<EventId> = (0..3).map(|_| p.create_event().unwrap().id).collect();
+    let sleeps = p.host().sleeps.load(Ordering::SeqCst);
+    let woken = p.host().woken.load(Ordering::SeqCst);
+    let waiter = {
+        let p = Arc::clone(&p);
+        let evs = evs.clone();
+        std::thread::spawn(move || p.wait_any_event(&evs, 10_000_000_000).unwrap())
+    };
+    // Let it block (it sleeps until the interrupt whatever this delay is).
+    while p.host().sleeps.load(Ordering::SeqCst) == sleeps {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    p.host().put_raw(0, eop(evs[2].get()));
+    p.host().set_wptr(32);
+    assert_eq!(p.on_interrupt(), 1);
+    assert_eq!(waiter.join().unwrap(), WaitOutcome::Signaled);
+    assert_eq!(p.host().sleeps.load(Ordering::SeqCst) - sleeps, 1);
+    assert_eq!(p.host().woken.load(Ordering::SeqCst) - woken, 1);
+    // Two pending: one wait returns at once and consumes the first in list order.
+    p.signal_event(evs[0]).unwrap();
+    p.signal_event(evs[1]).unwrap();
+    let sleeps = p.host().sleeps.load(Ordering::SeqCst);
+    assert_eq!(p.wait_any_event(&evs, 0).unwrap(), WaitOutcome::Signaled);
+    assert_eq!(
+        p.wait_any_event(&evs[1..], 0).unwrap(),
+        WaitOutcome::Signaled
+    );
+    assert_eq!(p.wait_any_event(&evs, 0).unwrap(), WaitOutcome::TimedOut);
+    assert_eq!(p.host().sleeps.load(Ordering::SeqCst), sleeps);
+    assert_eq!(
+        p.wait_any_event(&[], 0).unwrap_err().status(),
+        Status::InvalidArgument
+    );
+}
+
 #[test]
 fn memory_and_topology() {
     let p = platform();

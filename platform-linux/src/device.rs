@@ -6,13 +6,14 @@
 //!
 //! | call | amdkfd |
 //! |---|---|
-//! | `new` | `GET_VERSION` (major 1), `ACQUIRE_VM` per GPU, `GET_PROCESS_APERTURES_NEW`; with GPUs, `CREATE_EVENT(MEMORY)` (handing KFD the event page) and `CREATE_EVENT(HW_EXCEPTION)` for the queue-error [`monitor`] |
+//! | `new` | `GET_VERSION` (major 1), `ACQUIRE_VM` per GPU, `GET_PROCESS_APERTURES_NEW`: nothing more, so that a report on the topology needs no device event or memory |
 //! | `allocate_memory` System | host pages at a carved VA, `ALLOC_MEMORY_OF_GPU(USERPTR)`, `MAP_MEMORY_TO_GPU` (all GPUs) |
 //! | `allocate_memory` DeviceLocal | `ALLOC_MEMORY_OF_GPU(VRAM)` at a carved VA, render-node mmap when host-visible, `MAP_MEMORY_TO_GPU` (its GPU) |
 //! | `free_memory` | `UNMAP_MEMORY_FROM_GPU`, `FREE_MEMORY_OF_GPU`, VA back to the reservation |
-//! | `create_queue` | EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap; the queue is watched by the [`monitor`] |
+//! | `create_queue` | the first time: `CREATE_EVENT(MEMORY)` and `CREATE_EVENT(HW_EXCEPTION)` for the queue-error [`monitor`]; then EOP (VRAM) and CWSR (host) buffers, `CREATE_QUEUE(COMPUTE_AQL)`, doorbell page mmap; the queue is watched by the [`monitor`] |
+//! | `create_sdma_queue` | the first queue of either kind starts the [`monitor`] (as `create_queue`); then `CREATE_QUEUE(SDMA)` on the caller's ring, doorbell page mmap; the engine's faults arrive as the monitor's events |
 //! | `ring_doorbell` | one 64-bit release store to the doorbell word through the queue's [`KfdDoorbell`]: no lock, no lookup |
-//! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the first event (the monitor's, on a machine with GPUs) hands KFD the event page |
+//! | `create_event` | `CREATE_EVENT(SIGNAL, auto_reset)`; the process's first event (this one, or the monitor's) hands KFD the event page |
 //! | `wait_event` / `signal_event` / `destroy_event` | `WAIT_EVENTS` / `SET_EVENT` / `DESTROY_EVENT` |
 //!
 //! Every chunk's device address is its host address (amdkfd SVM): all chunks are carved from
@@ -32,11 +33,12 @@ pub use cwsr::{
 
 use std::collections::{HashMap, HashSet};
 use std::ptr::NonNull;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
-    DeviceType, MemoryChunk, MemoryFlags, MemoryKind, NodeProperties, Platform, SharedMemory,
+    DeviceType, MemoryChunk, MemoryFaultHandler, MemoryFlags, MemoryKind, NodeProperties, Platform,
+    SharedMemory,
 };
 use hsa_core::{bail, error, Error, Status};
 use rustix::io::Errno;
@@ -50,6 +52,34 @@ use crate::topology::{Topology, TopologyNode};
 /// Address space reserved per platform for all chunks, bytes (64 GiB; `MAP_NORESERVE`, so it
 /// costs no memory until used).
 pub const VA_RESERVATION_BYTES: u64 = 64 << 30;
+
+/// The smallest address reservation the platform falls back to where the address space
+/// refuses [`VA_RESERVATION_BYTES`] (halving from it), bytes (4 GiB).
+pub const MIN_VA_RESERVATION_BYTES: u64 = 4 << 30;
+
+/// Reserves the process's GPU address range: [`VA_RESERVATION_BYTES`], or, where the address
+/// space cannot take that much at once (a `ulimit -v`, valgrind's address-space manager, which
+/// refuses 64 GiB), the largest half of it that it can, down to
+/// [`MIN_VA_RESERVATION_BYTES`]: chunks then run out sooner (`OUT_OF_RESOURCES`), nothing
+/// else changes.
+///
+/// # Errors
+/// [`Status::OutOfResources`] (`ENOMEM`) or [`Status::Error`] naming the errno when not even
+/// the minimum can be reserved.
+fn reserve_va() -> Result<VaSpace, Error> {
+    let mut len = VA_RESERVATION_BYTES;
+    loop {
+        match VaSpace::reserve(len) {
+            Ok(v) => return Ok(v),
+            Err(e)
+                if len > MIN_VA_RESERVATION_BYTES && matches!(e, Errno::NOMEM | Errno::INVAL) =>
+            {
+                len /= 2;
+            }
+            Err(e) => return Err(va_error("reserving the GPU address range", e)),
+        }
+    }
+}
 
 /// Chunks of at least this size are placed at multiples of it, so the GPU can use 2 MiB pages
 /// (libhsakmt's `GPU_HUGE_PAGE_SIZE`), bytes.
@@ -175,7 +205,7 @@ struct State {
 /// use hsa_linux::LinuxPlatform;
 ///
 /// let topology = Topology::read_default()?;
-/// let driver = Arc::new(DevKfd::open(&topology)?);
+/// let driver = DevKfd::open(&topology)?;
 /// let platform = LinuxPlatform::new(driver, topology)?;
 /// # Ok::<(), hsa_core::Error>(())
 /// ```
@@ -202,8 +232,13 @@ pub struct LinuxPlatform {
     state: Mutex<State>,
     /// The process's XNACK mode, as KFD reported it at open.
     xnack: bool,
-    /// The queue-error monitor (machines with GPUs).
-    monitor: Option<monitor::Monitor>,
+    /// The queue-error monitor, started with the first compute queue (nothing else can
+    /// fault or hang): a platform that makes no queue (a report on the topology) creates no
+    /// KFD event and so needs no event page.
+    monitor: OnceLock<monitor::Monitor>,
+    /// Held while the monitor starts (one start, however many threads make their first
+    /// queue at once); holds the memory-fault handler, which a monitor started later gets.
+    monitor_start: Mutex<Option<MemoryFaultHandler>>,
 }
 
 impl std::fmt::Debug for LinuxPlatform {
@@ -374,10 +409,7 @@ impl LinuxPlatform {
                 gpuvm_limit: 0,
             })
             .collect();
-        let process = process::process_of(&driver, || {
-            VaSpace::reserve(VA_RESERVATION_BYTES)
-                .map_err(|e| va_error("reserving the GPU address range", e))
-        })?;
+        let process = process::process_of(&driver, reserve_va)?;
         let va = &process.va;
 
         for gpu in &gpus {
@@ -432,7 +464,7 @@ impl LinuxPlatform {
             }
         }
 
-        let mut platform = LinuxPlatform {
+        Ok(LinuxPlatform {
             driver,
             topology,
             version: (v.major_version, v.minor_version),
@@ -440,17 +472,37 @@ impl LinuxPlatform {
             process,
             state: Mutex::new(State::default()),
             xnack,
-            monitor: None,
-        };
-        if !platform.gpus.is_empty() {
-            platform.start_monitor()?;
-        }
-        Ok(platform)
+            monitor: OnceLock::new(),
+            monitor_start: Mutex::new(None),
+        })
     }
 
-    /// Creates the memory and hardware-exception events (the first hands KFD the event
-    /// page, as ROCR's first event does) and starts the [`monitor`] on them.
-    fn start_monitor(&mut self) -> Result<(), Error> {
+    /// The queue-error monitor, started on first use: creates the memory and
+    /// hardware-exception events (the process's first event hands KFD the event page, as
+    /// ROCR's first event does) and starts the [`monitor`] on them with the memory-fault
+    /// handler installed so far. ROCR creates the same two events at start-up; here they wait
+    /// for the first compute queue, the only thing whose errors they report, so that a
+    /// platform opened to read the topology (hsainfo) asks KFD for nothing else.
+    ///
+    /// # Errors
+    /// The error of either `CREATE_EVENT` (or of the event page's allocation), prefixed with
+    /// `"creating the KFD <memory|hardware-exception> event that reports queue errors"`; the
+    /// thread's spawn error.
+    fn monitor(&self) -> Result<&monitor::Monitor, Error> {
+        if let Some(m) = self.monitor.get() {
+            return Ok(m);
+        }
+        let handler = lock(&self.monitor_start);
+        if let Some(m) = self.monitor.get() {
+            return Ok(m);
+        }
+        let m = self.start_monitor()?;
+        m.set_fault_handler(*handler);
+        Ok(self.monitor.get_or_init(|| m))
+    }
+
+    /// Creates the memory and hardware-exception events and starts the [`monitor`] on them.
+    fn start_monitor(&self) -> Result<monitor::Monitor, Error> {
         let what = |kind: &str, e: Error| {
             e.context(&format!(
                 "creating the KFD {kind} event that reports queue errors"
@@ -489,10 +541,7 @@ impl LinuxPlatform {
             hw,
             gpu_nodes,
         ) {
-            Ok(m) => {
-                self.monitor = Some(m);
-                Ok(())
-            }
+            Ok(m) => Ok(m),
             Err(e) => {
                 destroy(memory);
                 destroy(hw);
@@ -502,9 +551,10 @@ impl LinuxPlatform {
     }
 
     /// The KFD ids of the queue-error monitor's memory and hardware-exception events; `None`
-    /// on a machine without GPUs (no monitor).
+    /// until the platform's first compute queue started the monitor (never on a machine
+    /// without GPUs).
     pub fn exception_events(&self) -> Option<(u32, u32)> {
-        self.monitor.as_ref().map(monitor::Monitor::events)
+        self.monitor.get().map(monitor::Monitor::events)
     }
 
     /// The driver's short name ([`KfdDriver::name`]): `"kfd"` for the real `/dev/kfd`.

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use hsa_core::addr::{EventId, GpuVa, NodeId, QueueId};
 use hsa_core::platform::{
     HostMemoryRegistration, MemoryChunk, MemoryFlags, MemoryKind, MemoryRequest, NodeProperties,
-    Platform, QueueKind, QueueRequest, TopologySource, WaitOutcome,
+    Platform, QueueKind, QueueRequest, SdmaQueueRequest, SdmaQueues, TopologySource, WaitOutcome,
 };
 use hsa_core::Status;
 use hsa_linux::device::monitor::MONITOR_SLICE_MS;
@@ -460,6 +460,9 @@ fn open_sequence() {
     assert_eq!(p.kfd_version(), (1, 14));
     assert_eq!(p.device_name(), "fake");
     let order: Vec<u32> = fake.log.lock().unwrap().calls.iter().map(|c| c.0).collect();
+    // Nothing but the version, the VM, XNACK and the apertures: no event, no event page
+    // (the queue-error monitor's events come with the first queue, see
+    // `the_first_queue_starts_the_monitor`), so a report on the topology needs neither.
     assert_eq!(
         order,
         [
@@ -467,17 +470,50 @@ fn open_sequence() {
             AMDKFD_IOC_ACQUIRE_VM,
             AMDKFD_IOC_SET_XNACK_MODE,
             AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
-            // The queue-error monitor's events, as ROCR makes them at start-up: the memory
-            // event first, handing KFD the event page (allocated and mapped to the GPU),
-            // then the hardware-exception event.
+        ]
+    );
+    assert_eq!(p.exception_events(), None);
+    // XNACK: only queried (-1) when nothing is asked; the fake leaves -1, which reads as off.
+    let x: SetXnackModeArgs = fake.last(AMDKFD_IOC_SET_XNACK_MODE);
+    assert_eq!(x.xnack_enabled, -1);
+    assert!(!p.xnack_enabled());
+    let vm: AcquireVmArgs = fake.last(AMDKFD_IOC_ACQUIRE_VM);
+    assert_eq!(vm.gpu_id, GPU_ID);
+    assert_eq!(vm.drm_fd, u32::MAX, "the default render_node_fd is -1");
+    let ap: GetProcessAperturesNewArgs = fake.last(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW);
+    assert_eq!(ap.num_of_nodes, 1);
+    assert_eq!(p.gpus()[0].gpuvm_base, 0x20_0000);
+    assert_eq!(p.gpus()[0].gpuvm_limit, 0x7fff_ffff_ffff);
+}
+
+/// The first compute queue starts the queue-error monitor before anything of the queue is
+/// made: the memory event first, handing KFD the event page (allocated and mapped to the
+/// GPU), then the hardware-exception event, as ROCR makes them at start-up; a second queue
+/// makes no more events.
+#[test]
+fn the_first_queue_starts_the_monitor() {
+    let (fake, p) = open();
+    let (ring, amdq) = queue_memory(&p);
+    let before = fake.log.lock().unwrap().calls.len();
+    // SAFETY: the ring and amd_queue_t chunks live until the platform drops, after the queue.
+    unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
+    let order: Vec<u32> = fake.log.lock().unwrap().calls[before..]
+        .iter()
+        .map(|c| c.0)
+        .collect();
+    assert_eq!(
+        order[..4],
+        [
             AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
             AMDKFD_IOC_MAP_MEMORY_TO_GPU,
             AMDKFD_IOC_CREATE_EVENT,
             AMDKFD_IOC_CREATE_EVENT,
-        ]
+        ],
+        "{order:x?}"
     );
     let events: Vec<CreateEventArgs> = fake.calls(AMDKFD_IOC_CREATE_EVENT);
-    let page = fake.replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)[0];
+    let page = fake.replies::<AllocMemoryOfGpuArgs>(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU)[2];
+    assert_eq!(page.size, EVENT_PAGE_BYTES);
     assert_eq!(
         (
             events[0].event_type,
@@ -500,17 +536,79 @@ fn open_sequence() {
         .map(|a| a.event_id)
         .collect();
     assert_eq!(p.exception_events(), Some((ids[0], ids[1])));
-    // XNACK: only queried (-1) when nothing is asked; the fake leaves -1, which reads as off.
-    let x: SetXnackModeArgs = fake.last(AMDKFD_IOC_SET_XNACK_MODE);
-    assert_eq!(x.xnack_enabled, -1);
-    assert!(!p.xnack_enabled());
-    let vm: AcquireVmArgs = fake.last(AMDKFD_IOC_ACQUIRE_VM);
-    assert_eq!(vm.gpu_id, GPU_ID);
-    assert_eq!(vm.drm_fd, u32::MAX, "the default render_node_fd is -1");
-    let ap: GetProcessAperturesNewArgs = fake.last(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW);
-    assert_eq!(ap.num_of_nodes, 1);
-    assert_eq!(p.gpus()[0].gpuvm_base, 0x20_0000);
-    assert_eq!(p.gpus()[0].gpuvm_limit, 0x7fff_ffff_ffff);
+    let (ring2, amdq2) = queue_memory(&p);
+    // SAFETY: as above.
+    unsafe { p.create_queue(&queue_request(&ring2, &amdq2)) }.unwrap();
+    assert_eq!(fake.count(AMDKFD_IOC_CREATE_EVENT), 2);
+}
+
+/// An SDMA queue starts the monitor too when it is the platform's first queue, before its
+/// CREATE_QUEUE: an SDMA engine's memory fault reaches the process only through the monitor's
+/// events (without them the C library's sdma_fault saw no fault event and its copy's signal
+/// never went to -1).
+#[test]
+fn the_first_sdma_queue_starts_the_monitor() {
+    let (fake, p) = open();
+    let (ring, _amdq) = queue_memory(&p);
+    let before = fake.log.lock().unwrap().calls.len();
+    let request = SdmaQueueRequest {
+        node: GPU_NODE,
+        ring: ring.gpu_va,
+        ring_size_bytes: 4096,
+        read_pointer: GpuVa(ring.gpu_va.0 + 8192),
+        write_pointer: GpuVa(ring.gpu_va.0 + 8200),
+    };
+    // SAFETY: the ring and pointer words are in `ring`, which lives until the platform drops.
+    unsafe { p.create_sdma_queue(&request) }.unwrap();
+    let order: Vec<u32> = fake.log.lock().unwrap().calls[before..]
+        .iter()
+        .map(|c| c.0)
+        .collect();
+    let first_create_queue = order
+        .iter()
+        .position(|&c| c == AMDKFD_IOC_CREATE_QUEUE)
+        .expect("CREATE_QUEUE");
+    let events: Vec<usize> = order
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c == AMDKFD_IOC_CREATE_EVENT)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(events.len(), 2, "{order:x?}");
+    assert!(events[1] < first_create_queue, "{order:x?}");
+    let kinds: Vec<u32> = fake
+        .calls::<CreateEventArgs>(AMDKFD_IOC_CREATE_EVENT)
+        .iter()
+        .map(|e| e.event_type)
+        .collect();
+    assert_eq!(kinds, [KFD_IOC_EVENT_MEMORY, KFD_IOC_EVENT_HW_EXCEPTION]);
+    assert!(p.exception_events().is_some());
+}
+
+/// A monitor that cannot start (its event cannot be created) fails the queue, named, before
+/// CREATE_QUEUE; the next queue tries again.
+#[test]
+fn a_monitor_that_cannot_start_fails_the_queue() {
+    let (fake, p) = open();
+    let (ring, amdq) = queue_memory(&p);
+    fake.fail
+        .lock()
+        .unwrap()
+        .insert(AMDKFD_IOC_CREATE_EVENT, Errno::NOSPC);
+    // SAFETY: the ring and amd_queue_t chunks live until the platform drops.
+    let e = unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap_err();
+    assert!(
+        e.detail()
+            .starts_with("creating the KFD memory event that reports queue errors: "),
+        "{}",
+        e.detail()
+    );
+    assert_eq!(fake.count(AMDKFD_IOC_CREATE_QUEUE), 0);
+    assert_eq!(p.exception_events(), None);
+    fake.fail.lock().unwrap().clear();
+    // SAFETY: as above.
+    unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
+    assert!(p.exception_events().is_some());
 }
 
 #[test]
@@ -1469,6 +1567,9 @@ fn destroying_a_queue_reports_the_error_it_stored() {
 #[test]
 fn dropping_the_platform_ends_the_monitor_at_once() {
     let (fake, p) = open();
+    let (ring, amdq) = queue_memory(&p);
+    // SAFETY: the chunks stay live until the platform drops, after the queue.
+    unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
     let (memory, hw) = p.exception_events().unwrap();
     // Let the thread block in WAIT_EVENTS.
     std::thread::sleep(Duration::from_millis(50));
@@ -1525,7 +1626,9 @@ fn invalid_queue_requests() {
         "{}",
         e.detail()
     );
-    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU) - allocs, 2);
+    // The event page (the monitor started with this first queue, and stays) and the EOP and
+    // CWSR buffers; the last two are freed.
+    assert_eq!(fake.count(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU) - allocs, 3);
     assert_eq!(fake.count(AMDKFD_IOC_FREE_MEMORY_OF_GPU) - frees, 2);
 }
 
@@ -1553,6 +1656,9 @@ fn a_queue_kfd_would_not_destroy_keeps_its_buffers() {
     for destroy_works_later in [true, false] {
         let (fake, p) = open();
         let (ring, amdq) = queue_memory(&p);
+        // An event first: the event page is mapped before mmap fails (the queue's monitor then
+        // needs no mapping).
+        p.create_event().unwrap();
         fake.log.lock().unwrap().fail_mmap = Some(Errno::NOMEM);
         fake.fail
             .lock()
@@ -1621,13 +1727,11 @@ fn queue_save_area_beyond_32_bits_is_named_as_such() {
 fn events_page_mailbox_wait_signal() {
     let (fake, p) = open_logged();
     let e1 = p.create_event().unwrap();
-    // The process's first event (the monitor's memory event, at open) handed KFD the page.
+    // The process's first event (no queue yet, so no monitor) handed KFD the page.
     let first: CreateEventArgs = fake.calls(AMDKFD_IOC_CREATE_EVENT)[0];
-    let e1_args: CreateEventArgs = fake.last(AMDKFD_IOC_CREATE_EVENT);
-    assert_eq!(fake.count(AMDKFD_IOC_CREATE_EVENT), 3);
-    assert_eq!(e1_args.event_type, KFD_IOC_EVENT_SIGNAL);
-    assert_eq!(e1_args.auto_reset, 1);
-    assert_eq!(e1_args.event_page_offset, 0, "the page is handed over once");
+    assert_eq!(fake.count(AMDKFD_IOC_CREATE_EVENT), 1);
+    assert_eq!(first.event_type, KFD_IOC_EVENT_SIGNAL);
+    assert_eq!(first.auto_reset, 1);
     // The event page: a 32 KiB uncached, coherent GTT buffer object whose handle goes to KFD
     // (amdkfd maps it into the kernel, which it refuses for USERPTR memory), mapped for the
     // host from the render node at its mmap_offset.
@@ -1727,10 +1831,10 @@ fn drop_releases_everything() {
     let monitor_events;
     {
         let p = LinuxPlatform::new(fake.clone(), topology()).unwrap();
-        monitor_events = p.exception_events().unwrap();
         let (ring, amdq) = queue_memory(&p);
         // SAFETY: the chunks stay live until the platform drops, after the queue.
         unsafe { p.create_queue(&queue_request(&ring, &amdq)) }.unwrap();
+        monitor_events = p.exception_events().unwrap();
         p.create_event().unwrap();
         p.allocate_memory(&req(
             GPU_NODE,

@@ -10,6 +10,13 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+mod engines;
+mod image;
+pub mod seeds;
+
+pub use engines::{drm_ioctl, ih_ring, mqd, pm4, sdma};
+pub use image::{image, image_descriptor};
+
 use hsa_baremetal::ih::IhEntry;
 use hsa_core::loader::code_object::AlignedBytes;
 use hsa_core::loader::CodeObject;
@@ -34,6 +41,13 @@ pub const TARGETS: &[(&str, Harness)] = &[
     ("gfx9_decode", gfx9_decode),
     ("kfd_ioctl", kfd_ioctl),
     ("gfx9_llvm_diff", gfx9_llvm_diff),
+    ("pm4", pm4),
+    ("sdma", sdma),
+    ("mqd", mqd),
+    ("ih_ring", ih_ring),
+    ("image", image),
+    ("image_descriptor", image_descriptor),
+    ("drm_ioctl", drm_ioctl),
 ];
 
 /// Code-object reader: [`CodeObject::parse`] on the bytes (copied to aligned storage), then
@@ -150,6 +164,13 @@ pub fn topology(data: &[u8]) {
             assert!(e.detail().to_string().starts_with("/fuzz/topology"), "{e}");
         }
     }
+}
+
+/// Whether `data`, as the [`topology`] target reads it, builds a tree that
+/// [`Topology::read_from`] accepts (the corpus should mostly reach past the reader's checks).
+pub fn topology_accepts(data: &[u8]) -> bool {
+    let root = Path::new("/fuzz/topology");
+    Topology::read_from(&topology_tree(root, data), root).is_ok()
 }
 
 /// Builds a sysfs topology tree under `root`, in memory, from fuzz bytes. Chunks (split at

@@ -312,6 +312,10 @@ fn catalogue() -> Vec<Row> {
             let rt = Runtime::new(Arc::new(SelectedDevice::emulated(emulated.clone())?.platform))?;
             let gpu = rt.first_gpu().expect("gpu");
             let config = QueueConfig::new(NodeId(gpu.node()), 1024, gpu.queue_min_size(), gpu.queue_max_size());
+            // The platform's first queue also starts its queue-error monitor (the event page
+            // and two events): made and destroyed first, so that every queue below makes the
+            // same ioctls.
+            AqlQueue::create(rt.platform(), &config)?.destroy()?;
             // The queue's ring and amd_queue_t are allocated first; fail the next CREATE_QUEUE.
             let mut n = 0;
             loop {

@@ -106,4 +106,76 @@ fn topology_seeds_encode_the_captured_dumps() {
         }
     }
     assert!(n == 0 || n == 4, "{n} of the four dumps found");
+    // The repository's own trees (always present): the MI60 profile's and the GPU-only MI100.
+    for case in ["mi60-gfx906", "mi100-gpu-only"] {
+        let tree = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/kfd-topology")
+            .join(case)
+            .join("topology");
+        let seed_path = dir.join(case);
+        let fresh = topology_seed(&tree);
+        if hsa_linux::env::switch("HSA_RT_WRITE_SEEDS").unwrap() {
+            std::fs::write(&seed_path, &fresh).unwrap();
+        }
+        let seed = std::fs::read(&seed_path)
+            .unwrap_or_else(|e| panic!("{case}: {e} (HSA_RT_WRITE_SEEDS=1 writes it)"));
+        assert!(
+            seed == fresh,
+            "{case}: seed is stale (HSA_RT_WRITE_SEEDS=1)"
+        );
+        let root = std::path::Path::new("/seed");
+        let t = Topology::read_from(&topology_tree(root, &seed), root)
+            .unwrap_or_else(|e| panic!("{case}: {e}"));
+        assert_eq!(t, Topology::read(&tree).unwrap(), "{case}");
+    }
+}
+
+/// The seeds of the engine and image targets are what `hsa_tests::fuzz_targets::seeds`
+/// builds from the runtime's own packet, MQD, IH and image builders (`HSA_RT_WRITE_SEEDS=1`
+/// rewrites them), and each runs through its target.
+#[test]
+fn engine_and_image_seeds_are_the_builders_output() {
+    use hsa_tests::fuzz_targets::seeds::seeds;
+    let write = std::env::var_os("HSA_RT_WRITE_SEEDS").is_some_and(|v| v == "1");
+    for (target, name, bytes) in seeds() {
+        let path = fuzz_dir().join("seeds").join(target).join(name);
+        if write {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &bytes).unwrap();
+        }
+        let on_disk = std::fs::read(&path)
+            .unwrap_or_else(|e| panic!("{}: {e} (HSA_RT_WRITE_SEEDS=1 writes it)", path.display()));
+        assert!(
+            on_disk == bytes,
+            "{} differs from its builder",
+            path.display()
+        );
+        let run = TARGETS.iter().find(|(t, _)| *t == target).unwrap().1;
+        run(&bytes);
+    }
+}
+
+/// The checked-in topology corpus mostly reaches past the reader's checks: at least half of
+/// its inputs build a tree `Topology::read_from` accepts, so that fuzzing from it exercises
+/// the completion and the derived values, not only the refusals. (The reader became stricter
+/// after the corpus was minimized: 1 of its 40 inputs still passed.)
+#[test]
+fn the_topology_corpus_mostly_reaches_an_accepted_topology() {
+    use hsa_tests::fuzz_targets::topology_accepts;
+    let dir = fuzz_dir().join("corpus/topology");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    let accepted = files
+        .iter()
+        .filter(|p| topology_accepts(&std::fs::read(p).unwrap()))
+        .count();
+    assert!(
+        files.len() >= 20 && accepted * 2 >= files.len(),
+        "{accepted} of {} topology corpus inputs are accepted",
+        files.len()
+    );
 }

@@ -53,6 +53,34 @@ impl<const N: usize> Page<N> {
 }
 
 static IH_RING: Page<{ IH_RING_BYTES / 8 }> = Page::new();
+
+/// The value word (`amd_signal_t.value`, a guest-physical = virtual address) of a signal that
+/// the next halt stores 0 into before it halts; 0: none (see [`gate_on_next_halt`]).
+static HALT_GATE: AtomicU64 = AtomicU64::new(0);
+
+/// Arms a gate: the next time a waiter halts in [`Host::wait_for_interrupt`] (interrupts
+/// masked, still waiting), it first stores 0 (Release) into the 64-bit signal value at
+/// `value_address`. A packet behind a barrier-AND on that signal then cannot complete before
+/// a waiter has halted, whatever the host's scheduling: the main job uses it so that its wait
+/// deterministically blocks before the dispatch it waits for runs (an interrupt raised after
+/// the store stays pending while interrupts are masked and ends the halt).
+///
+/// # Safety
+/// `value_address` is the 8-aligned value word of a live signal in guest RAM that stays live
+/// until the gate opened (the caller waits for that).
+pub unsafe fn gate_on_next_halt(value_address: u64) {
+    HALT_GATE.store(value_address, Ordering::Release);
+}
+
+/// Opens the armed gate, if any (see [`gate_on_next_halt`]).
+fn open_gate() {
+    let at = HALT_GATE.swap(0, Ordering::AcqRel);
+    if at != 0 {
+        // SAFETY: `gate_on_next_halt`'s caller guarantees a live, 8-aligned signal value word;
+        // the device reads it atomically (64-bit accesses are single-copy atomic on x86).
+        unsafe { (*(at as *const AtomicU64)).store(0, Ordering::Release) };
+    }
+}
 static IH_WPTR: Page<1> = Page::new();
 
 /// The platform, reachable from the interrupt handlers.
@@ -217,6 +245,7 @@ unsafe impl Host for VmHost {
             return;
         }
         self.halts.fetch_add(1, Ordering::Relaxed);
+        open_gate();
         apic::arm_timer(deadline_ticks);
         // An interrupt that arrived after the check is pending now and ends the halt.
         enable_interrupts_and_halt();

@@ -48,8 +48,6 @@ const CPU: NodeId = NodeId(0);
 const WORKGROUP: u16 = 256;
 /// Dispatches in the barrier-AND chain.
 const CHAIN: usize = 4;
-/// How many times the main job runs at most to get one attempt whose wait blocked (see `run`).
-const MAIN_JOB_ATTEMPTS: u32 = 16;
 /// Queue size, packets.
 const QUEUE_PACKETS: u32 = 1024;
 /// Timeout of one wait, ns.
@@ -289,47 +287,56 @@ pub fn run(p: &'static Vm, cfg: Config) -> Result<(), Error> {
     c.fill(|_| 0);
     let ka = kernarg(p, a.va(), c.va())?;
     let done = signals.create_interrupt(1)?;
-    // The device is a thread of the host that runs this vCPU; when the host preempts the vCPU
-    // between the doorbell and the wait (two shared cores, other VMs and tests beside it), the
-    // dispatch completes first and the wait returns without blocking. Such an attempt proves
-    // nothing about the blocked wait, so it is run again, up to MAIN_JOB_ATTEMPTS times.
-    let mut attempt = 0;
-    let (halts, interrupts, ticks) = loop {
-        attempt += 1;
-        c.fill(|_| 0);
-        done.store(1, StoreOrder::Relaxed);
-        let halts0 = p.host().halts.load(Ordering::Relaxed);
-        let ih0 = IH_INTERRUPTS.load(Ordering::Relaxed);
-        let t0 = rdtsc();
-        submit(
-            &queue,
-            &dispatch_packet(&kernel, &ka, n as u32, WORKGROUP, &done),
+    // The dispatch waits behind a barrier-AND on `gate`, which the wait opens only once it
+    // halts (`host::gate_on_next_halt`): the dispatch cannot complete before the wait
+    // blocked, however the host schedules this vCPU and the device's thread (two shared
+    // cores, other VMs and builds beside them). The wait may still be ended by its slice
+    // timer rather than by the completion interrupt when the host delivers the MSI late (the
+    // wait re-reads the queue's inactive signal every slice); the interrupt is then taken
+    // after the wait, and the job waits for it before it counts.
+    let gate = signals.create(1)?;
+    let halts0 = p.host().halts.load(Ordering::Relaxed);
+    let ih0 = IH_INTERRUPTS.load(Ordering::Relaxed);
+    let t0 = rdtsc();
+    {
+        let mut r = queue.reserve(2)?;
+        let barrier = BarrierAnd::new(
+            HeaderFlags::SYSTEM,
+            &[gate.handle()],
+            hsa_core::abi::SignalHandle::NULL,
         )?;
-        wait_done(&queue, &done, "vector_copy")?;
-        let t1 = rdtsc();
-        let got = c.as_slice();
-        if let Some(i) = (0..n).find(|&i| got[i] != expect(i)) {
-            hsa_core::bail!(
-                Status::Error,
-                "vector_copy: element {i} is {}, expected {}",
-                got[i],
-                expect(i)
-            );
-        }
-        let halts = p.host().halts.load(Ordering::Relaxed) - halts0;
-        let interrupts = IH_INTERRUPTS.load(Ordering::Relaxed) - ih0;
-        if halts > 0 || attempt == MAIN_JOB_ATTEMPTS {
-            break (halts, interrupts, t1 - t0);
-        }
-        crate::println!(
-            "hsa-unikernel: vector_copy attempt {attempt} completed before its wait blocked \
-             ({} us); running it again",
-            us(t1 - t0, hz)
+        r.write_next(&barrier.emit()?)?;
+        let last =
+            r.write_next(&dispatch_packet(&kernel, &ka, n as u32, WORKGROUP, &done).emit()?)?;
+        // SAFETY: `gate` lives until this function returns, after the wait below (which
+        // returns only once the dispatch behind the gate completed, so the gate was opened).
+        unsafe { crate::host::gate_on_next_halt(gate.handle().0 + 8) };
+        queue.ring_doorbell(last)?;
+    }
+    wait_done(&queue, &done, "vector_copy")?;
+    let t1 = rdtsc();
+    halt_until_moves(&IH_INTERRUPTS, ih0, hz)?;
+    let got = c.as_slice();
+    if let Some(i) = (0..n).find(|&i| got[i] != expect(i)) {
+        hsa_core::bail!(
+            Status::Error,
+            "vector_copy: element {i} is {}, expected {}",
+            got[i],
+            expect(i)
         );
-    };
+    }
+    let halts = p.host().halts.load(Ordering::Relaxed) - halts0;
+    let interrupts = IH_INTERRUPTS.load(Ordering::Relaxed) - ih0;
+    if gate.load(hsa_core::signal::LoadOrder::Acquire) != 0 || halts == 0 {
+        hsa_core::bail!(
+            Status::Error,
+            "vector_copy completed without its wait halting ({halts} halts, gate {})",
+            gate.load(hsa_core::signal::LoadOrder::Acquire)
+        );
+    }
     crate::println!(
         "hsa-unikernel: vector_copy verified {n} elements in {} us (blocked wait: {halts} halts, {interrupts} IH interrupts)",
-        us(ticks, hz),
+        us(t1 - t0, hz),
     );
 
     // ---- a barrier-AND chain: a -> c -> a -> c -> a, each waiting on the previous ----

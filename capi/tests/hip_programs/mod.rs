@@ -226,6 +226,11 @@ pub fn build_programs(hipcc: &Path) -> Programs {
     }
 }
 
+/// Builds `hip/hip_soak.hip` with `hipcc` (or finds it built: see `build`).
+pub fn build_soak(hipcc: &Path) -> PathBuf {
+    build(hipcc, "hip_soak.hip", "hip_soak", &[])
+}
+
 /// The header of Debian's librocprim-dev that rocprim_check needs.
 pub const ROCPRIM_HEADER: &str = "/usr/include/rocprim/rocprim.hpp";
 

@@ -22,8 +22,9 @@ use crate::platform_ref::PlatformRef;
 /// Blocked state: spins [`Platform::wait_spin_ns`] ([`SPIN_NS`](super::SPIN_NS) by default);
 /// then, when some signals are interrupt signals, blocks on all their events at once with
 /// [`Platform::wait_any_event`] (Linux: one `AMDKFD_IOC_WAIT_EVENTS`), re-reading every
-/// signal after each return. When every signal has an event (at most [`MAX_WAIT_EVENTS`]
-/// distinct ones) that wait lasts until the timeout; when some have none, it lasts at most
+/// signal after each return. When every signal has an event (any number with the `alloc`
+/// feature, at most [`MAX_WAIT_EVENTS`] distinct ones without) that wait lasts until the
+/// timeout; when some have none, it lasts at most
 /// [`MULTI_EVENT_SLICE_NS`], so a change to a polled signal is seen within that. A platform
 /// that waits on one event at a time (the default of `wait_any_event`) gets the events in
 /// turns of at most [`MULTI_EVENT_SLICE_NS`], as do signals of different platforms. Without
@@ -155,14 +156,14 @@ fn wait_any_loop<'a, P: Platform + 'a>(
     let clock = Clock::start(first);
     let spin_ns = first.wait_spin_ns();
     let mut backoff = Backoff::new();
-    // The distinct events, waited on together; past MAX_WAIT_EVENTS the rest are polled
-    // between waits.
-    let mut events: heapless::Vec<EventId, MAX_WAIT_EVENTS> = heapless::Vec::new();
+    // The distinct events, waited on together; without `alloc`, past MAX_WAIT_EVENTS the rest
+    // are polled between waits.
+    let mut events = EventList::new();
     let mut overflow = false;
     for i in 0..count {
         if let Some(ev) = member(i).event {
             if !events.contains(&ev) {
-                overflow |= events.push(ev).is_err();
+                overflow |= !push_event(&mut events, ev);
             }
         }
     }
@@ -233,9 +234,33 @@ fn wait_any_loop<'a, P: Platform + 'a>(
     }
 }
 
-/// The most distinct events one wait-any blocks on at once; the signals of further events are
-/// polled between waits (every [`MULTI_EVENT_SLICE_NS`]).
+/// The most distinct events one wait-any blocks on at once without the `alloc` feature; the
+/// signals of further events are then polled between waits (every [`MULTI_EVENT_SLICE_NS`]).
+/// With `alloc` there is no such limit: one wait covers every event (up to the platform's own
+/// limit, Linux's `KFD_SIGNAL_EVENT_LIMIT` of 4096, past which the platform refuses the wait
+/// and the signals are polled), so no signal of a large wait (hundreds of async handlers)
+/// waits for a slice to be seen.
 pub const MAX_WAIT_EVENTS: usize = 256;
+
+/// The events one wait-any blocks on.
+#[cfg(feature = "alloc")]
+type EventList = alloc::vec::Vec<EventId>;
+/// The events one wait-any blocks on.
+#[cfg(not(feature = "alloc"))]
+type EventList = heapless::Vec<EventId, MAX_WAIT_EVENTS>;
+
+/// Appends `ev`; `false` when the list is full (without `alloc` only).
+fn push_event(list: &mut EventList, ev: EventId) -> bool {
+    #[cfg(feature = "alloc")]
+    {
+        list.push(ev);
+        true
+    }
+    #[cfg(not(feature = "alloc"))]
+    {
+        list.push(ev).is_ok()
+    }
+}
 
 /// A fixed set of distinct signals waited on together (`hsa_signal_group_t`).
 pub struct SignalGroup<'s, H: PlatformRef> {

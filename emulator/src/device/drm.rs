@@ -243,9 +243,12 @@ const _: () = assert!(size_of::<DrmAmdgpuInfoDevice>() == 368);
 /// PCI revisions of the products the built-in profiles and the test captures name, so that
 /// `amdgpu.ids` (keyed by device id and revision) gives the product's name; another device
 /// reports revision 0. Source: libdrm `data/amdgpu.ids` (MI210 `740F, 02`; MI25
-/// `6860, 00`; MI300X `74A1, 00`; MI308X `74A2, 00`; RX 7900 XTX `744C, C8`).
-const PCI_REVISIONS: [(u32, u32); 5] = [
+/// `6860, 00`; MI300X `74A1, 00`; MI308X `74A2, 00`; RX 7900 XTX `744C, C8`; MI100
+/// `738C, 01`; MI60 / MI50 `66A1, 02`).
+const PCI_REVISIONS: [(u32, u32); 7] = [
     (0x740f, 0x02),
+    (0x738c, 0x01),
+    (0x66a1, 0x02),
     (0x6860, 0x00),
     (0x74a1, 0x00),
     (0x74a2, 0x00),
@@ -438,6 +441,11 @@ mod tests {
         assert_eq!(i.wave_front_size, 64);
         assert_eq!(i.max_engine_clock, 1_700_000);
         assert_eq!(i.vram_bit_width, 4096);
+        // The MI100 and MI60 profiles: the revisions amdgpu.ids names them by.
+        for (version, rev) in [(90008, 1), (90006, 2)] {
+            let t = crate::device::builtin_topology_for(version).unwrap();
+            assert_eq!(device_info(&t.nodes[1]).pci_rev, rev, "{version}");
+        }
     }
 
     #[test]

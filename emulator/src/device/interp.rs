@@ -26,7 +26,7 @@ use hsa_core::packet_processor::DecodedKernelDispatch;
 use hsa_core::{error, Error, Status};
 use zerocopy::FromBytes;
 
-use super::mem::{Backing, Region};
+use super::mem::{Backing, Region, RegionFault};
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
 
 /// Size of the AMDGPU kernel descriptor, bytes (AMDGPUUsage "Kernel Descriptor").
@@ -184,13 +184,12 @@ impl<'a> GpuMemory<'a> {
         addr: u64,
         len: u64,
         what: &str,
-        copy: impl FnOnce(&DeviceSpan),
+        copy: impl FnOnce(&DeviceSpan) -> Result<(), RegionFault>,
     ) -> Result<(), Error> {
         let allocs = self.allocs.read().unwrap_or_else(PoisonError::into_inner);
         let at = match allocs.device_span(self.gpu_id, addr, len, what) {
             Ok(span) => {
-                copy(&span);
-                return Ok(());
+                return copy(&span).map_err(|f| self.unmapped(addr, len, addr + f.offset, what));
             }
             Err(fault) => fault.address,
         };
@@ -213,6 +212,20 @@ impl<'a> GpuMemory<'a> {
              memory",
             self.gpu_id
         ))
+    }
+
+    /// The fault of an access `addr..addr+len` whose byte `at` lies in user memory (a
+    /// `USERPTR` buffer object) that its owner unmapped while the GPU still had it mapped:
+    /// the GPU takes a VM fault there (amdgpu invalidates a userptr buffer object whose pages
+    /// go), recorded for the memory event.
+    fn unmapped(&self, addr: u64, len: u64, at: u64, what: &str) -> Error {
+        self.record_fault(at, what);
+        error!(
+            Status::MemoryFault,
+            "memory fault: {what} at {addr:#x} ({len} bytes): byte {at:#x} is user memory that \
+             was unmapped (GPU {:#x})",
+            self.gpu_id
+        )
     }
 
     /// The fault of an atomic of `size` bytes (4 or 8) at `addr`, which is not aligned to
@@ -260,19 +273,23 @@ impl DeviceMemory for GpuMemory<'_> {
     }
 
     fn read(&self, addr: u64, buf: &mut [u8]) -> hsa_core::Result<()> {
-        match self.lookup(addr, buf.len() as u64) {
-            Some(r) => r.read_into(buf),
-            None => self.across(addr, buf.len() as u64, "read", |s| s.read_into(buf))?,
+        let len = buf.len() as u64;
+        match self.lookup(addr, len) {
+            Some(r) => r
+                .try_read_into(buf)
+                .map_err(|f| self.unmapped(addr, len, addr + f.offset, "read")),
+            None => self.across(addr, len, "read", |s| s.try_read_into(buf)),
         }
-        Ok(())
     }
 
     fn write(&self, addr: u64, data: &[u8]) -> hsa_core::Result<()> {
-        match self.lookup(addr, data.len() as u64) {
-            Some(r) => r.write_from(data),
-            None => self.across(addr, data.len() as u64, "write", |s| s.write_from(data))?,
+        let len = data.len() as u64;
+        match self.lookup(addr, len) {
+            Some(r) => r
+                .try_write_from(data)
+                .map_err(|f| self.unmapped(addr, len, addr + f.offset, "write")),
+            None => self.across(addr, len, "write", |s| s.try_write_from(data)),
         }
-        Ok(())
     }
 
     fn read_lanes(
@@ -295,11 +312,17 @@ impl DeviceMemory for GpuMemory<'_> {
             let at = addrs[lane] - lo;
             match n {
                 // Constant sizes: the copy is a load, not a call.
-                4 => r.read_at(at, &mut out[lane][..4]),
-                8 => r.read_at(at, &mut out[lane][..8]),
-                16 => r.read_at(at, &mut out[lane][..16]),
-                _ => r.read_at(at, &mut out[lane][..n]),
+                4 => r.try_read_at(at, &mut out[lane][..4]),
+                8 => r.try_read_at(at, &mut out[lane][..8]),
+                16 => r.try_read_at(at, &mut out[lane][..16]),
+                _ => r.try_read_at(at, &mut out[lane][..n]),
             }
+            .map_err(|f| {
+                (
+                    lane,
+                    self.unmapped(addrs[lane], n as u64, lo + f.offset, "read"),
+                )
+            })?;
         }
         Ok(())
     }
@@ -321,11 +344,17 @@ impl DeviceMemory for GpuMemory<'_> {
         for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
             let at = addrs[lane] - lo;
             match n {
-                4 => r.write_at(at, &data[lane][..4]),
-                8 => r.write_at(at, &data[lane][..8]),
-                16 => r.write_at(at, &data[lane][..16]),
-                _ => r.write_at(at, &data[lane][..n]),
+                4 => r.try_write_at(at, &data[lane][..4]),
+                8 => r.try_write_at(at, &data[lane][..8]),
+                16 => r.try_write_at(at, &data[lane][..16]),
+                _ => r.try_write_at(at, &data[lane][..n]),
             }
+            .map_err(|f| {
+                (
+                    lane,
+                    self.unmapped(addrs[lane], n as u64, lo + f.offset, "write"),
+                )
+            })?;
         }
         Ok(())
     }
@@ -338,18 +367,12 @@ impl DeviceMemory for GpuMemory<'_> {
             return Err(self.misaligned_atomic(addr, 4));
         }
         let word = self.region(addr, 4, "atomic")?;
-        let atomic = word
-            .atomic_u32(0)
-            .ok_or_else(|| self.misaligned_atomic(addr, 4))?;
         // SeqCst read-modify-write: device atomics are coherent at system scope here. Device
-        // memory is little-endian; the atomic holds the host's native order.
-        let mut old = atomic.load(Ordering::SeqCst);
-        loop {
-            let new = op(u32::from_le(old)).to_le();
-            match atomic.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return Ok(u32::from_le(old)),
-                Err(now) => old = now,
-            }
+        // memory is little-endian; the word holds the host's native order.
+        match word.try_rmw_u32(0, |old| op(u32::from_le(old)).to_le()) {
+            Ok(Some(old)) => Ok(u32::from_le(old)),
+            Ok(None) => Err(self.misaligned_atomic(addr, 4)),
+            Err(f) => Err(self.unmapped(addr, 4, addr + f.offset, "atomic")),
         }
     }
 
@@ -359,17 +382,11 @@ impl DeviceMemory for GpuMemory<'_> {
             return Err(self.misaligned_atomic(addr, 8));
         }
         let word = self.region(addr, 8, "atomic")?;
-        let atomic = word
-            .atomic_u64(0)
-            .ok_or_else(|| self.misaligned_atomic(addr, 8))?;
         // As the u32 form: SeqCst, little-endian device memory.
-        let mut old = atomic.load(Ordering::SeqCst);
-        loop {
-            let new = op(u64::from_le(old)).to_le();
-            match atomic.compare_exchange_weak(old, new, Ordering::SeqCst, Ordering::SeqCst) {
-                Ok(_) => return Ok(u64::from_le(old)),
-                Err(now) => old = now,
-            }
+        match word.try_rmw_u64(0, |old| op(u64::from_le(old)).to_le()) {
+            Ok(Some(old)) => Ok(u64::from_le(old)),
+            Ok(None) => Err(self.misaligned_atomic(addr, 8)),
+            Err(f) => Err(self.unmapped(addr, 8, addr + f.offset, "atomic")),
         }
     }
 

@@ -185,7 +185,8 @@ impl<'a> DispatchContext<'a> {
             })?;
         let r = self.span(va, 1, len, "kernarg read")?;
         let mut out = vec![0u8; len];
-        r.read_into(&mut out);
+        r.try_read_into(&mut out)
+            .map_err(|f| self.unmapped(va + f.offset, "kernarg read"))?;
         Ok(out)
     }
 
@@ -218,6 +219,17 @@ impl<'a> DispatchContext<'a> {
                 "{what} of {count} elements at {addr:#x} overflows"
             )
         })
+    }
+
+    /// The memory fault of an access (`what`) that reached, at `va`, user memory its owner
+    /// unmapped (as a GPU's access to an invalidated userptr buffer object faults), recorded.
+    fn unmapped(&self, va: u64, what: &str) -> Error {
+        self.record_fault(va, what);
+        error!(
+            Status::MemoryFault,
+            "memory fault on GPU {:#x}: {what} at {va:#x}: user memory that was unmapped",
+            self.gpu_id
+        )
     }
 
     /// Records `address` as the dispatch's fault unless one was recorded already.
@@ -258,7 +270,8 @@ impl<'a> DispatchContext<'a> {
     pub fn read<T: FromBytes + IntoBytes>(&self, addr: u64) -> Result<T, Error> {
         let r = self.span(addr, 1, size_of::<T>(), "read")?;
         let mut v = T::new_zeroed();
-        r.read_into(v.as_mut_bytes());
+        r.try_read_into(v.as_mut_bytes())
+            .map_err(|f| self.unmapped(addr + f.offset, "read"))?;
         Ok(v)
     }
 
@@ -269,8 +282,8 @@ impl<'a> DispatchContext<'a> {
     /// As [`DispatchContext::read`].
     pub fn write<T: IntoBytes + Immutable>(&self, addr: u64, value: T) -> Result<(), Error> {
         let r = self.span(addr, 1, size_of::<T>(), "write")?;
-        r.write_from(value.as_bytes());
-        Ok(())
+        r.try_write_from(value.as_bytes())
+            .map_err(|f| self.unmapped(addr + f.offset, "write"))
     }
 
     /// Reads `count` consecutive `T` at `addr`.
@@ -284,7 +297,8 @@ impl<'a> DispatchContext<'a> {
     ) -> Result<Vec<T>, Error> {
         let r = self.span(addr, count, size_of::<T>(), "read")?;
         let mut v = vec![T::new_zeroed(); count];
-        r.read_into(v.as_mut_slice().as_mut_bytes());
+        r.try_read_into(v.as_mut_slice().as_mut_bytes())
+            .map_err(|f| self.unmapped(addr + f.offset, "read"))?;
         Ok(v)
     }
 
@@ -298,13 +312,15 @@ impl<'a> DispatchContext<'a> {
         values: &[T],
     ) -> Result<(), Error> {
         let r = self.span(addr, values.len(), size_of::<T>(), "write")?;
-        r.write_from(values.as_bytes());
-        Ok(())
+        r.try_write_from(values.as_bytes())
+            .map_err(|f| self.unmapped(addr + f.offset, "write"))
     }
 
     /// `count` values of `T` at `addr` as a mutable slice into device memory (one borrow at a
     /// time: the slice borrows the context). Other agents and the host may access the same
-    /// memory concurrently, as on hardware; use it for memory the dispatch owns.
+    /// memory concurrently, as on hardware; use it for memory the dispatch owns. Unlike the
+    /// copying accessors, a slice reaches the memory directly: user memory (a `USERPTR`
+    /// buffer object) must stay mapped while it is borrowed.
     ///
     /// # Errors
     /// [`Status::MemoryFault`] naming the address when the range is not inside one live

@@ -7,7 +7,13 @@
 //! - a [`Backing`] this module mapped (in bounds of that mapping), or
 //! - user memory (`USERPTR` allocations) whose every page lay in a readable mapping of the
 //!   process (`/proc/self/maps`) when it was registered; the `KfdDriver` contract (as the kernel's page
-//!   pinning) is that the caller keeps such memory mapped until `FREE_MEMORY_OF_GPU`.
+//!   pinning) is that the caller keeps such memory mapped until `FREE_MEMORY_OF_GPU`. An
+//!   application that breaks it (unmaps memory it locked while a kernel or a copy reads it)
+//!   must get the GPU's answer, a memory fault, not a crash: such a region is marked `user`,
+//!   and the `try_*` accesses the GPU's engines use (a kernel's loads, stores and atomics,
+//!   SDMA and PM4 accesses) reach it through [`super::guarded`], which reports an unmapped
+//!   page as a fault. Queue rings, `amd_queue_t`, signals and the event page are the
+//!   runtime's, mapped for the queue's or the process's life, and are accessed directly.
 //!
 //! The owner of a region's allocation (the allocation table in `super`) keeps the memory alive
 //! while anyone uses the region: device access happens under the table's read lock, and
@@ -19,7 +25,7 @@
 use std::ffi::c_void;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU32, AtomicU64};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::abi::signal::AmdSignal;
@@ -157,6 +163,7 @@ impl Backing {
         Region {
             base: self.view.as_ptr() as usize,
             len: self.len,
+            user: false,
         }
     }
 
@@ -262,6 +269,26 @@ pub(crate) fn round_up_page(len: u64) -> Option<u64> {
 pub(crate) struct Region {
     base: usize,
     len: usize,
+    /// User memory (a `USERPTR` buffer object) that its owner may unmap: the `try_*`
+    /// accesses go through [`super::guarded`].
+    user: bool,
+}
+
+/// A `try_*` access of a [`Region`] reached a page that is not mapped (user memory the
+/// application unmapped): the offset, in the region, of the byte that faulted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RegionFault {
+    /// Bytes from the region's start to the faulting byte.
+    pub(crate) offset: u64,
+}
+
+/// Which side of a [`Region::try_copy_from`] faulted, and where in that region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CopyFault {
+    /// The source: the offset in the source region.
+    Source(RegionFault),
+    /// The destination: the offset in the destination region.
+    Destination(RegionFault),
 }
 
 impl Region {
@@ -279,12 +306,18 @@ impl Region {
         Some(Region {
             base: self.base + offset as usize,
             len: len as usize,
+            user: self.user,
         })
     }
 
     /// The region's length, bytes.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether the region is user memory (a `USERPTR` buffer object) that its owner may unmap.
+    pub(crate) fn is_user(&self) -> bool {
+        self.user
     }
 
     /// Copies `src`'s bytes into this region (at most the shorter length), as `memmove`:
@@ -384,6 +417,216 @@ impl Region {
         // (FromBytes) and any T may be stored (IntoBytes). The slice lives as long as the
         // `&mut self` borrow of this Region, which its owner keeps unique.
         Some(unsafe { std::slice::from_raw_parts_mut(self.base as *mut T, count) })
+    }
+
+    /// The fault of a guarded access to this region at `host_address`, as an offset in it.
+    fn fault(&self, f: super::guarded::UserFault) -> RegionFault {
+        RegionFault {
+            offset: f
+                .host_address
+                .saturating_sub(self.base as u64)
+                .min(self.len as u64),
+        }
+    }
+
+    /// [`Region::read_at`] for the GPU's engines: a user region is read through
+    /// [`super::guarded`], so a page its owner unmapped is a fault, not a crash.
+    ///
+    /// # Errors
+    /// The faulting byte, for a user region whose page is no longer mapped.
+    ///
+    /// # Panics
+    /// As [`Region::read_at`].
+    #[inline(always)]
+    pub(crate) fn try_read_at(&self, offset: u64, out: &mut [u8]) -> Result<(), RegionFault> {
+        if !self.user {
+            self.read_at(offset, out);
+            return Ok(());
+        }
+        let n = out.len();
+        assert!(offset
+            .checked_add(n as u64)
+            .is_some_and(|e| e <= self.len as u64));
+        // SAFETY: `offset..offset+n` is inside the registered user range (checked), which is
+        // mapped or, if its owner unmapped it, not mapped at all (the guarded copy faults);
+        // `out` is a distinct Rust buffer.
+        unsafe {
+            super::guarded::copy(
+                out.as_mut_ptr(),
+                (self.base + offset as usize) as *const u8,
+                n,
+            )
+        }
+        .map_err(|f| self.fault(f))
+    }
+
+    /// [`Region::write_at`] for the GPU's engines (see [`Region::try_read_at`]).
+    ///
+    /// # Errors
+    /// As [`Region::try_read_at`].
+    ///
+    /// # Panics
+    /// As [`Region::write_at`].
+    #[inline(always)]
+    pub(crate) fn try_write_at(&self, offset: u64, data: &[u8]) -> Result<(), RegionFault> {
+        if !self.user {
+            self.write_at(offset, data);
+            return Ok(());
+        }
+        let n = data.len();
+        assert!(offset
+            .checked_add(n as u64)
+            .is_some_and(|e| e <= self.len as u64));
+        // SAFETY: as for try_read_at; the user registered the memory GPU-writable.
+        unsafe { super::guarded::copy((self.base + offset as usize) as *mut u8, data.as_ptr(), n) }
+            .map_err(|f| self.fault(f))
+    }
+
+    /// [`Region::read_into`] for the GPU's engines (see [`Region::try_read_at`]).
+    ///
+    /// # Errors
+    /// As [`Region::try_read_at`].
+    pub(crate) fn try_read_into(&self, out: &mut [u8]) -> Result<(), RegionFault> {
+        let n = out.len().min(self.len);
+        self.try_read_at(0, &mut out[..n])
+    }
+
+    /// [`Region::write_from`] for the GPU's engines (see [`Region::try_read_at`]).
+    ///
+    /// # Errors
+    /// As [`Region::try_read_at`].
+    pub(crate) fn try_write_from(&self, data: &[u8]) -> Result<(), RegionFault> {
+        let n = data.len().min(self.len);
+        self.try_write_at(0, &data[..n])
+    }
+
+    /// [`Region::copy_from`] for the GPU's engines (see [`Region::try_read_at`]): `memmove`
+    /// of `src` into this region; a user side is reached through [`super::guarded`].
+    ///
+    /// # Errors
+    /// The side and byte that faulted.
+    pub(crate) fn try_copy_from(&self, src: &Region) -> Result<(), CopyFault> {
+        if !self.user && !src.user {
+            self.copy_from(src);
+            return Ok(());
+        }
+        let n = src.len.min(self.len);
+        let (d0, s0) = (self.base, src.base);
+        if d0 < s0 + n && s0 < d0 + n {
+            // Overlapping (the guarded copy runs forward): through a bounce buffer.
+            let mut bounce = vec![0u8; n];
+            src.try_read_at(0, &mut bounce).map_err(CopyFault::Source)?;
+            return self
+                .try_write_at(0, &bounce)
+                .map_err(CopyFault::Destination);
+        }
+        // SAFETY: both ranges are live device memory or registered user memory (mapped, or
+        // unmapped by its owner: the guarded copy faults); `n` is within both; they do not
+        // overlap (checked).
+        unsafe { super::guarded::copy(d0 as *mut u8, s0 as *const u8, n) }.map_err(|f| {
+            let at = f.host_address;
+            if (s0 as u64..(s0 + n) as u64).contains(&at) {
+                CopyFault::Source(src.fault(f))
+            } else {
+                CopyFault::Destination(self.fault(f))
+            }
+        })
+    }
+
+    /// Compare-and-swap of the little-endian u32 at `offset` (SeqCst, as the device's
+    /// atomics): the value it held, or `None` when out of bounds or not 4-aligned. A user
+    /// region goes through [`super::guarded`].
+    ///
+    /// # Errors
+    /// As [`Region::try_read_at`].
+    pub(crate) fn try_cas_u32(
+        &self,
+        offset: u64,
+        expected: u32,
+        new: u32,
+    ) -> Result<Option<u32>, RegionFault> {
+        if !self.user {
+            return Ok(self.atomic_u32(offset).map(|a| {
+                a.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
+                    .unwrap_or_else(|v| v)
+            }));
+        }
+        let Some(r) = self.sub(offset, 4).filter(|r| r.base % 4 == 0) else {
+            return Ok(None);
+        };
+        // SAFETY: in bounds of the registered range and 4-aligned (checked); mapped or, once
+        // unmapped by its owner, faulting in the guarded routine.
+        unsafe { super::guarded::cas32(r.base as *mut u32, expected, new) }
+            .map(Some)
+            .map_err(|f| self.fault(f))
+    }
+
+    /// [`Region::try_cas_u32`] for the 8-aligned u64 at `offset`.
+    ///
+    /// # Errors
+    /// As [`Region::try_read_at`].
+    pub(crate) fn try_cas_u64(
+        &self,
+        offset: u64,
+        expected: u64,
+        new: u64,
+    ) -> Result<Option<u64>, RegionFault> {
+        if !self.user {
+            return Ok(self.atomic_u64(offset).map(|a| {
+                a.compare_exchange(expected, new, Ordering::SeqCst, Ordering::SeqCst)
+                    .unwrap_or_else(|v| v)
+            }));
+        }
+        let Some(r) = self.sub(offset, 8).filter(|r| r.base % 8 == 0) else {
+            return Ok(None);
+        };
+        // SAFETY: as for try_cas_u32, 8-aligned.
+        unsafe { super::guarded::cas64(r.base as *mut u64, expected, new) }
+            .map(Some)
+            .map_err(|f| self.fault(f))
+    }
+
+    /// Atomically replaces the u32 at `offset` by `op(old)` (SeqCst) and returns `old`; `None`
+    /// when out of bounds or misaligned. Through [`Region::try_cas_u32`].
+    ///
+    /// # Errors
+    /// As [`Region::try_read_at`].
+    pub(crate) fn try_rmw_u32(
+        &self,
+        offset: u64,
+        mut op: impl FnMut(u32) -> u32,
+    ) -> Result<Option<u32>, RegionFault> {
+        let Some(mut old) = self.try_cas_u32(offset, 0, 0)? else {
+            return Ok(None);
+        };
+        loop {
+            match self.try_cas_u32(offset, old, op(old))? {
+                Some(v) if v == old => return Ok(Some(old)),
+                Some(v) => old = v,
+                None => return Ok(None),
+            }
+        }
+    }
+
+    /// [`Region::try_rmw_u32`] for the u64 at `offset`.
+    ///
+    /// # Errors
+    /// As [`Region::try_read_at`].
+    pub(crate) fn try_rmw_u64(
+        &self,
+        offset: u64,
+        mut op: impl FnMut(u64) -> u64,
+    ) -> Result<Option<u64>, RegionFault> {
+        let Some(mut old) = self.try_cas_u64(offset, 0, 0)? else {
+            return Ok(None);
+        };
+        loop {
+            match self.try_cas_u64(offset, old, op(old))? {
+                Some(v) if v == old => return Ok(Some(old)),
+                Some(v) => old = v,
+                None => return Ok(None),
+            }
+        }
     }
 
     /// A [`RawSignal`] over this region (64 bytes, 64-aligned); `None` otherwise.
@@ -512,6 +755,7 @@ impl UserMemory {
         Ok(Region {
             base: addr as usize,
             len: len as usize,
+            user: true,
         })
     }
 }

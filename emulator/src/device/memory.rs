@@ -9,7 +9,7 @@ use rustix::io::Errno;
 
 use hsa_linux::kfd::abi::*;
 
-use super::mem::{self, round_up_page, Backing, Region, PAGE_BYTES};
+use super::mem::{self, round_up_page, Backing, CopyFault, Region, RegionFault, PAGE_BYTES};
 use super::{lock, Device, DOORBELL_PAGE_BYTES};
 
 /// What backs an allocation.
@@ -360,6 +360,66 @@ impl DeviceSpan {
             r.write_from(&data[done..done + n]);
             done += n;
         }
+    }
+
+    /// [`DeviceSpan::read_into`] for the GPU's engines ([`Region::try_read_at`]): a piece of
+    /// user memory its owner unmapped faults.
+    ///
+    /// # Errors
+    /// The offset, in the span, of the byte that faulted.
+    pub(crate) fn try_read_into(&self, out: &mut [u8]) -> Result<(), RegionFault> {
+        let mut done = 0;
+        for r in self.pieces() {
+            let n = r.len().min(out.len() - done);
+            r.try_read_into(&mut out[done..done + n])
+                .map_err(|f| RegionFault {
+                    offset: done as u64 + f.offset,
+                })?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// [`DeviceSpan::write_from`] for the GPU's engines (see [`DeviceSpan::try_read_into`]).
+    ///
+    /// # Errors
+    /// As [`DeviceSpan::try_read_into`].
+    pub(crate) fn try_write_from(&self, data: &[u8]) -> Result<(), RegionFault> {
+        let mut done = 0;
+        for r in self.pieces() {
+            let n = r.len().min(data.len() - done);
+            r.try_write_from(&data[done..done + n])
+                .map_err(|f| RegionFault {
+                    offset: done as u64 + f.offset,
+                })?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Whether a piece is user memory (a `USERPTR` buffer object).
+    fn any_user(&self) -> bool {
+        self.pieces().iter().any(Region::is_user)
+    }
+
+    /// [`DeviceSpan::copy_from`] for the GPU's engines: with a user piece on either side the
+    /// copy goes through a bounce buffer read and written with [`DeviceSpan::try_read_into`]
+    /// and [`DeviceSpan::try_write_from`] (memmove semantics whatever the overlap).
+    ///
+    /// # Errors
+    /// The side and the offset, in that span, of the byte that faulted.
+    pub(crate) fn try_copy_from(&self, src: &DeviceSpan) -> Result<(), CopyFault> {
+        if !self.any_user() && !src.any_user() {
+            self.copy_from(src);
+            return Ok(());
+        }
+        if let (DeviceSpan::One(d), DeviceSpan::One(s)) = (self, src) {
+            return d.try_copy_from(s);
+        }
+        let n = self.len().min(src.len());
+        let mut bounce = vec![0u8; n];
+        src.try_read_into(&mut bounce).map_err(CopyFault::Source)?;
+        self.try_write_from(&bounce).map_err(CopyFault::Destination)
     }
 
     /// Copies `src`'s bytes into this range (at most the shorter length) as `memmove`: the

@@ -100,6 +100,10 @@ pub mod cu_mask;
 mod dmabuf;
 pub mod drm;
 mod events;
+#[cfg(feature = "_fuzz")]
+#[doc(hidden)]
+pub mod fuzz;
+mod guarded;
 pub mod host_kernels;
 mod interp;
 mod kernel;

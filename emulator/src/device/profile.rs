@@ -338,19 +338,35 @@ pub const NOMINAL_VRAM_BYTES: u64 = 16 << 30;
 ///   `HSAKMT_STATUS_INVALID_NODE_UNIT`, so ROCR 5.2 found no agent at all);
 /// - a CPU node without a system memory bank gets one of
 ///   [`hsa_core::runtime::pools::NOMINAL_SYSTEM_MEMORY_BYTES`] (16 GiB), so that kernarg and
-///   fine-grained memory exist (the runtime gives such nodes the same nominal size).
-///
+///   fine-grained memory exist (the runtime gives such nodes the same nominal size);
 /// - a GPU node without a frame-buffer bank gets one of its `local_mem_size`, or
 ///   16 GiB (`NOMINAL_VRAM_BYTES`) when that is 0 too, so that queue buffers (EOP,
-///   context save area) and device-local pools exist.
+///   context save area) and device-local pools exist;
 /// - a GPU node without caches (the 8×MI210 capture has no `caches` directories; amdkfd
 ///   always reports a GPU's caches from its CRAT) gets a 16 KiB L1 (64-byte lines) and an
 ///   8 MiB L2 (128-byte lines), an MI210's, for its `simd_id_base`: ROCR 5.2 refuses a GPU
-///   agent without caches (`GpuAgent::GetInfo`: "GPU cache info missing").
+///   agent without caches (`GpuAgent::GetInfo`: "GPU cache info missing");
+/// - a topology of GPU nodes only gets a CPU node 0 and its GPUs follow it (every node id,
+///   and every link's ends, one higher): amdkfd always reports the CPUs first
+///   (`kfd_topology_init` parses the ACPI CRAT, or makes a virtual one for the CPUs when
+///   there is none, before any GPU is added), so such a tree is a partial copy, not a
+///   machine. The node is what the virtual CRAT gives (`kfd_create_vcrat_image_cpu`): this
+///   host's logical CPUs as its cores (`cpu_core_id_base` 0), no name (the callers name CPU
+///   nodes after this host's processor, as libhsakmt does), the GPUs' `max_engine_clk_ccompute`
+///   (amdkfd shows the same CPU clock on every node), a system bank (the CPU-node rule above gives it
+///   the nominal 16 GiB), and a PCIe link to each GPU and back, as amdkfd links a PCIe GPU
+///   to its CPU node (`kfd_fill_gpu_direct_io_link_to_cpu` and the reverse link
+///   `kfd_parse_subtype_iolink` adds). Without it there would be no system memory: neither
+///   kernarg and fine-grained pools for hsa-rt nor the system allocator ROCR 5.2 asserts on
+///   ("Shared object allocator is not set"), and amdkfd's own limit on GTT and USERPTR memory
+///   (`amdgpu_amdkfd_gpuvm_init_mem_limits`: the machine's RAM) would be 0 on the device.
 ///
 /// Idempotent: a completed topology is returned unchanged.
 pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
     let mut notes = Vec::new();
+    if !topology.nodes.is_empty() && topology.nodes.iter().all(|n| n.properties.simd_count > 0) {
+        notes.push(add_cpu_node(topology));
+    }
     let mut seen: Vec<u32> = Vec::new();
     for n in &mut topology.nodes {
         let id = n.properties.node_id;
@@ -441,6 +457,49 @@ pub fn complete_capture(topology: &mut Topology) -> Vec<String> {
     notes
 }
 
+/// Puts a CPU node (as amdkfd's virtual CRAT makes it) before the GPU nodes of a topology that
+/// has none, renumbering them; see [`complete_capture`]. Returns the note.
+fn add_cpu_node(topology: &mut Topology) -> String {
+    for n in &mut topology.nodes {
+        n.properties.node_id += 1;
+        for l in &mut n.io_links {
+            l.node_from += 1;
+            l.node_to += 1;
+        }
+    }
+    let gpus: Vec<u32> = topology
+        .nodes
+        .iter()
+        .map(|n| n.properties.node_id)
+        .collect();
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cpu = NodeProperties {
+        node_id: 0,
+        cpu_cores_count: u32::try_from(cores).unwrap_or(u32::MAX),
+        io_links_count: gpus.len() as u32,
+        max_engine_clk_ccompute: topology.nodes[0].properties.max_engine_clk_ccompute,
+        ..NodeProperties::default()
+    };
+    for n in &mut topology.nodes {
+        n.io_links.insert(0, pcie_link(n.properties.node_id, 0));
+        n.properties.io_links_count = n.io_links.iter().filter(|l| !l.p2p).count() as u32;
+    }
+    topology.nodes.insert(
+        0,
+        TopologyNode {
+            properties: cpu,
+            memory_banks: Vec::new(),
+            caches: Vec::new(),
+            io_links: gpus.iter().map(|&g| pcie_link(0, g)).collect(),
+        },
+    );
+    format!(
+        "no CPU node (amdkfd always reports one): node 0 is a CPU of {cores} cores linked to \
+         the GPUs, which are now nodes 1..={}",
+        gpus.len()
+    )
+}
+
 #[cfg(test)]
 mod capture_tests {
     use super::*;
@@ -475,6 +534,54 @@ mod capture_tests {
             ),
             "{notes:?}"
         );
+        assert!(complete_capture(&mut t).is_empty());
+    }
+
+    /// The GPU-only tree (`testdata/kfd-topology/mi100-gpu-only`: one gfx908 node, no CPU
+    /// node) is completed as amdkfd would present the machine: a CPU node 0 with a system bank
+    /// and a PCIe link to the GPU, the GPU renumbered to node 1 with a link back, a nominal
+    /// frame-buffer bank (`local_mem_size 0`, no `mem_banks/`) and caches; once.
+    #[test]
+    fn a_gpu_only_tree_gets_the_cpu_node_amdkfd_always_reports() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../testdata/kfd-topology/mi100-gpu-only/topology");
+        let mut t = Topology::read(&root).unwrap();
+        assert_eq!((t.nodes.len(), t.cpu_count()), (1, 0));
+        let notes = complete_capture(&mut t);
+        assert_eq!(notes.len(), 4, "{notes:?}");
+        assert!(
+            notes[0].starts_with("no CPU node (amdkfd always reports one)"),
+            "{notes:?}"
+        );
+        assert_eq!((t.nodes.len(), t.cpu_count(), t.gpu_count()), (2, 1, 1));
+        let (cpu, gpu) = (&t.nodes[0], &t.nodes[1]);
+        assert_eq!(cpu.properties.node_id, 0);
+        assert_eq!(
+            cpu.properties.cpu_cores_count as usize,
+            std::thread::available_parallelism().unwrap().get()
+        );
+        assert_eq!(cpu.properties.simd_count, 0);
+        assert_eq!(cpu.properties.gpu_id, 0);
+        assert_eq!(
+            cpu.memory_banks,
+            [MemoryBank {
+                heap_type: HeapType::System,
+                size_bytes: 16 << 30,
+                flags: 0,
+                width_bits: 0,
+                mem_clk_max_mhz: 0,
+            }]
+        );
+        assert_eq!(cpu.properties.mem_banks_count, 1);
+        assert_eq!(cpu.io_links, [pcie_link(0, 1)]);
+        assert_eq!(cpu.properties.io_links_count, 1);
+        assert_eq!(gpu.properties.node_id, 1);
+        assert_eq!(gpu.properties.gpu_id, 4660);
+        assert_eq!(gpu.properties.gfx_target_version, 90008);
+        assert_eq!(gpu.io_links, [pcie_link(1, 0)]);
+        assert_eq!(gpu.properties.io_links_count, 1);
+        assert_eq!(gpu.local_memory_bytes(), NOMINAL_VRAM_BYTES);
+        assert_eq!(gpu.caches.len(), 2);
         assert!(complete_capture(&mut t).is_empty());
     }
 

@@ -611,6 +611,19 @@ impl ProcessorHost for CpHost<'_> {
 /// The GPU's side of the PM4 engine: its accesses go through the allocations mapped to it,
 /// as the CP's go through the GPU's page tables; a fault is recorded for the KFD memory
 /// event, as a kernel's is.
+impl CpHost<'_> {
+    /// The memory fault of a PM4 access (`what`) that reached, at `va`, user memory its owner
+    /// unmapped, recorded for the memory event.
+    fn unmapped(&self, va: u64, what: &str) -> hsa_core::Error {
+        self.fault.set(Some(MemoryFault::of(va, what)));
+        hsa_core::error!(
+            hsa_core::Status::MemoryFault,
+            "memory fault on GPU {:#x}: {what} at {va:#x}: user memory that was unmapped",
+            self.gpu_id
+        )
+    }
+}
+
 impl Pm4Memory for CpHost<'_> {
     fn read_dwords(&self, va: u64, out: &mut [u32]) -> hsa_core::Result<()> {
         let len = out.len() as u64 * 4;
@@ -624,7 +637,8 @@ impl Pm4Memory for CpHost<'_> {
                 f.error
             })?;
         let mut bytes = vec![0u8; out.len() * 4];
-        span.read_into(&mut bytes);
+        span.try_read_into(&mut bytes)
+            .map_err(|f| self.unmapped(va + f.offset, "PM4 indirect buffer read"))?;
         for (o, b) in out.iter_mut().zip(bytes.chunks_exact(4)) {
             *o = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
         }
@@ -636,11 +650,13 @@ impl Pm4Memory for CpHost<'_> {
         let region = allocs
             .device_region_or_fault(self.gpu_id, va, 4, "PM4 write")
             .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
-        match region.atomic_u32(0) {
-            // Release pairs with the Acquire load of whoever polls the word (a signal's
-            // waiter, the host).
+        // Release (a SeqCst store for user memory) pairs with the Acquire load of whoever
+        // polls the word (a signal's waiter, the host).
+        match region.atomic_u32(0).filter(|_| !region.is_user()) {
             Some(w) => w.store(value, Ordering::Release),
-            None => region.write_from(&value.to_le_bytes()),
+            None => region
+                .try_write_from(&value.to_le_bytes())
+                .map_err(|f| self.unmapped(va + f.offset, "PM4 write"))?,
         }
         Ok(())
     }
@@ -650,10 +666,12 @@ impl Pm4Memory for CpHost<'_> {
         let region = allocs
             .device_region_or_fault(self.gpu_id, va, 8, "PM4 write")
             .inspect_err(|_| self.fault.set(Some(MemoryFault::of(va, "write"))))?;
-        match region.atomic_u64(0) {
+        match region.atomic_u64(0).filter(|_| !region.is_user()) {
             // Release: as in write_u32.
             Some(w) => w.store(value, Ordering::Release),
-            None => region.write_from(&value.to_le_bytes()),
+            None => region
+                .try_write_from(&value.to_le_bytes())
+                .map_err(|f| self.unmapped(va + f.offset, "PM4 write"))?,
         }
         Ok(())
     }

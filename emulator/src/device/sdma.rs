@@ -24,7 +24,13 @@
 //!   `LINEAR_RECT` (sub-op 4), 13 dwords: a sub-window of `rect_x + 1` elements by
 //!   `rect_y + 1` rows by `rect_z + 1` slices, elements of `1 << element` bytes (bits 29..32
 //!   of dword 0), each side's pitch and slice pitch in elements minus one.
-//!   Byte swapping (`dst_swap`/`src_swap`) and broadcast copies are not emulated.
+//!   Byte swapping (`dst_swap`/`src_swap`) and broadcast copies are not emulated, nor a
+//!   destination whose rows overlap (a pitch below `rect_x + 1`, or a slice pitch below
+//!   `rect_y` pitches plus `rect_x + 1` with more than one slice: ROCR's
+//!   `hsa_amd_memory_async_copy_rect` never asks for one): the engine would write the same
+//!   bytes once per overlapping row, up to 2^25 rows of 256 KiB over a few pages, which the
+//!   emulator does not spend its time on. With disjoint destination rows a packet writes at
+//!   most the bytes mapped at its destination, row by row.
 //! - `FENCE` (5), 4 dwords: stores the 32-bit data to the 4-byte aligned address.
 //! - `TRAP` (6), 2 dwords: raises the engine's trap interrupt with the 28-bit `int_ctx`,
 //!   which amdkfd turns into KFD events (`kfd_signal_event_interrupt(pasid, int_ctx, 28)`):
@@ -63,7 +69,7 @@
 //! The packets are read through [`hsa_core::wire::sdma`] (the layout hsa-core's producer
 //! writes with), in the engine's [`SdmaFormat`]; the rules above are the engine's own.
 
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -78,7 +84,7 @@ use hsa_core::wire::sdma::{
 use hsa_core::wire::WireError;
 use hsa_linux::kfd::abi::*;
 
-use super::mem::Region;
+use super::mem::{CopyFault, Region, RegionFault};
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
 use super::queue::{IdlePoll, QueueCtl, BLOCKED_POLL};
 use super::queue_manager::{QueueEntry, MAX_QUEUES_PER_PROCESS};
@@ -99,6 +105,11 @@ pub(crate) trait SdmaMemory {
 
     /// Raises the engine's trap interrupt with the 28-bit context `int_ctx`.
     fn trap(&self, int_ctx: u32);
+
+    /// The memory fault of an access (`what`) that reached, at device address `va`, user
+    /// memory its owner unmapped (a `USERPTR` buffer object whose pages went: amdgpu
+    /// invalidates it, and the engine's access faults), recorded for the memory event.
+    fn unmapped(&self, va: u64, what: &str) -> Error;
 }
 
 /// The width in bits of the byte-count fields of `COPY LINEAR` (dword 1) and `CONST_FILL`
@@ -125,10 +136,10 @@ pub(crate) struct CountWidth(&'static SdmaFormat);
 
 impl CountWidth {
     /// 22 bits: SDMA 4.0-4.2 and 5.0.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "_fuzz"))]
     pub(crate) const SDMA_4_0: CountWidth = CountWidth(&hsa_core::wire::sdma::SDMA_4_0);
     /// 30 bits: SDMA 4.4, 5.2, 6 and 7.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "_fuzz"))]
     pub(crate) const SDMA_4_4: CountWidth = CountWidth(&hsa_core::wire::sdma::SDMA_4_4);
 
     /// The width on the GPU of `gfx_target_version` (the topology's `major * 10000 + minor *
@@ -235,10 +246,8 @@ pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Re
         Repr::CopyLinear(c) => copy_linear(&c, header, mem)?,
         Repr::CopyLinearRect(r) => copy_rect(&r, mem)?,
         Repr::Fence { addr, data } => {
-            // Release pairs with the Acquire load of whoever polls the word.
-            with_word32(mem, addr, "FENCE write", |w| {
-                w.store(data, Ordering::Release)
-            })?;
+            // SeqCst (rmw32): after everything before it, before whoever polls the word.
+            rmw32(mem, addr, "FENCE write", |_| Some(data))?;
         }
         Repr::Trap { int_context } => mem.trap(int_context),
         Repr::PollRegMem(p) => {
@@ -254,50 +263,82 @@ pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Re
         Repr::ConstFill(c) => const_fill(&c, header, mem)?,
         Repr::Timestamp { addr } => {
             let now = mem.gpu_clock();
-            with_word64(mem, addr, "TIMESTAMP write", |w| {
-                w.store(now, Ordering::Release)
-            })?;
+            rmw64(mem, addr, "TIMESTAMP write", |_| Some(now))?;
         }
     }
     Ok(Step::Done(len))
 }
 
-/// Runs `f` on the aligned 32-bit word at `va`.
-fn with_word32<R>(
+/// Read-modify-write of the aligned 32-bit word at `va` (SeqCst: the engine's accesses are
+/// ordered with the host's and the other engines' accesses to the word, a signal's value):
+/// `op(old)` is the new value, `None` to leave it; returns the old value. A word of user
+/// memory whose owner unmapped it is a memory fault ([`SdmaMemory::unmapped`]).
+fn rmw32(
     mem: &dyn SdmaMemory,
     va: u64,
     what: &str,
-    f: impl FnOnce(&AtomicU32) -> R,
-) -> Result<R, Error> {
+    mut op: impl FnMut(u32) -> Option<u32>,
+) -> Result<u32, Error> {
+    let misaligned = || bad(format_args!("{what} address {va:#x} is not 4-byte aligned"));
     if va % 4 != 0 {
-        return Err(bad(format_args!(
-            "{what} address {va:#x} is not 4-byte aligned"
-        )));
+        return Err(misaligned());
     }
-    let r = mem.span(va, 4, what)?.single();
-    r.as_ref()
-        .and_then(|r| r.atomic_u32(0))
-        .map(f)
-        .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 4-byte aligned")))
+    let r = mem.span(va, 4, what)?.single().ok_or_else(misaligned)?;
+    let fault = |f: RegionFault| mem.unmapped(va + f.offset, what);
+    let mut old = r
+        .try_cas_u32(0, 0, 0)
+        .map_err(fault)?
+        .ok_or_else(misaligned)?;
+    loop {
+        let Some(new) = op(old) else {
+            return Ok(old);
+        };
+        match r.try_cas_u32(0, old, new).map_err(fault)? {
+            Some(v) if v == old => return Ok(old),
+            Some(v) => old = v,
+            None => return Err(misaligned()),
+        }
+    }
 }
 
-/// Runs `f` on the aligned 64-bit word at `va`.
-fn with_word64<R>(
+/// [`rmw32`] of the aligned 64-bit word at `va`.
+fn rmw64(
     mem: &dyn SdmaMemory,
     va: u64,
     what: &str,
-    f: impl FnOnce(&AtomicU64) -> R,
-) -> Result<R, Error> {
+    mut op: impl FnMut(u64) -> Option<u64>,
+) -> Result<u64, Error> {
+    let misaligned = || bad(format_args!("{what} address {va:#x} is not 8-byte aligned"));
     if va % 8 != 0 {
-        return Err(bad(format_args!(
-            "{what} address {va:#x} is not 8-byte aligned"
-        )));
+        return Err(misaligned());
     }
-    let r = mem.span(va, 8, what)?.single();
-    r.as_ref()
-        .and_then(|r| r.atomic_u64(0))
-        .map(f)
-        .ok_or_else(|| bad(format_args!("{what} address {va:#x} is not 8-byte aligned")))
+    let r = mem.span(va, 8, what)?.single().ok_or_else(misaligned)?;
+    let fault = |f: RegionFault| mem.unmapped(va + f.offset, what);
+    let mut old = r
+        .try_cas_u64(0, 0, 0)
+        .map_err(fault)?
+        .ok_or_else(misaligned)?;
+    loop {
+        let Some(new) = op(old) else {
+            return Ok(old);
+        };
+        match r.try_cas_u64(0, old, new).map_err(fault)? {
+            Some(v) if v == old => return Ok(old),
+            Some(v) => old = v,
+            None => return Err(misaligned()),
+        }
+    }
+}
+
+/// The memory fault of a copy whose side `f` faulted, the copy reading from `src` and
+/// writing to `dst` (device addresses of the spans' starts).
+fn copy_fault(mem: &dyn SdmaMemory, f: CopyFault, src: u64, dst: u64, what: &str) -> Error {
+    match f {
+        CopyFault::Source(o) => mem.unmapped(src + o.offset, &format!("{what} source read")),
+        CopyFault::Destination(o) => {
+            mem.unmapped(dst + o.offset, &format!("{what} destination write"))
+        }
+    }
 }
 
 fn copy_linear(c: &CopyLinear, header: u32, mem: &dyn SdmaMemory) -> Result<(), Error> {
@@ -315,8 +356,8 @@ fn copy_linear(c: &CopyLinear, header: u32, mem: &dyn SdmaMemory) -> Result<(), 
     }
     let s = mem.span(c.src, bytes, "COPY LINEAR source read")?;
     let d = mem.span(c.dst, bytes, "COPY LINEAR destination write")?;
-    d.copy_from(&s);
-    Ok(())
+    d.try_copy_from(&s)
+        .map_err(|f| copy_fault(mem, f, c.src, c.dst, "COPY LINEAR"))
 }
 
 fn copy_rect(r: &CopyLinearRect, mem: &dyn SdmaMemory) -> Result<(), Error> {
@@ -337,6 +378,22 @@ fn copy_rect(r: &CopyLinearRect, mem: &dyn SdmaMemory) -> Result<(), Error> {
     let ry = u64::from(r.rect_y) + 1;
     let rz = u64::from(r.rect_z) + 1;
     let row_bytes = rx * element;
+    // Disjoint destination rows bound the work by the memory written (see the module's doc).
+    let (dst_pitch, dst_slice) = (u64::from(r.dst.pitch) + 1, u64::from(r.dst.slice_pitch) + 1);
+    if ry > 1 && dst_pitch < rx {
+        return Err(bad(format_args!(
+            "COPY LINEAR_RECT destination pitch {dst_pitch} elements is below the rectangle's \
+             width {rx}: overlapping destination rows are not emulated"
+        )));
+    }
+    if rz > 1 && dst_slice < (ry - 1) * dst_pitch + rx {
+        return Err(bad(format_args!(
+            "COPY LINEAR_RECT destination slice pitch {dst_slice} elements is below the \
+             {} elements of a slice's {ry} rows: overlapping destination slices are not \
+             emulated",
+            (ry - 1) * dst_pitch + rx
+        )));
+    }
     // One side's row y of slice z: base plus (x, y, z) offsets and pitches in elements.
     let at = |s: &RectSide, y: u64, z: u64| {
         let (pitch, slice) = (u64::from(s.pitch) + 1, u64::from(s.slice_pitch) + 1);
@@ -352,7 +409,8 @@ fn copy_rect(r: &CopyLinearRect, mem: &dyn SdmaMemory) -> Result<(), Error> {
             };
             let sr = mem.span(s, row_bytes, "COPY LINEAR_RECT source read")?;
             let dr = mem.span(d, row_bytes, "COPY LINEAR_RECT destination write")?;
-            dr.copy_from(&sr);
+            dr.try_copy_from(&sr)
+                .map_err(|f| copy_fault(mem, f, s, d, "COPY LINEAR_RECT"))?;
         }
     }
     Ok(())
@@ -373,10 +431,8 @@ fn poll_regmem(p: &PollRegMem, header: u32, mem: &dyn SdmaMemory) -> Result<bool
             p.addr as u32
         )));
     }
-    // Acquire pairs with the Release store of whoever changes the word (a signal's value).
-    let v = with_word32(mem, p.addr, "POLL_REGMEM read", |w| {
-        w.load(Ordering::Acquire)
-    })? & p.mask;
+    // SeqCst (rmw32 reading): ordered after the store of whoever changes the word.
+    let v = rmw32(mem, p.addr, "POLL_REGMEM read", |_| None)? & p.mask;
     let reference = p.value;
     Ok(match func {
         0 => true,
@@ -478,24 +534,16 @@ fn atomic(a: &Atomic, header: u32, mem: &dyn SdmaMemory) -> Result<bool, Error> 
         )));
     }
     let done = if bits == 64 {
-        // AcqRel: the engine's read-modify-write is ordered with the host's and the
-        // other engines' accesses to the word (a signal's value).
-        with_word64(mem, va, "ATOMIC", |w| {
-            w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
-                atomic_result(code, old, src, cmp, 64)
-            })
-            .map(|old| code != 0x28 || old == cmp)
-            .unwrap_or(true)
-        })?
+        let old = rmw64(mem, va, "ATOMIC", |old| {
+            atomic_result(code, old, src, cmp, 64)
+        })?;
+        code != 0x28 || old == cmp
     } else {
         let (s, c) = (src & 0xffff_ffff, cmp & 0xffff_ffff);
-        with_word32(mem, va, "ATOMIC", |w| {
-            w.fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| {
-                atomic_result(code, u64::from(old), s, c, 32).map(|v| v as u32)
-            })
-            .map(|old| code != 0x28 || u64::from(old) == c)
-            .unwrap_or(true)
-        })?
+        let old = rmw32(mem, va, "ATOMIC", |old| {
+            atomic_result(code, u64::from(old), s, c, 32).map(|v| v as u32)
+        })?;
+        code != 0x28 || u64::from(old) == c
     };
     Ok(done || !looped)
 }
@@ -523,8 +571,8 @@ fn const_fill(c: &ConstFill, header: u32, mem: &dyn SdmaMemory) -> Result<(), Er
     let dwords = u64::from(c.count >> 2) + 1;
     let r = mem.span(va, dwords * 4, "CONST_FILL write")?;
     let data = c.data.to_le_bytes().repeat(dwords as usize);
-    r.write_from(&data);
-    Ok(())
+    r.try_write_from(&data)
+        .map_err(|f| mem.unmapped(va + f.offset, "CONST_FILL write"))
 }
 
 /// What an SDMA queue's thread needs.
@@ -780,6 +828,15 @@ impl SdmaMemory for SdmaHost<'_> {
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .end_of_pipe_interrupt(int_ctx);
+    }
+
+    fn unmapped(&self, va: u64, what: &str) -> Error {
+        self.fault.set(Some(MemoryFault::of(va, what)));
+        error!(
+            Status::MemoryFault,
+            "memory fault on GPU {:#x}: {what} at {va:#x}: user memory that was unmapped",
+            self.gpu_id
+        )
     }
 }
 

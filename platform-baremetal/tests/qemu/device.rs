@@ -205,6 +205,8 @@ pub struct DeviceStats {
     pub ih_entries: AtomicU64,
     /// MSI-X interrupts raised on vector 0.
     pub ih_interrupts: AtomicU64,
+    /// Interrupts not raised because the guest had already drained the entries.
+    pub ih_already_drained: AtomicU64,
     /// Interrupts dropped by the fault.
     pub dropped: AtomicU64,
     /// Interrupts withheld to merge.
@@ -587,7 +589,29 @@ impl Device {
         true
     }
 
-    fn raise_ih(&self) {
+    /// Raises the IH interrupt (MSI-X vector 0) for the entries written — unless the guest's
+    /// drain has already read them all (its read pointer equals the write pointer): a drain
+    /// still running for an earlier interrupt took them, and an interrupt raised now would
+    /// reach the guest after that drain with nothing to read, or, when the host delivers it
+    /// late (QEMU's main loop starved on a loaded machine), during a later phase, where it
+    /// would drain that phase's entry in place of the interrupt the phase counts (as an IH
+    /// interrupts only while its ring is not empty).
+    fn raise_ih(&self, st: &State) {
+        if let Some(ih) = &st.ih {
+            // SeqCst: the write pointer's store (push_entry) comes before this load of the
+            // read pointer. The guest's drain loads the write pointer, reads the entries up to
+            // it and then stores the read pointer: a read pointer equal to this write pointer
+            // is a drain's that read the entry; any other value leaves the entry unread, and
+            // the interrupt is raised.
+            std::sync::atomic::fence(Ordering::SeqCst);
+            let mask = ih.size_bytes - 1;
+            if self.control(CTL_IH_RPTR).load(Ordering::Acquire) & mask == ih.wptr {
+                self.stats
+                    .ih_already_drained
+                    .fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
         self.stats.ih_interrupts.fetch_add(1, Ordering::Relaxed);
         self.raise(GUEST_VECTOR_IH);
     }
@@ -724,7 +748,7 @@ impl ProcessorHost for Ctx<'_, '_> {
             }
             st.faults.merge = 0;
         }
-        self.dev.raise_ih();
+        self.dev.raise_ih(st);
     }
 
     fn timestamp_ticks(&self) -> u64 {
@@ -743,7 +767,7 @@ impl ProcessorHost for Ctx<'_, '_> {
             ..IhEntry::default()
         };
         if self.dev.push_entry(st, &entry.encode()) {
-            self.dev.raise_ih();
+            self.dev.raise_ih(st);
         }
     }
 }

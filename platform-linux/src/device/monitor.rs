@@ -12,8 +12,9 @@
 //! event at start-up and handles them on a thread (`Runtime::VMFaultHandler`,
 //! `HwExceptionHandler`); so does the monitor:
 //!
-//! - [`super::LinuxPlatform`] creates the two events (auto-reset) when it opens a machine
-//!   with GPUs, and a thread blocked in `WAIT_EVENTS` on both (in slices of
+//! - [`super::LinuxPlatform`] creates the two events (auto-reset) with its first compute
+//!   queue (not at open: a platform that runs no queue, such as a report on the topology,
+//!   then asks KFD for no event or event page), and a thread blocked in `WAIT_EVENTS` on both (in slices of
 //!   [`MONITOR_SLICE_MS`], so that it notices a stop request even if the wake-up below
 //!   failed);
 //! - every queue the platform creates is watched: its GPU, its inactive signal and its error
@@ -344,6 +345,10 @@ impl Shared {
                 ..EventData::default()
             });
             match calls::wait_events(&*self.driver, &mut data, false, MONITOR_SLICE_MS) {
+                // A wait that ends after the stop request is its wake-up (the events being
+                // destroyed), whatever the driver answered: nothing to report while the
+                // platform goes (no callback runs while its queues are destroyed).
+                Ok(_) if self.stop.load(Ordering::Acquire) => break,
                 Ok(KFD_IOC_WAIT_RESULT_COMPLETE) => self.on_exceptions(&exceptions(&data)),
                 Ok(_) => {}
                 Err(_) if self.stop.load(Ordering::Acquire) => break,

@@ -168,15 +168,18 @@ unsafe impl Platform for LinuxPlatform {
         Ok(())
     }
 
-    /// Allocates the queue's EOP buffer (VRAM) and CWSR area (host memory, headers written),
-    /// sized as amdkfd computes them from the topology ([`queue_buffer_sizes`]), creates an
-    /// AQL queue at normal priority (7) and 100 %, and maps the GPU's doorbell page once.
+    /// Starts the queue-error monitor if this is the platform's first queue (its two KFD
+    /// events), allocates the queue's EOP buffer (VRAM) and CWSR area (host memory, headers
+    /// written), sized as amdkfd computes them from the topology ([`queue_buffer_sizes`]),
+    /// creates an AQL queue at normal priority (7) and 100 %, and maps the GPU's doorbell page
+    /// once.
     ///
     /// # Errors
     /// [`Status::InvalidAgent`] for an unknown node; [`Status::InvalidQueueCreation`] for a CPU
     /// node, a GPU before gfx9 (32-bit doorbells), a ring size that is not a power of two in
     /// `1024..=2^31` bytes, or a node whose CU counts are missing; the failing ioctl's or
-    /// allocation's error.
+    /// allocation's error (the monitor's: `"creating the KFD memory event that reports queue
+    /// errors: ..."`).
     unsafe fn create_queue(&self, request: &QueueRequest) -> Result<HwQueue<KfdDoorbell>, Error> {
         let QueueKind::ComputeAql = request.kind;
         let Some(props) = self.node_by_id(request.node) else {
@@ -231,6 +234,9 @@ unsafe impl Platform for LinuxPlatform {
             );
         };
 
+        // The queue-error monitor before the queue can fail (its events are the process's
+        // first on a platform that made no signal event yet).
+        let monitor = self.monitor()?;
         let eop = if sizes.eop_buffer_bytes > 0 {
             Some(self.alloc_chunk(
                 Some(gpu.gpu_id),
@@ -334,7 +340,8 @@ unsafe impl Platform for LinuxPlatform {
             offset: within,
         };
         lock(&self.state).queues.insert(a.queue_id, rec);
-        if let Some(m) = &self.monitor {
+        {
+            let m = monitor;
             // Without a callback the error is printed and the process aborts, as ROCR does.
             let callback = request.on_error.unwrap_or(QueueErrorCallback {
                 func: abort_on_queue_error,
@@ -372,7 +379,7 @@ unsafe impl Platform for LinuxPlatform {
             .remove(&queue.0)
             .ok_or_else(|| error!(Status::InvalidQueue, "no queue with id {}", queue.0))?;
         // The monitor stops reading the queue's inactive signal before the caller may free it.
-        let watched = self.monitor.as_ref().and_then(|m| m.unwatch(queue.0));
+        let watched = self.monitor.get().and_then(|m| m.unwatch(queue.0));
         let mut d = DestroyQueueArgs {
             queue_id: queue.0,
             pad: 0,
@@ -381,7 +388,7 @@ unsafe impl Platform for LinuxPlatform {
         // write them) so that a later destroy, at the latest the platform's drop, retries.
         if let Err(e) = call(&*self.driver, &mut d) {
             lock(&self.state).queues.insert(queue.0, rec);
-            if let (Some(m), Some(w)) = (&self.monitor, watched) {
+            if let (Some(m), Some(w)) = (self.monitor.get(), watched) {
                 m.watch(queue.0, w);
             }
             return Err(e);
@@ -389,7 +396,7 @@ unsafe impl Platform for LinuxPlatform {
         // An error the queue stored that no event reported yet (the destroy came first)
         // reaches its callback now, once: ROCR 5.2 runs the error handler before a queue's
         // destruction completes. The inactive signal is the caller's and still live.
-        if let (Some(m), Some(w)) = (&self.monitor, &watched) {
+        if let (Some(m), Some(w)) = (self.monitor.get(), &watched) {
             if let Some(e) = m.unreported(w) {
                 super::monitor::deliver(&w.callback, &e, queue);
             }
@@ -398,8 +405,8 @@ unsafe impl Platform for LinuxPlatform {
         Ok(())
     }
 
-    /// A KFD signal event, auto-reset. The process's first event (on a machine with GPUs the
-    /// queue-error monitor's memory event, made at open) hands KFD the event page: a 32 KiB
+    /// A KFD signal event, auto-reset. The process's first event (this one, or the
+    /// queue-error monitor's memory event, made with the first queue) hands KFD the event page: a 32 KiB
     /// uncached GTT buffer object (amdkfd maps it into the kernel, which it refuses for
     /// USERPTR memory), mapped for the host from the render node and to every GPU (so the GPU
     /// can write mailboxes), its handle in `event_page_offset` (libhsakmt's dGPU path);
@@ -532,13 +539,15 @@ unsafe impl SdmaQueues<KfdDoorbell> for LinuxPlatform {
     /// `CREATE_QUEUE` of `KFD_IOC_QUEUE_TYPE_SDMA` as ROCR 5.2's `BlitSdma::Initialize` asks
     /// libhsakmt for it: 100 %, the highest priority (15), the caller's ring and pointers, no
     /// EOP or context-save buffer; the GPU's doorbell page mapped once, as for compute queues.
-    /// Queue errors of an SDMA engine reach the process as KFD hardware-exception events
-    /// (nothing to watch: it has no `queue_inactive_signal`).
+    /// Queue errors of an SDMA engine reach the process as KFD memory and hardware-exception
+    /// events (nothing to watch: it has no `queue_inactive_signal`), so the platform's first
+    /// queue of either kind starts the queue-error monitor.
     ///
     /// # Errors
     /// [`Status::InvalidAgent`] for an unknown node; [`Status::InvalidQueueCreation`] for a CPU
     /// node, a GPU before gfx9 (32-bit SDMA pointers), or a ring size that is not a power of
-    /// two in `1024..=2^31` bytes; the ioctl's error (`OutOfResources` for amdkfd's `ENOMEM`
+    /// two in `1024..=2^31` bytes; the monitor's (`"creating the KFD memory event that reports
+    /// queue errors: ..."`); the ioctl's error (`OutOfResources` for amdkfd's `ENOMEM`
     /// when the GPU's SDMA queues are all in use).
     unsafe fn create_sdma_queue(
         &self,
@@ -574,6 +583,10 @@ unsafe impl SdmaQueues<KfdDoorbell> for LinuxPlatform {
                 gpu.gfx_target_version
             );
         }
+        // The queue-error monitor before the queue can fail: an SDMA engine's memory fault
+        // reaches the process only through the KFD memory and hardware-exception events that
+        // the monitor waits on.
+        self.monitor()?;
         let mut a = CreateQueueArgs {
             ring_base_address: request.ring.0,
             write_pointer_address: request.write_pointer.0,
@@ -792,7 +805,9 @@ impl MemoryFaultReports for LinuxPlatform {
     /// on its thread, before the callbacks of the queues the fault stopped. A machine without
     /// GPUs has no faults to report: the handler is accepted and never called.
     fn set_memory_fault_handler(&self, handler: Option<MemoryFaultHandler>) -> Result<(), Error> {
-        if let Some(m) = &self.monitor {
+        let mut stored = lock(&self.monitor_start);
+        *stored = handler;
+        if let Some(m) = self.monitor.get() {
             m.set_fault_handler(handler);
         }
         Ok(())
@@ -832,6 +847,15 @@ impl LinuxPlatform {
         if let Err(e) = call(&*self.driver, &mut a) {
             if let Some(c) = new_chunk {
                 let _ = self.free_chunk(c.gpu_va.0);
+                if e.status() == Status::InvalidArgument {
+                    // amdkfd keeps one event page per process (kfd_kmap_event_page: "Event
+                    // page is already set"): another descriptor of this process's /dev/kfd
+                    // handed it one already.
+                    return Err(e.context(
+                        "handing KFD the process's event page (amdkfd takes one per process; \
+                         another open of /dev/kfd in this process may have set it)",
+                    ));
+                }
             }
             return Err(e);
         }

@@ -79,6 +79,14 @@ unsafe impl Ioctl for RawArg<'_> {
 
 /// The real amdkfd: `/dev/kfd` plus each GPU's render node, opened on first use.
 ///
+/// A process opens `/dev/kfd` once, as libhsakmt does (`hsaKmtOpenKFD` keeps one descriptor
+/// and counts its users): amdkfd keeps one `kfd_process` per address space however many
+/// descriptors name it, with one event page for its whole life, which it refuses to replace
+/// (`kfd_kmap_event_page`: "Event page is already set", `EINVAL`). So [`DevKfd::open`] hands
+/// every caller of a process the same driver while one is alive, and the platforms opened on it
+/// share its per-process state (the address reservation and the event page); a second
+/// descriptor would make a second platform hand amdkfd a second event page.
+///
 /// Argument structs that carry user pointers (`WAIT_EVENTS.events_ptr`,
 /// `MAP_MEMORY_TO_GPU.device_ids_array_ptr`, `GET_PROCESS_APERTURES_NEW`'s array, ...) are
 /// passed to the kernel as they are, under [`KfdDriver::ioctl`]'s contract: the kernel's
@@ -88,29 +96,51 @@ unsafe impl Ioctl for RawArg<'_> {
 #[derive(Debug)]
 pub struct DevKfd {
     kfd: OwnedFd,
-    /// `gpu_id` → `drm_render_minor`, from the topology.
-    render_minors: HashMap<u32, i32>,
+    /// `gpu_id` → `drm_render_minor`, from the topologies it was opened for.
+    render_minors: Mutex<HashMap<u32, i32>>,
     /// Render nodes opened so far; never closed before `self` drops (their numbers were
     /// given to ACQUIRE_VM and mappings refer to them).
     render_fds: Mutex<HashMap<u32, Arc<OwnedFd>>>,
 }
 
+/// The open device files of this process, by path: each is opened once while a driver on it
+/// is alive ([`DevKfd::open_path`]).
+static OPEN: Mutex<Vec<(std::path::PathBuf, std::sync::Weak<DevKfd>)>> = Mutex::new(Vec::new());
+
 impl DevKfd {
-    /// Opens `/dev/kfd` (`O_RDWR | O_CLOEXEC`) for the GPUs of `topology`.
+    /// The process's `/dev/kfd` (`O_RDWR | O_CLOEXEC`) for the GPUs of `topology`: the driver
+    /// already open in this process when there is one (it learns `topology`'s render nodes
+    /// too), else a new open.
     ///
     /// # Errors
     /// [`Status::Error`]: `"no AMD GPU driver: /dev/kfd missing"` when the file does not
     /// exist; `"permission denied on /dev/kfd: join the render group"` on `EACCES`/`EPERM`;
     /// `"open /dev/kfd: <errno>"` otherwise.
-    pub fn open(topology: &Topology) -> Result<DevKfd, Error> {
+    pub fn open(topology: &Topology) -> Result<Arc<DevKfd>, Error> {
         DevKfd::open_path(Path::new(KFD_PATH), topology)
     }
 
-    /// As [`DevKfd::open`] with another path for the device file (messages name `path`).
+    /// As [`DevKfd::open`] with another path for the device file (messages name `path`); one
+    /// driver per path while it lives.
     ///
     /// # Errors
     /// As [`DevKfd::open`].
-    pub fn open_path(path: &Path, topology: &Topology) -> Result<DevKfd, Error> {
+    pub fn open_path(path: &Path, topology: &Topology) -> Result<Arc<DevKfd>, Error> {
+        let minors = topology
+            .nodes
+            .iter()
+            .filter(|n| n.properties.gpu_id != 0)
+            .map(|n| (n.properties.gpu_id, n.properties.drm_render_minor));
+        let mut open = lock(&OPEN);
+        open.retain(|(_, d)| d.strong_count() > 0);
+        if let Some(kfd) = open
+            .iter()
+            .find(|(p, _)| p == path)
+            .and_then(|(_, d)| d.upgrade())
+        {
+            lock(&kfd.render_minors).extend(minors);
+            return Ok(kfd);
+        }
         let shown = path.display();
         let kfd =
             rustix::fs::open(path, OFlags::RDWR | OFlags::CLOEXEC, Mode::empty()).map_err(|e| {
@@ -125,17 +155,13 @@ impl DevKfd {
                     e => error!(Status::Error, "open {shown}: {e}"),
                 }
             })?;
-        let render_minors = topology
-            .nodes
-            .iter()
-            .filter(|n| n.properties.gpu_id != 0)
-            .map(|n| (n.properties.gpu_id, n.properties.drm_render_minor))
-            .collect();
-        Ok(DevKfd {
+        let kfd = Arc::new(DevKfd {
             kfd,
-            render_minors,
+            render_minors: Mutex::new(minors.collect()),
             render_fds: Mutex::new(HashMap::new()),
-        })
+        });
+        open.push((path.to_path_buf(), Arc::downgrade(&kfd)));
+        Ok(kfd)
     }
 
     /// The render node of `gpu_id`, opened on first use.
@@ -144,7 +170,7 @@ impl DevKfd {
         if let Some(fd) = fds.get(&gpu_id) {
             return Ok(fd.clone());
         }
-        let minor = *self.render_minors.get(&gpu_id).ok_or(Errno::NODEV)?;
+        let minor = *lock(&self.render_minors).get(&gpu_id).ok_or(Errno::NODEV)?;
         if minor <= 0 {
             return Err(Errno::NODEV);
         }
@@ -737,6 +763,46 @@ mod tests {
         };
         let e = DevKfd::open_path(Path::new("/nonexistent/kfd"), &topo).unwrap_err();
         assert_eq!(e.detail(), "no AMD GPU driver: /nonexistent/kfd missing");
+    }
+
+    /// A process opens a device file once while a driver on it lives, as libhsakmt opens
+    /// `/dev/kfd` once (two descriptors would be one amdkfd process handed two event pages);
+    /// the second caller's render nodes are added to the first's; after the last user is gone
+    /// the next open is a new one. (`/dev/null` stands in for `/dev/kfd`: only the open is
+    /// tested.)
+    #[test]
+    fn a_device_file_is_opened_once_per_process() {
+        let gpu = |gpu_id: u32, minor: i32| crate::topology::TopologyNode {
+            properties: hsa_core::platform::NodeProperties {
+                gpu_id,
+                simd_count: 4,
+                drm_render_minor: minor,
+                ..Default::default()
+            },
+            memory_banks: vec![],
+            caches: vec![],
+            io_links: vec![],
+        };
+        let topo = |nodes| Topology {
+            generation_id: None,
+            system: Default::default(),
+            nodes,
+        };
+        let path = Path::new("/dev/null");
+        let a = DevKfd::open_path(path, &topo(vec![gpu(7, 128)])).unwrap();
+        let b = DevKfd::open_path(path, &topo(vec![gpu(9, 129)])).unwrap();
+        assert!(
+            Arc::ptr_eq(&a, &b),
+            "a second descriptor of the same device"
+        );
+        assert_eq!(a.kfd.as_raw_fd(), b.kfd.as_raw_fd());
+        assert_eq!(*lock(&a.render_minors), HashMap::from([(7, 128), (9, 129)]));
+        drop((a, b));
+        let c = DevKfd::open_path(path, &topo(vec![])).unwrap();
+        assert!(
+            lock(&c.render_minors).is_empty(),
+            "a new open after the last user"
+        );
     }
 
     /// A driver whose mmap does, while the space is changing the range's mapping, what
