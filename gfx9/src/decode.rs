@@ -10,7 +10,7 @@
 //! Field layouts (Vega ISA §12 "Microcode Formats"; CDNA3 ISA §10 for the gfx940+ cache
 //! bits `sc0`/`sc1`/`nt` that replace `glc`/`slc`).
 
-use super::op::Op;
+use super::op::{Class, Op};
 use super::opcodes::OPCODES;
 use super::Gfx9Target;
 use hsa_core::{Error, Result, Status};
@@ -92,8 +92,10 @@ pub(crate) const T_GFX942: u8 = 4;
 pub(crate) const T_GFX906: u8 = 8;
 /// Target bit: gfx908.
 pub(crate) const T_GFX908: u8 = 16;
-/// All five targets.
-pub(crate) const T_ALL: u8 = 31;
+/// Target bit: gfx904.
+pub(crate) const T_GFX904: u8 = 32;
+/// All six targets.
+pub(crate) const T_ALL: u8 = 63;
 
 /// Flag: VOP2 with a carry-out in VCC (VOP3b when promoted).
 pub(crate) const F_CO: u8 = 1;
@@ -297,6 +299,9 @@ pub struct Modifiers {
     pub offen: bool,
     /// MUBUF `idxen`: the VGPR address holds an index (first, when both are set).
     pub idxen: bool,
+    /// MUBUF `lds`: the data of a load goes to LDS (`buffer_store_lds_dword`: comes from
+    /// LDS) at M0 + offset + lane × 4 instead of VGPRs.
+    pub lds: bool,
     /// MTBUF `dfmt` (bits 3:0) and `nfmt` (bits 6:4): the buffer data and numeric format.
     pub format: u8,
     /// MIMG `dmask`: the components (X, Y, Z, W = bits 0..3) loaded, stored or sampled; an
@@ -764,9 +769,15 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     return Err(illegal("SMEM", &[w0, w1], "destination is m0 or exec"));
                 }
             }
-            if matches!(info.name, "s_memtime" | "s_memrealtime")
-                || info.name.starts_with("s_dcache_")
-            {
+            let probe = matches!(info.op, Op::SAtcProbe | Op::SAtcProbeBuffer);
+            let discard = matches!(info.op, Op::SDcacheDiscard | Op::SDcacheDiscardX2);
+            if probe {
+                // The SDATA field is the probe level, an immediate 0..=127 (llvm-objdump
+                // prints it as a number).
+                inst.dst = Operand::InlineInt((w0 >> 6 & 0x7F) as i8);
+            }
+            let class = info.op.attrs().class;
+            if class == Class::SmemClock || class == Class::SmemCache && !probe && !discard {
                 // No address: the sources stay None, the base and offset fields are ignored
                 // (and s_dcache_*'s SDATA and GLC), but the IMM bit must be clear (llvm-mc-19
                 // rejects the word otherwise).
@@ -780,11 +791,12 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 return Ok(inst);
             }
             // SBASE: an SGPR pair (address), or a quad (V#) for the s_buffer_ forms.
-            let base_dwords = if info.name.starts_with("s_buffer_") {
-                4
-            } else {
-                2
-            };
+            let base_dwords =
+                if info.op.attrs().class == Class::SmemBuffer || info.op == Op::SAtcProbeBuffer {
+                    4
+                } else {
+                    2
+                };
             inst.src[0] = sreg_operand(base_dwords, (w0 & 0x3F) << 1, "SMEM", w0)?;
             inst.mods.smem_glc = w0 >> 16 & 1 != 0;
             if w0 >> 17 & 1 != 0 {
@@ -883,10 +895,31 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 // The carry-in or lane mask is an SGPR pair other than exec.
                 return Err(illegal("VOP3", &[w0, w1], "lane mask is not an SGPR pair"));
             }
-            if !(info.has(F_NONAME) && super::disasm::sources16(info.name).is_some()) {
-                // Only VOP3-only 16-bit opcodes have op_sel; llvm-mc ignores the bits of the
-                // others (and so does the decoder).
+            // op_sel: the VOP3-only 16-bit opcodes but the gfx8 (legacy) ones, and the gfx940
+            // FP8/BF8 packs (which bits say where the result goes); llvm-mc ignores the bits
+            // of the others (and so does the decoder). With two sources op_sel[2] names no
+            // operand (llvm-mc rejects the word) but for v_cvt_sr_*, whose op_sel[3:2] are
+            // the result's byte.
+            let op_sel_kept = match info.op {
+                Op::VMadLegacyF16
+                | Op::VMadLegacyU16
+                | Op::VMadLegacyI16
+                | Op::VFmaLegacyF16
+                | Op::VDivFixupLegacyF16 => false,
+                Op::VCvtPkFp8F32 | Op::VCvtPkBf8F32 | Op::VCvtSrFp8F32 | Op::VCvtSrBf8F32 => true,
+                _ => info.has(F_NONAME) && super::disasm::sources16(info.name).is_some(),
+            };
+            if !op_sel_kept {
                 inst.mods.op_sel = 0;
+            } else if inst.src[2] == Operand::None
+                && inst.mods.op_sel & 4 != 0
+                && !matches!(info.op, Op::VCvtSrFp8F32 | Op::VCvtSrBf8F32)
+            {
+                return Err(illegal(
+                    "VOP3",
+                    &[w0, w1],
+                    "op_sel[2] of a two-source opcode",
+                ));
             }
             vop3_modifiers_allowed(&inst, enc, &[w0, w1])?;
             Ok(inst)
@@ -921,7 +954,14 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     return Err(illegal("DS", &[w0, w1], "unused operand field not 0"));
                 }
             }
-            inst.src[0] = vgpr(info.widths[1], w1 & 0xFF);
+            if info.widths[1] > 0 {
+                inst.src[0] = vgpr(info.widths[1], w1 & 0xFF);
+            }
+            if info.op.attrs().class == Class::DsGws {
+                // The GWS instructions are GDS ones whatever the bit says (llvm-mc decodes
+                // them without it and prints `gds`).
+                inst.mods.gds = true;
+            }
             if info.widths[2] > 0 {
                 inst.src[1] = data_reg(info.widths[2], w1 >> 8 & 0xFF);
             }
@@ -952,7 +992,7 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.encoding = Encoding::Flat;
             inst.size = 8;
             // Bit 13: `lds` on gfx900/gfx90a; gfx940's scratch `sve` (a VGPR address is used).
-            let sve = seg == 1 && target == Gfx9Target::Gfx942 && w0 >> 13 & 1 != 0;
+            let sve = seg == 1 && target.is_gfx940() && w0 >> 13 & 1 != 0;
             if w0 >> 13 & 1 != 0 && !sve {
                 return Err(illegal("FLAT", &[w0, w1], "lds bit unsupported"));
             }
@@ -976,11 +1016,7 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             if seg == 1 {
                 // Scratch: a 32-bit per-lane offset in a VGPR (gfx900/gfx90a: when there is no
                 // SGPR offset; gfx942: when `sve` is set) and/or in an SGPR.
-                let has_vaddr = if target == Gfx9Target::Gfx942 {
-                    sve
-                } else {
-                    !has_saddr
-                };
+                let has_vaddr = if target.is_gfx940() { sve } else { !has_saddr };
                 if has_vaddr {
                     inst.src[0] = vgpr(1, w1 & 0xFF);
                 }
@@ -1067,7 +1103,14 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
     if info.name == "v_pk_fmac_f16" || !dpp && info.name.starts_with("v_dot") {
         return Err(illegal(kind, &[w0, w1], "no such form of this opcode"));
     }
-    let dst_ok = enc == Encoding::Vopc || info.widths[0] <= 1;
+    // The gfx940 FP8/BF8 to f32 conversions: an SDWA form with the source select only (the
+    // destination select must be DWORD; dst_unused is ignored; llvm-mc prints neither), a
+    // 64-bit result for the packed ones, an 8-bit source taking `sext`, not `neg`/`abs`.
+    let fp8_sdwa = matches!(
+        info.op,
+        Op::VCvtF32Fp8 | Op::VCvtF32Bf8 | Op::VCvtPkF32Fp8 | Op::VCvtPkF32Bf8
+    );
+    let dst_ok = enc == Encoding::Vopc || info.widths[0] <= 1 || fp8_sdwa && !dpp;
     if !dst_ok
         || info.widths[1..].iter().any(|&w| w > 1) && !info.has(F_CI | F_CND)
         || info.has(F_SDST)
@@ -1084,7 +1127,7 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         let valid = match ctrl {
             0x000..=0x0FF | 0x101..=0x10F | 0x111..=0x11F | 0x121..=0x12F => true,
             0x130 | 0x134 | 0x138 | 0x13C | 0x140..=0x143 => true,
-            0x150..=0x15F => matches!(target, Gfx9Target::Gfx90a | Gfx9Target::Gfx942),
+            0x150..=0x15F => target == Gfx9Target::Gfx90a || target.is_gfx940(),
             _ => false,
         };
         if !valid {
@@ -1124,7 +1167,7 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         // rejects it).
         return Err(illegal(kind, &[w0, w1], "no SDWA form of this opcode"));
     }
-    let float = float_sources(info.name);
+    let float = float_sources(info.name) && !fp8_sdwa;
     let vop1 = enc == Encoding::Vop1;
     // VOP1 has no src1 (its fields are 0); float operands have neg/abs and integer ones
     // sext; only float results have an output modifier (llvm-mc rejects the others).
@@ -1176,7 +1219,17 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         if unused == 3 {
             return Err(illegal(kind, &[w0, w1], "reserved dst_unused"));
         }
-        (sel(w1 >> 8 & 7)?, unused)
+        match sel(w1 >> 8 & 7)? {
+            SdwaSel::Dword if fp8_sdwa => (SdwaSel::Dword, 0),
+            _ if fp8_sdwa => {
+                return Err(illegal(
+                    kind,
+                    &[w0, w1],
+                    "dst_sel of an FP8 conversion not DWORD",
+                ));
+            }
+            d => (d, unused),
+        }
     };
     inst.mods.sdwa = Some(Sdwa {
         dst_sel,
@@ -1412,6 +1465,11 @@ fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<In
     let c = w1 >> 18 & 0x1FF;
     inst.src[2] = match c {
         128..=208 | 240..=248 => vector_src(wc, c, None, &mut size, "VOP3P-MAI", w0)?,
+        // The sparse forms' src2 is the compression index, a VGPR even when acc_cd makes
+        // C/D AGPRs (llvm-objdump prints `v8` after `a[0:3]`).
+        _ if info.op.attrs().mfma.is_some_and(|m| m.sparse) => {
+            vector_range(c, wc, false, w, "src2 (index)")?
+        }
         _ => vector_range(c, wc, acc_cd, w, "src2 (C)")?,
     };
     inst.mods.cbsz = (w0 >> 8 & 7) as u8;
@@ -1437,8 +1495,25 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.info = info;
     inst.encoding = Encoding::Mubuf;
     inst.size = 8;
-    if w0 >> 16 & 1 != 0 {
-        return Err(illegal("MUBUF", &[w0, w1], "lds (load to LDS) unsupported"));
+    // `lds` (bit 16): the loads of a dword or less (and format_x) put their data in LDS, not
+    // VGPRs; buffer_store_lds_dword exists only with it (llvm-mc decodes no other).
+    inst.mods.lds = w0 >> 16 & 1 != 0;
+    let lds_load = matches!(
+        info.op,
+        Op::BufferLoadFormatX
+            | Op::BufferLoadUbyte
+            | Op::BufferLoadSbyte
+            | Op::BufferLoadUshort
+            | Op::BufferLoadSshort
+            | Op::BufferLoadDword
+    );
+    let store_lds = info.op == Op::BufferStoreLdsDword;
+    if inst.mods.lds && !lds_load && !store_lds || store_lds && !inst.mods.lds {
+        return Err(illegal(
+            "MUBUF",
+            &[w0, w1],
+            "lds bit on an instruction without that form",
+        ));
     }
     inst.imm = (w0 & 0xFFF) as i32;
     inst.mods.offen = w0 >> 12 & 1 != 0;
@@ -1446,6 +1521,20 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.mods.glc = w0 >> 14 & 1 != 0;
     inst.mods.slc = w0 >> 17 & 1 != 0;
     inst.mods.sc1 = w0 >> 15 & 1 != 0 && target.has_acc_memory_operands();
+    if store_lds {
+        // buffer_store_lds_dword: no VGPR address or data (the fields are ignored, as
+        // llvm-mc ignores them); offen and idxen are illegal.
+        if inst.mods.offen || inst.mods.idxen {
+            return Err(illegal(
+                "MUBUF",
+                &[w0, w1],
+                "VGPR address of buffer_store_lds_dword",
+            ));
+        }
+        inst.src[2] = buffer_resource(w1, "MUBUF", w0)?;
+        inst.soffset = mubuf_soffset(w0, w1)?;
+        return Ok(inst);
+    }
     if info.widths[0] == 0 && info.widths[1] == 0 {
         // Cache control: no operands. llvm-mc ignores the other fields but rejects offen,
         // idxen, glc and bit 15 (except on buffer_wbl2, which ignores them too).
@@ -1459,7 +1548,7 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
             ));
         }
         // Only gfx940's buffer_wbl2 keeps its sc0/sc1 bits (llvm-mc prints them).
-        let keep = wbl2 && target == Gfx9Target::Gfx942;
+        let keep = wbl2 && target.is_gfx940();
         inst.mods.glc &= keep;
         inst.mods.sc1 &= keep;
         inst.mods.slc = false;
@@ -1492,20 +1581,25 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
         inst.src[1] = data_reg(info.widths[1], vdata);
     }
     let returns = !info.has(F_ATOMIC) || inst.mods.glc;
-    if info.widths[0] > 0 && returns {
+    if info.widths[0] > 0 && returns && !inst.mods.lds {
         inst.dst = data_reg(info.widths[0], vdata);
     }
     inst.src[2] = buffer_resource(w1, "MUBUF", w0)?;
+    inst.soffset = mubuf_soffset(w0, w1)?;
+    Ok(inst)
+}
+
+/// MUBUF `soffset` (w1 [31:24]): an SGPR or a constant (llvm-mc decodes inline floats and
+/// the special sources too).
+fn mubuf_soffset(w0: u32, w1: u32) -> Result<Operand> {
     let mut size = 8u8;
-    inst.soffset = match vector_src(1, w1 >> 24, None, &mut size, "MUBUF", w0)? {
-        // An SGPR or a constant (llvm-mc decodes inline floats and the special sources too).
+    match vector_src(1, w1 >> 24, None, &mut size, "MUBUF", w0)? {
         op @ (Operand::Sreg { .. }
         | Operand::InlineInt(_)
         | Operand::InlineFloat(_)
-        | Operand::Special(_)) => op,
-        _ => return Err(illegal("MUBUF", &[w0, w1], "bad soffset")),
-    };
-    Ok(inst)
+        | Operand::Special(_)) => Ok(op),
+        _ => Err(illegal("MUBUF", &[w0, w1], "bad soffset")),
+    }
 }
 
 /// MTBUF (Vega ISA §12.11; CDNA2/3 for the `acc`, `scc`/`sc1` bits): `offset` [11:0],

@@ -6,6 +6,7 @@
 use core::fmt;
 
 use super::decode::{Dpp, Encoding, Instruction, Operand, Sdwa, SdwaSel, F_NONAME, F_SDST};
+use super::op::Op as OpKind;
 use super::Gfx9Target;
 
 struct Op<'a>(&'a Operand);
@@ -81,7 +82,7 @@ impl fmt::Display for Hwreg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Hwreg(v, target) = *self;
         let (id, offset, size) = (v & 0x3F, v >> 6 & 0x1F, (v >> 11) + 1);
-        let gfx940 = target == Gfx9Target::Gfx942;
+        let gfx940 = target.is_gfx940();
         let name = match id {
             1 => Some("MODE"),
             2 => Some("STATUS"),
@@ -325,8 +326,9 @@ impl fmt::Display for Instruction {
                     _ => write!(f, "{name} {hw}, {}", Op(&self.src[0])),
                 }
             }
-            // The call's offset prints as the raw simm16, unsigned, as a branch's.
-            Encoding::Sopk if name == "s_call_b64" => {
+            // The call's and the fork's offset print as the raw simm16, unsigned, as a
+            // branch's.
+            Encoding::Sopk if matches!(info.op, OpKind::SCallB64 | OpKind::SCbranchIFork) => {
                 write!(f, "{name} {}, {}", Op(&self.dst), self.imm as u16)
             }
             Encoding::Sopk => {
@@ -387,7 +389,12 @@ impl fmt::Display for Instruction {
                 write!(f, "{name} {}", Op(&self.dst))
             }
             Encoding::Smem => {
-                write!(f, "{name} {}, {}, ", Op(&self.dst), Op(&self.src[0]))?;
+                if self.dst == Operand::None {
+                    // s_dcache_discard*: an address, no data.
+                    write!(f, "{name} {}, ", Op(&self.src[0]))?;
+                } else {
+                    write!(f, "{name} {}, {}, ", Op(&self.dst), Op(&self.src[0]))?;
+                }
                 if self.mods.smem_soe {
                     write!(f, "{} offset:", Op(&self.src[1]))?;
                 }
@@ -413,13 +420,12 @@ impl fmt::Display for Instruction {
                 } else if !info.has(F_NONAME | F_SDST)
                     && !info.is_mai()
                     && !super::decode::has_literal_k(name)
-                    && (e64 || name != "v_nop")
-                    && info.op != super::op::Op::VSwapB32
-                    && !(e64 && info.op == super::op::Op::VNop)
+                    && info.op != OpKind::VSwapB32
+                    && (!self.encoding_is_vop1_form() || info.widths[0] != 0)
                 {
                     // (v_readfirstlane_b32, v_swap_b32 and the VOP2 forms with a constant K
                     // have only their 32-bit encoding: llvm-objdump prints no suffix; nor does
-                    // it for v_nop, which has no operands, in either encoding.)
+                    // it for v_nop and v_clrexcp, which have no operands, in either encoding.)
                     f.write_str(if e64 { "_e64" } else { "_e32" })?;
                 }
                 let mut ops: heapless::Vec<Operand, 6> = heapless::Vec::new();
@@ -453,7 +459,13 @@ impl fmt::Display for Instruction {
                 if e64 {
                     if self.mods.op_sel != 0 {
                         let b = self.mods.op_sel;
-                        let n = if self.src[2] != Operand::None { 3 } else { 2 };
+                        // (v_cvt_sr_*: op_sel[3:2] is the result byte, all four printed.)
+                        let sr = matches!(info.op, OpKind::VCvtSrFp8F32 | OpKind::VCvtSrBf8F32);
+                        let n = if self.src[2] != Operand::None || sr {
+                            3
+                        } else {
+                            2
+                        };
                         f.write_str(" op_sel:[")?;
                         for k in 0..n {
                             write!(f, "{}{}", if k > 0 { "," } else { "" }, b >> k & 1)?;
@@ -552,8 +564,10 @@ impl fmt::Display for Instruction {
                 } else if self.imm != 0 {
                     write!(f, " offset:{}", self.imm)?;
                 }
-                // gfx90a and gfx942 have no GDS: llvm-objdump does not print the bit.
-                if self.mods.gds && !self.target.has_acc_memory_operands() {
+                // gfx90a and gfx942 have no GDS: llvm-objdump does not print the bit, but for
+                // the GWS instructions, which are always GDS ones.
+                let gws = info.op.attrs().class == super::op::Class::DsGws;
+                if self.mods.gds && (gws || !self.target.has_acc_memory_operands()) {
                     f.write_str(" gds")?;
                 }
                 Ok(())
@@ -589,6 +603,34 @@ impl fmt::Display for Instruction {
                 f.write_str(name)?;
                 if self.src[2] == Operand::None {
                     return self.cache_bits(f);
+                }
+                if info.op == OpKind::BufferStoreLdsDword {
+                    // No VGPRs: the resource, soffset, offset, cache bits, `lds`.
+                    write!(f, " {}, {}", Op(&self.src[2]), Op(&self.soffset))?;
+                    if self.imm != 0 {
+                        write!(f, " offset:{}", self.imm)?;
+                    }
+                    self.cache_bits(f)?;
+                    return f.write_str(" lds");
+                }
+                if self.mods.lds {
+                    // A load into LDS: no vdata; vaddr or `off` first.
+                    match self.src[0] {
+                        Operand::None => f.write_str(" off")?,
+                        ref a => write!(f, " {}", Op(a))?,
+                    }
+                    write!(f, ", {}, {}", Op(&self.src[2]), Op(&self.soffset))?;
+                    if self.mods.idxen {
+                        f.write_str(" idxen")?;
+                    }
+                    if self.mods.offen {
+                        f.write_str(" offen")?;
+                    }
+                    if self.imm != 0 {
+                        write!(f, " offset:{}", self.imm)?;
+                    }
+                    self.cache_bits(f)?;
+                    return f.write_str(" lds");
                 }
                 // vdata (loads: the destination; stores and atomics: the data register, which
                 // a returning atomic also writes), vaddr or `off`, srsrc, soffset.
@@ -709,6 +751,11 @@ fn dpp_text(f: &mut fmt::Formatter<'_>, d: Dpp) -> fmt::Result {
 }
 
 impl Instruction {
+    /// Whether the instruction's opcode is a VOP1 one (in its VOP1 or VOP3 encoding).
+    fn encoding_is_vop1_form(&self) -> bool {
+        self.info.encoding == Encoding::Vop1
+    }
+
     /// The SDWA modifiers as llvm-objdump prints them: clamp, omod, then the selects (VOPC:
     /// the source selects only).
     fn sdwa_text(&self, f: &mut fmt::Formatter<'_>, sd: Sdwa) -> fmt::Result {
@@ -721,7 +768,11 @@ impl Instruction {
             3 => f.write_str(" div:2")?,
             _ => {}
         }
-        if self.encoding != Encoding::Vopc {
+        let fp8 = matches!(
+            self.info.op,
+            OpKind::VCvtF32Fp8 | OpKind::VCvtF32Bf8 | OpKind::VCvtPkF32Fp8 | OpKind::VCvtPkF32Bf8
+        );
+        if self.encoding != Encoding::Vopc && !fp8 {
             let unused = ["UNUSED_PAD", "UNUSED_SEXT", "UNUSED_PRESERVE"];
             write!(
                 f,
@@ -779,7 +830,7 @@ impl Instruction {
             write!(f, " abid:{}", m.abid)?;
         }
         if m.blgp != 0 {
-            if self.target == Gfx9Target::Gfx942 && self.info.name.starts_with("v_mfma_f64") {
+            if self.target.is_gfx940() && self.info.name.starts_with("v_mfma_f64") {
                 let b = m.blgp;
                 write!(f, " neg:[{},{},{}]", b & 1, b >> 1 & 1, b >> 2 & 1)?;
             } else {
@@ -790,7 +841,7 @@ impl Instruction {
     }
 
     fn cache_bits(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let bits = if self.target == Gfx9Target::Gfx942 {
+        let bits = if self.target.is_gfx940() {
             [
                 (self.mods.glc, " sc0"),
                 (self.mods.slc, " nt"),

@@ -37,6 +37,7 @@ use super::f16;
 use super::fast::{Done, Fast};
 use super::fdiv;
 use super::format::BufferFormat;
+use super::fp8;
 use super::hwid::{enabled_cus, hw_id, CuId, WaveLaunch};
 use super::mode;
 use super::op::{self, AtomicOp, Class, Cond, Fp, MemTy, Op, Ty};
@@ -589,6 +590,7 @@ pub fn run_workgroups_preemptible(
         lane_instructions: 0,
         preempt,
         cu: CuId::default(),
+        gws: Gws::new(),
     };
     let (cx, cy) = (u64::from(counts[0]), u64::from(counts[1]));
     let mut result = Ok(());
@@ -653,6 +655,8 @@ pub(crate) struct Ctx<'a, 'c> {
     preempt: &'a AtomicBool,
     /// The CU the running work-group was placed on.
     cu: CuId,
+    /// The GWS resources of the waves this context runs.
+    gws: Gws,
 }
 
 fn run_group(
@@ -689,6 +693,7 @@ fn run_group(
     }
     let waves = &mut waves[..nwaves];
     loop {
+        let before: u64 = waves.iter().map(|w| w.executed).sum();
         for w in waves.iter_mut() {
             while w.state == WaveState::Running {
                 step(ctx, cache, w, dispatch.max_instructions_per_wave)?;
@@ -707,9 +712,25 @@ fn run_group(
         if waves.iter().all(|w| w.state == WaveState::Ended) {
             return Ok(());
         }
-        // Every live wave is at the barrier: release them.
+        let at_barrier = waves.iter().any(|w| w.state == WaveState::AtBarrier);
+        let waiting = waves
+            .iter()
+            .filter(|w| w.state == WaveState::Waiting)
+            .count();
+        let after: u64 = waves.iter().map(|w| w.executed).sum();
+        if waiting > 0 && !at_barrier && after == before {
+            // A round in which every live wave waited in a GWS instruction and none ran one
+            // that could let another go.
+            bail!(
+                Status::Exception,
+                "{waiting} wave(s) wait in GWS instructions no wave of the running \
+                 work-group can satisfy (the interpreter runs one work-group at a time; a \
+                 GWS barrier or semaphore across work-groups never completes here)"
+            );
+        }
+        // Every live wave is at the barrier or waiting: release them.
         for w in waves.iter_mut() {
-            if w.state == WaveState::AtBarrier {
+            if matches!(w.state, WaveState::AtBarrier | WaveState::Waiting) {
                 w.state = WaveState::Running;
             }
         }
@@ -883,6 +904,8 @@ pub(crate) enum Flow {
     Jump(u64),
     Barrier,
     End,
+    /// The wave waits in this instruction (GWS) and runs it again later.
+    Wait,
 }
 
 fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64) -> Result<()> {
@@ -898,6 +921,21 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
         );
     }
     let next = w.pc + inst.size as u64;
+    if w.mode & MODE_VSKIP != 0
+        && !matches!(
+            inst.encoding,
+            Encoding::Sop1
+                | Encoding::Sop2
+                | Encoding::Sopc
+                | Encoding::Sopk
+                | Encoding::Sopp
+                | Encoding::Smem
+        )
+    {
+        // MODE.VSKIP (s_setvskip): vector instructions are not issued.
+        w.pc = next;
+        return Ok(());
+    }
     let indexed;
     let gpr_idx = w.mode & MODE_GPR_IDX_EN != 0
         && matches!(
@@ -971,6 +1009,12 @@ fn step(ctx: &mut Ctx<'_, '_>, cache: &mut DecodeCache, w: &mut Wave, limit: u64
             w.state = WaveState::AtBarrier;
         }
         Flow::End => w.state = WaveState::Ended,
+        Flow::Wait => {
+            w.state = WaveState::Waiting;
+            w.executed -= 1;
+            ctx.instructions -= 1;
+            ctx.lane_instructions -= u64::from(w.exec().count_ones());
+        }
     }
     Ok(())
 }
@@ -1155,6 +1199,7 @@ fn execute(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -
         },
         Class::Dot | Class::Mix | Class::Packed => vop3p(w, inst)?,
         Class::DsLane => ds_lanes(w, inst)?,
+        Class::DsGws => return ds_gws(&mut ctx.gws, w, inst),
         Class::Ds | Class::DsSrc2 => ds(ctx, w, inst)?,
         Class::Flat | Class::Global | Class::Scratch => flat(ctx, w, inst)?,
         Class::Buffer | Class::BufferCache => mubuf(ctx, w, inst)?,

@@ -38,6 +38,7 @@ mod fast;
 mod fdiv;
 mod fma;
 mod format;
+mod fp8;
 pub mod hwid;
 mod mai;
 mod mode;
@@ -52,14 +53,18 @@ pub use op::{Op, OpAttrs};
 use hsa_core::isa::Processor;
 
 /// A GFX9 processor whose machine code this module runs. gfx9-generic code objects and the
-/// gfx900 variants (gfx902, gfx904, gfx909, gfx90c: the same instructions, AMDGPUUsage's
-/// processor table lists no ISA feature of theirs beyond gfx900's) use
-/// [`Gfx9Target::Gfx900`].
+/// gfx900 variants gfx902, gfx909 and gfx90c (the same instructions: AMDGPUUsage's processor
+/// table lists no ISA feature of theirs beyond gfx900's) use [`Gfx9Target::Gfx900`]; gfx904,
+/// which has the fused `v_fma_mix*` where gfx900 has `v_mad_mix*` (LLVM's
+/// FeatureISAVersion9_0_4: fma-mix-insts, no mad-mix-insts), has a model of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Gfx9Target {
-    /// gfx900 (Vega 10), also used for gfx9-generic and gfx902/gfx904/gfx909/gfx90c.
+    /// gfx900 (Vega 10), also used for gfx9-generic and gfx902/gfx909/gfx90c.
     Gfx900,
+    /// gfx904 (Vega 12): gfx900's instructions with `v_fma_mix_f32`, `v_fma_mixlo_f16` and
+    /// `v_fma_mixhi_f16` (one rounding) at the opcodes of gfx900's `v_mad_mix*`.
+    Gfx904,
     /// gfx906 (Vega 20, MI50/MI60): gfx900 plus the dot-product, `v_fma_mix` and
     /// `v_fmac_f32` instructions (AMDGPUUsage: dl-insts, dot*-insts), sramecc.
     Gfx906,
@@ -82,12 +87,11 @@ impl Gfx9Target {
     /// code object's or an agent's
     /// [`TargetId::processor`](hsa_core::isa::TargetId::processor)): gfx900, its variants
     /// gfx902/gfx904/gfx909/gfx90c and gfx9-generic → `Gfx900`; gfx906, gfx908, gfx90a;
-    /// gfx940, gfx941 and gfx942 → `Gfx942`. `None` for any other processor.
+    /// gfx904; gfx940, gfx941 and gfx942 → `Gfx942`. `None` for any other processor.
     pub fn from_processor(processor: Processor) -> Option<Gfx9Target> {
         Some(match processor.name() {
-            "gfx900" | "gfx902" | "gfx904" | "gfx909" | "gfx90c" | "gfx9-generic" => {
-                Gfx9Target::Gfx900
-            }
+            "gfx900" | "gfx902" | "gfx909" | "gfx90c" | "gfx9-generic" => Gfx9Target::Gfx900,
+            "gfx904" => Gfx9Target::Gfx904,
             "gfx906" => Gfx9Target::Gfx906,
             "gfx908" => Gfx9Target::Gfx908,
             "gfx90a" => Gfx9Target::Gfx90a,
@@ -101,6 +105,7 @@ impl Gfx9Target {
     pub const fn processor(self) -> Processor {
         match self {
             Gfx9Target::Gfx900 => Processor::GFX900,
+            Gfx9Target::Gfx904 => Processor::GFX904,
             Gfx9Target::Gfx906 => Processor::GFX906,
             Gfx9Target::Gfx908 => Processor::GFX908,
             Gfx9Target::Gfx90a => Processor::GFX90A,
@@ -137,6 +142,13 @@ impl Gfx9Target {
     /// flat scratch", gfx940+): no private segment buffer or wave offset SGPRs
     /// (AMDGPUUsage "Flat Scratch").
     pub const fn architected_flat_scratch(self) -> bool {
+        self.is_gfx940()
+    }
+
+    /// Whether this is a gfx940-family model (LLVM's GFX940 subtarget features: the
+    /// `sc0`/`sc1`/`nt` cache bits, architected flat scratch, the FP8 instructions, the renamed
+    /// MFMAs and the gfx940 hardware registers).
+    pub const fn is_gfx940(self) -> bool {
         matches!(self, Gfx9Target::Gfx942)
     }
 
@@ -144,6 +156,7 @@ impl Gfx9Target {
     pub(crate) const fn bit(self) -> u8 {
         match self {
             Gfx9Target::Gfx900 => decode::T_GFX900,
+            Gfx9Target::Gfx904 => decode::T_GFX904,
             Gfx9Target::Gfx906 => decode::T_GFX906,
             Gfx9Target::Gfx908 => decode::T_GFX908,
             Gfx9Target::Gfx90a => decode::T_GFX90A,
@@ -159,16 +172,10 @@ mod tests {
     #[test]
     fn processors_map_to_their_models() {
         let of = |name: &str| Gfx9Target::from_processor(Processor::from_name(name).unwrap());
-        for v in [
-            "gfx900",
-            "gfx902",
-            "gfx904",
-            "gfx909",
-            "gfx90c",
-            "gfx9-generic",
-        ] {
+        for v in ["gfx900", "gfx902", "gfx909", "gfx90c", "gfx9-generic"] {
             assert_eq!(of(v), Some(Gfx9Target::Gfx900), "{v}");
         }
+        assert_eq!(of("gfx904"), Some(Gfx9Target::Gfx904));
         assert_eq!(of("gfx906"), Some(Gfx9Target::Gfx906));
         assert_eq!(of("gfx908"), Some(Gfx9Target::Gfx908));
         assert_eq!(of("gfx90a"), Some(Gfx9Target::Gfx90a));
@@ -183,17 +190,18 @@ mod tests {
         // memory operands from gfx90a, architected flat scratch on gfx940+.
         let t = [
             Gfx9Target::Gfx900,
+            Gfx9Target::Gfx904,
             Gfx9Target::Gfx906,
             Gfx9Target::Gfx908,
             Gfx9Target::Gfx90a,
             Gfx9Target::Gfx942,
         ];
         let agprs: Vec<bool> = t.iter().map(|t| t.has_agprs()).collect();
-        assert_eq!(agprs, [false, false, true, true, true]);
+        assert_eq!(agprs, [false, false, false, true, true, true]);
         let packed: Vec<bool> = t.iter().map(|t| t.packed_workitem_ids()).collect();
-        assert_eq!(packed, [false, false, false, true, true]);
+        assert_eq!(packed, [false, false, false, false, true, true]);
         let arch: Vec<bool> = t.iter().map(|t| t.architected_flat_scratch()).collect();
-        assert_eq!(arch, [false, false, false, false, true]);
+        assert_eq!(arch, [false, false, false, false, false, true]);
         assert_eq!(Gfx9Target::Gfx908.name(), "gfx908");
     }
 }

@@ -37,6 +37,7 @@
 use super::decode::{Instruction, Operand};
 use super::exec::{set_vdst_dword, vsrc_dword, F32_CONST, F64_CONST};
 use super::f16;
+use super::fp8;
 use super::mode::{self, Kind};
 use super::op::{Elem, Mfma};
 use super::wave::{Wave, WAVE_SIZE};
@@ -47,9 +48,9 @@ use hsa_core::{bail, Result, Status};
 /// Bits of an MFMA element type.
 const fn bits(elem: Elem) -> u32 {
     match elem {
-        Elem::F32 => 32,
+        Elem::F32 | Elem::Xf32 => 32,
         Elem::F16 | Elem::Bf16 => 16,
-        Elem::I8 => 8,
+        Elem::I8 | Elem::Fp8 | Elem::Bf8 => 8,
         Elem::F64 => 64,
     }
 }
@@ -61,9 +62,12 @@ struct Shape {
     n: usize,
     k: usize,
     blocks: usize,
-    /// Elements of A (and B) per lane.
+    /// Elements of B per lane: the K positions one lane of A and B covers (a sparse A
+    /// stores half of them).
     kl: usize,
     elem: Elem,
+    b_elem: Elem,
+    sparse: bool,
 }
 
 impl Shape {
@@ -75,17 +79,19 @@ impl Shape {
             n,
             k,
             elem,
+            b_elem,
             f64_out,
+            sparse,
         } = inst.op().attrs().mfma?;
         let (m, n, k) = (usize::from(m), usize::from(n), usize::from(k));
-        let [wd, wa, ..] = inst.info.widths;
+        let [wd, _, wb, _] = inst.info.widths;
         let out_dwords = if f64_out {
             wd as usize / 2
         } else {
             wd as usize
         };
         let blocks = out_dwords * WAVE_SIZE / (m * n).max(1);
-        let kl = wa as usize * 32 / bits(elem) as usize;
+        let kl = wb as usize * 32 / bits(elem) as usize;
         let shape = Shape {
             m,
             n,
@@ -93,6 +99,8 @@ impl Shape {
             blocks,
             kl,
             elem,
+            b_elem,
+            sparse,
         };
         // Every lane holds one (row, k-group, block) of A: the layout covers the wave.
         let groups = k / kl.max(1);
@@ -126,7 +134,9 @@ impl Shape {
 }
 
 /// Element `e` of `lane`'s operand `op` as an f64 (i8: its integer value); with `flush` a
-/// denormal f16 or bf16 element is a zero of its sign.
+/// denormal f16 or bf16 element is a zero of its sign. An XF32 element is its f32 with the
+/// low 13 mantissa bits cleared (the ones the gfx940 MFMA ignores: Tensile's and rocBLAS's
+/// host references for xf32 GEMMs truncate so); FP8/BF8 are gfx940's FNUZ formats.
 fn element(w: &Wave, op: &Operand, lane: usize, e: usize, elem: Elem, flush: bool) -> f64 {
     let bits = bits(elem) as usize;
     let dword = e * bits / 32;
@@ -141,9 +151,36 @@ fn element(w: &Wave, op: &Operand, lane: usize, e: usize, elem: Elem, flush: boo
             f64::from(f32::from_bits(x as u32))
         }
         Elem::I8 => f64::from((v >> shift) as u8 as i8),
+        Elem::Xf32 => f64::from(f32::from_bits(v & 0xFFFF_E000)),
+        Elem::Fp8 => f64::from(fp8::to_f32((v >> shift) as u8, fp8::Format::Fp8)),
+        Elem::Bf8 => f64::from(fp8::to_f32((v >> shift) as u8, fp8::Format::Bf8)),
         Elem::F64 => {
             let hi = vsrc_dword(w, op, lane, dword + 1);
             f64::from_bits(u64::from(v) | u64::from(hi) << 32)
+        }
+    }
+}
+
+/// Row `i` of a sparse MFMA's A (`v_smfmac_*`, CDNA3 ISA "Sparse matrix multiply"; the
+/// layout of AMD's matrix instruction calculator): A holds 2 of every 4 K positions. Lane
+/// `i + M·g` stores, as elements 0..kl/2 of src0, the kept values of K positions
+/// `g·kl .. (g+1)·kl`; the compression index in the same lane of the src2 VGPR gives each
+/// stored element `e` its place within its group of 4 (`4·⌊e/2⌋ + idx`) in 2 bits at bit
+/// `2e`, of the index set `abid` (sets of `kl` bits; set 0 when `cbsz` is not 0). The other
+/// positions are 0.
+fn sparse_row(w: &Wave, inst: &Instruction, s: &Shape, i: usize, row: &mut [f64]) {
+    let set = if inst.mods.cbsz == 0 {
+        usize::from(inst.mods.abid) * s.kl
+    } else {
+        0
+    };
+    for g in 0..s.k / s.kl {
+        let lane = i + s.m * g;
+        let index = vsrc_dword(w, &inst.src[2], lane, 0);
+        for e in 0..s.kl / 2 {
+            let idx = (index >> ((set + 2 * e) % 32) & 3) as usize;
+            let k = g * s.kl + 4 * (e / 2) + idx;
+            row[k] += element(w, &inst.src[0], lane, e, s.elem, false);
         }
     }
 }
@@ -186,7 +223,7 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
     let mut neg = [false; 3];
     let mut blgp = m.blgp;
     if s.elem == Elem::F64 {
-        if inst.target == Gfx9Target::Gfx942 {
+        if inst.target.is_gfx940() {
             neg = [blgp & 1 != 0, blgp & 2 != 0, blgp & 4 != 0];
             blgp = 0;
         }
@@ -202,7 +239,7 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
         }
     }
     let group = 1usize << m.cbsz;
-    if group > s.blocks || m.abid as usize >= group {
+    if !s.sparse && (group > s.blocks || m.abid as usize >= group) {
         bail!(
             Status::IllegalInstruction,
             "{name}: cbsz {} abid {}: no such A block among the {} blocks",
@@ -221,16 +258,23 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
         for i in 0..mm {
             for k in 0..kk {
                 let (lane, e) = s.input_at(i, k, blk);
-                a[(blk * mm + i) * kk + k] = element(w, &inst.src[0], lane, e, s.elem, flush);
+                if !s.sparse {
+                    a[(blk * mm + i) * kk + k] = element(w, &inst.src[0], lane, e, s.elem, flush);
+                }
                 b[(blk * kk + k) * nn + i] =
-                    element(w, &inst.src[1], blgp_lane(lane, blgp), e, s.elem, flush);
+                    element(w, &inst.src[1], blgp_lane(lane, blgp), e, s.b_elem, flush);
+            }
+            if s.sparse {
+                sparse_row(w, inst, &s, i, &mut a[i * kk..(i + 1) * kk]);
             }
         }
     }
     let out_f64 = s.elem == Elem::F64;
     let int = s.elem == Elem::I8;
-    // C: registers or an inline constant (a float constant for the float forms).
-    let c_const: Option<u64> = match inst.src[2] {
+    // C: registers or an inline constant (a float constant for the float forms); the
+    // destination itself for the sparse forms.
+    let c_op = if s.sparse { inst.dst } else { inst.src[2] };
+    let c_const: Option<u64> = match c_op {
         Operand::InlineInt(v) if int => Some(v as i32 as u32 as u64),
         Operand::InlineInt(v) if out_f64 => Some(f64::from(v).to_bits()),
         Operand::InlineInt(v) => Some(u64::from((v as f32).to_bits())),
@@ -240,17 +284,22 @@ pub(super) fn mfma(w: &mut Wave, inst: &Instruction) -> Result<()> {
     };
     let mut out = vec![0u64; bb * mm * nn];
     for blk in 0..bb {
-        let ablk = (blk / group) * group + m.abid as usize;
+        // The sparse forms' abid picks an index set (sparse_row), not an A block.
+        let ablk = if s.sparse {
+            blk
+        } else {
+            (blk / group) * group + m.abid as usize
+        };
         for i in 0..mm {
             for j in 0..nn {
                 let (reg, lane) = s.output_at(i, j, blk);
                 let c = c_const.unwrap_or_else(|| {
                     if out_f64 {
-                        let lo = vsrc_dword(w, &inst.src[2], lane, 2 * reg);
-                        let hi = vsrc_dword(w, &inst.src[2], lane, 2 * reg + 1);
+                        let lo = vsrc_dword(w, &c_op, lane, 2 * reg);
+                        let hi = vsrc_dword(w, &c_op, lane, 2 * reg + 1);
                         u64::from(lo) | u64::from(hi) << 32
                     } else {
-                        u64::from(vsrc_dword(w, &inst.src[2], lane, reg))
+                        u64::from(vsrc_dword(w, &c_op, lane, reg))
                     }
                 });
                 let arow = &a[(ablk * mm + i) * kk..][..kk];

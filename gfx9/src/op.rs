@@ -78,6 +78,8 @@ pub enum Class {
     DsSrc2,
     /// Lane moves without LDS: `ds_swizzle_b32`, `ds_permute_b32`, `ds_bpermute_b32`.
     DsLane,
+    /// The global wave sync (GWS) resources: `ds_gws_init`, `ds_gws_sema_*`, `ds_gws_barrier`.
+    DsGws,
     /// FLAT segment memory.
     Flat,
     /// GLOBAL segment memory.
@@ -197,8 +199,10 @@ pub enum AtomicOp {
     Dec,
     /// Memory f32 add (flushes denormals: the L2's float atomics).
     AddF32,
-    /// Memory packed-f16 add.
+    /// Memory (and gfx940 LDS) packed-f16 add.
     PkAddF16,
+    /// gfx940 memory and LDS packed-bf16 add.
+    PkAddBf16,
     /// Memory f64 add.
     AddF64,
     /// Memory f64 minimum.
@@ -348,6 +352,12 @@ pub enum Elem {
     Bf16,
     I8,
     F64,
+    /// gfx940's XF32: an f32 whose low 13 mantissa bits the MFMA ignores.
+    Xf32,
+    /// 8-bit float with a 4-bit exponent (gfx940: E4M3 "FNUZ", bias 8, NaN 0x80).
+    Fp8,
+    /// 8-bit float with a 5-bit exponent (gfx940: E5M2 "FNUZ", bias 16, NaN 0x80).
+    Bf8,
 }
 
 /// An MFMA's dimensions (`v_mfma_<out>_<M>x<N>x<K>...<type>`).
@@ -359,10 +369,15 @@ pub struct Mfma {
     pub n: u8,
     /// Columns of A, rows of B.
     pub k: u8,
-    /// A's and B's element type.
+    /// A's element type.
     pub elem: Elem,
+    /// B's element type (the FP8/BF8 forms may differ from A's).
+    pub b_elem: Elem,
     /// An f64 result (register pairs).
     pub f64_out: bool,
+    /// `v_smfmac_*`: A is 4:2 structured-sparse (half of K stored, with a compression index
+    /// in src2), C and D are the destination registers.
+    pub sparse: bool,
 }
 
 /// The properties of an instruction ([`Op::attrs`]).
@@ -397,6 +412,9 @@ pub struct OpAttrs {
     pub atomic: Option<Atomic>,
     /// The memory access (SMEM, FLAT/GLOBAL/SCRATCH, MUBUF/MTBUF).
     pub mem: Option<Mem>,
+    /// The data moves between memory and LDS, not VGPRs (`global_load_lds_*`,
+    /// `scratch_load_lds_*`, `buffer_store_lds_dword`).
+    pub to_lds: bool,
     /// An MFMA's shape (`None` for the MFMA types not modelled).
     pub mfma: Option<Mfma>,
 }

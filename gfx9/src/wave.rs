@@ -28,6 +28,9 @@ pub enum WaveState {
     Running,
     /// Waiting at `s_barrier` for the other waves of its work-group.
     AtBarrier,
+    /// Waiting in a GWS instruction (`ds_gws_sema_p`, `ds_gws_barrier`) for another wave's
+    /// GWS instruction; it runs the instruction again when the others have run.
+    Waiting,
     /// Reached `s_endpgm`.
     Ended,
 }
@@ -60,6 +63,9 @@ pub struct Wave {
     pub state: WaveState,
     /// Instructions executed so far.
     pub executed: u64,
+    /// While the wave waits in a GWS instruction: the resource's generation when it began
+    /// waiting (a release moves the generation on).
+    pub gws_wait: Option<u32>,
 }
 
 impl Wave {
@@ -79,6 +85,7 @@ impl Wave {
             pc,
             state: WaveState::Running,
             executed: 0,
+            gws_wait: None,
         }
     }
 
@@ -102,6 +109,7 @@ impl Wave {
         self.pc = pc;
         self.state = WaveState::Running;
         self.executed = 0;
+        self.gws_wait = None;
     }
 
     /// The 64-bit value of scalar registers `index`, `index + 1`.

@@ -898,6 +898,16 @@ const MFMA_OPS: [(&str, MfmaList); 3] = [
             ("v_mfma_f32_16x16x16_bf16", 4, 2),
             ("v_mfma_f64_16x16x4_f64", 8, 2),
             ("v_mfma_f64_4x4x4_4b_f64", 2, 2),
+            ("v_mfma_f32_16x16x8_xf32", 4, 2),
+            ("v_mfma_f32_32x32x4_xf32", 16, 2),
+            ("v_mfma_f32_16x16x32_bf8_bf8", 4, 2),
+            ("v_mfma_f32_16x16x32_bf8_fp8", 4, 2),
+            ("v_mfma_f32_16x16x32_fp8_bf8", 4, 2),
+            ("v_mfma_f32_16x16x32_fp8_fp8", 4, 2),
+            ("v_mfma_f32_32x32x16_bf8_bf8", 16, 2),
+            ("v_mfma_f32_32x32x16_bf8_fp8", 16, 2),
+            ("v_mfma_f32_32x32x16_fp8_bf8", 16, 2),
+            ("v_mfma_f32_32x32x16_fp8_fp8", 16, 2),
         ],
     ),
 ];
@@ -926,6 +936,11 @@ enum MfmaElem {
     Bf16,
     I8,
     F64,
+    /// gfx940 XF32: f32 bits (the small integers here have no low mantissa bits to drop).
+    Xf32,
+    /// gfx940 FP8 (E4M3, bias 8, FNUZ) and BF8 (E5M2, bias 16, FNUZ).
+    Fp8,
+    Bf8,
 }
 
 /// Which matrix entry a (register, lane, element) of each operand holds, written from the
@@ -938,6 +953,8 @@ struct MfmaLayout {
     /// Elements of A/B per lane.
     kl: usize,
     elem: MfmaElem,
+    /// B's kind (the FP8/BF8 pairs name A's, then B's).
+    b_elem: MfmaElem,
 }
 
 impl MfmaLayout {
@@ -951,7 +968,22 @@ impl MfmaLayout {
         let kend = kt.find(|c: char| !c.is_ascii_digit()).unwrap();
         let k: usize = kt[..kend].parse().unwrap();
         let tail = &kt[kend..];
-        let elem = if tail.contains("bf16") {
+        let f8 = |t: &str| {
+            if t == "bf8" {
+                MfmaElem::Bf8
+            } else {
+                MfmaElem::Fp8
+            }
+        };
+        let pair: Vec<&str> = tail
+            .split('_')
+            .filter(|t| *t == "fp8" || *t == "bf8")
+            .collect();
+        let elem = if let [a, _] = pair[..] {
+            f8(a)
+        } else if tail.contains("xf32") {
+            MfmaElem::Xf32
+        } else if tail.contains("bf16") {
             MfmaElem::Bf16
         } else if tail.contains("f16") {
             MfmaElem::F16
@@ -962,10 +994,11 @@ impl MfmaLayout {
         } else {
             MfmaElem::F32
         };
+        let b_elem = if let [_, b] = pair[..] { f8(b) } else { elem };
         let bits = match elem {
-            MfmaElem::F32 => 32,
+            MfmaElem::F32 | MfmaElem::Xf32 => 32,
             MfmaElem::F16 | MfmaElem::Bf16 => 16,
-            MfmaElem::I8 => 8,
+            MfmaElem::I8 | MfmaElem::Fp8 | MfmaElem::Bf8 => 8,
             MfmaElem::F64 => 64,
         };
         let results = if out == "f64_" { wd / 2 } else { wd };
@@ -975,6 +1008,7 @@ impl MfmaLayout {
             blocks: results * 64 / (m * m),
             kl: wab * 32 / bits,
             elem,
+            b_elem,
         }
     }
 
@@ -1041,6 +1075,22 @@ fn mfma_encode(v: i64, elem: MfmaElem) -> u64 {
         MfmaElem::Bf16 => u64::from((v as f32).to_bits() >> 16),
         MfmaElem::I8 => v as i8 as u8 as u64,
         MfmaElem::F64 => (v as f64).to_bits(),
+        MfmaElem::Xf32 => u64::from((v as f32).to_bits()),
+        MfmaElem::Fp8 | MfmaElem::Bf8 => {
+            // |v| <= 4: 1.0 has exponent field 8 (FP8) or 16 (BF8); 3 mantissa bits or 2.
+            if v == 0 {
+                return 0;
+            }
+            let (mbits, bias) = if elem == MfmaElem::Fp8 {
+                (3, 8)
+            } else {
+                (2, 16)
+            };
+            let a = v.unsigned_abs();
+            let e = 63 - u64::from(a.leading_zeros());
+            let m = (a << mbits >> e) & ((1 << mbits) - 1);
+            u64::from(v < 0) << 7 | (e + bias) << mbits | m
+        }
     }
 }
 
@@ -1091,7 +1141,7 @@ fn mfma_matches_a_host_matrix_multiply() {
                     amat[(blk * l.m + i) * l.k + k] = va;
                     bphys[lane][e] = vb;
                     for (which, v) in [(0, va), (1, vb)] {
-                        let bits = mfma_encode(v, l.elem);
+                        let bits = mfma_encode(v, if which == 0 { l.elem } else { l.b_elem });
                         let at = e * ebits;
                         let (d, sh) = (lane * wab + at / 32, at % 32);
                         regs[which][d] |= (bits << sh) as u32;
@@ -1191,8 +1241,8 @@ fn mfma_matches_a_host_matrix_multiply() {
             ran += 1;
         }
     }
-    // gen.py: 35 gfx908, 72 gfx90a, 66 gfx942 kernels.
-    assert_eq!(ran, 35 + 72 + 66);
+    // gen.py: 35 gfx908, 72 gfx90a, 86 gfx942 kernels.
+    assert_eq!(ran, 35 + 72 + 86);
 }
 
 /// The kernels of `mfma.cl` compiled by clang-19 (`testdata/codeobjects/build.sh`: the

@@ -15,7 +15,7 @@ import sys
 
 import gfx9_ops
 
-CPUS = ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]
+CPUS = ["gfx900", "gfx904", "gfx906", "gfx908", "gfx90a", "gfx942"]
 
 # (encoding, name, widths "dst s0 s1 s2" in dwords (0 = none), flags)
 # flags: co = VOP2 carry-out in VCC; ci = carry in (VCC) and out; cnd = VCC as 3rd source;
@@ -50,6 +50,19 @@ row("SOP1", "s_bitset0_b64 s_bitset1_b64", "2 1")
 row("SOP1", "s_quadmask_b32", "1 1")
 row("SOP1", "s_quadmask_b64", "2 2")
 row("SOP1", "s_bitreplicate_b64_b32", "2 1")
+# Issue 39: M0-relative SGPR moves (Vega ISA SOP1 42..45), the fork/join branch stack (SOP2 41,
+# SOPK 16, SOP1 46), the trap handler's returns (SOP1 31, SOP2 43), VSKIP (SOPC 16), the halt
+# and debugger branches (SOPP 13, 23..26).
+row("SOP1", "s_movrels_b32 s_movreld_b32", "1 1")
+row("SOP1", "s_movrels_b64 s_movreld_b64", "2 2")
+row("SOP1", "s_cbranch_join", "0 1")
+row("SOP1", "s_rfe_b64", "0 2")
+row("SOP2", "s_cbranch_g_fork", "0 2 2")
+row("SOP2", "s_rfe_restore_b64", "0 2 1")
+row("SOPK", "s_cbranch_i_fork", "2")
+row("SOPC", "s_setvskip", "0 1 1")
+row("SOPP", "s_sethalt s_cbranch_cdbgsys s_cbranch_cdbguser s_cbranch_cdbgsys_or_user "
+    "s_cbranch_cdbgsys_and_user", "0")
 # Program-control instructions with nothing to do in the emulator (no instruction cache,
 # performance level or thread trace; s_wakeup of waves s_sleep ends anyway).
 row("SOPP", "s_wakeup s_icache_inv s_incperflevel s_decperflevel s_ttracedata", "0")
@@ -91,6 +104,9 @@ row("SMEM", "s_store_dwordx2 s_buffer_store_dwordx2", "2")
 row("SMEM", "s_store_dwordx4 s_buffer_store_dwordx4", "4")
 # Scalar cache write-back and invalidation (no operands).
 row("SMEM", "s_dcache_inv s_dcache_wb s_dcache_inv_vol s_dcache_wb_vol", "0")
+# Issue 39: discard of scalar cache lines (an address, no data) and the ATC probes (SDATA is
+# the probe level, an immediate): Vega ISA SMEM opcodes 38..41.
+row("SMEM", "s_dcache_discard s_dcache_discard_x2 s_atc_probe s_atc_probe_buffer", "0")
 # Scalar atomics (the pre-op value returned in SDATA with glc).
 for _p in ("s_atomic", "s_buffer_atomic"):
     for _o in "swap cmpswap add sub smin umin smax umax and or xor inc dec".split():
@@ -112,6 +128,12 @@ row("VOP1", "v_readfirstlane_b32", "1 1", "sdst")
 # Swap of two VGPRs (vdst and src0 both written) and the i16 pair to u8 saturation (Vega ISA
 # VOP1 opcodes 81, 79).
 row("VOP1", "v_swap_b32 v_sat_pk_u8_i16", "1 1")
+# Issue 39: the exception-state clear (no operands), the f16 to normalized 16-bit conversions,
+# the legacy exp2/log2 (Vega ISA VOP1 53, 75..78), the gfx940+ FP8/BF8 to f32 conversions.
+row("VOP1", "v_clrexcp", "0 0")
+row("VOP1", "v_cvt_norm_i16_f16 v_cvt_norm_u16_f16 v_exp_legacy_f32 v_log_legacy_f32 "
+    "v_cvt_f32_fp8 v_cvt_f32_bf8", "1 1")
+row("VOP1", "v_cvt_pk_f32_fp8 v_cvt_pk_f32_bf8", "2 1")
 row("VOP1", "v_cvt_f16_f32 v_cvt_f32_f16 v_cvt_f16_u16 v_cvt_f16_i16 v_cvt_u16_f16 "
     "v_cvt_i16_f16 v_trunc_f16 v_ceil_f16 v_floor_f16 v_rndne_f16", "1 1")
 row("VOP1", "v_cvt_f64_f32 v_cvt_f64_i32 v_cvt_f64_u32", "2 1")
@@ -185,6 +207,19 @@ row("VOP3", "v_add_i32 v_sub_i32 v_add_i16 v_sub_i16 v_pack_b32_f16 v_bfm_b32", 
 row("VOP3", "v_mad_u16 v_mad_i16 v_mad_u32_u16 v_mad_i32_i16 v_min3_f16 v_min3_i16 v_min3_u16 "
     "v_max3_f16 v_max3_i16 v_max3_u16 v_med3_f16 v_med3_i16 v_med3_u16 v_sad_u8 v_sad_hi_u8 "
     "v_sad_u16 v_msad_u8 v_lerp_u8", "1 1 1 1", "noname")
+# Issue 39 (census): the cube-map coordinates, byte/normalized/saturating packs, the gfx8
+# (legacy) f16 and 16-bit mads, the quad SADs (Vega ISA VOP3 0x1c4..0x1f0, 0x294..0x29a).
+row("VOP3", "v_cubeid_f32 v_cubesc_f32 v_cubetc_f32 v_cubema_f32 v_cvt_pk_u8_f32 "
+    "v_mad_legacy_f16 v_mad_legacy_u16 v_mad_legacy_i16 v_fma_legacy_f16 "
+    "v_div_fixup_legacy_f16", "1 1 1 1", "noname")
+row("VOP3", "v_cvt_pkaccum_u8_f32 v_cvt_pknorm_i16_f32 v_cvt_pknorm_u16_f32 "
+    "v_cvt_pknorm_i16_f16 v_cvt_pknorm_u16_f16 v_cvt_pk_i16_i32 v_cvt_pk_u16_u32", "1 1 1",
+    "noname")
+row("VOP3", "v_qsad_pk_u16_u8 v_mqsad_pk_u16_u8", "2 2 1 2", "noname")
+row("VOP3", "v_mqsad_u32_u8", "4 2 1 4", "noname")
+# gfx940+ FP8/BF8 conversions (CDNA3 ISA VOP1 84..87, VOP3 0x2a2..0x2a5).
+row("VOP3", "v_cvt_pk_fp8_f32 v_cvt_pk_bf8_f32 v_cvt_sr_fp8_f32 v_cvt_sr_bf8_f32", "1 1 1",
+    "noname")
 row("VOP3", "v_readlane_b32", "1 1 1", "noname sdst")
 row("VOP3", "v_writelane_b32", "1 1 1", "noname")
 row("DS", "ds_write_b32 ds_write_b8 ds_write_b16 ds_add_u32 ds_sub_u32 ds_min_u32 ds_max_u32 "
@@ -221,6 +256,21 @@ row("DS", "ds_permute_b32 ds_bpermute_b32", "1 1 1")
 row("DS", "ds_read_u8_d16 ds_read_u8_d16_hi ds_read_i8_d16 ds_read_i8_d16_hi ds_read_u16_d16 "
     "ds_read_u16_d16_hi", "1 1")
 row("DS", "ds_write_b8_d16_hi ds_write_b16_d16_hi", "0 1 1")
+# Issue 39: the no-op, 96-bit accesses, the wave-wide append/consume counters (address M0 +
+# offset), the lane-indexed reads and writes (M0 + offset + lane * 4), the f64 and packed
+# f16/bf16 adds (gfx90a+/gfx940+), the global wave sync (GWS) operations (Vega ISA DS opcodes
+# 20, 29, 182, 189, 190, 152..157, 222, 254; CDNA2/3 DS opcodes 23, 24, 92, 124, 183, 184).
+row("DS", "ds_nop", "0")
+row("DS", "ds_read_b96", "3 1")
+row("DS", "ds_write_b96", "0 1 3")
+row("DS", "ds_append ds_consume ds_read_addtid_b32", "1 0")
+row("DS", "ds_write_addtid_b32", "0 0 1")
+row("DS", "ds_add_f64", "0 1 2")
+row("DS", "ds_add_rtn_f64", "2 1 2")
+row("DS", "ds_pk_add_f16 ds_pk_add_bf16", "0 1 1")
+row("DS", "ds_pk_add_rtn_f16 ds_pk_add_rtn_bf16", "1 1 1")
+row("DS", "ds_gws_init ds_gws_sema_br ds_gws_barrier", "0 1")
+row("DS", "ds_gws_sema_v ds_gws_sema_p ds_gws_sema_release_all", "0")
 # Two exchanges at OFFSET0/OFFSET1 (scaled as ds_write2/ds_write2st64), both old values
 # returned; the conditional 32-bit exchange pair (Vega ISA DS opcodes 46, 47, 110, 111, 126).
 row("DS", "ds_wrxchg2_rtn_b32 ds_wrxchg2st64_rtn_b32", "2 1 1 1")
@@ -230,6 +280,7 @@ row("DS", "ds_condxchg32_rtn_b64", "2 1 2")
 # high bits (Vega ISA DS opcodes 128..147, 192..211); no data VGPRs.
 row("DS", " ".join("ds_%s_src2_%s" % (o, t) for t in ("u32", "u64") for o in
                    "add sub rsub inc dec".split()), "0 1")
+row("DS", "ds_add_src2_f32", "0 1")
 row("DS", " ".join("ds_%s_src2_%s" % (o, t) for w in ("32", "64") for o, t in
                    (("min", "i" + w), ("max", "i" + w), ("min", "u" + w), ("max", "u" + w),
                     ("and", "b" + w), ("or", "b" + w), ("xor", "b" + w), ("write", "b" + w),
@@ -270,7 +321,19 @@ for names, widths in (
          "v_mfma_f32_16x16x16bf16_1k v_mfma_f32_4x4x4_16b_f16 v_mfma_f32_16x16x16_f16 "
          "v_mfma_f32_4x4x4_16b_bf16 v_mfma_f32_16x16x16_bf16 v_mfma_i32_16x16x32_i8", "4 2 2 4"),
         ("v_mfma_f64_16x16x4f64 v_mfma_f64_16x16x4_f64", "8 2 2 8"),
-        ("v_mfma_f64_4x4x4f64 v_mfma_f64_4x4x4_4b_f64", "2 2 2 2")):
+        ("v_mfma_f64_4x4x4f64 v_mfma_f64_4x4x4_4b_f64", "2 2 2 2"),
+        # gfx940+: xf32 (f32 with a 10-bit mantissa), FP8/BF8 A and B.
+        ("v_mfma_f32_16x16x8_xf32 " + " ".join("v_mfma_f32_16x16x32_%s_%s" % (a, b)
+         for a in ("bf8", "fp8") for b in ("bf8", "fp8")), "4 2 2 4"),
+        ("v_mfma_f32_32x32x4_xf32 " + " ".join("v_mfma_f32_32x32x16_%s_%s" % (a, b)
+         for a in ("bf8", "fp8") for b in ("bf8", "fp8")), "16 2 2 16"),
+        # gfx940+ sparse MFMA (4:2 structured A; C/D is vdst, src2 the compression index).
+        ("v_smfmac_f32_16x16x32_f16 v_smfmac_f32_16x16x32_bf16 v_smfmac_i32_16x16x64_i8 "
+         + " ".join("v_smfmac_f32_16x16x64_%s_%s" % (a, b) for a in ("bf8", "fp8")
+                    for b in ("bf8", "fp8")), "4 2 4 1"),
+        ("v_smfmac_f32_32x32x16_f16 v_smfmac_f32_32x32x16_bf16 v_smfmac_i32_32x32x32_i8 "
+         + " ".join("v_smfmac_f32_32x32x32_%s_%s" % (a, b) for a in ("bf8", "fp8")
+                    for b in ("bf8", "fp8")), "16 2 4 1")):
     row("VOP3P", names, widths, "mai")
 D16_LOADS = ("short_d16 short_d16_hi ubyte_d16 ubyte_d16_hi sbyte_d16 sbyte_d16_hi").split()
 for seg in ("global", "flat"):
@@ -293,6 +356,7 @@ for seg in ("global", "flat"):
     # Float atomics: gfx908 (no returning form there), gfx90a, gfx940+ (flat_ f32/f16 too).
     row("FLAT", "%s_atomic_add_f32 %s_atomic_pk_add_f16" % (seg, seg), "1 1", "atomic")
     row("FLAT", "%s_atomic_add_f64 %s_atomic_min_f64 %s_atomic_max_f64" % ((seg,) * 3), "2 2", "atomic")
+    row("FLAT", "%s_atomic_pk_add_bf16" % seg, "1 1", "atomic")
 
 for t, w in (("ubyte", 1), ("sbyte", 1), ("ushort", 1), ("sshort", 1), ("dword", 1),
              ("dwordx2", 2), ("dwordx3", 3), ("dwordx4", 4)):
@@ -303,6 +367,9 @@ for t, w in (("byte", 1), ("short", 1), ("dword", 1), ("dwordx2", 2), ("dwordx3"
     row("FLAT", "scratch_store_%s" % t, "0 %d" % w)
     row("MUBUF", "buffer_store_%s" % t, "0 %d" % w)
 row("FLAT", " ".join("scratch_load_%s" % t for t in D16_LOADS), "1")
+# gfx940+ loads into LDS (M0 + offset + lane * 4; CDNA3 ISA FLAT opcodes 38..42).
+row("FLAT", " ".join("%s_load_lds_%s" % (g, t) for g in ("global", "scratch")
+                     for t in "ubyte sbyte ushort sshort dword".split()), "0")
 row("FLAT", "scratch_store_short_d16_hi scratch_store_byte_d16_hi", "0 1")
 row("MUBUF", " ".join("buffer_load_%s" % t for t in D16_LOADS), "1")
 row("MUBUF", "buffer_store_short_d16_hi buffer_store_byte_d16_hi", "0 1")
@@ -330,6 +397,11 @@ row("MUBUF", "buffer_store_format_d16_hi_x", "0 1")
 # Cache control (no operands): gfx9 L1 writeback-invalidate, gfx90a/gfx940 L2 writeback and
 # invalidate (ordering points for the interpreter).
 row("MUBUF", "buffer_wbinvl1 buffer_wbinvl1_vol buffer_wbl2 buffer_invl2 buffer_inv", "0")
+# Issue 39: the float buffer atomics (gfx908: no returning form; gfx90a+ f64), the store of a
+# dword from LDS (the `lds` bit set, no VGPRs; Vega ISA MUBUF opcode 61).
+row("MUBUF", "buffer_atomic_add_f32 buffer_atomic_pk_add_f16", "1 1", "atomic")
+row("MUBUF", "buffer_atomic_add_f64 buffer_atomic_min_f64 buffer_atomic_max_f64", "2 2", "atomic")
+row("MUBUF", "buffer_store_lds_dword", "0")
 # Image memory (MIMG, gfx900..gfx90a): the data and address widths follow the instruction's
 # dmask, d16, tfe and the image type, so the table only says whether there is a result (1) and
 # store data (1); the decoder sizes the registers.
@@ -345,8 +417,40 @@ def reg(kind, w, base):
     return "%s[%d:%d]" % (kind, base, base + w - 1)
 
 
+# Samples the generic forms below do not spell (operands that are not registers of the row's
+# widths, the `gds` and `lds` bits).
+SAMPLES = {
+    "s_cbranch_g_fork": "s_cbranch_g_fork s[20:21], s[40:41]",
+    "s_rfe_restore_b64": "s_rfe_restore_b64 s[20:21], s40",
+    "s_cbranch_i_fork": "s_cbranch_i_fork s[20:21], 4",
+    "s_setvskip": "s_setvskip s20, s40",
+    "s_sethalt": "s_sethalt 1",
+    "s_dcache_discard": "s_dcache_discard s[2:3], 0x100",
+    "s_dcache_discard_x2": "s_dcache_discard_x2 s[2:3], 0x100",
+    "s_atc_probe": "s_atc_probe 7, s[4:5], 0x64",
+    "s_atc_probe_buffer": "s_atc_probe_buffer 7, s[8:11], 0x64",
+    "ds_nop": "ds_nop",
+    "ds_append": "ds_append v2",
+    "ds_consume": "ds_consume v2",
+    "ds_read_addtid_b32": "ds_read_addtid_b32 v2",
+    "ds_write_addtid_b32": "ds_write_addtid_b32 v2",
+    # (gfx90a's assembler wants an even VGPR here.)
+    "ds_gws_init": "ds_gws_init v2 gds",
+    "ds_gws_sema_br": "ds_gws_sema_br v2 gds",
+    "ds_gws_barrier": "ds_gws_barrier v2 gds",
+    "ds_gws_sema_v": "ds_gws_sema_v gds",
+    "ds_gws_sema_p": "ds_gws_sema_p gds",
+    "ds_gws_sema_release_all": "ds_gws_sema_release_all gds",
+    "buffer_store_lds_dword": "buffer_store_lds_dword s[4:7], 0 offset:4 lds",
+}
+
+
 def sample(enc, n, w, flags):
     d = w + [0] * (4 - len(w))
+    if n in SAMPLES:
+        return SAMPLES[n]
+    if "_load_lds_" in n:
+        return "%s %s, off" % (n, "v2" if n.startswith("scratch_") else "v[2:3]")
     if "mai" in flags:
         if n == "v_accvgpr_read_b32":
             return "v_accvgpr_read_b32 v0, a20"
@@ -354,8 +458,9 @@ def sample(enc, n, w, flags):
             return "v_accvgpr_write_b32 a0, v20"
         if n == "v_accvgpr_mov_b32":
             return "v_accvgpr_mov_b32 a0, a20"
+        c = reg("v", d[3], 60) if n.startswith("v_smfmac") else reg("a", d[3], 0)
         return "%s %s, %s, %s, %s" % (n, reg("a", d[0], 0), reg("v", d[1], 40),
-                                      reg("v", d[2], 44), reg("a", d[3], 0))
+                                      reg("v", d[2], 44), c)
     if enc == "SOP2":
         return "%s %s, %s, %s" % (n, reg("s", d[0], 0), reg("s", d[1], 20), reg("s", d[2], 40))
     if enc == "SOP1":
@@ -542,9 +647,13 @@ def main():
                 continue
             r = assemble(cpu, [s], exact=s in exact)
             if not r and s.endswith(" glc") and "atomic" in s:
-                # gfx908's float atomics have no returning form: try without glc.
-                plain = s[:-4].split(", ", 1)[1]
-                r = assemble(cpu, [s.split()[0] + " " + plain])
+                # gfx908's float atomics have no returning form: try without glc (and
+                # without the FLAT forms' vdst, which only a returning atomic has).
+                if s.startswith("buffer_"):
+                    r = assemble(cpu, [s[:-4]])
+                else:
+                    plain = s[:-4].split(", ", 1)[1]
+                    r = assemble(cpu, [s.split()[0] + " " + plain])
                 if r:
                     nortn[(cpu, s)] = True
             got[s] = next(iter(r.values())) if r else None
@@ -557,9 +666,9 @@ def main():
     out.write("//! GFX9 opcode table: generated by `testdata/codeobjects/gfx9_opcodes.py` from\n")
     out.write("//! `llvm-mc-19 -show-encoding` (the numbers of AMD's Vega, Vega 7nm, CDNA1, CDNA2 and CDNA3 ISA\n//! guides), with the typed [`Op`] of each mnemonic and its attributes (`gfx9_ops.py`).\n")
     out.write("//! Do not edit by hand.\n\n")
-    out.write("use super::decode::{\n    Encoding, OpInfo, F_ATOMIC, F_B, F_CI, F_CND, F_CO, F_NONAME, F_NORTN, F_SDST, T_ALL, T_GFX900,\n    T_GFX906, T_GFX908, T_GFX90A, T_GFX942,\n};\n")
+    out.write("use super::decode::{\n    Encoding, OpInfo, F_ATOMIC, F_B, F_CI, F_CND, F_CO, F_NONAME, F_NORTN, F_SDST, T_ALL, T_GFX900,\n    T_GFX904, T_GFX906, T_GFX908, T_GFX90A, T_GFX942,\n};\n")
     out.write("use super::op::{\n    Atomic, AtomicOp, Class, Compare, Cond, Dir, Elem, Fp, Mem, MemTy, Mfma, OpAttrs, Rounding, Ty,\n    Unmodelled,\n};\n\n")
-    bits = {"gfx900": "T_GFX900", "gfx906": "T_GFX906", "gfx908": "T_GFX908",
+    bits = {"gfx900": "T_GFX900", "gfx904": "T_GFX904", "gfx906": "T_GFX906", "gfx908": "T_GFX908",
             "gfx90a": "T_GFX90A", "gfx942": "T_GFX942"}
     lines = []
     targets_of = {}

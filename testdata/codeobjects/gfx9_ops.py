@@ -110,14 +110,19 @@ def atomic(enc, name):
         op = {"swap": "Swap", "cmpswap": "CmpSwap", "add": "Add", "sub": "Sub",
               "smin": "Smin", "umin": "Umin", "smax": "Smax", "umax": "Umax", "and": "And",
               "or": "Or", "xor": "Xor", "inc": "Inc", "dec": "Dec", "add_f32": "AddF32",
-              "pk_add_f16": "PkAddF16", "add_f64": "AddF64", "min_f64": "MinF64",
-              "max_f64": "MaxF64"}.get(base)
+              "pk_add_f16": "PkAddF16", "pk_add_bf16": "PkAddBf16", "add_f64": "AddF64",
+              "min_f64": "MinF64", "max_f64": "MaxF64"}.get(base)
         if op is None:
             return "None"
         return "Some(Atomic { op: AtomicOp::%s, wide: %s })" % (op, "true" if wide else "false")
     if enc != "DS":
         return "None"
     rest = name[len("ds_"):].replace("_rtn", "").replace("_src2", "")
+    packed = {"pk_add_f16": "PkAddF16", "pk_add_bf16": "PkAddBf16"}.get(rest)
+    if packed:
+        return "Some(Atomic { op: AtomicOp::%s, wide: false })" % packed
+    if rest == "add_f64":
+        return "Some(Atomic { op: AtomicOp::AddF64, wide: true })"
     if "_" not in rest:
         return "None"
     op, ty = rest.rsplit("_", 1)
@@ -176,6 +181,8 @@ def mem(enc, name):
         return "None"
     if rest.startswith("atomic_"):
         return "Some(Mem { dir: Dir::Atomic, ty: MemTy::Dword })"
+    # The LDS forms (`*_load_lds_<type>`, `buffer_store_lds_dword`): the type after `lds_`.
+    rest = rest.replace("_lds_", "_")
     for d in ("load", "store"):
         if rest.startswith(d + "_"):
             ty = rest[len(d) + 1:]
@@ -192,6 +199,12 @@ def mem(enc, name):
 
 # --- execution class -----------------------------------------------------------------------
 
+def to_lds(name):
+    """Whether a memory instruction moves data between memory and LDS instead of VGPRs
+    (`global_load_lds_*`, `scratch_load_lds_*`, `buffer_store_lds_dword`)."""
+    return "_load_lds_" in name or name == "buffer_store_lds_dword"
+
+
 def op_class(enc, name, flags):
     """Which routine of the interpreter runs the instruction."""
     if name.startswith("s_set_gpr_idx_"):
@@ -201,7 +214,7 @@ def op_class(enc, name, flags):
     if enc == "SOPP":
         return "Sopp"
     if enc == "SMEM":
-        if name.startswith("s_dcache_"):
+        if name.startswith(("s_dcache_", "s_atc_probe")):
             return "SmemCache"
         if name in ("s_memtime", "s_memrealtime"):
             return "SmemClock"
@@ -212,7 +225,7 @@ def op_class(enc, name, flags):
         if name.startswith(("s_store_", "s_atomic_")):
             return "SmemAddr"
         return "SmemLoad"
-    if name.startswith("v_mfma_"):
+    if name.startswith(("v_mfma_", "v_smfmac_")):
         return "Mfma"
     if name.startswith("v_accvgpr_"):
         return "Accvgpr"
@@ -227,6 +240,8 @@ def op_class(enc, name, flags):
     if enc == "DS":
         if name in ("ds_swizzle_b32", "ds_permute_b32", "ds_bpermute_b32"):
             return "DsLane"
+        if name.startswith("ds_gws_"):
+            return "DsGws"
         if "_src2_" in name:
             return "DsSrc2"
         return "Ds"
@@ -262,7 +277,9 @@ def rounding(name):
     `Directed`/`ScaledFma` (rounded by the mode), or `Unmodelled` with the reason."""
     exact = (name.startswith(("v_cmp", "v_min", "v_max", "v_med3", "v_mov", "v_cndmask",
                               "v_accvgpr", "v_frexp", "v_div_scale_", "v_div_fixup_",
-                              "v_cvt_f32_ubyte"))
+                              "v_cvt_f32_ubyte", "v_cube", "v_cvt_f32_fp8", "v_cvt_f32_bf8",
+                              "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8", "v_cvt_pk_fp8",
+                              "v_cvt_pk_bf8", "v_cvt_sr_"))
              or name in MODE_INDEPENDENT or name.startswith(APPROXIMATE)
              or name.startswith(("v_floor", "v_ceil", "v_trunc", "v_rndne", "v_cvt_f64_f32",
                                  "v_cvt_f32_f16")))
@@ -274,7 +291,7 @@ def rounding(name):
         return "ScaledFma"
     if name.startswith("v_dot"):
         return "Unmodelled(Unmodelled::Dot)"
-    if name.startswith("v_mfma"):
+    if name.startswith(("v_mfma", "v_smfmac")):
         return "Unmodelled(Unmodelled::Mfma)"
     if name.startswith("v_mad_mix"):
         return "Unmodelled(Unmodelled::MadMix)"
@@ -290,12 +307,14 @@ def fp_names(name):
 # --- MFMA shape ----------------------------------------------------------------------------
 
 def mfma(name, widths):
-    """`Some(Mfma { m, n, k, elem, f64_out })` parsed from `v_mfma_<out>_<M>x<N>x<K>...<type>`
-    (gfx908/gfx90a and gfx940 spellings); `None` for other instructions and the types the
-    interpreter does not model (xf32, fp8, bf8)."""
-    if not name.startswith("v_mfma_"):
+    """`Some(Mfma { m, n, k, elem, b_elem, f64_out, sparse })` parsed from
+    `v_mfma_<out>_<M>x<N>x<K>...<type>` (gfx908/gfx90a and gfx940 spellings, `<a>_<b>` for the
+    FP8/BF8 pairs) and `v_smfmac_<out>_<M>x<N>x<K>_<type>` (4:2-sparse A); `None` for other
+    instructions."""
+    sparse = name.startswith("v_smfmac_")
+    if not name.startswith("v_mfma_") and not sparse:
         return "None"
-    rest = name[len("v_mfma_"):]
+    rest = name[len("v_smfmac_" if sparse else "v_mfma_"):]
     out, rest = rest[:4], rest[4:]
     dims = []
     tail = rest
@@ -311,17 +330,22 @@ def mfma(name, widths):
             if not tail.startswith("x"):
                 return "None"
             tail = tail[1:]
-    if "xf32" in tail or "fp8" in tail or "bf8" in tail:
-        return "None"
-    for t, e in (("bf16", "Bf16"), ("f16", "F16"), ("i8", "I8"), ("f64", "F64"),
-                 ("f32", "F32")):
-        if t in tail:
-            elem = e
-            break
+    f8 = [t for t in tail.split("_") if t in ("fp8", "bf8")]
+    if len(f8) == 2:
+        elem, b_elem = ("Fp8" if f8[0] == "fp8" else "Bf8"), ("Fp8" if f8[1] == "fp8" else "Bf8")
     else:
-        return "None"
-    return "Some(Mfma { m: %d, n: %d, k: %d, elem: Elem::%s, f64_out: %s })" % (
-        dims[0], dims[1], dims[2], elem, "true" if out == "f64_" else "false")
+        for t, e in (("xf32", "Xf32"), ("bf16", "Bf16"), ("f16", "F16"), ("i8", "I8"),
+                     ("f64", "F64"), ("f32", "F32")):
+            if t in tail:
+                elem = e
+                break
+        else:
+            return "None"
+        b_elem = elem
+    return ("Some(Mfma { m: %d, n: %d, k: %d, elem: Elem::%s, b_elem: Elem::%s, f64_out: %s, "
+            "sparse: %s })" % (dims[0], dims[1], dims[2], elem, b_elem,
+                               "true" if out == "f64_" else "false",
+                               "true" if sparse else "false"))
 
 
 def emit(out, rows, targets_of, bits):
@@ -356,10 +380,12 @@ def emit(out, rows, targets_of, bits):
         tb = " | ".join(bits[c] for c in t) or "0"
         out.write("    OpAttrs { name: \"%s\", targets: %s, class: Class::%s, src_fp: Fp::%s, "
                   "out_f16: %s, f32_result: %s, result_fp: Fp::%s, cvt: %s, fp_names: %d, "
-                  "rounding: Rounding::%s, compare: %s, atomic: %s, mem: %s, mfma: %s },\n"
+                  "rounding: Rounding::%s, compare: %s, atomic: %s, mem: %s, to_lds: %s, "
+                  "mfma: %s },\n"
                   % (n, tb, op_class(e, n, f), src_fp(n), "true" if out_f16(n) else "false",
                      "true" if f32_result(n) else "false", result_fp(n),
                      "true" if n.startswith("v_cvt_") else "false", fp_names(n), rounding(n),
-                     compare(n), atomic(e, n), mem(e, n), mfma(n, w)))
+                     compare(n), atomic(e, n), mem(e, n), "true" if to_lds(n) else "false",
+                     mfma(n, w)))
     out.write("];\n")
     return dict(zip(names, variants))

@@ -360,7 +360,7 @@ pub fn run(cpu: &str, target: Gfx9Target) -> io::Result<Census> {
 pub const PROCESSORS: [(&str, Gfx9Target); 11] = [
     ("gfx900", Gfx9Target::Gfx900),
     ("gfx902", Gfx9Target::Gfx900),
-    ("gfx904", Gfx9Target::Gfx900),
+    ("gfx904", Gfx9Target::Gfx904),
     ("gfx906", Gfx9Target::Gfx906),
     ("gfx908", Gfx9Target::Gfx908),
     ("gfx909", Gfx9Target::Gfx900),

@@ -8,8 +8,8 @@
 //! - `seeded_run_has_no_new_mismatch`: 20,000 seeded cases per target through both; fails on
 //!   any ours-only or text-differs class not listed in
 //!   `testdata/gfx9_llvm_diff/known_mismatches.txt`, and on any llvm-only word of a compute
-//!   encoding whose instruction is neither a census gap (`testdata/gfx9_census/gaps.txt`) nor
-//!   graphics-only (`graphics.txt`) (skips without llvm-mc-19).
+//!   encoding whose instruction is not graphics-only (`testdata/gfx9_census/graphics.txt`)
+//!   (skips without llvm-mc-19).
 
 use std::collections::BTreeSet;
 
@@ -334,19 +334,12 @@ fn known() -> BTreeSet<String> {
         .collect()
 }
 
-/// (processor, mnemonic) pairs an llvm-only compute word may have: the census's listed gaps
-/// (`testdata/gfx9_census/gaps.txt`) on that processor and the graphics-only mnemonics
-/// (`graphics.txt`) on every one.
+/// (processor, mnemonic) pairs an llvm-only compute word may have: the graphics-only
+/// mnemonics (`testdata/gfx9_census/graphics.txt`) on every processor.
 fn census_allowed() -> BTreeSet<(String, String)> {
     let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../testdata/gfx9_census");
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     let mut out = BTreeSet::new();
-    for l in read("gaps.txt").lines().filter(|l| !l.starts_with('#')) {
-        let w: Vec<&str> = l.split_whitespace().collect();
-        if let [cpu, _, _, m] = w[..] {
-            out.insert((cpu.to_string(), m.to_string()));
-        }
-    }
     for l in read("graphics.txt").lines().filter(|l| !l.starts_with('#')) {
         if let Some((m, _)) = l.split_once(':') {
             for t in TARGETS {

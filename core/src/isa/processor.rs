@@ -254,6 +254,8 @@ pub struct Processor(u8);
 impl Processor {
     /// gfx900 (Vega 10: Radeon Instinct MI25, RX Vega).
     pub const GFX900: Processor = Processor(index_of("gfx900"));
+    /// gfx904 (Vega 12: Radeon Pro Vega 20 (Vega Mobile)).
+    pub const GFX904: Processor = Processor(index_of("gfx904"));
     /// gfx906 (Vega 20: Radeon Instinct MI50/MI60, Radeon VII).
     pub const GFX906: Processor = Processor(index_of("gfx906"));
     /// gfx908 (CDNA 1: AMD Instinct MI100).

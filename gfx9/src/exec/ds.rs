@@ -39,6 +39,35 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
     let o1 = (inst.imm >> 8 & 0xFF) as u64;
     let offset = inst.imm as u64;
     let wd = inst.info.widths;
+    // M0[15:0]: the LDS address base of the append/consume counters and the lane-indexed
+    // accesses (CDNA3 ISA DS_READ_ADDTID_B32 pseudocode; Vega ISA DS_APPEND).
+    let m0_base = u64::from(w.sreg[M0] & 0xFFFF);
+    match op {
+        Op::DsNop => return Ok(()),
+        // DS_APPEND / DS_CONSUME (Vega ISA DS 190, 189): the dword at M0[15:0] + offset is
+        // incremented (decremented) by the number of active lanes, and every active lane
+        // gets its value from before.
+        Op::DsAppend | Op::DsConsume => {
+            let addr = m0_base + offset;
+            let mut b = [0u8; 4];
+            lds_read(ctx.lds, addr, &mut b);
+            let old = u32::from_le_bytes(b);
+            let n = exec.count_ones();
+            let new = if op == Op::DsAppend {
+                old.wrapping_add(n)
+            } else {
+                old.wrapping_sub(n)
+            };
+            if exec != 0 {
+                lds_write(ctx.lds, addr, &new.to_le_bytes());
+            }
+            for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
+                set_vdst(w, &inst.dst, lane, u64::from(old), 1);
+            }
+            return Ok(());
+        }
+        _ => {}
+    }
     for lane in (0..WAVE_SIZE).filter(|l| exec >> l & 1 != 0) {
         let base = vsrc(w, &inst.src[0], lane, false, false) as u32 as u64;
         let d0 = vsrc(w, &inst.src[1], lane, wd[2] == 2, false);
@@ -46,6 +75,39 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
         let mut b = [0u8; 16];
         match op {
             Op::DsWriteB8 => lds_write(ctx.lds, base + offset, &[d0 as u8]),
+            // 96-bit accesses (Vega ISA DS 222, 254): three dwords.
+            Op::DsWriteB96 => {
+                for k in 0..3 {
+                    let v = vsrc_dword(w, &inst.src[1], lane, k);
+                    b[k * 4..k * 4 + 4].copy_from_slice(&v.to_le_bytes());
+                }
+                lds_write(ctx.lds, base + offset, &b[..12]);
+            }
+            Op::DsReadB96 => {
+                lds_read(ctx.lds, base + offset, &mut b[..12]);
+                for k in 0..3 {
+                    let v =
+                        u32::from_le_bytes([b[4 * k], b[4 * k + 1], b[4 * k + 2], b[4 * k + 3]]);
+                    set_vdst_dword(w, &inst.dst, lane, k, v);
+                }
+            }
+            // The lane-indexed accesses (Vega ISA DS 29, 182): the dword at M0[15:0] +
+            // offset + lane × 4.
+            Op::DsWriteAddtidB32 => {
+                let addr = m0_base + offset + 4 * lane as u64;
+                lds_write(ctx.lds, addr, &(d0 as u32).to_le_bytes());
+            }
+            Op::DsReadAddtidB32 => {
+                let addr = m0_base + offset + 4 * lane as u64;
+                lds_read(ctx.lds, addr, &mut b[..4]);
+                set_vdst(
+                    w,
+                    &inst.dst,
+                    lane,
+                    u64::from(u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                    1,
+                );
+            }
             Op::DsWriteB16 => lds_write(ctx.lds, base + offset, &(d0 as u16).to_le_bytes()),
             Op::DsWriteB32 => lds_write(ctx.lds, base + offset, &(d0 as u32).to_le_bytes()),
             Op::DsWriteB64 => lds_write(ctx.lds, base + offset, &d0.to_le_bytes()),
@@ -250,6 +312,94 @@ pub(crate) fn ds(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> Res
     Ok(())
 }
 
+/// The global wave sync (GWS) resources of the waves running here (Vega ISA §12.13 "DS":
+/// DS_GWS_INIT, DS_GWS_SEMA_V/BR/P/RELEASE_ALL, DS_GWS_BARRIER): 64 resources, each a
+/// semaphore value (a barrier's: its wave count minus one), the waves arrived at its
+/// barrier, and a generation counting its barrier releases and release-alls.
+#[derive(Clone, Debug)]
+pub(crate) struct Gws {
+    value: [u32; 64],
+    arrived: [u32; 64],
+    generation: [u32; 64],
+}
+
+impl Gws {
+    pub(crate) const fn new() -> Gws {
+        Gws {
+            value: [0; 64],
+            arrived: [0; 64],
+            generation: [0; 64],
+        }
+    }
+}
+
+/// A GWS instruction (class `DsGws`): the resource is M0[21:16] + OFFSET0[5:0] (mod 64), the
+/// data the address VGPR of the first active lane (LLVM AMDGPUUsage: uniform). `init` sets
+/// the value (a barrier's wave count minus one) and clears the arrivals; `sema_v` adds 1,
+/// `sema_br` the data; `sema_p` takes 1, waiting while the value is 0; `sema_release_all`
+/// lets every wave waiting in `sema_p` go; `barrier` waits until value + 1 waves arrived.
+/// A waiting wave returns [`Flow::Wait`] and runs the instruction again later; it stays
+/// at it until another wave's GWS instruction lets it go.
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] when the `gds` bit is clear (the GWS forms exist only
+/// with it).
+pub(crate) fn ds_gws(gws: &mut Gws, w: &mut Wave, inst: &Instruction) -> Result<Flow> {
+    if !inst.mods.gds {
+        bail!(
+            Status::IllegalInstruction,
+            "{}: a GWS instruction without the gds bit",
+            inst.name()
+        );
+    }
+    let exec = w.exec();
+    if exec == 0 {
+        return Ok(Flow::Next);
+    }
+    let first = exec.trailing_zeros() as usize;
+    let data = vsrc(w, &inst.src[0], first, false, false) as u32;
+    let id = ((w.sreg[M0] >> 16 & 0x3F) + (inst.imm as u32 & 0x3F)) as usize % 64;
+    match inst.op() {
+        Op::DsGwsInit => {
+            gws.value[id] = data;
+            gws.arrived[id] = 0;
+        }
+        Op::DsGwsSemaV => gws.value[id] = gws.value[id].wrapping_add(1),
+        Op::DsGwsSemaBr => gws.value[id] = gws.value[id].wrapping_add(data),
+        Op::DsGwsSemaReleaseAll => gws.generation[id] = gws.generation[id].wrapping_add(1),
+        Op::DsGwsSemaP => {
+            if w.gws_wait.is_some_and(|g| g != gws.generation[id]) {
+                // Released by a release-all while waiting.
+                w.gws_wait = None;
+            } else if gws.value[id] > 0 {
+                gws.value[id] -= 1;
+                w.gws_wait = None;
+            } else {
+                w.gws_wait = Some(gws.generation[id]);
+                return Ok(Flow::Wait);
+            }
+        }
+        _ => {
+            // DS_GWS_BARRIER.
+            match w.gws_wait {
+                Some(g) if g != gws.generation[id] => w.gws_wait = None,
+                Some(_) => return Ok(Flow::Wait),
+                None => {
+                    gws.arrived[id] += 1;
+                    if gws.arrived[id] > gws.value[id] {
+                        gws.arrived[id] = 0;
+                        gws.generation[id] = gws.generation[id].wrapping_add(1);
+                    } else {
+                        w.gws_wait = Some(gws.generation[id]);
+                        return Ok(Flow::Wait);
+                    }
+                }
+            }
+        }
+    }
+    Ok(Flow::Next)
+}
+
 /// `ds_<op>_src2_<type>` (gfx900, gfx906, gfx908; Vega ISA DS opcodes 128..=147, 192..=211):
 /// `DS[A] = DS[A] op DS[B]` with both operands in LDS, for one lane whose address VGPR holds
 /// `a`. The Vega ISA's rule: `A = ADDR_BASE`; `B = A + 4 * (offset1[7] ? {A[31], A[31:17]} :
@@ -358,6 +508,14 @@ pub(crate) fn ds_atomic_value(op: AtomicOp, wide: bool, old: u64, d0: u64, d1: u
         AtomicOp::DsAddF32 => {
             u64::from((f32::from_bits(o as u32) + f32::from_bits(a as u32)).to_bits())
         }
+        // ds_add_f64 (gfx90a+), ds_pk_add_f16/bf16 (gfx940+): denormals kept.
+        AtomicOp::AddF64 => (f64::from_bits(o) + f64::from_bits(a)).to_bits(),
+        AtomicOp::PkAddF16 => {
+            let lo = f16::add(o as u16, a as u16);
+            let hi = f16::add((o >> 16) as u16, (a >> 16) as u16);
+            u64::from(lo) | u64::from(hi) << 16
+        }
+        AtomicOp::PkAddBf16 => u64::from(pk_add_bf16(o as u32, a as u32)),
         AtomicOp::And => o & a,
         AtomicOp::Or => o | a,
         AtomicOp::Xor => o ^ a,

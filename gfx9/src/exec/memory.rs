@@ -212,6 +212,9 @@ pub(crate) fn lane_access(
         return Err(not_implemented(inst));
     };
     let mut b = [0u8; 16];
+    if attrs.to_lds || inst.mods.lds {
+        return lds_lane_access(ctx, w, inst, lane, space, mem);
+    }
     match mem.dir {
         op::Dir::Load => {
             let n = mem.ty.bytes(inst.info.widths[0]);
@@ -263,6 +266,46 @@ pub(crate) fn lane_access(
             }
         }
     }
+    Ok(())
+}
+
+/// The LDS address of lane `lane` of a load into LDS or a store from it
+/// (`global_load_lds_*`, `scratch_load_lds_*`, MUBUF loads with `lds`,
+/// `buffer_store_lds_dword`): M0 + the instruction offset + lane × 4 (the LDS base the
+/// kernel sets in M0; the offset applies to both addresses, as LLVM's AMDGPU backend
+/// compiles `llvm.amdgcn.global.load.lds` and `llvm.amdgcn.raw.buffer.load.lds`).
+pub(crate) fn lds_lane_address(w: &Wave, inst: &Instruction, lane: usize) -> u64 {
+    u64::from(
+        w.sreg[M0]
+            .wrapping_add(inst.imm as u32)
+            .wrapping_add(4 * lane as u32),
+    )
+}
+
+/// One lane of a load into LDS (a dword per lane: a byte or short zero- or sign-extended as
+/// its type says) or of `buffer_store_lds_dword` (the lane's LDS dword stored at `space`).
+fn lds_lane_access(
+    ctx: &mut Ctx<'_, '_>,
+    w: &mut Wave,
+    inst: &Instruction,
+    lane: usize,
+    space: Space,
+    mem: op::Mem,
+) -> Result<()> {
+    let lds_addr = lds_lane_address(w, inst, lane);
+    let mut b = [0u8; 4];
+    if mem.dir == op::Dir::Store {
+        lds_read(ctx.lds, lds_addr, &mut b);
+        return space_write(ctx, space, lane, &b);
+    }
+    let n = mem.ty.bytes(1);
+    space_read(ctx, space, lane, &mut b[..n])?;
+    let v = match mem.ty {
+        MemTy::Sbyte => b[0] as i8 as i32 as u32,
+        MemTy::Sshort => u16::from_le_bytes([b[0], b[1]]) as i16 as i32 as u32,
+        _ => u32::from_le_bytes(b),
+    };
+    lds_write(ctx.lds, lds_addr, &v.to_le_bytes());
     Ok(())
 }
 
@@ -416,7 +459,9 @@ pub(crate) fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
     } else {
         None
     };
+    let to_lds = inst.mods.lds || op.attrs().to_lds;
     let len = match (format, mem.dir) {
+        (_, _) if to_lds => mem.ty.bytes(1),
         (Some(f), _) => f.bytes(format_components(mem.ty).0),
         (None, op::Dir::Load) => mem.ty.bytes(inst.info.widths[0]),
         (None, op::Dir::Store) => mem.ty.bytes(inst.info.widths[1]),
@@ -441,6 +486,12 @@ pub(crate) fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
         let offset = voff + inst.imm as u64;
         if rsrc.out_of_range(index, offset, len as u64) {
             // Out of range: loads (and returning atomics) get zeros, stores are dropped.
+            if to_lds {
+                if mem.dir == op::Dir::Load {
+                    lds_write(ctx.lds, lds_lane_address(w, inst, lane), &[0; 4]);
+                }
+                continue;
+            }
             if format.is_some() {
                 format_out_of_range(w, inst, lane);
                 continue;
@@ -456,7 +507,7 @@ pub(crate) fn mubuf(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
                 .wrapping_add(soffset)
                 .wrapping_add(rsrc.buffer_offset(index, offset + k))
         };
-        if let Some(f) = format {
+        if let (Some(f), false) = (format, to_lds) {
             format_access(ctx, w, inst, lane, f, &addr_of).map_err(fault)?;
             continue;
         }
@@ -633,6 +684,29 @@ pub(crate) fn f64_max(a: f64, b: f64) -> f64 {
     }
 }
 
+/// A bf16 as an f32 (exact).
+pub(crate) fn bf16_to_f32(h: u16) -> f32 {
+    f32::from_bits(u32::from(h) << 16)
+}
+
+/// An f32 rounded to nearest even to a bf16; a NaN quieted, keeping its sign.
+pub(crate) fn f32_to_bf16(x: f32) -> u16 {
+    let b = x.to_bits();
+    if x.is_nan() {
+        return (b >> 16) as u16 | 0x40;
+    }
+    let round = 0x7FFF + (b >> 16 & 1);
+    (b.wrapping_add(round) >> 16) as u16
+}
+
+/// The packed-bf16 add of the gfx940 `*_pk_add_bf16` atomics (CDNA3 ISA: each half the bf16
+/// sum, rounded to nearest even; denormals kept).
+pub(crate) fn pk_add_bf16(a: u32, b: u32) -> u32 {
+    let half =
+        |x: u32, y: u32| u32::from(f32_to_bf16(bf16_to_f32(x as u16) + bf16_to_f32(y as u16)));
+    half(a, b) | half(a >> 16, b >> 16) << 16
+}
+
 /// The read-modify-write of a memory atomic (FLAT/GLOBAL/MUBUF/SMEM; `None` for the LDS-only
 /// operations).
 pub(crate) fn atomic_op(op: AtomicOp) -> Option<AtomicFn> {
@@ -714,6 +788,7 @@ pub(crate) fn atomic_op(op: AtomicOp) -> Option<AtomicFn> {
             let hi = f16::add((o >> 16) as u16, (s >> 16) as u16);
             (lo as u64) | (hi as u64) << 16
         },
+        AtomicOp::PkAddBf16 => |o, s, _, _| pk_add_bf16(o as u32, s as u32).into(),
         AtomicOp::AddF64 => |o, s, _, _| (f64::from_bits(o) + f64::from_bits(s)).to_bits(),
         AtomicOp::MinF64 => |o, s, _, _| f64_min(f64::from_bits(o), f64::from_bits(s)).to_bits(),
         AtomicOp::MaxF64 => |o, s, _, _| f64_max(f64::from_bits(o), f64::from_bits(s)).to_bits(),

@@ -60,6 +60,77 @@ pub(crate) fn gpr_indexed(w: &Wave, inst: &Instruction) -> Result<Instruction> {
     Ok(out)
 }
 
+/// MODE bit 28, VSKIP: vector instructions (VOP*, DS, FLAT, MUBUF, MTBUF, MIMG) are not
+/// issued (Vega ISA MODE register table and S_SETVSKIP).
+pub(crate) const MODE_VSKIP: u32 = 1 << 28;
+/// MODE bits 31:29, CSP: the conditional-branch stack pointer of `s_cbranch_g_fork`,
+/// `s_cbranch_i_fork` and `s_cbranch_join`.
+pub(crate) const MODE_CSP_SHIFT: u32 = 29;
+
+/// The SGPR index M0 registers past scalar operand `op` (`s_movrels`/`s_movreld`, Vega ISA
+/// SOP1 42..45: `SGPR[op + M0]`).
+///
+/// # Errors
+/// [`Status::IllegalInstruction`] naming the instruction when the register (range) would
+/// end past s101: the SGPRs a wave has (the special registers are not indexed).
+fn relative_sgpr(w: &Wave, inst: &Instruction, op: &Operand) -> Result<usize> {
+    let Operand::Sreg { index, count } = *op else {
+        bail!(
+            Status::IllegalInstruction,
+            "{}: the relative operand is not an SGPR",
+            inst.name()
+        );
+    };
+    let m0 = w.sreg[M0];
+    let i = u64::from(index) + u64::from(m0);
+    if i + u64::from(count) > 102 {
+        bail!(
+            Status::IllegalInstruction,
+            "{}: SGPR {index} + M0 ({m0}) is past s101",
+            inst.name()
+        );
+    }
+    Ok(i as usize)
+}
+
+/// The fork of `s_cbranch_g_fork`/`s_cbranch_i_fork` (Vega ISA SOP2 41, SOPK 16) with mask
+/// `mask` and target `target`: all of EXEC passing jumps, none passing goes on; otherwise the
+/// larger side runs first and the other (its PC and EXEC) is pushed on the stack of 4-SGPR
+/// slots at `s[4·CSP]` (EXEC in the low pair, PC in the high one), MODE.CSP incremented.
+fn fork(w: &mut Wave, inst: &Instruction, mask: u64, target: u64, next: u64) -> Result<Flow> {
+    let exec = w.exec();
+    let (pass, fail) = (mask & exec, !mask & exec);
+    if pass == exec {
+        return Ok(Flow::Jump(target));
+    }
+    if fail == exec {
+        return Ok(Flow::Next);
+    }
+    let csp = w.mode >> MODE_CSP_SHIFT & 7;
+    let slot = 4 * csp as usize;
+    if csp == 7 {
+        bail!(
+            Status::IllegalInstruction,
+            "{}: the conditional-branch stack is full (MODE.CSP 7)",
+            inst.name()
+        );
+    }
+    let (run_exec, run_pc, saved_exec, saved_pc) = if fail.count_ones() < pass.count_ones() {
+        (fail, next, pass, target)
+    } else {
+        (pass, target, fail, next)
+    };
+    w.set_sreg64(slot, saved_exec);
+    w.set_sreg64(slot + 2, saved_pc);
+    w.mode = w.mode & !(7 << MODE_CSP_SHIFT) | (csp + 1) << MODE_CSP_SHIFT;
+    w.set_exec(run_exec);
+    Ok(if run_pc == next {
+        Flow::Next
+    } else {
+        Flow::Jump(run_pc)
+    })
+}
+
 pub(crate) fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> {
     let target = next.wrapping_add((inst.imm as i64 * 4) as u64);
     let taken = match inst.op() {
@@ -90,6 +161,23 @@ pub(crate) fn sopp(ctx: &Ctx<'_, '_>, w: &mut Wave, inst: &Instruction, next: u6
             return Ok(Flow::Next);
         }
         Op::SEndpgm | Op::SEndpgmSaved => return Ok(Flow::End),
+        // S_SETHALT (Vega ISA SOPP 13): SIMM16[0] = 1 halts the wave until the host resumes
+        // it, which nothing does here; 0 resumes (a running wave: nothing to do).
+        Op::SSethalt if inst.imm & 1 == 0 => return Ok(Flow::Next),
+        Op::SSethalt => {
+            return Err(error!(
+                Status::Exception,
+                "{} 1: the wave halted (nothing resumes a halted wave here)",
+                inst.op()
+            ))
+        }
+        // The debugger's conditional branches (Vega ISA SOPP 23..26): STATUS.COND_DBG_SYS
+        // and COND_DBG_USER are set by a debugger only, and none is attached here: never
+        // taken.
+        Op::SCbranchCdbgsys
+        | Op::SCbranchCdbguser
+        | Op::SCbranchCdbgsysOrUser
+        | Op::SCbranchCdbgsysAndUser => false,
         Op::SBarrier => return Ok(Flow::Barrier),
         // `llvm.debugtrap` (trap id 3) with no debugger attached: the trap handler returns at
         // once and the wave goes on (AMDGPUUsage, "Trap Handler ABI").
@@ -188,6 +276,12 @@ pub(crate) fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> 
                 Op::SBitcmp1B32 => a32 >> (b32 & 31) & 1 == 1,
                 Op::SBitcmp0B64 => a >> (b32 & 63) & 1 == 0,
                 Op::SBitcmp1B64 => a >> (b32 & 63) & 1 == 1,
+                // S_SETVSKIP (Vega ISA SOPC 16): MODE.VSKIP = S0[S1[4:0]]; SCC unchanged.
+                Op::SSetvskip => {
+                    let on = a32 >> (b32 & 31) & 1;
+                    w.mode = w.mode & !MODE_VSKIP | (on * MODE_VSKIP);
+                    return Ok(Flow::Next);
+                }
                 _ => return Err(not_implemented(inst)),
             };
             None
@@ -211,12 +305,19 @@ pub(crate) fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> 
                     set_sdst(w, &inst.dst, next);
                     return Ok(Flow::Jump(next.wrapping_add((i64::from(imm) * 4) as u64)));
                 }
+                // S_CBRANCH_I_FORK (Vega ISA SOPK 16): a fork to PC + 4 + simm16 × 4 under
+                // the mask in the SDST field's SGPR pair.
+                Op::SCbranchIFork => {
+                    let mask = scalar(w, &inst.dst, true, false);
+                    let target = next.wrapping_add((i64::from(imm) * 4) as u64);
+                    return fork(w, inst, mask, target, next);
+                }
                 Op::SGetregB32 | Op::SSetregB32 | Op::SSetregImm32B32 => {
                     let (id, offset, size) = (ku & 0x3F, ku >> 6 & 0x1F, (ku >> 11) + 1);
                     let mask = (((1u64 << size) - 1) << offset) as u32;
                     // HW_REG_HW_ID (4) is read-only: the SPI sets it at launch (hwid module).
                     // HW_REG_XCC_ID (20, gfx940+) too: the XCC the wave runs on.
-                    let xcc = id == 20 && inst.target == super::Gfx9Target::Gfx942;
+                    let xcc = id == 20 && inst.target.is_gfx940();
                     if id == 4 && op == Op::SGetregB32 {
                         Some(u64::from((w.hw_id & mask) >> offset))
                     } else if xcc && op == Op::SGetregB32 {
@@ -378,6 +479,43 @@ pub(crate) fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> 
                     new_scc = nz(r);
                     r
                 }
+                // S_MOVRELS_B32/B64 (Vega ISA SOP1 42, 43): D = the SGPR(s) M0 registers past
+                // the source operand's.
+                Op::SMovrelsB32 | Op::SMovrelsB64 => {
+                    let i = relative_sgpr(w, inst, &inst.src[0])?;
+                    if wd[0] == 2 {
+                        w.sreg64(i)
+                    } else {
+                        u64::from(w.sreg[i])
+                    }
+                }
+                // S_MOVRELD_B32/B64 (Vega ISA SOP1 44, 45): the SGPR(s) M0 registers past the
+                // destination operand's = S0.
+                Op::SMovreldB32 | Op::SMovreldB64 => {
+                    let i = relative_sgpr(w, inst, &inst.dst)?;
+                    if wd[0] == 2 {
+                        w.set_sreg64(i, a);
+                    } else {
+                        w.sreg[i] = a32;
+                    }
+                    return Ok(Flow::Next);
+                }
+                // S_CBRANCH_JOIN (Vega ISA SOP1 46): S0 holds the conditional stack pointer
+                // saved before the fork; equal to MODE.CSP: go on; else pop the other path.
+                Op::SCbranchJoin => {
+                    let csp = w.mode >> MODE_CSP_SHIFT & 7;
+                    if csp == a32 {
+                        return Ok(Flow::Next);
+                    }
+                    let csp = csp.wrapping_sub(1) & 7;
+                    w.mode = w.mode & !(7 << MODE_CSP_SHIFT) | csp << MODE_CSP_SHIFT;
+                    let slot = 4 * csp as usize;
+                    w.set_exec(w.sreg64(slot));
+                    return Ok(Flow::Jump(w.sreg64(slot + 2)));
+                }
+                // S_RFE_B64 (Vega ISA SOP1 31): return from the trap handler: PRIV = 0 (this
+                // interpreter runs no wave privileged), PC = S0.
+                Op::SRfeB64 => return Ok(Flow::Jump(a)),
                 Op::SGetpcB64 => next,
                 Op::SSetpcB64 => return Ok(Flow::Jump(a)),
                 Op::SSwappcB64 => {
@@ -532,6 +670,12 @@ pub(crate) fn salu(w: &mut Wave, inst: &Instruction, next: u64) -> Result<Flow> 
                 Op::SPackLlB32B16 => ((a32 & 0xFFFF) | b32 << 16) as u64,
                 Op::SPackLhB32B16 => ((a32 & 0xFFFF) | (b32 & 0xFFFF_0000)) as u64,
                 Op::SPackHhB32B16 => ((a32 >> 16) | (b32 & 0xFFFF_0000)) as u64,
+                // S_CBRANCH_G_FORK (Vega ISA SOP2 41): a fork to the address in S1 under the
+                // mask S0.
+                Op::SCbranchGFork => return fork(w, inst, a, b, next),
+                // S_RFE_RESTORE_B64 (Vega ISA SOP2 43): S_RFE_B64 that also restores the
+                // instruction ATC bit from S1[0], which has no effect here.
+                Op::SRfeRestoreB64 => return Ok(Flow::Jump(a)),
                 _ => return Err(not_implemented(inst)),
             };
             let r = if wide { r } else { r as u32 as u64 };

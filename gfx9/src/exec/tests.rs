@@ -28,10 +28,11 @@ pub(crate) fn general_step(
         lane_instructions: 0,
         preempt: &never,
         cu: CuId::default(),
+        gws: Gws::new(),
     };
     Ok(
         match execute(&mut ctx, w, inst, pc + u64::from(inst.size))? {
-            Flow::Next | Flow::Barrier => None,
+            Flow::Next | Flow::Barrier | Flow::Wait => None,
             Flow::Jump(t) => Some(Some(t)),
             Flow::End => Some(None),
         },

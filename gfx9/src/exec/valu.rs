@@ -120,6 +120,65 @@ pub(crate) fn perm_b32(hi: u32, lo: u32, sel: u32) -> u32 {
     (0..4).fold(0, |acc, i| acc | byte(sel >> (8 * i) & 0xFF) << (8 * i))
 }
 
+/// The sum of the absolute differences of the four bytes of `a` and `b` (`v_sad_u8`).
+pub(crate) fn sad_u8(a: u32, b: u32) -> u32 {
+    (0..4)
+        .map(|k| (a >> (8 * k) & 0xFF).abs_diff(b >> (8 * k) & 0xFF))
+        .sum()
+}
+
+/// [`sad_u8`] leaving out the bytes whose reference (`b`) byte is 0 (`v_msad_u8`).
+pub(crate) fn msad_u8(a: u32, b: u32) -> u32 {
+    (0..4)
+        .filter(|k| b >> (8 * k) & 0xFF != 0)
+        .map(|k| (a >> (8 * k) & 0xFF).abs_diff(b >> (8 * k) & 0xFF))
+        .sum()
+}
+
+/// V_CUBEID_F32, V_CUBESC_F32, V_CUBETC_F32, V_CUBEMA_F32 of the direction (x, y, z)
+/// (Vega ISA VOP3 0x1c4..0x1c7): the major axis is z when |z| is at least |x| and |y|, else
+/// y when |y| ≥ |x|, else x; the face id is 4/5 (z ≥ 0 / < 0), 2/3 (y) or 0/1 (x); sc and tc
+/// the face's coordinates (z face: ±x and −y; y face: x and ±z; x face: ∓z and −y); ma twice
+/// the major axis.
+pub(crate) fn cube(op: Op, x: f32, y: f32, z: f32) -> f32 {
+    let (ax, ay, az) = (x.abs(), y.abs(), z.abs());
+    let pick = |neg: bool, a: f32, b: f32| if neg { a } else { b };
+    if az >= ax && az >= ay {
+        match op {
+            Op::VCubeidF32 => pick(z < 0.0, 5.0, 4.0),
+            Op::VCubescF32 => pick(z < 0.0, -x, x),
+            Op::VCubetcF32 => -y,
+            _ => 2.0 * z,
+        }
+    } else if ay >= ax {
+        match op {
+            Op::VCubeidF32 => pick(y < 0.0, 3.0, 2.0),
+            Op::VCubescF32 => x,
+            Op::VCubetcF32 => pick(y < 0.0, -z, z),
+            _ => 2.0 * y,
+        }
+    } else {
+        match op {
+            Op::VCubeidF32 => pick(x < 0.0, 1.0, 0.0),
+            Op::VCubescF32 => pick(x < 0.0, z, -z),
+            Op::VCubetcF32 => -y,
+            _ => 2.0 * x,
+        }
+    }
+}
+
+/// The FP8 format of a gfx940 conversion: FP8 (E4M3) or BF8 (E5M2), by its [`Op`].
+fn fp8_format(op: Op) -> fp8::Format {
+    if matches!(
+        op,
+        Op::VCvtF32Bf8 | Op::VCvtPkF32Bf8 | Op::VCvtPkBf8F32 | Op::VCvtSrBf8F32
+    ) {
+        fp8::Format::Bf8
+    } else {
+        fp8::Format::Fp8
+    }
+}
+
 pub(crate) fn sext24(v: u32) -> i64 {
     (((v << 8) as i32) >> 8) as i64
 }
@@ -221,7 +280,7 @@ pub(crate) fn read_operand(
     if let Some(sd) = mods.sdwa.filter(|_| i < 2) {
         v = sdwa_select(v as u32, sd.src_sel[i], sd.sext[i]) as u64;
     }
-    if mods.op_sel >> i & 1 != 0 {
+    if mods.op_sel >> i & 1 != 0 && !f32_in {
         // VOP3 op_sel of a 16-bit source (Vega ISA §12.9 "VOP3"; the decoder keeps the bits
         // only on the VOP3-only 16-bit opcodes): its high half.
         v = v >> 16 & 0xFFFF;
@@ -305,7 +364,28 @@ pub(crate) fn valu<const DPP: bool>(
     let read = |w: &Wave, i: usize, lane: usize| read_operand(w, inst, i, lane, f32_in, f64_in);
     // Lane-crossing and scalar-destination ops.
     match op {
-        Op::VNop => return Ok(()),
+        // V_CLREXCP (Vega ISA VOP1 53) clears the wave's exception state (TRAPSTS.EXCP),
+        // which the interpreter does not keep: nothing to do.
+        Op::VNop | Op::VClrexcp => return Ok(()),
+        Op::VMqsadU32U8 => {
+            for lane in (0..WAVE_SIZE).filter(|l| lanes >> l & 1 != 0) {
+                let s0 = read(w, 0, lane);
+                let s1 = read(w, 1, lane) as u32;
+                for k in 0..4 {
+                    let acc = vsrc_dword(w, &inst.src[2], lane, k);
+                    let sad = msad_u8((s0 >> (8 * k)) as u32, s1);
+                    let r = sat_or_wrap(
+                        i64::from(sad) + i64::from(acc),
+                        0,
+                        i64::from(u32::MAX),
+                        mods.clamp,
+                        32,
+                    );
+                    set_vdst_dword(w, &inst.dst, lane, k, r as u32);
+                }
+            }
+            return Ok(());
+        }
         // V_SWAP_B32 (Vega ISA VOP1 opcode 81): tmp = D; D = S0; S0 = tmp, for the lanes of
         // EXEC. Both operands are VGPRs.
         Op::VSwapB32 => {
@@ -894,12 +974,12 @@ pub(crate) fn valu<const DPP: bool>(
                 x.min(y).max(x.max(y).min(z)) as u64
             }
             Op::VSadU8 | Op::VSadHiU8 | Op::VMsadU8 => {
-                let sum: u32 = (0..4)
-                    .map(|k| (a32 >> (8 * k) & 0xFF, b32 >> (8 * k) & 0xFF))
-                    // MSAD skips the bytes whose reference (S1) byte is 0.
-                    .filter(|&(_, y)| op != Op::VMsadU8 || y != 0)
-                    .map(|(x, y)| x.abs_diff(y))
-                    .sum();
+                // MSAD skips the bytes whose reference (S1) byte is 0.
+                let sum = if op == Op::VMsadU8 {
+                    msad_u8(a32, b32)
+                } else {
+                    sad_u8(a32, b32)
+                };
                 let sum = if op == Op::VSadHiU8 { sum << 16 } else { sum };
                 sat_or_wrap(
                     i64::from(sum) + i64::from(c32),
@@ -928,6 +1008,112 @@ pub(crate) fn valu<const DPP: bool>(
                 let sat = |h: u32| (h as u16 as i16).clamp(0, 255) as u64;
                 sat(a32) | sat(a32 >> 16) << 8
             }
+            // Issue 39: the VOP1 normalized and legacy conversions (Vega ISA VOP1 75..78).
+            Op::VCvtNormI16F16 => u64::from(fp8::to_snorm16(f16::to_f64(a as u16))),
+            Op::VCvtNormU16F16 => u64::from(fp8::to_unorm16(f16::to_f64(a as u16))),
+            // V_EXP_LEGACY_F32: 2^x of inputs from -126 up, 0 below (no denormal results
+            // whatever FP_DENORM says); a NaN stays a NaN.
+            Op::VExpLegacyF32 if fa.is_nan() => u64::from(a32 | 0x0040_0000),
+            Op::VExpLegacyF32 if fa < -126.0 => 0,
+            Op::VExpLegacyF32 => fr(f64::from(fa).exp2() as f32),
+            // V_LOG_LEGACY_F32: a denormal input is read as 0 whatever FP_DENORM says (so
+            // ±0 and the denormals give -∞), a negative one gives the negative default NaN,
+            // a NaN itself quieted; log2(1) = 0.
+            Op::VLogLegacyF32 if fa.is_subnormal() || fa == 0.0 => fr(f32::NEG_INFINITY),
+            Op::VLogLegacyF32 if fa < 0.0 => 0xFFC0_0000,
+            Op::VLogLegacyF32 if fa.is_nan() => u64::from(a32 | 0x0040_0000),
+            Op::VLogLegacyF32 => fr(f64::from(fa).log2() as f32),
+            // The gfx940 FP8/BF8 conversions (CDNA3 ISA VOP1 84..87, VOP3 0x2a2..0x2a5).
+            // The source byte (word) is the one SDWA selects (llvm-mc-19 has no VOP3 op_sel
+            // for them), else the low one.
+            Op::VCvtF32Fp8 | Op::VCvtF32Bf8 => fr(fp8::to_f32(a32 as u8, fp8_format(op))),
+            Op::VCvtPkF32Fp8 | Op::VCvtPkF32Bf8 => {
+                let word = a32;
+                let f = fp8_format(op);
+                fr(fp8::to_f32(word as u8, f)) | fr(fp8::to_f32((word >> 8) as u8, f)) << 32
+            }
+            Op::VCvtPkFp8F32 | Op::VCvtPkBf8F32 => {
+                let f = fp8_format(op);
+                let pk = u32::from(fp8::from_f32(fa, f, mods.clamp))
+                    | u32::from(fp8::from_f32(fb, f, mods.clamp)) << 8;
+                // op_sel[3]: the pair goes to D[31:16], else D[15:0]; the other half kept.
+                u64::from(if mods.op_sel & 8 != 0 {
+                    d_old & 0xFFFF | pk << 16
+                } else {
+                    d_old & 0xFFFF_0000 | pk
+                })
+            }
+            Op::VCvtSrFp8F32 | Op::VCvtSrBf8F32 => {
+                // op_sel[3:2]: the byte of D written; the others kept. S1 is the random
+                // dword.
+                let sh = 8 * u32::from(mods.op_sel >> 2 & 3);
+                let v = fp8::stochastic(fa, b32, fp8_format(op), mods.clamp);
+                u64::from(d_old & !(0xFF << sh) | u32::from(v) << sh)
+            }
+            // Issue 39: the cube-map face and coordinates (Vega ISA VOP3 0x1c4..0x1c7).
+            Op::VCubeidF32 | Op::VCubescF32 | Op::VCubetcF32 | Op::VCubemaF32 => {
+                fr(cube(op, fa, fb, fc))
+            }
+            // V_CVT_PK_U8_F32: S0 to an unsigned byte into byte S1[1:0] of S2.
+            Op::VCvtPkU8F32 => {
+                let sh = 8 * (b32 & 3);
+                u64::from(c32 & !(0xFF << sh) | fp8::to_u8_sat(fa) << sh)
+            }
+            // V_CVT_PKACCUM_U8_F32: the same into byte S1[1:0] of D.
+            Op::VCvtPkaccumU8F32 => {
+                let sh = 8 * (b32 & 3);
+                u64::from(d_old & !(0xFF << sh) | fp8::to_u8_sat(fa) << sh)
+            }
+            Op::VCvtPknormI16F32 => {
+                let n = |x: f32| u64::from(fp8::to_snorm16(f64::from(x)));
+                n(fa) | n(fb) << 16
+            }
+            Op::VCvtPknormU16F32 => {
+                let n = |x: f32| u64::from(fp8::to_unorm16(f64::from(x)));
+                n(fa) | n(fb) << 16
+            }
+            Op::VCvtPknormI16F16 => {
+                let n = |x: u64| u64::from(fp8::to_snorm16(f16::to_f64(x as u16)));
+                n(a) | n(b) << 16
+            }
+            Op::VCvtPknormU16F16 => {
+                let n = |x: u64| u64::from(fp8::to_unorm16(f16::to_f64(x as u16)));
+                n(a) | n(b) << 16
+            }
+            // V_CVT_PK_I16_I32/V_CVT_PK_U16_U32: saturating 32- to 16-bit packs.
+            Op::VCvtPkI16I32 => {
+                let n = |x: u32| u64::from((x as i32).clamp(-32768, 32767) as i16 as u16);
+                n(a32) | n(b32) << 16
+            }
+            Op::VCvtPkU16U32 => u64::from(a32.min(0xFFFF)) | u64::from(b32.min(0xFFFF)) << 16,
+            // The gfx8 forms of the f16 and 16-bit mads (Vega ISA VOP3 0x1ea..0x1ef): the
+            // same results as v_mad_f16, v_mad_u16, v_mad_i16, v_fma_f16, v_div_fixup_f16.
+            Op::VMadLegacyF16 => u64::from(mode::mad16(a as u16, b as u16, c as u16, 0)),
+            Op::VFmaLegacyF16 => u64::from(f16::fma(a as u16, b as u16, c as u16)),
+            Op::VDivFixupLegacyF16 => {
+                fdiv::div_fixup(fdiv::HALF, a & 0xFFFF, b & 0xFFFF, c & 0xFFFF)
+            }
+            Op::VMadLegacyU16 => {
+                let t = i64::from(a32 as u16) * i64::from(b32 as u16) + i64::from(c32 as u16);
+                sat_or_wrap(t, 0, 0xFFFF, mods.clamp, 16)
+            }
+            Op::VMadLegacyI16 => {
+                let t = i64::from(a32 as i16) * i64::from(b32 as i16) + i64::from(c32 as i16);
+                sat_or_wrap(t, i64::from(i16::MIN), i64::from(i16::MAX), mods.clamp, 16)
+            }
+            // V_QSAD_PK_U16_U8 / V_MQSAD_PK_U16_U8: four (masked) SADs of S1 against the
+            // byte windows S0[31:0], S0[39:8], S0[47:16], S0[55:24], each plus its 16-bit
+            // accumulator of S2.
+            Op::VQsadPkU16U8 | Op::VMqsadPkU16U8 => (0..4).fold(0u64, |acc, k| {
+                let window = (a >> (8 * k)) as u32;
+                let sad = if op == Op::VQsadPkU16U8 {
+                    sad_u8(window, b32)
+                } else {
+                    msad_u8(window, b32)
+                };
+                let t = i64::from(sad) + i64::from((c >> (16 * k)) as u16);
+                acc | sat_or_wrap(t, 0, 0xFFFF, mods.clamp, 16) << (16 * k)
+            }),
             _ => return Err(not_implemented(inst)),
         };
         let r = if fm.directed_rounding() {
@@ -990,7 +1176,9 @@ pub(crate) fn valu<const DPP: bool>(
         };
         let r = fm.result(r);
         let r = match mods.sdwa {
-            Some(sd) if inst.encoding != Encoding::Vop3 => {
+            // (An SDWA result is one dword but for the FP8 pair's two, which have no
+            // destination select.)
+            Some(sd) if inst.encoding != Encoding::Vop3 && out_w <= 1 => {
                 sdwa_place(r as u32, d_old, sd.dst_sel, sd.dst_unused) as u64
             }
             _ => r,

@@ -89,11 +89,34 @@ impl Isa {
         self.run_launch(kernel, items, bufs, kernarg_dwords, WaveLaunch::SINGLE_CU)
     }
 
+    /// [`Isa::run`] with work-groups of `group` work-items instead of 64.
+    pub fn run_group_size(
+        &self,
+        kernel: &str,
+        items: u32,
+        group: u16,
+        bufs: &[Vec<u8>],
+    ) -> Result<Vec<Vec<u8>>> {
+        self.run_full(kernel, items, group, bufs, &[], WaveLaunch::SINGLE_CU)
+    }
+
     /// [`Isa::run_with`] on a queue described by `launch` (its enabled CUs and ids).
     pub fn run_launch(
         &self,
         kernel: &str,
         items: u32,
+        bufs: &[Vec<u8>],
+        kernarg_dwords: &[(usize, u32)],
+        launch: WaveLaunch,
+    ) -> Result<Vec<Vec<u8>>> {
+        self.run_full(kernel, items, 64, bufs, kernarg_dwords, launch)
+    }
+
+    fn run_full(
+        &self,
+        kernel: &str,
+        items: u32,
+        group: u16,
         bufs: &[Vec<u8>],
         kernarg_dwords: &[(usize, u32)],
         launch: WaveLaunch,
@@ -127,7 +150,7 @@ impl Isa {
         for (i, b) in bufs.iter().enumerate() {
             mem.add(buf(i), b.clone());
         }
-        let mut st = DispatchState::one_dimensional(items, 64, 0, KERNARG);
+        let mut st = DispatchState::one_dimensional(items, group, 0, KERNARG);
         st.group_segment_size = kd.group_segment_fixed_size;
         st.private_segment_size = kd.private_segment_fixed_size;
         st.launch = launch;

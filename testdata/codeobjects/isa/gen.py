@@ -455,7 +455,11 @@ MFMA["gfx942"] = [
     ("v_mfma_i32_16x16x32_i8", 4, 2), ("v_mfma_f32_32x32x4_2b_bf16", 32, 2),
     ("v_mfma_f32_16x16x4_4b_bf16", 16, 2), ("v_mfma_f32_4x4x4_16b_bf16", 4, 2),
     ("v_mfma_f32_32x32x8_bf16", 16, 2), ("v_mfma_f32_16x16x16_bf16", 4, 2),
-    ("v_mfma_f64_16x16x4_f64", 8, 2), ("v_mfma_f64_4x4x4_4b_f64", 2, 2)]
+    ("v_mfma_f64_16x16x4_f64", 8, 2), ("v_mfma_f64_4x4x4_4b_f64", 2, 2),
+    # Issue 39: xf32 and the FP8/BF8 pairs.
+    ("v_mfma_f32_16x16x8_xf32", 4, 2), ("v_mfma_f32_32x32x4_xf32", 16, 2)] + [
+    ("v_mfma_f32_%s_%s_%s" % (s, a, b), w, 2) for s, w in (("16x16x32", 4), ("32x32x16", 16))
+    for a in ("bf8", "fp8") for b in ("bf8", "fp8")]
 
 
 def rng(kind, base, n):

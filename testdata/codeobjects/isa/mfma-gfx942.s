@@ -2804,6 +2804,686 @@ v_mfma_f64_4x4x4_4b_f64__m002:
 .Lv_mfma_f64_4x4x4_4b_f64__m002_end:
 	.size v_mfma_f64_4x4x4_4b_f64__m002, .Lv_mfma_f64_4x4x4_4b_f64__m002_end-v_mfma_f64_4x4x4_4b_f64__m002
 
+	.globl v_mfma_f32_16x16x8_xf32__acc
+	.p2align 8
+	.type v_mfma_f32_16x16x8_xf32__acc,@function
+v_mfma_f32_16x16x8_xf32__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_mfma_f32_16x16x8_xf32 a[0:3], v[2:3], v[6:7], a[0:3]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x8_xf32__acc_end:
+	.size v_mfma_f32_16x16x8_xf32__acc, .Lv_mfma_f32_16x16x8_xf32__acc_end-v_mfma_f32_16x16x8_xf32__acc
+
+	.globl v_mfma_f32_16x16x8_xf32__vgpr
+	.p2align 8
+	.type v_mfma_f32_16x16x8_xf32__vgpr,@function
+v_mfma_f32_16x16x8_xf32__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_16x16x8_xf32 v[100:103], v[2:3], v[6:7], v[64:67]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x8_xf32__vgpr_end:
+	.size v_mfma_f32_16x16x8_xf32__vgpr, .Lv_mfma_f32_16x16x8_xf32__vgpr_end-v_mfma_f32_16x16x8_xf32__vgpr
+
+	.globl v_mfma_f32_32x32x4_xf32__acc
+	.p2align 8
+	.type v_mfma_f32_32x32x4_xf32__acc,@function
+v_mfma_f32_32x32x4_xf32__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_accvgpr_write_b32 a4, v68
+	v_accvgpr_write_b32 a5, v69
+	v_accvgpr_write_b32 a6, v70
+	v_accvgpr_write_b32 a7, v71
+	v_accvgpr_write_b32 a8, v72
+	v_accvgpr_write_b32 a9, v73
+	v_accvgpr_write_b32 a10, v74
+	v_accvgpr_write_b32 a11, v75
+	v_accvgpr_write_b32 a12, v76
+	v_accvgpr_write_b32 a13, v77
+	v_accvgpr_write_b32 a14, v78
+	v_accvgpr_write_b32 a15, v79
+	v_mfma_f32_32x32x4_xf32 a[0:15], v[2:3], v[6:7], a[0:15]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	v_accvgpr_read_b32 v104, a4
+	v_accvgpr_read_b32 v105, a5
+	v_accvgpr_read_b32 v106, a6
+	v_accvgpr_read_b32 v107, a7
+	v_accvgpr_read_b32 v108, a8
+	v_accvgpr_read_b32 v109, a9
+	v_accvgpr_read_b32 v110, a10
+	v_accvgpr_read_b32 v111, a11
+	v_accvgpr_read_b32 v112, a12
+	v_accvgpr_read_b32 v113, a13
+	v_accvgpr_read_b32 v114, a14
+	v_accvgpr_read_b32 v115, a15
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x4_xf32__acc_end:
+	.size v_mfma_f32_32x32x4_xf32__acc, .Lv_mfma_f32_32x32x4_xf32__acc_end-v_mfma_f32_32x32x4_xf32__acc
+
+	.globl v_mfma_f32_32x32x4_xf32__vgpr
+	.p2align 8
+	.type v_mfma_f32_32x32x4_xf32__vgpr,@function
+v_mfma_f32_32x32x4_xf32__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_32x32x4_xf32 v[100:115], v[2:3], v[6:7], v[64:79]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x4_xf32__vgpr_end:
+	.size v_mfma_f32_32x32x4_xf32__vgpr, .Lv_mfma_f32_32x32x4_xf32__vgpr_end-v_mfma_f32_32x32x4_xf32__vgpr
+
+	.globl v_mfma_f32_16x16x32_bf8_bf8__acc
+	.p2align 8
+	.type v_mfma_f32_16x16x32_bf8_bf8__acc,@function
+v_mfma_f32_16x16x32_bf8_bf8__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_mfma_f32_16x16x32_bf8_bf8 a[0:3], v[2:3], v[6:7], a[0:3]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x32_bf8_bf8__acc_end:
+	.size v_mfma_f32_16x16x32_bf8_bf8__acc, .Lv_mfma_f32_16x16x32_bf8_bf8__acc_end-v_mfma_f32_16x16x32_bf8_bf8__acc
+
+	.globl v_mfma_f32_16x16x32_bf8_bf8__vgpr
+	.p2align 8
+	.type v_mfma_f32_16x16x32_bf8_bf8__vgpr,@function
+v_mfma_f32_16x16x32_bf8_bf8__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_16x16x32_bf8_bf8 v[100:103], v[2:3], v[6:7], v[64:67]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x32_bf8_bf8__vgpr_end:
+	.size v_mfma_f32_16x16x32_bf8_bf8__vgpr, .Lv_mfma_f32_16x16x32_bf8_bf8__vgpr_end-v_mfma_f32_16x16x32_bf8_bf8__vgpr
+
+	.globl v_mfma_f32_16x16x32_bf8_fp8__acc
+	.p2align 8
+	.type v_mfma_f32_16x16x32_bf8_fp8__acc,@function
+v_mfma_f32_16x16x32_bf8_fp8__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_mfma_f32_16x16x32_bf8_fp8 a[0:3], v[2:3], v[6:7], a[0:3]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x32_bf8_fp8__acc_end:
+	.size v_mfma_f32_16x16x32_bf8_fp8__acc, .Lv_mfma_f32_16x16x32_bf8_fp8__acc_end-v_mfma_f32_16x16x32_bf8_fp8__acc
+
+	.globl v_mfma_f32_16x16x32_bf8_fp8__vgpr
+	.p2align 8
+	.type v_mfma_f32_16x16x32_bf8_fp8__vgpr,@function
+v_mfma_f32_16x16x32_bf8_fp8__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_16x16x32_bf8_fp8 v[100:103], v[2:3], v[6:7], v[64:67]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x32_bf8_fp8__vgpr_end:
+	.size v_mfma_f32_16x16x32_bf8_fp8__vgpr, .Lv_mfma_f32_16x16x32_bf8_fp8__vgpr_end-v_mfma_f32_16x16x32_bf8_fp8__vgpr
+
+	.globl v_mfma_f32_16x16x32_fp8_bf8__acc
+	.p2align 8
+	.type v_mfma_f32_16x16x32_fp8_bf8__acc,@function
+v_mfma_f32_16x16x32_fp8_bf8__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_mfma_f32_16x16x32_fp8_bf8 a[0:3], v[2:3], v[6:7], a[0:3]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x32_fp8_bf8__acc_end:
+	.size v_mfma_f32_16x16x32_fp8_bf8__acc, .Lv_mfma_f32_16x16x32_fp8_bf8__acc_end-v_mfma_f32_16x16x32_fp8_bf8__acc
+
+	.globl v_mfma_f32_16x16x32_fp8_bf8__vgpr
+	.p2align 8
+	.type v_mfma_f32_16x16x32_fp8_bf8__vgpr,@function
+v_mfma_f32_16x16x32_fp8_bf8__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_16x16x32_fp8_bf8 v[100:103], v[2:3], v[6:7], v[64:67]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x32_fp8_bf8__vgpr_end:
+	.size v_mfma_f32_16x16x32_fp8_bf8__vgpr, .Lv_mfma_f32_16x16x32_fp8_bf8__vgpr_end-v_mfma_f32_16x16x32_fp8_bf8__vgpr
+
+	.globl v_mfma_f32_16x16x32_fp8_fp8__acc
+	.p2align 8
+	.type v_mfma_f32_16x16x32_fp8_fp8__acc,@function
+v_mfma_f32_16x16x32_fp8_fp8__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_mfma_f32_16x16x32_fp8_fp8 a[0:3], v[2:3], v[6:7], a[0:3]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x32_fp8_fp8__acc_end:
+	.size v_mfma_f32_16x16x32_fp8_fp8__acc, .Lv_mfma_f32_16x16x32_fp8_fp8__acc_end-v_mfma_f32_16x16x32_fp8_fp8__acc
+
+	.globl v_mfma_f32_16x16x32_fp8_fp8__vgpr
+	.p2align 8
+	.type v_mfma_f32_16x16x32_fp8_fp8__vgpr,@function
+v_mfma_f32_16x16x32_fp8_fp8__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 4, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_16x16x32_fp8_fp8 v[100:103], v[2:3], v[6:7], v[64:67]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	s_endpgm
+.Lv_mfma_f32_16x16x32_fp8_fp8__vgpr_end:
+	.size v_mfma_f32_16x16x32_fp8_fp8__vgpr, .Lv_mfma_f32_16x16x32_fp8_fp8__vgpr_end-v_mfma_f32_16x16x32_fp8_fp8__vgpr
+
+	.globl v_mfma_f32_32x32x16_bf8_bf8__acc
+	.p2align 8
+	.type v_mfma_f32_32x32x16_bf8_bf8__acc,@function
+v_mfma_f32_32x32x16_bf8_bf8__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_accvgpr_write_b32 a4, v68
+	v_accvgpr_write_b32 a5, v69
+	v_accvgpr_write_b32 a6, v70
+	v_accvgpr_write_b32 a7, v71
+	v_accvgpr_write_b32 a8, v72
+	v_accvgpr_write_b32 a9, v73
+	v_accvgpr_write_b32 a10, v74
+	v_accvgpr_write_b32 a11, v75
+	v_accvgpr_write_b32 a12, v76
+	v_accvgpr_write_b32 a13, v77
+	v_accvgpr_write_b32 a14, v78
+	v_accvgpr_write_b32 a15, v79
+	v_mfma_f32_32x32x16_bf8_bf8 a[0:15], v[2:3], v[6:7], a[0:15]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	v_accvgpr_read_b32 v104, a4
+	v_accvgpr_read_b32 v105, a5
+	v_accvgpr_read_b32 v106, a6
+	v_accvgpr_read_b32 v107, a7
+	v_accvgpr_read_b32 v108, a8
+	v_accvgpr_read_b32 v109, a9
+	v_accvgpr_read_b32 v110, a10
+	v_accvgpr_read_b32 v111, a11
+	v_accvgpr_read_b32 v112, a12
+	v_accvgpr_read_b32 v113, a13
+	v_accvgpr_read_b32 v114, a14
+	v_accvgpr_read_b32 v115, a15
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x16_bf8_bf8__acc_end:
+	.size v_mfma_f32_32x32x16_bf8_bf8__acc, .Lv_mfma_f32_32x32x16_bf8_bf8__acc_end-v_mfma_f32_32x32x16_bf8_bf8__acc
+
+	.globl v_mfma_f32_32x32x16_bf8_bf8__vgpr
+	.p2align 8
+	.type v_mfma_f32_32x32x16_bf8_bf8__vgpr,@function
+v_mfma_f32_32x32x16_bf8_bf8__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_32x32x16_bf8_bf8 v[100:115], v[2:3], v[6:7], v[64:79]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x16_bf8_bf8__vgpr_end:
+	.size v_mfma_f32_32x32x16_bf8_bf8__vgpr, .Lv_mfma_f32_32x32x16_bf8_bf8__vgpr_end-v_mfma_f32_32x32x16_bf8_bf8__vgpr
+
+	.globl v_mfma_f32_32x32x16_bf8_fp8__acc
+	.p2align 8
+	.type v_mfma_f32_32x32x16_bf8_fp8__acc,@function
+v_mfma_f32_32x32x16_bf8_fp8__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_accvgpr_write_b32 a4, v68
+	v_accvgpr_write_b32 a5, v69
+	v_accvgpr_write_b32 a6, v70
+	v_accvgpr_write_b32 a7, v71
+	v_accvgpr_write_b32 a8, v72
+	v_accvgpr_write_b32 a9, v73
+	v_accvgpr_write_b32 a10, v74
+	v_accvgpr_write_b32 a11, v75
+	v_accvgpr_write_b32 a12, v76
+	v_accvgpr_write_b32 a13, v77
+	v_accvgpr_write_b32 a14, v78
+	v_accvgpr_write_b32 a15, v79
+	v_mfma_f32_32x32x16_bf8_fp8 a[0:15], v[2:3], v[6:7], a[0:15]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	v_accvgpr_read_b32 v104, a4
+	v_accvgpr_read_b32 v105, a5
+	v_accvgpr_read_b32 v106, a6
+	v_accvgpr_read_b32 v107, a7
+	v_accvgpr_read_b32 v108, a8
+	v_accvgpr_read_b32 v109, a9
+	v_accvgpr_read_b32 v110, a10
+	v_accvgpr_read_b32 v111, a11
+	v_accvgpr_read_b32 v112, a12
+	v_accvgpr_read_b32 v113, a13
+	v_accvgpr_read_b32 v114, a14
+	v_accvgpr_read_b32 v115, a15
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x16_bf8_fp8__acc_end:
+	.size v_mfma_f32_32x32x16_bf8_fp8__acc, .Lv_mfma_f32_32x32x16_bf8_fp8__acc_end-v_mfma_f32_32x32x16_bf8_fp8__acc
+
+	.globl v_mfma_f32_32x32x16_bf8_fp8__vgpr
+	.p2align 8
+	.type v_mfma_f32_32x32x16_bf8_fp8__vgpr,@function
+v_mfma_f32_32x32x16_bf8_fp8__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_32x32x16_bf8_fp8 v[100:115], v[2:3], v[6:7], v[64:79]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x16_bf8_fp8__vgpr_end:
+	.size v_mfma_f32_32x32x16_bf8_fp8__vgpr, .Lv_mfma_f32_32x32x16_bf8_fp8__vgpr_end-v_mfma_f32_32x32x16_bf8_fp8__vgpr
+
+	.globl v_mfma_f32_32x32x16_fp8_bf8__acc
+	.p2align 8
+	.type v_mfma_f32_32x32x16_fp8_bf8__acc,@function
+v_mfma_f32_32x32x16_fp8_bf8__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_accvgpr_write_b32 a4, v68
+	v_accvgpr_write_b32 a5, v69
+	v_accvgpr_write_b32 a6, v70
+	v_accvgpr_write_b32 a7, v71
+	v_accvgpr_write_b32 a8, v72
+	v_accvgpr_write_b32 a9, v73
+	v_accvgpr_write_b32 a10, v74
+	v_accvgpr_write_b32 a11, v75
+	v_accvgpr_write_b32 a12, v76
+	v_accvgpr_write_b32 a13, v77
+	v_accvgpr_write_b32 a14, v78
+	v_accvgpr_write_b32 a15, v79
+	v_mfma_f32_32x32x16_fp8_bf8 a[0:15], v[2:3], v[6:7], a[0:15]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	v_accvgpr_read_b32 v104, a4
+	v_accvgpr_read_b32 v105, a5
+	v_accvgpr_read_b32 v106, a6
+	v_accvgpr_read_b32 v107, a7
+	v_accvgpr_read_b32 v108, a8
+	v_accvgpr_read_b32 v109, a9
+	v_accvgpr_read_b32 v110, a10
+	v_accvgpr_read_b32 v111, a11
+	v_accvgpr_read_b32 v112, a12
+	v_accvgpr_read_b32 v113, a13
+	v_accvgpr_read_b32 v114, a14
+	v_accvgpr_read_b32 v115, a15
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x16_fp8_bf8__acc_end:
+	.size v_mfma_f32_32x32x16_fp8_bf8__acc, .Lv_mfma_f32_32x32x16_fp8_bf8__acc_end-v_mfma_f32_32x32x16_fp8_bf8__acc
+
+	.globl v_mfma_f32_32x32x16_fp8_bf8__vgpr
+	.p2align 8
+	.type v_mfma_f32_32x32x16_fp8_bf8__vgpr,@function
+v_mfma_f32_32x32x16_fp8_bf8__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_32x32x16_fp8_bf8 v[100:115], v[2:3], v[6:7], v[64:79]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x16_fp8_bf8__vgpr_end:
+	.size v_mfma_f32_32x32x16_fp8_bf8__vgpr, .Lv_mfma_f32_32x32x16_fp8_bf8__vgpr_end-v_mfma_f32_32x32x16_fp8_bf8__vgpr
+
+	.globl v_mfma_f32_32x32x16_fp8_fp8__acc
+	.p2align 8
+	.type v_mfma_f32_32x32x16_fp8_fp8__acc,@function
+v_mfma_f32_32x32x16_fp8_fp8__acc:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_accvgpr_write_b32 a0, v64
+	v_accvgpr_write_b32 a1, v65
+	v_accvgpr_write_b32 a2, v66
+	v_accvgpr_write_b32 a3, v67
+	v_accvgpr_write_b32 a4, v68
+	v_accvgpr_write_b32 a5, v69
+	v_accvgpr_write_b32 a6, v70
+	v_accvgpr_write_b32 a7, v71
+	v_accvgpr_write_b32 a8, v72
+	v_accvgpr_write_b32 a9, v73
+	v_accvgpr_write_b32 a10, v74
+	v_accvgpr_write_b32 a11, v75
+	v_accvgpr_write_b32 a12, v76
+	v_accvgpr_write_b32 a13, v77
+	v_accvgpr_write_b32 a14, v78
+	v_accvgpr_write_b32 a15, v79
+	v_mfma_f32_32x32x16_fp8_fp8 a[0:15], v[2:3], v[6:7], a[0:15]
+	v_accvgpr_read_b32 v100, a0
+	v_accvgpr_read_b32 v101, a1
+	v_accvgpr_read_b32 v102, a2
+	v_accvgpr_read_b32 v103, a3
+	v_accvgpr_read_b32 v104, a4
+	v_accvgpr_read_b32 v105, a5
+	v_accvgpr_read_b32 v106, a6
+	v_accvgpr_read_b32 v107, a7
+	v_accvgpr_read_b32 v108, a8
+	v_accvgpr_read_b32 v109, a9
+	v_accvgpr_read_b32 v110, a10
+	v_accvgpr_read_b32 v111, a11
+	v_accvgpr_read_b32 v112, a12
+	v_accvgpr_read_b32 v113, a13
+	v_accvgpr_read_b32 v114, a14
+	v_accvgpr_read_b32 v115, a15
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x16_fp8_fp8__acc_end:
+	.size v_mfma_f32_32x32x16_fp8_fp8__acc, .Lv_mfma_f32_32x32x16_fp8_fp8__acc_end-v_mfma_f32_32x32x16_fp8_fp8__acc
+
+	.globl v_mfma_f32_32x32x16_fp8_fp8__vgpr
+	.p2align 8
+	.type v_mfma_f32_32x32x16_fp8_fp8__vgpr,@function
+v_mfma_f32_32x32x16_fp8_fp8__vgpr:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	v_lshlrev_b32 v22, 3, v1
+	v_lshlrev_b32 v23, 6, v1
+	global_load_dwordx2 v[2:3], v22, s[6:7] offset:0
+	global_load_dwordx2 v[6:7], v22, s[8:9] offset:0
+	global_load_dwordx4 v[64:67], v23, s[10:11] offset:0
+	global_load_dwordx4 v[68:71], v23, s[10:11] offset:16
+	global_load_dwordx4 v[72:75], v23, s[10:11] offset:32
+	global_load_dwordx4 v[76:79], v23, s[10:11] offset:48
+	s_waitcnt vmcnt(0)
+	v_mfma_f32_32x32x16_fp8_fp8 v[100:115], v[2:3], v[6:7], v[64:79]
+	global_store_dwordx4 v23, v[100:103], s[12:13] offset:0
+	global_store_dwordx4 v23, v[104:107], s[12:13] offset:16
+	global_store_dwordx4 v23, v[108:111], s[12:13] offset:32
+	global_store_dwordx4 v23, v[112:115], s[12:13] offset:48
+	s_endpgm
+.Lv_mfma_f32_32x32x16_fp8_fp8__vgpr_end:
+	.size v_mfma_f32_32x32x16_fp8_fp8__vgpr, .Lv_mfma_f32_32x32x16_fp8_fp8__vgpr_end-v_mfma_f32_32x32x16_fp8_fp8__vgpr
+
 	.globl accmov
 	.p2align 8
 	.type accmov,@function
@@ -3282,6 +3962,146 @@ accmov:
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel v_mfma_f64_4x4x4_4b_f64__m002
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x8_xf32__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x8_xf32__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x4_xf32__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x4_xf32__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x32_bf8_bf8__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x32_bf8_bf8__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x32_bf8_fp8__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x32_bf8_fp8__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x32_fp8_bf8__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x32_fp8_bf8__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x32_fp8_fp8__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_16x16x32_fp8_fp8__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x16_bf8_bf8__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x16_bf8_bf8__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x16_bf8_fp8__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x16_bf8_fp8__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x16_fp8_bf8__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x16_fp8_bf8__vgpr
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x16_fp8_fp8__acc
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 184
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 136
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel v_mfma_f32_32x32x16_fp8_fp8__vgpr
 		.amdhsa_user_sgpr_kernarg_segment_ptr 1
 		.amdhsa_next_free_vgpr 184
 		.amdhsa_next_free_sgpr 32
