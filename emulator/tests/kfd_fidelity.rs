@@ -58,8 +58,9 @@ fn set_trap_handler_records_the_handler() {
 
 /// `kfd_ioctl_get_tile_config`: the GPU's tiling registers as amdgpu keeps them — on gfx9 no
 /// tile-mode tables (zeros; amdgpu's arrays hold 32 and 16 entries, which cap the caller's
-/// counts), no `MC_ARB_RAMCFG` (banks and ranks 0), and here `GB_ADDR_CONFIG` 0 (the
-/// emulated GPU has no register file; the render node reads it as 0 too). ROCR 5.2's image
+/// counts), no `MC_ARB_RAMCFG` (banks and ranks 0), and the `GB_ADDR_CONFIG` amdgpu composes
+/// for an MI210 (`gfx_v9_0_gpu_early_init`: 0x22014042 over the register's 8 shader engines:
+/// 4 pipes, 16 banks), from which ROCR's addrlib lays images out. ROCR 5.2's image
 /// manager asserts that the call succeeds when HIP starts (`ImageManagerKv::Initialize`,
 /// through `hsaKmtGetTileConfig` with 40 entries each); the emulated device answered `ENOTTY`
 /// and every HIP program under kfd-emu aborted at start.
@@ -87,7 +88,10 @@ fn get_tile_config_returns_gfx9s_empty_tables() {
         (TILE_MODE_ENTRIES, MACRO_TILE_MODE_ENTRIES)
     );
     assert_eq!((TILE_MODE_ENTRIES, MACRO_TILE_MODE_ENTRIES), (32, 16));
-    assert_eq!((a.gb_addr_config, a.num_banks, a.num_ranks), (0, 0, 0));
+    assert_eq!(
+        (a.gb_addr_config, a.num_banks, a.num_ranks),
+        (0x2219_4042, 0, 0)
+    );
     assert!(tiles[..32].iter().all(|&t| t == 0), "{tiles:x?}");
     assert!(tiles[32..].iter().all(|&t| t == 0xdead_beef), "{tiles:x?}");
     assert!(macros[..16].iter().all(|&t| t == 0), "{macros:x?}");

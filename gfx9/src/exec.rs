@@ -298,6 +298,11 @@ pub struct DispatchState {
     /// The CUs the queue may use and the queue's ids: where work-groups run and what
     /// `HW_REG_HW_ID` reads ([`super::hwid`]).
     pub launch: WaveLaunch,
+    /// The GPU's `GB_ADDR_CONFIG` register (pipes, banks, shader engines, pipe interleave):
+    /// how the texture unit addresses a swizzled image's `_X` modes
+    /// ([`crate::tiling::AddrConfig`]). The same value the GPU's driver reports
+    /// (amdkfd's `GET_TILE_CONFIG`), which ROCR hands to addrlib to lay images out.
+    pub gb_addr_config: u32,
 }
 
 impl DispatchState {
@@ -320,6 +325,7 @@ impl DispatchState {
             private_segment_size: 0,
             max_instructions_per_wave: 10_000_000,
             launch: WaveLaunch::SINGLE_CU,
+            gb_addr_config: 0,
         }
     }
 }
@@ -590,6 +596,7 @@ pub fn run_workgroups_preemptible(
         lane_instructions: 0,
         preempt,
         cu: CuId::default(),
+        gb_addr_config: dispatch.gb_addr_config,
         gws: Gws::new(),
     };
     let (cx, cy) = (u64::from(counts[0]), u64::from(counts[1]));
@@ -655,6 +662,8 @@ pub(crate) struct Ctx<'a, 'c> {
     preempt: &'a AtomicBool,
     /// The CU the running work-group was placed on.
     cu: CuId,
+    /// The GPU's `GB_ADDR_CONFIG` ([`DispatchState::gb_addr_config`]).
+    gb_addr_config: u32,
     /// The GWS resources of the waves this context runs.
     gws: Gws,
 }

@@ -45,6 +45,7 @@ mod mode;
 pub mod op;
 mod opcodes;
 mod round;
+pub mod tiling;
 pub mod wave;
 
 pub use decode::{decode, Dpp, Encoding, Instruction, Modifiers, OpInfo, Operand, Sdwa, SdwaSel};

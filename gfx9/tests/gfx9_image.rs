@@ -331,10 +331,20 @@ fn bad_descriptors_are_errors_naming_the_field() {
     };
     let r32 = TDesc::new(T1D, 4, 4, [16, 1, 1]);
     let cases: Vec<(&str, TDesc, SDesc, [u32; 4], &str)> = vec![
-        ("load_mf", tw(&|t| t.sw_mode = 9), s, z,
-         "image_load: T# SW_MODE 9: only linear images (SW_MODE 0) are supported"),
-        ("store_mf", tw(&|t| t.sw_mode = 1), s, z,
-         "image_store: T# SW_MODE 1: only linear images (SW_MODE 0) are supported"),
+        ("load_mf", tw(&|t| t.sw_mode = 12), s, z,
+         "image_load: T# SW_MODE 12: reserved on gfx9 (12..=15 and 28..=31 name no layout)"),
+        ("store_mf", tw(&|t| (t.sw_mode, t.ty) = (22, T1D)), s, z,
+         "image_store: T# SW_MODE 22 (SW_4KB_D_X) with TYPE 8 (1D): addrlib lays 1D images out linearly only; a swizzled 1D layout is not modelled"),
+        ("load_mf", tw(&|t| (t.sw_mode, t.pitch, t.last_level) = (22, 32, 1)), s, z,
+         "image_load: T# LAST_LEVEL 1 with SW_MODE 22 (SW_4KB_D_X): the mip chain of a swizzled image is not modelled (one level only)"),
+        ("load_mf", tw(&|t| t.sw_mode = 22), s, z,
+         "image_load: T# PITCH 3 (a pitch of 4 elements): not a multiple of SW_4KB_D_X's block width of 32 elements"),
+        ("load_mf", tw(&|t| (t.sw_mode, t.ty, t.pitch) = (27, T3D, 128)), s, z,
+         "image_load: T# SW_64KB_R_X (SW_MODE 27): no 3D layout for 4-byte elements"),
+        ("load_mf", tw(&|t| (t.sw_mode, t.dfmt, t.nfmt, t.pitch) = (22, 13, 4, 32)), s, z,
+         "image_load: T# SW_4KB_D_X (SW_MODE 22): 12-byte elements are laid out linearly only"),
+        ("load_mf", tw(&|t| (t.sw_mode, t.pitch, t.base) = (22, 32, TEXELS + 0x100)), s, z,
+         "image_load: T# BASE_ADDRESS 0x600100: SW_4KB_D_X needs a base aligned to its 4 KiB block but for the pipe/bank XOR bits 8..8 (the block offset is 0x100)"),
         ("load_mf", tw(&|t| t.ty = 0), s, z,
          "image_load: T# TYPE 0: not an image type this interpreter supports (8 1D, 9 2D, 10 3D, 12 1D array, 13 2D array)"),
         ("load_mf", tw(&|t| t.ty = 11), s, z,
@@ -1312,5 +1322,129 @@ fn no_active_lane_reads_no_descriptor() {
         &[0; 64],
     ) {
         assert_eq!(got[0], [DEADBEEF; 4], "{cpu}");
+    }
+}
+
+/// Swizzled (tiled) images: each lane stores its texel through a T# in a mode ROCR's addrlib
+/// lays images out in (4 KiB_D_X for a small 2D image, 64 KiB_D_X for a larger 2D array,
+/// 4 KiB_Z_X for a 3D image, on the emulated MI210's `GB_ADDR_CONFIG` 0x22194042: 4 pipes,
+/// 16 banks, 8 shader engines), and a 64 KiB_S image at a base off its block (no XOR,
+/// `GB_ADDR_CONFIG` 0). The bytes land at the offsets AMD's addrlib gives for those texels
+/// (ROCR 5.2.3's `Addr2ComputeSurfaceAddrFromCoord` with the pipe/bank XOR the T#'s base
+/// address carries in its bits below the block, computed off the tree), and `image_load`
+/// reads texels placed at those offsets back.
+#[test]
+fn tiled_images_land_where_addrlib_puts_them() {
+    /// Lanes whose texels are checked.
+    const LANES: [u32; 8] = [0, 9, 17, 26, 33, 42, 51, 63];
+    struct Case {
+        gb_addr_config: u32,
+        ty: u32,
+        dfmt: u32,
+        bytes: usize,
+        size: [u32; 3],
+        pitch: u32,
+        sw_mode: u32,
+        /// Bits of the T#'s base address below the block (the pipe/bank XOR of an `_X`
+        /// mode).
+        base_low: u64,
+        /// Where addrlib puts lane `LANES[i]`'s texel, bytes from `TEXELS`.
+        offsets: [u64; 8],
+    }
+    #[rustfmt::skip]
+    let cases = [
+        Case { gb_addr_config: 0x2219_4042, ty: T2D, dfmt: 4, bytes: 4, size: [100, 7, 1],
+               pitch: 128, sw_mode: 22, base_low: 0xa00,
+               offsets: [0xa1c, 0x1e60, 0x1ec0, 0x2b04, 0x0, 0x1414, 0x2148, 0x1e18] },
+        Case { gb_addr_config: 0x2219_4042, ty: T2DA, dfmt: 1, bytes: 1, size: [300, 20, 3],
+               pitch: 512, sw_mode: 26, base_low: 0x5c00,
+               offsets: [0x5c13, 0x5404, 0x45c80, 0x46439, 0x5e60, 0x5659, 0x6e4a, 0xe0ea] },
+        Case { gb_addr_config: 0x2219_4042, ty: T3D, dfmt: 14, bytes: 16, size: [40, 3, 2],
+               pitch: 40, sw_mode: 20, base_low: 0x300,
+               offsets: [0x130, 0x4260, 0x8240, 0x1a10, 0x6660, 0x9b30, 0x2560, 0x3d60] },
+        Case { gb_addr_config: 0, ty: T2D, dfmt: 2, bytes: 2, size: [300, 5, 1],
+               pitch: 512, sw_mode: 9, base_low: 0x300,
+               offsets: [0x316, 0xb08, 0xb30, 0x2322, 0x5c0, 0xdb2, 0x25a4, 0xabc4] },
+    ];
+    for c in &cases {
+        let [w, h, d] = c.size;
+        let mut t = TDesc::new(c.ty, c.dfmt, 4, c.size);
+        t.pitch = c.pitch;
+        t.sw_mode = c.sw_mode;
+        t.base = TEXELS + c.base_low;
+        let addr: Vec<[u32; 4]> = (0..64)
+            .map(|l| [(l * 37 + 3) % w, (l * 11 + 1) % h, l % d, 0])
+            .collect();
+        let mut distinct = addr.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 64, "every lane has its own texel");
+        // Lane l's components: 8- and 16-bit formats keep the low bits.
+        let value = |l: u32, k: u32| match c.bytes {
+            1 => l + 1,
+            2 => 0x100 + l,
+            4 => 0x1000_0000 + l,
+            _ => 0x100 * k + l,
+        };
+        let data: Vec<[u32; 4]> = (0..64).map(|l| [0, 1, 2, 3].map(|k| value(l, k))).collect();
+        let comps = if c.bytes == 16 { 4 } else { 1 };
+        let element = |l: u32| -> Vec<u8> {
+            (0..comps)
+                .flat_map(|k| value(l, k).to_le_bytes()[..c.bytes.min(4)].to_vec())
+                .collect()
+        };
+        let span = 0x8_0000;
+        let (store, load) = if c.ty == T2D {
+            ("store_mf", "load_mf")
+        } else {
+            ("store_da_mf", "load_da_mf")
+        };
+        let lanes = |v: &[[u32; 4]]| bytes32(&v.iter().flatten().copied().collect::<Vec<_>>());
+        for (cpu, target) in IMAGE_CPUS {
+            let isa = Isa::load("image", cpu, target);
+            let bufs = vec![
+                bytes32(&t.words()),
+                bytes32(&SDesc::new(0, 0).words()),
+                lanes(&addr),
+                lanes(&data),
+                vec![0u8; 64 * 16],
+                vec![0u8; span],
+            ];
+            let after = isa
+                .run_addr_config(store, 64, &bufs, c.gb_addr_config)
+                .unwrap_or_else(|e| panic!("{cpu} SW_MODE {}: {}", c.sw_mode, e.detail()));
+            for (i, &l) in LANES.iter().enumerate() {
+                let at = c.offsets[i] as usize;
+                assert_eq!(
+                    after[5][at..at + c.bytes],
+                    element(l)[..],
+                    "{cpu} SW_MODE {}: lane {l}'s texel {:?} at {at:#x}",
+                    c.sw_mode,
+                    addr[l as usize]
+                );
+            }
+            // Loads: the checked texels placed at addrlib's offsets, the rest 0.
+            let mut texels = vec![0u8; span];
+            for (i, &l) in LANES.iter().enumerate() {
+                let at = c.offsets[i] as usize;
+                texels[at..at + c.bytes].copy_from_slice(&element(l));
+            }
+            let mut bufs = bufs;
+            bufs[5] = texels;
+            let after = isa
+                .run_addr_config(load, 64, &bufs, c.gb_addr_config)
+                .unwrap_or_else(|e| panic!("{cpu} SW_MODE {}: {}", c.sw_mode, e.detail()));
+            let got = u32s(&after[4]);
+            for &l in &LANES {
+                let want: Vec<u32> = (0..comps).map(|k| value(l, k)).collect();
+                let l = l as usize;
+                assert_eq!(
+                    got[4 * l..4 * l + comps as usize],
+                    want[..],
+                    "{cpu} SW_MODE {}: load of lane {l}'s texel",
+                    c.sw_mode
+                );
+            }
+        }
     }
 }

@@ -127,7 +127,7 @@ pub(crate) fn open_kfd() -> Result<Plat, Error> {
         );
     }
     let topology = hsa_linux::topology::Topology::read_default()?;
-    let driver: Arc<dyn hsa_linux::kfd::driver::KfdDriver> = Arc::new(DevKfd::open(&topology)?);
+    let driver: Arc<dyn hsa_linux::kfd::driver::KfdDriver> = DevKfd::open(&topology)?;
     hsa_linux::LinuxPlatform::with_xnack(driver, topology, xnack)
 }
 

@@ -9,8 +9,10 @@
 //! - `DRM_IOCTL_GET_CLIENT`: client 0 is the caller, authenticated; other indices `EINVAL`.
 //! - `DRM_IOCTL_AMDGPU_INFO`: `ACCEL_WORKING` (1), `DEV_INFO` (the node's PCI device id,
 //!   family, shader engines, CUs, clocks, wavefront size, VRAM width, the GPU's address
-//!   space) and `READ_MMR_REG` (registers read as 0: the emulated GPU has no register file;
-//!   libdrm only keeps `GB_ADDR_CONFIG` for tiling, which nothing here uses). At most
+//!   space) and `READ_MMR_REG` (`GB_ADDR_CONFIG`, dword 0x263e, which libdrm reads at
+//!   start, is the value amdgpu composes for the GPU, [`super::profile::gb_addr_config`], the
+//!   one amdkfd's `GET_TILE_CONFIG` reports; every other register reads 0: the emulated GPU
+//!   has no register file). At most
 //!   `return_size` bytes go to `return_pointer`, as the kernel copies `min(size, return_size)`.
 //!   Another query is `EINVAL`, as the kernel's default case.
 //! - Any other DRM request is `EINVAL` (`drm_ioctl`: a number outside the driver's table);
@@ -49,6 +51,10 @@ pub const DRM_IOCTL_AMDGPU_INFO: u32 = drm_ioc(
 pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
 /// `AMDGPU_INFO_READ_MMR_REG`: read memory-mapped registers.
 pub const AMDGPU_INFO_READ_MMR_REG: u32 = 0x15;
+
+/// `GB_ADDR_CONFIG`'s dword offset, as libdrm reads it (`amdgpu_query_gpu_info_init`: gfx9's
+/// `mmGB_ADDR_CONFIG` 0x063e in the GC block at 0x2000).
+pub const GB_ADDR_CONFIG_DWORD: u32 = 0x263e;
 /// `AMDGPU_INFO_DEV_INFO`: `struct drm_amdgpu_info_device`.
 pub const AMDGPU_INFO_DEV_INFO: u32 = 0x16;
 
@@ -370,11 +376,20 @@ pub(crate) fn ioctl(
                 AMDGPU_INFO_DEV_INFO => device_info(node).as_bytes().to_vec(),
                 AMDGPU_INFO_READ_MMR_REG => {
                     // amdgpu_info_ioctl: at most 128 registers per call.
-                    let count = q.data[1];
+                    let (first, count) = (q.data[0], q.data[1]);
                     if count > 128 {
                         return Err(Errno::INVAL);
                     }
-                    vec![0u8; count as usize * 4]
+                    (0..count)
+                        .flat_map(|i| {
+                            let v = if first.wrapping_add(i) == GB_ADDR_CONFIG_DWORD {
+                                super::profile::gb_addr_config(&node.properties)
+                            } else {
+                                0
+                            };
+                            v.to_ne_bytes()
+                        })
+                        .collect()
                 }
                 _ => return Err(Errno::INVAL),
             };
@@ -446,6 +461,25 @@ mod tests {
             let t = crate::device::builtin_topology_for(version).unwrap();
             assert_eq!(device_info(&t.nodes[1]).pci_rev, rev, "{version}");
         }
+    }
+
+    /// `READ_MMR_REG` reads `GB_ADDR_CONFIG` (dword 0x263e, as libdrm asks for it) as the
+    /// GPU's composed value and every other register as 0.
+    #[test]
+    fn read_mmr_reg_reads_gb_addr_config() {
+        let t = builtin_topology();
+        let mut out = [0xffff_ffffu32; 3];
+        let q = DrmAmdgpuInfo {
+            return_pointer: out.as_mut_ptr() as u64,
+            return_size: 12,
+            query: AMDGPU_INFO_READ_MMR_REG,
+            data: [GB_ADDR_CONFIG_DWORD - 1, 3, 0xffff_ffff, 0],
+        };
+        let mut arg = q.as_bytes().to_vec();
+        let user = UserMemory::open().unwrap();
+        let r = ioctl(&t.nodes[1], &user, DRM_IOCTL_AMDGPU_INFO, &mut arg);
+        assert_eq!(r, Ok(()));
+        assert_eq!(out, [0, 0x2219_4042, 0]);
     }
 
     #[test]

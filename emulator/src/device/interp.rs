@@ -426,7 +426,8 @@ pub(crate) enum Outcome {
 /// [`PREEMPT_CHECK_INSTRUCTIONS`](crate::gfx9::exec::PREEMPT_CHECK_INSTRUCTIONS)
 /// instructions and the dispatch fails with a `preempted` error. `launch` places the
 /// work-groups on the queue's enabled CUs and gives the waves their HW_ID
-/// ([`crate::gfx9::hwid`]).
+/// ([`crate::gfx9::hwid`]); `gb_addr_config` is the GPU's `GB_ADDR_CONFIG`, with which the
+/// image instructions address swizzled images.
 ///
 /// `caches` is the caller's interpreter state, kept from one dispatch to the next
 /// ([`Interpreters`]).
@@ -442,10 +443,21 @@ pub(crate) fn run(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
+    gb_addr_config: u32,
     caches: &mut Interpreters,
 ) -> Outcome {
     match run_inner(
-        dispatch, target, allocs, gpu_id, lds_bytes, threads, done, preempt, interrupt, launch,
+        dispatch,
+        target,
+        allocs,
+        gpu_id,
+        lds_bytes,
+        threads,
+        done,
+        preempt,
+        interrupt,
+        launch,
+        gb_addr_config,
         caches,
     ) {
         Ok(s) => Outcome::Ran(s),
@@ -528,6 +540,7 @@ fn prepare(
         private_segment_size: dispatch.private_segment_size_bytes,
         max_instructions_per_wave: MAX_INSTRUCTIONS_PER_WAVE,
         launch: WaveLaunch::SINGLE_CU,
+        gb_addr_config: 0,
     };
     Ok(Prepared {
         descriptor,
@@ -550,7 +563,9 @@ fn prepare(
 /// ([`hsa_core::packet_processor::PacketProcessor`]): this is what a
 /// [`ProcessorHost::execute_kernel`](hsa_core::packet_processor::ProcessorHost::execute_kernel)
 /// calls. Its `packet_address` and `queue_address` must be device addresses (the kernel's
-/// dispatch and queue pointers).
+/// dispatch and queue pointers). There is no GPU register file here: swizzled images are
+/// addressed with a `GB_ADDR_CONFIG` of 0 (one pipe, one bank: no pipe/bank XOR), the value
+/// a runtime that lays images out for this device must hand addrlib too.
 ///
 /// # Errors
 /// - [`Status::MemoryFault`] from `memory` for the descriptor, the code or a kernel access
@@ -608,6 +623,7 @@ fn run_inner(
     preempt: &AtomicBool,
     interrupt: &Interrupt<'_>,
     launch: WaveLaunch,
+    gb_addr_config: u32,
     kept: &mut Interpreters,
 ) -> Result<ExecStats, Failure> {
     let memory = GpuMemory::new(allocs, gpu_id).with_interrupt(interrupt);
@@ -638,6 +654,7 @@ fn run_inner(
     let state = DispatchState {
         max_instructions_per_wave: u64::MAX,
         launch,
+        gb_addr_config,
         ..prepared.state
     };
     check_dispatch(&descriptor, &state).map_err(setup)?;

@@ -304,6 +304,9 @@ struct Gpu {
     isa: String,
     /// The width of its SDMA engines' count fields.
     sdma_count_width: sdma::CountWidth,
+    /// Its `GB_ADDR_CONFIG` ([`profile::gb_addr_config`]): what `GET_TILE_CONFIG` reports
+    /// and the interpreter lays swizzled images out with.
+    gb_addr_config: u32,
 }
 
 /// The device state shared with the processor threads.
@@ -524,6 +527,7 @@ impl EmulatedKfd {
                     |processor| processor.name().to_owned(),
                 ),
                 sdma_count_width: sdma::CountWidth::for_target(p.gfx_target_version),
+                gb_addr_config: profile::gb_addr_config(p),
             });
         }
         if gpus.is_empty() {

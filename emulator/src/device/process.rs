@@ -70,9 +70,10 @@ pub(crate) fn set_trap_handler(
 
 /// `kfd_ioctl_get_tile_config`: the GPU's tiling configuration as amdgpu keeps it
 /// (`amdgpu_amdkfd_get_tile_config`). A gfx9 and later GPU programs no tile-mode tables
-/// (amdgpu leaves both arrays zero) and no `MC_ARB_RAMCFG` (banks and ranks 0); the
-/// emulated GPU has no register file, so `GB_ADDR_CONFIG` reads 0, as the render node's
-/// `READ_MMR_REG` answers it. The arrays are written up to the caller's count, capped at
+/// (amdgpu leaves both arrays zero) and no `MC_ARB_RAMCFG` (banks and ranks 0);
+/// `GB_ADDR_CONFIG` is the value amdgpu composes for the GPU
+/// ([`super::profile::gb_addr_config`]), the one the interpreter addresses swizzled images
+/// with. The arrays are written up to the caller's count, capped at
 /// amdgpu's ([`TILE_MODE_ENTRIES`], [`MACRO_TILE_MODE_ENTRIES`]), and the counts come
 /// back as written. `EINVAL` for an unknown GPU; `EFAULT` (counts 0) when an array is
 /// not mapped.
@@ -80,8 +81,7 @@ pub(crate) fn get_tile_config(
     device: &Arc<Device>,
     a: &mut GetTileConfigArgs,
 ) -> Result<(), Errno> {
-    device.gpu_by_id(a.gpu_id)?;
-    a.gb_addr_config = 0;
+    a.gb_addr_config = device.gpu_by_id(a.gpu_id)?.gb_addr_config;
     a.num_banks = 0;
     a.num_ranks = 0;
     a.num_tile_configs = a.num_tile_configs.min(TILE_MODE_ENTRIES);

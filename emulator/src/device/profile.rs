@@ -139,6 +139,39 @@ const DEVICE_IDS: [(u32, u32); 7] = [
     (110000, 0x744c), // gfx1100: Radeon RX 7900 XTX
 ];
 
+/// Vega 10's (gfx900) `GB_ADDR_CONFIG` as amdgpu programs it
+/// (`VEGA10_GB_ADDR_CONFIG_GOLDEN`, `gfx_v9_0.c`): 4 pipes, 256 B pipe interleave, 16 banks,
+/// 4 shader engines, 4 render backends per engine.
+pub const VEGA10_GB_ADDR_CONFIG: u32 = 0x2a11_4042;
+
+/// The fields amdgpu sets in `GB_ADDR_CONFIG` on Vega 20 (gfx906), Arcturus (gfx908) and
+/// Aldebaran (gfx90a) over the register's reset value (`gfx_v9_0_gpu_early_init`: the
+/// register's bits outside `0xf3e777ff` are kept, this value ORed in): 4 pipes (NUM_PIPES
+/// 2), 256 B pipe interleave, 2 compressed fragments, 16 banks (NUM_BANKS 4), a shader
+/// engine tile size of 1, multi-GPU tile size 2, row size 2.
+pub const GFX9_GB_ADDR_CONFIG_FIXED: u32 = 0x2201_4042;
+
+/// The `GB_ADDR_CONFIG` register value of a gfx9 GPU node, as amdgpu reports it to amdkfd
+/// (`adev->gfx.config.gb_addr_config`, which `GET_TILE_CONFIG` returns and from which ROCR's
+/// addrlib lays images out): gfx900 [`VEGA10_GB_ADDR_CONFIG`]; gfx906, gfx908 and gfx90a
+/// [`GFX9_GB_ADDR_CONFIG_FIXED`] with NUM_SHADER_ENGINES (bits 20:19) the log2 of the node's
+/// shader engines (`array_count / simd_arrays_per_engine`, at most 8), the field the
+/// register supplies; its NUM_RB_PER_SE (bits 27:26), which no node property tells and no
+/// image layout reads, stays 0. Every other node (gfx942, whose amdgpu reads the whole
+/// register from the hardware, and non-gfx9 GPUs) gets 0, as the emulated GPU has no
+/// register file; the interpreter then lays `_X` modes out without pipe/bank XOR, as addrlib
+/// does for that value.
+pub fn gb_addr_config(p: &NodeProperties) -> u32 {
+    match p.gfx_target_version {
+        90000 => VEGA10_GB_ADDR_CONFIG,
+        90006 | 90008 | 90010 => {
+            let engines = (p.array_count / p.simd_arrays_per_engine.max(1)).clamp(1, 8);
+            GFX9_GB_ADDR_CONFIG_FIXED | engines.ilog2() << 19
+        }
+        _ => 0,
+    }
+}
+
 /// The names of the built-in profiles ([`builtin_profile`]) and the `gfx_target_version` of
 /// each (`builtin`: the MI210-like gfx90a of [`builtin_topology`]).
 pub const BUILTIN_PROFILES: [(&str, u32); 8] = [
@@ -610,6 +643,31 @@ mod capture_tests {
         assert_eq!(t.nodes[3].properties.gpu_id, 0xe003);
         assert_eq!(t.nodes[0].memory_banks[0].size_bytes, 16 << 30);
         assert!(complete_capture(&mut t).is_empty());
+    }
+}
+
+#[cfg(test)]
+mod gb_addr_config_tests {
+    use super::*;
+
+    /// `GB_ADDR_CONFIG` as amdgpu composes it per built-in profile (`gfx_v9_0.c`): Vega 10's
+    /// golden value; 0x22014042 with NUM_SHADER_ENGINES (bits 20:19) the log2 of the
+    /// profile's engines for the MI60 (4), MI100 (8) and MI210 (8); 0 for gfx942 (amdgpu
+    /// reads the register whole) and the gfx10/gfx11 profiles.
+    #[test]
+    fn gb_addr_config_per_profile() {
+        let of = |v| gb_addr_config(&builtin_topology_for(v).unwrap().nodes[1].properties);
+        assert_eq!(of(90000), 0x2a11_4042);
+        assert_eq!(of(90006), 0x2211_4042);
+        assert_eq!(of(90008), 0x2219_4042);
+        assert_eq!(of(90010), 0x2219_4042);
+        assert_eq!(of(90402), 0);
+        assert_eq!(of(100300), 0);
+        assert_eq!(of(110000), 0);
+        // A captured node with 2 engines of 2 arrays each.
+        let mut p = builtin_topology().nodes[1].properties.clone();
+        (p.array_count, p.simd_arrays_per_engine) = (4, 2);
+        assert_eq!(gb_addr_config(&p), 0x2209_4042);
     }
 }
 

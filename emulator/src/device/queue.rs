@@ -450,6 +450,7 @@ impl ProcessorHost for CpHost<'_> {
             ));
         };
         let launch = self.wave_launch()?;
+        let gb_addr_config = self.device.gpu(self.gpu_id).map_or(0, |g| g.gb_addr_config);
         let threads = self.device.threads.load(Ordering::Relaxed);
         let mut caches = self.caches.borrow_mut();
         let counts = |caches: &[DecodeCache]| {
@@ -474,6 +475,7 @@ impl ProcessorHost for CpHost<'_> {
             self.stop,
             &|data| self.device.sq_message_interrupt(data),
             launch,
+            gb_addr_config,
             &mut caches,
         );
         let after = counts(&caches.caches);

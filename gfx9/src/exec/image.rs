@@ -15,11 +15,18 @@
 //! BORDER_COLOR_TYPE word 3 [31:30].
 //!
 //! Model and limits:
-//! - Only the linear layout (SW_MODE 0) of mip level 0 (BASE_LEVEL 0): texel (x, y, z)
-//!   (z the slice of an array) lies at `base + ((z · HEIGHT + y) · PITCH + x) · element
-//!   bytes`. Any other SW_MODE, a non-zero BASE_LEVEL, an `_mip` access of a level other
-//!   than 0 and sampling an image with more than one level (LAST_LEVEL ≠ BASE_LEVEL) are
-//!   errors naming the field.
+//! - Layouts: linear (SW_MODE 0): texel (x, y, z) (z the slice of an array) lies at
+//!   `base + ((z · HEIGHT + y) · PITCH + x) · element bytes`; and the swizzled modes that
+//!   AMD's addrlib lays images out in for ROCR (SW_MODE 1..=11 and 16..=27: the 256 B, 4 KiB
+//!   and 64 KiB blocks' Z/S/D/R orders, their `_X` pipe/bank XOR and `_T` forms), addressed
+//!   by [`crate::tiling`] from the T#'s PITCH, HEIGHT, TYPE and BASE_ADDRESS (whose bits
+//!   below the block are the surface's pipe/bank XOR) and the GPU's `GB_ADDR_CONFIG`
+//!   ([`super::DispatchState::gb_addr_config`]). Only mip level 0 (BASE_LEVEL 0) is
+//!   addressed: a non-zero BASE_LEVEL, an `_mip` access of a level other than 0 and sampling
+//!   an image with more than one level (LAST_LEVEL ≠ BASE_LEVEL) are errors naming the
+//!   field, and so is a swizzled image with more than one level (its mip chain's placement
+//!   is not modelled), a swizzled 1D image (addrlib lays 1D images out linearly only), a
+//!   reserved SW_MODE and the combinations addrlib has no layout for (`tiling`).
 //! - Address VGPRs (from `vaddr` on): x, then y (2D, 3D, 2D array), then z (3D), then the
 //!   slice when the instruction's `da` (declare array) bit is set, then the mip level
 //!   (`_mip`) or, for `image_sample_l`, the LOD (ignored: level 0 is sampled). With `a16`
@@ -70,6 +77,7 @@ use super::{
     BufferFormat, Ctx, Instruction, Operand, Result, Status, Wave, WAVE_SIZE,
 };
 use crate::op::Op;
+use crate::tiling::{self, AddrConfig, Dimension, SwizzleMode, TiledSurface};
 
 /// T# TYPE values (SQ_RSRC_IMG_*).
 const IMG_1D: u8 = 8;
@@ -96,16 +104,38 @@ pub(crate) struct ImageResource {
     pub(crate) ty: u8,
     /// Mip levels of the view (LAST_LEVEL − BASE_LEVEL + 1).
     pub(crate) levels: u32,
+    /// How level 0's texels are placed.
+    pub(crate) layout: Layout,
+}
+
+/// Where an image's texels lie.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Layout {
+    /// SW_MODE 0: rows of PITCH texels, slices of HEIGHT rows, from `base`.
+    Linear,
+    /// A swizzled mode: `base` (block-aligned) plus [`TiledSurface::offset`] with the
+    /// pipe/bank XOR the T#'s base address carries.
+    Tiled {
+        /// The layout of level 0.
+        surface: TiledSurface,
+        /// The surface's pipe/bank XOR value.
+        pipe_bank_xor: u32,
+    },
 }
 
 impl ImageResource {
-    /// Reads and checks the 8 dwords of a T#.
+    /// Reads and checks the 8 dwords of a T# on a GPU whose `GB_ADDR_CONFIG` is
+    /// `gb_addr_config`.
     ///
     /// # Errors
     /// A sentence naming the field and its value for what is unsupported: TYPE not one of
-    /// 8, 9, 10, 12, 13; SW_MODE not 0; BASE_LEVEL not 0; DATA_FORMAT/NUM_FORMAT not an
-    /// element format of `format.rs`; a DST_SEL of 2 or 3.
-    pub(crate) fn from_words(w: [u32; 8]) -> core::result::Result<ImageResource, String> {
+    /// 8, 9, 10, 12, 13; BASE_LEVEL not 0; DATA_FORMAT/NUM_FORMAT not an element format of
+    /// `format.rs`; a DST_SEL of 2 or 3; a swizzled SW_MODE the layout does not model
+    /// (module docs), or `GB_ADDR_CONFIG` naming no gfx9 pipe or bank count.
+    pub(crate) fn from_words(
+        w: [u32; 8],
+        gb_addr_config: u32,
+    ) -> core::result::Result<ImageResource, String> {
         // The fields, from the one layout hsa-core's image objects are written with.
         let t = ImageRsrc::parse(&w).map_err(|e| e.to_string())?;
         let ty = t.ty as u8;
@@ -115,11 +145,7 @@ impl ImageResource {
             ));
         }
         let sw_mode = t.sw_mode;
-        if sw_mode != 0 {
-            return Err(format!(
-                "T# SW_MODE {sw_mode}: only linear images (SW_MODE 0) are supported"
-            ));
-        }
+        let mode = SwizzleMode::from_sw_mode(sw_mode).map_err(|why| format!("T# {why}"))?;
         let base_level = t.base_level;
         if base_level != 0 {
             return Err(format!(
@@ -145,14 +171,58 @@ impl ImageResource {
             IMG_1D_ARRAY => [width, 1, depth],
             _ => [width, height, depth],
         };
+        let mut base = t.base;
+        let pitch = t.pitch;
+        let levels = last_level.saturating_sub(base_level) + 1;
+        let layout = match mode {
+            None => Layout::Linear,
+            Some(mode) => {
+                let name = mode.name();
+                if matches!(ty, IMG_1D | IMG_1D_ARRAY) {
+                    return Err(format!(
+                        "T# SW_MODE {sw_mode} ({name}) with TYPE {ty} (1D): addrlib lays 1D \
+                         images out linearly only; a swizzled 1D layout is not modelled"
+                    ));
+                }
+                if levels > 1 {
+                    return Err(format!(
+                        "T# LAST_LEVEL {last_level} with SW_MODE {sw_mode} ({name}): the mip \
+                         chain of a swizzled image is not modelled (one level only)"
+                    ));
+                }
+                let config = AddrConfig::from_gb_addr_config(gb_addr_config)?;
+                let dimension = if ty == IMG_3D {
+                    Dimension::Tex3d
+                } else {
+                    Dimension::Tex2d
+                };
+                let surface = TiledSurface::new(
+                    mode,
+                    dimension,
+                    format.element_bytes(),
+                    pitch,
+                    height,
+                    config,
+                )
+                .map_err(|why| format!("T# {why}"))?;
+                let (aligned, pipe_bank_xor) =
+                    tiling::pipe_bank_xor(&surface, base).map_err(|why| format!("T# {why}"))?;
+                base = aligned;
+                Layout::Tiled {
+                    surface,
+                    pipe_bank_xor,
+                }
+            }
+        };
         Ok(ImageResource {
-            base: t.base,
+            base,
             format,
             size,
-            pitch: u64::from(t.pitch),
+            pitch: u64::from(pitch),
             dst_sel,
             ty,
-            levels: last_level.saturating_sub(base_level) + 1,
+            levels,
+            layout,
         })
     }
 
@@ -208,13 +278,18 @@ impl ImageResource {
         if (0..3).any(|d| t[d] >= self.size[d]) {
             return None;
         }
-        let [x, y, z] = t.map(u64::from);
-        let height = u64::from(self.size[1]);
-        let at = (z * height + y) * self.pitch + x;
-        Some(
-            self.base
-                .wrapping_add(at * self.format.element_bytes() as u64),
-        )
+        let offset = match self.layout {
+            Layout::Linear => {
+                let [x, y, z] = t.map(u64::from);
+                let height = u64::from(self.size[1]);
+                ((z * height + y) * self.pitch + x) * self.format.element_bytes() as u64
+            }
+            Layout::Tiled {
+                surface,
+                pipe_bank_xor,
+            } => surface.offset(t, pipe_bank_xor),
+        };
+        Some(self.base.wrapping_add(offset))
     }
 
     /// The four register values (before DST_SEL) of texel `t`, 0 outside the image.
@@ -328,7 +403,7 @@ pub(super) fn image(ctx: &mut Ctx<'_, '_>, w: &mut Wave, inst: &Instruction) -> 
     }
     let r = usize::from(r);
     let words: [u32; 8] = core::array::from_fn(|k| w.sreg[r + k]);
-    let res = ImageResource::from_words(words).map_err(|why| bad(&why))?;
+    let res = ImageResource::from_words(words, ctx.gb_addr_config).map_err(|why| bad(&why))?;
     let m = inst.mods;
     let Operand::Vgpr { index: va, .. } = inst.src[0] else {
         return Err(not_implemented(inst));

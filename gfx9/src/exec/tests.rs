@@ -28,6 +28,7 @@ pub(crate) fn general_step(
         lane_instructions: 0,
         preempt: &never,
         cu: CuId::default(),
+        gb_addr_config: 0,
         gws: Gws::new(),
     };
     Ok(

@@ -97,7 +97,7 @@ impl Isa {
         group: u16,
         bufs: &[Vec<u8>],
     ) -> Result<Vec<Vec<u8>>> {
-        self.run_full(kernel, items, group, bufs, &[], WaveLaunch::SINGLE_CU)
+        self.run_full(kernel, items, group, bufs, &[], WaveLaunch::SINGLE_CU, 0)
     }
 
     /// [`Isa::run_with`] on a queue described by `launch` (its enabled CUs and ids).
@@ -109,9 +109,30 @@ impl Isa {
         kernarg_dwords: &[(usize, u32)],
         launch: WaveLaunch,
     ) -> Result<Vec<Vec<u8>>> {
-        self.run_full(kernel, items, 64, bufs, kernarg_dwords, launch)
+        self.run_full(kernel, items, 64, bufs, kernarg_dwords, launch, 0)
     }
 
+    /// [`Isa::run`] on a GPU whose `GB_ADDR_CONFIG` is `gb_addr_config` (how swizzled
+    /// images are addressed).
+    pub fn run_addr_config(
+        &self,
+        kernel: &str,
+        items: u32,
+        bufs: &[Vec<u8>],
+        gb_addr_config: u32,
+    ) -> Result<Vec<Vec<u8>>> {
+        self.run_full(
+            kernel,
+            items,
+            64,
+            bufs,
+            &[],
+            WaveLaunch::SINGLE_CU,
+            gb_addr_config,
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn run_full(
         &self,
         kernel: &str,
@@ -120,6 +141,7 @@ impl Isa {
         bufs: &[Vec<u8>],
         kernarg_dwords: &[(usize, u32)],
         launch: WaveLaunch,
+        gb_addr_config: u32,
     ) -> Result<Vec<Vec<u8>>> {
         let elf = object::File::parse(&*self.data).unwrap();
         let kd_sym = elf
@@ -154,6 +176,7 @@ impl Isa {
         st.group_segment_size = kd.group_segment_fixed_size;
         st.private_segment_size = kd.private_segment_fixed_size;
         st.launch = launch;
+        st.gb_addr_config = gb_addr_config;
         let ran = run_dispatch(&code, &kd, self.target, &st, &mem);
         INTERRUPTS.with(|v| v.borrow_mut().extend(mem.interrupts()));
         ran?;
