@@ -966,15 +966,10 @@ fn c_memory_lock_maps_only_to_the_agents_listed() {
         return;
     }
     let crate_dir = common::crate_dir();
-    // `$HSA_RT_SHARED`, else the `shared` directory beside the workspace.
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| crate_dir.join("../../shared"));
-    let mi210 = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
-    if !mi210.exists() {
-        println!("skipped: {} not found (set HSA_RT_SHARED)", mi210.display());
+    let Some(mi210) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
+    else {
         return;
-    }
+    };
     let (libdir, exe) = build_c_program("lock_agents");
     let out = Command::new(&exe)
         .arg(crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))
