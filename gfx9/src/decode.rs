@@ -1364,6 +1364,11 @@ pub(crate) fn float_sources(name: &str) -> bool {
     if name.contains("ubyte") || name == "v_cvt_off_f32_i4" {
         return false;
     }
+    if name.ends_with("_fp8") || name.ends_with("_bf8") {
+        // v_cvt_f32_fp8 and kin (gfx940) read FP8/BF8 bytes: no neg/abs in DPP or VOP3
+        // (llvm-mc rejects the bits), sext in SDWA.
+        return false;
+    }
     name.split('_')
         .rev()
         .find(|t| {
@@ -1573,6 +1578,15 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
             | Op::BufferAtomicMinF64
             | Op::BufferAtomicMaxF64
     );
+    if info.has(F_NORTN) && inst.mods.glc {
+        // gfx908's buffer_atomic_add_f32/pk_add_f16 have no returning form (llvm-mc
+        // rejects glc).
+        return Err(illegal(
+            "MUBUF",
+            &[w0, w1],
+            "no returning form on this target",
+        ));
+    }
     if float_atomic && target == Gfx9Target::Gfx90a && w0 >> 15 & 1 != 0 {
         // gfx90a's floating-point buffer atomics have no scc bit (llvm-mc rejects the word;
         // the integer ones take it, and gfx940's take sc1).

@@ -373,6 +373,38 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
         0x78252818,
         Some("scratch_load_lds_sbyte off, s37 offset:162 sc0 sc1"),
     ),
+    // Seeds 1-3: gfx908's float buffer atomics have no returning form (no glc); the FP8/BF8
+    // sources of v_cvt_f32_fp8 and kin take no neg/abs (sext in SDWA).
+    ("gfx908", 0xE1344000, 0, None),
+    ("gfx908", 0xE1384000, 0, None),
+    (
+        "gfx908",
+        0xE1340000,
+        0,
+        Some("buffer_atomic_add_f32 v0, off, s[0:3], s0"),
+    ),
+    ("gfx942", 0x7E42A8FA, 0xFF1000C3, None),
+    ("gfx942", 0x7E42AAFA, 0xFF2000C3, None),
+    (
+        "gfx942",
+        0x7E42A8FA,
+        0xFF0000C3,
+        Some("v_cvt_f32_fp8_dpp v33, v195 quad_perm:[0,0,0,0] row_mask:0xf bank_mask:0xf"),
+    ),
+    ("gfx942", 0xD1940021, 0x20000103, None),
+    ("gfx942", 0xD1960121, 0x00000103, None),
+    (
+        "gfx942",
+        0xD1940021,
+        0x08000103,
+        Some("v_cvt_f32_fp8_e64 v33, v3 mul:2"),
+    ),
+    (
+        "gfx942",
+        0x7E42A8F9,
+        0x000E0603,
+        Some("v_cvt_f32_fp8_sdwa v33, sext(v3) src0_sel:DWORD"),
+    ),
     // v_smfmac_*: no blgp; the index (src2) is a VGPR, never a constant.
     ("gfx942", 0xD3E20000, 0x24020100, None),
     ("gfx942", 0xD3FD6692, 0x12FFC3CE, None),
