@@ -10,7 +10,7 @@
 //! Field layouts (Vega ISA §12 "Microcode Formats"; CDNA3 ISA §10 for the gfx940+ cache
 //! bits `sc0`/`sc1`/`nt` that replace `glc`/`slc`).
 
-use super::op::{Class, Op};
+use super::op::{Class, Fp, Op};
 use super::opcodes::OPCODES;
 use super::Gfx9Target;
 use hsa_core::{Error, Result, Status};
@@ -1081,9 +1081,11 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             if info.widths[1] > 0 {
                 inst.src[1] = data_reg(info.widths[1], w1 >> 8 & 0xFF);
             }
-            if info.has(F_ATOMIC) && target == Gfx9Target::Gfx90a && inst.mods.sc1 {
-                // gfx90a atomics have no scc bit (llvm-mc rejects it).
-                return Err(illegal("FLAT", &[w0, w1], "scc on an atomic"));
+            let float_atomic = info.has(F_ATOMIC) && info.op.attrs().src_fp != Fp::None;
+            if float_atomic && target == Gfx9Target::Gfx90a && inst.mods.sc1 {
+                // gfx90a's floating-point atomics have no scc bit (llvm-mc rejects it; the
+                // integer ones take it).
+                return Err(illegal("FLAT", &[w0, w1], "scc on a float atomic"));
             }
             if info.has(F_NORTN) && w1 >> 24 != 0 {
                 // No returning form: the vdst field is 0 (llvm-mc rejects others).
@@ -1570,14 +1572,7 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.mods.glc = w0 >> 14 & 1 != 0;
     inst.mods.slc = w0 >> 17 & 1 != 0;
     inst.mods.sc1 = w0 >> 15 & 1 != 0 && target.has_acc_memory_operands();
-    let float_atomic = matches!(
-        info.op,
-        Op::BufferAtomicAddF32
-            | Op::BufferAtomicPkAddF16
-            | Op::BufferAtomicAddF64
-            | Op::BufferAtomicMinF64
-            | Op::BufferAtomicMaxF64
-    );
+    let float_atomic = info.has(F_ATOMIC) && info.op.attrs().src_fp != Fp::None;
     if info.has(F_NORTN) && inst.mods.glc {
         // gfx908's buffer_atomic_add_f32/pk_add_f16 have no returning form (llvm-mc
         // rejects glc).

@@ -405,6 +405,22 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
         0x000E0603,
         Some("v_cvt_f32_fp8_sdwa v33, sext(v3) src0_sel:DWORD"),
     ),
+    // gfx90a FLAT: the integer atomics take scc, the float ones do not (was: every atomic
+    // refused with scc, an ours-rejects-known class).
+    (
+        "gfx90a",
+        0xDF0C8000,
+        0x007F0000,
+        Some("global_atomic_sub v[0:1], v0, off scc"),
+    ),
+    (
+        "gfx90a",
+        0xDF880000,
+        0,
+        Some("flat_atomic_add_x2 v[0:1], v[0:1] scc"),
+    ),
+    ("gfx90a", 0xDF348000, 0x007F0000, None),
+    ("gfx90a", 0xDF3C0000, 0, None),
     // v_smfmac_*: no blgp; the index (src2) is a VGPR, never a constant.
     ("gfx942", 0xD3E20000, 0x24020100, None),
     ("gfx942", 0xD3FD6692, 0x12FFC3CE, None),
