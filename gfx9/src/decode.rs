@@ -1176,9 +1176,15 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         }
         let float = float_sources(info.name);
         let vop1 = enc == Encoding::Vop1;
+        // The integer v_dot*c accumulate: llvm-mc ignores their neg/abs bits (bits 23:20);
+        // they change nothing (the mods stay clear below).
+        let int_dot = matches!(
+            info.op,
+            Op::VDot2cI32I16 | Op::VDot4cI32I8 | Op::VDot8cI32I4
+        );
         // VOP1 has no src1 modifiers; integer operands have no neg/abs (llvm-mc rejects
         // both; it ignores bits 18:17).
-        if (vop1 && w1 >> 22 & 3 != 0) || (!float && w1 >> 20 & 0xF != 0) {
+        if (vop1 && w1 >> 22 & 3 != 0) || (!float && !int_dot && w1 >> 20 & 0xF != 0) {
             return Err(illegal(
                 kind,
                 &[w0, w1],
@@ -1188,15 +1194,24 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         inst.src[0] = vgpr(1, w1 & 0xFF);
         // v_ldexp_f16's second source is an i16: llvm-mc decodes its neg bit as `sext` and
         // ignores its abs bit.
-        let float1 = !info.name.starts_with("v_ldexp");
-        inst.mods.neg = [w1 >> 20 & 1 != 0, float1 && w1 >> 22 & 1 != 0, false];
-        inst.mods.abs = [w1 >> 21 & 1 != 0, float1 && w1 >> 23 & 1 != 0, false];
+        let ldexp = info.name.starts_with("v_ldexp");
+        let (float0, float1) = (!int_dot, !int_dot && !ldexp);
+        inst.mods.neg = [
+            float0 && w1 >> 20 & 1 != 0,
+            float1 && w1 >> 22 & 1 != 0,
+            false,
+        ];
+        inst.mods.abs = [
+            float0 && w1 >> 21 & 1 != 0,
+            float1 && w1 >> 23 & 1 != 0,
+            false,
+        ];
         inst.mods.dpp = Some(Dpp {
             ctrl,
             bound_ctrl: w1 >> 19 & 1 != 0,
             row_mask: (w1 >> 28) as u8,
             bank_mask: (w1 >> 24 & 0xF) as u8,
-            src1_sext: !float1 && w1 >> 22 & 1 != 0,
+            src1_sext: ldexp && w1 >> 22 & 1 != 0,
         });
         return Ok(());
     }

@@ -421,6 +421,32 @@ const REGRESSIONS: &[(&str, u32, u32, Option<&str>)] = &[
     ),
     ("gfx90a", 0xDF348000, 0x007F0000, None),
     ("gfx90a", 0xDF3C0000, 0, None),
+    // The integer v_dot*c DPP forms ignore the neg/abs bits (llvm-mc decodes the word; was
+    // an ours-rejects-known class); the f16 one keeps them.
+    (
+        "gfx90a",
+        0x71B44AFA,
+        0x06EECC2B,
+        Some("v_dot2c_i32_i16_dpp v218, v43, v37 quad_perm:[0,3,0,3] row_mask:0x0 bank_mask:0x6 bound_ctrl:1"),
+    ),
+    (
+        "gfx942",
+        0x72057EFA,
+        0x8390BB7C,
+        Some("v_dot4c_i32_i8_dpp v2, v124, v191 quad_perm:[3,2,3,2] row_mask:0x8 bank_mask:0x3"),
+    ),
+    (
+        "gfx908",
+        0x74DB80FA,
+        0x862CF8F5,
+        Some("v_dot8c_i32_i4_dpp v109, v245, v192 quad_perm:[0,2,3,3] row_mask:0x8 bank_mask:0x6 bound_ctrl:1"),
+    ),
+    (
+        "gfx908",
+        0x6E551CFA,
+        0xFF10E42B,
+        Some("v_dot2c_f32_f16_dpp v42, -v43, v142 quad_perm:[0,1,2,3] row_mask:0xf bank_mask:0xf"),
+    ),
     // v_smfmac_*: no blgp; the index (src2) is a VGPR, never a constant.
     ("gfx942", 0xD3E20000, 0x24020100, None),
     ("gfx942", 0xD3FD6692, 0x12FFC3CE, None),
