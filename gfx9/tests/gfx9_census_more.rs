@@ -970,6 +970,7 @@ fn xf32_mfma_truncates_its_inputs() {
 /// and normal (no NaN, denormal or -0: those rules are the global float atomics' tests in
 /// `gfx9_isa.rs`); with `glc` the data register returns the old value, without it stays the
 /// data. `buffer_atomic_add_f32_idxen` addresses the same elements by index (stride 4).
+/// Also gfx942's `global_load_lds_*` (memory to LDS, read back with `ds_read_b32`).
 #[test]
 fn buffer_float_atomics_match_the_isa() {
     let mut r = prng(0xB0F);
@@ -982,9 +983,36 @@ fn buffer_float_atomics_match_the_isa() {
         }
         let isa = Isa::load("memx", cpu, target);
         let kernels = isa.kernels();
-        let want = if cpu == "gfx908" { 3 } else { 11 };
+        let want = match cpu {
+            "gfx908" => 3,
+            "gfx90a" => 11,
+            _ => 17,
+        };
         assert_eq!(kernels.len(), want, "{cpu}: {kernels:?}");
         for kernel in kernels {
+            if let Some(ty) = kernel.strip_prefix("global_load_lds_") {
+                // The lane's element (at p1 + 4i) into LDS dword M0 + offset + 4 × lane,
+                // zero- or sign-extended to 32 bits (CDNA3 ISA "global_load_lds_*": LDS_ADDR
+                // = M0 + inst_offset + TID × 4; Vega ISA §9.1.9 for the MUBUF form).
+                // The offset applies to the memory address as well (`_off`: p1 + 4i + 4).
+                let src: Vec<u32> = (0..=N).map(|_| r()).collect();
+                let mut bufs = zeros(6, N * 4);
+                bufs[1] = bytes32(&src);
+                let out = isa.run(&kernel, N as u32, &bufs).unwrap();
+                let skip = usize::from(kernel.ends_with("_off"));
+                for (i, (&x, got)) in src[skip..].iter().zip(u32s(&out[5])).enumerate() {
+                    let want = match ty.trim_end_matches("_off") {
+                        "ubyte" => x & 0xFF,
+                        "sbyte" => x as u8 as i8 as i32 as u32,
+                        "ushort" => x & 0xFFFF,
+                        "sshort" => x as u16 as i16 as i32 as u32,
+                        "dword" => x,
+                        t => unreachable!("{t}"),
+                    };
+                    assert_eq!(got, want, "{cpu} {kernel} {i}: {x:#x}");
+                }
+                continue;
+            }
             let rtn = kernel.ends_with("_rtn");
             let op = kernel.trim_end_matches("_rtn").trim_end_matches("_idxen");
             let mut bufs = zeros(6, N * 8);

@@ -352,7 +352,8 @@ def memx(cpu):
     in s[20:23]; lane i loads its data from p1[i] (8-byte elements for f64, else 4), runs
     the atomic on p4[i] through an offen VGPR offset, and stores its data register v10
     (v[10:11]) to p5[i]: the old value with return, the data unchanged without.
-    `buffer_atomic_add_f32_idxen`: the no-return f32 add addressed by index (stride 4)."""
+    `buffer_atomic_add_f32_idxen`: the no-return f32 add addressed by index (stride 4).
+    gfx942's `global_load_lds_<type>[_off]`: see the comment below."""
     if cpu not in ("gfx908", "gfx90a", "gfx942"):
         return None
     a = Asm(cpu)
@@ -373,6 +374,18 @@ def memx(cpu):
                            "%s %s, %s, s[20:23], 0 offen%s" % (op, data, off,
                                                           " glc" if rtn else ""),
                       "s_waitcnt vmcnt(0)", "%s %s, %s, s[14:15]" % (st, off, data)])
+    if cpu == "gfx942":
+        # global_load_lds_*: lane i's element at p1 + 4i into LDS at M0 (0) + offset + 4 ×
+        # lane, read back with ds_read_b32 and stored to p5[i] (`_off`: offset:4).
+        lds = "\t\t.amdhsa_group_segment_fixed_size 4096"
+        for t, off in (("ubyte", 0), ("sbyte", 0), ("ushort", 0), ("sshort", 0), ("dword", 0),
+                       ("dword", 4)):
+            a.kernel("global_load_lds_%s%s" % (t, "_off" if off else ""), [
+                "s_mov_b32 m0, 0", "v_mov_b32 v5, 0xdead", "v_lshlrev_b32 v9, 2, v0",
+                "ds_write_b32 v9, v5 offset:%d" % off, "s_waitcnt lgkmcnt(0)",
+                "global_load_lds_%s v20, s[6:7]%s" % (t, " offset:%d" % off if off else ""),
+                "s_waitcnt vmcnt(0)", "ds_read_b32 v5, v9 offset:%d" % off,
+                "s_waitcnt lgkmcnt(0)", "global_store_dword v20, v5, s[14:15]"], extra=lds)
     # The same add through idxen: a V# with stride 4, the work-item id as the index.
     a.kernel("buffer_atomic_add_f32_idxen",
              vs + ["s_or_b32 s21, s21, 0x40000", "global_load_dword v10, v20, s[6:7]",

@@ -222,6 +222,144 @@ buffer_atomic_max_f64_rtn:
 .Lbuffer_atomic_max_f64_rtn_end:
 	.size buffer_atomic_max_f64_rtn, .Lbuffer_atomic_max_f64_rtn_end-buffer_atomic_max_f64_rtn
 
+	.globl global_load_lds_ubyte
+	.p2align 8
+	.type global_load_lds_ubyte,@function
+global_load_lds_ubyte:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b32 m0, 0
+	v_mov_b32 v5, 0xdead
+	v_lshlrev_b32 v9, 2, v0
+	ds_write_b32 v9, v5 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_load_lds_ubyte v20, s[6:7]
+	s_waitcnt vmcnt(0)
+	ds_read_b32 v5, v9 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[14:15]
+	s_endpgm
+.Lglobal_load_lds_ubyte_end:
+	.size global_load_lds_ubyte, .Lglobal_load_lds_ubyte_end-global_load_lds_ubyte
+
+	.globl global_load_lds_sbyte
+	.p2align 8
+	.type global_load_lds_sbyte,@function
+global_load_lds_sbyte:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b32 m0, 0
+	v_mov_b32 v5, 0xdead
+	v_lshlrev_b32 v9, 2, v0
+	ds_write_b32 v9, v5 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_load_lds_sbyte v20, s[6:7]
+	s_waitcnt vmcnt(0)
+	ds_read_b32 v5, v9 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[14:15]
+	s_endpgm
+.Lglobal_load_lds_sbyte_end:
+	.size global_load_lds_sbyte, .Lglobal_load_lds_sbyte_end-global_load_lds_sbyte
+
+	.globl global_load_lds_ushort
+	.p2align 8
+	.type global_load_lds_ushort,@function
+global_load_lds_ushort:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b32 m0, 0
+	v_mov_b32 v5, 0xdead
+	v_lshlrev_b32 v9, 2, v0
+	ds_write_b32 v9, v5 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_load_lds_ushort v20, s[6:7]
+	s_waitcnt vmcnt(0)
+	ds_read_b32 v5, v9 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[14:15]
+	s_endpgm
+.Lglobal_load_lds_ushort_end:
+	.size global_load_lds_ushort, .Lglobal_load_lds_ushort_end-global_load_lds_ushort
+
+	.globl global_load_lds_sshort
+	.p2align 8
+	.type global_load_lds_sshort,@function
+global_load_lds_sshort:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b32 m0, 0
+	v_mov_b32 v5, 0xdead
+	v_lshlrev_b32 v9, 2, v0
+	ds_write_b32 v9, v5 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_load_lds_sshort v20, s[6:7]
+	s_waitcnt vmcnt(0)
+	ds_read_b32 v5, v9 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[14:15]
+	s_endpgm
+.Lglobal_load_lds_sshort_end:
+	.size global_load_lds_sshort, .Lglobal_load_lds_sshort_end-global_load_lds_sshort
+
+	.globl global_load_lds_dword
+	.p2align 8
+	.type global_load_lds_dword,@function
+global_load_lds_dword:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b32 m0, 0
+	v_mov_b32 v5, 0xdead
+	v_lshlrev_b32 v9, 2, v0
+	ds_write_b32 v9, v5 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_load_lds_dword v20, s[6:7]
+	s_waitcnt vmcnt(0)
+	ds_read_b32 v5, v9 offset:0
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[14:15]
+	s_endpgm
+.Lglobal_load_lds_dword_end:
+	.size global_load_lds_dword, .Lglobal_load_lds_dword_end-global_load_lds_dword
+
+	.globl global_load_lds_dword_off
+	.p2align 8
+	.type global_load_lds_dword_off,@function
+global_load_lds_dword_off:
+	s_load_dwordx16 s[4:19], s[0:1], 0x0
+	v_lshl_add_u32 v1, s2, 6, v0
+	v_lshlrev_b32 v20, 2, v1
+	v_lshlrev_b32 v21, 3, v1
+	s_waitcnt lgkmcnt(0)
+	s_mov_b32 m0, 0
+	v_mov_b32 v5, 0xdead
+	v_lshlrev_b32 v9, 2, v0
+	ds_write_b32 v9, v5 offset:4
+	s_waitcnt lgkmcnt(0)
+	global_load_lds_dword v20, s[6:7] offset:4
+	s_waitcnt vmcnt(0)
+	ds_read_b32 v5, v9 offset:4
+	s_waitcnt lgkmcnt(0)
+	global_store_dword v20, v5, s[14:15]
+	s_endpgm
+.Lglobal_load_lds_dword_off_end:
+	.size global_load_lds_dword_off, .Lglobal_load_lds_dword_off_end-global_load_lds_dword_off
+
 	.globl buffer_atomic_add_f32_idxen
 	.p2align 8
 	.type buffer_atomic_add_f32_idxen,@function
@@ -315,6 +453,54 @@ buffer_atomic_add_f32_idxen:
 		.amdhsa_next_free_vgpr 64
 		.amdhsa_next_free_sgpr 32
 		.amdhsa_accum_offset 64
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel global_load_lds_ubyte
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 4096
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel global_load_lds_sbyte
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 4096
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel global_load_lds_ushort
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 4096
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel global_load_lds_sshort
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 4096
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel global_load_lds_dword
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 4096
+	.end_amdhsa_kernel
+	.p2align 6
+	.amdhsa_kernel global_load_lds_dword_off
+		.amdhsa_user_sgpr_kernarg_segment_ptr 1
+		.amdhsa_next_free_vgpr 64
+		.amdhsa_next_free_sgpr 32
+		.amdhsa_accum_offset 64
+		.amdhsa_group_segment_fixed_size 4096
 	.end_amdhsa_kernel
 	.p2align 6
 	.amdhsa_kernel buffer_atomic_add_f32_idxen
