@@ -972,7 +972,7 @@ fn xf32_mfma_truncates_its_inputs() {
 /// data. `buffer_atomic_add_f32_idxen` addresses the same elements by index (stride 4).
 /// Also gfx942's `global_load_lds_*` (memory to LDS, read back with `ds_read_b32`).
 #[test]
-fn buffer_float_atomics_match_the_isa() {
+fn buffer_float_atomics_and_global_load_lds_match_the_isa() {
     let mut r = prng(0xB0F);
     let f32v = |x: u32| (f64::from(x as i32) / 65536.0) as f32;
     let f16v = |x: u32| half::f16::from_f64(f64::from(x as u16 as i16) / 64.0).to_bits();
