@@ -478,6 +478,95 @@ impl Agent {
     pub fn sdma_ucode(&self) -> u32 {
         self.node.sdma_fw_version
     }
+
+    /// `HSA_AMD_AGENT_INFO_UCODE_VERSION` (ROCR 7): the packet processor's microcode version
+    /// as libhsakmt keeps it (`EngineId.ui32.uCode`: `fw_version & 0x3ff`); 0 for a CPU, as
+    /// ROCR's CPU agent answers.
+    pub fn ucode_version(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.fw_version & 0x3ff
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_SDMA_UCODE_VERSION` (ROCR 7): the SDMA engines' microcode version
+    /// as libhsakmt keeps it (`uCodeEngineVersions.uCodeSDMA`: `sdma_fw_version & 0x3ff`); 0
+    /// for a CPU.
+    pub fn sdma_ucode_version(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.sdma_fw_version & 0x3ff
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_SDMA_ENG` (ROCR 7): the node's PCIe-side SDMA engines
+    /// (`num_sdma_engines`); 0 for a CPU.
+    pub fn sdma_engines(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.num_sdma_engines
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_SDMA_XGMI_ENG` (ROCR 7): the node's xGMI SDMA engines
+    /// (`num_sdma_xgmi_engines`); 0 for a CPU.
+    pub fn sdma_xgmi_engines(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.num_sdma_xgmi_engines
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_IOMMU_SUPPORT` (ROCR 7): whether the node has an IOMMUv2-class
+    /// translation agent (`HSAMMUPresent`, bit 1 of the node's `capability`); ROCR answers
+    /// `HSA_IOMMU_SUPPORT_V2` (1) then, else `_NONE` (0), and `_NONE` for a CPU.
+    pub fn iommu_v2(&self) -> bool {
+        self.is_gpu() && self.node.capability & (1 << 1) != 0
+    }
+
+    /// `HSA_AMD_AGENT_INFO_NUM_XCC` (ROCR 7): accelerated compute complexes (`num_xcc`, 1 when
+    /// the kernel does not report it); 0 for a CPU, as ROCR's CPU agent answers.
+    pub fn xcc_count(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.num_xcc.max(1)
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_DRIVER_UID` (ROCR 7): amdkfd's id of the GPU (`gpu_id`); 0 for a
+    /// CPU.
+    pub fn driver_uid(&self) -> u32 {
+        if self.is_gpu() {
+            self.node.gpu_id
+        } else {
+            0
+        }
+    }
+
+    /// `HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES` (ROCR 7): an 8-byte bit set of
+    /// `hsa_amd_memory_property_agent_t`; bit 0 (`HSA_AMD_MEMORY_PROPERTY_AGENT_IS_APU`) for a
+    /// GPU that shares its node with CPU cores (amdkfd's APU node: `cpu_cores_count` and
+    /// `simd_count` both non-zero; ROCR reads the same fact from amdgpu's `AMDGPU_IDS_FLAGS_FUSION`).
+    /// All clear for a CPU.
+    pub fn memory_properties(&self) -> [u8; 8] {
+        let mut bits = [0u8; 8];
+        if self.is_gpu() && self.node.cpu_cores_count != 0 {
+            bits[0] |= 1;
+        }
+        bits
+    }
+
+    /// `HSA_AMD_AGENT_INFO_SCRATCH_LIMIT_MAX` (ROCR 7): the most scratch, bytes, the agent's
+    /// queues may hold at once: the 4 GiB scratch aperture per XCC (ROCR's
+    /// `MaxScratchDevice`); 0 for a CPU.
+    pub fn scratch_limit_max(&self) -> u64 {
+        u64::from(self.xcc_count()) << 32
+    }
 }
 
 #[cfg(test)]
