@@ -675,6 +675,99 @@ mod tests {
         assert_eq!(cpu.queues_max(), 0);
     }
 
+    /// ROCR 7's agent attributes from nodes/2/properties of the 8xMI210 dump (`fw_version`
+    /// 92, `sdma_fw_version` 9, `num_sdma_engines` 2, `num_sdma_xgmi_engines` 3, `num_xcc` 1,
+    /// `capability` 0x2c77a280: no HSAMMUPresent), as rocminfo 7.2.4 prints them on Debian's
+    /// ROCR over the same node ("Packet Processor uCode:: 92", "SDMA engine uCode:: 9",
+    /// "IOMMU Support:: None"); an APU node (CPU cores and SIMDs) with HSAMMUPresent; a CPU.
+    #[test]
+    fn rocr7_attributes_from_the_topology() {
+        let mut p = mi210();
+        p.fw_version = 92;
+        p.sdma_fw_version = 9;
+        p.num_sdma_engines = 2;
+        p.num_sdma_xgmi_engines = 3;
+        p.num_xcc = 1;
+        p.gpu_id = 0xb3f2;
+        let a = Agent::new(
+            AgentHandle::from_index(2),
+            p.clone(),
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(a.ucode_version(), 92);
+        assert_eq!(a.sdma_ucode_version(), 9);
+        assert_eq!(a.sdma_engines(), 2);
+        assert_eq!(a.sdma_xgmi_engines(), 3);
+        assert!(!a.iommu_v2());
+        assert_eq!(a.xcc_count(), 1);
+        assert_eq!(a.driver_uid(), 0xb3f2);
+        assert_eq!(a.memory_properties(), [0; 8]);
+        assert_eq!(a.scratch_limit_max(), 4 << 30);
+
+        // libhsakmt keeps 10 bits of each firmware version; an MI300X partition of 8 XCCs.
+        let mut big = p.clone();
+        big.fw_version = 0x1_0405;
+        big.sdma_fw_version = 0x80_0011;
+        big.num_xcc = 8;
+        big.gfx_target_version = 90402;
+        let b = Agent::new(
+            AgentHandle::from_index(2),
+            big,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(b.ucode_version(), 0x5);
+        assert_eq!(b.sdma_ucode_version(), 0x11);
+        assert_eq!(b.xcc_count(), 8);
+        assert_eq!(b.scratch_limit_max(), 32 << 30);
+
+        let mut apu = p.clone();
+        apu.cpu_cores_count = 4;
+        apu.capability |= 1 << 1;
+        let apu = Agent::new(
+            AgentHandle::from_index(1),
+            apu,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert!(apu.iommu_v2());
+        assert_eq!(apu.memory_properties(), [1, 0, 0, 0, 0, 0, 0, 0]);
+
+        let mut cpu = p;
+        cpu.simd_count = 0;
+        cpu.cpu_cores_count = 64;
+        cpu.capability |= 1 << 1;
+        let cpu = Agent::new(
+            AgentHandle::from_index(0),
+            cpu,
+            core::iter::empty(),
+            0,
+            0,
+            false,
+        );
+        assert_eq!(
+            (
+                cpu.ucode_version(),
+                cpu.sdma_ucode_version(),
+                cpu.sdma_engines(),
+                cpu.sdma_xgmi_engines(),
+                cpu.xcc_count(),
+                cpu.driver_uid(),
+                cpu.scratch_limit_max()
+            ),
+            (0, 0, 0, 0, 0, 0, 0)
+        );
+        assert!(!cpu.iommu_v2());
+        assert_eq!(cpu.memory_properties(), [0; 8]);
+    }
+
     #[test]
     fn handles_round_trip_and_reject_junk() {
         assert_eq!(AgentHandle::from_index(7).index(), Some(7));
