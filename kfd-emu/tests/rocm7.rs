@@ -497,8 +497,9 @@ fn hip7_vector_add_on_ours() {
 }
 
 #[test]
-#[ignore = "rocminfo 7.2.4 on hsa-rt's library stops at a system attribute ROCR 7 added \
-            (HSA_STATUS_ERROR_INVALID_ARGUMENT at rocminfo.cc:299): issue 36"]
+#[ignore = "rocminfo 7.2.4 on hsa-rt's library stops at agent attribute 0xA114 \
+            (HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES, HSA_STATUS_ERROR_INVALID_ARGUMENT at \
+            rocminfo.cc:546): issue 36"]
 fn rocminfo7_on_ours_under_kfd_emu() {
     let Some(root) = chroot() else { return };
     let out = run_in(
