@@ -9,7 +9,8 @@
 //! acts on: [`process`](super::process) (version, apertures, memory policy, scratch, trap
 //! handler, tile config, XNACK, runtime enable), [`clock`](super::clock), [`events`](super::events),
 //! [`memory`](super::memory), [`dmabuf`](super::dmabuf), [`queue_manager`](super::queue_manager)
-//! (compute queues, CU masks) and [`sdma`](super::sdma) (SDMA queues). Adding an ioctl is one
+//! (compute queues, CU masks), [`sdma`](super::sdma) (SDMA queues) and [`svm`](super::svm)
+//! (SVM ranges; its argument is the request's whole buffer, head and attributes). Adding an ioctl is one
 //! row here and one handler there.
 //!
 //! [`ioctl`] answers a request as `kfd_ioctl` does:
@@ -28,7 +29,7 @@ use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
 
 use hsa_linux::kfd::abi::*;
 
-use super::{clock, dmabuf, events, lock, memory, process, queue_manager, Device};
+use super::{clock, dmabuf, events, lock, memory, process, queue_manager, svm, Device};
 use super::{EVENT_PAGE_BYTES, PAGE_BYTES};
 use crate::device::DOORBELL_PAGE_BYTES;
 
@@ -125,6 +126,8 @@ pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize]
     amdkfd_ioctl_def!(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, memory::unmap_memory_from_gpu, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_CU_MASK, queue_manager::set_cu_mask, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_IMPORT_DMABUF, dmabuf::import_dmabuf, 0),
+    // The argument's size is the request's (head and attributes): no fixed struct.
+    AmdkfdIoctlDesc { cmd: AMDKFD_IOC_SVM, func: |device, _, arg| svm::svm_ioctl(device, arg), name: "AMDKFD_IOC_SVM", flags: 0 },
     amdkfd_ioctl_def!(AMDKFD_IOC_SET_XNACK_MODE, process::set_xnack_mode, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_AVAILABLE_MEMORY, memory::available_memory, 0),
     amdkfd_ioctl_def!(AMDKFD_IOC_EXPORT_DMABUF, dmabuf::export_dmabuf, 0),
