@@ -7,7 +7,7 @@
 //! - `DRM_IOCTL_VERSION`: driver `amdgpu` 3.48.0, its date and description, copied into the
 //!   caller's buffers up to their lengths; the lengths come back as the full lengths.
 //! - `DRM_IOCTL_GET_CLIENT`: client 0 is the caller, authenticated; other indices `EINVAL`.
-//! - `DRM_IOCTL_AMDGPU_INFO`: `ACCEL_WORKING` (1), `DEV_INFO` (the node's PCI device id,
+//! - `DRM_IOCTL_AMDGPU_INFO`: `ACCEL_WORKING` (1), `HW_IP_COUNT` ([`hw_ip_count`]), `DEV_INFO` (the node's PCI device id,
 //!   family, shader engines, CUs, clocks, wavefront size, VRAM width, the GPU's address
 //!   space) and `READ_MMR_REG` (`GB_ADDR_CONFIG`, dword 0x263e, which libdrm reads at
 //!   start, is the value amdgpu composes for the GPU, `profile::gb_addr_config`, the
@@ -49,6 +49,14 @@ pub const DRM_IOCTL_AMDGPU_INFO: u32 = drm_ioc(
 
 /// `AMDGPU_INFO_ACCEL_WORKING`: whether acceleration works (a `u32`).
 pub const AMDGPU_INFO_ACCEL_WORKING: u32 = 0x00;
+/// `AMDGPU_INFO_HW_IP_COUNT`: how many instances of a hardware IP type (a `u32`).
+pub const AMDGPU_INFO_HW_IP_COUNT: u32 = 0x03;
+/// `AMDGPU_HW_IP_GFX`: the graphics engine.
+pub const AMDGPU_HW_IP_GFX: u32 = 0;
+/// `AMDGPU_HW_IP_COMPUTE`: the compute engines (amdgpu counts them as the GFX block).
+pub const AMDGPU_HW_IP_COMPUTE: u32 = 1;
+/// `AMDGPU_HW_IP_DMA`: the SDMA engines.
+pub const AMDGPU_HW_IP_DMA: u32 = 2;
 /// `AMDGPU_INFO_READ_MMR_REG`: read memory-mapped registers.
 pub const AMDGPU_INFO_READ_MMR_REG: u32 = 0x15;
 
@@ -374,6 +382,7 @@ pub(crate) fn ioctl(
             let answer: Vec<u8> = match q.query {
                 AMDGPU_INFO_ACCEL_WORKING => 1u32.to_ne_bytes().to_vec(),
                 AMDGPU_INFO_DEV_INFO => device_info(node).as_bytes().to_vec(),
+                AMDGPU_INFO_HW_IP_COUNT => hw_ip_count(node, q.data[0])?.to_ne_bytes().to_vec(),
                 AMDGPU_INFO_READ_MMR_REG => {
                     // amdgpu_info_ioctl: at most 128 registers per call.
                     let (first, count) = (q.data[0], q.data[1]);
@@ -399,6 +408,23 @@ pub(crate) fn ioctl(
             let n = answer.len().min(q.return_size as usize);
             user.write(q.return_pointer, &answer[..n])
         }
+        _ => Err(Errno::INVAL),
+    }
+}
+
+/// `AMDGPU_INFO_HW_IP_COUNT` for `AMDGPU_HW_IP_*` type `ip` on a GPU node, as
+/// `amdgpu_info_ioctl` counts (the IP block's instances): GFX and COMPUTE 1 (the one GFX
+/// block), DMA the SDMA engines (`num_sdma_engines` + `num_sdma_xgmi_engines` of the node: amdkfd
+/// splits amdgpu's `sdma.num_instances` into those two). `EINVAL` for the multimedia engines
+/// (UVD, VCE, VCN, JPEG, VPE), which the emulated device has no block for, and for an unknown
+/// type, as amdgpu answers a type whose IP block is absent.
+pub fn hw_ip_count(node: &TopologyNode, ip: u32) -> Result<u32, Errno> {
+    match ip {
+        AMDGPU_HW_IP_GFX | AMDGPU_HW_IP_COMPUTE => Ok(1),
+        AMDGPU_HW_IP_DMA => Ok(node
+            .properties
+            .num_sdma_engines
+            .saturating_add(node.properties.num_sdma_xgmi_engines)),
         _ => Err(Errno::INVAL),
     }
 }
@@ -460,6 +486,35 @@ mod tests {
         for (version, rev) in [(90008, 1), (90006, 2)] {
             let t = crate::device::builtin_topology_for(version).unwrap();
             assert_eq!(device_info(&t.nodes[1]).pci_rev, rev, "{version}");
+        }
+    }
+
+    /// `HW_IP_COUNT` counts as amdgpu: one GFX block for GFX and COMPUTE, the SDMA engines
+    /// (KFD's PCIe and XGMI ones together: MI210 has 2 + 3 = amdgpu's 5 `sdma.num_instances`)
+    /// for DMA; `EINVAL` for an IP the emulated GPU has no block for.
+    #[test]
+    fn hw_ip_count_counts_blocks_as_amdgpu() {
+        let t = builtin_topology();
+        let user = UserMemory::open().unwrap();
+        let count = |node: &TopologyNode, ip: u32| {
+            let mut out = 0xffff_ffffu32;
+            let q = DrmAmdgpuInfo {
+                return_pointer: &mut out as *mut u32 as u64,
+                return_size: 4,
+                query: AMDGPU_INFO_HW_IP_COUNT,
+                data: [ip, 0, 0, 0],
+            };
+            let mut arg = q.as_bytes().to_vec();
+            ioctl(node, &user, DRM_IOCTL_AMDGPU_INFO, &mut arg).map(|()| out)
+        };
+        assert_eq!(count(&t.nodes[1], AMDGPU_HW_IP_GFX), Ok(1));
+        assert_eq!(count(&t.nodes[1], AMDGPU_HW_IP_COMPUTE), Ok(1));
+        assert_eq!(count(&t.nodes[1], AMDGPU_HW_IP_DMA), Ok(2));
+        let mut xgmi = t.nodes[1].clone();
+        xgmi.properties.num_sdma_xgmi_engines = 3;
+        assert_eq!(count(&xgmi, AMDGPU_HW_IP_DMA), Ok(5));
+        for ip in [3, 4, 6, 8, 9, 99] {
+            assert_eq!(count(&t.nodes[1], ip), Err(Errno::INVAL), "{ip}");
         }
     }
 
