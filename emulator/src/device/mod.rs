@@ -1116,6 +1116,50 @@ mod tests {
     }
 
     #[test]
+    fn svm_access_makes_host_memory_reachable_by_the_gpu() {
+        let d = dev();
+        let g = BUILTIN_GPU_ID;
+        let mut host = vec![0u8; 3 * 4096];
+        let addr = (host.as_mut_ptr() as u64 + 4095) & !4095;
+        let at = (addr - host.as_ptr() as u64) as usize;
+        host[at..at + 8].copy_from_slice(&0x1122_3344_5566_7788u64.to_le_bytes());
+        let read = |d: &EmulatedKfd| {
+            let allocs = d.device.allocs.read().unwrap();
+            let span = allocs
+                .device_span(g, addr, 8, "read")
+                .map_err(|f| f.address)?;
+            let mut out = [0u8; 8];
+            span.try_read_into(&mut out).unwrap();
+            Ok::<u64, u64>(u64::from_le_bytes(out))
+        };
+        // Registered without access (what ROCR's coarse-grain registration sends): a fault.
+        let mut flags = [(KFD_IOCTL_SVM_ATTR_CLR_FLAGS, KFD_IOCTL_SVM_FLAG_COHERENT)];
+        assert_eq!(
+            svm(&d, addr, 4096, KFD_IOCTL_SVM_OP_SET_ATTR, &mut flags),
+            Ok(())
+        );
+        assert_eq!(read(&d), Err(addr));
+        let mut access = [(KFD_IOCTL_SVM_ATTR_ACCESS_IN_PLACE, g)];
+        assert_eq!(
+            svm(&d, addr, 4096, KFD_IOCTL_SVM_OP_SET_ATTR, &mut access),
+            Ok(())
+        );
+        assert_eq!(read(&d), Ok(0x1122_3344_5566_7788));
+        // A span past the range's end faults at its first byte outside.
+        let allocs = d.device.allocs.read().unwrap();
+        let f = allocs.device_span(g, addr + 4092, 8, "read").unwrap_err();
+        assert_eq!(f.address, addr + 4096);
+        drop(allocs);
+        let mut no = [(KFD_IOCTL_SVM_ATTR_NO_ACCESS, g)];
+        assert_eq!(
+            svm(&d, addr, 4096, KFD_IOCTL_SVM_OP_SET_ATTR, &mut no),
+            Ok(())
+        );
+        assert_eq!(read(&d), Err(addr));
+        drop(host);
+    }
+
+    #[test]
     fn svm_refuses_what_amdkfd_refuses() {
         let d = dev();
         let g = BUILTIN_GPU_ID;

@@ -23,10 +23,13 @@
 //! granularity, SET_FLAGS the flags all have, CLR_FLAGS those none has, each access attribute
 //! rewritten to the GPU's access over all of them), and amdkfd's defaults when none is there.
 //!
-//! Not modelled: amdkfd's check that the range lies in the process's VMAs (`EFAULT`): the
-//! emulated device does not see the host's mappings at ioctl time. The emulated GPUs reach
-//! device memory through buffer objects only; an SVM range is bookkeeping there (the CWSR area
-//! ROCR 7 registers is never read by the emulated CP, which saves no wave context).
+//! What the GPU reaches: a range with ACCESS or ACCESS_IN_PLACE for a GPU (or, with XNACK on,
+//! any range) is host memory that GPU's engines, CP and waves read and write in place where no
+//! buffer object is (`Allocs::device_span`); an unmapped page there faults as a VM fault.
+//! Locations and prefetches are kept and answered but move nothing: the emulated device's
+//! VRAM and system memory are both host memory, so migration would not change what the GPU
+//! reads. Not modelled: amdkfd's check that the range lies in the process's VMAs (`EFAULT`):
+//! the emulated device does not see the host's mappings at ioctl time.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -223,6 +226,24 @@ fn set_attr(
             apply(r, a);
         }
     }
+    // What the GPUs may now reach: every range some GPU has access to.
+    let windows: Vec<(u64, u64, Vec<u32>)> = svm
+        .by_start
+        .iter()
+        .filter(|(_, r)| !r.access.is_empty())
+        .map(|(&s, r)| {
+            (
+                s * PAGE_BYTES,
+                (r.last + 1 - s) * PAGE_BYTES,
+                r.access.clone(),
+            )
+        })
+        .collect();
+    device
+        .allocs
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .set_svm_windows(windows);
     Ok(())
 }
 
