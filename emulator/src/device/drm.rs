@@ -458,10 +458,13 @@ pub struct DrmAmdgpuInfoHwIp {
     pub ip_discovery_version: u32,
 }
 
+/// A hardware IP version: (major, minor, revision).
+type IpVersion = (u32, u32, u32);
+
 /// The GC and SDMA hardware IP versions (major, minor, revision) of a gfx9 target, by
 /// `gfx_target_version`, as amdgpu's IP discovery (or its table for older chips) sets them,
 /// and whether the GFX block has a graphics ring (the compute-only chips have none).
-fn gfx9_ip_versions(gfx_target_version: u32) -> Option<((u32, u32, u32), (u32, u32, u32), bool)> {
+fn gfx9_ip_versions(gfx_target_version: u32) -> Option<(IpVersion, IpVersion, bool)> {
     Some(match gfx_target_version {
         90000 => ((9, 0, 1), (4, 0, 0), true),  // gfx900: Vega10
         90006 => ((9, 4, 0), (4, 2, 0), true),  // gfx906: Vega20
@@ -489,7 +492,7 @@ pub fn hw_ip_info(node: &TopologyNode, ip: u32, instance: u32) -> Result<DrmAmdg
     }
     let (gc, sdma, graphics) =
         gfx9_ip_versions(node.properties.gfx_target_version).ok_or(Errno::INVAL)?;
-    let packed = |(a, b, c): (u32, u32, u32)| a << 16 | b << 8 | c;
+    let packed = |(a, b, c): IpVersion| a << 16 | b << 8 | c;
     let gfx_block = if gc == (9, 4, 3) { (9, 4) } else { (9, 0) };
     let mut info = DrmAmdgpuInfoHwIp::default();
     match ip {

@@ -1173,10 +1173,7 @@ mod tests {
                 "{start:#x} {size:#x}"
             );
         }
-        assert_eq!(
-            svm(&d, u64::MAX & !0xfff, 0x2000, set, &mut ok),
-            Err(Errno::INVAL)
-        );
+        assert_eq!(svm(&d, !0xfffu64, 0x2000, set, &mut ok), Err(Errno::INVAL));
         assert_eq!(svm(&d, base, 0x1000, 2, &mut ok), Err(Errno::INVAL));
         for bad in [
             (8, 0),
