@@ -252,7 +252,7 @@ mod tests {
 
     /// Every row sits at its command's number, is a `'K'` command whose size is its argument
     /// struct's, and is named after it; the rows are the commands this device emulated before
-    /// the table (the two tables it replaced listed these 26 numbers).
+    /// the table (the two tables it replaced listed these 26 numbers) and SVM (0x20).
     #[test]
     fn rows_sit_at_their_numbers_and_name_their_commands() {
         let mut numbers = Vec::new();
@@ -268,9 +268,11 @@ mod tests {
             numbers,
             [
                 0x01, 0x02, 0x03, 0x04, 0x05, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x11, 0x12, 0x13,
-                0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1D, 0x21, 0x23, 0x24, 0x25
+                0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1D, 0x20, 0x21, 0x23, 0x24, 0x25
             ]
         );
+        // _IOWR('K', 0x20, 24 bytes: the head alone), from kfd_ioctl.h.
+        assert_eq!(AMDKFD_IOC_SVM, 0xc018_4b20);
         let row = amdkfd_ioctl(0x13).unwrap();
         assert_eq!(
             (row.cmd, row.name),
