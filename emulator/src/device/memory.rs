@@ -546,6 +546,11 @@ pub(crate) fn alloc_memory_of_gpu(
     if a.va_addr.checked_add(size).is_none() {
         return Err(Errno::INVAL);
     }
+    // kfd_ioctl_alloc_memory_of_gpu: an address an SVM range holds is EADDRINUSE. (The SVM
+    // lock is released before the allocations' one: SET_ATTR takes them in the other order.)
+    if lock(&device.svm).overlaps(a.va_addr, size) {
+        return Err(Errno::ADDRINUSE);
+    }
     let mut allocs = device
         .allocs
         .write()

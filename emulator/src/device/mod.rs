@@ -1224,6 +1224,28 @@ mod tests {
             Err(Errno::INVAL)
         );
         assert_eq!(svm(&d, base, 0x1000, set, &mut ok), Ok(()));
+        // A buffer object over the SVM range: EADDRINUSE (kfd_ioctl_alloc_memory_of_gpu); and
+        // an SVM range over a buffer object: EADDRINUSE (svm_range_check_vm).
+        let mut alloc = AllocMemoryOfGpuArgs {
+            va_addr: base,
+            size: 0x2000,
+            gpu_id: g,
+            flags: KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE,
+            ..Default::default()
+        };
+        assert_eq!(
+            raw(&d, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, alloc.as_mut_bytes()),
+            Err(Errno::ADDRINUSE)
+        );
+        alloc.va_addr = base + 0x10000;
+        assert_eq!(
+            raw(&d, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, alloc.as_mut_bytes()),
+            Ok(())
+        );
+        assert_eq!(
+            svm(&d, base + 0x11000, 0x1000, set, &mut ok),
+            Err(Errno::ADDRINUSE)
+        );
     }
 
     #[test]

@@ -83,6 +83,16 @@ impl SvmRanges {
         }
     }
 
+    /// Whether a range overlaps bytes `va..va+size` (`size` > 0).
+    pub(crate) fn overlaps(&self, va: u64, size: u64) -> bool {
+        let first = va / PAGE_BYTES;
+        let last = va.saturating_add(size - 1) / PAGE_BYTES;
+        self.by_start
+            .range(..=last)
+            .next_back()
+            .is_some_and(|(_, r)| r.last >= first)
+    }
+
     /// Number of ranges (for tests).
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
