@@ -12,6 +12,8 @@ pub mod inactive;
 mod producer;
 pub mod ring;
 #[cfg(not(loom))]
+pub mod scratch;
+#[cfg(not(loom))]
 mod storage;
 
 pub use producer::{Producer, Reservation};
@@ -106,6 +108,16 @@ mod aql {
         /// ROCR does.) Without the `alloc` feature the queue keeps no record and the platform
         /// gets this callback directly (`None`: its own policy).
         pub on_error: Option<QueueErrorCallback>,
+        /// Private bytes per work-item the queue's scratch holds (`hsa_queue_create`'s
+        /// `private_segment_size`): the queue gets one scratch slot of 64 × this many bytes
+        /// (rounded up to 1 KiB) per wave the GPU holds, its fields written into
+        /// `amd_queue_t` ([`scratch`](super::scratch)). `None` (`UINT32_MAX` in the C API):
+        /// [`DEFAULT_PRIVATE_SEGMENT_BYTES`](super::scratch::DEFAULT_PRIVATE_SEGMENT_BYTES),
+        /// or no scratch when the platform cannot give that memory (ROCR creates a dGPU's
+        /// queues without scratch too); `Some(0)`: no scratch. A dispatch needing more than
+        /// the queue holds gets the command processor's scratch request, which hsa-core does
+        /// not serve yet: the queue stops with `OUT_OF_RESOURCES`.
+        pub private_segment_size: Option<u32>,
     }
 
     impl QueueConfig {
@@ -128,6 +140,7 @@ mod aql {
                 features: QUEUE_FEATURE_KERNEL_DISPATCH,
                 profiling: false,
                 on_error: None,
+                private_segment_size: None,
             }
         }
 
@@ -350,6 +363,15 @@ mod aql {
         pub fn create(platform: H, config: &QueueConfig) -> Result<Self> {
             let (queue_type, size_packets) = config.validate()?;
             let mut memory = QueueMemory::allocate(&*platform, config.node, size_packets)?;
+            let scratch =
+                match memory.allocate_scratch(&*platform, config.node, config.private_segment_size)
+                {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = memory.release(&*platform);
+                        return Err(e);
+                    }
+                };
             let id = NEXT_QUEUE_ID.fetch_add(1, core::sync::atomic::Ordering::Relaxed);
             let amd_va = memory.amd_queue_va();
             let doorbell_va = memory.signal_va(DOORBELL_SIGNAL_OFFSET);
@@ -374,6 +396,9 @@ mod aql {
                     0
                 };
             amd.queue_inactive_signal = SignalHandle(inactive_va.get());
+            if let Some((layout, base)) = scratch {
+                layout.fill(base.get(), &mut amd);
+            }
             let doorbell_init = AmdSignal {
                 kind: AMD_SIGNAL_KIND_DOORBELL,
                 queue_ptr: amd_va.get(),
