@@ -1218,8 +1218,12 @@ pub(super) fn scalar(w: &Wave, op: &Operand, wide: bool, f64_op: bool) -> u64 {
         Operand::Special(251) => (w.vcc() == 0) as u64,
         Operand::Special(252) => (w.exec() == 0) as u64,
         Operand::Special(253) => w.scc as u64,
-        // src_shared_base / src_private_base: the apertures' high 32 bits; the limits are
+        // src_shared_base / src_private_base: as a 32-bit operand the apertures' high 32
+        // bits, as a 64-bit one the whole base (LLVM 17+ reads `s_mov_b64 s[n:n+1],
+        // src_private_base` and uses s[n+1] as a flat pointer's high half); the limits are
         // base + 4 GiB - 1 (high 32 bits equal the base's).
+        Operand::Special(235 | 236) if wide => SHARED_APERTURE_BASE,
+        Operand::Special(237 | 238) if wide => PRIVATE_APERTURE_BASE,
         Operand::Special(235 | 236) => SHARED_APERTURE_BASE >> 32,
         Operand::Special(237 | 238) => PRIVATE_APERTURE_BASE >> 32,
         _ => 0,

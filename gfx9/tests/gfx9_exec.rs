@@ -4,11 +4,11 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 
+use hsa_core::abi::queue::AmdQueue;
 use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
 use hsa_core::packet::KernelDispatch;
-use hsa_core::{GpuVa, Result, Status};
-use hsa_core::abi::queue::AmdQueue;
 use hsa_core::queue::scratch::ScratchLayout;
+use hsa_core::{GpuVa, Result, Status};
 use hsa_gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode, QueueScratch};
 use hsa_gfx9::Gfx9Target;
 use object::{Object, ObjectSection};
@@ -149,7 +149,10 @@ const SCRATCH: u64 = 0x5000_0000_0000;
 /// (`ScratchLayout`: one compute unit with as many scratch slots as a work-group has waves,
 /// the packet's private bytes per lane), read back as the CP reads `amd_queue_t`.
 fn give_scratch(mem: &TestMemory, st: &mut DispatchState) {
-    let waves = (u32::from(st.workgroup_size[0]) * u32::from(st.workgroup_size[1]) * u32::from(st.workgroup_size[2])).div_ceil(64);
+    let waves = (u32::from(st.workgroup_size[0])
+        * u32::from(st.workgroup_size[1])
+        * u32::from(st.workgroup_size[2]))
+    .div_ceil(64);
     let Some(layout) = ScratchLayout::new(st.private_segment_size, 1, waves).unwrap() else {
         return;
     };
@@ -584,7 +587,10 @@ fn private_array_kernel_without_queue_scratch_is_a_scratch_request() {
         let e = dispatch_on(f, "private_array", &ka, 256, 128, 128, &mem, false).unwrap_err();
         assert_eq!(e.status(), Status::OutOfResources, "{f}: {e:?}");
         assert!(hsa_gfx9::exec::is_scratch_request(&e), "{f}: {e:?}");
-        assert!(e.detail().contains("gives 0 bytes per slot in 0 slots"), "{f}: {e:?}");
+        assert!(
+            e.detail().contains("gives 0 bytes per slot in 0 slots"),
+            "{f}: {e:?}"
+        );
         assert!(mem.get(BUF[1], 1024).iter().all(|&b| b == 0xEE), "{f}");
     }
 }

@@ -9,9 +9,9 @@ use std::cell::RefCell;
 use std::path::PathBuf;
 
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
-use hsa_core::{Result, Status};
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::queue::scratch::ScratchLayout;
+use hsa_core::{Result, Status};
 use hsa_gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode, QueueScratch};
 
 /// Device address of the queue scratch a dispatch gets.
