@@ -15,8 +15,9 @@ use crate::status::{Error, Result, Status};
 
 /// Private bytes per lane hsa-core gives a queue when its creator does not say
 /// ([`QueueConfig::private_segment_size`](super::QueueConfig::private_segment_size) `None`):
-/// 1 KiB, HIP's default stack size per thread (`hipLimitStackSize`).
-pub const DEFAULT_PRIVATE_SEGMENT_BYTES: u32 = 1024;
+/// 2 KiB, ROCR's `DEFAULT_SCRATCH_BYTES_PER_THREAD` (its per-queue scratch for a full-profile
+/// agent; a dGPU's ROCR queue starts without scratch and grows it on the CP's request).
+pub const DEFAULT_PRIVATE_SEGMENT_BYTES: u32 = 2048;
 
 /// Largest private segment per lane a queue can have, bytes: 64 lanes of it fill gfx9's
 /// largest `COMPUTE_TMPRING_SIZE.WAVESIZE`, 8191 KiB (ROCR's `MAX_WAVE_SCRATCH`, 8387584
