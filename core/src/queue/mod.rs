@@ -895,8 +895,61 @@ mod aql {
             FakePlatform::new()
         }
 
+        /// A queue config without scratch (its 436 MiB default would weigh on miri); the
+        /// scratch test below asks for some.
         fn config(size: u32) -> QueueConfig {
-            QueueConfig::new(NodeId(1), size, 64, 1 << 17)
+            let mut c = QueueConfig::new(NodeId(1), size, 64, 1 << 17);
+            c.private_segment_size = Some(0);
+            c
+        }
+
+        /// A queue asking for 16 private bytes per work-item on the fake MI210 (104 CUs, 32
+        /// scratch slots each) gets 3328 slots of 1 KiB in device-local memory, described in
+        /// its amd_queue_t as ROCR's InitScratchSRD describes it; destroying the queue gives
+        /// the memory back. Without scratch, every field is 0; above the per-lane limit,
+        /// creation fails with OUT_OF_RESOURCES and nothing stays allocated.
+        #[test]
+        fn create_gives_the_queue_scratch_and_destroy_frees_it() {
+            let plat = platform();
+            let mut cfg = config(64);
+            cfg.private_segment_size = Some(16);
+            let q = AqlQueue::create(&plat, &cfg).unwrap();
+            let d = q.memory.descriptor_snapshot();
+            let chunks = plat.live_chunks();
+            assert_eq!(chunks.len(), 3);
+            let base = d.scratch_backing_memory_location;
+            assert!(
+                chunks
+                    .iter()
+                    .any(|c| c.gpu_va.get() == base && c.size_bytes == 3328 * 1024),
+                "{chunks:?}"
+            );
+            assert_eq!(d.scratch_backing_memory_byte_size, 3328 * 1024);
+            assert_eq!(d.compute_tmpring_size, 0xD00 | 1 << 12);
+            assert_eq!(d.scratch_wave64_lane_byte_size, 16);
+            assert_eq!(
+                d.scratch_resource_descriptor,
+                [
+                    base as u32,
+                    (base >> 32) as u32 | 1 << 31,
+                    3328 * 1024,
+                    0x00EA_4FAC
+                ]
+            );
+            q.destroy().unwrap();
+            assert_eq!(plat.live_chunks().len(), 0);
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            let d = q.memory.descriptor_snapshot();
+            assert_eq!(d.scratch_resource_descriptor, [0; 4]);
+            assert_eq!(
+                (d.compute_tmpring_size, d.scratch_backing_memory_location),
+                (0, 0)
+            );
+            q.destroy().unwrap();
+            cfg.private_segment_size = Some(131_057);
+            let e = AqlQueue::create(&plat, &cfg).map(|_| ()).unwrap_err();
+            assert_eq!(e.status(), Status::OutOfResources);
+            assert_eq!(plat.live_chunks().len(), 0);
         }
 
         fn packet(seq: u32) -> EncodedPacket {
