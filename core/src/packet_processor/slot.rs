@@ -343,11 +343,10 @@ mod tests {
             errors: core::cell::Cell::new(0),
             inactive: inactive_ptr,
         };
-        // SAFETY: the boxed signal is live; read through the same atomic the processor uses.
         let value = || {
-            unsafe { RawSignal::from_ptr(inactive_ptr) }
-                .value()
-                .load(crate::sync::Ordering::Acquire)
+            // SAFETY: the boxed signal is live; read through the atomic the processor uses.
+            let sig = unsafe { RawSignal::from_ptr(inactive_ptr) };
+            sig.value().load(crate::sync::Ordering::Acquire)
         };
         assert_eq!(p.process(&host, 4), Progress::Blocked);
         assert_eq!(value(), 1);
