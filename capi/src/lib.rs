@@ -7,9 +7,11 @@
 //! checks them by compiling C against those headers.
 //!
 //! Every function ROCR 5.2 exports is exported: implemented over the Rust API, or, for a
-//! feature this runtime does not provide (images, the finalizer, interop, SVM), with
+//! feature this runtime does not provide (the finalizer, interop, SVM, ...), with
 //! ROCR's checks and the status ROCR returns when that feature is absent (`ffi::unsupported`;
-//! the table in `README.md` lists each function). hsa-rt's own extension is declared in
+//! the table in `README.md` lists each function). The image extension (`hsa_ext_image.h`) is
+//! provided on gfx9 agents other than gfx94x, over linear images (`ffi::image`). hsa-rt's own
+//! extension is declared in
 //! `include/hsa_rt_ext.h`.
 //!
 //! Installed with `cargo cinstall -p hsa-capi` (cargo-c: `libhsa-runtime64.so.1` and its

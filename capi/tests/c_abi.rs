@@ -801,6 +801,7 @@ fn c_library_under_valgrind_has_no_memory_errors_or_leaks() {
 /// Before, past 256 events the rest were polled every 1 ms, so their handlers ran up to 1 ms
 /// late.
 #[test]
+#[cfg(feature = "emulated")]
 fn c_async_handlers_wait_in_one_wait_over_every_event() {
     use hsa_emu::device::record::KfdCall;
     use hsa_linux::kfd::abi::{WaitEventsArgs, AMDKFD_IOC_WAIT_EVENTS};
@@ -965,15 +966,10 @@ fn c_memory_lock_maps_only_to_the_agents_listed() {
         return;
     }
     let crate_dir = common::crate_dir();
-    // `$HSA_RT_SHARED`, else the `shared` directory beside the workspace.
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| crate_dir.join("../../shared"));
-    let mi210 = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
-    if !mi210.exists() {
-        println!("skipped: {} not found (set HSA_RT_SHARED)", mi210.display());
+    let Some(mi210) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
+    else {
         return;
-    }
+    };
     let (libdir, exe) = build_c_program("lock_agents");
     let out = Command::new(&exe)
         .arg(crate_dir.join("../testdata/codeobjects/kernels-gfx90a-v5.hsaco"))

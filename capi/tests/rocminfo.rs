@@ -106,15 +106,7 @@ fn rocminfo_lists_the_emulated_device() {
 }
 
 fn mi210_topology() -> Option<PathBuf> {
-    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| common::crate_dir().join("../../shared"));
-    let dir = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
-    if dir.exists() {
-        Some(dir)
-    } else {
-        println!("skipped: {} missing (set HSA_RT_SHARED)", dir.display());
-        None
-    }
+    hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
 }
 
 /// The captured 8×MI210 machine: 2 CPU and 8 GPU agents, 38 pools, 8 gfx90a ISAs.

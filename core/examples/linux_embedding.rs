@@ -1,6 +1,6 @@
 //! Embedding hsa-rt in a Rust program on Linux: the quick start of the crate docs on the
 //! device the environment picks — `/dev/kfd` when it exists, else the emulated device
-//! (`HSA_RT_DEVICE=kfd|emulated` forces one; see the README's environment variables) — with
+//! (`HSA_RT_DEVICE=kfd|emulated` forces one; see `docs/environment.md`) — with
 //! a queue error callback and a bounded wait.
 //!
 //! From the repository's root (a clean clone needs nothing else):

@@ -20,6 +20,7 @@
 //! (`HSA_IMAGE_OBJECT_SIZE_DWORD` 12).
 
 use crate::status::{Error, Result, Status};
+use crate::wire::gfx9_rsrc::{img_type, BufferRsrc, ImageRsrc, SamplerRsrc};
 use crate::{bail, error};
 
 pub mod region;
@@ -110,11 +111,11 @@ impl Geometry {
     /// The T# `TYPE` (`SQ_RSRC_IMG_*`) of the geometry; the V# of a 1DB image has none.
     fn resource_type(self) -> u32 {
         match self {
-            Geometry::D1 | Geometry::D1Buffer => 8,
-            Geometry::D2 | Geometry::D2Depth => 9,
-            Geometry::D3 => 10,
-            Geometry::D1Array => 12,
-            Geometry::D2Array | Geometry::D2ArrayDepth => 13,
+            Geometry::D1 | Geometry::D1Buffer => img_type::D1,
+            Geometry::D2 | Geometry::D2Depth => img_type::D2,
+            Geometry::D3 => img_type::D3,
+            Geometry::D1Array => img_type::D1_ARRAY,
+            Geometry::D2Array | Geometry::D2ArrayDepth => img_type::D2_ARRAY,
         }
     }
 }
@@ -554,36 +555,41 @@ pub fn image_object(
     address: u64,
 ) -> [u32; IMAGE_OBJECT_DWORDS] {
     let info = &layout.info;
-    let s = info.dst_sel.map(u32::from);
     let mut w = [0u32; IMAGE_OBJECT_DWORDS];
     if desc.geometry == Geometry::D1Buffer {
-        // V# (Vega ISA §9.1.5 "Vector Memory Buffer Instructions", buffer resource).
-        w[0] = address as u32;
-        w[1] = ((address >> 32) as u32 & 0xffff) | (info.element_bytes & 0x3fff) << 16;
-        // NUM_RECORDS: bytes (the layout checked they fit 32 bits).
-        w[2] = layout.row_pitch as u32;
-        w[3] = s[0]
-            | s[1] << 3
-            | s[2] << 6
-            | s[3] << 9
-            | (info.num_format & 7) << 12
-            | (info.data_format & 0xf) << 15;
+        // V# (Vega ISA §9.1.5 "Vector Memory Buffer Instructions", buffer resource):
+        // NUM_RECORDS in bytes (the layout checked they fit 32 bits).
+        BufferRsrc {
+            base: address,
+            stride: info.element_bytes,
+            num_records: layout.row_pitch as u32,
+            dst_sel: info.dst_sel,
+            num_format: info.num_format,
+            data_format: info.data_format,
+            ..BufferRsrc::default()
+        }
+        .emit(&mut w);
     } else {
-        // T# (Vega ISA §8.2.1 "Image Resource").
-        let pitch_texels = layout.row_pitch / u64::from(info.element_bytes);
-        let depth_field = match desc.geometry {
-            Geometry::D3 => desc.depth - 1,
-            g if g.is_array() => desc.array_size - 1,
-            _ => 0,
+        // T# (Vega ISA §8.2.1 "Image Resource"): BASE_LEVEL 0, LAST_LEVEL 0, SW_MODE 0
+        // (linear).
+        let depth = match desc.geometry {
+            Geometry::D3 => desc.depth,
+            g if g.is_array() => desc.array_size,
+            _ => 1,
         };
-        w[0] = (address >> 8) as u32;
-        w[1] = (address >> 40) as u32 & 0xff
-            | (info.data_format & 0x3f) << 20
-            | (info.num_format & 0xf) << 26;
-        w[2] = (desc.width as u32 - 1) & 0x3fff | ((layout.rows as u32 - 1) & 0x3fff) << 14;
-        // BASE_LEVEL 0, LAST_LEVEL 0, SW_MODE 0 (linear).
-        w[3] = s[0] | s[1] << 3 | s[2] << 6 | s[3] << 9 | desc.geometry.resource_type() << 28;
-        w[4] = (depth_field as u32) & 0x1fff | ((pitch_texels as u32 - 1) & 0xffff) << 13;
+        ImageRsrc {
+            base: address,
+            data_format: info.data_format,
+            num_format: info.num_format,
+            width: desc.width as u32,
+            height: layout.rows as u32,
+            depth: depth as u32,
+            pitch: (layout.row_pitch / u64::from(info.element_bytes)) as u32,
+            dst_sel: info.dst_sel,
+            ty: desc.geometry.resource_type(),
+            ..ImageRsrc::default()
+        }
+        .emit(&mut w);
     }
     w[8] = desc.format.channel_type;
     w[9] = desc.format.channel_order;
@@ -624,8 +630,8 @@ pub fn sampler_object(desc: &SamplerDescriptor) -> Result<[u32; SAMPLER_OBJECT_D
         ),
     };
     let unnormalized = match desc.coordinate_mode {
-        0 => 1,
-        1 => 0,
+        0 => true,
+        1 => false,
         other => bail!(
             Status::SamplerDescriptorUnsupported,
             "sampler coordinate mode {other} is not an hsa_ext_sampler_coordinate_mode_t"
@@ -641,11 +647,16 @@ pub fn sampler_object(desc: &SamplerDescriptor) -> Result<[u32; SAMPLER_OBJECT_D
         ),
     };
     let mut w = [0u32; SAMPLER_OBJECT_DWORDS];
-    w[0] = clamp | clamp << 3 | clamp << 6 | unnormalized << 15;
-    w[1] = 4095 << 12;
-    w[2] = filter << 20 | filter << 22;
-    // BORDER_COLOR_TYPE (bits 31:30) 0: transparent black.
-    w[3] = 0;
+    // BORDER_COLOR_TYPE 0: transparent black.
+    SamplerRsrc {
+        clamp: [clamp; 3],
+        force_unnormalized: unnormalized,
+        max_lod: 4095,
+        xy_mag_filter: filter,
+        xy_min_filter: filter,
+        ..SamplerRsrc::default()
+    }
+    .emit(&mut w);
     Ok(w)
 }
 

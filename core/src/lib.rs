@@ -14,7 +14,8 @@
 //! The canonical HSA flow — init, find the GPU agent, find the memory pools, create an AQL
 //! queue, load a code object, dispatch a kernel, wait on its completion signal, verify — on
 //! the emulated device of `hsa-emu` (no GPU needed), running the real gfx90a machine code of
-//! `vector_copy`. The same program is the README's quick start; on Linux,
+//! `vector_copy`. The same program is `examples/quick_start.rs` (`cargo run -p hsa-core
+//! --example quick_start`), from which the README shows an excerpt; on Linux,
 //! `cargo run -p hsa-core --example linux_embedding` runs it on `/dev/kfd` when present.
 //! Every step returns [`Error`] (a [`Status`] and a message) when it fails.
 //!
@@ -170,6 +171,7 @@ pub mod sdma;
 pub mod signal;
 pub mod status;
 pub mod sync;
+pub mod wire;
 
 pub use addr::{DoorbellIndex, EventId, GpuVa, NodeId, PacketIndex, PhysAddr, QueueId};
 pub use platform_ref::PlatformRef;

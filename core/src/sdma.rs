@@ -1,8 +1,9 @@
 //! SDMA queues: the producer side of a GPU's system DMA engine, as ROCR 5.2's `BlitSdma`
 //! drives it on gfx9 for `hsa_amd_memory_async_copy`.
 //!
-//! - [`packet`]: the SDMA 4.x packets the runtime writes (layouts: linux
-//!   `drivers/gpu/drm/amd/amdgpu/vega10_sdma_pkt_open.h`, ROCR `sdma_registers.h`).
+//! - [`packet`]: the SDMA 4.x packets the runtime writes, from the one layout of
+//!   [`crate::wire::sdma`] (linux `drivers/gpu/drm/amd/amdgpu/vega10_sdma_pkt_open.h`, ROCR
+//!   `sdma_registers.h`).
 //! - [`SdmaQueue`]: one SDMA queue of a GPU node ([`SdmaQueues::create_sdma_queue`]): a byte
 //!   ring in system memory the GPU reaches (1 MiB, as ROCR's `kQueueSize`), a 64-bit read
 //!   pointer the engine writes back and a 64-bit write pointer, both growing byte offsets;
@@ -32,108 +33,103 @@ use crate::platform::{
 use crate::platform_ref::{PlatformOf, PlatformRef};
 use crate::status::{Error, Result, Status};
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+#[cfg(feature = "alloc")]
+use crate::wire::sdma::{CopyLinearRect, RectSide, Repr};
 
-/// The SDMA 4.x packets the runtime writes, as dword arrays.
+/// The SDMA 4.x packets the runtime writes, as dword arrays (`Repr`s of [`crate::wire::sdma`]
+/// emitted in `SDMA_4_0`'s format).
 pub mod packet {
     use crate::addr::GpuVa;
+    use crate::wire::sdma::{Atomic, CopyLinear, PollRegMem, Repr};
+    pub use crate::wire::sdma::{
+        ATOMIC_ADD64, OP_ATOMIC, OP_COPY, OP_FENCE, OP_NOP, OP_POLL_REGMEM, OP_TIMESTAMP, OP_TRAP,
+        SUBOP_TIMESTAMP_GET_GLOBAL,
+    };
 
-    /// Opcode `NOP` (a zero dword is a one-dword NOP).
-    pub const OP_NOP: u32 = 0;
-    /// Opcode `COPY`.
-    pub const OP_COPY: u32 = 1;
-    /// Opcode `FENCE`.
-    pub const OP_FENCE: u32 = 5;
-    /// Opcode `TRAP`.
-    pub const OP_TRAP: u32 = 6;
-    /// Opcode `POLL_REGMEM`.
-    pub const OP_POLL_REGMEM: u32 = 8;
-    /// Opcode `ATOMIC`.
-    pub const OP_ATOMIC: u32 = 10;
-    /// Opcode `TIMESTAMP`.
-    pub const OP_TIMESTAMP: u32 = 13;
-    /// `TIMESTAMP` sub-opcode `GET_GLOBAL_TIMESTAMP`.
-    pub const SUBOP_TIMESTAMP_GET_GLOBAL: u32 = 2;
-    /// The TC atomic operation `ADD_RTN_64` (ROCR's `SDMA_ATOMIC_ADD64`, 47).
-    pub const ATOMIC_ADD64: u32 = 0x2f;
     /// The most bytes one `COPY_LINEAR` moves in ROCR 5.2 (`SDMA_PKT_COPY_LINEAR::kMaxSize_`;
     /// the 22-bit count holds `bytes - 1`).
     pub const COPY_LINEAR_MAX_BYTES: u64 = 0x3f_ffe0;
-
-    fn lo(a: u64) -> u32 {
-        a as u32
-    }
-    fn hi(a: u64) -> u32 {
-        (a >> 32) as u32
-    }
+    const _: () =
+        assert!(COPY_LINEAR_MAX_BYTES <= crate::wire::sdma::SDMA_4_0.copy_linear_max_bytes());
 
     /// `COPY` `LINEAR` (7 dwords) of `bytes` bytes, `1..=`[`COPY_LINEAR_MAX_BYTES`] (the
     /// count field is `bytes - 1` on SDMA 4; a larger value is cut to its 22 bits).
     pub fn copy_linear(dst: GpuVa, src: GpuVa, bytes: u32) -> [u32; 7] {
-        [
-            OP_COPY,
-            bytes.saturating_sub(1) & 0x3f_ffff,
-            0,
-            lo(src.0),
-            hi(src.0),
-            lo(dst.0),
-            hi(dst.0),
-        ]
+        Repr::CopyLinear(CopyLinear {
+            count: bytes.saturating_sub(1),
+            src: src.0,
+            dst: dst.0,
+            broadcast: false,
+            dst_sw: 0,
+            src_sw: 0,
+        })
+        .to_array()
     }
 
     /// `FENCE` (4 dwords): stores `data` to the 4-byte aligned `addr`.
     pub fn fence(addr: GpuVa, data: u32) -> [u32; 4] {
-        [OP_FENCE, lo(addr.0), hi(addr.0), data]
+        Repr::Fence { addr: addr.0, data }.to_array()
     }
 
     /// `TRAP` (2 dwords): the engine's interrupt with the 28-bit context `int_ctx`.
     pub fn trap(int_ctx: u32) -> [u32; 2] {
-        [OP_TRAP, int_ctx & 0x0fff_ffff]
+        Repr::Trap {
+            int_context: int_ctx,
+        }
+        .to_array()
     }
 
     /// `POLL_REGMEM` (6 dwords) of memory: waits until the 32-bit word at `addr` equals
     /// `value` (function 3, mask all ones), polling every 4 (units of the engine's clock),
     /// retrying forever (0xfff), as ROCR's `BuildPollCommand`.
     pub fn poll_mem_eq(addr: GpuVa, value: u32) -> [u32; 6] {
-        [
-            OP_POLL_REGMEM | (3 << 28) | (1 << 31),
-            lo(addr.0),
-            hi(addr.0),
+        Repr::PollRegMem(PollRegMem {
+            hdp_flush: false,
+            func: crate::wire::sdma::POLL_FUNC_EQUAL as u8,
+            mem_poll: true,
+            addr: addr.0,
             value,
-            0xffff_ffff,
-            4 | (0xfff << 16),
-        ]
+            mask: u32::MAX,
+            interval: 4,
+            retry_count: 0xfff,
+        })
+        .to_array()
     }
 
     /// ROCR's HDP flush (`hdp_flush_cmd`): a `POLL_REGMEM` of a register whose function is
-    /// "always" (6 dwords).
+    /// "always" (6 dwords; dword 2, `ADDR_HI`, holds 0x8000_0000 as ROCR writes it).
     pub fn hdp_flush() -> [u32; 6] {
-        [OP_POLL_REGMEM, 0, 0x8000_0000, 0, 0, 0]
+        Repr::PollRegMem(PollRegMem {
+            hdp_flush: false,
+            func: 0,
+            mem_poll: false,
+            addr: 0x8000_0000 << 32,
+            value: 0,
+            mask: 0,
+            interval: 0,
+            retry_count: 0,
+        })
+        .to_array()
     }
 
     /// `ATOMIC` (8 dwords) `ADD_RTN_64` of `value` to the 8-byte aligned `addr` (ROCR's
     /// signal decrement adds -1).
     pub fn atomic_add64(addr: GpuVa, value: i64) -> [u32; 8] {
-        let v = value as u64;
-        [
-            OP_ATOMIC | (ATOMIC_ADD64 << 25),
-            lo(addr.0),
-            hi(addr.0),
-            lo(v),
-            hi(v),
-            0,
-            0,
-            0,
-        ]
+        Repr::Atomic(Atomic {
+            op: ATOMIC_ADD64 as u8,
+            looped: false,
+            addr: addr.0,
+            src_data: value as u64,
+            cmp_data: 0,
+            loop_interval: 0,
+        })
+        .to_array()
     }
 
     /// `TIMESTAMP` `GET_GLOBAL_TIMESTAMP` (3 dwords): stores the GPU clock counter as 64 bits
     /// at the 8-byte aligned `addr`.
     pub fn timestamp(addr: GpuVa) -> [u32; 3] {
-        [
-            OP_TIMESTAMP | (SUBOP_TIMESTAMP_GET_GLOBAL << 8),
-            lo(addr.0),
-            hi(addr.0),
-        ]
+        Repr::Timestamp { addr: addr.0 }.to_array()
     }
 }
 
@@ -343,21 +339,25 @@ pub fn copy_rect_commands(
                     };
                     let rect_y = (range[1] - y).min(RECT_MAX_XY) - 1;
                     let rect_z = (range[2] - z).min(RECT_MAX_Z) - 1;
-                    out.extend([
-                        packet::OP_COPY | (4 << 8) | (element << 29),
-                        sb as u32,
-                        (sb >> 32) as u32,
-                        soff,
-                        field(src.pitch, element, 19) << 13,
-                        slice_field(&src),
-                        db as u32,
-                        (db >> 32) as u32,
-                        doff,
-                        field(dst.pitch, element, 19) << 13,
-                        slice_field(&dst),
-                        (xcount - 1) as u32 | ((rect_y as u32) << 16),
-                        rect_z as u32,
-                    ]);
+                    let side = |s: &RectSurface, base: u64, off: u32| RectSide {
+                        addr: base,
+                        x: off as u16,
+                        y: 0,
+                        z: 0,
+                        pitch: field(s.pitch, element, 19),
+                        slice_pitch: slice_field(s),
+                    };
+                    let rect = Repr::CopyLinearRect(CopyLinearRect {
+                        element: element as u8,
+                        src: side(&src, sb, soff),
+                        dst: side(&dst, db, doff),
+                        rect_x: (xcount - 1) as u16,
+                        rect_y: rect_y as u16,
+                        rect_z: rect_z as u16,
+                        dst_sw: 0,
+                        src_sw: 0,
+                    });
+                    out.extend(rect.to_array::<13>());
                 }
                 y += RECT_MAX_XY;
             }

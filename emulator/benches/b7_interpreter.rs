@@ -18,7 +18,6 @@
 //! Run: `cargo bench -p hsa-emu --bench b7_interpreter`.
 #![allow(missing_docs)] // criterion_group! makes an undocumented pub fn
 
-use std::cell::RefCell;
 use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,136 +25,13 @@ use std::time::Duration;
 use criterion::{criterion_group, criterion_main, Criterion};
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
-use hsa_core::{Result, Status};
-use hsa_gfx9::exec::{run_workgroups, DeviceMemory, DispatchState, ExecStats, KernelCode};
+use hsa_gfx9::exec::{run_workgroups, DispatchState, ExecStats, KernelCode};
 use hsa_gfx9::Gfx9Target;
 
-/// Flat device memory: a few buffers at fixed addresses.
-struct Memory {
-    regions: RefCell<Vec<(u64, Vec<u8>)>>,
-}
-
-impl Memory {
-    fn new() -> Memory {
-        Memory {
-            regions: RefCell::new(Vec::new()),
-        }
-    }
-
-    fn add(&self, addr: u64, bytes: Vec<u8>) {
-        self.regions.borrow_mut().push((addr, bytes));
-    }
-
-    fn get(&self, addr: u64, len: usize) -> Vec<u8> {
-        let mut v = vec![0; len];
-        self.read(addr, &mut v).expect("read back");
-        v
-    }
-}
-
-impl DeviceMemory for Memory {
-    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
-    fn clock_counter(&self) -> u64 {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-    }
-
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
-        for (base, bytes) in self.regions.borrow().iter() {
-            if addr >= *base && addr + buf.len() as u64 <= base + bytes.len() as u64 {
-                let o = (addr - base) as usize;
-                buf.copy_from_slice(&bytes[o..o + buf.len()]);
-                return Ok(());
-            }
-        }
-        Err(hsa_core::error!(Status::MemoryFault, "read at {addr:#x}"))
-    }
-
-    fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
-        for (base, bytes) in self.regions.borrow_mut().iter_mut() {
-            if addr >= *base && addr + data.len() as u64 <= *base + bytes.len() as u64 {
-                let o = (addr - *base) as usize;
-                bytes[o..o + data.len()].copy_from_slice(data);
-                return Ok(());
-            }
-        }
-        Err(hsa_core::error!(Status::MemoryFault, "write at {addr:#x}"))
-    }
-
-    // One buffer lookup per wave-instruction when every lane's access is in one buffer, as
-    // the emulated device's memory does; else lane by lane.
-    fn read_lanes(
-        &self,
-        addrs: &[u64; 64],
-        lanes: u64,
-        n: usize,
-        out: &mut [[u8; 16]; 64],
-    ) -> std::result::Result<(), (usize, hsa_core::Error)> {
-        let active = || (0..64).filter(move |l| lanes >> l & 1 != 0);
-        let regions = self.regions.borrow();
-        let Some((base, bytes)) = span(&regions, addrs, lanes, n) else {
-            drop(regions);
-            for lane in active() {
-                self.read(addrs[lane], &mut out[lane][..n])
-                    .map_err(|e| (lane, e))?;
-            }
-            return Ok(());
-        };
-        for lane in active() {
-            let o = (addrs[lane] - base) as usize;
-            out[lane][..n].copy_from_slice(&bytes[o..o + n]);
-        }
-        Ok(())
-    }
-
-    fn write_lanes(
-        &self,
-        addrs: &[u64; 64],
-        lanes: u64,
-        n: usize,
-        data: &[[u8; 16]; 64],
-    ) -> std::result::Result<(), (usize, hsa_core::Error)> {
-        let active = || (0..64).filter(move |l| lanes >> l & 1 != 0);
-        let mut regions = self.regions.borrow_mut();
-        let Some(i) = span(&regions, addrs, lanes, n).map(|(b, _)| b) else {
-            drop(regions);
-            for lane in active() {
-                self.write(addrs[lane], &data[lane][..n])
-                    .map_err(|e| (lane, e))?;
-            }
-            return Ok(());
-        };
-        let (base, bytes) = regions
-            .iter_mut()
-            .find(|(b, _)| *b == i)
-            .expect("found above");
-        for lane in active() {
-            let o = (addrs[lane] - *base) as usize;
-            bytes[o..o + n].copy_from_slice(&data[lane][..n]);
-        }
-        Ok(())
-    }
-}
-
-/// The buffer holding every access of `n` bytes at `addrs[lane]` for the lanes of `lanes`.
-fn span<'a>(
-    regions: &'a [(u64, Vec<u8>)],
-    addrs: &[u64; 64],
-    lanes: u64,
-    n: usize,
-) -> Option<(u64, &'a [u8])> {
-    let (mut lo, mut hi) = (u64::MAX, 0u64);
-    for (lane, &a) in addrs.iter().enumerate() {
-        if lanes >> lane & 1 != 0 {
-            lo = lo.min(a);
-            hi = hi.max(a.checked_add(n as u64)?);
-        }
-    }
-    regions
-        .iter()
-        .find(|(b, bytes)| lo < hi && lo >= *b && hi <= b + bytes.len() as u64)
-        .map(|(b, bytes)| (*b, bytes.as_slice()))
-}
+/// The flat device memory of the interpreter's tests (one region lookup per
+/// wave-instruction when every lane's access is in one region, as the emulated device's
+/// memory does).
+use hsa_test_support::FlatMemory as Memory;
 
 const LOAD_BASE: u64 = 0x7000_0000_0000;
 const PACKET: u64 = 0x1000;

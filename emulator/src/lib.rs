@@ -5,12 +5,16 @@
 //! crate apart from the runtime: nothing in `hsa-core` or `hsa-linux` depends on it.
 //!
 //! - [`gfx9`]: the `hsa-gfx9` crate, the GFX9 (wave64) decoder, disassembler text
-//!   (`llvm-objdump`'s syntax) and wave interpreter, which runs the real machine code of gfx900,
-//!   gfx90a and gfx942 code objects; this crate's device supplies its memory and clock.
-//! - [`device`]: the emulated device — [`EmulatedKfd`], a model of amdkfd (ioctl semantics of
-//!   `kfd_chardev.c`: memory, queues, events) that implements
+//!   (`llvm-objdump`'s syntax) and wave interpreter, which runs the real machine code of gfx900
+//!   (and its variants), gfx906, gfx908, gfx90a and gfx942 (and gfx940/941) code objects; this
+//!   crate's device supplies its memory and clock.
+//! - [`device`]: the emulated device — [`EmulatedKfd`], a model of amdkfd in its shape (one
+//!   ioctl table indexed like `kfd_chardev.c`'s `amdkfd_ioctls[]`, handlers by object:
+//!   process, clock, events, memory, dma-bufs, queues, SDMA) that implements
 //!   [`hsa_linux::kfd::driver::KfdDriver`]; its command processor (one thread per AQL queue,
-//!   running the core's packet processor); host implementations of the test kernels; and the
+//!   running the core's packet processor, with a PM4 engine) and SDMA engine (one thread per
+//!   SDMA queue), both reading their packets through `hsa_core::wire`; host implementations of
+//!   the test kernels; and the
 //!   built-in device profiles ([`builtin_topology`]: an MI210-like gfx90a and a CPU).
 //! - [`select`]: the choice between the real `/dev/kfd` and the emulated device
 //!   ([`open_default`], [`open_capture`]; `HSA_RT_DEVICE`, `HSA_RT_SYSFS`, `HSA_XNACK`), which

@@ -3,32 +3,16 @@
 //! every agent fits every per-agent table and mask (`hsa_core::addr::MAX_AGENTS`). Without
 //! `../shared` the test says so and passes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use hsa_core::addr::{NodeId, MAX_AGENTS};
 use hsa_core::memory::GlobalFlags;
 use hsa_core::runtime::{AgentHandle, Runtime};
 
-/// `$HSA_RT_SHARED/testdata/kfd-topology/<case>/topology`, else `<workspace>/../shared/...`;
-/// `None` (and a printed note) when absent.
+/// The capture `case`'s `topology` directory, or `None` (said) when it is absent.
 fn dump(case: &str) -> Option<PathBuf> {
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let root = shared
-        .join("testdata/kfd-topology")
-        .join(case)
-        .join("topology");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        println!(
-            "skipped: topology dump {} not found (set HSA_RT_SHARED)",
-            root.display()
-        );
-        None
-    }
+    hsa_test_support::shared::topology_dump(case)
 }
 
 #[test]

@@ -10,7 +10,7 @@
 //! Facts from addrlib's gfx9 model (ROCR's `image/addrlib`, `gfx9addrlib.cpp` and
 //! `addrlib2.cpp`; the same library in Mesa), restated here:
 //!
-//! - **Swizzle modes** ([`SwizzleMode`], the T#'s `SW_MODE`, SQ_IMG_RSRC_WORD3 [24:20]):
+//! - **Swizzle modes** ([`SwizzleMode`], the T#'s `SW_MODE`, SQ_IMG_RSRC_WORD3 bits 24:20):
 //!   0 linear; 1..=3 the 256 B block's S (standard), D (display) and R (rotated) modes;
 //!   4..=7 the 4 KiB block's Z, S, D, R; 8..=11 the 64 KiB block's; 16..=19 the 64 KiB
 //!   `_T` modes (PRT: XOR within the block only); 20..=23 the 4 KiB `_X` modes and 24..=27
@@ -63,8 +63,8 @@ use alloc::format;
 use alloc::string::String;
 
 /// The pipe and bank layout of a gfx9 GPU's memory, from its `GB_ADDR_CONFIG` register (the
-/// fields addrlib reads: NUM_PIPES [2:0], PIPE_INTERLEAVE_SIZE [5:3], NUM_BANKS [14:12],
-/// NUM_SHADER_ENGINES [20:19]; `gfx9_gb_reg.h`). Each count is a power of two, stored as
+/// fields addrlib reads: NUM_PIPES bits 2:0, PIPE_INTERLEAVE_SIZE bits 5:3, NUM_BANKS bits 14:12,
+/// NUM_SHADER_ENGINES bits 20:19; `gfx9_gb_reg.h`). Each count is a power of two, stored as
 /// its base-2 logarithm.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AddrConfig {

@@ -1,7 +1,6 @@
 //! Runs the real kernels of the gfx900/gfx90a/gfx942 code objects through the gfx9 wave
-//! interpreter over a Vec-backed device memory, and checks the results against host code.
+//! interpreter over a flat device memory (`hsa_test_support::FlatMemory`), and checks the results against host code.
 
-use std::cell::RefCell;
 use std::path::PathBuf;
 
 use hsa_core::abi::queue::AmdQueue;
@@ -9,67 +8,12 @@ use hsa_core::loader::code_object::{AlignedBytes, CodeObject};
 use hsa_core::packet::KernelDispatch;
 use hsa_core::queue::scratch::ScratchLayout;
 use hsa_core::{GpuVa, Result, Status};
-use hsa_gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode, QueueScratch};
+use hsa_gfx9::exec::{run_dispatch, DispatchState, KernelCode, QueueScratch};
 use hsa_gfx9::Gfx9Target;
 use object::{Object, ObjectSection};
 
-/// A flat device address space made of a few allocations.
-struct TestMemory {
-    allocs: RefCell<Vec<(u64, Vec<u8>)>>,
-}
-
-impl TestMemory {
-    fn new() -> TestMemory {
-        TestMemory {
-            allocs: RefCell::new(Vec::new()),
-        }
-    }
-    fn add(&self, addr: u64, bytes: Vec<u8>) {
-        self.allocs.borrow_mut().push((addr, bytes));
-    }
-    fn get(&self, addr: u64, len: usize) -> Vec<u8> {
-        let mut v = vec![0; len];
-        self.read(addr, &mut v).unwrap();
-        v
-    }
-}
-
-impl DeviceMemory for TestMemory {
-    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
-    fn clock_counter(&self) -> u64 {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-    }
-
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
-        for (base, bytes) in self.allocs.borrow().iter() {
-            if addr >= *base && addr + buf.len() as u64 <= base + bytes.len() as u64 {
-                let o = (addr - base) as usize;
-                buf.copy_from_slice(&bytes[o..o + buf.len()]);
-                return Ok(());
-            }
-        }
-        Err(hsa_core::error!(
-            Status::MemoryFault,
-            "read of {} bytes at {addr:#x}",
-            buf.len()
-        ))
-    }
-    fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
-        for (base, bytes) in self.allocs.borrow_mut().iter_mut() {
-            if addr >= *base && addr + data.len() as u64 <= *base + bytes.len() as u64 {
-                let o = (addr - *base) as usize;
-                bytes[o..o + data.len()].copy_from_slice(data);
-                return Ok(());
-            }
-        }
-        Err(hsa_core::error!(
-            Status::MemoryFault,
-            "write of {} bytes at {addr:#x}",
-            data.len()
-        ))
-    }
-}
+/// The flat test memory of the interpreter's tests.
+use hsa_test_support::FlatMemory as TestMemory;
 
 const LOAD_BASE: u64 = 0x7000_0000_0000;
 const PACKET: u64 = 0x1000;

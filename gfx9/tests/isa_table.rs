@@ -186,22 +186,9 @@ fn table_matches_the_code_objects() {
     );
 }
 
-/// `$HSA_RT_SHARED/testdata`, else `<workspace>/../shared/testdata`; `None` (and a printed
-/// note) when absent.
+/// `<shared>/testdata`, or `None` (said) when the captures are absent.
 fn shared_testdata() -> Option<PathBuf> {
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let dir = shared.join("testdata");
-    if dir.join("kfd-topology").is_dir() {
-        Some(dir)
-    } else {
-        println!(
-            "skipped: {} not found (set HSA_RT_SHARED)",
-            dir.join("kfd-topology").display()
-        );
-        None
-    }
+    hsa_test_support::shared::testdata()
 }
 
 /// The GPU nodes of a capture: the fields of `nodes/N/properties` this test reads (a

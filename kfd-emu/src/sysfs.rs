@@ -316,24 +316,18 @@ mod tests {
 
     #[test]
     fn every_capture_round_trips_after_completion() {
-        let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-            .unwrap_or_else(|| {
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
-            })
-            .join("testdata/kfd-topology");
-        let Ok(cases) = std::fs::read_dir(&shared) else {
-            println!("skipped: {} missing (set HSA_RT_SHARED)", shared.display());
+        let Some(roots) = hsa_test_support::shared::topology_dumps() else {
             return;
         };
         let mut n = 0;
-        for case in cases.flatten() {
-            let root = case.path().join("topology");
-            if !root.is_dir() {
-                continue;
-            }
+        for root in roots {
             let mut t = Topology::read(&root).unwrap();
             complete_capture(&mut t);
-            let d = tmp(&case.file_name().to_string_lossy());
+            let case = root
+                .parent()
+                .and_then(|c| c.file_name())
+                .unwrap_or_default();
+            let d = tmp(&case.to_string_lossy());
             write_topology(&t, &d).unwrap();
             let back = Topology::read(&d).unwrap();
             assert_eq!(back.nodes.len(), t.nodes.len());

@@ -46,20 +46,7 @@ fn kfd_emu(args: &[&str]) -> Option<Output> {
 }
 
 fn shared_topologies() -> Option<Vec<PathBuf>> {
-    let dir = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-        .join("testdata/kfd-topology");
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        println!("skipped: {} missing (set HSA_RT_SHARED)", dir.display());
-        return None;
-    };
-    let mut out: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path().join("topology"))
-        .filter(|p| p.is_dir())
-        .collect();
-    out.sort();
-    Some(out)
+    hsa_test_support::shared::topology_dumps()
 }
 
 /// hsainfo's report on the emulated device over `topology`.

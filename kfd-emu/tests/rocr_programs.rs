@@ -56,17 +56,12 @@ fn c_vector_copy_on_debian_rocr_verifies() {
             "gfx900",
         ),
     ];
-    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| crate_dir.join("../../shared"))
-        .join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
-    if shared.is_dir() {
+    if let Some(shared) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology") {
         cases.push((
             vec!["--sysfs".to_owned(), shared.to_string_lossy().into_owned()],
             "kernels-gfx90a-v5.hsaco",
             "gfx90a",
         ));
-    } else {
-        println!("skipped (one case): {} missing", shared.display());
     }
     for (options, object, isa) in cases {
         let code_object = objects.join(object);

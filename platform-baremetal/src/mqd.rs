@@ -1,5 +1,6 @@
-//! The gfx9 memory queue descriptor (MQD) fields an AQL compute queue needs, computed from the
-//! queue's addresses and sizes.
+//! The gfx9 memory queue descriptor (MQD) of an AQL compute queue, computed from the queue's
+//! addresses and sizes: a [`V9Mqd`] (`struct v9_mqd` in full, from [`hsa_core::wire::mqd`])
+//! with the fields an AQL queue needs filled.
 //!
 //! Ref: linux `drivers/gpu/drm/amd/include/v9_structs.h` (`struct v9_mqd`, field names kept),
 //! `amdkfd/kfd_mqd_manager_v9.c` (`update_mqd`), `amdgpu/gfx_v9_0.c` (`gfx_v9_0_mqd_init`);
@@ -7,29 +8,34 @@
 //! 1 << 27`, `DOORBELL_OFFSET(x) = x << 2`, `DOORBELL_EN = 1 << 30`, `AQL_ENABLE = 1`), which
 //! gfx9's `gc_9_0_sh_mask.h` keeps.
 //!
-//! Only the fields listed here are computed; the rest of `v9_mqd` (static thread management,
-//! quantum, persistent state, CWSR) is the host's to fill when it loads the MQD.
+//! Only the fields listed in [`ComputeMqd`] are computed; the rest of `v9_mqd` (static thread
+//! management, quantum, persistent state, CWSR) is zero, the host's to fill when it loads the
+//! MQD.
 
+use core::ops::Deref;
+
+use hsa_core::wire::mqd::cp_hqd;
+pub use hsa_core::wire::mqd::V9Mqd;
 use hsa_core::{DoorbellIndex, Error, GpuVa, Status};
 
 /// `CP_HQD_PQ_CONTROL.QUEUE_SIZE`, bits \[5:0\]: log2(ring size in dwords) - 1.
-pub const PQ_CONTROL_QUEUE_SIZE_MASK: u32 = 0x3f;
+pub const PQ_CONTROL_QUEUE_SIZE_MASK: u32 = cp_hqd::PQ_CONTROL_QUEUE_SIZE.mask();
 /// `CP_HQD_PQ_CONTROL.RPTR_BLOCK_SIZE` shift (bits \[13:8\]).
-pub const PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT: u32 = 8;
+pub const PQ_CONTROL_RPTR_BLOCK_SIZE_SHIFT: u32 = cp_hqd::PQ_CONTROL_RPTR_BLOCK_SIZE.shift;
 /// The RPTR_BLOCK_SIZE value amdkfd programs: 5 (`DEFAULT_RPTR_BLOCK_SIZE` in cik_regs.h,
 /// `5 << CP_HQD_PQ_CONTROL__RPTR_BLOCK_SIZE__SHIFT` in kfd_mqd_manager_v9.c).
 pub const RPTR_BLOCK_SIZE: u32 = 5;
 /// `CP_HQD_PQ_CONTROL.NO_UPDATE_RPTR` (bit 27): set for AQL queues, whose read index the CP
 /// maintains in `amd_queue_t`.
-pub const PQ_CONTROL_NO_UPDATE_RPTR: u32 = 1 << 27;
+pub const PQ_CONTROL_NO_UPDATE_RPTR: u32 = 1 << cp_hqd::PQ_CONTROL_NO_UPDATE_RPTR.shift;
 /// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET` shift (bits \[27:2\], unit: dwords).
-pub const DOORBELL_OFFSET_SHIFT: u32 = 2;
+pub const DOORBELL_OFFSET_SHIFT: u32 = cp_hqd::DOORBELL_OFFSET.shift;
 /// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET` largest value (26 bits).
-pub const DOORBELL_OFFSET_MAX: u32 = 0x03ff_ffff;
+pub const DOORBELL_OFFSET_MAX: u32 = cp_hqd::DOORBELL_OFFSET.mask();
 /// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_EN` (bit 30).
-pub const DOORBELL_EN: u32 = 1 << 30;
+pub const DOORBELL_EN: u32 = 1 << cp_hqd::DOORBELL_EN.shift;
 /// `CP_HQD_AQL_CONTROL.CONTROL0 = 1`: the queue holds AQL packets.
-pub const AQL_CONTROL_CONTROL0: u32 = 1;
+pub const AQL_CONTROL_CONTROL0: u32 = 1 << cp_hqd::AQL_CONTROL0.shift;
 /// The largest `CP_HQD_EOP_CONTROL.EOP_SIZE` amdkfd programs (0xA: 2048 dwords), because the
 /// per-SE EOP-done count is 8 bits (kfd_mqd_manager_v9.c comment).
 pub const EOP_SIZE_MAX_FIELD: u32 = 0xA;
@@ -53,33 +59,31 @@ pub struct MqdParams {
     pub eop_size_bytes: u64,
 }
 
-/// The gfx9 MQD register images of an AQL compute queue (`struct v9_mqd` field names).
+/// The gfx9 MQD of an AQL compute queue: a [`V9Mqd`] (dereference it to read the register
+/// images) whose fields below are computed and the rest zero:
+/// - `cp_hqd_pq_base_lo`/`_hi`: ring address >> 8;
+/// - `cp_hqd_pq_control`: QUEUE_SIZE | RPTR_BLOCK_SIZE << 8 | NO_UPDATE_RPTR;
+/// - `cp_hqd_pq_rptr_report_addr_lo`/`_hi`, `cp_hqd_pq_wptr_poll_addr_lo`/`_hi`;
+/// - `cp_hqd_pq_doorbell_control`: dword offset << 2 | DOORBELL_EN;
+/// - `cp_hqd_aql_control`: CONTROL0 = 1;
+/// - `cp_hqd_eop_base_addr_lo`/`_hi`: EOP address >> 8;
+/// - `cp_hqd_eop_control`: EOP_SIZE = min(0xA, log2(size in dwords) - 1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ComputeMqd {
-    /// `cp_hqd_pq_base_lo`: ring address >> 8, low 32 bits.
-    pub cp_hqd_pq_base_lo: u32,
-    /// `cp_hqd_pq_base_hi`: ring address >> 8, high 32 bits.
-    pub cp_hqd_pq_base_hi: u32,
-    /// `cp_hqd_pq_control`: QUEUE_SIZE | RPTR_BLOCK_SIZE << 8 | NO_UPDATE_RPTR.
-    pub cp_hqd_pq_control: u32,
-    /// `cp_hqd_pq_rptr_report_addr_lo`.
-    pub cp_hqd_pq_rptr_report_addr_lo: u32,
-    /// `cp_hqd_pq_rptr_report_addr_hi`.
-    pub cp_hqd_pq_rptr_report_addr_hi: u32,
-    /// `cp_hqd_pq_wptr_poll_addr_lo`.
-    pub cp_hqd_pq_wptr_poll_addr_lo: u32,
-    /// `cp_hqd_pq_wptr_poll_addr_hi`.
-    pub cp_hqd_pq_wptr_poll_addr_hi: u32,
-    /// `cp_hqd_pq_doorbell_control`: dword offset << 2 | DOORBELL_EN.
-    pub cp_hqd_pq_doorbell_control: u32,
-    /// `cp_hqd_aql_control`: CONTROL0 = 1.
-    pub cp_hqd_aql_control: u32,
-    /// `cp_hqd_eop_base_addr_lo`: EOP address >> 8, low 32 bits.
-    pub cp_hqd_eop_base_addr_lo: u32,
-    /// `cp_hqd_eop_base_addr_hi`: EOP address >> 8, high 32 bits.
-    pub cp_hqd_eop_base_addr_hi: u32,
-    /// `cp_hqd_eop_control`: EOP_SIZE = min(0xA, log2(size in dwords) - 1).
-    pub cp_hqd_eop_control: u32,
+pub struct ComputeMqd(V9Mqd);
+
+impl Deref for ComputeMqd {
+    type Target = V9Mqd;
+
+    fn deref(&self) -> &V9Mqd {
+        &self.0
+    }
+}
+
+impl ComputeMqd {
+    /// The whole MQD, as the CP loads it.
+    pub fn v9_mqd(&self) -> &V9Mqd {
+        &self.0
+    }
 }
 
 fn lo(v: u64) -> u32 {
@@ -90,7 +94,7 @@ fn hi(v: u64) -> u32 {
 }
 
 impl ComputeMqd {
-    /// Computes the MQD fields for `p`.
+    /// Computes the MQD for `p`.
     ///
     /// # Errors
     /// `Status::InvalidQueueCreation` naming the field and value for: a ring or EOP address
@@ -154,7 +158,7 @@ impl ComputeMqd {
         };
         let log2_dwords = (s / 4).trailing_zeros();
         let eop_field = ((e / 4).trailing_zeros() - 1).min(EOP_SIZE_MAX_FIELD);
-        Ok(ComputeMqd {
+        Ok(ComputeMqd(V9Mqd {
             cp_hqd_pq_base_lo: lo(p.ring.get() >> 8),
             cp_hqd_pq_base_hi: hi(p.ring.get() >> 8),
             cp_hqd_pq_control: ((log2_dwords - 1) & PQ_CONTROL_QUEUE_SIZE_MASK)
@@ -169,7 +173,8 @@ impl ComputeMqd {
             cp_hqd_eop_base_addr_lo: lo(p.eop.get() >> 8),
             cp_hqd_eop_base_addr_hi: hi(p.eop.get() >> 8),
             cp_hqd_eop_control: eop_field,
-        })
+            ..V9Mqd::default()
+        }))
     }
 }
 
@@ -210,6 +215,31 @@ mod tests {
         assert_eq!(m.cp_hqd_eop_base_addr_hi, 0);
         // 4096 bytes = 1024 dwords -> 10 - 1 = 9
         assert_eq!(m.cp_hqd_eop_control, 9);
+    }
+
+    /// The computed fields sit at `struct v9_mqd`'s dwords (`v9_structs.h`: cp_hqd_pq_base_lo
+    /// 136, cp_hqd_pq_rptr_report_addr_lo 139, cp_hqd_pq_wptr_poll_addr_lo 141,
+    /// cp_hqd_pq_doorbell_control 143, cp_hqd_pq_control 145, cp_hqd_eop_base_addr_lo 165,
+    /// cp_hqd_eop_control 167, cp_hqd_aql_control 181) and every other dword is 0.
+    #[test]
+    fn fields_sit_at_the_v9_mqd_dwords() {
+        let d = ComputeMqd::new(&params()).unwrap().v9_mqd().dwords();
+        let want = [
+            (136, 0x0123_4567),
+            (139, 0x80),
+            (140, 0x7),
+            (141, 0x38),
+            (142, 0x7),
+            (143, 0x4000_0018),
+            (145, 0x0800_0509),
+            (165, 0x0780_0000),
+            (167, 9),
+            (181, 1),
+        ];
+        for (i, &v) in d.iter().enumerate() {
+            let expected = want.iter().find(|w| w.0 == i).map_or(0, |w| w.1);
+            assert_eq!(v, expected, "dword {i}");
+        }
     }
 
     #[test]

@@ -135,6 +135,14 @@ fn table() -> Vec<Entry> {
             handle = "handle", device_ids_array_ptr = "device_ids_array_ptr", n_devices = "n_devices", n_success = "n_success",
         }
         SetXnackModeArgs = "kfd_ioctl_set_xnack_mode_args" { xnack_enabled = "xnack_enabled" }
+        GetTileConfigArgs = "kfd_ioctl_get_tile_config_args" {
+            tile_config_ptr = "tile_config_ptr", macro_tile_config_ptr = "macro_tile_config_ptr",
+            num_tile_configs = "num_tile_configs", num_macro_tile_configs = "num_macro_tile_configs",
+            gpu_id = "gpu_id", gb_addr_config = "gb_addr_config", num_banks = "num_banks", num_ranks = "num_ranks",
+        }
+        SetTrapHandlerArgs = "kfd_ioctl_set_trap_handler_args" {
+            tba_addr = "tba_addr", tma_addr = "tma_addr", gpu_id = "gpu_id", pad = "pad",
+        }
         RuntimeEnableArgs = "kfd_ioctl_runtime_enable_args" if "AMDKFD_IOC_RUNTIME_ENABLE" {
             r_debug = "r_debug", mode_mask = "mode_mask", capabilities_mask = "capabilities_mask",
         }
@@ -144,7 +152,8 @@ fn table() -> Vec<Entry> {
         AMDKFD_IOC_GET_VERSION, AMDKFD_IOC_CREATE_QUEUE, AMDKFD_IOC_DESTROY_QUEUE,
         AMDKFD_IOC_SET_MEMORY_POLICY, AMDKFD_IOC_GET_CLOCK_COUNTERS, AMDKFD_IOC_UPDATE_QUEUE,
         AMDKFD_IOC_CREATE_EVENT, AMDKFD_IOC_DESTROY_EVENT, AMDKFD_IOC_SET_EVENT, AMDKFD_IOC_RESET_EVENT,
-        AMDKFD_IOC_WAIT_EVENTS, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
+        AMDKFD_IOC_WAIT_EVENTS, AMDKFD_IOC_SET_SCRATCH_BACKING_VA, AMDKFD_IOC_GET_TILE_CONFIG,
+        AMDKFD_IOC_SET_TRAP_HANDLER, AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
         AMDKFD_IOC_ACQUIRE_VM, AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, AMDKFD_IOC_FREE_MEMORY_OF_GPU,
         AMDKFD_IOC_MAP_MEMORY_TO_GPU, AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, AMDKFD_IOC_SET_CU_MASK,
         AMDKFD_IOC_SET_XNACK_MODE, AMDKFD_IOC_AVAILABLE_MEMORY,

@@ -14,24 +14,9 @@ use hsa_linux::topology::{
     parse_properties, MemoryTree, SysfsTree, Topology, MAX_FILE_BYTES, MAX_LINE_BYTES, MAX_NODES,
 };
 
-/// `$HSA_RT_SHARED/testdata/kfd-topology/<case>/topology`, else `<workspace>/../shared/...`;
-/// `None` (and a printed note) when absent.
+/// The capture `case`'s `topology` directory, or `None` (said) when it is absent.
 fn dump(case: &str) -> Option<PathBuf> {
-    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let root = shared
-        .join("testdata/kfd-topology")
-        .join(case)
-        .join("topology");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        println!(
-            "skipped: topology dump {} not found (set HSA_RT_SHARED)",
-            root.display()
-        );
-        None
-    }
+    hsa_test_support::shared::topology_dump(case)
 }
 
 #[test]

@@ -6,30 +6,16 @@
 //! `flags`, bandwidths, NUMA distance = `weight`. Without `../shared` the test says so and
 //! passes.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use hsa_core::memory::{AgentAccess, GlobalFlags, Segment};
 use hsa_core::runtime::{AgentPoolInfo, LinkInfo, LinkType, PoolHandle, Runtime};
 use hsa_linux::LinuxPlatform;
 
+/// The `topology` directory of capture `case`, or `None` (said) when it is missing.
 fn dump(case: &str) -> Option<PathBuf> {
-    let shared = std::env::var_os("HSA_RT_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let root = shared
-        .join("testdata/kfd-topology")
-        .join(case)
-        .join("topology");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        println!(
-            "skipped: topology dump {} not found (set HSA_RT_SHARED)",
-            root.display()
-        );
-        None
-    }
+    hsa_test_support::shared::topology_dump(case)
 }
 
 /// The pool of node `node` with exactly `flags` (global segment), or its group pool.

@@ -187,13 +187,9 @@ fn ten_thousand_dispatches_each_with_its_own_signal_and_kernarg_gfx90a() {
 
 #[test]
 fn ten_thousand_dispatches_each_with_its_own_signal_and_kernarg_gfx942() {
-    let dir = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-        .join("testdata/kfd-topology/mi308x-cpx-topology/topology");
-    if !dir.exists() {
-        println!("skipped: {} not found (set HSA_RT_SHARED)", dir.display());
+    let Some(dir) = hsa_test_support::shared::topology_dump("mi308x-cpx-topology") else {
         return;
-    }
+    };
     let topology = Topology::read(&dir).unwrap();
     run_loop(
         EmulatedKfd::new(topology).unwrap(),

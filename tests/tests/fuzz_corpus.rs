@@ -66,8 +66,7 @@ fn every_target_has_a_fuzz_binary() {
 fn topology_seeds_encode_the_captured_dumps() {
     use hsa_linux::topology::Topology;
     use hsa_tests::fuzz_targets::{topology_seed, topology_tree};
-    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let shared = hsa_test_support::shared::shared_dir();
     let dir = fuzz_dir().join("seeds/topology");
     let mut n = 0;
     for case in [

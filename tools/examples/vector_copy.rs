@@ -11,7 +11,8 @@
 //! Prints one line naming the agent, the device, what ran the kernel (the GPU, or on the
 //! emulated device the gfx9 interpreter with its speed, or a host implementation) and the
 //! elements verified; exits non-zero on any error or mismatch. `HSA_RT_EMULATION=host` makes
-//! the emulated device run host implementations only. A closed stdout pipe is not an error; any
+//! the emulated device run host implementations only. `--help` lists the options and their
+//! limits (tools/README.md has them too). A closed stdout pipe is not an error; any
 //! other write error is reported with exit code 1.
 //!
 //! On a terminal, an interpreted run longer than a second shows a progress bar on stderr
@@ -32,9 +33,25 @@ enum Kernel {
     LocalReverse,
 }
 
+/// The options' limits, for `--help` (tools/README.md has the same table).
+const LIMITS: &str = "\
+Limits, checked before anything is allocated (a value outside is an error naming the option):
+  --elements        1 to 4294967295; the three buffers (elements rounded up to whole
+                    work-groups, x 4 bytes each) must fit the CPU's fine-grained pool and the
+                    Linux backend's 64 GiB of reserved address space; local-reverse needs a
+                    multiple of --workgroup-size
+  --workgroup-size  1 to 65535, at most the kernel's .max_flat_workgroup_size (256 for
+                    kernels.cl's) and the agent's work-group maximum (1024 on the
+                    built-in profile)
+  --chain           1 to 4000 (one completion signal each; amdkfd allows 4096 per process)
+  --agent           below the number of GPU agents
+  --sysfs           the directory holding nodes/ (a capture's .../topology)
+The environment variables (HSA_RT_DEVICE, HSA_RT_EMULATION, HSA_RT_LOG, ...) are in
+docs/environment.md.";
+
 /// Runs a kernel of testdata/codeobjects/kernels.cl through the HSA runtime and verifies it.
 #[derive(Debug, Parser)]
-#[command(name = "vector_copy", version)]
+#[command(name = "vector_copy", version, after_help = LIMITS)]
 struct Args {
     /// The kernel to run.
     #[arg(long, value_enum, default_value = "vector-copy")]

@@ -20,17 +20,18 @@ use std::sync::Arc;
 
 use hsa_core::abi::SignalHandle;
 use hsa_core::isa::TargetId;
-use hsa_core::loader::executable::Executable;
+use hsa_core::loader::executable::{Executable, KernelInfo};
 use hsa_core::loader::CodeObject;
 use hsa_core::memory::{Allocation, GlobalFlags};
 use hsa_core::packet::{BarrierAnd, HeaderFlags, KernelDispatch};
 use hsa_core::platform::MemoryKind;
 use hsa_core::queue::{AqlQueue, QueueConfig};
 use hsa_core::runtime::Runtime;
-use hsa_core::signal::{LoadOrder, SignalCondition, SignalPool, WaitState};
+use hsa_core::signal::{LoadOrder, Signal, SignalCondition, SignalPool, WaitState};
 use hsa_core::{bail, error, Error, NodeId, Status};
 
 use hsa_emu::{ExecutionStats, SelectedDevice};
+use hsa_linux::LinuxPlatform;
 
 /// Which kernel of `kernels.cl` to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -123,26 +124,6 @@ pub struct DemoOutcome {
     /// On the emulated device, what its executors did during this run (instruction counts and
     /// interpreter time, for speed measurements).
     pub execution: Option<ExecutionStats>,
-}
-
-/// Deliberate corruptions of the flow, for tests that show a wrong kernarg layout, a wrong
-/// packet or a bad pointer is caught (by verification or by the queue's error callback).
-/// The default corrupts nothing.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DemoFaults {
-    /// Write the pointer arguments this many bytes into the kernarg segment instead of at 0
-    /// (a multiple of 8); the bytes before them hold the address of buffer `b`, a valid buffer
-    /// of the right size, so the kernel reads real but wrong arguments.
-    pub kernarg_shift_bytes: u32,
-    /// The work-group size the dispatch packet says, instead of the configuration's (the
-    /// verification still expects the configuration's).
-    pub packet_workgroup_size: Option<u16>,
-    /// Replace the first pointer argument by this address.
-    pub first_argument: Option<u64>,
-    /// The grid size the dispatch packet says, instead of the configuration's `elements` (the
-    /// verification still expects the configuration's; a larger grid runs work-items past
-    /// it, which the check of the padding catches).
-    pub packet_grid_size: Option<u32>,
 }
 
 /// What the elements past the grid hold in buffers `a`, `b` and `c` (each buffer is padded
@@ -403,13 +384,22 @@ pub fn hidden_argument(kind: &str, grid: u32, wg: u16) -> Option<u64> {
     })
 }
 
+/// A hidden kernel argument of the kernel's metadata (`.value_kind` `hidden_*`, its
+/// `.offset` and `.size` in bytes).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct HiddenArg {
+    kind: String,
+    offset: u32,
+    size: u32,
+}
+
 /// The kernarg segment of one dispatch: `size` bytes, the explicit arguments as consecutive
-/// u64s from offset 0, each hidden argument of `args` at its `.offset` (little-endian, its
-/// `.size` bytes; see [`hidden_argument`]), everything else 0.
+/// u64s from offset 0, each hidden argument at its `.offset` (little-endian, its `.size`
+/// bytes; see [`hidden_argument`]), everything else 0.
 fn kernarg_segment(
     size: u32,
     explicit: &[u64],
-    args: &[hsa_core::loader::metadata::KernelArg<'_>],
+    hidden: &[HiddenArg],
     config: &DemoConfig,
 ) -> Result<Vec<u8>, Error> {
     let mut segment = vec![0u8; size as usize];
@@ -424,9 +414,9 @@ fn kernarg_segment(
         .get_mut(..explicit_bytes.len())
         .ok_or_else(|| too_small(explicit_bytes.len()))?
         .copy_from_slice(&explicit_bytes);
-    for arg in args.iter().filter(|a| a.is_hidden()) {
-        let wg = dispatch_workgroup_size(config);
-        let value = hidden_argument(arg.value_kind, config.elements, wg)
+    let wg = dispatch_workgroup_size(config);
+    for arg in hidden {
+        let value = hidden_argument(&arg.kind, config.elements, wg)
             .unwrap_or(0)
             .to_le_bytes();
         let start = arg.offset as usize;
@@ -488,10 +478,624 @@ impl IntBuffer {
     }
 }
 
-/// Runs the flow on `device` (registering the host implementation of the test kernel for
-/// its kernel object once loaded, when it is the emulated device: the fallback of its
-/// interpreter) and verifies every
-/// element, and that the elements past the grid (the padding of each buffer to whole
+/// The platform every object of a run holds (shared, so the steps' values own what they hold).
+type Shared = Arc<LinuxPlatform>;
+
+/// Step 1 of the main job, [`Job::set_up`]: the runtime over the device, the GPU and CPU
+/// agents, the kernarg and fine-grained pools, the kernel's metadata from the code object
+/// (its work-group limit and kernarg layout, read before anything is allocated), the checks
+/// of the options against them, and an AQL queue of 1024 packets on the GPU. The later steps
+/// are its methods, in order: [`Job::load`], [`Job::buffers`], [`Job::dispatches`],
+/// [`Job::submit`], [`Job::wait`], [`Job::verify`], [`Job::finish`]; [`run`] is all of them.
+/// A test composes them with its own corruption in between (a kernarg segment or a packet
+/// changed in the [`Dispatches`]), without the main job knowing of it.
+pub struct Job {
+    // Dropped first: the queue, then the rest; the runtime last.
+    queue: AqlQueue<Shared>,
+    config: DemoConfig,
+    emulated: Option<Arc<hsa_emu::EmulatedKfd>>,
+    stats_before: Option<ExecutionStats>,
+    device: String,
+    gpu_name: String,
+    gpu_node: NodeId,
+    cpu_node: NodeId,
+    target: TargetId,
+    kernarg_pool: hsa_core::runtime::PoolHandle,
+    fine_pool: hsa_core::runtime::PoolHandle,
+    code_object: PathBuf,
+    code_object_bytes: Vec<u8>,
+    kernarg_bytes: u32,
+    hidden: Vec<HiddenArg>,
+    rt: Runtime<Shared>,
+}
+
+/// Step 2, [`Job::load`]: the code object loaded and frozen, and the kernel's symbol.
+pub struct LoadedKernel {
+    executable: Executable<Shared>,
+    kernel: KernelInfo,
+}
+
+impl LoadedKernel {
+    /// The kernel's kernel object (the device address of its kernel descriptor).
+    pub fn kernel_object(&self) -> hsa_core::GpuVa {
+        self.kernel.kernel_object
+    }
+}
+
+/// Step 3, [`Job::buffers`]: buffers `a`, `b` and `c` of [`padded_elements`] ints each in
+/// the fine-grained pool; `a` and `b` hold their inputs, `c` zeros, the padding past the grid
+/// [`PAST_GRID_VALUES`].
+pub struct Buffers {
+    a: IntBuffer,
+    b: IntBuffer,
+    c: IntBuffer,
+    expected_a: Vec<i32>,
+    expected_b: Vec<i32>,
+}
+
+impl Buffers {
+    /// The device addresses of `a`, `b` and `c`.
+    pub fn addresses(&self) -> [u64; 3] {
+        [&self.a, &self.b, &self.c].map(|b| b.allocation.va.0)
+    }
+}
+
+/// Step 4, [`Job::dispatches`]: for each dispatch of the chain its completion signal, its
+/// kernarg segment (written) and its kernel dispatch packet (not yet in the queue).
+pub struct Dispatches {
+    signals: Arc<SignalPool<Shared>>,
+    completions: Vec<Signal<Shared>>,
+    kernargs: Vec<Allocation>,
+    packets: Vec<KernelDispatch>,
+}
+
+impl Dispatches {
+    /// Dispatches in the chain.
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+
+    /// Whether the chain is empty (it never is after [`Job::dispatches`]).
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+
+    /// The kernel dispatch packet of dispatch `k`, to change before [`Job::submit`].
+    ///
+    /// # Panics
+    /// When `k` is not below [`Dispatches::len`].
+    pub fn packet_mut(&mut self, k: usize) -> &mut KernelDispatch {
+        &mut self.packets[k]
+    }
+
+    /// Writes `segment` over dispatch `k`'s kernarg segment (from its start).
+    ///
+    /// # Errors
+    /// `Status::InvalidArgument` when `k` is past the chain or `segment` is longer than the
+    /// kernarg segment.
+    pub fn write_kernarg(&self, k: usize, segment: &[u8]) -> Result<(), Error> {
+        let ka = self.kernargs.get(k).ok_or_else(|| {
+            error!(
+                Status::InvalidArgument,
+                "dispatch {k} of a chain of {}",
+                self.kernargs.len()
+            )
+        })?;
+        write_bytes(ka, segment)
+    }
+}
+
+/// What [`Job::verify`] checked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verified {
+    /// Elements checked against the host reference.
+    pub elements: u64,
+    /// Elements past the grid checked to be untouched.
+    pub past_grid: u64,
+}
+
+impl Job {
+    /// Step 1 (see [`Job`]): checks the options ([`validate_config`]), makes the runtime over
+    /// `device`, finds GPU agent `config.agent`, the CPU agent and its kernarg and
+    /// fine-grained pools, reads the kernel's metadata from the code object (`config`'s, or
+    /// [`find_code_object`]'s for the agent's ISA), checks the work-group size
+    /// ([`check_workgroup_size`]) and the memory ([`check_memory`]), and creates the queue
+    /// (its error callback records the error for [`Job::wait`]).
+    ///
+    /// # Errors
+    /// As [`run`] for these steps.
+    pub fn set_up(device: SelectedDevice, config: &DemoConfig) -> Result<Job, Error> {
+        validate_config(config)?;
+        let SelectedDevice { platform, emulated } = device;
+        let stats_before = emulated.as_ref().map(|e| e.execution_stats());
+        let device = platform.device_kind().to_string();
+        let rt = Runtime::new(Arc::new(platform))?;
+        let gpu = crate::report::agents::nth_gpu(&rt, config.agent)?;
+        let cpu = rt
+            .first_cpu()
+            .ok_or_else(|| error!(Status::InvalidAgent, "no CPU agent"))?;
+        let target = *gpu.isa().ok_or_else(|| {
+            error!(
+                Status::InvalidIsa,
+                "GPU agent {} has no known ISA",
+                gpu.name()
+            )
+        })?;
+        let kernarg_pool = rt
+            .find_pool(cpu.handle(), GlobalFlags::KERNARG)
+            .ok_or_else(|| {
+                error!(
+                    Status::InvalidMemoryPool,
+                    "no kernarg pool on the CPU agent"
+                )
+            })?;
+        let (kernarg_pool, kernarg_info) = (kernarg_pool.handle(), kernarg_pool.info().clone());
+        let fine_pool = rt
+            .find_pool(cpu.handle(), GlobalFlags::FINE_GRAINED)
+            .ok_or_else(|| {
+                error!(
+                    Status::InvalidMemoryPool,
+                    "no fine-grained pool on the CPU agent"
+                )
+            })?;
+        let (fine_pool, fine_info) = (fine_pool.handle(), fine_pool.info().clone());
+
+        // The code object's metadata, read before anything is allocated: the kernel's
+        // work-group limit and kernarg layout (hidden arguments included).
+        let path = match &config.code_object {
+            Some(p) => p.clone(),
+            None => find_code_object(&default_code_object_dir(), &target)?,
+        };
+        // The whole path, in front of the cause: with `alloc` an error keeps a long message
+        // whole.
+        let shown = path.display().to_string();
+        let in_file = |e: Error| e.context(&shown);
+        let bytes = crate::report::code_object::read_code_object_file(&path)?;
+        let aligned = hsa_core::loader::code_object::AlignedBytes::new(&bytes);
+        let co = CodeObject::parse(aligned.as_bytes()).map_err(in_file)?;
+        let metadata = co.kernel(config.kernel.name()).map_err(in_file)?.metadata;
+        let hidden = metadata
+            .args()
+            .collect::<Result<Vec<_>, Error>>()
+            .map_err(in_file)?
+            .iter()
+            .filter(|a| a.is_hidden())
+            .map(|a| HiddenArg {
+                kind: a.value_kind.to_owned(),
+                offset: a.offset,
+                size: a.size,
+            })
+            .collect();
+        check_workgroup_size(
+            config,
+            metadata.max_flat_workgroup_size,
+            gpu.workgroup_max_size(),
+        )?;
+        // At least the three pointers of vector_add.
+        let kernarg_bytes = metadata.kernarg_segment_size.max(24);
+        check_memory(config, kernarg_bytes, &fine_info, &kernarg_info)?;
+
+        let gpu_node = NodeId(gpu.node());
+        // No error callback: the queue records why it stopped (`AqlQueue::error`).
+        let queue_config =
+            QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
+        let queue = AqlQueue::create(rt.platform_ref().clone(), &queue_config)?;
+        Ok(Job {
+            config: config.clone(),
+            emulated,
+            stats_before,
+            device,
+            gpu_name: gpu.name().to_string(),
+            gpu_node,
+            cpu_node: NodeId(cpu.node()),
+            target,
+            kernarg_pool,
+            fine_pool,
+            code_object: path,
+            code_object_bytes: bytes,
+            kernarg_bytes,
+            hidden,
+            queue,
+            rt,
+        })
+    }
+
+    /// The configuration of the run.
+    pub fn config(&self) -> &DemoConfig {
+        &self.config
+    }
+
+    /// Step 2: loads the code object on the GPU agent, freezes the executable and finds the
+    /// kernel's symbol; on the emulated device it registers the kernel's host implementation
+    /// for its kernel object (the interpreter's fallback, and `HSA_RT_EMULATION=host`'s
+    /// kernel).
+    ///
+    /// # Errors
+    /// The loader's, in front of the code object's path; `Status::InvalidSymbolName` when the
+    /// symbol is not a kernel.
+    pub fn load(&self) -> Result<LoadedKernel, Error> {
+        let shown = self.code_object.display().to_string();
+        let in_file = |e: Error| e.context(&shown);
+        let name = self.config.kernel.name();
+        let mut executable = Executable::new(self.rt.platform_ref().clone());
+        executable
+            .load_code_object(
+                self.gpu_node,
+                &self.target,
+                &self.code_object_bytes,
+                MemoryKind::System,
+            )
+            .map_err(in_file)?;
+        executable.freeze()?;
+        let kernel = executable
+            .symbol_by_name(name, Some(self.gpu_node))?
+            .kernel
+            .clone()
+            .ok_or_else(|| error!(Status::InvalidSymbolName, "{name} is not a kernel"))?;
+        if let Some(emulated) = &self.emulated {
+            hsa_emu::device::host_kernels::register_test_kernel(
+                emulated,
+                kernel.kernel_object,
+                name,
+            )?;
+        }
+        Ok(LoadedKernel { executable, kernel })
+    }
+
+    /// Step 3: allocates and fills the three buffers (see [`Buffers`]).
+    ///
+    /// # Errors
+    /// The pool's allocation error; `Status::InvalidAllocation` for fine-grained memory
+    /// without a host pointer.
+    pub fn buffers(&self) -> Result<Buffers, Error> {
+        let n = self.config.elements as usize;
+        let padded = padded_elements(&self.config) as usize;
+        let buffer = |past_grid: i32, fill: &dyn Fn(usize) -> i32| -> Result<IntBuffer, Error> {
+            let allocation = self.rt.allocate(self.fine_pool, padded as u64 * 4)?;
+            if allocation.host_ptr.is_none() {
+                bail!(
+                    Status::InvalidAllocation,
+                    "fine-grained memory at {:#x} has no host pointer",
+                    allocation.va.0
+                );
+            }
+            let b = IntBuffer {
+                allocation,
+                len: padded,
+            };
+            b.fill(|i| if i < n { fill(i) } else { past_grid });
+            Ok(b)
+        };
+        let [past_a, past_b, past_c] = PAST_GRID_VALUES;
+        let a = buffer(past_a, &|i| (i as i32).wrapping_mul(7).wrapping_sub(3))?;
+        let b = buffer(past_b, &|i| (i as i32) ^ 0x5a5a)?;
+        let c = buffer(past_c, &|_| 0)?;
+        let expected_a = a.as_slice()[..n].to_vec();
+        let expected_b = b.as_slice()[..n].to_vec();
+        Ok(Buffers {
+            a,
+            b,
+            c,
+            expected_a,
+            expected_b,
+        })
+    }
+
+    /// The explicit kernel arguments of dispatch `k` of the chain: `a`, `b`, `c` for
+    /// vector_add; for the others the source and destination, ping-ponging between `a` and
+    /// `c` (even dispatches read `a` and write `c`, odd ones read `c` and write `a`).
+    pub fn explicit_arguments(&self, k: usize, buffers: &Buffers) -> Vec<u64> {
+        let [a, b, c] = buffers.addresses();
+        match self.config.kernel {
+            DemoKernel::VectorAdd => vec![a, b, c],
+            _ if k % 2 == 0 => vec![a, c],
+            _ => vec![c, a],
+        }
+    }
+
+    /// The kernarg segment of a dispatch with explicit arguments `explicit`: the kernel's
+    /// `.kernarg_segment_size` bytes (at least 24), the arguments as consecutive u64s from
+    /// offset 0, the hidden arguments filled ([`hidden_argument`]).
+    ///
+    /// # Errors
+    /// `Status::InvalidCodeObject` when the arguments do not fit the segment.
+    pub fn kernarg_segment(&self, explicit: &[u64]) -> Result<Vec<u8>, Error> {
+        kernarg_segment(self.kernarg_bytes, explicit, &self.hidden, &self.config)
+    }
+
+    /// Step 4: for each dispatch of the chain, a completion signal (an interrupt signal of
+    /// value 1), a kernarg segment allocated and written ([`Job::explicit_arguments`],
+    /// [`Job::kernarg_segment`]) and its kernel dispatch packet: barrier bit, system-scope
+    /// fences, 1-D, the work-group size of [`dispatch_workgroup_size`], a grid of `elements`.
+    ///
+    /// # Errors
+    /// The signal's or the allocation's error; as [`Job::kernarg_segment`].
+    pub fn dispatches(
+        &self,
+        kernel: &LoadedKernel,
+        buffers: &Buffers,
+    ) -> Result<Dispatches, Error> {
+        let signals = Arc::new(SignalPool::new(
+            self.rt.platform_ref().clone(),
+            self.cpu_node,
+        ));
+        let mut d = Dispatches {
+            signals,
+            completions: Vec::new(),
+            kernargs: Vec::new(),
+            packets: Vec::new(),
+        };
+        for k in 0..self.config.chain as usize {
+            let completion = d.signals.create_interrupt(1)?;
+            let ka = self
+                .rt
+                .allocate(self.kernarg_pool, u64::from(self.kernarg_bytes))?;
+            d.kernargs.push(ka);
+            write_bytes(
+                &ka,
+                &self.kernarg_segment(&self.explicit_arguments(k, buffers))?,
+            )?;
+            d.packets.push(KernelDispatch {
+                flags: HeaderFlags {
+                    barrier: true,
+                    ..HeaderFlags::SYSTEM
+                },
+                dimensions: 1,
+                workgroup_size: [dispatch_workgroup_size(&self.config), 1, 1],
+                grid_size: [self.config.elements, 1, 1],
+                private_segment_size_bytes: kernel.kernel.private_segment_size,
+                group_segment_size_bytes: kernel.kernel.group_segment_size,
+                kernel_object: kernel.kernel.kernel_object,
+                kernarg_address: ka.va,
+                completion_signal: completion.handle(),
+            });
+            d.completions.push(completion);
+        }
+        Ok(d)
+    }
+
+    /// Step 5: writes the chain into the queue — each dispatch after the first behind a
+    /// barrier-AND packet on the previous one's completion signal — and rings the doorbell
+    /// after each dispatch.
+    ///
+    /// # Errors
+    /// The packet builders' and the queue's errors.
+    pub fn submit(&self, d: &Dispatches) -> Result<(), Error> {
+        for (k, dispatch) in d.packets.iter().enumerate() {
+            let mut reservation = self.queue.reserve(if k == 0 { 1 } else { 2 })?;
+            if k > 0 {
+                let barrier = BarrierAnd::new(
+                    HeaderFlags::SYSTEM,
+                    &[d.completions[k - 1].handle()],
+                    SignalHandle::NULL,
+                )?;
+                reservation.write_next(&barrier.emit()?)?;
+            }
+            let last = reservation.write_next(&dispatch.emit()?)?;
+            self.queue.ring_doorbell(last)?;
+        }
+        Ok(())
+    }
+
+    /// Step 6: waits until the last dispatch's completion signal drops below 1, calling
+    /// `on_progress(done, total)` every 100 ms on the emulated device interpreting machine
+    /// code (work-groups completed of all the chain's, from the device's own count).
+    ///
+    /// # Errors
+    /// A queue error reported through the queue's callback (with the emulated device's
+    /// detail when it has it); `Status::Error` after 60 s.
+    pub fn wait(&self, d: &Dispatches, on_progress: &mut dyn FnMut(u64, u64)) -> Result<(), Error> {
+        let last = d
+            .completions
+            .last()
+            .ok_or_else(|| error!(Status::Error, "no dispatch"))?;
+        let started = std::time::Instant::now();
+        // The work-groups the interpreter will run: every dispatch's, from its grid and
+        // work-group sizes (the device counts work-groups of every queue: this run's only).
+        let counted = self
+            .emulated
+            .as_ref()
+            .filter(|e| e.execution_mode() != hsa_emu::ExecutionMode::HostOnly)
+            .zip(self.stats_before);
+        let total_workgroups = u64::from(self.config.elements)
+            .div_ceil(u64::from(dispatch_workgroup_size(&self.config)))
+            * u64::from(self.config.chain);
+        loop {
+            if let Some((e, before)) = &counted {
+                let done = e.execution_stats().workgroups - before.workgroups;
+                on_progress(done.min(total_workgroups), total_workgroups);
+            }
+            let v = last.wait(
+                SignalCondition::Lt,
+                1,
+                100_000_000,
+                WaitState::Blocked,
+                LoadOrder::Acquire,
+            );
+            if v < 1 {
+                return Ok(());
+            }
+            if let Some(e) = self.queue.error() {
+                // The queue has what amdkfd reported (the status, the event's data); the
+                // emulated device's log has what its packet processor and interpreter saw.
+                let q = self.queue.hw_id().0;
+                let e = e.context(&format!("queue {q}"));
+                let detailed = self
+                    .emulated
+                    .as_ref()
+                    .and_then(|d| d.queue_error(q))
+                    .map(|d| d.context(&format!("queue {q}")));
+                return Err(detailed.unwrap_or(e));
+            }
+            if started.elapsed().as_secs() >= 60 {
+                bail!(
+                    Status::Error,
+                    "timed out after 60 s waiting for dispatch {} (signal value {v})",
+                    self.config.chain
+                );
+            }
+        }
+    }
+
+    /// Step 7: checks every element of the result against the host reference (the chain ends
+    /// in `c` after an odd number of dispatches, in `a` after an even one; vector_add always
+    /// in `c`), and that the elements past the grid of all three buffers still hold
+    /// [`PAST_GRID_VALUES`].
+    ///
+    /// # Errors
+    /// `Status::Error` naming the kernel, the first wrong element, its value and the
+    /// expected one; or the buffer and element past the grid that changed.
+    pub fn verify(&self, buffers: &Buffers) -> Result<Verified, Error> {
+        let config = &self.config;
+        let n = config.elements as usize;
+        let (a, c) = (&buffers.a, &buffers.c);
+        let (expected_a, expected_b) = (&buffers.expected_a, &buffers.expected_b);
+        let result = if config.chain % 2 == 1 || config.kernel == DemoKernel::VectorAdd {
+            c
+        } else {
+            a
+        };
+        let wg = usize::from(dispatch_workgroup_size(config));
+        let reversals = if config.kernel == DemoKernel::LocalReverse {
+            config.chain % 2
+        } else {
+            0
+        };
+        let mut verified = 0u64;
+        for (i, got) in result.as_slice()[..n].iter().enumerate() {
+            let want = match config.kernel {
+                DemoKernel::VectorAdd => expected_a
+                    .get(i)
+                    .zip(expected_b.get(i))
+                    .map(|(x, y)| x.wrapping_add(*y)),
+                DemoKernel::VectorCopy => expected_a.get(i).copied(),
+                DemoKernel::LocalReverse if reversals == 1 => {
+                    let base = i / wg * wg;
+                    // validate_config refuses a partial work-group for local_reverse: every
+                    // element has its mirror in its group.
+                    (base + wg)
+                        .checked_sub(1 + (i - base))
+                        .and_then(|j| expected_a.get(j).copied())
+                }
+                DemoKernel::LocalReverse => expected_a.get(i).copied(),
+            };
+            let Some(want) = want else {
+                bail!(
+                    Status::Error,
+                    "{}: element {i} has no expected value (work-group of {wg} past the {} \
+                     elements)",
+                    config.kernel.name(),
+                    expected_a.len()
+                );
+            };
+            if *got != want {
+                bail!(
+                    Status::Error,
+                    "{}: element {i} is {got}, expected {want}",
+                    config.kernel.name()
+                );
+            }
+            verified += 1;
+        }
+        let mut past_grid = 0u64;
+        let [past_a, past_b, past_c] = PAST_GRID_VALUES;
+        for (name, buf, want) in [
+            ("a", &buffers.a, past_a),
+            ("b", &buffers.b, past_b),
+            ("c", &buffers.c, past_c),
+        ] {
+            for (i, got) in buf.as_slice().iter().enumerate().skip(n) {
+                if *got != want {
+                    bail!(
+                        Status::Error,
+                        "{}: element {i} of buffer {name}, past the grid of {n} work-items, \
+                         is {got}, expected it untouched ({want}): a work-item beyond the grid \
+                         ran",
+                        config.kernel.name()
+                    );
+                }
+                past_grid += 1;
+            }
+        }
+        Ok(Verified {
+            elements: verified,
+            past_grid,
+        })
+    }
+
+    /// Step 8: frees the kernarg segments and buffers, destroys the completion signals, the
+    /// queue and the executable, and says what the run did.
+    ///
+    /// # Errors
+    /// The runtime's error freeing memory or destroying the queue or the executable.
+    pub fn finish(
+        self,
+        kernel: LoadedKernel,
+        buffers: Buffers,
+        dispatches: Dispatches,
+        verified: Verified,
+    ) -> Result<DemoOutcome, Error> {
+        for ka in &dispatches.kernargs {
+            self.rt.free(ka.va)?;
+        }
+        for buf in [&buffers.a, &buffers.b, &buffers.c] {
+            self.rt.free(buf.allocation.va)?;
+        }
+        drop(dispatches);
+        self.queue.destroy()?;
+        kernel.executable.destroy()?;
+        let execution = self
+            .emulated
+            .as_ref()
+            .zip(self.stats_before)
+            .map(|(e, before)| {
+                let now = e.execution_stats();
+                ExecutionStats {
+                    interpreted_dispatches: now.interpreted_dispatches
+                        - before.interpreted_dispatches,
+                    host_dispatches: now.host_dispatches - before.host_dispatches,
+                    workgroups: now.workgroups - before.workgroups,
+                    instructions: now.instructions - before.instructions,
+                    lane_instructions: now.lane_instructions - before.lane_instructions,
+                    interpreter_ns: now.interpreter_ns - before.interpreter_ns,
+                    pm4_packets: now.pm4_packets - before.pm4_packets,
+                    sdma_packets: now.sdma_packets - before.sdma_packets,
+                    decoded_instructions: now.decoded_instructions - before.decoded_instructions,
+                    invalidated_code_pages: now.invalidated_code_pages
+                        - before.invalidated_code_pages,
+                    code_bytes_read: now.code_bytes_read - before.code_bytes_read,
+                }
+            });
+        let executor = match execution {
+            None => "GPU",
+            Some(s) => match (s.interpreted_dispatches > 0, s.host_dispatches > 0) {
+                (true, false) => "gfx9 interpreter",
+                (false, true) => "host implementation",
+                (true, true) => "gfx9 interpreter and host implementation",
+                (false, false) => "nothing",
+            },
+        }
+        .to_string();
+        Ok(DemoOutcome {
+            agent: self.gpu_name,
+            agent_node: self.gpu_node.0,
+            device: self.device,
+            code_object: self.code_object,
+            dispatches: self.config.chain,
+            workgroup_size: dispatch_workgroup_size(&self.config),
+            elements_verified: verified.elements,
+            elements_past_grid_verified: verified.past_grid,
+            executor,
+            execution,
+        })
+    }
+}
+
+/// Runs the main job on `device`: [`Job::set_up`], [`Job::load`], [`Job::buffers`],
+/// [`Job::dispatches`], [`Job::submit`], [`Job::wait`], [`Job::verify`], [`Job::finish`].
+/// It registers the host implementation of the test kernel for its kernel object once
+/// loaded, when the device is the emulated one (the fallback of its interpreter), verifies
+/// every element, and that the elements past the grid (the padding of each buffer to whole
 /// work-groups, [`padded_elements`]) still hold [`PAST_GRID_VALUES`].
 ///
 /// The options are checked before anything is allocated ([`validate_config`]), then the
@@ -508,7 +1112,7 @@ impl IntBuffer {
 /// element, its value and the expected one), or an element past the grid changed
 /// (`Status::Error` naming the buffer, the element and its value).
 pub fn run(device: SelectedDevice, config: &DemoConfig) -> Result<DemoOutcome, Error> {
-    run_with_faults(device, config, &DemoFaults::default())
+    run_with_progress(device, config, &mut |_, _| {})
 }
 
 /// [`run`], calling `on_progress(done, total)` about every 100 ms while it waits for the
@@ -524,360 +1128,12 @@ pub fn run_with_progress(
     config: &DemoConfig,
     on_progress: &mut dyn FnMut(u64, u64),
 ) -> Result<DemoOutcome, Error> {
-    run_inner(device, config, &DemoFaults::default(), on_progress)
-}
-
-/// [`run`] with deliberate corruptions (see [`DemoFaults`]).
-///
-/// # Errors
-/// As [`run`]; `Status::InvalidArgument` for a `kernarg_shift_bytes` that is not a multiple
-/// of 8 or above 64.
-pub fn run_with_faults(
-    device: SelectedDevice,
-    config: &DemoConfig,
-    faults: &DemoFaults,
-) -> Result<DemoOutcome, Error> {
-    run_inner(device, config, faults, &mut |_, _| {})
-}
-
-/// [`run_with_faults`] reporting progress as [`run_with_progress`] says.
-fn run_inner(
-    device: SelectedDevice,
-    config: &DemoConfig,
-    faults: &DemoFaults,
-    on_progress: &mut dyn FnMut(u64, u64),
-) -> Result<DemoOutcome, Error> {
-    validate_config(config)?;
-    if faults.kernarg_shift_bytes % 8 != 0 || faults.kernarg_shift_bytes > 64 {
-        bail!(
-            Status::InvalidArgument,
-            "kernarg_shift_bytes {} must be a multiple of 8 up to 64",
-            faults.kernarg_shift_bytes
-        );
-    }
-    let SelectedDevice { platform, emulated } = device;
-    let stats_before = emulated.as_ref().map(|e| e.execution_stats());
-    let device = platform.device_kind().to_string();
-    let rt = Runtime::new(Arc::new(platform))?;
-    let gpu = crate::report::agents::nth_gpu(&rt, config.agent)?;
-    let cpu = rt
-        .first_cpu()
-        .ok_or_else(|| error!(Status::InvalidAgent, "no CPU agent"))?;
-    let target = *gpu.isa().ok_or_else(|| {
-        error!(
-            Status::InvalidIsa,
-            "GPU agent {} has no known ISA",
-            gpu.name()
-        )
-    })?;
-    let kernarg_pool = rt
-        .find_pool(cpu.handle(), GlobalFlags::KERNARG)
-        .ok_or_else(|| {
-            error!(
-                Status::InvalidMemoryPool,
-                "no kernarg pool on the CPU agent"
-            )
-        })?;
-    let (kernarg_pool, kernarg_info) = (kernarg_pool.handle(), kernarg_pool.info().clone());
-    let fine_pool = rt
-        .find_pool(cpu.handle(), GlobalFlags::FINE_GRAINED)
-        .ok_or_else(|| {
-            error!(
-                Status::InvalidMemoryPool,
-                "no fine-grained pool on the CPU agent"
-            )
-        })?;
-    let (fine_pool, fine_info) = (fine_pool.handle(), fine_pool.info().clone());
-
-    // The code object's metadata, read before anything is allocated: the kernel's work-group
-    // limit and kernarg layout (hidden arguments included).
-    let path = match &config.code_object {
-        Some(p) => p.clone(),
-        None => find_code_object(&default_code_object_dir(), &target)?,
-    };
-    // The whole path, in front of the cause: with `alloc` an error keeps a long message whole.
-    let shown = path.display().to_string();
-    let in_file = |e: Error| e.context(&shown);
-    let bytes = crate::report::code_object::read_code_object_file(&path)?;
-    let aligned = hsa_core::loader::code_object::AlignedBytes::new(&bytes);
-    let co = CodeObject::parse(aligned.as_bytes()).map_err(in_file)?;
-    let metadata = co.kernel(config.kernel.name()).map_err(in_file)?.metadata;
-    let args = metadata
-        .args()
-        .collect::<Result<Vec<_>, Error>>()
-        .map_err(in_file)?;
-    check_workgroup_size(
-        config,
-        metadata.max_flat_workgroup_size,
-        gpu.workgroup_max_size(),
-    )?;
-    let kernarg_bytes = metadata
-        .kernarg_segment_size
-        .max(24 + faults.kernarg_shift_bytes);
-    check_memory(config, kernarg_bytes, &fine_info, &kernarg_info)?;
-
-    let gpu_node = NodeId(gpu.node());
-    // No error callback: the queue records why it stopped (`AqlQueue::error`).
-    let queue_config = QueueConfig::new(gpu_node, 1024, gpu.queue_min_size(), gpu.queue_max_size());
-    let queue = AqlQueue::create(rt.platform(), &queue_config)?;
-
-    let mut executable = Executable::new(rt.platform());
-    executable
-        .load_code_object(gpu_node, &target, &bytes, MemoryKind::System)
-        .map_err(in_file)?;
-    executable.freeze()?;
-    let kernel = executable
-        .symbol_by_name(config.kernel.name(), Some(gpu_node))?
-        .kernel
-        .clone()
-        .ok_or_else(|| {
-            error!(
-                Status::InvalidSymbolName,
-                "{} is not a kernel",
-                config.kernel.name()
-            )
-        })?;
-    if let Some(emulated) = &emulated {
-        // The interpreter's fallback (and HSA_RT_EMULATION=host's kernel): the host
-        // implementation, registered for the kernel object the executable loaded.
-        hsa_emu::device::host_kernels::register_test_kernel(
-            emulated,
-            kernel.kernel_object,
-            config.kernel.name(),
-        )?;
-    }
-
-    let n = config.elements as usize;
-    let padded = padded_elements(config) as usize;
-    let buffer = |past_grid: i32, fill: &dyn Fn(usize) -> i32| -> Result<IntBuffer, Error> {
-        let allocation = rt.allocate(fine_pool, padded as u64 * 4)?;
-        let b = IntBuffer {
-            allocation,
-            len: padded,
-        };
-        b.fill(|i| if i < n { fill(i) } else { past_grid });
-        Ok(b)
-    };
-    let [past_a, past_b, past_c] = PAST_GRID_VALUES;
-    let a = buffer(past_a, &|i| (i as i32).wrapping_mul(7).wrapping_sub(3))?;
-    let b = buffer(past_b, &|i| (i as i32) ^ 0x5a5a)?;
-    let c = buffer(past_c, &|_| 0)?;
-
-    let signals = SignalPool::new(rt.platform(), NodeId(cpu.node()));
-    let mut completions = Vec::new();
-    for _ in 0..config.chain {
-        completions.push(signals.create_interrupt(1)?);
-    }
-    let mut kernargs = Vec::new();
-    for k in 0..config.chain {
-        let ka = rt.allocate(kernarg_pool, u64::from(kernarg_bytes))?;
-        // Ping-pong for chains: even dispatches read a/write c, odd ones read c/write a.
-        let (src, dst) = if k % 2 == 0 { (&a, &c) } else { (&c, &a) };
-        let mut explicit: Vec<u64> = match config.kernel {
-            DemoKernel::VectorAdd => vec![a.allocation.va.0, b.allocation.va.0, c.allocation.va.0],
-            _ => vec![src.allocation.va.0, dst.allocation.va.0],
-        };
-        if let Some(p) = faults.first_argument {
-            explicit[0] = p;
-        }
-        let filler = (faults.kernarg_shift_bytes / 8) as usize;
-        explicit.splice(0..0, std::iter::repeat_n(b.allocation.va.0, filler));
-        let segment = kernarg_segment(kernarg_bytes, &explicit, &args, config)?;
-        write_bytes(&ka, &segment)?;
-        kernargs.push(ka);
-    }
-    let expected_a: Vec<i32> = a.as_slice()[..n].to_vec();
-    let expected_b: Vec<i32> = b.as_slice()[..n].to_vec();
-
-    for k in 0..config.chain as usize {
-        let mut reservation = queue.reserve(if k == 0 { 1 } else { 2 })?;
-        if k > 0 {
-            let barrier = BarrierAnd::new(
-                HeaderFlags::SYSTEM,
-                &[completions[k - 1].handle()],
-                SignalHandle::NULL,
-            )?;
-            reservation.write_next(&barrier.emit()?)?;
-        }
-        let dispatch = KernelDispatch {
-            flags: HeaderFlags {
-                barrier: true,
-                ..HeaderFlags::SYSTEM
-            },
-            dimensions: 1,
-            workgroup_size: [
-                faults
-                    .packet_workgroup_size
-                    .unwrap_or(dispatch_workgroup_size(config)),
-                1,
-                1,
-            ],
-            grid_size: [faults.packet_grid_size.unwrap_or(config.elements), 1, 1],
-            private_segment_size_bytes: kernel.private_segment_size,
-            group_segment_size_bytes: kernel.group_segment_size,
-            kernel_object: kernel.kernel_object,
-            kernarg_address: kernargs[k].va,
-            completion_signal: completions[k].handle(),
-        };
-        let last = reservation.write_next(&dispatch.emit()?)?;
-        queue.ring_doorbell(last)?;
-    }
-
-    let last = completions
-        .last()
-        .ok_or_else(|| error!(Status::Error, "no dispatch"))?;
-    let started = std::time::Instant::now();
-    // The work-groups the interpreter will run: every dispatch's, from its grid and
-    // work-group sizes (the device counts work-groups of every queue: this run's only).
-    let counted = emulated
-        .as_ref()
-        .filter(|e| e.execution_mode() != hsa_emu::ExecutionMode::HostOnly)
-        .zip(stats_before);
-    let total_workgroups = u64::from(config.elements)
-        .div_ceil(u64::from(dispatch_workgroup_size(config)))
-        * u64::from(config.chain);
-    loop {
-        if let Some((e, before)) = &counted {
-            let done = e.execution_stats().workgroups - before.workgroups;
-            on_progress(done.min(total_workgroups), total_workgroups);
-        }
-        let v = last.wait(
-            SignalCondition::Lt,
-            1,
-            100_000_000,
-            WaitState::Blocked,
-            LoadOrder::Acquire,
-        );
-        if v < 1 {
-            break;
-        }
-        if let Some(e) = queue.error() {
-            let e = e.context(&format!("queue {}", queue.hw_id().0));
-            // The queue has what amdkfd reported (the status, the event's data); the
-            // emulated device's log has what its packet processor and interpreter saw.
-            let detailed = emulated
-                .as_ref()
-                .and_then(|d| d.queue_error(queue.hw_id().0))
-                .map(|d| d.context(&format!("queue {}", queue.hw_id().0)));
-            return Err(detailed.unwrap_or(e));
-        }
-        if started.elapsed().as_secs() >= 60 {
-            bail!(
-                Status::Error,
-                "timed out after 60 s waiting for dispatch {} (signal value {v})",
-                config.chain
-            );
-        }
-    }
-
-    // The chain ends in c after an odd number of dispatches, in a after an even number.
-    let result = if config.chain % 2 == 1 || config.kernel == DemoKernel::VectorAdd {
-        &c
-    } else {
-        &a
-    };
-    let wg = usize::from(dispatch_workgroup_size(config));
-    let reversals = if config.kernel == DemoKernel::LocalReverse {
-        config.chain % 2
-    } else {
-        0
-    };
-    let mut verified = 0u64;
-    for (i, got) in result.as_slice()[..n].iter().enumerate() {
-        let want = match config.kernel {
-            DemoKernel::VectorAdd => expected_a
-                .get(i)
-                .zip(expected_b.get(i))
-                .map(|(x, y)| x.wrapping_add(*y)),
-            DemoKernel::VectorCopy => expected_a.get(i).copied(),
-            DemoKernel::LocalReverse if reversals == 1 => {
-                let base = i / wg * wg;
-                // validate_config refuses a partial work-group for local_reverse: every
-                // element has its mirror in its group.
-                (base + wg)
-                    .checked_sub(1 + (i - base))
-                    .and_then(|j| expected_a.get(j).copied())
-            }
-            DemoKernel::LocalReverse => expected_a.get(i).copied(),
-        };
-        let Some(want) = want else {
-            bail!(
-                Status::Error,
-                "{}: element {i} has no expected value (work-group of {wg} past the {} \
-                 elements)",
-                config.kernel.name(),
-                expected_a.len()
-            );
-        };
-        if *got != want {
-            bail!(
-                Status::Error,
-                "{}: element {i} is {got}, expected {want}",
-                config.kernel.name()
-            );
-        }
-        verified += 1;
-    }
-    let mut past_grid_verified = 0u64;
-    for (name, buf, want) in [("a", &a, past_a), ("b", &b, past_b), ("c", &c, past_c)] {
-        for (i, got) in buf.as_slice().iter().enumerate().skip(n) {
-            if *got != want {
-                bail!(
-                    Status::Error,
-                    "{}: element {i} of buffer {name}, past the grid of {n} work-items, is \
-                     {got}, expected it untouched ({want}): a work-item beyond the grid ran",
-                    config.kernel.name()
-                );
-            }
-            past_grid_verified += 1;
-        }
-    }
-
-    for ka in &kernargs {
-        rt.free(ka.va)?;
-    }
-    for buf in [&a, &b, &c] {
-        rt.free(buf.allocation.va)?;
-    }
-    drop(completions);
-    queue.destroy()?;
-    executable.destroy()?;
-    let execution = emulated.as_ref().zip(stats_before).map(|(e, before)| {
-        let now = e.execution_stats();
-        ExecutionStats {
-            interpreted_dispatches: now.interpreted_dispatches - before.interpreted_dispatches,
-            host_dispatches: now.host_dispatches - before.host_dispatches,
-            workgroups: now.workgroups - before.workgroups,
-            instructions: now.instructions - before.instructions,
-            lane_instructions: now.lane_instructions - before.lane_instructions,
-            interpreter_ns: now.interpreter_ns - before.interpreter_ns,
-            pm4_packets: now.pm4_packets - before.pm4_packets,
-            sdma_packets: now.sdma_packets - before.sdma_packets,
-            decoded_instructions: now.decoded_instructions - before.decoded_instructions,
-            invalidated_code_pages: now.invalidated_code_pages - before.invalidated_code_pages,
-            code_bytes_read: now.code_bytes_read - before.code_bytes_read,
-        }
-    });
-    let executor = match execution {
-        None => "GPU",
-        Some(s) => match (s.interpreted_dispatches > 0, s.host_dispatches > 0) {
-            (true, false) => "gfx9 interpreter",
-            (false, true) => "host implementation",
-            (true, true) => "gfx9 interpreter and host implementation",
-            (false, false) => "nothing",
-        },
-    }
-    .to_string();
-    Ok(DemoOutcome {
-        agent: gpu.name().to_string(),
-        agent_node: gpu.node(),
-        device,
-        code_object: path,
-        dispatches: config.chain,
-        workgroup_size: dispatch_workgroup_size(config),
-        elements_verified: verified,
-        elements_past_grid_verified: past_grid_verified,
-        executor,
-        execution,
-    })
+    let job = Job::set_up(device, config)?;
+    let kernel = job.load()?;
+    let buffers = job.buffers()?;
+    let dispatches = job.dispatches(&kernel, &buffers)?;
+    job.submit(&dispatches)?;
+    job.wait(&dispatches, on_progress)?;
+    let verified = job.verify(&buffers)?;
+    job.finish(kernel, buffers, dispatches, verified)
 }

@@ -1,15 +1,16 @@
 //! The emulated device runs the real GFX9 machine code of the test kernels (vector_copy,
 //! vector_add, local_reverse) on gfx900, gfx90a and gfx942, through the main job's runtime
 //! path (`demo::run`): code object loading, kernarg segment, AQL packet, doorbell, completion
-//! signal. Deliberately wrong kernargs or packets fail verification; a bad pointer is a
-//! MEMORY_FAULT through the queue's error callback, and the process lives on.
+//! signal. Deliberately wrong kernargs or packets (this file's [`DemoFaults`], applied
+//! between the main job's steps) fail verification; a bad pointer is a MEMORY_FAULT through
+//! the queue's error callback, and the process lives on.
 
 use std::sync::Arc;
 
 use hsa_core::Status;
 use hsa_emu::device::{builtin_topology_for, EmulatedKfd, ExecutionMode};
 use hsa_emu::SelectedDevice;
-use hsa_tools::demo::{self, DemoConfig, DemoFaults, DemoKernel, DemoOutcome};
+use hsa_tools::demo::{self, DemoConfig, DemoKernel, DemoOutcome, Job};
 
 const KERNELS: [DemoKernel; 3] = [
     DemoKernel::VectorCopy,
@@ -35,12 +36,57 @@ fn config(kernel: DemoKernel, workgroup_size: u16) -> DemoConfig {
     }
 }
 
+/// Deliberate corruptions of the main job, for tests that show a wrong kernarg layout, a
+/// wrong packet or a bad pointer is caught (by verification or by the queue's error
+/// callback); applied between [`Job::dispatches`] and [`Job::submit`]. The default corrupts
+/// nothing.
+#[derive(Clone, Copy, Debug, Default)]
+struct DemoFaults {
+    /// Write the pointer arguments this many bytes into the kernarg segment instead of at 0
+    /// (a multiple of 8); the bytes before them hold the address of buffer `b`, a valid buffer
+    /// of the right size, so the kernel reads real but wrong arguments.
+    kernarg_shift_bytes: u32,
+    /// The work-group size the dispatch packet says, instead of the configuration's (the
+    /// verification still expects the configuration's).
+    packet_workgroup_size: Option<u16>,
+    /// Replace the first pointer argument by this address.
+    first_argument: Option<u64>,
+    /// The grid size the dispatch packet says, instead of the configuration's `elements` (the
+    /// verification still expects the configuration's; a larger grid runs work-items past
+    /// it, which the check of the padding catches).
+    packet_grid_size: Option<u32>,
+}
+
+/// The main job's steps on `d` with `faults` applied to each dispatch before it is submitted.
 fn run(
     d: &Arc<EmulatedKfd>,
     config: &DemoConfig,
     faults: &DemoFaults,
 ) -> Result<DemoOutcome, hsa_core::Error> {
-    demo::run_with_faults(SelectedDevice::emulated(d.clone())?, config, faults)
+    let job = Job::set_up(SelectedDevice::emulated(d.clone())?, config)?;
+    let kernel = job.load()?;
+    let buffers = job.buffers()?;
+    let mut dispatches = job.dispatches(&kernel, &buffers)?;
+    for k in 0..dispatches.len() {
+        let mut explicit = job.explicit_arguments(k, &buffers);
+        if let Some(p) = faults.first_argument {
+            explicit[0] = p;
+        }
+        let filler = (faults.kernarg_shift_bytes / 8) as usize;
+        explicit.splice(0..0, std::iter::repeat_n(buffers.addresses()[1], filler));
+        dispatches.write_kernarg(k, &job.kernarg_segment(&explicit)?)?;
+        let packet = dispatches.packet_mut(k);
+        if let Some(wg) = faults.packet_workgroup_size {
+            packet.workgroup_size[0] = wg;
+        }
+        if let Some(grid) = faults.packet_grid_size {
+            packet.grid_size[0] = grid;
+        }
+    }
+    job.submit(&dispatches)?;
+    job.wait(&dispatches, &mut |_, _| {})?;
+    let verified = job.verify(&buffers)?;
+    job.finish(kernel, buffers, dispatches, verified)
 }
 
 #[test]

@@ -141,11 +141,10 @@ fn variables_read(dir: &std::path::Path, out: &mut std::collections::BTreeSet<St
     }
 }
 
-/// README's "Environment variables" section names every `HSA_*` variable the workspace reads
-/// (so it cannot drift from the code): the runtime's seven, the emulated device's recorder and
-/// the tests' own.
+/// `docs/environment.md` names every `HSA_*` variable the workspace reads (so it cannot drift
+/// from the code): the runtime's seven, the emulated device's recorder and the tests' own.
 #[test]
-fn readme_lists_every_variable_read() {
+fn environment_doc_lists_every_variable_read() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut read = std::collections::BTreeSet::new();
     variables_read(&root, &mut read);
@@ -155,17 +154,12 @@ fn readme_lists_every_variable_read() {
     {
         assert!(read.contains(*v), "the scan missed {v}: {read:?}");
     }
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let start = readme
-        .find("\n## Environment variables\n")
-        .expect("README has an '## Environment variables' section");
-    let section = &readme[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |e| e + 3)];
+    let doc = std::fs::read_to_string(root.join("docs/environment.md")).unwrap();
     let missing: Vec<&String> = read
         .iter()
-        .filter(|v| !section.contains(&format!("`{v}`")))
+        .filter(|v| !doc.contains(&format!("`{v}`")))
         .collect();
-    assert!(missing.is_empty(), "README's section lacks {missing:?}");
+    assert!(missing.is_empty(), "docs/environment.md lacks {missing:?}");
 }
 
 /// `HSA_RT_PROFILE` picks a built-in profile (the MI60 of gfx906: its marketing name and 64

@@ -231,7 +231,8 @@ fn other_isas_are_an_error_naming_the_isa() {
             stderr,
             format!(
                 "hsainfo: {}: cannot disassemble {processor} code: the disassembler knows only \
-                 gfx9 (gfx900, gfx90a, gfx942, gfx9-generic) (HSA_STATUS_ERROR_INVALID_ISA)\n",
+                 gfx9 (gfx900 and its variants, gfx906, gfx908, gfx90a, gfx940/941/942, \
+                 gfx9-generic) (HSA_STATUS_ERROR_INVALID_ISA)\n",
                 path.display()
             )
         );

@@ -13,17 +13,7 @@ use hsa_linux::topology::Topology;
 use hsa_tools::report::agents::report;
 
 fn shared() -> Option<PathBuf> {
-    let dir = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    if dir.join("testdata").is_dir() {
-        Some(dir.join("testdata"))
-    } else {
-        eprintln!(
-            "skipped: {} has no testdata (set HSA_RT_SHARED)",
-            dir.display()
-        );
-        None
-    }
+    hsa_test_support::shared::testdata()
 }
 
 fn hsainfo(root: &Path) -> String {

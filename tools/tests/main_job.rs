@@ -15,13 +15,7 @@ fn builtin() -> SelectedDevice {
 }
 
 fn mi210() -> Option<SelectedDevice> {
-    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let root = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
-    if !root.is_dir() {
-        eprintln!("skipped: {} is absent (set HSA_RT_SHARED)", root.display());
-        return None;
-    }
+    let root = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")?;
     let t = Topology::read(&root).unwrap();
     Some(SelectedDevice::emulated(EmulatedKfd::new(t).unwrap()).unwrap())
 }
@@ -590,13 +584,10 @@ fn hsainfo_agent_and_version_options() {
         format!("hsainfo {}\n", env!("CARGO_PKG_VERSION"))
     );
 
-    let shared = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let root = shared.join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology");
-    if !root.is_dir() {
-        eprintln!("skipped: {} is absent (set HSA_RT_SHARED)", root.display());
+    let Some(root) = hsa_test_support::shared::topology_dump("mi210-8gpu-xgmi-pcie-topology")
+    else {
         return;
-    }
+    };
     let run = |n: &str| {
         Command::new(env!("CARGO_BIN_EXE_hsainfo"))
             .arg("--sysfs")

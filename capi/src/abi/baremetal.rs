@@ -81,8 +81,10 @@ pub struct HsaRtIhRing {
 }
 const _: () = assert!(core::mem::size_of::<HsaRtIhRing>() == 48);
 
-/// `hsa_rt_baremetal_mqd_t`: the gfx9 MQD register images of a compute queue
-/// (`hsa_baremetal::ComputeMqd`, amdkfd `struct v9_mqd` field names). 48 bytes.
+/// `hsa_rt_baremetal_mqd_t`: the gfx9 MQD register images the runtime computes for a compute
+/// queue, copied from its MQD (`hsa_baremetal::ComputeMqd`, a full `struct v9_mqd`:
+/// `hsa_core::wire::mqd::V9Mqd`, whose field names these are). 48 bytes: the C ABI of
+/// `hsa_rt_ext.h` carries these twelve, not the 2048-byte MQD.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HsaRtMqd {

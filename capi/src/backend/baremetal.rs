@@ -84,7 +84,7 @@ fn host_status(callback: &str, raw: u32) -> Result<(), Error> {
 }
 
 fn mapping_to_c(m: &QueueMapping) -> HsaRtQueueMapping {
-    let q = &m.mqd;
+    let q = m.mqd.v9_mqd();
     HsaRtQueueMapping {
         node: m.node.0,
         doorbell: m.doorbell.get(),

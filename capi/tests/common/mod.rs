@@ -73,39 +73,7 @@ pub fn built_no_os_staticlib() -> Option<PathBuf> {
 /// Runs `cargo build -p hsa-capi --lib ARGS [--target TARGET]` into `<target>/DIR_NAME` (the
 /// profile of the tests) and returns the directory the libraries are in.
 fn cargo_build_capi(dir_name: &str, args: &[&str], target: Option<&str>) -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary is in <target>/<profile>/deps");
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("debug");
-    let target_dir = profile_dir.parent().expect("<target>").join(dir_name);
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "-p", "hsa-capi", "--lib", "--target-dir"])
-        .arg(&target_dir)
-        .args(args)
-        .current_dir(crate_dir());
-    if let Some(target) = target {
-        cmd.args(["--target", target]);
-    }
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let status = cmd.status().expect("run cargo build for the library");
-    assert!(
-        status.success(),
-        "cargo build -p hsa-capi --lib {args:?} failed: {status}"
-    );
-    let dir = match target {
-        Some(target) => target_dir.join(target).join(profile),
-        None => target_dir.join(profile),
-    };
-    assert!(dir.exists(), "{} missing after cargo build", dir.display());
-    dir
+    hsa_test_support::cargo::build_lib("hsa-capi", dir_name, args, target)
 }
 
 /// A fresh temp directory named after `name` and this process.

@@ -16,12 +16,10 @@ use std::process::{Command, Output};
 pub const HIP_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../capi/hip");
 
 /// The 8-GPU MI210 capture of the shared test data (the `multigpu` section's topology),
-/// under `$HSA_RT_SHARED`, else under `../shared` beside the workspace.
+/// under `$HSA_RT_SHARED`, else under `../shared` beside the workspace
+/// (`hsa_test_support::shared`).
 pub fn eight_mi210s() -> PathBuf {
-    std::env::var_os("HSA_RT_SHARED")
-        .filter(|s| !s.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+    hsa_test_support::shared::shared_dir()
         .join("testdata/kfd-topology/mi210-8gpu-xgmi-pcie-topology/topology")
 }
 

@@ -10,7 +10,7 @@
 //! - `DRM_IOCTL_AMDGPU_INFO`: `ACCEL_WORKING` (1), `DEV_INFO` (the node's PCI device id,
 //!   family, shader engines, CUs, clocks, wavefront size, VRAM width, the GPU's address
 //!   space) and `READ_MMR_REG` (`GB_ADDR_CONFIG`, dword 0x263e, which libdrm reads at
-//!   start, is the value amdgpu composes for the GPU, [`super::profile::gb_addr_config`], the
+//!   start, is the value amdgpu composes for the GPU, `profile::gb_addr_config`, the
 //!   one amdkfd's `GET_TILE_CONFIG` reports; every other register reads 0: the emulated GPU
 //!   has no register file). At most
 //!   `return_size` bytes go to `return_pointer`, as the kernel copies `min(size, return_size)`.
@@ -401,6 +401,34 @@ pub(crate) fn ioctl(
         }
         _ => Err(Errno::INVAL),
     }
+}
+
+/// An mmap of GPU `gpu_id`'s render node: the buffer object whose `mmap_offset` is `offset`
+/// (allocated on that GPU, at least `len` bytes), `EINVAL` otherwise (amdgpu's
+/// `amdgpu_gem_mmap` finds the object by its fake offset).
+///
+/// # Safety
+/// As [`KfdDriver::mmap`](hsa_linux::kfd::driver::KfdDriver::mmap).
+#[allow(unsafe_code)]
+pub(crate) unsafe fn mmap(
+    device: &super::Device,
+    gpu_id: u32,
+    offset: u64,
+    len: usize,
+    addr: Option<std::ptr::NonNull<u8>>,
+) -> Result<std::ptr::NonNull<u8>, Errno> {
+    device.gpu_by_id(gpu_id)?;
+    let allocs = device
+        .allocs
+        .read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let a = allocs.by_mmap_offset(offset).ok_or(Errno::INVAL)?;
+    if a.gpu_id != gpu_id || len as u64 > a.size {
+        return Err(Errno::INVAL);
+    }
+    let backing = a.backing.as_ref().ok_or(Errno::INVAL)?;
+    // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
+    unsafe { backing.map_at(addr, len) }
 }
 
 #[cfg(test)]

@@ -19,13 +19,17 @@
 //!   (ROCR's async-events thread, hsa-rt's monitor) sleep through it.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Condvar};
+use std::sync::{Arc, Condvar, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use rustix::io::Errno;
+use zerocopy::FromBytes;
 
-use hsa_linux::kfd::abi::KFD_SIGNAL_EVENT_LIMIT;
+use hsa_linux::kfd::abi::*;
 
 use super::mem::{Backing, Region};
+use super::memory::Kind;
+use super::{lock, Device};
 
 /// The value of a mailbox slot nobody has written (`UNSIGNALED_EVENT_SLOT` in `kfd_events.c`).
 pub const UNSIGNALED_EVENT_SLOT: u64 = u64::MAX;
@@ -258,6 +262,245 @@ impl Events {
                 w.cv.notify_one();
             }
         }
+    }
+}
+
+// ---- The ioctls (kfd_chardev.c's handlers, kfd_events.c's `kfd_event_create`,
+// `kfd_wait_on_events`, ...) ----
+
+/// CREATE_EVENT as `kfd_ioctl_create_event` does it:
+/// - a non-zero `event_page_offset` names the user's buffer object that becomes the
+///   process's event page, whatever the event's type (ROCR's first event is a memory
+///   event); it must be a GTT BO of at least [`EVENT_PAGE_BYTES`] (amdkfd maps it into the
+///   kernel), and a process has one event page for its whole life: naming another once one
+///   is set is `EINVAL` ("Event page is already set");
+/// - the first signal event of a process that named none gets a page of the device's own,
+///   which the user maps from `/dev/kfd`;
+/// - a signal event always returns `event_page_offset = KFD_MMAP_TYPE_EVENTS`
+///   (`kfd_event_create`), its slot index and trigger data.
+pub(crate) fn create_event(device: &Arc<Device>, a: &mut CreateEventArgs) -> Result<(), Errno> {
+    let mut ev = lock(&device.events);
+    if a.event_page_offset != 0 {
+        // Lock order: allocations, then events.
+        drop(ev);
+        let mut allocs = device
+            .allocs
+            .write()
+            .unwrap_or_else(PoisonError::into_inner);
+        ev = lock(&device.events);
+        if ev.page.is_some() {
+            return Err(Errno::INVAL);
+        }
+        let alloc = allocs
+            .by_handle_mut(a.event_page_offset)
+            .ok_or(Errno::INVAL)?;
+        // amdkfd maps the page into the kernel, which only a GTT buffer object allows
+        // (amdgpu_amdkfd_gpuvm_map_gtt_bo_to_kernel: EINVAL for USERPTR, and a VRAM BO
+        // cannot be pinned in GTT).
+        if alloc.size < EVENT_PAGE_BYTES || alloc.kind != Kind::Gtt {
+            return Err(Errno::INVAL);
+        }
+        // Pinned for the process's life: FREE of it is EPERM (kfd_ioctl_free_memory_of_gpu).
+        alloc.pins += 1;
+        ev.page = Some(EventPage {
+            region: alloc.region,
+            own: None,
+            user_bases: vec![alloc.va],
+            user_handle: Some(alloc.handle),
+        });
+        for s in 0..KFD_SIGNAL_EVENT_LIMIT {
+            ev.clear_slot(s);
+        }
+    }
+    let is_signal =
+        a.event_type == KFD_IOC_EVENT_SIGNAL || a.event_type == KFD_IOC_EVENT_DEBUG_EVENT;
+    if !is_signal {
+        let id = ev.next_other_id()?;
+        ev.table.insert(
+            id,
+            Event {
+                event_type: a.event_type,
+                auto_reset: a.auto_reset != 0,
+                signaled: false,
+                slot: None,
+                data: [0; 32],
+            },
+        );
+        a.event_id = id;
+        a.event_trigger_data = id;
+        return Ok(());
+    }
+    if ev.page.is_none() {
+        let own = Backing::new("hsa-emulated-events", EVENT_PAGE_BYTES)?;
+        ev.page = Some(EventPage {
+            region: own.region(),
+            own: Some(own),
+            user_bases: Vec::new(),
+            user_handle: None,
+        });
+        // Fill every slot with UNSIGNALED_EVENT_SLOT.
+        for s in 0..KFD_SIGNAL_EVENT_LIMIT {
+            ev.clear_slot(s);
+        }
+    }
+    let slot = ev.free_slot().ok_or(Errno::NOSPC)?;
+    ev.clear_slot(slot);
+    ev.table.insert(
+        slot,
+        Event {
+            event_type: a.event_type,
+            auto_reset: a.auto_reset != 0,
+            signaled: false,
+            slot: Some(slot),
+            data: [0; 32],
+        },
+    );
+    a.event_id = slot;
+    a.event_slot_index = slot;
+    a.event_trigger_data = slot;
+    a.event_page_offset = KFD_MMAP_EVENTS_OFFSET;
+    Ok(())
+}
+
+/// DESTROY_EVENT (`EINVAL` for an unknown id). The event page stays: amdkfd keeps it (and the
+/// user's buffer object behind it) until the process closes `/dev/kfd`, so later events keep
+/// their mailboxes.
+pub(crate) fn destroy_event(device: &Arc<Device>, a: &mut DestroyEventArgs) -> Result<(), Errno> {
+    lock(&device.events)
+        .destroy(a.event_id)
+        .map(|_| ())
+        .ok_or(Errno::INVAL)
+}
+
+/// SET_EVENT: sets a signal event and wakes its waiters; `EINVAL` for an unknown id or an
+/// event of another type (`kfd_set_event`).
+pub(crate) fn set_event(device: &Arc<Device>, a: &mut SetEventArgs) -> Result<(), Errno> {
+    let mut ev = lock(&device.events);
+    match ev.table.get(&a.event_id) {
+        Some(e) if e.event_type == KFD_IOC_EVENT_SIGNAL => {}
+        _ => return Err(Errno::INVAL),
+    }
+    ev.set(a.event_id);
+    Ok(())
+}
+
+/// RESET_EVENT: clears an event; `EINVAL` for an unknown id.
+pub(crate) fn reset_event(device: &Arc<Device>, a: &mut ResetEventArgs) -> Result<(), Errno> {
+    let mut ev = lock(&device.events);
+    let e = ev.table.get_mut(&a.event_id).ok_or(Errno::INVAL)?;
+    e.signaled = false;
+    Ok(())
+}
+
+/// WAIT_EVENTS as `kfd_wait_on_events`: `EINVAL` for more than [`KFD_SIGNAL_EVENT_LIMIT`]
+/// events or an unknown one, `EFAULT` when the event array is not mapped; the wait ends when
+/// one (or, with `wait_for_all`, every) event is set (`KFD_IOC_WAIT_RESULT_COMPLETE`, the
+/// exception data of memory and hardware-exception events copied back), at the timeout in
+/// ms (`_TIMEOUT`; `u32::MAX` waits forever), or with `EIO` and `_FAIL` when one of the
+/// events is destroyed meanwhile.
+pub(crate) fn wait_events(device: &Arc<Device>, a: &mut WaitEventsArgs) -> Result<(), Errno> {
+    if a.num_events > KFD_SIGNAL_EVENT_LIMIT {
+        return Err(Errno::INVAL);
+    }
+    let mut raw = vec![0u8; a.num_events as usize * size_of::<EventData>()];
+    if !raw.is_empty() {
+        device.user.read(a.events_ptr, &mut raw)?;
+    }
+    let ids: Vec<u32> = raw
+        .chunks_exact(size_of::<EventData>())
+        .map(|c| {
+            EventData::read_from_bytes(c)
+                .map(|d| d.event_id)
+                .unwrap_or(u32::MAX)
+        })
+        .collect();
+    let deadline = (a.timeout != u32::MAX)
+        .then(|| Instant::now() + Duration::from_millis(u64::from(a.timeout)));
+    let mut ev = lock(&device.events);
+    // As kfd_wait_on_events: an unknown event is EINVAL before the wait; one destroyed
+    // during it ends the wait with KFD_IOC_WAIT_RESULT_FAIL and EIO.
+    if ids.iter().any(|id| !ev.table.contains_key(id)) {
+        return Err(Errno::INVAL);
+    }
+    // Woken by its own events only (set, signalled by type, or destroyed), as amdkfd's
+    // waiter on each event's wait queue; unregistered on every way out.
+    let (key, cv) = ev.add_waiter(&ids);
+    let r = wait_events_registered(device, a, &ids, deadline, ev, key, &cv);
+    lock(&device.events).remove_waiter(key);
+    r
+}
+
+/// The loop of [`wait_events`] once its waiter `key` (sleeping on `cv`) is registered; `ev`
+/// is the locked event table.
+fn wait_events_registered(
+    device: &Device,
+    a: &mut WaitEventsArgs,
+    ids: &[u32],
+    deadline: Option<Instant>,
+    mut ev: MutexGuard<'_, Events>,
+    key: WaiterKey,
+    cv: &Condvar,
+) -> Result<(), Errno> {
+    loop {
+        // Whatever woke it is looked at now; what happens from here on wakes it again.
+        ev.take_woken(key);
+        let mut fired = Vec::new();
+        for (i, &id) in ids.iter().enumerate() {
+            if !ev.table.contains_key(&id) {
+                a.wait_result = KFD_IOC_WAIT_RESULT_FAIL;
+                return Err(Errno::IO);
+            }
+            ev.poll_slot(id);
+            if let Some(e) = ev.table.get(&id).filter(|e| e.signaled) {
+                fired.push((i, e.event_type, e.data));
+            }
+        }
+        let done = if a.wait_for_all != 0 {
+            fired.len() == ids.len() && !ids.is_empty()
+        } else {
+            !fired.is_empty()
+        };
+        if done {
+            for &id in ids {
+                if let Some(e) = ev.table.get_mut(&id) {
+                    if e.signaled && e.auto_reset {
+                        e.signaled = false;
+                    }
+                }
+            }
+            drop(ev);
+            // copy_signaled_event_data: the exception data of each memory or
+            // hardware-exception event that fired goes back into its entry's union.
+            for (i, event_type, data) in fired {
+                let bytes = match event_type {
+                    KFD_IOC_EVENT_MEMORY => &data[..],
+                    KFD_IOC_EVENT_HW_EXCEPTION => &data[..16],
+                    _ => continue,
+                };
+                let at = a.events_ptr + (i * size_of::<EventData>()) as u64;
+                device.user.write(at, bytes)?;
+            }
+            a.wait_result = KFD_IOC_WAIT_RESULT_COMPLETE;
+            return Ok(());
+        }
+        let wait = match deadline {
+            None => Duration::from_millis(10),
+            Some(d) => {
+                let now = Instant::now();
+                if now >= d {
+                    a.wait_result = KFD_IOC_WAIT_RESULT_TIMEOUT;
+                    return Ok(());
+                }
+                (d - now).min(Duration::from_millis(10))
+            }
+        };
+        // Slots written by the host (not through SET_EVENT) are seen at the next poll; a
+        // SET_EVENT, a processor's interrupt or a destroy of one of `ids` wakes this
+        // waiter at once (and no other).
+        ev = cv
+            .wait_timeout(ev, wait)
+            .unwrap_or_else(PoisonError::into_inner)
+            .0;
     }
 }
 

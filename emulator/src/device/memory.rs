@@ -2,12 +2,15 @@
 //! bookkeeping, and the translation of device addresses to live memory.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError};
 
 use hsa_core::{error, Error, Status};
 use rustix::io::Errno;
 
-use super::mem::{Backing, CopyFault, Region, RegionFault};
+use hsa_linux::kfd::abi::*;
+
+use super::mem::{self, round_up_page, Backing, CopyFault, Region, RegionFault, PAGE_BYTES};
+use super::{lock, Device, DOORBELL_PAGE_BYTES};
 
 /// What backs an allocation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -467,4 +470,219 @@ impl DeviceSpan {
             };
         }
     }
+}
+
+// ---- The ioctls (kfd_chardev.c's handlers) ----
+
+/// Most device ids `MAP/UNMAP_MEMORY_TO_GPU` accept in one call (more is `EINVAL`).
+pub const MAX_MAP_DEVICES: u32 = 1024;
+
+/// ALLOC_MEMORY_OF_GPU as `kfd_ioctl_alloc_memory_of_gpu`: exactly one of the VRAM, GTT,
+/// USERPTR, DOORBELL and MMIO_REMAP flags (`EINVAL` otherwise), a non-zero page-aligned
+/// address whose range overlaps no buffer object (`EINVAL`), a size rounded up to pages that
+/// fits the GPU's VRAM or the system memory (`ENOMEM`); the doorbell and MMIO pages are the
+/// GPU's own, one page each. A USERPTR range must be mapped readable (`EFAULT`). Returns the
+/// handle (`gpu_id << 32 | id`) and the render node's mmap offset (`id << 24`; `/dev/kfd`'s
+/// MMIO offset for MMIO_REMAP).
+pub(crate) fn alloc_memory_of_gpu(
+    device: &Arc<Device>,
+    a: &mut AllocMemoryOfGpuArgs,
+) -> Result<(), Errno> {
+    let gpu = device.gpu_by_id(a.gpu_id)?;
+    let type_bits = a.flags
+        & (KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+            | KFD_IOC_ALLOC_MEM_FLAGS_GTT
+            | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR
+            | KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL
+            | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP);
+    let kind = match type_bits {
+        KFD_IOC_ALLOC_MEM_FLAGS_VRAM => Kind::Vram,
+        KFD_IOC_ALLOC_MEM_FLAGS_GTT => Kind::Gtt,
+        KFD_IOC_ALLOC_MEM_FLAGS_USERPTR => Kind::Userptr,
+        KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL => Kind::Doorbell,
+        KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP => Kind::MmioRemap,
+        _ => return Err(Errno::INVAL),
+    };
+    if a.size == 0 || a.va_addr == 0 || a.va_addr % PAGE_BYTES != 0 {
+        return Err(Errno::INVAL);
+    }
+    let size = round_up_page(a.size).ok_or(Errno::INVAL)?;
+    if a.va_addr.checked_add(size).is_none() {
+        return Err(Errno::INVAL);
+    }
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    if allocs.overlaps(a.va_addr, size) {
+        return Err(Errno::INVAL);
+    }
+    match kind {
+        Kind::Vram if allocs.vram_used(gpu.gpu_id).saturating_add(size) > gpu.vram_bytes => {
+            return Err(Errno::NOMEM)
+        }
+        Kind::Gtt | Kind::Userptr
+            if allocs.system_used().saturating_add(size) > device.system_bytes =>
+        {
+            return Err(Errno::NOMEM)
+        }
+        Kind::Doorbell if size != DOORBELL_PAGE_BYTES => return Err(Errno::INVAL),
+        Kind::MmioRemap if size != PAGE_BYTES => return Err(Errno::INVAL),
+        _ => {}
+    }
+    let id = allocs.next_id();
+    let handle = (u64::from(gpu.gpu_id) << 32) | u64::from(id);
+    let (backing, region, mmap_offset) = match kind {
+        Kind::Userptr => {
+            if a.mmap_offset % PAGE_BYTES != 0 {
+                return Err(Errno::INVAL);
+            }
+            (None, device.user.user_region(a.mmap_offset, size)?, 0)
+        }
+        Kind::Doorbell => {
+            let b = gpu.doorbells.clone();
+            let r = b.region();
+            (Some(b), r, u64::from(id) << 24)
+        }
+        // The GPU's one MMIO page, mapped through /dev/kfd (the offset below), not the
+        // render node.
+        Kind::MmioRemap => {
+            let b = gpu.mmio.clone();
+            let r = b.region();
+            (Some(b), r, 0)
+        }
+        _ => {
+            let b = Arc::new(Backing::new(mem::EXPORT_NAME, size)?);
+            let r = b.region();
+            (Some(b), r, u64::from(id) << 24)
+        }
+    };
+    if mmap_offset != 0 {
+        a.mmap_offset = mmap_offset;
+    }
+    // kfd_ioctl_alloc_memory_of_gpu: "MMIO is mapped through kfd device".
+    if kind == Kind::MmioRemap {
+        a.mmap_offset = KFD_MMAP_TYPE_MMIO | kfd_mmap_gpu_id(gpu.gpu_id);
+    }
+    a.handle = handle;
+    allocs.insert(Alloc {
+        va: a.va_addr,
+        size,
+        gpu_id: gpu.gpu_id,
+        handle,
+        mmap_offset,
+        kind,
+        region,
+        backing,
+        mapped: Default::default(),
+        pins: 0,
+    });
+    Ok(())
+}
+
+/// FREE_MEMORY_OF_GPU: `EINVAL` for an unknown handle, `EBUSY` while a queue uses the buffer
+/// object, `EPERM` for the process's event page, which amdkfd frees only at process
+/// termination ("Free signal BO is not allowed").
+pub(crate) fn free_memory_of_gpu(
+    device: &Arc<Device>,
+    a: &mut FreeMemoryOfGpuArgs,
+) -> Result<(), Errno> {
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    let is_event_page = lock(&device.events)
+        .page
+        .as_ref()
+        .is_some_and(|p| p.user_handle == Some(a.handle));
+    if is_event_page {
+        return Err(Errno::PERM);
+    }
+    allocs.remove(a.handle).map(|_| ())
+}
+
+/// MAP_MEMORY_TO_GPU: makes the buffer object reachable by each GPU of the user's id array
+/// from `n_success` on, counting them in `n_success` (a retry resumes there). `EINVAL` for no
+/// ids, more than [`MAX_MAP_DEVICES`], `n_success` past them, an unknown handle or GPU;
+/// `EFAULT` when the array is not mapped.
+pub(crate) fn map_memory_to_gpu(
+    device: &Arc<Device>,
+    a: &mut MapMemoryToGpuArgs,
+) -> Result<(), Errno> {
+    map_or_unmap(
+        device,
+        a.handle,
+        a.device_ids_array_ptr,
+        a.n_devices,
+        &mut a.n_success,
+        true,
+    )
+}
+
+/// UNMAP_MEMORY_FROM_GPU: as [`map_memory_to_gpu`] the other way; a GPU the buffer object is
+/// not mapped to is `EINVAL`.
+pub(crate) fn unmap_memory_from_gpu(
+    device: &Arc<Device>,
+    a: &mut UnmapMemoryFromGpuArgs,
+) -> Result<(), Errno> {
+    map_or_unmap(
+        device,
+        a.handle,
+        a.device_ids_array_ptr,
+        a.n_devices,
+        &mut a.n_success,
+        false,
+    )
+}
+
+/// AVAILABLE_MEMORY: the GPU's VRAM not yet allocated, bytes; `EINVAL` for an unknown GPU.
+pub(crate) fn available_memory(
+    device: &Arc<Device>,
+    a: &mut GetAvailableMemoryArgs,
+) -> Result<(), Errno> {
+    let g = device.gpu_by_id(a.gpu_id)?;
+    let used = device
+        .allocs
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .vram_used(g.gpu_id);
+    a.available = g.vram_bytes.saturating_sub(used);
+    Ok(())
+}
+
+fn map_or_unmap(
+    device: &Device,
+    handle: u64,
+    ids_ptr: u64,
+    n_devices: u32,
+    n_success: &mut u32,
+    map: bool,
+) -> Result<(), Errno> {
+    if n_devices == 0 || n_devices > MAX_MAP_DEVICES || *n_success > n_devices {
+        return Err(Errno::INVAL);
+    }
+    let mut raw = vec![0u8; n_devices as usize * 4];
+    device.user.read(ids_ptr, &mut raw)?;
+    let ids: Vec<u32> = raw
+        .chunks_exact(4)
+        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    if allocs.by_handle(handle).is_none() {
+        return Err(Errno::INVAL);
+    }
+    for (i, &id) in ids.iter().enumerate().skip(*n_success as usize) {
+        device.gpu_by_id(id)?;
+        let a = allocs.by_handle_mut(handle).ok_or(Errno::INVAL)?;
+        if map {
+            a.mapped.insert(id);
+        } else if !a.mapped.remove(&id) {
+            return Err(Errno::INVAL);
+        }
+        *n_success = i as u32 + 1;
+    }
+    Ok(())
 }

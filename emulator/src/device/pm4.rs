@@ -37,23 +37,12 @@
 use std::sync::atomic::{fence, Ordering};
 
 use hsa_core::packet_processor::DecodedPm4Ib;
+use hsa_core::wire::pm4::{
+    field, Header, Packet, ACQUIRE_MEM_DWORDS_GFX9, OP_ACQUIRE_MEM, OP_INDIRECT_BUFFER, OP_NOP,
+    OP_RELEASE_MEM, OP_WRITE_DATA, PACKET2,
+};
 use hsa_core::{error, Error, Status};
 
-/// PM4 type-3 opcode `NOP`.
-pub(crate) const OP_NOP: u8 = 0x10;
-/// PM4 type-3 opcode `WRITE_DATA`.
-pub(crate) const OP_WRITE_DATA: u8 = 0x37;
-/// PM4 type-3 opcode `INDIRECT_BUFFER`.
-pub(crate) const OP_INDIRECT_BUFFER: u8 = 0x3f;
-/// PM4 type-3 opcode `RELEASE_MEM`.
-pub(crate) const OP_RELEASE_MEM: u8 = 0x49;
-/// PM4 type-3 opcode `ACQUIRE_MEM`.
-pub(crate) const OP_ACQUIRE_MEM: u8 = 0x58;
-
-/// The one-dword type-2 filler packet (`CP_PACKET2`).
-const PACKET2: u32 = 0x8000_0000;
-/// The count of a one-dword `NOP`.
-const NOP_ONE_DWORD_COUNT: u32 = 0x3fff;
 /// Deepest indirect buffer: the ring may call an IB1, an IB1 an IB2.
 const MAX_IB_DEPTH: u32 = 2;
 
@@ -169,14 +158,15 @@ fn run(
     let mut i = 0;
     while i < dwords.len() {
         let h = dwords[i];
-        match h >> 30 {
-            3 => {}
-            2 if h == PACKET2 => {
+        let header = Header::parse(h);
+        let opcode = match header {
+            Header::Type3 { opcode, .. } => opcode,
+            Header::Filler => {
                 counts.nop += 1;
                 i += 1;
                 continue;
             }
-            2 => {
+            Header::Reserved if h >> 30 == 2 => {
                 return Err(bad(
                     place,
                     i,
@@ -185,33 +175,31 @@ fn run(
                     ),
                 ))
             }
-            0 => {
+            Header::Type0 { register } => {
                 return Err(bad(
                     place,
                     i,
                     format_args!(
-                        "type-0 packet {h:#010x} (register {:#x}): the emulated CP has no \
-                         registers to write",
-                        h & 0xffff
+                        "type-0 packet {h:#010x} (register {register:#x}): the emulated CP has no \
+                         registers to write"
                     ),
                 ))
             }
-            _ => {
+            Header::Reserved => {
                 return Err(bad(
                     place,
                     i,
                     format_args!("packet {h:#010x} is of the reserved type 1"),
                 ))
             }
-        }
-        let count = (h >> 16) & 0x3fff;
-        let opcode = ((h >> 8) & 0xff) as u8;
-        if opcode == OP_NOP && count == NOP_ONE_DWORD_COUNT {
+        };
+        let len = header.packet_dwords().unwrap_or(1);
+        if len == 1 {
+            // The one-dword NOP (count 0x3fff).
             counts.nop += 1;
             i += 1;
             continue;
         }
-        let len = count as usize + 2;
         let Some(p) = dwords.get(i..i + len) else {
             return Err(bad(
                 place,
@@ -240,7 +228,7 @@ fn run(
                 counts.release_mem += 1;
             }
             OP_ACQUIRE_MEM => {
-                if len < 7 {
+                if len < ACQUIRE_MEM_DWORDS_GFX9 {
                     return Err(bad(
                         place,
                         i,
@@ -278,8 +266,8 @@ fn write_data(p: &[u32], place: Place, i: usize, mem: &dyn Pm4Memory) -> Result<
             format_args!("WRITE_DATA is {} dwords: it carries no data", p.len()),
         ));
     }
-    let control = p[1];
-    let dst_sel = (control >> 8) & 0xf;
+    let view = Packet::new_unchecked(p);
+    let dst_sel = view.get(field::WRITE_DATA_DST_SEL);
     if !matches!(dst_sel, 1 | 2 | 5) {
         return Err(bad(
             place,
@@ -290,9 +278,10 @@ fn write_data(p: &[u32], place: Place, i: usize, mem: &dyn Pm4Memory) -> Result<
             ),
         ));
     }
-    let one_addr = control & (1 << 16) != 0;
-    let va = u64::from(p[2] & !3) | u64::from(p[3]) << 32;
-    for (k, &v) in p[4..].iter().enumerate() {
+    let one_addr = view.get(field::WRITE_DATA_WR_ONE_ADDR) != 0;
+    // DST_MEM_ADDR_LO is bits 2..32 of the address.
+    let va = view.get_u64(field::WRITE_DATA_ADDR) & !3;
+    for (k, &v) in p[field::WRITE_DATA_DATA..].iter().enumerate() {
         let at = if one_addr { va } else { va + 4 * k as u64 };
         mem.write_u32(at, v)?;
     }
@@ -314,21 +303,22 @@ fn indirect_buffer(
             format_args!("INDIRECT_BUFFER is {} dwords; must be 4", p.len()),
         ));
     }
-    if p[1] & 3 != 0 {
+    let view = Packet::new_unchecked(p);
+    let swap = view.get(field::IB_SWAP);
+    if swap != 0 {
         return Err(bad(
             place,
             i,
             format_args!(
-                "INDIRECT_BUFFER IB_BASE_LO bits 0..2 (byte swap) are {}: not emulated",
-                p[1] & 3
+                "INDIRECT_BUFFER IB_BASE_LO bits 0..2 (byte swap) are {swap}: not emulated"
             ),
         ));
     }
-    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
+    let va = view.get_u64(field::IB_BASE);
     let control = p[3];
-    let size_dwords = control & 0xf_ffff;
-    let chain = control & (1 << 20) != 0;
-    if control & (1 << 23) == 0 {
+    let size_dwords = view.get(field::IB_SIZE);
+    let chain = view.get(field::IB_CHAIN) != 0;
+    if view.get(field::IB_VALID) == 0 {
         return Err(bad(
             place,
             i,
@@ -362,7 +352,8 @@ fn release_mem(p: &[u32], place: Place, i: usize, mem: &dyn Pm4Memory) -> Result
             format_args!("RELEASE_MEM is {} dwords; must be 8", p.len()),
         ));
     }
-    let event_index = (p[1] >> 8) & 0xf;
+    let view = Packet::new_unchecked(p);
+    let event_index = view.get(field::RELEASE_EVENT_INDEX);
     if !matches!(event_index, 5 | 6) {
         return Err(bad(
             place,
@@ -373,9 +364,9 @@ fn release_mem(p: &[u32], place: Place, i: usize, mem: &dyn Pm4Memory) -> Result
             ),
         ));
     }
-    let dst_sel = (p[2] >> 16) & 3;
-    let int_sel = (p[2] >> 24) & 7;
-    let data_sel = (p[2] >> 29) & 7;
+    let dst_sel = view.get(field::RELEASE_DST_SEL);
+    let int_sel = view.get(field::RELEASE_INT_SEL);
+    let data_sel = view.get(field::RELEASE_DATA_SEL);
     if dst_sel > 1 {
         return Err(bad(
             place,
@@ -398,11 +389,11 @@ fn release_mem(p: &[u32], place: Place, i: usize, mem: &dyn Pm4Memory) -> Result
     }
     // Everything before this packet completed (the engine runs in order): release it.
     fence(Ordering::SeqCst);
-    let va = u64::from(p[3]) | u64::from(p[4]) << 32;
-    let data = u64::from(p[5]) | u64::from(p[6]) << 32;
+    let va = view.get_u64(field::RELEASE_ADDR);
+    let data = view.get_u64(field::RELEASE_DATA);
     match data_sel {
         0 => {}
-        1 => mem.write_u32(va & !3, p[5])?,
+        1 => mem.write_u32(va & !3, data as u32)?,
         2 => mem.write_u64(va & !7, data)?,
         3 => mem.write_u64(va & !7, mem.gpu_clock())?,
         other => {
@@ -417,7 +408,7 @@ fn release_mem(p: &[u32], place: Place, i: usize, mem: &dyn Pm4Memory) -> Result
         }
     }
     if int_sel != 0 {
-        mem.end_of_pipe_interrupt(p[7]);
+        mem.end_of_pipe_interrupt(view.get(field::RELEASE_INT_CTXID));
     }
     Ok(())
 }
@@ -425,6 +416,7 @@ fn release_mem(p: &[u32], place: Place, i: usize, mem: &dyn Pm4Memory) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hsa_core::wire::pm4::NOP_ONE_DWORD_COUNT;
     use std::cell::{Cell, RefCell};
     use std::collections::BTreeMap;
 

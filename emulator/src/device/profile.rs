@@ -543,15 +543,10 @@ mod capture_tests {
     /// agent at all on that capture. The link is from its node once completed.
     #[test]
     fn a_link_is_from_the_node_that_lists_it() {
-        let root = hsa_linux::env::path(hsa_linux::env::SHARED_ENV)
-            .unwrap_or_else(|| {
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared")
-            })
-            .join("testdata/kfd-topology/mi25-gfx900-2018-topology/topology");
-        if !root.is_dir() {
-            println!("skipped: {} missing (set HSA_RT_SHARED)", root.display());
+        let Some(root) = hsa_test_support::shared::topology_dump("mi25-gfx900-2018-topology")
+        else {
             return;
-        }
+        };
         let mut t = Topology::read(&root).unwrap();
         let links = |t: &Topology| -> Vec<(u32, u32, u32)> {
             t.nodes

@@ -433,7 +433,7 @@ impl ProcessorHost for CpHost<'_> {
                 return Err(error!(
                     Status::InvalidIsa,
                     "{label}: HSA_RT_EMULATION=interpret, but the GPU's ISA {} is not one the \
-                     emulated device's interpreter runs (gfx900, gfx90a, gfx942)",
+                     emulated device's interpreter runs (gfx900 and its variants, gfx906, gfx908, gfx90a, gfx940/941/942)",
                     self.isa
                 ));
             }
@@ -449,7 +449,7 @@ impl ProcessorHost for CpHost<'_> {
             return Err(error!(
                 Status::InvalidIsa,
                 "{label}: the GPU's ISA {} is not one the emulated device's interpreter runs \
-                 (gfx900, gfx90a, gfx942) and no host implementation is registered for it",
+                 (gfx900 and its variants, gfx906, gfx908, gfx90a, gfx940/941/942) and no host implementation is registered for it",
                 self.isa
             ));
         };
@@ -597,7 +597,7 @@ impl ProcessorHost for CpHost<'_> {
     }
 
     fn timestamp_ticks(&self) -> u64 {
-        super::monotonic_ns()
+        super::clock::monotonic_ns()
     }
 
     fn report_error(&self, _error: &Error) {
@@ -683,7 +683,7 @@ impl Pm4Memory for CpHost<'_> {
     }
 
     fn gpu_clock(&self) -> u64 {
-        super::monotonic_ns()
+        super::clock::monotonic_ns()
     }
 
     fn end_of_pipe_interrupt(&self, context_id: u32) {

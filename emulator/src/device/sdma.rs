@@ -65,41 +65,30 @@
 //! fault is reported as the compute queues' are (`Device::report_queue_error`: the KFD
 //! memory event), anything else as amdkfd reports a hung engine, by a GPU reset
 //! ([`report_hang`]). Nothing is skipped silently.
+//!
+//! The packets are read through [`hsa_core::wire::sdma`] (the layout hsa-core's producer
+//! writes with), in the engine's [`SdmaFormat`]; the rules above are the engine's own.
 
 use std::sync::atomic::{fence, Ordering};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use hsa_core::{error, Error, Status};
+use rustix::io::Errno;
 use zerocopy::IntoBytes;
+
+use hsa_core::wire::sdma::{
+    Atomic, ConstFill, CopyLinear, CopyLinearRect, Packet, PollRegMem, RectSide, Repr, SdmaFormat,
+    FILLSIZE_DWORDS, OP_COPY, OP_TIMESTAMP,
+};
+use hsa_core::wire::WireError;
+use hsa_linux::kfd::abi::*;
 
 use super::mem::{CopyFault, Region, RegionFault};
 use super::memory::{Allocs, DeviceSpan, MemoryFault};
 use super::queue::{IdlePoll, QueueCtl, BLOCKED_POLL};
-use super::Device;
-
-/// SDMA opcode `NOP`.
-pub(crate) const OP_NOP: u32 = 0;
-/// SDMA opcode `COPY`.
-pub(crate) const OP_COPY: u32 = 1;
-/// SDMA opcode `FENCE`.
-pub(crate) const OP_FENCE: u32 = 5;
-/// SDMA opcode `TRAP`.
-pub(crate) const OP_TRAP: u32 = 6;
-/// SDMA opcode `POLL_REGMEM`.
-pub(crate) const OP_POLL_REGMEM: u32 = 8;
-/// SDMA opcode `ATOMIC`.
-pub(crate) const OP_ATOMIC: u32 = 10;
-/// SDMA opcode `CONST_FILL`.
-pub(crate) const OP_CONST_FILL: u32 = 11;
-/// SDMA opcode `TIMESTAMP`.
-pub(crate) const OP_TIMESTAMP: u32 = 13;
-/// `COPY` sub-opcode `LINEAR`.
-pub(crate) const SUBOP_COPY_LINEAR: u32 = 0;
-/// `COPY` sub-opcode `LINEAR_RECT` (a sub-window).
-pub(crate) const SUBOP_COPY_LINEAR_RECT: u32 = 4;
-/// `TIMESTAMP` sub-opcode `GET_GLOBAL_TIMESTAMP`.
-pub(crate) const SUBOP_TIMESTAMP_GET_GLOBAL: u32 = 2;
+use super::queue_manager::{QueueEntry, MAX_QUEUES_PER_PROCESS};
+use super::{lock, Device};
 
 /// What the SDMA engine reaches: the GPU's view of memory, its clock and its interrupt line.
 pub(crate) trait SdmaMemory {
@@ -139,49 +128,53 @@ pub(crate) trait SdmaMemory {
 ///   elsewhere.
 ///
 /// A count with bits above the width is a packet the engine does not run.
+///
+/// The widths are the wire module's [`SdmaFormat`]s (`SDMA_4_0`, `SDMA_4_4`; the choice by
+/// target is [`SdmaFormat::for_gfx_target_version`]); this is the engine's handle on them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct CountWidth(u32);
+pub(crate) struct CountWidth(&'static SdmaFormat);
 
 impl CountWidth {
     /// 22 bits: SDMA 4.0-4.2 and 5.0.
-    pub(crate) const SDMA_4_0: CountWidth = CountWidth(22);
+    #[cfg(any(test, feature = "_fuzz"))]
+    pub(crate) const SDMA_4_0: CountWidth = CountWidth(&hsa_core::wire::sdma::SDMA_4_0);
     /// 30 bits: SDMA 4.4, 5.2, 6 and 7.
-    pub(crate) const SDMA_4_4: CountWidth = CountWidth(30);
+    #[cfg(any(test, feature = "_fuzz"))]
+    pub(crate) const SDMA_4_4: CountWidth = CountWidth(&hsa_core::wire::sdma::SDMA_4_4);
 
     /// The width on the GPU of `gfx_target_version` (the topology's `major * 10000 + minor *
     /// 100 + stepping`: 90010 for gfx90a).
     pub(crate) fn for_target(gfx_target_version: u32) -> CountWidth {
-        let (major, minor, stepping) = (
-            gfx_target_version / 10000,
-            gfx_target_version / 100 % 100,
-            gfx_target_version % 100,
-        );
-        match (major, minor, stepping) {
-            (9, 4.., _) | (9, 0, 10) | (10, 3.., _) | (11.., _, _) => CountWidth::SDMA_4_4,
-            _ => CountWidth::SDMA_4_0,
-        }
+        CountWidth(SdmaFormat::for_gfx_target_version(gfx_target_version))
     }
 
     /// The width in bits.
     pub(crate) fn bits(self) -> u32 {
+        self.0.count_bits
+    }
+
+    /// The packet format of an engine with this width.
+    pub(crate) fn format(self) -> &'static SdmaFormat {
         self.0
     }
 
     /// `count` if it fits in the field, else an error naming the packet's dword.
+    #[cfg(test)]
     fn check(self, packet: &str, dword: u32) -> Result<u32, Error> {
         if dword >> self.bits() != 0 {
-            return Err(bad(format_args!(
-                "{packet} count dword {dword:#010x} has bits above the {}-bit count of this \
-                 SDMA engine ({})",
-                self.bits(),
-                if self.bits() == 22 {
-                    "SDMA 4.0-4.2"
-                } else {
-                    "SDMA 4.4 and later"
-                }
-            )));
+            return Err(self.too_wide(packet, dword));
         }
         Ok(dword)
+    }
+
+    /// The error of a `packet` count dword with bits above the width.
+    fn too_wide(self, packet: &str, dword: u32) -> Error {
+        bad(format_args!(
+            "{packet} count dword {dword:#010x} has bits above the {}-bit count of this SDMA \
+             engine ({})",
+            self.bits(),
+            self.0.name
+        ))
     }
 }
 
@@ -198,89 +191,80 @@ fn bad(what: std::fmt::Arguments<'_>) -> Error {
     error!(Status::InvalidPacketFormat, "{what}")
 }
 
-/// How many dwords the packet starting with `header` is; `None` for an opcode or sub-opcode
-/// the engine does not run (the caller names it).
-fn packet_dwords(header: u32) -> Option<u32> {
-    let op = header & 0xff;
-    let sub_op = (header >> 8) & 0xff;
-    Some(match (op, sub_op) {
-        (OP_NOP, _) => 1 + ((header >> 16) & 0x3fff),
-        (OP_COPY, SUBOP_COPY_LINEAR) => 7,
-        (OP_COPY, SUBOP_COPY_LINEAR_RECT) => 13,
-        (OP_FENCE, _) => 4,
-        (OP_TRAP, _) => 2,
-        (OP_POLL_REGMEM, _) => 6,
-        (OP_ATOMIC, _) => 8,
-        (OP_CONST_FILL, _) => 5,
-        (OP_TIMESTAMP, SUBOP_TIMESTAMP_GET_GLOBAL) => 3,
-        _ => return None,
-    })
-}
-
 /// Runs the packet at the start of `dw` (the dwords written and not yet read, in ring
-/// order) against `mem`, on an engine whose count fields are `width` wide.
+/// order) against `mem`, on an engine whose count fields are `width` wide (reading it as that
+/// SDMA version lays it out, [`hsa_core::wire::sdma`]).
 ///
 /// # Errors
 /// `Status::InvalidPacketFormat` naming the packet and field for anything the engine does not
 /// run (module docs), or for a packet longer than `dw`; `Status::MemoryFault` from `mem`.
 pub(crate) fn execute(dw: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Result<Step, Error> {
-    let Some(&header) = dw.first() else {
-        return Err(bad(format_args!("no packet to run")));
-    };
+    let header = dw.first().copied().unwrap_or(0);
     let op = header & 0xff;
     let sub_op = (header >> 8) & 0xff;
-    let Some(len) = packet_dwords(header) else {
-        return Err(match op {
-            OP_COPY => bad(format_args!(
-                "COPY sub-opcode {sub_op} (header {header:#010x}) is not one the emulated SDMA \
-                 engine runs (LINEAR 0, LINEAR_RECT 4)"
-            )),
-            OP_TIMESTAMP => bad(format_args!(
-                "TIMESTAMP sub-opcode {sub_op} (header {header:#010x}) is not one the emulated \
-                 SDMA engine runs (GET_GLOBAL_TIMESTAMP 2)"
-            )),
-            _ => bad(format_args!(
-                "opcode {op} (header {header:#010x}) is not one the emulated SDMA engine runs \
-                 (NOP 0, COPY 1, FENCE 5, TRAP 6, POLL_REGMEM 8, ATOMIC 10, CONST_FILL 11, \
-                 TIMESTAMP 13)"
-            )),
-        });
+    let packet = match Packet::new_checked(dw) {
+        Ok(p) => p,
+        Err(WireError::UnknownOpcode { .. }) => {
+            return Err(match op {
+                OP_COPY => bad(format_args!(
+                    "COPY sub-opcode {sub_op} (header {header:#010x}) is not one the emulated \
+                     SDMA engine runs (LINEAR 0, LINEAR_RECT 4)"
+                )),
+                OP_TIMESTAMP => bad(format_args!(
+                    "TIMESTAMP sub-opcode {sub_op} (header {header:#010x}) is not one the \
+                     emulated SDMA engine runs (GET_GLOBAL_TIMESTAMP 2)"
+                )),
+                _ => bad(format_args!(
+                    "opcode {op} (header {header:#010x}) is not one the emulated SDMA engine \
+                     runs (NOP 0, COPY 1, FENCE 5, TRAP 6, POLL_REGMEM 8, ATOMIC 10, \
+                     CONST_FILL 11, TIMESTAMP 13)"
+                )),
+            });
+        }
+        Err(WireError::Truncated { needed: 1, .. }) => {
+            return Err(bad(format_args!("no packet to run")))
+        }
+        Err(WireError::Truncated {
+            needed, available, ..
+        }) => {
+            return Err(bad(format_args!(
+                "packet {header:#010x} (opcode {op}) is {needed} dwords, but only {available} \
+                 were written before the write pointer"
+            )))
+        }
+        Err(e) => return Err(bad(format_args!("{e}"))),
     };
-    let Some(p) = dw.get(..len as usize) else {
-        return Err(bad(format_args!(
-            "packet {header:#010x} (opcode {op}) is {len} dwords, but only {} were written \
-             before the write pointer",
-            dw.len()
-        )));
-    };
-    let addr = |lo: usize| u64::from(p[lo]) | u64::from(p[lo + 1]) << 32;
-    match op {
-        OP_NOP => {}
-        OP_COPY if sub_op == SUBOP_COPY_LINEAR => copy_linear(p, mem, width)?,
-        OP_COPY => copy_rect(p, mem)?,
-        OP_FENCE => {
-            let va = addr(1);
+    let len = packet.len_dwords().unwrap_or(1) as u32;
+    let repr = Repr::parse(&packet, width.format()).map_err(|e| match e {
+        WireError::ReservedBits { field, dword, .. } => {
+            width.too_wide(field.trim_end_matches(" count"), dword)
+        }
+        e => bad(format_args!("{e}")),
+    })?;
+    match repr {
+        Repr::Nop { .. } => {}
+        Repr::CopyLinear(c) => copy_linear(&c, header, mem)?,
+        Repr::CopyLinearRect(r) => copy_rect(&r, mem)?,
+        Repr::Fence { addr, data } => {
             // SeqCst (rmw32): after everything before it, before whoever polls the word.
-            rmw32(mem, va, "FENCE write", |_| Some(p[3]))?;
+            rmw32(mem, addr, "FENCE write", |_| Some(data))?;
         }
-        OP_TRAP => mem.trap(p[1] & 0x0fff_ffff),
-        OP_POLL_REGMEM => {
-            if !poll_regmem(p, mem)? {
+        Repr::Trap { int_context } => mem.trap(int_context),
+        Repr::PollRegMem(p) => {
+            if !poll_regmem(&p, header, mem)? {
                 return Ok(Step::Wait);
             }
         }
-        OP_ATOMIC => {
-            if !atomic(p, mem)? {
+        Repr::Atomic(a) => {
+            if !atomic(&a, header, mem)? {
                 return Ok(Step::Wait);
             }
         }
-        OP_CONST_FILL => const_fill(p, mem, width)?,
-        OP_TIMESTAMP => {
-            let va = addr(1);
+        Repr::ConstFill(c) => const_fill(&c, header, mem)?,
+        Repr::Timestamp { addr } => {
             let now = mem.gpu_clock();
-            rmw64(mem, va, "TIMESTAMP write", |_| Some(now))?;
+            rmw64(mem, addr, "TIMESTAMP write", |_| Some(now))?;
         }
-        _ => unreachable!("packet_dwords knows only the opcodes above"),
     }
     Ok(Step::Done(len))
 }
@@ -357,63 +341,45 @@ fn copy_fault(mem: &dyn SdmaMemory, f: CopyFault, src: u64, dst: u64, what: &str
     }
 }
 
-fn copy_linear(p: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Result<(), Error> {
-    let bytes = u64::from(width.check("COPY LINEAR", p[1])?) + 1;
-    let (dst_swap, src_swap) = ((p[2] >> 16) & 3, (p[2] >> 24) & 3);
-    if dst_swap != 0 || src_swap != 0 {
+fn copy_linear(c: &CopyLinear, header: u32, mem: &dyn SdmaMemory) -> Result<(), Error> {
+    let bytes = u64::from(c.count) + 1;
+    if c.dst_sw != 0 || c.src_sw != 0 {
         return Err(bad(format_args!(
-            "COPY LINEAR byte swap (dst_swap {dst_swap}, src_swap {src_swap}) is not emulated"
+            "COPY LINEAR byte swap (dst_sw {}, src_sw {}) is not emulated",
+            c.dst_sw, c.src_sw
         )));
     }
-    if p[0] & (1 << 27) != 0 {
+    if c.broadcast {
         return Err(bad(format_args!(
-            "COPY LINEAR broadcast (header {:#010x}) is not emulated",
-            p[0]
+            "COPY LINEAR broadcast (header {header:#010x}) is not emulated"
         )));
     }
-    let src = u64::from(p[3]) | u64::from(p[4]) << 32;
-    let dst = u64::from(p[5]) | u64::from(p[6]) << 32;
-    let s = mem.span(src, bytes, "COPY LINEAR source read")?;
-    let d = mem.span(dst, bytes, "COPY LINEAR destination write")?;
+    let s = mem.span(c.src, bytes, "COPY LINEAR source read")?;
+    let d = mem.span(c.dst, bytes, "COPY LINEAR destination write")?;
     d.try_copy_from(&s)
-        .map_err(|f| copy_fault(mem, f, src, dst, "COPY LINEAR"))
+        .map_err(|f| copy_fault(mem, f, c.src, c.dst, "COPY LINEAR"))
 }
 
-fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
-    let element = 1u64 << (p[0] >> 29);
-    if p[0] >> 29 > 4 {
+fn copy_rect(r: &CopyLinearRect, mem: &dyn SdmaMemory) -> Result<(), Error> {
+    if r.element > 4 {
         return Err(bad(format_args!(
             "COPY LINEAR_RECT element size code {} is above 4 (16 bytes)",
-            p[0] >> 29
+            r.element
         )));
     }
-    let (dst_swap, src_swap) = ((p[12] >> 16) & 3, (p[12] >> 24) & 3);
-    if dst_swap != 0 || src_swap != 0 {
+    let element = 1u64 << r.element;
+    if r.dst_sw != 0 || r.src_sw != 0 {
         return Err(bad(format_args!(
-            "COPY LINEAR_RECT byte swap (dst_swap {dst_swap}, src_swap {src_swap}) is not \
-             emulated"
+            "COPY LINEAR_RECT byte swap (dst_sw {}, src_sw {}) is not emulated",
+            r.dst_sw, r.src_sw
         )));
     }
-    // One side: base, offsets (x, y, z) and pitches (row, slice) in elements.
-    let side = |i: usize| {
-        let base = u64::from(p[i]) | u64::from(p[i + 1]) << 32;
-        let (ox, oy) = (
-            u64::from(p[i + 2] & 0x3fff),
-            u64::from((p[i + 2] >> 16) & 0x3fff),
-        );
-        let oz = u64::from(p[i + 3] & 0x7ff);
-        let pitch = u64::from(p[i + 3] >> 13) + 1;
-        let slice = u64::from(p[i + 4] & 0x0fff_ffff) + 1;
-        (base, ox, oy, oz, pitch, slice)
-    };
-    let src = side(1);
-    let dst = side(6);
-    let rx = u64::from(p[11] & 0x3fff) + 1;
-    let ry = u64::from((p[11] >> 16) & 0x3fff) + 1;
-    let rz = u64::from(p[12] & 0x7ff) + 1;
+    let rx = u64::from(r.rect_x) + 1;
+    let ry = u64::from(r.rect_y) + 1;
+    let rz = u64::from(r.rect_z) + 1;
     let row_bytes = rx * element;
     // Disjoint destination rows bound the work by the memory written (see the module's doc).
-    let (dst_pitch, dst_slice) = (dst.4, dst.5);
+    let (dst_pitch, dst_slice) = (u64::from(r.dst.pitch) + 1, u64::from(r.dst.slice_pitch) + 1);
     if ry > 1 && dst_pitch < rx {
         return Err(bad(format_args!(
             "COPY LINEAR_RECT destination pitch {dst_pitch} elements is below the rectangle's \
@@ -428,14 +394,15 @@ fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
             (ry - 1) * dst_pitch + rx
         )));
     }
-    let at = |s: (u64, u64, u64, u64, u64, u64), y: u64, z: u64| {
-        let (base, ox, oy, oz, pitch, slice) = s;
-        let elems = ox + (oy + y) * pitch + (oz + z) * slice;
-        base.checked_add(elems * element)
+    // One side's row y of slice z: base plus (x, y, z) offsets and pitches in elements.
+    let at = |s: &RectSide, y: u64, z: u64| {
+        let (pitch, slice) = (u64::from(s.pitch) + 1, u64::from(s.slice_pitch) + 1);
+        let elems = u64::from(s.x) + (u64::from(s.y) + y) * pitch + (u64::from(s.z) + z) * slice;
+        s.addr.checked_add(elems * element)
     };
     for z in 0..rz {
         for y in 0..ry {
-            let (Some(s), Some(d)) = (at(src, y, z), at(dst, y, z)) else {
+            let (Some(s), Some(d)) = (at(&r.src, y, z), at(&r.dst, y, z)) else {
                 return Err(bad(format_args!(
                     "COPY LINEAR_RECT row {y} of slice {z} lies past the end of the address space"
                 )));
@@ -450,26 +417,23 @@ fn copy_rect(p: &[u32], mem: &dyn SdmaMemory) -> Result<(), Error> {
 }
 
 /// Whether the `POLL_REGMEM` condition holds.
-fn poll_regmem(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
-    let hdp_flush = p[0] & (1 << 26) != 0;
-    let func = (p[0] >> 28) & 7;
-    let mem_poll = p[0] >> 31 != 0;
-    if hdp_flush || (!mem_poll && func == 0) {
+fn poll_regmem(p: &PollRegMem, header: u32, mem: &dyn SdmaMemory) -> Result<bool, Error> {
+    let func = p.func;
+    if p.hdp_flush || (!p.mem_poll && func == 0) {
         // An HDP flush: the emulated device has no HDP; every write is already visible.
         fence(Ordering::SeqCst);
         return Ok(true);
     }
-    if !mem_poll {
+    if !p.mem_poll {
         return Err(bad(format_args!(
             "POLL_REGMEM of register {:#x} (function {func}): the emulated SDMA engine has no \
              registers to poll",
-            p[1]
+            p.addr as u32
         )));
     }
-    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
     // SeqCst (rmw32 reading): ordered after the store of whoever changes the word.
-    let v = rmw32(mem, va, "POLL_REGMEM read", |_| None)? & p[4];
-    let reference = p[3];
+    let v = rmw32(mem, p.addr, "POLL_REGMEM read", |_| None)? & p.mask;
+    let reference = p.value;
     Ok(match func {
         0 => true,
         1 => v < reference,
@@ -480,8 +444,7 @@ fn poll_regmem(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
         6 => v > reference,
         _ => {
             return Err(bad(format_args!(
-                "POLL_REGMEM function 7 (header {:#010x}) is reserved",
-                p[0]
+                "POLL_REGMEM function 7 (header {header:#010x}) is reserved"
             )))
         }
     })
@@ -555,12 +518,10 @@ fn atomic_result(op: u32, old: u64, src: u64, cmp: u64, bits: u32) -> Option<u64
 
 /// Runs an `ATOMIC`; `false` for a looping compare-swap that did not swap yet (nothing was
 /// written: the queue retries the packet, as it retries a `POLL_REGMEM`).
-fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
-    let op = p[0] >> 25;
-    let looped = p[0] & (1 << 16) != 0;
-    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
-    let src = u64::from(p[3]) | u64::from(p[4]) << 32;
-    let cmp = u64::from(p[5]) | u64::from(p[6]) << 32;
+fn atomic(a: &Atomic, header: u32, mem: &dyn SdmaMemory) -> Result<bool, Error> {
+    let op = u32::from(a.op);
+    let looped = a.looped;
+    let (va, src, cmp) = (a.addr, a.src_data, a.cmp_data);
     let (code, bits) = match op {
         0x07..=0x08 | 0x0f..=0x19 => (op + 0x20, 32),
         0x27..=0x28 | 0x2f..=0x39 => (op, 64),
@@ -568,9 +529,8 @@ fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
     };
     if bits == 0 || atomic_result(code, 0, 0, 0, bits).is_none() {
         return Err(bad(format_args!(
-            "ATOMIC operation {op:#04x} (header {:#010x}) is not one the emulated SDMA engine \
-             runs (swap 0x07/0x27, cmpswap 0x08/0x28, add..dec 0x0f-0x19/0x2f-0x39)",
-            p[0]
+            "ATOMIC operation {op:#04x} (header {header:#010x}) is not one the emulated SDMA \
+             engine runs (swap 0x07/0x27, cmpswap 0x08/0x28, add..dec 0x0f-0x19/0x2f-0x39)"
         )));
     }
     let done = if bits == 64 {
@@ -588,30 +548,29 @@ fn atomic(p: &[u32], mem: &dyn SdmaMemory) -> Result<bool, Error> {
     Ok(done || !looped)
 }
 
-fn const_fill(p: &[u32], mem: &dyn SdmaMemory, width: CountWidth) -> Result<(), Error> {
-    let fillsize = p[0] >> 30;
-    if fillsize != 2 {
+fn const_fill(c: &ConstFill, header: u32, mem: &dyn SdmaMemory) -> Result<(), Error> {
+    if u32::from(c.fillsize) != FILLSIZE_DWORDS {
         return Err(bad(format_args!(
-            "CONST_FILL fillsize {fillsize} (header {:#010x}): the emulated SDMA engine fills \
+            "CONST_FILL fillsize {} (header {header:#010x}): the emulated SDMA engine fills \
              dwords (2) only",
-            p[0]
+            c.fillsize
         )));
     }
-    if (p[0] >> 16) & 3 != 0 {
+    if c.sw != 0 {
         return Err(bad(format_args!(
             "CONST_FILL byte swap {} is not emulated",
-            (p[0] >> 16) & 3
+            c.sw
         )));
     }
-    let va = u64::from(p[1]) | u64::from(p[2]) << 32;
+    let va = c.dst;
     if va % 4 != 0 {
         return Err(bad(format_args!(
             "CONST_FILL destination {va:#x} is not 4-byte aligned"
         )));
     }
-    let dwords = u64::from(width.check("CONST_FILL", p[4])? >> 2) + 1;
+    let dwords = u64::from(c.count >> 2) + 1;
     let r = mem.span(va, dwords * 4, "CONST_FILL write")?;
-    let data = p[3].to_le_bytes().repeat(dwords as usize);
+    let data = c.data.to_le_bytes().repeat(dwords as usize);
     r.try_write_from(&data)
         .map_err(|f| mem.unmapped(va + f.offset, "CONST_FILL write"))
 }
@@ -857,7 +816,7 @@ impl SdmaMemory for SdmaHost<'_> {
     }
 
     fn gpu_clock(&self) -> u64 {
-        super::monotonic_ns()
+        super::clock::monotonic_ns()
     }
 
     fn trap(&self, int_ctx: u32) {
@@ -879,6 +838,122 @@ impl SdmaMemory for SdmaHost<'_> {
             self.gpu_id
         )
     }
+}
+
+/// CREATE_QUEUE of an SDMA queue (amdkfd `set_queue_properties_from_user`,
+/// `allocate_sdma_queue`): the ring, read and write pointers must lie in memory mapped to
+/// the GPU (the pointers 8-byte aligned: the engine writes the 64-bit read pointer back);
+/// EOP and context-save buffers are not used.
+pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+    let gpu = device.gpu_by_id(a.gpu_id)?;
+    if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
+        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+        || !a.ring_size.is_power_of_two()
+        || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
+    {
+        return Err(Errno::INVAL);
+    }
+    if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
+        return Err(Errno::FAULT);
+    }
+    if a.read_pointer_address % 8 != 0 || a.write_pointer_address % 8 != 0 {
+        return Err(Errno::INVAL);
+    }
+    let props = device
+        .topology
+        .nodes
+        .iter()
+        .find(|n| n.properties.gpu_id == gpu.gpu_id)
+        .map(|n| n.properties.clone())
+        .ok_or(Errno::INVAL)?;
+    let xgmi = a.queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
+    let engines = if xgmi {
+        props.num_sdma_xgmi_engines
+    } else {
+        props.num_sdma_engines
+    };
+    let sdma_slots = engines.saturating_mul(props.num_sdma_queues_per_engine);
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    let ring = allocs
+        .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
+        .ok_or(Errno::INVAL)?;
+    let rptr = allocs
+        .device_region(gpu.gpu_id, a.read_pointer_address, 8)
+        .ok_or(Errno::FAULT)?;
+    allocs
+        .device_region(gpu.gpu_id, a.write_pointer_address, 8)
+        .ok_or(Errno::FAULT)?;
+    let mut queues = lock(&device.queues);
+    let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
+    if on_gpu >= gpu.max_queues {
+        return Err(Errno::NOSPC);
+    }
+    let sdma_on_gpu = queues
+        .values()
+        .filter(|q| q.gpu_id == gpu.gpu_id && q.queue_type == a.queue_type)
+        .count() as u32;
+    if sdma_on_gpu >= sdma_slots {
+        return Err(Errno::NOMEM);
+    }
+    let qid = (0..MAX_QUEUES_PER_PROCESS)
+        .find(|i| !queues.contains_key(i))
+        .ok_or(Errno::NOSPC)?;
+    let doorbell = gpu
+        .doorbells
+        .region()
+        .sub(u64::from(qid) * 8, 8)
+        .ok_or(Errno::NOSPC)?;
+    // A new queue starts at 0: its doorbell too (a destroyed queue's may be left over).
+    if let Some(w) = doorbell.atomic_u64(0) {
+        w.store(0, Ordering::Release);
+    }
+    let ctl = Arc::new(QueueCtl::default());
+    ctl.inactive
+        .store(a.queue_percentage == 0, Ordering::SeqCst);
+    let engine = SdmaThread {
+        device: device.clone(),
+        ctl: ctl.clone(),
+        ring,
+        rptr,
+        doorbell,
+        queue_id: qid,
+        gpu_id: gpu.gpu_id,
+        count_width: gpu.sdma_count_width,
+    };
+    let thread = std::thread::Builder::new()
+        .name(format!("emu-sdma-q{qid}"))
+        .spawn(move || engine.run())
+        .map_err(|_| Errno::NOMEM)?;
+    let mut pinned = Vec::new();
+    for va in [
+        a.ring_base_address,
+        a.read_pointer_address,
+        a.write_pointer_address,
+    ] {
+        if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
+            al.pins += 1;
+            pinned.push(al.handle);
+        }
+    }
+    queues.insert(
+        qid,
+        QueueEntry {
+            gpu_id: gpu.gpu_id,
+            queue_type: a.queue_type,
+            ring_va: a.ring_base_address,
+            ring_size: a.ring_size,
+            pinned,
+            ctl,
+            thread: Some(thread),
+        },
+    );
+    lock(&device.queue_errors).remove(&qid);
+    a.queue_id = qid;
+    a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
+    Ok(())
 }
 
 #[cfg(test)]

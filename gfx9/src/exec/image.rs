@@ -2,7 +2,8 @@
 //! `image_store`, `image_store_mip`, `image_get_resinfo`, `image_sample`,
 //! `image_sample_lz`, `image_sample_l` and the 32-bit `image_atomic_add`/`swap`/`cmpswap`.
 //!
-//! The image resource (T#, 8 SGPRs) is read as gfx9's SQ_IMG_RSRC_WORD0..7 (Vega ISA §8.2.4
+//! The image resource (T#, 8 SGPRs) is read through [`hsa_core::wire::gfx9_rsrc`] (the layout
+//! hsa-core writes image objects with) as gfx9's SQ_IMG_RSRC_WORD0..7 (Vega ISA §8.2.4
 //! "Image Resource"; the bit positions of ROCR's `image/resource_ai.h`): BASE_ADDRESS = the
 //! address's bits 39:8 in word 0 and 47:40 in word 1 [7:0], DATA_FORMAT word 1 [25:20],
 //! NUM_FORMAT word 1 [29:26], WIDTH−1 word 2 [13:0], HEIGHT−1 word 2 [27:14], DST_SEL_X/Y/Z/W
@@ -69,6 +70,8 @@
 //!   compared value) on a 32-bit one-component UINT or SINT image, returning the old value
 //!   with `glc`; the other atomics are "not implemented" errors.
 
+use hsa_core::wire::gfx9_rsrc::{ImageRsrc, SamplerRsrc};
+
 use super::{
     error, f16, not_implemented, read_global, set_vdst_dword, vsrc_dword, write_global,
     BufferFormat, Ctx, Instruction, Operand, Result, Status, Wave, WAVE_SIZE,
@@ -133,26 +136,27 @@ impl ImageResource {
         w: [u32; 8],
         gb_addr_config: u32,
     ) -> core::result::Result<ImageResource, String> {
-        let ty = (w[3] >> 28) as u8;
+        // The fields, from the one layout hsa-core's image objects are written with.
+        let t = ImageRsrc::parse(&w).map_err(|e| e.to_string())?;
+        let ty = t.ty as u8;
         if !matches!(ty, IMG_1D | IMG_2D | IMG_3D | IMG_1D_ARRAY | IMG_2D_ARRAY) {
             return Err(format!(
                 "T# TYPE {ty}: not an image type this interpreter supports (8 1D, 9 2D, 10 3D, 12 1D array, 13 2D array)"
             ));
         }
-        let sw_mode = w[3] >> 20 & 0x1F;
+        let sw_mode = t.sw_mode;
         let mode = SwizzleMode::from_sw_mode(sw_mode).map_err(|why| format!("T# {why}"))?;
-        let base_level = w[3] >> 12 & 0xF;
+        let base_level = t.base_level;
         if base_level != 0 {
             return Err(format!(
                 "T# BASE_LEVEL {base_level}: only mip level 0 is supported"
             ));
         }
-        let last_level = w[3] >> 16 & 0xF;
-        let dfmt = (w[1] >> 20 & 0x3F) as u8;
-        let nfmt = (w[1] >> 26 & 0xF) as u8;
+        let last_level = t.last_level;
+        let (dfmt, nfmt) = (t.data_format as u8, t.num_format as u8);
         let format = BufferFormat::image(dfmt, nfmt)
             .map_err(|why| format!("T# DATA_FORMAT {dfmt} NUM_FORMAT {nfmt}: {why}"))?;
-        let dst_sel: [u8; 4] = core::array::from_fn(|k| (w[3] >> (3 * k) & 7) as u8);
+        let dst_sel = t.dst_sel;
         if let Some(k) = dst_sel.iter().position(|&s| s == 2 || s == 3) {
             return Err(format!(
                 "T# DST_SEL_{} {}: reserved (0, 1 or 4..=7)",
@@ -160,17 +164,15 @@ impl ImageResource {
                 dst_sel[k]
             ));
         }
-        let width = (w[2] & 0x3FFF) + 1;
-        let height = (w[2] >> 14 & 0x3FFF) + 1;
-        let depth = (w[4] & 0x1FFF) + 1;
+        let (width, height, depth) = (t.width, t.height, t.depth);
         let size = match ty {
             IMG_1D => [width, 1, 1],
             IMG_2D => [width, height, 1],
             IMG_1D_ARRAY => [width, 1, depth],
             _ => [width, height, depth],
         };
-        let mut base = (u64::from(w[0]) << 8) | (u64::from(w[1] & 0xFF) << 40);
-        let pitch = (w[4] >> 13 & 0xFFFF) + 1;
+        let mut base = t.base;
+        let pitch = t.pitch;
         let levels = last_level.saturating_sub(base_level) + 1;
         let layout = match mode {
             None => Layout::Linear,
@@ -334,7 +336,8 @@ struct Sampler {
 
 impl Sampler {
     fn from_words(w: [u32; 4]) -> core::result::Result<Sampler, String> {
-        let clamp: [u8; 3] = core::array::from_fn(|k| (w[0] >> (3 * k) & 7) as u8);
+        let s = SamplerRsrc::parse(&w).map_err(|e| e.to_string())?;
+        let clamp = s.clamp;
         if let Some(k) = clamp.iter().position(|&c| matches!(c, 4 | 5 | 7)) {
             return Err(format!(
                 "S# CLAMP_{} {}: the half-border address modes are unsupported",
@@ -342,8 +345,7 @@ impl Sampler {
                 clamp[k]
             ));
         }
-        let mag = w[2] >> 20 & 3;
-        let min = w[2] >> 22 & 3;
+        let (mag, min) = (s.xy_mag_filter, s.xy_min_filter);
         if mag > 1 || min > 1 {
             return Err(format!(
                 "S# XY_MAG_FILTER {mag} XY_MIN_FILTER {min}: anisotropic filtering is unsupported"
@@ -354,15 +356,15 @@ impl Sampler {
                 "S# XY_MAG_FILTER {mag} XY_MIN_FILTER {min}: differing filters are unsupported"
             ));
         }
-        let border = (w[3] >> 30) as u8;
+        let border = s.border_color_type as u8;
         if border == 3 {
             return Err("S# BORDER_COLOR_TYPE 3: the border colour register is unsupported".into());
         }
         Ok(Sampler {
             clamp,
-            unnormalized: w[0] >> 15 & 1 != 0,
+            unnormalized: s.force_unnormalized,
             bilinear: mag == 1,
-            z_linear: w[2] >> 24 & 3 == 2,
+            z_linear: s.z_filter == 2,
             border,
         })
     }

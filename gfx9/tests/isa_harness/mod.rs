@@ -11,8 +11,8 @@ use std::path::PathBuf;
 use hsa_core::abi::kernel_descriptor::KernelDescriptor;
 use hsa_core::abi::queue::AmdQueue;
 use hsa_core::queue::scratch::ScratchLayout;
-use hsa_core::{Result, Status};
-use hsa_gfx9::exec::{run_dispatch, DeviceMemory, DispatchState, KernelCode, QueueScratch};
+use hsa_core::Result;
+use hsa_gfx9::exec::{run_dispatch, DispatchState, KernelCode, QueueScratch};
 
 /// Device address of the queue scratch a dispatch gets.
 const SCRATCH: u64 = 0x5000_0000_0000;
@@ -21,72 +21,13 @@ use hsa_gfx9::Gfx9Target;
 use object::{Object, ObjectSection, ObjectSymbol};
 use zerocopy::FromBytes;
 
-/// A flat device address space made of a few allocations (8-aligned bases).
-pub struct TestMemory {
-    allocs: RefCell<Vec<(u64, Vec<u8>)>>,
-}
-
-impl TestMemory {
-    pub fn new() -> TestMemory {
-        TestMemory {
-            allocs: RefCell::new(Vec::new()),
-        }
-    }
-    pub fn add(&self, addr: u64, bytes: Vec<u8>) {
-        self.allocs.borrow_mut().push((addr, bytes));
-    }
-    pub fn get(&self, addr: u64) -> Vec<u8> {
-        let a = self.allocs.borrow();
-        a.iter().find(|(b, _)| *b == addr).unwrap().1.clone()
-    }
-}
+/// The flat test memory of the interpreter's tests (8-aligned bases).
+pub use hsa_test_support::FlatMemory as TestMemory;
 
 thread_local! {
     /// The data of every message interrupt a kernel on this thread raised
     /// (`s_sendmsg sendmsg(MSG_INTERRUPT)`), in order.
     pub static INTERRUPTS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
-}
-
-impl DeviceMemory for TestMemory {
-    /// The host's `CLOCK_MONOTONIC` in nanoseconds (the emulated device's clock).
-    fn clock_counter(&self) -> u64 {
-        let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
-        t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64
-    }
-
-    fn message_interrupt(&self, data: u32) -> Result<()> {
-        INTERRUPTS.with(|v| v.borrow_mut().push(data));
-        Ok(())
-    }
-
-    fn read(&self, addr: u64, buf: &mut [u8]) -> Result<()> {
-        for (base, bytes) in self.allocs.borrow().iter() {
-            if addr >= *base && addr + buf.len() as u64 <= base + bytes.len() as u64 {
-                let o = (addr - base) as usize;
-                buf.copy_from_slice(&bytes[o..o + buf.len()]);
-                return Ok(());
-            }
-        }
-        Err(hsa_core::error!(
-            Status::MemoryFault,
-            "read of {} bytes at {addr:#x}",
-            buf.len()
-        ))
-    }
-    fn write(&self, addr: u64, data: &[u8]) -> Result<()> {
-        for (base, bytes) in self.allocs.borrow_mut().iter_mut() {
-            if addr >= *base && addr + data.len() as u64 <= *base + bytes.len() as u64 {
-                let o = (addr - *base) as usize;
-                bytes[o..o + data.len()].copy_from_slice(data);
-                return Ok(());
-            }
-        }
-        Err(hsa_core::error!(
-            Status::MemoryFault,
-            "write of {} bytes at {addr:#x}",
-            data.len()
-        ))
-    }
 }
 
 pub const LOAD_BASE: u64 = 0x7000_0000_0000;
@@ -252,8 +193,10 @@ impl Isa {
         }
         st.launch = launch;
         st.gb_addr_config = gb_addr_config;
-        run_dispatch(&code, &kd, self.target, &st, &mem)?;
-        Ok((0..bufs.len()).map(|i| mem.get(buf(i))).collect())
+        let ran = run_dispatch(&code, &kd, self.target, &st, &mem);
+        INTERRUPTS.with(|v| v.borrow_mut().extend(mem.interrupts()));
+        ran?;
+        Ok((0..bufs.len()).map(|i| mem.region(buf(i))).collect())
     }
 }
 

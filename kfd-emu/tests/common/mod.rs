@@ -50,30 +50,7 @@ pub fn capi_library_dir() -> PathBuf {
 
 /// `cargo build -p PACKAGE --lib` into `<target>/capi-cdylib`; the library `file` it made.
 fn build(package: &str, file: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("current_exe");
-    let profile_dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("test binary is in <target>/<profile>/deps");
-    let profile = profile_dir
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("debug");
-    let target_dir = profile_dir.parent().expect("<target>").join("capi-cdylib");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = std::process::Command::new(cargo);
-    cmd.args(["build", "-p", package, "--lib", "--target-dir"])
-        .arg(&target_dir)
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
-    if profile == "release" {
-        cmd.arg("--release");
-    }
-    let status = cmd.status().expect("run cargo build");
-    assert!(
-        status.success(),
-        "cargo build -p {package} --lib failed: {status}"
-    );
-    let lib = target_dir.join(profile).join(file);
+    let lib = hsa_test_support::cargo::build_lib(package, "capi-cdylib", &[], None).join(file);
     assert!(lib.exists(), "{} missing after cargo build", lib.display());
     lib
 }

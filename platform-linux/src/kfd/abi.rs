@@ -491,6 +491,43 @@ abi_struct! {
     }
 }
 
+abi_struct! {
+    /// `GET_TILE_CONFIG`: the GPU's tiling registers, which ROCR's image manager reads at
+    /// start (through `hsaKmtGetTileConfig`) to set up its address library.
+    GetTileConfigArgs("kfd_ioctl_get_tile_config_args", 40) {
+        /// To KFD: where the tile-mode array goes (user address).
+        tile_config_ptr: u64,
+        /// To KFD: where the macro-tile-mode array goes (user address).
+        macro_tile_config_ptr: u64,
+        /// To KFD: entries the caller's tile-mode array holds; from KFD: entries written.
+        num_tile_configs: u32,
+        /// To KFD: entries the caller's macro-tile array holds; from KFD: entries written.
+        num_macro_tile_configs: u32,
+        /// To KFD: the GPU.
+        gpu_id: u32,
+        /// From KFD: the `GB_ADDR_CONFIG` register.
+        gb_addr_config: u32,
+        /// From KFD: memory banks (`MC_ARB_RAMCFG.NOOFBANK`).
+        num_banks: u32,
+        /// From KFD: memory ranks (`MC_ARB_RAMCFG.NOOFRANKS`).
+        num_ranks: u32,
+    }
+}
+
+abi_struct! {
+    /// `SET_TRAP_HANDLER`: the process's trap handler on one GPU.
+    SetTrapHandlerArgs("kfd_ioctl_set_trap_handler_args", 24) {
+        /// To KFD: the trap handler's code (TBA), a GPU address.
+        tba_addr: u64,
+        /// To KFD: the trap handler's memory (TMA), a GPU address.
+        tma_addr: u64,
+        /// To KFD: the GPU.
+        gpu_id: u32,
+        /// Padding.
+        pad: u32,
+    }
+}
+
 // ---- request numbers ----
 
 /// `AMDKFD_IOC_GET_VERSION`: `_IOR('K', 0x01, ...)`.
@@ -517,6 +554,10 @@ pub const AMDKFD_IOC_RESET_EVENT: u32 = iow::<ResetEventArgs>(0x0B);
 pub const AMDKFD_IOC_WAIT_EVENTS: u32 = iowr::<WaitEventsArgs>(0x0C);
 /// `AMDKFD_IOC_SET_SCRATCH_BACKING_VA`: `_IOWR('K', 0x11, ...)`.
 pub const AMDKFD_IOC_SET_SCRATCH_BACKING_VA: u32 = iowr::<SetScratchBackingVaArgs>(0x11);
+/// `AMDKFD_IOC_GET_TILE_CONFIG`: `_IOWR('K', 0x12, ...)`.
+pub const AMDKFD_IOC_GET_TILE_CONFIG: u32 = iowr::<GetTileConfigArgs>(0x12);
+/// `AMDKFD_IOC_SET_TRAP_HANDLER`: `_IOW('K', 0x13, ...)`.
+pub const AMDKFD_IOC_SET_TRAP_HANDLER: u32 = iow::<SetTrapHandlerArgs>(0x13);
 /// `AMDKFD_IOC_GET_PROCESS_APERTURES_NEW`: `_IOWR('K', 0x14, ...)`.
 pub const AMDKFD_IOC_GET_PROCESS_APERTURES_NEW: u32 = iowr::<GetProcessAperturesNewArgs>(0x14);
 /// `AMDKFD_IOC_ACQUIRE_VM`: `_IOW('K', 0x15, ...)`.

@@ -34,7 +34,8 @@ struct Args {
     /// (gfx9 code only).
     ///
     /// The same lines as `llvm-objdump-19 -d --mcpu=<processor> FILE`, kernel by kernel under
-    /// `<address> <name>:` labels, for gfx900, gfx90a, gfx942 and gfx9-generic code objects
+    /// `<address> <name>:` labels, for gfx9 code objects (gfx900 and its variants, gfx906,
+    /// gfx908, gfx90a, gfx940/941/942, gfx9-generic)
     /// (another processor is an error naming it). Each kernel ends at the end of its symbol
     /// (st_size), so the alignment padding llvm-objdump lists up to the next symbol (s_nop 0)
     /// is left out. A word the decoder does not know is a `.long 0x<word>` line, as

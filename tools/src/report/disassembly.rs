@@ -35,8 +35,8 @@
 //!   whatever section precedes them).
 //! - Only kernels are listed (the code object's metadata), not other function symbols.
 //!
-//! Only gfx9 machine code is known: gfx900, gfx90a, gfx942 and gfx9-generic (whose
-//! instructions are gfx900's); a code object for another processor is an error naming it.
+//! Only gfx9 machine code is known: gfx900 and its variants, gfx906, gfx908, gfx90a,
+//! gfx940/941/942 and gfx9-generic (whose instructions are gfx900's); a code object for another processor is an error naming it.
 //!
 //! Ref: llvm-objdump's AMDGPU output (`AMDGCNPrettyPrinter`, observed with llvm-objdump-19);
 //! LLVM AMDGPUUsage "Symbols"; Vega ISA §4.4 for branch targets.
@@ -63,8 +63,8 @@ pub const NOT_DECODED: &str = "not decoded by hsa-rt";
 ///   not a valid code object, or a kernel's code range is bad (the errors of
 ///   [`CodeObject::kernel_code`]: its function symbol missing, not `STT_FUNC`, of size 0, or
 ///   outside `.text`, or not at the descriptor's entry).
-/// - `Status::InvalidIsa` naming the processor when it is not gfx900, gfx90a, gfx942 or
-///   gfx9-generic.
+/// - `Status::InvalidIsa` naming the processor when it is not one the decoder knows (gfx900 and
+///   its variants, gfx906, gfx908, gfx90a, gfx940/941/942, gfx9-generic).
 ///
 /// Bytes the decoder does not know are not errors: they are printed as marked `.long`/`.byte`
 /// lines.
@@ -76,7 +76,7 @@ pub fn disassembly_report(bytes: &[u8], file_name: &str) -> Result<String> {
         bail!(
             Status::InvalidIsa,
             "cannot disassemble {processor} code: the disassembler knows only gfx9 \
-             (gfx900, gfx90a, gfx942, gfx9-generic)"
+             (gfx900 and its variants, gfx906, gfx908, gfx90a, gfx940/941/942, gfx9-generic)"
         );
     };
     let text = co.text_section()?;

@@ -1,0 +1,796 @@
+//! The gfx9 memory queue descriptor (MQD) of a compute queue: `struct v9_mqd`, the 512 dwords
+//! (2048 bytes) the command processor loads into a hardware queue descriptor (HQD) when the
+//! queue is mapped, and saves back when it is unmapped.
+//!
+//! Layout: linux `drivers/gpu/drm/amd/include/v9_structs.h` (`struct v9_mqd`, field names and
+//! order kept; the header's `reserved_N` dwords sit at dword `N`, which pins every named
+//! field's place, asserted below at compile time). What each register image holds:
+//! `amdkfd/kfd_mqd_manager_v9.c` (`init_mqd`, `update_mqd`) and `amdgpu/gfx_v9_0.c`
+//! (`gfx_v9_0_mqd_init`); bit positions of the `CP_HQD_*` fields in [`cp_hqd`].
+//!
+//! [`V9Mqd`] is `#[repr(C)]` with zerocopy derives: it is the view over the 2048 bytes (read
+//! one from guest memory with `V9Mqd::read_from_bytes`, write one with `as_bytes`). Today the
+//! bare-metal backend fills the fields an AQL queue needs (`hsa_baremetal::mqd`); the rest are
+//! zero until a producer fills them as amdkfd does.
+
+use core::mem::offset_of;
+
+use zerocopy::{FromBytes, FromZeros, Immutable, IntoBytes, KnownLayout};
+
+/// Dwords of a [`V9Mqd`].
+pub const V9_MQD_DWORDS: usize = 512;
+
+/// Bit fields of the `CP_HQD_*` register images (`gc_9_0_sh_mask.h`; amdkfd `cik_regs.h`'s
+/// names where it keeps them).
+pub mod cp_hqd {
+    use crate::wire::Field;
+
+    /// `CP_HQD_PQ_CONTROL.QUEUE_SIZE`: log2(ring size in dwords) - 1.
+    pub const PQ_CONTROL_QUEUE_SIZE: Field = Field::new(0, 0, 6);
+    /// `CP_HQD_PQ_CONTROL.RPTR_BLOCK_SIZE`: log2 of the read-pointer report block, dwords.
+    pub const PQ_CONTROL_RPTR_BLOCK_SIZE: Field = Field::new(0, 8, 6);
+    /// `CP_HQD_PQ_CONTROL.NO_UPDATE_RPTR`: the CP keeps no read pointer in memory of its own
+    /// (AQL: `amd_queue_t.read_dispatch_id` is it).
+    pub const PQ_CONTROL_NO_UPDATE_RPTR: Field = Field::new(0, 27, 1);
+    /// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_OFFSET`: the doorbell's dword offset in the
+    /// doorbell aperture.
+    pub const DOORBELL_OFFSET: Field = Field::new(0, 2, 26);
+    /// `CP_HQD_PQ_DOORBELL_CONTROL.DOORBELL_EN`.
+    pub const DOORBELL_EN: Field = Field::new(0, 30, 1);
+    /// `CP_HQD_AQL_CONTROL.CONTROL0`: the ring holds AQL packets.
+    pub const AQL_CONTROL0: Field = Field::new(0, 0, 1);
+    /// `CP_HQD_EOP_CONTROL.EOP_SIZE`: log2(EOP buffer dwords) - 1.
+    pub const EOP_CONTROL_EOP_SIZE: Field = Field::new(0, 0, 6);
+}
+
+/// `struct v9_mqd` (2048 bytes). Field names are the header's; each doc gives the dword.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, FromBytes, IntoBytes, Immutable, KnownLayout)]
+#[repr(C)]
+pub struct V9Mqd {
+    /// Dword 0: MQD header (`0xC0310800` from amdkfd's `init_mqd`).
+    pub header: u32,
+    /// Dword 1: `compute_dispatch_initiator`.
+    pub compute_dispatch_initiator: u32,
+    /// Dword 2: `compute_dim_x`.
+    pub compute_dim_x: u32,
+    /// Dword 3: `compute_dim_y`.
+    pub compute_dim_y: u32,
+    /// Dword 4: `compute_dim_z`.
+    pub compute_dim_z: u32,
+    /// Dword 5: `compute_start_x`.
+    pub compute_start_x: u32,
+    /// Dword 6: `compute_start_y`.
+    pub compute_start_y: u32,
+    /// Dword 7: `compute_start_z`.
+    pub compute_start_z: u32,
+    /// Dword 8: `compute_num_thread_x`.
+    pub compute_num_thread_x: u32,
+    /// Dword 9: `compute_num_thread_y`.
+    pub compute_num_thread_y: u32,
+    /// Dword 10: `compute_num_thread_z`.
+    pub compute_num_thread_z: u32,
+    /// Dword 11: `compute_pipelinestat_enable`.
+    pub compute_pipelinestat_enable: u32,
+    /// Dword 12: `compute_perfcount_enable`.
+    pub compute_perfcount_enable: u32,
+    /// Dword 13: `compute_pgm_lo`.
+    pub compute_pgm_lo: u32,
+    /// Dword 14: `compute_pgm_hi`.
+    pub compute_pgm_hi: u32,
+    /// Dword 15: Trap handler code (TBA) >> 8, low 32 bits.
+    pub compute_tba_lo: u32,
+    /// Dword 16: `compute_tba_hi`.
+    pub compute_tba_hi: u32,
+    /// Dword 17: Trap handler memory (TMA) >> 8, low 32 bits.
+    pub compute_tma_lo: u32,
+    /// Dword 18: `compute_tma_hi`.
+    pub compute_tma_hi: u32,
+    /// Dword 19: `compute_pgm_rsrc1`.
+    pub compute_pgm_rsrc1: u32,
+    /// Dword 20: `compute_pgm_rsrc2`.
+    pub compute_pgm_rsrc2: u32,
+    /// Dword 21: `compute_vmid`.
+    pub compute_vmid: u32,
+    /// Dword 22: `compute_resource_limits`.
+    pub compute_resource_limits: u32,
+    /// Dword 23: CU enable mask of shader engine 0 (bit `cu + 16 * sh`).
+    pub compute_static_thread_mgmt_se0: u32,
+    /// Dword 24: CU enable mask of shader engine 1.
+    pub compute_static_thread_mgmt_se1: u32,
+    /// Dword 25: `compute_tmpring_size`.
+    pub compute_tmpring_size: u32,
+    /// Dword 26: CU enable mask of shader engine 2.
+    pub compute_static_thread_mgmt_se2: u32,
+    /// Dword 27: CU enable mask of shader engine 3.
+    pub compute_static_thread_mgmt_se3: u32,
+    /// Dword 28: `compute_restart_x`.
+    pub compute_restart_x: u32,
+    /// Dword 29: `compute_restart_y`.
+    pub compute_restart_y: u32,
+    /// Dword 30: `compute_restart_z`.
+    pub compute_restart_z: u32,
+    /// Dword 31: `compute_thread_trace_enable`.
+    pub compute_thread_trace_enable: u32,
+    /// Dword 32: `compute_misc_reserved`.
+    pub compute_misc_reserved: u32,
+    /// Dword 33: `compute_dispatch_id`.
+    pub compute_dispatch_id: u32,
+    /// Dword 34: `compute_threadgroup_id`.
+    pub compute_threadgroup_id: u32,
+    /// Dword 35: `compute_relaunch`.
+    pub compute_relaunch: u32,
+    /// Dword 36: `compute_wave_restore_addr_lo`.
+    pub compute_wave_restore_addr_lo: u32,
+    /// Dword 37: `compute_wave_restore_addr_hi`.
+    pub compute_wave_restore_addr_hi: u32,
+    /// Dword 38: `compute_wave_restore_control`.
+    pub compute_wave_restore_control: u32,
+    /// Dwords 39..65: reserved (`reserved_39` .. `reserved_64`).
+    pub reserved_39: [u32; 26],
+    /// Dword 65: `compute_user_data_0`.
+    pub compute_user_data_0: u32,
+    /// Dword 66: `compute_user_data_1`.
+    pub compute_user_data_1: u32,
+    /// Dword 67: `compute_user_data_2`.
+    pub compute_user_data_2: u32,
+    /// Dword 68: `compute_user_data_3`.
+    pub compute_user_data_3: u32,
+    /// Dword 69: `compute_user_data_4`.
+    pub compute_user_data_4: u32,
+    /// Dword 70: `compute_user_data_5`.
+    pub compute_user_data_5: u32,
+    /// Dword 71: `compute_user_data_6`.
+    pub compute_user_data_6: u32,
+    /// Dword 72: `compute_user_data_7`.
+    pub compute_user_data_7: u32,
+    /// Dword 73: `compute_user_data_8`.
+    pub compute_user_data_8: u32,
+    /// Dword 74: `compute_user_data_9`.
+    pub compute_user_data_9: u32,
+    /// Dword 75: `compute_user_data_10`.
+    pub compute_user_data_10: u32,
+    /// Dword 76: `compute_user_data_11`.
+    pub compute_user_data_11: u32,
+    /// Dword 77: `compute_user_data_12`.
+    pub compute_user_data_12: u32,
+    /// Dword 78: `compute_user_data_13`.
+    pub compute_user_data_13: u32,
+    /// Dword 79: `compute_user_data_14`.
+    pub compute_user_data_14: u32,
+    /// Dword 80: `compute_user_data_15`.
+    pub compute_user_data_15: u32,
+    /// Dword 81: `cp_compute_csinvoc_count_lo`.
+    pub cp_compute_csinvoc_count_lo: u32,
+    /// Dword 82: `cp_compute_csinvoc_count_hi`.
+    pub cp_compute_csinvoc_count_hi: u32,
+    /// Dwords 83..86: reserved (`reserved_83` .. `reserved_85`).
+    pub reserved_83: [u32; 3],
+    /// Dword 86: `cp_mqd_query_time_lo`.
+    pub cp_mqd_query_time_lo: u32,
+    /// Dword 87: `cp_mqd_query_time_hi`.
+    pub cp_mqd_query_time_hi: u32,
+    /// Dword 88: `cp_mqd_connect_start_time_lo`.
+    pub cp_mqd_connect_start_time_lo: u32,
+    /// Dword 89: `cp_mqd_connect_start_time_hi`.
+    pub cp_mqd_connect_start_time_hi: u32,
+    /// Dword 90: `cp_mqd_connect_end_time_lo`.
+    pub cp_mqd_connect_end_time_lo: u32,
+    /// Dword 91: `cp_mqd_connect_end_time_hi`.
+    pub cp_mqd_connect_end_time_hi: u32,
+    /// Dword 92: `cp_mqd_connect_end_wf_count`.
+    pub cp_mqd_connect_end_wf_count: u32,
+    /// Dword 93: `cp_mqd_connect_end_pq_rptr`.
+    pub cp_mqd_connect_end_pq_rptr: u32,
+    /// Dword 94: `cp_mqd_connect_end_pq_wptr`.
+    pub cp_mqd_connect_end_pq_wptr: u32,
+    /// Dword 95: `cp_mqd_connect_end_ib_rptr`.
+    pub cp_mqd_connect_end_ib_rptr: u32,
+    /// Dword 96: `cp_mqd_readindex_lo`.
+    pub cp_mqd_readindex_lo: u32,
+    /// Dword 97: `cp_mqd_readindex_hi`.
+    pub cp_mqd_readindex_hi: u32,
+    /// Dword 98: `cp_mqd_save_start_time_lo`.
+    pub cp_mqd_save_start_time_lo: u32,
+    /// Dword 99: `cp_mqd_save_start_time_hi`.
+    pub cp_mqd_save_start_time_hi: u32,
+    /// Dword 100: `cp_mqd_save_end_time_lo`.
+    pub cp_mqd_save_end_time_lo: u32,
+    /// Dword 101: `cp_mqd_save_end_time_hi`.
+    pub cp_mqd_save_end_time_hi: u32,
+    /// Dword 102: `cp_mqd_restore_start_time_lo`.
+    pub cp_mqd_restore_start_time_lo: u32,
+    /// Dword 103: `cp_mqd_restore_start_time_hi`.
+    pub cp_mqd_restore_start_time_hi: u32,
+    /// Dword 104: `cp_mqd_restore_end_time_lo`.
+    pub cp_mqd_restore_end_time_lo: u32,
+    /// Dword 105: `cp_mqd_restore_end_time_hi`.
+    pub cp_mqd_restore_end_time_hi: u32,
+    /// Dword 106: `disable_queue`.
+    pub disable_queue: u32,
+    /// Dword 107: reserved (`reserved_107`).
+    pub reserved_107: [u32; 1],
+    /// Dword 108: `gds_cs_ctxsw_cnt0`.
+    pub gds_cs_ctxsw_cnt0: u32,
+    /// Dword 109: `gds_cs_ctxsw_cnt1`.
+    pub gds_cs_ctxsw_cnt1: u32,
+    /// Dword 110: `gds_cs_ctxsw_cnt2`.
+    pub gds_cs_ctxsw_cnt2: u32,
+    /// Dword 111: `gds_cs_ctxsw_cnt3`.
+    pub gds_cs_ctxsw_cnt3: u32,
+    /// Dwords 112..114: reserved (`reserved_112` .. `reserved_113`).
+    pub reserved_112: [u32; 2],
+    /// Dword 114: `cp_pq_exe_status_lo`.
+    pub cp_pq_exe_status_lo: u32,
+    /// Dword 115: `cp_pq_exe_status_hi`.
+    pub cp_pq_exe_status_hi: u32,
+    /// Dword 116: `cp_packet_id_lo`.
+    pub cp_packet_id_lo: u32,
+    /// Dword 117: `cp_packet_id_hi`.
+    pub cp_packet_id_hi: u32,
+    /// Dword 118: `cp_packet_exe_status_lo`.
+    pub cp_packet_exe_status_lo: u32,
+    /// Dword 119: `cp_packet_exe_status_hi`.
+    pub cp_packet_exe_status_hi: u32,
+    /// Dword 120: `gds_save_base_addr_lo`.
+    pub gds_save_base_addr_lo: u32,
+    /// Dword 121: `gds_save_base_addr_hi`.
+    pub gds_save_base_addr_hi: u32,
+    /// Dword 122: `gds_save_mask_lo`.
+    pub gds_save_mask_lo: u32,
+    /// Dword 123: `gds_save_mask_hi`.
+    pub gds_save_mask_hi: u32,
+    /// Dword 124: `ctx_save_base_addr_lo`.
+    pub ctx_save_base_addr_lo: u32,
+    /// Dword 125: `ctx_save_base_addr_hi`.
+    pub ctx_save_base_addr_hi: u32,
+    /// Dword 126: `dynamic_cu_mask_addr_lo`.
+    pub dynamic_cu_mask_addr_lo: u32,
+    /// Dword 127: `dynamic_cu_mask_addr_hi`.
+    pub dynamic_cu_mask_addr_hi: u32,
+    /// Dword 128: The MQD's own GPU address, low 32 bits (4-byte aligned).
+    pub cp_mqd_base_addr_lo: u32,
+    /// Dword 129: The MQD's own GPU address, high 32 bits.
+    pub cp_mqd_base_addr_hi: u32,
+    /// Dword 130: Whether the HQD is active (the CP's copy).
+    pub cp_hqd_active: u32,
+    /// Dword 131: The queue's VMID.
+    pub cp_hqd_vmid: u32,
+    /// Dword 132: `PRELOAD_REQ` | `PRELOAD_SIZE` ...
+    pub cp_hqd_persistent_state: u32,
+    /// Dword 133: The pipe priority.
+    pub cp_hqd_pipe_priority: u32,
+    /// Dword 134: The queue priority (0..15).
+    pub cp_hqd_queue_priority: u32,
+    /// Dword 135: `QUANTUM_EN` | `QUANTUM_SCALE` | `QUANTUM_DURATION`.
+    pub cp_hqd_quantum: u32,
+    /// Dword 136: The ring's GPU address >> 8, low 32 bits.
+    pub cp_hqd_pq_base_lo: u32,
+    /// Dword 137: The ring's GPU address >> 8, high 32 bits.
+    pub cp_hqd_pq_base_hi: u32,
+    /// Dword 138: `cp_hqd_pq_rptr`.
+    pub cp_hqd_pq_rptr: u32,
+    /// Dword 139: Where the CP reports the read pointer, low 32 bits.
+    pub cp_hqd_pq_rptr_report_addr_lo: u32,
+    /// Dword 140: Where the CP reports the read pointer, high 32 bits.
+    pub cp_hqd_pq_rptr_report_addr_hi: u32,
+    /// Dword 141: Where the CP polls the write pointer, low 32 bits.
+    pub cp_hqd_pq_wptr_poll_addr_lo: u32,
+    /// Dword 142: Where the CP polls the write pointer, high 32 bits.
+    pub cp_hqd_pq_wptr_poll_addr_hi: u32,
+    /// Dword 143: `DOORBELL_OFFSET` (dwords) << 2 | `DOORBELL_EN` (bit 30) ...
+    pub cp_hqd_pq_doorbell_control: u32,
+    /// Dword 144: reserved (`reserved_144`).
+    pub reserved_144: [u32; 1],
+    /// Dword 145: `QUEUE_SIZE` (log2(ring dwords) - 1) | `RPTR_BLOCK_SIZE` << 8 | `NO_UPDATE_RPTR` (bit 27) ...
+    pub cp_hqd_pq_control: u32,
+    /// Dword 146: `cp_hqd_ib_base_addr_lo`.
+    pub cp_hqd_ib_base_addr_lo: u32,
+    /// Dword 147: `cp_hqd_ib_base_addr_hi`.
+    pub cp_hqd_ib_base_addr_hi: u32,
+    /// Dword 148: `cp_hqd_ib_rptr`.
+    pub cp_hqd_ib_rptr: u32,
+    /// Dword 149: `cp_hqd_ib_control`.
+    pub cp_hqd_ib_control: u32,
+    /// Dword 150: `cp_hqd_iq_timer`.
+    pub cp_hqd_iq_timer: u32,
+    /// Dword 151: `cp_hqd_iq_rptr`.
+    pub cp_hqd_iq_rptr: u32,
+    /// Dword 152: `cp_hqd_dequeue_request`.
+    pub cp_hqd_dequeue_request: u32,
+    /// Dword 153: `cp_hqd_dma_offload`.
+    pub cp_hqd_dma_offload: u32,
+    /// Dword 154: `cp_hqd_sema_cmd`.
+    pub cp_hqd_sema_cmd: u32,
+    /// Dword 155: `cp_hqd_msg_type`.
+    pub cp_hqd_msg_type: u32,
+    /// Dword 156: `cp_hqd_atomic0_preop_lo`.
+    pub cp_hqd_atomic0_preop_lo: u32,
+    /// Dword 157: `cp_hqd_atomic0_preop_hi`.
+    pub cp_hqd_atomic0_preop_hi: u32,
+    /// Dword 158: `cp_hqd_atomic1_preop_lo`.
+    pub cp_hqd_atomic1_preop_lo: u32,
+    /// Dword 159: `cp_hqd_atomic1_preop_hi`.
+    pub cp_hqd_atomic1_preop_hi: u32,
+    /// Dword 160: `cp_hqd_hq_status0`.
+    pub cp_hqd_hq_status0: u32,
+    /// Dword 161: `cp_hqd_hq_control0`.
+    pub cp_hqd_hq_control0: u32,
+    /// Dword 162: `cp_mqd_control`.
+    pub cp_mqd_control: u32,
+    /// Dword 163: `cp_hqd_hq_status1`.
+    pub cp_hqd_hq_status1: u32,
+    /// Dword 164: `cp_hqd_hq_control1`.
+    pub cp_hqd_hq_control1: u32,
+    /// Dword 165: The EOP buffer's GPU address >> 8, low 32 bits.
+    pub cp_hqd_eop_base_addr_lo: u32,
+    /// Dword 166: The EOP buffer's GPU address >> 8, high 32 bits.
+    pub cp_hqd_eop_base_addr_hi: u32,
+    /// Dword 167: `EOP_SIZE`: log2(EOP dwords) - 1, at most 0xA on gfx9.
+    pub cp_hqd_eop_control: u32,
+    /// Dword 168: `cp_hqd_eop_rptr`.
+    pub cp_hqd_eop_rptr: u32,
+    /// Dword 169: `cp_hqd_eop_wptr`.
+    pub cp_hqd_eop_wptr: u32,
+    /// Dword 170: `cp_hqd_eop_done_events`.
+    pub cp_hqd_eop_done_events: u32,
+    /// Dword 171: The context-save (CWSR) area's GPU address, low 32 bits.
+    pub cp_hqd_ctx_save_base_addr_lo: u32,
+    /// Dword 172: The context-save area's GPU address, high 32 bits.
+    pub cp_hqd_ctx_save_base_addr_hi: u32,
+    /// Dword 173: `cp_hqd_ctx_save_control`.
+    pub cp_hqd_ctx_save_control: u32,
+    /// Dword 174: `cp_hqd_cntl_stack_offset`.
+    pub cp_hqd_cntl_stack_offset: u32,
+    /// Dword 175: `cp_hqd_cntl_stack_size`.
+    pub cp_hqd_cntl_stack_size: u32,
+    /// Dword 176: `cp_hqd_wg_state_offset`.
+    pub cp_hqd_wg_state_offset: u32,
+    /// Dword 177: `cp_hqd_ctx_save_size`.
+    pub cp_hqd_ctx_save_size: u32,
+    /// Dword 178: `cp_hqd_gds_resource_state`.
+    pub cp_hqd_gds_resource_state: u32,
+    /// Dword 179: `cp_hqd_error`.
+    pub cp_hqd_error: u32,
+    /// Dword 180: `cp_hqd_eop_wptr_mem`.
+    pub cp_hqd_eop_wptr_mem: u32,
+    /// Dword 181: `CONTROL0` = 1: the ring holds AQL packets.
+    pub cp_hqd_aql_control: u32,
+    /// Dword 182: `cp_hqd_pq_wptr_lo`.
+    pub cp_hqd_pq_wptr_lo: u32,
+    /// Dword 183: `cp_hqd_pq_wptr_hi`.
+    pub cp_hqd_pq_wptr_hi: u32,
+    /// Dwords 184..192: reserved (`reserved_184` .. `reserved_191`).
+    pub reserved_184: [u32; 8],
+    /// Dword 192: `iqtimer_pkt_header`.
+    pub iqtimer_pkt_header: u32,
+    /// Dword 193: `iqtimer_pkt_dw0`.
+    pub iqtimer_pkt_dw0: u32,
+    /// Dword 194: `iqtimer_pkt_dw1`.
+    pub iqtimer_pkt_dw1: u32,
+    /// Dword 195: `iqtimer_pkt_dw2`.
+    pub iqtimer_pkt_dw2: u32,
+    /// Dword 196: `iqtimer_pkt_dw3`.
+    pub iqtimer_pkt_dw3: u32,
+    /// Dword 197: `iqtimer_pkt_dw4`.
+    pub iqtimer_pkt_dw4: u32,
+    /// Dword 198: `iqtimer_pkt_dw5`.
+    pub iqtimer_pkt_dw5: u32,
+    /// Dword 199: `iqtimer_pkt_dw6`.
+    pub iqtimer_pkt_dw6: u32,
+    /// Dword 200: `iqtimer_pkt_dw7`.
+    pub iqtimer_pkt_dw7: u32,
+    /// Dword 201: `iqtimer_pkt_dw8`.
+    pub iqtimer_pkt_dw8: u32,
+    /// Dword 202: `iqtimer_pkt_dw9`.
+    pub iqtimer_pkt_dw9: u32,
+    /// Dword 203: `iqtimer_pkt_dw10`.
+    pub iqtimer_pkt_dw10: u32,
+    /// Dword 204: `iqtimer_pkt_dw11`.
+    pub iqtimer_pkt_dw11: u32,
+    /// Dword 205: `iqtimer_pkt_dw12`.
+    pub iqtimer_pkt_dw12: u32,
+    /// Dword 206: `iqtimer_pkt_dw13`.
+    pub iqtimer_pkt_dw13: u32,
+    /// Dword 207: `iqtimer_pkt_dw14`.
+    pub iqtimer_pkt_dw14: u32,
+    /// Dword 208: `iqtimer_pkt_dw15`.
+    pub iqtimer_pkt_dw15: u32,
+    /// Dword 209: `iqtimer_pkt_dw16`.
+    pub iqtimer_pkt_dw16: u32,
+    /// Dword 210: `iqtimer_pkt_dw17`.
+    pub iqtimer_pkt_dw17: u32,
+    /// Dword 211: `iqtimer_pkt_dw18`.
+    pub iqtimer_pkt_dw18: u32,
+    /// Dword 212: `iqtimer_pkt_dw19`.
+    pub iqtimer_pkt_dw19: u32,
+    /// Dword 213: `iqtimer_pkt_dw20`.
+    pub iqtimer_pkt_dw20: u32,
+    /// Dword 214: `iqtimer_pkt_dw21`.
+    pub iqtimer_pkt_dw21: u32,
+    /// Dword 215: `iqtimer_pkt_dw22`.
+    pub iqtimer_pkt_dw22: u32,
+    /// Dword 216: `iqtimer_pkt_dw23`.
+    pub iqtimer_pkt_dw23: u32,
+    /// Dword 217: `iqtimer_pkt_dw24`.
+    pub iqtimer_pkt_dw24: u32,
+    /// Dword 218: `iqtimer_pkt_dw25`.
+    pub iqtimer_pkt_dw25: u32,
+    /// Dword 219: `iqtimer_pkt_dw26`.
+    pub iqtimer_pkt_dw26: u32,
+    /// Dword 220: `iqtimer_pkt_dw27`.
+    pub iqtimer_pkt_dw27: u32,
+    /// Dword 221: `iqtimer_pkt_dw28`.
+    pub iqtimer_pkt_dw28: u32,
+    /// Dword 222: `iqtimer_pkt_dw29`.
+    pub iqtimer_pkt_dw29: u32,
+    /// Dword 223: `iqtimer_pkt_dw30`.
+    pub iqtimer_pkt_dw30: u32,
+    /// Dword 224: `iqtimer_pkt_dw31`.
+    pub iqtimer_pkt_dw31: u32,
+    /// Dwords 225..228: reserved (`reserved_225` .. `reserved_227`).
+    pub reserved_225: [u32; 3],
+    /// Dword 228: `set_resources_header`.
+    pub set_resources_header: u32,
+    /// Dword 229: `set_resources_dw1`.
+    pub set_resources_dw1: u32,
+    /// Dword 230: `set_resources_dw2`.
+    pub set_resources_dw2: u32,
+    /// Dword 231: `set_resources_dw3`.
+    pub set_resources_dw3: u32,
+    /// Dword 232: `set_resources_dw4`.
+    pub set_resources_dw4: u32,
+    /// Dword 233: `set_resources_dw5`.
+    pub set_resources_dw5: u32,
+    /// Dword 234: `set_resources_dw6`.
+    pub set_resources_dw6: u32,
+    /// Dword 235: `set_resources_dw7`.
+    pub set_resources_dw7: u32,
+    /// Dwords 236..240: reserved (`reserved_236` .. `reserved_239`).
+    pub reserved_236: [u32; 4],
+    /// Dword 240: `queue_doorbell_id0`.
+    pub queue_doorbell_id0: u32,
+    /// Dword 241: `queue_doorbell_id1`.
+    pub queue_doorbell_id1: u32,
+    /// Dword 242: `queue_doorbell_id2`.
+    pub queue_doorbell_id2: u32,
+    /// Dword 243: `queue_doorbell_id3`.
+    pub queue_doorbell_id3: u32,
+    /// Dword 244: `queue_doorbell_id4`.
+    pub queue_doorbell_id4: u32,
+    /// Dword 245: `queue_doorbell_id5`.
+    pub queue_doorbell_id5: u32,
+    /// Dword 246: `queue_doorbell_id6`.
+    pub queue_doorbell_id6: u32,
+    /// Dword 247: `queue_doorbell_id7`.
+    pub queue_doorbell_id7: u32,
+    /// Dword 248: `queue_doorbell_id8`.
+    pub queue_doorbell_id8: u32,
+    /// Dword 249: `queue_doorbell_id9`.
+    pub queue_doorbell_id9: u32,
+    /// Dword 250: `queue_doorbell_id10`.
+    pub queue_doorbell_id10: u32,
+    /// Dword 251: `queue_doorbell_id11`.
+    pub queue_doorbell_id11: u32,
+    /// Dword 252: `queue_doorbell_id12`.
+    pub queue_doorbell_id12: u32,
+    /// Dword 253: `queue_doorbell_id13`.
+    pub queue_doorbell_id13: u32,
+    /// Dword 254: `queue_doorbell_id14`.
+    pub queue_doorbell_id14: u32,
+    /// Dword 255: `queue_doorbell_id15`.
+    pub queue_doorbell_id15: u32,
+    /// Dwords 256..512: reserved (`reserved_256` .. `reserved_511`).
+    pub reserved_256: [u32; 256],
+}
+
+impl Default for V9Mqd {
+    fn default() -> V9Mqd {
+        V9Mqd::new_zeroed()
+    }
+}
+
+impl V9Mqd {
+    /// The MQD as its 512 dwords.
+    pub fn dwords(&self) -> [u32; V9_MQD_DWORDS] {
+        zerocopy::transmute!(*self)
+    }
+
+    /// The MQD whose dwords are `d`.
+    pub fn from_dwords(d: [u32; V9_MQD_DWORDS]) -> V9Mqd {
+        zerocopy::transmute!(d)
+    }
+
+    /// The ring's GPU address (`cp_hqd_pq_base_hi:lo << 8`).
+    pub fn pq_base(&self) -> u64 {
+        (u64::from(self.cp_hqd_pq_base_hi) << 32 | u64::from(self.cp_hqd_pq_base_lo)) << 8
+    }
+
+    /// The ring's size in bytes from `CP_HQD_PQ_CONTROL.QUEUE_SIZE` (`4 << (QUEUE_SIZE + 1)`).
+    pub fn pq_size_bytes(&self) -> u64 {
+        4u64 << (cp_hqd::PQ_CONTROL_QUEUE_SIZE.get(&[self.cp_hqd_pq_control]) + 1)
+    }
+
+    /// Where the CP reports the read pointer.
+    pub fn rptr_report_addr(&self) -> u64 {
+        u64::from(self.cp_hqd_pq_rptr_report_addr_hi) << 32
+            | u64::from(self.cp_hqd_pq_rptr_report_addr_lo)
+    }
+
+    /// Where the CP polls the write pointer.
+    pub fn wptr_poll_addr(&self) -> u64 {
+        u64::from(self.cp_hqd_pq_wptr_poll_addr_hi) << 32
+            | u64::from(self.cp_hqd_pq_wptr_poll_addr_lo)
+    }
+
+    /// The doorbell's dword offset, when `DOORBELL_EN` is set.
+    pub fn doorbell_dword_offset(&self) -> Option<u32> {
+        let d = [self.cp_hqd_pq_doorbell_control];
+        (cp_hqd::DOORBELL_EN.get(&d) != 0).then(|| cp_hqd::DOORBELL_OFFSET.get(&d))
+    }
+
+    /// The EOP buffer's GPU address (`cp_hqd_eop_base_addr_hi:lo << 8`).
+    pub fn eop_base(&self) -> u64 {
+        (u64::from(self.cp_hqd_eop_base_addr_hi) << 32 | u64::from(self.cp_hqd_eop_base_addr_lo))
+            << 8
+    }
+}
+
+/// Byte offset of dword `n`.
+const fn dword(n: usize) -> usize {
+    n * 4
+}
+
+// Every named field's dword, as `v9_structs.h` places it (its reserved_N dwords at N).
+const _: () = {
+    assert!(size_of::<V9Mqd>() == V9_MQD_DWORDS * 4);
+    assert!(offset_of!(V9Mqd, header) == dword(0));
+    assert!(offset_of!(V9Mqd, compute_dispatch_initiator) == dword(1));
+    assert!(offset_of!(V9Mqd, compute_dim_x) == dword(2));
+    assert!(offset_of!(V9Mqd, compute_dim_y) == dword(3));
+    assert!(offset_of!(V9Mqd, compute_dim_z) == dword(4));
+    assert!(offset_of!(V9Mqd, compute_start_x) == dword(5));
+    assert!(offset_of!(V9Mqd, compute_start_y) == dword(6));
+    assert!(offset_of!(V9Mqd, compute_start_z) == dword(7));
+    assert!(offset_of!(V9Mqd, compute_num_thread_x) == dword(8));
+    assert!(offset_of!(V9Mqd, compute_num_thread_y) == dword(9));
+    assert!(offset_of!(V9Mqd, compute_num_thread_z) == dword(10));
+    assert!(offset_of!(V9Mqd, compute_pipelinestat_enable) == dword(11));
+    assert!(offset_of!(V9Mqd, compute_perfcount_enable) == dword(12));
+    assert!(offset_of!(V9Mqd, compute_pgm_lo) == dword(13));
+    assert!(offset_of!(V9Mqd, compute_pgm_hi) == dword(14));
+    assert!(offset_of!(V9Mqd, compute_tba_lo) == dword(15));
+    assert!(offset_of!(V9Mqd, compute_tba_hi) == dword(16));
+    assert!(offset_of!(V9Mqd, compute_tma_lo) == dword(17));
+    assert!(offset_of!(V9Mqd, compute_tma_hi) == dword(18));
+    assert!(offset_of!(V9Mqd, compute_pgm_rsrc1) == dword(19));
+    assert!(offset_of!(V9Mqd, compute_pgm_rsrc2) == dword(20));
+    assert!(offset_of!(V9Mqd, compute_vmid) == dword(21));
+    assert!(offset_of!(V9Mqd, compute_resource_limits) == dword(22));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se0) == dword(23));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se1) == dword(24));
+    assert!(offset_of!(V9Mqd, compute_tmpring_size) == dword(25));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se2) == dword(26));
+    assert!(offset_of!(V9Mqd, compute_static_thread_mgmt_se3) == dword(27));
+    assert!(offset_of!(V9Mqd, compute_restart_x) == dword(28));
+    assert!(offset_of!(V9Mqd, compute_restart_y) == dword(29));
+    assert!(offset_of!(V9Mqd, compute_restart_z) == dword(30));
+    assert!(offset_of!(V9Mqd, compute_thread_trace_enable) == dword(31));
+    assert!(offset_of!(V9Mqd, compute_misc_reserved) == dword(32));
+    assert!(offset_of!(V9Mqd, compute_dispatch_id) == dword(33));
+    assert!(offset_of!(V9Mqd, compute_threadgroup_id) == dword(34));
+    assert!(offset_of!(V9Mqd, compute_relaunch) == dword(35));
+    assert!(offset_of!(V9Mqd, compute_wave_restore_addr_lo) == dword(36));
+    assert!(offset_of!(V9Mqd, compute_wave_restore_addr_hi) == dword(37));
+    assert!(offset_of!(V9Mqd, compute_wave_restore_control) == dword(38));
+    assert!(offset_of!(V9Mqd, reserved_39) == dword(39));
+    assert!(offset_of!(V9Mqd, compute_user_data_0) == dword(65));
+    assert!(offset_of!(V9Mqd, compute_user_data_1) == dword(66));
+    assert!(offset_of!(V9Mqd, compute_user_data_2) == dword(67));
+    assert!(offset_of!(V9Mqd, compute_user_data_3) == dword(68));
+    assert!(offset_of!(V9Mqd, compute_user_data_4) == dword(69));
+    assert!(offset_of!(V9Mqd, compute_user_data_5) == dword(70));
+    assert!(offset_of!(V9Mqd, compute_user_data_6) == dword(71));
+    assert!(offset_of!(V9Mqd, compute_user_data_7) == dword(72));
+    assert!(offset_of!(V9Mqd, compute_user_data_8) == dword(73));
+    assert!(offset_of!(V9Mqd, compute_user_data_9) == dword(74));
+    assert!(offset_of!(V9Mqd, compute_user_data_10) == dword(75));
+    assert!(offset_of!(V9Mqd, compute_user_data_11) == dword(76));
+    assert!(offset_of!(V9Mqd, compute_user_data_12) == dword(77));
+    assert!(offset_of!(V9Mqd, compute_user_data_13) == dword(78));
+    assert!(offset_of!(V9Mqd, compute_user_data_14) == dword(79));
+    assert!(offset_of!(V9Mqd, compute_user_data_15) == dword(80));
+    assert!(offset_of!(V9Mqd, cp_compute_csinvoc_count_lo) == dword(81));
+    assert!(offset_of!(V9Mqd, cp_compute_csinvoc_count_hi) == dword(82));
+    assert!(offset_of!(V9Mqd, reserved_83) == dword(83));
+    assert!(offset_of!(V9Mqd, cp_mqd_query_time_lo) == dword(86));
+    assert!(offset_of!(V9Mqd, cp_mqd_query_time_hi) == dword(87));
+    assert!(offset_of!(V9Mqd, cp_mqd_connect_start_time_lo) == dword(88));
+    assert!(offset_of!(V9Mqd, cp_mqd_connect_start_time_hi) == dword(89));
+    assert!(offset_of!(V9Mqd, cp_mqd_connect_end_time_lo) == dword(90));
+    assert!(offset_of!(V9Mqd, cp_mqd_connect_end_time_hi) == dword(91));
+    assert!(offset_of!(V9Mqd, cp_mqd_connect_end_wf_count) == dword(92));
+    assert!(offset_of!(V9Mqd, cp_mqd_connect_end_pq_rptr) == dword(93));
+    assert!(offset_of!(V9Mqd, cp_mqd_connect_end_pq_wptr) == dword(94));
+    assert!(offset_of!(V9Mqd, cp_mqd_connect_end_ib_rptr) == dword(95));
+    assert!(offset_of!(V9Mqd, cp_mqd_readindex_lo) == dword(96));
+    assert!(offset_of!(V9Mqd, cp_mqd_readindex_hi) == dword(97));
+    assert!(offset_of!(V9Mqd, cp_mqd_save_start_time_lo) == dword(98));
+    assert!(offset_of!(V9Mqd, cp_mqd_save_start_time_hi) == dword(99));
+    assert!(offset_of!(V9Mqd, cp_mqd_save_end_time_lo) == dword(100));
+    assert!(offset_of!(V9Mqd, cp_mqd_save_end_time_hi) == dword(101));
+    assert!(offset_of!(V9Mqd, cp_mqd_restore_start_time_lo) == dword(102));
+    assert!(offset_of!(V9Mqd, cp_mqd_restore_start_time_hi) == dword(103));
+    assert!(offset_of!(V9Mqd, cp_mqd_restore_end_time_lo) == dword(104));
+    assert!(offset_of!(V9Mqd, cp_mqd_restore_end_time_hi) == dword(105));
+    assert!(offset_of!(V9Mqd, disable_queue) == dword(106));
+    assert!(offset_of!(V9Mqd, reserved_107) == dword(107));
+    assert!(offset_of!(V9Mqd, gds_cs_ctxsw_cnt0) == dword(108));
+    assert!(offset_of!(V9Mqd, gds_cs_ctxsw_cnt1) == dword(109));
+    assert!(offset_of!(V9Mqd, gds_cs_ctxsw_cnt2) == dword(110));
+    assert!(offset_of!(V9Mqd, gds_cs_ctxsw_cnt3) == dword(111));
+    assert!(offset_of!(V9Mqd, reserved_112) == dword(112));
+    assert!(offset_of!(V9Mqd, cp_pq_exe_status_lo) == dword(114));
+    assert!(offset_of!(V9Mqd, cp_pq_exe_status_hi) == dword(115));
+    assert!(offset_of!(V9Mqd, cp_packet_id_lo) == dword(116));
+    assert!(offset_of!(V9Mqd, cp_packet_id_hi) == dword(117));
+    assert!(offset_of!(V9Mqd, cp_packet_exe_status_lo) == dword(118));
+    assert!(offset_of!(V9Mqd, cp_packet_exe_status_hi) == dword(119));
+    assert!(offset_of!(V9Mqd, gds_save_base_addr_lo) == dword(120));
+    assert!(offset_of!(V9Mqd, gds_save_base_addr_hi) == dword(121));
+    assert!(offset_of!(V9Mqd, gds_save_mask_lo) == dword(122));
+    assert!(offset_of!(V9Mqd, gds_save_mask_hi) == dword(123));
+    assert!(offset_of!(V9Mqd, ctx_save_base_addr_lo) == dword(124));
+    assert!(offset_of!(V9Mqd, ctx_save_base_addr_hi) == dword(125));
+    assert!(offset_of!(V9Mqd, dynamic_cu_mask_addr_lo) == dword(126));
+    assert!(offset_of!(V9Mqd, dynamic_cu_mask_addr_hi) == dword(127));
+    assert!(offset_of!(V9Mqd, cp_mqd_base_addr_lo) == dword(128));
+    assert!(offset_of!(V9Mqd, cp_mqd_base_addr_hi) == dword(129));
+    assert!(offset_of!(V9Mqd, cp_hqd_active) == dword(130));
+    assert!(offset_of!(V9Mqd, cp_hqd_vmid) == dword(131));
+    assert!(offset_of!(V9Mqd, cp_hqd_persistent_state) == dword(132));
+    assert!(offset_of!(V9Mqd, cp_hqd_pipe_priority) == dword(133));
+    assert!(offset_of!(V9Mqd, cp_hqd_queue_priority) == dword(134));
+    assert!(offset_of!(V9Mqd, cp_hqd_quantum) == dword(135));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_base_lo) == dword(136));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_base_hi) == dword(137));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_rptr) == dword(138));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_rptr_report_addr_lo) == dword(139));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_rptr_report_addr_hi) == dword(140));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_wptr_poll_addr_lo) == dword(141));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_wptr_poll_addr_hi) == dword(142));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_doorbell_control) == dword(143));
+    assert!(offset_of!(V9Mqd, reserved_144) == dword(144));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_control) == dword(145));
+    assert!(offset_of!(V9Mqd, cp_hqd_ib_base_addr_lo) == dword(146));
+    assert!(offset_of!(V9Mqd, cp_hqd_ib_base_addr_hi) == dword(147));
+    assert!(offset_of!(V9Mqd, cp_hqd_ib_rptr) == dword(148));
+    assert!(offset_of!(V9Mqd, cp_hqd_ib_control) == dword(149));
+    assert!(offset_of!(V9Mqd, cp_hqd_iq_timer) == dword(150));
+    assert!(offset_of!(V9Mqd, cp_hqd_iq_rptr) == dword(151));
+    assert!(offset_of!(V9Mqd, cp_hqd_dequeue_request) == dword(152));
+    assert!(offset_of!(V9Mqd, cp_hqd_dma_offload) == dword(153));
+    assert!(offset_of!(V9Mqd, cp_hqd_sema_cmd) == dword(154));
+    assert!(offset_of!(V9Mqd, cp_hqd_msg_type) == dword(155));
+    assert!(offset_of!(V9Mqd, cp_hqd_atomic0_preop_lo) == dword(156));
+    assert!(offset_of!(V9Mqd, cp_hqd_atomic0_preop_hi) == dword(157));
+    assert!(offset_of!(V9Mqd, cp_hqd_atomic1_preop_lo) == dword(158));
+    assert!(offset_of!(V9Mqd, cp_hqd_atomic1_preop_hi) == dword(159));
+    assert!(offset_of!(V9Mqd, cp_hqd_hq_status0) == dword(160));
+    assert!(offset_of!(V9Mqd, cp_hqd_hq_control0) == dword(161));
+    assert!(offset_of!(V9Mqd, cp_mqd_control) == dword(162));
+    assert!(offset_of!(V9Mqd, cp_hqd_hq_status1) == dword(163));
+    assert!(offset_of!(V9Mqd, cp_hqd_hq_control1) == dword(164));
+    assert!(offset_of!(V9Mqd, cp_hqd_eop_base_addr_lo) == dword(165));
+    assert!(offset_of!(V9Mqd, cp_hqd_eop_base_addr_hi) == dword(166));
+    assert!(offset_of!(V9Mqd, cp_hqd_eop_control) == dword(167));
+    assert!(offset_of!(V9Mqd, cp_hqd_eop_rptr) == dword(168));
+    assert!(offset_of!(V9Mqd, cp_hqd_eop_wptr) == dword(169));
+    assert!(offset_of!(V9Mqd, cp_hqd_eop_done_events) == dword(170));
+    assert!(offset_of!(V9Mqd, cp_hqd_ctx_save_base_addr_lo) == dword(171));
+    assert!(offset_of!(V9Mqd, cp_hqd_ctx_save_base_addr_hi) == dword(172));
+    assert!(offset_of!(V9Mqd, cp_hqd_ctx_save_control) == dword(173));
+    assert!(offset_of!(V9Mqd, cp_hqd_cntl_stack_offset) == dword(174));
+    assert!(offset_of!(V9Mqd, cp_hqd_cntl_stack_size) == dword(175));
+    assert!(offset_of!(V9Mqd, cp_hqd_wg_state_offset) == dword(176));
+    assert!(offset_of!(V9Mqd, cp_hqd_ctx_save_size) == dword(177));
+    assert!(offset_of!(V9Mqd, cp_hqd_gds_resource_state) == dword(178));
+    assert!(offset_of!(V9Mqd, cp_hqd_error) == dword(179));
+    assert!(offset_of!(V9Mqd, cp_hqd_eop_wptr_mem) == dword(180));
+    assert!(offset_of!(V9Mqd, cp_hqd_aql_control) == dword(181));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_wptr_lo) == dword(182));
+    assert!(offset_of!(V9Mqd, cp_hqd_pq_wptr_hi) == dword(183));
+    assert!(offset_of!(V9Mqd, reserved_184) == dword(184));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_header) == dword(192));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw0) == dword(193));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw1) == dword(194));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw2) == dword(195));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw3) == dword(196));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw4) == dword(197));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw5) == dword(198));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw6) == dword(199));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw7) == dword(200));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw8) == dword(201));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw9) == dword(202));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw10) == dword(203));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw11) == dword(204));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw12) == dword(205));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw13) == dword(206));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw14) == dword(207));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw15) == dword(208));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw16) == dword(209));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw17) == dword(210));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw18) == dword(211));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw19) == dword(212));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw20) == dword(213));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw21) == dword(214));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw22) == dword(215));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw23) == dword(216));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw24) == dword(217));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw25) == dword(218));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw26) == dword(219));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw27) == dword(220));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw28) == dword(221));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw29) == dword(222));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw30) == dword(223));
+    assert!(offset_of!(V9Mqd, iqtimer_pkt_dw31) == dword(224));
+    assert!(offset_of!(V9Mqd, reserved_225) == dword(225));
+    assert!(offset_of!(V9Mqd, set_resources_header) == dword(228));
+    assert!(offset_of!(V9Mqd, set_resources_dw1) == dword(229));
+    assert!(offset_of!(V9Mqd, set_resources_dw2) == dword(230));
+    assert!(offset_of!(V9Mqd, set_resources_dw3) == dword(231));
+    assert!(offset_of!(V9Mqd, set_resources_dw4) == dword(232));
+    assert!(offset_of!(V9Mqd, set_resources_dw5) == dword(233));
+    assert!(offset_of!(V9Mqd, set_resources_dw6) == dword(234));
+    assert!(offset_of!(V9Mqd, set_resources_dw7) == dword(235));
+    assert!(offset_of!(V9Mqd, reserved_236) == dword(236));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id0) == dword(240));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id1) == dword(241));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id2) == dword(242));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id3) == dword(243));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id4) == dword(244));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id5) == dword(245));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id6) == dword(246));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id7) == dword(247));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id8) == dword(248));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id9) == dword(249));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id10) == dword(250));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id11) == dword(251));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id12) == dword(252));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id13) == dword(253));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id14) == dword(254));
+    assert!(offset_of!(V9Mqd, queue_doorbell_id15) == dword(255));
+    assert!(offset_of!(V9Mqd, reserved_256) == dword(256));
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dwords_and_accessors_read_the_register_images() {
+        let mut d = [0u32; V9_MQD_DWORDS];
+        // cp_hqd_pq_base_lo/hi (136, 137), pq_control (145), rptr report (139, 140),
+        // wptr poll (141, 142), doorbell control (143), EOP base (165, 166).
+        d[136] = 0x0123_4567;
+        d[145] = 0x0800_0509;
+        d[139] = 0x80;
+        d[140] = 0x7;
+        d[141] = 0x38;
+        d[142] = 0x7;
+        d[143] = 0x4000_0018;
+        d[165] = 0x0780_0000;
+        let m = V9Mqd::from_dwords(d);
+        assert_eq!(m.cp_hqd_pq_base_lo, 0x0123_4567);
+        assert_eq!(m.pq_base(), 0x1_2345_6700);
+        assert_eq!(m.pq_size_bytes(), 4096);
+        assert_eq!(m.rptr_report_addr(), 0x7_0000_0080);
+        assert_eq!(m.wptr_poll_addr(), 0x7_0000_0038);
+        assert_eq!(m.doorbell_dword_offset(), Some(6));
+        assert_eq!(m.eop_base(), 0x7_8000_0000);
+        assert_eq!(m.dwords(), d);
+        assert_eq!(V9Mqd::default().dwords(), [0; V9_MQD_DWORDS]);
+        let mut off = m;
+        off.cp_hqd_pq_doorbell_control = 0x18;
+        assert_eq!(off.doorbell_dword_offset(), None);
+    }
+}

@@ -1,0 +1,282 @@
+//! The emulated `/dev/kfd` character device: its ioctl table and `kfd_ioctl`'s checks, and its
+//! mmap (Ref: linux `drivers/gpu/drm/amd/amdkfd/kfd_chardev.c`: `amdkfd_ioctls[]`,
+//! `kfd_ioctl`, `kfd_mmap`).
+//!
+//! [`AMDKFD_IOCTLS`] is amdkfd's table: indexed by the ioctl number (`_IOC_NR` of the command),
+//! each row the command (type `'K'`, the argument's size and direction), the handler, the
+//! command's name and amdkfd's flags. A handler takes the device and the argument as its
+//! `kfd_ioctl.h` struct ([`hsa_linux::kfd::abi`]) and lives in the module of the object it
+//! acts on: [`process`](super::process) (version, apertures, memory policy, scratch, trap
+//! handler, tile config, XNACK, runtime enable), [`clock`](super::clock), [`events`](super::events),
+//! [`memory`](super::memory), [`dmabuf`](super::dmabuf), [`queue_manager`](super::queue_manager)
+//! (compute queues, CU masks) and [`sdma`](super::sdma) (SDMA queues). Adding an ioctl is one
+//! row here and one handler there.
+//!
+//! [`ioctl`] answers a request as `kfd_ioctl` does:
+//! - `arg.len()` must equal `_IOC_SIZE(request)` (the `KfdDriver` contract), else `EINVAL`;
+//! - a number outside [`AMDKFD_COMMAND_START`]..[`AMDKFD_COMMAND_END`] is `EINVAL` (among them
+//!   the ROCm 5.x kernels' own 0x80 range), a number inside it without a row `ENOTTY`;
+//! - then only the number counts: the command is the row's — type byte and direction
+//!   included, whatever the caller's —, the argument is zero-extended or truncated to the
+//!   row's struct, and it is copied back when the row's command reads (also after an error).
+
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use rustix::io::Errno;
+use zerocopy::{FromBytes, Immutable, IntoBytes, KnownLayout};
+
+use hsa_linux::kfd::abi::*;
+
+use super::{clock, dmabuf, events, lock, memory, process, queue_manager, Device};
+use super::{EVENT_PAGE_BYTES, PAGE_BYTES};
+use crate::device::DOORBELL_PAGE_BYTES;
+
+/// `AMDKFD_COMMAND_START`: the first KFD ioctl number (`kfd_ioctl.h`).
+pub const AMDKFD_COMMAND_START: u8 = 0x01;
+/// `AMDKFD_COMMAND_END` of the interface this device models (KFD 1.11..1.14, up to
+/// `AMDKFD_IOC_DBG_TRAP` 0x26): numbers from here on are past amdkfd's table (`EINVAL`).
+pub const AMDKFD_COMMAND_END: u8 = 0x27;
+
+/// `KFD_IOC_FLAG_CHECKPOINT_RESTORE` (`kfd_priv.h`): a command only a process with
+/// `CAP_CHECKPOINT_RESTORE` may issue (amdkfd's `AMDKFD_IOC_CRIU_OP`).
+pub const KFD_IOC_FLAG_CHECKPOINT_RESTORE: u32 = 1 << 0;
+
+/// A row's handler: runs the command `cmd` (the row's) on the argument's bytes.
+pub type IoctlHandler = fn(&Arc<Device>, u32, &mut [u8]) -> Result<(), Errno>;
+
+/// One row of [`AMDKFD_IOCTLS`] (amdkfd's `struct amdkfd_ioctl_desc`).
+#[derive(Clone, Copy)]
+pub struct AmdkfdIoctlDesc {
+    /// The command: `_IOC(direction, 'K', number, size of the argument struct)`.
+    pub cmd: u32,
+    /// The handler.
+    pub(crate) func: IoctlHandler,
+    /// The command's name, `AMDKFD_IOC_*`.
+    pub name: &'static str,
+    /// amdkfd's flags ([`KFD_IOC_FLAG_CHECKPOINT_RESTORE`]).
+    pub flags: u32,
+}
+
+impl std::fmt::Debug for AmdkfdIoctlDesc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AmdkfdIoctlDesc")
+            .field("cmd", &format_args!("{:#x}", self.cmd))
+            .field("name", &self.name)
+            .field("flags", &self.flags)
+            .finish()
+    }
+}
+
+/// `_IOC_NR(cmd)`.
+const fn ioc_nr(cmd: u32) -> usize {
+    (cmd & 0xff) as usize
+}
+
+/// A row of the table (amdkfd's `AMDKFD_IOCTL_DEF`): the handler `$func(&Arc<Device>, &mut
+/// Args)` for command `$cmd`, whose argument struct the handler's type names.
+macro_rules! amdkfd_ioctl_def {
+    ($cmd:ident, $func:path, $flags:expr) => {
+        AmdkfdIoctlDesc {
+            cmd: $cmd,
+            func: |device, cmd, arg| with_args(cmd, arg, |a| $func(device, a)),
+            name: stringify!($cmd),
+            flags: $flags,
+        }
+    };
+}
+
+/// The table from its rows, each at the index of its command's number (a row past the end,
+/// or two rows at one number, is a compile error).
+macro_rules! amdkfd_ioctl_table {
+    ($($row:expr),* $(,)?) => {{
+        let mut table = [None; AMDKFD_COMMAND_END as usize];
+        $(
+            let row: AmdkfdIoctlDesc = $row;
+            assert!(table[ioc_nr(row.cmd)].is_none(), "two rows at one ioctl number");
+            table[ioc_nr(row.cmd)] = Some(row);
+        )*
+        table
+    }};
+}
+
+/// amdkfd's ioctl table as this device emulates it, indexed by ioctl number (module docs).
+#[rustfmt::skip] // One row a line, as amdkfd's table.
+pub static AMDKFD_IOCTLS: [Option<AmdkfdIoctlDesc>; AMDKFD_COMMAND_END as usize] = amdkfd_ioctl_table![
+    amdkfd_ioctl_def!(AMDKFD_IOC_GET_VERSION, process::get_version, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_CREATE_QUEUE, queue_manager::create_queue, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DESTROY_QUEUE, queue_manager::destroy_queue_ioctl, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_SET_MEMORY_POLICY, process::set_memory_policy, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_GET_CLOCK_COUNTERS, clock::get_clock_counters, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_UPDATE_QUEUE, queue_manager::update_queue, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_CREATE_EVENT, events::create_event, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_DESTROY_EVENT, events::destroy_event, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_SET_EVENT, events::set_event, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_RESET_EVENT, events::reset_event, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_WAIT_EVENTS, events::wait_events, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_SET_SCRATCH_BACKING_VA, process::set_scratch_backing_va, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_GET_TILE_CONFIG, process::get_tile_config, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_SET_TRAP_HANDLER, process::set_trap_handler, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW, process::get_process_apertures_new, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_ACQUIRE_VM, process::acquire_vm, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, memory::alloc_memory_of_gpu, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_FREE_MEMORY_OF_GPU, memory::free_memory_of_gpu, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_MAP_MEMORY_TO_GPU, memory::map_memory_to_gpu, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, memory::unmap_memory_from_gpu, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_SET_CU_MASK, queue_manager::set_cu_mask, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_IMPORT_DMABUF, dmabuf::import_dmabuf, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_SET_XNACK_MODE, process::set_xnack_mode, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_AVAILABLE_MEMORY, memory::available_memory, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_EXPORT_DMABUF, dmabuf::export_dmabuf, 0),
+    amdkfd_ioctl_def!(AMDKFD_IOC_RUNTIME_ENABLE, process::runtime_enable, 0),
+];
+
+/// The row of ioctl number `nr` in [`AMDKFD_IOCTLS`]; `None` for a number this device does not
+/// emulate.
+pub fn amdkfd_ioctl(nr: u8) -> Option<&'static AmdkfdIoctlDesc> {
+    AMDKFD_IOCTLS.get(usize::from(nr))?.as_ref()
+}
+
+/// The command of amdkfd's ioctl table (`amdkfd_ioctls[nr].cmd`: type `'K'`, the argument's
+/// size, its direction) for ioctl number `nr`, when this device emulates it; `None` for other
+/// numbers. amdkfd answers a request by its number alone and copies the argument in and out
+/// as this command's direction says (`kfd_ioctl`), so a caller copying for it (kfd-emu's
+/// preloaded library) uses this direction, not the request's.
+pub fn amdkfd_table_command(nr: u8) -> Option<u32> {
+    amdkfd_ioctl(nr).map(|row| row.cmd)
+}
+
+/// Runs `f` on the argument as `T`: zero-extended/truncated copy in, copy back out when the
+/// command `cmd` has `_IOC_READ` (also after an error, as `kfd_ioctl` does).
+fn with_args<T, F>(cmd: u32, arg: &mut [u8], f: F) -> Result<(), Errno>
+where
+    T: FromBytes + IntoBytes + Immutable + KnownLayout,
+    F: FnOnce(&mut T) -> Result<(), Errno>,
+{
+    let mut t = T::new_zeroed();
+    let n = arg.len().min(size_of::<T>());
+    t.as_mut_bytes()[..n].copy_from_slice(&arg[..n]);
+    let r = f(&mut t);
+    if (cmd >> 30) & IOC_READ != 0 {
+        arg[..n].copy_from_slice(&t.as_bytes()[..n]);
+    }
+    r
+}
+
+/// Answers the ioctl `request` on `/dev/kfd` as `kfd_ioctl` does (module docs).
+pub(crate) fn ioctl(device: &Arc<Device>, request: u32, arg: &mut [u8]) -> Result<(), Errno> {
+    let size = ((request >> 16) & 0x3fff) as usize;
+    if size != arg.len() {
+        return Err(Errno::INVAL);
+    }
+    let nr = (request & 0xff) as u8;
+    // kfd_ioctl: a number outside AMDKFD_COMMAND_START..AMDKFD_CORE_IOCTL_COUNT is the
+    // -EINVAL it starts with (linux before 6.18) — among them the ROCm 5.x kernels' own
+    // range from 0x80 (IPC, the 5.x DBG_TRAP, CROSS_MEMORY_COPY, RLC_SPM), which an
+    // upstream kernel does not have.
+    if !(AMDKFD_COMMAND_START..AMDKFD_COMMAND_END).contains(&nr) {
+        return Err(Errno::INVAL);
+    }
+    let Some(row) = amdkfd_ioctl(nr) else {
+        return Err(Errno::NOTTY);
+    };
+    (row.func)(device, row.cmd, arg)
+}
+
+/// `kfd_mmap`: maps a GPU's doorbell page, its MMIO page or the process's event page, by the
+/// offset's `KFD_MMAP_TYPE_*`.
+///
+/// # Safety
+/// As [`KfdDriver::mmap`](hsa_linux::kfd::driver::KfdDriver::mmap).
+#[allow(unsafe_code)]
+pub(crate) unsafe fn mmap(
+    device: &Device,
+    offset: u64,
+    len: usize,
+    addr: Option<NonNull<u8>>,
+) -> Result<NonNull<u8>, Errno> {
+    match offset & KFD_MMAP_TYPE_MASK {
+        KFD_MMAP_TYPE_DOORBELL => {
+            let hash = kfd_mmap_get_gpu_id(offset);
+            let gpu = device
+                .gpus
+                .iter()
+                .find(|g| g.gpu_id & 0xffff == hash)
+                .ok_or(Errno::INVAL)?;
+            if offset & !(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK) != 0
+                || len as u64 != DOORBELL_PAGE_BYTES
+            {
+                return Err(Errno::INVAL);
+            }
+            // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
+            unsafe { gpu.doorbells.map_at(addr, len) }
+        }
+        // kfd_mmio_mmap: the GPU's remapped MMIO page, exactly one page.
+        KFD_MMAP_TYPE_MMIO => {
+            let hash = kfd_mmap_get_gpu_id(offset);
+            let gpu = device
+                .gpus
+                .iter()
+                .find(|g| g.gpu_id & 0xffff == hash)
+                .ok_or(Errno::INVAL)?;
+            if offset & !(KFD_MMAP_TYPE_MASK | KFD_MMAP_GPU_ID_MASK) != 0
+                || len as u64 != PAGE_BYTES
+            {
+                return Err(Errno::INVAL);
+            }
+            // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
+            unsafe { gpu.mmio.map_at(addr, len) }
+        }
+        KFD_MMAP_TYPE_EVENTS => {
+            if offset != KFD_MMAP_EVENTS_OFFSET || len == 0 || len as u64 > EVENT_PAGE_BYTES {
+                return Err(Errno::INVAL);
+            }
+            let mut ev = lock(&device.events);
+            let page = ev.page.as_mut().ok_or(Errno::INVAL)?;
+            let own = page.own.as_ref().ok_or(Errno::INVAL)?;
+            // SAFETY: this function's contract (KfdDriver::mmap's) is map_at's.
+            let p = unsafe { own.map_at(addr, len) }?;
+            page.user_bases.push(p.as_ptr() as u64);
+            Ok(p)
+        }
+        _ => Err(Errno::INVAL),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every row sits at its command's number, is a `'K'` command whose size is its argument
+    /// struct's, and is named after it; the rows are the commands this device emulated before
+    /// the table (the two tables it replaced listed these 26 numbers).
+    #[test]
+    fn rows_sit_at_their_numbers_and_name_their_commands() {
+        let mut numbers = Vec::new();
+        for (nr, row) in AMDKFD_IOCTLS.iter().enumerate() {
+            let Some(row) = row else { continue };
+            numbers.push(nr as u8);
+            assert_eq!(ioc_nr(row.cmd), nr, "{}", row.name);
+            assert_eq!((row.cmd >> 8) & 0xff, u32::from(AMDKFD_IOCTL_BASE));
+            assert!(row.name.starts_with("AMDKFD_IOC_"), "{}", row.name);
+            assert_eq!(row.flags, 0);
+        }
+        assert_eq!(
+            numbers,
+            [
+                0x01, 0x02, 0x03, 0x04, 0x05, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x11, 0x12, 0x13,
+                0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1D, 0x21, 0x23, 0x24, 0x25
+            ]
+        );
+        let row = amdkfd_ioctl(0x13).unwrap();
+        assert_eq!(
+            (row.cmd, row.name),
+            (AMDKFD_IOC_SET_TRAP_HANDLER, "AMDKFD_IOC_SET_TRAP_HANDLER")
+        );
+        // _IOW('K', 0x13, 24 bytes) and _IOWR('K', 0x12, 40 bytes), from kfd_ioctl.h.
+        assert_eq!(AMDKFD_IOC_SET_TRAP_HANDLER, 0x4018_4b13);
+        assert_eq!(AMDKFD_IOC_GET_TILE_CONFIG, 0xc028_4b12);
+        assert_eq!(amdkfd_table_command(0x06), None);
+        assert_eq!(amdkfd_table_command(0x27), None);
+    }
+}

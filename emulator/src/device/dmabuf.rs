@@ -1,0 +1,85 @@
+//! Sharing buffer objects as dma-bufs on the emulated device: `EXPORT_DMABUF` and
+//! `IMPORT_DMABUF` (Ref: linux `drivers/gpu/drm/amd/amdkfd/kfd_chardev.c`,
+//! `kfd_ioctl_export_dmabuf`, `kfd_ioctl_import_dmabuf`).
+//!
+//! An export is a new descriptor of the buffer object's memfd (`EPERM` for USERPTR memory, as
+//! amdgpu); an import (from this process or, through `pidfd_getfd`, another one's device)
+//! makes those pages a buffer object of this device at the address given, which the user maps
+//! for the host through the descriptor itself (`MapTarget::DmaBuf`). A descriptor that is not
+//! an emulated device's export is `EINVAL`, as amdgpu refuses a foreign dma-buf.
+
+use std::sync::{Arc, PoisonError};
+
+use rustix::io::Errno;
+
+use hsa_linux::kfd::abi::{ExportDmabufArgs, ImportDmabufArgs};
+
+use super::mem::{Backing, PAGE_BYTES};
+use super::memory::{Alloc, Kind};
+use super::Device;
+
+/// EXPORT_DMABUF as `kfd_ioctl_export_dmabuf`: `EINVAL` for an unknown handle (or its GPU)
+/// or flags other than `O_CLOEXEC`/`O_RDWR`; `EPERM` for `USERPTR` memory (amdgpu will not
+/// export user pages) and `EINVAL` for the doorbell and MMIO pages; otherwise a new
+/// descriptor of the buffer object's memfd pages, which the caller owns.
+pub(crate) fn export_dmabuf(device: &Arc<Device>, a: &mut ExportDmabufArgs) -> Result<(), Errno> {
+    use std::os::fd::IntoRawFd;
+    let allowed = (rustix::fs::OFlags::CLOEXEC | rustix::fs::OFlags::RDWR).bits();
+    if a.flags & !allowed != 0 {
+        return Err(Errno::INVAL);
+    }
+    device.gpu_by_id((a.handle >> 32) as u32)?;
+    let allocs = device.allocs.read().unwrap_or_else(PoisonError::into_inner);
+    let bo = allocs.by_handle(a.handle).ok_or(Errno::INVAL)?;
+    let backing = match bo.kind {
+        Kind::Userptr => return Err(Errno::PERM),
+        Kind::Doorbell | Kind::MmioRemap => return Err(Errno::INVAL),
+        Kind::Vram | Kind::Gtt | Kind::Imported => bo.backing.as_ref().ok_or(Errno::INVAL)?,
+    };
+    let fd = backing.export()?.into_raw_fd();
+    a.dmabuf_fd = fd as u32;
+    Ok(())
+}
+
+/// IMPORT_DMABUF as `kfd_ioctl_import_dmabuf`: the dma-buf's pages (an emulated device's
+/// export, of this process or another: the memfd is shared) become a new buffer object of
+/// this process at `va_addr` on `gpu_id`, the dma-buf's whole size, not yet mapped to any
+/// GPU; the user maps them for the host through the dma-buf itself
+/// ([`MapTarget::DmaBuf`](hsa_linux::kfd::driver::MapTarget::DmaBuf)). `EINVAL` for an unknown GPU, an unaligned or overlapping
+/// address, or a descriptor that is not an emulated device's dma-buf; `EBADF` for a
+/// number that names no descriptor.
+pub(crate) fn import_dmabuf(device: &Arc<Device>, a: &mut ImportDmabufArgs) -> Result<(), Errno> {
+    let gpu = device.gpu_by_id(a.gpu_id)?;
+    if a.va_addr == 0 || a.va_addr % PAGE_BYTES != 0 {
+        return Err(Errno::INVAL);
+    }
+    let backing = Arc::new(Backing::import(a.dmabuf_fd)?);
+    let region = backing.region();
+    let size = backing.len();
+    if a.va_addr.checked_add(size).is_none() {
+        return Err(Errno::INVAL);
+    }
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    if allocs.overlaps(a.va_addr, size) {
+        return Err(Errno::INVAL);
+    }
+    let id = allocs.next_id();
+    let handle = (u64::from(gpu.gpu_id) << 32) | u64::from(id);
+    allocs.insert(Alloc {
+        va: a.va_addr,
+        size,
+        gpu_id: gpu.gpu_id,
+        handle,
+        mmap_offset: 0,
+        kind: Kind::Imported,
+        region,
+        backing: Some(backing),
+        mapped: Default::default(),
+        pins: 0,
+    });
+    a.handle = handle;
+    Ok(())
+}

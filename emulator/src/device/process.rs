@@ -1,0 +1,161 @@
+//! The process-wide ioctls of the emulated amdkfd: the interface version, the apertures, memory
+//! policy, scratch, ACQUIRE_VM, the trap handler, the tile configuration, the XNACK mode and
+//! RUNTIME_ENABLE (Ref: linux `drivers/gpu/drm/amd/amdkfd/kfd_chardev.c`, `kfd_flat_memory.c`,
+//! `kfd_process.c`).
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use rustix::io::Errno;
+use zerocopy::IntoBytes;
+
+use hsa_linux::kfd::abi::*;
+
+use super::{lock, Device};
+
+/// Entries of amdgpu's tile-mode array (`adev->gfx.config.tile_mode_array`), which
+/// `AMDKFD_IOC_GET_TILE_CONFIG` returns at most.
+pub const TILE_MODE_ENTRIES: u32 = 32;
+/// Entries of amdgpu's macro-tile-mode array (`adev->gfx.config.macrotile_mode_array`).
+pub const MACRO_TILE_MODE_ENTRIES: u32 = 16;
+
+/// `GET_VERSION`: the interface version this device models ([`KFD_IOCTL_MAJOR_VERSION`],
+/// [`KFD_IOCTL_MINOR_VERSION`]).
+pub(crate) fn get_version(_device: &Arc<Device>, a: &mut GetVersionArgs) -> Result<(), Errno> {
+    a.major_version = KFD_IOCTL_MAJOR_VERSION;
+    a.minor_version = KFD_IOCTL_MINOR_VERSION;
+    Ok(())
+}
+
+/// `SET_MEMORY_POLICY`: `EINVAL` for an unknown GPU or a policy that is neither coherent nor
+/// non-coherent; the emulated device's memory is coherent whatever the policy.
+pub(crate) fn set_memory_policy(
+    device: &Arc<Device>,
+    a: &mut SetMemoryPolicyArgs,
+) -> Result<(), Errno> {
+    device.gpu_by_id(a.gpu_id)?;
+    let ok = |p| p == KFD_IOC_CACHE_POLICY_COHERENT || p == KFD_IOC_CACHE_POLICY_NONCOHERENT;
+    if !ok(a.default_policy) || !ok(a.alternate_policy) {
+        return Err(Errno::INVAL);
+    }
+    Ok(())
+}
+
+/// `SET_SCRATCH_BACKING_VA`: `EINVAL` for an unknown GPU; the address is not used (the
+/// interpreter's scratch is its own memory).
+pub(crate) fn set_scratch_backing_va(
+    device: &Arc<Device>,
+    a: &mut SetScratchBackingVaArgs,
+) -> Result<(), Errno> {
+    device.gpu_by_id(a.gpu_id).map(|_| ())
+}
+
+/// `ACQUIRE_VM`: `EINVAL` for an unknown GPU. The emulated device does not require it before
+/// allocating (the module docs' emulation limits).
+pub(crate) fn acquire_vm(device: &Arc<Device>, a: &mut AcquireVmArgs) -> Result<(), Errno> {
+    device.gpu_by_id(a.gpu_id).map(|_| ())
+}
+
+/// `kfd_ioctl_set_trap_handler`: records the trap handler (TBA, TMA) of the GPU
+/// ([`EmulatedKfd::trap_handler`](super::EmulatedKfd::trap_handler)); `EINVAL` for a GPU the
+/// process has no data for.
+pub(crate) fn set_trap_handler(
+    device: &Arc<Device>,
+    a: &mut SetTrapHandlerArgs,
+) -> Result<(), Errno> {
+    device.gpu_by_id(a.gpu_id)?;
+    lock(&device.trap_handlers).insert(a.gpu_id, (a.tba_addr, a.tma_addr));
+    Ok(())
+}
+
+/// `kfd_ioctl_get_tile_config`: the GPU's tiling configuration as amdgpu keeps it
+/// (`amdgpu_amdkfd_get_tile_config`). A gfx9 and later GPU programs no tile-mode tables
+/// (amdgpu leaves both arrays zero) and no `MC_ARB_RAMCFG` (banks and ranks 0);
+/// `GB_ADDR_CONFIG` is the value amdgpu composes for the GPU
+/// ([`super::profile::gb_addr_config`]), the one the interpreter addresses swizzled images
+/// with. The arrays are written up to the caller's count, capped at
+/// amdgpu's ([`TILE_MODE_ENTRIES`], [`MACRO_TILE_MODE_ENTRIES`]), and the counts come
+/// back as written. `EINVAL` for an unknown GPU; `EFAULT` (counts 0) when an array is
+/// not mapped.
+pub(crate) fn get_tile_config(
+    device: &Arc<Device>,
+    a: &mut GetTileConfigArgs,
+) -> Result<(), Errno> {
+    a.gb_addr_config = device.gpu_by_id(a.gpu_id)?.gb_addr_config;
+    a.num_banks = 0;
+    a.num_ranks = 0;
+    a.num_tile_configs = a.num_tile_configs.min(TILE_MODE_ENTRIES);
+    a.num_macro_tile_configs = a.num_macro_tile_configs.min(MACRO_TILE_MODE_ENTRIES);
+    let zeros = [0u8; 4 * TILE_MODE_ENTRIES as usize];
+    let tiles = 4 * a.num_tile_configs as usize;
+    if let Err(e) = device.user.write(a.tile_config_ptr, &zeros[..tiles]) {
+        a.num_tile_configs = 0;
+        return Err(e);
+    }
+    let macros = 4 * a.num_macro_tile_configs as usize;
+    if let Err(e) = device.user.write(a.macro_tile_config_ptr, &zeros[..macros]) {
+        a.num_macro_tile_configs = 0;
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// `GET_PROCESS_APERTURES_NEW`: with `num_of_nodes` 0 how many entries there are (one per
+/// GPU); otherwise the gfx9 apertures of the first `num_of_nodes` GPUs written to the user's
+/// array (`kfd_flat_memory.c`: `MAKE_LDS_APP_BASE_V9`, `SCRATCH_V9`) and the count written.
+/// `EFAULT` when the array is not mapped.
+pub(crate) fn get_process_apertures_new(
+    device: &Arc<Device>,
+    a: &mut GetProcessAperturesNewArgs,
+) -> Result<(), Errno> {
+    let gpus = &device.gpus;
+    if a.num_of_nodes == 0 {
+        // As the kernel: report how many entries are needed.
+        a.num_of_nodes = gpus.len() as u32;
+        return Ok(());
+    }
+    let n = (a.num_of_nodes as usize).min(gpus.len());
+    let entries: Vec<ProcessDeviceApertures> = gpus[..n]
+        .iter()
+        .map(|g| ProcessDeviceApertures {
+            lds_base: 0x1_0000_0000_0000,
+            lds_limit: 0x1_0000_ffff_ffff,
+            scratch_base: 0x2_0000_0000_0000,
+            scratch_limit: 0x2_0000_ffff_ffff,
+            gpuvm_base: 0x20_0000,
+            gpuvm_limit: 0x7fff_ffff_ffff,
+            gpu_id: g.gpu_id,
+            pad: 0,
+        })
+        .collect();
+    device.user.write(
+        a.kfd_process_device_apertures_ptr,
+        entries.as_slice().as_bytes(),
+    )?;
+    a.num_of_nodes = n as u32;
+    Ok(())
+}
+
+/// `SET_XNACK_MODE`: a negative value queries; 0 or 1 sets the process's mode, `EBUSY` when
+/// it would change while the process has queues (amdkfd refuses to switch a process with
+/// queues). The mode comes back in the argument.
+pub(crate) fn set_xnack_mode(device: &Arc<Device>, a: &mut SetXnackModeArgs) -> Result<(), Errno> {
+    if a.xnack_enabled >= 0 {
+        let want = i32::from(a.xnack_enabled != 0);
+        if want != device.xnack.load(Ordering::SeqCst) && !lock(&device.queues).is_empty() {
+            return Err(Errno::BUSY);
+        }
+        device.xnack.store(want, Ordering::SeqCst);
+    }
+    a.xnack_enabled = device.xnack.load(Ordering::SeqCst);
+    Ok(())
+}
+
+/// `RUNTIME_ENABLE`: accepted, with no debugger capabilities (`capabilities_mask` 0).
+pub(crate) fn runtime_enable(
+    _device: &Arc<Device>,
+    a: &mut RuntimeEnableArgs,
+) -> Result<(), Errno> {
+    a.capabilities_mask = 0;
+    Ok(())
+}

@@ -1,0 +1,234 @@
+//! The emulated amdkfd's process queue manager: the queues of the process, `CREATE_QUEUE`,
+//! `DESTROY_QUEUE`, `UPDATE_QUEUE` and `SET_CU_MASK` (Ref: linux
+//! `drivers/gpu/drm/amd/amdkfd/kfd_process_queue_manager.c`, `kfd_chardev.c`).
+//!
+//! An AQL compute queue gets a command-processor thread ([`CpThread`], the `queue` module)
+//! running the core's packet processor over the ring; an SDMA queue
+//! (`KFD_IOC_QUEUE_TYPE_SDMA`, `_SDMA_XGMI`) an SDMA engine thread
+//! ([`sdma::create_queue`](super::sdma::create_queue)). A process may have 127 queues on a
+//! GPU (255 on gfx94x/gfx950), as amdkfd; one more is `ENOSPC`. Queue ids are the lowest free
+//! below [`MAX_QUEUES_PER_PROCESS`]; each queue's doorbell is its id's 8 bytes of the GPU's
+//! doorbell page.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, PoisonError};
+use std::thread::JoinHandle;
+
+use hsa_core::packet_processor::PacketProcessor;
+use hsa_core::GpuVa;
+use rustix::io::Errno;
+
+use hsa_linux::kfd::abi::*;
+
+use super::queue::{CpThread, QueueCtl};
+use super::{lock, mem, Device};
+
+/// Most queues a process may have (`KFD_MAX_NUM_OF_QUEUES_PER_PROCESS`).
+pub const MAX_QUEUES_PER_PROCESS: u32 = 1024;
+
+/// One queue of the process.
+pub(crate) struct QueueEntry {
+    pub(crate) gpu_id: u32,
+    /// `KFD_IOC_QUEUE_TYPE_*`.
+    pub(crate) queue_type: u32,
+    pub(crate) ring_va: u64,
+    pub(crate) ring_size: u32,
+    /// Handles of the buffer objects the queue pins (ring, pointers).
+    pub(crate) pinned: Vec<u64>,
+    pub(crate) ctl: Arc<QueueCtl>,
+    pub(crate) thread: Option<JoinHandle<()>>,
+}
+
+/// CREATE_QUEUE as `kfd_ioctl_create_queue` and `pqm_create_queue`: an SDMA queue goes to
+/// [`sdma::create_queue`](super::sdma::create_queue); otherwise only an AQL compute queue
+/// is emulated (`EINVAL` for another type), with a power-of-two ring of at least
+/// `KFD_MIN_QUEUE_RING_SIZE` bytes, percentage and priority within their maxima (`EINVAL`),
+/// non-null ring and pointers (`EFAULT`), pointers at `amd_queue_t.write_dispatch_id` and
+/// `read_dispatch_id` of a 64-byte aligned `amd_queue_t` (`EINVAL`), ring and `amd_queue_t`
+/// in memory mapped to the GPU (`EINVAL`, `EFAULT`); `ENOSPC` past the GPU's queues. Returns
+/// the queue id and the doorbell's `/dev/kfd` mmap offset.
+pub(crate) fn create_queue(device: &Arc<Device>, a: &mut CreateQueueArgs) -> Result<(), Errno> {
+    if matches!(
+        a.queue_type,
+        KFD_IOC_QUEUE_TYPE_SDMA | KFD_IOC_QUEUE_TYPE_SDMA_XGMI
+    ) {
+        return super::sdma::create_queue(device, a);
+    }
+    let gpu = device.gpu_by_id(a.gpu_id)?;
+    if a.queue_type != KFD_IOC_QUEUE_TYPE_COMPUTE_AQL
+        || a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE
+        || a.queue_priority > KFD_MAX_QUEUE_PRIORITY
+        || !a.ring_size.is_power_of_two()
+        || a.ring_size < KFD_MIN_QUEUE_RING_SIZE
+    {
+        return Err(Errno::INVAL);
+    }
+    if a.ring_base_address == 0 || a.read_pointer_address == 0 || a.write_pointer_address == 0 {
+        return Err(Errno::FAULT);
+    }
+    // AQL: the pointers are amd_queue_t.write_dispatch_id (56) and read_dispatch_id (128).
+    let amd_queue = a.write_pointer_address.wrapping_sub(56);
+    if a.read_pointer_address.wrapping_sub(128) != amd_queue || amd_queue % 64 != 0 {
+        return Err(Errno::INVAL);
+    }
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    let ring_region = allocs
+        .device_region(gpu.gpu_id, a.ring_base_address, u64::from(a.ring_size))
+        .ok_or(Errno::INVAL)?;
+    let queue_region = allocs
+        .device_region(gpu.gpu_id, amd_queue, 256)
+        .ok_or(Errno::FAULT)?;
+    let mut queues = lock(&device.queues);
+    // As pqm_create_queue: the process's queues on this GPU are limited (ENOSPC).
+    let on_gpu = queues.values().filter(|q| q.gpu_id == gpu.gpu_id).count() as u32;
+    if on_gpu >= gpu.max_queues {
+        return Err(Errno::NOSPC);
+    }
+    let qid = (0..MAX_QUEUES_PER_PROCESS)
+        .find(|i| !queues.contains_key(i))
+        .ok_or(Errno::NOSPC)?;
+    let consumer =
+        mem::ring_consumer(ring_region, a.ring_size / 64, queue_region).ok_or(Errno::INVAL)?;
+    let ctl = Arc::new(QueueCtl::default());
+    ctl.inactive
+        .store(a.queue_percentage == 0, Ordering::SeqCst);
+    *lock(&ctl.cu_enable) = gpu.layout.all_cus();
+    let mut processor = PacketProcessor::new(consumer);
+    // The kernel's dispatch and queue pointers are device addresses, not the device's
+    // own view of the memory the consumer reads through.
+    processor.set_device_addresses(GpuVa(a.ring_base_address), GpuVa(amd_queue));
+    // The queue's doorbell: 8 bytes at `qid * 8` of the GPU's doorbell page, the offset
+    // CREATE_QUEUE returns below.
+    let doorbell = gpu
+        .doorbells
+        .region()
+        .sub(u64::from(qid) * 8, 8)
+        .ok_or(Errno::NOSPC)?;
+    let cp = CpThread {
+        device: device.clone(),
+        ctl: ctl.clone(),
+        processor,
+        doorbell,
+        queue_id: qid,
+        gpu_id: gpu.gpu_id,
+        lds_bytes: gpu.lds_bytes,
+    };
+    let thread = std::thread::Builder::new()
+        .name(format!("emu-cp-q{qid}"))
+        .spawn(move || cp.run())
+        .map_err(|_| Errno::NOMEM)?;
+    let mut pinned = Vec::new();
+    for va in [a.ring_base_address, amd_queue] {
+        if let Some(al) = allocs.mapped_containing_mut(gpu.gpu_id, va, 1) {
+            al.pins += 1;
+            pinned.push(al.handle);
+        }
+    }
+    queues.insert(
+        qid,
+        QueueEntry {
+            gpu_id: gpu.gpu_id,
+            queue_type: KFD_IOC_QUEUE_TYPE_COMPUTE_AQL,
+            ring_va: a.ring_base_address,
+            ring_size: a.ring_size,
+            pinned,
+            ctl,
+            thread: Some(thread),
+        },
+    );
+    lock(&device.queue_errors).remove(&qid);
+    a.queue_id = qid;
+    a.doorbell_offset = kfd_mmap_doorbell_offset(gpu.gpu_id) | (u64::from(qid) * 8);
+    Ok(())
+}
+
+/// DESTROY_QUEUE: `EINVAL` for an unknown queue.
+pub(crate) fn destroy_queue_ioctl(
+    device: &Arc<Device>,
+    a: &mut DestroyQueueArgs,
+) -> Result<(), Errno> {
+    destroy_queue(device, a.queue_id)
+}
+
+/// Stops queue `qid`'s engine thread, waits for it, and unpins its memory; `EINVAL` for an
+/// unknown queue.
+pub(crate) fn destroy_queue(device: &Device, qid: u32) -> Result<(), Errno> {
+    let mut q = lock(&device.queues).remove(&qid).ok_or(Errno::INVAL)?;
+    q.ctl.stop.store(true, Ordering::SeqCst);
+    q.ctl.kick();
+    if let Some(t) = q.thread.take() {
+        let _ = t.join();
+    }
+    let mut allocs = device
+        .allocs
+        .write()
+        .unwrap_or_else(PoisonError::into_inner);
+    for h in q.pinned {
+        if let Some(a) = allocs.by_handle_mut(h) {
+            a.pins = a.pins.saturating_sub(1);
+        }
+    }
+    Ok(())
+}
+
+/// UPDATE_QUEUE (`kfd_ioctl_update_queue`, `pqm_update_queue_properties`): percentage
+/// and priority beyond their maxima are `EINVAL`, as is an unknown queue. The ring must
+/// stay where it is (`EINVAL` otherwise; amdkfd would move the queue to a new ring, which
+/// ROCR never asks). A `queue_percentage` of 0 makes the queue inactive, as amdkfd's
+/// `QUEUE_IS_ACTIVE` does (ROCR's `AqlQueue::Suspend`): its engine takes no packet until
+/// an update with a non-zero percentage.
+pub(crate) fn update_queue(device: &Arc<Device>, a: &mut UpdateQueueArgs) -> Result<(), Errno> {
+    let queues = lock(&device.queues);
+    let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
+    if a.queue_percentage > KFD_MAX_QUEUE_PERCENTAGE || a.queue_priority > KFD_MAX_QUEUE_PRIORITY {
+        return Err(Errno::INVAL);
+    }
+    if a.ring_base_address != q.ring_va || a.ring_size != q.ring_size {
+        return Err(Errno::INVAL);
+    }
+    q.ctl
+        .inactive
+        .store(a.queue_percentage == 0, Ordering::SeqCst);
+    q.ctl.kick();
+    Ok(())
+}
+
+/// SET_CU_MASK (`kfd_ioctl_set_cu_mask`, `pqm_update_mqd`): `num_cu_mask` must be a
+/// non-zero multiple of 32 (`EINVAL`); at most 1024 bits are read (`EFAULT` when they are
+/// not mapped); an unknown queue is `EINVAL`. A compute queue's HQD enable masks become
+/// the mapped mask ([`ShaderLayout::map_cu_mask`](super::cu_mask::ShaderLayout::map_cu_mask)), used from its next dispatch
+/// on. As amdkfd on gfx9, a mask that enables no CU of the GPU (all zero, or only bits
+/// past its CU count) is accepted: the queue's dispatches then wait for a mask that
+/// enables one (amdkfd's comment: such a queue hangs). An SDMA queue takes the mask and
+/// ignores it (amdkfd's SDMA MQD manager has no CU mask).
+pub(crate) fn set_cu_mask(device: &Arc<Device>, a: &mut SetCuMaskArgs) -> Result<(), Errno> {
+    if a.num_cu_mask == 0 || a.num_cu_mask % 32 != 0 {
+        return Err(Errno::INVAL);
+    }
+    // As the kernel, at most 1024 mask bits are read.
+    let words = (a.num_cu_mask / 32).min(32) as usize;
+    let mut raw = vec![0u8; words * 4];
+    device.user.read(a.cu_mask_ptr, &mut raw)?;
+    let mask: Vec<u32> = raw
+        .chunks_exact(4)
+        .map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    let queues = lock(&device.queues);
+    let q = queues.get(&a.queue_id).ok_or(Errno::INVAL)?;
+    if q.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL {
+        let gpu = device.gpu_by_id(q.gpu_id)?;
+        *lock(&q.ctl.cu_enable) = gpu.layout.map_cu_mask(&mask);
+        q.ctl.kick();
+    }
+    Ok(())
+}
+
+/// A compute queue's `COMPUTE_STATIC_THREAD_MGMT_SE0..SE7` ([`EmulatedKfd::compute_static_thread_mgmt`](super::EmulatedKfd::compute_static_thread_mgmt)).
+pub(crate) fn compute_static_thread_mgmt(device: &Device, queue_id: u32) -> Option<[u32; 8]> {
+    let queues = lock(&device.queues);
+    let q = queues.get(&queue_id)?;
+    (q.queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE_AQL).then(|| *lock(&q.ctl.cu_enable))
+}
