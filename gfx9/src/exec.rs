@@ -356,10 +356,6 @@ pub const SHARED_APERTURE_BASE: u64 = 0x1_0000_0000_0000;
 /// `src_private_base` reads its high 32 bits.
 pub const PRIVATE_APERTURE_BASE: u64 = 0x2_0000_0000_0000;
 
-/// Largest scratch per wave a queue can give, bytes: `COMPUTE_TMPRING_SIZE.WAVESIZE` is 13
-/// bits of 1 KiB units on gfx9 (8191 KiB; ROCR's `MAX_WAVE_SCRATCH`).
-pub const MAX_WAVE_SCRATCH_BYTES: u64 = 0x1FFF * 1024;
-
 /// A queue's scratch as the command processor reads it from the queue's `amd_queue_t` when it
 /// launches a dispatch (AMDGPUUsage "Private Segment Buffer", "Flat Scratch"; ROCR's
 /// `AqlQueue::InitScratchSRD` fills these fields): the private segment buffer V# every wave
@@ -541,8 +537,9 @@ pub fn workgroup_total(dispatch: &DispatchState) -> u64 {
 ///
 /// # Errors
 /// [`Status::InvalidArgument`]: a zero grid or work-group dimension, a work-group of more
-/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor, or a private
-/// segment above [`MAX_PRIVATE_SEGMENT_BYTES`] per work-item.
+/// than 1024 work-items, LDS above [`MAX_LDS_BYTES`], a wave32 descriptor;
+/// [`Status::OutOfResources`] ([`ScratchShort::error`]): a private segment the queue's
+/// scratch ([`DispatchState::scratch`]) does not hold ([`scratch_request`]).
 pub fn check_dispatch(descriptor: &KernelDescriptor, dispatch: &DispatchState) -> Result<()> {
     for d in 0..3 {
         if dispatch.grid_size[d] == 0 || dispatch.workgroup_size[d] == 0 {

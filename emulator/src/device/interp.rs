@@ -580,8 +580,10 @@ fn prepare(
 /// - [`Status::InvalidAllocation`] when the group segment exceeds `lds_bytes` (the CP's
 ///   invalid-group-memory queue error);
 /// - as [`crate::gfx9::exec::run_dispatch`]: [`Status::InvalidArgument`] (a dispatch it cannot
-///   run, e.g. one that needs scratch), [`Status::IllegalInstruction`], [`Status::Exception`]
-///   (a wave ran 100 million instructions).
+///   run), [`Status::OutOfResources`] (the CP's scratch request: the queue's `amd_queue_t`
+///   scratch, read at `dispatch.queue_address`, is too small for the dispatch's private
+///   segment), [`Status::IllegalInstruction`], [`Status::Exception`] (a wave ran 100 million
+///   instructions).
 pub fn run_kernel_dispatch(
     dispatch: &DecodedKernelDispatch,
     target: Gfx9Target,
