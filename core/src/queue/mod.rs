@@ -1057,6 +1057,26 @@ mod aql {
             assert_eq!(plat.live_chunks().len(), 0);
         }
 
+        /// The doorbell signal's store and a ringer detached from the queue (the C ABI's
+        /// doorbell stores) ring that queue's own doorbell handle with the packet id given, in
+        /// call order; another queue's ringer rings its own. (`cargo mutants` found no test
+        /// that noticed `DoorbellRinger::ring` doing nothing.)
+        #[test]
+        fn doorbell_store_and_its_ringer_ring_the_queues_doorbell() {
+            let plat = platform();
+            let q = AqlQueue::create(&plat, &config(64)).unwrap();
+            let q2 = AqlQueue::create(&plat, &config(64)).unwrap();
+            let ringer = q.doorbell_signal().ringer();
+            q.doorbell_signal().store(3, StoreOrder::Release);
+            ringer.ring(7, StoreOrder::Relaxed);
+            q2.doorbell_signal().ringer().ring(1, StoreOrder::Release);
+            let (d, d2) = (q.hw_queue().doorbell, q2.hw_queue().doorbell);
+            assert_ne!(d, d2);
+            assert_eq!(plat.doorbell_writes(), [(d, 3), (d, 7), (d2, 1)]);
+            drop(q2);
+            q.destroy().unwrap();
+        }
+
         /// The platform's queue-error callback (played here: the fake only records it) is the
         /// queue's recorder: the queue keeps the first error it is given, reports itself
         /// stopped with its status (here with nothing in `queue_inactive_signal`, as a queue
