@@ -10,7 +10,7 @@
 //! Field layouts (Vega ISA §12 "Microcode Formats"; CDNA3 ISA §10 for the gfx940+ cache
 //! bits `sc0`/`sc1`/`nt` that replace `glc`/`slc`).
 
-use super::op::{Class, Op};
+use super::op::{Class, Fp, Op};
 use super::opcodes::OPCODES;
 use super::Gfx9Target;
 use hsa_core::{Error, Result, Status};
@@ -569,6 +569,18 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                 // These read an SGPR (llvm-mc: "Invalid immediate" for a constant).
                 return Err(illegal("SOP1", &[w0], "source is not an SGPR"));
             }
+            // s_cbranch_join's SSRC0 is a 32-bit scalar register (llvm's SReg_32: SGPRs,
+            // VCC, M0, EXEC, ttmps and the special sources vccz/execz/scc/apertures); a
+            // constant or literal is "Invalid immediate" to llvm-mc.
+            if info.name == "s_cbranch_join"
+                && !matches!(inst.src[0], Operand::Sreg { .. } | Operand::Special(_))
+            {
+                return Err(illegal(
+                    "SOP1",
+                    &[w0],
+                    "s_cbranch_join source is a constant",
+                ));
+            }
         } else if top9 == 0x17E {
             let info = find(Encoding::Sopc, (w0 >> 16) & 0x7F, &[w0])?;
             inst.info = info;
@@ -773,8 +785,14 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             let discard = matches!(info.op, Op::SDcacheDiscard | Op::SDcacheDiscardX2);
             if probe {
                 // The SDATA field is the probe level, an immediate 0..=127 (llvm-objdump
-                // prints it as a number).
-                inst.dst = Operand::InlineInt((w0 >> 6 & 0x7F) as i8);
+                // prints it as a number: decimal up to 64, hexadecimal above, as it prints
+                // an inline constant and a literal).
+                let level = w0 >> 6 & 0x7F;
+                inst.dst = if level <= 64 {
+                    Operand::InlineInt(level as i8)
+                } else {
+                    Operand::Literal(level)
+                };
             }
             let class = info.op.attrs().class;
             if class == Class::SmemClock || class == Class::SmemCache && !probe && !discard {
@@ -798,7 +816,9 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     2
                 };
             inst.src[0] = sreg_operand(base_dwords, (w0 & 0x3F) << 1, "SMEM", w0)?;
-            inst.mods.smem_glc = w0 >> 16 & 1 != 0;
+            // GLC is a cache policy of loads, stores and atomics; the probes and discards
+            // ignore the bit (llvm-objdump prints no `glc` on them).
+            inst.mods.smem_glc = w0 >> 16 & 1 != 0 && !probe && !discard;
             if w0 >> 17 & 1 != 0 {
                 inst.imm = (w1 & 0xF_FFFF) as i32;
                 // 21-bit signed offset on GFX9: bit 20 is the sign.
@@ -921,6 +941,20 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
                     "op_sel[2] of a two-source opcode",
                 ));
             }
+            if info.op == Op::VCvtPkU8F32 {
+                // S1 (the byte index) and S2 (the packed dword) are integers: llvm-mc ignores
+                // their abs bits and reads their neg bits as `sext` (a no-op on a 32-bit
+                // value; kept only to be printed), and refuses an output modifier.
+                if inst.mods.omod != 0 {
+                    return Err(illegal(
+                        "VOP3",
+                        &[w0, w1],
+                        "output modifier on v_cvt_pk_u8_f32",
+                    ));
+                }
+                inst.mods.abs[1] = false;
+                inst.mods.abs[2] = false;
+            }
             vop3_modifiers_allowed(&inst, enc, &[w0, w1])?;
             Ok(inst)
         }
@@ -1011,6 +1045,11 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             inst.mods.slc = w0 >> 17 & 1 != 0;
             inst.mods.sc1 = w0 >> 25 & 1 != 0 && target.has_acc_memory_operands();
             let acc = w1 >> 23 & 1 != 0 && target.has_acc_memory_operands();
+            if acc && info.op.attrs().to_lds {
+                // global_load_lds_*/scratch_load_lds_* write LDS: no VGPR/AGPR data for the
+                // acc bit to select (llvm-mc rejects the word).
+                return Err(illegal("FLAT", &[w0, w1], "acc bit on an LDS load"));
+            }
             let saddr = w1 >> 16 & 0x7F;
             let has_saddr = seg != 0 && saddr != 0x7F;
             if seg == 1 {
@@ -1042,9 +1081,11 @@ fn decode_fields(bytes: &[u8], target: Gfx9Target) -> Result<Instruction> {
             if info.widths[1] > 0 {
                 inst.src[1] = data_reg(info.widths[1], w1 >> 8 & 0xFF);
             }
-            if info.has(F_ATOMIC) && target == Gfx9Target::Gfx90a && inst.mods.sc1 {
-                // gfx90a atomics have no scc bit (llvm-mc rejects it).
-                return Err(illegal("FLAT", &[w0, w1], "scc on an atomic"));
+            let float_atomic = info.has(F_ATOMIC) && info.op.attrs().src_fp != Fp::None;
+            if float_atomic && target == Gfx9Target::Gfx90a && inst.mods.sc1 {
+                // gfx90a's floating-point atomics have no scc bit (llvm-mc rejects it; the
+                // integer ones take it).
+                return Err(illegal("FLAT", &[w0, w1], "scc on a float atomic"));
             }
             if info.has(F_NORTN) && w1 >> 24 != 0 {
                 // No returning form: the vdst field is 0 (llvm-mc rejects others).
@@ -1135,9 +1176,15 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         }
         let float = float_sources(info.name);
         let vop1 = enc == Encoding::Vop1;
+        // The integer v_dot*c accumulate: llvm-mc ignores their neg/abs bits (bits 23:20);
+        // they change nothing (the mods stay clear below).
+        let int_dot = matches!(
+            info.op,
+            Op::VDot2cI32I16 | Op::VDot4cI32I8 | Op::VDot8cI32I4
+        );
         // VOP1 has no src1 modifiers; integer operands have no neg/abs (llvm-mc rejects
         // both; it ignores bits 18:17).
-        if (vop1 && w1 >> 22 & 3 != 0) || (!float && w1 >> 20 & 0xF != 0) {
+        if (vop1 && w1 >> 22 & 3 != 0) || (!float && !int_dot && w1 >> 20 & 0xF != 0) {
             return Err(illegal(
                 kind,
                 &[w0, w1],
@@ -1147,15 +1194,24 @@ fn sdwa_dpp(inst: &mut Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Res
         inst.src[0] = vgpr(1, w1 & 0xFF);
         // v_ldexp_f16's second source is an i16: llvm-mc decodes its neg bit as `sext` and
         // ignores its abs bit.
-        let float1 = !info.name.starts_with("v_ldexp");
-        inst.mods.neg = [w1 >> 20 & 1 != 0, float1 && w1 >> 22 & 1 != 0, false];
-        inst.mods.abs = [w1 >> 21 & 1 != 0, float1 && w1 >> 23 & 1 != 0, false];
+        let ldexp = info.name.starts_with("v_ldexp");
+        let (float0, float1) = (!int_dot, !int_dot && !ldexp);
+        inst.mods.neg = [
+            float0 && w1 >> 20 & 1 != 0,
+            float1 && w1 >> 22 & 1 != 0,
+            false,
+        ];
+        inst.mods.abs = [
+            float0 && w1 >> 21 & 1 != 0,
+            float1 && w1 >> 23 & 1 != 0,
+            false,
+        ];
         inst.mods.dpp = Some(Dpp {
             ctrl,
             bound_ctrl: w1 >> 19 & 1 != 0,
             row_mask: (w1 >> 28) as u8,
             bank_mask: (w1 >> 24 & 0xF) as u8,
-            src1_sext: !float1 && w1 >> 22 & 1 != 0,
+            src1_sext: ldexp && w1 >> 22 & 1 != 0,
         });
         return Ok(());
     }
@@ -1325,6 +1381,11 @@ pub(crate) fn float_sources(name: &str) -> bool {
     if name.contains("ubyte") || name == "v_cvt_off_f32_i4" {
         return false;
     }
+    if name.ends_with("_fp8") || name.ends_with("_bf8") {
+        // v_cvt_f32_fp8 and kin (gfx940) read FP8/BF8 bytes: no neg/abs in DPP or VOP3
+        // (llvm-mc rejects the bits), sext in SDWA.
+        return false;
+    }
     name.split('_')
         .rev()
         .find(|t| {
@@ -1463,13 +1524,18 @@ fn mai(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<In
     inst.src[0] = vector_range(w1 & 0x1FF, wa, w1 >> 27 & 1 != 0, w, "src0 (A)")?;
     inst.src[1] = vector_range(w1 >> 9 & 0x1FF, wb, w1 >> 28 & 1 != 0, w, "src1 (B)")?;
     let c = w1 >> 18 & 0x1FF;
+    let sparse = info.op.attrs().mfma.is_some_and(|m| m.sparse);
+    if sparse && w1 >> 29 != 0 {
+        // v_smfmac_* have cbsz and abid (the index select) but no blgp: llvm-mc rejects
+        // the word.
+        return Err(mai_illegal(w, info.name, "blgp of a sparse MFMA"));
+    }
     inst.src[2] = match c {
-        128..=208 | 240..=248 => vector_src(wc, c, None, &mut size, "VOP3P-MAI", w0)?,
         // The sparse forms' src2 is the compression index, a VGPR even when acc_cd makes
-        // C/D AGPRs (llvm-objdump prints `v8` after `a[0:3]`).
-        _ if info.op.attrs().mfma.is_some_and(|m| m.sparse) => {
-            vector_range(c, wc, false, w, "src2 (index)")?
-        }
+        // C/D AGPRs (llvm-objdump prints `v8` after `a[0:3]`), never a constant
+        // (llvm-mc: "Invalid immediate").
+        _ if sparse => vector_range(c, wc, false, w, "src2 (index)")?,
+        128..=208 | 240..=248 => vector_src(wc, c, None, &mut size, "VOP3P-MAI", w0)?,
         _ => vector_range(c, wc, acc_cd, w, "src2 (C)")?,
     };
     inst.mods.cbsz = (w0 >> 8 & 7) as u8;
@@ -1521,6 +1587,31 @@ fn mubuf(mut inst: Instruction, w0: u32, w1: u32, target: Gfx9Target) -> Result<
     inst.mods.glc = w0 >> 14 & 1 != 0;
     inst.mods.slc = w0 >> 17 & 1 != 0;
     inst.mods.sc1 = w0 >> 15 & 1 != 0 && target.has_acc_memory_operands();
+    let float_atomic = info.has(F_ATOMIC) && info.op.attrs().src_fp != Fp::None;
+    if info.has(F_NORTN) && inst.mods.glc {
+        // gfx908's buffer_atomic_add_f32/pk_add_f16 have no returning form (llvm-mc
+        // rejects glc).
+        return Err(illegal(
+            "MUBUF",
+            &[w0, w1],
+            "no returning form on this target",
+        ));
+    }
+    if float_atomic && target == Gfx9Target::Gfx90a && w0 >> 15 & 1 != 0 {
+        // gfx90a's floating-point buffer atomics have no scc bit (llvm-mc rejects the word;
+        // the integer ones take it, and gfx940's take sc1).
+        return Err(illegal("MUBUF", &[w0, w1], "scc on a float atomic"));
+    }
+    if w1 >> 23 & 1 != 0 && inst.mods.lds {
+        // The data moves between memory and LDS: no VGPR/AGPR data operand for the acc
+        // bit to select (bit 23 is tfe before gfx90a); llvm-mc rejects the word on every
+        // target.
+        return Err(illegal(
+            "MUBUF",
+            &[w0, w1],
+            "acc (or tfe) bit on an LDS transfer",
+        ));
+    }
     if store_lds {
         // buffer_store_lds_dword: no VGPR address or data (the fields are ignored, as
         // llvm-mc ignores them); offen and idxen are illegal.

@@ -239,6 +239,7 @@ impl fmt::Display for Src<'_> {
         }
         if i < 2 && inst.mods.sdwa.is_some_and(|s| s.sext[i])
             || i == 1 && inst.mods.dpp.is_some_and(|d| d.src1_sext)
+            || i > 0 && inst.mods.neg[i] && inst.info.op == OpKind::VCvtPkU8F32
         {
             return write!(f, "sext({op})");
         }
@@ -605,13 +606,14 @@ impl fmt::Display for Instruction {
                     return self.cache_bits(f);
                 }
                 if info.op == OpKind::BufferStoreLdsDword {
-                    // No VGPRs: the resource, soffset, offset, cache bits, `lds`.
+                    // No VGPRs: the resource, soffset, offset, `lds` (part of the mnemonic's
+                    // syntax: llvm-objdump prints it before the cache bits), cache bits.
                     write!(f, " {}, {}", Op(&self.src[2]), Op(&self.soffset))?;
                     if self.imm != 0 {
                         write!(f, " offset:{}", self.imm)?;
                     }
-                    self.cache_bits(f)?;
-                    return f.write_str(" lds");
+                    f.write_str(" lds")?;
+                    return self.cache_bits(f);
                 }
                 if self.mods.lds {
                     // A load into LDS: no vdata; vaddr or `off` first.

@@ -961,3 +961,109 @@ fn xf32_mfma_truncates_its_inputs() {
         assert_eq!(u32s(&out[4]), vec![want.to_bits(); 256], "A = {a_bits:#x}");
     }
 }
+
+/// The floating-point buffer atomics (`memx`): gfx908's no-return `buffer_atomic_add_f32`
+/// and `buffer_atomic_pk_add_f16`; on gfx90a and gfx942 those with and without return and
+/// `buffer_atomic_add_f64`/`min_f64`/`max_f64` (CDNA2/CDNA3 ISA MUBUF opcodes 0x4d..0x51).
+/// Every lane updates its own element of p4 through an `offen` VGPR offset; the host
+/// reference is the IEEE sum (min, max) rounded to nearest even. The inputs are finite
+/// and normal (no NaN, denormal or -0: those rules are the global float atomics' tests in
+/// `gfx9_isa.rs`); with `glc` the data register returns the old value, without it stays the
+/// data. `buffer_atomic_add_f32_idxen` addresses the same elements by index (stride 4).
+/// Also gfx942's `global_load_lds_*` (memory to LDS, read back with `ds_read_b32`).
+#[test]
+fn buffer_float_atomics_and_global_load_lds_match_the_isa() {
+    let mut r = prng(0xB0F);
+    let f32v = |x: u32| (f64::from(x as i32) / 65536.0) as f32;
+    let f16v = |x: u32| half::f16::from_f64(f64::from(x as u16 as i16) / 64.0).to_bits();
+    let f64v = |x: u32| f64::from(x as i32) / 65536.0;
+    for (cpu, target) in CPUS {
+        if !matches!(cpu, "gfx908" | "gfx90a" | "gfx942") {
+            continue;
+        }
+        let isa = Isa::load("memx", cpu, target);
+        let kernels = isa.kernels();
+        let want = match cpu {
+            "gfx908" => 3,
+            "gfx90a" => 11,
+            _ => 17,
+        };
+        assert_eq!(kernels.len(), want, "{cpu}: {kernels:?}");
+        for kernel in kernels {
+            if let Some(ty) = kernel.strip_prefix("global_load_lds_") {
+                // The lane's element (at p1 + 4i) into LDS dword M0 + offset + 4 × lane,
+                // zero- or sign-extended to 32 bits (CDNA3 ISA "global_load_lds_*": LDS_ADDR
+                // = M0 + inst_offset + TID × 4; Vega ISA §9.1.9 for the MUBUF form).
+                // The offset applies to the memory address as well (`_off`: p1 + 4i + 4).
+                let src: Vec<u32> = (0..=N).map(|_| r()).collect();
+                let mut bufs = zeros(6, N * 4);
+                bufs[1] = bytes32(&src);
+                let out = isa.run(&kernel, N as u32, &bufs).unwrap();
+                let skip = usize::from(kernel.ends_with("_off"));
+                for (i, (&x, got)) in src[skip..].iter().zip(u32s(&out[5])).enumerate() {
+                    let want = match ty.trim_end_matches("_off") {
+                        "ubyte" => x & 0xFF,
+                        "sbyte" => x as u8 as i8 as i32 as u32,
+                        "ushort" => x & 0xFFFF,
+                        "sshort" => x as u16 as i16 as i32 as u32,
+                        "dword" => x,
+                        t => unreachable!("{t}"),
+                    };
+                    assert_eq!(got, want, "{cpu} {kernel} {i}: {x:#x}");
+                }
+                continue;
+            }
+            let rtn = kernel.ends_with("_rtn");
+            let op = kernel.trim_end_matches("_rtn").trim_end_matches("_idxen");
+            let mut bufs = zeros(6, N * 8);
+            if op.ends_with("f64") {
+                let d: Vec<u64> = (0..N).map(|_| f64v(r()).to_bits()).collect();
+                let m: Vec<u64> = (0..N).map(|_| f64v(r()).to_bits()).collect();
+                bufs[1] = bytes64(&d);
+                bufs[4] = bytes64(&m);
+                let out = isa.run(&kernel, N as u32, &bufs).unwrap();
+                let (mem, ret) = (u64s(&out[4]), u64s(&out[5]));
+                for i in 0..N {
+                    let (x, y) = (f64::from_bits(m[i]), f64::from_bits(d[i]));
+                    let new = match op {
+                        "buffer_atomic_add_f64" => x + y,
+                        "buffer_atomic_min_f64" => x.min(y),
+                        "buffer_atomic_max_f64" => x.max(y),
+                        _ => unreachable!("{kernel}"),
+                    };
+                    assert_eq!(mem[i], new.to_bits(), "{cpu} {kernel} {i}: {x} {y}");
+                    assert_eq!(ret[i], if rtn { m[i] } else { d[i] }, "{cpu} {kernel} {i}");
+                }
+            } else {
+                let pk = op == "buffer_atomic_pk_add_f16";
+                let gen = |r: &mut dyn FnMut() -> u32| {
+                    if pk {
+                        u32::from(f16v(r())) | u32::from(f16v(r())) << 16
+                    } else {
+                        f32v(r()).to_bits()
+                    }
+                };
+                let d: Vec<u32> = (0..N).map(|_| gen(&mut r)).collect();
+                let m: Vec<u32> = (0..N).map(|_| gen(&mut r)).collect();
+                bufs[1] = bytes32(&d);
+                bufs[4] = bytes32(&m);
+                let out = isa.run(&kernel, N as u32, &bufs).unwrap();
+                let (mem, ret) = (u32s(&out[4]), u32s(&out[5]));
+                for i in 0..N {
+                    let new = if pk {
+                        // Each half: the f16 sum, exact in f64, rounded once to f16.
+                        let h = |a: u32, b: u32| {
+                            let s = h64(a as u16) + h64(b as u16);
+                            u32::from(half::f16::from_f64(s).to_bits())
+                        };
+                        h(m[i], d[i]) | h(m[i] >> 16, d[i] >> 16) << 16
+                    } else {
+                        (f32::from_bits(m[i]) + f32::from_bits(d[i])).to_bits()
+                    };
+                    assert_eq!(mem[i], new, "{cpu} {kernel} {i}: {:#x} {:#x}", m[i], d[i]);
+                    assert_eq!(ret[i], if rtn { m[i] } else { d[i] }, "{cpu} {kernel} {i}");
+                }
+            }
+        }
+    }
+}

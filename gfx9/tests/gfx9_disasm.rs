@@ -27,8 +27,8 @@ fn target_of(data: &[u8]) -> Option<Gfx9Target> {
 /// clang-built gemm-* x (gfx908, gfx90a, gfx942), isa/private-* (gfx900, gfx90a, gfx942) and
 /// the clang-built division kernels isa/fdiv-* (all five targets), image x (gfx900, gfx906,
 /// gfx908, gfx90a) and the clang-built isa/image_ocl-* (gfx900, gfx90a), and gfx942's
-/// isa/fp8-* and isa/smfmac-* (gen_census.py).
-const ISA_FILES: usize = 23 * 5 + 4 + 3 + 3 + 3 + 5 + 4 + 2 + 2;
+/// isa/fp8-* and isa/smfmac-* (gen_census.py), and memx x (gfx908, gfx90a, gfx942).
+const ISA_FILES: usize = 23 * 5 + 4 + 3 + 3 + 3 + 5 + 4 + 2 + 2 + 3;
 
 fn normalize(line: &str) -> String {
     let text = line.split("//").next().unwrap_or("");

@@ -294,7 +294,8 @@ pub(crate) fn read_operand(
         if mods.neg[i] {
             v ^= 0x8000;
         }
-    } else if f32_in && width == 1 {
+    } else if f32_in && width == 1 && !(i > 0 && info.op == Op::VCvtPkU8F32) {
+        // (v_cvt_pk_u8_f32's S1 and S2 are integers: their neg bit is `sext`, a no-op.)
         if mods.abs[i] {
             v &= 0x7FFF_FFFF;
         }

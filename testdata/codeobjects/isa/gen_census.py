@@ -344,12 +344,62 @@ def dsx(cpu):
     return a
 
 
+def memx(cpu):
+    """The floating-point buffer atomics (gfx908: buffer_atomic_add_f32/pk_add_f16 without
+    return; gfx90a/gfx942: those with and without return and the f64 add/min/max).
+
+    Kernel `<mnemonic>` (`_rtn` with glc): a V# over p4 (stride 0, NUM_RECORDS 0xffffffff)
+    in s[20:23]; lane i loads its data from p1[i] (8-byte elements for f64, else 4), runs
+    the atomic on p4[i] through an offen VGPR offset, and stores its data register v10
+    (v[10:11]) to p5[i]: the old value with return, the data unchanged without.
+    `buffer_atomic_add_f32_idxen`: the no-return f32 add addressed by index (stride 4).
+    gfx942's `global_load_lds_<type>[_off]`: see the comment below."""
+    if cpu not in ("gfx908", "gfx90a", "gfx942"):
+        return None
+    a = Asm(cpu)
+    ops = [("buffer_atomic_add_f32", 1), ("buffer_atomic_pk_add_f16", 1)]
+    if cpu != "gfx908":
+        ops += [("buffer_atomic_add_f64", 2), ("buffer_atomic_min_f64", 2),
+                ("buffer_atomic_max_f64", 2)]
+    vs = ["s_mov_b64 s[20:21], s[12:13]", "s_and_b32 s21, s21, 0xffff",
+          "s_mov_b32 s22, 0xffffffff", "s_mov_b32 s23, 0"]
+    for op, n in ops:
+        off = "v21" if n == 2 else "v20"
+        ld = "global_load_dwordx2" if n == 2 else "global_load_dword"
+        st = "global_store_dwordx2" if n == 2 else "global_store_dword"
+        for rtn in ([False] if cpu == "gfx908" else [False, True]):
+            data = rng("v", 10, n)
+            a.kernel(op + ("_rtn" if rtn else ""),
+                     vs + ["%s %s, %s, s[6:7]" % (ld, data, off), "s_waitcnt vmcnt(0)",
+                           "%s %s, %s, s[20:23], 0 offen%s" % (op, data, off,
+                                                          " glc" if rtn else ""),
+                      "s_waitcnt vmcnt(0)", "%s %s, %s, s[14:15]" % (st, off, data)])
+    if cpu == "gfx942":
+        # global_load_lds_*: lane i's element at p1 + 4i into LDS at M0 (0) + offset + 4 ×
+        # lane, read back with ds_read_b32 and stored to p5[i] (`_off`: offset:4).
+        lds = "\t\t.amdhsa_group_segment_fixed_size 4096"
+        for t, off in (("ubyte", 0), ("sbyte", 0), ("ushort", 0), ("sshort", 0), ("dword", 0),
+                       ("dword", 4)):
+            a.kernel("global_load_lds_%s%s" % (t, "_off" if off else ""), [
+                "s_mov_b32 m0, 0", "v_mov_b32 v5, 0xdead", "v_lshlrev_b32 v9, 2, v0",
+                "ds_write_b32 v9, v5 offset:%d" % off, "s_waitcnt lgkmcnt(0)",
+                "global_load_lds_%s v20, s[6:7]%s" % (t, " offset:%d" % off if off else ""),
+                "s_waitcnt vmcnt(0)", "ds_read_b32 v5, v9 offset:%d" % off,
+                "s_waitcnt lgkmcnt(0)", "global_store_dword v20, v5, s[14:15]"], extra=lds)
+    # The same add through idxen: a V# with stride 4, the work-item id as the index.
+    a.kernel("buffer_atomic_add_f32_idxen",
+             vs + ["s_or_b32 s21, s21, 0x40000", "global_load_dword v10, v20, s[6:7]",
+                   "s_waitcnt vmcnt(0)", "buffer_atomic_add_f32 v10, v1, s[20:23], 0 idxen",
+                   "s_waitcnt vmcnt(0)", "global_store_dword v20, v10, s[14:15]"])
+    return a
+
+
 if __name__ == "__main__":
     for cpu in ["gfx900", "gfx906", "gfx908", "gfx90a", "gfx942"]:
         build("vop3x", cpu, vop3x(cpu))
         build("vop3y", cpu, vop3y(cpu))
         build("dsx", cpu, dsx(cpu))
-        for fam, gen in (("fp8", fp8), ("smfmac", smfmac)):
+        for fam, gen in (("fp8", fp8), ("smfmac", smfmac), ("memx", memx)):
             f = gen(cpu)
             if f is not None:
                 build(fam, cpu, f)
