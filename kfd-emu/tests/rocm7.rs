@@ -53,10 +53,7 @@ const HIP7_MISSING_HSA: [&str; 21] = [
 /// vector add (`kfd-emu --trace`), as `request (detail) -> errno`; docs/rocm7-status.md says
 /// why each happens. A refusal that appears, or one that goes, fails
 /// `rocr7_trace_refuses_only_the_known_requests` until that list and the doc are updated.
-const ROCR7_REFUSED: [&str; 2] = [
-    "AMDKFD_IOC_SVM -> ENOTTY",
-    "DRM_IOCTL_AMDGPU_INFO (query 3) -> EINVAL",
-];
+const ROCR7_REFUSED: [&str; 0] = [];
 
 /// Where the chroot is; `None` (said) when it or root is missing.
 fn chroot() -> Option<PathBuf> {
@@ -297,8 +294,8 @@ fn hip_check7(root: &Path) -> &'static str {
 /// hip_check's sections that run on ROCR 7.2.4 under kfd-emu. `streams` records events:
 /// HIP 7.2.4 puts a barrier-value packet with a null dependency signal on the queue at
 /// `hipEventRecord`, which the emulated CP refused before; `memcpy` copies past 4 MiB, which
-/// ROCR 7 sends to gfx90a's SDMA engine as one COPY LINEAR with a 30-bit count. The sections
-/// that do not run yet are in `hip7_sections_that_fail_on_rocr7`.
+/// ROCR 7 sends to gfx90a's SDMA engine as one COPY LINEAR with a 30-bit count. `images` is
+/// in `hip7_images_on_rocr7_under_kfd_emu`.
 #[test]
 fn hip7_sections_on_rocr7_under_kfd_emu() {
     let Some(root) = chroot() else { return };
@@ -329,10 +326,11 @@ fn hip7_sections_on_rocr7_under_kfd_emu() {
     }
 }
 
+/// hip_check's `images` section: ROCR 7.2.4 creates tiled images (T# `SW_MODE` 22), which the
+/// emulated image unit addresses as gfx9's swizzled layouts; HIP copies the host data into the
+/// array from pageable memory through SVM (the GPU reads the host range it was granted).
 #[test]
-#[ignore = "images: ROCR 7.2.4 creates tiled images (T# SW_MODE 22), the emulated image unit \
-            reads linear ones only (docs/rocm7-status.md)"]
-fn hip7_sections_that_fail_on_rocr7() {
+fn hip7_images_on_rocr7_under_kfd_emu() {
     let Some(root) = chroot() else { return };
     let exe = hip_check7(&root);
     let out = kfd_emu7(&root, &[], &[exe, "images"]);

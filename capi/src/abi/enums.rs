@@ -13,16 +13,16 @@ pub const HSA_SYSTEM_INFO_EXTENSIONS: u32 = 7;
 pub const HSA_AMD_SYSTEM_INFO_BUILD_VERSION: u32 = 0x200;
 pub const HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED: u32 = 0x201;
 pub const HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT: u32 = 0x202;
-/// ROCR 7's `hsa_system_info_t` additions (hsa.h of ROCR 7.2.4; not in 5.2.3's headers, so
-/// not in [`ALL`], which `tests/c_abi.rs` checks against the installed 5.2.3 headers).
+// ROCR 7's `hsa.h` (`hsa_system_info_t`); absent from ROCR 5.2's headers, so not in [`ALL`]
+// (whose C check compiles against them).
 pub const HSA_AMD_SYSTEM_INFO_MWAITX_ENABLED: u32 = 0x203;
 pub const HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED: u32 = 0x204;
 pub const HSA_AMD_SYSTEM_INFO_VIRTUAL_MEM_API_SUPPORTED: u32 = 0x205;
 pub const HSA_AMD_SYSTEM_INFO_XNACK_ENABLED: u32 = 0x206;
 pub const HSA_AMD_SYSTEM_INFO_EXT_VERSION_MAJOR: u32 = 0x207;
 pub const HSA_AMD_SYSTEM_INFO_EXT_VERSION_MINOR: u32 = 0x208;
-/// `HSA_AMD_INTERFACE_VERSION_MAJOR`/`_MINOR` of ROCR 7.2.4's hsa_ext_amd.h (1.15): the
-/// AMD extension interface this library's answers follow.
+/// `HSA_AMD_INTERFACE_VERSION_MAJOR`/`_MINOR` of ROCR 7.2.4's `hsa_ext_amd.h` (1.15): the
+/// AMD extension version `HSA_AMD_SYSTEM_INFO_EXT_VERSION_MAJOR`/`_MINOR` report.
 pub const HSA_AMD_INTERFACE_VERSION: (u16, u16) = (1, 15);
 pub const HSA_AGENT_INFO_NAME: u32 = 0;
 pub const HSA_AGENT_INFO_VENDOR_NAME: u32 = 1;

@@ -59,9 +59,8 @@ pub struct SystemInfo {
     /// `HSA_SYSTEM_INFO_EXTENSIONS`: bit mask of `hsa_extension_t` (bit `1 << 0x200` range:
     /// AMD extensions are reported through `hsa_system_extension_supported`); 0 here.
     pub extensions: [u8; 128],
-    /// `HSA_AMD_SYSTEM_INFO_XNACK_ENABLED` (ROCR 7): whether the process runs with XNACK on
-    /// (the platform's [`xnack_enabled`](crate::platform::TopologySource::xnack_enabled),
-    /// as amdkfd's `AMDKFD_IOC_SET_XNACK_MODE`/`HSA_XNACK` decide it).
+    /// `HSA_AMD_SYSTEM_INFO_XNACK_ENABLED` (ROCR 7 `hsa.h`): whether this process runs with
+    /// XNACK on ([`TopologySource::xnack_enabled`](crate::platform::TopologySource::xnack_enabled)).
     pub xnack_enabled: bool,
 }
 
